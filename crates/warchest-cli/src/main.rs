@@ -1,0 +1,2 @@
+//! The `warchest` command (being written).
+fn main() {}

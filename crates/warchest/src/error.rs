@@ -1,0 +1,367 @@
+//! Errors, warnings and positions shared by every layer.
+//!
+//! An [`Error`] is fatal for the operation that returned it; a [`Warning`] is a
+//! recovery the lenient reader made and went on. Both carry the byte offset in
+//! the file *as stored* (the compressed offset for gzip, zstd and LZ4 files) so
+//! a user can go and look, and, where known, the file name and record.
+
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Where something is in a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+pub struct Position {
+    /// Byte offset in the file as stored: for compressed files the start of
+    /// the gzip member, zstd or LZ4 frame that holds the byte in question.
+    pub offset: u64,
+    /// Zero-based number of the record, when the problem belongs to one.
+    pub record: Option<u64>,
+}
+
+impl Position {
+    /// A position at `offset`, in no particular record.
+    pub fn at(offset: u64) -> Self {
+        Position {
+            offset,
+            record: None,
+        }
+    }
+
+    /// The same position, in record number `record`.
+    pub fn in_record(self, record: u64) -> Self {
+        Position {
+            record: Some(record),
+            ..self
+        }
+    }
+}
+
+impl fmt::Display for Position {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "offset {}", self.offset)?;
+        if let Some(r) = self.record {
+            write!(f, " (record {r})")?;
+        }
+        Ok(())
+    }
+}
+
+/// What went wrong, without where.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The underlying reader or writer failed.
+    #[error("I/O error: {0}")]
+    Io(#[from] io::Error),
+    /// A compressed member or frame is corrupt or truncated.
+    #[error("{0}")]
+    Codec(#[from] crate::codec::CodecError),
+    /// The bytes do not follow the grammar of the format.
+    #[error("{0}")]
+    Syntax(String),
+    /// A header block, line or other bounded structure passed its limit.
+    #[error("{what} longer than the limit of {limit} bytes")]
+    TooLarge {
+        /// What was too large.
+        what: &'static str,
+        /// The limit that was passed (see [`crate::Limits`]).
+        limit: u64,
+    },
+    /// The input ended inside a record.
+    #[error("input ends inside a record: {0}")]
+    Truncated(String),
+    /// A field value does not parse as its type requires.
+    #[error("field {name}: {message}")]
+    Field {
+        /// The field name.
+        name: String,
+        /// What is wrong with the value.
+        message: String,
+    },
+    /// A caller asked for something the state of the reader or writer does not allow.
+    #[error("{0}")]
+    Usage(String),
+}
+
+#[derive(Debug)]
+struct Inner {
+    kind: ErrorKind,
+    position: Option<Position>,
+    file: Option<PathBuf>,
+    record_id: Option<String>,
+}
+
+/// The library's error: a kind, and where it happened.
+///
+/// Displayed as `FILE: offset N (record K, <urn:...>): message`, with the
+/// parts that are known.
+pub struct Error(Box<Inner>);
+
+impl Error {
+    /// A new error of `kind` with no position yet.
+    pub fn new(kind: ErrorKind) -> Self {
+        Error(Box::new(Inner {
+            kind,
+            position: None,
+            file: None,
+            record_id: None,
+        }))
+    }
+
+    /// A syntax error at `position`.
+    pub fn syntax(msg: impl Into<String>, position: Position) -> Self {
+        Error::new(ErrorKind::Syntax(msg.into())).at(position)
+    }
+
+    /// What went wrong.
+    pub fn kind(&self) -> &ErrorKind {
+        &self.0.kind
+    }
+
+    /// Where it went wrong, when known.
+    pub fn position(&self) -> Option<Position> {
+        self.0.position
+    }
+
+    /// The file, when known.
+    pub fn file(&self) -> Option<&Path> {
+        self.0.file.as_deref()
+    }
+
+    /// The WARC-Record-ID of the record, when known.
+    pub fn record_id(&self) -> Option<&str> {
+        self.0.record_id.as_deref()
+    }
+
+    /// True when the cause is an I/O error of the underlying stream.
+    pub fn is_io_error(&self) -> bool {
+        matches!(self.0.kind, ErrorKind::Io(_))
+    }
+
+    /// Sets the position, unless one is set already (the innermost wins).
+    pub fn at(mut self, position: Position) -> Self {
+        if self.0.position.is_none() {
+            self.0.position = Some(position);
+        }
+        self
+    }
+
+    /// Sets the record number on the position, unless one is set already.
+    pub fn in_record(mut self, record: u64) -> Self {
+        if let Some(p) = &mut self.0.position {
+            if p.record.is_none() {
+                p.record = Some(record);
+            }
+        }
+        self
+    }
+
+    /// Sets the file name, unless one is set already.
+    pub fn in_file(mut self, file: impl AsRef<Path>) -> Self {
+        if self.0.file.is_none() {
+            self.0.file = Some(file.as_ref().to_path_buf());
+        }
+        self
+    }
+
+    /// Sets the record id, unless one is set already.
+    pub fn with_record_id(mut self, id: impl Into<String>) -> Self {
+        if self.0.record_id.is_none() {
+            self.0.record_id = Some(id.into());
+        }
+        self
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut prefix = false;
+        if let Some(file) = &self.0.file {
+            write!(f, "{}", file.display())?;
+            prefix = true;
+        }
+        if let Some(p) = &self.0.position {
+            if prefix {
+                f.write_str(": ")?;
+            }
+            write!(f, "offset {}", p.offset)?;
+            match (p.record, &self.0.record_id) {
+                (Some(r), Some(id)) => write!(f, " (record {r}, {id})")?,
+                (Some(r), None) => write!(f, " (record {r})")?,
+                (None, Some(id)) => write!(f, " ({id})")?,
+                (None, None) => {}
+            }
+            prefix = true;
+        }
+        if prefix {
+            f.write_str(": ")?;
+        }
+        write!(f, "{}", self.0.kind)
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.0.kind {
+            ErrorKind::Io(e) => Some(e),
+            ErrorKind::Codec(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<ErrorKind> for Error {
+    fn from(kind: ErrorKind) -> Self {
+        Error::new(kind)
+    }
+}
+
+impl From<io::Error> for Error {
+    fn from(e: io::Error) -> Self {
+        // An io::Error that wraps one of ours (a body reader reporting a codec
+        // failure) is unwrapped so the position survives.
+        if e.get_ref().is_some_and(|inner| inner.is::<Error>()) {
+            let inner = e.into_inner().expect("checked above");
+            return *inner.downcast::<Error>().expect("checked above");
+        }
+        Error::new(ErrorKind::Io(e))
+    }
+}
+
+impl From<crate::codec::CodecError> for Error {
+    fn from(e: crate::codec::CodecError) -> Self {
+        let offset = e.offset;
+        Error::new(ErrorKind::Codec(e)).at(Position::at(offset))
+    }
+}
+
+impl From<Error> for io::Error {
+    fn from(e: Error) -> Self {
+        match e.0.kind {
+            ErrorKind::Io(_) if e.0.position.is_none() && e.0.file.is_none() => {
+                let ErrorKind::Io(io) = e.0.kind else {
+                    unreachable!()
+                };
+                io
+            }
+            _ => io::Error::new(io::ErrorKind::InvalidData, e),
+        }
+    }
+}
+
+/// Result with the library's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What a lenient reader recovered from. Each names the rule it relaxed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum WarningKind {
+    /// A line ended in LF without CR (WARC 1.1 section 4 requires CRLF).
+    BareLf,
+    /// WARC-Target-URI (or another URI field) inside `<...>`, as WARC 1.0 writers did.
+    BracketedUri,
+    /// A header line had no colon; it was kept raw and ignored.
+    LineWithoutColon,
+    /// White space between a field name and its colon.
+    SpaceBeforeColon,
+    /// A field name with characters outside the token grammar.
+    BadFieldName,
+    /// The record did not end in CRLF CRLF (section 4); the reader went on.
+    BadTrailer,
+    /// Bytes between records that are not a record were skipped.
+    SkippedBytes,
+    /// Bytes after the last record.
+    TrailingGarbage,
+    /// The input ended before Content-Length bytes of block.
+    TruncatedRecord,
+    /// Content-Length was missing or not a number.
+    BadContentLength,
+    /// The version line is not one of the known WARC versions.
+    UnknownVersion,
+    /// A gzip member or zstd/LZ4 frame was damaged; the reader resynchronised.
+    DamagedMember,
+    /// A gzip member's CRC32 or ISIZE does not match its data.
+    BadChecksum,
+    /// A compressed member ended before its end marker.
+    TruncatedMember,
+    /// A gzip member holds more than one record, or a record spans members.
+    NotRecordAtATime,
+    /// A header value is not valid UTF-8; it was kept as bytes.
+    NonUtf8,
+    /// Anything else; the message says what.
+    Other,
+}
+
+impl WarningKind {
+    /// The kebab-case name used in reports and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            WarningKind::BareLf => "bare-lf",
+            WarningKind::BracketedUri => "bracketed-uri",
+            WarningKind::LineWithoutColon => "line-without-colon",
+            WarningKind::SpaceBeforeColon => "space-before-colon",
+            WarningKind::BadFieldName => "bad-field-name",
+            WarningKind::BadTrailer => "bad-trailer",
+            WarningKind::SkippedBytes => "skipped-bytes",
+            WarningKind::TrailingGarbage => "trailing-garbage",
+            WarningKind::TruncatedRecord => "truncated-record",
+            WarningKind::BadContentLength => "bad-content-length",
+            WarningKind::UnknownVersion => "unknown-version",
+            WarningKind::DamagedMember => "damaged-member",
+            WarningKind::BadChecksum => "bad-checksum",
+            WarningKind::TruncatedMember => "truncated-member",
+            WarningKind::NotRecordAtATime => "not-record-at-a-time",
+            WarningKind::NonUtf8 => "non-utf8",
+            WarningKind::Other => "other",
+        }
+    }
+}
+
+/// A recovery made by a lenient reader: what, where, and in which record.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Warning {
+    /// Which rule was relaxed.
+    pub kind: WarningKind,
+    /// Byte offset in the file as stored where the problem was seen.
+    pub offset: u64,
+    /// The record number, when the warning belongs to a record.
+    pub record: Option<u64>,
+    /// The WARC-Record-ID, when known.
+    pub record_id: Option<String>,
+    /// A plain sentence saying what was found and what was done.
+    pub message: String,
+}
+
+impl Warning {
+    /// A warning of `kind` at `offset`.
+    pub fn new(kind: WarningKind, offset: u64, message: impl Into<String>) -> Self {
+        Warning {
+            kind,
+            offset,
+            record: None,
+            record_id: None,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "offset {}", self.offset)?;
+        match (self.record, &self.record_id) {
+            (Some(r), Some(id)) => write!(f, " (record {r}, {id})")?,
+            (Some(r), None) => write!(f, " (record {r})")?,
+            (None, Some(id)) => write!(f, " ({id})")?,
+            (None, None) => {}
+        }
+        write!(f, ": {}: {}", self.kind.name(), self.message)
+    }
+}

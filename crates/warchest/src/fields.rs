@@ -1,0 +1,1 @@
+//! Placeholder: fields is being written.

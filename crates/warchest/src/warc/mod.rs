@@ -1,0 +1,1 @@
+//! Placeholder: WARC framing is being written.

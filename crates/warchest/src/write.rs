@@ -1,0 +1,1 @@
+//! Placeholder: write is being written.
