@@ -605,7 +605,6 @@ pub fn decode_encoded_words(s: &str) -> Cow<'_, str> {
                         out.push_str(pending_ws);
                         out.push_str(before);
                     }
-                    pending_ws = "";
                     out.push_str(&text);
                     rest = &at[used..];
                     last_was_word = true;

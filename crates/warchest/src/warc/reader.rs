@@ -1,0 +1,1312 @@
+//! Reading WARC records from a [`Source`].
+
+use std::fs::File;
+use std::io::{self, BufRead, Read};
+use std::path::{Path, PathBuf};
+
+use super::header::{Version, WarcHeader};
+use crate::codec::{Codec, Decoder, DecoderOptions, Source};
+use crate::error::{Error, ErrorKind, Position, Result, Warning, WarningKind};
+use crate::fields::{FieldIssue, Fields};
+use crate::limits::Limits;
+
+/// How a [`Reader`] reads.
+#[derive(Debug, Clone)]
+pub struct ReaderOptions {
+    /// Strict: the grammar as written, the first deviation is an error.
+    /// Lenient (the default): recover from what real writers did and report
+    /// each recovery as a [`Warning`].
+    pub strict: bool,
+    /// Bounds on buffered structures.
+    pub limits: Limits,
+    /// The file name, used in errors and warnings.
+    pub file: Option<PathBuf>,
+    /// Options for the decompression layer (when the reader builds one).
+    pub decoder: DecoderOptions,
+}
+
+impl Default for ReaderOptions {
+    fn default() -> Self {
+        ReaderOptions {
+            strict: false,
+            limits: Limits::default(),
+            file: None,
+            decoder: DecoderOptions::default(),
+        }
+    }
+}
+
+impl ReaderOptions {
+    /// Lenient reading (the default).
+    pub fn lenient() -> Self {
+        ReaderOptions::default()
+    }
+
+    /// Strict reading: the first deviation from the grammar is an error.
+    pub fn strict() -> Self {
+        let mut o = ReaderOptions {
+            strict: true,
+            ..ReaderOptions::default()
+        };
+        o.decoder.lenient = false;
+        o
+    }
+
+    /// Sets the file name used in messages.
+    pub fn file(mut self, file: impl Into<PathBuf>) -> Self {
+        self.file = Some(file.into());
+        self
+    }
+}
+
+/// Where a record is, in the file as stored and in its member.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct RecordLocation {
+    /// Zero-based number of the record in the file.
+    pub index: u64,
+    /// Offset of the record in the file as stored: where its gzip member or
+    /// zstd/LZ4 frame starts for compressed files (what CDX indexes record),
+    /// where its version line starts for plain files.
+    pub offset: u64,
+    /// The compression of the member the record starts in.
+    pub codec: Codec,
+    /// Offset of the record's first byte within the decompressed member
+    /// (0 for record-at-a-time compressed files).
+    pub offset_in_member: u64,
+    /// Length of the header block, version line to blank line.
+    pub header_len: u64,
+}
+
+/// What [`Record::finish`] learned when the record was read to its end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct RecordEnd {
+    /// Length of the record as stored: its member(s) for compressed files,
+    /// version line to the end of the trailer for plain ones. `None` when the
+    /// record shares a member with the next one (whole-file gzip).
+    pub stored_len: Option<u64>,
+    /// Block bytes actually present (less than Content-Length when truncated).
+    pub block_len: u64,
+    /// True when the input ended before Content-Length bytes of block.
+    pub truncated: bool,
+}
+
+/// The state of the record being read.
+#[derive(Debug)]
+struct Current {
+    loc: RecordLocation,
+    /// Block bytes not yet read.
+    remaining: u64,
+    /// Block bytes read.
+    read: u64,
+    truncated: bool,
+    /// The block ended at a member end before Content-Length (lenient).
+    cut_at_member: bool,
+    /// Stored end remembered when the block was cut at a member end.
+    cut_end: Option<u64>,
+    spans_members: bool,
+}
+
+/// Reads WARC records one at a time.
+///
+/// ```
+/// use warchest::warc::Reader;
+/// let data = b"WARC/1.1\r\nWARC-Type: resource\r\nContent-Length: 5\r\n\r\nhello\r\n\r\n";
+/// let mut reader = Reader::new(&data[..]);
+/// while let Some(mut record) = reader.next_record()? {
+///     assert_eq!(record.header().content_length(), Some(5));
+///     let mut body = String::new();
+///     std::io::Read::read_to_string(&mut record.block(), &mut body)?;
+///     assert_eq!(body, "hello");
+/// }
+/// # Ok::<(), warchest::Error>(())
+/// ```
+pub struct Reader<S> {
+    src: S,
+    opts: ReaderOptions,
+    next_index: u64,
+    header: WarcHeader,
+    cur: Option<Current>,
+    last_end: Option<RecordEnd>,
+    warnings: Vec<Warning>,
+    issues: Vec<FieldIssue>,
+    /// Bytes already taken from the source that begin the next record (found
+    /// by resynchronisation across a buffer boundary).
+    carry: Vec<u8>,
+    done: bool,
+    started: bool,
+}
+
+impl<R: Read> Reader<Decoder<R>> {
+    /// A lenient reader over `reader`, compression sniffed from the bytes.
+    pub fn new(reader: R) -> Self {
+        Reader::with_options(reader, ReaderOptions::default())
+    }
+
+    /// A reader over `reader` with `opts`.
+    pub fn with_options(reader: R, opts: ReaderOptions) -> Self {
+        let src = Decoder::new(reader, opts.decoder.clone());
+        Reader::from_source(src, opts)
+    }
+}
+
+impl Reader<Decoder<File>> {
+    /// Opens the file at `path` for lenient reading.
+    ///
+    /// # Errors
+    /// The file cannot be opened.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        Reader::open_with(path, ReaderOptions::default())
+    }
+
+    /// Opens the file at `path` with `opts` (its file name is filled in).
+    ///
+    /// # Errors
+    /// The file cannot be opened.
+    pub fn open_with(path: impl AsRef<Path>, mut opts: ReaderOptions) -> Result<Self> {
+        let path = path.as_ref();
+        let f = File::open(path).map_err(|e| Error::from(e).in_file(path))?;
+        if opts.file.is_none() {
+            opts.file = Some(path.to_path_buf());
+        }
+        Ok(Reader::with_options(f, opts))
+    }
+}
+
+fn is_crlf(b: u8) -> bool {
+    b == b'\r' || b == b'\n'
+}
+
+impl<S: Source> Reader<S> {
+    /// A reader over an already built source.
+    pub fn from_source(src: S, opts: ReaderOptions) -> Self {
+        Reader {
+            src,
+            opts,
+            next_index: 0,
+            header: WarcHeader::from_fields(Version::V1_1, Fields::new()),
+            cur: None,
+            last_end: None,
+            warnings: Vec::new(),
+            issues: Vec::new(),
+            carry: Vec::new(),
+            done: false,
+            started: false,
+        }
+    }
+
+    /// The source.
+    pub fn get_ref(&self) -> &S {
+        &self.src
+    }
+
+    /// The source, mutably. Reading from it directly desynchronises the reader.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.src
+    }
+
+    /// The source back.
+    pub fn into_inner(self) -> S {
+        self.src
+    }
+
+    /// The options.
+    pub fn options(&self) -> &ReaderOptions {
+        &self.opts
+    }
+
+    /// Takes the warnings collected so far (lenient recoveries, each with its
+    /// offset and record).
+    pub fn take_warnings(&mut self) -> Vec<Warning> {
+        self.src.drain_warnings(&mut self.warnings);
+        std::mem::take(&mut self.warnings)
+    }
+
+    /// What the last finished record's end looked like (set when it was
+    /// finished explicitly or by reading the next one).
+    pub fn last_end(&self) -> Option<RecordEnd> {
+        self.last_end
+    }
+
+    /// Offset in the stored file of the current read position, as precise as
+    /// the codec allows (member start for compressed members).
+    fn stored_pos(&self) -> u64 {
+        if self.src.codec() == Codec::None {
+            self.src.member_offset() + self.src.member_pos()
+        } else {
+            self.src.member_offset()
+        }
+    }
+
+    fn warn(&mut self, kind: WarningKind, offset: u64, record: Option<u64>, msg: String) {
+        let mut w = Warning::new(kind, offset, msg);
+        w.record = record;
+        if record.is_some() {
+            w.record_id = self.header.record_id().map(|s| s.into_owned());
+        }
+        self.warnings.push(w);
+    }
+
+    fn error(&self, kind: ErrorKind, offset: u64, record: Option<u64>) -> Error {
+        let mut pos = Position::at(offset);
+        pos.record = record;
+        let mut e = Error::new(kind).at(pos);
+        if let Some(f) = &self.opts.file {
+            e = e.in_file(f);
+        }
+        if record.is_some() {
+            if let Some(id) = self.header.record_id() {
+                e = e.with_record_id(id.into_owned());
+            }
+        }
+        e
+    }
+
+    fn locate(&self, e: Error) -> Error {
+        match &self.opts.file {
+            Some(f) => e.in_file(f),
+            None => e,
+        }
+    }
+
+    /// Reads the next record's header; its block is then read through the
+    /// returned [`Record`]. What the caller leaves unread is skipped by the
+    /// next call. `Ok(None)` at the end of the input; after an error the
+    /// reader is fused and returns `Ok(None)`.
+    ///
+    /// # Errors
+    /// I/O errors, corrupt compression (strict), and in strict mode any
+    /// deviation from the WARC grammar; in lenient mode a header block beyond
+    /// [`Limits::max_header_block`].
+    pub fn next_record(&mut self) -> Result<Option<Record<'_, S>>> {
+        if self.done {
+            return Ok(None);
+        }
+        match self.advance() {
+            Ok(true) => Ok(Some(Record { reader: self })),
+            Ok(false) => {
+                self.done = true;
+                Ok(None)
+            }
+            Err(e) => {
+                self.done = true;
+                self.cur = None;
+                Err(self.locate(e))
+            }
+        }
+    }
+
+    /// Finishes the current record (if any) and reads the next header.
+    fn advance(&mut self) -> Result<bool> {
+        if self.cur.is_some() {
+            self.finish_current()?;
+        }
+        if !self.started {
+            self.started = true;
+        }
+        if !self.find_start()? {
+            return Ok(false);
+        }
+        self.read_header()
+    }
+
+    /// Skips CR/LF and damage up to the next record start. Returns false at
+    /// the end of the input.
+    fn find_start(&mut self) -> Result<bool> {
+        if !self.carry.is_empty() {
+            return Ok(true);
+        }
+        let mut blank = 0u64;
+        let blank_at = self.stored_pos();
+        loop {
+            let buf = self.src.fill_buf()?;
+            let len = buf.len();
+            let n = buf.iter().take_while(|&&b| is_crlf(b)).count();
+            let starts =
+                buf.starts_with(b"WARC/") || (n == 0 && len < 5 && b"WARC/".starts_with(buf));
+            if len == 0 {
+                if !self.src.next_member()? {
+                    if blank > 0 && !self.opts.strict {
+                        // Extra line ends at the very end: harmless, but said.
+                        self.warn(
+                            WarningKind::BadTrailer,
+                            blank_at,
+                            None,
+                            format!("{blank} extra line-end bytes at the end of the input"),
+                        );
+                    }
+                    return Ok(false);
+                }
+                continue;
+            }
+            if n > 0 {
+                blank += n as u64;
+                self.src.consume(n);
+                continue;
+            }
+            if blank > 0 {
+                if self.opts.strict {
+                    return Err(self.error(
+                        ErrorKind::Syntax(format!(
+                            "{blank} unexpected line-end bytes before a record"
+                        )),
+                        blank_at,
+                        None,
+                    ));
+                }
+                self.warn(
+                    WarningKind::BadTrailer,
+                    blank_at,
+                    None,
+                    format!("{blank} extra line-end bytes between records"),
+                );
+            }
+            if starts {
+                return Ok(true);
+            }
+            return self.resync();
+        }
+    }
+
+    /// Lenient: scans forward for the next `WARC/<digit>`, reporting what it
+    /// skipped. Strict: an error.
+    fn resync(&mut self) -> Result<bool> {
+        let start = self.stored_pos();
+        if self.opts.strict {
+            return Err(self.error(
+                ErrorKind::Syntax("expected a WARC version line".into()),
+                start,
+                None,
+            ));
+        }
+        // Match `WARC/` and a digit byte by byte across buffers; `m` counts
+        // the bytes matched so far. No byte of the pattern repeats its first,
+        // so a mismatch restarts the match at the current byte.
+        const PAT: &[u8; 5] = b"WARC/";
+        let mut consumed = 0u64;
+        let mut m = 0usize;
+        let found = loop {
+            let buf = self.src.fill_buf()?;
+            if buf.is_empty() {
+                m = 0;
+                if !self.src.next_member()? {
+                    break false;
+                }
+                continue;
+            }
+            let mut i = 0;
+            let mut found_at: Option<isize> = None;
+            while i < buf.len() {
+                if m == 0 {
+                    match memchr::memchr(b'W', &buf[i..]) {
+                        Some(k) => {
+                            i += k + 1;
+                            m = 1;
+                        }
+                        None => i = buf.len(),
+                    }
+                    continue;
+                }
+                let b = buf[i];
+                let ok = if m < 5 {
+                    b == PAT[m]
+                } else {
+                    b.is_ascii_digit()
+                };
+                if ok {
+                    m += 1;
+                    i += 1;
+                    if m == 6 {
+                        found_at = Some(i as isize - 6);
+                        break;
+                    }
+                } else {
+                    m = 0;
+                }
+            }
+            match found_at {
+                Some(at) if at >= 0 => {
+                    self.src.consume(at as usize);
+                    consumed += at as u64;
+                    break true;
+                }
+                Some(at) => {
+                    // The match began in earlier buffers, already consumed.
+                    let k = at.unsigned_abs();
+                    self.carry.clear();
+                    self.carry.extend_from_slice(&PAT[..k]);
+                    break true;
+                }
+                None => {
+                    let len = buf.len();
+                    self.src.consume(len);
+                    consumed += len as u64;
+                }
+            }
+            if consumed > self.opts.limits.max_resync_scan {
+                break false;
+            }
+        };
+        let skipped = consumed - self.carry.len() as u64;
+        if found {
+            self.warn(
+                WarningKind::SkippedBytes,
+                start,
+                None,
+                format!("skipped {skipped} bytes that are not a WARC record"),
+            );
+        } else if skipped > 0 {
+            self.warn(
+                WarningKind::TrailingGarbage,
+                start,
+                None,
+                format!("{skipped} bytes after the last record are not a WARC record"),
+            );
+        }
+        Ok(found)
+    }
+
+    /// Reads the header block into `self.header` and starts the record.
+    /// False when the input ends inside the header (lenient).
+    fn read_header(&mut self) -> Result<bool> {
+        let index = self.next_index;
+        self.next_index += 1;
+        let codec = self.src.codec();
+        let carry_len = self.carry.len() as u64;
+        let in_member = self.src.member_pos().saturating_sub(carry_len);
+        let offset = if codec == Codec::None {
+            self.src.member_offset() + in_member
+        } else {
+            self.src.member_offset()
+        };
+        let max = self.opts.limits.max_header_block;
+        let mut fields = std::mem::take(&mut self.header.fields);
+        let buf = fields.buf_mut();
+        buf.clear();
+        buf.append(&mut self.carry);
+        let mut spans_members = false;
+        loop {
+            let chunk = self.src.fill_buf()?;
+            if chunk.is_empty() {
+                if !self.src.next_member()? {
+                    let e = self.error(
+                        ErrorKind::Truncated(format!(
+                            "the header block ends after {} bytes, without its blank line",
+                            buf.len()
+                        )),
+                        offset,
+                        Some(index),
+                    );
+                    if self.opts.strict {
+                        return Err(e);
+                    }
+                    // A header cut off at the end of the input: nothing of
+                    // the record can be read, so say so and stop.
+                    let mut w = Warning::new(
+                        WarningKind::TruncatedRecord,
+                        offset,
+                        format!(
+                            "the input ends inside a header block, after {} bytes",
+                            buf.len()
+                        ),
+                    );
+                    w.record = Some(index);
+                    self.warnings.push(w);
+                    self.header.fields = fields;
+                    return Ok(false);
+                }
+                spans_members = true;
+                continue;
+            }
+            let mut end = None;
+            for nl in memchr::memchr_iter(b'\n', chunk) {
+                let at = |k: usize| -> Option<u8> {
+                    // Byte k places before chunk[nl], looking into buf when needed.
+                    if nl >= k {
+                        Some(chunk[nl - k])
+                    } else {
+                        buf.len().checked_sub(k - nl).map(|i| buf[i])
+                    }
+                };
+                let prev = at(1);
+                if prev == Some(b'\n') || (prev == Some(b'\r') && at(2) == Some(b'\n')) {
+                    end = Some(nl + 1);
+                    break;
+                }
+            }
+            let take = end.unwrap_or(chunk.len());
+            if buf.len() + take > max {
+                return Err(self.error(
+                    ErrorKind::TooLarge {
+                        what: "WARC header block",
+                        limit: max as u64,
+                    },
+                    offset,
+                    Some(index),
+                ));
+            }
+            buf.extend_from_slice(&chunk[..take]);
+            self.src.consume(take);
+            if end.is_some() {
+                break;
+            }
+        }
+        let header_len = buf.len() as u64;
+        let first_nl = memchr::memchr(b'\n', buf).unwrap_or(buf.len());
+        let line = &buf[..first_nl];
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let version = Version::parse_line(line);
+        let line_text = String::from_utf8_lossy(line).into_owned();
+        self.issues.clear();
+        let parsed = fields.reparse(
+            first_nl + 1,
+            self.opts.strict,
+            self.opts.limits.max_fields,
+            &mut self.issues,
+        );
+        self.header.fields = fields;
+        if let Err(e) = parsed {
+            return Err(self.error(ErrorKind::Syntax(e.to_string()), offset, Some(index)));
+        }
+        let version = match version {
+            Some(v) => {
+                if !v.is_known() {
+                    if self.opts.strict {
+                        return Err(self.error(
+                            ErrorKind::Syntax(format!("unknown WARC version {line_text:?}")),
+                            offset,
+                            Some(index),
+                        ));
+                    }
+                    self.warn(
+                        WarningKind::UnknownVersion,
+                        offset,
+                        Some(index),
+                        format!("unknown WARC version {line_text:?}, read as 1.1"),
+                    );
+                }
+                v
+            }
+            None => {
+                return Err(self.error(
+                    ErrorKind::Syntax(format!("bad version line {line_text:?}")),
+                    offset,
+                    Some(index),
+                ));
+            }
+        };
+        self.header.version = version;
+        self.header.refresh();
+        if codec != Codec::None && in_member != 0 && !self.opts.strict {
+            self.warn(
+                WarningKind::NotRecordAtATime,
+                offset,
+                Some(index),
+                format!(
+                    "record starts {in_member} bytes into a {} member: the file is not compressed record at a time",
+                    codec.name()
+                ),
+            );
+        }
+        if spans_members && !self.opts.strict {
+            self.warn(
+                WarningKind::NotRecordAtATime,
+                offset,
+                Some(index),
+                "the header block spans compressed members".into(),
+            );
+        }
+        // Field issues become warnings, with the stored offset as precise as
+        // the codec allows.
+        let issues = std::mem::take(&mut self.issues);
+        for is in &issues {
+            let at = if codec == Codec::None {
+                offset + is.offset as u64
+            } else {
+                offset
+            };
+            let what = match is.kind {
+                WarningKind::BareLf => "header lines end in LF without CR",
+                WarningKind::SpaceBeforeColon => "white space before a field's colon",
+                WarningKind::LineWithoutColon => "a header line without a colon was ignored",
+                WarningKind::BadFieldName => "a field name is not a token",
+                _ => "odd header line",
+            };
+            self.warn(is.kind, at, Some(index), what.to_string());
+        }
+        self.issues = issues;
+        if let Some(uri) = self.header.fields.get(super::field::TARGET_URI) {
+            let v = uri.value();
+            if v.starts_with(b"<") && v.ends_with(b">") && version >= Version::V1_1 {
+                self.warn(
+                    WarningKind::BracketedUri,
+                    offset,
+                    Some(index),
+                    "WARC-Target-URI inside <...>; brackets removed".into(),
+                );
+            }
+        }
+        let remaining = match self.header.content_length() {
+            Some(n) => n,
+            None => {
+                let msg = match self.header.fields.value(super::field::CONTENT_LENGTH) {
+                    Some(v) => format!("Content-Length {v:?} is not a number"),
+                    None => "no Content-Length".to_string(),
+                };
+                if self.opts.strict {
+                    return Err(self.error(ErrorKind::Syntax(msg), offset, Some(index)));
+                }
+                self.warn(
+                    WarningKind::BadContentLength,
+                    offset,
+                    Some(index),
+                    format!("{msg}; the block is skipped up to the next record"),
+                );
+                0
+            }
+        };
+        self.cur = Some(Current {
+            loc: RecordLocation {
+                index,
+                offset,
+                codec,
+                offset_in_member: in_member,
+                header_len,
+            },
+            remaining,
+            read: 0,
+            truncated: false,
+            cut_at_member: false,
+            cut_end: None,
+            spans_members,
+        });
+        Ok(true)
+    }
+
+    /// Fills with block bytes of the current record; empty at its end.
+    fn block_fill(&mut self) -> Result<&[u8]> {
+        loop {
+            let Some(cur) = self.cur.as_ref() else {
+                return Ok(&[]);
+            };
+            if cur.remaining == 0 {
+                return Ok(&[]);
+            }
+            let remaining = cur.remaining;
+            let avail = self.src.fill_buf()?.len();
+            if avail > 0 {
+                let n = usize::try_from(remaining).unwrap_or(usize::MAX).min(avail);
+                let buf = self.src.fill_buf()?;
+                return Ok(&buf[..n]);
+            }
+            self.block_member_end()?;
+        }
+    }
+
+    /// The member ended inside the block: go on into the next member, or
+    /// decide that Content-Length was wrong, or that the input is truncated.
+    fn block_member_end(&mut self) -> Result<()> {
+        let Some(cur) = self.cur.as_ref() else {
+            return Ok(());
+        };
+        let (index, offset, remaining, read, at_start) = (
+            cur.loc.index,
+            cur.loc.offset,
+            cur.remaining,
+            cur.read,
+            cur.loc.offset_in_member == 0,
+        );
+        let compressed = self.src.codec() != Codec::None;
+        let member_end = self.src.member_end();
+        let more = compressed && self.src.next_member()?;
+        if more {
+            // A record-at-a-time file whose next member starts a record: the
+            // Content-Length was too large, not the record split.
+            let next_is_record = self.src.fill_buf()?.starts_with(b"WARC/");
+            if next_is_record && at_start && !self.opts.strict {
+                self.warn(
+                    WarningKind::BadContentLength,
+                    offset,
+                    Some(index),
+                    format!(
+                        "Content-Length is {} but the record's member ends after {read} block bytes and the next member starts a record; block cut there",
+                        read + remaining
+                    ),
+                );
+                if let Some(cur) = self.cur.as_mut() {
+                    cur.remaining = 0;
+                    cur.cut_at_member = true;
+                    cur.cut_end = member_end;
+                }
+                return Ok(());
+            }
+            if next_is_record && self.opts.strict {
+                return Err(self.error(
+                    ErrorKind::Syntax(format!(
+                        "Content-Length is {} but the member ends after {read} block bytes",
+                        read + remaining
+                    )),
+                    offset,
+                    Some(index),
+                ));
+            }
+            if let Some(cur) = self.cur.as_mut() {
+                if !cur.spans_members {
+                    cur.spans_members = true;
+                    let msg = "the record's block spans compressed members".to_string();
+                    self.warn(WarningKind::NotRecordAtATime, offset, Some(index), msg);
+                }
+            }
+            return Ok(());
+        }
+        // The input ended inside the block.
+        let msg = format!(
+            "Content-Length is {} but the input ends after {read} block bytes",
+            read + remaining
+        );
+        if self.opts.strict {
+            return Err(self.error(ErrorKind::Truncated(msg), offset, Some(index)));
+        }
+        self.warn(WarningKind::TruncatedRecord, offset, Some(index), msg);
+        if let Some(cur) = self.cur.as_mut() {
+            cur.remaining = 0;
+            cur.truncated = true;
+        }
+        Ok(())
+    }
+
+    fn block_consume(&mut self, n: usize) {
+        self.src.consume(n);
+        if let Some(cur) = self.cur.as_mut() {
+            cur.remaining -= n as u64;
+            cur.read += n as u64;
+        }
+    }
+
+    /// Skips the rest of the block and the trailer; sets `last_end`.
+    fn finish_current(&mut self) -> Result<RecordEnd> {
+        // Skip the block.
+        loop {
+            let Some(cur) = self.cur.as_ref() else { break };
+            if cur.remaining == 0 {
+                break;
+            }
+            let want = cur.remaining;
+            let n = self.src.skip(want)?;
+            if let Some(cur) = self.cur.as_mut() {
+                cur.remaining -= n;
+                cur.read += n;
+            }
+            if n < want {
+                self.block_member_end()?;
+            }
+        }
+        let Some(cur) = self.cur.take() else {
+            return Ok(self.last_end.unwrap_or(RecordEnd {
+                stored_len: None,
+                block_len: 0,
+                truncated: false,
+            }));
+        };
+        let index = cur.loc.index;
+        // Put the header back in place for warnings naming the record id.
+        if !cur.truncated && !cur.cut_at_member {
+            self.read_trailer(&cur)?;
+        }
+        let end = if let Some(e) = cur.cut_end {
+            Some(e)
+        } else if self.src.codec() == Codec::None {
+            Some(self.src.member_offset() + self.src.member_pos())
+        } else if self.src.fill_buf()?.is_empty() {
+            self.src.member_end()
+        } else {
+            None
+        };
+        let rec_end = RecordEnd {
+            stored_len: end.and_then(|e| e.checked_sub(cur.loc.offset)),
+            block_len: cur.read,
+            truncated: cur.truncated,
+        };
+        let _ = index;
+        self.last_end = Some(rec_end);
+        Ok(rec_end)
+    }
+
+    /// Reads the CRLF CRLF after a block, within the current member.
+    fn read_trailer(&mut self, cur: &Current) -> Result<()> {
+        let at = self.stored_pos();
+        let mut seen = [0u8; 4];
+        let mut n = 0usize;
+        loop {
+            let buf = self.src.fill_buf()?;
+            if buf.is_empty() || n >= 4 {
+                break;
+            }
+            let k = buf.iter().take(4 - n).take_while(|&&b| is_crlf(b)).count();
+            seen[n..n + k].copy_from_slice(&buf[..k]);
+            n += k;
+            self.src.consume(k);
+            if k == 0 {
+                break;
+            }
+        }
+        if &seen[..n] == b"\r\n\r\n" {
+            return Ok(());
+        }
+        let found = match n {
+            0 => "no trailer".to_string(),
+            _ => format!("trailer {:?}", String::from_utf8_lossy(&seen[..n])),
+        };
+        let msg =
+            format!("record not followed by CRLF CRLF ({found}); Content-Length may be wrong");
+        if self.opts.strict {
+            return Err(self.error(ErrorKind::Syntax(msg), at, Some(cur.loc.index)));
+        }
+        self.warn(WarningKind::BadTrailer, at, Some(cur.loc.index), msg);
+        Ok(())
+    }
+
+    /// An iterator of owned records (each block read into memory).
+    pub fn into_records(self) -> Records<S> {
+        Records { reader: self }
+    }
+}
+
+/// A record being read: its header, location and streamed block.
+///
+/// Dropping it without reading the block is fine: the next
+/// [`Reader::next_record`] skips what is left.
+pub struct Record<'r, S> {
+    reader: &'r mut Reader<S>,
+}
+
+impl<'r, S: Source> Record<'r, S> {
+    /// The header block.
+    pub fn header(&self) -> &WarcHeader {
+        &self.reader.header
+    }
+
+    /// Where the record is.
+    pub fn location(&self) -> RecordLocation {
+        self.reader
+            .cur
+            .as_ref()
+            .map(|c| c.loc)
+            .unwrap_or(RecordLocation {
+                index: 0,
+                offset: 0,
+                codec: Codec::None,
+                offset_in_member: 0,
+                header_len: 0,
+            })
+    }
+
+    /// The block (what Content-Length counts), streamed from where reading
+    /// stopped. Implements [`Read`] and [`BufRead`].
+    pub fn block(&mut self) -> BlockReader<'_, S> {
+        BlockReader {
+            reader: self.reader,
+        }
+    }
+
+    /// Block bytes not yet read.
+    pub fn remaining(&self) -> u64 {
+        self.reader.cur.as_ref().map_or(0, |c| c.remaining)
+    }
+
+    /// Reads the rest of the block into memory (the caller asks for it).
+    ///
+    /// # Errors
+    /// As reading the block.
+    pub fn read_block(&mut self) -> Result<Vec<u8>> {
+        let mut v = Vec::new();
+        self.block().read_to_end(&mut v).map_err(Error::from)?;
+        Ok(v)
+    }
+
+    /// Skips the rest of the block and the trailer, and says how the record
+    /// ended (its stored length among others).
+    ///
+    /// # Errors
+    /// As [`Reader::next_record`].
+    pub fn finish(self) -> Result<RecordEnd> {
+        let r = self.reader;
+        match r.finish_current() {
+            Ok(e) => Ok(e),
+            Err(e) => {
+                r.done = true;
+                Err(r.locate(e))
+            }
+        }
+    }
+
+    /// Reads the whole record into an [`OwnedRecord`].
+    ///
+    /// # Errors
+    /// As reading the block.
+    pub fn into_owned(mut self) -> Result<OwnedRecord> {
+        let block = self.read_block()?;
+        let header = self.reader.header.clone();
+        let location = self.location();
+        let end = self.finish()?;
+        Ok(OwnedRecord {
+            header,
+            block,
+            location,
+            end,
+        })
+    }
+
+    /// The reader, for access to its warnings and options.
+    pub fn reader(&self) -> &Reader<S> {
+        self.reader
+    }
+}
+
+/// The block of the current record as a stream.
+pub struct BlockReader<'a, S> {
+    reader: &'a mut Reader<S>,
+}
+
+impl<S: Source> Read for BlockReader<'_, S> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        let buf = self.fill_buf()?;
+        let n = buf.len().min(out.len());
+        out[..n].copy_from_slice(&buf[..n]);
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+impl<S: Source> BufRead for BlockReader<'_, S> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        let r = &mut *self.reader;
+        if let Err(e) = r.block_fill().map(|_| ()) {
+            let e = r.locate(e);
+            r.done = true;
+            return Err(e.into());
+        }
+        // Filled above: this returns the same bytes without touching the source.
+        r.block_fill().map_err(io::Error::from)
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.reader.block_consume(n);
+    }
+}
+
+/// A record read whole into memory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnedRecord {
+    /// The header block.
+    pub header: WarcHeader,
+    /// The block.
+    pub block: Vec<u8>,
+    /// Where it was.
+    pub location: RecordLocation,
+    /// How it ended.
+    pub end: RecordEnd,
+}
+
+/// Iterator of [`OwnedRecord`]s; see [`Reader::into_records`].
+pub struct Records<S> {
+    reader: Reader<S>,
+}
+
+impl<S> Records<S> {
+    /// The reader, for its warnings.
+    pub fn reader_mut(&mut self) -> &mut Reader<S> {
+        &mut self.reader
+    }
+}
+
+impl<S: Source> Iterator for Records<S> {
+    type Item = Result<OwnedRecord>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self.reader.next_record() {
+            Ok(Some(rec)) => Some(rec.into_owned()),
+            Ok(None) => None,
+            Err(e) => Some(Err(e)),
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::warc::RecordType;
+
+    /// An in-memory source of members: (codec, stored offset, stored end, bytes).
+    pub(crate) struct MemSource {
+        members: Vec<(Codec, u64, u64, Vec<u8>)>,
+        i: usize,
+        pos: usize,
+        /// Hand out at most this many bytes per fill, to exercise boundaries.
+        chunk: usize,
+    }
+
+    impl MemSource {
+        pub(crate) fn plain(data: &[u8], chunk: usize) -> Self {
+            MemSource {
+                members: vec![(Codec::None, 0, data.len() as u64, data.to_vec())],
+                i: 0,
+                pos: 0,
+                chunk,
+            }
+        }
+
+        /// Members as if each were gzip-compressed to 10 bytes per 100.
+        pub(crate) fn members(parts: &[&[u8]], chunk: usize) -> Self {
+            let mut off = 0;
+            let members = parts
+                .iter()
+                .map(|p| {
+                    let len = (p.len() as u64 / 10).max(20);
+                    let m = (Codec::Gzip, off, off + len, p.to_vec());
+                    off += len;
+                    m
+                })
+                .collect();
+            MemSource {
+                members,
+                i: 0,
+                pos: 0,
+                chunk,
+            }
+        }
+    }
+
+    impl Source for MemSource {
+        fn fill_buf(&mut self) -> Result<&[u8]> {
+            let Some(m) = self.members.get(self.i) else {
+                return Ok(&[]);
+            };
+            let end = (self.pos + self.chunk).min(m.3.len());
+            Ok(&m.3[self.pos..end])
+        }
+        fn consume(&mut self, n: usize) {
+            self.pos += n;
+        }
+        fn next_member(&mut self) -> Result<bool> {
+            if self.i < self.members.len() {
+                self.i += 1;
+                self.pos = 0;
+            }
+            Ok(self.i < self.members.len())
+        }
+        fn member_offset(&self) -> u64 {
+            self.members
+                .get(self.i)
+                .map_or(self.members.last().map_or(0, |m| m.2), |m| m.1)
+        }
+        fn codec(&self) -> Codec {
+            self.members.get(self.i).map_or(Codec::None, |m| m.0)
+        }
+        fn member_pos(&self) -> u64 {
+            self.pos as u64
+        }
+        fn member_end(&self) -> Option<u64> {
+            let m = self.members.get(self.i)?;
+            (self.pos == m.3.len()).then_some(m.2)
+        }
+        fn drain_warnings(&mut self, _out: &mut Vec<Warning>) {}
+    }
+
+    pub(crate) fn rec(typ: &str, body: &str) -> Vec<u8> {
+        format!(
+            "WARC/1.1\r\nWARC-Type: {typ}\r\nWARC-Record-ID: <urn:uuid:{typ}>\r\nContent-Length: {}\r\n\r\n{body}\r\n\r\n",
+            body.len()
+        )
+        .into_bytes()
+    }
+
+    struct Seen {
+        types: Vec<RecordType>,
+        bodies: Vec<Vec<u8>>,
+        offsets: Vec<u64>,
+        lens: Vec<Option<u64>>,
+        warnings: Vec<Warning>,
+    }
+
+    fn read_all<S: Source>(mut r: Reader<S>) -> Result<Seen> {
+        let mut s = Seen {
+            types: vec![],
+            bodies: vec![],
+            offsets: vec![],
+            lens: vec![],
+            warnings: vec![],
+        };
+        while let Some(mut rec) = r.next_record()? {
+            s.types.push(rec.header().record_type());
+            s.offsets.push(rec.location().offset);
+            s.bodies.push(rec.read_block()?);
+            s.lens.push(rec.finish()?.stored_len);
+        }
+        s.warnings = r.take_warnings();
+        Ok(s)
+    }
+
+    fn lenient<S: Source>(s: S) -> Reader<S> {
+        Reader::from_source(s, ReaderOptions::lenient())
+    }
+
+    fn strict<S: Source>(s: S) -> Reader<S> {
+        Reader::from_source(s, ReaderOptions::strict())
+    }
+
+    #[test]
+    fn plain_records_any_chunking() {
+        let mut data = rec("warcinfo", "software: x\r\n");
+        let second = data.len() as u64;
+        data.extend(rec("response", "HTTP/1.1 200 OK\r\n\r\nhi"));
+        for chunk in [1, 2, 3, 7, 64, 1 << 20] {
+            let s = read_all(strict(MemSource::plain(&data, chunk))).unwrap();
+            assert_eq!(
+                s.types,
+                [RecordType::Warcinfo, RecordType::Response],
+                "{chunk}"
+            );
+            assert_eq!(s.bodies[1], b"HTTP/1.1 200 OK\r\n\r\nhi");
+            assert_eq!(s.offsets, [0, second]);
+            assert_eq!(s.lens, [Some(second), Some(data.len() as u64 - second)]);
+            assert!(s.warnings.is_empty());
+        }
+    }
+
+    #[test]
+    fn member_offsets_are_member_starts() {
+        let a = rec("request", "GET / HTTP/1.1\r\n\r\n");
+        let b = rec("response", "HTTP/1.1 200 OK\r\n\r\nbody");
+        let src = MemSource::members(&[&a, &b], 5);
+        let ends: Vec<_> = src.members.iter().map(|m| (m.1, m.2)).collect();
+        let s = read_all(strict(src)).unwrap();
+        assert_eq!(s.offsets, [ends[0].0, ends[1].0]);
+        assert_eq!(
+            s.lens,
+            [Some(ends[0].1 - ends[0].0), Some(ends[1].1 - ends[1].0)]
+        );
+        assert!(s.warnings.is_empty());
+    }
+
+    #[test]
+    fn whole_file_member_has_no_stored_len() {
+        let mut all = rec("request", "a");
+        all.extend(rec("response", "b"));
+        let s = read_all(lenient(MemSource::members(&[&all], 4096))).unwrap();
+        assert_eq!(s.offsets, [0, 0]);
+        assert_eq!(s.lens[0], None);
+        assert!(s.lens[1].is_some());
+        assert!(
+            s.warnings
+                .iter()
+                .any(|w| w.kind == WarningKind::NotRecordAtATime)
+        );
+    }
+
+    #[test]
+    fn lenient_recoveries_are_reported() {
+        // Bare LF, a bad trailer, garbage between records, a truncated last record.
+        let mut data = b"WARC/1.0\nWARC-Type: resource\nContent-Length: 3\n\nabc\n\n".to_vec();
+        data.extend(b"garbage here\r\n");
+        data.extend(rec("metadata", "m"));
+        data.extend(b"WARC/1.1\r\nWARC-Type: resource\r\nContent-Length: 100\r\n\r\nshort");
+        for chunk in [1, 3, 4096] {
+            let s = read_all(lenient(MemSource::plain(&data, chunk))).unwrap();
+            assert_eq!(
+                s.types,
+                [
+                    RecordType::Resource,
+                    RecordType::Metadata,
+                    RecordType::Resource
+                ]
+            );
+            assert_eq!(s.bodies[0], b"abc");
+            assert_eq!(s.bodies[2], b"short");
+            let kinds: Vec<_> = s.warnings.iter().map(|w| w.kind).collect();
+            assert!(kinds.contains(&WarningKind::BareLf), "{kinds:?}");
+            assert!(kinds.contains(&WarningKind::BadTrailer), "{kinds:?}");
+            assert!(kinds.contains(&WarningKind::SkippedBytes), "{kinds:?}");
+            assert!(kinds.contains(&WarningKind::TruncatedRecord), "{kinds:?}");
+            let skipped = s
+                .warnings
+                .iter()
+                .find(|w| w.kind == WarningKind::SkippedBytes)
+                .unwrap();
+            assert!(skipped.message.contains("14 bytes"), "{}", skipped.message);
+            // Strict fails on the first of them.
+            assert!(read_all(strict(MemSource::plain(&data, chunk))).is_err());
+        }
+    }
+
+    #[test]
+    fn wrong_content_length_in_gzip_member_is_cut() {
+        let mut a = rec("response", "0123456789");
+        // Claim 20 bytes: the member holds only 10 of them.
+        let s = String::from_utf8(a.clone())
+            .unwrap()
+            .replace("Content-Length: 10", "Content-Length: 20");
+        a = s.into_bytes();
+        let b = rec("request", "x");
+        let r = read_all(lenient(MemSource::members(&[&a, &b], 4096))).unwrap();
+        assert_eq!(r.types, [RecordType::Response, RecordType::Request]);
+        // The 4 trailer bytes are read as block before the member ends.
+        assert_eq!(r.bodies[0], b"0123456789\r\n\r\n");
+        assert!(
+            r.warnings
+                .iter()
+                .any(|w| w.kind == WarningKind::BadContentLength)
+        );
+        assert!(read_all(strict(MemSource::members(&[&a, &b], 4096))).is_err());
+    }
+
+    #[test]
+    fn header_limit_and_missing_content_length() {
+        let mut opts = ReaderOptions::lenient();
+        opts.limits.max_header_block = 64;
+        let big = format!("WARC/1.1\r\nX: {}\r\n\r\n", "a".repeat(100));
+        let mut r = Reader::from_source(MemSource::plain(big.as_bytes(), 7), opts);
+        let e = r.next_record().err().unwrap();
+        assert!(matches!(e.kind(), ErrorKind::TooLarge { .. }));
+        assert_eq!(e.position().unwrap().offset, 0);
+        // Fused after the error.
+        assert!(r.next_record().unwrap().is_none());
+
+        let mut data = b"WARC/1.1\r\nWARC-Type: resource\r\n\r\nlost body\r\n\r\n".to_vec();
+        data.extend(rec("metadata", "m"));
+        let s = read_all(lenient(MemSource::plain(&data, 5))).unwrap();
+        assert_eq!(s.types, [RecordType::Resource, RecordType::Metadata]);
+        assert!(
+            s.warnings
+                .iter()
+                .any(|w| w.kind == WarningKind::BadContentLength)
+        );
+    }
+
+    #[test]
+    fn resync_across_buffer_boundary() {
+        let mut data = b"xxWAR".to_vec();
+        data.extend(b"Z WARC");
+        let start = data.len();
+        data.extend(rec("resource", "r"));
+        for chunk in [1, 2, 3, 5, 6, 7, 100] {
+            let s = read_all(lenient(MemSource::plain(&data, chunk))).unwrap();
+            assert_eq!(s.types, [RecordType::Resource], "chunk {chunk}");
+            assert_eq!(s.offsets, [start as u64], "chunk {chunk}");
+        }
+    }
+
+    #[test]
+    fn truncated_header_ends_reading() {
+        let mut data = rec("resource", "r");
+        data.extend(b"WARC/1.1\r\nWARC-Type: res");
+        let s = read_all(lenient(MemSource::plain(&data, 4))).unwrap();
+        assert_eq!(s.types.len(), 1);
+        assert!(
+            s.warnings
+                .iter()
+                .any(|w| w.kind == WarningKind::TruncatedRecord)
+        );
+        let e = read_all(strict(MemSource::plain(&data, 4))).err().unwrap();
+        assert!(matches!(e.kind(), ErrorKind::Truncated(_)));
+    }
+}
