@@ -1,2 +1,61 @@
-//! The `warchest` command (being written).
-fn main() {}
+//! The `warchest` command: a thin layer over the library. Flags are parsed
+//! here and turned into library calls; each failed file is reported and the
+//! run goes on. Exit codes: 0 all well, 1 the command found a problem (a
+//! digest mismatch, an invalid file), 2 it could not do its work.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod cmd;
+mod input;
+mod report;
+
+/// Read, check and convert web archives (WARC, ARC, Web InfoMall).
+#[derive(Parser, Debug)]
+#[command(name = "warchest", version, about, long_about = None)]
+struct Cli {
+    /// Read strictly: the first deviation from the grammar is an error
+    /// (default: lenient, every recovery reported as a warning).
+    #[arg(long, global = true)]
+    strict: bool,
+    /// Print lenient-reading warnings on stderr.
+    #[arg(short = 'w', long, global = true)]
+    warnings: bool,
+    /// Only errors on stderr.
+    #[arg(short, long, global = true)]
+    quiet: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    Ls(cmd::ls::Args),
+    Extract(cmd::extract::Args),
+    Check(cmd::check::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let filter = if cli.quiet { "error" } else { "warn" };
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("WARCHEST_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(filter)),
+        )
+        .with_writer(std::io::stderr)
+        .without_time()
+        .with_target(false)
+        .init();
+    let global = report::Global {
+        strict: cli.strict,
+        show_warnings: cli.warnings && !cli.quiet,
+    };
+    let outcome = match cli.command {
+        Command::Ls(a) => cmd::ls::run(&global, a),
+        Command::Extract(a) => cmd::extract::run(&global, a),
+        Command::Check(a) => cmd::check::run(&global, a),
+    };
+    report::exit(outcome)
+}

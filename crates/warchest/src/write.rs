@@ -1,1 +1,680 @@
-//! Placeholder: write is being written.
+//! Writing WARC records: new ones with their ids, dates, lengths and digests
+//! filled in, and existing ones copied untouched, each compressed on its own
+//! (one gzip member or zstd frame per record, as ISO 28500 Annex A advises).
+//!
+//! Digests are header fields, so they must be known before the block is
+//! written. A body given as bytes or as a seekable stream is read twice (once
+//! to digest, once to copy); a body of unknown length from a plain `Read` is
+//! spooled to memory, and past [`WriterOptions::spool_threshold`] to a
+//! temporary file, while it is digested. Memory stays bounded either way.
+
+use std::io::{self, Read, Seek, SeekFrom, Write};
+
+use crate::digest::{Algorithm, Digest, Hasher};
+use crate::error::{Error, ErrorKind, Result};
+use crate::fields::Fields;
+use crate::warc::{DatePrecision, RecordType, Version, WarcDate, WarcHeader, field};
+
+/// How each record is compressed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Compression {
+    /// Not compressed.
+    None,
+    /// One gzip member per record, at this level (0-9).
+    Gzip(u32),
+    /// One zstd frame per record.
+    Zstd {
+        /// Compression level (1-22).
+        level: i32,
+        /// A dictionary, written at the start of the file in the
+        /// `.warc.zst` dictionary frame and used for every frame.
+        dictionary: Option<Vec<u8>>,
+    },
+}
+
+impl Default for Compression {
+    fn default() -> Self {
+        Compression::Gzip(6)
+    }
+}
+
+/// How a [`Writer`] writes.
+#[derive(Debug, Clone)]
+pub struct WriterOptions {
+    /// Per-record compression (default gzip level 6).
+    pub compression: Compression,
+    /// The digest algorithm for WARC-Block-Digest and WARC-Payload-Digest,
+    /// or `None` to write no digests (default sha1, the convention readers
+    /// and indexes expect).
+    pub digest: Option<Algorithm>,
+    /// Bodies of unknown length are spooled in memory up to this many bytes,
+    /// then to a temporary file. Default 8 MiB.
+    pub spool_threshold: usize,
+}
+
+impl Default for WriterOptions {
+    fn default() -> Self {
+        WriterOptions {
+            compression: Compression::default(),
+            digest: Some(Algorithm::Sha1),
+            spool_threshold: 8 << 20,
+        }
+    }
+}
+
+/// Where a written record went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Written {
+    /// Offset of the record (its gzip member or zstd frame) in the output.
+    pub offset: u64,
+    /// Length of the record as stored.
+    pub stored_len: u64,
+    /// Its WARC-Record-ID.
+    pub record_id: String,
+    /// Its block length (Content-Length).
+    pub block_len: u64,
+}
+
+/// A new record's header under construction. WARC-Type, WARC-Record-ID and
+/// WARC-Date are filled when it is made; [`Writer::write`] adds
+/// Content-Length and the digests.
+#[derive(Debug, Clone)]
+pub struct NewRecord {
+    header: WarcHeader,
+}
+
+/// A fresh `<urn:uuid:...>` record id.
+pub fn new_record_id() -> String {
+    format!("<urn:uuid:{}>", uuid::Uuid::new_v4())
+}
+
+impl NewRecord {
+    /// A WARC/1.1 record of type `record_type`, with a new record id and the
+    /// current time (microseconds).
+    pub fn new(record_type: RecordType) -> NewRecord {
+        NewRecord::with_version(record_type, Version::V1_1)
+    }
+
+    /// A record of the given version. WARC 1.0 dates have whole seconds.
+    pub fn with_version(record_type: RecordType, version: Version) -> NewRecord {
+        let mut fields = Fields::with_start_line(version.to_string().as_bytes());
+        let precision = if version >= Version::V1_1 {
+            DatePrecision::Fraction(6)
+        } else {
+            DatePrecision::Second
+        };
+        // Infallible: fixed names, values without line breaks.
+        let _ = fields.append(field::TYPE, record_type.as_str());
+        let _ = fields.append(field::RECORD_ID, new_record_id());
+        let _ = fields.append(field::DATE, WarcDate::now(precision).to_string());
+        NewRecord {
+            header: WarcHeader::from_fields(version, fields),
+        }
+    }
+
+    /// A record of an unknown type (`WARC-Type` as given).
+    ///
+    /// # Errors
+    /// A type that is not a valid field value.
+    pub fn with_type_name(type_name: &str, version: Version) -> Result<NewRecord> {
+        let mut r = NewRecord::with_version(RecordType::Other, version);
+        r.set(field::TYPE, type_name)?;
+        Ok(r)
+    }
+
+    /// Sets a field (replacing the first of that name, removing the others).
+    ///
+    /// # Errors
+    /// A name that is not a token or a value with a line break.
+    pub fn set(&mut self, name: &str, value: impl AsRef<[u8]>) -> Result<&mut Self> {
+        self.header
+            .fields_mut()
+            .set(name, value)
+            .map_err(|e| field_error(name, e))?;
+        Ok(self)
+    }
+
+    /// Adds a field, keeping others of the same name (WARC-Concurrent-To).
+    ///
+    /// # Errors
+    /// As [`NewRecord::set`].
+    pub fn append(&mut self, name: &str, value: impl AsRef<[u8]>) -> Result<&mut Self> {
+        self.header
+            .fields_mut()
+            .append(name, value)
+            .map_err(|e| field_error(name, e))?;
+        Ok(self)
+    }
+
+    /// Sets WARC-Date.
+    pub fn date(&mut self, date: WarcDate) -> &mut Self {
+        let _ = self.header.fields_mut().set(field::DATE, date.to_string());
+        self
+    }
+
+    /// The header so far.
+    pub fn header(&self) -> &WarcHeader {
+        &self.header
+    }
+
+    /// The record id.
+    pub fn record_id(&self) -> String {
+        self.header
+            .record_id()
+            .map(|s| s.into_owned())
+            .unwrap_or_default()
+    }
+}
+
+fn field_error(name: &str, e: crate::fields::FieldError) -> Error {
+    Error::new(ErrorKind::Field {
+        name: name.to_string(),
+        message: e.to_string(),
+    })
+}
+
+/// Counts what passes into the underlying writer.
+struct Counting<W> {
+    inner: W,
+    count: u64,
+}
+
+impl<W: Write> Write for Counting<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.count += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// The per-record compressor, kept between records so its state is reused.
+enum Compressor {
+    None,
+    Gzip {
+        level: u32,
+        deflate: flate2::Compress,
+        crc: crc32fast::Hasher,
+        size: u32,
+        buf: Vec<u8>,
+    },
+    Zstd {
+        enc: Box<zstd::stream::raw::Encoder<'static>>,
+        buf: Vec<u8>,
+    },
+}
+
+const GZIP_HEADER: [u8; 10] = [0x1f, 0x8b, 0x08, 0, 0, 0, 0, 0, 0, 0xff];
+
+impl Compressor {
+    fn begin<W: Write>(&mut self, out: &mut W) -> io::Result<()> {
+        match self {
+            Compressor::None => Ok(()),
+            Compressor::Gzip {
+                level,
+                deflate,
+                crc,
+                size,
+                ..
+            } => {
+                deflate.reset();
+                *crc = crc32fast::Hasher::new();
+                *size = 0;
+                let mut h = GZIP_HEADER;
+                // XFL: 2 for maximum compression, 4 for fastest (RFC 1952).
+                h[8] = match *level {
+                    9 => 2,
+                    0 | 1 => 4,
+                    _ => 0,
+                };
+                out.write_all(&h)
+            }
+            Compressor::Zstd { enc, .. } => {
+                use zstd::stream::raw::Operation;
+                enc.reinit()
+            }
+        }
+    }
+
+    fn write<W: Write>(&mut self, out: &mut W, mut data: &[u8]) -> io::Result<()> {
+        match self {
+            Compressor::None => out.write_all(data),
+            Compressor::Gzip {
+                deflate,
+                crc,
+                size,
+                buf,
+                ..
+            } => {
+                crc.update(data);
+                *size = size.wrapping_add(data.len() as u32);
+                while !data.is_empty() {
+                    let before_in = deflate.total_in();
+                    let before_out = deflate.total_out();
+                    buf.clear();
+                    deflate
+                        .compress_vec(data, buf, flate2::FlushCompress::None)
+                        .map_err(io::Error::other)?;
+                    let used = (deflate.total_in() - before_in) as usize;
+                    data = &data[used..];
+                    if deflate.total_out() > before_out {
+                        out.write_all(buf)?;
+                    }
+                }
+                Ok(())
+            }
+            Compressor::Zstd { enc, buf } => {
+                use zstd::stream::raw::{InBuffer, Operation, OutBuffer};
+                let mut input = InBuffer::around(data);
+                while input.pos < input.src.len() {
+                    let mut output = OutBuffer::around(&mut buf[..]);
+                    enc.run(&mut input, &mut output)?;
+                    let n = output.pos();
+                    out.write_all(&buf[..n])?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn end<W: Write>(&mut self, out: &mut W) -> io::Result<()> {
+        match self {
+            Compressor::None => Ok(()),
+            Compressor::Gzip {
+                deflate,
+                crc,
+                size,
+                buf,
+                ..
+            } => {
+                loop {
+                    buf.clear();
+                    let status = deflate
+                        .compress_vec(&[], buf, flate2::FlushCompress::Finish)
+                        .map_err(io::Error::other)?;
+                    out.write_all(buf)?;
+                    if status == flate2::Status::StreamEnd {
+                        break;
+                    }
+                }
+                let crc = std::mem::replace(crc, crc32fast::Hasher::new()).finalize();
+                out.write_all(&crc.to_le_bytes())?;
+                out.write_all(&size.to_le_bytes())
+            }
+            Compressor::Zstd { enc, buf } => {
+                use zstd::stream::raw::{Operation, OutBuffer};
+                loop {
+                    let mut output = OutBuffer::around(&mut buf[..]);
+                    let left = enc.finish(&mut output, true)?;
+                    let n = output.pos();
+                    out.write_all(&buf[..n])?;
+                    if left == 0 {
+                        break;
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// The body of a new record.
+pub enum Body<'a> {
+    /// Bytes in memory.
+    Bytes(&'a [u8]),
+    /// A stream that can be rewound: read once to digest, once to copy.
+    /// `len` bytes from its current position, or to its end when `None`.
+    Seekable {
+        /// The stream.
+        reader: &'a mut dyn ReadSeek,
+        /// How many bytes, if known.
+        len: Option<u64>,
+    },
+    /// A stream read once. With `len` known and digests off it is copied
+    /// straight through; otherwise it is spooled while digested.
+    Stream {
+        /// The stream.
+        reader: &'a mut dyn Read,
+        /// How many bytes, if known.
+        len: Option<u64>,
+    },
+}
+
+/// `Read + Seek`, for [`Body::Seekable`].
+pub trait ReadSeek: Read + Seek {}
+impl<T: Read + Seek> ReadSeek for T {}
+
+/// Writes WARC records to any `Write`.
+///
+/// ```
+/// use warchest::write::{Writer, WriterOptions, NewRecord, Body};
+/// use warchest::warc::{RecordType, Reader};
+/// let mut out = Vec::new();
+/// let mut w = Writer::new(&mut out, WriterOptions::default())?;
+/// let mut rec = NewRecord::new(RecordType::Resource);
+/// rec.set("WARC-Target-URI", "file:///hello.txt")?.set("Content-Type", "text/plain")?;
+/// w.write(&mut rec, Body::Bytes(b"hello"))?;
+/// w.finish()?;
+/// let mut r = Reader::new(&out[..]);
+/// let mut rec = r.next_record()?.expect("one record");
+/// assert!(rec.header().block_digest().is_some());
+/// assert_eq!(rec.read_block()?, b"hello");
+/// # Ok::<(), warchest::Error>(())
+/// ```
+pub struct Writer<W: Write> {
+    out: Counting<W>,
+    opts: WriterOptions,
+    comp: Compressor,
+}
+
+impl<W: Write> Writer<W> {
+    /// A writer to `out`. With a zstd dictionary, its frame is written first.
+    ///
+    /// # Errors
+    /// Writing the dictionary frame failed, or the zstd context could not be made.
+    pub fn new(out: W, opts: WriterOptions) -> Result<Self> {
+        let mut out = Counting {
+            inner: out,
+            count: 0,
+        };
+        let comp = match &opts.compression {
+            Compression::None => Compressor::None,
+            Compression::Gzip(level) => Compressor::Gzip {
+                level: (*level).min(9),
+                deflate: flate2::Compress::new(flate2::Compression::new((*level).min(9)), false),
+                crc: crc32fast::Hasher::new(),
+                size: 0,
+                buf: Vec::with_capacity(64 << 10),
+            },
+            Compression::Zstd { level, dictionary } => {
+                let enc = match dictionary {
+                    Some(d) => {
+                        let len = u32::try_from(d.len()).map_err(|_| {
+                            Error::new(ErrorKind::Usage("zstd dictionary too large".into()))
+                        })?;
+                        out.write_all(&0x184D_2A5Du32.to_le_bytes())?;
+                        out.write_all(&len.to_le_bytes())?;
+                        out.write_all(d)?;
+                        zstd::stream::raw::Encoder::with_dictionary(*level, d)?
+                    }
+                    None => zstd::stream::raw::Encoder::new(*level)?,
+                };
+                Compressor::Zstd {
+                    enc: Box::new(enc),
+                    buf: vec![0; zstd::zstd_safe::CCtx::out_size()],
+                }
+            }
+        };
+        Ok(Writer { out, opts, comp })
+    }
+
+    /// Bytes written so far.
+    pub fn position(&self) -> u64 {
+        self.out.count
+    }
+
+    /// The options.
+    pub fn options(&self) -> &WriterOptions {
+        &self.opts
+    }
+
+    /// Writes a new record: Content-Length, WARC-Block-Digest and (for
+    /// HTTP responses and requests, resources and conversions)
+    /// WARC-Payload-Digest are set from the body unless already present.
+    ///
+    /// # Errors
+    /// I/O errors of the body or the output.
+    pub fn write(&mut self, rec: &mut NewRecord, body: Body<'_>) -> Result<Written> {
+        match body {
+            Body::Bytes(b) => {
+                self.fill_fields(rec, b.len() as u64, || {
+                    let mut d = BodyDigester::new(rec_plan(&rec.header), self.opts.digest);
+                    d.update(b);
+                    Ok(d)
+                })?;
+                self.emit(&rec.header, &mut &b[..], b.len() as u64)
+            }
+            Body::Seekable { reader, len } => {
+                let start = reader.stream_position()?;
+                let len = match len {
+                    Some(l) => l,
+                    None => reader.seek(SeekFrom::End(0))? - start,
+                };
+                reader.seek(SeekFrom::Start(start))?;
+                let plan = rec_plan(&rec.header);
+                let digest = self.opts.digest;
+                let need = digest.is_some() && missing_digests(&rec.header);
+                if need {
+                    let mut d = BodyDigester::new(plan, digest);
+                    copy_n(&mut *reader, len, |chunk| {
+                        d.update(chunk);
+                        Ok(())
+                    })?;
+                    reader.seek(SeekFrom::Start(start))?;
+                    self.fill_fields(rec, len, || Ok(d))?;
+                } else {
+                    self.set_len(rec, len)?;
+                }
+                self.emit(&rec.header, &mut reader.take(len), len)
+            }
+            Body::Stream { reader, len } => {
+                let need = self.opts.digest.is_some() && missing_digests(&rec.header);
+                if let (Some(len), false) = (len, need) {
+                    self.set_len(rec, len)?;
+                    return self.emit(&rec.header, &mut reader.take(len), len);
+                }
+                let mut spool = tempfile::SpooledTempFile::new(self.opts.spool_threshold);
+                let mut d = BodyDigester::new(rec_plan(&rec.header), self.opts.digest);
+                let mut total = 0u64;
+                let limit = len.unwrap_or(u64::MAX);
+                copy_n(&mut *reader, limit, |chunk| {
+                    d.update(chunk);
+                    total += chunk.len() as u64;
+                    spool.write_all(chunk)
+                })?;
+                if let Some(l) = len {
+                    if total != l {
+                        return Err(Error::new(ErrorKind::Usage(format!(
+                            "body declared {l} bytes but gave {total}"
+                        ))));
+                    }
+                }
+                spool.seek(SeekFrom::Start(0))?;
+                self.fill_fields(rec, total, || Ok(d))?;
+                self.emit(&rec.header, &mut spool, total)
+            }
+        }
+    }
+
+    fn set_len(&self, rec: &mut NewRecord, len: u64) -> Result<()> {
+        rec.set(field::CONTENT_LENGTH, len.to_string())?;
+        Ok(())
+    }
+
+    fn fill_fields(
+        &self,
+        rec: &mut NewRecord,
+        len: u64,
+        digest: impl FnOnce() -> Result<BodyDigester>,
+    ) -> Result<()> {
+        if self.opts.digest.is_some() && missing_digests(&rec.header) {
+            let d = digest()?;
+            let (block, payload) = d.finish();
+            if let Some(b) = block {
+                if !rec.header.fields().contains(field::BLOCK_DIGEST) {
+                    rec.set(field::BLOCK_DIGEST, b.to_string())?;
+                }
+            }
+            if let Some(p) = payload {
+                if !rec.header.fields().contains(field::PAYLOAD_DIGEST) {
+                    rec.set(field::PAYLOAD_DIGEST, p.to_string())?;
+                }
+            }
+        }
+        // Content-Length last, as most writers put it.
+        rec.header.fields_mut().remove(field::CONTENT_LENGTH);
+        self.set_len(rec, len)
+    }
+
+    /// Writes header, `len` bytes of `block` and the trailer as one member.
+    fn emit(&mut self, header: &WarcHeader, block: &mut dyn Read, len: u64) -> Result<Written> {
+        let offset = self.out.count;
+        self.comp.begin(&mut self.out)?;
+        self.comp.write(&mut self.out, header.as_bytes())?;
+        let comp = &mut self.comp;
+        let out = &mut self.out;
+        let copied = copy_n(block, len, |chunk| comp.write(out, chunk))?;
+        if copied != len {
+            return Err(Error::new(ErrorKind::Io(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!("block ended after {copied} of {len} bytes"),
+            ))));
+        }
+        self.comp.write(&mut self.out, b"\r\n\r\n")?;
+        self.comp.end(&mut self.out)?;
+        Ok(Written {
+            offset,
+            stored_len: self.out.count - offset,
+            record_id: header
+                .record_id()
+                .map(|s| s.into_owned())
+                .unwrap_or_default(),
+            block_len: len,
+        })
+    }
+
+    /// Writes an existing record untouched: its header bytes as read, then
+    /// its block (`Content-Length` bytes, or what `block` gives when the
+    /// header has no valid length). With no compression the output is
+    /// byte-identical to a well-formed input record.
+    ///
+    /// # Errors
+    /// I/O errors, or a block shorter than its Content-Length.
+    pub fn write_raw(&mut self, header: &WarcHeader, block: &mut dyn Read) -> Result<Written> {
+        match header.content_length() {
+            Some(len) => self.emit(header, block, len),
+            None => {
+                let mut spool = tempfile::SpooledTempFile::new(self.opts.spool_threshold);
+                let n = io::copy(block, &mut spool)?;
+                spool.seek(SeekFrom::Start(0))?;
+                self.emit(header, &mut spool, n)
+            }
+        }
+    }
+
+    /// Flushes and returns the output.
+    ///
+    /// # Errors
+    /// Flushing failed.
+    pub fn finish(mut self) -> Result<W> {
+        self.out.flush()?;
+        Ok(self.out.inner)
+    }
+
+    /// The output.
+    pub fn get_ref(&self) -> &W {
+        &self.out.inner
+    }
+
+    /// The output, mutably (writing to it directly breaks the offsets).
+    pub fn get_mut(&mut self) -> &mut W {
+        &mut self.out.inner
+    }
+}
+
+/// Copies up to `n` bytes of `r` to `f` in 64 KiB pieces; returns how many.
+fn copy_n(
+    r: &mut (impl Read + ?Sized),
+    n: u64,
+    mut f: impl FnMut(&[u8]) -> io::Result<()>,
+) -> io::Result<u64> {
+    let mut buf = vec![0u8; 64 << 10];
+    let mut done = 0u64;
+    while done < n {
+        let want = usize::try_from(n - done).unwrap_or(usize::MAX).min(buf.len());
+        let k = match r.read(&mut buf[..want]) {
+            Ok(0) => break,
+            Ok(k) => k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        f(&buf[..k])?;
+        done += k as u64;
+    }
+    Ok(done)
+}
+
+fn missing_digests(h: &WarcHeader) -> bool {
+    !h.fields().contains(field::BLOCK_DIGEST)
+        || (rec_plan(h) != PayloadPlan::None && !h.fields().contains(field::PAYLOAD_DIGEST))
+}
+
+/// Which bytes of a block are its payload, for the payload digest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PayloadPlan {
+    /// No payload digest (warcinfo, metadata, revisit, continuation...).
+    None,
+    /// The whole block (resource, conversion).
+    Whole,
+    /// An HTTP message: the body after the head, transfer coding removed.
+    Http,
+}
+
+pub(crate) fn rec_plan(h: &WarcHeader) -> PayloadPlan {
+    match h.record_type() {
+        RecordType::Response | RecordType::Request if h.is_http() => PayloadPlan::Http,
+        RecordType::Resource | RecordType::Conversion => PayloadPlan::Whole,
+        _ => PayloadPlan::None,
+    }
+}
+
+/// Computes block and payload digests of a block fed in pieces.
+pub(crate) struct BodyDigester {
+    block: Option<Hasher>,
+    payload: crate::http::PayloadDigester,
+    plan: PayloadPlan,
+    alg: Option<Algorithm>,
+}
+
+impl BodyDigester {
+    pub(crate) fn new(plan: PayloadPlan, alg: Option<Algorithm>) -> Self {
+        BodyDigester {
+            block: alg.map(Hasher::new),
+            payload: crate::http::PayloadDigester::new(
+                alg.unwrap_or(Algorithm::Sha1),
+                plan == PayloadPlan::Http,
+            ),
+            plan,
+            alg,
+        }
+    }
+
+    pub(crate) fn update(&mut self, data: &[u8]) {
+        if let Some(h) = &mut self.block {
+            h.update(data);
+        }
+        if self.plan != PayloadPlan::None && self.alg.is_some() {
+            self.payload.update(data);
+        }
+    }
+
+    /// The block digest and, when the record has one, the payload digest.
+    pub(crate) fn finish(self) -> (Option<Digest>, Option<Digest>) {
+        let Some(alg) = self.alg else {
+            return (None, None);
+        };
+        let block = self.block.map(|h| Digest::new(alg, &h.finalize()));
+        let payload = match self.plan {
+            PayloadPlan::None => None,
+            _ => self
+                .payload
+                .finish()
+                .payload
+                .map(|out| Digest::new(alg, &out)),
+        };
+        (block, payload)
+    }
+}

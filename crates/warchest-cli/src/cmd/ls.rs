@@ -1,0 +1,117 @@
+//! `warchest ls`: one line per record.
+
+use std::io::{self, BufWriter, Write};
+
+use anyhow::Result;
+use serde::Serialize;
+use warchest::warc::Reader;
+
+use crate::input;
+use crate::report::{Global, Outcome, file_error};
+
+/// List the records of archives: offset, stored length, type, date, target URI,
+/// content type and Content-Length, one record a line.
+///
+/// Example: `warchest ls crawl.warc.gz` or `warchest ls --json *.warc.gz | jq .`
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Files to read (`-` for standard input).
+    #[arg(required = true)]
+    files: Vec<String>,
+    /// JSON lines instead of tab-separated columns.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Serialize)]
+struct Line<'a> {
+    file: &'a str,
+    offset: u64,
+    length: Option<u64>,
+    #[serde(rename = "type")]
+    record_type: Option<&'a str>,
+    record_id: Option<&'a str>,
+    date: Option<&'a str>,
+    target_uri: Option<&'a str>,
+    content_type: Option<&'a str>,
+    content_length: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    truncated: Option<bool>,
+}
+
+pub fn run(g: &Global, args: Args) -> Result<Outcome> {
+    let stdout = io::stdout();
+    let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
+    let mut outcome = Outcome::Ok;
+    for name in &args.files {
+        let o = match list(g, name, args.json, &mut out) {
+            Ok(o) => o,
+            Err(e) => file_error(name, e.as_ref()),
+        };
+        outcome = outcome.and(o);
+    }
+    if let Err(e) = out.flush() {
+        return Ok(file_error("stdout", &e));
+    }
+    Ok(outcome)
+}
+
+fn list(
+    g: &Global,
+    name: &str,
+    json: bool,
+    out: &mut impl Write,
+) -> Result<Outcome, Box<dyn std::error::Error + Send + Sync>> {
+    let inp = input::open(name)?;
+    let mut reader = Reader::with_options(inp.reader, g.reader_options(name));
+    loop {
+        let rec = match reader.next_record() {
+            Ok(Some(r)) => r,
+            Ok(None) => break,
+            Err(e) => {
+                g.warnings(name, &reader.take_warnings());
+                return Err(e.into());
+            }
+        };
+        let h = rec.header().clone();
+        let loc = rec.location();
+        let end = rec.finish()?;
+        let typ = h.record_type_str();
+        let id = h.record_id();
+        let date = h.get(warchest::warc::field::DATE);
+        let uri = h.target_uri();
+        let ct = h.content_type();
+        if json {
+            let line = Line {
+                file: name,
+                offset: loc.offset,
+                length: end.stored_len,
+                record_type: typ.as_deref(),
+                record_id: id.as_deref(),
+                date: date.as_deref(),
+                target_uri: uri.as_deref(),
+                content_type: ct.as_deref(),
+                content_length: h.content_length(),
+                truncated: end.truncated.then_some(true),
+            };
+            serde_json::to_writer(&mut *out, &line)?;
+            out.write_all(b"\n")?;
+        } else {
+            let dash = |s: Option<&str>| s.map(str::to_string).unwrap_or_else(|| "-".into());
+            writeln!(
+                out,
+                "{}\t{}\t{}\t{}\t{}\t{}\t{}",
+                loc.offset,
+                end.stored_len.map_or("-".to_string(), |l| l.to_string()),
+                dash(typ.as_deref()),
+                dash(date.as_deref()),
+                dash(uri.as_deref()),
+                dash(ct.as_deref()),
+                h.content_length().map_or("-".to_string(), |l| l.to_string()),
+            )?;
+        }
+        g.warnings(name, &reader.take_warnings());
+    }
+    g.warnings(name, &reader.take_warnings());
+    Ok(Outcome::Ok)
+}
