@@ -1,1 +1,814 @@
-//! Placeholder: fields is being written.
+//! Named fields: `Name: value` lines as in WARC headers, `application/warc-fields`
+//! blocks and HTTP headers.
+//!
+//! [`Fields`] keeps the block's raw bytes and the span of each field in them:
+//! order, case, repeats, continuation lines and non-UTF-8 bytes all survive,
+//! so an untouched block is written back byte for byte. Lookups are
+//! case-insensitive linear scans (a record has a dozen fields; a map would
+//! cost more than it saves). Values are unfolded and decoded only on request.
+
+use std::borrow::Cow;
+use std::io::{self, Write};
+
+use crate::WarningKind;
+
+/// Where one field sits in the raw block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Span {
+    /// Start of the field's first line.
+    line: u32,
+    /// End of the name (before any white space and the colon).
+    name_end: u32,
+    /// Start of the value (after the colon and leading white space).
+    value: u32,
+    /// End of the value: end of the last continuation line, before its line end.
+    value_end: u32,
+    /// End of the field's last line, after its line end.
+    line_end: u32,
+}
+
+/// Something odd in a field block that a lenient parser accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FieldIssue {
+    /// Which rule was relaxed.
+    pub kind: WarningKind,
+    /// Byte offset in the raw block.
+    pub offset: usize,
+}
+
+/// An ordered list of named fields over one raw byte buffer.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Fields {
+    buf: Vec<u8>,
+    /// Start of the first field line (after a start line such as `WARC/1.1`).
+    start: usize,
+    /// End of the field lines: the start of the terminating blank line, or
+    /// the end of the buffer when there is none.
+    end: usize,
+    spans: Vec<Span>,
+}
+
+impl std::fmt::Debug for Fields {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut l = f.debug_list();
+        for field in self.iter() {
+            l.entry(&(
+                String::from_utf8_lossy(field.name()),
+                String::from_utf8_lossy(field.raw_value()),
+            ));
+        }
+        l.finish()
+    }
+}
+
+/// One field: its name and raw value as stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Field<'a> {
+    name: &'a [u8],
+    raw_value: &'a [u8],
+    raw_line: &'a [u8],
+}
+
+impl<'a> Field<'a> {
+    /// The name as written (case kept).
+    pub fn name(&self) -> &'a [u8] {
+        self.name
+    }
+
+    /// The name as text (names are ASCII tokens; anything else is replaced).
+    pub fn name_str(&self) -> Cow<'a, str> {
+        String::from_utf8_lossy(self.name)
+    }
+
+    /// True when the name equals `name`, ignoring ASCII case.
+    pub fn is(&self, name: &str) -> bool {
+        self.name.eq_ignore_ascii_case(name.as_bytes())
+    }
+
+    /// The value as stored: from after the colon's white space to the end of
+    /// the last continuation line, line ends included between lines.
+    pub fn raw_value(&self) -> &'a [u8] {
+        self.raw_value
+    }
+
+    /// The whole field as stored, name, colon, value and line ends.
+    pub fn raw_line(&self) -> &'a [u8] {
+        self.raw_line
+    }
+
+    /// The value unfolded (each line end plus the white space after it becomes
+    /// one space) with trailing white space removed. Borrowed when there is
+    /// nothing to unfold.
+    pub fn value(&self) -> Cow<'a, [u8]> {
+        let v = trim_end(self.raw_value);
+        if memchr::memchr(b'\n', v).is_none() {
+            return Cow::Borrowed(v);
+        }
+        let mut out = Vec::with_capacity(v.len());
+        let mut rest = v;
+        while let Some(nl) = memchr::memchr(b'\n', rest) {
+            out.extend_from_slice(trim_end(&rest[..nl]));
+            rest = trim_start(&rest[nl + 1..]);
+            out.push(b' ');
+        }
+        out.extend_from_slice(rest);
+        Cow::Owned(out)
+    }
+
+    /// The unfolded value as text: UTF-8, with invalid bytes replaced.
+    pub fn value_str(&self) -> Cow<'a, str> {
+        match self.value() {
+            Cow::Borrowed(b) => String::from_utf8_lossy(b),
+            Cow::Owned(v) => Cow::Owned(String::from_utf8_lossy(&v).into_owned()),
+        }
+    }
+
+    /// The unfolded value with RFC 2047 encoded-words (`=?charset?B|Q?...?=`)
+    /// decoded, as WARC 1.1 section 4 asks readers to understand them.
+    pub fn value_decoded(&self) -> Cow<'a, str> {
+        match self.value_str() {
+            Cow::Borrowed(s) => decode_encoded_words(s),
+            Cow::Owned(s) => Cow::Owned(decode_encoded_words(&s).into_owned()),
+        }
+    }
+}
+
+fn is_ws(b: u8) -> bool {
+    b == b' ' || b == b'\t'
+}
+
+fn trim_end(mut b: &[u8]) -> &[u8] {
+    while let [rest @ .., last] = b {
+        if is_ws(*last) || *last == b'\r' || *last == b'\n' {
+            b = rest;
+        } else {
+            break;
+        }
+    }
+    b
+}
+
+fn trim_start(mut b: &[u8]) -> &[u8] {
+    while let [first, rest @ ..] = b {
+        if is_ws(*first) {
+            b = rest;
+        } else {
+            break;
+        }
+    }
+    b
+}
+
+/// True for the characters RFC 9110 allows in a token (field names).
+pub fn is_token_char(b: u8) -> bool {
+    matches!(b,
+        b'!' | b'#' | b'$' | b'%' | b'&' | b'\'' | b'*' | b'+' | b'-' | b'.' |
+        b'^' | b'_' | b'`' | b'|' | b'~' | b'0'..=b'9' | b'a'..=b'z' | b'A'..=b'Z')
+}
+
+/// Why a field block could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FieldError {
+    /// A strict parse met something a lenient one would accept.
+    #[error("{what} at byte {offset} of the header block")]
+    Strict {
+        /// The rule broken.
+        what: &'static str,
+        /// Byte offset in the block.
+        offset: usize,
+    },
+    /// More fields than [`crate::Limits::max_fields`].
+    #[error("more than {0} fields")]
+    TooMany(usize),
+    /// A value given to a setter holds CR or LF (header injection).
+    #[error("field value holds a line break")]
+    LineBreakInValue,
+    /// A name given to a setter is not a token.
+    #[error("field name {0:?} is not a token")]
+    BadName(String),
+    /// The block is larger than 4 GiB.
+    #[error("field block larger than 4 GiB")]
+    TooLarge,
+}
+
+impl Fields {
+    /// An empty field list with no start line.
+    pub fn new() -> Self {
+        Fields::default()
+    }
+
+    /// Parses `buf[start..]` as field lines. The block ends at the first
+    /// empty line (which stays in the raw bytes) or at the end of `buf`.
+    ///
+    /// Lenient parsing accepts bare LF, lines without a colon (kept raw,
+    /// not listed), white space before the colon and names outside the token
+    /// grammar, pushing a [`FieldIssue`] for each; strict parsing fails on
+    /// the first.
+    ///
+    /// # Errors
+    /// In strict mode, the first deviation; in both modes, more than
+    /// `max_fields` fields.
+    pub fn parse(
+        buf: Vec<u8>,
+        start: usize,
+        strict: bool,
+        max_fields: usize,
+        issues: &mut Vec<FieldIssue>,
+    ) -> Result<Fields, FieldError> {
+        let mut f = Fields {
+            buf,
+            start: 0,
+            end: 0,
+            spans: Vec::new(),
+        };
+        f.reparse(start, strict, max_fields, issues)?;
+        Ok(f)
+    }
+
+    /// Parses an `application/warc-fields` block (no start line).
+    ///
+    /// # Errors
+    /// As [`Fields::parse`], lenient.
+    pub fn parse_warc_fields(block: &[u8]) -> Result<(Fields, Vec<FieldIssue>), FieldError> {
+        let mut issues = Vec::new();
+        let f = Fields::parse(block.to_vec(), 0, false, usize::MAX, &mut issues)?;
+        Ok((f, issues))
+    }
+
+    /// Re-parses the current buffer from `start`; lets a reader reuse the
+    /// allocation of the previous record.
+    pub(crate) fn reparse(
+        &mut self,
+        start: usize,
+        strict: bool,
+        max_fields: usize,
+        issues: &mut Vec<FieldIssue>,
+    ) -> Result<(), FieldError> {
+        if u32::try_from(self.buf.len()).is_err() {
+            return Err(FieldError::TooLarge);
+        }
+        self.spans.clear();
+        let buf = &self.buf;
+        let len = buf.len();
+        let start = start.min(len);
+        self.start = start;
+        let mut pos = start;
+        let mut end = len;
+        let mut bare_lf_reported = false;
+        while pos < len {
+            let (content_end, line_end) = match memchr::memchr(b'\n', &buf[pos..]) {
+                Some(i) => {
+                    let nl = pos + i;
+                    let crlf = nl > pos && buf[nl - 1] == b'\r';
+                    if !crlf && !bare_lf_reported {
+                        if strict {
+                            return Err(FieldError::Strict {
+                                what: "line end without CR",
+                                offset: nl,
+                            });
+                        }
+                        issues.push(FieldIssue {
+                            kind: WarningKind::BareLf,
+                            offset: nl,
+                        });
+                        bare_lf_reported = true;
+                    }
+                    (if crlf { nl - 1 } else { nl }, nl + 1)
+                }
+                None => (len, len),
+            };
+            if content_end == pos {
+                end = pos;
+                break;
+            }
+            if is_ws(buf[pos]) {
+                // A continuation line (LWS): extends the previous field.
+                if let Some(last) = self.spans.last_mut() {
+                    last.value_end = content_end as u32;
+                    last.line_end = line_end as u32;
+                } else if strict {
+                    return Err(FieldError::Strict {
+                        what: "continuation line before any field",
+                        offset: pos,
+                    });
+                } else {
+                    issues.push(FieldIssue {
+                        kind: WarningKind::LineWithoutColon,
+                        offset: pos,
+                    });
+                }
+                pos = line_end;
+                continue;
+            }
+            let line = &buf[pos..content_end];
+            let Some(colon) = memchr::memchr(b':', line) else {
+                if strict {
+                    return Err(FieldError::Strict {
+                        what: "line without a colon",
+                        offset: pos,
+                    });
+                }
+                issues.push(FieldIssue {
+                    kind: WarningKind::LineWithoutColon,
+                    offset: pos,
+                });
+                pos = line_end;
+                continue;
+            };
+            let name = trim_end(&line[..colon]);
+            if name.len() != colon {
+                if strict {
+                    return Err(FieldError::Strict {
+                        what: "white space before colon",
+                        offset: pos + name.len(),
+                    });
+                }
+                issues.push(FieldIssue {
+                    kind: WarningKind::SpaceBeforeColon,
+                    offset: pos + name.len(),
+                });
+            }
+            if name.is_empty() || !name.iter().all(|&b| is_token_char(b)) {
+                if strict {
+                    return Err(FieldError::Strict {
+                        what: "field name is not a token",
+                        offset: pos,
+                    });
+                }
+                issues.push(FieldIssue {
+                    kind: WarningKind::BadFieldName,
+                    offset: pos,
+                });
+            }
+            let value_start =
+                pos + colon + 1 + (line.len() - colon - 1 - trim_start(&line[colon + 1..]).len());
+            if self.spans.len() >= max_fields {
+                return Err(FieldError::TooMany(max_fields));
+            }
+            self.spans.push(Span {
+                line: pos as u32,
+                name_end: (pos + name.len()) as u32,
+                value: value_start as u32,
+                value_end: content_end as u32,
+                line_end: line_end as u32,
+            });
+            pos = line_end;
+        }
+        self.end = end;
+        Ok(())
+    }
+
+    fn field(&self, s: &Span) -> Field<'_> {
+        Field {
+            name: &self.buf[s.line as usize..s.name_end as usize],
+            raw_value: &self.buf[s.value as usize..s.value_end as usize],
+            raw_line: &self.buf[s.line as usize..s.line_end as usize],
+        }
+    }
+
+    /// Number of fields.
+    pub fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    /// True when there are no fields.
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+
+    /// The fields in order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = Field<'_>> + '_ {
+        self.spans.iter().map(|s| self.field(s))
+    }
+
+    /// The first field named `name` (ASCII case ignored).
+    pub fn get(&self, name: &str) -> Option<Field<'_>> {
+        self.iter().find(|f| f.is(name))
+    }
+
+    /// Every field named `name`, in order.
+    pub fn get_all<'s>(&'s self, name: &'s str) -> impl Iterator<Item = Field<'s>> + 's {
+        self.iter().filter(move |f| f.is(name))
+    }
+
+    /// The unfolded value of the first field named `name`, as text.
+    pub fn value(&self, name: &str) -> Option<Cow<'_, str>> {
+        self.get(name).map(|f| f.value_str())
+    }
+
+    /// The unfolded value of the first field named `name`, as bytes.
+    pub fn value_bytes(&self, name: &str) -> Option<Cow<'_, [u8]>> {
+        self.get(name).map(|f| f.value())
+    }
+
+    /// True when a field named `name` is present.
+    pub fn contains(&self, name: &str) -> bool {
+        self.get(name).is_some()
+    }
+
+    /// The bytes before the first field (a start line such as `WARC/1.1\r\n`).
+    pub fn start_line(&self) -> &[u8] {
+        &self.buf[..self.start]
+    }
+
+    /// The whole raw block: start line, fields and the terminating blank line.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf
+    }
+
+    /// The raw field lines only (no start line, no blank line).
+    pub fn field_bytes(&self) -> &[u8] {
+        &self.buf[self.start..self.end]
+    }
+
+    /// Writes the raw block as stored.
+    ///
+    /// # Errors
+    /// Those of `w`.
+    pub fn write_to<W: Write>(&self, mut w: W) -> io::Result<()> {
+        w.write_all(&self.buf)
+    }
+
+    /// Gives the raw buffer back (for reuse).
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.buf
+    }
+
+    /// Mutable access to the buffer for a reader that fills it and then calls
+    /// `reparse`.
+    pub(crate) fn buf_mut(&mut self) -> &mut Vec<u8> {
+        self.spans.clear();
+        self.start = 0;
+        self.end = 0;
+        &mut self.buf
+    }
+
+    fn check_new(name: &str, value: &[u8]) -> Result<(), FieldError> {
+        if name.is_empty() || !name.bytes().all(is_token_char) {
+            return Err(FieldError::BadName(name.to_string()));
+        }
+        if value.contains(&b'\r') || value.contains(&b'\n') {
+            return Err(FieldError::LineBreakInValue);
+        }
+        Ok(())
+    }
+
+    /// The terminator style to keep: the block's own line end.
+    fn eol(&self) -> &'static [u8] {
+        match self.spans.first() {
+            Some(s) if s.line_end >= 2 && self.buf[s.line_end as usize - 2] != b'\r' => b"\n",
+            _ => b"\r\n",
+        }
+    }
+
+    /// Replaces the bytes `range` of the buffer, shifting the spans after it.
+    fn splice(&mut self, range: std::ops::Range<usize>, with: &[u8]) -> Result<(), FieldError> {
+        let delta = with.len() as i64 - (range.end - range.start) as i64;
+        if u32::try_from(self.buf.len() as i64 + delta).is_err() {
+            return Err(FieldError::TooLarge);
+        }
+        let at = range.start;
+        self.buf.splice(range, with.iter().copied());
+        let shift = |v: &mut u32| {
+            if *v as usize >= at {
+                *v = (*v as i64 + delta) as u32;
+            }
+        };
+        for s in &mut self.spans {
+            if s.line as usize > at {
+                shift(&mut s.line);
+                shift(&mut s.name_end);
+                shift(&mut s.value);
+                shift(&mut s.value_end);
+                shift(&mut s.line_end);
+            }
+        }
+        if self.end > at || (self.end == at && delta > 0) {
+            self.end = (self.end as i64 + delta) as usize;
+        }
+        Ok(())
+    }
+
+    /// Appends a field after the last one (before the blank line, if any).
+    ///
+    /// # Errors
+    /// A name that is not a token, or a value holding CR or LF.
+    pub fn append(&mut self, name: &str, value: impl AsRef<[u8]>) -> Result<(), FieldError> {
+        let value = value.as_ref();
+        Fields::check_new(name, value)?;
+        let eol = self.eol();
+        let mut line = Vec::with_capacity(name.len() + value.len() + 4);
+        line.extend_from_slice(name.as_bytes());
+        line.extend_from_slice(b": ");
+        line.extend_from_slice(value);
+        line.extend_from_slice(eol);
+        let at = self.end;
+        self.splice(at..at, &line)?;
+        let base = at as u32;
+        self.spans.push(Span {
+            line: base,
+            name_end: base + name.len() as u32,
+            value: base + name.len() as u32 + 2,
+            value_end: base + (name.len() + 2 + value.len()) as u32,
+            line_end: base + line.len() as u32,
+        });
+        self.end = at + line.len();
+        Ok(())
+    }
+
+    /// Removes every field named `name`; returns how many were removed.
+    pub fn remove(&mut self, name: &str) -> usize {
+        let mut removed = 0;
+        while let Some(i) = self.spans.iter().position(|s| {
+            self.buf[s.line as usize..s.name_end as usize].eq_ignore_ascii_case(name.as_bytes())
+        }) {
+            let s = self.spans.remove(i);
+            // Cannot fail: the buffer only shrinks.
+            let _ = self.splice(s.line as usize..s.line_end as usize, &[]);
+            removed += 1;
+        }
+        removed
+    }
+
+    /// Sets `name` to `value`: the first field of that name is replaced in
+    /// place (its position kept), later ones removed; appended when absent.
+    ///
+    /// # Errors
+    /// As [`Fields::append`].
+    pub fn set(&mut self, name: &str, value: impl AsRef<[u8]>) -> Result<(), FieldError> {
+        let value = value.as_ref();
+        Fields::check_new(name, value)?;
+        let Some(i) = self.spans.iter().position(|s| {
+            self.buf[s.line as usize..s.name_end as usize].eq_ignore_ascii_case(name.as_bytes())
+        }) else {
+            return self.append(name, value);
+        };
+        let s = self.spans[i];
+        let old_len = s.value_end - s.value;
+        self.splice(s.value as usize..s.value_end as usize, value)?;
+        let grow = value.len() as i64 - old_len as i64;
+        let sp = &mut self.spans[i];
+        sp.value_end = (sp.value_end as i64 + grow) as u32;
+        sp.line_end = (sp.line_end as i64 + grow) as u32;
+        // Later fields of the same name go.
+        let later: Vec<Span> = self.spans[i + 1..]
+            .iter()
+            .filter(|s| {
+                self.buf[s.line as usize..s.name_end as usize].eq_ignore_ascii_case(name.as_bytes())
+            })
+            .copied()
+            .collect();
+        for s in later.into_iter().rev() {
+            if let Some(j) = self.spans.iter().position(|x| *x == s) {
+                self.spans.remove(j);
+                let _ = self.splice(s.line as usize..s.line_end as usize, &[]);
+            }
+        }
+        Ok(())
+    }
+
+    /// A block with start line `start_line` (without its line end) and no
+    /// fields yet, ending in a blank line: the shape of a WARC header block.
+    pub fn with_start_line(start_line: &[u8]) -> Self {
+        let mut buf = Vec::with_capacity(512);
+        buf.extend_from_slice(start_line);
+        buf.extend_from_slice(b"\r\n");
+        let start = buf.len();
+        buf.extend_from_slice(b"\r\n");
+        Fields {
+            buf,
+            start,
+            end: start,
+            spans: Vec::new(),
+        }
+    }
+}
+
+/// Decodes RFC 2047 encoded-words (`=?charset?B?...?=`, `=?charset?Q?...?=`)
+/// in `s`. White space between two adjacent encoded-words is dropped, as the
+/// RFC says. Words in unknown charsets or with bad encodings stay as written.
+pub fn decode_encoded_words(s: &str) -> Cow<'_, str> {
+    if !s.contains("=?") {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    let mut last_was_word = false;
+    let mut pending_ws = "";
+    while !rest.is_empty() {
+        if let Some(start) = rest.find("=?") {
+            let (before, at) = rest.split_at(start);
+            match decode_one_word(at) {
+                Some((text, used)) => {
+                    if !(last_was_word && before.trim().is_empty()) {
+                        out.push_str(pending_ws);
+                        out.push_str(before);
+                    }
+                    out.push_str(&text);
+                    rest = &at[used..];
+                    last_was_word = true;
+                    // Hold white space back until we know what follows it.
+                    let ws_len = rest.len() - rest.trim_start().len();
+                    pending_ws = &rest[..ws_len];
+                    rest = &rest[ws_len..];
+                }
+                None => {
+                    out.push_str(pending_ws);
+                    pending_ws = "";
+                    out.push_str(before);
+                    out.push_str("=?");
+                    rest = &at[2..];
+                    last_was_word = false;
+                }
+            }
+        } else {
+            out.push_str(pending_ws);
+            pending_ws = "";
+            out.push_str(rest);
+            rest = "";
+        }
+    }
+    out.push_str(pending_ws);
+    Cow::Owned(out)
+}
+
+/// Decodes one encoded-word at the start of `s`; returns the text and the
+/// number of bytes used.
+fn decode_one_word(s: &str) -> Option<(String, usize)> {
+    let inner = s.strip_prefix("=?")?;
+    let q1 = inner.find('?')?;
+    let charset = &inner[..q1];
+    let after = &inner[q1 + 1..];
+    let q2 = after.find('?')?;
+    let enc = &after[..q2];
+    let text_and_rest = &after[q2 + 1..];
+    let end = text_and_rest.find("?=")?;
+    let text = &text_and_rest[..end];
+    if text.contains(' ') {
+        return None;
+    }
+    let bytes = match enc {
+        "B" | "b" => data_encoding::BASE64
+            .decode(text.as_bytes())
+            .or_else(|_| data_encoding::BASE64_NOPAD.decode(text.trim_end_matches('=').as_bytes()))
+            .ok()?,
+        "Q" | "q" => {
+            let mut v = Vec::with_capacity(text.len());
+            let b = text.as_bytes();
+            let mut i = 0;
+            while i < b.len() {
+                match b[i] {
+                    b'_' => v.push(b' '),
+                    b'=' if i + 2 < b.len() => {
+                        let hex = std::str::from_utf8(&b[i + 1..i + 3]).ok()?;
+                        v.push(u8::from_str_radix(hex, 16).ok()?);
+                        i += 2;
+                    }
+                    b'=' => return None,
+                    c => v.push(c),
+                }
+                i += 1;
+            }
+            v
+        }
+        _ => return None,
+    };
+    // RFC 2231 allows a language after '*': "utf-8*en".
+    let label = charset.split('*').next().unwrap_or(charset);
+    let encoding = encoding_rs::Encoding::for_label(label.as_bytes())?;
+    let (text, _, _) = encoding.decode(&bytes);
+    Some((text.into_owned(), 2 + q1 + 1 + q2 + 1 + end + 2))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &[u8], start: usize) -> (Fields, Vec<FieldIssue>) {
+        let mut issues = Vec::new();
+        let f = Fields::parse(s.to_vec(), start, false, 1000, &mut issues).unwrap();
+        (f, issues)
+    }
+
+    #[test]
+    fn parses_order_case_repeats() {
+        let block = b"WARC/1.1\r\nWARC-Type: response\r\nwarc-concurrent-to: <a>\r\nWARC-Concurrent-To:  <b>  \r\nContent-Length: 5\r\n\r\n";
+        let (f, issues) = parse(block, 10);
+        assert!(issues.is_empty());
+        assert_eq!(f.len(), 4);
+        assert_eq!(f.start_line(), b"WARC/1.1\r\n");
+        assert_eq!(f.value("warc-type").unwrap(), "response");
+        let all: Vec<_> = f
+            .get_all("WARC-CONCURRENT-TO")
+            .map(|x| x.value_str().into_owned())
+            .collect();
+        assert_eq!(all, ["<a>", "<b>"]);
+        assert_eq!(f.iter().nth(1).unwrap().name(), b"warc-concurrent-to");
+        assert_eq!(f.as_bytes(), block);
+        assert_eq!(f.field_bytes(), &block[10..block.len() - 2]);
+    }
+
+    #[test]
+    fn continuation_lines_unfold() {
+        let block = b"A: one\r\n  two\r\n\tthree\r\nB: x\r\n";
+        let (f, _) = parse(block, 0);
+        assert_eq!(f.len(), 2);
+        assert_eq!(f.value("a").unwrap(), "one two three");
+        assert_eq!(f.get("a").unwrap().raw_value(), b"one\r\n  two\r\n\tthree");
+        assert_eq!(f.value("b").unwrap(), "x");
+    }
+
+    #[test]
+    fn lenient_issues_and_strict_errors() {
+        let block = b"A : 1\nno colon here\nB: 2\n\n";
+        let (f, issues) = parse(block, 0);
+        assert_eq!(f.len(), 2);
+        let kinds: Vec<_> = issues.iter().map(|i| i.kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                WarningKind::BareLf,
+                WarningKind::SpaceBeforeColon,
+                WarningKind::LineWithoutColon
+            ]
+        );
+        assert_eq!(f.value("A").unwrap(), "1");
+        let mut v = Vec::new();
+        assert!(Fields::parse(block.to_vec(), 0, true, 100, &mut v).is_err());
+        assert!(Fields::parse(b"A: 1\r\nB: 2\r\n".to_vec(), 0, true, 1, &mut v).is_err());
+    }
+
+    #[test]
+    fn non_utf8_kept_as_bytes() {
+        let block = b"X-Name: caf\xe9\r\n";
+        let (f, _) = parse(block, 0);
+        assert_eq!(&*f.value_bytes("x-name").unwrap(), b"caf\xe9");
+        assert_eq!(f.value("x-name").unwrap(), "caf\u{fffd}");
+    }
+
+    #[test]
+    fn set_append_remove_keep_raw_consistent() {
+        let block = b"WARC/1.0\r\nA: 1\r\nB: 2\r\nA: 3\r\n\r\n";
+        let (mut f, _) = parse(block, 10);
+        f.set("a", "long value").unwrap();
+        assert_eq!(f.as_bytes(), b"WARC/1.0\r\nA: long value\r\nB: 2\r\n\r\n");
+        f.append("C", "4").unwrap();
+        assert_eq!(
+            f.as_bytes(),
+            b"WARC/1.0\r\nA: long value\r\nB: 2\r\nC: 4\r\n\r\n"
+        );
+        assert_eq!(f.remove("b"), 1);
+        assert_eq!(f.as_bytes(), b"WARC/1.0\r\nA: long value\r\nC: 4\r\n\r\n");
+        assert_eq!(f.value("c").unwrap(), "4");
+        assert_eq!(f.value("a").unwrap(), "long value");
+        // The result re-parses to the same fields.
+        let (g, _) = parse(f.as_bytes(), 10);
+        assert_eq!(g, f);
+        assert_eq!(
+            f.set("D", "a\r\nB: injected"),
+            Err(FieldError::LineBreakInValue)
+        );
+        assert!(f.append("bad name", "x").is_err());
+    }
+
+    #[test]
+    fn with_start_line_builds_a_block() {
+        let mut f = Fields::with_start_line(b"WARC/1.1");
+        f.append("WARC-Type", "resource").unwrap();
+        f.append("Content-Length", "0").unwrap();
+        assert_eq!(
+            f.as_bytes(),
+            b"WARC/1.1\r\nWARC-Type: resource\r\nContent-Length: 0\r\n\r\n"
+        );
+        let (g, _) = parse(f.as_bytes(), 10);
+        assert_eq!(g.len(), 2);
+    }
+
+    #[test]
+    fn warc_fields_block() {
+        let (f, issues) =
+            Fields::parse_warc_fields(b"software: x\r\nformat: WARC File Format 1.1\r\n").unwrap();
+        assert!(issues.is_empty());
+        assert_eq!(f.value("format").unwrap(), "WARC File Format 1.1");
+    }
+
+    #[test]
+    fn encoded_words() {
+        assert_eq!(decode_encoded_words("plain"), "plain");
+        assert_eq!(decode_encoded_words("=?UTF-8?B?Y2Fmw6k=?="), "café");
+        assert_eq!(
+            decode_encoded_words("=?ISO-8859-1?Q?caf=E9_au_lait?="),
+            "café au lait"
+        );
+        assert_eq!(
+            decode_encoded_words("a =?utf-8?q?x?= =?utf-8?q?y?= b"),
+            "a xy b"
+        );
+        assert_eq!(decode_encoded_words("=?bogus?Q?x?="), "=?bogus?Q?x?=");
+        assert_eq!(
+            decode_encoded_words("=?utf-8?Q?bad=Z?="),
+            "=?utf-8?Q?bad=Z?="
+        );
+    }
+}
