@@ -1,1 +1,0 @@
-//! Placeholder: http is being written.
