@@ -149,10 +149,10 @@ impl Error {
 
     /// Sets the record number on the position, unless one is set already.
     pub fn in_record(mut self, record: u64) -> Self {
-        if let Some(p) = &mut self.0.position {
-            if p.record.is_none() {
-                p.record = Some(record);
-            }
+        if let Some(p) = &mut self.0.position
+            && p.record.is_none()
+        {
+            p.record = Some(record);
         }
         self
     }

@@ -7,7 +7,7 @@
 //! The layers, each using only the ones before it (see docs/architecture.md):
 //! [`codec`] (stored bytes -> decompressed members) -> [`warc`] (record
 //! framing) -> [`fields`] (named fields) -> [`http`] (HTTP messages inside
-//! blocks) -> [`digest`]; [`write`] is the writer.
+//! blocks) -> [`digest`]; [`write`](mod@write) is the writer.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 

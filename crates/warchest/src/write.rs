@@ -430,11 +430,11 @@ impl<W: Write> Writer<W> {
     pub fn write(&mut self, rec: &mut NewRecord, body: Body<'_>) -> Result<Written> {
         match body {
             Body::Bytes(b) => {
-                self.fill_fields(rec, b.len() as u64, || {
-                    let mut d = BodyDigester::new(rec_plan(&rec.header), self.opts.digest);
+                let mut d = self.digester(rec);
+                if let Some(d) = &mut d {
                     d.update(b);
-                    Ok(d)
-                })?;
+                }
+                self.fill_fields(rec, b.len() as u64, d)?;
                 self.emit(&rec.header, &mut &b[..], b.len() as u64)
             }
             Body::Seekable { reader, len } => {
@@ -444,46 +444,42 @@ impl<W: Write> Writer<W> {
                     None => reader.seek(SeekFrom::End(0))? - start,
                 };
                 reader.seek(SeekFrom::Start(start))?;
-                let plan = rec_plan(&rec.header);
-                let digest = self.opts.digest;
-                let need = digest.is_some() && missing_digests(&rec.header);
-                if need {
-                    let mut d = BodyDigester::new(plan, digest);
-                    copy_n(&mut *reader, len, |chunk| {
+                let mut d = self.digester(rec);
+                if let Some(d) = &mut d {
+                    let got = copy_n(&mut *reader, len, |chunk| {
                         d.update(chunk);
                         Ok(())
                     })?;
+                    if got != len {
+                        return Err(short_body(len, got));
+                    }
                     reader.seek(SeekFrom::Start(start))?;
-                    self.fill_fields(rec, len, || Ok(d))?;
-                } else {
-                    self.set_len(rec, len)?;
                 }
+                self.fill_fields(rec, len, d)?;
                 self.emit(&rec.header, &mut reader.take(len), len)
             }
             Body::Stream { reader, len } => {
-                let need = self.opts.digest.is_some() && missing_digests(&rec.header);
-                if let (Some(len), false) = (len, need) {
-                    self.set_len(rec, len)?;
+                let mut d = self.digester(rec);
+                if let (Some(len), None) = (len, &d) {
+                    self.fill_fields(rec, len, None)?;
                     return self.emit(&rec.header, &mut reader.take(len), len);
                 }
                 let mut spool = tempfile::SpooledTempFile::new(self.opts.spool_threshold);
-                let mut d = BodyDigester::new(rec_plan(&rec.header), self.opts.digest);
                 let mut total = 0u64;
-                let limit = len.unwrap_or(u64::MAX);
-                copy_n(&mut *reader, limit, |chunk| {
-                    d.update(chunk);
+                copy_n(&mut *reader, len.unwrap_or(u64::MAX), |chunk| {
+                    if let Some(d) = &mut d {
+                        d.update(chunk);
+                    }
                     total += chunk.len() as u64;
                     spool.write_all(chunk)
                 })?;
-                if let Some(l) = len {
-                    if total != l {
-                        return Err(Error::new(ErrorKind::Usage(format!(
-                            "body declared {l} bytes but gave {total}"
-                        ))));
-                    }
+                if let Some(l) = len
+                    && total != l
+                {
+                    return Err(short_body(l, total));
                 }
                 spool.seek(SeekFrom::Start(0))?;
-                self.fill_fields(rec, total, || Ok(d))?;
+                self.fill_fields(rec, total, d)?;
                 self.emit(&rec.header, &mut spool, total)
             }
         }
@@ -494,29 +490,28 @@ impl<W: Write> Writer<W> {
         Ok(())
     }
 
-    fn fill_fields(
-        &self,
-        rec: &mut NewRecord,
-        len: u64,
-        digest: impl FnOnce() -> Result<BodyDigester>,
-    ) -> Result<()> {
-        if self.opts.digest.is_some() && missing_digests(&rec.header) {
-            let d = digest()?;
+    /// Sets the digests from `d` (unless present) and Content-Length.
+    fn fill_fields(&self, rec: &mut NewRecord, len: u64, d: Option<BodyDigester>) -> Result<()> {
+        if let Some(d) = d {
             let (block, payload) = d.finish();
-            if let Some(b) = block {
-                if !rec.header.fields().contains(field::BLOCK_DIGEST) {
-                    rec.set(field::BLOCK_DIGEST, b.to_string())?;
-                }
+            if !rec.header.fields().contains(field::BLOCK_DIGEST) {
+                rec.set(field::BLOCK_DIGEST, block.to_string())?;
             }
-            if let Some(p) = payload {
-                if !rec.header.fields().contains(field::PAYLOAD_DIGEST) {
-                    rec.set(field::PAYLOAD_DIGEST, p.to_string())?;
-                }
+            if let Some(p) = payload
+                && !rec.header.fields().contains(field::PAYLOAD_DIGEST)
+            {
+                rec.set(field::PAYLOAD_DIGEST, p.to_string())?;
             }
         }
         // Content-Length last, as most writers put it.
         rec.header.fields_mut().remove(field::CONTENT_LENGTH);
         self.set_len(rec, len)
+    }
+
+    /// A digester for `rec` when it lacks digests and digests are wanted.
+    fn digester(&self, rec: &NewRecord) -> Option<BodyDigester> {
+        let alg = self.opts.digest?;
+        missing_digests(&rec.header).then(|| BodyDigester::new(rec_plan(&rec.header), alg))
     }
 
     /// Writes header, `len` bytes of `block` and the trailer as one member.
@@ -585,6 +580,13 @@ impl<W: Write> Writer<W> {
     }
 }
 
+fn short_body(declared: u64, got: u64) -> Error {
+    Error::new(ErrorKind::Io(io::Error::new(
+        io::ErrorKind::UnexpectedEof,
+        format!("body declared {declared} bytes but gave {got}"),
+    )))
+}
+
 /// Copies up to `n` bytes of `r` to `f` in 64 KiB pieces; returns how many.
 fn copy_n(
     r: &mut (impl Read + ?Sized),
@@ -594,7 +596,9 @@ fn copy_n(
     let mut buf = vec![0u8; 64 << 10];
     let mut done = 0u64;
     while done < n {
-        let want = usize::try_from(n - done).unwrap_or(usize::MAX).min(buf.len());
+        let want = usize::try_from(n - done)
+            .unwrap_or(usize::MAX)
+            .min(buf.len());
         let k = match r.read(&mut buf[..want]) {
             Ok(0) => break,
             Ok(k) => k,
@@ -633,47 +637,48 @@ pub(crate) fn rec_plan(h: &WarcHeader) -> PayloadPlan {
 
 /// Computes block and payload digests of a block fed in pieces.
 pub(crate) struct BodyDigester {
-    block: Option<Hasher>,
-    payload: crate::http::PayloadDigester,
-    plan: PayloadPlan,
-    alg: Option<Algorithm>,
+    block: Hasher,
+    payload: Payload,
+}
+
+enum Payload {
+    None,
+    Whole(Box<Hasher>),
+    Http(Box<crate::http::BlockDigester>),
 }
 
 impl BodyDigester {
-    pub(crate) fn new(plan: PayloadPlan, alg: Option<Algorithm>) -> Self {
+    pub(crate) fn new(plan: PayloadPlan, alg: Algorithm) -> Self {
         BodyDigester {
-            block: alg.map(Hasher::new),
-            payload: crate::http::PayloadDigester::new(
-                alg.unwrap_or(Algorithm::Sha1),
-                plan == PayloadPlan::Http,
-            ),
-            plan,
-            alg,
+            block: Hasher::new(alg),
+            payload: match plan {
+                PayloadPlan::None => Payload::None,
+                PayloadPlan::Whole => Payload::Whole(Box::new(Hasher::new(alg))),
+                PayloadPlan::Http => Payload::Http(Box::new(crate::http::BlockDigester::new(
+                    alg,
+                    crate::Limits::default(),
+                ))),
+            },
         }
     }
 
     pub(crate) fn update(&mut self, data: &[u8]) {
-        if let Some(h) = &mut self.block {
-            h.update(data);
-        }
-        if self.plan != PayloadPlan::None && self.alg.is_some() {
-            self.payload.update(data);
+        self.block.update(data);
+        match &mut self.payload {
+            Payload::None => {}
+            Payload::Whole(h) => h.update(data),
+            Payload::Http(d) => d.update(data),
         }
     }
 
     /// The block digest and, when the record has one, the payload digest.
-    pub(crate) fn finish(self) -> (Option<Digest>, Option<Digest>) {
-        let Some(alg) = self.alg else {
-            return (None, None);
-        };
-        let block = self.block.map(|h| Digest::new(alg, &h.finalize()));
-        let payload = match self.plan {
-            PayloadPlan::None => None,
-            _ => self
-                .payload
-                .finish()
-                .payload
-                .map(|out| Digest::new(alg, &out)),
+    pub(crate) fn finish(self) -> (Digest, Option<Digest>) {
+        let alg = self.block.algorithm();
+        let block = Digest::new(alg, &self.block.finalize());
+        let payload = match self.payload {
+            Payload::None => None,
+            Payload::Whole(h) => Some(Digest::new(alg, &h.finalize())),
+            Payload::Http(d) => Some(Digest::new(alg, &d.finish().1.payload)),
         };
         (block, payload)
     }

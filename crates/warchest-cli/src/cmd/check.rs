@@ -1,7 +1,9 @@
 //! `warchest check` (being written).
-use anyhow::Result;
 use crate::report::{Global, Outcome};
+use anyhow::Result;
 /// (being written)
 #[derive(clap::Args, Debug)]
 pub struct Args {}
-pub fn run(_g: &Global, _a: Args) -> Result<Outcome> { Ok(Outcome::Failed) }
+pub fn run(_g: &Global, _a: Args) -> Result<Outcome> {
+    Ok(Outcome::Failed)
+}

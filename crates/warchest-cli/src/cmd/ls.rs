@@ -107,7 +107,8 @@ fn list(
                 dash(date.as_deref()),
                 dash(uri.as_deref()),
                 dash(ct.as_deref()),
-                h.content_length().map_or("-".to_string(), |l| l.to_string()),
+                h.content_length()
+                    .map_or("-".to_string(), |l| l.to_string()),
             )?;
         }
         g.warnings(name, &reader.take_warnings());

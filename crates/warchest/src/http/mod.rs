@@ -15,12 +15,15 @@
 //! - [`ChunkedDecoder`] (push) and [`ChunkedReader`] (pull) remove the
 //!   chunked transfer coding, tolerating what real files contain.
 //! - [`decode_content`] stacks decoders for gzip, deflate, br and zstd.
+//! - [`BlockDigester`] takes a whole streamed block, finds its head and
+//!   feeds the rest to a [`PayloadDigester`].
 //! - [`PayloadDigester`] computes the WARC payload digest (transfer coding
 //!   removed, content coding kept) and the digest of the raw bytes at once.
 
 use std::borrow::Cow;
 use std::io;
 
+mod block;
 mod chunked;
 mod coding;
 #[cfg(test)]
@@ -28,6 +31,7 @@ mod fixture_tests;
 mod head;
 mod payload;
 
+pub use block::BlockDigester;
 pub use chunked::{
     ChunkedDecoder, ChunkedEnd, ChunkedError, ChunkedErrorKind, ChunkedReader, sniff_chunked,
 };

@@ -11,7 +11,7 @@ use crate::fields::{FieldIssue, Fields};
 use crate::limits::Limits;
 
 /// How a [`Reader`] reads.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct ReaderOptions {
     /// Strict: the grammar as written, the first deviation is an error.
     /// Lenient (the default): recover from what real writers did and report
@@ -23,17 +23,6 @@ pub struct ReaderOptions {
     pub file: Option<PathBuf>,
     /// Options for the decompression layer (when the reader builds one).
     pub decoder: DecoderOptions,
-}
-
-impl Default for ReaderOptions {
-    fn default() -> Self {
-        ReaderOptions {
-            strict: false,
-            limits: Limits::default(),
-            file: None,
-            decoder: DecoderOptions::default(),
-        }
-    }
 }
 
 impl ReaderOptions {
@@ -253,10 +242,10 @@ impl<S: Source> Reader<S> {
         if let Some(f) = &self.opts.file {
             e = e.in_file(f);
         }
-        if record.is_some() {
-            if let Some(id) = self.header.record_id() {
-                e = e.with_record_id(id.into_owned());
-            }
+        if record.is_some()
+            && let Some(id) = self.header.record_id()
+        {
+            e = e.with_record_id(id.into_owned());
         }
         e
     }
@@ -749,12 +738,12 @@ impl<S: Source> Reader<S> {
                     Some(index),
                 ));
             }
-            if let Some(cur) = self.cur.as_mut() {
-                if !cur.spans_members {
-                    cur.spans_members = true;
-                    let msg = "the record's block spans compressed members".to_string();
-                    self.warn(WarningKind::NotRecordAtATime, offset, Some(index), msg);
-                }
+            if let Some(cur) = self.cur.as_mut()
+                && !cur.spans_members
+            {
+                cur.spans_members = true;
+                let msg = "the record's block spans compressed members".to_string();
+                self.warn(WarningKind::NotRecordAtATime, offset, Some(index), msg);
             }
             return Ok(());
         }
@@ -785,8 +774,7 @@ impl<S: Source> Reader<S> {
     /// Skips the rest of the block and the trailer; sets `last_end`.
     fn finish_current(&mut self) -> Result<RecordEnd> {
         // Skip the block.
-        loop {
-            let Some(cur) = self.cur.as_ref() else { break };
+        while let Some(cur) = self.cur.as_ref() {
             if cur.remaining == 0 {
                 break;
             }

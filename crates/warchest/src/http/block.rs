@@ -1,0 +1,136 @@
+//! The payload digest of a whole `application/http` block, fed in pieces.
+
+use super::{HeadFinder, HttpHead, PayloadDigester, PayloadDigests};
+use crate::digest::Algorithm;
+use crate::limits::Limits;
+
+/// Takes the bytes of an HTTP block as they stream past, finds the end of
+/// its head (holding at most [`Limits::max_http_head`] bytes), parses it,
+/// and digests the body after it with a [`PayloadDigester`].
+///
+/// A block whose head does not end (Content-Length cut inside the head, or a
+/// head beyond the limit) has an empty payload, as readers that look for
+/// the payload after the head's blank line find none.
+#[derive(Debug)]
+pub struct BlockDigester {
+    algorithm: Algorithm,
+    limits: Limits,
+    state: State,
+}
+
+#[derive(Debug)]
+enum State {
+    Head {
+        buf: Vec<u8>,
+        finder: HeadFinder,
+    },
+    Body {
+        head: Option<Box<HttpHead>>,
+        digester: Box<PayloadDigester>,
+    },
+    /// The head passed the limit: the rest is ignored.
+    Overlong,
+}
+
+impl BlockDigester {
+    /// A digester using `algorithm` for the payload digests.
+    pub fn new(algorithm: Algorithm, limits: Limits) -> Self {
+        BlockDigester {
+            algorithm,
+            limits,
+            state: State::Head {
+                buf: Vec::new(),
+                finder: HeadFinder::new(),
+            },
+        }
+    }
+
+    /// Feeds the next bytes of the block.
+    pub fn update(&mut self, data: &[u8]) {
+        match &mut self.state {
+            State::Body { digester, .. } => digester.update(data),
+            State::Overlong => {}
+            State::Head { buf, finder } => {
+                let room = self.limits.max_http_head.saturating_sub(buf.len());
+                let take = data.len().min(room.saturating_add(4));
+                buf.extend_from_slice(&data[..take]);
+                match finder.find(buf) {
+                    Some(end) => {
+                        let head = HttpHead::parse_with_limits(&buf[..end], &self.limits)
+                            .ok()
+                            .flatten()
+                            .map(|(h, _)| Box::new(h));
+                        let mut digester = match &head {
+                            Some(h) => PayloadDigester::for_head(self.algorithm, h),
+                            None => PayloadDigester::new(self.algorithm, false),
+                        };
+                        digester.update(&buf[end..]);
+                        digester.update(&data[take..]);
+                        self.state = State::Body {
+                            head,
+                            digester: Box::new(digester),
+                        };
+                    }
+                    None if buf.len() > self.limits.max_http_head => self.state = State::Overlong,
+                    None => {}
+                }
+            }
+        }
+    }
+
+    /// The parsed head (when it ended and parsed) and the payload digests.
+    pub fn finish(self) -> (Option<HttpHead>, PayloadDigests) {
+        match self.state {
+            State::Body { head, digester } => (head.map(|h| *h), digester.finish()),
+            State::Head { buf, .. } => (
+                HttpHead::parse_unterminated(&buf, &self.limits).ok(),
+                PayloadDigester::new(self.algorithm, false).finish(),
+            ),
+            State::Overlong => (None, PayloadDigester::new(self.algorithm, false).finish()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::digest::Hasher;
+
+    #[test]
+    fn chunked_body_split_anywhere() {
+        let block = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n";
+        let want = Hasher::digest(Algorithm::Sha1, b"hello");
+        for split in 0..block.len() {
+            let mut d = BlockDigester::new(Algorithm::Sha1, Limits::default());
+            d.update(&block[..split]);
+            d.update(&block[split..]);
+            let (head, dig) = d.finish();
+            assert_eq!(head.unwrap().status(), Some(200), "split {split}");
+            assert_eq!(dig.payload, want, "split {split}");
+        }
+    }
+
+    #[test]
+    fn unterminated_head_has_empty_payload() {
+        let mut d = BlockDigester::new(Algorithm::Sha1, Limits::default());
+        d.update(b"HTTP/1.1 200 OK\r\nServer: x\r\n");
+        let (head, dig) = d.finish();
+        assert_eq!(head.unwrap().status(), Some(200));
+        assert_eq!(dig.payload, Hasher::digest(Algorithm::Sha1, b""));
+    }
+
+    #[test]
+    fn overlong_head_is_bounded() {
+        let limits = Limits {
+            max_http_head: 100,
+            ..Limits::default()
+        };
+        let mut d = BlockDigester::new(Algorithm::Sha1, limits);
+        for _ in 0..1000 {
+            d.update(&[b'a'; 1000]);
+        }
+        let (head, dig) = d.finish();
+        assert!(head.is_none());
+        assert_eq!(dig.raw_len, 0);
+    }
+}
