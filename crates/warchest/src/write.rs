@@ -13,7 +13,7 @@ use std::io::{self, Read, Seek, SeekFrom, Write};
 use crate::digest::{Algorithm, Digest, Hasher};
 use crate::error::{Error, ErrorKind, Result};
 use crate::fields::Fields;
-use crate::warc::{DatePrecision, RecordType, Version, WarcDate, WarcHeader, field};
+use crate::warc::{DatePrecision, PayloadKind, RecordType, Version, WarcDate, WarcHeader, field};
 
 /// How each record is compressed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -511,7 +511,7 @@ impl<W: Write> Writer<W> {
     /// A digester for `rec` when it lacks digests and digests are wanted.
     fn digester(&self, rec: &NewRecord) -> Option<BodyDigester> {
         let alg = self.opts.digest?;
-        missing_digests(&rec.header).then(|| BodyDigester::new(rec_plan(&rec.header), alg))
+        missing_digests(&rec.header).then(|| BodyDigester::new(rec.header.payload_kind(), alg))
     }
 
     /// Writes header, `len` bytes of `block` and the trailer as one member.
@@ -613,26 +613,7 @@ fn copy_n(
 
 fn missing_digests(h: &WarcHeader) -> bool {
     !h.fields().contains(field::BLOCK_DIGEST)
-        || (rec_plan(h) != PayloadPlan::None && !h.fields().contains(field::PAYLOAD_DIGEST))
-}
-
-/// Which bytes of a block are its payload, for the payload digest.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum PayloadPlan {
-    /// No payload digest (warcinfo, metadata, revisit, continuation...).
-    None,
-    /// The whole block (resource, conversion).
-    Whole,
-    /// An HTTP message: the body after the head, transfer coding removed.
-    Http,
-}
-
-pub(crate) fn rec_plan(h: &WarcHeader) -> PayloadPlan {
-    match h.record_type() {
-        RecordType::Response | RecordType::Request if h.is_http() => PayloadPlan::Http,
-        RecordType::Resource | RecordType::Conversion => PayloadPlan::Whole,
-        _ => PayloadPlan::None,
-    }
+        || (h.payload_kind() != PayloadKind::None && !h.fields().contains(field::PAYLOAD_DIGEST))
 }
 
 /// Computes block and payload digests of a block fed in pieces.
@@ -648,13 +629,13 @@ enum Payload {
 }
 
 impl BodyDigester {
-    pub(crate) fn new(plan: PayloadPlan, alg: Algorithm) -> Self {
+    pub(crate) fn new(plan: PayloadKind, alg: Algorithm) -> Self {
         BodyDigester {
             block: Hasher::new(alg),
             payload: match plan {
-                PayloadPlan::None => Payload::None,
-                PayloadPlan::Whole => Payload::Whole(Box::new(Hasher::new(alg))),
-                PayloadPlan::Http => Payload::Http(Box::new(crate::http::BlockDigester::new(
+                PayloadKind::None => Payload::None,
+                PayloadKind::Block => Payload::Whole(Box::new(Hasher::new(alg))),
+                PayloadKind::HttpBody => Payload::Http(Box::new(crate::http::BlockDigester::new(
                     alg,
                     crate::Limits::default(),
                 ))),

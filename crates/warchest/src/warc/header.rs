@@ -413,6 +413,35 @@ impl WarcHeader {
     }
 }
 
+/// Which bytes of a record's block are its payload (WARC 1.1 section 5.9).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PayloadKind {
+    /// No payload of its own: warcinfo, metadata, revisit (whose payload
+    /// digest is the original's), continuation (whose payload is the
+    /// reassembled record's), and unknown types.
+    None,
+    /// The whole block: resource and conversion records.
+    Block,
+    /// The entity body after the HTTP head, transfer coding removed:
+    /// `application/http` request and response records.
+    HttpBody,
+}
+
+impl WarcHeader {
+    /// Which bytes are this record's payload, for WARC-Payload-Digest.
+    pub fn payload_kind(&self) -> PayloadKind {
+        match self.record_type() {
+            RecordType::Response | RecordType::Request if self.is_http() => PayloadKind::HttpBody,
+            RecordType::Response
+            | RecordType::Request
+            | RecordType::Resource
+            | RecordType::Conversion => PayloadKind::Block,
+            _ => PayloadKind::None,
+        }
+    }
+}
+
 /// Mutable access to a [`WarcHeader`]'s fields; see [`WarcHeader::fields_mut`].
 pub struct FieldsMut<'a> {
     header: &'a mut WarcHeader,

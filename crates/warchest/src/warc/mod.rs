@@ -11,7 +11,7 @@ mod header;
 mod reader;
 
 pub use date::{DatePrecision, WarcDate};
-pub use header::{RecordType, TruncatedReason, Version, WarcHeader};
+pub use header::{FieldsMut, PayloadKind, RecordType, TruncatedReason, Version, WarcHeader};
 pub use reader::{
     BlockReader, OwnedRecord, Reader, ReaderOptions, Record, RecordEnd, RecordLocation, Records,
 };

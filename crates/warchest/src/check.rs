@@ -1,0 +1,298 @@
+//! Verifying a record's WARC-Block-Digest and WARC-Payload-Digest while its
+//! block streams past once.
+
+use std::io::BufRead;
+
+use serde::Serialize;
+
+use crate::codec::Source;
+use crate::digest::{Digest, Hasher};
+use crate::error::{Error, Result};
+use crate::http::{BlockDigester, PayloadMatch};
+use crate::limits::Limits;
+use crate::warc::{PayloadKind, Record, RecordType};
+
+/// How a recorded digest compares with the bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "status")]
+#[non_exhaustive]
+pub enum DigestStatus {
+    /// No such field.
+    Absent,
+    /// It matches.
+    Valid,
+    /// The payload digest matches the raw, still chunked bytes after the
+    /// HTTP head instead of the de-chunked payload: a common writer
+    /// convention, not counted as a failure.
+    ValidRawChunked,
+    /// It does not match.
+    Invalid {
+        /// The value as recorded.
+        recorded: String,
+        /// What the bytes give, in the recorded encoding's canonical form.
+        computed: String,
+    },
+    /// Its algorithm is unknown, so it cannot be checked.
+    UnknownAlgorithm {
+        /// The value as recorded.
+        recorded: String,
+    },
+    /// The value is not `algorithm:digest` with a valid encoding.
+    Malformed {
+        /// The value as recorded.
+        recorded: String,
+        /// Why.
+        error: String,
+    },
+    /// Present but not verifiable from this record alone (revisit: the
+    /// original's payload; segments: the reassembled record's payload).
+    NotApplicable,
+}
+
+impl DigestStatus {
+    /// True unless the digest is known to be wrong or unreadable.
+    pub fn is_ok(&self) -> bool {
+        !matches!(
+            self,
+            DigestStatus::Invalid { .. } | DigestStatus::Malformed { .. }
+        )
+    }
+}
+
+/// The result of checking one record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RecordCheck {
+    /// WARC-Block-Digest.
+    pub block: DigestStatus,
+    /// WARC-Payload-Digest.
+    pub payload: DigestStatus,
+    /// Block bytes read.
+    pub block_len: u64,
+}
+
+impl RecordCheck {
+    /// True when no digest is wrong.
+    pub fn is_ok(&self) -> bool {
+        self.block.is_ok() && self.payload.is_ok()
+    }
+}
+
+enum Recorded {
+    Check(Digest),
+    Status(DigestStatus),
+}
+
+fn recorded(value: Option<std::borrow::Cow<'_, str>>) -> Recorded {
+    let Some(v) = value else {
+        return Recorded::Status(DigestStatus::Absent);
+    };
+    let v = v.trim();
+    match Digest::parse(v) {
+        Ok(d) if d.algorithm().is_some() => Recorded::Check(d),
+        Ok(_) => Recorded::Status(DigestStatus::UnknownAlgorithm {
+            recorded: v.to_string(),
+        }),
+        Err(e) => Recorded::Status(DigestStatus::Malformed {
+            recorded: v.to_string(),
+            error: e.to_string(),
+        }),
+    }
+}
+
+fn compare(d: &Digest, computed: &[u8]) -> DigestStatus {
+    if d.matches(computed) {
+        DigestStatus::Valid
+    } else {
+        let alg = d.algorithm().unwrap_or(crate::digest::Algorithm::Sha1);
+        let computed = match d.encoding() {
+            Some(enc) => format!("{}:{}", d.label(), enc.encode(computed)),
+            None => Digest::new(alg, computed).to_string(),
+        };
+        DigestStatus::Invalid {
+            recorded: d.as_str().to_string(),
+            computed,
+        }
+    }
+}
+
+enum PayloadCheck {
+    None,
+    Block(Digest, Box<Hasher>),
+    Http(Digest, Box<BlockDigester>),
+}
+
+/// Reads the rest of `rec`'s block and checks its digests. Call it before
+/// reading any of the block.
+///
+/// # Errors
+/// Reading the block failed (I/O, or corrupt compression in strict mode).
+pub fn check_record<S: Source>(rec: &mut Record<'_, S>, limits: &Limits) -> Result<RecordCheck> {
+    let h = rec.header();
+    let block_rec = recorded(h.block_digest());
+    let mut block_hasher = match &block_rec {
+        Recorded::Check(d) => d.algorithm().map(Hasher::new),
+        Recorded::Status(_) => None,
+    };
+    let payload_rec = recorded(h.payload_digest());
+    let segmented = h.segment_number().is_some() || h.record_type() == RecordType::Continuation;
+    let mut payload_status = None;
+    let mut payload = PayloadCheck::None;
+    match payload_rec {
+        Recorded::Status(s) => payload_status = Some(s),
+        Recorded::Check(_) if h.record_type() == RecordType::Revisit || segmented => {
+            payload_status = Some(DigestStatus::NotApplicable)
+        }
+        Recorded::Check(d) => {
+            let alg = d.algorithm().unwrap_or(crate::digest::Algorithm::Sha1);
+            payload = match h.payload_kind() {
+                PayloadKind::HttpBody => {
+                    PayloadCheck::Http(d, Box::new(BlockDigester::new(alg, *limits)))
+                }
+                // A payload digest on a record without a payload of its own
+                // (metadata, warcinfo) can only mean the whole block.
+                PayloadKind::Block | PayloadKind::None => {
+                    PayloadCheck::Block(d, Box::new(Hasher::new(alg)))
+                }
+            };
+        }
+    }
+    let mut block = rec.block();
+    let mut len = 0u64;
+    loop {
+        let buf = block.fill_buf().map_err(Error::from)?;
+        if buf.is_empty() {
+            break;
+        }
+        if let Some(h) = &mut block_hasher {
+            h.update(buf);
+        }
+        match &mut payload {
+            PayloadCheck::None => {}
+            PayloadCheck::Block(_, h) => h.update(buf),
+            PayloadCheck::Http(_, d) => d.update(buf),
+        }
+        let n = buf.len();
+        len += n as u64;
+        block.consume(n);
+    }
+    let block_status = match (block_rec, block_hasher) {
+        (Recorded::Check(d), Some(h)) => compare(&d, &h.finalize()),
+        (Recorded::Status(s), _) => s,
+        (Recorded::Check(_), None) => DigestStatus::Absent,
+    };
+    let payload_status = match payload_status {
+        Some(s) => s,
+        None => match payload {
+            PayloadCheck::None => DigestStatus::Absent,
+            PayloadCheck::Block(d, h) => compare(&d, &h.finalize()),
+            PayloadCheck::Http(d, bd) => {
+                let (_, digests) = bd.finish();
+                match digests.check(&d) {
+                    PayloadMatch::Payload => DigestStatus::Valid,
+                    PayloadMatch::RawChunked => DigestStatus::ValidRawChunked,
+                    _ => compare(&d, &digests.payload),
+                }
+            }
+        },
+    };
+    Ok(RecordCheck {
+        block: block_status,
+        payload: payload_status,
+        block_len: len,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::warc::Reader;
+    use crate::write::{Body, NewRecord, Writer, WriterOptions};
+
+    fn written(fields: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut w = Writer::new(
+            &mut out,
+            WriterOptions {
+                compression: crate::write::Compression::None,
+                ..WriterOptions::default()
+            },
+        )
+        .unwrap();
+        let mut rec = NewRecord::new(RecordType::Response);
+        for (n, v) in fields {
+            rec.set(n, v).unwrap();
+        }
+        w.write(&mut rec, Body::Bytes(body)).unwrap();
+        w.finish().unwrap();
+        out
+    }
+
+    fn check_first(data: &[u8]) -> RecordCheck {
+        let mut r = Reader::new(data);
+        let mut rec = r.next_record().unwrap().unwrap();
+        check_record(&mut rec, &Limits::default()).unwrap()
+    }
+
+    #[test]
+    fn written_digests_verify() {
+        let body = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n";
+        let data = written(
+            &[("Content-Type", "application/http; msgtype=response")],
+            body,
+        );
+        let c = check_first(&data);
+        assert_eq!(c.block, DigestStatus::Valid);
+        assert_eq!(c.payload, DigestStatus::Valid);
+        assert_eq!(c.block_len, body.len() as u64);
+        // The payload digest is of "hello", de-chunked.
+        let text = String::from_utf8_lossy(&data);
+        let want = Digest::new(
+            crate::digest::Algorithm::Sha1,
+            &Hasher::digest(crate::digest::Algorithm::Sha1, b"hello"),
+        );
+        assert!(
+            text.contains(&format!("WARC-Payload-Digest: {want}")),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn wrong_and_odd_digests() {
+        let data = written(
+            &[
+                ("Content-Type", "text/plain"),
+                ("WARC-Block-Digest", "sha1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"),
+                ("WARC-Payload-Digest", "whirlpool:abc"),
+            ],
+            b"x",
+        );
+        let c = check_first(&data);
+        assert!(matches!(c.block, DigestStatus::Invalid { .. }), "{c:?}");
+        assert!(
+            matches!(c.payload, DigestStatus::UnknownAlgorithm { .. }),
+            "{c:?}"
+        );
+        assert!(!c.is_ok());
+        let data = written(&[("WARC-Block-Digest", "sha1")], b"x");
+        assert!(matches!(
+            check_first(&data).block,
+            DigestStatus::Malformed { .. }
+        ));
+    }
+
+    #[test]
+    fn raw_chunked_payload_digest_is_reported() {
+        let body = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n";
+        let raw = &body[body.len() - 15..];
+        let alg = crate::digest::Algorithm::Sha1;
+        let d = Digest::new(alg, &Hasher::digest(alg, raw)).to_string();
+        let data = written(
+            &[
+                ("Content-Type", "application/http; msgtype=response"),
+                ("WARC-Payload-Digest", &d),
+            ],
+            body,
+        );
+        assert_eq!(check_first(&data).payload, DigestStatus::ValidRawChunked);
+    }
+}
