@@ -244,6 +244,34 @@ enum State {
 ///
 /// Positions in warnings and errors are stored offsets: the member's start
 /// for problems of a member, the first skipped byte for skipped bytes.
+///
+/// # Formats
+///
+/// - gzip: the header is parsed here (all RFC 1952 flags; FNAME and FCOMMENT
+///   of any length, kept up to [`super::MAX_KEPT_FIELD`] bytes, see
+///   [`Decoder::gzip_header`]); the deflate data is inflated with one reused
+///   inflater; CRC32 (unless [`DecoderOptions::verify_checksums`] is off),
+///   ISIZE and FHCRC are checked ([`Decoder::gzip_trailer`]).
+/// - zstd: frames are decoded by one reused zstd context, whose window is
+///   limited by [`DecoderOptions::max_zstd_window_log`]. A dictionary frame
+///   (skippable frame `0x184D2A5D`, payload a dictionary, raw or itself
+///   zstd-compressed) is loaded and used for the frames after it; other
+///   skippable frames are skipped. zstd checks the frame checksum itself.
+/// - LZ4 frames: the frame descriptor's checksum byte is always checked (a
+///   header that fails it is not a frame); block checksums and the content
+///   checksum are verified when [`DecoderOptions::verify_checksums`] is on,
+///   as is the declared content size (always). Linked blocks are decoded with
+///   the 64 KiB of output before them. Frames that need an external
+///   dictionary (dictionary id set) are decoded without one, so a block that
+///   refers to it is a damaged member. Legacy LZ4 frames are not supported.
+///
+/// # I/O errors
+///
+/// An I/O error of the reader is returned as it is, and leaves the decoder
+/// where it was: the call may be repeated (after `WouldBlock`, say). Inside
+/// a skippable frame or a run of garbage the decoder cannot always take up
+/// exactly where it left off; it then goes on at the next member boundary it
+/// finds, possibly reporting a shorter skipped range.
 pub struct Decoder<R> {
     inner: R,
     lenient: bool,
@@ -759,24 +787,36 @@ impl<R: Read> Decoder<R> {
 
     /// The zstd context, made on first use with the window limit and the
     /// caller's dictionary.
+    /// A failure to make it (or to load the caller's dictionary) stops the
+    /// decoder, lenient or not: no zstd frame could be decoded.
     fn dctx(&mut self) -> crate::Result<&mut DCtx<'static>> {
         if self.dctx.is_none() {
-            let offset = self.member_offset;
-            let codec_err = |message: String| CodecError {
-                codec: "zstd",
-                offset,
-                message,
-            };
-            let mut d = zstd_frame::new_dctx(self.max_window_log).map_err(codec_err)?;
-            if let Some(dict) = self.options_dict.take() {
-                d.load_dictionary(&dict).map_err(|c| {
-                    codec_err(format!(
-                        "cannot load the zstd dictionary of the options: {}",
-                        zstd::zstd_safe::get_error_name(c)
-                    ))
-                })?;
+            let made = zstd_frame::new_dctx(self.max_window_log).and_then(|mut d| {
+                if let Some(dict) = &self.options_dict {
+                    d.load_dictionary(dict).map_err(|c| {
+                        format!(
+                            "cannot load the zstd dictionary of the options: {}",
+                            zstd::zstd_safe::get_error_name(c)
+                        )
+                    })?;
+                }
+                Ok(d)
+            });
+            match made {
+                Ok(d) => {
+                    self.options_dict = None;
+                    self.dctx = Some(d);
+                }
+                Err(message) => {
+                    let e = CodecError {
+                        codec: "zstd",
+                        offset: self.member_offset,
+                        message,
+                    };
+                    self.failed = Some(e.clone());
+                    return Err(e.into());
+                }
             }
-            self.dctx = Some(d);
         }
         self.dctx.as_mut().ok_or_else(|| {
             CodecError {
@@ -2176,12 +2216,139 @@ mod tests {
                 for w in ms.windows(2) {
                     assert!(w[0].offset < w[1].offset);
                     assert!(
-                        w[0].end
-                            .is_some_and(|e| e <= w[1].offset + 1 || w[0].codec == Codec::None)
+                        w[0].end.is_some_and(|e| e <= w[1].offset),
+                        "{:?}",
+                        (w[0].end, w[1].offset)
                     );
+                }
+                for m in &ms {
+                    assert!(m.end.is_some_and(|e| e > m.offset && e <= bad.len() as u64));
                 }
             }
         }
+    }
+
+    /// A reader failing with a (non-`Interrupted`) error every few calls.
+    struct Flaky<'a> {
+        data: &'a [u8],
+        calls: usize,
+    }
+
+    impl Read for Flaky<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            self.calls += 1;
+            if self.calls.is_multiple_of(3) {
+                return Err(io::Error::other("flaky"));
+            }
+            let n = 7.min(buf.len()).min(self.data.len());
+            buf[..n].copy_from_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            Ok(n)
+        }
+    }
+
+    /// Retries each call until it does not fail with an I/O error.
+    fn retry<T>(mut f: impl FnMut() -> crate::Result<T>) -> T {
+        for _ in 0..1000 {
+            match f() {
+                Ok(v) => return v,
+                Err(e) => assert!(e.is_io_error(), "{e}"),
+            }
+        }
+        panic!("no progress")
+    }
+
+    #[test]
+    fn io_errors_can_be_retried() {
+        let parts = records();
+        let mut file = Vec::new();
+        for (i, p) in parts.iter().enumerate() {
+            file.extend(match i % 3 {
+                0 => gz(p),
+                1 => zst(p),
+                _ => lz4_frame(p, 4, true, true, true, true),
+            });
+        }
+        let clean = decode_clean(&file);
+        for input in [&file[..], &parts.concat()[..]] {
+            let mut d = Decoder::new(
+                Flaky {
+                    data: input,
+                    calls: 0,
+                },
+                small(64),
+            );
+            let mut ms = Vec::new();
+            while retry(|| d.next_member()) {
+                let mut data = Vec::new();
+                loop {
+                    let chunk = retry(|| d.fill_buf().map(<[u8]>::to_vec));
+                    if chunk.is_empty() {
+                        break;
+                    }
+                    data.extend_from_slice(&chunk);
+                    d.consume(chunk.len());
+                }
+                ms.push(M {
+                    offset: d.member_offset(),
+                    end: d.member_end(),
+                    codec: d.codec(),
+                    data,
+                });
+            }
+            let mut w = Vec::new();
+            d.drain_warnings(&mut w);
+            assert!(w.is_empty(), "{w:?}");
+            if input.len() == file.len() {
+                assert_eq!(ms, clean);
+            } else {
+                assert_eq!(ms.len(), 1);
+                assert_eq!(ms[0].data, input);
+            }
+        }
+    }
+
+    #[test]
+    fn damage_seen_late_resyncs_from_the_member_start() {
+        // A member cut short runs into the next one: inflate reads the next
+        // member's bytes as its own and fails only there. The next member
+        // is found again by searching from the damaged member's start.
+        let parts = records();
+        let a = gz(&parts[5]);
+        let b = gz(&parts[6]);
+        let c = gz(&parts[7]);
+        let mut file = a[..a.len() / 2].to_vec();
+        let b_at = file.len() as u64;
+        file.extend(&b);
+        file.extend(&c);
+        let (ms, r, w) = decode(&file, DecoderOptions::default());
+        r.unwrap();
+        assert_eq!(
+            w.first().map(|w| (w.kind, w.offset)),
+            Some((WarningKind::DamagedMember, 0))
+        );
+        assert_eq!(ms.len(), 3, "{w:?}");
+        assert_eq!(ms[0].end, Some(b_at));
+        assert_eq!((ms[1].offset, &ms[1].data), (b_at, &parts[6]));
+        assert_eq!(ms[2].data, parts[7]);
+    }
+
+    #[test]
+    fn lz4_blocks_larger_than_the_input_buffer() {
+        let mut seed = 5u32;
+        let data: Vec<u8> = (0..5_000_000)
+            .map(|i| {
+                seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12345);
+                if i % 3 == 0 { (seed >> 24) as u8 } else { b'a' }
+            })
+            .collect();
+        let frame = lz4_frame(&data, 7, true, true, true, true);
+        let mut d = Decoder::new(&frame[..], DecoderOptions::default());
+        assert_eq!(read_member(&mut d).unwrap(), data);
+        assert_eq!(d.member_end(), Some(frame.len() as u64));
+        let (inb, outb) = d.buffer_sizes();
+        assert!(inb > 1 << 20 && inb <= lz4::MAX_BLOCK + 8, "{inb}");
+        assert!(outb <= lz4::MAX_BLOCK + lz4::HISTORY, "{outb}");
     }
 
     fn fixture(path: &str) -> Vec<u8> {
