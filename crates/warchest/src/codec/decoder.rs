@@ -1,52 +1,2421 @@
-//! Placeholder for the streaming decoder (being written).
-use super::{Codec, Source};
-use std::io::Read;
+//! The streaming decoder: stored bytes from any [`Read`] in, decompressed
+//! bytes out, one member at a time.
+
+use super::gzip::{Fed, GzipHeader, GzipTrailer, HeaderParser};
+use super::lz4::{self, FrameDescriptor, Xxh32};
+use super::zstd_frame::{self, FrameStart};
+use super::{Codec, CodecError, Source};
+use crate::{Position, Warning, WarningKind};
+use flate2::{Decompress, FlushDecompress, Status};
+use std::io::{self, Read};
+use zstd::zstd_safe::{DCtx, InBuffer, OutBuffer, ResetDirective};
+
+/// Smallest input buffer: every fixed-size header we probe (LZ4 frame
+/// header, zstd frame header and first block header) fits in it.
+const MIN_BUFFER: usize = 64;
+/// Output buffer for gzip and zstd: the most decompressed bytes one
+/// `fill_buf` returns. LZ4 frames with large blocks grow it to one block
+/// plus 64 KiB of history (at most 4 MiB + 64 KiB).
+const OUT_SIZE: usize = 256 * 1024;
+/// Warnings kept between two `drain_warnings` calls; past this they are
+/// counted, not stored, so a caller that never drains stays bounded.
+const MAX_PENDING_WARNINGS: usize = 4096;
 
 /// Options of a [`Decoder`].
+///
+/// ```
+/// use warchest::codec::DecoderOptions;
+/// let strict = DecoderOptions { lenient: false, ..DecoderOptions::default() };
+/// # let _ = strict;
+/// ```
 #[derive(Debug, Clone)]
 pub struct DecoderOptions {
-    /// Recover from damaged members with warnings instead of failing.
+    /// Recover from damaged members with warnings instead of failing
+    /// (default `true`). Lenient: a bad checksum, a truncated member, a
+    /// corrupt member or bytes between members are reported through
+    /// [`Source::drain_warnings`] and decoding goes on. Strict: each is an
+    /// error, and the decoder returns that error from then on.
     pub lenient: bool,
+    /// Size of the input buffer in bytes (default 1 MiB, at least 64). The
+    /// decoder reads the stored file in pieces of this size, and serves a
+    /// plain (uncompressed) file straight from it. An LZ4 frame whose blocks
+    /// are larger grows it to one block (at most 4 MiB + 8 bytes).
+    pub buffer_size: usize,
+    /// Largest zstd window accepted, as a power of two (default 27, i.e.
+    /// 128 MiB; clamped to 10..=31). A frame that declares a larger window is
+    /// a damaged member (an error when strict) instead of an allocation of
+    /// that size.
+    pub max_zstd_window_log: u32,
+    /// A zstd dictionary for files whose dictionary is kept apart from them
+    /// (default none). A dictionary frame in the file (skippable frame
+    /// `0x184D2A5D`) replaces it from that frame on.
+    pub zstd_dictionary: Option<Vec<u8>>,
+    /// Largest zstd dictionary loaded from a dictionary frame, stored or
+    /// decompressed, in bytes (default 32 MiB). A larger one is reported as a
+    /// damaged member and ignored.
+    pub max_zstd_dictionary_size: usize,
+    /// Compute and check the checksums the formats carry (default `true`):
+    /// the CRC32 of each gzip member, the block and content checksums
+    /// (xxHash32) of LZ4 frames. gzip's ISIZE and header CRC16 are checked
+    /// either way; zstd checks its own frame checksum always.
+    pub verify_checksums: bool,
 }
+
 impl Default for DecoderOptions {
     fn default() -> Self {
-        DecoderOptions { lenient: true }
+        DecoderOptions {
+            lenient: true,
+            buffer_size: 1 << 20,
+            max_zstd_window_log: 27,
+            zstd_dictionary: None,
+            max_zstd_dictionary_size: 32 << 20,
+            verify_checksums: true,
+        }
     }
 }
 
-/// Streaming decoder over any reader.
+/// What starts at a member boundary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Gzip,
+    Zstd,
+    /// A zstd skippable frame, with its magic number.
+    Skippable(u32),
+    Lz4,
+}
+
+/// What the bytes at a position are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Probe {
+    /// The start of a member (its header parses).
+    Valid(Kind),
+    /// Not the start of a member.
+    Invalid,
+    /// Too few bytes to tell; the magic number, if it matched, says what it
+    /// would be.
+    Short(Option<Kind>),
+}
+
+/// Tells what the bytes at the start of `s` are.
+fn probe(s: &[u8]) -> Probe {
+    let kind = if s.starts_with(&[0x1f, 0x8b, 0x08]) {
+        Kind::Gzip
+    } else if let Some(m) = zstd_frame::skippable_magic(s) {
+        Kind::Skippable(m)
+    } else if s.starts_with(&zstd_frame::MAGIC) {
+        Kind::Zstd
+    } else if s.starts_with(&lz4::MAGIC) {
+        Kind::Lz4
+    } else if s.len() < 4 && could_be_magic(s) {
+        return Probe::Short(None);
+    } else {
+        return Probe::Invalid;
+    };
+    let short = Probe::Short(Some(kind));
+    match kind {
+        Kind::Gzip => match HeaderParser::new().feed(s, None) {
+            Ok(Fed::Done(_)) => Probe::Valid(kind),
+            Ok(Fed::More) => short,
+            Err(_) => Probe::Invalid,
+        },
+        Kind::Zstd => match zstd_frame::check_frame_start(s) {
+            Ok(FrameStart::Ok) => Probe::Valid(kind),
+            Ok(FrameStart::Short(_)) => short,
+            Err(_) => Probe::Invalid,
+        },
+        Kind::Skippable(_) if s.len() >= 8 => Probe::Valid(kind),
+        Kind::Skippable(_) => short,
+        Kind::Lz4 => match lz4::parse_header(s) {
+            Ok(lz4::Header::Ok(_)) => Probe::Valid(kind),
+            Ok(lz4::Header::Short(_)) => short,
+            Err(_) => Probe::Invalid,
+        },
+    }
+}
+
+/// `s` (shorter than 4 bytes) is the beginning of some magic number.
+fn could_be_magic(s: &[u8]) -> bool {
+    let skippable = match s.split_first() {
+        Some((b, rest)) => b & 0xf0 == 0x50 && [0x2a, 0x4d, 0x18].starts_with(rest),
+        None => true,
+    };
+    skippable
+        || [&[0x1f, 0x8b, 0x08][..], &zstd_frame::MAGIC, &lz4::MAGIC]
+            .iter()
+            .any(|m| m.starts_with(s))
+}
+
+/// Index of the first position in `s` where a whole 4-byte magic number
+/// starts.
+fn find_magic(s: &[u8]) -> Option<usize> {
+    s.windows(4).position(|w| {
+        // Cheap first-byte filter before the full comparison.
+        matches!(w[0], 0x1f | 0x28 | 0x04 | 0x50..=0x5f) && Codec::sniff(w).is_some()
+    })
+}
+
+/// Where the decoder is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Before the first member: nothing read yet.
+    Start,
+    /// Looking for the next member (left only by an I/O error, to retry).
+    Between,
+    /// In the plain member, served from the input buffer.
+    Plain,
+    GzHeader,
+    GzBody,
+    GzTrailer,
+    Zstd,
+    Lz4Header,
+    Lz4Blocks,
+    /// The current member's end has been seen (`end` is set); decoded bytes
+    /// may remain in the output buffer.
+    Done,
+    /// Past the last member.
+    End,
+}
+
+/// Streaming decoder of a stored web archive file: plain, gzip (per record
+/// or whole file), zstd (with the `.warc.zst` dictionary frame) or LZ4
+/// frames, sniffed member by member. It implements [`Source`].
+///
+/// Memory stays bounded whatever the input: one input buffer
+/// ([`DecoderOptions::buffer_size`]), one output buffer (256 KiB, up to
+/// 4 MiB + 64 KiB for LZ4 frames with 4 MiB blocks), the inflate window, and
+/// the zstd window (bounded by [`DecoderOptions::max_zstd_window_log`]).
+/// Time is linear in the input, also for endless runs of empty members or
+/// garbage.
+///
+/// # Before the first member
+///
+/// [`Decoder::new`] reads nothing. Until the first call to
+/// [`Source::fill_buf`] or [`Source::next_member`] the decoder is *before
+/// the first member*: `member_offset()` is 0, `codec()` is
+/// [`Codec::None`], `member_pos()` is 0 and `member_end()` is `None`.
+/// Either call then positions on the first member:
+///
+/// - `fill_buf()` positions on the first member and returns its bytes, so a
+///   reader may start with `fill_buf()` right away;
+/// - `next_member()` positions on the first member (it does not skip it) and
+///   returns whether there is one.
+///
+/// So `fill_buf(), next_member()` and `next_member(), next_member()` both end
+/// on the second member. An empty input has no member: `next_member()`
+/// returns `false` and `fill_buf()` returns an empty slice.
+///
+/// # Members
+///
+/// A gzip member, a zstd frame or an LZ4 frame is one member; zstd
+/// skippable frames are not members (the dictionary frame `0x184D2A5D` is
+/// loaded, the others skipped). A file whose first bytes are none of these
+/// is *plain*: one member at offset 0 running to the end of the input (a
+/// whole-file gzip, likewise, is one long member). After a compressed
+/// member, bytes that do not start a member are damage: the lenient decoder
+/// skips to the next real member start (a magic number whose header parses)
+/// with a [`WarningKind::SkippedBytes`] warning, or
+/// [`WarningKind::TrailingGarbage`] when none follows; the strict one fails.
+///
+/// # Ends
+///
+/// `member_end()` is the stored offset just past the current member (past
+/// the gzip trailer, the zstd frame, the LZ4 end mark and content checksum;
+/// the input length for the plain member), known once `fill_buf()` has
+/// returned an empty slice for it, and `None` before. `member_offset()` and
+/// `member_end()` are exact stored offsets: they are what a CDX index
+/// records. A damaged member (lenient) ends where the next member found by
+/// resynchronising starts (or at the end of the input); a truncated one at
+/// the end of the input. After `next_member()` has returned `false`,
+/// `member_offset()` and `member_end()` are both the input length and
+/// `codec()` is [`Codec::None`].
+///
+/// # Recovery (lenient mode)
+///
+/// - gzip CRC32 or ISIZE mismatch, FHCRC mismatch, LZ4 checksum or content
+///   size mismatch: [`WarningKind::BadChecksum`]; the member's bytes are
+///   kept.
+/// - the input ends inside a member: [`WarningKind::TruncatedMember`]; the
+///   member ends with what was decoded.
+/// - corrupt compressed data: [`WarningKind::DamagedMember`]; the member ends
+///   with what was decoded, and decoding resumes at the next member start
+///   after the damaged member's first byte. The search goes back to that byte
+///   when the input buffer still holds it (members smaller than half the
+///   buffer), else it starts at the oldest byte still buffered.
+///
+/// Positions in warnings and errors are stored offsets: the member's start
+/// for problems of a member, the first skipped byte for skipped bytes.
+///
+/// # Formats
+///
+/// - gzip: the header is parsed here (all RFC 1952 flags; FNAME and FCOMMENT
+///   of any length, kept up to [`super::MAX_KEPT_FIELD`] bytes, see
+///   [`Decoder::gzip_header`]); the deflate data is inflated with one reused
+///   inflater; CRC32 (unless [`DecoderOptions::verify_checksums`] is off),
+///   ISIZE and FHCRC are checked ([`Decoder::gzip_trailer`]).
+/// - zstd: frames are decoded by one reused zstd context, whose window is
+///   limited by [`DecoderOptions::max_zstd_window_log`]. A dictionary frame
+///   (skippable frame `0x184D2A5D`, payload a dictionary, raw or itself
+///   zstd-compressed) is loaded and used for the frames after it; other
+///   skippable frames are skipped. zstd checks the frame checksum itself.
+/// - LZ4 frames: the frame descriptor's checksum byte is always checked (a
+///   header that fails it is not a frame); block checksums and the content
+///   checksum are verified when [`DecoderOptions::verify_checksums`] is on,
+///   as is the declared content size (always). Linked blocks are decoded with
+///   the 64 KiB of output before them. Frames that need an external
+///   dictionary (dictionary id set) are decoded without one, so a block that
+///   refers to it is a damaged member. Legacy LZ4 frames are not supported.
+///
+/// # I/O errors
+///
+/// An I/O error of the reader is returned as it is, and leaves the decoder
+/// where it was: the call may be repeated (after `WouldBlock`, say). Inside
+/// a skippable frame or a run of garbage the decoder cannot always take up
+/// exactly where it left off; it then goes on at the next member boundary it
+/// finds, possibly reporting a shorter skipped range.
 pub struct Decoder<R> {
     inner: R,
+    lenient: bool,
+    verify: bool,
+    max_window_log: u32,
+    max_dict: usize,
+    /// The caller's dictionary, until the zstd context is made.
+    options_dict: Option<Vec<u8>>,
+
+    /// Input buffer: `inbuf[in_start..in_end]` is read and not consumed;
+    /// `inbuf[0]` is at stored offset `base`.
+    inbuf: Vec<u8>,
+    in_start: usize,
+    in_end: usize,
+    base: u64,
+    eof: bool,
+
+    /// Output buffer: `out[out_start..out_end]` is decoded and not consumed.
+    out: Vec<u8>,
+    out_start: usize,
+    out_end: usize,
+
+    state: State,
+    codec: Codec,
+    member_offset: u64,
+    member_pos: u64,
+    /// Stored end of the current member (valid in `Done` and `End`).
+    end: u64,
+    /// A compressed member or skippable frame has been seen: non-member
+    /// bytes are damage from then on, not a plain file.
+    compressed_seen: bool,
+    warnings: Vec<Warning>,
+    dropped_warnings: u64,
+    /// The error that stopped a strict decoder, returned again on each call.
+    failed: Option<CodecError>,
+
+    inflate: Option<Decompress>,
+    crc: crc32fast::Hasher,
+    gz_size: u64,
+    gz_parser: HeaderParser,
+    gz_header: GzipHeader,
+    gz_trailer: Option<GzipTrailer>,
+    trailer: [u8; 8],
+    trailer_len: usize,
+
+    dctx: Option<DCtx<'static>>,
+    /// The zstd context is inside a frame it did not finish.
+    dctx_dirty: bool,
+
+    lz4: Option<FrameDescriptor>,
+    lz4_hash: Xxh32,
+    lz4_size: u64,
 }
-impl<R: Read> Decoder<R> {
-    /// A decoder over `inner`.
-    pub fn new(inner: R, _opts: DecoderOptions) -> Self {
-        Decoder { inner }
+
+impl<R> std::fmt::Debug for Decoder<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Decoder")
+            .field("state", &self.state)
+            .field("codec", &self.codec)
+            .field("member_offset", &self.member_offset)
+            .field("member_pos", &self.member_pos)
+            .field("stored_pos", &(self.base + self.in_start as u64))
+            .finish_non_exhaustive()
     }
-    /// The reader.
+}
+
+impl<R: Read> Decoder<R> {
+    /// A decoder over `inner`, before its first member (see the type's
+    /// documentation). Reads nothing yet.
+    pub fn new(inner: R, opts: DecoderOptions) -> Self {
+        let (lo, hi) = zstd_frame::WINDOW_LOG_RANGE;
+        Decoder {
+            inner,
+            lenient: opts.lenient,
+            verify: opts.verify_checksums,
+            max_window_log: opts.max_zstd_window_log.clamp(lo, hi),
+            max_dict: opts.max_zstd_dictionary_size,
+            options_dict: opts.zstd_dictionary,
+            inbuf: vec![0; opts.buffer_size.max(MIN_BUFFER)],
+            in_start: 0,
+            in_end: 0,
+            base: 0,
+            eof: false,
+            out: Vec::new(),
+            out_start: 0,
+            out_end: 0,
+            state: State::Start,
+            codec: Codec::None,
+            member_offset: 0,
+            member_pos: 0,
+            end: 0,
+            compressed_seen: false,
+            warnings: Vec::new(),
+            dropped_warnings: 0,
+            failed: None,
+            inflate: None,
+            crc: crc32fast::Hasher::new(),
+            gz_size: 0,
+            gz_parser: HeaderParser::new(),
+            gz_header: GzipHeader::default(),
+            gz_trailer: None,
+            trailer: [0; 8],
+            trailer_len: 0,
+            dctx: None,
+            dctx_dirty: false,
+            lz4: None,
+            lz4_hash: Xxh32::new(0),
+            lz4_size: 0,
+        }
+    }
+
+    /// The underlying reader.
     pub fn get_ref(&self) -> &R {
         &self.inner
     }
+
+    /// The underlying reader. Reading from it directly loses the decoder's
+    /// place.
+    pub fn get_mut(&mut self) -> &mut R {
+        &mut self.inner
+    }
+
+    /// The underlying reader; input the decoder had buffered is lost.
+    pub fn into_inner(self) -> R {
+        self.inner
+    }
+
+    /// The header of the current member when it is a gzip member whose
+    /// header has been parsed (for a validator: flags, MTIME, FNAME ...).
+    pub fn gzip_header(&self) -> Option<&GzipHeader> {
+        let parsed = matches!(self.state, State::GzBody | State::GzTrailer)
+            || (self.state == State::Done && self.gz_parser_done());
+        (self.codec == Codec::Gzip && parsed).then_some(&self.gz_header)
+    }
+
+    /// The trailer of the current gzip member with the computed CRC32 and
+    /// size, once the member's end has been read.
+    pub fn gzip_trailer(&self) -> Option<&GzipTrailer> {
+        if self.codec == Codec::Gzip && self.state == State::Done {
+            self.gz_trailer.as_ref()
+        } else {
+            None
+        }
+    }
+
+    fn gz_parser_done(&self) -> bool {
+        self.gz_header.len > 0
+    }
+
+    /// Stored offset of the first input byte not consumed.
+    fn pos(&self) -> u64 {
+        self.base + self.in_start as u64
+    }
+
+    fn avail(&self) -> usize {
+        self.in_end - self.in_start
+    }
+
+    fn in_member(&self) -> bool {
+        matches!(
+            self.state,
+            State::GzHeader
+                | State::GzBody
+                | State::GzTrailer
+                | State::Zstd
+                | State::Lz4Header
+                | State::Lz4Blocks
+        )
+    }
+
+    /// Moves the unconsumed input to the front of the buffer. Inside a
+    /// compressed member, keeps the member's first bytes too when they fit in
+    /// half the buffer, so resynchronising after damage can search from the
+    /// member's start.
+    fn compact(&mut self, need: usize) {
+        let cap = self.inbuf.len();
+        let mut keep = self.in_start;
+        if self.in_member()
+            && let Some(ms) = self
+                .member_offset
+                .checked_sub(self.base)
+                .and_then(|d| usize::try_from(d).ok())
+            && ms < keep
+            && (self.in_end - ms).saturating_add(need) <= cap / 2
+        {
+            keep = ms;
+        }
+        if keep > 0 {
+            self.inbuf.copy_within(keep..self.in_end, 0);
+            self.in_start -= keep;
+            self.in_end -= keep;
+            self.base += keep as u64;
+        }
+    }
+
+    /// Makes at least `n` unconsumed input bytes available. `false` when the
+    /// input ends first. Grows the buffer only when `n` exceeds it (callers
+    /// bound `n`).
+    fn ensure(&mut self, n: usize) -> crate::Result<bool> {
+        while self.avail() < n {
+            if self.eof {
+                return Ok(false);
+            }
+            let need = n - self.avail();
+            let cap = self.inbuf.len();
+            if cap - self.in_end < need.max(cap / 8) {
+                self.compact(need);
+                if self.inbuf.len() - self.in_end < need {
+                    self.inbuf.resize(self.in_end + need, 0);
+                }
+            }
+            self.read_some()?;
+        }
+        Ok(true)
+    }
+
+    /// One read into the free end of the input buffer (which is not empty).
+    fn read_some(&mut self) -> crate::Result<usize> {
+        loop {
+            let free = self.inbuf.get_mut(self.in_end..).unwrap_or_default();
+            let room = free.len();
+            match self.inner.read(free) {
+                Ok(n) => {
+                    // A reader claiming more than it was given is ignored
+                    // beyond the buffer.
+                    let n = n.min(room);
+                    if n == 0 {
+                        self.eof = true;
+                    }
+                    self.in_end += n;
+                    return Ok(n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    let at = self.base + self.in_end as u64;
+                    return Err(crate::Error::from(e).at(Position::at(at)));
+                }
+            }
+        }
+    }
+
+    /// Records a recovery (lenient) or fails (strict).
+    fn problem(&mut self, kind: WarningKind, offset: u64, message: String) -> crate::Result<()> {
+        if self.lenient {
+            if self.warnings.len() < MAX_PENDING_WARNINGS {
+                self.warnings.push(Warning::new(kind, offset, message));
+            } else {
+                self.dropped_warnings += 1;
+            }
+            Ok(())
+        } else {
+            Err(self.fail(offset, message))
+        }
+    }
+
+    /// Stops the decoder with an error.
+    fn fail(&mut self, offset: u64, message: String) -> crate::Error {
+        let e = CodecError {
+            codec: self.codec.name(),
+            offset,
+            message,
+        };
+        self.failed = Some(e.clone());
+        e.into()
+    }
+
+    fn check_failed(&self) -> crate::Result<()> {
+        match &self.failed {
+            Some(e) => Err(e.clone().into()),
+            None => Ok(()),
+        }
+    }
+
+    /// The current member's end has been seen at the current position.
+    fn finish_member(&mut self) {
+        self.state = State::Done;
+        self.end = self.pos();
+    }
+
+    /// Past the last member.
+    fn at_end(&mut self) {
+        self.state = State::End;
+        self.codec = Codec::None;
+        self.member_offset = self.pos();
+        self.end = self.member_offset;
+        self.member_pos = 0;
+        self.out_start = 0;
+        self.out_end = 0;
+    }
+
+    /// The input ended inside the current member.
+    fn truncated(&mut self, what: &str) -> crate::Result<()> {
+        // Whatever is left is part of the truncated member.
+        self.in_start = self.in_end;
+        self.dctx_dirty |= self.codec == Codec::Zstd;
+        self.finish_member();
+        let msg = format!(
+            "the input ends {what} of the {} member starting at stored offset {}; \
+             the member ends with the bytes decoded so far",
+            self.codec.name(),
+            self.member_offset
+        );
+        self.problem(WarningKind::TruncatedMember, self.member_offset, msg)
+    }
+
+    /// The current member is corrupt: fail (strict), or end it and find the
+    /// next member start after its first byte (lenient).
+    fn damaged(&mut self, what: &str) -> crate::Result<()> {
+        let seen = self.pos();
+        self.dctx_dirty |= self.codec == Codec::Zstd;
+        let start = self.member_offset;
+        if !self.lenient {
+            return Err(self.fail(start, format!("{what} (stored offset {seen})")));
+        }
+        // Leave the member first so that compaction no longer keeps it.
+        self.state = State::Done;
+        let from = (start + 1).max(self.base);
+        self.in_start = usize::try_from(from - self.base)
+            .unwrap_or(usize::MAX)
+            .min(self.in_end);
+        self.seek_valid()?;
+        self.end = self.pos();
+        let next = if self.avail() == 0 && self.eof {
+            "no member follows".to_owned()
+        } else {
+            format!("decoding resumes at stored offset {}", self.end)
+        };
+        let skipped = self.end.saturating_sub(seen);
+        let msg = format!(
+            "{what} at about stored offset {seen}; the member ends with the bytes decoded \
+             so far, {skipped} stored bytes after that point were skipped, {next}"
+        );
+        self.problem(WarningKind::DamagedMember, start, msg)
+    }
+
+    /// Scans from `in_start` for the next position where a member really
+    /// starts (magic number and a header that parses), leaving `in_start`
+    /// there; at the end of the input, leaves it at the end and returns
+    /// `None`. Garbage before the position is dropped from the buffer.
+    fn seek_valid(&mut self) -> crate::Result<Option<Kind>> {
+        loop {
+            let window = self
+                .inbuf
+                .get(self.in_start..self.in_end)
+                .unwrap_or_default();
+            match find_magic(window) {
+                Some(j) => {
+                    self.in_start += j;
+                    let here = self
+                        .inbuf
+                        .get(self.in_start..self.in_end)
+                        .unwrap_or_default();
+                    match probe(here) {
+                        Probe::Valid(k) => return Ok(Some(k)),
+                        Probe::Invalid => self.in_start += 1,
+                        Probe::Short(k) => {
+                            if self.avail() >= self.inbuf.len() {
+                                // A header longer than the buffer: accept it,
+                                // the member decoder parses it incrementally.
+                                if let Some(k) = k {
+                                    return Ok(Some(k));
+                                }
+                                self.in_start += 1;
+                            } else if !self.ensure(self.avail() + 1)? {
+                                // Cut short by the end of the input: not a
+                                // header that parses.
+                                self.in_start += 1;
+                            }
+                        }
+                    }
+                }
+                None => {
+                    // Keep 3 bytes: a magic number may straddle the refill.
+                    self.in_start = self.in_end.saturating_sub(3).max(self.in_start);
+                    if !self.ensure(self.avail() + 1)? {
+                        self.in_start = self.in_end;
+                        return Ok(None);
+                    }
+                }
+            }
+        }
+    }
+
+    /// What starts exactly at `in_start`, reading as much as the probe
+    /// needs. A recognised magic number cut short by the end of the input (or
+    /// with a header longer than the buffer) counts as a member start: its
+    /// decoder reports the truncation.
+    fn probe_here(&mut self) -> crate::Result<Option<Kind>> {
+        loop {
+            let here = self
+                .inbuf
+                .get(self.in_start..self.in_end)
+                .unwrap_or_default();
+            match probe(here) {
+                Probe::Valid(k) => return Ok(Some(k)),
+                Probe::Invalid => return Ok(None),
+                Probe::Short(k) => {
+                    if self.avail() < self.inbuf.len() && self.ensure(self.avail() + 1)? {
+                        continue;
+                    }
+                    return Ok(k);
+                }
+            }
+        }
+    }
+
+    /// Positions on the member that starts at `in_start` (or after garbage,
+    /// or after skippable frames). `false` at the end of the input.
+    fn enter_member(&mut self) -> crate::Result<bool> {
+        self.state = State::Between;
+        self.out_start = 0;
+        self.out_end = 0;
+        self.member_pos = 0;
+        self.gz_trailer = None;
+        self.gz_header.len = 0;
+        loop {
+            let boundary = self.pos();
+            let kind = match self.probe_here()? {
+                Some(k) => k,
+                None if self.avail() == 0 => {
+                    self.at_end();
+                    return Ok(false);
+                }
+                None if !self.compressed_seen && boundary == 0 => {
+                    self.codec = Codec::None;
+                    self.member_offset = 0;
+                    self.state = State::Plain;
+                    return Ok(true);
+                }
+                None => {
+                    if !self.lenient {
+                        return Err(self.fail(
+                            boundary,
+                            format!(
+                                "the bytes at stored offset {boundary} do not start a gzip \
+                                 member, zstd frame or LZ4 frame"
+                            ),
+                        ));
+                    }
+                    self.in_start += 1;
+                    let found = self.seek_valid()?;
+                    let to = self.pos();
+                    let len = to - boundary;
+                    match found {
+                        Some(k) => {
+                            let msg = format!(
+                                "skipped {len} bytes at stored offsets {boundary}..{to} that \
+                                 do not start a gzip member, zstd frame or LZ4 frame"
+                            );
+                            self.problem(WarningKind::SkippedBytes, boundary, msg)?;
+                            k
+                        }
+                        None => {
+                            let msg = format!(
+                                "{len} bytes at stored offsets {boundary}..{to} after the last \
+                                 member are not a gzip member, zstd frame or LZ4 frame"
+                            );
+                            self.problem(WarningKind::TrailingGarbage, boundary, msg)?;
+                            self.at_end();
+                            return Ok(false);
+                        }
+                    }
+                }
+            };
+            self.compressed_seen = true;
+            self.member_offset = self.pos();
+            match kind {
+                Kind::Skippable(magic) => {
+                    self.skippable_frame(magic)?;
+                    continue;
+                }
+                Kind::Gzip => {
+                    self.codec = Codec::Gzip;
+                    self.gz_parser.reset();
+                    self.state = State::GzHeader;
+                }
+                Kind::Zstd => {
+                    self.codec = Codec::Zstd;
+                    self.reset_dctx_if_dirty()?;
+                    self.dctx_dirty = true;
+                    self.state = State::Zstd;
+                }
+                Kind::Lz4 => {
+                    self.codec = Codec::Lz4;
+                    self.lz4 = None;
+                    self.state = State::Lz4Header;
+                }
+            }
+            return Ok(true);
+        }
+    }
+
+    /// Makes the zstd context ready for a new frame (or dictionary) when
+    /// the last frame was left unfinished.
+    fn reset_dctx_if_dirty(&mut self) -> crate::Result<()> {
+        let dirty = self.dctx_dirty;
+        let offset = self.member_offset;
+        let d = self.dctx()?;
+        if dirty {
+            d.reset(ResetDirective::SessionOnly)
+                .map_err(|c| CodecError {
+                    codec: "zstd",
+                    offset,
+                    message: format!(
+                        "cannot reset the zstd context: {}",
+                        zstd::zstd_safe::get_error_name(c)
+                    ),
+                })?;
+        }
+        self.dctx_dirty = false;
+        Ok(())
+    }
+
+    /// The zstd context, made on first use with the window limit and the
+    /// caller's dictionary.
+    /// A failure to make it (or to load the caller's dictionary) stops the
+    /// decoder, lenient or not: no zstd frame could be decoded.
+    fn dctx(&mut self) -> crate::Result<&mut DCtx<'static>> {
+        if self.dctx.is_none() {
+            let made = zstd_frame::new_dctx(self.max_window_log).and_then(|mut d| {
+                if let Some(dict) = &self.options_dict {
+                    d.load_dictionary(dict).map_err(|c| {
+                        format!(
+                            "cannot load the zstd dictionary of the options: {}",
+                            zstd::zstd_safe::get_error_name(c)
+                        )
+                    })?;
+                }
+                Ok(d)
+            });
+            match made {
+                Ok(d) => {
+                    self.options_dict = None;
+                    self.dctx = Some(d);
+                }
+                Err(message) => {
+                    let e = CodecError {
+                        codec: "zstd",
+                        offset: self.member_offset,
+                        message,
+                    };
+                    self.failed = Some(e.clone());
+                    return Err(e.into());
+                }
+            }
+        }
+        self.dctx.as_mut().ok_or_else(|| {
+            CodecError {
+                codec: "zstd",
+                offset: self.member_offset,
+                message: "no zstd context".to_owned(),
+            }
+            .into()
+        })
+    }
+
+    /// Reads a skippable frame at `in_start`: loads a dictionary frame, skips
+    /// any other.
+    fn skippable_frame(&mut self, magic: u32) -> crate::Result<()> {
+        let start = self.pos();
+        let truncated = |d: &mut Self| {
+            d.in_start = d.in_end;
+            let msg = format!("the input ends inside the skippable frame at stored offset {start}");
+            d.problem(WarningKind::TruncatedMember, start, msg)
+        };
+        if !self.ensure(8)? {
+            return truncated(self);
+        }
+        let size_bytes = self
+            .inbuf
+            .get(self.in_start + 4..self.in_start + 8)
+            .unwrap_or_default();
+        let size = u32::from_le_bytes(size_bytes.try_into().unwrap_or_default());
+        self.in_start += 8;
+        let mut left = u64::from(size);
+        let keep = magic == zstd_frame::DICT_FRAME_MAGIC;
+        if keep && left > self.max_dict as u64 {
+            let msg = format!(
+                "the zstd dictionary frame at stored offset {start} holds {size} bytes, more \
+                 than the limit of {}; it is ignored",
+                self.max_dict
+            );
+            self.problem(WarningKind::DamagedMember, start, msg)?;
+        }
+        let keep = keep && left <= self.max_dict as u64;
+        let mut payload = Vec::new();
+        while left > 0 {
+            if self.avail() == 0 && !self.ensure(1)? {
+                return truncated(self);
+            }
+            let k = usize::try_from(left)
+                .unwrap_or(usize::MAX)
+                .min(self.avail());
+            if keep {
+                payload.extend_from_slice(
+                    self.inbuf
+                        .get(self.in_start..self.in_start + k)
+                        .unwrap_or_default(),
+                );
+            }
+            self.in_start += k;
+            left -= k as u64;
+        }
+        if keep {
+            self.reset_dctx_if_dirty()?;
+            let loaded =
+                zstd_frame::dictionary_from_payload(payload, self.max_dict, self.max_window_log)
+                    .and_then(|dict| {
+                        let d = self.dctx().map_err(|e| e.to_string())?;
+                        d.load_dictionary(&dict).map(|_| ()).map_err(|c| {
+                            format!("zstd rejects it: {}", zstd::zstd_safe::get_error_name(c))
+                        })
+                    });
+            if let Err(e) = loaded {
+                let msg =
+                    format!("cannot use the zstd dictionary frame at stored offset {start}: {e}");
+                self.problem(WarningKind::DamagedMember, start, msg)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Decodes some more of the current compressed member into the (empty)
+    /// output buffer, or moves it on: each call consumes input, produces
+    /// output or changes the state.
+    fn step(&mut self) -> crate::Result<()> {
+        match self.state {
+            State::GzHeader => self.gz_header_step(),
+            State::GzBody => self.gz_body_step(),
+            State::GzTrailer => self.gz_trailer_step(),
+            State::Zstd => self.zstd_step(),
+            State::Lz4Header => self.lz4_header_step(),
+            State::Lz4Blocks => self.lz4_block_step(),
+            State::Start | State::Between | State::Plain | State::Done | State::End => Ok(()),
+        }
+    }
+
+    fn gz_header_step(&mut self) -> crate::Result<()> {
+        if self.avail() == 0 && !self.ensure(1)? {
+            return self.truncated("inside the header");
+        }
+        let input = self
+            .inbuf
+            .get(self.in_start..self.in_end)
+            .unwrap_or_default();
+        match self.gz_parser.feed(input, Some(&mut self.gz_header)) {
+            Ok(Fed::More) => self.in_start = self.in_end,
+            Ok(Fed::Done(k)) => {
+                self.in_start += k;
+                self.inflate
+                    .get_or_insert_with(|| Decompress::new(false))
+                    .reset(false);
+                self.crc.reset();
+                self.gz_size = 0;
+                self.out_start = 0;
+                self.out_end = 0;
+                self.state = State::GzBody;
+                if self.gz_header.header_crc_ok() == Some(false) {
+                    let msg = format!(
+                        "the header CRC16 of the gzip member at stored offset {} is {:04x}, the \
+                         header's is {:04x}",
+                        self.member_offset,
+                        self.gz_header.header_crc.unwrap_or_default(),
+                        self.gz_header.computed_header_crc
+                    );
+                    self.problem(WarningKind::BadChecksum, self.member_offset, msg)?;
+                }
+            }
+            Err(e) => return self.damaged(&format!("bad gzip header: {e}")),
+        }
+        Ok(())
+    }
+
+    fn gz_body_step(&mut self) -> crate::Result<()> {
+        if self.avail() == 0 && !self.ensure(1)? {
+            return self.truncated("inside the deflate data");
+        }
+        if self.out.len() < OUT_SIZE {
+            self.out.resize(OUT_SIZE, 0);
+        }
+        self.out_start = 0;
+        self.out_end = 0;
+        let inflate = self.inflate.get_or_insert_with(|| Decompress::new(false));
+        let (in0, out0) = (inflate.total_in(), inflate.total_out());
+        let input = self
+            .inbuf
+            .get(self.in_start..self.in_end)
+            .unwrap_or_default();
+        let r = inflate.decompress(input, &mut self.out, FlushDecompress::None);
+        let used = usize::try_from(inflate.total_in() - in0)
+            .unwrap_or(0)
+            .min(input.len());
+        let made = usize::try_from(inflate.total_out() - out0)
+            .unwrap_or(0)
+            .min(self.out.len());
+        self.in_start += used;
+        self.out_end = made;
+        self.gz_size += made as u64;
+        if self.verify {
+            self.crc.update(self.out.get(..made).unwrap_or_default());
+        }
+        match r {
+            Ok(Status::StreamEnd) => {
+                self.trailer_len = 0;
+                self.state = State::GzTrailer;
+                Ok(())
+            }
+            Ok(_) if used == 0 && made == 0 => self.damaged("inflate makes no progress"),
+            Ok(_) => Ok(()),
+            Err(e) => {
+                let what = format!(
+                    "corrupt deflate data ({})",
+                    e.message().unwrap_or("invalid data")
+                );
+                self.damaged(&what)
+            }
+        }
+    }
+
+    fn gz_trailer_step(&mut self) -> crate::Result<()> {
+        while self.trailer_len < 8 {
+            if self.avail() == 0 && !self.ensure(1)? {
+                return self.truncated("inside the trailer");
+            }
+            let k = (8 - self.trailer_len).min(self.avail());
+            if let (Some(dst), Some(src)) = (
+                self.trailer.get_mut(self.trailer_len..self.trailer_len + k),
+                self.inbuf.get(self.in_start..self.in_start + k),
+            ) {
+                dst.copy_from_slice(src);
+            }
+            self.trailer_len += k;
+            self.in_start += k;
+        }
+        let crc = self.verify.then(|| self.crc.clone().finalize());
+        let t = GzipTrailer::new(self.trailer, crc, self.gz_size as u32);
+        self.gz_trailer = Some(t);
+        self.finish_member();
+        if !t.is_ok() {
+            let msg = format!(
+                "the gzip member at stored offset {} has CRC32 {:08x} and ISIZE {} in its \
+                 trailer, its data has CRC32 {} and size {} (mod 2^32)",
+                self.member_offset,
+                t.crc32,
+                t.isize,
+                t.computed_crc32
+                    .map_or("unchecked".to_owned(), |c| format!("{c:08x}")),
+                t.computed_isize
+            );
+            self.problem(WarningKind::BadChecksum, self.member_offset, msg)?;
+        }
+        Ok(())
+    }
+
+    fn zstd_step(&mut self) -> crate::Result<()> {
+        if self.avail() == 0 && !self.ensure(1)? {
+            return self.truncated("inside the frame");
+        }
+        if self.out.len() < OUT_SIZE {
+            self.out.resize(OUT_SIZE, 0);
+        }
+        self.out_start = 0;
+        self.out_end = 0;
+        self.dctx()?;
+        let Some(d) = self.dctx.as_mut() else {
+            return Ok(());
+        };
+        let input = self
+            .inbuf
+            .get(self.in_start..self.in_end)
+            .unwrap_or_default();
+        let mut inb = InBuffer::around(input);
+        let mut outb = OutBuffer::around(&mut self.out[..]);
+        let r = d.decompress_stream(&mut outb, &mut inb);
+        let used = inb.pos();
+        let made = outb.pos();
+        self.in_start += used;
+        self.out_end = made;
+        match r {
+            Ok(0) => {
+                self.dctx_dirty = false;
+                self.finish_member();
+                Ok(())
+            }
+            Ok(_) if used == 0 && made == 0 => self.damaged("zstd makes no progress"),
+            Ok(_) => Ok(()),
+            Err(code) => {
+                let mut what = format!(
+                    "corrupt zstd frame ({})",
+                    zstd::zstd_safe::get_error_name(code)
+                );
+                if what.contains("memory") || what.contains("indow") {
+                    what.push_str(&format!(
+                        "; the window limit is 2^{} bytes (max_zstd_window_log)",
+                        self.max_window_log
+                    ));
+                }
+                self.damaged(&what)
+            }
+        }
+    }
+
+    fn lz4_header_step(&mut self) -> crate::Result<()> {
+        let input = self
+            .inbuf
+            .get(self.in_start..self.in_end)
+            .unwrap_or_default();
+        let need = match lz4::parse_header(input) {
+            Ok(lz4::Header::Ok(d)) => {
+                self.in_start += d.header_len;
+                self.lz4 = Some(d);
+                self.lz4_hash = Xxh32::new(0);
+                self.lz4_size = 0;
+                self.out_start = 0;
+                self.out_end = 0;
+                self.state = State::Lz4Blocks;
+                return Ok(());
+            }
+            Ok(lz4::Header::Short(n)) => n,
+            Err(e) => return self.damaged(e),
+        };
+        if !self.ensure(need)? {
+            return self.truncated("inside the frame header");
+        }
+        Ok(())
+    }
+
+    fn lz4_block_step(&mut self) -> crate::Result<()> {
+        let Some(d) = self.lz4 else {
+            return self.damaged("LZ4 frame without a header");
+        };
+        if !self.ensure(4)? {
+            return self.truncated("before the end mark");
+        }
+        let word_at = |b: &[u8], at: usize| {
+            b.get(at..at + 4)
+                .and_then(|w| w.try_into().ok())
+                .map_or(0, u32::from_le_bytes)
+        };
+        let word = word_at(&self.inbuf, self.in_start);
+        if word == 0 {
+            let n = if d.content_checksum { 8 } else { 4 };
+            if !self.ensure(n)? {
+                return self.truncated("inside the content checksum");
+            }
+            let stored = d
+                .content_checksum
+                .then(|| word_at(&self.inbuf, self.in_start + 4));
+            self.in_start += n;
+            self.finish_member();
+            if let Some(c) = d.content_size
+                && c != self.lz4_size
+            {
+                let msg = format!(
+                    "the LZ4 frame at stored offset {} declares {c} bytes of content and holds {}",
+                    self.member_offset, self.lz4_size
+                );
+                self.problem(WarningKind::BadChecksum, self.member_offset, msg)?;
+            }
+            if let Some(s) = stored
+                && self.verify
+                && s != self.lz4_hash.finish()
+            {
+                let msg = format!(
+                    "the content checksum of the LZ4 frame at stored offset {} does not match",
+                    self.member_offset
+                );
+                self.problem(WarningKind::BadChecksum, self.member_offset, msg)?;
+            }
+            return Ok(());
+        }
+        let raw = word & 0x8000_0000 != 0;
+        let size = (word & 0x7fff_ffff) as usize;
+        if size > d.block_max {
+            return self.damaged(&format!(
+                "LZ4 block of {size} bytes, more than the frame's maximum of {}",
+                d.block_max
+            ));
+        }
+        let total = 4 + size + if d.block_checksum { 4 } else { 0 };
+        if !self.ensure(total)? {
+            return self.truncated("inside a block");
+        }
+        let at = self.in_start + 4;
+        if d.block_checksum && self.verify {
+            let block = self.inbuf.get(at..at + size).unwrap_or_default();
+            if lz4::xxh32(block, 0) != word_at(&self.inbuf, at + size) {
+                let msg = format!(
+                    "the checksum of the LZ4 block at stored offset {} does not match",
+                    self.pos()
+                );
+                self.problem(WarningKind::BadChecksum, self.member_offset, msg)?;
+            }
+        }
+        // Room for one block after the history linked blocks may refer to.
+        if d.independent {
+            self.out_end = 0;
+        } else if self.out_end + d.block_max > self.out.len() {
+            let keep = self.out_end.min(lz4::HISTORY);
+            self.out.copy_within(self.out_end - keep..self.out_end, 0);
+            self.out_end = keep;
+        }
+        self.out_start = self.out_end;
+        let need_out = self.out_end + d.block_max;
+        if self.out.len() < need_out {
+            self.out.resize(need_out, 0);
+        }
+        let block = self.inbuf.get(at..at + size).unwrap_or_default();
+        let (history, rest) = self.out.split_at_mut(self.out_end);
+        let dst = rest.get_mut(..d.block_max).unwrap_or_default();
+        let made = if raw {
+            dst.get_mut(..size)
+                .map(|o| o.copy_from_slice(block))
+                .map(|_| size)
+                .ok_or_else(|| "stored block larger than the output".to_owned())
+        } else if d.independent {
+            lz4_flex::block::decompress_into(block, dst).map_err(|e| e.to_string())
+        } else {
+            let dict = history
+                .get(history.len().saturating_sub(lz4::HISTORY)..)
+                .unwrap_or_default();
+            lz4_flex::block::decompress_into_with_dict(block, dst, dict).map_err(|e| e.to_string())
+        };
+        let made = match made {
+            Ok(n) => n.min(d.block_max),
+            Err(e) => return self.damaged(&format!("corrupt LZ4 block ({e})")),
+        };
+        if self.verify && d.content_checksum {
+            self.lz4_hash.update(
+                self.out
+                    .get(self.out_end..self.out_end + made)
+                    .unwrap_or_default(),
+            );
+        }
+        self.lz4_size += made as u64;
+        self.out_end += made;
+        self.in_start += total;
+        Ok(())
+    }
+
+    #[cfg(test)]
+    fn buffer_sizes(&self) -> (usize, usize) {
+        (self.inbuf.len(), self.out.len())
+    }
 }
+
 impl<R: Read> Source for Decoder<R> {
     fn fill_buf(&mut self) -> crate::Result<&[u8]> {
-        unimplemented!()
+        self.check_failed()?;
+        if matches!(self.state, State::Start | State::Between) {
+            self.enter_member()?;
+        }
+        loop {
+            match self.state {
+                State::Plain => {
+                    if self.avail() > 0 {
+                        break;
+                    }
+                    if !self.ensure(1)? {
+                        self.finish_member();
+                        break;
+                    }
+                }
+                State::Start | State::Between | State::Done | State::End => break,
+                _ => {
+                    if self.out_start < self.out_end {
+                        break;
+                    }
+                    self.step()?;
+                }
+            }
+        }
+        Ok(match self.state {
+            State::Plain => self
+                .inbuf
+                .get(self.in_start..self.in_end)
+                .unwrap_or_default(),
+            State::Start | State::Between | State::End => &[],
+            State::Done if self.codec == Codec::None => &[],
+            _ => self
+                .out
+                .get(self.out_start..self.out_end)
+                .unwrap_or_default(),
+        })
     }
-    fn consume(&mut self, _n: usize) {}
+
+    fn consume(&mut self, n: usize) {
+        let k = match self.state {
+            State::Plain => {
+                let k = n.min(self.avail());
+                self.in_start += k;
+                k
+            }
+            State::Start | State::Between | State::End => 0,
+            State::Done if self.codec == Codec::None => 0,
+            _ => {
+                let k = n.min(self.out_end - self.out_start);
+                self.out_start += k;
+                k
+            }
+        };
+        self.member_pos += k as u64;
+    }
+
     fn next_member(&mut self) -> crate::Result<bool> {
-        unimplemented!()
+        self.check_failed()?;
+        match self.state {
+            State::Start | State::Between => return self.enter_member(),
+            State::End => return Ok(false),
+            State::Plain | State::Done if self.codec == Codec::None => {
+                // The plain member runs to the end of the input.
+                loop {
+                    self.in_start = self.in_end;
+                    if !self.ensure(1)? {
+                        break;
+                    }
+                }
+                self.at_end();
+                return Ok(false);
+            }
+            _ => {}
+        }
+        while self.state != State::Done {
+            self.out_start = self.out_end;
+            self.step()?;
+        }
+        self.enter_member()
     }
+
     fn member_offset(&self) -> u64 {
-        0
+        self.member_offset
     }
+
     fn codec(&self) -> Codec {
-        Codec::None
+        self.codec
     }
+
     fn member_pos(&self) -> u64 {
-        0
+        self.member_pos
     }
+
     fn member_end(&self) -> Option<u64> {
-        None
+        match self.state {
+            State::End => Some(self.end),
+            State::Done if self.codec == Codec::None || self.out_start == self.out_end => {
+                Some(self.end)
+            }
+            _ => None,
+        }
     }
-    fn drain_warnings(&mut self, _out: &mut Vec<crate::Warning>) {}
+
+    fn drain_warnings(&mut self, out: &mut Vec<Warning>) {
+        out.append(&mut self.warnings);
+        if self.dropped_warnings > 0 {
+            out.push(Warning::new(
+                WarningKind::Other,
+                self.pos(),
+                format!(
+                    "{} more decoder warnings were dropped (more than {MAX_PENDING_WARNINGS} \
+                     between two drains)",
+                    self.dropped_warnings
+                ),
+            ));
+            self.dropped_warnings = 0;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{gzip, parse_gzip_header};
+    use super::*;
+    use crate::Error;
+    use flate2::Compression;
+    use flate2::write::{DeflateEncoder, GzEncoder};
+    use std::io::Write;
+
+    /// One decoded member.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    struct M {
+        offset: u64,
+        end: Option<u64>,
+        codec: Codec,
+        data: Vec<u8>,
+    }
+
+    /// A reader handing out at most `step` bytes per read, with an
+    /// `Interrupted` error now and then: headers and trailers straddle reads.
+    struct Trickle<'a> {
+        data: &'a [u8],
+        step: usize,
+        calls: usize,
+    }
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            self.calls += 1;
+            if self.calls.is_multiple_of(7) {
+                return Err(io::Error::new(io::ErrorKind::Interrupted, "again"));
+            }
+            let n = self.step.min(buf.len()).min(self.data.len());
+            buf[..n].copy_from_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            Ok(n)
+        }
+    }
+
+    fn gz(data: &[u8]) -> Vec<u8> {
+        let mut e = GzEncoder::new(Vec::new(), Compression::default());
+        e.write_all(data).unwrap();
+        e.finish().unwrap()
+    }
+
+    fn zst(data: &[u8]) -> Vec<u8> {
+        zstd::stream::encode_all(data, 3).unwrap()
+    }
+
+    fn strict() -> DecoderOptions {
+        DecoderOptions {
+            lenient: false,
+            ..DecoderOptions::default()
+        }
+    }
+
+    fn small(buffer_size: usize) -> DecoderOptions {
+        DecoderOptions {
+            buffer_size,
+            ..DecoderOptions::default()
+        }
+    }
+
+    fn read_member<R: Read>(d: &mut Decoder<R>) -> crate::Result<Vec<u8>> {
+        let mut v = Vec::new();
+        loop {
+            let b = d.fill_buf()?;
+            if b.is_empty() {
+                return Ok(v);
+            }
+            let n = b.len();
+            v.extend_from_slice(b);
+            d.consume(n);
+        }
+    }
+
+    fn collect<R: Read>(d: &mut Decoder<R>, out: &mut Vec<M>) -> crate::Result<()> {
+        while d.next_member()? {
+            let data = read_member(d)?;
+            assert_eq!(
+                d.member_pos(),
+                data.len() as u64,
+                "member_pos counts the bytes read"
+            );
+            out.push(M {
+                offset: d.member_offset(),
+                end: d.member_end(),
+                codec: d.codec(),
+                data,
+            });
+        }
+        // Past the end: an empty member at the input's end.
+        assert_eq!(d.member_end(), Some(d.member_offset()));
+        assert_eq!(d.codec(), Codec::None);
+        assert!(d.fill_buf()?.is_empty());
+        assert!(!d.next_member()?);
+        Ok(())
+    }
+
+    fn decode_reader<R: Read>(
+        r: R,
+        o: DecoderOptions,
+    ) -> (Vec<M>, crate::Result<()>, Vec<Warning>) {
+        let mut d = Decoder::new(r, o);
+        let mut v = Vec::new();
+        let res = collect(&mut d, &mut v);
+        let mut w = Vec::new();
+        d.drain_warnings(&mut w);
+        (v, res, w)
+    }
+
+    fn decode(input: &[u8], o: DecoderOptions) -> (Vec<M>, crate::Result<()>, Vec<Warning>) {
+        decode_reader(input, o)
+    }
+
+    /// Decodes `input` cleanly (no warnings, no error) in several ways that
+    /// must agree: default buffer, tiny buffer, trickling reader.
+    fn decode_clean(input: &[u8]) -> Vec<M> {
+        let (a, r, w) = decode(input, DecoderOptions::default());
+        r.unwrap();
+        assert!(w.is_empty(), "{w:?}");
+        for (step, buf) in [(1, 64), (3, 64), (5, 100), (4096, 1000)] {
+            let t = Trickle {
+                data: input,
+                step,
+                calls: 0,
+            };
+            let (b, r, w) = decode_reader(t, small(buf));
+            r.unwrap();
+            assert!(w.is_empty(), "{w:?}");
+            assert_eq!(a, b, "step {step} buffer {buf}");
+        }
+        a
+    }
+
+    fn records() -> Vec<Vec<u8>> {
+        (0..12)
+            .map(|i| {
+                let body = "x".repeat(i * 997 % 5000);
+                format!(
+                    "WARC/1.1\r\nWARC-Type: resource\r\nContent-Length: {}\r\n\r\n{body}\r\n\r\n",
+                    body.len()
+                )
+                .into_bytes()
+            })
+            .chain([Vec::new()])
+            .collect()
+    }
+
+    /// Members made by `f` from `parts`, concatenated, with their offsets.
+    fn concat(parts: &[Vec<u8>], f: impl Fn(&[u8]) -> Vec<u8>) -> (Vec<u8>, Vec<u64>) {
+        let mut file = Vec::new();
+        let mut offsets = Vec::new();
+        for p in parts {
+            offsets.push(file.len() as u64);
+            file.extend(f(p));
+        }
+        (file, offsets)
+    }
+
+    fn check_members(ms: &[M], parts: &[Vec<u8>], offsets: &[u64], total: usize, codec: Codec) {
+        assert_eq!(ms.len(), parts.len());
+        for (i, m) in ms.iter().enumerate() {
+            assert_eq!(m.codec, codec);
+            assert_eq!(m.offset, offsets[i], "member {i} offset");
+            let end = offsets.get(i + 1).copied().unwrap_or(total as u64);
+            assert_eq!(m.end, Some(end), "member {i} end");
+            assert_eq!(m.data, parts[i], "member {i} data");
+        }
+    }
+
+    fn kinds(w: &[Warning]) -> Vec<WarningKind> {
+        w.iter().map(|w| w.kind).collect()
+    }
+
+    fn codec_offset(e: &Error) -> u64 {
+        match e.kind() {
+            crate::ErrorKind::Codec(c) => c.offset,
+            k => panic!("not a codec error: {k:?}"),
+        }
+    }
+
+    #[test]
+    fn multi_member_gzip_offsets_exact() {
+        let parts = records();
+        let (file, offsets) = concat(&parts, gz);
+        let ms = decode_clean(&file);
+        check_members(&ms, &parts, &offsets, file.len(), Codec::Gzip);
+    }
+
+    #[test]
+    fn before_the_first_member_and_fill_buf_first() {
+        let parts = records();
+        let (file, offsets) = concat(&parts, gz);
+        let mut d = Decoder::new(&file[..], DecoderOptions::default());
+        assert_eq!(
+            (d.member_offset(), d.codec(), d.member_pos(), d.member_end()),
+            (0, Codec::None, 0, None)
+        );
+        // fill_buf positions on the first member itself.
+        assert_eq!(read_member(&mut d).unwrap(), parts[0]);
+        assert_eq!(d.codec(), Codec::Gzip);
+        assert_eq!(d.member_end(), Some(offsets[1]));
+        assert!(d.gzip_trailer().is_some_and(|t| t.is_ok()));
+        assert!(d.next_member().unwrap());
+        assert_eq!(d.member_offset(), offsets[1]);
+        assert_eq!(read_member(&mut d).unwrap(), parts[1]);
+        // next_member before any read enters the first member.
+        let mut d = Decoder::new(&file[..], DecoderOptions::default());
+        assert!(d.next_member().unwrap());
+        assert_eq!(d.member_offset(), 0);
+        assert!(d.next_member().unwrap());
+        assert_eq!(d.member_offset(), offsets[1]);
+    }
+
+    #[test]
+    fn next_member_skips_the_rest_of_a_member() {
+        let parts = records();
+        let (file, offsets) = concat(&parts, gz);
+        let mut d = Decoder::new(&file[..], small(64));
+        assert!(d.next_member().unwrap());
+        let first = d.fill_buf().unwrap().len().min(5);
+        d.consume(first);
+        assert_eq!(d.member_end(), None);
+        assert!(d.next_member().unwrap());
+        assert_eq!(d.member_offset(), offsets[1]);
+        assert_eq!(d.skip(10).unwrap(), 10);
+        assert_eq!(d.member_pos(), 10);
+        assert_eq!(read_member(&mut d).unwrap(), parts[1][10..]);
+    }
+
+    #[test]
+    fn whole_file_gzip_is_one_member() {
+        let parts = records();
+        let all: Vec<u8> = parts
+            .iter()
+            .flatten()
+            .copied()
+            .collect::<Vec<u8>>()
+            .repeat(40);
+        let file = gz(&all);
+        let ms = decode_clean(&file);
+        assert_eq!(ms.len(), 1);
+        assert_eq!(ms[0].data, all);
+        assert_eq!(ms[0].end, Some(file.len() as u64));
+    }
+
+    #[test]
+    fn plain_file_is_one_member() {
+        let all: Vec<u8> = records().concat();
+        let ms = decode_clean(&all);
+        assert_eq!(
+            ms,
+            vec![M {
+                offset: 0,
+                end: Some(all.len() as u64),
+                codec: Codec::None,
+                data: all.clone()
+            }]
+        );
+        // Plain bytes after the start are never damage, even magic numbers.
+        let mut odd = b"WARC/1.0\r\n".to_vec();
+        odd.extend(gz(b"inner"));
+        let ms = decode_clean(&odd);
+        assert_eq!(ms.len(), 1);
+        assert_eq!(ms[0].data, odd);
+        // A one-byte file, and skipping through a plain file.
+        assert_eq!(decode_clean(b"W")[0].data, b"W");
+        let mut d = Decoder::new(&all[..], small(64));
+        assert_eq!(d.skip(1000).unwrap(), 1000);
+        assert_eq!(d.member_pos(), 1000);
+        assert_eq!(read_member(&mut d).unwrap(), all[1000..]);
+        assert_eq!(d.member_end(), Some(all.len() as u64));
+    }
+
+    #[test]
+    fn empty_input_has_no_member() {
+        let mut d = Decoder::new(&b""[..], DecoderOptions::default());
+        assert!(d.fill_buf().unwrap().is_empty());
+        assert!(!d.next_member().unwrap());
+        assert_eq!(d.member_end(), Some(0));
+        let (ms, r, w) = decode(b"", strict());
+        assert!(ms.is_empty() && r.is_ok() && w.is_empty());
+    }
+
+    /// A gzip member with every optional header field.
+    fn gz_full(data: &[u8], name: &[u8], hcrc_ok: bool) -> Vec<u8> {
+        let flags = gzip::FTEXT | gzip::FHCRC | gzip::FEXTRA | gzip::FNAME | gzip::FCOMMENT;
+        let mut m = vec![0x1f, 0x8b, 8, flags, 1, 2, 3, 4, 0, 3];
+        let extra = b"WA\x04\x00abcd";
+        m.extend((extra.len() as u16).to_le_bytes());
+        m.extend(extra);
+        m.extend(name);
+        m.push(0);
+        m.extend(b"a comment");
+        m.push(0);
+        let mut crc16 = (crc32fast::hash(&m) & 0xffff) as u16;
+        if !hcrc_ok {
+            crc16 ^= 1;
+        }
+        m.extend(crc16.to_le_bytes());
+        let mut e = DeflateEncoder::new(m, Compression::default());
+        e.write_all(data).unwrap();
+        let mut m = e.finish().unwrap();
+        m.extend(crc32fast::hash(data).to_le_bytes());
+        m.extend((data.len() as u32).to_le_bytes());
+        m
+    }
+
+    #[test]
+    fn gzip_header_fields_and_straddling() {
+        let long_name = vec![b'n'; 300];
+        for name in [&b"file.warc"[..], &long_name] {
+            let one = gz_full(b"payload one", name, true);
+            let mut file = one.clone();
+            file.extend(gz_full(b"payload two", name, true));
+            let ms = decode_clean(&file);
+            assert_eq!(ms.len(), 2);
+            assert_eq!(ms[1].offset, one.len() as u64);
+            assert_eq!(ms[1].data, b"payload two");
+            for buf in [64, 1 << 20] {
+                let mut d = Decoder::new(&file[..], small(buf));
+                assert!(d.next_member().unwrap());
+                assert!(d.gzip_header().is_none(), "not parsed before reading");
+                read_member(&mut d).unwrap();
+                let h = d.gzip_header().expect("header of a gzip member");
+                assert_eq!(h.name.as_deref(), Some(name));
+                assert_eq!(h.comment.as_deref(), Some(&b"a comment"[..]));
+                assert_eq!(h.extra.as_deref(), Some(&b"WA\x04\x00abcd"[..]));
+                assert_eq!(
+                    (h.mtime, h.xfl, h.os, h.is_text()),
+                    (0x0403_0201, 0, 3, true)
+                );
+                assert_eq!(h.header_crc_ok(), Some(true));
+                assert_eq!(h.len, 10 + 2 + 8 + name.len() as u64 + 1 + 10 + 2);
+            }
+            // The same header through the public parser, whole and cut.
+            let h = parse_gzip_header(&one).unwrap().unwrap();
+            assert_eq!(h.name.as_deref(), Some(name));
+            let hl = h.len as usize;
+            assert_eq!(parse_gzip_header(&one[..hl - 1]).unwrap(), None);
+            assert_eq!(parse_gzip_header(&one[..hl]).unwrap().unwrap().len, h.len);
+        }
+        assert!(parse_gzip_header(&[0x1f, 0x8b, 8, 0x20, 0, 0, 0, 0, 0, 3]).is_err());
+        assert!(parse_gzip_header(&[0x1f, 0x8b, 7]).is_err());
+        assert_eq!(parse_gzip_header(&[0x1f, 0x8b]).unwrap(), None);
+    }
+
+    #[test]
+    fn bad_header_crc_is_a_checksum_warning() {
+        let file = gz_full(b"data", b"n", false);
+        let (ms, r, w) = decode(&file, DecoderOptions::default());
+        r.unwrap();
+        assert_eq!(ms[0].data, b"data");
+        assert_eq!(kinds(&w), [WarningKind::BadChecksum]);
+        let (_, r, _) = decode(&file, strict());
+        assert!(r.is_err());
+    }
+
+    #[test]
+    fn crc_and_isize_mismatch() {
+        let parts = records();
+        let (mut file, offsets) = concat(&parts[..3], gz);
+        let crc_at = offsets[2] as usize - 8;
+        file[crc_at] ^= 0x55;
+        let (ms, r, w) = decode(&file, DecoderOptions::default());
+        r.unwrap();
+        check_members(&ms, &parts[..3], &offsets, file.len(), Codec::Gzip);
+        assert_eq!(kinds(&w), [WarningKind::BadChecksum]);
+        assert_eq!(w[0].offset, offsets[1]);
+        let (ms, r, _) = decode(&file, strict());
+        assert_eq!(codec_offset(&r.unwrap_err()), offsets[1]);
+        assert_eq!(ms.len(), 1, "the first member still decodes");
+        // ISIZE alone.
+        let (mut file, _) = concat(&parts[..2], gz);
+        let last = file.len() - 1;
+        file[last] ^= 1;
+        let (_, r, w) = decode(&file, DecoderOptions::default());
+        r.unwrap();
+        assert_eq!(kinds(&w), [WarningKind::BadChecksum]);
+        // Not checking checksums still checks ISIZE, but not CRC32.
+        let unchecked = DecoderOptions {
+            verify_checksums: false,
+            ..DecoderOptions::default()
+        };
+        let (_, _, w) = decode(&file, unchecked.clone());
+        assert_eq!(kinds(&w), [WarningKind::BadChecksum]);
+        let (mut file, _) = concat(&parts[..2], gz);
+        let crc_at = file.len() - 8;
+        file[crc_at] ^= 1;
+        let (_, r, w) = decode(&file, unchecked);
+        assert!(r.is_ok() && w.is_empty());
+    }
+
+    #[test]
+    fn truncated_members() {
+        let parts = records();
+        let (file, offsets) = concat(&parts[..4], gz);
+        let last = offsets[3] as usize;
+        // Inside the deflate data, inside the trailer, inside the header.
+        for cut in [
+            last + (file.len() - last) / 2,
+            file.len() - 3,
+            last + 5,
+            last + 3,
+        ] {
+            let input = &file[..cut];
+            let (ms, r, w) = decode(input, DecoderOptions::default());
+            r.unwrap();
+            assert_eq!(ms.len(), 4, "cut {cut}");
+            assert_eq!(kinds(&w), [WarningKind::TruncatedMember], "cut {cut}");
+            assert_eq!(w[0].offset, offsets[3]);
+            assert!(parts[3].starts_with(&ms[3].data));
+            assert_eq!(ms[3].end, Some(cut as u64));
+            if cut == file.len() - 3 {
+                assert_eq!(ms[3].data, parts[3], "all data before the trailer");
+            }
+            let (ms, r, _) = decode(input, strict());
+            assert_eq!(codec_offset(&r.unwrap_err()), offsets[3]);
+            assert_eq!(ms.len(), 3);
+        }
+    }
+
+    #[test]
+    fn garbage_between_members_is_skipped_exactly() {
+        let a = gz(b"first record");
+        let b = gz(b"second record");
+        // Garbage with magic numbers whose headers do not parse.
+        let junk: &[u8] =
+            b"junk\x1f\x8b\x08\xe0more\x28\xb5\x2f\xfd\x08xx\x04\x22\x4d\x18\x40\x40\x00tail";
+        let mut file = a.clone();
+        file.extend(junk);
+        file.extend(&b);
+        for o in [DecoderOptions::default(), small(64)] {
+            let (ms, r, w) = decode(&file, o);
+            r.unwrap();
+            assert_eq!(ms.len(), 2);
+            assert_eq!(
+                ms[0].end,
+                Some(a.len() as u64),
+                "garbage is not part of the member"
+            );
+            assert_eq!(ms[1].offset, (a.len() + junk.len()) as u64);
+            assert_eq!(ms[1].data, b"second record");
+            assert_eq!(kinds(&w), [WarningKind::SkippedBytes]);
+            assert_eq!(w[0].offset, a.len() as u64);
+            let range = format!("{}..{}", a.len(), a.len() + junk.len());
+            assert!(w[0].message.contains(&range), "{}", w[0].message);
+        }
+        let (ms, r, _) = decode(&file, strict());
+        assert_eq!(codec_offset(&r.unwrap_err()), a.len() as u64);
+        assert_eq!(ms.len(), 1);
+    }
+
+    #[test]
+    fn trailing_garbage() {
+        let a = gz(b"only record");
+        let mut file = a.clone();
+        file.extend(b"\0\0\0\nxyz");
+        let (ms, r, w) = decode(&file, DecoderOptions::default());
+        r.unwrap();
+        assert_eq!(ms.len(), 1);
+        assert_eq!(kinds(&w), [WarningKind::TrailingGarbage]);
+        assert_eq!(w[0].offset, a.len() as u64);
+        assert!(w[0].message.starts_with("7 bytes"), "{}", w[0].message);
+        let (_, r, _) = decode(&file, strict());
+        assert_eq!(codec_offset(&r.unwrap_err()), a.len() as u64);
+    }
+
+    #[test]
+    fn corrupt_deflate_resyncs_to_the_next_member() {
+        let parts = records();
+        let (mut file, offsets) = concat(&parts[..4], gz);
+        // BFINAL=1, BTYPE=11 (reserved): inflate fails on the first block.
+        file[offsets[1] as usize + 10] = 0x07;
+        for o in [DecoderOptions::default(), small(64)] {
+            let (ms, r, w) = decode(&file, o);
+            r.unwrap();
+            assert_eq!(kinds(&w), [WarningKind::DamagedMember]);
+            assert_eq!(w[0].offset, offsets[1]);
+            assert_eq!(ms.len(), 4);
+            assert_eq!(ms[1].offset, offsets[1]);
+            assert_eq!(
+                ms[1].end,
+                Some(offsets[2]),
+                "damaged member ends at the next one"
+            );
+            check_members(
+                &ms[2..],
+                &parts[2..4],
+                &offsets[2..],
+                file.len(),
+                Codec::Gzip,
+            );
+        }
+        let (ms, r, _) = decode(&file, strict());
+        assert_eq!(codec_offset(&r.unwrap_err()), offsets[1]);
+        assert_eq!(ms.len(), 1);
+        // Damage in the last member: it runs to the end.
+        let (mut file, offsets) = concat(&parts[..2], gz);
+        file[offsets[1] as usize + 10] = 0x07;
+        let (ms, _, w) = decode(&file, DecoderOptions::default());
+        assert_eq!(kinds(&w), [WarningKind::DamagedMember]);
+        assert_eq!(ms[1].end, Some(file.len() as u64));
+    }
+
+    #[test]
+    fn empty_gzip_members_in_linear_time() {
+        let one = gz(b"");
+        let n = 100_000;
+        let file = one.repeat(n);
+        let mut d = Decoder::new(&file[..], DecoderOptions::default());
+        let mut count = 0u64;
+        while d.next_member().unwrap() {
+            assert!(d.fill_buf().unwrap().is_empty());
+            assert_eq!(d.member_offset(), count * one.len() as u64);
+            assert_eq!(d.member_end(), Some((count + 1) * one.len() as u64));
+            count += 1;
+        }
+        assert_eq!(count, n as u64);
+        assert_eq!(d.buffer_sizes().0, 1 << 20, "the input buffer did not grow");
+    }
+
+    #[test]
+    fn one_gib_of_zeros_streams_in_bounded_memory() {
+        let chunk = vec![0u8; 1 << 20];
+        let mut e = GzEncoder::new(Vec::new(), Compression::fast());
+        for _ in 0..1024 {
+            e.write_all(&chunk).unwrap();
+        }
+        let file = e.finish().unwrap();
+        eprintln!("1 GiB of zeros: {} bytes gzipped", file.len());
+        assert!(file.len() < 16 << 20);
+        let mut d = Decoder::new(&file[..], DecoderOptions::default());
+        let mut total = 0u64;
+        let mut biggest = 0;
+        loop {
+            let b = d.fill_buf().unwrap();
+            if b.is_empty() {
+                break;
+            }
+            let n = b.len();
+            biggest = biggest.max(n);
+            total += n as u64;
+            d.consume(n);
+        }
+        assert_eq!(total, 1 << 30);
+        assert_eq!(d.member_end(), Some(file.len() as u64));
+        assert!(biggest <= OUT_SIZE);
+        let (inb, outb) = d.buffer_sizes();
+        assert!(inb <= 1 << 20 && outb <= OUT_SIZE, "{inb} {outb}");
+        let t = d.gzip_trailer().expect("trailer read");
+        assert!(t.is_ok() && t.computed_isize == 1 << 30, "{t:?}");
+        let mut w = Vec::new();
+        d.drain_warnings(&mut w);
+        assert!(w.is_empty());
+    }
+
+    #[test]
+    fn multi_frame_zstd_offsets_exact() {
+        let parts = records();
+        let (file, offsets) = concat(&parts, zst);
+        let ms = decode_clean(&file);
+        check_members(&ms, &parts, &offsets, file.len(), Codec::Zstd);
+        // A frame bigger than the output buffer, then a small one.
+        let big: Vec<u8> = (0..3_000_000u32)
+            .map(|i| (i % 251) as u8 ^ (i >> 12) as u8)
+            .collect();
+        let parts = vec![big, b"small".to_vec()];
+        let (file, offsets) = concat(&parts, zst);
+        let (ms, r, w) = decode(&file, small(4096));
+        r.unwrap();
+        assert!(w.is_empty());
+        check_members(&ms, &parts, &offsets, file.len(), Codec::Zstd);
+    }
+
+    fn skippable(magic: u32, payload: &[u8]) -> Vec<u8> {
+        let mut f = magic.to_le_bytes().to_vec();
+        f.extend((payload.len() as u32).to_le_bytes());
+        f.extend(payload);
+        f
+    }
+
+    fn zst_dict(data: &[u8], dict: &[u8]) -> Vec<u8> {
+        zstd::bulk::Compressor::with_dictionary(3, dict)
+            .unwrap()
+            .compress(data)
+            .unwrap()
+    }
+
+    #[test]
+    fn zstd_dictionary_frame() {
+        let parts = records();
+        let samples: Vec<Vec<u8>> = (0..400)
+            .map(|i| format!("WARC/1.1\r\nWARC-Record-ID: <urn:uuid:{i:08}>\r\nWARC-Type: response\r\nContent-Length: {}\r\n\r\n", i * 31).into_bytes())
+            .collect();
+        let trained = zstd::dict::from_samples(&samples, 2048).unwrap();
+        let raw_content = b"WARC/1.1\r\nWARC-Type: resource\r\nContent-Length: ".repeat(20);
+        for dict in [trained, raw_content] {
+            for payload in [dict.clone(), zst(&dict)] {
+                let frame = skippable(zstd_frame::DICT_FRAME_MAGIC, &payload);
+                let (rest, offsets) = concat(&parts, |p| zst_dict(p, &dict));
+                let mut file = frame.clone();
+                file.extend(&rest);
+                let offsets: Vec<u64> = offsets.iter().map(|o| o + frame.len() as u64).collect();
+                let ms = decode_clean(&file);
+                check_members(&ms, &parts, &offsets, file.len(), Codec::Zstd);
+                // Without the frame, the caller's dictionary does it.
+                let with = DecoderOptions {
+                    zstd_dictionary: Some(dict.clone()),
+                    ..DecoderOptions::default()
+                };
+                let (ms, r, w) = decode(&rest, with);
+                r.unwrap();
+                assert!(w.is_empty(), "{w:?}");
+                assert_eq!(ms.iter().map(|m| m.data.clone()).collect::<Vec<_>>(), parts);
+            }
+        }
+        // Other skippable frames are skipped, and not members.
+        let mut file = skippable(0x184D_2A50, b"anything");
+        file.extend(zst(b"x"));
+        let ms = decode_clean(&file);
+        assert_eq!(ms.len(), 1);
+        assert_eq!(ms[0].offset, 16);
+        // A dictionary frame over the limit is ignored, with a warning.
+        let dict = b"some dictionary bytes".repeat(10);
+        let mut file = skippable(zstd_frame::DICT_FRAME_MAGIC, &dict);
+        file.extend(zst_dict(b"needs the dictionary", &dict));
+        let limited = DecoderOptions {
+            max_zstd_dictionary_size: 100,
+            ..DecoderOptions::default()
+        };
+        let (_, r, w) = decode(&file, limited);
+        r.unwrap();
+        assert_eq!(w.first().map(|w| w.kind), Some(WarningKind::DamagedMember));
+    }
+
+    /// A zstd frame with window log `log`, holding `hello` in a raw block.
+    fn windowed_frame(log: u8) -> Vec<u8> {
+        let mut f = zstd_frame::MAGIC.to_vec();
+        f.push(0x00); // no content size, not single segment, no checksum
+        f.push((log - 10) << 3);
+        f.extend([(5 << 3) | 1, 0, 0]); // last raw block, 5 bytes
+        f.extend(b"hello");
+        f
+    }
+
+    #[test]
+    fn zstd_huge_window_is_rejected() {
+        let f = windowed_frame(23);
+        let ms = decode_clean(&f);
+        assert_eq!(ms[0].data, b"hello");
+        let limited = DecoderOptions {
+            max_zstd_window_log: 22,
+            ..strict()
+        };
+        let (_, r, _) = decode(&f, limited);
+        let e = r.unwrap_err();
+        assert_eq!(codec_offset(&e), 0);
+        assert!(e.to_string().contains("window"), "{e}");
+        let mut file = windowed_frame(30);
+        file.extend(zst(b"after"));
+        let (ms, r, w) = decode(&file, DecoderOptions::default());
+        r.unwrap();
+        assert_eq!(kinds(&w), [WarningKind::DamagedMember]);
+        assert_eq!(ms.last().map(|m| &m.data[..]), Some(&b"after"[..]));
+        assert_eq!(
+            ms.last().map(|m| m.offset),
+            Some(windowed_frame(30).len() as u64)
+        );
+    }
+
+    #[test]
+    fn zstd_truncated_and_corrupt() {
+        let parts = records();
+        // With the frame checksum, so that any corruption is seen.
+        let zst_sum = |p: &[u8]| {
+            let mut c = zstd::bulk::Compressor::new(3).unwrap();
+            c.set_parameter(zstd::zstd_safe::CParameter::ChecksumFlag(true))
+                .unwrap();
+            c.compress(p).unwrap()
+        };
+        let (file, offsets) = concat(&parts[..3], zst_sum);
+        let cut = &file[..file.len() - 4];
+        let (ms, r, w) = decode(cut, DecoderOptions::default());
+        r.unwrap();
+        assert_eq!(kinds(&w), [WarningKind::TruncatedMember]);
+        assert_eq!(ms[2].end, Some(cut.len() as u64));
+        let (_, r, _) = decode(cut, strict());
+        assert_eq!(codec_offset(&r.unwrap_err()), offsets[2]);
+        let mut bad = file.clone();
+        let mid = offsets[1] as usize + (offsets[2] - offsets[1]) as usize / 2;
+        for b in &mut bad[mid..mid + 8] {
+            *b ^= 0xa5;
+        }
+        let (ms, r, w) = decode(&bad, DecoderOptions::default());
+        r.unwrap();
+        assert!(kinds(&w).contains(&WarningKind::DamagedMember), "{w:?}");
+        assert_eq!(ms.last().map(|m| m.offset), Some(offsets[2]));
+        assert_eq!(ms.last().map(|m| &m.data), Some(&parts[2]));
+    }
+
+    /// An LZ4 frame made with the block API. `bd` is the block size code
+    /// (4..=7).
+    fn lz4_frame(
+        data: &[u8],
+        bd: u8,
+        linked: bool,
+        block_sum: bool,
+        content_sum: bool,
+        size: bool,
+    ) -> Vec<u8> {
+        let block_max = [64 << 10, 256 << 10, 1 << 20, 4 << 20][usize::from(bd - 4)];
+        let flg = 0x40
+            | if linked { 0 } else { 0x20 }
+            | if block_sum { 0x10 } else { 0 }
+            | if size { 0x08 } else { 0 }
+            | if content_sum { 0x04 } else { 0 };
+        let mut f = lz4::MAGIC.to_vec();
+        f.extend([flg, bd << 4]);
+        if size {
+            f.extend((data.len() as u64).to_le_bytes());
+        }
+        let hc = (lz4::xxh32(&f[4..], 0) >> 8) as u8;
+        f.push(hc);
+        let mut at = 0usize;
+        for chunk in data.chunks(block_max) {
+            let packed = if linked {
+                lz4_flex::block::compress_with_dict(
+                    chunk,
+                    &data[at.saturating_sub(lz4::HISTORY)..at],
+                )
+            } else {
+                lz4_flex::block::compress(chunk)
+            };
+            let (word, block) = if packed.len() < chunk.len() {
+                (packed.len() as u32, &packed[..])
+            } else {
+                (chunk.len() as u32 | 0x8000_0000, chunk)
+            };
+            f.extend(word.to_le_bytes());
+            f.extend(block);
+            if block_sum {
+                f.extend(lz4::xxh32(block, 0).to_le_bytes());
+            }
+            at += chunk.len();
+        }
+        f.extend([0; 4]);
+        if content_sum {
+            f.extend(lz4::xxh32(data, 0).to_le_bytes());
+        }
+        f
+    }
+
+    fn mixed_data(n: usize) -> Vec<u8> {
+        let text = records().concat();
+        let mut seed = 0x1234_5678u32;
+        let mut v = Vec::with_capacity(n);
+        while v.len() < n {
+            // Text (compressible, with long-distance repeats) and runs of
+            // noise (stored blocks).
+            seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            if seed.is_multiple_of(5) {
+                for _ in 0..3000 {
+                    seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12345);
+                    v.push((seed >> 16) as u8);
+                }
+            } else {
+                v.extend(&text[..(seed as usize >> 8) % text.len()]);
+            }
+        }
+        v.truncate(n);
+        v
+    }
+
+    #[test]
+    fn lz4_frames_offsets_exact() {
+        let parts = vec![
+            mixed_data(300_000),
+            Vec::new(),
+            b"tiny".to_vec(),
+            vec![0; 70_000],
+            mixed_data(100_000)
+                .iter()
+                .map(|b| b.wrapping_add(1))
+                .collect(),
+        ];
+        for (bd, linked, bs, cs, size) in [
+            (4, true, true, true, true),
+            (4, false, false, false, false),
+            (5, true, false, true, false),
+            (7, false, true, false, true),
+        ] {
+            let (file, offsets) = concat(&parts, |p| lz4_frame(p, bd, linked, bs, cs, size));
+            let ms = decode_clean(&file);
+            check_members(&ms, &parts, &offsets, file.len(), Codec::Lz4);
+        }
+        // Corrupt content checksum, block checksum, truncation.
+        let (file, offsets) = concat(&parts[..1], |p| lz4_frame(p, 4, true, true, true, true));
+        let mut bad = file.clone();
+        let last = bad.len() - 1;
+        bad[last] ^= 1;
+        let (ms, r, w) = decode(&bad, DecoderOptions::default());
+        r.unwrap();
+        assert_eq!(ms[0].data, parts[0]);
+        assert_eq!(kinds(&w), [WarningKind::BadChecksum]);
+        assert_eq!(w[0].offset, offsets[0]);
+        let (_, r, _) = decode(&bad, strict());
+        assert!(r.is_err());
+        let cut = &file[..file.len() / 2];
+        let (ms, r, w) = decode(cut, DecoderOptions::default());
+        r.unwrap();
+        assert_eq!(kinds(&w), [WarningKind::TruncatedMember]);
+        assert!(parts[0].starts_with(&ms[0].data) && !ms[0].data.is_empty());
+        let mut bad = file.clone();
+        bad[100] ^= 0x10;
+        let (_, r, w) = decode(&bad, DecoderOptions::default());
+        r.unwrap();
+        assert!(kinds(&w).contains(&WarningKind::BadChecksum), "{w:?}");
+    }
+
+    #[test]
+    fn mixed_codecs_in_one_file() {
+        let parts = records();
+        let mut file = Vec::new();
+        let mut offsets = Vec::new();
+        let mut codecs = Vec::new();
+        for (i, p) in parts.iter().enumerate() {
+            offsets.push(file.len() as u64);
+            let (m, c) = match i % 3 {
+                0 => (gz(p), Codec::Gzip),
+                1 => (zst(p), Codec::Zstd),
+                _ => (lz4_frame(p, 4, true, false, true, false), Codec::Lz4),
+            };
+            file.extend(m);
+            codecs.push(c);
+        }
+        let ms = decode_clean(&file);
+        assert_eq!(ms.iter().map(|m| m.codec).collect::<Vec<_>>(), codecs);
+        for (i, m) in ms.iter().enumerate() {
+            assert_eq!(m.offset, offsets[i]);
+            assert_eq!(m.data, parts[i]);
+        }
+    }
+
+    #[test]
+    fn damaged_inputs_never_panic_and_stay_bounded() {
+        let parts = records();
+        let mut file = Vec::new();
+        for (i, p) in parts.iter().enumerate() {
+            file.extend(match i % 3 {
+                0 => gz(p),
+                1 => zst(p),
+                _ => lz4_frame(p, 4, i % 2 == 0, true, true, true),
+            });
+        }
+        let total: usize = parts.iter().map(Vec::len).sum();
+        let mut seed = 99u64;
+        for round in 0..300 {
+            let mut bad = file.clone();
+            for _ in 0..1 + round % 4 {
+                seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                let at = (seed >> 33) as usize % bad.len();
+                bad[at] ^= (seed >> 20) as u8 | 1;
+            }
+            if round % 5 == 0 {
+                bad.truncate((seed >> 40) as usize % bad.len());
+            }
+            for o in [DecoderOptions::default(), strict(), small(64)] {
+                let (ms, _, _) = decode(&bad, o);
+                let out: usize = ms.iter().map(|m| m.data.len()).sum();
+                // Resync may decode some bytes twice; never much more.
+                assert!(out <= 3 * total + (1 << 20), "round {round}: {out}");
+                for w in ms.windows(2) {
+                    assert!(w[0].offset < w[1].offset);
+                    assert!(
+                        w[0].end.is_some_and(|e| e <= w[1].offset),
+                        "{:?}",
+                        (w[0].end, w[1].offset)
+                    );
+                }
+                for m in &ms {
+                    assert!(m.end.is_some_and(|e| e > m.offset && e <= bad.len() as u64));
+                }
+            }
+        }
+    }
+
+    /// A reader failing with a (non-`Interrupted`) error every few calls.
+    struct Flaky<'a> {
+        data: &'a [u8],
+        calls: usize,
+    }
+
+    impl Read for Flaky<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            self.calls += 1;
+            if self.calls.is_multiple_of(3) {
+                return Err(io::Error::other("flaky"));
+            }
+            let n = 7.min(buf.len()).min(self.data.len());
+            buf[..n].copy_from_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            Ok(n)
+        }
+    }
+
+    /// Retries each call until it does not fail with an I/O error.
+    fn retry<T>(mut f: impl FnMut() -> crate::Result<T>) -> T {
+        for _ in 0..1000 {
+            match f() {
+                Ok(v) => return v,
+                Err(e) => assert!(e.is_io_error(), "{e}"),
+            }
+        }
+        panic!("no progress")
+    }
+
+    #[test]
+    fn io_errors_can_be_retried() {
+        let parts = records();
+        let mut file = Vec::new();
+        for (i, p) in parts.iter().enumerate() {
+            file.extend(match i % 3 {
+                0 => gz(p),
+                1 => zst(p),
+                _ => lz4_frame(p, 4, true, true, true, true),
+            });
+        }
+        let clean = decode_clean(&file);
+        for input in [&file[..], &parts.concat()[..]] {
+            let mut d = Decoder::new(
+                Flaky {
+                    data: input,
+                    calls: 0,
+                },
+                small(64),
+            );
+            let mut ms = Vec::new();
+            while retry(|| d.next_member()) {
+                let mut data = Vec::new();
+                loop {
+                    let chunk = retry(|| d.fill_buf().map(<[u8]>::to_vec));
+                    if chunk.is_empty() {
+                        break;
+                    }
+                    data.extend_from_slice(&chunk);
+                    d.consume(chunk.len());
+                }
+                ms.push(M {
+                    offset: d.member_offset(),
+                    end: d.member_end(),
+                    codec: d.codec(),
+                    data,
+                });
+            }
+            let mut w = Vec::new();
+            d.drain_warnings(&mut w);
+            assert!(w.is_empty(), "{w:?}");
+            if input.len() == file.len() {
+                assert_eq!(ms, clean);
+            } else {
+                assert_eq!(ms.len(), 1);
+                assert_eq!(ms[0].data, input);
+            }
+        }
+    }
+
+    #[test]
+    fn damage_seen_late_resyncs_from_the_member_start() {
+        // A member cut short runs into the next one: inflate reads the next
+        // member's bytes as its own and fails only there. The next member
+        // is found again by searching from the damaged member's start.
+        let parts = records();
+        let a = gz(&parts[5]);
+        let b = gz(&parts[6]);
+        let c = gz(&parts[7]);
+        let mut file = a[..a.len() / 2].to_vec();
+        let b_at = file.len() as u64;
+        file.extend(&b);
+        file.extend(&c);
+        let (ms, r, w) = decode(&file, DecoderOptions::default());
+        r.unwrap();
+        assert_eq!(
+            w.first().map(|w| (w.kind, w.offset)),
+            Some((WarningKind::DamagedMember, 0))
+        );
+        assert_eq!(ms.len(), 3, "{w:?}");
+        assert_eq!(ms[0].end, Some(b_at));
+        assert_eq!((ms[1].offset, &ms[1].data), (b_at, &parts[6]));
+        assert_eq!(ms[2].data, parts[7]);
+    }
+
+    #[test]
+    fn lz4_blocks_larger_than_the_input_buffer() {
+        let mut seed = 5u32;
+        let data: Vec<u8> = (0..5_000_000)
+            .map(|i| {
+                seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12345);
+                if i % 3 == 0 { (seed >> 24) as u8 } else { b'a' }
+            })
+            .collect();
+        let frame = lz4_frame(&data, 7, true, true, true, true);
+        let mut d = Decoder::new(&frame[..], DecoderOptions::default());
+        assert_eq!(read_member(&mut d).unwrap(), data);
+        assert_eq!(d.member_end(), Some(frame.len() as u64));
+        let (inb, outb) = d.buffer_sizes();
+        assert!(inb > 1 << 20 && inb <= lz4::MAX_BLOCK + 8, "{inb}");
+        assert!(outb <= lz4::MAX_BLOCK + lz4::HISTORY, "{outb}");
+    }
+
+    fn fixture(path: &str) -> Vec<u8> {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../../shared/fixtures")
+            .join(path);
+        std::fs::read(&p).unwrap_or_else(|e| panic!("fixture {}: {e}", p.display()))
+    }
+
+    fn all_bytes(ms: &[M]) -> Vec<u8> {
+        ms.iter().flat_map(|m| m.data.iter().copied()).collect()
+    }
+
+    fn multigz(file: &[u8]) -> Vec<u8> {
+        let mut v = Vec::new();
+        flate2::read::MultiGzDecoder::new(file)
+            .read_to_end(&mut v)
+            .unwrap();
+        v
+    }
+
+    fn contiguous(ms: &[M], len: usize) {
+        assert_eq!(ms.first().map(|m| m.offset), Some(0));
+        for w in ms.windows(2) {
+            assert_eq!(w[0].end, Some(w[1].offset));
+        }
+        assert_eq!(ms.last().and_then(|m| m.end), Some(len as u64));
+    }
+
+    #[test]
+    fn resiliparse_fixtures_agree() {
+        for name in ["warcfile.warc", "block-sized-records.warc"] {
+            let gzf = fixture(&format!("resiliparse/{name}.gz"));
+            let lzf = fixture(&format!("resiliparse/{name}.lz4"));
+            let g = decode_clean(&gzf);
+            let l = decode_clean(&lzf);
+            contiguous(&g, gzf.len());
+            contiguous(&l, lzf.len());
+            assert!(g.iter().all(|m| m.codec == Codec::Gzip));
+            assert!(l.iter().all(|m| m.codec == Codec::Lz4));
+            let gb = all_bytes(&g);
+            assert_eq!(gb, multigz(&gzf));
+            assert_eq!(gb, all_bytes(&l));
+            assert!(gb.starts_with(b"WARC/1."));
+            if name == "block-sized-records.warc" {
+                assert_eq!(gb, fixture("resiliparse/block-sized-records.warc"));
+            }
+        }
+    }
+
+    #[test]
+    fn pywb_whole_file_gzip_and_other_gzip_fixtures() {
+        let f = fixture("pywb/example-bad.warc.gz.bad");
+        let ms = decode_clean(&f);
+        assert_eq!(ms.len(), 1);
+        assert_eq!(ms[0].end, Some(f.len() as u64));
+        assert_eq!(ms[0].data, multigz(&f));
+        for name in [
+            "pywb/example.warc.gz",
+            "pywb/iana.warc.gz",
+            "warcio/example.warc.gz",
+            "warcat/at.warc.gz",
+        ] {
+            let f = fixture(name);
+            let ms = decode_clean(&f);
+            contiguous(&ms, f.len());
+            assert_eq!(all_bytes(&ms), multigz(&f), "{name}");
+        }
+    }
 }

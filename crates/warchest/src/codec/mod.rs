@@ -20,7 +20,7 @@ mod lz4;
 mod zstd_frame;
 
 pub use decoder::{Decoder, DecoderOptions};
-pub use gzip::{GzipHeader, parse_gzip_header};
+pub use gzip::{GzipHeader, GzipTrailer, MAX_KEPT_FIELD, parse_gzip_header};
 
 /// The compression of one member, as sniffed from its first bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]

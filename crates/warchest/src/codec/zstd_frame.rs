@@ -1,1 +1,159 @@
+//! zstd frames (RFC 8878): recognising frame headers and skippable frames,
+//! and the dictionary frame of the `.warc.zst` convention. The frames
+//! themselves are decoded by the zstd library through its streaming API.
 
+use zstd::zstd_safe::{DCtx, DParameter, InBuffer, OutBuffer};
+
+/// A zstd frame's magic number, as stored.
+pub(crate) const MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+
+/// The skippable frame that holds the dictionary of a `.warc.zst` file.
+pub(crate) const DICT_FRAME_MAGIC: u32 = 0x184D_2A5D;
+
+/// The window log zstd itself accepts at most and at least, to which
+/// [`super::DecoderOptions::max_zstd_window_log`] is clamped.
+pub(crate) const WINDOW_LOG_RANGE: (u32, u32) = (10, 31);
+
+/// The magic number of a skippable frame at the start of `bytes`, if any.
+pub(crate) fn skippable_magic(bytes: &[u8]) -> Option<u32> {
+    let m = u32::from_le_bytes(bytes.get(..4)?.try_into().ok()?);
+    (m & 0xFFFF_FFF0 == 0x184D_2A50).then_some(m)
+}
+
+/// What the start of a zstd frame looks like.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FrameStart {
+    /// A plausible frame: valid header and a valid first block header.
+    Ok,
+    /// `bytes` ends too early to tell; this many are needed.
+    Short(usize),
+}
+
+/// Checks the frame header at the start of `bytes` (magic included) and the
+/// header of its first block, as far as that can be done without decoding:
+/// enough to tell a real frame from a magic number occurring by chance in
+/// garbage.
+pub(crate) fn check_frame_start(bytes: &[u8]) -> Result<FrameStart, &'static str> {
+    match bytes.get(..4) {
+        None => return Ok(FrameStart::Short(5)),
+        Some(m) if m != MAGIC => return Err("not a zstd frame"),
+        Some(_) => {}
+    }
+    let Some(&fhd) = bytes.get(4) else {
+        return Ok(FrameStart::Short(5));
+    };
+    if fhd & 0x08 != 0 {
+        return Err("reserved bit of the zstd frame header is set");
+    }
+    let single_segment = fhd & 0x20 != 0;
+    let dict_len = [0, 1, 2, 4][usize::from(fhd & 3)];
+    let fcs_len = match fhd >> 6 {
+        0 if single_segment => 1,
+        0 => 0,
+        1 => 2,
+        2 => 4,
+        _ => 8,
+    };
+    let header_len = 5 + usize::from(!single_segment) + dict_len + fcs_len;
+    // The first block header follows (3 bytes, little-endian; type 3 is
+    // reserved).
+    let need = header_len + 3;
+    let Some(block) = bytes.get(header_len..need) else {
+        return Ok(FrameStart::Short(need));
+    };
+    if (block[0] >> 1) & 3 == 3 {
+        return Err("first block of the zstd frame has the reserved type");
+    }
+    Ok(FrameStart::Ok)
+}
+
+/// A decompression context with the window limit set.
+pub(crate) fn new_dctx(max_window_log: u32) -> Result<DCtx<'static>, String> {
+    let mut d = DCtx::try_create().ok_or("cannot create a zstd decompression context")?;
+    d.set_parameter(DParameter::WindowLogMax(max_window_log))
+        .map_err(|c| {
+            format!(
+                "cannot set the zstd window limit: {}",
+                zstd::zstd_safe::get_error_name(c)
+            )
+        })?;
+    Ok(d)
+}
+
+/// The dictionary held by a dictionary frame's payload: the payload itself,
+/// or, when it is a zstd frame, its decompressed content (at most `max`
+/// bytes).
+pub(crate) fn dictionary_from_payload(
+    payload: Vec<u8>,
+    max: usize,
+    max_window_log: u32,
+) -> Result<Vec<u8>, String> {
+    if !payload.starts_with(&MAGIC) {
+        return Ok(payload);
+    }
+    let mut d = new_dctx(max_window_log)?;
+    let mut out = Vec::new();
+    let mut chunk = vec![0u8; 64 * 1024];
+    let mut input = InBuffer::around(&payload);
+    loop {
+        let before = input.pos();
+        let mut o = OutBuffer::around(&mut chunk[..]);
+        let r = d.decompress_stream(&mut o, &mut input).map_err(|c| {
+            format!(
+                "the compressed dictionary does not decompress: {}",
+                zstd::zstd_safe::get_error_name(c)
+            )
+        })?;
+        let n = o.pos();
+        if out.len() + n > max {
+            return Err(format!(
+                "the dictionary is larger than the limit of {max} bytes"
+            ));
+        }
+        out.extend_from_slice(chunk.get(..n).unwrap_or_default());
+        if r == 0 {
+            return Ok(out);
+        }
+        if n == 0 && input.pos() == before {
+            return Err("the compressed dictionary is truncated".to_owned());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frame_start_checks() {
+        let f = zstd::stream::encode_all(&b"hello hello hello"[..], 3).unwrap();
+        assert_eq!(check_frame_start(&f), Ok(FrameStart::Ok));
+        assert!(matches!(
+            check_frame_start(&f[..4]),
+            Ok(FrameStart::Short(5))
+        ));
+        let mut bad = f.clone();
+        bad[4] |= 0x08;
+        assert!(check_frame_start(&bad).is_err());
+        assert_eq!(
+            skippable_magic(&[0x5d, 0x2a, 0x4d, 0x18]),
+            Some(DICT_FRAME_MAGIC)
+        );
+        assert_eq!(skippable_magic(&[0x5d, 0x2a, 0x4d, 0x19]), None);
+    }
+
+    #[test]
+    fn compressed_dictionary_is_bounded() {
+        let dict = vec![7u8; 10_000];
+        let packed = zstd::stream::encode_all(&dict[..], 3).unwrap();
+        assert_eq!(
+            dictionary_from_payload(packed.clone(), 10_000, 27).unwrap(),
+            dict
+        );
+        assert!(dictionary_from_payload(packed, 9_999, 27).is_err());
+        assert_eq!(
+            dictionary_from_payload(b"raw".to_vec(), 0, 27).unwrap(),
+            b"raw"
+        );
+    }
+}
