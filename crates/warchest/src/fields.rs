@@ -109,7 +109,10 @@ impl<'a> Field<'a> {
         while let Some(nl) = memchr::memchr(b'\n', rest) {
             out.extend_from_slice(trim_end(&rest[..nl]));
             rest = trim_start(&rest[nl + 1..]);
-            out.push(b' ');
+            // A value may begin on a continuation line: no space before it.
+            if !out.is_empty() {
+                out.push(b' ');
+            }
         }
         out.extend_from_slice(rest);
         Cow::Owned(out)
@@ -274,7 +277,12 @@ impl Fields {
                         });
                         bare_lf_reported = true;
                     }
-                    (if crlf { nl - 1 } else { nl }, nl + 1)
+                    // Strip every CR before the LF: CR CR LF line ends occur.
+                    let mut ce = nl;
+                    while ce > pos && buf[ce - 1] == b'\r' {
+                        ce -= 1;
+                    }
+                    (ce, nl + 1)
                 }
                 None => (len, len),
             };
@@ -717,6 +725,8 @@ mod tests {
         assert_eq!(f.value("a").unwrap(), "one two three");
         assert_eq!(f.get("a").unwrap().raw_value(), b"one\r\n  two\r\n\tthree");
         assert_eq!(f.value("b").unwrap(), "x");
+        let (f, _) = parse(b"WARC-Type: \r\n\twarcinfo\r\n", 0);
+        assert_eq!(f.value("warc-type").unwrap(), "warcinfo");
     }
 
     #[test]

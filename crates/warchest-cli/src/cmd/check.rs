@@ -104,9 +104,9 @@ fn describe(what: &str, s: &DigestStatus) -> Option<String> {
         DigestStatus::Malformed { recorded, error } => {
             Some(format!("{what} digest {recorded:?} unreadable: {error}"))
         }
-        DigestStatus::UnknownAlgorithm { recorded } => {
-            Some(format!("{what} digest {recorded:?}: unknown algorithm, not checked"))
-        }
+        DigestStatus::UnknownAlgorithm { recorded } => Some(format!(
+            "{what} digest {recorded:?}: unknown algorithm, not checked"
+        )),
         _ => None,
     }
 }

@@ -40,7 +40,11 @@ impl Version {
 
     /// Parses a version line such as `WARC/1.1` (line end already removed).
     pub fn parse_line(line: &[u8]) -> Option<Version> {
-        let rest = line.strip_prefix(b"WARC/")?;
+        // The name is matched in any case: JWAT's valid samples hold `warc/1.0`.
+        let rest = line
+            .get(..5)
+            .filter(|p| p.eq_ignore_ascii_case(b"WARC/"))
+            .and_then(|_| line.get(5..))?;
         let rest = trim_ascii_end(rest);
         let dot = rest.iter().position(|&b| b == b'.')?;
         let num = |b: &[u8]| -> Option<u16> {

@@ -161,6 +161,11 @@ impl Reader<Decoder<File>> {
     }
 }
 
+/// True when `buf` starts with `WARC/` (any letter case, as JWAT accepts).
+fn is_record_start(buf: &[u8]) -> bool {
+    buf.len() >= 5 && buf[..5].eq_ignore_ascii_case(b"WARC/")
+}
+
 fn is_crlf(b: u8) -> bool {
     b == b'\r' || b == b'\n'
 }
@@ -310,8 +315,8 @@ impl<S: Source> Reader<S> {
             let buf = self.src.fill_buf()?;
             let len = buf.len();
             let n = buf.iter().take_while(|&&b| is_crlf(b)).count();
-            let starts =
-                buf.starts_with(b"WARC/") || (n == 0 && len < 5 && b"WARC/".starts_with(buf));
+            let starts = is_record_start(buf)
+                || (n == 0 && len < 5 && b"WARC/"[..len].eq_ignore_ascii_case(buf));
             if len == 0 {
                 if !self.src.next_member()? {
                     if blank > 0 && !self.opts.strict {
@@ -373,6 +378,8 @@ impl<S: Source> Reader<S> {
         const PAT: &[u8; 5] = b"WARC/";
         let mut consumed = 0u64;
         let mut m = 0usize;
+        // The bytes matched so far, as written (any case).
+        let mut matched = [0u8; 6];
         let found = loop {
             let buf = self.src.fill_buf()?;
             if buf.is_empty() {
@@ -386,8 +393,9 @@ impl<S: Source> Reader<S> {
             let mut found_at: Option<isize> = None;
             while i < buf.len() {
                 if m == 0 {
-                    match memchr::memchr(b'W', &buf[i..]) {
+                    match memchr::memchr2(b'W', b'w', &buf[i..]) {
                         Some(k) => {
+                            matched[0] = buf[i + k];
                             i += k + 1;
                             m = 1;
                         }
@@ -402,6 +410,7 @@ impl<S: Source> Reader<S> {
                     b.is_ascii_digit()
                 };
                 if ok {
+                    matched[m] = b;
                     m += 1;
                     i += 1;
                     if m == 6 {
@@ -422,7 +431,7 @@ impl<S: Source> Reader<S> {
                     // The match began in earlier buffers, already consumed.
                     let k = at.unsigned_abs();
                     self.carry.clear();
-                    self.carry.extend_from_slice(&PAT[..k]);
+                    self.carry.extend_from_slice(&matched[..k]);
                     break true;
                 }
                 None => {
@@ -516,8 +525,12 @@ impl<S: Source> Reader<S> {
                         buf.len().checked_sub(k - nl).map(|i| buf[i])
                     }
                 };
-                let prev = at(1);
-                if prev == Some(b'\n') || (prev == Some(b'\r') && at(2) == Some(b'\n')) {
+                // An empty line: LF, any CRs, LF (CR CR LF line ends are seen).
+                let mut k = 1;
+                while at(k) == Some(b'\r') {
+                    k += 1;
+                }
+                if k < 64 && at(k) == Some(b'\n') {
                     end = Some(nl + 1);
                     break;
                 }
@@ -710,7 +723,7 @@ impl<S: Source> Reader<S> {
         if more {
             // A record-at-a-time file whose next member starts a record: the
             // Content-Length was too large, not the record split.
-            let next_is_record = self.src.fill_buf()?.starts_with(b"WARC/");
+            let next_is_record = is_record_start(self.src.fill_buf()?);
             if next_is_record && at_start && !self.opts.strict {
                 self.warn(
                     WarningKind::BadContentLength,

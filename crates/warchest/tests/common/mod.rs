@@ -1,0 +1,57 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+/// `../shared/fixtures`, beside the repository. The tests need it: CI
+/// checks the repository out with shared/ beside it.
+pub fn fixtures() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures");
+    assert!(
+        dir.is_dir(),
+        "fixtures not found at {}: clone the repository with shared/ beside it",
+        dir.display()
+    );
+    dir.canonicalize().expect("fixtures dir")
+}
+
+/// Every fixture file whose name ends in one of `exts`, sorted.
+pub fn fixture_files(exts: &[&str]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let root = fixtures();
+    for sub in std::fs::read_dir(&root).expect("read fixtures") {
+        let sub = sub.expect("entry").path();
+        if !sub.is_dir() {
+            continue;
+        }
+        for f in std::fs::read_dir(&sub).expect("read fixture dir") {
+            let f = f.expect("entry").path();
+            let name = f
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or("")
+                .to_string();
+            if f.is_file() && exts.iter().any(|e| name.ends_with(e)) {
+                out.push(f);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Every WARC fixture (plain, gzip, LZ4, and the whole-file gzip `.bad` ones).
+pub fn warc_fixtures() -> Vec<PathBuf> {
+    fixture_files(&[
+        ".warc",
+        ".warc.gz",
+        ".warc.lz4",
+        ".warc.zst",
+        ".warc.gz.bad",
+    ])
+}
+
+/// A fixture by its path under fixtures/.
+pub fn fixture(rel: &str) -> PathBuf {
+    fixtures().join(rel)
+}
