@@ -5,12 +5,13 @@ use std::io::BufRead;
 
 use serde::Serialize;
 
+use crate::archive;
 use crate::codec::Source;
 use crate::digest::{Digest, Hasher};
 use crate::error::{Error, Result};
 use crate::http::{BlockDigester, PayloadMatch};
 use crate::limits::Limits;
-use crate::warc::{PayloadKind, Record, RecordType};
+use crate::warc::{PayloadKind, RecordType, WarcHeader};
 
 /// How a recorded digest compares with the bytes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -121,91 +122,129 @@ enum PayloadCheck {
     Http(Digest, Box<BlockDigester>),
 }
 
+/// Checks a record's digests from its block bytes, fed in pieces.
+pub struct Checker {
+    block_rec: Recorded,
+    block: Option<Hasher>,
+    payload_status: Option<DigestStatus>,
+    payload: PayloadCheck,
+    len: u64,
+}
+
+impl Checker {
+    /// A checker for the record with header `h`.
+    pub fn new(h: &WarcHeader, limits: &Limits) -> Checker {
+        let block_rec = recorded(h.block_digest());
+        let block = match &block_rec {
+            Recorded::Check(d) => d.algorithm().map(Hasher::new),
+            Recorded::Status(_) => None,
+        };
+        let segmented = h.segment_number().is_some() || h.record_type() == RecordType::Continuation;
+        let mut payload_status = None;
+        let mut payload = PayloadCheck::None;
+        match recorded(h.payload_digest()) {
+            Recorded::Status(s) => payload_status = Some(s),
+            Recorded::Check(_) if h.record_type() == RecordType::Revisit || segmented => {
+                payload_status = Some(DigestStatus::NotApplicable)
+            }
+            Recorded::Check(d) => {
+                let alg = d.algorithm().unwrap_or(crate::digest::Algorithm::Sha1);
+                payload = match h.payload_kind() {
+                    PayloadKind::HttpBody => {
+                        PayloadCheck::Http(d, Box::new(BlockDigester::new(alg, *limits)))
+                    }
+                    // A payload digest on a record without a payload of its
+                    // own (metadata, warcinfo) can only mean the whole block.
+                    PayloadKind::Block | PayloadKind::None => {
+                        PayloadCheck::Block(d, Box::new(Hasher::new(alg)))
+                    }
+                };
+            }
+        }
+        Checker {
+            block_rec,
+            block,
+            payload_status,
+            payload,
+            len: 0,
+        }
+    }
+
+    /// Feeds the next block bytes.
+    pub fn update(&mut self, buf: &[u8]) {
+        if let Some(h) = &mut self.block {
+            h.update(buf);
+        }
+        match &mut self.payload {
+            PayloadCheck::None => {}
+            PayloadCheck::Block(_, h) => h.update(buf),
+            PayloadCheck::Http(_, d) => d.update(buf),
+        }
+        self.len += buf.len() as u64;
+    }
+
+    /// The result.
+    pub fn finish(self) -> RecordCheck {
+        let block = match (self.block_rec, self.block) {
+            (Recorded::Check(d), Some(h)) => compare(&d, &h.finalize()),
+            (Recorded::Status(s), _) => s,
+            (Recorded::Check(_), None) => DigestStatus::Absent,
+        };
+        let payload = match self.payload_status {
+            Some(s) => s,
+            None => match self.payload {
+                PayloadCheck::None => DigestStatus::Absent,
+                PayloadCheck::Block(d, h) => compare(&d, &h.finalize()),
+                PayloadCheck::Http(d, bd) => {
+                    let (_, digests) = bd.finish();
+                    match digests.check(&d) {
+                        PayloadMatch::Payload => DigestStatus::Valid,
+                        PayloadMatch::RawChunked => DigestStatus::ValidRawChunked,
+                        _ => compare(&d, &digests.payload),
+                    }
+                }
+            },
+        };
+        RecordCheck {
+            block,
+            payload,
+            block_len: self.len,
+        }
+    }
+
+    /// Feeds all of `block` and gives the result.
+    ///
+    /// # Errors
+    /// Reading the block failed.
+    pub fn run(mut self, block: &mut impl BufRead) -> Result<RecordCheck> {
+        loop {
+            let buf = block.fill_buf().map_err(Error::from)?;
+            if buf.is_empty() {
+                break;
+            }
+            let n = buf.len();
+            self.update(buf);
+            block.consume(n);
+        }
+        Ok(self.finish())
+    }
+}
+
 /// Reads the rest of `rec`'s block and checks its digests. Call it before
 /// reading any of the block.
 ///
 /// # Errors
 /// Reading the block failed (I/O, or corrupt compression in strict mode).
-pub fn check_record<S: Source>(rec: &mut Record<'_, S>, limits: &Limits) -> Result<RecordCheck> {
-    let h = rec.header();
-    let block_rec = recorded(h.block_digest());
-    let mut block_hasher = match &block_rec {
-        Recorded::Check(d) => d.algorithm().map(Hasher::new),
-        Recorded::Status(_) => None,
-    };
-    let payload_rec = recorded(h.payload_digest());
-    let segmented = h.segment_number().is_some() || h.record_type() == RecordType::Continuation;
-    let mut payload_status = None;
-    let mut payload = PayloadCheck::None;
-    match payload_rec {
-        Recorded::Status(s) => payload_status = Some(s),
-        Recorded::Check(_) if h.record_type() == RecordType::Revisit || segmented => {
-            payload_status = Some(DigestStatus::NotApplicable)
-        }
-        Recorded::Check(d) => {
-            let alg = d.algorithm().unwrap_or(crate::digest::Algorithm::Sha1);
-            payload = match h.payload_kind() {
-                PayloadKind::HttpBody => {
-                    PayloadCheck::Http(d, Box::new(BlockDigester::new(alg, *limits)))
-                }
-                // A payload digest on a record without a payload of its own
-                // (metadata, warcinfo) can only mean the whole block.
-                PayloadKind::Block | PayloadKind::None => {
-                    PayloadCheck::Block(d, Box::new(Hasher::new(alg)))
-                }
-            };
-        }
-    }
-    let mut block = rec.block();
-    let mut len = 0u64;
-    loop {
-        let buf = block.fill_buf().map_err(Error::from)?;
-        if buf.is_empty() {
-            break;
-        }
-        if let Some(h) = &mut block_hasher {
-            h.update(buf);
-        }
-        match &mut payload {
-            PayloadCheck::None => {}
-            PayloadCheck::Block(_, h) => h.update(buf),
-            PayloadCheck::Http(_, d) => d.update(buf),
-        }
-        let n = buf.len();
-        len += n as u64;
-        block.consume(n);
-    }
-    let block_status = match (block_rec, block_hasher) {
-        (Recorded::Check(d), Some(h)) => compare(&d, &h.finalize()),
-        (Recorded::Status(s), _) => s,
-        (Recorded::Check(_), None) => DigestStatus::Absent,
-    };
-    let payload_status = match payload_status {
-        Some(s) => s,
-        None => match payload {
-            PayloadCheck::None => DigestStatus::Absent,
-            PayloadCheck::Block(d, h) => compare(&d, &h.finalize()),
-            PayloadCheck::Http(d, bd) => {
-                let (_, digests) = bd.finish();
-                match digests.check(&d) {
-                    PayloadMatch::Payload => DigestStatus::Valid,
-                    PayloadMatch::RawChunked => DigestStatus::ValidRawChunked,
-                    _ => compare(&d, &digests.payload),
-                }
-            }
-        },
-    };
-    Ok(RecordCheck {
-        block: block_status,
-        payload: payload_status,
-        block_len: len,
-    })
+pub fn check_record<S: Source>(
+    rec: &mut archive::Record<'_, S>,
+    limits: &Limits,
+) -> Result<RecordCheck> {
+    Checker::new(rec.header(), limits).run(&mut rec.block())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::warc::Reader;
     use crate::write::{Body, NewRecord, Writer, WriterOptions};
 
     fn written(fields: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
@@ -228,7 +267,7 @@ mod tests {
     }
 
     fn check_first(data: &[u8]) -> RecordCheck {
-        let mut r = Reader::new(data);
+        let mut r = crate::archive::Reader::new(data).unwrap();
         let mut rec = r.next_record().unwrap().unwrap();
         check_record(&mut rec, &Limits::default()).unwrap()
     }

@@ -11,6 +11,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod archive;
 pub mod check;
 pub mod codec;
 pub mod digest;

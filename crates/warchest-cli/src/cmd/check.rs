@@ -4,8 +4,8 @@ use std::io::{self, Write};
 
 use anyhow::Result;
 use serde::Serialize;
+use warchest::archive::Reader;
 use warchest::check::{DigestStatus, RecordCheck, check_record};
-use warchest::warc::Reader;
 
 use crate::input;
 use crate::report::{Global, Outcome, file_error};
@@ -119,7 +119,7 @@ fn check_file(
     let inp = input::open(name)?;
     let opts = g.reader_options(name);
     let limits = opts.limits;
-    let mut reader = Reader::with_options(inp.reader, opts);
+    let mut reader = Reader::with_options(inp.reader, opts)?;
     let mut sum = Summary::default();
     let stdout = io::stdout();
     let mut out = stdout.lock();

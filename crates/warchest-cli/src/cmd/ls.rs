@@ -4,7 +4,7 @@ use std::io::{self, BufWriter, Write};
 
 use anyhow::Result;
 use serde::Serialize;
-use warchest::warc::Reader;
+use warchest::archive::Reader;
 
 use crate::input;
 use crate::report::{Global, Outcome, file_error};
@@ -63,7 +63,7 @@ fn list(
     out: &mut impl Write,
 ) -> Result<Outcome, Box<dyn std::error::Error + Send + Sync>> {
     let inp = input::open(name)?;
-    let mut reader = Reader::with_options(inp.reader, g.reader_options(name));
+    let mut reader = Reader::with_options(inp.reader, g.reader_options(name))?;
     loop {
         let rec = match reader.next_record() {
             Ok(Some(r)) => r,

@@ -59,6 +59,10 @@ pub struct DecoderOptions {
     /// (xxHash32) of LZ4 frames. gzip's ISIZE and header CRC16 are checked
     /// either way; zstd checks its own frame checksum always.
     pub verify_checksums: bool,
+    /// Stored offset of the first byte the reader gives (default 0): set it
+    /// when the reader was positioned inside a file (`extract --offset`), so
+    /// every offset reported stays an offset in the file.
+    pub start_offset: u64,
 }
 
 impl Default for DecoderOptions {
@@ -70,6 +74,7 @@ impl Default for DecoderOptions {
             zstd_dictionary: None,
             max_zstd_dictionary_size: 32 << 20,
             verify_checksums: true,
+            start_offset: 0,
         }
     }
 }
@@ -297,6 +302,8 @@ pub struct Decoder<R> {
     state: State,
     codec: Codec,
     member_offset: u64,
+    /// See [`DecoderOptions::start_offset`].
+    start_offset: u64,
     member_pos: u64,
     /// Stored end of the current member (valid in `Done` and `End`).
     end: u64,
@@ -353,16 +360,17 @@ impl<R: Read> Decoder<R> {
             inbuf: vec![0; opts.buffer_size.max(MIN_BUFFER)],
             in_start: 0,
             in_end: 0,
-            base: 0,
+            base: opts.start_offset,
+            start_offset: opts.start_offset,
             eof: false,
             out: Vec::new(),
             out_start: 0,
             out_end: 0,
             state: State::Start,
             codec: Codec::None,
-            member_offset: 0,
+            member_offset: opts.start_offset,
             member_pos: 0,
-            end: 0,
+            end: opts.start_offset,
             compressed_seen: false,
             warnings: Vec::new(),
             dropped_warnings: 0,
@@ -695,9 +703,9 @@ impl<R: Read> Decoder<R> {
                     self.at_end();
                     return Ok(false);
                 }
-                None if !self.compressed_seen && boundary == 0 => {
+                None if !self.compressed_seen && boundary == self.start_offset => {
                     self.codec = Codec::None;
-                    self.member_offset = 0;
+                    self.member_offset = self.start_offset;
                     self.state = State::Plain;
                     return Ok(true);
                 }

@@ -1,0 +1,280 @@
+//! Any web archive, its format sniffed from the first decompressed bytes.
+//!
+//! Commands that work on every format (ls, extract, index, stats, check)
+//! read through [`Reader`]: every record, whatever its format, is seen as a
+//! WARC header (for ARC and Web InfoMall records, the header their
+//! conversion to WARC would carry: the mapping lives in their modules) plus
+//! a streamed block. Format-specific readers stay available for what only
+//! one format has.
+
+use std::fs::File;
+use std::io::{self, BufRead, Read};
+use std::path::Path;
+
+use crate::codec::{Decoder, Source};
+use crate::error::{Error, Result, Warning};
+use crate::warc::{self, ReaderOptions, RecordEnd, RecordLocation, WarcHeader};
+
+/// The formats warchest reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum Format {
+    /// WARC, any version.
+    Warc,
+    /// ARC v1 or v2 (Internet Archive).
+    Arc,
+    /// Web InfoMall (Tianwang) page storage.
+    InfoMall,
+}
+
+impl Format {
+    /// Sniffs the format from the first decompressed bytes of a file
+    /// (leading white space skipped). `None` when no format is recognised.
+    pub fn sniff(bytes: &[u8]) -> Option<Format> {
+        let start = bytes.iter().position(|b| !b.is_ascii_whitespace())?;
+        let b = &bytes[start..];
+        let starts = |p: &[u8]| b.len() >= p.len() && b[..p.len()].eq_ignore_ascii_case(p);
+        if starts(b"WARC/") {
+            Some(Format::Warc)
+        } else if starts(b"filedesc://") {
+            Some(Format::Arc)
+        } else if starts(b"version:") {
+            Some(Format::InfoMall)
+        } else {
+            None
+        }
+    }
+
+    /// The lower-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Warc => "warc",
+            Format::Arc => "arc",
+            Format::InfoMall => "infomall",
+        }
+    }
+}
+
+enum Inner<S> {
+    Warc(warc::Reader<S>),
+}
+
+/// Reads records of any format.
+pub struct Reader<S> {
+    inner: Inner<S>,
+    format: Format,
+}
+
+impl<R: Read> Reader<Decoder<R>> {
+    /// A lenient reader over `reader`, compression and format sniffed.
+    ///
+    /// # Errors
+    /// Reading the first bytes failed.
+    pub fn new(reader: R) -> Result<Self> {
+        Reader::with_options(reader, ReaderOptions::default())
+    }
+
+    /// A reader over `reader` with `opts`.
+    ///
+    /// # Errors
+    /// Reading the first bytes failed.
+    pub fn with_options(reader: R, opts: ReaderOptions) -> Result<Self> {
+        let src = Decoder::new(reader, opts.decoder.clone());
+        Reader::from_source(src, opts)
+    }
+}
+
+impl Reader<Decoder<File>> {
+    /// Opens the file at `path` for lenient reading.
+    ///
+    /// # Errors
+    /// The file cannot be opened or read.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        Reader::open_with(path, ReaderOptions::default())
+    }
+
+    /// Opens the file at `path` with `opts` (its file name filled in).
+    ///
+    /// # Errors
+    /// The file cannot be opened or read.
+    pub fn open_with(path: impl AsRef<Path>, mut opts: ReaderOptions) -> Result<Self> {
+        let path = path.as_ref();
+        let f = File::open(path).map_err(|e| Error::from(e).in_file(path))?;
+        if opts.file.is_none() {
+            opts.file = Some(path.to_path_buf());
+        }
+        Reader::with_options(f, opts)
+    }
+}
+
+impl<S: Source> Reader<S> {
+    /// A reader over a source; the format is sniffed from its first bytes
+    /// (WARC when nothing is recognised: the WARC reader then reports what
+    /// it skips).
+    ///
+    /// # Errors
+    /// Reading the first bytes failed.
+    pub fn from_source(mut src: S, opts: ReaderOptions) -> Result<Self> {
+        let file = opts.file.clone();
+        let locate = |e: Error| match &file {
+            Some(f) => e.in_file(f),
+            None => e,
+        };
+        let format = Format::sniff(src.fill_buf().map_err(locate)?).unwrap_or(Format::Warc);
+        let inner = match format {
+            // Other formats plug in here.
+            _ => Inner::Warc(warc::Reader::from_source(src, opts)),
+        };
+        Ok(Reader { inner, format })
+    }
+
+    /// The format of the file.
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    /// The next record; what the caller leaves unread of the previous one is
+    /// skipped. `Ok(None)` at the end.
+    ///
+    /// # Errors
+    /// As [`warc::Reader::next_record`] and its peers.
+    pub fn next_record(&mut self) -> Result<Option<Record<'_, S>>> {
+        match &mut self.inner {
+            Inner::Warc(r) => Ok(r.next_record()?.map(Record::Warc)),
+        }
+    }
+
+    /// The warnings collected so far.
+    pub fn take_warnings(&mut self) -> Vec<Warning> {
+        match &mut self.inner {
+            Inner::Warc(r) => r.take_warnings(),
+        }
+    }
+
+    /// The WARC reader, when the file is WARC.
+    pub fn as_warc(&mut self) -> Option<&mut warc::Reader<S>> {
+        match &mut self.inner {
+            Inner::Warc(r) => Some(r),
+        }
+    }
+}
+
+/// A record of any format.
+#[non_exhaustive]
+pub enum Record<'r, S> {
+    /// A WARC record.
+    Warc(warc::Record<'r, S>),
+}
+
+impl<S: Source> Record<'_, S> {
+    /// The record's header as WARC fields (for ARC and InfoMall, the header
+    /// its WARC conversion carries).
+    pub fn header(&self) -> &WarcHeader {
+        match self {
+            Record::Warc(r) => r.header(),
+        }
+    }
+
+    /// Where the record is.
+    pub fn location(&self) -> RecordLocation {
+        match self {
+            Record::Warc(r) => r.location(),
+        }
+    }
+
+    /// The format of the record.
+    pub fn format(&self) -> Format {
+        match self {
+            Record::Warc(_) => Format::Warc,
+        }
+    }
+
+    /// The block, streamed.
+    pub fn block(&mut self) -> Block<'_, S> {
+        match self {
+            Record::Warc(r) => Block::Warc(r.block()),
+        }
+    }
+
+    /// Reads the rest of the block into memory.
+    ///
+    /// # Errors
+    /// As reading the block.
+    pub fn read_block(&mut self) -> Result<Vec<u8>> {
+        let mut v = Vec::new();
+        self.block().read_to_end(&mut v).map_err(Error::from)?;
+        Ok(v)
+    }
+
+    /// Skips what is left and says how the record ended.
+    ///
+    /// # Errors
+    /// As reading the block.
+    pub fn finish(self) -> Result<RecordEnd> {
+        match self {
+            Record::Warc(r) => r.finish(),
+        }
+    }
+}
+
+/// The block of a record of any format.
+#[non_exhaustive]
+pub enum Block<'a, S> {
+    /// A WARC block.
+    Warc(warc::BlockReader<'a, S>),
+}
+
+impl<S: Source> Read for Block<'_, S> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Block::Warc(b) => b.read(out),
+        }
+    }
+}
+
+impl<S: Source> BufRead for Block<'_, S> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        match self {
+            Block::Warc(b) => b.fill_buf(),
+        }
+    }
+
+    fn consume(&mut self, n: usize) {
+        match self {
+            Block::Warc(b) => b.consume(n),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sniffs_formats() {
+        assert_eq!(Format::sniff(b"WARC/1.0\r\n"), Some(Format::Warc));
+        assert_eq!(Format::sniff(b"\r\nwarc/1.0\r\n"), Some(Format::Warc));
+        assert_eq!(
+            Format::sniff(b"filedesc://x.arc 0.0.0.0 2005 text/plain 70\n"),
+            Some(Format::Arc)
+        );
+        assert_eq!(
+            Format::sniff(b"version: 1.0\nurl: http://a/\n"),
+            Some(Format::InfoMall)
+        );
+        assert_eq!(Format::sniff(b"<html>"), None);
+        assert_eq!(Format::sniff(b""), None);
+    }
+
+    #[test]
+    fn reads_warc_through_the_generic_reader() {
+        let data = b"WARC/1.1\r\nWARC-Type: resource\r\nContent-Length: 2\r\n\r\nhi\r\n\r\n";
+        let mut r = Reader::new(&data[..]).unwrap();
+        assert_eq!(r.format(), Format::Warc);
+        let mut rec = r.next_record().unwrap().unwrap();
+        assert_eq!(rec.read_block().unwrap(), b"hi");
+        assert_eq!(rec.finish().unwrap().stored_len, Some(data.len() as u64));
+        assert!(r.next_record().unwrap().is_none());
+    }
+}
