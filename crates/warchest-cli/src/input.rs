@@ -5,8 +5,6 @@ use std::io::{self, Read};
 
 /// An input stream, named for messages.
 pub struct Input {
-    /// The name: the path, or `-` for stdin.
-    pub name: String,
     /// The bytes.
     pub reader: Box<dyn Read + Send>,
 }
@@ -18,8 +16,5 @@ pub fn open(name: &str) -> io::Result<Input> {
     } else {
         Box::new(File::open(name).map_err(|e| io::Error::new(e.kind(), format!("{name}: {e}")))?)
     };
-    Ok(Input {
-        name: name.to_string(),
-        reader,
-    })
+    Ok(Input { reader })
 }

@@ -122,10 +122,8 @@ impl<S: Source> Reader<S> {
             None => e,
         };
         let format = Format::sniff(src.fill_buf().map_err(locate)?).unwrap_or(Format::Warc);
-        let inner = match format {
-            // Other formats plug in here.
-            _ => Inner::Warc(warc::Reader::from_source(src, opts)),
-        };
+        // ARC and InfoMall readers plug in here, chosen by `format`.
+        let inner = Inner::Warc(warc::Reader::from_source(src, opts));
         Ok(Reader { inner, format })
     }
 
