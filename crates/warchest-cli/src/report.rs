@@ -72,10 +72,10 @@ pub fn file_error(file: &str, e: &(dyn std::error::Error + 'static)) -> Outcome 
 pub fn is_broken_pipe(e: &(dyn std::error::Error + 'static)) -> bool {
     let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(err) = cur {
-        if let Some(io) = err.downcast_ref::<io::Error>() {
-            if io.kind() == io::ErrorKind::BrokenPipe {
-                return true;
-            }
+        if let Some(io) = err.downcast_ref::<io::Error>()
+            && io.kind() == io::ErrorKind::BrokenPipe
+        {
+            return true;
         }
         cur = err.source();
     }
