@@ -134,3 +134,115 @@ mod tests {
         assert_eq!(dig.raw_len, 0);
     }
 }
+
+/// Reads an HTTP head from the start of `block`, consuming exactly its
+/// bytes, so that `block` is left at the first byte of the body. Holds at
+/// most [`Limits::max_http_head`] bytes.
+///
+/// Returns `None`, having consumed what it looked at, when the block does
+/// not hold a whole head within the limit or the head is not HTTP.
+///
+/// # Errors
+/// Reading `block` failed.
+pub fn read_head(
+    block: &mut impl std::io::BufRead,
+    limits: &Limits,
+) -> std::io::Result<Option<HttpHead>> {
+    let mut buf = Vec::new();
+    let mut finder = HeadFinder::new();
+    loop {
+        let chunk = block.fill_buf()?;
+        if chunk.is_empty() {
+            return Ok(None);
+        }
+        let before = buf.len();
+        let room = limits.max_http_head.saturating_sub(before);
+        let take = chunk.len().min(room.saturating_add(4));
+        buf.extend_from_slice(&chunk[..take]);
+        match finder.find(&buf) {
+            Some(end) => {
+                block.consume(end - before);
+                return Ok(HttpHead::parse_with_limits(&buf[..end], limits)
+                    .ok()
+                    .flatten()
+                    .map(|(h, _)| h));
+            }
+            None => {
+                block.consume(take);
+                if buf.len() > limits.max_http_head {
+                    return Ok(None);
+                }
+            }
+        }
+    }
+}
+
+/// The payload of an HTTP message whose head has been read from `body`:
+/// transfer coding (chunked) removed, and with `decode` the content coding
+/// (gzip, deflate, br, zstd) too. A body announced as chunked but not
+/// chunked is passed through as stored, as warcio does.
+///
+/// # Errors
+/// With `decode`, a content coding warchest cannot decode.
+pub fn payload_reader<'a, R: std::io::BufRead + 'a>(
+    body: R,
+    head: &HttpHead,
+    decode: bool,
+) -> Result<Box<dyn std::io::Read + 'a>, super::HttpError> {
+    let mut codings = Vec::new();
+    if decode {
+        codings.extend(head.content_encoding());
+    }
+    codings.extend(head.transfer_encoding());
+    super::decode_content(body, &codings)
+}
+
+#[cfg(test)]
+mod read_tests {
+    use super::*;
+    use std::io::{BufReader, Read};
+
+    #[test]
+    fn head_then_decoded_payload() {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        std::io::Write::write_all(&mut gz, b"hello world").unwrap();
+        let body = gz.finish().unwrap();
+        let mut block = format!(
+            "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n",
+            body.len()
+        )
+        .into_bytes();
+        block.extend(&body);
+        block.extend(b"\r\n0\r\n\r\n");
+        for cap in [1, 7, 4096] {
+            let mut r = BufReader::with_capacity(cap, &block[..]);
+            let head = read_head(&mut r, &Limits::default()).unwrap().unwrap();
+            assert_eq!(head.status(), Some(200));
+            let mut raw = Vec::new();
+            payload_reader(&mut r, &head, false)
+                .unwrap()
+                .read_to_end(&mut raw)
+                .unwrap();
+            assert_eq!(raw, body, "de-chunked only, cap {cap}");
+            let mut r = BufReader::with_capacity(cap, &block[..]);
+            let head = read_head(&mut r, &Limits::default()).unwrap().unwrap();
+            let mut text = String::new();
+            payload_reader(&mut r, &head, true)
+                .unwrap()
+                .read_to_string(&mut text)
+                .unwrap();
+            assert_eq!(text, "hello world");
+        }
+    }
+
+    #[test]
+    fn no_head_within_limit() {
+        let limits = Limits {
+            max_http_head: 10,
+            ..Limits::default()
+        };
+        let data = vec![b'a'; 1000];
+        let mut r = &data[..];
+        assert!(read_head(&mut r, &limits).unwrap().is_none());
+    }
+}

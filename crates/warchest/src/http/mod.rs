@@ -31,7 +31,7 @@ mod fixture_tests;
 mod head;
 mod payload;
 
-pub use block::BlockDigester;
+pub use block::{BlockDigester, payload_reader, read_head};
 pub use chunked::{
     ChunkedDecoder, ChunkedEnd, ChunkedError, ChunkedErrorKind, ChunkedReader, sniff_chunked,
 };
