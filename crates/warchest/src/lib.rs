@@ -24,3 +24,8 @@ pub mod write;
 
 pub use error::{Error, ErrorKind, Position, Result, Warning, WarningKind};
 pub use limits::Limits;
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
