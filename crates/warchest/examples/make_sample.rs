@@ -12,7 +12,9 @@ use warchest::warc::{RecordType, WarcDate};
 use warchest::write::{Body, NewRecord, Writer, WriterOptions};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let path = std::env::args().nth(1).unwrap_or_else(|| "samples/sample.warc.gz".into());
+    let path = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "samples/sample.warc.gz".into());
     let mut w = Writer::new(File::create(&path)?, WriterOptions::default())?;
     // Fixed dates keep the sample's content stable across runs (ids differ).
     let date = |s: &str| WarcDate::parse(s).expect("valid date");
@@ -61,11 +63,18 @@ Transfer-Encoding: chunked\r\n\r\n{:x}\r\n",
     w.write(&mut req, Body::Bytes(request))?;
 
     // A later capture with the same payload, stored as a revisit.
-    let payload_digest = resp.header().payload_digest().map(|d| d.into_owned()).unwrap_or_default();
+    let payload_digest = resp
+        .header()
+        .payload_digest()
+        .map(|d| d.into_owned())
+        .unwrap_or_default();
     let mut revisit = NewRecord::new(RecordType::Revisit);
     revisit
         .set("WARC-Target-URI", uri)?
-        .set("WARC-Profile", warchest::warc::profile::IDENTICAL_PAYLOAD_DIGEST_1_1)?
+        .set(
+            "WARC-Profile",
+            warchest::warc::profile::IDENTICAL_PAYLOAD_DIGEST_1_1,
+        )?
         .set("WARC-Refers-To", &resp_id)?
         .set("WARC-Refers-To-Target-URI", uri)?
         .set("WARC-Refers-To-Date", "2026-11-22T12:00:01.250000Z")?
@@ -82,7 +91,10 @@ Transfer-Encoding: chunked\r\n\r\n{:x}\r\n",
         .set("Content-Type", "text/plain")?
         .date(date("2026-11-20T08:30:00Z"));
     let res_id = res.record_id();
-    w.write(&mut res, Body::Bytes(b"A plain text file archived as a resource record.\n"))?;
+    w.write(
+        &mut res,
+        Body::Bytes(b"A plain text file archived as a resource record.\n"),
+    )?;
 
     let mut meta = NewRecord::new(RecordType::Metadata);
     meta.set("WARC-Target-URI", "file:///notes/readme.txt")?
