@@ -72,10 +72,8 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
     let http = header.is_http();
     if args.headers {
         out.write_all(header.as_bytes())?;
-        if http {
-            if let Some(head) = read_head(&mut rec.block(), &limits)? {
-                out.write_all(head.raw())?;
-            }
+        if http && let Some(head) = read_head(&mut rec.block(), &limits)? {
+            out.write_all(head.raw())?;
         }
     } else if args.payload {
         let mut block = rec.block();
