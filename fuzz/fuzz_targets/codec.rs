@@ -5,7 +5,11 @@ use warchest::codec::{Decoder, DecoderOptions, Source};
 
 fuzz_target!(|data: &[u8]| {
     for lenient in [true, false] {
-        let opts = DecoderOptions { lenient, buffer_size: 64, ..DecoderOptions::default() };
+        let opts = DecoderOptions {
+            lenient,
+            buffer_size: 64,
+            ..DecoderOptions::default()
+        };
         let mut d = Decoder::new(data, opts);
         let mut total = 0u64;
         loop {

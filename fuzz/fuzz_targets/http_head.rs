@@ -7,7 +7,13 @@ use warchest::http::{HttpHead, find_head_end, payload_reader, read_head};
 fuzz_target!(|data: &[u8]| {
     let _ = find_head_end(data);
     if let Ok(Some((h, _))) = HttpHead::parse(data) {
-        let _ = (h.status(), h.reason(), h.method(), h.content_length(), h.charset());
+        let _ = (
+            h.status(),
+            h.reason(),
+            h.method(),
+            h.content_length(),
+            h.charset(),
+        );
         let _ = (h.transfer_encoding(), h.content_encoding(), h.media_type());
     }
     let mut r = data;

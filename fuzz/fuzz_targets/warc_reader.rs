@@ -8,7 +8,9 @@ use warchest::warc::ReaderOptions;
 
 fuzz_target!(|data: &[u8]| {
     for opts in [ReaderOptions::lenient(), ReaderOptions::strict()] {
-        let Ok(mut r) = Reader::with_options(data, opts) else { continue };
+        let Ok(mut r) = Reader::with_options(data, opts) else {
+            continue;
+        };
         while let Ok(Some(mut rec)) = r.next_record() {
             let _ = check_record(&mut rec, &Default::default());
             let _ = rec.finish();

@@ -10,9 +10,19 @@ fuzz_target!(|input: (u8, Vec<u8>, Vec<u8>)| {
     let compression = match mode % 3 {
         0 => Compression::None,
         1 => Compression::Gzip(1),
-        _ => Compression::Zstd { level: 1, dictionary: None },
+        _ => Compression::Zstd {
+            level: 1,
+            dictionary: None,
+        },
     };
-    let mut w = Writer::new(Vec::new(), WriterOptions { compression, ..Default::default() }).unwrap();
+    let mut w = Writer::new(
+        Vec::new(),
+        WriterOptions {
+            compression,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     let mut rec = NewRecord::new(RecordType::Resource);
     let value_ok = rec.set("X-Value", &value).is_ok();
     w.write(&mut rec, Body::Bytes(&body)).unwrap();

@@ -18,7 +18,11 @@ fn sample() -> PathBuf {
 
 fn fixture(rel: &str) -> PathBuf {
     let p = root().join("../shared/fixtures").join(rel);
-    assert!(p.exists(), "fixture {} missing: clone with shared/ beside the repository", p.display());
+    assert!(
+        p.exists(),
+        "fixture {} missing: clone with shared/ beside the repository",
+        p.display()
+    );
     p
 }
 
@@ -80,39 +84,80 @@ fn ls_json_and_stdin() {
 #[test]
 fn extract_payload_headers_and_record() {
     let s = sample();
-    let (code, out, _) = run(bin().arg("extract").arg(&s).args(["--offset", "367", "--payload", "--decode"]));
+    let (code, out, _) =
+        run(bin()
+            .arg("extract")
+            .arg(&s)
+            .args(["--offset", "367", "--payload", "--decode"]));
     assert_eq!(code, 0);
-    assert_eq!(out, "<!doctype html><title>Hello</title><h1>Hello, archive</h1>\n");
-    let (code, out, _) = run(bin().arg("extract").arg(&s).args(["--offset", "367", "--headers"]));
+    assert_eq!(
+        out,
+        "<!doctype html><title>Hello</title><h1>Hello, archive</h1>\n"
+    );
+    let (code, out, _) = run(bin()
+        .arg("extract")
+        .arg(&s)
+        .args(["--offset", "367", "--headers"]));
     assert_eq!(code, 0);
-    assert!(out.starts_with("WARC/1.1\r\nWARC-Type: response\r\n"), "{out}");
+    assert!(
+        out.starts_with("WARC/1.1\r\nWARC-Type: response\r\n"),
+        "{out}"
+    );
     assert!(out.contains("\r\n\r\nHTTP/1.1 200 OK\r\n"), "{out}");
     assert!(out.ends_with("Transfer-Encoding: chunked\r\n\r\n"), "{out}");
-    let out = bin().arg("extract").arg(&s).args(["--offset", "1785"]).output().unwrap();
+    let out = bin()
+        .arg("extract")
+        .arg(&s)
+        .args(["--offset", "1785"])
+        .output()
+        .unwrap();
     assert!(out.status.success());
-    assert!(out.stdout.ends_with(b"A plain text file archived as a resource record.\n\r\n\r\n"));
+    assert!(
+        out.stdout
+            .ends_with(b"A plain text file archived as a resource record.\n\r\n\r\n")
+    );
     // The extracted record is itself a valid WARC.
-    let mut child = bin().args(["check", "-"]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+    let mut child = bin()
+        .args(["check", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
     child.stdin.take().unwrap().write_all(&out.stdout).unwrap();
     let checked = child.wait_with_output().unwrap();
-    assert!(checked.status.success(), "{}", String::from_utf8_lossy(&checked.stdout));
+    assert!(
+        checked.status.success(),
+        "{}",
+        String::from_utf8_lossy(&checked.stdout)
+    );
 }
 
 #[test]
 fn extract_at_a_wrong_offset_fails_naming_it() {
     let (code, _, err) = run(bin().arg("extract").arg(sample()).args(["--offset", "368"]));
     assert_eq!(code, 2);
-    assert!(err.contains("sample.warc.gz") && err.contains("368"), "{err}");
+    assert!(
+        err.contains("sample.warc.gz") && err.contains("368"),
+        "{err}"
+    );
 }
 
 #[test]
 fn check_exit_codes() {
     let (code, out, _) = run(bin().arg("check").arg(sample()));
     assert_eq!(code, 0, "{out}");
-    assert!(out.contains("6 records") && out.trim_end().ends_with("OK"), "{out}");
-    let (code, out, _) = run(bin().arg("check").arg(fixture("warcio/example-digest.warc")));
+    assert!(
+        out.contains("6 records") && out.trim_end().ends_with("OK"),
+        "{out}"
+    );
+    let (code, out, _) = run(bin()
+        .arg("check")
+        .arg(fixture("warcio/example-digest.warc")));
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("payload digest") && out.contains("FAILED"), "{out}");
+    assert!(
+        out.contains("payload digest") && out.contains("FAILED"),
+        "{out}"
+    );
     let (code, _, err) = run(bin().args(["check", "/nonexistent/x.warc"]));
     assert_eq!(code, 2);
     assert!(err.contains("/nonexistent/x.warc"), "{err}");
@@ -124,7 +169,10 @@ fn check_exit_codes() {
 
 #[test]
 fn check_json_summary() {
-    let (code, out, _) = run(bin().arg("check").arg("--json").arg(fixture("warcio/example-iana.org-chunked.warc")));
+    let (code, out, _) = run(bin()
+        .arg("check")
+        .arg("--json")
+        .arg(fixture("warcio/example-iana.org-chunked.warc")));
     assert_eq!(code, 0);
     let last: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
     assert_eq!(last["summary"]["payload_valid_raw_chunked"], 1);
@@ -136,11 +184,17 @@ fn strict_errors_name_file_and_offset_and_warnings_are_printed() {
     let f = fixture("pywb/example.warc");
     let (code, _, err) = run(bin().arg("--strict").arg("ls").arg(&f));
     assert_eq!(code, 2);
-    assert!(err.contains("example.warc") && err.contains("offset 4764"), "{err}");
+    assert!(
+        err.contains("example.warc") && err.contains("offset 4764"),
+        "{err}"
+    );
     let (code, out, err) = run(bin().arg("-w").arg("ls").arg(&f));
     assert_eq!(code, 0);
     assert_eq!(out.lines().count(), 6);
-    assert!(err.contains("warning") && err.contains("bad-trailer") && err.contains("offset 4764"), "{err}");
+    assert!(
+        err.contains("warning") && err.contains("bad-trailer") && err.contains("offset 4764"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -155,9 +209,23 @@ fn broken_pipe_is_not_an_error() {
         .spawn()
         .unwrap();
     let mut first = [0u8; 10];
-    child.stdout.as_mut().unwrap().read_exact(&mut first).unwrap();
+    child
+        .stdout
+        .as_mut()
+        .unwrap()
+        .read_exact(&mut first)
+        .unwrap();
     drop(child.stdout.take());
     let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
