@@ -118,11 +118,19 @@ impl<'a> Field<'a> {
         Cow::Owned(out)
     }
 
-    /// The unfolded value as text: UTF-8, with invalid bytes replaced.
+    /// The unfolded value as text: UTF-8, or ISO-8859-1 when the bytes are
+    /// not UTF-8 (what old writers and HTTP servers meant), so no byte is
+    /// replaced or lost.
     pub fn value_str(&self) -> Cow<'a, str> {
         match self.value() {
-            Cow::Borrowed(b) => String::from_utf8_lossy(b),
-            Cow::Owned(v) => Cow::Owned(String::from_utf8_lossy(&v).into_owned()),
+            Cow::Borrowed(b) => match std::str::from_utf8(b) {
+                Ok(s) => Cow::Borrowed(s),
+                Err(_) => Cow::Owned(latin1(b)),
+            },
+            Cow::Owned(v) => Cow::Owned(match String::from_utf8(v) {
+                Ok(s) => s,
+                Err(e) => latin1(e.as_bytes()),
+            }),
         }
     }
 
@@ -134,6 +142,11 @@ impl<'a> Field<'a> {
             Cow::Owned(s) => Cow::Owned(decode_encoded_words(&s).into_owned()),
         }
     }
+}
+
+/// ISO-8859-1 bytes as text: each byte is the code point of the same value.
+fn latin1(b: &[u8]) -> String {
+    b.iter().map(|&c| char::from(c)).collect()
 }
 
 fn is_ws(b: u8) -> bool {
@@ -754,7 +767,7 @@ mod tests {
         let block = b"X-Name: caf\xe9\r\n";
         let (f, _) = parse(block, 0);
         assert_eq!(&*f.value_bytes("x-name").unwrap(), b"caf\xe9");
-        assert_eq!(f.value("x-name").unwrap(), "caf\u{fffd}");
+        assert_eq!(f.value("x-name").unwrap(), "café");
     }
 
     #[test]

@@ -1266,6 +1266,15 @@ impl<R: Read> Source for Decoder<R> {
         })
     }
 
+    fn end_plain_member(&mut self) -> bool {
+        if self.state != State::Plain {
+            return false;
+        }
+        self.end = self.pos();
+        self.state = State::Between;
+        true
+    }
+
     fn consume(&mut self, n: usize) {
         let k = match self.state {
             State::Plain => {

@@ -113,6 +113,14 @@ pub trait Source {
     /// reached (`fill_buf` returned empty); `None` before that.
     fn member_end(&self) -> Option<u64>;
 
+    /// In a plain member, ends it at the current position so that what
+    /// follows is sniffed as a new member: the reader calls this when
+    /// compressed members follow plain records (gzip appended to a plain
+    /// file). Returns `false` when not in a plain member or not supported.
+    fn end_plain_member(&mut self) -> bool {
+        false
+    }
+
     /// Moves recoveries made since the last call into `out` (lenient mode).
     fn drain_warnings(&mut self, out: &mut Vec<crate::Warning>);
 

@@ -6,6 +6,7 @@ use std::net::IpAddr;
 
 use super::date::{DateError, WarcDate};
 use super::field;
+use crate::digest::{Digest, DigestError};
 use crate::fields::Fields;
 
 /// The version of a record, from its version line `WARC/major.minor`.
@@ -341,6 +342,17 @@ impl WarcHeader {
         self.fields.value(field::PAYLOAD_DIGEST)
     }
 
+    /// WARC-Block-Digest, parsed (an unknown algorithm parses, with
+    /// [`Digest::algorithm`](crate::digest::Digest::algorithm) `None`).
+    pub fn parsed_block_digest(&self) -> Option<Result<Digest, DigestError>> {
+        self.block_digest().map(|v| Digest::parse(v.trim()))
+    }
+
+    /// WARC-Payload-Digest, parsed.
+    pub fn parsed_payload_digest(&self) -> Option<Result<Digest, DigestError>> {
+        self.payload_digest().map(|v| Digest::parse(v.trim()))
+    }
+
     /// WARC-IP-Address, parsed (IPv4 or IPv6).
     pub fn ip_address(&self) -> Option<Result<IpAddr, std::net::AddrParseError>> {
         self.fields
@@ -532,6 +544,10 @@ WARC-Refers-To-Date: 2019-01-01T00:00:00Z\r\nWARC-Segment-Number: x\r\n\r\n",
         assert_eq!(h.refers_to_date().unwrap().unwrap().year, 2019);
         assert_eq!(h.segment_number(), Some(None));
         assert!(h.block_digest().is_none());
+        let h = header(b"WARC/1.1\r\nWARC-Block-Digest: SHA-1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ\r\nWARC-Payload-Digest: x\r\n\r\n");
+        let d = h.parsed_block_digest().unwrap().unwrap();
+        assert_eq!(d.algorithm(), Some(crate::digest::Algorithm::Sha1));
+        assert!(h.parsed_payload_digest().unwrap().is_err());
         assert!(!h.is_http());
     }
 

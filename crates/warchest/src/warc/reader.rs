@@ -357,6 +357,28 @@ impl<S: Source> Reader<S> {
             if starts {
                 return Ok(true);
             }
+            // Compressed members after plain records (gzip appended to a
+            // plain file, iipc/jwarc#53): read on in the new member.
+            let compressed = self.src.codec() == Codec::None
+                && crate::codec::Codec::sniff(self.src.fill_buf()?).is_some();
+            if compressed && self.src.end_plain_member() {
+                if self.opts.strict {
+                    return Err(self.error(
+                        ErrorKind::Syntax("compressed members follow plain records".into()),
+                        self.stored_pos(),
+                        None,
+                    ));
+                }
+                let at = self.stored_pos();
+                self.warn(
+                    WarningKind::NotRecordAtATime,
+                    at,
+                    None,
+                    "compressed members follow plain records; reading on in them".into(),
+                );
+                blank = 0;
+                continue;
+            }
             return self.resync();
         }
     }
@@ -1294,6 +1316,31 @@ pub(crate) mod tests {
             assert_eq!(s.types, [RecordType::Resource], "chunk {chunk}");
             assert_eq!(s.offsets, [start as u64], "chunk {chunk}");
         }
+    }
+
+    #[test]
+    fn gzip_appended_to_a_plain_file() {
+        use std::io::Write;
+        let mut data = rec("warcinfo", "a");
+        let plain_len = data.len() as u64;
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(&rec("response", "b")).unwrap();
+        data.extend(gz.finish().unwrap());
+        let r = Reader::new(&data[..]);
+        let s = read_all(r).unwrap();
+        assert_eq!(s.types, [RecordType::Warcinfo, RecordType::Response]);
+        assert_eq!(s.offsets, [0, plain_len]);
+        assert_eq!(
+            s.lens,
+            [Some(plain_len), Some(data.len() as u64 - plain_len)]
+        );
+        assert!(
+            s.warnings
+                .iter()
+                .any(|w| w.kind == WarningKind::NotRecordAtATime)
+        );
+        let r = Reader::with_options(&data[..], ReaderOptions::strict());
+        assert!(read_all(r).is_err());
     }
 
     #[test]
