@@ -664,3 +664,164 @@ impl BodyDigester {
         (block, payload)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::archive::Reader;
+    use crate::check::{DigestStatus, check_record};
+
+    fn write_all(opts: WriterOptions, bodies: &[Vec<u8>]) -> (Vec<u8>, Vec<Written>) {
+        let mut w = Writer::new(Vec::new(), opts).unwrap();
+        let mut out = Vec::new();
+        for b in bodies {
+            let mut rec = NewRecord::new(RecordType::Resource);
+            rec.set("WARC-Target-URI", "http://example.com/x").unwrap();
+            out.push(w.write(&mut rec, Body::Bytes(b)).unwrap());
+        }
+        (w.finish().unwrap(), out)
+    }
+
+    fn bodies() -> Vec<Vec<u8>> {
+        (0..200)
+            .map(|i| {
+                format!("<html><body>page {i} of a site with repeated boilerplate</body></html>")
+                    .into_bytes()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn zstd_with_dictionary_frame() {
+        let samples = bodies();
+        let dict = zstd::dict::from_samples(&samples, 4096).unwrap();
+        let opts = WriterOptions {
+            compression: Compression::Zstd {
+                level: 3,
+                dictionary: Some(dict.clone()),
+            },
+            ..WriterOptions::default()
+        };
+        let (data, written) = write_all(opts, &samples);
+        // The dictionary frame comes first: magic, size, dictionary.
+        assert_eq!(&data[..4], &0x184D_2A5Du32.to_le_bytes());
+        assert_eq!(&data[4..8], &(dict.len() as u32).to_le_bytes());
+        assert_eq!(written[0].offset, 8 + dict.len() as u64);
+        let mut r = Reader::new(&data[..]).unwrap();
+        let mut n = 0;
+        while let Some(mut rec) = r.next_record().unwrap() {
+            assert_eq!(rec.location().offset, written[n].offset);
+            let c = check_record(&mut rec, &Default::default()).unwrap();
+            assert_eq!(c.block, DigestStatus::Valid);
+            n += 1;
+        }
+        assert_eq!(n, samples.len());
+        assert!(r.take_warnings().is_empty());
+        // And the dictionary pays: the records take less room with it.
+        let (plain, _) = write_all(
+            WriterOptions {
+                compression: Compression::Zstd {
+                    level: 3,
+                    dictionary: None,
+                },
+                ..WriterOptions::default()
+            },
+            &samples,
+        );
+        let records = data.len() - 8 - dict.len();
+        assert!(records < plain.len(), "{records} vs {}", plain.len());
+    }
+
+    #[test]
+    fn offsets_and_lengths_chain_for_every_compression() {
+        for compression in [
+            Compression::None,
+            Compression::Gzip(1),
+            Compression::Gzip(9),
+            Compression::Zstd {
+                level: 1,
+                dictionary: None,
+            },
+        ] {
+            let (data, written) = write_all(
+                WriterOptions {
+                    compression: compression.clone(),
+                    ..WriterOptions::default()
+                },
+                &bodies()[..5],
+            );
+            let mut at = 0;
+            for w in &written {
+                assert_eq!(w.offset, at, "{compression:?}");
+                at += w.stored_len;
+            }
+            assert_eq!(at, data.len() as u64);
+        }
+    }
+
+    #[test]
+    fn dates_follow_the_version() {
+        let r11 = NewRecord::new(RecordType::Resource);
+        let d = r11.header().date().unwrap().unwrap();
+        assert_eq!(d.precision, DatePrecision::Fraction(6));
+        let r10 = NewRecord::with_version(RecordType::Resource, Version::V1_0);
+        assert_eq!(
+            r10.header().date().unwrap().unwrap().precision,
+            DatePrecision::Second
+        );
+        assert!(r10.header().as_bytes().starts_with(b"WARC/1.0\r\n"));
+        let id = r11.record_id();
+        assert!(id.starts_with("<urn:uuid:") && id.ends_with('>'), "{id}");
+    }
+
+    #[test]
+    fn stream_bodies_spool_and_declared_lengths_are_checked() {
+        let mut w = Writer::new(
+            Vec::new(),
+            WriterOptions {
+                spool_threshold: 16,
+                ..WriterOptions::default()
+            },
+        )
+        .unwrap();
+        let body = vec![7u8; 1000];
+        let mut src = &body[..];
+        let mut rec = NewRecord::new(RecordType::Resource);
+        let info = w
+            .write(
+                &mut rec,
+                Body::Stream {
+                    reader: &mut src,
+                    len: None,
+                },
+            )
+            .unwrap();
+        assert_eq!(info.block_len, 1000);
+        assert!(rec.header().block_digest().is_some());
+        let mut short = &body[..10];
+        let mut rec = NewRecord::new(RecordType::Resource);
+        assert!(
+            w.write(
+                &mut rec,
+                Body::Stream {
+                    reader: &mut short,
+                    len: Some(20)
+                }
+            )
+            .is_err()
+        );
+        // A seekable body is read twice, not spooled.
+        let mut cur = std::io::Cursor::new(body.clone());
+        let mut rec = NewRecord::new(RecordType::Resource);
+        let info = w
+            .write(
+                &mut rec,
+                Body::Seekable {
+                    reader: &mut cur,
+                    len: None,
+                },
+            )
+            .unwrap();
+        assert_eq!(info.block_len, 1000);
+    }
+}
