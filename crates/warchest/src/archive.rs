@@ -98,12 +98,8 @@ impl Reader<Decoder<File>> {
     ///
     /// # Errors
     /// The file cannot be opened or read.
-    pub fn open_with(path: impl AsRef<Path>, mut opts: ReaderOptions) -> Result<Self> {
-        let path = path.as_ref();
-        let f = File::open(path).map_err(|e| Error::from(e).in_file(path))?;
-        if opts.file.is_none() {
-            opts.file = Some(path.to_path_buf());
-        }
+    pub fn open_with(path: impl AsRef<Path>, opts: ReaderOptions) -> Result<Self> {
+        let (f, opts) = warc::open_file(path.as_ref(), opts)?;
         Reader::with_options(f, opts)
     }
 }

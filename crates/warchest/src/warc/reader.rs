@@ -151,14 +151,19 @@ impl Reader<Decoder<File>> {
     ///
     /// # Errors
     /// The file cannot be opened.
-    pub fn open_with(path: impl AsRef<Path>, mut opts: ReaderOptions) -> Result<Self> {
-        let path = path.as_ref();
-        let f = File::open(path).map_err(|e| Error::from(e).in_file(path))?;
-        if opts.file.is_none() {
-            opts.file = Some(path.to_path_buf());
-        }
+    pub fn open_with(path: impl AsRef<Path>, opts: ReaderOptions) -> Result<Self> {
+        let (f, opts) = open_file(path.as_ref(), opts)?;
         Ok(Reader::with_options(f, opts))
     }
+}
+
+/// Opens `path` for a reader, naming it in `opts` unless a name is set.
+pub(crate) fn open_file(path: &Path, mut opts: ReaderOptions) -> Result<(File, ReaderOptions)> {
+    let f = File::open(path).map_err(|e| Error::from(e).in_file(path))?;
+    if opts.file.is_none() {
+        opts.file = Some(path.to_path_buf());
+    }
+    Ok((f, opts))
 }
 
 /// True when `buf` starts with `WARC/` (any letter case, as JWAT accepts).
