@@ -16,6 +16,7 @@ use std::io::Read;
 
 mod decoder;
 mod gzip;
+mod inflate;
 mod lz4;
 mod zstd_frame;
 
