@@ -1,20 +1,37 @@
-//! Opening inputs: files by path, `-` for standard input.
+//! Opening inputs: files by path (seekable, so skipped payloads are sought
+//! past), `-` for standard input.
 
 use std::fs::File;
-use std::io::{self, Read};
+use std::io::Stdin;
 
-/// An input stream, named for messages.
-pub struct Input {
-    /// The bytes.
-    pub reader: Box<dyn Read + Send>,
+use warchest::archive::Reader;
+use warchest::codec::Decoder;
+use warchest::warc::ReaderOptions;
+
+/// A reader over a file or standard input.
+pub enum Opened {
+    /// A file.
+    File(Reader<Decoder<File>>),
+    /// Standard input.
+    Stdin(Reader<Decoder<Stdin>>),
 }
 
-/// Opens `name` (`-` is standard input).
-pub fn open(name: &str) -> io::Result<Input> {
-    let reader: Box<dyn Read + Send> = if name == "-" {
-        Box::new(io::stdin())
+/// Opens `name` (`-` is standard input) for reading with `opts`.
+pub fn open(name: &str, opts: ReaderOptions) -> warchest::Result<Opened> {
+    Ok(if name == "-" {
+        Opened::Stdin(Reader::with_options(std::io::stdin(), opts)?)
     } else {
-        Box::new(File::open(name).map_err(|e| io::Error::new(e.kind(), format!("{name}: {e}")))?)
-    };
-    Ok(Input { reader })
+        Opened::File(Reader::open_with(name, opts)?)
+    })
 }
+
+/// Runs `$body` with `$r` bound to the reader, whichever kind it is.
+macro_rules! with_reader {
+    ($opened:expr, $r:ident => $body:expr) => {
+        match $opened {
+            $crate::input::Opened::File($r) => $body,
+            $crate::input::Opened::Stdin($r) => $body,
+        }
+    };
+}
+pub(crate) use with_reader;

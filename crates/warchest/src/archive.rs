@@ -100,7 +100,10 @@ impl Reader<Decoder<File>> {
     /// The file cannot be opened or read.
     pub fn open_with(path: impl AsRef<Path>, opts: ReaderOptions) -> Result<Self> {
         let (f, opts) = warc::open_file(path.as_ref(), opts)?;
-        Reader::with_options(f, opts)
+        // Seekable: skipped payloads of plain files are sought past.
+        let src = Decoder::new_seekable(f, opts.decoder.clone())
+            .map_err(|e| Error::from(e).in_file(path.as_ref()))?;
+        Reader::from_source(src, opts)
     }
 }
 

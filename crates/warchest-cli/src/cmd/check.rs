@@ -6,6 +6,7 @@ use anyhow::Result;
 use serde::Serialize;
 use warchest::archive::Reader;
 use warchest::check::{DigestStatus, RecordCheck, check_record};
+use warchest::codec::Source;
 
 use crate::input;
 use crate::report::{Global, Outcome, file_error};
@@ -116,10 +117,19 @@ fn check_file(
     name: &str,
     args: &Args,
 ) -> Result<Outcome, Box<dyn std::error::Error + Send + Sync>> {
-    let inp = input::open(name)?;
     let opts = g.reader_options(name);
     let limits = opts.limits;
-    let mut reader = Reader::with_options(inp.reader, opts)?;
+    let opened = input::open(name, opts)?;
+    input::with_reader!(opened, reader => check_records(g, name, args, limits, reader))
+}
+
+fn check_records<S: Source>(
+    g: &Global,
+    name: &str,
+    args: &Args,
+    limits: warchest::Limits,
+    mut reader: Reader<S>,
+) -> Result<Outcome, Box<dyn std::error::Error + Send + Sync>> {
     let mut sum = Summary::default();
     let stdout = io::stdout();
     let mut out = stdout.lock();

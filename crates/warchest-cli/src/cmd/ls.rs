@@ -5,6 +5,7 @@ use std::io::{self, BufWriter, Write};
 use anyhow::Result;
 use serde::Serialize;
 use warchest::archive::Reader;
+use warchest::codec::Source;
 
 use crate::input;
 use crate::report::{Global, Outcome, file_error};
@@ -62,8 +63,17 @@ fn list(
     json: bool,
     out: &mut impl Write,
 ) -> Result<Outcome, Box<dyn std::error::Error + Send + Sync>> {
-    let inp = input::open(name)?;
-    let mut reader = Reader::with_options(inp.reader, g.reader_options(name))?;
+    let opened = input::open(name, g.reader_options(name))?;
+    input::with_reader!(opened, reader => list_records(g, name, json, out, reader))
+}
+
+fn list_records<S: Source>(
+    g: &Global,
+    name: &str,
+    json: bool,
+    out: &mut impl Write,
+    mut reader: Reader<S>,
+) -> Result<Outcome, Box<dyn std::error::Error + Send + Sync>> {
     loop {
         let rec = match reader.next_record() {
             Ok(Some(r)) => r,

@@ -318,6 +318,12 @@ pub struct Decoder<R> {
     fast: Option<super::inflate::FastInflater>,
     /// The whole-member attempt was made for the current member.
     fast_tried: bool,
+    /// Seeks the input forward, for inputs that can: plain payloads are
+    /// then skipped without being read. Set by [`Decoder::new_seekable`].
+    seek_forward: Option<fn(&mut R, u64) -> io::Result<()>>,
+    /// Stored length of the input, when known (seekable inputs): skips stop
+    /// there, so a truncated record is still seen as truncated.
+    input_len: Option<u64>,
     member_pos: u64,
     /// Stored end of the current member (valid in `Done` and `End`).
     end: u64,
@@ -359,6 +365,27 @@ impl<R> std::fmt::Debug for Decoder<R> {
     }
 }
 
+impl<R: Read + io::Seek> Decoder<R> {
+    /// A decoder over a seekable input (a file): payloads of plain members
+    /// that the reader skips are sought past instead of read. The input is
+    /// used from its current position, which is `opts.start_offset`.
+    ///
+    /// # Errors
+    /// The input's length cannot be found.
+    pub fn new_seekable(mut inner: R, opts: DecoderOptions) -> io::Result<Self> {
+        let here = inner.stream_position()?;
+        let end = inner.seek(io::SeekFrom::End(0))?;
+        inner.seek(io::SeekFrom::Start(here))?;
+        let mut d = Decoder::new(inner, opts);
+        d.input_len = Some(d.start_offset + end.saturating_sub(here));
+        d.seek_forward = Some(|r, n| {
+            let n = i64::try_from(n).map_err(|_| io::Error::other("seek too far"))?;
+            r.seek(io::SeekFrom::Current(n)).map(|_| ())
+        });
+        Ok(d)
+    }
+}
+
 impl<R: Read> Decoder<R> {
     /// A decoder over `inner`, before its first member (see the type's
     /// documentation). Reads nothing yet.
@@ -382,6 +409,8 @@ impl<R: Read> Decoder<R> {
                 None
             },
             fast_tried: false,
+            seek_forward: None,
+            input_len: None,
             eof: false,
             out: Vec::new(),
             out_start: 0,
@@ -1406,6 +1435,37 @@ impl<R: Read> Source for Decoder<R> {
             }
             _ => None,
         }
+    }
+
+    fn skip(&mut self, n: u64) -> crate::Result<u64> {
+        let avail = self.avail() as u64;
+        if self.state == State::Plain && n > avail {
+            if let (Some(seek), Some(len)) = (self.seek_forward, self.input_len) {
+                // Past what is buffered, seek: never beyond the input's end.
+                let at = self.base + self.in_end as u64;
+                let rest = (n - avail).min(len.saturating_sub(at));
+                seek(&mut self.inner, rest)
+                    .map_err(|e| crate::Error::from(e).at(Position::at(at)))?;
+                self.base = at + rest;
+                self.in_start = 0;
+                self.in_end = 0;
+                self.member_pos += avail + rest;
+                return Ok(avail + rest);
+            }
+        }
+        let mut done = 0;
+        let mut left = n;
+        while left > 0 {
+            let avail = self.fill_buf()?.len();
+            if avail == 0 {
+                break;
+            }
+            let k = avail.min(usize::try_from(left).unwrap_or(usize::MAX));
+            self.consume(k);
+            left -= k as u64;
+            done += k as u64;
+        }
+        Ok(done)
     }
 
     fn drain_warnings(&mut self, out: &mut Vec<Warning>) {

@@ -153,7 +153,9 @@ impl Reader<Decoder<File>> {
     /// The file cannot be opened.
     pub fn open_with(path: impl AsRef<Path>, opts: ReaderOptions) -> Result<Self> {
         let (f, opts) = open_file(path.as_ref(), opts)?;
-        Ok(Reader::with_options(f, opts))
+        let src = Decoder::new_seekable(f, opts.decoder.clone())
+            .map_err(|e| Error::from(e).in_file(path.as_ref()))?;
+        Ok(Reader::from_source(src, opts))
     }
 }
 
@@ -1346,6 +1348,70 @@ pub(crate) mod tests {
         );
         let r = Reader::with_options(&data[..], ReaderOptions::strict());
         assert!(read_all(r).is_err());
+    }
+
+    /// Counts the bytes read through it.
+    struct Counting<R> {
+        inner: R,
+        read: std::rc::Rc<std::cell::Cell<u64>>,
+    }
+
+    impl<R: std::io::Read> std::io::Read for Counting<R> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.inner.read(buf)?;
+            self.read.set(self.read.get() + n as u64);
+            Ok(n)
+        }
+    }
+
+    impl<R: std::io::Seek> std::io::Seek for Counting<R> {
+        fn seek(&mut self, pos: std::io::SeekFrom) -> std::io::Result<u64> {
+            self.inner.seek(pos)
+        }
+    }
+
+    #[test]
+    fn seekable_plain_input_seeks_past_payloads() {
+        let body = "x".repeat(3 << 20);
+        let mut data = Vec::new();
+        for _ in 0..4 {
+            data.extend(rec("resource", &body));
+        }
+        // The last record is cut short.
+        data.extend(rec("resource", &body));
+        data.truncate(data.len() - (1 << 20));
+        let read = std::rc::Rc::new(std::cell::Cell::new(0));
+        let src = Counting {
+            inner: std::io::Cursor::new(data.clone()),
+            read: read.clone(),
+        };
+        let opts = ReaderOptions::lenient();
+        let dec = Decoder::new_seekable(src, opts.decoder.clone()).unwrap();
+        let mut r = Reader::from_source(dec, opts);
+        let mut seen = Vec::new();
+        while let Some(rec) = r.next_record().unwrap() {
+            let off = rec.location().offset;
+            let end = rec.finish().unwrap();
+            seen.push((off, end.stored_len, end.truncated));
+        }
+        // The same as reading every byte.
+        let mut plain = Reader::new(&data[..]);
+        let mut want = Vec::new();
+        while let Some(rec) = plain.next_record().unwrap() {
+            let off = rec.location().offset;
+            let end = rec.finish().unwrap();
+            want.push((off, end.stored_len, end.truncated));
+        }
+        assert_eq!(seen, want);
+        assert_eq!(seen.len(), 5);
+        assert!(seen[4].2, "the cut record is truncated");
+        assert!(
+            r.take_warnings()
+                .iter()
+                .any(|w| w.kind == WarningKind::TruncatedRecord)
+        );
+        // Far less than the 14 MiB were read.
+        assert!(read.get() < 6 << 20, "{} bytes read", read.get());
     }
 
     #[test]
