@@ -1439,19 +1439,19 @@ impl<R: Read> Source for Decoder<R> {
 
     fn skip(&mut self, n: u64) -> crate::Result<u64> {
         let avail = self.avail() as u64;
-        if self.state == State::Plain && n > avail {
-            if let (Some(seek), Some(len)) = (self.seek_forward, self.input_len) {
-                // Past what is buffered, seek: never beyond the input's end.
-                let at = self.base + self.in_end as u64;
-                let rest = (n - avail).min(len.saturating_sub(at));
-                seek(&mut self.inner, rest)
-                    .map_err(|e| crate::Error::from(e).at(Position::at(at)))?;
-                self.base = at + rest;
-                self.in_start = 0;
-                self.in_end = 0;
-                self.member_pos += avail + rest;
-                return Ok(avail + rest);
-            }
+        if self.state == State::Plain
+            && n > avail
+            && let (Some(seek), Some(len)) = (self.seek_forward, self.input_len)
+        {
+            // Past what is buffered, seek: never beyond the input's end.
+            let at = self.base + self.in_end as u64;
+            let rest = (n - avail).min(len.saturating_sub(at));
+            seek(&mut self.inner, rest).map_err(|e| crate::Error::from(e).at(Position::at(at)))?;
+            self.base = at + rest;
+            self.in_start = 0;
+            self.in_end = 0;
+            self.member_pos += avail + rest;
+            return Ok(avail + rest);
         }
         let mut done = 0;
         let mut left = n;
