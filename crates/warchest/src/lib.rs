@@ -17,6 +17,7 @@ pub mod codec;
 pub mod digest;
 pub mod error;
 pub mod fields;
+pub mod filter;
 pub mod http;
 mod limits;
 pub mod warc;
