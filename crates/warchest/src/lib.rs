@@ -20,6 +20,7 @@ pub mod fields;
 pub mod filter;
 pub mod http;
 mod limits;
+pub mod pack;
 pub mod stats;
 pub mod warc;
 pub mod write;
