@@ -394,12 +394,18 @@ pub fn now_timestamp() -> u64 {
 /// the limit goes alone into a file of its own (the only case where a file
 /// exceeds the limit). Each file starts with the preamble (the dictionary
 /// frame, if any), which counts toward its size.
+///
+/// Every file of the series is named with the same timestamp: the WARC-Date
+/// of the first record (when the content was begun; the current time when
+/// that record has no valid date). Names are then the same on every run and
+/// sort in serial order.
 pub struct SplitSink {
     dir: PathBuf,
     naming: SplitNaming,
     max_size: u64,
     preamble: Vec<u8>,
     serial: u64,
+    timestamp: Option<u64>,
     current: Option<(OpenFile, u64, u64)>,
     done: Vec<(PathBuf, u64, u64)>,
 }
@@ -419,6 +425,7 @@ impl SplitSink {
             max_size,
             preamble: preamble.to_vec(),
             serial: first_serial,
+            timestamp: None,
             current: None,
             done: Vec::new(),
         }
@@ -452,7 +459,11 @@ impl RecordSink for SplitSink {
             self.close()?;
         }
         if self.current.is_none() {
-            let ts = rec.timestamp.unwrap_or_else(now_timestamp);
+            // One timestamp for the whole series, so that the names sort in
+            // serial order (a glob gives the files back in order).
+            let ts = *self
+                .timestamp
+                .get_or_insert_with(|| rec.timestamp.unwrap_or_else(now_timestamp));
             let name = self.naming.file_name(ts, self.serial);
             self.serial += 1;
             let mut f = OpenFile::create(self.dir.join(name))?;
