@@ -44,7 +44,9 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         return Err(format!("{s:?} is not a size such as 1GB, 500MB or 1GiB"));
     }
     let (int, frac) = num.split_once('.').unwrap_or((num, ""));
-    let int: u64 = int.parse().map_err(|_| format!("{s:?}: number too large"))?;
+    let int: u64 = int
+        .parse()
+        .map_err(|_| format!("{s:?}: number too large"))?;
     let mut v = int
         .checked_mul(mult)
         .ok_or_else(|| format!("{s:?}: size too large"))?;
@@ -228,9 +230,10 @@ pub fn progress(g: &Global, files: &[String], passes: u64) -> ProgressBar {
                 .flatten()
         })
         .sum();
-    let bar = match known {
+    match known {
         Some(total) => {
-            let b = ProgressBar::with_draw_target(Some(total * passes), ProgressDrawTarget::stderr());
+            let b =
+                ProgressBar::with_draw_target(Some(total * passes), ProgressDrawTarget::stderr());
             b.set_style(
                 ProgressStyle::with_template(
                     "{bar:30} {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta} {msg}",
@@ -247,8 +250,7 @@ pub fn progress(g: &Global, files: &[String], passes: u64) -> ProgressBar {
             );
             b
         }
-    };
-    bar
+    }
 }
 
 /// Counts bytes read into the progress bar.
@@ -324,7 +326,16 @@ mod tests {
         for (s, v) in ok {
             assert_eq!(parse_size(s), Ok(*v), "{s}");
         }
-        for bad in ["", "GB", "1XB", "1..2GB", "-1GB", "0", "99999999999999999999GB", ".5GB"] {
+        for bad in [
+            "",
+            "GB",
+            "1XB",
+            "1..2GB",
+            "-1GB",
+            "0",
+            "99999999999999999999GB",
+            ".5GB",
+        ] {
             assert!(parse_size(bad).is_err(), "{bad}");
         }
     }
@@ -333,11 +344,20 @@ mod tests {
     fn output_names() {
         let d = Path::new("out");
         let gz = Compression::Gzip(6);
-        assert_eq!(output_name_in(d, "a/b/x.warc.gz.bad", &gz), d.join("x.warc.gz"));
-        assert_eq!(output_name_in(d, "x.warc", &Compression::None), d.join("x.warc"));
+        assert_eq!(
+            output_name_in(d, "a/b/x.warc.gz.bad", &gz),
+            d.join("x.warc.gz")
+        );
+        assert_eq!(
+            output_name_in(d, "x.warc", &Compression::None),
+            d.join("x.warc")
+        );
         assert_eq!(output_name_in(d, "x.warc.lz4", &gz), d.join("x.warc.gz"));
         assert_eq!(output_name_in(d, "-", &gz), d.join("stdin.warc.gz"));
-        assert_eq!(output_name_in(d, "page.dat", &gz), d.join("page.dat.warc.gz"));
+        assert_eq!(
+            output_name_in(d, "page.dat", &gz),
+            d.join("page.dat.warc.gz")
+        );
     }
 
     #[test]
@@ -347,14 +367,27 @@ mod tests {
             level,
             dict: dict.map(PathBuf::from),
         };
-        assert_eq!(a(None, None, None).resolve(To::None).unwrap(), Compression::None);
-        assert_eq!(a(Some(To::Gzip), Some(9), None).resolve(To::None).unwrap(), Compression::Gzip(9));
+        assert_eq!(
+            a(None, None, None).resolve(To::None).unwrap(),
+            Compression::None
+        );
+        assert_eq!(
+            a(Some(To::Gzip), Some(9), None).resolve(To::None).unwrap(),
+            Compression::Gzip(9)
+        );
         assert!(a(Some(To::Gzip), Some(10), None).resolve(To::None).is_err());
         assert!(a(Some(To::None), Some(1), None).resolve(To::None).is_err());
-        assert!(a(Some(To::Gzip), None, Some("d")).resolve(To::None).is_err());
+        assert!(
+            a(Some(To::Gzip), None, Some("d"))
+                .resolve(To::None)
+                .is_err()
+        );
         assert_eq!(
             a(Some(To::Zstd), None, None).resolve(To::None).unwrap(),
-            Compression::Zstd { level: 3, dictionary: None }
+            Compression::Zstd {
+                level: 3,
+                dictionary: None
+            }
         );
     }
 }

@@ -70,7 +70,10 @@ fn filter_selects_and_reports_bad_expressions() {
         ":length >= 0",
     ]));
     assert_eq!(code, 0, "{err}");
-    assert_eq!(bytes, std::fs::read(fixture("warcio/example.warc")).unwrap());
+    assert_eq!(
+        bytes,
+        std::fs::read(fixture("warcio/example.warc")).unwrap()
+    );
 
     // A bad expression: exit 2, the column and what was expected.
     let (code, _, err) = run(bin().args([
@@ -81,7 +84,10 @@ fn filter_selects_and_reports_bad_expressions() {
         r#"warc-type = "response""#,
     ]));
     assert_eq!(code, 2);
-    assert!(err.contains("column 11") && err.contains("did you mean `==`"), "{err}");
+    assert!(
+        err.contains("column 11") && err.contains("did you mean `==`"),
+        "{err}"
+    );
     let (code, _, err) = run(bin().args(["filter", "-o", "-", "a == 1"]));
     assert_eq!(code, 2);
     assert!(err.contains("then the expression"), "{err}");
@@ -177,7 +183,11 @@ fn recompress_whole_file_gzip_and_zstd_with_a_trained_dictionary() {
     ]));
     assert_eq!(code, 0, "{err}");
     let data = std::fs::read(&zst).unwrap();
-    assert_eq!(&data[..4], &[0x5d, 0x2a, 0x4d, 0x18], "dictionary frame first");
+    assert_eq!(
+        &data[..4],
+        &[0x5d, 0x2a, 0x4d, 0x18],
+        "dictionary frame first"
+    );
     assert_eq!(records(&zst), records(Path::new(&iana)));
 
     // Several inputs go to a directory, named after them.
@@ -208,7 +218,12 @@ fn recompress_whole_file_gzip_and_zstd_with_a_trained_dictionary() {
         &["--to", "gzip", "--dict", "/nonexistent"],
     ] {
         let (code, _, err) = run(bin()
-            .args(["recompress", &iana, "-o", dir.path().join("x").to_str().unwrap()])
+            .args([
+                "recompress",
+                &iana,
+                "-o",
+                dir.path().join("x").to_str().unwrap(),
+            ])
             .args(bad));
         assert_eq!(code, 2, "{bad:?}: {err}");
         assert!(err.starts_with("warchest: "), "{err}");
@@ -277,7 +292,15 @@ fn stdin_works_for_filter_and_stats() {
     use std::io::Write;
     let data = std::fs::read(fixture("pywb/example.warc.gz")).unwrap();
     let mut child = bin()
-        .args(["filter", "-", "-o", "-", "--to", "none", r#":type == "response""#])
+        .args([
+            "filter",
+            "-",
+            "-o",
+            "-",
+            "--to",
+            "none",
+            r#":type == "response""#,
+        ])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()

@@ -241,7 +241,7 @@ impl PartSink {
             None => tempfile::tempfile()?,
         };
         Ok(PartSink {
-            file: file,
+            file,
             records: Vec::new(),
         })
     }
@@ -319,7 +319,9 @@ impl OpenFile {
     /// # Errors
     /// Flushing or renaming failed.
     pub fn finish(mut self) -> Result<PathBuf> {
-        self.file.flush().map_err(|e| Error::from(e).in_file(&self.open))?;
+        self.file
+            .flush()
+            .map_err(|e| Error::from(e).in_file(&self.open))?;
         std::fs::rename(&self.open, &self.path).map_err(|e| Error::from(e).in_file(&self.path))?;
         Ok(self.path)
     }
@@ -860,7 +862,10 @@ mod tests {
             n.file_name(20200102030405, 7),
             "crawl_1-20200102030405-00007-__.warc.gz"
         );
-        assert_eq!(n.file_name(1, 123456), "crawl_1-00000000000001-123456-__.warc.gz");
+        assert_eq!(
+            n.file_name(1, 123456),
+            "crawl_1-00000000000001-123456-__.warc.gz"
+        );
     }
 
     #[test]
@@ -883,7 +888,10 @@ mod tests {
         }
         let files = s.finish().unwrap();
         let sizes: Vec<(u64, u64)> = files.iter().map(|f| (f.1, f.2)).collect();
-        assert_eq!(sizes, vec![(90, 2), (20, 1), (150, 1), (60, 1), (100, 1), (1, 1)]);
+        assert_eq!(
+            sizes,
+            vec![(90, 2), (20, 1), (150, 1), (60, 1), (100, 1), (1, 1)]
+        );
         for (i, (p, size, _)) in files.iter().enumerate() {
             assert_eq!(std::fs::metadata(p).unwrap().len(), *size);
             assert!(p.ends_with(format!("t-20200101000000-{i:05}-h.warc")));
@@ -903,12 +911,22 @@ mod tests {
             let mut sink = WriteSink::new(Vec::new(), copier.preamble()).unwrap();
             let mut report = CopyReport::default();
             copier
-                .copy_archive(&mut archive::Reader::new(&data[..]).unwrap(), &mut sink, &mut report)
+                .copy_archive(
+                    &mut archive::Reader::new(&data[..]).unwrap(),
+                    &mut sink,
+                    &mut report,
+                )
                 .unwrap();
             assert_eq!(report.records_read, 2);
             assert_eq!(report.records_written, 1);
             assert_eq!(report.dropped_count, 1);
-            assert!(report.dropped[0].reason.contains("the input ends inside it"), "{:?}", report.dropped);
+            assert!(
+                report.dropped[0]
+                    .reason
+                    .contains("the input ends inside it"),
+                "{:?}",
+                report.dropped
+            );
             let out = sink.into_inner();
             assert_eq!(report.bytes_written, out.len() as u64);
             if c == Compression::None {
@@ -938,7 +956,11 @@ mod tests {
         let mut sink = WriteSink::new(Vec::new(), b"").unwrap();
         let mut report = CopyReport::default();
         copier
-            .copy_archive(&mut archive::Reader::new(&data[..]).unwrap(), &mut sink, &mut report)
+            .copy_archive(
+                &mut archive::Reader::new(&data[..]).unwrap(),
+                &mut sink,
+                &mut report,
+            )
             .unwrap();
         let mut want = mk("200 OK");
         want.extend(record(3, "x"));
@@ -950,7 +972,10 @@ mod tests {
     fn zstd_dictionary_is_the_preamble() {
         let mut data = Vec::new();
         for i in 0..300 {
-            data.extend(record(i, &format!("<html><body>page number {i} of the site</body></html>")));
+            data.extend(record(
+                i,
+                &format!("<html><body>page number {i} of the site</body></html>"),
+            ));
         }
         let dict = train_dictionary(
             &mut archive::Reader::new(&data[..]).unwrap(),
@@ -968,7 +993,11 @@ mod tests {
         let mut sink = WriteSink::new(Vec::new(), copier.preamble()).unwrap();
         let mut report = CopyReport::default();
         copier
-            .copy_archive(&mut archive::Reader::new(&data[..]).unwrap(), &mut sink, &mut report)
+            .copy_archive(
+                &mut archive::Reader::new(&data[..]).unwrap(),
+                &mut sink,
+                &mut report,
+            )
             .unwrap();
         let out = sink.into_inner();
         let mut r = archive::Reader::new(&out[..]).unwrap();

@@ -199,7 +199,12 @@ impl Stats {
             c,
             m,
         );
-        bump(&mut self.by_mime, r.mime.as_deref().unwrap_or(NONE_KEY), c, m);
+        bump(
+            &mut self.by_mime,
+            r.mime.as_deref().unwrap_or(NONE_KEY),
+            c,
+            m,
+        );
         if let Some(s) = r.status {
             bump(&mut self.by_status, &s.to_string(), c, m);
         }
@@ -250,7 +255,13 @@ impl Stats {
 mod tests {
     use super::*;
 
-    fn facts(t: &str, mime: Option<&str>, status: Option<u16>, host: Option<&str>, n: u64) -> RecordFacts {
+    fn facts(
+        t: &str,
+        mime: Option<&str>,
+        status: Option<u16>,
+        host: Option<&str>,
+        n: u64,
+    ) -> RecordFacts {
         RecordFacts {
             record_type: Some(t.into()),
             mime: mime.map(Into::into),
@@ -275,10 +286,34 @@ mod tests {
         assert_eq!(one.records, 4);
         assert_eq!(one.block_bytes, 25);
         assert_eq!(one.stored_bytes, 425);
-        assert_eq!(one.by_type["response"], Count { records: 2, bytes: 17 });
-        assert_eq!(one.by_mime[NONE_KEY], Count { records: 1, bytes: 5 });
-        assert_eq!(one.by_status["404"], Count { records: 1, bytes: 7 });
-        assert_eq!(one.by_host["a.com"], Count { records: 2, bytes: 15 });
+        assert_eq!(
+            one.by_type["response"],
+            Count {
+                records: 2,
+                bytes: 17
+            }
+        );
+        assert_eq!(
+            one.by_mime[NONE_KEY],
+            Count {
+                records: 1,
+                bytes: 5
+            }
+        );
+        assert_eq!(
+            one.by_status["404"],
+            Count {
+                records: 1,
+                bytes: 7
+            }
+        );
+        assert_eq!(
+            one.by_host["a.com"],
+            Count {
+                records: 2,
+                bytes: 15
+            }
+        );
         // Every record is in exactly one type and one MIME group.
         for t in [&one.by_type, &one.by_mime] {
             assert_eq!(t.values().map(|c| c.records).sum::<u64>(), one.records);

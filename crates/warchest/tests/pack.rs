@@ -25,7 +25,10 @@ struct Rec {
     check: RecordCheck,
 }
 
-fn read_all(data: &[u8]) -> (Vec<Rec>, Vec<warchest::Warning>, Vec<(u64, Codec, u64)>) {
+/// Stored offset, codec and offset in member of each record.
+type Locations = Vec<(u64, Codec, u64)>;
+
+fn read_all(data: &[u8]) -> (Vec<Rec>, Vec<warchest::Warning>, Locations) {
     let mut r = Reader::new(data).unwrap();
     let mut out = Vec::new();
     let mut locs = Vec::new();
@@ -111,7 +114,10 @@ fn recompress_every_fixture_to_every_codec_and_back() {
             }
             // A file that read cleanly gives a file that reads cleanly.
             if in_warnings.is_empty() {
-                assert!(out_warnings.is_empty(), "{name} via {c:?}: {out_warnings:?}");
+                assert!(
+                    out_warnings.is_empty(),
+                    "{name} via {c:?}: {out_warnings:?}"
+                );
             }
             // And back to plain: the same records again.
             let (plain, _) = copy(&out, Compression::None, None);
@@ -120,7 +126,10 @@ fn recompress_every_fixture_to_every_codec_and_back() {
         files += 1;
         records += want.len();
     }
-    assert!(files >= 40 && records >= 600, "{files} files, {records} records");
+    assert!(
+        files >= 40 && records >= 600,
+        "{files} files, {records} records"
+    );
 }
 
 /// Whole-file gzip in, one member per record out: offsets that a CDX
@@ -129,8 +138,15 @@ fn recompress_every_fixture_to_every_codec_and_back() {
 fn whole_file_gzip_becomes_record_at_a_time() {
     let input = std::fs::read(common::fixture("pywb/example-bad.warc.gz.bad")).unwrap();
     let (_, warnings, locs) = read_all(&input);
-    assert!(warnings.iter().any(|w| w.kind == warchest::WarningKind::NotRecordAtATime));
-    assert!(locs.iter().skip(1).all(|l| l.0 == 0), "one member: {locs:?}");
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.kind == warchest::WarningKind::NotRecordAtATime)
+    );
+    assert!(
+        locs.iter().skip(1).all(|l| l.0 == 0),
+        "one member: {locs:?}"
+    );
     let (out, _) = copy(&input, Compression::Gzip(6), None);
     let (_, warnings, locs) = read_all(&out);
     assert!(warnings.is_empty(), "{warnings:?}");
@@ -142,7 +158,11 @@ fn whole_file_gzip_becomes_record_at_a_time() {
 /// Plain well-formed input, plain output: the very same bytes.
 #[test]
 fn plain_copy_is_byte_identical() {
-    for f in ["warcio/example.warc", "warcat/at.warc", "resiliparse/block-sized-records.warc"] {
+    for f in [
+        "warcio/example.warc",
+        "warcat/at.warc",
+        "resiliparse/block-sized-records.warc",
+    ] {
         let input = std::fs::read(common::fixture(f)).unwrap();
         let (out, _) = copy(&input, Compression::None, None);
         assert_eq!(out, input, "{f}");
@@ -206,20 +226,31 @@ fn filter_keeps_exactly_what_a_direct_predicate_keeps_byte_for_byte() {
     let cases: &[(&str, Pred)] = &[
         (
             r#"warc-type == "response" && http:status == 200 && :content-type =~ "text/html""#,
-            |f| f.warc_type == "response" && f.status == Some(200) && f.mime.as_deref() == Some("text/html"),
+            |f| {
+                f.warc_type == "response"
+                    && f.status == Some(200)
+                    && f.mime.as_deref() == Some("text/html")
+            },
         ),
         (r#"warc-type != "request""#, |f| f.warc_type != "request"),
         (r#":status >= 300 && :status < 400"#, |f| {
             f.status.is_some_and(|s| (300..400).contains(&s))
         }),
-        (r#"!(:content-type =~ "image/.*" || :content-type =~ ".*javascript")"#, |f| {
-            !f.mime.as_deref().is_some_and(|m| m.starts_with("image/") || m.ends_with("javascript"))
-        }),
+        (
+            r#"!(:content-type =~ "image/.*" || :content-type =~ ".*javascript")"#,
+            |f| {
+                !f.mime
+                    .as_deref()
+                    .is_some_and(|m| m.starts_with("image/") || m.ends_with("javascript"))
+            },
+        ),
         (r#":uri =~ ".*\.css" && :length > 1000"#, |f| {
             f.uri.as_deref().is_some_and(|u| u.ends_with(".css")) && f.length > 1000
         }),
         (r#"http:server =~ "(?i)apache.*""#, |f| {
-            f.server.as_deref().is_some_and(|s| s.to_ascii_lowercase().starts_with("apache"))
+            f.server
+                .as_deref()
+                .is_some_and(|s| s.to_ascii_lowercase().starts_with("apache"))
         }),
     ];
     let mut kept_total = 0;
@@ -245,7 +276,11 @@ fn filter_keeps_exactly_what_a_direct_predicate_keeps_byte_for_byte() {
             kept_total += report.records_written;
             // Compressed output: the same records.
             let (gz, _) = copy(&input, Compression::Gzip(1), Some(expr));
-            assert_eq!(raw_records(&read_all(&gz).0).concat(), want, "{fx}: {expr} gzip");
+            assert_eq!(
+                raw_records(&read_all(&gz).0).concat(),
+                want,
+                "{fx}: {expr} gzip"
+            );
         }
     }
     assert!(kept_total > 100, "the cases select something: {kept_total}");
@@ -277,7 +312,11 @@ fn split_then_concat_gives_the_same_records() {
         let mut sink = SplitSink::new(dir.path(), naming, max, copier.preamble(), 0);
         let mut report = CopyReport::default();
         copier
-            .copy_archive(&mut Reader::new(&input[..]).unwrap(), &mut sink, &mut report)
+            .copy_archive(
+                &mut Reader::new(&input[..]).unwrap(),
+                &mut sink,
+                &mut report,
+            )
             .unwrap();
         let files = sink.finish().unwrap();
         assert!(files.len() >= 3, "{c:?}: {} files", files.len());
@@ -319,12 +358,12 @@ fn trained_dictionary_round_trips_and_helps() {
     let path = common::fixture("pywb/iana.warc.gz");
     let input = std::fs::read(&path).unwrap();
     let (want, _, _) = read_all(&input);
-    let dict = train_dictionary(&mut Reader::open(&path).unwrap(), &DictTraining::default())
-        .unwrap();
+    let dict =
+        train_dictionary(&mut Reader::open(&path).unwrap(), &DictTraining::default()).unwrap();
     assert!(dict.len() > 1000 && dict.len() <= 112_640, "{}", dict.len());
     // The same input gives the same dictionary.
-    let again = train_dictionary(&mut Reader::open(&path).unwrap(), &DictTraining::default())
-        .unwrap();
+    let again =
+        train_dictionary(&mut Reader::open(&path).unwrap(), &DictTraining::default()).unwrap();
     assert_eq!(dict, again);
     let zstd = |d: Option<Vec<u8>>| {
         copy(

@@ -3,7 +3,7 @@
 use anyhow::Result;
 use warchest::pack::CopyOptions;
 
-use crate::cmd::copy::copy_to_one;
+use crate::cmd::copy::{Plan, copy_to_one};
 use crate::report::{Global, Outcome};
 use crate::tools::{CompressionArgs, Jobs, progress, sniff_to};
 
@@ -32,15 +32,13 @@ pub struct Args {
 pub fn run(g: &Global, args: Args) -> Result<Outcome> {
     let comp = args.compression.resolve(sniff_to(&args.files[0]))?;
     let bar = progress(g, &args.files, 1);
-    let (o, _) = copy_to_one(
-        g,
-        &args.files,
-        &args.output,
-        &CopyOptions::new(comp),
-        None,
-        args.jobs,
-        &bar,
-    )?;
+    let plan = Plan {
+        opts: &CopyOptions::new(comp),
+        filter: None,
+        jobs: args.jobs,
+        bar: &bar,
+    };
+    let (o, _) = copy_to_one(g, &args.files, &args.output, &plan)?;
     bar.finish_and_clear();
     Ok(o)
 }

@@ -15,18 +15,33 @@ use warchest::pack::{Copier, CopyOptions, CopyReport, OpenFile, PartSink, Record
 use crate::report::{Global, Outcome, file_error};
 use crate::tools::{Jobs, open_archive};
 
+/// How to copy: options, filter, parallelism, progress.
+pub struct Plan<'a> {
+    /// Output compression and limits.
+    pub opts: &'a CopyOptions,
+    /// Keep only the records it selects.
+    pub filter: Option<&'a Filter>,
+    /// Files at once.
+    pub jobs: Jobs,
+    /// Where bytes read are counted.
+    pub bar: &'a ProgressBar,
+}
+
 /// Copies every input into `sink`; reports each failed file and each
 /// dropped record on stderr and returns the outcome.
 pub fn copy_inputs(
     g: &Global,
     inputs: &[String],
-    opts: &CopyOptions,
-    filter: Option<&Filter>,
-    jobs: Jobs,
-    bar: &ProgressBar,
+    plan: &Plan<'_>,
     sink: &mut dyn RecordSink,
     report: &mut CopyReport,
 ) -> Result<Outcome> {
+    let Plan {
+        opts,
+        filter,
+        jobs,
+        bar,
+    } = *plan;
     let copier = || -> Result<Copier> {
         let c = Copier::new(opts.clone())?;
         Ok(match filter {
@@ -82,7 +97,11 @@ fn finish_input(g: &Global, name: &str, res: Result<()>, r: &CopyReport) -> Outc
     let _ = g;
     let mut o = Outcome::Ok;
     for d in &r.dropped {
-        let id = d.record_id.as_deref().map(|i| format!(", {i}")).unwrap_or_default();
+        let id = d
+            .record_id
+            .as_deref()
+            .map(|i| format!(", {i}"))
+            .unwrap_or_default();
         eprintln!(
             "warchest: {name}: offset {} (record {}{id}): {}",
             d.offset, d.index, d.reason
@@ -111,23 +130,20 @@ pub fn copy_to_one(
     g: &Global,
     inputs: &[String],
     out: &str,
-    opts: &CopyOptions,
-    filter: Option<&Filter>,
-    jobs: Jobs,
-    bar: &ProgressBar,
+    plan: &Plan<'_>,
 ) -> Result<(Outcome, CopyReport)> {
-    let preamble = Copier::new(opts.clone())?.preamble().to_vec();
+    let preamble = Copier::new(plan.opts.clone())?.preamble().to_vec();
     let mut report = CopyReport::default();
     if out == "-" {
         let stdout = io::stdout();
         let mut sink = WriteSink::new(BufWriter::with_capacity(1 << 16, stdout.lock()), &preamble)?;
-        let o = copy_inputs(g, inputs, opts, filter, jobs, bar, &mut sink, &mut report)?;
+        let o = copy_inputs(g, inputs, plan, &mut sink, &mut report)?;
         sink.finish()?;
         return Ok((o, report));
     }
     let file = OpenFile::create(Path::new(out))?;
     let mut sink = WriteSink::new(file, &preamble)?;
-    let o = copy_inputs(g, inputs, opts, filter, jobs, bar, &mut sink, &mut report)?;
+    let o = copy_inputs(g, inputs, plan, &mut sink, &mut report)?;
     let mut file = sink.into_inner();
     if o == Outcome::Failed {
         file.flush()?;

@@ -4,7 +4,7 @@ use anyhow::{Result, anyhow, bail};
 use warchest::filter::Filter;
 use warchest::pack::CopyOptions;
 
-use crate::cmd::copy::copy_to_one;
+use crate::cmd::copy::{Plan, copy_to_one};
 use crate::report::{Global, Outcome};
 use crate::tools::{CompressionArgs, Jobs, progress, sniff_to};
 
@@ -46,15 +46,13 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
     let default = sniff_to(&files[0]);
     let comp = args.compression.resolve(default)?;
     let bar = progress(g, files, 1);
-    let (o, _) = copy_to_one(
-        g,
-        files,
-        &args.output,
-        &CopyOptions::new(comp),
-        Some(&filter),
-        args.jobs,
-        &bar,
-    )?;
+    let plan = Plan {
+        opts: &CopyOptions::new(comp),
+        filter: Some(&filter),
+        jobs: args.jobs,
+        bar: &bar,
+    };
+    let (o, _) = copy_to_one(g, files, &args.output, &plan)?;
     bar.finish_and_clear();
     Ok(o)
 }

@@ -7,7 +7,7 @@ use indicatif::ProgressBar;
 use warchest::pack::{CopyOptions, DictTraining, train_dictionary};
 use warchest::write::Compression;
 
-use crate::cmd::copy::copy_to_one;
+use crate::cmd::copy::{Plan, copy_to_one};
 use crate::report::{Global, Outcome, file_error};
 use crate::tools::{CompressionArgs, Jobs, To, open_archive, output_name_in, parse_size, progress};
 
@@ -119,14 +119,12 @@ fn recompress_one(
         }
         _ => comp.clone(),
     };
-    let (o, _) = copy_to_one(
-        g,
-        &[name.to_string()],
-        out,
-        &CopyOptions::new(comp),
-        None,
-        Jobs { jobs: Some(1) },
+    let plan = Plan {
+        opts: &CopyOptions::new(comp),
+        filter: None,
+        jobs: Jobs { jobs: Some(1) },
         bar,
-    )?;
+    };
+    let (o, _) = copy_to_one(g, &[name.to_string()], out, &plan)?;
     Ok(o)
 }

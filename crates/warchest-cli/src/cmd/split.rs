@@ -5,7 +5,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use warchest::pack::{Copier, CopyOptions, CopyReport, SplitNaming, SplitSink, extension};
 
-use crate::cmd::copy::copy_inputs;
+use crate::cmd::copy::{Plan, copy_inputs};
 use crate::report::{Global, Outcome};
 use crate::tools::{CompressionArgs, Jobs, parse_size, progress, sniff_to};
 
@@ -49,7 +49,10 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
     let comp = args.compression.resolve(sniff_to(&args.files[0]))?;
     let dir = Path::new(&args.output);
     std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
-    let prefix = args.prefix.clone().unwrap_or_else(|| default_prefix(&args.files[0]));
+    let prefix = args
+        .prefix
+        .clone()
+        .unwrap_or_else(|| default_prefix(&args.files[0]));
     let naming = SplitNaming {
         prefix,
         crawl_host: args.host.clone().unwrap_or_else(host_name),
@@ -60,7 +63,13 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
     let mut sink = SplitSink::new(dir, naming, args.max_size, &preamble, 0);
     let bar = progress(g, &args.files, 1);
     let mut report = CopyReport::default();
-    let o = copy_inputs(g, &args.files, &opts, None, args.jobs, &bar, &mut sink, &mut report)?;
+    let plan = Plan {
+        opts: &opts,
+        filter: None,
+        jobs: args.jobs,
+        bar: &bar,
+    };
+    let o = copy_inputs(g, &args.files, &plan, &mut sink, &mut report)?;
     let files = sink.finish()?;
     bar.finish_and_clear();
     for (p, size, records) in files {

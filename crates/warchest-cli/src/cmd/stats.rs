@@ -103,7 +103,11 @@ fn table_text(
     top: usize,
 ) -> io::Result<()> {
     writeln!(out)?;
-    writeln!(out, "{:>10} {:>14} {:>12}  {title}", "records", "bytes", "average")?;
+    writeln!(
+        out,
+        "{:>10} {:>14} {:>12}  {title}",
+        "records", "bytes", "average"
+    )?;
     let mut rows: Vec<(&String, &Count)> = t.iter().collect();
     // Most records first; ties by name, so the output is stable.
     rows.sort_by(|a, b| b.1.records.cmp(&a.1.records).then(a.0.cmp(b.0)));
@@ -113,7 +117,14 @@ fn table_text(
     }
     if rows.len() > top {
         let rest: u64 = rows[top..].iter().map(|r| r.1.records).sum();
-        writeln!(out, "{:>10} {:>14} {:>12}  ({} more)", rest, "", "", rows.len() - top)?;
+        writeln!(
+            out,
+            "{:>10} {:>14} {:>12}  ({} more)",
+            rest,
+            "",
+            "",
+            rows.len() - top
+        )?;
     }
     Ok(())
 }

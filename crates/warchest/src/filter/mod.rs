@@ -32,8 +32,8 @@ mod parse;
 use std::borrow::Cow;
 use std::str::FromStr;
 
-pub use parse::{FilterError, MAX_COMPARISONS, MAX_DEPTH, MAX_EXPR_LEN, MAX_REGEXES};
 use parse::{Expr, FieldRef, Test};
+pub use parse::{FilterError, MAX_COMPARISONS, MAX_DEPTH, MAX_EXPR_LEN, MAX_REGEXES};
 
 use crate::http::HttpHead;
 use crate::warc::{RecordLocation, WarcHeader};
@@ -236,9 +236,7 @@ pub fn uri_host(uri: &str) -> Option<&str> {
         return None;
     }
     let rest = uri[colon + 1..].strip_prefix("//")?;
-    let end = rest
-        .find(['/', '?', '#', '\\'])
-        .unwrap_or(rest.len());
+    let end = rest.find(['/', '?', '#', '\\']).unwrap_or(rest.len());
     let auth = &rest[..end];
     let auth = auth.rsplit_once('@').map_or(auth, |(_, h)| h);
     let host = if auth.starts_with('[') {
@@ -275,8 +273,9 @@ mod tests {
             ("Content-Type", "application/http; msgtype=response"),
             ("Content-Length", "1234"),
         ]);
-        let res_head =
-            head("HTTP/1.1 404 Not Found\r\nContent-Type: Text/HTML; charset=utf-8\r\nX-N: 7\r\n\r\n");
+        let res_head = head(
+            "HTTP/1.1 404 Not Found\r\nContent-Type: Text/HTML; charset=utf-8\r\nX-N: 7\r\n\r\n",
+        );
         let info = header(&[
             ("WARC-Type", "warcinfo"),
             ("Content-Type", "application/warc-fields"),
@@ -300,13 +299,21 @@ mod tests {
             // Anchored: a part of the value is not a match.
             (":content-type =~ \"text\"", false, false),
             (":content-type !~ \"image/.*\"", true, true),
-            (":uri == \"https://User@WWW.Example.com:8443/a?b\"", true, false),
+            (
+                ":uri == \"https://User@WWW.Example.com:8443/a?b\"",
+                true,
+                false,
+            ),
             (":host == \"www.example.com\"", true, false),
             (":length > 1000", true, false),
             // Not a number: 0.
             (":length == 0", false, true),
             ("!(warc-type == \"response\")", false, true),
-            ("warc-type == \"warcinfo\" || http:status == 404", true, true),
+            (
+                "warc-type == \"warcinfo\" || http:status == 404",
+                true,
+                true,
+            ),
             // No location given: missing, so 0.
             ("(:offset == 0)", true, true),
         ];

@@ -227,7 +227,9 @@ pub(crate) fn parse(src: &str) -> Result<Expr, FilterError> {
         regexes: 0,
     };
     if p.tok == Tok::End {
-        return Err(p.error("empty expression: expected a comparison such as `warc-type == \"response\"`"));
+        return Err(
+            p.error("empty expression: expected a comparison such as `warc-type == \"response\"`")
+        );
     }
     let e = p.expr()?;
     match &p.tok {
@@ -474,10 +476,7 @@ mod tests {
     /// Renders an expression back in a canonical form, to compare shapes.
     fn show(e: &Expr) -> String {
         match e {
-            Expr::And(v) => format!(
-                "(and {})",
-                v.iter().map(show).collect::<Vec<_>>().join(" ")
-            ),
+            Expr::And(v) => format!("(and {})", v.iter().map(show).collect::<Vec<_>>().join(" ")),
             Expr::Or(v) => format!("(or {})", v.iter().map(show).collect::<Vec<_>>().join(" ")),
             Expr::Not(e) => format!("(not {})", show(e)),
             Expr::Cmp(f, t) => {
@@ -522,11 +521,17 @@ mod tests {
                 "a == \"1\" && (b == \"2\" || c == \"3\")",
                 "(and [a == \"1\"] (or [b == \"2\"] [c == \"3\"]))",
             ),
-            ("http:Content-Type !~ \"image/.*\"", "[http:Content-Type !~ ^(?:image/.*)$]"),
+            (
+                "http:Content-Type !~ \"image/.*\"",
+                "[http:Content-Type !~ ^(?:image/.*)$]",
+            ),
             ("HTTP:STATUS == 404", "[Status == 404]"),
             (":STATUS != 200", "[Status != 200]"),
             (":method == \"POST\"", "[Method == \"POST\"]"),
-            (":uri =~ 'https?://[^/]*/\\d+'", "[Uri =~ ^(?:https?://[^/]*/\\d+)$]"),
+            (
+                ":uri =~ 'https?://[^/]*/\\d+'",
+                "[Uri =~ ^(?:https?://[^/]*/\\d+)$]",
+            ),
             (":host == \"example.com\"", "[Host == \"example.com\"]"),
             (":type == \"revisit\"", "[Type == \"revisit\"]"),
             (":length > 1000000", "[Length > 1000000]"),
@@ -548,8 +553,16 @@ mod tests {
             ("", 1, "empty expression"),
             ("   ", 4, "empty expression"),
             ("warc-type", 10, "expected a comparison operator"),
-            ("warc-type ==", 13, "expected a string or a number after `==`"),
-            ("warc-type == response", 14, "expected a string in quotes or a number"),
+            (
+                "warc-type ==",
+                13,
+                "expected a string or a number after `==`",
+            ),
+            (
+                "warc-type == response",
+                14,
+                "expected a string in quotes or a number",
+            ),
             ("a < \"1\"", 5, "expected a number after `<`"),
             ("a < x", 5, "expected a number after `<`, found `x`"),
             ("a =~ 1", 6, "expected a regular expression in quotes"),
@@ -558,9 +571,21 @@ mod tests {
             ("a == 1 & b == 2", 8, "did you mean `&&`?"),
             ("a == 1 | b == 2", 8, "did you mean `||`?"),
             ("a = 1", 3, "did you mean `==`?"),
-            ("a == 1 b == 2", 8, "expected `&&`, `||` or the end, found `b`"),
-            ("a == 1 && b == 2 || c == 3", 18, "mixed without parentheses"),
-            ("a == 1 || b == 2 && c == 3", 18, "mixed without parentheses"),
+            (
+                "a == 1 b == 2",
+                8,
+                "expected `&&`, `||` or the end, found `b`",
+            ),
+            (
+                "a == 1 && b == 2 || c == 3",
+                18,
+                "mixed without parentheses",
+            ),
+            (
+                "a == 1 || b == 2 && c == 3",
+                18,
+                "mixed without parentheses",
+            ),
             ("(a == 1", 8, "expected `)` to close the `(` at column 1"),
             ("a == 1)", 7, "`)` without a matching `(`"),
             ("&& a == 1", 1, "expected a field name"),
@@ -577,7 +602,10 @@ mod tests {
             let e = parse(src).expect_err(src);
             assert_eq!(e.column, *col, "{src}: {e}");
             assert!(e.message.contains(msg), "{src}: {e}");
-            assert!(e.to_string().starts_with("filter expression, column "), "{e}");
+            assert!(
+                e.to_string().starts_with("filter expression, column "),
+                "{e}"
+            );
         }
     }
 
@@ -594,9 +622,19 @@ mod tests {
         let many = vec!["a == 1"; MAX_COMPARISONS + 1].join("&&");
         assert!(parse(&many).unwrap_err().message.contains("comparisons"));
         let many = vec!["a =~ \"x\""; MAX_REGEXES + 1].join("||");
-        assert!(parse(&many).unwrap_err().message.contains("regular expressions"));
+        assert!(
+            parse(&many)
+                .unwrap_err()
+                .message
+                .contains("regular expressions")
+        );
         let huge = "a =~ \"(((a{100}){100}){100})\"";
-        assert!(parse(huge).unwrap_err().message.contains("bad regular expression"));
+        assert!(
+            parse(huge)
+                .unwrap_err()
+                .message
+                .contains("bad regular expression")
+        );
         // A long flat chain is no recursion at all.
         let chain = vec!["a == 1"; MAX_COMPARISONS].join(" || ");
         assert!(parse(&chain).is_ok());
