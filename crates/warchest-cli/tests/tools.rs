@@ -312,3 +312,40 @@ fn stdin_works_for_filter_and_stats() {
     assert_eq!(text.matches("WARC-Type: response").count(), 2, "{text}");
     assert!(!text.contains("WARC-Type: request"));
 }
+
+#[test]
+fn a_truncated_record_is_not_copied_and_exits_1() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.warc");
+    let whole = b"WARC/1.1\r\nWARC-Type: resource\r\nWARC-Record-ID: <urn:x:1>\r\nContent-Length: 2\r\n\r\nhi\r\n\r\n";
+    let cut = b"WARC/1.1\r\nWARC-Type: resource\r\nWARC-Record-ID: <urn:x:2>\r\nContent-Length: 100\r\n\r\nshort";
+    let mut child = bin()
+        .args([
+            "recompress",
+            "-",
+            "--to",
+            "none",
+            "-o",
+            out.to_str().unwrap(),
+        ])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(whole).unwrap();
+    stdin.write_all(cut).unwrap();
+    drop(stdin);
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("-: offset ")
+            && err.contains("<urn:x:2>")
+            && err.contains("5 of its 100 bytes"),
+        "{err}"
+    );
+    // The whole record is there, complete; the file got its final name.
+    assert_eq!(std::fs::read(&out).unwrap(), whole);
+}
