@@ -72,8 +72,6 @@ pub fn extension(c: &Compression) -> &'static str {
         Compression::None => ".warc",
         Compression::Gzip(_) => ".warc.gz",
         Compression::Zstd { .. } => ".warc.zst",
-        #[allow(unreachable_patterns)]
-        _ => ".warc",
     }
 }
 

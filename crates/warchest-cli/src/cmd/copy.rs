@@ -59,13 +59,13 @@ pub fn copy_inputs(
                 g.warnings(name, &reader.take_warnings());
                 Ok(res?)
             });
-            outcome = outcome.and(finish_input(g, name, res, &r));
+            outcome = outcome.and(finish_input(name, res, &r));
             report.merge(&r);
         }
         return Ok(outcome);
     }
-    // A temporary part per input, beside nothing in particular: the
-    // system's temporary directory.
+    // One temporary part per input (in the system's temporary directory),
+    // joined below in input order.
     let parts = jobs.map(inputs, |name| {
         let mut r = CopyReport::default();
         let mut part = match PartSink::new(None) {
@@ -87,14 +87,13 @@ pub fn copy_inputs(
         if let Some(part) = part {
             part.replay(sink)?;
         }
-        outcome = outcome.and(finish_input(g, name, res, &r));
+        outcome = outcome.and(finish_input(name, res, &r));
         report.merge(&r);
     }
     Ok(outcome)
 }
 
-fn finish_input(g: &Global, name: &str, res: Result<()>, r: &CopyReport) -> Outcome {
-    let _ = g;
+fn finish_input(name: &str, res: Result<()>, r: &CopyReport) -> Outcome {
     let mut o = Outcome::Ok;
     for d in &r.dropped {
         let id = d
