@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 mod cmd;
 mod input;
 mod report;
+mod tools;
 
 /// Read, check and convert web archives (WARC, ARC, Web InfoMall).
 #[derive(Parser, Debug)]
@@ -34,6 +35,11 @@ enum Command {
     Ls(cmd::ls::Args),
     Extract(cmd::extract::Args),
     Check(cmd::check::Args),
+    Filter(cmd::filter::Args),
+    Stats(cmd::stats::Args),
+    Recompress(cmd::recompress::Args),
+    Split(cmd::split::Args),
+    Concat(cmd::concat::Args),
 }
 
 fn main() -> ExitCode {
@@ -51,11 +57,17 @@ fn main() -> ExitCode {
     let global = report::Global {
         strict: cli.strict,
         show_warnings: cli.warnings && !cli.quiet,
+        quiet: cli.quiet,
     };
     let outcome = match cli.command {
         Command::Ls(a) => cmd::ls::run(&global, a),
         Command::Extract(a) => cmd::extract::run(&global, a),
         Command::Check(a) => cmd::check::run(&global, a),
+        Command::Filter(a) => cmd::filter::run(&global, a),
+        Command::Stats(a) => cmd::stats::run(&global, a),
+        Command::Recompress(a) => cmd::recompress::run(&global, a),
+        Command::Split(a) => cmd::split::run(&global, a),
+        Command::Concat(a) => cmd::concat::run(&global, a),
     };
     report::exit(outcome)
 }

@@ -12,6 +12,8 @@ pub struct Global {
     pub strict: bool,
     /// Print warnings.
     pub show_warnings: bool,
+    /// Only errors on stderr (no progress bars).
+    pub quiet: bool,
 }
 
 impl Global {

@@ -19,8 +19,11 @@ pub mod codec;
 pub mod digest;
 pub mod error;
 pub mod fields;
+pub mod filter;
 pub mod http;
 mod limits;
+pub mod pack;
+pub mod stats;
 pub mod warc;
 pub mod write;
 

@@ -1,5 +1,11 @@
 //! One module per command.
 
 pub mod check;
+pub mod concat;
+pub mod copy;
 pub mod extract;
+pub mod filter;
 pub mod ls;
+pub mod recompress;
+pub mod split;
+pub mod stats;

@@ -1,0 +1,96 @@
+//! `warchest split`: archives into files of at most a given size.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use warchest::pack::{Copier, CopyOptions, CopyReport, SplitNaming, SplitSink, extension};
+
+use crate::cmd::copy::{Plan, copy_inputs};
+use crate::report::{Global, Outcome};
+use crate::tools::{CompressionArgs, Jobs, parse_size, progress, sniff_to};
+
+/// Split archives into files of at most --max-size bytes each, named
+/// PREFIX-TIMESTAMP-SERIAL-HOST.warc.gz as the WARC specification's annex
+/// on file naming recommends. The inputs are taken as one sequence of
+/// records, in order. Records are never cut: a record larger than the limit
+/// goes alone into a file of its own, the only file that can exceed it.
+/// TIMESTAMP is the WARC-Date of the file's first record (14 digits, UTC);
+/// SERIAL counts from 00000. Files are written as NAME.open and renamed
+/// when complete; their names, sizes and record counts are printed.
+///
+/// Example:
+///   warchest split big.warc.gz --max-size 1GB -o parts/ --prefix CRAWL1
+#[derive(clap::Args, Debug)]
+#[command(verbatim_doc_comment)]
+pub struct Args {
+    /// Files to read (`-` for standard input).
+    #[arg(required = true, value_name = "IN")]
+    files: Vec<String>,
+    /// Largest output file: 1GB, 500MB, 1GiB, or bytes.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    max_size: u64,
+    /// The output directory (created if missing).
+    #[arg(short, long, value_name = "DIR")]
+    output: String,
+    /// File name prefix (default: the first input's name without its
+    /// extensions).
+    #[arg(long)]
+    prefix: Option<String>,
+    /// Crawl host in the file names (default: this machine's host name).
+    #[arg(long)]
+    host: Option<String>,
+    #[command(flatten)]
+    compression: CompressionArgs,
+    #[command(flatten)]
+    jobs: Jobs,
+}
+
+pub fn run(g: &Global, args: Args) -> Result<Outcome> {
+    let comp = args.compression.resolve(sniff_to(&args.files[0]))?;
+    let dir = Path::new(&args.output);
+    std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
+    let prefix = args
+        .prefix
+        .clone()
+        .unwrap_or_else(|| default_prefix(&args.files[0]));
+    let naming = SplitNaming {
+        prefix,
+        crawl_host: args.host.clone().unwrap_or_else(host_name),
+        extension: extension(&comp).to_string(),
+    };
+    let opts = CopyOptions::new(comp);
+    let preamble = Copier::new(opts.clone())?.preamble().to_vec();
+    let mut sink = SplitSink::new(dir, naming, args.max_size, &preamble, 0);
+    let bar = progress(g, &args.files, 1);
+    let mut report = CopyReport::default();
+    let plan = Plan {
+        opts: &opts,
+        filter: None,
+        jobs: args.jobs,
+        bar: &bar,
+    };
+    let o = copy_inputs(g, &args.files, &plan, &mut sink, &mut report)?;
+    let files = sink.finish()?;
+    bar.finish_and_clear();
+    for (p, size, records) in files {
+        println!("{}\t{size}\t{records}", p.display());
+    }
+    Ok(o)
+}
+
+fn default_prefix(input: &str) -> String {
+    let p = crate::tools::output_name_in(Path::new(""), input, &warchest::write::Compression::None);
+    let s = p.to_string_lossy();
+    s.strip_suffix(".warc").unwrap_or(&s).to_string()
+}
+
+/// This machine's host name, or `localhost` when it cannot be told.
+fn host_name() -> String {
+    ["/proc/sys/kernel/hostname", "/etc/hostname"]
+        .iter()
+        .find_map(|p| std::fs::read_to_string(p).ok())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "localhost".to_string())
+}
