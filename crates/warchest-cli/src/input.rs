@@ -25,6 +25,18 @@ pub fn open(name: &str, opts: ReaderOptions) -> warchest::Result<Opened> {
     })
 }
 
+/// Opens `name` (`-` is standard input) as a plain byte stream, for
+/// commands that read every byte anyway.
+pub fn open_stream(name: &str) -> std::io::Result<Box<dyn std::io::Read + Send>> {
+    Ok(if name == "-" {
+        Box::new(std::io::stdin())
+    } else {
+        Box::new(
+            File::open(name).map_err(|e| std::io::Error::new(e.kind(), format!("{name}: {e}")))?,
+        )
+    })
+}
+
 /// Runs `$body` with `$r` bound to the reader, whichever kind it is.
 macro_rules! with_reader {
     ($opened:expr, $r:ident => $body:expr) => {

@@ -273,9 +273,8 @@ pub type In = Box<dyn Read + Send>;
 /// Opens `name` (`-`: standard input) for reading any archive, counting
 /// what is read into `bar`.
 pub fn open_archive(g: &Global, name: &str, bar: &ProgressBar) -> Result<Reader<Decoder<In>>> {
-    let inp = input::open(name)?;
     let counted: In = Box::new(Counting {
-        inner: inp.reader,
+        inner: input::open_stream(name)?,
         bar: bar.clone(),
     });
     Ok(Reader::with_options(counted, g.reader_options(name))?)
@@ -302,7 +301,7 @@ pub fn output_name_in(dir: &Path, input: &str, c: &Compression) -> PathBuf {
             break;
         }
     }
-    dir.join(format!("{stem}{}", warchest::pack::extension(c)))
+    dir.join(format!("{stem}{}", warchest::rewrite::extension(c)))
 }
 
 #[cfg(test)]

@@ -22,7 +22,7 @@ pub mod fields;
 pub mod filter;
 pub mod http;
 mod limits;
-pub mod pack;
+pub mod rewrite;
 pub mod stats;
 pub mod warc;
 pub mod write;

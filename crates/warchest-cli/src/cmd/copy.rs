@@ -10,7 +10,9 @@ use std::path::Path;
 use anyhow::Result;
 use indicatif::ProgressBar;
 use warchest::filter::Filter;
-use warchest::pack::{Copier, CopyOptions, CopyReport, OpenFile, PartSink, RecordSink, WriteSink};
+use warchest::rewrite::{
+    Copier, CopyOptions, CopyReport, OpenFile, PartSink, RecordSink, WriteSink,
+};
 
 use crate::report::{Global, Outcome, file_error};
 use crate::tools::{Jobs, open_archive};

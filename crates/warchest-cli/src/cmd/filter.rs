@@ -2,7 +2,7 @@
 
 use anyhow::{Result, anyhow, bail};
 use warchest::filter::Filter;
-use warchest::pack::CopyOptions;
+use warchest::rewrite::CopyOptions;
 
 use crate::cmd::copy::{Plan, copy_to_one};
 use crate::report::{Global, Outcome};

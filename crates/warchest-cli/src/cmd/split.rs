@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use warchest::pack::{Copier, CopyOptions, CopyReport, SplitNaming, SplitSink, extension};
+use warchest::rewrite::{Copier, CopyOptions, CopyReport, SplitNaming, SplitSink, extension};
 
 use crate::cmd::copy::{Plan, copy_inputs};
 use crate::report::{Global, Outcome};

@@ -10,7 +10,7 @@ use warchest::archive::Reader;
 use warchest::check::{Checker, RecordCheck};
 use warchest::codec::Codec;
 use warchest::filter::Filter;
-use warchest::pack::{
+use warchest::rewrite::{
     Copier, CopyOptions, CopyReport, DictTraining, SplitNaming, SplitSink, WriteSink,
     train_dictionary,
 };
@@ -302,7 +302,7 @@ fn split_then_concat_gives_the_same_records() {
         ),
     ] {
         let dir = tempfile::tempdir().unwrap();
-        let ext = warchest::pack::extension(&c);
+        let ext = warchest::rewrite::extension(&c);
         let naming = SplitNaming {
             prefix: "IANA".into(),
             crawl_host: "test.host".into(),

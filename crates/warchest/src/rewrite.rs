@@ -16,7 +16,7 @@
 //!
 //! ```
 //! use warchest::archive::Reader;
-//! use warchest::pack::{Copier, CopyOptions, CopyReport, WriteSink};
+//! use warchest::rewrite::{Copier, CopyOptions, CopyReport, WriteSink};
 //! use warchest::write::Compression;
 //! let data = b"WARC/1.1\r\nWARC-Type: resource\r\nContent-Length: 2\r\n\r\nhi\r\n\r\n";
 //! let mut copier = Copier::new(CopyOptions::new(Compression::Gzip(6)))?;
