@@ -18,6 +18,7 @@ pub mod digest;
 pub mod error;
 pub mod fields;
 pub mod http;
+pub mod index;
 mod limits;
 pub mod warc;
 pub mod write;
