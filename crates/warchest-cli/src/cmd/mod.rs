@@ -2,4 +2,5 @@
 
 pub mod check;
 pub mod extract;
+pub mod index;
 pub mod ls;
