@@ -79,6 +79,12 @@ impl ExternalSorter {
         }
         f.rewind()?;
         self.runs.push(f);
+        if self.runs.len() >= 2 * FAN_IN {
+            // Keep the number of open temporary files bounded.
+            let oldest: Vec<File> = self.runs.drain(..FAN_IN).collect();
+            let merged = merge_to_file(oldest)?;
+            self.runs.insert(0, merged);
+        }
         Ok(())
     }
 
@@ -115,21 +121,24 @@ impl ExternalSorter {
         }
         let mut runs = std::mem::take(&mut self.runs);
         while runs.len() > FAN_IN {
-            let mut next = Vec::new();
-            for group in runs.chunks_mut(FAN_IN) {
-                let mut f = tempfile::tempfile()?;
-                {
-                    let mut w = BufWriter::with_capacity(1 << 16, &mut f);
-                    merge(group, |r| write_record(&mut w, r))?;
-                    w.flush()?;
-                }
-                f.rewind()?;
-                next.push(f);
-            }
-            runs = next;
+            let rest = runs.split_off(FAN_IN);
+            let merged = merge_to_file(std::mem::replace(&mut runs, rest))?;
+            runs.push(merged);
         }
         merge(&mut runs, emit)
     }
+}
+
+/// Merges sorted runs into one new run.
+fn merge_to_file(mut runs: Vec<File>) -> io::Result<File> {
+    let mut f = tempfile::tempfile()?;
+    {
+        let mut w = BufWriter::with_capacity(1 << 16, &mut f);
+        merge(&mut runs, |r| write_record(&mut w, r))?;
+        w.flush()?;
+    }
+    f.rewind()?;
+    Ok(f)
 }
 
 fn write_record(w: &mut impl Write, r: &[u8]) -> io::Result<()> {
@@ -217,9 +226,13 @@ mod tests {
         let (mem, runs) = sorted(usize::MAX, &input, false);
         assert_eq!(runs, 0);
         assert_eq!(mem, want);
-        // Small budget: more than FAN_IN runs, so a multi-pass merge.
+        // Small budget: more than FAN_IN runs, so a multi-pass merge, and
+        // never more than 2 * FAN_IN runs open at once.
         let (spilled, runs) = sorted(2000, &input, false);
-        assert!(runs > FAN_IN, "{runs} runs");
+        assert!(runs > FAN_IN && runs < 2 * FAN_IN, "{runs} runs");
+        let (one_each, runs) = sorted(1, &input, false);
+        assert!(runs < 2 * FAN_IN, "{runs} runs");
+        assert_eq!(one_each, want);
         assert_eq!(spilled, want);
         want.dedup();
         assert_eq!(sorted(2000, &input, true).0, want);

@@ -121,7 +121,11 @@ impl Url {
     /// # Errors
     /// [`SurtError::Empty`] and [`SurtError::InvalidPort`].
     pub fn parse(url: &[u8]) -> Result<Url, SurtError> {
-        let trimmed = url.trim_ascii();
+        // python's bytes.strip(): ASCII white space, vertical tab included.
+        let ws = |b: &u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c);
+        let start = url.iter().position(|b| !ws(b)).unwrap_or(url.len());
+        let end = url.iter().rposition(|b| !ws(b)).map_or(start, |e| e + 1);
+        let trimmed = &url[start..end];
         let mut s: Vec<u8> = trimmed
             .iter()
             .copied()
