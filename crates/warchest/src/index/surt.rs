@@ -211,10 +211,10 @@ impl Url {
             && let Some(h) = &self.host
         {
             let mut host = unescape_repeatedly(h);
-            if !host.is_ascii() {
-                if let Some(ascii) = idna_2003(&host) {
-                    host = ascii;
-                }
+            if !host.is_ascii()
+                && let Some(ascii) = idna_2003(&host)
+            {
+                host = ascii;
             }
             let host = trim_dots(&collapse_double_dots(&host));
             self.host = Some(match ip_forms(&host)? {
