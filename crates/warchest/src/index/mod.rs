@@ -1,7 +1,7 @@
 //! Indexes of web archives: CDXJ, CDX and JSON lines as pywb and
 //! cdxj-indexer write them, and Parquet with Common Crawl's cc-index columns.
 //!
-//! [`Indexer`] turns the records of an [`archive::Reader`] (any format:
+//! [`Indexer`] turns the records of an [`archive::Reader`](crate::archive::Reader) (any format:
 //! the entry is built from the record's WARC view) into [`Entry`]s;
 //! [`IndexOutput`] writes them in a [`Format`], sorted when asked (Parquet
 //! always is), with bounded memory ([`sort::ExternalSorter`]).
@@ -175,7 +175,15 @@ impl Indexer {
                     return Err(e);
                 }
             };
-            let cur = self.record(rec)?;
+            let cur = match self.record(rec) {
+                Ok(c) => c,
+                Err(e) => {
+                    if let Some(p) = prev.take() {
+                        emit_if(p, &mut emit)?;
+                    }
+                    return Err(e);
+                }
+            };
             match prev.take() {
                 Some(p) if paired(&p.pairing, &cur.pairing) => {
                     let (mut a, mut b) = (p, cur);
@@ -430,10 +438,9 @@ fn cdx_mime(ct: &str) -> String {
 }
 
 fn strip_sha1(d: &str) -> &str {
-    if d.len() >= 5 && d[..5].eq_ignore_ascii_case("sha1:") {
-        &d[5..]
-    } else {
-        d
+    match (d.get(..5), d.get(5..)) {
+        (Some(label), Some(rest)) if label.eq_ignore_ascii_case("sha1:") => rest,
+        _ => d,
     }
 }
 

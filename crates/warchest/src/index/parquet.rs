@@ -106,6 +106,9 @@ pub fn parquet_schema(opts: &ParquetOptions) -> SchemaRef {
 
 const BATCH_ROWS: usize = 8192;
 
+/// Largest row group buffered before it is written.
+const ROW_GROUP_BYTES: usize = 128 << 20;
+
 /// Writes index entries, already in url key order, as Parquet.
 pub(crate) struct ParquetWriter<W: Write + Send> {
     writer: ArrowWriter<W>,
@@ -120,6 +123,8 @@ impl<W: Write + Send> ParquetWriter<W> {
         let props = WriterProperties::builder()
             .set_compression(Compression::ZSTD(ZstdLevel::try_new(opts.zstd_level)?))
             .set_max_row_group_row_count(Some(opts.row_group_rows.max(1)))
+            // Row groups of about Spark's size, so memory stays bounded.
+            .set_max_row_group_bytes(Some(ROW_GROUP_BYTES))
             .set_sorting_columns(Some(vec![SortingColumn {
                 column_idx: 0,
                 descending: false,
@@ -193,8 +198,7 @@ fn icann_suffix(host: &str) -> Option<&str> {
     let mut h = host;
     loop {
         let s = psl::suffix(h.as_bytes())?;
-        let len = s.as_bytes().len();
-        let suffix = &h[h.len() - len..];
+        let suffix = h.get(h.len().checked_sub(s.as_bytes().len())?..)?;
         if s.typ() != Some(psl::Type::Private) {
             return Some(suffix);
         }
@@ -235,8 +239,9 @@ fn url_parts(url: Option<&str>) -> UrlParts {
             *slot = labels.get(i).map(|l| l.to_string());
         }
         p.reversed = Some(labels.join("."));
-        if let Some(s) = psl::suffix(host.as_bytes()) {
-            let suffix = &host[host.len() - s.as_bytes().len()..];
+        let private = psl::suffix(host.as_bytes())
+            .and_then(|s| host.get(host.len().checked_sub(s.as_bytes().len())?..));
+        if let Some(suffix) = private {
             p.private_suffix = Some(suffix.to_string());
             p.private_domain = registrable(&host, suffix);
         }

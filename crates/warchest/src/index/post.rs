@@ -151,10 +151,13 @@ fn multipart(mime: &str, body: &[u8]) -> Option<String> {
 /// A parameter of the part's Content-Disposition header.
 fn disposition_param(head: &[u8], param: &str) -> Option<Vec<u8>> {
     let text = String::from_utf8_lossy(head);
-    let line = text
-        .lines()
-        .find(|l| l.len() > 20 && l[..20].eq_ignore_ascii_case("content-disposition:"))?;
-    for p in line[20..].split(';').skip(1) {
+    const NAME: &str = "content-disposition:";
+    let line = text.lines().find(|l| {
+        l.as_bytes()
+            .get(..NAME.len())
+            .is_some_and(|h| h.eq_ignore_ascii_case(NAME.as_bytes()))
+    })?;
+    for p in line.get(NAME.len()..)?.split(';').skip(1) {
         let p = p.trim();
         if let Some((k, v)) = p.split_once('=')
             && k.trim().eq_ignore_ascii_case(param)

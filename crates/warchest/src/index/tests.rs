@@ -183,3 +183,104 @@ fn unpaired_post_keeps_its_plain_key() {
     );
     assert_eq!(es[0].urlkey, "a)/x?y=1");
 }
+
+#[test]
+fn overlong_http_head_is_not_http() {
+    let block = format!("HTTP/1.1 200 OK\r\nX-Long: {}\r\n\r\nbody", "a".repeat(200));
+    let data = record(
+        "response",
+        "http://a/",
+        "<urn:uuid:1>",
+        "Content-Type: application/http; msgtype=response\r\n",
+        block.as_bytes(),
+    );
+    let limits = Limits {
+        max_http_head: 64,
+        ..Limits::default()
+    };
+    let e = &index(
+        &data,
+        IndexOptions {
+            limits,
+            ..IndexOptions::default()
+        },
+    )[0];
+    assert_eq!(e.status, None);
+    let whole =
+        Encoding::Base32.encode(Hasher::digest(Algorithm::Sha1, block.as_bytes()).as_bytes());
+    assert_eq!(e.digest.as_deref(), Some(whole.as_str()));
+}
+
+fn post_pair(request_head: &str, body: &[u8]) -> Vec<Entry> {
+    let mut data = record(
+        "request",
+        "http://a/p",
+        "<urn:uuid:1>",
+        "Content-Type: application/http; msgtype=request\r\n",
+        &[request_head.as_bytes(), body].concat(),
+    );
+    data.extend(record(
+        "response",
+        "http://a/p",
+        "<urn:uuid:2>",
+        "Content-Type: application/http; msgtype=response\r\nWARC-Concurrent-To: <urn:uuid:1>\r\n",
+        b"HTTP/1.1 200 OK\r\n\r\n",
+    ));
+    index(&data, IndexOptions::default())
+}
+
+#[test]
+fn post_bodies_are_decoded_before_the_query_is_made() {
+    // Chunked and gzip-encoded form body.
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    std::io::Write::write_all(&mut gz, b"x=1&y=2").unwrap();
+    let gz = gz.finish().unwrap();
+    let mut chunked = format!("{:x}\r\n", gz.len()).into_bytes();
+    chunked.extend_from_slice(&gz);
+    chunked.extend_from_slice(b"\r\n0\r\n\r\n");
+    let es = post_pair(
+        "POST /p HTTP/1.1\r\nContent-Type: application/x-www-form-urlencoded\r\nTransfer-Encoding: chunked\r\nContent-Encoding: gzip\r\n\r\n",
+        &chunked,
+    );
+    assert_eq!(es[0].urlkey, "a)/p?__wb_method=post&x=1&y=2");
+    assert_eq!(es[0].request_body, Some(Some("x=1&y=2".into())));
+
+    // Cut to Content-Length.
+    let es = post_pair(
+        "PUT /p HTTP/1.1\r\nContent-Type: application/octet-stream\r\nContent-Length: 2\r\n\r\n",
+        b"abcdef",
+    );
+    assert_eq!(es[0].request_body, Some(Some("__wb_post_data=YWI=".into())));
+    assert_eq!(es[0].method.as_deref(), Some("PUT"));
+
+    // A Content-Length python cannot read: null, and no query in the key.
+    let es = post_pair("POST /p HTTP/1.1\r\nContent-Length: x\r\n\r\n", b"abc");
+    assert_eq!(es[0].request_body, Some(None));
+    assert_eq!(es[0].urlkey, "a)/p?__wb_method=post");
+
+    // GET requests change nothing.
+    let es = post_pair("GET /p HTTP/1.1\r\n\r\n", b"");
+    assert_eq!(es[0].urlkey, "a)/p");
+    assert_eq!(es[0].method, None);
+}
+
+#[test]
+fn json_output_has_key_and_timestamp_first() {
+    let data = record(
+        "resource",
+        "http://a/",
+        "<urn:uuid:1>",
+        "Content-Type: text/plain\r\n",
+        b"x",
+    );
+    let mut reader = Reader::new(&data[..]).unwrap();
+    let mut out = IndexOutput::new(Vec::new(), &Format::Json, false).unwrap();
+    Indexer::new("f", IndexOptions::default())
+        .index(&mut reader, |e| out.push(&e))
+        .unwrap();
+    let text = String::from_utf8(out.finish().unwrap()).unwrap();
+    assert!(
+        text.starts_with("{\"urlkey\": \"a)/\", \"timestamp\": \"20140610000859\", \"url\": \"http://a/\", \"mime\": \"text/plain\""),
+        "{text}"
+    );
+}
