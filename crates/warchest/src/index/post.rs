@@ -515,7 +515,6 @@ mod json {
         };
         let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
         if (-4..16).contains(&exp) {
-            let n = digits.len() as i32;
             let (int, frac) = if exp >= 0 {
                 let point = (exp + 1) as usize;
                 if point >= digits.len() {
@@ -528,7 +527,6 @@ mod json {
                 let zeros = "0".repeat((-exp - 1) as usize);
                 ("0".to_string(), format!("{zeros}{digits}"))
             };
-            let _ = n;
             format!("{sign}{int}.{frac}")
         } else {
             let m = if digits.len() > 1 {

@@ -284,3 +284,43 @@ fn json_output_has_key_and_timestamp_first() {
         "{text}"
     );
 }
+
+mod robustness {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        #[test]
+        fn surt_never_panics(url in "\\PC{0,60}", raw in proptest::collection::vec(any::<u8>(), 0..60)) {
+            let _ = surt::surt(&url);
+            let _ = surt::surt_bytes(&raw);
+            let k = surt::url_key(&url);
+            prop_assert!(!k.is_empty() || url.is_empty());
+        }
+
+        #[test]
+        fn post_queries_never_panic(body in proptest::collection::vec(any::<u8>(), 0..200), which in 0usize..6) {
+            let mime = ["application/x-www-form-urlencoded", "multipart/form-data; boundary=b",
+                "application/json", "text/plain", "application/x-amf", ""][which];
+            let q = post::body_query(mime, &body).unwrap_or_default();
+            prop_assert!(q.chars().count() <= post::MAX_QUERY_CHARS);
+        }
+
+        #[test]
+        fn indexing_arbitrary_blocks_never_panics(
+            block in proptest::collection::vec(any::<u8>(), 0..300),
+            typ in 0usize..4,
+            http in any::<bool>(),
+        ) {
+            let t = ["response", "request", "revisit", "resource"][typ];
+            let ct = if http { "Content-Type: application/http; msgtype=response\r\n" } else { "" };
+            let mut data = record(t, "http://a/", "<urn:uuid:1>", ct, &block);
+            data.extend(record("request", "http://a/", "<urn:uuid:2>",
+                "WARC-Concurrent-To: <urn:uuid:1>\r\n", &[b"POST / HTTP/1.1\r\n\r\n".as_slice(), &block].concat()));
+            let mut reader = Reader::new(&data[..]).unwrap();
+            let _ = Indexer::new("f", IndexOptions { all: true, ..IndexOptions::default() }).entries(&mut reader);
+        }
+    }
+}
