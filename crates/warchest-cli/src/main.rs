@@ -40,6 +40,7 @@ enum Command {
     Recompress(cmd::recompress::Args),
     Split(cmd::split::Args),
     Concat(cmd::concat::Args),
+    Index(cmd::index::Args),
 }
 
 fn main() -> ExitCode {
@@ -68,6 +69,7 @@ fn main() -> ExitCode {
         Command::Recompress(a) => cmd::recompress::run(&global, a),
         Command::Split(a) => cmd::split::run(&global, a),
         Command::Concat(a) => cmd::concat::run(&global, a),
+        Command::Index(a) => cmd::index::run(&global, a),
     };
     report::exit(outcome)
 }

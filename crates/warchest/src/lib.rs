@@ -21,6 +21,7 @@ pub mod error;
 pub mod fields;
 pub mod filter;
 pub mod http;
+pub mod index;
 mod limits;
 pub mod rewrite;
 pub mod stats;

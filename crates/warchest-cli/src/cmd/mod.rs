@@ -5,6 +5,7 @@ pub mod concat;
 pub mod copy;
 pub mod extract;
 pub mod filter;
+pub mod index;
 pub mod ls;
 pub mod recompress;
 pub mod split;

@@ -1,0 +1,237 @@
+//! `warchest index`: CDXJ, CDX, JSON lines or Parquet indexes.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, BufWriter, IsTerminal, Seek, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use rayon::prelude::*;
+use tempfile::SpooledTempFile;
+use warchest::Warning;
+use warchest::archive::Reader;
+use warchest::index::{Encoder, Format, IndexOptions, IndexOutput, Indexer, ParquetOptions};
+
+use crate::input;
+use crate::report::{Global, Outcome, file_error};
+
+/// Index archives: one entry per response, revisit, resource and metadata
+/// record (every record with --all), as CDXJ the way pywb and cdxj-indexer
+/// write it (default), CDX 11 or 9 with a legend line, JSON lines, or
+/// Parquet with Common Crawl's cc-index columns (always sorted).
+///
+/// Files are read in parallel; the output is the same whatever -j, in the
+/// order of the files given (or sorted with --sort).
+///
+/// Example: `warchest index --sort -o index.cdxj crawl-*.warc.gz`
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Files to index (`-` for standard input).
+    #[arg(required = true)]
+    files: Vec<String>,
+    /// Output format (default cdxj; cdx when --fields is given).
+    #[arg(long, value_enum)]
+    format: Option<FormatArg>,
+    /// CDX legend, field letters separated by spaces (`N b a m s k r V g`);
+    /// implies --format cdx.
+    #[arg(long, value_name = "LEGEND")]
+    fields: Option<String>,
+    /// Write to this file instead of standard output.
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+    /// Sort the lines in byte order (as `LC_ALL=C sort`), dropping repeated
+    /// identical lines; bounded memory, spilling to temporary files.
+    #[arg(short, long)]
+    sort: bool,
+    /// Index every record, requests and warcinfo included.
+    #[arg(short, long)]
+    all: bool,
+    /// Do not append `__wb_method=post&...` to the keys of POST and PUT
+    /// requests and their responses.
+    #[arg(long)]
+    no_post_append: bool,
+    /// Files read at once (default: all cores).
+    #[arg(short, long, value_name = "N")]
+    jobs: Option<usize>,
+    /// Memory for sorting before spilling to temporary files, in MiB.
+    #[arg(long, value_name = "MIB", default_value_t = 256)]
+    sort_memory: usize,
+    /// Parquet: 32-bit warc_record_offset and warc_record_length columns,
+    /// as in Common Crawl's table (files under 2 GiB only).
+    #[arg(long)]
+    int32_offsets: bool,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum FormatArg {
+    Cdxj,
+    /// CDX 11: N b a m s k r M S V g.
+    Cdx,
+    /// CDX 9: N b a m s k r V g.
+    Cdx9,
+    Json,
+    Parquet,
+}
+
+/// What a worker hands back for one file.
+struct FileResult {
+    spool: Option<SpooledTempFile>,
+    warnings: Vec<Warning>,
+    error: Option<Box<dyn std::error::Error + Send + Sync>>,
+}
+
+/// Output of one file kept in memory up to this size, then on disk.
+const SPOOL_MEMORY: usize = 8 << 20;
+
+fn format(args: &Args) -> Result<Format> {
+    let f = match (args.format, &args.fields) {
+        (None | Some(FormatArg::Cdx), Some(legend)) => Format::cdx_legend(legend)?,
+        (Some(other), Some(_)) => bail!("--fields is for --format cdx, not {other:?}"),
+        (None | Some(FormatArg::Cdxj), None) => Format::Cdxj,
+        (Some(FormatArg::Cdx), None) => Format::cdx11(),
+        (Some(FormatArg::Cdx9), None) => Format::cdx9(),
+        (Some(FormatArg::Json), None) => Format::Json,
+        (Some(FormatArg::Parquet), None) => Format::Parquet(ParquetOptions {
+            int32_offsets: args.int32_offsets,
+            ..ParquetOptions::default()
+        }),
+    };
+    Ok(f)
+}
+
+pub fn run(g: &Global, args: Args) -> Result<Outcome> {
+    let format = format(&args)?;
+    let out: Box<dyn Write + Send> = match &args.output {
+        Some(p) => Box::new(BufWriter::with_capacity(
+            1 << 16,
+            File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
+        )),
+        None => Box::new(BufWriter::with_capacity(1 << 16, io::stdout())),
+    };
+    let mut output = IndexOutput::with_sort_memory(
+        out,
+        &format,
+        args.sort,
+        args.sort_memory.saturating_mul(1 << 20),
+    )?;
+    let encoder = output.encoder();
+    let opts = IndexOptions {
+        all: args.all,
+        post_append: !args.no_post_append,
+        ..IndexOptions::default()
+    };
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1);
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs).build()?;
+    let progress = if io::stderr().is_terminal() && args.files.len() > 1 {
+        let pb = indicatif::ProgressBar::new(args.files.len() as u64);
+        pb.set_style(
+            indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} files {elapsed} {msg}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        pb
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+
+    let mut outcome = Outcome::Ok;
+    // Files in windows: workers index a window in parallel, each into its
+    // own spool; the spools are then written in file order, so the output
+    // does not depend on -j and memory stays bounded.
+    for window in args.files.chunks(jobs.saturating_mul(2)) {
+        let results: Vec<FileResult> = pool.install(|| {
+            window
+                .par_iter()
+                .map(|name| index_file(g, name, &encoder, &opts))
+                .collect()
+        });
+        for (name, r) in window.iter().zip(results) {
+            if let Some(spool) = r.spool
+                && let Err(e) = copy_spool(spool, &mut output)
+            {
+                progress.finish_and_clear();
+                return Ok(file_error("output", e.as_ref()));
+            }
+            g.warnings(name, &r.warnings);
+            if let Some(e) = r.error {
+                progress.suspend(|| outcome = outcome.and(file_error(name, e.as_ref())));
+            }
+            progress.inc(1);
+        }
+    }
+    progress.finish_and_clear();
+    match output.finish() {
+        Ok(mut w) => {
+            if let Err(e) = w.flush() {
+                return Ok(outcome.and(file_error("output", &e)));
+            }
+        }
+        Err(e) => return Ok(outcome.and(file_error("output", &e))),
+    }
+    Ok(outcome)
+}
+
+/// The name an index gives a file: its base name, as cdxj-indexer does.
+fn index_name(name: &str) -> String {
+    if name == "-" {
+        return "-".to_string();
+    }
+    Path::new(name)
+        .file_name()
+        .map_or_else(|| name.to_string(), |n| n.to_string_lossy().into_owned())
+}
+
+fn index_file(g: &Global, name: &str, encoder: &Encoder, opts: &IndexOptions) -> FileResult {
+    let mut spool = SpooledTempFile::new(SPOOL_MEMORY);
+    let mut warnings = Vec::new();
+    let error = (|| -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        let mut reader = Reader::with_options(input::open_stream(name)?, g.reader_options(name))?;
+        let indexer = Indexer::new(index_name(name), opts.clone());
+        let mut line = Vec::new();
+        let r = indexer.index(&mut reader, |e| {
+            line.clear();
+            encoder.encode(&e, &mut line);
+            spool.write_all(&line).map_err(warchest::Error::from)
+        });
+        warnings = reader.take_warnings();
+        r?;
+        Ok(())
+    })()
+    .err();
+    FileResult {
+        spool: Some(spool),
+        warnings,
+        error,
+    }
+}
+
+fn copy_spool(
+    mut spool: SpooledTempFile,
+    output: &mut IndexOutput<Box<dyn Write + Send>>,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    spool.rewind()?;
+    let mut r = BufReader::with_capacity(1 << 16, spool);
+    loop {
+        let buf = r.fill_buf()?;
+        if buf.is_empty() {
+            return Ok(());
+        }
+        // Whole lines only; a line longer than the buffer is gathered.
+        match memchr_last_newline(buf) {
+            Some(end) => {
+                output.push_encoded(&buf[..=end])?;
+                r.consume(end + 1);
+            }
+            None => {
+                let mut line = Vec::new();
+                r.read_until(b'\n', &mut line)?;
+                output.push_encoded(&line)?;
+            }
+        }
+    }
+}
+
+fn memchr_last_newline(b: &[u8]) -> Option<usize> {
+    b.iter().rposition(|&c| c == b'\n')
+}
