@@ -11,6 +11,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod arc;
 pub mod archive;
 pub mod check;
 pub mod codec;
@@ -18,7 +19,12 @@ pub mod digest;
 pub mod error;
 pub mod fields;
 pub mod http;
+pub mod infomall;
 mod limits;
+mod pushback;
+#[cfg(test)]
+mod test_source;
+pub mod view;
 pub mod warc;
 pub mod write;
 
