@@ -72,6 +72,8 @@ pub struct Reader<S> {
     file_version: Option<ArcVersion>,
     file_date: Option<WarcDate>,
     after_filedesc: bool,
+    /// Newlines already consumed after the last record, for find_start.
+    pending_newlines: u64,
     line: Vec<u8>,
 }
 
@@ -139,6 +141,7 @@ impl<S: Source> Reader<S> {
             file_version: None,
             file_date: None,
             after_filedesc: false,
+            pending_newlines: 0,
             line: Vec::new(),
         }
     }
@@ -260,7 +263,7 @@ impl<S: Source> Reader<S> {
         // length counts the blank line after it or does not.
         let allowed = u64::from(self.after_filedesc);
         self.after_filedesc = false;
-        let mut newlines = 0u64;
+        let mut newlines = std::mem::take(&mut self.pending_newlines);
         let at = self.input.stored_pos();
         loop {
             let buf = self.input.fill_buf()?;
@@ -682,6 +685,19 @@ impl<S: Source> Reader<S> {
             }
         }
         self.after_filedesc = cur.filedesc;
+        if self.input.codec() != Codec::None && !cur.cut_at_member {
+            // Newlines that end a member belong to its record (its stored
+            // length runs to the member's end); find_start counts them.
+            loop {
+                let buf = self.input.fill_buf()?;
+                let n = buf.iter().take_while(|&&b| is_line_end(b)).count();
+                if n == 0 {
+                    break;
+                }
+                self.pending_newlines += buf[..n].iter().filter(|&&b| b == b'\n').count() as u64;
+                self.input.consume(n);
+            }
+        }
         let end = if let Some(e) = cur.cut_end {
             Some(e)
         } else if self.input.codec() == Codec::None {
