@@ -15,6 +15,7 @@ pub mod arc;
 pub mod archive;
 pub mod check;
 pub mod codec;
+pub mod convert;
 pub mod digest;
 pub mod error;
 pub mod fields;
