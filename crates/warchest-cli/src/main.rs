@@ -35,6 +35,7 @@ enum Command {
     Extract(cmd::extract::Args),
     Check(cmd::check::Args),
     Convert(cmd::convert::Args),
+    Recover(cmd::recover::Args),
 }
 
 fn main() -> ExitCode {
@@ -58,6 +59,7 @@ fn main() -> ExitCode {
         Command::Extract(a) => cmd::extract::run(&global, a),
         Command::Check(a) => cmd::check::run(&global, a),
         Command::Convert(a) => cmd::convert::run(&global, a),
+        Command::Recover(a) => cmd::recover::run(&global, a),
     };
     report::exit(outcome)
 }

@@ -137,6 +137,17 @@ impl<S: Source> Reader<S> {
         Ok(Reader { inner, format })
     }
 
+    /// A reader over a source whose format is known (no sniffing): used
+    /// where reading starts at an arbitrary offset, as recovery does.
+    pub fn from_source_as(src: S, opts: ReaderOptions, format: Format) -> Self {
+        let inner = match format {
+            Format::Arc => Inner::Arc(arc::Reader::from_source(src, opts)),
+            Format::InfoMall => Inner::InfoMall(infomall::Reader::from_source(src, opts)),
+            Format::Warc => Inner::Warc(warc::Reader::from_source(src, opts)),
+        };
+        Reader { inner, format }
+    }
+
     /// The format of the file.
     pub fn format(&self) -> Format {
         self.format

@@ -23,6 +23,7 @@ pub mod http;
 pub mod infomall;
 mod limits;
 mod pushback;
+pub mod recover;
 #[cfg(test)]
 mod test_source;
 pub mod view;

@@ -4,3 +4,4 @@ pub mod check;
 pub mod convert;
 pub mod extract;
 pub mod ls;
+pub mod recover;

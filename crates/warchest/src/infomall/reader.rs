@@ -567,6 +567,18 @@ impl<S: Source> Reader<S> {
         if h.fields.iter().any(|f| f.name().iter().any(u8::is_ascii_uppercase)) {
             problems.push("property names are not all lower case".to_string());
         }
+        // Names are lower-case words (rule 7); anything else in a name is
+        // most likely damage.
+        if let Some(f) = h.fields.iter().find(|f| {
+            !f.name()
+                .iter()
+                .all(|&b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        }) {
+            problems.push(format!(
+                "property name {:?} is not a word",
+                f.name_str()
+            ));
+        }
         match h.fields.iter().last() {
             Some(f) if f.is(super::property::LENGTH) => {}
             Some(f) => problems.push(format!(
