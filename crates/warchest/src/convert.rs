@@ -317,8 +317,9 @@ fn props_from_view(h: &WarcHeader) -> Properties {
 /// WARC-IP-Address, then the properties kept by conversion to WARC (a
 /// concurrent metadata record marked [`SOURCE_FORMAT`] `infomall`, or the
 /// source record's own leftovers when reading ARC or Web InfoMall); the
-/// content is the response block. Other record types are skipped and
-/// counted.
+/// content is the response block. Resource records go back too when their
+/// warcinfo record says the WARC was converted from Web InfoMall (they were
+/// its non-HTTP records). Other records are skipped and counted.
 ///
 /// # Errors
 /// Reading errors (strict reading, I/O), writing errors.
@@ -338,11 +339,30 @@ pub fn to_infomall<S: Source, W: Write>(
         }
         Ok(())
     };
+    // Warcinfo records of WARCs converted from Web InfoMall: their resource
+    // records were Web InfoMall records too, and go back.
+    let mut from_infomall: Vec<String> = Vec::new();
     while let Some(mut rec) = reader.next_record()? {
         report.records_read += 1;
         let h = rec.header().clone();
+        let back = h.record_type() == RecordType::Resource
+            && h
+                .warcinfo_id()
+                .is_some_and(|id| from_infomall.iter().any(|x| *x == id.trim()));
         match h.record_type() {
-            RecordType::Response => {
+            RecordType::Warcinfo => {
+                let fields = read_fields(&mut rec.block(), opts.max_metadata)?;
+                rec.finish()?;
+                let infomall = fields.is_some_and(|f| {
+                    f.value("source-format")
+                        .is_some_and(|v| v.trim() == Format::InfoMall.name())
+                });
+                if infomall && from_infomall.len() < 10_000 {
+                    from_infomall.push(h.record_id().map(|s| s.trim().to_string()).unwrap_or_default());
+                }
+                *report.skipped.entry("warcinfo".into()).or_default() += 1;
+            }
+            _ if back || h.record_type() == RecordType::Response => {
                 flush(pending.take(), out, &mut report)?;
                 let id = h.record_id().map(|s| s.into_owned()).unwrap_or_default();
                 let mut props = props_from_view(&h);
