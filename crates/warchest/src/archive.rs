@@ -61,10 +61,11 @@ impl Format {
     }
 }
 
+// Boxed: the readers differ in size by hundreds of bytes.
 enum Inner<S> {
-    Warc(warc::Reader<S>),
-    Arc(arc::Reader<S>),
-    InfoMall(infomall::Reader<S>),
+    Warc(Box<warc::Reader<S>>),
+    Arc(Box<arc::Reader<S>>),
+    InfoMall(Box<infomall::Reader<S>>),
 }
 
 /// Reads records of any format.
@@ -130,9 +131,9 @@ impl<S: Source> Reader<S> {
         };
         let format = Format::sniff(src.fill_buf().map_err(locate)?).unwrap_or(Format::Warc);
         let inner = match format {
-            Format::Arc => Inner::Arc(arc::Reader::from_source(src, opts)),
-            Format::InfoMall => Inner::InfoMall(infomall::Reader::from_source(src, opts)),
-            Format::Warc => Inner::Warc(warc::Reader::from_source(src, opts)),
+            Format::Arc => Inner::Arc(Box::new(arc::Reader::from_source(src, opts))),
+            Format::InfoMall => Inner::InfoMall(Box::new(infomall::Reader::from_source(src, opts))),
+            Format::Warc => Inner::Warc(Box::new(warc::Reader::from_source(src, opts))),
         };
         Ok(Reader { inner, format })
     }
@@ -141,9 +142,9 @@ impl<S: Source> Reader<S> {
     /// where reading starts at an arbitrary offset, as recovery does.
     pub fn from_source_as(src: S, opts: ReaderOptions, format: Format) -> Self {
         let inner = match format {
-            Format::Arc => Inner::Arc(arc::Reader::from_source(src, opts)),
-            Format::InfoMall => Inner::InfoMall(infomall::Reader::from_source(src, opts)),
-            Format::Warc => Inner::Warc(warc::Reader::from_source(src, opts)),
+            Format::Arc => Inner::Arc(Box::new(arc::Reader::from_source(src, opts))),
+            Format::InfoMall => Inner::InfoMall(Box::new(infomall::Reader::from_source(src, opts))),
+            Format::Warc => Inner::Warc(Box::new(warc::Reader::from_source(src, opts))),
         };
         Reader { inner, format }
     }
@@ -178,7 +179,7 @@ impl<S: Source> Reader<S> {
     /// The WARC reader, when the file is WARC.
     pub fn as_warc(&mut self) -> Option<&mut warc::Reader<S>> {
         match &mut self.inner {
-            Inner::Warc(r) => Some(r),
+            Inner::Warc(r) => Some(r.as_mut()),
             _ => None,
         }
     }
@@ -186,7 +187,7 @@ impl<S: Source> Reader<S> {
     /// The ARC reader, when the file is ARC.
     pub fn as_arc(&mut self) -> Option<&mut arc::Reader<S>> {
         match &mut self.inner {
-            Inner::Arc(r) => Some(r),
+            Inner::Arc(r) => Some(r.as_mut()),
             _ => None,
         }
     }
@@ -194,7 +195,7 @@ impl<S: Source> Reader<S> {
     /// The Web InfoMall reader, when the file is Web InfoMall.
     pub fn as_infomall(&mut self) -> Option<&mut infomall::Reader<S>> {
         match &mut self.inner {
-            Inner::InfoMall(r) => Some(r),
+            Inner::InfoMall(r) => Some(r.as_mut()),
             _ => None,
         }
     }

@@ -305,10 +305,15 @@ fn props_from_view(h: &WarcHeader) -> Properties {
     let url = h.target_uri().map(|u| u.into_owned()).unwrap_or_default();
     let date = match h.date() {
         Some(Ok(d)) => infomall::format_date(&d),
-        _ => h.get(field::DATE).map(|d| d.into_owned()).unwrap_or_default(),
+        _ => h
+            .get(field::DATE)
+            .map(|d| d.into_owned())
+            .unwrap_or_default(),
     };
     let mut p = Properties::new(url, date);
-    p.ip = h.get(field::IP_ADDRESS).map(|v| v.trim().as_bytes().to_vec());
+    p.ip = h
+        .get(field::IP_ADDRESS)
+        .map(|v| v.trim().as_bytes().to_vec());
     p
 }
 
@@ -332,13 +337,14 @@ pub fn to_infomall<S: Source, W: Write>(
     let mut pending: Option<Pending> = None;
     // Properties of a metadata record met before its response.
     let mut early: Option<(String, Fields)> = None;
-    let flush = |p: Option<Pending>, out: &mut infomall::Writer<W>, report: &mut Report| -> Result<()> {
-        if let Some(mut p) = p {
-            out.write(&p.props, &mut p.content, opts.compress)?;
-            report.records_written += 1;
-        }
-        Ok(())
-    };
+    let flush =
+        |p: Option<Pending>, out: &mut infomall::Writer<W>, report: &mut Report| -> Result<()> {
+            if let Some(mut p) = p {
+                out.write(&p.props, &mut p.content, opts.compress)?;
+                report.records_written += 1;
+            }
+            Ok(())
+        };
     // Warcinfo records of WARCs converted from Web InfoMall: their resource
     // records were Web InfoMall records too, and go back.
     let mut from_infomall: Vec<String> = Vec::new();
@@ -346,8 +352,7 @@ pub fn to_infomall<S: Source, W: Write>(
         report.records_read += 1;
         let h = rec.header().clone();
         let back = h.record_type() == RecordType::Resource
-            && h
-                .warcinfo_id()
+            && h.warcinfo_id()
                 .is_some_and(|id| from_infomall.iter().any(|x| *x == id.trim()));
         match h.record_type() {
             RecordType::Warcinfo => {
@@ -358,7 +363,11 @@ pub fn to_infomall<S: Source, W: Write>(
                         .is_some_and(|v| v.trim() == Format::InfoMall.name())
                 });
                 if infomall && from_infomall.len() < 10_000 {
-                    from_infomall.push(h.record_id().map(|s| s.trim().to_string()).unwrap_or_default());
+                    from_infomall.push(
+                        h.record_id()
+                            .map(|s| s.trim().to_string())
+                            .unwrap_or_default(),
+                    );
                 }
                 *report.skipped.entry("warcinfo".into()).or_default() += 1;
             }
@@ -386,11 +395,10 @@ pub fn to_infomall<S: Source, W: Write>(
             RecordType::Metadata if is_infomall_metadata(&h) => {
                 let fields = read_fields(&mut rec.block(), opts.max_metadata)?;
                 rec.finish()?;
-                let targets: Vec<String> = h.concurrent_to().map(|s| s.trim().to_string()).collect();
+                let targets: Vec<String> =
+                    h.concurrent_to().map(|s| s.trim().to_string()).collect();
                 match (&mut pending, fields) {
-                    (Some(p), Some(f)) if targets.iter().any(|t| *t == p.id) => {
-                        apply(&mut p.props, &f)
-                    }
+                    (Some(p), Some(f)) if targets.contains(&p.id) => apply(&mut p.props, &f),
                     (_, Some(f)) => {
                         if let Some(t) = targets.into_iter().next() {
                             early = Some((t, f));
@@ -459,11 +467,17 @@ mod tests {
         let mut r = AnyReader::new(TSE).unwrap();
         let mut w = plain_writer();
         let rep = to_warc(&mut r, "t.dat", &mut w, &WarcOptions::default()).unwrap();
-        assert_eq!((rep.records_read, rep.records_written, rep.metadata_written), (1, 3, 1));
+        assert_eq!(
+            (rep.records_read, rep.records_written, rep.metadata_written),
+            (1, 3, 1)
+        );
         let warc = w.finish().unwrap();
         let text = String::from_utf8_lossy(&warc);
         assert!(text.contains("WARC-Type: metadata"), "{text}");
-        assert!(text.contains("origin: http://a/\r\nip: host.example\r\nx-crawler: tse\r\n"), "{text}");
+        assert!(
+            text.contains("origin: http://a/\r\nip: host.example\r\nx-crawler: tse\r\n"),
+            "{text}"
+        );
         assert!(text.contains("WARC-Payload-Digest: sha1:"), "{text}");
         // Twice the same bytes.
         let mut r = AnyReader::new(TSE).unwrap();
@@ -473,7 +487,15 @@ mod tests {
         // And back.
         let mut r = AnyReader::new(&warc[..]).unwrap();
         let mut out = infomall::Writer::new(Vec::new());
-        let rep = to_infomall(&mut r, &mut out, &InfoMallOptions { compress: false, ..Default::default() }).unwrap();
+        let rep = to_infomall(
+            &mut r,
+            &mut out,
+            &InfoMallOptions {
+                compress: false,
+                ..Default::default()
+            },
+        )
+        .unwrap();
         assert_eq!(rep.records_written, 1);
         assert_eq!(rep.skipped.get("warcinfo"), Some(&1));
         let back = out.finish().unwrap();
@@ -485,7 +507,16 @@ mod tests {
         let arc = b"filedesc://x.arc 0.0.0.0 20140216050221 text/plain 200 - - 0 x.arc 76\n2 0 Test\nURL IP-address Archive-date Content-type Result-code Checksum Location Offset Filename Archive-length\n\nhttp://a/ 1.2.3.4 20140216050221 text/html 200 ABC - 120 x.arc 19\nHTTP/1.0 200 OK\r\n\r\n\n";
         let mut r = AnyReader::new(&arc[..]).unwrap();
         let mut w = plain_writer();
-        let rep = to_warc(&mut r, "x.arc", &mut w, &WarcOptions { version: Version::V1_0, ..Default::default() }).unwrap();
+        let rep = to_warc(
+            &mut r,
+            "x.arc",
+            &mut w,
+            &WarcOptions {
+                version: Version::V1_0,
+                ..Default::default()
+            },
+        )
+        .unwrap();
         assert_eq!(rep.records_written, 4);
         let warc = w.finish().unwrap();
         let text = String::from_utf8_lossy(&warc);

@@ -242,7 +242,11 @@ mod tests {
         let data = b"versioversion:";
         for chunk in 1..data.len() {
             let mut p = Pushback::new(MemSource::plain(data, chunk));
-            assert_eq!(p.skip_to(b"version:", u64::MAX).unwrap(), (6, true), "chunk {chunk}");
+            assert_eq!(
+                p.skip_to(b"version:", u64::MAX).unwrap(),
+                (6, true),
+                "chunk {chunk}"
+            );
             let mut rest = Vec::new();
             p.read_some(&mut rest, 100).unwrap();
             assert_eq!(rest, b"version:");

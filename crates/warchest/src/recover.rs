@@ -240,7 +240,11 @@ fn compressed_start(head: &[u8]) -> Option<usize> {
     if Format::sniff(head).is_some() {
         return None;
     }
-    for (k, _) in head.iter().enumerate().filter(|(_, b)| matches!(b, 0x1f | 0x28)) {
+    for (k, _) in head
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| matches!(b, 0x1f | 0x28))
+    {
         let s = &head[k..];
         let ok = match Codec::sniff(s) {
             Some(Codec::Gzip) => matches!(crate::codec::parse_gzip_header(s), Ok(Some(_))),
@@ -362,7 +366,10 @@ fn prepare(path: &Path, report: &mut RecoverReport) -> Result<Plain> {
     }
     dec.drain_warnings(&mut warnings);
     for w in warnings.drain(..) {
-        if matches!(w.kind, WarningKind::SkippedBytes | WarningKind::TrailingGarbage) {
+        if matches!(
+            w.kind,
+            WarningKind::SkippedBytes | WarningKind::TrailingGarbage
+        ) {
             report.ranges.push(DamagedRange {
                 start: w.offset,
                 end: total,
@@ -640,8 +647,10 @@ impl<W: Write> Recovery<'_, W> {
                 Format::Warc => memchr::memmem::find_iter(&buf, b"WARC/")
                     .take_while(|&p| p < scan)
                     .find(|&p| buf.get(p + 5).is_some_and(u8::is_ascii_digit)),
-                Format::InfoMall => memchr::memmem::find(&buf[..(scan + 7).min(buf.len())], b"version:")
-                    .filter(|&p| p < scan),
+                Format::InfoMall => {
+                    memchr::memmem::find(&buf[..(scan + 7).min(buf.len())], b"version:")
+                        .filter(|&p| p < scan)
+                }
                 _ => (0..scan).find(|&p| {
                     let rest = &buf[p..];
                     if !rest[0].is_ascii_alphabetic() {
@@ -682,14 +691,18 @@ impl<W: Write> Recovery<'_, W> {
             Format::Warc => b"\r\n\r\n",
             _ => b"\n",
         };
-        let mut src = self.plain.open_at(start)?.take(body_end.saturating_sub(start));
+        let mut src = self
+            .plain
+            .open_at(start)?
+            .take(body_end.saturating_sub(start));
         match self.opts.compression {
             OutputCompression::None => {
                 io::copy(&mut src, &mut self.out)?;
                 self.out.write_all(trailer)?;
             }
             OutputCompression::Gzip => {
-                let mut e = flate2::write::GzEncoder::new(&mut self.out, flate2::Compression::default());
+                let mut e =
+                    flate2::write::GzEncoder::new(&mut self.out, flate2::Compression::default());
                 io::copy(&mut src, &mut e)?;
                 e.write_all(trailer)?;
                 e.finish()?;

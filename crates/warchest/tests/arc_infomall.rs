@@ -184,7 +184,10 @@ fn gzip_and_plain_arc_give_the_same_records() {
         let mut r = Reader::open(common::fixture(p)).unwrap();
         let mut v = Vec::new();
         while let Some(mut rec) = r.next_record().unwrap() {
-            v.push((rec.header().target_uri().map(|s| s.into_owned()), rec.read_block().unwrap()));
+            v.push((
+                rec.header().target_uri().map(|s| s.into_owned()),
+                rec.read_block().unwrap(),
+            ));
         }
         v
     };

@@ -18,8 +18,8 @@ use warchest::warc::Version;
 use warchest::write::{Compression, Writer, WriterOptions};
 
 fn to_warc_bytes(input: &[u8], name: &str, compression: Compression, version: Version) -> Vec<u8> {
-    let mut r = Reader::with_options(input, warchest::warc::ReaderOptions::lenient().file(name))
-        .unwrap();
+    let mut r =
+        Reader::with_options(input, warchest::warc::ReaderOptions::lenient().file(name)).unwrap();
     let mut w = Writer::new(
         Vec::new(),
         WriterOptions {
@@ -99,7 +99,10 @@ fn converted_files_validate() {
     for input in inputs {
         let name = input.file_name().unwrap().to_string_lossy().to_string();
         let data = std::fs::read(&input).unwrap();
-        for (compression, ext) in [(Compression::Gzip(6), "warc.gz"), (Compression::None, "warc")] {
+        for (compression, ext) in [
+            (Compression::Gzip(6), "warc.gz"),
+            (Compression::None, "warc"),
+        ] {
             let warc = to_warc_bytes(&data, &name, compression, Version::V1_1);
             let n = check_all(&warc);
             assert!(n >= 2, "{name}");
@@ -207,8 +210,12 @@ fn tse_style_round_trip_keeps_every_property() {
     p.origin = Some(b"http://example.com/".to_vec());
     p.ip = Some(b"www.example.com".to_vec());
     p.extra.push(("crawler".into(), b"tse 1.0".to_vec()));
-    w.write(&p, &mut &b"HTTP/1.1 200 OK\r\nServer: x\r\n\n<html>a</html>"[..], false)
-        .unwrap();
+    w.write(
+        &p,
+        &mut &b"HTTP/1.1 200 OK\r\nServer: x\r\n\n<html>a</html>"[..],
+        false,
+    )
+    .unwrap();
     let mut q = Properties::new("http://example.com/b", "Tue, 15 Apr 2003 08:13:07 +0800");
     q.date_name = "time".into();
     q.ip = Some(b"unknown".to_vec());
@@ -220,9 +227,15 @@ fn tse_style_round_trip_keeps_every_property() {
     // metadata record.
     let warc = to_warc_bytes(&data, "tse.dat", Compression::None, Version::V1_1);
     let text = String::from_utf8_lossy(&warc);
-    assert!(text.contains("WARC-Target-URI: http://example.com/a%20b\r\n"), "{text}");
+    assert!(
+        text.contains("WARC-Target-URI: http://example.com/a%20b\r\n"),
+        "{text}"
+    );
     assert!(text.contains("url: http://example.com/a b\r\norigin: http://example.com/\r\nip: www.example.com\r\ncrawler: tse 1.0\r\n"), "{text}");
-    assert!(text.contains("Content-Type: application/octet-stream"), "{text}");
+    assert!(
+        text.contains("Content-Type: application/octet-stream"),
+        "{text}"
+    );
     assert!(text.contains("WARC-Date: 2003-04-15T00:13:07Z"), "{text}");
 }
 

@@ -152,8 +152,9 @@ fn page_dat_cases(seed: u64, cases: usize) {
         for r in &rep.ranges {
             // A range may end at a cut (the end of the damaged file).
             assert!(
-                hit.iter()
-                    .any(|&(a, b)| a < r.end.max(r.start + 1) + u64::from(b == u64::MAX) && r.start < b),
+                hit.iter().any(
+                    |&(a, b)| a < r.end.max(r.start + 1) + u64::from(b == u64::MAX) && r.start < b
+                ),
                 "{what}: reported range {r:?} holds no damage"
             );
         }
@@ -189,7 +190,11 @@ fn page_dat_small_flips_in_headers() {
     // lost, and the report names it.
     let data = std::fs::read(common::fixture("tianwang/page.dat")).unwrap();
     let orig = records(&data);
-    for (k, pat) in [(3usize, &b"length: "[..]), (100, b"\n\n"), (400, b"version")] {
+    for (k, pat) in [
+        (3usize, &b"length: "[..]),
+        (100, b"\n\n"),
+        (400, b"version"),
+    ] {
         let r = &orig[k];
         let at = r.start as usize + memchr::memmem::find(&data[r.start as usize..], pat).unwrap();
         let mut d = data.clone();
@@ -382,7 +387,10 @@ fn recovered_output_is_a_valid_file() {
     let mut out = Vec::new();
     let rep = recover(&p, &mut out, &RecoverOptions::default()).unwrap();
     assert!(rep.is_clean(), "{rep:?}");
-    assert_eq!(records(&out).len(), records(&std::fs::read(&p).unwrap()).len());
+    assert_eq!(
+        records(&out).len(),
+        records(&std::fs::read(&p).unwrap()).len()
+    );
     let p = common::fixture("warcio/example.arc.gz");
     let mut out = Vec::new();
     let rep = recover(Path::new(&p), &mut out, &RecoverOptions::default()).unwrap();

@@ -65,7 +65,6 @@ pub fn run(_g: &Global, args: Args) -> Result<Outcome> {
             Fmt::Infomall => Format::InfoMall,
         }),
         compression,
-        ..RecoverOptions::default()
     };
     let out = BufWriter::new(
         File::create(&args.output).with_context(|| format!("{}: cannot create", args.output))?,

@@ -156,7 +156,9 @@ impl ArcHeader {
         if version == ArcVersion::V2 {
             let rc = get(4);
             let off = get(7);
-            if !(rc == b"-" || (rc.len() == 3 && all_digits(rc))) || !(off == b"-" || all_digits(off)) {
+            if !(rc == b"-" || (rc.len() == 3 && all_digits(rc)))
+                || !(off == b"-" || all_digits(off))
+            {
                 return None;
             }
         }
@@ -199,7 +201,9 @@ impl ArcHeader {
     }
 
     fn v2(&self, i: usize) -> Option<&[u8]> {
-        (self.version == ArcVersion::V2).then(|| self.known(i)).flatten()
+        (self.version == ArcVersion::V2)
+            .then(|| self.known(i))
+            .flatten()
     }
 
     /// The line as stored, line end included.
@@ -338,77 +342,13 @@ impl ArcHeader {
         }
         let ct = self.content_type();
         let media = ct.contains(&b'/')
-            && ct
-                .iter()
-                .all(|&b| b.is_ascii_graphic() || b == b' ')
+            && ct.iter().all(|&b| b.is_ascii_graphic() || b == b' ')
             && ct[0].is_ascii_alphabetic();
         if media {
             String::from_utf8_lossy(ct)
         } else {
             Cow::Borrowed("application/octet-stream")
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn v1_v2_and_spaces() {
-        let h = ArcHeader::parse(b"http://a/ 1.2.3.4 20140216050221 text/html 10\n", None).unwrap();
-        assert_eq!(h.version(), ArcVersion::V1);
-        assert_eq!(h.url(), b"http://a/");
-        assert_eq!(h.length(), Some(10));
-        assert_eq!(h.capture_date().unwrap().0.to_string(), "2014-02-16T05:02:21Z");
-        let h = ArcHeader::parse(b"http://a/b c d 1.2.3.4 20140216050221 text/html 10\r\n", None).unwrap();
-        assert_eq!(h.url(), b"http://a/b c d");
-        assert_eq!(h.line(), b"http://a/b c d 1.2.3.4 20140216050221 text/html 10");
-        let v2 = b"http://a/ 1.2.3.4 20140216050221 text/html 200 abc http://b/ 1234 x.arc 10\n";
-        let h = ArcHeader::parse(v2, None).unwrap();
-        assert_eq!(h.version(), ArcVersion::V2);
-        assert_eq!(h.result_code(), Some(b"200".as_slice()));
-        assert_eq!(h.location(), Some(b"http://b/".as_slice()));
-        assert_eq!(h.filename(), Some(b"x.arc".as_slice()));
-        assert_eq!(h.to_fields().len(), 10);
-        let h = ArcHeader::parse(v2, Some(ArcVersion::V2)).unwrap();
-        assert_eq!(h.offset(), Some(b"1234".as_slice()));
-        // Empty content-type (double space) and dashes.
-        let h = ArcHeader::parse(b"http://a/ - 20140216050221  10\n", None).unwrap();
-        assert_eq!(h.content_type(), b"");
-        assert_eq!(h.resource_content_type(), "application/octet-stream");
-        assert!(ArcHeader::parse(b"not a record line\n", None).is_none());
-        assert!(ArcHeader::parse(b"<html> 1 2 3 4\n", None).is_none());
-    }
-
-    #[test]
-    fn dates() {
-        let d = |s: &str| {
-            let line = format!("http://a/ 1.2.3.4 {s} text/html 1");
-            ArcHeader::parse(line.as_bytes(), None)
-                .unwrap()
-                .capture_date()
-                .map(|(d, changed)| (d.to_string(), changed))
-        };
-        assert_eq!(d("200101211835"), Some(("2001-01-21T18:35:00Z".into(), true)));
-        assert_eq!(d("201404010000000000"), Some(("2014-04-01T00:00:00Z".into(), true)));
-        assert_eq!(d("20010121"), Some(("2001-01-21T00:00:00Z".into(), true)));
-        assert_eq!(d("-"), None);
-        assert_eq!(d("2001"), None);
-        assert_eq!(d("20011321000000"), None);
-    }
-
-    #[test]
-    fn searching_is_stricter() {
-        let line = b"http://a/ 1.2.3.4 notadate text/html 1";
-        assert!(ArcHeader::parse_with(line, None, Trust::Expected).is_some());
-        assert!(ArcHeader::parse_with(line, None, Trust::Searching).is_none());
-        assert_eq!(
-            ArcHeader::parse(b"dns:a.b 1.2.3.4 20140216050221 text/dns 5", None)
-                .unwrap()
-                .resource_content_type(),
-            "text/dns"
-        );
     }
 }
 
@@ -492,4 +432,82 @@ pub(crate) fn warc_view(
         let _ = left.append("arc-header", line);
     }
     (b.finish(), left)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn v1_v2_and_spaces() {
+        let h = ArcHeader::parse(b"http://a/ 1.2.3.4 20140216050221 text/html 10\n", None).unwrap();
+        assert_eq!(h.version(), ArcVersion::V1);
+        assert_eq!(h.url(), b"http://a/");
+        assert_eq!(h.length(), Some(10));
+        assert_eq!(
+            h.capture_date().unwrap().0.to_string(),
+            "2014-02-16T05:02:21Z"
+        );
+        let h = ArcHeader::parse(
+            b"http://a/b c d 1.2.3.4 20140216050221 text/html 10\r\n",
+            None,
+        )
+        .unwrap();
+        assert_eq!(h.url(), b"http://a/b c d");
+        assert_eq!(
+            h.line(),
+            b"http://a/b c d 1.2.3.4 20140216050221 text/html 10"
+        );
+        let v2 = b"http://a/ 1.2.3.4 20140216050221 text/html 200 abc http://b/ 1234 x.arc 10\n";
+        let h = ArcHeader::parse(v2, None).unwrap();
+        assert_eq!(h.version(), ArcVersion::V2);
+        assert_eq!(h.result_code(), Some(b"200".as_slice()));
+        assert_eq!(h.location(), Some(b"http://b/".as_slice()));
+        assert_eq!(h.filename(), Some(b"x.arc".as_slice()));
+        assert_eq!(h.to_fields().len(), 10);
+        let h = ArcHeader::parse(v2, Some(ArcVersion::V2)).unwrap();
+        assert_eq!(h.offset(), Some(b"1234".as_slice()));
+        // Empty content-type (double space) and dashes.
+        let h = ArcHeader::parse(b"http://a/ - 20140216050221  10\n", None).unwrap();
+        assert_eq!(h.content_type(), b"");
+        assert_eq!(h.resource_content_type(), "application/octet-stream");
+        assert!(ArcHeader::parse(b"not a record line\n", None).is_none());
+        assert!(ArcHeader::parse(b"<html> 1 2 3 4\n", None).is_none());
+    }
+
+    #[test]
+    fn dates() {
+        let d = |s: &str| {
+            let line = format!("http://a/ 1.2.3.4 {s} text/html 1");
+            ArcHeader::parse(line.as_bytes(), None)
+                .unwrap()
+                .capture_date()
+                .map(|(d, changed)| (d.to_string(), changed))
+        };
+        assert_eq!(
+            d("200101211835"),
+            Some(("2001-01-21T18:35:00Z".into(), true))
+        );
+        assert_eq!(
+            d("201404010000000000"),
+            Some(("2014-04-01T00:00:00Z".into(), true))
+        );
+        assert_eq!(d("20010121"), Some(("2001-01-21T00:00:00Z".into(), true)));
+        assert_eq!(d("-"), None);
+        assert_eq!(d("2001"), None);
+        assert_eq!(d("20011321000000"), None);
+    }
+
+    #[test]
+    fn searching_is_stricter() {
+        let line = b"http://a/ 1.2.3.4 notadate text/html 1";
+        assert!(ArcHeader::parse_with(line, None, Trust::Expected).is_some());
+        assert!(ArcHeader::parse_with(line, None, Trust::Searching).is_none());
+        assert_eq!(
+            ArcHeader::parse(b"dns:a.b 1.2.3.4 20140216050221 text/dns 5", None)
+                .unwrap()
+                .resource_content_type(),
+            "text/dns"
+        );
+    }
 }

@@ -363,7 +363,8 @@ impl<S: Source> Reader<S> {
                 }
                 None => {
                     if self.opts.strict {
-                        let text = String::from_utf8_lossy(&line[..line.len().min(80)]).into_owned();
+                        let text =
+                            String::from_utf8_lossy(&line[..line.len().min(80)]).into_owned();
                         self.line = line;
                         return Err(self.error(
                             ErrorKind::Syntax(format!("not an ARC URL-record line: {text:?}")),
@@ -679,8 +680,7 @@ impl<S: Source> Reader<S> {
                     WarningKind::BadTrailer,
                     at,
                     Some(cur.loc.index),
-                    "the document is not followed by a newline; Archive-length may be wrong"
-                        .into(),
+                    "the document is not followed by a newline; Archive-length may be wrong".into(),
                 )?,
             }
         }
@@ -862,8 +862,12 @@ mod tests {
             warnings: vec![],
         };
         while let Some(mut rec) = r.next_record()? {
-            s.types
-                .push(rec.header().record_type_str().unwrap_or_default().into_owned());
+            s.types.push(
+                rec.header()
+                    .record_type_str()
+                    .unwrap_or_default()
+                    .into_owned(),
+            );
             s.uris
                 .push(rec.header().target_uri().unwrap_or_default().into_owned());
             s.offsets.push(rec.location().offset);
@@ -890,7 +894,10 @@ mod tests {
         let second = data.len() as u64;
         let a = rec("http://a/", DOC);
         data.extend(&a);
-        let b = rec("dns:a.example", b"20140216050221\na.example. 60 IN A 1.2.3.4\n");
+        let b = rec(
+            "dns:a.example",
+            b"20140216050221\na.example. 60 IN A 1.2.3.4\n",
+        );
         data.extend(&b);
         for chunk in [1, 2, 3, 7, 64, 1 << 20] {
             let s = read_all(strict(MemSource::plain(&data, chunk))).unwrap();
@@ -911,7 +918,10 @@ mod tests {
         // Declares 10 more bytes than its member holds.
         let s = String::from_utf8(a.clone()).unwrap();
         let bad = s
-            .replace(&format!(" {}\n", DOC.len()), &format!(" {}\n", DOC.len() + 10))
+            .replace(
+                &format!(" {}\n", DOC.len()),
+                &format!(" {}\n", DOC.len() + 10),
+            )
             .into_bytes();
         let b = rec("http://b/", DOC);
         let src = MemSource::members(&[FILEDESC, &bad, &b], 5);
@@ -920,7 +930,11 @@ mod tests {
         assert_eq!(r.uris, ["filedesc://x.arc", "http://a/", "http://b/"]);
         assert_eq!(r.offsets, [ext[0].0, ext[1].0, ext[2].0]);
         assert_eq!(r.lens[2], Some(ext[2].1 - ext[2].0));
-        assert!(r.warnings.iter().any(|w| w.kind == WarningKind::BadContentLength));
+        assert!(
+            r.warnings
+                .iter()
+                .any(|w| w.kind == WarningKind::BadContentLength)
+        );
         let src = MemSource::members(&[FILEDESC, &bad, &b], 5);
         assert!(read_all(strict(src)).is_err());
     }
@@ -965,7 +979,11 @@ mod tests {
         data.extend(b"http://www.bt.dk/node/100");
         let s = read_all(lenient(MemSource::plain(&data, 3))).unwrap();
         assert_eq!(s.uris, ["http://a/"]);
-        assert!(s.warnings.iter().any(|w| w.kind == WarningKind::TrailingGarbage));
+        assert!(
+            s.warnings
+                .iter()
+                .any(|w| w.kind == WarningKind::TrailingGarbage)
+        );
     }
 
     #[test]
@@ -975,14 +993,29 @@ mod tests {
         data.extend(b"\nhttp://a/ 1.2.3.4 20140216050221 text/html 200 ABC - 120 x.arc 3\nabc\n");
         data.extend(b"http://b/ a.b.c.d 2014021605 text/html - - - - - 3\nabc\n");
         let mut r = lenient(MemSource::plain(&data, 4096));
-        drop(r.next_record().unwrap().unwrap());
+        r.next_record().unwrap().unwrap().finish().unwrap();
         assert_eq!(r.file_version(), Some(ArcVersion::V2));
         let rec = r.next_record().unwrap().unwrap();
-        let names: Vec<String> = rec.leftovers().iter().map(|f| f.name_str().into_owned()).collect();
-        assert_eq!(names, ["arc-result-code", "arc-checksum", "arc-offset", "arc-filename"]);
-        drop(rec);
+        let names: Vec<String> = rec
+            .leftovers()
+            .iter()
+            .map(|f| f.name_str().into_owned())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "arc-result-code",
+                "arc-checksum",
+                "arc-offset",
+                "arc-filename"
+            ]
+        );
+        rec.finish().unwrap();
         let rec = r.next_record().unwrap().unwrap();
-        assert_eq!(rec.header().get("WARC-Date").as_deref(), Some("2014-02-16T05:00:00Z"));
+        assert_eq!(
+            rec.header().get("WARC-Date").as_deref(),
+            Some("2014-02-16T05:00:00Z")
+        );
         assert!(rec.header().get("WARC-IP-Address").is_none());
         assert_eq!(
             rec.leftovers().value("arc-header").as_deref(),

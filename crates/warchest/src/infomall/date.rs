@@ -83,7 +83,9 @@ pub fn parse_date(s: &str) -> Option<WarcDate> {
             zone = Some(z);
         } else {
             let l = t.to_ascii_lowercase();
-            if l.len() >= 3 && let Some(i) = MONTHS.iter().position(|m| l.starts_with(m)) {
+            if l.len() >= 3
+                && let Some(i) = MONTHS.iter().position(|m| l.starts_with(m))
+            {
                 month = Some(i as u8 + 1);
             } else if l.len() >= 3 && DAYS.iter().any(|d| l.starts_with(d)) {
                 // The weekday says nothing the date does not.
@@ -93,12 +95,8 @@ pub fn parse_date(s: &str) -> Option<WarcDate> {
         }
     }
     let (h, mi, sec) = hms?;
-    let date = time::Date::from_calendar_date(
-        year?,
-        time::Month::try_from(month?).ok()?,
-        day?,
-    )
-    .ok()?;
+    let date =
+        time::Date::from_calendar_date(year?, time::Month::try_from(month?).ok()?, day?).ok()?;
     let t = time::Time::from_hms(h, mi, sec.min(59)).ok()?;
     let dt = time::PrimitiveDateTime::new(date, t).assume_utc()
         - time::Duration::minutes(zone.unwrap_or(0));
@@ -147,13 +145,24 @@ mod tests {
             "Tue, 28 Feb 2006 13:42:09 +0800",
             "Tue, 28 Feb 2006 00:42:09 EST",
         ] {
-            assert_eq!(parse_date(s).map(|d| d.to_string()).as_deref(), Some(want), "{s}");
+            assert_eq!(
+                parse_date(s).map(|d| d.to_string()).as_deref(),
+                Some(want),
+                "{s}"
+            );
         }
         assert_eq!(
-            parse_date("Tue, 28 Feb 2006 05:42 GMT").unwrap().to_string(),
+            parse_date("Tue, 28 Feb 2006 05:42 GMT")
+                .unwrap()
+                .to_string(),
             "2006-02-28T05:42:00Z"
         );
-        for s in ["", "yesterday", "Tue, 30 Feb 2006 05:42:09 GMT", "28 Feb 2006"] {
+        for s in [
+            "",
+            "yesterday",
+            "Tue, 30 Feb 2006 05:42:09 GMT",
+            "28 Feb 2006",
+        ] {
             assert!(parse_date(s).is_none(), "{s}");
         }
     }

@@ -86,8 +86,8 @@ impl Header {
     /// see [`Reader`] for what is reported.
     pub fn parse(block: &[u8]) -> Header {
         let mut issues = Vec::new();
-        let fields = Fields::parse(block.to_vec(), 0, false, usize::MAX, &mut issues)
-            .unwrap_or_default();
+        let fields =
+            Fields::parse(block.to_vec(), 0, false, usize::MAX, &mut issues).unwrap_or_default();
         Header { fields }
     }
 
@@ -160,12 +160,7 @@ impl Header {
     /// The WARC header of this record as conversion writes it (record id
     /// from `label`, `offset`, `in_member`); `http` says whether the content
     /// is an HTTP response, `content_length` is the decompressed length.
-    pub(crate) fn warc_view(
-        &self,
-        record_id: &str,
-        http: bool,
-        content_length: u64,
-    ) -> WarcHeader {
+    pub(crate) fn warc_view(&self, record_id: &str, http: bool, content_length: u64) -> WarcHeader {
         let typ = if http { "response" } else { "resource" };
         let mut b = crate::view::ViewBuilder::new(typ, record_id);
         b.set(field::DATE, self.warc_date().to_string().as_bytes());
@@ -251,12 +246,20 @@ mod tests {
         assert_eq!(h.length(), Some(10));
         assert_eq!(h.unzip_length(), None);
         assert_eq!(h.date().unwrap().to_string(), "2006-02-28T05:42:09Z");
-        let names: Vec<String> = h.leftovers().iter().map(|f| f.name_str().into_owned()).collect();
+        let names: Vec<String> = h
+            .leftovers()
+            .iter()
+            .map(|f| f.name_str().into_owned())
+            .collect();
         assert_eq!(names, ["origin", "ip", "x-crawler"]);
         let h = Header::parse(b"version:1.0\nurl:http://a/\ntime:Tue, 28 Feb 2006 05:42:09 GMT\nip:1.2.3.4\nunzip-length:x\nlength:1\n\n");
         assert_eq!(h.unzip_length(), Some(None));
         assert_eq!(h.ip().as_deref(), Some(b"1.2.3.4".as_slice()));
-        let names: Vec<String> = h.leftovers().iter().map(|f| f.name_str().into_owned()).collect();
+        let names: Vec<String> = h
+            .leftovers()
+            .iter()
+            .map(|f| f.name_str().into_owned())
+            .collect();
         assert_eq!(names, ["time"]);
     }
 }

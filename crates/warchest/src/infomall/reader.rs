@@ -378,13 +378,7 @@ impl<S: Source> Reader<S> {
         }
         let header_len = buf.len() as u64;
         let mut issues = Vec::new();
-        let fields = match Fields::parse(
-            buf,
-            0,
-            false,
-            self.opts.limits.max_fields,
-            &mut issues,
-        ) {
+        let fields = match Fields::parse(buf, 0, false, self.opts.limits.max_fields, &mut issues) {
             Ok(f) => f,
             Err(e) => {
                 self.deviation(
@@ -424,7 +418,10 @@ impl<S: Source> Reader<S> {
         };
         let unzip = self.header.unzip_length();
         if let Some(None) = unzip {
-            let v = self.header.get(super::property::UNZIP_LENGTH).unwrap_or_default();
+            let v = self
+                .header
+                .get(super::property::UNZIP_LENGTH)
+                .unwrap_or_default();
             self.deviation(
                 WarningKind::Grammar,
                 offset,
@@ -564,7 +561,10 @@ impl<S: Source> Reader<S> {
         }
         let h = &self.header;
         let mut problems = Vec::new();
-        if h.fields.iter().any(|f| f.name().iter().any(u8::is_ascii_uppercase)) {
+        if h.fields
+            .iter()
+            .any(|f| f.name().iter().any(u8::is_ascii_uppercase))
+        {
             problems.push("property names are not all lower case".to_string());
         }
         // Names are lower-case words (rule 7); anything else in a name is
@@ -574,10 +574,7 @@ impl<S: Source> Reader<S> {
                 .iter()
                 .all(|&b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
         }) {
-            problems.push(format!(
-                "property name {:?} is not a word",
-                f.name_str()
-            ));
+            problems.push(format!("property name {:?} is not a word", f.name_str()));
         }
         match h.fields.iter().last() {
             Some(f) if f.is(super::property::LENGTH) => {}
@@ -684,7 +681,11 @@ impl<S: Source> Reader<S> {
             cur.stopped = true;
             let msg = format!(
                 "the content ends before its {} stream does, after {} decompressed bytes",
-                if cur.coding == Coding::Gzip { "gzip" } else { "zlib" },
+                if cur.coding == Coding::Gzip {
+                    "gzip"
+                } else {
+                    "zlib"
+                },
                 cur.decoded
             );
             return self.deviation(WarningKind::DamagedContent, offset, Some(index), msg);
@@ -715,7 +716,9 @@ impl<S: Source> Reader<S> {
             self.warn(WarningKind::TruncatedRecord, offset, Some(index), msg);
             return Ok(());
         }
-        let take = usize::try_from(cur.left).unwrap_or(usize::MAX).min(input.len());
+        let take = usize::try_from(cur.left)
+            .unwrap_or(usize::MAX)
+            .min(input.len());
         let dec = match cur.coding {
             Coding::Gzip => self.raw.get_or_insert_with(|| Decompress::new(false)),
             _ => self.zlib.get_or_insert_with(|| Decompress::new(true)),
@@ -1012,7 +1015,10 @@ impl<S: Source> Record<'_, S> {
 
     /// How the content is stored.
     pub(crate) fn coding(&self) -> Coding {
-        self.reader.cur.as_ref().map_or(Coding::Stored, |c| c.coding)
+        self.reader
+            .cur
+            .as_ref()
+            .map_or(Coding::Stored, |c| c.coding)
     }
 
     /// `length`: the stored content length as declared.
@@ -1107,11 +1113,14 @@ mod tests {
     }
 
     fn record(url: &str, content: &[u8], compress: bool) -> Vec<u8> {
-        let mut v = format!(
-            "version: 1.0\nurl: {url}\ndate: Tue, 28 Feb 2006 05:42:09 GMT\nip: 1.2.3.4\n"
-        )
-        .into_bytes();
-        let stored = if compress { zlib(content) } else { content.to_vec() };
+        let mut v =
+            format!("version: 1.0\nurl: {url}\ndate: Tue, 28 Feb 2006 05:42:09 GMT\nip: 1.2.3.4\n")
+                .into_bytes();
+        let stored = if compress {
+            zlib(content)
+        } else {
+            content.to_vec()
+        };
         if compress {
             v.extend(format!("unzip-length: {}\n", content.len()).bytes());
         }
@@ -1142,8 +1151,12 @@ mod tests {
         while let Some(mut rec) = r.next_record()? {
             s.uris
                 .push(rec.header().target_uri().unwrap_or_default().into_owned());
-            s.types
-                .push(rec.header().record_type_str().unwrap_or_default().into_owned());
+            s.types.push(
+                rec.header()
+                    .record_type_str()
+                    .unwrap_or_default()
+                    .into_owned(),
+            );
             s.offsets.push(rec.location().offset);
             s.bodies.push(rec.read_block()?);
             s.lens.push(rec.finish()?.stored_len);
@@ -1237,7 +1250,11 @@ mod tests {
         data.extend(&e[..e.len() - 10]);
         for chunk in [1, 4, 4096] {
             let s = read_all(lenient(&data, chunk)).unwrap();
-            assert_eq!(s.uris, ["http://c/", "http://d/", "http://e/"], "chunk {chunk}");
+            assert_eq!(
+                s.uris,
+                ["http://c/", "http://d/", "http://e/"],
+                "chunk {chunk}"
+            );
             assert_eq!(s.bodies[0], b"hi");
             assert_eq!(s.bodies[1], PAGE);
             let kinds: Vec<_> = s.warnings.iter().map(|w| w.kind).collect();
@@ -1279,7 +1296,11 @@ mod tests {
         let data = b"version: 1.0\nurl: http://a/\ndate: Tue, 28 Feb 2006 05:42:09 GMT\nunzip-length: 40\nlength: 0\n\n\n";
         let s = read_all(lenient(data, 3)).unwrap();
         assert_eq!(s.bodies, [Vec::<u8>::new()]);
-        assert!(s.warnings.iter().any(|w| w.message.contains("failed to compress")));
+        assert!(
+            s.warnings
+                .iter()
+                .any(|w| w.message.contains("failed to compress"))
+        );
     }
 
     #[test]

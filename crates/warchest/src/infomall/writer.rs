@@ -93,7 +93,10 @@ impl Properties {
     }
 
     fn lines(&self) -> Result<Vec<(&str, &[u8])>> {
-        let mut v: Vec<(&str, &[u8])> = vec![(property::VERSION, &self.version), (property::URL, &self.url)];
+        let mut v: Vec<(&str, &[u8])> = vec![
+            (property::VERSION, &self.version),
+            (property::URL, &self.url),
+        ];
         if let Some(o) = &self.origin {
             v.push((property::ORIGIN, o));
         }
@@ -106,7 +109,9 @@ impl Properties {
         }
         for (n, val) in &v {
             let bad_name = n.is_empty()
-                || !n.bytes().all(|b| b != b':' && crate::fields::is_token_char(b));
+                || !n
+                    .bytes()
+                    .all(|b| b != b':' && crate::fields::is_token_char(b));
             if bad_name || val.contains(&b'\n') || val.contains(&b'\r') {
                 return Err(Error::new(ErrorKind::Field {
                     name: n.to_string(),
@@ -164,7 +169,12 @@ impl<W: Write> Writer<W> {
     ///
     /// # Errors
     /// A property that cannot be written, I/O errors.
-    pub fn write(&mut self, props: &Properties, content: &mut dyn Read, compress: bool) -> Result<u64> {
+    pub fn write(
+        &mut self,
+        props: &Properties,
+        content: &mut dyn Read,
+        compress: bool,
+    ) -> Result<u64> {
         let lines = props.lines()?;
         let mut spool = tempfile::SpooledTempFile::new(self.spool_threshold);
         let mut src = Counting {
@@ -172,7 +182,8 @@ impl<W: Write> Writer<W> {
             count: 0,
         };
         if compress {
-            let mut enc = flate2::write::ZlibEncoder::new(&mut spool, flate2::Compression::default());
+            let mut enc =
+                flate2::write::ZlibEncoder::new(&mut spool, flate2::Compression::default());
             io::copy(&mut src, &mut enc)?;
             enc.finish()?;
         } else {
@@ -188,7 +199,9 @@ impl<W: Write> Writer<W> {
             head.push(b'\n');
         }
         if compress {
-            head.extend_from_slice(format!("{}: {}\n", property::UNZIP_LENGTH, src.count).as_bytes());
+            head.extend_from_slice(
+                format!("{}: {}\n", property::UNZIP_LENGTH, src.count).as_bytes(),
+            );
         }
         head.extend_from_slice(format!("{}: {stored}\n\n", property::LENGTH).as_bytes());
         let offset = self.written;
@@ -222,7 +235,8 @@ mod tests {
         p.origin = Some(b"http://o/".to_vec());
         p.ip = Some(b"host.example".to_vec());
         p.set("x-note", b"kept");
-        w.write(&p, &mut &b"HTTP/1.0 200 OK\r\n\r\nbody"[..], true).unwrap();
+        w.write(&p, &mut &b"HTTP/1.0 200 OK\r\n\r\nbody"[..], true)
+            .unwrap();
         w.write(&p, &mut &b"plain"[..], false).unwrap();
         w.finish().unwrap();
         let text = String::from_utf8_lossy(&out);
@@ -231,11 +245,11 @@ mod tests {
         let mut rec = r.next_record().unwrap().unwrap();
         assert_eq!(Properties::from_header(rec.infomall_header()), p);
         assert_eq!(rec.read_block().unwrap(), b"HTTP/1.0 200 OK\r\n\r\nbody");
-        drop(rec);
+        rec.finish().unwrap();
         let mut rec = r.next_record().unwrap().unwrap();
         assert!(!rec.is_compressed());
         assert_eq!(rec.read_block().unwrap(), b"plain");
-        drop(rec);
+        rec.finish().unwrap();
         assert!(r.next_record().unwrap().is_none());
         assert!(r.take_warnings().is_empty());
     }
