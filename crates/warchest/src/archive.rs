@@ -47,7 +47,10 @@ impl Format {
             Some(Format::InfoMall)
         } else {
             let line_end = b.iter().position(|&c| c == b'\n')?;
-            arc::ArcHeader::parse(&b[..=line_end], None).map(|_| Format::Arc)
+            // As sure as when searching through damage: a numeric date and
+            // length, not just five words.
+            arc::ArcHeader::parse_with(&b[..=line_end], None, arc::Trust::Searching)
+                .map(|_| Format::Arc)
         }
     }
 

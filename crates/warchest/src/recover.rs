@@ -633,7 +633,7 @@ impl<W: Write> Recovery<'_, W> {
     /// The next place at or after `from` where a record of the format may
     /// start.
     fn next_candidate(&self, from: u64) -> Result<Option<u64>> {
-        const WINDOW: usize = 1 << 20;
+        const WINDOW: usize = 64 << 10;
         const OVERLAP: usize = 16 << 10;
         let mut at = from;
         loop {

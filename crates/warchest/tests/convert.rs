@@ -96,13 +96,16 @@ fn converted_files_validate() {
     let mut inputs = common::fixture_files(&[".arc", ".arc.gz"]);
     inputs.push(common::fixture("tianwang/page.dat"));
     let python = python_ok();
-    for input in inputs {
+    for (i, input) in inputs.into_iter().enumerate() {
         let name = input.file_name().unwrap().to_string_lossy().to_string();
         let data = std::fs::read(&input).unwrap();
-        for (compression, ext) in [
-            (Compression::Gzip(6), "warc.gz"),
-            (Compression::None, "warc"),
-        ] {
+        // Plain and gzip output in turn, to keep the test short.
+        let (compression, ext) = if i % 2 == 0 {
+            (Compression::None, "warc")
+        } else {
+            (Compression::Gzip(6), "warc.gz")
+        };
+        {
             let warc = to_warc_bytes(&data, &name, compression, Version::V1_1);
             let n = check_all(&warc);
             assert!(n >= 2, "{name}");

@@ -113,14 +113,22 @@ pub(crate) fn looks_like_record_start(bytes: &[u8]) -> bool {
     is_scheme_start(word)
 }
 
-/// Where inside a damaged line a record line may start.
+/// Where inside a damaged line a record line may start: the first places
+/// where a URL scheme begins, in lines short and spaced enough to end in
+/// URL-record fields (this bounds the work a hostile line can cause).
 fn inner_starts(line: &[u8]) -> impl Iterator<Item = usize> + '_ {
     const SCHEMES: [&[u8]; 5] = [b"http:", b"https:", b"dns:", b"ftp:", b"filedesc:"];
-    (1..line.len()).filter(move |&p| {
-        SCHEMES
-            .iter()
-            .any(|s| line.len() - p >= s.len() && line[p..p + s.len()].eq_ignore_ascii_case(s))
-    })
+    const MAX_LINE: usize = 64 << 10;
+    const MAX_TRIES: usize = 256;
+    let plausible = line.len() <= MAX_LINE && line.iter().filter(|&&b| b == b' ').count() >= 4;
+    let end = if plausible { line.len() } else { 0 };
+    (1..end)
+        .filter(move |&p| {
+            SCHEMES
+                .iter()
+                .any(|s| line.len() - p >= s.len() && line[p..p + s.len()].eq_ignore_ascii_case(s))
+        })
+        .take(MAX_TRIES)
 }
 
 impl<S: Source> Reader<S> {
@@ -984,6 +992,23 @@ mod tests {
                 .iter()
                 .any(|w| w.kind == WarningKind::TrailingGarbage)
         );
+    }
+
+    #[test]
+    fn hostile_lines_take_bounded_time() {
+        // Long garbage lines full of URL schemes and spaces, then a record.
+        let mut data = rec("http://z/", DOC);
+        data.extend(b"<".iter().chain(&b"http: x ".repeat(100_000)));
+        data.push(b'\n');
+        data.extend(b"<".iter().chain(&b"http:x ".repeat(9_000)));
+        data.push(b'\n');
+        data.extend(b"<".iter().chain(&b"http:".repeat(200_000)));
+        data.push(b'\n');
+        data.extend(rec("http://a/", DOC));
+        let t = std::time::Instant::now();
+        let s = read_all(lenient(MemSource::plain(&data, 1 << 16))).unwrap();
+        assert_eq!(s.uris, ["http://z/", "http://a/"]);
+        assert!(t.elapsed().as_secs() < 20, "{:?}", t.elapsed());
     }
 
     #[test]

@@ -365,17 +365,6 @@ impl<S: Source> Reader<S> {
             self.hbuf = buf;
             return Ok(found);
         }
-        // Another record start inside the header: this one is damaged.
-        if let Some(p) = memchr::memmem::find(&buf[1..], b"\nversion:") {
-            let at = p + 2;
-            let msg = format!(
-                "the record header at offset {offset} is interrupted by another `version:` after {at} bytes; that part is skipped"
-            );
-            self.input.unread(&buf[at..]);
-            self.hbuf = buf;
-            self.deviation(WarningKind::Grammar, offset, None, msg)?;
-            return Ok(Some(false));
-        }
         let header_len = buf.len() as u64;
         let mut issues = Vec::new();
         let fields = match Fields::parse(buf, 0, false, self.opts.limits.max_fields, &mut issues) {
@@ -484,8 +473,20 @@ impl<S: Source> Reader<S> {
                 self.warn(WarningKind::TruncatedRecord, offset, None, msg);
                 return Ok(if more { Some(false) } else { None });
             }
+            // Another record start (`version:` at a line start) before the
+            // blank line means this header is damaged: reading stops there,
+            // so that the next attempt starts at it and nothing is read
+            // twice (a run of starts costs linear time).
+            let interrupted = memchr::memmem::find_iter(chunk, START).find(|&p| {
+                if p == 0 {
+                    buf.last() == Some(&b'\n')
+                } else {
+                    chunk[p - 1] == b'\n'
+                }
+            });
+            let scan_to = interrupted.unwrap_or(chunk.len());
             let mut end = None;
-            for nl in memchr::memchr_iter(b'\n', chunk) {
+            for nl in memchr::memchr_iter(b'\n', &chunk[..scan_to]) {
                 let at = |k: usize| -> Option<u8> {
                     if nl >= k {
                         Some(chunk[nl - k])
@@ -502,6 +503,18 @@ impl<S: Source> Reader<S> {
                     break;
                 }
             }
+            if let (None, Some(p)) = (end, interrupted)
+                && buf.len() + p <= max
+            {
+                buf.extend_from_slice(&chunk[..p]);
+                self.input.consume(p);
+                let msg = format!(
+                    "the record header at offset {offset} is interrupted by another `version:` after {} bytes; that part is skipped",
+                    buf.len()
+                );
+                self.deviation(WarningKind::Grammar, offset, None, msg)?;
+                return Ok(Some(false));
+            }
             let take = end.unwrap_or(chunk.len());
             if buf.len() + take > max {
                 if self.opts.strict {
@@ -514,20 +527,34 @@ impl<S: Source> Reader<S> {
                         None,
                     ));
                 }
-                // No blank line within the limit: not a header. Look again
-                // from the byte after `v`.
+                // No blank line within the limit: not a header. No other
+                // `version:` is inside (see below) but for one cut at the end.
                 self.warn(
                     WarningKind::Grammar,
                     offset,
                     None,
                     format!("no blank line within {max} bytes of `version:`: not a record header"),
                 );
-                let rest = buf.get(1..).unwrap_or_default().to_vec();
+                let keep = buf.len().saturating_sub(START.len()).max(1);
+                let rest = buf.get(keep..).unwrap_or_default().to_vec();
                 self.input.unread(&rest);
                 return Ok(Some(false));
             }
+            let before = buf.len();
             buf.extend_from_slice(&chunk[..take]);
             self.input.consume(take);
+            // A start cut in two by the end of the last buffer.
+            let from = before.saturating_sub(START.len());
+            if let Some(q) = memchr::memmem::find(&buf[from..], b"\nversion:") {
+                let at = from + q + 1;
+                self.input.unread(&buf[at..]);
+                buf.truncate(at);
+                let msg = format!(
+                    "the record header at offset {offset} is interrupted by another `version:` after {at} bytes; that part is skipped"
+                );
+                self.deviation(WarningKind::Grammar, offset, None, msg)?;
+                return Ok(Some(false));
+            }
             if end.is_some() {
                 return Ok(Some(true));
             }
@@ -1301,6 +1328,18 @@ mod tests {
                 .iter()
                 .any(|w| w.message.contains("failed to compress"))
         );
+    }
+
+    #[test]
+    fn runs_of_starts_take_linear_time() {
+        // Two MiB of `version:` lines and no blank line: no record, and
+        // each byte is looked at a bounded number of times.
+        let mut data = b"version:\n".repeat(230_000);
+        data.extend(record("http://b/", PAGE, true));
+        let t = std::time::Instant::now();
+        let s = read_all(lenient(&data, 1 << 16)).unwrap();
+        assert_eq!(s.uris, ["http://b/"]);
+        assert!(t.elapsed().as_secs() < 20, "{:?}", t.elapsed());
     }
 
     #[test]
