@@ -435,7 +435,7 @@ fn apply(props: &mut Properties, fields: &Fields) {
 /// Reads an `application/warc-fields` block of at most `max` bytes.
 fn read_fields(block: &mut dyn Read, max: u64) -> Result<Option<Fields>> {
     let mut buf = Vec::new();
-    block.take(max + 1).read_to_end(&mut buf)?;
+    block.take(max.saturating_add(1)).read_to_end(&mut buf)?;
     if buf.len() as u64 > max {
         return Ok(None);
     }

@@ -604,9 +604,15 @@ impl<W: Write> Recovery<'_, W> {
                 if !tail.iter().all(|&c| c == b'\r' || c == b'\n') {
                     return Ok(false);
                 }
-                let at = self.plain.stored(cand)?.0;
+                let at = match self.plain.map {
+                    Some(_) => format!(
+                        "decompressed offset {cand} (member at {})",
+                        self.plain.stored(cand)?.0
+                    ),
+                    None => format!("offset {cand}"),
+                };
                 self.report.notes.push(format!(
-                    "the records from offset {at} were accepted after {i} consecutive record(s) instead of {need}: the file ends there"
+                    "the records from {at} were accepted after {i} consecutive record(s) instead of {need}: the file ends there"
                 ));
                 return Ok(true);
             };

@@ -195,3 +195,81 @@ fn gzip_and_plain_arc_give_the_same_records() {
     assert_eq!(plain.len(), 2);
     assert_eq!(plain, read("warcio/example.arc.gz"));
 }
+
+/// Mutated ARC and Web InfoMall files, read leniently and strictly, block
+/// by block: errors are fine, panics are not, and lenient reading always
+/// gets to the end.
+#[test]
+fn mutations_never_panic() {
+    let inputs: Vec<Vec<u8>> = [
+        "tianwang/page.dat",
+        "jwat/small_BNF.arc",
+        "warcio/example.arc.gz",
+        "warcio/bad.arc",
+    ]
+    .iter()
+    .map(|p| {
+        let mut d = std::fs::read(common::fixture(p)).unwrap();
+        d.truncate(40_000);
+        d
+    })
+    .collect();
+    let mut seed = 0x1234_5678_9abc_def1u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    // WARCHEST_MUTATION_ROUNDS=20000 for a longer run.
+    let rounds = std::env::var("WARCHEST_MUTATION_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(400);
+    for round in 0..rounds {
+        let base = &inputs[round % inputs.len()];
+        let mut d = base.clone();
+        for _ in 0..1 + next() % 8 {
+            let at = (next() % d.len() as u64) as usize;
+            match next() % 4 {
+                0 => d[at] = next() as u8,
+                1 => d[at] = b"\n\r: 0-"[(next() % 6) as usize],
+                2 => {
+                    let n = (next() % 64) as usize;
+                    d.drain(at..(at + n).min(d.len()));
+                }
+                _ => d.truncate(at),
+            }
+            if d.is_empty() {
+                d.push(b'v');
+            }
+        }
+        for strict in [false, true] {
+            let opts = if strict {
+                warchest::warc::ReaderOptions::strict()
+            } else {
+                warchest::warc::ReaderOptions::lenient()
+            };
+            let Ok(mut r) = Reader::with_options(&d[..], opts) else {
+                continue;
+            };
+            let mut n = 0;
+            loop {
+                match r.next_record() {
+                    Ok(Some(mut rec)) => {
+                        let _ = std::io::copy(&mut rec.block(), &mut std::io::sink());
+                        let _ = rec.finish();
+                        n += 1;
+                    }
+                    Ok(None) => break,
+                    Err(e) => {
+                        assert!(strict, "lenient reading failed in round {round}: {e}");
+                        break;
+                    }
+                }
+                assert!(n < 100_000);
+            }
+            r.take_warnings();
+        }
+    }
+}

@@ -359,6 +359,39 @@ fn zstd_warc_damaged_frame() {
 }
 
 #[test]
+fn plain_warc_overwritten_block_and_header() {
+    // A plain WARC with digests (small_BNF.arc converted): one block
+    // overwritten (its digest fails), one header destroyed.
+    let mut r = Reader::open(common::fixture("jwat/small_BNF.arc")).unwrap();
+    let mut w = warchest::write::Writer::new(
+        Vec::new(),
+        warchest::write::WriterOptions {
+            compression: warchest::write::Compression::None,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    warchest::convert::to_warc(&mut r, "small_BNF.arc", &mut w, &Default::default()).unwrap();
+    let data = w.finish().unwrap();
+    let orig = records(&data);
+    assert_eq!(orig.len(), 7);
+    let mut d = data.clone();
+    let b3 = (orig[3].end - 200) as usize;
+    d[b3..b3 + 10].copy_from_slice(b"XXXXXXXXXX");
+    let h5 = orig[5].start as usize;
+    d[h5..h5 + 8].copy_from_slice(b"garbage!");
+    let (out, rep) = run_recover(&d, &RecoverOptions::default());
+    let t = touched(
+        &orig,
+        &[(b3 as u64, b3 as u64 + 10), (h5 as u64, h5 as u64 + 8)],
+    );
+    check_recovered(&orig, &t, &out, "plain warc");
+    assert_eq!(rep.records_written, 5);
+    assert_eq!(rep.ranges.len(), 2, "{rep:?}");
+    assert!(rep.ranges[0].lost[0].reason.contains("digest"), "{rep:?}");
+}
+
+#[test]
 fn arc_garbage_in_the_middle() {
     let data = std::fs::read(common::fixture("jwat/small_BNF.arc")).unwrap();
     let orig = records(&data);

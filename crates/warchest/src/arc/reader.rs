@@ -457,7 +457,7 @@ impl<S: Source> Reader<S> {
             let mut block = h.raw().to_vec();
             let max = self.opts.limits.max_header_block;
             match length {
-                Some(n) if n as usize > max || n > max as u64 => {
+                Some(n) if n > max as u64 => {
                     return Err(self.error(
                         ErrorKind::TooLarge {
                             what: "ARC version block",
