@@ -41,6 +41,8 @@ enum Command {
     Split(cmd::split::Args),
     Concat(cmd::concat::Args),
     Index(cmd::index::Args),
+    Convert(cmd::convert::Args),
+    Recover(cmd::recover::Args),
 }
 
 fn main() -> ExitCode {
@@ -70,6 +72,8 @@ fn main() -> ExitCode {
         Command::Split(a) => cmd::split::run(&global, a),
         Command::Concat(a) => cmd::concat::run(&global, a),
         Command::Index(a) => cmd::index::run(&global, a),
+        Command::Convert(a) => cmd::convert::run(&global, a),
+        Command::Recover(a) => cmd::recover::run(&global, a),
     };
     report::exit(outcome)
 }

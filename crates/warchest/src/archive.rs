@@ -13,7 +13,9 @@ use std::path::Path;
 
 use crate::codec::{Decoder, Source};
 use crate::error::{Error, Result, Warning};
+use crate::fields::Fields;
 use crate::warc::{self, ReaderOptions, RecordEnd, RecordLocation, WarcHeader};
+use crate::{arc, infomall};
 
 /// The formats warchest reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
@@ -31,6 +33,8 @@ pub enum Format {
 impl Format {
     /// Sniffs the format from the first decompressed bytes of a file
     /// (leading white space skipped). `None` when no format is recognised.
+    /// An ARC file without its filedesc record is recognised by a first
+    /// line that is a URL-record line.
     pub fn sniff(bytes: &[u8]) -> Option<Format> {
         let start = bytes.iter().position(|b| !b.is_ascii_whitespace())?;
         let b = &bytes[start..];
@@ -42,7 +46,11 @@ impl Format {
         } else if starts(b"version:") {
             Some(Format::InfoMall)
         } else {
-            None
+            let line_end = b.iter().position(|&c| c == b'\n')?;
+            // As sure as when searching through damage: a numeric date and
+            // length, not just five words.
+            arc::ArcHeader::parse_with(&b[..=line_end], None, arc::Trust::Searching)
+                .map(|_| Format::Arc)
         }
     }
 
@@ -56,8 +64,11 @@ impl Format {
     }
 }
 
+// Boxed: the readers differ in size by hundreds of bytes.
 enum Inner<S> {
-    Warc(warc::Reader<S>),
+    Warc(Box<warc::Reader<S>>),
+    Arc(Box<arc::Reader<S>>),
+    InfoMall(Box<infomall::Reader<S>>),
 }
 
 /// Reads records of any format.
@@ -121,9 +132,23 @@ impl<S: Source> Reader<S> {
             None => e,
         };
         let format = Format::sniff(src.fill_buf().map_err(locate)?).unwrap_or(Format::Warc);
-        // ARC and InfoMall readers plug in here, chosen by `format`.
-        let inner = Inner::Warc(warc::Reader::from_source(src, opts));
+        let inner = match format {
+            Format::Arc => Inner::Arc(Box::new(arc::Reader::from_source(src, opts))),
+            Format::InfoMall => Inner::InfoMall(Box::new(infomall::Reader::from_source(src, opts))),
+            Format::Warc => Inner::Warc(Box::new(warc::Reader::from_source(src, opts))),
+        };
         Ok(Reader { inner, format })
+    }
+
+    /// A reader over a source whose format is known (no sniffing): used
+    /// where reading starts at an arbitrary offset, as recovery does.
+    pub fn from_source_as(src: S, opts: ReaderOptions, format: Format) -> Self {
+        let inner = match format {
+            Format::Arc => Inner::Arc(Box::new(arc::Reader::from_source(src, opts))),
+            Format::InfoMall => Inner::InfoMall(Box::new(infomall::Reader::from_source(src, opts))),
+            Format::Warc => Inner::Warc(Box::new(warc::Reader::from_source(src, opts))),
+        };
+        Reader { inner, format }
     }
 
     /// The format of the file.
@@ -139,6 +164,8 @@ impl<S: Source> Reader<S> {
     pub fn next_record(&mut self) -> Result<Option<Record<'_, S>>> {
         match &mut self.inner {
             Inner::Warc(r) => Ok(r.next_record()?.map(Record::Warc)),
+            Inner::Arc(r) => Ok(r.next_record()?.map(Record::Arc)),
+            Inner::InfoMall(r) => Ok(r.next_record()?.map(Record::InfoMall)),
         }
     }
 
@@ -146,13 +173,32 @@ impl<S: Source> Reader<S> {
     pub fn take_warnings(&mut self) -> Vec<Warning> {
         match &mut self.inner {
             Inner::Warc(r) => r.take_warnings(),
+            Inner::Arc(r) => r.take_warnings(),
+            Inner::InfoMall(r) => r.take_warnings(),
         }
     }
 
     /// The WARC reader, when the file is WARC.
     pub fn as_warc(&mut self) -> Option<&mut warc::Reader<S>> {
         match &mut self.inner {
-            Inner::Warc(r) => Some(r),
+            Inner::Warc(r) => Some(r.as_mut()),
+            _ => None,
+        }
+    }
+
+    /// The ARC reader, when the file is ARC.
+    pub fn as_arc(&mut self) -> Option<&mut arc::Reader<S>> {
+        match &mut self.inner {
+            Inner::Arc(r) => Some(r.as_mut()),
+            _ => None,
+        }
+    }
+
+    /// The Web InfoMall reader, when the file is Web InfoMall.
+    pub fn as_infomall(&mut self) -> Option<&mut infomall::Reader<S>> {
+        match &mut self.inner {
+            Inner::InfoMall(r) => Some(r.as_mut()),
+            _ => None,
         }
     }
 }
@@ -162,6 +208,10 @@ impl<S: Source> Reader<S> {
 pub enum Record<'r, S> {
     /// A WARC record.
     Warc(warc::Record<'r, S>),
+    /// An ARC record.
+    Arc(arc::Record<'r, S>),
+    /// A Web InfoMall record.
+    InfoMall(infomall::Record<'r, S>),
 }
 
 impl<S: Source> Record<'_, S> {
@@ -170,6 +220,29 @@ impl<S: Source> Record<'_, S> {
     pub fn header(&self) -> &WarcHeader {
         match self {
             Record::Warc(r) => r.header(),
+            Record::Arc(r) => r.header(),
+            Record::InfoMall(r) => r.header(),
+        }
+    }
+
+    /// The record's header as stored: the WARC header block, the ARC
+    /// URL-record line, the Web InfoMall properties.
+    pub fn raw_header(&self) -> &[u8] {
+        match self {
+            Record::Warc(r) => r.header().as_bytes(),
+            Record::Arc(r) => r.raw_header(),
+            Record::InfoMall(r) => r.raw_header(),
+        }
+    }
+
+    /// What the source record holds that its WARC header does not (ARC v2
+    /// fields, Web InfoMall `origin` and unknown properties...): conversion
+    /// to WARC writes them into a metadata record. Empty for WARC records.
+    pub fn leftovers(&self) -> Fields {
+        match self {
+            Record::Warc(_) => Fields::new(),
+            Record::Arc(r) => r.leftovers().clone(),
+            Record::InfoMall(r) => r.infomall_header().leftovers(),
         }
     }
 
@@ -177,6 +250,8 @@ impl<S: Source> Record<'_, S> {
     pub fn location(&self) -> RecordLocation {
         match self {
             Record::Warc(r) => r.location(),
+            Record::Arc(r) => r.location(),
+            Record::InfoMall(r) => r.location(),
         }
     }
 
@@ -184,6 +259,8 @@ impl<S: Source> Record<'_, S> {
     pub fn format(&self) -> Format {
         match self {
             Record::Warc(_) => Format::Warc,
+            Record::Arc(_) => Format::Arc,
+            Record::InfoMall(_) => Format::InfoMall,
         }
     }
 
@@ -191,6 +268,8 @@ impl<S: Source> Record<'_, S> {
     pub fn block(&mut self) -> Block<'_, S> {
         match self {
             Record::Warc(r) => Block::Warc(r.block()),
+            Record::Arc(r) => Block::Arc(r.block()),
+            Record::InfoMall(r) => Block::InfoMall(r.block()),
         }
     }
 
@@ -211,6 +290,8 @@ impl<S: Source> Record<'_, S> {
     pub fn finish(self) -> Result<RecordEnd> {
         match self {
             Record::Warc(r) => r.finish(),
+            Record::Arc(r) => r.finish(),
+            Record::InfoMall(r) => r.finish(),
         }
     }
 }
@@ -220,12 +301,18 @@ impl<S: Source> Record<'_, S> {
 pub enum Block<'a, S> {
     /// A WARC block.
     Warc(warc::BlockReader<'a, S>),
+    /// An ARC document.
+    Arc(arc::BlockReader<'a, S>),
+    /// A Web InfoMall record's content, decompressed.
+    InfoMall(infomall::BlockReader<'a, S>),
 }
 
 impl<S: Source> Read for Block<'_, S> {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
         match self {
             Block::Warc(b) => b.read(out),
+            Block::Arc(b) => b.read(out),
+            Block::InfoMall(b) => b.read(out),
         }
     }
 }
@@ -234,12 +321,16 @@ impl<S: Source> BufRead for Block<'_, S> {
     fn fill_buf(&mut self) -> io::Result<&[u8]> {
         match self {
             Block::Warc(b) => b.fill_buf(),
+            Block::Arc(b) => b.fill_buf(),
+            Block::InfoMall(b) => b.fill_buf(),
         }
     }
 
     fn consume(&mut self, n: usize) {
         match self {
             Block::Warc(b) => b.consume(n),
+            Block::Arc(b) => b.consume(n),
+            Block::InfoMall(b) => b.consume(n),
         }
     }
 }
@@ -259,6 +350,10 @@ mod tests {
         assert_eq!(
             Format::sniff(b"version: 1.0\nurl: http://a/\n"),
             Some(Format::InfoMall)
+        );
+        assert_eq!(
+            Format::sniff(b"http://a/ 1.2.3.4 20140216050221 text/html 10\nHTTP/1.0"),
+            Some(Format::Arc)
         );
         assert_eq!(Format::sniff(b"<html>"), None);
         assert_eq!(Format::sniff(b""), None);

@@ -296,6 +296,19 @@ pub enum WarningKind {
     NotRecordAtATime,
     /// A header value is not valid UTF-8; it was kept as bytes.
     NonUtf8,
+    /// A capture date (ARC archive-date, Web InfoMall `date`) not in its
+    /// format's form; read as documented in docs/conversion.md.
+    BadDate,
+    /// An ARC header line or Web InfoMall property breaks its format's
+    /// grammar (Web InfoMall spec section 2, ARC URL-record); read as well
+    /// as it could be.
+    Grammar,
+    /// Line ends other than the format's own (CR LF in a Web InfoMall
+    /// header, whose lines end in LF alone).
+    LineEnd,
+    /// Compressed record content (Web InfoMall zlib) does not decode, or
+    /// decodes to another length than declared.
+    DamagedContent,
     /// Anything else; the message says what.
     Other,
 }
@@ -320,6 +333,10 @@ impl WarningKind {
             WarningKind::TruncatedMember => "truncated-member",
             WarningKind::NotRecordAtATime => "not-record-at-a-time",
             WarningKind::NonUtf8 => "non-utf8",
+            WarningKind::BadDate => "bad-date",
+            WarningKind::Grammar => "grammar",
+            WarningKind::LineEnd => "line-end",
+            WarningKind::DamagedContent => "damaged-content",
             WarningKind::Other => "other",
         }
     }

@@ -13,18 +13,26 @@
 // demands it: see docs/performance.md.
 #![deny(unsafe_code)]
 
+pub mod arc;
 pub mod archive;
 pub mod check;
 pub mod codec;
+pub mod convert;
 pub mod digest;
 pub mod error;
 pub mod fields;
 pub mod filter;
 pub mod http;
 pub mod index;
+pub mod infomall;
 mod limits;
+mod pushback;
+pub mod recover;
 pub mod rewrite;
 pub mod stats;
+#[cfg(test)]
+mod test_source;
+pub mod view;
 pub mod warc;
 pub mod write;
 

@@ -1,0 +1,194 @@
+//! `warchest convert`: ARC and Web InfoMall to WARC, responses to Web InfoMall.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+
+use anyhow::{Context, Result, bail};
+use warchest::archive::Reader;
+use warchest::convert::{InfoMallOptions, Report, WarcOptions, to_infomall, to_warc};
+use warchest::warc::Version;
+use warchest::write::{Compression, Writer, WriterOptions};
+
+use crate::input;
+use crate::report::{Global, Outcome, file_error};
+
+/// Convert archives: ARC and Web InfoMall files to WARC (a warcinfo record,
+/// each capture as a response or resource record with both digests, and a
+/// metadata record for what WARC has no field for), or the responses of
+/// any archive to Web InfoMall (zlib-compressed content). A WARC input
+/// converted to WARC is copied record by record. The format of each input
+/// is read from its bytes; the output is compressed per record as its name
+/// says (`.gz`, `.zst`) unless --compression says otherwise.
+///
+/// Example: `warchest convert crawl.arc.gz -o crawl.warc.gz` or
+/// `warchest convert page.dat -o page.warc.gz`, and back with
+/// `warchest convert page.warc.gz -o page2.dat --to infomall`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Files to convert (`-` for standard input), all into one output.
+    #[arg(required = true)]
+    inputs: Vec<String>,
+    /// The output file (`-` for standard output).
+    #[arg(short, long)]
+    output: String,
+    /// The output format.
+    #[arg(long, value_enum, default_value = "warc")]
+    to: Target,
+    /// WARC version of the output.
+    #[arg(long = "version", value_name = "VERSION", default_value = "1.1", value_parser = ["1.1", "1.0"])]
+    warc_version: String,
+    /// Per-record compression of a WARC output (default: from the output
+    /// name: `.gz` gzip, `.zst` zstd, else none).
+    #[arg(long, value_enum)]
+    compression: Option<Comp>,
+    /// Web InfoMall output: store the content as is instead of compressing
+    /// it with zlib.
+    #[arg(long)]
+    store: bool,
+    /// One JSON report per input on standard output.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Target {
+    Warc,
+    Infomall,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Comp {
+    None,
+    Gzip,
+    Zstd,
+}
+
+fn compression(args: &Args) -> Compression {
+    let c = args.compression.unwrap_or(if args.output.ends_with(".gz") {
+        Comp::Gzip
+    } else if args.output.ends_with(".zst") {
+        Comp::Zstd
+    } else {
+        Comp::None
+    });
+    match c {
+        Comp::None => Compression::None,
+        Comp::Gzip => Compression::Gzip(6),
+        Comp::Zstd => Compression::Zstd {
+            level: 3,
+            dictionary: None,
+        },
+    }
+}
+
+fn open_output(name: &str) -> Result<Box<dyn Write>> {
+    Ok(if name == "-" {
+        Box::new(BufWriter::new(io::stdout()))
+    } else {
+        Box::new(BufWriter::new(
+            File::create(name).with_context(|| format!("{name}: cannot create"))?,
+        ))
+    })
+}
+
+fn summary(g: &Global, name: &str, r: &Report, json: bool) -> Result<Outcome> {
+    g.warnings(name, &r.warnings);
+    if json {
+        #[derive(serde::Serialize)]
+        struct Line<'a> {
+            file: &'a str,
+            #[serde(flatten)]
+            report: &'a Report,
+            warnings: usize,
+        }
+        let line = Line {
+            file: name,
+            report: r,
+            warnings: r.warnings.len(),
+        };
+        println!("{}", serde_json::to_string(&line)?);
+    } else {
+        let skipped: Vec<String> = r.skipped.iter().map(|(t, n)| format!("{n} {t}")).collect();
+        eprintln!(
+            "warchest: {name}: {} records read, {} written ({} metadata), {} truncated{}{}",
+            r.records_read,
+            r.records_written,
+            r.metadata_written,
+            r.truncated,
+            if skipped.is_empty() {
+                String::new()
+            } else {
+                format!(", skipped {}", skipped.join(", "))
+            },
+            if r.warnings.is_empty() {
+                String::new()
+            } else {
+                format!(", {} warnings (-w shows them)", r.warnings.len())
+            }
+        );
+    }
+    Ok(if r.truncated > 0 {
+        Outcome::Problem
+    } else {
+        Outcome::Ok
+    })
+}
+
+pub fn run(g: &Global, args: Args) -> Result<Outcome> {
+    if args.inputs.iter().any(|i| i == &args.output && i != "-") {
+        bail!("the output {} is also an input", args.output);
+    }
+    let out = open_output(&args.output)?;
+    let mut outcome = Outcome::Ok;
+    match args.to {
+        Target::Warc => {
+            let version = if args.warc_version == "1.0" {
+                Version::V1_0
+            } else {
+                Version::V1_1
+            };
+            let wopts = WriterOptions {
+                compression: compression(&args),
+                ..WriterOptions::default()
+            };
+            let mut w = Writer::new(out, wopts)?;
+            let opts = WarcOptions {
+                version,
+                output_name: (args.output != "-").then(|| args.output.clone()),
+                ..WarcOptions::default()
+            };
+            for name in &args.inputs {
+                let r = (|| -> Result<Report, Box<dyn std::error::Error + Send + Sync>> {
+                    let mut reader =
+                        Reader::with_options(input::open_stream(name)?, g.reader_options(name))?;
+                    Ok(to_warc(&mut reader, name, &mut w, &opts)?)
+                })();
+                outcome = outcome.and(match r {
+                    Ok(rep) => summary(g, name, &rep, args.json)?,
+                    Err(e) => file_error(name, e.as_ref()),
+                });
+            }
+            w.finish()?.flush()?;
+        }
+        Target::Infomall => {
+            let mut w = warchest::infomall::Writer::new(out);
+            let opts = InfoMallOptions {
+                compress: !args.store,
+                ..InfoMallOptions::default()
+            };
+            for name in &args.inputs {
+                let r = (|| -> Result<Report, Box<dyn std::error::Error + Send + Sync>> {
+                    let mut reader =
+                        Reader::with_options(input::open_stream(name)?, g.reader_options(name))?;
+                    Ok(to_infomall(&mut reader, &mut w, &opts)?)
+                })();
+                outcome = outcome.and(match r {
+                    Ok(rep) => summary(g, name, &rep, args.json)?,
+                    Err(e) => file_error(name, e.as_ref()),
+                });
+            }
+            w.finish()?.flush()?;
+        }
+    }
+    Ok(outcome)
+}
