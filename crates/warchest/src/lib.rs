@@ -14,12 +14,15 @@
 pub mod archive;
 pub mod check;
 pub mod codec;
+pub mod dedupe;
 pub mod digest;
 pub mod error;
 pub mod fields;
 pub mod http;
 mod limits;
+pub mod pack;
 pub mod reassemble;
+pub mod revisit;
 pub mod warc;
 pub mod write;
 
