@@ -34,6 +34,13 @@ enum Command {
     Ls(cmd::ls::Args),
     Extract(cmd::extract::Args),
     Check(cmd::check::Args),
+    Dedupe(cmd::dedupe::Args),
+    Pack(cmd::pack::PackArgs),
+    Unpack(cmd::pack::UnpackArgs),
+    Segment(cmd::segment::SegmentArgs),
+    Reassemble(cmd::segment::ReassembleArgs),
+    Annotate(cmd::annotate::AnnotateArgs),
+    Migrate(cmd::annotate::MigrateArgs),
 }
 
 fn main() -> ExitCode {
@@ -56,6 +63,13 @@ fn main() -> ExitCode {
         Command::Ls(a) => cmd::ls::run(&global, a),
         Command::Extract(a) => cmd::extract::run(&global, a),
         Command::Check(a) => cmd::check::run(&global, a),
+        Command::Dedupe(a) => cmd::dedupe::run(&global, a),
+        Command::Pack(a) => cmd::pack::run_pack(&global, a),
+        Command::Unpack(a) => cmd::pack::run_unpack(&global, a),
+        Command::Segment(a) => cmd::segment::run_segment(&global, a),
+        Command::Reassemble(a) => cmd::segment::run_reassemble(&global, a),
+        Command::Annotate(a) => cmd::annotate::run_annotate(&global, a),
+        Command::Migrate(a) => cmd::annotate::run_migrate(&global, a),
     };
     report::exit(outcome)
 }

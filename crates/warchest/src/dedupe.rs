@@ -177,22 +177,25 @@ impl DigestIndex {
         Ok(Batch { txn, index: self })
     }
 
-    /// Every revisit of the files resolved through this index: a
-    /// [`revisit::Resolver`] filled with the index's originals.
+    /// Where the original of an identical-payload-digest `revisit` is,
+    /// by its payload digest; when the revisit names its original
+    /// (WARC-Refers-To), the entry must be that record.
     ///
     /// # Errors
     /// Reading the database failed.
-    pub fn resolver(&self) -> Result<revisit::Resolver> {
-        let mut r = revisit::Resolver::new();
-        let txn = self.db.begin_read().map_err(|e| db_error(e, &self.path))?;
-        let t = txn.open_table(TABLE).map_err(|e| db_error(e, &self.path))?;
-        for item in t.iter().map_err(|e| db_error(e, &self.path))? {
-            let (_, v) = item.map_err(|e| db_error(e, &self.path))?;
-            if let Some(e) = IndexEntry::decode(v.value()) {
-                r.add(&e.original, e.location);
-            }
+    pub fn locate(&self, revisit: &WarcHeader) -> Result<Option<Location>> {
+        let Some(Ok(d)) = revisit.parsed_payload_digest() else {
+            return Ok(None);
+        };
+        let Some(e) = self.get(&d)? else {
+            return Ok(None);
+        };
+        if let Some(id) = revisit.refers_to()
+            && id.trim() != e.original.record_id
+        {
+            return Ok(None);
         }
-        Ok(r)
+        Ok(Some(e.location))
     }
 }
 

@@ -323,12 +323,22 @@ impl Resolver {
                 revisit.record_id().unwrap_or_default()
             )))
         })?;
-        let expect = match revisit.parsed_payload_digest() {
-            Some(Ok(d)) if d.algorithm().is_some() => Some(d),
-            _ => None,
-        };
-        ResolvedPayload::open(loc, expect, decode)
+        payload_at(loc, revisit, decode)
     }
+}
+
+/// The payload of the original at `loc` of `revisit` (see
+/// [`Resolver::open_payload`]), for originals located otherwise (a
+/// [`crate::dedupe::DigestIndex`]).
+///
+/// # Errors
+/// No record at `loc`, or it cannot be read.
+pub fn payload_at(loc: &Location, revisit: &WarcHeader, decode: bool) -> Result<ResolvedPayload> {
+    let expect = match revisit.parsed_payload_digest() {
+        Some(Ok(d)) if d.algorithm().is_some() => Some(d),
+        _ => None,
+    };
+    ResolvedPayload::open(loc, expect, decode)
 }
 
 /// A digest's key for lookups: algorithm and bytes, whatever the encoding.
