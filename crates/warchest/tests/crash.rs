@@ -172,7 +172,11 @@ fn killed_writer_leaves_valid_and_recoverable_files() {
         }
         assert!(r.take_warnings().is_empty(), "{}", f.display());
     }
-    assert_eq!(records, 12 + closed.len(), "12 resources and a warcinfo per file");
+    assert_eq!(
+        records,
+        12 + closed.len(),
+        "12 resources and a warcinfo per file"
+    );
 
     // The .open file: its warcinfo and two records whole and valid; the
     // record being written when the writer died is cut, and reported so.
