@@ -477,3 +477,155 @@ impl ResolvedPayload {
         Ok(written)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fields::Fields;
+    use crate::write::{Body, Writer, WriterOptions};
+
+    fn original() -> Original {
+        Original {
+            record_id: "<urn:uuid:92283950-ef2f-4d72-b224-f54c6ec90bb0>".into(),
+            target_uri: "http://www.archive.org/images/logoc.jpg".into(),
+            date: "2006-09-19T17:20:24Z".into(),
+            payload_digest: "sha1:CCHXETFVJD2MUZY6ND6SS7ZENMWF7KQ2".into(),
+        }
+    }
+
+    #[test]
+    fn profile_uris_by_version() {
+        use RevisitProfile::*;
+        assert_eq!(
+            IdenticalPayloadDigest.uri(Version::V1_1),
+            "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
+        );
+        assert_eq!(
+            ServerNotModified.uri(Version::V1_0),
+            "http://netpreserve.org/warc/1.0/revisit/server-not-modified"
+        );
+        for (uri, want) in [
+            (
+                "http://netpreserve.org/warc/0.18/revisit/identical-payload-digest",
+                Some(IdenticalPayloadDigest),
+            ),
+            // Annex C.6 writes the 1.0 profile without `revisit/`.
+            (
+                "http://netpreserve.org/warc/1.0/server-not-modified",
+                Some(ServerNotModified),
+            ),
+            (
+                "<http://netpreserve.org/warc/1.1/revisit/server-not-modified>",
+                Some(ServerNotModified),
+            ),
+            ("http://example.com/identical-payload-digest", None),
+            ("http://netpreserve.org/warc/1.1/revisit/diff", None),
+        ] {
+            assert_eq!(RevisitProfile::from_uri(uri), want, "{uri}");
+        }
+    }
+
+    #[test]
+    fn annex_c6_server_not_modified_written_and_read() {
+        // The block of ISO 28500 Annex C.6, written as a 1.0 record.
+        let block = b"HTTP/1.x 304 Not Modified\r\nDate: Tue, 06 Mar 2007 00:43:35 GMT\r\n\
+Server: Apache/2.0.54 (Ubuntu) PHP/5.0.5-2ubuntu1.4\r\nConnection: Keep-Alive\r\n\
+Keep-Alive: timeout=15, max=100\r\nEtag: \"3e45-67e-2ed02ec0\"\r\n\r\n";
+        let o = original();
+        let mut rec = server_not_modified(
+            "http://www.archive.org/images/logoc.jpg",
+            Some(&o),
+            Version::V1_0,
+        )
+        .unwrap();
+        let mut out = Vec::new();
+        let mut w = Writer::new(&mut out, WriterOptions::default()).unwrap();
+        w.write(&mut rec, Body::Bytes(block)).unwrap();
+        w.finish().unwrap();
+        let mut r = crate::archive::Reader::new(&out[..]).unwrap();
+        let mut rec = r.next_record().unwrap().unwrap();
+        let h = rec.header().clone();
+        assert_eq!(h.version(), Version::V1_0);
+        assert_eq!(h.record_type(), RecordType::Revisit);
+        assert_eq!(
+            h.profile().unwrap(),
+            "http://netpreserve.org/warc/1.0/revisit/server-not-modified"
+        );
+        assert_eq!(h.refers_to().unwrap(), o.record_id);
+        assert_eq!(h.refers_to_target_uri().unwrap(), o.target_uri);
+        assert!(h.payload_digest().is_none());
+        let c = crate::check::check_record(&mut rec, &Limits::default()).unwrap();
+        assert_eq!(c.block, crate::check::DigestStatus::Valid);
+    }
+
+    #[test]
+    fn identical_payload_digest_fields() {
+        let o = original();
+        let rec = identical_payload_digest(&o.target_uri, &o, Version::V1_1).unwrap();
+        let h = rec.header();
+        assert_eq!(
+            h.profile().unwrap(),
+            RevisitProfile::IdenticalPayloadDigest.uri(Version::V1_1)
+        );
+        assert_eq!(h.payload_digest().unwrap(), o.payload_digest);
+        assert_eq!(h.refers_to_date().unwrap().unwrap().year, 2006);
+        assert_eq!(h.truncated(), Some(TruncatedReason::Length));
+        assert_eq!(h.payload_kind(), crate::warc::PayloadKind::None);
+    }
+
+    #[test]
+    fn duplicate_keeps_its_identity() {
+        let mut f = Fields::with_start_line(b"WARC/1.0");
+        for (n, v) in [
+            ("WARC-Type", "response"),
+            ("WARC-Record-ID", "<urn:uuid:dup>"),
+            ("WARC-Date", "2007-03-06T00:43:35Z"),
+            ("WARC-Target-URI", "http://www.archive.org/images/logoc.jpg"),
+            ("WARC-Concurrent-To", "<urn:uuid:req>"),
+            ("WARC-Block-Digest", "sha1:AAAA"),
+            ("Content-Length", "1902"),
+        ] {
+            f.append(n, v).unwrap();
+        }
+        let dup = WarcHeader::from_fields(Version::V1_0, f);
+        let rec = from_duplicate(&dup, &original()).unwrap();
+        let h = rec.header();
+        assert_eq!(h.record_type(), RecordType::Revisit);
+        assert_eq!(h.record_id().unwrap(), "<urn:uuid:dup>");
+        assert_eq!(h.concurrent_to().next().unwrap(), "<urn:uuid:req>");
+        assert!(h.block_digest().is_none() && h.content_length().is_none());
+        assert_eq!(
+            h.profile().unwrap(),
+            "http://netpreserve.org/warc/1.0/revisit/identical-payload-digest"
+        );
+    }
+
+    #[test]
+    fn resolver_finds_by_id_uri_date_and_digest() {
+        let o = original();
+        let loc = Location {
+            file: "x.warc".into(),
+            offset: 7,
+        };
+        let mut r = Resolver::new();
+        r.add(&o, loc.clone());
+        let by_id = identical_payload_digest("http://other/", &o, Version::V1_1)
+            .unwrap()
+            .into_header();
+        assert_eq!(r.locate(&by_id), Some(&loc));
+        // Without WARC-Refers-To: by target URI and date.
+        let mut h = by_id.clone();
+        h.fields_mut().remove(field::REFERS_TO);
+        assert_eq!(r.locate(&h), Some(&loc));
+        // Without either: by payload digest (identical-payload-digest only).
+        h.fields_mut().remove(field::REFERS_TO_DATE);
+        assert_eq!(r.locate(&h), Some(&loc));
+        let mut snm = server_not_modified("http://other/", None, Version::V1_1)
+            .unwrap()
+            .into_header();
+        snm.fields_mut()
+            .set(field::PAYLOAD_DIGEST, &o.payload_digest)
+            .unwrap();
+        assert_eq!(r.locate(&snm), None);
+    }
+}
