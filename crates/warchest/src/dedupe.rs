@@ -360,7 +360,6 @@ pub fn dedupe<P: AsRef<Path>>(
                 dig.update(&buf[..n]);
                 io::Write::write_all(&mut spool, &buf[..n])?;
             }
-            drop(block);
             spool.seek(SeekFrom::Start(0))?;
             let (head, digests) = dig.finish();
             let recorded_ok = match h.parsed_payload_digest() {

@@ -220,7 +220,7 @@ fn pack_one(
     });
     let mut res = records::resource(&uri, content_type, opts.version)?;
     if let Some(d) = &date {
-        res.date(d.clone());
+        res.date(*d);
     }
     let len = meta.len();
     w.write(
@@ -236,7 +236,7 @@ fn pack_one(
     m.set(field::CONCURRENT_TO, res.record_id())?;
     m.set(field::CONTENT_TYPE, records::WARC_FIELDS)?;
     if let Some(d) = &date {
-        m.date(d.clone());
+        m.date(*d);
     }
     let size = len.to_string();
     let original = encode_path(&path_text(&abs));
@@ -358,6 +358,10 @@ fn create_under(root: &Path, path: &Path) -> io::Result<File> {
     OpenOptions::new().write(true).create_new(true).open(&cur)
 }
 
+/// A packed file's relative path, permission bits and modification time,
+/// from its metadata record.
+type FileInfo = (Vec<u8>, Option<u32>, Option<String>);
+
 /// What unpacking did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct UnpackStats {
@@ -380,7 +384,7 @@ pub fn unpack<P: AsRef<Path>>(inputs: &[P], out_dir: &Path) -> Result<UnpackStat
     fs::create_dir_all(out_dir).map_err(|e| Error::from(e).in_file(out_dir))?;
     // First the metadata, which follows its resource: relative paths and
     // permissions by resource id.
-    let mut info: HashMap<String, (Vec<u8>, Option<u32>, Option<String>)> = HashMap::new();
+    let mut info: HashMap<String, FileInfo> = HashMap::new();
     for input in inputs {
         let mut r = warc::Reader::open(input.as_ref())?;
         while let Some(mut rec) = r.next_record()? {

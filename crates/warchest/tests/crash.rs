@@ -183,11 +183,7 @@ fn killed_writer_leaves_valid_and_recoverable_files() {
     let mut r = Reader::open(&open[0]).unwrap();
     let mut whole = Vec::new();
     let mut cut = 0;
-    loop {
-        let mut rec = match r.next_record() {
-            Ok(Some(rec)) => rec,
-            Ok(None) | Err(_) => break,
-        };
+    while let Ok(Some(mut rec)) = r.next_record() {
         let t = rec.header().record_type();
         let c = check_record(&mut rec, &Default::default());
         let end = rec.finish();

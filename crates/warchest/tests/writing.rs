@@ -237,7 +237,6 @@ fn segment_and_reassemble(payload_len: usize, max: u64, compression: Compression
         sha1(&payload).to_string(),
         "the first segment carries the payload digest of the whole"
     );
-    drop(first);
     let mut r = Reader::open(files.last().unwrap()).unwrap();
     r.next_record().unwrap();
     let last = r.next_record().unwrap().unwrap();
@@ -246,7 +245,6 @@ fn segment_and_reassemble(payload_len: usize, max: u64, compression: Compression
     assert_eq!(h.segment_number(), Some(Some(n as u64)));
     assert_eq!(h.segment_total_length(), Some(Some(block.len() as u64)));
     assert_eq!(h.target_uri().unwrap(), "http://example.com/big.bin");
-    drop(last);
     // Reassembled across the files, the payload digest of the whole holds.
     let segs = Segments::scan(&files).unwrap();
     let mut logical = segs.open(&origin).unwrap();
@@ -381,7 +379,6 @@ fn truncated_bodies_say_why() {
     let a = r.next_record().unwrap().unwrap();
     assert_eq!(a.header().truncated(), Some(TruncatedReason::Length));
     assert_eq!(a.header().content_length(), Some(1000));
-    drop(a);
     let b = r.next_record().unwrap().unwrap();
     assert_eq!(b.header().truncated(), None);
 }

@@ -184,7 +184,6 @@ pub fn run_annotate(_g: &Global, args: AnnotateArgs) -> Result<Outcome> {
         let Some(p) = payload_of(&mut rec)? else {
             continue;
         };
-        drop(rec);
         let (mut output, n, ok) = run_on(&args.exec, &p)?;
         if !ok {
             failed += 1;
@@ -234,7 +233,6 @@ pub fn run_migrate(_g: &Global, args: MigrateArgs) -> Result<Outcome> {
         let Some(p) = payload_of(&mut rec)? else {
             continue;
         };
-        drop(rec);
         if p.media_type.as_deref() != Some(from.as_str()) {
             continue;
         }

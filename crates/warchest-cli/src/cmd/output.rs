@@ -129,28 +129,6 @@ impl OutputArgs {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sizes() {
-        assert_eq!(parse_size("10MiB"), Ok(10 << 20));
-        assert_eq!(parse_size("1GB"), Ok(1_000_000_000));
-        assert_eq!(parse_size("4096"), Ok(4096));
-        assert!(parse_size("0").is_err());
-        assert!(parse_size("12XB").is_err());
-        assert!(parse_size("99999999999TB").is_err());
-    }
-
-    #[test]
-    fn prefixes() {
-        assert_eq!(prefix_from("/a/iana.warc.gz"), "iana");
-        assert_eq!(prefix_from("x.arc"), "x");
-        assert_eq!(prefix_from(".hidden"), ".hidden");
-    }
-}
-
 /// A single output WARC file written as `NAME.open` and renamed to `NAME`
 /// when complete, compressed as its name says (`.gz`, `.zst`, else none).
 pub struct OutFile {
@@ -224,5 +202,27 @@ impl OutFile {
         std::fs::rename(&self.open_path, &self.path)
             .with_context(|| format!("rename {}", self.open_path.display()))?;
         Ok(self.path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("10MiB"), Ok(10 << 20));
+        assert_eq!(parse_size("1GB"), Ok(1_000_000_000));
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert!(parse_size("0").is_err());
+        assert!(parse_size("12XB").is_err());
+        assert!(parse_size("99999999999TB").is_err());
+    }
+
+    #[test]
+    fn prefixes() {
+        assert_eq!(prefix_from("/a/iana.warc.gz"), "iana");
+        assert_eq!(prefix_from("x.arc"), "x");
+        assert_eq!(prefix_from(".hidden"), ".hidden");
     }
 }

@@ -116,7 +116,6 @@ pub fn run_reassemble(_g: &Global, args: ReassembleArgs) -> Result<Outcome> {
             if is_cont {
                 continue;
             }
-            drop(rec);
             // Pass one: the digests of the whole, the payload's verified.
             let mut logical = segments.open(&series_id)?;
             let check = match logical.copy_to(&mut std::io::sink()) {

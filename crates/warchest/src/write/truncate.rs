@@ -137,7 +137,7 @@ mod tests {
 
     #[test]
     fn length_limit_only_when_there_is_more() {
-        let data = vec![1u8; 100];
+        let data = [1u8; 100];
         let lim = CaptureLimits {
             max_len: Some(100),
             ..Default::default()
