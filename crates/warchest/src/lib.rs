@@ -7,7 +7,11 @@
 //! The layers, each using only the ones before it (see docs/architecture.md):
 //! [`codec`] (stored bytes -> decompressed members) -> [`warc`] (record
 //! framing) -> [`fields`] (named fields) -> [`http`] (HTTP messages inside
-//! blocks) -> [`digest`]; [`write`](mod@write) is the writer.
+//! blocks) -> [`digest`]; [`write`](mod@write) is the writer (single files,
+//! and rotating series with warcinfo records and segmentation).
+//! [`reassemble`], [`revisit`], [`dedupe`] and [`pack`] compose them: segmented
+//! records put back together, revisits written and resolved, duplicates
+//! rewritten as revisits, local files archived (see docs/writing.md).
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 

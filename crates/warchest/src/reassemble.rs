@@ -427,7 +427,11 @@ impl Read for LogicalRecord {
                 if *left > 0 {
                     return Err(io::Error::new(
                         io::ErrorKind::UnexpectedEof,
-                        format!("a segment of {} ends {left} bytes early", self.read),
+                        format!(
+                            "segment {} of {} ends {left} bytes before its Content-Length",
+                            self.next,
+                            self.header.record_id().unwrap_or_default()
+                        ),
                     ));
                 }
                 self.cur = None;

@@ -491,6 +491,9 @@ impl RotatingWriter {
     }
 
     /// Closes the open file and returns every file written, in order.
+    /// A writer dropped without `finish` (or after an error) leaves its
+    /// open file as `NAME.open`: incomplete, but every record in it whole
+    /// up to the last one being written.
     ///
     /// # Errors
     /// As [`RotatingWriter::rotate`].
