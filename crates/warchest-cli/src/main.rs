@@ -43,6 +43,13 @@ enum Command {
     Index(cmd::index::Args),
     Convert(cmd::convert::Args),
     Recover(cmd::recover::Args),
+    Dedupe(cmd::dedupe::Args),
+    Pack(cmd::pack::PackArgs),
+    Unpack(cmd::pack::UnpackArgs),
+    Segment(cmd::segment::SegmentArgs),
+    Reassemble(cmd::segment::ReassembleArgs),
+    Annotate(cmd::annotate::AnnotateArgs),
+    Migrate(cmd::annotate::MigrateArgs),
 }
 
 fn main() -> ExitCode {
@@ -74,6 +81,13 @@ fn main() -> ExitCode {
         Command::Index(a) => cmd::index::run(&global, a),
         Command::Convert(a) => cmd::convert::run(&global, a),
         Command::Recover(a) => cmd::recover::run(&global, a),
+        Command::Dedupe(a) => cmd::dedupe::run(&global, a),
+        Command::Pack(a) => cmd::pack::run_pack(&global, a),
+        Command::Unpack(a) => cmd::pack::run_unpack(&global, a),
+        Command::Segment(a) => cmd::segment::run_segment(&global, a),
+        Command::Reassemble(a) => cmd::segment::run_reassemble(&global, a),
+        Command::Annotate(a) => cmd::annotate::run_annotate(&global, a),
+        Command::Migrate(a) => cmd::annotate::run_migrate(&global, a),
     };
     report::exit(outcome)
 }

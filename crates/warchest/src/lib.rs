@@ -7,7 +7,11 @@
 //! The layers, each using only the ones before it (see docs/architecture.md):
 //! [`codec`] (stored bytes -> decompressed members) -> [`warc`] (record
 //! framing) -> [`fields`] (named fields) -> [`http`] (HTTP messages inside
-//! blocks) -> [`digest`]; [`write`](mod@write) is the writer.
+//! blocks) -> [`digest`]; [`write`](mod@write) is the writer (single files,
+//! and rotating series with warcinfo records and segmentation).
+//! [`reassemble`], [`revisit`], [`dedupe`] and [`pack`] compose them: segmented
+//! records put back together, revisits written and resolved, duplicates
+//! rewritten as revisits, local files archived (see docs/writing.md).
 #![deny(missing_docs)]
 // `unsafe` only in codec::inflate (libdeflate FFI), where a measurement
 // demands it: see docs/performance.md.
@@ -18,6 +22,7 @@ pub mod archive;
 pub mod check;
 pub mod codec;
 pub mod convert;
+pub mod dedupe;
 pub mod digest;
 pub mod error;
 pub mod fields;
@@ -26,8 +31,11 @@ pub mod http;
 pub mod index;
 pub mod infomall;
 mod limits;
+pub mod pack;
 mod pushback;
+pub mod reassemble;
 pub mod recover;
+pub mod revisit;
 pub mod rewrite;
 pub mod stats;
 #[cfg(test)]

@@ -35,6 +35,14 @@ pub struct Args {
     /// With --payload: also remove the content coding (gzip, deflate, br, zstd).
     #[arg(long, requires = "payload")]
     decode: bool,
+    /// With --payload, for a revisit: the payload of its original, found in
+    /// these WARC files (by WARC-Refers-To, target URI and date, or digest).
+    #[arg(long, num_args = 1.., requires = "payload")]
+    resolve_revisit: Vec<String>,
+    /// With --payload, for a revisit: its original found through this
+    /// digest index (`warchest dedupe --index`).
+    #[arg(long, requires = "payload")]
+    revisit_index: Option<std::path::PathBuf>,
 }
 
 pub fn run(g: &Global, args: Args) -> Result<Outcome> {
@@ -75,6 +83,12 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
         if http && let Some(head) = read_head(&mut rec.block(), &limits)? {
             out.write_all(head.raw())?;
         }
+    } else if args.payload
+        && header.record_type() == warchest::warc::RecordType::Revisit
+        && (!args.resolve_revisit.is_empty() || args.revisit_index.is_some())
+    {
+        let index = args.revisit_index.as_deref();
+        super::resolve::payload(&header, &args.resolve_revisit, index, args.decode, &mut out)?;
     } else if args.payload {
         let mut block = rec.block();
         let head = if http {

@@ -1,14 +1,20 @@
 //! One module per command.
 
+pub mod annotate;
 pub mod check;
 pub mod concat;
 pub mod convert;
 pub mod copy;
+pub mod dedupe;
 pub mod extract;
 pub mod filter;
 pub mod index;
 pub mod ls;
+pub mod output;
+pub mod pack;
 pub mod recompress;
 pub mod recover;
+pub mod resolve;
+pub mod segment;
 pub mod split;
 pub mod stats;

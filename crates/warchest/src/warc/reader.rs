@@ -296,6 +296,15 @@ impl<S: Source> Reader<S> {
         }
     }
 
+    /// The block of the record last returned by
+    /// [`next_record`](Reader::next_record), from where reading stopped,
+    /// when that record was dropped unfinished. Lets a type that owns the
+    /// reader stream a block without holding the borrowed [`Record`].
+    pub fn current_block(&mut self) -> Option<BlockReader<'_, S>> {
+        self.cur.as_ref()?;
+        Some(BlockReader { reader: self })
+    }
+
     /// Finishes the current record (if any) and reads the next header.
     fn advance(&mut self) -> Result<bool> {
         if self.cur.is_some() {

@@ -10,6 +10,14 @@
 
 use std::io::{self, Read, Seek, SeekFrom, Write};
 
+pub mod identify;
+pub mod records;
+pub mod rotate;
+pub mod truncate;
+
+pub use rotate::{Oversize, Placed, RotatingOptions, RotatingWriter};
+pub use truncate::{CaptureLimits, LimitedReader};
+
 use crate::digest::{Algorithm, Digest, Hasher};
 use crate::error::{Error, ErrorKind, Result};
 use crate::fields::Fields;
@@ -145,6 +153,31 @@ impl NewRecord {
             .append(name, value)
             .map_err(|e| field_error(name, e))?;
         Ok(self)
+    }
+
+    /// A record from an existing header (its fields kept as they are;
+    /// [`Writer::write`] replaces Content-Length and fills missing digests).
+    pub fn from_header(header: WarcHeader) -> NewRecord {
+        NewRecord { header }
+    }
+
+    /// Removes every field named `name`.
+    pub fn remove(&mut self, name: &str) -> &mut Self {
+        self.header.fields_mut().remove(name);
+        self
+    }
+
+    /// Sets WARC-Truncated (section 5.13).
+    pub fn truncated(&mut self, reason: &crate::warc::TruncatedReason) -> &mut Self {
+        // Infallible for the named reasons; `Other` values with a line
+        // break are refused by `set` and left out.
+        let _ = self.set(field::TRUNCATED, reason.as_str());
+        self
+    }
+
+    /// The header, to be written (what [`Writer::write`] completes).
+    pub fn into_header(self) -> WarcHeader {
+        self.header
     }
 
     /// Sets WARC-Date.
@@ -485,6 +518,30 @@ impl<W: Write> Writer<W> {
         }
     }
 
+    /// Writes a record whose body is read from `body` until it ends or a
+    /// [`CaptureLimits`] stops it; a body cut short gets WARC-Truncated
+    /// (`length`, `time` or `disconnect`). The body is spooled (memory,
+    /// then a temporary file) so that Content-Length and the digests can
+    /// precede it.
+    ///
+    /// # Errors
+    /// I/O errors of the body (other than a dropped connection) or the output.
+    pub fn write_limited(
+        &mut self,
+        rec: &mut NewRecord,
+        body: &mut dyn Read,
+        limits: CaptureLimits,
+    ) -> Result<Written> {
+        let (mut spool, len) = spool_limited(rec, body, limits, self.opts.spool_threshold)?;
+        self.write(
+            rec,
+            Body::Seekable {
+                reader: &mut spool,
+                len: Some(len),
+            },
+        )
+    }
+
     fn set_len(&self, rec: &mut NewRecord, len: u64) -> Result<()> {
         rec.set(field::CONTENT_LENGTH, len.to_string())?;
         Ok(())
@@ -560,6 +617,12 @@ impl<W: Write> Writer<W> {
         }
     }
 
+    /// Copies `n` bytes of records already encoded the way this writer
+    /// encodes them (staged elsewhere) to the output, counting them.
+    pub(crate) fn copy_stored(&mut self, stored: &mut dyn Read) -> io::Result<u64> {
+        io::copy(stored, &mut self.out)
+    }
+
     /// Flushes and returns the output.
     ///
     /// # Errors
@@ -580,6 +643,24 @@ impl<W: Write> Writer<W> {
     }
 }
 
+/// Reads `body` through a [`LimitedReader`] into a spool, marks `rec`
+/// truncated when it was cut, and returns the spool (rewound) and its length.
+pub(crate) fn spool_limited(
+    rec: &mut NewRecord,
+    body: &mut dyn Read,
+    limits: CaptureLimits,
+    threshold: usize,
+) -> Result<(tempfile::SpooledTempFile, u64)> {
+    let mut spool = tempfile::SpooledTempFile::new(threshold);
+    let mut limited = LimitedReader::new(body, limits);
+    let len = io::copy(&mut limited, &mut spool)?;
+    if let Some(reason) = limited.truncated() {
+        rec.truncated(&reason.clone());
+    }
+    spool.seek(SeekFrom::Start(0))?;
+    Ok((spool, len))
+}
+
 fn short_body(declared: u64, got: u64) -> Error {
     Error::new(ErrorKind::Io(io::Error::new(
         io::ErrorKind::UnexpectedEof,
@@ -588,7 +669,7 @@ fn short_body(declared: u64, got: u64) -> Error {
 }
 
 /// Copies up to `n` bytes of `r` to `f` in 64 KiB pieces; returns how many.
-fn copy_n(
+pub(crate) fn copy_n(
     r: &mut (impl Read + ?Sized),
     n: u64,
     mut f: impl FnMut(&[u8]) -> io::Result<()>,

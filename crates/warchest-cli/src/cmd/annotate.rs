@@ -1,0 +1,294 @@
+//! `warchest annotate` and `warchest migrate`: a program run on each
+//! payload, its output stored as a metadata record (ISO 28500 Annex D use
+//! case four) or as a conversion record (use case five).
+
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use anyhow::{Context, Result, bail};
+use warchest::http::{self, payload_reader, read_head};
+use warchest::warc::{self, RecordType, Version, WarcHeader};
+use warchest::write::{Body, identify, records};
+
+use super::output::OutFile;
+use crate::report::{Global, Outcome};
+
+/// Run a program on the payload of each response, resource and conversion
+/// record and store its output in OUT as a `metadata` record referring to
+/// the record (WARC-Refers-To), as a format validator's report is kept
+/// (ISO 28500 Annex D, use case four). IN is not changed.
+///
+/// The program runs without a shell: --exec is split at white space. It
+/// gets the payload (HTTP bodies de-chunked and decoded) on standard input,
+/// or, where an argument is `{}`, as a file of that name. Its standard
+/// output becomes the record's block. A non-zero exit status is reported;
+/// the output is kept all the same.
+///
+/// Example: `warchest annotate crawl.warc.gz -o reports.warc.gz --exec "file -b -"`
+#[derive(clap::Args, Debug)]
+pub struct AnnotateArgs {
+    /// The WARC file.
+    input: String,
+    /// The output WARC file (holds the new records only).
+    #[arg(short, long)]
+    output: PathBuf,
+    /// The program and its arguments.
+    #[arg(long)]
+    exec: String,
+    /// Content-Type of the program's output.
+    #[arg(long, default_value = "text/plain")]
+    content_type: String,
+}
+
+/// Migrate payloads of one media type with a program: its output is
+/// stored as a `conversion` record referring to the original
+/// (WARC-Refers-To), followed by a `metadata` record describing the
+/// migration (tool, source and target types), as ISO 28500 Annex D use
+/// case five describes. IN is not changed; a program that fails (non-zero
+/// exit) leaves no conversion and makes the exit status 1.
+///
+/// The program runs without a shell as for `annotate`: the payload on
+/// standard input or as the file `{}`, the converted content on standard
+/// output.
+///
+/// Example: `warchest migrate crawl.warc.gz -o png.warc.gz --from image/gif --to image/png --exec "convert gif:- png:-"`
+#[derive(clap::Args, Debug)]
+pub struct MigrateArgs {
+    /// The WARC file.
+    input: String,
+    /// The output WARC file (holds the new records only).
+    #[arg(short, long)]
+    output: PathBuf,
+    /// Media type of the payloads to migrate (`image/gif`).
+    #[arg(long)]
+    from: String,
+    /// Media type of the converted content (default: found from its bytes).
+    #[arg(long)]
+    to: Option<String>,
+    /// The program and its arguments.
+    #[arg(long)]
+    exec: String,
+}
+
+/// A payload spooled to a temporary file, and its media type.
+struct Payload {
+    file: tempfile::NamedTempFile,
+    media_type: Option<String>,
+}
+
+/// The payload of a record with one, spooled; `None` for other records.
+fn payload_of(rec: &mut warc::Record<'_, impl warchest::codec::Source>) -> Result<Option<Payload>> {
+    let h = rec.header().clone();
+    if !matches!(
+        h.record_type(),
+        RecordType::Response | RecordType::Resource | RecordType::Conversion
+    ) || h.segment_number().is_some()
+    {
+        return Ok(None);
+    }
+    let mut file = tempfile::NamedTempFile::new()?;
+    let media_type;
+    let mut block = rec.block();
+    if h.is_http() {
+        let Some(head) = read_head(&mut block, &Default::default())? else {
+            return Ok(None);
+        };
+        media_type = head.media_type();
+        // A content coding warchest cannot undo: the payload as stored.
+        let decode = head.content_encoding().iter().all(|c| c.is_supported());
+        let mut p = payload_reader(&mut block, &head, decode)?;
+        io::copy(&mut p, file.as_file_mut())?;
+    } else {
+        media_type = h
+            .content_type()
+            .and_then(|c| http::media_type(c.as_bytes()));
+        io::copy(&mut block, file.as_file_mut())?;
+    }
+    file.as_file_mut().flush()?;
+    Ok(Some(Payload { file, media_type }))
+}
+
+/// The command line split at white space, `{}` replaced by `path`.
+fn command(exec: &str, path: &std::path::Path) -> Result<(Command, bool)> {
+    let mut parts = exec.split_whitespace();
+    let Some(prog) = parts.next() else {
+        bail!("--exec is empty");
+    };
+    let mut cmd = Command::new(prog);
+    let mut uses_file = false;
+    for a in parts {
+        if a == "{}" {
+            cmd.arg(path);
+            uses_file = true;
+        } else {
+            cmd.arg(a);
+        }
+    }
+    Ok((cmd, uses_file))
+}
+
+/// Runs the program on the payload; returns its output (spooled) and
+/// whether it exited with success.
+fn run_on(exec: &str, p: &Payload) -> Result<(tempfile::SpooledTempFile, u64, bool)> {
+    let (mut cmd, uses_file) = command(exec, p.file.path())?;
+    let stdin = if uses_file {
+        Stdio::null()
+    } else {
+        let mut f = File::open(p.file.path())?;
+        f.seek(SeekFrom::Start(0))?;
+        Stdio::from(f)
+    };
+    let mut child = cmd
+        .stdin(stdin)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .with_context(|| format!("cannot run {exec:?}"))?;
+    let mut out = tempfile::SpooledTempFile::new(8 << 20);
+    let n = match child.stdout.take() {
+        Some(mut s) => io::copy(&mut s, &mut out)?,
+        None => 0,
+    };
+    let status = child.wait()?;
+    out.seek(SeekFrom::Start(0))?;
+    Ok((out, n, status.success()))
+}
+
+fn version_for(h: &WarcHeader) -> Version {
+    if h.version() < Version::V1_1 {
+        Version::V1_0
+    } else {
+        Version::V1_1
+    }
+}
+
+pub fn run_annotate(_g: &Global, args: AnnotateArgs) -> Result<Outcome> {
+    let mut out = OutFile::create(&args.output)?;
+    let mut r = warc::Reader::open(&args.input)?;
+    let mut started = false;
+    let (mut done, mut failed) = (0u64, 0u64);
+    while let Some(mut rec) = r.next_record()? {
+        let h = rec.header().clone();
+        if !started {
+            out.warcinfo(
+                version_for(&h),
+                &format!(
+                    "metadata records from {:?} run on {}",
+                    args.exec, args.input
+                ),
+            )?;
+            started = true;
+        }
+        let Some(p) = payload_of(&mut rec)? else {
+            continue;
+        };
+        let (mut output, n, ok) = run_on(&args.exec, &p)?;
+        if !ok {
+            failed += 1;
+            eprintln!(
+                "warchest: {}: {}: {:?} exited with failure",
+                args.input,
+                h.record_id().unwrap_or_default(),
+                args.exec
+            );
+        }
+        let mut m = records::metadata_about(&h, &args.content_type)?;
+        out.writer.write(
+            &mut m,
+            Body::Stream {
+                reader: &mut output,
+                len: Some(n),
+            },
+        )?;
+        done += 1;
+    }
+    if !started {
+        out.warcinfo(Version::V1_1, "no records")?;
+    }
+    out.finish()?;
+    eprintln!("warchest: {done} metadata records written ({failed} runs failed)");
+    Ok(Outcome::Ok)
+}
+
+pub fn run_migrate(_g: &Global, args: MigrateArgs) -> Result<Outcome> {
+    let from = args.from.trim().to_ascii_lowercase();
+    let mut out = OutFile::create(&args.output)?;
+    let mut r = warc::Reader::open(&args.input)?;
+    let mut started = false;
+    let (mut done, mut failed) = (0u64, 0u64);
+    while let Some(mut rec) = r.next_record()? {
+        let h = rec.header().clone();
+        if !started {
+            out.warcinfo(
+                version_for(&h),
+                &format!(
+                    "{} payloads of {} migrated by {:?}",
+                    from, args.input, args.exec
+                ),
+            )?;
+            started = true;
+        }
+        let Some(p) = payload_of(&mut rec)? else {
+            continue;
+        };
+        if p.media_type.as_deref() != Some(from.as_str()) {
+            continue;
+        }
+        let (mut output, n, ok) = run_on(&args.exec, &p)?;
+        if !ok {
+            failed += 1;
+            eprintln!(
+                "warchest: {}: {}: {:?} failed: no conversion written",
+                args.input,
+                h.record_id().unwrap_or_default(),
+                args.exec
+            );
+            continue;
+        }
+        let to = match &args.to {
+            Some(t) => t.clone(),
+            None => {
+                let mut start = vec![0u8; identify::SNIFF_LEN];
+                let k = output.read(&mut start)?;
+                output.seek(SeekFrom::Start(0))?;
+                identify::identify(&start[..k])
+                    .unwrap_or("application/octet-stream")
+                    .to_string()
+            }
+        };
+        let mut conv = records::conversion_of(&h, &to)?;
+        out.writer.write(
+            &mut conv,
+            Body::Stream {
+                reader: &mut output,
+                len: Some(n),
+            },
+        )?;
+        let source_id = h.record_id().unwrap_or_default().trim().to_string();
+        let block = records::warc_fields([
+            ("migration-tool", args.exec.as_str()),
+            ("source-type", from.as_str()),
+            ("target-type", to.as_str()),
+            ("source-record", source_id.as_str()),
+            (
+                "description",
+                "format migration of the record named by WARC-Refers-To",
+            ),
+        ])?;
+        let mut m = records::metadata_about(conv.header(), records::WARC_FIELDS)?;
+        out.writer.write(&mut m, Body::Bytes(&block))?;
+        done += 1;
+    }
+    if !started {
+        out.warcinfo(Version::V1_1, "no records")?;
+    }
+    out.finish()?;
+    eprintln!("warchest: {done} payloads migrated ({failed} failed)");
+    Ok(if failed > 0 {
+        Outcome::Problem
+    } else {
+        Outcome::Ok
+    })
+}

@@ -1,0 +1,43 @@
+//! Revisits resolved to their original's payload, for `extract`.
+
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::{Result, bail};
+use warchest::dedupe::DigestIndex;
+use warchest::revisit::{Resolver, payload_at};
+use warchest::warc::WarcHeader;
+
+/// Writes the payload of `revisit`'s original, found in `files` or through
+/// the digest index at `index`, to `out`; its payload digest is checked
+/// against the revisit's.
+pub fn payload(
+    revisit: &WarcHeader,
+    files: &[String],
+    index: Option<&Path>,
+    decode: bool,
+    out: &mut dyn Write,
+) -> Result<()> {
+    if !files.is_empty() {
+        let resolver = Resolver::scan(files)?;
+        if resolver.locate(revisit).is_some() || index.is_none() {
+            resolver.open_payload(revisit, decode)?.copy_to(out)?;
+            return Ok(());
+        }
+    }
+    if let Some(p) = index {
+        if !p.exists() {
+            bail!("{}: no such digest index", p.display());
+        }
+        let idx = DigestIndex::open(p)?;
+        let Some(loc) = idx.locate(revisit)? else {
+            bail!(
+                "the original of revisit {} is not in {}",
+                revisit.record_id().unwrap_or_default(),
+                p.display()
+            );
+        };
+        payload_at(&loc, revisit, decode)?.copy_to(out)?;
+    }
+    Ok(())
+}
