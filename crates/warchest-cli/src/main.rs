@@ -34,6 +34,7 @@ enum Command {
     Ls(cmd::ls::Args),
     Extract(cmd::extract::Args),
     Check(cmd::check::Args),
+    Validate(cmd::validate::Args),
 }
 
 fn main() -> ExitCode {
@@ -56,6 +57,7 @@ fn main() -> ExitCode {
         Command::Ls(a) => cmd::ls::run(&global, a),
         Command::Extract(a) => cmd::extract::run(&global, a),
         Command::Check(a) => cmd::check::run(&global, a),
+        Command::Validate(a) => cmd::validate::run(&global, a),
     };
     report::exit(outcome)
 }

@@ -19,6 +19,7 @@ pub mod error;
 pub mod fields;
 pub mod http;
 mod limits;
+pub mod validate;
 pub mod warc;
 pub mod write;
 

@@ -3,3 +3,4 @@
 pub mod check;
 pub mod extract;
 pub mod ls;
+pub mod validate;

@@ -1,0 +1,1193 @@
+//! WARC records: the header rules of ISO 28500 (1.0 and 1.1), the block
+//! checks (digests, HTTP, warc-fields) and the lenient reader's recoveries,
+//! all in the one pass that reads the file.
+
+use std::io::{BufRead, Read};
+
+use super::container::{self, Observed};
+use super::cross::{self, RecordInfo};
+use super::grammar;
+use super::rules::{self, Rule};
+use super::{At, Options, Out, SpecVersion};
+use crate::archive::{self, Format};
+use crate::check::{Checker, DigestStatus};
+use crate::codec::{Codec, Decoder, Source};
+use crate::digest::Digest;
+use crate::error::{Error, Result, Warning, WarningKind};
+use crate::fields::Fields;
+use crate::http::{HttpError, HttpHead, MessageKind};
+use crate::warc::{
+    DatePrecision, RecordType, TruncatedReason, Version, WarcDate, WarcHeader, profile,
+};
+
+/// The rule set a record is judged by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RuleSet {
+    V1_0,
+    V1_1,
+}
+
+impl RuleSet {
+    fn for_record(v: Version, spec: Option<SpecVersion>) -> RuleSet {
+        match spec {
+            Some(SpecVersion::V1_0) => RuleSet::V1_0,
+            Some(SpecVersion::V1_1) => RuleSet::V1_1,
+            None if v.major == 0 || v == Version::V1_0 => RuleSet::V1_0,
+            None => RuleSet::V1_1,
+        }
+    }
+}
+
+/// The named fields of WARC, and which version defines them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum F {
+    RecordId,
+    ContentLength,
+    Date,
+    Type,
+    ContentType,
+    ConcurrentTo,
+    BlockDigest,
+    PayloadDigest,
+    IpAddress,
+    RefersTo,
+    RefersToTargetUri,
+    RefersToDate,
+    TargetUri,
+    Truncated,
+    WarcinfoId,
+    Filename,
+    Profile,
+    IdentifiedPayloadType,
+    SegmentNumber,
+    SegmentOriginId,
+    SegmentTotalLength,
+}
+
+use crate::warc::field as name;
+
+/// (name, field, defined in 1.1 only)
+const DEFS: [(&str, F, bool); 21] = [
+    (name::RECORD_ID, F::RecordId, false),
+    (name::CONTENT_LENGTH, F::ContentLength, false),
+    (name::DATE, F::Date, false),
+    (name::TYPE, F::Type, false),
+    (name::CONTENT_TYPE, F::ContentType, false),
+    (name::CONCURRENT_TO, F::ConcurrentTo, false),
+    (name::BLOCK_DIGEST, F::BlockDigest, false),
+    (name::PAYLOAD_DIGEST, F::PayloadDigest, false),
+    (name::IP_ADDRESS, F::IpAddress, false),
+    (name::REFERS_TO, F::RefersTo, false),
+    (name::REFERS_TO_TARGET_URI, F::RefersToTargetUri, true),
+    (name::REFERS_TO_DATE, F::RefersToDate, true),
+    (name::TARGET_URI, F::TargetUri, false),
+    (name::TRUNCATED, F::Truncated, false),
+    (name::WARCINFO_ID, F::WarcinfoId, false),
+    (name::FILENAME, F::Filename, false),
+    (name::PROFILE, F::Profile, false),
+    (
+        name::IDENTIFIED_PAYLOAD_TYPE,
+        F::IdentifiedPayloadType,
+        false,
+    ),
+    (name::SEGMENT_NUMBER, F::SegmentNumber, false),
+    (name::SEGMENT_ORIGIN_ID, F::SegmentOriginId, false),
+    (name::SEGMENT_TOTAL_LENGTH, F::SegmentTotalLength, false),
+];
+
+/// How a record type may use a field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Use {
+    May,
+    Required,
+    ShallNot,
+    Unexpected,
+}
+
+/// The field/record-type matrix of sections 5 and 6 (1.1 numbering:
+/// 5.7 Concurrent-To, 5.9 Payload-Digest, 5.10 IP-Address, 5.11-5.13
+/// Refers-To*, 5.14 Target-URI, 5.16 Warcinfo-ID, 5.17 Filename, 5.18
+/// Profile, 5.19 Identified-Payload-Type, 5.20-5.22 segments).
+fn policy(f: F, t: RecordType) -> Use {
+    use RecordType as T;
+    let one_of = |ts: &[T]| ts.contains(&t);
+    match f {
+        F::ConcurrentTo | F::IpAddress
+            if one_of(&[T::Warcinfo, T::Conversion, T::Continuation]) =>
+        {
+            Use::ShallNot
+        }
+        // Records without a well-defined payload (section 4).
+        F::PayloadDigest | F::IdentifiedPayloadType if one_of(&[T::Warcinfo, T::Metadata]) => {
+            Use::ShallNot
+        }
+        F::RefersTo
+            if one_of(&[
+                T::Warcinfo,
+                T::Response,
+                T::Resource,
+                T::Request,
+                T::Continuation,
+            ]) =>
+        {
+            Use::ShallNot
+        }
+        F::RefersToTargetUri | F::RefersToDate if t != T::Revisit => Use::ShallNot,
+        F::TargetUri if t == T::Warcinfo => Use::ShallNot,
+        F::TargetUri if t != T::Metadata => Use::Required,
+        F::Filename if t != T::Warcinfo => Use::ShallNot,
+        F::WarcinfoId if t == T::Warcinfo => Use::Unexpected,
+        F::Profile if t == T::Revisit => Use::Required,
+        F::Profile => Use::Unexpected,
+        F::SegmentOriginId | F::SegmentNumber if t == T::Continuation => Use::Required,
+        F::SegmentOriginId | F::SegmentTotalLength if t != T::Continuation => Use::ShallNot,
+        _ => Use::May,
+    }
+}
+
+fn may_carry(f: F) -> &'static str {
+    match f {
+        F::ConcurrentTo => "request, response, resource, metadata and revisit records",
+        F::IpAddress => "response, resource, request, metadata and revisit records",
+        F::PayloadDigest | F::IdentifiedPayloadType => "records with a well-defined payload",
+        F::RefersTo => "metadata, revisit and conversion records",
+        F::RefersToTargetUri | F::RefersToDate => "revisit records",
+        F::TargetUri => "every record type but warcinfo",
+        F::Filename => "warcinfo records",
+        F::SegmentOriginId | F::SegmentTotalLength => "continuation records",
+        F::WarcinfoId => "every record type but warcinfo",
+        F::Profile => "revisit records",
+        _ => "some record types",
+    }
+}
+
+/// Validates a WARC file read through `reader`.
+pub(crate) fn validate_file<R: Read>(
+    reader: &mut archive::Reader<Decoder<Observed<R>>>,
+    opts: &Options,
+    index: &mut cross::Index,
+    out: &mut Out<'_>,
+) -> Result<()> {
+    let unknown_format = match reader.as_warc() {
+        Some(w) => {
+            let first = w.get_mut().fill_buf()?;
+            !first.is_empty() && Format::sniff(first).is_none()
+        }
+        None => false,
+    };
+    let mut stats = FileStats::default();
+    loop {
+        let next = reader.next_record();
+        let mut rec = match next {
+            Ok(Some(r)) => r,
+            Ok(None) => break,
+            Err(e) => {
+                let warnings = reader.take_warnings();
+                map_warnings(&warnings, None, out);
+                if e.is_io_error() {
+                    return Err(e);
+                }
+                unreadable(&e, out);
+                break;
+            }
+        };
+        let h = rec.header().clone();
+        let loc = rec.location();
+        let rid = h
+            .record_id()
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty());
+        let at = At::record(loc.offset, rid.as_deref());
+        stats.record(loc.codec, loc.offset_in_member, loc.offset, rec.format());
+        if stats.records == 1 {
+            stats.first_type = Some(h.record_type());
+        }
+        // The gzip header of the member the record starts, when it starts one.
+        if loc.codec == Codec::Gzip && loc.offset_in_member == 0 {
+            let src = rec.source();
+            if src.member_offset() == loc.offset
+                && let Some(gz) = src.gzip_header()
+            {
+                stats.tally.gzip_header(gz, loc.offset);
+            }
+        }
+        let rs = RuleSet::for_record(h.version(), opts.spec);
+        let mut info = check_header(&h, rs, opts, &at, out);
+        // The block: digests, and the first bytes for the HTTP and
+        // warc-fields checks, in the same pass.
+        let mut checker = Checker::new(&h, &opts.limits);
+        let mut probe = BlockProbe::for_header(&h);
+        let read = {
+            let mut block = rec.block();
+            loop {
+                let buf = match block.fill_buf() {
+                    Ok(b) => b,
+                    Err(e) => break Err(Error::from(e)),
+                };
+                if buf.is_empty() {
+                    break Ok(());
+                }
+                checker.update(buf);
+                probe.update(buf);
+                let n = buf.len();
+                block.consume(n);
+            }
+        };
+        let end = match read.and_then(|()| rec.finish()) {
+            Ok(end) => end,
+            Err(e) => {
+                let warnings = reader.take_warnings();
+                map_warnings(&warnings, Some((&h, loc.codec)), out);
+                if e.is_io_error() {
+                    return Err(e);
+                }
+                unreadable(&e, out);
+                break;
+            }
+        };
+        let check = checker.finish();
+        if !end.truncated && h.content_length().is_some() {
+            digest_findings(&check.block, &check.payload, &at, out);
+        }
+        probe.finish(&h, rs, &at, out);
+        info.block_len = end.block_len;
+        index.add(info, out);
+        let warnings = reader.take_warnings();
+        map_warnings(&warnings, Some((&h, loc.codec)), out);
+    }
+    let warnings = reader.take_warnings();
+    map_warnings(&warnings, None, out);
+    out.file_summary().records = stats.records;
+    if stats.records == 0 {
+        if unknown_format {
+            out.push(
+                &rules::FILE_UNKNOWN_FORMAT,
+                &At::offset(0),
+                "the file starts with neither a WARC version line, an ARC filedesc:// line nor an InfoMall version: line (after decompression)",
+            );
+        } else {
+            out.push(
+                &rules::FILE_EMPTY,
+                &At::offset(0),
+                "the file holds no WARC record",
+            );
+        }
+    } else if stats.first_type != Some(RecordType::Warcinfo) {
+        out.push(
+            &rules::WARCINFO_FIRST,
+            &At::offset(stats.first_offset),
+            match stats.first_type {
+                Some(RecordType::Other) | None => {
+                    "the first record is not a warcinfo record (its type is not a known one)"
+                        .to_string()
+                }
+                Some(t) => format!("the first record is a {t} record, not warcinfo"),
+            },
+        );
+    }
+    stats.finish(out);
+    if let Some(w) = reader.as_warc() {
+        container::finish_file(w.get_mut(), out);
+    }
+    Ok(())
+}
+
+fn unreadable(e: &Error, out: &mut Out<'_>) {
+    let offset = e.position().map(|p| p.offset);
+    let at = At {
+        offset,
+        record_id: e.record_id().map(str::to_owned),
+    };
+    out.push(
+        &rules::FILE_UNREADABLE,
+        &at,
+        format!("reading stopped: {}", e.kind()),
+    );
+}
+
+/// What is counted over a file for its container findings.
+#[derive(Default)]
+struct FileStats {
+    records: u64,
+    first_type: Option<RecordType>,
+    first_offset: u64,
+    /// Per codec: records, records not at a member start, the first such.
+    gzip: (u64, u64, Option<u64>),
+    zstd: (u64, u64, Option<u64>),
+    lz4: bool,
+    tally: container::Tally,
+}
+
+impl FileStats {
+    fn record(&mut self, codec: Codec, in_member: u64, offset: u64, _format: Format) {
+        self.records += 1;
+        if self.records == 1 {
+            self.first_offset = offset;
+        }
+        let slot = match codec {
+            Codec::Gzip => &mut self.gzip,
+            Codec::Zstd => &mut self.zstd,
+            Codec::Lz4 => {
+                self.lz4 = true;
+                return;
+            }
+            _ => return,
+        };
+        slot.0 += 1;
+        if in_member != 0 {
+            slot.1 += 1;
+            slot.2.get_or_insert(offset);
+        }
+    }
+
+    fn finish(self, out: &mut Out<'_>) {
+        let (n, bad, first) = self.gzip;
+        if bad > 0 {
+            out.push(
+                &rules::GZIP_RECORD_AT_A_TIME,
+                &At::offset(first.unwrap_or(0)),
+                format!(
+                    "{bad} of {n} records do not start a gzip member: the file is not compressed record at a time, so no index can point at those records"
+                ),
+            );
+        }
+        let (n, bad, first) = self.zstd;
+        if bad > 0 {
+            out.push(
+                &rules::ZSTD_FRAME_MULTIPLE_RECORDS,
+                &At::offset(first.unwrap_or(0)),
+                format!("{bad} of {n} records start inside a zstd frame that holds data of the record before"),
+            );
+        }
+        if self.lz4 {
+            out.push(
+                &rules::LZ4_NONSTANDARD,
+                &At::offset(0),
+                "the file is compressed with LZ4 frames",
+            );
+        }
+        self.tally.emit(out);
+    }
+}
+
+/// Maps the lenient reader's recoveries to findings. `current` is the
+/// record just read (its header decides what some recoveries mean).
+fn map_warnings(warnings: &[Warning], current: Option<(&WarcHeader, Codec)>, out: &mut Out<'_>) {
+    for w in warnings {
+        let at = At {
+            offset: Some(w.offset),
+            record_id: w.record_id.clone().filter(|s| !s.is_empty()),
+        };
+        let rule: &'static Rule = match w.kind {
+            WarningKind::BareLf => &rules::HEADER_LINE_END,
+            WarningKind::LineWithoutColon
+            | WarningKind::SpaceBeforeColon
+            | WarningKind::BadFieldName => &rules::HEADER_SYNTAX,
+            WarningKind::BadTrailer => &rules::RECORD_TRAILER,
+            WarningKind::SkippedBytes => &rules::FILE_GARBAGE,
+            WarningKind::TrailingGarbage => &rules::FILE_TRAILING_GARBAGE,
+            WarningKind::TruncatedRecord => &rules::RECORD_TRUNCATED,
+            WarningKind::BadContentLength => {
+                // A missing or unreadable Content-Length is reported by the
+                // header rules; what is left is a length the bytes belie.
+                match current {
+                    Some((h, _)) if w.record.is_some() && h.content_length().is_none() => continue,
+                    _ => &rules::CONTENT_LENGTH_MISMATCH,
+                }
+            }
+            WarningKind::DamagedMember | WarningKind::Other => &rules::MEMBER_DAMAGED,
+            WarningKind::BadChecksum => &rules::MEMBER_CHECKSUM,
+            WarningKind::TruncatedMember => &rules::MEMBER_TRUNCATED,
+            // Judged from the record itself: version, brackets, member
+            // boundaries and UTF-8 have rules of their own.
+            WarningKind::UnknownVersion
+            | WarningKind::BracketedUri
+            | WarningKind::NotRecordAtATime
+            | WarningKind::NonUtf8 => continue,
+        };
+        out.push(rule, &at, w.message.clone());
+    }
+}
+
+fn digest_findings(block: &DigestStatus, payload: &DigestStatus, at: &At, out: &mut Out<'_>) {
+    if let DigestStatus::Invalid { recorded, computed } = block {
+        out.push(
+            &rules::DIGEST_BLOCK_MISMATCH,
+            at,
+            format!("WARC-Block-Digest is {recorded} but the block's digest is {computed}"),
+        );
+    }
+    match payload {
+        DigestStatus::Invalid { recorded, computed } => out.push(
+            &rules::DIGEST_PAYLOAD_MISMATCH,
+            at,
+            format!("WARC-Payload-Digest is {recorded} but the payload's digest is {computed}"),
+        ),
+        DigestStatus::ValidRawChunked => out.push(
+            &rules::DIGEST_PAYLOAD_CHUNKED,
+            at,
+            "WARC-Payload-Digest is the digest of the chunked bytes after the HTTP head, not of the de-chunked entity body",
+        ),
+        _ => {}
+    }
+}
+
+/// The first bytes of a block, kept for the checks that need them.
+struct BlockProbe {
+    /// Keep up to this many bytes.
+    keep: usize,
+    bytes: Vec<u8>,
+    seen: u64,
+    http: bool,
+    warc_fields: bool,
+}
+
+/// Bytes kept to find the start line of an HTTP block.
+const HTTP_PROBE: usize = 8 * 1024;
+/// Largest warc-fields block whose syntax is checked.
+const WARC_FIELDS_PROBE: usize = 1 << 20;
+
+impl BlockProbe {
+    fn for_header(h: &WarcHeader) -> BlockProbe {
+        let t = h.record_type();
+        let http = matches!(t, RecordType::Response | RecordType::Request) && h.is_http();
+        let warc_fields = matches!(t, RecordType::Warcinfo | RecordType::Metadata)
+            && h.content_type()
+                .and_then(|ct| crate::http::media_type(ct.as_bytes()))
+                .is_some_and(|m| m == "application/warc-fields");
+        let keep = if warc_fields {
+            WARC_FIELDS_PROBE + 1
+        } else if http {
+            HTTP_PROBE
+        } else {
+            0
+        };
+        BlockProbe {
+            keep,
+            bytes: Vec::new(),
+            seen: 0,
+            http,
+            warc_fields,
+        }
+    }
+
+    fn update(&mut self, buf: &[u8]) {
+        self.seen += buf.len() as u64;
+        if self.bytes.len() < self.keep {
+            let n = (self.keep - self.bytes.len()).min(buf.len());
+            self.bytes.extend_from_slice(&buf[..n]);
+        }
+    }
+
+    fn finish(self, h: &WarcHeader, _rs: RuleSet, at: &At, out: &mut Out<'_>) {
+        if self.http {
+            let t = h.record_type();
+            let line_end = memchr::memchr(b'\n', &self.bytes).map_or(self.bytes.len(), |i| i + 1);
+            let first = &self.bytes[..line_end];
+            if self.seen == 0 {
+                out.push(
+                    &rules::HTTP_NOT_HTTP,
+                    at,
+                    format!("the {t} record is application/http but its block is empty"),
+                );
+            } else {
+                match HttpHead::parse_unterminated(first, &crate::Limits::default()) {
+                    Err(HttpError::NotHttp) => out.push(
+                        &rules::HTTP_NOT_HTTP,
+                        at,
+                        format!(
+                            "the {t} record is application/http but its block starts with {:?}",
+                            String::from_utf8_lossy(&first[..first.len().min(40)])
+                        ),
+                    ),
+                    Ok(head) => {
+                        self.http_length(h, at, out);
+                        let want = if t == RecordType::Response {
+                            MessageKind::Response
+                        } else {
+                            MessageKind::Request
+                        };
+                        if head.kind() != want {
+                            out.push(
+                                &rules::HTTP_NOT_HTTP,
+                                at,
+                                format!(
+                                    "the {t} record's block holds an HTTP {}",
+                                    match head.kind() {
+                                        MessageKind::Request => "request",
+                                        _ => "response",
+                                    }
+                                ),
+                            );
+                        }
+                    }
+                    Err(_) => {}
+                }
+            }
+        }
+        if self.warc_fields && self.bytes.len() <= WARC_FIELDS_PROBE {
+            let mut issues = Vec::new();
+            let parsed = Fields::parse(self.bytes, 0, false, usize::MAX, &mut issues);
+            if parsed.is_ok() && !issues.is_empty() {
+                let mut what: Vec<&str> = issues
+                    .iter()
+                    .map(|i| match i.kind {
+                        WarningKind::BareLf => "lines ending in LF without CR",
+                        WarningKind::LineWithoutColon => "lines without a colon",
+                        WarningKind::SpaceBeforeColon => "white space before a colon",
+                        _ => "names that are not tokens",
+                    })
+                    .collect();
+                what.sort_unstable();
+                what.dedup();
+                out.push(
+                    &rules::WARC_FIELDS_SYNTAX,
+                    at,
+                    format!("the application/warc-fields block has {}", what.join(", ")),
+                );
+            }
+        }
+    }
+}
+
+impl BlockProbe {
+    /// Compares the HTTP Content-Length with the body after the head, when
+    /// the whole head is among the bytes kept and the body is neither
+    /// chunked nor absent (a response to HEAD, a capture of headers only)
+    /// nor declared truncated.
+    fn http_length(&self, h: &WarcHeader, at: &At, out: &mut Out<'_>) {
+        if h.truncated().is_some() {
+            return;
+        }
+        let Ok(Some((head, len))) = HttpHead::parse(&self.bytes) else {
+            return;
+        };
+        let no_body_status = head
+            .status()
+            .is_some_and(|s| (100..200).contains(&s) || s == 204 || s == 304);
+        let lengths: Vec<_> = head.header_all("Content-Length").collect();
+        if no_body_status || head.header("Transfer-Encoding").is_some() || lengths.len() != 1 {
+            return;
+        }
+        let Some(declared) = head.content_length() else {
+            return;
+        };
+        let body = self.seen.saturating_sub(len as u64);
+        if body > 0 && body != declared {
+            out.push(
+                &rules::HTTP_CONTENT_LENGTH,
+                at,
+                format!(
+                    "the HTTP Content-Length is {declared} but {body} body bytes follow the HTTP head"
+                ),
+            );
+        }
+    }
+}
+
+fn field_label(f: F) -> &'static str {
+    DEFS.iter().find(|d| d.1 == f).map_or("?", |d| d.0)
+}
+
+/// Checks the header of one record and returns what the cross-record
+/// checks need of it.
+pub(crate) fn check_header(
+    h: &WarcHeader,
+    rs: RuleSet,
+    opts: &Options,
+    at: &At,
+    out: &mut Out<'_>,
+) -> RecordInfo {
+    let v = h.version();
+    let v11 = rs == RuleSet::V1_1;
+    if v.major == 0 && v.is_known() {
+        out.push(
+            &rules::VERSION_DRAFT,
+            at,
+            format!("{v} is a draft version; the record is judged by the WARC 1.0 rules"),
+        );
+    } else if !v.is_known() {
+        out.push(
+            &rules::VERSION_UNKNOWN,
+            at,
+            format!("{v} is not a WARC version this validator knows; the record is judged by the WARC 1.1 rules"),
+        );
+    }
+    if let Some(spec) = opts.spec
+        && v != spec.version()
+    {
+        out.push(
+            &rules::VERSION_NOT_REQUESTED,
+            at,
+            format!("the record is {v}, not {}", spec.version()),
+        );
+    }
+    if std::str::from_utf8(h.as_bytes()).is_err() {
+        out.push(
+            &rules::HEADER_UTF8,
+            at,
+            "the header holds bytes that are not UTF-8",
+        );
+    }
+
+    // Which defined fields are present, how often, and with what value.
+    let mut count = [0u32; DEFS.len()];
+    let mut first: [Option<String>; DEFS.len()] = Default::default();
+    let mut concurrent = Vec::new();
+    for f in h.fields().iter() {
+        let raw = f.raw_value();
+        if let Some(&c) = raw
+            .iter()
+            .find(|&&c| (c < 0x20 && !matches!(c, b'\t' | b'\r' | b'\n')) || c == 0x7f)
+        {
+            out.push(
+                &rules::HEADER_CONTROL_CHAR,
+                at,
+                format!(
+                    "the value of {} holds the control character 0x{c:02x}",
+                    f.name_str()
+                ),
+            );
+        }
+        let def = DEFS.iter().position(|d| f.is(d.0) && (v11 || !d.2));
+        match def {
+            Some(i) => {
+                count[i] += 1;
+                let val = f.value_str().trim().to_owned();
+                if DEFS[i].1 == F::ConcurrentTo {
+                    concurrent.push(val.clone());
+                }
+                if first[i].is_none() {
+                    first[i] = Some(val);
+                }
+            }
+            None if opts.forbid_extensions => out.push(
+                &rules::EXTENSION_FIELD,
+                at,
+                format!(
+                    "{} is not a field of WARC {}",
+                    f.name_str(),
+                    if v11 { "1.1" } else { "1.0" }
+                ),
+            ),
+            None => {}
+        }
+    }
+    let idx = |f: F| DEFS.iter().position(|d| d.1 == f).unwrap_or(0);
+    let get = |f: F| first[idx(f)].as_deref().filter(|s| !s.is_empty());
+    let present = |f: F| count[idx(f)] > 0;
+
+    for (i, d) in DEFS.iter().enumerate() {
+        if count[i] > 1 && d.1 != F::ConcurrentTo {
+            out.push(
+                &rules::FIELD_REPEATED,
+                at,
+                format!("{} appears {} times", d.0, count[i]),
+            );
+        }
+    }
+    for f in [F::RecordId, F::ContentLength, F::Date, F::Type] {
+        let msg = if !present(f) {
+            format!("the record has no {}", field_label(f))
+        } else if get(f).is_none() {
+            format!("{} is present but has no value", field_label(f))
+        } else {
+            continue;
+        };
+        out.push(&rules::FIELD_MISSING_MANDATORY, at, msg);
+    }
+    for (i, d) in DEFS.iter().enumerate() {
+        let mandatory = matches!(d.1, F::RecordId | F::ContentLength | F::Date | F::Type);
+        if mandatory || count[i] == 0 {
+            continue;
+        }
+        let empty = if d.1 == F::ConcurrentTo {
+            concurrent.iter().any(String::is_empty)
+        } else {
+            first[i].as_deref().is_some_and(str::is_empty)
+        };
+        if empty {
+            out.push(&rules::FIELD_EMPTY, at, format!("{} has no value", d.0));
+        }
+    }
+
+    // WARC-Type.
+    let t = h.record_type();
+    if let Some(ty) = get(F::Type) {
+        if !grammar::is_token(ty) {
+            out.push(
+                &rules::TYPE_SYNTAX,
+                at,
+                format!("WARC-Type {ty:?} is not a token"),
+            );
+        } else if t == RecordType::Other {
+            if opts.forbid_extensions {
+                out.push(
+                    &rules::EXTENSION_VALUE,
+                    at,
+                    format!("WARC-Type {ty:?} is not a record type of the specification"),
+                );
+            } else {
+                out.push(
+                    &rules::TYPE_UNKNOWN,
+                    at,
+                    format!("WARC-Type {ty:?} is not one of the eight record types; readers skip the record"),
+                );
+            }
+        }
+    }
+
+    // The field/record-type matrix.
+    if t != RecordType::Other {
+        for (i, d) in DEFS.iter().enumerate() {
+            if d.2 && !v11 {
+                continue;
+            }
+            match policy(d.1, t) {
+                Use::ShallNot if count[i] > 0 => out.push(
+                    &rules::FIELD_NOT_ALLOWED,
+                    at,
+                    format!(
+                        "{} shall not be used on a {t} record (only on {})",
+                        d.0,
+                        may_carry(d.1)
+                    ),
+                ),
+                Use::Unexpected if count[i] > 0 => out.push(
+                    &rules::FIELD_UNEXPECTED,
+                    at,
+                    format!(
+                        "{} is not defined for a {t} record (only for {})",
+                        d.0,
+                        may_carry(d.1)
+                    ),
+                ),
+                Use::Required if count[i] == 0 => out.push(
+                    &rules::FIELD_MISSING_FOR_TYPE,
+                    at,
+                    format!("a {t} record shall have {}", d.0),
+                ),
+                _ => {}
+            }
+        }
+    }
+
+    // Value grammars.
+    let id_fields = [F::RecordId, F::RefersTo, F::WarcinfoId, F::SegmentOriginId];
+    for f in id_fields {
+        if let Some(val) = get(f) {
+            id_syntax(field_label(f), val, at, out);
+        }
+    }
+    for val in concurrent.iter().filter(|s| !s.is_empty()) {
+        id_syntax(name::CONCURRENT_TO, val, at, out);
+    }
+    for f in [F::TargetUri, F::Profile, F::RefersToTargetUri] {
+        if let Some(val) = get(f) {
+            if f == F::RefersToTargetUri && !v11 {
+                continue;
+            }
+            let (inner, bracketed) = grammar::strip_brackets(val);
+            if bracketed && v11 {
+                out.push(
+                    &rules::URI_BRACKETS,
+                    at,
+                    format!(
+                        "{} {val:?} is inside <...>; WARC 1.1 writes the URI bare",
+                        field_label(f)
+                    ),
+                );
+            } else if bracketed {
+                out.push(
+                    &rules::URI_BRACKETS_1_0,
+                    at,
+                    format!("{} is written inside <...>, as the 1.0 grammar has it; most readers expect it bare", field_label(f)),
+                );
+            }
+            if let Err(why) = grammar::check_uri(inner) {
+                out.push(
+                    &rules::URI_SYNTAX,
+                    at,
+                    format!("{} {inner:?} {why}", field_label(f)),
+                );
+            }
+        }
+    }
+    let mut date = None;
+    if let Some(val) = get(F::Date) {
+        date = check_date(name::DATE, val, rs, at, out);
+    }
+    let mut refers_to_date = None;
+    if v11 && let Some(val) = get(F::RefersToDate) {
+        refers_to_date = check_date(name::REFERS_TO_DATE, val, RuleSet::V1_1, at, out);
+    }
+    let mut ints = [None; 3];
+    for (k, f) in [F::ContentLength, F::SegmentNumber, F::SegmentTotalLength]
+        .into_iter()
+        .enumerate()
+    {
+        if let Some(val) = get(f) {
+            match grammar::check_integer(val) {
+                Ok(n) => ints[k] = Some(n),
+                Err(why) => out.push(
+                    &rules::INTEGER_SYNTAX,
+                    at,
+                    format!("{} {val:?} {why}", field_label(f)),
+                ),
+            }
+        }
+    }
+    let [content_length, segment_number, total_length] = ints;
+    if let Some(val) = get(F::IpAddress)
+        && let Err(why) = grammar::check_ip(val)
+    {
+        out.push(
+            &rules::IP_SYNTAX,
+            at,
+            format!("WARC-IP-Address {val:?} {why}"),
+        );
+    }
+    for f in [F::ContentType, F::IdentifiedPayloadType] {
+        if let Some(val) = get(f)
+            && let Err(why) = grammar::check_media_type(val)
+        {
+            out.push(
+                &rules::MEDIA_TYPE_SYNTAX,
+                at,
+                format!("{} {val:?} {why}", field_label(f)),
+            );
+        }
+    }
+    if let Some(val) = get(F::Truncated) {
+        if !grammar::is_token(val) {
+            out.push(
+                &rules::TRUNCATED_SYNTAX,
+                at,
+                format!("WARC-Truncated {val:?} is not a token"),
+            );
+        } else if let TruncatedReason::Other(r) = TruncatedReason::parse(val) {
+            if opts.forbid_extensions {
+                out.push(
+                    &rules::EXTENSION_VALUE,
+                    at,
+                    format!("WARC-Truncated {r:?} is not a reason of the specification"),
+                );
+            } else {
+                out.push(
+                    &rules::TRUNCATED_UNKNOWN,
+                    at,
+                    format!("WARC-Truncated {r:?} is not length, time, disconnect or unspecified"),
+                );
+            }
+        }
+    }
+    for f in [F::BlockDigest, F::PayloadDigest] {
+        if let Some(val) = get(f) {
+            digest_syntax(field_label(f), val, at, out);
+        }
+    }
+
+    // Content-Type rules of sections 5.6, 6.2, 6.3.2 and 6.5.2.
+    let ct = get(F::ContentType);
+    let media = ct.and_then(|c| crate::http::media_type(c.as_bytes()));
+    if ct.is_none() && content_length.is_some_and(|n| n > 0) && t != RecordType::Continuation {
+        out.push(
+            &rules::CONTENT_TYPE_MISSING,
+            at,
+            format!(
+                "the {} record has a block of {} bytes and no Content-Type",
+                if t == RecordType::Other {
+                    get(F::Type).unwrap_or("untyped")
+                } else {
+                    t.as_str()
+                },
+                content_length.unwrap_or(0)
+            ),
+        );
+    }
+    if t == RecordType::Warcinfo
+        && let Some(m) = &media
+        && m != "application/warc-fields"
+    {
+        out.push(
+            &rules::CONTENT_TYPE_WARCINFO,
+            at,
+            format!("the warcinfo record's Content-Type is {m}, not application/warc-fields"),
+        );
+    }
+    let target = get(F::TargetUri).map(|u| grammar::strip_brackets(u).0);
+    let http_target = target.is_some_and(|u| {
+        let l = u.as_bytes();
+        l.len() >= 5
+            && (l[..5].eq_ignore_ascii_case(b"http:")
+                || (l.len() >= 6 && l[..6].eq_ignore_ascii_case(b"https:")))
+    });
+    if matches!(t, RecordType::Response | RecordType::Request) && http_target {
+        let want = if t == RecordType::Response {
+            "response"
+        } else {
+            "request"
+        };
+        match &media {
+            Some(m) if m == "application/http" => {
+                let msgtype = ct
+                    .and_then(|c| crate::http::content_type_param(c.as_bytes(), "msgtype"))
+                    .map(|m| String::from_utf8_lossy(&m).to_ascii_lowercase());
+                if let Some(mt) = msgtype
+                    && mt != want
+                {
+                    out.push(
+                        &rules::CONTENT_TYPE_HTTP,
+                        at,
+                        format!("the {t} record's Content-Type says msgtype={mt}"),
+                    );
+                }
+            }
+            Some(m) => out.push(
+                &rules::CONTENT_TYPE_HTTP,
+                at,
+                format!("the {t} record of an http(s) URI has Content-Type {m}, not application/http; msgtype={want}"),
+            ),
+            None => {}
+        }
+        if !present(F::IpAddress) {
+            out.push(
+                &rules::IP_ADDRESS_RECOMMENDED,
+                at,
+                format!("the {t} record of an http(s) URI has no WARC-IP-Address"),
+            );
+        }
+    }
+
+    // Revisit profiles (section 6.7).
+    if t == RecordType::Revisit
+        && let Some(p) = get(F::Profile)
+    {
+        let p = grammar::strip_brackets(p).0;
+        let (identical, ver) = match p {
+            profile::IDENTICAL_PAYLOAD_DIGEST_1_1 => (Some(true), Some(RuleSet::V1_1)),
+            profile::SERVER_NOT_MODIFIED_1_1 => (Some(false), Some(RuleSet::V1_1)),
+            profile::IDENTICAL_PAYLOAD_DIGEST_1_0 => (Some(true), Some(RuleSet::V1_0)),
+            profile::SERVER_NOT_MODIFIED_1_0 => (Some(false), Some(RuleSet::V1_0)),
+            _ => (None, None),
+        };
+        match ver {
+            None if opts.forbid_extensions => out.push(
+                &rules::EXTENSION_VALUE,
+                at,
+                format!("WARC-Profile {p:?} is not a revisit profile of the specification"),
+            ),
+            None => out.push(
+                &rules::PROFILE_UNKNOWN,
+                at,
+                format!("WARC-Profile {p:?} is not a defined revisit profile; readers will not interpret the record"),
+            ),
+            Some(pv) if pv != rs => out.push(
+                &rules::PROFILE_VERSION,
+                at,
+                format!(
+                    "WARC-Profile {p:?} is the WARC {} profile; the record is judged as WARC {}",
+                    if pv == RuleSet::V1_1 { "1.1" } else { "1.0" },
+                    if v11 { "1.1" } else { "1.0" }
+                ),
+            ),
+            _ => {}
+        }
+        if let Some(identical) = identical {
+            if identical && !present(F::PayloadDigest) {
+                out.push(
+                    &rules::REVISIT_PAYLOAD_DIGEST,
+                    at,
+                    "an identical-payload-digest revisit record has no WARC-Payload-Digest",
+                );
+            }
+            let truncated_length = get(F::Truncated) == Some("length");
+            if identical && content_length.is_some_and(|n| n > 0) && !truncated_length {
+                out.push(
+                    &rules::REVISIT_TRUNCATED,
+                    at,
+                    "an identical-payload-digest revisit record keeps a block (its payload left off) but does not say WARC-Truncated: length",
+                );
+            }
+            let mut missing = Vec::new();
+            if !present(F::RefersTo) {
+                missing.push(name::REFERS_TO);
+            }
+            if v11 {
+                if identical && !present(F::RefersToTargetUri) {
+                    missing.push(name::REFERS_TO_TARGET_URI);
+                }
+                if !present(F::RefersToDate) {
+                    missing.push(name::REFERS_TO_DATE);
+                }
+            }
+            if !missing.is_empty() {
+                out.push(
+                    &rules::REVISIT_RECOMMENDED_FIELD,
+                    at,
+                    format!(
+                        "the revisit record does not name the record it revisits: no {}",
+                        missing.join(", no ")
+                    ),
+                );
+            }
+        }
+    }
+
+    // Segments (section 7).
+    if let Some(n) = segment_number {
+        if t == RecordType::Continuation && n < 2 {
+            out.push(
+                &rules::SEGMENT_NUMBER,
+                at,
+                format!("a continuation record has WARC-Segment-Number {n}; continuations are numbered from 2"),
+            );
+        } else if t != RecordType::Continuation && t != RecordType::Other && n != 1 {
+            out.push(
+                &rules::SEGMENT_NUMBER,
+                at,
+                format!("a {t} record (a first segment) has WARC-Segment-Number {n}, not 1"),
+            );
+        }
+    }
+    if t == RecordType::Continuation {
+        let mut extra: Vec<&str> = [F::ContentType, F::IdentifiedPayloadType]
+            .into_iter()
+            .filter(|&f| present(f))
+            .map(field_label)
+            .collect();
+        if !v11 && present(F::PayloadDigest) {
+            extra.push(name::PAYLOAD_DIGEST);
+        }
+        if !extra.is_empty() {
+            out.push(
+                &rules::SEGMENT_OPTIONAL_FIELD,
+                at,
+                format!("the continuation record carries {}", extra.join(", ")),
+            );
+        }
+    }
+
+    let id = get(F::RecordId).map(|s| grammar::strip_brackets(s).0.to_owned());
+    let refs = |f: F| get(f).map(|s| grammar::strip_brackets(s).0.to_owned());
+    RecordInfo {
+        id,
+        record_id: at.record_id.clone(),
+        offset: at.offset.unwrap_or(0),
+        kind: t,
+        date,
+        target_uri: target.map(str::to_owned),
+        concurrent_to: concurrent
+            .iter()
+            .filter(|s| !s.is_empty())
+            .map(|s| grammar::strip_brackets(s).0.to_owned())
+            .collect(),
+        refers_to: refs(F::RefersTo),
+        warcinfo_id: refs(F::WarcinfoId),
+        origin_id: refs(F::SegmentOriginId),
+        segment_number,
+        total_length,
+        refers_to_target_uri: if v11 {
+            refs(F::RefersToTargetUri)
+        } else {
+            None
+        },
+        refers_to_date,
+        block_len: 0,
+    }
+}
+
+fn id_syntax(field: &str, val: &str, at: &At, out: &mut Out<'_>) {
+    if let Err(why) = grammar::check_id_uri(val) {
+        out.push(
+            &rules::RECORD_ID_SYNTAX,
+            at,
+            format!("{field} {val:?} {why}"),
+        );
+    }
+}
+
+fn check_date(field: &str, val: &str, rs: RuleSet, at: &At, out: &mut Out<'_>) -> Option<WarcDate> {
+    match grammar::check_date(val) {
+        Err(why) => {
+            out.push(
+                &rules::DATE_SYNTAX,
+                at,
+                format!("{field} {val:?} is not a W3CDTF UTC timestamp: {why}"),
+            );
+        }
+        Ok(form) => {
+            if form.lowercase {
+                out.push(
+                    &rules::DATE_LOWERCASE,
+                    at,
+                    format!("{field} {val:?} writes 't' or 'z' in lower case"),
+                );
+            }
+            match (rs, form.precision) {
+                (RuleSet::V1_0, DatePrecision::Second) => {}
+                (RuleSet::V1_0, p) => out.push(
+                    &rules::DATE_PRECISION,
+                    at,
+                    format!(
+                        "{field} {val:?} is not YYYY-MM-DDThh:mm:ssZ ({}); WARC 1.0 allows only whole seconds",
+                        match p {
+                            DatePrecision::Fraction(_) => "it has a fraction of a second",
+                            _ => "it has reduced precision",
+                        }
+                    ),
+                ),
+                (RuleSet::V1_1, p) if p < DatePrecision::Second => out.push(
+                    &rules::DATE_REDUCED_PRECISION,
+                    at,
+                    format!("{field} {val:?} gives less than the second"),
+                ),
+                _ => {}
+            }
+        }
+    }
+    WarcDate::parse(val).ok()
+}
+
+fn digest_syntax(field: &str, val: &str, at: &At, out: &mut Out<'_>) {
+    match Digest::parse(val) {
+        Err(e) => out.push(&rules::DIGEST_SYNTAX, at, format!("{field} {val:?}: {e}")),
+        Ok(d) => {
+            let label_ok = grammar::is_token(d.label());
+            let value = d.value();
+            let odd = value.bytes().filter(|b| !crate::fields::is_token_char(*b));
+            let mut padding = false;
+            let mut bad = false;
+            for b in odd {
+                if b == b'=' || b == b'/' {
+                    padding = true;
+                } else {
+                    bad = true;
+                }
+            }
+            if !label_ok || bad {
+                out.push(
+                    &rules::DIGEST_SYNTAX,
+                    at,
+                    format!("{field} {val:?} is not token \":\" token"),
+                );
+            } else if padding {
+                out.push(
+                    &rules::DIGEST_TOKEN,
+                    at,
+                    format!("{field} {val:?} holds '=' or '/', which the token grammar excludes"),
+                );
+            }
+            if d.algorithm().is_none() {
+                out.push(
+                    &rules::DIGEST_UNKNOWN_ALGORITHM,
+                    at,
+                    format!(
+                        "{field} uses the algorithm {:?}, which cannot be verified",
+                        d.label()
+                    ),
+                );
+            }
+        }
+    }
+}
