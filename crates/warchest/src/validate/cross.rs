@@ -8,36 +8,58 @@
 //! record. References whose target has not been read yet are kept until
 //! the end, with the text needed to report them.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
+use std::hash::{BuildHasherDefault, Hash, Hasher};
 
 use super::rules::{self, Rule};
 use super::{At, Out};
 use crate::warc::{RecordType, WarcDate};
 
-/// What the cross-record checks need of one record.
+/// What the cross-record checks need of one record, borrowed from its
+/// header where it can be.
 #[derive(Debug, Clone)]
-pub(crate) struct RecordInfo {
-    /// WARC-Record-ID without `<>`.
-    pub id: Option<String>,
-    /// WARC-Record-ID as written, for findings.
-    pub record_id: Option<String>,
+pub(crate) struct RecordInfo<'h> {
+    /// WARC-Record-ID as written (trimmed), for findings; its id is this
+    /// without `<>`.
+    pub record_id: Option<Cow<'h, str>>,
     pub offset: u64,
     pub kind: RecordType,
     pub date: Option<WarcDate>,
     /// WARC-Target-URI without `<>`.
-    pub target_uri: Option<String>,
-    pub concurrent_to: Vec<String>,
-    pub refers_to: Option<String>,
-    pub warcinfo_id: Option<String>,
-    pub origin_id: Option<String>,
+    pub target_uri: Option<Cow<'h, str>>,
+    /// References, without `<>`.
+    pub concurrent_to: Vec<Cow<'h, str>>,
+    pub refers_to: Option<Cow<'h, str>>,
+    pub warcinfo_id: Option<Cow<'h, str>>,
+    pub origin_id: Option<Cow<'h, str>>,
     pub segment_number: Option<u64>,
     pub total_length: Option<u64>,
-    pub refers_to_target_uri: Option<String>,
+    pub refers_to_target_uri: Option<Cow<'h, str>>,
     pub refers_to_date: Option<WarcDate>,
     /// Block bytes actually read.
     pub block_len: u64,
 }
+
+/// A hasher for keys that are hashes already.
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+type KeyMap<V> = HashMap<u64, V, BuildHasherDefault<KeyHasher>>;
 
 /// An id's 64-bit hash and its 32-bit check.
 fn key(id: &str) -> (u64, u32) {
@@ -46,21 +68,23 @@ fn key(id: &str) -> (u64, u32) {
     (h.finish(), crc32fast::hash(id.as_bytes()))
 }
 
-/// A non-zero 32-bit hash of a value (0 means "none").
-fn hash32<T: Hash + ?Sized>(v: &T) -> u32 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    v.hash(&mut h);
-    (h.finish() as u32).max(1)
+/// A non-zero 32-bit hash of some bytes (0 means "none").
+fn hash32(bytes: &[u8]) -> u32 {
+    crc32fast::hash(bytes).max(1)
 }
 
 fn date_hash(d: &Option<WarcDate>) -> u32 {
     d.as_ref().map_or(0, |d| {
-        hash32(&(d.year, d.month, d.day, d.hour, d.minute, d.second, d.nanos))
+        let mut b = [0u8; 11];
+        b[..2].copy_from_slice(&d.year.to_le_bytes());
+        b[2..7].copy_from_slice(&[d.month, d.day, d.hour, d.minute, d.second]);
+        b[7..].copy_from_slice(&d.nanos.to_le_bytes());
+        hash32(&b)
     })
 }
 
-fn uri_hash(u: &Option<String>) -> u32 {
-    u.as_deref().map_or(0, hash32)
+fn uri_hash(u: &Option<Cow<'_, str>>) -> u32 {
+    u.as_deref().map_or(0, |u| hash32(u.as_bytes()))
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -148,24 +172,24 @@ struct Chain {
 /// The index of every record read so far.
 #[derive(Debug, Default)]
 pub(crate) struct Index {
-    records: HashMap<u64, Entry>,
+    records: KeyMap<Entry>,
     pending: Vec<Ref>,
-    chains: HashMap<u64, Chain>,
+    chains: KeyMap<Chain>,
 }
 
 impl Index {
     /// Adds a record read from the file `out` is on, checking what can be
     /// checked now.
-    pub(crate) fn add(&mut self, info: RecordInfo, out: &mut Out<'_>) {
+    pub(crate) fn add(&mut self, info: &RecordInfo<'_>, out: &mut Out<'_>) {
         let file = out.file as u32;
-        let at = At {
-            offset: Some(info.offset),
-            record_id: info.record_id.clone(),
-        };
+        let id = info
+            .record_id
+            .as_deref()
+            .map(|r| super::grammar::strip_brackets(r).0);
         let date = date_hash(&info.date);
         let uri = uri_hash(&info.target_uri);
         let first_segment = info.kind != RecordType::Continuation && info.segment_number == Some(1);
-        if let Some(id) = &info.id {
+        if let Some(id) = id {
             let k = key(id);
             match self.records.get(&k.0) {
                 Some(e) if e.check == k.1 => {
@@ -174,6 +198,10 @@ impl Index {
                     } else {
                         let name = out.file_name(e.file as usize);
                         format!("offset {} of {name}", e.offset)
+                    };
+                    let at = At {
+                        offset: Some(info.offset),
+                        record_id: info.record_id.as_deref().map(str::to_owned),
                     };
                     out.push(
                         &rules::RECORD_ID_DUPLICATE,
@@ -198,11 +226,10 @@ impl Index {
                 }
             }
         }
-        let record_id = info.record_id.as_deref().map(Box::from);
-        let mut refs: Vec<(RefKind, &String)> = info
+        let mut refs: Vec<(RefKind, &str)> = info
             .concurrent_to
             .iter()
-            .map(|t| (RefKind::ConcurrentTo, t))
+            .map(|t| (RefKind::ConcurrentTo, t.as_ref()))
             .collect();
         if let Some(t) = &info.refers_to {
             refs.push((RefKind::RefersTo, t));
@@ -215,12 +242,17 @@ impl Index {
         {
             refs.push((RefKind::SegmentOriginId, t));
         }
+        let record_id: Option<Box<str>> = if refs.is_empty() {
+            None
+        } else {
+            info.record_id.as_deref().map(Box::from)
+        };
         let revisit = info.kind == RecordType::Revisit;
         for (kind, target) in refs {
             let r = Ref {
                 kind,
                 target: key(target),
-                target_text: target.as_str().into(),
+                target_text: target.into(),
                 file,
                 offset: info.offset,
                 record_id: record_id.clone(),
@@ -242,6 +274,11 @@ impl Index {
             }
         }
         // Segments, keyed by the origin's id.
+        let segmented = first_segment || info.kind == RecordType::Continuation;
+        if !segmented {
+            return;
+        }
+        let record_id: Option<Box<str>> = info.record_id.as_deref().map(Box::from);
         let seg = |number: u64| Segment {
             number,
             len: info.block_len,
@@ -251,7 +288,7 @@ impl Index {
             offset: info.offset,
             record_id: record_id.clone(),
         };
-        if first_segment && let Some(id) = &info.id {
+        if first_segment && let Some(id) = id {
             let chain = self.chains.entry(key(id).0).or_default();
             if chain.origin.is_none() {
                 chain.origin = Some(seg(1));

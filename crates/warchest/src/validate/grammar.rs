@@ -12,16 +12,35 @@ pub(crate) fn is_token(s: &str) -> bool {
     !s.is_empty() && s.bytes().all(is_token_char)
 }
 
-fn is_unreserved(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~')
+/// Character classes of RFC 3986, by byte.
+const URI_CHAR: u8 = 1; // unreserved, sub-delims, ':' '@' '/' '?'
+const URI_PCT: u8 = 2; // '%'
+const URI_HASH: u8 = 4; // '#'
+const URI_BRACKET: u8 = 8; // '[' ']'
+
+const fn uri_classes() -> [u8; 256] {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        let c = i as u8;
+        t[i] = if c.is_ascii_alphanumeric() {
+            URI_CHAR
+        } else {
+            match c {
+                b'-' | b'.' | b'_' | b'~' | b'!' | b'$' | b'&' | b'\'' | b'(' | b')' | b'*'
+                | b'+' | b',' | b';' | b'=' | b':' | b'@' | b'/' | b'?' => URI_CHAR,
+                b'%' => URI_PCT,
+                b'#' => URI_HASH,
+                b'[' | b']' => URI_BRACKET,
+                _ => 0,
+            }
+        };
+        i += 1;
+    }
+    t
 }
 
-fn is_sub_delim(b: u8) -> bool {
-    matches!(
-        b,
-        b'!' | b'$' | b'&' | b'\'' | b'(' | b')' | b'*' | b'+' | b',' | b';' | b'='
-    )
-}
+static URI_CLASSES: [u8; 256] = uri_classes();
 
 /// Checks an absolute URI (RFC 3986 section 3: `scheme ":" hier-part
 /// ["?" query] ["#" fragment]`) character by character: a scheme, no white
@@ -30,13 +49,7 @@ fn is_sub_delim(b: u8) -> bool {
 pub(crate) fn check_uri(s: &str) -> Result<(), String> {
     let b = s.as_bytes();
     if b.is_empty() {
-        return Err("empty".into());
-    }
-    if let Some(c) = b.iter().find(|c| c.is_ascii_whitespace()) {
-        return Err(match c {
-            b' ' => "contains a space".into(),
-            _ => "contains white space".into(),
-        });
+        return Err("is empty".into());
     }
     let colon = b.iter().position(|&c| c == b':');
     let scheme_ok = |end: usize| {
@@ -48,9 +61,17 @@ pub(crate) fn check_uri(s: &str) -> Result<(), String> {
     };
     let colon = match colon {
         Some(c) if scheme_ok(c) => c,
-        _ => return Err("not an absolute URI: no scheme".into()),
+        _ if b.iter().any(|&c| c == b' ') => return Err("contains a space".into()),
+        _ => return Err("is not an absolute URI: no scheme".into()),
     };
     let rest = &b[colon + 1..];
+    // The common case first: every byte an ordinary URI character.
+    if rest
+        .iter()
+        .all(|&c| URI_CLASSES[usize::from(c)] == URI_CHAR)
+    {
+        return Ok(());
+    }
     // The authority, where IP literals may use brackets.
     let authority = if rest.starts_with(b"//") {
         let end = rest[2..]
@@ -65,20 +86,22 @@ pub(crate) fn check_uri(s: &str) -> Result<(), String> {
     let mut i = 0;
     while i < rest.len() {
         let c = rest[i];
-        match c {
-            b'%' => {
+        match URI_CLASSES[usize::from(c)] {
+            URI_CHAR => {}
+            URI_PCT => {
                 let ok = rest
                     .get(i + 1..i + 3)
                     .is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit));
                 if !ok {
-                    return Err("a '%' is not followed by two hex digits".into());
+                    return Err("holds a '%' not followed by two hex digits".into());
                 }
                 i += 3;
                 continue;
             }
-            b'#' if !fragment => fragment = true,
-            b'[' | b']' if authority.contains(&i) => {}
-            _ if is_unreserved(c) || is_sub_delim(c) || matches!(c, b':' | b'@' | b'/' | b'?') => {}
+            URI_HASH if !fragment => fragment = true,
+            URI_BRACKET if authority.contains(&i) => {}
+            _ if c == b' ' => return Err("contains a space".into()),
+            _ if c.is_ascii_whitespace() => return Err("contains white space".into()),
             _ if c >= 0x80 => {
                 return Err("holds non-ASCII characters, which must be percent-encoded".into());
             }
@@ -215,7 +238,7 @@ pub(crate) struct DateForm {
 /// Checks a W3CDTF UTC timestamp: the forms `YYYY`, `YYYY-MM`,
 /// `YYYY-MM-DD`, `YYYY-MM-DDThh:mmZ`, `YYYY-MM-DDThh:mm:ssZ` and
 /// `YYYY-MM-DDThh:mm:ss.sZ` (1 to 9 fraction digits), a real calendar date.
-pub(crate) fn check_date(s: &str) -> Result<DateForm, String> {
+pub(crate) fn check_date(s: &str) -> Result<(DateForm, WarcDate), String> {
     let d = WarcDate::parse(s).map_err(|e| e.reason.to_string())?;
     let b = s.as_bytes();
     if d.had_offset {
@@ -242,10 +265,11 @@ pub(crate) fn check_date(s: &str) -> Result<DateForm, String> {
             ));
         }
     }
-    Ok(DateForm {
+    let form = DateForm {
         precision: d.precision,
         lowercase,
-    })
+    };
+    Ok((form, d))
 }
 
 /// True when `bytes` is ISO 8859-1 text: printable characters, and LF when
@@ -358,18 +382,21 @@ mod tests {
 
     #[test]
     fn dates() {
-        let f = check_date("2008-04-30T20:48:25Z").unwrap();
+        let f = check_date("2008-04-30T20:48:25Z").unwrap().0;
         assert_eq!(f.precision, DatePrecision::Second);
         assert!(!f.lowercase);
-        let f = check_date("2008-04-30t20:48:25z").unwrap();
+        let f = check_date("2008-04-30t20:48:25z").unwrap().0;
         assert!(f.lowercase);
         assert_eq!(
-            check_date("2016-09-19T18:03:53.123456Z").unwrap().precision,
+            check_date("2016-09-19T18:03:53.123456Z")
+                .unwrap()
+                .0
+                .precision,
             DatePrecision::Fraction(6)
         );
-        assert_eq!(check_date("2016").unwrap().precision, DatePrecision::Year);
+        assert_eq!(check_date("2016").unwrap().0.precision, DatePrecision::Year);
         assert_eq!(
-            check_date("2016-09-19").unwrap().precision,
+            check_date("2016-09-19").unwrap().0.precision,
             DatePrecision::Day
         );
         for bad in [

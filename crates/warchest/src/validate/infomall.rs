@@ -220,7 +220,6 @@ pub(crate) struct DataCheck {
     ended: bool,
 }
 
-
 /// A zlib header (RFC 1950): deflate, a window it allows, and the check bits.
 fn is_zlib_header(b: &[u8]) -> bool {
     matches!(b, [cmf, flg, ..] if cmf & 0x0f == 8 && cmf >> 4 <= 7 && (u16::from(*cmf) * 256 + u16::from(*flg)) % 31 == 0)
@@ -319,6 +318,20 @@ fn starts_record(line: &[u8]) -> bool {
     line.len() >= 8 && line[..8].eq_ignore_ascii_case(b"version:")
 }
 
+/// True when a line could be a property: a name of letters, digits and
+/// '-' or '_', then ':'.
+fn looks_like_property(line: &[u8]) -> bool {
+    match line.iter().position(|&b| b == b':') {
+        Some(c) => {
+            c > 0
+                && line[..c]
+                    .iter()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_'))
+        }
+        None => false,
+    }
+}
+
 /// Validates an InfoMall file from its decompressed bytes.
 pub(crate) fn validate_source<S: Source>(
     src: &mut S,
@@ -330,12 +343,14 @@ pub(crate) fn validate_source<S: Source>(
     let mut line = Vec::new();
     loop {
         let start = cur.pos();
-        if cur.peek()?.is_none() {
+        let n = cur.read_line(&mut line, MAX_LINE)?;
+        if n == 0 {
             break;
         }
-        // Rule 1: records follow each other with nothing between.
-        let skipped = cur.skip_to_line(MAX_LINE, starts_record)?;
-        if skipped > 0 {
+        // Rule 1: records follow each other with nothing between. A line
+        // that is no property is damage: skip to the next `version:`.
+        if !looks_like_property(&line) {
+            let skipped = n + cur.skip_to_line(MAX_LINE, starts_record)?;
             let rule = if cur.peek()?.is_none() {
                 &rules::FILE_TRAILING_GARBAGE
             } else {
@@ -349,7 +364,7 @@ pub(crate) fn validate_source<S: Source>(
             continue;
         }
         // The head: property lines up to the blank line.
-        let mut lines = Vec::new();
+        let mut lines = vec![std::mem::take(&mut line)];
         let mut blank: Option<Vec<u8>> = None;
         while lines.len() < MAX_PROPERTIES {
             if cur.read_line(&mut line, MAX_LINE)? == 0 {
@@ -363,7 +378,7 @@ pub(crate) fn validate_source<S: Source>(
         }
         let url = lines
             .iter()
-            .find(|l| l.starts_with(b"url:"))
+            .find(|l| l.len() > 4 && l[..4].eq_ignore_ascii_case(b"url:"))
             .map(|l| String::from_utf8_lossy(&l[4..]).trim().to_owned());
         let at = At::record(start, url.as_deref());
         records += 1;

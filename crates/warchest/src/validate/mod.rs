@@ -248,6 +248,9 @@ pub(crate) struct Out<'a> {
     sink: &'a mut dyn FnMut(Finding),
     summary: &'a mut Summary,
     pub(crate) file: usize,
+    /// Infos of the file, each rule reported once with a count: they
+    /// describe how a writer works and would repeat on every record.
+    infos: Vec<(Finding, u64)>,
 }
 
 impl Out<'_> {
@@ -266,9 +269,15 @@ impl Out<'_> {
         let Some(fs) = self.summary.files.get_mut(file) else {
             return;
         };
+        if rule.severity == Severity::Info
+            && let Some(i) = self.infos.iter_mut().find(|i| i.0.rule == rule.id)
+        {
+            i.1 += 1;
+            return;
+        }
         fs.count(rule.severity);
         *self.summary.by_rule.entry(rule.id).or_default() += 1;
-        (self.sink)(Finding {
+        let f = Finding {
             severity: rule.severity,
             rule: rule.id,
             clause: rule.clause,
@@ -276,7 +285,22 @@ impl Out<'_> {
             offset: at.offset,
             record_id: at.record_id.clone(),
             message: message.into(),
-        });
+        };
+        if rule.severity == Severity::Info {
+            self.infos.push((f, 1));
+        } else {
+            (self.sink)(f);
+        }
+    }
+
+    /// Reports the infos held back, each with the number of its records.
+    pub(crate) fn flush_infos(&mut self) {
+        for (mut f, n) in std::mem::take(&mut self.infos) {
+            if n > 1 {
+                f.message = format!("{} ({n} times in the file; the first is shown)", f.message);
+            }
+            (self.sink)(f);
+        }
     }
 
     /// The name of file `i`.
@@ -360,8 +384,10 @@ impl Validator {
             sink,
             summary: &mut self.summary,
             file,
+            infos: Vec::new(),
         };
         let r = run_file(&self.opts, &mut self.index, name, input, &mut out);
+        out.flush_infos();
         if r.is_err() {
             out.file_summary().unreadable = true;
         }
@@ -377,8 +403,10 @@ impl Validator {
             sink,
             summary: &mut self.summary,
             file: 0,
+            infos: Vec::new(),
         };
         self.index.finish(&mut out);
+        out.flush_infos();
         self.summary
     }
 }
