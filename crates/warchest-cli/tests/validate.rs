@@ -4,7 +4,9 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 
 fn fixture(rel: &str) -> PathBuf {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures").join(rel);
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/fixtures")
+        .join(rel);
     assert!(p.exists(), "fixture {} missing", p.display());
     p
 }
@@ -47,7 +49,10 @@ fn strict_makes_warnings_fail() {
     // Only a warning: warcinfo Content-Type application/octet.
     let f = path("jwat/invalid-warcfile-contenttype-warcinfo-recommended.warc");
     assert_eq!(warchest(&["validate", &f]).status.code(), Some(0));
-    assert_eq!(warchest(&["validate", "--strict", &f]).status.code(), Some(1));
+    assert_eq!(
+        warchest(&["validate", "--strict", &f]).status.code(),
+        Some(1)
+    );
 }
 
 #[test]
@@ -93,10 +98,20 @@ fn json_lines_findings_files_total() {
 #[test]
 fn spec_and_forbid_extensions() {
     let f = path("warcio/example.warc");
-    let o = warchest(&["validate", "--json", "--spec", "1.1", "--forbid-extensions", &f]);
+    let o = warchest(&[
+        "validate",
+        "--json",
+        "--spec",
+        "1.1",
+        "--forbid-extensions",
+        &f,
+    ]);
     let out = String::from_utf8_lossy(&o.stdout);
     // WARC/1.0 records judged as 1.1.
-    assert!(out.contains("\"rule\":\"warc.version.not-requested\""), "{out}");
+    assert!(
+        out.contains("\"rule\":\"warc.version.not-requested\""),
+        "{out}"
+    );
     // The uri-agnostic profile is an extension.
     assert!(out.contains("\"rule\":\"extension.value\""), "{out}");
     let bad = warchest(&["validate", "--spec", "2.0", &f]);

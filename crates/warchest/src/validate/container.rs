@@ -13,7 +13,7 @@ use std::io::{self, Read};
 
 use super::grammar;
 use super::rules::{self, Rule};
-use super::{At, Out};
+use super::{At, Emit, Out};
 use crate::codec::zstd_frame::{self, DICT_FRAME_MAGIC, MAX_FRAME_HEADER};
 use crate::codec::{Decoder, GzipHeader};
 
@@ -91,7 +91,7 @@ impl Tally {
     }
 
     /// Reports what was tallied.
-    pub(crate) fn emit(self, out: &mut Out<'_>) {
+    pub(crate) fn emit(self, out: &mut dyn Emit) {
         for i in self.items {
             let msg = if i.count > 1 {
                 format!(

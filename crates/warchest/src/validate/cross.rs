@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 
 use super::rules::{self, Rule};
-use super::{At, Out};
+use super::{At, Emit};
 use crate::warc::{RecordType, WarcDate};
 
 /// What the cross-record checks need of one record, borrowed from its
@@ -180,8 +180,8 @@ pub(crate) struct Index {
 impl Index {
     /// Adds a record read from the file `out` is on, checking what can be
     /// checked now.
-    pub(crate) fn add(&mut self, info: &RecordInfo<'_>, out: &mut Out<'_>) {
-        let file = out.file as u32;
+    pub(crate) fn add(&mut self, info: &RecordInfo<'_>, out: &mut dyn Emit) {
+        let file = out.file() as u32;
         let id = info
             .record_id
             .as_deref()
@@ -310,7 +310,7 @@ impl Index {
     }
 
     /// Resolves the references left and checks the continuation chains.
-    pub(crate) fn finish(&mut self, out: &mut Out<'_>) {
+    pub(crate) fn finish(&mut self, out: &mut dyn Emit) {
         for r in std::mem::take(&mut self.pending) {
             match self.lookup(r.target) {
                 Some(e) => check_ref(&r, &e, out),
@@ -338,9 +338,9 @@ impl Index {
     }
 }
 
-fn check_ref(r: &Ref, e: &Entry, out: &mut Out<'_>) {
+fn check_ref(r: &Ref, e: &Entry, out: &mut dyn Emit) {
     let file = r.file as usize;
-    let push = |out: &mut Out<'_>, rule: &'static Rule, msg: String| {
+    let push = |out: &mut dyn Emit, rule: &'static Rule, msg: String| {
         out.push_to(file, rule, &r.at(), msg);
     };
     match r.kind {
@@ -403,9 +403,9 @@ fn check_ref(r: &Ref, e: &Entry, out: &mut Out<'_>) {
     }
 }
 
-fn check_chain(mut c: Chain, out: &mut Out<'_>) {
+fn check_chain(mut c: Chain, out: &mut dyn Emit) {
     c.segments.sort_by_key(|s| s.number);
-    let push = |out: &mut Out<'_>, s: &Segment, rule: &'static Rule, msg: String| {
+    let push = |out: &mut dyn Emit, s: &Segment, rule: &'static Rule, msg: String| {
         out.push_to(s.file as usize, rule, &s.at(), msg);
     };
     for w in c.segments.windows(2) {

@@ -61,7 +61,7 @@ pub(crate) fn check_uri(s: &str) -> Result<(), String> {
     };
     let colon = match colon {
         Some(c) if scheme_ok(c) => c,
-        _ if b.iter().any(|&c| c == b' ') => return Err("contains a space".into()),
+        _ if b.contains(&b' ') => return Err("contains a space".into()),
         _ => return Err("is not an absolute URI: no scheme".into()),
     };
     let rest = &b[colon + 1..];

@@ -243,6 +243,70 @@ impl At {
     }
 }
 
+/// Where findings go: the caller's sink (through [`Out`]), or a [`Batch`]
+/// carried back from the thread that checks WARC records.
+pub(crate) trait Emit {
+    /// The file being validated.
+    fn file(&self) -> usize;
+    /// The name of file `i`.
+    fn file_name(&self, i: usize) -> String;
+    /// A finding of `rule` in file `file`.
+    fn emit(&mut self, file: usize, rule: &'static Rule, at: &At, message: String);
+}
+
+impl dyn Emit + '_ {
+    pub(crate) fn push(&mut self, rule: &'static Rule, at: &At, message: impl Into<String>) {
+        let f = self.file();
+        self.emit(f, rule, at, message.into());
+    }
+
+    pub(crate) fn push_to(
+        &mut self,
+        file: usize,
+        rule: &'static Rule,
+        at: &At,
+        message: impl Into<String>,
+    ) {
+        self.emit(file, rule, at, message.into());
+    }
+}
+
+/// Findings gathered away from the sink, to be passed on in order.
+#[derive(Debug, Default)]
+pub(crate) struct Batch {
+    pub(crate) file: usize,
+    pub(crate) names: Vec<String>,
+    pub(crate) items: Vec<(usize, &'static Rule, At, String)>,
+}
+
+impl Emit for Batch {
+    fn file(&self) -> usize {
+        self.file
+    }
+
+    fn file_name(&self, i: usize) -> String {
+        self.names.get(i).cloned().unwrap_or_default()
+    }
+
+    fn emit(&mut self, file: usize, rule: &'static Rule, at: &At, message: String) {
+        self.items.push((file, rule, at.clone(), message));
+    }
+}
+
+impl Emit for Out<'_> {
+    fn file(&self) -> usize {
+        self.file
+    }
+
+    fn file_name(&self, i: usize) -> String {
+        Out::file_name(self, i)
+    }
+
+    fn emit(&mut self, file: usize, rule: &'static Rule, at: &At, message: String) {
+        self.push_to(file, rule, at, message);
+    }
+}
+
 /// Where findings go: the caller's sink, counted per file.
 pub(crate) struct Out<'a> {
     sink: &'a mut dyn FnMut(Finding),
@@ -310,6 +374,18 @@ impl Out<'_> {
             .get(i)
             .map(|f| f.file.clone())
             .unwrap_or_default()
+    }
+
+    /// The names of the files so far.
+    pub(crate) fn file_names(&self) -> Vec<String> {
+        self.summary.files.iter().map(|f| f.file.clone()).collect()
+    }
+
+    /// Passes on what a [`Batch`] gathered.
+    pub(crate) fn forward(&mut self, batch: Batch) {
+        for (file, rule, at, message) in batch.items {
+            self.push_to(file, rule, &at, message);
+        }
     }
 
     pub(crate) fn file_summary(&mut self) -> &mut FileSummary {

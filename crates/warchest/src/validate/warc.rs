@@ -4,14 +4,15 @@
 
 use std::borrow::Cow;
 use std::io::{BufRead, Read};
+use std::sync::mpsc;
 
 use super::container::{self, Observed};
 use super::cross::{self, RecordInfo};
 use super::grammar;
 use super::rules::{self, Rule};
-use super::{At, Options, Out, SpecVersion};
+use super::{At, Batch, Emit, Options, Out, SpecVersion};
 use crate::archive::{self, Format};
-use crate::check::{Checker, DigestStatus};
+use crate::check::{Checker, DigestStatus, RecordCheck};
 use crate::codec::{Codec, Decoder, Source};
 use crate::digest::Algorithm;
 use crate::error::{Error, Result, Warning, WarningKind};
@@ -170,7 +171,46 @@ fn may_carry(f: F) -> &'static str {
     }
 }
 
+/// What the reading thread hands the checking thread.
+enum Msg {
+    /// A record read to its end.
+    Record(Box<RecordMsg>),
+    /// Recoveries outside any record.
+    Warnings(Vec<Warning>),
+    /// Reading stopped at an error that is not an I/O error.
+    Stopped(At, String),
+}
+
+struct RecordMsg {
+    header: WarcHeader,
+    offset: u64,
+    codec: Codec,
+    offset_in_member: u64,
+    check: RecordCheck,
+    head: Option<HttpHead>,
+    probe: BlockProbe,
+    truncated: bool,
+    block_len: u64,
+    warnings: Vec<Warning>,
+}
+
+/// Messages are handed over in groups of this many, so that the threads
+/// meet once per group rather than once per record.
+const GROUP: usize = 64;
+/// A group is also handed over once it holds this many bytes of headers
+/// and kept block bytes, so that memory stays bounded with huge headers.
+const GROUP_BYTES: usize = 1 << 20;
+/// Groups queued between the two threads: enough to keep both busy, few
+/// enough to bound memory (a record is a header and a few KiB).
+const QUEUE: usize = 4;
+
 /// Validates a WARC file read through `reader`.
+///
+/// Two threads share the work, so that validating takes no longer than
+/// reading: this one reads, decompresses and digests (what `check` does);
+/// the other judges the headers, keeps the cross-record index and turns
+/// everything into findings, in record order, which come back here to be
+/// passed on.
 pub(crate) fn validate_file<R: Read>(
     reader: &mut archive::Reader<Decoder<Observed<R>>>,
     opts: &Options,
@@ -184,49 +224,109 @@ pub(crate) fn validate_file<R: Read>(
         }
         None => false,
     };
-    let mut stats = FileStats::default();
+    let mut tally = container::Tally::default();
+    let (rec_tx, rec_rx) = mpsc::sync_channel::<Vec<Msg>>(QUEUE);
+    let (batch_tx, batch_rx) = mpsc::channel::<Batch>();
+    let names = out.file_names();
+    let file = out.file;
+    let (read, checked) = std::thread::scope(|scope| {
+        let worker = scope.spawn(move || {
+            let mut w = Checking {
+                opts,
+                index,
+                stats: FileStats::default(),
+                batch_tx,
+                names,
+                file,
+            };
+            for group in rec_rx {
+                let mut out = w.batch();
+                for msg in group {
+                    w.handle(msg, &mut out);
+                }
+                w.send(out);
+            }
+            w.finish(unknown_format)
+        });
+        let read = read_records(reader, opts, &mut tally, &rec_tx, &batch_rx, out);
+        drop(rec_tx);
+        for batch in batch_rx {
+            out.forward(batch);
+        }
+        (read, worker.join())
+    });
+    let records = checked.map_err(|_| {
+        Error::new(crate::ErrorKind::Usage(
+            "the record-checking thread stopped".into(),
+        ))
+    })?;
+    out.file_summary().records = records;
+    read?;
+    tally.emit(out);
+    if let Some(w) = reader.as_warc() {
+        container::finish_file(w.get_mut(), out);
+    }
+    Ok(())
+}
+
+/// The reading side: every record read, decompressed and digested once,
+/// sent to the checking side.
+fn read_records<R: Read>(
+    reader: &mut archive::Reader<Decoder<Observed<R>>>,
+    opts: &Options,
+    tally: &mut container::Tally,
+    tx: &mpsc::SyncSender<Vec<Msg>>,
+    batches: &mpsc::Receiver<Batch>,
+    out: &mut Out<'_>,
+) -> Result<()> {
+    let mut group = Vec::with_capacity(GROUP);
+    let mut bytes = 0usize;
+    // Queues `msg`; hands the group over when it is full (or `flush`).
+    // False when the checking side has hung up (it failed): reading stops.
+    let mut send = |msg: Option<Msg>, flush: bool, out: &mut Out<'_>| {
+        if let Some(Msg::Record(r)) = &msg {
+            bytes += r.header.as_bytes().len() + r.probe.bytes.len();
+        }
+        group.extend(msg);
+        if group.len() < GROUP && bytes < GROUP_BYTES && !flush {
+            return true;
+        }
+        bytes = 0;
+        for batch in batches.try_iter() {
+            out.forward(batch);
+        }
+        let full = std::mem::replace(&mut group, Vec::with_capacity(GROUP));
+        tx.send(full).is_ok()
+    };
     loop {
         let next = reader.next_record();
         let mut rec = match next {
             Ok(Some(r)) => r,
             Ok(None) => break,
             Err(e) => {
-                let warnings = reader.take_warnings();
-                map_warnings(&warnings, None, out);
+                send(Some(Msg::Warnings(reader.take_warnings())), false, out);
                 if e.is_io_error() {
+                    send(None, true, out);
                     return Err(e);
                 }
-                unreadable(&e, out);
-                break;
+                send(Some(stopped(&e)), true, out);
+                return Ok(());
             }
         };
-        let h = rec.header().clone();
+        let header = rec.header().clone();
         let loc = rec.location();
-        let rid = h
-            .fields()
-            .get(name::RECORD_ID)
-            .map(|f| text(&f).into_owned())
-            .filter(|s| !s.is_empty());
-        let at = At::record(loc.offset, rid.as_deref());
-        stats.record(loc.codec, loc.offset_in_member, loc.offset, rec.format());
-        if stats.records == 1 {
-            stats.first_type = Some(h.record_type());
-        }
         // The gzip header of the member the record starts, when it starts one.
         if loc.codec == Codec::Gzip && loc.offset_in_member == 0 {
             let src = rec.source();
             if src.member_offset() == loc.offset
                 && let Some(gz) = src.gzip_header()
             {
-                stats.tally.gzip_header(gz, loc.offset);
+                tally.gzip_header(gz, loc.offset);
             }
         }
-        let rs = RuleSet::for_record(h.version(), opts.spec);
-        let mut info = check_header(&h, rs, opts, &at, out);
-        // The block: digests, and the first bytes for the HTTP and
-        // warc-fields checks, in the same pass.
-        let mut checker = Checker::new(&h, &opts.limits);
-        let mut probe = BlockProbe::for_header(&h);
+        // The block, once: digests, and what the block checks keep of it.
+        let mut checker = Checker::new(&header, &opts.limits);
+        let mut probe = BlockProbe::for_header(&header);
         let read = {
             let mut block = rec.block();
             loop {
@@ -246,72 +346,141 @@ pub(crate) fn validate_file<R: Read>(
         let end = match read.and_then(|()| rec.finish()) {
             Ok(end) => end,
             Err(e) => {
-                let warnings = reader.take_warnings();
-                map_warnings(&warnings, Some((&h, loc.codec)), out);
+                send(Some(Msg::Warnings(reader.take_warnings())), false, out);
                 if e.is_io_error() {
+                    send(None, true, out);
                     return Err(e);
                 }
-                unreadable(&e, out);
-                break;
+                send(Some(stopped(&e)), true, out);
+                return Ok(());
             }
         };
         let (check, head) = checker.finish_with_head();
-        let complete = !end.truncated && h.content_length().is_some();
-        digest_findings(&check.block, &check.payload, complete, &at, out);
-        probe.finish(&h, head, &at, out);
-        info.block_len = end.block_len;
-        index.add(&info, out);
-        let warnings = reader.take_warnings();
-        map_warnings(&warnings, Some((&h, loc.codec)), out);
-    }
-    let warnings = reader.take_warnings();
-    map_warnings(&warnings, None, out);
-    out.file_summary().records = stats.records;
-    if stats.records == 0 {
-        if unknown_format {
-            out.push(
-                &rules::FILE_UNKNOWN_FORMAT,
-                &At::offset(0),
-                "the file starts with neither a WARC version line, an ARC filedesc:// line nor an InfoMall version: line (after decompression)",
-            );
-        } else {
-            out.push(
-                &rules::FILE_EMPTY,
-                &At::offset(0),
-                "the file holds no WARC record",
-            );
+        let msg = RecordMsg {
+            header,
+            offset: loc.offset,
+            codec: loc.codec,
+            offset_in_member: loc.offset_in_member,
+            check,
+            head,
+            probe,
+            truncated: end.truncated,
+            block_len: end.block_len,
+            warnings: reader.take_warnings(),
+        };
+        if !send(Some(Msg::Record(Box::new(msg))), false, out) {
+            return Ok(());
         }
-    } else if stats.first_type != Some(RecordType::Warcinfo) {
-        out.push(
-            &rules::WARCINFO_FIRST,
-            &At::offset(stats.first_offset),
-            match stats.first_type {
-                Some(RecordType::Other) | None => {
-                    "the first record is not a warcinfo record (its type is not a known one)"
-                        .to_string()
-                }
-                Some(t) => format!("the first record is a {t} record, not warcinfo"),
-            },
-        );
     }
-    stats.finish(out);
-    if let Some(w) = reader.as_warc() {
-        container::finish_file(w.get_mut(), out);
-    }
+    send(Some(Msg::Warnings(reader.take_warnings())), true, out);
     Ok(())
 }
 
-fn unreadable(e: &Error, out: &mut Out<'_>) {
-    let offset = e.position().map(|p| p.offset);
+fn stopped(e: &Error) -> Msg {
     let at = At {
-        offset,
+        offset: e.position().map(|p| p.offset),
         record_id: e.record_id().map(str::to_owned),
     };
-    out.push(
-        &rules::FILE_UNREADABLE,
-        &at,
-        format!("reading stopped: {}", e.kind()),
-    );
+    Msg::Stopped(at, format!("reading stopped: {}", e.kind()))
+}
+
+/// The checking side: the rules of one file's records.
+struct Checking<'a> {
+    opts: &'a Options,
+    index: &'a mut cross::Index,
+    stats: FileStats,
+    batch_tx: mpsc::Sender<Batch>,
+    names: Vec<String>,
+    file: usize,
+}
+
+impl Checking<'_> {
+    fn batch(&mut self) -> Batch {
+        Batch {
+            file: self.file,
+            names: std::mem::take(&mut self.names),
+            items: Vec::new(),
+        }
+    }
+
+    fn send(&mut self, mut batch: Batch) {
+        self.names = std::mem::take(&mut batch.names);
+        if !batch.items.is_empty() {
+            // The reading side outlives this one; nothing to do if not.
+            let _ = self.batch_tx.send(batch);
+        }
+    }
+
+    fn handle(&mut self, msg: Msg, out: &mut Batch) {
+        match msg {
+            Msg::Warnings(w) => map_warnings(&w, None, out),
+            Msg::Stopped(at, message) => {
+                (out as &mut dyn Emit).push(&rules::FILE_UNREADABLE, &at, message)
+            }
+            Msg::Record(r) => self.record(*r, out),
+        }
+    }
+
+    fn record(&mut self, r: RecordMsg, out: &mut Batch) {
+        let h = &r.header;
+        let rid = h
+            .fields()
+            .get(name::RECORD_ID)
+            .map(|f| text(&f).into_owned())
+            .filter(|s| !s.is_empty());
+        let at = At::record(r.offset, rid.as_deref());
+        self.stats.record(r.codec, r.offset_in_member, r.offset);
+        if self.stats.records == 1 {
+            self.stats.first_type = Some(h.record_type());
+        }
+        let rs = RuleSet::for_record(h.version(), self.opts.spec);
+        let out: &mut dyn Emit = out;
+        let mut info = check_header(h, rs, self.opts, &at, out);
+        let complete = !r.truncated && h.content_length().is_some();
+        digest_findings(&r.check.block, &r.check.payload, complete, &at, out);
+        r.probe.finish(h, r.head, &at, out);
+        info.block_len = r.block_len;
+        self.index.add(&info, out);
+        map_warnings(&r.warnings, Some((h, r.codec)), out);
+    }
+
+    /// The findings about the whole file; returns the number of records.
+    fn finish(mut self, unknown_format: bool) -> u64 {
+        let mut batch = self.batch();
+        let out: &mut dyn Emit = &mut batch;
+        let stats = std::mem::take(&mut self.stats);
+        if stats.records == 0 {
+            if unknown_format {
+                out.push(
+                    &rules::FILE_UNKNOWN_FORMAT,
+                    &At::offset(0),
+                    "the file starts with neither a WARC version line, an ARC filedesc:// line nor an InfoMall version: line (after decompression)",
+                );
+            } else {
+                out.push(
+                    &rules::FILE_EMPTY,
+                    &At::offset(0),
+                    "the file holds no WARC record",
+                );
+            }
+        } else if stats.first_type != Some(RecordType::Warcinfo) {
+            out.push(
+                &rules::WARCINFO_FIRST,
+                &At::offset(stats.first_offset),
+                match stats.first_type {
+                    Some(RecordType::Other) | None => {
+                        "the first record is not a warcinfo record (its type is not a known one)"
+                            .to_string()
+                    }
+                    Some(t) => format!("the first record is a {t} record, not warcinfo"),
+                },
+            );
+        }
+        let records = stats.records;
+        stats.finish(out);
+        self.send(batch);
+        records
+    }
 }
 
 /// What is counted over a file for its container findings.
@@ -324,11 +493,10 @@ struct FileStats {
     gzip: (u64, u64, Option<u64>),
     zstd: (u64, u64, Option<u64>),
     lz4: bool,
-    tally: container::Tally,
 }
 
 impl FileStats {
-    fn record(&mut self, codec: Codec, in_member: u64, offset: u64, _format: Format) {
+    fn record(&mut self, codec: Codec, in_member: u64, offset: u64) {
         self.records += 1;
         if self.records == 1 {
             self.first_offset = offset;
@@ -349,7 +517,7 @@ impl FileStats {
         }
     }
 
-    fn finish(self, out: &mut Out<'_>) {
+    fn finish(self, out: &mut dyn Emit) {
         let (n, bad, first) = self.gzip;
         if bad > 0 {
             out.push(
@@ -375,13 +543,12 @@ impl FileStats {
                 "the file is compressed with LZ4 frames",
             );
         }
-        self.tally.emit(out);
     }
 }
 
 /// Maps the lenient reader's recoveries to findings. `current` is the
 /// record just read (its header decides what some recoveries mean).
-fn map_warnings(warnings: &[Warning], current: Option<(&WarcHeader, Codec)>, out: &mut Out<'_>) {
+fn map_warnings(warnings: &[Warning], current: Option<(&WarcHeader, Codec)>, out: &mut dyn Emit) {
     for w in warnings {
         let at = At {
             offset: Some(w.offset),
@@ -426,7 +593,7 @@ fn digest_findings(
     payload: &DigestStatus,
     complete: bool,
     at: &At,
-    out: &mut Out<'_>,
+    out: &mut dyn Emit,
 ) {
     for (field, status) in [(name::BLOCK_DIGEST, block), (name::PAYLOAD_DIGEST, payload)] {
         match status {
@@ -543,7 +710,7 @@ impl BlockProbe {
     }
 
     /// `head` is the HTTP head the digest check parsed, if it did.
-    fn finish(self, h: &WarcHeader, head: Option<HttpHead>, at: &At, out: &mut Out<'_>) {
+    fn finish(self, h: &WarcHeader, head: Option<HttpHead>, at: &At, out: &mut dyn Emit) {
         match self.mode {
             Probe::Nothing => {}
             Probe::Http { .. } => self.finish_http(h, head, at, out),
@@ -551,7 +718,7 @@ impl BlockProbe {
         }
     }
 
-    fn finish_http(&self, h: &WarcHeader, head: Option<HttpHead>, at: &At, out: &mut Out<'_>) {
+    fn finish_http(&self, h: &WarcHeader, head: Option<HttpHead>, at: &At, out: &mut dyn Emit) {
         let t = h.record_type();
         if self.seen == 0 {
             out.push(
@@ -621,7 +788,7 @@ impl BlockProbe {
     /// Compares the HTTP Content-Length with the body after the head, when
     /// the body is neither chunked nor absent (a response to HEAD, a
     /// capture of headers only) nor declared truncated.
-    fn http_length(&self, h: &WarcHeader, head: &HttpHead, at: &At, out: &mut Out<'_>) {
+    fn http_length(&self, h: &WarcHeader, head: &HttpHead, at: &At, out: &mut dyn Emit) {
         if h.truncated().is_some() {
             return;
         }
@@ -649,7 +816,7 @@ impl BlockProbe {
         }
     }
 
-    fn finish_warc_fields(&self, at: &At, out: &mut Out<'_>) {
+    fn finish_warc_fields(&self, at: &At, out: &mut dyn Emit) {
         if self.bytes.len() > WARC_FIELDS_PROBE {
             return;
         }
@@ -710,7 +877,7 @@ pub(crate) fn check_header<'h>(
     rs: RuleSet,
     opts: &Options,
     at: &At,
-    out: &mut Out<'_>,
+    out: &mut dyn Emit,
 ) -> RecordInfo<'h> {
     let v = h.version();
     let v11 = rs == RuleSet::V1_1;
@@ -1217,7 +1384,7 @@ pub(crate) fn check_header<'h>(
     }
 }
 
-fn id_syntax(field: &str, val: &str, at: &At, out: &mut Out<'_>) {
+fn id_syntax(field: &str, val: &str, at: &At, out: &mut dyn Emit) {
     if let Err(why) = grammar::check_id_uri(val) {
         out.push(
             &rules::RECORD_ID_SYNTAX,
@@ -1227,7 +1394,13 @@ fn id_syntax(field: &str, val: &str, at: &At, out: &mut Out<'_>) {
     }
 }
 
-fn check_date(field: &str, val: &str, rs: RuleSet, at: &At, out: &mut Out<'_>) -> Option<WarcDate> {
+fn check_date(
+    field: &str,
+    val: &str,
+    rs: RuleSet,
+    at: &At,
+    out: &mut dyn Emit,
+) -> Option<WarcDate> {
     match grammar::check_date(val) {
         Err(why) => {
             out.push(
@@ -1274,7 +1447,7 @@ fn check_date(field: &str, val: &str, rs: RuleSet, at: &At, out: &mut Out<'_>) -
 /// What [`Digest::parse`] rejects is reported from the [`Checker`]'s
 /// verdict; this adds what it accepts but the grammar does not: `=` and
 /// `/` in values, and other characters in values of unknown algorithms.
-fn digest_token(field: &str, val: &str, at: &At, out: &mut Out<'_>) {
+fn digest_token(field: &str, val: &str, at: &At, out: &mut dyn Emit) {
     let Some((label, value)) = val.split_once(':') else {
         return;
     };
