@@ -140,3 +140,31 @@ fn arc_and_infomall_are_validated() {
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stdout).contains("arc.version-block.length"));
 }
+
+/// On one CPU the records are checked on the reading thread; the findings
+/// and their order are the same as with two threads.
+#[test]
+fn one_cpu_gives_the_same_findings() {
+    let f = path("pywb/example-extra.warc");
+    let two = warchest(&["validate", "--json", &f]);
+    let one = Command::new("taskset")
+        .args([
+            "-c",
+            "0",
+            env!("CARGO_BIN_EXE_warchest"),
+            "validate",
+            "--json",
+            &f,
+        ])
+        .output();
+    let Ok(one) = one else {
+        eprintln!("taskset not found: the one-CPU path is not exercised here");
+        return;
+    };
+    assert_eq!(one.status.code(), two.status.code());
+    assert!(!two.stdout.is_empty());
+    assert_eq!(
+        String::from_utf8_lossy(&one.stdout),
+        String::from_utf8_lossy(&two.stdout)
+    );
+}

@@ -12,7 +12,7 @@ use super::grammar;
 use super::rules::{self, Rule};
 use super::{At, Batch, Emit, Options, Out, SpecVersion};
 use crate::archive::{self, Format};
-use crate::check::{Checker, DigestStatus, RecordCheck};
+use crate::check::{Checker, DigestStatus};
 use crate::codec::{Codec, Decoder, Source};
 use crate::digest::Algorithm;
 use crate::error::{Error, Result, Warning, WarningKind};
@@ -171,46 +171,53 @@ fn may_carry(f: F) -> &'static str {
     }
 }
 
-/// What the reading thread hands the checking thread.
+/// What the reading thread hands the checking thread, in record order.
 enum Msg {
-    /// A record read to its end.
-    Record(Box<RecordMsg>),
+    /// A record begins: its header and where it is.
+    Start(Box<Started>),
+    /// Block bytes of the current record: a range of the group's arena.
+    Data(std::ops::Range<usize>),
+    /// The current record's block ended.
+    End {
+        truncated: bool,
+        block_len: u64,
+        warnings: Vec<Warning>,
+    },
     /// Recoveries outside any record.
     Warnings(Vec<Warning>),
     /// Reading stopped at an error that is not an I/O error.
     Stopped(At, String),
 }
 
-struct RecordMsg {
+struct Started {
     header: WarcHeader,
     offset: u64,
     codec: Codec,
     offset_in_member: u64,
-    check: RecordCheck,
-    head: Option<HttpHead>,
-    probe: BlockProbe,
-    truncated: bool,
-    block_len: u64,
-    warnings: Vec<Warning>,
 }
 
-/// Messages are handed over in groups of this many, so that the threads
-/// meet once per group rather than once per record.
-const GROUP: usize = 64;
-/// A group is also handed over once it holds this many bytes of headers
-/// and kept block bytes, so that memory stays bounded with huge headers.
+/// Messages handed over together, with the block bytes they refer to.
+#[derive(Default)]
+struct Group {
+    msgs: Vec<Msg>,
+    arena: Vec<u8>,
+}
+
+/// A group is handed over once it holds this many messages...
+const GROUP: usize = 256;
+/// ...or this many bytes of blocks.
 const GROUP_BYTES: usize = 1 << 20;
 /// Groups queued between the two threads: enough to keep both busy, few
-/// enough to bound memory (a record is a header and a few KiB).
+/// enough to bound memory (about `GROUP_BYTES` and a few headers each).
 const QUEUE: usize = 4;
 
 /// Validates a WARC file read through `reader`.
 ///
-/// Two threads share the work, so that validating takes no longer than
-/// reading: this one reads, decompresses and digests (what `check` does);
-/// the other judges the headers, keeps the cross-record index and turns
-/// everything into findings, in record order, which come back here to be
-/// passed on.
+/// Two threads share the work: this one reads and decompresses, as any
+/// command does, and copies the block bytes over; the other digests them
+/// and judges the records (what `check` and the rules add), in record
+/// order. Its findings come back here to be passed on, so they keep that
+/// order. With a core to spare, validating takes no longer than reading.
 pub(crate) fn validate_file<R: Read>(
     reader: &mut archive::Reader<Decoder<Observed<R>>>,
     opts: &Options,
@@ -225,36 +232,60 @@ pub(crate) fn validate_file<R: Read>(
         None => false,
     };
     let mut tally = container::Tally::default();
-    let (rec_tx, rec_rx) = mpsc::sync_channel::<Vec<Msg>>(QUEUE);
-    let (batch_tx, batch_rx) = mpsc::channel::<Batch>();
-    let names = out.file_names();
-    let file = out.file;
-    let (read, checked) = std::thread::scope(|scope| {
-        let worker = scope.spawn(move || {
-            let mut w = Checking {
-                opts,
-                index,
-                stats: FileStats::default(),
-                batch_tx,
-                names,
-                file,
-            };
-            for group in rec_rx {
-                let mut out = w.batch();
-                for msg in group {
-                    w.handle(msg, &mut out);
-                }
-                w.send(out);
-            }
-            w.finish(unknown_format)
-        });
-        let read = read_records(reader, opts, &mut tally, &rec_tx, &batch_rx, out);
-        drop(rec_tx);
-        for batch in batch_rx {
+    let (back_tx, back_rx) = mpsc::channel::<(Batch, Vec<u8>)>();
+    let checking = Checking {
+        opts,
+        index,
+        stats: FileStats::default(),
+        back_tx,
+        names: out.file_names(),
+        file: out.file,
+        current: None,
+    };
+    // One core: check each group as it is handed over, on this thread.
+    let one_core = std::thread::available_parallelism().is_ok_and(|n| n.get() == 1);
+    let (read, checked) = if one_core {
+        let mut hand = Handover {
+            sink: Sink::Inline(Box::new(checking)),
+            back: back_rx,
+            group: Group::default(),
+            spare: Vec::new(),
+        };
+        let read = read_records(reader, &mut tally, &mut hand, out);
+        let Handover { sink, back, .. } = hand;
+        let records = match sink {
+            Sink::Inline(w) => w.finish(unknown_format),
+            Sink::Thread(_) => 0,
+        };
+        for (batch, _) in back.try_iter() {
             out.forward(batch);
         }
-        (read, worker.join())
-    });
+        (read, Ok(records))
+    } else {
+        let (group_tx, group_rx) = mpsc::sync_channel::<Group>(QUEUE);
+        std::thread::scope(|scope| {
+            let worker = scope.spawn(move || {
+                let mut w = checking;
+                for group in group_rx {
+                    w.group(group);
+                }
+                w.finish(unknown_format)
+            });
+            let mut hand = Handover {
+                sink: Sink::Thread(group_tx),
+                back: back_rx,
+                group: Group::default(),
+                spare: Vec::new(),
+            };
+            let read = read_records(reader, &mut tally, &mut hand, out);
+            let Handover { sink, back, .. } = hand;
+            drop(sink);
+            for (batch, _) in back {
+                out.forward(batch);
+            }
+            (read, worker.join())
+        })
+    };
     let records = checked.map_err(|_| {
         Error::new(crate::ErrorKind::Usage(
             "the record-checking thread stopped".into(),
@@ -269,34 +300,95 @@ pub(crate) fn validate_file<R: Read>(
     Ok(())
 }
 
-/// The reading side: every record read, decompressed and digested once,
-/// sent to the checking side.
+/// Where the groups go.
+enum Sink<'a> {
+    /// To the checking thread.
+    Thread(mpsc::SyncSender<Group>),
+    /// Checked on the reading thread (one core).
+    Inline(Box<Checking<'a>>),
+}
+
+/// The reading side's end of the two channels.
+struct Handover<'a> {
+    sink: Sink<'a>,
+    back: mpsc::Receiver<(Batch, Vec<u8>)>,
+    group: Group,
+    /// Arenas the checking side gave back, for reuse.
+    spare: Vec<Vec<u8>>,
+}
+
+impl Handover<'_> {
+    /// Queues `msg`. False when the checking side has hung up (it failed):
+    /// reading stops.
+    fn msg(&mut self, msg: Msg, out: &mut Out<'_>) -> bool {
+        self.group.msgs.push(msg);
+        if self.group.msgs.len() >= GROUP {
+            return self.flush(out);
+        }
+        true
+    }
+
+    /// Copies block bytes into the arena.
+    fn data(&mut self, mut bytes: &[u8], out: &mut Out<'_>) -> bool {
+        while !bytes.is_empty() {
+            let room = GROUP_BYTES.saturating_sub(self.group.arena.len());
+            if room == 0 && !self.flush(out) {
+                return false;
+            }
+            let room = GROUP_BYTES.saturating_sub(self.group.arena.len());
+            let k = room.min(bytes.len());
+            let start = self.group.arena.len();
+            self.group.arena.extend_from_slice(&bytes[..k]);
+            if !self.msg(Msg::Data(start..start + k), out) {
+                return false;
+            }
+            bytes = &bytes[k..];
+        }
+        true
+    }
+
+    /// Hands the group over, and passes on the findings that came back.
+    fn flush(&mut self, out: &mut Out<'_>) -> bool {
+        for (batch, arena) in self.back.try_iter() {
+            out.forward(batch);
+            if arena.capacity() > 0 && self.spare.len() < QUEUE {
+                self.spare.push(arena);
+            }
+        }
+        let mut arena = self.spare.pop().unwrap_or_default();
+        arena.clear();
+        let next = Group {
+            msgs: Vec::with_capacity(GROUP),
+            arena,
+        };
+        let full = std::mem::replace(&mut self.group, next);
+        match &mut self.sink {
+            Sink::Thread(tx) => tx.send(full).is_ok(),
+            Sink::Inline(w) => {
+                w.group(full);
+                true
+            }
+        }
+    }
+}
+
+/// The reading side: every record read and decompressed once, its header
+/// and block handed over.
 fn read_records<R: Read>(
     reader: &mut archive::Reader<Decoder<Observed<R>>>,
-    opts: &Options,
     tally: &mut container::Tally,
-    tx: &mpsc::SyncSender<Vec<Msg>>,
-    batches: &mpsc::Receiver<Batch>,
+    hand: &mut Handover<'_>,
     out: &mut Out<'_>,
 ) -> Result<()> {
-    let mut group = Vec::with_capacity(GROUP);
-    let mut bytes = 0usize;
-    // Queues `msg`; hands the group over when it is full (or `flush`).
-    // False when the checking side has hung up (it failed): reading stops.
-    let mut send = |msg: Option<Msg>, flush: bool, out: &mut Out<'_>| {
-        if let Some(Msg::Record(r)) = &msg {
-            bytes += r.header.as_bytes().len() + r.probe.bytes.len();
+    let stop = |hand: &mut Handover<'_>, e: Error, warnings: Vec<Warning>, out: &mut Out<'_>| {
+        hand.msg(Msg::Warnings(warnings), out);
+        if e.is_io_error() {
+            hand.flush(out);
+            return Err(e);
         }
-        group.extend(msg);
-        if group.len() < GROUP && bytes < GROUP_BYTES && !flush {
-            return true;
-        }
-        bytes = 0;
-        for batch in batches.try_iter() {
-            out.forward(batch);
-        }
-        let full = std::mem::replace(&mut group, Vec::with_capacity(GROUP));
-        tx.send(full).is_ok()
+        hand.msg(stopped(&e), out);
+        hand.flush(out);
+        Ok(())
     };
     loop {
         let next = reader.next_record();
@@ -304,16 +396,10 @@ fn read_records<R: Read>(
             Ok(Some(r)) => r,
             Ok(None) => break,
             Err(e) => {
-                send(Some(Msg::Warnings(reader.take_warnings())), false, out);
-                if e.is_io_error() {
-                    send(None, true, out);
-                    return Err(e);
-                }
-                send(Some(stopped(&e)), true, out);
-                return Ok(());
+                let w = reader.take_warnings();
+                return stop(hand, e, w, out);
             }
         };
-        let header = rec.header().clone();
         let loc = rec.location();
         // The gzip header of the member the record starts, when it starts one.
         if loc.codec == Codec::Gzip && loc.offset_in_member == 0 {
@@ -324,9 +410,15 @@ fn read_records<R: Read>(
                 tally.gzip_header(gz, loc.offset);
             }
         }
-        // The block, once: digests, and what the block checks keep of it.
-        let mut checker = Checker::new(&header, &opts.limits);
-        let mut probe = BlockProbe::for_header(&header);
+        let started = Started {
+            header: rec.header().clone(),
+            offset: loc.offset,
+            codec: loc.codec,
+            offset_in_member: loc.offset_in_member,
+        };
+        if !hand.msg(Msg::Start(Box::new(started)), out) {
+            return Ok(());
+        }
         let read = {
             let mut block = rec.block();
             loop {
@@ -335,44 +427,34 @@ fn read_records<R: Read>(
                     Err(e) => break Err(Error::from(e)),
                 };
                 if buf.is_empty() {
-                    break Ok(());
+                    break Ok(true);
                 }
-                checker.update(buf);
-                probe.update(buf);
+                if !hand.data(buf, out) {
+                    break Ok(false);
+                }
                 let n = buf.len();
                 block.consume(n);
             }
         };
-        let end = match read.and_then(|()| rec.finish()) {
-            Ok(end) => end,
+        let end = match read.and_then(|go_on| rec.finish().map(|end| (go_on, end))) {
+            Ok((true, end)) => end,
+            Ok((false, _)) => return Ok(()),
             Err(e) => {
-                send(Some(Msg::Warnings(reader.take_warnings())), false, out);
-                if e.is_io_error() {
-                    send(None, true, out);
-                    return Err(e);
-                }
-                send(Some(stopped(&e)), true, out);
-                return Ok(());
+                let w = reader.take_warnings();
+                return stop(hand, e, w, out);
             }
         };
-        let (check, head) = checker.finish_with_head();
-        let msg = RecordMsg {
-            header,
-            offset: loc.offset,
-            codec: loc.codec,
-            offset_in_member: loc.offset_in_member,
-            check,
-            head,
-            probe,
+        let msg = Msg::End {
             truncated: end.truncated,
             block_len: end.block_len,
             warnings: reader.take_warnings(),
         };
-        if !send(Some(Msg::Record(Box::new(msg))), false, out) {
+        if !hand.msg(msg, out) {
             return Ok(());
         }
     }
-    send(Some(Msg::Warnings(reader.take_warnings())), true, out);
+    hand.msg(Msg::Warnings(reader.take_warnings()), out);
+    hand.flush(out);
     Ok(())
 }
 
@@ -384,14 +466,22 @@ fn stopped(e: &Error) -> Msg {
     Msg::Stopped(at, format!("reading stopped: {}", e.kind()))
 }
 
-/// The checking side: the rules of one file's records.
+/// A record whose block is streaming past the checking side.
+struct InProgress {
+    started: Box<Started>,
+    checker: Checker,
+    probe: BlockProbe,
+}
+
+/// The checking side: digests and the rules of one file's records.
 struct Checking<'a> {
     opts: &'a Options,
     index: &'a mut cross::Index,
     stats: FileStats,
-    batch_tx: mpsc::Sender<Batch>,
+    back_tx: mpsc::Sender<(Batch, Vec<u8>)>,
     names: Vec<String>,
     file: usize,
+    current: Option<InProgress>,
 }
 
 impl Checking<'_> {
@@ -403,25 +493,62 @@ impl Checking<'_> {
         }
     }
 
-    fn send(&mut self, mut batch: Batch) {
+    fn send(&mut self, mut batch: Batch, arena: Vec<u8>) {
         self.names = std::mem::take(&mut batch.names);
-        if !batch.items.is_empty() {
-            // The reading side outlives this one; nothing to do if not.
-            let _ = self.batch_tx.send(batch);
-        }
+        // The reading side outlives this one; nothing to do if not.
+        let _ = self.back_tx.send((batch, arena));
     }
 
-    fn handle(&mut self, msg: Msg, out: &mut Batch) {
-        match msg {
-            Msg::Warnings(w) => map_warnings(&w, None, out),
-            Msg::Stopped(at, message) => {
-                (out as &mut dyn Emit).push(&rules::FILE_UNREADABLE, &at, message)
+    fn group(&mut self, group: Group) {
+        let mut out = self.batch();
+        for msg in group.msgs {
+            match msg {
+                Msg::Start(started) => {
+                    let checker = Checker::new(&started.header, &self.opts.limits);
+                    let probe = BlockProbe::for_header(&started.header);
+                    self.current = Some(InProgress {
+                        started,
+                        checker,
+                        probe,
+                    });
+                }
+                Msg::Data(range) => {
+                    if let (Some(cur), Some(bytes)) = (&mut self.current, group.arena.get(range)) {
+                        cur.checker.update(bytes);
+                        cur.probe.update(bytes);
+                    }
+                }
+                Msg::End {
+                    truncated,
+                    block_len,
+                    warnings,
+                } => {
+                    if let Some(cur) = self.current.take() {
+                        self.record(cur, truncated, block_len, &warnings, &mut out);
+                    }
+                }
+                Msg::Warnings(w) => {
+                    self.current = None;
+                    map_warnings(&w, None, &mut out);
+                }
+                Msg::Stopped(at, message) => {
+                    self.current = None;
+                    (&mut out as &mut dyn Emit).push(&rules::FILE_UNREADABLE, &at, message)
+                }
             }
-            Msg::Record(r) => self.record(*r, out),
         }
+        self.send(out, group.arena);
     }
 
-    fn record(&mut self, r: RecordMsg, out: &mut Batch) {
+    fn record(
+        &mut self,
+        cur: InProgress,
+        truncated: bool,
+        block_len: u64,
+        warnings: &[Warning],
+        out: &mut Batch,
+    ) {
+        let r = &cur.started;
         let h = &r.header;
         let rid = h
             .fields()
@@ -436,12 +563,13 @@ impl Checking<'_> {
         let rs = RuleSet::for_record(h.version(), self.opts.spec);
         let out: &mut dyn Emit = out;
         let mut info = check_header(h, rs, self.opts, &at, out);
-        let complete = !r.truncated && h.content_length().is_some();
-        digest_findings(&r.check.block, &r.check.payload, complete, &at, out);
-        r.probe.finish(h, r.head, &at, out);
-        info.block_len = r.block_len;
+        let (check, head) = cur.checker.finish_with_head();
+        let complete = !truncated && h.content_length().is_some();
+        digest_findings(&check.block, &check.payload, complete, &at, out);
+        cur.probe.finish(h, head, &at, out);
+        info.block_len = block_len;
         self.index.add(&info, out);
-        map_warnings(&r.warnings, Some((h, r.codec)), out);
+        map_warnings(warnings, Some((h, r.codec)), out);
     }
 
     /// The findings about the whole file; returns the number of records.
@@ -478,7 +606,7 @@ impl Checking<'_> {
         }
         let records = stats.records;
         stats.finish(out);
-        self.send(batch);
+        self.send(batch, Vec::new());
         records
     }
 }
