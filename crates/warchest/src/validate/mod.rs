@@ -441,7 +441,9 @@ impl Validator {
         }
     }
 
-    /// Validates the file read from `input`, named `name` in findings.
+    /// Validates the file read from `input`, named `name` in findings. The
+    /// counts returned do not include the cross-record findings
+    /// [`Validator::finish`] reports later (its [`Summary`] does).
     ///
     /// # Errors
     /// Reading failed (an I/O error); see [`Validator::validate_path`].
