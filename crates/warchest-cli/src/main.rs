@@ -50,6 +50,7 @@ enum Command {
     Reassemble(cmd::segment::ReassembleArgs),
     Annotate(cmd::annotate::AnnotateArgs),
     Migrate(cmd::annotate::MigrateArgs),
+    Validate(cmd::validate::Args),
 }
 
 fn main() -> ExitCode {
@@ -88,6 +89,7 @@ fn main() -> ExitCode {
         Command::Reassemble(a) => cmd::segment::run_reassemble(&global, a),
         Command::Annotate(a) => cmd::annotate::run_annotate(&global, a),
         Command::Migrate(a) => cmd::annotate::run_migrate(&global, a),
+        Command::Validate(a) => cmd::validate::run(&global, a),
     };
     report::exit(outcome)
 }

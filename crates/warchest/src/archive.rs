@@ -255,6 +255,17 @@ impl<S: Source> Record<'_, S> {
         }
     }
 
+    /// The source the record is read from: for a [`Decoder`], the member
+    /// the reader is in (a validator reads the gzip header of the member a
+    /// record starts). Reading from it would desynchronise the reader.
+    pub fn source(&self) -> &S {
+        match self {
+            Record::Warc(r) => r.reader().get_ref(),
+            Record::Arc(r) => r.reader().get_ref(),
+            Record::InfoMall(r) => r.reader().get_ref(),
+        }
+    }
+
     /// The format of the record.
     pub fn format(&self) -> Format {
         match self {

@@ -9,7 +9,7 @@ use crate::archive;
 use crate::codec::Source;
 use crate::digest::{Digest, Hasher};
 use crate::error::{Error, Result};
-use crate::http::{BlockDigester, PayloadMatch};
+use crate::http::{BlockDigester, HttpHead, PayloadMatch};
 use crate::limits::Limits;
 use crate::warc::{PayloadKind, RecordType, WarcHeader};
 
@@ -185,6 +185,14 @@ impl Checker {
 
     /// The result.
     pub fn finish(self) -> RecordCheck {
+        self.finish_with_head().0
+    }
+
+    /// The result, and the block's HTTP head when the payload digest was
+    /// checked over an HTTP message: a caller that also looks at the head
+    /// need not parse it again.
+    pub fn finish_with_head(self) -> (RecordCheck, Option<HttpHead>) {
+        let mut head = None;
         let block = match (self.block_rec, self.block) {
             (Recorded::Check(d), Some(h)) => compare(&d, &h.finalize()),
             (Recorded::Status(s), _) => s,
@@ -196,7 +204,8 @@ impl Checker {
                 PayloadCheck::None => DigestStatus::Absent,
                 PayloadCheck::Block(d, h) => compare(&d, &h.finalize()),
                 PayloadCheck::Http(d, bd) => {
-                    let (_, digests) = bd.finish();
+                    let (h, digests) = bd.finish();
+                    head = h;
                     match digests.check(&d) {
                         PayloadMatch::Payload => DigestStatus::Valid,
                         PayloadMatch::RawChunked => DigestStatus::ValidRawChunked,
@@ -205,11 +214,12 @@ impl Checker {
                 }
             },
         };
-        RecordCheck {
+        let check = RecordCheck {
             block,
             payload,
             block_len: self.len,
-        }
+        };
+        (check, head)
     }
 
     /// Feeds all of `block` and gives the result.

@@ -40,6 +40,7 @@ pub mod rewrite;
 pub mod stats;
 #[cfg(test)]
 mod test_source;
+pub mod validate;
 pub mod view;
 pub mod warc;
 pub mod write;

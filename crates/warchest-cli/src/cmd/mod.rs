@@ -18,3 +18,4 @@ pub mod resolve;
 pub mod segment;
 pub mod split;
 pub mod stats;
+pub mod validate;

@@ -18,7 +18,7 @@ mod decoder;
 mod gzip;
 mod inflate;
 mod lz4;
-mod zstd_frame;
+pub(crate) mod zstd_frame;
 
 pub use decoder::{Decoder, DecoderOptions};
 pub use gzip::{GzipHeader, GzipTrailer, MAX_KEPT_FIELD, parse_gzip_header};

@@ -67,6 +67,68 @@ pub(crate) fn check_frame_start(bytes: &[u8]) -> Result<FrameStart, &'static str
     Ok(FrameStart::Ok)
 }
 
+/// The fields of a zstd frame header (RFC 8878 section 3.1.1.1) a
+/// validator looks at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FrameHeader {
+    /// Header length, magic number included.
+    pub len: usize,
+    /// Frame_Content_Size is present.
+    pub content_size: bool,
+    /// Content_Checksum follows the last block.
+    pub checksum: bool,
+    /// The Dictionary_ID field, when present.
+    pub dictionary_id: Option<u32>,
+}
+
+/// The longest frame header: magic, descriptor, window, dictionary id (4)
+/// and content size (8).
+pub(crate) const MAX_FRAME_HEADER: usize = 18;
+
+/// Parses the frame header at the start of `bytes` (magic included).
+/// `Ok(None)` when more bytes are needed.
+pub(crate) fn frame_header(bytes: &[u8]) -> Result<Option<FrameHeader>, &'static str> {
+    match bytes.get(..4) {
+        None => return Ok(None),
+        Some(m) if m != MAGIC => return Err("not a zstd frame"),
+        Some(_) => {}
+    }
+    let Some(&fhd) = bytes.get(4) else {
+        return Ok(None);
+    };
+    if fhd & 0x08 != 0 {
+        return Err("reserved bit of the zstd frame header is set");
+    }
+    let single_segment = fhd & 0x20 != 0;
+    let dict_len = [0, 1, 2, 4][usize::from(fhd & 3)];
+    let fcs_len = match fhd >> 6 {
+        0 if single_segment => 1,
+        0 => 0,
+        1 => 2,
+        2 => 4,
+        _ => 8,
+    };
+    let dict_at = 5 + usize::from(!single_segment);
+    let len = dict_at + dict_len + fcs_len;
+    let Some(id) = bytes.get(dict_at..dict_at + dict_len) else {
+        return Ok(None);
+    };
+    if bytes.len() < len {
+        return Ok(None);
+    }
+    let dictionary_id = (dict_len > 0).then(|| {
+        id.iter()
+            .rev()
+            .fold(0u32, |acc, &b| (acc << 8) | u32::from(b))
+    });
+    Ok(Some(FrameHeader {
+        len,
+        content_size: fcs_len > 0,
+        checksum: fhd & 0x04 != 0,
+        dictionary_id,
+    }))
+}
+
 /// A decompression context with the window limit set.
 pub(crate) fn new_dctx(max_window_log: u32) -> Result<DCtx<'static>, String> {
     let mut d = DCtx::try_create().ok_or("cannot create a zstd decompression context")?;
@@ -140,6 +202,23 @@ mod tests {
             Some(DICT_FRAME_MAGIC)
         );
         assert_eq!(skippable_magic(&[0x5d, 0x2a, 0x4d, 0x19]), None);
+    }
+
+    #[test]
+    fn frame_headers() {
+        let f = zstd::bulk::compress(b"hello hello hello", 3).unwrap();
+        let h = frame_header(&f).unwrap().unwrap();
+        assert!(h.content_size);
+        assert_eq!(h.dictionary_id, None);
+        assert!(frame_header(&f[..4]).unwrap().is_none());
+        assert!(frame_header(b"nope").is_err());
+        // A header with a 4-byte dictionary id 0x01020304 and a checksum.
+        let raw = [0x28, 0xb5, 0x2f, 0xfd, 0x07, 0x00, 4, 3, 2, 1];
+        let h = frame_header(&raw).unwrap().unwrap();
+        assert_eq!(h.dictionary_id, Some(0x0102_0304));
+        assert!(h.checksum);
+        assert!(!h.content_size);
+        assert_eq!(h.len, 10);
     }
 
     #[test]

@@ -1,0 +1,620 @@
+//! `validate` on records made for one rule each: the rules no fixture
+//! breaks, and the cross-record and container checks.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+
+use warchest::validate::{Finding, Options, Severity, SpecVersion, Validator, rules};
+
+/// Validates several in-memory files together.
+fn run_files(files: &[(&str, &[u8])], opts: Options) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    let mut v = Validator::new(opts);
+    for (name, data) in files {
+        v.validate_reader(name, *data, &mut |f| findings.push(f))
+            .expect("in-memory input reads");
+    }
+    v.finish(&mut |f| findings.push(f));
+    findings
+}
+
+fn run(data: &[u8]) -> Vec<Finding> {
+    run_files(&[("t.warc", data)], Options::default())
+}
+
+fn ids(f: &[Finding]) -> BTreeSet<&'static str> {
+    f.iter().map(|f| f.rule).collect()
+}
+
+/// A WARC record with `fields` (name, value) and `block`; Content-Length
+/// is added unless given.
+fn record(version: &str, fields: &[(&str, &str)], block: &[u8]) -> Vec<u8> {
+    let mut r = format!("WARC/{version}\r\n").into_bytes();
+    for (n, v) in fields {
+        r.extend(format!("{n}: {v}\r\n").as_bytes());
+    }
+    if !fields
+        .iter()
+        .any(|(n, _)| n.eq_ignore_ascii_case("Content-Length"))
+    {
+        r.extend(format!("Content-Length: {}\r\n", block.len()).as_bytes());
+    }
+    r.extend(b"\r\n");
+    r.extend(block);
+    r.extend(b"\r\n\r\n");
+    r
+}
+
+const WARCINFO_BLOCK: &[u8] = b"software: test\r\nformat: WARC File Format 1.1\r\n";
+
+fn warcinfo(version: &str, id: &str) -> Vec<u8> {
+    record(
+        version,
+        &[
+            ("WARC-Type", "warcinfo"),
+            ("WARC-Record-ID", id),
+            ("WARC-Date", "2024-01-02T03:04:05Z"),
+            ("Content-Type", "application/warc-fields"),
+        ],
+        WARCINFO_BLOCK,
+    )
+}
+
+/// A well-formed 1.1 resource record.
+fn resource(id: &str, extra: &[(&str, &str)]) -> Vec<u8> {
+    let mut f = vec![
+        ("WARC-Type", "resource"),
+        ("WARC-Record-ID", id),
+        ("WARC-Date", "2024-01-02T03:04:05Z"),
+        ("WARC-Target-URI", "file:///a.txt"),
+        ("Content-Type", "text/plain"),
+    ];
+    f.extend_from_slice(extra);
+    record("1.1", &f, b"hello")
+}
+
+fn file(parts: &[Vec<u8>]) -> Vec<u8> {
+    parts.concat()
+}
+
+#[test]
+fn a_clean_file_has_no_finding() {
+    let data = file(&[
+        warcinfo("1.1", "<urn:uuid:1>"),
+        resource("<urn:uuid:2>", &[]),
+    ]);
+    let f = run(&data);
+    assert!(f.is_empty(), "{f:#?}");
+}
+
+#[test]
+fn every_finding_carries_its_rule_clause_and_place() {
+    let data = file(&[warcinfo("1.1", "<urn:uuid:1>"), resource("<zaphod>", &[])]);
+    let f = run(&data);
+    let bad = f
+        .iter()
+        .find(|f| f.rule == "warc.record-id.syntax")
+        .expect("record id finding");
+    assert_eq!(bad.severity, Severity::Error);
+    assert_eq!(bad.clause, rules::RECORD_ID_SYNTAX.clause);
+    assert_eq!(bad.file, "t.warc");
+    assert_eq!(
+        bad.offset,
+        Some(warcinfo("1.1", "<urn:uuid:1>").len() as u64)
+    );
+    assert_eq!(bad.record_id.as_deref(), Some("<zaphod>"));
+    assert!(bad.message.contains("scheme"), "{}", bad.message);
+}
+
+#[test]
+fn non_utf8_header_bytes() {
+    // The record of jwat/invalid-warcfile-encoding-headers.warc.gz as it
+    // was crawled: Big5 bytes in WARC-Target-URI.
+    let uri = b"https://ecorp.chinatrust.com.tw/cts/static/ag_stockdiv_cash_history.jsp?comName=\xa4o\xa4Q";
+    let mut data = warcinfo("1.0", "<urn:uuid:1>");
+    let mut r = b"WARC/1.0\r\nWARC-Type: resource\r\nWARC-Record-ID: <urn:uuid:2>\r\nWARC-Date: 2014-11-02T11:55:24Z\r\nContent-Type: text/plain\r\nWARC-Target-URI: ".to_vec();
+    r.extend(uri);
+    r.extend(b"\r\nContent-Length: 1\r\n\r\nx\r\n\r\n");
+    data.extend(r);
+    let got = ids(&run(&data));
+    assert!(got.contains("warc.header.utf8"), "{got:?}");
+    assert!(got.contains("warc.uri.syntax"), "{got:?}");
+}
+
+#[test]
+fn control_characters_in_values() {
+    let data = file(&[
+        warcinfo("1.1", "<urn:uuid:1>"),
+        resource("<urn:uuid:2>", &[("X-Note", "a\x07b")]),
+    ]);
+    assert_eq!(ids(&run(&data)), ["warc.header.control-char"].into());
+}
+
+#[test]
+fn dates_by_version() {
+    let with_date = |v: &str, d: &str| {
+        let r = record(
+            v,
+            &[
+                ("WARC-Type", "warcinfo"),
+                ("WARC-Record-ID", "<urn:uuid:1>"),
+                ("WARC-Date", d),
+                ("Content-Type", "application/warc-fields"),
+            ],
+            WARCINFO_BLOCK,
+        );
+        ids(&run(&r))
+    };
+    // Sub-second precision: 1.1 only.
+    assert!(with_date("1.1", "2024-01-02T03:04:05.123456Z").is_empty());
+    assert_eq!(
+        with_date("1.0", "2024-01-02T03:04:05.123Z"),
+        ["warc.date.precision"].into()
+    );
+    // Reduced precision: an info in 1.1, an error in 1.0.
+    assert_eq!(
+        with_date("1.1", "2024-01"),
+        ["warc.date.reduced-precision"].into()
+    );
+    assert_eq!(with_date("1.0", "2024-01"), ["warc.date.precision"].into());
+    // Offsets, impossible days, more than 9 fraction digits.
+    for bad in [
+        "2009-03-05T08:43:19-0800",
+        "2009-03-65T08:43:19Z",
+        "2024-01-02T03:04:05.1234567890Z",
+    ] {
+        assert_eq!(with_date("1.1", bad), ["warc.date.syntax"].into(), "{bad}");
+    }
+    assert_eq!(
+        with_date("1.1", "2024-01-02t03:04:05z"),
+        ["warc.date.lowercase"].into()
+    );
+}
+
+#[test]
+fn target_uri_brackets_by_version() {
+    let with_uri = |v: &str, u: &str| {
+        let r = record(
+            v,
+            &[
+                ("WARC-Type", "resource"),
+                ("WARC-Record-ID", "<urn:uuid:2>"),
+                ("WARC-Date", "2024-01-02T03:04:05Z"),
+                ("WARC-Target-URI", u),
+                ("Content-Type", "text/plain"),
+            ],
+            b"x",
+        );
+        let mut data = warcinfo(v, "<urn:uuid:1>");
+        data.extend(r);
+        ids(&run(&data))
+    };
+    assert_eq!(with_uri("1.1", "<http://a/>"), ["warc.uri.brackets"].into());
+    assert_eq!(
+        with_uri("1.0", "<http://a/>"),
+        ["warc.uri.brackets-1.0"].into()
+    );
+    assert!(with_uri("1.0", "http://a/").is_empty());
+    assert_eq!(with_uri("1.1", "http://a/b c"), ["warc.uri.syntax"].into());
+}
+
+#[test]
+fn spec_option_judges_every_record_by_one_version() {
+    let data = file(&[
+        warcinfo("1.0", "<urn:uuid:1>"),
+        resource("<urn:uuid:2>", &[]),
+    ]);
+    let opts = Options {
+        spec: Some(SpecVersion::V1_1),
+        ..Options::default()
+    };
+    let f = run_files(&[("t.warc", &data)], opts);
+    let not = f
+        .iter()
+        .filter(|f| f.rule == "warc.version.not-requested")
+        .count();
+    assert_eq!(not, 1, "{f:#?}");
+}
+
+#[test]
+fn extensions_are_reported_only_when_forbidden() {
+    let data = file(&[
+        warcinfo("1.1", "<urn:uuid:1>"),
+        resource(
+            "<urn:uuid:2>",
+            &[("WARC-Protocol", "http/1.1"), ("WARC-Truncated", "budget")],
+        ),
+    ]);
+    assert_eq!(ids(&run(&data)), ["warc.truncated.unknown"].into());
+    let opts = Options {
+        forbid_extensions: true,
+        ..Options::default()
+    };
+    let f = run_files(&[("t.warc", &data)], opts);
+    assert_eq!(ids(&f), ["extension.field", "extension.value"].into());
+}
+
+#[test]
+fn field_matrix() {
+    let data = file(&[
+        warcinfo("1.1", "<urn:uuid:1>"),
+        record(
+            "1.1",
+            &[
+                ("WARC-Type", "warcinfo"),
+                ("WARC-Record-ID", "<urn:uuid:3>"),
+                ("WARC-Date", "2024-01-02T03:04:05Z"),
+                ("Content-Type", "application/warc-fields"),
+                // Shall not on warcinfo.
+                ("WARC-Target-URI", "http://a/"),
+                ("WARC-Concurrent-To", "<urn:uuid:1>"),
+                // Not defined on warcinfo.
+                ("WARC-Warcinfo-ID", "<urn:uuid:1>"),
+            ],
+            WARCINFO_BLOCK,
+        ),
+        resource("<urn:uuid:2>", &[("WARC-Filename", "x.warc")]),
+    ]);
+    let f = run(&data);
+    let not: Vec<_> = f
+        .iter()
+        .filter(|f| f.rule == "warc.field.not-allowed")
+        .map(|f| f.message.split(' ').next().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        not,
+        ["WARC-Concurrent-To", "WARC-Target-URI", "WARC-Filename"]
+    );
+    assert!(ids(&f).contains("warc.field.unexpected"));
+    // And the other way: what a type requires.
+    let cont = record(
+        "1.1",
+        &[
+            ("WARC-Type", "continuation"),
+            ("WARC-Record-ID", "<urn:uuid:9>"),
+            ("WARC-Date", "2024-01-02T03:04:05Z"),
+        ],
+        b"x",
+    );
+    let missing: Vec<_> = run(&cont)
+        .into_iter()
+        .filter(|f| f.rule == "warc.field.missing-for-type")
+        .map(|f| f.message)
+        .collect();
+    assert_eq!(missing.len(), 3, "{missing:?}");
+}
+
+#[test]
+fn revisit_profiles() {
+    let revisit = |v: &str, profile: &str, extra: &[(&str, &str)], block: &[u8]| {
+        let mut f = vec![
+            ("WARC-Type", "revisit"),
+            ("WARC-Record-ID", "<urn:uuid:5>"),
+            ("WARC-Date", "2024-01-02T03:04:05Z"),
+            ("WARC-Target-URI", "http://a/"),
+            ("WARC-Profile", profile),
+            ("Content-Type", "application/http; msgtype=response"),
+        ];
+        f.extend_from_slice(extra);
+        let mut data = warcinfo(v, "<urn:uuid:1>");
+        data.extend(record(v, &f, block));
+        ids(&run(&data))
+    };
+    let ipd11 = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest";
+    let head = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n";
+    // No payload digest, a block without WARC-Truncated, nothing named.
+    assert_eq!(
+        revisit("1.1", ipd11, &[], head),
+        [
+            "warc.revisit.payload-digest",
+            "warc.revisit.recommended-field",
+            "warc.revisit.truncated"
+        ]
+        .into()
+    );
+    // Everything the profile asks for.
+    let full = [
+        (
+            "WARC-Payload-Digest",
+            "sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ",
+        ),
+        ("WARC-Truncated", "length"),
+        ("WARC-Refers-To", "<urn:uuid:1>"),
+        ("WARC-Refers-To-Target-URI", "http://a/"),
+        ("WARC-Refers-To-Date", "2024-01-01T00:00:00Z"),
+    ];
+    let got = revisit("1.1", ipd11, &full, head);
+    // The warcinfo it names has neither that URI nor that date.
+    assert_eq!(got, ["warc.revisit.refers-to-mismatch"].into());
+    // The 1.0 profile in a 1.1 record; an unknown profile.
+    let ipd10 = "http://netpreserve.org/warc/1.0/revisit/identical-payload-digest";
+    assert!(revisit("1.1", ipd10, &full, head).contains("warc.profile.version"));
+    assert_eq!(
+        revisit("1.1", "http://example.org/mine", &[], b""),
+        ["warc.profile.unknown"].into()
+    );
+}
+
+#[test]
+fn references_across_files() {
+    let a = file(&[
+        warcinfo("1.1", "<urn:uuid:1>"),
+        resource("<urn:uuid:2>", &[("WARC-Warcinfo-ID", "<urn:uuid:10>")]),
+    ]);
+    let b = file(&[
+        warcinfo("1.1", "<urn:uuid:10>"),
+        resource("<urn:uuid:2>", &[("WARC-Concurrent-To", "<urn:uuid:404>")]),
+        resource("<urn:uuid:3>", &[("WARC-Warcinfo-ID", "<urn:uuid:2>")]),
+    ]);
+    let f = run_files(&[("a.warc", &a), ("b.warc", &b)], Options::default());
+    let got: Vec<_> = f.iter().map(|f| (f.rule, f.file.as_str())).collect();
+    assert_eq!(
+        got,
+        [
+            // <urn:uuid:2> is in both files.
+            ("warc.record-id.duplicate", "b.warc"),
+            // A Warcinfo-ID naming a resource record.
+            ("warc.reference.wrong-type", "b.warc"),
+            // Nothing has <urn:uuid:404>.
+            ("warc.reference.missing", "b.warc"),
+        ],
+        "{f:#?}"
+    );
+    // The forward reference of a.warc to b.warc's warcinfo resolved.
+    assert!(f.iter().all(|f| f.file != "a.warc"));
+    let dup = &f[0];
+    assert!(dup.message.contains("a.warc"), "{}", dup.message);
+}
+
+#[test]
+fn capture_event_dates() {
+    let req = record(
+        "1.1",
+        &[
+            ("WARC-Type", "request"),
+            ("WARC-Record-ID", "<urn:uuid:2>"),
+            ("WARC-Date", "2024-01-02T03:04:06Z"),
+            ("WARC-Target-URI", "http://a/"),
+            ("WARC-IP-Address", "127.0.0.1"),
+            ("WARC-Concurrent-To", "<urn:uuid:3>"),
+            ("Content-Type", "application/http; msgtype=request"),
+        ],
+        b"GET / HTTP/1.1\r\nHost: a\r\n\r\n",
+    );
+    let resp = record(
+        "1.1",
+        &[
+            ("WARC-Type", "response"),
+            ("WARC-Record-ID", "<urn:uuid:3>"),
+            ("WARC-Date", "2024-01-02T03:04:05Z"),
+            ("WARC-Target-URI", "http://a/"),
+            ("WARC-IP-Address", "127.0.0.1"),
+            ("Content-Type", "application/http; msgtype=response"),
+        ],
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi",
+    );
+    let data = file(&[warcinfo("1.1", "<urn:uuid:1>"), req, resp]);
+    assert_eq!(ids(&run(&data)), ["warc.concurrent.date"].into());
+}
+
+/// A segmented record: the first segment and its continuations, with the
+/// given (number, block, total length) each.
+fn segments(parts: &[(u64, &[u8], Option<u64>)], uri_of_last: &str) -> Vec<u8> {
+    let mut out = warcinfo("1.1", "<urn:uuid:1>");
+    for (i, (n, block, total)) in parts.iter().enumerate() {
+        let id = format!("<urn:uuid:s{n}-{i}>");
+        let uri = if i + 1 == parts.len() {
+            uri_of_last
+        } else {
+            "http://a/"
+        };
+        let ns = n.to_string();
+        let ts = total.map(|t| t.to_string());
+        let mut f: Vec<(&str, &str)> = vec![
+            ("WARC-Record-ID", id.as_str()),
+            ("WARC-Date", "2024-01-02T03:04:05Z"),
+            ("WARC-Target-URI", uri),
+            ("WARC-Segment-Number", ns.as_str()),
+        ];
+        if *n == 1 {
+            f.push(("WARC-Type", "resource"));
+            f.push(("Content-Type", "text/plain"));
+        } else {
+            f.push(("WARC-Type", "continuation"));
+            f.push(("WARC-Segment-Origin-ID", "<urn:uuid:s1-0>"));
+        }
+        if let Some(t) = &ts {
+            f.push(("WARC-Segment-Total-Length", t.as_str()));
+        }
+        out.extend(record("1.1", &f, block));
+    }
+    out
+}
+
+#[test]
+fn continuation_chains() {
+    // Complete and right.
+    let ok = segments(
+        &[(1, b"abc", None), (2, b"de", None), (3, b"f", Some(6))],
+        "http://a/",
+    );
+    assert!(run(&ok).is_empty(), "{:#?}", run(&ok));
+    // The total does not add up.
+    let sum = segments(&[(1, b"abc", None), (2, b"de", Some(9))], "http://a/");
+    assert_eq!(ids(&run(&sum)), ["warc.segment.total-length"].into());
+    // A gap, and the total on a segment that is not the last.
+    let gap = segments(
+        &[(1, b"abc", None), (2, b"de", Some(5)), (4, b"f", Some(6))],
+        "http://a/",
+    );
+    assert_eq!(
+        ids(&run(&gap)),
+        ["warc.segment.chain", "warc.segment.total-length"].into()
+    );
+    // Two segments numbered 2, and another URI on the last.
+    let dup = segments(
+        &[(1, b"abc", None), (2, b"de", None), (2, b"f", Some(6))],
+        "http://b/",
+    );
+    assert_eq!(
+        ids(&run(&dup)),
+        ["warc.segment.duplicate-number", "warc.segment.target-uri"].into()
+    );
+}
+
+#[test]
+fn empty_and_unknown_files() {
+    assert_eq!(ids(&run(b"")), ["warc.file.empty"].into());
+    assert_eq!(
+        ids(&run(b"<html>not an archive</html>\n")),
+        ["file.trailing-garbage", "file.unknown-format"].into()
+    );
+}
+
+fn gzip_member(data: &[u8], tweak: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(data).unwrap();
+    let mut m = e.finish().unwrap();
+    tweak(&mut m);
+    m
+}
+
+#[test]
+fn gzip_container() {
+    let a = warcinfo("1.1", "<urn:uuid:1>");
+    let b = resource("<urn:uuid:2>", &[]);
+    // Record at a time and clean.
+    let good = [gzip_member(&a, |_| {}), gzip_member(&b, |_| {})].concat();
+    assert!(run(&good).is_empty(), "{:#?}", run(&good));
+    // Both records in one member.
+    let whole = gzip_member(&[a.clone(), b.clone()].concat(), |_| {});
+    assert_eq!(ids(&run(&whole)), ["gzip.record-at-a-time"].into());
+    // A wrong CRC32; an undefined OS and XFL (reported once for the file).
+    let crc = [
+        gzip_member(&a, |m| {
+            let n = m.len();
+            m[n - 8] ^= 0xff;
+        }),
+        gzip_member(&b, |m| {
+            m[8] = 7;
+            m[9] = 42;
+        }),
+    ]
+    .concat();
+    assert_eq!(
+        ids(&run(&crc)),
+        [
+            "container.member.checksum",
+            "gzip.header.os",
+            "gzip.header.xfl"
+        ]
+        .into()
+    );
+    // The input cut inside the second member.
+    let mut cut = good.clone();
+    cut.truncate(good.len() - 20);
+    let got = ids(&run(&cut));
+    assert!(got.contains("container.member.truncated"), "{got:?}");
+}
+
+#[test]
+fn zstd_container() {
+    let a = warcinfo("1.1", "<urn:uuid:1>");
+    let b = resource("<urn:uuid:2>", &[]);
+    let mut c = zstd::bulk::Compressor::new(3).unwrap();
+    c.include_checksum(true).unwrap();
+    let good = [c.compress(&a).unwrap(), c.compress(&b).unwrap()].concat();
+    assert!(run(&good).is_empty(), "{:#?}", run(&good));
+    // No checksums, and both records in one frame.
+    let mut c = zstd::bulk::Compressor::new(3).unwrap();
+    c.include_checksum(false).unwrap();
+    let one = c.compress(&[a.clone(), b.clone()].concat()).unwrap();
+    let f = run(&one);
+    assert_eq!(
+        ids(&f),
+        ["zstd.frame.checksum", "zstd.frame.multiple-records"].into()
+    );
+}
+
+fn infomall(head: &str, data: &[u8]) -> Vec<u8> {
+    let mut r = head.as_bytes().to_vec();
+    r.push(b'\n');
+    r.extend(data);
+    r.push(b'\n');
+    r
+}
+
+#[test]
+fn infomall_rules() {
+    let ok = infomall(
+        "version: 1.0\nurl: http://a/\ndate: Tue, 28 Feb 2006 05:42:09 GMT\nip: 1.2.3.4\nlength: 2\n",
+        b"hi",
+    );
+    assert!(run(&ok).is_empty(), "{:#?}", run(&ok));
+    let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+    z.write_all(b"HTTP/1.1 200 OK\r\n\r\nhello").unwrap();
+    let z = z.finish().unwrap();
+    let bad = [
+        // CR line ends, an upper-case name, no ip, unzip-length on plain data.
+        infomall(
+            "version:1.0\r\nURL: http://a/\r\ndate: Tue, 28 Feb 2006 05:42:09 GMT\r\nunzip-length: 2\r\nlength: 2\r\n",
+            b"hi",
+        ),
+        // Compressed data whose unzip-length is wrong, version not first,
+        // length not last, a date that is not RFC 822.
+        infomall(
+            &format!(
+                "url: http://b/\nversion: 1.0\ndate: 2006-02-28\nip: unknown\nlength: {}\nunzip-length: 3\n",
+                z.len()
+            ),
+            &z,
+        ),
+    ]
+    .concat();
+    assert_eq!(
+        ids(&run(&bad)),
+        [
+            "infomall.date.syntax",
+            "infomall.ip",
+            "infomall.length.last",
+            "infomall.name.lowercase",
+            "infomall.property.syntax",
+            "infomall.unzip-length",
+            "infomall.version.first",
+        ]
+        .into()
+    );
+}
+
+#[test]
+fn arc_v2_offsets() {
+    let vb = "2 0 test\nURL IP-address Archive-date Content-type Result-code Checksum Location Offset Filename Archive-length\n";
+    let first = format!(
+        "filedesc://t.arc 0.0.0.0 20240102030405 text/plain 200 - - 0 t.arc {}\n{vb}\n",
+        vb.len()
+    );
+    let at = first.len();
+    let rec = |offset: usize| {
+        format!("http://a/ 1.2.3.4 20240102030405 text/html 200 - - {offset} t.arc 2\nhi\n")
+    };
+    let good = format!("{first}{}", rec(at));
+    assert!(
+        run(good.as_bytes()).is_empty(),
+        "{:#?}",
+        run(good.as_bytes())
+    );
+    let bad = format!("{first}{}", rec(at + 1));
+    assert_eq!(ids(&run(bad.as_bytes())), ["arc.header.offset"].into());
+}
+
+#[test]
+fn docs_hold_the_rule_table() {
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/validation.md"),
+    )
+    .expect("docs/validation.md");
+    assert!(
+        doc.contains(&rules::markdown_table()),
+        "docs/validation.md is out of date: paste `warchest validate --list-rules` into it"
+    );
+}
