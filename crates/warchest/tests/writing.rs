@@ -193,6 +193,7 @@ fn segment_and_reassemble(payload_len: usize, max: u64, compression: Compression
     let mut w = RotatingWriter::new(dir.path(), opts(max, compression)).unwrap();
     // A small record first: the origin segment must still start a new file.
     let mut small = NewRecord::new(RecordType::Resource);
+    small.set("WARC-Target-URI", "file:///small.txt").unwrap();
     w.write(&mut small, Body::Bytes(b"small")).unwrap();
     let mut rec = NewRecord::new(RecordType::Response);
     rec.set("WARC-Target-URI", "http://example.com/big.bin")
@@ -268,6 +269,14 @@ fn segment_and_reassemble(payload_len: usize, max: u64, compression: Compression
     );
     assert_eq!(logical.check().unwrap().payload, DigestStatus::Valid);
     assert_eq!(logical.block_digest().unwrap(), sha1(&block));
+    // And the files, validated together, break no rule of the spec.
+    let report = warchest::validate::validate_files(&files, &Default::default());
+    let errors: Vec<_> = report
+        .findings
+        .iter()
+        .filter(|f| f.severity == warchest::validate::Severity::Error)
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
     n
 }
 

@@ -243,7 +243,8 @@ enum Compressor {
 const GZIP_HEADER: [u8; 10] = [0x1f, 0x8b, 0x08, 0, 0, 0, 0, 0, 0, 0xff];
 
 impl Compressor {
-    fn begin<W: Write>(&mut self, out: &mut W) -> io::Result<()> {
+    /// Starts a member for a record of `total` uncompressed bytes.
+    fn begin<W: Write>(&mut self, out: &mut W, total: u64) -> io::Result<()> {
         match self {
             Compressor::None => Ok(()),
             Compressor::Gzip {
@@ -267,7 +268,10 @@ impl Compressor {
             }
             Compressor::Zstd { enc, .. } => {
                 use zstd::stream::raw::Operation;
-                enc.reinit()
+                enc.reinit()?;
+                // The WARC-zstd convention wants the content size in each
+                // frame header; the record's size is known up front.
+                enc.set_pledged_src_size(Some(total))
             }
         }
     }
@@ -435,6 +439,10 @@ impl<W: Write> Writer<W> {
                     }
                     None => zstd::stream::raw::Encoder::new(*level)?,
                 };
+                let mut enc = enc;
+                // Every frame carries its content checksum (WARC-zstd).
+                enc.set_parameter(zstd::stream::raw::CParameter::ChecksumFlag(true))?;
+                enc.set_parameter(zstd::stream::raw::CParameter::ContentSizeFlag(true))?;
                 Compressor::Zstd {
                     enc: Box::new(enc),
                     buf: vec![0; zstd::zstd_safe::CCtx::out_size()],
@@ -574,7 +582,8 @@ impl<W: Write> Writer<W> {
     /// Writes header, `len` bytes of `block` and the trailer as one member.
     fn emit(&mut self, header: &WarcHeader, block: &mut dyn Read, len: u64) -> Result<Written> {
         let offset = self.out.count;
-        self.comp.begin(&mut self.out)?;
+        let total = header.as_bytes().len() as u64 + len + 4;
+        self.comp.begin(&mut self.out, total)?;
         self.comp.write(&mut self.out, header.as_bytes())?;
         let comp = &mut self.comp;
         let out = &mut self.out;
