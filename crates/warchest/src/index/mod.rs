@@ -49,7 +49,9 @@ pub const MAX_POST_BODY: usize = 1 << 20;
 pub struct IndexOptions {
     /// Index every record. By default: response, revisit, resource and
     /// metadata records, but not resource or metadata records whose
-    /// Content-Type is `application/warc-fields` (cdxj-indexer's default).
+    /// Content-Type is `application/warc-fields`, nor the metadata record
+    /// an ARC file's `filedesc://` version block is read as (cdxj-indexer's
+    /// default).
     pub all: bool,
     /// Append `__wb_method=post&...` to the url key of POST and PUT
     /// requests and their responses (cdxj-indexer `-p`, pywb). Default on.
@@ -217,9 +219,14 @@ impl Indexer {
         Ok(v)
     }
 
-    fn include(&self, h: &WarcHeader) -> bool {
+    fn include(&self, h: &WarcHeader, arc_filedesc: bool) -> bool {
         if self.opts.all {
             return true;
+        }
+        // The ARC file's version block is no capture: pywb and
+        // cdxj-indexer do not index it.
+        if arc_filedesc {
+            return false;
         }
         match h.record_type() {
             RecordType::Response | RecordType::Revisit => true,
@@ -237,7 +244,11 @@ impl Indexer {
     fn record<S: Source>(&self, mut rec: Record<'_, S>) -> Result<Pending> {
         let h = rec.header().clone();
         let loc = rec.location();
-        let include = self.include(&h);
+        let arc_filedesc = matches!(
+            &rec,
+            Record::Arc(r) if r.arc_header().is_some_and(crate::arc::ArcHeader::is_filedesc)
+        );
+        let include = self.include(&h, arc_filedesc);
         let typ = h.record_type();
         let url = target_uri(&h);
 

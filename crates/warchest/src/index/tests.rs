@@ -324,3 +324,20 @@ mod robustness {
         }
     }
 }
+
+#[test]
+fn arc_filedesc_only_with_all() {
+    let data: &[u8] = b"filedesc://x.arc 0.0.0.0 20140216050221 text/plain 55\n1 0 Example\nURL IP-address Archive-date Content-type Archive-length\n\nhttp://example.com/ 93.184.216.119 20140216050221 text/html 19\nHTTP/1.0 200 OK\r\n\r\n\n";
+    let urls = |opts| -> Vec<String> {
+        index(data, opts)
+            .into_iter()
+            .map(|e| e.url.unwrap_or_default())
+            .collect()
+    };
+    assert_eq!(urls(IndexOptions::default()), ["http://example.com/"]);
+    let all = IndexOptions {
+        all: true,
+        ..IndexOptions::default()
+    };
+    assert_eq!(urls(all), ["filedesc://x.arc", "http://example.com/"]);
+}
