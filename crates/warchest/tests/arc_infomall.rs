@@ -74,22 +74,6 @@ fn page_dat_cut_inside_a_header() {
     assert_eq!(w[0].offset, s26 as u64);
 }
 
-fn python_ok() -> bool {
-    if std::env::var_os("WARCHEST_SKIP_PYTHON").is_some() {
-        return false;
-    }
-    let ok = Command::new("python3")
-        .args(["-c", "import warcio"])
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    assert!(
-        ok,
-        "python3 with warcio is needed (pip install warcio), or set WARCHEST_SKIP_PYTHON=1"
-    );
-    true
-}
-
 /// warcio's records, and whether it failed part way.
 fn warcio_arc(path: &std::path::Path) -> (Vec<Value>, bool) {
     let script = concat!(
@@ -127,7 +111,7 @@ const WARCIO_STOPS: &[(&str, usize, &str)] = &[(
 
 #[test]
 fn arc_records_match_warcio() {
-    if !python_ok() {
+    if !common::python_has("warcio") {
         return;
     }
     let files = common::fixture_files(&[".arc", ".arc.gz"]);

@@ -53,22 +53,6 @@ fn check_all(warc: &[u8]) -> usize {
     n
 }
 
-fn python_ok() -> bool {
-    if std::env::var_os("WARCHEST_SKIP_PYTHON").is_some() {
-        return false;
-    }
-    let ok = Command::new("python3")
-        .args(["-c", "import warcio"])
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    assert!(
-        ok,
-        "python3 with warcio is needed (pip install warcio), or set WARCHEST_SKIP_PYTHON=1"
-    );
-    true
-}
-
 /// warcio reads `path` with digest checking and `warcio check` passes.
 fn warcio_validates(path: &Path) -> serde_json::Value {
     let script = concat!(
@@ -95,7 +79,7 @@ fn converted_files_validate() {
     let dir = tempfile::tempdir().unwrap();
     let mut inputs = common::fixture_files(&[".arc", ".arc.gz"]);
     inputs.push(common::fixture("tianwang/page.dat"));
-    let python = python_ok();
+    let python = common::python_has("warcio");
     for (i, input) in inputs.into_iter().enumerate() {
         let name = input.file_name().unwrap().to_string_lossy().to_string();
         let data = std::fs::read(&input).unwrap();
@@ -126,7 +110,7 @@ fn warc_1_0_output_validates() {
     assert!(warc.starts_with(b"WARC/1.0\r\n"));
     assert!(!String::from_utf8_lossy(&warc).contains("WARC/1.1"));
     assert_eq!(check_all(&warc), 7);
-    if python_ok() {
+    if common::python_has("warcio") {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("bnf.warc");
         std::fs::write(&p, &warc).unwrap();

@@ -12,22 +12,6 @@ use std::process::Command;
 use serde_json::Value;
 use warchest::warc::Reader;
 
-fn python_ok() -> bool {
-    if std::env::var_os("WARCHEST_SKIP_PYTHON").is_some() {
-        return false;
-    }
-    let ok = Command::new("python3")
-        .args(["-c", "import warcio"])
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    assert!(
-        ok,
-        "python3 with warcio is needed (pip install warcio), or set WARCHEST_SKIP_PYTHON=1"
-    );
-    true
-}
-
 fn warcio_view(path: &std::path::Path) -> Option<Vec<Value>> {
     let script = concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -65,7 +49,7 @@ const WARCIO_WRONG: &[(&str, usize, &str)] = &[(
 
 #[test]
 fn records_offsets_ids_and_uris_match_warcio() {
-    if !python_ok() {
+    if !common::python_has("warcio") {
         return;
     }
     let mut compared = 0;

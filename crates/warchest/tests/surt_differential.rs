@@ -13,22 +13,6 @@ use std::process::{Command, Stdio};
 use warchest::archive::Reader;
 use warchest::index::surt::surt;
 
-fn python_ok() -> bool {
-    if std::env::var_os("WARCHEST_SKIP_PYTHON").is_some() {
-        return false;
-    }
-    let ok = Command::new("python3")
-        .args(["-c", "import surt"])
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    assert!(
-        ok,
-        "python3 with surt is needed (pip install surt), or set WARCHEST_SKIP_PYTHON=1"
-    );
-    true
-}
-
 /// `surt.surt(url)` for each URL, `Err` with the exception name.
 fn python_surt(urls: &[String]) -> Vec<Result<String, String>> {
     let script = concat!(
@@ -249,7 +233,7 @@ const TRICKY: &[&str] = &[
 
 #[test]
 fn surt_matches_python_surt() {
-    if !python_ok() {
+    if !common::python_has("surt") {
         return;
     }
     let mut urls: Vec<String> = TRICKY.iter().map(|s| s.to_string()).collect();

@@ -55,3 +55,21 @@ pub fn warc_fixtures() -> Vec<PathBuf> {
 pub fn fixture(rel: &str) -> PathBuf {
     fixtures().join(rel)
 }
+
+/// True when python3 can import `module` (a peer of the differential tests);
+/// fails the test with a clear message when it cannot, unless
+/// WARCHEST_SKIP_PYTHON is set (then false: the caller skips).
+pub fn python_has(module: &str) -> bool {
+    if std::env::var_os("WARCHEST_SKIP_PYTHON").is_some() {
+        return false;
+    }
+    let ok = std::process::Command::new("python3")
+        .args(["-c", &format!("import {module}")])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        ok,
+        "python3 with {module} is needed (pip install -r tests/requirements.txt), or set WARCHEST_SKIP_PYTHON=1"
+    );
+    true
+}
