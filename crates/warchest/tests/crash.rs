@@ -1,6 +1,6 @@
 //! A writer killed in the middle of a record: the files it closed are
 //! whole and valid, and every complete record of its `NAME.open` file reads
-//! and checks with the lenient reader.
+//! and checks with the lenient reader, and `recover` salvages exactly those.
 //!
 //! The test runs itself as the child process (selected by an environment
 //! variable), so that the writer can be killed with SIGKILL.
@@ -205,4 +205,19 @@ fn killed_writer_leaves_valid_and_recoverable_files() {
     );
     assert_eq!(cut, 1, "the record cut by the kill");
     assert!(!r.take_warnings().is_empty(), "the cut is reported");
+
+    // And `recover` salvages exactly the intact records of the .open file,
+    // reporting the cut one as lost.
+    let mut out = Vec::new();
+    let report = warchest::recover::recover(&open[0], &mut out, &Default::default()).unwrap();
+    assert_eq!(report.records_written, 3, "{report:?}");
+    assert_eq!(report.records_lost, 1, "{report:?}");
+    let mut r = Reader::new(&out[..]).unwrap();
+    let mut types = Vec::new();
+    while let Some(mut rec) = r.next_record().unwrap() {
+        types.push(rec.header().record_type());
+        let c = check_record(&mut rec, &Default::default()).unwrap();
+        assert_eq!(c.block, DigestStatus::Valid);
+    }
+    assert_eq!(types, whole);
 }
