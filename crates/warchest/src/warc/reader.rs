@@ -1075,81 +1075,7 @@ pub(crate) mod tests {
     use super::*;
     use crate::warc::RecordType;
 
-    /// An in-memory source of members: (codec, stored offset, stored end, bytes).
-    pub(crate) struct MemSource {
-        members: Vec<(Codec, u64, u64, Vec<u8>)>,
-        i: usize,
-        pos: usize,
-        /// Hand out at most this many bytes per fill, to exercise boundaries.
-        chunk: usize,
-    }
-
-    impl MemSource {
-        pub(crate) fn plain(data: &[u8], chunk: usize) -> Self {
-            MemSource {
-                members: vec![(Codec::None, 0, data.len() as u64, data.to_vec())],
-                i: 0,
-                pos: 0,
-                chunk,
-            }
-        }
-
-        /// Members as if each were gzip-compressed to 10 bytes per 100.
-        pub(crate) fn members(parts: &[&[u8]], chunk: usize) -> Self {
-            let mut off = 0;
-            let members = parts
-                .iter()
-                .map(|p| {
-                    let len = (p.len() as u64 / 10).max(20);
-                    let m = (Codec::Gzip, off, off + len, p.to_vec());
-                    off += len;
-                    m
-                })
-                .collect();
-            MemSource {
-                members,
-                i: 0,
-                pos: 0,
-                chunk,
-            }
-        }
-    }
-
-    impl Source for MemSource {
-        fn fill_buf(&mut self) -> Result<&[u8]> {
-            let Some(m) = self.members.get(self.i) else {
-                return Ok(&[]);
-            };
-            let end = (self.pos + self.chunk).min(m.3.len());
-            Ok(&m.3[self.pos..end])
-        }
-        fn consume(&mut self, n: usize) {
-            self.pos += n;
-        }
-        fn next_member(&mut self) -> Result<bool> {
-            if self.i < self.members.len() {
-                self.i += 1;
-                self.pos = 0;
-            }
-            Ok(self.i < self.members.len())
-        }
-        fn member_offset(&self) -> u64 {
-            self.members
-                .get(self.i)
-                .map_or(self.members.last().map_or(0, |m| m.2), |m| m.1)
-        }
-        fn codec(&self) -> Codec {
-            self.members.get(self.i).map_or(Codec::None, |m| m.0)
-        }
-        fn member_pos(&self) -> u64 {
-            self.pos as u64
-        }
-        fn member_end(&self) -> Option<u64> {
-            let m = self.members.get(self.i)?;
-            (self.pos == m.3.len()).then_some(m.2)
-        }
-        fn drain_warnings(&mut self, _out: &mut Vec<Warning>) {}
-    }
+    use crate::test_source::MemSource;
 
     pub(crate) fn rec(typ: &str, body: &str) -> Vec<u8> {
         format!(
@@ -1217,7 +1143,7 @@ pub(crate) mod tests {
         let a = rec("request", "GET / HTTP/1.1\r\n\r\n");
         let b = rec("response", "HTTP/1.1 200 OK\r\n\r\nbody");
         let src = MemSource::members(&[&a, &b], 5);
-        let ends: Vec<_> = src.members.iter().map(|m| (m.1, m.2)).collect();
+        let ends = src.extents();
         let s = read_all(strict(src)).unwrap();
         assert_eq!(s.offsets, [ends[0].0, ends[1].0]);
         assert_eq!(
