@@ -382,3 +382,92 @@ impl fmt::Display for Warning {
         write!(f, ": {}: {}", self.kind.name(), self.message)
     }
 }
+
+/// What a format reader found, and where: the warnings it collects and how
+/// its errors are placed in the file. The WARC, ARC and Web InfoMall readers
+/// each hold one, so the rules of reporting live here once.
+#[derive(Debug, Default)]
+pub(crate) struct Diagnostics {
+    file: Option<PathBuf>,
+    strict: bool,
+    warnings: Vec<Warning>,
+}
+
+impl Diagnostics {
+    /// Diagnostics for `file`, strict or lenient.
+    pub(crate) fn new(file: Option<PathBuf>, strict: bool) -> Self {
+        Diagnostics {
+            file,
+            strict,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Records a recovery.
+    pub(crate) fn warn(
+        &mut self,
+        kind: WarningKind,
+        offset: u64,
+        record: Option<u64>,
+        record_id: Option<String>,
+        message: String,
+    ) {
+        let mut w = Warning::new(kind, offset, message);
+        w.record = record;
+        w.record_id = record.and(record_id);
+        self.warnings.push(w);
+    }
+
+    /// Records a warning made elsewhere.
+    pub(crate) fn push(&mut self, w: Warning) {
+        self.warnings.push(w);
+    }
+
+    /// An error at `offset`, in `record`, in the file.
+    pub(crate) fn error(
+        &self,
+        kind: ErrorKind,
+        offset: u64,
+        record: Option<u64>,
+        record_id: Option<String>,
+    ) -> Error {
+        let mut pos = Position::at(offset);
+        pos.record = record;
+        let mut e = self.locate(Error::new(kind).at(pos));
+        if let Some(id) = record.and(record_id) {
+            e = e.with_record_id(id);
+        }
+        e
+    }
+
+    /// A deviation from the grammar: an error when strict, a warning when
+    /// lenient.
+    pub(crate) fn deviation(
+        &mut self,
+        kind: WarningKind,
+        offset: u64,
+        record: Option<u64>,
+        record_id: Option<String>,
+        message: String,
+    ) -> Result<()> {
+        if self.strict {
+            return Err(self.error(ErrorKind::Syntax(message), offset, record, None));
+        }
+        self.warn(kind, offset, record, record_id, message);
+        Ok(())
+    }
+
+    /// Names the file in `e`, unless it names one already.
+    pub(crate) fn locate(&self, e: Error) -> Error {
+        match &self.file {
+            Some(f) => e.in_file(f),
+            None => e,
+        }
+    }
+
+    /// Every warning so far, after those of the codec (`codec` appends its own).
+    pub(crate) fn take(&mut self, codec: impl FnOnce(&mut Vec<Warning>)) -> Vec<Warning> {
+        codec(&mut self.warnings);
+        std::mem::take(&mut self.warnings)
+    }
+}

@@ -1,12 +1,13 @@
 //! Reading ARC records from a [`Source`].
 
+use crate::error::Diagnostics;
 use std::fs::File;
 use std::io::{self, BufRead, Read};
 use std::path::Path;
 
 use super::{ArcHeader, ArcVersion, Trust, is_scheme_start};
 use crate::codec::{Codec, Decoder, Source};
-use crate::error::{Error, ErrorKind, Position, Result, Warning, WarningKind};
+use crate::error::{Error, ErrorKind, Result, Warning, WarningKind};
 use crate::fields::Fields;
 use crate::pushback::Pushback;
 use crate::warc::{ReaderOptions, RecordEnd, RecordLocation, WarcDate, WarcHeader};
@@ -67,7 +68,7 @@ pub struct Reader<S> {
     leftovers: Fields,
     cur: Option<Current>,
     last_end: Option<RecordEnd>,
-    warnings: Vec<Warning>,
+    diag: Diagnostics,
     done: bool,
     file_version: Option<ArcVersion>,
     file_date: Option<WarcDate>,
@@ -134,6 +135,7 @@ fn inner_starts(line: &[u8]) -> impl Iterator<Item = usize> + '_ {
 impl<S: Source> Reader<S> {
     /// A reader over an already built source.
     pub fn from_source(src: S, opts: ReaderOptions) -> Self {
+        let diag = Diagnostics::new(opts.file.clone(), opts.strict);
         Reader {
             input: Pushback::new(src),
             label: crate::view::file_label(&opts),
@@ -144,7 +146,7 @@ impl<S: Source> Reader<S> {
             leftovers: Fields::new(),
             cur: None,
             last_end: None,
-            warnings: Vec::new(),
+            diag,
             done: false,
             file_version: None,
             file_date: None,
@@ -171,8 +173,8 @@ impl<S: Source> Reader<S> {
 
     /// Takes the warnings collected so far.
     pub fn take_warnings(&mut self) -> Vec<Warning> {
-        self.input.drain_warnings(&mut self.warnings);
-        std::mem::take(&mut self.warnings)
+        let src = &mut self.input;
+        self.diag.take(|w| src.drain_warnings(w))
     }
 
     /// How the last finished record ended.
@@ -181,22 +183,12 @@ impl<S: Source> Reader<S> {
     }
 
     fn warn(&mut self, kind: WarningKind, offset: u64, record: Option<u64>, msg: String) {
-        let mut w = Warning::new(kind, offset, msg);
-        w.record = record;
-        if record.is_some() {
-            w.record_id = self.view.record_id().map(|s| s.into_owned());
-        }
-        self.warnings.push(w);
+        let id = self.view.record_id().map(|s| s.into_owned());
+        self.diag.warn(kind, offset, record, id, msg);
     }
 
     fn error(&self, kind: ErrorKind, offset: u64, record: Option<u64>) -> Error {
-        let mut pos = Position::at(offset);
-        pos.record = record;
-        let mut e = Error::new(kind).at(pos);
-        if let Some(f) = &self.opts.file {
-            e = e.in_file(f);
-        }
-        e
+        self.diag.error(kind, offset, record, None)
     }
 
     fn deviation(
@@ -206,18 +198,12 @@ impl<S: Source> Reader<S> {
         record: Option<u64>,
         msg: String,
     ) -> Result<()> {
-        if self.opts.strict {
-            return Err(self.error(ErrorKind::Syntax(msg), offset, record));
-        }
-        self.warn(kind, offset, record, msg);
-        Ok(())
+        let id = self.view.record_id().map(|s| s.into_owned());
+        self.diag.deviation(kind, offset, record, id, msg)
     }
 
     fn locate(&self, e: Error) -> Error {
-        match &self.opts.file {
-            Some(f) => e.in_file(f),
-            None => e,
-        }
+        self.diag.locate(e)
     }
 
     /// The next record; what the caller left unread of the previous one is

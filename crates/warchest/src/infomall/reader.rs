@@ -1,5 +1,6 @@
 //! Reading Web InfoMall records from a [`Source`].
 
+use crate::error::Diagnostics;
 use std::fs::File;
 use std::io::{self, BufRead, Read};
 use std::path::Path;
@@ -8,7 +9,7 @@ use flate2::{Decompress, FlushDecompress, Status};
 
 use super::Header;
 use crate::codec::{Codec, Decoder, Source};
-use crate::error::{Error, ErrorKind, Position, Result, Warning, WarningKind};
+use crate::error::{Error, ErrorKind, Result, Warning, WarningKind};
 use crate::fields::Fields;
 use crate::pushback::Pushback;
 use crate::warc::{ReaderOptions, RecordEnd, RecordLocation, WarcHeader};
@@ -94,7 +95,7 @@ pub struct Reader<S> {
     view: WarcHeader,
     cur: Option<Current>,
     last_end: Option<RecordEnd>,
-    warnings: Vec<Warning>,
+    diag: Diagnostics,
     done: bool,
     hbuf: Vec<u8>,
     zlib: Option<Decompress>,
@@ -137,6 +138,7 @@ fn is_line_end(b: u8) -> bool {
 impl<S: Source> Reader<S> {
     /// A reader over an already built source.
     pub fn from_source(src: S, opts: ReaderOptions) -> Self {
+        let diag = Diagnostics::new(opts.file.clone(), opts.strict);
         Reader {
             input: Pushback::new(src),
             label: crate::view::file_label(&opts),
@@ -146,7 +148,7 @@ impl<S: Source> Reader<S> {
             view: WarcHeader::from_fields(crate::warc::Version::V1_1, Fields::new()),
             cur: None,
             last_end: None,
-            warnings: Vec::new(),
+            diag,
             done: false,
             hbuf: Vec::new(),
             zlib: None,
@@ -169,8 +171,8 @@ impl<S: Source> Reader<S> {
 
     /// Takes the warnings collected so far.
     pub fn take_warnings(&mut self) -> Vec<Warning> {
-        self.input.drain_warnings(&mut self.warnings);
-        std::mem::take(&mut self.warnings)
+        let src = &mut self.input;
+        self.diag.take(|w| src.drain_warnings(w))
     }
 
     /// How the last finished record ended.
@@ -179,22 +181,12 @@ impl<S: Source> Reader<S> {
     }
 
     fn warn(&mut self, kind: WarningKind, offset: u64, record: Option<u64>, msg: String) {
-        let mut w = Warning::new(kind, offset, msg);
-        w.record = record;
-        if record.is_some() {
-            w.record_id = self.view.record_id().map(|s| s.into_owned());
-        }
-        self.warnings.push(w);
+        let id = self.view.record_id().map(|s| s.into_owned());
+        self.diag.warn(kind, offset, record, id, msg);
     }
 
     fn error(&self, kind: ErrorKind, offset: u64, record: Option<u64>) -> Error {
-        let mut pos = Position::at(offset);
-        pos.record = record;
-        let mut e = Error::new(kind).at(pos);
-        if let Some(f) = &self.opts.file {
-            e = e.in_file(f);
-        }
-        e
+        self.diag.error(kind, offset, record, None)
     }
 
     /// A deviation: an error when strict, else a warning.
@@ -205,18 +197,12 @@ impl<S: Source> Reader<S> {
         record: Option<u64>,
         msg: String,
     ) -> Result<()> {
-        if self.opts.strict {
-            return Err(self.error(ErrorKind::Syntax(msg), offset, record));
-        }
-        self.warn(kind, offset, record, msg);
-        Ok(())
+        let id = self.view.record_id().map(|s| s.into_owned());
+        self.diag.deviation(kind, offset, record, id, msg)
     }
 
     fn locate(&self, e: Error) -> Error {
-        match &self.opts.file {
-            Some(f) => e.in_file(f),
-            None => e,
-        }
+        self.diag.locate(e)
     }
 
     /// The next record; what the caller left unread of the previous one is

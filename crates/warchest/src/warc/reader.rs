@@ -1,12 +1,13 @@
 //! Reading WARC records from a [`Source`].
 
+use crate::error::Diagnostics;
 use std::fs::File;
 use std::io::{self, BufRead, Read};
 use std::path::{Path, PathBuf};
 
 use super::header::{Version, WarcHeader};
 use crate::codec::{Codec, Decoder, DecoderOptions, Source};
-use crate::error::{Error, ErrorKind, Position, Result, Warning, WarningKind};
+use crate::error::{Error, ErrorKind, Result, Warning, WarningKind};
 use crate::fields::{FieldIssue, Fields};
 use crate::limits::Limits;
 
@@ -116,7 +117,7 @@ pub struct Reader<S> {
     header: WarcHeader,
     cur: Option<Current>,
     last_end: Option<RecordEnd>,
-    warnings: Vec<Warning>,
+    diag: Diagnostics,
     issues: Vec<FieldIssue>,
     /// Bytes already taken from the source that begin the next record (found
     /// by resynchronisation across a buffer boundary).
@@ -180,6 +181,7 @@ fn is_crlf(b: u8) -> bool {
 impl<S: Source> Reader<S> {
     /// A reader over an already built source.
     pub fn from_source(src: S, opts: ReaderOptions) -> Self {
+        let diag = Diagnostics::new(opts.file.clone(), opts.strict);
         Reader {
             src,
             opts,
@@ -187,7 +189,7 @@ impl<S: Source> Reader<S> {
             header: WarcHeader::from_fields(Version::V1_1, Fields::new()),
             cur: None,
             last_end: None,
-            warnings: Vec::new(),
+            diag,
             issues: Vec::new(),
             carry: Vec::new(),
             done: false,
@@ -218,8 +220,8 @@ impl<S: Source> Reader<S> {
     /// Takes the warnings collected so far (lenient recoveries, each with its
     /// offset and record).
     pub fn take_warnings(&mut self) -> Vec<Warning> {
-        self.src.drain_warnings(&mut self.warnings);
-        std::mem::take(&mut self.warnings)
+        let src = &mut self.src;
+        self.diag.take(|w| src.drain_warnings(w))
     }
 
     /// What the last finished record's end looked like (set when it was
@@ -239,34 +241,21 @@ impl<S: Source> Reader<S> {
     }
 
     fn warn(&mut self, kind: WarningKind, offset: u64, record: Option<u64>, msg: String) {
-        let mut w = Warning::new(kind, offset, msg);
-        w.record = record;
-        if record.is_some() {
-            w.record_id = self.header.record_id().map(|s| s.into_owned());
-        }
-        self.warnings.push(w);
+        let id = self.header.record_id().map(|s| s.into_owned());
+        self.diag.warn(kind, offset, record, id, msg);
     }
 
     fn error(&self, kind: ErrorKind, offset: u64, record: Option<u64>) -> Error {
-        let mut pos = Position::at(offset);
-        pos.record = record;
-        let mut e = Error::new(kind).at(pos);
-        if let Some(f) = &self.opts.file {
-            e = e.in_file(f);
-        }
-        if record.is_some()
-            && let Some(id) = self.header.record_id()
-        {
-            e = e.with_record_id(id.into_owned());
-        }
-        e
+        self.diag.error(
+            kind,
+            offset,
+            record,
+            self.header.record_id().map(|s| s.into_owned()),
+        )
     }
 
     fn locate(&self, e: Error) -> Error {
-        match &self.opts.file {
-            Some(f) => e.in_file(f),
-            None => e,
-        }
+        self.diag.locate(e)
     }
 
     /// Reads the next record's header; its block is then read through the
@@ -546,7 +535,7 @@ impl<S: Source> Reader<S> {
                         ),
                     );
                     w.record = Some(index);
-                    self.warnings.push(w);
+                    self.diag.push(w);
                     self.header.fields = fields;
                     return Ok(false);
                 }
