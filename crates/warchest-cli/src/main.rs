@@ -51,6 +51,8 @@ enum Command {
     Annotate(cmd::annotate::AnnotateArgs),
     Migrate(cmd::annotate::MigrateArgs),
     Validate(cmd::validate::Args),
+    Capture(cmd::capture::CaptureArgs),
+    Proxy(cmd::capture::ProxyArgs),
 }
 
 fn main() -> ExitCode {
@@ -90,6 +92,8 @@ fn main() -> ExitCode {
         Command::Annotate(a) => cmd::annotate::run_annotate(&global, a),
         Command::Migrate(a) => cmd::annotate::run_migrate(&global, a),
         Command::Validate(a) => cmd::validate::run(&global, a),
+        Command::Capture(a) => cmd::capture::run_capture(&global, a),
+        Command::Proxy(a) => cmd::capture::run_proxy(&global, a),
     };
     report::exit(outcome)
 }

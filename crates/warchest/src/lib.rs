@@ -19,6 +19,7 @@
 
 pub mod arc;
 pub mod archive;
+pub mod capture;
 pub mod check;
 pub mod codec;
 pub mod convert;
