@@ -9,6 +9,9 @@ pub struct Robots {
     rules: Vec<(bool, String)>,
 }
 
+/// A group: its user agents, and its rules (allow, pattern).
+type Group = (Vec<String>, Vec<(bool, String)>);
+
 /// The most of a robots.txt that is read (RFC 9309 section 2.5 asks for at
 /// least 500 KiB).
 pub const MAX_ROBOTS: usize = 512 << 10;
@@ -30,8 +33,7 @@ impl Robots {
     /// `warchest`, matched case-insensitively).
     pub fn parse(text: &str, agent: &str) -> Robots {
         let agent = agent.to_ascii_lowercase();
-        // (agents of the group, rules of the group)
-        let mut groups: Vec<(Vec<String>, Vec<(bool, String)>)> = Vec::new();
+        let mut groups: Vec<Group> = Vec::new();
         let mut in_agents = false;
         for line in text.lines() {
             let line = line.split('#').next().unwrap_or("").trim();
