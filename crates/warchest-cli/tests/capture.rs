@@ -377,10 +377,32 @@ fn captures_http_with_digests_redirects_robots_and_limits() {
         "5",
         "-j",
         "3",
+        "--warc-size",
+        "120KB",
     ]));
     // /hop's redirect to port 1 fails: exit 1, the rest recorded.
     assert_eq!(code, 1, "{err}");
     let files = files_in(&out);
+    // Rotated at --warc-size, each file opening with its warcinfo.
+    assert!(
+        files.len() >= 2,
+        "{files:?} {:?}",
+        files
+            .iter()
+            .map(|f| std::fs::metadata(f).unwrap().len())
+            .collect::<Vec<_>>()
+    );
+    for f in &files {
+        assert!(
+            std::fs::metadata(f).unwrap().len() <= 150_000,
+            "{}",
+            f.display()
+        );
+        assert_eq!(
+            records(std::slice::from_ref(f))[0].kind,
+            RecordType::Warcinfo
+        );
+    }
     validate(&files);
     let recs = records(&files);
     assert_eq!(recs[0].kind, RecordType::Warcinfo);
@@ -468,15 +490,29 @@ fn dns_lookups_are_recorded_once_per_host() {
     let work = tempfile::tempdir().unwrap();
     let out = work.path().join("out");
     let port = site.addr.port();
+    let t0 = std::time::Instant::now();
     let (code, _, err) = run(bin()
         .arg("capture")
         .arg(format!("http://www.example.test:{port}/"))
         .arg(format!("http://www.example.test:{port}/copy"))
         .arg("-o")
         .arg(&out)
-        .args(["--ignore-robots", "--dns-server"])
+        .args([
+            "--ignore-robots",
+            "-j",
+            "2",
+            "--delay",
+            "0.5",
+            "--dns-server",
+        ])
         .arg(dns.to_string()));
     assert_eq!(code, 0, "{err}");
+    // Two workers, one host: the politeness delay keeps them apart.
+    assert!(
+        t0.elapsed() >= Duration::from_millis(500),
+        "{:?}",
+        t0.elapsed()
+    );
     assert!(queries.load(Ordering::SeqCst) >= 1);
     let files = files_in(&out);
     validate(&files);

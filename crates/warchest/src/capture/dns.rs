@@ -131,6 +131,16 @@ impl Resolver {
                 lookup: None,
             });
         }
+        // RFC 6761 section 6.3: localhost is loopback, never asked about.
+        if host == "localhost" || host.ends_with(".localhost") {
+            return Ok(Resolved {
+                addrs: vec![
+                    IpAddr::V4(Ipv4Addr::LOCALHOST),
+                    IpAddr::V6(Ipv6Addr::LOCALHOST),
+                ],
+                lookup: None,
+            });
+        }
         if let Some(a) = self.opts.overrides.get(host) {
             return Ok(Resolved {
                 addrs: a.clone(),
