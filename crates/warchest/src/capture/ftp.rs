@@ -232,7 +232,8 @@ pub fn retrieve(url: &Url, addrs: &[IpAddr], opts: &FtpOptions) -> Result<Retrie
 
 /// The port of `229 Entering Extended Passive Mode (|||6446|)`.
 fn parse_epsv(text: &str) -> Option<u16> {
-    let inner = &text[text.find('(')? + 1..text.rfind(')')?];
+    let (open, close) = (text.find('(')?, text.rfind(')')?);
+    let inner = text.get(open + 1..close)?;
     let d = inner.chars().next()?;
     let parts: Vec<&str> = inner.split(d).collect();
     parts.get(3)?.parse().ok()
@@ -264,6 +265,7 @@ mod tests {
             Some(6446)
         );
         assert_eq!(parse_epsv("no"), None);
+        assert_eq!(parse_epsv(")(|||1|"), None);
         assert_eq!(
             parse_pasv("Entering Passive Mode (127,0,0,1,4,1)."),
             Some(1025)

@@ -197,7 +197,19 @@ pub fn read_head(
     max: usize,
 ) -> Result<Option<usize>, CaptureError> {
     buf.clear();
+    fill_head(conn, buf, max)
+}
+
+/// [`read_head`] for a buffer that may already hold bytes of the head.
+fn fill_head(
+    conn: &mut dyn Read,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> Result<Option<usize>, CaptureError> {
     let mut finder = HeadFinder::new();
+    if let Some(end) = finder.find(buf) {
+        return Ok(Some(end));
+    }
     let mut chunk = [0u8; 8192];
     loop {
         let n = match conn.read(&mut chunk) {
@@ -222,6 +234,52 @@ pub fn read_head(
             return Err(CaptureError::Http(format!(
                 "HTTP head longer than {max} bytes"
             )));
+        }
+    }
+}
+
+/// The most interim (1xx) responses accepted before the final one.
+const MAX_INTERIM: usize = 16;
+
+/// Reads the head of the final response into `buf` (cleared first),
+/// passing interim responses (`100 Continue`, `103 Early Hints`; not `101`)
+/// to `tee` and returning their status lines: they are not part of the
+/// recorded response, whose block must be one HTTP message.
+///
+/// # Errors
+/// As [`read_head`]; more than 16 interim responses.
+pub fn read_response_head(
+    conn: &mut dyn Read,
+    buf: &mut Vec<u8>,
+    max: usize,
+    tee: &mut Tee<'_>,
+) -> Result<Option<(usize, Vec<String>)>, CaptureError> {
+    buf.clear();
+    let mut interim = Vec::new();
+    loop {
+        let Some(end) = fill_head(conn, buf, max)? else {
+            if interim.is_empty() {
+                return Ok(None);
+            }
+            return Err(CaptureError::Http(
+                "the connection ended after an interim response".into(),
+            ));
+        };
+        let head = HttpHead::parse(&buf[..end]).ok().flatten().map(|(h, _)| h);
+        match head.as_ref().and_then(|h| h.status()) {
+            Some(s) if (100..200).contains(&s) && s != 101 => {
+                if interim.len() >= MAX_INTERIM {
+                    return Err(CaptureError::Http("too many interim responses".into()));
+                }
+                tee.write(&buf[..end]);
+                tee.flush();
+                let line = head
+                    .map(|h| String::from_utf8_lossy(h.start_line()).trim().to_string())
+                    .unwrap_or_default();
+                interim.push(line);
+                buf.drain(..end);
+            }
+            _ => return Ok(Some((end, interim))),
         }
     }
 }
@@ -482,6 +540,8 @@ pub struct Exchange {
     pub elapsed: Duration,
     /// WARC-Protocol values (`tls/1.3`), WARC-Cipher-Suite.
     pub tls: (Option<String>, Option<String>),
+    /// Status lines of interim (1xx) responses before the final one.
+    pub interim: Vec<String>,
 }
 
 /// Settings of [`fetch`].
@@ -513,11 +573,14 @@ pub fn fetch(
         .map_err(|e| CaptureError::Io(url.to_string(), e))?;
     let tls = conn.tls_info();
     let mut buf = Vec::new();
-    let head_len = read_head(&mut conn, &mut buf, opts.read.max_head)?.ok_or_else(|| {
-        CaptureError::Http(format!(
-            "{url}: the server closed the connection without a response"
-        ))
-    })?;
+    let (head_len, interim) =
+        read_response_head(&mut conn, &mut buf, opts.read.max_head, &mut Tee::none())?.ok_or_else(
+            || {
+                CaptureError::Http(format!(
+                    "{url}: the server closed the connection without a response"
+                ))
+            },
+        )?;
     let method = request
         .split(|&b| b == b' ')
         .next()
@@ -539,6 +602,7 @@ pub fn fetch(
         started,
         elapsed: t0.elapsed(),
         tls,
+        interim,
     })
 }
 
@@ -596,6 +660,25 @@ mod tests {
         assert_eq!(c.truncated, Some(TruncatedReason::Disconnect));
         assert!(!c.complete);
         assert_eq!(c.payload.payload_len, 7);
+    }
+
+    #[test]
+    fn interim_responses_are_set_aside() {
+        let wire = b"HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+        let mut conn = &wire[..];
+        let mut passed = Vec::new();
+        let mut buf = Vec::new();
+        let (n, interim) =
+            read_response_head(&mut conn, &mut buf, 1 << 16, &mut Tee::to(&mut passed))
+                .unwrap()
+                .unwrap();
+        assert_eq!(interim, ["HTTP/1.1 103 Early Hints"]);
+        assert!(buf.starts_with(b"HTTP/1.1 200 OK\r\n"));
+        assert_eq!(&buf[n..], b"ok");
+        assert!(passed.starts_with(b"HTTP/1.1 103"));
+        let endless = b"HTTP/1.1 100 Continue\r\n\r\n".repeat(20);
+        let mut conn = &endless[..];
+        assert!(read_response_head(&mut conn, &mut buf, 1 << 16, &mut Tee::none()).is_err());
     }
 
     #[test]

@@ -466,6 +466,13 @@ impl Capturer {
         let ms = x.elapsed.as_millis() as u64;
         let mut meta = meta.to_vec();
         meta.insert(0, ("fetchTimeMs".to_string(), ms.to_string()));
+        // Interim responses (103 Early Hints...) are not in the response
+        // record, whose block is one message; their status lines are here.
+        meta.extend(
+            x.interim
+                .iter()
+                .map(|l| ("interimResponse".to_string(), l.clone())),
+        );
         let mut protocols = vec!["http/1.1".to_string()];
         if let Some(p) = x.tls.0.clone() {
             protocols.push(p);

@@ -275,11 +275,16 @@ fn handle(
             .map_err(|e| CaptureError::Io(url.to_string(), e))?;
         let tls = up.tls_info();
         let mut rbuf = Vec::new();
-        let Some(rlen) = client::read_head(&mut up, &mut rbuf, max_head)? else {
-            reply(&mut client, "502 Bad Gateway", "no response\n");
-            return Ok(());
-        };
         let mut tee = Tee::to(&mut client);
+        let (rlen, interim) =
+            match client::read_response_head(&mut up, &mut rbuf, max_head, &mut tee)? {
+                Some(x) => x,
+                None => {
+                    drop(tee);
+                    reply(&mut client, "502 Bad Gateway", "no response\n");
+                    return Ok(());
+                }
+            };
         let mut resp = client::capture_message(
             &mut up,
             rbuf,
@@ -319,7 +324,14 @@ fn handle(
                     t0.elapsed().as_millis().to_string(),
                 ),
                 ("proxied".to_string(), "true".to_string()),
-            ],
+            ]
+            .into_iter()
+            .chain(
+                interim
+                    .into_iter()
+                    .map(|l| ("interimResponse".to_string(), l)),
+            )
+            .collect(),
             conditional_of: None,
         })?;
         if !keep {
