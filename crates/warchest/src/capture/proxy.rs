@@ -280,7 +280,6 @@ fn handle(
             match client::read_response_head(&mut up, &mut rbuf, max_head, &mut tee)? {
                 Some(x) => x,
                 None => {
-                    drop(tee);
                     reply(&mut client, "502 Bad Gateway", "no response\n");
                     return Ok(());
                 }
