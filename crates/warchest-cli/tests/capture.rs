@@ -602,8 +602,16 @@ fn dedupe_and_conditional_revisits_resolve() {
         assert_eq!(code, 0, "{err}");
         files_in(&out)
     };
-    // /copy serves the same payload as /: an identical-payload-digest revisit.
-    let first = cap("one", &["/", "/copy"], &[]);
+    // /copy serves the same payload as /: an identical-payload-digest
+    // revisit. The URLs come from a file this time.
+    let list = work.path().join("urls.txt");
+    std::fs::write(
+        &list,
+        format!("# seeds\n{base}/\n\n{base}/copy  # same payload\n"),
+    )
+    .unwrap();
+    let list_arg = list.display().to_string();
+    let first = cap("one", &[], &["-i", &list_arg]);
     // Second run: / again, conditionally: the server says 304.
     let second = cap("two", &["/", "/big"], &["--conditional"]);
     let mut all = first.clone();
@@ -796,6 +804,36 @@ fn proxy_passes_bytes_unchanged_and_records_them() {
         let got = via_proxy(p.addr, &format!("http://{host}{path}"), &host);
         assert_eq!(got, direct(site.addr, path, &host), "{path}");
     }
+    // Two requests on one kept-alive client connection.
+    let mut s = TcpStream::connect(p.addr).unwrap();
+    let mut r = BufReader::new(s.try_clone().unwrap());
+    for path in ["/copy", "/gzip"] {
+        write!(
+            s,
+            "GET http://{host}{path} HTTP/1.1\r\nHost: {host}\r\n\r\n"
+        )
+        .unwrap();
+        let mut len = 0;
+        loop {
+            let mut line = String::new();
+            r.read_line(&mut line).unwrap();
+            if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                len = v.trim().parse().unwrap();
+            }
+            if line == "\r\n" {
+                break;
+            }
+        }
+        let mut body = vec![0; len];
+        r.read_exact(&mut body).unwrap();
+        let want = if path == "/gzip" {
+            gzip(&pages()["/gzip"])
+        } else {
+            HELLO.to_vec()
+        };
+        assert_eq!(body, want, "{path}");
+    }
+    drop((s, r));
     // HTTPS by CONNECT, the client trusting the proxy's CA.
     let (cfg, _) = tls_config(&["localhost"]);
     let tls_site = start_site(Some(cfg));
@@ -848,6 +886,7 @@ fn proxy_passes_bytes_unchanged_and_records_them() {
         let r = response(&recs, &format!("http://{host}{path}"));
         assert_eq!(r.block, direct(site.addr, path, &host), "{path}");
     }
+    response(&recs, &format!("http://{host}/copy"));
     let r = response(&recs, &format!("https://localhost:{tport}/gzip"));
     assert_eq!(r.get("WARC-Payload-Digest").unwrap(), sha1(&body));
     assert!(r.block.ends_with(&body));

@@ -682,6 +682,45 @@ mod tests {
     }
 
     #[test]
+    fn hostile_responses_end_without_panic() {
+        let good = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n5\r\nhello\r\n0\r\n\r\n";
+        let mut cases: Vec<Vec<u8>> = (0..good.len()).map(|n| good[..n].to_vec()).collect();
+        cases.push(b"HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999\r\n\r\nx".to_vec());
+        cases.push(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffffff\r\nx"
+                .to_vec(),
+        );
+        cases.push(b"\x00\xff garbage \r\n\r\n".to_vec());
+        cases.push(vec![b'a'; 100_000]);
+        let opts = ReadOptions {
+            limits: CaptureLimits {
+                max_len: Some(1 << 20),
+                max_time: None,
+            },
+            digest: Algorithm::Sha1,
+            spool_threshold: 1 << 16,
+            max_head: 1 << 12,
+        };
+        for c in cases {
+            let mut conn = &c[..];
+            let mut buf = Vec::new();
+            if let Ok(Some((n, _))) =
+                read_response_head(&mut conn, &mut buf, opts.max_head, &mut Tee::none())
+                && let Ok(m) = capture_message(
+                    &mut conn,
+                    buf,
+                    n,
+                    |h| response_framing(h, b"GET"),
+                    &opts,
+                    &mut Tee::none(),
+                )
+            {
+                assert!(m.len <= c.len() as u64);
+            }
+        }
+    }
+
+    #[test]
     fn request_has_host_and_agent() {
         let u = Url::parse("http://h:8080/p?q").unwrap();
         let r = get_request(
