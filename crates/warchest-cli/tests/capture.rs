@@ -104,7 +104,7 @@ fn serve_one(mut s: impl Read + Write, hits: &Mutex<Vec<String>>) {
         let _ = s.write_all(b);
         let _ = s.flush();
     };
-    match path.as_str() {
+    match path.split('?').next().unwrap_or("/") {
         "/robots.txt" => {
             let body = "User-agent: *\nDisallow: /private\n";
             w(&mut s, format!("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{body}", body.len()).as_bytes());
@@ -890,4 +890,39 @@ fn proxy_passes_bytes_unchanged_and_records_them() {
     let r = response(&recs, &format!("https://localhost:{tport}/gzip"));
     assert_eq!(r.get("WARC-Payload-Digest").unwrap(), sha1(&body));
     assert!(r.block.ends_with(&body));
+}
+
+#[test]
+fn sigterm_stops_a_capture_with_its_files_closed() {
+    let site = start_site(None);
+    let base = format!("http://127.0.0.1:{}", site.addr.port());
+    let work = tempfile::tempdir().unwrap();
+    let out = work.path().join("out");
+    let mut child = bin()
+        .arg("capture")
+        .args((0..5).map(|i| format!("{base}/slow?{i}")))
+        .arg("-o")
+        .arg(&out)
+        .args(["--ignore-robots", "--max-time", "2"])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    let _ = Command::new("kill")
+        .arg("-TERM")
+        .arg(child.id().to_string())
+        .status();
+    let t0 = std::time::Instant::now();
+    let st = child.wait().unwrap();
+    // The fetch under way ends (at --max-time at the latest); no new one starts.
+    assert!(t0.elapsed() < Duration::from_secs(4), "{:?}", t0.elapsed());
+    assert_eq!(st.code(), Some(0));
+    let files = files_in(&out);
+    validate(&files);
+    let recs = records(&files);
+    let slow: Vec<&Rec> = recs
+        .iter()
+        .filter(|r| r.kind == RecordType::Response)
+        .collect();
+    assert_eq!(slow.len(), 1, "one fetch was under way");
 }

@@ -239,6 +239,12 @@ pub fn run_capture(g: &Global, args: CaptureArgs) -> Result<Outcome> {
     if let Some(ua) = &args.user_agent {
         opts.user_agent = ua.clone();
     }
+    // Ctrl-C stops after the fetches under way, and the files are closed.
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone()).context("signal handler")?;
+    }
+    opts.stop = Some(stop);
     let capturer = Capturer::new(&args.out.output, opts)?;
     let quiet = g.quiet;
     let json = args.json;
@@ -372,10 +378,11 @@ pub fn run_proxy(g: &Global, args: ProxyArgs) -> Result<Outcome> {
             args.ca.display()
         );
     }
-    p.serve(&stop)?;
+    let served = p.serve(&stop);
     drop(p);
     let stats = recorder.stats();
     let files = recorder.finish()?;
+    served?;
     if !g.quiet {
         for f in &files {
             eprintln!("wrote {}", f.display());

@@ -93,6 +93,9 @@ pub struct CaptureOptions {
     pub delay: Duration,
     /// Parallel connections.
     pub jobs: usize,
+    /// Set (by a signal handler) to stop after the fetches under way: the
+    /// files are then closed properly.
+    pub stop: Option<Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl Default for CaptureOptions {
@@ -115,6 +118,7 @@ impl Default for CaptureOptions {
             robots: true,
             delay: Duration::ZERO,
             jobs: 1,
+            stop: None,
         }
     }
 }
@@ -251,7 +255,7 @@ impl Capturer {
                     loop {
                         let next = queue.lock().ok().and_then(|mut q| q.pop_front());
                         let Some(u) = next else { break };
-                        if fatal.lock().map(|f| f.is_some()).unwrap_or(true) {
+                        if fatal.lock().map(|f| f.is_some()).unwrap_or(true) || self.stopped() {
                             break;
                         }
                         let events = match self.capture_one(&u) {
@@ -281,12 +285,21 @@ impl Capturer {
             }
         });
         if let Some(e) = fatal.into_inner().ok().flatten() {
+            // Close what can be closed; the error is the news.
+            let _ = self.recorder.finish();
             return Err(e);
         }
         let mut summary = summary.into_inner().unwrap_or_default();
         summary.records = self.recorder.stats();
         summary.files = self.recorder.finish()?;
         Ok(summary)
+    }
+
+    fn stopped(&self) -> bool {
+        self.opts
+            .stop
+            .as_ref()
+            .is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed))
     }
 
     /// One URL given: its fetch and the redirects after it.
