@@ -344,8 +344,9 @@ impl Capturer {
         Ok(r.addrs)
     }
 
-    /// Waits until `host` may be asked again, and books the next slot.
-    fn polite(&self, origin: &str) {
+    /// Waits until `host` may be asked again, and books the next slot
+    /// (per host, whatever the scheme or port: it is one server's load).
+    fn polite(&self, host: &str) {
         if self.opts.delay.is_zero() {
             return;
         }
@@ -354,8 +355,8 @@ impl Capturer {
                 return;
             };
             let now = Instant::now();
-            let slot = m.get(origin).copied().unwrap_or(now).max(now);
-            m.insert(origin.to_string(), slot + self.opts.delay);
+            let slot = m.get(host).copied().unwrap_or(now).max(now);
+            m.insert(host.to_string(), slot + self.opts.delay);
             if m.len() > 100_000 {
                 m.retain(|_, t| *t > now);
             }
@@ -441,7 +442,7 @@ impl Capturer {
         meta: &[(String, String)],
     ) -> Result<(Event, Option<String>, u16, Option<String>), CaptureError> {
         let addrs = self.resolve(&url.host)?;
-        self.polite(&url.origin());
+        self.polite(&url.host);
         let target = url.to_string();
         let mut extra = Vec::new();
         let mut conditional_of: Option<Original> = None;
@@ -529,7 +530,7 @@ impl Capturer {
 
     fn capture_ftp(&self, url: &Url) -> Result<Event, CaptureError> {
         let addrs = self.resolve(&url.host)?;
-        self.polite(&url.origin());
+        self.polite(&url.host);
         let t0 = Instant::now();
         let mut got = ftp::retrieve(
             url,
