@@ -384,18 +384,29 @@ impl Capturer {
         if slot.is_none() {
             let mut r = url.clone();
             r.path_and_query = "/robots.txt".into();
-            let rules = match self.fetch_and_record(&r, None, 0, &[]) {
-                Ok((_, Some(text), status, _)) if (200..300).contains(&status) => {
-                    robots::Robots::parse(&text, &self.opts.robots_agent)
+            // RFC 9309 2.3.1.2: follow at least five redirects.
+            let mut rules = robots::Robots::allow_all();
+            for _ in 0..=5 {
+                match self.fetch_and_record(&r, true, &[]) {
+                    Ok((_, Some(text), status, _)) if (200..300).contains(&status) => {
+                        rules = robots::Robots::parse(&text, &self.opts.robots_agent);
+                    }
+                    Ok((_, _, status, _)) if status >= 500 => {
+                        rules = robots::Robots::disallow_all();
+                    }
+                    Ok((_, _, _, Some(loc))) => match r.join(&loc) {
+                        Ok(next) if next.scheme != url::Scheme::Ftp => {
+                            r = next;
+                            continue;
+                        }
+                        _ => {}
+                    },
+                    Ok(_) => {}
+                    Err(e @ CaptureError::Warc(_)) => return Err(e),
+                    Err(e) => tracing::warn!("{r}: {e}; no robots.txt rules"),
                 }
-                Ok((_, _, status, _)) if status >= 500 => robots::Robots::disallow_all(),
-                Ok(_) => robots::Robots::allow_all(),
-                Err(e @ CaptureError::Warc(_)) => return Err(e),
-                Err(e) => {
-                    tracing::warn!("{r}: {e}; no robots.txt rules");
-                    robots::Robots::allow_all()
-                }
-            };
+                break;
+            }
             *slot = Some(rules);
         }
         Ok(slot.as_ref().is_none_or(|r| r.allowed(&url.path_and_query)))
@@ -428,17 +439,16 @@ impl Capturer {
         if hop > 0 {
             meta.push(("hopsFromSeed".to_string(), "R".repeat(hop as usize)));
         }
-        let (ev, _, _, location) = self.fetch_and_record(url, via, hop, &meta)?;
+        let (ev, _, _, location) = self.fetch_and_record(url, false, &meta)?;
         Ok((ev, location))
     }
 
     /// Fetches and records one URL. Returns the event, the decoded body
-    /// when it is robots.txt, the status and a redirect's Location.
+    /// when `want_body` (robots.txt), the status and a redirect's Location.
     fn fetch_and_record(
         &self,
         url: &Url,
-        _via: Option<&str>,
-        _hop: u32,
+        want_body: bool,
         meta: &[(String, String)],
     ) -> Result<(Event, Option<String>, u16, Option<String>), CaptureError> {
         let addrs = self.resolve(&url.host)?;
@@ -472,7 +482,7 @@ impl Capturer {
         } else {
             None
         };
-        let robots_text = if url.path_and_query == "/robots.txt" && (200..300).contains(&status) {
+        let robots_text = if want_body && (200..300).contains(&status) {
             robots_body(&mut x.response)
         } else {
             None
