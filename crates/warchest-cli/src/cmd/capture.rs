@@ -345,7 +345,7 @@ pub fn run_proxy(g: &Global, args: ProxyArgs) -> Result<Outcome> {
         .writer
         .digest
         .unwrap_or(warchest::digest::Algorithm::Sha1);
-    let spool_threshold = rotating.writer.spool_threshold;
+    let spool_threshold = capture::SPOOL_IN_MEMORY.min(rotating.writer.spool_threshold);
     let recorder = Arc::new(capture::Recorder::new(&args.out.output, rotating, index)?);
     let roots: Vec<&std::path::Path> = args.net.ca_certs.iter().map(|p| p.as_path()).collect();
     let timeout = NetArgs::seconds(args.net.timeout, "--timeout")?;

@@ -35,6 +35,11 @@ pub mod url;
 pub use record::{Kind, Recorded, Recorder, RecorderStats};
 pub use url::Url;
 
+/// How much of each message in flight is held in memory before it is
+/// spooled to a temporary file: small, since `-j N` fetches (or proxied
+/// exchanges) are in flight at once.
+pub const SPOOL_IN_MEMORY: usize = 1 << 20;
+
 /// Why a capture failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -216,7 +221,7 @@ impl Capturer {
             read: http::ReadOptions {
                 limits: opts.limits,
                 digest: recorder.digest(),
-                spool_threshold: opts.output.writer.spool_threshold,
+                spool_threshold: SPOOL_IN_MEMORY.min(opts.output.writer.spool_threshold),
                 max_head: crate::Limits::default().max_http_head,
             },
         };
@@ -548,7 +553,7 @@ impl Capturer {
             &ftp::FtpOptions {
                 timeout: self.opts.timeout,
                 limits: self.opts.limits,
-                spool_threshold: self.opts.output.writer.spool_threshold,
+                spool_threshold: SPOOL_IN_MEMORY.min(self.opts.output.writer.spool_threshold),
             },
         )?;
         let target = url.to_string();
