@@ -491,13 +491,14 @@ fn dns_lookups_are_recorded_once_per_host() {
     let out = work.path().join("out");
     let port = site.addr.port();
     let t0 = std::time::Instant::now();
-    let (code, _, err) = run(bin()
+    let (code, stdout, err) = run(bin()
         .arg("capture")
         .arg(format!("http://www.example.test:{port}/"))
         .arg(format!("http://www.example.test:{port}/copy"))
         .arg("-o")
         .arg(&out)
         .args([
+            "--json",
             "--ignore-robots",
             "-j",
             "2",
@@ -507,6 +508,17 @@ fn dns_lookups_are_recorded_once_per_host() {
         ])
         .arg(dns.to_string()));
     assert_eq!(code, 0, "{err}");
+    // --json: one line per fetch.
+    let events: Vec<serde_json::Value> = String::from_utf8_lossy(&stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(events.len(), 2, "{events:?}");
+    assert!(
+        events
+            .iter()
+            .all(|e| e["status"] == 200 && e["outcome"] == "response")
+    );
     // Two workers, one host: the politeness delay keeps them apart.
     assert!(
         t0.elapsed() >= Duration::from_millis(500),
