@@ -775,6 +775,8 @@ impl ProxyProc {
         let mut child = bin()
             .args(["proxy", "--listen", "127.0.0.1:0", "--insecure", "--ca"])
             .arg(ca)
+            .arg("--dedupe-index")
+            .arg(out.with_extension("redb"))
             .arg("-o")
             .arg(out)
             .stdout(Stdio::piped())
@@ -898,10 +900,23 @@ fn proxy_passes_bytes_unchanged_and_records_them() {
         let r = response(&recs, &format!("http://{host}{path}"));
         assert_eq!(r.block, direct(site.addr, path, &host), "{path}");
     }
-    response(&recs, &format!("http://{host}/copy"));
+    // /copy's payload is /'s: a revisit, though the client got it whole.
+    let copy = response(&recs, &format!("http://{host}/copy"));
+    assert_eq!(copy.kind, RecordType::Revisit);
+    assert_eq!(
+        copy.get("WARC-Refers-To"),
+        Some(response(&recs, &format!("http://{host}/")).id())
+    );
+    // The HTTPS /gzip, recorded from inside the CONNECT tunnel, has the
+    // payload of the plain /gzip before it.
     let r = response(&recs, &format!("https://localhost:{tport}/gzip"));
     assert_eq!(r.get("WARC-Payload-Digest").unwrap(), sha1(&body));
-    assert!(r.block.ends_with(&body));
+    assert_eq!(r.kind, RecordType::Revisit);
+    let plain = response(&recs, &format!("http://{host}/gzip"));
+    assert_eq!(plain.kind, RecordType::Response);
+    assert_eq!(r.get("WARC-Refers-To"), Some(plain.id()));
+    assert!(plain.block.ends_with(&body));
+    assert!(r.get("WARC-Cipher-Suite").is_some());
 }
 
 #[test]
