@@ -17,7 +17,7 @@ use crate::dedupe::{DigestIndex, IndexEntry, UrlEntry};
 use crate::digest::{Algorithm, Digest};
 use crate::revisit::{self, Location, Original, RevisitProfile};
 use crate::warc::{DatePrecision, RecordType, TruncatedReason, Version, WarcDate, field};
-use crate::write::{Body, NewRecord, Placed, RotatingOptions, RotatingWriter, records};
+use crate::write::{Body, NewRecord, RotatingOptions, RotatingWriter, records};
 
 use super::CaptureError;
 use super::dns::Lookup;
@@ -97,10 +97,6 @@ pub struct Recorder {
 fn warc_date(dt: time::OffsetDateTime) -> WarcDate {
     WarcDate::from_datetime(dt, DatePrecision::Fraction(6))
         .unwrap_or_else(|| WarcDate::now(DatePrecision::Fraction(6)))
-}
-
-fn first_placed(p: &[Placed]) -> Option<&Placed> {
-    p.first()
 }
 
 impl Recorder {
@@ -256,7 +252,7 @@ impl Recorder {
             && (200..300).contains(&status)
             && resp.truncated.is_none()
         {
-            let entry = match (&kind, &duplicate, first_placed(&placed)) {
+            let entry = match (&kind, &duplicate, placed.first()) {
                 (Kind::Response, _, Some(p)) => {
                     Original::from_header(rec.header()).map(|o| IndexEntry {
                         original: o,
