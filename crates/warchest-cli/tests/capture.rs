@@ -818,6 +818,14 @@ fn proxy_passes_bytes_unchanged_and_records_them() {
         let got = via_proxy(p.addr, &format!("http://{host}{path}"), &host);
         assert_eq!(got, direct(site.addr, path, &host), "{path}");
     }
+    // A request for the proxy itself is refused, not looped.
+    let me = format!("127.0.0.1:{}", p.addr.port());
+    let got = via_proxy(p.addr, &format!("http://{me}/"), &me);
+    assert!(
+        got.starts_with(b"HTTP/1.1 508 "),
+        "{}",
+        String::from_utf8_lossy(&got)
+    );
     // Two requests on one kept-alive client connection.
     let mut s = TcpStream::connect(p.addr).unwrap();
     let mut r = BufReader::new(s.try_clone().unwrap());

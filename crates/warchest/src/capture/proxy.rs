@@ -85,22 +85,39 @@ impl Proxy {
             .set_nonblocking(true)
             .map_err(|e| CaptureError::Io("listener".into(), e))?;
         let active = Arc::new(AtomicUsize::new(0));
+        let open = Arc::new(AtomicUsize::new(0));
+        let me = self.local_addr()?;
         while !stop.load(Ordering::Relaxed) {
             match self.listener.accept() {
                 Ok((sock, peer)) => {
+                    // A thread per connection, so their number is capped.
+                    if open.load(Ordering::SeqCst) >= MAX_CONNECTIONS {
+                        tracing::warn!("proxy: {MAX_CONNECTIONS} connections open; {peer} refused");
+                        continue;
+                    }
                     let _ = sock.set_nonblocking(false);
                     let recorder = self.recorder.clone();
                     let opts = self.opts.clone();
                     let resolver = self.resolver.clone();
                     let busy = active.clone();
+                    let open = open.clone();
+                    open.fetch_add(1, Ordering::SeqCst);
                     std::thread::spawn(move || {
-                        if let Err(e) = handle(sock, &recorder, &opts, &resolver, &busy) {
+                        let ctx = Context {
+                            recorder: &recorder,
+                            opts: &opts,
+                            resolver: &resolver,
+                            busy: &busy,
+                            me,
+                        };
+                        if let Err(e) = handle(sock, &ctx) {
                             tracing::warn!("proxy client {peer}: {e}");
                         }
+                        open.fetch_sub(1, Ordering::SeqCst);
                     });
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    std::thread::sleep(Duration::from_millis(100));
+                    std::thread::sleep(Duration::from_millis(25));
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(CaptureError::Io("accept".into(), e)),
@@ -125,6 +142,27 @@ fn reply(client: &mut Stream, status: &str, text: &str) {
     let _ = client.flush();
 }
 
+/// The most client connections served at once.
+const MAX_CONNECTIONS: usize = 1024;
+
+/// What a connection's thread works with.
+struct Context<'a> {
+    recorder: &'a Recorder,
+    opts: &'a ProxyOptions,
+    resolver: &'a dns::Resolver,
+    busy: &'a AtomicUsize,
+    /// The proxy's own address, so a request for it is refused.
+    me: SocketAddr,
+}
+
+/// Whether `ip:port` is the proxy itself (a request that would loop).
+fn is_self(me: SocketAddr, ip: std::net::IpAddr, port: u16) -> bool {
+    port == me.port()
+        && (ip == me.ip()
+            || me.ip().is_unspecified()
+            || (ip.is_loopback() && me.ip().is_loopback()))
+}
+
 /// Counts an exchange under way while alive.
 struct Busy<'a>(&'a AtomicUsize);
 
@@ -141,13 +179,8 @@ impl Drop for Busy<'_> {
     }
 }
 
-fn handle(
-    sock: TcpStream,
-    recorder: &Recorder,
-    opts: &ProxyOptions,
-    resolver: &dns::Resolver,
-    busy: &AtomicUsize,
-) -> Result<(), CaptureError> {
+fn handle(sock: TcpStream, ctx: &Context<'_>) -> Result<(), CaptureError> {
+    let (recorder, opts, resolver, busy) = (ctx.recorder, ctx.opts, ctx.resolver, ctx.busy);
     let timeout = opts.fetch.timeout;
     let _ = sock.set_read_timeout(Some(timeout));
     let _ = sock.set_write_timeout(Some(timeout));
@@ -261,6 +294,17 @@ fn handle(
                 return Ok(());
             }
         };
+        if addrs
+            .iter()
+            .any(|ip| is_self(ctx.me, *ip, url.port_or_default()))
+        {
+            reply(
+                &mut client,
+                "508 Loop Detected",
+                "a request for the proxy itself\n",
+            );
+            return Ok(());
+        }
         let (mut up, ip) = match client::connect(&url, &addrs, &opts.fetch.tls, timeout) {
             Ok(x) => x,
             Err(e) => {
