@@ -709,10 +709,21 @@ fn ftp_file_as_resource_with_control_conversation() {
         .arg("-o")
         .arg(work.path().join("cut"))
         .args(["--max-size", "1000"]));
+    let dir_url = format!("ftp://127.0.0.1:{port}/");
+    let (code3, _, err3) = run(bin()
+        .arg("capture")
+        .arg(&dir_url)
+        .arg("-o")
+        .arg(work.path().join("dir")));
     let _ = child.kill();
     let _ = child.wait();
     assert_eq!(code, 0, "{err}");
     assert_eq!(code2, 0, "{err2}");
+    assert_eq!(code3, 0, "{err3}");
+    let dir = records(&files_in(&work.path().join("dir")));
+    let listing = dir.iter().find(|r| r.uri == dir_url).unwrap();
+    assert_eq!(listing.get("Content-Type"), Some("text/plain"));
+    assert!(String::from_utf8_lossy(&listing.block).contains("file.bin"));
     let files = files_in(&out);
     validate(&files);
     let recs = records(&files);

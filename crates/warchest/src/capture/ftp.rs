@@ -37,6 +37,8 @@ pub struct Retrieved {
     pub truncated: Option<TruncatedReason>,
     /// The control conversation, as sent and received.
     pub control: Vec<u8>,
+    /// The URL named a directory (ending in `/`): `file` is its `LIST`.
+    pub listing: bool,
 }
 
 /// The longest reply line accepted, and the most lines in one reply.
@@ -117,7 +119,8 @@ impl Control {
 }
 
 /// Retrieves `url`'s file: anonymous login unless the URL has user and
-/// password, `TYPE I`, `EPSV` (else `PASV`), `RETR`.
+/// password, `TYPE I`, `EPSV` (else `PASV`), `RETR` (`LIST` for a path
+/// ending in `/`).
 ///
 /// # Errors
 /// The server cannot be reached or refuses; a file cut by a limit or a
@@ -197,7 +200,10 @@ pub fn retrieve(url: &Url, addrs: &[IpAddr], opts: &FtpOptions) -> Result<Retrie
     if path.contains(['\r', '\n']) {
         return Err(CaptureError::Ftp("a path with a line break".into()));
     }
-    c.expect(&format!("RETR {path}"), |c| c == 150 || c == 125)?;
+    // A path ending in `/` is a directory: its listing is what is kept.
+    let listing = path.ends_with('/');
+    let cmd = if listing { "LIST" } else { "RETR" };
+    c.expect(&format!("{cmd} {path}"), |c| c == 150 || c == 125)?;
     let mut file = tempfile::SpooledTempFile::new(opts.spool_threshold);
     let mut limited = LimitedReader::new(data, opts.limits);
     let len = io::copy(&mut limited, &mut file).map_err(|e| Control::err("data", e))?;
@@ -227,6 +233,7 @@ pub fn retrieve(url: &Url, addrs: &[IpAddr], opts: &FtpOptions) -> Result<Retrie
         len,
         truncated,
         control: c.log,
+        listing,
     })
 }
 

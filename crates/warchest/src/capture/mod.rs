@@ -565,6 +565,11 @@ impl Capturer {
             got.len,
             got.truncated.as_ref(),
             &got.control,
+            if got.listing {
+                "text/plain"
+            } else {
+                "application/octet-stream"
+            },
         )?;
         Ok(Event {
             url: target,

@@ -353,8 +353,8 @@ impl Recorder {
         Ok(true)
     }
 
-    /// Writes an FTP retrieval (section 6.4.3): the file as a `resource`
-    /// record, and the control conversation in a `metadata` record
+    /// Writes an FTP retrieval (section 6.4.3): the file (or directory
+    /// listing) as a `resource` record of `content_type`, and the control conversation in a `metadata` record
     /// WARC-Concurrent-To it.
     ///
     /// # Errors
@@ -369,10 +369,11 @@ impl Recorder {
         len: u64,
         truncated: Option<&TruncatedReason>,
         control: &[u8],
+        content_type: &str,
     ) -> Result<String, CaptureError> {
         let date = warc_date(date);
         let mut rec = self.new_record(RecordType::Resource, uri, date)?;
-        rec.set(field::CONTENT_TYPE, "application/octet-stream")?;
+        rec.set(field::CONTENT_TYPE, content_type)?;
         if let Some(ip) = ip {
             rec.set(field::IP_ADDRESS, ip.to_string())?;
         }
