@@ -776,6 +776,16 @@ fn direct(addr: SocketAddr, path: &str, host: &str) -> Vec<u8> {
     out
 }
 
+/// SIGTERM through the shell's kill builtin (no libc binding needed).
+fn sigterm(child: &Child) {
+    let st = Command::new("sh")
+        .arg("-c")
+        .arg(format!("kill -TERM {}", child.id()))
+        .status()
+        .unwrap();
+    assert!(st.success());
+}
+
 struct ProxyProc {
     child: Child,
     addr: SocketAddr,
@@ -808,10 +818,7 @@ impl ProxyProc {
     }
 
     fn stop(mut self) {
-        let _ = Command::new("kill")
-            .arg("-TERM")
-            .arg(self.child.id().to_string())
-            .status();
+        sigterm(&self.child);
         let st = self.child.wait().unwrap();
         assert!(st.success(), "{st:?}");
     }
@@ -954,10 +961,7 @@ fn sigterm_stops_a_capture_with_its_files_closed() {
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(700));
-    let _ = Command::new("kill")
-        .arg("-TERM")
-        .arg(child.id().to_string())
-        .status();
+    sigterm(&child);
     let t0 = std::time::Instant::now();
     let st = child.wait().unwrap();
     // The fetch under way ends (at --max-time at the latest); no new one starts.
