@@ -960,12 +960,19 @@ fn sigterm_stops_a_capture_with_its_files_closed() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(700));
+    // Once the first fetch is under way (the handler is set by then).
+    for _ in 0..200 {
+        if !site.hits.lock().unwrap().is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!site.hits.lock().unwrap().is_empty(), "no fetch began");
     sigterm(&child);
     let t0 = std::time::Instant::now();
     let st = child.wait().unwrap();
     // The fetch under way ends (at --max-time at the latest); no new one starts.
-    assert!(t0.elapsed() < Duration::from_secs(4), "{:?}", t0.elapsed());
+    assert!(t0.elapsed() < Duration::from_secs(6), "{:?}", t0.elapsed());
     assert_eq!(st.code(), Some(0));
     let files = files_in(&out);
     validate(&files);
@@ -975,4 +982,9 @@ fn sigterm_stops_a_capture_with_its_files_closed() {
         .filter(|r| r.kind == RecordType::Response)
         .collect();
     assert_eq!(slow.len(), 1, "one fetch was under way");
+    assert_eq!(
+        site.hits.lock().unwrap().len(),
+        1,
+        "no fetch after the signal"
+    );
 }
