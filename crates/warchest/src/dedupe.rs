@@ -527,6 +527,35 @@ mod tests {
     use super::*;
 
     #[test]
+    fn url_entries_round_trip() {
+        let idx = DigestIndex::temporary().unwrap();
+        assert_eq!(idx.get_url("http://a/").unwrap(), None);
+        let e = UrlEntry {
+            entry: IndexEntry {
+                original: Original {
+                    record_id: "<urn:uuid:1>".into(),
+                    target_uri: "http://a/".into(),
+                    date: "2026-01-01T00:00:00Z".into(),
+                    payload_digest: "sha1:X".into(),
+                },
+                location: Location {
+                    file: PathBuf::from("/x.warc.gz"),
+                    offset: 42,
+                },
+            },
+            etag: Some("\"v1\"".into()),
+            last_modified: None,
+        };
+        idx.put_url("http://a/", &e).unwrap();
+        assert_eq!(idx.get_url("http://a/").unwrap(), Some(e.clone()));
+        let enc = e.encode();
+        for n in 0..enc.len() {
+            // Cut short: no entry, no panic.
+            assert_eq!(UrlEntry::decode(&enc[..n]), None);
+        }
+    }
+
+    #[test]
     fn entries_round_trip_and_persist() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("idx.redb");
