@@ -298,7 +298,16 @@ fn records(files: &[PathBuf]) -> Vec<Rec> {
 
 fn validate(files: &[PathBuf]) {
     let (code, out, err) = run(bin().arg("validate").args(files));
-    assert_eq!(code, 0, "{}{err}", String::from_utf8_lossy(&out));
+    let text = String::from_utf8_lossy(&out).into_owned();
+    assert_eq!(code, 0, "{text}{err}");
+    // Not even a "should" missed.
+    assert!(
+        !text.contains("WARN") && !text.contains("warning:"),
+        "{text}"
+    );
+    for line in text.lines().filter(|l| l.contains(" records")) {
+        assert!(line.contains(" 0 warnings"), "{text}");
+    }
     if python_has("warcio") {
         // warcio digests the payload of a chunked response still chunked,
         // where WARC 1.1 section 6.3.2 removes the transfer coding: its
