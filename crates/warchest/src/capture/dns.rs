@@ -268,6 +268,11 @@ fn query(
             match sock.recv(&mut buf) {
                 Ok(n) => {
                     if n >= 2 && buf[..2] == id.to_be_bytes() {
+                        // TC: the answer did not fit a datagram; ask over
+                        // TCP (RFC 7766).
+                        if n > 2 && buf[2] & 0x02 != 0 {
+                            return query_tcp(host, &msg, id, server, timeout);
+                        }
                         return decode_response(host, &buf[..n]);
                     }
                     // Another query's late answer: keep waiting.
@@ -285,6 +290,33 @@ fn query(
         }
     }
     Err(dns_err(host, format!("no answer from {server}")))
+}
+
+/// The query over TCP: each message preceded by its 16-bit length.
+fn query_tcp(
+    host: &str,
+    msg: &[u8],
+    id: u16,
+    server: SocketAddr,
+    timeout: Duration,
+) -> Result<Vec<Answer>, CaptureError> {
+    use std::io::{Read, Write};
+    let mut s =
+        std::net::TcpStream::connect_timeout(&server, timeout).map_err(|e| dns_err(host, e))?;
+    s.set_read_timeout(Some(timeout))
+        .map_err(|e| dns_err(host, e))?;
+    let mut out = (msg.len() as u16).to_be_bytes().to_vec();
+    out.extend_from_slice(msg);
+    s.write_all(&out).map_err(|e| dns_err(host, e))?;
+    let mut len = [0u8; 2];
+    s.read_exact(&mut len).map_err(|e| dns_err(host, e))?;
+    // At most 65535 bytes: the length is 16 bits.
+    let mut m = vec![0u8; usize::from(u16::from_be_bytes(len))];
+    s.read_exact(&mut m).map_err(|e| dns_err(host, e))?;
+    if m.len() < 2 || m[..2] != id.to_be_bytes() {
+        return Err(dns_err(host, "TCP answer to another query"));
+    }
+    decode_response(host, &m)
 }
 
 /// Parses a response message: its answers of type A, AAAA and CNAME.
@@ -457,6 +489,39 @@ mod tests {
             l.to_text(),
             "20261122100000\nwww.example.test.\t300\tIN\tA\t10.1.2.3\n"
         );
+    }
+
+    #[test]
+    fn truncated_answer_is_asked_again_over_tcp() {
+        use std::io::{Read, Write};
+        let udp = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let port = udp.local_addr().unwrap().port();
+        let tcp = std::net::TcpListener::bind(("127.0.0.1", port)).unwrap();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 512];
+            let (n, from) = udp.recv_from(&mut buf).unwrap();
+            let mut a = encode_answer(&buf[..n], &[], 1).unwrap();
+            a[2] |= 0x02;
+            udp.send_to(&a, from).unwrap();
+            let (mut s, _) = tcp.accept().unwrap();
+            let mut len = [0u8; 2];
+            s.read_exact(&mut len).unwrap();
+            let mut q = vec![0u8; usize::from(u16::from_be_bytes(len))];
+            s.read_exact(&mut q).unwrap();
+            let many: Vec<IpAddr> = (1..=60)
+                .map(|i| IpAddr::V4(Ipv4Addr::new(10, 0, 0, i)))
+                .collect();
+            let a = encode_answer(&q, &many, 60).unwrap();
+            s.write_all(&(a.len() as u16).to_be_bytes()).unwrap();
+            s.write_all(&a).unwrap();
+        });
+        let l = lookup(
+            "many.test",
+            SocketAddr::from(([127, 0, 0, 1], port)),
+            Duration::from_secs(5),
+        )
+        .unwrap();
+        assert_eq!(l.addresses().len(), 60);
     }
 
     #[test]
