@@ -96,6 +96,19 @@ fn serve_one(mut s: impl Read + Write, hits: &Mutex<Vec<String>>) {
         }
     }
     let text = String::from_utf8_lossy(&head).into_owned();
+    // Read the body (a POST's), so that closing does not reset.
+    let body_len: usize = text
+        .lines()
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .strip_prefix("content-length:")
+                .map(|v| v.trim().parse().unwrap_or(0))
+        })
+        .unwrap_or(0);
+    let mut body = vec![0u8; body_len];
+    if s.read_exact(&mut body).is_err() {
+        return;
+    }
     let path = text.split(' ').nth(1).unwrap_or("/").to_string();
     hits.lock().unwrap().push(path.clone());
     let site = pages();
@@ -845,6 +858,21 @@ fn proxy_passes_bytes_unchanged_and_records_them() {
         let got = via_proxy(p.addr, &format!("http://{host}{path}"), &host);
         assert_eq!(got, direct(site.addr, path, &host), "{path}");
     }
+    // A POST with Expect: 100-continue: the proxy says go ahead, the body
+    // is forwarded and recorded in the request record.
+    let mut s = TcpStream::connect(p.addr).unwrap();
+    write!(s, "POST http://{host}/form HTTP/1.1\r\nHost: {host}\r\nContent-Length: 7\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n").unwrap();
+    let mut cont = [0u8; 25];
+    s.read_exact(&mut cont).unwrap();
+    assert_eq!(&cont, b"HTTP/1.1 100 Continue\r\n\r\n");
+    s.write_all(b"a=1&b=2").unwrap();
+    let mut got = Vec::new();
+    s.read_to_end(&mut got).unwrap();
+    assert!(
+        got.starts_with(b"HTTP/1.1 404"),
+        "{}",
+        String::from_utf8_lossy(&got)
+    );
     // A request for the proxy itself is refused, not looped.
     let me = format!("127.0.0.1:{}", p.addr.port());
     let got = via_proxy(p.addr, &format!("http://{me}/"), &me);
@@ -935,6 +963,12 @@ fn proxy_passes_bytes_unchanged_and_records_them() {
         let r = response(&recs, &format!("http://{host}{path}"));
         assert_eq!(r.block, direct(site.addr, path, &host), "{path}");
     }
+    let form = recs
+        .iter()
+        .find(|r| r.kind == RecordType::Request && r.uri == format!("http://{host}/form"))
+        .unwrap();
+    assert!(form.block.starts_with(b"POST /form HTTP/1.1\r\n"));
+    assert!(form.block.ends_with(b"\r\n\r\na=1&b=2"));
     // /copy's payload is /'s: a revisit, though the client got it whole.
     let copy = response(&recs, &format!("http://{host}/copy"));
     assert_eq!(copy.kind, RecordType::Revisit);

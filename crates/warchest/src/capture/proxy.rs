@@ -264,6 +264,18 @@ fn handle(sock: TcpStream, ctx: &Context<'_>) -> Result<(), CaptureError> {
             }
         };
         let client_close = wants_close(&head);
+        // The body is read whole before it goes upstream, so the proxy
+        // itself says go ahead (RFC 9110 section 10.1.1 lets it); a 100
+        // from the server later is passed on too, which clients accept.
+        if client::request_framing(&head) != Framing::Empty
+            && head
+                .header("Expect")
+                .is_some_and(|v| v.trim_ascii().eq_ignore_ascii_case(b"100-continue"))
+        {
+            let _ = client
+                .write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
+                .and_then(|_| client.flush());
+        }
         // The request's body, spooled (bounded memory).
         let mut req = client::capture_message(
             &mut client,
