@@ -336,11 +336,7 @@ pub fn run_proxy(g: &Global, args: ProxyArgs) -> Result<Outcome> {
         .as_ref()
         .map(DigestIndex::open)
         .transpose()?;
-    let mut rotating = args.out.rotating("proxy", "recorded by warchest proxy")?;
-    rotating.warcinfo.push((
-        "http-header-user-agent".into(),
-        "(the proxied clients')".into(),
-    ));
+    let rotating = args.out.rotating("proxy", "recorded by warchest proxy")?;
     let digest = rotating
         .writer
         .digest
