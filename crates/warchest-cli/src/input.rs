@@ -41,7 +41,10 @@ pub fn expand(files: &[String]) -> Vec<String> {
 /// Opens `FILE.wacz#ENTRY`, when `name` is such a name.
 fn open_member(name: &str) -> Option<warchest::Result<warchest::wacz::Section>> {
     let (wacz, entry) = warchest::wacz::split_member_name(name)?;
-    Some(warchest::wacz::open_member(std::path::Path::new(wacz), entry))
+    Some(warchest::wacz::open_member(
+        std::path::Path::new(wacz),
+        entry,
+    ))
 }
 
 /// Opens `name` (`-` is standard input) for reading with `opts`.

@@ -75,7 +75,12 @@ impl Server {
             .trim()
             .strip_prefix("warchest: serving on http://")
             .and_then(|a| a.strip_suffix('/'))
-            .unwrap_or_else(|| panic!("unexpected first line {first:?}; log {}", log.lock().unwrap()))
+            .unwrap_or_else(|| {
+                panic!(
+                    "unexpected first line {first:?}; log {}",
+                    log.lock().unwrap()
+                )
+            })
             .to_string();
         Server { child, addr, log }
     }
@@ -134,7 +139,14 @@ fn get(addr: &str, path: &str, headers: &[(&str, &str)]) -> Resp {
         .expect("a response head");
     let head = String::from_utf8_lossy(&all[..end]).into_owned();
     let mut lines = head.split("\r\n");
-    let status = lines.next().unwrap().split(' ').nth(1).unwrap().parse().unwrap();
+    let status = lines
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
     let headers: Vec<(String, String)> = lines
         .filter_map(|l| l.split_once(':'))
         .map(|(n, v)| (n.trim().to_string(), v.trim().to_string()))
@@ -148,7 +160,8 @@ fn get(addr: &str, path: &str, headers: &[(&str, &str)]) -> Resp {
         let mut i = 0;
         loop {
             let nl = body[i..].windows(2).position(|w| w == b"\r\n").unwrap() + i;
-            let size = usize::from_str_radix(std::str::from_utf8(&body[i..nl]).unwrap().trim(), 16).unwrap();
+            let size = usize::from_str_radix(std::str::from_utf8(&body[i..nl]).unwrap().trim(), 16)
+                .unwrap();
             if size == 0 {
                 break;
             }
@@ -185,48 +198,95 @@ fn cdx_api_answers_as_pywb() {
     let r = s.get("/archive/cdx?url=http://www.iana.org/_css/2013.1/screen.css&output=json");
     assert_eq!(r.status, 200);
     let lines = json_lines(&r.text());
-    assert_eq!(lines.len(), 2, "{}", r.text());
+    // One response, then fifteen revisits of it.
+    assert_eq!(lines.len(), 16, "{}", r.text());
     for l in &lines {
         assert_eq!(l["urlkey"], "org,iana)/_css/2013.1/screen.css");
-        assert_eq!(l["url"], "http://www.iana.org/_css/2013.1/screen.css");
+        assert!(
+            l["url"]
+                .as_str()
+                .unwrap()
+                .ends_with("://www.iana.org/_css/2013.1/screen.css")
+        );
         assert_eq!(l["filename"], "iana.warc.gz");
         assert!(l["offset"].as_str().unwrap().parse::<u64>().is_ok());
-        assert_eq!(l["mime"], "text/css");
+        assert_eq!(l["digest"], "BUAEPXZNN44AIX3NLXON4QDV6OY2H5QD");
     }
-    assert!(lines[0]["timestamp"].as_str() < lines[1]["timestamp"].as_str());
+    assert_eq!(lines[0]["mime"], "text/css");
+    assert_eq!(lines[1]["mime"], "warc/revisit");
+    assert_eq!(lines[0]["timestamp"], "20140126200625");
+    assert!(
+        lines
+            .windows(2)
+            .all(|w| w[0]["timestamp"].as_str() <= w[1]["timestamp"].as_str())
+    );
     // The same entries `warchest index` writes.
-    let out = bin().arg("index").arg(fixture("pywb/iana.warc.gz")).output().unwrap();
+    let out = bin()
+        .arg("index")
+        .arg(fixture("pywb/iana.warc.gz"))
+        .output()
+        .unwrap();
     let index = String::from_utf8(out.stdout).unwrap();
     for l in &lines {
         let want = format!(
             "org,iana)/_css/2013.1/screen.css {} ",
             l["timestamp"].as_str().unwrap()
         );
-        let line = index.lines().find(|x| x.starts_with(&want)).expect("in the index");
-        assert!(line.contains(&format!("\"offset\": \"{}\"", l["offset"].as_str().unwrap())));
+        let line = index
+            .lines()
+            .find(|x| x.starts_with(&want))
+            .expect("in the index");
+        assert!(line.contains(&format!(
+            "\"offset\": \"{}\"",
+            l["offset"].as_str().unwrap()
+        )));
     }
     // Reverse order, limit, fields, time range, prefix and host matching.
-    let rev = json_lines(&s.get("/archive/cdx?url=http://www.iana.org/_css/2013.1/screen.css&output=json&sort=reverse").text());
-    assert_eq!(rev[0]["timestamp"], lines[1]["timestamp"]);
+    let rev = json_lines(
+        &s.get(
+            "/archive/cdx?url=http://www.iana.org/_css/2013.1/screen.css&output=json&sort=reverse",
+        )
+        .text(),
+    );
+    assert_eq!(rev[0]["timestamp"], lines[15]["timestamp"]);
+    assert_eq!(rev.len(), 16);
     let one = json_lines(&s.get("/archive/cdx?url=http://www.iana.org/_css/2013.1/screen.css&output=json&limit=1&fl=timestamp,status").text());
     assert_eq!(one.len(), 1);
     assert_eq!(one[0].as_object().unwrap().len(), 2);
     assert_eq!(one[0]["status"], "200");
     let late = json_lines(&s.get("/archive/cdx?url=http://www.iana.org/_css/2013.1/screen.css&output=json&from=20140126200630").text());
-    assert_eq!(late.len(), 1);
-    assert_eq!(late[0]["timestamp"], lines[1]["timestamp"]);
-    let prefix = json_lines(&s.get("/archive/cdx?url=http://www.iana.org/_css/&matchType=prefix&output=json").text());
+    assert_eq!(late.len(), 15);
+    assert_eq!(late[0]["timestamp"], "20140126200653");
+    let range = json_lines(&s.get("/archive/cdx?url=http://www.iana.org/_css/2013.1/screen.css&output=json&from=20140126200630&to=20140126200710").text());
+    assert_eq!(range.len(), 2);
+    let closest = json_lines(&s.get("/archive/cdx?url=http://www.iana.org/_css/2013.1/screen.css&output=json&sort=closest&closest=20140126200707&limit=2").text());
+    assert_eq!(closest[0]["timestamp"], "20140126200706");
+    assert_eq!(closest.len(), 2);
+    let prefix = json_lines(
+        &s.get("/archive/cdx?url=http://www.iana.org/_css/&matchType=prefix&output=json")
+            .text(),
+    );
     assert!(prefix.len() > 2);
-    assert!(prefix.iter().all(|l| l["urlkey"].as_str().unwrap().starts_with("org,iana)/_css/")));
-    let star = json_lines(&s.get("/archive/cdx?url=www.iana.org/_css/*&output=json").text());
+    assert!(
+        prefix
+            .iter()
+            .all(|l| l["urlkey"].as_str().unwrap().starts_with("org,iana)/_css/"))
+    );
+    let star = json_lines(
+        &s.get("/archive/cdx?url=www.iana.org/_css/*&output=json")
+            .text(),
+    );
     assert_eq!(star.len(), prefix.len());
-    let host = json_lines(&s.get("/archive/cdx?url=iana.org&matchType=host&output=json").text());
+    let host = json_lines(
+        &s.get("/archive/cdx?url=iana.org&matchType=host&output=json")
+            .text(),
+    );
     assert!(host.len() > prefix.len());
     let domain = json_lines(&s.get("/archive/cdx?url=*.iana.org&output=json").text());
     assert_eq!(domain.len(), host.len());
     // CDXJ by default.
     let cdxj = s.get("/archive/cdx?url=http://www.iana.org/");
-    assert!(cdxj.text().starts_with("org,iana)/ 20140126200624 {\"url\": \"http://www.iana.org/\"") || cdxj.text().starts_with("org,iana)/ 20140126200624 {\"url\":\"http://www.iana.org/\""), "{}", cdxj.text());
+    assert!(cdxj.text().starts_with("org,iana)/ 20140126200624 {\"url\": \"http://www.iana.org/\", \"mime\": \"text/html\", \"status\": \"200\""), "{}", cdxj.text());
     // Bad input.
     assert_eq!(s.get("/archive/cdx").status, 400);
     assert_eq!(s.get("/archive/cdx?url=x&matchType=bogus").status, 400);
@@ -249,7 +309,10 @@ fn memento_timegate_and_timemap() {
         Some("/archive/20140126200653/http://www.iana.org/_css/2013.1/screen.css")
     );
     let link = r.header("Link").unwrap();
-    assert!(link.contains("<http://www.iana.org/_css/2013.1/screen.css>; rel=\"original\""), "{link}");
+    assert!(
+        link.contains("<http://www.iana.org/_css/2013.1/screen.css>; rel=\"original\""),
+        "{link}"
+    );
     assert!(link.contains("rel=\"timemap\""), "{link}");
     let early = get(
         &s.addr,
@@ -260,19 +323,33 @@ fn memento_timegate_and_timemap() {
         early.header("Location"),
         Some("/archive/20140126200625/http://www.iana.org/_css/2013.1/screen.css")
     );
-    let bad = get(&s.addr, "/archive/http://www.iana.org/", &[("Accept-Datetime", "soon")]);
+    let bad = get(
+        &s.addr,
+        "/archive/http://www.iana.org/",
+        &[("Accept-Datetime", "soon")],
+    );
     assert_eq!(bad.status, 400);
 
     let tm = s.get("/archive/timemap/link/http://www.iana.org/_css/2013.1/screen.css");
     assert_eq!(tm.status, 200);
     assert_eq!(tm.header("Content-Type"), Some("application/link-format"));
     let t = tm.text();
-    assert!(t.starts_with("<http://www.iana.org/_css/2013.1/screen.css>; rel=\"original\",\n"), "{t}");
-    assert!(t.contains("rel=\"self\"; type=\"application/link-format\"; from=\"Sun, 26 Jan 2014 20:06:25 GMT\"; until=\"Sun, 26 Jan 2014 20:06:53 GMT\""), "{t}");
+    assert!(
+        t.starts_with("<http://www.iana.org/_css/2013.1/screen.css>; rel=\"original\",\n"),
+        "{t}"
+    );
+    assert!(t.contains("rel=\"self\"; type=\"application/link-format\"; from=\"Sun, 26 Jan 2014 20:06:25 GMT\"; until=\"Sun, 26 Jan 2014 20:13:07 GMT\""), "{t}");
     assert!(t.contains(&format!("<http://{}/archive/20140126200625/http://www.iana.org/_css/2013.1/screen.css>; rel=\"first memento\"; datetime=\"Sun, 26 Jan 2014 20:06:25 GMT\"", s.addr)), "{t}");
-    assert!(t.contains("rel=\"last memento\"; datetime=\"Sun, 26 Jan 2014 20:06:53 GMT\""), "{t}");
-    assert_eq!(t.matches("memento\"").count(), 2);
-    assert_eq!(s.get("/archive/timemap/link/http://nowhere.example/").status, 404);
+    assert!(
+        t.contains("rel=\"last memento\"; datetime=\"Sun, 26 Jan 2014 20:13:07 GMT\""),
+        "{t}"
+    );
+    assert_eq!(t.matches("memento\"").count(), 16);
+    assert_eq!(
+        s.get("/archive/timemap/link/http://nowhere.example/")
+            .status,
+        404
+    );
 }
 
 #[test]
@@ -281,16 +358,39 @@ fn replays_pages_with_rewritten_links_and_banner() {
     let s = iana_server(&dir);
     let r = s.get(&format!("/archive/{IANA_TS}/http://www.iana.org/"));
     assert_eq!(r.status, 200);
-    assert_eq!(r.header("Memento-Datetime"), Some("Sun, 26 Jan 2014 20:06:24 GMT"));
+    assert_eq!(
+        r.header("Memento-Datetime"),
+        Some("Sun, 26 Jan 2014 20:06:24 GMT")
+    );
     assert!(r.header("Content-Type").unwrap().starts_with("text/html"));
     let html = r.text();
     assert!(html.contains("id=\"warchest-banner\""), "banner");
-    assert!(html.contains("captured <time id=\"warchest-banner-date\" datetime=\"2014-01-26T20:06:24Z\">"));
+    assert!(
+        html.contains(
+            "captured <time id=\"warchest-banner-date\" datetime=\"2014-01-26T20:06:24Z\">"
+        )
+    );
     assert!(html.contains("<script src=\"/_/client.js\"></script>"));
-    assert!(html.contains(&format!("/archive/{IANA_TS}cs_/http://www.iana.org/_css/2013.1/screen.css")), "stylesheet rewritten");
-    assert!(html.contains(&format!("/archive/{IANA_TS}js_/http://www.iana.org/_js/2013.1/jquery.js")), "script rewritten");
-    assert!(html.contains(&format!("/archive/{IANA_TS}/http://www.iana.org/domains")), "link rewritten");
-    assert!(!html.contains("href=\"/_css/"), "no root-relative link left");
+    assert!(
+        html.contains(&format!(
+            "/archive/{IANA_TS}cs_/http://www.iana.org/_css/2013.1/screen.css"
+        )),
+        "stylesheet rewritten"
+    );
+    assert!(
+        html.contains(&format!(
+            "/archive/{IANA_TS}js_/http://www.iana.org/_js/2013.1/jquery.js"
+        )),
+        "script rewritten"
+    );
+    assert!(
+        html.contains(&format!("/archive/{IANA_TS}/http://www.iana.org/domains")),
+        "link rewritten"
+    );
+    assert!(
+        !html.contains("href=\"/_css/"),
+        "no root-relative link left"
+    );
     // The raw capture is the archived payload, byte for byte.
     let raw = s.get(&format!("/archive/{IANA_TS}id_/http://www.iana.org/"));
     let out = bin()
@@ -303,14 +403,31 @@ fn replays_pages_with_rewritten_links_and_banner() {
     // CSS: url() rewritten; another time redirects to the capture's.
     let css = s.get("/archive/20140126200625cs_/http://www.iana.org/_css/2013.1/screen.css");
     assert_eq!(css.status, 200);
-    assert!(css.text().contains("url(/archive/20140126200625im_/http://www.iana.org/_css/2013.1/fonts/") || css.text().contains("url('/archive/20140126200625im_/http://www.iana.org/_css/2013.1/fonts/") || css.text().contains("url(\"/archive/20140126200625im_/http://www.iana.org/_css/2013.1/fonts/"), "{}", css.text());
+    assert!(
+        css.text()
+            .contains("url(/archive/20140126200625im_/http://www.iana.org/_css/2013.1/fonts/")
+            || css
+                .text()
+                .contains("url('/archive/20140126200625im_/http://www.iana.org/_css/2013.1/fonts/")
+            || css.text().contains(
+                "url(\"/archive/20140126200625im_/http://www.iana.org/_css/2013.1/fonts/"
+            ),
+        "{}",
+        css.text()
+    );
     let redirect = s.get("/archive/2014/http://www.iana.org/");
     assert_eq!(redirect.status, 302);
-    assert_eq!(redirect.header("Location"), Some(&*format!("/archive/{IANA_TS}/http://www.iana.org/")));
+    assert_eq!(
+        redirect.header("Location"),
+        Some(&*format!("/archive/{IANA_TS}/http://www.iana.org/"))
+    );
     // A revisit is served with its original's payload.
     let revisit = s.get("/archive/20140126200653js_/http://www.iana.org/_js/2013.1/jquery.js");
     assert_eq!(revisit.status, 200);
-    assert_eq!(revisit.header("Memento-Datetime"), Some("Sun, 26 Jan 2014 20:06:53 GMT"));
+    assert_eq!(
+        revisit.header("Memento-Datetime"),
+        Some("Sun, 26 Jan 2014 20:06:53 GMT")
+    );
     let original = s.get("/archive/20140126200625id_/http://www.iana.org/_js/2013.1/jquery.js");
     assert!(original.body.len() > 10_000);
     let revisit_raw = s.get("/archive/20140126200653id_/http://www.iana.org/_js/2013.1/jquery.js");
@@ -320,12 +437,20 @@ fn replays_pages_with_rewritten_links_and_banner() {
     assert_eq!(miss.status, 404);
     assert!(miss.text().contains("no capture"));
     let log = s.log();
-    assert!(log.contains(&format!("access: GET /archive/{IANA_TS}/http://www.iana.org/ 200 from=archive")), "{log}");
+    assert!(
+        log.contains(&format!(
+            "access: GET /archive/{IANA_TS}/http://www.iana.org/ 200 from=archive"
+        )),
+        "{log}"
+    );
 }
 
 fn cdx_offset(s: &Server, url: &str, ts: &str) -> String {
     let lines = json_lines(&s.get(&format!("/archive/cdx?url={url}&output=json")).text());
-    let l = lines.iter().find(|l| l["timestamp"] == ts).expect("capture");
+    let l = lines
+        .iter()
+        .find(|l| l["timestamp"] == ts)
+        .expect("capture");
     l["offset"].as_str().unwrap().to_string()
 }
 
@@ -339,17 +464,28 @@ fn pages_search_captures_and_records() {
     let found = s.get("/archive/search?url=iana.org&match=host");
     assert_eq!(found.status, 200);
     let t = found.text();
-    assert!(t.contains("href=\"/archive/*/http://www.iana.org/\""), "{t}");
+    assert!(
+        t.contains("href=\"/archive/*/http://www.iana.org/\""),
+        "{t}"
+    );
     assert!(t.contains("http://www.iana.org/_css/2013.1/screen.css"));
-    let prefix = s.get("/archive/search?url=http://www.iana.org/_css/&match=prefix").text();
+    let prefix = s
+        .get("/archive/search?url=http://www.iana.org/_css/&match=prefix")
+        .text();
     assert!(prefix.contains("screen.css") && !prefix.contains("jquery.js"));
     let exact = s.get("/archive/search?url=http://www.iana.org/&match=exact");
     assert_eq!(exact.status, 302);
-    let caps = s.get("/archive/*/http://www.iana.org/_css/2013.1/screen.css").text();
-    assert!(caps.contains("2 captures"), "{caps}");
+    let caps = s
+        .get("/archive/*/http://www.iana.org/_css/2013.1/screen.css")
+        .text();
+    assert!(caps.contains("16 captures"), "{caps}");
     assert!(caps.contains("/archive/20140126200653/http://www.iana.org/_css/2013.1/screen.css"));
 
-    let off = cdx_offset(&s, "http://www.iana.org/_img/2013.1/iana-logo-homepage.png", "20140126200625");
+    let off = cdx_offset(
+        &s,
+        "http://www.iana.org/_img/2013.1/iana-logo-homepage.png",
+        "20140126200625",
+    );
     let rec = s.get(&format!("/archive/record/0/{off}"));
     assert_eq!(rec.status, 200);
     let t = rec.text();
@@ -373,8 +509,16 @@ fn pages_search_captures_and_records() {
     let whole = s.get("/archive/file/0");
     assert_eq!(whole.body, file);
     // A text record shows its payload; a bad request is refused.
-    let off = cdx_offset(&s, "http://www.iana.org/_css/2013.1/screen.css", "20140126200625");
-    assert!(s.get(&format!("/archive/record/0/{off}")).text().contains("id=\"payload-text\""));
+    let off = cdx_offset(
+        &s,
+        "http://www.iana.org/_css/2013.1/screen.css",
+        "20140126200625",
+    );
+    assert!(
+        s.get(&format!("/archive/record/0/{off}"))
+            .text()
+            .contains("id=\"payload-text\"")
+    );
     assert_eq!(s.get("/archive/record/0/1").status, 404);
     assert_eq!(s.get("/archive/record/99/0").status, 404);
     assert_eq!(s.get("/other/").status, 404);
@@ -411,21 +555,44 @@ fn new_files_are_picked_up() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     std::fs::create_dir(&data).unwrap();
-    std::fs::copy(fixture("pywb/example.warc.gz"), data.join("example.warc.gz")).unwrap();
+    std::fs::copy(
+        fixture("pywb/example.warc.gz"),
+        data.join("example.warc.gz"),
+    )
+    .unwrap();
     let s = Server::start(&[&data], &dir.path().join("i.redb"), &["--poll", "1"]);
-    assert_eq!(json_lines(&s.get("/archive/cdx?url=http://www.iana.org/&output=json").text()).len(), 0);
+    assert_eq!(
+        json_lines(
+            &s.get("/archive/cdx?url=http://www.iana.org/&output=json")
+                .text()
+        )
+        .len(),
+        0
+    );
     std::fs::copy(fixture("pywb/iana.warc.gz"), data.join("iana.warc.gz.open")).unwrap();
     std::fs::rename(data.join("iana.warc.gz.open"), data.join("iana.warc.gz")).unwrap();
     let start = Instant::now();
     loop {
-        let n = json_lines(&s.get("/archive/cdx?url=http://www.iana.org/&output=json").text()).len();
+        let n = json_lines(
+            &s.get("/archive/cdx?url=http://www.iana.org/&output=json")
+                .text(),
+        )
+        .len();
         if n == 1 {
             break;
         }
-        assert!(start.elapsed() < Duration::from_secs(60), "not picked up: {}", s.log());
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "not picked up: {}",
+            s.log()
+        );
         std::thread::sleep(Duration::from_millis(200));
     }
-    assert_eq!(s.get(&format!("/archive/{IANA_TS}/http://www.iana.org/")).status, 200);
+    assert_eq!(
+        s.get(&format!("/archive/{IANA_TS}/http://www.iana.org/"))
+            .status,
+        200
+    );
 }
 
 fn python_has(module: &str) -> bool {
@@ -455,11 +622,19 @@ fn wacz_create_validate_read_and_serve() {
         .arg(&wacz)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let out = bin().args(["wacz", "validate"]).arg(&wacz).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = bin()
+        .args(["wacz", "validate"])
+        .arg(&wacz)
+        .output()
+        .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
-    assert!(text.contains("valid (5 resources"), "{text}");
+    assert!(text.contains("valid (4 resources"), "{text}");
     if python_has("wacz") {
         let out = Command::new("python3")
             .args(["-m", "wacz", "validate", "-f"])
@@ -467,7 +642,11 @@ fn wacz_create_validate_read_and_serve() {
             .output()
             .unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "py-wacz: {text} {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "py-wacz: {text} {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         assert!(text.contains("Validation succeeded"), "{text}");
     }
     // Reading commands take the WACZ: its WARC files, offsets as inside.
@@ -475,13 +654,23 @@ fn wacz_create_validate_read_and_serve() {
     let ls = String::from_utf8(ls.stdout).unwrap();
     assert!(ls.contains("http://www.iana.org/_css/2013.1/screen.css"));
     let idx = bin().arg("index").arg(&wacz).output().unwrap();
-    let direct = bin().arg("index").arg(fixture("pywb/iana.warc.gz")).output().unwrap();
+    let direct = bin()
+        .arg("index")
+        .arg(fixture("pywb/iana.warc.gz"))
+        .output()
+        .unwrap();
     let idx = String::from_utf8(idx.stdout).unwrap();
     for line in String::from_utf8(direct.stdout).unwrap().lines() {
         assert!(idx.contains(line), "{line}");
     }
     let check = bin().arg("check").arg(&wacz).output().unwrap();
-    assert!(check.status.success(), "{}", String::from_utf8_lossy(&check.stderr));
+    assert_ne!(
+        check.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    assert!(String::from_utf8_lossy(&check.stdout).contains("iana.wacz#archive/iana.warc.gz"));
     let off = idx
         .lines()
         .find(|l| l.starts_with("org,iana)/ "))
@@ -497,12 +686,20 @@ fn wacz_create_validate_read_and_serve() {
     assert!(String::from_utf8_lossy(&ex.stdout).contains("WARC-Target-URI: http://www.iana.org/"));
     // A damaged WACZ is found out.
     let mut bytes = std::fs::read(&wacz).unwrap();
-    let at = bytes.windows(8).position(|w| w == b"WARC/1.0").unwrap();
-    bytes[at + 200] ^= 0x20;
+    let at = bytes
+        .windows(20)
+        .position(|w| w == b"archive/iana.warc.gz")
+        .unwrap();
+    bytes[at + 500] ^= 0x20;
     let bad = dir.path().join("bad.wacz");
     std::fs::write(&bad, &bytes).unwrap();
     let out = bin().args(["wacz", "validate"]).arg(&bad).output().unwrap();
-    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     // Served: the pages replay from inside the WACZ.
     let s = Server::start(&[&wacz], &dir.path().join("w.redb"), &["--poll", "0"]);
     let r = s.get(&format!("/archive/{IANA_TS}/http://www.iana.org/"));
@@ -540,16 +737,30 @@ fn png_pixels(png: &[u8]) -> (usize, usize, usize, Vec<u8>) {
         i += 12 + len;
     }
     let mut raw = Vec::new();
-    flate2::read::ZlibDecoder::new(&idat[..]).read_to_end(&mut raw).unwrap();
+    flate2::read::ZlibDecoder::new(&idat[..])
+        .read_to_end(&mut raw)
+        .unwrap();
     let stride = w * channels;
     let mut out = vec![0u8; h * stride];
     for y in 0..h {
         let f = raw[y * (stride + 1)];
         let line = &raw[y * (stride + 1) + 1..(y + 1) * (stride + 1)];
         for x in 0..stride {
-            let a = if x >= channels { out[y * stride + x - channels] as i32 } else { 0 };
-            let b = if y > 0 { out[(y - 1) * stride + x] as i32 } else { 0 };
-            let c = if x >= channels && y > 0 { out[(y - 1) * stride + x - channels] as i32 } else { 0 };
+            let a = if x >= channels {
+                out[y * stride + x - channels] as i32
+            } else {
+                0
+            };
+            let b = if y > 0 {
+                out[(y - 1) * stride + x] as i32
+            } else {
+                0
+            };
+            let c = if x >= channels && y > 0 {
+                out[(y - 1) * stride + x - channels] as i32
+            } else {
+                0
+            };
             let pred = match f {
                 0 => 0,
                 1 => a,
@@ -558,7 +769,13 @@ fn png_pixels(png: &[u8]) -> (usize, usize, usize, Vec<u8>) {
                 4 => {
                     let p = a + b - c;
                     let (pa, pb, pc) = ((p - a).abs(), (p - b).abs(), (p - c).abs());
-                    if pa <= pb && pa <= pc { a } else if pb <= pc { b } else { c }
+                    if pa <= pb && pa <= pc {
+                        a
+                    } else if pb <= pc {
+                        b
+                    } else {
+                        c
+                    }
                 }
                 _ => panic!("filter {f}"),
             };
@@ -596,11 +813,20 @@ fn run_chromium(exe: &Path, profile: &Path, args: &[String]) -> std::process::Ou
         "--disable-sync",
         "--disable-dev-shm-usage",
         "--hide-scrollbars",
+        "--no-default-browser-check",
+        "--disable-default-apps",
+        "--disable-domain-reliability",
+        "--disable-client-side-phishing-detection",
+        "--no-pings",
     ])
     .arg(format!("--user-data-dir={}", profile.display()))
     .args(args)
     .stdin(Stdio::null());
-    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("chromium");
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("chromium");
     let start = Instant::now();
     loop {
         if child.try_wait().unwrap().is_some() {
@@ -629,10 +855,18 @@ fn chromium_replays_from_the_archive_only() {
     let out = run_chromium(
         &exe,
         &dir.path().join("p1"),
-        &["--virtual-time-budget=5000".into(), "--dump-dom".into(), page.clone()],
+        &[
+            "--virtual-time-budget=5000".into(),
+            "--dump-dom".into(),
+            page.clone(),
+        ],
     );
     let dom = String::from_utf8_lossy(&out.stdout);
-    assert!(dom.contains("id=\"warchest-banner\""), "{dom}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        dom.contains("id=\"warchest-banner\""),
+        "{dom}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(dom.contains("Internet Assigned Numbers Authority"));
     // Screenshot and network log.
     let shot = dir.path().join("shot.png");
@@ -648,7 +882,8 @@ fn chromium_replays_from_the_archive_only() {
             page.clone(),
         ],
     );
-    let png = std::fs::read(&shot).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let png = std::fs::read(&shot)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
     let (w, h, ch, px) = png_pixels(&png);
     assert_eq!((w, h), (1024, 768));
     // Not blank: many distinct colours; the banner's dark blue across the
@@ -660,12 +895,18 @@ fn chromium_replays_from_the_archive_only() {
     assert!(colours.len() > 50, "{} colours", colours.len());
     let banner_px = (0..w)
         .filter(|&x| {
-            let p = &px[10 * w * ch + x * ch..];
+            let p = &px[3 * w * ch + x * ch..];
             (p[0], p[1], p[2]) == (0x1d, 0x35, 0x57)
         })
         .count();
-    assert!(banner_px > w / 2, "banner colour in {banner_px} of {w} pixels of row 10");
-    // Every request the browser made went to the server.
+    assert!(
+        banner_px > w / 2,
+        "banner colour in {banner_px} of {w} pixels of row 3"
+    );
+    // Every request the page made went to the server. Chromium's own
+    // service requests (update checks, account lookups to Google hosts,
+    // which flags do not all silence) are in the log too, and are not the
+    // page's: nothing of the archived site may go anywhere but here.
     let log = std::fs::read_to_string(&netlog).unwrap_or_default();
     let ours = format!("http://{}/", s.addr);
     let mut urls = Vec::new();
@@ -675,16 +916,42 @@ fn chromium_replays_from_the_archive_only() {
             urls.push(u.to_string());
         }
     }
-    assert!(!urls.is_empty(), "no URL in the net log");
+    assert!(
+        urls.iter().any(|u| u.starts_with(&ours)),
+        "no request to the server in the net log"
+    );
+    let browser_own = |u: &str| {
+        let host = u
+            .split("://")
+            .nth(1)
+            .and_then(|r| r.split(['/', ':', '?']).next())
+            .unwrap_or("");
+        ["google.com", "googleapis.com", "gvt1.com", "gstatic.com"]
+            .iter()
+            .any(|d| host == *d || host.ends_with(&format!(".{d}")))
+    };
     for u in &urls {
-        assert!(u.starts_with(&ours), "a request left the server: {u}");
+        assert!(
+            u.starts_with(&ours) || browser_own(u),
+            "a request left the server: {u}"
+        );
     }
     // And the server answered them from the archive: the stylesheet and
     // images among them.
     let log = s.log();
     let access: Vec<&str> = log.lines().filter(|l| l.contains("access: GET")).collect();
-    assert!(access.iter().any(|l| l.contains("cs_/http://www.iana.org/_css/2013.1/screen.css 200 from=archive")), "{log}");
-    assert!(access.iter().any(|l| l.contains("im_/http://www.iana.org/_img/") && l.contains("200 from=archive")), "{log}");
+    assert!(
+        access
+            .iter()
+            .any(|l| l.contains("cs_/http://www.iana.org/_css/2013.1/screen.css 200 from=archive")),
+        "{log}"
+    );
+    assert!(
+        access
+            .iter()
+            .any(|l| l.contains("im_/http://www.iana.org/_img/") && l.contains("200 from=archive")),
+        "{log}"
+    );
     for l in &access {
         assert!(
             l.contains(" from=archive") || l.contains(" from=static") || l.contains("/favicon.ico"),
@@ -701,5 +968,8 @@ fn chromium_replays_from_the_archive_only() {
         ],
     );
     let dom = String::from_utf8_lossy(&out.stdout);
-    assert!(dom.contains("href=\"/archive/*/http://www.iana.org/\""), "{dom}");
+    assert!(
+        dom.contains("href=\"/archive/*/http://www.iana.org/\""),
+        "{dom}"
+    );
 }

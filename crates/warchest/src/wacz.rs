@@ -151,8 +151,8 @@ pub fn entries(path: &Path) -> Result<Vec<ZipEntry>> {
         if is_dir {
             continue;
         }
-        let data_start = local_data_start(&mut raw, header_start)
-            .map_err(|e| Error::from(e).in_file(path))?;
+        let data_start =
+            local_data_start(&mut raw, header_start).map_err(|e| Error::from(e).in_file(path))?;
         out.push(ZipEntry {
             name,
             data_start,
@@ -193,7 +193,10 @@ pub fn archive_entries(path: &Path) -> Result<Vec<ZipEntry>> {
             if !e.stored {
                 return Err(wacz_error(
                     path,
-                    format!("{} is compressed in the ZIP; WACZ stores WARC files", e.name),
+                    format!(
+                        "{} is compressed in the ZIP; WACZ stores WARC files",
+                        e.name
+                    ),
                 ));
             }
             v.push(e);
@@ -234,7 +237,10 @@ pub fn open_member(wacz: &Path, entry: &str) -> Result<Section> {
         .find(|e| e.name == entry)
         .ok_or_else(|| wacz_error(wacz, format!("no entry {entry} in the WACZ")))?;
     if !e.stored {
-        return Err(wacz_error(wacz, format!("{entry} is compressed in the ZIP")));
+        return Err(wacz_error(
+            wacz,
+            format!("{entry} is compressed in the ZIP"),
+        ));
     }
     open_entry(wacz, e)
 }
@@ -285,11 +291,7 @@ pub fn create<P: AsRef<Path>>(
 ) -> Result<CreateReport> {
     let mut report = CreateReport::default();
     let mut names = BTreeSet::new();
-    let mut index = IndexOutput::new(
-        tempfile::SpooledTempFile::new(8 << 20),
-        &Format::Cdxj,
-        true,
-    )?;
+    let mut index = IndexOutput::new(tempfile::SpooledTempFile::new(8 << 20), &Format::Cdxj, true)?;
     let mut pages = tempfile::SpooledTempFile::new(8 << 20);
     let mut main_page: Option<(String, String)> = None;
     for input in inputs {
@@ -411,8 +413,7 @@ pub fn create<P: AsRef<Path>>(
         format!("warchest {}", env!("CARGO_PKG_VERSION")).into(),
     );
     let package_bytes = serde_json::to_vec_pretty(&package).map_err(io::Error::from)?;
-    zip.start_file("datapackage.json", deflated)
-        .map_err(zerr)?;
+    zip.start_file("datapackage.json", deflated).map_err(zerr)?;
     zip.write_all(&package_bytes)?;
     let digest = serde_json::json!({
         "path": "datapackage.json",
@@ -542,7 +543,11 @@ pub fn validate(path: &Path) -> Result<ValidationReport> {
             return Ok(rep);
         }
     };
-    if package.get("wacz_version").and_then(|v| v.as_str()).is_none() {
+    if package
+        .get("wacz_version")
+        .and_then(|v| v.as_str())
+        .is_none()
+    {
         rep.problems
             .push("datapackage.json has no wacz_version".into());
     }
@@ -581,7 +586,16 @@ pub fn validate(path: &Path) -> Result<ValidationReport> {
                 .push(format!("{rpath} is listed in datapackage.json but missing"));
             continue;
         }
-        match hash_entry(&mut zip, path, rpath, hash)? {
+        // A file that cannot be read whole (a CRC error in the ZIP) is a
+        // problem of this WACZ, not a failure to check it.
+        let hashed = match hash_entry(&mut zip, path, rpath, hash) {
+            Ok(h) => h,
+            Err(e) => {
+                rep.problems.push(format!("{rpath}: cannot be read: {e}"));
+                continue;
+            }
+        };
+        match hashed {
             Some((bytes, ok)) => {
                 if !ok {
                     rep.problems
@@ -608,8 +622,10 @@ pub fn validate(path: &Path) -> Result<ValidationReport> {
                 .push(format!("{} is not listed in datapackage.json", e.name));
         }
         if e.name.starts_with("archive/") && !e.stored {
-            rep.problems
-                .push(format!("{} is compressed; archive files must be stored", e.name));
+            rep.problems.push(format!(
+                "{} is compressed; archive files must be stored",
+                e.name
+            ));
         }
     }
     match read_small(&mut zip, path, "datapackage-digest.json", &mut rep)? {
@@ -629,26 +645,27 @@ pub fn validate(path: &Path) -> Result<ValidationReport> {
             }
         }
     }
-    let index_name = ["indexes/index.cdxj", "indexes/index.cdx", "indexes/index.cdx.gz"]
-        .into_iter()
-        .find(|n| by_name.contains_key(n));
+    let index_name = [
+        "indexes/index.cdxj",
+        "indexes/index.cdx",
+        "indexes/index.cdx.gz",
+    ]
+    .into_iter()
+    .find(|n| by_name.contains_key(n));
     if index_name.is_none() {
         rep.problems
             .push("no index: indexes/index.cdxj, index.cdx or index.cdx.gz".into());
     }
     match read_small(&mut zip, path, "pages/pages.jsonl", &mut rep)? {
-        None => rep
-            .problems
-            .push("pages/pages.jsonl is missing".into()),
+        None => rep.problems.push("pages/pages.jsonl is missing".into()),
         Some(b) => {
             let first = b.split(|&c| c == b'\n').next().unwrap_or_default();
             let format = serde_json::from_slice::<serde_json::Value>(first)
                 .ok()
                 .and_then(|v| v.get("format").and_then(|f| f.as_str()).map(str::to_owned));
             if format.as_deref() != Some("json-pages-1.0") {
-                rep.problems.push(
-                    "pages/pages.jsonl does not start with a json-pages-1.0 header".into(),
-                );
+                rep.problems
+                    .push("pages/pages.jsonl does not start with a json-pages-1.0 header".into());
             }
         }
     }
@@ -677,8 +694,9 @@ fn read_small(
         .read_to_end(&mut v)
         .map_err(|e| Error::from(e).in_file(path))?;
     if v.len() as u64 > MAX {
-        rep.problems
-            .push(format!("{name} is larger than {MAX} bytes; not checked whole"));
+        rep.problems.push(format!(
+            "{name} is larger than {MAX} bytes; not checked whole"
+        ));
         v.truncate(MAX as usize);
     }
     Ok(Some(v))

@@ -298,7 +298,10 @@ impl Rewriter {
             "script" if !self_closing => {
                 let js = attr_value(tag, &attrs, "type").is_none_or(|t| {
                     let t = t.trim().to_ascii_lowercase();
-                    t.is_empty() || t.contains("javascript") || t.contains("ecmascript") || t == "module"
+                    t.is_empty()
+                        || t.contains("javascript")
+                        || t.contains("ecmascript")
+                        || t == "module"
                 });
                 self.mode = Mode::Script(js);
             }
@@ -356,10 +359,7 @@ impl Rewriter {
                 },
             };
             if let Some(n) = new {
-                let q = match a.quote {
-                    Some(q) => q,
-                    None => b'"',
-                };
+                let q = a.quote.unwrap_or(b'"');
                 let mut v = Vec::new();
                 if a.quote.is_none() {
                     v.push(b'"');
@@ -391,7 +391,12 @@ impl Rewriter {
 }
 
 /// Which modifier a URL attribute gets, `None` when it holds no URL.
-fn url_modifier(tag: &str, attr: &str, rel: Option<&str>, as_: Option<&str>) -> Option<&'static str> {
+fn url_modifier(
+    tag: &str,
+    attr: &str,
+    rel: Option<&str>,
+    as_: Option<&str>,
+) -> Option<&'static str> {
     Some(match (tag, attr) {
         ("a" | "area", "href") | ("form", "action") | (_, "formaction") => "",
         ("link", "href") => {
@@ -592,7 +597,9 @@ fn rewrite_srcset(value: &str, ctx: &UrlContext) -> Option<String> {
 fn rewrite_refresh(value: &str, ctx: &UrlContext) -> Option<String> {
     let lower = value.to_ascii_lowercase();
     let p = lower.find("url=")?;
-    let url = value[p + 4..].trim().trim_matches(|c| c == '\'' || c == '"');
+    let url = value[p + 4..]
+        .trim()
+        .trim_matches(|c| c == '\'' || c == '"');
     let new = ctx.archive_url(url, "")?;
     Some(format!("{}{new}", &value[..p + 4]))
 }
@@ -766,24 +773,45 @@ mod tests {
             assert_eq!(html(page, piece), want, "piece {piece}");
         }
         assert!(want.contains("<head><script>X</script><link rel=stylesheet href=\"/c/2014cs_/http://ex.com/s.css\" >"), "{want}");
-        assert!(want.contains("url('/c/2014im_/http://ex.com/dir/bg.png')"), "{want}");
+        assert!(
+            want.contains("url('/c/2014im_/http://ex.com/dir/bg.png')"),
+            "{want}"
+        );
         assert!(want.contains("<body class=x><div id=B></div>"), "{want}");
-        assert!(want.contains("href='/c/2014/http://other.com/a?b=1&amp;c=2'"), "{want}");
+        assert!(
+            want.contains("href='/c/2014/http://other.com/a?b=1&amp;c=2'"),
+            "{want}"
+        );
         assert!(want.contains(" 1 < 2 "), "{want}");
-        assert!(want.contains("src=\"/c/2014im_/http://ex.com/dir/i.png\""), "{want}");
+        assert!(
+            want.contains("src=\"/c/2014im_/http://ex.com/dir/i.png\""),
+            "{want}"
+        );
         assert!(want.contains("srcset=\"/c/2014im_/http://ex.com/dir/a.png 1x, /c/2014im_/http://ex.com/b.png 2x\""), "{want}");
-        assert!(want.contains("\"http:\\/\\/h:1\\/c\\/2014mp_\\/https:\\/\\/api.ex.com\\/v1\""), "{want}");
+        assert!(
+            want.contains("\"http:\\/\\/h:1\\/c\\/2014mp_\\/https:\\/\\/api.ex.com\\/v1\""),
+            "{want}"
+        );
         assert!(want.contains("src=\"/c/2014if_/http://f.com/\""), "{want}");
         assert!(want.contains("href=\"#top\"") && want.contains("javascript:void(0)"));
-        assert!(want.contains("content=\"0; url=/c/2014/http://ex.com/next\""), "{want}");
+        assert!(
+            want.contains("content=\"0; url=/c/2014/http://ex.com/next\""),
+            "{want}"
+        );
         assert!(want.contains("<!-- <img src=\"no.png\"> -->"), "{want}");
         assert!(!want.contains("integrity"));
     }
 
     #[test]
     fn base_href_changes_resolution() {
-        let out = html("<head><base href=\"http://b.com/x/\"></head><img src=\"y.png\">", 5);
-        assert!(out.contains("<base href=\"/c/2014/http://b.com/x/\">"), "{out}");
+        let out = html(
+            "<head><base href=\"http://b.com/x/\"></head><img src=\"y.png\">",
+            5,
+        );
+        assert!(
+            out.contains("<base href=\"/c/2014/http://b.com/x/\">"),
+            "{out}"
+        );
         assert!(out.contains("/c/2014im_/http://b.com/x/y.png"), "{out}");
     }
 
@@ -797,15 +825,32 @@ mod tests {
     #[test]
     fn css_and_js() {
         let mut o = Vec::new();
-        rewrite_css(b"@import 'a.css'; p { background: url( img/x.gif ) } q{background:url(data:x)}", &ctx(), &mut o);
+        rewrite_css(
+            b"@import 'a.css'; p { background: url( img/x.gif ) } q{background:url(data:x)}",
+            &ctx(),
+            &mut o,
+        );
         let s = String::from_utf8(o).unwrap();
-        assert!(s.contains("@import '/c/2014cs_/http://ex.com/dir/a.css'"), "{s}");
-        assert!(s.contains("url( /c/2014im_/http://ex.com/dir/img/x.gif )"), "{s}");
+        assert!(
+            s.contains("@import '/c/2014cs_/http://ex.com/dir/a.css'"),
+            "{s}"
+        );
+        assert!(
+            s.contains("url( /c/2014im_/http://ex.com/dir/img/x.gif )"),
+            "{s}"
+        );
         assert!(s.contains("url(data:x)"));
         let mut o = Vec::new();
-        rewrite_js(b"f('http://x.com/a'); ns='http://www.w3.org/2000/svg'", &ctx(), &mut o);
+        rewrite_js(
+            b"f('http://x.com/a'); ns='http://www.w3.org/2000/svg'",
+            &ctx(),
+            &mut o,
+        );
         let s = String::from_utf8(o).unwrap();
-        assert_eq!(s, "f('http://h:1/c/2014mp_/http://x.com/a'); ns='http://www.w3.org/2000/svg'");
+        assert_eq!(
+            s,
+            "f('http://h:1/c/2014mp_/http://x.com/a'); ns='http://www.w3.org/2000/svg'"
+        );
     }
 
     #[test]

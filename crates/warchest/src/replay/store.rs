@@ -98,7 +98,8 @@ impl Source {
                 .map_err(|e| Error::from(e).in_file(&self.path))?
                 .len(),
         };
-        let mut s = Section::new(f, self.start, len).map_err(|e| Error::from(e).in_file(&self.path))?;
+        let mut s =
+            Section::new(f, self.start, len).map_err(|e| Error::from(e).in_file(&self.path))?;
         s.seek(SeekFrom::Start(offset))
             .map_err(|e| Error::from(e).in_file(&self.path))?;
         Ok(s)
@@ -464,7 +465,9 @@ impl Store {
     fn save_source(&self, src: &Source) -> Result<()> {
         let txn = self.db.begin_write().map_err(|e| db_error(e, &self.path))?;
         {
-            let mut t = txn.open_table(SOURCES).map_err(|e| db_error(e, &self.path))?;
+            let mut t = txn
+                .open_table(SOURCES)
+                .map_err(|e| db_error(e, &self.path))?;
             let v = serde_json::to_vec(src).map_err(std::io::Error::from)?;
             t.insert(src.id, v.as_slice())
                 .map_err(|e| db_error(e, &self.path))?;
@@ -528,15 +531,19 @@ impl Store {
                     .map_err(|e| db_error(e, p))?;
                 let loc = loc_bytes(src, e.offset);
                 if let Some(id) = &e.record_id {
-                    ids.insert(id.trim(), &loc[..]).map_err(|e| db_error(e, p))?;
+                    ids.insert(id.trim(), &loc[..])
+                        .map_err(|e| db_error(e, p))?;
                 }
-                let original = e
-                    .record_type
-                    .as_deref()
-                    .is_some_and(|t| t.eq_ignore_ascii_case("response") || t.eq_ignore_ascii_case("resource"));
+                let original = e.record_type.as_deref().is_some_and(|t| {
+                    t.eq_ignore_ascii_case("response") || t.eq_ignore_ascii_case("resource")
+                });
                 if original && let Some(d) = &e.digest {
                     let k = digest_key(d);
-                    if digests.get(k.as_str()).map_err(|e| db_error(e, p))?.is_none() {
+                    if digests
+                        .get(k.as_str())
+                        .map_err(|e| db_error(e, p))?
+                        .is_none()
+                    {
                         digests
                             .insert(k.as_str(), &loc[..])
                             .map_err(|e| db_error(e, p))?;
@@ -678,8 +685,12 @@ impl Store {
             let Ok(c) = serde_json::from_slice::<Capture>(v) else {
                 return true;
             };
-            if from.as_deref().is_some_and(|f| c.entry.timestamp.as_str() < f)
-                || to.as_deref().is_some_and(|t| c.entry.timestamp.as_str() > t)
+            if from
+                .as_deref()
+                .is_some_and(|f| c.entry.timestamp.as_str() < f)
+                || to
+                    .as_deref()
+                    .is_some_and(|t| c.entry.timestamp.as_str() > t)
             {
                 return true;
             }
@@ -732,7 +743,13 @@ impl Store {
             .range::<&str>(lo.as_str()..mid.as_str())
             .map_err(|e| db_error(e, p))?
             .rev();
-        let decode = |item: Option<std::result::Result<(redb::AccessGuard<'_, &str>, redb::AccessGuard<'_, &[u8]>), redb::StorageError>>| -> Result<Option<Capture>> {
+        let decode = |item: Option<
+            std::result::Result<
+                (redb::AccessGuard<'_, &str>, redb::AccessGuard<'_, &[u8]>),
+                redb::StorageError,
+            >,
+        >|
+         -> Result<Option<Capture>> {
             match item {
                 None => Ok(None),
                 Some(Err(e)) => Err(db_error(e, p)),

@@ -121,7 +121,10 @@ pub fn read_request(r: &mut BufReader<TcpStream>) -> Result<Request, ReadError> 
             .read_until(b'\n', &mut head)
             .map_err(|e| {
                 if head.is_empty()
-                    && matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut)
+                    && matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    )
                 {
                     ReadError::Closed
                 } else {
@@ -179,7 +182,10 @@ pub fn read_request(r: &mut BufReader<TcpStream>) -> Result<Request, ReadError> 
         headers,
     };
     if req.header("transfer-encoding").is_some() {
-        return Err(ReadError::Bad(411, "chunked request bodies are not accepted"));
+        return Err(ReadError::Bad(
+            411,
+            "chunked request bodies are not accepted",
+        ));
     }
     if let Some(len) = req.header("content-length") {
         let len: u64 = len
@@ -252,10 +258,7 @@ impl<'a> Responder<'a> {
     ) -> io::Result<()> {
         let mut h = Vec::with_capacity(512);
         let version = if self.http10 { "HTTP/1.0" } else { "HTTP/1.1" };
-        let reason: String = reason
-            .chars()
-            .filter(|c| !c.is_control())
-            .collect();
+        let reason: String = reason.chars().filter(|c| !c.is_control()).collect();
         write!(h, "{version} {status} {reason}\r\n")?;
         for (n, v) in headers {
             // Values come from archived responses: no line breaks through.
@@ -263,7 +266,11 @@ impl<'a> Responder<'a> {
             write!(h, "{n}: {v}\r\n")?;
         }
         h.extend_from_slice(framing.as_bytes());
-        let conn = if self.keep_alive { "keep-alive" } else { "close" };
+        let conn = if self.keep_alive {
+            "keep-alive"
+        } else {
+            "close"
+        };
         write!(h, "Connection: {conn}\r\n\r\n")?;
         self.status = Some(status);
         self.out.write_all(&h)
@@ -448,7 +455,10 @@ mod tests {
             b.finish().unwrap();
         }
         let s = String::from_utf8(out).unwrap();
-        assert!(s.starts_with("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"), "{s}");
+        assert!(
+            s.starts_with("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"),
+            "{s}"
+        );
         assert!(s.ends_with("\r\n\r\n5\r\nhello\r\n0\r\n\r\n"), "{s}");
     }
 

@@ -85,7 +85,11 @@ impl ServeOptions {
 
     /// Where the store goes by default.
     pub fn default_store(&self) -> PathBuf {
-        let first = self.paths.first().cloned().unwrap_or_else(|| PathBuf::from("."));
+        let first = self
+            .paths
+            .first()
+            .cloned()
+            .unwrap_or_else(|| PathBuf::from("."));
         let dir = if first.is_dir() {
             first
         } else {
@@ -134,7 +138,10 @@ impl Server {
         let store = Store::open(&store_path)?;
         if let Some(cdxj) = &opts.cdxj {
             let (loaded, skipped) = store.load_cdxj(cdxj, &opts.paths)?;
-            tracing::info!("loaded {loaded} index lines from {} ({skipped} skipped)", cdxj.display());
+            tracing::info!(
+                "loaded {loaded} index lines from {} ({skipped} skipped)",
+                cdxj.display()
+            );
         } else {
             let r = store.sync(&opts.paths)?;
             for f in &r.failures {
@@ -148,7 +155,10 @@ impl Server {
             );
         }
         let listener = TcpListener::bind(&opts.listen).map_err(|e| {
-            Error::new(ErrorKind::Usage(format!("cannot listen on {}: {e}", opts.listen)))
+            Error::new(ErrorKind::Usage(format!(
+                "cannot listen on {}: {e}",
+                opts.listen
+            )))
         })?;
         let coll = Collection {
             name: opts.collection.clone(),
@@ -267,6 +277,14 @@ fn serve_connection(app: &App, stream: TcpStream) {
                 let mut r = Responder::new(&mut writer, &fake);
                 let _ = r.send(status, &text_plain(), msg.as_bytes());
                 tracing::info!("access: - - {status} from=error ({msg})");
+                // Read (a bounded part of) what the client still sends, so
+                // that closing does not reset the connection before the
+                // client has read the answer.
+                let _ = reader.get_ref().shutdown(std::net::Shutdown::Write);
+                let _ = reader
+                    .get_ref()
+                    .set_read_timeout(Some(Duration::from_secs(1)));
+                let _ = io::copy(&mut reader.by_ref().take(1 << 20), &mut io::sink());
                 return;
             }
         };
@@ -320,6 +338,7 @@ type HResult = std::result::Result<(), Box<dyn std::error::Error + Send + Sync>>
 fn handle(app: &App, req: &Request, resp: &mut Responder<'_>) -> HResult {
     if req.method != "GET" && req.method != "HEAD" {
         resp.source = "error";
+        resp.keep_alive = false;
         let mut h = text_plain();
         h.push(("Allow".into(), "GET, HEAD".into()));
         resp.send(405, &h, b"only GET and HEAD\n")?;
@@ -336,7 +355,10 @@ fn handle(app: &App, req: &Request, resp: &mut Responder<'_>) -> HResult {
     if path == "/_/client.js" {
         resp.source = "static";
         let h = vec![
-            ("Content-Type".into(), "application/javascript; charset=utf-8".into()),
+            (
+                "Content-Type".into(),
+                "application/javascript; charset=utf-8".into(),
+            ),
             ("Cache-Control".into(), "max-age=3600".into()),
         ];
         resp.send(200, &h, CLIENT_JS.as_bytes())?;
@@ -349,7 +371,10 @@ fn handle(app: &App, req: &Request, resp: &mut Responder<'_>) -> HResult {
     let cname = cname.split('?').next().unwrap_or(cname);
     if cname != coll.name {
         resp.source = "miss";
-        let body = pages::error_page(404, &format!("no collection {cname:?}; this server has {:?}", coll.name));
+        let body = pages::error_page(
+            404,
+            &format!("no collection {cname:?}; this server has {:?}", coll.name),
+        );
         resp.send(404, &text_html(), body.as_bytes())?;
         return Ok(());
     }
@@ -381,7 +406,9 @@ fn handle(app: &App, req: &Request, resp: &mut Responder<'_>) -> HResult {
         return download_file(coll, resp, r);
     }
     let (first, after) = rest.split_once('/').unwrap_or((rest, ""));
-    if first == "*" || (first.ends_with('*') && TimeSpec::parse(first.trim_end_matches('*')).is_some()) {
+    if first == "*"
+        || (first.ends_with('*') && TimeSpec::parse(first.trim_end_matches('*')).is_some())
+    {
         resp.source = "page";
         let body = pages::captures(coll, &url::normalize_target(after))?;
         resp.send(200, &text_html(), body.as_bytes())?;
@@ -418,7 +445,11 @@ fn redirect(resp: &mut Responder<'_>, location: &str, extra: Vec<(String, String
     let mut h = text_html();
     h.push(("Location".into(), location.to_string()));
     h.extend(extra);
-    let body = format!("<a href=\"{}\">{}</a>\n", http::escape(location), http::escape(location));
+    let body = format!(
+        "<a href=\"{}\">{}</a>\n",
+        http::escape(location),
+        http::escape(location)
+    );
     resp.send(302, &h, body.as_bytes())?;
     Ok(())
 }
@@ -514,7 +545,11 @@ fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResul
         Some(s) => match MatchType::parse(&s) {
             Some(m) => m,
             None => {
-                resp.send(400, &text_plain(), b"matchType: exact, prefix, host or domain\n")?;
+                resp.send(
+                    400,
+                    &text_plain(),
+                    b"matchType: exact, prefix, host or domain\n",
+                )?;
                 return Ok(());
             }
         },
@@ -532,13 +567,18 @@ fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResul
         None => MAX_CDX,
     };
     let json = req.param("output").is_some_and(|o| o == "json");
-    let fields: Option<Vec<String>> = req
-        .param("fl")
-        .map(|f| f.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect());
+    let fields: Option<Vec<String>> = req.param("fl").map(|f| {
+        f.split(',')
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect()
+    });
     let sort = req.param("sort").unwrap_or_default();
     let mut lines: Vec<Capture> = Vec::new();
     if sort == "closest" {
-        let ts = req.param("closest").unwrap_or_else(|| "99991231235959".into());
+        let ts = req
+            .param("closest")
+            .unwrap_or_else(|| "99991231235959".into());
         lines = coll
             .store
             .closest(&url::normalize_target(&u), &ts, limit, |_| true)?;
@@ -557,49 +597,63 @@ fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResul
             })?;
         }
     }
-    let ctype = if json { "application/x-ndjson" } else { "text/x-cdxj" };
+    let ctype = if json {
+        "application/x-ndjson"
+    } else {
+        "text/x-cdxj"
+    };
     let h = vec![("Content-Type".into(), ctype.to_string())];
     let mut body = resp.stream(200, "OK", &h)?;
     for c in &lines {
         let obj = cdx_object(c);
-        let obj = match &fields {
+        let obj: Vec<(&str, String)> = match &fields {
             Some(f) => f
                 .iter()
-                .filter_map(|k| obj.get(k).map(|v| (k.clone(), v.clone())))
+                .filter_map(|k| obj.iter().find(|(n, _)| n == k).cloned())
                 .collect(),
             None => obj,
         };
-        if json {
-            serde_json::to_writer(&mut body, &obj)?;
-            body.write_all(b"\n")?;
-        } else {
-            let mut rest = obj.clone();
-            rest.remove("urlkey");
-            rest.remove("timestamp");
-            writeln!(
-                body,
-                "{} {} {}",
-                c.entry.urlkey,
-                c.entry.timestamp,
-                serde_json::Value::Object(rest)
-            )?;
+        let skip_key = !json && fields.is_none();
+        let mut line = String::new();
+        if skip_key {
+            line.push_str(&format!("{} {} ", c.entry.urlkey, c.entry.timestamp));
         }
+        line.push('{');
+        let mut first = true;
+        for (k, v) in &obj {
+            if skip_key && (*k == "urlkey" || *k == "timestamp") {
+                continue;
+            }
+            if !first {
+                line.push_str(", ");
+            }
+            first = false;
+            // As python's json.dumps writes it, the way pywb answers.
+            line.push_str(&format!(
+                "\"{k}\": {}",
+                serde_json::Value::String(v.clone())
+            ));
+        }
+        line.push_str("}\n");
+        body.write_all(line.as_bytes())?;
     }
     body.finish()?;
     Ok(())
 }
 
-/// A capture as pywb's CDX server gives it (every value a string).
-fn cdx_object(c: &Capture) -> serde_json::Map<String, serde_json::Value> {
+/// A capture as pywb's CDX server gives it: its fields in pywb's order,
+/// every value a string.
+fn cdx_object(c: &Capture) -> Vec<(&'static str, String)> {
     let e = &c.entry;
-    let mut m = serde_json::Map::new();
-    let mut put = |k: &str, v: Option<String>| {
+    let mut m = vec![
+        ("urlkey", e.urlkey.clone()),
+        ("timestamp", e.timestamp.clone()),
+    ];
+    let mut put = |k: &'static str, v: Option<String>| {
         if let Some(v) = v {
-            m.insert(k.to_string(), serde_json::Value::String(v));
+            m.push((k, v));
         }
     };
-    put("urlkey", Some(e.urlkey.clone()));
-    put("timestamp", Some(e.timestamp.clone()));
     put("url", e.url.clone());
     put("mime", e.mime.clone());
     put("status", e.status.clone());
@@ -607,8 +661,8 @@ fn cdx_object(c: &Capture) -> serde_json::Map<String, serde_json::Value> {
     put("length", e.length.map(|l| l.to_string()));
     put("offset", Some(e.offset.to_string()));
     put("filename", Some(e.filename.clone()));
-    put("method", e.method.clone());
     put("requestBody", e.request_body.clone().flatten());
+    put("method", e.method.clone());
     m
 }
 
@@ -648,11 +702,18 @@ fn download_file(coll: &Collection, resp: &mut Responder<'_>, rest: &str) -> HRe
         .as_deref()
         .and_then(|e| e.rsplit('/').next())
         .map(str::to_owned)
-        .or_else(|| src.path.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .or_else(|| {
+            src.path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+        })
         .unwrap_or_else(|| "archive.warc".into());
     let h = vec![
         ("Content-Type".into(), "application/warc".into()),
-        ("Content-Disposition".into(), format!("attachment; filename=\"{}\"", name.replace('"', ""))),
+        (
+            "Content-Disposition".into(),
+            format!("attachment; filename=\"{}\"", name.replace('"', "")),
+        ),
     ];
     let len = section.len();
     let mut body = resp.stream(200, "OK", &h)?;
@@ -695,7 +756,11 @@ fn replay(
     if ts.modifier.is_empty() && url::pad_timestamp(&ts.timestamp) != cap.entry.timestamp {
         resp.source = "archive";
         let loc = format!("/{}/{}/{target}", coll.name, cap.entry.timestamp);
-        return redirect(resp, &loc, vec![("Link".into(), memento_links(req, &coll.name, &target))]);
+        return redirect(
+            resp,
+            &loc,
+            vec![("Link".into(), memento_links(req, &coll.name, &target))],
+        );
     }
     let abs_host = host_prefix(req);
     let r = coll.with_payload(&cap, |p| {
@@ -725,15 +790,24 @@ fn replay(
                 _ => Kind::of_media_type(&mime),
             }
         };
-        let encoded = p.head.as_ref().is_some_and(|h| !h.content_encoding().is_empty());
+        let encoded = p
+            .head
+            .as_ref()
+            .is_some_and(|h| !h.content_encoding().is_empty());
         let decodable = p
             .head
             .as_ref()
             .is_none_or(|h| h.content_encoding().iter().all(|c| c.is_supported()));
         // UTF-16 pages would be broken by ASCII inserts: served as they are.
-        let utf16 = p.head.as_ref().and_then(|h| h.content_type()).is_some_and(|c| {
-            String::from_utf8_lossy(&c).to_ascii_lowercase().contains("utf-16")
-        });
+        let utf16 = p
+            .head
+            .as_ref()
+            .and_then(|h| h.content_type())
+            .is_some_and(|c| {
+                String::from_utf8_lossy(&c)
+                    .to_ascii_lowercase()
+                    .contains("utf-16")
+            });
         let kind = if decodable && !utf16 { kind } else { None };
         let mut headers: Vec<(String, String)> = Vec::new();
         let mut has_type = false;
@@ -769,13 +843,19 @@ fn replay(
             has_type = true;
             headers.push((
                 "Content-Type".into(),
-                p.source_header.content_type().map(|c| c.into_owned()).unwrap_or(mime.clone()),
+                p.source_header
+                    .content_type()
+                    .map(|c| c.into_owned())
+                    .unwrap_or(mime.clone()),
             ));
         }
         if !has_type && kind.is_some() {
             headers.push(("Content-Type".into(), "text/html".into()));
         }
-        headers.push(("Memento-Datetime".into(), url::http_date(&cap.entry.timestamp)));
+        headers.push((
+            "Memento-Datetime".into(),
+            url::http_date(&cap.entry.timestamp),
+        ));
         headers.push((
             "Link".into(),
             format!(

@@ -58,7 +58,11 @@ placeholder=\"URL, URL prefix or host\"> <select name=\"match\">{}{}{}{}</select
 pub(super) fn home(coll: &Collection) -> crate::Result<String> {
     let mut b = search_form(&coll.name, "");
     let n = coll.store.len()?;
-    let _ = write!(b, "<p>{n} captures in {} files.</p>", coll.store.sources().len());
+    let _ = write!(
+        b,
+        "<p>{n} captures in {} files.</p>",
+        coll.store.sources().len()
+    );
     b.push_str("<table><tr><th>file</th><th>entries</th><th></th></tr>");
     for s in coll.store.sources() {
         let _ = write!(
@@ -111,8 +115,15 @@ pub(super) fn search_results(coll: &Collection, q: &str, m: MatchType) -> crate:
         },
     )?;
     let mut b = search_form(&coll.name, q);
-    let _ = write!(b, "<p id=\"count\">{} URLs{}.</p>", rows.len(), if truncated { " (first ones)" } else { "" });
-    b.push_str("<table id=\"results\"><tr><th>URL</th><th>captures</th><th>first</th><th>last</th></tr>");
+    let _ = write!(
+        b,
+        "<p id=\"count\">{} URLs{}.</p>",
+        rows.len(),
+        if truncated { " (first ones)" } else { "" }
+    );
+    b.push_str(
+        "<table id=\"results\"><tr><th>URL</th><th>captures</th><th>first</th><th>last</th></tr>",
+    );
     for (_, u, n, first, last) in &rows {
         let _ = write!(
             b,
@@ -146,7 +157,12 @@ pub(super) fn captures(coll: &Collection, target: &str) -> crate::Result<String>
     )?;
     let c = escape(&coll.name);
     let mut b = search_form(&coll.name, target);
-    let _ = write!(b, "<p id=\"count\">{} captures of <code>{}</code>.</p>", caps.len(), escape(target));
+    let _ = write!(
+        b,
+        "<p id=\"count\">{} captures of <code>{}</code>.</p>",
+        caps.len(),
+        escape(target)
+    );
     b.push_str(
         "<table id=\"captures\"><tr><th>captured</th><th>status</th><th>type</th><th>record</th><th>length</th><th></th></tr>",
     );
@@ -246,8 +262,16 @@ pub(super) fn record(
     // The capture, for its stored length (whole-record downloads and
     // validation need it).
     let mut length = None;
-    let mut reader = src.reader_at(off)?;
-    let Some(mut rec) = reader.next_record()? else {
+    // An offset where no record starts may read as damage: not found.
+    let mut reader = match src.reader_at(off) {
+        Ok(r) => r,
+        Err(_) => {
+            resp.source = "miss";
+            resp.send(404, &text_plain(), b"no record at this offset\n")?;
+            return Ok(());
+        }
+    };
+    let Ok(Some(mut rec)) = reader.next_record() else {
         resp.source = "miss";
         resp.send(404, &text_plain(), b"no record at this offset\n")?;
         return Ok(());
@@ -268,7 +292,11 @@ pub(super) fn record(
             }
             let Some(len) = length else {
                 resp.source = "miss";
-                resp.send(404, &text_plain(), b"this record has no stored length of its own (whole-file compression)\n")?;
+                resp.send(
+                    404,
+                    &text_plain(),
+                    b"this record has no stored length of its own (whole-file compression)\n",
+                )?;
                 return Ok(());
             };
             resp.source = "archive";
@@ -277,7 +305,10 @@ pub(super) fn record(
                 ("Content-Type".into(), "application/warc".into()),
                 (
                     "Content-Disposition".into(),
-                    format!("attachment; filename=\"record-{off}.warc{}\"", if gz { ".gz" } else { "" }),
+                    format!(
+                        "attachment; filename=\"record-{off}.warc{}\"",
+                        if gz { ".gz" } else { "" }
+                    ),
                 ),
             ];
             let mut s = src.open_at(off)?;
@@ -350,7 +381,18 @@ pub(super) fn record(
             }
             drop(block);
             length = rec.finish()?.stored_len;
-            let body = record_page(coll, &src, off, &header, &raw_header, head.as_ref(), &mime, textual, &preview, length)?;
+            let body = record_page(
+                coll,
+                &src,
+                off,
+                &header,
+                &raw_header,
+                head.as_ref(),
+                &mime,
+                textual,
+                &preview,
+                length,
+            )?;
             resp.source = "page";
             resp.send(200, &text_html(), body.as_bytes())?;
             Ok(())
@@ -403,14 +445,21 @@ fn record_page(
     }
     b.push_str("<h2>Payload</h2>");
     if mime.starts_with("image/") {
-        let _ = write!(b, "<img id=\"payload-image\" src=\"{base}/payload\" style=\"max-width:100%\">");
+        let _ = write!(
+            b,
+            "<img id=\"payload-image\" src=\"{base}/payload\" style=\"max-width:100%\">"
+        );
     } else if textual {
         let _ = write!(b, "<pre id=\"payload-text\">{}</pre>", escape(preview));
         if preview.len() as u64 >= PREVIEW {
             let _ = write!(b, "<p>(first {PREVIEW} bytes)</p>");
         }
     } else {
-        let _ = write!(b, "<p><a href=\"{base}/payload\">{}</a></p>", escape(if mime.is_empty() { "payload" } else { mime }));
+        let _ = write!(
+            b,
+            "<p><a href=\"{base}/payload\">{}</a></p>",
+            escape(if mime.is_empty() { "payload" } else { mime })
+        );
     }
     b.push_str("<h2>Validation</h2>");
     match length {
