@@ -595,6 +595,36 @@ fn new_files_are_picked_up() {
     );
 }
 
+#[test]
+fn serves_from_a_cdxj_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let cdxj = dir.path().join("iana.cdxj");
+    let out = bin()
+        .args(["index", "--sort", "-o"])
+        .arg(&cdxj)
+        .arg(fixture("pywb/iana.warc.gz"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let s = Server::start(
+        &[&fixture("pywb/iana.warc.gz")],
+        &dir.path().join("c.redb"),
+        &["--poll", "0", "--cdxj", cdxj.to_str().unwrap()],
+    );
+    let lines = json_lines(
+        &s.get("/archive/cdx?url=http://www.iana.org/_css/2013.1/screen.css&output=json")
+            .text(),
+    );
+    assert_eq!(lines.len(), 16);
+    let r = s.get(&format!("/archive/{IANA_TS}/http://www.iana.org/"));
+    assert_eq!(r.status, 200);
+    assert!(r.text().contains("warchest-banner"));
+    // Revisits found through the index alone (same URL and digest).
+    let revisit = s.get("/archive/20140126200653id_/http://www.iana.org/_js/2013.1/jquery.js");
+    assert_eq!(revisit.status, 200);
+    assert!(revisit.body.len() > 10_000);
+}
+
 fn python_has(module: &str) -> bool {
     if std::env::var_os("WARCHEST_SKIP_PYTHON").is_some() {
         return false;

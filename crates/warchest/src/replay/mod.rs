@@ -118,7 +118,6 @@ impl Collection {
         }
         let header = rec.header().clone();
         if cap.is_revisit() {
-            drop(rec);
             let (osrc, ooff) = self.original_of(cap, &header)?.ok_or_else(|| {
                 not_found(format!(
                     "the original of revisit {} is not in the collection",

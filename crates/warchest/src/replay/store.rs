@@ -172,6 +172,15 @@ fn loc_from(b: &[u8]) -> Option<(u32, u64)> {
     Some((src, off))
 }
 
+/// One item of a range over the captures table.
+type RangeItem<'a> = std::result::Result<
+    (
+        redb::AccessGuard<'a, &'static str>,
+        redb::AccessGuard<'a, &'static [u8]>,
+    ),
+    redb::StorageError,
+>;
+
 /// How URLs are matched in a query (pywb's `matchType`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MatchType {
@@ -418,6 +427,8 @@ impl Store {
                 .and_then(|s| s.iter().find(|s| s.name == name).cloned());
             let mut src = match existing {
                 Some(s) if s.len == slen && s.mtime == mtime && s.start == start => continue,
+                // Indexed by a CDXJ given: that index stands for the file.
+                Some(s) if s.mtime == u64::MAX => continue,
                 Some(mut s) => {
                     // Grown in place (a file still being written): read on
                     // from where indexing stopped; otherwise from the start.
@@ -743,13 +754,7 @@ impl Store {
             .range::<&str>(lo.as_str()..mid.as_str())
             .map_err(|e| db_error(e, p))?
             .rev();
-        let decode = |item: Option<
-            std::result::Result<
-                (redb::AccessGuard<'_, &str>, redb::AccessGuard<'_, &[u8]>),
-                redb::StorageError,
-            >,
-        >|
-         -> Result<Option<Capture>> {
+        let decode = |item: Option<RangeItem<'_>>| -> Result<Option<Capture>> {
             match item {
                 None => Ok(None),
                 Some(Err(e)) => Err(db_error(e, p)),

@@ -285,7 +285,6 @@ pub(super) fn record(
     let raw_header = String::from_utf8_lossy(rec.raw_header()).into_owned();
     match what {
         "warc" => {
-            drop(rec);
             let mut r2 = src.reader_at(off)?;
             if let Some(r) = r2.next_record()? {
                 length = r.finish()?.stored_len;
@@ -379,7 +378,6 @@ pub(super) fn record(
                 let _ = (&mut payload).take(PREVIEW).read_to_end(&mut buf);
                 preview = String::from_utf8_lossy(&buf).into_owned();
             }
-            drop(block);
             length = rec.finish()?.stored_len;
             let body = record_page(
                 coll,
