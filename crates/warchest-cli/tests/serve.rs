@@ -284,6 +284,15 @@ fn cdx_api_answers_as_pywb() {
     assert!(host.len() > prefix.len());
     let domain = json_lines(&s.get("/archive/cdx?url=*.iana.org&output=json").text());
     assert_eq!(domain.len(), host.len());
+    // Filters: field equal, containing, negated; the limit counts what passes.
+    let fl = json_lines(&s.get("/archive/cdx?url=http://www.iana.org/_css/2013.1/screen.css&output=json&filter=!mime:warc/revisit").text());
+    assert_eq!(fl.len(), 1);
+    assert_eq!(fl[0]["mime"], "text/css");
+    let fl = json_lines(&s.get("/archive/cdx?url=http://www.iana.org/_css/2013.1/screen.css&output=json&filter=mime:warc/revisit&filter=~url:https:&limit=5").text());
+    assert_eq!(fl.len(), 1, "one revisit of the https URL");
+    let fl = json_lines(&s.get("/archive/cdx?url=http://www.iana.org/_css/2013.1/screen.css&output=json&filter=mime:warc/revisit&limit=3").text());
+    assert_eq!(fl.len(), 3);
+    assert!(fl.iter().all(|l| l["mime"] == "warc/revisit"));
     // CDXJ by default.
     let cdxj = s.get("/archive/cdx?url=http://www.iana.org/");
     assert!(cdxj.text().starts_with("org,iana)/ 20140126200624 {\"url\": \"http://www.iana.org/\", \"mime\": \"text/html\", \"status\": \"200\""), "{}", cdxj.text());

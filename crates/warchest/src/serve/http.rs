@@ -52,6 +52,17 @@ impl Request {
         })
     }
 
+    /// Every value of query parameter `name`, percent-decoded.
+    pub fn params(&self, name: &str) -> Vec<String> {
+        self.query()
+            .split('&')
+            .filter_map(|kv| {
+                let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+                (percent_decode(k) == name).then(|| percent_decode(v))
+            })
+            .collect()
+    }
+
     /// Whether the client wants the connection kept open.
     pub fn keep_alive(&self) -> bool {
         let conn = self.header("connection").map(str::to_ascii_lowercase);

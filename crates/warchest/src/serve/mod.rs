@@ -574,6 +574,11 @@ fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResul
             .collect()
     });
     let sort = req.param("sort").unwrap_or_default();
+    let filters: Vec<CdxFilter> = req
+        .params("filter")
+        .iter()
+        .filter_map(|f| CdxFilter::parse(f))
+        .collect();
     let mut lines: Vec<Capture> = Vec::new();
     if sort == "closest" {
         let ts = req
@@ -587,13 +592,20 @@ fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResul
             range: KeyRange::new(&u, m),
             from: req.param("from"),
             to: req.param("to"),
-            limit: limit.max(1),
+            // Filtered lines do not count: the limit is applied after.
+            limit: if filters.is_empty() {
+                limit.max(1)
+            } else {
+                MAX_CDX * 10
+            },
             reverse: sort == "reverse",
         };
         if limit > 0 {
             coll.store.query(&q, |c| {
-                lines.push(c);
-                true
+                if filters.iter().all(|f| f.accepts(&cdx_object(&c))) {
+                    lines.push(c);
+                }
+                lines.len() < limit
             })?;
         }
     }
@@ -639,6 +651,48 @@ fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResul
     }
     body.finish()?;
     Ok(())
+}
+
+/// A `filter=` of pywb's CDX server: `[!][~]FIELD:VALUE`, the field equal
+/// to the value (`~`: containing it; `!`: not).
+struct CdxFilter {
+    field: String,
+    value: String,
+    contains: bool,
+    negate: bool,
+}
+
+impl CdxFilter {
+    fn parse(s: &str) -> Option<CdxFilter> {
+        let (negate, s) = match s.strip_prefix('!') {
+            Some(r) => (true, r),
+            None => (false, s),
+        };
+        let (contains, s) = match s.strip_prefix('~') {
+            Some(r) => (true, r),
+            None => (false, s),
+        };
+        let (field, value) = s.split_once(':')?;
+        Some(CdxFilter {
+            field: field.to_string(),
+            value: value.to_string(),
+            contains,
+            negate,
+        })
+    }
+
+    fn accepts(&self, fields: &[(&str, String)]) -> bool {
+        let v = fields
+            .iter()
+            .find(|(k, _)| *k == self.field)
+            .map_or("", |(_, v)| v.as_str());
+        let hit = if self.contains {
+            v.contains(&self.value)
+        } else {
+            v == self.value
+        };
+        hit != self.negate
+    }
 }
 
 /// A capture as pywb's CDX server gives it: its fields in pywb's order,
