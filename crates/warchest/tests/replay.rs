@@ -2,7 +2,6 @@
 //! redirects passed over, revisits resolved, and ARC and Web InfoMall files
 //! replayed like WARC.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use warchest::replay::Collection;
