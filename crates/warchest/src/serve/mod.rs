@@ -206,7 +206,16 @@ impl Server {
                         Err(_) => return,
                     };
                     match next {
-                        Ok(s) => serve_connection(&app, s),
+                        Ok(s) => {
+                            // A bug in a handler must not cost the pool a
+                            // worker: the connection is dropped instead.
+                            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                                serve_connection(&app, s)
+                            }));
+                            if r.is_err() {
+                                tracing::error!("a request handler panicked");
+                            }
+                        }
                         Err(_) => return,
                     }
                 }
@@ -579,78 +588,103 @@ fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResul
         .iter()
         .filter_map(|f| CdxFilter::parse(f))
         .collect();
-    let mut lines: Vec<Capture> = Vec::new();
-    if sort == "closest" {
-        let ts = req
-            .param("closest")
-            .unwrap_or_else(|| "99991231235959".into());
-        lines = coll
-            .store
-            .closest(&url::normalize_target(&u), &ts, limit, |_| true)?;
-    } else {
-        let q = Query {
-            range: KeyRange::new(&u, m),
-            from: req.param("from"),
-            to: req.param("to"),
-            // Filtered lines do not count: the limit is applied after.
-            limit: if filters.is_empty() {
-                limit.max(1)
-            } else {
-                MAX_CDX * 10
-            },
-            reverse: sort == "reverse",
-        };
-        if limit > 0 {
-            coll.store.query(&q, |c| {
-                if filters.iter().all(|f| f.accepts(&cdx_object(&c))) {
-                    lines.push(c);
-                }
-                lines.len() < limit
-            })?;
-        }
-    }
     let ctype = if json {
         "application/x-ndjson"
     } else {
         "text/x-cdxj"
     };
     let h = vec![("Content-Type".into(), ctype.to_string())];
+    // Lines are written as the store gives them, not gathered first.
     let mut body = resp.stream(200, "OK", &h)?;
-    for c in &lines {
-        let obj = cdx_object(c);
-        let obj: Vec<(&str, String)> = match &fields {
-            Some(f) => f
-                .iter()
-                .filter_map(|k| obj.iter().find(|(n, _)| n == k).cloned())
-                .collect(),
-            None => obj,
+    let mut werr: Option<io::Error> = None;
+    let mut write_line = |c: &Capture| -> bool {
+        let line = cdx_line(c, json, fields.as_deref());
+        match body.write_all(line.as_bytes()) {
+            Ok(()) => true,
+            Err(e) => {
+                werr = Some(e);
+                false
+            }
+        }
+    };
+    if sort == "closest" {
+        let ts = req
+            .param("closest")
+            .unwrap_or_else(|| "99991231235959".into());
+        let found = coll
+            .store
+            .closest(&url::normalize_target(&u), &ts, limit, |c| {
+                filters.iter().all(|f| f.accepts(&cdx_object(c)))
+            })?;
+        for c in &found {
+            if !write_line(c) {
+                break;
+            }
+        }
+    } else if limit > 0 {
+        let q = Query {
+            range: KeyRange::new(&u, m),
+            from: req.param("from"),
+            to: req.param("to"),
+            // Filtered lines do not count: the limit is applied here.
+            limit: if filters.is_empty() {
+                limit
+            } else {
+                MAX_CDX * 10
+            },
+            reverse: sort == "reverse",
         };
-        let skip_key = !json && fields.is_none();
-        let mut line = String::new();
-        if skip_key {
-            line.push_str(&format!("{} {} ", c.entry.urlkey, c.entry.timestamp));
-        }
-        line.push('{');
-        let mut first = true;
-        for (k, v) in &obj {
-            if skip_key && (*k == "urlkey" || *k == "timestamp") {
-                continue;
+        let mut n = 0usize;
+        coll.store.query(&q, |c| {
+            if filters.iter().all(|f| f.accepts(&cdx_object(&c))) {
+                n += 1;
+                if !write_line(&c) {
+                    return false;
+                }
             }
-            if !first {
-                line.push_str(", ");
-            }
-            first = false;
-            // As python's json.dumps writes it, the way pywb answers.
-            line.push_str(&format!(
-                "\"{k}\": {}",
-                serde_json::Value::String(v.clone())
-            ));
-        }
-        line.push_str("}\n");
-        body.write_all(line.as_bytes())?;
+            n < limit
+        })?;
+    }
+    if let Some(e) = werr {
+        return Err(e.into());
     }
     body.finish()?;
     Ok(())
+}
+
+/// One line of the CDX API: JSON (`output=json` or `fl=`), else CDXJ.
+fn cdx_line(c: &Capture, json: bool, fields: Option<&[String]>) -> String {
+    let obj = cdx_object(c);
+    let obj: Vec<(&str, String)> = match fields {
+        Some(f) => f
+            .iter()
+            .filter_map(|k| obj.iter().find(|(n, _)| n == k).cloned())
+            .collect(),
+        None => obj,
+    };
+    let skip_key = !json && fields.is_none();
+    let mut line = String::new();
+    if skip_key {
+        line.push_str(&format!("{} {} ", c.entry.urlkey, c.entry.timestamp));
+    }
+    line.push('{');
+    let mut first = true;
+    for (k, v) in &obj {
+        if skip_key && (*k == "urlkey" || *k == "timestamp") {
+            continue;
+        }
+        if !first {
+            line.push_str(", ");
+        }
+        first = false;
+        // As python's json.dumps writes it, the way pywb answers.
+        line.push_str(&format!(
+            "\"{k}\": {}",
+            serde_json::Value::String(v.clone())
+        ));
+    }
+    line.push_str("}\n");
+    line
 }
 
 /// A `filter=` of pywb's CDX server: `[!][~]FIELD:VALUE`, the field equal
