@@ -853,6 +853,38 @@ mod tests {
         );
     }
 
+    proptest::proptest! {
+        // Any bytes, in any pieces: no panic, the same output whatever the
+        // pieces, and text without markup or URLs passes unchanged.
+        #[test]
+        fn any_input_any_pieces(
+            data in proptest::collection::vec(proptest::sample::select(
+                b"<>/=\"' \nabcsrhef:()url@import-!".to_vec()), 0..400),
+            piece in 1usize..50,
+        ) {
+            let text = String::from_utf8_lossy(&data).into_owned();
+            let whole = html(&text, text.len().max(1));
+            proptest::prop_assert_eq!(html(&text, piece), whole);
+            for kind in [Kind::Css, Kind::Js] {
+                let mut rw = Rewriter::new(kind, ctx(), None, None);
+                let mut out = Vec::new();
+                for ch in data.chunks(piece) {
+                    rw.feed(ch, &mut out);
+                }
+                rw.finish(&mut out);
+            }
+        }
+
+        #[test]
+        fn plain_text_is_unchanged(t in "[a-z ,.\n]{0,200}") {
+            let mut rw = Rewriter::new(Kind::Html, ctx(), None, None);
+            let mut out = Vec::new();
+            rw.feed(t.as_bytes(), &mut out);
+            rw.finish(&mut out);
+            proptest::prop_assert_eq!(out, t.as_bytes());
+        }
+    }
+
     #[test]
     fn huge_tag_passes_through() {
         let mut page = String::from("<img alt=\"");
