@@ -334,11 +334,24 @@ pub fn create<P: AsRef<Path>>(
     let file = File::create(out).map_err(|e| Error::from(e).in_file(out))?;
     let mut zip = zip::ZipWriter::new(io::BufWriter::with_capacity(1 << 16, file));
     let zerr = |e: zip::result::ZipError| zip_error(out, e);
+    // Entries dated now (ZIP's default is 1980).
+    let now = time::OffsetDateTime::now_utc();
+    let when = zip::DateTime::from_date_and_time(
+        u16::try_from(now.year()).unwrap_or(1980),
+        u8::from(now.month()),
+        now.day(),
+        now.hour(),
+        now.minute(),
+        now.second(),
+    )
+    .unwrap_or_default();
     let stored = zip::write::SimpleFileOptions::default()
         .compression_method(zip::CompressionMethod::Stored)
+        .last_modified_time(when)
         .large_file(true);
     let deflated = zip::write::SimpleFileOptions::default()
         .compression_method(zip::CompressionMethod::Deflated)
+        .last_modified_time(when)
         .large_file(true);
     let mut resources = Vec::new();
     for input in inputs {
