@@ -131,3 +131,47 @@ fn revisits_arc_and_infomall() {
         .unwrap();
     assert_eq!(status, Some(200));
 }
+
+#[test]
+fn grown_files_are_indexed_on_from_where_they_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let warc = data.join("grow.warc");
+    let ok = |body: &str| {
+        format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+    };
+    std::fs::write(
+        &warc,
+        response("http://g.example/1", "2020-01-01T00:00:00Z", &ok("first")),
+    )
+    .unwrap();
+    // Files being written and hidden files are not taken.
+    std::fs::write(data.join("x.warc.open"), b"WARC/1.1\r\n").unwrap();
+    std::fs::write(data.join(".hidden.warc"), b"WARC/1.1\r\n").unwrap();
+    let coll = collection(std::slice::from_ref(&data), &dir.path().join("db.redb"));
+    assert_eq!(coll.store.len().unwrap(), 1);
+    assert_eq!(coll.store.sources().len(), 1);
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&warc)
+        .unwrap();
+    std::io::Write::write_all(
+        &mut f,
+        &response("http://g.example/2", "2020-01-02T00:00:00Z", &ok("second")),
+    )
+    .unwrap();
+    drop(f);
+    // mtime may not move within the same second: the length does.
+    let r = coll.store.sync(std::slice::from_ref(&data)).unwrap();
+    assert_eq!((r.new_sources, r.updated_sources, r.entries), (0, 1, 1));
+    assert_eq!(coll.store.len().unwrap(), 2);
+    assert_eq!(coll.store.sources()[0].entries, 2);
+    assert_eq!(payload(&coll, "http://g.example/2", "2020").1, b"second");
+    // Nothing new: nothing read.
+    let r = coll.store.sync(std::slice::from_ref(&data)).unwrap();
+    assert_eq!((r.new_sources, r.updated_sources, r.entries), (0, 0, 0));
+}
