@@ -152,7 +152,8 @@ fn grown_files_are_indexed_on_from_where_they_stopped() {
     // Files being written and hidden files are not taken.
     std::fs::write(data.join("x.warc.open"), b"WARC/1.1\r\n").unwrap();
     std::fs::write(data.join(".hidden.warc"), b"WARC/1.1\r\n").unwrap();
-    let coll = collection(std::slice::from_ref(&data), &dir.path().join("db.redb"));
+    // The directory and the file in it, named twice: one source.
+    let coll = collection(&[data.clone(), warc.clone()], &dir.path().join("db.redb"));
     assert_eq!(coll.store.len().unwrap(), 1);
     assert_eq!(coll.store.sources().len(), 1);
     let mut f = std::fs::OpenOptions::new()

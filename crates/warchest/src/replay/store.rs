@@ -380,6 +380,14 @@ impl Store {
                 files.push(p.clone());
             }
         }
+        // One source per file, however it was named (a directory and a
+        // file in it, relative and absolute paths).
+        let mut files: Vec<PathBuf> = files
+            .into_iter()
+            .map(|f| std::fs::canonicalize(&f).unwrap_or(f))
+            .collect();
+        files.sort();
+        files.dedup();
         for f in files {
             if let Err(e) = self.sync_file(&f, &mut report) {
                 report.failures.push(format!("{}: {e}", f.display()));
@@ -584,6 +592,11 @@ impl Store {
                 files.push(p.clone());
             }
         }
+        // Named as `sync` names them, so polling knows them.
+        let files: Vec<PathBuf> = files
+            .into_iter()
+            .map(|f| std::fs::canonicalize(&f).unwrap_or(f))
+            .collect();
         let mut by_name: BTreeMap<String, u32> = BTreeMap::new();
         for s in self.sources() {
             by_name.insert(s.cdx_filename(), s.id);
