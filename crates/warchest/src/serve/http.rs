@@ -4,6 +4,7 @@
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
+use std::time::{Duration, Instant};
 
 /// Largest request head accepted (request line and header fields).
 pub const MAX_HEAD: usize = 32 << 10;
@@ -107,6 +108,28 @@ pub fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// Longest time a request head may take to arrive, however slowly its
+/// bytes trickle in (each read has its own shorter timeout too).
+pub const HEAD_DEADLINE: Duration = Duration::from_secs(30);
+
+/// A connection whose reads fail once a deadline has passed.
+#[derive(Debug)]
+pub struct Timed {
+    /// The connection.
+    pub stream: TcpStream,
+    /// When reads stop being allowed (`None`: no deadline).
+    pub deadline: Option<Instant>,
+}
+
+impl Read for Timed {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.deadline.is_some_and(|d| Instant::now() > d) {
+            return Err(io::Error::new(io::ErrorKind::TimedOut, "request too slow"));
+        }
+        self.stream.read(buf)
+    }
+}
+
 /// Why a request could not be read.
 #[derive(Debug)]
 pub enum ReadError {
@@ -122,7 +145,7 @@ pub enum ReadError {
 ///
 /// # Errors
 /// See [`ReadError`].
-pub fn read_request(r: &mut BufReader<TcpStream>) -> Result<Request, ReadError> {
+pub fn read_request(r: &mut BufReader<Timed>) -> Result<Request, ReadError> {
     let mut head = Vec::new();
     loop {
         let before = head.len();

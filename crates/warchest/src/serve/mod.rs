@@ -270,9 +270,16 @@ fn serve_connection(app: &App, stream: TcpStream) {
     let Ok(wstream) = stream.try_clone() else {
         return;
     };
-    let mut reader = BufReader::with_capacity(16 << 10, stream);
+    let mut reader = BufReader::with_capacity(
+        16 << 10,
+        http::Timed {
+            stream,
+            deadline: None,
+        },
+    );
     let mut writer = BufWriter::with_capacity(64 << 10, wstream);
     for _ in 0..MAX_REQUESTS {
+        reader.get_mut().deadline = Some(std::time::Instant::now() + http::HEAD_DEADLINE);
         let req = match http::read_request(&mut reader) {
             Ok(r) => r,
             Err(ReadError::Closed) | Err(ReadError::Io(_)) => return,
@@ -289,9 +296,13 @@ fn serve_connection(app: &App, stream: TcpStream) {
                 // Read (a bounded part of) what the client still sends, so
                 // that closing does not reset the connection before the
                 // client has read the answer.
-                let _ = reader.get_ref().shutdown(std::net::Shutdown::Write);
+                // The deadline is past or near: give the drain its own.
+                reader.get_mut().deadline =
+                    Some(std::time::Instant::now() + Duration::from_secs(2));
+                let _ = reader.get_ref().stream.shutdown(std::net::Shutdown::Write);
                 let _ = reader
                     .get_ref()
+                    .stream
                     .set_read_timeout(Some(Duration::from_secs(1)));
                 let _ = io::copy(&mut reader.by_ref().take(1 << 20), &mut io::sink());
                 return;
