@@ -36,13 +36,16 @@ pub mod pack;
 mod pushback;
 pub mod reassemble;
 pub mod recover;
+pub mod replay;
 pub mod revisit;
 pub mod rewrite;
+pub mod serve;
 pub mod stats;
 #[cfg(test)]
 mod test_source;
 pub mod validate;
 pub mod view;
+pub mod wacz;
 pub mod warc;
 pub mod write;
 

@@ -17,6 +17,8 @@ pub mod recompress;
 pub mod recover;
 pub mod resolve;
 pub mod segment;
+pub mod serve;
 pub mod split;
 pub mod stats;
 pub mod validate;
+pub mod wacz;
