@@ -316,6 +316,15 @@ fn compressed_start(head: &[u8]) -> Option<usize> {
     None
 }
 
+/// A write error of the temporary file the input is decompressed into,
+/// naming it: a full disk there is no fault of the input or the output.
+fn temp_error(e: io::Error, path: &Path) -> Error {
+    Error::from(io::Error::new(
+        e.kind(),
+        format!("temporary file {}: {e}", path.display()),
+    ))
+}
+
 fn codec_note(kind: WarningKind) -> &'static str {
     match kind {
         WarningKind::SkippedBytes => "stored bytes that are not a compressed member",
@@ -398,7 +407,7 @@ fn prepare(path: &Path, report: &mut RecoverReport) -> Result<Plain> {
                     break;
                 }
                 let n = buf.len();
-                out.write_all(buf)?;
+                out.write_all(buf).map_err(|e| temp_error(e, &temp_path))?;
                 d.consume(n);
                 pos += n as u64;
             }
@@ -478,7 +487,7 @@ fn prepare(path: &Path, report: &mut RecoverReport) -> Result<Plain> {
             });
         }
     }
-    out.flush()?;
+    out.flush().map_err(|e| temp_error(e, &temp_path))?;
     let map_file = map.into_inner().map_err(|e| Error::from(e.into_error()))?;
     Ok(Plain {
         path: temp_path.to_path_buf(),
