@@ -769,9 +769,13 @@ impl<W: Write> Recovery<'_, W> {
             let last = buf.len() <= WINDOW;
             let scan = buf.len().min(WINDOW);
             let found = match self.format {
-                Format::Warc => memchr::memmem::find_iter(&buf, b"WARC/")
-                    .take_while(|&p| p < scan)
-                    .find(|&p| buf.get(p + 5).is_some_and(u8::is_ascii_digit)),
+                // Any case, as the reader takes a version line in sequence
+                // (`warc/1.0` is in the wild).
+                Format::Warc => memchr::memchr2_iter(b'W', b'w', &buf[..scan]).find(|&p| {
+                    buf.get(p..p + 5)
+                        .is_some_and(|w| w.eq_ignore_ascii_case(b"WARC/"))
+                        && buf.get(p + 5).is_some_and(u8::is_ascii_digit)
+                }),
                 Format::InfoMall => {
                     memchr::memmem::find(&buf[..(scan + 7).min(buf.len())], b"version:")
                         .filter(|&p| p < scan)

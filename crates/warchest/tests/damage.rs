@@ -418,7 +418,17 @@ fn recover_check(s: &Subject, damage: &Damage, d: &[u8], what: &str) {
     if !s.recoverable {
         return;
     }
-    let hit = damage.hit();
+    let mut hit = damage.hit();
+    // Bytes deleted inside a record without a checksum: read by its length,
+    // it takes in as many bytes of what follows it, which nothing can tell
+    // (docs/recover.md, "What cannot be told").
+    if let Damage::Delete(a, b) = damage {
+        for r in &s.orig {
+            if r.start <= *a && *a < r.end && !r.self_checked {
+                hit.push((r.end, r.end + (b - a)));
+            }
+        }
+    }
     let touched: Vec<bool> = s
         .orig
         .iter()
