@@ -466,9 +466,8 @@ fn recover_check(s: &Subject, damage: &Damage, d: &[u8], what: &str) {
                 String::from_utf8_lossy(&g.0[..g.0.len().min(200)])
             );
         };
-        for j in i..k {
-            assert!(
-                !want[j],
+        if let Some(j) = (i..k).find(|&j| want[j]) {
+            panic!(
                 "{what}: intact record {j} at {} not recovered",
                 s.orig[j].start
             );
@@ -476,9 +475,8 @@ fn recover_check(s: &Subject, damage: &Damage, d: &[u8], what: &str) {
         found[k] = true;
         i = k + 1;
     }
-    for j in i..s.orig.len() {
-        assert!(
-            !want[j],
+    if let Some(j) = (i..s.orig.len()).find(|&j| want[j]) {
+        panic!(
             "{what}: intact record {j} at {} not recovered (tail)",
             s.orig[j].start
         );
