@@ -561,6 +561,12 @@ impl<W: Write> Recovery<'_, W> {
             Ok(None) | Err(_) => return Ok(None),
         };
         let h = rec.header().clone();
+        // Zeroed sectors and other overwrites put control bytes where no
+        // writer puts them: in the header.
+        let controls = rec
+            .raw_header()
+            .iter()
+            .any(|&b| b < 0x20 && !matches!(b, b'\t' | b'\r' | b'\n'));
         let loc = rec.location();
         let uri = h.target_uri().map(|u| u.into_owned());
         let mut reason = Vec::new();
@@ -626,6 +632,10 @@ impl<W: Write> Recovery<'_, W> {
         if end.truncated {
             framed = false;
             reason.push("the input ends inside it".into());
+        }
+        if controls && !verified {
+            framed = false;
+            reason.push("its header holds control bytes".into());
         }
         // Without a digest, a WARC header is all there is to go by: lost
         // bytes can join a header to the HTTP head in its block, whose
