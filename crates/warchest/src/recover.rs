@@ -671,6 +671,17 @@ impl<W: Write> Recovery<'_, W> {
             intact = false;
             reason.push("it lies in a damaged compressed member".into());
         }
+        // A block digest proves the block, not the header: a header that
+        // starts in what a damaged member gave may be junk joined to the
+        // next record's header.
+        if intact
+            && self
+                .plain
+                .is_tainted(loc.offset, loc.offset + loc.header_len.max(1))
+        {
+            intact = false;
+            reason.push("its header lies in a damaged compressed member".into());
+        }
         Ok(Some(Verdict {
             offset: loc.offset,
             body_end,
