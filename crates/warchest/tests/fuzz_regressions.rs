@@ -95,3 +95,23 @@ fn infomall_reader() {
         read_records(d, Some(Format::InfoMall))
     });
 }
+
+#[test]
+fn validate() {
+    assert!(!inputs("validate").is_empty());
+    replay("validate", Duration::from_secs(30), |d| {
+        let mut v = warchest::validate::Validator::new(Default::default());
+        let _ = v.validate_reader("fuzz.warc", d, &mut |_| {});
+        let _ = v.finish(&mut |_| {});
+    });
+}
+
+#[test]
+fn content_type_cut_inside_a_character() {
+    // What the validate fuzzer found: a Content-Type whose 16th byte is
+    // inside a character.
+    let rec = "WARC/1.1\r\nWARC-Type: response\r\nContent-Type: application/htt\u{e9}p\r\nContent-Length: 0\r\n\r\n\r\n\r\n";
+    let mut r = Reader::new(rec.as_bytes()).unwrap();
+    let rec = r.next_record().unwrap().unwrap();
+    assert!(!rec.header().is_http());
+}
