@@ -115,3 +115,13 @@ fn content_type_cut_inside_a_character() {
     let rec = r.next_record().unwrap().unwrap();
     assert!(!rec.header().is_http());
 }
+
+#[test]
+fn index() {
+    assert!(!inputs("index").is_empty());
+    replay("index", Duration::from_secs(30), |d| {
+        let Ok(mut r) = Reader::new(d) else { return };
+        let ix = warchest::index::Indexer::new("fuzz.warc", Default::default());
+        let _ = ix.index(&mut r, |_| Ok(()));
+    });
+}
