@@ -1,6 +1,28 @@
 /// Bounds on what a reader will buffer, so that no input can make it
 /// allocate without limit. Every limit is checked where the bytes arrive and
-/// breaking one is an [`ErrorKind::TooLarge`](crate::ErrorKind::TooLarge) error.
+/// breaking one is an [`ErrorKind::TooLarge`](crate::ErrorKind::TooLarge) error
+/// (too many fields: a syntax error naming the limit).
+///
+/// What hostile input meets elsewhere (docs/reliability.md lists it all,
+/// with the tests that prove it):
+///
+/// - declared lengths are never allocated: a Content-Length, ARC length,
+///   Web InfoMall `length` or `unzip-length` or chunk size of 2^63 only
+///   counts down as bytes arrive, and the input's end makes the record
+///   truncated;
+/// - decompression streams in fixed buffers
+///   ([`DecoderOptions`](crate::codec::DecoderOptions)): a zstd frame may
+///   declare a window of at most `max_zstd_window_log` (default 2^27), a
+///   dictionary at most `max_zstd_dictionary_size` (32 MiB); a gzip member
+///   inflating 1000:1 costs time linear in its output and no memory; runs
+///   of empty members cost time linear in the input;
+/// - an HTTP head longer than `max_http_head` is no head (the block is
+///   taken as it is); a chunk-size line longer than 64 bytes is not chunked
+///   data (passed through as stored);
+/// - filter expressions: at most [`MAX_EXPR_LEN`](crate::filter::MAX_EXPR_LEN)
+///   bytes, [`MAX_DEPTH`](crate::filter::MAX_DEPTH) levels of `!` and
+///   parentheses, [`MAX_COMPARISONS`](crate::filter::MAX_COMPARISONS)
+///   comparisons, [`MAX_REGEXES`](crate::filter::MAX_REGEXES) regexes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     /// Largest WARC (or ARC, InfoMall) header block, in bytes. Default 1 MiB.

@@ -231,6 +231,58 @@ fn sniff_format(head: &[u8]) -> Option<Format> {
     })
 }
 
+/// The first offset in `from..to` of `f` where a gzip member header that
+/// parses, or a zstd frame's magic number, starts.
+fn member_header_in(f: &mut File, from: u64, to: u64) -> Result<Option<u64>> {
+    const CHUNK: usize = 1 << 20;
+    let mut buf = vec![0u8; CHUNK];
+    let mut at = from;
+    while at < to {
+        f.seek(SeekFrom::Start(at))?;
+        let want = (to - at).min(CHUNK as u64) as usize;
+        let n = read_up_to(f, &mut buf[..want])?;
+        if n == 0 {
+            break;
+        }
+        let chunk = &buf[..n];
+        for (i, _) in chunk
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| matches!(b, 0x1f | 0x28))
+        {
+            let here = at + i as u64;
+            // The header may run past this chunk: read it on its own.
+            let mut head = [0u8; 1024];
+            f.seek(SeekFrom::Start(here))?;
+            let m = read_up_to(f, &mut head)?;
+            let h = &head[..m];
+            let ok = match Codec::sniff(h) {
+                Some(Codec::Gzip) => matches!(crate::codec::parse_gzip_header(h), Ok(Some(_))),
+                Some(Codec::Zstd) => true,
+                _ => false,
+            };
+            if ok {
+                return Ok(Some(here));
+            }
+        }
+        at += n as u64;
+    }
+    Ok(None)
+}
+
+fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
 /// Where the first compressed member starts, when the file is compressed
 /// (possibly after a damaged start).
 fn compressed_start(head: &[u8]) -> Option<usize> {
@@ -262,6 +314,15 @@ fn compressed_start(head: &[u8]) -> Option<usize> {
         }
     }
     None
+}
+
+/// A write error of the temporary file the input is decompressed into,
+/// naming it: a full disk there is no fault of the input or the output.
+fn temp_error(e: io::Error, path: &Path) -> Error {
+    Error::from(io::Error::new(
+        e.kind(),
+        format!("temporary file {}: {e}", path.display()),
+    ))
 }
 
 fn codec_note(kind: WarningKind) -> &'static str {
@@ -297,12 +358,6 @@ fn prepare(path: &Path, report: &mut RecoverReport) -> Result<Plain> {
             note: "stored bytes before the first compressed member".into(),
         });
     }
-    f.seek(SeekFrom::Start(k as u64))?;
-    let opts = DecoderOptions {
-        start_offset: k as u64,
-        ..DecoderOptions::default()
-    };
-    let mut dec = Decoder::new(BufReader::new(f), opts);
     let temp = tempfile::NamedTempFile::new()?;
     let (out_file, temp_path) = temp.into_parts();
     let mut out = io::BufWriter::new(out_file);
@@ -311,59 +366,112 @@ fn prepare(path: &Path, report: &mut RecoverReport) -> Result<Plain> {
     let mut pos = 0u64;
     let mut tainted = Vec::new();
     let mut warnings = Vec::new();
-    while dec.next_member()? {
-        // Damage between members is reported on entering the next one.
-        dec.drain_warnings(&mut warnings);
-        for w in warnings.drain(..) {
-            let end = if w.kind == WarningKind::TrailingGarbage {
-                total
-            } else {
-                dec.member_offset()
-            };
-            report.ranges.push(DamagedRange {
-                start: w.offset,
-                end,
-                decompressed: None,
-                lost: Vec::new(),
-                note: codec_note(w.kind).into(),
-            });
-        }
-        let start = pos;
-        let stored = dec.member_offset();
-        loop {
-            let buf = dec.fill_buf()?;
-            if buf.is_empty() {
-                break;
+    let mut from = Some(k as u64);
+    let mut dec = None;
+    // Its own handle: a clone would share the decoder's file offset.
+    let mut scan = File::open(path).map_err(|e| Error::from(e).in_file(path))?;
+    // A damaged member can swallow the members after it: random bytes
+    // inflate for a while, and on through the next members' bytes to the
+    // end of the input. Such a member is cut where the first member header
+    // inside it starts, and decoding starts again there.
+    while let Some(at) = from.take() {
+        let mut input = File::open(path).map_err(|e| Error::from(e).in_file(path))?;
+        input.seek(SeekFrom::Start(at))?;
+        let opts = DecoderOptions {
+            start_offset: at,
+            ..DecoderOptions::default()
+        };
+        let d = dec.insert(Decoder::new(BufReader::new(input), opts));
+        while d.next_member()? {
+            // Damage between members is reported on entering the next one.
+            d.drain_warnings(&mut warnings);
+            for w in warnings.drain(..) {
+                let end = if w.kind == WarningKind::TrailingGarbage {
+                    total
+                } else {
+                    d.member_offset()
+                };
+                report.ranges.push(DamagedRange {
+                    start: w.offset,
+                    end,
+                    decompressed: None,
+                    lost: Vec::new(),
+                    note: codec_note(w.kind).into(),
+                });
             }
-            let n = buf.len();
-            out.write_all(buf)?;
-            dec.consume(n);
-            pos += n as u64;
-        }
-        let end = dec.member_end().unwrap_or(total);
-        map.write_all(&start.to_le_bytes())?;
-        map.write_all(&stored.to_le_bytes())?;
-        map.write_all(&end.to_le_bytes())?;
-        count += 1;
-        dec.drain_warnings(&mut warnings);
-        for w in warnings.drain(..) {
-            match w.kind {
-                WarningKind::DamagedMember
-                | WarningKind::TruncatedMember
-                | WarningKind::BadChecksum => tainted.push((start, pos.max(start + 1))),
-                WarningKind::SkippedBytes | WarningKind::TrailingGarbage => {
-                    report.ranges.push(DamagedRange {
-                        start: w.offset,
-                        end: total,
-                        decompressed: None,
-                        lost: Vec::new(),
-                        note: codec_note(w.kind).into(),
-                    })
+            let start = pos;
+            let stored = d.member_offset();
+            loop {
+                let buf = d.fill_buf()?;
+                if buf.is_empty() {
+                    break;
                 }
-                _ => {}
+                let n = buf.len();
+                out.write_all(buf).map_err(|e| temp_error(e, &temp_path))?;
+                d.consume(n);
+                pos += n as u64;
+            }
+            let mut end = d.member_end().unwrap_or(total);
+            d.drain_warnings(&mut warnings);
+            // A gzip member is one deflate stream: bytes of other members
+            // can only be in it by running on.
+            let ran_on = d.codec() == Codec::Gzip
+                && warnings.iter().any(|w| {
+                    matches!(
+                        w.kind,
+                        WarningKind::DamagedMember
+                            | WarningKind::TruncatedMember
+                            | WarningKind::BadChecksum
+                    )
+                });
+            if ran_on && let Some(next) = member_header_in(&mut scan, stored + 1, end)? {
+                end = next;
+                from = Some(next);
+            }
+            map.write_all(&start.to_le_bytes())?;
+            map.write_all(&stored.to_le_bytes())?;
+            map.write_all(&end.to_le_bytes())?;
+            count += 1;
+            for w in warnings.drain(..) {
+                match w.kind {
+                    WarningKind::DamagedMember
+                    | WarningKind::TruncatedMember
+                    | WarningKind::BadChecksum
+                        if pos == start =>
+                    {
+                        // Nothing came out of it, so no record will be found
+                        // lost in it: the member itself is the damage.
+                        report.ranges.push(DamagedRange {
+                            start: stored,
+                            end,
+                            decompressed: None,
+                            lost: Vec::new(),
+                            note: codec_note(w.kind).into(),
+                        })
+                    }
+                    WarningKind::DamagedMember
+                    | WarningKind::TruncatedMember
+                    | WarningKind::BadChecksum => tainted.push((start, pos.max(start + 1))),
+                    WarningKind::SkippedBytes | WarningKind::TrailingGarbage if from.is_none() => {
+                        report.ranges.push(DamagedRange {
+                            start: w.offset,
+                            end: total,
+                            decompressed: None,
+                            lost: Vec::new(),
+                            note: codec_note(w.kind).into(),
+                        })
+                    }
+                    _ => {}
+                }
+            }
+            if from.is_some() {
+                break;
             }
         }
     }
+    let Some(mut dec) = dec else {
+        return Err(Error::new(ErrorKind::Usage("no compressed member".into())));
+    };
     dec.drain_warnings(&mut warnings);
     for w in warnings.drain(..) {
         if matches!(
@@ -379,7 +487,7 @@ fn prepare(path: &Path, report: &mut RecoverReport) -> Result<Plain> {
             });
         }
     }
-    out.flush()?;
+    out.flush().map_err(|e| temp_error(e, &temp_path))?;
     let map_file = map.into_inner().map_err(|e| Error::from(e.into_error()))?;
     Ok(Plain {
         path: temp_path.to_path_buf(),
@@ -453,6 +561,12 @@ impl<W: Write> Recovery<'_, W> {
             Ok(None) | Err(_) => return Ok(None),
         };
         let h = rec.header().clone();
+        // Zeroed sectors and other overwrites put control bytes where no
+        // writer puts them: in the header.
+        let controls = rec
+            .raw_header()
+            .iter()
+            .any(|&b| b < 0x20 && !matches!(b, b'\t' | b'\r' | b'\n'));
         let loc = rec.location();
         let uri = h.target_uri().map(|u| u.into_owned());
         let mut reason = Vec::new();
@@ -519,6 +633,21 @@ impl<W: Write> Recovery<'_, W> {
             framed = false;
             reason.push("the input ends inside it".into());
         }
+        if controls && !verified {
+            framed = false;
+            reason.push("its header holds control bytes".into());
+        }
+        // Without a digest, a WARC header is all there is to go by: lost
+        // bytes can join a header to the HTTP head in its block, whose
+        // Content-Length then frames a record that never was. Such a header
+        // has lost its id or its date.
+        if self.format == Format::Warc
+            && !verified
+            && (h.record_id().is_none() || !matches!(h.date(), Some(Ok(_))))
+        {
+            framed = false;
+            reason.push("its header has no WARC-Record-ID or no valid WARC-Date".into());
+        }
         if compressed && !content_bad && framed && digest_ok {
             verified = true;
         }
@@ -541,6 +670,17 @@ impl<W: Write> Recovery<'_, W> {
         if intact && !verified && self.plain.is_tainted(loc.offset, stored_end) {
             intact = false;
             reason.push("it lies in a damaged compressed member".into());
+        }
+        // A block digest proves the block, not the header: a header that
+        // starts in what a damaged member gave may be junk joined to the
+        // next record's header.
+        if intact
+            && self
+                .plain
+                .is_tainted(loc.offset, loc.offset + loc.header_len.max(1))
+        {
+            intact = false;
+            reason.push("its header lies in a damaged compressed member".into());
         }
         Ok(Some(Verdict {
             offset: loc.offset,
@@ -650,9 +790,13 @@ impl<W: Write> Recovery<'_, W> {
             let last = buf.len() <= WINDOW;
             let scan = buf.len().min(WINDOW);
             let found = match self.format {
-                Format::Warc => memchr::memmem::find_iter(&buf, b"WARC/")
-                    .take_while(|&p| p < scan)
-                    .find(|&p| buf.get(p + 5).is_some_and(u8::is_ascii_digit)),
+                // Any case, as the reader takes a version line in sequence
+                // (`warc/1.0` is in the wild).
+                Format::Warc => memchr::memchr2_iter(b'W', b'w', &buf[..scan]).find(|&p| {
+                    buf.get(p..p + 5)
+                        .is_some_and(|w| w.eq_ignore_ascii_case(b"WARC/"))
+                        && buf.get(p + 5).is_some_and(u8::is_ascii_digit)
+                }),
                 Format::InfoMall => {
                     memchr::memmem::find(&buf[..(scan + 7).min(buf.len())], b"version:")
                         .filter(|&p| p < scan)

@@ -325,12 +325,20 @@ impl OpenFile {
     }
 }
 
+impl OpenFile {
+    /// The error `e` naming the file, so that a full disk is reported
+    /// against the output and not the input being copied.
+    fn named(&self, e: io::Error) -> io::Error {
+        io::Error::new(e.kind(), format!("{}: {e}", self.open.display()))
+    }
+}
+
 impl Write for OpenFile {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.file.write(buf)
+        self.file.write(buf).map_err(|e| self.named(e))
     }
     fn flush(&mut self) -> io::Result<()> {
-        self.file.flush()
+        self.file.flush().map_err(|e| self.named(e))
     }
 }
 

@@ -1,6 +1,5 @@
 //! `warchest convert`: ARC and Web InfoMall to WARC, responses to Web InfoMall.
 
-use std::fs::File;
 use std::io::{self, BufWriter, Write};
 
 use anyhow::{Context, Result, bail};
@@ -81,14 +80,43 @@ fn compression(args: &Args) -> Compression {
     }
 }
 
-fn open_output(name: &str) -> Result<Box<dyn Write>> {
+/// The output, and for a file its names while written (`NAME.open`) and
+/// when whole: it is renamed only when every input was converted, so that a
+/// write error (a full disk) leaves no short file under its final name.
+type Output = (
+    Box<dyn Write>,
+    Option<(std::path::PathBuf, std::path::PathBuf)>,
+);
+
+fn open_output(name: &str) -> Result<Output> {
     Ok(if name == "-" {
-        Box::new(BufWriter::new(io::stdout()))
+        (Box::new(BufWriter::new(io::stdout())), None)
     } else {
-        Box::new(BufWriter::new(
-            File::create(name).with_context(|| format!("{name}: cannot create"))?,
-        ))
+        let f = warchest::rewrite::OpenFile::create(name)
+            .with_context(|| format!("{name}: cannot create"))?;
+        let names = (f.open_path().to_path_buf(), f.path().to_path_buf());
+        (Box::new(f), Some(names))
     })
+}
+
+/// Renames a whole output to its final name; an incomplete one keeps its
+/// `.open` name, and the message says so.
+fn close_output(
+    names: Option<(std::path::PathBuf, std::path::PathBuf)>,
+    outcome: Outcome,
+) -> Result<()> {
+    let Some((open, path)) = names else {
+        return Ok(());
+    };
+    if outcome == Outcome::Failed {
+        eprintln!(
+            "warchest: {}: incomplete, left under that name",
+            open.display()
+        );
+        return Ok(());
+    }
+    std::fs::rename(&open, &path)
+        .with_context(|| format!("rename {} to {}", open.display(), path.display()))
 }
 
 fn summary(g: &Global, name: &str, r: &Report, json: bool) -> Result<Outcome> {
@@ -138,7 +166,7 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
     if args.inputs.iter().any(|i| i == &args.output && i != "-") {
         bail!("the output {} is also an input", args.output);
     }
-    let out = open_output(&args.output)?;
+    let (out, names) = open_output(&args.output)?;
     let mut outcome = Outcome::Ok;
     match args.to {
         Target::Warc => {
@@ -190,5 +218,6 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
             w.finish()?.flush()?;
         }
     }
+    close_output(names, outcome)?;
     Ok(outcome)
 }

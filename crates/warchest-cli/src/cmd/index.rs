@@ -1,6 +1,5 @@
 //! `warchest index`: CDXJ, CDX, JSON lines or Parquet indexes.
 
-use std::fs::File;
 use std::io::{self, BufRead, BufReader, BufWriter, IsTerminal, Seek, Write};
 use std::path::{Path, PathBuf};
 
@@ -101,11 +100,16 @@ fn format(args: &Args) -> Result<Format> {
 pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
     args.files = crate::input::expand(&args.files);
     let format = format(&args)?;
+    // A file is written as NAME.open and renamed when complete: an index
+    // cut short by a write error never passes for a whole one.
+    let mut rename = None;
     let out: Box<dyn Write + Send> = match &args.output {
-        Some(p) => Box::new(BufWriter::with_capacity(
-            1 << 16,
-            File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
-        )),
+        Some(p) => {
+            let f = warchest::rewrite::OpenFile::create(p)
+                .with_context(|| format!("cannot create {}", p.display()))?;
+            rename = Some((f.open_path().to_path_buf(), f.path().to_path_buf()));
+            Box::new(f)
+        }
         None => Box::new(BufWriter::with_capacity(1 << 16, io::stdout())),
     };
     let mut output = IndexOutput::with_sort_memory(
@@ -169,6 +173,10 @@ pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
             }
         }
         Err(e) => return Ok(outcome.and(file_error("output", &e))),
+    }
+    if let Some((open, path)) = rename {
+        std::fs::rename(&open, &path)
+            .with_context(|| format!("rename {} to {}", open.display(), path.display()))?;
     }
     Ok(outcome)
 }

@@ -1,7 +1,6 @@
 //! `warchest recover`: salvage the intact records of a damaged file.
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
@@ -66,10 +65,12 @@ pub fn run(_g: &Global, args: Args) -> Result<Outcome> {
         }),
         compression,
     };
-    let out = BufWriter::new(
-        File::create(&args.output).with_context(|| format!("{}: cannot create", args.output))?,
-    );
-    let report = recover(Path::new(&args.input), out, &opts)?;
+    // Written as OUT.open, renamed when whole: a write error (a full disk)
+    // leaves no short file under the final name.
+    let mut out = warchest::rewrite::OpenFile::create(&args.output)
+        .with_context(|| format!("{}: cannot create", args.output))?;
+    let report = recover(Path::new(&args.input), &mut out, &opts)?;
+    out.finish()?;
     let name = &args.input;
     if args.json {
         println!("{}", serde_json::to_string(&report)?);

@@ -448,7 +448,12 @@ impl Parser<'_> {
                 ))),
             };
         }
-        if name.len() >= 5 && name[..5].eq_ignore_ascii_case("http:") {
+        // Bytes: byte 5 of a name may fall inside a character.
+        if name
+            .as_bytes()
+            .get(..5)
+            .is_some_and(|p| p.eq_ignore_ascii_case(b"http:"))
+        {
             let h = &name[5..];
             if h.is_empty() || h.contains(':') {
                 return Err(self.error(format!(

@@ -310,8 +310,10 @@ impl WarcHeader {
     /// a payload after its header.
     pub fn is_http(&self) -> bool {
         self.content_type().is_some_and(|ct| {
-            let ct = ct.trim_start();
-            ct.len() >= 16 && ct[..16].eq_ignore_ascii_case("application/http")
+            // Bytes, not a str slice: byte 16 may fall inside a character.
+            let ct = ct.trim_start().as_bytes();
+            ct.get(..16)
+                .is_some_and(|p| p.eq_ignore_ascii_case(b"application/http"))
         })
     }
 

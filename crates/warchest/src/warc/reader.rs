@@ -316,6 +316,10 @@ impl<S: Source> Reader<S> {
         }
         let mut blank = 0u64;
         let blank_at = self.stored_pos();
+        // Where a plain member was last ended for compressed bytes: a
+        // member header that only looks valid leaves the decoder plain at
+        // the same place, and ending it again would loop without end.
+        let mut plain_ended_at = None;
         loop {
             let buf = self.src.fill_buf()?;
             let len = buf.len();
@@ -364,9 +368,12 @@ impl<S: Source> Reader<S> {
             }
             // Compressed members after plain records (gzip appended to a
             // plain file, iipc/jwarc#53): read on in the new member.
+            let here = self.stored_pos();
             let compressed = self.src.codec() == Codec::None
+                && plain_ended_at != Some(here)
                 && crate::codec::Codec::sniff(self.src.fill_buf()?).is_some();
             if compressed && self.src.end_plain_member() {
+                plain_ended_at = Some(here);
                 if self.opts.strict {
                     return Err(self.error(
                         ErrorKind::Syntax("compressed members follow plain records".into()),

@@ -1,0 +1,19 @@
+//! Any bytes read as ARC (no sniffing, so every input reaches the ARC
+//! parser), lenient and strict; every block read through.
+#![no_main]
+use libfuzzer_sys::fuzz_target;
+use warchest::archive::{Format, Reader};
+use warchest::codec::Decoder;
+use warchest::warc::ReaderOptions;
+
+fuzz_target!(|data: &[u8]| {
+    for opts in [ReaderOptions::lenient(), ReaderOptions::strict()] {
+        let src = Decoder::new(data, opts.decoder.clone());
+        let mut r = Reader::from_source_as(src, opts, Format::Arc);
+        while let Ok(Some(mut rec)) = r.next_record() {
+            let _ = rec.header().target_uri();
+            let _ = rec.read_block();
+        }
+        let _ = r.take_warnings();
+    }
+});

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Seeds fuzz/corpus/TARGET/ from ../shared/fixtures (never committed: the
+# corpora grow while fuzzing). Large files are cut to their first 64 KiB, the
+# inputs' maximum length in the long runs (docs/testing.md).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+fixtures=${FIXTURES:-$here/../../shared/fixtures}
+corpus=$here/corpus
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+put() { # put TARGET FILE [NAME]
+    mkdir -p "$corpus/$1"
+    head -c 65536 "$2" > "$corpus/$1/${3:-$(basename "$2")}"
+}
+
+archives=$(find "$fixtures" -type f \( -name '*.warc*' -o -name '*.arc*' -o -name '*.dat' \) | sort)
+# zstd and a zstd frame with a dictionary id are not among the fixtures.
+zstd -q -c "$fixtures/warcio/example.warc" > "$tmp/example.warc.zst"
+gzip -c "$fixtures/warcio/example.warc" > "$tmp/example.warc.whole.gz"
+# Web InfoMall records from the middle of page.dat too.
+dd if="$fixtures/tianwang/page.dat" of="$tmp/page-middle.dat" iflag=skip_bytes,count_bytes skip=1000000 count=65536 status=none
+extra="$tmp/example.warc.zst $tmp/example.warc.whole.gz $tmp/page-middle.dat"
+
+for f in $archives $extra; do
+    for t in warc_reader validate index; do put $t "$f"; done
+    case $f in
+        *.arc | *.arc.gz) put arc_reader "$f" ;;
+        *.dat) put infomall_reader "$f" ;;
+        *.gz | *.lz4 | *.zst | *.bad) put codec "$f" ;;
+    esac
+done
+
+# HTTP messages and WARC header blocks cut out of the uncompressed WARCs.
+python3 - "$fixtures" "$corpus" <<'PY'
+import os, re, sys
+fixtures, corpus = sys.argv[1], sys.argv[2]
+def put(target, name, data):
+    os.makedirs(os.path.join(corpus, target), exist_ok=True)
+    with open(os.path.join(corpus, target, name), "wb") as f:
+        f.write(data[:65536])
+n = 0
+for root, _, files in os.walk(fixtures):
+    for fn in sorted(files):
+        if not fn.endswith(".warc"):
+            continue
+        data = open(os.path.join(root, fn), "rb").read()
+        for i, m in enumerate(re.finditer(rb"WARC/[0-9.]+\r?\n", data)):
+            end = data.find(b"\r\n\r\n", m.end())
+            if end < 0 or i > 20:
+                break
+            put("fields", f"{fn}-{i}", data[m.end():end + 4])
+            nxt = data.find(b"WARC/1.", end)
+            block = data[end + 4: nxt if nxt > 0 else len(data)]
+            if block.startswith(b"HTTP/") or block[:8].split(b" ")[0] in (b"GET", b"POST", b"HEAD"):
+                put("http_head", f"{fn}-{i}", block)
+                if b"chunked" in block[:4096].lower():
+                    body = block[block.find(b"\r\n\r\n") + 4:]
+                    put("chunked", f"{fn}-{i}", body)
+            n += 1
+print(f"{n} header blocks")
+PY
+
+mkdir -p "$corpus/chunked" "$corpus/filter" "$corpus/values"
+printf '5\r\nhello\r\n0\r\n\r\n' > "$corpus/chunked/simple"
+printf '4;ext=1\r\nwiki\r\n5\r\npedia\r\n0\r\nTrailer: x\r\n\r\n' > "$corpus/chunked/ext"
+i=0
+for e in 'warc-type == "response" && http:status == 200 && :content-type =~ "text/html"' \
+    ':length > 10000000' '!(:status >= 400 || :host == "example.com")' \
+    "warc-target-uri !~ '^https?://'" '((:type == "request"))' ':offset <= -1 && http:server != "x"'; do
+    printf '%s' "$e" > "$corpus/filter/$i"; i=$((i + 1))
+done
+for v in '2024-01-02T03:04:05Z' '2024-01-02T03:04:05.123456Z' '2024' '20240102030405' \
+    'sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ' 'sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855' \
+    'WARC/1.1' 'WARC/1.0' 'response' 'warcinfo'; do
+    printf '%s' "$v" > "$corpus/values/$i"; i=$((i + 1))
+done
+for t in "$corpus"/*; do echo "$(basename "$t"): $(ls "$t" | wc -l) inputs"; done
