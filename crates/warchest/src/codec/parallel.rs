@@ -352,6 +352,7 @@ impl Engine {
         }
     }
 
+    #[cfg(test)]
     pub(crate) fn served(&self) -> u64 {
         self.served
     }
