@@ -91,6 +91,9 @@ def rows(files, have_harness, have_peers):
     peer = ["cdxj-indexer", gz] if have_peers and shutil.which("cdxj-indexer") else None
     out.append(("gzip index cdxj -j 1", idx, "cdxj-indexer", peer, 1 / 15))
     out.append(("gzip index cdxj -j 1", idx, "ls -j 1", [w, "ls", "-j", "1", gz], 1.2))
+    # Issue 5: validate at least at check's speed (check on one decoding
+    # thread, and check as a user runs it on two).
+    out.append(("gzip validate", [w, "validate", gz], "check -j 1", [w, "check", "-j", "1", gz], 1.0))
     out.append(("gzip validate", [w, "validate", gz], "check -j 2", [w, "check", "-j", "2", gz], 1.0))
     return out
 
