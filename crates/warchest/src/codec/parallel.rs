@@ -185,6 +185,10 @@ impl Engine {
         let depth = (2 * threads).clamp(2, threads + 4);
         let job_cap = (BUDGET / depth).min(MAX_JOB);
         let worker_opts = DecoderOptions {
+            // Each job restarts its decoder, which then fills its input
+            // buffer: half the default halves that read-ahead, and still
+            // holds the 256 KiB a whole-member inflate wants.
+            buffer_size: opts.buffer_size.min(512 * 1024),
             lenient: false,
             threads: 1,
             start_offset: 0,
