@@ -1,15 +1,22 @@
 #!/usr/bin/env bash
 # Benchmarks warchest against its peers on the same files, in turns, and
-# prints medians and ratios. See docs/performance.md.
+# prints medians, ratios and peak memory. See docs/performance.md.
 #
-#   bench/run.sh [--runs N] [--corpus DIR]   full run (builds the corpus if missing)
-#   bench/run.sh --smoke                     one quick pass on a fixture (CI)
+#   bench/run.sh [--runs N] [--corpus DIR]   the whole table (builds the corpus if missing)
+#   bench/run.sh --smoke                     one pass on a fixture with the debug build,
+#                                            no FastWARC harness (CI: keeps the script alive)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$root/target}
-cargo build -q --release -p warchest-cli --manifest-path "$root/Cargo.toml"
-cargo build -q --release --manifest-path "$here/harness/Cargo.toml"
-export WARCHEST_BIN=$CARGO_TARGET_DIR/release/warchest
-export BENCH_BIN=$CARGO_TARGET_DIR/release/warchest-bench
+if [[ " $* " == *" --smoke "* ]]; then
+    cargo build -q -p warchest-cli --manifest-path "$root/Cargo.toml"
+    export WARCHEST_BIN=$CARGO_TARGET_DIR/debug/warchest
+    unset BENCH_BIN
+else
+    cargo build -q --release -p warchest-cli --manifest-path "$root/Cargo.toml"
+    cargo build -q --release --manifest-path "$here/harness/Cargo.toml"
+    export WARCHEST_BIN=$CARGO_TARGET_DIR/release/warchest
+    export BENCH_BIN=$CARGO_TARGET_DIR/release/warchest-bench
+fi
 exec python3 "$here/bench.py" "$@"

@@ -67,6 +67,14 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     Ok(v)
 }
 
+/// Threads one file is decoded on, for `-j N` (default: all cores).
+pub fn file_threads(jobs: Option<usize>) -> usize {
+    match jobs {
+        Some(n) if n > 0 => n,
+        _ => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    }
+}
+
 /// `-j N`: how many files are worked on at once.
 #[derive(clap::Args, Debug, Clone, Copy)]
 pub struct Jobs {

@@ -112,7 +112,7 @@ impl Reader<Decoder<File>> {
     pub fn open_with(path: impl AsRef<Path>, opts: ReaderOptions) -> Result<Self> {
         let (f, opts) = warc::open_file(path.as_ref(), opts)?;
         // Seekable: skipped payloads of plain files are sought past.
-        let src = Decoder::new_seekable(f, opts.decoder.clone())
+        let src = Decoder::new_file(f, opts.decoder.clone())
             .map_err(|e| Error::from(e).in_file(path.as_ref()))?;
         Reader::from_source(src, opts)
     }

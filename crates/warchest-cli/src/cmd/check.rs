@@ -29,6 +29,9 @@ pub struct Args {
     /// Also list records whose digests are fine.
     #[arg(short, long)]
     verbose: bool,
+    /// Decode each file on N threads (default: one per core).
+    #[arg(short = 'j', long = "jobs", value_name = "N")]
+    jobs: Option<usize>,
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -118,7 +121,8 @@ fn check_file(
     name: &str,
     args: &Args,
 ) -> Result<Outcome, Box<dyn std::error::Error + Send + Sync>> {
-    let opts = g.reader_options(name);
+    let mut opts = g.reader_options(name);
+    opts.decoder.threads = crate::tools::file_threads(args.jobs);
     let limits = opts.limits;
     let opened = input::open(name, opts)?;
     input::with_reader!(opened, reader => check_records(g, name, args, limits, reader))

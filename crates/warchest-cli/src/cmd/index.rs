@@ -7,7 +7,6 @@ use anyhow::{Context, Result, bail};
 use rayon::prelude::*;
 use tempfile::SpooledTempFile;
 use warchest::Warning;
-use warchest::archive::Reader;
 use warchest::index::{Encoder, Format, IndexOptions, IndexOutput, Indexer, ParquetOptions};
 
 use crate::input;
@@ -48,7 +47,8 @@ pub struct Args {
     /// requests and their responses.
     #[arg(long)]
     no_post_append: bool,
-    /// Files read at once (default: all cores).
+    /// Threads (default: all cores): files read at once, and the threads
+    /// each file is decoded on when there are fewer files.
     #[arg(short, long, value_name = "N")]
     jobs: Option<usize>,
     /// Memory for sorting before spilling to temporary files, in MiB.
@@ -129,6 +129,8 @@ pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
     let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs).build()?;
+    // Threads left for each file when fewer files than threads are read.
+    let file_threads = (jobs / args.files.len().clamp(1, jobs)).max(1);
     let progress = if io::stderr().is_terminal() && args.files.len() > 1 {
         let pb = indicatif::ProgressBar::new(args.files.len() as u64);
         pb.set_style(
@@ -148,7 +150,7 @@ pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
         let results: Vec<FileResult> = pool.install(|| {
             window
                 .par_iter()
-                .map(|name| index_file(g, name, &encoder, &opts))
+                .map(|name| index_file(g, name, &encoder, &opts, file_threads))
                 .collect()
         });
         for (name, r) in window.iter().zip(results) {
@@ -191,20 +193,32 @@ fn index_name(name: &str) -> String {
         .map_or_else(|| name.to_string(), |n| n.to_string_lossy().into_owned())
 }
 
-fn index_file(g: &Global, name: &str, encoder: &Encoder, opts: &IndexOptions) -> FileResult {
+fn index_file(
+    g: &Global,
+    name: &str,
+    encoder: &Encoder,
+    opts: &IndexOptions,
+    threads: usize,
+) -> FileResult {
     let mut spool = SpooledTempFile::new(SPOOL_MEMORY);
     let mut warnings = Vec::new();
     let error = (|| -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-        let mut reader = Reader::with_options(input::open_stream(name)?, g.reader_options(name))?;
+        let mut ropts = g.reader_options(name);
+        ropts.decoder.threads = threads;
+        // Files by path: seekable, and decoded on `threads` threads.
+        let opened = input::open(name, ropts)?;
         let indexer = Indexer::new(index_name(name), opts.clone());
         let mut line = Vec::new();
-        let r = indexer.index(&mut reader, |e| {
-            line.clear();
-            encoder.encode(&e, &mut line);
-            spool.write_all(&line).map_err(warchest::Error::from)
+        input::with_reader!(opened, reader => {
+            let mut reader = reader;
+            let r = indexer.index(&mut reader, |e| {
+                line.clear();
+                encoder.encode(&e, &mut line);
+                spool.write_all(&line).map_err(warchest::Error::from)
+            });
+            warnings = reader.take_warnings();
+            r?;
         });
-        warnings = reader.take_warnings();
-        r?;
         Ok(())
     })()
     .err();

@@ -22,6 +22,10 @@ pub struct Args {
     /// JSON lines instead of tab-separated columns.
     #[arg(long)]
     json: bool,
+    /// Decode each file on N threads (default: one per core); the output
+    /// is the same whatever N is.
+    #[arg(short = 'j', long = "jobs", value_name = "N")]
+    jobs: Option<usize>,
 }
 
 #[derive(Serialize)]
@@ -46,7 +50,7 @@ pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
     let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
     let mut outcome = Outcome::Ok;
     for name in &args.files {
-        let o = match list(g, name, args.json, &mut out) {
+        let o = match list(g, name, args.json, args.jobs, &mut out) {
             Ok(o) => o,
             Err(e) => file_error(name, e.as_ref()),
         };
@@ -62,9 +66,12 @@ fn list(
     g: &Global,
     name: &str,
     json: bool,
+    jobs: Option<usize>,
     out: &mut impl Write,
 ) -> Result<Outcome, Box<dyn std::error::Error + Send + Sync>> {
-    let opened = input::open(name, g.reader_options(name))?;
+    let mut opts = g.reader_options(name);
+    opts.decoder.threads = crate::tools::file_threads(jobs);
+    let opened = input::open(name, opts)?;
     input::with_reader!(opened, reader => list_records(g, name, json, out, reader))
 }
 

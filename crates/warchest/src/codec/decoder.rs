@@ -72,6 +72,12 @@ pub struct DecoderOptions {
     /// when the reader was positioned inside a file (`extract --offset`), so
     /// every offset reported stays an offset in the file.
     pub start_offset: u64,
+    /// Threads that decompress members ahead of the reader (default 1:
+    /// none, everything on the caller's thread). Used by decoders over a
+    /// file ([`Decoder::new_file`]): gzip members, zstd and LZ4 frames of
+    /// one file are then decoded in parallel and delivered in order, with
+    /// the same bytes, offsets and warnings as on one thread.
+    pub threads: usize,
 }
 
 impl Default for DecoderOptions {
@@ -85,13 +91,14 @@ impl Default for DecoderOptions {
             verify_checksums: true,
             fast_inflate: true,
             start_offset: 0,
+            threads: 1,
         }
     }
 }
 
 /// What starts at a member boundary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub(super) enum Kind {
     Gzip,
     Zstd,
     /// A zstd skippable frame, with its magic number.
@@ -101,7 +108,7 @@ enum Kind {
 
 /// What the bytes at a position are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Probe {
+pub(super) enum Probe {
     /// The start of a member (its header parses).
     Valid(Kind),
     /// Not the start of a member.
@@ -112,7 +119,7 @@ enum Probe {
 }
 
 /// Tells what the bytes at the start of `s` are.
-fn probe(s: &[u8]) -> Probe {
+pub(super) fn probe(s: &[u8]) -> Probe {
     let kind = if s.starts_with(&[0x1f, 0x8b, 0x08]) {
         Kind::Gzip
     } else if let Some(m) = zstd_frame::skippable_magic(s) {
@@ -162,7 +169,7 @@ fn could_be_magic(s: &[u8]) -> bool {
 
 /// Index of the first position in `s` where a whole 4-byte magic number
 /// starts.
-fn find_magic(s: &[u8]) -> Option<usize> {
+pub(super) fn find_magic(s: &[u8]) -> Option<usize> {
     s.windows(4).position(|w| {
         // Cheap first-byte filter before the full comparison.
         matches!(w[0], 0x1f | 0x28 | 0x04 | 0x50..=0x5f) && Codec::sniff(w).is_some()
@@ -189,6 +196,8 @@ enum State {
     Done,
     /// Past the last member.
     End,
+    /// Serving a member decoded by the parallel engine.
+    Par,
 }
 
 /// Streaming decoder of a stored web archive file: plain, gzip (per record
@@ -321,6 +330,13 @@ pub struct Decoder<R> {
     /// Seeks the input forward, for inputs that can: plain payloads are
     /// then skipped without being read. Set by [`Decoder::new_seekable`].
     seek_forward: Option<fn(&mut R, u64) -> io::Result<()>>,
+    /// Seeks the input to an absolute position, for inputs that can: the
+    /// parallel engine hands members back to the sequential path there.
+    seek_to: Option<fn(&mut R, u64) -> io::Result<()>>,
+    /// Position of the input where stored offset `start_offset` is.
+    inner_origin: u64,
+    /// Members decoded ahead on other threads (files, `threads > 1`).
+    pub(super) par: Option<Box<super::parallel::Engine>>,
     /// Stored length of the input, when known (seekable inputs): skips stop
     /// there, so a truncated record is still seen as truncated.
     input_len: Option<u64>,
@@ -382,6 +398,46 @@ impl<R: Read + io::Seek> Decoder<R> {
             let n = i64::try_from(n).map_err(|_| io::Error::other("seek too far"))?;
             r.seek(io::SeekFrom::Current(n)).map(|_| ())
         });
+        d.inner_origin = here;
+        d.seek_to = Some(|r, at| r.seek(io::SeekFrom::Start(at)).map(|_| ()));
+        Ok(d)
+    }
+}
+
+impl Decoder<std::fs::File> {
+    /// A decoder over a file, as [`Decoder::new_seekable`], that decodes
+    /// members on [`DecoderOptions::threads`] threads when that is more
+    /// than one.
+    ///
+    /// # Errors
+    /// The file's length cannot be found, or its handle cannot be shared
+    /// with the threads.
+    pub fn new_file(file: std::fs::File, opts: DecoderOptions) -> io::Result<Self> {
+        let threads = opts.threads;
+        let par_file = if threads > 1 {
+            Some(file.try_clone()?)
+        } else {
+            None
+        };
+        let mut d = Decoder::new_seekable(file, opts)?;
+        if let (Some(f), Some(len)) = (par_file, d.input_len) {
+            let len = len - d.start_offset + d.inner_origin;
+            let mut opts = DecoderOptions {
+                lenient: d.lenient,
+                verify_checksums: d.verify,
+                max_zstd_window_log: d.max_window_log,
+                max_zstd_dictionary_size: d.max_dict,
+                fast_inflate: d.fast.is_some(),
+                buffer_size: d.inbuf.len(),
+                ..DecoderOptions::default()
+            };
+            opts.zstd_dictionary.clone_from(&d.options_dict);
+            if d.start_offset == d.inner_origin {
+                d.par = Some(Box::new(super::parallel::Engine::new(
+                    f, len, threads, &opts,
+                )));
+            }
+        }
         Ok(d)
     }
 }
@@ -410,6 +466,9 @@ impl<R: Read> Decoder<R> {
             },
             fast_tried: false,
             seek_forward: None,
+            seek_to: None,
+            inner_origin: 0,
+            par: None,
             input_len: None,
             eof: false,
             out: Vec::new(),
@@ -459,6 +518,9 @@ impl<R: Read> Decoder<R> {
     /// The header of the current member when it is a gzip member whose
     /// header has been parsed (for a validator: flags, MTIME, FNAME ...).
     pub fn gzip_header(&self) -> Option<&GzipHeader> {
+        if let (State::Par, Some(p)) = (self.state, &self.par) {
+            return p.gzip_header();
+        }
         let parsed = matches!(self.state, State::GzBody | State::GzTrailer)
             || (self.state == State::Done && self.gz_parser_done());
         (self.codec == Codec::Gzip && parsed).then_some(&self.gz_header)
@@ -467,11 +529,57 @@ impl<R: Read> Decoder<R> {
     /// The trailer of the current gzip member with the computed CRC32 and
     /// size, once the member's end has been read.
     pub fn gzip_trailer(&self) -> Option<&GzipTrailer> {
+        if let (State::Par, Some(p)) = (self.state, &self.par) {
+            return p.gzip_trailer();
+        }
         if self.codec == Codec::Gzip && self.state == State::Done {
             self.gz_trailer.as_ref()
         } else {
             None
         }
+    }
+
+    /// Goes on reading at stored offset `at`, a member boundary, before the
+    /// member there (as after [`Source::next_member`] had found it), with
+    /// nothing buffered. Compressed members have been seen before it, so
+    /// bytes that are not a member there are damage, not a plain file.
+    ///
+    /// # Errors
+    /// The input cannot seek, or the seek fails.
+    pub(crate) fn restart_at(&mut self, at: u64) -> crate::Result<()> {
+        let Some(seek) = self.seek_to else {
+            return Err(crate::Error::from(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "the input cannot seek",
+            )));
+        };
+        let inner_at = at
+            .checked_sub(self.start_offset)
+            .and_then(|d| d.checked_add(self.inner_origin))
+            .ok_or_else(|| crate::Error::from(io::Error::other("restart before the start")))?;
+        seek(&mut self.inner, inner_at).map_err(|e| crate::Error::from(e).at(Position::at(at)))?;
+        self.in_start = 0;
+        self.in_end = 0;
+        self.base = at;
+        self.eof = false;
+        self.out_start = 0;
+        self.out_end = 0;
+        self.state = State::Between;
+        self.member_offset = at;
+        self.member_pos = 0;
+        self.end = at;
+        self.compressed_seen = true;
+        self.failed = None;
+        self.dctx_dirty = true;
+        self.lz4 = None;
+        Ok(())
+    }
+
+    /// Replaces the zstd dictionary (a worker of the parallel engine is
+    /// given the one the reading thread loaded).
+    pub(crate) fn set_zstd_dictionary(&mut self, dict: Option<&[u8]>) {
+        self.dctx = None;
+        self.options_dict = dict.map(<[u8]>::to_vec);
     }
 
     fn gz_parser_done(&self) -> bool {
@@ -795,6 +903,13 @@ impl<R: Read> Decoder<R> {
             };
             self.compressed_seen = true;
             self.member_offset = self.pos();
+            if !matches!(kind, Kind::Skippable(_))
+                && let Some(p) = self.par.as_mut()
+                && p.at_boundary(self.member_offset)
+            {
+                self.state = State::Par;
+                return Ok(true);
+            }
             match kind {
                 Kind::Skippable(magic) => {
                     self.skippable_frame(magic)?;
@@ -938,10 +1053,16 @@ impl<R: Read> Decoder<R> {
                 zstd_frame::dictionary_from_payload(payload, self.max_dict, self.max_window_log)
                     .and_then(|dict| {
                         let d = self.dctx().map_err(|e| e.to_string())?;
-                        d.load_dictionary(&dict).map(|_| ()).map_err(|c| {
+                        d.load_dictionary(&dict).map_err(|c| {
                             format!("zstd rejects it: {}", zstd::zstd_safe::get_error_name(c))
-                        })
+                        })?;
+                        Ok(dict)
                     });
+            let loaded = loaded.map(|dict| {
+                if let Some(p) = self.par.as_mut() {
+                    p.new_dictionary(dict);
+                }
+            });
             if let Err(e) = loaded {
                 let msg =
                     format!("cannot use the zstd dictionary frame at stored offset {start}: {e}");
@@ -962,7 +1083,12 @@ impl<R: Read> Decoder<R> {
             State::Zstd => self.zstd_step(),
             State::Lz4Header => self.lz4_header_step(),
             State::Lz4Blocks => self.lz4_block_step(),
-            State::Start | State::Between | State::Plain | State::Done | State::End => Ok(()),
+            State::Start
+            | State::Between
+            | State::Plain
+            | State::Done
+            | State::End
+            | State::Par => Ok(()),
         }
     }
 
@@ -1326,6 +1452,9 @@ impl<R: Read> Decoder<R> {
 impl<R: Read> Source for Decoder<R> {
     fn fill_buf(&mut self) -> crate::Result<&[u8]> {
         self.check_failed()?;
+        if self.state == State::Par {
+            return Ok(self.par.as_deref().map_or(&[][..], |p| p.fill()));
+        }
         if matches!(self.state, State::Start | State::Between) {
             self.enter_member()?;
         }
@@ -1340,7 +1469,7 @@ impl<R: Read> Source for Decoder<R> {
                         break;
                     }
                 }
-                State::Start | State::Between | State::Done | State::End => break,
+                State::Start | State::Between | State::Done | State::End | State::Par => break,
                 _ => {
                     if self.out_start < self.out_end {
                         break;
@@ -1356,6 +1485,7 @@ impl<R: Read> Source for Decoder<R> {
                 .unwrap_or_default(),
             State::Start | State::Between | State::End => &[],
             State::Done if self.codec == Codec::None => &[],
+            State::Par => self.par.as_deref().map_or(&[][..], |p| p.fill()),
             _ => self
                 .out
                 .get(self.out_start..self.out_end)
@@ -1374,6 +1504,7 @@ impl<R: Read> Source for Decoder<R> {
 
     fn consume(&mut self, n: usize) {
         let k = match self.state {
+            State::Par => self.par.as_mut().map_or(0, |p| p.consume(n)),
             State::Plain => {
                 let k = n.min(self.avail());
                 self.in_start += k;
@@ -1392,6 +1523,15 @@ impl<R: Read> Source for Decoder<R> {
 
     fn next_member(&mut self) -> crate::Result<bool> {
         self.check_failed()?;
+        if let (State::Par, Some(p)) = (self.state, self.par.as_mut()) {
+            return match p.advance() {
+                Ok(()) => Ok(true),
+                Err(end) => {
+                    self.restart_at(end)?;
+                    self.enter_member()
+                }
+            };
+        }
         match self.state {
             State::Start | State::Between => return self.enter_member(),
             State::End => return Ok(false),
@@ -1416,19 +1556,29 @@ impl<R: Read> Source for Decoder<R> {
     }
 
     fn member_offset(&self) -> u64 {
+        if let (State::Par, Some(p)) = (self.state, &self.par) {
+            return p.member_offset();
+        }
         self.member_offset
     }
 
     fn codec(&self) -> Codec {
+        if let (State::Par, Some(p)) = (self.state, &self.par) {
+            return p.codec();
+        }
         self.codec
     }
 
     fn member_pos(&self) -> u64 {
+        if let (State::Par, Some(p)) = (self.state, &self.par) {
+            return p.member_pos();
+        }
         self.member_pos
     }
 
     fn member_end(&self) -> Option<u64> {
         match self.state {
+            State::Par => self.par.as_ref().and_then(|p| p.member_end()),
             State::End => Some(self.end),
             State::Done if self.codec == Codec::None || self.out_start == self.out_end => {
                 Some(self.end)
@@ -1438,6 +1588,9 @@ impl<R: Read> Source for Decoder<R> {
     }
 
     fn skip(&mut self, n: u64) -> crate::Result<u64> {
+        if let (State::Par, Some(p)) = (self.state, self.par.as_mut()) {
+            return Ok(p.skip(n));
+        }
         let avail = self.avail() as u64;
         if self.state == State::Plain
             && n > avail

@@ -18,6 +18,7 @@ mod decoder;
 mod gzip;
 mod inflate;
 mod lz4;
+mod parallel;
 pub(crate) mod zstd_frame;
 
 pub use decoder::{Decoder, DecoderOptions};

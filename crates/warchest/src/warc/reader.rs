@@ -154,7 +154,7 @@ impl Reader<Decoder<File>> {
     /// The file cannot be opened.
     pub fn open_with(path: impl AsRef<Path>, opts: ReaderOptions) -> Result<Self> {
         let (f, opts) = open_file(path.as_ref(), opts)?;
-        let src = Decoder::new_seekable(f, opts.decoder.clone())
+        let src = Decoder::new_file(f, opts.decoder.clone())
             .map_err(|e| Error::from(e).in_file(path.as_ref()))?;
         Ok(Reader::from_source(src, opts))
     }

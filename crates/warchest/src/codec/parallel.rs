@@ -1,0 +1,817 @@
+//! Decompressing one file on several threads, members delivered in order.
+//!
+//! The stored file is cut into chunks of [`CHUNK`] bytes. A *job* decodes
+//! the members that start in one chunk, on a worker thread, into one buffer:
+//! it begins at the first *candidate* in the chunk (a magic number whose
+//! header parses and whose member then decodes cleanly, checksums included)
+//! and goes on member after member until one starts past the chunk. Members
+//! are only found this way: gzip has no index of where they start.
+//!
+//! The reading thread (the [`super::Decoder`] that owns the engine) serves
+//! a job's members only when the job starts exactly where the members before
+//! it ended, so a candidate found by chance inside compressed data can never
+//! produce a record. Everything else is left to the reading thread's own
+//! sequential decoder: a damaged member (its warnings and recovery are the
+//! sequential ones, byte for byte), a member too big for a job's buffer
+//! (streamed in constant memory as before), a skippable frame, a job that
+//! starts elsewhere. At each member boundary the sequential decoder reaches,
+//! it hands back to the jobs if one starts there.
+//!
+//! Memory: at most [`Engine::depth`] jobs are in flight, each holding at most
+//! `job_cap` decoded bytes, plus one decoder per worker.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+use std::thread::JoinHandle;
+
+use super::decoder::{Kind, Probe, find_magic, probe};
+use super::{Codec, Decoder, DecoderOptions, GzipHeader, GzipTrailer, Source};
+
+/// Stored bytes per job. Small enough that a few jobs in flight stay far
+/// below the memory bound, large enough that the hand-over costs nothing.
+const CHUNK: u64 = 256 * 1024;
+/// Decoded bytes all jobs in flight may hold together.
+const BUDGET: usize = 24 << 20;
+/// Largest decoded size of one job.
+const MAX_JOB: usize = 6 << 20;
+/// Candidates a job tries before giving up on its chunk.
+const MAX_CANDIDATES: usize = 16;
+/// Bytes read past a chunk's end so that a header starting near it parses.
+const SLACK: u64 = 4096;
+
+/// A file read at explicit offsets: the workers share one handle.
+pub(crate) struct Pread {
+    file: Arc<File>,
+    pos: u64,
+}
+
+impl Read for Pread {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        #[cfg(unix)]
+        let n = std::os::unix::fs::FileExt::read_at(&*self.file, buf, self.pos)?;
+        #[cfg(windows)]
+        let n = std::os::windows::fs::FileExt::seek_read(&*self.file, buf, self.pos)?;
+        #[cfg(not(any(unix, windows)))]
+        let n = {
+            let _ = buf;
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "no positioned reads on this platform",
+            ));
+        };
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+impl Seek for Pread {
+    fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
+        let bad = || io::Error::new(io::ErrorKind::InvalidInput, "seek out of range");
+        self.pos = match to {
+            SeekFrom::Start(n) => n,
+            SeekFrom::Current(d) => self.pos.checked_add_signed(d).ok_or_else(bad)?,
+            SeekFrom::End(d) => self
+                .file
+                .metadata()?
+                .len()
+                .checked_add_signed(d)
+                .ok_or_else(bad)?,
+        };
+        Ok(self.pos)
+    }
+}
+
+/// One member decoded by a job.
+#[derive(Debug)]
+struct Member {
+    offset: u64,
+    end: u64,
+    codec: Codec,
+    /// Its bytes: `data[from..to]` of the job.
+    from: usize,
+    to: usize,
+    gz_header: Option<GzipHeader>,
+    gz_trailer: Option<GzipTrailer>,
+}
+
+/// What a job gives back.
+#[derive(Debug, Default)]
+struct Done {
+    /// Stored offset of its first member (the candidate it settled on), or
+    /// `None` when no candidate in its chunk decoded.
+    start: Option<u64>,
+    members: Vec<Member>,
+    data: Vec<u8>,
+}
+
+impl Done {
+    /// Stored offset just past its last member.
+    fn end(&self) -> Option<u64> {
+        self.members.last().map(|m| m.end)
+    }
+}
+
+/// Work for a worker.
+struct Job {
+    /// The chunk: members starting in `a..b` are the job's.
+    a: u64,
+    b: u64,
+    /// `a` is a member start already (no candidate search).
+    known: bool,
+    dict: Option<Arc<Vec<u8>>>,
+    reply: mpsc::SyncSender<Done>,
+}
+
+struct Pending {
+    a: u64,
+    rx: mpsc::Receiver<Done>,
+    result: Option<Done>,
+}
+
+struct Shared {
+    queue: Mutex<mpsc::Receiver<Job>>,
+    /// Buffers of served jobs, for the next ones.
+    pool: Mutex<Vec<(Vec<u8>, Vec<Member>)>>,
+    cancel: AtomicBool,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The parallel side of a [`Decoder`] over a file.
+pub(crate) struct Engine {
+    file: Arc<File>,
+    len: u64,
+    threads: usize,
+    /// Jobs in flight at most.
+    depth: usize,
+    job_cap: usize,
+    worker_opts: DecoderOptions,
+    tx: Option<mpsc::Sender<Job>>,
+    shared: Arc<Shared>,
+    workers: Vec<JoinHandle<()>>,
+    /// The workers could not be started: sequential from then on.
+    broken: bool,
+    pending: VecDeque<Pending>,
+    /// Where the next job's chunk begins.
+    next_a: u64,
+    dict: Option<Arc<Vec<u8>>>,
+    /// The job being served, its member and the position in its data.
+    cur: Option<Done>,
+    idx: usize,
+    pos: usize,
+    /// Members served from jobs (tests check the jobs were used).
+    served: u64,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("threads", &self.threads)
+            .field("pending", &self.pending.len())
+            .field("next_a", &self.next_a)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Engine {
+    /// An engine over `file` (of `len` bytes) with `threads` workers; none
+    /// is started before the first compressed member.
+    pub(crate) fn new(file: File, len: u64, threads: usize, opts: &DecoderOptions) -> Self {
+        let depth = (2 * threads).clamp(2, threads + 4);
+        let job_cap = (BUDGET / depth).min(MAX_JOB);
+        let worker_opts = DecoderOptions {
+            // Each job restarts its decoder, which then fills its input
+            // buffer: half the default halves that read-ahead, and still
+            // holds the 256 KiB a whole-member inflate wants.
+            buffer_size: opts.buffer_size.min(512 * 1024),
+            lenient: false,
+            threads: 1,
+            start_offset: 0,
+            zstd_dictionary: None,
+            ..opts.clone()
+        };
+        let (tx, rx) = mpsc::channel();
+        Engine {
+            file: Arc::new(file),
+            len,
+            threads,
+            depth,
+            job_cap,
+            worker_opts,
+            tx: Some(tx),
+            shared: Arc::new(Shared {
+                queue: Mutex::new(rx),
+                pool: Mutex::new(Vec::new()),
+                cancel: AtomicBool::new(false),
+            }),
+            workers: Vec::new(),
+            broken: false,
+            pending: VecDeque::new(),
+            next_a: 0,
+            dict: opts.zstd_dictionary.clone().map(Arc::new),
+            cur: None,
+            idx: 0,
+            pos: 0,
+            served: 0,
+        }
+    }
+
+    fn start_workers(&mut self) {
+        for i in 0..self.threads {
+            let shared = Arc::clone(&self.shared);
+            let file = Arc::clone(&self.file);
+            let opts = self.worker_opts.clone();
+            let cap = self.job_cap;
+            let spawned = std::thread::Builder::new()
+                .name(format!("warchest-inflate-{i}"))
+                .spawn(move || worker(&shared, file, opts, cap));
+            match spawned {
+                Ok(h) => self.workers.push(h),
+                Err(e) => {
+                    tracing::debug!("cannot start a decompression thread: {e}");
+                    break;
+                }
+            }
+        }
+        if self.workers.is_empty() {
+            self.broken = true;
+        }
+    }
+
+    /// A zstd dictionary frame was loaded at the reading thread: jobs in
+    /// flight decoded with the old one are dropped.
+    pub(crate) fn new_dictionary(&mut self, dict: Vec<u8>) {
+        self.pending.clear();
+        self.dict = Some(Arc::new(dict));
+    }
+
+    /// Dispatches jobs until `depth` are in flight. `p` is the reading
+    /// thread's position, a member boundary.
+    fn top_up(&mut self, p: u64) {
+        if self.broken {
+            return;
+        }
+        if self.pending.is_empty() && self.next_a <= p {
+            self.next_a = p;
+        }
+        while self.pending.len() < self.depth && self.next_a < self.len {
+            if self.workers.is_empty() {
+                self.start_workers();
+                if self.broken {
+                    return;
+                }
+            }
+            let a = self.next_a;
+            let b = a.saturating_add(CHUNK).min(self.len);
+            let (reply, rx) = mpsc::sync_channel(1);
+            let job = Job {
+                a,
+                b,
+                known: a == p,
+                dict: self.dict.clone(),
+                reply,
+            };
+            let Some(tx) = &self.tx else { return };
+            if tx.send(job).is_err() {
+                self.broken = true;
+                return;
+            }
+            self.pending.push_back(Pending {
+                a,
+                rx,
+                result: None,
+            });
+            self.next_a = b;
+        }
+    }
+
+    fn recycle(&self, d: Done) {
+        let Done {
+            mut data,
+            mut members,
+            ..
+        } = d;
+        data.clear();
+        members.clear();
+        let mut pool = lock(&self.shared.pool);
+        if pool.len() < self.depth + self.threads {
+            pool.push((data, members));
+        }
+    }
+
+    /// The reading thread is at member boundary `p` (a real member starts
+    /// there): serve the job that starts there, if any. `false` leaves it
+    /// to the sequential decoder.
+    pub(crate) fn at_boundary(&mut self, p: u64) -> bool {
+        if let Some(d) = self.cur.take() {
+            self.recycle(d);
+        }
+        loop {
+            self.top_up(p);
+            let Some(front) = self.pending.front_mut() else {
+                return false;
+            };
+            if front.a > p {
+                return false;
+            }
+            if front.result.is_none() {
+                match front.rx.recv() {
+                    Ok(d) => front.result = Some(d),
+                    // The worker is gone: nothing from this job.
+                    Err(_) => front.result = Some(Done::default()),
+                }
+            }
+            let usable = front
+                .result
+                .as_ref()
+                .is_some_and(|d| d.start == Some(p) && !d.members.is_empty());
+            let ahead = front
+                .result
+                .as_ref()
+                .and_then(|d| d.start)
+                .is_some_and(|s| s > p);
+            if ahead && !usable {
+                // Damage at `p` the sequential decoder goes through may
+                // lead it to this job's start.
+                return false;
+            }
+            let Some(front) = self.pending.pop_front() else {
+                return false;
+            };
+            let Some(done) = front.result else { continue };
+            if usable {
+                self.served += done.members.len() as u64;
+                self.cur = Some(done);
+                self.idx = 0;
+                self.pos = 0;
+                self.top_up(p);
+                return true;
+            }
+            self.recycle(done);
+        }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn served(&self) -> u64 {
+        self.served
+    }
+
+    fn member(&self) -> Option<&Member> {
+        self.cur.as_ref().and_then(|d| d.members.get(self.idx))
+    }
+
+    /// Moves to the next member: `Ok` when it is served from a job, `Err`
+    /// with the boundary where the sequential decoder must take over.
+    pub(crate) fn advance(&mut self) -> Result<(), u64> {
+        let Some(d) = self.cur.as_ref() else {
+            return Err(0);
+        };
+        if let Some(m) = d.members.get(self.idx + 1) {
+            self.idx += 1;
+            self.pos = m.from;
+            return Ok(());
+        }
+        let end = d.end().unwrap_or(0);
+        if self.at_boundary(end) {
+            Ok(())
+        } else {
+            Err(end)
+        }
+    }
+
+    pub(crate) fn fill(&self) -> &[u8] {
+        match (self.cur.as_ref(), self.member()) {
+            (Some(d), Some(m)) => d.data.get(self.pos..m.to).unwrap_or_default(),
+            _ => &[],
+        }
+    }
+
+    pub(crate) fn consume(&mut self, n: usize) -> usize {
+        let to = self.member().map_or(self.pos, |m| m.to);
+        let k = n.min(to - self.pos);
+        self.pos += k;
+        k
+    }
+
+    pub(crate) fn skip(&mut self, n: u64) -> u64 {
+        self.consume(usize::try_from(n).unwrap_or(usize::MAX)) as u64
+    }
+
+    pub(crate) fn member_offset(&self) -> u64 {
+        self.member().map_or(0, |m| m.offset)
+    }
+
+    pub(crate) fn codec(&self) -> Codec {
+        self.member().map_or(Codec::None, |m| m.codec)
+    }
+
+    pub(crate) fn member_pos(&self) -> u64 {
+        self.member().map_or(0, |m| (self.pos - m.from) as u64)
+    }
+
+    pub(crate) fn member_end(&self) -> Option<u64> {
+        self.member()
+            .and_then(|m| (self.pos == m.to).then_some(m.end))
+    }
+
+    pub(crate) fn gzip_header(&self) -> Option<&GzipHeader> {
+        self.member().and_then(|m| m.gz_header.as_ref())
+    }
+
+    pub(crate) fn gzip_trailer(&self) -> Option<&GzipTrailer> {
+        self.member()
+            .filter(|m| self.pos == m.to)
+            .and_then(|m| m.gz_trailer.as_ref())
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        self.shared.cancel.store(true, Ordering::Relaxed);
+        self.pending.clear();
+        self.tx = None;
+        for w in self.workers.drain(..) {
+            let _ = w.join();
+        }
+    }
+}
+
+fn worker(shared: &Shared, file: Arc<File>, opts: DecoderOptions, cap: usize) {
+    let reader = Pread {
+        file: Arc::clone(&file),
+        pos: 0,
+    };
+    let Ok(mut dec) = Decoder::new_seekable(reader, opts) else {
+        return;
+    };
+    let mut dict: Option<Arc<Vec<u8>>> = None;
+    let mut scan = Vec::new();
+    loop {
+        let job = {
+            let q = lock(&shared.queue);
+            match q.recv() {
+                Ok(j) => j,
+                Err(_) => return,
+            }
+        };
+        if shared.cancel.load(Ordering::Relaxed) {
+            return;
+        }
+        let same = match (&dict, &job.dict) {
+            (Some(x), Some(y)) => Arc::ptr_eq(x, y),
+            (None, None) => true,
+            _ => false,
+        };
+        if !same {
+            dict.clone_from(&job.dict);
+            dec.set_zstd_dictionary(job.dict.as_deref().map(Vec::as_slice));
+        }
+        let (mut data, members) = lock(&shared.pool).pop().unwrap_or_default();
+        // Reserved, not touched: pages are only made resident as written,
+        // and the buffer never moves while it fills.
+        data.reserve(cap);
+        let mut done = Done {
+            start: None,
+            members,
+            data,
+        };
+        run_job(&mut dec, &file, &job, cap, &mut done, &mut scan);
+        // The reading thread may have gone on without this job.
+        let _ = job.reply.send(done);
+    }
+}
+
+/// How decoding from a candidate ended.
+enum Outcome {
+    /// Members were decoded (or none, see `Done::members`).
+    Stopped,
+    /// The first member alone does not fit in a job.
+    TooBig,
+}
+
+fn run_job(
+    dec: &mut Decoder<Pread>,
+    file: &Arc<File>,
+    job: &Job,
+    cap: usize,
+    done: &mut Done,
+    scan: &mut Vec<u8>,
+) {
+    if job.known {
+        done.start = Some(job.a);
+        decode_from(dec, job.a, job.b, cap, done);
+        return;
+    }
+    // Candidates: magic numbers whose header parses, in a..b.
+    let want = usize::try_from((job.b - job.a).saturating_add(SLACK)).unwrap_or(0);
+    scan.resize(want, 0);
+    let mut r = Pread {
+        file: Arc::clone(file),
+        pos: job.a,
+    };
+    let mut got = 0;
+    while got < scan.len() {
+        match r.read(&mut scan[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    let chunk_len = usize::try_from(job.b - job.a).unwrap_or(0).min(got);
+    let mut at = 0;
+    let mut tries = 0;
+    while at < chunk_len && tries < MAX_CANDIDATES {
+        let Some(j) = find_magic(&scan[at..got]) else {
+            return;
+        };
+        let c = at + j;
+        if c >= chunk_len {
+            return;
+        }
+        at = c + 1;
+        let real = match probe(&scan[c..got]) {
+            Probe::Valid(k) | Probe::Short(Some(k)) => !matches!(k, Kind::Skippable(_)),
+            _ => false,
+        };
+        if !real {
+            continue;
+        }
+        tries += 1;
+        let start = job.a + c as u64;
+        match decode_from(dec, start, job.b, cap, done) {
+            Outcome::TooBig => {
+                done.start = Some(start);
+                return;
+            }
+            Outcome::Stopped if !done.members.is_empty() => {
+                done.start = Some(start);
+                return;
+            }
+            Outcome::Stopped => {}
+        }
+    }
+}
+
+/// Decodes the members from `start` on while they start before `b` and fit
+/// in `cap`, stopping before anything that is not a clean member directly
+/// following the last.
+fn decode_from(
+    dec: &mut Decoder<Pread>,
+    start: u64,
+    b: u64,
+    cap: usize,
+    done: &mut Done,
+) -> Outcome {
+    if dec.restart_at(start).is_err() {
+        return Outcome::Stopped;
+    }
+    let mut expected = start;
+    loop {
+        if !done.members.is_empty() && expected >= b {
+            return Outcome::Stopped;
+        }
+        match dec.next_member() {
+            Ok(true) if dec.member_offset() == expected => {}
+            _ => return Outcome::Stopped,
+        }
+        let from = done.data.len();
+        loop {
+            let buf = match dec.fill_buf() {
+                Ok(b) => b,
+                Err(_) => {
+                    done.data.truncate(from);
+                    return Outcome::Stopped;
+                }
+            };
+            if buf.is_empty() {
+                break;
+            }
+            if done.data.len() + buf.len() > cap {
+                done.data.truncate(from);
+                return if done.members.is_empty() {
+                    Outcome::TooBig
+                } else {
+                    Outcome::Stopped
+                };
+            }
+            done.data.extend_from_slice(buf);
+            let n = buf.len();
+            dec.consume(n);
+        }
+        let Some(end) = dec.member_end() else {
+            done.data.truncate(from);
+            return Outcome::Stopped;
+        };
+        done.members.push(Member {
+            offset: expected,
+            end,
+            codec: dec.codec(),
+            from,
+            to: done.data.len(),
+            gz_header: dec.gzip_header().cloned(),
+            gz_trailer: dec.gzip_trailer().copied(),
+        });
+        expected = end;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Warning;
+    use std::io::Write;
+
+    /// One decoded member: offset, end, codec, bytes, and the gzip trailer's
+    /// stored CRC32 when there is one.
+    type M = (u64, Option<u64>, Codec, Vec<u8>, Option<u32>);
+
+    fn decode_file(bytes: &[u8], threads: usize, lenient: bool) -> (Vec<M>, bool, Vec<Warning>) {
+        decode_file_served(bytes, threads, lenient).0
+    }
+
+    fn decode_file_served(
+        bytes: &[u8],
+        threads: usize,
+        lenient: bool,
+    ) -> ((Vec<M>, bool, Vec<Warning>), u64) {
+        let mut f = tempfile::tempfile().unwrap();
+        f.write_all(bytes).unwrap();
+        f.seek(SeekFrom::Start(0)).unwrap();
+        let opts = DecoderOptions {
+            threads,
+            lenient,
+            ..DecoderOptions::default()
+        };
+        let mut d = Decoder::new_file(f, opts).unwrap();
+        let mut ms = Vec::new();
+        let mut ok = true;
+        'outer: loop {
+            match d.next_member() {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(_) => {
+                    ok = false;
+                    break;
+                }
+            }
+            let mut data = Vec::new();
+            loop {
+                let Ok(b) = d.fill_buf() else {
+                    ok = false;
+                    break 'outer;
+                };
+                if b.is_empty() {
+                    break;
+                }
+                // Read in odd pieces so that consume is exercised.
+                let n = b.len().min(777);
+                data.extend_from_slice(&b[..n]);
+                d.consume(n);
+            }
+            assert_eq!(d.member_pos(), data.len() as u64);
+            let crc = d.gzip_trailer().map(|t| t.crc32);
+            ms.push((d.member_offset(), d.member_end(), d.codec(), data, crc));
+        }
+        let mut w = Vec::new();
+        d.drain_warnings(&mut w);
+        let served = d.par.as_ref().map_or(0, |p| p.served());
+        ((ms, ok, w), served)
+    }
+
+    /// Threads 2 and 3 give exactly what one thread gives.
+    fn same_as_sequential(bytes: &[u8]) -> Vec<M> {
+        let (one, ok1, w1) = decode_file(bytes, 1, true);
+        for t in [2, 3] {
+            let (par, ok, w) = decode_file(bytes, t, true);
+            assert_eq!(ok, ok1);
+            assert_eq!(w, w1, "threads {t}");
+            assert_eq!(par.len(), one.len(), "threads {t}");
+            for (a, b) in par.iter().zip(&one) {
+                assert_eq!(a, b, "threads {t}, member at {}", b.0);
+            }
+        }
+        let (strict1, s1, _) = decode_file(bytes, 1, false);
+        let (strict2, s2, _) = decode_file(bytes, 2, false);
+        assert_eq!((strict2, s2), (strict1, s1), "strict");
+        one
+    }
+
+    /// Pseudo-random bytes: they do not compress, so members stay large
+    /// enough to spread over many chunks.
+    fn noise(n: usize, seed: u32) -> Vec<u8> {
+        let mut s = seed | 1;
+        (0..n)
+            .map(|i| {
+                s ^= s << 13;
+                s ^= s >> 17;
+                s ^= s << 5;
+                if i % 4 == 0 { b'a' } else { s as u8 }
+            })
+            .collect()
+    }
+
+    fn gz(data: &[u8]) -> Vec<u8> {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        e.write_all(data).unwrap();
+        e.finish().unwrap()
+    }
+
+    fn parts() -> Vec<Vec<u8>> {
+        (0..300u32)
+            .map(|i| noise(1000 + (i as usize * 7919) % 30_000, i))
+            .collect()
+    }
+
+    #[test]
+    fn gzip_members_in_parallel_match_one_thread() {
+        let file: Vec<u8> = parts().iter().flat_map(|p| gz(p)).collect();
+        assert!(file.len() > 8 * CHUNK as usize);
+        let ms = same_as_sequential(&file);
+        assert_eq!(ms.len(), 300);
+        // Nearly all from the jobs (the first member of the file and of
+        // each job the sequential path could not hand over excepted).
+        let served = decode_file_served(&file, 2, true).1;
+        assert!(served > 250, "{served}");
+        assert_eq!(ms[299].3, parts()[299]);
+    }
+
+    #[test]
+    fn zstd_and_lz4_frames_in_parallel_match_one_thread() {
+        let zst: Vec<u8> = parts()
+            .iter()
+            .flat_map(|p| zstd::stream::encode_all(&p[..], 1).unwrap())
+            .collect();
+        assert_eq!(same_as_sequential(&zst).len(), 300);
+        let lz: Vec<u8> = parts()
+            .iter()
+            .flat_map(|p| {
+                // Independent 64 KiB blocks, no checksums.
+                let mut f = super::super::lz4::MAGIC.to_vec();
+                f.extend([0x60, 0x40]);
+                f.push((super::super::lz4::xxh32(&f[4..], 0) >> 8) as u8);
+                for chunk in p.chunks(64 << 10) {
+                    let c = lz4_flex::block::compress(chunk);
+                    f.extend((c.len() as u32).to_le_bytes());
+                    f.extend(c);
+                }
+                f.extend([0; 4]);
+                f
+            })
+            .collect();
+        assert_eq!(same_as_sequential(&lz).len(), 300);
+    }
+
+    #[test]
+    fn damage_big_members_and_false_candidates_fall_back_exactly() {
+        let ps = parts();
+        let mut file = Vec::new();
+        for (i, p) in ps.iter().enumerate() {
+            let mut m = gz(p);
+            match i {
+                // A corrupt member in the middle of a chunk.
+                40 => {
+                    let mid = m.len() / 2;
+                    m[mid] ^= 0x55;
+                }
+                // A member larger than any job may hold: streamed.
+                90 => m = gz(&noise(MAX_JOB + 100_000, 7)),
+                // gzip members stored inside a member (level 0): real
+                // headers at candidate positions that are not boundaries.
+                150 => {
+                    let inner: Vec<u8> = ps[..40].iter().flat_map(|p| gz(p)).collect();
+                    let mut e =
+                        flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::none());
+                    e.write_all(&inner).unwrap();
+                    m = e.finish().unwrap();
+                }
+                // Garbage between members.
+                200 => {
+                    m.splice(0..0, *b"not a member");
+                }
+                _ => {}
+            }
+            file.extend(m);
+        }
+        // A truncated last member.
+        file.truncate(file.len() - 100);
+        let ms = same_as_sequential(&file);
+        assert!(ms.len() >= 299, "{}", ms.len());
+        let served = decode_file_served(&file, 2, true).1;
+        assert!(served > 150, "{served}");
+    }
+
+    #[test]
+    fn plain_files_and_whole_file_gzip_stay_sequential() {
+        let plain = noise(3 * CHUNK as usize, 3);
+        let ms = same_as_sequential(&plain);
+        assert_eq!(ms.len(), 1);
+        let one = gz(&noise(4 * CHUNK as usize, 4));
+        assert_eq!(same_as_sequential(&one).len(), 1);
+    }
+}
