@@ -38,6 +38,7 @@ pub mod recover;
 pub mod revisit;
 pub mod rewrite;
 pub mod stats;
+pub mod table;
 #[cfg(test)]
 mod test_source;
 pub mod validate;

@@ -155,25 +155,91 @@ pub fn read_head(
         if chunk.is_empty() {
             return Ok(None);
         }
-        let before = buf.len();
-        let room = limits.max_http_head.saturating_sub(before);
-        let take = chunk.len().min(room.saturating_add(4));
-        buf.extend_from_slice(&chunk[..take]);
-        match finder.find(&buf) {
-            Some(end) => {
-                block.consume(end - before);
+        match take_head_bytes(&mut buf, &mut finder, chunk, limits) {
+            Step::Found(end, consumed) => {
+                block.consume(consumed);
                 return Ok(HttpHead::parse_with_limits(&buf[..end], limits)
                     .ok()
                     .flatten()
                     .map(|(h, _)| h));
             }
-            None => {
-                block.consume(take);
-                if buf.len() > limits.max_http_head {
-                    return Ok(None);
-                }
+            Step::More(consumed) => block.consume(consumed),
+            Step::Overlong(consumed) => {
+                block.consume(consumed);
+                return Ok(None);
             }
         }
+    }
+}
+
+/// As [`read_head`], for readers that must not lose the bytes of a block
+/// that is not HTTP (warcio-style iterators hand the whole block over
+/// then): when no head is found, the bytes consumed are handed back to be
+/// read before the rest of `block`. A head cut short by the end of the
+/// block is parsed as it is, as warcio does.
+///
+/// # Errors
+/// Reading `block` failed.
+pub fn read_head_or_bytes(
+    block: &mut impl std::io::BufRead,
+    limits: &Limits,
+) -> std::io::Result<Result<HttpHead, Vec<u8>>> {
+    let mut buf = Vec::new();
+    let mut finder = HeadFinder::new();
+    loop {
+        let chunk = block.fill_buf()?;
+        if chunk.is_empty() {
+            return Ok(HttpHead::parse_unterminated(&buf, limits)
+                .ok()
+                .filter(|_| !buf.is_empty())
+                .ok_or(buf));
+        }
+        match take_head_bytes(&mut buf, &mut finder, chunk, limits) {
+            Step::Found(end, consumed) => {
+                block.consume(consumed);
+                match HttpHead::parse_with_limits(&buf[..end], limits) {
+                    Ok(Some((h, _))) => return Ok(Ok(h)),
+                    _ => return Ok(Err(buf)),
+                }
+            }
+            Step::More(consumed) => block.consume(consumed),
+            Step::Overlong(consumed) => {
+                block.consume(consumed);
+                return Ok(Err(buf));
+            }
+        }
+    }
+}
+
+enum Step {
+    /// The head ends at `buf[..0]`; `.1` bytes of the chunk belong to it.
+    Found(usize, usize),
+    /// No end yet; the chunk's first `.0` bytes were taken.
+    More(usize),
+    /// No end within the limit; `.0` bytes taken.
+    Overlong(usize),
+}
+
+/// Appends the head's share of `chunk` to `buf` (never more than the limit
+/// plus the 4 bytes of a blank line) and looks for the head's end. On
+/// `Found`, `buf` is cut to the head.
+fn take_head_bytes(
+    buf: &mut Vec<u8>,
+    finder: &mut HeadFinder,
+    chunk: &[u8],
+    limits: &Limits,
+) -> Step {
+    let before = buf.len();
+    let room = limits.max_http_head.saturating_sub(before);
+    let take = chunk.len().min(room.saturating_add(4));
+    buf.extend_from_slice(&chunk[..take]);
+    match finder.find(buf) {
+        Some(end) => {
+            buf.truncate(end);
+            Step::Found(end, end - before)
+        }
+        None if buf.len() > limits.max_http_head => Step::Overlong(take),
+        None => Step::More(take),
     }
 }
 
@@ -195,6 +261,23 @@ pub fn payload_reader<'a, R: std::io::BufRead + 'a>(
     }
     codings.extend(head.transfer_encoding());
     super::decode_content(body, &codings)
+}
+
+/// [`payload_reader`] for a body that can move between threads.
+///
+/// # Errors
+/// As [`payload_reader`].
+pub fn payload_reader_send<'a, R: std::io::BufRead + Send + 'a>(
+    body: R,
+    head: &HttpHead,
+    decode: bool,
+) -> Result<Box<dyn std::io::Read + Send + 'a>, super::HttpError> {
+    let mut codings = Vec::new();
+    if decode {
+        codings.extend(head.content_encoding());
+    }
+    codings.extend(head.transfer_encoding());
+    super::coding::decode_content_send(body, &codings)
 }
 
 #[cfg(test)]
@@ -244,5 +327,44 @@ mod read_tests {
         let data = vec![b'a'; 1000];
         let mut r = &data[..];
         assert!(read_head(&mut r, &limits).unwrap().is_none());
+    }
+
+    #[test]
+    fn bytes_that_are_not_http_are_handed_back() {
+        for cap in [1, 3, 4096] {
+            let data = b"just some text\r\n\r\nand more";
+            let mut r = BufReader::with_capacity(cap, &data[..]);
+            let back = read_head_or_bytes(&mut r, &Limits::default())
+                .unwrap()
+                .unwrap_err();
+            let mut rest = Vec::new();
+            r.read_to_end(&mut rest).unwrap();
+            assert_eq!([back, rest].concat(), data, "cap {cap}");
+
+            let data = b"HTTP/1.0 404 Not Found\r\nA: b\r\n\r\nbody";
+            let mut r = BufReader::with_capacity(cap, &data[..]);
+            let head = read_head_or_bytes(&mut r, &Limits::default())
+                .unwrap()
+                .unwrap();
+            assert_eq!(head.status(), Some(404));
+            let mut rest = Vec::new();
+            r.read_to_end(&mut rest).unwrap();
+            assert_eq!(rest, b"body", "cap {cap}");
+
+            // Cut short before the blank line: parsed as it is.
+            let data = b"HTTP/1.1 204 No Content\r\nA: b\r\n";
+            let mut r = BufReader::with_capacity(cap, &data[..]);
+            let head = read_head_or_bytes(&mut r, &Limits::default())
+                .unwrap()
+                .unwrap();
+            assert_eq!(head.status(), Some(204));
+        }
+        let mut empty: &[u8] = b"";
+        assert!(
+            read_head_or_bytes(&mut empty, &Limits::default())
+                .unwrap()
+                .unwrap_err()
+                .is_empty()
+        );
     }
 }
