@@ -387,15 +387,8 @@ impl Record {
         let Some(head) = &self.http else {
             return Ok(RecordStream::new(Box::new(block)));
         };
-        // A coding warchest cannot undo is left in place (as warcio does):
-        // an unknown transfer coding leaves the body as stored.
-        if !head.transfer_encoding().iter().all(|c| c.is_supported()) {
-            return Ok(RecordStream::new(Box::new(block)));
-        }
-        let decode = head.content_encoding().iter().all(|c| c.is_supported());
         let body = BufReader::with_capacity(64 << 10, block);
-        let r = http::payload_reader_send(body, head, decode)
-            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let r = http::payload_reader_lenient(body, head);
         Ok(RecordStream::new(r))
     }
 
@@ -500,11 +493,15 @@ impl StatusAndHeaders {
         }
     }
 
-    /// The HTTP status code as text (`"200"`), as warcio gives it; `None`
-    /// for requests and WARC headers.
+    /// The HTTP status code as text (`"200"`), as warcio gives it: the
+    /// first word of the status line, so for a request its target; `None`
+    /// for WARC headers.
     fn get_statuscode(&self) -> Option<String> {
         match &self.inner {
-            Headers::Http(h) => h.status().map(|s| s.to_string()),
+            Headers::Http(h) => match h.status() {
+                Some(s) => Some(s.to_string()),
+                None => self.statusline().split(' ').next().map(str::to_owned),
+            },
             Headers::Warc(_) => None,
         }
     }

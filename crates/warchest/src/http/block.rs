@@ -280,6 +280,133 @@ pub fn payload_reader_send<'a, R: std::io::BufRead + Send + 'a>(
     super::coding::decode_content_send(body, &codings)
 }
 
+/// The payload of an HTTP message whose head has been read from `body`,
+/// decoded as far as it can be, never failing on the codings: the transfer
+/// coding is removed when warchest knows it (else the body is given as
+/// stored), then the content coding; a content coding that is unknown, or
+/// whose data does not decode before the first decoded byte (an empty body
+/// with `Content-Encoding: gzip`, as revisits have; a body that was not
+/// compressed after all), leaves the de-chunked bytes as they are. This is
+/// what warcio's `content_stream()` gives.
+pub fn payload_reader_lenient<'a, R: std::io::BufRead + Send + 'a>(
+    body: R,
+    head: &HttpHead,
+) -> Box<dyn std::io::Read + Send + 'a> {
+    let transfer = head.transfer_encoding();
+    if !transfer.iter().all(|c| c.is_supported()) {
+        return Box::new(body);
+    }
+    let raw = match super::coding::decode_content_send(body, &transfer) {
+        Ok(r) => r,
+        // Unreachable: the codings were checked above.
+        Err(_) => return Box::new(std::io::empty()),
+    };
+    let content = head.content_encoding();
+    let content: Vec<_> = content
+        .into_iter()
+        .filter(|c| *c != super::Coding::Identity)
+        .collect();
+    if content.is_empty() || !content.iter().all(|c| c.is_supported()) {
+        return raw;
+    }
+    Box::new(Fallback::new(raw, &content))
+}
+
+/// Raw bytes a decoder took before its first output, kept (up to
+/// [`FALLBACK_LIMIT`]) so they can be handed out instead if it fails.
+struct Tap<R> {
+    inner: R,
+    log: Vec<u8>,
+    recording: bool,
+}
+
+/// Most raw bytes kept while waiting for a decoder's first output.
+const FALLBACK_LIMIT: usize = 1 << 20;
+
+type SharedTap<'a> = std::sync::Arc<std::sync::Mutex<Tap<Box<dyn std::io::Read + Send + 'a>>>>;
+
+struct TapReader<'a>(SharedTap<'a>);
+
+impl std::io::Read for TapReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let mut t = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let n = t.inner.read(buf)?;
+        if t.recording {
+            if t.log.len() + n > FALLBACK_LIMIT {
+                t.recording = false;
+                t.log = Vec::new();
+            } else {
+                t.log.extend_from_slice(&buf[..n]);
+            }
+        }
+        Ok(n)
+    }
+}
+
+struct Fallback<'a> {
+    tap: SharedTap<'a>,
+    decoder: Option<Box<dyn std::io::Read + Send + 'a>>,
+    /// Raw bytes to hand out after a failed start, then the rest.
+    replay: Option<std::io::Cursor<Vec<u8>>>,
+}
+
+impl<'a> Fallback<'a> {
+    fn new(raw: Box<dyn std::io::Read + Send + 'a>, codings: &[super::Coding]) -> Self {
+        let tap = std::sync::Arc::new(std::sync::Mutex::new(Tap {
+            inner: raw,
+            log: Vec::new(),
+            recording: true,
+        }));
+        let decoder = super::coding::decode_content_send(TapReader(tap.clone()), codings).ok();
+        let replay = decoder.is_none().then(|| std::io::Cursor::new(Vec::new()));
+        Fallback {
+            tap,
+            decoder,
+            replay,
+        }
+    }
+}
+
+impl std::io::Read for Fallback<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if let Some(r) = &mut self.replay {
+            let n = r.read(buf)?;
+            if n > 0 || buf.is_empty() {
+                return Ok(n);
+            }
+            let mut t = self.tap.lock().unwrap_or_else(|p| p.into_inner());
+            return t.inner.read(buf);
+        }
+        let Some(d) = self.decoder.as_mut() else {
+            return Ok(0);
+        };
+        match d.read(buf) {
+            Ok(n) => {
+                if n > 0 {
+                    let mut t = self.tap.lock().unwrap_or_else(|p| p.into_inner());
+                    t.recording = false;
+                    t.log = Vec::new();
+                }
+                Ok(n)
+            }
+            Err(e) => {
+                let mut t = self.tap.lock().unwrap_or_else(|p| p.into_inner());
+                if !t.recording {
+                    return Err(e);
+                }
+                // Nothing decoded yet: the body was not what its coding
+                // said. Hand out the raw bytes instead.
+                t.recording = false;
+                let log = std::mem::take(&mut t.log);
+                drop(t);
+                self.decoder = None;
+                self.replay = Some(std::io::Cursor::new(log));
+                self.read(buf)
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod read_tests {
     use super::*;
@@ -366,5 +493,27 @@ mod read_tests {
                 .unwrap_err()
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn lenient_payloads_fall_back_to_the_bytes_as_stored() {
+        let parse = |h: &[u8]| HttpHead::parse(h).unwrap().unwrap().0;
+        let gz = parse(b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\n\r\n");
+        let read = |r: &mut dyn Read| {
+            let mut v = Vec::new();
+            r.read_to_end(&mut v).map(|_| v)
+        };
+        // Empty body (a revisit's), and a body that is not gzip at all.
+        assert_eq!(read(&mut payload_reader_lenient(&b""[..], &gz)).unwrap(), b"");
+        assert_eq!(
+            read(&mut payload_reader_lenient(&b"plain text"[..], &gz)).unwrap(),
+            b"plain text"
+        );
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut enc, b"hello").unwrap();
+        let body = enc.finish().unwrap();
+        assert_eq!(read(&mut payload_reader_lenient(&body[..], &gz)).unwrap(), b"hello");
+        let odd = parse(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: rot13\r\n\r\n");
+        assert_eq!(read(&mut payload_reader_lenient(&b"abc"[..], &odd)).unwrap(), b"abc");
     }
 }

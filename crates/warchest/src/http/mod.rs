@@ -32,7 +32,8 @@ mod head;
 mod payload;
 
 pub use block::{
-    BlockDigester, payload_reader, payload_reader_send, read_head, read_head_or_bytes,
+    BlockDigester, payload_reader, payload_reader_lenient, payload_reader_send, read_head,
+    read_head_or_bytes,
 };
 pub use chunked::{
     ChunkedDecoder, ChunkedEnd, ChunkedError, ChunkedErrorKind, ChunkedReader, sniff_chunked,
