@@ -8,7 +8,7 @@
 
 use std::fs::File;
 use std::io::{BufReader, Read};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use pyo3::exceptions::{PyStopIteration, PyValueError};
 use pyo3::prelude::*;
@@ -254,6 +254,8 @@ impl ArchiveIterator {
                 format,
                 generation,
                 core: self.core.clone(),
+                content: OnceLock::new(),
+                raw: OnceLock::new(),
             }),
         }
     }
@@ -311,6 +313,10 @@ pub(crate) struct Record {
     format: Format,
     generation: u64,
     core: Shared,
+    /// The streams handed out: the same object on every call (they buffer,
+    /// so two would each hold bytes the other misses).
+    content: OnceLock<Py<RecordStream>>,
+    raw: OnceLock<Py<RecordStream>>,
 }
 
 #[pymethods]
@@ -368,28 +374,42 @@ impl Record {
     /// The block after the HTTP head (the whole block when there is
     /// none), as stored: transfer and content codings kept.
     #[getter]
-    fn raw_stream(&self) -> RecordStream {
-        RecordStream::new(Box::new(BlockHandle {
-            core: self.core.clone(),
-            generation: self.generation,
-        }))
+    fn raw_stream(&self, py: Python<'_>) -> PyResult<Py<RecordStream>> {
+        if let Some(s) = self.raw.get() {
+            return Ok(s.clone_ref(py));
+        }
+        let s = Py::new(
+            py,
+            RecordStream::new(Box::new(BlockHandle {
+                core: self.core.clone(),
+                generation: self.generation,
+            })),
+        )?;
+        Ok(self.raw.get_or_init(|| s).clone_ref(py))
     }
 
     /// The payload: for HTTP records the body with chunking and content
     /// coding (gzip, deflate, br, zstd) removed, as warcio's
     /// `content_stream()`; otherwise the block. A coding warchest cannot
-    /// decode is left in place.
-    fn content_stream(&self) -> PyResult<RecordStream> {
+    /// decode, or a body that does not decode, is given as stored. Every
+    /// call returns the same stream.
+    fn content_stream(&self, py: Python<'_>) -> PyResult<Py<RecordStream>> {
+        if let Some(s) = self.content.get() {
+            return Ok(s.clone_ref(py));
+        }
         let block = BlockHandle {
             core: self.core.clone(),
             generation: self.generation,
         };
-        let Some(head) = &self.http else {
-            return Ok(RecordStream::new(Box::new(block)));
+        let stream = match &self.http {
+            None => RecordStream::new(Box::new(block)),
+            Some(head) => {
+                let body = BufReader::with_capacity(64 << 10, block);
+                RecordStream::new(http::payload_reader_lenient(body, head))
+            }
         };
-        let body = BufReader::with_capacity(64 << 10, block);
-        let r = http::payload_reader_lenient(body, head);
-        Ok(RecordStream::new(r))
+        let s = Py::new(py, stream)?;
+        Ok(self.content.get_or_init(|| s).clone_ref(py))
     }
 
     fn __repr__(&self) -> String {
@@ -430,6 +450,21 @@ fn text(b: &[u8]) -> String {
     }
 }
 
+impl StatusAndHeaders {
+    /// A field's value as text; WARC-Target-URI without the `<...>` WARC 1.0
+    /// writers (Wget) put around it, as warcio gives it.
+    fn value(&self, f: &warchest::fields::Field<'_>) -> String {
+        let v = f.value_str();
+        if matches!(self.inner, Headers::Warc(_)) && f.is("WARC-Target-URI") {
+            let t = v.trim();
+            if let Some(inner) = t.strip_prefix('<').and_then(|s| s.strip_suffix('>')) {
+                return inner.to_owned();
+            }
+        }
+        v.into_owned()
+    }
+}
+
 #[pymethods]
 impl StatusAndHeaders {
     /// The first value of the field `name`, or `default_value`.
@@ -438,7 +473,7 @@ impl StatusAndHeaders {
         self.inner
             .fields()
             .get(name)
-            .map(|f| f.value_str().into_owned())
+            .map(|f| self.value(&f))
             .or(default_value)
     }
 
@@ -447,7 +482,7 @@ impl StatusAndHeaders {
         self.inner
             .fields()
             .get_all(name)
-            .map(|f| f.value_str().into_owned())
+            .map(|f| self.value(&f))
             .collect()
     }
 
@@ -458,7 +493,7 @@ impl StatusAndHeaders {
             .inner
             .fields()
             .iter()
-            .map(|f| (f.name_str().into_owned(), f.value_str().into_owned()))
+            .map(|f| (f.name_str().into_owned(), self.value(&f)))
             .collect();
         PyList::new(py, items)
     }

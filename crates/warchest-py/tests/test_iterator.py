@@ -21,8 +21,38 @@ WARCIO_WRONG = {
 }
 
 
+# Records without Content-Length: warcio reads to the end of the file as
+# the block, warchest's reader gives an empty block (and a warning).
+NO_CONTENT_LENGTH = {
+    "invalid-warcfile-lonely-continuation.warc",
+    "invalid-warcfile-lonely-monkeys.warc",
+}
+
+
+# Records whose payload or HTTP head the two read differently, and why.
+KNOWN = {
+    # "HTTPX/1.1 200 OK": warcio takes any first word as the protocol;
+    # warchest sees no HTTP head, so content_stream() is the whole block.
+    ("example-extra.warc", 3207): "http",
+    # A chunk shorter than its size line: warcio gives the body as stored,
+    # warchest the data of the broken chunk.
+    ("bad_http_chunked_content.warc", 0): "content",
+}
+
+
+def norm(name, value):
+    v = " ".join(value.split())
+    if name.lower() == "warc-target-uri":
+        # warcio percent-encodes spaces in URIs; warchest gives the URI as
+        # written (only without Wget's <...>).
+        v = v.replace(" ", "%20")
+        while v.startswith("%20"):
+            v = v[3:]
+    return v
+
+
 def pairs(h):
-    return [(n.strip(), v.strip()) for n, v in h.headers]
+    return [(n.strip(), norm(n.strip(), v)) for n, v in h.headers]
 
 
 def view(it_cls, path, **kw):
@@ -76,11 +106,16 @@ def test_same_records_as_warcio(path):
         # next line (`WARC-Type:\r\n\twarcinfo`); the grammar drops it.
         assert o["type"] == t["type"].strip(), where
         assert o["warc"] == t["warc"], where
+        known = KNOWN.get((path.name, t["offset"]))
+        if known == "http":
+            assert o["http"] is None and t["http"] is not None, where
+            continue
         assert (o["http"] is None) == (t["http"] is None), where
         if t["http"] is not None:
             assert o["http"][0] == t["http"][0], where
             assert o["http"][1] == t["http"][1], where
-        assert o["content"] == t["content"], where
+        if path.name not in NO_CONTENT_LENGTH and known != "content":
+            assert o["content"] == t["content"], where
         if path.suffix in (".gz", ".zst"):
             assert o["length"] == t["length"], where
         else:

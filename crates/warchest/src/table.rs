@@ -864,7 +864,8 @@ mod tests {
     #[test]
     fn one_row_per_record_with_http_and_payload() {
         let mut opts = ScanOptions::default();
-        opts.columns.extend([Column::Payload, Column::PayloadTruncated]);
+        opts.columns
+            .extend([Column::Payload, Column::PayloadTruncated]);
         let b = scan(opts);
         assert_eq!(b.len(), 1);
         let b = &b[0];

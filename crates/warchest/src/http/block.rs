@@ -289,12 +289,19 @@ pub fn payload_reader_send<'a, R: std::io::BufRead + Send + 'a>(
 /// compressed after all), leaves the de-chunked bytes as they are. This is
 /// what warcio's `content_stream()` gives.
 pub fn payload_reader_lenient<'a, R: std::io::BufRead + Send + 'a>(
-    body: R,
+    mut body: R,
     head: &HttpHead,
 ) -> Box<dyn std::io::Read + Send + 'a> {
-    let transfer = head.transfer_encoding();
+    let mut transfer = head.transfer_encoding();
     if !transfer.iter().all(|c| c.is_supported()) {
         return Box::new(body);
+    }
+    // A body announced as chunked that is not (its first line is no chunk
+    // size) is given whole, as warcio gives it, stray line ends included.
+    if transfer.contains(&super::Coding::Chunked)
+        && body.fill_buf().ok().and_then(super::sniff_chunked) == Some(false)
+    {
+        transfer.retain(|c| *c != super::Coding::Chunked);
     }
     let raw = match super::coding::decode_content_send(body, &transfer) {
         Ok(r) => r,
@@ -348,6 +355,8 @@ struct Fallback<'a> {
     decoder: Option<Box<dyn std::io::Read + Send + 'a>>,
     /// Raw bytes to hand out after a failed start, then the rest.
     replay: Option<std::io::Cursor<Vec<u8>>>,
+    /// The decoder gave bytes.
+    produced: bool,
 }
 
 impl<'a> Fallback<'a> {
@@ -363,6 +372,7 @@ impl<'a> Fallback<'a> {
             tap,
             decoder,
             replay,
+            produced: false,
         }
     }
 }
@@ -383,6 +393,7 @@ impl std::io::Read for Fallback<'_> {
         match d.read(buf) {
             Ok(n) => {
                 if n > 0 {
+                    self.produced = true;
                     let mut t = self.tap.lock().unwrap_or_else(|p| p.into_inner());
                     t.recording = false;
                     t.log = Vec::new();
@@ -392,6 +403,11 @@ impl std::io::Read for Fallback<'_> {
             Err(e) => {
                 let mut t = self.tap.lock().unwrap_or_else(|p| p.into_inner());
                 if !t.recording {
+                    // A body cut short after it decoded (a truncated
+                    // record) ends where the data ends, as in warcio.
+                    if e.kind() == std::io::ErrorKind::UnexpectedEof && self.produced {
+                        return Ok(0);
+                    }
                     return Err(e);
                 }
                 // Nothing decoded yet: the body was not what its coding
@@ -504,7 +520,10 @@ mod read_tests {
             r.read_to_end(&mut v).map(|_| v)
         };
         // Empty body (a revisit's), and a body that is not gzip at all.
-        assert_eq!(read(&mut payload_reader_lenient(&b""[..], &gz)).unwrap(), b"");
+        assert_eq!(
+            read(&mut payload_reader_lenient(&b""[..], &gz)).unwrap(),
+            b""
+        );
         assert_eq!(
             read(&mut payload_reader_lenient(&b"plain text"[..], &gz)).unwrap(),
             b"plain text"
@@ -512,8 +531,23 @@ mod read_tests {
         let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
         std::io::Write::write_all(&mut enc, b"hello").unwrap();
         let body = enc.finish().unwrap();
-        assert_eq!(read(&mut payload_reader_lenient(&body[..], &gz)).unwrap(), b"hello");
+        assert_eq!(
+            read(&mut payload_reader_lenient(&body[..], &gz)).unwrap(),
+            b"hello"
+        );
+        // Cut short: what decoded, then the end.
+        let cut = &body[..body.len() - 6];
+        let got = read(&mut payload_reader_lenient(cut, &gz)).unwrap();
+        assert!(b"hello".starts_with(&got));
+        let not_chunked = parse(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
+        assert_eq!(
+            read(&mut payload_reader_lenient(&b"\n<html>"[..], &not_chunked)).unwrap(),
+            b"\n<html>"
+        );
         let odd = parse(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: rot13\r\n\r\n");
-        assert_eq!(read(&mut payload_reader_lenient(&b"abc"[..], &odd)).unwrap(), b"abc");
+        assert_eq!(
+            read(&mut payload_reader_lenient(&b"abc"[..], &odd)).unwrap(),
+            b"abc"
+        );
     }
 }
