@@ -580,7 +580,8 @@ struct StreamState {
     eof: bool,
 }
 
-const CHUNK: usize = 64 << 10;
+// Buffer of readline (and most a read1 asks of the source at once).
+const CHUNK: usize = 16 << 10;
 
 impl StreamState {
     /// Refills the buffer when it is used up; false at the end.
@@ -608,17 +609,35 @@ impl StreamState {
     }
 
     /// Up to `limit` bytes (to the end without one); with `one`, what the
-    /// buffer holds or one refill gives, as `read1` does.
+    /// buffer holds or one refill gives, as `read1` does. What `readline`
+    /// buffered comes first; the rest is read straight into the result.
     fn read(&mut self, limit: Option<usize>, one: bool) -> std::io::Result<Vec<u8>> {
-        let mut out = Vec::new();
-        while limit.is_none_or(|l| out.len() < l) && self.fill()? {
-            let avail = &self.buf[self.pos..];
-            let take = limit.map_or(avail.len(), |l| avail.len().min(l - out.len()));
-            out.extend_from_slice(&avail[..take]);
-            self.pos += take;
-            if one {
-                break;
+        let avail = &self.buf[self.pos..];
+        let first = limit.map_or(avail.len(), |l| avail.len().min(l));
+        let mut out = avail[..first].to_vec();
+        self.pos += first;
+        if self.eof || (one && !out.is_empty()) {
+            return Ok(out);
+        }
+        match limit {
+            None => {
+                self.reader.read_to_end(&mut out)?;
+                self.eof = true;
             }
+            Some(l) if out.len() < l => {
+                let want = l - out.len();
+                if one {
+                    let start = out.len();
+                    out.resize(start + want.min(CHUNK), 0);
+                    let n = self.reader.read(&mut out[start..])?;
+                    out.truncate(start + n);
+                    self.eof = n == 0;
+                } else {
+                    let got = (&mut self.reader).take(want as u64).read_to_end(&mut out)?;
+                    self.eof = got < want;
+                }
+            }
+            Some(_) => {}
         }
         Ok(out)
     }

@@ -255,3 +255,18 @@ def test_headers_api():
     assert rec.http_headers.get_statuscode() == "200"
     assert rec.http_headers.protocol.startswith("HTTP/")
     assert len(h) == len(h.headers) == len(list(h))
+
+
+def test_read_sizes_add_up():
+    path = FIXTURES / "pywb" / "iana.warc.gz"
+    whole = [r.content_stream().read() for r in warchest.ArchiveIterator(path, record_types=["response"])]
+    for rec, want in zip(warchest.ArchiveIterator(path, record_types=["response"]), whole):
+        s = rec.content_stream()
+        head = s.read(5)
+        line = s.readline()
+        one = s.read1(100)
+        rest = s.read()
+        assert len(head) == min(5, len(want))
+        assert len(one) <= 100
+        assert head + line + one + rest == want
+        assert s.read() == b"" and s.read(10) == b""
