@@ -147,7 +147,7 @@ impl Read for BlockHandle {
 pub(crate) struct ArchiveIterator {
     core: Shared,
     parse_http: bool,
-    record_types: Option<Vec<String>>,
+    record_types: Option<Arc<Vec<String>>>,
     limits: Limits,
 }
 
@@ -202,7 +202,7 @@ impl ArchiveIterator {
             })),
             parse_http,
             record_types: record_types
-                .map(|v| v.into_iter().map(|t| t.to_ascii_lowercase()).collect()),
+                .map(|v| Arc::new(v.into_iter().map(|t| t.to_ascii_lowercase()).collect())),
             limits,
         })
     }
