@@ -12,7 +12,7 @@ cargo test --workspace
 # warcio differential, scan, writer, the Spark data source and examples/
 # on one local[2] session. See docs/python.md.
 wheels=$(mktemp -d)
-maturin build -q --strip --profile dev -m crates/warchest-py/Cargo.toml -i python3 -o "$wheels"
+python3 -m maturin build -q --strip --profile dev -m crates/warchest-py/Cargo.toml -i python3 -o "$wheels"
 python3 -m pip install -q --disable-pip-version-check --force-reinstall --no-deps "$wheels"/warchest-*.whl
 rm -rf "$wheels"
 python3 -m pytest -q -p no:cacheprovider crates/warchest-py/tests

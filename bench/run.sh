@@ -12,7 +12,7 @@ export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$root/target}
 # Python rows (docs/python.md): a release wheel, then bench/python_bench.py.
 if [ "${1:-}" = "--python" ]; then
   shift
-  maturin build -q --strip --release -m "$root/crates/warchest-py/Cargo.toml" -i python3 -o "$CARGO_TARGET_DIR/wheels"
+  python3 -m maturin build -q --strip --release -m "$root/crates/warchest-py/Cargo.toml" -i python3 -o "$CARGO_TARGET_DIR/wheels"
   python3 -m pip install -q --force-reinstall --no-deps "$CARGO_TARGET_DIR"/wheels/warchest-*.whl
   exec python3 "$here/python_bench.py" "$@"
 fi
