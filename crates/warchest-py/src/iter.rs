@@ -380,10 +380,13 @@ impl Record {
         }
         let s = Py::new(
             py,
-            RecordStream::new(Box::new(BlockHandle {
-                core: self.core.clone(),
-                generation: self.generation,
-            })),
+            RecordStream::new(
+                Box::new(BlockHandle {
+                    core: self.core.clone(),
+                    generation: self.generation,
+                }),
+                self.header.content_length(),
+            ),
         )?;
         Ok(self.raw.get_or_init(|| s).clone_ref(py))
     }
@@ -401,12 +404,16 @@ impl Record {
             core: self.core.clone(),
             generation: self.generation,
         };
+        let hint = self.header.content_length();
         let stream = match &self.http {
-            None => RecordStream::new(Box::new(block)),
-            Some(head) => {
+            // No coding to undo: the block itself, without a second buffer.
+            Some(head)
+                if !head.transfer_encoding().is_empty() || !head.content_encoding().is_empty() =>
+            {
                 let body = BufReader::with_capacity(64 << 10, block);
-                RecordStream::new(http::payload_reader_lenient(body, head))
+                RecordStream::new(http::payload_reader_lenient(body, head), hint)
             }
+            _ => RecordStream::new(Box::new(block), hint),
         };
         let s = Py::new(py, stream)?;
         Ok(self.content.get_or_init(|| s).clone_ref(py))
@@ -575,10 +582,15 @@ pub(crate) struct RecordStream {
 
 struct StreamState {
     reader: Box<dyn Read + Send>,
+    /// Bytes to reserve for a read to the end (the block's length, capped).
+    hint: usize,
     buf: Vec<u8>,
     pos: usize,
     eof: bool,
 }
+
+/// Most bytes reserved ahead of a read to the end.
+const MAX_HINT: u64 = 64 << 20;
 
 // Buffer of readline (and most a read1 asks of the source at once).
 const CHUNK: usize = 16 << 10;
@@ -621,6 +633,7 @@ impl StreamState {
         }
         match limit {
             None => {
+                out.reserve(self.hint.saturating_sub(out.len()));
                 self.reader.read_to_end(&mut out)?;
                 self.eof = true;
             }
@@ -662,10 +675,14 @@ impl StreamState {
 }
 
 impl RecordStream {
-    fn new(reader: Box<dyn Read + Send>) -> Self {
+    fn new(reader: Box<dyn Read + Send>, hint: Option<u64>) -> Self {
+        // Reserving what the record announces saves growing the result
+        // step by step; capped, as a length may lie.
+        let hint = hint.map_or(0, |h| usize::try_from(h.min(MAX_HINT)).unwrap_or(0));
         RecordStream {
             inner: Mutex::new(StreamState {
                 reader,
+                hint,
                 buf: Vec::new(),
                 pos: 0,
                 eof: false,
