@@ -1,5 +1,6 @@
 //! Opening inputs: files by path (seekable, so skipped payloads are sought
-//! past), `-` for standard input.
+//! past), `-` for standard input, and WARC files inside a WACZ, named
+//! `FILE.wacz#archive/NAME` ([`expand`] turns a WACZ into those names).
 
 use std::fs::File;
 use std::io::Stdin;
@@ -14,12 +15,45 @@ pub enum Opened {
     File(Reader<Decoder<File>>),
     /// Standard input.
     Stdin(Reader<Decoder<Stdin>>),
+    /// A WARC file stored in a WACZ.
+    Wacz(Reader<Decoder<warchest::wacz::Section>>),
+}
+
+/// The names to read for `files`: each WACZ becomes the names of the
+/// archive files inside it (`FILE.wacz#archive/NAME`); other names stay.
+/// A WACZ that cannot be listed stays as it is, for opening to report.
+pub fn expand(files: &[String]) -> Vec<String> {
+    let mut out = Vec::with_capacity(files.len());
+    for f in files {
+        let p = std::path::Path::new(f);
+        if f != "-"
+            && warchest::wacz::is_wacz(p)
+            && let Ok(entries) = warchest::wacz::archive_entries(p)
+        {
+            out.extend(entries.into_iter().map(|e| format!("{f}#{}", e.name)));
+        } else {
+            out.push(f.clone());
+        }
+    }
+    out
+}
+
+/// Opens `FILE.wacz#ENTRY`, when `name` is such a name.
+fn open_member(name: &str) -> Option<warchest::Result<warchest::wacz::Section>> {
+    let (wacz, entry) = warchest::wacz::split_member_name(name)?;
+    Some(warchest::wacz::open_member(
+        std::path::Path::new(wacz),
+        entry,
+    ))
 }
 
 /// Opens `name` (`-` is standard input) for reading with `opts`.
 pub fn open(name: &str, opts: ReaderOptions) -> warchest::Result<Opened> {
     Ok(if name == "-" {
         Opened::Stdin(Reader::with_options(std::io::stdin(), opts)?)
+    } else if let Some(section) = open_member(name) {
+        let src = Decoder::new_seekable(section?, opts.decoder.clone())?;
+        Opened::Wacz(Reader::from_source(src, opts)?)
     } else {
         Opened::File(Reader::open_with(name, opts)?)
     })
@@ -30,6 +64,8 @@ pub fn open(name: &str, opts: ReaderOptions) -> warchest::Result<Opened> {
 pub fn open_stream(name: &str) -> std::io::Result<Box<dyn std::io::Read + Send>> {
     Ok(if name == "-" {
         Box::new(std::io::stdin())
+    } else if let Some(section) = open_member(name) {
+        Box::new(section.map_err(std::io::Error::other)?)
     } else {
         Box::new(
             File::open(name).map_err(|e| std::io::Error::new(e.kind(), format!("{name}: {e}")))?,
@@ -43,6 +79,7 @@ macro_rules! with_reader {
         match $opened {
             $crate::input::Opened::File($r) => $body,
             $crate::input::Opened::Stdin($r) => $body,
+            $crate::input::Opened::Wacz($r) => $body,
         }
     };
 }

@@ -51,11 +51,20 @@ enum Command {
     Annotate(cmd::annotate::AnnotateArgs),
     Migrate(cmd::annotate::MigrateArgs),
     Validate(cmd::validate::Args),
+    Capture(cmd::capture::CaptureArgs),
+    Proxy(cmd::capture::ProxyArgs),
+    Serve(cmd::serve::Args),
+    Wacz(cmd::wacz::Args),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let filter = if cli.quiet { "error" } else { "warn" };
+    // serve logs each request (its access log) and what it indexes.
+    let filter = match cli.command {
+        Command::Serve(_) if !cli.quiet => "warn,warchest::serve=info",
+        _ => filter,
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("WARCHEST_LOG")
@@ -90,6 +99,10 @@ fn main() -> ExitCode {
         Command::Annotate(a) => cmd::annotate::run_annotate(&global, a),
         Command::Migrate(a) => cmd::annotate::run_migrate(&global, a),
         Command::Validate(a) => cmd::validate::run(&global, a),
+        Command::Capture(a) => cmd::capture::run_capture(&global, a),
+        Command::Proxy(a) => cmd::capture::run_proxy(&global, a),
+        Command::Serve(a) => cmd::serve::run(&global, a),
+        Command::Wacz(a) => cmd::wacz::run(&global, a),
     };
     report::exit(outcome)
 }

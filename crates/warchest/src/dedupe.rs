@@ -28,6 +28,65 @@ use crate::warc::{self, PayloadKind, RecordType, Version, WarcHeader};
 use crate::write::{Body, RotatingOptions, RotatingWriter};
 
 const TABLE: TableDefinition<&str, &[u8]> = TableDefinition::new("payload-digests");
+/// The last capture of each URL, for conditional requests (`warchest
+/// capture --conditional`).
+const URLS: TableDefinition<&str, &[u8]> = TableDefinition::new("captured-urls");
+
+/// What the index holds for a URL captured before: the response, where it
+/// is, and the validators its server sent (ETag, Last-Modified).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UrlEntry {
+    /// The response record and its file.
+    pub entry: IndexEntry,
+    /// Its ETag header, if any.
+    pub etag: Option<String>,
+    /// Its Last-Modified header, if any.
+    pub last_modified: Option<String>,
+}
+
+impl UrlEntry {
+    fn encode(&self) -> Vec<u8> {
+        let inner = self.entry.encode();
+        let mut out = Vec::with_capacity(inner.len() + 64);
+        out.extend_from_slice(&(inner.len() as u32).to_le_bytes());
+        out.extend_from_slice(&inner);
+        for s in [&self.etag, &self.last_modified] {
+            match s {
+                Some(s) => {
+                    out.push(1);
+                    out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+                    out.extend_from_slice(s.as_bytes());
+                }
+                None => out.push(0),
+            }
+        }
+        out
+    }
+
+    fn decode(b: &[u8]) -> Option<UrlEntry> {
+        let n = u32::from_le_bytes(b.get(..4)?.try_into().ok()?) as usize;
+        let entry = IndexEntry::decode(b.get(4..4usize.checked_add(n)?)?)?;
+        let mut rest = b.get(4 + n..)?;
+        let mut opt = || -> Option<Option<String>> {
+            let (&flag, r) = rest.split_first()?;
+            rest = r;
+            if flag == 0 {
+                return Some(None);
+            }
+            let n = u32::from_le_bytes(rest.get(..4)?.try_into().ok()?) as usize;
+            let s = String::from_utf8_lossy(rest.get(4..4usize.checked_add(n)?)?).into_owned();
+            rest = rest.get(4 + n..)?;
+            Some(Some(s))
+        };
+        let etag = opt()?;
+        let last_modified = opt()?;
+        Some(UrlEntry {
+            entry,
+            etag,
+            last_modified,
+        })
+    }
+}
 
 /// What the index holds for a digest: the original and where it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -115,6 +174,7 @@ impl DigestIndex {
         // Make the table exist so that lookups before any insert work.
         let txn = idx.db.begin_write().map_err(|e| db_error(e, &idx.path))?;
         txn.open_table(TABLE).map_err(|e| db_error(e, &idx.path))?;
+        txn.open_table(URLS).map_err(|e| db_error(e, &idx.path))?;
         txn.commit().map_err(|e| db_error(e, &idx.path))?;
         Ok(idx)
     }
@@ -196,6 +256,39 @@ impl DigestIndex {
             return Ok(None);
         }
         Ok(Some(e.location))
+    }
+}
+
+impl DigestIndex {
+    /// The last capture of `uri` recorded with [`DigestIndex::put_url`].
+    ///
+    /// # Errors
+    /// Reading the database failed.
+    pub fn get_url(&self, uri: &str) -> Result<Option<UrlEntry>> {
+        let txn = self.db.begin_read().map_err(|e| db_error(e, &self.path))?;
+        let t = match txn.open_table(URLS) {
+            Ok(t) => t,
+            // An index made before URLs were kept.
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+            Err(e) => return Err(db_error(e, &self.path)),
+        };
+        let v = t.get(uri).map_err(|e| db_error(e, &self.path))?;
+        Ok(v.and_then(|g| UrlEntry::decode(g.value())))
+    }
+
+    /// Records the capture of `uri` (replacing an earlier one).
+    ///
+    /// # Errors
+    /// Writing the database failed.
+    pub fn put_url(&self, uri: &str, entry: &UrlEntry) -> Result<()> {
+        let p = &self.path;
+        let txn = self.db.begin_write().map_err(|e| db_error(e, p))?;
+        {
+            let mut t = txn.open_table(URLS).map_err(|e| db_error(e, p))?;
+            t.insert(uri, entry.encode().as_slice())
+                .map_err(|e| db_error(e, p))?;
+        }
+        txn.commit().map_err(|e| db_error(e, p))
     }
 }
 
@@ -432,6 +525,35 @@ fn candidate(h: &WarcHeader) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn url_entries_round_trip() {
+        let idx = DigestIndex::temporary().unwrap();
+        assert_eq!(idx.get_url("http://a/").unwrap(), None);
+        let e = UrlEntry {
+            entry: IndexEntry {
+                original: Original {
+                    record_id: "<urn:uuid:1>".into(),
+                    target_uri: "http://a/".into(),
+                    date: "2026-01-01T00:00:00Z".into(),
+                    payload_digest: "sha1:X".into(),
+                },
+                location: Location {
+                    file: PathBuf::from("/x.warc.gz"),
+                    offset: 42,
+                },
+            },
+            etag: Some("\"v1\"".into()),
+            last_modified: None,
+        };
+        idx.put_url("http://a/", &e).unwrap();
+        assert_eq!(idx.get_url("http://a/").unwrap(), Some(e.clone()));
+        let enc = e.encode();
+        for n in 0..enc.len() {
+            // Cut short: no entry, no panic.
+            assert_eq!(UrlEntry::decode(&enc[..n]), None);
+        }
+    }
 
     #[test]
     fn entries_round_trip_and_persist() {

@@ -19,6 +19,7 @@
 
 pub mod arc;
 pub mod archive;
+pub mod capture;
 pub mod check;
 pub mod codec;
 pub mod convert;
@@ -35,14 +36,17 @@ pub mod pack;
 mod pushback;
 pub mod reassemble;
 pub mod recover;
+pub mod replay;
 pub mod revisit;
 pub mod rewrite;
+pub mod serve;
 pub mod stats;
 pub mod table;
 #[cfg(test)]
 mod test_source;
 pub mod validate;
 pub mod view;
+pub mod wacz;
 pub mod warc;
 pub mod write;
 

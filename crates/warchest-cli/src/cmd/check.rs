@@ -85,7 +85,8 @@ struct Problem<'a> {
     truncated: bool,
 }
 
-pub fn run(g: &Global, args: Args) -> Result<Outcome> {
+pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
+    args.files = crate::input::expand(&args.files);
     let mut outcome = Outcome::Ok;
     for name in &args.files {
         let o = match check_file(g, name, &args) {

@@ -55,6 +55,10 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
             bail!("-: input ends at {skipped}, before offset {}", args.offset);
         }
         Box::new(stdin)
+    } else if let Some((wacz, entry)) = warchest::wacz::split_member_name(&args.file) {
+        let mut s = warchest::wacz::open_member(std::path::Path::new(wacz), entry)?;
+        s.seek(SeekFrom::Start(args.offset))?;
+        Box::new(s)
     } else {
         let mut f = File::open(&args.file).with_context(|| args.file.clone())?;
         f.seek(SeekFrom::Start(args.offset))

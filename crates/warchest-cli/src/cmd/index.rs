@@ -98,7 +98,8 @@ fn format(args: &Args) -> Result<Format> {
     Ok(f)
 }
 
-pub fn run(g: &Global, args: Args) -> Result<Outcome> {
+pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
+    args.files = crate::input::expand(&args.files);
     let format = format(&args)?;
     let out: Box<dyn Write + Send> = match &args.output {
         Some(p) => Box::new(BufWriter::with_capacity(

@@ -40,7 +40,8 @@ struct Line<'a> {
     truncated: Option<bool>,
 }
 
-pub fn run(g: &Global, args: Args) -> Result<Outcome> {
+pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
+    args.files = crate::input::expand(&args.files);
     let stdout = io::stdout();
     let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
     let mut outcome = Outcome::Ok;

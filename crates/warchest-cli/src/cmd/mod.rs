@@ -1,6 +1,7 @@
 //! One module per command.
 
 pub mod annotate;
+pub mod capture;
 pub mod check;
 pub mod concat;
 pub mod convert;
@@ -16,6 +17,8 @@ pub mod recompress;
 pub mod recover;
 pub mod resolve;
 pub mod segment;
+pub mod serve;
 pub mod split;
 pub mod stats;
 pub mod validate;
+pub mod wacz;

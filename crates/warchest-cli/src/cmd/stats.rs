@@ -33,7 +33,8 @@ pub struct Args {
     jobs: Jobs,
 }
 
-pub fn run(g: &Global, args: Args) -> Result<Outcome> {
+pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
+    args.files = crate::input::expand(&args.files);
     let bar = progress(g, &args.files, 1);
     let per_file = args.jobs.map(&args.files, |name| {
         let mut s = Stats::new();

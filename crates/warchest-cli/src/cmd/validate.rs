@@ -73,7 +73,8 @@ struct TotalLine<'a> {
     by_rule: &'a std::collections::BTreeMap<&'static str, u64>,
 }
 
-pub fn run(g: &Global, args: Args) -> Result<Outcome> {
+pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
+    args.files = crate::input::expand(&args.files);
     let stdout = io::stdout();
     let mut out = stdout.lock();
     if args.list_rules {
@@ -119,7 +120,7 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
     };
     let mut outcome = Outcome::Ok;
     for name in &args.files {
-        let r = if name == "-" {
+        let r = if name == "-" || warchest::wacz::split_member_name(name).is_some() {
             match input::open_stream(name) {
                 Ok(inp) => v.validate_reader(name, inp, &mut emit),
                 Err(e) => Err(e.into()),

@@ -1,0 +1,392 @@
+//! `warchest capture` and `warchest proxy`: fetch into WARC files, as a
+//! crawler of a URL list or as a recording proxy (see docs/capture.md).
+
+use std::collections::HashMap;
+use std::io::{BufRead, Write};
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use warchest::capture::{self, CaptureOptions, Capturer, Event, dns, proxy, tls};
+use warchest::dedupe::DigestIndex;
+use warchest::warc::Version;
+use warchest::write::CaptureLimits;
+
+use super::output::{OutputArgs, parse_size};
+use crate::report::{Global, Outcome};
+
+/// Output flags of capture and proxy (`--max-size` is the body limit
+/// here, so the file size is `--warc-size`).
+#[derive(clap::Args, Debug, Clone)]
+pub struct CaptureOutput {
+    /// Output directory.
+    #[arg(short, long)]
+    output: PathBuf,
+    /// File name prefix (Annex B `Prefix`).
+    #[arg(long)]
+    prefix: Option<String>,
+    /// Start a new file before one would pass this size (default 1GB).
+    #[arg(long, value_parser = parse_size, default_value = "1GB")]
+    warc_size: u64,
+    /// Compression of each record: gzip, zstd or none.
+    #[arg(long, default_value = "gzip")]
+    compress: String,
+    /// Host name in file names and warcinfo (default this machine's).
+    #[arg(long)]
+    crawlhost: Option<String>,
+    /// Warcinfo `operator` field.
+    #[arg(long)]
+    operator: Option<String>,
+    /// Warcinfo `isPartOf` field.
+    #[arg(long)]
+    is_part_of: Option<String>,
+    /// Warcinfo `description` field.
+    #[arg(long)]
+    description: Option<String>,
+}
+
+/// Network flags of capture and proxy.
+#[derive(clap::Args, Debug, Clone)]
+pub struct NetArgs {
+    /// Keep at most this much of each response body (bytes, or 10MB...);
+    /// the record gets WARC-Truncated: length.
+    #[arg(long, value_parser = parse_size)]
+    max_size: Option<u64>,
+    /// Stop reading a response body after this many seconds; the record
+    /// gets WARC-Truncated: time.
+    #[arg(long)]
+    max_time: Option<f64>,
+    /// Connect and read timeout, seconds.
+    #[arg(long, default_value_t = 30.0)]
+    timeout: f64,
+    /// Accept any server certificate (expired, self-signed, wrong name).
+    #[arg(long)]
+    insecure: bool,
+    /// Also trust the certificates in this PEM file (repeatable).
+    #[arg(long = "ca-cert")]
+    ca_certs: Vec<PathBuf>,
+    /// DNS server to ask (IP or IP:PORT); default the first nameserver of
+    /// /etc/resolv.conf.
+    #[arg(long)]
+    dns_server: Option<String>,
+    /// Resolve HOST to ADDR without a lookup: HOST=ADDR[,ADDR] (repeatable).
+    #[arg(long)]
+    resolve: Vec<String>,
+    /// Dedupe index (the database of `warchest dedupe`): a payload already
+    /// archived is written as an identical-payload-digest revisit.
+    #[arg(long)]
+    dedupe_index: Option<PathBuf>,
+}
+
+impl NetArgs {
+    fn seconds(s: f64, what: &str) -> Result<Duration> {
+        Duration::try_from_secs_f64(s)
+            .ok()
+            .filter(|d| !d.is_zero())
+            .with_context(|| format!("{what}: not a positive number of seconds"))
+    }
+
+    fn limits(&self) -> Result<CaptureLimits> {
+        Ok(CaptureLimits {
+            max_len: self.max_size,
+            max_time: self
+                .max_time
+                .map(|t| Self::seconds(t, "--max-time"))
+                .transpose()?,
+        })
+    }
+
+    fn resolver(&self) -> Result<dns::ResolverOptions> {
+        let server = match &self.dns_server {
+            None => None,
+            Some(s) => Some(match s.parse::<SocketAddr>() {
+                Ok(a) => a,
+                Err(_) => SocketAddr::new(
+                    s.parse::<IpAddr>()
+                        .with_context(|| format!("--dns-server {s}: not an address"))?,
+                    53,
+                ),
+            }),
+        };
+        let mut overrides = HashMap::new();
+        for r in &self.resolve {
+            let (host, addrs) = r
+                .split_once('=')
+                .with_context(|| format!("--resolve {r}: not HOST=ADDR"))?;
+            let addrs = addrs
+                .split(',')
+                .map(|a| a.trim().parse::<IpAddr>())
+                .collect::<Result<Vec<_>, _>>()
+                .with_context(|| format!("--resolve {r}: bad address"))?;
+            overrides.insert(host.trim().to_ascii_lowercase(), addrs);
+        }
+        Ok(dns::ResolverOptions {
+            server,
+            overrides,
+            timeout: None,
+        })
+    }
+}
+
+impl CaptureOutput {
+    fn rotating(
+        &self,
+        prefix: &str,
+        description: &str,
+    ) -> Result<warchest::write::RotatingOptions> {
+        let o = OutputArgs {
+            prefix: self.prefix.clone(),
+            max_size: self.warc_size,
+            compress: self.compress.clone(),
+            crawlhost: self.crawlhost.clone(),
+            operator: self.operator.clone(),
+            is_part_of: self.is_part_of.clone(),
+            description: self.description.clone(),
+        };
+        o.rotating(prefix, description, Version::V1_1)
+    }
+}
+
+/// Fetch URLs into WARC files: each HTTP(S) exchange as a response, a
+/// request and a metadata record (redirects followed, each hop recorded),
+/// each host lookup as a `dns:` record, each ftp:// file as a resource
+/// record with its control conversation. robots.txt is obeyed unless
+/// --ignore-robots. Progress on stderr, one line per fetch.
+///
+/// Example: `warchest capture https://example.com/ -o crawl/ -j 4 --delay 1`
+#[derive(clap::Args, Debug)]
+pub struct CaptureArgs {
+    /// URLs (http, https, ftp).
+    urls: Vec<String>,
+    /// A file of URLs, one a line (`#` starts a comment); `-` for stdin.
+    #[arg(short, long)]
+    input: Option<String>,
+    #[command(flatten)]
+    out: CaptureOutput,
+    #[command(flatten)]
+    net: NetArgs,
+    /// Redirects followed from each URL.
+    #[arg(long, default_value_t = 10)]
+    max_redirects: u32,
+    /// With --dedupe-index: ask for URLs captured before with
+    /// If-None-Match / If-Modified-Since; a 304 is written as a
+    /// server-not-modified revisit.
+    #[arg(long)]
+    conditional: bool,
+    /// Do not fetch or obey robots.txt.
+    #[arg(long)]
+    ignore_robots: bool,
+    /// Seconds to wait between two requests to one host.
+    #[arg(long, default_value_t = 0.0)]
+    delay: f64,
+    /// Parallel connections.
+    #[arg(short, long, default_value_t = 1)]
+    jobs: usize,
+    /// The User-Agent header (default names warchest and its version).
+    #[arg(long)]
+    user_agent: Option<String>,
+    /// Each fetch as a JSON line on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+fn read_urls(args: &CaptureArgs) -> Result<Vec<String>> {
+    let mut urls = args.urls.clone();
+    if let Some(f) = &args.input {
+        let r: Box<dyn BufRead> = if f == "-" {
+            Box::new(std::io::stdin().lock())
+        } else {
+            Box::new(std::io::BufReader::new(
+                std::fs::File::open(f).with_context(|| f.clone())?,
+            ))
+        };
+        for line in r.lines() {
+            let line = line.with_context(|| f.clone())?;
+            let t = line.split('#').next().unwrap_or("").trim();
+            if !t.is_empty() {
+                urls.push(t.to_string());
+            }
+        }
+    }
+    if urls.is_empty() {
+        bail!("no URL given (arguments or --input)");
+    }
+    Ok(urls)
+}
+
+pub fn run_capture(g: &Global, args: CaptureArgs) -> Result<Outcome> {
+    let urls = read_urls(&args)?;
+    let mut opts = CaptureOptions {
+        output: args
+            .out
+            .rotating("capture", "captured by warchest capture")?,
+        limits: args.net.limits()?,
+        timeout: NetArgs::seconds(args.net.timeout, "--timeout")?,
+        max_redirects: args.max_redirects,
+        insecure: args.net.insecure,
+        ca_certs: args.net.ca_certs.clone(),
+        resolver: args.net.resolver()?,
+        dedupe_index: args.net.dedupe_index.clone(),
+        conditional: args.conditional,
+        robots: !args.ignore_robots,
+        delay: Duration::try_from_secs_f64(args.delay).context("--delay")?,
+        jobs: args.jobs.max(1),
+        ..CaptureOptions::default()
+    };
+    if let Some(ua) = &args.user_agent {
+        opts.user_agent = ua.clone();
+    }
+    // Ctrl-C stops after the fetches under way, and the files are closed.
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone()).context("signal handler")?;
+    }
+    opts.stop = Some(stop);
+    let capturer = Capturer::new(&args.out.output, opts)?;
+    let quiet = g.quiet;
+    let json = args.json;
+    let stdout = std::sync::Mutex::new(std::io::stdout());
+    let progress = move |e: &Event| {
+        if json && let Ok(mut o) = stdout.lock() {
+            let _ = serde_json::to_writer(&mut *o, e);
+            let _ = writeln!(o);
+        }
+        if quiet {
+            return;
+        }
+        match (&e.error, e.status) {
+            (Some(err), _) => eprintln!("error {} {err}", e.url),
+            (None, Some(s)) => eprintln!(
+                "{s} {} {} {} ms{}{}",
+                e.url,
+                e.bytes,
+                e.ms,
+                if e.outcome == "revisit" {
+                    " revisit"
+                } else {
+                    ""
+                },
+                e.truncated
+                    .as_ref()
+                    .map(|t| format!(" truncated: {t}"))
+                    .unwrap_or_default(),
+            ),
+            (None, None) => eprintln!("{} {}", e.outcome, e.url),
+        }
+    };
+    let summary = capturer.run(urls, &progress)?;
+    if !quiet {
+        for f in &summary.files {
+            eprintln!("wrote {}", f.display());
+        }
+        eprintln!(
+            "{} URLs: {} fetched, {} failed, {} disallowed by robots.txt; {} records ({} responses, {} revisits, {} dns, {} ftp, {} truncated)",
+            summary.urls,
+            summary.fetched,
+            summary.failed,
+            summary.disallowed,
+            summary.records.records,
+            summary.records.responses,
+            summary.records.revisits,
+            summary.records.dns,
+            summary.records.ftp,
+            summary.records.truncated,
+        );
+    }
+    Ok(if summary.failed > 0 {
+        Outcome::Problem
+    } else {
+        Outcome::Ok
+    })
+}
+
+/// A recording HTTP proxy, like warcprox: everything passing through is
+/// forwarded and written as response, request and metadata records. HTTPS
+/// by CONNECT, with a certificate per host signed by the proxy's CA (made
+/// in --ca on first use; clients must trust it). Prints the address it
+/// listens on; stops on SIGINT or SIGTERM, closing its files.
+///
+/// Example: `warchest proxy --listen 127.0.0.1:8000 -o crawl/`, then
+/// `curl --proxy http://127.0.0.1:8000 --cacert warchest-proxy-ca.pem https://example.com/`
+#[derive(clap::Args, Debug)]
+pub struct ProxyArgs {
+    /// Address to listen on (port 0: any free port).
+    #[arg(long, default_value = "127.0.0.1:8000")]
+    listen: SocketAddr,
+    /// The CA certificate and key (PEM), created when missing.
+    #[arg(long, default_value = "warchest-proxy-ca.pem")]
+    ca: PathBuf,
+    #[command(flatten)]
+    out: CaptureOutput,
+    #[command(flatten)]
+    net: NetArgs,
+}
+
+pub fn run_proxy(g: &Global, args: ProxyArgs) -> Result<Outcome> {
+    let ca = Arc::new(
+        tls::CertAuthority::load_or_create(&args.ca)
+            .with_context(|| args.ca.display().to_string())?,
+    );
+    let index = args
+        .net
+        .dedupe_index
+        .as_ref()
+        .map(DigestIndex::open)
+        .transpose()?;
+    let rotating = args.out.rotating("proxy", "recorded by warchest proxy")?;
+    let digest = rotating
+        .writer
+        .digest
+        .unwrap_or(warchest::digest::Algorithm::Sha1);
+    let spool_threshold = capture::SPOOL_IN_MEMORY.min(rotating.writer.spool_threshold);
+    let recorder = Arc::new(capture::Recorder::new(&args.out.output, rotating, index)?);
+    let roots: Vec<&std::path::Path> = args.net.ca_certs.iter().map(|p| p.as_path()).collect();
+    let timeout = NetArgs::seconds(args.net.timeout, "--timeout")?;
+    let opts = proxy::ProxyOptions {
+        fetch: capture::http::FetchOptions {
+            tls: tls::client_config(args.net.insecure, &roots)?,
+            timeout,
+            read: capture::http::ReadOptions {
+                limits: args.net.limits()?,
+                digest,
+                spool_threshold,
+                max_head: warchest::Limits::default().max_http_head,
+            },
+        },
+        ca,
+        resolver: args.net.resolver()?,
+    };
+    let p = proxy::Proxy::bind(args.listen, recorder.clone(), opts)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone()).context("signal handler")?;
+    }
+    let addr = p.local_addr()?;
+    println!("listening on {addr}");
+    std::io::stdout().flush()?;
+    if !g.quiet {
+        eprintln!(
+            "recording to {}; CA certificate in {}",
+            args.out.output.display(),
+            args.ca.display()
+        );
+    }
+    let served = p.serve(&stop);
+    drop(p);
+    let stats = recorder.stats();
+    let files = recorder.finish()?;
+    served?;
+    if !g.quiet {
+        for f in &files {
+            eprintln!("wrote {}", f.display());
+        }
+        eprintln!(
+            "{} records ({} responses, {} revisits, {} dns)",
+            stats.records, stats.responses, stats.revisits, stats.dns
+        );
+    }
+    Ok(Outcome::Ok)
+}

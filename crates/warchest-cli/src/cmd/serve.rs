@@ -1,0 +1,73 @@
+//! `warchest serve`: browse and replay archives in a web browser.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Result, bail};
+use warchest::serve::{ServeOptions, Server};
+
+use crate::report::{Global, Outcome};
+
+/// Serve archive files (WARC, ARC, Web InfoMall, WACZ; files or
+/// directories) to a web browser: search, captures, records, replay with
+/// rewritten links (`/{collection}/{timestamp}/{url}`), a CDX API
+/// (`/{collection}/cdx?url=...`) and Memento (RFC 7089). The index is kept
+/// in `.warchest-index.redb` beside the data; new files are picked up
+/// while running. See docs/serve.md.
+///
+/// Example: `warchest serve crawls/ --listen 127.0.0.1:8080`, then open
+/// http://127.0.0.1:8080/
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Files and directories to serve.
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    listen: String,
+    /// The collection's name in URLs.
+    #[arg(long, default_value = "archive")]
+    collection: String,
+    /// The index store (default: `.warchest-index.redb` in the first
+    /// directory, or beside the first file).
+    #[arg(long)]
+    index_db: Option<PathBuf>,
+    /// Use this CDXJ index (as `warchest index` writes it) instead of
+    /// reading the files; its file names are found among the paths.
+    #[arg(long)]
+    cdxj: Option<PathBuf>,
+    /// Seconds between looks for new files (0: never).
+    #[arg(long, default_value_t = 10)]
+    poll: u64,
+    /// Worker threads.
+    #[arg(long, default_value_t = 8)]
+    threads: usize,
+}
+
+pub fn run(_g: &Global, args: Args) -> Result<Outcome> {
+    if args.collection.is_empty()
+        || !args
+            .collection
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+    {
+        bail!("--collection: letters, digits, '-', '_' and '.' only");
+    }
+    let opts = ServeOptions {
+        listen: args.listen,
+        collection: args.collection,
+        paths: args.paths,
+        store: args.index_db,
+        cdxj: args.cdxj,
+        poll: (args.poll > 0).then(|| Duration::from_secs(args.poll)),
+        threads: args.threads.clamp(1, 256),
+    };
+    let server = Server::bind(opts)?;
+    let addr = server.local_addr()?;
+    // The address on stdout, so that scripts (and tests) can wait for it.
+    println!("warchest: serving on http://{addr}/");
+    use std::io::Write;
+    std::io::stdout().flush()?;
+    server.run()?;
+    Ok(Outcome::Ok)
+}

@@ -1,0 +1,99 @@
+//! `warchest wacz`: make and check WACZ files.
+
+use std::path::PathBuf;
+
+use anyhow::{Result, bail};
+use warchest::wacz::{CreateOptions, create, validate};
+
+use crate::report::{Global, Outcome};
+
+/// Make or check WACZ files (Web Archive Collection Zipped, 1.1.1).
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(subcommand)]
+    command: Sub,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum Sub {
+    /// Package archive files as a WACZ: archive/ (stored), indexes/index.cdxj,
+    /// pages/pages.jsonl, datapackage.json with SHA-256 hashes and
+    /// datapackage-digest.json.
+    ///
+    /// Example: `warchest wacz create crawl.warc.gz -o crawl.wacz`
+    Create {
+        /// Archive files (WARC, ARC, Web InfoMall; any compression).
+        #[arg(required = true)]
+        inputs: Vec<PathBuf>,
+        /// The WACZ to write.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Title of the collection.
+        #[arg(long)]
+        title: Option<String>,
+        /// Description of the collection.
+        #[arg(long)]
+        description: Option<String>,
+    },
+    /// Check a WACZ: data package, hashes, digest, index and pages. Exits 1
+    /// when a problem is found.
+    Validate {
+        /// The WACZ files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+}
+
+pub fn run(g: &Global, args: Args) -> Result<Outcome> {
+    match args.command {
+        Sub::Create {
+            inputs,
+            output,
+            title,
+            description,
+        } => {
+            if inputs.iter().any(|p| warchest::wacz::is_wacz(p)) {
+                bail!("a WACZ cannot go inside a WACZ; give its archive files");
+            }
+            let r = create(&inputs, &output, &CreateOptions { title, description })?;
+            if !g.quiet {
+                eprintln!(
+                    "warchest: {}: {} archive files, {} index entries, {} pages",
+                    output.display(),
+                    r.archives,
+                    r.index_entries,
+                    r.pages
+                );
+            }
+            Ok(Outcome::Ok)
+        }
+        Sub::Validate { files } => {
+            let mut outcome = Outcome::Ok;
+            for f in files {
+                match validate(&f) {
+                    Ok(rep) => {
+                        for p in &rep.problems {
+                            println!("{}: {p}", f.display());
+                        }
+                        if rep.is_valid() {
+                            println!(
+                                "{}: valid ({} resources, {} index entries checked)",
+                                f.display(),
+                                rep.resources,
+                                rep.index_entries_checked
+                            );
+                        } else {
+                            println!("{}: invalid", f.display());
+                            outcome = outcome.and(Outcome::Problem);
+                        }
+                    }
+                    Err(e) => {
+                        eprintln!("warchest: {}: {e}", f.display());
+                        outcome = outcome.and(Outcome::Failed);
+                    }
+                }
+            }
+            Ok(outcome)
+        }
+    }
+}

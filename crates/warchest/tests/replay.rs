@@ -1,0 +1,178 @@
+//! Replay lookups through the library: the nearest capture in time, self
+//! redirects passed over, revisits resolved, and ARC and Web InfoMall files
+//! replayed like WARC.
+
+use std::path::{Path, PathBuf};
+
+use warchest::replay::Collection;
+use warchest::replay::store::Store;
+
+fn fixture(rel: &str) -> PathBuf {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/fixtures")
+        .join(rel);
+    assert!(p.exists(), "fixture {} missing", p.display());
+    p
+}
+
+fn collection(paths: &[PathBuf], db: &Path) -> Collection {
+    let store = Store::open(db).unwrap();
+    let r = store.sync(paths).unwrap();
+    assert!(r.failures.is_empty(), "{:?}", r.failures);
+    Collection {
+        name: "c".into(),
+        paths: paths.to_vec(),
+        store,
+    }
+}
+
+fn response(uri: &str, date: &str, http: &str) -> Vec<u8> {
+    format!(
+        "WARC/1.1\r\nWARC-Type: response\r\nWARC-Record-ID: <urn:uuid:{}>\r\nWARC-Date: {date}\r\n\
+WARC-Target-URI: {uri}\r\nContent-Type: application/http; msgtype=response\r\nContent-Length: {}\r\n\r\n{http}\r\n\r\n",
+        uuid_for(uri, date),
+        http.len()
+    )
+    .into_bytes()
+}
+
+fn uuid_for(uri: &str, date: &str) -> String {
+    let n = uri.len() * 7919 + date.len() * 104_729 + date.bytes().map(usize::from).sum::<usize>();
+    format!("00000000-0000-4000-8000-{n:012}")
+}
+
+fn payload(coll: &Collection, url: &str, ts: &str) -> (String, Vec<u8>) {
+    let cap = coll.find(url, ts).unwrap().expect("a capture");
+    let body = coll
+        .with_payload(&cap, |p| {
+            let mut v = Vec::new();
+            p.body.read_to_end(&mut v)?;
+            Ok(v)
+        })
+        .unwrap();
+    (cap.entry.timestamp, body)
+}
+
+#[test]
+fn nearest_capture_and_self_redirects() {
+    let dir = tempfile::tempdir().unwrap();
+    let warc = dir.path().join("a.warc");
+    let mut data = Vec::new();
+    data.extend(response(
+        "http://a.example/",
+        "2020-01-01T00:00:00Z",
+        "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 3\r\n\r\none",
+    ));
+    data.extend(response(
+        "http://a.example/",
+        "2020-06-01T00:00:00Z",
+        "HTTP/1.1 301 Moved\r\nLocation: https://a.example/\r\nContent-Length: 0\r\n\r\n",
+    ));
+    data.extend(response(
+        "https://a.example/",
+        "2020-06-01T00:00:01Z",
+        "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 3\r\n\r\ntwo",
+    ));
+    data.extend(response(
+        "http://a.example/",
+        "2021-01-01T00:00:00Z",
+        "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nthree",
+    ));
+    std::fs::write(&warc, &data).unwrap();
+    let coll = collection(&[warc], &dir.path().join("db.redb"));
+    assert_eq!(coll.store.len().unwrap(), 4);
+    assert_eq!(payload(&coll, "http://a.example/", "2019").1, b"one");
+    assert_eq!(payload(&coll, "http://a.example/", "20200201").1, b"one");
+    assert_eq!(payload(&coll, "http://a.example/", "2022").1, b"three");
+    // In June the redirect to the https URL (the same url key) is nearest:
+    // it is passed over for the https capture a second later.
+    let (ts, body) = payload(&coll, "http://a.example/", "20200601000000");
+    assert_eq!(
+        (ts.as_str(), body.as_slice()),
+        ("20200601000001", &b"two"[..])
+    );
+    assert!(coll.find("http://b.example/", "2020").unwrap().is_none());
+}
+
+#[test]
+fn revisits_arc_and_infomall() {
+    let dir = tempfile::tempdir().unwrap();
+    let coll = collection(
+        &[
+            fixture("pywb/iana.warc.gz"),
+            fixture("pywb/example.arc.gz"),
+            fixture("tianwang/page.dat"),
+        ],
+        &dir.path().join("db.redb"),
+    );
+    // A revisit gets its original's payload, byte for byte.
+    let (ts, revisit) = payload(
+        &coll,
+        "http://www.iana.org/_js/2013.1/jquery.js",
+        "20140126200653",
+    );
+    assert_eq!(ts, "20140126200653");
+    let (_, original) = payload(
+        &coll,
+        "http://www.iana.org/_js/2013.1/jquery.js",
+        "20140126200625",
+    );
+    assert!(original.len() > 10_000);
+    assert_eq!(revisit.len(), original.len());
+    // ARC and Web InfoMall records replay as HTTP responses.
+    let (_, arc) = payload(&coll, "http://example.com/", "2014");
+    assert!(String::from_utf8_lossy(&arc).contains("Example Domain"));
+    let cap = coll
+        .find("http://address.6318.cn/", "2006")
+        .unwrap()
+        .unwrap();
+    let status = coll
+        .with_payload(&cap, |p| Ok(p.head.as_ref().and_then(|h| h.status())))
+        .unwrap();
+    assert_eq!(status, Some(200));
+}
+
+#[test]
+fn grown_files_are_indexed_on_from_where_they_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let warc = data.join("grow.warc");
+    let ok = |body: &str| {
+        format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+    };
+    std::fs::write(
+        &warc,
+        response("http://g.example/1", "2020-01-01T00:00:00Z", &ok("first")),
+    )
+    .unwrap();
+    // Files being written and hidden files are not taken.
+    std::fs::write(data.join("x.warc.open"), b"WARC/1.1\r\n").unwrap();
+    std::fs::write(data.join(".hidden.warc"), b"WARC/1.1\r\n").unwrap();
+    // The directory and the file in it, named twice: one source.
+    let coll = collection(&[data.clone(), warc.clone()], &dir.path().join("db.redb"));
+    assert_eq!(coll.store.len().unwrap(), 1);
+    assert_eq!(coll.store.sources().len(), 1);
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&warc)
+        .unwrap();
+    std::io::Write::write_all(
+        &mut f,
+        &response("http://g.example/2", "2020-01-02T00:00:00Z", &ok("second")),
+    )
+    .unwrap();
+    drop(f);
+    // mtime may not move within the same second: the length does.
+    let r = coll.store.sync(std::slice::from_ref(&data)).unwrap();
+    assert_eq!((r.new_sources, r.updated_sources, r.entries), (0, 1, 1));
+    assert_eq!(coll.store.len().unwrap(), 2);
+    assert_eq!(coll.store.sources()[0].entries, 2);
+    assert_eq!(payload(&coll, "http://g.example/2", "2020").1, b"second");
+    // Nothing new: nothing read.
+    let r = coll.store.sync(std::slice::from_ref(&data)).unwrap();
+    assert_eq!((r.new_sources, r.updated_sources, r.entries), (0, 0, 0));
+}
