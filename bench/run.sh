@@ -5,10 +5,18 @@
 #   bench/run.sh [--runs N] [--corpus DIR]   the whole table (builds the corpus if missing)
 #   bench/run.sh --smoke                     one pass on a fixture with the debug build,
 #                                            no FastWARC harness (CI: keeps the script alive)
+#   bench/run.sh --python [--spark] FILE     Python iteration and Spark rows (docs/python.md)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$root/target}
+# Python rows: a release wheel, then bench/python_bench.py.
+if [ "${1:-}" = "--python" ]; then
+    shift
+    python3 -m maturin build -q --strip --release -m "$root/crates/warchest-py/Cargo.toml" -i python3 -o "$CARGO_TARGET_DIR/wheels"
+    python3 -m pip install -q --force-reinstall --no-deps "$CARGO_TARGET_DIR"/wheels/warchest-*.whl
+    exec python3 "$here/python_bench.py" "$@"
+fi
 if [[ " $* " == *" --smoke "* ]]; then
     cargo build -q -p warchest-cli --manifest-path "$root/Cargo.toml"
     export WARCHEST_BIN=$CARGO_TARGET_DIR/debug/warchest

@@ -178,6 +178,34 @@ impl<S: Source> Reader<S> {
         }
     }
 
+    /// The block of the record last returned by
+    /// [`next_record`](Reader::next_record), from where reading stopped,
+    /// when that record was dropped unfinished: lets a type that owns the
+    /// reader (a Python iterator) stream a block without holding the
+    /// borrowed [`Record`]. `None` when there is no such record.
+    pub fn current_block(&mut self) -> Option<Block<'_, S>> {
+        match &mut self.inner {
+            Inner::Warc(r) => r.current_block().map(Block::Warc),
+            Inner::Arc(r) => r.current_block().map(Block::Arc),
+            Inner::InfoMall(r) => r.current_block().map(Block::InfoMall),
+        }
+    }
+
+    /// Finishes the record last returned by
+    /// [`next_record`](Reader::next_record) when it was dropped unfinished
+    /// (skipping what is left of it) and says how it ended; `Ok(None)` when
+    /// there is no such record.
+    ///
+    /// # Errors
+    /// As [`Record::finish`].
+    pub fn finish_record(&mut self) -> Result<Option<RecordEnd>> {
+        match &mut self.inner {
+            Inner::Warc(r) => r.finish_record(),
+            Inner::Arc(r) => r.finish_record(),
+            Inner::InfoMall(r) => r.finish_record(),
+        }
+    }
+
     /// The WARC reader, when the file is WARC.
     pub fn as_warc(&mut self) -> Option<&mut warc::Reader<S>> {
         match &mut self.inner {
@@ -368,6 +396,26 @@ mod tests {
         );
         assert_eq!(Format::sniff(b"<html>"), None);
         assert_eq!(Format::sniff(b""), None);
+    }
+
+    #[test]
+    fn streams_the_current_block_without_the_record() {
+        let data = b"WARC/1.1\r\nWARC-Type: resource\r\nContent-Length: 5\r\n\r\nhello\r\n\r\n\
+WARC/1.1\r\nWARC-Type: metadata\r\nContent-Length: 2\r\n\r\nhi\r\n\r\n";
+        let mut r = Reader::new(&data[..]).unwrap();
+        assert!(r.current_block().is_none());
+        assert!(r.next_record().unwrap().is_some());
+        let mut two = [0u8; 2];
+        r.current_block().unwrap().read_exact(&mut two).unwrap();
+        assert_eq!(&two, b"he");
+        let end = r.finish_record().unwrap().unwrap();
+        assert_eq!(end.block_len, 5);
+        assert_eq!(end.stored_len, Some(61));
+        assert!(r.current_block().is_none());
+        assert!(r.finish_record().unwrap().is_none());
+        let mut rec = r.next_record().unwrap().unwrap();
+        assert_eq!(rec.location().offset, 61);
+        assert_eq!(rec.read_block().unwrap(), b"hi");
     }
 
     #[test]

@@ -41,6 +41,7 @@ pub mod revisit;
 pub mod rewrite;
 pub mod serve;
 pub mod stats;
+pub mod table;
 #[cfg(test)]
 mod test_source;
 pub mod validate;

@@ -155,25 +155,91 @@ pub fn read_head(
         if chunk.is_empty() {
             return Ok(None);
         }
-        let before = buf.len();
-        let room = limits.max_http_head.saturating_sub(before);
-        let take = chunk.len().min(room.saturating_add(4));
-        buf.extend_from_slice(&chunk[..take]);
-        match finder.find(&buf) {
-            Some(end) => {
-                block.consume(end - before);
+        match take_head_bytes(&mut buf, &mut finder, chunk, limits) {
+            Step::Found(end, consumed) => {
+                block.consume(consumed);
                 return Ok(HttpHead::parse_with_limits(&buf[..end], limits)
                     .ok()
                     .flatten()
                     .map(|(h, _)| h));
             }
-            None => {
-                block.consume(take);
-                if buf.len() > limits.max_http_head {
-                    return Ok(None);
-                }
+            Step::More(consumed) => block.consume(consumed),
+            Step::Overlong(consumed) => {
+                block.consume(consumed);
+                return Ok(None);
             }
         }
+    }
+}
+
+/// As [`read_head`], for readers that must not lose the bytes of a block
+/// that is not HTTP (warcio-style iterators hand the whole block over
+/// then): when no head is found, the bytes consumed are handed back to be
+/// read before the rest of `block`. A head cut short by the end of the
+/// block is parsed as it is, as warcio does.
+///
+/// # Errors
+/// Reading `block` failed.
+pub fn read_head_or_bytes(
+    block: &mut impl std::io::BufRead,
+    limits: &Limits,
+) -> std::io::Result<Result<HttpHead, Vec<u8>>> {
+    let mut buf = Vec::new();
+    let mut finder = HeadFinder::new();
+    loop {
+        let chunk = block.fill_buf()?;
+        if chunk.is_empty() {
+            return Ok(HttpHead::parse_unterminated(&buf, limits)
+                .ok()
+                .filter(|_| !buf.is_empty())
+                .ok_or(buf));
+        }
+        match take_head_bytes(&mut buf, &mut finder, chunk, limits) {
+            Step::Found(end, consumed) => {
+                block.consume(consumed);
+                match HttpHead::parse_with_limits(&buf[..end], limits) {
+                    Ok(Some((h, _))) => return Ok(Ok(h)),
+                    _ => return Ok(Err(buf)),
+                }
+            }
+            Step::More(consumed) => block.consume(consumed),
+            Step::Overlong(consumed) => {
+                block.consume(consumed);
+                return Ok(Err(buf));
+            }
+        }
+    }
+}
+
+enum Step {
+    /// The head ends at `buf[..0]`; `.1` bytes of the chunk belong to it.
+    Found(usize, usize),
+    /// No end yet; the chunk's first `.0` bytes were taken.
+    More(usize),
+    /// No end within the limit; `.0` bytes taken.
+    Overlong(usize),
+}
+
+/// Appends the head's share of `chunk` to `buf` (never more than the limit
+/// plus the 4 bytes of a blank line) and looks for the head's end. On
+/// `Found`, `buf` is cut to the head.
+fn take_head_bytes(
+    buf: &mut Vec<u8>,
+    finder: &mut HeadFinder,
+    chunk: &[u8],
+    limits: &Limits,
+) -> Step {
+    let before = buf.len();
+    let room = limits.max_http_head.saturating_sub(before);
+    let take = chunk.len().min(room.saturating_add(4));
+    buf.extend_from_slice(&chunk[..take]);
+    match finder.find(buf) {
+        Some(end) => {
+            buf.truncate(end);
+            Step::Found(end, end - before)
+        }
+        None if buf.len() > limits.max_http_head => Step::Overlong(take),
+        None => Step::More(take),
     }
 }
 
@@ -195,6 +261,166 @@ pub fn payload_reader<'a, R: std::io::BufRead + 'a>(
     }
     codings.extend(head.transfer_encoding());
     super::decode_content(body, &codings)
+}
+
+/// [`payload_reader`] for a body that can move between threads.
+///
+/// # Errors
+/// As [`payload_reader`].
+pub fn payload_reader_send<'a, R: std::io::BufRead + Send + 'a>(
+    body: R,
+    head: &HttpHead,
+    decode: bool,
+) -> Result<Box<dyn std::io::Read + Send + 'a>, super::HttpError> {
+    let mut codings = Vec::new();
+    if decode {
+        codings.extend(head.content_encoding());
+    }
+    codings.extend(head.transfer_encoding());
+    super::coding::decode_content_send(body, &codings)
+}
+
+/// The payload of an HTTP message whose head has been read from `body`,
+/// decoded as far as it can be, never failing on the codings: the transfer
+/// coding is removed when warchest knows it (else the body is given as
+/// stored), then the content coding; a content coding that is unknown, or
+/// whose data does not decode before the first decoded byte (an empty body
+/// with `Content-Encoding: gzip`, as revisits have; a body that was not
+/// compressed after all), leaves the de-chunked bytes as they are. This is
+/// what warcio's `content_stream()` gives.
+pub fn payload_reader_lenient<'a, R: std::io::BufRead + Send + 'a>(
+    mut body: R,
+    head: &HttpHead,
+) -> Box<dyn std::io::Read + Send + 'a> {
+    let mut transfer = head.transfer_encoding();
+    if !transfer.iter().all(|c| c.is_supported()) {
+        return Box::new(body);
+    }
+    // A body announced as chunked that is not (its first line is no chunk
+    // size) is given whole, as warcio gives it, stray line ends included.
+    if transfer.contains(&super::Coding::Chunked)
+        && body.fill_buf().ok().and_then(super::sniff_chunked) == Some(false)
+    {
+        transfer.retain(|c| *c != super::Coding::Chunked);
+    }
+    let raw = match super::coding::decode_content_send(body, &transfer) {
+        Ok(r) => r,
+        // Unreachable: the codings were checked above.
+        Err(_) => return Box::new(std::io::empty()),
+    };
+    let content = head.content_encoding();
+    let content: Vec<_> = content
+        .into_iter()
+        .filter(|c| *c != super::Coding::Identity)
+        .collect();
+    if content.is_empty() || !content.iter().all(|c| c.is_supported()) {
+        return raw;
+    }
+    Box::new(Fallback::new(raw, &content))
+}
+
+/// Raw bytes a decoder took before its first output, kept (up to
+/// [`FALLBACK_LIMIT`]) so they can be handed out instead if it fails.
+struct Tap<R> {
+    inner: R,
+    log: Vec<u8>,
+    recording: bool,
+}
+
+/// Most raw bytes kept while waiting for a decoder's first output.
+const FALLBACK_LIMIT: usize = 1 << 20;
+
+type SharedTap<'a> = std::sync::Arc<std::sync::Mutex<Tap<Box<dyn std::io::Read + Send + 'a>>>>;
+
+struct TapReader<'a>(SharedTap<'a>);
+
+impl std::io::Read for TapReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let mut t = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let n = t.inner.read(buf)?;
+        if t.recording {
+            if t.log.len() + n > FALLBACK_LIMIT {
+                t.recording = false;
+                t.log = Vec::new();
+            } else {
+                t.log.extend_from_slice(&buf[..n]);
+            }
+        }
+        Ok(n)
+    }
+}
+
+struct Fallback<'a> {
+    tap: SharedTap<'a>,
+    decoder: Option<Box<dyn std::io::Read + Send + 'a>>,
+    /// Raw bytes to hand out after a failed start, then the rest.
+    replay: Option<std::io::Cursor<Vec<u8>>>,
+    /// The decoder gave bytes.
+    produced: bool,
+}
+
+impl<'a> Fallback<'a> {
+    fn new(raw: Box<dyn std::io::Read + Send + 'a>, codings: &[super::Coding]) -> Self {
+        let tap = std::sync::Arc::new(std::sync::Mutex::new(Tap {
+            inner: raw,
+            log: Vec::new(),
+            recording: true,
+        }));
+        let decoder = super::coding::decode_content_send(TapReader(tap.clone()), codings).ok();
+        let replay = decoder.is_none().then(|| std::io::Cursor::new(Vec::new()));
+        Fallback {
+            tap,
+            decoder,
+            replay,
+            produced: false,
+        }
+    }
+}
+
+impl std::io::Read for Fallback<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if let Some(r) = &mut self.replay {
+            let n = r.read(buf)?;
+            if n > 0 || buf.is_empty() {
+                return Ok(n);
+            }
+            let mut t = self.tap.lock().unwrap_or_else(|p| p.into_inner());
+            return t.inner.read(buf);
+        }
+        let Some(d) = self.decoder.as_mut() else {
+            return Ok(0);
+        };
+        match d.read(buf) {
+            Ok(n) => {
+                if n > 0 {
+                    self.produced = true;
+                    let mut t = self.tap.lock().unwrap_or_else(|p| p.into_inner());
+                    t.recording = false;
+                    t.log = Vec::new();
+                }
+                Ok(n)
+            }
+            Err(e) => {
+                let mut t = self.tap.lock().unwrap_or_else(|p| p.into_inner());
+                if !t.recording {
+                    // A body cut short after it decoded (a truncated
+                    // record) ends where the data ends, as in warcio.
+                    if e.kind() == std::io::ErrorKind::UnexpectedEof && self.produced {
+                        return Ok(0);
+                    }
+                    return Err(e);
+                }
+                // Nothing decoded yet: the body was not what its coding
+                // said. Hand out the raw bytes instead.
+                t.recording = false;
+                let log = std::mem::take(&mut t.log);
+                drop(t);
+                self.decoder = None;
+                self.replay = Some(std::io::Cursor::new(log));
+                self.read(buf)
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -244,5 +470,84 @@ mod read_tests {
         let data = vec![b'a'; 1000];
         let mut r = &data[..];
         assert!(read_head(&mut r, &limits).unwrap().is_none());
+    }
+
+    #[test]
+    fn bytes_that_are_not_http_are_handed_back() {
+        for cap in [1, 3, 4096] {
+            let data = b"just some text\r\n\r\nand more";
+            let mut r = BufReader::with_capacity(cap, &data[..]);
+            let back = read_head_or_bytes(&mut r, &Limits::default())
+                .unwrap()
+                .unwrap_err();
+            let mut rest = Vec::new();
+            r.read_to_end(&mut rest).unwrap();
+            assert_eq!([back, rest].concat(), data, "cap {cap}");
+
+            let data = b"HTTP/1.0 404 Not Found\r\nA: b\r\n\r\nbody";
+            let mut r = BufReader::with_capacity(cap, &data[..]);
+            let head = read_head_or_bytes(&mut r, &Limits::default())
+                .unwrap()
+                .unwrap();
+            assert_eq!(head.status(), Some(404));
+            let mut rest = Vec::new();
+            r.read_to_end(&mut rest).unwrap();
+            assert_eq!(rest, b"body", "cap {cap}");
+
+            // Cut short before the blank line: parsed as it is.
+            let data = b"HTTP/1.1 204 No Content\r\nA: b\r\n";
+            let mut r = BufReader::with_capacity(cap, &data[..]);
+            let head = read_head_or_bytes(&mut r, &Limits::default())
+                .unwrap()
+                .unwrap();
+            assert_eq!(head.status(), Some(204));
+        }
+        let mut empty: &[u8] = b"";
+        assert!(
+            read_head_or_bytes(&mut empty, &Limits::default())
+                .unwrap()
+                .unwrap_err()
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn lenient_payloads_fall_back_to_the_bytes_as_stored() {
+        let parse = |h: &[u8]| HttpHead::parse(h).unwrap().unwrap().0;
+        let gz = parse(b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\n\r\n");
+        let read = |r: &mut dyn Read| {
+            let mut v = Vec::new();
+            r.read_to_end(&mut v).map(|_| v)
+        };
+        // Empty body (a revisit's), and a body that is not gzip at all.
+        assert_eq!(
+            read(&mut payload_reader_lenient(&b""[..], &gz)).unwrap(),
+            b""
+        );
+        assert_eq!(
+            read(&mut payload_reader_lenient(&b"plain text"[..], &gz)).unwrap(),
+            b"plain text"
+        );
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut enc, b"hello").unwrap();
+        let body = enc.finish().unwrap();
+        assert_eq!(
+            read(&mut payload_reader_lenient(&body[..], &gz)).unwrap(),
+            b"hello"
+        );
+        // Cut short: what decoded, then the end.
+        let cut = &body[..body.len() - 6];
+        let got = read(&mut payload_reader_lenient(cut, &gz)).unwrap();
+        assert!(b"hello".starts_with(&got));
+        let not_chunked = parse(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
+        assert_eq!(
+            read(&mut payload_reader_lenient(&b"\n<html>"[..], &not_chunked)).unwrap(),
+            b"\n<html>"
+        );
+        let odd = parse(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: rot13\r\n\r\n");
+        assert_eq!(
+            read(&mut payload_reader_lenient(&b"abc"[..], &odd)).unwrap(),
+            b"abc"
+        );
     }
 }

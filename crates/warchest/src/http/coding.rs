@@ -73,6 +73,21 @@ impl fmt::Display for Coding {
     }
 }
 
+/// One decoder on top of `$r` (shared by both functions below, so the
+/// list of codings lives once). Unsupported codings were refused before.
+macro_rules! stack {
+    ($r:ident, $c:ident) => {
+        match $c {
+            Coding::Chunked => Box::new(ChunkedReader::lenient(BufReader::new($r))),
+            Coding::Gzip => Box::new(flate2::read::MultiGzDecoder::new($r)),
+            Coding::Deflate => Box::new(Deflate::Sniffing(Some($r))),
+            Coding::Brotli => Box::new(brotli_decompressor::Decompressor::new($r, 8192)),
+            Coding::Zstd => Box::new(zstd::stream::read::Decoder::new($r)?),
+            Coding::Identity | Coding::Compress | Coding::Other(_) => $r,
+        }
+    };
+}
+
 /// A reader that undoes `codings`, listed in the order they were applied
 /// (the order of the header: `Content-Encoding: gzip, br` is decoded br
 /// first, then gzip). `identity` is skipped; `chunked` is removed with a
@@ -91,22 +106,36 @@ pub fn decode_content<'a, R: Read + 'a>(
     reader: R,
     codings: &[Coding],
 ) -> Result<Box<dyn Read + 'a>, HttpError> {
-    if let Some(bad) = codings.iter().find(|c| !c.is_supported()) {
-        return Err(HttpError::UnsupportedCoding(bad.name().to_owned()));
-    }
+    check_codings(codings)?;
     let mut r: Box<dyn Read + 'a> = Box::new(reader);
     for c in codings.iter().rev() {
-        r = match c {
-            Coding::Identity => r,
-            Coding::Chunked => Box::new(ChunkedReader::lenient(BufReader::new(r))),
-            Coding::Gzip => Box::new(flate2::read::MultiGzDecoder::new(r)),
-            Coding::Deflate => Box::new(Deflate::Sniffing(Some(r))),
-            Coding::Brotli => Box::new(brotli_decompressor::Decompressor::new(r, 8192)),
-            Coding::Zstd => Box::new(zstd::stream::read::Decoder::new(r)?),
-            Coding::Compress | Coding::Other(_) => unreachable!("checked above"),
-        };
+        r = stack!(r, c);
     }
     Ok(r)
+}
+
+/// [`decode_content`] for a reader that can move between threads, as a
+/// Python stream read with the interpreter lock released must.
+///
+/// # Errors
+/// As [`decode_content`].
+pub fn decode_content_send<'a, R: Read + Send + 'a>(
+    reader: R,
+    codings: &[Coding],
+) -> Result<Box<dyn Read + Send + 'a>, HttpError> {
+    check_codings(codings)?;
+    let mut r: Box<dyn Read + Send + 'a> = Box::new(reader);
+    for c in codings.iter().rev() {
+        r = stack!(r, c);
+    }
+    Ok(r)
+}
+
+fn check_codings(codings: &[Coding]) -> Result<(), HttpError> {
+    match codings.iter().find(|c| !c.is_supported()) {
+        Some(bad) => Err(HttpError::UnsupportedCoding(bad.name().to_owned())),
+        None => Ok(()),
+    }
 }
 
 type Peeked<R> = io::Chain<Cursor<Vec<u8>>, R>;

@@ -31,11 +31,14 @@ mod fixture_tests;
 mod head;
 mod payload;
 
-pub use block::{BlockDigester, payload_reader, read_head};
+pub use block::{
+    BlockDigester, payload_reader, payload_reader_lenient, payload_reader_send, read_head,
+    read_head_or_bytes,
+};
 pub use chunked::{
     ChunkedDecoder, ChunkedEnd, ChunkedError, ChunkedErrorKind, ChunkedReader, sniff_chunked,
 };
-pub use coding::{Coding, decode_content};
+pub use coding::{Coding, decode_content, decode_content_send};
 pub use head::{HeadFinder, HttpHead, HttpNote, HttpNoteKind, MessageKind, find_head_end};
 pub use payload::{Chunking, PayloadDigester, PayloadDigests, PayloadMatch};
 

@@ -228,6 +228,34 @@ impl<S: Source> Reader<S> {
         }
     }
 
+    /// The block of the record last returned by
+    /// [`next_record`](Reader::next_record), from where reading stopped,
+    /// when that record was dropped unfinished. Lets a type that owns the
+    /// reader stream a block without holding the borrowed [`Record`].
+    pub fn current_block(&mut self) -> Option<BlockReader<'_, S>> {
+        self.cur.as_ref()?;
+        Some(BlockReader { reader: self })
+    }
+
+    /// Finishes the record last returned by
+    /// [`next_record`](Reader::next_record) when it was dropped unfinished,
+    /// as [`Record::finish`] does; `Ok(None)` when there is none.
+    ///
+    /// # Errors
+    /// As [`Reader::next_record`].
+    pub fn finish_record(&mut self) -> Result<Option<RecordEnd>> {
+        if self.cur.is_none() {
+            return Ok(None);
+        }
+        match self.finish_current() {
+            Ok(e) => Ok(Some(e)),
+            Err(e) => {
+                self.done = true;
+                Err(self.locate(e))
+            }
+        }
+    }
+
     fn advance(&mut self) -> Result<bool> {
         if self.cur.is_some() {
             self.finish_current()?;

@@ -294,6 +294,25 @@ impl<S: Source> Reader<S> {
         Some(BlockReader { reader: self })
     }
 
+    /// Finishes the record last returned by
+    /// [`next_record`](Reader::next_record) when it was dropped unfinished,
+    /// as [`Record::finish`] does; `Ok(None)` when there is none.
+    ///
+    /// # Errors
+    /// As [`Reader::next_record`].
+    pub fn finish_record(&mut self) -> Result<Option<RecordEnd>> {
+        if self.cur.is_none() {
+            return Ok(None);
+        }
+        match self.finish_current() {
+            Ok(e) => Ok(Some(e)),
+            Err(e) => {
+                self.done = true;
+                Err(self.locate(e))
+            }
+        }
+    }
+
     /// Finishes the current record (if any) and reads the next header.
     fn advance(&mut self) -> Result<bool> {
         if self.cur.is_some() {

@@ -1,0 +1,204 @@
+"""The ``warc`` data source for Spark 4 (PySpark's Python Data Source API).
+
+Spark finds it without any registration: at the first data source lookup it
+imports every top-level module named ``pyspark_*`` and registers the
+``DefaultSource`` it exposes, so once the ``warchest`` wheel is installed
+(on the driver and the executors)::
+
+    df = spark.read.format("warc").load("crawl/*.warc.gz")
+
+Options (case-insensitive):
+
+- ``path`` (``load(...)``): a file, a directory (its files, hidden ones and
+  ``_*`` left out) or a glob; ``load([a, b])`` takes several.
+- ``manifest``: a text file listing paths, one a line (cc-pyspark style).
+- ``columns``: comma-separated column names (``warchest.columns()``);
+  default all but the payload ones.
+- ``recordTypes``: comma-separated WARC-Type values to keep (default all).
+- ``includePayload``: ``true`` adds ``payload`` and ``payload_truncated``.
+- ``maxPayload``: payload bytes kept per record (default 32 MiB).
+- ``batchRows``: rows per Arrow batch (default 8192).
+- ``filesPerPartition``: files read by one task (default 1).
+- ``failOnError``: ``true`` fails the job on the first unreadable file;
+  by default such a file gives a row whose ``error`` column says why, and
+  the job goes on (count them with ``df.where("error IS NOT NULL")``).
+- ``strict``: ``true`` makes every deviation from the format an error.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+from typing import Dict, Iterator, List
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.types import StructType
+
+__all__ = ["DefaultSource", "WarcDataSource", "expand_paths"]
+
+# Spark SQL types of the columns warchest.scan gives (Arrow types in
+# crates/warchest/src/table.rs; the two must agree).
+_SPARK_TYPES: Dict[str, str] = {
+    "warc_filename": "STRING",
+    "warc_record_offset": "BIGINT",
+    "warc_record_length": "BIGINT",
+    "warc_type": "STRING",
+    "warc_record_id": "STRING",
+    "warc_date": "TIMESTAMP",
+    "warc_target_uri": "STRING",
+    "warc_content_type": "STRING",
+    "warc_content_length": "BIGINT",
+    "warc_ip_address": "STRING",
+    "warc_payload_digest": "STRING",
+    "warc_block_digest": "STRING",
+    "warc_identified_payload_type": "STRING",
+    "warc_truncated": "STRING",
+    "warc_headers": "ARRAY<STRUCT<name: STRING, value: STRING>>",
+    "http_status": "SMALLINT",
+    "http_method": "STRING",
+    "http_content_type": "STRING",
+    "http_headers": "ARRAY<STRUCT<name: STRING, value: STRING>>",
+    "payload": "BINARY",
+    "payload_truncated": "BOOLEAN",
+    "error": "STRING",
+}
+
+_PAYLOAD_COLUMNS = ("payload", "payload_truncated")
+
+
+def _flag(options: Dict[str, str], name: str, default: bool = False) -> bool:
+    v = options.get(name.lower())
+    if v is None:
+        return default
+    return str(v).strip().lower() in ("1", "true", "yes", "on")
+
+
+def _list(options: Dict[str, str], name: str) -> List[str]:
+    v = options.get(name.lower())
+    if not v:
+        return []
+    return [x.strip() for x in str(v).split(",") if x.strip()]
+
+
+def _columns(options: Dict[str, str]) -> List[str]:
+    cols = _list(options, "columns")
+    if cols:
+        unknown = [c for c in cols if c not in _SPARK_TYPES]
+        if unknown:
+            raise ValueError(
+                f"unknown warc columns {unknown}; the columns are {list(_SPARK_TYPES)}"
+            )
+        return cols
+    cols = [c for c in _SPARK_TYPES if c not in _PAYLOAD_COLUMNS]
+    if _flag(options, "includePayload"):
+        cols.extend(_PAYLOAD_COLUMNS)
+    return cols
+
+
+def _is_hidden(name: str) -> bool:
+    return name.startswith(".") or name.startswith("_")
+
+
+def expand_paths(options: Dict[str, str]) -> List[str]:
+    """The files the options name, in a stable order.
+
+    Spark does not expand globs or list directories for Python data
+    sources, so this does: globs (``*``, ``?``, ``[...]``, ``**``), directories
+    (recursively, hidden and ``_*`` entries left out, as Spark's file sources
+    do), plain files, and the lines of a ``manifest`` file.
+    """
+    specs: List[str] = []
+    if options.get("paths"):
+        specs.extend(json.loads(options["paths"]))
+    if options.get("path"):
+        specs.append(options["path"])
+    manifest = options.get("manifest")
+    if manifest:
+        with open(manifest, encoding="utf-8") as f:
+            specs.extend(line.strip() for line in f if line.strip() and not line.startswith("#"))
+    if not specs:
+        raise ValueError("the warc data source needs a path: load(path) or option('manifest', ...)")
+    files: List[str] = []
+    for spec in specs:
+        if spec.startswith("file://"):
+            spec = spec[len("file://") :]
+        if any(c in spec for c in "*?["):
+            matches = sorted(glob.glob(spec, recursive=True))
+        else:
+            matches = [spec]
+        for m in matches:
+            if os.path.isdir(m):
+                for root, dirs, names in os.walk(m):
+                    dirs[:] = sorted(d for d in dirs if not _is_hidden(d))
+                    files.extend(
+                        os.path.join(root, n) for n in sorted(names) if not _is_hidden(n)
+                    )
+            else:
+                files.append(m)
+    return files
+
+
+class WarcFiles(InputPartition):
+    """The files one task reads."""
+
+    def __init__(self, paths: List[str]):
+        super().__init__(paths)
+        self.paths = paths
+
+
+class WarcReader(DataSourceReader):
+    """Plans one partition per file (or per ``filesPerPartition`` files) and
+    reads each with ``warchest.scan``, yielding its Arrow batches."""
+
+    def __init__(self, options: Dict[str, str], schema: StructType):
+        self.options = options
+        self.schema = schema
+        self.columns = [f.name for f in schema.fields]
+
+    def partitions(self) -> List[InputPartition]:
+        files = expand_paths(self.options)
+        per = max(1, int(self.options.get("filesperpartition", "1")))
+        return [WarcFiles(files[i : i + per]) for i in range(0, len(files), per)]
+
+    def read(self, partition: InputPartition) -> Iterator:
+        import pyarrow as pa
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        import warchest
+
+        # Spark compares each batch's schema with its own Arrow form of the
+        # declared schema (nullability and list item names included).
+        target = to_arrow_schema(self.schema, timezone="UTC")
+        record_types = _list(self.options, "recordTypes") or None
+        reader = warchest.scan(
+            partition.paths,
+            columns=self.columns,
+            record_types=record_types,
+            batch_rows=int(self.options.get("batchrows", "8192")),
+            max_payload=int(self.options.get("maxpayload", str(32 << 20))),
+            skip_errors=not _flag(self.options, "failOnError"),
+            strict=_flag(self.options, "strict"),
+        )
+        for batch in reader:
+            yield pa.RecordBatch.from_arrays(
+                [col.cast(f.type) for col, f in zip(batch.columns, target)], schema=target
+            )
+
+
+class DefaultSource(DataSource):
+    """``spark.read.format("warc")``: one row per record of WARC, ARC and
+    Web InfoMall files, with the columns of ``warchest.scan``."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "warc"
+
+    def schema(self) -> str:
+        return ", ".join(f"`{c}` {_SPARK_TYPES[c]}" for c in _columns(self.options))
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return WarcReader(self.options, schema)
+
+
+WarcDataSource = DefaultSource

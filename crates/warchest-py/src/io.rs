@@ -1,0 +1,147 @@
+//! Python file objects as Rust readers and writers, and what a Python
+//! argument naming an input (a path or a binary file) opens to.
+
+use std::io::{self, Read, Write};
+use std::path::PathBuf;
+
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::{PyByteArray, PyBytes};
+
+/// Largest read asked of a Python file at once.
+const MAX_READ: usize = 1 << 20;
+
+fn py_io_error(e: PyErr) -> io::Error {
+    io::Error::other(e.to_string())
+}
+
+/// A binary Python file object (anything with `read(n)`), read from Rust.
+/// Each read takes the interpreter lock for the call only, so the parser
+/// around it runs with the lock released.
+pub(crate) struct PyReader {
+    obj: Py<PyAny>,
+}
+
+impl PyReader {
+    pub(crate) fn new(obj: Py<PyAny>) -> Self {
+        PyReader { obj }
+    }
+}
+
+impl Read for PyReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        Python::attach(|py| {
+            let want = buf.len().min(MAX_READ);
+            let got = self
+                .obj
+                .bind(py)
+                .call_method1(intern!(py, "read"), (want,))
+                .map_err(py_io_error)?;
+            if got.is_none() {
+                // A non-blocking stream with nothing yet: no such streams
+                // are supported, so this is the end.
+                return Ok(0);
+            }
+            let copy = |b: &[u8], buf: &mut [u8]| {
+                // A file that hands back more than asked breaks its
+                // contract; refuse rather than lose bytes.
+                if b.len() > buf.len() {
+                    return Err(io::Error::other("file.read(n) returned more than n bytes"));
+                }
+                buf[..b.len()].copy_from_slice(b);
+                Ok(b.len())
+            };
+            if let Ok(b) = got.cast::<PyBytes>() {
+                copy(b.as_bytes(), buf)
+            } else if let Ok(b) = got.cast::<PyByteArray>() {
+                copy(&b.to_vec(), buf)
+            } else {
+                Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "the file must be opened in binary mode (read() returned text)",
+                ))
+            }
+        })
+    }
+}
+
+/// A binary Python file object written from Rust.
+pub(crate) struct PyWriter {
+    obj: Py<PyAny>,
+}
+
+impl PyWriter {
+    pub(crate) fn new(obj: Py<PyAny>) -> Self {
+        PyWriter { obj }
+    }
+}
+
+impl Write for PyWriter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        Python::attach(|py| {
+            let n = self
+                .obj
+                .bind(py)
+                .call_method1(intern!(py, "write"), (PyBytes::new(py, buf),))
+                .map_err(py_io_error)?;
+            // Raw files may write less than given and say so.
+            Ok(n.extract::<usize>().unwrap_or(buf.len()).min(buf.len()))
+        })
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Python::attach(|py| {
+            let f = self.obj.bind(py);
+            if f.hasattr(intern!(py, "flush")).unwrap_or(false) {
+                f.call_method0(intern!(py, "flush")).map_err(py_io_error)?;
+            }
+            Ok(())
+        })
+    }
+}
+
+/// What a Python argument naming an input is.
+pub(crate) enum Input {
+    /// A path (`str` or `os.PathLike`).
+    Path(PathBuf),
+    /// A binary file object and its position when handed over (the stored
+    /// offset of its first byte, as warcio counts offsets).
+    File(Py<PyAny>, u64),
+}
+
+impl Input {
+    pub(crate) fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Input> {
+        if let Ok(p) = obj.extract::<PathBuf>() {
+            return Ok(Input::Path(p));
+        }
+        let py = obj.py();
+        if !obj.hasattr(intern!(py, "read"))? {
+            return Err(pyo3::exceptions::PyTypeError::new_err(
+                "expected a path or a binary file object with read()",
+            ));
+        }
+        // Offsets count from the start of the file when it can tell where
+        // it is (warcio does the same); a pipe starts at 0.
+        let start = obj
+            .call_method0(intern!(py, "tell"))
+            .ok()
+            .and_then(|t| t.extract::<u64>().ok())
+            .unwrap_or(0);
+        Ok(Input::File(obj.clone().unbind(), start))
+    }
+}
+
+/// A list of paths from one path or a sequence of them.
+pub(crate) fn paths_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Vec<PathBuf>> {
+    if let Ok(p) = obj.extract::<PathBuf>() {
+        return Ok(vec![p]);
+    }
+    let mut out = Vec::new();
+    for item in obj.try_iter()? {
+        out.push(item?.extract::<PathBuf>()?);
+    }
+    Ok(out)
+}

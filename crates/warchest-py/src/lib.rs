@@ -1,0 +1,45 @@
+//! Python bindings of warchest (`warchest._warchest`): a thin layer over
+//! the library. Format rules live in the library; this crate adapts
+//! Python file objects, owns readers across calls and releases the
+//! interpreter lock around every read and parse.
+
+mod io;
+mod iter;
+mod scan;
+mod tools;
+mod writer;
+
+use pyo3::prelude::*;
+
+pyo3::create_exception!(
+    _warchest,
+    ArchiveError,
+    pyo3::exceptions::PyValueError,
+    "A web archive could not be read: damaged, truncated or not an archive."
+);
+
+/// Converts a library error to a Python exception: `OSError` for I/O,
+/// `ArchiveError` (a `ValueError`) for everything the bytes did wrong.
+pub(crate) fn to_py(e: warchest::Error) -> PyErr {
+    if e.is_io_error() {
+        pyo3::exceptions::PyOSError::new_err(e.to_string())
+    } else {
+        ArchiveError::new_err(e.to_string())
+    }
+}
+
+#[pymodule]
+fn _warchest(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("ArchiveError", m.py().get_type::<ArchiveError>())?;
+    m.add_class::<iter::ArchiveIterator>()?;
+    m.add_class::<iter::Record>()?;
+    m.add_class::<iter::StatusAndHeaders>()?;
+    m.add_class::<iter::RecordStream>()?;
+    m.add_class::<scan::ScanStream>()?;
+    m.add_function(wrap_pyfunction!(scan::scan_stream, m)?)?;
+    m.add_function(wrap_pyfunction!(scan::columns, m)?)?;
+    m.add_class::<writer::WARCWriter>()?;
+    tools::register(m)?;
+    Ok(())
+}

@@ -1,0 +1,180 @@
+//! The library's whole-file tools: index, check, validate, convert. Each
+//! runs with the interpreter lock released and returns JSON text that the
+//! Python wrappers (warchest/__init__.py) turn into dicts, so the shapes
+//! are the library's serde ones, the same as the command's `--json`.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use serde_json::json;
+use warchest::archive::Reader;
+use warchest::check::check_record;
+use warchest::index::{Format, IndexOptions, IndexOutput, Indexer, ParquetOptions};
+use warchest::warc::{ReaderOptions, Version};
+use warchest::write::{Compression, Writer, WriterOptions};
+
+use crate::io::paths_from_py;
+use crate::to_py;
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(index, m)?)?;
+    m.add_function(wrap_pyfunction!(check_json, m)?)?;
+    m.add_function(wrap_pyfunction!(validate_json, m)?)?;
+    m.add_function(wrap_pyfunction!(convert_json, m)?)?;
+    Ok(())
+}
+
+fn base_name(p: &Path) -> String {
+    p.file_name().map_or_else(
+        || p.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
+/// Indexes `paths` into `output`: `cdxj` (default, as cdxj-indexer), `cdx`
+/// (CDX 11), `json` or `parquet` (Common Crawl's cc-index columns, sorted by
+/// SURT key). `sort` sorts text formats bytewise (Parquet always is);
+/// `all_records` indexes every record, not only captures. Returns the
+/// number of entries written.
+#[pyfunction]
+#[pyo3(signature = (paths, output, format = "cdxj", sort = false, all_records = false,
+    int32_offsets = false))]
+pub(crate) fn index(
+    py: Python<'_>,
+    paths: &Bound<'_, PyAny>,
+    output: PathBuf,
+    format: &str,
+    sort: bool,
+    all_records: bool,
+    int32_offsets: bool,
+) -> PyResult<u64> {
+    let paths = paths_from_py(paths)?;
+    let format = match format {
+        "cdxj" => Format::Cdxj,
+        "cdx" => Format::cdx11(),
+        "json" => Format::Json,
+        "parquet" => Format::Parquet(ParquetOptions {
+            int32_offsets,
+            ..ParquetOptions::default()
+        }),
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "format must be cdxj, cdx, json or parquet, not {other:?}"
+            )));
+        }
+    };
+    py.detach(move || -> PyResult<u64> {
+        let out = BufWriter::with_capacity(1 << 16, File::create(&output)?);
+        let mut out = IndexOutput::new(out, &format, sort).map_err(to_py)?;
+        let opts = IndexOptions {
+            all: all_records,
+            ..IndexOptions::default()
+        };
+        let mut n = 0u64;
+        for p in &paths {
+            let mut reader = Reader::open(p).map_err(to_py)?;
+            let indexer = Indexer::new(base_name(p), opts.clone());
+            indexer
+                .index(&mut reader, |e| {
+                    n += 1;
+                    out.push(&e)
+                })
+                .map_err(to_py)?;
+        }
+        let mut w = out.finish().map_err(to_py)?;
+        w.flush()?;
+        Ok(n)
+    })
+}
+
+/// Checks every digest of the file at `path`: JSON, one object per record.
+#[pyfunction]
+pub(crate) fn check_json(py: Python<'_>, path: PathBuf) -> PyResult<String> {
+    py.detach(move || -> PyResult<String> {
+        let opts = ReaderOptions::default();
+        let limits = opts.limits;
+        let mut reader = Reader::open_with(&path, opts).map_err(to_py)?;
+        let mut out = Vec::new();
+        while let Some(mut rec) = reader.next_record().map_err(to_py)? {
+            let (offset, kind, id) = (
+                rec.location().offset,
+                rec.header().record_type_str().map(|s| s.into_owned()),
+                rec.header().record_id().map(|s| s.into_owned()),
+            );
+            let c = check_record(&mut rec, &limits).map_err(to_py)?;
+            let ok = c.is_ok();
+            out.push(json!({
+                "offset": offset,
+                "type": kind,
+                "record_id": id,
+                "ok": ok,
+                "block": c.block,
+                "payload": c.payload,
+                "block_len": c.block_len,
+            }));
+        }
+        serde_json::to_string(&out).map_err(|e| PyValueError::new_err(e.to_string()))
+    })
+}
+
+/// Validates `paths` together: JSON with `findings` and `summary`.
+#[pyfunction]
+pub(crate) fn validate_json(py: Python<'_>, paths: &Bound<'_, PyAny>) -> PyResult<String> {
+    let paths = paths_from_py(paths)?;
+    py.detach(move || {
+        let report =
+            warchest::validate::validate_files(&paths, &warchest::validate::Options::default());
+        serde_json::to_string(&json!({
+            "findings": report.findings,
+            "summary": report.summary,
+        }))
+        .map_err(|e| PyValueError::new_err(e.to_string()))
+    })
+}
+
+/// Converts the ARC, Web InfoMall (or WARC) file at `source` to a WARC at
+/// `output` (gzip per record): JSON of what was done.
+#[pyfunction]
+#[pyo3(signature = (source, output, warc_version = "1.1"))]
+pub(crate) fn convert_json(
+    py: Python<'_>,
+    source: PathBuf,
+    output: PathBuf,
+    warc_version: &str,
+) -> PyResult<String> {
+    let version = match warc_version {
+        "1.1" => Version::V1_1,
+        "1.0" => Version::V1_0,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "warc_version must be '1.1' or '1.0', not {other:?}"
+            )));
+        }
+    };
+    py.detach(move || -> PyResult<String> {
+        let mut reader = Reader::open(&source).map_err(to_py)?;
+        let out = BufWriter::with_capacity(1 << 16, File::create(&output)?);
+        let mut w = Writer::new(
+            out,
+            WriterOptions {
+                compression: Compression::Gzip(6),
+                ..WriterOptions::default()
+            },
+        )
+        .map_err(to_py)?;
+        let opts = warchest::convert::WarcOptions {
+            version,
+            output_name: Some(base_name(&output)),
+            ..Default::default()
+        };
+        let report =
+            warchest::convert::to_warc(&mut reader, &source.to_string_lossy(), &mut w, &opts)
+                .map_err(to_py)?;
+        let mut out = w.finish().map_err(to_py)?;
+        out.flush()?;
+        serde_json::to_string(&report).map_err(|e| PyValueError::new_err(e.to_string()))
+    })
+}

@@ -1,0 +1,55 @@
+"""Shared fixtures of the Python suite: the fixture files and one Spark
+session (local[2], UI off, loopback only) for the whole run."""
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+FIXTURES = REPO.parent / "shared" / "fixtures"
+SAMPLES = REPO / "samples"
+
+
+def warc_fixtures():
+    """Every WARC in the shared fixtures (any compression)."""
+    out = []
+    for p in sorted(FIXTURES.rglob("*")):
+        name = p.name
+        if p.is_file() and (".warc" in name) and not name.endswith((".cdx", ".cdxj")):
+            out.append(p)
+    assert len(out) > 40, f"fixtures not found under {FIXTURES}"
+    return out
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One SparkSession for the run: starting one costs 10-30 s."""
+    pytest.importorskip("pyspark")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        pytest.fail("Spark tests need a Java runtime (java on PATH or JAVA_HOME)")
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", os.environ.get("PYTHON", "") or __import__("sys").executable)
+    tmp = tempfile.mkdtemp(prefix="warchest-spark-")
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("warchest-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.driver.memory", "1g")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+        .config("spark.sql.warehouse.dir", os.path.join(tmp, "warehouse"))
+        .config("spark.local.dir", os.path.join(tmp, "local"))
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+    shutil.rmtree(tmp, ignore_errors=True)

@@ -1,0 +1,67 @@
+"""The `warc` Spark data source on local[2]: found with no registration,
+one partition per file, scan's schema, options, bad files counted."""
+
+import pytest
+
+import warchest
+from conftest import FIXTURES, SAMPLES
+
+pytest.importorskip("pyspark")
+pa = pytest.importorskip("pyarrow")
+
+PYWB = FIXTURES / "pywb"
+
+
+def test_format_warc_needs_no_registration(spark):
+    df = spark.read.format("warc").load(str(PYWB / "*.warc.gz"))
+    files = sorted(PYWB.glob("*.warc.gz"))
+    assert df.rdd.getNumPartitions() == len(files)
+    want = warchest.scan(files, columns=["warc_type"]).read_all().num_rows
+    assert df.count() == want
+    assert df.columns == [c for c in warchest.columns() if c not in ("payload", "payload_truncated")]
+
+
+def test_group_by_status_matches_scan(spark):
+    iana = PYWB / "iana.warc.gz"
+    df = spark.read.format("warc").option("recordTypes", "response").load(str(iana))
+    got = {r["http_status"]: r["count"] for r in df.groupBy("http_status").count().collect()}
+    t = warchest.scan(iana, columns=["http_status"], record_types=["response"]).read_all()
+    want = {}
+    for s in t["http_status"].to_pylist():
+        want[s] = want.get(s, 0) + 1
+    assert got == want and sum(got.values()) > 40
+
+
+def test_columns_payload_and_several_paths(spark):
+    paths = [str(SAMPLES / "sample.warc.gz"), str(PYWB / "example.warc.gz")]
+    df = (
+        spark.read.format("warc")
+        .option("columns", "warc_filename,warc_target_uri,payload")
+        .load(paths)
+    )
+    assert df.columns == ["warc_filename", "warc_target_uri", "payload"]
+    rows = df.collect()
+    assert {r["warc_filename"] for r in rows} == set(paths)
+    want = warchest.scan(paths, columns=["payload"]).read_all()["payload"].to_pylist()
+    assert [bytes(r["payload"]) for r in rows] == want
+
+
+def test_bad_files_are_rows_with_an_error(spark, tmp_path):
+    missing = str(tmp_path / "gone.warc.gz")
+    good = str(SAMPLES / "sample.warc.gz")
+    df = spark.read.format("warc").load([good, missing])
+    errors = df.where("error IS NOT NULL").collect()
+    assert len(errors) == 1 and errors[0]["warc_filename"] == missing
+    assert df.where("error IS NULL").count() == 6
+    with pytest.raises(Exception):
+        spark.read.format("warc").option("failOnError", "true").load([good, missing]).count()
+
+
+def test_directories_and_manifests(spark, tmp_path):
+    manifest = tmp_path / "manifest.txt"
+    manifest.write_text(f"{SAMPLES / 'sample.warc.gz'}\n{PYWB / 'example.warc.gz'}\n")
+    df = spark.read.format("warc").option("manifest", str(manifest)).load()
+    assert df.rdd.getNumPartitions() == 2
+    by_dir = spark.read.format("warc").option("filesPerPartition", "100").load(str(FIXTURES / "warcio"))
+    assert by_dir.rdd.getNumPartitions() == 1
+    assert by_dir.count() > 10

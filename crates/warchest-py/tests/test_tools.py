@@ -1,0 +1,64 @@
+"""index, check, validate and convert from Python: the library's tools."""
+
+import json
+
+import pytest
+
+import warchest
+from conftest import FIXTURES, SAMPLES
+
+
+def test_check_finds_every_digest_valid_in_the_sample():
+    recs = warchest.check(SAMPLES / "sample.warc.gz")
+    assert len(recs) == 6
+    assert all(r["ok"] for r in recs)
+    assert {r["block"]["status"] for r in recs} == {"valid"}
+
+
+def test_check_reports_a_wrong_digest(tmp_path):
+    bad = tmp_path / "bad.warc"
+    with warchest.WARCWriter(bad, compress=None) as w:
+        w.write_record(
+            "resource", "urn:x", payload=b"abc", content_type="text/plain",
+            warc_headers={"WARC-Block-Digest": "sha1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"},
+        )
+    (rec,) = warchest.check(bad)
+    assert not rec["ok"] and rec["block"]["status"] == "invalid"
+
+
+def test_validate_reports_findings_with_rules(tmp_path):
+    written = tmp_path / "w.warc.gz"
+    with warchest.WARCWriter(written) as w:
+        w.write_warcinfo("w.warc.gz", {"operator": "tests"})
+        w.write_record("resource", "file:///a.txt", payload=b"abc", content_type="text/plain")
+    good = warchest.validate(written)
+    assert good["summary"]["files"][0]["records"] == 2
+    assert not [f for f in good["findings"] if f["severity"] == "error"]
+    bad = warchest.validate(FIXTURES / "jwat" / "invalid-warcfile-fields-missing.warc")
+    errors = [f for f in bad["findings"] if f["severity"] == "error"]
+    assert errors and all(f["rule"] and f["clause"] for f in errors)
+
+
+def test_index_formats(tmp_path):
+    src = FIXTURES / "pywb" / "example.warc.gz"
+    n = warchest.index(src, tmp_path / "a.cdxj")
+    lines = (tmp_path / "a.cdxj").read_text().splitlines()
+    assert n == len(lines) > 0
+    key, ts, js = lines[0].split(" ", 2)
+    assert key.startswith("com,example)/") and len(ts) == 14 and json.loads(js)["filename"] == src.name
+    pq = pytest.importorskip("pyarrow.parquet")
+    warchest.index(src, tmp_path / "a.parquet", format="parquet")
+    t = pq.read_table(tmp_path / "a.parquet")
+    assert t.num_rows == n and t.column_names[0] == "url_surtkey"
+    with pytest.raises(ValueError):
+        warchest.index(src, tmp_path / "x", format="nope")
+
+
+def test_convert_arc_to_warc(tmp_path):
+    arc = FIXTURES / "pywb" / "example.arc.gz"
+    out = tmp_path / "example.warc.gz"
+    report = warchest.convert(arc, out)
+    assert report["records_read"] >= 1
+    recs = [r.rec_type for r in warchest.ArchiveIterator(out)]
+    assert recs[0] == "warcinfo" and "response" in recs
+    assert len(recs) == report["records_written"]
