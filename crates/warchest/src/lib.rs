@@ -44,6 +44,7 @@ pub mod stats;
 pub mod table;
 #[cfg(test)]
 mod test_source;
+mod uri;
 pub mod validate;
 pub mod view;
 pub mod wacz;

@@ -183,7 +183,7 @@ impl Url {
                 let dir = &base[..base.rfind('/').map_or(0, |i| i + 1)];
                 format!("{dir}{rpath}")
             };
-            format!("{}{query}", remove_dot_segments(&merged))
+            format!("{}{query}", crate::uri::remove_dot_segments(&merged))
         };
         let mut u = self.clone();
         u.path_and_query = if path_and_query.starts_with('/') {
@@ -203,37 +203,6 @@ impl fmt::Display for Url {
             write!(f, "{u}@")?;
         }
         write!(f, "{}{}", self.authority(), self.path_and_query)
-    }
-}
-
-/// RFC 3986 section 5.2.4.
-fn remove_dot_segments(path: &str) -> String {
-    let mut out: Vec<&str> = Vec::new();
-    let segs: Vec<&str> = path.split('/').collect();
-    let last = segs.len().saturating_sub(1);
-    for (i, s) in segs.iter().enumerate() {
-        match *s {
-            "." => {
-                if i == last {
-                    out.push("");
-                }
-            }
-            ".." => {
-                if out.len() > 1 {
-                    out.pop();
-                }
-                if i == last {
-                    out.push("");
-                }
-            }
-            s => out.push(s),
-        }
-    }
-    let j = out.join("/");
-    if j.starts_with('/') {
-        j
-    } else {
-        format!("/{j}")
     }
 }
 

@@ -43,37 +43,6 @@ fn split(url: &str) -> Option<Parts<'_>> {
     })
 }
 
-/// Removes `.` and `..` segments (RFC 3986 section 5.2.4).
-fn remove_dots(path: &str) -> String {
-    let mut out: Vec<&str> = Vec::new();
-    let segs: Vec<&str> = path.split('/').collect();
-    let last = segs.len().saturating_sub(1);
-    for (i, s) in segs.iter().enumerate() {
-        match *s {
-            "." => {
-                if i == last {
-                    out.push("");
-                }
-            }
-            ".." => {
-                if out.len() > 1 {
-                    out.pop();
-                }
-                if i == last {
-                    out.push("");
-                }
-            }
-            s => out.push(s),
-        }
-    }
-    let j = out.join("/");
-    if path.starts_with('/') && !j.starts_with('/') {
-        format!("/{j}")
-    } else {
-        j
-    }
-}
-
 /// Resolves `reference` against the absolute URL `base`. `None` when the
 /// base is not absolute.
 pub fn resolve(base: &str, reference: &str) -> Option<String> {
@@ -88,7 +57,7 @@ pub fn resolve(base: &str, reference: &str) -> Option<String> {
     let qpos = r.find(['?', '#']).unwrap_or(r.len());
     let (rpath, tail) = r.split_at(qpos);
     let path = if rpath.starts_with('/') {
-        remove_dots(rpath)
+        crate::uri::remove_dot_segments(rpath)
     } else if rpath.is_empty() {
         if tail.starts_with('#') {
             // Same document: keep the base's query.
@@ -103,7 +72,7 @@ pub fn resolve(base: &str, reference: &str) -> Option<String> {
             Some(i) => &b.path[..=i],
             None => "/",
         };
-        remove_dots(&format!("{dir}{rpath}"))
+        crate::uri::remove_dot_segments(&format!("{dir}{rpath}"))
     };
     let path = if path.is_empty() && !b.authority.is_empty() {
         "/".to_string()
