@@ -643,10 +643,12 @@ impl<W: Write> Recovery<'_, W> {
         // has lost its id or its date.
         if self.format == Format::Warc
             && !verified
-            && (h.record_id().is_none() || !matches!(h.date(), Some(Ok(_))))
+            && (!h.record_id().is_some_and(|id| id_is_whole(&id))
+                || !matches!(h.date(), Some(Ok(_))))
         {
+            // (An id that runs on into joined bytes is not whole.)
             framed = false;
-            reason.push("its header has no WARC-Record-ID or no valid WARC-Date".into());
+            reason.push("its header has no whole WARC-Record-ID or no valid WARC-Date".into());
         }
         if compressed && !content_bad && framed && digest_ok {
             verified = true;
@@ -998,4 +1000,13 @@ pub fn recover<W: Write>(path: &Path, out: W, opts: &RecoverOptions) -> Result<R
         .count() as u64;
     report.ranges.sort_by_key(|r| (r.start, r.end));
     Ok(report)
+}
+
+/// A WARC-Record-ID that is one token: a URI with no white space, in angle
+/// brackets when it opens with one.
+fn id_is_whole(id: &str) -> bool {
+    let id = id.trim();
+    !id.is_empty()
+        && !id.bytes().any(|b| b.is_ascii_whitespace())
+        && (!id.starts_with('<') || id.ends_with('>'))
 }
