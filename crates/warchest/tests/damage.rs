@@ -18,6 +18,7 @@
 //! It generalises the fixed cases of `recover.rs` to every fixture.
 
 mod common;
+use common::Rng;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -40,24 +41,6 @@ const MEMORY_CAP: u64 = 4 << 30;
 const MAX_RSS_MIB: u64 = 512;
 /// Longest one damaged file may take through all five operations.
 const CASE_TIMEOUT: Duration = Duration::from_secs(120);
-
-/// xorshift64*: a small seeded generator.
-#[derive(Clone)]
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
 
 /// One kind of damage, in the undamaged file's offsets.
 #[derive(Debug, Clone)]

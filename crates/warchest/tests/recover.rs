@@ -8,29 +8,13 @@
 //! `cargo test -p warchest --test recover -- --ignored`.
 
 mod common;
+use common::Rng;
 
 use std::io::{Read, Write};
 use std::path::Path;
 
 use warchest::archive::{Format, Reader};
 use warchest::recover::{OutputCompression, RecoverOptions, RecoverReport, recover};
-
-/// xorshift64*: a small seeded generator, enough for damage patterns.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
 
 /// A record of a file: its stored extent and its raw bytes (for plain
 /// files) and decompressed block.

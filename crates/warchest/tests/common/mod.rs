@@ -73,3 +73,25 @@ pub fn python_has(module: &str) -> bool {
     );
     true
 }
+
+/// xorshift64*: a small seeded generator, enough for damage patterns
+/// (the same seed gives the same cases on every machine).
+#[derive(Clone)]
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// The next value.
+    pub fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// A value in `0..n` (0 when n is 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
