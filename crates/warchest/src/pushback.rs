@@ -27,25 +27,6 @@ impl<S: Source> Pushback<S> {
         self.back.len() - self.back_pos
     }
 
-    pub(crate) fn fill_buf(&mut self) -> Result<&[u8]> {
-        if self.back_pos < self.back.len() {
-            return Ok(&self.back[self.back_pos..]);
-        }
-        self.src.fill_buf()
-    }
-
-    pub(crate) fn consume(&mut self, n: usize) {
-        if self.back_pos < self.back.len() {
-            self.back_pos = (self.back_pos + n).min(self.back.len());
-            if self.back_pos == self.back.len() {
-                self.back.clear();
-                self.back_pos = 0;
-            }
-        } else {
-            self.src.consume(n);
-        }
-    }
-
     /// Gives `bytes` back: they are read again before anything else.
     pub(crate) fn unread(&mut self, bytes: &[u8]) {
         if bytes.is_empty() {
@@ -58,56 +39,18 @@ impl<S: Source> Pushback<S> {
         self.back_pos = 0;
     }
 
-    pub(crate) fn next_member(&mut self) -> Result<bool> {
-        self.back.clear();
-        self.back_pos = 0;
-        self.src.next_member()
-    }
-
-    /// Decompressed bytes of the current member consumed so far.
-    pub(crate) fn member_pos(&self) -> u64 {
-        self.src.member_pos().saturating_sub(self.pending() as u64)
-    }
-
-    pub(crate) fn codec(&self) -> Codec {
-        self.src.codec()
-    }
-
-    pub(crate) fn member_end(&self) -> Option<u64> {
-        if self.pending() > 0 {
-            None
-        } else {
-            self.src.member_end()
-        }
-    }
-
     /// Stored offset of the read position, as precise as the codec allows
     /// (the member start for compressed members).
     pub(crate) fn stored_pos(&self) -> u64 {
-        if self.src.codec() == Codec::None {
-            self.src.member_offset() + self.member_pos()
-        } else {
-            self.src.member_offset()
-        }
+        crate::framing::stored_pos(self)
     }
 
-    pub(crate) fn drain_warnings(&mut self, out: &mut Vec<Warning>) {
-        self.src.drain_warnings(out);
-    }
-
-    /// Skips up to `n` bytes of the current member; how many were skipped.
-    pub(crate) fn skip(&mut self, mut n: u64) -> Result<u64> {
-        let mut done = 0;
-        while n > 0 && self.pending() > 0 {
-            let k = self.pending().min(usize::try_from(n).unwrap_or(usize::MAX));
-            self.consume(k);
-            n -= k as u64;
-            done += k as u64;
-        }
-        if n > 0 {
-            done += self.src.skip(n)?;
-        }
-        Ok(done)
+    /// Up to `n` bytes of the current member, left to be read again.
+    pub(crate) fn peek(&mut self, n: usize) -> Result<Vec<u8>> {
+        let mut v = Vec::with_capacity(n);
+        self.read_some(&mut v, n)?;
+        self.unread(&v);
+        Ok(v)
     }
 
     /// Reads up to `want` bytes of the current member into `out`; fewer only
@@ -215,6 +158,72 @@ impl<S: Source> Pushback<S> {
                 return Ok((skipped + m as u64, false));
             }
         }
+    }
+}
+
+// The pushed-back bytes come first; positions count them as not yet read.
+impl<S: Source> Source for Pushback<S> {
+    fn fill_buf(&mut self) -> Result<&[u8]> {
+        if self.back_pos < self.back.len() {
+            return Ok(&self.back[self.back_pos..]);
+        }
+        self.src.fill_buf()
+    }
+
+    fn consume(&mut self, n: usize) {
+        if self.back_pos < self.back.len() {
+            self.back_pos = (self.back_pos + n).min(self.back.len());
+            if self.back_pos == self.back.len() {
+                self.back.clear();
+                self.back_pos = 0;
+            }
+        } else {
+            self.src.consume(n);
+        }
+    }
+
+    fn next_member(&mut self) -> Result<bool> {
+        self.back.clear();
+        self.back_pos = 0;
+        self.src.next_member()
+    }
+
+    fn member_offset(&self) -> u64 {
+        self.src.member_offset()
+    }
+
+    fn codec(&self) -> Codec {
+        self.src.codec()
+    }
+
+    fn member_pos(&self) -> u64 {
+        self.src.member_pos().saturating_sub(self.pending() as u64)
+    }
+
+    fn member_end(&self) -> Option<u64> {
+        if self.pending() > 0 {
+            None
+        } else {
+            self.src.member_end()
+        }
+    }
+
+    fn drain_warnings(&mut self, out: &mut Vec<Warning>) {
+        self.src.drain_warnings(out);
+    }
+
+    fn skip(&mut self, mut n: u64) -> Result<u64> {
+        let mut done = 0;
+        while n > 0 && self.pending() > 0 {
+            let k = self.pending().min(usize::try_from(n).unwrap_or(usize::MAX));
+            self.consume(k);
+            n -= k as u64;
+            done += k as u64;
+        }
+        if n > 0 {
+            done += self.src.skip(n)?;
+        }
+        Ok(done)
     }
 }
 

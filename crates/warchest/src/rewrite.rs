@@ -545,11 +545,7 @@ struct Keep<'a, R> {
 
 impl<R: BufRead> Read for Keep<'_, R> {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        let buf = self.fill_buf()?;
-        let n = buf.len().min(out.len());
-        out[..n].copy_from_slice(&buf[..n]);
-        self.consume(n);
-        Ok(n)
+        crate::framing::read_buffered(self, out)
     }
 }
 

@@ -2,13 +2,14 @@
 
 use crate::error::Diagnostics;
 use std::fs::File;
-use std::io::{self, BufRead, Read};
+use std::io::Read;
 use std::path::Path;
 
 use super::{ArcHeader, ArcVersion, Trust, is_scheme_start};
 use crate::codec::{Codec, Decoder, Source};
 use crate::error::{Error, ErrorKind, Result, Warning, WarningKind};
 use crate::fields::Fields;
+use crate::framing::{self, Framing, is_line_end};
 use crate::pushback::Pushback;
 use crate::warc::{ReaderOptions, RecordEnd, RecordLocation, WarcDate, WarcHeader};
 
@@ -101,10 +102,6 @@ impl Reader<Decoder<File>> {
         let f = File::open(path).map_err(|e| Error::from(e).in_file(path))?;
         Ok(Reader::with_options(f, ReaderOptions::default().file(path)))
     }
-}
-
-fn is_line_end(b: u8) -> bool {
-    b == b'\r' || b == b'\n'
 }
 
 /// True when `bytes` (after line ends) begin like a URL-record line.
@@ -202,10 +199,6 @@ impl<S: Source> Reader<S> {
         self.diag.deviation(kind, offset, record, id, msg)
     }
 
-    fn locate(&self, e: Error) -> Error {
-        self.diag.locate(e)
-    }
-
     /// The next record; what the caller left unread of the previous one is
     /// skipped. `Ok(None)` at the end; after an error the reader is fused.
     ///
@@ -213,21 +206,7 @@ impl<S: Source> Reader<S> {
     /// I/O errors, corrupt compression (strict), any deviation (strict), a
     /// version block larger than [`Limits::max_header_block`](crate::Limits).
     pub fn next_record(&mut self) -> Result<Option<Record<'_, S>>> {
-        if self.done {
-            return Ok(None);
-        }
-        match self.advance() {
-            Ok(true) => Ok(Some(Record { reader: self })),
-            Ok(false) => {
-                self.done = true;
-                Ok(None)
-            }
-            Err(e) => {
-                self.done = true;
-                self.cur = None;
-                Err(self.locate(e))
-            }
-        }
+        framing::next_record(self)
     }
 
     /// The block of the record last returned by
@@ -235,8 +214,7 @@ impl<S: Source> Reader<S> {
     /// when that record was dropped unfinished. Lets a type that owns the
     /// reader stream a block without holding the borrowed [`Record`].
     pub fn current_block(&mut self) -> Option<BlockReader<'_, S>> {
-        self.cur.as_ref()?;
-        Some(BlockReader { reader: self })
+        framing::current_block(self)
     }
 
     /// Finishes the record last returned by
@@ -246,37 +224,7 @@ impl<S: Source> Reader<S> {
     /// # Errors
     /// As [`Reader::next_record`].
     pub fn finish_record(&mut self) -> Result<Option<RecordEnd>> {
-        if self.cur.is_none() {
-            return Ok(None);
-        }
-        match self.finish_current() {
-            Ok(e) => Ok(Some(e)),
-            Err(e) => {
-                self.done = true;
-                Err(self.locate(e))
-            }
-        }
-    }
-
-    fn advance(&mut self) -> Result<bool> {
-        if self.cur.is_some() {
-            self.finish_current()?;
-        }
-        if !self.find_start()? {
-            return Ok(false);
-        }
-        let Some((h, offset, in_member)) = self.read_record_line()? else {
-            return Ok(false);
-        };
-        self.start_record(h, offset, in_member)?;
-        Ok(true)
-    }
-
-    fn peek(&mut self, n: usize) -> Result<Vec<u8>> {
-        let mut v = Vec::with_capacity(n);
-        self.input.read_some(&mut v, n)?;
-        self.input.unread(&v);
-        Ok(v)
+        framing::finish_record(self)
     }
 
     /// Skips line ends up to the next non-empty line. False at the end.
@@ -543,7 +491,8 @@ impl<S: Source> Reader<S> {
         Ok(())
     }
 
-    fn block_ready(&mut self) -> Result<Ready> {
+    /// Where the next block bytes come from.
+    fn ready(&mut self) -> Result<Ready> {
         loop {
             let Some(cur) = self.cur.as_ref() else {
                 return Ok(Ready::End);
@@ -565,31 +514,6 @@ impl<S: Source> Reader<S> {
         }
     }
 
-    fn block_fill(&mut self) -> Result<&[u8]> {
-        match self.block_ready()? {
-            Ready::End => Ok(&[]),
-            Ready::Prefix => Ok(self
-                .cur
-                .as_ref()
-                .map(|c| &c.prefix[c.prefix_pos..])
-                .unwrap_or_default()),
-            Ready::Input(n) => Ok(&self.input.fill_buf()?[..n]),
-        }
-    }
-
-    fn block_consume(&mut self, n: usize) {
-        let Some(cur) = self.cur.as_mut() else {
-            return;
-        };
-        cur.read += n as u64;
-        if cur.prefix_pos < cur.prefix.len() {
-            cur.prefix_pos = (cur.prefix_pos + n).min(cur.prefix.len());
-        } else {
-            self.input.consume(n);
-            cur.remaining -= n as u64;
-        }
-    }
-
     /// The member ended inside the block: a wrong Archive-length (the next
     /// member starts a record), a record spanning members, or the end.
     fn block_member_end(&mut self) -> Result<()> {
@@ -608,7 +532,7 @@ impl<S: Source> Reader<S> {
         let member_end = self.input.member_end();
         let more = compressed && self.input.next_member()?;
         if more {
-            let next = self.peek(256)?;
+            let next = self.input.peek(256)?;
             let next_is_record = looks_like_record_start(&next);
             if next_is_record && at_start && !self.opts.strict {
                 self.warn(
@@ -661,6 +585,27 @@ impl<S: Source> Reader<S> {
         }
         Ok(())
     }
+}
+
+impl<S: Source> Framing for Reader<S> {
+    fn read_next(&mut self) -> Result<bool> {
+        if !self.find_start()? {
+            return Ok(false);
+        }
+        let Some((h, offset, in_member)) = self.read_record_line()? else {
+            return Ok(false);
+        };
+        self.start_record(h, offset, in_member)?;
+        Ok(true)
+    }
+
+    fn location(&self) -> Option<RecordLocation> {
+        self.cur.as_ref().map(|c| c.loc)
+    }
+
+    fn drop_current(&mut self) {
+        self.cur = None;
+    }
 
     /// Skips the rest of the document and the newline after it.
     fn finish_current(&mut self) -> Result<RecordEnd> {
@@ -691,7 +636,7 @@ impl<S: Source> Reader<S> {
         };
         if !cur.truncated && !cur.cut_at_member {
             let at = self.input.stored_pos();
-            match self.peek(2)?.as_slice() {
+            match self.input.peek(2)?.as_slice() {
                 [b'\n', ..] => self.input.consume(1),
                 [b'\r', b'\n'] => self.input.consume(2),
                 // A member end separates records well enough (Heritrix
@@ -720,36 +665,67 @@ impl<S: Source> Reader<S> {
                 self.input.consume(n);
             }
         }
-        let end = if let Some(e) = cur.cut_end {
-            Some(e)
-        } else if self.input.codec() == Codec::None {
-            Some(self.input.stored_pos())
-        } else if self.input.fill_buf()?.is_empty() {
-            self.input.member_end()
-        } else {
-            None
-        };
-        let rec_end = RecordEnd {
-            stored_len: end.and_then(|e| e.checked_sub(cur.loc.offset)),
-            block_len: cur.read,
-            truncated: cur.truncated,
-        };
+        let rec_end = framing::record_end(
+            &mut self.input,
+            &cur.loc,
+            cur.cut_end,
+            cur.read,
+            cur.truncated,
+        )?;
         self.last_end = Some(rec_end);
         Ok(rec_end)
     }
-}
 
-/// A record being read: its WARC view, its ARC line and its document.
-pub struct Record<'r, S> {
-    reader: &'r mut Reader<S>,
-}
-
-impl<S: Source> Record<'_, S> {
-    /// The WARC header its conversion carries.
-    pub fn header(&self) -> &WarcHeader {
-        &self.reader.view
+    fn block_ready(&mut self) -> Result<()> {
+        self.ready().map(|_| ())
     }
 
+    fn block_fill(&mut self) -> Result<&[u8]> {
+        match self.ready()? {
+            Ready::End => Ok(&[]),
+            Ready::Prefix => Ok(self
+                .cur
+                .as_ref()
+                .map(|c| &c.prefix[c.prefix_pos..])
+                .unwrap_or_default()),
+            Ready::Input(n) => Ok(&self.input.fill_buf()?[..n]),
+        }
+    }
+
+    fn block_consume(&mut self, n: usize) {
+        let Some(cur) = self.cur.as_mut() else {
+            return;
+        };
+        cur.read += n as u64;
+        if cur.prefix_pos < cur.prefix.len() {
+            cur.prefix_pos = (cur.prefix_pos + n).min(cur.prefix.len());
+        } else {
+            self.input.consume(n);
+            cur.remaining -= n as u64;
+        }
+    }
+
+    fn view(&self) -> &WarcHeader {
+        &self.view
+    }
+
+    fn fuse(&mut self) {
+        self.done = true;
+    }
+
+    fn is_fused(&self) -> bool {
+        self.done
+    }
+
+    fn locate(&self, e: Error) -> Error {
+        self.diag.locate(e)
+    }
+}
+
+/// An ARC record being read: its WARC view, its ARC line and its document.
+pub type Record<'r, S> = framing::Record<'r, Reader<S>>;
+
+impl<S: Source> Record<'_, S> {
     /// The URL-record line as written, parsed.
     pub fn arc_header(&self) -> Option<&ArcHeader> {
         self.reader.header.as_ref()
@@ -766,90 +742,11 @@ impl<S: Source> Record<'_, S> {
     pub fn leftovers(&self) -> &Fields {
         &self.reader.leftovers
     }
-
-    /// Where the record is (its offset is its line's, or its member's).
-    pub fn location(&self) -> RecordLocation {
-        self.reader.cur.as_ref().map_or(
-            RecordLocation {
-                index: 0,
-                offset: 0,
-                codec: Codec::None,
-                offset_in_member: 0,
-                header_len: 0,
-            },
-            |c| c.loc,
-        )
-    }
-
-    /// The block, streamed: the document, or for the filedesc record the
-    /// line and version block.
-    pub fn block(&mut self) -> BlockReader<'_, S> {
-        BlockReader {
-            reader: self.reader,
-        }
-    }
-
-    /// Reads the rest of the block into memory.
-    ///
-    /// # Errors
-    /// As reading the block.
-    pub fn read_block(&mut self) -> Result<Vec<u8>> {
-        let mut v = Vec::new();
-        self.block().read_to_end(&mut v).map_err(Error::from)?;
-        Ok(v)
-    }
-
-    /// Skips what is left and says how the record ended.
-    ///
-    /// # Errors
-    /// As [`Reader::next_record`].
-    pub fn finish(self) -> Result<RecordEnd> {
-        let r = self.reader;
-        match r.finish_current() {
-            Ok(e) => Ok(e),
-            Err(e) => {
-                r.done = true;
-                Err(r.locate(e))
-            }
-        }
-    }
-
-    /// The reader.
-    pub fn reader(&self) -> &Reader<S> {
-        self.reader
-    }
 }
 
-/// The block of the current record as a stream.
-pub struct BlockReader<'a, S> {
-    reader: &'a mut Reader<S>,
-}
-
-impl<S: Source> Read for BlockReader<'_, S> {
-    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        let buf = self.fill_buf()?;
-        let n = buf.len().min(out.len());
-        out[..n].copy_from_slice(&buf[..n]);
-        self.consume(n);
-        Ok(n)
-    }
-}
-
-impl<S: Source> BufRead for BlockReader<'_, S> {
-    fn fill_buf(&mut self) -> io::Result<&[u8]> {
-        let r = &mut *self.reader;
-        if let Err(e) = r.block_ready() {
-            let e = r.locate(e);
-            r.done = true;
-            return Err(e.into());
-        }
-        r.block_fill().map_err(io::Error::from)
-    }
-
-    fn consume(&mut self, n: usize) {
-        self.reader.block_consume(n);
-    }
-}
+/// The block of the current ARC record as a stream: the document, or for
+/// the filedesc record the line and version block.
+pub type BlockReader<'a, S> = framing::BlockReader<'a, Reader<S>>;
 
 #[cfg(test)]
 mod tests {

@@ -2,15 +2,16 @@
 
 use crate::error::Diagnostics;
 use std::fs::File;
-use std::io::{self, BufRead, Read};
+use std::io::Read;
 use std::path::Path;
 
 use flate2::{Decompress, FlushDecompress, Status};
 
 use super::Header;
-use crate::codec::{Codec, Decoder, Source};
+use crate::codec::{Decoder, Source};
 use crate::error::{Error, ErrorKind, Result, Warning, WarningKind};
 use crate::fields::Fields;
+use crate::framing::{self, Framing, is_line_end};
 use crate::pushback::Pushback;
 use crate::warc::{ReaderOptions, RecordEnd, RecordLocation, WarcHeader};
 
@@ -131,10 +132,6 @@ impl Reader<Decoder<File>> {
     }
 }
 
-fn is_line_end(b: u8) -> bool {
-    b == b'\r' || b == b'\n'
-}
-
 impl<S: Source> Reader<S> {
     /// A reader over an already built source.
     pub fn from_source(src: S, opts: ReaderOptions) -> Self {
@@ -201,31 +198,13 @@ impl<S: Source> Reader<S> {
         self.diag.deviation(kind, offset, record, id, msg)
     }
 
-    fn locate(&self, e: Error) -> Error {
-        self.diag.locate(e)
-    }
-
     /// The next record; what the caller left unread of the previous one is
     /// skipped. `Ok(None)` at the end; after an error the reader is fused.
     ///
     /// # Errors
     /// I/O errors, corrupt compression (strict), any deviation (strict).
     pub fn next_record(&mut self) -> Result<Option<Record<'_, S>>> {
-        if self.done {
-            return Ok(None);
-        }
-        match self.advance() {
-            Ok(true) => Ok(Some(Record { reader: self })),
-            Ok(false) => {
-                self.done = true;
-                Ok(None)
-            }
-            Err(e) => {
-                self.done = true;
-                self.cur = None;
-                Err(self.locate(e))
-            }
-        }
+        framing::next_record(self)
     }
 
     /// The block of the record last returned by
@@ -233,8 +212,7 @@ impl<S: Source> Reader<S> {
     /// when that record was dropped unfinished. Lets a type that owns the
     /// reader stream a block without holding the borrowed [`Record`].
     pub fn current_block(&mut self) -> Option<BlockReader<'_, S>> {
-        self.cur.as_ref()?;
-        Some(BlockReader { reader: self })
+        framing::current_block(self)
     }
 
     /// Finishes the record last returned by
@@ -244,40 +222,7 @@ impl<S: Source> Reader<S> {
     /// # Errors
     /// As [`Reader::next_record`].
     pub fn finish_record(&mut self) -> Result<Option<RecordEnd>> {
-        if self.cur.is_none() {
-            return Ok(None);
-        }
-        match self.finish_current() {
-            Ok(e) => Ok(Some(e)),
-            Err(e) => {
-                self.done = true;
-                Err(self.locate(e))
-            }
-        }
-    }
-
-    fn advance(&mut self) -> Result<bool> {
-        if self.cur.is_some() {
-            self.finish_current()?;
-        }
-        loop {
-            if !self.find_start()? {
-                return Ok(false);
-            }
-            match self.read_header()? {
-                Some(true) => return Ok(true),
-                Some(false) => continue,
-                None => return Ok(false),
-            }
-        }
-    }
-
-    /// Peeks at up to `n` bytes of the current member.
-    fn peek(&mut self, n: usize) -> Result<Vec<u8>> {
-        let mut v = Vec::with_capacity(n);
-        self.input.read_some(&mut v, n)?;
-        self.input.unread(&v);
-        Ok(v)
+        framing::finish_record(self)
     }
 
     /// Skips line ends and damage up to the next `version:`. False at the
@@ -316,7 +261,7 @@ impl<S: Source> Reader<S> {
                 )?;
                 blank = 0;
             }
-            if self.peek(START.len())? == START {
+            if self.input.peek(START.len())? == START {
                 return Ok(true);
             }
             let start = self.input.stored_pos();
@@ -499,24 +444,7 @@ impl<S: Source> Reader<S> {
                 }
             });
             let scan_to = interrupted.unwrap_or(chunk.len());
-            let mut end = None;
-            for nl in memchr::memchr_iter(b'\n', &chunk[..scan_to]) {
-                let at = |k: usize| -> Option<u8> {
-                    if nl >= k {
-                        Some(chunk[nl - k])
-                    } else {
-                        buf.len().checked_sub(k - nl).map(|i| buf[i])
-                    }
-                };
-                let mut k = 1;
-                while at(k) == Some(b'\r') {
-                    k += 1;
-                }
-                if k < 64 && at(k) == Some(b'\n') {
-                    end = Some(nl + 1);
-                    break;
-                }
-            }
+            let end = framing::header_end(buf, &chunk[..scan_to]);
             if let (None, Some(p)) = (end, interrupted)
                 && buf.len() + p <= max
             {
@@ -649,7 +577,7 @@ impl<S: Source> Reader<S> {
     /// that has `unzip-length`.
     fn sniff_coding(&mut self, cur: &mut Current, offset: u64, index: u64) -> Result<Coding> {
         let want = usize::try_from(cur.left.min(MAX_GZIP_HEADER as u64)).unwrap_or(0);
-        let head = self.peek(want.min(3))?;
+        let head = self.input.peek(want.min(3))?;
         if head.len() >= 2 {
             let (cmf, flg) = (head[0], head[1]);
             if cmf & 0x0f == 8 && cmf >> 4 <= 7 && (u16::from(cmf) << 8 | u16::from(flg)) % 31 == 0
@@ -657,7 +585,7 @@ impl<S: Source> Reader<S> {
                 return Ok(Coding::Zlib);
             }
             if head.len() >= 3 && head[..3] == [0x1f, 0x8b, 0x08] {
-                let head = self.peek(want)?;
+                let head = self.input.peek(want)?;
                 if let Ok(Some(h)) = crate::codec::parse_gzip_header(&head) {
                     let n = h.len.min(cur.left);
                     self.input.skip(n)?;
@@ -833,7 +761,8 @@ impl<S: Source> Reader<S> {
         self.deviation(WarningKind::DamagedContent, offset, Some(index), msg)
     }
 
-    fn block_ready(&mut self) -> Result<Ready> {
+    /// Which bytes the block reads next.
+    fn ready(&mut self) -> Result<Ready> {
         loop {
             let Some(cur) = self.cur.as_ref() else {
                 return Ok(Ready::End);
@@ -880,31 +809,56 @@ impl<S: Source> Reader<S> {
         }
     }
 
-    fn block_fill(&mut self) -> Result<&[u8]> {
-        match self.block_ready()? {
-            Ready::End => Ok(&[]),
-            Ready::Prefix => {
-                let c = self.cur.as_ref().map(|c| &c.prefix[c.prefix_pos..]);
-                Ok(c.unwrap_or_default())
+    /// The blank line (one LF) after the content.
+    fn read_trailer(&mut self, cur: &Current) -> Result<()> {
+        let at = self.input.stored_pos();
+        let p = self.input.peek(2)?;
+        match p.as_slice() {
+            [b'\n', ..] => self.input.consume(1),
+            [b'\r', b'\n'] => {
+                self.input.consume(2);
+                self.deviation(
+                    WarningKind::LineEnd,
+                    at,
+                    Some(cur.loc.index),
+                    "the blank line after the content is CR LF, not LF".into(),
+                )?;
             }
-            Ready::Input(n) => Ok(&self.input.fill_buf()?[..n]),
-            Ready::Out => Ok(&self.out[self.out_start..self.out_end]),
+            // The last record may lack its blank line.
+            [] => {}
+            _ => {
+                self.deviation(
+                    WarningKind::BadTrailer,
+                    at,
+                    Some(cur.loc.index),
+                    "the content is not followed by a blank line; length may be wrong".into(),
+                )?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<S: Source> Framing for Reader<S> {
+    fn read_next(&mut self) -> Result<bool> {
+        loop {
+            if !self.find_start()? {
+                return Ok(false);
+            }
+            match self.read_header()? {
+                Some(true) => return Ok(true),
+                Some(false) => continue,
+                None => return Ok(false),
+            }
         }
     }
 
-    fn block_consume(&mut self, n: usize) {
-        let Some(cur) = self.cur.as_mut() else {
-            return;
-        };
-        cur.produced += n as u64;
-        if cur.coding != Coding::Stored {
-            self.out_start = (self.out_start + n).min(self.out_end);
-        } else if cur.prefix_pos < cur.prefix.len() {
-            cur.prefix_pos = (cur.prefix_pos + n).min(cur.prefix.len());
-        } else {
-            self.input.consume(n);
-            cur.left -= n as u64;
-        }
+    fn location(&self) -> Option<RecordLocation> {
+        self.cur.as_ref().map(|c| c.loc)
+    }
+
+    fn drop_current(&mut self) {
+        self.cur = None;
     }
 
     /// Skips the rest of the content and the blank line after it.
@@ -968,68 +922,70 @@ impl<S: Source> Reader<S> {
         if !cur.truncated {
             self.read_trailer(&cur)?;
         }
-        let end = if self.input.codec() == Codec::None {
-            Some(self.input.stored_pos())
-        } else if self.input.fill_buf()?.is_empty() {
-            self.input.member_end()
-        } else {
-            None
-        };
         let block_len = if cur.coding == Coding::Stored {
             cur.length - cur.left
         } else {
             cur.decoded
         };
-        let rec_end = RecordEnd {
-            stored_len: end.and_then(|e| e.checked_sub(cur.loc.offset)),
-            block_len,
-            truncated: cur.truncated,
-        };
+        let rec_end =
+            framing::record_end(&mut self.input, &cur.loc, None, block_len, cur.truncated)?;
         self.last_end = Some(rec_end);
         Ok(rec_end)
     }
 
-    /// The blank line (one LF) after the content.
-    fn read_trailer(&mut self, cur: &Current) -> Result<()> {
-        let at = self.input.stored_pos();
-        let p = self.peek(2)?;
-        match p.as_slice() {
-            [b'\n', ..] => self.input.consume(1),
-            [b'\r', b'\n'] => {
-                self.input.consume(2);
-                self.deviation(
-                    WarningKind::LineEnd,
-                    at,
-                    Some(cur.loc.index),
-                    "the blank line after the content is CR LF, not LF".into(),
-                )?;
+    fn block_ready(&mut self) -> Result<()> {
+        self.ready().map(|_| ())
+    }
+
+    fn block_fill(&mut self) -> Result<&[u8]> {
+        match self.ready()? {
+            Ready::End => Ok(&[]),
+            Ready::Prefix => {
+                let c = self.cur.as_ref().map(|c| &c.prefix[c.prefix_pos..]);
+                Ok(c.unwrap_or_default())
             }
-            // The last record may lack its blank line.
-            [] => {}
-            _ => {
-                self.deviation(
-                    WarningKind::BadTrailer,
-                    at,
-                    Some(cur.loc.index),
-                    "the content is not followed by a blank line; length may be wrong".into(),
-                )?;
-            }
+            Ready::Input(n) => Ok(&self.input.fill_buf()?[..n]),
+            Ready::Out => Ok(&self.out[self.out_start..self.out_end]),
         }
-        Ok(())
+    }
+
+    fn block_consume(&mut self, n: usize) {
+        let Some(cur) = self.cur.as_mut() else {
+            return;
+        };
+        cur.produced += n as u64;
+        if cur.coding != Coding::Stored {
+            self.out_start = (self.out_start + n).min(self.out_end);
+        } else if cur.prefix_pos < cur.prefix.len() {
+            cur.prefix_pos = (cur.prefix_pos + n).min(cur.prefix.len());
+        } else {
+            self.input.consume(n);
+            cur.left -= n as u64;
+        }
+    }
+
+    fn view(&self) -> &WarcHeader {
+        &self.view
+    }
+
+    fn fuse(&mut self) {
+        self.done = true;
+    }
+
+    fn is_fused(&self) -> bool {
+        self.done
+    }
+
+    fn locate(&self, e: Error) -> Error {
+        self.diag.locate(e)
     }
 }
 
-/// A record being read: its WARC view, its properties and its content.
-pub struct Record<'r, S> {
-    reader: &'r mut Reader<S>,
-}
+/// A Web InfoMall record being read: its WARC view, its properties and its
+/// content.
+pub type Record<'r, S> = framing::Record<'r, Reader<S>>;
 
 impl<S: Source> Record<'_, S> {
-    /// The WARC header its conversion carries.
-    pub fn header(&self) -> &WarcHeader {
-        &self.reader.view
-    }
-
     /// The properties as written.
     pub fn infomall_header(&self) -> &Header {
         &self.reader.header
@@ -1038,20 +994,6 @@ impl<S: Source> Record<'_, S> {
     /// The header as stored, `version` to blank line.
     pub fn raw_header(&self) -> &[u8] {
         self.reader.header.as_bytes()
-    }
-
-    /// Where the record is (its offset is the `v` of `version:`).
-    pub fn location(&self) -> RecordLocation {
-        self.reader.cur.as_ref().map_or(
-            RecordLocation {
-                index: 0,
-                offset: 0,
-                codec: Codec::None,
-                offset_in_member: 0,
-                header_len: 0,
-            },
-            |c| c.loc,
-        )
     }
 
     /// How the content is stored.
@@ -1071,75 +1013,11 @@ impl<S: Source> Record<'_, S> {
     pub fn is_compressed(&self) -> bool {
         self.coding() != Coding::Stored
     }
-
-    /// The content, decompressed, streamed.
-    pub fn block(&mut self) -> BlockReader<'_, S> {
-        BlockReader {
-            reader: self.reader,
-        }
-    }
-
-    /// Reads the rest of the content into memory.
-    ///
-    /// # Errors
-    /// As reading the block.
-    pub fn read_block(&mut self) -> Result<Vec<u8>> {
-        let mut v = Vec::new();
-        self.block().read_to_end(&mut v).map_err(Error::from)?;
-        Ok(v)
-    }
-
-    /// Skips what is left and says how the record ended.
-    ///
-    /// # Errors
-    /// As [`Reader::next_record`].
-    pub fn finish(self) -> Result<RecordEnd> {
-        let r = self.reader;
-        match r.finish_current() {
-            Ok(e) => Ok(e),
-            Err(e) => {
-                r.done = true;
-                Err(r.locate(e))
-            }
-        }
-    }
-
-    /// The reader.
-    pub fn reader(&self) -> &Reader<S> {
-        self.reader
-    }
 }
 
-/// The content of the current record as a stream (decompressed).
-pub struct BlockReader<'a, S> {
-    reader: &'a mut Reader<S>,
-}
-
-impl<S: Source> Read for BlockReader<'_, S> {
-    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        let buf = self.fill_buf()?;
-        let n = buf.len().min(out.len());
-        out[..n].copy_from_slice(&buf[..n]);
-        self.consume(n);
-        Ok(n)
-    }
-}
-
-impl<S: Source> BufRead for BlockReader<'_, S> {
-    fn fill_buf(&mut self) -> io::Result<&[u8]> {
-        let r = &mut *self.reader;
-        if let Err(e) = r.block_ready() {
-            let e = r.locate(e);
-            r.done = true;
-            return Err(e.into());
-        }
-        r.block_fill().map_err(io::Error::from)
-    }
-
-    fn consume(&mut self, n: usize) {
-        self.reader.block_consume(n);
-    }
-}
+/// The content of the current Web InfoMall record as a stream
+/// (decompressed).
+pub type BlockReader<'a, S> = framing::BlockReader<'a, Reader<S>>;
 
 #[cfg(test)]
 mod tests {

@@ -2,13 +2,14 @@
 
 use crate::error::Diagnostics;
 use std::fs::File;
-use std::io::{self, BufRead, Read};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use super::header::{Version, WarcHeader};
 use crate::codec::{Codec, Decoder, DecoderOptions, Source};
 use crate::error::{Error, ErrorKind, Result, Warning, WarningKind};
 use crate::fields::{FieldIssue, Fields};
+use crate::framing::{self, Framing, is_line_end};
 use crate::limits::Limits;
 
 /// How a [`Reader`] reads.
@@ -123,7 +124,6 @@ pub struct Reader<S> {
     /// by resynchronisation across a buffer boundary).
     carry: Vec<u8>,
     done: bool,
-    started: bool,
 }
 
 impl<R: Read> Reader<Decoder<R>> {
@@ -174,10 +174,6 @@ fn is_record_start(buf: &[u8]) -> bool {
     buf.len() >= 5 && buf[..5].eq_ignore_ascii_case(b"WARC/")
 }
 
-fn is_crlf(b: u8) -> bool {
-    b == b'\r' || b == b'\n'
-}
-
 impl<S: Source> Reader<S> {
     /// A reader over an already built source.
     pub fn from_source(src: S, opts: ReaderOptions) -> Self {
@@ -193,7 +189,6 @@ impl<S: Source> Reader<S> {
             issues: Vec::new(),
             carry: Vec::new(),
             done: false,
-            started: false,
         }
     }
 
@@ -233,11 +228,7 @@ impl<S: Source> Reader<S> {
     /// Offset in the stored file of the current read position, as precise as
     /// the codec allows (member start for compressed members).
     fn stored_pos(&self) -> u64 {
-        if self.src.codec() == Codec::None {
-            self.src.member_offset() + self.src.member_pos()
-        } else {
-            self.src.member_offset()
-        }
+        framing::stored_pos(&self.src)
     }
 
     fn warn(&mut self, kind: WarningKind, offset: u64, record: Option<u64>, msg: String) {
@@ -254,10 +245,6 @@ impl<S: Source> Reader<S> {
         )
     }
 
-    fn locate(&self, e: Error) -> Error {
-        self.diag.locate(e)
-    }
-
     /// Reads the next record's header; its block is then read through the
     /// returned [`Record`]. What the caller leaves unread is skipped by the
     /// next call. `Ok(None)` at the end of the input; after an error the
@@ -268,21 +255,7 @@ impl<S: Source> Reader<S> {
     /// deviation from the WARC grammar; in lenient mode a header block beyond
     /// [`Limits::max_header_block`].
     pub fn next_record(&mut self) -> Result<Option<Record<'_, S>>> {
-        if self.done {
-            return Ok(None);
-        }
-        match self.advance() {
-            Ok(true) => Ok(Some(Record { reader: self })),
-            Ok(false) => {
-                self.done = true;
-                Ok(None)
-            }
-            Err(e) => {
-                self.done = true;
-                self.cur = None;
-                Err(self.locate(e))
-            }
-        }
+        framing::next_record(self)
     }
 
     /// The block of the record last returned by
@@ -290,8 +263,7 @@ impl<S: Source> Reader<S> {
     /// when that record was dropped unfinished. Lets a type that owns the
     /// reader stream a block without holding the borrowed [`Record`].
     pub fn current_block(&mut self) -> Option<BlockReader<'_, S>> {
-        self.cur.as_ref()?;
-        Some(BlockReader { reader: self })
+        framing::current_block(self)
     }
 
     /// Finishes the record last returned by
@@ -301,30 +273,7 @@ impl<S: Source> Reader<S> {
     /// # Errors
     /// As [`Reader::next_record`].
     pub fn finish_record(&mut self) -> Result<Option<RecordEnd>> {
-        if self.cur.is_none() {
-            return Ok(None);
-        }
-        match self.finish_current() {
-            Ok(e) => Ok(Some(e)),
-            Err(e) => {
-                self.done = true;
-                Err(self.locate(e))
-            }
-        }
-    }
-
-    /// Finishes the current record (if any) and reads the next header.
-    fn advance(&mut self) -> Result<bool> {
-        if self.cur.is_some() {
-            self.finish_current()?;
-        }
-        if !self.started {
-            self.started = true;
-        }
-        if !self.find_start()? {
-            return Ok(false);
-        }
-        self.read_header()
+        framing::finish_record(self)
     }
 
     /// Skips CR/LF and damage up to the next record start. Returns false at
@@ -342,7 +291,7 @@ impl<S: Source> Reader<S> {
         loop {
             let buf = self.src.fill_buf()?;
             let len = buf.len();
-            let n = buf.iter().take_while(|&&b| is_crlf(b)).count();
+            let n = buf.iter().take_while(|&&b| is_line_end(b)).count();
             let starts = is_record_start(buf)
                 || (n == 0 && len < 5 && b"WARC/"[..len].eq_ignore_ascii_case(buf));
             if len == 0 {
@@ -568,26 +517,7 @@ impl<S: Source> Reader<S> {
                 spans_members = true;
                 continue;
             }
-            let mut end = None;
-            for nl in memchr::memchr_iter(b'\n', chunk) {
-                let at = |k: usize| -> Option<u8> {
-                    // Byte k places before chunk[nl], looking into buf when needed.
-                    if nl >= k {
-                        Some(chunk[nl - k])
-                    } else {
-                        buf.len().checked_sub(k - nl).map(|i| buf[i])
-                    }
-                };
-                // An empty line: LF, any CRs, LF (CR CR LF line ends are seen).
-                let mut k = 1;
-                while at(k) == Some(b'\r') {
-                    k += 1;
-                }
-                if k < 64 && at(k) == Some(b'\n') {
-                    end = Some(nl + 1);
-                    break;
-                }
-            }
+            let end = framing::header_end(buf, chunk);
             let take = end.unwrap_or(chunk.len());
             if buf.len() + take > max {
                 return Err(self.error(
@@ -737,26 +667,6 @@ impl<S: Source> Reader<S> {
         Ok(true)
     }
 
-    /// Fills with block bytes of the current record; empty at its end.
-    fn block_fill(&mut self) -> Result<&[u8]> {
-        loop {
-            let Some(cur) = self.cur.as_ref() else {
-                return Ok(&[]);
-            };
-            if cur.remaining == 0 {
-                return Ok(&[]);
-            }
-            let remaining = cur.remaining;
-            let avail = self.src.fill_buf()?.len();
-            if avail > 0 {
-                let n = usize::try_from(remaining).unwrap_or(usize::MAX).min(avail);
-                let buf = self.src.fill_buf()?;
-                return Ok(&buf[..n]);
-            }
-            self.block_member_end()?;
-        }
-    }
-
     /// The member ended inside the block: go on into the next member, or
     /// decide that Content-Length was wrong, or that the input is truncated.
     fn block_member_end(&mut self) -> Result<()> {
@@ -829,62 +739,6 @@ impl<S: Source> Reader<S> {
         Ok(())
     }
 
-    fn block_consume(&mut self, n: usize) {
-        self.src.consume(n);
-        if let Some(cur) = self.cur.as_mut() {
-            cur.remaining -= n as u64;
-            cur.read += n as u64;
-        }
-    }
-
-    /// Skips the rest of the block and the trailer; sets `last_end`.
-    fn finish_current(&mut self) -> Result<RecordEnd> {
-        // Skip the block.
-        while let Some(cur) = self.cur.as_ref() {
-            if cur.remaining == 0 {
-                break;
-            }
-            let want = cur.remaining;
-            let n = self.src.skip(want)?;
-            if let Some(cur) = self.cur.as_mut() {
-                cur.remaining -= n;
-                cur.read += n;
-            }
-            if n < want {
-                self.block_member_end()?;
-            }
-        }
-        let Some(cur) = self.cur.take() else {
-            return Ok(self.last_end.unwrap_or(RecordEnd {
-                stored_len: None,
-                block_len: 0,
-                truncated: false,
-            }));
-        };
-        let index = cur.loc.index;
-        // Put the header back in place for warnings naming the record id.
-        if !cur.truncated && !cur.cut_at_member {
-            self.read_trailer(&cur)?;
-        }
-        let end = if let Some(e) = cur.cut_end {
-            Some(e)
-        } else if self.src.codec() == Codec::None {
-            Some(self.src.member_offset() + self.src.member_pos())
-        } else if self.src.fill_buf()?.is_empty() {
-            self.src.member_end()
-        } else {
-            None
-        };
-        let rec_end = RecordEnd {
-            stored_len: end.and_then(|e| e.checked_sub(cur.loc.offset)),
-            block_len: cur.read,
-            truncated: cur.truncated,
-        };
-        let _ = index;
-        self.last_end = Some(rec_end);
-        Ok(rec_end)
-    }
-
     /// Reads the CRLF CRLF after a block, within the current member.
     fn read_trailer(&mut self, cur: &Current) -> Result<()> {
         let at = self.stored_pos();
@@ -895,7 +749,11 @@ impl<S: Source> Reader<S> {
             if buf.is_empty() || n >= 4 {
                 break;
             }
-            let k = buf.iter().take(4 - n).take_while(|&&b| is_crlf(b)).count();
+            let k = buf
+                .iter()
+                .take(4 - n)
+                .take_while(|&&b| is_line_end(b))
+                .count();
             seen[n..n + k].copy_from_slice(&buf[..k]);
             n += k;
             self.src.consume(k);
@@ -925,72 +783,119 @@ impl<S: Source> Reader<S> {
     }
 }
 
-/// A record being read: its header, location and streamed block.
+impl<S: Source> Framing for Reader<S> {
+    fn read_next(&mut self) -> Result<bool> {
+        if !self.find_start()? {
+            return Ok(false);
+        }
+        self.read_header()
+    }
+
+    fn location(&self) -> Option<RecordLocation> {
+        self.cur.as_ref().map(|c| c.loc)
+    }
+
+    fn drop_current(&mut self) {
+        self.cur = None;
+    }
+
+    /// Skips the rest of the block and the trailer; sets `last_end`.
+    fn finish_current(&mut self) -> Result<RecordEnd> {
+        // Skip the block.
+        while let Some(cur) = self.cur.as_ref() {
+            if cur.remaining == 0 {
+                break;
+            }
+            let want = cur.remaining;
+            let n = self.src.skip(want)?;
+            if let Some(cur) = self.cur.as_mut() {
+                cur.remaining -= n;
+                cur.read += n;
+            }
+            if n < want {
+                self.block_member_end()?;
+            }
+        }
+        let Some(cur) = self.cur.take() else {
+            return Ok(self.last_end.unwrap_or(RecordEnd {
+                stored_len: None,
+                block_len: 0,
+                truncated: false,
+            }));
+        };
+        if !cur.truncated && !cur.cut_at_member {
+            self.read_trailer(&cur)?;
+        }
+        let rec_end = framing::record_end(
+            &mut self.src,
+            &cur.loc,
+            cur.cut_end,
+            cur.read,
+            cur.truncated,
+        )?;
+        self.last_end = Some(rec_end);
+        Ok(rec_end)
+    }
+
+    fn block_ready(&mut self) -> Result<()> {
+        self.block_fill().map(|_| ())
+    }
+
+    /// Fills with block bytes of the current record; empty at its end.
+    fn block_fill(&mut self) -> Result<&[u8]> {
+        loop {
+            let Some(cur) = self.cur.as_ref() else {
+                return Ok(&[]);
+            };
+            if cur.remaining == 0 {
+                return Ok(&[]);
+            }
+            let remaining = cur.remaining;
+            let avail = self.src.fill_buf()?.len();
+            if avail > 0 {
+                let n = usize::try_from(remaining).unwrap_or(usize::MAX).min(avail);
+                let buf = self.src.fill_buf()?;
+                return Ok(&buf[..n]);
+            }
+            self.block_member_end()?;
+        }
+    }
+
+    fn block_consume(&mut self, n: usize) {
+        self.src.consume(n);
+        if let Some(cur) = self.cur.as_mut() {
+            cur.remaining -= n as u64;
+            cur.read += n as u64;
+        }
+    }
+
+    fn view(&self) -> &WarcHeader {
+        &self.header
+    }
+
+    fn fuse(&mut self) {
+        self.done = true;
+    }
+
+    fn is_fused(&self) -> bool {
+        self.done
+    }
+
+    fn locate(&self, e: Error) -> Error {
+        self.diag.locate(e)
+    }
+}
+
+/// A WARC record being read: its header, location and streamed block.
 ///
 /// Dropping it without reading the block is fine: the next
 /// [`Reader::next_record`] skips what is left.
-pub struct Record<'r, S> {
-    reader: &'r mut Reader<S>,
-}
+pub type Record<'r, S> = framing::Record<'r, Reader<S>>;
 
-impl<'r, S: Source> Record<'r, S> {
-    /// The header block.
-    pub fn header(&self) -> &WarcHeader {
-        &self.reader.header
-    }
-
-    /// Where the record is.
-    pub fn location(&self) -> RecordLocation {
-        self.reader
-            .cur
-            .as_ref()
-            .map(|c| c.loc)
-            .unwrap_or(RecordLocation {
-                index: 0,
-                offset: 0,
-                codec: Codec::None,
-                offset_in_member: 0,
-                header_len: 0,
-            })
-    }
-
-    /// The block (what Content-Length counts), streamed from where reading
-    /// stopped. Implements [`Read`] and [`BufRead`].
-    pub fn block(&mut self) -> BlockReader<'_, S> {
-        BlockReader {
-            reader: self.reader,
-        }
-    }
-
+impl<S: Source> Record<'_, S> {
     /// Block bytes not yet read.
     pub fn remaining(&self) -> u64 {
         self.reader.cur.as_ref().map_or(0, |c| c.remaining)
-    }
-
-    /// Reads the rest of the block into memory (the caller asks for it).
-    ///
-    /// # Errors
-    /// As reading the block.
-    pub fn read_block(&mut self) -> Result<Vec<u8>> {
-        let mut v = Vec::new();
-        self.block().read_to_end(&mut v).map_err(Error::from)?;
-        Ok(v)
-    }
-
-    /// Skips the rest of the block and the trailer, and says how the record
-    /// ended (its stored length among others).
-    ///
-    /// # Errors
-    /// As [`Reader::next_record`].
-    pub fn finish(self) -> Result<RecordEnd> {
-        let r = self.reader;
-        match r.finish_current() {
-            Ok(e) => Ok(e),
-            Err(e) => {
-                r.done = true;
-                Err(r.locate(e))
-            }
-        }
     }
 
     /// Reads the whole record into an [`OwnedRecord`].
@@ -1009,44 +914,11 @@ impl<'r, S: Source> Record<'r, S> {
             end,
         })
     }
-
-    /// The reader, for access to its warnings and options.
-    pub fn reader(&self) -> &Reader<S> {
-        self.reader
-    }
 }
 
-/// The block of the current record as a stream.
-pub struct BlockReader<'a, S> {
-    reader: &'a mut Reader<S>,
-}
-
-impl<S: Source> Read for BlockReader<'_, S> {
-    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        let buf = self.fill_buf()?;
-        let n = buf.len().min(out.len());
-        out[..n].copy_from_slice(&buf[..n]);
-        self.consume(n);
-        Ok(n)
-    }
-}
-
-impl<S: Source> BufRead for BlockReader<'_, S> {
-    fn fill_buf(&mut self) -> io::Result<&[u8]> {
-        let r = &mut *self.reader;
-        if let Err(e) = r.block_fill().map(|_| ()) {
-            let e = r.locate(e);
-            r.done = true;
-            return Err(e.into());
-        }
-        // Filled above: this returns the same bytes without touching the source.
-        r.block_fill().map_err(io::Error::from)
-    }
-
-    fn consume(&mut self, n: usize) {
-        self.reader.block_consume(n);
-    }
-}
+/// The block of the current WARC record as a stream ([`Read`] and
+/// [`BufRead`](std::io::BufRead)).
+pub type BlockReader<'a, S> = framing::BlockReader<'a, Reader<S>>;
 
 /// A record read whole into memory.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,0 +1,268 @@
+//! What the WARC, ARC and Web InfoMall readers share: the record state
+//! machine (next record, the current block, finishing a record, fusing after
+//! an error), the borrowed [`Record`] and its streamed [`BlockReader`].
+//!
+//! Each format implements [`Framing`]: how the next header is read, how block
+//! bytes are handed out and what ends a record. The rest lives here once, and
+//! the formats' public `Record` and `BlockReader` are aliases of the types
+//! here. Everything is generic (static dispatch): this is the hot path.
+
+use std::io::{self, BufRead, Read};
+
+use crate::codec::{Codec, Source};
+use crate::error::{Error, Result};
+use crate::warc::{RecordEnd, RecordLocation, WarcHeader};
+
+/// A format's record framing, as the shared state machine drives it.
+// Public in a private module: no one outside the crate can name or call it,
+// yet it can bound the public `Record` and `BlockReader`.
+pub trait Framing {
+    /// Reads the next record's header (the previous record is finished).
+    /// False at the end of the input.
+    fn read_next(&mut self) -> Result<bool>;
+
+    /// Where the current record is; `None` when there is none.
+    fn location(&self) -> Option<RecordLocation>;
+
+    /// Forgets the current record (after an error).
+    fn drop_current(&mut self);
+
+    /// Skips what is left of the current record's block and what ends the
+    /// record, and says how it ended.
+    fn finish_current(&mut self) -> Result<RecordEnd>;
+
+    /// Makes block bytes of the current record ready (reading, inflating),
+    /// which may fail.
+    fn block_ready(&mut self) -> Result<()>;
+
+    /// The block bytes made ready; empty at the block's end.
+    fn block_fill(&mut self) -> Result<&[u8]>;
+
+    /// Marks `n` bytes of the last [`Framing::block_fill`] as read.
+    fn block_consume(&mut self, n: usize);
+
+    /// The record's header as WARC fields.
+    fn view(&self) -> &WarcHeader;
+
+    /// Stops the reader for good (after an error or the end).
+    fn fuse(&mut self);
+
+    /// True once [`Framing::fuse`] was called.
+    fn is_fused(&self) -> bool;
+
+    /// Names the reader's file in `e`.
+    fn locate(&self, e: Error) -> Error;
+}
+
+/// Finishes the current record, if any, and reads the next header;
+/// `Ok(None)` at the end of the input. After an error the reader is fused.
+pub(crate) fn next_record<R: Framing>(r: &mut R) -> Result<Option<Record<'_, R>>> {
+    if r.is_fused() {
+        return Ok(None);
+    }
+    let next = if r.location().is_some() {
+        r.finish_current().and_then(|_| r.read_next())
+    } else {
+        r.read_next()
+    };
+    match next {
+        Ok(true) => Ok(Some(Record { reader: r })),
+        Ok(false) => {
+            r.fuse();
+            Ok(None)
+        }
+        Err(e) => {
+            r.fuse();
+            r.drop_current();
+            Err(r.locate(e))
+        }
+    }
+}
+
+/// The current record's block, from where reading stopped.
+pub(crate) fn current_block<R: Framing>(r: &mut R) -> Option<BlockReader<'_, R>> {
+    r.location()?;
+    Some(BlockReader { reader: r })
+}
+
+/// Finishes the current record, if any.
+pub(crate) fn finish_record<R: Framing>(r: &mut R) -> Result<Option<RecordEnd>> {
+    if r.location().is_none() {
+        return Ok(None);
+    }
+    finish(r).map(Some)
+}
+
+/// Finishes the current record; an error fuses the reader.
+fn finish<R: Framing>(r: &mut R) -> Result<RecordEnd> {
+    r.finish_current().map_err(|e| {
+        r.fuse();
+        r.locate(e)
+    })
+}
+
+/// A record being read: its header, location and streamed block.
+///
+/// Dropping it without reading the block is fine: the next `next_record`
+/// skips what is left.
+pub struct Record<'r, R> {
+    pub(crate) reader: &'r mut R,
+}
+
+impl<R: Framing> Record<'_, R> {
+    /// The header: the WARC header block, or for ARC and Web InfoMall
+    /// records the WARC header their conversion carries.
+    pub fn header(&self) -> &WarcHeader {
+        self.reader.view()
+    }
+
+    /// Where the record is: its offset is where its member starts in a
+    /// compressed file, where its header starts in a plain one.
+    pub fn location(&self) -> RecordLocation {
+        self.reader.location().unwrap_or(RecordLocation {
+            index: 0,
+            offset: 0,
+            codec: Codec::None,
+            offset_in_member: 0,
+            header_len: 0,
+        })
+    }
+
+    /// The block, streamed from where reading stopped (for ARC the document,
+    /// or for the filedesc record its line and version block; for Web
+    /// InfoMall the content, decompressed). Implements [`Read`] and
+    /// [`BufRead`].
+    pub fn block(&mut self) -> BlockReader<'_, R> {
+        BlockReader {
+            reader: self.reader,
+        }
+    }
+
+    /// Reads the rest of the block into memory (the caller asks for it).
+    ///
+    /// # Errors
+    /// As reading the block.
+    pub fn read_block(&mut self) -> Result<Vec<u8>> {
+        let mut v = Vec::new();
+        self.block().read_to_end(&mut v).map_err(Error::from)?;
+        Ok(v)
+    }
+
+    /// Skips the rest of the block and what ends the record, and says how
+    /// the record ended (its stored length among others).
+    ///
+    /// # Errors
+    /// As the reader's `next_record`.
+    pub fn finish(self) -> Result<RecordEnd> {
+        finish(self.reader)
+    }
+
+    /// The reader, for access to its warnings and options.
+    pub fn reader(&self) -> &R {
+        self.reader
+    }
+}
+
+/// The block of the current record as a stream.
+pub struct BlockReader<'a, R> {
+    reader: &'a mut R,
+}
+
+impl<R: Framing> Read for BlockReader<'_, R> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        read_buffered(self, out)
+    }
+}
+
+impl<R: Framing> BufRead for BlockReader<'_, R> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        let r = &mut *self.reader;
+        if let Err(e) = r.block_ready() {
+            let e = r.locate(e);
+            r.fuse();
+            return Err(e.into());
+        }
+        // Made ready above: this hands out the same bytes without failing.
+        r.block_fill().map_err(io::Error::from)
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.reader.block_consume(n);
+    }
+}
+
+/// `Read::read` for a type whose reading is its `BufRead`.
+pub(crate) fn read_buffered<R: BufRead + ?Sized>(r: &mut R, out: &mut [u8]) -> io::Result<usize> {
+    let buf = r.fill_buf()?;
+    let n = buf.len().min(out.len());
+    out[..n].copy_from_slice(&buf[..n]);
+    r.consume(n);
+    Ok(n)
+}
+
+/// True for CR and LF.
+pub(crate) fn is_line_end(b: u8) -> bool {
+    b == b'\r' || b == b'\n'
+}
+
+/// Offset in the stored file of the read position, as precise as the codec
+/// allows (the member start for compressed members).
+pub(crate) fn stored_pos<S: Source>(src: &S) -> u64 {
+    if src.codec() == Codec::None {
+        src.member_offset() + src.member_pos()
+    } else {
+        src.member_offset()
+    }
+}
+
+/// How a record read up to here ended: its stored length runs to `cut_end`
+/// when its block was cut at a member end, else to the read position in a
+/// plain file, or to the end of its member once that is reached; `None`
+/// when the member goes on (whole-file gzip).
+pub(crate) fn record_end<S: Source>(
+    src: &mut S,
+    loc: &RecordLocation,
+    cut_end: Option<u64>,
+    block_len: u64,
+    truncated: bool,
+) -> Result<RecordEnd> {
+    let end = if let Some(e) = cut_end {
+        Some(e)
+    } else if src.codec() == Codec::None {
+        Some(src.member_offset() + src.member_pos())
+    } else if src.fill_buf()?.is_empty() {
+        src.member_end()
+    } else {
+        None
+    };
+    Ok(RecordEnd {
+        stored_len: end.and_then(|e| e.checked_sub(loc.offset)),
+        block_len,
+        truncated,
+    })
+}
+
+/// Where the blank line that ends a header block ends in `chunk`: the index
+/// just past its LF. `before` holds the header bytes taken from earlier
+/// chunks, for a blank line that begins there. A blank line is LF, any CRs
+/// (fewer than 63: CR CR LF line ends are seen), LF.
+pub(crate) fn header_end(before: &[u8], chunk: &[u8]) -> Option<usize> {
+    for nl in memchr::memchr_iter(b'\n', chunk) {
+        // Byte k places before chunk[nl], looking into `before` when needed.
+        let at = |k: usize| -> Option<u8> {
+            if nl >= k {
+                Some(chunk[nl - k])
+            } else {
+                before.len().checked_sub(k - nl).map(|i| before[i])
+            }
+        };
+        let mut k = 1;
+        while at(k) == Some(b'\r') {
+            k += 1;
+        }
+        if k < 64 && at(k) == Some(b'\n') {
+            return Some(nl + 1);
+        }
+    }
+    None
+}
