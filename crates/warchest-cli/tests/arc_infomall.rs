@@ -1,23 +1,10 @@
 //! The `warchest` binary on ARC and Web InfoMall files: ls, check,
 //! convert (both ways) and recover.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn fixture(rel: &str) -> PathBuf {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/fixtures")
-        .join(rel);
-    assert!(p.exists(), "fixture {} missing", p.display());
-    p
-}
-
-fn warchest(args: &[&std::ffi::OsStr]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_warchest"))
-        .args(args)
-        .output()
-        .expect("run warchest")
-}
+mod common;
+use common::{fixture, warchest};
 
 macro_rules! run {
     ($($a:expr),* $(,)?) => {

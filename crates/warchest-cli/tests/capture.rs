@@ -12,51 +12,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+mod common;
+use common::{bin, extract_payload, first_line, noise, python_has, run};
 use warchest::archive::Reader;
 use warchest::check::check_record;
 use warchest::digest::{Algorithm, Digest, Hasher};
 use warchest::warc::RecordType;
-
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_warchest"))
-}
-
-fn run(cmd: &mut Command) -> (i32, Vec<u8>, String) {
-    let out = cmd.output().expect("run warchest");
-    (
-        out.status.code().unwrap_or(-1),
-        out.stdout,
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn python_has(module: &str) -> bool {
-    if std::env::var_os("WARCHEST_SKIP_PYTHON").is_some() {
-        return false;
-    }
-    let ok = Command::new("python3")
-        .args(["-c", &format!("import {module}")])
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(
-        ok,
-        "python3 with {module} is needed (pip install -r tests/requirements.txt), or set WARCHEST_SKIP_PYTHON=1"
-    );
-    true
-}
-
-/// Deterministic incompressible bytes.
-fn noise(n: usize, mut seed: u64) -> Vec<u8> {
-    let mut v = Vec::with_capacity(n);
-    while v.len() < n {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        v.extend_from_slice(&seed.to_le_bytes());
-    }
-    v.truncate(n);
-    v
-}
 
 fn gzip(b: &[u8]) -> Vec<u8> {
     let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
@@ -240,14 +201,12 @@ fn start_dns() -> (SocketAddr, Arc<AtomicUsize>) {
     (addr, count)
 }
 
+/// The WARC files in `dir`, sorted.
 fn files_in(dir: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
+    common::files_in(dir)
+        .into_iter()
         .filter(|p| p.to_string_lossy().contains(".warc"))
-        .collect();
-    v.sort();
-    v
+        .collect()
 }
 
 struct Rec {
@@ -683,15 +642,10 @@ fn dedupe_and_conditional_revisits_resolve() {
     let hits = site.hits.lock().unwrap().clone();
     assert!(hits.iter().filter(|p| *p == "/").count() == 2);
     // Both revisits resolve to the original's payload.
+    let mut how = vec![std::ffi::OsStr::new("--resolve-revisit")];
+    how.extend(all.iter().map(|p| p.as_os_str()));
     for rv in [copy, not_mod] {
-        let (code, payload, err) = run(bin()
-            .arg("extract")
-            .arg(&rv.file)
-            .arg("--offset")
-            .arg(rv.offset.to_string())
-            .arg("--payload")
-            .arg("--resolve-revisit")
-            .args(&all));
+        let (code, payload, err) = extract_payload(&rv.file, rv.offset, &how);
         assert_eq!(code, 0, "{err}");
         assert_eq!(payload, HELLO);
     }
@@ -717,11 +671,7 @@ fn ftp_file_as_resource_with_control_conversation() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let port: u16 = line.trim().parse().unwrap();
+    let port: u16 = first_line(&mut child).parse().unwrap();
     let out = work.path().join("out");
     let url = format!("ftp://127.0.0.1:{port}/file.bin");
     let (code, _, err) = run(bin().arg("capture").arg(&url).arg("-o").arg(&out));
@@ -772,25 +722,13 @@ fn ftp_file_as_resource_with_control_conversation() {
     assert_eq!(r.get("WARC-Truncated"), Some("length"));
 }
 
-/// Sends a request through `proxy` (absolute-form) and returns the raw
-/// response bytes.
-fn via_proxy(proxy: SocketAddr, url: &str, host: &str) -> Vec<u8> {
-    let mut s = TcpStream::connect(proxy).unwrap();
-    write!(
-        s,
-        "GET {url} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut out = Vec::new();
-    s.read_to_end(&mut out).unwrap();
-    out
-}
-
-fn direct(addr: SocketAddr, path: &str, host: &str) -> Vec<u8> {
+/// Sends `GET target` to `addr` (a proxy takes an absolute-form target, a
+/// server a path) and returns the raw response bytes.
+fn get_raw(addr: SocketAddr, target: &str, host: &str) -> Vec<u8> {
     let mut s = TcpStream::connect(addr).unwrap();
     write!(
         s,
-        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+        "GET {target} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
     )
     .unwrap();
     let mut out = Vec::new();
@@ -826,12 +764,7 @@ impl ProxyProc {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let addr = line
-            .trim()
+        let addr = first_line(&mut child)
             .strip_prefix("listening on ")
             .unwrap()
             .parse()
@@ -855,8 +788,8 @@ fn proxy_passes_bytes_unchanged_and_records_them() {
     let p = ProxyProc::start(&out, &ca);
     let host = format!("127.0.0.1:{}", site.addr.port());
     for path in ["/", "/chunked", "/gzip"] {
-        let got = via_proxy(p.addr, &format!("http://{host}{path}"), &host);
-        assert_eq!(got, direct(site.addr, path, &host), "{path}");
+        let got = get_raw(p.addr, &format!("http://{host}{path}"), &host);
+        assert_eq!(got, get_raw(site.addr, path, &host), "{path}");
     }
     // A POST with Expect: 100-continue: the proxy says go ahead, the body
     // is forwarded and recorded in the request record.
@@ -875,7 +808,7 @@ fn proxy_passes_bytes_unchanged_and_records_them() {
     );
     // A request for the proxy itself is refused, not looped.
     let me = format!("127.0.0.1:{}", p.addr.port());
-    let got = via_proxy(p.addr, &format!("http://{me}/"), &me);
+    let got = get_raw(p.addr, &format!("http://{me}/"), &me);
     assert!(
         got.starts_with(b"HTTP/1.1 508 "),
         "{}",
@@ -961,7 +894,7 @@ fn proxy_passes_bytes_unchanged_and_records_them() {
     let recs = records(&files);
     for path in ["/", "/chunked", "/gzip"] {
         let r = response(&recs, &format!("http://{host}{path}"));
-        assert_eq!(r.block, direct(site.addr, path, &host), "{path}");
+        assert_eq!(r.block, get_raw(site.addr, path, &host), "{path}");
     }
     let form = recs
         .iter()

@@ -4,26 +4,11 @@ use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_warchest"))
-}
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+mod common;
+use common::{bin, fixture};
 
 fn sample() -> PathBuf {
-    root().join("samples/sample.warc.gz")
-}
-
-fn fixture(rel: &str) -> PathBuf {
-    let p = root().join("../shared/fixtures").join(rel);
-    assert!(
-        p.exists(),
-        "fixture {} missing: clone with shared/ beside the repository",
-        p.display()
-    );
-    p
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../samples/sample.warc.gz")
 }
 
 fn run(cmd: &mut Command) -> (i32, String, String) {

@@ -11,15 +11,13 @@ use std::process::Command;
 
 use serde_json::{Map, Value};
 
-fn fixtures() -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures");
-    assert!(dir.is_dir(), "fixtures not found at {}", dir.display());
-    dir.canonicalize().expect("fixtures dir")
-}
+mod common;
+use common::{fixture_files, fixtures, python_has, warchest};
 
 /// Every WARC and ARC fixture, sorted, with its path relative to fixtures/.
 fn archive_fixtures() -> Vec<(String, PathBuf)> {
-    let exts = [
+    let root = fixtures();
+    fixture_files(&[
         ".warc",
         ".warc.gz",
         ".warc.lz4",
@@ -27,60 +25,21 @@ fn archive_fixtures() -> Vec<(String, PathBuf)> {
         ".warc.gz.bad",
         ".arc",
         ".arc.gz",
-    ];
-    let root = fixtures();
-    let mut out = Vec::new();
-    for sub in std::fs::read_dir(&root).expect("read fixtures") {
-        let sub = sub.expect("entry").path();
-        if !sub.is_dir() {
-            continue;
-        }
-        for f in std::fs::read_dir(&sub).expect("read dir") {
-            let f = f.expect("entry").path();
-            let name = f
-                .file_name()
-                .and_then(|n| n.to_str())
-                .unwrap_or("")
-                .to_string();
-            if f.is_file() && exts.iter().any(|e| name.ends_with(e)) {
-                let rel = f
-                    .strip_prefix(&root)
-                    .expect("under root")
-                    .to_string_lossy()
-                    .into_owned();
-                out.push((rel, f));
-            }
-        }
-    }
-    out.sort();
-    out
+    ])
+    .into_iter()
+    .map(|f| {
+        let rel = f
+            .strip_prefix(&root)
+            .expect("under root")
+            .to_string_lossy()
+            .into_owned();
+        (rel, f)
+    })
+    .collect()
 }
 
 fn is_arc(name: &str) -> bool {
     name.ends_with(".arc") || name.ends_with(".arc.gz")
-}
-
-fn python_ok(module: &str) -> bool {
-    if std::env::var_os("WARCHEST_SKIP_PYTHON").is_some() {
-        return false;
-    }
-    let ok = Command::new("python3")
-        .args(["-c", &format!("import {module}")])
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    assert!(
-        ok,
-        "python3 with {module} is needed (pip install cdxj-indexer pyarrow), or set WARCHEST_SKIP_PYTHON=1"
-    );
-    true
-}
-
-fn warchest(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_warchest"))
-        .args(args)
-        .output()
-        .expect("run warchest")
 }
 
 fn warchest_ok(args: &[&str]) -> String {
@@ -362,7 +321,7 @@ fn lengths_agree(path: &Path, offset: u64, ours: u64, theirs: u64) -> bool {
 
 #[test]
 fn cdxj_matches_cdxj_indexer_on_every_fixture() {
-    if !python_ok("cdxj_indexer") {
+    if !python_has("cdxj_indexer") {
         return;
     }
     let all = archive_fixtures();
@@ -573,7 +532,7 @@ fn cdx11_matches_pywb_sample_indexes() {
 /// CDX mode; these files only have `sha1:` ones).
 #[test]
 fn cdx11_and_cdx9_match_cdxj_indexer() {
-    if !python_ok("cdxj_indexer") {
+    if !python_has("cdxj_indexer") {
         return;
     }
     let dir = fixtures().join("pywb");
@@ -751,7 +710,7 @@ fn stdin_output_file_and_errors() {
 /// per entry, in url key order.
 #[test]
 fn parquet_reads_back_with_pyarrow() {
-    if !python_ok("pyarrow") {
+    if !python_has("pyarrow") {
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");

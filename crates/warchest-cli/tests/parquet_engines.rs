@@ -5,38 +5,20 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-fn have(module: &str) -> bool {
-    if std::env::var_os("WARCHEST_SKIP_PYTHON").is_some() {
-        return false;
-    }
-    let ok = Command::new("python3")
-        .args(["-c", &format!("import {module}")])
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(
-        ok,
-        "python3 with {module} is needed (pip install -r tests/requirements.txt), or set WARCHEST_SKIP_PYTHON=1"
-    );
-    true
-}
+mod common;
+use common::{bin, fixture, python_has};
 
 fn parquet_of_fixtures(dir: &std::path::Path) -> (PathBuf, usize) {
-    let fixtures = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures");
-    let iana = fixtures.join("pywb/iana.warc.gz");
-    assert!(
-        iana.exists(),
-        "fixtures missing: clone with shared/ beside the repository"
-    );
+    let iana = fixture("pywb/iana.warc.gz");
     let out = dir.join("index.parquet");
-    let bin = env!("CARGO_BIN_EXE_warchest");
-    let st = Command::new(bin)
+    let st = bin()
         .args(["index", "--format", "parquet", "-o"])
         .arg(&out)
         .arg(&iana)
         .status()
         .expect("run warchest");
     assert!(st.success());
-    let cdxj = Command::new(bin)
+    let cdxj = bin()
         .arg("index")
         .arg(&iana)
         .output()
@@ -63,7 +45,7 @@ fn python(script: &str, arg: &std::path::Path) -> String {
 
 #[test]
 fn duckdb_reads_the_parquet_index() {
-    if !have("duckdb") {
+    if !python_has("duckdb") {
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
@@ -89,7 +71,7 @@ print(n, s, ordered)
 
 #[test]
 fn spark_reads_the_parquet_index() {
-    if !have("pyspark") {
+    if !python_has("pyspark") {
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");

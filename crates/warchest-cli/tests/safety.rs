@@ -5,28 +5,14 @@
 //! never make a command panic or hang (run under a time and memory cap).
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
+mod common;
+use common::{bin, bin_path, files_in, fixture};
 use warchest::archive::Reader;
 use warchest::warc::RecordType;
 use warchest::write::{Body, Compression, NewRecord, Writer, WriterOptions};
-
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_warchest")
-}
-
-fn fixture(rel: &str) -> PathBuf {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/fixtures")
-        .join(rel);
-    assert!(
-        p.exists(),
-        "fixture {} missing: clone with shared/ beside the repository",
-        p.display()
-    );
-    p
-}
 
 /// Runs warchest with a file size limit of `kib` KiB, SIGXFSZ ignored so
 /// that a write past it fails (EFBIG) as on a full disk.
@@ -36,19 +22,10 @@ fn with_fsize(kib: u64, args: &[&std::ffi::OsStr]) -> Output {
         .arg(format!(
             "trap '' XFSZ; ulimit -f {kib}; exec timeout 120 \"$0\" \"$@\""
         ))
-        .arg(bin())
+        .arg(bin_path())
         .args(args)
         .output()
         .unwrap()
-}
-
-fn files_in(dir: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    v.sort();
-    v
 }
 
 /// Every record of `p` reads whole, with no warning.
@@ -156,7 +133,7 @@ fn exec_runs_without_a_shell() {
     let pwned = work.path().join("pwned");
     // A shell would run `touch`; without one, echo prints its arguments.
     let exec = format!("echo a;touch {} $HOME `id`", pwned.display());
-    let o = Command::new(bin())
+    let o = bin()
         .current_dir(work.path())
         .arg("annotate")
         .arg(fixture("pywb/example.warc.gz"))
@@ -240,7 +217,7 @@ fn unpack_never_writes_outside_its_directory() {
     ]);
     let input = work.path().join("hostile.warc");
     fs::write(&input, data).unwrap();
-    let o = Command::new(bin())
+    let o = bin()
         .arg("unpack")
         .arg(&input)
         .arg("-o")
@@ -288,7 +265,7 @@ fn extract_writes_only_to_standard_output() {
     let data = hostile_pack(&[("file:///../../etc/x", None)]);
     let input = work.path().join("h.warc");
     fs::write(&input, &data).unwrap();
-    let o = Command::new(bin())
+    let o = bin()
         .current_dir(work.path())
         .args(["extract", "--payload"])
         .arg(&input)
@@ -360,7 +337,7 @@ fn damaged_inputs_through_the_binary() {
                     .arg("--")
                     .arg("timeout")
                     .arg("120")
-                    .arg(bin())
+                    .arg(bin_path())
                     .args(&args)
                     .output()
                     .unwrap();

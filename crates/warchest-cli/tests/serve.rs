@@ -10,23 +10,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_warchest"))
-}
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn fixture(rel: &str) -> PathBuf {
-    let p = root().join("../shared/fixtures").join(rel);
-    assert!(
-        p.exists(),
-        "fixture {} missing: clone with shared/ beside the repository",
-        p.display()
-    );
-    p
-}
+mod common;
+use common::{bin, fixture, python_has};
 
 const IANA_TS: &str = "20140126200624";
 
@@ -632,21 +617,6 @@ fn serves_from_a_cdxj_index() {
     let revisit = s.get("/archive/20140126200653id_/http://www.iana.org/_js/2013.1/jquery.js");
     assert_eq!(revisit.status, 200);
     assert!(revisit.body.len() > 10_000);
-}
-
-fn python_has(module: &str) -> bool {
-    if std::env::var_os("WARCHEST_SKIP_PYTHON").is_some() {
-        return false;
-    }
-    let ok = Command::new("python3")
-        .args(["-c", &format!("import {module}")])
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(
-        ok,
-        "python3 with {module} is needed (pip install -r tests/requirements.txt), or set WARCHEST_SKIP_PYTHON=1"
-    );
-    true
 }
 
 #[test]

@@ -1,19 +1,14 @@
 //! filter, stats, recompress, split and concat end to end: outputs, exit
 //! codes, messages, and output that does not depend on `-j`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_warchest"))
-}
+mod common;
+use common::bin;
 
 fn fixture(rel: &str) -> String {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/fixtures")
-        .join(rel);
-    assert!(p.exists(), "fixture {} missing", p.display());
-    p.to_string_lossy().into_owned()
+    common::fixture(rel).to_string_lossy().into_owned()
 }
 
 fn run(cmd: &mut Command) -> (i32, Vec<u8>, String) {

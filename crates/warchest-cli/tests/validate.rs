@@ -1,22 +1,9 @@
 //! `warchest validate`: output, exit codes, flags.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Command;
 
-fn fixture(rel: &str) -> PathBuf {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/fixtures")
-        .join(rel);
-    assert!(p.exists(), "fixture {} missing", p.display());
-    p
-}
-
-fn warchest(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_warchest"))
-        .args(args)
-        .output()
-        .expect("run warchest")
-}
+mod common;
+use common::{fixture, warchest};
 
 fn path(rel: &str) -> String {
     fixture(rel).to_string_lossy().into_owned()

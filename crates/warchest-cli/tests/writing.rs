@@ -3,59 +3,13 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
+mod common;
+use common::{bin, extract_payload, files_in, fixture, noise, run};
 use warchest::archive::Reader;
 use warchest::check::{DigestStatus, check_record};
 use warchest::digest::{Digest, Hasher};
 use warchest::warc::RecordType;
-
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_warchest"))
-}
-
-fn fixture(rel: &str) -> PathBuf {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/fixtures")
-        .join(rel);
-    assert!(
-        p.exists(),
-        "fixture {} missing: clone with shared/ beside the repository",
-        p.display()
-    );
-    p
-}
-
-/// Deterministic incompressible bytes.
-fn noise(n: usize, mut seed: u64) -> Vec<u8> {
-    let mut v = Vec::with_capacity(n);
-    while v.len() < n {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        v.extend_from_slice(&seed.to_le_bytes());
-    }
-    v.truncate(n);
-    v
-}
-
-fn run(cmd: &mut Command) -> (i32, Vec<u8>, String) {
-    let out = cmd.output().expect("run warchest");
-    (
-        out.status.code().unwrap_or(-1),
-        out.stdout,
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn files_in(dir: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    v.sort();
-    v
-}
 
 /// Every record of every file checks, with no lenient warning.
 fn assert_valid(files: &[PathBuf]) {
@@ -99,13 +53,7 @@ fn revisits(files: &[PathBuf]) -> Vec<Revisit> {
 }
 
 fn assert_resolves(rv: &Revisit, how: &[&std::ffi::OsStr]) {
-    let (code, payload, err) = run(bin()
-        .arg("extract")
-        .arg(&rv.file)
-        .arg("--offset")
-        .arg(rv.offset.to_string())
-        .arg("--payload")
-        .args(how));
+    let (code, payload, err) = extract_payload(&rv.file, rv.offset, how);
     assert_eq!(code, 0, "{err}");
     let alg = rv.digest.algorithm().unwrap();
     assert!(
@@ -115,6 +63,22 @@ fn assert_resolves(rv: &Revisit, how: &[&std::ffi::OsStr]) {
     );
 }
 
+/// Runs `warchest dedupe INPUTS -o OUT --index INDEX EXTRA... --json`,
+/// which must succeed; its summary.
+fn dedupe(inputs: &[&Path], out: &Path, index: &Path, extra: &[&str]) -> serde_json::Value {
+    let (code, stdout, err) = run(bin()
+        .arg("dedupe")
+        .args(inputs)
+        .arg("-o")
+        .arg(out)
+        .arg("--index")
+        .arg(index)
+        .args(extra)
+        .arg("--json"));
+    assert_eq!(code, 0, "{err}");
+    serde_json::from_slice(&stdout).unwrap()
+}
+
 #[test]
 fn dedupe_writes_revisits_that_extract_resolves() {
     let dupes = fixture("pywb/dupes.warc.gz");
@@ -122,19 +86,7 @@ fn dedupe_writes_revisits_that_extract_resolves() {
     let out = work.path().join("out");
     let index = work.path().join("digests.redb");
     // The file twice: every response of the second copy is a duplicate.
-    let (code, stdout, err) = run(bin()
-        .arg("dedupe")
-        .arg(&dupes)
-        .arg(&dupes)
-        .arg("-o")
-        .arg(&out)
-        .arg("--index")
-        .arg(&index)
-        .arg("--min-size")
-        .arg("0")
-        .arg("--json"));
-    assert_eq!(code, 0, "{err}");
-    let stats: serde_json::Value = serde_json::from_slice(&stdout).unwrap();
+    let stats = dedupe(&[&dupes, &dupes], &out, &index, &["--min-size", "0"]);
     // example.com, and the empty payloads of the first copy's second
     // response and of the second copy's three.
     assert_eq!(stats["revisits"], 4, "{stats}");
@@ -153,16 +105,7 @@ fn dedupe_writes_revisits_that_extract_resolves() {
     // A second run with the same index: the first copy's responses are
     // now duplicates of the first run's originals.
     let out2 = work.path().join("out2");
-    let (code, stdout, err) = run(bin()
-        .arg("dedupe")
-        .arg(&dupes)
-        .arg("-o")
-        .arg(&out2)
-        .arg("--index")
-        .arg(&index)
-        .arg("--json"));
-    assert_eq!(code, 0, "{err}");
-    let stats: serde_json::Value = serde_json::from_slice(&stdout).unwrap();
+    let stats = dedupe(&[&dupes], &out2, &index, &[]);
     assert_eq!(stats["revisits"], 1, "{stats}");
     let rvs2 = revisits(&files_in(&out2));
     assert_eq!(rvs2.len(), 1);
@@ -190,14 +133,11 @@ fn extract_resolves_the_fixtures_own_revisits() {
     assert!(rvs.len() >= 5);
     let mut resolved = 0;
     for rv in &rvs {
-        let (code, payload, err) = run(bin()
-            .arg("extract")
-            .arg(&rv.file)
-            .arg("--offset")
-            .arg(rv.offset.to_string())
-            .arg("--payload")
-            .arg("--resolve-revisit")
-            .arg(&iana));
+        let (code, payload, err) = extract_payload(
+            &rv.file,
+            rv.offset,
+            ["--resolve-revisit".as_ref(), iana.as_os_str()],
+        );
         if code == 0 {
             let alg = rv.digest.algorithm().unwrap();
             assert!(rv.digest.matches(Hasher::digest(alg, &payload).as_bytes()));
@@ -209,14 +149,14 @@ fn extract_resolves_the_fixtures_own_revisits() {
     }
     assert!(resolved >= 5, "{resolved} of {}", rvs.len());
     // Not found: a clear failure.
-    let (code, _, err) = run(bin()
-        .arg("extract")
-        .arg(&dupes)
-        .arg("--offset")
-        .arg(rvs[0].offset.to_string())
-        .arg("--payload")
-        .arg("--resolve-revisit")
-        .arg(fixture("pywb/example.warc.gz")));
+    let (code, _, err) = extract_payload(
+        &dupes,
+        rvs[0].offset,
+        [
+            "--resolve-revisit".as_ref(),
+            fixture("pywb/example.warc.gz").as_os_str(),
+        ],
+    );
     assert_eq!(code, 2);
     assert!(err.contains("not found"), "{err}");
 }
@@ -521,17 +461,7 @@ fn dedupe_halves_the_corpus_given_twice() {
     let work = tempfile::tempdir().unwrap();
     let out = work.path().join("out");
     let index = work.path().join("idx.redb");
-    let (code, stdout, err) = run(bin()
-        .arg("dedupe")
-        .arg(&corpus)
-        .arg(&corpus)
-        .arg("-o")
-        .arg(&out)
-        .arg("--index")
-        .arg(&index)
-        .arg("--json"));
-    assert_eq!(code, 0, "{err}");
-    let stats: serde_json::Value = serde_json::from_slice(&stdout).unwrap();
+    let stats = dedupe(&[&corpus, &corpus], &out, &index, &[]);
     eprintln!("{stats}");
     let bytes_in = stats["bytes_in"].as_u64().unwrap() as f64;
     let bytes_out = stats["bytes_out"].as_u64().unwrap() as f64;

@@ -10,24 +10,15 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod common;
+use common::noise;
+
 use warchest::archive::Reader;
 use warchest::check::{DigestStatus, check_record};
 use warchest::warc::RecordType;
 use warchest::write::{Body, NewRecord, RotatingOptions, RotatingWriter};
 
 const CHILD_ENV: &str = "WARCHEST_CRASH_CHILD_DIR";
-
-fn noise(n: usize, mut seed: u64) -> Vec<u8> {
-    let mut v = Vec::with_capacity(n);
-    while v.len() < n {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        v.extend_from_slice(&seed.to_le_bytes());
-    }
-    v.truncate(n);
-    v
-}
 
 /// A body that, on its second pass (the writer digests, then copies),
 /// stops after `stall_at` bytes and waits to be killed.

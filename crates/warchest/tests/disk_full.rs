@@ -13,6 +13,9 @@ use std::io::{self, Read, Write};
 use std::path::Path;
 use std::process::Command;
 
+mod common;
+use common::noise;
+
 use warchest::archive::Reader;
 use warchest::check::check_record;
 use warchest::warc::RecordType;
@@ -53,18 +56,6 @@ impl Write for Dribble {
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
     }
-}
-
-fn noise(n: usize, mut seed: u64) -> Vec<u8> {
-    let mut v = Vec::with_capacity(n);
-    while v.len() < n {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        v.extend_from_slice(&seed.to_le_bytes());
-    }
-    v.truncate(n);
-    v
 }
 
 fn bodies() -> Vec<Vec<u8>> {

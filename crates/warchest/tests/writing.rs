@@ -6,6 +6,9 @@ use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+mod common;
+use common::noise;
+
 use warchest::archive::Reader;
 use warchest::check::{DigestStatus, check_record};
 use warchest::digest::{Algorithm, Digest, Hasher};
@@ -15,19 +18,6 @@ use warchest::write::{
     Body, CaptureLimits, Compression, NewRecord, Oversize, RotatingOptions, RotatingWriter,
     WriterOptions,
 };
-
-/// Deterministic incompressible bytes.
-fn noise(n: usize, mut seed: u64) -> Vec<u8> {
-    let mut v = Vec::with_capacity(n);
-    while v.len() < n {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        v.extend_from_slice(&seed.to_le_bytes());
-    }
-    v.truncate(n);
-    v
-}
 
 fn opts(max: u64, compression: Compression) -> RotatingOptions {
     RotatingOptions {

@@ -74,6 +74,19 @@ pub fn python_has(module: &str) -> bool {
     true
 }
 
+/// Deterministic incompressible bytes (xorshift64 from `seed`).
+pub fn noise(n: usize, mut seed: u64) -> Vec<u8> {
+    let mut v = Vec::with_capacity(n);
+    while v.len() < n {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        v.extend_from_slice(&seed.to_le_bytes());
+    }
+    v.truncate(n);
+    v
+}
+
 /// xorshift64*: a small seeded generator, enough for damage patterns
 /// (the same seed gives the same cases on every machine).
 #[derive(Clone)]
