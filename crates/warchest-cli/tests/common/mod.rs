@@ -36,11 +36,7 @@ pub fn run(cmd: &mut Command) -> (i32, Vec<u8>, String) {
 }
 
 /// Runs `warchest` with `args` to its end.
-pub fn warchest<I, A>(args: I) -> Output
-where
-    I: IntoIterator<Item = A>,
-    A: AsRef<OsStr>,
-{
+pub fn warchest<A: AsRef<OsStr>>(args: &[A]) -> Output {
     bin().args(args).output().expect("run warchest")
 }
 
