@@ -36,6 +36,29 @@ fn closed() -> PyErr {
     PyValueError::new_err("the writer is closed")
 }
 
+impl WARCWriter {
+    /// Writes `rec` with `block` (the GIL released) and says where it went:
+    /// offset, stored length, record id and Content-Length.
+    fn write_bytes<'py>(
+        &self,
+        py: Python<'py>,
+        rec: &mut NewRecord,
+        block: &[u8],
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let written = py.detach(|| {
+            let mut g = opened(&self.writer);
+            let w = g.as_mut().ok_or_else(closed)?;
+            w.write(rec, Body::Bytes(block)).map_err(to_py)
+        })?;
+        let d = PyDict::new(py);
+        d.set_item("offset", written.offset)?;
+        d.set_item("length", written.stored_len)?;
+        d.set_item("record_id", written.record_id)?;
+        d.set_item("content_length", written.block_len)?;
+        Ok(d)
+    }
+}
+
 #[pymethods]
 impl WARCWriter {
     #[new]
@@ -195,17 +218,7 @@ impl WARCWriter {
                 }
             }
         }
-        let written = py.detach(|| {
-            let mut g = opened(&self.writer);
-            let w = g.as_mut().ok_or_else(closed)?;
-            w.write(&mut rec, Body::Bytes(&block)).map_err(to_py)
-        })?;
-        let d = PyDict::new(py);
-        d.set_item("offset", written.offset)?;
-        d.set_item("length", written.stored_len)?;
-        d.set_item("record_id", written.record_id)?;
-        d.set_item("content_length", written.block_len)?;
-        Ok(d)
+        self.write_bytes(py, &mut rec, &block)
     }
 
     /// Writes a warcinfo record: `software`, `format` and `conformsTo` are
@@ -229,17 +242,7 @@ impl WARCWriter {
         };
         let (mut rec, block) = records::warcinfo(self.version, filename, &pairs)
             .map_err(|e| PyValueError::new_err(e.to_string()))?;
-        let written = py.detach(|| {
-            let mut g = opened(&self.writer);
-            let w = g.as_mut().ok_or_else(closed)?;
-            w.write(&mut rec, Body::Bytes(&block)).map_err(to_py)
-        })?;
-        let d = PyDict::new(py);
-        d.set_item("offset", written.offset)?;
-        d.set_item("length", written.stored_len)?;
-        d.set_item("record_id", written.record_id)?;
-        d.set_item("content_length", written.block_len)?;
-        Ok(d)
+        self.write_bytes(py, &mut rec, &block)
     }
 
     /// Bytes written so far.

@@ -554,6 +554,21 @@ impl<W: Write> Recovery<'_, W> {
         Ok(b.iter().all(|&c| c == b'\r' || c == b'\n'))
     }
 
+    /// The verdict on the record at `offset` when reading it failed: not
+    /// intact, and nothing after it holds.
+    fn unreadable(&self, offset: u64, e: &crate::Error, uri: Option<String>) -> Verdict {
+        Verdict {
+            offset,
+            body_end: self.plain.len,
+            end: self.plain.len,
+            intact: false,
+            verified: false,
+            framed: false,
+            reason: e.to_string(),
+            uri,
+        }
+    }
+
     /// Reads and checks the next record of `r`.
     fn examine(&self, r: &mut AnyReader<Decoder<BufReader<File>>>) -> Result<Option<Verdict>> {
         let mut rec = match r.next_record() {
@@ -580,18 +595,7 @@ impl<W: Write> Recovery<'_, W> {
         if self.format == Format::Warc {
             let c = match check_record(&mut rec, &crate::Limits::default()) {
                 Ok(c) => c,
-                Err(e) => {
-                    return Ok(Some(Verdict {
-                        offset: loc.offset,
-                        body_end: self.plain.len,
-                        end: self.plain.len,
-                        intact: false,
-                        verified: false,
-                        framed: false,
-                        reason: e.to_string(),
-                        uri,
-                    }));
-                }
+                Err(e) => return Ok(Some(self.unreadable(loc.offset, &e, uri))),
             };
             verified = c.block == DigestStatus::Valid && c.payload.is_ok();
             if !c.is_ok() {
@@ -604,18 +608,7 @@ impl<W: Write> Recovery<'_, W> {
         }
         let end = match rec.finish() {
             Ok(e) => e,
-            Err(e) => {
-                return Ok(Some(Verdict {
-                    offset: loc.offset,
-                    body_end: self.plain.len,
-                    end: self.plain.len,
-                    intact: false,
-                    verified: false,
-                    framed: false,
-                    reason: e.to_string(),
-                    uri,
-                }));
-            }
+            Err(e) => return Ok(Some(self.unreadable(loc.offset, &e, uri))),
         };
         let mut framed = true;
         let mut content_bad = false;

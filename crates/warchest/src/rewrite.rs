@@ -853,6 +853,21 @@ mod tests {
         .into_bytes()
     }
 
+    /// Copies the archive `data` through `copier` into memory, after the
+    /// copier's preamble: what was written and the report.
+    fn copy_all(copier: &mut Copier, data: &[u8]) -> (Vec<u8>, CopyReport) {
+        let mut sink = WriteSink::new(Vec::new(), copier.preamble()).unwrap();
+        let mut report = CopyReport::default();
+        copier
+            .copy_archive(
+                &mut archive::Reader::new(data).unwrap(),
+                &mut sink,
+                &mut report,
+            )
+            .unwrap();
+        (sink.into_inner(), report)
+    }
+
     #[test]
     fn names_follow_the_annex() {
         let n = SplitNaming {
@@ -910,15 +925,7 @@ mod tests {
         data.extend(&last);
         for c in [Compression::None, Compression::Gzip(1)] {
             let mut copier = Copier::new(CopyOptions::new(c.clone())).unwrap();
-            let mut sink = WriteSink::new(Vec::new(), copier.preamble()).unwrap();
-            let mut report = CopyReport::default();
-            copier
-                .copy_archive(
-                    &mut archive::Reader::new(&data[..]).unwrap(),
-                    &mut sink,
-                    &mut report,
-                )
-                .unwrap();
+            let (out, report) = copy_all(&mut copier, &data);
             assert_eq!(report.records_read, 2);
             assert_eq!(report.records_written, 1);
             assert_eq!(report.dropped_count, 1);
@@ -929,7 +936,6 @@ mod tests {
                 "{:?}",
                 report.dropped
             );
-            let out = sink.into_inner();
             assert_eq!(report.bytes_written, out.len() as u64);
             if c == Compression::None {
                 assert_eq!(out, record(1, "hello"));
@@ -955,18 +961,10 @@ mod tests {
         let mut copier = Copier::new(CopyOptions::new(Compression::None))
             .unwrap()
             .with_filter(f);
-        let mut sink = WriteSink::new(Vec::new(), b"").unwrap();
-        let mut report = CopyReport::default();
-        copier
-            .copy_archive(
-                &mut archive::Reader::new(&data[..]).unwrap(),
-                &mut sink,
-                &mut report,
-            )
-            .unwrap();
+        let (out, report) = copy_all(&mut copier, &data);
         let mut want = mk("200 OK");
         want.extend(record(3, "x"));
-        assert_eq!(sink.into_inner(), want);
+        assert_eq!(out, want);
         assert_eq!((report.records_read, report.records_selected), (3, 2));
     }
 
@@ -992,16 +990,7 @@ mod tests {
         let mut copier = Copier::new(CopyOptions::new(c)).unwrap();
         assert_eq!(&copier.preamble()[..4], &0x184D_2A5Du32.to_le_bytes());
         assert_eq!(copier.preamble().len(), dict.len() + 8);
-        let mut sink = WriteSink::new(Vec::new(), copier.preamble()).unwrap();
-        let mut report = CopyReport::default();
-        copier
-            .copy_archive(
-                &mut archive::Reader::new(&data[..]).unwrap(),
-                &mut sink,
-                &mut report,
-            )
-            .unwrap();
-        let out = sink.into_inner();
+        let (out, _) = copy_all(&mut copier, &data);
         let mut r = archive::Reader::new(&out[..]).unwrap();
         let mut back = Vec::new();
         while let Some(mut rec) = r.next_record().unwrap() {

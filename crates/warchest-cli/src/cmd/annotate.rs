@@ -164,26 +164,44 @@ fn version_for(h: &WarcHeader) -> Version {
     }
 }
 
-pub fn run_annotate(_g: &Global, args: AnnotateArgs) -> Result<Outcome> {
-    let mut out = OutFile::create(&args.output)?;
-    let mut r = warc::Reader::open(&args.input)?;
+/// What annotate and migrate share: every record of `input` with a
+/// payload, in order, given to `each` with the output; the output opens
+/// with a warcinfo record saying `description` (WARC version as the
+/// input's) and is finished at the end.
+fn each_payload(
+    input: &str,
+    output: &std::path::Path,
+    description: &str,
+    mut each: impl FnMut(&mut OutFile, &WarcHeader, Payload) -> Result<()>,
+) -> Result<()> {
+    let mut out = OutFile::create(output)?;
+    let mut r = warc::Reader::open(input)?;
     let mut started = false;
-    let (mut done, mut failed) = (0u64, 0u64);
     while let Some(mut rec) = r.next_record()? {
         let h = rec.header().clone();
         if !started {
-            out.warcinfo(
-                version_for(&h),
-                &format!(
-                    "metadata records from {:?} run on {}",
-                    args.exec, args.input
-                ),
-            )?;
+            out.warcinfo(version_for(&h), description)?;
             started = true;
         }
         let Some(p) = payload_of(&mut rec)? else {
             continue;
         };
+        each(&mut out, &h, p)?;
+    }
+    if !started {
+        out.warcinfo(Version::V1_1, "no records")?;
+    }
+    out.finish()?;
+    Ok(())
+}
+
+pub fn run_annotate(_g: &Global, args: AnnotateArgs) -> Result<Outcome> {
+    let (mut done, mut failed) = (0u64, 0u64);
+    let description = format!(
+        "metadata records from {:?} run on {}",
+        args.exec, args.input
+    );
+    each_payload(&args.input, &args.output, &description, |out, h, p| {
         let (mut output, n, ok) = run_on(&args.exec, &p)?;
         if !ok {
             failed += 1;
@@ -194,7 +212,7 @@ pub fn run_annotate(_g: &Global, args: AnnotateArgs) -> Result<Outcome> {
                 args.exec
             );
         }
-        let mut m = records::metadata_about(&h, &args.content_type)?;
+        let mut m = records::metadata_about(h, &args.content_type)?;
         out.writer.write(
             &mut m,
             Body::Stream {
@@ -203,38 +221,22 @@ pub fn run_annotate(_g: &Global, args: AnnotateArgs) -> Result<Outcome> {
             },
         )?;
         done += 1;
-    }
-    if !started {
-        out.warcinfo(Version::V1_1, "no records")?;
-    }
-    out.finish()?;
+        Ok(())
+    })?;
     eprintln!("warchest: {done} metadata records written ({failed} runs failed)");
     Ok(Outcome::Ok)
 }
 
 pub fn run_migrate(_g: &Global, args: MigrateArgs) -> Result<Outcome> {
     let from = args.from.trim().to_ascii_lowercase();
-    let mut out = OutFile::create(&args.output)?;
-    let mut r = warc::Reader::open(&args.input)?;
-    let mut started = false;
     let (mut done, mut failed) = (0u64, 0u64);
-    while let Some(mut rec) = r.next_record()? {
-        let h = rec.header().clone();
-        if !started {
-            out.warcinfo(
-                version_for(&h),
-                &format!(
-                    "{} payloads of {} migrated by {:?}",
-                    from, args.input, args.exec
-                ),
-            )?;
-            started = true;
-        }
-        let Some(p) = payload_of(&mut rec)? else {
-            continue;
-        };
+    let description = format!(
+        "{} payloads of {} migrated by {:?}",
+        from, args.input, args.exec
+    );
+    each_payload(&args.input, &args.output, &description, |out, h, p| {
         if p.media_type.as_deref() != Some(from.as_str()) {
-            continue;
+            return Ok(());
         }
         let (mut output, n, ok) = run_on(&args.exec, &p)?;
         if !ok {
@@ -245,7 +247,7 @@ pub fn run_migrate(_g: &Global, args: MigrateArgs) -> Result<Outcome> {
                 h.record_id().unwrap_or_default(),
                 args.exec
             );
-            continue;
+            return Ok(());
         }
         let to = match &args.to {
             Some(t) => t.clone(),
@@ -258,7 +260,7 @@ pub fn run_migrate(_g: &Global, args: MigrateArgs) -> Result<Outcome> {
                     .to_string()
             }
         };
-        let mut conv = records::conversion_of(&h, &to)?;
+        let mut conv = records::conversion_of(h, &to)?;
         out.writer.write(
             &mut conv,
             Body::Stream {
@@ -280,11 +282,8 @@ pub fn run_migrate(_g: &Global, args: MigrateArgs) -> Result<Outcome> {
         let mut m = records::metadata_about(conv.header(), records::WARC_FIELDS)?;
         out.writer.write(&mut m, Body::Bytes(&block))?;
         done += 1;
-    }
-    if !started {
-        out.warcinfo(Version::V1_1, "no records")?;
-    }
-    out.finish()?;
+        Ok(())
+    })?;
     eprintln!("warchest: {done} payloads migrated ({failed} failed)");
     Ok(if failed > 0 {
         Outcome::Problem

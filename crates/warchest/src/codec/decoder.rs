@@ -1136,14 +1136,9 @@ impl<R: Read> Decoder<R> {
                 return Ok(());
             }
         }
-        if self.avail() == 0 && !self.ensure(1)? {
-            return self.truncated("inside the deflate data");
+        if !self.step_start("inside the deflate data")? {
+            return Ok(());
         }
-        if self.out.len() < OUT_SIZE {
-            self.out.resize(OUT_SIZE, 0);
-        }
-        self.out_start = 0;
-        self.out_end = 0;
         let inflate = self.inflate.get_or_insert_with(|| Decompress::new(false));
         let (in0, out0) = (inflate.total_in(), inflate.total_out());
         let input = self
@@ -1257,15 +1252,25 @@ impl<R: Read> Decoder<R> {
         Ok(())
     }
 
-    fn zstd_step(&mut self) -> crate::Result<()> {
+    /// Before a streaming step: input to decompress (else the member is
+    /// truncated `inside`, and false), and the output buffer emptied.
+    fn step_start(&mut self, inside: &str) -> crate::Result<bool> {
         if self.avail() == 0 && !self.ensure(1)? {
-            return self.truncated("inside the frame");
+            self.truncated(inside)?;
+            return Ok(false);
         }
         if self.out.len() < OUT_SIZE {
             self.out.resize(OUT_SIZE, 0);
         }
         self.out_start = 0;
         self.out_end = 0;
+        Ok(true)
+    }
+
+    fn zstd_step(&mut self) -> crate::Result<()> {
+        if !self.step_start("inside the frame")? {
+            return Ok(());
+        }
         self.dctx()?;
         let Some(d) = self.dctx.as_mut() else {
             return Ok(());

@@ -34,27 +34,10 @@ pub(crate) enum FrameStart {
 /// enough to tell a real frame from a magic number occurring by chance in
 /// garbage.
 pub(crate) fn check_frame_start(bytes: &[u8]) -> Result<FrameStart, &'static str> {
-    match bytes.get(..4) {
-        None => return Ok(FrameStart::Short(5)),
-        Some(m) if m != MAGIC => return Err("not a zstd frame"),
-        Some(_) => {}
-    }
-    let Some(&fhd) = bytes.get(4) else {
+    let Some(layout) = Layout::of(bytes)? else {
         return Ok(FrameStart::Short(5));
     };
-    if fhd & 0x08 != 0 {
-        return Err("reserved bit of the zstd frame header is set");
-    }
-    let single_segment = fhd & 0x20 != 0;
-    let dict_len = [0, 1, 2, 4][usize::from(fhd & 3)];
-    let fcs_len = match fhd >> 6 {
-        0 if single_segment => 1,
-        0 => 0,
-        1 => 2,
-        2 => 4,
-        _ => 8,
-    };
-    let header_len = 5 + usize::from(!single_segment) + dict_len + fcs_len;
+    let header_len = layout.len();
     // The first block header follows (3 bytes, little-endian; type 3 is
     // reserved).
     let need = header_len + 3;
@@ -65,6 +48,55 @@ pub(crate) fn check_frame_start(bytes: &[u8]) -> Result<FrameStart, &'static str
         return Err("first block of the zstd frame has the reserved type");
     }
     Ok(FrameStart::Ok)
+}
+
+/// Where the fields of a frame header are, from its descriptor.
+struct Layout {
+    /// Frame_Header_Descriptor.
+    fhd: u8,
+    /// Offset of Dictionary_ID (after the Window_Descriptor, if any).
+    dict_at: usize,
+    dict_len: usize,
+    /// Length of Frame_Content_Size.
+    fcs_len: usize,
+}
+
+impl Layout {
+    /// The layout of the frame header at the start of `bytes` (magic
+    /// included); `Ok(None)` when the 5 bytes up to the descriptor are not
+    /// all there.
+    fn of(bytes: &[u8]) -> Result<Option<Layout>, &'static str> {
+        match bytes.get(..4) {
+            None => return Ok(None),
+            Some(m) if m != MAGIC => return Err("not a zstd frame"),
+            Some(_) => {}
+        }
+        let Some(&fhd) = bytes.get(4) else {
+            return Ok(None);
+        };
+        if fhd & 0x08 != 0 {
+            return Err("reserved bit of the zstd frame header is set");
+        }
+        let single_segment = fhd & 0x20 != 0;
+        let fcs_len = match fhd >> 6 {
+            0 if single_segment => 1,
+            0 => 0,
+            1 => 2,
+            2 => 4,
+            _ => 8,
+        };
+        Ok(Some(Layout {
+            fhd,
+            dict_at: 5 + usize::from(!single_segment),
+            dict_len: [0, 1, 2, 4][usize::from(fhd & 3)],
+            fcs_len,
+        }))
+    }
+
+    /// The header's length, magic included.
+    fn len(&self) -> usize {
+        self.dict_at + self.dict_len + self.fcs_len
+    }
 }
 
 /// The fields of a zstd frame header (RFC 8878 section 3.1.1.1) a
@@ -88,28 +120,16 @@ pub(crate) const MAX_FRAME_HEADER: usize = 18;
 /// Parses the frame header at the start of `bytes` (magic included).
 /// `Ok(None)` when more bytes are needed.
 pub(crate) fn frame_header(bytes: &[u8]) -> Result<Option<FrameHeader>, &'static str> {
-    match bytes.get(..4) {
-        None => return Ok(None),
-        Some(m) if m != MAGIC => return Err("not a zstd frame"),
-        Some(_) => {}
-    }
-    let Some(&fhd) = bytes.get(4) else {
+    let Some(layout) = Layout::of(bytes)? else {
         return Ok(None);
     };
-    if fhd & 0x08 != 0 {
-        return Err("reserved bit of the zstd frame header is set");
-    }
-    let single_segment = fhd & 0x20 != 0;
-    let dict_len = [0, 1, 2, 4][usize::from(fhd & 3)];
-    let fcs_len = match fhd >> 6 {
-        0 if single_segment => 1,
-        0 => 0,
-        1 => 2,
-        2 => 4,
-        _ => 8,
-    };
-    let dict_at = 5 + usize::from(!single_segment);
-    let len = dict_at + dict_len + fcs_len;
+    let len = layout.len();
+    let Layout {
+        fhd,
+        dict_at,
+        dict_len,
+        fcs_len,
+    } = layout;
     let Some(id) = bytes.get(dict_at..dict_at + dict_len) else {
         return Ok(None);
     };

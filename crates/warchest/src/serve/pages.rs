@@ -3,16 +3,17 @@
 //! inserts into archived pages (the client script and the banner).
 
 use std::fmt::Write as _;
-use std::io::{self, Read, Seek};
+use std::io::{self, BufRead, Read, Seek};
 
 use super::http::{Request, Responder, escape, query_escape};
 use super::{HResult, text_html, text_plain};
-use crate::http::{payload_reader, read_head};
+use crate::http::{HttpHead, payload_reader, read_head};
 use crate::limits::Limits;
 use crate::replay::Collection;
 use crate::replay::store::{Capture, KeyRange, MatchType, Query};
 use crate::validate::{Options, Validator};
 use crate::wacz::iso_date;
+use crate::warc::WarcHeader;
 
 /// Most captures listed on one page.
 const MAX_LISTED: usize = 10_000;
@@ -319,18 +320,8 @@ pub(super) fn record(
         "payload" => {
             resp.source = "archive";
             let mut block = rec.block();
-            let head = if header.is_http() {
-                read_head(&mut block, &Limits::default())?
-            } else {
-                None
-            };
-            let mime = match &head {
-                Some(h) => h.media_type(),
-                None => header
-                    .content_type()
-                    .and_then(|c| crate::http::media_type(c.as_bytes())),
-            }
-            .unwrap_or_else(|| "application/octet-stream".into());
+            let (head, mime) = head_and_media_type(&mut block, &header)?;
+            let mime = mime.unwrap_or_else(|| "application/octet-stream".into());
             let mut h = vec![("Content-Type".to_string(), mime)];
             let mut payload: Box<dyn Read + '_> = match &head {
                 Some(hd) => {
@@ -350,18 +341,8 @@ pub(super) fn record(
         }
         "" => {
             let mut block = rec.block();
-            let head = if header.is_http() {
-                read_head(&mut block, &Limits::default())?
-            } else {
-                None
-            };
-            let mime = match &head {
-                Some(h) => h.media_type(),
-                None => header
-                    .content_type()
-                    .and_then(|c| crate::http::media_type(c.as_bytes())),
-            }
-            .unwrap_or_default();
+            let (head, mime) = head_and_media_type(&mut block, &header)?;
+            let mime = mime.unwrap_or_default();
             let mut preview = String::new();
             let textual = mime.starts_with("text/")
                 || mime.contains("json")
@@ -401,6 +382,26 @@ pub(super) fn record(
             Ok(())
         }
     }
+}
+
+/// The HTTP head at the start of a record's block (read from `block`),
+/// and the media type of what follows: the head's, else the record's.
+fn head_and_media_type(
+    block: &mut impl BufRead,
+    header: &WarcHeader,
+) -> io::Result<(Option<HttpHead>, Option<String>)> {
+    let head = if header.is_http() {
+        read_head(block, &Limits::default())?
+    } else {
+        None
+    };
+    let mime = match &head {
+        Some(h) => h.media_type(),
+        None => header
+            .content_type()
+            .and_then(|c| crate::http::media_type(c.as_bytes())),
+    };
+    Ok((head, mime))
 }
 
 #[allow(clippy::too_many_arguments)]
