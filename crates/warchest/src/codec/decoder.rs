@@ -2489,17 +2489,24 @@ mod tests {
         }
     }
 
-    #[test]
-    fn damaged_inputs_never_panic_and_stay_bounded() {
-        let parts = records();
+    /// `parts` as gzip, zstd and LZ4 members in turn; `linked` says which
+    /// LZ4 frames have linked blocks, by index.
+    fn mixed_members(parts: &[Vec<u8>], linked: impl Fn(usize) -> bool) -> Vec<u8> {
         let mut file = Vec::new();
         for (i, p) in parts.iter().enumerate() {
             file.extend(match i % 3 {
                 0 => gz(p),
                 1 => zst(p),
-                _ => lz4_frame(p, 4, i % 2 == 0, true, true, true),
+                _ => lz4_frame(p, 4, linked(i), true, true, true),
             });
         }
+        file
+    }
+
+    #[test]
+    fn damaged_inputs_never_panic_and_stay_bounded() {
+        let parts = records();
+        let file = mixed_members(&parts, |i| i % 2 == 0);
         let total: usize = parts.iter().map(Vec::len).sum();
         let mut seed = 99u64;
         for round in 0..300 {
@@ -2565,14 +2572,7 @@ mod tests {
     #[test]
     fn io_errors_can_be_retried() {
         let parts = records();
-        let mut file = Vec::new();
-        for (i, p) in parts.iter().enumerate() {
-            file.extend(match i % 3 {
-                0 => gz(p),
-                1 => zst(p),
-                _ => lz4_frame(p, 4, true, true, true, true),
-            });
-        }
+        let file = mixed_members(&parts, |_| true);
         let clean = decode_clean(&file);
         for input in [&file[..], &parts.concat()[..]] {
             let mut d = Decoder::new(
