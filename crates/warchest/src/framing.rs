@@ -1,11 +1,15 @@
-//! What the WARC, ARC and Web InfoMall readers share: the record state
-//! machine (next record, the current block, finishing a record, fusing after
-//! an error), the borrowed [`Record`] and its streamed [`BlockReader`].
+//! What the WARC, ARC and Web InfoMall readers share: a record being read
+//! ([`Record`]) and its block as a stream ([`BlockReader`]), generic over the
+//! format's reader. They are used through each format's aliases:
+//! [`warc::Record`](crate::warc::Record),
+//! [`arc::Record`](crate::arc::Record),
+//! [`infomall::Record`](crate::infomall::Record) and their `BlockReader`s.
 //!
-//! Each format implements [`Framing`]: how the next header is read, how block
-//! bytes are handed out and what ends a record. The rest lives here once, and
-//! the formats' public `Record` and `BlockReader` are aliases of the types
-//! here. Everything is generic (static dispatch): this is the hot path.
+//! Inside the crate, each reader implements a trait for how the next header
+//! is read, how block bytes are handed out and what ends a record; the record
+//! state machine (next record, the current block, finishing a record, fusing
+//! after an error) lives here once. Everything is generic (static dispatch):
+//! this is the hot path.
 
 use std::io::{self, BufRead, Read};
 
@@ -13,45 +17,52 @@ use crate::codec::{Codec, Source};
 use crate::error::{Error, Result};
 use crate::warc::{RecordEnd, RecordLocation, WarcHeader};
 
-/// A format's record framing, as the shared state machine drives it.
-// Public in a private module: no one outside the crate can name or call it,
-// yet it can bound the public `Record` and `BlockReader`.
-pub trait Framing {
-    /// Reads the next record's header (the previous record is finished).
-    /// False at the end of the input.
-    fn read_next(&mut self) -> Result<bool>;
+pub(crate) use sealed::Framing;
 
-    /// Where the current record is; `None` when there is none.
-    fn location(&self) -> Option<RecordLocation>;
+// Public in a private module: no one outside the crate can name, implement
+// or call it, yet it can bound the public `Record` and `BlockReader`.
+mod sealed {
+    use crate::error::{Error, Result};
+    use crate::warc::{RecordEnd, RecordLocation, WarcHeader};
 
-    /// Forgets the current record (after an error).
-    fn drop_current(&mut self);
+    /// A format's record framing, as the shared state machine drives it.
+    pub trait Framing {
+        /// Reads the next record's header (the previous record is finished).
+        /// False at the end of the input.
+        fn read_next(&mut self) -> Result<bool>;
 
-    /// Skips what is left of the current record's block and what ends the
-    /// record, and says how it ended.
-    fn finish_current(&mut self) -> Result<RecordEnd>;
+        /// Where the current record is; `None` when there is none.
+        fn location(&self) -> Option<RecordLocation>;
 
-    /// Makes block bytes of the current record ready (reading, inflating),
-    /// which may fail.
-    fn block_ready(&mut self) -> Result<()>;
+        /// Forgets the current record (after an error).
+        fn drop_current(&mut self);
 
-    /// The block bytes made ready; empty at the block's end.
-    fn block_fill(&mut self) -> Result<&[u8]>;
+        /// Skips what is left of the current record's block and what ends the
+        /// record, and says how it ended.
+        fn finish_current(&mut self) -> Result<RecordEnd>;
 
-    /// Marks `n` bytes of the last [`Framing::block_fill`] as read.
-    fn block_consume(&mut self, n: usize);
+        /// Makes block bytes of the current record ready (reading, inflating),
+        /// which may fail.
+        fn block_ready(&mut self) -> Result<()>;
 
-    /// The record's header as WARC fields.
-    fn view(&self) -> &WarcHeader;
+        /// The block bytes made ready; empty at the block's end.
+        fn block_fill(&mut self) -> Result<&[u8]>;
 
-    /// Stops the reader for good (after an error or the end).
-    fn fuse(&mut self);
+        /// Marks `n` bytes of the last `block_fill` as read.
+        fn block_consume(&mut self, n: usize);
 
-    /// True once [`Framing::fuse`] was called.
-    fn is_fused(&self) -> bool;
+        /// The record's header as WARC fields.
+        fn view(&self) -> &WarcHeader;
 
-    /// Names the reader's file in `e`.
-    fn locate(&self, e: Error) -> Error;
+        /// Stops the reader for good (after an error or the end).
+        fn fuse(&mut self);
+
+        /// True once [`Framing::fuse`] was called.
+        fn is_fused(&self) -> bool;
+
+        /// Names the reader's file in `e`.
+        fn locate(&self, e: Error) -> Error;
+    }
 }
 
 /// Finishes the current record, if any, and reads the next header;

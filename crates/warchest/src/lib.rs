@@ -28,7 +28,7 @@ pub mod digest;
 pub mod error;
 pub mod fields;
 pub mod filter;
-mod framing;
+pub mod framing;
 pub mod http;
 pub mod index;
 pub mod infomall;
