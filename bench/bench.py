@@ -56,13 +56,12 @@ def derive(d, gz):
     if not os.path.exists(zst):
         subprocess.run([WARCHEST, "-q", "recompress", gz, "-o", zst, "--to", "zstd"], check=True)
     files["zstd"] = zst
-    # warchest writes no LZ4; the lz4 tool makes one frame for the whole
-    # file (read on one thread: a frame is not split).
-    if shutil.which("lz4"):
-        lz = os.path.join(d, base + ".warc.lz4")
-        if not os.path.exists(lz):
-            subprocess.run(["lz4", "-q", "-f", plain, lz], check=True)
-        files["lz4"] = lz
+    # One LZ4 frame per record, as warchest writes it (the file name is
+    # new: the lz4 tool's whole-file frame was `.warc.lz4`).
+    lz = os.path.join(d, base + ".records.warc.lz4")
+    if not os.path.exists(lz):
+        subprocess.run([WARCHEST, "-q", "recompress", gz, "-o", lz, "--to", "lz4"], check=True)
+    files["lz4"] = lz
     return files
 
 

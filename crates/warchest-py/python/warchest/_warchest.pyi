@@ -92,7 +92,7 @@ class WARCWriter:
     def __init__(
         self,
         target: Union[_Path, BinaryIO, Any],
-        compress: Optional[str] = "gzip",
+        compress: Optional[str] = "gzip",  # "gzip", "zstd", "lz4" or None
         warc_version: str = "1.1",
     ) -> None: ...
     def write_record(
