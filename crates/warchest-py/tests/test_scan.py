@@ -101,3 +101,38 @@ def test_stream_is_taken_once():
     pa.RecordBatchReader.from_stream(s).read_all()
     with pytest.raises(RuntimeError, match="already taken"):
         pa.RecordBatchReader.from_stream(s)
+
+
+PLAIN = [FIXTURES / "warcio" / "example-iana.org-chunked.warc", FIXTURES / "pywb" / "example.warc"]
+
+
+@pytest.mark.parametrize("path", PLAIN, ids=lambda p: p.name)
+def test_byte_ranges_together_equal_the_whole_scan(path):
+    whole = warchest.scan(path, include_payload=True).read_all()
+    assert whole.num_rows > 2
+    size = path.stat().st_size
+    for split in (37, 500, 3000):
+        ranges = warchest.split_ranges(path, split)
+        assert len(ranges) == -(-size // split)
+        assert ranges[0][0] == 0 and ranges[-1][1] == size
+        parts = [warchest.scan(path, include_payload=True, byte_range=r).read_all() for r in ranges]
+        got = pa.concat_tables(parts)
+        assert got.num_rows == whole.num_rows
+        assert got.equals(whole), split
+    # Offsets are offsets in the whole file.
+    r = warchest.scan(path, columns=["warc_record_offset"], byte_range=(1, size)).read_all()
+    assert r["warc_record_offset"].to_pylist() == whole["warc_record_offset"].to_pylist()[1:]
+
+
+def test_compressed_files_are_not_split():
+    size = IANA.stat().st_size
+    assert warchest.split_ranges(IANA, 1000) == [(0, size)]
+    assert warchest.scan(IANA, columns=["warc_type"], byte_range=(0, 10)).read_all().num_rows == 343
+    assert warchest.scan(IANA, columns=["warc_type"], byte_range=(10, size)).read_all().num_rows == 0
+
+
+def test_byte_range_takes_one_path():
+    with pytest.raises(ValueError):
+        warchest.scan([IANA, IANA], byte_range=(0, 10))
+    with pytest.raises(ValueError):
+        warchest.scan(IANA, byte_range=(10, 0))
