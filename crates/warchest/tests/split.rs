@@ -366,8 +366,8 @@ fn every_uncompressed_warc_fixture_splits_into_the_whole() {
 }
 
 #[test]
-fn arc_fixtures_split_too() {
-    for f in common::fixture_files(&[".arc"]) {
+fn arc_and_infomall_fixtures_split_too() {
+    for f in common::fixture_files(&[".arc", ".dat"]) {
         if f.to_string_lossy().contains("bad") || f.to_string_lossy().contains("invalid") {
             continue;
         }
