@@ -73,6 +73,11 @@ impl<S: Source> Pushback<S> {
         self.src.codec()
     }
 
+    /// Stored offset where the current member starts.
+    pub(crate) fn member_offset(&self) -> u64 {
+        self.src.member_offset()
+    }
+
     pub(crate) fn member_end(&self) -> Option<u64> {
         if self.pending() > 0 {
             None

@@ -86,7 +86,9 @@ def scan_stream(
     max_payload: int = ...,
     skip_errors: bool = False,
     strict: bool = False,
+    byte_range: Optional[Tuple[int, int]] = None,
 ) -> ScanStream: ...
+def split_ranges(path: _Path, split_size: int) -> List[Tuple[int, int]]: ...
 
 class WARCWriter:
     def __init__(
