@@ -24,6 +24,7 @@ extra="$tmp/example.warc.zst $tmp/example.warc.whole.gz $tmp/page-middle.dat"
 
 for f in $archives $extra; do
     for t in warc_reader validate index; do put $t "$f"; done
+    case $f in *.warc | *.arc) put split "$f" ;; esac
     case $f in
         *.arc | *.arc.gz) put arc_reader "$f" ;;
         *.dat) put infomall_reader "$f" ;;

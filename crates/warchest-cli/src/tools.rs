@@ -115,6 +115,8 @@ pub enum To {
     Gzip,
     /// One zstd frame per record (`.warc.zst`).
     Zstd,
+    /// One LZ4 frame per record (`.warc.lz4`).
+    Lz4,
     /// Uncompressed (`.warc`).
     None,
 }
@@ -177,6 +179,12 @@ impl CompressionArgs {
                     dictionary,
                 }
             }
+            To::Lz4 => {
+                if self.level.is_some() {
+                    bail!("--level has no meaning with --to lz4 (one fast level)");
+                }
+                Compression::Lz4
+            }
         })
     }
 }
@@ -218,7 +226,8 @@ pub fn sniff_to(name: &str) -> To {
         .unwrap_or(0);
     match Codec::sniff(&buf[..n]) {
         Some(Codec::Zstd) => To::Zstd,
-        Some(Codec::Gzip) | Some(Codec::Lz4) => To::Gzip,
+        Some(Codec::Lz4) => To::Lz4,
+        Some(Codec::Gzip) => To::Gzip,
         _ if n == 0 => To::Gzip,
         _ => To::None,
     }
@@ -309,7 +318,7 @@ pub fn output_name_in(dir: &Path, input: &str, c: &Compression) -> PathBuf {
             break;
         }
     }
-    dir.join(format!("{stem}{}", warchest::rewrite::extension(c)))
+    dir.join(format!("{stem}{}", c.extension()))
 }
 
 #[cfg(test)]

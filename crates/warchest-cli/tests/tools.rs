@@ -150,7 +150,7 @@ fn outputs_do_not_depend_on_jobs() {
 }
 
 #[test]
-fn recompress_whole_file_gzip_and_zstd_with_a_trained_dictionary() {
+fn recompress_whole_file_gzip_zstd_with_a_trained_dictionary_and_lz4() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("fixed.warc.gz");
     let input = fixture("pywb/example-bad.warc.gz.bad");
@@ -205,12 +205,29 @@ fn recompress_whole_file_gzip_and_zstd_with_a_trained_dictionary() {
     );
     assert!(outdir.join("example.warc").exists());
 
+    // LZ4, one frame per record: the same records, each at its own offset.
+    let lz = dir.path().join("iana.warc.lz4");
+    let (code, _, err) = run(bin().args([
+        "recompress",
+        &iana,
+        "-o",
+        lz.to_str().unwrap(),
+        "--to",
+        "lz4",
+    ]));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(&std::fs::read(&lz).unwrap()[..4], &[0x04, 0x22, 0x4d, 0x18]);
+    assert_eq!(records(&lz), records(Path::new(&iana)));
+    let (code, out_check, _) = run(bin().arg("check").arg(&lz));
+    assert_eq!(code, 0, "{}", String::from_utf8_lossy(&out_check));
+
     // Flags that do not go together.
     for bad in [
         &["--to", "gzip", "--train-dict"][..],
         &["--to", "none", "--level", "3"],
         &["--to", "gzip", "--level", "12"],
         &["--to", "gzip", "--dict", "/nonexistent"],
+        &["--to", "lz4", "--level", "3"],
     ] {
         let (code, _, err) = run(bin()
             .args([

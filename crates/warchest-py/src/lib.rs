@@ -39,6 +39,7 @@ fn _warchest(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<scan::ScanStream>()?;
     m.add_function(wrap_pyfunction!(scan::scan_stream, m)?)?;
     m.add_function(wrap_pyfunction!(scan::columns, m)?)?;
+    m.add_function(wrap_pyfunction!(scan::split_ranges, m)?)?;
     m.add_class::<writer::WARCWriter>()?;
     tools::register(m)?;
     Ok(())

@@ -11,7 +11,7 @@ use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
-use warchest::table::{Column, FilesScanner, ScanOptions};
+use warchest::table::{Column, FilesScanner, Part, ScanOptions};
 use warchest::warc::ReaderOptions;
 
 use crate::io::paths_from_py;
@@ -24,12 +24,30 @@ pub(crate) fn columns() -> Vec<&'static str> {
     Column::ALL.iter().map(|c| c.name()).collect()
 }
 
+/// The byte ranges to read the file at `path` in, as `(start, end)`
+/// pairs: ranges of `split_size` bytes for an uncompressed file larger
+/// than that, the whole file otherwise (compressed files, sniffed from
+/// their first bytes, are never split; `split_size` 0 never splits).
+#[pyfunction]
+pub(crate) fn split_ranges(
+    py: Python<'_>,
+    path: std::path::PathBuf,
+    split_size: u64,
+) -> PyResult<Vec<(u64, u64)>> {
+    let plan = py
+        .detach(|| warchest::split::plan_file(&path, split_size))
+        .map_err(crate::to_py)?;
+    Ok(plan.into_iter().map(|r| (r.start, r.end)).collect())
+}
+
 /// The record batches of the files at `paths`, as an object with
 /// `__arrow_c_stream__` (read once). `warchest.scan` wraps it in a
-/// `pyarrow.RecordBatchReader`.
+/// `pyarrow.RecordBatchReader`. With `byte_range = (start, end)`, `paths`
+/// is one file and only the records of that range are read.
 #[pyfunction]
 #[pyo3(signature = (paths, columns = None, record_types = None, batch_rows = 8192,
-    include_payload = false, max_payload = 32 << 20, skip_errors = false, strict = false))]
+    include_payload = false, max_payload = 32 << 20, skip_errors = false, strict = false,
+    byte_range = None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn scan_stream(
     paths: &Bound<'_, PyAny>,
@@ -40,8 +58,29 @@ pub(crate) fn scan_stream(
     max_payload: u64,
     skip_errors: bool,
     strict: bool,
+    byte_range: Option<(u64, u64)>,
 ) -> PyResult<ScanStream> {
     let paths = paths_from_py(paths)?;
+    let parts: Vec<Part> = match byte_range {
+        None => paths.into_iter().map(Part::from).collect(),
+        Some((start, end)) => {
+            let [path] = <[_; 1]>::try_from(paths).map_err(|p| {
+                PyValueError::new_err(format!(
+                    "byte_range needs exactly one path, not {}",
+                    p.len()
+                ))
+            })?;
+            if start > end {
+                return Err(PyValueError::new_err(format!(
+                    "byte_range ({start}, {end}) ends before it starts"
+                )));
+            }
+            vec![Part {
+                path,
+                range: Some(start..end),
+            }]
+        }
+    };
     let mut opts = ScanOptions {
         record_types,
         batch_rows: batch_rows.max(1),
@@ -63,7 +102,7 @@ pub(crate) fn scan_stream(
             .extend([Column::Payload, Column::PayloadTruncated]);
     }
     Ok(ScanStream {
-        scanner: Mutex::new(Some(FilesScanner::new(paths, opts))),
+        scanner: Mutex::new(Some(FilesScanner::from_parts(parts, opts))),
     })
 }
 

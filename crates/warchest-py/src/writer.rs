@@ -18,7 +18,7 @@ type Out = Box<dyn Write + Send>;
 
 /// Writes WARC records to a path or a binary file object.
 ///
-/// `compress` is `"gzip"` (default, one member per record), `"zstd"` or
+/// `compress` is `"gzip"` (default, one member per record), `"zstd"`, `"lz4"` or
 /// `None`; `warc_version` is `"1.1"` (default) or `"1.0"`. Records get a
 /// WARC-Record-ID, WARC-Date, Content-Length, WARC-Block-Digest and, for
 /// HTTP records, WARC-Payload-Digest (sha1, base32) unless given.
@@ -75,9 +75,10 @@ impl WARCWriter {
                 level: 3,
                 dictionary: None,
             },
+            Some("lz4") => Compression::Lz4,
             Some(other) => {
                 return Err(PyValueError::new_err(format!(
-                    "compress must be 'gzip', 'zstd' or None, not {other:?}"
+                    "compress must be 'gzip', 'zstd', 'lz4' or None, not {other:?}"
                 )));
             }
         };

@@ -101,3 +101,58 @@ def test_stream_is_taken_once():
     pa.RecordBatchReader.from_stream(s).read_all()
     with pytest.raises(RuntimeError, match="already taken"):
         pa.RecordBatchReader.from_stream(s)
+
+
+# pywb's example.warc has a record whose Content-Length is 3 bytes short:
+# no boundary confirms before its last record, and the first range reads on.
+PLAIN = [FIXTURES / "warcio" / "example-iana.org-chunked.warc", FIXTURES / "pywb" / "example.warc"]
+
+
+def plain_warc(path, records=40):
+    """An uncompressed WARC whose payloads hold lines like record starts."""
+    with open(path, "wb") as f, warchest.WARCWriter(f, compress=None) as w:
+        for i in range(records):
+            body = (b"WARC/1.0\r\nContent-Length: 3\r\n\r\nabc\r\n" * (i % 4)) + b"x" * (i * 7)
+            w.write_record("resource", f"http://e.example/{i}", body, content_type="text/plain")
+    return path
+
+
+@pytest.mark.parametrize("path", PLAIN + ["generated"], ids=lambda p: getattr(p, "name", p))
+def test_byte_ranges_together_equal_the_whole_scan(path, tmp_path):
+    if path == "generated":
+        path = plain_warc(tmp_path / "gen.warc")
+    whole = warchest.scan(path, include_payload=True).read_all()
+    assert whole.num_rows > 2
+    size = path.stat().st_size
+    for split in (37, 500, 3000):
+        ranges = warchest.split_ranges(path, split)
+        assert len(ranges) == -(-size // split)
+        assert ranges[0][0] == 0 and ranges[-1][1] == size
+        parts = [warchest.scan(path, include_payload=True, byte_range=r).read_all() for r in ranges]
+        got = pa.concat_tables(parts)
+        assert got.num_rows == whole.num_rows
+        assert got.equals(whole), split
+
+
+def test_a_range_gives_the_records_that_start_in_it(tmp_path):
+    path = plain_warc(tmp_path / "gen.warc")
+    offsets = warchest.scan(path, columns=["warc_record_offset"]).read_all()["warc_record_offset"].to_pylist()
+    assert len(offsets) == 40
+    start, end = offsets[5] - 1, offsets[9] + 1
+    got = warchest.scan(path, columns=["warc_record_offset"], byte_range=(start, end)).read_all()
+    # Offsets in the whole file, of the records starting in [start, end).
+    assert got["warc_record_offset"].to_pylist() == offsets[5:10]
+
+
+def test_compressed_files_are_not_split():
+    size = IANA.stat().st_size
+    assert warchest.split_ranges(IANA, 1000) == [(0, size)]
+    assert warchest.scan(IANA, columns=["warc_type"], byte_range=(0, 10)).read_all().num_rows == 343
+    assert warchest.scan(IANA, columns=["warc_type"], byte_range=(10, size)).read_all().num_rows == 0
+
+
+def test_byte_range_takes_one_path():
+    with pytest.raises(ValueError):
+        warchest.scan([IANA, IANA], byte_range=(0, 10))
+    with pytest.raises(ValueError):
+        warchest.scan(IANA, byte_range=(10, 0))

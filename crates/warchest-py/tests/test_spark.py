@@ -65,3 +65,26 @@ def test_directories_and_manifests(spark, tmp_path):
     by_dir = spark.read.format("warc").option("filesPerPartition", "100").load(str(FIXTURES / "warcio"))
     assert by_dir.rdd.getNumPartitions() == 1
     assert by_dir.count() > 10
+
+
+def test_split_size_plans_byte_ranges(spark, tmp_path):
+    big = FIXTURES / "warcio" / "example-iana.org-chunked.warc"
+    size = big.stat().st_size
+    small = [str(PYWB / "example.warc.gz"), str(PYWB / "example2.warc.gz")]
+    paths = [str(big)] + small
+    split = (
+        spark.read.format("warc")
+        .option("splitSize", "2000")
+        .option("filesPerPartition", "2")
+        .load(paths)
+    )
+    # The uncompressed file in ranges, the two compressed ones together.
+    assert split.rdd.getNumPartitions() == -(-size // 2000) + 1
+    whole = spark.read.format("warc").option("splitSize", "0").load(paths)
+    assert whole.rdd.getNumPartitions() == 3
+    key = ["warc_filename", "warc_record_offset", "warc_record_id"]
+    got = [tuple(r) for r in split.select(*key).collect()]
+    want = [tuple(r) for r in whole.select(*key).collect()]
+    assert len(got) > 5 and got == want
+    # The default (128 MiB) leaves small files whole.
+    assert spark.read.format("warc").load(str(big)).rdd.getNumPartitions() == 1

@@ -374,6 +374,58 @@ impl<S: Source> BufRead for Block<'_, S> {
     }
 }
 
+/// The first place in `buf[from..scan]` where a record of `format` may
+/// start (an index into `buf`): `WARC/<digit>` in any letter case (as the
+/// reader takes a version line), `version:`, or a line that parses as an
+/// ARC URL-record line (at a line start, or a URL inside a damaged line).
+/// Bytes of `buf` past `scan` are look-ahead for a candidate near the end,
+/// and `buf[..from]` look-behind for the line-start test. Used by recovery
+/// and by byte-range splits (`split`), so that both search alike.
+pub(crate) fn record_candidate(
+    format: Format,
+    buf: &[u8],
+    from: usize,
+    scan: usize,
+) -> Option<usize> {
+    // An ARC header line is looked for within this many bytes.
+    const LINE_MAX: usize = 16 << 10;
+    let scan = scan.min(buf.len());
+    if from >= scan {
+        return None;
+    }
+    match format {
+        Format::Warc => memchr::memchr2_iter(b'W', b'w', &buf[from..scan])
+            .map(|p| p + from)
+            .find(|&p| {
+                buf.get(p..p + 5)
+                    .is_some_and(|w| w.eq_ignore_ascii_case(b"WARC/"))
+                    && buf.get(p + 5).is_some_and(u8::is_ascii_digit)
+            }),
+        Format::InfoMall => {
+            memchr::memmem::find(&buf[from..(scan + 7).min(buf.len())], b"version:")
+                .map(|p| p + from)
+                .filter(|&p| p < scan)
+        }
+        Format::Arc => (from..scan).find(|&p| {
+            let rest = &buf[p..];
+            if !rest[0].is_ascii_alphabetic() {
+                return false;
+            }
+            let line_start = p == 0 || buf[p - 1] == b'\n';
+            let url = [&b"http:"[..], b"https:", b"dns:", b"ftp:", b"filedesc:"]
+                .iter()
+                .any(|s| rest.starts_with(s));
+            if !line_start && !url {
+                return false;
+            }
+            let Some(nl) = memchr::memchr(b'\n', &rest[..rest.len().min(LINE_MAX)]) else {
+                return false;
+            };
+            arc::ArcHeader::parse_with(&rest[..=nl], None, arc::Trust::Searching).is_some()
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -41,6 +41,7 @@ pub mod replay;
 pub mod revisit;
 pub mod rewrite;
 pub mod serve;
+pub mod split;
 pub mod stats;
 pub mod table;
 #[cfg(test)]

@@ -784,42 +784,7 @@ impl<W: Write> Recovery<'_, W> {
             let buf = self.plain.read_range(at, WINDOW + OVERLAP)?;
             let last = buf.len() <= WINDOW;
             let scan = buf.len().min(WINDOW);
-            let found = match self.format {
-                // Any case, as the reader takes a version line in sequence
-                // (`warc/1.0` is in the wild).
-                Format::Warc => memchr::memchr2_iter(b'W', b'w', &buf[..scan]).find(|&p| {
-                    buf.get(p..p + 5)
-                        .is_some_and(|w| w.eq_ignore_ascii_case(b"WARC/"))
-                        && buf.get(p + 5).is_some_and(u8::is_ascii_digit)
-                }),
-                Format::InfoMall => {
-                    memchr::memmem::find(&buf[..(scan + 7).min(buf.len())], b"version:")
-                        .filter(|&p| p < scan)
-                }
-                _ => (0..scan).find(|&p| {
-                    let rest = &buf[p..];
-                    if !rest[0].is_ascii_alphabetic() {
-                        return false;
-                    }
-                    // A line start, or a URL inside a damaged line.
-                    let line_start = p == 0 || buf[p - 1] == b'\n';
-                    let url = [&b"http:"[..], b"https:", b"dns:", b"ftp:", b"filedesc:"]
-                        .iter()
-                        .any(|s| rest.starts_with(s));
-                    if !line_start && !url {
-                        return false;
-                    }
-                    let Some(nl) = memchr::memchr(b'\n', &rest[..rest.len().min(OVERLAP)]) else {
-                        return false;
-                    };
-                    crate::arc::ArcHeader::parse_with(
-                        &rest[..=nl],
-                        None,
-                        crate::arc::Trust::Searching,
-                    )
-                    .is_some()
-                }),
-            };
+            let found = crate::archive::record_candidate(self.format, &buf, 0, scan);
             if let Some(p) = found {
                 return Ok(Some(at + p as u64));
             }

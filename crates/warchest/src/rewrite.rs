@@ -66,15 +66,6 @@ impl CopyOptions {
     }
 }
 
-/// The file name extension for WARC files written with `c`.
-pub fn extension(c: &Compression) -> &'static str {
-    match c {
-        Compression::None => ".warc",
-        Compression::Gzip(_) => ".warc.gz",
-        Compression::Zstd { .. } => ".warc.zst",
-    }
-}
-
 /// A record that was read but not copied.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Dropped {

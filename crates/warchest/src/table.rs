@@ -14,14 +14,19 @@
 //! `max_payload` bytes (`payload_truncated` says so). Only what the chosen
 //! columns need is read: without HTTP or payload columns no block is read.
 //!
+//! Byte ranges ([`Part`], [`Scanner::open_range`]): a range of an
+//! uncompressed file gives the records between the record boundaries at or
+//! after its ends, with offsets in the whole file (see [`crate::split`]).
+//!
 //! Errors: with [`ScanOptions::skip_errors`] a file that cannot be opened
 //! or read on gives one row whose `error` column says why (its offset is
 //! where reading stopped), and the scan goes on with the next file; a
 //! reader error ends the file because readers are fused after an error.
 
 use std::fs::File;
-use std::io::{self, BufRead, Read};
-use std::path::Path;
+use std::io::{self, BufRead, Read, Seek, SeekFrom};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow_array::builder::{
@@ -35,11 +40,12 @@ use arrow_schema::{
 };
 
 use crate::archive::Reader;
-use crate::codec::{Decoder, Source};
+use crate::codec::{Decoder, DecoderOptions, Source};
 use crate::error::{Error, ErrorKind, Result};
 use crate::fields::Fields;
 use crate::http::{self, HttpHead};
-use crate::warc::{ReaderOptions, WarcHeader};
+use crate::split;
+use crate::warc::{self, ReaderOptions, WarcHeader};
 
 /// A column of the record table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -316,6 +322,8 @@ pub struct Scanner<S> {
     schema: SchemaRef,
     needs_http: bool,
     done: bool,
+    /// Records at or after this offset belong to the next range.
+    stop: u64,
 }
 
 impl Scanner<Decoder<File>> {
@@ -333,6 +341,77 @@ impl Scanner<Decoder<File>> {
             }
         }
     }
+
+    /// A scanner over the records of `range` of the file at `path`: those
+    /// from the first record boundary at or after `range.start` up to the
+    /// first at or after `range.end` (see [`crate::split`]), with offsets
+    /// in the whole file. A compressed file is not split: the range that
+    /// starts at 0 gives all of it, any other range nothing. Errors surface
+    /// as with [`Scanner::open`].
+    pub fn open_range(path: impl AsRef<Path>, range: Range<u64>, opts: ScanOptions) -> Self {
+        let path = path.as_ref();
+        let name = path.to_string_lossy().into_owned();
+        match open_range_reader(path, range, &opts.reader) {
+            Ok(Some((r, stop))) => {
+                let mut s = Scanner::new(r, name, opts);
+                s.stop = stop;
+                s
+            }
+            Ok(None) => Scanner::<Decoder<File>>::empty(name, opts),
+            Err(e) => {
+                let mut s = Scanner::<Decoder<File>>::empty(name, opts);
+                s.pending = Some(e);
+                s
+            }
+        }
+    }
+}
+
+/// A reader positioned at the first record of `range`, and the offset
+/// where the range's records stop; `None` when it has none.
+fn open_range_reader(
+    path: &Path,
+    range: Range<u64>,
+    opts: &ReaderOptions,
+) -> Result<Option<(Reader<Decoder<File>>, u64)>> {
+    let (mut f, opts) = warc::open_file(path, opts.clone())?;
+    let located = |e: Error| e.in_file(path);
+    let mut head = [0u8; 8];
+    let mut n = 0;
+    while n < head.len() {
+        match f.read(&mut head[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(located(e.into())),
+        }
+    }
+    if split::is_compressed(&head[..n]) {
+        if range.start != 0 || range.end == 0 {
+            return Ok(None);
+        }
+        return Reader::open_with(path, opts).map(|r| Some((r, u64::MAX)));
+    }
+    let format = split::sniff_format(&mut f).map_err(located)?;
+    let Some(b) = split::bounds(&mut f, format, range, &opts).map_err(located)? else {
+        return Ok(None);
+    };
+    if b.start == 0 {
+        // As a whole-file read begins, leading damage included.
+        return Reader::open_with(path, opts).map(|r| Some((r, b.end)));
+    }
+    f.seek(SeekFrom::Start(b.start))
+        .map_err(|e| located(e.into()))?;
+    let dopts = DecoderOptions {
+        start_offset: b.start,
+        ..opts.decoder.clone()
+    };
+    let src = Decoder::new_seekable(f, dopts.clone()).map_err(|e| located(e.into()))?;
+    let opts = ReaderOptions {
+        decoder: dopts,
+        ..opts
+    };
+    Ok(Some((Reader::from_source_as(src, opts, format), b.end)))
 }
 
 impl<S: Source + Send> Scanner<S> {
@@ -352,6 +431,7 @@ impl<S: Source + Send> Scanner<S> {
             needs_http: opts.columns.iter().any(|c| c.needs_http()),
             opts,
             done: false,
+            stop: u64::MAX,
         }
     }
 
@@ -382,7 +462,15 @@ impl<S: Source + Send> Scanner<S> {
                 self.done = true;
                 break;
             };
-            match read_row(reader, &mut b, &self.opts, self.needs_http, &self.filename) {
+            let row = read_row(
+                reader,
+                &mut b,
+                &self.opts,
+                self.needs_http,
+                &self.filename,
+                self.stop,
+            );
+            match row {
                 Ok(true) => {}
                 Ok(false) => {
                     self.done = true;
@@ -413,9 +501,24 @@ impl<S: Source + Send> Iterator for Scanner<S> {
     }
 }
 
+/// A file to scan: all of it, or a byte range of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Part {
+    /// The file.
+    pub path: PathBuf,
+    /// The byte range ([`Scanner::open_range`]); `None` for the whole file.
+    pub range: Option<Range<u64>>,
+}
+
+impl From<PathBuf> for Part {
+    fn from(path: PathBuf) -> Self {
+        Part { path, range: None }
+    }
+}
+
 /// Reads files one after another into record batches of one schema.
 pub struct FilesScanner {
-    paths: std::collections::VecDeque<std::path::PathBuf>,
+    paths: std::collections::VecDeque<Part>,
     current: Option<Scanner<Decoder<File>>>,
     opts: ScanOptions,
     schema: SchemaRef,
@@ -424,8 +527,13 @@ pub struct FilesScanner {
 impl FilesScanner {
     /// A scanner over `paths`, read in order.
     pub fn new(paths: impl IntoIterator<Item = std::path::PathBuf>, opts: ScanOptions) -> Self {
+        FilesScanner::from_parts(paths.into_iter().map(Part::from), opts)
+    }
+
+    /// A scanner over `parts` (whole files or byte ranges), read in order.
+    pub fn from_parts(parts: impl IntoIterator<Item = Part>, opts: ScanOptions) -> Self {
         FilesScanner {
-            paths: paths.into_iter().collect(),
+            paths: parts.into_iter().collect(),
             current: None,
             schema: schema(&opts.columns),
             opts,
@@ -452,7 +560,11 @@ impl FilesScanner {
             let Some(p) = self.paths.pop_front() else {
                 return Ok(None);
             };
-            self.current = Some(Scanner::open(&p, self.opts.clone()));
+            let opts = self.opts.clone();
+            self.current = Some(match p.range {
+                Some(r) => Scanner::open_range(&p.path, r, opts),
+                None => Scanner::open(&p.path, opts),
+            });
         }
     }
 }
@@ -482,11 +594,21 @@ fn read_row<S: Source + Send>(
     opts: &ScanOptions,
     needs_http: bool,
     filename: &str,
+    stop: u64,
 ) -> Result<bool> {
     loop {
-        let Some(mut rec) = reader.next_record()? else {
+        let next = match reader.next_record() {
+            Ok(n) => n,
+            // What goes wrong at or after the stop is the next range's.
+            Err(e) if e.position().is_some_and(|p| p.offset >= stop) => return Ok(false),
+            Err(e) => return Err(e),
+        };
+        let Some(mut rec) = next else {
             return Ok(false);
         };
+        if rec.location().offset >= stop {
+            return Ok(false);
+        }
         if !opts.wants(rec.header()) {
             continue;
         }

@@ -30,6 +30,24 @@ pub fn record_id(file: &str, offset: u64, in_member: u64, role: &str) -> String 
     )
 }
 
+/// The position that goes into a record id beside its offset: its place
+/// in its member, except in a plain file read from an offset (a byte range,
+/// `extract --offset`), whose first member the decoder counts from there:
+/// there it is the place in the file, as a whole-file read has it.
+pub(crate) fn id_position(
+    codec: crate::codec::Codec,
+    offset: u64,
+    in_member: u64,
+    member_offset: u64,
+    opts: &ReaderOptions,
+) -> u64 {
+    if codec == crate::codec::Codec::None && member_offset == opts.decoder.start_offset {
+        offset
+    } else {
+        in_member
+    }
+}
+
 /// The name that goes into record ids: the file's base name, so that the
 /// same file gives the same ids wherever it lies.
 pub(crate) fn file_label(opts: &ReaderOptions) -> String {

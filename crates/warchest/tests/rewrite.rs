@@ -302,7 +302,7 @@ fn split_then_concat_gives_the_same_records() {
         ),
     ] {
         let dir = tempfile::tempdir().unwrap();
-        let ext = warchest::rewrite::extension(&c);
+        let ext = c.extension();
         let naming = SplitNaming {
             prefix: "IANA".into(),
             crawl_host: "test.host".into(),

@@ -801,3 +801,75 @@ fn related_files_resolve_each_other() {
     );
     assert!(!both.rule_ids().contains("warc.reference.missing"));
 }
+
+/// The findings of `validate_path` with `threads`, as text, in order.
+fn findings_with(path: &std::path::Path, threads: usize) -> Vec<String> {
+    let opts = Options {
+        threads,
+        ..Options::default()
+    };
+    validate_files(&[path], &opts)
+        .findings
+        .iter()
+        .map(|f| f.to_string())
+        .collect()
+}
+
+/// A gzip WARC of many small members, big enough for the parallel
+/// decoder's jobs, with a corrupted CRC32 in one member and garbage
+/// between two others: what threads must not change.
+fn many_members(dir: &std::path::Path) -> std::path::PathBuf {
+    use warchest::warc::RecordType;
+    use warchest::write::{Body, Compression, NewRecord, Writer, WriterOptions};
+    let opts = WriterOptions {
+        compression: Compression::Gzip(1),
+        ..Default::default()
+    };
+    let mut w = Writer::new(Vec::new(), opts).unwrap();
+    let mut rng = common::Rng(7);
+    let mut ends = Vec::new();
+    for i in 0..3000u64 {
+        let mut r = NewRecord::new(RecordType::Resource);
+        r.set("WARC-Target-URI", format!("http://example.com/{i}"))
+            .unwrap();
+        r.set("Content-Type", "application/octet-stream").unwrap();
+        let body: Vec<u8> = (0..200 + rng.below(900))
+            .map(|_| rng.next() as u8)
+            .collect();
+        w.write(&mut r, Body::Bytes(&body)).unwrap();
+        ends.push(w.position() as usize);
+    }
+    let mut data = w.finish().unwrap();
+    // The CRC32 of the member ending at ends[1000] (the trailer's first 4 bytes).
+    data[ends[1000] - 8] ^= 0x55;
+    // Garbage after the member ending at ends[2000].
+    let cut = ends[2000];
+    let mut out = data[..cut].to_vec();
+    out.extend_from_slice(b"not a gzip member\r\n");
+    out.extend_from_slice(&data[cut..]);
+    let path = dir.join("many-members.warc.gz");
+    std::fs::write(&path, out).unwrap();
+    path
+}
+
+/// Threads change nothing: every archive fixture, and a generated file
+/// with damage between parallel jobs, gives the same findings validated
+/// on one, two and three threads.
+#[test]
+fn threads_change_no_finding() {
+    let dir = std::env::temp_dir().join(format!("warchest-vthreads-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let generated = many_members(&dir);
+    let mut files = common::fixture_files(&[".warc", ".warc.gz", ".arc", ".arc.gz", ".gz.bad"]);
+    files.push(generated.clone());
+    for f in &files {
+        let one = findings_with(f, 1);
+        assert_eq!(findings_with(f, 2), one, "{}", f.display());
+        assert_eq!(findings_with(f, 3), one, "{}", f.display());
+    }
+    // The damage was seen: the bad CRC32 and the garbage.
+    let found = findings_with(&generated, 2);
+    assert!(found.iter().any(|f| f.contains("CRC")), "{found:#?}");
+    assert!(found.len() >= 2, "{found:#?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

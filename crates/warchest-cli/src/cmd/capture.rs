@@ -31,7 +31,7 @@ pub struct CaptureOutput {
     /// Start a new file before one would pass this size (default 1GB).
     #[arg(long, value_parser = parse_size, default_value = "1GB")]
     warc_size: u64,
-    /// Compression of each record: gzip, zstd or none.
+    /// Compression of each record: gzip, zstd, lz4 or none.
     #[arg(long, default_value = "gzip")]
     compress: String,
     /// Host name in file names and warcinfo (default this machine's).

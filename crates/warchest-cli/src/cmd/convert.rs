@@ -17,7 +17,7 @@ use crate::report::{Global, Outcome, file_error};
 /// any archive to Web InfoMall (zlib-compressed content). A WARC input
 /// converted to WARC is copied record by record. The format of each input
 /// is read from its bytes; the output is compressed per record as its name
-/// says (`.gz`, `.zst`) unless --compression says otherwise.
+/// says (`.gz`, `.zst`, `.lz4`) unless --compression says otherwise.
 ///
 /// Example: `warchest convert crawl.arc.gz -o crawl.warc.gz` or
 /// `warchest convert page.dat -o page.warc.gz`, and back with
@@ -60,6 +60,7 @@ enum Comp {
     None,
     Gzip,
     Zstd,
+    Lz4,
 }
 
 fn compression(args: &Args) -> Compression {
@@ -67,6 +68,8 @@ fn compression(args: &Args) -> Compression {
         Comp::Gzip
     } else if args.output.ends_with(".zst") {
         Comp::Zstd
+    } else if args.output.ends_with(".lz4") {
+        Comp::Lz4
     } else {
         Comp::None
     });
@@ -77,6 +80,7 @@ fn compression(args: &Args) -> Compression {
             level: 3,
             dictionary: None,
         },
+        Comp::Lz4 => Compression::Lz4,
     }
 }
 

@@ -15,7 +15,7 @@ pub struct OutputArgs {
     /// unit: 500MB, 10MiB, 1GB). Default 1GB, the spec's recommendation.
     #[arg(long, value_parser = parse_size, default_value = "1GB")]
     pub max_size: u64,
-    /// Compression of each record: gzip, zstd or none.
+    /// Compression of each record: gzip, zstd, lz4 or none.
     #[arg(long, default_value = "gzip")]
     pub compress: String,
     /// Host name in file names and warcinfo (default this machine's).
@@ -63,8 +63,9 @@ pub fn compression(name: &str) -> Result<Compression> {
             level: 3,
             dictionary: None,
         },
+        "lz4" => Compression::Lz4,
         "none" | "plain" => Compression::None,
-        other => bail!("unknown compression {other:?} (gzip, zstd, none)"),
+        other => bail!("unknown compression {other:?} (gzip, zstd, lz4, none)"),
     })
 }
 

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use warchest::rewrite::{Copier, CopyOptions, CopyReport, SplitNaming, SplitSink, extension};
+use warchest::rewrite::{Copier, CopyOptions, CopyReport, SplitNaming, SplitSink};
 
 use crate::cmd::copy::{Plan, copy_inputs};
 use crate::report::{Global, Outcome};
@@ -56,7 +56,7 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
     let naming = SplitNaming {
         prefix,
         crawl_host: args.host.clone().unwrap_or_else(host_name),
-        extension: extension(&comp).to_string(),
+        extension: comp.extension().to_string(),
     };
     let opts = CopyOptions::new(comp);
     let preamble = Copier::new(opts.clone())?.preamble().to_vec();

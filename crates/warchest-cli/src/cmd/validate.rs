@@ -40,6 +40,10 @@ pub struct Args {
     /// the specification does not define.
     #[arg(long)]
     forbid_extensions: bool,
+    /// Validate each file on N threads (default: one per core); the
+    /// findings are the same whatever N is.
+    #[arg(short = 'j', long = "jobs", value_name = "N")]
+    jobs: Option<usize>,
     /// Print the rule table (Markdown, or JSON lines with --json) and exit.
     #[arg(long)]
     list_rules: bool,
@@ -91,6 +95,7 @@ pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
     let opts = Options {
         spec: args.spec.as_deref().and_then(SpecVersion::parse),
         forbid_extensions: args.forbid_extensions,
+        threads: crate::tools::file_threads(args.jobs),
         ..Options::default()
     };
     let mut v = Validator::new(opts);

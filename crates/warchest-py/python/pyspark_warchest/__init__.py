@@ -19,6 +19,13 @@ Options (case-insensitive):
 - ``maxPayload``: payload bytes kept per record (default 32 MiB).
 - ``batchRows``: rows per Arrow batch (default 8192).
 - ``filesPerPartition``: files read by one task (default 1).
+- ``splitSize``: bytes (default 134217728, 128 MiB, as Spark's
+  ``maxPartitionBytes``): an uncompressed file larger than this is read
+  as several partitions of byte ranges of about this size, each giving
+  the records that start in it (``warchest.split_ranges``); ``0`` never
+  splits. Compressed files (sniffed from their first bytes) are one
+  partition each. A split file's ranges are partitions of their own;
+  the other files are grouped ``filesPerPartition`` at a time, in order.
 - ``failOnError``: ``true`` fails the job on the first unreadable file;
   by default such a file gives a row whose ``error`` column says why, and
   the job goes on (count them with ``df.where("error IS NOT NULL")``).
@@ -30,12 +37,12 @@ from __future__ import annotations
 import glob
 import json
 import os
-from typing import Dict, Iterator, List
+from typing import Dict, Iterator, List, Optional, Tuple
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-__all__ = ["DefaultSource", "WarcDataSource", "expand_paths"]
+__all__ = ["DefaultSource", "WarcDataSource", "expand_paths", "plan_partitions"]
 
 # Spark SQL types of the columns warchest.scan gives (Arrow types in
 # crates/warchest/src/table.rs; the two must agree).
@@ -65,6 +72,9 @@ _SPARK_TYPES: Dict[str, str] = {
 }
 
 _PAYLOAD_COLUMNS = ("payload", "payload_truncated")
+
+# Spark's default spark.sql.files.maxPartitionBytes.
+_DEFAULT_SPLIT_SIZE = 128 << 20
 
 
 def _flag(options: Dict[str, str], name: str, default: bool = False) -> bool:
@@ -140,16 +150,63 @@ def expand_paths(options: Dict[str, str]) -> List[str]:
 
 
 class WarcFiles(InputPartition):
-    """The files one task reads."""
+    """What one task reads: whole files, or a byte range of one file."""
 
-    def __init__(self, paths: List[str]):
-        super().__init__(paths)
+    def __init__(self, paths: List[str], byte_range: Optional[Tuple[int, int]] = None):
+        super().__init__((paths, byte_range))
         self.paths = paths
+        self.byte_range = byte_range
+
+
+def _split_size(options: Dict[str, str]) -> int:
+    v = options.get("splitsize")
+    if v is None or str(v).strip() == "":
+        return _DEFAULT_SPLIT_SIZE
+    n = int(str(v).strip())
+    if n < 0:
+        raise ValueError(f"splitSize must be 0 or more bytes, not {n}")
+    return n
+
+
+def plan_partitions(options: Dict[str, str]) -> List[WarcFiles]:
+    """The partitions the options give: the byte ranges of each uncompressed
+    file larger than ``splitSize`` (one partition each), and the other files
+    ``filesPerPartition`` at a time, in file order."""
+    import warchest
+
+    files = expand_paths(options)
+    per = max(1, int(options.get("filesperpartition", "1")))
+    split = _split_size(options)
+    parts: List[WarcFiles] = []
+    group: List[str] = []
+    for f in files:
+        ranges: List[Tuple[int, int]] = []
+        if split > 0:
+            try:
+                if os.path.getsize(f) > split:
+                    ranges = [tuple(r) for r in warchest.split_ranges(f, split)]
+            except OSError:
+                # Unreadable: read whole, so that the scan reports it.
+                ranges = []
+        if len(ranges) > 1:
+            if group:
+                parts.append(WarcFiles(group))
+                group = []
+            parts.extend(WarcFiles([f], r) for r in ranges)
+            continue
+        group.append(f)
+        if len(group) == per:
+            parts.append(WarcFiles(group))
+            group = []
+    if group:
+        parts.append(WarcFiles(group))
+    return parts
 
 
 class WarcReader(DataSourceReader):
-    """Plans one partition per file (or per ``filesPerPartition`` files) and
-    reads each with ``warchest.scan``, yielding its Arrow batches."""
+    """Plans one partition per file (or per ``filesPerPartition`` files, or
+    per byte range of a large uncompressed file) and reads each with
+    ``warchest.scan``, yielding its Arrow batches."""
 
     def __init__(self, options: Dict[str, str], schema: StructType):
         self.options = options
@@ -157,9 +214,7 @@ class WarcReader(DataSourceReader):
         self.columns = [f.name for f in schema.fields]
 
     def partitions(self) -> List[InputPartition]:
-        files = expand_paths(self.options)
-        per = max(1, int(self.options.get("filesperpartition", "1")))
-        return [WarcFiles(files[i : i + per]) for i in range(0, len(files), per)]
+        return list(plan_partitions(self.options))
 
     def read(self, partition: InputPartition) -> Iterator:
         import pyarrow as pa
@@ -179,6 +234,7 @@ class WarcReader(DataSourceReader):
             max_payload=int(self.options.get("maxpayload", str(32 << 20))),
             skip_errors=not _flag(self.options, "failOnError"),
             strict=_flag(self.options, "strict"),
+            byte_range=getattr(partition, "byte_range", None),
         )
         for batch in reader:
             yield pa.RecordBatch.from_arrays(

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, Iterable, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Iterable, Optional, Sequence, Tuple, Union
 
 from ._warchest import (
     ArchiveError,
@@ -34,6 +34,7 @@ from ._warchest import (
     __version__,
     columns,
     scan_stream,
+    split_ranges,
 )
 from ._warchest import check_json as _check_json
 from ._warchest import convert_json as _convert_json
@@ -59,6 +60,7 @@ __all__ = [
     "index",
     "scan",
     "scan_stream",
+    "split_ranges",
     "validate",
 ]
 
@@ -72,6 +74,7 @@ def scan(
     max_payload: int = 32 << 20,
     skip_errors: bool = False,
     strict: bool = False,
+    byte_range: Optional[Tuple[int, int]] = None,
 ) -> "pyarrow.RecordBatchReader":
     """Reads the files at ``paths`` as Arrow record batches, one row per record.
 
@@ -82,6 +85,13 @@ def scan(
     cut at ``max_payload`` bytes. With ``skip_errors`` a file that cannot
     be read on gives a row whose ``error`` column says why, and the scan
     goes on; otherwise the error is raised.
+
+    ``byte_range=(start, end)`` reads part of one file (``paths`` is then a
+    single path): the records from the first record boundary at or after
+    ``start`` up to the first at or after ``end``, with offsets in the whole
+    file, so the ranges of any split of a file give each record once
+    (``split_ranges`` plans them). A compressed file is not split: the range
+    starting at 0 gives all of it, any other range nothing.
 
     The batches are built in Rust and handed over through the Arrow C
     stream interface; this needs pyarrow. ``scan_stream`` takes the same
@@ -99,6 +109,7 @@ def scan(
         max_payload=max_payload,
         skip_errors=skip_errors,
         strict=strict,
+        byte_range=byte_range,
     )
     return pa.RecordBatchReader.from_stream(stream)
 

@@ -86,13 +86,15 @@ def scan_stream(
     max_payload: int = ...,
     skip_errors: bool = False,
     strict: bool = False,
+    byte_range: Optional[Tuple[int, int]] = None,
 ) -> ScanStream: ...
+def split_ranges(path: _Path, split_size: int) -> List[Tuple[int, int]]: ...
 
 class WARCWriter:
     def __init__(
         self,
         target: Union[_Path, BinaryIO, Any],
-        compress: Optional[str] = "gzip",
+        compress: Optional[str] = "gzip",  # "gzip", "zstd", "lz4" or None
         warc_version: str = "1.1",
     ) -> None: ...
     def write_record(

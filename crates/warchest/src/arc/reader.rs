@@ -355,7 +355,14 @@ impl<S: Source> Reader<S> {
         let index = self.next_index;
         self.next_index += 1;
         let codec = self.input.codec();
-        let rec_id = crate::view::record_id(&self.label, offset, in_member, "");
+        let at = crate::view::id_position(
+            codec,
+            offset,
+            in_member,
+            self.input.member_offset(),
+            &self.opts,
+        );
+        let rec_id = crate::view::record_id(&self.label, offset, at, "");
         let header_len = h.raw().len() as u64;
         let filedesc = h.is_filedesc();
         let rec = Some(index);

@@ -404,22 +404,23 @@ impl<R: Read + io::Seek> Decoder<R> {
     }
 }
 
-impl Decoder<std::fs::File> {
-    /// A decoder over a file, as [`Decoder::new_seekable`], that decodes
-    /// members on [`DecoderOptions::threads`] threads when that is more
-    /// than one.
+impl<R: Read + io::Seek> Decoder<R> {
+    /// As [`Decoder::new_seekable`], and members are decoded ahead on
+    /// [`DecoderOptions::threads`] threads reading `file`, a second handle
+    /// to the file `inner` reads (none: one thread). For an input that
+    /// wraps the file, such as one that watches the bytes read: what the
+    /// threads decode never passes through `inner`.
     ///
     /// # Errors
-    /// The file's length cannot be found, or its handle cannot be shared
-    /// with the threads.
-    pub fn new_file(file: std::fs::File, opts: DecoderOptions) -> io::Result<Self> {
+    /// The input's length cannot be found.
+    pub fn new_seekable_threaded(
+        inner: R,
+        file: Option<std::fs::File>,
+        opts: DecoderOptions,
+    ) -> io::Result<Self> {
         let threads = opts.threads;
-        let par_file = if threads > 1 {
-            Some(file.try_clone()?)
-        } else {
-            None
-        };
-        let mut d = Decoder::new_seekable(file, opts)?;
+        let mut d = Decoder::new_seekable(inner, opts)?;
+        let par_file = file.filter(|_| threads > 1);
         if let (Some(f), Some(len)) = (par_file, d.input_len) {
             let len = len - d.start_offset + d.inner_origin;
             let mut opts = DecoderOptions {
@@ -439,6 +440,24 @@ impl Decoder<std::fs::File> {
             }
         }
         Ok(d)
+    }
+}
+
+impl Decoder<std::fs::File> {
+    /// A decoder over a file, as [`Decoder::new_seekable`], that decodes
+    /// members on [`DecoderOptions::threads`] threads when that is more
+    /// than one.
+    ///
+    /// # Errors
+    /// The file's length cannot be found, or its handle cannot be shared
+    /// with the threads.
+    pub fn new_file(file: std::fs::File, opts: DecoderOptions) -> io::Result<Self> {
+        let par_file = if opts.threads > 1 {
+            Some(file.try_clone()?)
+        } else {
+            None
+        };
+        Decoder::new_seekable_threaded(file, par_file, opts)
     }
 }
 

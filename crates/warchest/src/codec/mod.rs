@@ -23,6 +23,7 @@ pub(crate) mod zstd_frame;
 
 pub use decoder::{Decoder, DecoderOptions};
 pub use gzip::{GzipHeader, GzipTrailer, MAX_KEPT_FIELD, parse_gzip_header};
+pub(crate) use lz4::{MAGIC as LZ4_MAGIC, Xxh32, xxh32};
 
 /// The compression of one member, as sniffed from its first bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]

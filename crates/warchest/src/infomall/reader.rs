@@ -342,7 +342,14 @@ impl<S: Source> Reader<S> {
         // Old header buffer back for reuse.
         let old = std::mem::replace(&mut self.header, Header { fields });
         self.hbuf = old.fields.into_bytes();
-        let rec_id = crate::view::record_id(&self.label, offset, in_member, "");
+        let at = crate::view::id_position(
+            codec,
+            offset,
+            in_member,
+            self.input.member_offset(),
+            &self.opts,
+        );
+        let rec_id = crate::view::record_id(&self.label, offset, at, "");
         // Provisional view so warnings name the record id.
         self.view = self.header.warc_view(&rec_id, false, 0);
         self.check_grammar(&issues, offset, index)?;

@@ -435,6 +435,26 @@ impl<R> Observed<R> {
     }
 }
 
+impl<R> Observed<R> {
+    /// The input with no walker: for inputs that are not zstd, read
+    /// partly elsewhere (by the threads of a parallel decoder).
+    pub(crate) fn unwatched(inner: R) -> Self {
+        let walker = ZstdWalker {
+            st: St::Off,
+            ..ZstdWalker::default()
+        };
+        Observed { inner, walker }
+    }
+}
+
+/// Seeking loses the walker's place, so it stops watching.
+impl<R: io::Seek> io::Seek for Observed<R> {
+    fn seek(&mut self, pos: io::SeekFrom) -> io::Result<u64> {
+        self.walker.st = St::Off;
+        self.inner.seek(pos)
+    }
+}
+
 impl<R: Read> Read for Observed<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = self.inner.read(buf)?;

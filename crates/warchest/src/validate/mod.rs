@@ -24,13 +24,13 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::Read;
+use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
 use serde::Serialize;
 
 use crate::archive::{self, Format};
-use crate::codec::{Decoder, Source};
+use crate::codec::{Decoder, DecoderOptions, Source};
 use crate::error::{Error, Result};
 use crate::limits::Limits;
 use crate::warc::{ReaderOptions, Version};
@@ -126,6 +126,21 @@ pub struct Options {
     pub forbid_extensions: bool,
     /// Bounds on what the reader buffers.
     pub limits: Limits,
+    /// Threads one file's validation may use (0: one per core). With more
+    /// than one, records are checked on a thread of their own while the
+    /// file is read, and the members of a gzip file given by path are
+    /// decoded ahead on the others.
+    pub threads: usize,
+}
+
+impl Options {
+    /// [`Options::threads`], 0 resolved to the number of cores.
+    fn threads(&self) -> usize {
+        match self.threads {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        }
+    }
 }
 
 /// Counts for one file.
@@ -429,7 +444,10 @@ impl Validator {
         let path = path.as_ref();
         let name = path.display().to_string();
         match File::open(path) {
-            Ok(f) => self.validate_reader(&name, f, sink),
+            Ok(f) => {
+                let threads = self.opts.threads();
+                self.validate_with(&name, sink, |dopts| open_file(f, threads, dopts))
+            }
             Err(e) => {
                 self.summary.files.push(FileSummary {
                     file: name,
@@ -453,6 +471,18 @@ impl Validator {
         input: R,
         sink: &mut dyn FnMut(Finding),
     ) -> Result<FileSummary> {
+        self.validate_with(name, sink, |dopts| {
+            Ok(Decoder::new(container::Observed::new(input), dopts))
+        })
+    }
+
+    /// Validates the file `open` gives a decoder over.
+    fn validate_with<R: Read>(
+        &mut self,
+        name: &str,
+        sink: &mut dyn FnMut(Finding),
+        open: impl FnOnce(DecoderOptions) -> Result<Decoder<container::Observed<R>>>,
+    ) -> Result<FileSummary> {
         let file = self.summary.files.len();
         self.summary.files.push(FileSummary {
             file: name.to_owned(),
@@ -464,7 +494,7 @@ impl Validator {
             file,
             infos: Vec::new(),
         };
-        let r = run_file(&self.opts, &mut self.index, name, input, &mut out);
+        let r = run_file(&self.opts, &mut self.index, name, open, &mut out);
         out.flush_infos();
         if r.is_err() {
             out.file_summary().unreadable = true;
@@ -494,13 +524,12 @@ fn run_file<R: Read>(
     opts: &Options,
     index: &mut cross::Index,
     name: &str,
-    input: R,
+    open: impl FnOnce(DecoderOptions) -> Result<Decoder<container::Observed<R>>>,
     out: &mut Out<'_>,
 ) -> Result<()> {
     let mut ropts = ReaderOptions::lenient().file(name);
     ropts.limits = opts.limits;
-    let observed = container::Observed::new(input);
-    let mut src = Decoder::new(observed, ropts.decoder.clone());
+    let mut src = open(ropts.decoder.clone())?;
     let first = src.fill_buf()?;
     let mut format = Format::sniff(first).unwrap_or(Format::Warc);
     // An ARC file that lost its version block starts with a record's
@@ -526,9 +555,35 @@ fn run_file<R: Read>(
         }
         _ => {
             let mut reader = archive::Reader::from_source_as(src, ropts, Format::Warc);
-            warc::validate_file(&mut reader, opts, index, out)
+            warc::validate_file(&mut reader, opts.threads() > 1, opts, index, out)
         }
     }
+}
+
+/// A decoder over a file to validate. A gzip file is decoded on `threads`
+/// threads (the zstd frame walker, which must see every stored byte, has
+/// nothing to watch there); any other file is read in order, as a stream.
+fn open_file(
+    mut f: File,
+    threads: usize,
+    mut dopts: DecoderOptions,
+) -> Result<Decoder<container::Observed<File>>> {
+    let mut magic = [0u8; 2];
+    let mut n = 0;
+    while n < magic.len() {
+        match f.read(&mut magic[n..])? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    f.seek(SeekFrom::Start(0))?;
+    if threads > 1 && magic == [0x1f, 0x8b] {
+        dopts.threads = threads;
+        let shared = f.try_clone()?;
+        let src = container::Observed::unwatched(f);
+        return Ok(Decoder::new_seekable_threaded(src, Some(shared), dopts)?);
+    }
+    Ok(Decoder::new(container::Observed::new(f), dopts))
 }
 
 /// Validates `paths` together and returns every finding. A file that cannot

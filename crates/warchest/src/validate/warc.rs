@@ -220,6 +220,7 @@ const QUEUE: usize = 4;
 /// order. With a core to spare, validating takes no longer than reading.
 pub(crate) fn validate_file<R: Read>(
     reader: &mut archive::Reader<Decoder<Observed<R>>>,
+    threaded: bool,
     opts: &Options,
     index: &mut cross::Index,
     out: &mut Out<'_>,
@@ -242,9 +243,9 @@ pub(crate) fn validate_file<R: Read>(
         file: out.file,
         current: None,
     };
-    // One core: check each group as it is handed over, on this thread.
-    let one_core = std::thread::available_parallelism().is_ok_and(|n| n.get() == 1);
-    let (read, checked) = if one_core {
+    // One thread: check each group as it is handed over, on this one.
+    let inline = !threaded || std::env::var_os("WARCHEST_VALIDATE_INLINE").is_some();
+    let (read, checked) = if inline {
         let mut hand = Handover {
             sink: Sink::Inline(Box::new(checking)),
             back: back_rx,

@@ -39,6 +39,21 @@ pub enum Compression {
         /// `.warc.zst` dictionary frame and used for every frame.
         dictionary: Option<Vec<u8>>,
     },
+    /// One LZ4 frame per record (independent 256 KiB blocks, content size
+    /// and content checksum in each frame).
+    Lz4,
+}
+
+impl Compression {
+    /// The file name suffix: `.warc`, `.warc.gz`, `.warc.zst` or `.warc.lz4`.
+    pub fn extension(&self) -> &'static str {
+        match self {
+            Compression::None => ".warc",
+            Compression::Gzip(_) => ".warc.gz",
+            Compression::Zstd { .. } => ".warc.zst",
+            Compression::Lz4 => ".warc.lz4",
+        }
+    }
 }
 
 impl Default for Compression {
@@ -238,6 +253,29 @@ enum Compressor {
         enc: Box<zstd::stream::raw::Encoder<'static>>,
         buf: Vec<u8>,
     },
+    Lz4 {
+        /// The block being gathered (up to `LZ4_BLOCK` bytes).
+        block: Vec<u8>,
+        /// One compressed block.
+        out: Vec<u8>,
+        hash: crate::codec::Xxh32,
+    },
+}
+
+/// LZ4 block size: large enough for most records to be one block, small
+/// enough to keep the writer's buffers small.
+const LZ4_BLOCK: usize = 256 << 10;
+
+/// Writes one LZ4 block: compressed, or stored when that is not smaller.
+fn lz4_block<W: Write>(out: &mut W, data: &[u8], buf: &mut [u8]) -> io::Result<()> {
+    let n = lz4_flex::block::compress_into(data, buf).map_err(io::Error::other)?;
+    if n < data.len() {
+        out.write_all(&(n as u32).to_le_bytes())?;
+        out.write_all(&buf[..n])
+    } else {
+        out.write_all(&(data.len() as u32 | 0x8000_0000).to_le_bytes())?;
+        out.write_all(data)
+    }
 }
 
 const GZIP_HEADER: [u8; 10] = [0x1f, 0x8b, 0x08, 0, 0, 0, 0, 0, 0, 0xff];
@@ -272,6 +310,19 @@ impl Compressor {
                 // The WARC-zstd convention wants the content size in each
                 // frame header; the record's size is known up front.
                 enc.set_pledged_src_size(Some(total))
+            }
+            Compressor::Lz4 { block, hash, .. } => {
+                block.clear();
+                *hash = crate::codec::Xxh32::new(0);
+                // FLG: version 01, independent blocks, content size,
+                // content checksum; BD: 256 KiB blocks.
+                let mut h = [0u8; 19];
+                h[..4].copy_from_slice(&crate::codec::LZ4_MAGIC);
+                h[4] = 0x6c;
+                h[5] = 0x50;
+                h[6..14].copy_from_slice(&total.to_le_bytes());
+                h[14] = (crate::codec::xxh32(&h[4..14], 0) >> 8) as u8;
+                out.write_all(&h[..15])
             }
         }
     }
@@ -314,6 +365,23 @@ impl Compressor {
                 }
                 Ok(())
             }
+            Compressor::Lz4 {
+                block,
+                out: buf,
+                hash,
+            } => {
+                hash.update(data);
+                while !data.is_empty() {
+                    let k = (LZ4_BLOCK - block.len()).min(data.len());
+                    block.extend_from_slice(&data[..k]);
+                    data = &data[k..];
+                    if block.len() == LZ4_BLOCK {
+                        lz4_block(out, block, buf)?;
+                        block.clear();
+                    }
+                }
+                Ok(())
+            }
         }
     }
 
@@ -353,6 +421,18 @@ impl Compressor {
                     }
                 }
                 Ok(())
+            }
+            Compressor::Lz4 {
+                block,
+                out: buf,
+                hash,
+            } => {
+                if !block.is_empty() {
+                    lz4_block(out, block, buf)?;
+                    block.clear();
+                }
+                out.write_all(&0u32.to_le_bytes())?;
+                out.write_all(&hash.finish().to_le_bytes())
             }
         }
     }
@@ -448,6 +528,11 @@ impl<W: Write> Writer<W> {
                     buf: vec![0; zstd::zstd_safe::CCtx::out_size()],
                 }
             }
+            Compression::Lz4 => Compressor::Lz4 {
+                block: Vec::with_capacity(LZ4_BLOCK),
+                out: vec![0; lz4_flex::block::get_maximum_output_size(LZ4_BLOCK)],
+                hash: crate::codec::Xxh32::new(0),
+            },
         };
         Ok(Writer { out, opts, comp })
     }

@@ -130,15 +130,6 @@ pub fn sanitize_name_part(s: &str) -> String {
     if out.is_empty() { "_".into() } else { out }
 }
 
-/// The file name suffix for a compression: `.warc`, `.warc.gz`, `.warc.zst`.
-pub fn extension(c: &Compression) -> &'static str {
-    match c {
-        Compression::None => ".warc",
-        Compression::Gzip(_) => ".warc.gz",
-        Compression::Zstd { .. } => ".warc.zst",
-    }
-}
-
 /// An Annex B file name: `Prefix-Timestamp-Serial-Crawlhost` and the
 /// suffix, the timestamp 14 digits UTC, the serial zero-padded.
 pub fn file_name(
@@ -743,6 +734,9 @@ impl RotatingWriter {
                 };
                 n + (n >> 8) + small + 64
             }
+            // Blocks that do not shrink are stored: each at most 4 bytes
+            // longer; plus the frame header, end mark and checksum.
+            Compression::Lz4 => n + 4 * n.div_ceil(256 << 10) + 23 + 64,
         }
     }
 
@@ -863,7 +857,7 @@ impl RotatingWriter {
         if self.cur.is_some() {
             return Ok(());
         }
-        let ext = extension(&self.opts.writer.compression);
+        let ext = self.opts.writer.compression.extension();
         let stamp = WarcDate::now(DatePrecision::Second).timestamp14();
         // A name taken (same second, same serial, an earlier run) is not
         // overwritten: the next serial is tried.
