@@ -471,6 +471,10 @@ impl Store {
                     }
                 }
             };
+            // Known (in memory) before its first captures are committed,
+            // so a capture a lookup finds always has its file; saved to the
+            // database only once indexed, so a crash re-reads it.
+            self.remember(&src);
             let r = self.index_source(&mut src);
             self.save_source(&src)?;
             match r {
@@ -492,13 +496,18 @@ impl Store {
                 .map_err(|e| db_error(e, &self.path))?;
         }
         txn.commit().map_err(|e| db_error(e, &self.path))?;
+        self.remember(src);
+        Ok(())
+    }
+
+    /// Puts `src` in the in-memory list of sources (or updates it there).
+    fn remember(&self, src: &Source) {
         if let Ok(mut all) = self.sources.write() {
             match all.iter_mut().find(|s| s.id == src.id) {
                 Some(s) => *s = src.clone(),
                 None => all.push(src.clone()),
             }
         }
-        Ok(())
     }
 
     /// Indexes `src` from its `indexed_to` on; returns the entries added.
