@@ -142,7 +142,10 @@ impl Read for BlockHandle {
 /// of those WARC-Type values; `parse_http` parses the HTTP head of requests,
 /// responses and revisits (`http_headers`), so that `content_stream()` is
 /// the payload. `strict` makes the first deviation from the format an
-/// error instead of a recovery.
+/// error instead of a recovery. `threads` is how many threads decode the
+/// members of a compressed file given by path ahead of the iterator (0,
+/// the default: one per core; 1: none); records come in file order
+/// whatever it is.
 #[pyclass(module = "warchest._warchest")]
 pub(crate) struct ArchiveIterator {
     core: Shared,
@@ -154,20 +157,25 @@ pub(crate) struct ArchiveIterator {
 #[pymethods]
 impl ArchiveIterator {
     #[new]
-    #[pyo3(signature = (source, record_types = None, parse_http = true, strict = false))]
+    #[pyo3(signature = (source, record_types = None, parse_http = true, strict = false, threads = 0))]
     fn new(
         py: Python<'_>,
         source: &Bound<'_, PyAny>,
         record_types: Option<Vec<String>>,
         parse_http: bool,
         strict: bool,
+        threads: usize,
     ) -> PyResult<Self> {
-        let opts = if strict {
+        let mut opts = if strict {
             ReaderOptions::strict()
         } else {
             ReaderOptions::lenient()
         };
         let limits = opts.limits;
+        opts.decoder.threads = match threads {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        };
         let src: Box<dyn RecordSource> = match Input::from_py(source)? {
             Input::Path(p) => {
                 let r = py
@@ -179,6 +187,8 @@ impl ArchiveIterator {
                 let mut opts = opts;
                 opts.decoder = DecoderOptions {
                     start_offset: start,
+                    // The threads read a file of their own: paths only.
+                    threads: 1,
                     // Python reads are costly: large ones.
                     buffer_size: 1 << 20,
                     ..opts.decoder

@@ -270,3 +270,24 @@ def test_read_sizes_add_up():
         assert len(one) <= 100
         assert head + line + one + rest == want
         assert s.read() == b"" and s.read(10) == b""
+
+
+@pytest.mark.parametrize("compress", ["gzip", "zstd", "lz4"])
+def test_threads_change_nothing(tmp_path, compress):
+    # Big enough for members to be decoded ahead on other threads.
+    path = tmp_path / "many.warc"
+    with warchest.WARCWriter(path, compress=compress) as w:
+        for i in range(3000):
+            body = (f"record {i} ".encode() * (50 + i % 300))[: 200 + (i * 7919) % 1500]
+            w.write_record("resource", f"http://example.com/{i}", payload=body, content_type="text/plain")
+    files = [path] + [p for p in warc_fixtures() if p.name.endswith((".gz", ".zst", ".lz4"))]
+    for p in files:
+        def read(threads):
+            return [
+                (r.offset, r.length, r.rec_type, r.content_stream().read())
+                for r in warchest.ArchiveIterator(p, threads=threads)
+            ]
+        one = read(1)
+        assert read(2) == one, p
+        assert read(3) == one, p
+    assert len([r for r in warchest.ArchiveIterator(path, threads=2)]) == 3000

@@ -406,8 +406,9 @@ impl<R: Read + io::Seek> Decoder<R> {
 
 impl<R: Read + io::Seek> Decoder<R> {
     /// As [`Decoder::new_seekable`], and members are decoded ahead on
-    /// [`DecoderOptions::threads`] threads reading `file`, a second handle
-    /// to the file `inner` reads (none: one thread). For an input that
+    /// [`DecoderOptions::threads`] threads (besides the caller's) reading
+    /// `file`, a second handle to the file `inner` reads (none, or no
+    /// threads: on the caller's thread only). For an input that
     /// wraps the file, such as one that watches the bytes read: what the
     /// threads decode never passes through `inner`.
     ///
@@ -420,7 +421,7 @@ impl<R: Read + io::Seek> Decoder<R> {
     ) -> io::Result<Self> {
         let threads = opts.threads;
         let mut d = Decoder::new_seekable(inner, opts)?;
-        let par_file = file.filter(|_| threads > 1);
+        let par_file = file.filter(|_| threads > 0);
         if let (Some(f), Some(len)) = (par_file, d.input_len) {
             let len = len - d.start_offset + d.inner_origin;
             let mut opts = DecoderOptions {

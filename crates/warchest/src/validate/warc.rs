@@ -244,7 +244,7 @@ pub(crate) fn validate_file<R: Read>(
         current: None,
     };
     // One thread: check each group as it is handed over, on this one.
-    let inline = !threaded || std::env::var_os("WARCHEST_VALIDATE_INLINE").is_some();
+    let inline = !threaded;
     let (read, checked) = if inline {
         let mut hand = Handover {
             sink: Sink::Inline(Box::new(checking)),
