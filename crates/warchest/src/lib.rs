@@ -32,6 +32,7 @@ pub mod framing;
 pub mod http;
 pub mod index;
 pub mod infomall;
+mod io;
 mod limits;
 pub mod pack;
 mod pushback;

@@ -14,9 +14,10 @@
 //! never outside it: relative paths with `..`, absolute paths and paths
 //! through symbolic links are refused, existing files are not replaced.
 
+use crate::io::read_up_to;
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::path::{Component, Path, PathBuf};
 
 use crate::error::{Error, Result};
@@ -277,19 +278,6 @@ fn permissions(meta: &fs::Metadata) -> Option<String> {
         }
         .to_string(),
     )
-}
-
-fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match r.read(&mut buf[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(n)
 }
 
 /// `rel` (a `/`-separated relative path) under `root`, or `None` when it

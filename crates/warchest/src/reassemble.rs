@@ -11,6 +11,7 @@
 //! the payload digest of the whole (the origin segment carries it) as the
 //! bytes pass. Memory stays bounded whatever the record's size.
 
+use crate::io::read_up_to;
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, BufRead, Read, Seek, SeekFrom};
@@ -256,12 +257,12 @@ pub fn open_at(path: &Path, offset: u64) -> Result<warc::Reader<Decoder<File>>> 
     let mut opts = ReaderOptions::default().file(path);
     if offset > 0 {
         let mut head = [0u8; 8];
-        let n = read_full(&mut f, &mut head).map_err(locate)?;
+        let n = read_up_to(&mut f, &mut head).map_err(locate)?;
         if n == 8 && head[..4] == 0x184D_2A5Du32.to_le_bytes() {
             let len = u32::from_le_bytes([head[4], head[5], head[6], head[7]]) as usize;
             if len <= opts.decoder.max_zstd_dictionary_size {
                 let mut dict = vec![0u8; len];
-                if read_full(&mut f, &mut dict).map_err(locate)? == len {
+                if read_up_to(&mut f, &mut dict).map_err(locate)? == len {
                     opts.decoder.zstd_dictionary = Some(dict);
                 }
             }
@@ -273,19 +274,6 @@ pub fn open_at(path: &Path, offset: u64) -> Result<warc::Reader<Decoder<File>>> 
         ..opts.decoder
     };
     Ok(warc::Reader::with_options(f, opts))
-}
-
-fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match r.read(&mut buf[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(n)
 }
 
 /// A reassembled record: the logical header and its block, read segment

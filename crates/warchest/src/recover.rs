@@ -32,6 +32,7 @@
 //! bytes that yielded no intact record is reported with the records known
 //! to be lost in it.
 
+use crate::io::read_up_to;
 use std::fs::File;
 use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -268,19 +269,6 @@ fn member_header_in(f: &mut File, from: u64, to: u64) -> Result<Option<u64>> {
         at += n as u64;
     }
     Ok(None)
-}
-
-fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match r.read(&mut buf[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(n)
 }
 
 /// Where the first compressed member starts, when the file is compressed

@@ -20,8 +20,9 @@
 //! range that starts at 0 gives the whole file and every other range
 //! nothing. See docs/python.md ("Byte ranges") for the rule's limits.
 
+use crate::io::read_up_to;
 use std::fs::File;
-use std::io::{self, Read, Seek, SeekFrom};
+use std::io::{Read, Seek, SeekFrom};
 use std::ops::Range;
 use std::path::Path;
 
@@ -139,8 +140,8 @@ pub fn bounds<R: Read + Seek>(
 /// look for (`WARC/<digit>` for WARC) at the start of a line. It is
 /// confirmed when the reader, started there, reads a record that starts
 /// exactly there and whose framing holds (its header parses, with a
-/// Content-Length; the block is complete; it ends in its trailer, CRLF CRLF
-/// for WARC), and [`CHAIN`] more such records follow, each starting exactly
+/// Content-Length, and for WARC a WARC-Type and a WARC-Record-ID; the block
+/// is complete; it ends in its trailer, CRLF CRLF for WARC), and [`CHAIN`] more such records follow, each starting exactly
 /// where the one before ends; reaching the end of the input exactly where
 /// a record ends also confirms. Cosmetic deviations (bare LF lines, bracketed
 /// URIs, non-UTF-8 values) do not matter; framing ones do. Work per
@@ -249,6 +250,15 @@ fn confirm<R: Read + Seek>(
         if loc.offset != expect || loc.codec != Codec::None {
             return Ok(false);
         }
+        // A WARC record names its type and id (ISO 28500 5.2, 5.5): a
+        // bare "WARC/1.1" and Content-Length in a payload, ending where the
+        // file ends, is not one.
+        let h = rec.header();
+        if format == Format::Warc
+            && !(h.fields().contains("WARC-Type") && h.fields().contains("WARC-Record-ID"))
+        {
+            return Ok(false);
+        }
         let end = match rec.finish() {
             Ok(e) => e,
             Err(_) => return Ok(false),
@@ -262,19 +272,6 @@ fn confirm<R: Read + Seek>(
         expect = loc.offset.saturating_add(stored);
     }
     Ok(true)
-}
-
-fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match r.read(&mut buf[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(n)
 }
 
 #[cfg(test)]

@@ -377,15 +377,7 @@ fn open_range_reader(
     let (mut f, opts) = warc::open_file(path, opts.clone())?;
     let located = |e: Error| e.in_file(path);
     let mut head = [0u8; 8];
-    let mut n = 0;
-    while n < head.len() {
-        match f.read(&mut head[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(located(e.into())),
-        }
-    }
+    let n = crate::io::read_up_to(&mut f, &mut head).map_err(|e| located(e.into()))?;
     if split::is_compressed(&head[..n]) {
         if range.start != 0 || range.end == 0 {
             return Ok(None);

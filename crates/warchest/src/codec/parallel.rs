@@ -514,15 +514,9 @@ fn run_job(
         file: Arc::clone(file),
         pos: job.a,
     };
-    let mut got = 0;
-    while got < scan.len() {
-        match r.read(&mut scan[got..]) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => break,
-        }
-    }
+    // A read error finds no candidate: the reading thread decodes the
+    // chunk itself and reports the error.
+    let got = crate::io::read_up_to(&mut r, scan).unwrap_or(0);
     let chunk_len = usize::try_from(job.b - job.a).unwrap_or(0).min(got);
     let mut at = 0;
     let mut tries = 0;

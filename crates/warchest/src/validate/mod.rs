@@ -569,15 +569,9 @@ fn open_file(
     mut dopts: DecoderOptions,
 ) -> Result<Decoder<container::Observed<File>>> {
     let mut magic = [0u8; 2];
-    let mut n = 0;
-    while n < magic.len() {
-        match f.read(&mut magic[n..])? {
-            0 => break,
-            k => n += k,
-        }
-    }
+    let n = crate::io::read_up_to(&mut f, &mut magic)?;
     f.seek(SeekFrom::Start(0))?;
-    if threads > 1 && magic == [0x1f, 0x8b] {
+    if threads > 1 && n == 2 && magic == [0x1f, 0x8b] {
         // One thread checks records: the others decode (measured on the
         // benchmark corpus, 2 cores: one decoding thread beside the
         // reading and checking ones was fastest, and took 54 MiB against
