@@ -569,20 +569,7 @@ fn subjects() -> Vec<Subject> {
 }
 
 fn zstd_warc() -> Vec<u8> {
-    let mut r = Reader::open(common::fixture("jwat/small_BNF.arc")).unwrap();
-    let mut w = warchest::write::Writer::new(
-        Vec::new(),
-        warchest::write::WriterOptions {
-            compression: warchest::write::Compression::Zstd {
-                level: 3,
-                dictionary: None,
-            },
-            ..Default::default()
-        },
-    )
-    .unwrap();
-    warchest::convert::to_warc(&mut r, "small_BNF.arc", &mut w, &Default::default()).unwrap();
-    w.finish().unwrap()
+    common::zstd_warc_of("jwat/small_BNF.arc")
 }
 
 fn plain_infomall() -> Vec<u8> {

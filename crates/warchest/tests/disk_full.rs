@@ -68,17 +68,6 @@ fn bodies() -> Vec<Vec<u8>> {
     ]
 }
 
-fn compressions() -> Vec<Compression> {
-    vec![
-        Compression::None,
-        Compression::Gzip(6),
-        Compression::Zstd {
-            level: 3,
-            dictionary: None,
-        },
-    ]
-}
-
 /// Writes the records and finishes: the first error, or the sink.
 fn write_all<W: Write>(out: W, c: &Compression) -> Result<W, warchest::Error> {
     let mut w = Writer::new(
@@ -104,7 +93,7 @@ fn write_all<W: Write>(out: W, c: &Compression) -> Result<W, warchest::Error> {
 
 #[test]
 fn writer_reports_a_full_disk_at_any_byte() {
-    for c in compressions() {
+    for c in common::compressions() {
         let full = write_all(Vec::new(), &c).unwrap();
         assert!(
             Reader::new(&full[..])

@@ -313,20 +313,7 @@ fn gzip_warc_damaged_members() {
 #[test]
 fn zstd_warc_damaged_frame() {
     // page.dat converted to a zstd WARC, one frame damaged.
-    let mut r = Reader::open(common::fixture("tianwang/page.dat")).unwrap();
-    let mut w = warchest::write::Writer::new(
-        Vec::new(),
-        warchest::write::WriterOptions {
-            compression: warchest::write::Compression::Zstd {
-                level: 3,
-                dictionary: None,
-            },
-            ..Default::default()
-        },
-    )
-    .unwrap();
-    warchest::convert::to_warc(&mut r, "page.dat", &mut w, &Default::default()).unwrap();
-    let data = w.finish().unwrap();
+    let data = common::zstd_warc_of("tianwang/page.dat");
     let orig = records(&data);
     assert_eq!(orig.len(), 655);
     let k = 300;

@@ -63,17 +63,6 @@ fn copy(data: &[u8], c: Compression, filter: Option<&str>) -> (Vec<u8>, CopyRepo
     (sink.into_inner(), report)
 }
 
-fn codecs() -> Vec<Compression> {
-    vec![
-        Compression::None,
-        Compression::Gzip(6),
-        Compression::Zstd {
-            level: 3,
-            dictionary: None,
-        },
-    ]
-}
-
 fn rel(p: &Path) -> String {
     p.strip_prefix(common::fixtures())
         .unwrap()
@@ -89,7 +78,7 @@ fn recompress_every_fixture_to_every_codec_and_back() {
         let name = rel(&path);
         let input = std::fs::read(&path).unwrap();
         let (want, in_warnings, _) = read_all(&input);
-        for c in codecs() {
+        for c in common::compressions() {
             let (out, report) = copy(&input, c.clone(), None);
             assert_eq!(report.records_read, want.len() as u64, "{name}");
             assert_eq!(report.dropped_count, 0, "{name}: {:?}", report.dropped);

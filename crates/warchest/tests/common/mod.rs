@@ -108,3 +108,33 @@ impl Rng {
         self.next() % n.max(1)
     }
 }
+
+/// The per-record compressions the writer tests go through.
+pub fn compressions() -> Vec<warchest::write::Compression> {
+    use warchest::write::Compression;
+    vec![
+        Compression::None,
+        Compression::Gzip(6),
+        Compression::Zstd {
+            level: 3,
+            dictionary: None,
+        },
+    ]
+}
+
+/// The fixture at `rel` (ARC or Web InfoMall) converted to a WARC of one
+/// zstd frame per record.
+pub fn zstd_warc_of(rel: &str) -> Vec<u8> {
+    let mut r = warchest::archive::Reader::open(fixture(rel)).expect("open fixture");
+    let opts = warchest::write::WriterOptions {
+        compression: warchest::write::Compression::Zstd {
+            level: 3,
+            dictionary: None,
+        },
+        ..Default::default()
+    };
+    let mut w = warchest::write::Writer::new(Vec::new(), opts).expect("writer");
+    let name = rel.rsplit('/').next().unwrap_or(rel);
+    warchest::convert::to_warc(&mut r, name, &mut w, &Default::default()).expect("convert");
+    w.finish().expect("finish")
+}
