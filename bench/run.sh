@@ -13,8 +13,11 @@ export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$root/target}
 # Python rows: a release wheel, then bench/python_bench.py.
 if [ "${1:-}" = "--python" ]; then
     shift
-    python3 -m maturin build -q --strip --release -m "$root/crates/warchest-py/Cargo.toml" -i python3 -o "$CARGO_TARGET_DIR/wheels"
-    python3 -m pip install -q --force-reinstall --no-deps "$CARGO_TARGET_DIR"/wheels/warchest-*.whl
+    # A fresh folder: one wheel, whatever versions were built before.
+    wheels=$(mktemp -d)
+    python3 -m maturin build -q --strip --release -m "$root/crates/warchest-py/Cargo.toml" -i python3 -o "$wheels"
+    python3 -m pip install -q --force-reinstall --no-deps "$wheels"/warchest-*.whl
+    rm -rf "$wheels"
     exec python3 "$here/python_bench.py" "$@"
 fi
 if [[ " $* " == *" --smoke "* ]]; then

@@ -105,15 +105,17 @@ pub(crate) fn check_json(py: Python<'_>, path: PathBuf) -> PyResult<String> {
                 rec.header().record_id().map(|s| s.into_owned()),
             );
             let c = check_record(&mut rec, &limits).map_err(to_py)?;
-            let ok = c.is_ok();
+            // A record cut short is a failure, as in `warchest check`.
+            let truncated = rec.finish().map_err(to_py)?.truncated;
             out.push(json!({
                 "offset": offset,
                 "type": kind,
                 "record_id": id,
-                "ok": ok,
+                "ok": c.is_ok() && !truncated,
                 "block": c.block,
                 "payload": c.payload,
                 "block_len": c.block_len,
+                "truncated": truncated,
             }));
         }
         serde_json::to_string(&out).map_err(|e| PyValueError::new_err(e.to_string()))

@@ -26,6 +26,18 @@ def test_check_reports_a_wrong_digest(tmp_path):
     assert not rec["ok"] and rec["block"]["status"] == "invalid"
 
 
+def test_check_fails_a_record_cut_short(tmp_path):
+    whole = tmp_path / "whole.warc"
+    with warchest.WARCWriter(whole, compress=None) as w:
+        w.write_record("resource", "urn:x", payload=b"x" * 1000, content_type="text/plain")
+    data = whole.read_bytes()
+    cut = tmp_path / "cut.warc"
+    cut.write_bytes(data[:-500])
+    ((rec,), (cut_rec,)) = warchest.check(whole), warchest.check(cut)
+    assert rec["ok"] and not rec["truncated"]
+    assert cut_rec["truncated"] and not cut_rec["ok"]
+
+
 def test_validate_reports_findings_with_rules(tmp_path):
     written = tmp_path / "w.warc.gz"
     with warchest.WARCWriter(written) as w:

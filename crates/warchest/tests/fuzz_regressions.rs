@@ -1,14 +1,15 @@
 //! Every input the fuzzers found a fault with (fuzz/regressions/TARGET/),
 //! replayed as its target does, each within a time limit and with bounded
-//! warnings: the faults stay fixed.
+//! warnings: the faults stay fixed. Each target with a regressions folder
+//! has a test here (the ARC and Web InfoMall reader targets have found no
+//! fault yet, so they have none).
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use warchest::archive::{Format, Reader};
+use warchest::archive::Reader;
 use warchest::check::check_record;
-use warchest::codec::Decoder;
 use warchest::warc::ReaderOptions;
 
 /// Warnings a reader may give for one fuzz input (64 KiB at most): more
@@ -29,7 +30,9 @@ fn inputs(target: &str) -> Vec<PathBuf> {
 
 /// Runs `f` on each input of `target` on a thread, failing after `limit`.
 fn replay(target: &str, limit: Duration, f: fn(&[u8])) {
-    for p in inputs(target) {
+    let inputs = inputs(target);
+    assert!(!inputs.is_empty(), "no inputs in fuzz/regressions/{target}");
+    for p in inputs {
         let data = std::fs::read(&p).unwrap();
         let (tx, rx) = mpsc::channel();
         let t = std::thread::spawn(move || {
@@ -50,17 +53,10 @@ fn replay(target: &str, limit: Duration, f: fn(&[u8])) {
     }
 }
 
-fn read_records(data: &[u8], format: Option<Format>) {
+fn read_records(data: &[u8]) {
     for opts in [ReaderOptions::lenient(), ReaderOptions::strict()] {
-        let mut r = match format {
-            Some(f) => {
-                let src = Decoder::new(data, opts.decoder.clone());
-                Reader::from_source_as(src, opts, f)
-            }
-            None => match Reader::with_options(data, opts) {
-                Ok(r) => r,
-                Err(_) => continue,
-            },
+        let Ok(mut r) = Reader::with_options(data, opts) else {
+            continue;
         };
         let mut warnings = 0;
         while let Ok(Some(mut rec)) = r.next_record() {
@@ -76,29 +72,11 @@ fn read_records(data: &[u8], format: Option<Format>) {
 
 #[test]
 fn warc_reader() {
-    assert!(!inputs("warc_reader").is_empty());
-    replay("warc_reader", Duration::from_secs(30), |d| {
-        read_records(d, None)
-    });
-}
-
-#[test]
-fn arc_reader() {
-    replay("arc_reader", Duration::from_secs(30), |d| {
-        read_records(d, Some(Format::Arc))
-    });
-}
-
-#[test]
-fn infomall_reader() {
-    replay("infomall_reader", Duration::from_secs(30), |d| {
-        read_records(d, Some(Format::InfoMall))
-    });
+    replay("warc_reader", Duration::from_secs(30), read_records);
 }
 
 #[test]
 fn validate() {
-    assert!(!inputs("validate").is_empty());
     replay("validate", Duration::from_secs(30), |d| {
         let mut v = warchest::validate::Validator::new(Default::default());
         let _ = v.validate_reader("fuzz.warc", d, &mut |_| {});
@@ -118,7 +96,6 @@ fn content_type_cut_inside_a_character() {
 
 #[test]
 fn index() {
-    assert!(!inputs("index").is_empty());
     replay("index", Duration::from_secs(30), |d| {
         let Ok(mut r) = Reader::new(d) else { return };
         let ix = warchest::index::Indexer::new("fuzz.warc", Default::default());

@@ -118,8 +118,10 @@ def check(path: PathLike) -> list:
     """Checks every WARC-Block-Digest and WARC-Payload-Digest of a file.
 
     One dict per record: ``offset``, ``type``, ``record_id``, ``ok`` (no digest
-    wrong), ``block`` and ``payload`` (``{"status": "valid"}``, ``"absent"``,
-    ``"invalid"`` with ``recorded`` and ``computed``, ...) and ``block_len``.
+    wrong and the record whole), ``block`` and ``payload`` (``{"status":
+    "valid"}``, ``"absent"``, ``"invalid"`` with ``recorded`` and
+    ``computed``, ...), ``block_len`` and ``truncated`` (the file ended
+    inside the record).
     """
     return json.loads(_check_json(path))
 

@@ -200,19 +200,14 @@ impl Capturer {
             None => None,
         };
         let mut output = opts.output.clone();
-        if !output
-            .warcinfo
-            .iter()
-            .any(|(k, _)| k.eq_ignore_ascii_case("http-header-user-agent"))
-        {
-            output
-                .warcinfo
-                .push(("http-header-user-agent".into(), opts.user_agent.clone()));
-            output.warcinfo.push((
-                "robots".into(),
-                if opts.robots { "obey" } else { "ignore" }.into(),
-            ));
-        }
+        let robots = if opts.robots { "obey" } else { "ignore" };
+        add_missing(
+            &mut output.warcinfo,
+            &[
+                ("http-header-user-agent", opts.user_agent.as_str()),
+                ("robots", robots),
+            ],
+        );
         let recorder = Recorder::new(dir, output, index)?;
         let roots: Vec<&std::path::Path> = opts.ca_certs.iter().map(|p| p.as_path()).collect();
         let fetch = http::FetchOptions {
@@ -606,4 +601,35 @@ fn robots_body(c: &mut http::Captured) -> Option<String> {
     let mut out = Vec::new();
     let _ = r.take(robots::MAX_ROBOTS as u64).read_to_end(&mut out);
     Some(String::from_utf8_lossy(&out).into_owned())
+}
+
+/// Adds each of `fields` that `warcinfo` does not name yet: the caller's
+/// own values stand.
+fn add_missing(warcinfo: &mut Vec<(String, String)>, fields: &[(&str, &str)]) {
+    for &(name, value) in fields {
+        if !warcinfo.iter().any(|(k, _)| k.eq_ignore_ascii_case(name)) {
+            warcinfo.push((name.into(), value.into()));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn warcinfo_keeps_the_callers_fields_and_adds_the_others() {
+        let mut w = vec![("HTTP-Header-User-Agent".to_string(), "mine".to_string())];
+        add_missing(
+            &mut w,
+            &[("http-header-user-agent", "default"), ("robots", "obey")],
+        );
+        assert_eq!(
+            w,
+            [
+                ("HTTP-Header-User-Agent".to_string(), "mine".to_string()),
+                ("robots".to_string(), "obey".to_string())
+            ]
+        );
+    }
 }

@@ -72,11 +72,14 @@ pub struct DecoderOptions {
     /// when the reader was positioned inside a file (`extract --offset`), so
     /// every offset reported stays an offset in the file.
     pub start_offset: u64,
-    /// Threads that decompress members ahead of the reader (default 1:
-    /// none, everything on the caller's thread). Used by decoders over a
-    /// file ([`Decoder::new_file`]): gzip members, zstd and LZ4 frames of
-    /// one file are then decoded in parallel and delivered in order, with
-    /// the same bytes, offsets and warnings as on one thread.
+    /// Threads that decompress members ahead of the reader. Used by
+    /// decoders over a file: [`Decoder::new_file`] starts this many beside
+    /// the caller's thread when it is more than 1 (default 1: none,
+    /// everything on the caller's thread); `new_seekable_threaded` (for
+    /// `validate`, which has a checking thread of its own) starts this
+    /// many when it is 1 or more. Gzip members, zstd and LZ4 frames of one
+    /// file are then decoded in parallel and delivered in order, with the
+    /// same bytes, offsets and warnings as on one thread.
     pub threads: usize,
 }
 
@@ -414,7 +417,7 @@ impl<R: Read + io::Seek> Decoder<R> {
     ///
     /// # Errors
     /// The input's length cannot be found.
-    pub fn new_seekable_threaded(
+    pub(crate) fn new_seekable_threaded(
         inner: R,
         file: Option<std::fs::File>,
         opts: DecoderOptions,
