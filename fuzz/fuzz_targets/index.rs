@@ -3,9 +3,9 @@
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use warchest::archive::Reader;
-use warchest::index::{Encoder, Format};
-use warchest::index::surt::{surt_bytes, url_key};
-use warchest::index::{IndexOptions, Indexer};
+use warchest_index::{Encoder, Format};
+use warchest_index::surt::{surt_bytes, url_key};
+use warchest_index::{IndexOptions, Indexer};
 
 fuzz_target!(|data: &[u8]| {
     // URLs are short: the first line is also tried as one.

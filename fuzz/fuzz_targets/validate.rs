@@ -1,7 +1,7 @@
 //! The validator over any bytes, then its cross-record checks.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use warchest::validate::{Options, Validator};
+use warchest_validate::{Options, Validator};
 
 fuzz_target!(|data: &[u8]| {
     for forbid_extensions in [false, true] {

@@ -16,7 +16,7 @@ pub enum Opened {
     /// Standard input.
     Stdin(Reader<Decoder<Stdin>>),
     /// A WARC file stored in a WACZ.
-    Wacz(Reader<Decoder<warchest::wacz::Section>>),
+    Wacz(Reader<Decoder<warchest_replay::wacz::Section>>),
 }
 
 /// The names to read for `files`: each WACZ becomes the names of the
@@ -27,8 +27,8 @@ pub fn expand(files: &[String]) -> Vec<String> {
     for f in files {
         let p = std::path::Path::new(f);
         if f != "-"
-            && warchest::wacz::is_wacz(p)
-            && let Ok(entries) = warchest::wacz::archive_entries(p)
+            && warchest_replay::wacz::is_wacz(p)
+            && let Ok(entries) = warchest_replay::wacz::archive_entries(p)
         {
             out.extend(entries.into_iter().map(|e| format!("{f}#{}", e.name)));
         } else {
@@ -39,9 +39,9 @@ pub fn expand(files: &[String]) -> Vec<String> {
 }
 
 /// Opens `FILE.wacz#ENTRY`, when `name` is such a name.
-fn open_member(name: &str) -> Option<warchest::Result<warchest::wacz::Section>> {
-    let (wacz, entry) = warchest::wacz::split_member_name(name)?;
-    Some(warchest::wacz::open_member(
+fn open_member(name: &str) -> Option<warchest::Result<warchest_replay::wacz::Section>> {
+    let (wacz, entry) = warchest_replay::wacz::split_member_name(name)?;
+    Some(warchest_replay::wacz::open_member(
         std::path::Path::new(wacz),
         entry,
     ))

@@ -164,7 +164,7 @@ fn start_site(tls: Option<Arc<rustls::ServerConfig>>) -> Site {
 }
 
 fn tls_config(names: &[&str]) -> (Arc<rustls::ServerConfig>, String) {
-    let (cert, key, pem) = warchest::capture::tls::self_signed(names).unwrap();
+    let (cert, key, pem) = warchest_capture::tls::self_signed(names).unwrap();
     let cfg = rustls::ServerConfig::builder_with_provider(Arc::new(
         rustls::crypto::ring::default_provider(),
     ))
@@ -189,7 +189,7 @@ fn start_dns() -> (SocketAddr, Arc<AtomicUsize>) {
         let mut buf = [0u8; 1500];
         while let Ok((n, from)) = sock.recv_from(&mut buf) {
             c.fetch_add(1, Ordering::SeqCst);
-            if let Some(a) = warchest::capture::dns::encode_answer(
+            if let Some(a) = warchest_capture::dns::encode_answer(
                 &buf[..n],
                 &["127.0.0.1".parse().unwrap()],
                 123,

@@ -16,7 +16,7 @@ use pyo3::types::{PyBytes, PyList, PyTuple};
 use warchest::archive::{Format, Reader};
 use warchest::codec::{Decoder, DecoderOptions, Source};
 use warchest::http::{self, HttpHead};
-use warchest::table::may_have_http_head;
+use warchest_index::table::may_have_http_head;
 use warchest::warc::{ReaderOptions, RecordEnd, WarcHeader};
 use warchest::{Error, Limits};
 

@@ -11,7 +11,7 @@ use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
-use warchest::table::{Column, FilesScanner, Part, ScanOptions};
+use warchest_index::table::{Column, FilesScanner, Part, ScanOptions};
 use warchest::warc::ReaderOptions;
 
 use crate::io::paths_from_py;

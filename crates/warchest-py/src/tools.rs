@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 use serde_json::json;
 use warchest::archive::Reader;
 use warchest::check::check_record;
-use warchest::index::{Format, IndexOptions, IndexOutput, Indexer, ParquetOptions};
+use warchest_index::{Format, IndexOptions, IndexOutput, Indexer, ParquetOptions};
 use warchest::warc::{ReaderOptions, Version};
 use warchest::write::{Compression, Writer, WriterOptions};
 
@@ -128,7 +128,7 @@ pub(crate) fn validate_json(py: Python<'_>, paths: &Bound<'_, PyAny>) -> PyResul
     let paths = paths_from_py(paths)?;
     py.detach(move || {
         let report =
-            warchest::validate::validate_files(&paths, &warchest::validate::Options::default());
+            warchest_validate::validate_files(&paths, &warchest_validate::Options::default());
         serde_json::to_string(&json!({
             "findings": report.findings,
             "summary": report.summary,
@@ -167,13 +167,13 @@ pub(crate) fn convert_json(
             },
         )
         .map_err(to_py)?;
-        let opts = warchest::convert::WarcOptions {
+        let opts = warchest_ops::convert::WarcOptions {
             version,
             output_name: Some(base_name(&output)),
             ..Default::default()
         };
         let report =
-            warchest::convert::to_warc(&mut reader, &source.to_string_lossy(), &mut w, &opts)
+            warchest_ops::convert::to_warc(&mut reader, &source.to_string_lossy(), &mut w, &opts)
                 .map_err(to_py)?;
         let mut out = w.finish().map_err(to_py)?;
         out.flush()?;

@@ -381,7 +381,7 @@ impl<S: Source> BufRead for Block<'_, S> {
 /// Bytes of `buf` past `scan` are look-ahead for a candidate near the end,
 /// and `buf[..from]` look-behind for the line-start test. Used by recovery
 /// and by byte-range splits (`split`), so that both search alike.
-pub(crate) fn record_candidate(
+pub fn record_candidate(
     format: Format,
     buf: &[u8],
     from: usize,

@@ -203,7 +203,7 @@ impl<R: Framing> BufRead for BlockReader<'_, R> {
 }
 
 /// `Read::read` for a type whose reading is its `BufRead`.
-pub(crate) fn read_buffered<R: BufRead + ?Sized>(r: &mut R, out: &mut [u8]) -> io::Result<usize> {
+pub fn read_buffered<R: BufRead + ?Sized>(r: &mut R, out: &mut [u8]) -> io::Result<usize> {
     let buf = r.fill_buf()?;
     let n = buf.len().min(out.len());
     out[..n].copy_from_slice(&buf[..n]);

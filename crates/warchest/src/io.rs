@@ -4,7 +4,7 @@ use std::io::{self, Read};
 
 /// Reads until `buf` is full or the input ends; how many bytes were read.
 /// Interrupted reads are retried; other errors are returned.
-pub(crate) fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+pub fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
     let mut n = 0;
     while n < buf.len() {
         match r.read(&mut buf[n..]) {

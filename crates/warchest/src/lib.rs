@@ -19,38 +19,22 @@
 
 pub mod arc;
 pub mod archive;
-pub mod capture;
 pub mod check;
 pub mod codec;
-pub mod convert;
-pub mod dedupe;
 pub mod digest;
 pub mod error;
 pub mod fields;
-pub mod filter;
 pub mod framing;
 pub mod http;
-pub mod index;
 pub mod infomall;
-mod io;
+pub mod io;
 mod limits;
-pub mod pack;
 mod pushback;
-pub mod reassemble;
-pub mod recover;
-pub mod replay;
-pub mod revisit;
-pub mod rewrite;
-pub mod serve;
 pub mod split;
-pub mod stats;
-pub mod table;
 #[cfg(test)]
 mod test_source;
-mod uri;
-pub mod validate;
+pub mod uri;
 pub mod view;
-pub mod wacz;
 pub mod warc;
 pub mod write;
 

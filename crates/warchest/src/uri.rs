@@ -2,7 +2,7 @@
 
 /// Removes `.` and `..` segments (RFC 3986 section 5.2.4); a path that
 /// started with `/` keeps it.
-pub(crate) fn remove_dot_segments(path: &str) -> String {
+pub fn remove_dot_segments(path: &str) -> String {
     let mut out: Vec<&str> = Vec::new();
     let segs: Vec<&str> = path.split('/').collect();
     let last = segs.len().saturating_sub(1);

@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::Command;
 
 use warchest::archive::Reader;
-use warchest::convert::{InfoMallOptions, WarcOptions, to_infomall, to_warc};
+use warchest_ops::convert::{InfoMallOptions, WarcOptions, to_infomall, to_warc};
 use warchest::infomall::{self, Properties};
 use warchest::warc::Version;
 use warchest::write::{Compression, Writer, WriterOptions};

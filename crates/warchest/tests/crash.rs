@@ -200,7 +200,7 @@ fn killed_writer_leaves_valid_and_recoverable_files() {
     // And `recover` salvages exactly the intact records of the .open file,
     // reporting the cut one as lost.
     let mut out = Vec::new();
-    let report = warchest::recover::recover(&open[0], &mut out, &Default::default()).unwrap();
+    let report = warchest_ops::recover::recover(&open[0], &mut out, &Default::default()).unwrap();
     assert_eq!(report.records_written, 3, "{report:?}");
     assert_eq!(report.records_lost, 1, "{report:?}");
     let mut r = Reader::new(&out[..]).unwrap();

@@ -28,9 +28,9 @@ use std::time::{Duration, Instant};
 
 use warchest::archive::{Format, Reader};
 use warchest::check::check_record;
-use warchest::index::{IndexOptions, Indexer};
-use warchest::recover::{RecoverOptions, recover};
-use warchest::validate::{Options as ValidateOptions, Validator};
+use warchest_index::{IndexOptions, Indexer};
+use warchest_ops::recover::{RecoverOptions, recover};
+use warchest_validate::{Options as ValidateOptions, Validator};
 use warchest::{Error, Limits};
 
 /// Set in the child process that runs the cases.

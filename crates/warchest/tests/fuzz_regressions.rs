@@ -78,7 +78,7 @@ fn warc_reader() {
 #[test]
 fn validate() {
     replay("validate", Duration::from_secs(30), |d| {
-        let mut v = warchest::validate::Validator::new(Default::default());
+        let mut v = warchest_validate::Validator::new(Default::default());
         let _ = v.validate_reader("fuzz.warc", d, &mut |_| {});
         let _ = v.finish(&mut |_| {});
     });
@@ -98,7 +98,7 @@ fn content_type_cut_inside_a_character() {
 fn index() {
     replay("index", Duration::from_secs(30), |d| {
         let Ok(mut r) = Reader::new(d) else { return };
-        let ix = warchest::index::Indexer::new("fuzz.warc", Default::default());
+        let ix = warchest_index::Indexer::new("fuzz.warc", Default::default());
         let _ = ix.index(&mut r, |_| Ok(()));
     });
 }

@@ -681,7 +681,7 @@ fn filter_expressions_deep_or_huge() {
         "filter_expressions_deep_or_huge",
         Duration::from_secs(60),
         || {
-            use warchest::filter::Filter;
+            use warchest_ops::filter::Filter;
             let deep = "(".repeat(1_000_000) + ":status == 200" + &")".repeat(1_000_000);
             assert!(Filter::parse(&deep).is_err());
             let nots = "!".repeat(1_000_000) + ":status == 200";

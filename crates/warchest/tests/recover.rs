@@ -14,7 +14,7 @@ use std::io::{Read, Write};
 use std::path::Path;
 
 use warchest::archive::{Format, Reader};
-use warchest::recover::{OutputCompression, RecoverOptions, RecoverReport, recover};
+use warchest_ops::recover::{OutputCompression, RecoverOptions, RecoverReport, recover};
 
 /// A record of a file: its stored extent and its raw bytes (for plain
 /// files) and decompressed block.
@@ -342,7 +342,7 @@ fn plain_warc_overwritten_block_and_header() {
         },
     )
     .unwrap();
-    warchest::convert::to_warc(&mut r, "small_BNF.arc", &mut w, &Default::default()).unwrap();
+    warchest_ops::convert::to_warc(&mut r, "small_BNF.arc", &mut w, &Default::default()).unwrap();
     let data = w.finish().unwrap();
     let orig = records(&data);
     assert_eq!(orig.len(), 7);

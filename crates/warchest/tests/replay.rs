@@ -4,8 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use warchest::replay::Collection;
-use warchest::replay::store::Store;
+use warchest_replay::Collection;
+use warchest_replay::store::Store;
 
 fn fixture(rel: &str) -> PathBuf {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -9,12 +9,12 @@ use std::path::Path;
 use warchest::archive::Reader;
 use warchest::check::{Checker, RecordCheck};
 use warchest::codec::Codec;
-use warchest::filter::Filter;
-use warchest::rewrite::{
+use warchest_ops::filter::Filter;
+use warchest_ops::copy::{
     Copier, CopyOptions, CopyReport, DictTraining, SplitNaming, SplitSink, WriteSink,
     train_dictionary,
 };
-use warchest::stats::Stats;
+use warchest_ops::stats::Stats;
 use warchest::write::Compression;
 
 /// One record as read: header bytes, block bytes, and what its digests say.
@@ -389,7 +389,7 @@ fn stats_count_every_record_and_byte() {
         .unwrap();
     assert_eq!((s.files, s.records), (1, 343));
     assert_eq!(s.stored_bytes, std::fs::metadata(&path).unwrap().len());
-    let n = |t: &std::collections::BTreeMap<String, warchest::stats::Count>, k: &str| {
+    let n = |t: &std::collections::BTreeMap<String, warchest_ops::stats::Count>, k: &str| {
         t.get(k).map_or(0, |c| c.records)
     };
     assert_eq!(n(&s.by_type, "response"), 48);

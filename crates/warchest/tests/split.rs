@@ -16,7 +16,7 @@ use proptest::prelude::*;
 use warchest::WarningKind as W;
 use warchest::archive::{Format, Reader};
 use warchest::split::{self, CHAIN, bounds, find_record_start};
-use warchest::table::{Column, FilesScanner, Part, ScanOptions};
+use warchest_index::table::{Column, FilesScanner, Part, ScanOptions};
 use warchest::warc::{ReaderOptions, RecordType};
 use warchest::write::{Body, Compression, NewRecord, Writer, WriterOptions};
 

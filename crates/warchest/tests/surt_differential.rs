@@ -11,7 +11,7 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 
 use warchest::archive::Reader;
-use warchest::index::surt::surt;
+use warchest_index::surt::surt;
 
 /// `surt.surt(url)` for each URL, `Err` with the exception name.
 fn python_surt(urls: &[String]) -> Vec<Result<String, String>> {

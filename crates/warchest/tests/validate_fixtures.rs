@@ -7,7 +7,7 @@ mod common;
 
 use std::collections::BTreeSet;
 
-use warchest::validate::{Options, Report, Severity, validate_files};
+use warchest_validate::{Options, Report, Severity, validate_files};
 
 fn report(rel: &str) -> Report {
     validate_files(&[common::fixture(rel)], &Options::default())

@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 use std::io::Write;
 
-use warchest::validate::{Finding, Options, Severity, SpecVersion, Validator, rules};
+use warchest_validate::{Finding, Options, Severity, SpecVersion, Validator, rules};
 
 /// Validates several in-memory files together.
 fn run_files(files: &[(&str, &[u8])], opts: Options) -> Vec<Finding> {

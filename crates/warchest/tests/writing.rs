@@ -12,7 +12,7 @@ use common::noise;
 use warchest::archive::Reader;
 use warchest::check::{DigestStatus, check_record};
 use warchest::digest::{Algorithm, Digest, Hasher};
-use warchest::reassemble::Segments;
+use warchest_ops::reassemble::Segments;
 use warchest::warc::{RecordType, TruncatedReason, field};
 use warchest::write::{
     Body, CaptureLimits, Compression, NewRecord, Oversize, RotatingOptions, RotatingWriter,
@@ -260,11 +260,11 @@ fn segment_and_reassemble(payload_len: usize, max: u64, compression: Compression
     assert_eq!(logical.check().unwrap().payload, DigestStatus::Valid);
     assert_eq!(logical.block_digest().unwrap(), sha1(&block));
     // And the files, validated together, break no rule of the spec.
-    let report = warchest::validate::validate_files(&files, &Default::default());
+    let report = warchest_validate::validate_files(&files, &Default::default());
     let errors: Vec<_> = report
         .findings
         .iter()
-        .filter(|f| f.severity == warchest::validate::Severity::Error)
+        .filter(|f| f.severity == warchest_validate::Severity::Error)
         .collect();
     assert!(errors.is_empty(), "{errors:#?}");
     n

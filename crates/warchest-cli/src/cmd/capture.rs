@@ -10,8 +10,8 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use warchest::capture::{self, CaptureOptions, Capturer, Event, dns, proxy, tls};
-use warchest::dedupe::DigestIndex;
+use warchest_capture::{self as capture, CaptureOptions, Capturer, Event, dns, proxy, tls};
+use warchest_ops::dedupe::DigestIndex;
 use warchest::warc::Version;
 use warchest::write::CaptureLimits;
 

@@ -1,7 +1,7 @@
 //! `warchest concat`: many archives into one.
 
 use anyhow::Result;
-use warchest::rewrite::CopyOptions;
+use warchest_ops::copy::CopyOptions;
 
 use crate::cmd::copy::{Plan, copy_to_one};
 use crate::report::{Global, Outcome};

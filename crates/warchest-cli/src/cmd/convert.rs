@@ -4,7 +4,7 @@ use std::io::{self, BufWriter, Write};
 
 use anyhow::{Context, Result, bail};
 use warchest::archive::Reader;
-use warchest::convert::{InfoMallOptions, Report, WarcOptions, to_infomall, to_warc};
+use warchest_ops::convert::{InfoMallOptions, Report, WarcOptions, to_infomall, to_warc};
 use warchest::warc::Version;
 use warchest::write::{Compression, Writer, WriterOptions};
 
@@ -96,7 +96,7 @@ fn open_output(name: &str) -> Result<Output> {
     Ok(if name == "-" {
         (Box::new(BufWriter::new(io::stdout())), None)
     } else {
-        let f = warchest::rewrite::OpenFile::create(name)
+        let f = warchest_ops::copy::OpenFile::create(name)
             .with_context(|| format!("{name}: cannot create"))?;
         let names = (f.open_path().to_path_buf(), f.path().to_path_buf());
         (Box::new(f), Some(names))

@@ -9,8 +9,8 @@ use std::path::Path;
 
 use anyhow::Result;
 use indicatif::ProgressBar;
-use warchest::filter::Filter;
-use warchest::rewrite::{
+use warchest_ops::filter::Filter;
+use warchest_ops::copy::{
     Copier, CopyOptions, CopyReport, OpenFile, PartSink, RecordSink, WriteSink,
 };
 

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use warchest::dedupe::{DedupeOptions, DigestIndex, dedupe, version_of};
+use warchest_ops::dedupe::{DedupeOptions, DigestIndex, dedupe, version_of};
 
 use super::output::{OutputArgs, prefix_from};
 use crate::report::{Global, Outcome};
@@ -62,7 +62,7 @@ pub fn run(_g: &Global, args: Args) -> Result<Outcome> {
         #[derive(serde::Serialize)]
         struct Out<'a> {
             #[serde(flatten)]
-            stats: &'a warchest::dedupe::DedupeStats,
+            stats: &'a warchest_ops::dedupe::DedupeStats,
             bytes_saved: u64,
             files: &'a [PathBuf],
         }

@@ -7,7 +7,7 @@ use anyhow::{Context, Result, bail};
 use rayon::prelude::*;
 use tempfile::SpooledTempFile;
 use warchest::Warning;
-use warchest::index::{Encoder, Format, IndexOptions, IndexOutput, Indexer, ParquetOptions};
+use warchest_index::{Encoder, Format, IndexOptions, IndexOutput, Indexer, ParquetOptions};
 
 use crate::input;
 use crate::report::{Global, Outcome, file_error};
@@ -105,7 +105,7 @@ pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
     let mut rename = None;
     let out: Box<dyn Write + Send> = match &args.output {
         Some(p) => {
-            let f = warchest::rewrite::OpenFile::create(p)
+            let f = warchest_ops::copy::OpenFile::create(p)
                 .with_context(|| format!("cannot create {}", p.display()))?;
             rename = Some((f.open_path().to_path_buf(), f.path().to_path_buf()));
             Box::new(f)

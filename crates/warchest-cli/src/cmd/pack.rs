@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::Result;
-use warchest::pack::{PackOptions, pack, unpack};
+use warchest_ops::pack::{PackOptions, pack, unpack};
 use warchest::warc::Version;
 use warchest::write::RotatingWriter;
 

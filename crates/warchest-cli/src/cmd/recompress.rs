@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use indicatif::ProgressBar;
-use warchest::rewrite::{CopyOptions, DictTraining, train_dictionary};
+use warchest_ops::copy::{CopyOptions, DictTraining, train_dictionary};
 use warchest::write::Compression;
 
 use crate::cmd::copy::{Plan, copy_to_one};

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use warchest::archive::Format;
-use warchest::recover::{OutputCompression, RecoverOptions, recover};
+use warchest_ops::recover::{OutputCompression, RecoverOptions, recover};
 
 use crate::report::{Global, Outcome};
 
@@ -67,7 +67,7 @@ pub fn run(_g: &Global, args: Args) -> Result<Outcome> {
     };
     // Written as OUT.open, renamed when whole: a write error (a full disk)
     // leaves no short file under the final name.
-    let mut out = warchest::rewrite::OpenFile::create(&args.output)
+    let mut out = warchest_ops::copy::OpenFile::create(&args.output)
         .with_context(|| format!("{}: cannot create", args.output))?;
     let report = recover(Path::new(&args.input), &mut out, &opts)?;
     out.finish()?;

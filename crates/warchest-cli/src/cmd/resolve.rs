@@ -4,8 +4,8 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::{Result, bail};
-use warchest::dedupe::DigestIndex;
-use warchest::revisit::{Resolver, payload_at};
+use warchest_ops::dedupe::DigestIndex;
+use warchest_ops::revisit::{Resolver, payload_at};
 use warchest::warc::WarcHeader;
 
 /// Writes the payload of `revisit`'s original, found in `files` or through

@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use warchest::dedupe::version_of;
-use warchest::reassemble::Segments;
+use warchest_ops::dedupe::version_of;
+use warchest_ops::reassemble::Segments;
 use warchest::warc::{self, RecordType, field};
 use warchest::write::{Body, NewRecord, Oversize, RotatingWriter};
 

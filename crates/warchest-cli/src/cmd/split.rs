@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use warchest::rewrite::{Copier, CopyOptions, CopyReport, SplitNaming, SplitSink};
+use warchest_ops::copy::{Copier, CopyOptions, CopyReport, SplitNaming, SplitSink};
 
 use crate::cmd::copy::{Plan, copy_inputs};
 use crate::report::{Global, Outcome};

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::io::{self, BufWriter, Write};
 
 use anyhow::Result;
-use warchest::stats::{Count, Stats};
+use warchest_ops::stats::{Count, Stats};
 
 use crate::report::{Global, Outcome, file_error};
 use crate::tools::{Jobs, open_archive, progress};

@@ -4,7 +4,7 @@ use std::io::{self, Write};
 
 use anyhow::Result;
 use serde::Serialize;
-use warchest::validate::{self, Finding, Options, Severity, SpecVersion, Validator, rules};
+use warchest_validate::{self as validate, Finding, Options, Severity, SpecVersion, Validator, rules};
 
 use crate::input;
 use crate::report::{Global, Outcome, file_error, is_broken_pipe};
@@ -125,7 +125,7 @@ pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
     };
     let mut outcome = Outcome::Ok;
     for name in &args.files {
-        let r = if name == "-" || warchest::wacz::split_member_name(name).is_some() {
+        let r = if name == "-" || warchest_replay::wacz::split_member_name(name).is_some() {
             match input::open_stream(name) {
                 Ok(inp) => v.validate_reader(name, inp, &mut emit),
                 Err(e) => Err(e.into()),

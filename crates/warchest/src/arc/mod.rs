@@ -83,7 +83,7 @@ fn all_digits(v: &[u8]) -> bool {
 
 /// How sure a parse must be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Trust {
+pub enum Trust {
     /// Where a record is expected: any line with enough fields and a URL.
     Expected,
     /// While searching through damage: the date and length must be numbers
@@ -99,7 +99,9 @@ impl ArcHeader {
         ArcHeader::parse_with(line, prefer, Trust::Expected)
     }
 
-    pub(crate) fn parse_with(
+    /// [`ArcHeader::parse`] with the given [`Trust`]: recovery searches
+    /// damaged bytes with [`Trust::Searching`].
+    pub fn parse_with(
         line: &[u8],
         prefer: Option<ArcVersion>,
         trust: Trust,

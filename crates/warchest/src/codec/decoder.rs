@@ -417,7 +417,7 @@ impl<R: Read + io::Seek> Decoder<R> {
     ///
     /// # Errors
     /// The input's length cannot be found.
-    pub(crate) fn new_seekable_threaded(
+    pub fn new_seekable_threaded(
         inner: R,
         file: Option<std::fs::File>,
         opts: DecoderOptions,

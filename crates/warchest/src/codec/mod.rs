@@ -19,7 +19,7 @@ mod gzip;
 mod inflate;
 mod lz4;
 mod parallel;
-pub(crate) mod zstd_frame;
+pub mod zstd_frame;
 
 pub use decoder::{Decoder, DecoderOptions};
 pub use gzip::{GzipHeader, GzipTrailer, MAX_KEPT_FIELD, parse_gzip_header};

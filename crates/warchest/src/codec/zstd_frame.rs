@@ -5,24 +5,24 @@
 use zstd::zstd_safe::{DCtx, DParameter, InBuffer, OutBuffer};
 
 /// A zstd frame's magic number, as stored.
-pub(crate) const MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+pub const MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
 
 /// The skippable frame that holds the dictionary of a `.warc.zst` file.
-pub(crate) const DICT_FRAME_MAGIC: u32 = 0x184D_2A5D;
+pub const DICT_FRAME_MAGIC: u32 = 0x184D_2A5D;
 
 /// The window log zstd itself accepts at most and at least, to which
 /// [`super::DecoderOptions::max_zstd_window_log`] is clamped.
-pub(crate) const WINDOW_LOG_RANGE: (u32, u32) = (10, 31);
+pub const WINDOW_LOG_RANGE: (u32, u32) = (10, 31);
 
 /// The magic number of a skippable frame at the start of `bytes`, if any.
-pub(crate) fn skippable_magic(bytes: &[u8]) -> Option<u32> {
+pub fn skippable_magic(bytes: &[u8]) -> Option<u32> {
     let m = u32::from_le_bytes(bytes.get(..4)?.try_into().ok()?);
     (m & 0xFFFF_FFF0 == 0x184D_2A50).then_some(m)
 }
 
 /// What the start of a zstd frame looks like.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum FrameStart {
+pub enum FrameStart {
     /// A plausible frame: valid header and a valid first block header.
     Ok,
     /// `bytes` ends too early to tell; this many are needed.
@@ -33,7 +33,7 @@ pub(crate) enum FrameStart {
 /// header of its first block, as far as that can be done without decoding:
 /// enough to tell a real frame from a magic number occurring by chance in
 /// garbage.
-pub(crate) fn check_frame_start(bytes: &[u8]) -> Result<FrameStart, &'static str> {
+pub fn check_frame_start(bytes: &[u8]) -> Result<FrameStart, &'static str> {
     let Some(layout) = Layout::of(bytes)? else {
         return Ok(FrameStart::Short(5));
     };
@@ -102,7 +102,7 @@ impl Layout {
 /// The fields of a zstd frame header (RFC 8878 section 3.1.1.1) a
 /// validator looks at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct FrameHeader {
+pub struct FrameHeader {
     /// Header length, magic number included.
     pub len: usize,
     /// Frame_Content_Size is present.
@@ -115,11 +115,11 @@ pub(crate) struct FrameHeader {
 
 /// The longest frame header: magic, descriptor, window, dictionary id (4)
 /// and content size (8).
-pub(crate) const MAX_FRAME_HEADER: usize = 18;
+pub const MAX_FRAME_HEADER: usize = 18;
 
 /// Parses the frame header at the start of `bytes` (magic included).
 /// `Ok(None)` when more bytes are needed.
-pub(crate) fn frame_header(bytes: &[u8]) -> Result<Option<FrameHeader>, &'static str> {
+pub fn frame_header(bytes: &[u8]) -> Result<Option<FrameHeader>, &'static str> {
     let Some(layout) = Layout::of(bytes)? else {
         return Ok(None);
     };
@@ -150,7 +150,7 @@ pub(crate) fn frame_header(bytes: &[u8]) -> Result<Option<FrameHeader>, &'static
 }
 
 /// A decompression context with the window limit set.
-pub(crate) fn new_dctx(max_window_log: u32) -> Result<DCtx<'static>, String> {
+pub fn new_dctx(max_window_log: u32) -> Result<DCtx<'static>, String> {
     let mut d = DCtx::try_create().ok_or("cannot create a zstd decompression context")?;
     d.set_parameter(DParameter::WindowLogMax(max_window_log))
         .map_err(|c| {
@@ -165,7 +165,7 @@ pub(crate) fn new_dctx(max_window_log: u32) -> Result<DCtx<'static>, String> {
 /// The dictionary held by a dictionary frame's payload: the payload itself,
 /// or, when it is a zstd frame, its decompressed content (at most `max`
 /// bytes).
-pub(crate) fn dictionary_from_payload(
+pub fn dictionary_from_payload(
     payload: Vec<u8>,
     max: usize,
     max_window_log: u32,

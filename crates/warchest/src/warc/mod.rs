@@ -12,7 +12,7 @@ mod reader;
 
 pub use date::{DatePrecision, WarcDate};
 pub use header::{FieldsMut, PayloadKind, RecordType, TruncatedReason, Version, WarcHeader};
-pub(crate) use reader::open_file;
+pub use reader::open_file;
 pub use reader::{
     BlockReader, OwnedRecord, Reader, ReaderOptions, Record, RecordEnd, RecordLocation, Records,
 };

@@ -161,7 +161,7 @@ impl Reader<Decoder<File>> {
 }
 
 /// Opens `path` for a reader, naming it in `opts` unless a name is set.
-pub(crate) fn open_file(path: &Path, mut opts: ReaderOptions) -> Result<(File, ReaderOptions)> {
+pub fn open_file(path: &Path, mut opts: ReaderOptions) -> Result<(File, ReaderOptions)> {
     let f = File::open(path).map_err(|e| Error::from(e).in_file(path))?;
     if opts.file.is_none() {
         opts.file = Some(path.to_path_buf());

@@ -135,6 +135,6 @@ pub fn zstd_warc_of(rel: &str) -> Vec<u8> {
     };
     let mut w = warchest::write::Writer::new(Vec::new(), opts).expect("writer");
     let name = rel.rsplit('/').next().unwrap_or(rel);
-    warchest::convert::to_warc(&mut r, name, &mut w, &Default::default()).expect("convert");
+    warchest_ops::convert::to_warc(&mut r, name, &mut w, &Default::default()).expect("convert");
     w.finish().expect("finish")
 }

@@ -1,0 +1,735 @@
+//! A small HTTP/1.1 client that keeps the exact bytes: the request as sent,
+//! the response as received (chunked and content-coded bodies as they came
+//! off the wire), spooled to memory then a temporary file so a large body
+//! never sits in memory whole.
+//!
+//! Blocking `std::net` and one connection per request (`Connection:
+//! close`): a capture is bound by the network, and this keeps the client
+//! short and its compile time low.
+
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use warchest::digest::Algorithm;
+use warchest::http::{ChunkedDecoder, HeadFinder, HttpHead, PayloadDigester, PayloadDigests};
+use warchest::warc::TruncatedReason;
+use warchest::write::{CaptureLimits, LimitedReader};
+
+use super::CaptureError;
+use super::url::{Scheme, Url};
+
+/// A connection: plain TCP or TLS over it.
+pub enum Stream {
+    /// Plain TCP.
+    Plain(TcpStream),
+    /// TLS client side.
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
+    /// TLS server side (the proxy's end of an intercepted CONNECT).
+    TlsServer(Box<rustls::StreamOwned<rustls::ServerConnection, TcpStream>>),
+}
+
+impl Stream {
+    /// The TCP socket underneath.
+    pub fn tcp(&self) -> &TcpStream {
+        match self {
+            Stream::Plain(s) => s,
+            Stream::Tls(s) => s.get_ref(),
+            Stream::TlsServer(s) => s.get_ref(),
+        }
+    }
+
+    /// WARC-Protocol and WARC-Cipher-Suite values of a TLS connection.
+    pub fn tls_info(&self) -> (Option<String>, Option<String>) {
+        match self {
+            Stream::Plain(_) => (None, None),
+            Stream::Tls(s) => super::tls::describe(&s.conn),
+            Stream::TlsServer(s) => super::tls::describe(&s.conn),
+        }
+    }
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Plain(s) => s.read(buf),
+            Stream::Tls(s) => s.read(buf),
+            Stream::TlsServer(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Plain(s) => s.write(buf),
+            Stream::Tls(s) => s.write(buf),
+            Stream::TlsServer(s) => s.write(buf),
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Stream::Plain(s) => s.flush(),
+            Stream::Tls(s) => s.flush(),
+            Stream::TlsServer(s) => s.flush(),
+        }
+    }
+}
+
+/// Opens a connection to the first of `addrs` that answers, with TLS for
+/// `https`. Returns the stream and the address connected to.
+///
+/// # Errors
+/// No address answered, or the TLS handshake failed.
+pub fn connect(
+    url: &Url,
+    addrs: &[IpAddr],
+    tls: &Arc<rustls::ClientConfig>,
+    timeout: Duration,
+) -> Result<(Stream, IpAddr), CaptureError> {
+    let port = url.port_or_default();
+    let mut last = None;
+    for ip in addrs {
+        match TcpStream::connect_timeout(&SocketAddr::new(*ip, port), timeout) {
+            Ok(s) => {
+                s.set_read_timeout(Some(timeout))
+                    .and_then(|_| s.set_write_timeout(Some(timeout)))
+                    .map_err(|e| CaptureError::Io(url.to_string(), e))?;
+                let _ = s.set_nodelay(true);
+                let stream = if url.scheme == Scheme::Https {
+                    let name = super::tls::server_name(&url.host)?;
+                    let conn = rustls::ClientConnection::new(tls.clone(), name)
+                        .map_err(|e| CaptureError::Tls(e.to_string()))?;
+                    let mut st = rustls::StreamOwned::new(conn, s);
+                    // Handshake now, so that a certificate error is told
+                    // as such rather than as a failed write.
+                    while st.conn.is_handshaking() {
+                        st.conn
+                            .complete_io(&mut st.sock)
+                            .map_err(|e| CaptureError::Tls(format!("{}: {e}", url.authority())))?;
+                    }
+                    Stream::Tls(Box::new(st))
+                } else {
+                    Stream::Plain(s)
+                };
+                return Ok((stream, *ip));
+            }
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(CaptureError::Io(
+        url.authority(),
+        last.unwrap_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no address")),
+    ))
+}
+
+/// A GET request for `url`, as a crawler sends it: Host, User-Agent,
+/// Accept, Accept-Encoding, Connection: close, then `extra` fields.
+pub fn get_request(url: &Url, user_agent: &str, extra: &[(String, String)]) -> Vec<u8> {
+    let mut r = format!(
+        "GET {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: {user_agent}\r\nAccept: */*\r\nAccept-Encoding: gzip, deflate\r\nConnection: close\r\n",
+        url.path_and_query,
+        url.authority()
+    );
+    for (k, v) in extra {
+        r.push_str(k);
+        r.push_str(": ");
+        r.push_str(v);
+        r.push_str("\r\n");
+    }
+    r.push_str("\r\n");
+    r.into_bytes()
+}
+
+/// How a message body is delimited (RFC 9112 section 6.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    /// No body.
+    Empty,
+    /// Content-Length bytes.
+    Length(u64),
+    /// Chunked transfer coding.
+    Chunked,
+    /// To the end of the connection.
+    Close,
+}
+
+/// The framing of a response to a request of `method`.
+pub fn response_framing(head: &HttpHead, method: &[u8]) -> Framing {
+    let status = head.status().unwrap_or(200);
+    if method.eq_ignore_ascii_case(b"HEAD")
+        || (100..200).contains(&status)
+        || status == 204
+        || status == 304
+    {
+        Framing::Empty
+    } else if head.is_chunked() {
+        Framing::Chunked
+    } else if let Some(n) = head.content_length() {
+        Framing::Length(n)
+    } else {
+        Framing::Close
+    }
+}
+
+/// The framing of a request body.
+pub fn request_framing(head: &HttpHead) -> Framing {
+    if head.is_chunked() {
+        Framing::Chunked
+    } else {
+        match head.content_length() {
+            Some(0) | None => Framing::Empty,
+            Some(n) => Framing::Length(n),
+        }
+    }
+}
+
+/// Reads a message head from `conn` into `buf` (cleared first). Returns
+/// the head's length (bytes after it are the start of the body), or `None`
+/// when the connection ended before any byte.
+///
+/// # Errors
+/// A head longer than `max`, a connection ended inside the head, or I/O.
+pub fn read_head(
+    conn: &mut dyn Read,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> Result<Option<usize>, CaptureError> {
+    buf.clear();
+    fill_head(conn, buf, max)
+}
+
+/// [`read_head`] for a buffer that may already hold bytes of the head.
+fn fill_head(
+    conn: &mut dyn Read,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> Result<Option<usize>, CaptureError> {
+    let mut finder = HeadFinder::new();
+    if let Some(end) = finder.find(buf) {
+        return Ok(Some(end));
+    }
+    let mut chunk = [0u8; 8192];
+    loop {
+        let n = match conn.read(&mut chunk) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) if buf.is_empty() && is_disconnect(&e) => return Ok(None),
+            Err(e) => return Err(CaptureError::Io("reading an HTTP head".into(), e)),
+        };
+        if n == 0 {
+            if buf.iter().all(|b| b.is_ascii_whitespace()) {
+                return Ok(None);
+            }
+            return Err(CaptureError::Http(
+                "the connection ended inside the HTTP head".into(),
+            ));
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(end) = finder.find(buf) {
+            return Ok(Some(end));
+        }
+        if buf.len() > max {
+            return Err(CaptureError::Http(format!(
+                "HTTP head longer than {max} bytes"
+            )));
+        }
+    }
+}
+
+/// The most interim (1xx) responses accepted before the final one.
+const MAX_INTERIM: usize = 16;
+
+/// Reads the head of the final response into `buf` (cleared first),
+/// passing interim responses (`100 Continue`, `103 Early Hints`; not `101`)
+/// to `tee` and returning their status lines: they are not part of the
+/// recorded response, whose block must be one HTTP message.
+///
+/// # Errors
+/// As [`read_head`]; more than 16 interim responses.
+pub fn read_response_head(
+    conn: &mut dyn Read,
+    buf: &mut Vec<u8>,
+    max: usize,
+    tee: &mut Tee<'_>,
+) -> Result<Option<(usize, Vec<String>)>, CaptureError> {
+    buf.clear();
+    let mut interim = Vec::new();
+    loop {
+        let Some(end) = fill_head(conn, buf, max)? else {
+            if interim.is_empty() {
+                return Ok(None);
+            }
+            return Err(CaptureError::Http(
+                "the connection ended after an interim response".into(),
+            ));
+        };
+        let head = HttpHead::parse(&buf[..end]).ok().flatten().map(|(h, _)| h);
+        match head.as_ref().and_then(|h| h.status()) {
+            Some(s) if (100..200).contains(&s) && s != 101 => {
+                if interim.len() >= MAX_INTERIM {
+                    return Err(CaptureError::Http("too many interim responses".into()));
+                }
+                tee.write(&buf[..end]);
+                tee.flush();
+                let line = head
+                    .map(|h| String::from_utf8_lossy(h.start_line()).trim().to_string())
+                    .unwrap_or_default();
+                interim.push(line);
+                buf.drain(..end);
+            }
+            _ => return Ok(Some((end, interim))),
+        }
+    }
+}
+
+fn is_disconnect(e: &io::Error) -> bool {
+    use io::ErrorKind as K;
+    matches!(
+        e.kind(),
+        K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe | K::UnexpectedEof
+    )
+}
+
+/// The raw bytes of a body, ended by its framing. A connection that ends
+/// before the framing does is an `UnexpectedEof` error (a [`LimitedReader`]
+/// turns it into WARC-Truncated `disconnect`); for a body delimited by the
+/// end of the connection, the end is the end (TLS without close_notify
+/// included, as browsers take it).
+pub struct FramedBody<'a> {
+    pending: Vec<u8>,
+    pos: usize,
+    conn: &'a mut dyn Read,
+    framing: Framing,
+    left: u64,
+    chunked: ChunkedDecoder,
+    done: bool,
+}
+
+impl<'a> FramedBody<'a> {
+    /// A body whose first bytes, already read with the head, are `pending`.
+    pub fn new(pending: Vec<u8>, conn: &'a mut dyn Read, framing: Framing) -> Self {
+        let left = match framing {
+            Framing::Length(n) => n,
+            _ => 0,
+        };
+        FramedBody {
+            pending,
+            pos: 0,
+            conn,
+            framing,
+            left,
+            chunked: ChunkedDecoder::new(),
+            done: framing == Framing::Empty || framing == Framing::Length(0),
+        }
+    }
+
+    /// True when the body ended as its framing says (not cut short).
+    pub fn complete(&self) -> bool {
+        self.done
+    }
+}
+
+impl Read for FramedBody<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.done || buf.is_empty() {
+            return Ok(0);
+        }
+        let want = match self.framing {
+            Framing::Length(_) => buf
+                .len()
+                .min(usize::try_from(self.left).unwrap_or(usize::MAX)),
+            _ => buf.len(),
+        };
+        let n = if self.pos < self.pending.len() {
+            let n = want.min(self.pending.len() - self.pos);
+            buf[..n].copy_from_slice(&self.pending[self.pos..self.pos + n]);
+            self.pos += n;
+            n
+        } else {
+            match self.conn.read(&mut buf[..want]) {
+                Ok(0) if self.framing == Framing::Close => {
+                    self.done = true;
+                    return Ok(0);
+                }
+                Ok(0) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "the connection ended before the body",
+                    ));
+                }
+                Ok(n) => n,
+                Err(e)
+                    if self.framing == Framing::Close
+                        && e.kind() == io::ErrorKind::UnexpectedEof =>
+                {
+                    self.done = true;
+                    return Ok(0);
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        match self.framing {
+            Framing::Length(_) => {
+                self.left -= n as u64;
+                if self.left == 0 {
+                    self.done = true;
+                }
+                Ok(n)
+            }
+            Framing::Chunked => match self.chunked.feed(&buf[..n], |_| {}) {
+                Ok(used) => {
+                    if self.chunked.is_done() {
+                        self.done = true;
+                        // Bytes past the terminator belong to no one (one
+                        // request per connection).
+                        return Ok(used);
+                    }
+                    Ok(n)
+                }
+                Err(_) => {
+                    // Announced chunked but not: take the rest of the
+                    // connection, as lenient readers do.
+                    self.framing = Framing::Close;
+                    Ok(n)
+                }
+            },
+            Framing::Close => Ok(n),
+            Framing::Empty => Ok(0),
+        }
+    }
+}
+
+/// A message (response, or a proxied request) as received: the bytes,
+/// spooled, and what was learnt reading them.
+pub struct Captured {
+    /// The head, parsed.
+    pub head: HttpHead,
+    /// Head and body as received (rewound).
+    pub block: tempfile::SpooledTempFile,
+    /// Length of `block`.
+    pub len: u64,
+    /// Digests of the body (payload: chunking removed).
+    pub payload: PayloadDigests,
+    /// Why the body was cut, if it was.
+    pub truncated: Option<TruncatedReason>,
+    /// The body ended as its framing said.
+    pub complete: bool,
+}
+
+/// Where a captured message's bytes also go as they arrive (the proxy's
+/// client). A failed write stops the copying, not the recording.
+pub struct Tee<'a> {
+    out: Option<&'a mut dyn Write>,
+}
+
+impl<'a> Tee<'a> {
+    /// Copies to `out`.
+    pub fn to(out: &'a mut dyn Write) -> Self {
+        Tee { out: Some(out) }
+    }
+    /// Copies nowhere.
+    pub fn none() -> Self {
+        Tee { out: None }
+    }
+    fn write(&mut self, b: &[u8]) {
+        if let Some(o) = &mut self.out
+            && o.write_all(b).is_err()
+        {
+            self.out = None;
+        }
+    }
+    fn flush(&mut self) {
+        if let Some(o) = &mut self.out
+            && o.flush().is_err()
+        {
+            self.out = None;
+        }
+    }
+    /// True while copying still works.
+    pub fn alive(&self) -> bool {
+        self.out.is_some()
+    }
+}
+
+/// How messages are read.
+#[derive(Debug, Clone, Copy)]
+pub struct ReadOptions {
+    /// Size and time limits of the body.
+    pub limits: CaptureLimits,
+    /// The digest algorithm.
+    pub digest: Algorithm,
+    /// Spool in memory up to this many bytes, then to a temporary file.
+    pub spool_threshold: usize,
+    /// The longest head accepted.
+    pub max_head: usize,
+}
+
+/// Reads a message from `conn`: the head (already read into `buf` up to
+/// `head_len`, bytes after it being the body's start) and the body as
+/// `framing` delimits it, within the limits.
+///
+/// # Errors
+/// The head does not parse, or I/O errors other than those that end a
+/// body as truncated.
+pub fn capture_message(
+    conn: &mut dyn Read,
+    mut buf: Vec<u8>,
+    head_len: usize,
+    framing: impl FnOnce(&HttpHead) -> Framing,
+    opts: &ReadOptions,
+    tee: &mut Tee<'_>,
+) -> Result<Captured, CaptureError> {
+    let head = match HttpHead::parse(&buf[..head_len]) {
+        Ok(Some((h, _))) => h,
+        Ok(None) => return Err(CaptureError::Http("incomplete HTTP head".into())),
+        Err(e) => return Err(CaptureError::Http(e.to_string())),
+    };
+    let framing = framing(&head);
+    let pending = buf.split_off(head_len);
+    let mut spool = tempfile::SpooledTempFile::new(opts.spool_threshold);
+    let io_err = |e| CaptureError::Io("spooling".into(), e);
+    spool.write_all(&buf).map_err(io_err)?;
+    tee.write(&buf);
+    tee.flush();
+    let mut digester = PayloadDigester::new(opts.digest, framing == Framing::Chunked);
+    let mut body = FramedBody::new(pending, conn, framing);
+    let mut limited = LimitedReader::new(&mut body, opts.limits);
+    let mut chunk = vec![0u8; 64 << 10];
+    let mut len = buf.len() as u64;
+    loop {
+        let n = match limited.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(CaptureError::Io("reading an HTTP body".into(), e)),
+        };
+        spool.write_all(&chunk[..n]).map_err(io_err)?;
+        digester.update(&chunk[..n]);
+        tee.write(&chunk[..n]);
+        tee.flush();
+        len += n as u64;
+    }
+    let truncated = limited.truncated().cloned();
+    let complete = body.complete();
+    spool.seek(SeekFrom::Start(0)).map_err(io_err)?;
+    Ok(Captured {
+        head,
+        block: spool,
+        len,
+        payload: digester.finish(),
+        truncated,
+        complete,
+    })
+}
+
+/// One HTTP exchange as made by [`fetch`].
+pub struct Exchange {
+    /// The URL fetched.
+    pub url: Url,
+    /// The address connected to.
+    pub ip: IpAddr,
+    /// The request, as sent.
+    pub request: Vec<u8>,
+    /// The response, as received.
+    pub response: Captured,
+    /// When the request was sent.
+    pub started: time::OffsetDateTime,
+    /// From connecting to the end of the response.
+    pub elapsed: Duration,
+    /// WARC-Protocol values (`tls/1.3`), WARC-Cipher-Suite.
+    pub tls: (Option<String>, Option<String>),
+    /// Status lines of interim (1xx) responses before the final one.
+    pub interim: Vec<String>,
+}
+
+/// Settings of [`fetch`].
+#[derive(Clone)]
+pub struct FetchOptions {
+    /// TLS configuration.
+    pub tls: Arc<rustls::ClientConfig>,
+    /// Connect, read and write timeout.
+    pub timeout: Duration,
+    /// How the response is read.
+    pub read: ReadOptions,
+}
+
+/// Sends `request` to `url` at one of `addrs` and captures the response.
+///
+/// # Errors
+/// Connecting, sending, or a response that is not HTTP.
+pub fn fetch(
+    url: &Url,
+    addrs: &[IpAddr],
+    request: Vec<u8>,
+    opts: &FetchOptions,
+) -> Result<Exchange, CaptureError> {
+    let t0 = Instant::now();
+    let started = time::OffsetDateTime::now_utc();
+    let (mut conn, ip) = connect(url, addrs, &opts.tls, opts.timeout)?;
+    conn.write_all(&request)
+        .and_then(|_| conn.flush())
+        .map_err(|e| CaptureError::Io(url.to_string(), e))?;
+    let tls = conn.tls_info();
+    let mut buf = Vec::new();
+    let (head_len, interim) =
+        read_response_head(&mut conn, &mut buf, opts.read.max_head, &mut Tee::none())?.ok_or_else(
+            || {
+                CaptureError::Http(format!(
+                    "{url}: the server closed the connection without a response"
+                ))
+            },
+        )?;
+    let method = request
+        .split(|&b| b == b' ')
+        .next()
+        .unwrap_or(b"GET")
+        .to_vec();
+    let response = capture_message(
+        &mut conn,
+        buf,
+        head_len,
+        |h| response_framing(h, &method),
+        &opts.read,
+        &mut Tee::none(),
+    )?;
+    Ok(Exchange {
+        url: url.clone(),
+        ip,
+        request,
+        response,
+        started,
+        elapsed: t0.elapsed(),
+        tls,
+        interim,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn body(pending: &[u8], rest: &[u8], framing: Framing) -> (Vec<u8>, bool, io::Result<()>) {
+        let mut conn = rest;
+        let mut b = FramedBody::new(pending.to_vec(), &mut conn, framing);
+        let mut out = Vec::new();
+        let r = b.read_to_end(&mut out).map(|_| ());
+        (out, b.complete(), r)
+    }
+
+    #[test]
+    fn framing_ends_bodies() {
+        let (o, c, r) = body(b"he", b"llo world", Framing::Length(5));
+        assert_eq!((o.as_slice(), c, r.is_ok()), (&b"hello"[..], true, true));
+        let (o, c, r) = body(b"", b"3\r\nabc\r\n0\r\n\r\nNEXT", Framing::Chunked);
+        assert_eq!(o, b"3\r\nabc\r\n0\r\n\r\n");
+        assert!(c && r.is_ok());
+        let (o, c, r) = body(b"x", b"yz", Framing::Close);
+        assert_eq!((o.as_slice(), c, r.is_ok()), (&b"xyz"[..], true, true));
+        let (o, c, r) = body(b"", b"abc", Framing::Length(10));
+        assert_eq!(o, b"abc");
+        assert!(!c);
+        assert_eq!(r.unwrap_err().kind(), io::ErrorKind::UnexpectedEof);
+        let (o, c, _) = body(b"", b"<html>", Framing::Chunked);
+        assert_eq!((o.as_slice(), c), (&b"<html>"[..], true));
+    }
+
+    #[test]
+    fn captures_a_truncated_chunked_response() {
+        let wire = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n5\r\nwo";
+        let mut conn = &wire[..];
+        let mut buf = Vec::new();
+        let n = read_head(&mut conn, &mut buf, 1 << 16).unwrap().unwrap();
+        let opts = ReadOptions {
+            limits: CaptureLimits::default(),
+            digest: Algorithm::Sha1,
+            spool_threshold: 1024,
+            max_head: 1 << 16,
+        };
+        let c = capture_message(
+            &mut conn,
+            buf,
+            n,
+            |h| response_framing(h, b"GET"),
+            &opts,
+            &mut Tee::none(),
+        )
+        .unwrap();
+        assert_eq!(c.len, wire.len() as u64);
+        assert_eq!(c.truncated, Some(TruncatedReason::Disconnect));
+        assert!(!c.complete);
+        assert_eq!(c.payload.payload_len, 7);
+    }
+
+    #[test]
+    fn interim_responses_are_set_aside() {
+        let wire = b"HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+        let mut conn = &wire[..];
+        let mut passed = Vec::new();
+        let mut buf = Vec::new();
+        let (n, interim) =
+            read_response_head(&mut conn, &mut buf, 1 << 16, &mut Tee::to(&mut passed))
+                .unwrap()
+                .unwrap();
+        assert_eq!(interim, ["HTTP/1.1 103 Early Hints"]);
+        assert!(buf.starts_with(b"HTTP/1.1 200 OK\r\n"));
+        assert_eq!(&buf[n..], b"ok");
+        assert!(passed.starts_with(b"HTTP/1.1 103"));
+        let endless = b"HTTP/1.1 100 Continue\r\n\r\n".repeat(20);
+        let mut conn = &endless[..];
+        assert!(read_response_head(&mut conn, &mut buf, 1 << 16, &mut Tee::none()).is_err());
+    }
+
+    #[test]
+    fn hostile_responses_end_without_panic() {
+        let good = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n5\r\nhello\r\n0\r\n\r\n";
+        let mut cases: Vec<Vec<u8>> = (0..good.len()).map(|n| good[..n].to_vec()).collect();
+        cases.push(b"HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999\r\n\r\nx".to_vec());
+        cases.push(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffffff\r\nx"
+                .to_vec(),
+        );
+        cases.push(b"\x00\xff garbage \r\n\r\n".to_vec());
+        cases.push(vec![b'a'; 100_000]);
+        let opts = ReadOptions {
+            limits: CaptureLimits {
+                max_len: Some(1 << 20),
+                max_time: None,
+            },
+            digest: Algorithm::Sha1,
+            spool_threshold: 1 << 16,
+            max_head: 1 << 12,
+        };
+        for c in cases {
+            let mut conn = &c[..];
+            let mut buf = Vec::new();
+            if let Ok(Some((n, _))) =
+                read_response_head(&mut conn, &mut buf, opts.max_head, &mut Tee::none())
+                && let Ok(m) = capture_message(
+                    &mut conn,
+                    buf,
+                    n,
+                    |h| response_framing(h, b"GET"),
+                    &opts,
+                    &mut Tee::none(),
+                )
+            {
+                assert!(m.len <= c.len() as u64);
+            }
+        }
+    }
+
+    #[test]
+    fn request_has_host_and_agent() {
+        let u = Url::parse("http://h:8080/p?q").unwrap();
+        let r = get_request(
+            &u,
+            "warchest/1",
+            &[("If-None-Match".into(), "\"x\"".into())],
+        );
+        let t = String::from_utf8(r).unwrap();
+        assert!(t.starts_with("GET /p?q HTTP/1.1\r\nHost: h:8080\r\nUser-Agent: warchest/1\r\n"));
+        assert!(t.ends_with("If-None-Match: \"x\"\r\n\r\n"));
+    }
+}

@@ -1,0 +1,638 @@
+//! Capturing: fetching HTTP, HTTPS, DNS and FTP into WARC records (ISO
+//! 28500 section 1: "store both the payload content and control
+//! information"), as `warchest capture` and as the recording proxy of
+//! `warchest proxy`. See docs/capture.md.
+//!
+//! - [`http`]: an HTTP/1.1 client that keeps the bytes as sent and received;
+//! - [`tls`]: rustls client settings and the proxy's certificate authority;
+//! - [`dns`]: a DNS client whose answers become `dns:` records;
+//! - [`ftp`]: a passive-mode FTP client;
+//! - [`robots`]: robots.txt rules;
+//! - [`record`]: the recorder, writing request, response, revisit and
+//!   metadata records through the rotating writer;
+//! - [`Capturer`]: the crawl of a list of URLs (workers, redirects,
+//!   politeness, robots.txt);
+//! - [`proxy`]: the recording proxy.
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+
+use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use warchest_ops::dedupe::DigestIndex;
+use warchest_ops::revisit::Original;
+use warchest::write::{Body, CaptureLimits, RotatingOptions};
+
+pub mod dns;
+pub mod ftp;
+pub mod http;
+pub mod proxy;
+pub mod record;
+pub mod robots;
+pub mod tls;
+pub mod url;
+
+pub use record::{Kind, Recorded, Recorder, RecorderStats};
+pub use url::Url;
+
+/// How much of each message in flight is held in memory before it is
+/// spooled to a temporary file: small, since `-j N` fetches (or proxied
+/// exchanges) are in flight at once.
+pub const SPOOL_IN_MEMORY: usize = 1 << 20;
+
+/// Why a capture failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CaptureError {
+    /// A URL that cannot be fetched.
+    #[error("bad URL {0}")]
+    Url(String),
+    /// A network or file error, with what it was about.
+    #[error("{0}: {1}")]
+    Io(String, #[source] std::io::Error),
+    /// TLS set-up or handshake failed.
+    #[error("TLS: {0}")]
+    Tls(String),
+    /// A host could not be resolved.
+    #[error("DNS: {0}")]
+    Dns(String),
+    /// The server's answer is not usable HTTP.
+    #[error("HTTP: {0}")]
+    Http(String),
+    /// The FTP server refused or failed.
+    #[error("FTP: {0}")]
+    Ftp(String),
+    /// Writing the WARC files or the index failed.
+    #[error(transparent)]
+    Warc(#[from] warchest::Error),
+}
+
+/// How a capture runs.
+#[derive(Debug, Clone)]
+pub struct CaptureOptions {
+    /// The output files.
+    pub output: RotatingOptions,
+    /// The User-Agent header; it names warchest.
+    pub user_agent: String,
+    /// The robots.txt product token (`warchest`).
+    pub robots_agent: String,
+    /// Size and time limits of each response body.
+    pub limits: CaptureLimits,
+    /// Connect and read timeout.
+    pub timeout: Duration,
+    /// Redirects followed from each URL given.
+    pub max_redirects: u32,
+    /// Accept any server certificate.
+    pub insecure: bool,
+    /// More trusted roots (PEM files).
+    pub ca_certs: Vec<PathBuf>,
+    /// DNS settings.
+    pub resolver: dns::ResolverOptions,
+    /// The dedupe index (`warchest dedupe`'s database).
+    pub dedupe_index: Option<PathBuf>,
+    /// Ask with If-None-Match / If-Modified-Since for URLs in the index.
+    pub conditional: bool,
+    /// Obey robots.txt.
+    pub robots: bool,
+    /// Wait between two requests to one host.
+    pub delay: Duration,
+    /// Parallel connections.
+    pub jobs: usize,
+    /// Set (by a signal handler) to stop after the fetches under way: the
+    /// files are then closed properly.
+    pub stop: Option<Arc<std::sync::atomic::AtomicBool>>,
+}
+
+impl Default for CaptureOptions {
+    fn default() -> Self {
+        CaptureOptions {
+            output: RotatingOptions {
+                prefix: "capture".into(),
+                ..RotatingOptions::default()
+            },
+            user_agent: default_user_agent(),
+            robots_agent: "warchest".into(),
+            limits: CaptureLimits::default(),
+            timeout: Duration::from_secs(30),
+            max_redirects: 10,
+            insecure: false,
+            ca_certs: Vec::new(),
+            resolver: dns::ResolverOptions::default(),
+            dedupe_index: None,
+            conditional: false,
+            robots: true,
+            delay: Duration::ZERO,
+            jobs: 1,
+            stop: None,
+        }
+    }
+}
+
+/// `warchest/VERSION (+https://example.invalid/warchest)`.
+pub fn default_user_agent() -> String {
+    format!(
+        "warchest/{} (+{})",
+        env!("CARGO_PKG_VERSION"),
+        env!("CARGO_PKG_REPOSITORY")
+    )
+}
+
+/// What happened to one URL (a hop of a redirect chain is its own event).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Event {
+    /// The URL.
+    pub url: String,
+    /// The HTTP status, or 226 for a completed FTP retrieval.
+    pub status: Option<u16>,
+    /// Bytes of the response block.
+    pub bytes: u64,
+    /// `response`, `revisit`, `resource`, `robots-disallowed` or `error`.
+    pub outcome: String,
+    /// WARC-Truncated, if set.
+    pub truncated: Option<String>,
+    /// Milliseconds from connecting to the end of the response.
+    pub ms: u64,
+    /// The error, for `error`.
+    pub error: Option<String>,
+}
+
+/// What a run did.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Summary {
+    /// URLs given.
+    pub urls: u64,
+    /// URLs (and redirect hops) fetched.
+    pub fetched: u64,
+    /// URLs that failed.
+    pub failed: u64,
+    /// URLs robots.txt kept us from.
+    pub disallowed: u64,
+    /// The records written.
+    pub records: RecorderStats,
+    /// The files written.
+    pub files: Vec<PathBuf>,
+}
+
+/// A crawl of a list of URLs into one series of WARC files.
+pub struct Capturer {
+    opts: CaptureOptions,
+    recorder: Recorder,
+    resolver: dns::Resolver,
+    fetch: http::FetchOptions,
+    robots: Mutex<HashMap<String, Arc<Mutex<Option<robots::Robots>>>>>,
+    next_slot: Mutex<HashMap<String, Instant>>,
+}
+
+impl Capturer {
+    /// A capturer writing to `dir`.
+    ///
+    /// # Errors
+    /// The index, the directory or the TLS settings cannot be set up.
+    pub fn new(dir: &std::path::Path, opts: CaptureOptions) -> Result<Capturer, CaptureError> {
+        let index = match &opts.dedupe_index {
+            Some(p) => Some(DigestIndex::open(p)?),
+            None if opts.conditional => {
+                return Err(CaptureError::Url(
+                    "--conditional needs --dedupe-index (where earlier captures are remembered)"
+                        .into(),
+                ));
+            }
+            None => None,
+        };
+        let mut output = opts.output.clone();
+        let robots = if opts.robots { "obey" } else { "ignore" };
+        add_missing(
+            &mut output.warcinfo,
+            &[
+                ("http-header-user-agent", opts.user_agent.as_str()),
+                ("robots", robots),
+            ],
+        );
+        let recorder = Recorder::new(dir, output, index)?;
+        let roots: Vec<&std::path::Path> = opts.ca_certs.iter().map(|p| p.as_path()).collect();
+        let fetch = http::FetchOptions {
+            tls: tls::client_config(opts.insecure, &roots)?,
+            timeout: opts.timeout,
+            read: http::ReadOptions {
+                limits: opts.limits,
+                digest: recorder.digest(),
+                spool_threshold: SPOOL_IN_MEMORY.min(opts.output.writer.spool_threshold),
+                max_head: warchest::Limits::default().max_http_head,
+            },
+        };
+        Ok(Capturer {
+            resolver: dns::Resolver::new(opts.resolver.clone()),
+            opts,
+            recorder,
+            fetch,
+            robots: Mutex::new(HashMap::new()),
+            next_slot: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Captures `urls` with [`CaptureOptions::jobs`] workers, reporting each
+    /// fetch to `progress`; returns what was done and the files written.
+    ///
+    /// # Errors
+    /// Writing failed (a URL that cannot be fetched is an [`Event`], not
+    /// an error).
+    pub fn run(
+        self,
+        urls: Vec<String>,
+        progress: &(dyn Fn(&Event) + Sync),
+    ) -> Result<Summary, CaptureError> {
+        let total = urls.len() as u64;
+        let queue = Mutex::new(urls.into_iter().collect::<VecDeque<_>>());
+        let summary = Mutex::new(Summary {
+            urls: total,
+            ..Summary::default()
+        });
+        let fatal: Mutex<Option<CaptureError>> = Mutex::new(None);
+        let jobs = self.opts.jobs.clamp(1, 256);
+        std::thread::scope(|s| {
+            for _ in 0..jobs {
+                s.spawn(|| {
+                    loop {
+                        let next = queue.lock().ok().and_then(|mut q| q.pop_front());
+                        let Some(u) = next else { break };
+                        if fatal.lock().map(|f| f.is_some()).unwrap_or(true) || self.stopped() {
+                            break;
+                        }
+                        let events = match self.capture_one(&u) {
+                            Ok(ev) => ev,
+                            Err(e @ CaptureError::Warc(_)) => {
+                                if let Ok(mut f) = fatal.lock() {
+                                    *f = Some(e);
+                                }
+                                break;
+                            }
+                            Err(e) => vec![error_event(&u, &e)],
+                        };
+                        if let Ok(mut sm) = summary.lock() {
+                            for ev in &events {
+                                match ev.outcome.as_str() {
+                                    "error" => sm.failed += 1,
+                                    "robots-disallowed" => sm.disallowed += 1,
+                                    _ => sm.fetched += 1,
+                                }
+                            }
+                        }
+                        for ev in &events {
+                            progress(ev);
+                        }
+                    }
+                });
+            }
+        });
+        if let Some(e) = fatal.into_inner().ok().flatten() {
+            // Close what can be closed; the error is the news.
+            let _ = self.recorder.finish();
+            return Err(e);
+        }
+        let mut summary = summary.into_inner().unwrap_or_default();
+        summary.records = self.recorder.stats();
+        summary.files = self.recorder.finish()?;
+        Ok(summary)
+    }
+
+    fn stopped(&self) -> bool {
+        self.opts
+            .stop
+            .as_ref()
+            .is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
+    /// One URL given: its fetch and the redirects after it.
+    fn capture_one(&self, text: &str) -> Result<Vec<Event>, CaptureError> {
+        let mut url = Url::parse(text)?;
+        if url.scheme == url::Scheme::Ftp {
+            return self.capture_ftp(&url).map(|e| vec![e]);
+        }
+        let mut events = Vec::new();
+        let mut via: Option<String> = None;
+        for hop in 0..=self.opts.max_redirects {
+            let (ev, location) = match self.capture_http(&url, via.as_deref(), hop) {
+                Ok(x) => x,
+                Err(e @ CaptureError::Warc(_)) => return Err(e),
+                Err(e) => {
+                    events.push(error_event(&url.to_string(), &e));
+                    break;
+                }
+            };
+            events.push(ev);
+            let Some(loc) = location else { break };
+            match url.join(&loc) {
+                Ok(next) if next.scheme != url::Scheme::Ftp => {
+                    via = Some(url.to_string());
+                    url = next;
+                }
+                Ok(_) => break,
+                Err(e) => {
+                    events.push(error_event(&loc, &e));
+                    break;
+                }
+            }
+        }
+        Ok(events)
+    }
+
+    fn resolve(&self, host: &str) -> Result<Vec<std::net::IpAddr>, CaptureError> {
+        let r = self.resolver.resolve(host)?;
+        if let Some(l) = &r.lookup {
+            self.recorder.record_dns(l)?;
+        }
+        Ok(r.addrs)
+    }
+
+    /// Waits until `host` may be asked again, and books the next slot
+    /// (per host, whatever the scheme or port: it is one server's load).
+    fn polite(&self, host: &str) {
+        if self.opts.delay.is_zero() {
+            return;
+        }
+        let wait = {
+            let Ok(mut m) = self.next_slot.lock() else {
+                return;
+            };
+            let now = Instant::now();
+            let slot = m.get(host).copied().unwrap_or(now).max(now);
+            m.insert(host.to_string(), slot + self.opts.delay);
+            if m.len() > 100_000 {
+                m.retain(|_, t| *t > now);
+            }
+            slot - now
+        };
+        if !wait.is_zero() {
+            std::thread::sleep(wait);
+        }
+    }
+
+    /// The robots rules of `url`'s origin, fetching (and recording)
+    /// /robots.txt the first time.
+    fn robots_allow(&self, url: &Url) -> Result<bool, CaptureError> {
+        let origin = url.origin();
+        let cell = {
+            let Ok(mut m) = self.robots.lock() else {
+                return Ok(true);
+            };
+            m.entry(origin).or_default().clone()
+        };
+        // Held while fetching, so one worker fetches and the others wait.
+        let mut slot = cell
+            .lock()
+            .map_err(|_| CaptureError::Http("poisoned".into()))?;
+        if slot.is_none() {
+            let mut r = url.clone();
+            r.path_and_query = "/robots.txt".into();
+            // RFC 9309 2.3.1.2: follow at least five redirects.
+            let mut rules = robots::Robots::allow_all();
+            for _ in 0..=5 {
+                match self.fetch_and_record(&r, true, &[]) {
+                    Ok((_, Some(text), status, _)) if (200..300).contains(&status) => {
+                        rules = robots::Robots::parse(&text, &self.opts.robots_agent);
+                    }
+                    Ok((_, _, status, _)) if status >= 500 => {
+                        rules = robots::Robots::disallow_all();
+                    }
+                    Ok((_, _, _, Some(loc))) => match r.join(&loc) {
+                        Ok(next) if next.scheme != url::Scheme::Ftp => {
+                            r = next;
+                            continue;
+                        }
+                        _ => {}
+                    },
+                    Ok(_) => {}
+                    Err(e @ CaptureError::Warc(_)) => return Err(e),
+                    Err(e) => tracing::warn!("{r}: {e}; no robots.txt rules"),
+                }
+                break;
+            }
+            *slot = Some(rules);
+        }
+        Ok(slot.as_ref().is_none_or(|r| r.allowed(&url.path_and_query)))
+    }
+
+    fn capture_http(
+        &self,
+        url: &Url,
+        via: Option<&str>,
+        hop: u32,
+    ) -> Result<(Event, Option<String>), CaptureError> {
+        if self.opts.robots && !self.robots_allow(url)? {
+            return Ok((
+                Event {
+                    url: url.to_string(),
+                    status: None,
+                    bytes: 0,
+                    outcome: "robots-disallowed".into(),
+                    truncated: None,
+                    ms: 0,
+                    error: None,
+                },
+                None,
+            ));
+        }
+        let mut meta = Vec::new();
+        if let Some(v) = via {
+            meta.push(("via".to_string(), v.to_string()));
+        }
+        if hop > 0 {
+            meta.push(("hopsFromSeed".to_string(), "R".repeat(hop as usize)));
+        }
+        let (ev, _, _, location) = self.fetch_and_record(url, false, &meta)?;
+        Ok((ev, location))
+    }
+
+    /// Fetches and records one URL. Returns the event, the decoded body
+    /// when `want_body` (robots.txt), the status and a redirect's Location.
+    fn fetch_and_record(
+        &self,
+        url: &Url,
+        want_body: bool,
+        meta: &[(String, String)],
+    ) -> Result<(Event, Option<String>, u16, Option<String>), CaptureError> {
+        let addrs = self.resolve(&url.host)?;
+        self.polite(&url.host);
+        let target = url.to_string();
+        let mut extra = Vec::new();
+        let mut conditional_of: Option<Original> = None;
+        if self.opts.conditional
+            && let Some(idx) = self.recorder.index()
+            && let Some(prev) = idx.get_url(&target)?
+        {
+            if let Some(e) = &prev.etag {
+                extra.push(("If-None-Match".to_string(), e.clone()));
+            }
+            if let Some(l) = &prev.last_modified {
+                extra.push(("If-Modified-Since".to_string(), l.clone()));
+            }
+            if !extra.is_empty() {
+                conditional_of = Some(prev.entry.original.clone());
+            }
+        }
+        let request = http::get_request(url, &self.opts.user_agent, &extra);
+        let mut x = http::fetch(url, &addrs, request, &self.fetch)?;
+        let status = x.response.head.status().unwrap_or(0);
+        let location = if (300..400).contains(&status) && status != 304 {
+            x.response
+                .head
+                .header("Location")
+                .map(|l| String::from_utf8_lossy(&l).trim().to_string())
+                .filter(|l| !l.is_empty())
+        } else {
+            None
+        };
+        let robots_text = if want_body && (200..300).contains(&status) {
+            robots_body(&mut x.response)
+        } else {
+            None
+        };
+        let ms = x.elapsed.as_millis() as u64;
+        let mut meta = meta.to_vec();
+        meta.insert(0, ("fetchTimeMs".to_string(), ms.to_string()));
+        // Interim responses (103 Early Hints...) are not in the response
+        // record, whose block is one message; their status lines are here.
+        meta.extend(
+            x.interim
+                .iter()
+                .map(|l| ("interimResponse".to_string(), l.clone())),
+        );
+        let mut protocols = vec!["http/1.1".to_string()];
+        if let Some(p) = x.tls.0.clone() {
+            protocols.push(p);
+        }
+        let truncated = x
+            .response
+            .truncated
+            .as_ref()
+            .map(|t| t.as_str().to_string());
+        let bytes = x.response.len;
+        let recorded = self.recorder.record_http(record::HttpRecord {
+            target_uri: target.clone(),
+            ip: Some(x.ip),
+            date: x.started,
+            request: Body::Bytes(&x.request),
+            response: &mut x.response,
+            protocols,
+            cipher_suite: x.tls.1.clone(),
+            metadata: meta,
+            conditional_of,
+        })?;
+        let outcome = match recorded.kind {
+            Kind::Response => "response",
+            Kind::Revisit(_) => "revisit",
+        };
+        Ok((
+            Event {
+                url: target,
+                status: Some(status),
+                bytes,
+                outcome: outcome.into(),
+                truncated,
+                ms,
+                error: None,
+            },
+            robots_text,
+            status,
+            location,
+        ))
+    }
+
+    fn capture_ftp(&self, url: &Url) -> Result<Event, CaptureError> {
+        let addrs = self.resolve(&url.host)?;
+        self.polite(&url.host);
+        let t0 = Instant::now();
+        let mut got = ftp::retrieve(
+            url,
+            &addrs,
+            &ftp::FtpOptions {
+                timeout: self.opts.timeout,
+                limits: self.opts.limits,
+                spool_threshold: SPOOL_IN_MEMORY.min(self.opts.output.writer.spool_threshold),
+            },
+        )?;
+        let target = url.to_string();
+        self.recorder.record_ftp(
+            &target,
+            Some(got.ip),
+            got.started,
+            &mut got.file,
+            got.len,
+            got.truncated.as_ref(),
+            &got.control,
+            if got.listing {
+                "text/plain"
+            } else {
+                "application/octet-stream"
+            },
+        )?;
+        Ok(Event {
+            url: target,
+            status: Some(226),
+            bytes: got.len,
+            outcome: "resource".into(),
+            truncated: got.truncated.map(|t| t.as_str().to_string()),
+            ms: t0.elapsed().as_millis() as u64,
+            error: None,
+        })
+    }
+}
+
+fn error_event(url: &str, e: &CaptureError) -> Event {
+    Event {
+        url: url.to_string(),
+        status: None,
+        bytes: 0,
+        outcome: "error".into(),
+        truncated: None,
+        ms: 0,
+        error: Some(e.to_string()),
+    }
+}
+
+/// The decoded body of a captured robots.txt, at most [`robots::MAX_ROBOTS`].
+fn robots_body(c: &mut http::Captured) -> Option<String> {
+    use std::io::{BufReader, Read, Seek, SeekFrom};
+    c.block
+        .seek(SeekFrom::Start(c.head.raw().len() as u64))
+        .ok()?;
+    let body = BufReader::new(&mut c.block);
+    let r = warchest::http::payload_reader(body, &c.head, true).ok()?;
+    let mut out = Vec::new();
+    let _ = r.take(robots::MAX_ROBOTS as u64).read_to_end(&mut out);
+    Some(String::from_utf8_lossy(&out).into_owned())
+}
+
+/// Adds each of `fields` that `warcinfo` does not name yet: the caller's
+/// own values stand.
+fn add_missing(warcinfo: &mut Vec<(String, String)>, fields: &[(&str, &str)]) {
+    for &(name, value) in fields {
+        if !warcinfo.iter().any(|(k, _)| k.eq_ignore_ascii_case(name)) {
+            warcinfo.push((name.into(), value.into()));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn warcinfo_keeps_the_callers_fields_and_adds_the_others() {
+        let mut w = vec![("HTTP-Header-User-Agent".to_string(), "mine".to_string())];
+        add_missing(
+            &mut w,
+            &[("http-header-user-agent", "default"), ("robots", "obey")],
+        );
+        assert_eq!(
+            w,
+            [
+                ("HTTP-Header-User-Agent".to_string(), "mine".to_string()),
+                ("robots".to_string(), "obey".to_string())
+            ]
+        );
+    }
+}

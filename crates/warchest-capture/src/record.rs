@@ -1,0 +1,410 @@
+//! The recorder: turns captured exchanges into WARC records through the
+//! one rotating writer, shared by `warchest capture` and `warchest proxy`.
+//!
+//! Per HTTP exchange, in the order Heritrix and warcprox write them: the
+//! `response` (or a `revisit`), the `request` and a `metadata` record, the
+//! last two WARC-Concurrent-To the first, all three with the date the
+//! request was sent. The three are written under one lock, so they sit
+//! together in one file (unless the file rotates between them).
+
+use std::collections::HashSet;
+use std::io::{Read, Seek, SeekFrom};
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use warchest_ops::dedupe::{DigestIndex, IndexEntry, UrlEntry};
+use warchest::digest::{Algorithm, Digest};
+use warchest_ops::revisit::{self, Location, Original, RevisitProfile};
+use warchest::warc::{DatePrecision, RecordType, TruncatedReason, Version, WarcDate, field};
+use warchest::write::{Body, NewRecord, RotatingOptions, RotatingWriter, records};
+
+use super::CaptureError;
+use super::dns::Lookup;
+use super::http::Captured;
+
+/// What was written for a response.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Kind {
+    /// A `response` record.
+    Response,
+    /// A `revisit` record of this profile.
+    Revisit(RevisitProfile),
+}
+
+/// What [`Recorder::record_http`] wrote.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    /// The response's (or revisit's) record id.
+    pub id: String,
+    /// Response or revisit.
+    pub kind: Kind,
+    /// Records written.
+    pub records: u64,
+}
+
+/// An HTTP exchange to record.
+pub struct HttpRecord<'a> {
+    /// WARC-Target-URI.
+    pub target_uri: String,
+    /// WARC-IP-Address: the server's address.
+    pub ip: Option<IpAddr>,
+    /// When the request was sent.
+    pub date: time::OffsetDateTime,
+    /// The request as sent.
+    pub request: Body<'a>,
+    /// The response as received.
+    pub response: &'a mut Captured,
+    /// WARC-Protocol values: `http/1.1`, `tls/1.3`.
+    pub protocols: Vec<String>,
+    /// WARC-Cipher-Suite of a TLS connection.
+    pub cipher_suite: Option<String>,
+    /// The metadata record's fields (`fetchTimeMs`, `via`, ...).
+    pub metadata: Vec<(String, String)>,
+    /// The earlier capture a conditional request was made against: a 304
+    /// becomes a server-not-modified revisit of it.
+    pub conditional_of: Option<Original>,
+}
+
+/// Counts of what was written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct RecorderStats {
+    /// Records written (warcinfo not counted).
+    pub records: u64,
+    /// Response records.
+    pub responses: u64,
+    /// Revisit records.
+    pub revisits: u64,
+    /// `dns:` records.
+    pub dns: u64,
+    /// FTP resource records.
+    pub ftp: u64,
+    /// Records marked WARC-Truncated (revisits aside).
+    pub truncated: u64,
+}
+
+/// Writes captured exchanges; see the module documentation.
+pub struct Recorder {
+    // None once finished: a late proxy connection gets an error.
+    writer: Mutex<Option<RotatingWriter>>,
+    index: Option<DigestIndex>,
+    digest: Algorithm,
+    dns_seen: Mutex<HashSet<String>>,
+    stats: Mutex<RecorderStats>,
+    version: Version,
+}
+
+fn warc_date(dt: time::OffsetDateTime) -> WarcDate {
+    WarcDate::from_datetime(dt, DatePrecision::Fraction(6))
+        .unwrap_or_else(|| WarcDate::now(DatePrecision::Fraction(6)))
+}
+
+impl Recorder {
+    /// A recorder writing to `dir`, deduplicating against `index` when
+    /// given (identical payloads become revisits; URLs are remembered for
+    /// conditional requests).
+    ///
+    /// # Errors
+    /// The directory cannot be made.
+    pub fn new(
+        dir: &Path,
+        opts: RotatingOptions,
+        index: Option<DigestIndex>,
+    ) -> Result<Recorder, CaptureError> {
+        let digest = opts.writer.digest.unwrap_or(Algorithm::Sha1);
+        let version = opts.version;
+        std::fs::create_dir_all(dir).map_err(|e| CaptureError::Io(dir.display().to_string(), e))?;
+        // Absolute, because the index names files by absolute path.
+        let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+        let writer = RotatingWriter::new(&dir, opts)?;
+        Ok(Recorder {
+            writer: Mutex::new(Some(writer)),
+            index,
+            digest,
+            dns_seen: Mutex::new(HashSet::new()),
+            stats: Mutex::new(RecorderStats::default()),
+            version,
+        })
+    }
+
+    /// The dedupe index, if any.
+    pub fn index(&self) -> Option<&DigestIndex> {
+        self.index.as_ref()
+    }
+
+    /// The digest algorithm of payload digests.
+    pub fn digest(&self) -> Algorithm {
+        self.digest
+    }
+
+    /// What was written so far.
+    pub fn stats(&self) -> RecorderStats {
+        self.stats.lock().map(|s| *s).unwrap_or_default()
+    }
+
+    fn count(&self, f: impl FnOnce(&mut RecorderStats)) {
+        if let Ok(mut s) = self.stats.lock() {
+            f(&mut s);
+        }
+    }
+
+    /// Closes the last file; returns every file written.
+    ///
+    /// # Errors
+    /// Closing the file failed.
+    pub fn finish(&self) -> Result<Vec<PathBuf>, CaptureError> {
+        match self.lock()?.take() {
+            Some(w) => Ok(w.finish()?),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    fn lock(&self) -> Result<std::sync::MutexGuard<'_, Option<RotatingWriter>>, CaptureError> {
+        self.writer
+            .lock()
+            .map_err(|_| CaptureError::Http("a capture thread panicked".into()))
+    }
+
+    fn writer<'a>(
+        g: &'a mut std::sync::MutexGuard<'_, Option<RotatingWriter>>,
+    ) -> Result<&'a mut RotatingWriter, CaptureError> {
+        g.as_mut()
+            .ok_or_else(|| CaptureError::Http("the recorder is closed".into()))
+    }
+
+    fn new_record(
+        &self,
+        t: RecordType,
+        uri: &str,
+        date: WarcDate,
+    ) -> Result<NewRecord, CaptureError> {
+        let mut r = NewRecord::with_version(t, self.version);
+        r.set(field::TARGET_URI, uri)?;
+        r.date(date);
+        Ok(r)
+    }
+
+    /// Writes the response (or revisit), request and metadata records of
+    /// an exchange.
+    ///
+    /// # Errors
+    /// Writing failed, or the index failed.
+    pub fn record_http(&self, x: HttpRecord<'_>) -> Result<Recorded, CaptureError> {
+        let date = warc_date(x.date);
+        let resp = &mut *x.response;
+        let status = resp.head.status().unwrap_or(0);
+        let payload = Digest::new(resp.payload.algorithm, resp.payload.payload.as_bytes());
+        let usable = (200..300).contains(&status)
+            && resp.truncated.is_none()
+            && resp.payload.payload_len > 0;
+        let duplicate = match &self.index {
+            Some(idx) if usable => idx.get(&payload)?,
+            _ => None,
+        };
+        let (mut rec, kind) = if let (304, Some(orig)) = (status, &x.conditional_of) {
+            let mut r = revisit::server_not_modified(&x.target_uri, Some(orig), self.version)?;
+            r.date(date);
+            (r, Kind::Revisit(RevisitProfile::ServerNotModified))
+        } else if let Some(d) = &duplicate {
+            let mut r =
+                revisit::identical_payload_digest(&x.target_uri, &d.original, self.version)?;
+            r.date(date);
+            (r, Kind::Revisit(RevisitProfile::IdenticalPayloadDigest))
+        } else {
+            let mut r = self.new_record(RecordType::Response, &x.target_uri, date)?;
+            r.set(field::CONTENT_TYPE, "application/http; msgtype=response")?;
+            if let Some(t) = &resp.truncated {
+                r.truncated(t);
+            }
+            (r, Kind::Response)
+        };
+        if let Some(ip) = x.ip {
+            rec.set(field::IP_ADDRESS, ip.to_string())?;
+        }
+        for p in &x.protocols {
+            rec.append(field::PROTOCOL, p)?;
+        }
+        if let Some(c) = &x.cipher_suite {
+            rec.set(field::CIPHER_SUITE, c)?;
+        }
+        let id = rec.record_id();
+        let mut guard = self.lock()?;
+        let w = Self::writer(&mut guard)?;
+        resp.block
+            .seek(SeekFrom::Start(0))
+            .map_err(|e| CaptureError::Io("spool".into(), e))?;
+        let placed = if matches!(kind, Kind::Revisit(RevisitProfile::IdenticalPayloadDigest)) {
+            // The head only: the payload is the original's.
+            let head = resp.head.raw().to_vec();
+            w.write(&mut rec, Body::Bytes(&head))?
+        } else {
+            w.write(
+                &mut rec,
+                Body::Seekable {
+                    reader: &mut resp.block,
+                    len: Some(resp.len),
+                },
+            )?
+        };
+        let mut records = 1;
+        // Index an original, and remember the URL for conditional requests.
+        if let Some(idx) = &self.index
+            && (200..300).contains(&status)
+            && resp.truncated.is_none()
+        {
+            let entry = match (&kind, &duplicate, placed.first()) {
+                (Kind::Response, _, Some(p)) => {
+                    Original::from_header(rec.header()).map(|o| IndexEntry {
+                        original: o,
+                        location: Location {
+                            file: p.path.clone(),
+                            offset: p.written.offset,
+                        },
+                    })
+                }
+                (_, Some(d), _) => Some(d.clone()),
+                _ => None,
+            };
+            if let Some(entry) = entry {
+                if kind == Kind::Response && usable {
+                    let mut b = idx.batch()?;
+                    b.insert_if_absent(&payload, &entry)?;
+                    b.commit()?;
+                }
+                let text = |n: &str| {
+                    resp.head
+                        .header(n)
+                        .map(|v| String::from_utf8_lossy(&v).trim().to_string())
+                        .filter(|v| !v.is_empty() && !v.contains(['\r', '\n']))
+                };
+                idx.put_url(
+                    &x.target_uri,
+                    &UrlEntry {
+                        entry,
+                        etag: text("ETag"),
+                        last_modified: text("Last-Modified"),
+                    },
+                )?;
+            }
+        }
+        let mut req = self.new_record(RecordType::Request, &x.target_uri, date)?;
+        req.set(field::CONTENT_TYPE, "application/http; msgtype=request")?;
+        req.set(field::CONCURRENT_TO, &id)?;
+        if let Some(ip) = x.ip {
+            req.set(field::IP_ADDRESS, ip.to_string())?;
+        }
+        for p in &x.protocols {
+            req.append(field::PROTOCOL, p)?;
+        }
+        if let Some(c) = &x.cipher_suite {
+            req.set(field::CIPHER_SUITE, c)?;
+        }
+        w.write(&mut req, x.request)?;
+        records += 1;
+        if !x.metadata.is_empty() {
+            let mut m = self.new_record(RecordType::Metadata, &x.target_uri, date)?;
+            m.set(field::CONTENT_TYPE, records::WARC_FIELDS)?;
+            m.set(field::CONCURRENT_TO, &id)?;
+            let block =
+                records::warc_fields(x.metadata.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
+            w.write(&mut m, Body::Bytes(&block))?;
+            records += 1;
+        }
+        drop(guard);
+        let truncated = resp.truncated.is_some() && kind == Kind::Response;
+        self.count(|s| {
+            s.records += records;
+            match kind {
+                Kind::Response => s.responses += 1,
+                Kind::Revisit(_) => s.revisits += 1,
+            }
+            if truncated {
+                s.truncated += 1;
+            }
+        });
+        Ok(Recorded { id, kind, records })
+    }
+
+    /// Writes a `dns:` record of a lookup (section 6.4.4: a `resource`
+    /// record of type `text/dns`), once per host per run.
+    ///
+    /// # Errors
+    /// Writing failed.
+    pub fn record_dns(&self, l: &Lookup) -> Result<bool, CaptureError> {
+        if let Ok(mut seen) = self.dns_seen.lock()
+            && !seen.insert(l.host.clone())
+        {
+            return Ok(false);
+        }
+        let mut rec = self.new_record(
+            RecordType::Resource,
+            &format!("dns:{}", l.host),
+            warc_date(l.date),
+        )?;
+        rec.set(field::CONTENT_TYPE, "text/dns")?;
+        rec.set(field::IP_ADDRESS, l.server.ip().to_string())?;
+        let text = l.to_text();
+        let mut guard = self.lock()?;
+        Self::writer(&mut guard)?.write(&mut rec, Body::Bytes(text.as_bytes()))?;
+        self.count(|s| {
+            s.records += 1;
+            s.dns += 1;
+        });
+        Ok(true)
+    }
+
+    /// Writes an FTP retrieval (section 6.4.3): the file (or directory
+    /// listing) as a `resource` record of `content_type`, and the control conversation in a `metadata` record
+    /// WARC-Concurrent-To it.
+    ///
+    /// # Errors
+    /// Writing failed.
+    #[allow(clippy::too_many_arguments)]
+    pub fn record_ftp(
+        &self,
+        uri: &str,
+        ip: Option<IpAddr>,
+        date: time::OffsetDateTime,
+        file: &mut (impl Read + Seek),
+        len: u64,
+        truncated: Option<&TruncatedReason>,
+        control: &[u8],
+        content_type: &str,
+    ) -> Result<String, CaptureError> {
+        let date = warc_date(date);
+        let mut rec = self.new_record(RecordType::Resource, uri, date)?;
+        rec.set(field::CONTENT_TYPE, content_type)?;
+        if let Some(ip) = ip {
+            rec.set(field::IP_ADDRESS, ip.to_string())?;
+        }
+        if let Some(t) = truncated {
+            rec.truncated(t);
+        }
+        let id = rec.record_id();
+        let mut m = self.new_record(RecordType::Metadata, uri, date)?;
+        m.set(field::CONTENT_TYPE, "text/x-ftp-control-conversation")?;
+        m.set(field::CONCURRENT_TO, &id)?;
+        if let Some(ip) = ip {
+            m.set(field::IP_ADDRESS, ip.to_string())?;
+        }
+        let mut guard = self.lock()?;
+        let w = Self::writer(&mut guard)?;
+        w.write(
+            &mut rec,
+            Body::Seekable {
+                reader: file,
+                len: Some(len),
+            },
+        )?;
+        w.write(&mut m, Body::Bytes(control))?;
+        drop(guard);
+        self.count(|s| {
+            s.records += 2;
+            s.ftp += 1;
+            if truncated.is_some() {
+                s.truncated += 1;
+            }
+        });
+        Ok(id)
+    }
+}

@@ -1,0 +1,647 @@
+//! Indexes of web archives: CDXJ, CDX and JSON lines as pywb and
+//! cdxj-indexer write them, and Parquet with Common Crawl's cc-index columns.
+//!
+//! [`Indexer`] turns the records of an [`archive::Reader`](warchest::archive::Reader) (any format:
+//! the entry is built from the record's WARC view) into [`Entry`]s;
+//! [`IndexOutput`] writes them in a [`Format`], sorted when asked (Parquet
+//! always is), with bounded memory ([`sort::ExternalSorter`]).
+//!
+//! ```
+//! use warchest::archive::Reader;
+//! use crate::{Format, IndexOptions, IndexOutput, Indexer};
+//! let data = b"WARC/1.0\r\nWARC-Type: resource\r\nWARC-Date: 2024-01-02T03:04:05Z\r\n\
+//! WARC-Target-URI: http://www.Example.com/a/\r\nContent-Type: text/plain\r\n\
+//! Content-Length: 2\r\n\r\nhi\r\n\r\n";
+//! let mut reader = Reader::new(&data[..])?;
+//! let mut out = IndexOutput::new(Vec::new(), &Format::Cdxj, false)?;
+//! Indexer::new("a.warc", IndexOptions::default()).index(&mut reader, |e| out.push(&e))?;
+//! let text = String::from_utf8(out.finish()?).unwrap();
+//! assert!(text.starts_with("com,example)/a 20240102030405 {\"url\": \"http://www.Example.com/a/\""));
+//! # Ok::<(), warchest::Error>(())
+//! ```
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+#[cfg(feature = "parquet")]
+pub mod table;
+
+mod output;
+#[cfg(feature = "parquet")]
+mod parquet;
+pub mod post;
+pub mod sort;
+pub mod surt;
+
+use std::borrow::Cow;
+use std::io::{BufRead, Read};
+
+pub use output::{CdxField, Encoder, Format, IndexOutput, LegendError};
+#[cfg(feature = "parquet")]
+pub use parquet::{ParquetOptions, parquet_schema};
+
+use warchest::archive::{Reader, Record};
+use warchest::codec::Source;
+use warchest::digest::{Algorithm, Encoding, Hasher};
+use warchest::error::{Error, Result};
+use warchest::http::{HeadFinder, HttpHead, PayloadDigester};
+use warchest::Limits;
+use warchest::warc::{RecordType, WarcHeader, field};
+
+/// Largest request body read to build the POST query; longer bodies are
+/// cut (the query is at most 4096 characters anyway).
+pub const MAX_POST_BODY: usize = 1 << 20;
+
+/// What an [`Indexer`] indexes.
+#[derive(Debug, Clone)]
+pub struct IndexOptions {
+    /// Index every record. By default: response, revisit, resource and
+    /// metadata records, but not resource or metadata records whose
+    /// Content-Type is `application/warc-fields`, nor the metadata record
+    /// an ARC file's `filedesc://` version block is read as (cdxj-indexer's
+    /// default).
+    pub all: bool,
+    /// Append `__wb_method=post&...` to the url key of POST and PUT
+    /// requests and their responses (cdxj-indexer `-p`, pywb). Default on.
+    pub post_append: bool,
+    /// Bounds on buffered HTTP heads.
+    pub limits: Limits,
+}
+
+impl Default for IndexOptions {
+    fn default() -> Self {
+        IndexOptions {
+            all: false,
+            post_append: true,
+            limits: Limits::default(),
+        }
+    }
+}
+
+/// One index line's facts about a record. Text values are as cdxj-indexer
+/// writes them (strings, `None` when it leaves the field out).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Entry {
+    /// SURT url key (`__wb_method=...` appended for POST/PUT); the URL itself
+    /// when it has no SURT form; `-` without a URL.
+    pub urlkey: String,
+    /// WARC-Date as 14 digits, `-` when missing or invalid.
+    pub timestamp: String,
+    /// WARC-Date in milliseconds since 1970 (Parquet `fetch_time`).
+    pub fetch_millis: Option<i64>,
+    /// WARC-Target-URI (brackets removed, spaces as `%20`).
+    pub url: Option<String>,
+    /// Media type as written: HTTP Content-Type for responses and requests,
+    /// `warc/revisit` for revisits, the record Content-Type otherwise.
+    pub mime: Option<String>,
+    /// HTTP status code as written, responses and revisits.
+    pub status: Option<String>,
+    /// WARC-Payload-Digest without a `sha1:` label, or computed (SHA-1,
+    /// base32) when missing.
+    pub digest: Option<String>,
+    /// Stored length of the record (`None` when it shares its gzip member).
+    pub length: Option<u64>,
+    /// Stored offset of the record.
+    pub offset: u64,
+    /// File name.
+    pub filename: String,
+    /// POST/PUT responses: the request's method.
+    pub method: Option<String>,
+    /// POST/PUT responses: the query made of the request body
+    /// (`Some(None)` is cdxj-indexer's `null`).
+    pub request_body: Option<Option<String>>,
+    /// WARC-Type as written.
+    pub record_type: Option<String>,
+    /// WARC-Identified-Payload-Type.
+    pub mime_detected: Option<String>,
+    /// `charset` parameter of the HTTP Content-Type.
+    pub charset: Option<String>,
+    /// HTTP Location header of a redirect (3xx).
+    pub redirect: Option<String>,
+    /// WARC-Truncated.
+    pub truncated: Option<String>,
+    /// WARC-IP-Address.
+    pub ip: Option<String>,
+    /// WARC-Record-ID.
+    pub record_id: Option<String>,
+}
+
+/// What pairing a request with its response needs (cdxj-indexer pairs a
+/// record with the one before it).
+#[derive(Debug)]
+struct Pairing {
+    record_type: RecordType,
+    uri: Option<String>,
+    record_id: Option<String>,
+    concurrent_to: Option<String>,
+    /// Requests with an HTTP head: the method as written.
+    method: Option<String>,
+    /// POST/PUT requests: the body query (`None` for cdxj-indexer's null).
+    query: Option<Option<String>>,
+}
+
+struct Pending {
+    entry: Entry,
+    include: bool,
+    pairing: Pairing,
+}
+
+/// Builds index entries from the records of one file.
+#[derive(Debug, Clone)]
+pub struct Indexer {
+    filename: String,
+    opts: IndexOptions,
+}
+
+impl Indexer {
+    /// An indexer naming `filename` in its entries.
+    pub fn new(filename: impl Into<String>, opts: IndexOptions) -> Self {
+        Indexer {
+            filename: filename.into(),
+            opts,
+        }
+    }
+
+    /// Indexes every record of `reader`, calling `emit` with each entry in
+    /// file order.
+    ///
+    /// # Errors
+    /// Reading failed (the entries before the failure have been emitted), or
+    /// `emit` failed.
+    pub fn index<S: Source>(
+        &self,
+        reader: &mut Reader<S>,
+        mut emit: impl FnMut(Entry) -> Result<()>,
+    ) -> Result<()> {
+        let mut prev: Option<Pending> = None;
+        loop {
+            let rec = match reader.next_record() {
+                Ok(Some(r)) => r,
+                Ok(None) => break,
+                Err(e) => {
+                    if let Some(p) = prev.take() {
+                        emit_if(p, &mut emit)?;
+                    }
+                    return Err(e);
+                }
+            };
+            let cur = match self.record(rec) {
+                Ok(c) => c,
+                Err(e) => {
+                    if let Some(p) = prev.take() {
+                        emit_if(p, &mut emit)?;
+                    }
+                    return Err(e);
+                }
+            };
+            match prev.take() {
+                Some(p) if paired(&p.pairing, &cur.pairing) => {
+                    let (mut a, mut b) = (p, cur);
+                    self.join(&mut a, &mut b);
+                    emit_if(a, &mut emit)?;
+                    emit_if(b, &mut emit)?;
+                }
+                Some(p) => {
+                    emit_if(p, &mut emit)?;
+                    prev = Some(cur);
+                }
+                None => prev = Some(cur),
+            }
+        }
+        if let Some(p) = prev {
+            emit_if(p, &mut emit)?;
+        }
+        Ok(())
+    }
+
+    /// Indexes the records of `reader` into a vector.
+    ///
+    /// # Errors
+    /// As [`Indexer::index`].
+    pub fn entries<S: Source>(&self, reader: &mut Reader<S>) -> Result<Vec<Entry>> {
+        let mut v = Vec::new();
+        self.index(reader, |e| {
+            v.push(e);
+            Ok(())
+        })?;
+        Ok(v)
+    }
+
+    fn include(&self, h: &WarcHeader, arc_filedesc: bool) -> bool {
+        if self.opts.all {
+            return true;
+        }
+        // The ARC file's version block is no capture: pywb and
+        // cdxj-indexer do not index it.
+        if arc_filedesc {
+            return false;
+        }
+        match h.record_type() {
+            RecordType::Response | RecordType::Revisit => true,
+            RecordType::Resource | RecordType::Metadata => {
+                let ct = h.content_type();
+                let media = ct
+                    .as_deref()
+                    .and_then(|c| warchest::http::media_type(c.as_bytes()));
+                media.as_deref() != Some("application/warc-fields")
+            }
+            _ => false,
+        }
+    }
+
+    fn record<S: Source>(&self, mut rec: Record<'_, S>) -> Result<Pending> {
+        let h = rec.header().clone();
+        let loc = rec.location();
+        let arc_filedesc = matches!(
+            &rec,
+            Record::Arc(r) if r.arc_header().is_some_and(warchest::arc::ArcHeader::is_filedesc)
+        );
+        let include = self.include(&h, arc_filedesc);
+        let typ = h.record_type();
+        let url = target_uri(&h);
+
+        let recorded_digest = h.payload_digest().map(|d| d.trim().to_string());
+        let digest_missing = recorded_digest.as_deref().is_none_or(str::is_empty);
+        let computes_digest =
+            include && digest_missing && !matches!(typ, RecordType::Warcinfo | RecordType::Revisit);
+        let parse_http = matches!(
+            typ,
+            RecordType::Response | RecordType::Request | RecordType::Revisit
+        ) && (h.is_http() || url.as_deref().is_some_and(is_http_url));
+        let wants_body = self.opts.post_append && typ == RecordType::Request;
+
+        let facts = read_block(
+            &mut rec.block(),
+            parse_http,
+            computes_digest,
+            wants_body,
+            &self.opts.limits,
+        )
+        .map_err(Error::from)?;
+        let end = rec.finish()?;
+
+        let date = h.date().and_then(|d| d.ok());
+        let timestamp = date
+            .as_ref()
+            .map_or_else(|| "-".to_string(), |d| d.timestamp14());
+        let fetch_millis = date
+            .as_ref()
+            .and_then(|d| d.to_datetime())
+            .map(|dt| (dt.unix_timestamp_nanos() / 1_000_000) as i64);
+
+        let head = facts.head.as_ref();
+        let mime = match typ {
+            RecordType::Revisit => Some("warc/revisit".to_string()),
+            RecordType::Response | RecordType::Request => head
+                .and_then(|hd| hd.content_type())
+                .map(|ct| cdx_mime(&String::from_utf8_lossy(&ct))),
+            _ => h.content_type().map(|ct| cdx_mime(&ct)),
+        };
+        let status = match typ {
+            RecordType::Response | RecordType::Revisit => head.and_then(status_token),
+            _ => None,
+        };
+        let digest = if computes_digest {
+            facts.digest
+        } else {
+            recorded_digest.map(|d| strip_sha1(&d).to_string())
+        };
+        let redirect = head
+            .filter(|hd| hd.status().is_some_and(|s| (300..400).contains(&s)))
+            .and_then(|hd| hd.header("location"))
+            .map(|v| String::from_utf8_lossy(&v).into_owned());
+
+        let urlkey = surt::url_key(url.as_deref().unwrap_or(""));
+        let entry = Entry {
+            urlkey,
+            timestamp,
+            fetch_millis,
+            url: url.clone(),
+            mime,
+            status,
+            digest,
+            length: end.stored_len,
+            offset: loc.offset,
+            filename: self.filename.clone(),
+            method: None,
+            request_body: None,
+            record_type: h.record_type_str().map(Cow::into_owned),
+            mime_detected: h.identified_payload_type().map(Cow::into_owned),
+            charset: head.and_then(HttpHead::charset),
+            redirect,
+            truncated: h.get(field::TRUNCATED).map(Cow::into_owned),
+            ip: h.get(field::IP_ADDRESS).map(Cow::into_owned),
+            record_id: h.record_id().map(Cow::into_owned),
+        };
+        let method = head
+            .filter(|hd| hd.is_request())
+            .map(|hd| String::from_utf8_lossy(first_token(hd.start_line())).into_owned());
+        let query = match (&method, &facts.body, head) {
+            (Some(m), Some(body), Some(hd)) if m == "POST" || m == "PUT" => {
+                let ct = hd
+                    .content_type()
+                    .map(|c| String::from_utf8_lossy(&c).into_owned())
+                    .unwrap_or_default();
+                // cdxj-indexer gives up (null) on a Content-Length python
+                // cannot read as a number.
+                let bad_length = hd
+                    .header("content-length")
+                    .is_some_and(|v| String::from_utf8_lossy(&v).trim().parse::<i64>().is_err());
+                Some(if bad_length {
+                    None
+                } else {
+                    post::body_query(&ct, body)
+                })
+            }
+            (Some(m), _, _) if m.eq_ignore_ascii_case("POST") || m.eq_ignore_ascii_case("PUT") => {
+                Some(Some(String::new()))
+            }
+            _ => None,
+        };
+        Ok(Pending {
+            entry,
+            include,
+            pairing: Pairing {
+                record_type: typ,
+                uri: url,
+                record_id: h.record_id().map(Cow::into_owned),
+                concurrent_to: h.concurrent_to().next().map(Cow::into_owned),
+                method,
+                query,
+            },
+        })
+    }
+
+    /// cdxj-indexer's `join_req_resp`: a POST/PUT request gives its
+    /// response, and itself, the `__wb_method` key.
+    fn join(&self, a: &mut Pending, b: &mut Pending) {
+        if !self.opts.post_append {
+            return;
+        }
+        let (req, resp) = if a.pairing.record_type == RecordType::Request {
+            (a, b)
+        } else {
+            (b, a)
+        };
+        let Some(method) = req.pairing.method.clone() else {
+            return;
+        };
+        let upper = method.to_ascii_uppercase();
+        if upper != "POST" && upper != "PUT" {
+            return;
+        }
+        let Some(url) = req.pairing.uri.clone() else {
+            return;
+        };
+        let query = req.pairing.query.clone().unwrap_or(Some(String::new()));
+        let mut key = url.clone();
+        key.push(if url.contains('?') { '&' } else { '?' });
+        key.push_str("__wb_method=");
+        key.push_str(&method);
+        if let Some(q) = query.as_deref().filter(|q| !q.is_empty()) {
+            key.push('&');
+            key.push_str(q);
+        }
+        let key = surt::url_key(&key);
+        resp.entry.method = Some(upper);
+        resp.entry.request_body = Some(query);
+        resp.entry.urlkey = key.clone();
+        req.entry.urlkey = key;
+    }
+}
+
+fn emit_if(p: Pending, emit: &mut impl FnMut(Entry) -> Result<()>) -> Result<()> {
+    if p.include { emit(p.entry) } else { Ok(()) }
+}
+
+/// cdxj-indexer's `concur_req_resp`: same target URI, the second record
+/// concurrent to the first, one request and one response.
+fn paired(a: &Pairing, b: &Pairing) -> bool {
+    a.uri == b.uri
+        && b.concurrent_to == a.record_id
+        && matches!(
+            (a.record_type, b.record_type),
+            (RecordType::Response, RecordType::Request)
+                | (RecordType::Request, RecordType::Response)
+        )
+}
+
+fn is_http_url(u: &str) -> bool {
+    u.starts_with("http:") || u.starts_with("https:")
+}
+
+/// WARC-Target-URI as indexers show it: `<...>` removed, spaces as `%20`,
+/// non-UTF-8 bytes read as ISO-8859-1 (as warcio reads header lines).
+fn target_uri(h: &WarcHeader) -> Option<String> {
+    let raw = h.fields().value_bytes(field::TARGET_URI)?;
+    let text = match std::str::from_utf8(&raw) {
+        Ok(s) => s.to_string(),
+        Err(_) => raw.iter().map(|&b| char::from(b)).collect(),
+    };
+    let t = text.trim();
+    let t = t
+        .strip_prefix('<')
+        .and_then(|s| s.strip_suffix('>'))
+        .unwrap_or(t);
+    Some(t.replace(' ', "%20"))
+}
+
+/// The media type as cdxj-indexer keeps it: up to the first `;` or white
+/// space, case kept.
+fn cdx_mime(ct: &str) -> String {
+    let ct = ct.trim_start();
+    let end = ct
+        .find(|c: char| c == ';' || c.is_whitespace())
+        .unwrap_or(ct.len());
+    ct[..end].to_string()
+}
+
+fn strip_sha1(d: &str) -> &str {
+    match (d.get(..5), d.get(5..)) {
+        (Some(label), Some(rest)) if label.eq_ignore_ascii_case("sha1:") => rest,
+        _ => d,
+    }
+}
+
+fn first_token(line: &[u8]) -> &[u8] {
+    let line = line.trim_ascii();
+    let end = memchr::memchr(b' ', line).unwrap_or(line.len());
+    &line[..end]
+}
+
+/// The status code token of a status line as warcio reads it: the first
+/// word after the protocol.
+fn status_token(head: &HttpHead) -> Option<String> {
+    let line = head.start_line().trim_ascii();
+    let rest = match memchr::memchr(b' ', line) {
+        Some(i) => line[i + 1..].trim_ascii(),
+        None => b"",
+    };
+    let end = memchr::memchr(b' ', rest).unwrap_or(rest.len());
+    Some(String::from_utf8_lossy(&rest[..end]).into_owned())
+}
+
+/// What reading a block found.
+struct BlockFacts {
+    head: Option<HttpHead>,
+    /// Computed payload digest (SHA-1, base32).
+    digest: Option<String>,
+    /// Request body, transfer and content codings removed, cut to the
+    /// request's Content-Length (8192 bytes without one, as cdxj-indexer)
+    /// and to [`MAX_POST_BODY`].
+    body: Option<Vec<u8>>,
+}
+
+fn read_block<B: BufRead>(
+    block: &mut B,
+    parse_http: bool,
+    digest: bool,
+    wants_body: bool,
+    limits: &Limits,
+) -> std::io::Result<BlockFacts> {
+    let mut buf: Vec<u8> = Vec::new();
+    let mut head = None;
+    let mut body_start = 0;
+    if parse_http {
+        let mut finder = HeadFinder::new();
+        let mut end = None;
+        let mut eof = false;
+        loop {
+            let data = block.fill_buf()?;
+            if data.is_empty() {
+                eof = true;
+                break;
+            }
+            let room = limits
+                .max_http_head
+                .saturating_add(4)
+                .saturating_sub(buf.len());
+            if room == 0 {
+                break;
+            }
+            let take = data.len().min(room);
+            buf.extend_from_slice(&data[..take]);
+            block.consume(take);
+            if let Some(e) = finder.find(&buf) {
+                end = Some(e);
+                break;
+            }
+        }
+        match end {
+            Some(e) => {
+                if let Ok(Some((h, _))) = HttpHead::parse_with_limits(&buf[..e], limits) {
+                    head = Some(h);
+                    body_start = e;
+                }
+            }
+            None if eof => {
+                if let Ok(h) = HttpHead::parse_unterminated(&buf, limits) {
+                    head = Some(h);
+                    body_start = buf.len();
+                }
+            }
+            None => {}
+        }
+    }
+    let is_post = wants_body
+        && head.as_ref().is_some_and(|h| {
+            h.method()
+                .is_some_and(|m| m.eq_ignore_ascii_case(b"POST") || m.eq_ignore_ascii_case(b"PUT"))
+        });
+    if !digest && !is_post {
+        return Ok(BlockFacts {
+            head,
+            digest: None,
+            body: None,
+        });
+    }
+    let mut raw_body: Vec<u8> = Vec::new();
+    let keep = |bytes: &[u8], raw_body: &mut Vec<u8>| {
+        if is_post {
+            let room = (MAX_POST_BODY * 2).saturating_sub(raw_body.len());
+            raw_body.extend_from_slice(&bytes[..bytes.len().min(room)]);
+        }
+    };
+    enum Dig {
+        Payload(Box<PayloadDigester>),
+        Block(Box<Hasher>),
+        Off,
+    }
+    let mut dig = match (&head, digest) {
+        (_, false) => Dig::Off,
+        (Some(h), true) => Dig::Payload(Box::new(PayloadDigester::for_head(Algorithm::Sha1, h))),
+        (None, true) => Dig::Block(Box::new(Hasher::new(Algorithm::Sha1))),
+    };
+    let feed = |bytes: &[u8], dig: &mut Dig| match dig {
+        Dig::Payload(d) => d.update(bytes),
+        Dig::Block(h) => h.update(bytes),
+        Dig::Off => {}
+    };
+    // Without a head the whole block is the payload.
+    let tail = if head.is_some() {
+        &buf[body_start..]
+    } else {
+        &buf[..]
+    };
+    feed(tail, &mut dig);
+    keep(tail, &mut raw_body);
+    loop {
+        let data = block.fill_buf()?;
+        if data.is_empty() {
+            break;
+        }
+        let n = data.len();
+        feed(data, &mut dig);
+        keep(data, &mut raw_body);
+        block.consume(n);
+        if matches!(dig, Dig::Off) && raw_body.len() >= MAX_POST_BODY * 2 {
+            break;
+        }
+    }
+    let digest = match dig {
+        Dig::Payload(d) => Some(Encoding::Base32.encode(d.finish().payload.as_bytes())),
+        Dig::Block(h) => Some(Encoding::Base32.encode(h.finalize().as_bytes())),
+        Dig::Off => None,
+    };
+    let body = match (&head, is_post) {
+        (Some(h), true) => Some(decode_request_body(h, &raw_body)),
+        _ => None,
+    };
+    Ok(BlockFacts { head, digest, body })
+}
+
+/// The request body as cdxj-indexer reads it for the POST query: chunked
+/// transfer coding and content coding removed, then cut to Content-Length
+/// (8192 bytes without one).
+fn decode_request_body(h: &HttpHead, raw: &[u8]) -> Vec<u8> {
+    let want = match h.header("content-length") {
+        None => 8192,
+        Some(v) => {
+            let v = String::from_utf8_lossy(&v);
+            match v.trim().parse::<i64>() {
+                Ok(n) => usize::try_from(n.max(0)).unwrap_or(usize::MAX),
+                Err(_) => 0,
+            }
+        }
+    }
+    .min(MAX_POST_BODY);
+    let dechunked: Box<dyn Read + '_> = if h.is_chunked() {
+        Box::new(warchest::http::ChunkedReader::lenient(raw))
+    } else {
+        Box::new(raw)
+    };
+    let codings = h.content_encoding();
+    let mut reader: Box<dyn Read + '_> = match warchest::http::decode_content(dechunked, &codings) {
+        Ok(r) => r,
+        Err(_) => Box::new(raw),
+    };
+    let mut out = Vec::new();
+    let mut limited = (&mut reader).take(want as u64);
+    if limited.read_to_end(&mut out).is_err() {
+        // A body that does not decode is used as stored.
+        out = raw[..raw.len().min(want)].to_vec();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

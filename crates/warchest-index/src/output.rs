@@ -1,0 +1,505 @@
+//! Index formats and the writer that sorts and writes them.
+
+use std::fmt;
+use std::io::{self, Write};
+
+use super::Entry;
+use super::parquet::{ParquetOptions, ParquetWriter};
+use super::sort::ExternalSorter;
+use warchest::error::{Error, Result};
+
+/// An index format.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Format {
+    /// CDXJ as cdxj-indexer 1.5 writes it: `urlkey timestamp {json}`.
+    Cdxj,
+    /// Space-separated CDX with a legend line (` CDX N b a ...`).
+    Cdx(Vec<CdxField>),
+    /// One JSON object a line: `urlkey`, `timestamp` and the CDXJ fields.
+    Json,
+    /// Parquet with Common Crawl's cc-index columns, rows in url key order.
+    Parquet(ParquetOptions),
+}
+
+impl Format {
+    /// CDX 11: ` CDX N b a m s k r M S V g`.
+    pub fn cdx11() -> Format {
+        Format::cdx_legend("N b a m s k r M S V g").unwrap_or(Format::Cdxj)
+    }
+
+    /// CDX 9: ` CDX N b a m s k r V g`.
+    pub fn cdx9() -> Format {
+        Format::cdx_legend("N b a m s k r V g").unwrap_or(Format::Cdxj)
+    }
+
+    /// CDX with a custom legend: field letters separated by spaces, with or
+    /// without the leading ` CDX` (`"N b a m s k r M S V g"`).
+    ///
+    /// # Errors
+    /// A letter this writer does not fill, or no letter at all.
+    pub fn cdx_legend(legend: &str) -> std::result::Result<Format, LegendError> {
+        let mut fields = Vec::new();
+        for tok in legend.split_whitespace() {
+            if tok == "CDX" && fields.is_empty() {
+                continue;
+            }
+            let mut chars = tok.chars();
+            let (Some(c), None) = (chars.next(), chars.next()) else {
+                return Err(LegendError(tok.to_string()));
+            };
+            fields.push(CdxField::from_letter(c).ok_or_else(|| LegendError(tok.to_string()))?);
+        }
+        if fields.is_empty() {
+            return Err(LegendError(legend.to_string()));
+        }
+        Ok(Format::Cdx(fields))
+    }
+
+    /// True for Parquet.
+    pub fn is_binary(&self) -> bool {
+        matches!(self, Format::Parquet(_))
+    }
+}
+
+/// A CDX legend letter warchest does not fill.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LegendError(pub String);
+
+impl fmt::Display for LegendError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "unsupported CDX field {:?} (supported: N b a m s k r M S V g e u)",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for LegendError {}
+
+/// A CDX column (letters from the 2015 CDX specification).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CdxField {
+    /// `N`: massaged URL (SURT url key).
+    UrlKey,
+    /// `b`: date, 14 digits.
+    Timestamp,
+    /// `a`: original URL.
+    Url,
+    /// `m`: MIME type.
+    Mime,
+    /// `s`: response code.
+    Status,
+    /// `k`: new-style checksum (payload digest).
+    Digest,
+    /// `r`: redirect (`-`, as pywb and cdxj-indexer write it).
+    Redirect,
+    /// `M`: meta tags (`-`).
+    Meta,
+    /// `S`: compressed record size.
+    Length,
+    /// `V`: compressed file offset.
+    Offset,
+    /// `g`: file name.
+    Filename,
+    /// `e`: IP address.
+    Ip,
+    /// `u`: record id (wget's use of the letter).
+    RecordId,
+}
+
+impl CdxField {
+    /// The field for a legend letter.
+    pub fn from_letter(c: char) -> Option<CdxField> {
+        Some(match c {
+            'N' => CdxField::UrlKey,
+            'b' => CdxField::Timestamp,
+            'a' => CdxField::Url,
+            'm' => CdxField::Mime,
+            's' => CdxField::Status,
+            'k' => CdxField::Digest,
+            'r' => CdxField::Redirect,
+            'M' => CdxField::Meta,
+            'S' => CdxField::Length,
+            'V' => CdxField::Offset,
+            'g' => CdxField::Filename,
+            'e' => CdxField::Ip,
+            'u' => CdxField::RecordId,
+            _ => return None,
+        })
+    }
+
+    /// The legend letter.
+    pub fn letter(self) -> char {
+        match self {
+            CdxField::UrlKey => 'N',
+            CdxField::Timestamp => 'b',
+            CdxField::Url => 'a',
+            CdxField::Mime => 'm',
+            CdxField::Status => 's',
+            CdxField::Digest => 'k',
+            CdxField::Redirect => 'r',
+            CdxField::Meta => 'M',
+            CdxField::Length => 'S',
+            CdxField::Offset => 'V',
+            CdxField::Filename => 'g',
+            CdxField::Ip => 'e',
+            CdxField::RecordId => 'u',
+        }
+    }
+}
+
+/// Turns entries into the records of a format: text lines for CDXJ, CDX
+/// and JSON, sort records for Parquet. Cheap to clone and `Send`, so
+/// worker threads can encode and the writer only concatenates.
+#[derive(Debug, Clone)]
+pub struct Encoder {
+    format: Format,
+}
+
+impl Encoder {
+    /// An encoder for `format`.
+    pub fn new(format: &Format) -> Self {
+        Encoder {
+            format: format.clone(),
+        }
+    }
+
+    /// Appends the record of `e` to `out`, ending with `\n`.
+    pub fn encode(&self, e: &Entry, out: &mut Vec<u8>) {
+        match &self.format {
+            Format::Cdxj => {
+                out.extend_from_slice(e.urlkey.as_bytes());
+                out.push(b' ');
+                out.extend_from_slice(e.timestamp.as_bytes());
+                out.push(b' ');
+                cdxj_json(e, false, out);
+            }
+            Format::Json => cdxj_json(e, true, out),
+            Format::Cdx(fields) => {
+                for (i, f) in fields.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b' ');
+                    }
+                    let v: Option<std::borrow::Cow<'_, str>> = match f {
+                        CdxField::UrlKey => Some(e.urlkey.as_str().into()),
+                        CdxField::Timestamp => Some(e.timestamp.as_str().into()),
+                        CdxField::Url => e.url.as_deref().map(Into::into),
+                        CdxField::Mime => e.mime.as_deref().map(Into::into),
+                        CdxField::Status => e.status.as_deref().map(Into::into),
+                        CdxField::Digest => e.digest.as_deref().map(Into::into),
+                        CdxField::Redirect | CdxField::Meta => None,
+                        CdxField::Length => e.length.map(|l| l.to_string().into()),
+                        CdxField::Offset => Some(e.offset.to_string().into()),
+                        CdxField::Filename => Some(e.filename.as_str().into()),
+                        CdxField::Ip => e.ip.as_deref().map(Into::into),
+                        CdxField::RecordId => e.record_id.as_deref().map(Into::into),
+                    };
+                    // An empty value would shift the columns.
+                    match v.as_deref().filter(|s| !s.is_empty()) {
+                        Some(s) => out.extend_from_slice(s.replace(' ', "%20").as_bytes()),
+                        None => out.push(b'-'),
+                    }
+                }
+            }
+            Format::Parquet(_) => {
+                // Sorted by url key, then the whole entry; the JSON has no
+                // NUL, so the last NUL ends the key.
+                out.extend_from_slice(e.urlkey.as_bytes());
+                out.push(0);
+                if serde_json::to_writer(&mut *out, e).is_err() {
+                    out.extend_from_slice(b"{}");
+                }
+            }
+        }
+        out.push(b'\n');
+    }
+
+    /// The legend line of CDX formats (with its `\n`).
+    pub fn legend(&self) -> Option<String> {
+        match &self.format {
+            Format::Cdx(fields) => {
+                let mut s = " CDX".to_string();
+                for f in fields {
+                    s.push(' ');
+                    s.push(f.letter());
+                }
+                s.push('\n');
+                Some(s)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The JSON object of a CDXJ line, as python's `json.dumps` writes it:
+/// `", "` and `": "` separators, non-ASCII as `\uXXXX`, every value a string.
+fn cdxj_json(e: &Entry, with_key: bool, out: &mut Vec<u8>) {
+    let mut first = true;
+    let mut field = |out: &mut Vec<u8>, name: &str, v: Option<&str>| {
+        out.extend_from_slice(if first { b"{\"" } else { b", \"" });
+        first = false;
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(b"\": ");
+        match v {
+            Some(v) => py_json_str(v, out),
+            None => out.extend_from_slice(b"null"),
+        }
+    };
+    if with_key {
+        field(out, "urlkey", Some(&e.urlkey));
+        field(out, "timestamp", Some(&e.timestamp));
+    }
+    let length = e.length.map(|l| l.to_string());
+    let offset = e.offset.to_string();
+    for (name, v) in [
+        ("url", e.url.as_deref()),
+        ("mime", e.mime.as_deref()),
+        ("status", e.status.as_deref()),
+        ("digest", e.digest.as_deref()),
+        ("length", length.as_deref()),
+        ("offset", Some(offset.as_str())),
+        ("filename", Some(e.filename.as_str())),
+    ] {
+        if v.is_some() {
+            field(out, name, v);
+        }
+    }
+    if let Some(body) = &e.request_body {
+        field(out, "requestBody", body.as_deref());
+    }
+    if let Some(m) = &e.method {
+        field(out, "method", Some(m));
+    }
+    if first {
+        out.push(b'{');
+    }
+    out.push(b'}');
+}
+
+/// A JSON string as python's `json.dumps` (ensure_ascii) writes it.
+pub(crate) fn py_json_str(s: &str, out: &mut Vec<u8>) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let u = |out: &mut Vec<u8>, c: u16| {
+        out.extend_from_slice(b"\\u");
+        for shift in [12, 8, 4, 0] {
+            out.push(HEX[usize::from((c >> shift) & 15)]);
+        }
+    };
+    out.push(b'"');
+    for c in s.chars() {
+        match c {
+            '"' => out.extend_from_slice(b"\\\""),
+            '\\' => out.extend_from_slice(b"\\\\"),
+            '\n' => out.extend_from_slice(b"\\n"),
+            '\r' => out.extend_from_slice(b"\\r"),
+            '\t' => out.extend_from_slice(b"\\t"),
+            '\u{8}' => out.extend_from_slice(b"\\b"),
+            '\u{c}' => out.extend_from_slice(b"\\f"),
+            ' '..='~' => out.push(c as u8),
+            _ => {
+                let mut units = [0u16; 2];
+                for unit in c.encode_utf16(&mut units) {
+                    u(out, *unit);
+                }
+            }
+        }
+    }
+    out.push(b'"');
+}
+
+enum Sink<W: Write + Send> {
+    Text(W),
+    Parquet(Box<ParquetWriter<W>>),
+}
+
+/// Writes an index: the legend line (CDX), then the records, sorted when
+/// asked (Parquet always is) with an [`ExternalSorter`], so memory stays
+/// bounded whatever the number of entries.
+pub struct IndexOutput<W: Write + Send> {
+    encoder: Encoder,
+    sink: Sink<W>,
+    sorter: Option<ExternalSorter>,
+    line: Vec<u8>,
+}
+
+impl<W: Write + Send> IndexOutput<W> {
+    /// An output of `format` to `out`; `sort` sorts the lines bytewise
+    /// (`LC_ALL=C sort`), dropping repeated identical lines as cdxj-indexer
+    /// does.
+    ///
+    /// # Errors
+    /// Writing the legend line failed, or the Parquet schema was refused.
+    pub fn new(out: W, format: &Format, sort: bool) -> Result<Self> {
+        IndexOutput::with_sort_memory(out, format, sort, super::sort::DEFAULT_MEMORY)
+    }
+
+    /// As [`IndexOutput::new`], sorting in runs of about `memory` bytes.
+    ///
+    /// # Errors
+    /// As [`IndexOutput::new`].
+    pub fn with_sort_memory(
+        mut out: W,
+        format: &Format,
+        sort: bool,
+        memory: usize,
+    ) -> Result<Self> {
+        let encoder = Encoder::new(format);
+        if let Some(legend) = encoder.legend() {
+            out.write_all(legend.as_bytes())?;
+        }
+        let (sink, sort) = match format {
+            Format::Parquet(opts) => (
+                Sink::Parquet(Box::new(ParquetWriter::new(out, opts).map_err(io_err)?)),
+                true,
+            ),
+            _ => (Sink::Text(out), sort),
+        };
+        Ok(IndexOutput {
+            encoder,
+            sink,
+            sorter: sort.then(|| ExternalSorter::new(memory)),
+            line: Vec::new(),
+        })
+    }
+
+    /// The encoder of this output, for threads that encode entries.
+    pub fn encoder(&self) -> Encoder {
+        self.encoder.clone()
+    }
+
+    /// Writes one entry.
+    ///
+    /// # Errors
+    /// Writing or spilling a sort run failed.
+    pub fn push(&mut self, e: &Entry) -> Result<()> {
+        let mut line = std::mem::take(&mut self.line);
+        line.clear();
+        self.encoder.encode(e, &mut line);
+        let r = self.push_encoded(&line);
+        self.line = line;
+        r
+    }
+
+    /// Writes records made by [`Encoder::encode`] (one or more whole lines).
+    ///
+    /// # Errors
+    /// As [`IndexOutput::push`].
+    pub fn push_encoded(&mut self, records: &[u8]) -> Result<()> {
+        match &mut self.sorter {
+            Some(sorter) => {
+                for rec in records.split(|&b| b == b'\n').filter(|r| !r.is_empty()) {
+                    sorter.push(rec)?;
+                }
+                Ok(())
+            }
+            None => match &mut self.sink {
+                Sink::Text(w) => Ok(w.write_all(records)?),
+                Sink::Parquet(p) => {
+                    for rec in records.split(|&b| b == b'\n').filter(|r| !r.is_empty()) {
+                        p.push_record(rec).map_err(io_err)?;
+                    }
+                    Ok(())
+                }
+            },
+        }
+    }
+
+    /// Sorts what is buffered, writes it, and returns the writer, flushed.
+    ///
+    /// # Errors
+    /// Writing or reading back sort runs failed.
+    pub fn finish(self) -> Result<W> {
+        let IndexOutput { sink, sorter, .. } = self;
+        match sink {
+            Sink::Text(mut w) => {
+                if let Some(sorter) = sorter {
+                    sorter.finish(true, |rec| {
+                        w.write_all(rec)?;
+                        w.write_all(b"\n")
+                    })?;
+                }
+                w.flush()?;
+                Ok(w)
+            }
+            Sink::Parquet(mut p) => {
+                if let Some(sorter) = sorter {
+                    sorter.finish(false, |rec| p.push_record(rec).map_err(io::Error::other))?;
+                }
+                p.finish().map_err(io_err)
+            }
+        }
+    }
+}
+
+fn io_err(e: impl std::error::Error + Send + Sync + 'static) -> Error {
+    Error::from(io::Error::other(e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn python_json_strings() {
+        let mut out = Vec::new();
+        py_json_str("a\"b\\c\u{e9}\u{1f600}\u{7f}\t", &mut out);
+        assert_eq!(out, br#""a\"b\\c\u00e9\ud83d\ude00\u007f\t""#);
+    }
+
+    #[test]
+    fn legends() {
+        let e = Encoder::new(&Format::cdx11());
+        assert_eq!(e.legend().unwrap(), " CDX N b a m s k r M S V g\n");
+        assert_eq!(
+            Format::cdx_legend(" CDX N b a m s k r V g").unwrap(),
+            Format::cdx9()
+        );
+        assert!(Format::cdx_legend("N x").is_err());
+        assert!(Format::cdx_legend("").is_err());
+    }
+
+    #[test]
+    fn cdx_line_uses_dashes_for_missing_values() {
+        let e = Entry {
+            urlkey: "com,example)/".into(),
+            timestamp: "20240101000000".into(),
+            url: Some("http://example.com/".into()),
+            status: Some(String::new()),
+            offset: 7,
+            filename: "f.warc".into(),
+            ..Entry::default()
+        };
+        let mut out = Vec::new();
+        Encoder::new(&Format::cdx11()).encode(&e, &mut out);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "com,example)/ 20240101000000 http://example.com/ - - - - - - 7 f.warc\n"
+        );
+    }
+
+    #[test]
+    fn cdxj_field_order_and_post_fields() {
+        let e = Entry {
+            urlkey: "k".into(),
+            timestamp: "t".into(),
+            url: Some("u".into()),
+            mime: Some("m".into()),
+            digest: Some("d".into()),
+            length: Some(3),
+            offset: 4,
+            filename: "f".into(),
+            request_body: Some(None),
+            method: Some("POST".into()),
+            ..Entry::default()
+        };
+        let mut out = Vec::new();
+        Encoder::new(&Format::Cdxj).encode(&e, &mut out);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "k t {\"url\": \"u\", \"mime\": \"m\", \"digest\": \"d\", \"length\": \"3\", \"offset\": \"4\", \"filename\": \"f\", \"requestBody\": null, \"method\": \"POST\"}\n"
+        );
+    }
+}

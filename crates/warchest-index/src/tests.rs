@@ -1,0 +1,343 @@
+use super::*;
+use warchest::archive::Reader;
+
+fn record(typ: &str, uri: &str, id: &str, extra: &str, block: &[u8]) -> Vec<u8> {
+    let mut r = format!(
+        "WARC/1.0\r\nWARC-Type: {typ}\r\nWARC-Record-ID: {id}\r\nWARC-Date: 2014-06-10T00:08:59Z\r\nWARC-Target-URI: {uri}\r\n{extra}Content-Length: {}\r\n\r\n",
+        block.len()
+    )
+    .into_bytes();
+    r.extend_from_slice(block);
+    r.extend_from_slice(b"\r\n\r\n");
+    r
+}
+
+fn index(data: &[u8], opts: IndexOptions) -> Vec<Entry> {
+    let mut reader = Reader::new(data).unwrap();
+    Indexer::new("f.warc", opts).entries(&mut reader).unwrap()
+}
+
+const RESPONSE: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Type: Text/HTML; charset=utf-8\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n";
+
+#[test]
+fn response_fields() {
+    let data = record(
+        "response",
+        "<http://www.Example.com/a b>",
+        "<urn:uuid:1>",
+        "Content-Type: application/http; msgtype=response\r\n",
+        RESPONSE,
+    );
+    let e = &index(&data, IndexOptions::default())[0];
+    assert_eq!(e.urlkey, "com,example)/a%20b");
+    assert_eq!(e.timestamp, "20140610000859");
+    assert_eq!(e.url.as_deref(), Some("http://www.Example.com/a%20b"));
+    assert_eq!(e.mime.as_deref(), Some("Text/HTML"));
+    assert_eq!(e.status.as_deref(), Some("200"));
+    assert_eq!(e.charset.as_deref(), Some("utf-8"));
+    // Computed over the de-chunked payload ("hello"), as the spec defines it.
+    assert_eq!(
+        e.digest.as_deref(),
+        Some("VL2MMHO4YXUKFWV63YHTWSBM3GXKSQ2N")
+    );
+    assert_eq!(e.offset, 0);
+    assert_eq!(e.length, Some(data.len() as u64));
+    assert_eq!(e.filename, "f.warc");
+}
+
+#[test]
+fn recorded_digest_loses_only_a_sha1_label() {
+    let mut data = record(
+        "resource",
+        "http://a/",
+        "<urn:uuid:1>",
+        "Content-Type: text/plain\r\nWARC-Payload-Digest: sha1:ABC\r\n",
+        b"x",
+    );
+    data.extend(record(
+        "resource",
+        "http://a/",
+        "<urn:uuid:2>",
+        "Content-Type: text/plain\r\nWARC-Payload-Digest: sha256:abc\r\n",
+        b"x",
+    ));
+    let es = index(&data, IndexOptions::default());
+    assert_eq!(es[0].digest.as_deref(), Some("ABC"));
+    assert_eq!(es[1].digest.as_deref(), Some("sha256:abc"));
+    assert_eq!(es[0].mime.as_deref(), Some("text/plain"));
+    assert_eq!(es[0].status, None);
+}
+
+#[test]
+fn default_record_selection() {
+    let mut data = record(
+        "warcinfo",
+        "",
+        "<urn:uuid:0>",
+        "Content-Type: application/warc-fields\r\n",
+        b"a: b\r\n",
+    );
+    data.extend(record(
+        "request",
+        "http://a/",
+        "<urn:uuid:1>",
+        "Content-Type: application/http; msgtype=request\r\n",
+        b"GET / HTTP/1.1\r\n\r\n",
+    ));
+    data.extend(record(
+        "metadata",
+        "http://a/",
+        "<urn:uuid:2>",
+        "Content-Type: application/warc-fields\r\n",
+        b"a: b\r\n",
+    ));
+    data.extend(record(
+        "metadata",
+        "metadata://x/log",
+        "<urn:uuid:3>",
+        "Content-Type: text/plain\r\n",
+        b"log",
+    ));
+    data.extend(record(
+        "revisit",
+        "http://a/",
+        "<urn:uuid:4>",
+        "Content-Type: application/http; msgtype=response\r\n",
+        b"HTTP/1.1 304 Not Modified\r\n\r\n",
+    ));
+    let es = index(&data, IndexOptions::default());
+    let ids: Vec<_> = es.iter().map(|e| e.record_id.as_deref().unwrap()).collect();
+    assert_eq!(ids, ["<urn:uuid:3>", "<urn:uuid:4>"]);
+    assert_eq!(es[1].mime.as_deref(), Some("warc/revisit"));
+    assert_eq!(es[1].status.as_deref(), Some("304"));
+    // Revisits without a digest get none computed.
+    assert_eq!(es[1].digest, None);
+    let all = index(
+        &data,
+        IndexOptions {
+            all: true,
+            ..IndexOptions::default()
+        },
+    );
+    assert_eq!(all.len(), 5);
+    assert_eq!(all[0].urlkey, "-");
+    assert_eq!(all[0].url.as_deref(), Some(""));
+}
+
+#[test]
+fn post_request_key_is_appended_to_both() {
+    let mut data = record(
+        "response",
+        "http://httpbin.org/post",
+        "<urn:uuid:1>",
+        "Content-Type: application/http; msgtype=response\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n{}",
+    );
+    data.extend(record(
+        "request",
+        "http://httpbin.org/post",
+        "<urn:uuid:2>",
+        "Content-Type: application/http; msgtype=request\r\nWARC-Concurrent-To: <urn:uuid:1>\r\n",
+        b"POST /post HTTP/1.1\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 16\r\n\r\nfoo=bar&test=abc",
+    ));
+    let es = index(
+        &data,
+        IndexOptions {
+            all: true,
+            ..IndexOptions::default()
+        },
+    );
+    assert_eq!(
+        es[0].urlkey,
+        "org,httpbin)/post?__wb_method=post&foo=bar&test=abc"
+    );
+    assert_eq!(es[1].urlkey, es[0].urlkey);
+    assert_eq!(es[0].method.as_deref(), Some("POST"));
+    assert_eq!(es[0].request_body, Some(Some("foo=bar&test=abc".into())));
+    assert_eq!(es[1].method, None);
+    let plain = index(
+        &data,
+        IndexOptions {
+            post_append: false,
+            ..IndexOptions::default()
+        },
+    );
+    assert_eq!(plain[0].urlkey, "org,httpbin)/post");
+}
+
+#[test]
+fn unpaired_post_keeps_its_plain_key() {
+    let data = record(
+        "request",
+        "http://a/x?y=1",
+        "<urn:uuid:2>",
+        "Content-Type: application/http; msgtype=request\r\n",
+        b"POST /x HTTP/1.1\r\nContent-Length: 1\r\n\r\nz",
+    );
+    let es = index(
+        &data,
+        IndexOptions {
+            all: true,
+            ..IndexOptions::default()
+        },
+    );
+    assert_eq!(es[0].urlkey, "a)/x?y=1");
+}
+
+#[test]
+fn overlong_http_head_is_not_http() {
+    let block = format!("HTTP/1.1 200 OK\r\nX-Long: {}\r\n\r\nbody", "a".repeat(200));
+    let data = record(
+        "response",
+        "http://a/",
+        "<urn:uuid:1>",
+        "Content-Type: application/http; msgtype=response\r\n",
+        block.as_bytes(),
+    );
+    let limits = Limits {
+        max_http_head: 64,
+        ..Limits::default()
+    };
+    let e = &index(
+        &data,
+        IndexOptions {
+            limits,
+            ..IndexOptions::default()
+        },
+    )[0];
+    assert_eq!(e.status, None);
+    let whole =
+        Encoding::Base32.encode(Hasher::digest(Algorithm::Sha1, block.as_bytes()).as_bytes());
+    assert_eq!(e.digest.as_deref(), Some(whole.as_str()));
+}
+
+fn post_pair(request_head: &str, body: &[u8]) -> Vec<Entry> {
+    let mut data = record(
+        "request",
+        "http://a/p",
+        "<urn:uuid:1>",
+        "Content-Type: application/http; msgtype=request\r\n",
+        &[request_head.as_bytes(), body].concat(),
+    );
+    data.extend(record(
+        "response",
+        "http://a/p",
+        "<urn:uuid:2>",
+        "Content-Type: application/http; msgtype=response\r\nWARC-Concurrent-To: <urn:uuid:1>\r\n",
+        b"HTTP/1.1 200 OK\r\n\r\n",
+    ));
+    index(&data, IndexOptions::default())
+}
+
+#[test]
+fn post_bodies_are_decoded_before_the_query_is_made() {
+    // Chunked and gzip-encoded form body.
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    std::io::Write::write_all(&mut gz, b"x=1&y=2").unwrap();
+    let gz = gz.finish().unwrap();
+    let mut chunked = format!("{:x}\r\n", gz.len()).into_bytes();
+    chunked.extend_from_slice(&gz);
+    chunked.extend_from_slice(b"\r\n0\r\n\r\n");
+    let es = post_pair(
+        "POST /p HTTP/1.1\r\nContent-Type: application/x-www-form-urlencoded\r\nTransfer-Encoding: chunked\r\nContent-Encoding: gzip\r\n\r\n",
+        &chunked,
+    );
+    assert_eq!(es[0].urlkey, "a)/p?__wb_method=post&x=1&y=2");
+    assert_eq!(es[0].request_body, Some(Some("x=1&y=2".into())));
+
+    // Cut to Content-Length.
+    let es = post_pair(
+        "PUT /p HTTP/1.1\r\nContent-Type: application/octet-stream\r\nContent-Length: 2\r\n\r\n",
+        b"abcdef",
+    );
+    assert_eq!(es[0].request_body, Some(Some("__wb_post_data=YWI=".into())));
+    assert_eq!(es[0].method.as_deref(), Some("PUT"));
+
+    // A Content-Length python cannot read: null, and no query in the key.
+    let es = post_pair("POST /p HTTP/1.1\r\nContent-Length: x\r\n\r\n", b"abc");
+    assert_eq!(es[0].request_body, Some(None));
+    assert_eq!(es[0].urlkey, "a)/p?__wb_method=post");
+
+    // GET requests change nothing.
+    let es = post_pair("GET /p HTTP/1.1\r\n\r\n", b"");
+    assert_eq!(es[0].urlkey, "a)/p");
+    assert_eq!(es[0].method, None);
+}
+
+#[test]
+fn json_output_has_key_and_timestamp_first() {
+    let data = record(
+        "resource",
+        "http://a/",
+        "<urn:uuid:1>",
+        "Content-Type: text/plain\r\n",
+        b"x",
+    );
+    let mut reader = Reader::new(&data[..]).unwrap();
+    let mut out = IndexOutput::new(Vec::new(), &Format::Json, false).unwrap();
+    Indexer::new("f", IndexOptions::default())
+        .index(&mut reader, |e| out.push(&e))
+        .unwrap();
+    let text = String::from_utf8(out.finish().unwrap()).unwrap();
+    assert!(
+        text.starts_with("{\"urlkey\": \"a)/\", \"timestamp\": \"20140610000859\", \"url\": \"http://a/\", \"mime\": \"text/plain\""),
+        "{text}"
+    );
+}
+
+mod robustness {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        #[test]
+        fn surt_never_panics(url in "\\PC{0,60}", raw in proptest::collection::vec(any::<u8>(), 0..60)) {
+            let _ = surt::surt(&url);
+            let _ = surt::surt_bytes(&raw);
+            let k = surt::url_key(&url);
+            prop_assert!(!k.is_empty() || url.is_empty());
+        }
+
+        #[test]
+        fn post_queries_never_panic(body in proptest::collection::vec(any::<u8>(), 0..200), which in 0usize..6) {
+            let mime = ["application/x-www-form-urlencoded", "multipart/form-data; boundary=b",
+                "application/json", "text/plain", "application/x-amf", ""][which];
+            let q = post::body_query(mime, &body).unwrap_or_default();
+            prop_assert!(q.chars().count() <= post::MAX_QUERY_CHARS);
+        }
+
+        #[test]
+        fn indexing_arbitrary_blocks_never_panics(
+            block in proptest::collection::vec(any::<u8>(), 0..300),
+            typ in 0usize..4,
+            http in any::<bool>(),
+        ) {
+            let t = ["response", "request", "revisit", "resource"][typ];
+            let ct = if http { "Content-Type: application/http; msgtype=response\r\n" } else { "" };
+            let mut data = record(t, "http://a/", "<urn:uuid:1>", ct, &block);
+            data.extend(record("request", "http://a/", "<urn:uuid:2>",
+                "WARC-Concurrent-To: <urn:uuid:1>\r\n", &[b"POST / HTTP/1.1\r\n\r\n".as_slice(), &block].concat()));
+            let mut reader = Reader::new(&data[..]).unwrap();
+            let _ = Indexer::new("f", IndexOptions { all: true, ..IndexOptions::default() }).entries(&mut reader);
+        }
+    }
+}
+
+#[test]
+fn arc_filedesc_only_with_all() {
+    let data: &[u8] = b"filedesc://x.arc 0.0.0.0 20140216050221 text/plain 55\n1 0 Example\nURL IP-address Archive-date Content-type Archive-length\n\nhttp://example.com/ 93.184.216.119 20140216050221 text/html 19\nHTTP/1.0 200 OK\r\n\r\n\n";
+    let urls = |opts| -> Vec<String> {
+        index(data, opts)
+            .into_iter()
+            .map(|e| e.url.unwrap_or_default())
+            .collect()
+    };
+    assert_eq!(urls(IndexOptions::default()), ["http://example.com/"]);
+    let all = IndexOptions {
+        all: true,
+        ..IndexOptions::default()
+    };
+    assert_eq!(urls(all), ["filedesc://x.arc", "http://example.com/"]);
+}

@@ -1,0 +1,536 @@
+//! Converting between formats: ARC and Web InfoMall to WARC, and any
+//! readable archive's responses to Web InfoMall.
+//!
+//! The record-by-record mapping lives in the format modules (each ARC and
+//! Web InfoMall record is read as the WARC header its conversion carries,
+//! see [`warchest::archive::Record::header`]); this module adds what a whole
+//! file needs: a `warcinfo` record describing the conversion, the
+//! `metadata` records that keep what WARC has no field for, digests, and
+//! the way back. docs/conversion.md has the table.
+//!
+//! ```
+//! use warchest::archive::Reader;
+//! use crate::convert::{to_warc, WarcOptions};
+//! use warchest::write::{Writer, WriterOptions};
+//! let arc = b"filedesc://x.arc 0.0.0.0 20140216050221 text/plain 55\n1 0 Example\nURL IP-address Archive-date Content-type Archive-length\n\nhttp://example.com/ 93.184.216.119 20140216050221 text/html 19\nHTTP/1.0 200 OK\r\n\r\n\n";
+//! let mut reader = Reader::new(&arc[..])?;
+//! let mut out = Writer::new(Vec::new(), WriterOptions::default())?;
+//! let report = to_warc(&mut reader, "x.arc", &mut out, &WarcOptions::default())?;
+//! assert_eq!(report.records_read, 2);
+//! // warcinfo, the filedesc as metadata, the response.
+//! assert_eq!(report.records_written, 3);
+//! # Ok::<(), warchest::Error>(())
+//! ```
+
+use std::collections::BTreeMap;
+use std::io::{self, Read, Seek, SeekFrom, Write};
+
+use warchest::archive::{Format, Reader as AnyReader};
+use warchest::codec::Source;
+use warchest::error::{Error, ErrorKind, Result, Warning};
+use warchest::fields::Fields;
+use warchest::infomall::{self, Properties};
+use warchest::view::record_id;
+use warchest::warc::{DatePrecision, RecordType, Version, WarcDate, WarcHeader, field};
+use warchest::write::{Body, NewRecord, Writer};
+
+/// The extension field that marks the metadata records conversion writes,
+/// naming the source format (`arc`, `infomall`), so that conversion back
+/// knows their fields are the source's own.
+pub const SOURCE_FORMAT: &str = "Source-Format";
+
+/// How [`to_warc`] writes.
+#[derive(Debug, Clone)]
+pub struct WarcOptions {
+    /// WARC version of the records (1.1 or 1.0).
+    pub version: Version,
+    /// The output file's name, for WARC-Filename of the warcinfo record.
+    pub output_name: Option<String>,
+    /// Bodies are spooled in memory up to this many bytes, then to a
+    /// temporary file. Default 8 MiB.
+    pub spool_threshold: usize,
+}
+
+impl Default for WarcOptions {
+    fn default() -> Self {
+        WarcOptions {
+            version: Version::V1_1,
+            output_name: None,
+            spool_threshold: 8 << 20,
+        }
+    }
+}
+
+/// What a conversion did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Report {
+    /// Records read from the input.
+    pub records_read: u64,
+    /// Records written (warcinfo and metadata included).
+    pub records_written: u64,
+    /// Of those, metadata records keeping what WARC has no field for.
+    pub metadata_written: u64,
+    /// Records the input ended inside: written with what was there
+    /// (`WARC-Truncated: unspecified` in WARC).
+    pub truncated: u64,
+    /// Records not converted, by WARC-Type.
+    pub skipped: BTreeMap<String, u64>,
+    /// The reader's warnings.
+    #[serde(skip)]
+    pub warnings: Vec<Warning>,
+}
+
+fn spool(threshold: usize, r: &mut dyn Read) -> Result<tempfile::SpooledTempFile> {
+    let mut s = tempfile::SpooledTempFile::new(threshold);
+    io::copy(r, &mut s)?;
+    s.seek(SeekFrom::Start(0))?;
+    Ok(s)
+}
+
+fn base_name(name: &str) -> String {
+    std::path::Path::new(name)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| name.to_string())
+}
+
+fn epoch() -> WarcDate {
+    WarcDate {
+        year: 1970,
+        month: 1,
+        day: 1,
+        hour: 0,
+        minute: 0,
+        second: 0,
+        nanos: 0,
+        precision: DatePrecision::Second,
+        had_offset: false,
+    }
+}
+
+/// The warcinfo record opening the conversion of `source`.
+fn warcinfo<W: Write>(
+    out: &mut Writer<W>,
+    source: &str,
+    format: Format,
+    date: WarcDate,
+    opts: &WarcOptions,
+) -> Result<String> {
+    let id = record_id(&base_name(source), 0, 0, "warcinfo");
+    let mut rec = NewRecord::with_version(RecordType::Warcinfo, opts.version);
+    rec.set(field::RECORD_ID, &id)?;
+    rec.date(date);
+    if let Some(name) = &opts.output_name {
+        rec.set(field::FILENAME, base_name(name))?;
+    }
+    rec.set(field::CONTENT_TYPE, "application/warc-fields")?;
+    let (format_name, conforms) = if opts.version >= Version::V1_1 {
+        (
+            "WARC File Format 1.1",
+            "http://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/",
+        )
+    } else {
+        (
+            "WARC File Format 1.0",
+            "http://bibnum.bnf.fr/WARC/WARC_ISO_28500_version1_latestdraft.pdf",
+        )
+    };
+    let source_format = match format {
+        Format::Arc => "ARC",
+        Format::InfoMall => "Web InfoMall",
+        _ => "WARC",
+    };
+    let mut body = Fields::new();
+    let _ = body.append(
+        "software",
+        format!("warchest/{}", env!("CARGO_PKG_VERSION")),
+    );
+    let _ = body.append("format", format_name);
+    let _ = body.append("conformsTo", conforms);
+    let _ = body.append(
+        "description",
+        format!(
+            "{source_format} file {} converted to WARC; what WARC has no field for is in metadata records marked {SOURCE_FORMAT}",
+            base_name(source)
+        ),
+    );
+    let _ = body.append("source", base_name(source));
+    let _ = body.append("source-format", format.name());
+    out.write(&mut rec, Body::Bytes(body.as_bytes()))?;
+    Ok(id)
+}
+
+/// Converts every record of `reader` (ARC or Web InfoMall; a WARC input is
+/// copied record by record, unchanged) to WARC records written to `out`:
+/// a warcinfo record first (dated like the first record, so a conversion
+/// is reproducible), then each record with the header its reading gives,
+/// WARC-Warcinfo-ID, both digests, and, when the source record holds what
+/// WARC has no field for, a metadata record concurrent to it.
+///
+/// `source` names the input (its base name goes into record ids and the
+/// warcinfo record).
+///
+/// # Errors
+/// Reading errors (strict reading, I/O), writing errors.
+pub fn to_warc<S: Source, W: Write>(
+    reader: &mut AnyReader<S>,
+    source: &str,
+    out: &mut Writer<W>,
+    opts: &WarcOptions,
+) -> Result<Report> {
+    let mut report = Report::default();
+    let format = reader.format();
+    let label = base_name(source);
+    let mut info_id: Option<String> = None;
+    while let Some(mut rec) = reader.next_record()? {
+        report.records_read += 1;
+        if format == Format::Warc {
+            let header = rec.header().clone();
+            let mut block = spool(opts.spool_threshold, &mut rec.block())?;
+            rec.finish()?;
+            out.write_raw(&header, &mut block)?;
+            report.records_written += 1;
+            continue;
+        }
+        let view = rec.header().clone();
+        let info = match &info_id {
+            Some(id) => id.clone(),
+            None => {
+                let date = view.date().and_then(|d| d.ok()).unwrap_or_else(epoch);
+                let id = warcinfo(out, source, format, date, opts)?;
+                report.records_written += 1;
+                info_id = Some(id.clone());
+                id
+            }
+        };
+        let left = rec.leftovers();
+        let loc = rec.location();
+        let mut block = spool(opts.spool_threshold, &mut rec.block())?;
+        let end = rec.finish()?;
+        let main_id = view.record_id().map(|s| s.into_owned()).unwrap_or_default();
+        let mut nr = new_like(&view, opts.version)?;
+        nr.set(field::WARCINFO_ID, &info)?;
+        if view.record_type() == RecordType::Metadata {
+            // The ARC filedesc record describes the file, as warcinfo does.
+            nr.append(field::CONCURRENT_TO, &info)?;
+        }
+        if end.truncated {
+            nr.set(field::TRUNCATED, "unspecified")?;
+            report.truncated += 1;
+        }
+        out.write(
+            &mut nr,
+            Body::Seekable {
+                reader: &mut block,
+                len: None,
+            },
+        )?;
+        report.records_written += 1;
+        if !left.is_empty() {
+            let mut m = NewRecord::with_version(RecordType::Metadata, opts.version);
+            m.set(
+                field::RECORD_ID,
+                record_id(&label, loc.offset, loc.offset_in_member, "metadata"),
+            )?;
+            if let Some(d) = view.get(field::DATE) {
+                m.set(field::DATE, d.as_bytes())?;
+            }
+            if let Some(u) = view.get(field::TARGET_URI) {
+                m.set(field::TARGET_URI, u.as_bytes())?;
+            }
+            m.set(field::CONCURRENT_TO, &main_id)?;
+            m.set(field::WARCINFO_ID, &info)?;
+            m.set(field::CONTENT_TYPE, "application/warc-fields")?;
+            m.set(SOURCE_FORMAT, format.name())?;
+            out.write(&mut m, Body::Bytes(left.as_bytes()))?;
+            report.records_written += 1;
+            report.metadata_written += 1;
+        }
+    }
+    report.warnings = reader.take_warnings();
+    Ok(report)
+}
+
+/// A new record with the fields of `view` (Content-Length and digests left
+/// for the writer).
+fn new_like(view: &WarcHeader, version: Version) -> Result<NewRecord> {
+    let mut nr = match view.record_type_str() {
+        Some(t) => NewRecord::with_type_name(&t, version)?,
+        None => NewRecord::with_version(RecordType::Resource, version),
+    };
+    for f in view.fields().iter() {
+        let name = f.name_str();
+        if f.is(field::CONTENT_LENGTH) || f.is(field::TYPE) {
+            continue;
+        }
+        nr.set(&name, f.value())?;
+    }
+    Ok(nr)
+}
+
+/// How [`to_infomall`] writes.
+#[derive(Debug, Clone)]
+pub struct InfoMallOptions {
+    /// Compress the content with zlib (and write `unzip-length`), as the
+    /// Web InfoMall crawlers did. Default true.
+    pub compress: bool,
+    /// Bodies are spooled in memory up to this many bytes, then to a
+    /// temporary file. Default 8 MiB.
+    pub spool_threshold: usize,
+    /// Largest metadata block read for properties (default 1 MiB; larger
+    /// ones are left alone).
+    pub max_metadata: u64,
+}
+
+impl Default for InfoMallOptions {
+    fn default() -> Self {
+        InfoMallOptions {
+            compress: true,
+            spool_threshold: 8 << 20,
+            max_metadata: 1 << 20,
+        }
+    }
+}
+
+/// A response read and not yet written: a metadata record for it may
+/// follow.
+struct Pending {
+    id: String,
+    props: Properties,
+    content: tempfile::SpooledTempFile,
+}
+
+/// The properties a response's WARC header gives.
+fn props_from_view(h: &WarcHeader) -> Properties {
+    let url = h.target_uri().map(|u| u.into_owned()).unwrap_or_default();
+    let date = match h.date() {
+        Some(Ok(d)) => infomall::format_date(&d),
+        _ => h
+            .get(field::DATE)
+            .map(|d| d.into_owned())
+            .unwrap_or_default(),
+    };
+    let mut p = Properties::new(url, date);
+    p.ip = h
+        .get(field::IP_ADDRESS)
+        .map(|v| v.trim().as_bytes().to_vec());
+    p
+}
+
+/// Writes the Web InfoMall records of `reader`'s responses to `out`: url
+/// from WARC-Target-URI, date from WARC-Date (RFC 1123), ip from
+/// WARC-IP-Address, then the properties kept by conversion to WARC (a
+/// concurrent metadata record marked [`SOURCE_FORMAT`] `infomall`, or the
+/// source record's own leftovers when reading ARC or Web InfoMall); the
+/// content is the response block. Resource records go back too when their
+/// warcinfo record says the WARC was converted from Web InfoMall (they were
+/// its non-HTTP records). Other records are skipped and counted.
+///
+/// # Errors
+/// Reading errors (strict reading, I/O), writing errors.
+pub fn to_infomall<S: Source, W: Write>(
+    reader: &mut AnyReader<S>,
+    out: &mut infomall::Writer<W>,
+    opts: &InfoMallOptions,
+) -> Result<Report> {
+    let mut report = Report::default();
+    let mut pending: Option<Pending> = None;
+    // Properties of a metadata record met before its response.
+    let mut early: Option<(String, Fields)> = None;
+    let flush =
+        |p: Option<Pending>, out: &mut infomall::Writer<W>, report: &mut Report| -> Result<()> {
+            if let Some(mut p) = p {
+                out.write(&p.props, &mut p.content, opts.compress)?;
+                report.records_written += 1;
+            }
+            Ok(())
+        };
+    // Warcinfo records of WARCs converted from Web InfoMall: their resource
+    // records were Web InfoMall records too, and go back.
+    let mut from_infomall: Vec<String> = Vec::new();
+    while let Some(mut rec) = reader.next_record()? {
+        report.records_read += 1;
+        let h = rec.header().clone();
+        let back = h.record_type() == RecordType::Resource
+            && h.warcinfo_id()
+                .is_some_and(|id| from_infomall.iter().any(|x| *x == id.trim()));
+        match h.record_type() {
+            RecordType::Warcinfo => {
+                let fields = read_fields(&mut rec.block(), opts.max_metadata)?;
+                rec.finish()?;
+                let infomall = fields.is_some_and(|f| {
+                    f.value("source-format")
+                        .is_some_and(|v| v.trim() == Format::InfoMall.name())
+                });
+                if infomall && from_infomall.len() < 10_000 {
+                    from_infomall.push(
+                        h.record_id()
+                            .map(|s| s.trim().to_string())
+                            .unwrap_or_default(),
+                    );
+                }
+                *report.skipped.entry("warcinfo".into()).or_default() += 1;
+            }
+            _ if back || h.record_type() == RecordType::Response => {
+                flush(pending.take(), out, &mut report)?;
+                let id = h.record_id().map(|s| s.into_owned()).unwrap_or_default();
+                let mut props = props_from_view(&h);
+                for f in rec.leftovers().iter() {
+                    props.set(&f.name_str(), &f.value());
+                }
+                if let Some((target, fields)) = early.take() {
+                    if target == id {
+                        apply(&mut props, &fields);
+                    } else {
+                        early = Some((target, fields));
+                    }
+                }
+                let content = spool(opts.spool_threshold, &mut rec.block())?;
+                let end = rec.finish()?;
+                if end.truncated {
+                    report.truncated += 1;
+                }
+                pending = Some(Pending { id, props, content });
+            }
+            RecordType::Metadata if is_infomall_metadata(&h) => {
+                let fields = read_fields(&mut rec.block(), opts.max_metadata)?;
+                rec.finish()?;
+                let targets: Vec<String> =
+                    h.concurrent_to().map(|s| s.trim().to_string()).collect();
+                match (&mut pending, fields) {
+                    (Some(p), Some(f)) if targets.contains(&p.id) => apply(&mut p.props, &f),
+                    (_, Some(f)) => {
+                        if let Some(t) = targets.into_iter().next() {
+                            early = Some((t, f));
+                        }
+                    }
+                    (_, None) => {}
+                }
+            }
+            _ => {
+                let t = h
+                    .record_type_str()
+                    .map(|s| s.into_owned())
+                    .unwrap_or_else(|| "(none)".into());
+                *report.skipped.entry(t).or_default() += 1;
+            }
+        }
+    }
+    flush(pending.take(), out, &mut report)?;
+    report.warnings = reader.take_warnings();
+    Ok(report)
+}
+
+fn is_infomall_metadata(h: &WarcHeader) -> bool {
+    h.get(SOURCE_FORMAT)
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case(Format::InfoMall.name()))
+}
+
+fn apply(props: &mut Properties, fields: &Fields) {
+    for f in fields.iter() {
+        props.set(&f.name_str(), &f.value());
+    }
+}
+
+/// Reads an `application/warc-fields` block of at most `max` bytes.
+fn read_fields(block: &mut dyn Read, max: u64) -> Result<Option<Fields>> {
+    let mut buf = Vec::new();
+    block.take(max.saturating_add(1)).read_to_end(&mut buf)?;
+    if buf.len() as u64 > max {
+        return Ok(None);
+    }
+    Fields::parse_warc_fields(&buf)
+        .map(|(f, _)| Some(f))
+        .map_err(|e| Error::new(ErrorKind::Syntax(e.to_string())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use warchest::write::{Compression, WriterOptions};
+
+    fn plain_writer() -> Writer<Vec<u8>> {
+        Writer::new(
+            Vec::new(),
+            WriterOptions {
+                compression: Compression::None,
+                ..WriterOptions::default()
+            },
+        )
+        .unwrap()
+    }
+
+    const TSE: &[u8] = b"version: 1.0\nurl: http://a/b\norigin: http://a/\ndate: Tue, 28 Feb 2006 05:42:09 GMT\nip: host.example\nx-crawler: tse\nlength: 25\n\nHTTP/1.0 200 OK\r\n\nhello!\n\n";
+
+    #[test]
+    fn infomall_to_warc_and_back() {
+        let mut r = AnyReader::new(TSE).unwrap();
+        let mut w = plain_writer();
+        let rep = to_warc(&mut r, "t.dat", &mut w, &WarcOptions::default()).unwrap();
+        assert_eq!(
+            (rep.records_read, rep.records_written, rep.metadata_written),
+            (1, 3, 1)
+        );
+        let warc = w.finish().unwrap();
+        let text = String::from_utf8_lossy(&warc);
+        assert!(text.contains("WARC-Type: metadata"), "{text}");
+        assert!(
+            text.contains("origin: http://a/\r\nip: host.example\r\nx-crawler: tse\r\n"),
+            "{text}"
+        );
+        assert!(text.contains("WARC-Payload-Digest: sha1:"), "{text}");
+        // Twice the same bytes.
+        let mut r = AnyReader::new(TSE).unwrap();
+        let mut w2 = plain_writer();
+        to_warc(&mut r, "t.dat", &mut w2, &WarcOptions::default()).unwrap();
+        assert_eq!(w2.finish().unwrap(), warc);
+        // And back.
+        let mut r = AnyReader::new(&warc[..]).unwrap();
+        let mut out = infomall::Writer::new(Vec::new());
+        let rep = to_infomall(
+            &mut r,
+            &mut out,
+            &InfoMallOptions {
+                compress: false,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(rep.records_written, 1);
+        assert_eq!(rep.skipped.get("warcinfo"), Some(&1));
+        let back = out.finish().unwrap();
+        assert_eq!(back, TSE);
+    }
+
+    #[test]
+    fn arc_to_warc_keeps_v2_fields() {
+        let arc = b"filedesc://x.arc 0.0.0.0 20140216050221 text/plain 200 - - 0 x.arc 76\n2 0 Test\nURL IP-address Archive-date Content-type Result-code Checksum Location Offset Filename Archive-length\n\nhttp://a/ 1.2.3.4 20140216050221 text/html 200 ABC - 120 x.arc 19\nHTTP/1.0 200 OK\r\n\r\n\n";
+        let mut r = AnyReader::new(&arc[..]).unwrap();
+        let mut w = plain_writer();
+        let rep = to_warc(
+            &mut r,
+            "x.arc",
+            &mut w,
+            &WarcOptions {
+                version: Version::V1_0,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(rep.records_written, 4);
+        let warc = w.finish().unwrap();
+        let text = String::from_utf8_lossy(&warc);
+        assert!(text.starts_with("WARC/1.0\r\n"), "{text}");
+        assert!(text.contains("arc-result-code: 200\r\narc-checksum: ABC\r\narc-offset: 120\r\narc-filename: x.arc\r\n"), "{text}");
+        assert!(text.contains("Content-Type: application/arc"), "{text}");
+        assert!(!text.contains("WARC/1.1"));
+        let mut r = warchest::warc::Reader::new(&warc[..]);
+        let mut n = 0;
+        while let Some(rec) = r.next_record().unwrap() {
+            n += 1;
+            assert!(rec.header().block_digest().is_some());
+        }
+        assert_eq!(n, 4);
+        assert!(r.take_warnings().is_empty());
+    }
+}

@@ -1,0 +1,522 @@
+//! Local files archived as WARC records (ISO 28500 Annex D use case two:
+//! a file transferred to the archive), and unpacked again.
+//!
+//! Each file becomes a `resource` record (section 6.4): its target URI a
+//! `file://` URI of its absolute path, or a caller's base URI followed by
+//! its path relative to what was packed; its Content-Type found from its
+//! bytes; its modification time as WARC-Date. A `metadata` record follows,
+//! WARC-Concurrent-To the resource as the use case shows, holding the
+//! file's size, original path, relative path, permissions and modification
+//! time as `application/warc-fields`. Rotation and segmentation are the
+//! [`RotatingWriter`]'s.
+//!
+//! Unpacking writes resource records back to files under one directory and
+//! never outside it: relative paths with `..`, absolute paths and paths
+//! through symbolic links are refused, existing files are not replaced.
+
+use warchest::io::read_up_to;
+use std::collections::HashMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Component, Path, PathBuf};
+
+use warchest::error::{Error, Result};
+use warchest::fields::Fields;
+use crate::reassemble::Segments;
+use warchest::warc::{self, DatePrecision, RecordType, Version, WarcDate, field};
+use warchest::write::{Body, RotatingWriter, identify, records};
+
+/// How files are packed.
+#[derive(Debug, Clone)]
+pub struct PackOptions {
+    /// The URI each file's relative path is appended to (`https://example.org/files/`);
+    /// `None` for `file://` URIs of absolute paths.
+    pub base_uri: Option<String>,
+    /// The version of the records (default 1.1).
+    pub version: Version,
+}
+
+impl Default for PackOptions {
+    fn default() -> Self {
+        PackOptions {
+            base_uri: None,
+            version: Version::V1_1,
+        }
+    }
+}
+
+/// What packing did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PackStats {
+    /// Files archived.
+    pub files: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Paths left out (symbolic links, sockets, devices...), and why.
+    pub skipped: Vec<(PathBuf, String)>,
+}
+
+/// Percent-encodes what cannot stand in a URI path (RFC 3986 `pchar` and
+/// `/` are kept).
+pub fn encode_path(p: &str) -> String {
+    let mut out = String::with_capacity(p.len());
+    for b in p.bytes() {
+        let keep = b.is_ascii_alphanumeric()
+            || matches!(
+                b,
+                b'-' | b'.'
+                    | b'_'
+                    | b'~'
+                    | b'/'
+                    | b'!'
+                    | b'$'
+                    | b'&'
+                    | b'\''
+                    | b'('
+                    | b')'
+                    | b'*'
+                    | b'+'
+                    | b','
+                    | b';'
+                    | b'='
+                    | b':'
+                    | b'@'
+            );
+        if keep {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// Undoes [`encode_path`] (invalid escapes are kept as they are).
+pub fn decode_path(s: &str) -> Vec<u8> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%'
+            && i + 2 < b.len()
+            && let Some(v) = std::str::from_utf8(&b[i + 1..i + 3])
+                .ok()
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+        {
+            out.push(v);
+            i += 3;
+            continue;
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    out
+}
+
+fn path_text(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
+/// Archives `inputs` (files, and directories walked in name order) with
+/// `w`, each file as a resource record and a metadata record.
+///
+/// # Errors
+/// A file cannot be read, or writing failed.
+pub fn pack<P: AsRef<Path>>(
+    inputs: &[P],
+    w: &mut RotatingWriter,
+    opts: &PackOptions,
+) -> Result<PackStats> {
+    let mut stats = PackStats::default();
+    for input in inputs {
+        let input = input.as_ref();
+        let meta = fs::symlink_metadata(input).map_err(|e| Error::from(e).in_file(input))?;
+        // The name the tree is packed under: the last component.
+        let root_name = input
+            .file_name()
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("root"));
+        if meta.is_dir() {
+            walk(input, &root_name, w, opts, &mut stats)?;
+        } else {
+            pack_one(input, &root_name, w, opts, &mut stats)?;
+        }
+    }
+    Ok(stats)
+}
+
+fn walk(
+    dir: &Path,
+    rel: &Path,
+    w: &mut RotatingWriter,
+    opts: &PackOptions,
+    stats: &mut PackStats,
+) -> Result<()> {
+    let mut entries: Vec<_> = fs::read_dir(dir)
+        .map_err(|e| Error::from(e).in_file(dir))?
+        .collect::<io::Result<Vec<_>>>()
+        .map_err(|e| Error::from(e).in_file(dir))?;
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let path = e.path();
+        let rel = rel.join(e.file_name());
+        let ft = e
+            .file_type()
+            .map_err(|err| Error::from(err).in_file(&path))?;
+        if ft.is_dir() {
+            walk(&path, &rel, w, opts, stats)?;
+        } else {
+            pack_one(&path, &rel, w, opts, stats)?;
+        }
+    }
+    Ok(())
+}
+
+fn pack_one(
+    path: &Path,
+    rel: &Path,
+    w: &mut RotatingWriter,
+    opts: &PackOptions,
+    stats: &mut PackStats,
+) -> Result<()> {
+    let locate = |e: io::Error| Error::from(e).in_file(path);
+    let meta = fs::symlink_metadata(path).map_err(locate)?;
+    if meta.file_type().is_symlink() {
+        stats
+            .skipped
+            .push((path.to_path_buf(), "symbolic link, not followed".into()));
+        return Ok(());
+    }
+    if !meta.is_file() {
+        stats
+            .skipped
+            .push((path.to_path_buf(), "not a regular file".into()));
+        return Ok(());
+    }
+    let abs = fs::canonicalize(path).map_err(locate)?;
+    let rel_text = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join("/");
+    let uri = match &opts.base_uri {
+        Some(base) => {
+            let sep = if base.ends_with('/') { "" } else { "/" };
+            format!("{base}{sep}{}", encode_path(&rel_text))
+        }
+        None => format!("file://{}", encode_path(&path_text(&abs))),
+    };
+    let mut file = File::open(path).map_err(locate)?;
+    let mut start = vec![0u8; identify::SNIFF_LEN];
+    let n = read_up_to(&mut file, &mut start).map_err(locate)?;
+    let content_type = identify::identify(&start[..n]).unwrap_or("application/octet-stream");
+    io::Seek::seek(&mut file, io::SeekFrom::Start(0)).map_err(locate)?;
+    let date = meta.modified().ok().and_then(|t| {
+        let precision = if opts.version >= Version::V1_1 {
+            DatePrecision::Fraction(6)
+        } else {
+            DatePrecision::Second
+        };
+        WarcDate::from_datetime(time::OffsetDateTime::from(t), precision)
+    });
+    let mut res = records::resource(&uri, content_type, opts.version)?;
+    if let Some(d) = &date {
+        res.date(*d);
+    }
+    let len = meta.len();
+    w.write(
+        &mut res,
+        Body::Seekable {
+            reader: &mut file,
+            len: Some(len),
+        },
+    )
+    .map_err(|e| e.in_file(path))?;
+    let mut m = warchest::write::NewRecord::with_version(RecordType::Metadata, opts.version);
+    m.set(field::TARGET_URI, &uri)?;
+    m.set(field::CONCURRENT_TO, res.record_id())?;
+    m.set(field::CONTENT_TYPE, records::WARC_FIELDS)?;
+    if let Some(d) = &date {
+        m.date(*d);
+    }
+    let size = len.to_string();
+    let original = encode_path(&path_text(&abs));
+    let relative = encode_path(&rel_text);
+    let mut fields: Vec<(&str, &str)> = vec![
+        ("size", &size),
+        ("path", &original),
+        ("relative-path", &relative),
+    ];
+    let perms = permissions(&meta);
+    if let Some(p) = &perms {
+        fields.push(("permissions", p));
+    }
+    let modified = date.as_ref().map(|d| d.to_string());
+    if let Some(d) = &modified {
+        fields.push(("modified", d));
+    }
+    let block = records::warc_fields(fields)?;
+    w.write(&mut m, Body::Bytes(&block))?;
+    stats.files += 1;
+    stats.bytes += len;
+    Ok(())
+}
+
+#[cfg(unix)]
+fn permissions(meta: &fs::Metadata) -> Option<String> {
+    use std::os::unix::fs::PermissionsExt;
+    Some(format!("{:04o}", meta.permissions().mode() & 0o7777))
+}
+
+#[cfg(not(unix))]
+fn permissions(meta: &fs::Metadata) -> Option<String> {
+    Some(
+        if meta.permissions().readonly() {
+            "0444"
+        } else {
+            "0644"
+        }
+        .to_string(),
+    )
+}
+
+/// `rel` (a `/`-separated relative path) under `root`, or `None` when it
+/// would leave `root`: absolute, with `..`, empty, or with a NUL.
+pub fn safe_join(root: &Path, rel: &[u8]) -> Option<PathBuf> {
+    if rel.contains(&0) {
+        return None;
+    }
+    let text = String::from_utf8_lossy(rel);
+    if text.starts_with('/') || text.starts_with('\\') {
+        return None;
+    }
+    let mut out = root.to_path_buf();
+    let mut any = false;
+    for part in text.split(['/', '\\']) {
+        match part {
+            "" | "." => continue,
+            ".." => return None,
+            p => {
+                let c = Path::new(p).components().next()?;
+                if !matches!(c, Component::Normal(_)) {
+                    return None;
+                }
+                out.push(p);
+                any = true;
+            }
+        }
+    }
+    any.then_some(out)
+}
+
+/// Creates `path`'s directories under `root` and the file itself, refusing
+/// to pass through a symbolic link or to replace anything.
+fn create_under(root: &Path, path: &Path) -> io::Result<File> {
+    let rel = path
+        .strip_prefix(root)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "outside the output directory"))?;
+    let mut cur = root.to_path_buf();
+    let parts: Vec<_> = rel.components().collect();
+    for (i, c) in parts.iter().enumerate() {
+        cur.push(c.as_os_str());
+        let last = i + 1 == parts.len();
+        match fs::symlink_metadata(&cur) {
+            Ok(m) if m.file_type().is_symlink() => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("{} is a symbolic link: not followed", cur.display()),
+                ));
+            }
+            Ok(m) if !last && m.is_dir() => {}
+            Ok(_) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::AlreadyExists,
+                    format!("{} exists: not replaced", cur.display()),
+                ));
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                if !last {
+                    fs::create_dir(&cur)?;
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    // create_new refuses an existing file or link, even one made since.
+    OpenOptions::new().write(true).create_new(true).open(&cur)
+}
+
+/// A packed file's relative path, permission bits and modification time,
+/// from its metadata record.
+type FileInfo = (Vec<u8>, Option<u32>, Option<String>);
+
+/// What unpacking did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct UnpackStats {
+    /// Files written.
+    pub files: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Records not written, and why (unsafe paths, existing files).
+    pub refused: Vec<(String, String)>,
+}
+
+/// Writes the resource records of `inputs` as files under `out_dir`, at the
+/// relative path their metadata record gives (else their target URI's
+/// path), with their permissions and modification time. Segmented records
+/// are reassembled across the inputs.
+///
+/// # Errors
+/// An input cannot be read, or the output directory cannot be written.
+pub fn unpack<P: AsRef<Path>>(inputs: &[P], out_dir: &Path) -> Result<UnpackStats> {
+    fs::create_dir_all(out_dir).map_err(|e| Error::from(e).in_file(out_dir))?;
+    // First the metadata, which follows its resource: relative paths and
+    // permissions by resource id.
+    let mut info: HashMap<String, FileInfo> = HashMap::new();
+    for input in inputs {
+        let mut r = warc::Reader::open(input.as_ref())?;
+        while let Some(mut rec) = r.next_record()? {
+            let h = rec.header().clone();
+            if h.record_type() != RecordType::Metadata || h.content_length().unwrap_or(0) > 1 << 20
+            {
+                continue;
+            }
+            let Some(to) = h.concurrent_to().next().map(|s| s.trim().to_string()) else {
+                continue;
+            };
+            let block = rec.read_block()?;
+            let Ok((f, _)) = Fields::parse_warc_fields(&block) else {
+                continue;
+            };
+            let Some(rel) = f.value("relative-path") else {
+                continue;
+            };
+            let mode = f
+                .value("permissions")
+                .and_then(|p| u32::from_str_radix(p.trim(), 8).ok());
+            let modified = f.value("modified").map(|s| s.into_owned());
+            info.insert(to, (decode_path(&rel), mode, modified));
+        }
+    }
+    let segments = Segments::scan(inputs)?;
+    let mut stats = UnpackStats::default();
+    for input in inputs {
+        let mut r = warc::Reader::open(input.as_ref())?;
+        while let Some(mut rec) = r.next_record()? {
+            let h = rec.header().clone();
+            if h.record_type() != RecordType::Resource {
+                continue;
+            }
+            let id = h
+                .record_id()
+                .map(|s| s.trim().to_string())
+                .unwrap_or_default();
+            let (rel, mode, modified) = match info.get(&id) {
+                Some((rel, mode, m)) => (rel.clone(), *mode, m.clone()),
+                None => {
+                    let uri = h.target_uri().unwrap_or_default();
+                    let path = uri
+                        .split_once("://")
+                        .map_or("", |(_, rest)| rest.find('/').map_or("", |i| &rest[i..]));
+                    (decode_path(path.trim_start_matches('/')), None, None)
+                }
+            };
+            let Some(dest) = safe_join(out_dir, &rel) else {
+                stats.refused.push((
+                    String::from_utf8_lossy(&rel).into_owned(),
+                    "path leaves the output directory".into(),
+                ));
+                continue;
+            };
+            let mut file = match create_under(out_dir, &dest) {
+                Ok(f) => f,
+                Err(e) => {
+                    stats
+                        .refused
+                        .push((dest.display().to_string(), e.to_string()));
+                    continue;
+                }
+            };
+            let locate = |e: io::Error| Error::from(e).in_file(&dest);
+            let n = if h.segment_number().is_some() {
+                let mut l = segments.open(&id)?;
+                io::copy(&mut l, &mut file).map_err(locate)?
+            } else {
+                io::copy(&mut rec.block(), &mut file).map_err(locate)?
+            };
+            file.flush().map_err(locate)?;
+            #[cfg(unix)]
+            if let Some(m) = mode {
+                use std::os::unix::fs::PermissionsExt;
+                // Permission bits only: never set-id bits from an archive.
+                fs::set_permissions(&dest, fs::Permissions::from_mode(m & 0o777))
+                    .map_err(locate)?;
+            }
+            #[cfg(not(unix))]
+            let _ = mode;
+            if let Some(t) = modified
+                .and_then(|m| WarcDate::parse(&m).ok())
+                .and_then(|d| d.to_datetime())
+            {
+                let _ = file.set_modified(t.into());
+            }
+            stats.files += 1;
+            stats.bytes += n;
+        }
+    }
+    Ok(stats)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_stay_inside() {
+        let root = Path::new("/out");
+        assert_eq!(
+            safe_join(root, b"a/b.txt"),
+            Some(PathBuf::from("/out/a/b.txt"))
+        );
+        assert_eq!(safe_join(root, b"./a//b"), Some(PathBuf::from("/out/a/b")));
+        for bad in [
+            &b"../x"[..],
+            b"a/../../x",
+            b"/etc/passwd",
+            b"\\x",
+            b"",
+            b"a\0b",
+            b"..",
+        ] {
+            assert_eq!(
+                safe_join(root, bad),
+                None,
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+    }
+
+    #[test]
+    fn path_encoding_round_trips() {
+        let p = "dir/a b%c\n\u{e9}.txt";
+        let e = encode_path(p);
+        assert!(!e.contains(' ') && !e.contains('\n'), "{e}");
+        assert_eq!(decode_path(&e), p.as_bytes());
+        assert_eq!(decode_path("%zz%4"), b"%zz%4");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn symlinks_are_not_followed_when_unpacking() {
+        let out = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), out.path().join("link")).unwrap();
+        let dest = safe_join(out.path(), b"link/evil.txt").unwrap();
+        assert!(create_under(out.path(), &dest).is_err());
+        assert!(!elsewhere.path().join("evil.txt").exists());
+        let ok = safe_join(out.path(), b"d/f.txt").unwrap();
+        create_under(out.path(), &ok).unwrap();
+        assert!(create_under(out.path(), &ok).is_err(), "no replacing");
+    }
+}

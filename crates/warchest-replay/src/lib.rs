@@ -1,0 +1,190 @@
+//! Replay: finding the capture of a URL nearest to a time, reading its
+//! payload (revisits resolved to the record that holds it), and rewriting
+//! pages so their links stay in the archive. `warchest serve`
+//! ([`crate::serve`]) puts this on the web; docs/serve.md has the rules.
+//!
+//! ```
+//! use crate::url::{TimeSpec, resolve};
+//! let t = TimeSpec::parse("20140126200624im_").unwrap();
+//! assert_eq!(t.modifier, "im_");
+//! assert_eq!(resolve("http://example.com/a/b", "../c").as_deref(), Some("http://example.com/c"));
+//! ```
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub mod serve;
+pub mod wacz;
+
+pub mod rewrite;
+pub mod store;
+pub mod url;
+
+use std::io::BufRead;
+use std::path::PathBuf;
+
+use warchest::error::{Error, ErrorKind, Result};
+use warchest::http::{HttpHead, read_head};
+use warchest::Limits;
+use warchest::warc::WarcHeader;
+use store::{Capture, Store};
+
+/// How many captures around a time are looked at to find one that fits.
+const CLOSEST_SCAN: usize = 64;
+
+/// A collection: its name, its files and its index store.
+#[derive(Debug)]
+pub struct Collection {
+    /// The name in URLs (`/{name}/...`).
+    pub name: String,
+    /// The files and directories it is made of.
+    pub paths: Vec<PathBuf>,
+    /// The index.
+    pub store: Store,
+}
+
+/// The payload of a capture, ready to be served.
+pub struct Payload<'a> {
+    /// The WARC header of the capture asked for (the revisit, for a
+    /// revisit).
+    pub header: WarcHeader,
+    /// The WARC header of the record the payload comes from (the original,
+    /// for a revisit).
+    pub source_header: WarcHeader,
+    /// The HTTP head, when the record holds an HTTP response.
+    pub head: Option<HttpHead>,
+    /// The body after the head, as stored (transfer and content codings
+    /// still applied).
+    pub body: &'a mut dyn BufRead,
+}
+
+fn not_found(msg: String) -> Error {
+    Error::new(ErrorKind::Usage(msg))
+}
+
+impl Collection {
+    /// The capture to replay for `url` at `timestamp`: the nearest in time
+    /// among responses, revisits and resources, skipping redirects to the
+    /// URL itself (an `http` to `https` redirect archived with its target
+    /// would loop) when another capture exists.
+    ///
+    /// # Errors
+    /// The store cannot be read.
+    pub fn find(&self, target: &str, timestamp: &str) -> Result<Option<Capture>> {
+        let key = warchest_index::surt::url_key(target);
+        let found = self.store.closest(target, timestamp, CLOSEST_SCAN, |c| {
+            c.entry.record_type.as_deref().is_some_and(|t| {
+                ["response", "revisit", "resource"]
+                    .iter()
+                    .any(|k| t.eq_ignore_ascii_case(k))
+            })
+        })?;
+        let self_redirect = |c: &Capture| {
+            c.status().is_some_and(|s| (300..400).contains(&s))
+                && c.entry.redirect.as_deref().is_some_and(|loc| {
+                    let base = c.entry.url.as_deref().unwrap_or(target);
+                    url::resolve(base, loc)
+                        .is_some_and(|abs| warchest_index::surt::url_key(&abs) == key)
+                })
+        };
+        Ok(found
+            .iter()
+            .find(|c| !self_redirect(c))
+            .or(found.first())
+            .cloned())
+    }
+
+    /// Reads the payload of `cap` and hands it to `f`. A revisit's payload
+    /// is its original's, found by WARC-Refers-To, else by the same URL and
+    /// payload digest, else by the digest alone; the HTTP head is the
+    /// original's too (a server-not-modified revisit's 304 is not what a
+    /// browser should see).
+    ///
+    /// # Errors
+    /// The record cannot be read, or a revisit's original is not in the
+    /// collection.
+    pub fn with_payload<R>(
+        &self,
+        cap: &Capture,
+        f: impl FnOnce(Payload<'_>) -> Result<R>,
+    ) -> Result<R> {
+        let src = self
+            .store
+            .source(cap.src)
+            .ok_or_else(|| not_found(format!("no source {}", cap.src)))?;
+        let mut reader = src.reader_at(cap.entry.offset)?;
+        let mut rec = reader
+            .next_record()?
+            .ok_or_else(|| not_found(format!("no record at offset {}", cap.entry.offset)))?;
+        if rec.location().offset != cap.entry.offset {
+            return Err(not_found(format!(
+                "no record at offset {} of {}",
+                cap.entry.offset, src.name
+            )));
+        }
+        let header = rec.header().clone();
+        if cap.is_revisit() {
+            let (osrc, ooff) = self.original_of(cap, &header)?.ok_or_else(|| {
+                not_found(format!(
+                    "the original of revisit {} is not in the collection",
+                    header.record_id().unwrap_or_default()
+                ))
+            })?;
+            let osource = self
+                .store
+                .source(osrc)
+                .ok_or_else(|| not_found(format!("no source {osrc}")))?;
+            let mut oreader = osource.reader_at(ooff)?;
+            let mut rec = oreader
+                .next_record()?
+                .ok_or_else(|| not_found(format!("no record at offset {ooff}")))?;
+            let source_header = rec.header().clone();
+            let mut block = rec.block();
+            let head = if source_header.is_http() {
+                read_head(&mut block, &Limits::default())?
+            } else {
+                None
+            };
+            return f(Payload {
+                header,
+                source_header,
+                head,
+                body: &mut block,
+            });
+        }
+        let mut block = rec.block();
+        let head = if header.is_http() {
+            read_head(&mut block, &Limits::default())?
+        } else {
+            None
+        };
+        f(Payload {
+            source_header: header.clone(),
+            header,
+            head,
+            body: &mut block,
+        })
+    }
+
+    fn original_of(&self, cap: &Capture, header: &WarcHeader) -> Result<Option<(u32, u64)>> {
+        if let Some(id) = header.refers_to()
+            && let Some(loc) = self.store.location_of_record_id(&id)?
+        {
+            return Ok(Some(loc));
+        }
+        let Some(digest) = cap.entry.digest.clone() else {
+            return Ok(None);
+        };
+        let url = header
+            .refers_to_target_uri()
+            .map(|u| u.into_owned())
+            .or_else(|| cap.entry.url.clone())
+            .unwrap_or_default();
+        let same = self.store.closest(&url, &cap.entry.timestamp, 1, |c| {
+            !c.is_revisit() && c.entry.digest.as_deref() == Some(digest.as_str())
+        })?;
+        if let Some(c) = same.first() {
+            return Ok(Some((c.src, c.entry.offset)));
+        }
+        self.store.location_of_digest(&digest)
+    }
+}

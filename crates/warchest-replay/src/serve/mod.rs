@@ -1,0 +1,1013 @@
+//! `warchest serve`: a web server to browse and replay a collection of
+//! archive files (WARC, ARC, Web InfoMall, WACZ), as pywb does.
+//!
+//! A blocking HTTP/1.1 server on a small pool of threads (replay serves
+//! one person or a test, not the web at large). URLs (docs/serve.md):
+//!
+//! | path | what |
+//! |---|---|
+//! | `/` and `/{coll}/` | the collection: search form, files |
+//! | `/{coll}/search?url=U&match=prefix` | URLs found (exact, prefix, host, domain) |
+//! | `/{coll}/*/{url}` | the captures of a URL |
+//! | `/{coll}/{timestamp}{modifier}/{url}` | replay (`id_`: as archived) |
+//! | `/{coll}/{url}` | Memento TimeGate (Accept-Datetime; latest without) |
+//! | `/{coll}/timemap/link/{url}` | Memento TimeMap (RFC 7089 link format) |
+//! | `/{coll}/cdx?url=U&output=json` | CDX server, as pywb's |
+//! | `/{coll}/record/{src}/{offset}` | a record: headers, payload, validation |
+//! | `/{coll}/record/{src}/{offset}/warc` | the record as stored (`application/warc`) |
+//! | `/{coll}/record/{src}/{offset}/payload` | its payload |
+//! | `/{coll}/file/{src}` | a whole file (`application/warc`) |
+
+pub mod http;
+mod pages;
+
+use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use warchest::error::{Error, ErrorKind, Result};
+use warchest::http::payload_reader;
+use crate::Collection;
+use crate::rewrite::{Kind, Rewriter, UrlContext, copy_rewritten};
+use crate::store::{Capture, KeyRange, MatchType, Query, Store};
+use crate::url::{self, TimeSpec, modifier};
+use http::{ReadError, Request, Responder};
+
+/// The client-side script injected into replayed pages.
+pub const CLIENT_JS: &str = include_str!("client.js");
+
+/// How long an idle kept-alive connection is held.
+const IDLE: Duration = Duration::from_secs(10);
+/// Most requests on one connection.
+const MAX_REQUESTS: usize = 1000;
+/// Most CDX lines one API call returns.
+const MAX_CDX: usize = 100_000;
+
+/// How `serve` runs.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// Address to listen on.
+    pub listen: String,
+    /// The collection's name in URLs.
+    pub collection: String,
+    /// Files and directories served.
+    pub paths: Vec<PathBuf>,
+    /// The index store file (default: `.warchest-index.redb` in the first
+    /// directory given, or beside the first file).
+    pub store: Option<PathBuf>,
+    /// A CDXJ index to use instead of reading the files.
+    pub cdxj: Option<PathBuf>,
+    /// How often the directories are looked at for new files (`None`:
+    /// never).
+    pub poll: Option<Duration>,
+    /// Worker threads.
+    pub threads: usize,
+}
+
+impl ServeOptions {
+    /// Options for `paths`, everything else by default (127.0.0.1:8080,
+    /// collection `archive`, polling every 10 seconds, 8 threads).
+    pub fn new(paths: Vec<PathBuf>) -> ServeOptions {
+        ServeOptions {
+            listen: "127.0.0.1:8080".into(),
+            collection: "archive".into(),
+            paths,
+            store: None,
+            cdxj: None,
+            poll: Some(Duration::from_secs(10)),
+            threads: 8,
+        }
+    }
+
+    /// Where the store goes by default.
+    pub fn default_store(&self) -> PathBuf {
+        let first = self
+            .paths
+            .first()
+            .cloned()
+            .unwrap_or_else(|| PathBuf::from("."));
+        let dir = if first.is_dir() {
+            first
+        } else {
+            first
+                .parent()
+                .map(|p| {
+                    if p.as_os_str().is_empty() {
+                        PathBuf::from(".")
+                    } else {
+                        p.to_path_buf()
+                    }
+                })
+                .unwrap_or_else(|| PathBuf::from("."))
+        };
+        dir.join(".warchest-index.redb")
+    }
+}
+
+/// The state the request handlers share.
+struct App {
+    coll: Collection,
+}
+
+/// A bound server, its collection indexed.
+pub struct Server {
+    listener: TcpListener,
+    app: Arc<App>,
+    opts: ServeOptions,
+    stop: Arc<AtomicBool>,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server").field("opts", &self.opts).finish()
+    }
+}
+
+impl Server {
+    /// Opens (or creates) the store, indexes what is new in the files (or
+    /// loads the CDXJ given), and binds the address.
+    ///
+    /// # Errors
+    /// The store cannot be opened, or the address cannot be bound.
+    pub fn bind(opts: ServeOptions) -> Result<Server> {
+        let store_path = opts.store.clone().unwrap_or_else(|| opts.default_store());
+        let store = Store::open(&store_path)?;
+        if let Some(cdxj) = &opts.cdxj {
+            let (loaded, skipped) = store.load_cdxj(cdxj, &opts.paths)?;
+            tracing::info!(
+                "loaded {loaded} index lines from {} ({skipped} skipped)",
+                cdxj.display()
+            );
+        } else {
+            let r = store.sync(&opts.paths)?;
+            for f in &r.failures {
+                tracing::warn!("{f}");
+            }
+            tracing::info!(
+                "indexed {} new and {} changed files: {} entries",
+                r.new_sources,
+                r.updated_sources,
+                r.entries
+            );
+        }
+        let listener = TcpListener::bind(&opts.listen).map_err(|e| {
+            Error::new(ErrorKind::Usage(format!(
+                "cannot listen on {}: {e}",
+                opts.listen
+            )))
+        })?;
+        let coll = Collection {
+            name: opts.collection.clone(),
+            paths: opts.paths.clone(),
+            store,
+        };
+        Ok(Server {
+            listener,
+            app: Arc::new(App { coll }),
+            opts,
+            stop: Arc::new(AtomicBool::new(false)),
+        })
+    }
+
+    /// The address listened on.
+    ///
+    /// # Errors
+    /// The socket cannot say.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// A handle that stops [`Server::run`] (for tests).
+    pub fn stop_handle(&self) -> Arc<AtomicBool> {
+        self.stop.clone()
+    }
+
+    /// Serves until stopped: connections go to the worker threads; the
+    /// files are looked at for new ones every `poll`.
+    ///
+    /// # Errors
+    /// Accepting connections failed.
+    pub fn run(self) -> Result<()> {
+        let threads = self.opts.threads.max(1);
+        // Bounded: when every worker is busy, accepting waits.
+        let (tx, rx) = mpsc::sync_channel::<TcpStream>(threads * 4);
+        let rx = Arc::new(std::sync::Mutex::new(rx));
+        for _ in 0..threads {
+            let rx = rx.clone();
+            let app = self.app.clone();
+            std::thread::spawn(move || {
+                loop {
+                    let next = match rx.lock() {
+                        Ok(r) => r.recv(),
+                        Err(_) => return,
+                    };
+                    match next {
+                        Ok(s) => {
+                            // A bug in a handler must not cost the pool a
+                            // worker: the connection is dropped instead.
+                            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                                serve_connection(&app, s)
+                            }));
+                            if r.is_err() {
+                                tracing::error!("a request handler panicked");
+                            }
+                        }
+                        Err(_) => return,
+                    }
+                }
+            });
+        }
+        if let Some(every) = self.opts.poll {
+            let app = self.app.clone();
+            let stop = self.stop.clone();
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(every);
+                    match app.coll.store.sync(&app.coll.paths) {
+                        Ok(r) => {
+                            for f in &r.failures {
+                                tracing::warn!("{f}");
+                            }
+                            if r.new_sources + r.updated_sources > 0 {
+                                tracing::info!(
+                                    "picked up {} new and {} changed files: {} entries",
+                                    r.new_sources,
+                                    r.updated_sources,
+                                    r.entries
+                                );
+                            }
+                        }
+                        Err(e) => tracing::warn!("indexing new files: {e}"),
+                    }
+                }
+            });
+        }
+        for conn in self.listener.incoming() {
+            if self.stop.load(Ordering::Relaxed) {
+                break;
+            }
+            match conn {
+                Ok(s) => {
+                    if tx.send(s).is_err() {
+                        break;
+                    }
+                }
+                Err(e) => tracing::warn!("accept: {e}"),
+            }
+        }
+        Ok(())
+    }
+}
+
+fn serve_connection(app: &App, stream: TcpStream) {
+    let _ = stream.set_read_timeout(Some(IDLE));
+    let _ = stream.set_write_timeout(Some(Duration::from_secs(60)));
+    let _ = stream.set_nodelay(true);
+    let Ok(wstream) = stream.try_clone() else {
+        return;
+    };
+    let mut reader = BufReader::with_capacity(
+        16 << 10,
+        http::Timed {
+            stream,
+            deadline: None,
+        },
+    );
+    let mut writer = BufWriter::with_capacity(64 << 10, wstream);
+    for _ in 0..MAX_REQUESTS {
+        reader.get_mut().deadline = Some(std::time::Instant::now() + http::HEAD_DEADLINE);
+        let req = match http::read_request(&mut reader) {
+            Ok(r) => r,
+            Err(ReadError::Closed) | Err(ReadError::Io(_)) => return,
+            Err(ReadError::Bad(status, msg)) => {
+                let fake = Request {
+                    method: "GET".into(),
+                    target: "/".into(),
+                    http10: false,
+                    headers: vec![("connection".into(), "close".into())],
+                };
+                let mut r = Responder::new(&mut writer, &fake);
+                let _ = r.send(status, &text_plain(), msg.as_bytes());
+                tracing::info!("access: - - {status} from=error ({msg})");
+                // Read (a bounded part of) what the client still sends, so
+                // that closing does not reset the connection before the
+                // client has read the answer.
+                // The deadline is past or near: give the drain its own.
+                reader.get_mut().deadline =
+                    Some(std::time::Instant::now() + Duration::from_secs(2));
+                let _ = reader.get_ref().stream.shutdown(std::net::Shutdown::Write);
+                let _ = reader
+                    .get_ref()
+                    .stream
+                    .set_read_timeout(Some(Duration::from_secs(1)));
+                let _ = io::copy(&mut reader.by_ref().take(1 << 20), &mut io::sink());
+                return;
+            }
+        };
+        let mut resp = Responder::new(&mut writer, &req);
+        let result = handle(app, &req, &mut resp);
+        let (status, source, keep) = (resp.status, resp.source, resp.keep_alive);
+        let status = match result {
+            Ok(()) => status,
+            Err(e) => {
+                if status.is_none() {
+                    let mut resp = Responder::new(&mut writer, &req);
+                    let body = pages::error_page(500, &e.to_string());
+                    let _ = resp.send(500, &text_html(), body.as_bytes());
+                    tracing::warn!("{} {}: {e}", req.method, req.target);
+                    Some(500)
+                } else {
+                    // Headers were out: nothing but closing tells the client.
+                    tracing::warn!("{} {}: {e} (response cut)", req.method, req.target);
+                    tracing::info!(
+                        "access: {} {} {} from={source} cut",
+                        req.method,
+                        req.target,
+                        status.unwrap_or(0)
+                    );
+                    return;
+                }
+            }
+        };
+        tracing::info!(
+            "access: {} {} {} from={source}",
+            req.method,
+            req.target,
+            status.unwrap_or(0)
+        );
+        if !keep {
+            return;
+        }
+    }
+}
+
+fn text_plain() -> Vec<(String, String)> {
+    vec![("Content-Type".into(), "text/plain; charset=utf-8".into())]
+}
+
+fn text_html() -> Vec<(String, String)> {
+    vec![("Content-Type".into(), "text/html; charset=utf-8".into())]
+}
+
+type HResult = std::result::Result<(), Box<dyn std::error::Error + Send + Sync>>;
+
+fn handle(app: &App, req: &Request, resp: &mut Responder<'_>) -> HResult {
+    if req.method != "GET" && req.method != "HEAD" {
+        resp.source = "error";
+        resp.keep_alive = false;
+        let mut h = text_plain();
+        h.push(("Allow".into(), "GET, HEAD".into()));
+        resp.send(405, &h, b"only GET and HEAD\n")?;
+        return Ok(());
+    }
+    let path = req.path();
+    let coll = &app.coll;
+    if path == "/" {
+        resp.source = "page";
+        let body = pages::home(coll)?;
+        resp.send(200, &text_html(), body.as_bytes())?;
+        return Ok(());
+    }
+    if path == "/_/client.js" {
+        resp.source = "static";
+        let h = vec![
+            (
+                "Content-Type".into(),
+                "application/javascript; charset=utf-8".into(),
+            ),
+            ("Cache-Control".into(), "max-age=3600".into()),
+        ];
+        resp.send(200, &h, CLIENT_JS.as_bytes())?;
+        return Ok(());
+    }
+    // The target after the collection is taken raw (its query included):
+    // it is an archived URL, not this server's.
+    let raw = &req.target[1..];
+    let (cname, rest) = raw.split_once('/').unwrap_or((raw, ""));
+    let cname = cname.split('?').next().unwrap_or(cname);
+    if cname != coll.name {
+        resp.source = "miss";
+        let body = pages::error_page(
+            404,
+            &format!("no collection {cname:?}; this server has {:?}", coll.name),
+        );
+        resp.send(404, &text_html(), body.as_bytes())?;
+        return Ok(());
+    }
+    let sub = rest.split('?').next().unwrap_or("");
+    if rest.is_empty() || sub.is_empty() {
+        resp.source = "page";
+        let body = pages::home(coll)?;
+        resp.send(200, &text_html(), body.as_bytes())?;
+        return Ok(());
+    }
+    if sub == "search" {
+        resp.source = "page";
+        return search(coll, req, resp);
+    }
+    if sub == "cdx" {
+        resp.source = "api";
+        return cdx_api(coll, req, resp);
+    }
+    if let Some(u) = rest.strip_prefix("timemap/link/") {
+        resp.source = "api";
+        return timemap(coll, req, resp, u);
+    }
+    if let Some(r) = sub.strip_prefix("record/") {
+        resp.source = "page";
+        return pages::record(coll, req, resp, r);
+    }
+    if let Some(r) = sub.strip_prefix("file/") {
+        resp.source = "archive";
+        return download_file(coll, resp, r);
+    }
+    let (first, after) = rest.split_once('/').unwrap_or((rest, ""));
+    if first == "*"
+        || (first.ends_with('*') && TimeSpec::parse(first.trim_end_matches('*')).is_some())
+    {
+        resp.source = "page";
+        let body = pages::captures(coll, &url::normalize_target(after))?;
+        resp.send(200, &text_html(), body.as_bytes())?;
+        return Ok(());
+    }
+    if let Some(ts) = TimeSpec::parse(first)
+        && !after.is_empty()
+    {
+        return replay(coll, req, resp, &ts, after);
+    }
+    timegate(coll, req, resp, rest)
+}
+
+fn host_prefix(req: &Request) -> String {
+    let host = req
+        .header("host")
+        .filter(|h| {
+            h.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b".-:[]".contains(&b))
+        })
+        .unwrap_or("localhost");
+    format!("http://{host}")
+}
+
+fn memento_links(req: &Request, coll: &str, target: &str) -> String {
+    let h = host_prefix(req);
+    format!(
+        "<{target}>; rel=\"original\", <{h}/{coll}/{target}>; rel=\"timegate\", \
+         <{h}/{coll}/timemap/link/{target}>; rel=\"timemap\"; type=\"application/link-format\""
+    )
+}
+
+fn redirect(resp: &mut Responder<'_>, location: &str, extra: Vec<(String, String)>) -> HResult {
+    let mut h = text_html();
+    h.push(("Location".into(), location.to_string()));
+    h.extend(extra);
+    let body = format!(
+        "<a href=\"{}\">{}</a>\n",
+        http::escape(location),
+        http::escape(location)
+    );
+    resp.send(302, &h, body.as_bytes())?;
+    Ok(())
+}
+
+/// TimeGate (RFC 7089 section 4.1): `/{coll}/{url}`, the memento nearest
+/// to Accept-Datetime (the latest without one), by a 302.
+fn timegate(coll: &Collection, req: &Request, resp: &mut Responder<'_>, raw_url: &str) -> HResult {
+    resp.source = "api";
+    let target = url::normalize_target(raw_url);
+    let want = match req.header("accept-datetime") {
+        Some(d) => match url::parse_http_date(d) {
+            Some(ts) => ts,
+            None => {
+                resp.send(400, &text_plain(), b"Accept-Datetime is not an HTTP date\n")?;
+                return Ok(());
+            }
+        },
+        None => "99991231235959".to_string(),
+    };
+    let Some(cap) = coll.find(&target, &want)? else {
+        resp.source = "miss";
+        let body = pages::not_archived(coll, &target);
+        resp.send(404, &text_html(), body.as_bytes())?;
+        return Ok(());
+    };
+    let loc = format!("/{}/{}/{target}", coll.name, cap.entry.timestamp);
+    let extra = vec![
+        ("Vary".into(), "accept-datetime".into()),
+        ("Link".into(), memento_links(req, &coll.name, &target)),
+    ];
+    redirect(resp, &loc, extra)
+}
+
+/// TimeMap (RFC 7089 section 5): every memento of the URL, link format.
+fn timemap(coll: &Collection, req: &Request, resp: &mut Responder<'_>, raw_url: &str) -> HResult {
+    let target = url::normalize_target(raw_url);
+    let h = host_prefix(req);
+    let mut caps = Vec::new();
+    coll.store.query(
+        &Query {
+            range: KeyRange::new(&target, MatchType::Exact),
+            from: None,
+            to: None,
+            limit: MAX_CDX,
+            reverse: false,
+        },
+        |c| {
+            caps.push((c.entry.timestamp.clone(), c.entry.url.clone()));
+            true
+        },
+    )?;
+    if caps.is_empty() {
+        resp.source = "miss";
+        resp.send(404, &text_plain(), b"no mementos\n")?;
+        return Ok(());
+    }
+    let name = &coll.name;
+    let mut out = String::new();
+    out.push_str(&format!("<{target}>; rel=\"original\",\n"));
+    out.push_str(&format!(
+        "<{h}/{name}/timemap/link/{target}>; rel=\"self\"; type=\"application/link-format\"; from=\"{}\"; until=\"{}\",\n",
+        url::http_date(&caps[0].0),
+        url::http_date(&caps[caps.len() - 1].0)
+    ));
+    out.push_str(&format!("<{h}/{name}/{target}>; rel=\"timegate\""));
+    let n = caps.len();
+    for (i, (ts, _)) in caps.iter().enumerate() {
+        let rel = match (i == 0, i + 1 == n) {
+            (true, true) => "first last memento",
+            (true, false) => "first memento",
+            (false, true) => "last memento",
+            _ => "memento",
+        };
+        out.push_str(&format!(
+            ",\n<{h}/{name}/{ts}/{target}>; rel=\"{rel}\"; datetime=\"{}\"",
+            url::http_date(ts)
+        ));
+    }
+    out.push('\n');
+    let hdr = vec![("Content-Type".into(), "application/link-format".into())];
+    resp.send(200, &hdr, out.as_bytes())?;
+    Ok(())
+}
+
+/// The CDX server: pywb's parameters (`url`, `matchType`, `limit`,
+/// `from`, `to`, `sort=reverse|closest`, `closest`, `output=json`, `fl`).
+fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResult {
+    let Some(u) = req.param("url").filter(|u| !u.is_empty()) else {
+        resp.send(400, &text_plain(), b"the url parameter is required\n")?;
+        return Ok(());
+    };
+    let m = match req.param("matchType").or_else(|| req.param("matchtype")) {
+        Some(s) => match MatchType::parse(&s) {
+            Some(m) => m,
+            None => {
+                resp.send(
+                    400,
+                    &text_plain(),
+                    b"matchType: exact, prefix, host or domain\n",
+                )?;
+                return Ok(());
+            }
+        },
+        None => MatchType::Exact,
+    };
+    let limit = match req.param("limit") {
+        Some(l) => match l.trim().parse::<i64>() {
+            Ok(n) if n >= 0 => (n as usize).min(MAX_CDX),
+            Ok(n) => (n.unsigned_abs() as usize).min(MAX_CDX),
+            Err(_) => {
+                resp.send(400, &text_plain(), b"limit must be a number\n")?;
+                return Ok(());
+            }
+        },
+        None => MAX_CDX,
+    };
+    let json = req.param("output").is_some_and(|o| o == "json");
+    let fields: Option<Vec<String>> = req.param("fl").map(|f| {
+        f.split(',')
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect()
+    });
+    let sort = req.param("sort").unwrap_or_default();
+    let filters: Vec<CdxFilter> = req
+        .params("filter")
+        .iter()
+        .filter_map(|f| CdxFilter::parse(f))
+        .collect();
+    let ctype = if json {
+        "application/x-ndjson"
+    } else {
+        "text/x-cdxj"
+    };
+    let h = vec![("Content-Type".into(), ctype.to_string())];
+    // Lines are written as the store gives them, not gathered first.
+    let mut body = resp.stream(200, "OK", &h)?;
+    let mut werr: Option<io::Error> = None;
+    let mut write_line = |c: &Capture| -> bool {
+        let line = cdx_line(c, json, fields.as_deref());
+        match body.write_all(line.as_bytes()) {
+            Ok(()) => true,
+            Err(e) => {
+                werr = Some(e);
+                false
+            }
+        }
+    };
+    if sort == "closest" {
+        let ts = req
+            .param("closest")
+            .unwrap_or_else(|| "99991231235959".into());
+        let found = coll
+            .store
+            .closest(&url::normalize_target(&u), &ts, limit, |c| {
+                filters.iter().all(|f| f.accepts(&cdx_object(c)))
+            })?;
+        for c in &found {
+            if !write_line(c) {
+                break;
+            }
+        }
+    } else if limit > 0 {
+        let q = Query {
+            range: KeyRange::new(&u, m),
+            from: req.param("from"),
+            to: req.param("to"),
+            // Filtered lines do not count: the limit is applied here.
+            limit: if filters.is_empty() {
+                limit
+            } else {
+                MAX_CDX * 10
+            },
+            reverse: sort == "reverse",
+        };
+        let mut n = 0usize;
+        coll.store.query(&q, |c| {
+            if filters.iter().all(|f| f.accepts(&cdx_object(&c))) {
+                n += 1;
+                if !write_line(&c) {
+                    return false;
+                }
+            }
+            n < limit
+        })?;
+    }
+    if let Some(e) = werr {
+        return Err(e.into());
+    }
+    body.finish()?;
+    Ok(())
+}
+
+/// One line of the CDX API: JSON (`output=json` or `fl=`), else CDXJ.
+fn cdx_line(c: &Capture, json: bool, fields: Option<&[String]>) -> String {
+    let obj = cdx_object(c);
+    let obj: Vec<(&str, String)> = match fields {
+        Some(f) => f
+            .iter()
+            .filter_map(|k| obj.iter().find(|(n, _)| n == k).cloned())
+            .collect(),
+        None => obj,
+    };
+    let skip_key = !json && fields.is_none();
+    let mut line = String::new();
+    if skip_key {
+        line.push_str(&format!("{} {} ", c.entry.urlkey, c.entry.timestamp));
+    }
+    line.push('{');
+    let mut first = true;
+    for (k, v) in &obj {
+        if skip_key && (*k == "urlkey" || *k == "timestamp") {
+            continue;
+        }
+        if !first {
+            line.push_str(", ");
+        }
+        first = false;
+        // As python's json.dumps writes it, the way pywb answers.
+        line.push_str(&format!(
+            "\"{k}\": {}",
+            serde_json::Value::String(v.clone())
+        ));
+    }
+    line.push_str("}\n");
+    line
+}
+
+/// A `filter=` of pywb's CDX server: `[!][~]FIELD:VALUE`, the field equal
+/// to the value (`~`: containing it; `!`: not).
+struct CdxFilter {
+    field: String,
+    value: String,
+    contains: bool,
+    negate: bool,
+}
+
+impl CdxFilter {
+    fn parse(s: &str) -> Option<CdxFilter> {
+        let (negate, s) = match s.strip_prefix('!') {
+            Some(r) => (true, r),
+            None => (false, s),
+        };
+        let (contains, s) = match s.strip_prefix('~') {
+            Some(r) => (true, r),
+            None => (false, s),
+        };
+        let (field, value) = s.split_once(':')?;
+        Some(CdxFilter {
+            field: field.to_string(),
+            value: value.to_string(),
+            contains,
+            negate,
+        })
+    }
+
+    fn accepts(&self, fields: &[(&str, String)]) -> bool {
+        let v = fields
+            .iter()
+            .find(|(k, _)| *k == self.field)
+            .map_or("", |(_, v)| v.as_str());
+        let hit = if self.contains {
+            v.contains(&self.value)
+        } else {
+            v == self.value
+        };
+        hit != self.negate
+    }
+}
+
+/// A capture as pywb's CDX server gives it: its fields in pywb's order,
+/// every value a string.
+fn cdx_object(c: &Capture) -> Vec<(&'static str, String)> {
+    let e = &c.entry;
+    let mut m = vec![
+        ("urlkey", e.urlkey.clone()),
+        ("timestamp", e.timestamp.clone()),
+    ];
+    let mut put = |k: &'static str, v: Option<String>| {
+        if let Some(v) = v {
+            m.push((k, v));
+        }
+    };
+    put("url", e.url.clone());
+    put("mime", e.mime.clone());
+    put("status", e.status.clone());
+    put("digest", e.digest.clone());
+    put("length", e.length.map(|l| l.to_string()));
+    put("offset", Some(e.offset.to_string()));
+    put("filename", Some(e.filename.clone()));
+    put("requestBody", e.request_body.clone().flatten());
+    put("method", e.method.clone());
+    m
+}
+
+fn search(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResult {
+    let q = req.param("url").unwrap_or_default();
+    let m = req
+        .param("match")
+        .and_then(|m| MatchType::parse(&m))
+        .unwrap_or(MatchType::Prefix);
+    if q.trim().is_empty() {
+        let body = pages::home(coll)?;
+        resp.send(200, &text_html(), body.as_bytes())?;
+        return Ok(());
+    }
+    if m == MatchType::Exact {
+        let loc = format!("/{}/*/{}", coll.name, url::normalize_target(q.trim()));
+        return redirect(resp, &loc, vec![]);
+    }
+    let body = pages::search_results(coll, q.trim(), m)?;
+    resp.send(200, &text_html(), body.as_bytes())?;
+    Ok(())
+}
+
+fn parse_src(s: &str) -> Option<u32> {
+    s.split('/').next()?.parse().ok()
+}
+
+fn download_file(coll: &Collection, resp: &mut Responder<'_>, rest: &str) -> HResult {
+    let Some(src) = parse_src(rest).and_then(|id| coll.store.source(id)) else {
+        resp.source = "miss";
+        resp.send(404, &text_plain(), b"no such file\n")?;
+        return Ok(());
+    };
+    let mut section = src.open_at(0)?;
+    let name = src
+        .entry
+        .as_deref()
+        .and_then(|e| e.rsplit('/').next())
+        .map(str::to_owned)
+        .or_else(|| {
+            src.path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+        })
+        .unwrap_or_else(|| "archive.warc".into());
+    let h = vec![
+        ("Content-Type".into(), "application/warc".into()),
+        (
+            "Content-Disposition".into(),
+            format!("attachment; filename=\"{}\"", name.replace('"', "")),
+        ),
+    ];
+    let len = section.len();
+    let mut body = resp.stream(200, "OK", &h)?;
+    io::copy(&mut (&mut section).take(len), &mut body)?;
+    body.finish()?;
+    Ok(())
+}
+
+/// Response headers kept as they are; the others are sent as
+/// `X-Archive-Orig-NAME`, so that the archived site's policies (cookies,
+/// CSP, HSTS, frame options) do not apply to the archive.
+const KEPT_HEADERS: [&str; 7] = [
+    "content-type",
+    "content-disposition",
+    "content-language",
+    "last-modified",
+    "etag",
+    "access-control-allow-origin",
+    "content-range",
+];
+
+/// Replays a capture.
+fn replay(
+    coll: &Collection,
+    req: &Request,
+    resp: &mut Responder<'_>,
+    ts: &TimeSpec,
+    raw_url: &str,
+) -> HResult {
+    let target = url::normalize_target(raw_url);
+    let Some(cap) = coll.find(&target, &ts.timestamp)? else {
+        resp.source = "miss";
+        let body = pages::not_archived(coll, &target);
+        resp.send(404, &text_html(), body.as_bytes())?;
+        return Ok(());
+    };
+    // A page asked for at another time is redirected to its capture's
+    // timestamp (the banner and links then name the capture shown), as
+    // pywb does; embedded resources are served from the nearest capture.
+    if ts.modifier.is_empty() && url::pad_timestamp(&ts.timestamp) != cap.entry.timestamp {
+        resp.source = "archive";
+        let loc = format!("/{}/{}/{target}", coll.name, cap.entry.timestamp);
+        return redirect(
+            resp,
+            &loc,
+            vec![("Link".into(), memento_links(req, &coll.name, &target))],
+        );
+    }
+    let abs_host = host_prefix(req);
+    let r = coll.with_payload(&cap, |p| {
+        let map_io = |e: io::Error| Error::from(e);
+        let (status, reason) = match &p.head {
+            Some(h) => (
+                h.status().unwrap_or(200),
+                String::from_utf8_lossy(h.reason()).into_owned(),
+            ),
+            None => (200, "OK".into()),
+        };
+        let mime = match &p.head {
+            Some(h) => h.media_type(),
+            None => p
+                .source_header
+                .content_type()
+                .and_then(|c| warchest::http::media_type(c.as_bytes())),
+        }
+        .unwrap_or_default();
+        let raw = ts.modifier == modifier::IDENTITY;
+        let kind = if raw {
+            None
+        } else {
+            match ts.modifier.as_str() {
+                "js_" if !mime.starts_with("image/") => Some(Kind::Js),
+                "cs_" if !mime.starts_with("image/") => Some(Kind::Css),
+                _ => Kind::of_media_type(&mime),
+            }
+        };
+        let encoded = p
+            .head
+            .as_ref()
+            .is_some_and(|h| !h.content_encoding().is_empty());
+        let decodable = p
+            .head
+            .as_ref()
+            .is_none_or(|h| h.content_encoding().iter().all(|c| c.is_supported()));
+        // UTF-16 pages would be broken by ASCII inserts: served as they are.
+        let utf16 = p
+            .head
+            .as_ref()
+            .and_then(|h| h.content_type())
+            .is_some_and(|c| {
+                String::from_utf8_lossy(&c)
+                    .to_ascii_lowercase()
+                    .contains("utf-16")
+            });
+        let kind = if decodable && !utf16 { kind } else { None };
+        let mut headers: Vec<(String, String)> = Vec::new();
+        let mut has_type = false;
+        if let Some(h) = &p.head {
+            for f in h.fields().iter() {
+                let name = String::from_utf8_lossy(f.name()).into_owned();
+                let lower = name.to_ascii_lowercase();
+                let value = String::from_utf8_lossy(&f.value()).into_owned();
+                match lower.as_str() {
+                    "content-length" | "transfer-encoding" | "connection" | "keep-alive" => {}
+                    "content-encoding" => {
+                        if kind.is_none() {
+                            headers.push((name, value));
+                        }
+                    }
+                    "location" => {
+                        let base = cap.entry.url.as_deref().unwrap_or(&target);
+                        let m = if raw { modifier::IDENTITY } else { "" };
+                        let loc = url::resolve(base, &value)
+                            .filter(|a| a.starts_with("http"))
+                            .map(|a| format!("/{}/{}{m}/{a}", coll.name, ts.timestamp))
+                            .unwrap_or(value);
+                        headers.push(("Location".into(), loc));
+                    }
+                    l if KEPT_HEADERS.contains(&l) => {
+                        has_type |= l == "content-type";
+                        headers.push((name, value));
+                    }
+                    _ => headers.push((format!("X-Archive-Orig-{name}"), value)),
+                }
+            }
+        } else if !mime.is_empty() {
+            has_type = true;
+            headers.push((
+                "Content-Type".into(),
+                p.source_header
+                    .content_type()
+                    .map(|c| c.into_owned())
+                    .unwrap_or(mime.clone()),
+            ));
+        }
+        if !has_type && kind.is_some() {
+            headers.push(("Content-Type".into(), "text/html".into()));
+        }
+        headers.push((
+            "Memento-Datetime".into(),
+            url::http_date(&cap.entry.timestamp),
+        ));
+        headers.push((
+            "Link".into(),
+            format!(
+                "{}, <{abs_host}/{}/{}/{target}>; rel=\"memento\"; datetime=\"{}\"",
+                memento_links(req, &coll.name, &target),
+                coll.name,
+                cap.entry.timestamp,
+                url::http_date(&cap.entry.timestamp)
+            ),
+        ));
+        headers.push(("Cache-Control".into(), "no-cache".into()));
+        resp.source = "archive";
+        let mut body = resp.stream(status, &reason, &headers).map_err(map_io)?;
+        let mut payload: Box<dyn Read + '_> = match &p.head {
+            Some(h) => payload_reader(&mut *p.body, h, kind.is_some() && encoded)
+                .map_err(|e| Error::new(ErrorKind::Syntax(e.to_string())))?,
+            None => Box::new(&mut *p.body),
+        };
+        match kind {
+            None => {
+                io::copy(&mut payload, &mut body).map_err(map_io)?;
+            }
+            Some(k) => {
+                let ctx = UrlContext {
+                    prefix: format!("/{}/", coll.name),
+                    abs_prefix: format!("{abs_host}/{}/", coll.name),
+                    timestamp: cap.entry.timestamp.clone(),
+                    base: cap.entry.url.clone().unwrap_or(target.clone()),
+                };
+                let top = ts.modifier.is_empty();
+                let (insert, banner) = if k == Kind::Html {
+                    (
+                        Some(pages::head_insert(&coll.name, &cap, &ctx.base)),
+                        top.then(|| pages::banner(&coll.name, &cap, &ctx.base)),
+                    )
+                } else {
+                    (None, None)
+                };
+                let mut rw = Rewriter::new(k, ctx, insert, banner);
+                copy_rewritten(&mut rw, &mut payload, &mut body).map_err(map_io)?;
+            }
+        }
+        body.finish().map_err(map_io)?;
+        Ok(())
+    });
+    match r {
+        Ok(()) => Ok(()),
+        Err(e) if resp.status.is_none() => {
+            resp.source = "miss";
+            let body = pages::error_page(404, &format!("cannot replay this capture: {e}"));
+            resp.send(404, &text_html(), body.as_bytes())?;
+            Ok(())
+        }
+        Err(e) => Err(Box::new(e)),
+    }
+}

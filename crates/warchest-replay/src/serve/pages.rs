@@ -1,0 +1,499 @@
+//! The web pages of `serve`: collection, search results, captures of a URL,
+//! a record (headers, payload, validation findings), and what replay
+//! inserts into archived pages (the client script and the banner).
+
+use std::fmt::Write as _;
+use std::io::{self, BufRead, Read, Seek};
+
+use super::http::{Request, Responder, escape, query_escape};
+use super::{HResult, text_html, text_plain};
+use warchest::http::{HttpHead, payload_reader, read_head};
+use warchest::Limits;
+use crate::Collection;
+use crate::store::{Capture, KeyRange, MatchType, Query};
+use warchest_validate::{Options, Validator};
+use crate::wacz::iso_date;
+use warchest::warc::WarcHeader;
+
+/// Most captures listed on one page.
+const MAX_LISTED: usize = 10_000;
+/// Most distinct URLs listed in search results.
+const MAX_URLS: usize = 1000;
+/// Payload text shown on a record page.
+const PREVIEW: u64 = 64 << 10;
+
+const STYLE: &str = "body{font:15px/1.45 system-ui,sans-serif;margin:0;color:#1b1b1b}\
+header{background:#1d3557;color:#fff;padding:10px 18px}header a{color:#fff;text-decoration:none;font-weight:bold}\
+main{padding:12px 18px}table{border-collapse:collapse}td,th{border-bottom:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}\
+pre{background:#f4f4f4;padding:8px;overflow:auto;max-height:40em;white-space:pre-wrap;word-break:break-all}\
+input[type=text]{width:32em}.error{color:#a00}.warning{color:#a60}";
+
+fn page(coll: &str, title: &str, body: &str) -> String {
+    format!(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>{t} - warchest</title>\
+<style>{STYLE}</style></head><body><header><a href=\"/{c}/\">warchest · {c}</a></header><main>\
+<h1>{t}</h1>{body}</main></body></html>",
+        t = escape(title),
+        c = escape(coll),
+    )
+}
+
+fn search_form(coll: &str, value: &str) -> String {
+    let opt = |v: &str, label: &str| {
+        let sel = if v == "prefix" { " selected" } else { "" };
+        format!("<option value=\"{v}\"{sel}>{label}</option>")
+    };
+    format!(
+        "<form action=\"/{c}/search\" method=\"get\" id=\"search\"><input type=\"text\" name=\"url\" value=\"{v}\" \
+placeholder=\"URL, URL prefix or host\"> <select name=\"match\">{}{}{}{}</select> <button>Search</button></form>",
+        opt("exact", "this URL"),
+        opt("prefix", "URLs starting with"),
+        opt("host", "host"),
+        opt("domain", "domain and subdomains"),
+        c = escape(coll),
+        v = escape(value),
+    )
+}
+
+/// The collection page.
+pub(super) fn home(coll: &Collection) -> warchest::Result<String> {
+    let mut b = search_form(&coll.name, "");
+    let n = coll.store.len()?;
+    let _ = write!(
+        b,
+        "<p>{n} captures in {} files.</p>",
+        coll.store.sources().len()
+    );
+    b.push_str("<table><tr><th>file</th><th>entries</th><th></th></tr>");
+    for s in coll.store.sources() {
+        let _ = write!(
+            b,
+            "<tr><td>{}</td><td>{}</td><td><a href=\"/{}/file/{}\">download</a></td></tr>",
+            escape(&s.name),
+            s.entries,
+            escape(&coll.name),
+            s.id
+        );
+    }
+    b.push_str("</table>");
+    Ok(page(&coll.name, "Collection", &b))
+}
+
+/// The URLs matching a search.
+pub(super) fn search_results(coll: &Collection, q: &str, m: MatchType) -> warchest::Result<String> {
+    let mut rows: Vec<(String, String, u64, String, String)> = Vec::new();
+    let mut truncated = false;
+    coll.store.query(
+        &Query {
+            range: KeyRange::new(q, m),
+            from: None,
+            to: None,
+            limit: MAX_LISTED * 10,
+            reverse: false,
+        },
+        |c| {
+            let url = c.entry.url.clone().unwrap_or_default();
+            match rows.last_mut() {
+                Some(r) if r.0 == c.entry.urlkey => {
+                    r.2 += 1;
+                    r.4 = c.entry.timestamp.clone();
+                }
+                _ => {
+                    if rows.len() >= MAX_URLS {
+                        truncated = true;
+                        return false;
+                    }
+                    rows.push((
+                        c.entry.urlkey.clone(),
+                        url,
+                        1,
+                        c.entry.timestamp.clone(),
+                        c.entry.timestamp.clone(),
+                    ));
+                }
+            }
+            true
+        },
+    )?;
+    let mut b = search_form(&coll.name, q);
+    let _ = write!(
+        b,
+        "<p id=\"count\">{} URLs{}.</p>",
+        rows.len(),
+        if truncated { " (first ones)" } else { "" }
+    );
+    b.push_str(
+        "<table id=\"results\"><tr><th>URL</th><th>captures</th><th>first</th><th>last</th></tr>",
+    );
+    for (_, u, n, first, last) in &rows {
+        let _ = write!(
+            b,
+            "<tr><td><a href=\"/{c}/*/{ue}\">{ut}</a></td><td>{n}</td><td>{}</td><td>{}</td></tr>",
+            iso_date(first),
+            iso_date(last),
+            c = escape(&coll.name),
+            ue = escape(u),
+            ut = escape(u),
+        );
+    }
+    b.push_str("</table>");
+    Ok(page(&coll.name, &format!("Search: {q}"), &b))
+}
+
+/// The captures of one URL.
+pub(super) fn captures(coll: &Collection, target: &str) -> warchest::Result<String> {
+    let mut caps = Vec::new();
+    coll.store.query(
+        &Query {
+            range: KeyRange::new(target, MatchType::Exact),
+            from: None,
+            to: None,
+            limit: MAX_LISTED,
+            reverse: false,
+        },
+        |c| {
+            caps.push(c);
+            true
+        },
+    )?;
+    let c = escape(&coll.name);
+    let mut b = search_form(&coll.name, target);
+    let _ = write!(
+        b,
+        "<p id=\"count\">{} captures of <code>{}</code>.</p>",
+        caps.len(),
+        escape(target)
+    );
+    b.push_str(
+        "<table id=\"captures\"><tr><th>captured</th><th>status</th><th>type</th><th>record</th><th>length</th><th></th></tr>",
+    );
+    for cap in &caps {
+        let e = &cap.entry;
+        let u = escape(e.url.as_deref().unwrap_or(target));
+        let _ = write!(
+            b,
+            "<tr><td><a href=\"/{c}/{ts}/{u}\">{date}</a></td><td>{st}</td><td>{mime}</td><td>{rt}</td><td>{len}</td>\
+<td><a href=\"/{c}/{ts}id_/{u}\">as archived</a> · <a href=\"/{c}/record/{src}/{off}\">record</a></td></tr>",
+            ts = e.timestamp,
+            date = iso_date(&e.timestamp),
+            st = escape(e.status.as_deref().unwrap_or("-")),
+            mime = escape(e.mime.as_deref().unwrap_or("-")),
+            rt = escape(e.record_type.as_deref().unwrap_or("-")),
+            len = e.length.map_or("-".to_string(), |l| l.to_string()),
+            src = cap.src,
+            off = e.offset,
+        );
+    }
+    b.push_str("</table>");
+    let _ = write!(
+        b,
+        "<p><a href=\"/{c}/timemap/link/{}\">TimeMap</a> · <a href=\"/{c}/cdx?url={}&amp;output=json\">CDX</a></p>",
+        escape(target),
+        escape(&query_escape(target))
+    );
+    Ok(page(&coll.name, &format!("Captures of {target}"), &b))
+}
+
+/// The page for a URL the collection does not have.
+pub(super) fn not_archived(coll: &Collection, target: &str) -> String {
+    let b = format!(
+        "<p>The collection has no capture of <code>{}</code>.</p>{}",
+        escape(target),
+        search_form(&coll.name, target)
+    );
+    page(&coll.name, "Not in the archive", &b)
+}
+
+/// An error page.
+pub(super) fn error_page(status: u16, msg: &str) -> String {
+    format!(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>{status}</title></head>\
+<body><h1>{status}</h1><p>{}</p></body></html>",
+        escape(msg)
+    )
+}
+
+/// What goes at the start of a replayed page's head: the capture's facts
+/// and the client script.
+pub(crate) fn head_insert(coll: &str, cap: &Capture, base: &str) -> String {
+    let cfg = serde_json::json!({
+        "prefix": format!("/{coll}/"),
+        "timestamp": cap.entry.timestamp,
+        "url": base,
+        "collection": coll,
+    });
+    // `</script>` inside the JSON would end the element.
+    let cfg = cfg.to_string().replace('<', "\\u003c");
+    format!("<script>window.__warchest={cfg};</script><script src=\"/_/client.js\"></script>")
+}
+
+/// The banner at the top of a replayed page.
+pub(crate) fn banner(coll: &str, cap: &Capture, base: &str) -> String {
+    let c = escape(coll);
+    let u = escape(base);
+    format!(
+        "<div id=\"warchest-banner\" style=\"all:initial;display:block;position:relative;z-index:2147483647;\
+background:#1d3557;color:#fff;font:14px/1.5 system-ui,sans-serif;padding:8px 14px;margin:0;text-align:left\">\
+<span style=\"all:unset;font-weight:bold\">warchest archive</span> · \
+<span id=\"warchest-banner-url\">{u}</span> · captured <time id=\"warchest-banner-date\" datetime=\"{iso}\">{iso}</time> \
+· collection {c} · <a style=\"color:#ffd166\" href=\"/{c}/*/{u}\">all captures</a> \
+· <a style=\"color:#ffd166\" href=\"/{c}/record/{src}/{off}\">record</a></div>",
+        iso = iso_date(&cap.entry.timestamp),
+        src = cap.src,
+        off = cap.entry.offset,
+    )
+}
+
+/// `/{coll}/record/{src}/{offset}[/warc|/payload]`.
+pub(super) fn record(
+    coll: &Collection,
+    _req: &Request,
+    resp: &mut Responder<'_>,
+    rest: &str,
+) -> HResult {
+    let mut parts = rest.split('/');
+    let src = parts.next().and_then(|s| s.parse::<u32>().ok());
+    let off = parts.next().and_then(|s| s.parse::<u64>().ok());
+    let what = parts.next().unwrap_or("");
+    let (Some(src), Some(off)) = (src.and_then(|s| coll.store.source(s)), off) else {
+        resp.source = "miss";
+        resp.send(404, &text_plain(), b"no such record\n")?;
+        return Ok(());
+    };
+    // The capture, for its stored length (whole-record downloads and
+    // validation need it).
+    let mut length = None;
+    // An offset where no record starts may read as damage: not found.
+    let mut reader = match src.reader_at(off) {
+        Ok(r) => r,
+        Err(_) => {
+            resp.source = "miss";
+            resp.send(404, &text_plain(), b"no record at this offset\n")?;
+            return Ok(());
+        }
+    };
+    let Ok(Some(mut rec)) = reader.next_record() else {
+        resp.source = "miss";
+        resp.send(404, &text_plain(), b"no record at this offset\n")?;
+        return Ok(());
+    };
+    if rec.location().offset != off {
+        resp.source = "miss";
+        resp.send(404, &text_plain(), b"no record starts at this offset\n")?;
+        return Ok(());
+    }
+    let header = rec.header().clone();
+    let raw_header = String::from_utf8_lossy(rec.raw_header()).into_owned();
+    match what {
+        "warc" => {
+            let mut r2 = src.reader_at(off)?;
+            if let Some(r) = r2.next_record()? {
+                length = r.finish()?.stored_len;
+            }
+            let Some(len) = length else {
+                resp.source = "miss";
+                resp.send(
+                    404,
+                    &text_plain(),
+                    b"this record has no stored length of its own (whole-file compression)\n",
+                )?;
+                return Ok(());
+            };
+            resp.source = "archive";
+            let gz = src.name.ends_with(".gz") || src.name.contains(".gz#");
+            let h = vec![
+                ("Content-Type".into(), "application/warc".into()),
+                (
+                    "Content-Disposition".into(),
+                    format!(
+                        "attachment; filename=\"record-{off}.warc{}\"",
+                        if gz { ".gz" } else { "" }
+                    ),
+                ),
+            ];
+            let mut s = src.open_at(off)?;
+            let mut body = resp.stream(200, "OK", &h)?;
+            io::copy(&mut (&mut s).take(len), &mut body)?;
+            body.finish()?;
+            Ok(())
+        }
+        "payload" => {
+            resp.source = "archive";
+            let mut block = rec.block();
+            let (head, mime) = head_and_media_type(&mut block, &header)?;
+            let mime = mime.unwrap_or_else(|| "application/octet-stream".into());
+            let mut h = vec![("Content-Type".to_string(), mime)];
+            let mut payload: Box<dyn Read + '_> = match &head {
+                Some(hd) => {
+                    for c in hd.content_encoding() {
+                        h.push(("Content-Encoding".into(), c.name().to_string()));
+                    }
+                    payload_reader(&mut block, hd, false)
+                        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?
+                }
+                None => Box::new(&mut block),
+            };
+            h.push(("X-Content-Type-Options".into(), "nosniff".into()));
+            let mut body = resp.stream(200, "OK", &h)?;
+            io::copy(&mut payload, &mut body)?;
+            body.finish()?;
+            Ok(())
+        }
+        "" => {
+            let mut block = rec.block();
+            let (head, mime) = head_and_media_type(&mut block, &header)?;
+            let mime = mime.unwrap_or_default();
+            let mut preview = String::new();
+            let textual = mime.starts_with("text/")
+                || mime.contains("json")
+                || mime.contains("javascript")
+                || mime.contains("xml");
+            if textual {
+                let mut payload: Box<dyn Read + '_> = match &head {
+                    Some(hd) => payload_reader(&mut block, hd, true)
+                        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?,
+                    None => Box::new(&mut block),
+                };
+                let mut buf = Vec::new();
+                // A payload that fails to decode is shown as far as it went.
+                let _ = (&mut payload).take(PREVIEW).read_to_end(&mut buf);
+                preview = String::from_utf8_lossy(&buf).into_owned();
+            }
+            length = rec.finish()?.stored_len;
+            let body = record_page(
+                coll,
+                &src,
+                off,
+                &header,
+                &raw_header,
+                head.as_ref(),
+                &mime,
+                textual,
+                &preview,
+                length,
+            )?;
+            resp.source = "page";
+            resp.send(200, &text_html(), body.as_bytes())?;
+            Ok(())
+        }
+        _ => {
+            resp.source = "miss";
+            resp.send(404, &text_plain(), b"no such view\n")?;
+            Ok(())
+        }
+    }
+}
+
+/// The HTTP head at the start of a record's block (read from `block`),
+/// and the media type of what follows: the head's, else the record's.
+fn head_and_media_type(
+    block: &mut impl BufRead,
+    header: &WarcHeader,
+) -> io::Result<(Option<HttpHead>, Option<String>)> {
+    let head = if header.is_http() {
+        read_head(block, &Limits::default())?
+    } else {
+        None
+    };
+    let mime = match &head {
+        Some(h) => h.media_type(),
+        None => header
+            .content_type()
+            .and_then(|c| warchest::http::media_type(c.as_bytes())),
+    };
+    Ok((head, mime))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn record_page(
+    coll: &Collection,
+    src: &crate::store::Source,
+    off: u64,
+    header: &warchest::warc::WarcHeader,
+    raw_header: &str,
+    head: Option<&warchest::http::HttpHead>,
+    mime: &str,
+    textual: bool,
+    preview: &str,
+    length: Option<u64>,
+) -> warchest::Result<String> {
+    let c = escape(&coll.name);
+    let base = format!("/{c}/record/{}/{off}", src.id);
+    let mut b = String::new();
+    let _ = write!(
+        b,
+        "<p>{} at offset {off}{}.</p><p><a href=\"{base}/warc\" id=\"download-record\">download the record (application/warc)</a> · \
+<a href=\"/{c}/file/{}\">download the file</a> · <a href=\"{base}/payload\">payload</a>",
+        escape(&src.name),
+        length.map_or(String::new(), |l| format!(", {l} bytes stored")),
+        src.id,
+    );
+    if let (Some(u), Some(d)) = (header.target_uri(), header.date())
+        && let Ok(d) = d
+    {
+        let ts = d.timestamp14();
+        let _ = write!(b, " · <a href=\"/{c}/{ts}/{}\">replay</a>", escape(&u));
+    }
+    b.push_str("</p><h2>WARC header</h2><pre id=\"warc-header\">");
+    b.push_str(&escape(raw_header));
+    b.push_str("</pre>");
+    if let Some(h) = head {
+        b.push_str("<h2>HTTP header</h2><pre id=\"http-header\">");
+        b.push_str(&escape(&String::from_utf8_lossy(h.raw())));
+        b.push_str("</pre>");
+    }
+    b.push_str("<h2>Payload</h2>");
+    if mime.starts_with("image/") {
+        let _ = write!(
+            b,
+            "<img id=\"payload-image\" src=\"{base}/payload\" style=\"max-width:100%\">"
+        );
+    } else if textual {
+        let _ = write!(b, "<pre id=\"payload-text\">{}</pre>", escape(preview));
+        if preview.len() as u64 >= PREVIEW {
+            let _ = write!(b, "<p>(first {PREVIEW} bytes)</p>");
+        }
+    } else {
+        let _ = write!(
+            b,
+            "<p><a href=\"{base}/payload\">{}</a></p>",
+            escape(if mime.is_empty() { "payload" } else { mime })
+        );
+    }
+    b.push_str("<h2>Validation</h2>");
+    match length {
+        Some(len) => {
+            let mut findings = Vec::new();
+            let mut v = Validator::new(Options::default());
+            let mut s = src.open_at(off)?;
+            s.seek(io::SeekFrom::Start(off))?;
+            let name = format!("{}@{off}", src.name);
+            let _ = v.validate_reader(&name, (&mut s).take(len), &mut |f| findings.push(f));
+            // Record-level findings only: the file-level rules (a first
+            // warcinfo record...) do not apply to a record cut out.
+            findings.retain(|f| !f.rule.starts_with("file.") && f.rule != "warc.warcinfo.first");
+            if findings.is_empty() {
+                b.push_str("<p id=\"findings\">No findings.</p>");
+            } else {
+                b.push_str("<table id=\"findings\"><tr><th>severity</th><th>rule</th><th>what</th><th>clause</th></tr>");
+                for f in &findings {
+                    let _ = write!(
+                        b,
+                        "<tr class=\"{sev}\"><td>{sev}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                        escape(f.rule),
+                        escape(&f.message),
+                        escape(f.clause),
+                        sev = escape(&f.severity.to_string()),
+                    );
+                }
+                b.push_str("</table>");
+            }
+        }
+        None => b.push_str("<p>Not validated: the record has no stored length of its own.</p>"),
+    }
+    let title = header
+        .target_uri()
+        .map(|u| format!("Record: {u}"))
+        .unwrap_or_else(|| "Record".into());
+    Ok(page(&coll.name, &title, &b))
+}

@@ -1,0 +1,973 @@
+//! The index store of a collection: every capture of its files, kept in an
+//! embedded database (redb, as [`warchest_ops::dedupe`] uses it) so that a
+//! collection is indexed once and lookups by URL and time are B-tree range
+//! scans, not reads of the files.
+//!
+//! Tables:
+//! - `captures`: `urlkey timestamp SRC OFFSET` (CDXJ order, then the
+//!   file and offset in fixed-width hex so keys are unique) -> the index
+//!   entry as JSON.
+//! - `sources`: source id -> the file (or WACZ member) and how far it has
+//!   been indexed.
+//! - `record-ids`: WARC-Record-ID -> where the record is (revisits name
+//!   their original by WARC-Refers-To).
+//! - `digests`: payload digest -> the first response or resource with it
+//!   (revisits without WARC-Refers-To).
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::sync::RwLock;
+use std::time::UNIX_EPOCH;
+
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+
+use warchest::archive::{Format, Reader};
+use warchest::codec::{Decoder, DecoderOptions};
+use warchest::error::{Error, ErrorKind, Result};
+use warchest_index::{Entry, IndexOptions, Indexer};
+use crate::wacz::{self, Section};
+use warchest::warc::ReaderOptions;
+
+const CAPTURES: TableDefinition<&str, &[u8]> = TableDefinition::new("captures");
+const SOURCES: TableDefinition<u32, &[u8]> = TableDefinition::new("sources");
+const RECORD_IDS: TableDefinition<&str, &[u8]> = TableDefinition::new("record-ids");
+const DIGESTS: TableDefinition<&str, &[u8]> = TableDefinition::new("digests");
+
+/// Entries written per transaction while indexing: bounds what redb holds
+/// uncommitted.
+const BATCH: usize = 5000;
+
+/// The buffer of a decoder opened to read one record (the default 1 MiB
+/// is for reading whole files).
+const RECORD_BUFFER: usize = 64 << 10;
+
+fn db_error(e: impl std::fmt::Display, path: &Path) -> Error {
+    Error::new(ErrorKind::Usage(format!("index store: {e}"))).in_file(path)
+}
+
+/// A file of the collection, or a WARC file inside a WACZ.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Source {
+    /// Its id in the store.
+    pub id: u32,
+    /// How it is named: the path, or `WACZ#archive/NAME` for a member.
+    pub name: String,
+    /// The file on disk.
+    pub path: PathBuf,
+    /// The member of a WACZ, when it is one.
+    pub entry: Option<String>,
+    /// Where its bytes start in the file (0 unless a WACZ member).
+    pub start: u64,
+    /// Its length when last indexed.
+    pub len: u64,
+    /// The file's modification time (seconds) when last indexed.
+    pub mtime: u64,
+    /// Offset up to which its records are indexed.
+    pub indexed_to: u64,
+    /// Index entries it has given.
+    pub entries: u64,
+}
+
+impl Source {
+    /// The name a CDX line gives the file: its base name, or for a WACZ
+    /// member `WACZNAME#archive/NAME`.
+    pub fn cdx_filename(&self) -> String {
+        let base = self
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        match &self.entry {
+            Some(e) => format!("{base}#{e}"),
+            None => base,
+        }
+    }
+
+    /// Opens its bytes, positioned at `offset` (an offset in the source).
+    ///
+    /// # Errors
+    /// The file cannot be opened.
+    pub fn open_at(&self, offset: u64) -> Result<Section> {
+        let f = File::open(&self.path).map_err(|e| Error::from(e).in_file(&self.path))?;
+        let len = match &self.entry {
+            Some(_) => self.len,
+            None => f
+                .metadata()
+                .map_err(|e| Error::from(e).in_file(&self.path))?
+                .len(),
+        };
+        let mut s =
+            Section::new(f, self.start, len).map_err(|e| Error::from(e).in_file(&self.path))?;
+        s.seek(SeekFrom::Start(offset))
+            .map_err(|e| Error::from(e).in_file(&self.path))?;
+        Ok(s)
+    }
+
+    /// A reader of its records from `offset` on, its format sniffed there
+    /// (every format starts a record in a way the sniffer knows).
+    ///
+    /// # Errors
+    /// The file cannot be opened or read.
+    pub fn reader_at(&self, offset: u64) -> Result<Reader<Decoder<Section>>> {
+        let s = self.open_at(offset)?;
+        let dec = DecoderOptions {
+            start_offset: offset,
+            buffer_size: RECORD_BUFFER,
+            ..DecoderOptions::default()
+        };
+        let opts = ReaderOptions {
+            decoder: dec.clone(),
+            file: Some(PathBuf::from(&self.name)),
+            ..ReaderOptions::default()
+        };
+        let src = Decoder::new_seekable(s, dec).map_err(|e| Error::from(e).in_file(&self.path))?;
+        Reader::from_source(src, opts)
+    }
+}
+
+/// A capture: an index entry and the source it is in.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Capture {
+    /// The source id.
+    pub src: u32,
+    /// The index entry (`filename` is the source's CDX file name).
+    #[serde(flatten)]
+    pub entry: Entry,
+}
+
+impl Capture {
+    /// Whether the record is a revisit.
+    pub fn is_revisit(&self) -> bool {
+        self.entry
+            .record_type
+            .as_deref()
+            .is_some_and(|t| t.eq_ignore_ascii_case("revisit"))
+    }
+
+    /// The HTTP status as a number.
+    pub fn status(&self) -> Option<u16> {
+        self.entry.status.as_deref()?.parse().ok()
+    }
+}
+
+fn capture_key(e: &Entry, src: u32) -> String {
+    format!("{} {} {src:08x}{:016x}", e.urlkey, e.timestamp, e.offset)
+}
+
+fn loc_bytes(src: u32, offset: u64) -> [u8; 12] {
+    let mut b = [0u8; 12];
+    b[..4].copy_from_slice(&src.to_le_bytes());
+    b[4..].copy_from_slice(&offset.to_le_bytes());
+    b
+}
+
+fn loc_from(b: &[u8]) -> Option<(u32, u64)> {
+    if b.len() != 12 {
+        return None;
+    }
+    let src = u32::from_le_bytes(b[..4].try_into().ok()?);
+    let off = u64::from_le_bytes(b[4..].try_into().ok()?);
+    Some((src, off))
+}
+
+/// One item of a range over the captures table.
+type RangeItem<'a> = std::result::Result<
+    (
+        redb::AccessGuard<'a, &'static str>,
+        redb::AccessGuard<'a, &'static [u8]>,
+    ),
+    redb::StorageError,
+>;
+
+/// How URLs are matched in a query (pywb's `matchType`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MatchType {
+    /// The URL itself.
+    Exact,
+    /// URLs that start with the URL (its url key, really).
+    Prefix,
+    /// Every URL of the host.
+    Host,
+    /// Every URL of the host and its subdomains.
+    Domain,
+}
+
+impl MatchType {
+    /// Parses pywb's names.
+    pub fn parse(s: &str) -> Option<MatchType> {
+        Some(match s {
+            "exact" => MatchType::Exact,
+            "prefix" => MatchType::Prefix,
+            "host" => MatchType::Host,
+            "domain" => MatchType::Domain,
+            _ => return None,
+        })
+    }
+}
+
+/// The key range of a query: keys starting with `prefix`, and for a domain
+/// query the next character must be `)` or `,`.
+#[derive(Debug, Clone)]
+pub struct KeyRange {
+    prefix: String,
+    domain: bool,
+}
+
+impl KeyRange {
+    /// The range for `url` matched by `m` (pywb's rules: `url/*` means
+    /// prefix, `*.host` means domain).
+    pub fn new(url: &str, m: MatchType) -> KeyRange {
+        let (url, m) = if let Some(u) = url.strip_suffix('*') {
+            (u, MatchType::Prefix)
+        } else if let Some(u) = url.strip_prefix("*.") {
+            (u, MatchType::Domain)
+        } else {
+            (url, m)
+        };
+        let key = warchest_index::surt::url_key(&super::url::normalize_target(url));
+        let host = key.split(')').next().unwrap_or(&key).to_string();
+        match m {
+            MatchType::Exact => KeyRange {
+                prefix: format!("{key} "),
+                domain: false,
+            },
+            MatchType::Prefix => {
+                // `com,example)/a` also matches `com,example)/abc`, as pywb
+                // does; a trailing `/` given keeps only what is below.
+                let k = if url.ends_with('/') && !key.ends_with('/') {
+                    format!("{key}/")
+                } else {
+                    key
+                };
+                KeyRange {
+                    prefix: k,
+                    domain: false,
+                }
+            }
+            MatchType::Host => KeyRange {
+                prefix: format!("{host})"),
+                domain: false,
+            },
+            MatchType::Domain => KeyRange {
+                prefix: host,
+                domain: true,
+            },
+        }
+    }
+
+    fn contains(&self, key: &str) -> bool {
+        if !key.starts_with(&self.prefix) {
+            return false;
+        }
+        !self.domain || matches!(key.as_bytes().get(self.prefix.len()), Some(b')' | b','))
+    }
+}
+
+/// What a query returns and in which order.
+#[derive(Debug, Clone)]
+pub struct Query {
+    /// Which keys.
+    pub range: KeyRange,
+    /// Earliest timestamp (padded down), inclusive.
+    pub from: Option<String>,
+    /// Latest timestamp (padded up), inclusive.
+    pub to: Option<String>,
+    /// At most this many captures.
+    pub limit: usize,
+    /// Newest key first.
+    pub reverse: bool,
+}
+
+/// What one pass over the files found.
+#[derive(Debug, Clone, Default)]
+pub struct SyncReport {
+    /// Sources seen for the first time.
+    pub new_sources: usize,
+    /// Sources read again because they grew or changed.
+    pub updated_sources: usize,
+    /// Index entries added.
+    pub entries: u64,
+    /// Files that could not be read, with why.
+    pub failures: Vec<String>,
+}
+
+/// The index store.
+pub struct Store {
+    db: Database,
+    path: PathBuf,
+    sources: RwLock<Vec<Source>>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("path", &self.path).finish()
+    }
+}
+
+impl Store {
+    /// Opens the store at `path`, creating it when missing.
+    ///
+    /// # Errors
+    /// The file cannot be created or is not a store.
+    pub fn open(path: impl AsRef<Path>) -> Result<Store> {
+        let path = path.as_ref().to_path_buf();
+        let db = Database::create(&path).map_err(|e| db_error(e, &path))?;
+        let txn = db.begin_write().map_err(|e| db_error(e, &path))?;
+        {
+            txn.open_table(CAPTURES).map_err(|e| db_error(e, &path))?;
+            txn.open_table(RECORD_IDS).map_err(|e| db_error(e, &path))?;
+            txn.open_table(DIGESTS).map_err(|e| db_error(e, &path))?;
+            txn.open_table(SOURCES).map_err(|e| db_error(e, &path))?;
+        }
+        txn.commit().map_err(|e| db_error(e, &path))?;
+        let mut sources = Vec::new();
+        {
+            let r = db.begin_read().map_err(|e| db_error(e, &path))?;
+            let t = r.open_table(SOURCES).map_err(|e| db_error(e, &path))?;
+            for item in t.iter().map_err(|e| db_error(e, &path))? {
+                let (_, v) = item.map_err(|e| db_error(e, &path))?;
+                if let Ok(s) = serde_json::from_slice::<Source>(v.value()) {
+                    sources.push(s);
+                }
+            }
+        }
+        sources.sort_by_key(|s| s.id);
+        Ok(Store {
+            db,
+            path,
+            sources: RwLock::new(sources),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The sources known.
+    pub fn sources(&self) -> Vec<Source> {
+        self.sources.read().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    /// The source with id `id`.
+    pub fn source(&self, id: u32) -> Option<Source> {
+        self.sources
+            .read()
+            .ok()?
+            .iter()
+            .find(|s| s.id == id)
+            .cloned()
+    }
+
+    /// Finds the archive files under `paths` (directories are walked;
+    /// hidden files, `.open` files being written and the store itself are
+    /// skipped) and indexes what is new: new files, and the records added
+    /// to files that grew. A file that changed otherwise is indexed again
+    /// from its start.
+    ///
+    /// # Errors
+    /// The store cannot be written (a file that cannot be read is a
+    /// failure of the report, not an error).
+    pub fn sync(&self, paths: &[PathBuf]) -> Result<SyncReport> {
+        let mut report = SyncReport::default();
+        let mut files = Vec::new();
+        for p in paths {
+            if p.is_dir() {
+                walk(p, &self.path, &mut files, 0);
+            } else {
+                files.push(p.clone());
+            }
+        }
+        // One source per file, however it was named (a directory and a
+        // file in it, relative and absolute paths).
+        let mut files: Vec<PathBuf> = files
+            .into_iter()
+            .map(|f| std::fs::canonicalize(&f).unwrap_or(f))
+            .collect();
+        files.sort();
+        files.dedup();
+        for f in files {
+            if let Err(e) = self.sync_file(&f, &mut report) {
+                report.failures.push(format!("{}: {e}", f.display()));
+            }
+        }
+        Ok(report)
+    }
+
+    fn sync_file(&self, path: &Path, report: &mut SyncReport) -> Result<()> {
+        let meta = std::fs::metadata(path).map_err(|e| Error::from(e).in_file(path))?;
+        let mtime = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_secs());
+        let len = meta.len();
+        let candidates: Vec<(String, Option<String>, u64, u64)> = if wacz::is_wacz(path) {
+            let known = self.sources();
+            let name0 = format!("{}#", path.display());
+            if known
+                .iter()
+                .any(|s| s.name.starts_with(&name0) && s.mtime == mtime)
+            {
+                return Ok(());
+            }
+            wacz::archive_entries(path)?
+                .into_iter()
+                .map(|e| {
+                    (
+                        format!("{}#{}", path.display(), e.name),
+                        Some(e.name),
+                        e.data_start,
+                        e.compressed_size,
+                    )
+                })
+                .collect()
+        } else {
+            vec![(path.display().to_string(), None, 0, len)]
+        };
+        for (name, entry, start, slen) in candidates {
+            let existing = self
+                .sources
+                .read()
+                .ok()
+                .and_then(|s| s.iter().find(|s| s.name == name).cloned());
+            let mut src = match existing {
+                Some(s) if s.len == slen && s.mtime == mtime && s.start == start => continue,
+                // Indexed by a CDXJ given: that index stands for the file.
+                Some(s) if s.mtime == u64::MAX => continue,
+                Some(mut s) => {
+                    // Grown in place (a file still being written): read on
+                    // from where indexing stopped; otherwise from the start.
+                    if !(slen > s.len && s.start == start && entry.is_none()) {
+                        s.indexed_to = 0;
+                        s.entries = 0;
+                    }
+                    s.len = slen;
+                    s.start = start;
+                    s.mtime = mtime;
+                    report.updated_sources += 1;
+                    s
+                }
+                None => {
+                    let id = self
+                        .sources
+                        .read()
+                        .ok()
+                        .and_then(|s| s.iter().map(|s| s.id).max())
+                        .map_or(0, |m| m + 1);
+                    report.new_sources += 1;
+                    Source {
+                        id,
+                        name,
+                        path: path.to_path_buf(),
+                        entry,
+                        start,
+                        len: slen,
+                        mtime,
+                        indexed_to: 0,
+                        entries: 0,
+                    }
+                }
+            };
+            // Known (in memory) before its first captures are committed,
+            // so a capture a lookup finds always has its file; saved to the
+            // database only once indexed, so a crash re-reads it.
+            self.remember(&src);
+            let r = self.index_source(&mut src);
+            self.save_source(&src)?;
+            match r {
+                Ok(n) => report.entries += n,
+                Err(e) => report.failures.push(format!("{}: {e}", src.name)),
+            }
+        }
+        Ok(())
+    }
+
+    fn save_source(&self, src: &Source) -> Result<()> {
+        let txn = self.db.begin_write().map_err(|e| db_error(e, &self.path))?;
+        {
+            let mut t = txn
+                .open_table(SOURCES)
+                .map_err(|e| db_error(e, &self.path))?;
+            let v = serde_json::to_vec(src).map_err(std::io::Error::from)?;
+            t.insert(src.id, v.as_slice())
+                .map_err(|e| db_error(e, &self.path))?;
+        }
+        txn.commit().map_err(|e| db_error(e, &self.path))?;
+        self.remember(src);
+        Ok(())
+    }
+
+    /// Puts `src` in the in-memory list of sources (or updates it there).
+    fn remember(&self, src: &Source) {
+        if let Ok(mut all) = self.sources.write() {
+            match all.iter_mut().find(|s| s.id == src.id) {
+                Some(s) => *s = src.clone(),
+                None => all.push(src.clone()),
+            }
+        }
+    }
+
+    /// Indexes `src` from its `indexed_to` on; returns the entries added.
+    fn index_source(&self, src: &mut Source) -> Result<u64> {
+        let mut reader = src.reader_at(src.indexed_to)?;
+        if src.indexed_to > 0 && reader.format() != Format::Warc {
+            // Only WARC files are read on from the middle; others again.
+            src.indexed_to = 0;
+            reader = src.reader_at(0)?;
+        }
+        let indexer = Indexer::new(src.cdx_filename(), IndexOptions::default());
+        let mut pending: Vec<Entry> = Vec::with_capacity(BATCH);
+        let mut added = 0u64;
+        let mut end = src.indexed_to;
+        let r = indexer.index(&mut reader, |e| {
+            if let Some(l) = e.length {
+                end = end.max(e.offset + l);
+            }
+            pending.push(e);
+            if pending.len() >= BATCH {
+                added += self.insert(src.id, &pending)?;
+                pending.clear();
+            }
+            Ok(())
+        });
+        added += self.insert(src.id, &pending)?;
+        src.indexed_to = end;
+        src.entries += added;
+        r.map(|()| added)
+    }
+
+    fn insert(&self, src: u32, entries: &[Entry]) -> Result<u64> {
+        if entries.is_empty() {
+            return Ok(0);
+        }
+        let p = &self.path;
+        let txn = self.db.begin_write().map_err(|e| db_error(e, p))?;
+        {
+            let mut caps = txn.open_table(CAPTURES).map_err(|e| db_error(e, p))?;
+            let mut ids = txn.open_table(RECORD_IDS).map_err(|e| db_error(e, p))?;
+            let mut digests = txn.open_table(DIGESTS).map_err(|e| db_error(e, p))?;
+            for e in entries {
+                let cap = Capture {
+                    src,
+                    entry: e.clone(),
+                };
+                let v = serde_json::to_vec(&cap).map_err(std::io::Error::from)?;
+                caps.insert(capture_key(e, src).as_str(), v.as_slice())
+                    .map_err(|e| db_error(e, p))?;
+                let loc = loc_bytes(src, e.offset);
+                if let Some(id) = &e.record_id {
+                    ids.insert(id.trim(), &loc[..])
+                        .map_err(|e| db_error(e, p))?;
+                }
+                let original = e.record_type.as_deref().is_some_and(|t| {
+                    t.eq_ignore_ascii_case("response") || t.eq_ignore_ascii_case("resource")
+                });
+                if original && let Some(d) = &e.digest {
+                    let k = digest_key(d);
+                    if digests
+                        .get(k.as_str())
+                        .map_err(|e| db_error(e, p))?
+                        .is_none()
+                    {
+                        digests
+                            .insert(k.as_str(), &loc[..])
+                            .map_err(|e| db_error(e, p))?;
+                    }
+                }
+            }
+        }
+        txn.commit().map_err(|e| db_error(e, p))?;
+        Ok(entries.len() as u64)
+    }
+
+    /// Loads a CDXJ index (as `warchest index` or pywb writes it) instead
+    /// of reading the files: each line's `filename` is looked for among
+    /// the sources known by base name (or `WACZ#member` name); lines of
+    /// unknown files are counted and skipped.
+    ///
+    /// # Errors
+    /// The index cannot be read or the store written.
+    pub fn load_cdxj(&self, cdxj: &Path, paths: &[PathBuf]) -> Result<(u64, u64)> {
+        use std::io::{BufRead, Read};
+        // Register the files without reading them.
+        let mut files = Vec::new();
+        for p in paths {
+            if p.is_dir() {
+                walk(p, &self.path, &mut files, 0);
+            } else {
+                files.push(p.clone());
+            }
+        }
+        // Named as `sync` names them, so polling knows them.
+        let files: Vec<PathBuf> = files
+            .into_iter()
+            .map(|f| std::fs::canonicalize(&f).unwrap_or(f))
+            .collect();
+        let mut by_name: BTreeMap<String, u32> = BTreeMap::new();
+        for s in self.sources() {
+            by_name.insert(s.cdx_filename(), s.id);
+        }
+        for f in files {
+            let base = f
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            if by_name.contains_key(&base) {
+                continue;
+            }
+            let len = std::fs::metadata(&f).map(|m| m.len()).unwrap_or(0);
+            let id = self
+                .sources()
+                .iter()
+                .map(|s| s.id)
+                .max()
+                .map_or(0, |m| m + 1);
+            let src = Source {
+                id,
+                name: f.display().to_string(),
+                path: f.clone(),
+                entry: None,
+                start: 0,
+                len,
+                // Marked as indexed: the CDXJ stands for its records.
+                mtime: u64::MAX,
+                indexed_to: len,
+                entries: 0,
+            };
+            self.save_source(&src)?;
+            by_name.insert(base, id);
+        }
+        let file = File::open(cdxj).map_err(|e| Error::from(e).in_file(cdxj))?;
+        let mut r = std::io::BufReader::new(file);
+        let mut line = Vec::new();
+        let (mut loaded, mut skipped) = (0u64, 0u64);
+        let mut batch: BTreeMap<u32, Vec<Entry>> = BTreeMap::new();
+        loop {
+            line.clear();
+            let n = (&mut r)
+                .take(1 << 20)
+                .read_until(b'\n', &mut line)
+                .map_err(|e| Error::from(e).in_file(cdxj))?;
+            if n == 0 {
+                break;
+            }
+            let Some(l) = wacz::CdxjLine::parse(&line) else {
+                skipped += 1;
+                continue;
+            };
+            let Some(&src) = by_name.get(&l.filename) else {
+                skipped += 1;
+                continue;
+            };
+            let text = |k: &str| l.json.get(k).and_then(|v| v.as_str()).map(str::to_owned);
+            let e = Entry {
+                urlkey: l.urlkey.clone(),
+                timestamp: l.timestamp.clone(),
+                url: Some(l.url.clone()),
+                mime: text("mime"),
+                status: text("status"),
+                digest: text("digest"),
+                length: l.length,
+                offset: l.offset,
+                filename: l.filename.clone(),
+                record_type: Some(if text("mime").as_deref() == Some("warc/revisit") {
+                    "revisit".into()
+                } else {
+                    "response".into()
+                }),
+                ..Entry::default()
+            };
+            let b = batch.entry(src).or_default();
+            b.push(e);
+            if b.len() >= BATCH {
+                loaded += self.insert(src, b)?;
+                b.clear();
+            }
+        }
+        for (src, b) in batch {
+            loaded += self.insert(src, &b)?;
+        }
+        Ok((loaded, skipped))
+    }
+
+    /// The captures `q` selects, in key order (or reversed).
+    ///
+    /// # Errors
+    /// The store cannot be read.
+    pub fn query(&self, q: &Query, mut each: impl FnMut(Capture) -> bool) -> Result<()> {
+        let p = &self.path;
+        let txn = self.db.begin_read().map_err(|e| db_error(e, p))?;
+        let t = txn.open_table(CAPTURES).map_err(|e| db_error(e, p))?;
+        let start = q.range.prefix.as_str();
+        let end = upper_bound(start);
+        let range = match &end {
+            Some(e) => t.range::<&str>(start..e.as_str()),
+            None => t.range::<&str>(start..),
+        }
+        .map_err(|e| db_error(e, p))?;
+        let from = q.from.as_deref().map(super::url::pad_timestamp);
+        let to = q.to.as_deref().map(pad_up);
+        let mut n = 0usize;
+        let mut visit = |k: &str, v: &[u8]| -> bool {
+            if !q.range.contains(k) {
+                return true;
+            }
+            let Ok(c) = serde_json::from_slice::<Capture>(v) else {
+                return true;
+            };
+            if from
+                .as_deref()
+                .is_some_and(|f| c.entry.timestamp.as_str() < f)
+                || to
+                    .as_deref()
+                    .is_some_and(|t| c.entry.timestamp.as_str() > t)
+            {
+                return true;
+            }
+            n += 1;
+            each(c) && n < q.limit
+        };
+        if q.reverse {
+            for item in range.rev() {
+                let (k, v) = item.map_err(|e| db_error(e, p))?;
+                if !visit(k.value(), v.value()) {
+                    break;
+                }
+            }
+        } else {
+            for item in range {
+                let (k, v) = item.map_err(|e| db_error(e, p))?;
+                if !visit(k.value(), v.value()) {
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The captures of `url` nearest in time to `timestamp` first, among
+    /// those `accept` takes; at most `limit` looked at.
+    ///
+    /// # Errors
+    /// The store cannot be read.
+    pub fn closest(
+        &self,
+        url: &str,
+        timestamp: &str,
+        limit: usize,
+        mut accept: impl FnMut(&Capture) -> bool,
+    ) -> Result<Vec<Capture>> {
+        let p = &self.path;
+        let key = warchest_index::surt::url_key(url);
+        let ts = super::url::pad_timestamp(timestamp);
+        let target = super::url::timestamp_seconds(&ts);
+        let txn = self.db.begin_read().map_err(|e| db_error(e, p))?;
+        let t = txn.open_table(CAPTURES).map_err(|e| db_error(e, p))?;
+        let lo = format!("{key} ");
+        let mid = format!("{key} {ts}");
+        let hi = format!("{key}!");
+        let mut fwd = t
+            .range::<&str>(mid.as_str()..hi.as_str())
+            .map_err(|e| db_error(e, p))?;
+        let mut back = t
+            .range::<&str>(lo.as_str()..mid.as_str())
+            .map_err(|e| db_error(e, p))?
+            .rev();
+        let decode = |item: Option<RangeItem<'_>>| -> Result<Option<Capture>> {
+            match item {
+                None => Ok(None),
+                Some(Err(e)) => Err(db_error(e, p)),
+                Some(Ok((_, v))) => Ok(serde_json::from_slice(v.value()).ok()),
+            }
+        };
+        let mut next_f = decode(fwd.next())?;
+        let mut next_b = decode(back.next())?;
+        let mut out = Vec::new();
+        let mut seen = 0usize;
+        while seen < limit.max(1) * 64 && out.len() < limit {
+            let take_f = match (&next_f, &next_b) {
+                (None, None) => break,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (Some(f), Some(b)) => {
+                    let df = (super::url::timestamp_seconds(&f.entry.timestamp) - target).abs();
+                    let db = (super::url::timestamp_seconds(&b.entry.timestamp) - target).abs();
+                    df <= db
+                }
+            };
+            let c = if take_f {
+                let c = next_f.take();
+                next_f = decode(fwd.next())?;
+                c
+            } else {
+                let c = next_b.take();
+                next_b = decode(back.next())?;
+                c
+            };
+            seen += 1;
+            if let Some(c) = c
+                && accept(&c)
+            {
+                out.push(c);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The capture at `offset` of source `src`, found through its record id
+    /// table or a scan of the record (for the record page).
+    ///
+    /// # Errors
+    /// The store cannot be read.
+    pub fn location_of_record_id(&self, id: &str) -> Result<Option<(u32, u64)>> {
+        let p = &self.path;
+        let txn = self.db.begin_read().map_err(|e| db_error(e, p))?;
+        let t = txn.open_table(RECORD_IDS).map_err(|e| db_error(e, p))?;
+        Ok(t.get(id.trim())
+            .map_err(|e| db_error(e, p))?
+            .and_then(|v| loc_from(v.value())))
+    }
+
+    /// Where the first response or resource with payload digest `digest` is.
+    ///
+    /// # Errors
+    /// The store cannot be read.
+    pub fn location_of_digest(&self, digest: &str) -> Result<Option<(u32, u64)>> {
+        let p = &self.path;
+        let txn = self.db.begin_read().map_err(|e| db_error(e, p))?;
+        let t = txn.open_table(DIGESTS).map_err(|e| db_error(e, p))?;
+        Ok(t.get(digest_key(digest).as_str())
+            .map_err(|e| db_error(e, p))?
+            .and_then(|v| loc_from(v.value())))
+    }
+
+    /// Number of captures.
+    ///
+    /// # Errors
+    /// The store cannot be read.
+    pub fn len(&self) -> Result<u64> {
+        use redb::ReadableTableMetadata;
+        let p = &self.path;
+        let txn = self.db.begin_read().map_err(|e| db_error(e, p))?;
+        let t = txn.open_table(CAPTURES).map_err(|e| db_error(e, p))?;
+        t.len().map_err(|e| db_error(e, p))
+    }
+
+    /// Whether the store holds no capture.
+    ///
+    /// # Errors
+    /// The store cannot be read.
+    pub fn is_empty(&self) -> Result<bool> {
+        Ok(self.len()? == 0)
+    }
+}
+
+/// A digest as the index writes it (`sha1:` label dropped), upper-case.
+fn digest_key(d: &str) -> String {
+    let d = d.trim();
+    let d = d
+        .strip_prefix("sha1:")
+        .or_else(|| d.strip_prefix("SHA1:"))
+        .unwrap_or(d);
+    d.to_ascii_uppercase()
+}
+
+/// The smallest string greater than every string starting with `prefix`.
+fn upper_bound(prefix: &str) -> Option<String> {
+    let mut b = prefix.as_bytes().to_vec();
+    while let Some(last) = b.pop() {
+        if last < 0x7f {
+            b.push(last + 1);
+            return String::from_utf8(b).ok();
+        }
+    }
+    None
+}
+
+/// Pads a partial timestamp up (`2014` -> `20141231235959`).
+fn pad_up(ts: &str) -> String {
+    const HIGH: &str = "99991231235959";
+    let digits: String = ts.chars().filter(char::is_ascii_digit).take(14).collect();
+    let mut s = digits.clone();
+    s.push_str(&HIGH[digits.len()..]);
+    s
+}
+
+/// Whether a file in a walked directory is an archive file.
+pub fn is_archive_name(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    if lower.starts_with('.') || lower.ends_with(".open") {
+        return false;
+    }
+    let mut base = lower.as_str();
+    for c in [".gz", ".zst", ".lz4"] {
+        if let Some(b) = base.strip_suffix(c) {
+            base = b;
+            break;
+        }
+    }
+    [".warc", ".arc", ".wacz", ".dat"]
+        .iter()
+        .any(|e| base.ends_with(e))
+}
+
+/// Archive files under `dir`, recursively (at most 32 levels), sorted.
+fn walk(dir: &Path, store: &Path, out: &mut Vec<PathBuf>, depth: usize) {
+    if depth > 32 {
+        return;
+    }
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut items: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    items.sort();
+    for p in items {
+        let name = p
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if name.starts_with('.') || p == store {
+            continue;
+        }
+        if p.is_dir() {
+            walk(&p, store, out, depth + 1);
+        } else if is_archive_name(&name) {
+            out.push(p);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_ranges() {
+        let r = KeyRange::new("http://example.com/", MatchType::Exact);
+        assert!(r.contains("com,example)/ 2014"));
+        assert!(!r.contains("com,example)/a 2014"));
+        let r = KeyRange::new("example.com/a*", MatchType::Exact);
+        assert!(r.contains("com,example)/abc 2014"));
+        let r = KeyRange::new("example.com", MatchType::Host);
+        assert!(r.contains("com,example)/x 2014"));
+        assert!(!r.contains("com,example,www2)/x 2014"));
+        let r = KeyRange::new("example.com", MatchType::Domain);
+        assert!(r.contains("com,example,sub)/x 2014"));
+        assert!(r.contains("com,example)/x 2014"));
+        assert!(!r.contains("com,examples)/x 2014"));
+    }
+
+    #[test]
+    fn names_and_bounds() {
+        assert!(is_archive_name("a.warc.gz"));
+        assert!(is_archive_name("b.WACZ"));
+        assert!(!is_archive_name("a.warc.gz.open"));
+        assert!(!is_archive_name("index.cdxj"));
+        assert_eq!(upper_bound("ab").as_deref(), Some("ac"));
+        assert_eq!(pad_up("2014"), "20141231235959");
+        assert_eq!(digest_key("sha1:abc"), "ABC");
+    }
+}

@@ -1,0 +1,941 @@
+//! WACZ 1.1.1 (Web Archive Collection Zipped): a ZIP file holding WARC files
+//! (`archive/`), their index (`indexes/index.cdxj`), the list of pages
+//! (`pages/pages.jsonl`), and a frictionless data package
+//! (`datapackage.json`, every file with its size and SHA-256) whose own hash
+//! is in `datapackage-digest.json`.
+//!
+//! The WARC files are stored, not deflated, so that a record can be read in
+//! place at its offset: [`Section`] is a window on the ZIP file that reads
+//! like the WARC file on its own, offsets included. [`create`] writes a WACZ
+//! from archive files, [`validate`] checks one (the same checks py-wacz's
+//! `wacz validate` makes, plus the index pointing at records).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest as _, Sha256};
+
+use warchest::archive::Reader;
+use warchest::codec::{Decoder, DecoderOptions};
+use warchest::error::{Error, ErrorKind, Result};
+use warchest_index::{Entry, Format, IndexOptions, IndexOutput, Indexer};
+use warchest::warc::ReaderOptions;
+
+/// The WACZ version written.
+pub const WACZ_VERSION: &str = "1.1.1";
+
+/// The media types whose responses are listed as pages.
+const PAGE_TYPES: [&str; 2] = ["text/html", "application/xhtml+xml"];
+
+fn wacz_error(path: &Path, msg: impl Into<String>) -> Error {
+    Error::new(ErrorKind::Syntax(msg.into())).in_file(path)
+}
+
+fn zip_error(path: &Path, e: zip::result::ZipError) -> Error {
+    match e {
+        zip::result::ZipError::Io(e) => Error::from(e).in_file(path),
+        e => wacz_error(path, format!("not a readable ZIP file: {e}")),
+    }
+}
+
+/// A window on a file: bytes `start..start + len`, read and sought as if
+/// they were a file of their own (a WARC file stored in a WACZ).
+#[derive(Debug)]
+pub struct Section {
+    file: File,
+    start: u64,
+    len: u64,
+    pos: u64,
+}
+
+impl Section {
+    /// The bytes `start..start + len` of `file`, positioned at their start.
+    ///
+    /// # Errors
+    /// Seeking failed.
+    pub fn new(mut file: File, start: u64, len: u64) -> io::Result<Section> {
+        file.seek(SeekFrom::Start(start))?;
+        Ok(Section {
+            file,
+            start,
+            len,
+            pos: 0,
+        })
+    }
+
+    /// The length of the window.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether the window is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl Read for Section {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let left = self.len.saturating_sub(self.pos);
+        let want = (buf.len() as u64).min(left) as usize;
+        if want == 0 {
+            return Ok(0);
+        }
+        let n = self.file.read(&mut buf[..want])?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+impl Seek for Section {
+    fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
+        let target = match to {
+            SeekFrom::Start(n) => Some(n),
+            SeekFrom::End(d) => self.len.checked_add_signed(d),
+            SeekFrom::Current(d) => self.pos.checked_add_signed(d),
+        }
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "seek before the start"))?;
+        // Past the end reads nothing, as with a file.
+        self.file
+            .seek(SeekFrom::Start(self.start.saturating_add(target)))?;
+        self.pos = target;
+        Ok(target)
+    }
+}
+
+/// One file inside a ZIP.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ZipEntry {
+    /// Its path in the ZIP (`archive/data.warc.gz`).
+    pub name: String,
+    /// Where its (compressed) data starts in the ZIP file.
+    pub data_start: u64,
+    /// Its stored size.
+    pub compressed_size: u64,
+    /// Its size once decompressed.
+    pub size: u64,
+    /// Stored without compression (readable in place).
+    pub stored: bool,
+}
+
+/// Whether `path` names a WACZ file (by its extension).
+pub fn is_wacz(path: &Path) -> bool {
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("wacz"))
+}
+
+/// The files in the ZIP at `path`, in the order of its central directory.
+///
+/// # Errors
+/// The file cannot be read or is not a ZIP file.
+pub fn entries(path: &Path) -> Result<Vec<ZipEntry>> {
+    let f = File::open(path).map_err(|e| Error::from(e).in_file(path))?;
+    let mut zip = zip::ZipArchive::new(BufReader::new(f)).map_err(|e| zip_error(path, e))?;
+    let mut out = Vec::with_capacity(zip.len());
+    // A second handle reads the local headers (the archive keeps its own).
+    let mut raw = File::open(path).map_err(|e| Error::from(e).in_file(path))?;
+    for i in 0..zip.len() {
+        let (name, header_start, compressed_size, size, stored, is_dir) = {
+            let z = zip.by_index_raw(i).map_err(|e| zip_error(path, e))?;
+            (
+                z.name().map_err(|e| zip_error(path, e))?.into_owned(),
+                z.header_start(),
+                z.compressed_size(),
+                z.size(),
+                z.compression() == zip::CompressionMethod::Stored,
+                z.is_dir(),
+            )
+        };
+        if is_dir {
+            continue;
+        }
+        let data_start =
+            local_data_start(&mut raw, header_start).map_err(|e| Error::from(e).in_file(path))?;
+        out.push(ZipEntry {
+            name,
+            data_start,
+            compressed_size,
+            size,
+            stored,
+        });
+    }
+    Ok(out)
+}
+
+/// Where a file's data starts: after its local header, whose name and
+/// extra field lengths may differ from the central directory's.
+fn local_data_start(r: &mut (impl Read + Seek), header_start: u64) -> io::Result<u64> {
+    r.seek(SeekFrom::Start(header_start))?;
+    let mut h = [0u8; 30];
+    r.read_exact(&mut h)?;
+    if h[..4] != [0x50, 0x4b, 0x03, 0x04] {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "no local file header where the central directory points",
+        ));
+    }
+    let name_len = u64::from(u16::from_le_bytes([h[26], h[27]]));
+    let extra_len = u64::from(u16::from_le_bytes([h[28], h[29]]));
+    Ok(header_start + 30 + name_len + extra_len)
+}
+
+/// The archive files of the WACZ at `path` (the files under `archive/`).
+///
+/// # Errors
+/// The WACZ cannot be read, or an archive file is compressed in the ZIP
+/// (it could not be read in place).
+pub fn archive_entries(path: &Path) -> Result<Vec<ZipEntry>> {
+    let mut v = Vec::new();
+    for e in entries(path)? {
+        if e.name.starts_with("archive/") && e.name.len() > "archive/".len() {
+            if !e.stored {
+                return Err(wacz_error(
+                    path,
+                    format!(
+                        "{} is compressed in the ZIP; WACZ stores WARC files",
+                        e.name
+                    ),
+                ));
+            }
+            v.push(e);
+        }
+    }
+    Ok(v)
+}
+
+/// Opens a stored entry as a [`Section`] of the ZIP file.
+///
+/// # Errors
+/// The file cannot be opened.
+pub fn open_entry(path: &Path, entry: &ZipEntry) -> Result<Section> {
+    let f = File::open(path).map_err(|e| Error::from(e).in_file(path))?;
+    Section::new(f, entry.data_start, entry.compressed_size)
+        .map_err(|e| Error::from(e).in_file(path))
+}
+
+/// Splits a name of the form `FILE.wacz#archive/ENTRY` (how the commands
+/// name a WARC file inside a WACZ) into the WACZ path and the entry name.
+/// `None` for any other name, and when a file of that very name exists.
+pub fn split_member_name(name: &str) -> Option<(&str, &str)> {
+    let (wacz, entry) = name.split_once(".wacz#")?;
+    if Path::new(name).exists() {
+        return None;
+    }
+    Some((&name[..wacz.len() + ".wacz".len()], entry))
+}
+
+/// Opens `FILE.wacz#ENTRY` (see [`split_member_name`]) as a [`Section`].
+///
+/// # Errors
+/// The WACZ cannot be read or has no such stored entry.
+pub fn open_member(wacz: &Path, entry: &str) -> Result<Section> {
+    let all = entries(wacz)?;
+    let e = all
+        .iter()
+        .find(|e| e.name == entry)
+        .ok_or_else(|| wacz_error(wacz, format!("no entry {entry} in the WACZ")))?;
+    if !e.stored {
+        return Err(wacz_error(
+            wacz,
+            format!("{entry} is compressed in the ZIP"),
+        ));
+    }
+    open_entry(wacz, e)
+}
+
+/// What [`create`] writes besides the archive files.
+#[derive(Debug, Clone, Default)]
+pub struct CreateOptions {
+    /// `title` of the data package.
+    pub title: Option<String>,
+    /// `description` of the data package.
+    pub description: Option<String>,
+}
+
+/// What [`create`] wrote.
+#[derive(Debug, Clone, Default)]
+pub struct CreateReport {
+    /// Archive files stored.
+    pub archives: usize,
+    /// Index lines written.
+    pub index_entries: u64,
+    /// Pages listed.
+    pub pages: u64,
+}
+
+struct Resource {
+    name: String,
+    path: String,
+    hash: String,
+    bytes: u64,
+}
+
+/// Writes `inputs` (WARC, ARC or Web InfoMall files, any compression) as
+/// the WACZ `out`: each file stored under `archive/` with its base name,
+/// indexed into `indexes/index.cdxj` (sorted CDXJ, as `warchest index`
+/// writes it), every HTML response with status 200 listed in
+/// `pages/pages.jsonl`, and the data package with SHA-256 hashes.
+///
+/// Memory stays bounded: files are copied and hashed as streams, index
+/// lines are sorted with spilling, pages are spooled.
+///
+/// # Errors
+/// An input cannot be read, two inputs have the same base name, or the
+/// output cannot be written.
+pub fn create<P: AsRef<Path>>(
+    inputs: &[P],
+    out: &Path,
+    opts: &CreateOptions,
+) -> Result<CreateReport> {
+    let mut report = CreateReport::default();
+    let mut names = BTreeSet::new();
+    let mut index = IndexOutput::new(tempfile::SpooledTempFile::new(8 << 20), &Format::Cdxj, true)?;
+    let mut pages = tempfile::SpooledTempFile::new(8 << 20);
+    let mut main_page: Option<(String, String)> = None;
+    for input in inputs {
+        let input = input.as_ref();
+        let base = input
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .ok_or_else(|| wacz_error(input, "not a file name"))?;
+        if !names.insert(base.clone()) {
+            return Err(wacz_error(
+                input,
+                format!("two inputs are named {base}; WACZ names archive files by base name"),
+            ));
+        }
+        let mut reader = Reader::open_with(input, ReaderOptions::default().file(input))?;
+        let indexer = Indexer::new(base.clone(), IndexOptions::default());
+        indexer.index(&mut reader, |e| {
+            index.push(&e)?;
+            if is_page(&e) {
+                let url = e.url.clone().unwrap_or_default();
+                let ts = iso_date(&e.timestamp);
+                if main_page.is_none() {
+                    main_page = Some((url.clone(), ts.clone()));
+                }
+                let line = serde_json::json!({
+                    "id": uuid::Uuid::new_v4().simple().to_string(),
+                    "url": url,
+                    "ts": ts,
+                });
+                serde_json::to_writer(&mut pages, &line).map_err(io::Error::from)?;
+                pages.write_all(b"\n")?;
+                report.pages += 1;
+            }
+            report.index_entries += 1;
+            Ok(())
+        })?;
+        report.archives += 1;
+    }
+
+    let file = File::create(out).map_err(|e| Error::from(e).in_file(out))?;
+    let mut zip = zip::ZipWriter::new(io::BufWriter::with_capacity(1 << 16, file));
+    let zerr = |e: zip::result::ZipError| zip_error(out, e);
+    // Entries dated now (ZIP's default is 1980).
+    let now = time::OffsetDateTime::now_utc();
+    let when = zip::DateTime::from_date_and_time(
+        u16::try_from(now.year()).unwrap_or(1980),
+        u8::from(now.month()),
+        now.day(),
+        now.hour(),
+        now.minute(),
+        now.second(),
+    )
+    .unwrap_or_default();
+    let stored = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Stored)
+        .last_modified_time(when)
+        .large_file(true);
+    let deflated = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated)
+        .last_modified_time(when)
+        .large_file(true);
+    let mut resources = Vec::new();
+    for input in inputs {
+        let input = input.as_ref();
+        let base = input
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let path = format!("archive/{base}");
+        zip.start_file(path.as_str(), stored).map_err(zerr)?;
+        let f = File::open(input).map_err(|e| Error::from(e).in_file(input))?;
+        let (bytes, hash) = copy_hashed(f, &mut zip)?;
+        resources.push(Resource {
+            name: base.to_lowercase(),
+            path,
+            hash,
+            bytes,
+        });
+    }
+
+    let mut index_spool = index.finish()?;
+    index_spool.rewind()?;
+    zip.start_file("indexes/index.cdxj", deflated)
+        .map_err(zerr)?;
+    let (bytes, hash) = copy_hashed(index_spool, &mut zip)?;
+    resources.push(Resource {
+        name: "index.cdxj".into(),
+        path: "indexes/index.cdxj".into(),
+        hash,
+        bytes,
+    });
+
+    pages.rewind()?;
+    let header = b"{\"format\": \"json-pages-1.0\", \"id\": \"pages\", \"title\": \"All Pages\"}\n";
+    zip.start_file("pages/pages.jsonl", deflated)
+        .map_err(zerr)?;
+    let (bytes, hash) = copy_hashed(io::Cursor::new(&header[..]).chain(pages), &mut zip)?;
+    resources.push(Resource {
+        name: "pages.jsonl".into(),
+        path: "pages/pages.jsonl".into(),
+        hash,
+        bytes,
+    });
+
+    let mut package = serde_json::Map::new();
+    package.insert("profile".into(), "data-package".into());
+    package.insert(
+        "resources".into(),
+        resources
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "name": r.name, "path": r.path, "hash": r.hash, "bytes": r.bytes,
+                })
+            })
+            .collect(),
+    );
+    if let Some(t) = &opts.title {
+        package.insert("title".into(), t.clone().into());
+    }
+    if let Some(d) = &opts.description {
+        package.insert("description".into(), d.clone().into());
+    }
+    if let Some((url, ts)) = main_page {
+        package.insert("mainPageURL".into(), url.into());
+        package.insert("mainPageDate".into(), ts.into());
+    }
+    package.insert("created".into(), now_iso().into());
+    package.insert("wacz_version".into(), WACZ_VERSION.into());
+    package.insert(
+        "software".into(),
+        format!("warchest {}", env!("CARGO_PKG_VERSION")).into(),
+    );
+    let package_bytes = serde_json::to_vec_pretty(&package).map_err(io::Error::from)?;
+    zip.start_file("datapackage.json", deflated).map_err(zerr)?;
+    zip.write_all(&package_bytes)?;
+    let digest = serde_json::json!({
+        "path": "datapackage.json",
+        "hash": format!("sha256:{}", hex(&Sha256::digest(&package_bytes))),
+    });
+    zip.start_file("datapackage-digest.json", deflated)
+        .map_err(zerr)?;
+    zip.write_all(&serde_json::to_vec_pretty(&digest).map_err(io::Error::from)?)?;
+    let mut w = zip.finish().map_err(zerr)?;
+    w.flush().map_err(|e| Error::from(e).in_file(out))?;
+    Ok(report)
+}
+
+fn is_page(e: &Entry) -> bool {
+    e.status.as_deref() == Some("200")
+        && e.record_type
+            .as_deref()
+            .is_some_and(|t| t.eq_ignore_ascii_case("response"))
+        && e.mime
+            .as_deref()
+            .is_some_and(|m| PAGE_TYPES.iter().any(|p| m.eq_ignore_ascii_case(p)))
+        && e.url.as_deref().is_some_and(|u| u.starts_with("http"))
+}
+
+/// `20140126200624` as `2014-01-26T20:06:24Z`.
+pub fn iso_date(ts: &str) -> String {
+    let b = ts.as_bytes();
+    if b.len() < 14 || !b[..14].iter().all(u8::is_ascii_digit) {
+        return ts.to_string();
+    }
+    format!(
+        "{}-{}-{}T{}:{}:{}Z",
+        &ts[..4],
+        &ts[4..6],
+        &ts[6..8],
+        &ts[8..10],
+        &ts[10..12],
+        &ts[12..14]
+    )
+}
+
+fn now_iso() -> String {
+    let now = time::OffsetDateTime::now_utc();
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
+        now.year(),
+        u8::from(now.month()),
+        now.day(),
+        now.hour(),
+        now.minute(),
+        now.second()
+    )
+}
+
+fn hex(b: &[u8]) -> String {
+    data_encoding::HEXLOWER.encode(b)
+}
+
+/// Copies `r` to `w`, returning the byte count and `sha256:HEX`.
+fn copy_hashed(mut r: impl Read, w: &mut impl Write) -> Result<(u64, String)> {
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 16];
+    let mut n = 0u64;
+    loop {
+        let k = match r.read(&mut buf) {
+            Ok(0) => break,
+            Ok(k) => k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e.into()),
+        };
+        h.update(&buf[..k]);
+        w.write_all(&buf[..k])?;
+        n += k as u64;
+    }
+    Ok((n, format!("sha256:{}", hex(&h.finalize()))))
+}
+
+/// What [`validate`] found wrong with a WACZ: one sentence per problem.
+#[derive(Debug, Clone, Default)]
+pub struct ValidationReport {
+    /// Problems, in the order found.
+    pub problems: Vec<String>,
+    /// Files listed in the data package.
+    pub resources: usize,
+    /// Index lines checked against the records they point at.
+    pub index_entries_checked: u64,
+}
+
+impl ValidationReport {
+    /// No problem found.
+    pub fn is_valid(&self) -> bool {
+        self.problems.is_empty()
+    }
+}
+
+/// Most index lines checked against their records (the rest are counted
+/// as not checked): each check opens the record.
+const MAX_INDEX_CHECKS: u64 = 100_000;
+
+/// Checks the WACZ at `path`: `datapackage.json` present with a
+/// `wacz_version` and resources; every file in the ZIP listed and every
+/// listed file present with its size and hash (SHA-256 or MD5); the hash
+/// of `datapackage.json` in `datapackage-digest.json`; archive files
+/// stored; an index (`indexes/index.cdxj`, `.cdx`, `.cdx.gz`) and
+/// `pages/pages.jsonl` with its header; and each CDXJ line pointing at a
+/// record of its file with its URL.
+///
+/// # Errors
+/// The file cannot be read or is not a ZIP file (problems inside it are
+/// the report's).
+pub fn validate(path: &Path) -> Result<ValidationReport> {
+    let mut rep = ValidationReport::default();
+    let all = entries(path)?;
+    let by_name: BTreeMap<&str, &ZipEntry> = all.iter().map(|e| (e.name.as_str(), e)).collect();
+    let f = File::open(path).map_err(|e| Error::from(e).in_file(path))?;
+    let mut zip = zip::ZipArchive::new(BufReader::new(f)).map_err(|e| zip_error(path, e))?;
+
+    let Some(package_bytes) = read_small(&mut zip, path, "datapackage.json", &mut rep)? else {
+        rep.problems.push("datapackage.json is missing".into());
+        return Ok(rep);
+    };
+    let package: serde_json::Value = match serde_json::from_slice(&package_bytes) {
+        Ok(v) => v,
+        Err(e) => {
+            rep.problems
+                .push(format!("datapackage.json is not JSON: {e}"));
+            return Ok(rep);
+        }
+    };
+    if package
+        .get("wacz_version")
+        .and_then(|v| v.as_str())
+        .is_none()
+    {
+        rep.problems
+            .push("datapackage.json has no wacz_version".into());
+    }
+    let resources = package
+        .get("resources")
+        .and_then(|r| r.as_array())
+        .cloned()
+        .unwrap_or_default();
+    if resources.is_empty() {
+        rep.problems
+            .push("datapackage.json lists no resources".into());
+    }
+    rep.resources = resources.len();
+    let mut listed = BTreeSet::new();
+    for r in &resources {
+        let (Some(rpath), Some(hash)) = (
+            r.get("path").and_then(|v| v.as_str()),
+            r.get("hash").and_then(|v| v.as_str()),
+        ) else {
+            rep.problems
+                .push(format!("resource without path or hash: {r}"));
+            continue;
+        };
+        listed.insert(rpath.to_string());
+        if let Some(name) = r.get("name").and_then(|v| v.as_str())
+            && !name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-._/".contains(&b))
+        {
+            rep.problems.push(format!(
+                "resource name {name:?} is not lower-case letters, digits and -._/ (frictionless)"
+            ));
+        }
+        if !by_name.contains_key(rpath) {
+            rep.problems
+                .push(format!("{rpath} is listed in datapackage.json but missing"));
+            continue;
+        }
+        // A file that cannot be read whole (a CRC error in the ZIP) is a
+        // problem of this WACZ, not a failure to check it.
+        let hashed = match hash_entry(&mut zip, path, rpath, hash) {
+            Ok(h) => h,
+            Err(e) => {
+                rep.problems.push(format!("{rpath}: cannot be read: {e}"));
+                continue;
+            }
+        };
+        match hashed {
+            Some((bytes, ok)) => {
+                if !ok {
+                    rep.problems
+                        .push(format!("{rpath}: hash is not the one listed ({hash})"));
+                }
+                if let Some(b) = r.get("bytes").and_then(|v| v.as_u64())
+                    && b != bytes
+                {
+                    rep.problems
+                        .push(format!("{rpath}: {bytes} bytes, datapackage.json says {b}"));
+                }
+            }
+            None => rep
+                .problems
+                .push(format!("{rpath}: hash {hash} is not sha256: or md5:")),
+        }
+    }
+    for e in &all {
+        if e.name != "datapackage.json"
+            && e.name != "datapackage-digest.json"
+            && !listed.contains(&e.name)
+        {
+            rep.problems
+                .push(format!("{} is not listed in datapackage.json", e.name));
+        }
+        if e.name.starts_with("archive/") && !e.stored {
+            rep.problems.push(format!(
+                "{} is compressed; archive files must be stored",
+                e.name
+            ));
+        }
+    }
+    match read_small(&mut zip, path, "datapackage-digest.json", &mut rep)? {
+        None => rep
+            .problems
+            .push("datapackage-digest.json is missing".into()),
+        Some(b) => {
+            let want = serde_json::from_slice::<serde_json::Value>(&b)
+                .ok()
+                .and_then(|v| v.get("hash").and_then(|h| h.as_str()).map(str::to_owned));
+            let have = format!("sha256:{}", hex(&Sha256::digest(&package_bytes)));
+            if want.as_deref() != Some(have.as_str()) {
+                rep.problems.push(format!(
+                    "datapackage-digest.json: hash {} is not datapackage.json's {have}",
+                    want.as_deref().unwrap_or("(none)")
+                ));
+            }
+        }
+    }
+    let index_name = [
+        "indexes/index.cdxj",
+        "indexes/index.cdx",
+        "indexes/index.cdx.gz",
+    ]
+    .into_iter()
+    .find(|n| by_name.contains_key(n));
+    if index_name.is_none() {
+        rep.problems
+            .push("no index: indexes/index.cdxj, index.cdx or index.cdx.gz".into());
+    }
+    match read_small(&mut zip, path, "pages/pages.jsonl", &mut rep)? {
+        None => rep.problems.push("pages/pages.jsonl is missing".into()),
+        Some(b) => {
+            let first = b.split(|&c| c == b'\n').next().unwrap_or_default();
+            let format = serde_json::from_slice::<serde_json::Value>(first)
+                .ok()
+                .and_then(|v| v.get("format").and_then(|f| f.as_str()).map(str::to_owned));
+            if format.as_deref() != Some("json-pages-1.0") {
+                rep.problems
+                    .push("pages/pages.jsonl does not start with a json-pages-1.0 header".into());
+            }
+        }
+    }
+    if index_name == Some("indexes/index.cdxj") {
+        check_index(path, &mut zip, &by_name, &mut rep)?;
+    }
+    Ok(rep)
+}
+
+/// Reads a small entry (at most 64 MiB) whole; `None` when absent.
+fn read_small(
+    zip: &mut zip::ZipArchive<BufReader<File>>,
+    path: &Path,
+    name: &str,
+    rep: &mut ValidationReport,
+) -> Result<Option<Vec<u8>>> {
+    const MAX: u64 = 64 << 20;
+    let mut f = match zip.by_name(name) {
+        Ok(f) => f,
+        Err(zip::result::ZipError::FileNotFound) => return Ok(None),
+        Err(e) => return Err(zip_error(path, e)),
+    };
+    let mut v = Vec::new();
+    (&mut f)
+        .take(MAX + 1)
+        .read_to_end(&mut v)
+        .map_err(|e| Error::from(e).in_file(path))?;
+    if v.len() as u64 > MAX {
+        rep.problems.push(format!(
+            "{name} is larger than {MAX} bytes; not checked whole"
+        ));
+        v.truncate(MAX as usize);
+    }
+    Ok(Some(v))
+}
+
+/// Hashes an entry as decompressed: `(bytes, hash matches)`, `None` for an
+/// unknown algorithm.
+fn hash_entry(
+    zip: &mut zip::ZipArchive<BufReader<File>>,
+    path: &Path,
+    name: &str,
+    hash: &str,
+) -> Result<Option<(u64, bool)>> {
+    let Some((algo, want)) = hash.split_once(':') else {
+        return Ok(None);
+    };
+    let mut f = zip.by_name(name).map_err(|e| zip_error(path, e))?;
+    let mut buf = vec![0u8; 1 << 16];
+    let mut n = 0u64;
+    let mut sha = Sha256::new();
+    let mut md5 = md5::Md5::new();
+    let use_sha = match algo {
+        "sha256" => true,
+        "md5" => false,
+        _ => return Ok(None),
+    };
+    loop {
+        let k = match f.read(&mut buf) {
+            Ok(0) => break,
+            Ok(k) => k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Error::from(e).in_file(path)),
+        };
+        if use_sha {
+            sha.update(&buf[..k]);
+        } else {
+            md5.update(&buf[..k]);
+        }
+        n += k as u64;
+    }
+    let have = if use_sha {
+        hex(&sha.finalize())
+    } else {
+        hex(&md5.finalize())
+    };
+    Ok(Some((n, have.eq_ignore_ascii_case(want))))
+}
+
+/// Each CDXJ line names a file under `archive/` and an offset where a
+/// record of its URL starts.
+fn check_index(
+    path: &Path,
+    zip: &mut zip::ZipArchive<BufReader<File>>,
+    by_name: &BTreeMap<&str, &ZipEntry>,
+    rep: &mut ValidationReport,
+) -> Result<()> {
+    let f = zip
+        .by_name("indexes/index.cdxj")
+        .map_err(|e| zip_error(path, e))?;
+    let mut lines = BufReader::new(f);
+    let mut line = Vec::new();
+    let mut bad = 0u64;
+    loop {
+        line.clear();
+        // Lines are bounded so that a corrupt index cannot exhaust memory.
+        let n = (&mut lines)
+            .take(1 << 20)
+            .read_until(b'\n', &mut line)
+            .map_err(|e| Error::from(e).in_file(path))?;
+        if n == 0 {
+            break;
+        }
+        if rep.index_entries_checked >= MAX_INDEX_CHECKS {
+            break;
+        }
+        let Some(cdx) = CdxjLine::parse(&line) else {
+            bad += 1;
+            if bad <= 10 {
+                rep.problems.push(format!(
+                    "index line is not CDXJ: {}",
+                    String::from_utf8_lossy(&line).trim_end()
+                ));
+            }
+            continue;
+        };
+        rep.index_entries_checked += 1;
+        let name = format!("archive/{}", cdx.filename);
+        let Some(e) = by_name.get(name.as_str()) else {
+            bad += 1;
+            if bad <= 10 {
+                rep.problems
+                    .push(format!("index names {}, not in archive/", cdx.filename));
+            }
+            continue;
+        };
+        if !e.stored {
+            continue;
+        }
+        let found = record_url_at(path, e, cdx.offset);
+        if found.as_deref() != Some(cdx.url.as_str()) {
+            bad += 1;
+            if bad <= 10 {
+                rep.problems.push(format!(
+                    "index: no record of {} at offset {} of {}",
+                    cdx.url, cdx.offset, cdx.filename
+                ));
+            }
+        }
+    }
+    if bad > 10 {
+        rep.problems
+            .push(format!("{} more index problems", bad - 10));
+    }
+    Ok(())
+}
+
+fn record_url_at(path: &Path, e: &ZipEntry, offset: u64) -> Option<String> {
+    let mut s = open_entry(path, e).ok()?;
+    s.seek(SeekFrom::Start(offset)).ok()?;
+    let opts = DecoderOptions {
+        start_offset: offset,
+        buffer_size: 1 << 16,
+        ..DecoderOptions::default()
+    };
+    let mut r = Reader::from_source(
+        Decoder::new(s, opts.clone()),
+        ReaderOptions {
+            decoder: opts,
+            ..ReaderOptions::default()
+        },
+    )
+    .ok()?;
+    let rec = r.next_record().ok()??;
+    if rec.location().offset != offset {
+        return None;
+    }
+    let uri = rec.header().target_uri()?;
+    Some(uri.replace(' ', "%20"))
+}
+
+/// The fields of a CDXJ line that locate a record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CdxjLine {
+    /// The url key.
+    pub urlkey: String,
+    /// The 14-digit timestamp.
+    pub timestamp: String,
+    /// The `url` field.
+    pub url: String,
+    /// The `filename` field.
+    pub filename: String,
+    /// The `offset` field.
+    pub offset: u64,
+    /// The `length` field.
+    pub length: Option<u64>,
+    /// The JSON block, all fields.
+    pub json: serde_json::Map<String, serde_json::Value>,
+}
+
+impl CdxjLine {
+    /// Parses `urlkey timestamp {json}`; `None` when it is not that, or
+    /// the JSON lacks `url`, `filename` or `offset`. Values may be strings
+    /// or numbers (pywb writes strings).
+    pub fn parse(line: &[u8]) -> Option<CdxjLine> {
+        let line = std::str::from_utf8(line).ok()?.trim_end();
+        let (urlkey, rest) = line.split_once(' ')?;
+        let (timestamp, json) = rest.split_once(' ')?;
+        let json: serde_json::Map<String, serde_json::Value> = serde_json::from_str(json).ok()?;
+        let text = |k: &str| -> Option<String> {
+            match json.get(k)? {
+                serde_json::Value::String(s) => Some(s.clone()),
+                serde_json::Value::Number(n) => Some(n.to_string()),
+                _ => None,
+            }
+        };
+        Some(CdxjLine {
+            urlkey: urlkey.to_string(),
+            timestamp: timestamp.to_string(),
+            url: text("url")?,
+            filename: text("filename")?,
+            offset: text("offset")?.parse().ok()?,
+            length: text("length").and_then(|l| l.parse().ok()),
+            json,
+        })
+    }
+}
+
+/// The path a `FILE.wacz#ENTRY` name stands for, for messages.
+pub fn member_path(wacz: &Path, entry: &str) -> PathBuf {
+    PathBuf::from(format!("{}#{entry}", wacz.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn section_reads_and_seeks_inside_its_window() {
+        let mut t = tempfile::tempfile().unwrap();
+        t.write_all(b"0123456789").unwrap();
+        let mut s = Section::new(t, 3, 4).unwrap();
+        let mut v = Vec::new();
+        s.read_to_end(&mut v).unwrap();
+        assert_eq!(v, b"3456");
+        assert_eq!(s.seek(SeekFrom::End(-1)).unwrap(), 3);
+        v.clear();
+        s.read_to_end(&mut v).unwrap();
+        assert_eq!(v, b"6");
+        assert!(s.seek(SeekFrom::Current(-10)).is_err());
+    }
+
+    #[test]
+    fn iso_dates() {
+        assert_eq!(iso_date("20140126200624"), "2014-01-26T20:06:24Z");
+        assert_eq!(iso_date("-"), "-");
+    }
+
+    #[test]
+    fn cdxj_lines() {
+        let l = CdxjLine::parse(
+            b"com,example)/ 20140126200624 {\"url\": \"http://example.com/\", \"offset\": \"10\", \"filename\": \"a.warc.gz\"}\n",
+        )
+        .unwrap();
+        assert_eq!(l.offset, 10);
+        assert_eq!(l.filename, "a.warc.gz");
+        assert!(CdxjLine::parse(b"com,example)/ 2014 {}").is_none());
+        assert!(CdxjLine::parse(b"garbage").is_none());
+    }
+}

@@ -1,0 +1,520 @@
+//! Checks across records and files: duplicate ids, references to records
+//! that exist (and are of the right kind), capture-event dates, revisit
+//! targets and continuation chains.
+//!
+//! Memory stays small per record: an id is kept as a 64-bit hash plus a
+//! 32-bit CRC (a false duplicate needs both to collide), with the record's
+//! type, place and hashes of its date and target URI: about 48 bytes a
+//! record. References whose target has not been read yet are kept until
+//! the end, with the text needed to report them.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hash, Hasher};
+
+use super::rules::{self, Rule};
+use super::{At, Emit};
+use warchest::warc::{RecordType, WarcDate};
+
+/// What the cross-record checks need of one record, borrowed from its
+/// header where it can be.
+#[derive(Debug, Clone)]
+pub(crate) struct RecordInfo<'h> {
+    /// WARC-Record-ID as written (trimmed), for findings; its id is this
+    /// without `<>`.
+    pub record_id: Option<Cow<'h, str>>,
+    pub offset: u64,
+    pub kind: RecordType,
+    pub date: Option<WarcDate>,
+    /// WARC-Target-URI without `<>`.
+    pub target_uri: Option<Cow<'h, str>>,
+    /// References, without `<>`.
+    pub concurrent_to: Vec<Cow<'h, str>>,
+    pub refers_to: Option<Cow<'h, str>>,
+    pub warcinfo_id: Option<Cow<'h, str>>,
+    pub origin_id: Option<Cow<'h, str>>,
+    pub segment_number: Option<u64>,
+    pub total_length: Option<u64>,
+    pub refers_to_target_uri: Option<Cow<'h, str>>,
+    pub refers_to_date: Option<WarcDate>,
+    /// Block bytes actually read.
+    pub block_len: u64,
+}
+
+/// A hasher for keys that are hashes already.
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+type KeyMap<V> = HashMap<u64, V, BuildHasherDefault<KeyHasher>>;
+
+/// An id's 64-bit hash and its 32-bit check.
+fn key(id: &str) -> (u64, u32) {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    id.as_bytes().hash(&mut h);
+    (h.finish(), crc32fast::hash(id.as_bytes()))
+}
+
+/// A non-zero 32-bit hash of some bytes (0 means "none").
+fn hash32(bytes: &[u8]) -> u32 {
+    crc32fast::hash(bytes).max(1)
+}
+
+fn date_hash(d: &Option<WarcDate>) -> u32 {
+    d.as_ref().map_or(0, |d| {
+        let mut b = [0u8; 11];
+        b[..2].copy_from_slice(&d.year.to_le_bytes());
+        b[2..7].copy_from_slice(&[d.month, d.day, d.hour, d.minute, d.second]);
+        b[7..].copy_from_slice(&d.nanos.to_le_bytes());
+        hash32(&b)
+    })
+}
+
+fn uri_hash(u: &Option<Cow<'_, str>>) -> u32 {
+    u.as_deref().map_or(0, |u| hash32(u.as_bytes()))
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    offset: u64,
+    file: u32,
+    check: u32,
+    date: u32,
+    uri: u32,
+    kind: RecordType,
+    first_segment: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RefKind {
+    ConcurrentTo,
+    RefersTo,
+    WarcinfoId,
+    SegmentOriginId,
+}
+
+impl RefKind {
+    fn field(self) -> &'static str {
+        match self {
+            RefKind::ConcurrentTo => warchest::warc::field::CONCURRENT_TO,
+            RefKind::RefersTo => warchest::warc::field::REFERS_TO,
+            RefKind::WarcinfoId => warchest::warc::field::WARCINFO_ID,
+            RefKind::SegmentOriginId => warchest::warc::field::SEGMENT_ORIGIN_ID,
+        }
+    }
+}
+
+/// A reference from one record to another.
+#[derive(Debug, Clone)]
+struct Ref {
+    kind: RefKind,
+    target: (u64, u32),
+    target_text: Box<str>,
+    file: u32,
+    offset: u64,
+    record_id: Option<Box<str>>,
+    /// The referring record's WARC-Date hash (capture events).
+    date: u32,
+    /// Revisit: hashes of WARC-Refers-To-Target-URI and -Date.
+    rt_uri: u32,
+    rt_date: u32,
+}
+
+impl Ref {
+    fn at(&self) -> At {
+        At {
+            offset: Some(self.offset),
+            record_id: self.record_id.as_deref().map(str::to_owned),
+        }
+    }
+}
+
+/// One segment of a segmented record.
+#[derive(Debug, Clone)]
+struct Segment {
+    number: u64,
+    len: u64,
+    total: Option<u64>,
+    uri: u32,
+    file: u32,
+    offset: u64,
+    record_id: Option<Box<str>>,
+}
+
+impl Segment {
+    fn at(&self) -> At {
+        At {
+            offset: Some(self.offset),
+            record_id: self.record_id.as_deref().map(str::to_owned),
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Chain {
+    origin: Option<Segment>,
+    segments: Vec<Segment>,
+}
+
+/// The index of every record read so far.
+#[derive(Debug, Default)]
+pub(crate) struct Index {
+    records: KeyMap<Entry>,
+    pending: Vec<Ref>,
+    chains: KeyMap<Chain>,
+}
+
+impl Index {
+    /// Adds a record read from the file `out` is on, checking what can be
+    /// checked now.
+    pub(crate) fn add(&mut self, info: &RecordInfo<'_>, out: &mut dyn Emit) {
+        let file = out.file() as u32;
+        let id = info
+            .record_id
+            .as_deref()
+            .map(|r| super::grammar::strip_brackets(r).0);
+        let date = date_hash(&info.date);
+        let uri = uri_hash(&info.target_uri);
+        let first_segment = info.kind != RecordType::Continuation && info.segment_number == Some(1);
+        if let Some(id) = id {
+            let k = key(id);
+            match self.records.get(&k.0) {
+                Some(e) if e.check == k.1 => {
+                    let where_ = if e.file == file {
+                        format!("offset {}", e.offset)
+                    } else {
+                        let name = out.file_name(e.file as usize);
+                        format!("offset {} of {name}", e.offset)
+                    };
+                    let at = At {
+                        offset: Some(info.offset),
+                        record_id: info.record_id.as_deref().map(str::to_owned),
+                    };
+                    out.push(
+                        &rules::RECORD_ID_DUPLICATE,
+                        &at,
+                        format!("WARC-Record-ID <{id}> is also the id of the record at {where_}"),
+                    );
+                }
+                Some(_) => {}
+                None => {
+                    self.records.insert(
+                        k.0,
+                        Entry {
+                            offset: info.offset,
+                            file,
+                            check: k.1,
+                            date,
+                            uri,
+                            kind: info.kind,
+                            first_segment,
+                        },
+                    );
+                }
+            }
+        }
+        let mut refs: Vec<(RefKind, &str)> = info
+            .concurrent_to
+            .iter()
+            .map(|t| (RefKind::ConcurrentTo, t.as_ref()))
+            .collect();
+        if let Some(t) = &info.refers_to {
+            refs.push((RefKind::RefersTo, t));
+        }
+        if let Some(t) = &info.warcinfo_id {
+            refs.push((RefKind::WarcinfoId, t));
+        }
+        if let Some(t) = &info.origin_id
+            && info.kind == RecordType::Continuation
+        {
+            refs.push((RefKind::SegmentOriginId, t));
+        }
+        let record_id: Option<Box<str>> = if refs.is_empty() {
+            None
+        } else {
+            info.record_id.as_deref().map(Box::from)
+        };
+        let revisit = info.kind == RecordType::Revisit;
+        for (kind, target) in refs {
+            let r = Ref {
+                kind,
+                target: key(target),
+                target_text: target.into(),
+                file,
+                offset: info.offset,
+                record_id: record_id.clone(),
+                date,
+                rt_uri: if revisit {
+                    uri_hash(&info.refers_to_target_uri)
+                } else {
+                    0
+                },
+                rt_date: if revisit {
+                    date_hash(&info.refers_to_date)
+                } else {
+                    0
+                },
+            };
+            match self.lookup(r.target) {
+                Some(e) => check_ref(&r, &e, out),
+                None => self.pending.push(r),
+            }
+        }
+        // Segments, keyed by the origin's id.
+        let segmented = first_segment || info.kind == RecordType::Continuation;
+        if !segmented {
+            return;
+        }
+        let record_id: Option<Box<str>> = info.record_id.as_deref().map(Box::from);
+        let seg = |number: u64| Segment {
+            number,
+            len: info.block_len,
+            total: info.total_length,
+            uri,
+            file,
+            offset: info.offset,
+            record_id: record_id.clone(),
+        };
+        if first_segment && let Some(id) = id {
+            let chain = self.chains.entry(key(id).0).or_default();
+            if chain.origin.is_none() {
+                chain.origin = Some(seg(1));
+            }
+        }
+        if info.kind == RecordType::Continuation
+            && let (Some(origin), Some(n)) = (&info.origin_id, info.segment_number)
+        {
+            self.chains
+                .entry(key(origin).0)
+                .or_default()
+                .segments
+                .push(seg(n));
+        }
+    }
+
+    fn lookup(&self, k: (u64, u32)) -> Option<Entry> {
+        self.records.get(&k.0).filter(|e| e.check == k.1).copied()
+    }
+
+    /// Resolves the references left and checks the continuation chains.
+    pub(crate) fn finish(&mut self, out: &mut dyn Emit) {
+        for r in std::mem::take(&mut self.pending) {
+            match self.lookup(r.target) {
+                Some(e) => check_ref(&r, &e, out),
+                None => out.push_to(
+                    r.file as usize,
+                    &rules::REFERENCE_MISSING,
+                    &r.at(),
+                    format!(
+                        "{} names <{}>, which is not among the records read",
+                        r.kind.field(),
+                        r.target_text
+                    ),
+                ),
+            }
+        }
+        let mut chains: Vec<Chain> = std::mem::take(&mut self.chains).into_values().collect();
+        // Report in file order.
+        chains.sort_by_key(|c| {
+            let s = c.origin.as_ref().or(c.segments.first());
+            s.map(|s| (s.file, s.offset))
+        });
+        for c in chains {
+            check_chain(c, out);
+        }
+    }
+}
+
+fn check_ref(r: &Ref, e: &Entry, out: &mut dyn Emit) {
+    let file = r.file as usize;
+    let push = |out: &mut dyn Emit, rule: &'static Rule, msg: String| {
+        out.push_to(file, rule, &r.at(), msg);
+    };
+    match r.kind {
+        RefKind::ConcurrentTo => {
+            if r.date != 0 && e.date != 0 && r.date != e.date {
+                push(
+                    out,
+                    &rules::CONCURRENT_DATE,
+                    format!(
+                        "WARC-Concurrent-To names <{}> (a {} record), whose WARC-Date differs from this record's",
+                        r.target_text, e.kind
+                    ),
+                );
+            }
+        }
+        RefKind::WarcinfoId => {
+            if e.kind != RecordType::Warcinfo {
+                push(
+                    out,
+                    &rules::REFERENCE_WRONG_TYPE,
+                    format!(
+                        "WARC-Warcinfo-ID names <{}>, a {} record, not a warcinfo record",
+                        r.target_text, e.kind
+                    ),
+                );
+            }
+        }
+        RefKind::SegmentOriginId => {
+            if !e.first_segment {
+                push(
+                    out,
+                    &rules::REFERENCE_WRONG_TYPE,
+                    format!(
+                        "WARC-Segment-Origin-ID names <{}>, a {} record that is not a first segment (WARC-Segment-Number 1)",
+                        r.target_text, e.kind
+                    ),
+                );
+            }
+        }
+        RefKind::RefersTo => {
+            let mut differ = Vec::new();
+            if r.rt_uri != 0 && e.uri != 0 && r.rt_uri != e.uri {
+                differ.push("WARC-Refers-To-Target-URI differs from its WARC-Target-URI");
+            }
+            if r.rt_date != 0 && e.date != 0 && r.rt_date != e.date {
+                differ.push("WARC-Refers-To-Date differs from its WARC-Date");
+            }
+            if !differ.is_empty() {
+                push(
+                    out,
+                    &rules::REVISIT_REFERS_TO_MISMATCH,
+                    format!(
+                        "the revisit record refers to <{}>, but {}",
+                        r.target_text,
+                        differ.join(", and ")
+                    ),
+                );
+            }
+        }
+    }
+}
+
+fn check_chain(mut c: Chain, out: &mut dyn Emit) {
+    c.segments.sort_by_key(|s| s.number);
+    let push = |out: &mut dyn Emit, s: &Segment, rule: &'static Rule, msg: String| {
+        out.push_to(s.file as usize, rule, &s.at(), msg);
+    };
+    for w in c.segments.windows(2) {
+        if w[0].number == w[1].number {
+            push(
+                out,
+                &w[1],
+                &rules::SEGMENT_DUPLICATE_NUMBER,
+                format!(
+                    "two continuation records of one segmented record have WARC-Segment-Number {}",
+                    w[1].number
+                ),
+            );
+        }
+    }
+    let uris: Vec<(u32, &Segment)> = c
+        .origin
+        .iter()
+        .chain(c.segments.iter())
+        .map(|s| (s.uri, s))
+        .collect();
+    if let Some(&(u0, _)) = uris.first()
+        && let Some(&(_, s)) = uris.iter().find(|(u, _)| *u != u0)
+    {
+        push(
+            out,
+            s,
+            &rules::SEGMENT_TARGET_URI,
+            format!(
+                "segment {} has another WARC-Target-URI than the first segment of its record",
+                s.number
+            ),
+        );
+    }
+    let Some(last) = c.segments.last() else {
+        if let Some(o) = &c.origin {
+            push(
+                out,
+                o,
+                &rules::SEGMENT_CHAIN,
+                "the record is a first segment (WARC-Segment-Number 1) but no continuation record of it was read".into(),
+            );
+        }
+        return;
+    };
+    let max = last.number;
+    for s in &c.segments {
+        if s.total.is_some() && s.number != max {
+            push(
+                out,
+                s,
+                &rules::SEGMENT_TOTAL_LENGTH,
+                format!(
+                    "segment {} has WARC-Segment-Total-Length but segment {max} follows it",
+                    s.number
+                ),
+            );
+        }
+    }
+    let mut missing = Vec::new();
+    if c.origin.is_none() {
+        missing.push("the first segment".to_string());
+    }
+    let mut expect = 2;
+    for s in &c.segments {
+        if s.number > expect {
+            missing.push(if s.number == expect + 1 {
+                format!("segment {expect}")
+            } else {
+                format!("segments {expect}-{}", s.number - 1)
+            });
+        }
+        expect = expect.max(s.number + 1);
+    }
+    if last.total.is_none() {
+        missing.push(format!(
+            "a last segment with WARC-Segment-Total-Length (segment {max}, the last read, has none)"
+        ));
+    }
+    let anchor = c.origin.as_ref().unwrap_or(&c.segments[0]);
+    if !missing.is_empty() {
+        push(
+            out,
+            anchor,
+            &rules::SEGMENT_CHAIN,
+            format!(
+                "the segmented record is incomplete in the files read: missing {}",
+                missing.join(", ")
+            ),
+        );
+        return;
+    }
+    let sum: u64 = c
+        .origin
+        .iter()
+        .chain(c.segments.iter())
+        .map(|s| s.len)
+        .sum();
+    if let Some(total) = last.total
+        && total != sum
+    {
+        push(
+            out,
+            last,
+            &rules::SEGMENT_TOTAL_LENGTH,
+            format!(
+                "WARC-Segment-Total-Length is {total} but the {} segments hold {sum} bytes",
+                c.segments.len() + 1
+            ),
+        );
+    }
+}

@@ -1,0 +1,1616 @@
+//! WARC records: the header rules of ISO 28500 (1.0 and 1.1), the block
+//! checks (digests, HTTP, warc-fields) and the lenient reader's recoveries,
+//! all in the one pass that reads the file.
+
+use std::borrow::Cow;
+use std::io::{BufRead, Read};
+use std::sync::mpsc;
+
+use super::container::{self, Observed};
+use super::cross::{self, RecordInfo};
+use super::grammar;
+use super::rules::{self, Rule};
+use super::{At, Batch, Emit, Options, Out, SpecVersion};
+use warchest::archive::{self, Format};
+use warchest::check::{Checker, DigestStatus};
+use warchest::codec::{Codec, Decoder, Source};
+use warchest::digest::Algorithm;
+use warchest::error::{Error, Result, Warning, WarningKind};
+use warchest::fields::Fields;
+use warchest::http::{HeadFinder, HttpError, HttpHead, MessageKind};
+use warchest::warc::{
+    DatePrecision, RecordType, TruncatedReason, Version, WarcDate, WarcHeader, profile,
+};
+
+/// The rule set a record is judged by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RuleSet {
+    V1_0,
+    V1_1,
+}
+
+impl RuleSet {
+    fn for_record(v: Version, spec: Option<SpecVersion>) -> RuleSet {
+        match spec {
+            Some(SpecVersion::V1_0) => RuleSet::V1_0,
+            Some(SpecVersion::V1_1) => RuleSet::V1_1,
+            None if v.major == 0 || v == Version::V1_0 => RuleSet::V1_0,
+            None => RuleSet::V1_1,
+        }
+    }
+}
+
+/// The named fields of WARC, and which version defines them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum F {
+    RecordId,
+    ContentLength,
+    Date,
+    Type,
+    ContentType,
+    ConcurrentTo,
+    BlockDigest,
+    PayloadDigest,
+    IpAddress,
+    RefersTo,
+    RefersToTargetUri,
+    RefersToDate,
+    TargetUri,
+    Truncated,
+    WarcinfoId,
+    Filename,
+    Profile,
+    IdentifiedPayloadType,
+    SegmentNumber,
+    SegmentOriginId,
+    SegmentTotalLength,
+}
+
+use warchest::warc::field as name;
+
+/// (name, field, defined in 1.1 only)
+const DEFS: [(&str, F, bool); 21] = [
+    (name::RECORD_ID, F::RecordId, false),
+    (name::CONTENT_LENGTH, F::ContentLength, false),
+    (name::DATE, F::Date, false),
+    (name::TYPE, F::Type, false),
+    (name::CONTENT_TYPE, F::ContentType, false),
+    (name::CONCURRENT_TO, F::ConcurrentTo, false),
+    (name::BLOCK_DIGEST, F::BlockDigest, false),
+    (name::PAYLOAD_DIGEST, F::PayloadDigest, false),
+    (name::IP_ADDRESS, F::IpAddress, false),
+    (name::REFERS_TO, F::RefersTo, false),
+    (name::REFERS_TO_TARGET_URI, F::RefersToTargetUri, true),
+    (name::REFERS_TO_DATE, F::RefersToDate, true),
+    (name::TARGET_URI, F::TargetUri, false),
+    (name::TRUNCATED, F::Truncated, false),
+    (name::WARCINFO_ID, F::WarcinfoId, false),
+    (name::FILENAME, F::Filename, false),
+    (name::PROFILE, F::Profile, false),
+    (
+        name::IDENTIFIED_PAYLOAD_TYPE,
+        F::IdentifiedPayloadType,
+        false,
+    ),
+    (name::SEGMENT_NUMBER, F::SegmentNumber, false),
+    (name::SEGMENT_ORIGIN_ID, F::SegmentOriginId, false),
+    (name::SEGMENT_TOTAL_LENGTH, F::SegmentTotalLength, false),
+];
+
+#[cfg(test)]
+#[test]
+fn defs_follow_the_order_of_f() {
+    for (i, d) in DEFS.iter().enumerate() {
+        assert_eq!(d.1 as usize, i, "{}", d.0);
+    }
+}
+
+/// How a record type may use a field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Use {
+    May,
+    Required,
+    ShallNot,
+    Unexpected,
+}
+
+/// The field/record-type matrix of sections 5 and 6 (1.1 numbering:
+/// 5.7 Concurrent-To, 5.9 Payload-Digest, 5.10 IP-Address, 5.11-5.13
+/// Refers-To*, 5.14 Target-URI, 5.16 Warcinfo-ID, 5.17 Filename, 5.18
+/// Profile, 5.19 Identified-Payload-Type, 5.20-5.22 segments).
+fn policy(f: F, t: RecordType) -> Use {
+    use RecordType as T;
+    let one_of = |ts: &[T]| ts.contains(&t);
+    match f {
+        F::ConcurrentTo | F::IpAddress
+            if one_of(&[T::Warcinfo, T::Conversion, T::Continuation]) =>
+        {
+            Use::ShallNot
+        }
+        // Records without a well-defined payload (section 4).
+        F::PayloadDigest | F::IdentifiedPayloadType if one_of(&[T::Warcinfo, T::Metadata]) => {
+            Use::ShallNot
+        }
+        F::RefersTo
+            if one_of(&[
+                T::Warcinfo,
+                T::Response,
+                T::Resource,
+                T::Request,
+                T::Continuation,
+            ]) =>
+        {
+            Use::ShallNot
+        }
+        F::RefersToTargetUri | F::RefersToDate if t != T::Revisit => Use::ShallNot,
+        F::TargetUri if t == T::Warcinfo => Use::ShallNot,
+        F::TargetUri if t != T::Metadata => Use::Required,
+        F::Filename if t != T::Warcinfo => Use::ShallNot,
+        F::WarcinfoId if t == T::Warcinfo => Use::Unexpected,
+        F::Profile if t == T::Revisit => Use::Required,
+        F::Profile => Use::Unexpected,
+        F::SegmentOriginId | F::SegmentNumber if t == T::Continuation => Use::Required,
+        F::SegmentOriginId | F::SegmentTotalLength if t != T::Continuation => Use::ShallNot,
+        _ => Use::May,
+    }
+}
+
+fn may_carry(f: F) -> &'static str {
+    match f {
+        F::ConcurrentTo => "request, response, resource, metadata and revisit records",
+        F::IpAddress => "response, resource, request, metadata and revisit records",
+        F::PayloadDigest | F::IdentifiedPayloadType => "records with a well-defined payload",
+        F::RefersTo => "metadata, revisit and conversion records",
+        F::RefersToTargetUri | F::RefersToDate => "revisit records",
+        F::TargetUri => "every record type but warcinfo",
+        F::Filename => "warcinfo records",
+        F::SegmentOriginId | F::SegmentTotalLength => "continuation records",
+        F::WarcinfoId => "every record type but warcinfo",
+        F::Profile => "revisit records",
+        _ => "some record types",
+    }
+}
+
+/// What the reading thread hands the checking thread, in record order.
+enum Msg {
+    /// A record begins: its header and where it is.
+    Start(Box<Started>),
+    /// Block bytes of the current record: a range of the group's arena.
+    Data(std::ops::Range<usize>),
+    /// The current record's block ended.
+    End {
+        truncated: bool,
+        block_len: u64,
+        warnings: Vec<Warning>,
+    },
+    /// Recoveries outside any record.
+    Warnings(Vec<Warning>),
+    /// Reading stopped at an error that is not an I/O error.
+    Stopped(At, String),
+}
+
+struct Started {
+    header: WarcHeader,
+    offset: u64,
+    codec: Codec,
+    offset_in_member: u64,
+}
+
+/// Messages handed over together, with the block bytes they refer to.
+#[derive(Default)]
+struct Group {
+    msgs: Vec<Msg>,
+    arena: Vec<u8>,
+}
+
+/// A group is handed over once it holds this many messages...
+const GROUP: usize = 256;
+/// ...or this many bytes of blocks.
+const GROUP_BYTES: usize = 1 << 20;
+/// Groups queued between the two threads: enough to keep both busy, few
+/// enough to bound memory (about `GROUP_BYTES` and a few headers each).
+const QUEUE: usize = 4;
+
+/// Validates a WARC file read through `reader`.
+///
+/// Two threads share the work: this one reads and decompresses, as any
+/// command does, and copies the block bytes over; the other digests them
+/// and judges the records (what `check` and the rules add), in record
+/// order. Its findings come back here to be passed on, so they keep that
+/// order. With a core to spare, validating takes no longer than reading.
+pub(crate) fn validate_file<R: Read>(
+    reader: &mut archive::Reader<Decoder<Observed<R>>>,
+    threaded: bool,
+    opts: &Options,
+    index: &mut cross::Index,
+    out: &mut Out<'_>,
+) -> Result<()> {
+    let unknown_format = match reader.as_warc() {
+        Some(w) => {
+            let first = w.get_mut().fill_buf()?;
+            !first.is_empty() && Format::sniff(first).is_none()
+        }
+        None => false,
+    };
+    let mut tally = container::Tally::default();
+    let (back_tx, back_rx) = mpsc::channel::<(Batch, Vec<u8>)>();
+    let checking = Checking {
+        opts,
+        index,
+        stats: FileStats::default(),
+        back_tx,
+        names: out.file_names(),
+        file: out.file,
+        current: None,
+    };
+    // One thread: check each group as it is handed over, on this one.
+    let inline = !threaded;
+    let (read, checked) = if inline {
+        let mut hand = Handover {
+            sink: Sink::Inline(Box::new(checking)),
+            back: back_rx,
+            group: Group::default(),
+            spare: Vec::new(),
+        };
+        let read = read_records(reader, &mut tally, &mut hand, out);
+        let Handover { sink, back, .. } = hand;
+        let records = match sink {
+            Sink::Inline(w) => w.finish(unknown_format),
+            Sink::Thread(_) => 0,
+        };
+        for (batch, _) in back.try_iter() {
+            out.forward(batch);
+        }
+        (read, Ok(records))
+    } else {
+        let (group_tx, group_rx) = mpsc::sync_channel::<Group>(QUEUE);
+        std::thread::scope(|scope| {
+            let worker = scope.spawn(move || {
+                let mut w = checking;
+                for group in group_rx {
+                    w.group(group);
+                }
+                w.finish(unknown_format)
+            });
+            let mut hand = Handover {
+                sink: Sink::Thread(group_tx),
+                back: back_rx,
+                group: Group::default(),
+                spare: Vec::new(),
+            };
+            let read = read_records(reader, &mut tally, &mut hand, out);
+            let Handover { sink, back, .. } = hand;
+            drop(sink);
+            for (batch, _) in back {
+                out.forward(batch);
+            }
+            (read, worker.join())
+        })
+    };
+    let records = checked.map_err(|_| {
+        Error::new(warchest::ErrorKind::Usage(
+            "the record-checking thread stopped".into(),
+        ))
+    })?;
+    out.file_summary().records = records;
+    read?;
+    tally.emit(out);
+    if let Some(w) = reader.as_warc() {
+        container::finish_file(w.get_mut(), out);
+    }
+    Ok(())
+}
+
+/// Where the groups go.
+enum Sink<'a> {
+    /// To the checking thread.
+    Thread(mpsc::SyncSender<Group>),
+    /// Checked on the reading thread (one core).
+    Inline(Box<Checking<'a>>),
+}
+
+/// The reading side's end of the two channels.
+struct Handover<'a> {
+    sink: Sink<'a>,
+    back: mpsc::Receiver<(Batch, Vec<u8>)>,
+    group: Group,
+    /// Arenas the checking side gave back, for reuse.
+    spare: Vec<Vec<u8>>,
+}
+
+impl Handover<'_> {
+    /// Queues `msg`. False when the checking side has hung up (it failed):
+    /// reading stops.
+    fn msg(&mut self, msg: Msg, out: &mut Out<'_>) -> bool {
+        self.group.msgs.push(msg);
+        if self.group.msgs.len() >= GROUP {
+            return self.flush(out);
+        }
+        true
+    }
+
+    /// Copies block bytes into the arena.
+    fn data(&mut self, mut bytes: &[u8], out: &mut Out<'_>) -> bool {
+        while !bytes.is_empty() {
+            let room = GROUP_BYTES.saturating_sub(self.group.arena.len());
+            if room == 0 && !self.flush(out) {
+                return false;
+            }
+            let room = GROUP_BYTES.saturating_sub(self.group.arena.len());
+            let k = room.min(bytes.len());
+            let start = self.group.arena.len();
+            self.group.arena.extend_from_slice(&bytes[..k]);
+            if !self.msg(Msg::Data(start..start + k), out) {
+                return false;
+            }
+            bytes = &bytes[k..];
+        }
+        true
+    }
+
+    /// Hands the group over, and passes on the findings that came back.
+    fn flush(&mut self, out: &mut Out<'_>) -> bool {
+        for (batch, arena) in self.back.try_iter() {
+            out.forward(batch);
+            if arena.capacity() > 0 && self.spare.len() < QUEUE {
+                self.spare.push(arena);
+            }
+        }
+        let mut arena = self.spare.pop().unwrap_or_default();
+        arena.clear();
+        let next = Group {
+            msgs: Vec::with_capacity(GROUP),
+            arena,
+        };
+        let full = std::mem::replace(&mut self.group, next);
+        match &mut self.sink {
+            Sink::Thread(tx) => tx.send(full).is_ok(),
+            Sink::Inline(w) => {
+                w.group(full);
+                true
+            }
+        }
+    }
+}
+
+/// The reading side: every record read and decompressed once, its header
+/// and block handed over.
+fn read_records<R: Read>(
+    reader: &mut archive::Reader<Decoder<Observed<R>>>,
+    tally: &mut container::Tally,
+    hand: &mut Handover<'_>,
+    out: &mut Out<'_>,
+) -> Result<()> {
+    let stop = |hand: &mut Handover<'_>, e: Error, warnings: Vec<Warning>, out: &mut Out<'_>| {
+        hand.msg(Msg::Warnings(warnings), out);
+        if e.is_io_error() {
+            hand.flush(out);
+            return Err(e);
+        }
+        hand.msg(stopped(&e), out);
+        hand.flush(out);
+        Ok(())
+    };
+    loop {
+        let next = reader.next_record();
+        let mut rec = match next {
+            Ok(Some(r)) => r,
+            Ok(None) => break,
+            Err(e) => {
+                let w = reader.take_warnings();
+                return stop(hand, e, w, out);
+            }
+        };
+        let loc = rec.location();
+        // The gzip header of the member the record starts, when it starts one.
+        if loc.codec == Codec::Gzip && loc.offset_in_member == 0 {
+            let src = rec.source();
+            if src.member_offset() == loc.offset
+                && let Some(gz) = src.gzip_header()
+            {
+                tally.gzip_header(gz, loc.offset);
+            }
+        }
+        let started = Started {
+            header: rec.header().clone(),
+            offset: loc.offset,
+            codec: loc.codec,
+            offset_in_member: loc.offset_in_member,
+        };
+        if !hand.msg(Msg::Start(Box::new(started)), out) {
+            return Ok(());
+        }
+        let read = {
+            let mut block = rec.block();
+            loop {
+                let buf = match block.fill_buf() {
+                    Ok(b) => b,
+                    Err(e) => break Err(Error::from(e)),
+                };
+                if buf.is_empty() {
+                    break Ok(true);
+                }
+                if !hand.data(buf, out) {
+                    break Ok(false);
+                }
+                let n = buf.len();
+                block.consume(n);
+            }
+        };
+        let end = match read.and_then(|go_on| rec.finish().map(|end| (go_on, end))) {
+            Ok((true, end)) => end,
+            Ok((false, _)) => return Ok(()),
+            Err(e) => {
+                let w = reader.take_warnings();
+                return stop(hand, e, w, out);
+            }
+        };
+        let msg = Msg::End {
+            truncated: end.truncated,
+            block_len: end.block_len,
+            warnings: reader.take_warnings(),
+        };
+        if !hand.msg(msg, out) {
+            return Ok(());
+        }
+    }
+    hand.msg(Msg::Warnings(reader.take_warnings()), out);
+    hand.flush(out);
+    Ok(())
+}
+
+fn stopped(e: &Error) -> Msg {
+    let at = At {
+        offset: e.position().map(|p| p.offset),
+        record_id: e.record_id().map(str::to_owned),
+    };
+    Msg::Stopped(at, format!("reading stopped: {}", e.kind()))
+}
+
+/// A record whose block is streaming past the checking side.
+struct InProgress {
+    started: Box<Started>,
+    checker: Checker,
+    probe: BlockProbe,
+}
+
+/// The checking side: digests and the rules of one file's records.
+struct Checking<'a> {
+    opts: &'a Options,
+    index: &'a mut cross::Index,
+    stats: FileStats,
+    back_tx: mpsc::Sender<(Batch, Vec<u8>)>,
+    names: Vec<String>,
+    file: usize,
+    current: Option<InProgress>,
+}
+
+impl Checking<'_> {
+    fn batch(&mut self) -> Batch {
+        Batch {
+            file: self.file,
+            names: std::mem::take(&mut self.names),
+            items: Vec::new(),
+        }
+    }
+
+    fn send(&mut self, mut batch: Batch, arena: Vec<u8>) {
+        self.names = std::mem::take(&mut batch.names);
+        // The reading side outlives this one; nothing to do if not.
+        let _ = self.back_tx.send((batch, arena));
+    }
+
+    fn group(&mut self, group: Group) {
+        let mut out = self.batch();
+        for msg in group.msgs {
+            match msg {
+                Msg::Start(started) => {
+                    let checker = Checker::new(&started.header, &self.opts.limits);
+                    let probe = BlockProbe::for_header(&started.header);
+                    self.current = Some(InProgress {
+                        started,
+                        checker,
+                        probe,
+                    });
+                }
+                Msg::Data(range) => {
+                    if let (Some(cur), Some(bytes)) = (&mut self.current, group.arena.get(range)) {
+                        cur.checker.update(bytes);
+                        cur.probe.update(bytes);
+                    }
+                }
+                Msg::End {
+                    truncated,
+                    block_len,
+                    warnings,
+                } => {
+                    if let Some(cur) = self.current.take() {
+                        self.record(cur, truncated, block_len, &warnings, &mut out);
+                    }
+                }
+                Msg::Warnings(w) => {
+                    self.current = None;
+                    map_warnings(&w, None, &mut out);
+                }
+                Msg::Stopped(at, message) => {
+                    self.current = None;
+                    (&mut out as &mut dyn Emit).push(&rules::FILE_UNREADABLE, &at, message)
+                }
+            }
+        }
+        self.send(out, group.arena);
+    }
+
+    fn record(
+        &mut self,
+        cur: InProgress,
+        truncated: bool,
+        block_len: u64,
+        warnings: &[Warning],
+        out: &mut Batch,
+    ) {
+        let r = &cur.started;
+        let h = &r.header;
+        let rid = h
+            .fields()
+            .get(name::RECORD_ID)
+            .map(|f| text(&f).into_owned())
+            .filter(|s| !s.is_empty());
+        let at = At::record(r.offset, rid.as_deref());
+        self.stats.record(r.codec, r.offset_in_member, r.offset);
+        if self.stats.records == 1 {
+            self.stats.first_type = Some(h.record_type());
+        }
+        let rs = RuleSet::for_record(h.version(), self.opts.spec);
+        let out: &mut dyn Emit = out;
+        let mut info = check_header(h, rs, self.opts, &at, out);
+        let (check, head) = cur.checker.finish_with_head();
+        let complete = !truncated && h.content_length().is_some();
+        digest_findings(&check.block, &check.payload, complete, &at, out);
+        cur.probe.finish(h, head, &at, out);
+        info.block_len = block_len;
+        self.index.add(&info, out);
+        map_warnings(warnings, Some((h, r.codec)), out);
+    }
+
+    /// The findings about the whole file; returns the number of records.
+    fn finish(mut self, unknown_format: bool) -> u64 {
+        let mut batch = self.batch();
+        let out: &mut dyn Emit = &mut batch;
+        let stats = std::mem::take(&mut self.stats);
+        if stats.records == 0 {
+            if unknown_format {
+                out.push(
+                    &rules::FILE_UNKNOWN_FORMAT,
+                    &At::offset(0),
+                    "the file starts with neither a WARC version line, an ARC filedesc:// line nor an InfoMall version: line (after decompression)",
+                );
+            } else {
+                out.push(
+                    &rules::FILE_EMPTY,
+                    &At::offset(0),
+                    "the file holds no WARC record",
+                );
+            }
+        } else if stats.first_type != Some(RecordType::Warcinfo) {
+            out.push(
+                &rules::WARCINFO_FIRST,
+                &At::offset(stats.first_offset),
+                match stats.first_type {
+                    Some(RecordType::Other) | None => {
+                        "the first record is not a warcinfo record (its type is not a known one)"
+                            .to_string()
+                    }
+                    Some(t) => format!("the first record is a {t} record, not warcinfo"),
+                },
+            );
+        }
+        let records = stats.records;
+        stats.finish(out);
+        self.send(batch, Vec::new());
+        records
+    }
+}
+
+/// What is counted over a file for its container findings.
+#[derive(Default)]
+struct FileStats {
+    records: u64,
+    first_type: Option<RecordType>,
+    first_offset: u64,
+    /// Per codec: records, records not at a member start, the first such.
+    gzip: (u64, u64, Option<u64>),
+    zstd: (u64, u64, Option<u64>),
+    lz4: bool,
+}
+
+impl FileStats {
+    fn record(&mut self, codec: Codec, in_member: u64, offset: u64) {
+        self.records += 1;
+        if self.records == 1 {
+            self.first_offset = offset;
+        }
+        let slot = match codec {
+            Codec::Gzip => &mut self.gzip,
+            Codec::Zstd => &mut self.zstd,
+            Codec::Lz4 => {
+                self.lz4 = true;
+                return;
+            }
+            _ => return,
+        };
+        slot.0 += 1;
+        if in_member != 0 {
+            slot.1 += 1;
+            slot.2.get_or_insert(offset);
+        }
+    }
+
+    fn finish(self, out: &mut dyn Emit) {
+        let (n, bad, first) = self.gzip;
+        if bad > 0 {
+            out.push(
+                &rules::GZIP_RECORD_AT_A_TIME,
+                &At::offset(first.unwrap_or(0)),
+                format!(
+                    "{bad} of {n} records do not start a gzip member: the file is not compressed record at a time, so no index can point at those records"
+                ),
+            );
+        }
+        let (n, bad, first) = self.zstd;
+        if bad > 0 {
+            out.push(
+                &rules::ZSTD_FRAME_MULTIPLE_RECORDS,
+                &At::offset(first.unwrap_or(0)),
+                format!("{bad} of {n} records start inside a zstd frame that holds data of the record before"),
+            );
+        }
+        if self.lz4 {
+            out.push(
+                &rules::LZ4_NONSTANDARD,
+                &At::offset(0),
+                "the file is compressed with LZ4 frames",
+            );
+        }
+    }
+}
+
+/// Maps the lenient reader's recoveries to findings. `current` is the
+/// record just read (its header decides what some recoveries mean).
+fn map_warnings(warnings: &[Warning], current: Option<(&WarcHeader, Codec)>, out: &mut dyn Emit) {
+    for w in warnings {
+        let at = At {
+            offset: Some(w.offset),
+            record_id: w.record_id.clone().filter(|s| !s.is_empty()),
+        };
+        let rule: &'static Rule = match w.kind {
+            WarningKind::BareLf => &rules::HEADER_LINE_END,
+            WarningKind::LineWithoutColon
+            | WarningKind::SpaceBeforeColon
+            | WarningKind::BadFieldName => &rules::HEADER_SYNTAX,
+            WarningKind::BadTrailer => &rules::RECORD_TRAILER,
+            WarningKind::SkippedBytes => &rules::FILE_GARBAGE,
+            WarningKind::TrailingGarbage => &rules::FILE_TRAILING_GARBAGE,
+            WarningKind::TruncatedRecord => &rules::RECORD_TRUNCATED,
+            WarningKind::BadContentLength => {
+                // A missing or unreadable Content-Length is reported by the
+                // header rules; what is left is a length the bytes belie.
+                match current {
+                    Some((h, _)) if w.record.is_some() && h.content_length().is_none() => continue,
+                    _ => &rules::CONTENT_LENGTH_MISMATCH,
+                }
+            }
+            WarningKind::DamagedMember | WarningKind::Other => &rules::MEMBER_DAMAGED,
+            WarningKind::BadChecksum => &rules::MEMBER_CHECKSUM,
+            WarningKind::TruncatedMember => &rules::MEMBER_TRUNCATED,
+            // Judged from the record itself: version, brackets, member
+            // boundaries and UTF-8 have rules of their own.
+            WarningKind::UnknownVersion
+            | WarningKind::BracketedUri
+            | WarningKind::NotRecordAtATime
+            | WarningKind::NonUtf8 => continue,
+            // ARC and Web InfoMall recoveries: never made on WARC input.
+            WarningKind::BadDate
+            | WarningKind::Grammar
+            | WarningKind::LineEnd
+            | WarningKind::DamagedContent => continue,
+        };
+        out.push(rule, &at, w.message.clone());
+    }
+}
+
+/// Findings of the digest fields, from what the [`Checker`] made of them:
+/// their syntax always, whether they match only when the whole block was
+/// there to digest.
+fn digest_findings(
+    block: &DigestStatus,
+    payload: &DigestStatus,
+    complete: bool,
+    at: &At,
+    out: &mut dyn Emit,
+) {
+    for (field, status) in [(name::BLOCK_DIGEST, block), (name::PAYLOAD_DIGEST, payload)] {
+        match status {
+            DigestStatus::Malformed { recorded, error } => out.push(
+                &rules::DIGEST_SYNTAX,
+                at,
+                format!("{field} {recorded:?}: {error}"),
+            ),
+            DigestStatus::UnknownAlgorithm { recorded } => out.push(
+                &rules::DIGEST_UNKNOWN_ALGORITHM,
+                at,
+                format!("{field} {recorded:?} uses an algorithm that cannot be verified"),
+            ),
+            _ => {}
+        }
+    }
+    if !complete {
+        return;
+    }
+    if let DigestStatus::Invalid { recorded, computed } = block {
+        out.push(
+            &rules::DIGEST_BLOCK_MISMATCH,
+            at,
+            format!("WARC-Block-Digest is {recorded} but the block's digest is {computed}"),
+        );
+    }
+    match payload {
+        DigestStatus::Invalid { recorded, computed } => out.push(
+            &rules::DIGEST_PAYLOAD_MISMATCH,
+            at,
+            format!("WARC-Payload-Digest is {recorded} but the payload's digest is {computed}"),
+        ),
+        DigestStatus::ValidRawChunked => out.push(
+            &rules::DIGEST_PAYLOAD_CHUNKED,
+            at,
+            "WARC-Payload-Digest is the digest of the chunked bytes after the HTTP head, not of the de-chunked entity body",
+        ),
+        _ => {}
+    }
+}
+
+/// What the block checks keep of a block: the HTTP head (up to
+/// [`HTTP_PROBE`] bytes) of HTTP records, the whole block of small
+/// warc-fields records.
+struct BlockProbe {
+    mode: Probe,
+    bytes: Vec<u8>,
+    seen: u64,
+}
+
+#[derive(Debug)]
+enum Probe {
+    Nothing,
+    Http { finder: HeadFinder, done: bool },
+    WarcFields,
+}
+
+/// Bytes kept to find the head of an HTTP block.
+const HTTP_PROBE: usize = 8 * 1024;
+/// Largest warc-fields block whose syntax is checked.
+const WARC_FIELDS_PROBE: usize = 1 << 20;
+
+impl BlockProbe {
+    fn for_header(h: &WarcHeader) -> BlockProbe {
+        let t = h.record_type();
+        let mode = if matches!(t, RecordType::Response | RecordType::Request) && h.is_http() {
+            Probe::Http {
+                finder: HeadFinder::new(),
+                done: false,
+            }
+        } else if matches!(t, RecordType::Warcinfo | RecordType::Metadata)
+            && h.content_type()
+                .and_then(|ct| warchest::http::media_type(ct.as_bytes()))
+                .is_some_and(|m| m == "application/warc-fields")
+        {
+            Probe::WarcFields
+        } else {
+            Probe::Nothing
+        };
+        BlockProbe {
+            mode,
+            bytes: Vec::new(),
+            seen: 0,
+        }
+    }
+
+    fn update(&mut self, buf: &[u8]) {
+        self.seen += buf.len() as u64;
+        match &mut self.mode {
+            Probe::Nothing => {}
+            Probe::Http { finder, done } => {
+                if *done {
+                    return;
+                }
+                if self.bytes.is_empty() {
+                    // Most heads end in the first piece: keep just the head.
+                    if let Some(end) = HeadFinder::new().find(buf).filter(|&e| e <= HTTP_PROBE) {
+                        self.bytes.extend_from_slice(&buf[..end]);
+                        *done = true;
+                        return;
+                    }
+                }
+                let room = HTTP_PROBE.saturating_sub(self.bytes.len()).min(buf.len());
+                self.bytes.extend_from_slice(&buf[..room]);
+                *done = finder.find(&self.bytes).is_some() || self.bytes.len() >= HTTP_PROBE;
+            }
+            Probe::WarcFields => {
+                let room = (WARC_FIELDS_PROBE + 1)
+                    .saturating_sub(self.bytes.len())
+                    .min(buf.len());
+                self.bytes.extend_from_slice(&buf[..room]);
+            }
+        }
+    }
+
+    /// `head` is the HTTP head the digest check parsed, if it did.
+    fn finish(self, h: &WarcHeader, head: Option<HttpHead>, at: &At, out: &mut dyn Emit) {
+        match self.mode {
+            Probe::Nothing => {}
+            Probe::Http { .. } => self.finish_http(h, head, at, out),
+            Probe::WarcFields => self.finish_warc_fields(at, out),
+        }
+    }
+
+    fn finish_http(&self, h: &WarcHeader, head: Option<HttpHead>, at: &At, out: &mut dyn Emit) {
+        let t = h.record_type();
+        if self.seen == 0 {
+            out.push(
+                &rules::HTTP_NOT_HTTP,
+                at,
+                format!("the {t} record is application/http but its block is empty"),
+            );
+            return;
+        }
+        let parsed = match head {
+            Some(head) => Ok(Some(head)),
+            None => HttpHead::parse(&self.bytes).map(|o| o.map(|(h, _)| h)),
+        };
+        let head = match parsed {
+            Ok(Some(head)) => head,
+            Err(HttpError::NotHttp) => {
+                let end = memchr::memchr(b'\n', &self.bytes).map_or(self.bytes.len(), |i| i + 1);
+                out.push(
+                    &rules::HTTP_NOT_HTTP,
+                    at,
+                    format!(
+                        "the {t} record is application/http but its block starts with {:?}",
+                        String::from_utf8_lossy(&self.bytes[..end.min(40)])
+                    ),
+                );
+                return;
+            }
+            // A head longer than the bytes kept: judge its first line.
+            Ok(None) | Err(_) => {
+                let end = memchr::memchr(b'\n', &self.bytes).map_or(self.bytes.len(), |i| i + 1);
+                if let Err(HttpError::NotHttp) =
+                    HttpHead::parse_unterminated(&self.bytes[..end], &warchest::Limits::default())
+                {
+                    out.push(
+                        &rules::HTTP_NOT_HTTP,
+                        at,
+                        format!(
+                            "the {t} record is application/http but its block starts with {:?}",
+                            String::from_utf8_lossy(&self.bytes[..end.min(40)])
+                        ),
+                    );
+                }
+                return;
+            }
+        };
+        let want = if t == RecordType::Response {
+            MessageKind::Response
+        } else {
+            MessageKind::Request
+        };
+        if head.kind() != want {
+            out.push(
+                &rules::HTTP_NOT_HTTP,
+                at,
+                format!(
+                    "the {t} record's block holds an HTTP {}",
+                    match head.kind() {
+                        MessageKind::Request => "request",
+                        _ => "response",
+                    }
+                ),
+            );
+        }
+        self.http_length(h, &head, at, out);
+    }
+
+    /// Compares the HTTP Content-Length with the body after the head, when
+    /// the body is neither chunked nor absent (a response to HEAD, a
+    /// capture of headers only) nor declared truncated.
+    fn http_length(&self, h: &WarcHeader, head: &HttpHead, at: &At, out: &mut dyn Emit) {
+        if h.truncated().is_some() {
+            return;
+        }
+        let no_body_status = head
+            .status()
+            .is_some_and(|s| (100..200).contains(&s) || s == 204 || s == 304);
+        if no_body_status
+            || head.header("Transfer-Encoding").is_some()
+            || head.header_all("Content-Length").nth(1).is_some()
+        {
+            return;
+        }
+        let Some(declared) = head.content_length() else {
+            return;
+        };
+        let body = self.seen.saturating_sub(head.len() as u64);
+        if body > 0 && body != declared {
+            out.push(
+                &rules::HTTP_CONTENT_LENGTH,
+                at,
+                format!(
+                    "the HTTP Content-Length is {declared} but {body} body bytes follow the HTTP head"
+                ),
+            );
+        }
+    }
+
+    fn finish_warc_fields(&self, at: &At, out: &mut dyn Emit) {
+        if self.bytes.len() > WARC_FIELDS_PROBE {
+            return;
+        }
+        let mut issues = Vec::new();
+        let parsed = Fields::parse(self.bytes.clone(), 0, false, usize::MAX, &mut issues);
+        if parsed.is_err() || issues.is_empty() {
+            return;
+        }
+        let mut what: Vec<&str> = issues
+            .iter()
+            .map(|i| match i.kind {
+                WarningKind::BareLf => "lines ending in LF without CR",
+                WarningKind::LineWithoutColon => "lines without a colon",
+                WarningKind::SpaceBeforeColon => "white space before a colon",
+                _ => "names that are not tokens",
+            })
+            .collect();
+        what.sort_unstable();
+        what.dedup();
+        out.push(
+            &rules::WARC_FIELDS_SYNTAX,
+            at,
+            format!("the application/warc-fields block has {}", what.join(", ")),
+        );
+    }
+}
+
+/// A field's value as text: unfolded, trimmed, borrowed when it can be.
+fn text<'h>(f: &warchest::fields::Field<'h>) -> Cow<'h, str> {
+    match f.value() {
+        Cow::Borrowed(b) => match std::str::from_utf8(b) {
+            Ok(s) => Cow::Borrowed(s.trim()),
+            Err(_) => Cow::Owned(String::from_utf8_lossy(b).trim().to_owned()),
+        },
+        Cow::Owned(v) => Cow::Owned(String::from_utf8_lossy(&v).trim().to_owned()),
+    }
+}
+
+/// The value without one pair of `<...>`.
+fn strip_cow(c: Cow<'_, str>) -> Cow<'_, str> {
+    match c {
+        Cow::Borrowed(s) => Cow::Borrowed(grammar::strip_brackets(s).0),
+        Cow::Owned(s) => match grammar::strip_brackets(&s) {
+            (inner, true) => Cow::Owned(inner.to_owned()),
+            (_, false) => Cow::Owned(s),
+        },
+    }
+}
+
+fn field_label(f: F) -> &'static str {
+    DEFS[f as usize].0
+}
+
+/// Checks the header of one record and returns what the cross-record
+/// checks need of it.
+pub(crate) fn check_header<'h>(
+    h: &'h WarcHeader,
+    rs: RuleSet,
+    opts: &Options,
+    at: &At,
+    out: &mut dyn Emit,
+) -> RecordInfo<'h> {
+    let v = h.version();
+    let v11 = rs == RuleSet::V1_1;
+    if v.major == 0 && v.is_known() {
+        out.push(
+            &rules::VERSION_DRAFT,
+            at,
+            format!("{v} is a draft version; the record is judged by the WARC 1.0 rules"),
+        );
+    } else if !v.is_known() {
+        out.push(
+            &rules::VERSION_UNKNOWN,
+            at,
+            format!("{v} is not a WARC version this validator knows; the record is judged by the WARC 1.1 rules"),
+        );
+    }
+    if let Some(spec) = opts.spec
+        && v != spec.version()
+    {
+        out.push(
+            &rules::VERSION_NOT_REQUESTED,
+            at,
+            format!("the record is {v}, not {}", spec.version()),
+        );
+    }
+    if !h.as_bytes().is_ascii() && std::str::from_utf8(h.as_bytes()).is_err() {
+        out.push(
+            &rules::HEADER_UTF8,
+            at,
+            "the header holds bytes that are not UTF-8",
+        );
+    }
+
+    // Which defined fields are present, how often, and with what value.
+    let mut count = [0u32; DEFS.len()];
+    let mut first: [Option<Cow<'h, str>>; DEFS.len()] = Default::default();
+    let mut concurrent: Vec<Cow<'h, str>> = Vec::new();
+    for f in h.fields().iter() {
+        let raw = f.raw_value();
+        // A quick scan first (it vectorises); the exact one only on a hit.
+        let odd = raw.iter().fold(false, |a, &c| a | (c < 0x20) | (c == 0x7f));
+        if odd
+            && let Some(&c) = raw
+                .iter()
+                .find(|&&c| (c < 0x20 && !matches!(c, b'\t' | b'\r' | b'\n')) || c == 0x7f)
+        {
+            out.push(
+                &rules::HEADER_CONTROL_CHAR,
+                at,
+                format!(
+                    "the value of {} holds the control character 0x{c:02x}",
+                    f.name_str()
+                ),
+            );
+        }
+        let n = f.name();
+        let def = DEFS.iter().position(|d| {
+            d.0.len() == n.len() && n.eq_ignore_ascii_case(d.0.as_bytes()) && (v11 || !d.2)
+        });
+        match def {
+            Some(i) => {
+                count[i] += 1;
+                if DEFS[i].1 == F::ConcurrentTo {
+                    concurrent.push(text(&f));
+                } else if first[i].is_none() {
+                    first[i] = Some(text(&f));
+                }
+            }
+            None if opts.forbid_extensions => out.push(
+                &rules::EXTENSION_FIELD,
+                at,
+                format!(
+                    "{} is not a field of WARC {}",
+                    f.name_str(),
+                    if v11 { "1.1" } else { "1.0" }
+                ),
+            ),
+            None => {}
+        }
+    }
+    // DEFS lists the fields in the order of `F`.
+    let idx = |f: F| f as usize;
+    let get = |f: F| first[idx(f)].as_deref().filter(|s| !s.is_empty());
+    let present = |f: F| count[idx(f)] > 0;
+
+    for (i, d) in DEFS.iter().enumerate() {
+        if count[i] > 1 && d.1 != F::ConcurrentTo {
+            out.push(
+                &rules::FIELD_REPEATED,
+                at,
+                format!("{} appears {} times", d.0, count[i]),
+            );
+        }
+    }
+    for f in [F::RecordId, F::ContentLength, F::Date, F::Type] {
+        let msg = if !present(f) {
+            format!("the record has no {}", field_label(f))
+        } else if get(f).is_none() {
+            format!("{} is present but has no value", field_label(f))
+        } else {
+            continue;
+        };
+        out.push(&rules::FIELD_MISSING_MANDATORY, at, msg);
+    }
+    for (i, d) in DEFS.iter().enumerate() {
+        let mandatory = matches!(d.1, F::RecordId | F::ContentLength | F::Date | F::Type);
+        if mandatory || count[i] == 0 {
+            continue;
+        }
+        let empty = if d.1 == F::ConcurrentTo {
+            concurrent.iter().any(|c| c.is_empty())
+        } else {
+            first[i].as_deref().is_some_and(str::is_empty)
+        };
+        if empty {
+            out.push(&rules::FIELD_EMPTY, at, format!("{} has no value", d.0));
+        }
+    }
+
+    // WARC-Type.
+    let t = h.record_type();
+    if let Some(ty) = get(F::Type) {
+        if !grammar::is_token(ty) {
+            out.push(
+                &rules::TYPE_SYNTAX,
+                at,
+                format!("WARC-Type {ty:?} is not a token"),
+            );
+        } else if t == RecordType::Other {
+            if opts.forbid_extensions {
+                out.push(
+                    &rules::EXTENSION_VALUE,
+                    at,
+                    format!("WARC-Type {ty:?} is not a record type of the specification"),
+                );
+            } else {
+                out.push(
+                    &rules::TYPE_UNKNOWN,
+                    at,
+                    format!("WARC-Type {ty:?} is not one of the eight record types; readers skip the record"),
+                );
+            }
+        }
+    }
+
+    // The field/record-type matrix.
+    if t != RecordType::Other {
+        for (i, d) in DEFS.iter().enumerate() {
+            if d.2 && !v11 {
+                continue;
+            }
+            match policy(d.1, t) {
+                Use::ShallNot if count[i] > 0 => out.push(
+                    &rules::FIELD_NOT_ALLOWED,
+                    at,
+                    format!(
+                        "{} shall not be used on a {t} record (only on {})",
+                        d.0,
+                        may_carry(d.1)
+                    ),
+                ),
+                Use::Unexpected if count[i] > 0 => out.push(
+                    &rules::FIELD_UNEXPECTED,
+                    at,
+                    format!(
+                        "{} is not defined for a {t} record (only for {})",
+                        d.0,
+                        may_carry(d.1)
+                    ),
+                ),
+                Use::Required if count[i] == 0 => out.push(
+                    &rules::FIELD_MISSING_FOR_TYPE,
+                    at,
+                    format!("a {t} record shall have {}", d.0),
+                ),
+                _ => {}
+            }
+        }
+    }
+
+    // Value grammars.
+    let id_fields = [F::RecordId, F::RefersTo, F::WarcinfoId, F::SegmentOriginId];
+    for f in id_fields {
+        if let Some(val) = get(f) {
+            id_syntax(field_label(f), val, at, out);
+        }
+    }
+    for val in concurrent.iter().filter(|s| !s.is_empty()) {
+        id_syntax(name::CONCURRENT_TO, val, at, out);
+    }
+    for f in [F::TargetUri, F::Profile, F::RefersToTargetUri] {
+        if let Some(val) = get(f) {
+            if f == F::RefersToTargetUri && !v11 {
+                continue;
+            }
+            let (inner, bracketed) = grammar::strip_brackets(val);
+            if bracketed && v11 {
+                out.push(
+                    &rules::URI_BRACKETS,
+                    at,
+                    format!(
+                        "{} {val:?} is inside <...>; WARC 1.1 writes the URI bare",
+                        field_label(f)
+                    ),
+                );
+            } else if bracketed {
+                out.push(
+                    &rules::URI_BRACKETS_1_0,
+                    at,
+                    format!("{} is written inside <...>, as the 1.0 grammar has it; most readers expect it bare", field_label(f)),
+                );
+            }
+            if let Err(why) = grammar::check_uri(inner) {
+                out.push(
+                    &rules::URI_SYNTAX,
+                    at,
+                    format!("{} {inner:?} {why}", field_label(f)),
+                );
+            }
+        }
+    }
+    let mut date = None;
+    if let Some(val) = get(F::Date) {
+        date = check_date(name::DATE, val, rs, at, out);
+    }
+    let mut refers_to_date = None;
+    if v11 && let Some(val) = get(F::RefersToDate) {
+        refers_to_date = check_date(name::REFERS_TO_DATE, val, RuleSet::V1_1, at, out);
+    }
+    let mut ints = [None; 3];
+    for (k, f) in [F::ContentLength, F::SegmentNumber, F::SegmentTotalLength]
+        .into_iter()
+        .enumerate()
+    {
+        if let Some(val) = get(f) {
+            match grammar::check_integer(val) {
+                Ok(n) => ints[k] = Some(n),
+                Err(why) => out.push(
+                    &rules::INTEGER_SYNTAX,
+                    at,
+                    format!("{} {val:?} {why}", field_label(f)),
+                ),
+            }
+        }
+    }
+    let [content_length, segment_number, total_length] = ints;
+    if let Some(val) = get(F::IpAddress)
+        && let Err(why) = grammar::check_ip(val)
+    {
+        out.push(
+            &rules::IP_SYNTAX,
+            at,
+            format!("WARC-IP-Address {val:?} {why}"),
+        );
+    }
+    for f in [F::ContentType, F::IdentifiedPayloadType] {
+        if let Some(val) = get(f)
+            && let Err(why) = grammar::check_media_type(val)
+        {
+            out.push(
+                &rules::MEDIA_TYPE_SYNTAX,
+                at,
+                format!("{} {val:?} {why}", field_label(f)),
+            );
+        }
+    }
+    if let Some(val) = get(F::Truncated) {
+        if !grammar::is_token(val) {
+            out.push(
+                &rules::TRUNCATED_SYNTAX,
+                at,
+                format!("WARC-Truncated {val:?} is not a token"),
+            );
+        } else if let TruncatedReason::Other(r) = TruncatedReason::parse(val) {
+            if opts.forbid_extensions {
+                out.push(
+                    &rules::EXTENSION_VALUE,
+                    at,
+                    format!("WARC-Truncated {r:?} is not a reason of the specification"),
+                );
+            } else {
+                out.push(
+                    &rules::TRUNCATED_UNKNOWN,
+                    at,
+                    format!("WARC-Truncated {r:?} is not length, time, disconnect or unspecified"),
+                );
+            }
+        }
+    }
+    for f in [F::BlockDigest, F::PayloadDigest] {
+        if let Some(val) = get(f) {
+            digest_token(field_label(f), val, at, out);
+        }
+    }
+
+    // Content-Type rules of sections 5.6, 6.2, 6.3.2 and 6.5.2.
+    let ct = get(F::ContentType);
+    let media = ct.and_then(|c| warchest::http::media_type(c.as_bytes()));
+    if ct.is_none() && content_length.is_some_and(|n| n > 0) && t != RecordType::Continuation {
+        out.push(
+            &rules::CONTENT_TYPE_MISSING,
+            at,
+            format!(
+                "the {} record has a block of {} bytes and no Content-Type",
+                if t == RecordType::Other {
+                    get(F::Type).unwrap_or("untyped")
+                } else {
+                    t.as_str()
+                },
+                content_length.unwrap_or(0)
+            ),
+        );
+    }
+    if t == RecordType::Warcinfo
+        && let Some(m) = &media
+        && m != "application/warc-fields"
+    {
+        out.push(
+            &rules::CONTENT_TYPE_WARCINFO,
+            at,
+            format!("the warcinfo record's Content-Type is {m}, not application/warc-fields"),
+        );
+    }
+    let target = get(F::TargetUri).map(|u| grammar::strip_brackets(u).0);
+    let http_target = target.is_some_and(|u| {
+        let l = u.as_bytes();
+        l.len() >= 5
+            && (l[..5].eq_ignore_ascii_case(b"http:")
+                || (l.len() >= 6 && l[..6].eq_ignore_ascii_case(b"https:")))
+    });
+    if matches!(t, RecordType::Response | RecordType::Request) && http_target {
+        let want = if t == RecordType::Response {
+            "response"
+        } else {
+            "request"
+        };
+        match &media {
+            Some(m) if m == "application/http" => {
+                let msgtype = ct
+                    .and_then(|c| warchest::http::content_type_param(c.as_bytes(), "msgtype"))
+                    .map(|m| String::from_utf8_lossy(&m).to_ascii_lowercase());
+                if let Some(mt) = msgtype
+                    && mt != want
+                {
+                    out.push(
+                        &rules::CONTENT_TYPE_HTTP,
+                        at,
+                        format!("the {t} record's Content-Type says msgtype={mt}"),
+                    );
+                }
+            }
+            Some(m) => out.push(
+                &rules::CONTENT_TYPE_HTTP,
+                at,
+                format!("the {t} record of an http(s) URI has Content-Type {m}, not application/http; msgtype={want}"),
+            ),
+            None => {}
+        }
+        if !present(F::IpAddress) {
+            out.push(
+                &rules::IP_ADDRESS_RECOMMENDED,
+                at,
+                format!("the {t} record of an http(s) URI has no WARC-IP-Address"),
+            );
+        }
+    }
+
+    // Revisit profiles (section 6.7).
+    if t == RecordType::Revisit
+        && let Some(p) = get(F::Profile)
+    {
+        let p = grammar::strip_brackets(p).0;
+        let (identical, ver) = match p {
+            profile::IDENTICAL_PAYLOAD_DIGEST_1_1 => (Some(true), Some(RuleSet::V1_1)),
+            profile::SERVER_NOT_MODIFIED_1_1 => (Some(false), Some(RuleSet::V1_1)),
+            profile::IDENTICAL_PAYLOAD_DIGEST_1_0 => (Some(true), Some(RuleSet::V1_0)),
+            profile::SERVER_NOT_MODIFIED_1_0 => (Some(false), Some(RuleSet::V1_0)),
+            _ => (None, None),
+        };
+        match ver {
+            None if opts.forbid_extensions => out.push(
+                &rules::EXTENSION_VALUE,
+                at,
+                format!("WARC-Profile {p:?} is not a revisit profile of the specification"),
+            ),
+            None => out.push(
+                &rules::PROFILE_UNKNOWN,
+                at,
+                format!("WARC-Profile {p:?} is not a defined revisit profile; readers will not interpret the record"),
+            ),
+            Some(pv) if pv != rs => out.push(
+                &rules::PROFILE_VERSION,
+                at,
+                format!(
+                    "WARC-Profile {p:?} is the WARC {} profile; the record is judged as WARC {}",
+                    if pv == RuleSet::V1_1 { "1.1" } else { "1.0" },
+                    if v11 { "1.1" } else { "1.0" }
+                ),
+            ),
+            _ => {}
+        }
+        if let Some(identical) = identical {
+            if identical && !present(F::PayloadDigest) {
+                out.push(
+                    &rules::REVISIT_PAYLOAD_DIGEST,
+                    at,
+                    "an identical-payload-digest revisit record has no WARC-Payload-Digest",
+                );
+            }
+            let truncated_length = get(F::Truncated) == Some("length");
+            if identical && content_length.is_some_and(|n| n > 0) && !truncated_length {
+                out.push(
+                    &rules::REVISIT_TRUNCATED,
+                    at,
+                    "an identical-payload-digest revisit record keeps a block (its payload left off) but does not say WARC-Truncated: length",
+                );
+            }
+            let mut missing = Vec::new();
+            if !present(F::RefersTo) {
+                missing.push(name::REFERS_TO);
+            }
+            if v11 {
+                if identical && !present(F::RefersToTargetUri) {
+                    missing.push(name::REFERS_TO_TARGET_URI);
+                }
+                if !present(F::RefersToDate) {
+                    missing.push(name::REFERS_TO_DATE);
+                }
+            }
+            if !missing.is_empty() {
+                out.push(
+                    &rules::REVISIT_RECOMMENDED_FIELD,
+                    at,
+                    format!(
+                        "the revisit record does not name the record it revisits: no {}",
+                        missing.join(", no ")
+                    ),
+                );
+            }
+        }
+    }
+
+    // Segments (section 7).
+    if let Some(n) = segment_number {
+        if t == RecordType::Continuation && n < 2 {
+            out.push(
+                &rules::SEGMENT_NUMBER,
+                at,
+                format!("a continuation record has WARC-Segment-Number {n}; continuations are numbered from 2"),
+            );
+        } else if t != RecordType::Continuation && t != RecordType::Other && n != 1 {
+            out.push(
+                &rules::SEGMENT_NUMBER,
+                at,
+                format!("a {t} record (a first segment) has WARC-Segment-Number {n}, not 1"),
+            );
+        }
+    }
+    if t == RecordType::Continuation {
+        let mut extra: Vec<&str> = [F::ContentType, F::IdentifiedPayloadType]
+            .into_iter()
+            .filter(|&f| present(f))
+            .map(field_label)
+            .collect();
+        if !v11 && present(F::PayloadDigest) {
+            extra.push(name::PAYLOAD_DIGEST);
+        }
+        if !extra.is_empty() {
+            out.push(
+                &rules::SEGMENT_OPTIONAL_FIELD,
+                at,
+                format!("the continuation record carries {}", extra.join(", ")),
+            );
+        }
+    }
+
+    let v11_only = |c: Option<Cow<'h, str>>| if v11 { c } else { None };
+    let record_id = first[idx(F::RecordId)].take().filter(|s| !s.is_empty());
+    let mut take = |f: F| {
+        first[idx(f)]
+            .take()
+            .filter(|s| !s.is_empty())
+            .map(strip_cow)
+    };
+    RecordInfo {
+        record_id,
+        offset: at.offset.unwrap_or(0),
+        kind: t,
+        date,
+        target_uri: take(F::TargetUri),
+        concurrent_to: concurrent
+            .into_iter()
+            .filter(|s| !s.is_empty())
+            .map(strip_cow)
+            .collect(),
+        refers_to: take(F::RefersTo),
+        warcinfo_id: take(F::WarcinfoId),
+        origin_id: take(F::SegmentOriginId),
+        segment_number,
+        total_length,
+        refers_to_target_uri: v11_only(take(F::RefersToTargetUri)),
+        refers_to_date,
+        block_len: 0,
+    }
+}
+
+fn id_syntax(field: &str, val: &str, at: &At, out: &mut dyn Emit) {
+    if let Err(why) = grammar::check_id_uri(val) {
+        out.push(
+            &rules::RECORD_ID_SYNTAX,
+            at,
+            format!("{field} {val:?} {why}"),
+        );
+    }
+}
+
+fn check_date(
+    field: &str,
+    val: &str,
+    rs: RuleSet,
+    at: &At,
+    out: &mut dyn Emit,
+) -> Option<WarcDate> {
+    match grammar::check_date(val) {
+        Err(why) => {
+            out.push(
+                &rules::DATE_SYNTAX,
+                at,
+                format!("{field} {val:?} is not a W3CDTF UTC timestamp: {why}"),
+            );
+            WarcDate::parse(val).ok()
+        }
+        Ok((form, date)) => {
+            if form.lowercase {
+                out.push(
+                    &rules::DATE_LOWERCASE,
+                    at,
+                    format!("{field} {val:?} writes 't' or 'z' in lower case"),
+                );
+            }
+            match (rs, form.precision) {
+                (RuleSet::V1_0, DatePrecision::Second) => {}
+                (RuleSet::V1_0, p) => out.push(
+                    &rules::DATE_PRECISION,
+                    at,
+                    format!(
+                        "{field} {val:?} is not YYYY-MM-DDThh:mm:ssZ ({}); WARC 1.0 allows only whole seconds",
+                        match p {
+                            DatePrecision::Fraction(_) => "it has a fraction of a second",
+                            _ => "it has reduced precision",
+                        }
+                    ),
+                ),
+                (RuleSet::V1_1, p) if p < DatePrecision::Second => out.push(
+                    &rules::DATE_REDUCED_PRECISION,
+                    at,
+                    format!("{field} {val:?} gives less than the second"),
+                ),
+                _ => {}
+            }
+            Some(date)
+        }
+    }
+}
+
+/// The token grammar of a labelled digest (`algorithm ":" digest-value`).
+/// What [`Digest::parse`] rejects is reported from the [`Checker`]'s
+/// verdict; this adds what it accepts but the grammar does not: `=` and
+/// `/` in values, and other characters in values of unknown algorithms.
+fn digest_token(field: &str, val: &str, at: &At, out: &mut dyn Emit) {
+    let Some((label, value)) = val.split_once(':') else {
+        return;
+    };
+    let (label, value) = (label.trim(), value.trim());
+    if label.is_empty() || value.is_empty() {
+        return;
+    }
+    let mut padding = false;
+    let mut bad = !grammar::is_token(label);
+    for b in value.bytes().filter(|b| !warchest::fields::is_token_char(*b)) {
+        if b == b'=' || b == b'/' {
+            padding = true;
+        } else {
+            bad = true;
+        }
+    }
+    if bad {
+        if Algorithm::from_label(label).is_none() {
+            out.push(
+                &rules::DIGEST_SYNTAX,
+                at,
+                format!("{field} {val:?} is not token \":\" token"),
+            );
+        }
+    } else if padding {
+        out.push(
+            &rules::DIGEST_TOKEN,
+            at,
+            format!("{field} {val:?} holds '=' or '/', which the token grammar excludes"),
+        );
+    }
+}
