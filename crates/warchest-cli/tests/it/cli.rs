@@ -1,0 +1,216 @@
+//! The `warchest` binary end to end: output, exit codes, messages.
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use crate::common;
+use common::{bin, fixture};
+
+fn sample() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../samples/sample.warc.gz")
+}
+
+fn run(cmd: &mut Command) -> (i32, String, String) {
+    let out = cmd.output().expect("run warchest");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn ls_lists_every_record() {
+    let (code, out, err) = run(bin().arg("ls").arg(sample()));
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 6);
+    let cols: Vec<&str> = lines[1].split('\t').collect();
+    assert_eq!(cols[0], "367");
+    assert_eq!(cols[2], "response");
+    assert_eq!(cols[4], "http://example.com/");
+    assert_eq!(cols[6], "192");
+    // Offsets and lengths chain: each record starts where the last ended.
+    let mut next = 0u64;
+    for l in &lines {
+        let c: Vec<&str> = l.split('\t').collect();
+        assert_eq!(c[0].parse::<u64>().unwrap(), next);
+        next += c[1].parse::<u64>().unwrap();
+    }
+    assert_eq!(next, std::fs::metadata(sample()).unwrap().len());
+}
+
+#[test]
+fn ls_json_and_stdin() {
+    let mut child = bin()
+        .args(["ls", "--json", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let data = std::fs::read(fixture("pywb/example.warc.gz")).unwrap();
+    child.stdin.take().unwrap().write_all(&data).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let recs: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(recs.len(), 6);
+    assert_eq!(recs[1]["offset"], 333);
+    assert_eq!(recs[1]["length"], 1043);
+    assert_eq!(recs[1]["type"], "response");
+    assert_eq!(recs[1]["target_uri"], "http://example.com?example=1");
+    assert_eq!(recs[1]["file"], "-");
+}
+
+#[test]
+fn extract_payload_headers_and_record() {
+    let s = sample();
+    let (code, out, _) =
+        run(bin()
+            .arg("extract")
+            .arg(&s)
+            .args(["--offset", "367", "--payload", "--decode"]));
+    assert_eq!(code, 0);
+    assert_eq!(
+        out,
+        "<!doctype html><title>Hello</title><h1>Hello, archive</h1>\n"
+    );
+    let (code, out, _) = run(bin()
+        .arg("extract")
+        .arg(&s)
+        .args(["--offset", "367", "--headers"]));
+    assert_eq!(code, 0);
+    assert!(
+        out.starts_with("WARC/1.1\r\nWARC-Type: response\r\n"),
+        "{out}"
+    );
+    assert!(out.contains("\r\n\r\nHTTP/1.1 200 OK\r\n"), "{out}");
+    assert!(out.ends_with("Transfer-Encoding: chunked\r\n\r\n"), "{out}");
+    let out = bin()
+        .arg("extract")
+        .arg(&s)
+        .args(["--offset", "1785"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(
+        out.stdout
+            .ends_with(b"A plain text file archived as a resource record.\n\r\n\r\n")
+    );
+    // The extracted record is itself a valid WARC.
+    let mut child = bin()
+        .args(["check", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(&out.stdout).unwrap();
+    let checked = child.wait_with_output().unwrap();
+    assert!(
+        checked.status.success(),
+        "{}",
+        String::from_utf8_lossy(&checked.stdout)
+    );
+}
+
+#[test]
+fn extract_at_a_wrong_offset_fails_naming_it() {
+    let (code, _, err) = run(bin().arg("extract").arg(sample()).args(["--offset", "368"]));
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("sample.warc.gz") && err.contains("368"),
+        "{err}"
+    );
+}
+
+#[test]
+fn check_exit_codes() {
+    let (code, out, _) = run(bin().arg("check").arg(sample()));
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("6 records") && out.trim_end().ends_with("OK"),
+        "{out}"
+    );
+    let (code, out, _) = run(bin()
+        .arg("check")
+        .arg(fixture("warcio/example-digest.warc")));
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("payload digest") && out.contains("FAILED"),
+        "{out}"
+    );
+    let (code, _, err) = run(bin().args(["check", "/nonexistent/x.warc"]));
+    assert_eq!(code, 2);
+    assert!(err.contains("/nonexistent/x.warc"), "{err}");
+    // A bad file among good ones: the run goes on, the worst outcome wins.
+    let (code, out, _) = run(bin().arg("check").arg("/nonexistent/y.warc").arg(sample()));
+    assert_eq!(code, 2);
+    assert!(out.contains("sample.warc.gz: 6 records"), "{out}");
+}
+
+#[test]
+fn check_json_summary() {
+    let (code, out, _) = run(bin()
+        .arg("check")
+        .arg("--json")
+        .arg(fixture("warcio/example-iana.org-chunked.warc")));
+    assert_eq!(code, 0);
+    let last: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+    assert_eq!(last["summary"]["payload_valid_raw_chunked"], 1);
+    assert_eq!(last["ok"], true);
+}
+
+#[test]
+fn strict_errors_name_file_and_offset_and_warnings_are_printed() {
+    let f = fixture("pywb/example.warc");
+    let (code, _, err) = run(bin().arg("--strict").arg("ls").arg(&f));
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("example.warc") && err.contains("offset 4764"),
+        "{err}"
+    );
+    let (code, out, err) = run(bin().arg("-w").arg("ls").arg(&f));
+    assert_eq!(code, 0);
+    assert_eq!(out.lines().count(), 6);
+    assert!(
+        err.contains("warning") && err.contains("bad-trailer") && err.contains("offset 4764"),
+        "{err}"
+    );
+}
+
+#[test]
+fn broken_pipe_is_not_an_error() {
+    // About 1.5 MB of output: far more than a pipe buffer holds.
+    let f = fixture("pywb/iana.warc.gz");
+    let mut child = bin()
+        .arg("ls")
+        .args(std::iter::repeat_n(&f, 40))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 10];
+    child
+        .stdout
+        .as_mut()
+        .unwrap()
+        .read_exact(&mut first)
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -1,0 +1,76 @@
+//! Helpers shared by the CLI integration tests: running the binary, temp
+//! output listings, servers started as child processes, and (from the
+//! library's tests, the same file) fixtures, the Python check and noise.
+// Each test file uses a part of them.
+#![allow(dead_code, unused_imports)]
+
+use std::ffi::OsStr;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output};
+
+// One file for both crates' tests: fixtures are found the same way from
+// either crate directory.
+#[path = "../../../warchest/tests/it/common.rs"]
+mod library;
+pub use library::{fixture, fixture_files, fixtures, noise, python_has};
+
+/// The path of the `warchest` binary built for these tests.
+pub fn bin_path() -> &'static str {
+    env!("CARGO_BIN_EXE_warchest")
+}
+
+/// A command running the `warchest` binary.
+pub fn bin() -> Command {
+    Command::new(bin_path())
+}
+
+/// Runs `cmd` to its end: exit code (-1 when killed), stdout, stderr.
+pub fn run(cmd: &mut Command) -> (i32, Vec<u8>, String) {
+    let out = cmd.output().expect("run warchest");
+    (
+        out.status.code().unwrap_or(-1),
+        out.stdout,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Runs `warchest` with `args` to its end.
+pub fn warchest<A: AsRef<OsStr>>(args: &[A]) -> Output {
+    bin().args(args).output().expect("run warchest")
+}
+
+/// The files in `dir`, sorted.
+pub fn files_in(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    v.sort();
+    v
+}
+
+/// The first line a started server prints on stdout (where it listens),
+/// without its line end. Its stdout must be piped; it is taken.
+pub fn first_line(child: &mut Child) -> String {
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout piped"))
+        .read_line(&mut line)
+        .expect("read the server's first line");
+    line.trim().to_string()
+}
+
+/// Runs `warchest extract FILE --offset OFFSET --payload EXTRA...` to its end.
+pub fn extract_payload<I, A>(file: &Path, offset: u64, extra: I) -> (i32, Vec<u8>, String)
+where
+    I: IntoIterator<Item = A>,
+    A: AsRef<OsStr>,
+{
+    run(bin()
+        .arg("extract")
+        .arg(file)
+        .arg("--offset")
+        .arg(offset.to_string())
+        .arg("--payload")
+        .args(extra))
+}

@@ -1,0 +1,835 @@
+//! `warchest index` against cdxj-indexer 1.5 (pip; the index pywb replays
+//! from) on every WARC and ARC fixture, against the CDX files of pywb's
+//! sample archive, and between compressions of the same records.
+//!
+//! Set WARCHEST_SKIP_PYTHON=1 to skip the comparisons with Python tools
+//! where they are missing; CI never sets it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{Map, Value};
+
+use crate::common;
+use common::{fixture_files, fixtures, python_has, warchest};
+
+/// Every WARC and ARC fixture, sorted, with its path relative to fixtures/.
+fn archive_fixtures() -> Vec<(String, PathBuf)> {
+    let root = fixtures();
+    fixture_files(&[
+        ".warc",
+        ".warc.gz",
+        ".warc.lz4",
+        ".warc.zst",
+        ".warc.gz.bad",
+        ".arc",
+        ".arc.gz",
+    ])
+    .into_iter()
+    .map(|f| {
+        let rel = f
+            .strip_prefix(&root)
+            .expect("under root")
+            .to_string_lossy()
+            .into_owned();
+        (rel, f)
+    })
+    .collect()
+}
+
+fn is_arc(name: &str) -> bool {
+    name.ends_with(".arc") || name.ends_with(".arc.gz")
+}
+
+fn warchest_ok(args: &[&str]) -> String {
+    let out = warchest(args);
+    assert!(
+        out.status.success(),
+        "warchest {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8")
+}
+
+/// A CDXJ line, parsed.
+#[derive(Debug, Clone)]
+struct Line {
+    key: String,
+    ts: String,
+    json: Map<String, Value>,
+}
+
+impl Line {
+    fn parse(l: &str) -> Line {
+        let mut parts = l.splitn(3, ' ');
+        let key = parts.next().expect("key").to_string();
+        let ts = parts.next().expect("timestamp").to_string();
+        let json = serde_json::from_str(parts.next().expect("json")).expect("json object");
+        Line { key, ts, json }
+    }
+
+    fn get(&self, k: &str) -> Option<String> {
+        self.json
+            .get(k)
+            .and_then(|v| v.as_str())
+            .map(str::to_string)
+    }
+
+    fn offset(&self) -> u64 {
+        self.get("offset").expect("offset").parse().expect("number")
+    }
+
+    /// The digest without a `sha1:` label (pywb's form, which warchest
+    /// writes; cdxj-indexer keeps the label).
+    fn digest(&self) -> Option<String> {
+        self.get("digest").map(|d| match d.get(..5) {
+            Some(l) if l.eq_ignore_ascii_case("sha1:") => d[5..].to_string(),
+            _ => d,
+        })
+    }
+}
+
+struct Peer {
+    p: Vec<Line>,
+    np: Vec<Line>,
+    error: Option<String>,
+}
+
+/// cdxj-indexer (with -p and without) on every file, in one Python process.
+fn cdxj_indexer(files: &[&Path], legacy: Option<&str>) -> BTreeMap<PathBuf, Peer> {
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/differential/cdxj_index.py"
+    );
+    let mut cmd = Command::new("python3");
+    cmd.arg(script);
+    if let Some(l) = legacy {
+        cmd.arg(l);
+    }
+    let out = cmd.args(files).output().expect("run python3");
+    assert!(
+        out.status.success(),
+        "cdxj_index.py failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let parse_all = |v: &Value| -> Vec<Line> {
+        v.as_array()
+            .expect("array")
+            .iter()
+            .filter_map(|l| l.as_str())
+            .filter(|l| legacy.is_none() || !l.starts_with(" CDX"))
+            .map(|l| {
+                if legacy.is_some() {
+                    // Legacy lines are kept whole in `key`.
+                    Line {
+                        key: l.to_string(),
+                        ts: String::new(),
+                        json: Map::new(),
+                    }
+                } else {
+                    Line::parse(l)
+                }
+            })
+            .collect()
+    };
+    String::from_utf8(out.stdout)
+        .expect("utf-8")
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).expect("json");
+            let file = PathBuf::from(v["file"].as_str().expect("file"));
+            let peer = Peer {
+                p: parse_all(&v["p"]),
+                np: parse_all(&v["np"]),
+                error: v["error"].as_str().map(str::to_string),
+            };
+            (file, peer)
+        })
+        .collect()
+}
+
+/// Files cdxj-indexer stops on; the entries it wrote before stopping are
+/// compared, warchest may index more.
+const PEER_FAILS: &[(&str, &str)] = &[
+    (
+        "jwat/invalid-arcfile-record-then-garbage.arc",
+        "garbage after the last ARC record",
+    ),
+    (
+        "jwat/invalid-warcfile-fields-empty.warc",
+        "empty mandatory fields; warcio then reads a block as a header",
+    ),
+    (
+        "jwat/invalid-warcfile-fields-invalidformat.warc",
+        "malformed field values; warcio then reads a block as a header",
+    ),
+    (
+        "jwat/invalid-warcfile-lonely-request-response-resource-conversion.warc",
+        "records without WARC-Target-URI",
+    ),
+    (
+        "jwat/invalid-warcfile-lonely-revisit.warc",
+        "a revisit without WARC-Target-URI",
+    ),
+    (
+        "jwat/invalid-warcfile-record-then-garbage.warc",
+        "garbage after the last record",
+    ),
+    (
+        "pywb/example-bad.warc.gz.bad",
+        "whole-file gzip, which warcio refuses",
+    ),
+    (
+        "warcio/example-bad.warc.gz.bad",
+        "whole-file gzip, which warcio refuses",
+    ),
+    (
+        "warcio/example-bad-non-chunked.warc.gz",
+        "a record whose gzip member ends early",
+    ),
+    (
+        "warcio/example-wrong-chunks.warc.gz",
+        "a record whose gzip member ends early",
+    ),
+    (
+        "resiliparse/block-sized-records.warc.lz4",
+        "warcio does not read LZ4",
+    ),
+    ("resiliparse/warcfile.warc.lz4", "warcio does not read LZ4"),
+];
+
+/// Records warchest indexes and cdxj-indexer does not (cdxj-indexer is wrong
+/// by the spec; see docs/indexing.md): (file, how many, why).
+const MORE_RECORDS: &[(&str, usize, &str)] = &[
+    (
+        "jwat/invalid-warcfile-lonely-warcinfo-metadata.warc",
+        1,
+        "two records without Content-Length: warcio reads the second as the first's block",
+    ),
+    (
+        "jwat/valid-warcfile-fields-metainfo.warc",
+        1,
+        "WARC-Type folded onto a continuation line: warcio does not unfold it",
+    ),
+    (
+        "jwat/valid-warcfile-upper-lower-case.warc",
+        2,
+        "WARC-Type in upper case: cdxj-indexer compares record types case-sensitively",
+    ),
+];
+
+/// Fields where warchest follows the spec and cdxj-indexer does not:
+/// (file, offset, field, why).
+const FIELD_DIVERGENCES: &[(&str, u64, &str, &str)] = &[
+    (
+        "pywb/example-extra.warc",
+        3207,
+        "mime",
+        "status line `HTTPX/1.1 200 OK` is not HTTP; warcio does not check the protocol",
+    ),
+    ("pywb/example-extra.warc", 3207, "status", "as above"),
+    (
+        "jwat/1-1-20110922131213-00000-svc-VirtualBox.arc",
+        1368,
+        "mime",
+        "`dns:` record: the ARC line says `text/dns`; warcio makes every ARC record an HTTP response and, finding no HTTP head, drops the ARC content-type",
+    ),
+    (
+        "jwat/1-1-20110922131213-00000-svc-VirtualBox.arc",
+        12499,
+        "mime",
+        "as above",
+    ),
+    (
+        "jwat/1-1-20110922131213-00000-svc-VirtualBox.arc",
+        12611,
+        "mime",
+        "as above",
+    ),
+    (
+        "jwat/1-1-20110922131213-00000-svc-VirtualBox.arc",
+        63553,
+        "mime",
+        "as above",
+    ),
+    (
+        "jwat/1-1-20110922131213-00000-svc-VirtualBox.arc",
+        280142,
+        "mime",
+        "as above",
+    ),
+    (
+        "pywb/bad.arc",
+        134,
+        "mime",
+        "document not HTTP (Archive-length -1): the ARC line's `text/html`, which warcio drops (as above)",
+    ),
+    (
+        "pywb/bad.arc",
+        202,
+        "mime",
+        "one-byte document `\\n`, not HTTP: the ARC line's `text/plain`, which warcio drops",
+    ),
+    (
+        "pywb/bad.arc",
+        202,
+        "digest",
+        "the document `\\n` is the payload; warcio reads it as an empty HTTP header block and digests nothing",
+    ),
+    (
+        "pywb/bad.arc",
+        262,
+        "mime",
+        "document not HTTP (Archive-length `abc`): the ARC line's `text/html`, which warcio drops",
+    ),
+    (
+        "warcio/bad.arc",
+        134,
+        "mime",
+        "as pywb/bad.arc (the same file)",
+    ),
+    ("warcio/bad.arc", 202, "mime", "as pywb/bad.arc"),
+    ("warcio/bad.arc", 202, "digest", "as pywb/bad.arc"),
+    ("warcio/bad.arc", 262, "mime", "as pywb/bad.arc"),
+    (
+        "warcat/bad_http_chunked_content.warc",
+        0,
+        "digest",
+        "computed payload digest: transfer coding removed (WARC 1.1 5.9); warcio digests the raw chunked bytes",
+    ),
+];
+
+/// For uncompressed files cdxj-indexer's length stops before the record's
+/// closing CRLF CRLF (WARC) or newline (ARC), which the grammars count in
+/// the record (and warchest does): the bytes between must be line ends
+/// only.
+fn lengths_agree(path: &Path, offset: u64, ours: u64, theirs: u64) -> bool {
+    if ours == theirs {
+        return true;
+    }
+    let compressed = [".gz", ".bad", ".lz4", ".zst"]
+        .iter()
+        .any(|e| path.to_string_lossy().ends_with(e));
+    if compressed || ours < theirs {
+        return false;
+    }
+    let data = std::fs::read(path).expect("read");
+    let (a, b) = ((offset + theirs) as usize, (offset + ours) as usize);
+    b <= data.len() && b - a <= 4 && data[a..b].iter().all(|&c| c == b'\r' || c == b'\n')
+}
+
+#[test]
+fn cdxj_matches_cdxj_indexer_on_every_fixture() {
+    if !python_has("cdxj_indexer") {
+        return;
+    }
+    let all = archive_fixtures();
+    let paths: Vec<&Path> = all.iter().map(|(_, p)| p.as_path()).collect();
+    let peers = cdxj_indexer(&paths, None);
+    let mut seen_failures = BTreeSet::new();
+    let mut seen_more = BTreeSet::new();
+    let mut seen_fields = BTreeSet::new();
+    let mut compared = 0;
+    for (name, path) in &all {
+        let peer = peers.get(path).expect("peer output");
+        let ours: Vec<Line> =
+            warchest_ok(&["index", "--format", "cdxj", path.to_str().expect("path")])
+                .lines()
+                .map(Line::parse)
+                .collect();
+        // No file is skipped: WARC and ARC alike are compared.
+        assert!(
+            !ours.is_empty() || peer.p.is_empty(),
+            "{name}: warchest indexed nothing, cdxj-indexer {}",
+            peer.p.len()
+        );
+        match PEER_FAILS.iter().find(|(f, _)| f == name) {
+            Some(_) => {
+                assert!(
+                    peer.error.is_some(),
+                    "{name}: cdxj-indexer no longer fails: update PEER_FAILS"
+                );
+                seen_failures.insert(name.clone());
+            }
+            None => assert!(
+                peer.error.is_none(),
+                "{name}: cdxj-indexer failed: {:?}",
+                peer.error
+            ),
+        }
+        let by_offset: BTreeMap<u64, &Line> = ours.iter().map(|l| (l.offset(), l)).collect();
+        if !peer.p.is_empty() {
+            // Records share offsets only in whole-file gzip, which
+            // cdxj-indexer refuses.
+            assert_eq!(
+                by_offset.len(),
+                ours.len(),
+                "{name}: two entries at one offset"
+            );
+        }
+        let peer_np: BTreeMap<u64, &Line> = peer.np.iter().map(|l| (l.offset(), l)).collect();
+        for theirs in &peer.p {
+            let off = theirs.offset();
+            let Some(o) = by_offset.get(&off) else {
+                panic!("{name}: no entry at offset {off} where cdxj-indexer has {theirs:?}");
+            };
+            let mut diverges = |field: &str| {
+                let hit = FIELD_DIVERGENCES
+                    .iter()
+                    .any(|(f, at, fld, _)| f == name && *at == off && *fld == field);
+                if hit {
+                    seen_fields.insert((name.clone(), off, field.to_string()));
+                }
+                hit
+            };
+            let ctx = format!("{name} @{off}");
+            assert_eq!(o.key, theirs.key, "{ctx}: url key");
+            assert_eq!(o.ts, theirs.ts, "{ctx}: timestamp");
+            for f in ["url", "filename", "requestBody", "method"] {
+                assert_eq!(o.json.get(f), theirs.json.get(f), "{ctx}: {f}");
+            }
+            for f in ["mime", "status"] {
+                if o.get(f) != theirs.get(f) {
+                    assert!(
+                        diverges(f),
+                        "{ctx}: {f}: ours {:?}, cdxj-indexer {:?}",
+                        o.get(f),
+                        theirs.get(f)
+                    );
+                }
+            }
+            // cdxj-indexer -p digests an already consumed stream when it
+            // computes a missing digest; its plain run has the real value.
+            let their_digest = peer_np.get(&off).map_or(theirs.digest(), |l| l.digest());
+            if o.digest() != their_digest {
+                assert!(
+                    diverges("digest"),
+                    "{ctx}: digest: ours {:?}, cdxj-indexer {:?}",
+                    o.digest(),
+                    their_digest
+                );
+            }
+            let ol: u64 = o.get("length").expect("length").parse().expect("number");
+            let tl: u64 = theirs
+                .get("length")
+                .expect("length")
+                .parse()
+                .expect("number");
+            assert!(
+                lengths_agree(path, off, ol, tl),
+                "{ctx}: length ours {ol}, cdxj-indexer {tl}"
+            );
+            compared += 1;
+        }
+        let extra = ours.len() - peer.p.len();
+        if extra > 0 && peer.error.is_none() {
+            let Some((_, n, _)) = MORE_RECORDS.iter().find(|(f, _, _)| f == name) else {
+                panic!("{name}: {extra} more entries than cdxj-indexer");
+            };
+            assert_eq!(extra, *n, "{name}: extra entries");
+            seen_more.insert(name.clone());
+        }
+    }
+    assert!(compared >= 250, "compared only {compared} entries");
+    assert!(
+        all.iter().filter(|(n, _)| is_arc(n)).count() >= 10,
+        "ARC fixtures missing"
+    );
+    let listed: BTreeSet<String> = PEER_FAILS.iter().map(|(f, _)| f.to_string()).collect();
+    assert_eq!(seen_failures, listed, "PEER_FAILS out of date");
+    let more: BTreeSet<String> = MORE_RECORDS.iter().map(|(f, _, _)| f.to_string()).collect();
+    assert_eq!(seen_more, more, "MORE_RECORDS out of date");
+    let fields: BTreeSet<(String, u64, String)> = FIELD_DIVERGENCES
+        .iter()
+        .map(|(f, o, fld, _)| (f.to_string(), *o, fld.to_string()))
+        .collect();
+    assert_eq!(seen_fields, fields, "FIELD_DIVERGENCES out of date");
+}
+
+/// A CDX line as fields, with the 11-column legend.
+fn cdx_fields(line: &str) -> Vec<String> {
+    line.split(' ').map(str::to_string).collect()
+}
+
+/// pywb's own CDX 11 indexes of its sample archive (fixtures/pywb/cdx),
+/// made by the pywb indexer cdxj-indexer replaced. Two conventions changed
+/// since, and warchest follows cdxj-indexer: revisits carry the status of
+/// their HTTP head (pywb wrote `-`), and a missing media type is `-` (pywb
+/// wrote `unk`).
+#[test]
+fn cdx11_matches_pywb_sample_indexes() {
+    let dir = fixtures().join("pywb");
+    let cases: &[(&str, &[&str])] = &[
+        ("dupes.cdx", &["dupes.warc.gz"]),
+        ("example.cdx", &["example.warc.gz"]),
+        ("example-extra.cdx", &["example-extra.warc"]),
+        ("iana.cdx", &["iana.warc.gz"]),
+        ("post-test.cdx", &["post-test.warc.gz"]),
+        (
+            "url-agnost-example.cdx",
+            &[
+                "example-url-agnostic-revisit.warc.gz",
+                "example-url-agnostic-orig.warc.gz",
+            ],
+        ),
+    ];
+    let mut compared = 0;
+    for (cdx, warcs) in cases {
+        let want = std::fs::read_to_string(dir.join("cdx").join(cdx)).expect("read cdx");
+        let mut lines = want.lines();
+        assert_eq!(lines.next(), Some(" CDX N b a m s k r M S V g"), "{cdx}");
+        let paths: Vec<String> = warcs
+            .iter()
+            .map(|w| dir.join(w).to_string_lossy().into_owned())
+            .collect();
+        let mut args = vec!["index", "--format", "cdx"];
+        args.extend(paths.iter().map(String::as_str));
+        let ours = warchest_ok(&args);
+        let mut ours_lines = ours.lines();
+        assert_eq!(ours_lines.next(), Some(" CDX N b a m s k r M S V g"));
+        let ours: BTreeMap<(String, String), Vec<String>> = ours_lines
+            .map(cdx_fields)
+            .map(|f| ((f[10].clone(), f[9].clone()), f))
+            .collect();
+        for line in lines {
+            let want = cdx_fields(line);
+            assert_eq!(want.len(), 11, "{cdx}: {line}");
+            let key = (want[10].clone(), want[9].clone());
+            let got = ours
+                .get(&key)
+                .unwrap_or_else(|| panic!("{cdx}: no entry for {key:?}"));
+            for i in [0, 1, 2, 5, 6, 7, 9, 10] {
+                assert_eq!(got[i], want[i], "{cdx}: column {i} of {line}");
+            }
+            match (want[3].as_str(), want[4].as_str()) {
+                ("warc/revisit", "-") => {
+                    assert_eq!(got[3], "warc/revisit", "{line}");
+                    // The revisit's HTTP status, `-` when it has no HTTP head.
+                    assert!(
+                        got[4] == "-" || got[4].parse::<u16>().is_ok(),
+                        "{line}: revisit status {}",
+                        got[4]
+                    );
+                }
+                ("unk", s) => assert_eq!((got[3].as_str(), got[4].as_str()), ("-", s), "{line}"),
+                (m, s) => assert_eq!((got[3].as_str(), got[4].as_str()), (m, s), "{line}"),
+            }
+            let (gl, wl): (u64, u64) = (got[8].parse().expect("S"), want[8].parse().expect("S"));
+            let off: u64 = want[9].parse().expect("V");
+            assert!(
+                lengths_agree(&dir.join(&want[10]), off, gl, wl),
+                "{cdx}: length of {line}"
+            );
+            compared += 1;
+        }
+    }
+    assert!(compared >= 100, "compared {compared}");
+}
+
+/// CDX 11 and CDX 9 lines equal cdxj-indexer's `-11` and `-9` output on
+/// pywb's compressed sample files (cdxj-indexer strips any digest label in
+/// CDX mode; these files only have `sha1:` ones).
+#[test]
+fn cdx11_and_cdx9_match_cdxj_indexer() {
+    if !python_has("cdxj_indexer") {
+        return;
+    }
+    let dir = fixtures().join("pywb");
+    let files: Vec<PathBuf> = [
+        "dupes.warc.gz",
+        "example.warc.gz",
+        "iana.warc.gz",
+        "post-test.warc.gz",
+    ]
+    .iter()
+    .map(|f| dir.join(f))
+    .collect();
+    let refs: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+    for (flag, format, legend) in [
+        ("--cdx11", "cdx", " CDX N b a m s k r M S V g"),
+        ("--cdx9", "cdx9", " CDX N b a m s k r V g"),
+    ] {
+        let peers = cdxj_indexer(&refs, Some(flag));
+        for f in &files {
+            let out = warchest_ok(&["index", "--format", format, f.to_str().expect("path")]);
+            let mut lines = out.lines();
+            assert_eq!(lines.next(), Some(legend));
+            let ours: Vec<&str> = lines.collect();
+            let peer = &peers[f];
+            assert!(peer.error.is_none());
+            let theirs: Vec<&str> = peer.p.iter().map(|l| l.key.as_str()).collect();
+            assert_eq!(ours, theirs, "{flag} {}", f.display());
+        }
+    }
+}
+
+#[test]
+fn custom_legend() {
+    let f = fixtures().join("pywb/example.warc.gz");
+    let out = warchest_ok(&["index", "--fields", "N b V g", f.to_str().expect("path")]);
+    let mut lines = out.lines();
+    assert_eq!(lines.next(), Some(" CDX N b V g"));
+    assert_eq!(
+        lines.next(),
+        Some("com,example)/?example=1 20140103030321 333 example.warc.gz")
+    );
+    let bad = warchest(&["index", "--fields", "N x", f.to_str().expect("path")]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("unsupported CDX field"));
+}
+
+/// Removes offset and length from CDXJ lines.
+fn without_position(cdxj: &str) -> Vec<String> {
+    cdxj.lines()
+        .map(|l| {
+            let mut line = Line::parse(l);
+            line.json.remove("offset");
+            line.json.remove("length");
+            line.json.remove("filename");
+            format!("{} {} {}", line.key, line.ts, Value::Object(line.json))
+        })
+        .collect()
+}
+
+/// The index of a file does not depend on how it is compressed, except
+/// for offsets and lengths.
+#[test]
+fn gzip_and_lz4_index_alike() {
+    let index_all = |p: PathBuf| warchest_ok(&["index", "--all", p.to_str().expect("path")]);
+    for stem in ["resiliparse/warcfile", "resiliparse/block-sized-records"] {
+        let gz = index_all(fixtures().join(format!("{stem}.warc.gz")));
+        let lz4 = index_all(fixtures().join(format!("{stem}.warc.lz4")));
+        assert!(gz.lines().count() >= 3, "{stem}");
+        assert_eq!(without_position(&gz), without_position(&lz4), "{stem}");
+        assert_ne!(gz, lz4, "{stem}: offsets differ between compressions");
+    }
+    let plain = index_all(fixtures().join("resiliparse/block-sized-records.warc"));
+    let gz = index_all(fixtures().join("resiliparse/block-sized-records.warc.gz"));
+    assert_eq!(without_position(&plain), without_position(&gz));
+}
+
+/// Many files: the output is the same whatever -j, files in the order
+/// given; --sort gives byte order as `LC_ALL=C sort` does, and the same
+/// result with a sort budget small enough to spill.
+#[test]
+fn parallel_output_is_ordered_and_sort_is_bytewise() {
+    let files: Vec<String> = archive_fixtures()
+        .into_iter()
+        .filter(|(n, _)| !is_arc(n) && !n.ends_with(".bad"))
+        .map(|(_, p)| p.to_string_lossy().into_owned())
+        .collect();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["index"];
+        args.extend_from_slice(extra);
+        args.extend(files.iter().map(String::as_str));
+        let out = warchest(&args);
+        // Some fixtures are damaged: the run reports them and goes on.
+        assert!(out.status.code() == Some(0) || out.status.code() == Some(2));
+        String::from_utf8(out.stdout).expect("utf-8")
+    };
+    let one = run(&["-j", "1"]);
+    assert_eq!(run(&["-j", "4"]), one);
+    let mut concatenated = String::new();
+    for f in &files {
+        let out = warchest(&["index", f]);
+        concatenated.push_str(&String::from_utf8(out.stdout).expect("utf-8"));
+    }
+    assert_eq!(one, concatenated);
+
+    let sorted = run(&["--sort", "-j", "3"]);
+    let mut want: Vec<&str> = one.lines().collect();
+    want.sort_unstable();
+    want.dedup();
+    assert_eq!(sorted.lines().collect::<Vec<_>>(), want);
+    assert_eq!(run(&["--sort", "--sort-memory", "0"]), sorted);
+    if Command::new("sort").arg("--version").output().is_ok() {
+        let mut child = Command::new("sort")
+            .env("LC_ALL", "C")
+            .arg("-u")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("sort");
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(one.as_bytes())
+            .expect("write");
+        let out = child.wait_with_output().expect("sort output");
+        assert_eq!(String::from_utf8(out.stdout).expect("utf-8"), sorted);
+    }
+}
+
+#[test]
+fn stdin_output_file_and_errors() {
+    let f = fixtures().join("pywb/example.warc.gz");
+    let data = std::fs::read(&f).expect("read");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_warchest"))
+        .args(["index", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    {
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(&data)
+            .expect("write");
+    }
+    let out = child.wait_with_output().expect("output");
+    assert!(out.status.success());
+    let via_stdin = String::from_utf8(out.stdout).expect("utf-8");
+    let via_file = warchest_ok(&["index", f.to_str().expect("path")]);
+    assert_eq!(via_stdin, via_file.replace("\"example.warc.gz\"", "\"-\""));
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out_path = dir.path().join("x.cdxj");
+    let printed = warchest_ok(&[
+        "index",
+        "-o",
+        out_path.to_str().expect("path"),
+        f.to_str().expect("path"),
+    ]);
+    assert_eq!(printed, "");
+    assert_eq!(std::fs::read_to_string(&out_path).expect("read"), via_file);
+
+    let missing = warchest(&["index", "/nonexistent/x.warc.gz", f.to_str().expect("path")]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("/nonexistent/x.warc.gz"));
+    // The other file is still indexed.
+    assert_eq!(String::from_utf8(missing.stdout).expect("utf-8"), via_file);
+}
+
+/// Parquet: pyarrow reads the cc-index columns with their types, one row
+/// per entry, in url key order.
+#[test]
+fn parquet_reads_back_with_pyarrow() {
+    if !python_has("pyarrow") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("index.parquet");
+    let files = [
+        fixtures().join("pywb/iana.warc.gz"),
+        fixtures().join("pywb/post-test.warc.gz"),
+    ];
+    let mut args = vec![
+        "index",
+        "--format",
+        "parquet",
+        "-o",
+        out.to_str().expect("path"),
+    ];
+    args.extend(files.iter().map(|f| f.to_str().expect("path")));
+    warchest_ok(&args);
+    let mut count_args = vec!["index"];
+    count_args.extend(files.iter().map(|f| f.to_str().expect("path")));
+    let cdxj = warchest_ok(&count_args);
+    let mut keys: Vec<String> = cdxj.lines().map(|l| Line::parse(l).key).collect();
+    keys.sort();
+    let script = r#"
+import json, sys
+import pyarrow.parquet as pq
+t = pq.read_table(sys.argv[1])
+print(json.dumps({
+    "schema": [[f.name, str(f.type), f.nullable] for f in t.schema],
+    "rows": t.num_rows,
+    "keys": t.column("url_surtkey").to_pylist(),
+    "first": {k: (str(v) if v is not None else None) for k, v in t.slice(0, 1).to_pylist()[0].items()},
+    "compression": pq.ParquetFile(sys.argv[1]).metadata.row_group(0).column(0).compression,
+}))
+"#;
+    let py = Command::new("python3")
+        .args(["-c", script, out.to_str().expect("path")])
+        .output()
+        .expect("python3");
+    assert!(
+        py.status.success(),
+        "{}",
+        String::from_utf8_lossy(&py.stderr)
+    );
+    let v: Value = serde_json::from_slice(&py.stdout).expect("json");
+    let schema: Vec<(String, String)> = v["schema"]
+        .as_array()
+        .expect("schema")
+        .iter()
+        .map(|f| {
+            (
+                f[0].as_str().expect("name").to_string(),
+                f[1].as_str().expect("type").to_string(),
+            )
+        })
+        .collect();
+    let want = [
+        ("url_surtkey", "string"),
+        ("url", "string"),
+        ("url_host_name", "string"),
+        ("url_host_tld", "string"),
+        ("url_host_2nd_last_part", "string"),
+        ("url_host_3rd_last_part", "string"),
+        ("url_host_4th_last_part", "string"),
+        ("url_host_5th_last_part", "string"),
+        ("url_host_registry_suffix", "string"),
+        ("url_host_registered_domain", "string"),
+        ("url_host_private_suffix", "string"),
+        ("url_host_private_domain", "string"),
+        ("url_host_name_reversed", "string"),
+        ("url_protocol", "string"),
+        ("url_port", "int32"),
+        ("url_path", "string"),
+        ("url_query", "string"),
+        ("fetch_time", "timestamp[ms, tz=UTC]"),
+        ("fetch_status", "int16"),
+        ("fetch_redirect", "string"),
+        ("content_digest", "string"),
+        ("content_mime_type", "string"),
+        ("content_mime_detected", "string"),
+        ("content_charset", "string"),
+        ("content_languages", "string"),
+        ("content_truncated", "string"),
+        ("warc_filename", "string"),
+        ("warc_record_offset", "int64"),
+        ("warc_record_length", "int64"),
+        ("warc_segment", "string"),
+    ];
+    let want: Vec<(String, String)> = want
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+    assert_eq!(schema, want);
+    assert_eq!(v["rows"].as_u64(), Some(keys.len() as u64));
+    let got_keys: Vec<String> = v["keys"]
+        .as_array()
+        .expect("keys")
+        .iter()
+        .map(|k| k.as_str().expect("key").to_string())
+        .collect();
+    assert_eq!(got_keys, keys, "rows in url key order");
+    assert_eq!(v["compression"].as_str(), Some("ZSTD"));
+    let first = &v["first"];
+    assert_eq!(
+        first["url_host_registered_domain"].as_str(),
+        Some("httpbin.org")
+    );
+    assert_eq!(first["url_host_tld"].as_str(), Some("org"));
+    assert_eq!(first["url_protocol"].as_str(), Some("http"));
+    assert_eq!(first["url_path"].as_str(), Some("/post"));
+    assert_eq!(first["fetch_status"].as_str(), Some("200"));
+    assert_eq!(
+        first["content_mime_type"].as_str(),
+        Some("application/json")
+    );
+    assert_eq!(first["warc_filename"].as_str(), Some("post-test.warc.gz"));
+    assert!(
+        first["fetch_time"]
+            .as_str()
+            .expect("time")
+            .starts_with("2014-06-10")
+    );
+}

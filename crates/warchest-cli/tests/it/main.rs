@@ -1,0 +1,13 @@
+//! The integration tests of the `warchest` command, one binary (docs/testing.md).
+
+mod common;
+mod arc_infomall;
+mod capture;
+mod cli;
+mod index;
+mod parquet_engines;
+mod safety;
+mod serve;
+mod tools;
+mod validate;
+mod writing;

@@ -1,0 +1,984 @@
+//! `warchest serve` and `warchest wacz` end to end: the server run as a
+//! process on a loopback port, asked over HTTP (CDX API, Memento, replay,
+//! pages, downloads), WACZ made, checked (by py-wacz too) and served, and a
+//! replayed page loaded in headless Chromium.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::common;
+use common::{bin, fixture, python_has};
+
+const IANA_TS: &str = "20140126200624";
+
+/// A running `warchest serve`, killed when dropped.
+struct Server {
+    child: Child,
+    addr: String,
+    log: Arc<Mutex<String>>,
+}
+
+impl Server {
+    fn start(paths: &[&Path], db: &Path, extra: &[&str]) -> Server {
+        let mut cmd = bin();
+        cmd.arg("serve")
+            .args(paths)
+            .args(["--listen", "127.0.0.1:0", "--index-db"])
+            .arg(db)
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("start warchest serve");
+        let log = Arc::new(Mutex::new(String::new()));
+        let stderr = child.stderr.take().unwrap();
+        let l2 = log.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let mut l = l2.lock().unwrap();
+                l.push_str(&line);
+                l.push('\n');
+            }
+        });
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut first = String::new();
+            let mut r = BufReader::new(stdout);
+            let _ = r.read_line(&mut first);
+            let _ = tx.send(first);
+            // Keep reading so the server never blocks on a full pipe.
+            let _ = std::io::copy(&mut r, &mut std::io::sink());
+        });
+        let first = rx
+            .recv_timeout(Duration::from_secs(120))
+            .expect("serve prints its address");
+        let addr = first
+            .trim()
+            .strip_prefix("warchest: serving on http://")
+            .and_then(|a| a.strip_suffix('/'))
+            .unwrap_or_else(|| {
+                panic!(
+                    "unexpected first line {first:?}; log {}",
+                    log.lock().unwrap()
+                )
+            })
+            .to_string();
+        Server { child, addr, log }
+    }
+
+    fn get(&self, path: &str) -> Resp {
+        get(&self.addr, path, &[])
+    }
+
+    fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[derive(Debug)]
+struct Resp {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Resp {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+/// A one-request HTTP/1.1 client (chunked bodies decoded).
+fn get(addr: &str, path: &str, headers: &[(&str, &str)]) -> Resp {
+    let mut s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let mut req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    for (n, v) in headers {
+        req.push_str(&format!("{n}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    s.write_all(req.as_bytes()).unwrap();
+    let mut all = Vec::new();
+    s.read_to_end(&mut all).unwrap();
+    let end = all
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("a response head");
+    let head = String::from_utf8_lossy(&all[..end]).into_owned();
+    let mut lines = head.split("\r\n");
+    let status = lines
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_string(), v.trim().to_string()))
+        .collect();
+    let mut body = all[end + 4..].to_vec();
+    let chunked = headers
+        .iter()
+        .any(|(n, v)| n.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"));
+    if chunked {
+        let mut out = Vec::new();
+        let mut i = 0;
+        loop {
+            let nl = body[i..].windows(2).position(|w| w == b"\r\n").unwrap() + i;
+            let size = usize::from_str_radix(std::str::from_utf8(&body[i..nl]).unwrap().trim(), 16)
+                .unwrap();
+            if size == 0 {
+                break;
+            }
+            out.extend_from_slice(&body[nl + 2..nl + 2 + size]);
+            i = nl + 2 + size + 2;
+        }
+        body = out;
+    }
+    Resp {
+        status,
+        headers,
+        body,
+    }
+}
+
+fn iana_server(dir: &tempfile::TempDir) -> Server {
+    Server::start(
+        &[&fixture("pywb/iana.warc.gz")],
+        &dir.path().join("index.redb"),
+        &["--poll", "0"],
+    )
+}
+
+fn json_lines(text: &str) -> Vec<serde_json::Value> {
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+#[test]
+fn cdx_api_answers_as_pywb() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = iana_server(&dir);
+    let r = s.get("/archive/cdx?url=http://www.iana.org/_css/2013.1/screen.css&output=json");
+    assert_eq!(r.status, 200);
+    let lines = json_lines(&r.text());
+    // One response, then fifteen revisits of it.
+    assert_eq!(lines.len(), 16, "{}", r.text());
+    for l in &lines {
+        assert_eq!(l["urlkey"], "org,iana)/_css/2013.1/screen.css");
+        assert!(
+            l["url"]
+                .as_str()
+                .unwrap()
+                .ends_with("://www.iana.org/_css/2013.1/screen.css")
+        );
+        assert_eq!(l["filename"], "iana.warc.gz");
+        assert!(l["offset"].as_str().unwrap().parse::<u64>().is_ok());
+        assert_eq!(l["digest"], "BUAEPXZNN44AIX3NLXON4QDV6OY2H5QD");
+    }
+    assert_eq!(lines[0]["mime"], "text/css");
+    assert_eq!(lines[1]["mime"], "warc/revisit");
+    assert_eq!(lines[0]["timestamp"], "20140126200625");
+    assert!(
+        lines
+            .windows(2)
+            .all(|w| w[0]["timestamp"].as_str() <= w[1]["timestamp"].as_str())
+    );
+    // The same entries `warchest index` writes.
+    let out = bin()
+        .arg("index")
+        .arg(fixture("pywb/iana.warc.gz"))
+        .output()
+        .unwrap();
+    let index = String::from_utf8(out.stdout).unwrap();
+    for l in &lines {
+        let want = format!(
+            "org,iana)/_css/2013.1/screen.css {} ",
+            l["timestamp"].as_str().unwrap()
+        );
+        let line = index
+            .lines()
+            .find(|x| x.starts_with(&want))
+            .expect("in the index");
+        assert!(line.contains(&format!(
+            "\"offset\": \"{}\"",
+            l["offset"].as_str().unwrap()
+        )));
+    }
+    // Reverse order, limit, fields, time range, prefix and host matching.
+    let rev = json_lines(
+        &s.get(
+            "/archive/cdx?url=http://www.iana.org/_css/2013.1/screen.css&output=json&sort=reverse",
+        )
+        .text(),
+    );
+    assert_eq!(rev[0]["timestamp"], lines[15]["timestamp"]);
+    assert_eq!(rev.len(), 16);
+    let one = json_lines(&s.get("/archive/cdx?url=http://www.iana.org/_css/2013.1/screen.css&output=json&limit=1&fl=timestamp,status").text());
+    assert_eq!(one.len(), 1);
+    assert_eq!(one[0].as_object().unwrap().len(), 2);
+    assert_eq!(one[0]["status"], "200");
+    let late = json_lines(&s.get("/archive/cdx?url=http://www.iana.org/_css/2013.1/screen.css&output=json&from=20140126200630").text());
+    assert_eq!(late.len(), 15);
+    assert_eq!(late[0]["timestamp"], "20140126200653");
+    let range = json_lines(&s.get("/archive/cdx?url=http://www.iana.org/_css/2013.1/screen.css&output=json&from=20140126200630&to=20140126200710").text());
+    assert_eq!(range.len(), 2);
+    let closest = json_lines(&s.get("/archive/cdx?url=http://www.iana.org/_css/2013.1/screen.css&output=json&sort=closest&closest=20140126200707&limit=2").text());
+    assert_eq!(closest[0]["timestamp"], "20140126200706");
+    assert_eq!(closest.len(), 2);
+    let prefix = json_lines(
+        &s.get("/archive/cdx?url=http://www.iana.org/_css/&matchType=prefix&output=json")
+            .text(),
+    );
+    assert!(prefix.len() > 2);
+    assert!(
+        prefix
+            .iter()
+            .all(|l| l["urlkey"].as_str().unwrap().starts_with("org,iana)/_css/"))
+    );
+    let star = json_lines(
+        &s.get("/archive/cdx?url=www.iana.org/_css/*&output=json")
+            .text(),
+    );
+    assert_eq!(star.len(), prefix.len());
+    let host = json_lines(
+        &s.get("/archive/cdx?url=iana.org&matchType=host&output=json")
+            .text(),
+    );
+    assert!(host.len() > prefix.len());
+    let domain = json_lines(&s.get("/archive/cdx?url=*.iana.org&output=json").text());
+    assert_eq!(domain.len(), host.len());
+    // Filters: field equal, containing, negated; the limit counts what passes.
+    let fl = json_lines(&s.get("/archive/cdx?url=http://www.iana.org/_css/2013.1/screen.css&output=json&filter=!mime:warc/revisit").text());
+    assert_eq!(fl.len(), 1);
+    assert_eq!(fl[0]["mime"], "text/css");
+    let fl = json_lines(&s.get("/archive/cdx?url=http://www.iana.org/_css/2013.1/screen.css&output=json&filter=mime:warc/revisit&filter=~url:https:&limit=5").text());
+    assert_eq!(fl.len(), 1, "one revisit of the https URL");
+    let fl = json_lines(&s.get("/archive/cdx?url=http://www.iana.org/_css/2013.1/screen.css&output=json&filter=mime:warc/revisit&limit=3").text());
+    assert_eq!(fl.len(), 3);
+    assert!(fl.iter().all(|l| l["mime"] == "warc/revisit"));
+    // CDXJ by default.
+    let cdxj = s.get("/archive/cdx?url=http://www.iana.org/");
+    assert!(cdxj.text().starts_with("org,iana)/ 20140126200624 {\"url\": \"http://www.iana.org/\", \"mime\": \"text/html\", \"status\": \"200\""), "{}", cdxj.text());
+    // Bad input.
+    assert_eq!(s.get("/archive/cdx").status, 400);
+    assert_eq!(s.get("/archive/cdx?url=x&matchType=bogus").status, 400);
+    assert_eq!(s.get("/archive/cdx?url=x&limit=many").status, 400);
+}
+
+#[test]
+fn memento_timegate_and_timemap() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = iana_server(&dir);
+    let r = get(
+        &s.addr,
+        "/archive/http://www.iana.org/_css/2013.1/screen.css",
+        &[("Accept-Datetime", "Sun, 26 Jan 2014 20:06:50 GMT")],
+    );
+    assert_eq!(r.status, 302);
+    assert_eq!(r.header("Vary"), Some("accept-datetime"));
+    assert_eq!(
+        r.header("Location"),
+        Some("/archive/20140126200653/http://www.iana.org/_css/2013.1/screen.css")
+    );
+    let link = r.header("Link").unwrap();
+    assert!(
+        link.contains("<http://www.iana.org/_css/2013.1/screen.css>; rel=\"original\""),
+        "{link}"
+    );
+    assert!(link.contains("rel=\"timemap\""), "{link}");
+    let early = get(
+        &s.addr,
+        "/archive/http://www.iana.org/_css/2013.1/screen.css",
+        &[("Accept-Datetime", "Wed, 01 Jan 2014 00:00:00 GMT")],
+    );
+    assert_eq!(
+        early.header("Location"),
+        Some("/archive/20140126200625/http://www.iana.org/_css/2013.1/screen.css")
+    );
+    let bad = get(
+        &s.addr,
+        "/archive/http://www.iana.org/",
+        &[("Accept-Datetime", "soon")],
+    );
+    assert_eq!(bad.status, 400);
+
+    let tm = s.get("/archive/timemap/link/http://www.iana.org/_css/2013.1/screen.css");
+    assert_eq!(tm.status, 200);
+    assert_eq!(tm.header("Content-Type"), Some("application/link-format"));
+    let t = tm.text();
+    assert!(
+        t.starts_with("<http://www.iana.org/_css/2013.1/screen.css>; rel=\"original\",\n"),
+        "{t}"
+    );
+    assert!(t.contains("rel=\"self\"; type=\"application/link-format\"; from=\"Sun, 26 Jan 2014 20:06:25 GMT\"; until=\"Sun, 26 Jan 2014 20:13:07 GMT\""), "{t}");
+    assert!(t.contains(&format!("<http://{}/archive/20140126200625/http://www.iana.org/_css/2013.1/screen.css>; rel=\"first memento\"; datetime=\"Sun, 26 Jan 2014 20:06:25 GMT\"", s.addr)), "{t}");
+    assert!(
+        t.contains("rel=\"last memento\"; datetime=\"Sun, 26 Jan 2014 20:13:07 GMT\""),
+        "{t}"
+    );
+    assert_eq!(t.matches("memento\"").count(), 16);
+    assert_eq!(
+        s.get("/archive/timemap/link/http://nowhere.example/")
+            .status,
+        404
+    );
+}
+
+#[test]
+fn replays_pages_with_rewritten_links_and_banner() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = iana_server(&dir);
+    let r = s.get(&format!("/archive/{IANA_TS}/http://www.iana.org/"));
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        r.header("Memento-Datetime"),
+        Some("Sun, 26 Jan 2014 20:06:24 GMT")
+    );
+    assert!(r.header("Content-Type").unwrap().starts_with("text/html"));
+    let html = r.text();
+    assert!(html.contains("id=\"warchest-banner\""), "banner");
+    assert!(
+        html.contains(
+            "captured <time id=\"warchest-banner-date\" datetime=\"2014-01-26T20:06:24Z\">"
+        )
+    );
+    assert!(html.contains("<script src=\"/_/client.js\"></script>"));
+    assert!(
+        html.contains(&format!(
+            "/archive/{IANA_TS}cs_/http://www.iana.org/_css/2013.1/screen.css"
+        )),
+        "stylesheet rewritten"
+    );
+    assert!(
+        html.contains(&format!(
+            "/archive/{IANA_TS}js_/http://www.iana.org/_js/2013.1/jquery.js"
+        )),
+        "script rewritten"
+    );
+    assert!(
+        html.contains(&format!("/archive/{IANA_TS}/http://www.iana.org/domains")),
+        "link rewritten"
+    );
+    assert!(
+        !html.contains("href=\"/_css/"),
+        "no root-relative link left"
+    );
+    // The raw capture is the archived payload, byte for byte.
+    let raw = s.get(&format!("/archive/{IANA_TS}id_/http://www.iana.org/"));
+    let out = bin()
+        .args(["extract", "--payload", "--offset"])
+        .arg(cdx_offset(&s, "http://www.iana.org/", IANA_TS))
+        .arg(fixture("pywb/iana.warc.gz"))
+        .output()
+        .unwrap();
+    assert_eq!(raw.body, out.stdout);
+    // CSS: url() rewritten; another time redirects to the capture's.
+    let css = s.get("/archive/20140126200625cs_/http://www.iana.org/_css/2013.1/screen.css");
+    assert_eq!(css.status, 200);
+    assert!(
+        css.text()
+            .contains("url(/archive/20140126200625im_/http://www.iana.org/_css/2013.1/fonts/")
+            || css
+                .text()
+                .contains("url('/archive/20140126200625im_/http://www.iana.org/_css/2013.1/fonts/")
+            || css.text().contains(
+                "url(\"/archive/20140126200625im_/http://www.iana.org/_css/2013.1/fonts/"
+            ),
+        "{}",
+        css.text()
+    );
+    let redirect = s.get("/archive/2014/http://www.iana.org/");
+    assert_eq!(redirect.status, 302);
+    assert_eq!(
+        redirect.header("Location"),
+        Some(&*format!("/archive/{IANA_TS}/http://www.iana.org/"))
+    );
+    // A revisit is served with its original's payload.
+    let revisit = s.get("/archive/20140126200653js_/http://www.iana.org/_js/2013.1/jquery.js");
+    assert_eq!(revisit.status, 200);
+    assert_eq!(
+        revisit.header("Memento-Datetime"),
+        Some("Sun, 26 Jan 2014 20:06:53 GMT")
+    );
+    let original = s.get("/archive/20140126200625id_/http://www.iana.org/_js/2013.1/jquery.js");
+    assert!(original.body.len() > 10_000);
+    let revisit_raw = s.get("/archive/20140126200653id_/http://www.iana.org/_js/2013.1/jquery.js");
+    assert_eq!(revisit_raw.body, original.body);
+    // Not archived.
+    let miss = s.get("/archive/2014/http://nowhere.example/");
+    assert_eq!(miss.status, 404);
+    assert!(miss.text().contains("no capture"));
+    let log = s.log();
+    assert!(
+        log.contains(&format!(
+            "access: GET /archive/{IANA_TS}/http://www.iana.org/ 200 from=archive"
+        )),
+        "{log}"
+    );
+}
+
+fn cdx_offset(s: &Server, url: &str, ts: &str) -> String {
+    let lines = json_lines(&s.get(&format!("/archive/cdx?url={url}&output=json")).text());
+    let l = lines
+        .iter()
+        .find(|l| l["timestamp"] == ts)
+        .expect("capture");
+    l["offset"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn pages_search_captures_and_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = iana_server(&dir);
+    let home = s.get("/");
+    assert_eq!(home.status, 200);
+    assert!(home.text().contains("iana.warc.gz"));
+    let found = s.get("/archive/search?url=iana.org&match=host");
+    assert_eq!(found.status, 200);
+    let t = found.text();
+    assert!(
+        t.contains("href=\"/archive/*/http://www.iana.org/\""),
+        "{t}"
+    );
+    assert!(t.contains("http://www.iana.org/_css/2013.1/screen.css"));
+    let prefix = s
+        .get("/archive/search?url=http://www.iana.org/_css/&match=prefix")
+        .text();
+    assert!(prefix.contains("screen.css") && !prefix.contains("jquery.js"));
+    let exact = s.get("/archive/search?url=http://www.iana.org/&match=exact");
+    assert_eq!(exact.status, 302);
+    let caps = s
+        .get("/archive/*/http://www.iana.org/_css/2013.1/screen.css")
+        .text();
+    assert!(caps.contains("16 captures"), "{caps}");
+    assert!(caps.contains("/archive/20140126200653/http://www.iana.org/_css/2013.1/screen.css"));
+
+    let off = cdx_offset(
+        &s,
+        "http://www.iana.org/_img/2013.1/iana-logo-homepage.png",
+        "20140126200625",
+    );
+    let rec = s.get(&format!("/archive/record/0/{off}"));
+    assert_eq!(rec.status, 200);
+    let t = rec.text();
+    assert!(t.contains("WARC-Type: response"), "{t}");
+    assert!(t.contains("Content-Type: image/png"));
+    assert!(t.contains("id=\"payload-image\""));
+    assert!(t.contains("id=\"findings\""));
+    let png = s.get(&format!("/archive/record/0/{off}/payload"));
+    assert_eq!(png.header("Content-Type"), Some("image/png"));
+    assert!(png.body.starts_with(b"\x89PNG"));
+    // The record downloads as stored: the bytes of the file at its offset.
+    let warc = s.get(&format!("/archive/record/0/{off}/warc"));
+    assert_eq!(warc.header("Content-Type"), Some("application/warc"));
+    let file = std::fs::read(fixture("pywb/iana.warc.gz")).unwrap();
+    let o: usize = off.parse().unwrap();
+    assert_eq!(&file[o..o + warc.body.len()], &warc.body[..]);
+    let mut gz = flate2::read::GzDecoder::new(&warc.body[..]);
+    let mut text = Vec::new();
+    gz.read_to_end(&mut text).unwrap();
+    assert!(text.starts_with(b"WARC/1.0\r\n"));
+    let whole = s.get("/archive/file/0");
+    assert_eq!(whole.body, file);
+    // A text record shows its payload; a bad request is refused.
+    let off = cdx_offset(
+        &s,
+        "http://www.iana.org/_css/2013.1/screen.css",
+        "20140126200625",
+    );
+    assert!(
+        s.get(&format!("/archive/record/0/{off}"))
+            .text()
+            .contains("id=\"payload-text\"")
+    );
+    assert_eq!(s.get("/archive/record/0/1").status, 404);
+    assert_eq!(s.get("/archive/record/99/0").status, 404);
+    assert_eq!(s.get("/other/").status, 404);
+}
+
+#[test]
+fn bad_requests_are_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = iana_server(&dir);
+    let mut c = TcpStream::connect(&s.addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let big = format!("GET /{} HTTP/1.1\r\n\r\n", "a".repeat(40_000));
+    let _ = c.write_all(big.as_bytes());
+    let mut out = String::new();
+    let _ = c.read_to_string(&mut out);
+    assert!(out.starts_with("HTTP/1.1 431"), "{out}");
+    let mut c = TcpStream::connect(&s.addr).unwrap();
+    c.write_all(b"BREW /pot HTTP/1.1\r\n\r\n").unwrap();
+    let mut out = String::new();
+    c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let _ = c.read_to_string(&mut out);
+    assert!(out.starts_with("HTTP/1.1 405"), "{out}");
+    let mut c = TcpStream::connect(&s.addr).unwrap();
+    c.write_all(b"garbage\r\n\r\n").unwrap();
+    let mut out = String::new();
+    let _ = c.read_to_string(&mut out);
+    assert!(out.starts_with("HTTP/1.1 400"), "{out}");
+    // Still serving.
+    assert_eq!(s.get("/").status, 200);
+}
+
+#[test]
+fn new_files_are_picked_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    std::fs::copy(
+        fixture("pywb/example.warc.gz"),
+        data.join("example.warc.gz"),
+    )
+    .unwrap();
+    let s = Server::start(&[&data], &dir.path().join("i.redb"), &["--poll", "1"]);
+    assert_eq!(
+        json_lines(
+            &s.get("/archive/cdx?url=http://www.iana.org/&output=json")
+                .text()
+        )
+        .len(),
+        0
+    );
+    std::fs::copy(fixture("pywb/iana.warc.gz"), data.join("iana.warc.gz.open")).unwrap();
+    std::fs::rename(data.join("iana.warc.gz.open"), data.join("iana.warc.gz")).unwrap();
+    let start = Instant::now();
+    loop {
+        let n = json_lines(
+            &s.get("/archive/cdx?url=http://www.iana.org/&output=json")
+                .text(),
+        )
+        .len();
+        if n == 1 {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "not picked up: {}",
+            s.log()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(
+        s.get(&format!("/archive/{IANA_TS}/http://www.iana.org/"))
+            .status,
+        200
+    );
+}
+
+#[test]
+fn serves_from_a_cdxj_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let cdxj = dir.path().join("iana.cdxj");
+    let out = bin()
+        .args(["index", "--sort", "-o"])
+        .arg(&cdxj)
+        .arg(fixture("pywb/iana.warc.gz"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let s = Server::start(
+        &[&fixture("pywb/iana.warc.gz")],
+        &dir.path().join("c.redb"),
+        &["--poll", "0", "--cdxj", cdxj.to_str().unwrap()],
+    );
+    let lines = json_lines(
+        &s.get("/archive/cdx?url=http://www.iana.org/_css/2013.1/screen.css&output=json")
+            .text(),
+    );
+    assert_eq!(lines.len(), 16);
+    let r = s.get(&format!("/archive/{IANA_TS}/http://www.iana.org/"));
+    assert_eq!(r.status, 200);
+    assert!(r.text().contains("warchest-banner"));
+    // Revisits found through the index alone (same URL and digest).
+    let revisit = s.get("/archive/20140126200653id_/http://www.iana.org/_js/2013.1/jquery.js");
+    assert_eq!(revisit.status, 200);
+    assert!(revisit.body.len() > 10_000);
+}
+
+#[test]
+fn wacz_create_validate_read_and_serve() {
+    let dir = tempfile::tempdir().unwrap();
+    let wacz = dir.path().join("iana.wacz");
+    let out = bin()
+        .args(["wacz", "create", "--title", "IANA"])
+        .arg(fixture("pywb/iana.warc.gz"))
+        .arg(fixture("pywb/example.warc.gz"))
+        .arg("-o")
+        .arg(&wacz)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = bin()
+        .args(["wacz", "validate"])
+        .arg(&wacz)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("valid (4 resources"), "{text}");
+    if python_has("wacz") {
+        let out = Command::new("python3")
+            .args(["-m", "wacz", "validate", "-f"])
+            .arg(&wacz)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "py-wacz: {text} {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(text.contains("Validation succeeded"), "{text}");
+    }
+    // Reading commands take the WACZ: its WARC files, offsets as inside.
+    let ls = bin().arg("ls").arg(&wacz).output().unwrap();
+    let ls = String::from_utf8(ls.stdout).unwrap();
+    assert!(ls.contains("http://www.iana.org/_css/2013.1/screen.css"));
+    let idx = bin().arg("index").arg(&wacz).output().unwrap();
+    let direct = bin()
+        .arg("index")
+        .arg(fixture("pywb/iana.warc.gz"))
+        .output()
+        .unwrap();
+    let idx = String::from_utf8(idx.stdout).unwrap();
+    for line in String::from_utf8(direct.stdout).unwrap().lines() {
+        assert!(idx.contains(line), "{line}");
+    }
+    let check = bin().arg("check").arg(&wacz).output().unwrap();
+    assert_ne!(
+        check.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    assert!(String::from_utf8_lossy(&check.stdout).contains("iana.wacz#archive/iana.warc.gz"));
+    let off = idx
+        .lines()
+        .find(|l| l.starts_with("org,iana)/ "))
+        .and_then(|l| l.split("\"offset\": \"").nth(1))
+        .and_then(|r| r.split('"').next())
+        .unwrap()
+        .to_string();
+    let ex = bin()
+        .args(["extract", "--headers", "--offset", &off])
+        .arg(format!("{}#archive/iana.warc.gz", wacz.display()))
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&ex.stdout).contains("WARC-Target-URI: http://www.iana.org/"));
+    // A damaged WACZ is found out.
+    let mut bytes = std::fs::read(&wacz).unwrap();
+    let at = bytes
+        .windows(20)
+        .position(|w| w == b"archive/iana.warc.gz")
+        .unwrap();
+    bytes[at + 500] ^= 0x20;
+    let bad = dir.path().join("bad.wacz");
+    std::fs::write(&bad, &bytes).unwrap();
+    let out = bin().args(["wacz", "validate"]).arg(&bad).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    // Served: the pages replay from inside the WACZ.
+    let s = Server::start(&[&wacz], &dir.path().join("w.redb"), &["--poll", "0"]);
+    let r = s.get(&format!("/archive/{IANA_TS}/http://www.iana.org/"));
+    assert_eq!(r.status, 200);
+    assert!(r.text().contains("warchest-banner"));
+    let css = s.get("/archive/20140126200625id_/http://www.iana.org/_css/2013.1/screen.css");
+    assert_eq!(css.status, 200);
+    assert!(css.text().contains("font-family"));
+}
+
+/// Decodes an 8-bit RGB or RGBA PNG (what Chromium writes) into rows.
+fn png_pixels(png: &[u8]) -> (usize, usize, usize, Vec<u8>) {
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"));
+    let mut i = 8;
+    let (mut w, mut h, mut channels) = (0usize, 0usize, 0usize);
+    let mut idat = Vec::new();
+    while i + 8 <= png.len() {
+        let len = u32::from_be_bytes(png[i..i + 4].try_into().unwrap()) as usize;
+        let kind = &png[i + 4..i + 8];
+        let data = &png[i + 8..i + 8 + len];
+        match kind {
+            b"IHDR" => {
+                w = u32::from_be_bytes(data[0..4].try_into().unwrap()) as usize;
+                h = u32::from_be_bytes(data[4..8].try_into().unwrap()) as usize;
+                assert_eq!(data[8], 8, "8-bit");
+                channels = match data[9] {
+                    2 => 3,
+                    6 => 4,
+                    c => panic!("colour type {c}"),
+                };
+            }
+            b"IDAT" => idat.extend_from_slice(data),
+            _ => {}
+        }
+        i += 12 + len;
+    }
+    let mut raw = Vec::new();
+    flate2::read::ZlibDecoder::new(&idat[..])
+        .read_to_end(&mut raw)
+        .unwrap();
+    let stride = w * channels;
+    let mut out = vec![0u8; h * stride];
+    for y in 0..h {
+        let f = raw[y * (stride + 1)];
+        let line = &raw[y * (stride + 1) + 1..(y + 1) * (stride + 1)];
+        for x in 0..stride {
+            let a = if x >= channels {
+                out[y * stride + x - channels] as i32
+            } else {
+                0
+            };
+            let b = if y > 0 {
+                out[(y - 1) * stride + x] as i32
+            } else {
+                0
+            };
+            let c = if x >= channels && y > 0 {
+                out[(y - 1) * stride + x - channels] as i32
+            } else {
+                0
+            };
+            let pred = match f {
+                0 => 0,
+                1 => a,
+                2 => b,
+                3 => (a + b) / 2,
+                4 => {
+                    let p = a + b - c;
+                    let (pa, pb, pc) = ((p - a).abs(), (p - b).abs(), (p - c).abs());
+                    if pa <= pb && pa <= pc {
+                        a
+                    } else if pb <= pc {
+                        b
+                    } else {
+                        c
+                    }
+                }
+                _ => panic!("filter {f}"),
+            };
+            out[y * stride + x] = (line[x] as i32 + pred) as u8;
+        }
+    }
+    (w, h, channels, out)
+}
+
+fn chromium() -> Option<PathBuf> {
+    if std::env::var_os("WARCHEST_SKIP_BROWSER").is_some() {
+        return None;
+    }
+    let p = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists());
+    assert!(
+        p.is_some(),
+        "headless Chromium is needed (apt-get install chromium), or set WARCHEST_SKIP_BROWSER=1"
+    );
+    p
+}
+
+fn run_chromium(exe: &Path, profile: &Path, args: &[String]) -> std::process::Output {
+    let mut cmd = Command::new(exe);
+    cmd.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        "--hide-scrollbars",
+        "--no-default-browser-check",
+        "--disable-default-apps",
+        "--disable-domain-reliability",
+        "--disable-client-side-phishing-detection",
+        "--no-pings",
+    ])
+    .arg(format!("--user-data-dir={}", profile.display()))
+    .args(args)
+    .stdin(Stdio::null());
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("chromium");
+    let start = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        if start.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn chromium_replays_from_the_archive_only() {
+    let Some(exe) = chromium() else {
+        eprintln!("skipped: WARCHEST_SKIP_BROWSER");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let s = iana_server(&dir);
+    let page = format!("http://{}/archive/{IANA_TS}/http://www.iana.org/", s.addr);
+    // The DOM after scripts ran: banner there, stylesheet and images from
+    // the archive.
+    let out = run_chromium(
+        &exe,
+        &dir.path().join("p1"),
+        &[
+            "--virtual-time-budget=5000".into(),
+            "--dump-dom".into(),
+            page.clone(),
+        ],
+    );
+    let dom = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        dom.contains("id=\"warchest-banner\""),
+        "{dom}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(dom.contains("Internet Assigned Numbers Authority"));
+    // Screenshot and network log.
+    let shot = dir.path().join("shot.png");
+    let netlog = dir.path().join("net.json");
+    let out = run_chromium(
+        &exe,
+        &dir.path().join("p2"),
+        &[
+            "--virtual-time-budget=5000".into(),
+            "--window-size=1024,768".into(),
+            format!("--screenshot={}", shot.display()),
+            format!("--log-net-log={}", netlog.display()),
+            page.clone(),
+        ],
+    );
+    let png = std::fs::read(&shot)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let (w, h, ch, px) = png_pixels(&png);
+    assert_eq!((w, h), (1024, 768));
+    // Not blank: many distinct colours; the banner's dark blue across the
+    // top rows.
+    let mut colours = std::collections::BTreeSet::new();
+    for p in px.chunks(ch) {
+        colours.insert((p[0], p[1], p[2]));
+    }
+    assert!(colours.len() > 50, "{} colours", colours.len());
+    let banner_px = (0..w)
+        .filter(|&x| {
+            let p = &px[3 * w * ch + x * ch..];
+            (p[0], p[1], p[2]) == (0x1d, 0x35, 0x57)
+        })
+        .count();
+    assert!(
+        banner_px > w / 2,
+        "banner colour in {banner_px} of {w} pixels of row 3"
+    );
+    // Every request the page made went to the server. Chromium's own
+    // service requests (update checks, account lookups to Google hosts,
+    // which flags do not all silence) are in the log too, and are not the
+    // page's: nothing of the archived site may go anywhere but here.
+    let log = std::fs::read_to_string(&netlog).unwrap_or_default();
+    let ours = format!("http://{}/", s.addr);
+    let mut urls = Vec::new();
+    for piece in log.split("\"url\":\"").skip(1) {
+        let u = piece.split('"').next().unwrap_or("");
+        if u.starts_with("http") || u.starts_with("ws") {
+            urls.push(u.to_string());
+        }
+    }
+    assert!(
+        urls.iter().any(|u| u.starts_with(&ours)),
+        "no request to the server in the net log"
+    );
+    let browser_own = |u: &str| {
+        let host = u
+            .split("://")
+            .nth(1)
+            .and_then(|r| r.split(['/', ':', '?']).next())
+            .unwrap_or("");
+        ["google.com", "googleapis.com", "gvt1.com", "gstatic.com"]
+            .iter()
+            .any(|d| host == *d || host.ends_with(&format!(".{d}")))
+    };
+    for u in &urls {
+        assert!(
+            u.starts_with(&ours) || browser_own(u),
+            "a request left the server: {u}"
+        );
+    }
+    // And the server answered them from the archive: the stylesheet and
+    // images among them.
+    let log = s.log();
+    let access: Vec<&str> = log.lines().filter(|l| l.contains("access: GET")).collect();
+    assert!(
+        access
+            .iter()
+            .any(|l| l.contains("cs_/http://www.iana.org/_css/2013.1/screen.css 200 from=archive")),
+        "{log}"
+    );
+    assert!(
+        access
+            .iter()
+            .any(|l| l.contains("im_/http://www.iana.org/_img/") && l.contains("200 from=archive")),
+        "{log}"
+    );
+    for l in &access {
+        assert!(
+            l.contains(" from=archive") || l.contains(" from=static") || l.contains("/favicon.ico"),
+            "not answered from the archive: {l}"
+        );
+    }
+    // The search page finds the page.
+    let out = run_chromium(
+        &exe,
+        &dir.path().join("p3"),
+        &[
+            "--dump-dom".into(),
+            format!("http://{}/archive/search?url=iana.org&match=host", s.addr),
+        ],
+    );
+    let dom = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        dom.contains("href=\"/archive/*/http://www.iana.org/\""),
+        "{dom}"
+    );
+}

@@ -1,0 +1,6 @@
+//! The integration tests of `warchest-index`, one binary (docs/testing.md).
+
+#[path = "../../../warchest/tests/it/common.rs"]
+mod common;
+mod split;
+mod surt_differential;

@@ -1,0 +1,9 @@
+//! The integration tests of `warchest`, one binary (docs/testing.md).
+
+mod common;
+mod arc_infomall;
+mod big_record;
+mod differential;
+mod disk_full;
+mod fixtures;
+mod roundtrip;
