@@ -16,15 +16,14 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
-
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use warchest::write::{Body, CaptureLimits, RotatingOptions};
 use warchest_ops::dedupe::DigestIndex;
 use warchest_ops::revisit::Original;
-use warchest::write::{Body, CaptureLimits, RotatingOptions};
 
 pub mod dns;
 pub mod ftp;

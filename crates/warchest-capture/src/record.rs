@@ -13,11 +13,11 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use warchest_ops::dedupe::{DigestIndex, IndexEntry, UrlEntry};
 use warchest::digest::{Algorithm, Digest};
-use warchest_ops::revisit::{self, Location, Original, RevisitProfile};
 use warchest::warc::{DatePrecision, RecordType, TruncatedReason, Version, WarcDate, field};
 use warchest::write::{Body, NewRecord, RotatingOptions, RotatingWriter, records};
+use warchest_ops::dedupe::{DigestIndex, IndexEntry, UrlEntry};
+use warchest_ops::revisit::{self, Location, Original, RevisitProfile};
 
 use super::CaptureError;
 use super::dns::Lookup;

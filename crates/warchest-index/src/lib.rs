@@ -8,7 +8,7 @@
 //!
 //! ```
 //! use warchest::archive::Reader;
-//! use crate::{Format, IndexOptions, IndexOutput, Indexer};
+//! use warchest_index::{Format, IndexOptions, IndexOutput, Indexer};
 //! let data = b"WARC/1.0\r\nWARC-Type: resource\r\nWARC-Date: 2024-01-02T03:04:05Z\r\n\
 //! WARC-Target-URI: http://www.Example.com/a/\r\nContent-Type: text/plain\r\n\
 //! Content-Length: 2\r\n\r\nhi\r\n\r\n";
@@ -39,12 +39,12 @@ pub use output::{CdxField, Encoder, Format, IndexOutput, LegendError};
 #[cfg(feature = "parquet")]
 pub use parquet::{ParquetOptions, parquet_schema};
 
+use warchest::Limits;
 use warchest::archive::{Reader, Record};
 use warchest::codec::Source;
 use warchest::digest::{Algorithm, Encoding, Hasher};
 use warchest::error::{Error, Result};
 use warchest::http::{HeadFinder, HttpHead, PayloadDigester};
-use warchest::Limits;
 use warchest::warc::{RecordType, WarcHeader, field};
 
 /// Largest request body read to build the POST query; longer bodies are

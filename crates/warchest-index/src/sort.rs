@@ -18,7 +18,7 @@ const OVERHEAD: usize = 32;
 /// Sorts byte strings in byte order (`LC_ALL=C sort`) with bounded memory.
 ///
 /// ```
-/// use crate::sort::ExternalSorter;
+/// use warchest_index::sort::ExternalSorter;
 /// let mut s = ExternalSorter::new(16); // tiny budget: every record spills
 /// for r in ["b", "a", "c", "a"] {
 ///     s.push(r.as_bytes())?;

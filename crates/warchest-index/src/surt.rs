@@ -58,7 +58,7 @@ impl std::error::Error for SurtError {}
 /// The SURT form of `url`.
 ///
 /// ```
-/// use crate::surt::surt;
+/// use warchest_index::surt::surt;
 /// assert_eq!(
 ///     surt("http://www.Example.com:80/A/b/?b=2&a=1#x").unwrap(),
 ///     "com,example)/a/b?a=1&b=2"

@@ -10,7 +10,7 @@
 //!
 //! ```
 //! use warchest::archive::Reader;
-//! use crate::convert::{to_warc, WarcOptions};
+//! use warchest_ops::convert::{to_warc, WarcOptions};
 //! use warchest::write::{Writer, WriterOptions};
 //! let arc = b"filedesc://x.arc 0.0.0.0 20140216050221 text/plain 55\n1 0 Example\nURL IP-address Archive-date Content-type Archive-length\n\nhttp://example.com/ 93.184.216.119 20140216050221 text/html 19\nHTTP/1.0 200 OK\r\n\r\n\n";
 //! let mut reader = Reader::new(&arc[..])?;

@@ -16,7 +16,7 @@
 //!
 //! ```
 //! use warchest::archive::Reader;
-//! use crate::copy::{Copier, CopyOptions, CopyReport, WriteSink};
+//! use warchest_ops::copy::{Copier, CopyOptions, CopyReport, WriteSink};
 //! use warchest::write::Compression;
 //! let data = b"WARC/1.1\r\nWARC-Type: resource\r\nContent-Length: 2\r\n\r\nhi\r\n\r\n";
 //! let mut copier = Copier::new(CopyOptions::new(Compression::Gzip(6)))?;
@@ -35,11 +35,11 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::filter::{Filter, Subject};
+use warchest::Limits;
 use warchest::archive::{self, Format};
 use warchest::codec::Source;
 use warchest::error::{Error, ErrorKind, Result};
-use crate::filter::{Filter, Subject};
-use warchest::Limits;
 use warchest::warc::WarcHeader;
 use warchest::write::{Compression, Writer, WriterOptions};
 

@@ -6,7 +6,7 @@
 //! database file (redb: one file, crash-safe transactions, B-trees on disk)
 //! that persists between runs and holds millions of digests without
 //! holding them in memory. Each entry says where the original is, so a
-//! revisit can later be resolved to its payload ([`crate::revisit`]).
+//! revisit can later be resolved to its payload ([`warchest_ops::revisit`]).
 //!
 //! A payload is identified by the digest warchest computes over it (the
 //! entity body with transfer coding removed), not by the digest a record
@@ -19,11 +19,11 @@ use std::path::{Path, PathBuf};
 
 use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
 
+use crate::revisit::{self, Location, Original, digest_key};
+use warchest::Limits;
 use warchest::digest::{Algorithm, Digest};
 use warchest::error::{Error, ErrorKind, Result};
 use warchest::http::{BlockDigester, PayloadMatch};
-use warchest::Limits;
-use crate::revisit::{self, Location, Original, digest_key};
 use warchest::warc::{self, PayloadKind, RecordType, Version, WarcHeader};
 use warchest::write::{Body, RotatingOptions, RotatingWriter};
 

@@ -14,15 +14,15 @@
 //! never outside it: relative paths with `..`, absolute paths and paths
 //! through symbolic links are refused, existing files are not replaced.
 
-use warchest::io::read_up_to;
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Component, Path, PathBuf};
+use warchest::io::read_up_to;
 
+use crate::reassemble::Segments;
 use warchest::error::{Error, Result};
 use warchest::fields::Fields;
-use crate::reassemble::Segments;
 use warchest::warc::{self, DatePrecision, RecordType, Version, WarcDate, field};
 use warchest::write::{Body, RotatingWriter, identify, records};
 

@@ -11,17 +11,17 @@
 //! the payload digest of the whole (the origin segment carries it) as the
 //! bytes pass. Memory stays bounded whatever the record's size.
 
-use warchest::io::read_up_to;
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, BufRead, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use warchest::io::read_up_to;
 
+use warchest::Limits;
 use warchest::check::{Checker, DigestStatus, RecordCheck};
 use warchest::codec::{Decoder, DecoderOptions};
 use warchest::digest::{Algorithm, Digest, Hasher};
 use warchest::error::{Error, ErrorKind, Result};
-use warchest::Limits;
 use warchest::warc::{self, ReaderOptions, RecordType, TruncatedReason, WarcHeader, field};
 
 /// One segment of a series: where it is and what it holds.

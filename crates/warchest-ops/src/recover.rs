@@ -32,10 +32,10 @@
 //! bytes that yielded no intact record is reported with the records known
 //! to be lost in it.
 
-use warchest::io::read_up_to;
 use std::fs::File;
 use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use warchest::io::read_up_to;
 
 use serde::Serialize;
 
@@ -226,7 +226,8 @@ fn sniff_format(head: &[u8]) -> Option<Format> {
     .or_else(|| {
         head.split(|&b| b == b'\n')
             .any(|l| {
-                warchest::arc::ArcHeader::parse_with(l, None, warchest::arc::Trust::Searching).is_some()
+                warchest::arc::ArcHeader::parse_with(l, None, warchest::arc::Trust::Searching)
+                    .is_some()
             })
             .then_some(Format::Arc)
     })

@@ -13,12 +13,12 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
+use crate::reassemble::open_at;
+use warchest::Limits;
 use warchest::codec::Decoder;
 use warchest::digest::{Digest, Hasher};
 use warchest::error::{Error, ErrorKind, Result};
 use warchest::http::{self, payload_reader, read_head};
-use warchest::Limits;
-use crate::reassemble::open_at;
 use warchest::warc::{self, RecordType, TruncatedReason, Version, WarcHeader, field, profile};
 use warchest::write::NewRecord;
 
@@ -212,7 +212,7 @@ pub struct Location {
 ///
 /// [`Resolver::scan`] indexes files in memory (the response and resource
 /// records of the files given); [`Resolver::add`] takes records known
-/// otherwise (a [`crate::dedupe::DigestIndex`]).
+/// otherwise (a [`warchest_ops::dedupe::DigestIndex`]).
 #[derive(Debug, Default)]
 pub struct Resolver {
     by_id: HashMap<String, Location>,
@@ -329,7 +329,7 @@ impl Resolver {
 
 /// The payload of the original at `loc` of `revisit` (see
 /// [`Resolver::open_payload`]), for originals located otherwise (a
-/// [`crate::dedupe::DigestIndex`]).
+/// [`warchest_ops::dedupe::DigestIndex`]).
 ///
 /// # Errors
 /// No record at `loc`, or it cannot be read.

@@ -6,7 +6,8 @@
 //! whatever the number of threads.
 //!
 //! ```
-//! use warchest::{archive::Reader, stats::Stats};
+//! use warchest::archive::Reader;
+//! use warchest_ops::stats::Stats;
 //! let data = b"WARC/1.1\r\nWARC-Type: resource\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nhi\r\n\r\n";
 //! let mut stats = Stats::new();
 //! stats.add_archive(&mut Reader::new(&data[..])?, &Default::default())?;
@@ -19,10 +20,10 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use warchest::Limits;
 use warchest::archive;
 use warchest::codec::Source;
 use warchest::error::Result;
-use warchest::Limits;
 
 /// Records and block bytes of one group.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]

@@ -16,9 +16,9 @@ use pyo3::types::{PyBytes, PyList, PyTuple};
 use warchest::archive::{Format, Reader};
 use warchest::codec::{Decoder, DecoderOptions, Source};
 use warchest::http::{self, HttpHead};
-use warchest_index::table::may_have_http_head;
 use warchest::warc::{ReaderOptions, RecordEnd, WarcHeader};
 use warchest::{Error, Limits};
+use warchest_index::table::may_have_http_head;
 
 use crate::io::{Input, PyReader};
 use crate::to_py;

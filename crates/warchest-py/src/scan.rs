@@ -11,8 +11,8 @@ use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
-use warchest_index::table::{Column, FilesScanner, Part, ScanOptions};
 use warchest::warc::ReaderOptions;
+use warchest_index::table::{Column, FilesScanner, Part, ScanOptions};
 
 use crate::io::paths_from_py;
 

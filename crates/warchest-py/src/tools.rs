@@ -12,9 +12,9 @@ use pyo3::prelude::*;
 use serde_json::json;
 use warchest::archive::Reader;
 use warchest::check::check_record;
-use warchest_index::{Format, IndexOptions, IndexOutput, Indexer, ParquetOptions};
 use warchest::warc::{ReaderOptions, Version};
 use warchest::write::{Compression, Writer, WriterOptions};
+use warchest_index::{Format, IndexOptions, IndexOutput, Indexer, ParquetOptions};
 
 use crate::io::paths_from_py;
 use crate::to_py;

@@ -1,10 +1,10 @@
 //! Replay: finding the capture of a URL nearest to a time, reading its
 //! payload (revisits resolved to the record that holds it), and rewriting
 //! pages so their links stay in the archive. `warchest serve`
-//! ([`crate::serve`]) puts this on the web; docs/serve.md has the rules.
+//! ([`warchest_replay::serve`]) puts this on the web; docs/serve.md has the rules.
 //!
 //! ```
-//! use crate::url::{TimeSpec, resolve};
+//! use warchest_replay::url::{TimeSpec, resolve};
 //! let t = TimeSpec::parse("20140126200624im_").unwrap();
 //! assert_eq!(t.modifier, "im_");
 //! assert_eq!(resolve("http://example.com/a/b", "../c").as_deref(), Some("http://example.com/c"));
@@ -22,11 +22,11 @@ pub mod url;
 use std::io::BufRead;
 use std::path::PathBuf;
 
+use store::{Capture, Store};
+use warchest::Limits;
 use warchest::error::{Error, ErrorKind, Result};
 use warchest::http::{HttpHead, read_head};
-use warchest::Limits;
 use warchest::warc::WarcHeader;
-use store::{Capture, Store};
 
 /// How many captures around a time are looked at to find one that fits.
 const CLOSEST_SCAN: usize = 64;

@@ -23,12 +23,12 @@ use std::time::UNIX_EPOCH;
 
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 
+use crate::wacz::{self, Section};
 use warchest::archive::{Format, Reader};
 use warchest::codec::{Decoder, DecoderOptions};
 use warchest::error::{Error, ErrorKind, Result};
-use warchest_index::{Entry, IndexOptions, Indexer};
-use crate::wacz::{self, Section};
 use warchest::warc::ReaderOptions;
+use warchest_index::{Entry, IndexOptions, Indexer};
 
 const CAPTURES: TableDefinition<&str, &[u8]> = TableDefinition::new("captures");
 const SOURCES: TableDefinition<u32, &[u8]> = TableDefinition::new("sources");

@@ -20,8 +20,8 @@ use sha2::{Digest as _, Sha256};
 use warchest::archive::Reader;
 use warchest::codec::{Decoder, DecoderOptions};
 use warchest::error::{Error, ErrorKind, Result};
-use warchest_index::{Entry, Format, IndexOptions, IndexOutput, Indexer};
 use warchest::warc::ReaderOptions;
+use warchest_index::{Entry, Format, IndexOptions, IndexOutput, Indexer};
 
 /// The WACZ version written.
 pub const WACZ_VERSION: &str = "1.1.1";

@@ -10,7 +10,7 @@
 //! files validated together, are checked at the end ([`Validator::finish`]).
 //!
 //! ```
-//! use crate::{Options, Severity, Validator};
+//! use warchest_validate::{Options, Severity, Validator};
 //! let data = b"WARC/1.1\r\nWARC-Type: resource\r\nContent-Length: 2\r\n\r\nhi\r\n\r\n";
 //! let mut findings = Vec::new();
 //! let mut v = Validator::new(Options::default());
@@ -24,7 +24,6 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
-
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
@@ -32,10 +31,10 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use warchest::Limits;
 use warchest::archive::{self, Format};
 use warchest::codec::{Decoder, DecoderOptions, Source};
 use warchest::error::{Error, Result};
-use warchest::Limits;
 use warchest::warc::{ReaderOptions, Version};
 
 mod arc;

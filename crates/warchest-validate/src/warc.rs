@@ -1591,7 +1591,10 @@ fn digest_token(field: &str, val: &str, at: &At, out: &mut dyn Emit) {
     }
     let mut padding = false;
     let mut bad = !grammar::is_token(label);
-    for b in value.bytes().filter(|b| !warchest::fields::is_token_char(*b)) {
+    for b in value
+        .bytes()
+        .filter(|b| !warchest::fields::is_token_char(*b))
+    {
         if b == b'=' || b == b'/' {
             padding = true;
         } else {

@@ -381,12 +381,7 @@ impl<S: Source> BufRead for Block<'_, S> {
 /// Bytes of `buf` past `scan` are look-ahead for a candidate near the end,
 /// and `buf[..from]` look-behind for the line-start test. Used by recovery
 /// and by byte-range splits (`split`), so that both search alike.
-pub fn record_candidate(
-    format: Format,
-    buf: &[u8],
-    from: usize,
-    scan: usize,
-) -> Option<usize> {
+pub fn record_candidate(format: Format, buf: &[u8], from: usize, scan: usize) -> Option<usize> {
     // An ARC header line is looked for within this many bytes.
     const LINE_MAX: usize = 16 << 10;
     let scan = scan.min(buf.len());

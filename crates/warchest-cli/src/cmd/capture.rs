@@ -10,10 +10,10 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use warchest_capture::{self as capture, CaptureOptions, Capturer, Event, dns, proxy, tls};
-use warchest_ops::dedupe::DigestIndex;
 use warchest::warc::Version;
 use warchest::write::CaptureLimits;
+use warchest_capture::{self as capture, CaptureOptions, Capturer, Event, dns, proxy, tls};
+use warchest_ops::dedupe::DigestIndex;
 
 use super::output::{OutputArgs, parse_size};
 use crate::report::{Global, Outcome};

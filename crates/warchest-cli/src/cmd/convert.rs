@@ -4,9 +4,9 @@ use std::io::{self, BufWriter, Write};
 
 use anyhow::{Context, Result, bail};
 use warchest::archive::Reader;
-use warchest_ops::convert::{InfoMallOptions, Report, WarcOptions, to_infomall, to_warc};
 use warchest::warc::Version;
 use warchest::write::{Compression, Writer, WriterOptions};
+use warchest_ops::convert::{InfoMallOptions, Report, WarcOptions, to_infomall, to_warc};
 
 use crate::input;
 use crate::report::{Global, Outcome, file_error};

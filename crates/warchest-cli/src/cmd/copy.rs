@@ -9,10 +9,10 @@ use std::path::Path;
 
 use anyhow::Result;
 use indicatif::ProgressBar;
-use warchest_ops::filter::Filter;
 use warchest_ops::copy::{
     Copier, CopyOptions, CopyReport, OpenFile, PartSink, RecordSink, WriteSink,
 };
+use warchest_ops::filter::Filter;
 
 use crate::report::{Global, Outcome, file_error};
 use crate::tools::{Jobs, open_archive};

@@ -1,8 +1,8 @@
 //! `warchest filter`: copy the records an expression selects.
 
 use anyhow::{Result, anyhow, bail};
-use warchest_ops::filter::Filter;
 use warchest_ops::copy::CopyOptions;
+use warchest_ops::filter::Filter;
 
 use crate::cmd::copy::{Plan, copy_to_one};
 use crate::report::{Global, Outcome};

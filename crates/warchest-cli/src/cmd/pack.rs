@@ -4,9 +4,9 @@
 use std::path::PathBuf;
 
 use anyhow::Result;
-use warchest_ops::pack::{PackOptions, pack, unpack};
 use warchest::warc::Version;
 use warchest::write::RotatingWriter;
+use warchest_ops::pack::{PackOptions, pack, unpack};
 
 use super::output::{OutputArgs, prefix_from};
 use crate::report::{Global, Outcome};

@@ -4,8 +4,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use indicatif::ProgressBar;
-use warchest_ops::copy::{CopyOptions, DictTraining, train_dictionary};
 use warchest::write::Compression;
+use warchest_ops::copy::{CopyOptions, DictTraining, train_dictionary};
 
 use crate::cmd::copy::{Plan, copy_to_one};
 use crate::report::{Global, Outcome, file_error};

@@ -4,9 +4,9 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::{Result, bail};
+use warchest::warc::WarcHeader;
 use warchest_ops::dedupe::DigestIndex;
 use warchest_ops::revisit::{Resolver, payload_at};
-use warchest::warc::WarcHeader;
 
 /// Writes the payload of `revisit`'s original, found in `files` or through
 /// the digest index at `index`, to `out`; its payload digest is checked

@@ -4,10 +4,10 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use warchest_ops::dedupe::version_of;
-use warchest_ops::reassemble::Segments;
 use warchest::warc::{self, RecordType, field};
 use warchest::write::{Body, NewRecord, Oversize, RotatingWriter};
+use warchest_ops::dedupe::version_of;
+use warchest_ops::reassemble::Segments;
 
 use super::output::{OutFile, OutputArgs, prefix_from};
 use crate::report::{Global, Outcome};

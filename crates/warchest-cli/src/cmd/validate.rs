@@ -4,7 +4,9 @@ use std::io::{self, Write};
 
 use anyhow::Result;
 use serde::Serialize;
-use warchest_validate::{self as validate, Finding, Options, Severity, SpecVersion, Validator, rules};
+use warchest_validate::{
+    self as validate, Finding, Options, Severity, SpecVersion, Validator, rules,
+};
 
 use crate::input;
 use crate::report::{Global, Outcome, file_error, is_broken_pipe};

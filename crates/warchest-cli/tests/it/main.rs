@@ -1,9 +1,9 @@
 //! The integration tests of the `warchest` command, one binary (docs/testing.md).
 
-mod common;
 mod arc_infomall;
 mod capture;
 mod cli;
+mod common;
 mod index;
 mod parquet_engines;
 mod safety;

@@ -16,9 +16,9 @@ use proptest::prelude::*;
 use warchest::WarningKind as W;
 use warchest::archive::{Format, Reader};
 use warchest::split::{self, CHAIN, bounds, find_record_start};
-use warchest_index::table::{Column, FilesScanner, Part, ScanOptions};
 use warchest::warc::{ReaderOptions, RecordType};
 use warchest::write::{Body, Compression, NewRecord, Writer, WriterOptions};
+use warchest_index::table::{Column, FilesScanner, Part, ScanOptions};
 
 type Row = (u64, Option<String>);
 

@@ -2,7 +2,7 @@
 //! with a few additions (see docs/commands.md for the grammar).
 //!
 //! ```
-//! use crate::filter::{Filter, Subject};
+//! use warchest_ops::filter::{Filter, Subject};
 //! use warchest::warc::Reader;
 //! let f: Filter = r#"warc-type == "resource" && :length < 10"#.parse()?;
 //! let data = b"WARC/1.1\r\nWARC-Type: resource\r\nContent-Length: 2\r\n\r\nhi\r\n\r\n";

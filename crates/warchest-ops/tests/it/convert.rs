@@ -12,10 +12,10 @@ use std::path::Path;
 use std::process::Command;
 
 use warchest::archive::Reader;
-use warchest_ops::convert::{InfoMallOptions, WarcOptions, to_infomall, to_warc};
 use warchest::infomall::{self, Properties};
 use warchest::warc::Version;
 use warchest::write::{Compression, Writer, WriterOptions};
+use warchest_ops::convert::{InfoMallOptions, WarcOptions, to_infomall, to_warc};
 
 fn to_warc_bytes(input: &[u8], name: &str, compression: Compression, version: Version) -> Vec<u8> {
     let mut r =

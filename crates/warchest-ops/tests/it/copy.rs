@@ -9,13 +9,13 @@ use std::path::Path;
 use warchest::archive::Reader;
 use warchest::check::{Checker, RecordCheck};
 use warchest::codec::Codec;
-use warchest_ops::filter::Filter;
+use warchest::write::Compression;
 use warchest_ops::copy::{
     Copier, CopyOptions, CopyReport, DictTraining, SplitNaming, SplitSink, WriteSink,
     train_dictionary,
 };
+use warchest_ops::filter::Filter;
 use warchest_ops::stats::Stats;
-use warchest::write::Compression;
 
 /// One record as read: header bytes, block bytes, and what its digests say.
 #[derive(Debug, PartialEq)]

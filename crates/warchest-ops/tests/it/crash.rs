@@ -115,7 +115,10 @@ fn killed_writer_leaves_valid_and_recoverable_files() {
     let dir = tempfile::tempdir().unwrap();
     let mut proc = Command::new(std::env::current_exe().unwrap())
         .args([
-            "killed_writer_leaves_valid_and_recoverable_files",
+            &common::test_path(
+                module_path!(),
+                "killed_writer_leaves_valid_and_recoverable_files",
+            ),
             "--exact",
             "--nocapture",
             "--test-threads=1",

@@ -28,10 +28,10 @@ use std::time::{Duration, Instant};
 
 use warchest::archive::{Format, Reader};
 use warchest::check::check_record;
+use warchest::{Error, Limits};
 use warchest_index::{IndexOptions, Indexer};
 use warchest_ops::recover::{RecoverOptions, recover};
 use warchest_validate::{Options as ValidateOptions, Validator};
-use warchest::{Error, Limits};
 
 /// Set in the child process that runs the cases.
 const CHILD: &str = "WARCHEST_DAMAGE_CHILD";
@@ -614,18 +614,12 @@ fn run_all(subjects: Vec<Subject>, seed: u64, cases: usize) {
     assert!(n > 0);
 }
 
-fn peak_rss_kib() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
-}
-
 /// Runs test `name` of this binary again in a child process under the
 /// memory cap; in the child, runs `body` and checks the peak memory.
 fn capped(name: &str, timeout: Duration, body: impl FnOnce()) {
     if std::env::var_os(CHILD).is_some() {
         body();
-        if let Some(kib) = peak_rss_kib() {
+        if let Some(kib) = common::peak_rss_kib() {
             eprintln!("peak RSS {kib} KiB");
             assert!(kib < MAX_RSS_MIB << 10, "peak RSS {kib} KiB");
         }
@@ -636,7 +630,12 @@ fn capped(name: &str, timeout: Duration, body: impl FnOnce()) {
         .arg(format!("--as={MEMORY_CAP}"))
         .arg("--")
         .arg(exe)
-        .args([name, "--exact", "--test-threads=1", "--nocapture"])
+        .args([
+            &common::test_path(module_path!(), name),
+            "--exact",
+            "--test-threads=1",
+            "--nocapture",
+        ])
         .args(["--include-ignored"])
         .env(CHILD, "1")
         .spawn()

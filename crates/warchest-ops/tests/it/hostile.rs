@@ -7,6 +7,7 @@
 //! the offset, or, where reading on is right, with a warning and the rest of
 //! the input read.
 
+use crate::common;
 use std::io::{self, Read, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -21,18 +22,12 @@ const CHILD: &str = "WARCHEST_HOSTILE_CHILD";
 /// Peak memory a case may reach (the test harness itself takes a few MiB).
 const MAX_RSS_MIB: u64 = 96;
 
-fn peak_rss_kib() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
-}
-
 /// Runs `case` in a child process with `timeout`; the child runs it and
 /// checks its own peak memory.
 fn isolated(name: &str, timeout: Duration, case: impl FnOnce()) {
     if std::env::var_os(CHILD).is_some() {
         case();
-        if let Some(kib) = peak_rss_kib() {
+        if let Some(kib) = common::peak_rss_kib() {
             eprintln!("{name}: peak RSS {kib} KiB");
             assert!(kib < MAX_RSS_MIB * 1024, "{name}: peak RSS {kib} KiB");
         }
@@ -40,7 +35,12 @@ fn isolated(name: &str, timeout: Duration, case: impl FnOnce()) {
     }
     let exe = std::env::current_exe().unwrap();
     let mut child = Command::new(exe)
-        .args([name, "--exact", "--test-threads=1", "--nocapture"])
+        .args([
+            &common::test_path(module_path!(), name),
+            "--exact",
+            "--test-threads=1",
+            "--nocapture",
+        ])
         .arg("--include-ignored")
         .env(CHILD, "1")
         .stdout(Stdio::piped())

@@ -12,12 +12,12 @@ use common::noise;
 use warchest::archive::Reader;
 use warchest::check::{DigestStatus, check_record};
 use warchest::digest::{Algorithm, Digest, Hasher};
-use warchest_ops::reassemble::Segments;
 use warchest::warc::{RecordType, TruncatedReason, field};
 use warchest::write::{
     Body, CaptureLimits, Compression, NewRecord, Oversize, RotatingOptions, RotatingWriter,
     WriterOptions,
 };
+use warchest_ops::reassemble::Segments;
 
 fn opts(max: u64, compression: Compression) -> RotatingOptions {
     RotatingOptions {

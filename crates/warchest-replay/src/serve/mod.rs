@@ -29,13 +29,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use warchest::error::{Error, ErrorKind, Result};
-use warchest::http::payload_reader;
 use crate::Collection;
 use crate::rewrite::{Kind, Rewriter, UrlContext, copy_rewritten};
 use crate::store::{Capture, KeyRange, MatchType, Query, Store};
 use crate::url::{self, TimeSpec, modifier};
 use http::{ReadError, Request, Responder};
+use warchest::error::{Error, ErrorKind, Result};
+use warchest::http::payload_reader;
 
 /// The client-side script injected into replayed pages.
 pub const CLIENT_JS: &str = include_str!("client.js");

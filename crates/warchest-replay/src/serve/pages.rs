@@ -7,13 +7,13 @@ use std::io::{self, BufRead, Read, Seek};
 
 use super::http::{Request, Responder, escape, query_escape};
 use super::{HResult, text_html, text_plain};
-use warchest::http::{HttpHead, payload_reader, read_head};
-use warchest::Limits;
 use crate::Collection;
 use crate::store::{Capture, KeyRange, MatchType, Query};
-use warchest_validate::{Options, Validator};
 use crate::wacz::iso_date;
+use warchest::Limits;
+use warchest::http::{HttpHead, payload_reader, read_head};
 use warchest::warc::WarcHeader;
+use warchest_validate::{Options, Validator};
 
 /// Most captures listed on one page.
 const MAX_LISTED: usize = 10_000;

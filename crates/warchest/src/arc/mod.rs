@@ -101,11 +101,7 @@ impl ArcHeader {
 
     /// [`ArcHeader::parse`] with the given [`Trust`]: recovery searches
     /// damaged bytes with [`Trust::Searching`].
-    pub fn parse_with(
-        line: &[u8],
-        prefer: Option<ArcVersion>,
-        trust: Trust,
-    ) -> Option<ArcHeader> {
+    pub fn parse_with(line: &[u8], prefer: Option<ArcVersion>, trust: Trust) -> Option<ArcHeader> {
         let mut end = line.len();
         while end > 0 && matches!(line[end - 1], b'\n' | b'\r') {
             end -= 1;

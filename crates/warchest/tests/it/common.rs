@@ -121,3 +121,20 @@ pub fn compressions() -> Vec<warchest::write::Compression> {
         },
     ]
 }
+
+/// The name the test harness knows test `name` of module `module` by
+/// (`module_path!()` of the test: the binary's own name dropped), so a test
+/// can run itself again in a child process with `--exact`.
+pub fn test_path(module: &str, name: &str) -> String {
+    match module.split_once("::") {
+        Some((_, m)) => format!("{m}::{name}"),
+        None => name.to_string(),
+    }
+}
+
+/// This process's peak resident memory (VmHWM), where /proc tells it.
+pub fn peak_rss_kib() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}

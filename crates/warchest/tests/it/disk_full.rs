@@ -196,7 +196,7 @@ fn rotating_writer_on_a_full_disk() {
         ))
         .arg(exe)
         .args([
-            "rotating_writer_on_a_full_disk",
+            &common::test_path(module_path!(), "rotating_writer_on_a_full_disk"),
             "--exact",
             "--nocapture",
             "--test-threads=1",

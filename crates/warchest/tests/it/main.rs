@@ -1,8 +1,8 @@
 //! The integration tests of `warchest`, one binary (docs/testing.md).
 
-mod common;
 mod arc_infomall;
 mod big_record;
+mod common;
 mod differential;
 mod disk_full;
 mod fixtures;
