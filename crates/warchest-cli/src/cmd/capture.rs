@@ -15,7 +15,7 @@ use warchest::write::CaptureLimits;
 use warchest_capture::{self as capture, CaptureOptions, Capturer, Event, dns, proxy, tls};
 use warchest_ops::dedupe::DigestIndex;
 
-use super::output::{OutputArgs, parse_size};
+use super::output::{OutputArgs, nonzero_size};
 use crate::report::{Global, Outcome};
 
 /// Output flags of capture and proxy (`--max-size` is the body limit
@@ -29,7 +29,7 @@ pub struct CaptureOutput {
     #[arg(long)]
     prefix: Option<String>,
     /// Start a new file before one would pass this size (default 1GB).
-    #[arg(long, value_parser = parse_size, default_value = "1GB")]
+    #[arg(long, value_parser = nonzero_size, default_value = "1GB")]
     warc_size: u64,
     /// Compression of each record: gzip, zstd, lz4 or none.
     #[arg(long, default_value = "gzip")]
@@ -53,7 +53,7 @@ pub struct CaptureOutput {
 pub struct NetArgs {
     /// Keep at most this much of each response body (bytes, or 10MB...);
     /// the record gets WARC-Truncated: length.
-    #[arg(long, value_parser = parse_size)]
+    #[arg(long, value_parser = nonzero_size)]
     max_size: Option<u64>,
     /// Stop reading a response body after this many seconds; the record
     /// gets WARC-Truncated: time.

@@ -13,7 +13,7 @@ pub struct OutputArgs {
     pub prefix: Option<String>,
     /// Start a new file before one would pass this size (bytes, or with a
     /// unit: 500MB, 10MiB, 1GB). Default 1GB, the spec's recommendation.
-    #[arg(long, value_parser = parse_size, default_value = "1GB")]
+    #[arg(long, value_parser = nonzero_size, default_value = "1GB")]
     pub max_size: u64,
     /// Compression of each record: gzip, zstd, lz4 or none.
     #[arg(long, default_value = "gzip")]
@@ -32,27 +32,14 @@ pub struct OutputArgs {
     pub description: Option<String>,
 }
 
-/// Parses `10MiB`, `500MB`, `1GB`, `4096`.
-pub fn parse_size(s: &str) -> Result<u64, String> {
-    let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let n: u64 = num.parse().map_err(|_| format!("not a size: {s:?}"))?;
-    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" => 1_000,
-        "kib" => 1 << 10,
-        "m" | "mb" => 1_000_000,
-        "mib" => 1 << 20,
-        "g" | "gb" => 1_000_000_000,
-        "gib" => 1 << 30,
-        "t" | "tb" => 1_000_000_000_000,
-        "tib" => 1 << 40,
-        u => return Err(format!("unknown size unit {u:?}")),
-    };
-    n.checked_mul(mult)
-        .filter(|&v| v > 0)
-        .ok_or_else(|| format!("size out of range: {s:?}"))
+/// A size as [`tools::parse_size`](crate::tools::parse_size) takes it
+/// (`10MiB`, `1.5GB`, `4096`), and not zero: an output file or a record
+/// limit of no bytes cannot be.
+pub fn nonzero_size(s: &str) -> Result<u64, String> {
+    match crate::tools::parse_size(s)? {
+        0 => Err(format!("size out of range: {s:?}")),
+        v => Ok(v),
+    }
 }
 
 /// The compression named `name`.
@@ -212,12 +199,13 @@ mod tests {
 
     #[test]
     fn sizes() {
-        assert_eq!(parse_size("10MiB"), Ok(10 << 20));
-        assert_eq!(parse_size("1GB"), Ok(1_000_000_000));
-        assert_eq!(parse_size("4096"), Ok(4096));
-        assert!(parse_size("0").is_err());
-        assert!(parse_size("12XB").is_err());
-        assert!(parse_size("99999999999TB").is_err());
+        assert_eq!(nonzero_size("10MiB"), Ok(10 << 20));
+        assert_eq!(nonzero_size("1GB"), Ok(1_000_000_000));
+        assert_eq!(nonzero_size("4096"), Ok(4096));
+        assert_eq!(nonzero_size("1.5GB"), Ok(1_500_000_000));
+        assert!(nonzero_size("0").is_err());
+        assert!(nonzero_size("12XB").is_err());
+        assert!(nonzero_size("99999999999TB").is_err());
     }
 
     #[test]
