@@ -1,8 +1,20 @@
 #!/usr/bin/env bash
-# The whole test suite: the Python peers the differential tests compare
-# against, formatting and lints, then every Rust test (unit, integration, doc).
+# The whole test suite, on a fresh machine: the system packages the tests
+# drive (Chromium for replay in a browser, a Java runtime for Spark), the
+# Python peers the differential tests compare against, formatting and
+# lints, every Rust test (unit, one integration binary per crate, doc), then
+# the Python package's suite against its built wheel.
 set -euo pipefail
 cd "$(dirname "$0")"
+need_apt=()
+command -v python3 >/dev/null || need_apt+=(python3 python3-pip)
+command -v java >/dev/null || need_apt+=(openjdk-17-jre-headless)
+command -v chromium >/dev/null || need_apt+=(chromium)
+command -v prlimit >/dev/null || need_apt+=(util-linux)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "installing ${need_apt[*]} (apt-get)" >&2
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
 python3 -m pip install -q --disable-pip-version-check -r tests/requirements.txt
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
