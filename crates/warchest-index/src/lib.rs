@@ -40,7 +40,7 @@ pub use output::{CdxField, Encoder, Format, IndexOutput, LegendError};
 pub use parquet::{ParquetOptions, parquet_schema};
 
 use warchest::Limits;
-use warchest::archive::{Reader, Record};
+use warchest::archive::{FormatRecord, Reader, Record};
 use warchest::codec::Source;
 use warchest::digest::{Algorithm, Encoding, Hasher};
 use warchest::error::{Error, Result};
@@ -252,8 +252,8 @@ impl Indexer {
         let h = rec.header().clone();
         let loc = rec.location();
         let arc_filedesc = matches!(
-            &rec,
-            Record::Arc(r) if r.arc_header().is_some_and(warchest::arc::ArcHeader::is_filedesc)
+            rec.as_format(),
+            FormatRecord::Arc(r) if r.arc_header().is_some_and(warchest::arc::ArcHeader::is_filedesc)
         );
         let include = self.include(&h, arc_filedesc);
         let typ = h.record_type();

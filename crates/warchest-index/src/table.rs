@@ -219,27 +219,7 @@ pub fn schema(columns: &[Column]) -> SchemaRef {
     ))
 }
 
-/// True when a record's block may start with an HTTP head: requests,
-/// responses and revisits with a block, whose content type is
-/// `application/http` or whose target is an `http:`/`https:` URI (the rule
-/// warcio applies, so that both see the same heads).
-pub fn may_have_http_head(header: &WarcHeader) -> bool {
-    let t = header.record_type_str();
-    let typed = t.as_deref().is_some_and(|t| {
-        ["response", "request", "revisit"]
-            .iter()
-            .any(|k| t.eq_ignore_ascii_case(k))
-    });
-    if !typed || header.content_length() == Some(0) {
-        return false;
-    }
-    header.is_http()
-        || header.target_uri().is_some_and(|u| {
-            let u = u.as_bytes();
-            let starts = |p: &[u8]| u.len() >= p.len() && u[..p.len()].eq_ignore_ascii_case(p);
-            starts(b"http:") || starts(b"https:")
-        })
-}
+pub use warchest::archive::may_have_http_head;
 
 /// How a [`Scanner`] reads and what it builds.
 #[derive(Debug, Clone)]

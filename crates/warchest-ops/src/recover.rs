@@ -39,7 +39,7 @@ use warchest::io::read_up_to;
 
 use serde::Serialize;
 
-use warchest::archive::{Format, Reader as AnyReader, Record as AnyRecord};
+use warchest::archive::{Format, FormatRecord as AnyRecord, Reader as AnyReader};
 use warchest::check::{DigestStatus, check_record};
 use warchest::codec::{Codec, Decoder, DecoderOptions, Source};
 use warchest::error::{Error, ErrorKind, Result, WarningKind};
@@ -576,7 +576,7 @@ impl<W: Write> Recovery<'_, W> {
         let mut reason = Vec::new();
         let mut verified = false;
         let mut digest_ok = true;
-        let (filedesc, stored_len, compressed) = match &rec {
+        let (filedesc, stored_len, compressed) = match rec.as_format() {
             AnyRecord::Arc(a) => (a.arc_header().is_some_and(|h| h.is_filedesc()), None, false),
             AnyRecord::InfoMall(i) => (false, Some(i.stored_length()), i.is_compressed()),
             _ => (false, None, false),

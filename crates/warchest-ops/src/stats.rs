@@ -86,17 +86,13 @@ impl RecordFacts {
         let warc_mime = h
             .content_type()
             .and_then(|ct| warchest::http::media_type(ct.as_bytes()));
-        let (mime, status) = if is_http {
-            let head = warchest::http::read_head(&mut rec.block(), limits)?;
-            match head {
-                Some(head) => (
-                    head.media_type(),
-                    head.status().filter(|_| head.is_response()),
-                ),
-                None => (None, None),
-            }
-        } else {
-            (warc_mime, None)
+        let (mime, status) = match rec.http_with(limits)? {
+            Some(head) => (
+                head.media_type(),
+                head.status().filter(|_| head.is_response()),
+            ),
+            None if is_http => (None, None),
+            None => (warc_mime, None),
         };
         let end = rec.finish()?;
         Ok(RecordFacts {

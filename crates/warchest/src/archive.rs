@@ -14,6 +14,8 @@ use std::path::Path;
 use crate::codec::{Decoder, Source};
 use crate::error::{Error, Result, Warning};
 use crate::fields::Fields;
+use crate::http::HttpHead;
+use crate::limits::Limits;
 use crate::warc::{self, ReaderOptions, RecordEnd, RecordLocation, WarcHeader};
 use crate::{arc, infomall};
 
@@ -163,9 +165,36 @@ impl<S: Source> Reader<S> {
     /// As [`warc::Reader::next_record`] and its peers.
     pub fn next_record(&mut self) -> Result<Option<Record<'_, S>>> {
         match &mut self.inner {
-            Inner::Warc(r) => Ok(r.next_record()?.map(Record::Warc)),
-            Inner::Arc(r) => Ok(r.next_record()?.map(Record::Arc)),
-            Inner::InfoMall(r) => Ok(r.next_record()?.map(Record::InfoMall)),
+            Inner::Warc(r) => Ok(r.next_record()?.map(|r| Record::new(FormatRecord::Warc(r)))),
+            Inner::Arc(r) => Ok(r.next_record()?.map(|r| Record::new(FormatRecord::Arc(r)))),
+            Inner::InfoMall(r) => Ok(r
+                .next_record()?
+                .map(|r| Record::new(FormatRecord::InfoMall(r)))),
+        }
+    }
+
+    /// The records one after another as a standard [`Iterator`]: each
+    /// item owns its header, location, format and how the record ended;
+    /// blocks are skipped (seeked over where the input allows). A record's
+    /// block borrows the reader, so reading blocks goes through
+    /// [`next_record`](Reader::next_record). The iteration stops after
+    /// the first error, which it yields.
+    ///
+    /// ```
+    /// use warchest::archive::Reader;
+    /// let data = b"WARC/1.1\r\nWARC-Type: resource\r\nContent-Length: 2\r\n\r\nhi\r\n\r\n";
+    /// let mut reader = Reader::new(&data[..])?;
+    /// let lengths: Vec<u64> = reader
+    ///     .records()
+    ///     .map(|r| r.map(|r| r.end.block_len))
+    ///     .collect::<Result<_, _>>()?;
+    /// assert_eq!(lengths, [2]);
+    /// # Ok::<(), warchest::Error>(())
+    /// ```
+    pub fn records(&mut self) -> Records<'_, S> {
+        Records {
+            reader: self,
+            done: false,
         }
     }
 
@@ -231,9 +260,65 @@ impl<S: Source> Reader<S> {
     }
 }
 
-/// A record of any format.
+/// The iterator of [`Reader::records`].
+pub struct Records<'a, S> {
+    reader: &'a mut Reader<S>,
+    done: bool,
+}
+
+/// A record's header, location, format and end, its block skipped
+/// ([`Reader::records`]).
+#[derive(Debug, Clone)]
+pub struct RecordInfo {
+    /// The header as WARC fields ([`Record::header`]).
+    pub header: WarcHeader,
+    /// Where the record is.
+    pub location: RecordLocation,
+    /// The record's format.
+    pub format: Format,
+    /// How the record ended: stored length, block length, truncation.
+    pub end: RecordEnd,
+}
+
+impl<S: Source> Iterator for Records<'_, S> {
+    type Item = Result<RecordInfo>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let step = (|| {
+            let Some(rec) = self.reader.next_record()? else {
+                return Ok(None);
+            };
+            let header = rec.header().clone();
+            let location = rec.location();
+            let format = rec.format();
+            let end = rec.finish()?;
+            Ok(Some(RecordInfo {
+                header,
+                location,
+                format,
+                end,
+            }))
+        })();
+        match step {
+            Ok(Some(info)) => Some(Ok(info)),
+            Ok(None) => {
+                self.done = true;
+                None
+            }
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+/// A record of any format, as its format's reader gives it.
 #[non_exhaustive]
-pub enum Record<'r, S> {
+pub enum FormatRecord<'r, S> {
     /// A WARC record.
     Warc(warc::Record<'r, S>),
     /// An ARC record.
@@ -242,24 +327,148 @@ pub enum Record<'r, S> {
     InfoMall(infomall::Record<'r, S>),
 }
 
+/// A record of any format: its header as WARC fields, where it is, and its
+/// block streamed; for records that hold an HTTP message, the parsed head
+/// ([`Record::http`]) and the payload ([`Record::payload`]).
+///
+/// ```
+/// use std::io::Read;
+/// use warchest::archive::Reader;
+/// let data = b"WARC/1.1\r\nWARC-Type: response\r\nWARC-Target-URI: http://a.example/\r\n\
+/// Content-Type: application/http; msgtype=response\r\nContent-Length: 79\r\n\r\n\
+/// HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Type: text/plain\r\n\r\n\
+/// 2\r\nhi\r\n0\r\n\r\n\r\n\r\n";
+/// let mut reader = Reader::new(&data[..])?;
+/// let mut record = reader.next_record()?.unwrap();
+/// assert_eq!(record.http()?.map(|h| h.status()), Some(Some(200)));
+/// let mut payload = Vec::new();
+/// record.payload(true)?.read_to_end(&mut payload)?;
+/// assert_eq!(payload, b"hi");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Record<'r, S> {
+    inner: FormatRecord<'r, S>,
+    /// `None` until the head is looked for; then what was found.
+    http: Option<Option<HttpHead>>,
+}
+
+impl<'r, S: Source> Record<'r, S> {
+    fn new(inner: FormatRecord<'r, S>) -> Self {
+        Record { inner, http: None }
+    }
+
+    /// The record as its format's reader gives it.
+    pub fn as_format(&self) -> &FormatRecord<'r, S> {
+        &self.inner
+    }
+
+    /// The record as its format's reader gives it, mutably.
+    pub fn as_format_mut(&mut self) -> &mut FormatRecord<'r, S> {
+        &mut self.inner
+    }
+
+    /// The HTTP head at the start of the block, when the record may hold an
+    /// HTTP message ([`may_have_http_head`]: requests, responses and
+    /// revisits of HTTP(S) targets, ARC and Web InfoMall HTTP documents)
+    /// and its block starts with one; read once, at the first call, with
+    /// [`Limits::default`]. Call it before reading the block: the head is
+    /// read off the block's start.
+    ///
+    /// # Errors
+    /// As reading the block; a head over the limits.
+    pub fn http(&mut self) -> Result<Option<&HttpHead>> {
+        self.http_with(&Limits::default())
+    }
+
+    /// [`Record::http`] with `limits` for the head.
+    ///
+    /// # Errors
+    /// As [`Record::http`].
+    pub fn http_with(&mut self, limits: &Limits) -> Result<Option<&HttpHead>> {
+        if self.http.is_none() {
+            let head = if may_have_http_head(self.header()) {
+                crate::http::read_head(&mut self.block(), limits)?
+            } else {
+                None
+            };
+            self.http = Some(head);
+        }
+        Ok(self.http.as_ref().and_then(Option::as_ref))
+    }
+
+    /// The payload, streamed: for a record holding an HTTP message, the
+    /// body after its head with the transfer coding removed, and with the
+    /// content coding removed too when `decode`; for any other record, the
+    /// block. Reads the HTTP head first if [`Record::http`] has not.
+    ///
+    /// # Errors
+    /// As reading the block; a transfer or content coding warchest cannot
+    /// remove.
+    pub fn payload(&mut self, decode: bool) -> Result<Payload<'_>>
+    where
+        S: 'r,
+    {
+        self.http()?;
+        let Record { inner, http } = self;
+        let block = block_of(inner);
+        match http.as_ref().and_then(Option::as_ref) {
+            Some(head) => Ok(crate::http::payload_reader(block, head, decode)?),
+            None => Ok(Box::new(block)),
+        }
+    }
+}
+
+/// A record's payload stream ([`Record::payload`]).
+pub type Payload<'a> = Box<dyn Read + 'a>;
+
+/// True when a record's block may start with an HTTP head: requests,
+/// responses and revisits with a block, whose content type is
+/// `application/http` or whose target is an `http:`/`https:` URI (the rule
+/// warcio applies, so that both see the same heads).
+pub fn may_have_http_head(header: &WarcHeader) -> bool {
+    let t = header.record_type_str();
+    let typed = t.as_deref().is_some_and(|t| {
+        ["response", "request", "revisit"]
+            .iter()
+            .any(|k| t.eq_ignore_ascii_case(k))
+    });
+    if !typed || header.content_length() == Some(0) {
+        return false;
+    }
+    header.is_http()
+        || header.target_uri().is_some_and(|u| {
+            let u = u.as_bytes();
+            let starts = |p: &[u8]| u.len() >= p.len() && u[..p.len()].eq_ignore_ascii_case(p);
+            starts(b"http:") || starts(b"https:")
+        })
+}
+
+fn block_of<'a, S: Source>(inner: &'a mut FormatRecord<'_, S>) -> Block<'a, S> {
+    match inner {
+        FormatRecord::Warc(r) => Block::Warc(r.block()),
+        FormatRecord::Arc(r) => Block::Arc(r.block()),
+        FormatRecord::InfoMall(r) => Block::InfoMall(r.block()),
+    }
+}
+
 impl<S: Source> Record<'_, S> {
     /// The record's header as WARC fields (for ARC and InfoMall, the header
     /// its WARC conversion carries).
     pub fn header(&self) -> &WarcHeader {
-        match self {
-            Record::Warc(r) => r.header(),
-            Record::Arc(r) => r.header(),
-            Record::InfoMall(r) => r.header(),
+        match &self.inner {
+            FormatRecord::Warc(r) => r.header(),
+            FormatRecord::Arc(r) => r.header(),
+            FormatRecord::InfoMall(r) => r.header(),
         }
     }
 
     /// The record's header as stored: the WARC header block, the ARC
     /// URL-record line, the Web InfoMall properties.
     pub fn raw_header(&self) -> &[u8] {
-        match self {
-            Record::Warc(r) => r.header().as_bytes(),
-            Record::Arc(r) => r.raw_header(),
-            Record::InfoMall(r) => r.raw_header(),
+        match &self.inner {
+            FormatRecord::Warc(r) => r.header().as_bytes(),
+            FormatRecord::Arc(r) => r.raw_header(),
+            FormatRecord::InfoMall(r) => r.raw_header(),
         }
     }
 
@@ -267,19 +476,19 @@ impl<S: Source> Record<'_, S> {
     /// fields, Web InfoMall `origin` and unknown properties...): conversion
     /// to WARC writes them into a metadata record. Empty for WARC records.
     pub fn leftovers(&self) -> Fields {
-        match self {
-            Record::Warc(_) => Fields::new(),
-            Record::Arc(r) => r.leftovers().clone(),
-            Record::InfoMall(r) => r.infomall_header().leftovers(),
+        match &self.inner {
+            FormatRecord::Warc(_) => Fields::new(),
+            FormatRecord::Arc(r) => r.leftovers().clone(),
+            FormatRecord::InfoMall(r) => r.infomall_header().leftovers(),
         }
     }
 
     /// Where the record is.
     pub fn location(&self) -> RecordLocation {
-        match self {
-            Record::Warc(r) => r.location(),
-            Record::Arc(r) => r.location(),
-            Record::InfoMall(r) => r.location(),
+        match &self.inner {
+            FormatRecord::Warc(r) => r.location(),
+            FormatRecord::Arc(r) => r.location(),
+            FormatRecord::InfoMall(r) => r.location(),
         }
     }
 
@@ -287,29 +496,25 @@ impl<S: Source> Record<'_, S> {
     /// the reader is in (a validator reads the gzip header of the member a
     /// record starts). Reading from it would desynchronise the reader.
     pub fn source(&self) -> &S {
-        match self {
-            Record::Warc(r) => r.reader().get_ref(),
-            Record::Arc(r) => r.reader().get_ref(),
-            Record::InfoMall(r) => r.reader().get_ref(),
+        match &self.inner {
+            FormatRecord::Warc(r) => r.reader().get_ref(),
+            FormatRecord::Arc(r) => r.reader().get_ref(),
+            FormatRecord::InfoMall(r) => r.reader().get_ref(),
         }
     }
 
     /// The format of the record.
     pub fn format(&self) -> Format {
-        match self {
-            Record::Warc(_) => Format::Warc,
-            Record::Arc(_) => Format::Arc,
-            Record::InfoMall(_) => Format::InfoMall,
+        match &self.inner {
+            FormatRecord::Warc(_) => Format::Warc,
+            FormatRecord::Arc(_) => Format::Arc,
+            FormatRecord::InfoMall(_) => Format::InfoMall,
         }
     }
 
     /// The block, streamed.
     pub fn block(&mut self) -> Block<'_, S> {
-        match self {
-            Record::Warc(r) => Block::Warc(r.block()),
-            Record::Arc(r) => Block::Arc(r.block()),
-            Record::InfoMall(r) => Block::InfoMall(r.block()),
-        }
+        block_of(&mut self.inner)
     }
 
     /// Reads the rest of the block into memory.
@@ -327,10 +532,10 @@ impl<S: Source> Record<'_, S> {
     /// # Errors
     /// As reading the block.
     pub fn finish(self) -> Result<RecordEnd> {
-        match self {
-            Record::Warc(r) => r.finish(),
-            Record::Arc(r) => r.finish(),
-            Record::InfoMall(r) => r.finish(),
+        match self.inner {
+            FormatRecord::Warc(r) => r.finish(),
+            FormatRecord::Arc(r) => r.finish(),
+            FormatRecord::InfoMall(r) => r.finish(),
         }
     }
 }

@@ -5,7 +5,6 @@ use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
 
 use anyhow::{Context, Result, bail};
 use warchest::archive::Reader;
-use warchest::http::{payload_reader, read_head};
 
 use crate::report::{Global, Outcome};
 
@@ -81,10 +80,9 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let header = rec.header().clone();
-    let http = header.is_http();
     if args.headers {
         out.write_all(header.as_bytes())?;
-        if http && let Some(head) = read_head(&mut rec.block(), &limits)? {
+        if let Some(head) = rec.http_with(&limits)? {
             out.write_all(head.raw())?;
         }
     } else if args.payload
@@ -94,22 +92,11 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
         let index = args.revisit_index.as_deref();
         super::resolve::payload(&header, &args.resolve_revisit, index, args.decode, &mut out)?;
     } else if args.payload {
-        let mut block = rec.block();
-        let head = if http {
-            read_head(&mut block, &limits)?
-        } else {
-            None
-        };
-        match head {
-            Some(head) => {
-                let mut p = payload_reader(&mut block, &head, args.decode)
-                    .with_context(|| format!("{}: offset {}", args.file, args.offset))?;
-                io::copy(&mut p, &mut out)?;
-            }
-            None => {
-                io::copy(&mut block, &mut out)?;
-            }
-        }
+        rec.http_with(&limits)?;
+        let mut p = rec
+            .payload(args.decode)
+            .with_context(|| format!("{}: offset {}", args.file, args.offset))?;
+        io::copy(&mut p, &mut out)?;
     } else {
         out.write_all(header.as_bytes())?;
         io::copy(&mut rec.block(), &mut out)?;
