@@ -208,24 +208,7 @@ impl fmt::Display for Url {
 
 /// Decodes `%XX` escapes (for FTP paths); bad escapes are kept as written.
 pub fn percent_decode(s: &str) -> Vec<u8> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%'
-            && let (Some(h), Some(l)) = (
-                b.get(i + 1).and_then(|c| (*c as char).to_digit(16)),
-                b.get(i + 2).and_then(|c| (*c as char).to_digit(16)),
-            )
-        {
-            out.push((h * 16 + l) as u8);
-            i += 3;
-            continue;
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    out
+    percent_encoding::percent_decode_str(s).collect()
 }
 
 #[cfg(test)]

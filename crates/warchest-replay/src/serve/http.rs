@@ -47,20 +47,14 @@ impl Request {
 
     /// The value of query parameter `name`, percent-decoded.
     pub fn param(&self, name: &str) -> Option<String> {
-        self.query().split('&').find_map(|kv| {
-            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
-            (percent_decode(k) == name).then(|| percent_decode(v))
-        })
+        form_urlencoded::parse(self.query().as_bytes())
+            .find_map(|(k, v)| (k == name).then(|| v.into_owned()))
     }
 
     /// Every value of query parameter `name`, percent-decoded.
     pub fn params(&self, name: &str) -> Vec<String> {
-        self.query()
-            .split('&')
-            .filter_map(|kv| {
-                let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
-                (percent_decode(k) == name).then(|| percent_decode(v))
-            })
+        form_urlencoded::parse(self.query().as_bytes())
+            .filter_map(|(k, v)| (k == name).then(|| v.into_owned()))
             .collect()
     }
 
@@ -73,39 +67,6 @@ impl Request {
             !conn.is_some_and(|c| c.contains("close"))
         }
     }
-}
-
-/// Decodes `%XX` escapes and `+` (as a space); invalid escapes are kept.
-pub fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'%' if i + 2 < b.len() => {
-                let h = |c: u8| (c as char).to_digit(16);
-                match (h(b[i + 1]), h(b[i + 2])) {
-                    (Some(x), Some(y)) => {
-                        out.push((x * 16 + y) as u8);
-                        i += 3;
-                    }
-                    _ => {
-                        out.push(b'%');
-                        i += 1;
-                    }
-                }
-            }
-            b'+' => {
-                out.push(b' ');
-                i += 1;
-            }
-            c => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// Longest time a request head may take to arrive, however slowly its
@@ -469,8 +430,14 @@ mod tests {
 
     #[test]
     fn decodes_percent_escapes() {
-        assert_eq!(percent_decode("a%20b+c%zz%4"), "a b c%zz%4");
-        assert_eq!(percent_decode("%41"), "A");
+        let req = Request {
+            method: "GET".into(),
+            target: "/?q=a%20b+c%zz%4&r=%41".into(),
+            http10: false,
+            headers: vec![],
+        };
+        assert_eq!(req.param("q").as_deref(), Some("a b c%zz%4"));
+        assert_eq!(req.param("r").as_deref(), Some("A"));
     }
 
     #[test]
