@@ -342,7 +342,7 @@ pub struct SplitNaming {
     pub prefix: String,
     /// The machine that wrote them.
     pub crawl_host: String,
-    /// `.warc.gz`, `.warc.zst` or `.warc` (see [`extension`]).
+    /// `.warc.gz`, `.warc.zst` or `.warc` (see [`Compression::extension`](warchest::write::Compression::extension)).
     pub extension: String,
 }
 

@@ -6,7 +6,7 @@
 //! database file (redb: one file, crash-safe transactions, B-trees on disk)
 //! that persists between runs and holds millions of digests without
 //! holding them in memory. Each entry says where the original is, so a
-//! revisit can later be resolved to its payload ([`warchest_ops::revisit`]).
+//! revisit can later be resolved to its payload ([`crate::revisit`]).
 //!
 //! A payload is identified by the digest warchest computes over it (the
 //! entity body with transfer coding removed), not by the digest a record

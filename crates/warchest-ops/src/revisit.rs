@@ -212,7 +212,7 @@ pub struct Location {
 ///
 /// [`Resolver::scan`] indexes files in memory (the response and resource
 /// records of the files given); [`Resolver::add`] takes records known
-/// otherwise (a [`warchest_ops::dedupe::DigestIndex`]).
+/// otherwise (a [`crate::dedupe::DigestIndex`]).
 #[derive(Debug, Default)]
 pub struct Resolver {
     by_id: HashMap<String, Location>,
@@ -329,7 +329,7 @@ impl Resolver {
 
 /// The payload of the original at `loc` of `revisit` (see
 /// [`Resolver::open_payload`]), for originals located otherwise (a
-/// [`warchest_ops::dedupe::DigestIndex`]).
+/// [`crate::dedupe::DigestIndex`]).
 ///
 /// # Errors
 /// No record at `loc`, or it cannot be read.

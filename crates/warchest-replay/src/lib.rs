@@ -1,7 +1,7 @@
 //! Replay: finding the capture of a URL nearest to a time, reading its
 //! payload (revisits resolved to the record that holds it), and rewriting
 //! pages so their links stay in the archive. `warchest serve`
-//! ([`warchest_replay::serve`]) puts this on the web; docs/serve.md has the rules.
+//! ([`crate::serve`]) puts this on the web; docs/serve.md has the rules.
 //!
 //! ```
 //! use warchest_replay::url::{TimeSpec, resolve};

@@ -19,10 +19,9 @@
 /// - an HTTP head longer than `max_http_head` is no head (the block is
 ///   taken as it is); a chunk-size line longer than 64 bytes is not chunked
 ///   data (passed through as stored);
-/// - filter expressions: at most [`MAX_EXPR_LEN`](crate::filter::MAX_EXPR_LEN)
-///   bytes, [`MAX_DEPTH`](crate::filter::MAX_DEPTH) levels of `!` and
-///   parentheses, [`MAX_COMPARISONS`](crate::filter::MAX_COMPARISONS)
-///   comparisons, [`MAX_REGEXES`](crate::filter::MAX_REGEXES) regexes.
+/// - filter expressions (`warchest_ops::filter`): at most `MAX_EXPR_LEN`
+///   bytes, `MAX_DEPTH` levels of `!` and parentheses, `MAX_COMPARISONS`
+///   comparisons, `MAX_REGEXES` regexes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     /// Largest WARC (or ARC, InfoMall) header block, in bytes. Default 1 MiB.

@@ -72,7 +72,7 @@ pub struct NetArgs {
     /// /etc/resolv.conf.
     #[arg(long)]
     dns_server: Option<String>,
-    /// Resolve HOST to ADDR without a lookup: HOST=ADDR[,ADDR] (repeatable).
+    /// Resolve HOST to ADDR without a lookup: HOST=ADDR\[,ADDR\] (repeatable).
     #[arg(long)]
     resolve: Vec<String>,
     /// Dedupe index (the database of `warchest dedupe`): a payload already

@@ -137,8 +137,8 @@ impl<R: Read> Read for Counting<R> {
     }
 }
 
-/// Writes Web InfoMall records: `version`, `url`, [`origin`], `date`,
-/// [`ip`], other properties, [`unzip-length`], `length`, each `name: value`
+/// Writes Web InfoMall records: `version`, `url`, `origin`, `date`,
+/// `ip`, other properties, `unzip-length`, `length`, each `name: value`
 /// and LF; a blank line; the content (zlib-compressed when asked); a blank
 /// line. The content is spooled (memory, then a temporary file past 8 MiB)
 /// because `length` precedes it.
