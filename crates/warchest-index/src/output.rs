@@ -1,12 +1,17 @@
 //! Index formats and the writer that sorts and writes them.
 
 use std::fmt;
-use std::io::{self, Write};
+#[cfg(feature = "parquet")]
+use std::io;
+use std::io::Write;
 
 use super::Entry;
+#[cfg(feature = "parquet")]
 use super::parquet::{ParquetOptions, ParquetWriter};
 use super::sort::ExternalSorter;
-use warchest::error::{Error, Result};
+#[cfg(feature = "parquet")]
+use warchest::error::Error;
+use warchest::error::Result;
 
 /// An index format.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,6 +24,7 @@ pub enum Format {
     /// One JSON object a line: `urlkey`, `timestamp` and the CDXJ fields.
     Json,
     /// Parquet with Common Crawl's cc-index columns, rows in url key order.
+    #[cfg(feature = "parquet")]
     Parquet(ParquetOptions),
 }
 
@@ -58,7 +64,11 @@ impl Format {
 
     /// True for Parquet.
     pub fn is_binary(&self) -> bool {
-        matches!(self, Format::Parquet(_))
+        #[cfg(feature = "parquet")]
+        if matches!(self, Format::Parquet(_)) {
+            return true;
+        }
+        false
     }
 }
 
@@ -204,6 +214,7 @@ impl Encoder {
                     }
                 }
             }
+            #[cfg(feature = "parquet")]
             Format::Parquet(_) => {
                 // Sorted by url key, then the whole entry; the JSON has no
                 // NUL, so the last NUL ends the key.
@@ -312,6 +323,7 @@ pub(crate) fn py_json_str(s: &str, out: &mut Vec<u8>) {
 
 enum Sink<W: Write + Send> {
     Text(W),
+    #[cfg(feature = "parquet")]
     Parquet(Box<ParquetWriter<W>>),
 }
 
@@ -351,6 +363,7 @@ impl<W: Write + Send> IndexOutput<W> {
             out.write_all(legend.as_bytes())?;
         }
         let (sink, sort) = match format {
+            #[cfg(feature = "parquet")]
             Format::Parquet(opts) => (
                 Sink::Parquet(Box::new(ParquetWriter::new(out, opts).map_err(io_err)?)),
                 true,
@@ -397,6 +410,7 @@ impl<W: Write + Send> IndexOutput<W> {
             }
             None => match &mut self.sink {
                 Sink::Text(w) => Ok(w.write_all(records)?),
+                #[cfg(feature = "parquet")]
                 Sink::Parquet(p) => {
                     for rec in records.split(|&b| b == b'\n').filter(|r| !r.is_empty()) {
                         p.push_record(rec).map_err(io_err)?;
@@ -424,6 +438,7 @@ impl<W: Write + Send> IndexOutput<W> {
                 w.flush()?;
                 Ok(w)
             }
+            #[cfg(feature = "parquet")]
             Sink::Parquet(mut p) => {
                 if let Some(sorter) = sorter {
                     sorter.finish(false, |rec| p.push_record(rec).map_err(io::Error::other))?;
@@ -434,6 +449,7 @@ impl<W: Write + Send> IndexOutput<W> {
     }
 }
 
+#[cfg(feature = "parquet")]
 fn io_err(e: impl std::error::Error + Send + Sync + 'static) -> Error {
     Error::from(io::Error::other(e))
 }

@@ -2,5 +2,6 @@
 
 #[path = "../../../warchest/tests/it/common.rs"]
 mod common;
+#[cfg(feature = "parquet")]
 mod split;
 mod surt_differential;
