@@ -18,6 +18,10 @@ fi
 python3 -m pip install -q --disable-pip-version-check -r tests/requirements.txt
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
+# The light builds users choose: the format crate and the index without
+# their optional features (docs/architecture.md).
+cargo clippy -p warchest --no-default-features -- -D warnings
+cargo clippy -p warchest-index --no-default-features --all-targets -- -D warnings
 cargo test --workspace
 # The Python package: the wheel built into the same target directory (the
 # dev profile optimises dependencies), installed, then its pytest suite:
