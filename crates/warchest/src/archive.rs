@@ -20,8 +20,9 @@ use crate::warc::{self, ReaderOptions, RecordEnd, RecordLocation, WarcHeader};
 use crate::{arc, infomall};
 
 /// The formats warchest reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
 #[non_exhaustive]
 pub enum Format {
     /// WARC, any version.

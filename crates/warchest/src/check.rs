@@ -3,8 +3,6 @@
 
 use std::io::BufRead;
 
-use serde::Serialize;
-
 use crate::archive;
 use crate::codec::Source;
 use crate::digest::{Digest, Hasher};
@@ -14,8 +12,9 @@ use crate::limits::Limits;
 use crate::warc::{PayloadKind, RecordType, WarcHeader};
 
 /// How a recorded digest compares with the bytes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case", tag = "status")]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case", tag = "status"))]
 #[non_exhaustive]
 pub enum DigestStatus {
     /// No such field.
@@ -61,7 +60,8 @@ impl DigestStatus {
 }
 
 /// The result of checking one record.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct RecordCheck {
     /// WARC-Block-Digest.
     pub block: DigestStatus,

@@ -17,10 +17,13 @@ use std::io::{self, BufRead, Read, Write};
 use digest::Digest as _;
 
 /// A hash algorithm a WARC digest field may name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub enum Algorithm {
-    /// MD5 (16 bytes). Broken, but found in old archives.
+    /// MD5 (16 bytes). Broken, but found in old archives. (The `md5`
+    /// feature.)
+    #[cfg(feature = "md5")]
     Md5,
     /// SHA-1 (20 bytes), the WARC convention.
     Sha1,
@@ -36,19 +39,25 @@ pub enum Algorithm {
     Sha512_224,
     /// SHA-512/256 (32 bytes).
     Sha512_256,
-    /// SHA3-224 (28 bytes).
+    /// SHA3-224 (28 bytes). (The `sha3` feature.)
+    #[cfg(feature = "sha3")]
     Sha3_224,
-    /// SHA3-256 (32 bytes).
+    /// SHA3-256 (32 bytes). (The `sha3` feature.)
+    #[cfg(feature = "sha3")]
     Sha3_256,
-    /// SHA3-384 (48 bytes).
+    /// SHA3-384 (48 bytes). (The `sha3` feature.)
+    #[cfg(feature = "sha3")]
     Sha3_384,
-    /// SHA3-512 (64 bytes).
+    /// SHA3-512 (64 bytes). (The `sha3` feature.)
+    #[cfg(feature = "sha3")]
     Sha3_512,
 }
 
 impl Algorithm {
-    /// Every supported algorithm, in declaration order.
-    pub const ALL: [Algorithm; 12] = [
+    /// Every supported algorithm, in declaration order: 12 with the `md5`
+    /// and `sha3` features, 7 (SHA-1 and SHA-2) without.
+    pub const ALL: [Algorithm; Algorithm::COUNT] = [
+        #[cfg(feature = "md5")]
         Algorithm::Md5,
         Algorithm::Sha1,
         Algorithm::Sha224,
@@ -57,13 +66,24 @@ impl Algorithm {
         Algorithm::Sha512,
         Algorithm::Sha512_224,
         Algorithm::Sha512_256,
+        #[cfg(feature = "sha3")]
         Algorithm::Sha3_224,
+        #[cfg(feature = "sha3")]
         Algorithm::Sha3_256,
+        #[cfg(feature = "sha3")]
         Algorithm::Sha3_384,
+        #[cfg(feature = "sha3")]
         Algorithm::Sha3_512,
     ];
 
+    /// How many algorithms this build supports.
+    const COUNT: usize =
+        7 + if cfg!(feature = "md5") { 1 } else { 0 } + if cfg!(feature = "sha3") { 4 } else { 0 };
+
     /// The algorithm a label names, or `None` when it is not one we know.
+    /// Without the `md5` or `sha3` feature their labels are not known
+    /// either: a digest of theirs is kept unchecked, as an unknown
+    /// algorithm's is (see [`Algorithm::missing_feature`] for the reason).
     ///
     /// Case, `-`, `_` and `/` are ignored, so `SHA-1`, `sha1`, `sha-256`,
     /// `SHA256`, `sha3_256` and `SHA-512/224` all work. Surrounding white
@@ -84,6 +104,7 @@ impl Algorithm {
             n += 1;
         }
         Some(match &buf[..n] {
+            #[cfg(feature = "md5")]
             b"md5" => Algorithm::Md5,
             b"sha1" => Algorithm::Sha1,
             b"sha224" => Algorithm::Sha224,
@@ -92,9 +113,13 @@ impl Algorithm {
             b"sha512" => Algorithm::Sha512,
             b"sha512224" => Algorithm::Sha512_224,
             b"sha512256" => Algorithm::Sha512_256,
+            #[cfg(feature = "sha3")]
             b"sha3224" => Algorithm::Sha3_224,
+            #[cfg(feature = "sha3")]
             b"sha3256" => Algorithm::Sha3_256,
+            #[cfg(feature = "sha3")]
             b"sha3384" => Algorithm::Sha3_384,
+            #[cfg(feature = "sha3")]
             b"sha3512" => Algorithm::Sha3_512,
             _ => return None,
         })
@@ -105,6 +130,7 @@ impl Algorithm {
     /// removing it would run two numbers together.)
     pub fn label(self) -> &'static str {
         match self {
+            #[cfg(feature = "md5")]
             Algorithm::Md5 => "md5",
             Algorithm::Sha1 => "sha1",
             Algorithm::Sha224 => "sha224",
@@ -113,9 +139,13 @@ impl Algorithm {
             Algorithm::Sha512 => "sha512",
             Algorithm::Sha512_224 => "sha512-224",
             Algorithm::Sha512_256 => "sha512-256",
+            #[cfg(feature = "sha3")]
             Algorithm::Sha3_224 => "sha3-224",
+            #[cfg(feature = "sha3")]
             Algorithm::Sha3_256 => "sha3-256",
+            #[cfg(feature = "sha3")]
             Algorithm::Sha3_384 => "sha3-384",
+            #[cfg(feature = "sha3")]
             Algorithm::Sha3_512 => "sha3-512",
         }
     }
@@ -123,12 +153,42 @@ impl Algorithm {
     /// The length of the digest in bytes.
     pub fn output_len(self) -> usize {
         match self {
+            #[cfg(feature = "md5")]
             Algorithm::Md5 => 16,
             Algorithm::Sha1 => 20,
-            Algorithm::Sha224 | Algorithm::Sha512_224 | Algorithm::Sha3_224 => 28,
-            Algorithm::Sha256 | Algorithm::Sha512_256 | Algorithm::Sha3_256 => 32,
-            Algorithm::Sha384 | Algorithm::Sha3_384 => 48,
-            Algorithm::Sha512 | Algorithm::Sha3_512 => 64,
+            Algorithm::Sha224 | Algorithm::Sha512_224 => 28,
+            Algorithm::Sha256 | Algorithm::Sha512_256 => 32,
+            Algorithm::Sha384 => 48,
+            Algorithm::Sha512 => 64,
+            #[cfg(feature = "sha3")]
+            Algorithm::Sha3_224 => 28,
+            #[cfg(feature = "sha3")]
+            Algorithm::Sha3_256 => 32,
+            #[cfg(feature = "sha3")]
+            Algorithm::Sha3_384 => 48,
+            #[cfg(feature = "sha3")]
+            Algorithm::Sha3_512 => 64,
+        }
+    }
+}
+
+impl Algorithm {
+    /// The Cargo feature this build lacks for the algorithm `label` names
+    /// (`md5`, `sha3`), when that is why [`Algorithm::from_label`] does not
+    /// know it; `None` for labels it knows and for unknown ones.
+    pub fn missing_feature(label: &str) -> Option<&'static str> {
+        let norm: String = label
+            .trim()
+            .chars()
+            .filter(|c| !matches!(c, '-' | '_' | '/'))
+            .map(|c| c.to_ascii_lowercase())
+            .collect();
+        match norm.as_str() {
+            "md5" if !cfg!(feature = "md5") => Some("md5"),
+            "sha3224" | "sha3256" | "sha3384" | "sha3512" if !cfg!(feature = "sha3") => {
+                Some("sha3")
+            }
+            _ => None,
         }
     }
 }
@@ -212,6 +272,7 @@ pub struct Hasher {
 // match is cheaper than the hashing it guards.
 #[derive(Clone)]
 enum State {
+    #[cfg(feature = "md5")]
     Md5(md5::Md5),
     Sha1(sha1::Sha1),
     Sha224(sha2::Sha224),
@@ -220,15 +281,20 @@ enum State {
     Sha512(sha2::Sha512),
     Sha512_224(sha2::Sha512_224),
     Sha512_256(sha2::Sha512_256),
+    #[cfg(feature = "sha3")]
     Sha3_224(sha3::Sha3_224),
+    #[cfg(feature = "sha3")]
     Sha3_256(sha3::Sha3_256),
+    #[cfg(feature = "sha3")]
     Sha3_384(sha3::Sha3_384),
+    #[cfg(feature = "sha3")]
     Sha3_512(sha3::Sha3_512),
 }
 
 macro_rules! dispatch {
     ($state:expr, $h:ident => $body:expr) => {
         match $state {
+            #[cfg(feature = "md5")]
             State::Md5($h) => $body,
             State::Sha1($h) => $body,
             State::Sha224($h) => $body,
@@ -237,9 +303,13 @@ macro_rules! dispatch {
             State::Sha512($h) => $body,
             State::Sha512_224($h) => $body,
             State::Sha512_256($h) => $body,
+            #[cfg(feature = "sha3")]
             State::Sha3_224($h) => $body,
+            #[cfg(feature = "sha3")]
             State::Sha3_256($h) => $body,
+            #[cfg(feature = "sha3")]
             State::Sha3_384($h) => $body,
+            #[cfg(feature = "sha3")]
             State::Sha3_512($h) => $body,
         }
     };
@@ -249,6 +319,7 @@ impl Hasher {
     /// A fresh hasher for `alg`.
     pub fn new(alg: Algorithm) -> Hasher {
         let state = match alg {
+            #[cfg(feature = "md5")]
             Algorithm::Md5 => State::Md5(md5::Md5::new()),
             Algorithm::Sha1 => State::Sha1(sha1::Sha1::new()),
             Algorithm::Sha224 => State::Sha224(sha2::Sha224::new()),
@@ -257,9 +328,13 @@ impl Hasher {
             Algorithm::Sha512 => State::Sha512(sha2::Sha512::new()),
             Algorithm::Sha512_224 => State::Sha512_224(sha2::Sha512_224::new()),
             Algorithm::Sha512_256 => State::Sha512_256(sha2::Sha512_256::new()),
+            #[cfg(feature = "sha3")]
             Algorithm::Sha3_224 => State::Sha3_224(sha3::Sha3_224::new()),
+            #[cfg(feature = "sha3")]
             Algorithm::Sha3_256 => State::Sha3_256(sha3::Sha3_256::new()),
+            #[cfg(feature = "sha3")]
             Algorithm::Sha3_384 => State::Sha3_384(sha3::Sha3_384::new()),
+            #[cfg(feature = "sha3")]
             Algorithm::Sha3_512 => State::Sha3_512(sha3::Sha3_512::new()),
         };
         Hasher { alg, state }
@@ -310,7 +385,8 @@ impl Write for Hasher {
 }
 
 /// How the bytes of a digest are written as text.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub enum Encoding {
     /// RFC 4648 base32, upper-case alphabet: the WARC convention.
@@ -768,11 +844,15 @@ mod tests {
             ("Sha_1", Algorithm::Sha1),
             ("sha-256", Algorithm::Sha256),
             ("SHA256", Algorithm::Sha256),
+            #[cfg(feature = "md5")]
             ("md5", Algorithm::Md5),
+            #[cfg(feature = "md5")]
             ("MD-5", Algorithm::Md5),
             ("sha512/224", Algorithm::Sha512_224),
             ("SHA-512/256", Algorithm::Sha512_256),
+            #[cfg(feature = "sha3")]
             ("sha3-256", Algorithm::Sha3_256),
+            #[cfg(feature = "sha3")]
             ("SHA3_512", Algorithm::Sha3_512),
             (" sha384 ", Algorithm::Sha384),
         ] {
@@ -794,12 +874,14 @@ mod tests {
         assert_eq!(sha1.encode(Encoding::Base32), EMPTY_SHA1_B32);
         assert_eq!(sha1.encode(Encoding::Base16), EMPTY_SHA1_HEX);
         let cases: &[(Algorithm, &str)] = &[
+            #[cfg(feature = "md5")]
             (Algorithm::Md5, "900150983cd24fb0d6963f7d28e17f72"),
             (Algorithm::Sha1, "a9993e364706816aba3e25717850c26c9cd0d89d"),
             (
                 Algorithm::Sha256,
                 "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
             ),
+            #[cfg(feature = "sha3")]
             (
                 Algorithm::Sha3_256,
                 "3a985da74fe225b2045c172d6bd390bd855f086e3e9d525b46bfe24511431532",
@@ -915,15 +997,18 @@ mod tests {
                 .is_canonical()
         );
         // md5 padded base32 is 32 characters, as long as md5 hex: padding tells.
-        let md5 = Hasher::digest(Algorithm::Md5, b"");
-        let b32 = md5.encode(Encoding::Base32);
-        assert_eq!(b32.len(), 32);
-        let d = Digest::parse(&format!("md5:{b32}")).unwrap();
-        assert_eq!(d.encoding(), Some(Encoding::Base32));
-        assert!(d.matches(&md5));
-        let d = Digest::parse(&format!("md5:{}", md5.encode(Encoding::Base16))).unwrap();
-        assert_eq!(d.encoding(), Some(Encoding::Base16));
-        assert!(d.matches(&md5));
+        #[cfg(feature = "md5")]
+        {
+            let md5 = Hasher::digest(Algorithm::Md5, b"");
+            let b32 = md5.encode(Encoding::Base32);
+            assert_eq!(b32.len(), 32);
+            let d = Digest::parse(&format!("md5:{b32}")).unwrap();
+            assert_eq!(d.encoding(), Some(Encoding::Base32));
+            assert!(d.matches(&md5));
+            let d = Digest::parse(&format!("md5:{}", md5.encode(Encoding::Base16))).unwrap();
+            assert_eq!(d.encoding(), Some(Encoding::Base16));
+            assert!(d.matches(&md5));
+        }
     }
 
     #[test]
@@ -966,6 +1051,30 @@ mod tests {
         assert!(!d.matches(&[]));
         assert!(d.bytes().is_empty());
         assert_eq!(d.to_string(), "crc32:ABCDEF12");
+        assert_eq!(Algorithm::missing_feature("crc32"), None);
+        assert_eq!(Algorithm::missing_feature("sha-1"), None);
+    }
+
+    /// An algorithm whose feature is off is an unknown one, and says why.
+    #[test]
+    fn algorithms_of_features_that_are_off() {
+        let md5 = "md5:1B2M2Y8AsgTpgAmY7PhCfg==";
+        let sha3 = "sha3-256:a7ffc6f8bf1ed76651c14756a061d662f580ff4de43b49fa82d80a4b80f8434a";
+        for (text, feature, on) in [
+            (md5, "md5", cfg!(feature = "md5")),
+            (sha3, "sha3", cfg!(feature = "sha3")),
+        ] {
+            let d = Digest::parse(text).unwrap();
+            assert_eq!(d.is_known(), on, "{text}");
+            let label = d.label().to_owned();
+            let want = (!on).then_some(feature);
+            assert_eq!(Algorithm::missing_feature(&label), want, "{text}");
+            assert_eq!(Algorithm::from_label(&label).is_some(), on, "{text}");
+        }
+        assert_eq!(
+            Algorithm::ALL.len(),
+            7 + usize::from(cfg!(feature = "md5")) + 4 * usize::from(cfg!(feature = "sha3"))
+        );
     }
 
     #[test]
@@ -1005,7 +1114,10 @@ mod tests {
         assert_eq!(d[1], Hasher::digest(Algorithm::Sha256, &data));
 
         // BufRead path: consume in odd amounts.
-        let mut r = DigestReader::new(io::BufReader::with_capacity(100, &data[..]), Algorithm::Md5);
+        let mut r = DigestReader::new(
+            io::BufReader::with_capacity(100, &data[..]),
+            Algorithm::Sha512_224,
+        );
         let mut total = 0;
         loop {
             let avail = r.fill_buf().unwrap().len();
@@ -1018,7 +1130,7 @@ mod tests {
         }
         assert_eq!(total, data.len());
         let (_, d) = r.finish();
-        assert_eq!(d[0], Hasher::digest(Algorithm::Md5, &data));
+        assert_eq!(d[0], Hasher::digest(Algorithm::Sha512_224, &data));
 
         let mut w = DigestWriter::with_algorithms(Vec::new(), &algs);
         w.write_all(&data[..5000]).unwrap();

@@ -10,7 +10,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 /// Where something is in a file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Position {
     /// Byte offset in the file as stored: for compressed files the start of
     /// the gzip member, zstd or LZ4 frame that holds the byte in question.
@@ -82,6 +83,15 @@ pub enum ErrorKind {
     /// A caller asked for something the state of the reader or writer does not allow.
     #[error("{0}")]
     Usage(String),
+    /// Something needs a Cargo feature of warchest that was not compiled in
+    /// (a zstd or LZ4 file without the `zstd` or `lz4` feature, say).
+    #[error("{what} support not compiled in (feature {feature})")]
+    NotCompiledIn {
+        /// What is missing (`zstd`, `LZ4`, payload type identification...).
+        what: &'static str,
+        /// The Cargo feature that adds it.
+        feature: &'static str,
+    },
 }
 
 #[derive(Debug)]
@@ -260,8 +270,9 @@ impl From<Error> for io::Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// What a lenient reader recovered from. Each names the rule it relaxed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 // Exhaustive on purpose: warchest-validate maps every kind to a rule with a
 // match the compiler keeps complete.
 pub enum WarningKind {
@@ -344,7 +355,8 @@ impl WarningKind {
 }
 
 /// A recovery made by a lenient reader: what, where, and in which record.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Warning {
     /// Which rule was relaxed.
     pub kind: WarningKind,

@@ -697,9 +697,49 @@ fn decode_one_word(s: &str) -> Option<(String, usize)> {
     };
     // RFC 2231 allows a language after '*': "utf-8*en".
     let label = charset.split('*').next().unwrap_or(charset);
+    let text = decode_charset(label, &bytes)?;
+    Some((text, 2 + q1 + 1 + q2 + 1 + end + 2))
+}
+
+/// `bytes` in the charset `label` names (WHATWG labels, with a BOM
+/// overriding as the Encoding Standard's decode does); `None` when the
+/// label is unknown.
+#[cfg(feature = "charset")]
+fn decode_charset(label: &str, bytes: &[u8]) -> Option<String> {
     let encoding = encoding_rs::Encoding::for_label(label.as_bytes())?;
-    let (text, _, _) = encoding.decode(&bytes);
-    Some((text.into_owned(), 2 + q1 + 1 + q2 + 1 + end + 2))
+    let (text, _, _) = encoding.decode(bytes);
+    Some(text.into_owned())
+}
+
+/// `bytes` in the charset `label` names, without the `charset` feature:
+/// UTF-8 only (as encoding_rs decodes it: a UTF-8 BOM dropped, bad
+/// sequences replaced), and `us-ascii` when the bytes are ASCII. Any other
+/// charset (or a UTF-16 BOM) is `None`, so the encoded word stays as
+/// written rather than being decoded wrongly.
+#[cfg(not(feature = "charset"))]
+fn decode_charset(label: &str, bytes: &[u8]) -> Option<String> {
+    let l = label.trim_matches(|c: char| c.is_ascii_whitespace());
+    let utf8 = [
+        "utf-8",
+        "utf8",
+        "unicode-1-1-utf-8",
+        "unicode11utf8",
+        "unicode20utf8",
+        "x-unicode20utf8",
+    ]
+    .iter()
+    .any(|n| l.eq_ignore_ascii_case(n));
+    if utf8 {
+        if bytes.starts_with(&[0xfe, 0xff]) || bytes.starts_with(&[0xff, 0xfe]) {
+            return None;
+        }
+        let bytes = bytes.strip_prefix(&[0xef, 0xbb, 0xbf][..]).unwrap_or(bytes);
+        return Some(String::from_utf8_lossy(bytes).into_owned());
+    }
+    let ascii = ["us-ascii", "ascii"]
+        .iter()
+        .any(|n| l.eq_ignore_ascii_case(n));
+    (ascii && bytes.is_ascii()).then(|| String::from_utf8_lossy(bytes).into_owned())
 }
 
 #[cfg(test)]
@@ -820,9 +860,20 @@ mod tests {
     fn encoded_words() {
         assert_eq!(decode_encoded_words("plain"), "plain");
         assert_eq!(decode_encoded_words("=?UTF-8?B?Y2Fmw6k=?="), "café");
-        assert_eq!(
-            decode_encoded_words("=?ISO-8859-1?Q?caf=E9_au_lait?="),
+        // Other charsets need the `charset` feature; without it the word
+        // stays as written.
+        let latin1 = "=?ISO-8859-1?Q?caf=E9_au_lait?=";
+        let want = if cfg!(feature = "charset") {
             "café au lait"
+        } else {
+            latin1
+        };
+        assert_eq!(decode_encoded_words(latin1), want);
+        assert_eq!(decode_encoded_words("=?us-ascii?Q?plain?="), "plain");
+        assert_eq!(
+            decode_encoded_words("=?utf-8?B?77u/Y2Fmw6k=?="),
+            "café",
+            "a UTF-8 BOM is dropped"
         );
         assert_eq!(
             decode_encoded_words("a =?utf-8?q?x?= =?utf-8?q?y?= b"),

@@ -7,14 +7,15 @@ use std::borrow::Cow;
 use std::net::IpAddr;
 
 use crate::fields::Fields;
+use crate::uuid::Uuid;
 use crate::warc::{ReaderOptions, Version, WarcHeader, field};
 
 /// Content-Type of a block holding an HTTP response.
 pub(crate) const HTTP_RESPONSE: &str = "application/http; msgtype=response";
 
 /// The namespace of the name-based (v5) record ids of converted records.
-fn namespace() -> uuid::Uuid {
-    uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_URL, b"urn:warchest:converted-record")
+fn namespace() -> Uuid {
+    Uuid::new_v5(&Uuid::NAMESPACE_URL, b"urn:warchest:converted-record")
 }
 
 /// A deterministic `<urn:uuid:...>` for a record made from the source
@@ -24,10 +25,7 @@ fn namespace() -> uuid::Uuid {
 /// twice gives the same ids; two records of one file never share one.
 pub fn record_id(file: &str, offset: u64, in_member: u64, role: &str) -> String {
     let name = format!("{file}\n{offset}\n{in_member}\n{role}");
-    format!(
-        "<urn:uuid:{}>",
-        uuid::Uuid::new_v5(&namespace(), name.as_bytes())
-    )
+    format!("<urn:uuid:{}>", Uuid::new_v5(&namespace(), name.as_bytes()))
 }
 
 /// The position that goes into a record id beside its offset: its place
@@ -137,6 +135,25 @@ mod tests {
         assert!(a.starts_with("<urn:uuid:") && a.ends_with('>'));
         // Version 5 (name-based, SHA-1).
         assert_eq!(&a[24..25], "5", "{a}");
+    }
+
+    /// The ids of converted records never change: these were computed by
+    /// the `uuid` crate (1.29) before warchest made its own UUIDs, and agree
+    /// with Python's `uuid.uuid5`.
+    #[test]
+    fn ids_are_the_ones_made_before() {
+        assert_eq!(
+            namespace().to_string(),
+            "9479c4b7-e9f7-5d00-9f34-c67c56837e8c"
+        );
+        assert_eq!(
+            record_id("example.arc.gz", 1234, 0, ""),
+            "<urn:uuid:65d6d06e-ba5c-59db-937a-77f5e08e0bb8>"
+        );
+        assert_eq!(
+            record_id("IA-2006.arc", 0, 567, "metadata"),
+            "<urn:uuid:73689996-6cc4-5eaa-969d-20768a803b2f>"
+        );
     }
 
     #[test]

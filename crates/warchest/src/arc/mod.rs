@@ -36,7 +36,8 @@ mod reader;
 pub use reader::{BlockReader, Reader, Record};
 
 /// The ARC format version a URL-record line follows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub enum ArcVersion {
     /// Five fields: URL, IP-address, Archive-date, Content-type,
     /// Archive-length.

@@ -8,7 +8,6 @@ use super::{Codec, CodecError, Source};
 use crate::{Position, Warning, WarningKind};
 use flate2::{Decompress, FlushDecompress, Status};
 use std::io::{self, Read};
-use zstd::zstd_safe::{DCtx, InBuffer, OutBuffer, ResetDirective};
 
 /// Smallest input buffer: every fixed-size header we probe (LZ4 frame
 /// header, zstd frame header and first block header) fits in it.
@@ -363,7 +362,7 @@ pub struct Decoder<R> {
     trailer: [u8; 8],
     trailer_len: usize,
 
-    dctx: Option<DCtx<'static>>,
+    dctx: Option<zstd_frame::Dctx>,
     /// The zstd context is inside a frame it did not finish.
     dctx_dirty: bool,
 
@@ -951,6 +950,11 @@ impl<R: Read> Decoder<R> {
                 }
                 Kind::Lz4 => {
                     self.codec = Codec::Lz4;
+                    if !lz4::SUPPORTED {
+                        // Not a damaged member to skip: the data is there,
+                        // this build cannot read it.
+                        return Err(self.fail(self.member_offset, lz4::NOT_COMPILED_IN.to_owned()));
+                    }
                     self.lz4 = None;
                     self.state = State::Lz4Header;
                 }
@@ -966,15 +970,11 @@ impl<R: Read> Decoder<R> {
         let offset = self.member_offset;
         let d = self.dctx()?;
         if dirty {
-            d.reset(ResetDirective::SessionOnly)
-                .map_err(|c| CodecError {
-                    codec: "zstd",
-                    offset,
-                    message: format!(
-                        "cannot reset the zstd context: {}",
-                        zstd::zstd_safe::get_error_name(c)
-                    ),
-                })?;
+            d.reset().map_err(|name| CodecError {
+                codec: "zstd",
+                offset,
+                message: format!("cannot reset the zstd context: {name}"),
+            })?;
         }
         self.dctx_dirty = false;
         Ok(())
@@ -983,16 +983,15 @@ impl<R: Read> Decoder<R> {
     /// The zstd context, made on first use with the window limit and the
     /// caller's dictionary.
     /// A failure to make it (or to load the caller's dictionary) stops the
-    /// decoder, lenient or not: no zstd frame could be decoded.
-    fn dctx(&mut self) -> crate::Result<&mut DCtx<'static>> {
+    /// decoder, lenient or not: no zstd frame could be decoded. Without the
+    /// `zstd` feature it always fails, so a zstd frame (or dictionary
+    /// frame) is an error that says so.
+    fn dctx(&mut self) -> crate::Result<&mut zstd_frame::Dctx> {
         if self.dctx.is_none() {
-            let made = zstd_frame::new_dctx(self.max_window_log).and_then(|mut d| {
+            let made = zstd_frame::Dctx::new(self.max_window_log).and_then(|mut d| {
                 if let Some(dict) = &self.options_dict {
-                    d.load_dictionary(dict).map_err(|c| {
-                        format!(
-                            "cannot load the zstd dictionary of the options: {}",
-                            zstd::zstd_safe::get_error_name(c)
-                        )
+                    d.load_dictionary(dict).map_err(|name| {
+                        format!("cannot load the zstd dictionary of the options: {name}")
                     })?;
                 }
                 Ok(d)
@@ -1076,9 +1075,8 @@ impl<R: Read> Decoder<R> {
                 zstd_frame::dictionary_from_payload(payload, self.max_dict, self.max_window_log)
                     .and_then(|dict| {
                         let d = self.dctx().map_err(|e| e.to_string())?;
-                        d.load_dictionary(&dict).map_err(|c| {
-                            format!("zstd rejects it: {}", zstd::zstd_safe::get_error_name(c))
-                        })?;
+                        d.load_dictionary(&dict)
+                            .map_err(|name| format!("zstd rejects it: {name}"))?;
                         Ok(dict)
                     });
             let loaded = loaded.map(|dict| {
@@ -1302,26 +1300,19 @@ impl<R: Read> Decoder<R> {
             .inbuf
             .get(self.in_start..self.in_end)
             .unwrap_or_default();
-        let mut inb = InBuffer::around(input);
-        let mut outb = OutBuffer::around(&mut self.out[..]);
-        let r = d.decompress_stream(&mut outb, &mut inb);
-        let used = inb.pos();
-        let made = outb.pos();
+        let zstd_frame::Step { used, made, result } = d.decompress(input, &mut self.out[..]);
         self.in_start += used;
         self.out_end = made;
-        match r {
-            Ok(0) => {
+        match result {
+            Ok(true) => {
                 self.dctx_dirty = false;
                 self.finish_member();
                 Ok(())
             }
-            Ok(_) if used == 0 && made == 0 => self.damaged("zstd makes no progress"),
-            Ok(_) => Ok(()),
-            Err(code) => {
-                let mut what = format!(
-                    "corrupt zstd frame ({})",
-                    zstd::zstd_safe::get_error_name(code)
-                );
+            Ok(false) if used == 0 && made == 0 => self.damaged("zstd makes no progress"),
+            Ok(false) => Ok(()),
+            Err(name) => {
+                let mut what = format!("corrupt zstd frame ({name})");
                 if what.contains("memory") || what.contains("indow") {
                     what.push_str(&format!(
                         "; the window limit is 2^{} bytes (max_zstd_window_log)",
@@ -1447,12 +1438,12 @@ impl<R: Read> Decoder<R> {
                 .map(|_| size)
                 .ok_or_else(|| "stored block larger than the output".to_owned())
         } else if d.independent {
-            lz4_flex::block::decompress_into(block, dst).map_err(|e| e.to_string())
+            lz4::decompress_block(block, dst, None)
         } else {
             let dict = history
                 .get(history.len().saturating_sub(lz4::HISTORY)..)
                 .unwrap_or_default();
-            lz4_flex::block::decompress_into_with_dict(block, dst, dict).map_err(|e| e.to_string())
+            lz4::decompress_block(block, dst, Some(dict))
         };
         let made = match made {
             Ok(n) => n.min(d.block_max),
@@ -2225,6 +2216,7 @@ mod tests {
         assert!(w.is_empty());
     }
 
+    #[cfg(feature = "zstd")]
     #[test]
     fn multi_frame_zstd_offsets_exact() {
         let parts = records();
@@ -2250,6 +2242,7 @@ mod tests {
         f
     }
 
+    #[cfg(feature = "zstd")]
     fn zst_dict(data: &[u8], dict: &[u8]) -> Vec<u8> {
         zstd::bulk::Compressor::with_dictionary(3, dict)
             .unwrap()
@@ -2257,6 +2250,7 @@ mod tests {
             .unwrap()
     }
 
+    #[cfg(feature = "zstd")]
     #[test]
     fn zstd_dictionary_frame() {
         let parts = records();
@@ -2305,6 +2299,7 @@ mod tests {
     }
 
     /// A zstd frame with window log `log`, holding `hello` in a raw block.
+    #[cfg(feature = "zstd")]
     fn windowed_frame(log: u8) -> Vec<u8> {
         let mut f = zstd_frame::MAGIC.to_vec();
         f.push(0x00); // no content size, not single segment, no checksum
@@ -2314,6 +2309,7 @@ mod tests {
         f
     }
 
+    #[cfg(feature = "zstd")]
     #[test]
     fn zstd_huge_window_is_rejected() {
         let f = windowed_frame(23);
@@ -2339,6 +2335,7 @@ mod tests {
         );
     }
 
+    #[cfg(feature = "zstd")]
     #[test]
     fn zstd_truncated_and_corrupt() {
         let parts = records();
@@ -2421,6 +2418,7 @@ mod tests {
         f
     }
 
+    #[cfg(feature = "lz4")]
     fn mixed_data(n: usize) -> Vec<u8> {
         let text = records().concat();
         let mut seed = 0x1234_5678u32;
@@ -2442,6 +2440,7 @@ mod tests {
         v
     }
 
+    #[cfg(feature = "lz4")]
     #[test]
     fn lz4_frames_offsets_exact() {
         let parts = vec![
@@ -2488,6 +2487,7 @@ mod tests {
         assert!(kinds(&w).contains(&WarningKind::BadChecksum), "{w:?}");
     }
 
+    #[cfg(all(feature = "zstd", feature = "lz4"))]
     #[test]
     fn mixed_codecs_in_one_file() {
         let parts = records();
@@ -2510,6 +2510,59 @@ mod tests {
             assert_eq!(m.offset, offsets[i]);
             assert_eq!(m.data, parts[i]);
         }
+    }
+
+    /// A zstd or LZ4 frame (or a zstd dictionary frame) without its
+    /// feature: an error that names the feature, lenient or strict, after
+    /// the members before it; never a panic, never skipped as damage.
+    #[test]
+    fn codecs_not_compiled_in_are_errors() {
+        let parts = records();
+        let zstd_msg = "zstd support not compiled in (feature zstd)";
+        let lz4_msg = "LZ4 support not compiled in (feature lz4)";
+        let zstd_on = cfg!(feature = "zstd");
+        let mut cases = vec![
+            (zst(&parts[1]), zstd_msg, zstd_on),
+            (
+                lz4_frame(&parts[1], 4, true, true, true, true),
+                lz4_msg,
+                cfg!(feature = "lz4"),
+            ),
+        ];
+        if !zstd_on {
+            let dict = skippable(zstd_frame::DICT_FRAME_MAGIC, b"a raw zstd dictionary");
+            cases.push((dict, zstd_msg, false));
+        }
+        for (frame, msg, on) in cases {
+            let mut file = gz(&parts[0]);
+            file.extend(&frame);
+            file.extend(gz(&parts[2]));
+            for o in [DecoderOptions::default(), strict(), small(64)] {
+                let (ms, r, w) = decode(&file, o.clone());
+                assert!(w.is_empty(), "{w:?}");
+                if on {
+                    r.unwrap();
+                    assert_eq!(ms.len(), 3);
+                    continue;
+                }
+                let e = r.unwrap_err();
+                assert!(e.to_string().contains(msg), "{e}");
+                assert_eq!(ms.len(), 1, "{e}");
+                assert_eq!(ms[0].data, parts[0]);
+                // And it stays failed.
+                let mut d = Decoder::new(&file[..], o);
+                let mut v = Vec::new();
+                assert!(collect(&mut d, &mut v).is_err());
+                assert!(d.next_member().is_err());
+                assert!(d.fill_buf().is_err());
+            }
+        }
+        // Other skippable frames are skipped, with the feature or not.
+        let mut file = skippable(0x184D_2A50, b"not a dictionary");
+        file.extend(gz(&parts[0]));
+        let ms = decode_clean(&file);
+        assert_eq!(ms.len(), 1);
+        assert_eq!(ms[0].data, parts[0]);
     }
 
     /// `parts` as gzip, zstd and LZ4 members in turn; `linked` says which
@@ -2563,11 +2616,13 @@ mod tests {
     }
 
     /// A reader failing with a (non-`Interrupted`) error every few calls.
+    #[cfg(all(feature = "zstd", feature = "lz4"))]
     struct Flaky<'a> {
         data: &'a [u8],
         calls: usize,
     }
 
+    #[cfg(all(feature = "zstd", feature = "lz4"))]
     impl Read for Flaky<'_> {
         fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
             self.calls += 1;
@@ -2582,6 +2637,7 @@ mod tests {
     }
 
     /// Retries each call until it does not fail with an I/O error.
+    #[cfg(all(feature = "zstd", feature = "lz4"))]
     fn retry<T>(mut f: impl FnMut() -> crate::Result<T>) -> T {
         for _ in 0..1000 {
             match f() {
@@ -2592,6 +2648,7 @@ mod tests {
         panic!("no progress")
     }
 
+    #[cfg(all(feature = "zstd", feature = "lz4"))]
     #[test]
     fn io_errors_can_be_retried() {
         let parts = records();
@@ -2660,6 +2717,7 @@ mod tests {
         assert_eq!(ms[2].data, parts[7]);
     }
 
+    #[cfg(feature = "lz4")]
     #[test]
     fn lz4_blocks_larger_than_the_input_buffer() {
         let mut seed = 5u32;
@@ -2705,6 +2763,7 @@ mod tests {
         assert_eq!(ms.last().and_then(|m| m.end), Some(len as u64));
     }
 
+    #[cfg(feature = "lz4")]
     #[test]
     fn resiliparse_fixtures_agree() {
         for name in ["warcfile.warc", "block-sized-records.warc"] {

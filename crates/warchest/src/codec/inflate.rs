@@ -7,12 +7,17 @@
 //! its input buffer, and streams with zlib-rs when it does not (or when the
 //! data is damaged, so the streaming path reports where).
 //!
-//! The one module of the library with `unsafe`: the FFI calls, each with
-//! its safety argument.
-#![allow(unsafe_code)]
+//! Without the `libdeflate` feature the same whole-buffer attempt is made
+//! with flate2 (zlib-rs): the same results, without the speed-up.
+//!
+//! With libdeflate, the one module of the library with `unsafe`: the FFI
+//! calls, each with its safety argument.
+#![cfg_attr(feature = "libdeflate", allow(unsafe_code))]
 
+#[cfg(feature = "libdeflate")]
 use std::ptr::NonNull;
 
+#[cfg(feature = "libdeflate")]
 use libdeflate_sys::{
     libdeflate_alloc_decompressor, libdeflate_decompressor, libdeflate_deflate_decompress_ex,
     libdeflate_free_decompressor, libdeflate_result_LIBDEFLATE_INSUFFICIENT_SPACE,
@@ -32,14 +37,17 @@ pub(crate) enum Inflated {
 }
 
 /// A libdeflate decompressor, reused across members.
+#[cfg(feature = "libdeflate")]
 pub(crate) struct FastInflater {
     d: NonNull<libdeflate_decompressor>,
 }
 
 // SAFETY: a libdeflate decompressor has no thread affinity; it is only
 // used through &mut self, never shared.
+#[cfg(feature = "libdeflate")]
 unsafe impl Send for FastInflater {}
 
+#[cfg(feature = "libdeflate")]
 impl FastInflater {
     /// A decompressor, or `None` when libdeflate cannot allocate one.
     pub(crate) fn new() -> Option<Self> {
@@ -79,10 +87,46 @@ impl FastInflater {
     }
 }
 
+#[cfg(feature = "libdeflate")]
 impl Drop for FastInflater {
     fn drop(&mut self) {
         // SAFETY: allocated by libdeflate_alloc_decompressor, freed once.
         unsafe { libdeflate_free_decompressor(self.d.as_ptr()) }
+    }
+}
+
+/// A raw-deflate inflater (flate2), reused across members.
+#[cfg(not(feature = "libdeflate"))]
+pub(crate) struct FastInflater {
+    d: flate2::Decompress,
+}
+
+#[cfg(not(feature = "libdeflate"))]
+impl FastInflater {
+    /// A decompressor (always made; `Option` as with libdeflate).
+    pub(crate) fn new() -> Option<Self> {
+        Some(FastInflater {
+            d: flate2::Decompress::new(false),
+        })
+    }
+
+    /// Inflates the raw deflate stream at the start of `input` into `out`.
+    pub(crate) fn inflate(&mut self, input: &[u8], out: &mut [u8]) -> Inflated {
+        self.d.reset(false);
+        let r = self
+            .d
+            .decompress(input, out, flate2::FlushDecompress::Finish);
+        let used = usize::try_from(self.d.total_in()).unwrap_or(usize::MAX);
+        let made = usize::try_from(self.d.total_out()).unwrap_or(usize::MAX);
+        match r {
+            Ok(flate2::Status::StreamEnd) if used <= input.len() && made <= out.len() => {
+                Inflated::Done { used, made }
+            }
+            // Stopped short of the end with the output full: more room may
+            // finish it (else it is invalid, and the retry says so).
+            Ok(_) if made == out.len() => Inflated::NoRoom,
+            _ => Inflated::Invalid,
+        }
     }
 }
 

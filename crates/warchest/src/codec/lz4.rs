@@ -1,6 +1,7 @@
 //! LZ4 frames (the LZ4 frame format, magic `04 22 4D 18`): the frame
 //! descriptor and the xxHash32 its checksums use. Blocks are decoded by the
-//! decoder with `lz4_flex`'s block API.
+//! decoder with `lz4_flex`'s block API (the `lz4` feature: without it an
+//! LZ4 frame is an error that says so).
 
 /// The frame magic number, as stored.
 pub(crate) const MAGIC: [u8; 4] = [0x04, 0x22, 0x4d, 0x18];
@@ -10,6 +11,34 @@ pub(crate) const HISTORY: usize = 64 * 1024;
 
 /// Largest block size a frame can declare (BD = 7).
 pub(crate) const MAX_BLOCK: usize = 4 * 1024 * 1024;
+
+/// Blocks can be decoded (the `lz4` feature is on).
+pub(crate) const SUPPORTED: bool = cfg!(feature = "lz4");
+
+/// What reading an LZ4 frame without the `lz4` feature fails with.
+pub(crate) const NOT_COMPILED_IN: &str = "LZ4 support not compiled in (feature lz4)";
+
+/// Decompresses one block into `dst`, with the output before it as `dict`
+/// for linked blocks; the number of bytes made.
+pub(crate) fn decompress_block(
+    block: &[u8],
+    dst: &mut [u8],
+    dict: Option<&[u8]>,
+) -> Result<usize, String> {
+    #[cfg(feature = "lz4")]
+    {
+        match dict {
+            None => lz4_flex::block::decompress_into(block, dst),
+            Some(d) => lz4_flex::block::decompress_into_with_dict(block, dst, d),
+        }
+        .map_err(|e| e.to_string())
+    }
+    #[cfg(not(feature = "lz4"))]
+    {
+        let _ = (block, dst, dict);
+        Err(NOT_COMPILED_IN.to_owned())
+    }
+}
 
 /// The frame descriptor: what the frame header declares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -23,11 +23,13 @@ pub mod zstd_frame;
 
 pub use decoder::{Decoder, DecoderOptions};
 pub use gzip::{GzipHeader, GzipTrailer, MAX_KEPT_FIELD, parse_gzip_header};
+#[cfg(feature = "lz4")]
 pub(crate) use lz4::{MAGIC as LZ4_MAGIC, Xxh32, xxh32};
 
 /// The compression of one member, as sniffed from its first bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
 #[non_exhaustive]
 pub enum Codec {
     /// Not compressed.

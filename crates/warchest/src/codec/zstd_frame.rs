@@ -1,7 +1,10 @@
 //! zstd frames (RFC 8878): recognising frame headers and skippable frames,
 //! and the dictionary frame of the `.warc.zst` convention. The frames
-//! themselves are decoded by the zstd library through its streaming API.
+//! themselves are decoded by the zstd library through its streaming API
+//! (the `zstd` feature; without it, making a context fails with an error that
+//! says so, and the header parsing here still works).
 
+#[cfg(feature = "zstd")]
 use zstd::zstd_safe::{DCtx, DParameter, InBuffer, OutBuffer};
 
 /// A zstd frame's magic number, as stored.
@@ -149,7 +152,15 @@ pub fn frame_header(bytes: &[u8]) -> Result<Option<FrameHeader>, &'static str> {
     }))
 }
 
+/// What a missing `zstd` feature makes every zstd operation fail with.
+#[cfg(not(feature = "zstd"))]
+const NOT_COMPILED_IN: &str = "zstd support not compiled in (feature zstd)";
+
 /// A decompression context with the window limit set.
+///
+/// # Errors
+/// The context cannot be made, or the limit set.
+#[cfg(feature = "zstd")]
 pub fn new_dctx(max_window_log: u32) -> Result<DCtx<'static>, String> {
     let mut d = DCtx::try_create().ok_or("cannot create a zstd decompression context")?;
     d.set_parameter(DParameter::WindowLogMax(max_window_log))
@@ -162,9 +173,98 @@ pub fn new_dctx(max_window_log: u32) -> Result<DCtx<'static>, String> {
     Ok(d)
 }
 
+/// The decoder's zstd context: the zstd library's, or, without the `zstd`
+/// feature, a type with no values ([`Dctx::new`] always fails).
+pub(crate) struct Dctx {
+    #[cfg(feature = "zstd")]
+    d: DCtx<'static>,
+    #[cfg(not(feature = "zstd"))]
+    never: std::convert::Infallible,
+}
+
+/// What one [`Dctx::decompress`] call did.
+pub(crate) struct Step {
+    /// Input bytes used.
+    pub used: usize,
+    /// Output bytes made.
+    pub made: usize,
+    /// `Ok(true)` when the frame ended; the library's error name else.
+    pub result: Result<bool, &'static str>,
+}
+
+impl Dctx {
+    /// A context whose window is limited to `2^max_window_log` bytes.
+    pub(crate) fn new(max_window_log: u32) -> Result<Dctx, String> {
+        #[cfg(feature = "zstd")]
+        {
+            new_dctx(max_window_log).map(|d| Dctx { d })
+        }
+        #[cfg(not(feature = "zstd"))]
+        {
+            let _ = max_window_log;
+            Err(NOT_COMPILED_IN.to_owned())
+        }
+    }
+
+    /// Forgets the frame in progress (the dictionary stays).
+    pub(crate) fn reset(&mut self) -> Result<(), &'static str> {
+        #[cfg(feature = "zstd")]
+        {
+            self.d
+                .reset(zstd::zstd_safe::ResetDirective::SessionOnly)
+                .map(|_| ())
+                .map_err(zstd::zstd_safe::get_error_name)
+        }
+        #[cfg(not(feature = "zstd"))]
+        match self.never {}
+    }
+
+    /// Uses `dict` for the frames from now on.
+    pub(crate) fn load_dictionary(&mut self, dict: &[u8]) -> Result<(), &'static str> {
+        #[cfg(feature = "zstd")]
+        {
+            self.d
+                .load_dictionary(dict)
+                .map(|_| ())
+                .map_err(zstd::zstd_safe::get_error_name)
+        }
+        #[cfg(not(feature = "zstd"))]
+        {
+            let _ = dict;
+            match self.never {}
+        }
+    }
+
+    /// Decompresses from `input` into `out`, as far as either goes.
+    pub(crate) fn decompress(&mut self, input: &[u8], out: &mut [u8]) -> Step {
+        #[cfg(feature = "zstd")]
+        {
+            let mut inb = InBuffer::around(input);
+            let mut outb = OutBuffer::around(out);
+            let r = self.d.decompress_stream(&mut outb, &mut inb);
+            Step {
+                used: inb.pos(),
+                made: outb.pos(),
+                result: r
+                    .map(|left| left == 0)
+                    .map_err(zstd::zstd_safe::get_error_name),
+            }
+        }
+        #[cfg(not(feature = "zstd"))]
+        {
+            let _ = (input, out);
+            match self.never {}
+        }
+    }
+}
+
 /// The dictionary held by a dictionary frame's payload: the payload itself,
 /// or, when it is a zstd frame, its decompressed content (at most `max`
 /// bytes).
+///
+/// # Errors
+/// A compressed dictionary that does not decompress, is larger than `max`,
+/// or (without the `zstd` feature) any compressed dictionary.
 pub fn dictionary_from_payload(
     payload: Vec<u8>,
     max: usize,
@@ -173,30 +273,27 @@ pub fn dictionary_from_payload(
     if !payload.starts_with(&MAGIC) {
         return Ok(payload);
     }
-    let mut d = new_dctx(max_window_log)?;
+    let mut d = Dctx::new(max_window_log)?;
     let mut out = Vec::new();
     let mut chunk = vec![0u8; 64 * 1024];
-    let mut input = InBuffer::around(&payload);
+    let mut at = 0;
     loop {
-        let before = input.pos();
-        let mut o = OutBuffer::around(&mut chunk[..]);
-        let r = d.decompress_stream(&mut o, &mut input).map_err(|c| {
-            format!(
-                "the compressed dictionary does not decompress: {}",
-                zstd::zstd_safe::get_error_name(c)
-            )
-        })?;
-        let n = o.pos();
+        let step = d.decompress(payload.get(at..).unwrap_or_default(), &mut chunk);
+        at += step.used;
+        let done = step
+            .result
+            .map_err(|name| format!("the compressed dictionary does not decompress: {name}"))?;
+        let n = step.made;
         if out.len() + n > max {
             return Err(format!(
                 "the dictionary is larger than the limit of {max} bytes"
             ));
         }
         out.extend_from_slice(chunk.get(..n).unwrap_or_default());
-        if r == 0 {
+        if done {
             return Ok(out);
         }
-        if n == 0 && input.pos() == before {
+        if n == 0 && step.used == 0 {
             return Err("the compressed dictionary is truncated".to_owned());
         }
     }
@@ -241,6 +338,20 @@ mod tests {
         assert_eq!(h.len, 10);
     }
 
+    #[cfg(not(feature = "zstd"))]
+    #[test]
+    fn compressed_dictionary_needs_the_feature() {
+        let packed = zstd::stream::encode_all(&[7u8; 100][..], 3).unwrap();
+        let e = dictionary_from_payload(packed, 10_000, 27).unwrap_err();
+        assert_eq!(e, NOT_COMPILED_IN);
+        assert!(Dctx::new(27).is_err());
+        assert_eq!(
+            dictionary_from_payload(b"raw".to_vec(), 0, 27).unwrap(),
+            b"raw"
+        );
+    }
+
+    #[cfg(feature = "zstd")]
     #[test]
     fn compressed_dictionary_is_bounded() {
         let dict = vec![7u8; 10_000];

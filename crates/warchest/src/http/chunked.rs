@@ -24,8 +24,9 @@ use std::io::{self, BufRead, Read};
 const MAX_SIZE_LINE: usize = 64;
 
 /// What is wrong with chunked data.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 #[non_exhaustive]
 pub enum ChunkedErrorKind {
     /// A byte that cannot be in a chunk-size line where a size was expected.
@@ -41,7 +42,8 @@ pub enum ChunkedErrorKind {
 /// Chunked data could not be decoded; `offset` is where in the chunked
 /// bytes (counting from the first byte after the HTTP head) decoding
 /// stopped, at the offending byte.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[error("bad chunked encoding at byte {offset} of the body: {}", describe(*.kind))]
 pub struct ChunkedError {
     /// What is wrong.
@@ -66,8 +68,9 @@ fn describe(kind: ChunkedErrorKind) -> String {
 }
 
 /// How a chunked body ended, judged at the end of the input.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 pub enum ChunkedEnd {
     /// The last chunk and the empty line after it (and any trailer) were seen.
     Complete,

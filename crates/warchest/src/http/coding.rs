@@ -61,9 +61,20 @@ impl Coding {
         }
     }
 
-    /// True when [`decode_content`] can undo it.
+    /// True when [`decode_content`] can undo it (`br` and `zstd` only with
+    /// the `brotli` and `zstd` features).
     pub fn is_supported(&self) -> bool {
-        !matches!(self, Coding::Compress | Coding::Other(_))
+        !matches!(self, Coding::Compress | Coding::Other(_)) && self.missing_feature().is_none()
+    }
+
+    /// The Cargo feature this build lacks to decode it (`brotli` for `br`,
+    /// `zstd` for `zstd`), if any.
+    pub fn missing_feature(&self) -> Option<&'static str> {
+        match self {
+            Coding::Brotli if !cfg!(feature = "brotli") => Some("brotli"),
+            Coding::Zstd if !cfg!(feature = "zstd") => Some("zstd"),
+            _ => None,
+        }
     }
 }
 
@@ -81,8 +92,16 @@ macro_rules! stack {
             Coding::Chunked => Box::new(ChunkedReader::lenient(BufReader::new($r))),
             Coding::Gzip => Box::new(flate2::read::MultiGzDecoder::new($r)),
             Coding::Deflate => Box::new(Deflate::Sniffing(Some($r))),
+            #[cfg(feature = "brotli")]
             Coding::Brotli => Box::new(brotli_decompressor::Decompressor::new($r, 8192)),
+            #[cfg(feature = "zstd")]
             Coding::Zstd => Box::new(zstd::stream::read::Decoder::new($r)?),
+            // Without their features br and zstd were refused before, as
+            // compress and unknown names were.
+            #[cfg(not(feature = "brotli"))]
+            Coding::Brotli => $r,
+            #[cfg(not(feature = "zstd"))]
+            Coding::Zstd => $r,
             Coding::Identity | Coding::Compress | Coding::Other(_) => $r,
         }
     };
@@ -100,7 +119,8 @@ macro_rules! stack {
 /// from `read`; a caller that wants the raw body then can re-read it.
 ///
 /// # Errors
-/// [`HttpError::UnsupportedCoding`] for `compress` and unknown names,
+/// [`HttpError::UnsupportedCoding`] for `compress` and unknown names, and
+/// [`HttpError::NotCompiledIn`] for `br` or `zstd` without their features,
 /// before anything is read; [`HttpError::Io`] if a decoder cannot be set up.
 pub fn decode_content<'a, R: Read + 'a>(
     reader: R,
@@ -133,7 +153,17 @@ pub fn decode_content_send<'a, R: Read + Send + 'a>(
 
 fn check_codings(codings: &[Coding]) -> Result<(), HttpError> {
     match codings.iter().find(|c| !c.is_supported()) {
-        Some(bad) => Err(HttpError::UnsupportedCoding(bad.name().to_owned())),
+        Some(bad) => Err(match (bad, bad.missing_feature()) {
+            (Coding::Brotli, Some(feature)) => HttpError::NotCompiledIn {
+                coding: "br",
+                feature,
+            },
+            (Coding::Zstd, Some(feature)) => HttpError::NotCompiledIn {
+                coding: "zstd",
+                feature,
+            },
+            _ => HttpError::UnsupportedCoding(bad.name().to_owned()),
+        }),
         None => Ok(()),
     }
 }
@@ -190,6 +220,7 @@ mod tests {
 
     const TEXT: &[u8] = b"hello hello hello brotli";
     // brotli-compressed TEXT (made with the reference encoder).
+    #[cfg(feature = "brotli")]
     const BROTLI: &str = "1b1700f88d946ede445586d66c20696fd31049e2a903569a78b46806";
 
     fn gzip(data: &[u8]) -> Vec<u8> {
@@ -264,19 +295,25 @@ mod tests {
         }
 
         // brotli.
-        let br = data_encoding::HEXLOWER.decode(BROTLI.as_bytes()).unwrap();
-        assert_eq!(
-            read_all(decode_content(&br[..], &[Coding::Brotli]).unwrap()).unwrap(),
-            TEXT
-        );
+        #[cfg(feature = "brotli")]
+        {
+            let br = data_encoding::HEXLOWER.decode(BROTLI.as_bytes()).unwrap();
+            assert_eq!(
+                read_all(decode_content(&br[..], &[Coding::Brotli]).unwrap()).unwrap(),
+                TEXT
+            );
+        }
 
         // zstd, two frames.
-        let mut zs = zstd::encode_all(&b"one "[..], 3).unwrap();
-        zs.extend(zstd::encode_all(&b"two"[..], 3).unwrap());
-        assert_eq!(
-            read_all(decode_content(&zs[..], &[Coding::Zstd]).unwrap()).unwrap(),
-            b"one two"
-        );
+        #[cfg(feature = "zstd")]
+        {
+            let mut zs = zstd::encode_all(&b"one "[..], 3).unwrap();
+            zs.extend(zstd::encode_all(&b"two"[..], 3).unwrap());
+            assert_eq!(
+                read_all(decode_content(&zs[..], &[Coding::Zstd]).unwrap()).unwrap(),
+                b"one two"
+            );
+        }
 
         // identity and empty chain.
         assert_eq!(read_all(decode_content(TEXT, &[]).unwrap()).unwrap(), TEXT);
@@ -316,6 +353,9 @@ mod tests {
             }
         }
         for c in [Coding::Gzip, Coding::Deflate, Coding::Brotli, Coding::Zstd] {
+            if !c.is_supported() {
+                continue;
+            }
             let r = decode_content(
                 &b"definitely not compressed data"[..],
                 std::slice::from_ref(&c),
@@ -323,5 +363,40 @@ mod tests {
             .unwrap();
             assert!(read_all(r).is_err(), "{c}");
         }
+    }
+
+    /// br and zstd without their features: refused before anything is
+    /// read, with the feature named, never passed through undecoded.
+    #[test]
+    fn codings_of_features_that_are_off() {
+        for (c, feature, on) in [
+            (Coding::Brotli, "brotli", cfg!(feature = "brotli")),
+            (Coding::Zstd, "zstd", cfg!(feature = "zstd")),
+        ] {
+            assert_eq!(c.is_supported(), on, "{c}");
+            assert_eq!(c.missing_feature(), (!on).then_some(feature), "{c}");
+            let r = decode_content(TEXT, &[Coding::Gzip, c.clone()]);
+            if on {
+                assert!(r.is_ok(), "{c}");
+                continue;
+            }
+            let e = r.err().unwrap();
+            assert!(
+                matches!(e, HttpError::NotCompiledIn { feature: f, .. } if f == feature),
+                "{c}: {e}"
+            );
+            let msg = e.to_string();
+            assert!(
+                msg.contains(&format!("support not compiled in (feature {feature})")),
+                "{msg}"
+            );
+            let e = crate::Error::from(e);
+            assert!(
+                matches!(e.kind(), crate::ErrorKind::NotCompiledIn { .. }),
+                "{e}"
+            );
+        }
+        assert_eq!(Coding::Gzip.missing_feature(), None);
+        assert_eq!(Coding::Compress.missing_feature(), None);
     }
 }

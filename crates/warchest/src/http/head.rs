@@ -9,8 +9,9 @@ use crate::{Limits, Warning, WarningKind};
 use super::{Coding, HttpError, is_ws};
 
 /// Whether a head is a request or a response.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
 pub enum MessageKind {
     /// Starts with a request line, `GET /path HTTP/1.1`.
     Request,
@@ -19,8 +20,9 @@ pub enum MessageKind {
 }
 
 /// What a lenient parse of an HTTP head accepted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 #[non_exhaustive]
 pub enum HttpNoteKind {
     /// Empty lines before the start line (RFC 9112 section 2.2 lets a
@@ -118,7 +120,8 @@ impl HttpNoteKind {
 }
 
 /// One oddity in an HTTP head: what, and where in the head.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct HttpNote {
     /// What was found.
     pub kind: HttpNoteKind,
@@ -429,7 +432,8 @@ impl HttpHead {
     }
 
     /// The encoding the `charset` parameter names, when `encoding_rs`
-    /// knows the label.
+    /// knows the label (the `charset` feature).
+    #[cfg(feature = "charset")]
     pub fn encoding(&self) -> Option<&'static encoding_rs::Encoding> {
         encoding_rs::Encoding::for_label(self.charset()?.as_bytes())
     }
@@ -1069,6 +1073,7 @@ mod tests {
         );
         assert_eq!(h.media_type().as_deref(), Some("text/html"));
         assert_eq!(h.charset().as_deref(), Some("ISO-8859-1"));
+        #[cfg(feature = "charset")]
         assert_eq!(h.encoding(), Some(encoding_rs::WINDOWS_1252));
         assert_eq!(h.transfer_encoding(), vec![Coding::Gzip, Coding::Chunked]);
         assert!(h.is_chunked());

@@ -67,6 +67,15 @@ pub enum HttpError {
     /// name we do not know).
     #[error("unsupported HTTP coding {0:?}")]
     UnsupportedCoding(String),
+    /// A coding warchest decodes only with a Cargo feature this build
+    /// lacks (`br` without `brotli`, `zstd` without `zstd`).
+    #[error("HTTP coding {coding:?}: {coding} support not compiled in (feature {feature})")]
+    NotCompiledIn {
+        /// The coding's name.
+        coding: &'static str,
+        /// The Cargo feature that adds its decoder.
+        feature: &'static str,
+    },
     /// Setting up a decoder failed.
     #[error("I/O error: {0}")]
     Io(#[from] io::Error),
@@ -81,6 +90,12 @@ impl From<HttpError> for crate::Error {
                 limit: limit as u64,
             }),
             HttpError::Io(io) => crate::Error::new(ErrorKind::Io(io)),
+            HttpError::NotCompiledIn { coding, feature } => {
+                crate::Error::new(ErrorKind::NotCompiledIn {
+                    what: coding,
+                    feature,
+                })
+            }
             other => crate::Error::new(ErrorKind::Syntax(other.to_string())),
         }
     }

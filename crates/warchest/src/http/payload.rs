@@ -5,8 +5,9 @@ use crate::digest::{Algorithm, Digest, Hasher, Output};
 use super::{ChunkedDecoder, ChunkedEnd, ChunkedError, HttpHead};
 
 /// What the chunked transfer coding of a body turned out to be.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "kebab-case", tag = "state")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case", tag = "state"))]
 pub enum Chunking {
     /// The head did not announce `chunked`: payload and raw are the same.
     NotChunked,
@@ -23,8 +24,9 @@ pub enum Chunking {
 }
 
 /// How a recorded payload digest compares with what was computed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 pub enum PayloadMatch {
     /// It is the digest of the payload (transfer coding removed): correct.
     Payload,

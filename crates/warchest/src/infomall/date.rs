@@ -95,20 +95,30 @@ pub fn parse_date(s: &str) -> Option<WarcDate> {
         }
     }
     let (h, mi, sec) = hms?;
-    let date =
-        time::Date::from_calendar_date(year?, time::Month::try_from(month?).ok()?, day?).ok()?;
-    let t = time::Time::from_hms(h, mi, sec.min(59)).ok()?;
-    let dt = time::PrimitiveDateTime::new(date, t).assume_utc()
-        - time::Duration::minutes(zone.unwrap_or(0));
-    WarcDate::from_datetime(dt, DatePrecision::Second)
+    // As written, then moved to UTC: to_unix_nanos checks the day and the
+    // time (a 30 February, an hour 24 are no date).
+    let local = WarcDate {
+        year: u16::try_from(year?).ok().filter(|y| *y <= 9999)?,
+        month: month?,
+        day: day?,
+        hour: h,
+        minute: mi,
+        second: sec.min(59),
+        nanos: 0,
+        precision: DatePrecision::Second,
+        had_offset: false,
+    };
+    let utc = local.to_unix_nanos()? - i128::from(zone.unwrap_or(0)) * 60 * 1_000_000_000;
+    WarcDate::from_unix_nanos(utc, DatePrecision::Second)
 }
 
 /// Writes a capture time as every known writer did:
 /// `Tue, 28 Feb 2006 05:42:09 GMT` (RFC 1123).
 pub fn format_date(d: &WarcDate) -> String {
+    // 1970-01-01 was a Thursday, three days after a Monday.
     let wd = d
-        .to_datetime()
-        .map(|dt| dt.weekday().number_days_from_monday() as usize)
+        .to_unix_nanos()
+        .map(|n| (n.div_euclid(86_400 * 1_000_000_000) + 3).rem_euclid(7) as usize)
         .unwrap_or(0);
     let day = DAYS[wd % 7];
     let month = MONTHS[usize::from(d.month.clamp(1, 12)) - 1];
@@ -164,6 +174,50 @@ mod tests {
             "28 Feb 2006",
         ] {
             assert!(parse_date(s).is_none(), "{s}");
+        }
+    }
+
+    #[test]
+    fn zones_move_across_days_and_years() {
+        for (s, want) in [
+            ("Sat, 01 Jan 2000 00:30:00 +0100", "1999-12-31T23:30:00Z"),
+            ("Fri, 31 Dec 1999 23:30:00 -0100", "2000-01-01T00:30:00Z"),
+            ("Thu, 29 Feb 2024 20:00:00 PST", "2024-03-01T04:00:00Z"),
+            ("Fri, 01 Mar 2024 05:59:00 +0559", "2024-03-01T00:00:00Z"),
+            ("Fri, 01 Mar 2024 05:00:00 +0600", "2024-02-29T23:00:00Z"),
+            ("Fri, 31 Dec 9999 23:59:59 GMT", "9999-12-31T23:59:59Z"),
+            ("Sat, 01 Jan 0000 00:00:00 GMT", "0000-01-01T00:00:00Z"),
+        ] {
+            assert_eq!(
+                parse_date(s).map(|d| d.to_string()).as_deref(),
+                Some(want),
+                "{s}"
+            );
+        }
+        // Out of years 0-9999 once in UTC, or not a time: no date.
+        for s in [
+            "Fri, 31 Dec 9999 23:30:00 -0100",
+            "Sat, 01 Jan 0000 00:30:00 +0100",
+            "Sat, 01 Jan 10000 00:00:00 GMT",
+            "Tue, 28 Feb 2006 24:00:00 GMT",
+            "Tue, 28 Feb 2006 23:60:00 GMT",
+            "Mon, 29 Feb 2100 00:00:00 GMT",
+        ] {
+            assert!(parse_date(s).is_none(), "{s}");
+        }
+    }
+
+    #[test]
+    fn weekdays() {
+        for s in [
+            "Thu, 01 Jan 1970 00:00:00 GMT",
+            "Wed, 31 Dec 1969 23:59:59 GMT",
+            "Tue, 29 Feb 2000 12:00:00 GMT",
+            "Mon, 01 Jan 0001 00:00:00 GMT",
+            "Fri, 31 Dec 9999 23:59:59 GMT",
+            "Sat, 01 Jan 0000 00:00:00 GMT",
+        ] {
+            assert_eq!(format_date(&parse_date(s).unwrap()), s);
         }
     }
 

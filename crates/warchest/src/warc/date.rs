@@ -5,8 +5,54 @@
 //! accepts every W3C-DTF form and, leniently, numeric offsets (`-0800`,
 //! `+01:00`, seen in ClueWeb09), normalising to UTC; it remembers what it saw
 //! so a validator can judge the form against the record's version.
+//!
+//! The calendar arithmetic (proleptic Gregorian, years 0 to 9999) is done
+//! here, exactly, on nanoseconds since the Unix epoch
+//! ([`WarcDate::to_unix_nanos`]); the `time` feature adds conversions to
+//! and from `time::OffsetDateTime`.
 
 use std::fmt;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+const NANOS_PER_SEC: i128 = 1_000_000_000;
+const SECS_PER_DAY: i64 = 86_400;
+
+/// Days from 1970-01-01 to `year-month-day` (negative before it), in the
+/// proleptic Gregorian calendar; `month` 1-12, `day` 1-31 (not checked
+/// against the month). Howard Hinnant's `days_from_civil`: exact for every
+/// year an `i64` day count holds.
+pub(crate) const fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
+    // Years start in March, so the leap day ends the year.
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400); // 0..=399
+    let mp = (month as i64 + 9) % 12; // March 0 .. February 11
+    let doy = (153 * mp + 2) / 5 + day as i64 - 1; // 0..=365
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy; // 0..=146096
+    era * 146_097 + doe - 719_468
+}
+
+/// The date `days` after 1970-01-01 (before it when negative): year,
+/// month (1-12), day (1-31). The inverse of [`days_from_civil`].
+pub(crate) const fn civil_from_days(days: i64) -> (i64, u8, u8) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097); // 0..=146096
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365; // 0..=399
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100); // 0..=365
+    let mp = (5 * doy + 2) / 153; // 0..=11
+    let day = doy - (153 * mp + 2) / 5 + 1; // 1..=31
+    let month = if mp < 10 { mp + 3 } else { mp - 9 }; // 1..=12
+    let year = yoe + era * 400 + if month <= 2 { 1 } else { 0 };
+    (year, month as u8, day as u8)
+}
+
+/// The first instant a [`WarcDate`] holds, 0000-01-01T00:00:00Z, in
+/// nanoseconds since the epoch.
+const MIN_NANOS: i128 = days_from_civil(0, 1, 1) as i128 * SECS_PER_DAY as i128 * NANOS_PER_SEC;
+/// The last, 9999-12-31T23:59:59.999999999Z.
+const MAX_NANOS: i128 =
+    days_from_civil(10_000, 1, 1) as i128 * SECS_PER_DAY as i128 * NANOS_PER_SEC - 1;
 
 /// How much of the date was written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -197,19 +243,85 @@ impl WarcDate {
         }
     }
 
-    /// Moves the date by `minutes` (used to normalise offsets to UTC).
+    /// Moves the date by `minutes` (used to normalise offsets to UTC). A
+    /// date the move would take out of years 0-9999 stays as it was.
     fn shift_minutes(&mut self, minutes: i64) {
-        if let Some(dt) = self.to_datetime() {
-            let dt = dt + time::Duration::minutes(minutes);
+        if let Some(n) = self.to_unix_nanos() {
             let keep = (self.precision, self.had_offset);
-            if let Some(mut n) = WarcDate::from_datetime(dt, keep.0) {
-                n.had_offset = keep.1;
-                *self = n;
+            let moved = n + i128::from(minutes) * 60 * NANOS_PER_SEC;
+            if let Some(mut d) = WarcDate::from_unix_nanos(moved, keep.0) {
+                d.had_offset = keep.1;
+                *self = d;
             }
         }
     }
 
+    /// The instant as nanoseconds since 1970-01-01T00:00:00Z (negative
+    /// before it); a leap second counts as :59. `None` when the fields do
+    /// not make a date (a month 13, a 30 February, a year past 9999, an
+    /// hour 24, nanoseconds past a second...), which [`WarcDate::parse`]
+    /// never gives.
+    pub fn to_unix_nanos(&self) -> Option<i128> {
+        let valid = self.year <= 9999
+            && (1..=12).contains(&self.month)
+            && (1..=days_in_month(self.year, self.month)).contains(&self.day)
+            && self.hour < 24
+            && self.minute < 60
+            && self.second <= 60
+            && i128::from(self.nanos) < NANOS_PER_SEC;
+        if !valid {
+            return None;
+        }
+        let days = days_from_civil(
+            i64::from(self.year),
+            u32::from(self.month),
+            u32::from(self.day),
+        );
+        let secs = days * SECS_PER_DAY
+            + i64::from(self.hour) * 3600
+            + i64::from(self.minute) * 60
+            + i64::from(self.second.min(59));
+        Some(i128::from(secs) * NANOS_PER_SEC + i128::from(self.nanos))
+    }
+
+    /// The date `nanos` nanoseconds after 1970-01-01T00:00:00Z (before it
+    /// when negative), written at `precision`; `None` outside years 0-9999.
+    pub fn from_unix_nanos(nanos: i128, precision: DatePrecision) -> Option<WarcDate> {
+        if !(MIN_NANOS..=MAX_NANOS).contains(&nanos) {
+            return None;
+        }
+        // In range, so the seconds fit an i64 and the rest a u32.
+        let secs = i64::try_from(nanos.div_euclid(NANOS_PER_SEC)).ok()?;
+        let sub = u32::try_from(nanos.rem_euclid(NANOS_PER_SEC)).ok()?;
+        let (year, month, day) = civil_from_days(secs.div_euclid(SECS_PER_DAY));
+        let in_day = secs.rem_euclid(SECS_PER_DAY);
+        Some(WarcDate {
+            year: u16::try_from(year).ok()?,
+            month,
+            day,
+            hour: (in_day / 3600) as u8,
+            minute: (in_day % 3600 / 60) as u8,
+            second: (in_day % 60) as u8,
+            nanos: sub,
+            precision,
+            had_offset: false,
+        })
+    }
+
+    /// A date from a system time, written at `precision`; `None` outside
+    /// years 0-9999.
+    pub fn from_system_time(t: SystemTime, precision: DatePrecision) -> Option<WarcDate> {
+        let nanos = match t.duration_since(UNIX_EPOCH) {
+            Ok(d) => i128::try_from(d.as_nanos()).ok()?,
+            Err(e) => -i128::try_from(e.duration().as_nanos()).ok()?,
+        };
+        WarcDate::from_unix_nanos(nanos, precision)
+    }
+
     /// The same instant as a `time` date-time (a leap second becomes :59).
+    /// (The `time` feature; [`WarcDate::to_unix_nanos`] is the same without
+    /// the crate.)
+    #[cfg(feature = "time")]
     pub fn to_datetime(&self) -> Option<time::OffsetDateTime> {
         let month = time::Month::try_from(self.month).ok()?;
         let date = time::Date::from_calendar_date(i32::from(self.year), month, self.day).ok()?;
@@ -218,7 +330,9 @@ impl WarcDate {
         Some(time::PrimitiveDateTime::new(date, t).assume_utc())
     }
 
-    /// A date from a `time` date-time, written at `precision`.
+    /// A date from a `time` date-time, written at `precision`. (The `time`
+    /// feature; see [`WarcDate::from_unix_nanos`].)
+    #[cfg(feature = "time")]
     pub fn from_datetime(dt: time::OffsetDateTime, precision: DatePrecision) -> Option<WarcDate> {
         let dt = dt.to_offset(time::UtcOffset::UTC);
         let year = u16::try_from(dt.year()).ok().filter(|y| *y <= 9999)?;
@@ -237,8 +351,7 @@ impl WarcDate {
 
     /// The current time at `precision`.
     pub fn now(precision: DatePrecision) -> WarcDate {
-        let now = time::OffsetDateTime::now_utc();
-        WarcDate::from_datetime(now, precision).unwrap_or(WarcDate {
+        WarcDate::from_system_time(SystemTime::now(), precision).unwrap_or(WarcDate {
             year: 1970,
             month: 1,
             day: 1,
@@ -389,5 +502,240 @@ mod tests {
         );
         assert!(WarcDate::from_timestamp14("20141316050323").is_none());
         assert!(WarcDate::from_timestamp14("abc").is_none());
+    }
+
+    fn date(s: &str) -> WarcDate {
+        WarcDate::parse(s).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn the_epoch_and_the_ends() {
+        let epoch = date("1970-01-01T00:00:00Z");
+        assert_eq!(epoch.to_unix_nanos(), Some(0));
+        assert_eq!(
+            WarcDate::from_unix_nanos(0, DatePrecision::Second),
+            Some(epoch)
+        );
+        assert_eq!(
+            WarcDate::from_unix_nanos(-1, DatePrecision::Fraction(9))
+                .unwrap()
+                .to_string(),
+            "1969-12-31T23:59:59.999999999Z"
+        );
+        assert_eq!(
+            date("2001-09-09T01:46:40Z").to_unix_nanos(),
+            Some(1_000_000_000 * NANOS_PER_SEC)
+        );
+        // Years 0 and 9999 are the ends, to the nanosecond.
+        let first = date("0000-01-01T00:00:00Z");
+        assert_eq!(first.to_unix_nanos(), Some(-62_167_219_200 * NANOS_PER_SEC));
+        assert_eq!(first.to_unix_nanos(), Some(MIN_NANOS));
+        let last = date("9999-12-31T23:59:59.999999999Z");
+        assert_eq!(last.to_unix_nanos(), Some(253_402_300_799_999_999_999));
+        assert_eq!(last.to_unix_nanos(), Some(MAX_NANOS));
+        let p = DatePrecision::Fraction(9);
+        assert_eq!(
+            WarcDate::from_unix_nanos(MIN_NANOS, p).unwrap().to_string(),
+            "0000-01-01T00:00:00.000000000Z"
+        );
+        assert_eq!(WarcDate::from_unix_nanos(MAX_NANOS, p), Some(last));
+        assert_eq!(WarcDate::from_unix_nanos(MIN_NANOS - 1, p), None);
+        assert_eq!(WarcDate::from_unix_nanos(MAX_NANOS + 1, p), None);
+        assert_eq!(WarcDate::from_unix_nanos(i128::MIN, p), None);
+        assert_eq!(WarcDate::from_unix_nanos(i128::MAX, p), None);
+        assert_eq!(
+            WarcDate::from_system_time(UNIX_EPOCH, DatePrecision::Second),
+            Some(epoch)
+        );
+        let before = UNIX_EPOCH - std::time::Duration::from_millis(1500);
+        assert_eq!(
+            WarcDate::from_system_time(before, DatePrecision::Fraction(3))
+                .unwrap()
+                .to_string(),
+            "1969-12-31T23:59:58.500Z"
+        );
+        let now = WarcDate::now(DatePrecision::Second);
+        assert!(now.year >= 2024 && now.to_unix_nanos().is_some(), "{now}");
+    }
+
+    #[test]
+    fn leap_years() {
+        for (y, leap) in [
+            (2000, true),
+            (1900, false),
+            (2024, true),
+            (2023, false),
+            (0, true),
+            (400, true),
+            (9996, true),
+            (9999, false),
+        ] {
+            let feb29 = days_from_civil(y, 3, 1) - days_from_civil(y, 2, 28) == 2;
+            assert_eq!(feb29, leap, "{y}");
+            let year_len = days_from_civil(y + 1, 1, 1) - days_from_civil(y, 1, 1);
+            assert_eq!(year_len, if leap { 366 } else { 365 }, "{y}");
+            let s = format!("{y:04}-02-29T00:00:00Z");
+            assert_eq!(WarcDate::parse(&s).is_ok(), leap, "{s}");
+        }
+        // The day after a leap day, and after the 28th otherwise.
+        let d = date("2024-02-29T12:00:00Z").to_unix_nanos().unwrap();
+        let next = WarcDate::from_unix_nanos(d + 86_400 * NANOS_PER_SEC, DatePrecision::Second);
+        assert_eq!(next.unwrap().to_string(), "2024-03-01T12:00:00Z");
+        let d = date("2100-02-28T12:00:00Z").to_unix_nanos().unwrap();
+        let next = WarcDate::from_unix_nanos(d + 86_400 * NANOS_PER_SEC, DatePrecision::Second);
+        assert_eq!(next.unwrap().to_string(), "2100-03-01T12:00:00Z");
+    }
+
+    #[test]
+    fn civil_days_round_trip() {
+        // Every day of years 0 to 9999, in order.
+        let mut days = days_from_civil(0, 1, 1);
+        for year in 0..=9999i64 {
+            for month in 1..=12u8 {
+                for day in 1..=days_in_month(year as u16, month) {
+                    assert_eq!(
+                        days_from_civil(year, u32::from(month), u32::from(day)),
+                        days
+                    );
+                    assert_eq!(civil_from_days(days), (year, month, day));
+                    days += 1;
+                }
+            }
+        }
+        assert_eq!(days, days_from_civil(10_000, 1, 1));
+        assert_eq!(days_from_civil(1970, 1, 1), 0);
+        assert_eq!(civil_from_days(-1), (1969, 12, 31));
+    }
+
+    #[test]
+    fn nanos_round_trip() {
+        let p = DatePrecision::Fraction(9);
+        let mut n = MIN_NANOS;
+        // A stride that lands on every time of day over the range.
+        let stride = (MAX_NANOS - MIN_NANOS) / 100_003 + 7_919;
+        while n <= MAX_NANOS {
+            let d = WarcDate::from_unix_nanos(n, p).unwrap();
+            assert_eq!(d.to_unix_nanos(), Some(n), "{d}");
+            assert_eq!(date(&d.to_string()), d);
+            n += stride;
+        }
+    }
+
+    #[test]
+    fn invalid_fields_have_no_instant() {
+        let ok = date("2009-03-05T08:43:19Z");
+        assert!(ok.to_unix_nanos().is_some());
+        let leap_second = WarcDate { second: 60, ..ok };
+        assert_eq!(
+            leap_second.to_unix_nanos(),
+            WarcDate { second: 59, ..ok }.to_unix_nanos()
+        );
+        for bad in [
+            WarcDate { year: 10_000, ..ok },
+            WarcDate { month: 0, ..ok },
+            WarcDate { month: 13, ..ok },
+            WarcDate { day: 0, ..ok },
+            WarcDate {
+                month: 2,
+                day: 29,
+                ..ok
+            },
+            WarcDate {
+                month: 4,
+                day: 31,
+                ..ok
+            },
+            WarcDate { hour: 24, ..ok },
+            WarcDate { minute: 60, ..ok },
+            WarcDate { second: 61, ..ok },
+            WarcDate {
+                nanos: 1_000_000_000,
+                ..ok
+            },
+        ] {
+            assert_eq!(bad.to_unix_nanos(), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn minute_offsets() {
+        for (s, utc) in [
+            ("2009-03-05T08:43:19-0800", "2009-03-05T16:43:19Z"),
+            ("2009-03-05T08:43:19+05:45", "2009-03-05T02:58:19Z"),
+            ("2009-03-05T08:43:19+00:00", "2009-03-05T08:43:19Z"),
+            ("2009-03-05T08:43:19-00", "2009-03-05T08:43:19Z"),
+            ("2010-01-01T00:30:00+01:00", "2009-12-31T23:30:00Z"),
+            ("2024-02-29T23:30:00-01:00", "2024-03-01T00:30:00Z"),
+            ("2023-03-01T00:10:00+00:11", "2023-02-28T23:59:00Z"),
+            ("2024-03-01T00:10:00+23:59", "2024-02-29T00:11:00Z"),
+            ("2009-03-05T08:43Z", "2009-03-05T08:43Z"),
+            ("2009-03-05T08:43+01:30", "2009-03-05T07:13Z"),
+            ("2009-03-05T08:43:19.25-01:00", "2009-03-05T09:43:19.25Z"),
+        ] {
+            let d = date(s);
+            assert_eq!(d.to_string(), utc, "{s}");
+            assert_eq!(
+                d.had_offset,
+                s.ends_with(|c: char| c.is_ascii_digit()),
+                "{s}"
+            );
+        }
+        // Out of years 0-9999 after the move: the date stays as written.
+        for s in ["9999-12-31T23:30:00-01:00", "0000-01-01T00:30:00+01:00"] {
+            let d = date(s);
+            assert!(d.had_offset);
+            assert_eq!(d.to_string(), format!("{}Z", &s[..19]), "{s}");
+        }
+    }
+
+    /// The arithmetic agrees with the `time` crate wherever both work.
+    #[cfg(feature = "time")]
+    #[test]
+    fn agrees_with_the_time_crate() {
+        let p = DatePrecision::Fraction(9);
+        let stride = (MAX_NANOS - MIN_NANOS) / 50_021 + 104_729;
+        let mut n = MIN_NANOS;
+        while n <= MAX_NANOS {
+            let dt = time::OffsetDateTime::from_unix_timestamp_nanos(n).unwrap();
+            let ours = WarcDate::from_unix_nanos(n, p).unwrap();
+            assert_eq!(WarcDate::from_datetime(dt, p), Some(ours), "{n}");
+            assert_eq!(ours.to_datetime(), Some(dt), "{n}");
+            assert_eq!(ours.to_unix_nanos(), Some(dt.unix_timestamp_nanos()));
+            n += stride;
+        }
+        // Offsets in whole minutes, as `time` applies them.
+        let base = date("2016-02-29T23:58:59.5Z");
+        for minutes in (-1439i64..=1439).step_by(7) {
+            let sign = if minutes < 0 { '-' } else { '+' };
+            let m = minutes.unsigned_abs();
+            let s = format!("2016-02-29T23:58:59.5{sign}{:02}:{:02}", m / 60, m % 60);
+            let want = base.to_datetime().unwrap() - time::Duration::minutes(minutes);
+            let got = date(&s);
+            assert_eq!(got.to_datetime(), Some(want), "{s}");
+        }
+        // Invalid fields: no instant either way.
+        let ok = base;
+        for d in [
+            ok,
+            WarcDate { year: 10_000, ..ok },
+            WarcDate { month: 13, ..ok },
+            WarcDate { day: 30, ..ok },
+            WarcDate { hour: 24, ..ok },
+            WarcDate { second: 60, ..ok },
+            WarcDate {
+                nanos: 1_000_000_000,
+                ..ok
+            },
+        ] {
+            assert_eq!(
+                d.to_unix_nanos(),
+                d.to_datetime()
+                    .map(time::OffsetDateTime::unix_timestamp_nanos),
+                "{d:?}"
+            );
+        }
+        let now = time::OffsetDateTime::now_utc();
+        let ours = WarcDate::from_system_time(now.into(), p).unwrap();
+        assert_eq!(ours.to_datetime(), Some(now));
     }
 }

@@ -87,8 +87,9 @@ fn trim_ascii_end(mut b: &[u8]) -> &[u8] {
 }
 
 /// The WARC-Type of a record (WARC 1.1 section 6).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
 #[non_exhaustive]
 pub enum RecordType {
     /// Describes the records that follow it.
@@ -432,8 +433,9 @@ impl WarcHeader {
 }
 
 /// Which bytes of a record's block are its payload (WARC 1.1 section 5.9).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 pub enum PayloadKind {
     /// No payload of its own: warcinfo, metadata, revisit (whose payload
     /// digest is the original's), continuation (whose payload is the

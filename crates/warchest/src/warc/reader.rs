@@ -51,7 +51,8 @@ impl ReaderOptions {
 }
 
 /// Where a record is, in the file as stored and in its member.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct RecordLocation {
     /// Zero-based number of the record in the file.
     pub index: u64,
@@ -69,7 +70,8 @@ pub struct RecordLocation {
 }
 
 /// What [`Record::finish`] learned when the record was read to its end.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct RecordEnd {
     /// Length of the record as stored: its member(s) for compressed files,
     /// version line to the end of the trailer for plain ones. `None` when the

@@ -10,6 +10,7 @@
 
 use std::io::{self, Read, Seek, SeekFrom, Write};
 
+#[cfg(feature = "identify")]
 pub mod identify;
 pub mod records;
 pub mod rotate;
@@ -31,7 +32,8 @@ pub enum Compression {
     None,
     /// One gzip member per record, at this level (0-9).
     Gzip(u32),
-    /// One zstd frame per record.
+    /// One zstd frame per record (the `zstd` feature; without it
+    /// [`Writer::new`] refuses it).
     Zstd {
         /// Compression level (1-22).
         level: i32,
@@ -40,7 +42,8 @@ pub enum Compression {
         dictionary: Option<Vec<u8>>,
     },
     /// One LZ4 frame per record (independent 256 KiB blocks, content size
-    /// and content checksum in each frame).
+    /// and content checksum in each frame; the `lz4` feature, without which
+    /// [`Writer::new`] refuses it).
     Lz4,
 }
 
@@ -109,7 +112,7 @@ pub struct NewRecord {
 
 /// A fresh `<urn:uuid:...>` record id.
 pub fn new_record_id() -> String {
-    format!("<urn:uuid:{}>", uuid::Uuid::new_v4())
+    format!("<urn:uuid:{}>", crate::uuid::Uuid::new_v4())
 }
 
 impl NewRecord {
@@ -249,10 +252,12 @@ enum Compressor {
         size: u32,
         buf: Vec<u8>,
     },
+    #[cfg(feature = "zstd")]
     Zstd {
         enc: Box<zstd::stream::raw::Encoder<'static>>,
         buf: Vec<u8>,
     },
+    #[cfg(feature = "lz4")]
     Lz4 {
         /// The block being gathered (up to `LZ4_BLOCK` bytes).
         block: Vec<u8>,
@@ -264,9 +269,11 @@ enum Compressor {
 
 /// LZ4 block size: large enough for most records to be one block, small
 /// enough to keep the writer's buffers small.
+#[cfg(feature = "lz4")]
 const LZ4_BLOCK: usize = 256 << 10;
 
 /// Writes one LZ4 block: compressed, or stored when that is not smaller.
+#[cfg(feature = "lz4")]
 fn lz4_block<W: Write>(out: &mut W, data: &[u8], buf: &mut [u8]) -> io::Result<()> {
     let n = lz4_flex::block::compress_into(data, buf).map_err(io::Error::other)?;
     if n < data.len() {
@@ -283,6 +290,9 @@ const GZIP_HEADER: [u8; 10] = [0x1f, 0x8b, 0x08, 0, 0, 0, 0, 0, 0, 0xff];
 impl Compressor {
     /// Starts a member for a record of `total` uncompressed bytes.
     fn begin<W: Write>(&mut self, out: &mut W, total: u64) -> io::Result<()> {
+        // Only zstd and LZ4 frames declare the size.
+        #[cfg(not(any(feature = "zstd", feature = "lz4")))]
+        let _ = total;
         match self {
             Compressor::None => Ok(()),
             Compressor::Gzip {
@@ -304,6 +314,7 @@ impl Compressor {
                 };
                 out.write_all(&h)
             }
+            #[cfg(feature = "zstd")]
             Compressor::Zstd { enc, .. } => {
                 use zstd::stream::raw::Operation;
                 enc.reinit()?;
@@ -311,6 +322,7 @@ impl Compressor {
                 // frame header; the record's size is known up front.
                 enc.set_pledged_src_size(Some(total))
             }
+            #[cfg(feature = "lz4")]
             Compressor::Lz4 { block, hash, .. } => {
                 block.clear();
                 *hash = crate::codec::Xxh32::new(0);
@@ -354,6 +366,7 @@ impl Compressor {
                 }
                 Ok(())
             }
+            #[cfg(feature = "zstd")]
             Compressor::Zstd { enc, buf } => {
                 use zstd::stream::raw::{InBuffer, Operation, OutBuffer};
                 let mut input = InBuffer::around(data);
@@ -365,6 +378,7 @@ impl Compressor {
                 }
                 Ok(())
             }
+            #[cfg(feature = "lz4")]
             Compressor::Lz4 {
                 block,
                 out: buf,
@@ -409,6 +423,7 @@ impl Compressor {
                 out.write_all(&crc.to_le_bytes())?;
                 out.write_all(&size.to_le_bytes())
             }
+            #[cfg(feature = "zstd")]
             Compressor::Zstd { enc, buf } => {
                 use zstd::stream::raw::{Operation, OutBuffer};
                 loop {
@@ -422,6 +437,7 @@ impl Compressor {
                 }
                 Ok(())
             }
+            #[cfg(feature = "lz4")]
             Compressor::Lz4 {
                 block,
                 out: buf,
@@ -491,8 +507,12 @@ impl<W: Write> Writer<W> {
     /// A writer to `out`. With a zstd dictionary, its frame is written first.
     ///
     /// # Errors
-    /// Writing the dictionary frame failed, or the zstd context could not be made.
+    /// Writing the dictionary frame failed, or the zstd context could not be
+    /// made; [`ErrorKind::NotCompiledIn`] for zstd or LZ4 compression
+    /// without the `zstd` or `lz4` feature (before anything is written).
     pub fn new(out: W, opts: WriterOptions) -> Result<Self> {
+        // Written to here only for a zstd dictionary.
+        #[cfg_attr(not(feature = "zstd"), allow(unused_mut))]
         let mut out = Counting {
             inner: out,
             count: 0,
@@ -506,6 +526,21 @@ impl<W: Write> Writer<W> {
                 size: 0,
                 buf: Vec::with_capacity(64 << 10),
             },
+            #[cfg(not(feature = "zstd"))]
+            Compression::Zstd { .. } => {
+                return Err(Error::new(ErrorKind::NotCompiledIn {
+                    what: "zstd",
+                    feature: "zstd",
+                }));
+            }
+            #[cfg(not(feature = "lz4"))]
+            Compression::Lz4 => {
+                return Err(Error::new(ErrorKind::NotCompiledIn {
+                    what: "LZ4",
+                    feature: "lz4",
+                }));
+            }
+            #[cfg(feature = "zstd")]
             Compression::Zstd { level, dictionary } => {
                 let enc = match dictionary {
                     Some(d) => {
@@ -528,6 +563,7 @@ impl<W: Write> Writer<W> {
                     buf: vec![0; zstd::zstd_safe::CCtx::out_size()],
                 }
             }
+            #[cfg(feature = "lz4")]
             Compression::Lz4 => Compressor::Lz4 {
                 block: Vec::with_capacity(LZ4_BLOCK),
                 out: vec![0; lz4_flex::block::get_maximum_output_size(LZ4_BLOCK)],
@@ -843,8 +879,6 @@ impl BodyDigester {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::archive::Reader;
-    use crate::check::{DigestStatus, check_record};
 
     fn write_all(opts: WriterOptions, bodies: &[Vec<u8>]) -> (Vec<u8>, Vec<Written>) {
         let mut w = Writer::new(Vec::new(), opts).unwrap();
@@ -866,8 +900,11 @@ mod tests {
             .collect()
     }
 
+    #[cfg(feature = "zstd")]
     #[test]
     fn zstd_with_dictionary_frame() {
+        use crate::archive::Reader;
+        use crate::check::{DigestStatus, check_record};
         let samples = bodies();
         let dict = zstd::dict::from_samples(&samples, 4096).unwrap();
         let opts = WriterOptions {
@@ -913,10 +950,13 @@ mod tests {
             Compression::None,
             Compression::Gzip(1),
             Compression::Gzip(9),
+            #[cfg(feature = "zstd")]
             Compression::Zstd {
                 level: 1,
                 dictionary: None,
             },
+            #[cfg(feature = "lz4")]
+            Compression::Lz4,
         ] {
             let (data, written) = write_all(
                 WriterOptions {
@@ -931,6 +971,45 @@ mod tests {
                 at += w.stored_len;
             }
             assert_eq!(at, data.len() as u64);
+        }
+    }
+
+    /// zstd and LZ4 without their features: refused when the writer is
+    /// made, before a byte is written.
+    #[test]
+    fn compressions_not_compiled_in_are_refused() {
+        for (compression, feature, on) in [
+            (
+                Compression::Zstd {
+                    level: 3,
+                    dictionary: Some(b"dictionary".to_vec()),
+                },
+                "zstd",
+                cfg!(feature = "zstd"),
+            ),
+            (Compression::Lz4, "lz4", cfg!(feature = "lz4")),
+        ] {
+            let mut out = Vec::new();
+            let opts = WriterOptions {
+                compression,
+                ..WriterOptions::default()
+            };
+            match Writer::new(&mut out, opts) {
+                Ok(_) => assert!(on, "{feature}"),
+                Err(e) => {
+                    assert!(!on, "{feature}: {e}");
+                    assert!(
+                        matches!(e.kind(), ErrorKind::NotCompiledIn { feature: f, .. } if *f == feature),
+                        "{e}"
+                    );
+                    assert!(
+                        e.to_string()
+                            .ends_with(&format!("support not compiled in (feature {feature})")),
+                        "{e}"
+                    );
+                    assert!(out.is_empty());
+                }
+            }
         }
     }
 

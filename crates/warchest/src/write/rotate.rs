@@ -17,7 +17,7 @@ use crate::warc::{DatePrecision, RecordType, Version, WarcDate, WarcHeader, fiel
 
 use super::{
     Body, BodyDigester, CaptureLimits, Compression, NewRecord, ReadSeek, Writer, WriterOptions,
-    Written, identify, records,
+    Written, records,
 };
 
 /// The target size of a WARC file Annex B recommends: 1 GB (10^9 bytes).
@@ -73,7 +73,9 @@ pub struct RotatingOptions {
     /// Records larger than a file.
     pub oversize: Oversize,
     /// Fill WARC-Identified-Payload-Type of new records from the payload's
-    /// first bytes (see [`identify`]), unless already set. Default false.
+    /// first bytes (see `write::identify`), unless already set. Default
+    /// false. Needs the `identify` feature: without it
+    /// [`RotatingWriter::new`] refuses `true`.
     pub identify_payload_type: bool,
     /// Sync each file to disk before renaming it. Default true.
     pub sync: bool,
@@ -253,6 +255,7 @@ impl Replay<'_> {
     }
 
     /// Up to `n` bytes from the start, for identification.
+    #[cfg(feature = "identify")]
     fn prefix(&mut self, n: usize) -> Result<Vec<u8>> {
         let mut out = Vec::new();
         let take = (n as u64).min(self.len());
@@ -273,8 +276,16 @@ impl RotatingWriter {
     ///
     /// # Errors
     /// The directory cannot be created, the options are unusable (a
-    /// `max_size` of 0), or the zstd context cannot be made.
+    /// `max_size` of 0), or the zstd context cannot be made;
+    /// [`ErrorKind::NotCompiledIn`] for a compression or
+    /// `identify_payload_type` whose feature is off.
     pub fn new(dir: impl AsRef<Path>, opts: RotatingOptions) -> Result<Self> {
+        if opts.identify_payload_type && !cfg!(feature = "identify") {
+            return Err(Error::new(ErrorKind::NotCompiledIn {
+                what: "payload type identification",
+                feature: "identify",
+            }));
+        }
         let dir = dir.as_ref().to_path_buf();
         fs::create_dir_all(&dir).map_err(|e| Error::from(e).in_file(&dir))?;
         if opts.max_size == 0 {
@@ -501,11 +512,12 @@ impl RotatingWriter {
         replay: &mut Replay<'_>,
     ) -> Result<Vec<Placed>> {
         self.ensure_open()?;
+        #[cfg(feature = "identify")]
         if self.opts.identify_payload_type
             && !rec.header.fields().contains(field::IDENTIFIED_PAYLOAD_TYPE)
         {
             let start = replay.prefix(64 << 10)?;
-            if let Some(t) = identify::identify_block(&rec.header, &start) {
+            if let Some(t) = super::identify::identify_block(&rec.header, &start) {
                 rec.set(field::IDENTIFIED_PAYLOAD_TYPE, t)?;
             }
         }

@@ -3,6 +3,7 @@
 mod arc_infomall;
 mod big_record;
 mod common;
+mod deps;
 mod differential;
 mod disk_full;
 mod fixtures;
