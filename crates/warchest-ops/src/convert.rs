@@ -31,7 +31,7 @@ use warchest::error::{Error, ErrorKind, Result, Warning};
 use warchest::fields::Fields;
 use warchest::infomall::{self, Properties};
 use warchest::view::record_id;
-use warchest::warc::{DatePrecision, RecordType, Version, WarcDate, WarcHeader, field};
+use warchest::warc::{RecordType, Version, WarcDate, WarcHeader, field};
 use warchest::write::{Body, NewRecord, Writer};
 
 /// The extension field that marks the metadata records conversion writes,
@@ -92,20 +92,6 @@ fn base_name(name: &str) -> String {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| name.to_string())
-}
-
-fn epoch() -> WarcDate {
-    WarcDate {
-        year: 1970,
-        month: 1,
-        day: 1,
-        hour: 0,
-        minute: 0,
-        second: 0,
-        nanos: 0,
-        precision: DatePrecision::Second,
-        had_offset: false,
-    }
 }
 
 /// The warcinfo record opening the conversion of `source`.
@@ -196,7 +182,7 @@ pub fn to_warc<S: Source, W: Write>(
         let info = match &info_id {
             Some(id) => id.clone(),
             None => {
-                let date = view.date().and_then(|d| d.ok()).unwrap_or_else(epoch);
+                let date = view.date().and_then(|d| d.ok()).unwrap_or(WarcDate::EPOCH);
                 let id = warcinfo(out, source, format, date, opts)?;
                 report.records_written += 1;
                 info_id = Some(id.clone());

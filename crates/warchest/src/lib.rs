@@ -1,17 +1,60 @@
-//! warchest: read, write, validate and convert web archives.
-//!
-//! Formats: WARC 1.1, 1.0 and the 0.16-0.18 drafts (ISO 28500), with any mix
-//! of per-record gzip, whole-file gzip, zstd (with the `.warc.zst` dictionary
+//! warchest: read, write and check web archives: WARC 1.1, 1.0 and the
+//! 0.16-0.18 drafts (ISO 28500), ARC v1/v2 and Web InfoMall, with any mix of
+//! per-record gzip, whole-file gzip, zstd (with the `.warc.zst` dictionary
 //! frame) and LZ4 compression, sniffed from the bytes.
 //!
+//! Reading any format, with the HTTP head and payload of each response:
+//!
+//! ```
+//! use std::io::Read;
+//! use warchest::archive::Reader;
+//! use warchest::warc::RecordType;
+//!
+//! let warc = b"WARC/1.1\r\nWARC-Type: response\r\nWARC-Target-URI: http://a.example/\r\n\
+//! Content-Type: application/http; msgtype=response\r\nContent-Length: 47\r\n\r\n\
+//! HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nhi\r\n\r\n";
+//! let mut reader = Reader::new(&warc[..])?;
+//! while let Some(mut record) = reader.next_record()? {
+//!     if record.header().record_type() == RecordType::Response {
+//!         let status = record.http()?.and_then(|head| head.status());
+//!         let mut body = Vec::new();
+//!         record.payload(true)?.read_to_end(&mut body)?;
+//!         assert_eq!((status, &body[..]), (Some(200), &b"hi"[..]));
+//!     }
+//! }
+//! // Every lenient recovery is a warning with its offset.
+//! assert!(reader.take_warnings().is_empty());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Writing (ids, dates, lengths and digests are filled in):
+//!
+//! ```
+//! use warchest::warc::RecordType;
+//! use warchest::write::{Body, Compression, NewRecord, Writer, WriterOptions};
+//!
+//! let mut out = Vec::new();
+//! let mut writer = Writer::new(&mut out, WriterOptions {
+//!     compression: Compression::Gzip(6),
+//!     ..WriterOptions::default()
+//! })?;
+//! let mut record = NewRecord::new(RecordType::Resource);
+//! record.set("WARC-Target-URI", "file:///hello.txt")?.set("Content-Type", "text/plain")?;
+//! let written = writer.write(&mut record, Body::Bytes(b"hello"))?;
+//! assert_eq!(written.offset, 0);
+//! # Ok::<(), warchest::Error>(())
+//! ```
+//!
 //! The layers, each using only the ones before it (see docs/architecture.md):
-//! [`codec`] (stored bytes -> decompressed members) -> [`warc`] (record
-//! framing) -> [`fields`] (named fields) -> [`http`] (HTTP messages inside
-//! blocks) -> [`digest`]; [`write`](mod@write) is the writer (single files,
-//! and rotating series with warcinfo records and segmentation).
-//! [`reassemble`], [`revisit`], [`dedupe`] and [`pack`] compose them: segmented
-//! records put back together, revisits written and resolved, duplicates
-//! rewritten as revisits, local files archived (see docs/writing.md).
+//! [`codec`] (stored bytes -> decompressed members) -> [`warc`], [`arc`],
+//! [`infomall`] (record framing; [`archive`] reads any of them) -> [`fields`]
+//! (named fields) -> [`http`] (HTTP messages inside blocks) -> [`digest`];
+//! [`write`](mod@write) is the writer (single files, and rotating series with
+//! warcinfo records and segmentation); [`check`] verifies digests.
+//! Indexing, validation, the operations on archives (convert, recover,
+//! dedupe...), capture and replay are crates of their own: `warchest-index`,
+//! `warchest-validate`, `warchest-ops`, `warchest-capture`,
+//! `warchest-replay`.
 //!
 //! # Cargo features
 //!

@@ -371,17 +371,10 @@ pub(crate) fn warc_view(
     };
     let mut b = crate::view::ViewBuilder::new(typ, record_id);
     let date = h.capture_date();
-    let d = date.map(|(d, _)| d).or(fallback_date).unwrap_or(WarcDate {
-        year: 1970,
-        month: 1,
-        day: 1,
-        hour: 0,
-        minute: 0,
-        second: 0,
-        nanos: 0,
-        precision: DatePrecision::Second,
-        had_offset: false,
-    });
+    let d = date
+        .map(|(d, _)| d)
+        .or(fallback_date)
+        .unwrap_or(WarcDate::EPOCH);
     b.set(field::DATE, d.to_string().as_bytes());
     let (uri, uri_changed) = crate::view::target_uri(h.url());
     b.set(field::TARGET_URI, &uri);

@@ -32,7 +32,7 @@
 use std::borrow::Cow;
 
 use crate::fields::{Field, Fields};
-use crate::warc::{DatePrecision, WarcDate, WarcHeader, field};
+use crate::warc::{WarcDate, WarcHeader, field};
 
 mod date;
 mod reader;
@@ -183,17 +183,7 @@ impl Header {
     /// WARC-Date: the capture time, or the Unix epoch when it is missing or
     /// does not parse (the raw value then goes into the metadata record).
     pub fn warc_date(&self) -> WarcDate {
-        self.date().unwrap_or(WarcDate {
-            year: 1970,
-            month: 1,
-            day: 1,
-            hour: 0,
-            minute: 0,
-            second: 0,
-            nanos: 0,
-            precision: DatePrecision::Second,
-            had_offset: false,
-        })
+        self.date().unwrap_or(WarcDate::EPOCH)
     }
 
     /// The properties WARC has no field for, or whose WARC field would not

@@ -128,6 +128,20 @@ fn digits(b: &[u8], at: usize, n: usize) -> Option<u32> {
 }
 
 impl WarcDate {
+    /// 1970-01-01T00:00:00Z at second precision: the date given to a record
+    /// whose own date is missing or unreadable.
+    pub const EPOCH: WarcDate = WarcDate {
+        year: 1970,
+        month: 1,
+        day: 1,
+        hour: 0,
+        minute: 0,
+        second: 0,
+        nanos: 0,
+        precision: DatePrecision::Second,
+        had_offset: false,
+    };
+
     /// Parses a W3C-DTF date.
     ///
     /// # Errors
@@ -352,15 +366,8 @@ impl WarcDate {
     /// The current time at `precision`.
     pub fn now(precision: DatePrecision) -> WarcDate {
         WarcDate::from_system_time(SystemTime::now(), precision).unwrap_or(WarcDate {
-            year: 1970,
-            month: 1,
-            day: 1,
-            hour: 0,
-            minute: 0,
-            second: 0,
-            nanos: 0,
             precision,
-            had_offset: false,
+            ..WarcDate::EPOCH
         })
     }
 
