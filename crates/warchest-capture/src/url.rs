@@ -153,45 +153,12 @@ impl Url {
     /// # Errors
     /// The result is not a URL a capture can fetch.
     pub fn join(&self, reference: &str) -> Result<Url, CaptureError> {
-        let r = reference.trim();
-        if let Some((scheme, _)) = r.split_once(':')
-            && !scheme.is_empty()
-            && scheme
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
-            && r[scheme.len()..].starts_with("://")
-        {
-            return Url::parse(r);
-        }
-        if let Some(rest) = r.strip_prefix("//") {
-            return Url::parse(&format!("{}://{rest}", self.scheme.as_str()));
-        }
-        let r = r.split('#').next().unwrap_or("");
-        let path_and_query = if r.is_empty() {
-            self.path_and_query.clone()
-        } else if r.starts_with('?') {
-            format!("{}{r}", self.path())
-        } else {
-            let (rpath, query) = match r.find('?') {
-                Some(i) => r.split_at(i),
-                None => (r, ""),
-            };
-            let merged = if rpath.starts_with('/') {
-                rpath.to_string()
-            } else {
-                let base = self.path();
-                let dir = &base[..base.rfind('/').map_or(0, |i| i + 1)];
-                format!("{dir}{rpath}")
-            };
-            format!("{}{query}", warchest::uri::remove_dot_segments(&merged))
-        };
-        let mut u = self.clone();
-        u.path_and_query = if path_and_query.starts_with('/') {
-            path_and_query
-        } else {
-            format!("/{path_and_query}")
-        };
-        Ok(u)
+        let bad = |e: url::ParseError| CaptureError::Url(format!("{reference}: {e}"));
+        let base = url::Url::parse(&self.to_string()).map_err(bad)?;
+        let mut joined = base.join(reference.trim()).map_err(bad)?;
+        // A fragment is never sent.
+        joined.set_fragment(None);
+        Url::parse(joined.as_str())
     }
 }
 

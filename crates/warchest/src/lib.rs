@@ -103,7 +103,6 @@ mod pushback;
 pub mod split;
 #[cfg(test)]
 mod test_source;
-pub mod uri;
 mod uuid;
 pub mod view;
 pub mod warc;
