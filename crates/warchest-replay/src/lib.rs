@@ -23,9 +23,8 @@ use std::io::BufRead;
 use std::path::PathBuf;
 
 use store::{Capture, Store};
-use warchest::Limits;
 use warchest::error::{Error, ErrorKind, Result};
-use warchest::http::{HttpHead, read_head};
+use warchest::http::HttpHead;
 use warchest::warc::WarcHeader;
 
 /// How many captures around a time are looked at to find one that fits.
@@ -138,12 +137,8 @@ impl Collection {
                 .next_record()?
                 .ok_or_else(|| not_found(format!("no record at offset {ooff}")))?;
             let source_header = rec.header().clone();
+            let head = rec.http()?.cloned();
             let mut block = rec.block();
-            let head = if source_header.is_http() {
-                read_head(&mut block, &Limits::default())?
-            } else {
-                None
-            };
             return f(Payload {
                 header,
                 source_header,
@@ -151,12 +146,8 @@ impl Collection {
                 body: &mut block,
             });
         }
+        let head = rec.http()?.cloned();
         let mut block = rec.block();
-        let head = if header.is_http() {
-            read_head(&mut block, &Limits::default())?
-        } else {
-            None
-        };
         f(Payload {
             source_header: header.clone(),
             header,

@@ -3,15 +3,16 @@
 //! inserts into archived pages (the client script and the banner).
 
 use std::fmt::Write as _;
-use std::io::{self, BufRead, Read, Seek};
+use std::io::{self, Read, Seek};
 
 use super::http::{Request, Responder, escape, query_escape};
 use super::{HResult, text_html, text_plain};
 use crate::Collection;
 use crate::store::{Capture, KeyRange, MatchType, Query};
 use crate::wacz::iso_date;
-use warchest::Limits;
-use warchest::http::{HttpHead, payload_reader, read_head};
+use warchest::archive::Record;
+use warchest::codec::Source;
+use warchest::http::HttpHead;
 use warchest::warc::WarcHeader;
 use warchest_validate::{Options, Validator};
 
@@ -319,20 +320,15 @@ pub(super) fn record(
         }
         "payload" => {
             resp.source = "archive";
-            let mut block = rec.block();
-            let (head, mime) = head_and_media_type(&mut block, &header)?;
+            let (head, mime) = head_and_media_type(&mut rec, &header)?;
             let mime = mime.unwrap_or_else(|| "application/octet-stream".into());
             let mut h = vec![("Content-Type".to_string(), mime)];
-            let mut payload: Box<dyn Read + '_> = match &head {
-                Some(hd) => {
-                    for c in hd.content_encoding() {
-                        h.push(("Content-Encoding".into(), c.name().to_string()));
-                    }
-                    payload_reader(&mut block, hd, false)
-                        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?
-                }
-                None => Box::new(&mut block),
-            };
+            for c in head.iter().flat_map(|hd| hd.content_encoding()) {
+                h.push(("Content-Encoding".into(), c.name().to_string()));
+            }
+            let mut payload = rec
+                .payload(false)
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
             h.push(("X-Content-Type-Options".into(), "nosniff".into()));
             let mut body = resp.stream(200, "OK", &h)?;
             io::copy(&mut payload, &mut body)?;
@@ -340,8 +336,7 @@ pub(super) fn record(
             Ok(())
         }
         "" => {
-            let mut block = rec.block();
-            let (head, mime) = head_and_media_type(&mut block, &header)?;
+            let (head, mime) = head_and_media_type(&mut rec, &header)?;
             let mime = mime.unwrap_or_default();
             let mut preview = String::new();
             let textual = mime.starts_with("text/")
@@ -349,11 +344,9 @@ pub(super) fn record(
                 || mime.contains("javascript")
                 || mime.contains("xml");
             if textual {
-                let mut payload: Box<dyn Read + '_> = match &head {
-                    Some(hd) => payload_reader(&mut block, hd, true)
-                        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?,
-                    None => Box::new(&mut block),
-                };
+                let mut payload = rec
+                    .payload(true)
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
                 let mut buf = Vec::new();
                 // A payload that fails to decode is shown as far as it went.
                 let _ = (&mut payload).take(PREVIEW).read_to_end(&mut buf);
@@ -384,17 +377,13 @@ pub(super) fn record(
     }
 }
 
-/// The HTTP head at the start of a record's block (read from `block`),
-/// and the media type of what follows: the head's, else the record's.
-fn head_and_media_type(
-    block: &mut impl BufRead,
+/// The HTTP head at the start of a record's block ([`Record::http`]), and
+/// the media type of what follows: the head's, else the record's.
+fn head_and_media_type<S: Source>(
+    rec: &mut Record<'_, S>,
     header: &WarcHeader,
-) -> io::Result<(Option<HttpHead>, Option<String>)> {
-    let head = if header.is_http() {
-        read_head(block, &Limits::default())?
-    } else {
-        None
-    };
+) -> warchest::Result<(Option<HttpHead>, Option<String>)> {
+    let head = rec.http()?.cloned();
     let mime = match &head {
         Some(h) => h.media_type(),
         None => header
