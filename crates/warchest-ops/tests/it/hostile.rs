@@ -698,3 +698,51 @@ fn filter_expressions_deep_or_huge() {
         },
     );
 }
+
+#[test]
+fn twenty_thousand_transfer_codings() {
+    isolated(
+        "twenty_thousand_transfer_codings",
+        Duration::from_secs(60),
+        || {
+            // One response whose head repeats `Transfer-Encoding: chunked`
+            // 20,001 times (180 KB): decoding it stacked one reader per
+            // coding and overflowed the stack of whoever read the payload.
+            let mut http = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n".to_vec();
+            for _ in 0..20_001 {
+                http.extend_from_slice(b"Transfer-Encoding: chunked\r\n");
+            }
+            http.extend_from_slice(b"\r\n2\r\nhi\r\n0\r\n\r\n");
+            let mut rec = format!(
+                "WARC/1.1\r\nWARC-Type: response\r\nWARC-Target-URI: http://a.example/\r\n\
+                 Content-Type: application/http; msgtype=response\r\nContent-Length: {}\r\n\r\n",
+                http.len()
+            )
+            .into_bytes();
+            rec.extend_from_slice(&http);
+            rec.extend_from_slice(b"\r\n\r\n");
+            let mut limits = Limits::default();
+            limits.max_http_head = 1 << 20;
+            limits.max_fields = 100_000;
+            let mut reader = warchest::archive::Reader::new(&rec[..]).unwrap();
+            let mut r = reader.next_record().unwrap().unwrap();
+            let head = r
+                .http_with(&limits)
+                .unwrap()
+                .expect("the head parses")
+                .clone();
+            assert_eq!(head.transfer_encoding().len(), 20_001);
+            // The strict path refuses before reading; the lenient one gives
+            // the body as stored.
+            match r.payload(true) {
+                Err(e) => assert!(e.to_string().contains("codings"), "{e}"),
+                Ok(_) => panic!("20,001 codings stacked"),
+            }
+            let mut body = Vec::new();
+            warchest::http::payload_reader_lenient(r.block(), &head)
+                .read_to_end(&mut body)
+                .unwrap();
+            assert_eq!(body, b"2\r\nhi\r\n0\r\n\r\n");
+        },
+    );
+}

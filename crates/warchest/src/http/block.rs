@@ -293,7 +293,11 @@ pub fn payload_reader_lenient<'a, R: std::io::BufRead + Send + 'a>(
     head: &HttpHead,
 ) -> Box<dyn std::io::Read + Send + 'a> {
     let mut transfer = head.transfer_encoding();
-    if !transfer.iter().all(|c| c.is_supported()) {
+    // Codings it cannot undo, or more than it will stack: the body as
+    // stored (lenient, as for any other undecodable body).
+    if !transfer.iter().all(|c| c.is_supported())
+        || transfer.len() + head.content_encoding().len() > super::coding::MAX_CODINGS
+    {
         return Box::new(body);
     }
     // A body announced as chunked that is not (its first line is no chunk

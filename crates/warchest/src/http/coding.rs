@@ -151,7 +151,21 @@ pub fn decode_content_send<'a, R: Read + Send + 'a>(
     Ok(r)
 }
 
+/// The most codings one body is decoded through (transfer and content
+/// codings together). Each is a reader stacked on the one before, so a
+/// head naming thousands (`Transfer-Encoding: chunked` repeated 20,000
+/// times) would otherwise nest readers as deep as the stack; no real server
+/// applies more than a few.
+pub const MAX_CODINGS: usize = 8;
+
 fn check_codings(codings: &[Coding]) -> Result<(), HttpError> {
+    let applied = codings.iter().filter(|c| **c != Coding::Identity).count();
+    if applied > MAX_CODINGS {
+        return Err(HttpError::TooManyCodings {
+            count: applied,
+            limit: MAX_CODINGS,
+        });
+    }
     match codings.iter().find(|c| !c.is_supported()) {
         Some(bad) => Err(match (bad, bad.missing_feature()) {
             (Coding::Brotli, Some(feature)) => HttpError::NotCompiledIn {
@@ -217,6 +231,22 @@ impl<R: Read> Read for Deflate<R> {
 mod tests {
     use super::*;
     use std::io::Write;
+
+    #[test]
+    fn thousands_of_codings_are_refused_not_stacked() {
+        let many = vec![Coding::Chunked; 20_001];
+        match decode_content(&b"0\r\n\r\n"[..], &many) {
+            Err(HttpError::TooManyCodings { count, limit }) => {
+                assert_eq!((count, limit), (20_001, MAX_CODINGS));
+            }
+            Err(e) => panic!("{e}"),
+            Ok(_) => panic!("20,001 codings accepted"),
+        }
+        // Identity is no layer; the limit itself is fine.
+        let mut ok = vec![Coding::Identity; 100];
+        ok.extend(vec![Coding::Chunked; MAX_CODINGS]);
+        assert!(decode_content(&b""[..], &ok).is_ok());
+    }
 
     const TEXT: &[u8] = b"hello hello hello brotli";
     // brotli-compressed TEXT (made with the reference encoder).

@@ -38,7 +38,7 @@ pub use block::{
 pub use chunked::{
     ChunkedDecoder, ChunkedEnd, ChunkedError, ChunkedErrorKind, ChunkedReader, sniff_chunked,
 };
-pub use coding::{Coding, decode_content, decode_content_send};
+pub use coding::{Coding, MAX_CODINGS, decode_content, decode_content_send};
 pub use head::{HeadFinder, HttpHead, HttpNote, HttpNoteKind, MessageKind, find_head_end};
 pub use payload::{Chunking, PayloadDigester, PayloadDigests, PayloadMatch};
 
@@ -60,6 +60,15 @@ pub enum HttpError {
     /// More header fields than [`Limits::max_fields`](crate::Limits::max_fields).
     #[error("more than {limit} HTTP header fields")]
     TooManyFields {
+        /// The limit.
+        limit: usize,
+    },
+    /// More codings than [`MAX_CODINGS`] to undo:
+    /// a hostile head, refused before anything is read.
+    #[error("{count} HTTP codings to undo, more than the limit of {limit}")]
+    TooManyCodings {
+        /// How many the head names (`identity` not counted).
+        count: usize,
         /// The limit.
         limit: usize,
     },
