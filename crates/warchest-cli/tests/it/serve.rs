@@ -982,3 +982,40 @@ fn chromium_replays_from_the_archive_only() {
         "{dom}"
     );
 }
+
+#[test]
+fn a_record_with_twenty_thousand_codings_does_not_bring_serve_down() {
+    // One response record whose HTTP head names `chunked` 20,001
+    // times in one Transfer-Encoding field: reading its payload used to overflow the
+    // stack and abort the whole server.
+    let dir = tempfile::tempdir().unwrap();
+    let mut http = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n".to_vec();
+    http.extend_from_slice(b"Transfer-Encoding: chunked");
+    http.extend_from_slice(&b", chunked".repeat(20_000));
+    http.extend_from_slice(b"\r\n\r\n2\r\nhi\r\n0\r\n\r\n");
+    let mut warc = format!(
+        "WARC/1.1\r\nWARC-Type: response\r\nWARC-Target-URI: http://a.example/\r\n\
+         WARC-Date: 2024-01-02T03:04:05Z\r\n\
+         WARC-Record-ID: <urn:uuid:00000000-0000-4000-8000-000000000001>\r\n\
+         Content-Type: application/http; msgtype=response\r\nContent-Length: {}\r\n\r\n",
+        http.len()
+    )
+    .into_bytes();
+    warc.extend_from_slice(&http);
+    warc.extend_from_slice(b"\r\n\r\n");
+    let file = dir.path().join("codings.warc");
+    std::fs::write(&file, &warc).unwrap();
+    let s = Server::start(&[&file], &dir.path().join("index.redb"), &["--poll", "0"]);
+    for path in [
+        "/archive/20240102030405id_/http://a.example/",
+        "/archive/20240102030405/http://a.example/",
+        "/archive/record/0/0",
+        "/archive/record/0/0/payload",
+        "/archive/record/0/0/warc",
+    ] {
+        let r = s.get(path);
+        assert!(r.status >= 200, "{path}: {}", r.status);
+        // Still serving after each.
+        assert_eq!(s.get("/").status, 200, "after {path}");
+    }
+}
