@@ -967,12 +967,14 @@ fn replay(
         ));
         headers.push(("Cache-Control".into(), "no-cache".into()));
         resp.source = "archive";
-        let mut body = resp.stream(status, &reason, &headers).map_err(map_io)?;
+        // Codings that cannot be undone are known before the response
+        // starts: an error page, not a response cut short.
         let mut payload: Box<dyn Read + '_> = match &p.head {
             Some(h) => payload_reader(&mut *p.body, h, kind.is_some() && encoded)
                 .map_err(|e| Error::new(ErrorKind::Syntax(e.to_string())))?,
             None => Box::new(&mut *p.body),
         };
+        let mut body = resp.stream(status, &reason, &headers).map_err(map_io)?;
         match kind {
             None => {
                 io::copy(&mut payload, &mut body).map_err(map_io)?;
