@@ -10,7 +10,7 @@
 //! the proxy's own, and recorded with `https://` target URIs.
 
 use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -34,6 +34,92 @@ pub struct ProxyOptions {
     pub ca: Arc<CertAuthority>,
     /// How upstream hosts are resolved.
     pub resolver: dns::ResolverOptions,
+    /// Who may use the proxy, and for which destinations.
+    pub access: Access,
+}
+
+/// Who may use a proxy and where it may connect: without this, a proxy on
+/// a reachable address is an open relay into the networks behind it.
+#[derive(Clone, Debug, Default)]
+pub struct Access {
+    /// Basic credentials (user, password) every request must carry in
+    /// `Proxy-Authorization`; `None`: none asked (a loopback proxy).
+    pub credentials: Option<(String, String)>,
+    /// Destinations allowed although they are in a range denied by default
+    /// ([`is_internal`]): the test servers of a loopback crawl, an intranet.
+    pub allow: Vec<ipnet::IpNet>,
+    /// Further destinations denied.
+    pub deny: Vec<ipnet::IpNet>,
+}
+
+impl Access {
+    /// True when the proxy may connect to `ip`: not in `deny`, and either
+    /// outside the internal ranges or inside `allow`.
+    pub fn permits(&self, ip: IpAddr) -> bool {
+        let ip = canonical(ip);
+        if self.deny.iter().any(|n| n.contains(&ip)) {
+            return false;
+        }
+        !is_internal(ip) || self.allow.iter().any(|n| n.contains(&ip))
+    }
+
+    /// True when `header` (a `Proxy-Authorization` value, if any) carries
+    /// the credentials, or none are asked.
+    pub fn admits(&self, header: Option<&[u8]>) -> bool {
+        let Some((user, password)) = &self.credentials else {
+            return true;
+        };
+        let Some(v) = header else {
+            return false;
+        };
+        let v = String::from_utf8_lossy(v);
+        let mut parts = v.split_ascii_whitespace();
+        let (Some(scheme), Some(token), None) = (parts.next(), parts.next(), parts.next()) else {
+            return false;
+        };
+        if !scheme.eq_ignore_ascii_case("basic") {
+            return false;
+        }
+        let Ok(decoded) = data_encoding::BASE64.decode(token.as_bytes()) else {
+            return false;
+        };
+        decoded == format!("{user}:{password}").as_bytes()
+    }
+}
+
+/// An IPv4-mapped IPv6 address as the IPv4 address it is.
+fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    }
+}
+
+/// The ranges a proxy does not connect to unless allowed: loopback,
+/// private (RFC 1918, RFC 6598 shared, IPv6 unique local), link-local,
+/// unspecified, broadcast and multicast.
+pub fn is_internal(ip: IpAddr) -> bool {
+    match canonical(ip) {
+        IpAddr::V4(v4) => {
+            let o = v4.octets();
+            v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_broadcast()
+                || v4.is_multicast()
+                || o[0] == 0
+                || (o[0] == 100 && (64..128).contains(&o[1]))
+        }
+        IpAddr::V6(v6) => {
+            let s = v6.segments();
+            v6.is_loopback()
+                || v6.is_unspecified()
+                || v6.is_multicast()
+                || (s[0] & 0xfe00) == 0xfc00
+                || (s[0] & 0xffc0) == 0xfe80
+        }
+    }
 }
 
 /// A listening recording proxy.
@@ -205,6 +291,23 @@ fn handle(sock: TcpStream, ctx: &Context<'_>) -> Result<(), CaptureError> {
                 return Ok(());
             }
         };
+        // Inside a CONNECT tunnel the client was admitted at the CONNECT.
+        if tunnel.is_none()
+            && !opts
+                .access
+                .admits(head.header("Proxy-Authorization").as_deref())
+        {
+            let text = "proxy credentials needed\n";
+            let _ = write!(
+                client,
+                "HTTP/1.1 407 Proxy Authentication Required\r\n\
+                 Proxy-Authenticate: Basic realm=\"warchest proxy\"\r\n\
+                 Content-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+                text.len()
+            );
+            let _ = client.flush();
+            return Ok(());
+        }
         let method = head.method().unwrap_or(b"GET").to_vec();
         let target = String::from_utf8_lossy(head.request_target().unwrap_or(b"/")).into_owned();
         if method.eq_ignore_ascii_case(b"CONNECT") {
@@ -306,6 +409,25 @@ fn handle(sock: TcpStream, ctx: &Context<'_>) -> Result<(), CaptureError> {
                 return Ok(());
             }
         };
+        // Only the permitted addresses are tried (a name may resolve to
+        // both a public and a loopback address); none: refused.
+        let denied = addrs.first().copied();
+        let addrs: Vec<_> = addrs
+            .into_iter()
+            .filter(|ip| opts.access.permits(*ip))
+            .collect();
+        if addrs.is_empty() {
+            let why = match denied {
+                Some(ip) => format!(
+                    "{} resolves to {ip}, in a range this proxy does not connect to \
+                     (loopback, private, link-local); --allow-dest allows it\n",
+                    url.host
+                ),
+                None => format!("{} has no address\n", url.host),
+            };
+            reply(&mut client, "403 Forbidden", &why);
+            return Ok(());
+        }
         if addrs
             .iter()
             .any(|ip| is_self(ctx.me, *ip, url.port_or_default()))
@@ -442,4 +564,57 @@ fn write_upstream_request(
         out,
     )?;
     Ok(head.len() as u64 + body)
+}
+
+#[cfg(test)]
+mod access_tests {
+    use super::*;
+
+    #[test]
+    fn internal_ranges_are_denied_unless_allowed() {
+        let a = Access::default();
+        for ip in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "0.0.0.0",
+            "::1",
+            "fd00::1",
+            "fe80::1",
+            "::ffff:127.0.0.1",
+        ] {
+            assert!(!a.permits(ip.parse().unwrap()), "{ip}");
+        }
+        for ip in ["93.184.216.34", "2606:2800:220:1::1", "172.32.0.1"] {
+            assert!(a.permits(ip.parse().unwrap()), "{ip}");
+        }
+        let a = Access {
+            allow: vec!["127.0.0.0/8".parse().unwrap()],
+            deny: vec!["93.184.216.0/24".parse().unwrap()],
+            ..Access::default()
+        };
+        assert!(a.permits("127.0.0.2".parse().unwrap()));
+        assert!(!a.permits("10.0.0.1".parse().unwrap()));
+        assert!(!a.permits("93.184.216.34".parse().unwrap()));
+    }
+
+    #[test]
+    fn credentials() {
+        let open = Access::default();
+        assert!(open.admits(None));
+        let a = Access {
+            credentials: Some(("u".into(), "p:w".into())),
+            ..Access::default()
+        };
+        assert!(!a.admits(None));
+        // base64("u:p:w") = "dTpwOnc="
+        assert!(a.admits(Some(b"Basic dTpwOnc=")));
+        assert!(a.admits(Some(b"basic  dTpwOnc=")));
+        assert!(!a.admits(Some(b"Basic dTpw")));
+        assert!(!a.admits(Some(b"Bearer dTpwOnc=")));
+        assert!(!a.admits(Some(b"Basic !!!")));
+    }
 }

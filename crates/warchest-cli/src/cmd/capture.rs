@@ -319,6 +319,23 @@ pub struct ProxyArgs {
     /// The CA certificate and key (PEM), created when missing.
     #[arg(long, default_value = "warchest-proxy-ca.pem")]
     ca: PathBuf,
+    /// Listen on an address other than loopback. Without it such an
+    /// address is refused: a proxy reachable from the network relays for
+    /// anyone who reaches it (use --auth with it).
+    #[arg(long)]
+    public: bool,
+    /// Require these credentials (Basic) in every request's
+    /// Proxy-Authorization: USER:PASSWORD.
+    #[arg(long, value_name = "USER:PASSWORD")]
+    auth: Option<String>,
+    /// Allow destinations in this range (CIDR, e.g. 127.0.0.0/8 or
+    /// 10.1.0.0/16) although it is loopback, private or link-local, which
+    /// are denied by default. Repeatable.
+    #[arg(long, value_name = "CIDR")]
+    allow_dest: Vec<ipnet::IpNet>,
+    /// Deny destinations in this range (CIDR) too. Repeatable.
+    #[arg(long, value_name = "CIDR")]
+    deny_dest: Vec<ipnet::IpNet>,
     #[command(flatten)]
     out: CaptureOutput,
     #[command(flatten)]
@@ -326,6 +343,26 @@ pub struct ProxyArgs {
 }
 
 pub fn run_proxy(g: &Global, args: ProxyArgs) -> Result<Outcome> {
+    if !args.listen.ip().is_loopback() && !args.public {
+        bail!(
+            "refusing to listen on {}: a proxy reachable from the network relays for anyone \
+             who reaches it; pass --public (and --auth USER:PASSWORD) to do so",
+            args.listen
+        );
+    }
+    let credentials = match &args.auth {
+        Some(a) => match a.split_once(':') {
+            Some((u, p)) if !u.is_empty() => Some((u.to_string(), p.to_string())),
+            _ => bail!("--auth takes USER:PASSWORD"),
+        },
+        None => None,
+    };
+    if args.public && credentials.is_none() && !g.quiet {
+        eprintln!(
+            "warning: --public without --auth: anyone who reaches {} may use the proxy",
+            args.listen
+        );
+    }
     let ca = Arc::new(
         tls::CertAuthority::load_or_create(&args.ca)
             .with_context(|| args.ca.display().to_string())?,
@@ -358,6 +395,11 @@ pub fn run_proxy(g: &Global, args: ProxyArgs) -> Result<Outcome> {
         },
         ca,
         resolver: args.net.resolver()?,
+        access: proxy::Access {
+            credentials,
+            allow: args.allow_dest.clone(),
+            deny: args.deny_dest.clone(),
+        },
     };
     let p = proxy::Proxy::bind(args.listen, recorder.clone(), opts)?;
     let stop = Arc::new(AtomicBool::new(false));

@@ -754,7 +754,9 @@ struct ProxyProc {
 impl ProxyProc {
     fn start(out: &Path, ca: &Path) -> ProxyProc {
         let mut child = bin()
-            .args(["proxy", "--listen", "127.0.0.1:0", "--insecure", "--ca"])
+            .args(["proxy", "--listen", "127.0.0.1:0", "--insecure"])
+            // The test sites are on loopback, which a proxy denies by default.
+            .args(["--allow-dest", "127.0.0.0/8", "--ca"])
             .arg(ca)
             .arg("--dedupe-index")
             .arg(out.with_extension("redb"))
@@ -963,4 +965,76 @@ fn sigterm_stops_a_capture_with_its_files_closed() {
         1,
         "no fetch after the signal"
     );
+}
+
+#[test]
+fn proxy_is_no_open_relay() {
+    let site = start_site(None);
+    let work = tempfile::tempdir().unwrap();
+    let ca = work.path().join("ca.pem");
+    // A non-loopback address is refused without --public.
+    let out = bin()
+        .args(["proxy", "--listen", "0.0.0.0:0", "-o"])
+        .arg(work.path().join("o1"))
+        .arg("--ca")
+        .arg(&ca)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--public"),
+        "{out:?}"
+    );
+    let start = |extra: &[&str]| {
+        let mut child = bin()
+            .args(["proxy", "--listen", "127.0.0.1:0", "--ca"])
+            .arg(&ca)
+            .args(extra)
+            .arg("-o")
+            .arg(work.path().join(format!("o{}", extra.len())))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let addr: SocketAddr = first_line(&mut child)
+            .strip_prefix("listening on ")
+            .unwrap()
+            .parse()
+            .unwrap();
+        (child, addr)
+    };
+    let ask = |addr: SocketAddr, auth: Option<&str>| {
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let mut req = format!(
+            "GET http://127.0.0.1:{}/ HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\n",
+            site.addr.port(),
+            site.addr.port()
+        );
+        if let Some(a) = auth {
+            req.push_str(&format!("Proxy-Authorization: {a}\r\n"));
+        }
+        req.push_str("\r\n");
+        s.write_all(req.as_bytes()).unwrap();
+        let mut resp = String::new();
+        let _ = s.read_to_string(&mut resp);
+        resp
+    };
+    // Loopback destinations are denied by default.
+    let (mut c, addr) = start(&[]);
+    let r = ask(addr, None);
+    assert!(r.starts_with("HTTP/1.1 403"), "{r}");
+    sigterm(&c);
+    c.wait().unwrap();
+    // Credentials asked: 407 without them, through with them.
+    let (mut c, addr) = start(&["--allow-dest", "127.0.0.0/8", "--auth", "u:pw"]);
+    let r = ask(addr, None);
+    assert!(r.starts_with("HTTP/1.1 407"), "{r}");
+    assert!(r.contains("Proxy-Authenticate: Basic"), "{r}");
+    assert!(ask(addr, Some("Basic dTp3cm9uZw==")).starts_with("HTTP/1.1 407"));
+    // base64("u:pw") = "dTpwdw=="
+    let r = ask(addr, Some("Basic dTpwdw=="));
+    assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+    sigterm(&c);
+    c.wait().unwrap();
 }
