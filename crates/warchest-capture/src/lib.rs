@@ -6,9 +6,9 @@
 //! - [`http`]: an HTTP/1.1 client that keeps the bytes as sent and received;
 //! - [`tls`]: rustls client settings and the proxy's certificate authority;
 //! - [`dns`]: a DNS client whose answers become `dns:` records;
-//! - [`ftp`]: a passive-mode FTP client;
-//! - [`robots`]: robots.txt rules;
-//! - [`record`]: the recorder, writing request, response, revisit and
+//! - `ftp`: a passive-mode FTP client;
+//! - `robots`: robots.txt rules;
+//! - [`Recorder`]: the recorder, writing request, response, revisit and
 //!   metadata records through the rotating writer;
 //! - [`Capturer`]: the crawl of a list of URLs (workers, redirects,
 //!   politeness, robots.txt);
@@ -26,13 +26,13 @@ use warchest_ops::dedupe::DigestIndex;
 use warchest_ops::revisit::Original;
 
 pub mod dns;
-pub mod ftp;
+mod ftp;
 pub mod http;
 pub mod proxy;
-pub mod record;
-pub mod robots;
+mod record;
+mod robots;
 pub mod tls;
-pub mod url;
+mod url;
 
 pub use record::{Kind, Recorded, Recorder, RecorderStats};
 pub use url::Url;

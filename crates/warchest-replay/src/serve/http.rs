@@ -98,8 +98,8 @@ pub enum ReadError {
     Closed,
     /// The request is malformed or too large: answer with this status.
     Bad(u16, &'static str),
-    /// The connection failed.
-    Io(io::Error),
+    /// The connection failed (nothing to answer on it).
+    Io,
 }
 
 /// Reads one request head (and skips a body of at most [`MAX_BODY`]).
@@ -123,7 +123,7 @@ pub fn read_request(r: &mut BufReader<Timed>) -> Result<Request, ReadError> {
                 {
                     ReadError::Closed
                 } else {
-                    ReadError::Io(e)
+                    ReadError::Io
                 }
             })?;
         if n == 0 {
@@ -189,7 +189,7 @@ pub fn read_request(r: &mut BufReader<Timed>) -> Result<Request, ReadError> {
         if len > MAX_BODY {
             return Err(ReadError::Bad(413, "request body too large"));
         }
-        io::copy(&mut r.by_ref().take(len), &mut io::sink()).map_err(ReadError::Io)?;
+        io::copy(&mut r.by_ref().take(len), &mut io::sink()).map_err(|_| ReadError::Io)?;
     }
     Ok(req)
 }

@@ -18,7 +18,7 @@
 //! | `/{coll}/record/{src}/{offset}/payload` | its payload |
 //! | `/{coll}/file/{src}` | a whole file (`application/warc`) |
 
-pub mod http;
+mod http;
 mod pages;
 
 use std::io::{self, BufReader, BufWriter, Read, Write};
@@ -282,7 +282,7 @@ fn serve_connection(app: &App, stream: TcpStream) {
         reader.get_mut().deadline = Some(std::time::Instant::now() + http::HEAD_DEADLINE);
         let req = match http::read_request(&mut reader) {
             Ok(r) => r,
-            Err(ReadError::Closed) | Err(ReadError::Io(_)) => return,
+            Err(ReadError::Closed) | Err(ReadError::Io) => return,
             Err(ReadError::Bad(status, msg)) => {
                 let fake = Request {
                     method: "GET".into(),
