@@ -28,7 +28,7 @@ pub mod table;
 mod output;
 #[cfg(feature = "parquet")]
 mod parquet;
-pub mod post;
+mod post;
 pub mod sort;
 pub mod surt;
 
