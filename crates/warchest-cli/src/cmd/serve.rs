@@ -42,6 +42,18 @@ pub struct Args {
     /// Worker threads.
     #[arg(long, default_value_t = 8)]
     threads: usize,
+    /// A host name (with or without a port) requests may name in their
+    /// Host header; repeatable. Default: localhost, 127.0.0.1, [::1] and
+    /// the address listened on. Any other Host gets 421, so a DNS name
+    /// rebound to this machine reaches nothing.
+    #[arg(long = "host", value_name = "NAME")]
+    hosts: Vec<String>,
+    /// Listen on an address other than loopback (the archive on the
+    /// network). Without it such an address is refused. Name the public
+    /// host names with --host. See docs/serve.md for putting serve on the
+    /// public web.
+    #[arg(long)]
+    public: bool,
 }
 
 pub fn run(_g: &Global, args: Args) -> Result<Outcome> {
@@ -53,6 +65,20 @@ pub fn run(_g: &Global, args: Args) -> Result<Outcome> {
     {
         bail!("--collection: letters, digits, '-', '_' and '.' only");
     }
+    let listen_ip = args
+        .listen
+        .parse::<std::net::SocketAddr>()
+        .map(|a| a.ip())
+        .ok();
+    let loopback =
+        listen_ip.is_some_and(|ip| ip.is_loopback()) || args.listen.starts_with("localhost:");
+    if !loopback && !args.public {
+        bail!(
+            "refusing to listen on {}: pass --public to serve the archive on the network \
+             (and --host NAME for the names it is reached by)",
+            args.listen
+        );
+    }
     let opts = ServeOptions {
         listen: args.listen,
         collection: args.collection,
@@ -61,6 +87,7 @@ pub fn run(_g: &Global, args: Args) -> Result<Outcome> {
         cdxj: args.cdxj,
         poll: (args.poll > 0).then(|| Duration::from_secs(args.poll)),
         threads: args.threads.clamp(1, 256),
+        allowed_hosts: args.hosts,
     };
     let server = Server::bind(opts)?;
     let addr = server.local_addr()?;

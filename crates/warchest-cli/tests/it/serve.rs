@@ -1023,3 +1023,48 @@ fn a_record_with_twenty_thousand_codings_does_not_bring_serve_down() {
     assert_eq!(raw.status, 200);
     assert_eq!(raw.body, warc);
 }
+
+#[test]
+fn hosts_listen_address_and_isolation_headers() {
+    let dir = tempfile::tempdir().unwrap();
+    // A non-loopback address needs --public.
+    let out = bin()
+        .args(["serve", "--listen", "0.0.0.0:0", "--index-db"])
+        .arg(dir.path().join("x.redb"))
+        .arg(fixture("pywb/iana.warc.gz"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--public"));
+    let s = iana_server(&dir);
+    // A foreign Host (DNS rebinding) is refused and not echoed.
+    let with_host = |path: &str, host: &str| {
+        let mut c = TcpStream::connect(&s.addr).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        write!(
+            c,
+            "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut out = String::new();
+        let _ = c.read_to_string(&mut out);
+        out
+    };
+    let r = with_host(
+        &format!("/archive/{IANA_TS}/http://www.iana.org/"),
+        "evil.example:80",
+    );
+    assert!(r.starts_with("HTTP/1.1 421"), "{r}");
+    assert!(!r.contains("evil"), "{r}");
+    let port = s.addr.rsplit(':').next().unwrap();
+    let r = with_host("/", &format!("localhost:{port}"));
+    assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+    // Replay may load only from this server; raw documents are sandboxed.
+    let page = s.get(&format!("/archive/{IANA_TS}/http://www.iana.org/"));
+    let csp = page.header("Content-Security-Policy").unwrap_or_default();
+    assert!(csp.starts_with("default-src 'self'"), "{csp}");
+    let raw = s.get(&format!("/archive/{IANA_TS}id_/http://www.iana.org/"));
+    assert_eq!(raw.status, 200);
+    assert_eq!(raw.header("Content-Security-Policy"), Some("sandbox"));
+    assert_eq!(raw.header("X-Content-Type-Options"), Some("nosniff"));
+}

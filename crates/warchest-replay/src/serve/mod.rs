@@ -41,6 +41,12 @@ use warchest::http::payload_reader;
 pub const CLIENT_JS: &str = include_str!("client.js");
 
 /// How long an idle kept-alive connection is held.
+/// The Content-Security-Policy of every rewritten replay response:
+/// everything from this server (inline and eval'd scripts included, as
+/// archived pages use them), nothing from anywhere else.
+const REPLAY_CSP: &str =
+    "default-src 'self' 'unsafe-inline' 'unsafe-eval' data: blob:; form-action 'self'";
+
 const IDLE: Duration = Duration::from_secs(10);
 /// Most requests on one connection.
 const MAX_REQUESTS: usize = 1000;
@@ -66,6 +72,11 @@ pub struct ServeOptions {
     pub poll: Option<Duration>,
     /// Worker threads.
     pub threads: usize,
+    /// Host names (with or without a port) requests may name in `Host`;
+    /// empty: `localhost`, `127.0.0.1`, `[::1]` and the address listened
+    /// on. Any other Host is refused (421), so a DNS name rebound to this
+    /// machine reaches nothing.
+    pub allowed_hosts: Vec<String>,
 }
 
 impl ServeOptions {
@@ -80,6 +91,7 @@ impl ServeOptions {
             cdxj: None,
             poll: Some(Duration::from_secs(10)),
             threads: 8,
+            allowed_hosts: Vec::new(),
         }
     }
 
@@ -111,6 +123,47 @@ impl ServeOptions {
 /// The state the request handlers share.
 struct App {
     coll: Collection,
+    /// Lower-case host names a request's Host may name (port stripped).
+    hosts: Vec<String>,
+}
+
+impl App {
+    /// True when `host` (a Host header, port included) names this server.
+    /// A request without Host (HTTP/1.0) is taken as for this server.
+    fn serves_host(&self, host: Option<&str>) -> bool {
+        let Some(h) = host else {
+            return true;
+        };
+        let h = h.trim().to_ascii_lowercase();
+        let name = match h.strip_prefix('[') {
+            Some(v6) => v6
+                .split(']')
+                .next()
+                .map(|a| format!("[{a}]"))
+                .unwrap_or_default(),
+            None => h.split(':').next().unwrap_or("").to_string(),
+        };
+        self.hosts.iter().any(|a| *a == name || *a == h)
+    }
+}
+
+/// The hosts allowed by default, and those of `listen` itself.
+fn allowed_hosts(opts: &ServeOptions, local: Option<SocketAddr>) -> Vec<String> {
+    let mut hosts: Vec<String> = opts
+        .allowed_hosts
+        .iter()
+        .map(|h| h.trim().to_ascii_lowercase())
+        .collect();
+    if hosts.is_empty() {
+        hosts.extend(["localhost", "127.0.0.1", "[::1]"].map(String::from));
+        if let Some(a) = local {
+            hosts.push(match a.ip() {
+                std::net::IpAddr::V6(v6) => format!("[{v6}]"),
+                v4 => v4.to_string(),
+            });
+        }
+    }
+    hosts
 }
 
 /// A bound server, its collection indexed.
@@ -165,9 +218,10 @@ impl Server {
             paths: opts.paths.clone(),
             store,
         };
+        let hosts = allowed_hosts(&opts, listener.local_addr().ok());
         Ok(Server {
             listener,
-            app: Arc::new(App { coll }),
+            app: Arc::new(App { coll, hosts }),
             opts,
             stop: Arc::new(AtomicBool::new(false)),
         })
@@ -356,6 +410,16 @@ fn text_html() -> Vec<(String, String)> {
 type HResult = std::result::Result<(), Box<dyn std::error::Error + Send + Sync>>;
 
 fn handle(app: &App, req: &Request, resp: &mut Responder<'_>) -> HResult {
+    if !app.serves_host(req.header("host")) {
+        resp.source = "error";
+        resp.keep_alive = false;
+        resp.send(
+            421,
+            &text_plain(),
+            b"this server does not serve that host\n",
+        )?;
+        return Ok(());
+    }
     if req.method != "GET" && req.method != "HEAD" {
         resp.source = "error";
         resp.keep_alive = false;
@@ -950,6 +1014,16 @@ fn replay(
         }
         if !has_type && kind.is_some() {
             headers.push(("Content-Type".into(), "text/html".into()));
+        }
+        // Isolation (docs/serve.md): a replayed page may load only from
+        // this server, so what rewriting misses fails instead of reaching
+        // the live web; a raw (`id_`) document is sandboxed (an origin of
+        // its own, no scripts), so archived HTML never runs as this server.
+        if raw {
+            headers.push(("Content-Security-Policy".into(), "sandbox".into()));
+            headers.push(("X-Content-Type-Options".into(), "nosniff".into()));
+        } else {
+            headers.push(("Content-Security-Policy".into(), REPLAY_CSP.into()));
         }
         headers.push((
             "Memento-Datetime".into(),
