@@ -54,6 +54,11 @@ pub struct Args {
     /// public web.
     #[arg(long)]
     public: bool,
+    /// Requests a second each client may make of the CDX and Memento APIs
+    /// (bursts of twice that); past it, 429 with Retry-After. Default: no
+    /// limit, 50 with --public; 0: no limit.
+    #[arg(long, value_name = "N")]
+    rate_limit: Option<u32>,
 }
 
 pub fn run(_g: &Global, args: Args) -> Result<Outcome> {
@@ -88,6 +93,11 @@ pub fn run(_g: &Global, args: Args) -> Result<Outcome> {
         poll: (args.poll > 0).then(|| Duration::from_secs(args.poll)),
         threads: args.threads.clamp(1, 256),
         allowed_hosts: args.hosts,
+        rate_limit: match args.rate_limit {
+            Some(0) => None,
+            Some(n) => Some(n),
+            None => args.public.then_some(50),
+        },
     };
     let server = Server::bind(opts)?;
     let addr = server.local_addr()?;

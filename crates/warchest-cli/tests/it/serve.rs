@@ -1068,3 +1068,37 @@ fn hosts_listen_address_and_isolation_headers() {
     assert_eq!(raw.header("Content-Security-Policy"), Some("sandbox"));
     assert_eq!(raw.header("X-Content-Type-Options"), Some("nosniff"));
 }
+
+#[test]
+fn apis_are_rate_limited_per_client() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(
+        &[&fixture("pywb/iana.warc.gz")],
+        &dir.path().join("index.redb"),
+        &["--poll", "0", "--rate-limit", "2"],
+    );
+    // A burst of 4 (twice the rate) is allowed; more in the same instant
+    // is not, and says when to come back.
+    let codes: Vec<u16> = (0..12)
+        .map(|_| {
+            s.get("/archive/cdx?url=http://www.iana.org/&limit=1")
+                .status
+        })
+        .collect();
+    assert!(
+        codes.iter().filter(|&&c| c == 200).count() >= 4,
+        "{codes:?}"
+    );
+    assert!(codes.contains(&429), "{codes:?}");
+    let r = s.get("/archive/timemap/link/http://www.iana.org/");
+    if r.status == 429 {
+        assert_eq!(r.header("Retry-After"), Some("1"));
+    }
+    // Pages and replay are not limited.
+    assert_eq!(s.get("/").status, 200);
+    assert_eq!(
+        s.get(&format!("/archive/{IANA_TS}id_/http://www.iana.org/"))
+            .status,
+        200
+    );
+}

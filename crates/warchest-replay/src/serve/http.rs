@@ -24,6 +24,8 @@ pub struct Request {
     pub http10: bool,
     /// Header fields, names lower-case.
     pub headers: Vec<(String, String)>,
+    /// The client's address, when known.
+    pub peer: Option<std::net::IpAddr>,
 }
 
 impl Request {
@@ -175,6 +177,7 @@ pub fn read_request(r: &mut BufReader<Timed>) -> Result<Request, ReadError> {
         target: target.to_string(),
         http10: version == "HTTP/1.0",
         headers,
+        peer: None,
     };
     if req.header("transfer-encoding").is_some() {
         return Err(ReadError::Bad(
@@ -437,6 +440,7 @@ mod tests {
             target: "/?q=a%20b+c%zz%4&r=%41".into(),
             http10: false,
             headers: vec![],
+            peer: None,
         };
         assert_eq!(req.param("q").as_deref(), Some("a b c%zz%4"));
         assert_eq!(req.param("r").as_deref(), Some("A"));
@@ -449,6 +453,7 @@ mod tests {
             target: "/".into(),
             http10: false,
             headers: vec![],
+            peer: None,
         };
         let mut out = Vec::new();
         {
@@ -472,6 +477,7 @@ mod tests {
             target: "/c/cdx?url=http%3A%2F%2Fa.com%2F&limit=2".into(),
             http10: false,
             headers: vec![],
+            peer: None,
         };
         assert_eq!(req.param("url").as_deref(), Some("http://a.com/"));
         assert_eq!(req.param("limit").as_deref(), Some("2"));

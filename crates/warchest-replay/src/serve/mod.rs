@@ -77,6 +77,10 @@ pub struct ServeOptions {
     /// on. Any other Host is refused (421), so a DNS name rebound to this
     /// machine reaches nothing.
     pub allowed_hosts: Vec<String>,
+    /// Requests a second each client (by IP address) may make of the CDX
+    /// and Memento APIs, bursts of twice that allowed; past it, 429.
+    /// `None`: no limit.
+    pub rate_limit: Option<u32>,
 }
 
 impl ServeOptions {
@@ -92,6 +96,7 @@ impl ServeOptions {
             poll: Some(Duration::from_secs(10)),
             threads: 8,
             allowed_hosts: Vec::new(),
+            rate_limit: None,
         }
     }
 
@@ -125,6 +130,52 @@ struct App {
     coll: Collection,
     /// Lower-case host names a request's Host may name (port stripped).
     hosts: Vec<String>,
+    /// Per-client limit of the APIs, if any.
+    limiter: Option<RateLimiter>,
+}
+
+/// A token bucket per client address.
+struct RateLimiter {
+    per_sec: f64,
+    burst: f64,
+    clients:
+        std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, (f64, std::time::Instant)>>,
+}
+
+impl RateLimiter {
+    /// Clients remembered at most; past it, those idle long enough to have
+    /// a full bucket again are forgotten.
+    const MAX_CLIENTS: usize = 100_000;
+
+    fn new(per_sec: u32) -> RateLimiter {
+        let per_sec = f64::from(per_sec.max(1));
+        RateLimiter {
+            per_sec,
+            burst: per_sec * 2.0,
+            clients: Default::default(),
+        }
+    }
+
+    /// Takes one token for `ip`; false when it has none left.
+    fn allow(&self, ip: std::net::IpAddr) -> bool {
+        let now = std::time::Instant::now();
+        let Ok(mut clients) = self.clients.lock() else {
+            return true;
+        };
+        if clients.len() >= Self::MAX_CLIENTS {
+            let full = std::time::Duration::from_secs_f64(self.burst / self.per_sec);
+            clients.retain(|_, (_, at)| now.duration_since(*at) < full);
+        }
+        let (tokens, at) = clients.entry(ip).or_insert((self.burst, now));
+        *tokens = (*tokens + now.duration_since(*at).as_secs_f64() * self.per_sec).min(self.burst);
+        *at = now;
+        if *tokens >= 1.0 {
+            *tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
 }
 
 impl App {
@@ -221,7 +272,11 @@ impl Server {
         let hosts = allowed_hosts(&opts, listener.local_addr().ok());
         Ok(Server {
             listener,
-            app: Arc::new(App { coll, hosts }),
+            app: Arc::new(App {
+                coll,
+                hosts,
+                limiter: opts.rate_limit.map(RateLimiter::new),
+            }),
             opts,
             stop: Arc::new(AtomicBool::new(false)),
         })
@@ -332,10 +387,11 @@ fn serve_connection(app: &App, stream: TcpStream) {
         },
     );
     let mut writer = BufWriter::with_capacity(64 << 10, wstream);
+    let peer = reader.get_ref().stream.peer_addr().ok().map(|a| a.ip());
     for _ in 0..MAX_REQUESTS {
         reader.get_mut().deadline = Some(std::time::Instant::now() + http::HEAD_DEADLINE);
         let req = match http::read_request(&mut reader) {
-            Ok(r) => r,
+            Ok(r) => Request { peer, ..r },
             Err(ReadError::Closed) | Err(ReadError::Io) => return,
             Err(ReadError::Bad(status, msg)) => {
                 let fake = Request {
@@ -343,6 +399,7 @@ fn serve_connection(app: &App, stream: TcpStream) {
                     target: "/".into(),
                     http10: false,
                     headers: vec![("connection".into(), "close".into())],
+                    peer: None,
                 };
                 let mut r = Responder::new(&mut writer, &fake);
                 let _ = r.send(status, &text_plain(), msg.as_bytes());
@@ -475,10 +532,16 @@ fn handle(app: &App, req: &Request, resp: &mut Responder<'_>) -> HResult {
     }
     if sub == "cdx" {
         resp.source = "api";
+        if limited(app, req, resp)? {
+            return Ok(());
+        }
         return cdx_api(coll, req, resp);
     }
     if let Some(u) = rest.strip_prefix("timemap/link/") {
         resp.source = "api";
+        if limited(app, req, resp)? {
+            return Ok(());
+        }
         return timemap(coll, req, resp, u);
     }
     if let Some(r) = sub.strip_prefix("record/") {
@@ -503,7 +566,25 @@ fn handle(app: &App, req: &Request, resp: &mut Responder<'_>) -> HResult {
     {
         return replay(coll, req, resp, &ts, after);
     }
+    if limited(app, req, resp)? {
+        return Ok(());
+    }
     timegate(coll, req, resp, rest)
+}
+
+/// Answers 429 when the client is over its rate limit; true if it did.
+fn limited(app: &App, req: &Request, resp: &mut Responder<'_>) -> Result<bool> {
+    let (Some(limiter), Some(ip)) = (&app.limiter, req.peer) else {
+        return Ok(false);
+    };
+    if limiter.allow(ip) {
+        return Ok(false);
+    }
+    resp.source = "limited";
+    let mut h = text_plain();
+    h.push(("Retry-After".into(), "1".into()));
+    resp.send(429, &h, b"too many requests: slow down\n")?;
+    Ok(true)
 }
 
 fn host_prefix(req: &Request) -> String {
