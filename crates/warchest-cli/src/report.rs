@@ -62,7 +62,8 @@ pub fn file_error(file: &str, e: &(dyn std::error::Error + 'static)) -> Outcome 
         return Outcome::Ok;
     }
     let msg = e.to_string();
-    if msg.starts_with(file) {
+    // "no ... record found in FILE" names the file already.
+    if msg.starts_with(file) || e.downcast_ref::<crate::input::NoRecords>().is_some() {
         eprintln!("warchest: {msg}");
     } else {
         eprintln!("warchest: {file}: {msg}");

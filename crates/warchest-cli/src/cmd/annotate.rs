@@ -174,6 +174,7 @@ fn each_payload(
     description: &str,
     mut each: impl FnMut(&mut OutFile, &WarcHeader, Payload) -> Result<()>,
 ) -> Result<()> {
+    crate::input::require_records(input)?;
     let mut out = OutFile::create(output)?;
     let mut r = warc::Reader::open(input)?;
     let mut started = false;

@@ -12,7 +12,8 @@ use crate::input;
 use crate::report::{Global, Outcome, file_error};
 
 /// Verify the block and payload digests of every record; print each problem
-/// and a summary. Exits 1 when any digest is wrong.
+/// and a summary. Exits 1 when any digest is wrong, 2 for a file in which
+/// no record is found.
 ///
 /// A payload digest computed over the raw chunked bytes (as Wget, wpull and
 /// older Heritrix wrote them) counts as valid and is counted apart.
@@ -187,6 +188,9 @@ fn check_records<S: Source>(
         g.warnings(name, &reader.take_warnings());
     }
     g.warnings(name, &reader.take_warnings());
+    if sum.records == 0 {
+        return Err(input::NoRecords(name.to_string()).into());
+    }
     if args.json {
         #[derive(Serialize)]
         struct FileSummary<'a> {

@@ -203,6 +203,7 @@ fn index_file(
     let mut spool = SpooledTempFile::new(SPOOL_MEMORY);
     let mut warnings = Vec::new();
     let error = (|| -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        input::require_records(name)?;
         let mut ropts = g.reader_options(name);
         ropts.decoder.threads = threads;
         // Files by path: seekable, and decoded on `threads` threads.

@@ -46,6 +46,7 @@ pub struct Args {
 }
 
 pub fn run(g: &Global, args: Args) -> Result<Outcome> {
+    crate::input::require_records_all(&args.files)?;
     let comp = args.compression.resolve(sniff_to(&args.files[0]))?;
     let dir = Path::new(&args.output);
     std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
