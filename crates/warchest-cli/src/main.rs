@@ -104,5 +104,6 @@ fn main() -> ExitCode {
         Command::Serve(a) => cmd::serve::run(&global, a),
         Command::Wacz(a) => cmd::wacz::run(&global, a),
     };
+    report::recovery_summary(&global);
     report::exit(outcome)
 }

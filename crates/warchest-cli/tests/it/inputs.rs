@@ -122,3 +122,89 @@ fn no_record_found_is_an_error_for_every_command() {
     let (code, _, err) = run(bin().arg("ls").arg(sample()));
     assert_eq!(code, 0, "{err}");
 }
+
+/// The damaged copies of issue 19: trailing garbage, a Content-Length far
+/// past the end of the file, a damaged zstd frame skipped.
+fn damaged(dir: &Path) -> Vec<PathBuf> {
+    let garbage = dir.join("garbage.warc.gz");
+    let mut g = std::fs::read(sample()).unwrap();
+    g.extend_from_slice(b"this is not a record, just bytes after the last one\n");
+    std::fs::write(&garbage, g).unwrap();
+
+    let long = dir.join("long.warc");
+    std::fs::write(
+        &long,
+        b"WARC/1.1\r\nWARC-Type: resource\r\nWARC-Record-ID: <urn:uuid:0b9e2a3c-1b1e-4c52-9a8e-2f8a3c7d9e01>\r\n\
+WARC-Date: 2020-01-01T00:00:00Z\r\nWARC-Target-URI: file:///a\r\nContent-Type: text/plain\r\n\
+Content-Length: 99999999999999\r\n\r\nhello\r\n\r\n",
+    )
+    .unwrap();
+
+    let zst = dir.join("frames.warc.zst");
+    let (code, _, err) = run(bin()
+        .arg("recompress")
+        .arg(sample())
+        .args(["--to", "zstd", "-o"])
+        .arg(&zst));
+    assert_eq!(code, 0, "{err}");
+    let (code, ls, err) = run(bin().arg("ls").arg(&zst));
+    assert_eq!(code, 0, "{err}");
+    // Damage the middle of the third record's frame.
+    let third: Vec<u64> = String::from_utf8(ls)
+        .unwrap()
+        .lines()
+        .nth(2)
+        .unwrap()
+        .split('\t')
+        .take(2)
+        .map(|c| c.parse().unwrap())
+        .collect();
+    let mut z = std::fs::read(&zst).unwrap();
+    for b in &mut z[(third[0] + third[1] / 2) as usize..][..8] {
+        *b ^= 0x55;
+    }
+    std::fs::write(&zst, z).unwrap();
+    vec![garbage, long, zst]
+}
+
+#[test]
+fn recoveries_are_summed_up_without_w_and_fail_check() {
+    let dir = tempfile::tempdir().unwrap();
+    for file in damaged(dir.path()) {
+        let name = file.display().to_string();
+        for cmd in ["ls", "index", "stats"] {
+            let (code, _, err) = run(bin().arg(cmd).arg(&file));
+            assert_eq!(code, 0, "{cmd} {name}: {err}");
+            let line = err
+                .lines()
+                .find(|l| {
+                    l.starts_with(&format!("warchest: {name}: "))
+                        && l.contains(", the first at offset ")
+                })
+                .unwrap_or_else(|| panic!("{cmd} {name}: no summary: {err}"));
+            assert!(
+                line.ends_with("; -w lists them") || line.ends_with("; -w lists it"),
+                "{line}"
+            );
+            // -w lists them instead.
+            let (_, _, err) = run(bin().args([cmd, "-w"]).arg(&file));
+            assert!(err.contains(": warning: "), "{cmd} -w {name}: {err}");
+            assert!(
+                !err.contains(", the first at offset "),
+                "{cmd} -w {name}: {err}"
+            );
+        }
+        let (code, out, err) = run(bin().arg("check").arg(&file));
+        assert_eq!(
+            code,
+            1,
+            "check {name}: {}{err}",
+            String::from_utf8_lossy(&out)
+        );
+        assert!(String::from_utf8_lossy(&out).contains("FAILED"));
+    }
+    // A clean file: no summary, check OK.
+    let (code, _, err) = run(bin().arg("check").arg(sample()));
+    assert_eq!(code, 0, "{err}");
+    assert!(err.is_empty(), "{err}");
+}
