@@ -91,13 +91,34 @@ pub fn no_records_message(name: &str) -> String {
 }
 
 /// An input in which no record of any format is found (an empty file
-/// included): every command refuses it with exit 2.
+/// included): every command refuses it with exit 2. The message gives the
+/// file's size when it is a file.
 #[derive(Debug)]
-pub struct NoRecords(pub String);
+pub struct NoRecords {
+    name: String,
+    bytes: Option<u64>,
+}
+
+impl NoRecords {
+    /// The error for `name`.
+    pub fn new(name: &str) -> NoRecords {
+        let bytes = (name != "-")
+            .then(|| std::fs::metadata(name).ok().map(|m| m.len()))
+            .flatten();
+        NoRecords {
+            name: name.to_string(),
+            bytes,
+        }
+    }
+}
 
 impl std::fmt::Display for NoRecords {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&no_records_message(&self.0))
+        f.write_str(&no_records_message(&self.name))?;
+        match self.bytes {
+            Some(n) => write!(f, " ({n} bytes read)"),
+            None => Ok(()),
+        }
     }
 }
 
@@ -123,7 +144,7 @@ pub fn require_records(name: &str) -> Result<(), NoRecords> {
     if found {
         Ok(())
     } else {
-        Err(NoRecords(name.to_string()))
+        Err(NoRecords::new(name))
     }
 }
 

@@ -198,7 +198,7 @@ fn check_records<S: Source>(
     sum.recoveries += w.len() as u64;
     g.warnings(name, &w);
     if sum.records == 0 {
-        return Err(input::NoRecords(name.to_string()).into());
+        return Err(input::NoRecords::new(name).into());
     }
     if args.json {
         #[derive(Serialize)]

@@ -127,7 +127,7 @@ fn summary(g: &Global, name: &str, r: &Report, json: bool) -> Result<Outcome> {
     g.warnings(name, &r.warnings);
     if r.records_read == 0 {
         // Standard input, which is not looked at before.
-        return Ok(file_error(name, &crate::input::NoRecords(name.to_string())));
+        return Ok(file_error(name, &crate::input::NoRecords::new(name)));
     }
     if json {
         #[derive(serde::Serialize)]

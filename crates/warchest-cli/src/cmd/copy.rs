@@ -120,7 +120,7 @@ fn finish_input(name: &str, res: Result<()>, r: &CopyReport) -> Outcome {
     match res {
         Err(e) => o = o.and(file_error(name, e.as_ref())),
         Ok(()) if r.records_read == 0 => {
-            o = o.and(file_error(name, &crate::input::NoRecords(name.to_string())))
+            o = o.and(file_error(name, &crate::input::NoRecords::new(name)))
         }
         Ok(()) => {}
     }

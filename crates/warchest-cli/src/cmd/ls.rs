@@ -135,7 +135,7 @@ fn list_records<S: Source>(
     }
     g.warnings(name, &reader.take_warnings());
     if records == 0 {
-        return Err(input::NoRecords(name.to_string()).into());
+        return Err(input::NoRecords::new(name).into());
     }
     Ok(Outcome::Ok)
 }

@@ -57,7 +57,7 @@ pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
         if let Err(e) = res {
             outcome = outcome.and(file_error(name, e.as_ref()));
         } else if s.records == 0 {
-            outcome = outcome.and(file_error(name, &crate::input::NoRecords(name.clone())));
+            outcome = outcome.and(file_error(name, &crate::input::NoRecords::new(name)));
         }
     }
     let stdout = io::stdout();
