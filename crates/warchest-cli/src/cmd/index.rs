@@ -220,14 +220,47 @@ fn index_file(
             warnings = reader.take_warnings();
             r?;
         });
+        if let Some(w) = warnings
+            .iter()
+            .find(|w| w.kind == warchest::WarningKind::NotRecordAtATime)
+        {
+            return Err(not_addressable(name, w).into());
+        }
         Ok(())
     })()
     .err();
+    // A file refused as a whole writes no entry.
+    let refused = error
+        .as_ref()
+        .is_some_and(|e| e.downcast_ref::<NotAddressable>().is_some());
     FileResult {
-        spool: Some(spool),
+        spool: (!refused).then_some(spool),
         warnings,
         error,
     }
+}
+
+/// A compressed file whose records do not each start their own member
+/// (whole-file gzip, several records in a member): a CDX offset points at
+/// a member, so such records cannot be addressed, and the file is refused.
+#[derive(Debug)]
+struct NotAddressable(String);
+
+impl std::fmt::Display for NotAddressable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for NotAddressable {}
+
+fn not_addressable(name: &str, w: &Warning) -> NotAddressable {
+    NotAddressable(format!(
+        "{name}: not compressed record at a time (offset {}: {}): an index of it would \
+         not address its records, so none is written; \
+         `warchest recompress {name} -o NEW.warc.gz` writes one gzip member per record",
+        w.offset, w.message
+    ))
 }
 
 fn copy_spool(
