@@ -100,6 +100,12 @@ fn format(args: &Args) -> Result<Format> {
 pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
     args.files = crate::input::expand(&args.files);
     let format = format(&args)?;
+    if matches!(format, Format::Parquet(_)) && args.output.is_none() && io::stdout().is_terminal() {
+        // As gzip does: binary output is not written to a terminal.
+        bail!(
+            "Parquet is binary and standard output is a terminal: give -o FILE or redirect the output"
+        );
+    }
     // A file is written as NAME.open and renamed when complete: an index
     // cut short by a write error never passes for a whole one.
     let mut rename = None;

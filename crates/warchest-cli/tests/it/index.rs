@@ -892,3 +892,36 @@ fn whole_file_gzip_is_refused_naming_recompress() {
     ]);
     warchest_ok(&["index", fixed.to_str().unwrap()]);
 }
+
+#[cfg(unix)]
+#[test]
+fn parquet_is_not_written_to_a_terminal() {
+    if !python_has("pty") {
+        return;
+    }
+    // Standard output a pseudo-terminal, as in an interactive shell.
+    let script = "import os, pty, subprocess, sys\n\
+m, s = pty.openpty()\n\
+p = subprocess.run(sys.argv[1:], stdout=s, stderr=subprocess.PIPE)\n\
+os.close(s)\n\
+sys.stderr.write(p.stderr.decode())\n\
+sys.exit(p.returncode)\n";
+    let out = Command::new("python3")
+        .args(["-c", script, common::bin_path()])
+        .args(["index", "--format", "parquet"])
+        .arg(sample_path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("standard output is a terminal"), "{err}");
+    // Redirected, it is written.
+    let out = warchest(&[
+        "index",
+        "--format",
+        "parquet",
+        sample_path().to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    assert!(out.stdout.starts_with(b"PAR1"));
+}

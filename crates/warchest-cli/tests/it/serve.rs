@@ -982,3 +982,14 @@ fn chromium_replays_from_the_archive_only() {
         "{dom}"
     );
 }
+
+#[test]
+fn log_lines_have_no_colour_when_stderr_is_not_a_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = iana_server(&dir);
+    assert_eq!(s.get("/").status, 200);
+    // Standard error is a pipe: the log lines carry no colour codes.
+    let log = s.log();
+    assert!(log.contains("INFO"), "{log:?}");
+    assert!(!log.contains('\u{1b}'), "{log:?}");
+}
