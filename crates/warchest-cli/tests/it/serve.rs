@@ -993,3 +993,49 @@ fn log_lines_have_no_colour_when_stderr_is_not_a_terminal() {
     assert!(log.contains("INFO"), "{log:?}");
     assert!(!log.contains('\u{1b}'), "{log:?}");
 }
+
+#[test]
+fn search_page_says_what_was_asked_and_counts_in_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = iana_server(&dir);
+    let home = s.get("/").text();
+    assert!(home.contains(" captures in 1 file.</p>"), "{home}");
+    let host = s.get("/archive/search?url=iana.org&match=host").text();
+    assert!(host.contains("<option value=\"host\" selected>"), "{host}");
+    assert!(
+        !host.contains("<option value=\"prefix\" selected>"),
+        "{host}"
+    );
+    assert!(
+        host.contains(" URLs of the host <code>iana.org</code>"),
+        "{host}"
+    );
+    let domain = s.get("/archive/search?url=iana.org&match=domain").text();
+    assert!(
+        domain.contains("<option value=\"domain\" selected>"),
+        "{domain}"
+    );
+    assert!(!domain.contains("starting with <code>"), "{domain}");
+    let prefix = s
+        .get("/archive/search?url=http://www.iana.org/_css/&match=prefix")
+        .text();
+    assert!(
+        prefix.contains("<option value=\"prefix\" selected>"),
+        "{prefix}"
+    );
+    assert!(
+        prefix.contains(" URLs starting with <code>http://www.iana.org/_css/</code>"),
+        "{prefix}"
+    );
+    let single = s
+        .get("/archive/search?url=http://www.iana.org/_css/2013.1/screen.css&match=prefix")
+        .text();
+    assert!(
+        single.contains("<p id=\"count\">1 URL starting with <code>"),
+        "{single}"
+    );
+    let one = s
+        .get("/archive/*/http://www.iana.org/_img/2013.1/iana-logo-homepage.png")
+        .text();
+    assert!(one.contains("<p id=\"count\">1 capture of "), "{one}");
+}
