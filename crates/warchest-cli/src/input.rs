@@ -84,3 +84,74 @@ macro_rules! with_reader {
     };
 }
 pub(crate) use with_reader;
+
+/// The message for an input in which no record of any format is found.
+pub fn no_records_message(name: &str) -> String {
+    format!("no WARC, ARC or Web InfoMall record found in {name}")
+}
+
+/// An input in which no record of any format is found (an empty file
+/// included): every command refuses it with exit 2. The message gives the
+/// file's size when it is a file.
+#[derive(Debug)]
+pub struct NoRecords {
+    name: String,
+    bytes: Option<u64>,
+}
+
+impl NoRecords {
+    /// The error for `name`.
+    pub fn new(name: &str) -> NoRecords {
+        let bytes = (name != "-")
+            .then(|| std::fs::metadata(name).ok().map(|m| m.len()))
+            .flatten();
+        NoRecords {
+            name: name.to_string(),
+            bytes,
+        }
+    }
+}
+
+impl std::fmt::Display for NoRecords {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&no_records_message(&self.name))?;
+        match self.bytes {
+            Some(n) => write!(f, " ({n} bytes read)"),
+            None => Ok(()),
+        }
+    }
+}
+
+impl std::error::Error for NoRecords {}
+
+/// Fails with [`NoRecords`] when a lenient reader finds no record in
+/// `name`. Only the first record's header is read (and what precedes it).
+/// A file that cannot be opened or whose first record cannot be read
+/// passes: the command reports that itself. Standard input is not looked
+/// at (it can be read once only); the commands count what they read.
+pub fn require_records(name: &str) -> Result<(), NoRecords> {
+    if name == "-" {
+        return Ok(());
+    }
+    let opts = ReaderOptions::lenient().file(name);
+    let Ok(opened) = open(name, opts) else {
+        return Ok(());
+    };
+    let found = with_reader!(opened, r => {
+        let mut r = r;
+        !matches!(r.next_record(), Ok(None))
+    });
+    if found {
+        Ok(())
+    } else {
+        Err(NoRecords::new(name))
+    }
+}
+
+/// [`require_records`] for every input, before anything is written.
+pub fn require_records_all(names: &[String]) -> anyhow::Result<()> {
+    for n in names {
+        require_records(n)?;
+    }
+    Ok(())
+}

@@ -3,6 +3,7 @@
 //! run goes on. Exit codes: 0 all well, 1 the command found a problem (a
 //! digest mismatch, an invalid file), 2 it could not do its work.
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -71,6 +72,8 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(filter)),
         )
         .with_writer(std::io::stderr)
+        // Colour only on a terminal: log lines redirected to a file stay plain.
+        .with_ansi(std::io::stderr().is_terminal())
         .without_time()
         .with_target(false)
         .init();
@@ -104,5 +107,6 @@ fn main() -> ExitCode {
         Command::Serve(a) => cmd::serve::run(&global, a),
         Command::Wacz(a) => cmd::wacz::run(&global, a),
     };
+    report::recovery_summary(&global);
     report::exit(outcome)
 }

@@ -2,6 +2,7 @@
 
 use std::io;
 use std::process::ExitCode;
+use std::sync::Mutex;
 
 use warchest::Warning;
 
@@ -27,13 +28,61 @@ impl Global {
         o.file(file)
     }
 
-    /// Prints warnings of `file` when asked to.
+    /// Prints warnings of `file` when asked to (`-w`); without `-w` they
+    /// are counted, and [`recovery_summary`] prints one line per file at
+    /// the end of the command.
     pub fn warnings(&self, file: &str, warnings: &[Warning]) {
+        tally(file, warnings);
         if self.show_warnings {
             for w in warnings {
                 eprintln!("warchest: {file}: warning: {w}");
             }
         }
+    }
+}
+
+/// Recoveries counted per file: (file, count, first offset), in the order
+/// files were first reported.
+static RECOVERIES: Mutex<Vec<(String, u64, u64)>> = Mutex::new(Vec::new());
+
+fn tally(file: &str, warnings: &[Warning]) {
+    let Some(first) = warnings.iter().map(|w| w.offset).min() else {
+        return;
+    };
+    let mut t = RECOVERIES.lock().unwrap_or_else(|e| e.into_inner());
+    match t.iter_mut().find(|(f, _, _)| f == file) {
+        Some((_, n, at)) => {
+            *n += warnings.len() as u64;
+            *at = (*at).min(first);
+        }
+        None => t.push((file.to_string(), warnings.len() as u64, first)),
+    }
+}
+
+/// One line per file: "FILE: 3 recoveries, the first at offset N; -w lists
+/// them".
+fn summary_lines() -> Vec<String> {
+    let t = RECOVERIES.lock().unwrap_or_else(|e| e.into_inner());
+    t.iter()
+        .map(|(file, n, at)| {
+            let (what, them) = if *n == 1 {
+                ("recovery", "it")
+            } else {
+                ("recoveries", "them")
+            };
+            format!("warchest: {file}: {n} {what}, the first at offset {at}; -w lists {them}")
+        })
+        .collect()
+}
+
+/// Prints the recoveries of every file read, one line per file, unless
+/// they were listed (`-w`) or `-q` was given.
+pub fn recovery_summary(g: &Global) {
+    if g.show_warnings || g.quiet {
+        return;
+    }
+    for l in summary_lines() {
+        eprintln!("{l}");
     }
 }
 
@@ -62,7 +111,8 @@ pub fn file_error(file: &str, e: &(dyn std::error::Error + 'static)) -> Outcome 
         return Outcome::Ok;
     }
     let msg = e.to_string();
-    if msg.starts_with(file) {
+    // "no ... record found in FILE" names the file already.
+    if msg.starts_with(file) || e.downcast_ref::<crate::input::NoRecords>().is_some() {
         eprintln!("warchest: {msg}");
     } else {
         eprintln!("warchest: {file}: {msg}");

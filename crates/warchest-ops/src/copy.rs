@@ -127,6 +127,9 @@ pub struct StagedRecord<'a> {
     /// The record's WARC-Date as a 14-digit number (`yyyymmddhhmmss`), when
     /// it has a valid one.
     pub timestamp: Option<u64>,
+    /// A warcinfo record (a split file that does not open with one is
+    /// given a new one).
+    pub warcinfo: bool,
     /// The bytes: exactly `len` of them.
     pub bytes: &'a mut dyn Read,
 }
@@ -215,7 +218,7 @@ impl<W: Write> RecordSink for WriteSink<W> {
 /// output keeps the inputs' order. Keeps 16 bytes per record in memory.
 pub struct PartSink {
     file: File,
-    records: Vec<(u64, Option<u64>)>,
+    records: Vec<(u64, Option<u64>, bool)>,
 }
 
 impl PartSink {
@@ -247,10 +250,11 @@ impl PartSink {
     pub fn replay(mut self, sink: &mut dyn RecordSink) -> Result<()> {
         self.file.seek(SeekFrom::Start(0))?;
         let mut r = io::BufReader::with_capacity(1 << 16, &mut self.file);
-        for &(len, timestamp) in &self.records {
+        for &(len, timestamp, warcinfo) in &self.records {
             sink.put(StagedRecord {
                 len,
                 timestamp,
+                warcinfo,
                 bytes: &mut (&mut r).take(len),
             })?;
         }
@@ -261,7 +265,7 @@ impl PartSink {
 impl RecordSink for PartSink {
     fn put(&mut self, rec: StagedRecord<'_>) -> Result<()> {
         copy_exact(rec.bytes, &mut self.file, rec.len)?;
-        self.records.push((rec.len, rec.timestamp));
+        self.records.push((rec.len, rec.timestamp, rec.warcinfo));
         Ok(())
     }
 }
@@ -394,19 +398,51 @@ pub fn now_timestamp() -> u64 {
 /// exceeds the limit). Each file starts with the preamble (the dictionary
 /// frame, if any), which counts toward its size.
 ///
-/// Every file of the series is named with the same timestamp: the WARC-Date
-/// of the first record (when the content was begun; the current time when
-/// that record has no valid date). Names are then the same on every run and
-/// sort in serial order.
+/// Each file is named with its own timestamp: the WARC-Date of its first
+/// record (the current time when that record has no valid date), so names
+/// are the same on every run; the serial keeps the series' order.
+///
+/// With [`with_warcinfo`](SplitSink::with_warcinfo), a file whose first
+/// record is not a warcinfo record opens with a new one. An existing file
+/// of the same name is an error unless [`force`](SplitSink::force) is set.
 pub struct SplitSink {
     dir: PathBuf,
     naming: SplitNaming,
     max_size: u64,
     preamble: Vec<u8>,
     serial: u64,
-    timestamp: Option<u64>,
+    warcinfo: Option<SplitWarcinfo>,
+    force: bool,
     current: Option<(OpenFile, u64, u64)>,
     done: Vec<(PathBuf, u64, u64)>,
+}
+
+/// What a split writes as the warcinfo record of a file that lacks one.
+struct SplitWarcinfo {
+    compression: Compression,
+    version: warchest::warc::Version,
+    fields: Vec<(String, String)>,
+}
+
+impl SplitWarcinfo {
+    /// The stored bytes of a new warcinfo record for the file `name`.
+    fn record(&self, name: &str) -> Result<Vec<u8>> {
+        let mut w = Writer::new(
+            Vec::new(),
+            WriterOptions {
+                compression: self.compression.clone(),
+                ..WriterOptions::default()
+            },
+        )?;
+        // The dictionary frame (if any) is the file's preamble, not ours.
+        let skip = w.get_ref().len();
+        let (mut rec, block) =
+            warchest::write::records::warcinfo(self.version, Some(name), &self.fields)?;
+        w.write(&mut rec, warchest::write::Body::Bytes(&block))?;
+        let mut v = w.finish()?;
+        v.drain(..skip);
+        Ok(v)
+    }
 }
 
 impl SplitSink {
@@ -424,10 +460,34 @@ impl SplitSink {
             max_size,
             preamble: preamble.to_vec(),
             serial: first_serial,
-            timestamp: None,
+            warcinfo: None,
+            force: false,
             current: None,
             done: Vec::new(),
         }
+    }
+
+    /// Opens every file whose first record is not a warcinfo record with a
+    /// new warcinfo record (WARC-Filename the file's name, `fields` in its
+    /// block), compressed with `compression` (that of the records).
+    pub fn with_warcinfo(
+        mut self,
+        compression: Compression,
+        version: warchest::warc::Version,
+        fields: Vec<(String, String)>,
+    ) -> Self {
+        self.warcinfo = Some(SplitWarcinfo {
+            compression,
+            version,
+            fields,
+        });
+        self
+    }
+
+    /// Replaces existing files of the same names (default: an error).
+    pub fn force(mut self, force: bool) -> Self {
+        self.force = force;
+        self
     }
 
     /// Completes the last file; returns every file written with its size
@@ -458,16 +518,30 @@ impl RecordSink for SplitSink {
             self.close()?;
         }
         if self.current.is_none() {
-            // One timestamp for the whole series, so that the names sort in
-            // serial order (a glob gives the files back in order).
-            let ts = *self
-                .timestamp
-                .get_or_insert_with(|| rec.timestamp.unwrap_or_else(now_timestamp));
+            // Each file its own first record's date.
+            let ts = rec.timestamp.unwrap_or_else(now_timestamp);
             let name = self.naming.file_name(ts, self.serial);
             self.serial += 1;
-            let mut f = OpenFile::create(self.dir.join(name))?;
+            let path = self.dir.join(&name);
+            if !self.force && path.exists() {
+                return Err(Error::new(ErrorKind::Usage(format!(
+                    "{} exists; --force replaces it",
+                    path.display()
+                ))));
+            }
+            let mut f = OpenFile::create(path)?;
             f.write_all(&self.preamble)?;
-            self.current = Some((f, self.preamble.len() as u64, 0));
+            let mut size = self.preamble.len() as u64;
+            let mut records = 0;
+            if let Some(info) = &self.warcinfo
+                && !rec.warcinfo
+            {
+                let bytes = info.record(&name)?;
+                f.write_all(&bytes)?;
+                size += bytes.len() as u64;
+                records += 1;
+            }
+            self.current = Some((f, size, records));
         }
         if let Some((f, size, records)) = &mut self.current {
             copy_exact(rec.bytes, f, rec.len).map_err(|e| e.in_file(f.open_path()))?;
@@ -728,6 +802,7 @@ impl Copier {
         let put = sink.put(StagedRecord {
             len,
             timestamp,
+            warcinfo: header.record_type() == warchest::warc::RecordType::Warcinfo,
             bytes: &mut stage.spool,
         });
         stage.clear()?;
@@ -890,6 +965,7 @@ mod tests {
             s.put(StagedRecord {
                 len,
                 timestamp: Some(20200101000000),
+                warcinfo: false,
                 bytes: &mut &data[..],
             })
             .unwrap();

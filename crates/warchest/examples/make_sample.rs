@@ -1,7 +1,9 @@
 //! Writes `samples/sample.warc.gz`, the small archive the README's quick start
 //! reads: a warcinfo record, a request/response pair with a chunked, gzip
 //! encoded body, a revisit of it, a resource and a metadata record, each in
-//! its own gzip member with digests computed by warchest.
+//! its own gzip member with digests computed by warchest. The revisit
+//! keeps the HTTP head only and says so (`WARC-Truncated: length`, WARC 1.1
+//! section 6.7.2), so the sample passes `warchest validate`.
 //!
 //! Run: `cargo run -p warchest --example make_sample -- samples/sample.warc.gz`
 
@@ -16,11 +18,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .nth(1)
         .unwrap_or_else(|| "samples/sample.warc.gz".into());
     let mut w = Writer::new(File::create(&path)?, WriterOptions::default())?;
-    // Fixed dates keep the sample's content stable across runs (ids differ).
+    // Fixed dates and record ids: the sample is the same, byte for byte,
+    // on every run (its offsets are quoted in the README and the tests).
     let date = |s: &str| WarcDate::parse(s).expect("valid date");
+    let id = |n: u32| format!("<urn:uuid:6f1c2a9e-5b7d-4e3a-9c1f-{n:012x}>");
 
     let mut info = NewRecord::new(RecordType::Warcinfo);
-    info.set("WARC-Filename", "sample.warc.gz")?
+    info.set("WARC-Record-ID", id(1))?
+        .set("WARC-Filename", "sample.warc.gz")?
         .set("Content-Type", "application/warc-fields")?
         .date(date("2026-11-22T12:00:00Z"));
     let info_id = info.record_id();
@@ -45,7 +50,8 @@ Transfer-Encoding: chunked\r\n\r\n{:x}\r\n",
 
     let uri = "http://example.com/";
     let mut resp = NewRecord::new(RecordType::Response);
-    resp.set("WARC-Target-URI", uri)?
+    resp.set("WARC-Record-ID", id(2))?
+        .set("WARC-Target-URI", uri)?
         .set("WARC-IP-Address", "93.184.215.14")?
         .set("WARC-Warcinfo-ID", &info_id)?
         .set("Content-Type", "application/http; msgtype=response")?
@@ -54,7 +60,9 @@ Transfer-Encoding: chunked\r\n\r\n{:x}\r\n",
     w.write(&mut resp, Body::Bytes(&response))?;
 
     let mut req = NewRecord::new(RecordType::Request);
-    req.set("WARC-Target-URI", uri)?
+    req.set("WARC-Record-ID", id(3))?
+        .set("WARC-Target-URI", uri)?
+        .set("WARC-IP-Address", "93.184.215.14")?
         .set("WARC-Concurrent-To", &resp_id)?
         .set("WARC-Warcinfo-ID", &info_id)?
         .set("Content-Type", "application/http; msgtype=request")?
@@ -70,6 +78,7 @@ Transfer-Encoding: chunked\r\n\r\n{:x}\r\n",
         .unwrap_or_default();
     let mut revisit = NewRecord::new(RecordType::Revisit);
     revisit
+        .set("WARC-Record-ID", id(4))?
         .set("WARC-Target-URI", uri)?
         .set(
             "WARC-Profile",
@@ -79,6 +88,9 @@ Transfer-Encoding: chunked\r\n\r\n{:x}\r\n",
         .set("WARC-Refers-To-Target-URI", uri)?
         .set("WARC-Refers-To-Date", "2026-11-22T12:00:01.250000Z")?
         .set("WARC-Payload-Digest", &payload_digest)?
+        // The block keeps the HTTP head only: WARC 1.1 section 6.7.2 has
+        // an identical-payload-digest revisit say so.
+        .set("WARC-Truncated", "length")?
         .set("WARC-Warcinfo-ID", &info_id)?
         .set("Content-Type", "application/http; msgtype=response")?
         .date(date("2026-11-22T13:00:00Z"));
@@ -86,7 +98,8 @@ Transfer-Encoding: chunked\r\n\r\n{:x}\r\n",
     w.write(&mut revisit, Body::Bytes(head))?;
 
     let mut res = NewRecord::new(RecordType::Resource);
-    res.set("WARC-Target-URI", "file:///notes/readme.txt")?
+    res.set("WARC-Record-ID", id(5))?
+        .set("WARC-Target-URI", "file:///notes/readme.txt")?
         .set("WARC-Warcinfo-ID", &info_id)?
         .set("Content-Type", "text/plain")?
         .date(date("2026-11-20T08:30:00Z"));
@@ -97,7 +110,8 @@ Transfer-Encoding: chunked\r\n\r\n{:x}\r\n",
     )?;
 
     let mut meta = NewRecord::new(RecordType::Metadata);
-    meta.set("WARC-Target-URI", "file:///notes/readme.txt")?
+    meta.set("WARC-Record-ID", id(6))?
+        .set("WARC-Target-URI", "file:///notes/readme.txt")?
         .set("WARC-Refers-To", &res_id)?
         .set("WARC-Warcinfo-ID", &info_id)?
         .set("Content-Type", "application/warc-fields")?

@@ -20,13 +20,15 @@ use crate::report::{Global, Outcome};
 /// the record (WARC-Refers-To), as a format validator's report is kept
 /// (ISO 28500 Annex D, use case four). IN is not changed.
 ///
-/// The program runs without a shell: --exec is split at white space. It
-/// gets the payload (HTTP bodies de-chunked and decoded) on standard input,
+/// The program runs without a shell. --exec takes the program and its
+/// arguments as separate words, and every word after it (so give it last):
+/// `--exec python3 -c 'import sys; print(len(sys.stdin.read()))'` keeps
+/// the quoted argument whole. It gets the payload (HTTP bodies de-chunked and decoded) on standard input,
 /// or, where an argument is `{}`, as a file of that name. Its standard
 /// output becomes the record's block. A non-zero exit status is reported;
 /// the output is kept all the same.
 ///
-/// Example: `warchest annotate crawl.warc.gz -o reports.warc.gz --exec "file -b -"`
+/// Example: `warchest annotate crawl.warc.gz -o reports.warc.gz --exec file -b -`
 #[derive(clap::Args, Debug)]
 pub struct AnnotateArgs {
     /// The WARC file.
@@ -34,9 +36,10 @@ pub struct AnnotateArgs {
     /// The output WARC file (holds the new records only).
     #[arg(short, long)]
     output: PathBuf,
-    /// The program and its arguments.
-    #[arg(long)]
-    exec: String,
+    /// The program and its arguments, as separate words (no shell, no
+    /// splitting): every word after --exec belongs to the program.
+    #[arg(long, required = true, num_args = 1.., allow_hyphen_values = true, value_name = "PROGRAM [ARG]...")]
+    exec: Vec<String>,
     /// Content-Type of the program's output.
     #[arg(long, default_value = "text/plain")]
     content_type: String,
@@ -49,11 +52,12 @@ pub struct AnnotateArgs {
 /// case five describes. IN is not changed; a program that fails (non-zero
 /// exit) leaves no conversion and makes the exit status 1.
 ///
-/// The program runs without a shell as for `annotate`: the payload on
-/// standard input or as the file `{}`, the converted content on standard
-/// output.
+/// The program runs without a shell as for `annotate`: --exec takes the
+/// program and its arguments as separate words, every word after it (so
+/// give it last); the payload on standard input or as the file `{}`, the
+/// converted content on standard output.
 ///
-/// Example: `warchest migrate crawl.warc.gz -o png.warc.gz --from image/gif --to image/png --exec "convert gif:- png:-"`
+/// Example: `warchest migrate crawl.warc.gz -o png.warc.gz --from image/gif --to image/png --exec convert gif:- png:-`
 #[derive(clap::Args, Debug)]
 pub struct MigrateArgs {
     /// The WARC file.
@@ -67,9 +71,10 @@ pub struct MigrateArgs {
     /// Media type of the converted content (default: found from its bytes).
     #[arg(long)]
     to: Option<String>,
-    /// The program and its arguments.
-    #[arg(long)]
-    exec: String,
+    /// The program and its arguments, as separate words (no shell, no
+    /// splitting): every word after --exec belongs to the program.
+    #[arg(long, required = true, num_args = 1.., allow_hyphen_values = true, value_name = "PROGRAM [ARG]...")]
+    exec: Vec<String>,
 }
 
 /// A payload spooled to a temporary file, and its media type.
@@ -110,9 +115,9 @@ fn payload_of(rec: &mut warc::Record<'_, impl warchest::codec::Source>) -> Resul
     Ok(Some(Payload { file, media_type }))
 }
 
-/// The command line split at white space, `{}` replaced by `path`.
-fn command(exec: &str, path: &std::path::Path) -> Result<(Command, bool)> {
-    let mut parts = exec.split_whitespace();
+/// The program and its arguments, `{}` replaced by `path`.
+fn command(exec: &[String], path: &std::path::Path) -> Result<(Command, bool)> {
+    let mut parts = exec.iter();
     let Some(prog) = parts.next() else {
         bail!("--exec is empty");
     };
@@ -129,9 +134,28 @@ fn command(exec: &str, path: &std::path::Path) -> Result<(Command, bool)> {
     Ok((cmd, uses_file))
 }
 
+/// The program and its arguments as one line, for messages and records:
+/// words with white space or quotes in single quotes, as a shell reads them.
+fn exec_line(exec: &[String]) -> String {
+    exec.iter()
+        .map(|w| {
+            if !w.is_empty()
+                && !w
+                    .chars()
+                    .any(|c| c.is_whitespace() || matches!(c, '\'' | '"' | '\\' | '$' | ';'))
+            {
+                w.clone()
+            } else {
+                format!("'{}'", w.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Runs the program on the payload; returns its output (spooled) and
 /// whether it exited with success.
-fn run_on(exec: &str, p: &Payload) -> Result<(tempfile::SpooledTempFile, u64, bool)> {
+fn run_on(exec: &[String], p: &Payload) -> Result<(tempfile::SpooledTempFile, u64, bool)> {
     let (mut cmd, uses_file) = command(exec, p.file.path())?;
     let stdin = if uses_file {
         Stdio::null()
@@ -145,7 +169,11 @@ fn run_on(exec: &str, p: &Payload) -> Result<(tempfile::SpooledTempFile, u64, bo
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
-        .with_context(|| format!("cannot run {exec:?}"))?;
+        .with_context(|| {
+            format!(
+                "cannot run {exec:?} (--exec takes the program and its arguments as separate words)"
+            )
+        })?;
     let mut out = tempfile::SpooledTempFile::new(8 << 20);
     let n = match child.stdout.take() {
         Some(mut s) => io::copy(&mut s, &mut out)?,
@@ -174,6 +202,7 @@ fn each_payload(
     description: &str,
     mut each: impl FnMut(&mut OutFile, &WarcHeader, Payload) -> Result<()>,
 ) -> Result<()> {
+    crate::input::require_records(input)?;
     let mut out = OutFile::create(output)?;
     let mut r = warc::Reader::open(input)?;
     let mut started = false;
@@ -196,10 +225,11 @@ fn each_payload(
 }
 
 pub fn run_annotate(_g: &Global, args: AnnotateArgs) -> Result<Outcome> {
+    let exec_line = exec_line(&args.exec);
     let (mut done, mut failed) = (0u64, 0u64);
     let description = format!(
         "metadata records from {:?} run on {}",
-        args.exec, args.input
+        exec_line, args.input
     );
     each_payload(&args.input, &args.output, &description, |out, h, p| {
         let (mut output, n, ok) = run_on(&args.exec, &p)?;
@@ -209,7 +239,7 @@ pub fn run_annotate(_g: &Global, args: AnnotateArgs) -> Result<Outcome> {
                 "warchest: {}: {}: {:?} exited with failure",
                 args.input,
                 h.record_id().unwrap_or_default(),
-                args.exec
+                exec_line
             );
         }
         let mut m = records::metadata_about(h, &args.content_type)?;
@@ -228,11 +258,12 @@ pub fn run_annotate(_g: &Global, args: AnnotateArgs) -> Result<Outcome> {
 }
 
 pub fn run_migrate(_g: &Global, args: MigrateArgs) -> Result<Outcome> {
+    let exec_line = exec_line(&args.exec);
     let from = args.from.trim().to_ascii_lowercase();
     let (mut done, mut failed) = (0u64, 0u64);
     let description = format!(
         "{} payloads of {} migrated by {:?}",
-        from, args.input, args.exec
+        from, args.input, exec_line
     );
     each_payload(&args.input, &args.output, &description, |out, h, p| {
         if p.media_type.as_deref() != Some(from.as_str()) {
@@ -245,7 +276,7 @@ pub fn run_migrate(_g: &Global, args: MigrateArgs) -> Result<Outcome> {
                 "warchest: {}: {}: {:?} failed: no conversion written",
                 args.input,
                 h.record_id().unwrap_or_default(),
-                args.exec
+                exec_line
             );
             return Ok(());
         }
@@ -270,7 +301,7 @@ pub fn run_migrate(_g: &Global, args: MigrateArgs) -> Result<Outcome> {
         )?;
         let source_id = h.record_id().unwrap_or_default().trim().to_string();
         let block = records::warc_fields([
-            ("migration-tool", args.exec.as_str()),
+            ("migration-tool", exec_line.as_str()),
             ("source-type", from.as_str()),
             ("target-type", to.as_str()),
             ("source-record", source_id.as_str()),

@@ -283,12 +283,14 @@ pub fn run_capture(g: &Global, args: CaptureArgs) -> Result<Outcome> {
             eprintln!("wrote {}", f.display());
         }
         eprintln!(
-            "{} URLs: {} fetched, {} failed, {} disallowed by robots.txt; {} records ({} responses, {} revisits, {} dns, {} ftp, {} truncated)",
+            "{} URLs: {} fetched, {} failed, {} disallowed by robots.txt; {} records ({} warcinfo, {} responses, {} revisits, {} dns, {} ftp, {} truncated)",
             summary.urls,
             summary.fetched,
             summary.failed,
             summary.disallowed,
-            summary.records.records,
+            // Every record written: each file's warcinfo too.
+            summary.records.records + summary.files.len() as u64,
+            summary.files.len(),
             summary.records.responses,
             summary.records.revisits,
             summary.records.dns,
@@ -426,8 +428,12 @@ pub fn run_proxy(g: &Global, args: ProxyArgs) -> Result<Outcome> {
             eprintln!("wrote {}", f.display());
         }
         eprintln!(
-            "{} records ({} responses, {} revisits, {} dns)",
-            stats.records, stats.responses, stats.revisits, stats.dns
+            "{} records ({} warcinfo, {} responses, {} revisits, {} dns)",
+            stats.records + files.len() as u64,
+            files.len(),
+            stats.responses,
+            stats.revisits,
+            stats.dns
         );
     }
     Ok(Outcome::Ok)

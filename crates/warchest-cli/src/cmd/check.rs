@@ -12,7 +12,10 @@ use crate::input;
 use crate::report::{Global, Outcome, file_error};
 
 /// Verify the block and payload digests of every record; print each problem
-/// and a summary. Exits 1 when any digest is wrong.
+/// and a summary. Exits 1 for anything that is not a clean file: a wrong
+/// digest, a truncated record, or any lenient-reading recovery (trailing
+/// garbage, skipped bytes or frames, a Content-Length past the end; -w
+/// lists them). Exits 2 for a file in which no record is found.
 ///
 /// A payload digest computed over the raw chunked bytes (as Wget, wpull and
 /// older Heritrix wrote them) counts as valid and is counted apart.
@@ -47,6 +50,9 @@ struct Summary {
     payload_not_applicable: u64,
     unchecked: u64,
     truncated: u64,
+    /// Lenient-reading recoveries (trailing garbage, skipped bytes or
+    /// frames, bad lengths...): a file with any is not clean.
+    recoveries: u64,
 }
 
 impl Summary {
@@ -73,7 +79,7 @@ impl Summary {
     }
 
     fn failed(&self) -> bool {
-        self.block_invalid + self.payload_invalid + self.truncated > 0
+        self.block_invalid + self.payload_invalid + self.truncated + self.recoveries > 0
     }
 }
 
@@ -184,9 +190,16 @@ fn check_records<S: Source>(
                 writeln!(out, "{name}: offset {} {id}: {n}", loc.offset)?;
             }
         }
-        g.warnings(name, &reader.take_warnings());
+        let w = reader.take_warnings();
+        sum.recoveries += w.len() as u64;
+        g.warnings(name, &w);
     }
-    g.warnings(name, &reader.take_warnings());
+    let w = reader.take_warnings();
+    sum.recoveries += w.len() as u64;
+    g.warnings(name, &w);
+    if sum.records == 0 {
+        return Err(input::NoRecords::new(name).into());
+    }
     if args.json {
         #[derive(Serialize)]
         struct FileSummary<'a> {
@@ -206,7 +219,7 @@ fn check_records<S: Source>(
     } else {
         writeln!(
             out,
-            "{name}: {} records; block digests {} valid, {} invalid, {} absent; payload digests {} valid, {} valid over raw chunked bytes, {} invalid, {} absent, {} not applicable; {} unchecked; {} truncated: {}",
+            "{name}: {} records; block digests {} valid, {} invalid, {} absent; payload digests {} valid, {} valid over raw chunked bytes, {} invalid, {} absent, {} not applicable; {} unchecked; {} truncated; {} recoveries: {}",
             sum.records,
             sum.block_valid,
             sum.block_invalid,
@@ -218,6 +231,7 @@ fn check_records<S: Source>(
             sum.payload_not_applicable,
             sum.unchecked,
             sum.truncated,
+            sum.recoveries,
             if sum.failed() { "FAILED" } else { "OK" }
         )?;
     }

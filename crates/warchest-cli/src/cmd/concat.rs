@@ -30,6 +30,7 @@ pub struct Args {
 }
 
 pub fn run(g: &Global, args: Args) -> Result<Outcome> {
+    crate::input::require_records_all(&args.files)?;
     let comp = args.compression.resolve(sniff_to(&args.files[0]))?;
     let bar = progress(g, &args.files, 1);
     let plan = Plan {

@@ -125,6 +125,10 @@ fn close_output(
 
 fn summary(g: &Global, name: &str, r: &Report, json: bool) -> Result<Outcome> {
     g.warnings(name, &r.warnings);
+    if r.records_read == 0 {
+        // Standard input, which is not looked at before.
+        return Ok(file_error(name, &crate::input::NoRecords::new(name)));
+    }
     if json {
         #[derive(serde::Serialize)]
         struct Line<'a> {
@@ -170,6 +174,7 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
     if args.inputs.iter().any(|i| i == &args.output && i != "-") {
         bail!("the output {} is also an input", args.output);
     }
+    crate::input::require_records_all(&args.inputs)?;
     let (out, names) = open_output(&args.output)?;
     let mut outcome = Outcome::Ok;
     match args.to {

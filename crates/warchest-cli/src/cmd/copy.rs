@@ -117,8 +117,12 @@ fn finish_input(name: &str, res: Result<()>, r: &CopyReport) -> Outcome {
     if r.dropped_count > 0 {
         o = Outcome::Problem;
     }
-    if let Err(e) = res {
-        o = o.and(file_error(name, e.as_ref()));
+    match res {
+        Err(e) => o = o.and(file_error(name, e.as_ref())),
+        Ok(()) if r.records_read == 0 => {
+            o = o.and(file_error(name, &crate::input::NoRecords::new(name)))
+        }
+        Ok(()) => {}
     }
     o
 }

@@ -45,6 +45,7 @@ pub struct Args {
 }
 
 pub fn run(g: &Global, args: Args) -> Result<Outcome> {
+    crate::input::require_records(&args.file)?;
     let mut opts = g.reader_options(&args.file);
     opts.decoder.start_offset = args.offset;
     let input: Box<dyn Read + Send> = if args.file == "-" {

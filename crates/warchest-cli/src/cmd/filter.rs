@@ -43,6 +43,7 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
         _ => bail!("give the input files, then the expression"),
     };
     let filter = Filter::parse(expr).map_err(|e| anyhow!("{e}"))?;
+    crate::input::require_records_all(files)?;
     let default = sniff_to(&files[0]);
     let comp = args.compression.resolve(default)?;
     let bar = progress(g, files, 1);

@@ -100,6 +100,12 @@ fn format(args: &Args) -> Result<Format> {
 pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
     args.files = crate::input::expand(&args.files);
     let format = format(&args)?;
+    if matches!(format, Format::Parquet(_)) && args.output.is_none() && io::stdout().is_terminal() {
+        // As gzip does: binary output is not written to a terminal.
+        bail!(
+            "Parquet is binary and standard output is a terminal: give -o FILE or redirect the output"
+        );
+    }
     // A file is written as NAME.open and renamed when complete: an index
     // cut short by a write error never passes for a whole one.
     let mut rename = None;
@@ -203,6 +209,7 @@ fn index_file(
     let mut spool = SpooledTempFile::new(SPOOL_MEMORY);
     let mut warnings = Vec::new();
     let error = (|| -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        input::require_records(name)?;
         let mut ropts = g.reader_options(name);
         ropts.decoder.threads = threads;
         // Files by path: seekable, and decoded on `threads` threads.
@@ -219,14 +226,47 @@ fn index_file(
             warnings = reader.take_warnings();
             r?;
         });
+        if let Some(w) = warnings
+            .iter()
+            .find(|w| w.kind == warchest::WarningKind::NotRecordAtATime)
+        {
+            return Err(not_addressable(name, w).into());
+        }
         Ok(())
     })()
     .err();
+    // A file refused as a whole writes no entry.
+    let refused = error
+        .as_ref()
+        .is_some_and(|e| e.downcast_ref::<NotAddressable>().is_some());
     FileResult {
-        spool: Some(spool),
+        spool: (!refused).then_some(spool),
         warnings,
         error,
     }
+}
+
+/// A compressed file whose records do not each start their own member
+/// (whole-file gzip, several records in a member): a CDX offset points at
+/// a member, so such records cannot be addressed, and the file is refused.
+#[derive(Debug)]
+struct NotAddressable(String);
+
+impl std::fmt::Display for NotAddressable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for NotAddressable {}
+
+fn not_addressable(name: &str, w: &Warning) -> NotAddressable {
+    NotAddressable(format!(
+        "{name}: not compressed record at a time (offset {}: {}): an index of it would \
+         not address its records, so none is written; \
+         `warchest recompress {name} -o NEW.warc.gz` writes one gzip member per record",
+        w.offset, w.message
+    ))
 }
 
 fn copy_spool(

@@ -82,6 +82,7 @@ fn list_records<S: Source>(
     out: &mut impl Write,
     mut reader: Reader<S>,
 ) -> Result<Outcome, Box<dyn std::error::Error + Send + Sync>> {
+    let mut records = 0u64;
     loop {
         let rec = match reader.next_record() {
             Ok(Some(r)) => r,
@@ -91,6 +92,7 @@ fn list_records<S: Source>(
                 return Err(e.into());
             }
         };
+        records += 1;
         let h = rec.header().clone();
         let loc = rec.location();
         let end = rec.finish()?;
@@ -132,5 +134,8 @@ fn list_records<S: Source>(
         g.warnings(name, &reader.take_warnings());
     }
     g.warnings(name, &reader.take_warnings());
+    if records == 0 {
+        return Err(input::NoRecords::new(name).into());
+    }
     Ok(Outcome::Ok)
 }

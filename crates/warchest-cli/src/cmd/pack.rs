@@ -83,6 +83,9 @@ pub struct UnpackArgs {
 }
 
 pub fn run_unpack(_g: &Global, args: UnpackArgs) -> Result<Outcome> {
+    for p in &args.inputs {
+        crate::input::require_records(&p.to_string_lossy())?;
+    }
     let stats = unpack(&args.inputs, &args.output)?;
     for (p, why) in &stats.refused {
         eprintln!("warchest: {p}: not written: {why}");

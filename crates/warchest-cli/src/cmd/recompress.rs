@@ -49,6 +49,7 @@ pub struct Args {
 }
 
 pub fn run(g: &Global, args: Args) -> Result<Outcome> {
+    crate::input::require_records_all(&args.files)?;
     let default = if args.train_dict { To::Zstd } else { To::Gzip };
     if args.train_dict && args.compression.to.is_some_and(|t| t != To::Zstd) {
         bail!("--train-dict makes a zstd dictionary: it needs --to zstd");

@@ -30,6 +30,7 @@ pub struct SegmentArgs {
 }
 
 pub fn run_segment(_g: &Global, args: SegmentArgs) -> Result<Outcome> {
+    crate::input::require_records(&args.input)?;
     let version = version_of(args.input.as_ref()).with_context(|| args.input.clone())?;
     let mut opts = args.out.rotating(
         &prefix_from(&args.input),
@@ -73,6 +74,7 @@ pub struct ReassembleArgs {
 }
 
 pub fn run_reassemble(_g: &Global, args: ReassembleArgs) -> Result<Outcome> {
+    crate::input::require_records_all(&args.inputs)?;
     let segments = Segments::scan(&args.inputs)?;
     let mut out = OutFile::create(&args.output)?;
     let w = &mut out.writer;

@@ -12,8 +12,10 @@ use crate::report::{Global, Outcome};
 /// directories) to a web browser: search, captures, records, replay with
 /// rewritten links (`/{collection}/{timestamp}/{url}`), a CDX API
 /// (`/{collection}/cdx?url=...`) and Memento (RFC 7089). The index is kept
-/// in `.warchest-index.redb` beside the data; new files are picked up
-/// while running. See docs/serve.md.
+/// in the user's cache directory ($XDG_CACHE_HOME/warchest/serve/, keyed
+/// by the paths served), never in the directories served, or where
+/// --index-db says; new files are picked up while running. See
+/// docs/serve.md.
 ///
 /// Example: `warchest serve crawls/ --listen 127.0.0.1:8080`, then open
 /// http://127.0.0.1:8080/
@@ -28,8 +30,9 @@ pub struct Args {
     /// The collection's name in URLs.
     #[arg(long, default_value = "archive")]
     collection: String,
-    /// The index store (default: `.warchest-index.redb` in the first
-    /// directory, or beside the first file).
+    /// The index store (default: a file in $XDG_CACHE_HOME/warchest/serve/
+    /// or ~/.cache/warchest/serve/, named after the first path and keyed
+    /// by the paths served).
     #[arg(long)]
     index_db: Option<PathBuf>,
     /// Use this CDXJ index (as `warchest index` writes it) instead of

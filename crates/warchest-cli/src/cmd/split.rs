@@ -14,9 +14,13 @@ use crate::tools::{CompressionArgs, Jobs, parse_size, progress, sniff_to};
 /// on file naming recommends. The inputs are taken as one sequence of
 /// records, in order. Records are never cut: a record larger than the limit
 /// goes alone into a file of its own, the only file that can exceed it.
-/// TIMESTAMP is the WARC-Date of the file's first record (14 digits, UTC);
-/// SERIAL counts from 00000. Files are written as NAME.open and renamed
-/// when complete; their names, sizes and record counts are printed.
+/// TIMESTAMP is the WARC-Date of each file's own first record (14 digits,
+/// UTC); SERIAL counts from 00000. Every file opens with a warcinfo
+/// record: a file whose first record is not one gets a new one (its
+/// WARC-Filename, the software, the inputs). Files are written as
+/// NAME.open and renamed when complete; their names, sizes and record
+/// counts are printed. An existing file of the same name is an error
+/// unless --force.
 ///
 /// Example:
 ///   warchest split big.warc.gz --max-size 1GB -o parts/ --prefix CRAWL1
@@ -39,6 +43,9 @@ pub struct Args {
     /// Crawl host in the file names (default: this machine's host name).
     #[arg(long)]
     host: Option<String>,
+    /// Replace existing output files of the same names.
+    #[arg(long)]
+    force: bool,
     #[command(flatten)]
     compression: CompressionArgs,
     #[command(flatten)]
@@ -46,6 +53,7 @@ pub struct Args {
 }
 
 pub fn run(g: &Global, args: Args) -> Result<Outcome> {
+    crate::input::require_records_all(&args.files)?;
     let comp = args.compression.resolve(sniff_to(&args.files[0]))?;
     let dir = Path::new(&args.output);
     std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
@@ -58,9 +66,24 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
         crawl_host: args.host.clone().unwrap_or_else(host_name),
         extension: comp.extension().to_string(),
     };
-    let opts = CopyOptions::new(comp);
+    let version = if args.files[0] == "-" {
+        warchest::warc::Version::V1_1
+    } else {
+        warchest_ops::dedupe::version_of(args.files[0].as_ref())
+            .with_context(|| args.files[0].clone())?
+    };
+    let fields = vec![
+        ("hostname".to_string(), naming.crawl_host.clone()),
+        (
+            "description".to_string(),
+            format!("part of a split of {}", args.files.join(" ")),
+        ),
+    ];
+    let opts = CopyOptions::new(comp.clone());
     let preamble = Copier::new(opts.clone())?.preamble().to_vec();
-    let mut sink = SplitSink::new(dir, naming, args.max_size, &preamble, 0);
+    let mut sink = SplitSink::new(dir, naming, args.max_size, &preamble, 0)
+        .with_warcinfo(comp, version, fields)
+        .force(args.force);
     let bar = progress(g, &args.files, 1);
     let mut report = CopyReport::default();
     let plan = Plan {

@@ -56,6 +56,8 @@ pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
         total.merge(&s);
         if let Err(e) = res {
             outcome = outcome.and(file_error(name, e.as_ref()));
+        } else if s.records == 0 {
+            outcome = outcome.and(file_error(name, &crate::input::NoRecords::new(name)));
         }
     }
     let stdout = io::stdout();

@@ -127,6 +127,10 @@ pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
     };
     let mut outcome = Outcome::Ok;
     for name in &args.files {
+        if let Err(e) = input::require_records(name) {
+            outcome = outcome.and(file_error(name, &e));
+            continue;
+        }
         let r = if name == "-" || warchest_replay::wacz::split_member_name(name).is_some() {
             match input::open_stream(name) {
                 Ok(inp) => v.validate_reader(name, inp, &mut emit),

@@ -55,6 +55,9 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
             if inputs.iter().any(|p| warchest_replay::wacz::is_wacz(p)) {
                 bail!("a WACZ cannot go inside a WACZ; give its archive files");
             }
+            for p in &inputs {
+                crate::input::require_records(&p.to_string_lossy())?;
+            }
             let r = create(&inputs, &output, &CreateOptions { title, description })?;
             if !g.quiet {
                 eprintln!(

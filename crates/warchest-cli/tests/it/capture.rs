@@ -386,6 +386,23 @@ fn captures_http_with_digests_redirects_robots_and_limits() {
     }
     validate(&files);
     let recs = records(&files);
+    // The summary counts every record written, the warcinfo records too.
+    let said: usize = err
+        .lines()
+        .find_map(|l| {
+            l.split("; ")
+                .nth(1)?
+                .split(" records (")
+                .next()?
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no record count: {err}"));
+    assert_eq!(said, recs.len(), "{err}");
+    assert!(
+        err.contains(&format!(" records ({} warcinfo, ", files.len())),
+        "{err}"
+    );
     assert_eq!(recs[0].kind, RecordType::Warcinfo);
     let info = String::from_utf8_lossy(&recs[0].block).into_owned();
     assert!(info.contains("http-header-user-agent: warchest/"), "{info}");

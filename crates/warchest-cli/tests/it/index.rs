@@ -333,11 +333,25 @@ fn cdxj_matches_cdxj_indexer_on_every_fixture() {
     let mut compared = 0;
     for (name, path) in &all {
         let peer = peers.get(path).expect("peer output");
-        let ours: Vec<Line> =
-            warchest_ok(&["index", "--format", "cdxj", path.to_str().expect("path")])
-                .lines()
-                .map(Line::parse)
-                .collect();
+        let out = warchest(&["index", "--format", "cdxj", path.to_str().expect("path")]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        if err.contains("not compressed record at a time") {
+            // Whole-file gzip: refused (exit 2, naming recompress), as
+            // cdxj-indexer refuses it.
+            assert_eq!(out.status.code(), Some(2), "{name}: {err}");
+            assert!(err.contains("warchest recompress"), "{name}: {err}");
+            assert!(out.stdout.is_empty(), "{name}");
+            assert!(peer.error.is_some(), "{name}: cdxj-indexer reads it");
+            assert!(PEER_FAILS.iter().any(|(f, _)| f == name), "{name}");
+            seen_failures.insert(name.clone());
+            continue;
+        }
+        assert!(out.status.success(), "warchest index {name} failed: {err}");
+        let ours: Vec<Line> = String::from_utf8(out.stdout)
+            .expect("utf-8")
+            .lines()
+            .map(Line::parse)
+            .collect();
         // No file is skipped: WARC and ARC alike are compared.
         assert!(
             !ours.is_empty() || peer.p.is_empty(),
@@ -832,4 +846,82 @@ print(json.dumps({
             .expect("time")
             .starts_with("2014-06-10")
     );
+}
+
+fn sample_path() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../samples/sample.warc.gz")
+}
+
+#[test]
+fn whole_file_gzip_is_refused_naming_recompress() {
+    use std::io::{Read, Write};
+    // The sample's records in one gzip member.
+    let mut plain = Vec::new();
+    flate2::read::MultiGzDecoder::new(std::fs::File::open(sample_path()).unwrap())
+        .read_to_end(&mut plain)
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let whole = dir.path().join("whole.warc.gz");
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&plain).unwrap();
+    std::fs::write(&whole, gz.finish().unwrap()).unwrap();
+    for format in ["cdxj", "cdx", "json"] {
+        let out = warchest(&[
+            "index",
+            "--format",
+            format,
+            whole.to_str().unwrap(),
+            sample_path().to_str().unwrap(),
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("warchest recompress"), "{err}");
+        assert!(err.contains("not compressed record at a time"), "{err}");
+        // No entry of the whole-file gzip; the other file's entries all.
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        assert!(!stdout.contains("whole.warc.gz"), "{stdout}");
+        assert!(stdout.contains("sample.warc.gz"), "{stdout}");
+    }
+    // Once recompressed it indexes.
+    let fixed = dir.path().join("fixed.warc.gz");
+    warchest_ok(&[
+        "recompress",
+        whole.to_str().unwrap(),
+        "-o",
+        fixed.to_str().unwrap(),
+    ]);
+    warchest_ok(&["index", fixed.to_str().unwrap()]);
+}
+
+#[cfg(unix)]
+#[test]
+fn parquet_is_not_written_to_a_terminal() {
+    if !python_has("pty") {
+        return;
+    }
+    // Standard output a pseudo-terminal, as in an interactive shell.
+    let script = "import os, pty, subprocess, sys\n\
+m, s = pty.openpty()\n\
+p = subprocess.run(sys.argv[1:], stdout=s, stderr=subprocess.PIPE)\n\
+os.close(s)\n\
+sys.stderr.write(p.stderr.decode())\n\
+sys.exit(p.returncode)\n";
+    let out = Command::new("python3")
+        .args(["-c", script, common::bin_path()])
+        .args(["index", "--format", "parquet"])
+        .arg(sample_path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("standard output is a terminal"), "{err}");
+    // Redirected, it is written.
+    let out = warchest(&[
+        "index",
+        "--format",
+        "parquet",
+        sample_path().to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    assert!(out.stdout.starts_with(b"PAR1"));
 }

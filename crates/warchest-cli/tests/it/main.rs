@@ -5,6 +5,7 @@ mod capture;
 mod cli;
 mod common;
 mod index;
+mod inputs;
 mod parquet_engines;
 mod safety;
 mod serve;

@@ -132,15 +132,15 @@ fn exec_runs_without_a_shell() {
     let notes = work.path().join("notes.warc");
     let pwned = work.path().join("pwned");
     // A shell would run `touch`; without one, echo prints its arguments.
-    let exec = format!("echo a;touch {} $HOME `id`", pwned.display());
+    let touch = format!("a;touch {} $HOME `id`", pwned.display());
     let o = bin()
         .current_dir(work.path())
         .arg("annotate")
         .arg(fixture("pywb/example.warc.gz"))
         .arg("-o")
         .arg(&notes)
-        .arg("--exec")
-        .arg(&exec)
+        .args(["--exec", "echo"])
+        .arg(&touch)
         .output()
         .unwrap();
     assert_eq!(

@@ -29,9 +29,13 @@ impl Server {
             .args(paths)
             .args(["--listen", "127.0.0.1:0", "--index-db"])
             .arg(db)
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+            .args(extra);
+        Server::start_cmd(cmd)
+    }
+
+    /// Starts `cmd`, a `warchest serve` listening on port 0.
+    fn start_cmd(mut cmd: Command) -> Server {
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         let mut child = cmd.spawn().expect("start warchest serve");
         let log = Arc::new(Mutex::new(String::new()));
         let stderr = child.stderr.take().unwrap();
@@ -1101,4 +1105,104 @@ fn apis_are_rate_limited_per_client() {
             .status,
         200
     );
+}
+
+#[test]
+fn search_page_says_what_was_asked_and_counts_in_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = iana_server(&dir);
+    let home = s.get("/").text();
+    assert!(home.contains(" captures in 1 file.</p>"), "{home}");
+    let host = s.get("/archive/search?url=iana.org&match=host").text();
+    assert!(host.contains("<option value=\"host\" selected>"), "{host}");
+    assert!(
+        !host.contains("<option value=\"prefix\" selected>"),
+        "{host}"
+    );
+    assert!(
+        host.contains(" URLs of the host <code>iana.org</code>"),
+        "{host}"
+    );
+    let domain = s.get("/archive/search?url=iana.org&match=domain").text();
+    assert!(
+        domain.contains("<option value=\"domain\" selected>"),
+        "{domain}"
+    );
+    assert!(!domain.contains("starting with <code>"), "{domain}");
+    let prefix = s
+        .get("/archive/search?url=http://www.iana.org/_css/&match=prefix")
+        .text();
+    assert!(
+        prefix.contains("<option value=\"prefix\" selected>"),
+        "{prefix}"
+    );
+    assert!(
+        prefix.contains(" URLs starting with <code>http://www.iana.org/_css/</code>"),
+        "{prefix}"
+    );
+    let single = s
+        .get("/archive/search?url=http://www.iana.org/_css/2013.1/screen.css&match=prefix")
+        .text();
+    assert!(
+        single.contains("<p id=\"count\">1 URL starting with <code>"),
+        "{single}"
+    );
+    let one = s
+        .get("/archive/*/http://www.iana.org/_img/2013.1/iana-logo-homepage.png")
+        .text();
+    assert!(one.contains("<p id=\"count\">1 capture of "), "{one}");
+}
+
+#[test]
+fn the_index_goes_to_the_cache_not_into_the_served_directory() {
+    let data = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        fixture("pywb/example.warc.gz"),
+        data.path().join("a.warc.gz"),
+    )
+    .unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let mut cmd = bin();
+    cmd.env("XDG_CACHE_HOME", cache.path())
+        .arg("serve")
+        .arg(data.path())
+        .args(["--listen", "127.0.0.1:0", "--poll", "0"]);
+    let s = Server::start_cmd(cmd);
+    assert_eq!(s.get("/").status, 200);
+    // Nothing written among the files served.
+    let served: Vec<_> = common::files_in(data.path());
+    assert_eq!(served, vec![data.path().join("a.warc.gz")], "{served:?}");
+    // One store in the cache, keyed by the collection's path.
+    let stores = common::files_in(&cache.path().join("warchest/serve"));
+    assert_eq!(stores.len(), 1, "{stores:?}");
+    let name = stores[0]
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    assert!(name.ends_with(".redb"), "{name}");
+    drop(s);
+    // The same path finds the same store again.
+    let mut cmd = bin();
+    cmd.env("XDG_CACHE_HOME", cache.path())
+        .arg("serve")
+        .arg(data.path())
+        .args(["--listen", "127.0.0.1:0", "--poll", "0"]);
+    let s = Server::start_cmd(cmd);
+    assert_eq!(s.get("/").status, 200);
+    assert_eq!(
+        common::files_in(&cache.path().join("warchest/serve")).len(),
+        1
+    );
+}
+
+#[test]
+fn log_lines_have_no_colour_when_stderr_is_not_a_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = iana_server(&dir);
+    assert_eq!(s.get("/").status, 200);
+    // Standard error is a pipe: the log lines carry no colour codes.
+    let log = s.log();
+    assert!(log.contains("INFO"), "{log:?}");
+    assert!(!log.contains('\u{1b}'), "{log:?}");
 }

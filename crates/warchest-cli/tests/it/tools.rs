@@ -1,6 +1,7 @@
 //! filter, stats, recompress, split and concat end to end: outputs, exit
 //! codes, messages, and output that does not depend on `-j`.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -242,12 +243,105 @@ fn recompress_whole_file_gzip_zstd_with_a_trained_dictionary_and_lz4() {
     }
 }
 
+/// `ls --json` of a file: (type, 14-digit date) per record.
+fn types_and_dates(path: &Path) -> Vec<(String, String)> {
+    let (code, out, err) = run(bin().arg("ls").arg("--json").arg(path));
+    assert_eq!(code, 0, "{err}");
+    String::from_utf8(out)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let date: String = v["date"]
+                .as_str()
+                .unwrap_or("")
+                .chars()
+                .filter(char::is_ascii_digit)
+                .take(14)
+                .collect();
+            (v["type"].as_str().unwrap_or("").to_string(), date)
+        })
+        .collect()
+}
+
 #[test]
 fn split_then_concat() {
     let dir = tempfile::tempdir().unwrap();
     let parts = dir.path().join("parts");
     let input = fixture("pywb/iana.warc.gz");
-    let (code, out, err) = run(bin().args([
+    let split = || {
+        run(bin().args([
+            "split",
+            &input,
+            "--max-size",
+            "150KB",
+            "-o",
+            parts.to_str().unwrap(),
+            "--prefix",
+            "IANA",
+            "--host",
+            "crawl01",
+        ]))
+    };
+    let (code, out, err) = split();
+    assert_eq!(code, 0, "{err}");
+    let listed = String::from_utf8(out).unwrap();
+    let mut names = Vec::new();
+    let mut dates = BTreeSet::new();
+    let mut added = 0;
+    for (i, l) in listed.lines().enumerate() {
+        let c: Vec<&str> = l.split('\t').collect();
+        let p = Path::new(c[0]);
+        let size: u64 = c[1].parse().unwrap();
+        let n: u64 = c[2].parse().unwrap();
+        let recs = types_and_dates(p);
+        assert_eq!(recs.len() as u64, n, "{l}");
+        // Every file opens with a warcinfo record: the input's in the
+        // first, a new one in the others.
+        assert_eq!(recs[0].0, "warcinfo", "{l}");
+        if i > 0 {
+            added += 1;
+        }
+        // Named with the date of its own first record.
+        let first = if i == 0 { &recs[0].1 } else { &recs[1].1 };
+        assert_eq!(
+            p.file_name().unwrap().to_str().unwrap(),
+            format!("IANA-{first}-{i:05}-crawl01.warc.gz")
+        );
+        dates.insert(first.clone());
+        assert_eq!(std::fs::metadata(p).unwrap().len(), size);
+        assert!(size <= 150_000 || n <= 2, "{l}");
+        names.push(p.to_path_buf());
+    }
+    assert!(names.len() >= 4, "{listed}");
+    assert!(dates.len() > 1, "every file named with one date: {listed}");
+    let joined = dir.path().join("joined.warc.gz");
+    let (code, _, err) = run(bin()
+        .args(["concat", "-o", joined.to_str().unwrap()])
+        .args(&names));
+    assert_eq!(code, 0, "{err}");
+    // The input's records, in order, and the warcinfo records added.
+    let mut got = records(&joined);
+    let before = got.len();
+    let mut seen_first = false;
+    got.retain(|r| {
+        if r.0 != "warcinfo" {
+            return true;
+        }
+        let keep = !seen_first;
+        seen_first = true;
+        keep
+    });
+    assert_eq!(before - got.len(), added);
+    assert_eq!(got, records(Path::new(&input)));
+    // The validator accepts the parts, new warcinfo records included.
+    let (code, out, err) = run(bin().arg("validate").args(&names));
+    assert_eq!(code, 0, "{}{err}", String::from_utf8_lossy(&out));
+    // Existing files are not replaced without --force.
+    let (code, _, err) = split();
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("exists; --force replaces it"), "{err}");
+    let (code, _, err) = run(bin().args([
         "split",
         &input,
         "--max-size",
@@ -258,30 +352,9 @@ fn split_then_concat() {
         "IANA",
         "--host",
         "crawl01",
+        "--force",
     ]));
     assert_eq!(code, 0, "{err}");
-    let listed = String::from_utf8(out).unwrap();
-    let mut names = Vec::new();
-    for (i, l) in listed.lines().enumerate() {
-        let c: Vec<&str> = l.split('\t').collect();
-        let p = Path::new(c[0]);
-        let size: u64 = c[1].parse().unwrap();
-        let n: u64 = c[2].parse().unwrap();
-        assert_eq!(
-            p.file_name().unwrap().to_str().unwrap(),
-            format!("IANA-20140126200624-{i:05}-crawl01.warc.gz")
-        );
-        assert_eq!(std::fs::metadata(p).unwrap().len(), size);
-        assert!(size <= 150_000 || n == 1, "{l}");
-        names.push(p.to_path_buf());
-    }
-    assert!(names.len() >= 4, "{listed}");
-    let joined = dir.path().join("joined.warc.gz");
-    let (code, _, err) = run(bin()
-        .args(["concat", "-o", joined.to_str().unwrap()])
-        .args(&names));
-    assert_eq!(code, 0, "{err}");
-    assert_eq!(records(&joined), records(Path::new(&input)));
     // A size that does not parse.
     let (code, _, err) = run(bin().args(["split", &input, "--max-size", "1XB", "-o", "x"]));
     assert_eq!(code, 2);

@@ -155,3 +155,21 @@ fn one_cpu_gives_the_same_findings() {
         String::from_utf8_lossy(&two.stdout)
     );
 }
+
+#[test]
+fn the_shipped_samples_validate() {
+    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../samples");
+    let files = crate::common::files_in(&dir);
+    assert!(!files.is_empty());
+    for f in files {
+        let out = crate::common::warchest(&[std::ffi::OsStr::new("validate"), f.as_os_str()]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}: {}{}",
+            f.display(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

@@ -354,8 +354,7 @@ fn annotate_and_migrate_refer_to_their_sources() {
         .arg(&example)
         .arg("-o")
         .arg(&notes)
-        .arg("--exec")
-        .arg("wc -c"));
+        .args(["--exec", "wc", "-c"]));
     assert_eq!(code, 0, "{err}");
     assert_valid(std::slice::from_ref(&notes));
     // Source records with a payload, by id.
@@ -395,8 +394,7 @@ fn annotate_and_migrate_refer_to_their_sources() {
         .arg("text/html")
         .arg("--to")
         .arg("text/plain")
-        .arg("--exec")
-        .arg("tr a-z A-Z"));
+        .args(["--exec", "tr", "a-z", "A-Z"]));
     assert_eq!(code, 0, "{err}");
     assert_valid(std::slice::from_ref(&conv));
     let mut r = Reader::open(&conv).unwrap();
@@ -475,5 +473,63 @@ fn dedupe_halves_the_corpus_given_twice() {
     let rvs = revisits(&files);
     for rv in rvs.iter().step_by(2000) {
         assert_resolves(rv, &["--revisit-index".as_ref(), index.as_os_str()]);
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn exec_takes_the_program_and_its_arguments_as_words() {
+    let work = tempfile::tempdir().unwrap();
+    let notes = work.path().join("notes.warc.gz");
+    // A quoted argument with spaces and a semicolon stays one argument.
+    let code = "import sys; sys.stdout.write(\"bytes: %d\" % len(sys.stdin.buffer.read()))";
+    let (status, _, err) = run(bin()
+        .arg("annotate")
+        .arg(fixture("pywb/example.warc.gz"))
+        .arg("-o")
+        .arg(&notes)
+        .args(["--exec", "python3", "-c", code]));
+    assert_eq!(status, 0, "{err}");
+    let mut r = Reader::open(&notes).unwrap();
+    let mut seen = 0;
+    while let Some(mut rec) = r.next_record().unwrap() {
+        if rec.header().record_type() == RecordType::Metadata {
+            let b = rec.read_block().unwrap();
+            assert!(b.starts_with(b"bytes: "), "{}", String::from_utf8_lossy(&b));
+            seen += 1;
+        }
+    }
+    assert!(seen > 0);
+    // migrate alike; its metadata names the tool as a shell would read it.
+    let conv = work.path().join("conv.warc.gz");
+    let (status, _, err) = run(bin()
+        .arg("migrate")
+        .arg(fixture("pywb/example.warc.gz"))
+        .arg("-o")
+        .arg(&conv)
+        .args(["--from", "text/html", "--to", "text/plain"])
+        .args(["--exec", "python3", "-c", code]));
+    assert_eq!(status, 0, "{err}");
+    let mut r = Reader::open(&conv).unwrap();
+    let mut tool = None;
+    while let Some(mut rec) = r.next_record().unwrap() {
+        let t = rec.header().record_type();
+        let b = rec.read_block().unwrap();
+        if t == RecordType::Conversion {
+            assert!(b.starts_with(b"bytes: "));
+        } else if t == RecordType::Metadata {
+            tool = Some(String::from_utf8_lossy(&b).into_owned());
+        }
+    }
+    let tool = tool.expect("a metadata record");
+    assert!(
+        tool.contains(&format!("migration-tool: python3 -c '{code}'")),
+        "{tool}"
+    );
+    // The help says how.
+    for cmd in ["annotate", "migrate"] {
+        let (_, out, _) = run(bin().args([cmd, "--help"]));
+        let help = String::from_utf8_lossy(&out);
+        assert!(help.contains("separate words"), "{help}");
     }
 }

@@ -62,8 +62,8 @@ pub struct ServeOptions {
     pub collection: String,
     /// Files and directories served.
     pub paths: Vec<PathBuf>,
-    /// The index store file (default: `.warchest-index.redb` in the first
-    /// directory given, or beside the first file).
+    /// The index store file (default: [`ServeOptions::default_store`], in
+    /// a cache directory, never among the files served).
     pub store: Option<PathBuf>,
     /// A CDXJ index to use instead of reading the files.
     pub cdxj: Option<PathBuf>,
@@ -100,29 +100,54 @@ impl ServeOptions {
         }
     }
 
-    /// Where the store goes by default.
+    /// Where the store goes by default: in the user's cache directory
+    /// (`$XDG_CACHE_HOME/warchest/serve/`, else `~/.cache/warchest/serve/`,
+    /// else the system's temporary directory), named after the first path
+    /// served and keyed by the collection's paths (made absolute), so that
+    /// the same paths find their index again and the directories served
+    /// are never written to (they are often read-only, or must not change).
     pub fn default_store(&self) -> PathBuf {
-        let first = self
+        let paths: Vec<PathBuf> = self
             .paths
+            .iter()
+            .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()))
+            .collect();
+        // FNV-1a, 64 bits: stable across runs and builds.
+        let mut key: u64 = 0xcbf2_9ce4_8422_2325;
+        for p in &paths {
+            for &b in p.as_os_str().as_encoded_bytes().iter().chain(&[0u8]) {
+                key ^= u64::from(b);
+                key = key.wrapping_mul(0x0100_0000_01b3);
+            }
+        }
+        let stem: String = paths
             .first()
-            .cloned()
-            .unwrap_or_else(|| PathBuf::from("."));
-        let dir = if first.is_dir() {
-            first
-        } else {
-            first
-                .parent()
-                .map(|p| {
-                    if p.as_os_str().is_empty() {
-                        PathBuf::from(".")
-                    } else {
-                        p.to_path_buf()
-                    }
-                })
-                .unwrap_or_else(|| PathBuf::from("."))
-        };
-        dir.join(".warchest-index.redb")
+            .and_then(|p| p.file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "archive".into())
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .take(64)
+            .collect();
+        cache_dir().join(format!("{stem}-{key:016x}.redb"))
     }
+}
+
+/// `$XDG_CACHE_HOME/warchest/serve`, `$HOME/.cache/warchest/serve`, or
+/// the system's temporary directory's `warchest-cache/serve`.
+fn cache_dir() -> PathBuf {
+    let abs = |v: Option<std::ffi::OsString>| v.map(PathBuf::from).filter(|p| p.is_absolute());
+    let base = abs(std::env::var_os("XDG_CACHE_HOME"))
+        .or_else(|| abs(std::env::var_os("HOME")).map(|h| h.join(".cache")))
+        .map(|c| c.join("warchest"))
+        .unwrap_or_else(|| std::env::temp_dir().join("warchest-cache"));
+    base.join("serve")
 }
 
 /// The state the request handlers share.
@@ -238,7 +263,22 @@ impl Server {
     /// # Errors
     /// The store cannot be opened, or the address cannot be bound.
     pub fn bind(opts: ServeOptions) -> Result<Server> {
-        let store_path = opts.store.clone().unwrap_or_else(|| opts.default_store());
+        let store_path = match &opts.store {
+            Some(p) => p.clone(),
+            None => {
+                let p = opts.default_store();
+                if let Some(dir) = p.parent() {
+                    std::fs::create_dir_all(dir).map_err(|e| {
+                        warchest::Error::from(std::io::Error::new(
+                            e.kind(),
+                            format!("cannot create the index cache {}: {e}", dir.display()),
+                        ))
+                    })?;
+                }
+                tracing::info!("index in {}", p.display());
+                p
+            }
+        };
         let store = Store::open(&store_path)?;
         if let Some(cdxj) = &opts.cdxj {
             let (loaded, skipped) = store.load_cdxj(cdxj, &opts.paths)?;

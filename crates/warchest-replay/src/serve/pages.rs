@@ -39,9 +39,14 @@ fn page(coll: &str, title: &str, body: &str) -> String {
     )
 }
 
-fn search_form(coll: &str, value: &str) -> String {
+/// The search form, `selected` the match type shown chosen.
+fn search_form_with(coll: &str, value: &str, selected: MatchType) -> String {
     let opt = |v: &str, label: &str| {
-        let sel = if v == "prefix" { " selected" } else { "" };
+        let sel = if MatchType::parse(v) == Some(selected) {
+            " selected"
+        } else {
+            ""
+        };
         format!("<option value=\"{v}\"{sel}>{label}</option>")
     };
     format!(
@@ -56,14 +61,35 @@ placeholder=\"URL, URL prefix or host\"> <select name=\"match\">{}{}{}{}</select
     )
 }
 
+/// The search form as a page opens it: a URL prefix search.
+fn search_form(coll: &str, value: &str) -> String {
+    search_form_with(coll, value, MatchType::Prefix)
+}
+
+/// `n` and the noun, plural unless `n` is 1: "1 file", "2 files".
+pub(super) fn count(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// What a search of `m` asked for, before the query: "URLs starting with".
+fn asked(m: MatchType) -> &'static str {
+    match m {
+        MatchType::Exact => "matching exactly",
+        MatchType::Prefix => "starting with",
+        MatchType::Host => "of the host",
+        MatchType::Domain => "of the domain (and subdomains)",
+    }
+}
+
 /// The collection page.
 pub(super) fn home(coll: &Collection) -> warchest::Result<String> {
     let mut b = search_form(&coll.name, "");
     let n = coll.store.len()?;
     let _ = write!(
         b,
-        "<p>{n} captures in {} files.</p>",
-        coll.store.sources().len()
+        "<p>{} in {}.</p>",
+        count(n, "capture", "captures"),
+        count(coll.store.sources().len() as u64, "file", "files")
     );
     b.push_str("<table><tr><th>file</th><th>entries</th><th></th></tr>");
     for s in coll.store.sources() {
@@ -116,12 +142,14 @@ pub(super) fn search_results(coll: &Collection, q: &str, m: MatchType) -> warche
             true
         },
     )?;
-    let mut b = search_form(&coll.name, q);
+    let mut b = search_form_with(&coll.name, q, m);
     let _ = write!(
         b,
-        "<p id=\"count\">{} URLs{}.</p>",
-        rows.len(),
-        if truncated { " (first ones)" } else { "" }
+        "<p id=\"count\">{}{} {} <code>{}</code>.</p>",
+        count(rows.len() as u64, "URL", "URLs"),
+        if truncated { " (the first ones)" } else { "" },
+        asked(m),
+        escape(q)
     );
     b.push_str(
         "<table id=\"results\"><tr><th>URL</th><th>captures</th><th>first</th><th>last</th></tr>",
@@ -161,8 +189,8 @@ pub(super) fn captures(coll: &Collection, target: &str) -> warchest::Result<Stri
     let mut b = search_form(&coll.name, target);
     let _ = write!(
         b,
-        "<p id=\"count\">{} captures of <code>{}</code>.</p>",
-        caps.len(),
+        "<p id=\"count\">{} of <code>{}</code>.</p>",
+        count(caps.len() as u64, "capture", "captures"),
         escape(target)
     );
     b.push_str(

@@ -1,0 +1,210 @@
+//! What every command does with input that holds no record, and how
+//! lenient-reading recoveries are shown without `-w` (issue 19).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use crate::common::{bin, run};
+
+fn sample() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../samples/sample.warc.gz")
+}
+
+/// Every command that reads archives, on `file`, with outputs in `out`.
+fn commands(file: &Path, out: &Path) -> Vec<Vec<String>> {
+    let f = file.to_string_lossy().to_string();
+    let o = |n: &str| out.join(n).to_string_lossy().to_string();
+    let v = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    vec![
+        v(&["ls", &f]),
+        v(&["ls", "--json", &f]),
+        v(&["check", &f]),
+        v(&["index", &f]),
+        v(&["index", "--format", "cdx", &f]),
+        v(&["stats", &f]),
+        v(&["extract", &f, "--offset", "0"]),
+        v(&["validate", &f]),
+        v(&["convert", "-o", &o("x.warc.gz"), &f]),
+        v(&["dedupe", "-o", &o("d"), &f]),
+        v(&[
+            "filter",
+            &f,
+            "-o",
+            &o("f.warc.gz"),
+            "warc-type == \"response\"",
+        ]),
+        v(&["recompress", &f, "-o", &o("r.warc.gz")]),
+        v(&["split", &f, "--max-size", "1MB", "-o", &o("s")]),
+        v(&["concat", &f, "-o", &o("c.warc.gz")]),
+        v(&["recover", &f, "-o", &o("rec.warc.gz")]),
+        v(&["segment", &f, "-o", &o("seg")]),
+        v(&["reassemble", &f, "-o", &o("re.warc.gz")]),
+        v(&["annotate", &f, "-o", &o("a.warc.gz"), "--exec", "cat"]),
+        v(&[
+            "migrate",
+            &f,
+            "-o",
+            &o("m.warc.gz"),
+            "--from",
+            "text/html",
+            "--exec",
+            "cat",
+        ]),
+        v(&["unpack", &f, "-o", &o("u")]),
+        v(&["wacz", "create", &f, "-o", &o("w.wacz")]),
+    ]
+}
+
+#[test]
+fn no_record_found_is_an_error_for_every_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = dir.path().join("passwd");
+    std::fs::write(
+        &text,
+        "root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n",
+    )
+    .unwrap();
+    // An empty file has no record either: the same error.
+    let empty = dir.path().join("empty.warc.gz");
+    std::fs::write(&empty, b"").unwrap();
+    for file in [&text, &empty] {
+        let expected = format!(
+            "no WARC, ARC or Web InfoMall record found in {}",
+            file.display()
+        );
+        let out = tempfile::tempdir().unwrap();
+        for args in commands(file, out.path()) {
+            let (code, _, err) = run(bin().args(&args));
+            assert_eq!(code, 2, "{args:?}: {err}");
+            assert!(err.contains(&expected), "{args:?}: {err}");
+        }
+        // Nothing written under a final name.
+        for n in [
+            "x.warc.gz",
+            "f.warc.gz",
+            "r.warc.gz",
+            "c.warc.gz",
+            "rec.warc.gz",
+            "w.wacz",
+        ] {
+            assert!(!out.path().join(n).exists(), "{n}");
+        }
+    }
+    // Standard input, which is read once: counted as read.
+    for args in [
+        vec!["ls", "-"],
+        vec!["check", "-"],
+        vec!["convert", "-o", "-", "-"],
+    ] {
+        let mut child = bin()
+            .args(&args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(b"root:x:0:0:root:/root:/bin/bash\n")
+            .unwrap();
+        let o = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("no WARC, ARC or Web InfoMall record found in -"),
+            "{args:?}: {err}"
+        );
+    }
+    // A real archive still reads.
+    let (code, _, err) = run(bin().arg("ls").arg(sample()));
+    assert_eq!(code, 0, "{err}");
+}
+
+/// The damaged copies of issue 19: trailing garbage, a Content-Length far
+/// past the end of the file, a damaged zstd frame skipped.
+fn damaged(dir: &Path) -> Vec<PathBuf> {
+    let garbage = dir.join("garbage.warc.gz");
+    let mut g = std::fs::read(sample()).unwrap();
+    g.extend_from_slice(b"this is not a record, just bytes after the last one\n");
+    std::fs::write(&garbage, g).unwrap();
+
+    let long = dir.join("long.warc");
+    std::fs::write(
+        &long,
+        b"WARC/1.1\r\nWARC-Type: resource\r\nWARC-Record-ID: <urn:uuid:0b9e2a3c-1b1e-4c52-9a8e-2f8a3c7d9e01>\r\n\
+WARC-Date: 2020-01-01T00:00:00Z\r\nWARC-Target-URI: file:///a\r\nContent-Type: text/plain\r\n\
+Content-Length: 99999999999999\r\n\r\nhello\r\n\r\n",
+    )
+    .unwrap();
+
+    let zst = dir.join("frames.warc.zst");
+    let (code, _, err) = run(bin()
+        .arg("recompress")
+        .arg(sample())
+        .args(["--to", "zstd", "-o"])
+        .arg(&zst));
+    assert_eq!(code, 0, "{err}");
+    let (code, ls, err) = run(bin().arg("ls").arg(&zst));
+    assert_eq!(code, 0, "{err}");
+    // Damage the middle of the third record's frame.
+    let third: Vec<u64> = String::from_utf8(ls)
+        .unwrap()
+        .lines()
+        .nth(2)
+        .unwrap()
+        .split('\t')
+        .take(2)
+        .map(|c| c.parse().unwrap())
+        .collect();
+    let mut z = std::fs::read(&zst).unwrap();
+    for b in &mut z[(third[0] + third[1] / 2) as usize..][..8] {
+        *b ^= 0x55;
+    }
+    std::fs::write(&zst, z).unwrap();
+    vec![garbage, long, zst]
+}
+
+#[test]
+fn recoveries_are_summed_up_without_w_and_fail_check() {
+    let dir = tempfile::tempdir().unwrap();
+    for file in damaged(dir.path()) {
+        let name = file.display().to_string();
+        for cmd in ["ls", "index", "stats"] {
+            let (code, _, err) = run(bin().arg(cmd).arg(&file));
+            assert_eq!(code, 0, "{cmd} {name}: {err}");
+            let line = err
+                .lines()
+                .find(|l| {
+                    l.starts_with(&format!("warchest: {name}: "))
+                        && l.contains(", the first at offset ")
+                })
+                .unwrap_or_else(|| panic!("{cmd} {name}: no summary: {err}"));
+            assert!(
+                line.ends_with("; -w lists them") || line.ends_with("; -w lists it"),
+                "{line}"
+            );
+            // -w lists them instead.
+            let (_, _, err) = run(bin().args([cmd, "-w"]).arg(&file));
+            assert!(err.contains(": warning: "), "{cmd} -w {name}: {err}");
+            assert!(
+                !err.contains(", the first at offset "),
+                "{cmd} -w {name}: {err}"
+            );
+        }
+        let (code, out, err) = run(bin().arg("check").arg(&file));
+        assert_eq!(
+            code,
+            1,
+            "check {name}: {}{err}",
+            String::from_utf8_lossy(&out)
+        );
+        assert!(String::from_utf8_lossy(&out).contains("FAILED"));
+    }
+    // A clean file: no summary, check OK.
+    let (code, _, err) = run(bin().arg("check").arg(sample()));
+    assert_eq!(code, 0, "{err}");
+    assert!(err.is_empty(), "{err}");
+}
