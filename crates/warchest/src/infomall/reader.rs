@@ -1060,6 +1060,72 @@ mod tests {
         v
     }
 
+    /// Reads to the end or the first error; the warnings' kinds either way.
+    fn read_with(data: &[u8], leniency: crate::Leniency) -> (Option<Error>, Vec<WarningKind>) {
+        let opts = ReaderOptions::with_leniency(leniency);
+        let mut r = Reader::from_source(MemSource::plain(data, 5), opts);
+        let mut err = None;
+        loop {
+            match r.next_record() {
+                Ok(Some(mut rec)) => {
+                    if let Err(e) = rec.read_block().and_then(|_| rec.finish()) {
+                        err = Some(e);
+                        break;
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    err = Some(e);
+                    break;
+                }
+            }
+        }
+        let kinds = r.take_warnings().into_iter().map(|w| w.kind).collect();
+        (err, kinds)
+    }
+
+    /// A Web InfoMall knob turned off makes its own deviation an error; the
+    /// other deviations stay warnings.
+    #[test]
+    fn infomall_knobs_are_independent() {
+        let bad_date = String::from_utf8(record("http://a.example/", b"aa", false))
+            .unwrap()
+            .replace("Tue, 28 Feb 2006 05:42:09 GMT", "yesterday");
+        let crlf = String::from_utf8(record("http://b.example/", b"bb", false))
+            .unwrap()
+            .replacen("\nurl:", "\r\nurl:", 1);
+        let clean = String::from_utf8(record("http://c.example/", b"cc", false)).unwrap();
+        let file = |parts: &[&str]| parts.concat().into_bytes();
+        let lenient = crate::Leniency::lenient();
+        let (err, all) = read_with(&file(&[&bad_date, &crlf, &clean]), lenient);
+        assert!(err.is_none(), "{err:?}");
+        assert!(all.contains(&WarningKind::BadDate), "{all:?}");
+        assert!(all.contains(&WarningKind::LineEnd), "{all:?}");
+        type Knob = fn(&mut crate::Leniency);
+        let knobs: [(Knob, WarningKind, &str); 2] = [
+            (|l| l.bad_date = false, WarningKind::BadDate, &bad_date),
+            (|l| l.line_end = false, WarningKind::LineEnd, &crlf),
+        ];
+        for (off, kind, part) in knobs {
+            let mut l = lenient;
+            off(&mut l);
+            let first = all.iter().position(|&k| k == kind).unwrap();
+            let (err, kinds) = read_with(&file(&[&bad_date, &crlf, &clean]), l);
+            assert!(err.is_some(), "{kind:?} off: no error");
+            assert_eq!(kinds, all[..first], "{kind:?} off");
+            // Without that record the others' warnings are all there.
+            let rest: Vec<&str> = [&bad_date, &crlf, &clean]
+                .into_iter()
+                .map(String::as_str)
+                .filter(|p| *p != part)
+                .collect();
+            let (err, kinds) = read_with(&file(&rest), l);
+            assert!(err.is_none(), "{kind:?} off: {err:?}");
+            let others: Vec<_> = all.iter().copied().filter(|&k| k != kind).collect();
+            assert_eq!(kinds, others, "{kind:?} off");
+        }
+    }
+
     struct Seen {
         uris: Vec<String>,
         bodies: Vec<Vec<u8>>,
