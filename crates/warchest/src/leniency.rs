@@ -54,7 +54,9 @@ pub struct Leniency {
     pub bracketed_uri: bool,
     /// A record not followed by CRLF CRLF, extra line ends between records
     /// (ARC: extra or missing newlines; Web InfoMall: a missing or extra
-    /// blank line after the content) ([`WarningKind::BadTrailer`]).
+    /// blank line after the content) ([`WarningKind::BadTrailer`]). Extra
+    /// line ends at the very end of a WARC file are reported when on and
+    /// accepted silently when off.
     /// Relaxes WARC 1.1 section 4: `warc-record = header CRLF block CRLF CRLF`.
     pub bad_trailer: bool,
     /// Bytes between records that are not a record, skipped up to the next
@@ -85,9 +87,11 @@ pub struct Leniency {
     /// WARC 1.1 section 4: `version = "WARC/1.1" CRLF`.
     pub unknown_version: bool,
     /// Compressed members after plain records, read on in them
-    /// ([`WarningKind::NotRecordAtATime`]); when on, records sharing or
-    /// spanning members are also reported. Relaxes WARC 1.1 Annex D.2:
-    /// one record per gzip member.
+    /// ([`WarningKind::NotRecordAtATime`]). When on, a record that starts
+    /// inside a member or whose header block spans members is also
+    /// reported (off, these are read without a word, as strict reading
+    /// always did); a block spanning members is reported either way.
+    /// Relaxes WARC 1.1 Annex D.2: one record per gzip member.
     pub not_record_at_a_time: bool,
     /// ARC archive-date or Web InfoMall `date` not in its format's form,
     /// read as docs/conversion.md says ([`WarningKind::BadDate`]). Relaxes
@@ -96,7 +100,10 @@ pub struct Leniency {
     pub bad_date: bool,
     /// An ARC header line or Web InfoMall property that breaks its
     /// format's grammar, read as well as it could be
-    /// ([`WarningKind::Grammar`]). Relaxes the ARC URL-record and version
+    /// ([`WarningKind::Grammar`]), including a Web InfoMall `version:`
+    /// with no blank line within
+    /// [`Limits::max_header_block`](crate::Limits), skipped as not a
+    /// header (off: an error). Relaxes the ARC URL-record and version
     /// block grammar and Web InfoMall spec section 2.
     pub grammar: bool,
     /// CR LF line ends in a Web InfoMall header, whose lines end in LF
