@@ -1013,158 +1013,270 @@ pub(crate) fn check_header<'h>(
     at: &At,
     out: &mut dyn Emit,
 ) -> RecordInfo<'h> {
-    let v = h.version();
-    let v11 = rs == RuleSet::V1_1;
-    if v.major == 0 && v.is_known() {
-        out.push(
-            &rules::VERSION_DRAFT,
-            at,
-            format!("{v} is a draft version; the record is judged by the WARC 1.0 rules"),
-        );
-    } else if !v.is_known() {
-        out.push(
-            &rules::VERSION_UNKNOWN,
-            at,
-            format!("{v} is not a WARC version this validator knows; the record is judged by the WARC 1.1 rules"),
-        );
-    }
-    if let Some(spec) = opts.spec
-        && v != spec.version()
-    {
-        out.push(
-            &rules::VERSION_NOT_REQUESTED,
-            at,
-            format!("the record is {v}, not {}", spec.version()),
-        );
-    }
-    if !h.as_bytes().is_ascii() && std::str::from_utf8(h.as_bytes()).is_err() {
-        out.push(
-            &rules::HEADER_UTF8,
-            at,
-            "the header holds bytes that are not UTF-8",
-        );
+    let mut c = HeaderCheck::new(h, rs, opts, at, out);
+    c.version();
+    c.count_fields();
+    c.fields_present();
+    c.record_type();
+    c.field_matrix();
+    let values = c.value_grammars();
+    c.content_type(&values);
+    c.revisit(&values);
+    c.segments(&values);
+    c.into_info(values)
+}
+
+/// The defined fields of one header: how often each appears and its first
+/// value (every value of WARC-Concurrent-To, which may repeat).
+struct Seen<'h> {
+    count: [u32; DEFS.len()],
+    first: [Option<Cow<'h, str>>; DEFS.len()],
+    concurrent: Vec<Cow<'h, str>>,
+}
+
+impl<'h> Seen<'h> {
+    /// The first value of `f`, when present and not empty.
+    fn get(&self, f: F) -> Option<&str> {
+        self.first[f as usize].as_deref().filter(|s| !s.is_empty())
     }
 
-    // Which defined fields are present, how often, and with what value.
-    let mut count = [0u32; DEFS.len()];
-    let mut first: [Option<Cow<'h, str>>; DEFS.len()] = Default::default();
-    let mut concurrent: Vec<Cow<'h, str>> = Vec::new();
-    for f in h.fields().iter() {
-        let raw = f.raw_value();
-        // A quick scan first (it vectorises); the exact one only on a hit.
-        let odd = raw.iter().fold(false, |a, &c| a | (c < 0x20) | (c == 0x7f));
-        if odd
-            && let Some(&c) = raw
-                .iter()
-                .find(|&&c| (c < 0x20 && !matches!(c, b'\t' | b'\r' | b'\n')) || c == 0x7f)
+    /// True when `f` appears at least once.
+    fn present(&self, f: F) -> bool {
+        self.count[f as usize] > 0
+    }
+
+    /// The first value of `f` taken out, when not empty, without `<...>`.
+    fn take(&mut self, f: F) -> Option<Cow<'h, str>> {
+        self.first[f as usize]
+            .take()
+            .filter(|s| !s.is_empty())
+            .map(strip_cow)
+    }
+}
+
+/// What the value grammars parsed, for the sections after them.
+struct Values {
+    date: Option<WarcDate>,
+    refers_to_date: Option<WarcDate>,
+    content_length: Option<u64>,
+    segment_number: Option<u64>,
+    total_length: Option<u64>,
+}
+
+/// One record's header being checked: what the sections of
+/// [`check_header`] share. Each section is one method, in the order the
+/// findings are reported.
+struct HeaderCheck<'h, 'a> {
+    h: &'h WarcHeader,
+    rs: RuleSet,
+    /// The record's version line.
+    v: Version,
+    /// Judged by the WARC 1.1 rules.
+    v11: bool,
+    /// The record type WARC-Type names.
+    t: RecordType,
+    opts: &'a Options,
+    at: &'a At,
+    out: &'a mut dyn Emit,
+    seen: Seen<'h>,
+}
+
+impl<'h, 'a> HeaderCheck<'h, 'a> {
+    fn new(
+        h: &'h WarcHeader,
+        rs: RuleSet,
+        opts: &'a Options,
+        at: &'a At,
+        out: &'a mut dyn Emit,
+    ) -> Self {
+        HeaderCheck {
+            h,
+            rs,
+            v: h.version(),
+            v11: rs == RuleSet::V1_1,
+            t: h.record_type(),
+            opts,
+            at,
+            out,
+            seen: Seen {
+                count: [0u32; DEFS.len()],
+                first: Default::default(),
+                concurrent: Vec::new(),
+            },
+        }
+    }
+
+    /// The version line (1.1 and 1.0 section 4): drafts, unknown versions,
+    /// another version than `--spec` asks for; a header that is not UTF-8.
+    fn version(&mut self) {
+        let (v, at) = (self.v, self.at);
+        if v.major == 0 && v.is_known() {
+            self.out.push(
+                &rules::VERSION_DRAFT,
+                at,
+                format!("{v} is a draft version; the record is judged by the WARC 1.0 rules"),
+            );
+        } else if !v.is_known() {
+            self.out.push(
+                &rules::VERSION_UNKNOWN,
+                at,
+                format!("{v} is not a WARC version this validator knows; the record is judged by the WARC 1.1 rules"),
+            );
+        }
+        if let Some(spec) = self.opts.spec
+            && v != spec.version()
         {
-            out.push(
-                &rules::HEADER_CONTROL_CHAR,
+            self.out.push(
+                &rules::VERSION_NOT_REQUESTED,
                 at,
-                format!(
-                    "the value of {} holds the control character 0x{c:02x}",
-                    f.name_str()
-                ),
+                format!("the record is {v}, not {}", spec.version()),
             );
         }
-        let n = f.name();
-        let def = DEFS.iter().position(|d| {
-            d.0.len() == n.len() && n.eq_ignore_ascii_case(d.0.as_bytes()) && (v11 || !d.2)
-        });
-        match def {
-            Some(i) => {
-                count[i] += 1;
-                if DEFS[i].1 == F::ConcurrentTo {
-                    concurrent.push(text(&f));
-                } else if first[i].is_none() {
-                    first[i] = Some(text(&f));
+        let h = self.h;
+        if !h.as_bytes().is_ascii() && std::str::from_utf8(h.as_bytes()).is_err() {
+            self.out.push(
+                &rules::HEADER_UTF8,
+                at,
+                "the header holds bytes that are not UTF-8",
+            );
+        }
+    }
+
+    /// Which defined fields are present, how often, and with what value;
+    /// control characters in values (section 4) and, with
+    /// `--forbid-extensions`, fields the specification does not define
+    /// (sections 4 and 5.1).
+    fn count_fields(&mut self) {
+        let (h, at, v11) = (self.h, self.at, self.v11);
+        for f in h.fields().iter() {
+            let raw = f.raw_value();
+            // A quick scan first (it vectorises); the exact one only on a hit.
+            let odd = raw.iter().fold(false, |a, &c| a | (c < 0x20) | (c == 0x7f));
+            if odd
+                && let Some(&c) = raw
+                    .iter()
+                    .find(|&&c| (c < 0x20 && !matches!(c, b'\t' | b'\r' | b'\n')) || c == 0x7f)
+            {
+                self.out.push(
+                    &rules::HEADER_CONTROL_CHAR,
+                    at,
+                    format!(
+                        "the value of {} holds the control character 0x{c:02x}",
+                        f.name_str()
+                    ),
+                );
+            }
+            let n = f.name();
+            let def = DEFS.iter().position(|d| {
+                d.0.len() == n.len() && n.eq_ignore_ascii_case(d.0.as_bytes()) && (v11 || !d.2)
+            });
+            match def {
+                Some(i) => {
+                    self.seen.count[i] += 1;
+                    if DEFS[i].1 == F::ConcurrentTo {
+                        self.seen.concurrent.push(text(&f));
+                    } else if self.seen.first[i].is_none() {
+                        self.seen.first[i] = Some(text(&f));
+                    }
                 }
-            }
-            None if opts.forbid_extensions => out.push(
-                &rules::EXTENSION_FIELD,
-                at,
-                format!(
-                    "{} is not a field of WARC {}",
-                    f.name_str(),
-                    if v11 { "1.1" } else { "1.0" }
+                None if self.opts.forbid_extensions => self.out.push(
+                    &rules::EXTENSION_FIELD,
+                    at,
+                    format!(
+                        "{} is not a field of WARC {}",
+                        f.name_str(),
+                        if v11 { "1.1" } else { "1.0" }
+                    ),
                 ),
-            ),
-            None => {}
-        }
-    }
-    // DEFS lists the fields in the order of `F`.
-    let idx = |f: F| f as usize;
-    let get = |f: F| first[idx(f)].as_deref().filter(|s| !s.is_empty());
-    let present = |f: F| count[idx(f)] > 0;
-
-    for (i, d) in DEFS.iter().enumerate() {
-        if count[i] > 1 && d.1 != F::ConcurrentTo {
-            out.push(
-                &rules::FIELD_REPEATED,
-                at,
-                format!("{} appears {} times", d.0, count[i]),
-            );
-        }
-    }
-    for f in [F::RecordId, F::ContentLength, F::Date, F::Type] {
-        let msg = if !present(f) {
-            format!("the record has no {}", field_label(f))
-        } else if get(f).is_none() {
-            format!("{} is present but has no value", field_label(f))
-        } else {
-            continue;
-        };
-        out.push(&rules::FIELD_MISSING_MANDATORY, at, msg);
-    }
-    for (i, d) in DEFS.iter().enumerate() {
-        let mandatory = matches!(d.1, F::RecordId | F::ContentLength | F::Date | F::Type);
-        if mandatory || count[i] == 0 {
-            continue;
-        }
-        let empty = if d.1 == F::ConcurrentTo {
-            concurrent.iter().any(|c| c.is_empty())
-        } else {
-            first[i].as_deref().is_some_and(str::is_empty)
-        };
-        if empty {
-            out.push(&rules::FIELD_EMPTY, at, format!("{} has no value", d.0));
-        }
-    }
-
-    // WARC-Type.
-    let t = h.record_type();
-    if let Some(ty) = get(F::Type) {
-        if !grammar::is_token(ty) {
-            out.push(
-                &rules::TYPE_SYNTAX,
-                at,
-                format!("WARC-Type {ty:?} is not a token"),
-            );
-        } else if t == RecordType::Other {
-            if opts.forbid_extensions {
-                out.push(
-                    &rules::EXTENSION_VALUE,
-                    at,
-                    format!("WARC-Type {ty:?} is not a record type of the specification"),
-                );
-            } else {
-                out.push(
-                    &rules::TYPE_UNKNOWN,
-                    at,
-                    format!("WARC-Type {ty:?} is not one of the eight record types; readers skip the record"),
-                );
+                None => {}
             }
         }
     }
 
-    // The field/record-type matrix.
-    if t != RecordType::Other {
+    /// Repeated fields (section 5.1), the mandatory fields (sections
+    /// 5.2-5.5) and empty values (section 5).
+    fn fields_present(&mut self) {
+        let (seen, at) = (&self.seen, self.at);
         for (i, d) in DEFS.iter().enumerate() {
-            if d.2 && !v11 {
+            if seen.count[i] > 1 && d.1 != F::ConcurrentTo {
+                self.out.push(
+                    &rules::FIELD_REPEATED,
+                    at,
+                    format!("{} appears {} times", d.0, seen.count[i]),
+                );
+            }
+        }
+        for f in [F::RecordId, F::ContentLength, F::Date, F::Type] {
+            let msg = if !seen.present(f) {
+                format!("the record has no {}", field_label(f))
+            } else if seen.get(f).is_none() {
+                format!("{} is present but has no value", field_label(f))
+            } else {
+                continue;
+            };
+            self.out.push(&rules::FIELD_MISSING_MANDATORY, at, msg);
+        }
+        for (i, d) in DEFS.iter().enumerate() {
+            let mandatory = matches!(d.1, F::RecordId | F::ContentLength | F::Date | F::Type);
+            if mandatory || seen.count[i] == 0 {
                 continue;
             }
+            let empty = if d.1 == F::ConcurrentTo {
+                seen.concurrent.iter().any(|c| c.is_empty())
+            } else {
+                seen.first[i].as_deref().is_some_and(str::is_empty)
+            };
+            if empty {
+                self.out
+                    .push(&rules::FIELD_EMPTY, at, format!("{} has no value", d.0));
+            }
+        }
+    }
+
+    /// WARC-Type (sections 5.5 and 6.1): a token, one of the eight types
+    /// (`--forbid-extensions`: of the specification).
+    fn record_type(&mut self) {
+        let (t, at) = (self.t, self.at);
+        if let Some(ty) = self.seen.get(F::Type) {
+            if !grammar::is_token(ty) {
+                self.out.push(
+                    &rules::TYPE_SYNTAX,
+                    at,
+                    format!("WARC-Type {ty:?} is not a token"),
+                );
+            } else if t == RecordType::Other {
+                if self.opts.forbid_extensions {
+                    self.out.push(
+                        &rules::EXTENSION_VALUE,
+                        at,
+                        format!("WARC-Type {ty:?} is not a record type of the specification"),
+                    );
+                } else {
+                    self.out.push(
+                        &rules::TYPE_UNKNOWN,
+                        at,
+                        format!("WARC-Type {ty:?} is not one of the eight record types; readers skip the record"),
+                    );
+                }
+            }
+        }
+    }
+
+    /// The field/record-type matrix (section 5 and section 6, per type):
+    /// fields that shall not be used, are not defined, or are required for
+    /// the record's type.
+    fn field_matrix(&mut self) {
+        let (t, at) = (self.t, self.at);
+        if t == RecordType::Other {
+            return;
+        }
+        for (i, d) in DEFS.iter().enumerate() {
+            if d.2 && !self.v11 {
+                continue;
+            }
+            let count = self.seen.count[i];
             match policy(d.1, t) {
-                Use::ShallNot if count[i] > 0 => out.push(
+                Use::ShallNot if count > 0 => self.out.push(
                     &rules::FIELD_NOT_ALLOWED,
                     at,
                     format!(
@@ -1173,7 +1285,7 @@ pub(crate) fn check_header<'h>(
                         may_carry(d.1)
                     ),
                 ),
-                Use::Unexpected if count[i] > 0 => out.push(
+                Use::Unexpected if count > 0 => self.out.push(
                     &rules::FIELD_UNEXPECTED,
                     at,
                     format!(
@@ -1182,7 +1294,7 @@ pub(crate) fn check_header<'h>(
                         may_carry(d.1)
                     ),
                 ),
-                Use::Required if count[i] == 0 => out.push(
+                Use::Required if count == 0 => self.out.push(
                     &rules::FIELD_MISSING_FOR_TYPE,
                     at,
                     format!("a {t} record shall have {}", d.0),
@@ -1192,197 +1304,230 @@ pub(crate) fn check_header<'h>(
         }
     }
 
-    // Value grammars.
-    let id_fields = [F::RecordId, F::RefersTo, F::WarcinfoId, F::SegmentOriginId];
-    for f in id_fields {
-        if let Some(val) = get(f) {
-            id_syntax(field_label(f), val, at, out);
-        }
-    }
-    for val in concurrent.iter().filter(|s| !s.is_empty()) {
-        id_syntax(name::CONCURRENT_TO, val, at, out);
-    }
-    for f in [F::TargetUri, F::Profile, F::RefersToTargetUri] {
-        if let Some(val) = get(f) {
-            if f == F::RefersToTargetUri && !v11 {
-                continue;
-            }
-            let (inner, bracketed) = grammar::strip_brackets(val);
-            if bracketed && v11 {
-                out.push(
-                    &rules::URI_BRACKETS,
-                    at,
-                    format!(
-                        "{} {val:?} is inside <...>; WARC 1.1 writes the URI bare",
-                        field_label(f)
-                    ),
-                );
-            } else if bracketed {
-                out.push(
-                    &rules::URI_BRACKETS_1_0,
-                    at,
-                    format!("{} is written inside <...>, as the 1.0 grammar has it; most readers expect it bare", field_label(f)),
-                );
-            }
-            if let Err(why) = grammar::check_uri(inner) {
-                out.push(
-                    &rules::URI_SYNTAX,
-                    at,
-                    format!("{} {inner:?} {why}", field_label(f)),
-                );
+    /// Value grammars: record ids (section 5.2 and the fields naming
+    /// records), URIs (section 4 and 5.14, `<...>` by version), dates
+    /// (sections 5.4, 5.13), integers (sections 5.3, 5.20, 5.22), the IP
+    /// address (5.10), media types (5.6, 5.19), WARC-Truncated (5.15) and
+    /// digests (5.8-5.9). Returns the values the later sections need.
+    fn value_grammars(&mut self) -> Values {
+        let (rs, v11, at) = (self.rs, self.v11, self.at);
+        let seen = &self.seen;
+        let out = &mut *self.out;
+        let id_fields = [F::RecordId, F::RefersTo, F::WarcinfoId, F::SegmentOriginId];
+        for f in id_fields {
+            if let Some(val) = seen.get(f) {
+                id_syntax(field_label(f), val, at, out);
             }
         }
-    }
-    let mut date = None;
-    if let Some(val) = get(F::Date) {
-        date = check_date(name::DATE, val, rs, at, out);
-    }
-    let mut refers_to_date = None;
-    if v11 && let Some(val) = get(F::RefersToDate) {
-        refers_to_date = check_date(name::REFERS_TO_DATE, val, RuleSet::V1_1, at, out);
-    }
-    let mut ints = [None; 3];
-    for (k, f) in [F::ContentLength, F::SegmentNumber, F::SegmentTotalLength]
-        .into_iter()
-        .enumerate()
-    {
-        if let Some(val) = get(f) {
-            match grammar::check_integer(val) {
-                Ok(n) => ints[k] = Some(n),
-                Err(why) => out.push(
-                    &rules::INTEGER_SYNTAX,
-                    at,
-                    format!("{} {val:?} {why}", field_label(f)),
-                ),
-            }
+        for val in seen.concurrent.iter().filter(|s| !s.is_empty()) {
+            id_syntax(name::CONCURRENT_TO, val, at, out);
         }
-    }
-    let [content_length, segment_number, total_length] = ints;
-    if let Some(val) = get(F::IpAddress)
-        && let Err(why) = grammar::check_ip(val)
-    {
-        out.push(
-            &rules::IP_SYNTAX,
-            at,
-            format!("WARC-IP-Address {val:?} {why}"),
-        );
-    }
-    for f in [F::ContentType, F::IdentifiedPayloadType] {
-        if let Some(val) = get(f)
-            && let Err(why) = grammar::check_media_type(val)
-        {
-            out.push(
-                &rules::MEDIA_TYPE_SYNTAX,
-                at,
-                format!("{} {val:?} {why}", field_label(f)),
-            );
-        }
-    }
-    if let Some(val) = get(F::Truncated) {
-        if !grammar::is_token(val) {
-            out.push(
-                &rules::TRUNCATED_SYNTAX,
-                at,
-                format!("WARC-Truncated {val:?} is not a token"),
-            );
-        } else if let TruncatedReason::Other(r) = TruncatedReason::parse(val) {
-            if opts.forbid_extensions {
-                out.push(
-                    &rules::EXTENSION_VALUE,
-                    at,
-                    format!("WARC-Truncated {r:?} is not a reason of the specification"),
-                );
-            } else {
-                out.push(
-                    &rules::TRUNCATED_UNKNOWN,
-                    at,
-                    format!("WARC-Truncated {r:?} is not length, time, disconnect or unspecified"),
-                );
-            }
-        }
-    }
-    for f in [F::BlockDigest, F::PayloadDigest] {
-        if let Some(val) = get(f) {
-            digest_token(field_label(f), val, at, out);
-        }
-    }
-
-    // Content-Type rules of sections 5.6, 6.2, 6.3.2 and 6.5.2.
-    let ct = get(F::ContentType);
-    let media = ct.and_then(|c| warchest::http::media_type(c.as_bytes()));
-    if ct.is_none() && content_length.is_some_and(|n| n > 0) && t != RecordType::Continuation {
-        out.push(
-            &rules::CONTENT_TYPE_MISSING,
-            at,
-            format!(
-                "the {} record has a block of {} bytes and no Content-Type",
-                if t == RecordType::Other {
-                    get(F::Type).unwrap_or("untyped")
-                } else {
-                    t.as_str()
-                },
-                content_length.unwrap_or(0)
-            ),
-        );
-    }
-    if t == RecordType::Warcinfo
-        && let Some(m) = &media
-        && m != "application/warc-fields"
-    {
-        out.push(
-            &rules::CONTENT_TYPE_WARCINFO,
-            at,
-            format!("the warcinfo record's Content-Type is {m}, not application/warc-fields"),
-        );
-    }
-    let target = get(F::TargetUri).map(|u| grammar::strip_brackets(u).0);
-    let http_target = target.is_some_and(|u| {
-        let l = u.as_bytes();
-        l.len() >= 5
-            && (l[..5].eq_ignore_ascii_case(b"http:")
-                || (l.len() >= 6 && l[..6].eq_ignore_ascii_case(b"https:")))
-    });
-    if matches!(t, RecordType::Response | RecordType::Request) && http_target {
-        let want = if t == RecordType::Response {
-            "response"
-        } else {
-            "request"
-        };
-        match &media {
-            Some(m) if m == "application/http" => {
-                let msgtype = ct
-                    .and_then(|c| warchest::http::content_type_param(c.as_bytes(), "msgtype"))
-                    .map(|m| String::from_utf8_lossy(&m).to_ascii_lowercase());
-                if let Some(mt) = msgtype
-                    && mt != want
-                {
+        for f in [F::TargetUri, F::Profile, F::RefersToTargetUri] {
+            if let Some(val) = seen.get(f) {
+                if f == F::RefersToTargetUri && !v11 {
+                    continue;
+                }
+                let (inner, bracketed) = grammar::strip_brackets(val);
+                if bracketed && v11 {
                     out.push(
-                        &rules::CONTENT_TYPE_HTTP,
+                        &rules::URI_BRACKETS,
                         at,
-                        format!("the {t} record's Content-Type says msgtype={mt}"),
+                        format!(
+                            "{} {val:?} is inside <...>; WARC 1.1 writes the URI bare",
+                            field_label(f)
+                        ),
+                    );
+                } else if bracketed {
+                    out.push(
+                        &rules::URI_BRACKETS_1_0,
+                        at,
+                        format!("{} is written inside <...>, as the 1.0 grammar has it; most readers expect it bare", field_label(f)),
+                    );
+                }
+                if let Err(why) = grammar::check_uri(inner) {
+                    out.push(
+                        &rules::URI_SYNTAX,
+                        at,
+                        format!("{} {inner:?} {why}", field_label(f)),
                     );
                 }
             }
-            Some(m) => out.push(
-                &rules::CONTENT_TYPE_HTTP,
-                at,
-                format!("the {t} record of an http(s) URI has Content-Type {m}, not application/http; msgtype={want}"),
-            ),
-            None => {}
         }
-        if !present(F::IpAddress) {
+        let mut date = None;
+        if let Some(val) = seen.get(F::Date) {
+            date = check_date(name::DATE, val, rs, at, out);
+        }
+        let mut refers_to_date = None;
+        if v11 && let Some(val) = seen.get(F::RefersToDate) {
+            refers_to_date = check_date(name::REFERS_TO_DATE, val, RuleSet::V1_1, at, out);
+        }
+        let mut ints = [None; 3];
+        for (k, f) in [F::ContentLength, F::SegmentNumber, F::SegmentTotalLength]
+            .into_iter()
+            .enumerate()
+        {
+            if let Some(val) = seen.get(f) {
+                match grammar::check_integer(val) {
+                    Ok(n) => ints[k] = Some(n),
+                    Err(why) => out.push(
+                        &rules::INTEGER_SYNTAX,
+                        at,
+                        format!("{} {val:?} {why}", field_label(f)),
+                    ),
+                }
+            }
+        }
+        let [content_length, segment_number, total_length] = ints;
+        if let Some(val) = seen.get(F::IpAddress)
+            && let Err(why) = grammar::check_ip(val)
+        {
             out.push(
-                &rules::IP_ADDRESS_RECOMMENDED,
+                &rules::IP_SYNTAX,
                 at,
-                format!("the {t} record of an http(s) URI has no WARC-IP-Address"),
+                format!("WARC-IP-Address {val:?} {why}"),
             );
+        }
+        for f in [F::ContentType, F::IdentifiedPayloadType] {
+            if let Some(val) = seen.get(f)
+                && let Err(why) = grammar::check_media_type(val)
+            {
+                out.push(
+                    &rules::MEDIA_TYPE_SYNTAX,
+                    at,
+                    format!("{} {val:?} {why}", field_label(f)),
+                );
+            }
+        }
+        if let Some(val) = seen.get(F::Truncated) {
+            if !grammar::is_token(val) {
+                out.push(
+                    &rules::TRUNCATED_SYNTAX,
+                    at,
+                    format!("WARC-Truncated {val:?} is not a token"),
+                );
+            } else if let TruncatedReason::Other(r) = TruncatedReason::parse(val) {
+                if self.opts.forbid_extensions {
+                    out.push(
+                        &rules::EXTENSION_VALUE,
+                        at,
+                        format!("WARC-Truncated {r:?} is not a reason of the specification"),
+                    );
+                } else {
+                    out.push(
+                        &rules::TRUNCATED_UNKNOWN,
+                        at,
+                        format!(
+                            "WARC-Truncated {r:?} is not length, time, disconnect or unspecified"
+                        ),
+                    );
+                }
+            }
+        }
+        for f in [F::BlockDigest, F::PayloadDigest] {
+            if let Some(val) = seen.get(f) {
+                digest_token(field_label(f), val, at, out);
+            }
+        }
+        Values {
+            date,
+            refers_to_date,
+            content_length,
+            segment_number,
+            total_length,
         }
     }
 
-    // Revisit profiles (section 6.7).
-    if t == RecordType::Revisit
-        && let Some(p) = get(F::Profile)
-    {
+    /// Content-Type rules of sections 5.6, 6.2, 6.3.2 and 6.5.2: present
+    /// for a block, `application/warc-fields` for warcinfo,
+    /// `application/http` with the right msgtype for http(s) responses and
+    /// requests, which should also carry WARC-IP-Address.
+    fn content_type(&mut self, values: &Values) {
+        let (t, at, seen) = (self.t, self.at, &self.seen);
+        let out = &mut *self.out;
+        let content_length = values.content_length;
+        let ct = seen.get(F::ContentType);
+        let media = ct.and_then(|c| warchest::http::media_type(c.as_bytes()));
+        if ct.is_none() && content_length.is_some_and(|n| n > 0) && t != RecordType::Continuation {
+            out.push(
+                &rules::CONTENT_TYPE_MISSING,
+                at,
+                format!(
+                    "the {} record has a block of {} bytes and no Content-Type",
+                    if t == RecordType::Other {
+                        seen.get(F::Type).unwrap_or("untyped")
+                    } else {
+                        t.as_str()
+                    },
+                    content_length.unwrap_or(0)
+                ),
+            );
+        }
+        if t == RecordType::Warcinfo
+            && let Some(m) = &media
+            && m != "application/warc-fields"
+        {
+            out.push(
+                &rules::CONTENT_TYPE_WARCINFO,
+                at,
+                format!("the warcinfo record's Content-Type is {m}, not application/warc-fields"),
+            );
+        }
+        let target = seen.get(F::TargetUri).map(|u| grammar::strip_brackets(u).0);
+        let http_target = target.is_some_and(|u| {
+            let l = u.as_bytes();
+            l.len() >= 5
+                && (l[..5].eq_ignore_ascii_case(b"http:")
+                    || (l.len() >= 6 && l[..6].eq_ignore_ascii_case(b"https:")))
+        });
+        if matches!(t, RecordType::Response | RecordType::Request) && http_target {
+            let want = if t == RecordType::Response {
+                "response"
+            } else {
+                "request"
+            };
+            match &media {
+                Some(m) if m == "application/http" => {
+                    let msgtype = ct
+                        .and_then(|c| warchest::http::content_type_param(c.as_bytes(), "msgtype"))
+                        .map(|m| String::from_utf8_lossy(&m).to_ascii_lowercase());
+                    if let Some(mt) = msgtype
+                        && mt != want
+                    {
+                        out.push(
+                            &rules::CONTENT_TYPE_HTTP,
+                            at,
+                            format!("the {t} record's Content-Type says msgtype={mt}"),
+                        );
+                    }
+                }
+                Some(m) => out.push(
+                    &rules::CONTENT_TYPE_HTTP,
+                    at,
+                    format!("the {t} record of an http(s) URI has Content-Type {m}, not application/http; msgtype={want}"),
+                ),
+                None => {}
+            }
+            if !seen.present(F::IpAddress) {
+                out.push(
+                    &rules::IP_ADDRESS_RECOMMENDED,
+                    at,
+                    format!("the {t} record of an http(s) URI has no WARC-IP-Address"),
+                );
+            }
+        }
+    }
+
+    /// Revisit profiles (sections 5.18 and 6.7): a defined profile of the
+    /// record's version; for identical-payload-digest, WARC-Payload-Digest
+    /// and WARC-Truncated: length on a kept block (6.7.2); the fields that
+    /// name the revisited record (6.7.2-6.7.3).
+    fn revisit(&mut self, values: &Values) {
+        let (t, rs, v11, at, seen) = (self.t, self.rs, self.v11, self.at, &self.seen);
+        let out = &mut *self.out;
+        let content_length = values.content_length;
+        let Some(p) = seen.get(F::Profile).filter(|_| t == RecordType::Revisit) else {
+            return;
+        };
         let p = grammar::strip_brackets(p).0;
         let (identical, ver) = match p {
             profile::IDENTICAL_PAYLOAD_DIGEST_1_1 => (Some(true), Some(RuleSet::V1_1)),
@@ -1392,7 +1537,7 @@ pub(crate) fn check_header<'h>(
             _ => (None, None),
         };
         match ver {
-            None if opts.forbid_extensions => out.push(
+            None if self.opts.forbid_extensions => out.push(
                 &rules::EXTENSION_VALUE,
                 at,
                 format!("WARC-Profile {p:?} is not a revisit profile of the specification"),
@@ -1413,108 +1558,119 @@ pub(crate) fn check_header<'h>(
             ),
             _ => {}
         }
-        if let Some(identical) = identical {
-            if identical && !present(F::PayloadDigest) {
+        let Some(identical) = identical else {
+            return;
+        };
+        if identical && !seen.present(F::PayloadDigest) {
+            out.push(
+                &rules::REVISIT_PAYLOAD_DIGEST,
+                at,
+                "an identical-payload-digest revisit record has no WARC-Payload-Digest",
+            );
+        }
+        let truncated_length = seen.get(F::Truncated) == Some("length");
+        if identical && content_length.is_some_and(|n| n > 0) && !truncated_length {
+            out.push(
+                &rules::REVISIT_TRUNCATED,
+                at,
+                "an identical-payload-digest revisit record keeps a block (its payload left off) but does not say WARC-Truncated: length",
+            );
+        }
+        let mut missing = Vec::new();
+        if !seen.present(F::RefersTo) {
+            missing.push(name::REFERS_TO);
+        }
+        if v11 {
+            if identical && !seen.present(F::RefersToTargetUri) {
+                missing.push(name::REFERS_TO_TARGET_URI);
+            }
+            if !seen.present(F::RefersToDate) {
+                missing.push(name::REFERS_TO_DATE);
+            }
+        }
+        if !missing.is_empty() {
+            out.push(
+                &rules::REVISIT_RECOMMENDED_FIELD,
+                at,
+                format!(
+                    "the revisit record does not name the record it revisits: no {}",
+                    missing.join(", no ")
+                ),
+            );
+        }
+    }
+
+    /// Segments (sections 5.20 and 7): WARC-Segment-Number 1 on a first
+    /// segment, 2 or more on a continuation; the fields a continuation
+    /// should leave to the first segment.
+    fn segments(&mut self, values: &Values) {
+        let (t, v11, at, seen) = (self.t, self.v11, self.at, &self.seen);
+        let out = &mut *self.out;
+        if let Some(n) = values.segment_number {
+            if t == RecordType::Continuation && n < 2 {
                 out.push(
-                    &rules::REVISIT_PAYLOAD_DIGEST,
+                    &rules::SEGMENT_NUMBER,
                     at,
-                    "an identical-payload-digest revisit record has no WARC-Payload-Digest",
+                    format!("a continuation record has WARC-Segment-Number {n}; continuations are numbered from 2"),
+                );
+            } else if t != RecordType::Continuation && t != RecordType::Other && n != 1 {
+                out.push(
+                    &rules::SEGMENT_NUMBER,
+                    at,
+                    format!("a {t} record (a first segment) has WARC-Segment-Number {n}, not 1"),
                 );
             }
-            let truncated_length = get(F::Truncated) == Some("length");
-            if identical && content_length.is_some_and(|n| n > 0) && !truncated_length {
+        }
+        if t == RecordType::Continuation {
+            let mut extra: Vec<&str> = [F::ContentType, F::IdentifiedPayloadType]
+                .into_iter()
+                .filter(|&f| seen.present(f))
+                .map(field_label)
+                .collect();
+            if !v11 && seen.present(F::PayloadDigest) {
+                extra.push(name::PAYLOAD_DIGEST);
+            }
+            if !extra.is_empty() {
                 out.push(
-                    &rules::REVISIT_TRUNCATED,
+                    &rules::SEGMENT_OPTIONAL_FIELD,
                     at,
-                    "an identical-payload-digest revisit record keeps a block (its payload left off) but does not say WARC-Truncated: length",
-                );
-            }
-            let mut missing = Vec::new();
-            if !present(F::RefersTo) {
-                missing.push(name::REFERS_TO);
-            }
-            if v11 {
-                if identical && !present(F::RefersToTargetUri) {
-                    missing.push(name::REFERS_TO_TARGET_URI);
-                }
-                if !present(F::RefersToDate) {
-                    missing.push(name::REFERS_TO_DATE);
-                }
-            }
-            if !missing.is_empty() {
-                out.push(
-                    &rules::REVISIT_RECOMMENDED_FIELD,
-                    at,
-                    format!(
-                        "the revisit record does not name the record it revisits: no {}",
-                        missing.join(", no ")
-                    ),
+                    format!("the continuation record carries {}", extra.join(", ")),
                 );
             }
         }
     }
 
-    // Segments (section 7).
-    if let Some(n) = segment_number {
-        if t == RecordType::Continuation && n < 2 {
-            out.push(
-                &rules::SEGMENT_NUMBER,
-                at,
-                format!("a continuation record has WARC-Segment-Number {n}; continuations are numbered from 2"),
-            );
-        } else if t != RecordType::Continuation && t != RecordType::Other && n != 1 {
-            out.push(
-                &rules::SEGMENT_NUMBER,
-                at,
-                format!("a {t} record (a first segment) has WARC-Segment-Number {n}, not 1"),
-            );
-        }
-    }
-    if t == RecordType::Continuation {
-        let mut extra: Vec<&str> = [F::ContentType, F::IdentifiedPayloadType]
-            .into_iter()
-            .filter(|&f| present(f))
-            .map(field_label)
-            .collect();
-        if !v11 && present(F::PayloadDigest) {
-            extra.push(name::PAYLOAD_DIGEST);
-        }
-        if !extra.is_empty() {
-            out.push(
-                &rules::SEGMENT_OPTIONAL_FIELD,
-                at,
-                format!("the continuation record carries {}", extra.join(", ")),
-            );
-        }
-    }
-
-    let v11_only = |c: Option<Cow<'h, str>>| if v11 { c } else { None };
-    let record_id = first[idx(F::RecordId)].take().filter(|s| !s.is_empty());
-    let mut take = |f: F| {
-        first[idx(f)]
+    /// What the cross-record checks need of the record.
+    fn into_info(self, values: Values) -> RecordInfo<'h> {
+        let v11 = self.v11;
+        let mut seen = self.seen;
+        let record_id = seen.first[F::RecordId as usize]
             .take()
-            .filter(|s| !s.is_empty())
-            .map(strip_cow)
-    };
-    RecordInfo {
-        record_id,
-        offset: at.offset.unwrap_or(0),
-        kind: t,
-        date,
-        target_uri: take(F::TargetUri),
-        concurrent_to: concurrent
-            .into_iter()
-            .filter(|s| !s.is_empty())
-            .map(strip_cow)
-            .collect(),
-        refers_to: take(F::RefersTo),
-        warcinfo_id: take(F::WarcinfoId),
-        origin_id: take(F::SegmentOriginId),
-        segment_number,
-        total_length,
-        refers_to_target_uri: v11_only(take(F::RefersToTargetUri)),
-        refers_to_date,
-        block_len: 0,
+            .filter(|s| !s.is_empty());
+        RecordInfo {
+            record_id,
+            offset: self.at.offset.unwrap_or(0),
+            kind: self.t,
+            date: values.date,
+            target_uri: seen.take(F::TargetUri),
+            concurrent_to: std::mem::take(&mut seen.concurrent)
+                .into_iter()
+                .filter(|s| !s.is_empty())
+                .map(strip_cow)
+                .collect(),
+            refers_to: seen.take(F::RefersTo),
+            warcinfo_id: seen.take(F::WarcinfoId),
+            origin_id: seen.take(F::SegmentOriginId),
+            segment_number: values.segment_number,
+            total_length: values.total_length,
+            refers_to_target_uri: if v11 {
+                seen.take(F::RefersToTargetUri)
+            } else {
+                None
+            },
+            refers_to_date: values.refers_to_date,
+            block_len: 0,
+        }
     }
 }
 

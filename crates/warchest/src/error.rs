@@ -402,16 +402,16 @@ impl fmt::Display for Warning {
 #[derive(Debug, Default)]
 pub(crate) struct Diagnostics {
     file: Option<PathBuf>,
-    strict: bool,
+    leniency: crate::leniency::Leniency,
     warnings: Vec<Warning>,
 }
 
 impl Diagnostics {
-    /// Diagnostics for `file`, strict or lenient.
-    pub(crate) fn new(file: Option<PathBuf>, strict: bool) -> Self {
+    /// Diagnostics for `file`, with the recoveries `leniency` allows.
+    pub(crate) fn new(file: Option<PathBuf>, leniency: crate::leniency::Leniency) -> Self {
         Diagnostics {
             file,
-            strict,
+            leniency,
             warnings: Vec::new(),
         }
     }
@@ -453,8 +453,14 @@ impl Diagnostics {
         e
     }
 
-    /// A deviation from the grammar: an error when strict, a warning when
-    /// lenient.
+    /// The knobs in force.
+    pub(crate) fn leniency(&self) -> &crate::leniency::Leniency {
+        &self.leniency
+    }
+
+    /// A deviation from the grammar: a warning when the knob for `kind` is
+    /// on ([`Leniency::allows`](crate::leniency::Leniency::allows)), else an
+    /// error.
     pub(crate) fn deviation(
         &mut self,
         kind: WarningKind,
@@ -463,7 +469,7 @@ impl Diagnostics {
         record_id: Option<String>,
         message: String,
     ) -> Result<()> {
-        if self.strict {
+        if !self.leniency.allows(kind) {
             return Err(self.error(ErrorKind::Syntax(message), offset, record, None));
         }
         self.warn(kind, offset, record, record_id, message);

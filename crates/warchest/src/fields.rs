@@ -11,6 +11,7 @@ use std::borrow::Cow;
 use std::io::{self, Write};
 
 use crate::WarningKind;
+use crate::leniency::Leniency;
 
 /// Where one field sits in the raw block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -238,7 +239,12 @@ impl Fields {
             end: 0,
             spans: Vec::new(),
         };
-        f.reparse(start, strict, max_fields, issues)?;
+        let leniency = if strict {
+            Leniency::strict()
+        } else {
+            Leniency::lenient()
+        };
+        f.reparse(start, &leniency, max_fields, issues)?;
         Ok(f)
     }
 
@@ -253,11 +259,12 @@ impl Fields {
     }
 
     /// Re-parses the current buffer from `start`; lets a reader reuse the
-    /// allocation of the previous record.
+    /// allocation of the previous record. Each deviation is an issue when
+    /// its knob in `leniency` is on, else an error.
     pub(crate) fn reparse(
         &mut self,
         start: usize,
-        strict: bool,
+        leniency: &Leniency,
         max_fields: usize,
         issues: &mut Vec<FieldIssue>,
     ) -> Result<(), FieldError> {
@@ -278,7 +285,7 @@ impl Fields {
                     let nl = pos + i;
                     let crlf = nl > pos && buf[nl - 1] == b'\r';
                     if !crlf && !bare_lf_reported {
-                        if strict {
+                        if !leniency.bare_lf {
                             return Err(FieldError::Strict {
                                 what: "line end without CR",
                                 offset: nl,
@@ -308,7 +315,7 @@ impl Fields {
                 if let Some(last) = self.spans.last_mut() {
                     last.value_end = content_end as u32;
                     last.line_end = line_end as u32;
-                } else if strict {
+                } else if !leniency.line_without_colon {
                     return Err(FieldError::Strict {
                         what: "continuation line before any field",
                         offset: pos,
@@ -324,7 +331,7 @@ impl Fields {
             }
             let line = &buf[pos..content_end];
             let Some(colon) = memchr::memchr(b':', line) else {
-                if strict {
+                if !leniency.line_without_colon {
                     return Err(FieldError::Strict {
                         what: "line without a colon",
                         offset: pos,
@@ -339,7 +346,7 @@ impl Fields {
             };
             let name = trim_end(&line[..colon]);
             if name.len() != colon {
-                if strict {
+                if !leniency.space_before_colon {
                     return Err(FieldError::Strict {
                         what: "white space before colon",
                         offset: pos + name.len(),
@@ -351,7 +358,7 @@ impl Fields {
                 });
             }
             if name.is_empty() || !name.iter().all(|&b| is_token_char(b)) {
-                if strict {
+                if !leniency.bad_field_name {
                     return Err(FieldError::Strict {
                         what: "field name is not a token",
                         offset: pos,

@@ -98,6 +98,7 @@ pub mod framing;
 pub mod http;
 pub mod infomall;
 pub mod io;
+mod leniency;
 mod limits;
 mod pushback;
 pub mod split;
@@ -109,6 +110,7 @@ pub mod warc;
 pub mod write;
 
 pub use error::{Error, ErrorKind, Position, Result, Warning, WarningKind};
+pub use leniency::Leniency;
 pub use limits::Limits;
 
 /// The README's examples, compiled and run as doctests.

@@ -132,7 +132,7 @@ fn inner_starts(line: &[u8]) -> impl Iterator<Item = usize> + '_ {
 impl<S: Source> Reader<S> {
     /// A reader over an already built source.
     pub fn from_source(src: S, opts: ReaderOptions) -> Self {
-        let diag = Diagnostics::new(opts.file.clone(), opts.strict);
+        let diag = Diagnostics::new(opts.file.clone(), opts.effective_leniency());
         Reader {
             input: Pushback::new(src),
             label: crate::view::file_label(&opts),
@@ -289,12 +289,12 @@ impl<S: Source> Reader<S> {
                     continue;
                 }
                 if let Some(start) = skip_at {
-                    self.warn(
-                        WarningKind::TrailingGarbage,
-                        start,
-                        None,
-                        format!("{skipped} bytes after the last record are not an ARC record"),
-                    );
+                    let msg =
+                        format!("{skipped} bytes after the last record are not an ARC record");
+                    if !self.diag.leniency().trailing_garbage {
+                        return Err(self.error(ErrorKind::Syntax(msg), start, None));
+                    }
+                    self.warn(WarningKind::TrailingGarbage, start, None, msg);
                 }
                 return Ok(None);
             }
@@ -321,6 +321,16 @@ impl<S: Source> Reader<S> {
                     let offset = if plain { at + p as u64 } else { at };
                     if let Some(start) = skip_at {
                         skipped += p as u64;
+                        if !self.diag.leniency().skipped_bytes {
+                            self.line = line;
+                            return Err(self.error(
+                                ErrorKind::Syntax(format!(
+                                    "skipped {skipped} bytes that are not an ARC record"
+                                )),
+                                start,
+                                None,
+                            ));
+                        }
                         self.warn(
                             WarningKind::SkippedBytes,
                             start,
@@ -332,7 +342,8 @@ impl<S: Source> Reader<S> {
                     return Ok(Some((h, offset, in_member + p as u64)));
                 }
                 None => {
-                    if self.opts.strict {
+                    let knobs = self.diag.leniency();
+                    if !knobs.skipped_bytes && !knobs.trailing_garbage {
                         let text =
                             String::from_utf8_lossy(&line[..line.len().min(80)]).into_owned();
                         self.line = line;
@@ -392,7 +403,7 @@ impl<S: Source> Reader<S> {
                 "Archive-length {:?} is not a number; the block is taken as empty",
                 String::from_utf8_lossy(h.length_field())
             );
-            if self.opts.strict || !filedesc {
+            if !self.diag.leniency().bad_content_length || !filedesc {
                 self.deviation(WarningKind::BadContentLength, offset, rec, msg)?;
             } else {
                 self.warn(
@@ -541,7 +552,7 @@ impl<S: Source> Reader<S> {
         if more {
             let next = self.input.peek(256)?;
             let next_is_record = looks_like_record_start(&next);
-            if next_is_record && at_start && !self.opts.strict {
+            if next_is_record && at_start && self.diag.leniency().content_length_resync {
                 self.warn(
                     WarningKind::BadContentLength,
                     offset,
@@ -582,7 +593,7 @@ impl<S: Source> Reader<S> {
         let msg = format!(
             "Archive-length is {declared} but the input ends after {read} bytes of document"
         );
-        if self.opts.strict {
+        if !self.diag.leniency().truncated_record {
             return Err(self.error(ErrorKind::Truncated(msg), offset, Some(index)));
         }
         self.warn(WarningKind::TruncatedRecord, offset, Some(index), msg);
@@ -806,6 +817,71 @@ mod tests {
 
     fn lenient<S: Source>(s: S) -> Reader<S> {
         Reader::from_source(s, ReaderOptions::lenient())
+    }
+
+    /// Reads to the end or the first error; the warnings' kinds either way.
+    fn read_with(data: &[u8], leniency: crate::Leniency) -> (Option<Error>, Vec<WarningKind>) {
+        let opts = ReaderOptions::with_leniency(leniency);
+        let mut r = Reader::from_source(MemSource::plain(data, 5), opts);
+        let mut err = None;
+        loop {
+            match r.next_record() {
+                Ok(Some(mut rec)) => {
+                    if let Err(e) = rec.read_block().and_then(|_| rec.finish()) {
+                        err = Some(e);
+                        break;
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    err = Some(e);
+                    break;
+                }
+            }
+        }
+        let kinds = r.take_warnings().into_iter().map(|w| w.kind).collect();
+        (err, kinds)
+    }
+
+    /// An ARC knob turned off makes its own deviation an error; the other
+    /// deviations stay warnings.
+    #[test]
+    fn arc_knobs_are_independent() {
+        let short_date = b"http://a.example/ 1.2.3.4 201402160502 text/html 2\naa\n".to_vec();
+        let file = |date: bool, junk: bool| {
+            let mut f = FILEDESC.to_vec();
+            f.extend(if date {
+                short_date.clone()
+            } else {
+                rec("http://a.example/", b"aa")
+            });
+            if junk {
+                f.extend_from_slice(b"not a record line\n");
+            }
+            f.extend(rec("http://b.example/", b"bb"));
+            f
+        };
+        let lenient = crate::Leniency::lenient();
+        let (err, kinds) = read_with(&file(true, true), lenient);
+        assert!(err.is_none(), "{err:?}");
+        assert_eq!(kinds, [WarningKind::BadDate, WarningKind::SkippedBytes]);
+
+        let mut no_date = lenient;
+        no_date.bad_date = false;
+        let (err, kinds) = read_with(&file(true, true), no_date);
+        assert!(err.is_some() && kinds.is_empty(), "{kinds:?}");
+        let (err, kinds) = read_with(&file(false, true), no_date);
+        assert!(err.is_none(), "{err:?}");
+        assert_eq!(kinds, [WarningKind::SkippedBytes]);
+
+        let mut no_skip = lenient;
+        no_skip.skipped_bytes = false;
+        let (err, kinds) = read_with(&file(true, true), no_skip);
+        assert!(err.is_some(), "skipped bytes read");
+        assert_eq!(kinds, [WarningKind::BadDate]);
+        let (err, kinds) = read_with(&file(true, false), no_skip);
+        assert!(err.is_none(), "{err:?}");
+        assert_eq!(kinds, [WarningKind::BadDate]);
     }
 
     fn strict<S: Source>(s: S) -> Reader<S> {

@@ -135,7 +135,7 @@ impl Reader<Decoder<File>> {
 impl<S: Source> Reader<S> {
     /// A reader over an already built source.
     pub fn from_source(src: S, opts: ReaderOptions) -> Self {
-        let diag = Diagnostics::new(opts.file.clone(), opts.strict);
+        let diag = Diagnostics::new(opts.file.clone(), opts.effective_leniency());
         Reader {
             input: Pushback::new(src),
             label: crate::view::file_label(&opts),
@@ -186,7 +186,7 @@ impl<S: Source> Reader<S> {
         self.diag.error(kind, offset, record, None)
     }
 
-    /// A deviation: an error when strict, else a warning.
+    /// A deviation: a warning when its knob is on, else an error.
     fn deviation(
         &mut self,
         kind: WarningKind,
@@ -265,16 +265,17 @@ impl<S: Source> Reader<S> {
                 return Ok(true);
             }
             let start = self.input.stored_pos();
-            if self.opts.strict {
-                return Err(self.error(
-                    ErrorKind::Syntax("expected a record header (`version:`)".into()),
-                    start,
-                    None,
-                ));
+            let knobs = *self.diag.leniency();
+            let not_a_record = || ErrorKind::Syntax("expected a record header (`version:`)".into());
+            if !knobs.skipped_bytes && !knobs.trailing_garbage {
+                return Err(self.error(not_a_record(), start, None));
             }
             let (skipped, found) = self
                 .input
                 .skip_to(START, self.opts.limits.max_resync_scan)?;
+            if found && !knobs.skipped_bytes {
+                return Err(self.error(not_a_record(), start, None));
+            }
             if found {
                 self.warn(
                     WarningKind::SkippedBytes,
@@ -290,6 +291,9 @@ impl<S: Source> Reader<S> {
             } else {
                 WarningKind::TrailingGarbage
             };
+            if !knobs.allows(kind) {
+                return Err(self.error(not_a_record(), start, None));
+            }
             self.warn(
                 kind,
                 start,
@@ -364,7 +368,7 @@ impl<S: Source> Reader<S> {
                     None => "no length property; the content is skipped up to the next record"
                         .to_string(),
                 };
-                if self.opts.strict {
+                if !self.diag.leniency().bad_content_length {
                     return Err(self.error(ErrorKind::Syntax(msg), offset, Some(index)));
                 }
                 self.warn(WarningKind::BadContentLength, offset, Some(index), msg);
@@ -433,7 +437,7 @@ impl<S: Source> Reader<S> {
                     if more { "compressed member" } else { "input" },
                     buf.len()
                 );
-                if self.opts.strict {
+                if !self.diag.leniency().truncated_record {
                     return Err(self.error(ErrorKind::Truncated(msg), offset, None));
                 }
                 self.warn(WarningKind::TruncatedRecord, offset, None, msg);
@@ -466,7 +470,7 @@ impl<S: Source> Reader<S> {
             }
             let take = end.unwrap_or(chunk.len());
             if buf.len() + take > max {
-                if self.opts.strict {
+                if !self.diag.leniency().grammar {
                     return Err(self.error(
                         ErrorKind::TooLarge {
                             what: "Web InfoMall record header",
@@ -645,7 +649,7 @@ impl<S: Source> Reader<S> {
 
     /// Inflates more content into the output buffer.
     fn decode_step(&mut self) -> Result<()> {
-        let strict = self.opts.strict;
+        let truncation_is_error = !self.diag.leniency().truncated_record;
         let Some(cur) = self.cur.as_mut() else {
             return Ok(());
         };
@@ -686,7 +690,7 @@ impl<S: Source> Reader<S> {
                 cur.length,
                 cur.length - cur.left
             );
-            if strict {
+            if truncation_is_error {
                 return Err(self.error(ErrorKind::Truncated(msg), offset, Some(index)));
             }
             self.warn(WarningKind::TruncatedRecord, offset, Some(index), msg);
@@ -795,7 +799,7 @@ impl<S: Source> Reader<S> {
                     "length is {length} but the input ends after {} content bytes",
                     length - left
                 );
-                if self.opts.strict {
+                if !self.diag.leniency().truncated_record {
                     return Err(self.error(ErrorKind::Truncated(msg), offset, Some(index)));
                 }
                 self.warn(WarningKind::TruncatedRecord, offset, Some(index), msg);
@@ -906,7 +910,7 @@ impl<S: Source> Framing for Reader<S> {
                 cur.length,
                 cur.length - cur.left
             );
-            if self.opts.strict {
+            if !self.diag.leniency().truncated_record {
                 return Err(self.error(ErrorKind::Truncated(msg), offset, Some(index)));
             }
             self.warn(WarningKind::TruncatedRecord, offset, Some(index), msg);
@@ -1054,6 +1058,72 @@ mod tests {
         v.extend(&stored);
         v.push(b'\n');
         v
+    }
+
+    /// Reads to the end or the first error; the warnings' kinds either way.
+    fn read_with(data: &[u8], leniency: crate::Leniency) -> (Option<Error>, Vec<WarningKind>) {
+        let opts = ReaderOptions::with_leniency(leniency);
+        let mut r = Reader::from_source(MemSource::plain(data, 5), opts);
+        let mut err = None;
+        loop {
+            match r.next_record() {
+                Ok(Some(mut rec)) => {
+                    if let Err(e) = rec.read_block().and_then(|_| rec.finish()) {
+                        err = Some(e);
+                        break;
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    err = Some(e);
+                    break;
+                }
+            }
+        }
+        let kinds = r.take_warnings().into_iter().map(|w| w.kind).collect();
+        (err, kinds)
+    }
+
+    /// A Web InfoMall knob turned off makes its own deviation an error; the
+    /// other deviations stay warnings.
+    #[test]
+    fn infomall_knobs_are_independent() {
+        let bad_date = String::from_utf8(record("http://a.example/", b"aa", false))
+            .unwrap()
+            .replace("Tue, 28 Feb 2006 05:42:09 GMT", "yesterday");
+        let crlf = String::from_utf8(record("http://b.example/", b"bb", false))
+            .unwrap()
+            .replacen("\nurl:", "\r\nurl:", 1);
+        let clean = String::from_utf8(record("http://c.example/", b"cc", false)).unwrap();
+        let file = |parts: &[&str]| parts.concat().into_bytes();
+        let lenient = crate::Leniency::lenient();
+        let (err, all) = read_with(&file(&[&bad_date, &crlf, &clean]), lenient);
+        assert!(err.is_none(), "{err:?}");
+        assert!(all.contains(&WarningKind::BadDate), "{all:?}");
+        assert!(all.contains(&WarningKind::LineEnd), "{all:?}");
+        type Knob = fn(&mut crate::Leniency);
+        let knobs: [(Knob, WarningKind, &str); 2] = [
+            (|l| l.bad_date = false, WarningKind::BadDate, &bad_date),
+            (|l| l.line_end = false, WarningKind::LineEnd, &crlf),
+        ];
+        for (off, kind, part) in knobs {
+            let mut l = lenient;
+            off(&mut l);
+            let first = all.iter().position(|&k| k == kind).unwrap();
+            let (err, kinds) = read_with(&file(&[&bad_date, &crlf, &clean]), l);
+            assert!(err.is_some(), "{kind:?} off: no error");
+            assert_eq!(kinds, all[..first], "{kind:?} off");
+            // Without that record the others' warnings are all there.
+            let rest: Vec<&str> = [&bad_date, &crlf, &clean]
+                .into_iter()
+                .map(String::as_str)
+                .filter(|p| *p != part)
+                .collect();
+            let (err, kinds) = read_with(&file(&rest), l);
+            assert!(err.is_none(), "{kind:?} off: {err:?}");
+            let others: Vec<_> = all.iter().copied().filter(|&k| k != kind).collect();
+            assert_eq!(kinds, others, "{kind:?} off");
+        }
     }
 
     struct Seen {

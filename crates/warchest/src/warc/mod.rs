@@ -10,6 +10,7 @@ mod date;
 mod header;
 mod reader;
 
+pub use crate::leniency::Leniency;
 pub use date::{DatePrecision, WarcDate};
 pub use header::{FieldsMut, PayloadKind, RecordType, TruncatedReason, Version, WarcHeader};
 pub use reader::open_file;

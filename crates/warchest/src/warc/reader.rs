@@ -10,15 +10,21 @@ use crate::codec::{Codec, Decoder, DecoderOptions, Source};
 use crate::error::{Error, ErrorKind, Result, Warning, WarningKind};
 use crate::fields::{FieldIssue, Fields};
 use crate::framing::{self, Framing, is_line_end};
+use crate::leniency::Leniency;
 use crate::limits::Limits;
 
 /// How a [`Reader`] reads.
 #[derive(Debug, Clone, Default)]
 pub struct ReaderOptions {
     /// Strict: the grammar as written, the first deviation is an error.
-    /// Lenient (the default): recover from what real writers did and report
-    /// each recovery as a [`Warning`].
+    /// Shorthand for [`Leniency::strict`]: when set it wins over
+    /// [`leniency`](ReaderOptions::leniency). Lenient (the default): the
+    /// knobs of `leniency` say which recoveries the reader makes, each
+    /// reported as a [`Warning`].
     pub strict: bool,
+    /// Which deviations the reader recovers from, one knob each
+    /// ([`Leniency::lenient`] by default).
+    pub leniency: Leniency,
     /// Bounds on buffered structures.
     pub limits: Limits,
     /// The file name, used in errors and warnings.
@@ -33,14 +39,35 @@ impl ReaderOptions {
         ReaderOptions::default()
     }
 
-    /// Strict reading: the first deviation from the grammar is an error.
+    /// Strict reading: the first deviation from the grammar is an error
+    /// ([`Leniency::strict`], and a strict decoder).
     pub fn strict() -> Self {
         let mut o = ReaderOptions {
             strict: true,
+            leniency: Leniency::strict(),
             ..ReaderOptions::default()
         };
         o.decoder.lenient = false;
         o
+    }
+
+    /// Reading with these knobs (the decoder stays lenient).
+    pub fn with_leniency(leniency: Leniency) -> Self {
+        ReaderOptions {
+            leniency,
+            ..ReaderOptions::default()
+        }
+    }
+
+    /// The knobs the readers apply: [`Leniency::strict`] when
+    /// [`strict`](ReaderOptions::strict) is set, else
+    /// [`leniency`](ReaderOptions::leniency).
+    pub fn effective_leniency(&self) -> Leniency {
+        if self.strict {
+            Leniency::strict()
+        } else {
+            self.leniency
+        }
     }
 
     /// Sets the file name used in messages.
@@ -179,7 +206,7 @@ fn is_record_start(buf: &[u8]) -> bool {
 impl<S: Source> Reader<S> {
     /// A reader over an already built source.
     pub fn from_source(src: S, opts: ReaderOptions) -> Self {
-        let diag = Diagnostics::new(opts.file.clone(), opts.strict);
+        let diag = Diagnostics::new(opts.file.clone(), opts.effective_leniency());
         Reader {
             src,
             opts,
@@ -298,7 +325,7 @@ impl<S: Source> Reader<S> {
                 || (n == 0 && len < 5 && b"WARC/"[..len].eq_ignore_ascii_case(buf));
             if len == 0 {
                 if !self.src.next_member()? {
-                    if blank > 0 && !self.opts.strict {
+                    if blank > 0 && self.diag.leniency().bad_trailer {
                         // Extra line ends at the very end: harmless, but said.
                         self.warn(
                             WarningKind::BadTrailer,
@@ -317,7 +344,7 @@ impl<S: Source> Reader<S> {
                 continue;
             }
             if blank > 0 {
-                if self.opts.strict {
+                if !self.diag.leniency().bad_trailer {
                     return Err(self.error(
                         ErrorKind::Syntax(format!(
                             "{blank} unexpected line-end bytes before a record"
@@ -344,7 +371,7 @@ impl<S: Source> Reader<S> {
                 && crate::codec::Codec::sniff(self.src.fill_buf()?).is_some();
             if compressed && self.src.end_plain_member() {
                 plain_ended_at = Some(here);
-                if self.opts.strict {
+                if !self.diag.leniency().not_record_at_a_time {
                     return Err(self.error(
                         ErrorKind::Syntax("compressed members follow plain records".into()),
                         self.stored_pos(),
@@ -366,15 +393,15 @@ impl<S: Source> Reader<S> {
     }
 
     /// Lenient: scans forward for the next `WARC/<digit>`, reporting what it
-    /// skipped. Strict: an error.
+    /// skipped. An error when neither [`Leniency::skipped_bytes`] nor
+    /// [`Leniency::trailing_garbage`] is on, or when the one for what the
+    /// scan found is off.
     fn resync(&mut self) -> Result<bool> {
         let start = self.stored_pos();
-        if self.opts.strict {
-            return Err(self.error(
-                ErrorKind::Syntax("expected a WARC version line".into()),
-                start,
-                None,
-            ));
+        let knobs = *self.diag.leniency();
+        let not_a_record = || ErrorKind::Syntax("expected a WARC version line".into());
+        if !knobs.skipped_bytes && !knobs.trailing_garbage {
+            return Err(self.error(not_a_record(), start, None));
         }
         // Match `WARC/` and a digit byte by byte across buffers; `m` counts
         // the bytes matched so far. No byte of the pattern repeats its first,
@@ -449,6 +476,10 @@ impl<S: Source> Reader<S> {
             }
         };
         let skipped = consumed - self.carry.len() as u64;
+        if (found && !knobs.skipped_bytes) || (!found && skipped > 0 && !knobs.trailing_garbage) {
+            self.carry.clear();
+            return Err(self.error(not_a_record(), start, None));
+        }
         if found {
             self.warn(
                 WarningKind::SkippedBytes,
@@ -498,7 +529,7 @@ impl<S: Source> Reader<S> {
                         offset,
                         Some(index),
                     );
-                    if self.opts.strict {
+                    if !self.diag.leniency().truncated_record {
                         return Err(e);
                     }
                     // A header cut off at the end of the input: nothing of
@@ -546,7 +577,7 @@ impl<S: Source> Reader<S> {
         self.issues.clear();
         let parsed = fields.reparse(
             first_nl + 1,
-            self.opts.strict,
+            self.diag.leniency(),
             self.opts.limits.max_fields,
             &mut self.issues,
         );
@@ -557,7 +588,7 @@ impl<S: Source> Reader<S> {
         let version = match version {
             Some(v) => {
                 if !v.is_known() {
-                    if self.opts.strict {
+                    if !self.diag.leniency().unknown_version {
                         return Err(self.error(
                             ErrorKind::Syntax(format!("unknown WARC version {line_text:?}")),
                             offset,
@@ -583,7 +614,10 @@ impl<S: Source> Reader<S> {
         };
         self.header.version = version;
         self.header.refresh();
-        if codec != Codec::None && in_member != 0 && !self.opts.strict {
+        // Without the knob, records sharing a member are read without a
+        // word, as strict reading always did.
+        let not_at_a_time = self.diag.leniency().not_record_at_a_time;
+        if codec != Codec::None && in_member != 0 && not_at_a_time {
             self.warn(
                 WarningKind::NotRecordAtATime,
                 offset,
@@ -594,7 +628,7 @@ impl<S: Source> Reader<S> {
                 ),
             );
         }
-        if spans_members && !self.opts.strict {
+        if spans_members && not_at_a_time {
             self.warn(
                 WarningKind::NotRecordAtATime,
                 offset,
@@ -624,6 +658,15 @@ impl<S: Source> Reader<S> {
         if let Some(uri) = self.header.fields.get(super::field::TARGET_URI) {
             let v = uri.value();
             if v.starts_with(b"<") && v.ends_with(b">") && version >= Version::V1_1 {
+                if !self.diag.leniency().bracketed_uri {
+                    return Err(self.error(
+                        ErrorKind::Syntax(
+                            "WARC-Target-URI inside <...> in a WARC 1.1 record".into(),
+                        ),
+                        offset,
+                        Some(index),
+                    ));
+                }
                 self.warn(
                     WarningKind::BracketedUri,
                     offset,
@@ -639,7 +682,7 @@ impl<S: Source> Reader<S> {
                     Some(v) => format!("Content-Length {v:?} is not a number"),
                     None => "no Content-Length".to_string(),
                 };
-                if self.opts.strict {
+                if !self.diag.leniency().bad_content_length {
                     return Err(self.error(ErrorKind::Syntax(msg), offset, Some(index)));
                 }
                 self.warn(
@@ -689,7 +732,8 @@ impl<S: Source> Reader<S> {
             // A record-at-a-time file whose next member starts a record: the
             // Content-Length was too large, not the record split.
             let next_is_record = is_record_start(self.src.fill_buf()?);
-            if next_is_record && at_start && !self.opts.strict {
+            let resync = self.diag.leniency().content_length_resync;
+            if next_is_record && at_start && resync {
                 self.warn(
                     WarningKind::BadContentLength,
                     offset,
@@ -706,7 +750,7 @@ impl<S: Source> Reader<S> {
                 }
                 return Ok(());
             }
-            if next_is_record && self.opts.strict {
+            if next_is_record && !resync {
                 return Err(self.error(
                     ErrorKind::Syntax(format!(
                         "Content-Length is {} but the member ends after {read} block bytes",
@@ -730,7 +774,7 @@ impl<S: Source> Reader<S> {
             "Content-Length is {} but the input ends after {read} block bytes",
             read + remaining
         );
-        if self.opts.strict {
+        if !self.diag.leniency().truncated_record {
             return Err(self.error(ErrorKind::Truncated(msg), offset, Some(index)));
         }
         self.warn(WarningKind::TruncatedRecord, offset, Some(index), msg);
@@ -772,7 +816,7 @@ impl<S: Source> Reader<S> {
         };
         let msg =
             format!("record not followed by CRLF CRLF ({found}); Content-Length may be wrong");
-        if self.opts.strict {
+        if !self.diag.leniency().bad_trailer {
             return Err(self.error(ErrorKind::Syntax(msg), at, Some(cur.loc.index)));
         }
         self.warn(WarningKind::BadTrailer, at, Some(cur.loc.index), msg);
@@ -1006,6 +1050,163 @@ pub(crate) mod tests {
 
     fn strict<S: Source>(s: S) -> Reader<S> {
         Reader::from_source(s, ReaderOptions::strict())
+    }
+
+    /// Reads to the end or the first error; the warnings' kinds either way.
+    fn read_with(data: &[u8], leniency: Leniency) -> (Option<Error>, Vec<WarningKind>) {
+        let mut r = Reader::from_source(
+            MemSource::plain(data, 7),
+            ReaderOptions::with_leniency(leniency),
+        );
+        let mut err = None;
+        loop {
+            match r.next_record() {
+                Ok(Some(mut rec)) => {
+                    if let Err(e) = rec.read_block().and_then(|_| rec.finish()) {
+                        err = Some(e);
+                        break;
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    err = Some(e);
+                    break;
+                }
+            }
+        }
+        let kinds = r.take_warnings().into_iter().map(|w| w.kind).collect();
+        (err, kinds)
+    }
+
+    /// One deviation per knob, each in its own stretch of a file; turning
+    /// one knob off makes exactly its deviation an error, while the others
+    /// stay warnings.
+    #[test]
+    fn each_knob_governs_its_own_recovery() {
+        type Knob = fn(&mut Leniency);
+        let ok = |extra: &str| {
+            format!("WARC/1.1\r\nWARC-Type: resource\r\n{extra}Content-Length: 2\r\n\r\nhi\r\n\r\n")
+        };
+        // (knob off, what it reports, the stretch of file that needs it)
+        let middle: Vec<(Knob, WarningKind, String)> = vec![
+            (
+                |l| l.skipped_bytes = false,
+                WarningKind::SkippedBytes,
+                "not a record\r\n".into(),
+            ),
+            (
+                |l| l.bare_lf = false,
+                WarningKind::BareLf,
+                "WARC/1.1\nWARC-Type: resource\nContent-Length: 2\n\nhi\r\n\r\n".into(),
+            ),
+            (
+                |l| l.space_before_colon = false,
+                WarningKind::SpaceBeforeColon,
+                ok("WARC-Date : 2020-01-01T00:00:00Z\r\n"),
+            ),
+            (
+                |l| l.line_without_colon = false,
+                WarningKind::LineWithoutColon,
+                ok("no colon here\r\n"),
+            ),
+            (
+                |l| l.bad_field_name = false,
+                WarningKind::BadFieldName,
+                ok("Bad(Name): x\r\n"),
+            ),
+            (
+                |l| l.bracketed_uri = false,
+                WarningKind::BracketedUri,
+                ok("WARC-Target-URI: <http://example.com/>\r\n"),
+            ),
+            (
+                |l| l.unknown_version = false,
+                WarningKind::UnknownVersion,
+                ok("").replacen("WARC/1.1", "WARC/2.5", 1),
+            ),
+            (
+                |l| l.bad_content_length = false,
+                WarningKind::BadContentLength,
+                ok("").replacen(
+                    "Content-Length: 2\r\n\r\nhi",
+                    "Content-Length: two\r\n\r\n",
+                    1,
+                ),
+            ),
+            (
+                |l| l.bad_trailer = false,
+                WarningKind::BadTrailer,
+                ok("").replacen("hi\r\n\r\n", "hi\r\n", 1),
+            ),
+        ];
+        let tails: Vec<(Knob, WarningKind, String)> = vec![
+            (
+                |l| l.truncated_record = false,
+                WarningKind::TruncatedRecord,
+                ok("").replacen(
+                    "Content-Length: 2\r\n\r\nhi\r\n\r\n",
+                    "Content-Length: 99\r\n\r\nhi",
+                    1,
+                ),
+            ),
+            (
+                |l| l.trailing_garbage = false,
+                WarningKind::TrailingGarbage,
+                "no record follows".into(),
+            ),
+        ];
+        for tail in &tails {
+            let all: Vec<_> = middle.iter().chain([tail]).collect();
+            let file = |skip: Option<usize>| {
+                let mut f = ok("");
+                for (i, (_, _, part)) in all.iter().enumerate() {
+                    if Some(i) != skip {
+                        f.push_str(part);
+                    }
+                }
+                f.into_bytes()
+            };
+            // Everything on: one warning per stretch, in order.
+            let (err, kinds) = read_with(&file(None), Leniency::lenient());
+            assert!(err.is_none(), "{err:?}");
+            let want: Vec<_> = all.iter().map(|k| k.1).collect();
+            assert_eq!(kinds, want);
+            // Everything off: the first stretch is an error.
+            let (err, kinds) = read_with(&file(None), Leniency::strict());
+            assert!(err.is_some() && kinds.is_empty(), "{kinds:?}");
+            for (i, (off, kind, _)) in all.iter().enumerate() {
+                let mut l = Leniency::lenient();
+                off(&mut l);
+                assert!(!l.allows(*kind) && !l.is_strict());
+                // An error at its own stretch, the ones before it warnings.
+                let (err, kinds) = read_with(&file(None), l);
+                assert!(err.is_some(), "{kind:?} off: no error");
+                assert_eq!(kinds, want[..i], "{kind:?} off");
+                // Without its stretch, the file reads with the others' warnings.
+                let (err, kinds) = read_with(&file(Some(i)), l);
+                assert!(err.is_none(), "{kind:?} off: {err:?}");
+                let mut others = want.clone();
+                others.remove(i);
+                assert_eq!(kinds, others, "{kind:?} off");
+            }
+        }
+    }
+
+    /// `strict: true` is shorthand for the strict preset, whatever
+    /// `leniency` says.
+    #[test]
+    fn strict_flag_wins_over_knobs() {
+        let o = ReaderOptions {
+            strict: true,
+            ..ReaderOptions::default()
+        };
+        assert!(o.effective_leniency().is_strict());
+        assert!(ReaderOptions::strict().effective_leniency().is_strict());
+        assert_eq!(
+            ReaderOptions::default().effective_leniency(),
+            Leniency::lenient()
+        );
+        assert_eq!(Leniency::default(), Leniency::lenient());
     }
 
     #[test]
