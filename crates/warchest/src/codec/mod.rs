@@ -8,18 +8,26 @@
 //! records for a record.
 //!
 //! The codec of each member is sniffed from its magic bytes, never from a file
-//! name. [`Decoder`] is the streaming implementation over any [`Read`]; a
-//! parallel implementation of [`Source`] that inflates members on several
-//! threads plugs in the same way.
+//! name. [`Decoder`] is the streaming implementation over any [`Read`]: it
+//! owns the input and sniffs each member, and hands the member to the decoder
+//! of its codec (`plain`, `gzip_member`, `zstd_member`, `lz4_member`, behind
+//! the crate-private `member::MemberDecoder` trait). A decoder over a file
+//! can decode members ahead on threads (`parallel`).
 
 use std::io::Read;
 
 mod decoder;
 mod gzip;
+mod gzip_member;
 mod inflate;
+mod input;
 mod lz4;
+mod lz4_member;
+mod member;
 mod parallel;
+mod plain;
 pub mod zstd_frame;
+mod zstd_member;
 
 pub use decoder::{Decoder, DecoderOptions};
 pub use gzip::{GzipHeader, GzipTrailer, MAX_KEPT_FIELD, parse_gzip_header};

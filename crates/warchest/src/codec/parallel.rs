@@ -114,6 +114,9 @@ impl Done {
     }
 }
 
+/// The engine is compiled in.
+pub(crate) const ENABLED: bool = true;
+
 /// Work for a worker.
 struct Job {
     /// The chunk: members starting in `a..b` are the job's.
@@ -181,7 +184,12 @@ impl std::fmt::Debug for Engine {
 impl Engine {
     /// An engine over `file` (of `len` bytes) with `threads` workers; none
     /// is started before the first compressed member.
-    pub(crate) fn new(file: File, len: u64, threads: usize, opts: &DecoderOptions) -> Self {
+    pub(crate) fn new(
+        file: File,
+        len: u64,
+        threads: usize,
+        opts: &DecoderOptions,
+    ) -> Option<Self> {
         let depth = (2 * threads).clamp(2, threads + 4);
         let job_cap = (BUDGET / depth).min(MAX_JOB);
         let worker_opts = DecoderOptions {
@@ -196,7 +204,7 @@ impl Engine {
             ..opts.clone()
         };
         let (tx, rx) = mpsc::channel();
-        Engine {
+        Some(Engine {
             file: Arc::new(file),
             len,
             threads,
@@ -218,7 +226,7 @@ impl Engine {
             idx: 0,
             pos: 0,
             served: 0,
-        }
+        })
     }
 
     fn start_workers(&mut self) {
