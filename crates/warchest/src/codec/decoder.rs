@@ -81,6 +81,10 @@ pub struct DecoderOptions {
     /// many when it is 1 or more. Gzip members, zstd and LZ4 frames of one
     /// file are then decoded in parallel and delivered in order, with the
     /// same bytes, offsets and warnings as on one thread.
+    ///
+    /// The threads need the `parallel` feature (a rayon pool per decoder).
+    /// Without it this option is ignored: everything is decoded on the
+    /// caller's thread, with the same output.
     pub threads: usize,
 }
 
@@ -408,7 +412,8 @@ impl<R: Read + io::Seek> Decoder<R> {
     /// `file`, a second handle to the file `inner` reads (none, or no
     /// threads: on the caller's thread only). For an input that
     /// wraps the file, such as one that watches the bytes read: what the
-    /// threads decode never passes through `inner`.
+    /// threads decode never passes through `inner`. Without the `parallel`
+    /// feature everything is decoded on the caller's thread.
     ///
     /// # Errors
     /// The input's length cannot be found.
@@ -444,7 +449,7 @@ impl<R: Read + io::Seek> Decoder<R> {
 impl Decoder<std::fs::File> {
     /// A decoder over a file, as [`Decoder::new_seekable`], that decodes
     /// members on [`DecoderOptions::threads`] threads when that is more
-    /// than one.
+    /// than one (and the `parallel` feature is on).
     ///
     /// # Errors
     /// The file's length cannot be found, or its handle cannot be shared
@@ -465,11 +470,7 @@ impl<R: Read> Decoder<R> {
     pub fn new(inner: R, opts: DecoderOptions) -> Self {
         let (lo, hi) = zstd_frame::WINDOW_LOG_RANGE;
         Decoder {
-            input: Input::new(
-                inner,
-                opts.buffer_size.max(MIN_BUFFER),
-                opts.start_offset,
-            ),
+            input: Input::new(inner, opts.buffer_size.max(MIN_BUFFER), opts.start_offset),
             out: Out::default(),
             report: Report::new(opts.lenient),
             verify: opts.verify_checksums,
@@ -556,6 +557,7 @@ impl<R: Read> Decoder<R> {
 
     /// Replaces the zstd dictionary (a worker of the parallel engine is
     /// given the one the reading thread loaded).
+    #[cfg(feature = "parallel")]
     pub(crate) fn set_zstd_dictionary(&mut self, dict: Option<&[u8]>) {
         self.zstd.set_dictionary(dict);
     }

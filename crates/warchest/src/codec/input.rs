@@ -93,7 +93,6 @@ impl<R> Input<R> {
         self.base = base;
         self.eof = false;
     }
-
 }
 
 impl<R: Read> Input<R> {

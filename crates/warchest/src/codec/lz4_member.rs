@@ -77,9 +77,7 @@ impl Lz4Member {
             if !cx.ensure(n)? {
                 return Ok(Step::Truncated("inside the content checksum"));
             }
-            let stored = d
-                .content_checksum
-                .then(|| word_at(cx.input.bytes(), 4));
+            let stored = d.content_checksum.then(|| word_at(cx.input.bytes(), 4));
             cx.input.advance(n);
             cx.finish();
             if let Some(c) = d.content_size

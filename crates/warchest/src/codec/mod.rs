@@ -11,8 +11,9 @@
 //! name. [`Decoder`] is the streaming implementation over any [`Read`]: it
 //! owns the input and sniffs each member, and hands the member to the decoder
 //! of its codec (`plain`, `gzip_member`, `zstd_member`, `lz4_member`, behind
-//! the crate-private `member::MemberDecoder` trait). A decoder over a file
-//! can decode members ahead on threads (`parallel`).
+//! the crate-private `member::MemberDecoder` trait). With the `parallel`
+//! feature, a decoder over a file can decode members ahead on a rayon pool
+//! (`parallel`).
 
 use std::io::Read;
 
@@ -24,7 +25,12 @@ mod input;
 mod lz4;
 mod lz4_member;
 mod member;
+#[cfg(feature = "parallel")]
 mod parallel;
+#[cfg(not(feature = "parallel"))]
+mod parallel_off;
+#[cfg(not(feature = "parallel"))]
+use parallel_off as parallel;
 mod plain;
 pub mod zstd_frame;
 mod zstd_member;

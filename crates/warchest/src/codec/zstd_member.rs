@@ -2,9 +2,9 @@
 //! dictionary of a dictionary frame (or of the options) loaded into it, and
 //! skippable frames skipped.
 
+use super::CodecError;
 use super::member::{Cx, MemberDecoder, Step};
 use super::zstd_frame::{self, Dctx};
-use super::CodecError;
 use crate::WarningKind;
 use std::io::Read;
 
@@ -48,11 +48,16 @@ impl ZstdMember {
     /// parallel engine's workers): window limit, dictionary size limit and
     /// the caller's dictionary when not loaded yet.
     pub(super) fn options(&self) -> (u32, usize, Option<&Vec<u8>>) {
-        (self.max_window_log, self.max_dict, self.options_dict.as_ref())
+        (
+            self.max_window_log,
+            self.max_dict,
+            self.options_dict.as_ref(),
+        )
     }
 
     /// Replaces the dictionary (a worker of the parallel engine is given the
     /// one the reading thread loaded).
+    #[cfg(feature = "parallel")]
     pub(super) fn set_dictionary(&mut self, dict: Option<&[u8]>) {
         self.dctx = None;
         self.options_dict = dict.map(<[u8]>::to_vec);
@@ -172,13 +177,14 @@ impl ZstdMember {
             return Ok(None);
         }
         self.reset_if_dirty(cx)?;
-        let loaded = zstd_frame::dictionary_from_payload(payload, self.max_dict, self.max_window_log)
-            .and_then(|dict| {
-                let d = self.dctx(cx).map_err(|e| e.to_string())?;
-                d.load_dictionary(&dict)
-                    .map_err(|name| format!("zstd rejects it: {name}"))?;
-                Ok(dict)
-            });
+        let loaded =
+            zstd_frame::dictionary_from_payload(payload, self.max_dict, self.max_window_log)
+                .and_then(|dict| {
+                    let d = self.dctx(cx).map_err(|e| e.to_string())?;
+                    d.load_dictionary(&dict)
+                        .map_err(|name| format!("zstd rejects it: {name}"))?;
+                    Ok(dict)
+                });
         match loaded {
             Ok(dict) => Ok(Some(dict)),
             Err(e) => {
@@ -205,7 +211,8 @@ impl MemberDecoder for ZstdMember {
             return Ok(Step::Truncated("inside the frame"));
         }
         let d = self.dctx(cx)?;
-        let zstd_frame::Step { used, made, result } = d.decompress(cx.input.bytes(), &mut cx.out.buf[..]);
+        let zstd_frame::Step { used, made, result } =
+            d.decompress(cx.input.bytes(), &mut cx.out.buf[..]);
         cx.input.advance(used);
         cx.out.end = made;
         Ok(match result {
