@@ -60,8 +60,8 @@
 //!
 //! The core (plain and gzip files, SHA-1 and SHA-2 digests, reading,
 //! checking and writing) needs no feature. Each feature adds a codec, a
-//! digest or a convenience, with its dependencies; all are on by default.
-//! With one off, input that needs it is an error that names the feature
+//! digest or a convenience, with its dependencies; all but `parallel` are on
+//! by default. With one off, input that needs it is an error that names the feature
 //! (`zstd support not compiled in (feature zstd)`), never a panic or data
 //! read wrongly.
 //!
@@ -77,6 +77,7 @@
 //! | `identify` | `write::identify` (payload type sniffing with `infer`) and [`write::RotatingOptions::identify_payload_type`] | yes |
 //! | `charset` | charsets other than UTF-8 (`encoding_rs`): RFC 2047 encoded words in fields, `HttpHead::encoding` | yes |
 //! | `time` | `WarcDate::to_datetime` / `from_datetime` with `time::OffsetDateTime` ([`warc::WarcDate::to_unix_nanos`] and [`warc::WarcDate::from_unix_nanos`] need nothing) | yes |
+//! | `parallel` | [`codec::DecoderOptions::threads`]: members of one file decoded on a rayon pool; without it they are decoded on the caller's thread, with the same output | no |
 //!
 //! A digest algorithm whose feature is off is an unknown algorithm
 //! ([`digest::Algorithm::from_label`] does not know its label, so a

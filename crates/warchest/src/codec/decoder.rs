@@ -1,29 +1,31 @@
 //! The streaming decoder: stored bytes from any [`Read`] in, decompressed
 //! bytes out, one member at a time.
+//!
+//! The [`Decoder`] owns the input buffer, the output buffer, the warnings and
+//! the member boundaries: it sniffs what starts at each boundary, skips
+//! damage, and serves the members the parallel engine decoded. The members
+//! themselves are decoded by one [`MemberDecoder`] per codec (`plain`,
+//! `gzip_member`, `zstd_member`, `lz4_member`), each made once and reused.
 
 use super::gzip::{Fed, GzipHeader, GzipTrailer, HeaderParser};
-use super::lz4::{self, FrameDescriptor, Xxh32};
+use super::gzip_member::GzipMember;
+use super::input::Input;
+use super::lz4;
+use super::lz4_member::Lz4Member;
+use super::member::{Cx, MemberDecoder, Out, Report, Step};
+use super::plain::Plain;
 use super::zstd_frame::{self, FrameStart};
-use super::{Codec, CodecError, Source};
-use crate::{Position, Warning, WarningKind};
-use flate2::{Decompress, FlushDecompress, Status};
+use super::zstd_member::ZstdMember;
+use super::{Codec, Source};
+use crate::{Warning, WarningKind};
 use std::io::{self, Read};
+
+#[cfg(test)]
+use super::gzip_member::FAST_OUTPUT;
 
 /// Smallest input buffer: every fixed-size header we probe (LZ4 frame
 /// header, zstd frame header and first block header) fits in it.
 const MIN_BUFFER: usize = 64;
-/// Output buffer for gzip and zstd: the most decompressed bytes one
-/// `fill_buf` returns. LZ4 frames with large blocks grow it to one block
-/// plus 64 KiB of history (at most 4 MiB + 64 KiB).
-const OUT_SIZE: usize = 256 * 1024;
-/// Input buffered for a whole-member libdeflate attempt (at most half the
-/// input buffer).
-const FAST_INPUT: usize = 256 * 1024;
-/// Largest output of a whole-member attempt; bigger members stream.
-const FAST_OUTPUT: usize = 4 * 1024 * 1024;
-/// Warnings kept between two `drain_warnings` calls; past this they are
-/// counted, not stored, so a caller that never drains stays bounded.
-const MAX_PENDING_WARNINGS: usize = 4096;
 
 /// Options of a [`Decoder`].
 ///
@@ -79,6 +81,10 @@ pub struct DecoderOptions {
     /// many when it is 1 or more. Gzip members, zstd and LZ4 frames of one
     /// file are then decoded in parallel and delivered in order, with the
     /// same bytes, offsets and warnings as on one thread.
+    ///
+    /// The threads need the `parallel` feature (a rayon pool per decoder).
+    /// Without it this option is ignored: everything is decoded on the
+    /// caller's thread, with the same output.
     pub threads: usize,
 }
 
@@ -185,14 +191,9 @@ enum State {
     Start,
     /// Looking for the next member (left only by an I/O error, to retry).
     Between,
-    /// In the plain member, served from the input buffer.
-    Plain,
-    GzHeader,
-    GzBody,
-    GzTrailer,
-    Zstd,
-    Lz4Header,
-    Lz4Blocks,
+    /// In a member of `codec`, decoded by that codec's [`MemberDecoder`]
+    /// (the plain member is served from the input buffer).
+    Member,
     /// The current member's end has been seen (`end` is set); decoded bytes
     /// may remain in the output buffer.
     Done,
@@ -299,76 +300,75 @@ enum State {
 /// exactly where it left off; it then goes on at the next member boundary it
 /// finds, possibly reporting a shorter skipped range.
 pub struct Decoder<R> {
-    inner: R,
-    lenient: bool,
+    /// The stored bytes read ahead, and how the reader seeks.
+    input: Input<R>,
+    /// Decoded bytes of a compressed member.
+    out: Out,
+    /// Warnings (lenient) and the error that stopped the decoder (strict).
+    report: Report,
+    /// See [`DecoderOptions::verify_checksums`].
     verify: bool,
-    max_window_log: u32,
-    max_dict: usize,
-    /// The caller's dictionary, until the zstd context is made.
-    options_dict: Option<Vec<u8>>,
-
-    /// Input buffer: `inbuf[in_start..in_end]` is read and not consumed;
-    /// `inbuf[0]` is at stored offset `base`.
-    inbuf: Vec<u8>,
-    in_start: usize,
-    in_end: usize,
-    base: u64,
-    eof: bool,
-
-    /// Output buffer: `out[out_start..out_end]` is decoded and not consumed.
-    out: Vec<u8>,
-    out_start: usize,
-    out_end: usize,
-
     state: State,
     codec: Codec,
     member_offset: u64,
     /// See [`DecoderOptions::start_offset`].
     start_offset: u64,
-    /// libdeflate, when whole-member inflation is on.
-    fast: Option<super::inflate::FastInflater>,
-    /// The whole-member attempt was made for the current member.
-    fast_tried: bool,
-    /// Seeks the input forward, for inputs that can: plain payloads are
-    /// then skipped without being read. Set by [`Decoder::new_seekable`].
-    seek_forward: Option<fn(&mut R, u64) -> io::Result<()>>,
-    /// Seeks the input to an absolute position, for inputs that can: the
-    /// parallel engine hands members back to the sequential path there.
-    seek_to: Option<fn(&mut R, u64) -> io::Result<()>>,
-    /// Position of the input where stored offset `start_offset` is.
-    inner_origin: u64,
-    /// Members decoded ahead on other threads (files, `threads > 1`).
-    pub(super) par: Option<Box<super::parallel::Engine>>,
-    /// Stored length of the input, when known (seekable inputs): skips stop
-    /// there, so a truncated record is still seen as truncated.
-    input_len: Option<u64>,
     member_pos: u64,
     /// Stored end of the current member (valid in `Done` and `End`).
     end: u64,
     /// A compressed member or skippable frame has been seen: non-member
     /// bytes are damage from then on, not a plain file.
     compressed_seen: bool,
-    warnings: Vec<Warning>,
-    dropped_warnings: u64,
-    /// The error that stopped a strict decoder, returned again on each call.
-    failed: Option<CodecError>,
+    /// The member decoders, one per codec, reused member after member.
+    plain: Plain,
+    gzip: GzipMember,
+    zstd: ZstdMember,
+    lz4: Lz4Member,
+    /// Members decoded ahead on other threads (files, `threads > 1`).
+    pub(super) par: Option<Box<super::parallel::Engine>>,
+}
 
-    inflate: Option<Decompress>,
-    crc: crc32fast::Hasher,
-    gz_size: u64,
-    gz_parser: HeaderParser,
-    gz_header: GzipHeader,
-    gz_trailer: Option<GzipTrailer>,
-    trailer: [u8; 8],
-    trailer_len: usize,
+/// The context of the current member's decoder: `Cx` over the decoder's
+/// buffers and report.
+macro_rules! cx {
+    ($d:ident) => {
+        Cx {
+            input: &mut $d.input,
+            out: &mut $d.out,
+            report: &mut $d.report,
+            codec: $d.codec,
+            member_offset: $d.member_offset,
+            keep: ($d.state == State::Member && $d.codec != Codec::None)
+                .then_some($d.member_offset),
+            verify: $d.verify,
+            ended: None,
+        }
+    };
+}
 
-    dctx: Option<zstd_frame::Dctx>,
-    /// The zstd context is inside a frame it did not finish.
-    dctx_dirty: bool,
-
-    lz4: Option<FrameDescriptor>,
-    lz4_hash: Xxh32,
-    lz4_size: u64,
+/// Evaluates `$e` with `$m` bound to the current codec's member decoder
+/// (static dispatch).
+macro_rules! with_member {
+    ($d:ident, $m:ident => $e:expr) => {
+        match $d.codec {
+            Codec::None => {
+                let $m = &mut $d.plain;
+                $e
+            }
+            Codec::Gzip => {
+                let $m = &mut $d.gzip;
+                $e
+            }
+            Codec::Zstd => {
+                let $m = &mut $d.zstd;
+                $e
+            }
+            Codec::Lz4 => {
+                let $m = &mut $d.lz4;
+                $e
+            }
+        }
+    };
 }
 
 impl<R> std::fmt::Debug for Decoder<R> {
@@ -378,7 +378,7 @@ impl<R> std::fmt::Debug for Decoder<R> {
             .field("codec", &self.codec)
             .field("member_offset", &self.member_offset)
             .field("member_pos", &self.member_pos)
-            .field("stored_pos", &(self.base + self.in_start as u64))
+            .field("stored_pos", &self.input.pos())
             .finish_non_exhaustive()
     }
 }
@@ -395,13 +395,13 @@ impl<R: Read + io::Seek> Decoder<R> {
         let end = inner.seek(io::SeekFrom::End(0))?;
         inner.seek(io::SeekFrom::Start(here))?;
         let mut d = Decoder::new(inner, opts);
-        d.input_len = Some(d.start_offset + end.saturating_sub(here));
-        d.seek_forward = Some(|r, n| {
+        d.input.len = Some(d.start_offset + end.saturating_sub(here));
+        d.input.seek_forward = Some(|r, n| {
             let n = i64::try_from(n).map_err(|_| io::Error::other("seek too far"))?;
             r.seek(io::SeekFrom::Current(n)).map(|_| ())
         });
-        d.inner_origin = here;
-        d.seek_to = Some(|r, at| r.seek(io::SeekFrom::Start(at)).map(|_| ()));
+        d.input.inner_origin = here;
+        d.input.seek_to = Some(|r, at| r.seek(io::SeekFrom::Start(at)).map(|_| ()));
         Ok(d)
     }
 }
@@ -412,7 +412,8 @@ impl<R: Read + io::Seek> Decoder<R> {
     /// `file`, a second handle to the file `inner` reads (none, or no
     /// threads: on the caller's thread only). For an input that
     /// wraps the file, such as one that watches the bytes read: what the
-    /// threads decode never passes through `inner`.
+    /// threads decode never passes through `inner`. Without the `parallel`
+    /// feature everything is decoded on the caller's thread.
     ///
     /// # Errors
     /// The input's length cannot be found.
@@ -424,22 +425,21 @@ impl<R: Read + io::Seek> Decoder<R> {
         let threads = opts.threads;
         let mut d = Decoder::new_seekable(inner, opts)?;
         let par_file = file.filter(|_| threads > 0);
-        if let (Some(f), Some(len)) = (par_file, d.input_len) {
-            let len = len - d.start_offset + d.inner_origin;
-            let mut opts = DecoderOptions {
-                lenient: d.lenient,
+        if let (Some(f), Some(len)) = (par_file, d.input.len) {
+            let len = len - d.start_offset + d.input.inner_origin;
+            let (max_window_log, max_dict, dict) = d.zstd.options();
+            let opts = DecoderOptions {
+                lenient: d.report.lenient,
                 verify_checksums: d.verify,
-                max_zstd_window_log: d.max_window_log,
-                max_zstd_dictionary_size: d.max_dict,
-                fast_inflate: d.fast.is_some(),
-                buffer_size: d.inbuf.len(),
+                max_zstd_window_log: max_window_log,
+                max_zstd_dictionary_size: max_dict,
+                zstd_dictionary: dict.cloned(),
+                fast_inflate: d.gzip.fast_inflate(),
+                buffer_size: d.input.capacity(),
                 ..DecoderOptions::default()
             };
-            opts.zstd_dictionary.clone_from(&d.options_dict);
-            if d.start_offset == d.inner_origin {
-                d.par = Some(Box::new(super::parallel::Engine::new(
-                    f, len, threads, &opts,
-                )));
+            if d.start_offset == d.input.inner_origin {
+                d.par = super::parallel::Engine::new(f, len, threads, &opts).map(Box::new);
             }
         }
         Ok(d)
@@ -449,13 +449,13 @@ impl<R: Read + io::Seek> Decoder<R> {
 impl Decoder<std::fs::File> {
     /// A decoder over a file, as [`Decoder::new_seekable`], that decodes
     /// members on [`DecoderOptions::threads`] threads when that is more
-    /// than one.
+    /// than one (and the `parallel` feature is on).
     ///
     /// # Errors
     /// The file's length cannot be found, or its handle cannot be shared
     /// with the threads.
     pub fn new_file(file: std::fs::File, opts: DecoderOptions) -> io::Result<Self> {
-        let par_file = if opts.threads > 1 {
+        let par_file = if opts.threads > 1 && super::parallel::ENABLED {
             Some(file.try_clone()?)
         } else {
             None
@@ -470,71 +470,43 @@ impl<R: Read> Decoder<R> {
     pub fn new(inner: R, opts: DecoderOptions) -> Self {
         let (lo, hi) = zstd_frame::WINDOW_LOG_RANGE;
         Decoder {
-            inner,
-            lenient: opts.lenient,
+            input: Input::new(inner, opts.buffer_size.max(MIN_BUFFER), opts.start_offset),
+            out: Out::default(),
+            report: Report::new(opts.lenient),
             verify: opts.verify_checksums,
-            max_window_log: opts.max_zstd_window_log.clamp(lo, hi),
-            max_dict: opts.max_zstd_dictionary_size,
-            options_dict: opts.zstd_dictionary,
-            inbuf: vec![0; opts.buffer_size.max(MIN_BUFFER)],
-            in_start: 0,
-            in_end: 0,
-            base: opts.start_offset,
-            start_offset: opts.start_offset,
-            fast: if opts.fast_inflate {
-                super::inflate::FastInflater::new()
-            } else {
-                None
-            },
-            fast_tried: false,
-            seek_forward: None,
-            seek_to: None,
-            inner_origin: 0,
-            par: None,
-            input_len: None,
-            eof: false,
-            out: Vec::new(),
-            out_start: 0,
-            out_end: 0,
             state: State::Start,
             codec: Codec::None,
             member_offset: opts.start_offset,
+            start_offset: opts.start_offset,
             member_pos: 0,
             end: opts.start_offset,
             compressed_seen: false,
-            warnings: Vec::new(),
-            dropped_warnings: 0,
-            failed: None,
-            inflate: None,
-            crc: crc32fast::Hasher::new(),
-            gz_size: 0,
-            gz_parser: HeaderParser::new(),
-            gz_header: GzipHeader::default(),
-            gz_trailer: None,
-            trailer: [0; 8],
-            trailer_len: 0,
-            dctx: None,
-            dctx_dirty: false,
-            lz4: None,
-            lz4_hash: Xxh32::new(0),
-            lz4_size: 0,
+            plain: Plain,
+            gzip: GzipMember::new(opts.fast_inflate),
+            zstd: ZstdMember::new(
+                opts.max_zstd_window_log.clamp(lo, hi),
+                opts.max_zstd_dictionary_size,
+                opts.zstd_dictionary,
+            ),
+            lz4: Lz4Member::default(),
+            par: None,
         }
     }
 
     /// The underlying reader.
     pub fn get_ref(&self) -> &R {
-        &self.inner
+        &self.input.inner
     }
 
     /// The underlying reader. Reading from it directly loses the decoder's
     /// place.
     pub fn get_mut(&mut self) -> &mut R {
-        &mut self.inner
+        &mut self.input.inner
     }
 
     /// The underlying reader; input the decoder had buffered is lost.
     pub fn into_inner(self) -> R {
-        self.inner
+        self.input.inner
     }
 
     /// The header of the current member when it is a gzip member whose
@@ -543,9 +515,10 @@ impl<R: Read> Decoder<R> {
         if let (State::Par, Some(p)) = (self.state, &self.par) {
             return p.gzip_header();
         }
-        let parsed = matches!(self.state, State::GzBody | State::GzTrailer)
-            || (self.state == State::Done && self.gz_parser_done());
-        (self.codec == Codec::Gzip && parsed).then_some(&self.gz_header)
+        let here = matches!(self.state, State::Member | State::Done);
+        (self.codec == Codec::Gzip && here)
+            .then(|| self.gzip.header())
+            .flatten()
     }
 
     /// The trailer of the current gzip member with the computed CRC32 and
@@ -555,7 +528,7 @@ impl<R: Read> Decoder<R> {
             return p.gzip_trailer();
         }
         if self.codec == Codec::Gzip && self.state == State::Done {
-            self.gz_trailer.as_ref()
+            self.gzip.trailer()
         } else {
             None
         }
@@ -569,191 +542,60 @@ impl<R: Read> Decoder<R> {
     /// # Errors
     /// The input cannot seek, or the seek fails.
     pub(crate) fn restart_at(&mut self, at: u64) -> crate::Result<()> {
-        let Some(seek) = self.seek_to else {
-            return Err(crate::Error::from(io::Error::new(
-                io::ErrorKind::Unsupported,
-                "the input cannot seek",
-            )));
-        };
-        let inner_at = at
-            .checked_sub(self.start_offset)
-            .and_then(|d| d.checked_add(self.inner_origin))
-            .ok_or_else(|| crate::Error::from(io::Error::other("restart before the start")))?;
-        seek(&mut self.inner, inner_at).map_err(|e| crate::Error::from(e).at(Position::at(at)))?;
-        self.in_start = 0;
-        self.in_end = 0;
-        self.base = at;
-        self.eof = false;
-        self.out_start = 0;
-        self.out_end = 0;
+        self.input.seek_to(at, self.start_offset)?;
+        self.out.clear();
         self.state = State::Between;
         self.member_offset = at;
         self.member_pos = 0;
         self.end = at;
         self.compressed_seen = true;
-        self.failed = None;
-        self.dctx_dirty = true;
-        self.lz4 = None;
+        self.report.failed = None;
+        self.zstd.abandon();
+        self.lz4.abandon();
         Ok(())
     }
 
     /// Replaces the zstd dictionary (a worker of the parallel engine is
     /// given the one the reading thread loaded).
+    #[cfg(feature = "parallel")]
     pub(crate) fn set_zstd_dictionary(&mut self, dict: Option<&[u8]>) {
-        self.dctx = None;
-        self.options_dict = dict.map(<[u8]>::to_vec);
+        self.zstd.set_dictionary(dict);
     }
 
-    fn gz_parser_done(&self) -> bool {
-        self.gz_header.len > 0
-    }
-
-    /// Stored offset of the first input byte not consumed.
-    fn pos(&self) -> u64 {
-        self.base + self.in_start as u64
-    }
-
-    fn avail(&self) -> usize {
-        self.in_end - self.in_start
-    }
-
-    fn in_member(&self) -> bool {
-        matches!(
-            self.state,
-            State::GzHeader
-                | State::GzBody
-                | State::GzTrailer
-                | State::Zstd
-                | State::Lz4Header
-                | State::Lz4Blocks
-        )
-    }
-
-    /// Moves the unconsumed input to the front of the buffer. Inside a
-    /// compressed member, keeps the member's first bytes too when they fit in
-    /// half the buffer, so resynchronising after damage can search from the
-    /// member's start.
-    fn compact(&mut self, need: usize) {
-        let cap = self.inbuf.len();
-        let mut keep = self.in_start;
-        if self.in_member()
-            && let Some(ms) = self
-                .member_offset
-                .checked_sub(self.base)
-                .and_then(|d| usize::try_from(d).ok())
-            && ms < keep
-            && (self.in_end - ms).saturating_add(need) <= cap / 2
-        {
-            keep = ms;
-        }
-        if keep > 0 {
-            self.inbuf.copy_within(keep..self.in_end, 0);
-            self.in_start -= keep;
-            self.in_end -= keep;
-            self.base += keep as u64;
-        }
-    }
-
-    /// Makes at least `n` unconsumed input bytes available. `false` when the
-    /// input ends first. Grows the buffer only when `n` exceeds it (callers
-    /// bound `n`).
+    /// Makes at least `n` unconsumed input bytes available (see
+    /// [`Input::ensure`]); a compressed member being decoded keeps its
+    /// first bytes buffered while they fit.
     fn ensure(&mut self, n: usize) -> crate::Result<bool> {
-        while self.avail() < n {
-            if self.eof {
-                return Ok(false);
-            }
-            let need = n - self.avail();
-            let cap = self.inbuf.len();
-            if cap - self.in_end < need.max(cap / 8) {
-                self.compact(need);
-                if self.inbuf.len() - self.in_end < need {
-                    self.inbuf.resize(self.in_end + need, 0);
-                }
-            }
-            self.read_some()?;
-        }
-        Ok(true)
-    }
-
-    /// One read into the free end of the input buffer (which is not empty).
-    fn read_some(&mut self) -> crate::Result<usize> {
-        loop {
-            let free = self.inbuf.get_mut(self.in_end..).unwrap_or_default();
-            let room = free.len();
-            match self.inner.read(free) {
-                Ok(n) => {
-                    // A reader claiming more than it was given is ignored
-                    // beyond the buffer.
-                    let n = n.min(room);
-                    if n == 0 {
-                        self.eof = true;
-                    }
-                    self.in_end += n;
-                    return Ok(n);
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    let at = self.base + self.in_end as u64;
-                    return Err(crate::Error::from(e).at(Position::at(at)));
-                }
-            }
-        }
+        let keep = (self.state == State::Member && self.codec != Codec::None)
+            .then_some(self.member_offset);
+        self.input.ensure(n, keep)
     }
 
     /// Records a recovery (lenient) or fails (strict).
     fn problem(&mut self, kind: WarningKind, offset: u64, message: String) -> crate::Result<()> {
-        if self.lenient {
-            if self.warnings.len() < MAX_PENDING_WARNINGS {
-                self.warnings.push(Warning::new(kind, offset, message));
-            } else {
-                self.dropped_warnings += 1;
-            }
-            Ok(())
-        } else {
-            Err(self.fail(offset, message))
-        }
-    }
-
-    /// Stops the decoder with an error.
-    fn fail(&mut self, offset: u64, message: String) -> crate::Error {
-        let e = CodecError {
-            codec: self.codec.name(),
-            offset,
-            message,
-        };
-        self.failed = Some(e.clone());
-        e.into()
-    }
-
-    fn check_failed(&self) -> crate::Result<()> {
-        match &self.failed {
-            Some(e) => Err(e.clone().into()),
-            None => Ok(()),
-        }
+        self.report.problem(self.codec, kind, offset, message)
     }
 
     /// The current member's end has been seen at the current position.
     fn finish_member(&mut self) {
         self.state = State::Done;
-        self.end = self.pos();
+        self.end = self.input.pos();
     }
 
     /// Past the last member.
     fn at_end(&mut self) {
         self.state = State::End;
         self.codec = Codec::None;
-        self.member_offset = self.pos();
+        self.member_offset = self.input.pos();
         self.end = self.member_offset;
         self.member_pos = 0;
-        self.out_start = 0;
-        self.out_end = 0;
+        self.out.clear();
     }
 
     /// The input ended inside the current member.
     fn truncated(&mut self, what: &str) -> crate::Result<()> {
         // Whatever is left is part of the truncated member.
-        self.in_start = self.in_end;
-        self.dctx_dirty |= self.codec == Codec::Zstd;
+        self.input.drop_buffered();
         self.finish_member();
         let msg = format!(
             "the input ends {what} of the {} member starting at stored offset {}; \
@@ -767,21 +609,21 @@ impl<R: Read> Decoder<R> {
     /// The current member is corrupt: fail (strict), or end it and find the
     /// next member start after its first byte (lenient).
     fn damaged(&mut self, what: &str) -> crate::Result<()> {
-        let seen = self.pos();
-        self.dctx_dirty |= self.codec == Codec::Zstd;
+        let seen = self.input.pos();
         let start = self.member_offset;
-        if !self.lenient {
-            return Err(self.fail(start, format!("{what} (stored offset {seen})")));
+        if !self.report.lenient {
+            let msg = format!("{what} (stored offset {seen})");
+            return Err(self.report.fail(self.codec, start, msg));
         }
         // Leave the member first so that compaction no longer keeps it.
         self.state = State::Done;
-        let from = (start + 1).max(self.base);
-        self.in_start = usize::try_from(from - self.base)
+        let from = (start + 1).max(self.input.base);
+        self.input.start = usize::try_from(from - self.input.base)
             .unwrap_or(usize::MAX)
-            .min(self.in_end);
+            .min(self.input.end);
         self.seek_valid()?;
-        self.end = self.pos();
-        let next = if self.avail() == 0 && self.eof {
+        self.end = self.input.pos();
+        let next = if self.input.avail() == 0 && self.input.eof {
             "no member follows".to_owned()
         } else {
             format!("decoding resumes at stored offset {}", self.end)
@@ -794,47 +636,41 @@ impl<R: Read> Decoder<R> {
         self.problem(WarningKind::DamagedMember, start, msg)
     }
 
-    /// Scans from `in_start` for the next position where a member really
-    /// starts (magic number and a header that parses), leaving `in_start`
-    /// there; at the end of the input, leaves it at the end and returns
-    /// `None`. Garbage before the position is dropped from the buffer.
+    /// Scans from the input position for the next position where a member
+    /// really starts (magic number and a header that parses), leaving the
+    /// input there; at the end of the input, leaves it at the end and
+    /// returns `None`. Garbage before the position is dropped from the
+    /// buffer.
     fn seek_valid(&mut self) -> crate::Result<Option<Kind>> {
         loop {
-            let window = self
-                .inbuf
-                .get(self.in_start..self.in_end)
-                .unwrap_or_default();
-            match find_magic(window) {
+            match find_magic(self.input.bytes()) {
                 Some(j) => {
-                    self.in_start += j;
-                    let here = self
-                        .inbuf
-                        .get(self.in_start..self.in_end)
-                        .unwrap_or_default();
-                    match probe(here) {
+                    self.input.start += j;
+                    match probe(self.input.bytes()) {
                         Probe::Valid(k) => return Ok(Some(k)),
-                        Probe::Invalid => self.in_start += 1,
+                        Probe::Invalid => self.input.start += 1,
                         Probe::Short(k) => {
-                            if self.avail() >= self.inbuf.len() {
+                            if self.input.avail() >= self.input.capacity() {
                                 // A header longer than the buffer: accept it,
                                 // the member decoder parses it incrementally.
                                 if let Some(k) = k {
                                     return Ok(Some(k));
                                 }
-                                self.in_start += 1;
-                            } else if !self.ensure(self.avail() + 1)? {
+                                self.input.start += 1;
+                            } else if !self.ensure(self.input.avail() + 1)? {
                                 // Cut short by the end of the input: not a
                                 // header that parses.
-                                self.in_start += 1;
+                                self.input.start += 1;
                             }
                         }
                     }
                 }
                 None => {
                     // Keep 3 bytes: a magic number may straddle the refill.
-                    self.in_start = self.in_end.saturating_sub(3).max(self.in_start);
-                    if !self.ensure(self.avail() + 1)? {
-                        self.in_start = self.in_end;
+                    let input = &mut self.input;
+                    input.start = input.end.saturating_sub(3).max(input.start);
+                    if !self.ensure(self.input.avail() + 1)? {
+                        self.input.drop_buffered();
                         return Ok(None);
                     }
                 }
@@ -842,21 +678,18 @@ impl<R: Read> Decoder<R> {
         }
     }
 
-    /// What starts exactly at `in_start`, reading as much as the probe
-    /// needs. A recognised magic number cut short by the end of the input (or
-    /// with a header longer than the buffer) counts as a member start: its
-    /// decoder reports the truncation.
+    /// What starts exactly at the input position, reading as much as the
+    /// probe needs. A recognised magic number cut short by the end of the
+    /// input (or with a header longer than the buffer) counts as a member
+    /// start: its decoder reports the truncation.
     fn probe_here(&mut self) -> crate::Result<Option<Kind>> {
         loop {
-            let here = self
-                .inbuf
-                .get(self.in_start..self.in_end)
-                .unwrap_or_default();
-            match probe(here) {
+            match probe(self.input.bytes()) {
                 Probe::Valid(k) => return Ok(Some(k)),
                 Probe::Invalid => return Ok(None),
                 Probe::Short(k) => {
-                    if self.avail() < self.inbuf.len() && self.ensure(self.avail() + 1)? {
+                    let avail = self.input.avail();
+                    if avail < self.input.capacity() && self.ensure(avail + 1)? {
                         continue;
                     }
                     return Ok(k);
@@ -865,42 +698,38 @@ impl<R: Read> Decoder<R> {
         }
     }
 
-    /// Positions on the member that starts at `in_start` (or after garbage,
-    /// or after skippable frames). `false` at the end of the input.
+    /// Positions on the member that starts at the input position (or after
+    /// garbage, or after skippable frames). `false` at the end of the input.
     fn enter_member(&mut self) -> crate::Result<bool> {
         self.state = State::Between;
-        self.out_start = 0;
-        self.out_end = 0;
+        self.out.clear();
         self.member_pos = 0;
-        self.gz_trailer = None;
-        self.gz_header.len = 0;
+        self.gzip.forget();
         loop {
-            let boundary = self.pos();
+            let boundary = self.input.pos();
             let kind = match self.probe_here()? {
                 Some(k) => k,
-                None if self.avail() == 0 => {
+                None if self.input.avail() == 0 => {
                     self.at_end();
                     return Ok(false);
                 }
                 None if !self.compressed_seen && boundary == self.start_offset => {
                     self.codec = Codec::None;
                     self.member_offset = self.start_offset;
-                    self.state = State::Plain;
+                    self.state = State::Member;
                     return Ok(true);
                 }
                 None => {
-                    if !self.lenient {
-                        return Err(self.fail(
-                            boundary,
-                            format!(
-                                "the bytes at stored offset {boundary} do not start a gzip \
-                                 member, zstd frame or LZ4 frame"
-                            ),
-                        ));
+                    if !self.report.lenient {
+                        let msg = format!(
+                            "the bytes at stored offset {boundary} do not start a gzip \
+                             member, zstd frame or LZ4 frame"
+                        );
+                        return Err(self.report.fail(self.codec, boundary, msg));
                     }
-                    self.in_start += 1;
+                    self.input.start += 1;
                     let found = self.seek_valid()?;
-                    let to = self.pos();
+                    let to = self.input.pos();
                     let len = to - boundary;
                     match found {
                         Some(k) => {
@@ -924,7 +753,7 @@ impl<R: Read> Decoder<R> {
                 }
             };
             self.compressed_seen = true;
-            self.member_offset = self.pos();
+            self.member_offset = self.input.pos();
             if !matches!(kind, Kind::Skippable(_))
                 && let Some(p) = self.par.as_mut()
                 && p.at_boundary(self.member_offset)
@@ -932,591 +761,79 @@ impl<R: Read> Decoder<R> {
                 self.state = State::Par;
                 return Ok(true);
             }
-            match kind {
+            self.codec = match kind {
                 Kind::Skippable(magic) => {
-                    self.skippable_frame(magic)?;
+                    let mut cx = cx!(self);
+                    let dict = self.zstd.skippable_frame(&mut cx, magic)?;
+                    if let (Some(dict), Some(p)) = (dict, self.par.as_mut()) {
+                        p.new_dictionary(dict);
+                    }
                     continue;
                 }
-                Kind::Gzip => {
-                    self.codec = Codec::Gzip;
-                    self.gz_parser.reset();
-                    self.state = State::GzHeader;
-                }
-                Kind::Zstd => {
-                    self.codec = Codec::Zstd;
-                    self.reset_dctx_if_dirty()?;
-                    self.dctx_dirty = true;
-                    self.state = State::Zstd;
-                }
-                Kind::Lz4 => {
-                    self.codec = Codec::Lz4;
-                    if !lz4::SUPPORTED {
-                        // Not a damaged member to skip: the data is there,
-                        // this build cannot read it.
-                        return Err(self.fail(self.member_offset, lz4::NOT_COMPILED_IN.to_owned()));
-                    }
-                    self.lz4 = None;
-                    self.state = State::Lz4Header;
-                }
-            }
+                Kind::Gzip => Codec::Gzip,
+                Kind::Zstd => Codec::Zstd,
+                Kind::Lz4 => Codec::Lz4,
+            };
+            let mut cx = cx!(self);
+            with_member!(self, m => m.begin(&mut cx))?;
+            self.state = State::Member;
             return Ok(true);
         }
     }
 
-    /// Makes the zstd context ready for a new frame (or dictionary) when
-    /// the last frame was left unfinished.
-    fn reset_dctx_if_dirty(&mut self) -> crate::Result<()> {
-        let dirty = self.dctx_dirty;
-        let offset = self.member_offset;
-        let d = self.dctx()?;
-        if dirty {
-            d.reset().map_err(|name| CodecError {
-                codec: "zstd",
-                offset,
-                message: format!("cannot reset the zstd context: {name}"),
-            })?;
-        }
-        self.dctx_dirty = false;
-        Ok(())
-    }
-
-    /// The zstd context, made on first use with the window limit and the
-    /// caller's dictionary.
-    /// A failure to make it (or to load the caller's dictionary) stops the
-    /// decoder, lenient or not: no zstd frame could be decoded. Without the
-    /// `zstd` feature it always fails, so a zstd frame (or dictionary
-    /// frame) is an error that says so.
-    fn dctx(&mut self) -> crate::Result<&mut zstd_frame::Dctx> {
-        if self.dctx.is_none() {
-            let made = zstd_frame::Dctx::new(self.max_window_log).and_then(|mut d| {
-                if let Some(dict) = &self.options_dict {
-                    d.load_dictionary(dict).map_err(|name| {
-                        format!("cannot load the zstd dictionary of the options: {name}")
-                    })?;
-                }
-                Ok(d)
-            });
-            match made {
-                Ok(d) => {
-                    self.options_dict = None;
-                    self.dctx = Some(d);
-                }
-                Err(message) => {
-                    let e = CodecError {
-                        codec: "zstd",
-                        offset: self.member_offset,
-                        message,
-                    };
-                    self.failed = Some(e.clone());
-                    return Err(e.into());
-                }
-            }
-        }
-        self.dctx.as_mut().ok_or_else(|| {
-            CodecError {
-                codec: "zstd",
-                offset: self.member_offset,
-                message: "no zstd context".to_owned(),
-            }
-            .into()
-        })
-    }
-
-    /// Reads a skippable frame at `in_start`: loads a dictionary frame, skips
-    /// any other.
-    fn skippable_frame(&mut self, magic: u32) -> crate::Result<()> {
-        let start = self.pos();
-        let truncated = |d: &mut Self| {
-            d.in_start = d.in_end;
-            let msg = format!("the input ends inside the skippable frame at stored offset {start}");
-            d.problem(WarningKind::TruncatedMember, start, msg)
-        };
-        if !self.ensure(8)? {
-            return truncated(self);
-        }
-        let size_bytes = self
-            .inbuf
-            .get(self.in_start + 4..self.in_start + 8)
-            .unwrap_or_default();
-        let size = u32::from_le_bytes(size_bytes.try_into().unwrap_or_default());
-        self.in_start += 8;
-        let mut left = u64::from(size);
-        let keep = magic == zstd_frame::DICT_FRAME_MAGIC;
-        if keep && left > self.max_dict as u64 {
-            let msg = format!(
-                "the zstd dictionary frame at stored offset {start} holds {size} bytes, more \
-                 than the limit of {}; it is ignored",
-                self.max_dict
-            );
-            self.problem(WarningKind::DamagedMember, start, msg)?;
-        }
-        let keep = keep && left <= self.max_dict as u64;
-        let mut payload = Vec::new();
-        while left > 0 {
-            if self.avail() == 0 && !self.ensure(1)? {
-                return truncated(self);
-            }
-            let k = usize::try_from(left)
-                .unwrap_or(usize::MAX)
-                .min(self.avail());
-            if keep {
-                payload.extend_from_slice(
-                    self.inbuf
-                        .get(self.in_start..self.in_start + k)
-                        .unwrap_or_default(),
-                );
-            }
-            self.in_start += k;
-            left -= k as u64;
-        }
-        if keep {
-            self.reset_dctx_if_dirty()?;
-            let loaded =
-                zstd_frame::dictionary_from_payload(payload, self.max_dict, self.max_window_log)
-                    .and_then(|dict| {
-                        let d = self.dctx().map_err(|e| e.to_string())?;
-                        d.load_dictionary(&dict)
-                            .map_err(|name| format!("zstd rejects it: {name}"))?;
-                        Ok(dict)
-                    });
-            let loaded = loaded.map(|dict| {
-                if let Some(p) = self.par.as_mut() {
-                    p.new_dictionary(dict);
-                }
-            });
-            if let Err(e) = loaded {
-                let msg =
-                    format!("cannot use the zstd dictionary frame at stored offset {start}: {e}");
-                self.problem(WarningKind::DamagedMember, start, msg)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Decodes some more of the current compressed member into the (empty)
-    /// output buffer, or moves it on: each call consumes input, produces
-    /// output or changes the state.
+    /// Decodes some more of the current member (whose decoded bytes have
+    /// been consumed), or moves it on: each call consumes input, produces
+    /// output or changes the state. Nothing outside a member.
     fn step(&mut self) -> crate::Result<()> {
-        match self.state {
-            State::GzHeader => self.gz_header_step(),
-            State::GzBody => self.gz_body_step(),
-            State::GzTrailer => self.gz_trailer_step(),
-            State::Zstd => self.zstd_step(),
-            State::Lz4Header => self.lz4_header_step(),
-            State::Lz4Blocks => self.lz4_block_step(),
-            State::Start
-            | State::Between
-            | State::Plain
-            | State::Done
-            | State::End
-            | State::Par => Ok(()),
-        }
-    }
-
-    fn gz_header_step(&mut self) -> crate::Result<()> {
-        if self.avail() == 0 && !self.ensure(1)? {
-            return self.truncated("inside the header");
-        }
-        let input = self
-            .inbuf
-            .get(self.in_start..self.in_end)
-            .unwrap_or_default();
-        match self.gz_parser.feed(input, Some(&mut self.gz_header)) {
-            Ok(Fed::More) => self.in_start = self.in_end,
-            Ok(Fed::Done(k)) => {
-                self.in_start += k;
-                self.inflate
-                    .get_or_insert_with(|| Decompress::new(false))
-                    .reset(false);
-                self.crc.reset();
-                self.gz_size = 0;
-                self.out_start = 0;
-                self.out_end = 0;
-                self.fast_tried = false;
-                self.state = State::GzBody;
-                if self.gz_header.header_crc_ok() == Some(false) {
-                    let msg = format!(
-                        "the header CRC16 of the gzip member at stored offset {} is {:04x}, the \
-                         header's is {:04x}",
-                        self.member_offset,
-                        self.gz_header.header_crc.unwrap_or_default(),
-                        self.gz_header.computed_header_crc
-                    );
-                    self.problem(WarningKind::BadChecksum, self.member_offset, msg)?;
-                }
-            }
-            Err(e) => return self.damaged(&format!("bad gzip header: {e}")),
-        }
-        Ok(())
-    }
-
-    fn gz_body_step(&mut self) -> crate::Result<()> {
-        if !self.fast_tried && self.fast.is_some() {
-            self.fast_tried = true;
-            if self.gz_whole_member()? {
-                return Ok(());
-            }
-        }
-        if !self.step_start("inside the deflate data")? {
+        if self.state != State::Member {
             return Ok(());
         }
-        let inflate = self.inflate.get_or_insert_with(|| Decompress::new(false));
-        let (in0, out0) = (inflate.total_in(), inflate.total_out());
-        let input = self
-            .inbuf
-            .get(self.in_start..self.in_end)
-            .unwrap_or_default();
-        let r = inflate.decompress(input, &mut self.out, FlushDecompress::None);
-        let used = usize::try_from(inflate.total_in() - in0)
-            .unwrap_or(0)
-            .min(input.len());
-        let made = usize::try_from(inflate.total_out() - out0)
-            .unwrap_or(0)
-            .min(self.out.len());
-        self.in_start += used;
-        self.out_end = made;
-        self.gz_size += made as u64;
-        if self.verify {
-            self.crc.update(self.out.get(..made).unwrap_or_default());
+        let mut cx = cx!(self);
+        let r = with_member!(self, m => m.step(&mut cx));
+        if let Some(end) = cx.ended {
+            self.state = State::Done;
+            self.end = end;
         }
-        match r {
-            Ok(Status::StreamEnd) => {
-                self.trailer_len = 0;
-                self.state = State::GzTrailer;
-                Ok(())
-            }
-            Ok(_) if used == 0 && made == 0 => self.damaged("inflate makes no progress"),
-            Ok(_) => Ok(()),
-            Err(e) => {
-                let what = format!(
-                    "corrupt deflate data ({})",
-                    e.message().unwrap_or("invalid data")
-                );
-                self.damaged(&what)
-            }
+        match r? {
+            Step::Going => Ok(()),
+            Step::Truncated(inside) => self.truncated(inside),
+            Step::Damaged(what) => self.damaged(&what),
         }
-    }
-
-    /// Tries to inflate the whole member body at once with libdeflate.
-    /// `true` when done (output ready, trailer next); `false` leaves
-    /// everything as it was for the streaming path.
-    fn gz_whole_member(&mut self) -> crate::Result<bool> {
-        // Members are mostly far smaller than this; bigger ones stream.
-        let want = FAST_INPUT.min(self.inbuf.len() / 2);
-        if self.avail() < want {
-            // At the end of the input fewer bytes are fine.
-            self.ensure(want)?;
-        }
-        let Some(fast) = self.fast.as_mut() else {
-            return Ok(false);
-        };
-        let input = self
-            .inbuf
-            .get(self.in_start..self.in_end)
-            .unwrap_or_default();
-        let mut room = (input.len().saturating_mul(4)).clamp(OUT_SIZE, FAST_OUTPUT);
-        loop {
-            if self.out.len() < room {
-                self.out.resize(room, 0);
-            }
-            match fast.inflate(input, &mut self.out) {
-                super::inflate::Inflated::Done { used, made } => {
-                    self.in_start += used;
-                    self.out_start = 0;
-                    self.out_end = made;
-                    self.gz_size = made as u64;
-                    if self.verify {
-                        self.crc.update(self.out.get(..made).unwrap_or_default());
-                    }
-                    self.trailer_len = 0;
-                    self.state = State::GzTrailer;
-                    return Ok(true);
-                }
-                super::inflate::Inflated::NoRoom if room < FAST_OUTPUT => room = FAST_OUTPUT,
-                _ => return Ok(false),
-            }
-        }
-    }
-
-    fn gz_trailer_step(&mut self) -> crate::Result<()> {
-        while self.trailer_len < 8 {
-            if self.avail() == 0 && !self.ensure(1)? {
-                return self.truncated("inside the trailer");
-            }
-            let k = (8 - self.trailer_len).min(self.avail());
-            if let (Some(dst), Some(src)) = (
-                self.trailer.get_mut(self.trailer_len..self.trailer_len + k),
-                self.inbuf.get(self.in_start..self.in_start + k),
-            ) {
-                dst.copy_from_slice(src);
-            }
-            self.trailer_len += k;
-            self.in_start += k;
-        }
-        let crc = self.verify.then(|| self.crc.clone().finalize());
-        let t = GzipTrailer::new(self.trailer, crc, self.gz_size as u32);
-        self.gz_trailer = Some(t);
-        self.finish_member();
-        if !t.is_ok() {
-            let msg = format!(
-                "the gzip member at stored offset {} has CRC32 {:08x} and ISIZE {} in its \
-                 trailer, its data has CRC32 {} and size {} (mod 2^32)",
-                self.member_offset,
-                t.crc32,
-                t.isize,
-                t.computed_crc32
-                    .map_or("unchecked".to_owned(), |c| format!("{c:08x}")),
-                t.computed_isize
-            );
-            self.problem(WarningKind::BadChecksum, self.member_offset, msg)?;
-        }
-        Ok(())
-    }
-
-    /// Before a streaming step: input to decompress (else the member is
-    /// truncated `inside`, and false), and the output buffer emptied.
-    fn step_start(&mut self, inside: &str) -> crate::Result<bool> {
-        if self.avail() == 0 && !self.ensure(1)? {
-            self.truncated(inside)?;
-            return Ok(false);
-        }
-        if self.out.len() < OUT_SIZE {
-            self.out.resize(OUT_SIZE, 0);
-        }
-        self.out_start = 0;
-        self.out_end = 0;
-        Ok(true)
-    }
-
-    fn zstd_step(&mut self) -> crate::Result<()> {
-        if !self.step_start("inside the frame")? {
-            return Ok(());
-        }
-        self.dctx()?;
-        let Some(d) = self.dctx.as_mut() else {
-            return Ok(());
-        };
-        let input = self
-            .inbuf
-            .get(self.in_start..self.in_end)
-            .unwrap_or_default();
-        let zstd_frame::Step { used, made, result } = d.decompress(input, &mut self.out[..]);
-        self.in_start += used;
-        self.out_end = made;
-        match result {
-            Ok(true) => {
-                self.dctx_dirty = false;
-                self.finish_member();
-                Ok(())
-            }
-            Ok(false) if used == 0 && made == 0 => self.damaged("zstd makes no progress"),
-            Ok(false) => Ok(()),
-            Err(name) => {
-                let mut what = format!("corrupt zstd frame ({name})");
-                if what.contains("memory") || what.contains("indow") {
-                    what.push_str(&format!(
-                        "; the window limit is 2^{} bytes (max_zstd_window_log)",
-                        self.max_window_log
-                    ));
-                }
-                self.damaged(&what)
-            }
-        }
-    }
-
-    fn lz4_header_step(&mut self) -> crate::Result<()> {
-        let input = self
-            .inbuf
-            .get(self.in_start..self.in_end)
-            .unwrap_or_default();
-        let need = match lz4::parse_header(input) {
-            Ok(lz4::Header::Ok(d)) => {
-                self.in_start += d.header_len;
-                self.lz4 = Some(d);
-                self.lz4_hash = Xxh32::new(0);
-                self.lz4_size = 0;
-                self.out_start = 0;
-                self.out_end = 0;
-                self.state = State::Lz4Blocks;
-                return Ok(());
-            }
-            Ok(lz4::Header::Short(n)) => n,
-            Err(e) => return self.damaged(e),
-        };
-        if !self.ensure(need)? {
-            return self.truncated("inside the frame header");
-        }
-        Ok(())
-    }
-
-    fn lz4_block_step(&mut self) -> crate::Result<()> {
-        let Some(d) = self.lz4 else {
-            return self.damaged("LZ4 frame without a header");
-        };
-        if !self.ensure(4)? {
-            return self.truncated("before the end mark");
-        }
-        let word_at = |b: &[u8], at: usize| {
-            b.get(at..at + 4)
-                .and_then(|w| w.try_into().ok())
-                .map_or(0, u32::from_le_bytes)
-        };
-        let word = word_at(&self.inbuf, self.in_start);
-        if word == 0 {
-            let n = if d.content_checksum { 8 } else { 4 };
-            if !self.ensure(n)? {
-                return self.truncated("inside the content checksum");
-            }
-            let stored = d
-                .content_checksum
-                .then(|| word_at(&self.inbuf, self.in_start + 4));
-            self.in_start += n;
-            self.finish_member();
-            if let Some(c) = d.content_size
-                && c != self.lz4_size
-            {
-                let msg = format!(
-                    "the LZ4 frame at stored offset {} declares {c} bytes of content and holds {}",
-                    self.member_offset, self.lz4_size
-                );
-                self.problem(WarningKind::BadChecksum, self.member_offset, msg)?;
-            }
-            if let Some(s) = stored
-                && self.verify
-                && s != self.lz4_hash.finish()
-            {
-                let msg = format!(
-                    "the content checksum of the LZ4 frame at stored offset {} does not match",
-                    self.member_offset
-                );
-                self.problem(WarningKind::BadChecksum, self.member_offset, msg)?;
-            }
-            return Ok(());
-        }
-        let raw = word & 0x8000_0000 != 0;
-        let size = (word & 0x7fff_ffff) as usize;
-        if size > d.block_max {
-            return self.damaged(&format!(
-                "LZ4 block of {size} bytes, more than the frame's maximum of {}",
-                d.block_max
-            ));
-        }
-        let total = 4 + size + if d.block_checksum { 4 } else { 0 };
-        if !self.ensure(total)? {
-            return self.truncated("inside a block");
-        }
-        let at = self.in_start + 4;
-        if d.block_checksum && self.verify {
-            let block = self.inbuf.get(at..at + size).unwrap_or_default();
-            if lz4::xxh32(block, 0) != word_at(&self.inbuf, at + size) {
-                let msg = format!(
-                    "the checksum of the LZ4 block at stored offset {} does not match",
-                    self.pos()
-                );
-                self.problem(WarningKind::BadChecksum, self.member_offset, msg)?;
-            }
-        }
-        // Room for one block after the history linked blocks may refer to.
-        if d.independent {
-            self.out_end = 0;
-        } else if self.out_end + d.block_max > self.out.len() {
-            let keep = self.out_end.min(lz4::HISTORY);
-            self.out.copy_within(self.out_end - keep..self.out_end, 0);
-            self.out_end = keep;
-        }
-        self.out_start = self.out_end;
-        let need_out = self.out_end + d.block_max;
-        if self.out.len() < need_out {
-            self.out.resize(need_out, 0);
-        }
-        let block = self.inbuf.get(at..at + size).unwrap_or_default();
-        let (history, rest) = self.out.split_at_mut(self.out_end);
-        let dst = rest.get_mut(..d.block_max).unwrap_or_default();
-        let made = if raw {
-            dst.get_mut(..size)
-                .map(|o| o.copy_from_slice(block))
-                .map(|_| size)
-                .ok_or_else(|| "stored block larger than the output".to_owned())
-        } else if d.independent {
-            lz4::decompress_block(block, dst, None)
-        } else {
-            let dict = history
-                .get(history.len().saturating_sub(lz4::HISTORY)..)
-                .unwrap_or_default();
-            lz4::decompress_block(block, dst, Some(dict))
-        };
-        let made = match made {
-            Ok(n) => n.min(d.block_max),
-            Err(e) => return self.damaged(&format!("corrupt LZ4 block ({e})")),
-        };
-        if self.verify && d.content_checksum {
-            self.lz4_hash.update(
-                self.out
-                    .get(self.out_end..self.out_end + made)
-                    .unwrap_or_default(),
-            );
-        }
-        self.lz4_size += made as u64;
-        self.out_end += made;
-        self.in_start += total;
-        Ok(())
     }
 
     #[cfg(test)]
     fn buffer_sizes(&self) -> (usize, usize) {
-        (self.inbuf.len(), self.out.len())
+        (self.input.capacity(), self.out.buf.len())
     }
 }
 
 impl<R: Read> Source for Decoder<R> {
     fn fill_buf(&mut self) -> crate::Result<&[u8]> {
-        self.check_failed()?;
+        self.report.check()?;
         if self.state == State::Par {
             return Ok(self.par.as_deref().map_or(&[][..], |p| p.fill()));
         }
         if matches!(self.state, State::Start | State::Between) {
             self.enter_member()?;
         }
-        loop {
-            match self.state {
-                State::Plain => {
-                    if self.avail() > 0 {
-                        break;
-                    }
-                    if !self.ensure(1)? {
-                        self.finish_member();
-                        break;
-                    }
-                }
-                State::Start | State::Between | State::Done | State::End | State::Par => break,
-                _ => {
-                    if self.out_start < self.out_end {
-                        break;
-                    }
-                    self.step()?;
-                }
-            }
+        while self.state == State::Member
+            && with_member!(self, m => m.data(&self.input, &self.out).is_empty())
+        {
+            self.step()?;
         }
         Ok(match self.state {
-            State::Plain => self
-                .inbuf
-                .get(self.in_start..self.in_end)
-                .unwrap_or_default(),
-            State::Start | State::Between | State::End => &[],
-            State::Done if self.codec == Codec::None => &[],
+            State::Member => with_member!(self, m => m.data(&self.input, &self.out)),
+            State::Done if self.codec != Codec::None => self.out.bytes(),
             State::Par => self.par.as_deref().map_or(&[][..], |p| p.fill()),
-            _ => self
-                .out
-                .get(self.out_start..self.out_end)
-                .unwrap_or_default(),
+            State::Start | State::Between | State::Done | State::End => &[],
         })
     }
 
     fn end_plain_member(&mut self) -> bool {
-        if self.state != State::Plain {
+        if self.state != State::Member || self.codec != Codec::None {
             return false;
         }
-        self.end = self.pos();
+        self.end = self.input.pos();
         self.state = State::Between;
         true
     }
@@ -1524,24 +841,15 @@ impl<R: Read> Source for Decoder<R> {
     fn consume(&mut self, n: usize) {
         let k = match self.state {
             State::Par => self.par.as_mut().map_or(0, |p| p.consume(n)),
-            State::Plain => {
-                let k = n.min(self.avail());
-                self.in_start += k;
-                k
-            }
-            State::Start | State::Between | State::End => 0,
-            State::Done if self.codec == Codec::None => 0,
-            _ => {
-                let k = n.min(self.out_end - self.out_start);
-                self.out_start += k;
-                k
-            }
+            State::Member => with_member!(self, m => m.consume(&mut self.input, &mut self.out, n)),
+            State::Done if self.codec != Codec::None => self.out.consume(n),
+            State::Start | State::Between | State::Done | State::End => 0,
         };
         self.member_pos += k as u64;
     }
 
     fn next_member(&mut self) -> crate::Result<bool> {
-        self.check_failed()?;
+        self.report.check()?;
         if let (State::Par, Some(p)) = (self.state, self.par.as_mut()) {
             return match p.advance() {
                 Ok(()) => Ok(true),
@@ -1554,10 +862,10 @@ impl<R: Read> Source for Decoder<R> {
         match self.state {
             State::Start | State::Between => return self.enter_member(),
             State::End => return Ok(false),
-            State::Plain | State::Done if self.codec == Codec::None => {
+            State::Member | State::Done if self.codec == Codec::None => {
                 // The plain member runs to the end of the input.
                 loop {
-                    self.in_start = self.in_end;
+                    self.input.drop_buffered();
                     if !self.ensure(1)? {
                         break;
                     }
@@ -1568,7 +876,7 @@ impl<R: Read> Source for Decoder<R> {
             _ => {}
         }
         while self.state != State::Done {
-            self.out_start = self.out_end;
+            self.out.start = self.out.end;
             self.step()?;
         }
         self.enter_member()
@@ -1599,7 +907,7 @@ impl<R: Read> Source for Decoder<R> {
         match self.state {
             State::Par => self.par.as_ref().and_then(|p| p.member_end()),
             State::End => Some(self.end),
-            State::Done if self.codec == Codec::None || self.out_start == self.out_end => {
+            State::Done if self.codec == Codec::None || self.out.start == self.out.end => {
                 Some(self.end)
             }
             _ => None,
@@ -1610,20 +918,11 @@ impl<R: Read> Source for Decoder<R> {
         if let (State::Par, Some(p)) = (self.state, self.par.as_mut()) {
             return Ok(p.skip(n));
         }
-        let avail = self.avail() as u64;
-        if self.state == State::Plain
-            && n > avail
-            && let (Some(seek), Some(len)) = (self.seek_forward, self.input_len)
+        if self.state == State::Member
+            && let Some(k) = with_member!(self, m => m.skip(&mut self.input, n))?
         {
-            // Past what is buffered, seek: never beyond the input's end.
-            let at = self.base + self.in_end as u64;
-            let rest = (n - avail).min(len.saturating_sub(at));
-            seek(&mut self.inner, rest).map_err(|e| crate::Error::from(e).at(Position::at(at)))?;
-            self.base = at + rest;
-            self.in_start = 0;
-            self.in_end = 0;
-            self.member_pos += avail + rest;
-            return Ok(avail + rest);
+            self.member_pos += k;
+            return Ok(k);
         }
         let mut done = 0;
         let mut left = n;
@@ -1641,19 +940,7 @@ impl<R: Read> Source for Decoder<R> {
     }
 
     fn drain_warnings(&mut self, out: &mut Vec<Warning>) {
-        out.append(&mut self.warnings);
-        if self.dropped_warnings > 0 {
-            out.push(Warning::new(
-                WarningKind::Other,
-                self.pos(),
-                format!(
-                    "{} more decoder warnings were dropped (more than {MAX_PENDING_WARNINGS} \
-                     between two drains)",
-                    self.dropped_warnings
-                ),
-            ));
-            self.dropped_warnings = 0;
-        }
+        self.report.drain(out, self.input.pos());
     }
 }
 

@@ -8,18 +8,32 @@
 //! records for a record.
 //!
 //! The codec of each member is sniffed from its magic bytes, never from a file
-//! name. [`Decoder`] is the streaming implementation over any [`Read`]; a
-//! parallel implementation of [`Source`] that inflates members on several
-//! threads plugs in the same way.
+//! name. [`Decoder`] is the streaming implementation over any [`Read`]: it
+//! owns the input and sniffs each member, and hands the member to the decoder
+//! of its codec (`plain`, `gzip_member`, `zstd_member`, `lz4_member`, behind
+//! the crate-private `member::MemberDecoder` trait). With the `parallel`
+//! feature, a decoder over a file can decode members ahead on a rayon pool
+//! (`parallel`).
 
 use std::io::Read;
 
 mod decoder;
 mod gzip;
+mod gzip_member;
 mod inflate;
+mod input;
 mod lz4;
+mod lz4_member;
+mod member;
+#[cfg(feature = "parallel")]
 mod parallel;
+#[cfg(not(feature = "parallel"))]
+mod parallel_off;
+#[cfg(not(feature = "parallel"))]
+use parallel_off as parallel;
+mod plain;
 pub mod zstd_frame;
+mod zstd_member;
 
 pub use decoder::{Decoder, DecoderOptions};
 pub use gzip::{GzipHeader, GzipTrailer, MAX_KEPT_FIELD, parse_gzip_header};

@@ -17,15 +17,24 @@
 //! starts elsewhere. At each member boundary the sequential decoder reaches,
 //! it hands back to the jobs if one starts there.
 //!
+//! Jobs run on a rayon thread pool of the engine's own, with
+//! [`DecoderOptions::threads`] threads (built on the first compressed
+//! member): the engine's reading thread blocks on its jobs, so they must not
+//! queue behind work of the caller's (such as a rayon pool reading several
+//! files at once). A job takes a decoder from the engine's idle ones (one per
+//! pool thread at most, made once) and gives it back.
+//!
 //! Memory: at most [`Engine::depth`] jobs are in flight, each holding at most
-//! `job_cap` decoded bytes, plus one decoder per worker.
+//! `job_cap` decoded bytes, plus one decoder per pool thread.
+//!
+//! This module is compiled with the `parallel` feature (rayon); without it,
+//! `parallel_off` stands in and everything is decoded on the reading thread.
 
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
-use std::thread::JoinHandle;
 
 use super::decoder::{Kind, Probe, find_magic, probe};
 use super::{Codec, Decoder, DecoderOptions, GzipHeader, GzipTrailer, Source};
@@ -114,6 +123,9 @@ impl Done {
     }
 }
 
+/// The engine is compiled in (the `parallel` feature).
+pub(crate) const ENABLED: bool = true;
+
 /// Work for a worker.
 struct Job {
     /// The chunk: members starting in `a..b` are the job's.
@@ -131,8 +143,24 @@ struct Pending {
     result: Option<Done>,
 }
 
+/// A job's decoder, kept between jobs.
+struct Worker {
+    dec: Decoder<Pread>,
+    /// The zstd dictionary `dec` has.
+    dict: Option<Arc<Vec<u8>>>,
+    /// The chunk read for the candidate search.
+    scan: Vec<u8>,
+}
+
+/// What the jobs share with the engine.
 struct Shared {
-    queue: Mutex<mpsc::Receiver<Job>>,
+    file: Arc<File>,
+    /// Options of the jobs' decoders.
+    opts: DecoderOptions,
+    /// Decoded bytes one job may hold.
+    cap: usize,
+    /// Decoders of finished jobs, for the next ones.
+    idle: Mutex<Vec<Worker>>,
     /// Buffers of served jobs, for the next ones.
     pool: Mutex<Vec<(Vec<u8>, Vec<Member>)>>,
     cancel: AtomicBool,
@@ -144,16 +172,13 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// The parallel side of a [`Decoder`] over a file.
 pub(crate) struct Engine {
-    file: Arc<File>,
     len: u64,
     threads: usize,
     /// Jobs in flight at most.
     depth: usize,
-    job_cap: usize,
-    worker_opts: DecoderOptions,
-    tx: Option<mpsc::Sender<Job>>,
     shared: Arc<Shared>,
-    workers: Vec<JoinHandle<()>>,
+    /// The jobs' threads, made on the first job.
+    workers: Option<rayon::ThreadPool>,
     /// The workers could not be started: sequential from then on.
     broken: bool,
     pending: VecDeque<Pending>,
@@ -180,8 +205,9 @@ impl std::fmt::Debug for Engine {
 
 impl Engine {
     /// An engine over `file` (of `len` bytes) with `threads` workers; none
-    /// is started before the first compressed member.
-    pub(crate) fn new(file: File, len: u64, threads: usize, opts: &DecoderOptions) -> Self {
+    /// is started before the first compressed member. Always `Some` (the
+    /// stand-in without the `parallel` feature gives `None`).
+    pub(crate) fn new(file: File, len: u64, threads: usize, opts: &DecoderOptions) -> Option<Self> {
         let depth = (2 * threads).clamp(2, threads + 4);
         let job_cap = (BUDGET / depth).min(MAX_JOB);
         let worker_opts = DecoderOptions {
@@ -195,21 +221,19 @@ impl Engine {
             zstd_dictionary: None,
             ..opts.clone()
         };
-        let (tx, rx) = mpsc::channel();
-        Engine {
-            file: Arc::new(file),
+        Some(Engine {
             len,
             threads,
             depth,
-            job_cap,
-            worker_opts,
-            tx: Some(tx),
             shared: Arc::new(Shared {
-                queue: Mutex::new(rx),
+                file: Arc::new(file),
+                opts: worker_opts,
+                cap: job_cap,
+                idle: Mutex::new(Vec::new()),
                 pool: Mutex::new(Vec::new()),
                 cancel: AtomicBool::new(false),
             }),
-            workers: Vec::new(),
+            workers: None,
             broken: false,
             pending: VecDeque::new(),
             next_a: 0,
@@ -218,27 +242,22 @@ impl Engine {
             idx: 0,
             pos: 0,
             served: 0,
-        }
+        })
     }
 
     fn start_workers(&mut self) {
-        for i in 0..self.threads {
-            let shared = Arc::clone(&self.shared);
-            let file = Arc::clone(&self.file);
-            let opts = self.worker_opts.clone();
-            let cap = self.job_cap;
-            let spawned = std::thread::Builder::new()
-                .name(format!("warchest-inflate-{i}"))
-                .spawn(move || worker(&shared, file, opts, cap));
-            match spawned {
-                Ok(h) => self.workers.push(h),
-                // No thread (resources exhausted): the ones started do
-                // the work, or none and the reading thread decodes alone.
-                Err(_) => break,
-            }
-        }
-        if self.workers.is_empty() {
-            self.broken = true;
+        let built = rayon::ThreadPoolBuilder::new()
+            .num_threads(self.threads)
+            .thread_name(|i| format!("warchest-inflate-{i}"))
+            // A job that panics drops its reply, and the reading thread
+            // decodes its chunk itself (rayon would abort the process).
+            .panic_handler(|_| {})
+            .build();
+        match built {
+            Ok(p) => self.workers = Some(p),
+            // No threads (resources exhausted): the reading thread decodes
+            // alone.
+            Err(_) => self.broken = true,
         }
     }
 
@@ -259,12 +278,13 @@ impl Engine {
             self.next_a = p;
         }
         while self.pending.len() < self.depth && self.next_a < self.len {
-            if self.workers.is_empty() {
+            if self.workers.is_none() {
                 self.start_workers();
-                if self.broken {
-                    return;
-                }
             }
+            let Some(workers) = &self.workers else {
+                self.broken = true;
+                return;
+            };
             let a = self.next_a;
             let b = a.saturating_add(CHUNK).min(self.len);
             let (reply, rx) = mpsc::sync_channel(1);
@@ -275,11 +295,8 @@ impl Engine {
                 dict: self.dict.clone(),
                 reply,
             };
-            let Some(tx) = &self.tx else { return };
-            if tx.send(job).is_err() {
-                self.broken = true;
-                return;
-            }
+            let shared = Arc::clone(&self.shared);
+            workers.spawn(move || run(&shared, job));
             self.pending.push_back(Pending {
                 a,
                 rx,
@@ -431,58 +448,70 @@ impl Engine {
 
 impl Drop for Engine {
     fn drop(&mut self) {
+        // Jobs not started return at once; the pool's threads end when
+        // the last job has (dropping the pool does not wait for them).
         self.shared.cancel.store(true, Ordering::Relaxed);
         self.pending.clear();
-        self.tx = None;
-        for w in self.workers.drain(..) {
-            let _ = w.join();
-        }
+        self.workers = None;
     }
 }
 
-fn worker(shared: &Shared, file: Arc<File>, opts: DecoderOptions, cap: usize) {
-    let reader = Pread {
-        file: Arc::clone(&file),
-        pos: 0,
-    };
-    let Ok(mut dec) = Decoder::new_seekable(reader, opts) else {
+/// Runs `job` on a pool thread, with an idle decoder or a new one, and
+/// sends what it decoded back.
+fn run(shared: &Shared, job: Job) {
+    if shared.cancel.load(Ordering::Relaxed) {
         return;
-    };
-    let mut dict: Option<Arc<Vec<u8>>> = None;
-    let mut scan = Vec::new();
-    loop {
-        let job = {
-            let q = lock(&shared.queue);
-            match q.recv() {
-                Ok(j) => j,
-                Err(_) => return,
-            }
-        };
-        if shared.cancel.load(Ordering::Relaxed) {
-            return;
-        }
-        let same = match (&dict, &job.dict) {
-            (Some(x), Some(y)) => Arc::ptr_eq(x, y),
-            (None, None) => true,
-            _ => false,
-        };
-        if !same {
-            dict.clone_from(&job.dict);
-            dec.set_zstd_dictionary(job.dict.as_deref().map(Vec::as_slice));
-        }
-        let (mut data, members) = lock(&shared.pool).pop().unwrap_or_default();
-        // Reserved, not touched: pages are only made resident as written,
-        // and the buffer never moves while it fills.
-        data.reserve(cap);
-        let mut done = Done {
-            start: None,
-            members,
-            data,
-        };
-        run_job(&mut dec, &file, &job, cap, &mut done, &mut scan);
-        // The reading thread may have gone on without this job.
-        let _ = job.reply.send(done);
     }
+    let idle = lock(&shared.idle).pop();
+    let mut w = match idle {
+        Some(w) => w,
+        None => {
+            let reader = Pread {
+                file: Arc::clone(&shared.file),
+                pos: 0,
+            };
+            // No decoder: the job's reply is dropped, and the reading
+            // thread decodes the chunk itself.
+            let Ok(dec) = Decoder::new_seekable(reader, shared.opts.clone()) else {
+                return;
+            };
+            Worker {
+                dec,
+                dict: None,
+                scan: Vec::new(),
+            }
+        }
+    };
+    let same = match (&w.dict, &job.dict) {
+        (Some(x), Some(y)) => Arc::ptr_eq(x, y),
+        (None, None) => true,
+        _ => false,
+    };
+    if !same {
+        w.dict.clone_from(&job.dict);
+        w.dec
+            .set_zstd_dictionary(job.dict.as_deref().map(Vec::as_slice));
+    }
+    let (mut data, members) = lock(&shared.pool).pop().unwrap_or_default();
+    // Reserved, not touched: pages are only made resident as written,
+    // and the buffer never moves while it fills.
+    data.reserve(shared.cap);
+    let mut done = Done {
+        start: None,
+        members,
+        data,
+    };
+    run_job(
+        &mut w.dec,
+        &shared.file,
+        &job,
+        shared.cap,
+        &mut done,
+        &mut w.scan,
+    );
+    lock(&shared.idle).push(w);
+    // The reading thread may have gone on without this job.
+    let _ = job.reply.send(done);
 }
 
 /// How decoding from a candidate ended.

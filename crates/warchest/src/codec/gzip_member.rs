@@ -1,0 +1,263 @@
+//! gzip members: the header parsed here, the deflate data inflated whole
+//! with libdeflate when it fits or streamed through one reused flate2
+//! inflater, the trailer checked.
+
+use super::gzip::{Fed, GzipHeader, GzipTrailer, HeaderParser};
+use super::inflate::{FastInflater, Inflated};
+use super::member::{Cx, MemberDecoder, Step};
+use crate::WarningKind;
+use flate2::{Decompress, FlushDecompress, Status};
+use std::io::Read;
+
+/// Output buffer of a streaming step: the most decompressed bytes one
+/// `fill_buf` returns.
+pub(super) const OUT_SIZE: usize = 256 * 1024;
+/// Input buffered for a whole-member libdeflate attempt (at most half the
+/// input buffer).
+const FAST_INPUT: usize = 256 * 1024;
+/// Largest output of a whole-member attempt; bigger members stream.
+pub(super) const FAST_OUTPUT: usize = 4 * 1024 * 1024;
+
+/// Where in a gzip member the decoder is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Header,
+    Body,
+    Trailer,
+}
+
+/// The decoder of gzip members.
+pub(super) struct GzipMember {
+    phase: Phase,
+    /// libdeflate, when whole-member inflation is on.
+    fast: Option<FastInflater>,
+    /// The whole-member attempt was made for the current member.
+    fast_tried: bool,
+    inflate: Option<Decompress>,
+    crc: crc32fast::Hasher,
+    size: u64,
+    parser: HeaderParser,
+    header: GzipHeader,
+    trailer: Option<GzipTrailer>,
+    trailer_bytes: [u8; 8],
+    trailer_len: usize,
+}
+
+impl std::fmt::Debug for GzipMember {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GzipMember")
+            .field("phase", &self.phase)
+            .field("size", &self.size)
+            .finish_non_exhaustive()
+    }
+}
+
+impl GzipMember {
+    /// `fast_inflate`: try libdeflate on members that fit in the input
+    /// buffer ([`super::DecoderOptions::fast_inflate`]).
+    pub(super) fn new(fast_inflate: bool) -> Self {
+        GzipMember {
+            phase: Phase::Header,
+            fast: if fast_inflate {
+                FastInflater::new()
+            } else {
+                None
+            },
+            fast_tried: false,
+            inflate: None,
+            crc: crc32fast::Hasher::new(),
+            size: 0,
+            parser: HeaderParser::new(),
+            header: GzipHeader::default(),
+            trailer: None,
+            trailer_bytes: [0; 8],
+            trailer_len: 0,
+        }
+    }
+
+    /// Whole-member inflation with libdeflate is on.
+    pub(super) fn fast_inflate(&self) -> bool {
+        self.fast.is_some()
+    }
+
+    /// Forgets the last member's header and trailer (at every member
+    /// boundary, whatever the next member's codec).
+    pub(super) fn forget(&mut self) {
+        self.trailer = None;
+        self.header.len = 0;
+    }
+
+    /// The current member's header, once parsed (its length is set when
+    /// the parser is done, and cleared by [`GzipMember::forget`]).
+    pub(super) fn header(&self) -> Option<&GzipHeader> {
+        (self.header.len > 0).then_some(&self.header)
+    }
+
+    /// The current member's trailer, once read.
+    pub(super) fn trailer(&self) -> Option<&GzipTrailer> {
+        self.trailer.as_ref()
+    }
+
+    fn header_step<R: Read>(&mut self, cx: &mut Cx<'_, R>) -> crate::Result<Step> {
+        if cx.input.avail() == 0 && !cx.ensure(1)? {
+            return Ok(Step::Truncated("inside the header"));
+        }
+        match self.parser.feed(cx.input.bytes(), Some(&mut self.header)) {
+            Ok(Fed::More) => cx.input.drop_buffered(),
+            Ok(Fed::Done(k)) => {
+                cx.input.advance(k);
+                self.inflate
+                    .get_or_insert_with(|| Decompress::new(false))
+                    .reset(false);
+                self.crc.reset();
+                self.size = 0;
+                cx.out.clear();
+                self.fast_tried = false;
+                self.phase = Phase::Body;
+                if self.header.header_crc_ok() == Some(false) {
+                    let msg = format!(
+                        "the header CRC16 of the gzip member at stored offset {} is {:04x}, the \
+                         header's is {:04x}",
+                        cx.member_offset,
+                        self.header.header_crc.unwrap_or_default(),
+                        self.header.computed_header_crc
+                    );
+                    cx.problem(WarningKind::BadChecksum, msg)?;
+                }
+            }
+            Err(e) => return Ok(Step::Damaged(format!("bad gzip header: {e}"))),
+        }
+        Ok(Step::Going)
+    }
+
+    fn body_step<R: Read>(&mut self, cx: &mut Cx<'_, R>) -> crate::Result<Step> {
+        if !self.fast_tried && self.fast.is_some() {
+            self.fast_tried = true;
+            if self.whole_member(cx)? {
+                return Ok(Step::Going);
+            }
+        }
+        if !cx.step_start(OUT_SIZE)? {
+            return Ok(Step::Truncated("inside the deflate data"));
+        }
+        let inflate = self.inflate.get_or_insert_with(|| Decompress::new(false));
+        let (in0, out0) = (inflate.total_in(), inflate.total_out());
+        let input = cx.input.bytes();
+        let r = inflate.decompress(input, &mut cx.out.buf, FlushDecompress::None);
+        let used = usize::try_from(inflate.total_in() - in0)
+            .unwrap_or(0)
+            .min(input.len());
+        let made = usize::try_from(inflate.total_out() - out0)
+            .unwrap_or(0)
+            .min(cx.out.buf.len());
+        cx.input.advance(used);
+        cx.out.end = made;
+        self.size += made as u64;
+        if cx.verify {
+            self.crc.update(cx.out.buf.get(..made).unwrap_or_default());
+        }
+        Ok(match r {
+            Ok(Status::StreamEnd) => {
+                self.trailer_len = 0;
+                self.phase = Phase::Trailer;
+                Step::Going
+            }
+            Ok(_) if used == 0 && made == 0 => Step::Damaged("inflate makes no progress".into()),
+            Ok(_) => Step::Going,
+            Err(e) => Step::Damaged(format!(
+                "corrupt deflate data ({})",
+                e.message().unwrap_or("invalid data")
+            )),
+        })
+    }
+
+    /// Tries to inflate the whole member body at once with libdeflate.
+    /// `true` when done (output ready, trailer next); `false` leaves
+    /// everything as it was for the streaming path.
+    fn whole_member<R: Read>(&mut self, cx: &mut Cx<'_, R>) -> crate::Result<bool> {
+        // Members are mostly far smaller than this; bigger ones stream.
+        let want = FAST_INPUT.min(cx.input.capacity() / 2);
+        if cx.input.avail() < want {
+            // At the end of the input fewer bytes are fine.
+            cx.ensure(want)?;
+        }
+        let Some(fast) = self.fast.as_mut() else {
+            return Ok(false);
+        };
+        let input = cx.input.bytes();
+        let mut room = (input.len().saturating_mul(4)).clamp(OUT_SIZE, FAST_OUTPUT);
+        loop {
+            if cx.out.buf.len() < room {
+                cx.out.buf.resize(room, 0);
+            }
+            match fast.inflate(input, &mut cx.out.buf) {
+                Inflated::Done { used, made } => {
+                    cx.input.advance(used);
+                    cx.out.start = 0;
+                    cx.out.end = made;
+                    self.size = made as u64;
+                    if cx.verify {
+                        self.crc.update(cx.out.buf.get(..made).unwrap_or_default());
+                    }
+                    self.trailer_len = 0;
+                    self.phase = Phase::Trailer;
+                    return Ok(true);
+                }
+                Inflated::NoRoom if room < FAST_OUTPUT => room = FAST_OUTPUT,
+                _ => return Ok(false),
+            }
+        }
+    }
+
+    fn trailer_step<R: Read>(&mut self, cx: &mut Cx<'_, R>) -> crate::Result<Step> {
+        while self.trailer_len < 8 {
+            if cx.input.avail() == 0 && !cx.ensure(1)? {
+                return Ok(Step::Truncated("inside the trailer"));
+            }
+            let k = (8 - self.trailer_len).min(cx.input.avail());
+            if let (Some(dst), Some(src)) = (
+                self.trailer_bytes
+                    .get_mut(self.trailer_len..self.trailer_len + k),
+                cx.input.bytes().get(..k),
+            ) {
+                dst.copy_from_slice(src);
+            }
+            self.trailer_len += k;
+            cx.input.advance(k);
+        }
+        let crc = cx.verify.then(|| self.crc.clone().finalize());
+        let t = GzipTrailer::new(self.trailer_bytes, crc, self.size as u32);
+        self.trailer = Some(t);
+        cx.finish();
+        if !t.is_ok() {
+            let msg = format!(
+                "the gzip member at stored offset {} has CRC32 {:08x} and ISIZE {} in its \
+                 trailer, its data has CRC32 {} and size {} (mod 2^32)",
+                cx.member_offset,
+                t.crc32,
+                t.isize,
+                t.computed_crc32
+                    .map_or("unchecked".to_owned(), |c| format!("{c:08x}")),
+                t.computed_isize
+            );
+            cx.problem(WarningKind::BadChecksum, msg)?;
+        }
+        Ok(Step::Going)
+    }
+}
+
+impl MemberDecoder for GzipMember {
+    fn begin<R: Read>(&mut self, _cx: &mut Cx<'_, R>) -> crate::Result<()> {
+        self.parser.reset();
+        self.phase = Phase::Header;
+        Ok(())
+    }
+
+    fn step<R: Read>(&mut self, cx: &mut Cx<'_, R>) -> crate::Result<Step> {
+        match self.phase {
+            Phase::Header => self.header_step(cx),
+            Phase::Body => self.body_step(cx),
+            Phase::Trailer => self.trailer_step(cx),
+        }
+    }
+}

@@ -1,0 +1,208 @@
+//! The decoder's input: the stored bytes read from the caller's reader into
+//! one buffer, and the seeks the reader may allow.
+
+use crate::Position;
+use std::io::{self, Read};
+
+/// Seeks a reader (forward by, or to, a number of bytes).
+pub(super) type SeekFn<R> = fn(&mut R, u64) -> io::Result<()>;
+
+/// Stored bytes read ahead from a reader.
+///
+/// `buf[start..end]` is read and not consumed; `buf[0]` is at stored offset
+/// `base`. The codecs take their input from it and consume it; the plain
+/// member is served straight from it.
+pub(super) struct Input<R> {
+    pub(super) inner: R,
+    pub(super) buf: Vec<u8>,
+    pub(super) start: usize,
+    pub(super) end: usize,
+    pub(super) base: u64,
+    pub(super) eof: bool,
+    /// Seeks the reader forward, for readers that can: plain payloads are
+    /// then skipped without being read. Set by `Decoder::new_seekable`.
+    pub(super) seek_forward: Option<SeekFn<R>>,
+    /// Seeks the reader to an absolute position, for readers that can: the
+    /// parallel engine hands members back to the sequential path there.
+    pub(super) seek_to: Option<SeekFn<R>>,
+    /// Position of the reader where stored offset `start_offset` is.
+    pub(super) inner_origin: u64,
+    /// Stored length of the input, when known (seekable inputs): skips stop
+    /// there, so a truncated record is still seen as truncated.
+    pub(super) len: Option<u64>,
+}
+
+impl<R> Input<R> {
+    /// An input of `size` bytes of buffer whose first byte is at stored
+    /// offset `base`.
+    pub(super) fn new(inner: R, size: usize, base: u64) -> Self {
+        Input {
+            inner,
+            buf: vec![0; size],
+            start: 0,
+            end: 0,
+            base,
+            eof: false,
+            seek_forward: None,
+            seek_to: None,
+            inner_origin: 0,
+            len: None,
+        }
+    }
+
+    /// Stored offset of the first byte not consumed.
+    #[inline]
+    pub(super) fn pos(&self) -> u64 {
+        self.base + self.start as u64
+    }
+
+    /// Bytes read and not consumed.
+    #[inline]
+    pub(super) fn avail(&self) -> usize {
+        self.end - self.start
+    }
+
+    /// The bytes read and not consumed.
+    #[inline]
+    pub(super) fn bytes(&self) -> &[u8] {
+        self.buf.get(self.start..self.end).unwrap_or_default()
+    }
+
+    /// Size of the buffer.
+    #[inline]
+    pub(super) fn capacity(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Consumes `n` bytes (at most what is buffered).
+    #[inline]
+    pub(super) fn advance(&mut self, n: usize) {
+        self.start = (self.start + n).min(self.end);
+    }
+
+    /// Consumes everything buffered.
+    pub(super) fn drop_buffered(&mut self) {
+        self.start = self.end;
+    }
+
+    /// Forgets everything buffered: the next byte read is at stored offset
+    /// `base`.
+    pub(super) fn reset_at(&mut self, base: u64) {
+        self.start = 0;
+        self.end = 0;
+        self.base = base;
+        self.eof = false;
+    }
+}
+
+impl<R: Read> Input<R> {
+    /// Moves the unconsumed input to the front of the buffer. `member`, the
+    /// stored start of a compressed member being decoded, is kept too when
+    /// it fits in half the buffer with `need` more bytes, so resynchronising
+    /// after damage can search from the member's start.
+    fn compact(&mut self, need: usize, member: Option<u64>) {
+        let cap = self.buf.len();
+        let mut keep = self.start;
+        if let Some(ms) = member
+            .and_then(|m| m.checked_sub(self.base))
+            .and_then(|d| usize::try_from(d).ok())
+            && ms < keep
+            && (self.end - ms).saturating_add(need) <= cap / 2
+        {
+            keep = ms;
+        }
+        if keep > 0 {
+            self.buf.copy_within(keep..self.end, 0);
+            self.start -= keep;
+            self.end -= keep;
+            self.base += keep as u64;
+        }
+    }
+
+    /// Makes at least `n` unconsumed bytes available. `false` when the input
+    /// ends first. Grows the buffer only when `n` exceeds it (callers bound
+    /// `n`). `member` is as for [`Input::compact`].
+    pub(super) fn ensure(&mut self, n: usize, member: Option<u64>) -> crate::Result<bool> {
+        while self.avail() < n {
+            if self.eof {
+                return Ok(false);
+            }
+            let need = n - self.avail();
+            let cap = self.buf.len();
+            if cap - self.end < need.max(cap / 8) {
+                self.compact(need, member);
+                if self.buf.len() - self.end < need {
+                    self.buf.resize(self.end + need, 0);
+                }
+            }
+            self.read_some()?;
+        }
+        Ok(true)
+    }
+
+    /// One read into the free end of the buffer (which is not empty).
+    fn read_some(&mut self) -> crate::Result<usize> {
+        loop {
+            let free = self.buf.get_mut(self.end..).unwrap_or_default();
+            let room = free.len();
+            match self.inner.read(free) {
+                Ok(n) => {
+                    // A reader claiming more than it was given is ignored
+                    // beyond the buffer.
+                    let n = n.min(room);
+                    if n == 0 {
+                        self.eof = true;
+                    }
+                    self.end += n;
+                    return Ok(n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    let at = self.base + self.end as u64;
+                    return Err(crate::Error::from(e).at(Position::at(at)));
+                }
+            }
+        }
+    }
+
+    /// Skips `n` bytes, seeking past what is buffered when the reader can
+    /// seek and its length is known; never beyond the input's end. `None`
+    /// when it cannot seek or `n` is buffered (the caller reads instead).
+    pub(super) fn seek_skip(&mut self, n: u64) -> crate::Result<Option<u64>> {
+        let avail = self.avail() as u64;
+        let (Some(seek), Some(len)) = (self.seek_forward, self.len) else {
+            return Ok(None);
+        };
+        if n <= avail {
+            return Ok(None);
+        }
+        let at = self.base + self.end as u64;
+        let rest = (n - avail).min(len.saturating_sub(at));
+        seek(&mut self.inner, rest).map_err(|e| crate::Error::from(e).at(Position::at(at)))?;
+        self.base = at + rest;
+        self.start = 0;
+        self.end = 0;
+        Ok(Some(avail + rest))
+    }
+
+    /// Goes on reading at stored offset `at`, with nothing buffered;
+    /// `start_offset` is the stored offset of the reader's `inner_origin`.
+    ///
+    /// # Errors
+    /// The reader cannot seek, or the seek fails.
+    pub(super) fn seek_to(&mut self, at: u64, start_offset: u64) -> crate::Result<()> {
+        let Some(seek) = self.seek_to else {
+            return Err(crate::Error::from(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "the input cannot seek",
+            )));
+        };
+        let inner_at = at
+            .checked_sub(start_offset)
+            .and_then(|d| d.checked_add(self.inner_origin))
+            .ok_or_else(|| crate::Error::from(io::Error::other("restart before the start")))?;
+        seek(&mut self.inner, inner_at).map_err(|e| crate::Error::from(e).at(Position::at(at)))?;
+        self.reset_at(at);
+        Ok(())
+    }
+}
