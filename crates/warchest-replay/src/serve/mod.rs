@@ -1,7 +1,7 @@
 //! `warchest serve`: a web server to browse and replay a collection of
 //! archive files (WARC, ARC, Web InfoMall, WACZ), as pywb does.
 //!
-//! A blocking HTTP/1.1 server on a small pool of threads (replay serves
+//! A blocking HTTP/1.1 server on a rayon pool of threads (replay serves
 //! one person or a test, not the web at large). URLs (docs/serve.md):
 //!
 //! | path | what |
@@ -26,7 +26,6 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
 use std::time::Duration;
 
 use crate::Collection;
@@ -342,34 +341,17 @@ impl Server {
     /// Accepting connections failed.
     pub fn run(self) -> Result<()> {
         let threads = self.opts.threads.max(1);
-        // Bounded: when every worker is busy, accepting waits.
-        let (tx, rx) = mpsc::sync_channel::<TcpStream>(threads * 4);
-        let rx = Arc::new(std::sync::Mutex::new(rx));
-        for _ in 0..threads {
-            let rx = rx.clone();
-            let app = self.app.clone();
-            std::thread::spawn(move || {
-                loop {
-                    let next = match rx.lock() {
-                        Ok(r) => r.recv(),
-                        Err(_) => return,
-                    };
-                    match next {
-                        Ok(s) => {
-                            // A bug in a handler must not cost the pool a
-                            // worker: the connection is dropped instead.
-                            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                                serve_connection(&app, s)
-                            }));
-                            if r.is_err() {
-                                tracing::error!("a request handler panicked");
-                            }
-                        }
-                        Err(_) => return,
-                    }
-                }
-            });
-        }
+        // One rayon pool of `threads` workers (a panicking handler costs
+        // its connection, not a worker: rayon's panic handler only logs).
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("serve-{i}"))
+            .panic_handler(|_| tracing::error!("a request handler panicked"))
+            .build()
+            .map_err(|e| Error::new(ErrorKind::Usage(format!("worker threads: {e}"))))?;
+        // Bounded: when every worker is busy and a few connections wait,
+        // accepting waits.
+        let slots = Arc::new(Slots::new(threads * 5));
         if let Some(every) = self.opts.poll {
             let app = self.app.clone();
             let stop = self.stop.clone();
@@ -401,14 +383,52 @@ impl Server {
             }
             match conn {
                 Ok(s) => {
-                    if tx.send(s).is_err() {
-                        break;
-                    }
+                    slots.acquire();
+                    let (app, slots) = (self.app.clone(), slots.clone());
+                    pool.spawn(move || {
+                        let _slot = SlotGuard(&slots);
+                        serve_connection(&app, s);
+                    });
                 }
                 Err(e) => tracing::warn!("accept: {e}"),
             }
         }
         Ok(())
+    }
+}
+
+/// A counting semaphore: how many connections may be queued or served.
+struct Slots {
+    free: std::sync::Mutex<usize>,
+    freed: std::sync::Condvar,
+}
+
+impl Slots {
+    fn new(n: usize) -> Slots {
+        Slots {
+            free: std::sync::Mutex::new(n),
+            freed: std::sync::Condvar::new(),
+        }
+    }
+
+    fn acquire(&self) {
+        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        while *free == 0 {
+            free = self.freed.wait(free).unwrap_or_else(|e| e.into_inner());
+        }
+        *free -= 1;
+    }
+}
+
+/// Gives its slot back when the connection is done (or its handler
+/// panicked).
+struct SlotGuard<'a>(&'a Slots);
+
+impl Drop for SlotGuard<'_> {
+    fn drop(&mut self) {
+        let mut free = self.0.free.lock().unwrap_or_else(|e| e.into_inner());
+        *free += 1;
+        self.0.freed.notify_one();
     }
 }
 
