@@ -44,6 +44,28 @@ pub struct Args {
     revisit_index: Option<std::path::PathBuf>,
 }
 
+/// Reading from inside a `.warc.zst` file: its dictionary frame, at the
+/// start of the file, is loaded first (as a reader from the start does).
+/// `r` is at the file's start and stays there.
+fn load_file_dictionary<R: Read + Seek>(
+    r: &mut R,
+    dec: &mut warchest::codec::DecoderOptions,
+) -> io::Result<()> {
+    if dec.start_offset == 0 {
+        return Ok(());
+    }
+    let (lo, hi) = warchest::codec::zstd_frame::WINDOW_LOG_RANGE;
+    if let Some(dict) = warchest::codec::zstd_frame::file_dictionary(
+        r,
+        0,
+        dec.max_zstd_dictionary_size,
+        dec.max_zstd_window_log.clamp(lo, hi),
+    )? {
+        dec.zstd_dictionary = Some(dict);
+    }
+    Ok(())
+}
+
 pub fn run(g: &Global, args: Args) -> Result<Outcome> {
     crate::input::require_records(&args.file)?;
     let mut opts = g.reader_options(&args.file);
@@ -57,10 +79,13 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
         Box::new(stdin)
     } else if let Some((wacz, entry)) = warchest_replay::wacz::split_member_name(&args.file) {
         let mut s = warchest_replay::wacz::open_member(std::path::Path::new(wacz), entry)?;
+        load_file_dictionary(&mut s, &mut opts.decoder)?;
         s.seek(SeekFrom::Start(args.offset))?;
         Box::new(s)
     } else {
         let mut f = File::open(&args.file).with_context(|| args.file.clone())?;
+        load_file_dictionary(&mut f, &mut opts.decoder)
+            .with_context(|| format!("{}: reading its first frame", args.file))?;
         f.seek(SeekFrom::Start(args.offset))
             .with_context(|| format!("{}: seek to {}", args.file, args.offset))?;
         Box::new(f)

@@ -434,3 +434,70 @@ fn a_truncated_record_is_not_copied_and_exits_1() {
     // The whole record is there, complete; the file got its final name.
     assert_eq!(std::fs::read(&out).unwrap(), whole);
 }
+
+/// `ls --json` of a file: (offset, WARC-Record-ID) per record.
+fn offsets_and_ids(path: &Path) -> Vec<(u64, String)> {
+    let (code, out, err) = run(bin().arg("ls").arg("--json").arg(path));
+    assert_eq!(code, 0, "{err}");
+    String::from_utf8(out)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            (
+                v["offset"].as_u64().unwrap(),
+                v["record_id"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// A `.warc.zst` with a trained dictionary (its dictionary frame first):
+/// every record extracts at its own offset, the same bytes as the record of
+/// the same WARC-Record-ID extracted from the original. Reading at an offset
+/// loads the file's dictionary first, as a full read does.
+#[test]
+fn recompress_train_dict_extract_at_every_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = fixture("pywb/iana.warc.gz");
+    let zst = dir.path().join("dict.warc.zst");
+    let (code, _, err) = run(bin().args([
+        "recompress",
+        &src,
+        "-o",
+        zst.to_str().unwrap(),
+        "--to",
+        "zstd",
+        "--train-dict",
+    ]));
+    assert_eq!(code, 0, "{err}");
+    let head = std::fs::read(&zst).unwrap();
+    assert_eq!(
+        &head[..4],
+        &0x184D_2A5Du32.to_le_bytes(),
+        "dictionary frame first"
+    );
+
+    let original: std::collections::HashMap<String, u64> = offsets_and_ids(Path::new(&src))
+        .into_iter()
+        .map(|(o, id)| (id, o))
+        .collect();
+    let listed = offsets_and_ids(&zst);
+    assert_eq!(listed.len(), original.len());
+    assert!(listed.len() > 2);
+    for (offset, id) in &listed {
+        let (code, got, err) = run(bin()
+            .arg("extract")
+            .arg(&zst)
+            .arg("--offset")
+            .arg(offset.to_string()));
+        assert_eq!(code, 0, "offset {offset} ({id}): {err}");
+        let (code, want, err) = run(bin()
+            .arg("extract")
+            .arg(&src)
+            .arg("--offset")
+            .arg(original[id].to_string()));
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(got, want, "record {id} at offset {offset}");
+    }
+}

@@ -390,10 +390,28 @@ impl<R: Read + io::Seek> Decoder<R> {
     ///
     /// # Errors
     /// The input's length cannot be found.
-    pub fn new_seekable(mut inner: R, opts: DecoderOptions) -> io::Result<Self> {
+    ///
+    /// Started inside a file (`opts.start_offset` > 0, the file's start
+    /// being `start_offset` bytes before the current position), the file's
+    /// first frame is read first: when it is a zstd dictionary frame, its
+    /// dictionary is loaded, as a reader from the start would have.
+    pub fn new_seekable(mut inner: R, mut opts: DecoderOptions) -> io::Result<Self> {
         let here = inner.stream_position()?;
         let end = inner.seek(io::SeekFrom::End(0))?;
         inner.seek(io::SeekFrom::Start(here))?;
+        if opts.start_offset > 0
+            && let Some(origin) = here.checked_sub(opts.start_offset)
+        {
+            let (lo, hi) = zstd_frame::WINDOW_LOG_RANGE;
+            if let Some(dict) = zstd_frame::file_dictionary(
+                &mut inner,
+                origin,
+                opts.max_zstd_dictionary_size,
+                opts.max_zstd_window_log.clamp(lo, hi),
+            )? {
+                opts.zstd_dictionary = Some(dict);
+            }
+        }
         let mut d = Decoder::new(inner, opts);
         d.input.len = Some(d.start_offset + end.saturating_sub(here));
         d.input.seek_forward = Some(|r, n| {
@@ -1535,6 +1553,36 @@ mod tests {
             .unwrap()
             .compress(data)
             .unwrap()
+    }
+
+    /// A seekable decoder started inside a file whose first frame is the
+    /// dictionary frame loads that dictionary first: every frame decodes
+    /// from its own offset, as from the start.
+    #[cfg(feature = "zstd")]
+    #[test]
+    fn zstd_dictionary_frame_at_an_offset() {
+        let parts = records();
+        let dict = b"WARC/1.1\r\nWARC-Type: resource\r\nContent-Length: ".repeat(20);
+        for payload in [dict.clone(), zst(&dict)] {
+            let frame = skippable(zstd_frame::DICT_FRAME_MAGIC, &payload);
+            let (rest, offsets) = concat(&parts, |p| zst_dict(p, &dict));
+            let mut file = frame.clone();
+            file.extend(&rest);
+            for (i, o) in offsets.iter().enumerate() {
+                let at = o + frame.len() as u64;
+                let mut c = std::io::Cursor::new(&file[..]);
+                c.set_position(at);
+                let opts = DecoderOptions {
+                    start_offset: at,
+                    lenient: false,
+                    ..DecoderOptions::default()
+                };
+                let mut d = Decoder::new_seekable(c, opts).unwrap();
+                assert!(d.next_member().unwrap());
+                assert_eq!(d.member_offset(), at);
+                assert_eq!(read_member(&mut d).unwrap(), parts[i], "frame {i}");
+            }
+        }
     }
 
     #[cfg(feature = "zstd")]

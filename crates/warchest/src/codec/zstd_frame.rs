@@ -299,6 +299,51 @@ pub fn dictionary_from_payload(
     }
 }
 
+/// The dictionary of the file `r` reads, when its first frame (at position
+/// `origin` of `r`) is the `.warc.zst` dictionary frame: what a reader that
+/// starts inside the file (`extract --offset`, replay) must load first, as a
+/// reader from the start does. `r` is left where it was.
+///
+/// `None` when the file does not start with a dictionary frame, or the
+/// frame is unusable (truncated, larger than `max` stored or decompressed,
+/// not decompressing): the reader then goes on without it, as it would have
+/// after reporting the frame when reading from the start.
+///
+/// # Errors
+/// Reading or seeking `r` fails.
+pub fn file_dictionary<R: std::io::Read + std::io::Seek>(
+    r: &mut R,
+    origin: u64,
+    max: usize,
+    max_window_log: u32,
+) -> std::io::Result<Option<Vec<u8>>> {
+    use std::io::{Read, SeekFrom};
+    let here = r.stream_position()?;
+    r.seek(SeekFrom::Start(origin))?;
+    let found = (|| -> std::io::Result<Option<Vec<u8>>> {
+        let mut head = [0u8; 8];
+        if r.read_exact(&mut head).is_err() {
+            return Ok(None);
+        }
+        if skippable_magic(&head) != Some(DICT_FRAME_MAGIC) {
+            return Ok(None);
+        }
+        let len = u32::from_le_bytes([head[4], head[5], head[6], head[7]]);
+        let len = usize::try_from(len).unwrap_or(usize::MAX);
+        if len > max {
+            return Ok(None);
+        }
+        let mut payload = Vec::with_capacity(len);
+        r.by_ref().take(len as u64).read_to_end(&mut payload)?;
+        if payload.len() < len {
+            return Ok(None);
+        }
+        Ok(dictionary_from_payload(payload, max, max_window_log).ok())
+    })();
+    r.seek(SeekFrom::Start(here))?;
+    found
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
