@@ -513,6 +513,8 @@ pub struct ValidationReport {
     pub resources: usize,
     /// Index lines checked against the records they point at.
     pub index_entries_checked: u64,
+    /// Remarks that are not problems (an optional part that is absent).
+    pub notes: Vec<String>,
 }
 
 impl ValidationReport {
@@ -670,7 +672,11 @@ pub fn validate(path: &Path) -> Result<ValidationReport> {
             .push("no index: indexes/index.cdxj, index.cdx or index.cdx.gz".into());
     }
     match read_small(&mut zip, path, "pages/pages.jsonl", &mut rep)? {
-        None => rep.problems.push("pages/pages.jsonl is missing".into()),
+        // The WACZ spec does not require pages (py-wacz writes none by
+        // default): a note, not a problem.
+        None => rep
+            .notes
+            .push("no pages/pages.jsonl (optional): no page list".into()),
         Some(b) => {
             let first = b.split(|&c| c == b'\n').next().unwrap_or_default();
             let format = serde_json::from_slice::<serde_json::Value>(first)
@@ -684,6 +690,8 @@ pub fn validate(path: &Path) -> Result<ValidationReport> {
     }
     if index_name == Some("indexes/index.cdxj") {
         check_index(path, &mut zip, &by_name, &mut rep)?;
+    } else if index_name == Some("indexes/index.cdx.gz") {
+        check_compressed_index(path, &mut zip, &by_name, &mut rep)?;
     }
     Ok(rep)
 }
@@ -785,38 +793,160 @@ fn check_index(
         if rep.index_entries_checked >= MAX_INDEX_CHECKS {
             break;
         }
-        let Some(cdx) = CdxjLine::parse(&line) else {
-            bad += 1;
-            if bad <= 10 {
-                rep.problems.push(format!(
-                    "index line is not CDXJ: {}",
-                    String::from_utf8_lossy(&line).trim_end()
-                ));
-            }
-            continue;
-        };
-        rep.index_entries_checked += 1;
-        let name = format!("archive/{}", cdx.filename);
-        let Some(e) = by_name.get(name.as_str()) else {
-            bad += 1;
-            if bad <= 10 {
-                rep.problems
-                    .push(format!("index names {}, not in archive/", cdx.filename));
-            }
-            continue;
-        };
-        if !e.stored {
+        check_index_line(path, by_name, rep, &line, &mut bad);
+    }
+    if bad > 10 {
+        rep.problems
+            .push(format!("{} more index problems", bad - 10));
+    }
+    Ok(())
+}
+
+/// Checks one CDXJ line of an index: it parses, names a file under
+/// `archive/`, and a record of its URL starts at its offset there.
+fn check_index_line(
+    path: &Path,
+    by_name: &BTreeMap<&str, &ZipEntry>,
+    rep: &mut ValidationReport,
+    line: &[u8],
+    bad: &mut u64,
+) {
+    let Some(cdx) = CdxjLine::parse(line) else {
+        *bad += 1;
+        if *bad <= 10 {
+            rep.problems.push(format!(
+                "index line is not CDXJ: {}",
+                String::from_utf8_lossy(line).trim_end()
+            ));
+        }
+        return;
+    };
+    rep.index_entries_checked += 1;
+    let name = format!("archive/{}", cdx.filename);
+    let Some(e) = by_name.get(name.as_str()) else {
+        *bad += 1;
+        if *bad <= 10 {
+            rep.problems
+                .push(format!("index names {}, not in archive/", cdx.filename));
+        }
+        return;
+    };
+    if !e.stored {
+        return;
+    }
+    let found = record_url_at(path, e, cdx.offset);
+    if found.as_deref() != Some(cdx.url.as_str()) {
+        *bad += 1;
+        if *bad <= 10 {
+            rep.problems.push(format!(
+                "index: no record of {} at offset {} of {}",
+                cdx.url, cdx.offset, cdx.filename
+            ));
+        }
+    }
+}
+
+/// A compressed index: `indexes/index.idx` lists the blocks of
+/// `indexes/index.cdx.gz` (`urlkey timestamp {"offset", "length", ...}`
+/// after a `!meta` line); each block is a gzip member of CDXJ lines, whose
+/// first key is the block's. Each block must decompress, and each of its
+/// lines is checked as a line of `index.cdxj` is.
+fn check_compressed_index(
+    path: &Path,
+    zip: &mut zip::ZipArchive<BufReader<File>>,
+    by_name: &BTreeMap<&str, &ZipEntry>,
+    rep: &mut ValidationReport,
+) -> Result<()> {
+    /// Largest block read (a block is normally some 3000 lines).
+    const MAX_BLOCK: u64 = 64 << 20;
+    let Some(idx) = read_small(zip, path, "indexes/index.idx", rep)? else {
+        rep.problems
+            .push("indexes/index.cdx.gz without indexes/index.idx".into());
+        return Ok(());
+    };
+    let mut blocks: Vec<(u64, u64, String)> = Vec::new();
+    for line in idx.split(|&c| c == b'\n') {
+        let text = String::from_utf8_lossy(line);
+        let text = text.trim_end();
+        if text.is_empty() || text.starts_with('!') {
             continue;
         }
-        let found = record_url_at(path, e, cdx.offset);
-        if found.as_deref() != Some(cdx.url.as_str()) {
-            bad += 1;
-            if bad <= 10 {
-                rep.problems.push(format!(
-                    "index: no record of {} at offset {} of {}",
-                    cdx.url, cdx.offset, cdx.filename
-                ));
+        let parsed = text.splitn(3, ' ').nth(2).and_then(|json| {
+            let v: serde_json::Value = serde_json::from_str(json).ok()?;
+            let num = |k: &str| match v.get(k)? {
+                serde_json::Value::Number(n) => n.as_u64(),
+                serde_json::Value::String(s) => s.parse().ok(),
+                _ => None,
+            };
+            Some((num("offset")?, num("length")?))
+        });
+        match parsed {
+            Some((offset, length)) => {
+                let key = text.split(' ').next().unwrap_or_default().to_string();
+                blocks.push((offset, length, key));
             }
+            None => rep
+                .problems
+                .push(format!("indexes/index.idx: line is not a block: {text}")),
+        }
+    }
+    if blocks.is_empty() {
+        rep.problems.push("indexes/index.idx lists no block".into());
+        return Ok(());
+    }
+    blocks.sort();
+    let f = zip
+        .by_name("indexes/index.cdx.gz")
+        .map_err(|e| zip_error(path, e))?;
+    let mut r = BufReader::new(f);
+    let mut at = 0u64;
+    let mut bad = 0u64;
+    for (offset, length, key) in blocks {
+        if rep.index_entries_checked >= MAX_INDEX_CHECKS {
+            break;
+        }
+        if offset < at || length > MAX_BLOCK {
+            rep.problems.push(format!(
+                "indexes/index.idx: block at {offset} ({length} bytes) overlaps another or is too large"
+            ));
+            continue;
+        }
+        let need = offset - at;
+        let skipped = io::copy(&mut (&mut r).take(need), &mut io::sink())
+            .map_err(|e| Error::from(e).in_file(path))?;
+        let mut block = Vec::new();
+        (&mut r)
+            .take(length)
+            .read_to_end(&mut block)
+            .map_err(|e| Error::from(e).in_file(path))?;
+        if skipped < need || (block.len() as u64) < length {
+            rep.problems.push(format!(
+                "indexes/index.idx: block at {offset} ({length} bytes) ends past the end of index.cdx.gz"
+            ));
+            break;
+        }
+        at = offset + length;
+        let lines = match gunzip_block(&block) {
+            Ok(v) => v,
+            Err(e) => {
+                rep.problems.push(format!(
+                    "indexes/index.cdx.gz: block at {offset} is not a gzip member: {e}"
+                ));
+                continue;
+            }
+        };
+        let first_key = lines.split(|&c| c == b' ').next().unwrap_or_default();
+        if first_key != key.as_bytes() {
+            rep.problems.push(format!(
+                "indexes/index.cdx.gz: block at {offset} starts with {}, index.idx says {key}",
+                String::from_utf8_lossy(first_key)
+            ));
+        }
+        for line in lines.split(|&c| c == b'\n').filter(|l| !l.is_empty()) {
+            if rep.index_entries_checked >= MAX_INDEX_CHECKS {
+                break;
+            }
+            check_index_line(path, by_name, rep, line, &mut bad);
         }
     }
     if bad > 10 {
@@ -824,6 +954,40 @@ fn check_index(
             .push(format!("{} more index problems", bad - 10));
     }
     Ok(())
+}
+
+/// The decompressed bytes of a block of a compressed index: gzip members
+/// only, each whole (strict).
+fn gunzip_block(block: &[u8]) -> Result<Vec<u8>> {
+    use warchest::codec::{Codec, Source};
+    let mut d = Decoder::new(
+        block,
+        DecoderOptions {
+            lenient: false,
+            ..DecoderOptions::default()
+        },
+    );
+    let mut out = Vec::new();
+    while d.next_member()? {
+        if d.codec() != Codec::Gzip {
+            return Err(Error::new(ErrorKind::Syntax("not gzip".into())));
+        }
+        loop {
+            let b = d.fill_buf()?;
+            if b.is_empty() {
+                break;
+            }
+            let n = b.len();
+            if out.len() + n > 1 << 28 {
+                return Err(Error::new(ErrorKind::Syntax(
+                    "decompresses to more than 256 MiB".into(),
+                )));
+            }
+            out.extend_from_slice(b);
+            d.consume(n);
+        }
+    }
+    Ok(out)
 }
 
 fn record_url_at(path: &Path, e: &ZipEntry, offset: u64) -> Option<String> {
@@ -835,7 +999,7 @@ fn record_url_at(path: &Path, e: &ZipEntry, offset: u64) -> Option<String> {
         ..DecoderOptions::default()
     };
     let mut r = Reader::from_source(
-        Decoder::new(s, opts.clone()),
+        Decoder::new_seekable(s, opts.clone()).ok()?,
         ReaderOptions {
             decoder: opts,
             ..ReaderOptions::default()

@@ -78,6 +78,9 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
                         for p in &rep.problems {
                             println!("{}: {p}", f.display());
                         }
+                        for n in &rep.notes {
+                            println!("{}: note: {n}", f.display());
+                        }
                         if rep.is_valid() {
                             println!(
                                 "{}: valid ({} resources, {} index entries checked)",

@@ -1206,3 +1206,46 @@ fn log_lines_have_no_colour_when_stderr_is_not_a_terminal() {
     assert!(log.contains("INFO"), "{log:?}");
     assert!(!log.contains('\u{1b}'), "{log:?}");
 }
+
+/// A WACZ made by py-wacz with its default options: no pages, and a
+/// compressed index (`indexes/index.cdx.gz` with `indexes/index.idx`).
+/// Valid (pages are optional in the WACZ spec), and the entries of the
+/// compressed index are checked against their records.
+#[test]
+fn wacz_validate_accepts_py_wacz_defaults_and_checks_compressed_index() {
+    if !python_has("wacz") {
+        eprintln!("skipped: py-wacz is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let wacz = dir.path().join("example.wacz");
+    let out = Command::new("python3")
+        .args(["-m", "wacz", "create", "-o"])
+        .arg(&wacz)
+        .arg(fixture("pywb/example.warc.gz"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "py-wacz: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let names = warchest_replay::wacz::entries(&wacz).unwrap();
+    assert!(names.iter().any(|e| e.name == "indexes/index.idx"));
+    assert!(!names.iter().any(|e| e.name == "pages/pages.jsonl"));
+
+    let out = bin()
+        .args(["wacz", "validate"])
+        .arg(&wacz)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let checked: u64 = text
+        .split(" index entries checked")
+        .next()
+        .and_then(|s| s.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count: {text}"));
+    assert!(checked > 0, "{text}");
+}
