@@ -921,9 +921,12 @@ impl BlockProbe {
 
     /// Compares the HTTP Content-Length with the body after the head, when
     /// the body is neither chunked nor absent (a response to HEAD, a
-    /// capture of headers only) nor declared truncated.
+    /// capture of headers only) nor declared truncated, and the record is
+    /// not a segment: a request or response with WARC-Segment-Number is
+    /// the first segment of a segmented record (section 7), whose block
+    /// holds only the start of the body by design.
     fn http_length(&self, h: &WarcHeader, head: &HttpHead, at: &At, out: &mut dyn Emit) {
-        if h.truncated().is_some() {
+        if h.truncated().is_some() || h.segment_number().is_some() {
             return;
         }
         let no_body_status = head

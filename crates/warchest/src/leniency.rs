@@ -60,8 +60,11 @@ pub struct Leniency {
     /// Relaxes WARC 1.1 section 4: `warc-record = header CRLF block CRLF CRLF`.
     pub bad_trailer: bool,
     /// Bytes between records that are not a record, skipped up to the next
-    /// record start ([`WarningKind::SkippedBytes`]). Relaxes WARC 1.1
-    /// section 4: a WARC file is a concatenation of records.
+    /// record start ([`WarningKind::SkippedBytes`]); also a WARC header
+    /// block longer than [`Limits::max_header_block`](crate::Limits): the
+    /// record is given up and the reader streams on to the next record
+    /// start (off: an error). Relaxes WARC 1.1 section 4: a WARC file is a
+    /// concatenation of records.
     pub skipped_bytes: bool,
     /// Bytes after the last record that are not a record
     /// ([`WarningKind::TrailingGarbage`]). Relaxes WARC 1.1 section 4: a

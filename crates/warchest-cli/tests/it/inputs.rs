@@ -208,3 +208,47 @@ fn recoveries_are_summed_up_without_w_and_fail_check() {
     assert_eq!(code, 0, "{err}");
     assert!(err.is_empty(), "{err}");
 }
+
+/// Issue 19: after a header line over the header limit, `ls` goes on at
+/// the next record (exit 0, the three good records listed, a warning at
+/// the bad record's offset); `--strict` stops there with exit 2.
+#[test]
+fn ls_resyncs_after_a_header_over_the_limit() {
+    let rec = |typ: &str, uri: &str| {
+        format!(
+            "WARC/1.1\r\nWARC-Type: {typ}\r\nWARC-Record-ID: <urn:uuid:{typ}>\r\nWARC-Date: 2024-01-02T03:04:05Z\r\nWARC-Target-URI: {uri}\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok\r\n\r\n"
+        )
+        .into_bytes()
+    };
+    let first = rec("resource", "http://a.example/");
+    let bad = format!(
+        "WARC/1.1\r\nWARC-Type: resource\r\nX-Long: {}\r\nContent-Length: 3\r\n\r\nabc\r\n\r\n",
+        "a".repeat(2 << 20)
+    );
+    let data = [
+        first.clone(),
+        bad.into_bytes(),
+        rec("resource", "http://c.example/"),
+        rec("metadata", "http://d.example/"),
+    ]
+    .concat();
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("long-header.warc");
+    std::fs::write(&f, data).unwrap();
+    let (code, out, err) = run(bin().args(["ls", "-w"]).arg(&f));
+    let out = String::from_utf8_lossy(&out);
+    assert_eq!(code, 0, "{out}\n{err}");
+    for uri in [
+        "http://a.example/",
+        "http://c.example/",
+        "http://d.example/",
+    ] {
+        assert!(out.contains(uri), "{uri}: {out}");
+    }
+    assert_eq!(out.lines().filter(|l| l.contains(".example/")).count(), 3);
+    assert!(err.contains(&first.len().to_string()), "{err}");
+    assert!(err.contains("longer than the limit"), "{err}");
+    let (code, _, err) = run(bin().args(["ls", "--strict"]).arg(&f));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains(&first.len().to_string()), "{err}");
+}

@@ -618,3 +618,65 @@ fn docs_hold_the_rule_table() {
         "docs/validation.md is out of date: paste `warchest validate --list-rules` into it"
     );
 }
+
+/// An HTTP response block whose head declares `declared` body bytes,
+/// followed by `body`.
+fn http_response(declared: usize, body: &[u8]) -> Vec<u8> {
+    let mut b = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {declared}\r\n\r\n"
+    )
+    .into_bytes();
+    b.extend_from_slice(body);
+    b
+}
+
+/// A response record of `block`, with the segment fields given.
+fn response(id: &str, extra: &[(&str, &str)], block: &[u8]) -> Vec<u8> {
+    let mut f = vec![
+        ("WARC-Type", "response"),
+        ("WARC-Record-ID", id),
+        ("WARC-Date", "2024-01-02T03:04:05Z"),
+        ("WARC-Target-URI", "http://a/"),
+        ("WARC-IP-Address", "192.0.2.1"),
+        ("Content-Type", "application/http; msgtype=response"),
+    ];
+    f.extend_from_slice(extra);
+    record("1.1", &f, block)
+}
+
+#[test]
+fn http_content_length_of_a_first_segment() {
+    // The first segment of a response holds 4 of its 10 body bytes; the
+    // continuation holds the other 6: partial by design, not a finding.
+    let first = http_response(10, b"abcd");
+    let total = (first.len() + 6).to_string();
+    let seg = file(&[
+        warcinfo("1.1", "<urn:uuid:1>"),
+        response("<urn:uuid:s1>", &[("WARC-Segment-Number", "1")], &first),
+        record(
+            "1.1",
+            &[
+                ("WARC-Type", "continuation"),
+                ("WARC-Record-ID", "<urn:uuid:s2>"),
+                ("WARC-Date", "2024-01-02T03:04:05Z"),
+                ("WARC-Target-URI", "http://a/"),
+                ("WARC-Segment-Origin-ID", "<urn:uuid:s1>"),
+                ("WARC-Segment-Number", "2"),
+                ("WARC-Segment-Total-Length", &total),
+            ],
+            b"efghij",
+        ),
+    ]);
+    let found = run(&seg);
+    assert!(
+        !ids(&found).contains("warc.http.content-length"),
+        "{found:#?}"
+    );
+    assert!(found.is_empty(), "{found:#?}");
+    // The same head on an unsegmented record is still wrong.
+    let whole = file(&[
+        warcinfo("1.1", "<urn:uuid:1>"),
+        response("<urn:uuid:r>", &[], &first),
+    ]);
+    assert_eq!(ids(&run(&whole)), ["warc.http.content-length"].into());
+}

@@ -499,8 +499,10 @@ impl<S: Source> Reader<S> {
     }
 
     /// Reads the header block into `self.header` and starts the record.
-    /// False when the input ends inside the header (lenient).
-    fn read_header(&mut self) -> Result<bool> {
+    /// False when the input ends inside the header (lenient); `None` when
+    /// the header block is over [`Limits::max_header_block`] and the record
+    /// was given up (lenient, [`Leniency::skipped_bytes`]).
+    fn read_header(&mut self) -> Result<Option<bool>> {
         let index = self.next_index;
         self.next_index += 1;
         let codec = self.src.codec();
@@ -545,7 +547,7 @@ impl<S: Source> Reader<S> {
                     w.record = Some(index);
                     self.diag.push(w);
                     self.header.fields = fields;
-                    return Ok(false);
+                    return Ok(Some(false));
                 }
                 spans_members = true;
                 continue;
@@ -553,14 +555,32 @@ impl<S: Source> Reader<S> {
             let end = framing::header_end(buf, chunk);
             let take = end.unwrap_or(chunk.len());
             if buf.len() + take > max {
-                return Err(self.error(
-                    ErrorKind::TooLarge {
-                        what: "WARC header block",
-                        limit: max as u64,
-                    },
+                if !self.diag.leniency().skipped_bytes {
+                    return Err(self.error(
+                        ErrorKind::TooLarge {
+                            what: "WARC header block",
+                            limit: max as u64,
+                        },
+                        offset,
+                        Some(index),
+                    ));
+                }
+                // Lenient: the record is lost, not the rest of the input.
+                // What was read of its header is dropped (memory stays
+                // bounded by the limit) and the caller resynchronises at
+                // the next record start, streaming over the rest.
+                buf.clear();
+                self.header.fields = fields;
+                let mut w = Warning::new(
+                    WarningKind::SkippedBytes,
                     offset,
-                    Some(index),
-                ));
+                    format!(
+                        "the WARC header block is longer than the limit of {max} bytes; the record is skipped up to the next record"
+                    ),
+                );
+                w.record = Some(index);
+                self.diag.push(w);
+                return Ok(None);
             }
             buf.extend_from_slice(&chunk[..take]);
             self.src.consume(take);
@@ -709,7 +729,7 @@ impl<S: Source> Reader<S> {
             cut_end: None,
             spans_members,
         });
-        Ok(true)
+        Ok(Some(true))
     }
 
     /// The member ended inside the block: go on into the next member, or
@@ -831,10 +851,14 @@ impl<S: Source> Reader<S> {
 
 impl<S: Source> Framing for Reader<S> {
     fn read_next(&mut self) -> Result<bool> {
-        if !self.find_start()? {
-            return Ok(false);
+        loop {
+            if !self.find_start()? {
+                return Ok(false);
+            }
+            if let Some(started) = self.read_header()? {
+                return Ok(started);
+            }
         }
-        self.read_header()
     }
 
     fn location(&self) -> Option<RecordLocation> {
@@ -1316,7 +1340,7 @@ pub(crate) mod tests {
 
     #[test]
     fn header_limit_and_missing_content_length() {
-        let mut opts = ReaderOptions::lenient();
+        let mut opts = ReaderOptions::strict();
         opts.limits.max_header_block = 64;
         let big = format!("WARC/1.1\r\nX: {}\r\n\r\n", "a".repeat(100));
         let mut r = Reader::from_source(MemSource::plain(big.as_bytes(), 7), opts);
@@ -1335,6 +1359,55 @@ pub(crate) mod tests {
                 .iter()
                 .any(|w| w.kind == WarningKind::BadContentLength)
         );
+    }
+
+    /// Issue 19: one header line over the limit loses its record, not the
+    /// records after it (lenient); strict reading stops there.
+    #[test]
+    fn header_over_the_limit_resyncs_at_the_next_record() {
+        let bad = format!(
+            "WARC/1.1\r\nWARC-Type: resource\r\nX-Long: {}\r\nContent-Length: 3\r\n\r\nabc\r\n\r\n",
+            "a".repeat(2 << 20)
+        )
+        .into_bytes();
+        let (a, c, d) = (
+            rec("warcinfo", "i"),
+            rec("response", "r"),
+            rec("metadata", "m"),
+        );
+        let plain = [a.clone(), bad.clone(), c.clone(), d.clone()].concat();
+        // The bad record's stored offset: after the first record, or after
+        // its member (stored as 20 bytes by MemSource::members).
+        let sources = || {
+            [
+                ("plain", a.len() as u64, MemSource::plain(&plain, 4096)),
+                ("members", 20, MemSource::members(&[&a, &bad, &c, &d], 4096)),
+            ]
+        };
+        for (name, bad_at, src) in sources() {
+            let s = read_all(lenient(src)).unwrap();
+            assert_eq!(
+                s.types,
+                [
+                    RecordType::Warcinfo,
+                    RecordType::Response,
+                    RecordType::Metadata
+                ],
+                "{name}"
+            );
+            let w = &s.warnings[0];
+            assert_eq!(w.kind, WarningKind::SkippedBytes, "{name}: {w:?}");
+            assert_eq!(w.offset, bad_at, "{name}: {w:?}");
+            assert!(w.message.contains("longer than the limit"), "{name}: {w:?}");
+        }
+        for (name, bad_at, src) in sources() {
+            let e = read_all(strict(src)).err().expect(name);
+            assert!(
+                matches!(e.kind(), ErrorKind::TooLarge { .. }),
+                "{name}: {e}"
+            );
+            assert_eq!(e.position().unwrap().offset, bad_at, "{name}: {e}");
+        }
     }
 
     #[test]
