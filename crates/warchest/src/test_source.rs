@@ -86,3 +86,33 @@ impl Source for MemSource {
     }
     fn drain_warnings(&mut self, _out: &mut Vec<Warning>) {}
 }
+
+/// Reads `data` as `format` (in chunks of 5 bytes) with `leniency` to the
+/// end or the first error: that error, and the warnings' kinds either way.
+/// The leniency tests of the three readers share it.
+pub(crate) fn read_with(
+    data: &[u8],
+    format: crate::archive::Format,
+    leniency: crate::Leniency,
+) -> (Option<crate::Error>, Vec<crate::WarningKind>) {
+    let opts = crate::warc::ReaderOptions::with_leniency(leniency);
+    let mut r = crate::archive::Reader::from_source_as(MemSource::plain(data, 5), opts, format);
+    let mut err = None;
+    loop {
+        match r.next_record() {
+            Ok(Some(mut rec)) => {
+                if let Err(e) = rec.read_block().and_then(|_| rec.finish()) {
+                    err = Some(e);
+                    break;
+                }
+            }
+            Ok(None) => break,
+            Err(e) => {
+                err = Some(e);
+                break;
+            }
+        }
+    }
+    let kinds = r.take_warnings().into_iter().map(|w| w.kind).collect();
+    (err, kinds)
+}

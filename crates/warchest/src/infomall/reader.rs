@@ -1060,28 +1060,8 @@ mod tests {
         v
     }
 
-    /// Reads to the end or the first error; the warnings' kinds either way.
     fn read_with(data: &[u8], leniency: crate::Leniency) -> (Option<Error>, Vec<WarningKind>) {
-        let opts = ReaderOptions::with_leniency(leniency);
-        let mut r = Reader::from_source(MemSource::plain(data, 5), opts);
-        let mut err = None;
-        loop {
-            match r.next_record() {
-                Ok(Some(mut rec)) => {
-                    if let Err(e) = rec.read_block().and_then(|_| rec.finish()) {
-                        err = Some(e);
-                        break;
-                    }
-                }
-                Ok(None) => break,
-                Err(e) => {
-                    err = Some(e);
-                    break;
-                }
-            }
-        }
-        let kinds = r.take_warnings().into_iter().map(|w| w.kind).collect();
-        (err, kinds)
+        crate::test_source::read_with(data, crate::archive::Format::InfoMall, leniency)
     }
 
     /// A Web InfoMall knob turned off makes its own deviation an error; the

@@ -1076,30 +1076,8 @@ pub(crate) mod tests {
         Reader::from_source(s, ReaderOptions::strict())
     }
 
-    /// Reads to the end or the first error; the warnings' kinds either way.
-    fn read_with(data: &[u8], leniency: Leniency) -> (Option<Error>, Vec<WarningKind>) {
-        let mut r = Reader::from_source(
-            MemSource::plain(data, 7),
-            ReaderOptions::with_leniency(leniency),
-        );
-        let mut err = None;
-        loop {
-            match r.next_record() {
-                Ok(Some(mut rec)) => {
-                    if let Err(e) = rec.read_block().and_then(|_| rec.finish()) {
-                        err = Some(e);
-                        break;
-                    }
-                }
-                Ok(None) => break,
-                Err(e) => {
-                    err = Some(e);
-                    break;
-                }
-            }
-        }
-        let kinds = r.take_warnings().into_iter().map(|w| w.kind).collect();
-        (err, kinds)
+    fn read_with(data: &[u8], leniency: crate::Leniency) -> (Option<Error>, Vec<WarningKind>) {
+        crate::test_source::read_with(data, crate::archive::Format::Warc, leniency)
     }
 
     /// One deviation per knob, each in its own stretch of a file; turning
