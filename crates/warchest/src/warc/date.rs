@@ -155,14 +155,8 @@ impl WarcDate {
         let year = digits(b, 0, 4).ok_or_else(|| err("no four-digit year"))? as u16;
         let mut d = WarcDate {
             year,
-            month: 1,
-            day: 1,
-            hour: 0,
-            minute: 0,
-            second: 0,
-            nanos: 0,
             precision: DatePrecision::Year,
-            had_offset: false,
+            ..WarcDate::EPOCH
         };
         if b.len() == 4 {
             return Ok(d);
