@@ -1,0 +1,279 @@
+//! Archives where they live: objects in S3 (and S3-compatible stores),
+//! Google Cloud Storage, Azure Blob Storage and on HTTP(S) servers, read as
+//! seekable files through range requests and written by multipart upload.
+//!
+//! The format crate reads any `Read + Seek` source; this crate supplies one
+//! for a URL, on Apache Arrow's `object_store` clients, so that the format
+//! crate stays free of an HTTP stack and an async runtime.
+//!
+//! - [`Location::parse`] recognises `s3://BUCKET/KEY`, `gs://BUCKET/KEY`,
+//!   `az://CONTAINER/KEY` (and `azure://`, `abfs[s]://CONTAINER@ACCOUNT.dfs.core.windows.net/KEY`,
+//!   `https://ACCOUNT.blob.core.windows.net/CONTAINER/KEY`) and `http(s)://` URLs.
+//! - [`open`] gives a [`RemoteFile`]: `Read + Seek`, its size known from one
+//!   HEAD request, read through range requests with read-ahead.
+//! - [`get_range`] fetches one byte range with exactly one request (when no
+//!   fault forces a retry); [`open_range`] streams one.
+//! - [`fetch_ranges`] fetches many ranges concurrently, handed back in order.
+//! - [`list`] lists a prefix or a `*` glob in the last component.
+//! - [`create`] gives a [`RemoteWriter`]: the object appears only when
+//!   [`RemoteWriter::finish`] completes; dropped unfinished, nothing appears.
+//!
+//! Every request is retried with exponential backoff on 5xx answers,
+//! connection errors, stalls and short bodies, within a retry budget
+//! ([`Options`]); an error names the URL and the byte offset, and an object
+//! shorter than its size is an error, never a shorter archive.
+//!
+//! The blocking API runs on one Tokio runtime shared by the process
+//! ([`runtime`]); it must not be called from inside an async task.
+
+mod file;
+mod location;
+mod request;
+mod writer;
+
+use std::io;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+pub use file::{RangeReader, RemoteFile};
+pub use location::{Location, Scheme, is_remote};
+pub use writer::RemoteWriter;
+
+use bytes::Bytes;
+
+/// How requests are made: the retry budget, timeouts and read sizes.
+///
+/// [`Options::from_env`] reads the `WARCHEST_REMOTE_*` variables, which is
+/// how the command line and the tests set them.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Retries of one request before its error is returned (the budget is
+    /// per request: a long scan survives many separate faults).
+    pub retries: u32,
+    /// The first pause before a retry; doubled at each retry up to
+    /// [`Options::max_backoff`].
+    pub backoff: Duration,
+    /// The longest pause between retries.
+    pub max_backoff: Duration,
+    /// How long a request may wait for its answer or for its next bytes
+    /// before it counts as stalled (and is retried).
+    pub timeout: Duration,
+    /// How long connecting may take.
+    pub connect_timeout: Duration,
+    /// The largest range one sequential read asks for (read-ahead starts
+    /// at [`Options::min_chunk`] and doubles while reads are sequential).
+    pub chunk: usize,
+    /// The first range after a seek elsewhere.
+    pub min_chunk: usize,
+    /// The size of each part of a multipart upload (at least 5 MiB for S3).
+    pub part_size: usize,
+    /// Parts of one upload in flight at once.
+    pub upload_concurrency: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            retries: 8,
+            backoff: Duration::from_millis(200),
+            max_backoff: Duration::from_secs(10),
+            timeout: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(10),
+            chunk: 16 << 20,
+            min_chunk: 1 << 20,
+            part_size: 16 << 20,
+            upload_concurrency: 4,
+        }
+    }
+}
+
+impl Options {
+    /// The defaults, changed by these environment variables when set:
+    /// `WARCHEST_REMOTE_RETRIES` (count), `WARCHEST_REMOTE_BACKOFF_MS`,
+    /// `WARCHEST_REMOTE_TIMEOUT` and `WARCHEST_REMOTE_CONNECT_TIMEOUT`
+    /// (seconds, fractions allowed), `WARCHEST_REMOTE_CHUNK`,
+    /// `WARCHEST_REMOTE_MIN_CHUNK` and `WARCHEST_REMOTE_PART_SIZE` (bytes).
+    /// A value that does not parse is ignored with a warning.
+    pub fn from_env() -> Options {
+        let mut o = Options::default();
+        fn var<T: std::str::FromStr>(name: &str) -> Option<T> {
+            let v = std::env::var(name).ok()?;
+            match v.trim().parse() {
+                Ok(x) => Some(x),
+                Err(_) => {
+                    tracing::warn!("{name}={v:?} is not a valid value; ignored");
+                    None
+                }
+            }
+        }
+        let secs = |name: &str| {
+            var::<f64>(name)
+                .filter(|s| s.is_finite() && *s > 0.0 && *s < 1e6)
+                .map(Duration::from_secs_f64)
+        };
+        if let Some(n) = var("WARCHEST_REMOTE_RETRIES") {
+            o.retries = n;
+        }
+        if let Some(ms) = var::<u64>("WARCHEST_REMOTE_BACKOFF_MS") {
+            o.backoff = Duration::from_millis(ms);
+        }
+        if let Some(d) = secs("WARCHEST_REMOTE_TIMEOUT") {
+            o.timeout = d;
+        }
+        if let Some(d) = secs("WARCHEST_REMOTE_CONNECT_TIMEOUT") {
+            o.connect_timeout = d;
+        }
+        if let Some(n) = var::<usize>("WARCHEST_REMOTE_CHUNK") {
+            o.chunk = n.clamp(4096, 1 << 30);
+        }
+        if let Some(n) = var::<usize>("WARCHEST_REMOTE_MIN_CHUNK") {
+            o.min_chunk = n.clamp(4096, 1 << 30);
+        }
+        if let Some(n) = var::<usize>("WARCHEST_REMOTE_PART_SIZE") {
+            o.part_size = n.clamp(5 << 20, 1 << 30);
+        }
+        o.min_chunk = o.min_chunk.min(o.chunk);
+        o
+    }
+
+    /// The pause before retry number `attempt` (0 for the first retry):
+    /// exponential, capped, with up to a quarter added at random so that
+    /// concurrent readers do not retry in step.
+    pub(crate) fn backoff_for(&self, attempt: u32) -> Duration {
+        let base = self
+            .backoff
+            .saturating_mul(1u32 << attempt.min(16))
+            .min(self.max_backoff);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        base + base / 4 * (nanos % 1000) / 1000
+    }
+}
+
+/// The Tokio runtime every blocking call of this crate runs on: two worker
+/// threads (requests wait on the network, not on the CPU). Made at first
+/// use, together with the TLS crypto provider (ring).
+pub fn runtime() -> &'static tokio::runtime::Runtime {
+    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RT.get_or_init(|| {
+        install_crypto();
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("warchest-remote")
+            .enable_all()
+            .build()
+            // Without a runtime nothing remote can work; this fails only
+            // when the process cannot make threads at all.
+            .expect("cannot start the runtime for remote archives")
+    })
+}
+
+/// Installs ring as the process's TLS crypto provider, once: reqwest is
+/// built without one of its own (its default, aws-lc-rs, needs cmake).
+/// Another crate may have installed one already, which is then kept.
+pub(crate) fn install_crypto() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
+/// Opens `url` for reading: one HEAD request for its size, then range
+/// requests as it is read.
+pub fn open(url: &str) -> io::Result<RemoteFile> {
+    RemoteFile::open(Location::parse(url)?, Options::from_env())
+}
+
+/// The size of the object at `url` (one HEAD request).
+pub fn size(url: &str) -> io::Result<u64> {
+    let loc = Location::parse(url)?;
+    let opts = Options::from_env();
+    runtime().block_on(request::head(&loc, &opts))
+}
+
+/// The `len` bytes at `offset` of the object at `url`, with exactly one
+/// request unless a fault makes it retry. A range past the object's end is
+/// an error naming the URL and offset.
+pub fn get_range(url: &str, offset: u64, len: u64) -> io::Result<Bytes> {
+    let loc = Location::parse(url)?;
+    let opts = Options::from_env();
+    runtime().block_on(request::get_range(&loc, &opts, offset, len))
+}
+
+/// A reader over the `len` bytes at `offset` of the object at `url`,
+/// streamed from one request (a fault resumes where it stopped).
+pub fn open_range(url: &str, offset: u64, len: u64) -> io::Result<RangeReader> {
+    Ok(RangeReader::new(
+        Location::parse(url)?,
+        Options::from_env(),
+        offset,
+        len,
+    ))
+}
+
+/// One range to fetch with [`fetch_ranges`].
+#[derive(Clone, Debug)]
+pub struct RangeRequest {
+    /// The object.
+    pub location: Location,
+    /// The first byte.
+    pub offset: u64,
+    /// How many bytes.
+    pub len: u64,
+}
+
+/// Fetches `requests` with at most `concurrency` in flight, handing each
+/// result to `each` in the order of `requests` (with its index). A range
+/// that cannot be fetched is handed over as its error and the rest go on;
+/// an error returned by `each` stops the fetch and is returned. Memory is
+/// bounded by `concurrency` ranges.
+pub fn fetch_ranges<I, F>(requests: I, concurrency: usize, mut each: F) -> io::Result<()>
+where
+    I: IntoIterator<Item = RangeRequest>,
+    I::IntoIter: Send,
+    F: FnMut(usize, io::Result<Bytes>) -> io::Result<()>,
+{
+    use futures_util::StreamExt;
+    let opts = Options::from_env();
+    let rt = runtime();
+    let stream = futures_util::stream::iter(requests.into_iter().map(|r| {
+        let opts = opts.clone();
+        // Spawned, so that the ranges are fetched on the worker threads
+        // while the caller's callback runs here.
+        let task =
+            rt.spawn(async move { request::get_range(&r.location, &opts, r.offset, r.len).await });
+        async move {
+            task.await
+                .unwrap_or_else(|e| Err(io::Error::other(format!("fetch task failed: {e}"))))
+        }
+    }))
+    .buffered(concurrency.max(1));
+    rt.block_on(async move {
+        let mut stream = std::pin::pin!(stream);
+        let mut i = 0;
+        while let Some(r) = stream.next().await {
+            each(i, r)?;
+            i += 1;
+        }
+        Ok(())
+    })
+}
+
+/// The objects at `url` with their sizes, sorted by URL: every object under
+/// a prefix that ends with `/`; the objects matching a last component with
+/// `*` or `?` (a `*` does not cross a `/`); otherwise the object itself,
+/// or, when there is none, every object under `url/`. HTTP(S) servers
+/// cannot be listed: an `http(s)://` URL is one object.
+pub fn list(url: &str) -> io::Result<Vec<(String, u64)>> {
+    let loc = Location::parse(url)?;
+    let opts = Options::from_env();
+    runtime().block_on(request::list(&loc, &opts))
+}
+
+/// Creates the object at `url` for writing. It appears only when
+/// [`RemoteWriter::finish`] succeeds.
+pub fn create(url: &str) -> io::Result<RemoteWriter> {
+    RemoteWriter::new(Location::parse(url)?, Options::from_env())
+}

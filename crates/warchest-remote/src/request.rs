@@ -1,0 +1,399 @@
+//! Single requests with the retry budget: HEAD, one range, listing.
+
+use std::io;
+
+use bytes::{Bytes, BytesMut};
+use futures_util::StreamExt;
+use futures_util::stream::BoxStream;
+use object_store::{GetOptions, GetRange, ObjectStoreExt};
+
+use crate::location::glob_match;
+use crate::{Location, Options, Scheme};
+
+/// Why one attempt failed, and whether another may succeed.
+pub(crate) struct Failure {
+    pub(crate) kind: io::ErrorKind,
+    pub(crate) message: String,
+    pub(crate) retry: bool,
+}
+
+impl Failure {
+    fn retryable(kind: io::ErrorKind, message: impl Into<String>) -> Failure {
+        Failure {
+            kind,
+            message: message.into(),
+            retry: true,
+        }
+    }
+
+    fn fatal(kind: io::ErrorKind, message: impl Into<String>) -> Failure {
+        Failure {
+            kind,
+            message: message.into(),
+            retry: false,
+        }
+    }
+
+    /// The error for `url` at byte `offset` after `retries` retries.
+    pub(crate) fn into_error(self, url: &str, offset: u64, retries: u32) -> io::Error {
+        let after = match (self.retry, retries) {
+            (_, 0) => String::new(),
+            (true, n) => format!(" (retry budget spent: {n} retries)"),
+            (false, n) => format!(" (after {n} retries)"),
+        };
+        io::Error::new(
+            self.kind,
+            format!("{url}: at byte {offset}: {}{after}", self.message),
+        )
+    }
+}
+
+/// Sorts an error of the store into retryable or not: a missing object,
+/// refused credentials or a 4xx answer will not change by asking again; 5xx
+/// answers, 408/429 and transport errors may.
+pub(crate) fn classify(e: object_store::Error) -> Failure {
+    use object_store::Error as E;
+    let kind = match &e {
+        E::NotFound { .. } => Some(io::ErrorKind::NotFound),
+        E::PermissionDenied { .. } | E::Unauthenticated { .. } => {
+            Some(io::ErrorKind::PermissionDenied)
+        }
+        E::InvalidPath { .. }
+        | E::NotSupported { .. }
+        | E::NotImplemented { .. }
+        | E::UnknownConfigurationKey { .. }
+        | E::Precondition { .. }
+        | E::NotModified { .. }
+        | E::AlreadyExists { .. } => Some(io::ErrorKind::Other),
+        _ => None,
+    };
+    let message = error_chain(&e);
+    if let Some(kind) = kind {
+        return Failure::fatal(kind, message);
+    }
+    if let Some(status) = status_of(&message)
+        && (400..500).contains(&status)
+        && status != 408
+        && status != 429
+    {
+        let kind = match status {
+            404 => io::ErrorKind::NotFound,
+            401 | 403 => io::ErrorKind::PermissionDenied,
+            _ => io::ErrorKind::Other,
+        };
+        return Failure::fatal(kind, message);
+    }
+    Failure::retryable(io::ErrorKind::Other, message)
+}
+
+/// The HTTP status of a store error, when it came from an answer: read
+/// from the message, as object_store does not export its retry error type.
+fn status_of(message: &str) -> Option<u16> {
+    let at = message.find("status code: ")? + "status code: ".len();
+    message.get(at..at + 3)?.parse().ok()
+}
+
+/// The error's message followed by its sources' (deduplicated), on one line.
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut src = e.source();
+    let mut depth = 0;
+    while let Some(s) = src {
+        let m = s.to_string();
+        if !out.contains(&m) {
+            out.push_str(": ");
+            out.push_str(&m);
+        }
+        depth += 1;
+        if depth > 16 {
+            break;
+        }
+        src = s.source();
+    }
+    out
+}
+
+/// Runs `attempt` until it succeeds, fails for good or the budget is spent.
+async fn with_retries<T, F, Fut>(
+    loc: &Location,
+    opts: &Options,
+    offset: u64,
+    mut attempt: F,
+) -> io::Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, Failure>>,
+{
+    let mut n = 0;
+    loop {
+        match attempt().await {
+            Ok(v) => return Ok(v),
+            Err(f) if f.retry && n < opts.retries => {
+                tracing::debug!("{}: at byte {offset}: {}; retrying", loc.url(), f.message);
+                tokio::time::sleep(opts.backoff_for(n)).await;
+                n += 1;
+            }
+            Err(f) => return Err(f.into_error(loc.url(), offset, n)),
+        }
+    }
+}
+
+/// The object's size, from a HEAD request.
+pub(crate) async fn head(loc: &Location, opts: &Options) -> io::Result<u64> {
+    with_retries(loc, opts, 0, || async {
+        match tokio::time::timeout(opts.timeout, loc.store().head(loc.key())).await {
+            Err(_) => Err(Failure::retryable(
+                io::ErrorKind::TimedOut,
+                format!("no answer to HEAD in {:?}", opts.timeout),
+            )),
+            Ok(Err(e)) => Err(classify(e)),
+            Ok(Ok(meta)) => Ok(meta.size),
+        }
+    })
+    .await
+}
+
+/// Starts a request for bytes `start..end`; checks that the answer is that
+/// range of an object of `size` bytes (when known).
+pub(crate) async fn start_range(
+    loc: &Location,
+    opts: &Options,
+    start: u64,
+    end: u64,
+    size: Option<u64>,
+) -> Result<BoxStream<'static, object_store::Result<Bytes>>, Failure> {
+    let options = GetOptions {
+        range: Some(GetRange::Bounded(start..end)),
+        ..Default::default()
+    };
+    let got =
+        match tokio::time::timeout(opts.timeout, loc.store().get_opts(loc.key(), options)).await {
+            Err(_) => {
+                return Err(Failure::retryable(
+                    io::ErrorKind::TimedOut,
+                    format!("no answer in {:?}", opts.timeout),
+                ));
+            }
+            Ok(Err(e)) => return Err(classify(e)),
+            Ok(Ok(g)) => g,
+        };
+    if let Some(size) = size
+        && got.meta.size < size
+    {
+        return Err(Failure::fatal(
+            io::ErrorKind::UnexpectedEof,
+            format!(
+                "the object is now {} bytes, shorter than the {size} it had when opened (cut or replaced)",
+                got.meta.size
+            ),
+        ));
+    }
+    if got.range.start != start {
+        return Err(Failure::fatal(
+            io::ErrorKind::InvalidData,
+            format!(
+                "asked for bytes {start}..{end}, the answer starts at {}",
+                got.range.start
+            ),
+        ));
+    }
+    if got.range.end < end {
+        return Err(Failure::fatal(
+            io::ErrorKind::UnexpectedEof,
+            format!(
+                "the object ends at byte {}, before the end of the range asked for ({end})",
+                got.range.end
+            ),
+        ));
+    }
+    Ok(got.into_stream())
+}
+
+/// The next piece of a body, or `None` at its end; a stall is a timeout.
+pub(crate) async fn next_piece(
+    stream: &mut BoxStream<'static, object_store::Result<Bytes>>,
+    opts: &Options,
+) -> Result<Option<Bytes>, Failure> {
+    match tokio::time::timeout(opts.timeout, stream.next()).await {
+        Err(_) => Err(Failure::retryable(
+            io::ErrorKind::TimedOut,
+            format!("no bytes for {:?} (stalled)", opts.timeout),
+        )),
+        Ok(None) => Ok(None),
+        Ok(Some(Err(e))) => {
+            // A body cut by the server or the network: the part read is
+            // kept and the rest asked for again.
+            let mut f = classify(e);
+            f.retry = true;
+            Err(f)
+        }
+        Ok(Some(Ok(b))) => Ok(Some(b)),
+    }
+}
+
+/// The bytes `offset..offset + len` of the object, resuming after a fault
+/// where the last attempt stopped. `size`, when known, is the object's size
+/// when it was opened: an object that has become shorter is an error.
+pub(crate) async fn fetch(
+    loc: &Location,
+    opts: &Options,
+    offset: u64,
+    len: u64,
+    size: Option<u64>,
+) -> io::Result<Bytes> {
+    let end = offset.checked_add(len).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{}: range at {offset} overflows", loc.url()),
+        )
+    })?;
+    if len == 0 {
+        return Ok(Bytes::new());
+    }
+    // Grown as bytes arrive: a wrong length in an index costs no memory
+    // beyond what the server actually sends.
+    let mut out = BytesMut::with_capacity(len.min(8 << 20) as usize);
+    let mut retries = 0u32;
+    loop {
+        let at = offset + out.len() as u64;
+        let res = async {
+            let mut stream = start_range(loc, opts, at, end, size).await?;
+            while let Some(piece) = next_piece(&mut stream, opts).await? {
+                let room = (end - offset) as usize - out.len();
+                if piece.len() > room {
+                    return Err(Failure::fatal(
+                        io::ErrorKind::InvalidData,
+                        format!("the server sent more than the {len} bytes asked for"),
+                    ));
+                }
+                out.extend_from_slice(&piece);
+            }
+            if (out.len() as u64) < len {
+                return Err(Failure::retryable(
+                    io::ErrorKind::UnexpectedEof,
+                    format!(
+                        "the answer ended after {} of the {} bytes asked for",
+                        offset + out.len() as u64 - at,
+                        end - at
+                    ),
+                ));
+            }
+            Ok(())
+        }
+        .await;
+        match res {
+            Ok(()) => return Ok(out.freeze()),
+            Err(f) if f.retry && retries < opts.retries => {
+                tracing::debug!(
+                    "{}: at byte {}: {}; retrying",
+                    loc.url(),
+                    offset + out.len() as u64,
+                    f.message
+                );
+                tokio::time::sleep(opts.backoff_for(retries)).await;
+                retries += 1;
+            }
+            Err(f) => return Err(f.into_error(loc.url(), offset + out.len() as u64, retries)),
+        }
+    }
+}
+
+/// [`fetch`] for a range given by offset and length, the object's size
+/// unknown (one request: no HEAD).
+pub(crate) async fn get_range(
+    loc: &Location,
+    opts: &Options,
+    offset: u64,
+    len: u64,
+) -> io::Result<Bytes> {
+    fetch(loc, opts, offset, len, None).await
+}
+
+/// See [`crate::list`].
+pub(crate) async fn list(loc: &Location, opts: &Options) -> io::Result<Vec<(String, u64)>> {
+    if loc.scheme() == Scheme::Http {
+        let size = head(loc, opts).await?;
+        return Ok(vec![(loc.url().to_string(), size)]);
+    }
+    let key = loc.key().as_ref().to_string();
+    let raw = loc.url();
+    let last = raw.rsplit('/').next().unwrap_or("");
+    let glob = last.contains('*');
+    let mut out = Vec::new();
+    if glob {
+        // The directory part is listed and the last component matched.
+        let (dir, pattern) = key.rsplit_once('/').unwrap_or(("", key.as_str()));
+        let prefix = object_store::path::Path::from(dir);
+        for meta in list_all(loc, opts, &prefix).await? {
+            let name = meta.location.as_ref();
+            let rest = if dir.is_empty() {
+                name
+            } else {
+                match name.strip_prefix(dir).and_then(|r| r.strip_prefix('/')) {
+                    Some(r) => r,
+                    None => continue,
+                }
+            };
+            if !rest.contains('/') && glob_match(pattern, rest) {
+                out.push((
+                    loc.with_key(meta.location.clone()).url().to_string(),
+                    meta.size,
+                ));
+            }
+        }
+    } else if raw.ends_with('/') || key.is_empty() {
+        for meta in list_all(loc, opts, loc.key()).await? {
+            out.push((
+                loc.with_key(meta.location.clone()).url().to_string(),
+                meta.size,
+            ));
+        }
+    } else {
+        match head(loc, opts).await {
+            Ok(size) => out.push((loc.url().to_string(), size)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                for meta in list_all(loc, opts, loc.key()).await? {
+                    out.push((
+                        loc.with_key(meta.location.clone()).url().to_string(),
+                        meta.size,
+                    ));
+                }
+                if out.is_empty() {
+                    return Err(io::Error::new(
+                        io::ErrorKind::NotFound,
+                        format!("{}: no such object, and no object under it", loc.url()),
+                    ));
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Every object under `prefix` (a whole listing is retried on failure).
+async fn list_all(
+    loc: &Location,
+    opts: &Options,
+    prefix: &object_store::path::Path,
+) -> io::Result<Vec<object_store::ObjectMeta>> {
+    with_retries(loc, opts, 0, || async {
+        let mut stream = loc.store().list(Some(prefix));
+        let mut all = Vec::new();
+        loop {
+            match tokio::time::timeout(opts.timeout, stream.next()).await {
+                Err(_) => {
+                    return Err(Failure::retryable(
+                        io::ErrorKind::TimedOut,
+                        format!("listing stalled for {:?}", opts.timeout),
+                    ));
+                }
+                Ok(None) => return Ok(all),
+                Ok(Some(Err(e))) => return Err(classify(e)),
+                Ok(Some(Ok(m))) => all.push(m),
+            }
+        }
+    })
+    .await
+}
