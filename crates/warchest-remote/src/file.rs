@@ -197,7 +197,9 @@ pub struct RangeReader {
 }
 
 impl RangeReader {
-    pub(crate) fn new(loc: Location, opts: Options, offset: u64, len: u64) -> RangeReader {
+    /// A reader over bytes `offset..offset + len` of `loc`; the request is
+    /// made at the first read.
+    pub fn new(loc: Location, opts: Options, offset: u64, len: u64) -> RangeReader {
         RangeReader {
             loc,
             opts,

@@ -202,6 +202,16 @@ pub fn get_range(url: &str, offset: u64, len: u64) -> io::Result<Bytes> {
     runtime().block_on(request::get_range(&loc, &opts, offset, len))
 }
 
+/// [`get_range`] for a parsed location, with `opts`.
+pub fn get_range_with(loc: &Location, opts: &Options, offset: u64, len: u64) -> io::Result<Bytes> {
+    runtime().block_on(request::get_range(loc, opts, offset, len))
+}
+
+/// [`list`] for a parsed location, with `opts`.
+pub fn list_with(loc: &Location, opts: &Options) -> io::Result<Vec<(String, u64)>> {
+    runtime().block_on(request::list(loc, opts))
+}
+
 /// A reader over the `len` bytes at `offset` of the object at `url`,
 /// streamed from one request (a fault resumes where it stopped).
 pub fn open_range(url: &str, offset: u64, len: u64) -> io::Result<RangeReader> {

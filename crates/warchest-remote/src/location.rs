@@ -74,6 +74,13 @@ impl Location {
     /// Parses `url` and makes (or reuses) the client for its bucket, with
     /// credentials from the environment (docs/remote.md).
     pub fn parse(url: &str) -> io::Result<Location> {
+        Location::parse_with(url, &Options::from_env())
+    }
+
+    /// [`Location::parse`] with `opts` for the client (timeouts, the
+    /// upload retries) instead of those of the environment. The clients
+    /// are made once per bucket: the first options for a bucket stay.
+    pub fn parse_with(url: &str, opts: &Options) -> io::Result<Location> {
         let parsed = url::Url::parse(url).map_err(|e| invalid(url, e))?;
         let scheme = match parsed.scheme() {
             "s3" | "s3a" => Scheme::S3,
@@ -129,10 +136,8 @@ impl Location {
             }
         };
         let path = Path::from_url_path(&key).map_err(|e| invalid(url, e))?;
-        let opts = Options::from_env();
-        let store = store_for(scheme, &store_key, false, &opts).map_err(|e| invalid(url, e))?;
-        let write_store =
-            store_for(scheme, &store_key, true, &opts).map_err(|e| invalid(url, e))?;
+        let store = store_for(scheme, &store_key, false, opts).map_err(|e| invalid(url, e))?;
+        let write_store = store_for(scheme, &store_key, true, opts).map_err(|e| invalid(url, e))?;
         Ok(Location {
             url: url.to_string(),
             scheme,

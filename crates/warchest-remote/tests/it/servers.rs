@@ -1,0 +1,221 @@
+//! Servers for the remote tests, started as child processes on 127.0.0.1
+//! and killed when dropped: moto's S3 server (a real S3-compatible server
+//! from PyPI) and tests/remote/range_server.py (HTTP ranges with faults).
+//! Shared with the CLI's tests (`#[path]`).
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The repository's root.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("repository root")
+}
+
+/// A child process killed (by its id) when dropped.
+struct Owned(Child);
+
+impl Drop for Owned {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// One HTTP/1.1 request with `Connection: close`: status and body.
+pub fn http(port: u16, method: &str, path: &str, body: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).expect("read answer");
+    let status = out
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = out
+        .split_once("\r\n\r\n")
+        .map_or("", |(_, b)| b)
+        .to_string();
+    (status, body)
+}
+
+/// tests/remote/range_server.py serving a directory.
+pub struct RangeServer {
+    _child: Owned,
+    /// Where it listens.
+    pub port: u16,
+}
+
+impl RangeServer {
+    /// Serves `root`; a stall lasts `stall` seconds.
+    pub fn start(root: &Path, stall: f64) -> RangeServer {
+        let mut child = Command::new("python3")
+            .arg(repo_root().join("tests/remote/range_server.py"))
+            .arg(root)
+            .env("STALL_SECONDS", stall.to_string())
+            .env("MAX_SECONDS", "300")
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start python3 tests/remote/range_server.py");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .expect("read the port");
+        let port = line.trim().parse().expect("port line");
+        RangeServer {
+            _child: Owned(child),
+            port,
+        }
+    }
+
+    /// The URL of `name` under the served directory.
+    pub fn url(&self, name: &str) -> String {
+        format!("http://127.0.0.1:{}/{name}", self.port)
+    }
+
+    /// Queues faults for the next GET requests.
+    pub fn faults(&self, names: &[&str]) {
+        assert_eq!(
+            http(self.port, "POST", "/_faults", &names.join("\n")).0,
+            200
+        );
+    }
+
+    /// Cuts `name` at byte `at`.
+    pub fn cut(&self, name: &str, at: u64) {
+        let path = format!("/_cut/{name}");
+        assert_eq!(http(self.port, "POST", &path, &at.to_string()).0, 200);
+    }
+
+    /// GET and HEAD requests to files so far.
+    pub fn count(&self) -> (u64, u64) {
+        let (_, body) = http(self.port, "GET", "/_count", "");
+        let mut it = body.split_whitespace().map(|n| n.parse().unwrap());
+        (it.next().unwrap(), it.next().unwrap())
+    }
+
+    /// Sets the counts to zero.
+    pub fn reset_count(&self) {
+        http(self.port, "POST", "/_reset_count", "");
+    }
+}
+
+/// A free port on 127.0.0.1 (bound, then released for the server).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// moto's S3 server, with a bucket.
+pub struct Moto {
+    _child: Owned,
+    /// Where it listens.
+    pub port: u16,
+}
+
+impl Moto {
+    /// Starts the server (waiting at most 60 s for it to answer).
+    pub fn start() -> Moto {
+        let port = free_port();
+        let child = Command::new("python3")
+            .args([
+                "-m",
+                "moto.server",
+                "-H",
+                "127.0.0.1",
+                "-p",
+                &port.to_string(),
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start python3 -m moto.server (pip install 'moto[server]')");
+        let moto = Moto {
+            _child: Owned(child),
+            port,
+        };
+        let t0 = Instant::now();
+        loop {
+            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                break;
+            }
+            assert!(t0.elapsed() < Duration::from_secs(60), "moto did not start");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        moto
+    }
+
+    /// The endpoint URL.
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// The environment a client needs for this server.
+    pub fn env(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("AWS_ENDPOINT_URL", self.endpoint()),
+            ("AWS_ACCESS_KEY_ID", "testing".into()),
+            ("AWS_SECRET_ACCESS_KEY", "testing".into()),
+            ("AWS_REGION", "us-east-1".into()),
+            ("AWS_ALLOW_HTTP", "true".into()),
+        ]
+    }
+
+    /// Creates `bucket` and uploads `files` as `(key, local path)` with
+    /// boto3 (moto's own dependency): the objects are put by another
+    /// client than the one under test.
+    pub fn upload(&self, bucket: &str, files: &[(String, PathBuf)]) {
+        let mut script = format!(
+            "import boto3\ns3 = boto3.client('s3', endpoint_url='{}', aws_access_key_id='testing', aws_secret_access_key='testing', region_name='us-east-1')\ns3.create_bucket(Bucket='{bucket}')\n",
+            self.endpoint()
+        );
+        for (key, path) in files {
+            script.push_str(&format!(
+                "s3.upload_file({:?}, '{bucket}', {key:?})\n",
+                path.display().to_string()
+            ));
+        }
+        let st = Command::new("python3")
+            .args(["-c", &script])
+            .status()
+            .expect("python3");
+        assert!(st.success(), "boto3 upload failed");
+    }
+
+    /// The keys in `bucket` (through boto3).
+    pub fn keys(&self, bucket: &str) -> Vec<String> {
+        let script = format!(
+            "import boto3\ns3 = boto3.client('s3', endpoint_url='{}', aws_access_key_id='testing', aws_secret_access_key='testing', region_name='us-east-1')\nfor o in s3.list_objects_v2(Bucket='{bucket}').get('Contents', []): print(o['Key'])\nfor u in s3.list_multipart_uploads(Bucket='{bucket}').get('Uploads', []): print('UPLOAD', u['Key'])\n",
+            self.endpoint()
+        );
+        let out = Command::new("python3")
+            .args(["-c", &script])
+            .output()
+            .expect("python3");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+}

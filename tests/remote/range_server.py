@@ -1,0 +1,159 @@
+"""An HTTP server with Range support and fault injection, for the tests of
+remote reading (crates/warchest-remote, crates/warchest-cli).
+
+    python3 range_server.py ROOT
+
+serves the files under ROOT on 127.0.0.1 (a free port, printed as the first
+line of stdout). GET and HEAD answer ranges (206 with Content-Range).
+
+Control, for the tests:
+- POST /_faults with a body of fault names, one per line: the next GET
+  requests take them in order (then answer normally). Names: 500, 503
+  (that status), reset (half the body, then the connection is reset),
+  stall (part of the body, then silence for STALL seconds), short (a 206
+  whose Content-Length and body are half the range asked for).
+- POST /_cut/PATH with a body N: PATH's GET answers never send a byte at
+  or past N (the connection is reset there), as an object cut short.
+- GET /_count: the number of GET and HEAD requests (but to /_count) so far, as
+  "GET HEAD"; POST /_reset_count sets them to zero.
+"""
+
+import os
+import socket
+import struct
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+ROOT = os.path.abspath(sys.argv[1])
+STALL = float(os.environ.get("STALL_SECONDS", "5"))
+LOCK = threading.Lock()
+FAULTS = []
+CUTS = {}
+COUNT = {"GET": 0, "HEAD": 0}
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def body(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(n).decode() if n else ""
+
+    def small(self, status, text=""):
+        data = text.encode()
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_POST(self):
+        body = self.body()
+        with LOCK:
+            if self.path == "/_faults":
+                FAULTS.extend(line.strip() for line in body.splitlines() if line.strip())
+            elif self.path.startswith("/_cut/"):
+                CUTS[self.path[len("/_cut"):]] = int(body)
+            elif self.path == "/_reset_count":
+                COUNT["GET"] = COUNT["HEAD"] = 0
+            else:
+                return self.small(404)
+        self.small(200, "ok")
+
+    def file(self):
+        path = os.path.normpath(os.path.join(ROOT, self.path.split("?")[0].lstrip("/")))
+        if not path.startswith(ROOT + os.sep) or not os.path.isfile(path):
+            return None
+        return path
+
+    def do_HEAD(self):
+        with LOCK:
+            COUNT["HEAD"] += 1
+        path = self.file()
+        if path is None:
+            return self.small(404)
+        self.send_response(200)
+        self.send_header("Content-Length", str(os.path.getsize(path)))
+        self.send_header("Accept-Ranges", "bytes")
+        self.send_header("ETag", '"%d"' % os.path.getmtime(path))
+        self.send_header("Last-Modified", self.date_time_string(os.path.getmtime(path)))
+        self.end_headers()
+
+    def reset(self):
+        # SO_LINGER 0: close() sends RST, as a dropped connection does.
+        self.wfile.flush()
+        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.connection.close()
+        self.close_connection = True
+
+    def do_GET(self):
+        if self.path == "/_count":
+            with LOCK:
+                return self.small(200, "%d %d" % (COUNT["GET"], COUNT["HEAD"]))
+        with LOCK:
+            COUNT["GET"] += 1
+        path = self.file()
+        if path is None:
+            return self.small(404)
+        with LOCK:
+            fault = FAULTS.pop(0) if FAULTS else None
+            cut = CUTS.get(self.path)
+        size = os.path.getsize(path)
+        start, end = 0, size - 1
+        rng = self.headers.get("Range")
+        if rng and rng.startswith("bytes="):
+            a, _, b = rng[6:].partition("-")
+            start = int(a) if a else max(0, size - int(b))
+            end = min(int(b), size - 1) if (a and b) else end
+            if start >= size:
+                self.send_response(416)
+                self.send_header("Content-Range", "bytes */%d" % size)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+        if fault in ("500", "503"):
+            return self.small(int(fault), "injected fault")
+        with open(path, "rb") as f:
+            f.seek(start)
+            data = f.read(end - start + 1)
+        length = len(data)
+        if fault == "short":
+            data = data[: max(1, len(data) // 2)]
+            length = len(data)
+        self.send_response(206 if rng else 200)
+        self.send_header("Content-Length", str(length))
+        if rng:
+            self.send_header("Content-Range", "bytes %d-%d/%d" % (start, end, size))
+        self.send_header("Accept-Ranges", "bytes")
+        self.send_header("ETag", '"%d"' % os.path.getmtime(path))
+        self.send_header("Last-Modified", self.date_time_string(os.path.getmtime(path)))
+        self.end_headers()
+        if cut is not None and start + len(data) > cut:
+            self.wfile.write(data[: max(0, cut - start)])
+            return self.reset()
+        if fault == "reset":
+            self.wfile.write(data[: len(data) // 2])
+            return self.reset()
+        if fault == "stall":
+            self.wfile.write(data[: len(data) // 4])
+            self.wfile.flush()
+            time.sleep(STALL)
+            return self.reset()
+        self.wfile.write(data)
+
+
+def main():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    print(server.server_address[1], flush=True)
+    # Bounded: a test run that forgets the server does not leave it forever.
+    threading.Timer(float(os.environ.get("MAX_SECONDS", "600")), server.shutdown).start()
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
