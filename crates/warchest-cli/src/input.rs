@@ -1,6 +1,8 @@
 //! Opening inputs: files by path (seekable, so skipped payloads are sought
 //! past), `-` for standard input, and WARC files inside a WACZ, named
-//! `FILE.wacz#archive/NAME` ([`expand`] turns a WACZ into those names).
+//! `FILE.wacz#archive/NAME` ([`expand`] turns a WACZ into those names),
+//! and objects named by URL (`s3://`, `gs://`, `az://`, `http(s)://`: read
+//! by range requests; [`expand`] lists a prefix or a `*` glob).
 
 use std::fs::File;
 use std::io::Stdin;
@@ -17,14 +19,28 @@ pub enum Opened {
     Stdin(Reader<Decoder<Stdin>>),
     /// A WARC file stored in a WACZ.
     Wacz(Reader<Decoder<warchest_replay::wacz::Section>>),
+    /// An object in a store or on an HTTP server.
+    #[cfg(feature = "remote")]
+    Remote(Reader<Decoder<crate::remote::File>>),
 }
 
 /// The names to read for `files`: each WACZ becomes the names of the
 /// archive files inside it (`FILE.wacz#archive/NAME`); other names stay.
 /// A WACZ that cannot be listed stays as it is, for opening to report.
+/// A URL ending in `/` or with `*` in its last component becomes the URLs
+/// of the objects it lists (a URL of one object stays).
 pub fn expand(files: &[String]) -> Vec<String> {
     let mut out = Vec::with_capacity(files.len());
     for f in files {
+        if crate::remote::is_remote(f) {
+            let last = f.rsplit('/').next().unwrap_or("");
+            if f.ends_with('/') || last.contains('*') {
+                out.extend(crate::remote::expand(f));
+            } else {
+                out.push(f.clone());
+            }
+            continue;
+        }
         let p = std::path::Path::new(f);
         if f != "-"
             && warchest_replay::wacz::is_wacz(p)
@@ -51,6 +67,8 @@ fn open_member(name: &str) -> Option<warchest::Result<warchest_replay::wacz::Sec
 pub fn open(name: &str, opts: ReaderOptions) -> warchest::Result<Opened> {
     Ok(if name == "-" {
         Opened::Stdin(Reader::with_options(std::io::stdin(), opts)?)
+    } else if crate::remote::is_remote(name) {
+        open_remote(name, opts)?
     } else if let Some(section) = open_member(name) {
         let src = Decoder::new_seekable(section?, opts.decoder.clone())?;
         Opened::Wacz(Reader::from_source(src, opts)?)
@@ -59,11 +77,31 @@ pub fn open(name: &str, opts: ReaderOptions) -> warchest::Result<Opened> {
     })
 }
 
+#[cfg(feature = "remote")]
+fn open_remote(name: &str, opts: ReaderOptions) -> warchest::Result<Opened> {
+    let locate = |e: std::io::Error| warchest::Error::from(e).in_file(std::path::Path::new(name));
+    let f = crate::remote::open(name).map_err(locate)?;
+    let src = Decoder::new_seekable(f, opts.decoder.clone()).map_err(locate)?;
+    Ok(Opened::Remote(Reader::from_source(src, opts)?))
+}
+
+#[cfg(not(feature = "remote"))]
+fn open_remote(name: &str, _opts: ReaderOptions) -> warchest::Result<Opened> {
+    Err(warchest::Error::from(
+        crate::remote::open_stream(name)
+            .err()
+            .unwrap_or_else(|| std::io::Error::other("remote")),
+    )
+    .in_file(std::path::Path::new(name)))
+}
+
 /// Opens `name` (`-` is standard input) as a plain byte stream, for
 /// commands that read every byte anyway.
 pub fn open_stream(name: &str) -> std::io::Result<Box<dyn std::io::Read + Send>> {
     Ok(if name == "-" {
         Box::new(std::io::stdin())
+    } else if crate::remote::is_remote(name) {
+        crate::remote::open_stream(name)?
     } else if let Some(section) = open_member(name) {
         Box::new(section.map_err(std::io::Error::other)?)
     } else {
@@ -80,6 +118,8 @@ macro_rules! with_reader {
             $crate::input::Opened::File($r) => $body,
             $crate::input::Opened::Stdin($r) => $body,
             $crate::input::Opened::Wacz($r) => $body,
+            #[cfg(feature = "remote")]
+            $crate::input::Opened::Remote($r) => $body,
         }
     };
 }
@@ -102,9 +142,13 @@ pub struct NoRecords {
 impl NoRecords {
     /// The error for `name`.
     pub fn new(name: &str) -> NoRecords {
-        let bytes = (name != "-")
-            .then(|| std::fs::metadata(name).ok().map(|m| m.len()))
-            .flatten();
+        let bytes = if name == "-" {
+            None
+        } else if crate::remote::is_remote(name) {
+            crate::remote::size(name).ok()
+        } else {
+            std::fs::metadata(name).ok().map(|m| m.len())
+        };
         NoRecords {
             name: name.to_string(),
             bytes,

@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 
 mod cmd;
 mod input;
+mod remote;
 mod report;
 mod tools;
 
@@ -35,6 +36,7 @@ struct Cli {
 enum Command {
     Ls(cmd::ls::Args),
     Extract(cmd::extract::Args),
+    Fetch(cmd::fetch::Args),
     Check(cmd::check::Args),
     Filter(cmd::filter::Args),
     Stats(cmd::stats::Args),
@@ -85,6 +87,7 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Ls(a) => cmd::ls::run(&global, a),
         Command::Extract(a) => cmd::extract::run(&global, a),
+        Command::Fetch(a) => cmd::fetch::run(&global, a),
         Command::Check(a) => cmd::check::run(&global, a),
         Command::Filter(a) => cmd::filter::run(&global, a),
         Command::Stats(a) => cmd::stats::run(&global, a),

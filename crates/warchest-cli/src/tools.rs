@@ -212,7 +212,7 @@ pub fn sniff_to(name: &str) -> To {
         return To::Gzip;
     }
     let mut buf = [0u8; 4];
-    let n = std::fs::File::open(name)
+    let n = input::open_stream(name)
         .and_then(|mut f| {
             let mut n = 0;
             while n < buf.len() {

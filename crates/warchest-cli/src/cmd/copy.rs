@@ -146,6 +146,23 @@ pub fn copy_to_one(
         sink.finish()?;
         return Ok((o, report));
     }
+    if crate::remote::is_remote(out) {
+        // The remote form of `OUT.open` then rename: a multipart upload
+        // completed only when every input was read.
+        let w = crate::remote::Writer::create(out)?;
+        let mut sink = WriteSink::new(BufWriter::with_capacity(1 << 20, w), &preamble)?;
+        let o = copy_inputs(g, inputs, plan, &mut sink, &mut report)?;
+        let w = sink.into_inner().into_inner().map_err(|e| e.into_error())?;
+        if o == Outcome::Failed {
+            drop(w);
+            eprintln!(
+                "warchest: {out}: not written (an input could not be read; the upload is aborted)"
+            );
+        } else {
+            w.finish()?;
+        }
+        return Ok((o, report));
+    }
     let file = OpenFile::create(Path::new(out))?;
     let mut sink = WriteSink::new(file, &preamble)?;
     let o = copy_inputs(g, inputs, plan, &mut sink, &mut report)?;

@@ -24,6 +24,11 @@ pub struct Args {
     /// Stored offset of the record.
     #[arg(long, default_value_t = 0)]
     offset: u64,
+    /// Stored length of the record (as an index gives it): only these
+    /// bytes are read. With a URL, the record is fetched with exactly one
+    /// range request.
+    #[arg(long, value_parser = crate::cmd::output::nonzero_size)]
+    length: Option<u64>,
     /// Only the WARC header block and, for HTTP records, the HTTP head.
     #[arg(long, conflicts_with = "payload")]
     headers: bool,
@@ -67,10 +72,33 @@ fn load_file_dictionary<R: Read + Seek>(
 }
 
 pub fn run(g: &Global, args: Args) -> Result<Outcome> {
-    crate::input::require_records(&args.file)?;
+    let remote = crate::remote::is_remote(&args.file);
+    // A remote record named by offset and length costs one request: the
+    // whole-file check would cost more.
+    if !(remote && args.length.is_some()) {
+        crate::input::require_records(&args.file)?;
+    }
     let mut opts = g.reader_options(&args.file);
     opts.decoder.start_offset = args.offset;
-    let input: Box<dyn Read + Send> = if args.file == "-" {
+    let input: Box<dyn Read + Send> = if remote {
+        match args.length {
+            // A .warc.zst's dictionary is at the file's start: one more
+            // request for it.
+            Some(len) if !args.file.ends_with(".zst") => {
+                crate::remote::open_range(&args.file, args.offset, len)?
+            }
+            _ => {
+                let mut f = crate::remote::open_seekable(&args.file)?;
+                load_file_dictionary(&mut f, &mut opts.decoder)
+                    .with_context(|| format!("{}: reading its first frame", args.file))?;
+                f.seek(SeekFrom::Start(args.offset))?;
+                match args.length {
+                    Some(len) => Box::new(f.take(len)),
+                    None => Box::new(f),
+                }
+            }
+        }
+    } else if args.file == "-" {
         let mut stdin = io::stdin();
         let skipped = io::copy(&mut (&mut stdin).take(args.offset), &mut io::sink())?;
         if skipped < args.offset {
@@ -88,7 +116,10 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
             .with_context(|| format!("{}: reading its first frame", args.file))?;
         f.seek(SeekFrom::Start(args.offset))
             .with_context(|| format!("{}: seek to {}", args.file, args.offset))?;
-        Box::new(f)
+        match args.length {
+            Some(len) => Box::new(f.take(len)),
+            None => Box::new(f),
+        }
     };
     let limits = opts.limits;
     let mut reader = Reader::with_options(input, opts)?;

@@ -8,6 +8,7 @@ pub mod convert;
 pub mod copy;
 pub mod dedupe;
 pub mod extract;
+pub mod fetch;
 pub mod filter;
 pub mod index;
 pub mod ls;

@@ -131,7 +131,10 @@ pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
             outcome = outcome.and(file_error(name, &e));
             continue;
         }
-        let r = if name == "-" || warchest_replay::wacz::split_member_name(name).is_some() {
+        let r = if name == "-"
+            || crate::remote::is_remote(name)
+            || warchest_replay::wacz::split_member_name(name).is_some()
+        {
             match input::open_stream(name) {
                 Ok(inp) => v.validate_reader(name, inp, &mut emit),
                 Err(e) => Err(e.into()),

@@ -7,6 +7,7 @@ mod common;
 mod index;
 mod inputs;
 mod parquet_engines;
+mod remote;
 mod safety;
 mod serve;
 mod tools;

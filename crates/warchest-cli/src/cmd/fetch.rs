@@ -1,0 +1,567 @@
+//! `warchest fetch`: the records an index selects, fetched by byte range
+//! and written as a new archive, byte for byte as stored.
+
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
+
+use anyhow::{Context, Result, bail};
+
+use crate::report::{Global, Outcome};
+
+/// Fetch the records an index selects into a new archive.
+///
+/// The index is a CDXJ or CDX file (local or a URL). Each selected record
+/// is read with one range request (its offset and length) from the file
+/// the index names, resolved against --prefix, and copied as stored: the
+/// output is the records' members, after a warcinfo record that says which
+/// index and selection made it. Many records are fetched at once
+/// (--concurrency); one that cannot be fetched is reported and the rest go
+/// on (exit 1 at the end).
+///
+/// Examples:
+///   warchest fetch cc.cdxj --prefix https://data.commoncrawl.org/ \
+///       --url-prefix https://example.com/ --status 200 -o sample.warc.gz
+///   warchest fetch s3://bucket/index.cdxj --mime text/html --limit 1000 \
+///       -j 64 -o s3://bucket/out/html.warc.gz
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The index: CDXJ (`SURT TIMESTAMP {json}`) or CDX (with its ` CDX `
+    /// header line, or the 11 standard fields), a path or a URL.
+    index: String,
+    /// The output file or URL (`-` for standard output).
+    #[arg(short, long)]
+    output: String,
+    /// Base that relative file names in the index are resolved against (a
+    /// URL or a directory); default: the index's own directory.
+    #[arg(long)]
+    prefix: Option<String>,
+    /// Only records whose URL starts with this.
+    #[arg(long)]
+    url_prefix: Option<String>,
+    /// Only records whose SURT key starts with this.
+    #[arg(long)]
+    surt_prefix: Option<String>,
+    /// Only records of this host (or its subdomains).
+    #[arg(long)]
+    host: Option<String>,
+    /// Only records of this MIME type (as the index gives it).
+    #[arg(long)]
+    mime: Option<String>,
+    /// Only records with this HTTP status.
+    #[arg(long)]
+    status: Option<u16>,
+    /// Only records captured at or after this time (a 14-digit timestamp
+    /// or any prefix of one: 2024, 202403...).
+    #[arg(long)]
+    from: Option<String>,
+    /// Only records captured at or before this time (a prefix covers the
+    /// whole period it names).
+    #[arg(long)]
+    to: Option<String>,
+    /// At most this many records.
+    #[arg(long)]
+    limit: Option<u64>,
+    /// Records fetched at once.
+    #[arg(short = 'j', long, default_value_t = 16)]
+    concurrency: usize,
+}
+
+/// One index line: where a record is and what selects it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Entry {
+    surt: String,
+    timestamp: String,
+    url: String,
+    mime: String,
+    status: Option<u16>,
+    filename: String,
+    offset: u64,
+    length: u64,
+}
+
+/// Parses one CDXJ line (`SURT TIMESTAMP {json}`).
+fn parse_cdxj(line: &str) -> Option<Entry> {
+    let mut parts = line.splitn(3, ' ');
+    let surt = parts.next()?.to_string();
+    let timestamp = parts.next()?.to_string();
+    let json: serde_json::Value = serde_json::from_str(parts.next()?.trim()).ok()?;
+    let s = |k: &str| {
+        json.get(k)
+            .and_then(|v| v.as_str())
+            .unwrap_or("")
+            .to_string()
+    };
+    let n = |k: &str| {
+        json.get(k).and_then(|v| {
+            v.as_u64()
+                .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
+        })
+    };
+    Some(Entry {
+        surt,
+        timestamp,
+        url: s("url"),
+        mime: s("mime"),
+        status: n("status").and_then(|s| u16::try_from(s).ok()),
+        filename: s("filename"),
+        offset: n("offset")?,
+        length: n("length")?,
+    })
+}
+
+/// The standard CDX fields (`N b a m s k r M S V g`).
+const CDX11: &[&str] = &["N", "b", "a", "m", "s", "k", "r", "M", "S", "V", "g"];
+
+/// Parses one CDX line with `fields` (the letters of its header).
+fn parse_cdx(line: &str, fields: &[String]) -> Option<Entry> {
+    let vals: Vec<&str> = line.split(' ').collect();
+    let get = |letter: &str| {
+        fields
+            .iter()
+            .position(|f| f == letter)
+            .and_then(|i| vals.get(i).copied())
+            .filter(|v| *v != "-")
+    };
+    Some(Entry {
+        surt: get("N").unwrap_or("").to_string(),
+        timestamp: get("b").unwrap_or("").to_string(),
+        url: get("a").unwrap_or("").to_string(),
+        mime: get("m").unwrap_or("").to_string(),
+        status: get("s").and_then(|s| s.parse().ok()),
+        filename: get("g")?.to_string(),
+        offset: get("V").or_else(|| get("v"))?.parse().ok()?,
+        length: get("S")?.parse().ok()?,
+    })
+}
+
+/// The selection flags, as one test.
+struct Selection<'a>(&'a Args);
+
+impl Selection<'_> {
+    fn matches(&self, e: &Entry) -> bool {
+        let a = self.0;
+        if let Some(p) = &a.url_prefix
+            && !e.url.starts_with(p.as_str())
+        {
+            return false;
+        }
+        if let Some(p) = &a.surt_prefix
+            && !e.surt.starts_with(p.as_str())
+        {
+            return false;
+        }
+        if let Some(h) = &a.host {
+            let host = url_host(&e.url);
+            let h = h.to_ascii_lowercase();
+            if !(host == h || host.ends_with(&format!(".{h}"))) {
+                return false;
+            }
+        }
+        if let Some(m) = &a.mime
+            && !e.mime.eq_ignore_ascii_case(m)
+        {
+            return false;
+        }
+        if let Some(s) = a.status
+            && e.status != Some(s)
+        {
+            return false;
+        }
+        // Timestamps compare as digits; a prefix bound covers its period.
+        if let Some(f) = &a.from
+            && e.timestamp.as_str() < f.as_str()
+        {
+            return false;
+        }
+        if let Some(t) = &a.to {
+            let upper = format!("{t}{}", "9".repeat(14usize.saturating_sub(t.len())));
+            if e.timestamp.as_str() > upper.as_str() {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// What the selection was, for the warcinfo and the messages.
+    fn describe(&self) -> String {
+        let a = self.0;
+        let mut v = Vec::new();
+        let mut add = |k: &str, val: Option<String>| {
+            if let Some(x) = val {
+                v.push(format!("{k}={x}"));
+            }
+        };
+        add("url-prefix", a.url_prefix.clone());
+        add("surt-prefix", a.surt_prefix.clone());
+        add("host", a.host.clone());
+        add("mime", a.mime.clone());
+        add("status", a.status.map(|s| s.to_string()));
+        add("from", a.from.clone());
+        add("to", a.to.clone());
+        add("limit", a.limit.map(|s| s.to_string()));
+        if v.is_empty() {
+            "all records".into()
+        } else {
+            v.join(" ")
+        }
+    }
+}
+
+/// The lowercased host of `url` ("" when it has none).
+fn url_host(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let hostport = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host = hostport.rsplit_once('@').map_or(hostport, |(_, h)| h);
+    host.split(':').next().unwrap_or("").to_ascii_lowercase()
+}
+
+/// Where the file `name` of an index entry is: as is when it is a URL or an
+/// absolute path, else under `base`.
+fn resolve(base: &str, name: &str) -> String {
+    if crate::remote::is_remote(name) || name.starts_with('/') || base.is_empty() {
+        return name.to_string();
+    }
+    if base.ends_with('/') {
+        format!("{base}{name}")
+    } else {
+        format!("{base}/{name}")
+    }
+}
+
+/// The selected entries of the index, in its order.
+fn select(args: &Args) -> Result<Vec<Entry>> {
+    let input =
+        crate::input::open_stream(&args.index).with_context(|| format!("index {}", args.index))?;
+    let sel = Selection(args);
+    let mut fields: Option<Vec<String>> = None;
+    let mut out = Vec::new();
+    let limit = args.limit.unwrap_or(u64::MAX);
+    let mut bad = 0u64;
+    for (n, line) in BufReader::new(input).lines().enumerate() {
+        let line = line.with_context(|| format!("{}: line {}", args.index, n + 1))?;
+        let line = line.trim_end();
+        if line.is_empty() {
+            continue;
+        }
+        if let Some(h) = line.strip_prefix(" CDX ") {
+            fields = Some(h.split_whitespace().map(str::to_string).collect());
+            continue;
+        }
+        if line.starts_with('!') || line.starts_with('#') {
+            continue;
+        }
+        let entry = if line.contains(" {") {
+            parse_cdxj(line)
+        } else {
+            let f = fields.get_or_insert_with(|| CDX11.iter().map(|s| s.to_string()).collect());
+            parse_cdx(line, f)
+        };
+        let Some(e) = entry else {
+            bad += 1;
+            if bad <= 10 {
+                eprintln!(
+                    "warchest: {}: line {}: not an index line with a file, offset and length",
+                    args.index,
+                    n + 1
+                );
+            }
+            continue;
+        };
+        if sel.matches(&e) {
+            out.push(e);
+            if out.len() as u64 >= limit {
+                break;
+            }
+        }
+    }
+    if bad > 10 {
+        eprintln!(
+            "warchest: {}: {} more lines not understood",
+            args.index,
+            bad - 10
+        );
+    }
+    Ok(out)
+}
+
+/// The bytes of one record from a local file.
+fn read_local(path: &str, offset: u64, len: u64) -> std::io::Result<Vec<u8>> {
+    let mut f = std::fs::File::open(path)
+        .map_err(|e| std::io::Error::new(e.kind(), format!("{path}: {e}")))?;
+    f.seek(SeekFrom::Start(offset))?;
+    let mut v = Vec::with_capacity(len.min(64 << 20) as usize);
+    f.take(len).read_to_end(&mut v)?;
+    if (v.len() as u64) < len {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            format!(
+                "{path}: at byte {}: the file ends before the record's {len} bytes",
+                offset + v.len() as u64
+            ),
+        ));
+    }
+    Ok(v)
+}
+
+/// The warcinfo record that opens the output, compressed as `out` says.
+fn warcinfo(args: &Args, sel: &Selection<'_>, count: usize) -> Result<Vec<u8>> {
+    use warchest::write::{Compression, Writer, WriterOptions};
+    let compression = if args.output.ends_with(".gz") {
+        Compression::Gzip(6)
+    } else {
+        Compression::None
+    };
+    let name = args.output.rsplit('/').next().unwrap_or("");
+    let fields = vec![
+        (
+            "software".to_string(),
+            format!("warchest {}", env!("CARGO_PKG_VERSION")),
+        ),
+        (
+            "description".to_string(),
+            format!(
+                "records fetched by warchest fetch from index {} ({}, {count} records selected)",
+                args.index,
+                sel.describe()
+            ),
+        ),
+        ("index".to_string(), args.index.clone()),
+        ("selection".to_string(), sel.describe()),
+    ];
+    let (mut rec, block) =
+        warchest::write::records::warcinfo(warchest::warc::Version::V1_1, Some(name), &fields)?;
+    let mut w = Writer::new(
+        Vec::new(),
+        WriterOptions {
+            compression,
+            ..WriterOptions::default()
+        },
+    )?;
+    w.write(&mut rec, warchest::write::Body::Bytes(&block))?;
+    Ok(w.finish()?)
+}
+
+/// Where the output goes: a local file written as `.open` and renamed, an
+/// object completed only at the end, or standard output.
+enum Out {
+    Stdout(std::io::Stdout),
+    File(warchest_ops::copy::OpenFile),
+    Remote(Box<crate::remote::Writer>),
+}
+
+impl Write for Out {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Out::Stdout(s) => s.write(b),
+            Out::File(f) => f.write(b),
+            Out::Remote(r) => r.write(b),
+        }
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Out::Stdout(s) => s.flush(),
+            Out::File(f) => f.flush(),
+            Out::Remote(r) => r.flush(),
+        }
+    }
+}
+
+pub fn run(g: &Global, args: Args) -> Result<Outcome> {
+    if args.output != "-"
+        && !crate::remote::is_remote(&args.output)
+        && std::path::Path::new(&args.output).exists()
+    {
+        bail!("{}: exists, not replaced", args.output);
+    }
+    let entries = select(&args)?;
+    let sel = Selection(&args);
+    let base = match &args.prefix {
+        Some(p) => p.clone(),
+        None => match args.index.rfind('/') {
+            Some(i) => args.index[..=i].to_string(),
+            None => String::new(),
+        },
+    };
+    if !g.quiet {
+        eprintln!(
+            "warchest: {}: {} records selected ({})",
+            args.index,
+            entries.len(),
+            sel.describe()
+        );
+    }
+    let mut out = if args.output == "-" {
+        Out::Stdout(std::io::stdout())
+    } else if crate::remote::is_remote(&args.output) {
+        Out::Remote(Box::new(crate::remote::Writer::create(&args.output)?))
+    } else {
+        Out::File(
+            warchest_ops::copy::OpenFile::create(&args.output)
+                .with_context(|| args.output.clone())?,
+        )
+    };
+    let mut w = std::io::BufWriter::with_capacity(1 << 20, &mut out);
+    w.write_all(&warcinfo(&args, &sel, entries.len())?)?;
+    let names: Vec<String> = entries
+        .iter()
+        .map(|e| resolve(&base, &e.filename))
+        .collect();
+    let (mut done, mut failed, mut bytes) = (0u64, 0u64, 0u64);
+    let total = entries.len();
+    let t0 = std::time::Instant::now();
+    let mut last_report = t0;
+    let mut handle =
+        |i: usize, r: std::io::Result<Vec<u8>>, w: &mut dyn Write| -> std::io::Result<()> {
+            let e = &entries[i];
+            match r {
+                Ok(b) => {
+                    w.write_all(&b)?;
+                    done += 1;
+                    bytes += b.len() as u64;
+                }
+                Err(err) => {
+                    failed += 1;
+                    eprintln!(
+                        "warchest: {} (offset {}, length {}, {}): not fetched: {err}",
+                        names[i], e.offset, e.length, e.url
+                    );
+                }
+            }
+            if !g.quiet && last_report.elapsed().as_secs() >= 2 {
+                last_report = std::time::Instant::now();
+                eprintln!(
+                    "warchest: fetched {}/{total} records ({} MB, {failed} failed)",
+                    done,
+                    bytes >> 20
+                );
+            }
+            Ok(())
+        };
+    let mut i = 0;
+    while i < total {
+        if crate::remote::is_remote(&names[i]) {
+            let j = (i..total)
+                .find(|&k| !crate::remote::is_remote(&names[k]))
+                .unwrap_or(total);
+            fetch_remote(
+                &names[i..j],
+                &entries[i..j],
+                args.concurrency,
+                &mut |k, r| handle(i + k, r, &mut w),
+            )?;
+            i = j;
+        } else {
+            let r = read_local(&names[i], entries[i].offset, entries[i].length);
+            handle(i, r, &mut w)?;
+            i += 1;
+        }
+    }
+    w.flush()?;
+    drop(w);
+    if !g.quiet {
+        eprintln!(
+            "warchest: fetched {done} of {total} records ({bytes} bytes) in {:.1} s{}",
+            t0.elapsed().as_secs_f64(),
+            if failed > 0 {
+                format!("; {failed} not fetched")
+            } else {
+                String::new()
+            }
+        );
+    }
+    match out {
+        Out::Stdout(_) => {}
+        Out::File(f) => {
+            f.finish()?;
+        }
+        Out::Remote(r) => r.finish()?,
+    }
+    Ok(if failed > 0 {
+        Outcome::Problem
+    } else {
+        Outcome::Ok
+    })
+}
+
+/// Fetches the ranges of `entries` in `names`, handing each to `each` in order.
+#[cfg(feature = "remote")]
+fn fetch_remote(
+    names: &[String],
+    entries: &[Entry],
+    concurrency: usize,
+    each: &mut dyn FnMut(usize, std::io::Result<Vec<u8>>) -> std::io::Result<()>,
+) -> Result<()> {
+    // Parsed once per file name: the store for a bucket is shared.
+    let mut locs: std::collections::HashMap<&str, std::io::Result<warchest_remote::Location>> =
+        std::collections::HashMap::new();
+    let mut reqs = Vec::with_capacity(names.len());
+    let mut bad = Vec::new();
+    for (k, (n, e)) in names.iter().zip(entries).enumerate() {
+        let loc = locs
+            .entry(n.as_str())
+            .or_insert_with(|| warchest_remote::Location::parse(n));
+        match loc {
+            Ok(l) => reqs.push((
+                k,
+                warchest_remote::RangeRequest {
+                    location: l.clone(),
+                    offset: e.offset,
+                    len: e.length,
+                },
+            )),
+            Err(err) => bad.push((k, std::io::Error::new(err.kind(), err.to_string()))),
+        }
+    }
+    for (k, err) in bad {
+        each(k, Err(err))?;
+    }
+    let idx: Vec<usize> = reqs.iter().map(|(k, _)| *k).collect();
+    warchest_remote::fetch_ranges(reqs.into_iter().map(|(_, r)| r), concurrency, |j, r| {
+        each(idx[j], r.map(|b| b.to_vec()))
+    })?;
+    Ok(())
+}
+
+#[cfg(not(feature = "remote"))]
+fn fetch_remote(
+    names: &[String],
+    _entries: &[Entry],
+    _concurrency: usize,
+    each: &mut dyn FnMut(usize, std::io::Result<Vec<u8>>) -> std::io::Result<()>,
+) -> Result<()> {
+    for (k, n) in names.iter().enumerate() {
+        each(k, crate::remote::open_stream(n).map(|_| Vec::new()))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_cdxj_and_cdx() {
+        let e = parse_cdxj(r#"com,example)/ 20240101000000 {"url": "https://example.com/", "mime": "text/html", "status": "200", "offset": "12", "length": 34, "filename": "a.warc.gz"}"#).unwrap();
+        assert_eq!((e.offset, e.length, e.status), (12, 34, Some(200)));
+        assert_eq!(e.filename, "a.warc.gz");
+        let f: Vec<String> = CDX11.iter().map(|s| s.to_string()).collect();
+        let e = parse_cdx("com,example)/ 20240101000000 https://example.com/ text/html 200 XYZ - - 345 678 b.warc.gz", &f).unwrap();
+        assert_eq!((e.offset, e.length), (678, 345));
+        assert!(parse_cdx("a b c", &f).is_none());
+        assert!(parse_cdxj("a b {\"offset\": 1}").is_none());
+    }
+
+    #[test]
+    fn hosts_and_names() {
+        assert_eq!(
+            url_host("https://user@WWW.Example.com:8080/x"),
+            "www.example.com"
+        );
+        assert_eq!(
+            resolve("s3://b/crawl/", "x.warc.gz"),
+            "s3://b/crawl/x.warc.gz"
+        );
+        assert_eq!(resolve("https://h", "x.warc.gz"), "https://h/x.warc.gz");
+        assert_eq!(resolve("d/", "s3://b/x"), "s3://b/x");
+        assert_eq!(resolve("", "x"), "x");
+    }
+}

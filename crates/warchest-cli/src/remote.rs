@@ -1,0 +1,160 @@
+//! Archives named by URL (`s3://`, `gs://`, `az://`, `http(s)://`): the
+//! command line's side of `warchest-remote`, behind the `remote` feature.
+//! Without it, a URL is refused with a message that says so.
+
+use std::io;
+
+/// Whether `name` is a URL rather than a path.
+pub fn is_remote(name: &str) -> bool {
+    #[cfg(feature = "remote")]
+    {
+        warchest_remote::is_remote(name)
+    }
+    #[cfg(not(feature = "remote"))]
+    {
+        [
+            "s3://", "gs://", "az://", "azure://", "abfs://", "abfss://", "http://", "https://",
+        ]
+        .iter()
+        .any(|p| name.starts_with(p))
+    }
+}
+
+#[cfg(not(feature = "remote"))]
+fn unsupported(name: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::Unsupported,
+        format!("{name}: this warchest was built without remote archives (feature `remote`)"),
+    )
+}
+
+/// The object opened for reading.
+#[cfg(feature = "remote")]
+pub type File = warchest_remote::RemoteFile;
+
+/// Opens the object at `url` (its size from one HEAD request).
+#[cfg(feature = "remote")]
+pub fn open(url: &str) -> io::Result<File> {
+    warchest_remote::open(url)
+}
+
+/// The objects a URL names (a prefix or `*` glob lists several); a URL that
+/// cannot be listed stays as it is, for opening to report.
+pub fn expand(url: &str) -> Vec<String> {
+    #[cfg(feature = "remote")]
+    {
+        match warchest_remote::list(url) {
+            Ok(v) if !v.is_empty() => v.into_iter().map(|(u, _)| u).collect(),
+            _ => vec![url.to_string()],
+        }
+    }
+    #[cfg(not(feature = "remote"))]
+    {
+        vec![url.to_string()]
+    }
+}
+
+/// A plain stream over the object at `url`.
+pub fn open_stream(url: &str) -> io::Result<Box<dyn io::Read + Send>> {
+    #[cfg(feature = "remote")]
+    {
+        Ok(Box::new(warchest_remote::open(url)?))
+    }
+    #[cfg(not(feature = "remote"))]
+    {
+        Err(unsupported(url))
+    }
+}
+
+/// A seekable reader over the object at `url`.
+pub trait ReadSeek: io::Read + io::Seek + Send {}
+impl<T: io::Read + io::Seek + Send> ReadSeek for T {}
+
+/// Opens `url` as a seekable stream (one HEAD request, then ranges).
+pub fn open_seekable(url: &str) -> io::Result<Box<dyn ReadSeek>> {
+    #[cfg(feature = "remote")]
+    {
+        Ok(Box::new(warchest_remote::open(url)?))
+    }
+    #[cfg(not(feature = "remote"))]
+    {
+        Err(unsupported(url))
+    }
+}
+
+/// A stream over bytes `offset..offset + len` of `url`: one request.
+pub fn open_range(url: &str, offset: u64, len: u64) -> io::Result<Box<dyn io::Read + Send>> {
+    #[cfg(feature = "remote")]
+    {
+        Ok(Box::new(warchest_remote::open_range(url, offset, len)?))
+    }
+    #[cfg(not(feature = "remote"))]
+    {
+        let _ = (offset, len);
+        Err(unsupported(url))
+    }
+}
+
+/// The object's size (one HEAD request).
+pub fn size(url: &str) -> io::Result<u64> {
+    #[cfg(feature = "remote")]
+    {
+        warchest_remote::size(url)
+    }
+    #[cfg(not(feature = "remote"))]
+    {
+        Err(unsupported(url))
+    }
+}
+
+/// An object being written: it appears only on [`Writer::finish`]; dropped
+/// unfinished, nothing appears.
+pub struct Writer {
+    #[cfg(feature = "remote")]
+    inner: warchest_remote::RemoteWriter,
+}
+
+impl Writer {
+    /// Starts writing `url`.
+    pub fn create(url: &str) -> io::Result<Writer> {
+        #[cfg(feature = "remote")]
+        {
+            Ok(Writer {
+                inner: warchest_remote::create(url)?,
+            })
+        }
+        #[cfg(not(feature = "remote"))]
+        {
+            Err(unsupported(url))
+        }
+    }
+
+    /// Completes the object.
+    pub fn finish(self) -> io::Result<()> {
+        #[cfg(feature = "remote")]
+        {
+            self.inner.finish()
+        }
+        #[cfg(not(feature = "remote"))]
+        {
+            Ok(())
+        }
+    }
+}
+
+impl io::Write for Writer {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        #[cfg(feature = "remote")]
+        {
+            self.inner.write(buf)
+        }
+        #[cfg(not(feature = "remote"))]
+        {
+            Ok(buf.len())
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
