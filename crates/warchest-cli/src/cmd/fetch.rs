@@ -9,7 +9,8 @@ use crate::report::{Global, Outcome};
 
 /// Fetch the records an index selects into a new archive.
 ///
-/// The index is a CDXJ or CDX file (local or a URL). Each selected record
+/// The index is a CDXJ or CDX file or a cc-index Parquet file (local or a
+/// URL). Each selected record
 /// is read with one range request (its offset and length) from the file
 /// the index names, resolved against --prefix, and copied as stored: the
 /// output is the records' members, after a warcinfo record that says which
@@ -24,8 +25,9 @@ use crate::report::{Global, Outcome};
 ///       -j 64 -o s3://bucket/out/html.warc.gz
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The index: CDXJ (`SURT TIMESTAMP {json}`) or CDX (with its ` CDX `
-    /// header line, or the 11 standard fields), a path or a URL.
+    /// The index: CDXJ (`SURT TIMESTAMP {json}`), CDX (with its ` CDX `
+    /// header line, or the 11 standard fields), or a cc-index Parquet file
+    /// (name ending in `.parquet`: Common Crawl's columns), a path or a URL.
     index: String,
     /// The output file or URL (`-` for standard output).
     #[arg(short, long)]
@@ -229,6 +231,9 @@ fn resolve(base: &str, name: &str) -> String {
 
 /// The selected entries of the index, in its order.
 fn select(args: &Args) -> Result<Vec<Entry>> {
+    if args.index.ends_with(".parquet") {
+        return select_parquet(args, &Selection(args));
+    }
     let input =
         crate::input::open_stream(&args.index).with_context(|| format!("index {}", args.index))?;
     let sel = Selection(args);
@@ -532,6 +537,186 @@ fn fetch_remote(
         each(k, crate::remote::open_stream(n).map(|_| Vec::new()))?;
     }
     Ok(())
+}
+
+/// A Parquet file read through range requests (local files are read
+/// directly): the footer, then only the column chunks asked for.
+struct RangeChunks {
+    url: String,
+    size: u64,
+}
+
+impl parquet::file::reader::Length for RangeChunks {
+    fn len(&self) -> u64 {
+        self.size
+    }
+}
+
+impl parquet::file::reader::ChunkReader for RangeChunks {
+    type T = Box<dyn Read + Send>;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
+        crate::remote::open_range(&self.url, start, self.size.saturating_sub(start))
+            .map_err(|e| parquet::errors::ParquetError::External(Box::new(e)))
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<bytes::Bytes> {
+        let mut r = self.get_read(start)?;
+        let mut v = Vec::with_capacity(length.min(64 << 20));
+        (&mut r)
+            .take(length as u64)
+            .read_to_end(&mut v)
+            .map_err(|e| parquet::errors::ParquetError::External(Box::new(e)))?;
+        Ok(bytes::Bytes::from(v))
+    }
+}
+
+/// The selected rows of a cc-index Parquet table (Common Crawl's columnar
+/// index: url, url_surtkey, warc_filename, warc_record_offset,
+/// warc_record_length, content_mime_type, fetch_status, fetch_time).
+fn select_parquet(args: &Args, sel: &Selection<'_>) -> Result<Vec<Entry>> {
+    use arrow_array::Array;
+    use parquet::arrow::ProjectionMask;
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    let limit = args.limit.unwrap_or(u64::MAX);
+    let wanted = [
+        "url",
+        "url_surtkey",
+        "warc_filename",
+        "warc_record_offset",
+        "warc_record_length",
+        "content_mime_type",
+        "fetch_status",
+        "fetch_time",
+    ];
+    fn build<T: parquet::file::reader::ChunkReader + 'static>(
+        src: T,
+        wanted: &[&str],
+    ) -> Result<parquet::arrow::arrow_reader::ParquetRecordBatchReader> {
+        let b = ParquetRecordBatchReaderBuilder::try_new(src)?;
+        let schema = b.parquet_schema();
+        let idx: Vec<usize> = (0..schema.num_columns())
+            .filter(|&i| wanted.contains(&schema.column(i).name()))
+            .collect();
+        let mask = ProjectionMask::leaves(schema, idx);
+        Ok(b.with_projection(mask).with_batch_size(8192).build()?)
+    }
+    let reader = if crate::remote::is_remote(&args.index) {
+        let size = crate::remote::size(&args.index)?;
+        build(
+            RangeChunks {
+                url: args.index.clone(),
+                size,
+            },
+            &wanted,
+        )
+    } else {
+        build(
+            std::fs::File::open(&args.index).with_context(|| args.index.clone())?,
+            &wanted,
+        )
+    }
+    .with_context(|| format!("{}: reading the Parquet index", args.index))?;
+    let mut out = Vec::new();
+    for batch in reader {
+        let batch = batch.with_context(|| format!("{}: reading the Parquet index", args.index))?;
+        let col = |name: &str| batch.column_by_name(name);
+        let text = |name: &str, i: usize| -> String {
+            let Some(c) = col(name) else {
+                return String::new();
+            };
+            if c.is_null(i) {
+                return String::new();
+            }
+            if let Some(a) = c.as_any().downcast_ref::<arrow_array::StringArray>() {
+                a.value(i).to_string()
+            } else if let Some(a) = c.as_any().downcast_ref::<arrow_array::LargeStringArray>() {
+                a.value(i).to_string()
+            } else if let Some(a) = c.as_any().downcast_ref::<arrow_array::StringViewArray>() {
+                a.value(i).to_string()
+            } else {
+                String::new()
+            }
+        };
+        let number = |name: &str, i: usize| -> Option<i64> {
+            let c = col(name)?;
+            if c.is_null(i) {
+                return None;
+            }
+            let a = c.as_any();
+            a.downcast_ref::<arrow_array::Int64Array>()
+                .map(|a| a.value(i))
+                .or_else(|| {
+                    a.downcast_ref::<arrow_array::Int32Array>()
+                        .map(|a| a.value(i) as i64)
+                })
+                .or_else(|| {
+                    a.downcast_ref::<arrow_array::Int16Array>()
+                        .map(|a| a.value(i) as i64)
+                })
+                .or_else(|| {
+                    a.downcast_ref::<arrow_array::UInt64Array>()
+                        .and_then(|a| i64::try_from(a.value(i)).ok())
+                })
+                .or_else(|| {
+                    a.downcast_ref::<arrow_array::UInt32Array>()
+                        .map(|a| a.value(i) as i64)
+                })
+        };
+        let timestamp = |i: usize| -> String {
+            let Some(c) = col("fetch_time") else {
+                return String::new();
+            };
+            if c.is_null(i) {
+                return String::new();
+            }
+            let a = c.as_any();
+            let secs = a
+                .downcast_ref::<arrow_array::TimestampMillisecondArray>()
+                .map(|a| a.value(i).div_euclid(1000))
+                .or_else(|| {
+                    a.downcast_ref::<arrow_array::TimestampMicrosecondArray>()
+                        .map(|a| a.value(i).div_euclid(1_000_000))
+                })
+                .or_else(|| {
+                    a.downcast_ref::<arrow_array::TimestampNanosecondArray>()
+                        .map(|a| a.value(i).div_euclid(1_000_000_000))
+                })
+                .or_else(|| {
+                    a.downcast_ref::<arrow_array::TimestampSecondArray>()
+                        .map(|a| a.value(i))
+                });
+            let fmt = time::macros::format_description!("[year][month][day][hour][minute][second]");
+            secs.and_then(|s| time::OffsetDateTime::from_unix_timestamp(s).ok())
+                .and_then(|t| t.format(fmt).ok())
+                .unwrap_or_default()
+        };
+        for i in 0..batch.num_rows() {
+            let (Some(offset), Some(length)) = (
+                number("warc_record_offset", i).and_then(|n| u64::try_from(n).ok()),
+                number("warc_record_length", i).and_then(|n| u64::try_from(n).ok()),
+            ) else {
+                continue;
+            };
+            let e = Entry {
+                surt: text("url_surtkey", i),
+                timestamp: timestamp(i),
+                url: text("url", i),
+                mime: text("content_mime_type", i),
+                status: number("fetch_status", i).and_then(|s| u16::try_from(s).ok()),
+                filename: text("warc_filename", i),
+                offset,
+                length,
+            };
+            if sel.matches(&e) {
+                out.push(e);
+                if out.len() as u64 >= limit {
+                    return Ok(out);
+                }
+            }
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -317,3 +317,71 @@ fn extract_by_offset_and_length_is_one_request_and_faults_are_named() {
         .count();
     assert_eq!(ls.lines().count(), 1 + want, "{ls}");
 }
+
+#[test]
+fn fetch_by_cc_index_parquet_equals_fetch_by_cdxj() {
+    crate::common::python_has("pyarrow");
+    let tmp = tempfile::tempdir().unwrap();
+    let src = fixture("warcio/example.warc.gz");
+    std::fs::copy(&src, tmp.path().join("example.warc.gz")).unwrap();
+    let (_, idx, _) = run_env(&[], &["index", &src.display().to_string()]);
+    let cdxj = tmp.path().join("i.cdxj");
+    std::fs::write(&cdxj, &idx).unwrap();
+    // The same rows as a table with Common Crawl's column names and types.
+    let parquet = tmp.path().join("cc.parquet");
+    let script = format!(
+        r#"
+import json, datetime, pyarrow as pa, pyarrow.parquet as pq
+rows = []
+for line in open({cdxj:?}):
+    surt, ts, js = line.split(' ', 2)
+    j = json.loads(js)
+    rows.append(dict(url=j['url'], url_surtkey=surt, warc_filename=j['filename'],
+        warc_record_offset=int(j['offset']), warc_record_length=int(j['length']),
+        content_mime_type=j.get('mime'), fetch_status=int(j['status']) if j.get('status', '-').isdigit() else None,
+        fetch_time=datetime.datetime.strptime(ts, '%Y%m%d%H%M%S')))
+schema = pa.schema([('url', pa.string()), ('url_surtkey', pa.string()), ('warc_filename', pa.string()),
+    ('warc_record_offset', pa.int32()), ('warc_record_length', pa.int32()), ('content_mime_type', pa.string()),
+    ('fetch_status', pa.int16()), ('fetch_time', pa.timestamp('ms'))])
+pq.write_table(pa.Table.from_pylist(rows, schema=schema), {parquet:?})
+"#,
+        cdxj = cdxj.display().to_string(),
+        parquet = parquet.display().to_string()
+    );
+    let st = Command::new("python3")
+        .args(["-c", &script])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let srv = RangeServer::start(tmp.path(), 5.0);
+    let base = format!("http://127.0.0.1:{}/", srv.port);
+    let sel = ["--status", "200", "--from", "2017", "--to", "201703"];
+    let fetch = |index: &str, out: &str| {
+        let mut a = vec!["fetch", index, "--prefix", &base, "-o", out];
+        a.extend(sel);
+        let (rc, _, err) = run_env(&[], &a);
+        assert_eq!(rc, 0, "{index}: {err}");
+        let (_, ls, _) = run_env(&[], &["ls", out]);
+        // The records after the warcinfo (whose length names the index):
+        // stored lengths, types, dates and URIs.
+        ls.lines()
+            .skip(1)
+            .map(|l| l.split_once('\t').map_or("", |x| x.1).to_string())
+            .collect::<Vec<_>>()
+    };
+    let by_cdxj = fetch(
+        &cdxj.display().to_string(),
+        &tmp.path().join("a.warc.gz").display().to_string(),
+    );
+    let by_parquet = fetch(
+        &parquet.display().to_string(),
+        &tmp.path().join("b.warc.gz").display().to_string(),
+    );
+    let by_remote_parquet = fetch(
+        &srv.url("cc.parquet"),
+        &tmp.path().join("c.warc.gz").display().to_string(),
+    );
+    assert!(!by_cdxj.is_empty());
+    assert_eq!(by_parquet, by_cdxj);
+    assert_eq!(by_remote_parquet, by_cdxj);
+}
