@@ -84,43 +84,92 @@ fn compression(args: &Args) -> Compression {
     }
 }
 
-/// The output, and for a file its names while written (`NAME.open`) and
-/// when whole: it is renamed only when every input was converted, so that a
-/// write error (a full disk) leaves no short file under its final name.
-type Output = (
-    Box<dyn Write>,
-    Option<(std::path::PathBuf, std::path::PathBuf)>,
-);
+/// What closing the output does: for a file, rename it from `NAME.open`
+/// (and `NAME`) when every input was converted, so that a write error (a
+/// full disk) leaves no short file under its final name; for an object,
+/// complete its upload (or abort it: nothing appears).
+enum Close {
+    Nothing,
+    File(std::path::PathBuf, std::path::PathBuf),
+    Remote(String, SharedRemote),
+}
+
+/// The remote writer, shared between the record writer that owns the
+/// output and [`close_output`], which completes it.
+#[derive(Clone)]
+struct SharedRemote(std::rc::Rc<std::cell::RefCell<Option<BufWriter<crate::remote::Writer>>>>);
+
+impl Write for SharedRemote {
+    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        match self.0.borrow_mut().as_mut() {
+            Some(w) => w.write(b),
+            None => Err(io::Error::other("the upload is closed")),
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        match self.0.borrow_mut().as_mut() {
+            Some(w) => w.flush(),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The output and what closing it does.
+type Output = (Box<dyn Write>, Close);
 
 fn open_output(name: &str) -> Result<Output> {
     Ok(if name == "-" {
-        (Box::new(BufWriter::new(io::stdout())), None)
+        (Box::new(BufWriter::new(io::stdout())), Close::Nothing)
+    } else if crate::remote::is_remote(name) {
+        let w = crate::remote::Writer::create(name)?;
+        let shared = SharedRemote(std::rc::Rc::new(std::cell::RefCell::new(Some(
+            BufWriter::with_capacity(1 << 20, w),
+        ))));
+        (
+            Box::new(shared.clone()),
+            Close::Remote(name.to_string(), shared),
+        )
     } else {
         let f = warchest_ops::copy::OpenFile::create(name)
             .with_context(|| format!("{name}: cannot create"))?;
         let names = (f.open_path().to_path_buf(), f.path().to_path_buf());
-        (Box::new(f), Some(names))
+        (Box::new(f), Close::File(names.0, names.1))
     })
 }
 
-/// Renames a whole output to its final name; an incomplete one keeps its
-/// `.open` name, and the message says so.
-fn close_output(
-    names: Option<(std::path::PathBuf, std::path::PathBuf)>,
-    outcome: Outcome,
-) -> Result<()> {
-    let Some((open, path)) = names else {
-        return Ok(());
-    };
-    if outcome == Outcome::Failed {
-        eprintln!(
-            "warchest: {}: incomplete, left under that name",
-            open.display()
-        );
-        return Ok(());
+/// Renames a whole output to its final name, or completes its upload; an
+/// incomplete file keeps its `.open` name, an incomplete upload is aborted,
+/// and the message says so.
+fn close_output(close: Close, outcome: Outcome) -> Result<()> {
+    match close {
+        Close::Nothing => Ok(()),
+        Close::Remote(name, shared) => {
+            let Some(w) = shared.0.borrow_mut().take() else {
+                return Ok(());
+            };
+            if outcome == Outcome::Failed {
+                drop(w);
+                eprintln!(
+                    "warchest: {name}: not written (an input could not be converted; the upload is aborted)"
+                );
+                return Ok(());
+            }
+            let w = w.into_inner().map_err(|e| e.into_error())?;
+            w.finish()?;
+            Ok(())
+        }
+        Close::File(open, path) => {
+            if outcome == Outcome::Failed {
+                eprintln!(
+                    "warchest: {}: incomplete, left under that name",
+                    open.display()
+                );
+                return Ok(());
+            }
+            std::fs::rename(&open, &path)
+                .with_context(|| format!("rename {} to {}", open.display(), path.display()))
+        }
     }
-    std::fs::rename(&open, &path)
-        .with_context(|| format!("rename {} to {}", open.display(), path.display()))
 }
 
 fn summary(g: &Global, name: &str, r: &Report, json: bool) -> Result<Outcome> {

@@ -166,6 +166,34 @@ fn commands_on_s3_match_the_local_files() {
     assert_eq!(ls_cols(&rout), ls_cols(&lout));
     assert!(ls_cols(&rout).iter().any(|l| l.contains("response")));
 
+    // convert writes to the bucket too: the same records as locally.
+    let local_conv = tmp.path().join("c.warc.gz");
+    let (rc, _, rerr) = run_env(
+        &env,
+        &[
+            "convert",
+            "s3://bucket/crawl/example.arc.gz",
+            "-o",
+            "s3://bucket/out/c.warc.gz",
+        ],
+    );
+    assert_eq!(rc, 0, "{rerr}");
+    let (rc, _, _) = run_env(
+        &[],
+        &[
+            "convert",
+            &dir.join("example.arc.gz").display().to_string(),
+            "-o",
+            &local_conv.display().to_string(),
+        ],
+    );
+    assert_eq!(rc, 0);
+    let (rc, rout, rerr) = run_env(&env, &["ls", "s3://bucket/out/c.warc.gz"]);
+    assert_eq!(rc, 0, "{rerr}");
+    let (_, lout, _) = run_env(&[], &["ls", &local_conv.display().to_string()]);
+    assert_eq!(ls_cols(&rout), ls_cols(&lout));
+    assert!(ls_cols(&rout).len() > 1);
+
     // fetch: every record of an index over the bucket, byte for byte.
     let cdxj = tmp.path().join("all.cdxj");
     std::fs::write(&cdxj, &idx).unwrap();
