@@ -111,7 +111,11 @@ impl RemoteFile {
         let p = match pending {
             Some(p) => p,
             None => {
-                let end = pos.saturating_add(self.next_len as u64).min(self.size);
+                // Never an empty range, whatever the options say: an empty
+                // buffer would read as the end of the object.
+                let end = pos
+                    .saturating_add(self.next_len.max(1) as u64)
+                    .min(self.size);
                 self.spawn(pos, end)
             }
         };
@@ -132,7 +136,9 @@ impl RemoteFile {
         if sequential || start == 0 {
             self.next_len = (self.next_len.saturating_mul(2)).min(self.opts.chunk);
             if end < self.size {
-                let next_end = end.saturating_add(self.next_len as u64).min(self.size);
+                let next_end = end
+                    .saturating_add(self.next_len.max(1) as u64)
+                    .min(self.size);
                 self.prefetch = Some(self.spawn(end, next_end));
             }
         }
@@ -149,6 +155,16 @@ impl Read for RemoteFile {
             self.pos >= self.buf_start && self.pos < self.buf_start + self.buf.len() as u64;
         if !in_buf {
             self.fill()?;
+        }
+        if self.pos < self.buf_start || self.pos >= self.buf_start + self.buf.len() as u64 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!(
+                    "{}: at byte {}: no bytes where the object's size says there are",
+                    self.loc.url(),
+                    self.pos
+                ),
+            ));
         }
         let at = (self.pos - self.buf_start) as usize;
         let n = out.len().min(self.buf.len() - at);
