@@ -12,6 +12,8 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod fuzzy;
+mod js_location;
 pub mod serve;
 pub mod wacz;
 
@@ -39,6 +41,9 @@ pub struct Collection {
     pub paths: Vec<PathBuf>,
     /// The index.
     pub store: Store,
+    /// Fuzzy-matching rules for URLs with no capture of their own
+    /// ([`fuzzy::FuzzyRules::none`]: off).
+    pub fuzzy: fuzzy::FuzzyRules,
 }
 
 /// The payload of a capture, ready to be served.

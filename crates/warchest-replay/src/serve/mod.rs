@@ -80,6 +80,9 @@ pub struct ServeOptions {
     /// and Memento APIs, bursts of twice that allowed; past it, 429.
     /// `None`: no limit.
     pub rate_limit: Option<u32>,
+    /// Fuzzy-matching rules for URLs with no capture of their own
+    /// (default: the shipped ones, [`crate::fuzzy::FuzzyRules::default`]).
+    pub fuzzy: crate::fuzzy::FuzzyRules,
 }
 
 impl ServeOptions {
@@ -96,6 +99,7 @@ impl ServeOptions {
             threads: 8,
             allowed_hosts: Vec::new(),
             rate_limit: None,
+            fuzzy: crate::fuzzy::FuzzyRules::default(),
         }
     }
 
@@ -307,6 +311,7 @@ impl Server {
             name: opts.collection.clone(),
             paths: opts.paths.clone(),
             store,
+            fuzzy: opts.fuzzy.clone(),
         };
         let hosts = allowed_hosts(&opts, listener.local_addr().ok());
         Ok(Server {
@@ -1189,6 +1194,17 @@ fn replay(
                 .map_err(|e| Error::new(ErrorKind::Syntax(e.to_string())))?,
             None => Box::new(&mut *p.body),
         };
+        // A JSONP response found for another callback name calls the one
+        // asked for (fuzzy matching, docs/serve.md).
+        if let Some((old, new)) = cap
+            .entry
+            .url
+            .as_deref()
+            .and_then(|u| coll.fuzzy.jsonp_rename(&target, u))
+            && (kind.is_some() || !encoded)
+        {
+            payload = Box::new(crate::fuzzy::JsonpRename::new(payload, &old, &new));
+        }
         let mut body = resp.stream(status, &reason, &headers).map_err(map_io)?;
         match kind {
             None => {

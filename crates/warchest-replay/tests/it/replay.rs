@@ -23,6 +23,7 @@ fn collection(paths: &[PathBuf], db: &Path) -> Collection {
         name: "c".into(),
         paths: paths.to_vec(),
         store,
+        fuzzy: warchest_replay::fuzzy::FuzzyRules::default(),
     }
 }
 
