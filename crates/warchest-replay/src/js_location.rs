@@ -16,6 +16,23 @@ const PROXY: &[u8] = b"__warchest_location";
 /// Objects whose `location` is the page's.
 const GLOBALS: [&[u8]; 4] = [b"window", b"document", b"self", b"globalThis"];
 
+/// What a script reads or calls on `location`.
+const MEMBERS: [&[u8]; 13] = [
+    b"href",
+    b"host",
+    b"hostname",
+    b"port",
+    b"pathname",
+    b"search",
+    b"hash",
+    b"origin",
+    b"protocol",
+    b"assign",
+    b"replace",
+    b"reload",
+    b"toString",
+];
+
 fn ident(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_' || b == b'$'
 }
@@ -56,7 +73,12 @@ fn proxied(text: &[u8], i: usize, j: usize) -> bool {
         let obj = &text[start..end];
         return GLOBALS.contains(&obj) && (start == 0 || !matches!(text[start - 1], b'.'));
     }
-    // A bare `location`: not a declaration, then `.NAME` or `=`.
+    // A bare `location`: not part of a path or a string's word
+    // (`/js/location.js`), not a declaration, then one of Location's
+    // members or `=`.
+    if i > 0 && b"/\\-'\"`@#%~".contains(&text[i - 1]) {
+        return false;
+    }
     let before = text[..i].trim_ascii_end();
     for kw in [&b"var"[..], b"let", b"const", b"function", b"class"] {
         if before.ends_with(kw)
@@ -67,7 +89,10 @@ fn proxied(text: &[u8], i: usize, j: usize) -> bool {
     }
     let after = text[j..].trim_ascii_start();
     match after {
-        [b'.', b, ..] => b.is_ascii_alphabetic(),
+        [b'.', rest @ ..] => {
+            let end = rest.iter().position(|&b| !ident(b)).unwrap_or(rest.len());
+            MEMBERS.contains(&&rest[..end])
+        }
         [b'=', b'=' | b'>', ..] => false,
         [b'=', ..] => true,
         _ => false,
@@ -115,6 +140,11 @@ mod tests {
             ("x.getlocation", "x.getlocation"),
             ("typeof location", "typeof location"),
             ("no such word", "no such word"),
+            ("'/m/location.html'", "'/m/location.html'"),
+            ("x = location.js", "x = location.js"),
+            ("u = '/js/location.href'", "u = '/js/location.href'"),
+            ("location.hash='#a'", "__warchest_location.hash='#a'"),
+            ("f({u:location.href})", "f({u:__warchest_location.href})"),
         ] {
             assert_eq!(rw(a), b, "{a}");
         }

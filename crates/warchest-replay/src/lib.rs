@@ -74,6 +74,69 @@ impl Collection {
     /// # Errors
     /// The store cannot be read.
     pub fn find(&self, target: &str, timestamp: &str) -> Result<Option<Capture>> {
+        match self.find_exact(target, timestamp)? {
+            Some(c) => Ok(Some(c)),
+            None => self.find_fuzzy(target, timestamp),
+        }
+    }
+
+    /// Most captures looked at for a fuzzy match.
+    const FUZZY_SCAN: usize = 10_000;
+
+    /// The capture nearest in time among those whose URL is `target`'s
+    /// once the fuzzy rules took out what does not pick the resource
+    /// (cache busters, session ids, JSONP callbacks): pywb's fuzzy match.
+    /// The captures looked at are those of the same host and path (at most
+    /// 10,000).
+    ///
+    /// # Errors
+    /// The store cannot be read.
+    pub fn find_fuzzy(&self, target: &str, timestamp: &str) -> Result<Option<Capture>> {
+        if self.fuzzy.is_empty() {
+            return Ok(None);
+        }
+        let (Some(want), Some(prefix)) = (
+            self.fuzzy.key(target),
+            fuzzy::FuzzyRules::search_prefix(target),
+        ) else {
+            return Ok(None);
+        };
+        let at = url::timestamp_seconds(&url::pad_timestamp(timestamp));
+        let mut best: Option<(i64, Capture)> = None;
+        let q = store::Query {
+            range: store::KeyRange::new(&prefix, store::MatchType::Prefix),
+            from: None,
+            to: None,
+            limit: Self::FUZZY_SCAN,
+            reverse: false,
+        };
+        self.store.query(&q, |c| {
+            let fits = c.entry.record_type.as_deref().is_some_and(|t| {
+                ["response", "revisit", "resource"]
+                    .iter()
+                    .any(|k| t.eq_ignore_ascii_case(k))
+            }) && c
+                .entry
+                .url
+                .as_deref()
+                .and_then(|u| self.fuzzy.key(u))
+                .is_some_and(|k| k == want);
+            if fits {
+                let d = (url::timestamp_seconds(&c.entry.timestamp) - at).abs();
+                if best.as_ref().is_none_or(|(bd, _)| d < *bd) {
+                    best = Some((d, c));
+                }
+            }
+            true
+        })?;
+        Ok(best.map(|(_, c)| c))
+    }
+
+    /// The capture of exactly `target` to replay (see [`Collection::find`]).
+    ///
+    /// # Errors
+    /// The store cannot be read.
+    pub fn find_exact(&self, target: &str, timestamp: &str) -> Result<Option<Capture>> {
         let key = warchest_index::surt::url_key(target);
         let found = self.store.closest(target, timestamp, CLOSEST_SCAN, |c| {
             c.entry.record_type.as_deref().is_some_and(|t| {

@@ -335,9 +335,9 @@ done(location.pathname==='/state/next.html'&&location.search==='?x=1'\
             "location",
             "#eee",
             &format!(
-                "<script>var want='http://{live}/m/location.html';\
+                "<script>var want='http:'+'//{live}/m/location.html';\
 done(location.href===want&&window.location.host==='{live}'&&document.location.pathname==='/m/location.html'\
-?'ok location':'fail location '+location.href);</script>"
+?'ok location':'fail location '+[location.href,want,window.location.host,document.location.pathname].join(' '));</script>"
             ),
         ),
     );

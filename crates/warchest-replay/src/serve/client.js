@@ -70,7 +70,8 @@
       return u;
     }
     if (!/^https?:/i.test(abs)) return u;
-    return prefix + ts + (mod === undefined ? "mp_" : mod) + "/" + abs;
+    // Root-relative; absolute in a worker, whose base is its blob: URL.
+    return (hasDoc ? "" : origin) + prefix + ts + (mod === undefined ? "mp_" : mod) + "/" + abs;
   }
 
   // A replay URL back to the archived one (other URLs as they are).
