@@ -400,6 +400,9 @@ fn archived_paths<'a>(paths: impl Iterator<Item = &'a str>, live: &str) -> Vec<S
     let mut v: Vec<String> = paths
         .filter_map(|p| p.split_once(&marker).map(|(_, rest)| rest))
         .map(|rest| rest.split(['?', '#']).next().unwrap_or("").to_string())
+        // The browser's own request (pywb takes it into the archive by
+        // its Referer), not the page's.
+        .filter(|p| p != "/favicon.ico")
         .collect();
     v.sort();
     v.dedup();
@@ -637,6 +640,9 @@ fn start_pywb(dir: &Path, warc: &Path) -> Pywb {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+    // Unframed: the page itself at the top, as warchest's `mp_` page is
+    // (pywb's framed `mp_` page would reload itself into its frame).
+    std::fs::write(root.join("config.yaml"), "framed_replay: false\n").unwrap();
     let port = free_port();
     let mut child = Command::new("wayback")
         .args(["-p", &port.to_string(), "-b", "127.0.0.1", "-t", "8"])
