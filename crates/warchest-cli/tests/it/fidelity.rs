@@ -24,7 +24,7 @@ const WARC_DATE: &str = "2012-11-20T12:00:00Z";
 
 /// The mechanisms, one page each (`/m/NAME.html`), in the order of the
 /// index page's frames.
-const MECHANISMS: [&str; 12] = [
+const MECHANISMS: [&str; 13] = [
     "fetch",
     "xhr",
     "chain",
@@ -37,6 +37,7 @@ const MECHANISMS: [&str; 12] = [
     "worker",
     "pushstate",
     "location",
+    "postmessage",
 ];
 
 /// The base URL replay is served from. Every replay URL of these tests is
@@ -336,8 +337,24 @@ done(location.pathname==='/state/next.html'&&location.search==='?x=1'\
             "#eee",
             &format!(
                 "<script>var want='http:'+'//{live}/m/location.html';\
-done(location.href===want&&window.location.host==='{live}'&&document.location.pathname==='/m/location.html'\
+done(location.href===want&&window.location.host==='{live}'&&document.location.pathname==='/m/location.html'&&document.URL===want&&document.domain==='127.0.0.1'\
 ?'ok location':'fail location '+[location.href,want,window.location.host,document.location.pathname].join(' '));</script>"
+            ),
+        ),
+    );
+    // The archived site posts to its own origin and checks where
+    // messages come from.
+    add(
+        "/m/postmessage.html",
+        HTML,
+        page(
+            "postmessage",
+            "#fed",
+            &format!(
+                "<script>var site='http:'+'//{live}';\
+window.addEventListener('message',function(e){{done(e.origin===site&&e.data==='pm'\
+?'ok postmessage':'fail postmessage '+e.origin);}});\
+try{{window.postMessage('pm',site);}}catch(e){{done('fail postmessage '+e);}}</script>"
             ),
         ),
     );
@@ -433,6 +450,9 @@ fn browse(exe: &Path, dir: &Path, name: &str, url: &str) -> (String, Vec<u8>) {
             url.to_string(),
         ],
     );
+    if let Some(keep) = std::env::var_os("WARCHEST_FIDELITY_SHOTS") {
+        let _ = std::fs::copy(&shot, Path::new(&keep).join(format!("{name}.png")));
+    }
     let png = std::fs::read(&shot).unwrap_or_else(|e| {
         panic!(
             "{name}: no screenshot ({e}): {}{}",
@@ -726,6 +746,12 @@ fn fidelity_matches_pywb() {
     );
     let (pdom, ppng) = browse(&exe, r.dir.path(), "pywb", &url);
     let plog = pywb.log.lock().unwrap().clone();
+    for l in plog
+        .lines()
+        .filter(|l| l.contains("jsonp") || l.contains("/mod/"))
+    {
+        eprintln!("pywb: {l}");
+    }
     let pres = results(&pdom);
     let wres = results(&wdom);
     eprintln!("mechanism: pywb | warchest");
