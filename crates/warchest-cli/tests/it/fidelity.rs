@@ -24,7 +24,7 @@ const WARC_DATE: &str = "2012-11-20T12:00:00Z";
 
 /// The mechanisms, one page each (`/m/NAME.html`), in the order of the
 /// index page's frames.
-const MECHANISMS: [&str; 13] = [
+const MECHANISMS: [&str; 14] = [
     "fetch",
     "xhr",
     "chain",
@@ -38,6 +38,7 @@ const MECHANISMS: [&str; 13] = [
     "pushstate",
     "location",
     "postmessage",
+    "date",
 ];
 
 /// The base URL replay is served from. Every replay URL of these tests is
@@ -356,6 +357,21 @@ window.addEventListener('message',function(e){{done(e.origin===site&&e.data==='p
 ?'ok postmessage':'fail postmessage '+e.origin);}});\
 try{{window.postMessage('pm',site);}}catch(e){{done('fail postmessage '+e);}}</script>"
             ),
+        ),
+    );
+    // Today's date, as the page saw it when archived.
+    add(
+        "/m/date.html",
+        HTML,
+        page(
+            "date",
+            "#def",
+            "<script>var d=new Date();var later=new Date(2020,0,2);\
+var checks={year:d.getUTCFullYear()===2012&&d.getUTCMonth()===10,\
+now:Math.abs(Date.now()-d.getTime())<60000,args:later.getFullYear()===2020,\
+instance:d instanceof Date,call:typeof Date()==='string'};\
+var bad=Object.keys(checks).filter(function(k){return !checks[k];});\
+done(bad.length?'fail date '+bad.join(' '):'ok date');</script>",
         ),
     );
     s

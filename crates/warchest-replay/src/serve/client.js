@@ -171,6 +171,31 @@
       });
   }
 
+  // Time: the clock starts at the capture time when the page loads, as
+  // pywb's does, so pages that show or pick by today's date show the day
+  // they were archived. Differences between readings stay real.
+  (function () {
+    var RealDate = G.Date;
+    var t = /^(\d{4})(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})$/.exec((ts + "0000000000").slice(0, 14));
+    if (!t || typeof Reflect === "undefined") return;
+    var capture = RealDate.UTC(+t[1], +t[2] - 1, +t[3] || 1, +t[4], +t[5], +t[6]);
+    var realNow = RealDate.now;
+    var offset = capture - realNow.call(RealDate);
+    function now() {
+      return realNow.call(RealDate) + offset;
+    }
+    function WDate() {
+      if (!new.target) return new RealDate(now()).toString();
+      var args = arguments.length ? Array.prototype.slice.call(arguments) : [now()];
+      return Reflect.construct(RealDate, args, new.target);
+    }
+    WDate.prototype = RealDate.prototype;
+    WDate.now = now;
+    WDate.UTC = RealDate.UTC;
+    WDate.parse = RealDate.parse;
+    G.Date = WDate;
+  })();
+
   G.__warchestRewrite = rw;
   G.__warchestUnrewrite = unrw;
 
