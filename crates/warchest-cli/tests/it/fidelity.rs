@@ -665,7 +665,12 @@ fn start_pywb(dir: &Path, warc: &Path) -> Pywb {
         vec!["init", "fid"],
         vec!["add", "fid", warc.to_str().unwrap()],
     ] {
-        let out = Command::new("wb-manager")
+        // The entry points through python3, whatever PATH holds.
+        let out = Command::new("python3")
+            .args([
+                "-c",
+                "from pywb.manager.manager import main_wrap_exc; main_wrap_exc()",
+            ])
             .args(&args)
             .current_dir(&root)
             .output()
@@ -680,7 +685,8 @@ fn start_pywb(dir: &Path, warc: &Path) -> Pywb {
     // (pywb's framed `mp_` page would reload itself into its frame).
     std::fs::write(root.join("config.yaml"), "framed_replay: false\n").unwrap();
     let port = free_port();
-    let mut child = Command::new("wayback")
+    let mut child = Command::new("python3")
+        .args(["-c", "from pywb.apps.cli import wayback; wayback()"])
         .args(["-p", &port.to_string(), "-b", "127.0.0.1", "-t", "8"])
         .current_dir(&root)
         .stdin(Stdio::null())
