@@ -24,7 +24,7 @@ const WARC_DATE: &str = "2012-11-20T12:00:00Z";
 
 /// The mechanisms, one page each (`/m/NAME.html`), in the order of the
 /// index page's frames.
-const MECHANISMS: [&str; 14] = [
+const MECHANISMS: [&str; 15] = [
     "fetch",
     "xhr",
     "chain",
@@ -39,6 +39,7 @@ const MECHANISMS: [&str; 14] = [
     "location",
     "postmessage",
     "date",
+    "escape",
 ];
 
 /// The base URL replay is served from. Every replay URL of these tests is
@@ -374,6 +375,19 @@ var bad=Object.keys(checks).filter(function(k){return !checks[k];});\
 done(bad.length?'fail date '+bad.join(' '):'ok date');</script>",
         ),
     );
+    // A root-relative import() no rewriting sees: the server takes it
+    // into the archive by its Referer.
+    add(
+        "/m/escape.html",
+        HTML,
+        page(
+            "escape",
+            "#eef",
+            "<script>var spec=['','esc','root.js'].join('/');import(spec).then(function(m){done('ok '+m.msg);},\
+function(e){done('fail escape '+e);});</script>",
+        ),
+    );
+    add("/esc/root.js", JS, b"export const msg='escape';".to_vec());
     s
 }
 
@@ -629,6 +643,7 @@ fn scripts_requests_replay_from_the_archive() {
         "/m/mod/part.js",
         "/worker/w.js",
         "/worker/data.txt",
+        "/esc/root.js",
     ] {
         assert!(paths.iter().any(|x| x == p), "{p} not asked for: {paths:?}");
     }

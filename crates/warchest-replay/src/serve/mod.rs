@@ -18,6 +18,7 @@
 //! | `/{coll}/record/{src}/{offset}/payload` | its payload |
 //! | `/{coll}/file/{src}` | a whole file (`application/warc`) |
 
+mod escape;
 mod http;
 mod pages;
 
@@ -576,6 +577,18 @@ fn handle(app: &App, req: &Request, resp: &mut Responder<'_>) -> HResult {
     let (cname, rest) = raw.split_once('/').unwrap_or((raw, ""));
     let cname = cname.split('?').next().unwrap_or(cname);
     if cname != coll.name {
+        // A replayed page's request that escaped rewriting: into the
+        // archive, by its Referer (escape.rs).
+        if let Some(loc) = escape::escaped_request(
+            &coll.name,
+            &req.target,
+            req.header("referer"),
+            req.header("host"),
+            req.header("sec-fetch-dest"),
+        ) {
+            resp.source = "archive";
+            return redirect(resp, &loc, vec![]);
+        }
         resp.source = "miss";
         let body = pages::error_page(
             404,
