@@ -86,8 +86,8 @@ impl Collection {
     /// The capture nearest in time among those whose URL is `target`'s
     /// once the fuzzy rules took out what does not pick the resource
     /// (cache busters, session ids, JSONP callbacks): pywb's fuzzy match.
-    /// The captures looked at are those of the same host and path (at most
-    /// 10,000).
+    /// The captures looked at are those of the same host and path, with or
+    /// without query and path parameters (at most 10,000).
     ///
     /// # Errors
     /// The store cannot be read.
@@ -103,32 +103,42 @@ impl Collection {
         };
         let at = url::timestamp_seconds(&url::pad_timestamp(timestamp));
         let mut best: Option<(i64, Capture)> = None;
-        let q = store::Query {
-            range: store::KeyRange::new(&prefix, store::MatchType::Prefix),
-            from: None,
-            to: None,
-            limit: Self::FUZZY_SCAN,
-            reverse: false,
-        };
-        self.store.query(&q, |c| {
-            let fits = c.entry.record_type.as_deref().is_some_and(|t| {
-                ["response", "revisit", "resource"]
-                    .iter()
-                    .any(|k| t.eq_ignore_ascii_case(k))
-            }) && c
-                .entry
-                .url
-                .as_deref()
-                .and_then(|u| self.fuzzy.key(u))
-                .is_some_and(|k| k == want);
-            if fits {
-                let d = (url::timestamp_seconds(&c.entry.timestamp) - at).abs();
-                if best.as_ref().is_none_or(|(bd, _)| d < *bd) {
-                    best = Some((d, c));
+        // The path itself, with a query, with path parameters: not the
+        // paths below it (`/` would be the whole site).
+        let key = warchest_index::surt::url_key(&url::normalize_target(&prefix));
+        let mut budget = Self::FUZZY_SCAN;
+        for end in [" ", "?", ";"] {
+            let q = store::Query {
+                range: store::KeyRange::raw(format!("{key}{end}")),
+                from: None,
+                to: None,
+                limit: budget,
+                reverse: false,
+            };
+            self.store.query(&q, |c| {
+                budget = budget.saturating_sub(1);
+                let fits = c.entry.record_type.as_deref().is_some_and(|t| {
+                    ["response", "revisit", "resource"]
+                        .iter()
+                        .any(|k| t.eq_ignore_ascii_case(k))
+                }) && c
+                    .entry
+                    .url
+                    .as_deref()
+                    .and_then(|u| self.fuzzy.key(u))
+                    .is_some_and(|k| k == want);
+                if fits {
+                    let d = (url::timestamp_seconds(&c.entry.timestamp) - at).abs();
+                    if best.as_ref().is_none_or(|(bd, _)| d < *bd) {
+                        best = Some((d, c));
+                    }
                 }
+                budget > 0
+            })?;
+            if budget == 0 {
+                break;
             }
-            true
-        })?;
+        }
         Ok(best.map(|(_, c)| c))
     }
 

@@ -243,6 +243,9 @@ fn fuzzy_matching_finds_the_nearest_capture_of_the_same_resource() {
         Some("http://f.example/api?id=2&_=1590969600000")
     );
     assert!(body(&coll, "http://f.example/api?id=3&_=1", "2020").is_none());
+    // Only the same path: not the paths below it.
+    assert!(body(&coll, "http://f.example/?_=1", "2020").is_none());
+    assert!(body(&coll, "http://f.example/ap?id=1&_=1", "2020").is_none());
     assert_eq!(
         body(&coll, "http://f.example/p;jsessionid=ZZ?x=1", "2020")
             .unwrap()
