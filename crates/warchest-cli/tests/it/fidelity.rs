@@ -471,38 +471,29 @@ fn archived_paths<'a>(paths: impl Iterator<Item = &'a str>, live: &str) -> Vec<S
     v
 }
 
-/// Runs Chromium on `url`: the DOM after the page ran, and a screenshot.
+/// Runs Chromium once on `url`: the DOM after the page ran, and a
+/// screenshot.
 fn browse(exe: &Path, dir: &Path, name: &str, url: &str) -> (String, Vec<u8>) {
+    let shot = dir.join(format!("{name}.png"));
     let out = run_chromium(
         exe,
-        &dir.join(format!("{name}-p1")),
+        &dir.join(format!("{name}-profile")),
         &[
             "--virtual-time-budget=15000".into(),
             "--window-size=1024,768".into(),
+            format!("--screenshot={}", shot.display()),
             "--dump-dom".into(),
             url.to_string(),
         ],
     );
     let dom = String::from_utf8_lossy(&out.stdout).into_owned();
-    let shot = dir.join(format!("{name}.png"));
-    let out2 = run_chromium(
-        exe,
-        &dir.join(format!("{name}-p2")),
-        &[
-            "--virtual-time-budget=15000".into(),
-            "--window-size=1024,768".into(),
-            format!("--screenshot={}", shot.display()),
-            url.to_string(),
-        ],
-    );
     if let Some(keep) = std::env::var_os("WARCHEST_FIDELITY_SHOTS") {
         let _ = std::fs::copy(&shot, Path::new(&keep).join(format!("{name}.png")));
     }
     let png = std::fs::read(&shot).unwrap_or_else(|e| {
         panic!(
-            "{name}: no screenshot ({e}): {}{}",
-            String::from_utf8_lossy(&out.stderr),
-            String::from_utf8_lossy(&out2.stderr)
+            "{name}: no screenshot ({e}): {}",
+            String::from_utf8_lossy(&out.stderr)
         )
     });
     (dom, png)
