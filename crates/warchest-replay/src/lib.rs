@@ -12,6 +12,8 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod fuzzy;
+mod js_location;
 pub mod serve;
 pub mod wacz;
 
@@ -39,6 +41,9 @@ pub struct Collection {
     pub paths: Vec<PathBuf>,
     /// The index.
     pub store: Store,
+    /// Fuzzy-matching rules for URLs with no capture of their own
+    /// ([`fuzzy::FuzzyRules::none`]: off).
+    pub fuzzy: fuzzy::FuzzyRules,
 }
 
 /// The payload of a capture, ready to be served.
@@ -69,6 +74,79 @@ impl Collection {
     /// # Errors
     /// The store cannot be read.
     pub fn find(&self, target: &str, timestamp: &str) -> Result<Option<Capture>> {
+        match self.find_exact(target, timestamp)? {
+            Some(c) => Ok(Some(c)),
+            None => self.find_fuzzy(target, timestamp),
+        }
+    }
+
+    /// Most captures looked at for a fuzzy match.
+    const FUZZY_SCAN: usize = 10_000;
+
+    /// The capture nearest in time among those whose URL is `target`'s
+    /// once the fuzzy rules took out what does not pick the resource
+    /// (cache busters, session ids, JSONP callbacks): pywb's fuzzy match.
+    /// The captures looked at are those of the same host and path, with or
+    /// without query and path parameters (at most 10,000).
+    ///
+    /// # Errors
+    /// The store cannot be read.
+    pub fn find_fuzzy(&self, target: &str, timestamp: &str) -> Result<Option<Capture>> {
+        if self.fuzzy.is_empty() {
+            return Ok(None);
+        }
+        let (Some(want), Some(prefix)) = (
+            self.fuzzy.key(target),
+            fuzzy::FuzzyRules::search_prefix(target),
+        ) else {
+            return Ok(None);
+        };
+        let at = url::timestamp_seconds(&url::pad_timestamp(timestamp));
+        let mut best: Option<(i64, Capture)> = None;
+        // The path itself, with a query, with path parameters: not the
+        // paths below it (`/` would be the whole site).
+        let key = warchest_index::surt::url_key(&url::normalize_target(&prefix));
+        let mut budget = Self::FUZZY_SCAN;
+        for end in [" ", "?", ";"] {
+            let q = store::Query {
+                range: store::KeyRange::raw(format!("{key}{end}")),
+                from: None,
+                to: None,
+                limit: budget,
+                reverse: false,
+            };
+            self.store.query(&q, |c| {
+                budget = budget.saturating_sub(1);
+                let fits = c.entry.record_type.as_deref().is_some_and(|t| {
+                    ["response", "revisit", "resource"]
+                        .iter()
+                        .any(|k| t.eq_ignore_ascii_case(k))
+                }) && c
+                    .entry
+                    .url
+                    .as_deref()
+                    .and_then(|u| self.fuzzy.key(u))
+                    .is_some_and(|k| k == want);
+                if fits {
+                    let d = (url::timestamp_seconds(&c.entry.timestamp) - at).abs();
+                    if best.as_ref().is_none_or(|(bd, _)| d < *bd) {
+                        best = Some((d, c));
+                    }
+                }
+                budget > 0
+            })?;
+            if budget == 0 {
+                break;
+            }
+        }
+        Ok(best.map(|(_, c)| c))
+    }
+
+    /// The capture of exactly `target` to replay (see [`Collection::find`]).
+    ///
+    /// # Errors
+    /// The store cannot be read.
+    pub fn find_exact(&self, target: &str, timestamp: &str) -> Result<Option<Capture>> {
         let key = warchest_index::surt::url_key(target);
         let found = self.store.closest(target, timestamp, CLOSEST_SCAN, |c| {
             c.entry.record_type.as_deref().is_some_and(|t| {

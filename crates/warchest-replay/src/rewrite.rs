@@ -703,7 +703,8 @@ pub fn rewrite_js(text: &[u8], ctx: &UrlContext, out: &mut Vec<u8>) {
         v.extend_from_slice(m);
         v
     });
-    out.extend_from_slice(&r);
+    // The page's `location` read through the client script's object.
+    out.extend_from_slice(&crate::js_location::rewrite_location(&r));
 }
 
 /// Rewrites everything `r` gives into `w` with `rw`, in pieces of 64 KiB.

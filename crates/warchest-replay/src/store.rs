@@ -257,6 +257,15 @@ impl KeyRange {
         }
     }
 
+    /// Keys starting with `prefix` as it is (the start of an index key,
+    /// as [`warchest_index::surt::url_key`] makes them).
+    pub fn raw(prefix: String) -> KeyRange {
+        KeyRange {
+            prefix,
+            domain: false,
+        }
+    }
+
     fn contains(&self, key: &str) -> bool {
         if !key.starts_with(&self.prefix) {
             return false;

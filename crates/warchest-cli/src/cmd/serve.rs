@@ -62,6 +62,11 @@ pub struct Args {
     /// limit, 50 with --public; 0: no limit.
     #[arg(long, value_name = "N")]
     rate_limit: Option<u32>,
+    /// More fuzzy-matching rules (cache busters, session ids, JSONP
+    /// callbacks that do not pick the resource), in the form of the shipped
+    /// ones (docs/serve.md, "Fuzzy matching"); added to them.
+    #[arg(long, value_name = "FILE")]
+    fuzzy_rules: Option<PathBuf>,
 }
 
 pub fn run(_g: &Global, args: Args) -> Result<Outcome> {
@@ -87,7 +92,12 @@ pub fn run(_g: &Global, args: Args) -> Result<Outcome> {
             args.listen
         );
     }
+    let fuzzy = match &args.fuzzy_rules {
+        Some(f) => warchest_replay::fuzzy::FuzzyRules::load(f)?,
+        None => warchest_replay::fuzzy::FuzzyRules::default(),
+    };
     let opts = ServeOptions {
+        fuzzy,
         listen: args.listen,
         collection: args.collection,
         paths: args.paths,

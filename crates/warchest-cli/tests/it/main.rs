@@ -4,6 +4,7 @@ mod arc_infomall;
 mod capture;
 mod cli;
 mod common;
+mod fidelity;
 mod index;
 mod inputs;
 mod parquet_engines;

@@ -16,14 +16,14 @@ use common::{bin, fixture, python_has};
 const IANA_TS: &str = "20140126200624";
 
 /// A running `warchest serve`, killed when dropped.
-struct Server {
+pub(crate) struct Server {
     child: Child,
-    addr: String,
+    pub(crate) addr: String,
     log: Arc<Mutex<String>>,
 }
 
 impl Server {
-    fn start(paths: &[&Path], db: &Path, extra: &[&str]) -> Server {
+    pub(crate) fn start(paths: &[&Path], db: &Path, extra: &[&str]) -> Server {
         let mut cmd = bin();
         cmd.arg("serve")
             .args(paths)
@@ -74,11 +74,11 @@ impl Server {
         Server { child, addr, log }
     }
 
-    fn get(&self, path: &str) -> Resp {
+    pub(crate) fn get(&self, path: &str) -> Resp {
         get(&self.addr, path, &[])
     }
 
-    fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         self.log.lock().unwrap().clone()
     }
 }
@@ -91,27 +91,27 @@ impl Drop for Server {
 }
 
 #[derive(Debug)]
-struct Resp {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
+pub(crate) struct Resp {
+    pub(crate) status: u16,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) body: Vec<u8>,
 }
 
 impl Resp {
-    fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_str())
     }
 
-    fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         String::from_utf8_lossy(&self.body).into_owned()
     }
 }
 
 /// A one-request HTTP/1.1 client (chunked bodies decoded).
-fn get(addr: &str, path: &str, headers: &[(&str, &str)]) -> Resp {
+pub(crate) fn get(addr: &str, path: &str, headers: &[(&str, &str)]) -> Resp {
     let mut s = TcpStream::connect(addr).expect("connect");
     s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
     let mut req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
@@ -724,7 +724,7 @@ fn wacz_create_validate_read_and_serve() {
 }
 
 /// Decodes an 8-bit RGB or RGBA PNG (what Chromium writes) into rows.
-fn png_pixels(png: &[u8]) -> (usize, usize, usize, Vec<u8>) {
+pub(crate) fn png_pixels(png: &[u8]) -> (usize, usize, usize, Vec<u8>) {
     assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"));
     let mut i = 8;
     let (mut w, mut h, mut channels) = (0usize, 0usize, 0usize);
@@ -798,7 +798,7 @@ fn png_pixels(png: &[u8]) -> (usize, usize, usize, Vec<u8>) {
     (w, h, channels, out)
 }
 
-fn chromium() -> Option<PathBuf> {
+pub(crate) fn chromium() -> Option<PathBuf> {
     if std::env::var_os("WARCHEST_SKIP_BROWSER").is_some() {
         return None;
     }
@@ -813,7 +813,7 @@ fn chromium() -> Option<PathBuf> {
     p
 }
 
-fn run_chromium(exe: &Path, profile: &Path, args: &[String]) -> std::process::Output {
+pub(crate) fn run_chromium(exe: &Path, profile: &Path, args: &[String]) -> std::process::Output {
     let mut cmd = Command::new(exe);
     cmd.args([
         "--headless",

@@ -18,6 +18,7 @@
 //! | `/{coll}/record/{src}/{offset}/payload` | its payload |
 //! | `/{coll}/file/{src}` | a whole file (`application/warc`) |
 
+mod escape;
 mod http;
 mod pages;
 
@@ -80,6 +81,9 @@ pub struct ServeOptions {
     /// and Memento APIs, bursts of twice that allowed; past it, 429.
     /// `None`: no limit.
     pub rate_limit: Option<u32>,
+    /// Fuzzy-matching rules for URLs with no capture of their own
+    /// (default: the shipped ones, [`crate::fuzzy::FuzzyRules::default`]).
+    pub fuzzy: crate::fuzzy::FuzzyRules,
 }
 
 impl ServeOptions {
@@ -96,6 +100,7 @@ impl ServeOptions {
             threads: 8,
             allowed_hosts: Vec::new(),
             rate_limit: None,
+            fuzzy: crate::fuzzy::FuzzyRules::default(),
         }
     }
 
@@ -307,6 +312,7 @@ impl Server {
             name: opts.collection.clone(),
             paths: opts.paths.clone(),
             store,
+            fuzzy: opts.fuzzy.clone(),
         };
         let hosts = allowed_hosts(&opts, listener.local_addr().ok());
         Ok(Server {
@@ -571,6 +577,18 @@ fn handle(app: &App, req: &Request, resp: &mut Responder<'_>) -> HResult {
     let (cname, rest) = raw.split_once('/').unwrap_or((raw, ""));
     let cname = cname.split('?').next().unwrap_or(cname);
     if cname != coll.name {
+        // A replayed page's request that escaped rewriting: into the
+        // archive, by its Referer (escape.rs).
+        if let Some(loc) = escape::escaped_request(
+            &coll.name,
+            &req.target,
+            req.header("referer"),
+            req.header("host"),
+            req.header("sec-fetch-dest"),
+        ) {
+            resp.source = "archive";
+            return redirect(resp, &loc, vec![]);
+        }
         resp.source = "miss";
         let body = pages::error_page(
             404,
@@ -1189,6 +1207,17 @@ fn replay(
                 .map_err(|e| Error::new(ErrorKind::Syntax(e.to_string())))?,
             None => Box::new(&mut *p.body),
         };
+        // A JSONP response found for another callback name calls the one
+        // asked for (fuzzy matching, docs/serve.md).
+        if let Some((old, new)) = cap
+            .entry
+            .url
+            .as_deref()
+            .and_then(|u| coll.fuzzy.jsonp_rename(&target, u))
+            && (kind.is_some() || !encoded)
+        {
+            payload = Box::new(crate::fuzzy::JsonpRename::new(payload, &old, &new));
+        }
         let mut body = resp.stream(status, &reason, &headers).map_err(map_io)?;
         match kind {
             None => {

@@ -23,6 +23,7 @@ fn collection(paths: &[PathBuf], db: &Path) -> Collection {
         name: "c".into(),
         paths: paths.to_vec(),
         store,
+        fuzzy: warchest_replay::fuzzy::FuzzyRules::default(),
     }
 }
 
@@ -175,4 +176,83 @@ fn grown_files_are_indexed_on_from_where_they_stopped() {
     // Nothing new: nothing read.
     let r = coll.store.sync(std::slice::from_ref(&data)).unwrap();
     assert_eq!((r.new_sources, r.updated_sources, r.entries), (0, 0, 0));
+}
+
+#[test]
+fn fuzzy_matching_finds_the_nearest_capture_of_the_same_resource() {
+    let dir = tempfile::tempdir().unwrap();
+    let warc = dir.path().join("f.warc");
+    let mut data = Vec::new();
+    for (uri, date, body) in [
+        (
+            "http://f.example/api?id=1&_=1577836800000",
+            "2020-01-01T00:00:00Z",
+            "old",
+        ),
+        (
+            "http://f.example/api?_=1590969600000&id=1",
+            "2020-06-01T00:00:00Z",
+            "new",
+        ),
+        (
+            "http://f.example/api?id=2&_=1590969600000",
+            "2020-06-01T00:00:00Z",
+            "two",
+        ),
+        (
+            "http://f.example/p;jsessionid=A1?x=1",
+            "2020-06-01T00:00:00Z",
+            "sess",
+        ),
+    ] {
+        data.extend(response(
+            uri,
+            date,
+            &format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            ),
+        ));
+    }
+    std::fs::write(&warc, &data).unwrap();
+    let mut coll = collection(&[warc], &dir.path().join("db.redb"));
+    let body = |c: &Collection, u: &str, ts: &str| c.find(u, ts).unwrap().map(|cap| cap.entry.url);
+    // The exact URL first; else the nearest in time of the same resource.
+    assert_eq!(
+        body(&coll, "http://f.example/api?id=1&_=1577836800000", "2021")
+            .unwrap()
+            .as_deref(),
+        Some("http://f.example/api?id=1&_=1577836800000")
+    );
+    assert_eq!(
+        body(&coll, "http://f.example/api?id=1&_=1700000000000", "2021")
+            .unwrap()
+            .as_deref(),
+        Some("http://f.example/api?_=1590969600000&id=1")
+    );
+    assert_eq!(
+        body(&coll, "http://f.example/api?id=1&_=1", "2019")
+            .unwrap()
+            .as_deref(),
+        Some("http://f.example/api?id=1&_=1577836800000")
+    );
+    assert_eq!(
+        body(&coll, "http://f.example/api?id=2", "2019")
+            .unwrap()
+            .as_deref(),
+        Some("http://f.example/api?id=2&_=1590969600000")
+    );
+    assert!(body(&coll, "http://f.example/api?id=3&_=1", "2020").is_none());
+    // Only the same path: not the paths below it.
+    assert!(body(&coll, "http://f.example/?_=1", "2020").is_none());
+    assert!(body(&coll, "http://f.example/ap?id=1&_=1", "2020").is_none());
+    assert_eq!(
+        body(&coll, "http://f.example/p;jsessionid=ZZ?x=1", "2020")
+            .unwrap()
+            .as_deref(),
+        Some("http://f.example/p;jsessionid=A1?x=1")
+    );
+    // Off: only exact URLs.
+    coll.fuzzy = warchest_replay::fuzzy::FuzzyRules::none();
+    assert!(body(&coll, "http://f.example/api?id=1&_=1700000000000", "2021").is_none());
 }
