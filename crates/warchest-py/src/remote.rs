@@ -110,12 +110,12 @@ pub(crate) fn split_ranges(url: &str, split_size: u64) -> Result<Vec<Range<u64>>
     let mut f = warchest_remote::open(url)?;
     let len = f.size();
     if split_size == 0 || len <= split_size {
-        return Ok(vec![0..len]);
+        return Ok(split::plan(len, 0));
     }
     let mut head = [0u8; 8];
     let n = warchest::io::read_up_to(&mut f, &mut head)?;
     if split::is_compressed(&head[..n]) {
-        return Ok(vec![0..len]);
+        return Ok(split::plan(len, 0));
     }
     Ok(split::plan(len, split_size))
 }

@@ -123,14 +123,7 @@ pub(crate) fn scan_stream(
             vec![(target, Some(start..end))]
         }
     };
-    #[cfg(not(feature = "remote"))]
-    let () = match parts.iter().find_map(|(t, _)| match t {
-        Target::Url(u) => Some(u),
-        Target::Path(_) => None,
-    }) {
-        Some(u) => return Err(crate::io::no_remote(u)),
-        None => (),
-    };
+    local_only(&parts)?;
     let opts = scan_options(
         columns,
         record_types,
@@ -147,6 +140,23 @@ pub(crate) fn scan_stream(
         current: None,
         opts,
     })))
+}
+
+/// Refuses URLs in a build without the `remote` feature.
+#[cfg(not(feature = "remote"))]
+fn local_only(parts: &[(Target, Option<Range<u64>>)]) -> PyResult<()> {
+    for (t, _) in parts {
+        if let Target::Url(u) = t {
+            return Err(crate::io::no_remote(u));
+        }
+    }
+    Ok(())
+}
+
+/// Every part can be read in a build with the `remote` feature.
+#[cfg(feature = "remote")]
+fn local_only(_: &[(Target, Option<Range<u64>>)]) -> PyResult<()> {
+    Ok(())
 }
 
 /// The scanner of one part.

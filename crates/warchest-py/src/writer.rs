@@ -20,7 +20,7 @@ enum Out {
     Py(BufWriter<PyWriter>),
     /// An object written by multipart upload: it appears when finished.
     #[cfg(feature = "remote")]
-    Remote(warchest_remote::RemoteWriter),
+    Remote(Box<warchest_remote::RemoteWriter>),
 }
 
 impl Write for Out {
@@ -52,7 +52,7 @@ impl Out {
             Out::Local(mut w) => w.flush(),
             Out::Py(mut w) => w.flush(),
             #[cfg(feature = "remote")]
-            Out::Remote(w) => w.finish(),
+            Out::Remote(w) => (*w).finish(),
         }
     }
 }
@@ -140,12 +140,12 @@ impl WARCWriter {
         let out = match input {
             Ok(Input::Path(p)) => Out::Local(BufWriter::new(File::create(&p)?)),
             #[cfg(feature = "remote")]
-            Ok(Input::Url(u)) => Out::Remote(
+            Ok(Input::Url(u)) => Out::Remote(Box::new(
                 target
                     .py()
                     .detach(|| warchest_remote::create(&u))
                     .map_err(crate::io::remote_err)?,
-            ),
+            )),
             #[cfg(not(feature = "remote"))]
             Ok(Input::Url(u)) => return Err(crate::io::no_remote(&u)),
             _ => {
