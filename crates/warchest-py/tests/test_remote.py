@@ -337,3 +337,18 @@ def test_spark_index_then_fetch_example(spark, s3, tmp_path):
             if s == 200:
                 want.append((s3["prefix"] + n, o, p))
     assert got == sorted(want) and len(got) > 10
+
+
+def test_fetch_of_local_paths():
+    rows = index_rows(["example.warc.gz"], relative=False)
+    path = str(FILES["example.warc.gz"])
+    with open(path, "rb") as f:
+        data = f.read()
+    got = list(warchest.fetch(rows, raw=True))
+    assert got == [data[o : o + l] for _, o, l in rows] and len(got) >= 3
+    # A relative name resolves against a local directory prefix too.
+    rel = [(os.path.basename(path), o, l) for _, o, l in rows]
+    assert list(warchest.fetch(rel, prefix=os.path.dirname(path), raw=True)) == got
+    past = warchest.fetch([(path, len(data) - 5, 100)], raw=True, on_error="skip")
+    assert list(past) == [] and "past the end" in past.failures[0][4]
+    assert path in past.failures[0][4]
