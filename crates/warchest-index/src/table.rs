@@ -394,6 +394,24 @@ impl<S: Source + Send> Scanner<S> {
         s
     }
 
+    /// A scanner whose file could not be opened: `error` is its first
+    /// batch (a row with `error` set under `skip_errors`), as with
+    /// [`Scanner::open`]. For sources opened elsewhere (remote objects).
+    pub fn failed(filename: impl Into<String>, error: Error, opts: ScanOptions) -> Self {
+        let mut s = Scanner::empty(filename.into(), opts);
+        s.pending = Some(error);
+        s
+    }
+
+    /// Stops before the first record at or after `offset`, as the range
+    /// scanners of [`Scanner::open_range`] do (the records from there on
+    /// belong to the next range of a split file).
+    #[must_use]
+    pub fn stop_at(mut self, offset: u64) -> Self {
+        self.stop = offset;
+        self
+    }
+
     fn empty(filename: String, opts: ScanOptions) -> Self {
         Scanner {
             reader: None,

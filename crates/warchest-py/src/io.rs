@@ -103,10 +103,43 @@ impl Write for PyWriter {
     }
 }
 
+/// Whether `name` is a URL (`s3://`, `gs://`, `az://`, `http(s)://`...)
+/// rather than a local path.
+pub(crate) fn is_url(name: &str) -> bool {
+    #[cfg(feature = "remote")]
+    {
+        warchest_remote::is_remote(name)
+    }
+    #[cfg(not(feature = "remote"))]
+    {
+        // Recognised, so that the error says why rather than "no such file".
+        name.split_once("://").is_some_and(|(s, _)| {
+            !s.is_empty() && s != "file" && s.bytes().all(|c| c.is_ascii_alphanumeric())
+        })
+    }
+}
+
+/// The error for a URL in a build without the `remote` feature.
+#[cfg(not(feature = "remote"))]
+pub(crate) fn no_remote(url: &str) -> PyErr {
+    pyo3::exceptions::PyOSError::new_err(format!(
+        "{url}: this build of warchest reads local files only (built without the `remote` feature)"
+    ))
+}
+
+/// An I/O error of a remote source as a Python `OSError` (its message names
+/// the URL and offset).
+#[cfg(feature = "remote")]
+pub(crate) fn remote_err(e: io::Error) -> PyErr {
+    pyo3::exceptions::PyOSError::new_err(e.to_string())
+}
+
 /// What a Python argument naming an input is.
 pub(crate) enum Input {
     /// A path (`str` or `os.PathLike`).
     Path(PathBuf),
+    /// A URL of an object in a store or on an HTTP(S) server.
+    Url(String),
     /// A binary file object and its position when handed over (the stored
     /// offset of its first byte, as warcio counts offsets).
     File(Py<PyAny>, u64),
@@ -114,6 +147,11 @@ pub(crate) enum Input {
 
 impl Input {
     pub(crate) fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Input> {
+        if let Ok(s) = obj.extract::<String>()
+            && is_url(&s)
+        {
+            return Ok(Input::Url(s));
+        }
         if let Ok(p) = obj.extract::<PathBuf>() {
             return Ok(Input::Path(p));
         }
@@ -132,6 +170,38 @@ impl Input {
             .unwrap_or(0);
         Ok(Input::File(obj.clone().unbind(), start))
     }
+}
+
+/// A file to read: a local path or a URL.
+#[derive(Clone, Debug)]
+pub(crate) enum Target {
+    /// A local file.
+    Path(PathBuf),
+    /// An object in a store or on an HTTP(S) server.
+    Url(String),
+}
+
+impl Target {
+    pub(crate) fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Target> {
+        if let Ok(s) = obj.extract::<String>()
+            && is_url(&s)
+        {
+            return Ok(Target::Url(s));
+        }
+        Ok(Target::Path(obj.extract::<PathBuf>()?))
+    }
+}
+
+/// A list of files from one path or URL or a sequence of them.
+pub(crate) fn targets_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Target>> {
+    if obj.extract::<PathBuf>().is_ok() {
+        return Ok(vec![Target::from_py(obj)?]);
+    }
+    let mut out = Vec::new();
+    for item in obj.try_iter()? {
+        out.push(Target::from_py(&item?)?);
+    }
+    Ok(out)
 }
 
 /// A list of paths from one path or a sequence of them.

@@ -24,7 +24,7 @@ use crate::io::{Input, PyReader};
 use crate::to_py;
 
 /// What the iterator needs of a reader, whatever it reads from.
-trait RecordSource: Send {
+pub(crate) trait RecordSource: Send {
     /// The next record's header, parsed HTTP head (when asked and present)
     /// and the bytes looked at for a head that was not there.
     fn next(&mut self, parse_http: bool, limits: &Limits) -> warchest::Result<Option<Next>>;
@@ -34,7 +34,7 @@ trait RecordSource: Send {
     fn finish(&mut self) -> warchest::Result<Option<RecordEnd>>;
 }
 
-struct Next {
+pub(crate) struct Next {
     header: WarcHeader,
     offset: u64,
     format: Format,
@@ -137,7 +137,8 @@ impl Read for BlockHandle {
 /// Iterates over the records of a WARC, ARC or Web InfoMall file, like
 /// warcio's `ArchiveIterator`.
 ///
-/// `source` is a path or a binary file object (seekable or not; gzip, zstd,
+/// `source` is a path, a URL (`s3://`, `gs://`, `az://`, `http(s)://`, read
+/// by range requests) or a binary file object (seekable or not; gzip, zstd,
 /// LZ4 or plain, sniffed from the bytes). `record_types` keeps only records
 /// of those WARC-Type values; `parse_http` parses the HTTP head of requests,
 /// responses and revisits (`http_headers`), so that `content_stream()` is
@@ -152,6 +153,49 @@ pub(crate) struct ArchiveIterator {
     parse_http: bool,
     record_types: Option<Arc<Vec<String>>>,
     limits: Limits,
+}
+
+impl ArchiveIterator {
+    fn with_source(
+        src: Box<dyn RecordSource>,
+        record_types: Option<Vec<String>>,
+        parse_http: bool,
+        limits: Limits,
+    ) -> Self {
+        ArchiveIterator {
+            core: Arc::new(Mutex::new(Core {
+                src,
+                generation: 0,
+                prefix: Vec::new(),
+                prefix_pos: 0,
+                offset: None,
+                end: None,
+                closed: false,
+            })),
+            parse_http,
+            record_types: record_types
+                .map(|v| Arc::new(v.into_iter().map(|t| t.to_ascii_lowercase()).collect())),
+            limits,
+        }
+    }
+
+    /// An iterator over a reader made elsewhere (the bytes of a fetched
+    /// range), with the options `new` takes.
+    #[cfg(feature = "remote")]
+    pub(crate) fn over(
+        src: Box<dyn RecordSource>,
+        record_types: Option<Vec<String>>,
+        parse_http: bool,
+        strict: bool,
+    ) -> Self {
+        let limits = if strict {
+            ReaderOptions::strict()
+        } else {
+            ReaderOptions::lenient()
+        }
+        .limits;
+        ArchiveIterator::with_source(src, record_types, parse_http, limits)
+    }
 }
 
 #[pymethods]
@@ -183,6 +227,15 @@ impl ArchiveIterator {
                     .map_err(to_py)?;
                 Box::new(r)
             }
+            #[cfg(feature = "remote")]
+            Input::Url(url) => {
+                let r = py
+                    .detach(|| crate::remote::open_reader(&url, opts))
+                    .map_err(to_py)?;
+                Box::new(r)
+            }
+            #[cfg(not(feature = "remote"))]
+            Input::Url(url) => return Err(crate::io::no_remote(&url)),
             Input::File(obj, start) => {
                 let mut opts = opts;
                 opts.decoder = DecoderOptions {
@@ -200,21 +253,12 @@ impl ArchiveIterator {
                 Box::new(r)
             }
         };
-        Ok(ArchiveIterator {
-            core: Arc::new(Mutex::new(Core {
-                src,
-                generation: 0,
-                prefix: Vec::new(),
-                prefix_pos: 0,
-                offset: None,
-                end: None,
-                closed: false,
-            })),
+        Ok(ArchiveIterator::with_source(
+            src,
+            record_types,
             parse_http,
-            record_types: record_types
-                .map(|v| Arc::new(v.into_iter().map(|t| t.to_ascii_lowercase()).collect())),
             limits,
-        })
+        ))
     }
 
     fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {

@@ -5,6 +5,8 @@
 
 mod io;
 mod iter;
+#[cfg(feature = "remote")]
+mod remote;
 mod scan;
 mod tools;
 mod writer;
@@ -41,6 +43,14 @@ fn _warchest(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(scan::columns, m)?)?;
     m.add_function(wrap_pyfunction!(scan::split_ranges, m)?)?;
     m.add_class::<writer::WARCWriter>()?;
+    #[cfg(feature = "remote")]
+    {
+        m.add_class::<remote::FetchStream>()?;
+        m.add_function(wrap_pyfunction!(remote::list_urls, m)?)?;
+        m.add_function(wrap_pyfunction!(remote::fetch_records, m)?)?;
+        m.add_function(wrap_pyfunction!(remote::fetch_scan_stream, m)?)?;
+    }
+    m.add("REMOTE", cfg!(feature = "remote"))?;
     tools::register(m)?;
     Ok(())
 }

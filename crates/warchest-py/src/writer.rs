@@ -14,9 +14,51 @@ use warchest::write::{Body, Compression, NewRecord, Writer, WriterOptions, recor
 use crate::io::{Input, PyWriter};
 use crate::to_py;
 
-type Out = Box<dyn Write + Send>;
+/// Where the records go.
+enum Out {
+    Local(BufWriter<File>),
+    Py(BufWriter<PyWriter>),
+    /// An object written by multipart upload: it appears when finished.
+    #[cfg(feature = "remote")]
+    Remote(Box<warchest_remote::RemoteWriter>),
+}
 
-/// Writes WARC records to a path or a binary file object.
+impl Write for Out {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Out::Local(w) => w.write(buf),
+            Out::Py(w) => w.write(buf),
+            #[cfg(feature = "remote")]
+            Out::Remote(w) => w.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Out::Local(w) => w.flush(),
+            Out::Py(w) => w.flush(),
+            // Flushing an upload would send a part early; `finish` sends
+            // what is left.
+            #[cfg(feature = "remote")]
+            Out::Remote(_) => Ok(()),
+        }
+    }
+}
+
+impl Out {
+    /// Flushes a file, completes an upload (the object appears now).
+    fn finish(self) -> std::io::Result<()> {
+        match self {
+            Out::Local(mut w) => w.flush(),
+            Out::Py(mut w) => w.flush(),
+            #[cfg(feature = "remote")]
+            Out::Remote(w) => (*w).finish(),
+        }
+    }
+}
+
+/// Writes WARC records to a path, a URL (`s3://`, `gs://`, `az://`: the
+/// object appears when the writer is closed) or a binary file object.
 ///
 /// `compress` is `"gzip"` (default, one member per record), `"zstd"`, `"lz4"` or
 /// `None`; `warc_version` is `"1.1"` (default) or `"1.0"`. Records get a
@@ -26,6 +68,8 @@ type Out = Box<dyn Write + Send>;
 pub(crate) struct WARCWriter {
     writer: Mutex<Option<Writer<Out>>>,
     version: Version,
+    /// Writing to a URL: an exception in a `with` block aborts the upload.
+    remote: bool,
 }
 
 fn opened(w: &Mutex<Option<Writer<Out>>>) -> std::sync::MutexGuard<'_, Option<Writer<Out>>> {
@@ -91,15 +135,26 @@ impl WARCWriter {
                 )));
             }
         };
-        let out: Out = match Input::from_py(target) {
-            Ok(Input::Path(p)) => Box::new(BufWriter::new(File::create(&p)?)),
+        let input = Input::from_py(target);
+        let remote = matches!(input, Ok(Input::Url(_)));
+        let out = match input {
+            Ok(Input::Path(p)) => Out::Local(BufWriter::new(File::create(&p)?)),
+            #[cfg(feature = "remote")]
+            Ok(Input::Url(u)) => Out::Remote(Box::new(
+                target
+                    .py()
+                    .detach(|| warchest_remote::create(&u))
+                    .map_err(crate::io::remote_err)?,
+            )),
+            #[cfg(not(feature = "remote"))]
+            Ok(Input::Url(u)) => return Err(crate::io::no_remote(&u)),
             _ => {
                 if !target.hasattr("write")? {
                     return Err(PyTypeError::new_err(
-                        "expected a path or a binary file object with write()",
+                        "expected a path, a URL or a binary file object with write()",
                     ));
                 }
-                Box::new(BufWriter::with_capacity(
+                Out::Py(BufWriter::with_capacity(
                     256 << 10,
                     PyWriter::new(target.clone().unbind()),
                 ))
@@ -113,6 +168,7 @@ impl WARCWriter {
         Ok(WARCWriter {
             writer: Mutex::new(Some(w)),
             version,
+            remote,
         })
     }
 
@@ -256,26 +312,44 @@ impl WARCWriter {
     }
 
     /// Flushes and closes the output (a file object passed in is flushed,
-    /// not closed).
+    /// not closed). Writing to a URL, the object appears now, whole (its
+    /// multipart upload is completed last).
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         let w = opened(&self.writer).take();
         if let Some(w) = w {
             py.detach(|| -> PyResult<()> {
-                let mut out = w.finish().map_err(to_py)?;
-                out.flush()?;
+                let out = w.finish().map_err(to_py)?;
+                out.finish()
+                    .map_err(|e| pyo3::exceptions::PyOSError::new_err(e.to_string()))?;
                 Ok(())
             })?;
         }
         Ok(())
     }
 
+    /// Drops the output unfinished: an upload to a URL is aborted and no
+    /// object appears; a local file keeps what was written so far.
+    fn abort(&self) {
+        drop(opened(&self.writer).take());
+    }
+
     fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
         slf
     }
 
-    #[pyo3(signature = (*_args))]
-    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<bool> {
-        self.close(py)?;
+    /// Closes the writer; when the block raised and the writer writes to
+    /// a URL, aborts it instead (the object then never appears).
+    #[pyo3(signature = (exc_type = None, *_args))]
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        exc_type: Option<&Bound<'_, PyAny>>,
+        _args: &Bound<'_, PyTuple>,
+    ) -> PyResult<bool> {
+        match exc_type {
+            Some(t) if self.remote && !t.is_none() => self.abort(),
+            _ => self.close(py)?,
+        }
         Ok(false)
     }
 }

@@ -10,7 +10,16 @@ imports every top-level module named ``pyspark_*`` and registers the
 Options (case-insensitive):
 
 - ``path`` (``load(...)``): a file, a directory (its files, hidden ones and
-  ``_*`` left out) or a glob; ``load([a, b])`` takes several.
+  ``_*`` left out) or a glob; ``load([a, b])`` takes several. A URL
+  (``s3://bucket/prefix/*.warc.gz``, ``gs://``, ``az://``, ``http(s)://``)
+  is listed on the driver through warchest's remote source (a prefix
+  ending in ``/``, or a ``*`` glob in the last component) and each
+  executor reads its objects straight from the store by range requests.
+- ``env.NAME``: sets the environment variable ``NAME`` (upper-cased, as
+  Spark lower-cases option names) on the driver while planning and in
+  each executor before it reads, e.g. ``env.AWS_ENDPOINT_URL`` or
+  ``env.AWS_SKIP_SIGNATURE``; for settings the executors' environment
+  does not have already (docs/python.md, "Remote archives").
 - ``manifest``: a text file listing paths, one a line (cc-pyspark style).
 - ``columns``: comma-separated column names (``warchest.columns()``);
   default all but the payload ones.
@@ -42,7 +51,7 @@ from typing import Dict, Iterator, List, Optional, Tuple
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-__all__ = ["DefaultSource", "WarcDataSource", "expand_paths", "plan_partitions"]
+__all__ = ["DefaultSource", "WarcDataSource", "expand_paths", "fetch", "plan_partitions"]
 
 # Spark SQL types of the columns warchest.scan gives (Arrow types in
 # crates/warchest/src/table.rs; the two must agree).
@@ -110,14 +119,26 @@ def _is_hidden(name: str) -> bool:
     return name.startswith(".") or name.startswith("_")
 
 
-def expand_paths(options: Dict[str, str]) -> List[str]:
-    """The files the options name, in a stable order.
+def _env_options(options: Dict[str, str]) -> Dict[str, str]:
+    """The ``env.NAME`` options as ``{NAME: value}``."""
+    return {
+        k[len("env.") :].upper(): str(v)
+        for k, v in options.items()
+        if k.lower().startswith("env.") and len(k) > len("env.")
+    }
 
-    Spark does not expand globs or list directories for Python data
-    sources, so this does: globs (``*``, ``?``, ``[...]``, ``**``), directories
-    (recursively, hidden and ``_*`` entries left out, as Spark's file sources
-    do), plain files, and the lines of a ``manifest`` file.
-    """
+
+def _apply_env(env: Optional[Dict[str, str]]) -> None:
+    """Sets ``env`` in this process's environment (a remote store's client
+    reads its settings from there)."""
+    for k, v in (env or {}).items():
+        os.environ[k] = v
+
+
+def _expand(options: Dict[str, str]) -> List[Tuple[str, Optional[int]]]:
+    """The files the options name with their sizes when listing gave them."""
+    import warchest
+
     specs: List[str] = []
     if options.get("paths"):
         specs.extend(json.loads(options["paths"]))
@@ -129,8 +150,17 @@ def expand_paths(options: Dict[str, str]) -> List[str]:
             specs.extend(line.strip() for line in f if line.strip() and not line.startswith("#"))
     if not specs:
         raise ValueError("the warc data source needs a path: load(path) or option('manifest', ...)")
-    files: List[str] = []
+    files: List[Tuple[str, Optional[int]]] = []
     for spec in specs:
+        if warchest.is_url(spec):
+            # Listed through the same remote source the executors read
+            # with (no POSIX mount needed); a prefix's hidden and _* objects
+            # are left out, as for directories.
+            for url, size in warchest.list_files(spec):
+                if url != spec and _is_hidden(url.rstrip("/").rsplit("/", 1)[-1]):
+                    continue
+                files.append((url, size))
+            continue
         if spec.startswith("file://"):
             spec = spec[len("file://") :]
         if any(c in spec for c in "*?["):
@@ -142,11 +172,24 @@ def expand_paths(options: Dict[str, str]) -> List[str]:
                 for root, dirs, names in os.walk(m):
                     dirs[:] = sorted(d for d in dirs if not _is_hidden(d))
                     files.extend(
-                        os.path.join(root, n) for n in sorted(names) if not _is_hidden(n)
+                        (os.path.join(root, n), None) for n in sorted(names) if not _is_hidden(n)
                     )
             else:
-                files.append(m)
+                files.append((m, None))
     return files
+
+
+def expand_paths(options: Dict[str, str]) -> List[str]:
+    """The files the options name, in a stable order.
+
+    Spark does not expand globs or list directories for Python data
+    sources, so this does: globs (``*``, ``?``, ``[...]``, ``**``), directories
+    (recursively, hidden and ``_*`` entries left out, as Spark's file sources
+    do), plain files, and the lines of a ``manifest`` file. URLs are listed
+    through warchest's remote source (``warchest.list_files``).
+    """
+    _apply_env(_env_options(options))
+    return [f for f, _ in _expand(options)]
 
 
 class WarcFiles(InputPartition):
@@ -174,16 +217,21 @@ def plan_partitions(options: Dict[str, str]) -> List[WarcFiles]:
     ``filesPerPartition`` at a time, in file order."""
     import warchest
 
-    files = expand_paths(options)
+    _apply_env(_env_options(options))
+    files = _expand(options)
     per = max(1, int(options.get("filesperpartition", "1")))
     split = _split_size(options)
     parts: List[WarcFiles] = []
     group: List[str] = []
-    for f in files:
+    for f, size in files:
         ranges: List[Tuple[int, int]] = []
         if split > 0:
             try:
-                if os.path.getsize(f) > split:
+                if size is None:
+                    size = os.path.getsize(f)
+                if size > split:
+                    # For an object: one small range request to sniff
+                    # whether it is compressed.
                     ranges = [tuple(r) for r in warchest.split_ranges(f, split)]
             except OSError:
                 # Unreadable: read whole, so that the scan reports it.
@@ -224,6 +272,7 @@ class WarcReader(DataSourceReader):
 
         # Spark compares each batch's schema with its own Arrow form of the
         # declared schema (nullability and list item names included).
+        _apply_env(_env_options(self.options))
         target = to_arrow_schema(self.schema, timezone="UTC")
         record_types = _list(self.options, "recordTypes") or None
         reader = warchest.scan(
@@ -258,3 +307,76 @@ class DefaultSource(DataSource):
 
 
 WarcDataSource = DefaultSource
+
+
+def fetch(
+    df,
+    prefix: Optional[str] = None,
+    columns: Optional[List[str]] = None,
+    include_payload: bool = False,
+    record_types: Optional[List[str]] = None,
+    concurrency: int = 16,
+    max_payload: int = 32 << 20,
+    batch_rows: int = 8192,
+    strict: bool = False,
+    env: Optional[Dict[str, str]] = None,
+    filename: str = "warc_filename",
+    offset: str = "warc_record_offset",
+    length: str = "warc_record_length",
+):
+    """The records an index selection names, as a DataFrame with the data
+    source's columns: cc-pyspark's index-then-fetch job as one call.
+
+    ``df`` has a row per record to fetch with the columns ``filename``,
+    ``offset`` and ``length`` (by default cc-index's ``warc_filename``,
+    ``warc_record_offset``, ``warc_record_length``), e.g. a selection of
+    Common Crawl's Parquet index. Each partition of ``df`` is fetched on
+    its executor with ``warchest.fetch`` (one range request per row, at most
+    ``concurrency`` in flight per task), straight from the store; relative
+    filenames are resolved against ``prefix`` (``"s3://commoncrawl/"`` or
+    ``"https://data.commoncrawl.org/"``). A row that cannot be fetched or
+    read gives a row whose ``error`` column names the URL and offset.
+    ``columns``, ``include_payload``, ``record_types``, ``max_payload``,
+    ``batch_rows`` and ``strict`` are the data source's options; ``env`` is
+    set in each executor's environment before it fetches (``env.NAME``).
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import LongType, StringType
+
+    opts: Dict[str, str] = {"includepayload": "true" if include_payload else "false"}
+    if columns:
+        opts["columns"] = ",".join(columns)
+    cols = _columns(opts)
+    ddl = ", ".join(f"`{c}` {_SPARK_TYPES[c]}" for c in cols)
+    spark = df.sparkSession
+    struct = spark.createDataFrame([], ddl).schema
+    selection = df.select(
+        F.col(filename).cast(StringType()).alias("filename"),
+        F.col(offset).cast(LongType()).alias("offset"),
+        F.col(length).cast(LongType()).alias("length"),
+    )
+    env = dict(env or {})
+    record_types = list(record_types) if record_types else None
+
+    def run(rows):
+        import warchest
+
+        _apply_env(env)
+        # mapInArrow would keep the batches columnar, but PySpark makes it
+        # require pandas; rows of the fetched batches need nothing more.
+        reader = warchest.fetch(
+            ((r[0], r[1], r[2]) for r in rows),
+            prefix=prefix,
+            concurrency=concurrency,
+            arrow=True,
+            columns=cols,
+            record_types=record_types,
+            batch_rows=batch_rows,
+            max_payload=max_payload,
+            strict=strict,
+        )
+        for batch in reader:
+            for rec in batch.to_pylist():
+                yield tuple(rec[c] for c in cols)
+
+    return spark.createDataFrame(selection.rdd.mapPartitions(run), struct)

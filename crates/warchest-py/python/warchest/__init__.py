@@ -14,6 +14,10 @@ or read whole files as Arrow record batches built in Rust::
     import warchest
     table = warchest.scan("crawl.warc.gz", columns=["warc_target_uri", "http_status"]).read_all()
 
+Paths may be URLs: ``s3://``, ``gs://``, ``az://`` and ``http(s)://``
+objects are read by range requests (``ArchiveIterator("s3://bucket/x.warc.gz")``),
+and ``fetch`` gets the records an index selects, by range, concurrently.
+
 ``spark.read.format("warc").load(...)`` works once the wheel is installed
 (the data source is the ``pyspark_warchest`` module).
 """
@@ -22,8 +26,9 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, Iterable, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
+from ._warchest import REMOTE
 from ._warchest import (
     ArchiveError,
     ArchiveIterator,
@@ -41,6 +46,11 @@ from ._warchest import convert_json as _convert_json
 from ._warchest import index
 from ._warchest import validate_json as _validate_json
 
+if REMOTE:
+    from ._warchest import fetch_records as _fetch_records
+    from ._warchest import fetch_scan_stream as _fetch_scan_stream
+    from ._warchest import list_urls as _list_urls
+
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow
 
@@ -49,6 +59,8 @@ PathLike = Union[str, "os.PathLike[str]"]
 __all__ = [
     "ArchiveError",
     "ArchiveIterator",
+    "FetchError",
+    "REMOTE",
     "Record",
     "RecordStream",
     "StatusAndHeaders",
@@ -57,7 +69,10 @@ __all__ = [
     "check",
     "columns",
     "convert",
+    "fetch",
     "index",
+    "is_url",
+    "list_files",
     "scan",
     "scan_stream",
     "split_ranges",
@@ -143,3 +158,187 @@ def convert(source: PathLike, output: PathLike, warc_version: str = "1.1") -> di
     ``metadata_written``, ``truncated`` and ``skipped``.
     """
     return json.loads(_convert_json(source, output, warc_version))
+
+
+_URL_SCHEMES = ("s3://", "s3a://", "gs://", "az://", "azure://", "abfs://", "abfss://", "http://", "https://")
+
+
+def is_url(name: Any) -> bool:
+    """Whether ``name`` is a URL warchest reads remotely (``s3://``, ``s3a://``,
+    ``gs://``, ``az://``, ``azure://``, ``abfs[s]://``, ``http(s)://``) rather
+    than a local path."""
+    return isinstance(name, str) and name.lower().startswith(_URL_SCHEMES)
+
+
+def _need_remote(what: str) -> None:
+    if not REMOTE:
+        raise OSError(f"{what}: this build of warchest reads local files only (no `remote` feature)")
+
+
+def list_files(url: str) -> List[Tuple[str, int]]:
+    """The objects at ``url`` as ``(url, size)`` pairs, sorted: every object
+    under a prefix ending in ``/``; those matching a ``*`` or ``?`` glob in the
+    last component (a ``*`` does not cross ``/``); otherwise the object itself
+    or, when there is none, the objects under ``url/``. An ``http(s)://`` URL
+    is one object (servers cannot be listed)."""
+    _need_remote(url)
+    return [(u, int(n)) for u, n in _list_urls(url)]
+
+
+class FetchError(OSError):
+    """Rows of ``fetch`` that could not be fetched or read. ``failures`` lists
+    them as ``(index, filename, offset, length, message)``; the message names
+    the URL (or path) and the offset."""
+
+    def __init__(self, failures: List[Tuple[int, str, int, int, str]], total: int):
+        self.failures = failures
+        shown = "; ".join(f"row {i}: {m}" for i, _, _, _, m in failures[:5])
+        more = f" (and {len(failures) - 5} more)" if len(failures) > 5 else ""
+        super().__init__(f"{len(failures)} of {total} rows could not be fetched: {shown}{more}")
+
+
+def _resolve(name: str, prefix: Optional[str]) -> str:
+    if not prefix or is_url(name) or os.path.isabs(name):
+        return name
+    if is_url(prefix):
+        return prefix.rstrip("/") + "/" + name.lstrip("/")
+    return os.path.join(prefix, name)
+
+
+def _field(row: Mapping, names: Sequence[str]) -> Any:
+    for n in names:
+        if n in row:
+            return row[n]
+    raise KeyError(f"a fetch row needs one of the fields {list(names)}; it has {list(row)}")
+
+
+def fetch_rows(rows: Any, prefix: Optional[str] = None) -> List[Tuple[str, int, int]]:
+    """``fetch``'s rows as ``(filename, offset, length)`` tuples, ``prefix``
+    applied: tuples, mappings or Spark ``Row`` objects with ``filename`` /
+    ``warc_filename``, ``offset`` / ``warc_record_offset`` and ``length`` /
+    ``warc_record_length``, or a pyarrow ``Table`` / ``RecordBatch`` with
+    those columns."""
+    if hasattr(rows, "to_pylist") and hasattr(rows, "schema"):
+        rows = rows.to_pylist()
+    out = []
+    for r in rows:
+        if hasattr(r, "asDict"):
+            r = r.asDict()
+        if isinstance(r, Mapping):
+            name = _field(r, ("filename", "warc_filename"))
+            offset = _field(r, ("offset", "warc_record_offset"))
+            length = _field(r, ("length", "warc_record_length"))
+        else:
+            name, offset, length = r
+        if offset is None or length is None or int(offset) < 0 or int(length) < 0:
+            raise ValueError(f"fetch row {r!r}: offset and length must be non-negative numbers")
+        out.append((_resolve(os.fspath(name), prefix), int(offset), int(length)))
+    return out
+
+
+class FetchedRecords:
+    """The records of ``fetch``'s rows (or their bytes), in row order
+    (iterate once).
+    ``failures`` lists the rows that could not be fetched or read so far, as
+    ``(index, filename, offset, length, message)``."""
+
+    def __init__(self, stream: Any, rows: List[Tuple[str, int, int]], on_error: str, raw: bool = False):
+        self._raw = raw
+        self._stream = stream
+        self._rows = rows
+        self._on_error = on_error
+        self.failures: List[Tuple[int, str, int, int, str]] = []
+
+    def __iter__(self) -> Iterator[Any]:
+        for i, it, err in self._stream:
+            name, offset, length = self._rows[i]
+            if err is not None:
+                self.failures.append((i, name, offset, length, err))
+                continue
+            if self._raw:
+                yield it
+                continue
+            try:
+                yield from it
+            except (OSError, ArchiveError) as e:
+                self.failures.append((i, name, offset, length, str(e)))
+        if self.failures and self._on_error == "raise":
+            raise FetchError(self.failures, len(self._rows))
+
+
+def fetch(
+    rows: Any,
+    prefix: Optional[str] = None,
+    concurrency: int = 16,
+    arrow: bool = False,
+    columns: Optional[Iterable[str]] = None,
+    record_types: Optional[Iterable[str]] = None,
+    parse_http: bool = True,
+    strict: bool = False,
+    batch_rows: int = 8192,
+    include_payload: bool = False,
+    max_payload: int = 32 << 20,
+    max_length: int = 1 << 30,
+    on_error: str = "raise",
+    raw: bool = False,
+) -> Union[FetchedRecords, "pyarrow.RecordBatchReader"]:
+    """The records at ``rows``, each a ``(filename, offset, length)`` range of
+    an archive (the columns of a CDX or cc-index selection), fetched by range
+    requests, at most ``concurrency`` at once, in row order and byte for byte
+    as stored.
+
+    ``filename`` is a URL (``s3://``, ``gs://``, ``az://``, ``http(s)://``) or
+    a local path; a relative one is resolved against ``prefix`` (for Common
+    Crawl's index: ``"https://data.commoncrawl.org/"`` or
+    ``"s3://commoncrawl/"``). ``rows`` may be tuples, mappings or Spark rows
+    with ``filename``/``warc_filename``, ``offset``/``warc_record_offset`` and
+    ``length``/``warc_record_length``, or a pyarrow table (see ``fetch_rows``).
+
+    By default the result iterates ``Record`` objects as ``ArchiveIterator``
+    gives them (``record_types``, ``parse_http``, ``strict`` as there; offsets
+    are those in the archive). A row that cannot be fetched or read is
+    skipped and the others still come; at the end ``FetchError`` is raised
+    listing every such row (URL, offset and why), or with
+    ``on_error="skip"`` they are only listed in the result's ``failures``.
+
+    With ``raw=True`` it iterates each row's bytes as stored (a gzip member,
+    say: concatenated, they make a new archive), errors as above.
+
+    With ``arrow=True`` the result is a ``pyarrow.RecordBatchReader`` with
+    ``scan``'s columns (``columns``, ``include_payload``, ``max_payload``,
+    ``batch_rows`` as there); a row that cannot be fetched or read is a row
+    whose ``error`` column names the URL and offset (with its
+    ``warc_filename`` and ``warc_record_offset`` set) and the others follow,
+    as ``scan(..., skip_errors=True)`` does (``on_error`` is for records).
+    A row longer than ``max_length`` bytes is refused (reported as above).
+    """
+    if on_error not in ("raise", "skip"):
+        raise ValueError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
+    _need_remote("fetch")
+    items = fetch_rows(rows, prefix)
+    if arrow:
+        import pyarrow as pa
+
+        stream = _fetch_scan_stream(
+            items,
+            concurrency=concurrency,
+            max_length=max_length,
+            columns=list(columns) if columns is not None else None,
+            record_types=list(record_types) if record_types is not None else None,
+            batch_rows=batch_rows,
+            include_payload=include_payload,
+            max_payload=max_payload,
+            skip_errors=True,
+            strict=strict,
+        )
+        return pa.RecordBatchReader.from_stream(stream)
+    stream = _fetch_records(
+        items,
+        concurrency=concurrency,
+        max_length=max_length,
+        record_types=list(record_types) if record_types is not None else None,
+        parse_http=parse_http,
+        strict=strict,
+        raw=raw,
+    )
+    return FetchedRecords(stream, items, on_error, raw)

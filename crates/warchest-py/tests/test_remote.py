@@ -1,0 +1,354 @@
+"""Archives where they live, from Python and Spark: ArchiveIterator, scan,
+the writer and fetch over moto's S3 server and an HTTP server with ranges
+(tests/remote/range_server.py), both on 127.0.0.1, compared with the same
+calls on the local files."""
+
+import hashlib
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+import warchest
+from conftest import FIXTURES, REPO, SAMPLES
+
+pa = pytest.importorskip("pyarrow")
+
+if not warchest.REMOTE:
+    pytest.skip("built without the remote feature", allow_module_level=True)
+
+BUCKET = "warchest-py"
+PYWB = FIXTURES / "pywb"
+# Compressed and plain, WARC and ARC: what the tests read remotely.
+FILES = {
+    "iana.warc.gz": PYWB / "iana.warc.gz",
+    "example.warc.gz": PYWB / "example.warc.gz",
+    "sample.warc.gz": SAMPLES / "sample.warc.gz",
+    "chunked.warc": FIXTURES / "warcio" / "example-iana.org-chunked.warc",
+}
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for(port, proc, seconds=60):
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < seconds:
+        assert proc.poll() is None, "the server exited"
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    pytest.fail(f"no server on port {port} after {seconds} s")
+
+
+@pytest.fixture(scope="module")
+def s3():
+    """moto's S3 server with the files uploaded (by boto3) under crawl/;
+    the environment points warchest's S3 client at it."""
+    boto3 = pytest.importorskip("boto3")
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        _wait_for(port, proc)
+        endpoint = f"http://127.0.0.1:{port}"
+        env = {
+            "AWS_ENDPOINT_URL": endpoint,
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_REGION": "us-east-1",
+            "AWS_ALLOW_HTTP": "true",
+        }
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        client = boto3.client(
+            "s3",
+            endpoint_url=endpoint,
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+            region_name="us-east-1",
+        )
+        client.create_bucket(Bucket=BUCKET)
+        for name, path in FILES.items():
+            client.upload_file(str(path), BUCKET, f"crawl/{name}")
+        yield {"env": env, "client": client, "prefix": f"s3://{BUCKET}/crawl/"}
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def http_root(tmp_path_factory):
+    """tests/remote/range_server.py serving the files (206 answers to
+    ranges, as Python's http.server does not give)."""
+    root = tmp_path_factory.mktemp("served")
+    for name, path in FILES.items():
+        (root / name).symlink_to(path)
+    proc = subprocess.Popen(
+        [sys.executable, str(REPO / "tests" / "remote" / "range_server.py"), str(root)],
+        stdout=subprocess.PIPE,
+        env={**os.environ, "MAX_SECONDS": "600"},
+    )
+    try:
+        port = int(proc.stdout.readline())
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+
+
+def records(source, **kw):
+    """What a reader gives: offset, type, target, length and a digest of
+    the payload of every record."""
+    out = []
+    for r in warchest.ArchiveIterator(source, **kw):
+        body = r.content_stream().read()
+        out.append(
+            (
+                r.offset,
+                r.rec_type,
+                r.rec_headers.get_header("WARC-Target-URI"),
+                r.rec_headers.get_header("WARC-Record-ID"),
+                hashlib.sha1(body).hexdigest(),
+            )
+        )
+    return out
+
+
+def table_without_filename(reader):
+    t = reader.read_all()
+    return t.drop_columns(["warc_filename"]), t["warc_filename"].to_pylist()
+
+
+@pytest.mark.parametrize("name", sorted(FILES))
+def test_iterator_over_s3_and_http_equals_local(s3, http_root, name):
+    want = records(str(FILES[name]))
+    assert len(want) >= 3
+    assert records(s3["prefix"] + name) == want
+    assert records(http_root + name) == want
+
+
+def test_scan_over_s3_and_http_equals_local(s3, http_root):
+    names = sorted(FILES)
+    local, _ = table_without_filename(
+        warchest.scan([str(FILES[n]) for n in names], include_payload=True)
+    )
+    for base in (s3["prefix"], http_root):
+        urls = [base + n for n in names]
+        got, filenames = table_without_filename(warchest.scan(urls, include_payload=True))
+        assert got.equals(local), base
+        assert set(filenames) == set(urls)
+    # Byte ranges of a plain object give what those of the file give.
+    plain = FILES["chunked.warc"]
+    url = s3["prefix"] + "chunked.warc"
+    assert warchest.split_ranges(url, 2000) == warchest.split_ranges(str(plain), 2000)
+    for r in warchest.split_ranges(str(plain), 2000):
+        want = warchest.scan(str(plain), byte_range=r, columns=["warc_record_offset"]).read_all()
+        got = warchest.scan(url, byte_range=r, columns=["warc_record_offset"]).read_all()
+        assert got.equals(want)
+
+
+def test_missing_object_is_an_error_naming_it(s3):
+    url = s3["prefix"] + "gone.warc.gz"
+    with pytest.raises(OSError, match="gone.warc.gz"):
+        warchest.ArchiveIterator(url)
+    t = warchest.scan([url, s3["prefix"] + "example.warc.gz"], skip_errors=True).read_all()
+    errors = [e for e in t["error"].to_pylist() if e]
+    assert len(errors) == 1 and "gone.warc.gz" in errors[0]
+    assert t.num_rows > 1
+
+
+def test_list_files(s3):
+    listed = warchest.list_files(s3["prefix"] + "*.warc.gz")
+    assert [u for u, _ in listed] == [s3["prefix"] + n for n in sorted(FILES) if n.endswith(".gz")]
+    assert all(size == FILES[u.rsplit("/", 1)[1]].stat().st_size for u, size in listed)
+
+
+def test_writer_to_s3_appears_when_closed(s3):
+    url = f"s3://{BUCKET}/out/new.warc.gz"
+    keys = lambda: [o["Key"] for o in s3["client"].list_objects_v2(Bucket=BUCKET).get("Contents", [])]
+    w = warchest.WARCWriter(url)
+    w.write_warcinfo("new.warc.gz", {"operator": "test"})
+    w.write_record("resource", "http://example.com/", b"hello" * 1000, content_type="text/plain")
+    assert "out/new.warc.gz" not in keys()
+    w.close()
+    assert "out/new.warc.gz" in keys()
+    got = [(r.rec_type, r.content_stream().read()) for r in warchest.ArchiveIterator(url)]
+    assert got[1] == ("resource", b"hello" * 1000) and len(got) == 2
+    # An exception in the with block: the upload is aborted, nothing appears.
+    with pytest.raises(RuntimeError):
+        with warchest.WARCWriter(f"s3://{BUCKET}/out/aborted.warc.gz") as w:
+            w.write_record("resource", "http://example.com/", b"x")
+            raise RuntimeError("stop")
+    assert "out/aborted.warc.gz" not in keys()
+
+
+def index_rows(names, relative=True):
+    """(filename, offset, length) of every record of the files, as an index
+    gives them (cc-index: relative filenames)."""
+    rows = []
+    for n in names:
+        t = warchest.scan(
+            str(FILES[n]), columns=["warc_record_offset", "warc_record_length"]
+        ).read_all()
+        for o, l in zip(t["warc_record_offset"].to_pylist(), t["warc_record_length"].to_pylist()):
+            rows.append((n if relative else str(FILES[n]), o, l))
+    return rows
+
+
+def test_fetch_gives_the_bytes_of_the_local_ranges(s3, http_root):
+    rows = index_rows(["iana.warc.gz", "example.warc.gz"])
+    assert len(rows) > 40
+    want = []
+    for n, o, l in rows:
+        with open(FILES[n], "rb") as f:
+            f.seek(o)
+            want.append(f.read(l))
+    for prefix in (s3["prefix"], http_root):
+        got = list(warchest.fetch(rows, prefix=prefix, raw=True, concurrency=4))
+        assert got == want, prefix
+    # Records: as the local iterator gives them, offsets in the file.
+    local = [r for n in ("iana.warc.gz", "example.warc.gz") for r in records(str(FILES[n]))]
+    got = []
+    for r in warchest.fetch(rows, prefix=s3["prefix"]):
+        body = r.content_stream().read()
+        got.append(
+            (
+                r.offset,
+                r.rec_type,
+                r.rec_headers.get_header("WARC-Target-URI"),
+                r.rec_headers.get_header("WARC-Record-ID"),
+                hashlib.sha1(body).hexdigest(),
+            )
+        )
+    assert got == local
+    # Arrow batches: scan's rows, filenames resolved.
+    t = warchest.fetch(rows, prefix=s3["prefix"], arrow=True, include_payload=True, batch_rows=10).read_all()
+    want_t = warchest.scan(
+        [str(FILES["iana.warc.gz"]), str(FILES["example.warc.gz"])], include_payload=True
+    ).read_all()
+    assert t.drop_columns(["warc_filename"]).equals(want_t.drop_columns(["warc_filename"]))
+    assert set(t["warc_filename"].to_pylist()) == {
+        s3["prefix"] + "iana.warc.gz",
+        s3["prefix"] + "example.warc.gz",
+    }
+
+
+def test_fetch_reports_rows_it_cannot_fetch(s3):
+    good = index_rows(["example.warc.gz"])
+    size = FILES["example.warc.gz"].stat().st_size
+    bad = [
+        ("gone.warc.gz", 0, 100),
+        ("example.warc.gz", size + 10, 100),
+        ("example.warc.gz", 0, 0),
+    ]
+    rows = [bad[0]] + good + bad[1:]
+    fetched = warchest.fetch(rows, prefix=s3["prefix"], on_error="skip")
+    got = [r.offset for r in fetched]
+    assert got == [o for _, o, _ in good]
+    assert [f[0] for f in fetched.failures] == [0, len(good) + 1, len(good) + 2]
+    assert "gone.warc.gz" in fetched.failures[0][4]
+    assert str(size + 10) in fetched.failures[1][4]
+    with pytest.raises(warchest.FetchError) as e:
+        list(warchest.fetch(rows, prefix=s3["prefix"]))
+    assert "3 of" in str(e.value) and len(e.value.failures) == 3
+    t = warchest.fetch(rows, prefix=s3["prefix"], arrow=True).read_all()
+    errors = [(f, o) for f, o, e in zip(
+        t["warc_filename"].to_pylist(), t["warc_record_offset"].to_pylist(), t["error"].to_pylist()
+    ) if e]
+    assert errors == [
+        (s3["prefix"] + "gone.warc.gz", 0),
+        (s3["prefix"] + "example.warc.gz", size + 10),
+        (s3["prefix"] + "example.warc.gz", 0),
+    ]
+    assert t.num_rows == len(good) + 3
+
+
+def test_spark_reads_the_bucket(spark, s3):
+    opts = {f"env.{k}": v for k, v in s3["env"].items()}
+    df = spark.read.format("warc").options(**opts).load(s3["prefix"] + "*.warc.gz")
+    gz = [n for n in sorted(FILES) if n.endswith(".gz")]
+    assert df.rdd.getNumPartitions() == len(gz)
+    key = ["warc_filename", "warc_record_offset", "warc_record_id", "http_status"]
+    got = sorted(tuple(r) for r in df.select(*key).collect())
+    t = warchest.scan([str(FILES[n]) for n in gz], columns=key).read_all()
+    rename = {str(FILES[n]): s3["prefix"] + n for n in gz}
+    want = sorted(
+        (rename[f], o, i, s)
+        for f, o, i, s in zip(*(t[c].to_pylist() for c in key))
+    )
+    assert got == want and len(got) > 50
+
+
+def test_spark_index_then_fetch_example(spark, s3, tmp_path):
+    import importlib.util
+
+    # A cc-index-like Parquet table: relative warc_filename, offsets, lengths.
+    rows = index_rows(["iana.warc.gz", "example.warc.gz"])
+    names = [n for n, _, _ in rows]
+    status = warchest.scan(
+        [str(FILES["iana.warc.gz"]), str(FILES["example.warc.gz"])], columns=["http_status"]
+    ).read_all()["http_status"].to_pylist()
+    index = pa.table(
+        {
+            "warc_filename": names,
+            "warc_record_offset": pa.array([o for _, o, _ in rows], pa.int32()),
+            "warc_record_length": pa.array([l for _, _, l in rows], pa.int32()),
+            "fetch_status": status,
+        }
+    )
+    import pyarrow.parquet as pq
+
+    (tmp_path / "index").mkdir()
+    pq.write_table(index, tmp_path / "index" / "part-0.parquet")
+    spec = importlib.util.spec_from_file_location("example_cc_index_fetch", REPO / "examples" / "cc_index_fetch.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    out = mod.main(
+        spark,
+        str(tmp_path / "index"),
+        s3["prefix"],
+        "fetch_status = 200",
+        env=s3["env"],
+    )
+    got = sorted((r["warc_filename"], r["warc_record_offset"], bytes(r["payload"])) for r in out.collect())
+    want = []
+    for n in ("iana.warc.gz", "example.warc.gz"):
+        t = warchest.scan(str(FILES[n]), include_payload=True).read_all()
+        for o, s, p in zip(
+            t["warc_record_offset"].to_pylist(), t["http_status"].to_pylist(), t["payload"].to_pylist()
+        ):
+            if s == 200:
+                want.append((s3["prefix"] + n, o, p))
+    assert got == sorted(want) and len(got) > 10
+
+
+def test_fetch_of_local_paths():
+    rows = index_rows(["example.warc.gz"], relative=False)
+    path = str(FILES["example.warc.gz"])
+    with open(path, "rb") as f:
+        data = f.read()
+    got = list(warchest.fetch(rows, raw=True))
+    assert got == [data[o : o + l] for _, o, l in rows] and len(got) >= 3
+    # A relative name resolves against a local directory prefix too.
+    rel = [(os.path.basename(path), o, l) for _, o, l in rows]
+    assert list(warchest.fetch(rel, prefix=os.path.dirname(path), raw=True)) == got
+    past = warchest.fetch([(path, len(data) - 5, 100)], raw=True, on_error="skip")
+    assert list(past) == [] and "past the end" in past.failures[0][4]
+    assert path in past.failures[0][4]
