@@ -104,8 +104,9 @@ fn payload_of(
             // A content coding warchest cannot undo: the payload as stored.
             head.content_encoding().iter().all(|c| c.is_supported()),
         ),
-        // An HTTP block whose head cannot be read has no payload to give.
-        None if h.is_http() => return Ok(None),
+        // An HTTP response whose head cannot be read has no payload to
+        // give. (Other records' blocks are their payload.)
+        None if h.is_http() && archive::may_have_http_head(&h) => return Ok(None),
         None => (
             h.content_type()
                 .and_then(|c| http::media_type(c.as_bytes())),
