@@ -3,7 +3,7 @@
 //! information"), as `warchest capture` and as the recording proxy of
 //! `warchest proxy`. See docs/capture.md.
 //!
-//! - [`http`]: an HTTP/1.1 client that keeps the bytes as sent and received;
+//! - [`http`]: an HTTP client (HTTP/1.0 requests) that keeps the bytes as sent and received;
 //! - [`tls`]: rustls client settings and the proxy's certificate authority;
 //! - [`dns`]: a DNS client whose answers become `dns:` records;
 //! - `ftp`: a passive-mode FTP client;
@@ -499,7 +499,8 @@ impl Capturer {
                 .iter()
                 .map(|l| ("interimResponse".to_string(), l.clone())),
         );
-        let mut protocols = vec!["http/1.1".to_string()];
+        // The requests are HTTP/1.0 (http::get_request): so is the exchange.
+        let mut protocols = vec!["http/1.0".to_string()];
         if let Some(p) = x.tls.0.clone() {
             protocols.push(p);
         }

@@ -41,6 +41,13 @@ impl Global {
     }
 }
 
+/// Counts recoveries of `file` for the summary line without printing
+/// them: for commands that list them in their own way (`recover`'s
+/// damaged ranges, `validate`'s findings).
+pub fn tally_only(file: &str, warnings: &[Warning]) {
+    tally(file, warnings);
+}
+
 /// Recoveries counted per file: (file, count, first offset), in the order
 /// files were first reported.
 static RECOVERIES: Mutex<Vec<(String, u64, u64)>> = Mutex::new(Vec::new());

@@ -22,7 +22,7 @@ use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, Tab
 use crate::revisit::{self, Location, Original, digest_key};
 use warchest::Limits;
 use warchest::digest::{Algorithm, Digest};
-use warchest::error::{Error, ErrorKind, Result};
+use warchest::error::{Error, ErrorKind, Result, Warning};
 use warchest::http::{BlockDigester, PayloadMatch};
 use warchest::warc::{self, PayloadKind, RecordType, Version, WarcHeader};
 use warchest::write::{Body, RotatingOptions, RotatingWriter};
@@ -379,6 +379,9 @@ pub struct DedupeStats {
     pub bytes_in: u64,
     /// Size of the output files.
     pub bytes_out: u64,
+    /// Recoveries the lenient reader made in the inputs (each handed to
+    /// the `on_warnings` of [`dedupe_with`]).
+    pub recoveries: u64,
 }
 
 impl DedupeStats {
@@ -414,6 +417,22 @@ pub fn dedupe<P: AsRef<Path>>(
     index: &DigestIndex,
     opts: &DedupeOptions,
 ) -> Result<(DedupeStats, Vec<PathBuf>)> {
+    dedupe_with(inputs, out_dir, index, opts, &mut |_, _| {})
+}
+
+/// [`dedupe`], handing the lenient reader's recoveries in each input to
+/// `on_warnings` (the input, its warnings) as they are made; their number
+/// is [`DedupeStats::recoveries`].
+///
+/// # Errors
+/// As [`dedupe`].
+pub fn dedupe_with<P: AsRef<Path>>(
+    inputs: &[P],
+    out_dir: &Path,
+    index: &DigestIndex,
+    opts: &DedupeOptions,
+    on_warnings: &mut dyn FnMut(&Path, &[Warning]),
+) -> Result<(DedupeStats, Vec<PathBuf>)> {
     let mut stats = DedupeStats::default();
     let mut w = RotatingWriter::new(out_dir, opts.output.clone())?;
     let out_abs = fs::canonicalize(out_dir).unwrap_or_else(|_| out_dir.to_path_buf());
@@ -424,11 +443,26 @@ pub fn dedupe<P: AsRef<Path>>(
             .len();
         let mut batch = index.batch()?;
         let mut r = warc::Reader::open(input)?;
-        while let Some(mut rec) = r.next_record()? {
+        let mut report = |r: &mut warc::Reader<_>, stats: &mut DedupeStats| {
+            let w = r.take_warnings();
+            if !w.is_empty() {
+                stats.recoveries += w.len() as u64;
+                on_warnings(input, &w);
+            }
+        };
+        loop {
+            // Taken as the reading goes: a damaged file's warnings are not
+            // all held at once.
+            report(&mut r, &mut stats);
+            let Some(mut rec) = r.next_record()? else {
+                break;
+            };
             stats.records += 1;
+            let at = rec.location().offset;
             let h = rec.header().clone();
             if !candidate(&h) {
-                w.write_raw(&h, &mut rec.block())?;
+                w.write_raw(&h, &mut rec.block())
+                    .map_err(|e| of_input(e, input, at))?;
                 continue;
             }
             stats.responses += 1;
@@ -467,7 +501,8 @@ pub fn dedupe<P: AsRef<Path>>(
                 if !recorded_ok {
                     stats.digest_mismatches += 1;
                 }
-                w.write_raw(&h, &mut spool)?;
+                w.write_raw(&h, &mut spool)
+                    .map_err(|e| of_input(e, input, at))?;
                 continue;
             };
             let digest = Digest::new(alg, digests.payload.as_bytes());
@@ -480,7 +515,9 @@ pub fn dedupe<P: AsRef<Path>>(
                 stats.revisits += 1;
                 continue;
             }
-            let placed = w.write_raw(&h, &mut spool)?;
+            let placed = w
+                .write_raw(&h, &mut spool)
+                .map_err(|e| of_input(e, input, at))?;
             if let (Some(p), Some(mut original)) = (placed.first(), Original::from_header(&h)) {
                 original.payload_digest = digest.to_string();
                 let file = match p.path.file_name() {
@@ -501,6 +538,7 @@ pub fn dedupe<P: AsRef<Path>>(
                 }
             }
         }
+        report(&mut r, &mut stats);
         batch.commit()?;
     }
     let files = w.finish()?;
@@ -510,6 +548,18 @@ pub fn dedupe<P: AsRef<Path>>(
             .len();
     }
     Ok((stats, files))
+}
+
+/// A record whose block ends before its Content-Length (cut short by the
+/// end of the file) is the input's fault: the error names the input and
+/// the record's offset. Other errors (the output's) are left as they are.
+fn of_input(e: Error, input: &Path, offset: u64) -> Error {
+    match e.kind() {
+        ErrorKind::Io(io) if io.kind() == io::ErrorKind::UnexpectedEof => {
+            e.in_file(input).at(warchest::error::Position::at(offset))
+        }
+        _ => e,
+    }
 }
 
 /// A response that can be deduplicated: HTTP, whole (not a segment, not

@@ -14,7 +14,8 @@
 //!    (`WARC/<digit>`, `version:`, an ARC URL-record line). A start is
 //!    accepted when it is *confirmed*: its record's own checksum verifies
 //!    (a WARC block digest; a Web InfoMall zlib stream that inflates to
-//!    `unzip-length`), or the records that follow it are well framed, one
+//!    `unzip-length`; the CRC of a whole compressed member that holds
+//!    exactly the record), or the records that follow it are well framed, one
 //!    after the other: three records for Web InfoMall (its specification's
 //!    section 4), two for ARC and WARC records without digests, fewer when
 //!    the file ends first (the report says so). A record at the very start
@@ -187,6 +188,33 @@ impl Plain {
         }
         let (_, s, e) = self.entry(lo)?;
         Ok((s, e))
+    }
+
+    /// The decompressed extent of the member holding decompressed offset
+    /// `p`, for compressed inputs.
+    fn member(&self, p: u64) -> Result<Option<(u64, u64)>> {
+        let Some((_, count)) = &self.map else {
+            return Ok(None);
+        };
+        let (mut lo, mut hi) = (0u64, *count);
+        if hi == 0 {
+            return Ok(None);
+        }
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if self.entry(mid)?.0 <= p {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        let start = self.entry(lo)?.0;
+        let end = if lo + 1 < *count {
+            self.entry(lo + 1)?.0
+        } else {
+            self.len
+        };
+        Ok(Some((start, end)))
     }
 
     fn is_tainted(&self, start: u64, end: u64) -> bool {
@@ -634,6 +662,27 @@ impl<W: Write> Recovery<'_, W> {
         }
         if compressed && !content_bad && framed && digest_ok {
             verified = true;
+        }
+        // A record that is exactly one whole compressed member, its CRC or
+        // checksum valid, is proved by it as a block digest would: the
+        // member boundary is its start, the checksum its bytes. (Without
+        // this, the one intact record between two damaged members of a
+        // record-at-a-time file had no run of records to confirm it, and
+        // was neither written nor reported.)
+        if !verified
+            && framed
+            && !content_bad
+            && digest_ok
+            && !end.truncated
+            && let Some((ms, me)) = self.plain.member(loc.offset)?
+            && ms == loc.offset
+            && !self.plain.is_tainted(ms, me)
+        {
+            let rec_end = end.stored_len.map(|l| loc.offset + l).unwrap_or(u64::MAX);
+            // Line ends left in the member after the record are its own.
+            if rec_end <= me && self.only_newlines(rec_end, me)? {
+                verified = true;
+            }
         }
         let body_end = match (self.format, stored_len) {
             (Format::InfoMall, Some(n)) => loc.offset + loc.header_len + n,

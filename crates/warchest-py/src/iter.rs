@@ -524,26 +524,47 @@ impl StatusAndHeaders {
         }
         v.into_owned()
     }
+
+    /// [`StatusAndHeaders::value`], with encoded words decoded when
+    /// `decode`.
+    fn value_as(&self, f: &warchest::fields::Field<'_>, decode: bool) -> String {
+        let v = self.value(f);
+        if decode {
+            warchest::fields::decode_encoded_words(&v).into_owned()
+        } else {
+            v
+        }
+    }
 }
 
 #[pymethods]
 impl StatusAndHeaders {
-    /// The first value of the field `name`, or `default_value`.
-    #[pyo3(signature = (name, default_value = None))]
-    fn get_header(&self, name: &str, default_value: Option<String>) -> Option<String> {
+    /// The first value of the field `name`, or `default_value`. With
+    /// `decode=True`, RFC 2047 encoded words in it (`=?UTF-8?B?...?=`,
+    /// WARC 1.1 section 4) are decoded; by default the value is as
+    /// written, as warcio gives it.
+    #[pyo3(signature = (name, default_value = None, decode = false))]
+    fn get_header(
+        &self,
+        name: &str,
+        default_value: Option<String>,
+        decode: bool,
+    ) -> Option<String> {
         self.inner
             .fields()
             .get(name)
-            .map(|f| self.value(&f))
+            .map(|f| self.value_as(&f, decode))
             .or(default_value)
     }
 
-    /// Every value of the field `name`, in order.
-    fn get_all(&self, name: &str) -> Vec<String> {
+    /// Every value of the field `name`, in order (`decode` as for
+    /// `get_header`).
+    #[pyo3(signature = (name, decode = false))]
+    fn get_all(&self, name: &str, decode: bool) -> Vec<String> {
         self.inner
             .fields()
             .get_all(name)
-            .map(|f| self.value(&f))
+            .map(|f| self.value_as(&f, decode))
             .collect()
     }
 

@@ -257,6 +257,23 @@ def test_headers_api():
     assert len(h) == len(h.headers) == len(list(h))
 
 
+def test_get_header_decodes_encoded_words_when_asked():
+    # Issue 19: RFC 2047 encoded words (WARC 1.1 section 4) as written by
+    # default, as warcio gives them; decoded with decode=True.
+    rec = (
+        b"WARC/1.1\r\nWARC-Type: resource\r\nWARC-Record-ID: <urn:uuid:1>\r\n"
+        b"WARC-Date: 2024-01-02T03:04:05Z\r\nWARC-Target-URI: file:///a\r\n"
+        b"X-Title: =?UTF-8?B?Y2Fmw6k=?= au =?UTF-8?Q?lait?=\r\n"
+        b"Content-Type: text/plain\r\nContent-Length: 2\r\n\r\nok\r\n\r\n"
+    )
+    r = next(iter(warchest.ArchiveIterator(io.BytesIO(rec))))
+    h = r.rec_headers
+    assert h.get_header("X-Title") == "=?UTF-8?B?Y2Fmw6k=?= au =?UTF-8?Q?lait?="
+    assert h.get_header("X-Title", decode=True) == "caf\u00e9 au lait"
+    assert h.get_all("x-title", decode=True) == ["caf\u00e9 au lait"]
+    assert h.get_header("X-Missing", "dflt", decode=True) == "dflt"
+
+
 def test_read_sizes_add_up():
     path = FIXTURES / "pywb" / "iana.warc.gz"
     whole = [r.content_stream().read() for r in warchest.ArchiveIterator(path, record_types=["response"])]

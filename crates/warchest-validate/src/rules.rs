@@ -144,6 +144,9 @@ rules! {
     /// A field value holds a control character.
     HEADER_CONTROL_CHAR = ("warc.header.control-char", Error, Warc, "1.1 §4, 1.0 §4",
         "Field values hold no control characters other than tab (TEXT).");
+    /// An RFC 2047 encoded word in a field value cannot be decoded.
+    HEADER_ENCODED_WORD = ("warc.header.encoded-word", Warning, Warc, "1.1 §4, 1.0 §4",
+        "Encoded words (RFC 2047) in field values are well formed, in a known charset.");
 
     // ---- WARC: record framing ----
     /// The block is not followed by CRLF CRLF.

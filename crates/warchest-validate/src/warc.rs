@@ -1003,6 +1003,21 @@ fn strip_cow(c: Cow<'_, str>) -> Cow<'_, str> {
     }
 }
 
+/// True for fields whose value is text that may hold RFC 2047 encoded
+/// words: not URIs, record ids, dates, digests or lengths.
+fn may_hold_encoded_words(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    !(n.ends_with("-uri")
+        || n.ends_with("-id")
+        || n.ends_with("-date")
+        || n.ends_with("-digest")
+        || n.ends_with("-length")
+        || matches!(
+            n.as_str(),
+            "warc-concurrent-to" | "warc-refers-to" | "warc-profile" | "warc-date"
+        ))
+}
+
 fn field_label(f: F) -> &'static str {
     DEFS[f as usize].0
 }
@@ -1168,6 +1183,22 @@ impl<'h, 'a> HeaderCheck<'h, 'a> {
                         f.name_str()
                     ),
                 );
+            }
+            // RFC 2047 encoded words (section 4) in text values; URIs,
+            // ids, dates and digests hold none, and may hold `=?`.
+            if raw.windows(2).any(|w| w == b"=?") && may_hold_encoded_words(&f.name_str()) {
+                let v = f.value_str();
+                if let Some((word, why)) = warchest::fields::malformed_encoded_word(&v) {
+                    let word: String = word.chars().take(80).collect();
+                    self.out.push(
+                        &rules::HEADER_ENCODED_WORD,
+                        at,
+                        format!(
+                            "the value of {} holds the encoded word {word:?}, which cannot be decoded: {why}",
+                            f.name_str()
+                        ),
+                    );
+                }
             }
             let n = f.name();
             let def = DEFS.iter().position(|d| {

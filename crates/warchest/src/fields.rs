@@ -661,6 +661,54 @@ pub fn decode_encoded_words(s: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// The first RFC 2047 encoded word of `s` that cannot be decoded, and why:
+/// a token shaped like one (`=?charset?B|Q?`...) whose charset is unknown,
+/// whose encoding is neither B nor Q, whose text is not valid in its
+/// encoding, or which is not closed by `?=`. Such a word is shown as
+/// written by [`decode_encoded_words`]. Text that merely contains `=?`
+/// (not followed by `charset?X?`) is not an encoded word and passes.
+pub fn malformed_encoded_word(s: &str) -> Option<(&str, &'static str)> {
+    let mut rest = s;
+    while let Some(start) = rest.find("=?") {
+        let at = &rest[start..];
+        // The word runs to the next white space (encoded words hold none).
+        let len = at
+            .find(|c: char| c.is_ascii_whitespace())
+            .unwrap_or(at.len());
+        let word = &at[..len];
+        rest = &at[2..];
+        let inner = &word[2..];
+        let Some(q1) = inner.find('?') else {
+            continue;
+        };
+        let charset = &inner[..q1];
+        let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-^_`{|}~".contains(c);
+        if charset.is_empty() || !charset.chars().all(token) {
+            continue;
+        }
+        let after = &inner[q1 + 1..];
+        let mut enc = after.chars();
+        let (Some(e), Some('?')) = (enc.next(), enc.next()) else {
+            continue;
+        };
+        // Shaped as an encoded word from here on.
+        if !after[e.len_utf8() + 1..].contains("?=") {
+            return Some((word, "it is not closed by ?="));
+        }
+        if !matches!(e, 'B' | 'b' | 'Q' | 'q') {
+            return Some((word, "its encoding is neither B nor Q"));
+        }
+        let label = charset.split('*').next().unwrap_or(charset);
+        if decode_charset(label, b"").is_none() {
+            return Some((word, "its charset is unknown"));
+        }
+        if decode_one_word(word).is_none() {
+            return Some((word, "its text is not valid in its encoding"));
+        }
+    }
+    None
+}
+
 /// Decodes one encoded-word at the start of `s`; returns the text and the
 /// number of bytes used.
 fn decode_one_word(s: &str) -> Option<(String, usize)> {
@@ -887,6 +935,36 @@ mod tests {
             "a xy b"
         );
         assert_eq!(decode_encoded_words("=?bogus?Q?x?="), "=?bogus?Q?x?=");
+        // The ones that cannot be decoded are found, with the reason.
+        assert_eq!(malformed_encoded_word("=?UTF-8?B?Y2Fmw6k=?= plain"), None);
+        assert_eq!(malformed_encoded_word("a=?b and ?x=?y"), None);
+        assert_eq!(malformed_encoded_word("http://a/?q=?x"), None);
+        assert_eq!(
+            malformed_encoded_word("=?utf-8?é?"),
+            Some(("=?utf-8?é?", "it is not closed by ?="))
+        );
+        assert_eq!(
+            malformed_encoded_word("x =?utf-8?Q?bad=Z?= y"),
+            Some(("=?utf-8?Q?bad=Z?=", "its text is not valid in its encoding"))
+        );
+        assert_eq!(
+            malformed_encoded_word("=?utf-8?B?!!!?="),
+            Some(("=?utf-8?B?!!!?=", "its text is not valid in its encoding"))
+        );
+        assert_eq!(
+            malformed_encoded_word("=?utf-8?X?abc?="),
+            Some(("=?utf-8?X?abc?=", "its encoding is neither B nor Q"))
+        );
+        assert_eq!(
+            malformed_encoded_word("=?utf-8?B?Y2Fm"),
+            Some(("=?utf-8?B?Y2Fm", "it is not closed by ?="))
+        );
+        if cfg!(feature = "charset") {
+            assert_eq!(
+                malformed_encoded_word("=?bogus?Q?x?="),
+                Some(("=?bogus?Q?x?=", "its charset is unknown"))
+            );
+        }
         assert_eq!(
             decode_encoded_words("=?utf-8?Q?bad=Z?="),
             "=?utf-8?Q?bad=Z?="

@@ -8,8 +8,9 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail};
-use warchest::http::{self, payload_reader, read_head};
-use warchest::warc::{self, RecordType, Version, WarcHeader};
+use warchest::archive;
+use warchest::http;
+use warchest::warc::{RecordType, Version, WarcHeader};
 use warchest::write::{Body, identify, records};
 
 use super::output::OutFile;
@@ -84,7 +85,10 @@ struct Payload {
 }
 
 /// The payload of a record with one, spooled; `None` for other records.
-fn payload_of(rec: &mut warc::Record<'_, impl warchest::codec::Source>) -> Result<Option<Payload>> {
+/// Read through the one reading API (`Record::http`, `Record::payload`).
+fn payload_of(
+    rec: &mut archive::Record<'_, impl warchest::codec::Source>,
+) -> Result<Option<Payload>> {
     let h = rec.header().clone();
     if !matches!(
         h.record_type(),
@@ -94,23 +98,22 @@ fn payload_of(rec: &mut warc::Record<'_, impl warchest::codec::Source>) -> Resul
         return Ok(None);
     }
     let mut file = tempfile::NamedTempFile::new()?;
-    let media_type;
-    let mut block = rec.block();
-    if h.is_http() {
-        let Some(head) = read_head(&mut block, &Default::default())? else {
-            return Ok(None);
-        };
-        media_type = head.media_type();
-        // A content coding warchest cannot undo: the payload as stored.
-        let decode = head.content_encoding().iter().all(|c| c.is_supported());
-        let mut p = payload_reader(&mut block, &head, decode)?;
-        io::copy(&mut p, file.as_file_mut())?;
-    } else {
-        media_type = h
-            .content_type()
-            .and_then(|c| http::media_type(c.as_bytes()));
-        io::copy(&mut block, file.as_file_mut())?;
-    }
+    let (media_type, decode) = match rec.http()? {
+        Some(head) => (
+            head.media_type(),
+            // A content coding warchest cannot undo: the payload as stored.
+            head.content_encoding().iter().all(|c| c.is_supported()),
+        ),
+        // An HTTP response whose head cannot be read has no payload to
+        // give. (Other records' blocks are their payload.)
+        None if h.is_http() && archive::may_have_http_head(&h) => return Ok(None),
+        None => (
+            h.content_type()
+                .and_then(|c| http::media_type(c.as_bytes())),
+            false,
+        ),
+    };
+    io::copy(&mut rec.payload(decode)?, file.as_file_mut())?;
     file.as_file_mut().flush()?;
     Ok(Some(Payload { file, media_type }))
 }
@@ -197,6 +200,7 @@ fn version_for(h: &WarcHeader) -> Version {
 /// with a warcinfo record saying `description` (WARC version as the
 /// input's) and is finished at the end.
 fn each_payload(
+    g: &Global,
     input: &str,
     output: &std::path::Path,
     description: &str,
@@ -204,9 +208,15 @@ fn each_payload(
 ) -> Result<()> {
     crate::input::require_records(input)?;
     let mut out = OutFile::create(output)?;
-    let mut r = warc::Reader::open(input)?;
+    let mut r = archive::Reader::open_with(input, g.reader_options(input))?;
     let mut started = false;
-    while let Some(mut rec) = r.next_record()? {
+    loop {
+        // Recoveries reported as the reading goes (listed with -w, summed
+        // up at the end otherwise).
+        g.warnings(input, &r.take_warnings());
+        let Some(mut rec) = r.next_record()? else {
+            break;
+        };
         let h = rec.header().clone();
         if !started {
             out.warcinfo(version_for(&h), description)?;
@@ -217,6 +227,7 @@ fn each_payload(
         };
         each(&mut out, &h, p)?;
     }
+    g.warnings(input, &r.take_warnings());
     if !started {
         out.warcinfo(Version::V1_1, "no records")?;
     }
@@ -224,14 +235,14 @@ fn each_payload(
     Ok(())
 }
 
-pub fn run_annotate(_g: &Global, args: AnnotateArgs) -> Result<Outcome> {
+pub fn run_annotate(g: &Global, args: AnnotateArgs) -> Result<Outcome> {
     let exec_line = exec_line(&args.exec);
     let (mut done, mut failed) = (0u64, 0u64);
     let description = format!(
         "metadata records from {:?} run on {}",
         exec_line, args.input
     );
-    each_payload(&args.input, &args.output, &description, |out, h, p| {
+    each_payload(g, &args.input, &args.output, &description, |out, h, p| {
         let (mut output, n, ok) = run_on(&args.exec, &p)?;
         if !ok {
             failed += 1;
@@ -257,7 +268,7 @@ pub fn run_annotate(_g: &Global, args: AnnotateArgs) -> Result<Outcome> {
     Ok(Outcome::Ok)
 }
 
-pub fn run_migrate(_g: &Global, args: MigrateArgs) -> Result<Outcome> {
+pub fn run_migrate(g: &Global, args: MigrateArgs) -> Result<Outcome> {
     let exec_line = exec_line(&args.exec);
     let from = args.from.trim().to_ascii_lowercase();
     let (mut done, mut failed) = (0u64, 0u64);
@@ -265,7 +276,7 @@ pub fn run_migrate(_g: &Global, args: MigrateArgs) -> Result<Outcome> {
         "{} payloads of {} migrated by {:?}",
         from, args.input, exec_line
     );
-    each_payload(&args.input, &args.output, &description, |out, h, p| {
+    each_payload(g, &args.input, &args.output, &description, |out, h, p| {
         if p.media_type.as_deref() != Some(from.as_str()) {
             return Ok(());
         }

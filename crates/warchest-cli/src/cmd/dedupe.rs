@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use warchest_ops::dedupe::{DedupeOptions, DigestIndex, dedupe, version_of};
+use warchest_ops::dedupe::{DedupeOptions, DigestIndex, dedupe_with, version_of};
 
 use super::output::{OutputArgs, prefix_from};
 use crate::report::{Global, Outcome};
@@ -39,7 +39,7 @@ pub struct Args {
     out: OutputArgs,
 }
 
-pub fn run(_g: &Global, args: Args) -> Result<Outcome> {
+pub fn run(g: &Global, args: Args) -> Result<Outcome> {
     crate::input::require_records_all(&args.inputs)?;
     let index = match &args.index {
         Some(p) => DigestIndex::open(p)?,
@@ -58,7 +58,9 @@ pub fn run(_g: &Global, args: Args) -> Result<Outcome> {
         output,
         min_payload: args.min_size,
     };
-    let (stats, files) = dedupe(&args.inputs, &args.output, &index, &opts)?;
+    let (stats, files) = dedupe_with(&args.inputs, &args.output, &index, &opts, &mut |f, w| {
+        g.warnings(&f.to_string_lossy(), w)
+    })?;
     if args.json {
         #[derive(serde::Serialize)]
         struct Out<'a> {

@@ -32,6 +32,12 @@ pub struct Args {
     /// Only the WARC header block and, for HTTP records, the HTTP head.
     #[arg(long, conflicts_with = "payload")]
     headers: bool,
+    /// With --headers: field values with RFC 2047 encoded words
+    /// (`=?UTF-8?B?...?=`, WARC 1.1 section 4) decoded, as UTF-8, one line a
+    /// field (folded values unfolded). Without it the header is printed as
+    /// stored.
+    #[arg(long, requires = "headers")]
+    decode_words: bool,
     /// Only the payload: for HTTP records the body after the head with its
     /// transfer coding (chunked) removed; otherwise the whole block.
     #[arg(long)]
@@ -137,7 +143,16 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let header = rec.header().clone();
-    if args.headers {
+    if args.headers && args.decode_words {
+        writeln!(out, "{}\r", header.version())?;
+        for f in header.fields().iter() {
+            writeln!(out, "{}: {}\r", f.name_str(), f.value_decoded())?;
+        }
+        out.write_all(b"\r\n")?;
+        if let Some(head) = rec.http_with(&limits)? {
+            out.write_all(head.raw())?;
+        }
+    } else if args.headers {
         out.write_all(header.as_bytes())?;
         if let Some(head) = rec.http_with(&limits)? {
             out.write_all(head.raw())?;

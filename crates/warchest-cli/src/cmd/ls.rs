@@ -42,6 +42,28 @@ struct Line<'a> {
     content_length: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     truncated: Option<bool>,
+    /// The header fields whose values hold RFC 2047 encoded words, by
+    /// name, decoded (the values above stay as written).
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    decoded: std::collections::BTreeMap<String, String>,
+}
+
+/// The fields of `h` whose values change when their RFC 2047 encoded
+/// words are decoded, with the decoded values (the first value of a
+/// repeated field).
+fn decoded_fields(h: &warchest::warc::WarcHeader) -> std::collections::BTreeMap<String, String> {
+    let mut m = std::collections::BTreeMap::new();
+    for f in h.fields().iter() {
+        if !f.raw_value().windows(2).any(|w| w == b"=?") {
+            continue;
+        }
+        let d = f.value_decoded();
+        if d != f.value_str() {
+            m.entry(f.name_str().into_owned())
+                .or_insert_with(|| d.into_owned());
+        }
+    }
+    m
 }
 
 pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
@@ -113,6 +135,7 @@ fn list_records<S: Source>(
                 content_type: ct.as_deref(),
                 content_length: h.content_length(),
                 truncated: end.truncated.then_some(true),
+                decoded: decoded_fields(&h),
             };
             serde_json::to_writer(&mut *out, &line)?;
             out.write_all(b"\n")?;

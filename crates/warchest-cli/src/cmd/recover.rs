@@ -73,6 +73,16 @@ pub fn run(_g: &Global, args: Args) -> Result<Outcome> {
     let report = recover(Path::new(&args.input), &mut out, &opts)?;
     out.finish()?;
     let name = &args.input;
+    // Each damaged range is a recovery: summed up in the line every
+    // reading command ends with (the ranges are listed below anyway).
+    let ranges: Vec<warchest::Warning> = report
+        .ranges
+        .iter()
+        .map(|r| {
+            warchest::Warning::new(warchest::error::WarningKind::Other, r.start, r.note.clone())
+        })
+        .collect();
+    crate::report::tally_only(name, &ranges);
     if args.json {
         println!("{}", serde_json::to_string(&report)?);
     } else {

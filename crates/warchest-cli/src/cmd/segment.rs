@@ -29,7 +29,7 @@ pub struct SegmentArgs {
     out: OutputArgs,
 }
 
-pub fn run_segment(_g: &Global, args: SegmentArgs) -> Result<Outcome> {
+pub fn run_segment(g: &Global, args: SegmentArgs) -> Result<Outcome> {
     crate::input::require_records(&args.input)?;
     let version = version_of(args.input.as_ref()).with_context(|| args.input.clone())?;
     let mut opts = args.out.rotating(
@@ -39,15 +39,25 @@ pub fn run_segment(_g: &Global, args: SegmentArgs) -> Result<Outcome> {
     )?;
     opts.oversize = Oversize::Segment;
     let mut w = RotatingWriter::new(&args.output, opts)?;
-    let mut r = warc::Reader::open(&args.input)?;
+    let mut r = warc::Reader::open_with(&args.input, g.reader_options(&args.input))?;
     let mut segmented = 0u64;
-    while let Some(mut rec) = r.next_record()? {
+    loop {
+        // Recoveries reported as the reading goes (listed with -w, summed
+        // up at the end otherwise).
+        g.warnings(&args.input, &r.take_warnings());
+        let Some(mut rec) = r.next_record()? else {
+            break;
+        };
         let h = rec.header().clone();
-        let placed = w.write_raw(&h, &mut rec.block())?;
+        let at = rec.location().offset;
+        let placed = w
+            .write_raw(&h, &mut rec.block())
+            .with_context(|| format!("{}: record at offset {at}", args.input))?;
         if placed.len() > 1 {
             segmented += 1;
         }
     }
+    g.warnings(&args.input, &r.take_warnings());
     for f in w.finish()? {
         println!("{}", f.display());
     }
@@ -73,7 +83,7 @@ pub struct ReassembleArgs {
     output: PathBuf,
 }
 
-pub fn run_reassemble(_g: &Global, args: ReassembleArgs) -> Result<Outcome> {
+pub fn run_reassemble(g: &Global, args: ReassembleArgs) -> Result<Outcome> {
     crate::input::require_records_all(&args.inputs)?;
     let segments = Segments::scan(&args.inputs)?;
     let mut out = OutFile::create(&args.output)?;
@@ -81,8 +91,12 @@ pub fn run_reassemble(_g: &Global, args: ReassembleArgs) -> Result<Outcome> {
     let mut outcome = Outcome::Ok;
     let mut reassembled = 0u64;
     for input in &args.inputs {
-        let mut r = warc::Reader::open(input)?;
-        while let Some(mut rec) = r.next_record()? {
+        let mut r = warc::Reader::open_with(input, g.reader_options(input))?;
+        loop {
+            g.warnings(input, &r.take_warnings());
+            let Some(mut rec) = r.next_record()? else {
+                break;
+            };
             let h = rec.header().clone();
             let id = h
                 .record_id()
@@ -96,8 +110,10 @@ pub fn run_reassemble(_g: &Global, args: ReassembleArgs) -> Result<Outcome> {
             } else {
                 None
             };
+            let at = rec.location().offset;
             let Some(series_id) = series_id else {
-                w.write_raw(&h, &mut rec.block())?;
+                w.write_raw(&h, &mut rec.block())
+                    .with_context(|| format!("{input}: record at offset {at}"))?;
                 continue;
             };
             let whole = segments
@@ -146,6 +162,7 @@ pub fn run_reassemble(_g: &Global, args: ReassembleArgs) -> Result<Outcome> {
             )?;
             reassembled += 1;
         }
+        g.warnings(input, &r.take_warnings());
     }
     out.finish()?;
     eprintln!("warchest: {reassembled} records reassembled");

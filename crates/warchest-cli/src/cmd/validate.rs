@@ -79,6 +79,24 @@ struct TotalLine<'a> {
     by_rule: &'a std::collections::BTreeMap<&'static str, u64>,
 }
 
+/// The rules the lenient reader's recoveries are reported under: counted
+/// for the one-line summary every reading command ends with (the findings
+/// list them).
+const RECOVERY_RULES: &[&str] = &[
+    "warc.header.line-end",
+    "warc.header.syntax",
+    "warc.record.trailer",
+    "warc.record.truncated",
+    "warc.content-length.mismatch",
+    "file.garbage",
+    "file.trailing-garbage",
+    "container.member.damaged",
+    "container.member.checksum",
+    "container.member.truncated",
+    "arc.record.trailer",
+    "arc.record.truncated",
+];
+
 pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
     args.files = crate::input::expand(&args.files);
     let stdout = io::stdout();
@@ -105,6 +123,16 @@ pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
     let mut write_err: Option<io::Error> = None;
     let json = args.json;
     let mut emit = |f: Finding| {
+        if RECOVERY_RULES.contains(&f.rule) {
+            crate::report::tally_only(
+                &f.file,
+                &[warchest::Warning::new(
+                    warchest::WarningKind::Other,
+                    f.offset.unwrap_or(0),
+                    f.message.clone(),
+                )],
+            );
+        }
         if write_err.is_some() {
             return;
         }

@@ -214,3 +214,60 @@ fn broken_pipe_is_not_an_error() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Issue 19: RFC 2047 encoded words (WARC 1.1 section 4). `ls --json`
+/// gives the decoded values beside the raw ones, `extract --headers
+/// --decode-words` prints them decoded (plain `--headers` stays as
+/// stored), and `validate` reports one that cannot be decoded.
+#[test]
+fn encoded_words_are_decoded_where_values_are_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = |title: &str| {
+        format!(
+            "WARC/1.1\r\nWARC-Type: resource\r\nWARC-Record-ID: <urn:uuid:6a3e1c52-4f0e-4b7e-9a51-0d5a3c2e9b10>\r\n\
+WARC-Date: 2024-01-02T03:04:05Z\r\nWARC-Target-URI: file:///a\r\nX-Title: {title}\r\n\
+Content-Type: text/plain\r\nContent-Length: 2\r\n\r\nok\r\n\r\n"
+        )
+    };
+    let good = dir.path().join("good.warc");
+    std::fs::write(&good, rec("=?UTF-8?B?Y2Fmw6k=?= au =?UTF-8?Q?lait?=")).unwrap();
+    let (code, out, err) =
+        crate::common::run(crate::common::bin().args(["ls", "--json"]).arg(&good));
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(v["decoded"]["X-Title"], "caf\u{e9} au lait", "{v}");
+    assert_eq!(v["target_uri"], "file:///a");
+
+    let (code, out, err) = crate::common::run(
+        crate::common::bin()
+            .args(["extract", "--headers"])
+            .arg(&good),
+    );
+    assert_eq!(code, 0, "{err}");
+    let raw = String::from_utf8(out).unwrap();
+    assert!(
+        raw.contains("X-Title: =?UTF-8?B?Y2Fmw6k=?= au =?UTF-8?Q?lait?=\r\n"),
+        "{raw}"
+    );
+    let (code, out, err) = crate::common::run(
+        crate::common::bin()
+            .args(["extract", "--headers", "--decode-words"])
+            .arg(&good),
+    );
+    assert_eq!(code, 0, "{err}");
+    let dec = String::from_utf8(out).unwrap();
+    assert!(dec.starts_with("WARC/1.1\r\n"), "{dec}");
+    assert!(dec.contains("X-Title: caf\u{e9} au lait\r\n"), "{dec}");
+    assert!(dec.ends_with("\r\n\r\n"), "{dec}");
+    let (code, out, err) = crate::common::run(crate::common::bin().arg("validate").arg(&good));
+    let out = String::from_utf8_lossy(&out);
+    assert!(!out.contains("warc.header.encoded-word"), "{out}{err}");
+    assert_eq!(code, 0, "{out}{err}");
+
+    let bad = dir.path().join("bad.warc");
+    std::fs::write(&bad, rec("=?UTF-8?B?Y2Fmw6k!?=")).unwrap();
+    let (_, out, err) = crate::common::run(crate::common::bin().arg("validate").arg(&bad));
+    let out = String::from_utf8_lossy(&out);
+    assert!(out.contains("warc.header.encoded-word"), "{out}{err}");
+    assert!(out.contains("X-Title"), "{out}");
+}

@@ -252,3 +252,54 @@ fn ls_resyncs_after_a_header_over_the_limit() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains(&first.len().to_string()), "{err}");
 }
+
+/// Issue 19: the commands that read to write (and `validate`, `recover`)
+/// end with the same one-line summary of the recoveries they made, as
+/// `ls` does; `-w` lists them instead.
+#[test]
+fn recoveries_are_summed_up_by_the_other_reading_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut failures = Vec::new();
+    for file in damaged(dir.path()) {
+        let name = file.display().to_string();
+        let out = tempfile::tempdir().unwrap();
+        let o = |n: &str| out.path().join(n).to_string_lossy().to_string();
+        let cmds: Vec<Vec<String>> = [
+            vec!["dedupe", "-o", &o("d")],
+            vec!["segment", "-o", &o("seg")],
+            vec!["reassemble", "-o", &o("re.warc.gz")],
+            vec!["annotate", "-o", &o("a.warc.gz"), "--exec", "wc", "-c"],
+            vec![
+                "migrate",
+                "-o",
+                &o("m.warc.gz"),
+                "--from",
+                "text/html",
+                "--exec",
+                "cat",
+            ],
+            vec!["recover", "-o", &o("rec.warc.gz")],
+            vec!["validate"],
+        ]
+        .into_iter()
+        .map(|v| v.into_iter().map(String::from).collect())
+        .collect();
+        for args in cmds {
+            // The input first: --exec takes every word after it.
+            let (code, _, err) = run(bin().arg(&args[0]).arg(&file).args(&args[1..]));
+            let summary = err.lines().any(|l| {
+                l.starts_with(&format!("warchest: {name}: "))
+                    && l.contains(", the first at offset ")
+                    && (l.ends_with("; -w lists them") || l.ends_with("; -w lists it"))
+            });
+            // A record cut short by the end of the file (long.warc) stops
+            // the commands that write it whole (dedupe, segment,
+            // reassemble): exit 2, the file named; never success.
+            let stopped = code == 2 && err.contains(&name);
+            if code == 101 || code == 0 && !summary || !(summary || stopped) {
+                failures.push(format!("{args:?} {name}: exit {code:?}, no summary: {err}"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

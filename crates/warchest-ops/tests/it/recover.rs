@@ -404,3 +404,64 @@ fn recovered_output_is_a_valid_file() {
     let mut f = tempfile::NamedTempFile::new().unwrap();
     f.write_all(&out).unwrap();
 }
+
+/// Issue 19: one bit flipped in each of two records with one whole record
+/// between them, near the end of a per-record gzip WARC. The record in
+/// between (a whole member with a valid CRC that parses as a complete
+/// record) is intact and written; every record not written is listed as
+/// lost at its member's offset.
+#[test]
+fn gzip_warc_intact_record_between_two_flips() {
+    let data = gzip_warc_fixture();
+    let orig = member_records(&data);
+    let n = orig.len();
+    let mut failures = Vec::new();
+    for first in [n - 3, n - 4, n - 5, n - 8, n / 2] {
+        for frac in [2u64, 3, 5] {
+            let (a, b) = (&orig[first], &orig[first + 2]);
+            let mut d = data.clone();
+            // A bit in the deflate data of each member (past its 10-byte
+            // gzip header, before its 8-byte trailer).
+            let xa = a.start + 10 + (a.end - a.start - 18) / frac;
+            let xb = b.start + 10 + (b.end - b.start - 18) / frac;
+            d[xa as usize] ^= 0x10;
+            d[xb as usize] ^= 0x10;
+            let opts = RecoverOptions {
+                compression: OutputCompression::Gzip,
+                ..RecoverOptions::default()
+            };
+            let (out, rep) = run_recover(&d, &opts);
+            let mut t = vec![false; n];
+            t[first] = true;
+            t[first + 2] = true;
+            check_recovered(&orig, &t, &out, &format!("flips at {xa} and {xb}"));
+            let got = records(&out);
+            let lost: Vec<u64> = rep
+                .ranges
+                .iter()
+                .flat_map(|r| &r.lost)
+                .map(|l| l.offset)
+                .collect();
+            let middle = &orig[first + 1];
+            if !got
+                .iter()
+                .any(|g| g.raw_header == middle.raw_header && g.block == middle.block)
+            {
+                failures.push(format!(
+                    "flips at {xa}, {xb}: the intact record at {} was not written",
+                    middle.start
+                ));
+            }
+            // Every record not written is listed.
+            for o in &orig {
+                let written = got
+                    .iter()
+                    .any(|g| g.raw_header == o.raw_header && g.block == o.block);
+                if !written && !lost.contains(&o.start) {
+                    failures.push(format!("flips at {xa}, {xb}: the record at {} is neither written nor listed as lost ({:?})", o.start, rep.ranges));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

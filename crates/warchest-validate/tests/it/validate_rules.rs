@@ -130,6 +130,37 @@ fn control_characters_in_values() {
     assert_eq!(ids(&run(&data)), ["warc.header.control-char"].into());
 }
 
+/// Issue 19: an RFC 2047 encoded word that cannot be decoded is a
+/// finding; a good one, and `=?` in a URI, are not.
+#[test]
+fn malformed_encoded_words() {
+    let good = file(&[
+        warcinfo("1.1", "<urn:uuid:1>"),
+        resource(
+            "<urn:uuid:2>",
+            &[
+                ("X-Title", "=?UTF-8?B?Y2Fmw6k=?="),
+                ("X-Link", "see http://a.example/?q=?x"),
+            ],
+        ),
+    ]);
+    assert!(run(&good).is_empty(), "{:#?}", run(&good));
+    for bad in [
+        "=?UTF-8?B?Y2Fmw6k!?=",
+        "=?UTF-8?X?abc?=",
+        "x =?UTF-8?Q?caf",
+        "=?no-such-charset?Q?x?=",
+    ] {
+        let data = file(&[
+            warcinfo("1.1", "<urn:uuid:1>"),
+            resource("<urn:uuid:2>", &[("X-Title", bad)]),
+        ]);
+        let f = run(&data);
+        assert_eq!(ids(&f), ["warc.header.encoded-word"].into(), "{bad}");
+        assert!(f[0].message.contains("X-Title"), "{:?}", f[0].message);
+    }
+}
+
 #[test]
 fn dates_by_version() {
     let with_date = |v: &str, d: &str| {
