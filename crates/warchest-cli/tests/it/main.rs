@@ -9,6 +9,7 @@ mod inputs;
 mod parquet_engines;
 mod safety;
 mod serve;
+mod serve_limits;
 mod tools;
 mod validate;
 mod writing;
