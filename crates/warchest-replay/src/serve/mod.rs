@@ -1,15 +1,27 @@
 //! `warchest serve`: a web server to browse and replay a collection of
 //! archive files (WARC, ARC, Web InfoMall, WACZ), as pywb does.
 //!
-//! A blocking HTTP/1.1 server on a rayon pool of threads (replay serves
-//! one person or a test, not the web at large). URLs (docs/serve.md):
+//! The server (`net.rs`) is hyper (HTTP/1.1 keep-alive and h2c) on tokio,
+//! a task a connection, with limits on connections, request heads and
+//! bodies, time (slow heads, idle and stalled connections) and handlers
+//! at once; graceful shutdown ([`StopHandle`], ctrl-c, SIGTERM). The
+//! handlers (`handle` and below) are blocking and run on tokio's blocking
+//! pool, answering through a `Responder` whose body streams
+//! through a bounded channel; a panic in one answers 500.
+//!
+//! Two origins (docs/serve.md, "Isolation"): the UI (`listen`) and the
+//! replay origin (`replay_listen`, or `replay_host` behind a reverse
+//! proxy), which alone serves archived bytes; the UI frames replay.
+//! Replayed responses carry a Content-Security-Policy that confines them
+//! to the replay origin. URLs:
 //!
 //! | path | what |
 //! |---|---|
 //! | `/` and `/{coll}/` | the collection: search form, files |
 //! | `/{coll}/search?url=U&match=prefix` | URLs found (exact, prefix, host, domain) |
 //! | `/{coll}/*/{url}` | the captures of a URL |
-//! | `/{coll}/{timestamp}{modifier}/{url}` | replay (`id_`: as archived) |
+//! | `/{coll}/{timestamp}/{url}` | UI: banner and the page in a frame (`mp_`) |
+//! | `/{coll}/{timestamp}{modifier}/{url}` | replay origin: replay (`id_`: as archived) |
 //! | `/{coll}/{url}` | Memento TimeGate (Accept-Datetime; latest without) |
 //! | `/{coll}/timemap/link/{url}` | Memento TimeMap (RFC 7089 link format) |
 //! | `/{coll}/cdx?url=U&output=json` | CDX server, as pywb's |
