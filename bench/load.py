@@ -5,8 +5,9 @@ For each server, each row (CDX query, raw `id_` record, rewritten replay) and
 each number of concurrent clients (1, 50, 500), `wrk` runs for a few seconds
 while 1,000 idle connections are held open to the same server (re-opened as
 the server closes them: serve closes idle connections after 10 s). It prints
-requests/s, p50 and p99 latency and failed requests (socket errors, non-2xx
-answers). Everything is on loopback and bounded in time. See
+requests/s, p50 and p99 latency and failed requests (refused connections,
+timeouts, non-2xx answers), and exits 1 when the warchest tested (--bin)
+failed any request. Everything is on loopback and bounded in time. See
 docs/performance.md.
 
     bench/load.py [--bin PATH] [--old-bin PATH] [--file WARC] [--secs N]
@@ -248,6 +249,7 @@ def main():
     print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.uname().nodename}, "
           f"{os.cpu_count()} cores, file {os.path.basename(warc)}, {a.secs} s a row, "
           f"{a.idle} idle connections held", flush=True)
+    bad = 0
     print("| server | row | clients | req/s | p50 ms | p99 ms | requests | failed | read/write errors | idle held |")
     print("|---|---|---|---|---|---|---|---|---|---|", flush=True)
     for name, binary in servers:
@@ -281,6 +283,8 @@ def main():
                     # No answer at all: wrk counts no errors for connections
                     # that never got one.
                     failed = "all" if r["n"] == 0 else r["failed"]
+                    if name == "warchest" and failed != 0:
+                        bad += 1
                     print(f"| {name} | {row} | {c} | {r['rps']:.0f} | {f(r['p50'])} | {f(r['p99'])} "
                           f"| {r['n']} | {failed} | {r['closed']} | {held} |", flush=True)
         finally:
@@ -290,6 +294,11 @@ def main():
             except subprocess.TimeoutExpired:
                 proc.kill()
     shutil.rmtree(work, ignore_errors=True)
+    # The server tested must answer everything, whatever its speed.
+    if bad:
+        print(f"{bad} rows of warchest had failed requests", file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
