@@ -63,12 +63,16 @@ impl Server {
         let first = rx
             .recv_timeout(Duration::from_secs(120))
             .expect("serve prints its address");
-        // "warchest: listening on http://A (ui), http://B (replay)"
+        // "warchest: listening on http://A (ui), http://B (replay)", or
+        // with --replay-host "..., host NAME (replay)": one listener.
         let (addr, replay) = first
             .trim()
             .strip_prefix("warchest: listening on http://")
-            .and_then(|a| a.split_once(" (ui), http://"))
-            .and_then(|(a, r)| Some((a, r.strip_suffix(" (replay)")?)))
+            .and_then(|a| a.split_once(" (ui), "))
+            .and_then(|(a, r)| {
+                let r = r.strip_suffix(" (replay)")?;
+                Some((a, r.strip_prefix("http://").unwrap_or(a)))
+            })
             .unwrap_or_else(|| {
                 panic!(
                     "unexpected first line {first:?}; log {}",

@@ -189,6 +189,75 @@ fn a_panicking_handler_answers_500_and_the_server_goes_on() {
     assert_eq!(plain.rget("/_/panic").status, 404);
 }
 
+#[test]
+fn replay_host_behind_a_reverse_proxy() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(
+        &[&fixture("pywb/iana.warc.gz")],
+        &dir.path().join("i.redb"),
+        &[
+            "--poll",
+            "0",
+            "--host",
+            "ui.example",
+            "--replay-host",
+            "replay.example",
+        ],
+    );
+    assert_eq!(s.addr, s.replay, "one listener");
+    let ask = |host: &str, path: &str, extra: &str| {
+        exchange(
+            &s.addr,
+            format!("GET {path} HTTP/1.1\r\nHost: {host}\r\n{extra}Connection: close\r\n\r\n")
+                .as_bytes(),
+        )
+    };
+    let raw = format!("/archive/{IANA_TS}id_/http://www.iana.org/");
+    // The UI name sends archived bytes to the replay name.
+    let r = ask("ui.example", &raw, "");
+    assert!(r.starts_with("HTTP/1.1 302"), "{r}");
+    assert!(
+        r.to_ascii_lowercase()
+            .contains(&format!("location: http://replay.example{raw}")),
+        "{r}"
+    );
+    // The framed page names the replay origin, https behind a TLS proxy.
+    let r = ask(
+        "ui.example",
+        &format!("/archive/{IANA_TS}/http://www.iana.org/"),
+        "X-Forwarded-Proto: https\r\n",
+    );
+    assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+    assert!(
+        r.contains(&format!(
+            "src=\"https://replay.example/archive/{IANA_TS}mp_/http://www.iana.org/\""
+        )),
+        "{r}"
+    );
+    // The replay name serves the bytes, framed only by the UI name.
+    let r = ask("replay.example", &raw, "");
+    assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+    let r = ask(
+        "replay.example",
+        &format!("/archive/{IANA_TS}mp_/http://www.iana.org/"),
+        "",
+    );
+    assert!(
+        r.contains("frame-ancestors 'self' http://ui.example"),
+        "{r}"
+    );
+    // And no UI page: to the UI name.
+    let r = ask("replay.example", "/archive/", "");
+    assert!(r.starts_with("HTTP/1.1 302"), "{r}");
+    assert!(
+        r.to_ascii_lowercase()
+            .contains("location: http://ui.example/archive/"),
+        "{r}"
+    );
+    // Other names: 421.
+    assert!(ask("other.example", "/archive/", "").starts_with("HTTP/1.1 421"));
+}
+
 /// A WARC of one resource record of `len` bytes, for `url`.
 fn big_warc(len: usize, url: &str) -> Vec<u8> {
     let mut w = format!(
