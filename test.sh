@@ -11,6 +11,8 @@ command -v python3 >/dev/null || need_apt+=(python3 python3-pip)
 command -v java >/dev/null || need_apt+=(openjdk-17-jre-headless)
 command -v chromium >/dev/null || need_apt+=(chromium)
 command -v prlimit >/dev/null || need_apt+=(util-linux)
+# wrk: the serve load test's client (bench/load.py; bench/run.sh --smoke).
+command -v wrk >/dev/null || need_apt+=(wrk)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "installing ${need_apt[*]} (apt-get)" >&2
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null

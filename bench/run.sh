@@ -24,6 +24,10 @@ if [[ " $* " == *" --smoke "* ]]; then
     cargo build -q -p warchest-cli --manifest-path "$root/Cargo.toml"
     export WARCHEST_BIN=$CARGO_TARGET_DIR/debug/warchest
     unset BENCH_BIN
+    # The serve load test too, a second a row, so that it cannot rot.
+    if command -v wrk >/dev/null; then
+        python3 "$here/load.py" --bin "$WARCHEST_BIN" --secs 1 --idle 20 --no-pywb
+    fi
 else
     cargo build -q --release -p warchest-cli --manifest-path "$root/Cargo.toml"
     cargo build -q --release --manifest-path "$here/harness/Cargo.toml"

@@ -228,8 +228,30 @@ fn reply(client: &mut Stream, status: &str, text: &str) {
     let _ = client.flush();
 }
 
-/// The most client connections served at once.
+/// The most client connections served at once (each has a thread).
 const MAX_CONNECTIONS: usize = 1024;
+
+/// Longest time a client's request head may take to arrive (less when the
+/// timeout is shorter).
+const HEAD_DEADLINE: Duration = Duration::from_secs(20);
+
+/// A reader whose reads fail once a deadline has passed.
+struct Deadline<'a, R: Read> {
+    inner: &'a mut R,
+    until: Instant,
+}
+
+impl<R: Read> Read for Deadline<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if Instant::now() > self.until {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the request head took too long",
+            ));
+        }
+        self.inner.read(buf)
+    }
+}
 
 /// What a connection's thread works with.
 struct Context<'a> {
@@ -280,7 +302,19 @@ fn handle(sock: TcpStream, ctx: &Context<'_>) -> Result<(), CaptureError> {
     };
     loop {
         let mut buf = Vec::new();
-        let Some(head_len) = client::read_head(&mut client, &mut buf, max_head)? else {
+        // The whole head within a deadline, however slowly its bytes
+        // trickle (each read has the socket timeout too): a slow client
+        // holds its thread for a bounded time.
+        let deadline = Instant::now() + timeout.min(HEAD_DEADLINE);
+        let head = client::read_head(
+            &mut Deadline {
+                inner: &mut client,
+                until: deadline,
+            },
+            &mut buf,
+            max_head,
+        )?;
+        let Some(head_len) = head else {
             return Ok(());
         };
         let _busy = Busy::new(busy);

@@ -42,9 +42,23 @@ pub struct Args {
     /// Seconds between looks for new files (0: never).
     #[arg(long, default_value_t = 10)]
     poll: u64,
-    /// Worker threads.
-    #[arg(long, default_value_t = 8)]
+    /// The replay origin's address: archived pages, records and files are
+    /// served only there (default: the same IP as --listen, the next port).
+    #[arg(long, value_name = "ADDR")]
+    replay_listen: Option<String>,
+    /// Behind a reverse proxy: requests for this host name are the replay
+    /// origin (no second listener unless --replay-listen is given too).
+    /// The first --host is then the UI's name.
+    #[arg(long, value_name = "NAME")]
+    replay_host: Option<String>,
+    /// Requests handled at once (each on a thread of its own); the others
+    /// wait.
+    #[arg(long, default_value_t = 64)]
     threads: usize,
+    /// Connections open at once; past it, new ones wait to be accepted.
+    /// Keep it under the open-file limit (ulimit -n).
+    #[arg(long, default_value_t = 4096, value_name = "N")]
+    max_connections: usize,
     /// A host name (with or without a port) requests may name in their
     /// Host header; repeatable. Default: localhost, 127.0.0.1, [::1] and
     /// the address listened on. Any other Host gets 421, so a DNS name
@@ -78,19 +92,18 @@ pub fn run(_g: &Global, args: Args) -> Result<Outcome> {
     {
         bail!("--collection: letters, digits, '-', '_' and '.' only");
     }
-    let listen_ip = args
-        .listen
-        .parse::<std::net::SocketAddr>()
-        .map(|a| a.ip())
-        .ok();
-    let loopback =
-        listen_ip.is_some_and(|ip| ip.is_loopback()) || args.listen.starts_with("localhost:");
-    if !loopback && !args.public {
-        bail!(
-            "refusing to listen on {}: pass --public to serve the archive on the network \
-             (and --host NAME for the names it is reached by)",
-            args.listen
-        );
+    let loopback = |addr: &str| {
+        addr.parse::<std::net::SocketAddr>()
+            .is_ok_and(|a| a.ip().is_loopback())
+            || addr.starts_with("localhost:")
+    };
+    for addr in std::iter::once(&args.listen).chain(args.replay_listen.as_ref()) {
+        if !loopback(addr) && !args.public {
+            bail!(
+                "refusing to listen on {addr}: pass --public to serve the archive on the network \
+                 (and --host NAME for the names it is reached by)"
+            );
+        }
     }
     let fuzzy = match &args.fuzzy_rules {
         Some(f) => warchest_replay::fuzzy::FuzzyRules::load(f)?,
@@ -104,7 +117,10 @@ pub fn run(_g: &Global, args: Args) -> Result<Outcome> {
         store: args.index_db,
         cdxj: args.cdxj,
         poll: (args.poll > 0).then(|| Duration::from_secs(args.poll)),
-        threads: args.threads.clamp(1, 256),
+        replay_listen: args.replay_listen,
+        replay_host: args.replay_host,
+        threads: args.threads.clamp(1, 1024),
+        max_connections: args.max_connections.clamp(1, 1_000_000),
         allowed_hosts: args.hosts,
         rate_limit: match args.rate_limit {
             Some(0) => None,
@@ -112,10 +128,16 @@ pub fn run(_g: &Global, args: Args) -> Result<Outcome> {
             None => args.public.then_some(50),
         },
     };
+    let opts_replay_host = opts.replay_host.clone();
     let server = Server::bind(opts)?;
     let addr = server.local_addr()?;
-    // The address on stdout, so that scripts (and tests) can wait for it.
-    println!("warchest: serving on http://{addr}/");
+    // The addresses on stdout, so that scripts (and tests) can wait for
+    // them.
+    match (server.replay_addr()?, &opts_replay_host) {
+        (Some(r), _) => println!("warchest: listening on http://{addr} (ui), http://{r} (replay)"),
+        (None, Some(h)) => println!("warchest: listening on http://{addr} (ui), host {h} (replay)"),
+        (None, None) => println!("warchest: listening on http://{addr} (ui)"),
+    }
     use std::io::Write;
     std::io::stdout().flush()?;
     server.run()?;

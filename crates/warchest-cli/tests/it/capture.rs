@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::common;
 use common::{bin, extract_payload, first_line, noise, python_has, run};
@@ -994,6 +994,68 @@ fn sigterm_stops_a_capture_with_its_files_closed() {
         1,
         "no fetch after the signal"
     );
+}
+
+#[test]
+fn proxy_drops_clients_that_trickle_their_request() {
+    let site = start_site(None);
+    let work = tempfile::tempdir().unwrap();
+    let mut child = bin()
+        .args(["proxy", "--listen", "127.0.0.1:0", "--ca"])
+        .arg(work.path().join("ca.pem"))
+        .args(["--allow-dest", "127.0.0.0/8", "--timeout", "2", "-o"])
+        .arg(work.path().join("o"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let addr: SocketAddr = first_line(&mut child)
+        .strip_prefix("listening on ")
+        .unwrap()
+        .parse()
+        .unwrap();
+    // 50 clients trickling their request heads, a byte every 300 ms.
+    let head = format!("GET http://{}/ HTTP/1.1\r\nX-Slow: ", site.addr);
+    let mut slow: Vec<TcpStream> = (0..50).map(|_| TcpStream::connect(addr).unwrap()).collect();
+    let watcher = slow[0].try_clone().unwrap();
+    watcher
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let t = Instant::now();
+    let closed = std::thread::spawn(move || {
+        let mut w = watcher;
+        let mut b = [0u8; 64];
+        // The proxy closes the connection (end of stream or reset).
+        let _ = w.read(&mut b);
+        t.elapsed()
+    });
+    for i in 0..20 {
+        for c in &mut slow {
+            let _ = c.write_all(&[head.as_bytes()[i % head.len()]]);
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    // Meanwhile a normal request goes through.
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    write!(
+        s,
+        "GET http://{0}/ HTTP/1.1\r\nHost: {0}\r\nConnection: close\r\n\r\n",
+        site.addr
+    )
+    .unwrap();
+    let mut resp = String::new();
+    let _ = s.read_to_string(&mut resp);
+    assert!(resp.starts_with("HTTP/1.1 200"), "{resp}");
+    // The slow head was cut off at the deadline (the 2 s timeout), not
+    // served for as long as bytes kept coming.
+    let took = closed.join().unwrap();
+    assert!(
+        took < Duration::from_secs(5),
+        "a trickling client was held {took:?}"
+    );
+    sigterm(&child);
+    child.wait().unwrap();
 }
 
 #[test]

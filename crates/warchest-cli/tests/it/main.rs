@@ -11,6 +11,7 @@ mod parquet_engines;
 mod remote;
 mod safety;
 mod serve;
+mod serve_limits;
 mod tools;
 mod validate;
 mod writing;

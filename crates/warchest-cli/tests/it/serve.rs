@@ -13,12 +13,15 @@ use std::time::{Duration, Instant};
 use crate::common;
 use common::{bin, fixture, python_has};
 
-const IANA_TS: &str = "20140126200624";
+pub(crate) const IANA_TS: &str = "20140126200624";
 
 /// A running `warchest serve`, killed when dropped.
 pub(crate) struct Server {
-    child: Child,
+    pub(crate) child: Child,
+    /// The UI origin's address.
     pub(crate) addr: String,
+    /// The replay origin's address: archived bytes come only from there.
+    pub(crate) replay: String,
     log: Arc<Mutex<String>>,
 }
 
@@ -34,7 +37,7 @@ impl Server {
     }
 
     /// Starts `cmd`, a `warchest serve` listening on port 0.
-    fn start_cmd(mut cmd: Command) -> Server {
+    pub(crate) fn start_cmd(mut cmd: Command) -> Server {
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         let mut child = cmd.spawn().expect("start warchest serve");
         let log = Arc::new(Mutex::new(String::new()));
@@ -60,22 +63,39 @@ impl Server {
         let first = rx
             .recv_timeout(Duration::from_secs(120))
             .expect("serve prints its address");
-        let addr = first
+        // "warchest: listening on http://A (ui), http://B (replay)", or
+        // with --replay-host "..., host NAME (replay)": one listener.
+        let (addr, replay) = first
             .trim()
-            .strip_prefix("warchest: serving on http://")
-            .and_then(|a| a.strip_suffix('/'))
+            .strip_prefix("warchest: listening on http://")
+            .and_then(|a| a.split_once(" (ui), "))
+            .and_then(|(a, r)| {
+                let r = r.strip_suffix(" (replay)")?;
+                Some((a, r.strip_prefix("http://").unwrap_or(a)))
+            })
             .unwrap_or_else(|| {
                 panic!(
                     "unexpected first line {first:?}; log {}",
                     log.lock().unwrap()
                 )
-            })
-            .to_string();
-        Server { child, addr, log }
+            });
+        let (addr, replay) = (addr.to_string(), replay.to_string());
+        Server {
+            child,
+            addr,
+            replay,
+            log,
+        }
     }
 
+    /// A GET of the UI origin.
     pub(crate) fn get(&self, path: &str) -> Resp {
         get(&self.addr, path, &[])
+    }
+
+    /// A GET of the replay origin.
+    pub(crate) fn rget(&self, path: &str) -> Resp {
+        get(&self.replay, path, &[])
     }
 
     pub(crate) fn log(&self) -> String {
@@ -166,7 +186,7 @@ pub(crate) fn get(addr: &str, path: &str, headers: &[(&str, &str)]) -> Resp {
     }
 }
 
-fn iana_server(dir: &tempfile::TempDir) -> Server {
+pub(crate) fn iana_server(dir: &tempfile::TempDir) -> Server {
     Server::start(
         &[&fixture("pywb/iana.warc.gz")],
         &dir.path().join("index.redb"),
@@ -354,7 +374,7 @@ fn memento_timegate_and_timemap() {
 fn replays_pages_with_rewritten_links_and_banner() {
     let dir = tempfile::tempdir().unwrap();
     let s = iana_server(&dir);
-    let r = s.get(&format!("/archive/{IANA_TS}/http://www.iana.org/"));
+    let r = s.rget(&format!("/archive/{IANA_TS}/http://www.iana.org/"));
     assert_eq!(r.status, 200);
     assert_eq!(
         r.header("Memento-Datetime"),
@@ -390,7 +410,7 @@ fn replays_pages_with_rewritten_links_and_banner() {
         "no root-relative link left"
     );
     // The raw capture is the archived payload, byte for byte.
-    let raw = s.get(&format!("/archive/{IANA_TS}id_/http://www.iana.org/"));
+    let raw = s.rget(&format!("/archive/{IANA_TS}id_/http://www.iana.org/"));
     let out = bin()
         .args(["extract", "--payload", "--offset"])
         .arg(cdx_offset(&s, "http://www.iana.org/", IANA_TS))
@@ -399,7 +419,7 @@ fn replays_pages_with_rewritten_links_and_banner() {
         .unwrap();
     assert_eq!(raw.body, out.stdout);
     // CSS: url() rewritten; another time redirects to the capture's.
-    let css = s.get("/archive/20140126200625cs_/http://www.iana.org/_css/2013.1/screen.css");
+    let css = s.rget("/archive/20140126200625cs_/http://www.iana.org/_css/2013.1/screen.css");
     assert_eq!(css.status, 200);
     assert!(
         css.text()
@@ -413,25 +433,25 @@ fn replays_pages_with_rewritten_links_and_banner() {
         "{}",
         css.text()
     );
-    let redirect = s.get("/archive/2014/http://www.iana.org/");
+    let redirect = s.rget("/archive/2014/http://www.iana.org/");
     assert_eq!(redirect.status, 302);
     assert_eq!(
         redirect.header("Location"),
         Some(&*format!("/archive/{IANA_TS}/http://www.iana.org/"))
     );
     // A revisit is served with its original's payload.
-    let revisit = s.get("/archive/20140126200653js_/http://www.iana.org/_js/2013.1/jquery.js");
+    let revisit = s.rget("/archive/20140126200653js_/http://www.iana.org/_js/2013.1/jquery.js");
     assert_eq!(revisit.status, 200);
     assert_eq!(
         revisit.header("Memento-Datetime"),
         Some("Sun, 26 Jan 2014 20:06:53 GMT")
     );
-    let original = s.get("/archive/20140126200625id_/http://www.iana.org/_js/2013.1/jquery.js");
+    let original = s.rget("/archive/20140126200625id_/http://www.iana.org/_js/2013.1/jquery.js");
     assert!(original.body.len() > 10_000);
-    let revisit_raw = s.get("/archive/20140126200653id_/http://www.iana.org/_js/2013.1/jquery.js");
+    let revisit_raw = s.rget("/archive/20140126200653id_/http://www.iana.org/_js/2013.1/jquery.js");
     assert_eq!(revisit_raw.body, original.body);
     // Not archived.
-    let miss = s.get("/archive/2014/http://nowhere.example/");
+    let miss = s.rget("/archive/2014/http://nowhere.example/");
     assert_eq!(miss.status, 404);
     assert!(miss.text().contains("no capture"));
     let log = s.log();
@@ -491,11 +511,11 @@ fn pages_search_captures_and_records() {
     assert!(t.contains("Content-Type: image/png"));
     assert!(t.contains("id=\"payload-image\""));
     assert!(t.contains("id=\"findings\""));
-    let png = s.get(&format!("/archive/record/0/{off}/payload"));
+    let png = s.rget(&format!("/archive/record/0/{off}/payload"));
     assert_eq!(png.header("Content-Type"), Some("image/png"));
     assert!(png.body.starts_with(b"\x89PNG"));
     // The record downloads as stored: the bytes of the file at its offset.
-    let warc = s.get(&format!("/archive/record/0/{off}/warc"));
+    let warc = s.rget(&format!("/archive/record/0/{off}/warc"));
     assert_eq!(warc.header("Content-Type"), Some("application/warc"));
     let file = std::fs::read(fixture("pywb/iana.warc.gz")).unwrap();
     let o: usize = off.parse().unwrap();
@@ -504,7 +524,7 @@ fn pages_search_captures_and_records() {
     let mut text = Vec::new();
     gz.read_to_end(&mut text).unwrap();
     assert!(text.starts_with(b"WARC/1.0\r\n"));
-    let whole = s.get("/archive/file/0");
+    let whole = s.rget("/archive/file/0");
     assert_eq!(whole.body, file);
     // A text record shows its payload; a bad request is refused.
     let off = cdx_offset(
@@ -587,7 +607,7 @@ fn new_files_are_picked_up() {
         std::thread::sleep(Duration::from_millis(200));
     }
     assert_eq!(
-        s.get(&format!("/archive/{IANA_TS}/http://www.iana.org/"))
+        s.rget(&format!("/archive/{IANA_TS}/http://www.iana.org/"))
             .status,
         200
     );
@@ -614,11 +634,11 @@ fn serves_from_a_cdxj_index() {
             .text(),
     );
     assert_eq!(lines.len(), 16);
-    let r = s.get(&format!("/archive/{IANA_TS}/http://www.iana.org/"));
+    let r = s.rget(&format!("/archive/{IANA_TS}/http://www.iana.org/"));
     assert_eq!(r.status, 200);
     assert!(r.text().contains("warchest-banner"));
     // Revisits found through the index alone (same URL and digest).
-    let revisit = s.get("/archive/20140126200653id_/http://www.iana.org/_js/2013.1/jquery.js");
+    let revisit = s.rget("/archive/20140126200653id_/http://www.iana.org/_js/2013.1/jquery.js");
     assert_eq!(revisit.status, 200);
     assert!(revisit.body.len() > 10_000);
 }
@@ -715,10 +735,10 @@ fn wacz_create_validate_read_and_serve() {
     );
     // Served: the pages replay from inside the WACZ.
     let s = Server::start(&[&wacz], &dir.path().join("w.redb"), &["--poll", "0"]);
-    let r = s.get(&format!("/archive/{IANA_TS}/http://www.iana.org/"));
+    let r = s.rget(&format!("/archive/{IANA_TS}/http://www.iana.org/"));
     assert_eq!(r.status, 200);
     assert!(r.text().contains("warchest-banner"));
-    let css = s.get("/archive/20140126200625id_/http://www.iana.org/_css/2013.1/screen.css");
+    let css = s.rget("/archive/20140126200625id_/http://www.iana.org/_css/2013.1/screen.css");
     assert_eq!(css.status, 200);
     assert!(css.text().contains("font-family"));
 }
@@ -862,9 +882,13 @@ fn chromium_replays_from_the_archive_only() {
     };
     let dir = tempfile::tempdir().unwrap();
     let s = iana_server(&dir);
+    // The UI's page: the banner, and the page framed from the replay
+    // origin.
     let page = format!("http://{}/archive/{IANA_TS}/http://www.iana.org/", s.addr);
-    // The DOM after scripts ran: banner there, stylesheet and images from
-    // the archive.
+    let framed = format!(
+        "http://{}/archive/{IANA_TS}mp_/http://www.iana.org/",
+        s.replay
+    );
     let out = run_chromium(
         &exe,
         &dir.path().join("p1"),
@@ -880,7 +904,19 @@ fn chromium_replays_from_the_archive_only() {
         "{dom}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(dom.contains("Internet Assigned Numbers Authority"));
+    assert!(dom.contains(&format!("src=\"{framed}\"")), "{dom}");
+    // The DOM of the framed page after its scripts ran.
+    let out = run_chromium(
+        &exe,
+        &dir.path().join("p1b"),
+        &[
+            "--virtual-time-budget=5000".into(),
+            "--dump-dom".into(),
+            framed.clone(),
+        ],
+    );
+    let dom = String::from_utf8_lossy(&out.stdout);
+    assert!(dom.contains("Internet Assigned Numbers Authority"), "{dom}");
     // Screenshot and network log.
     let shot = dir.path().join("shot.png");
     let netlog = dir.path().join("net.json");
@@ -922,6 +958,7 @@ fn chromium_replays_from_the_archive_only() {
     // page's: nothing of the archived site may go anywhere but here.
     let log = std::fs::read_to_string(&netlog).unwrap_or_default();
     let ours = format!("http://{}/", s.addr);
+    let replay_origin = format!("http://{}/", s.replay);
     let mut urls = Vec::new();
     for piece in log.split("\"url\":\"").skip(1) {
         let u = piece.split('"').next().unwrap_or("");
@@ -945,7 +982,7 @@ fn chromium_replays_from_the_archive_only() {
     };
     for u in &urls {
         assert!(
-            u.starts_with(&ours) || browser_own(u),
+            u.starts_with(&ours) || u.starts_with(&replay_origin) || browser_own(u),
             "a request left the server: {u}"
         );
     }
@@ -967,7 +1004,10 @@ fn chromium_replays_from_the_archive_only() {
     );
     for l in &access {
         assert!(
-            l.contains(" from=archive") || l.contains(" from=static") || l.contains("/favicon.ico"),
+            l.contains(" from=archive")
+                || l.contains(" from=static")
+                || l.contains(" from=frame")
+                || l.contains("/favicon.ico"),
             "not answered from the archive: {l}"
         );
     }
@@ -1017,13 +1057,17 @@ fn a_record_with_twenty_thousand_codings_does_not_bring_serve_down() {
         "/archive/record/0/0/payload",
     ] {
         // An error page that says why, not a crash or a response cut short.
-        let r = s.get(path);
+        let r = if path == "/archive/record/0/0" {
+            s.get(path)
+        } else {
+            s.rget(path)
+        };
         assert!(r.status >= 400, "{path}: {}", r.status);
         assert!(r.text().contains("codings"), "{path}: {}", r.text());
         assert_eq!(s.get("/").status, 200, "after {path}");
     }
     // The record as stored is still there to download.
-    let raw = s.get("/archive/record/0/0/warc");
+    let raw = s.rget("/archive/record/0/0/warc");
     assert_eq!(raw.status, 200);
     assert_eq!(raw.body, warc);
 }
@@ -1064,10 +1108,10 @@ fn hosts_listen_address_and_isolation_headers() {
     let r = with_host("/", &format!("localhost:{port}"));
     assert!(r.starts_with("HTTP/1.1 200"), "{r}");
     // Replay may load only from this server; raw documents are sandboxed.
-    let page = s.get(&format!("/archive/{IANA_TS}/http://www.iana.org/"));
+    let page = s.rget(&format!("/archive/{IANA_TS}/http://www.iana.org/"));
     let csp = page.header("Content-Security-Policy").unwrap_or_default();
     assert!(csp.starts_with("default-src 'self'"), "{csp}");
-    let raw = s.get(&format!("/archive/{IANA_TS}id_/http://www.iana.org/"));
+    let raw = s.rget(&format!("/archive/{IANA_TS}id_/http://www.iana.org/"));
     assert_eq!(raw.status, 200);
     assert_eq!(raw.header("Content-Security-Policy"), Some("sandbox"));
     assert_eq!(raw.header("X-Content-Type-Options"), Some("nosniff"));
@@ -1101,7 +1145,7 @@ fn apis_are_rate_limited_per_client() {
     // Pages and replay are not limited.
     assert_eq!(s.get("/").status, 200);
     assert_eq!(
-        s.get(&format!("/archive/{IANA_TS}id_/http://www.iana.org/"))
+        s.rget(&format!("/archive/{IANA_TS}id_/http://www.iana.org/"))
             .status,
         200
     );

@@ -1,10 +1,8 @@
-//! A small HTTP/1.1 server side: requests read with bounds (head size,
-//! header count, body size), responses with a length or streamed in
-//! chunks (HTTP/1.0 clients: until the connection closes).
+//! The handlers' view of HTTP: a [`Request`] (taken from hyper's, see
+//! `net.rs`) and a [`Responder`] that hands the answer to the connection's
+//! task, whole or streamed through a bounded channel.
 
-use std::io::{self, BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::time::{Duration, Instant};
+use std::io::{self, Write};
 
 /// Largest request head accepted (request line and header fields).
 pub const MAX_HEAD: usize = 32 << 10;
@@ -26,6 +24,21 @@ pub struct Request {
     pub headers: Vec<(String, String)>,
     /// The client's address, when known.
     pub peer: Option<std::net::IpAddr>,
+    /// Which origin the request came to, and the other's address.
+    pub origin: Origin,
+}
+
+/// The two origins of a server (docs/serve.md, "Isolation"): the UI, and
+/// the replay origin that alone serves archived bytes.
+#[derive(Debug, Clone, Default)]
+pub struct Origin {
+    /// The request came to the replay origin.
+    pub replay: bool,
+    /// The UI origin as this request's client reaches it
+    /// (`http://host:port`).
+    pub ui: String,
+    /// The replay origin as this request's client reaches it.
+    pub replay_base: String,
 }
 
 impl Request {
@@ -71,132 +84,6 @@ impl Request {
     }
 }
 
-/// Longest time a request head may take to arrive, however slowly its
-/// bytes trickle in (each read has its own shorter timeout too).
-pub const HEAD_DEADLINE: Duration = Duration::from_secs(30);
-
-/// A connection whose reads fail once a deadline has passed.
-#[derive(Debug)]
-pub struct Timed {
-    /// The connection.
-    pub stream: TcpStream,
-    /// When reads stop being allowed (`None`: no deadline).
-    pub deadline: Option<Instant>,
-}
-
-impl Read for Timed {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if self.deadline.is_some_and(|d| Instant::now() > d) {
-            return Err(io::Error::new(io::ErrorKind::TimedOut, "request too slow"));
-        }
-        self.stream.read(buf)
-    }
-}
-
-/// Why a request could not be read.
-#[derive(Debug)]
-pub enum ReadError {
-    /// The connection closed (or timed out) before a request began.
-    Closed,
-    /// The request is malformed or too large: answer with this status.
-    Bad(u16, &'static str),
-    /// The connection failed (nothing to answer on it).
-    Io,
-}
-
-/// Reads one request head (and skips a body of at most [`MAX_BODY`]).
-///
-/// # Errors
-/// See [`ReadError`].
-pub fn read_request(r: &mut BufReader<Timed>) -> Result<Request, ReadError> {
-    let mut head = Vec::new();
-    loop {
-        let before = head.len();
-        let n = r
-            .by_ref()
-            .take((MAX_HEAD + 1 - head.len()) as u64)
-            .read_until(b'\n', &mut head)
-            .map_err(|e| {
-                if head.is_empty()
-                    && matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                    )
-                {
-                    ReadError::Closed
-                } else {
-                    ReadError::Io
-                }
-            })?;
-        if n == 0 {
-            return if head.is_empty() {
-                Err(ReadError::Closed)
-            } else {
-                Err(ReadError::Bad(400, "incomplete request"))
-            };
-        }
-        if head.len() > MAX_HEAD {
-            return Err(ReadError::Bad(431, "request head too large"));
-        }
-        let line = &head[before..];
-        // Blank lines before the request line are allowed (RFC 9112 2.2).
-        if (line == b"\r\n" || line == b"\n") && before == 0 {
-            head.clear();
-            continue;
-        }
-        if line == b"\r\n" || line == b"\n" {
-            break;
-        }
-    }
-    let text = String::from_utf8_lossy(&head);
-    let mut lines = text.split('\n').map(|l| l.trim_end_matches('\r'));
-    let start = lines.next().unwrap_or("");
-    let mut parts = start.split(' ');
-    let (Some(method), Some(target), Some(version)) = (parts.next(), parts.next(), parts.next())
-    else {
-        return Err(ReadError::Bad(400, "bad request line"));
-    };
-    if !version.starts_with("HTTP/1.") || method.is_empty() || !target.starts_with('/') {
-        return Err(ReadError::Bad(400, "bad request line"));
-    }
-    let mut headers = Vec::new();
-    for l in lines {
-        if l.is_empty() {
-            continue;
-        }
-        let Some((n, v)) = l.split_once(':') else {
-            return Err(ReadError::Bad(400, "bad header field"));
-        };
-        if headers.len() >= MAX_FIELDS {
-            return Err(ReadError::Bad(431, "too many header fields"));
-        }
-        headers.push((n.trim().to_ascii_lowercase(), v.trim().to_string()));
-    }
-    let req = Request {
-        method: method.to_string(),
-        target: target.to_string(),
-        http10: version == "HTTP/1.0",
-        headers,
-        peer: None,
-    };
-    if req.header("transfer-encoding").is_some() {
-        return Err(ReadError::Bad(
-            411,
-            "chunked request bodies are not accepted",
-        ));
-    }
-    if let Some(len) = req.header("content-length") {
-        let len: u64 = len
-            .parse()
-            .map_err(|_| ReadError::Bad(400, "bad Content-Length"))?;
-        if len > MAX_BODY {
-            return Err(ReadError::Bad(413, "request body too large"));
-        }
-        io::copy(&mut r.by_ref().take(len), &mut io::sink()).map_err(|_| ReadError::Io)?;
-    }
-    Ok(req)
-}
-
 /// The reason phrase of a status code this server sends.
 pub fn reason(status: u16) -> &'static str {
     match status {
@@ -221,12 +108,81 @@ pub fn reason(status: u16) -> &'static str {
     }
 }
 
-/// Writes one response to a connection.
+/// What a handler answers, handed to the connection's task: the status
+/// line and header fields, and either the whole body or a stream of it.
+#[derive(Debug)]
+pub struct Head {
+    /// The status code.
+    pub status: u16,
+    /// The reason phrase (HTTP/1.x only).
+    pub reason: String,
+    /// Header fields.
+    pub headers: Vec<(String, String)>,
+    /// The whole body (`None`: it follows through [`Exchange`]'s channel).
+    pub body: Option<Vec<u8>>,
+    /// Close the connection after this response.
+    pub close: bool,
+}
+
+/// A piece of a streamed body.
+#[derive(Debug)]
+pub enum Chunk {
+    /// Bytes of the body.
+    Data(bytes::Bytes),
+    /// The body is complete (a stream that ends without it was cut short).
+    End,
+}
+
+/// The blocking handler's side of one exchange: the head goes through a
+/// one-shot channel, a streamed body through a bounded one (a few chunks
+/// of 64 KiB), so a payload is never held whole and a client that stops
+/// reading stops the handler.
+#[derive(Debug)]
+pub struct Exchange {
+    head: Option<tokio::sync::oneshot::Sender<Head>>,
+    body: tokio::sync::mpsc::Sender<Chunk>,
+}
+
+impl Exchange {
+    /// An exchange over these channels.
+    pub fn new(
+        head: tokio::sync::oneshot::Sender<Head>,
+        body: tokio::sync::mpsc::Sender<Chunk>,
+    ) -> Exchange {
+        Exchange {
+            head: Some(head),
+            body,
+        }
+    }
+
+    /// Whether the head has gone out.
+    pub fn head_sent(&self) -> bool {
+        self.head.is_none()
+    }
+
+    fn send_head(&mut self, head: Head) -> io::Result<()> {
+        let tx = self
+            .head
+            .take()
+            .ok_or_else(|| io::Error::other("a response was already sent"))?;
+        tx.send(head)
+            .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "the client went away"))
+    }
+
+    fn send_chunk(&mut self, c: Chunk) -> io::Result<()> {
+        // Blocking: the handler runs on a blocking thread, and waits here
+        // while the client reads (or until the connection is dropped).
+        self.body
+            .blocking_send(c)
+            .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "the client went away"))
+    }
+}
+
+/// Writes one response.
 pub struct Responder<'a> {
-    out: &'a mut dyn Write,
+    out: &'a mut Exchange,
     /// A HEAD request: headers only.
     pub head_only: bool,
-    http10: bool,
     /// Keep the connection open after this response.
     pub keep_alive: bool,
     /// The status sent, once sent.
@@ -237,49 +193,21 @@ pub struct Responder<'a> {
 }
 
 impl<'a> Responder<'a> {
-    /// A responder for `req` writing to `out`.
-    pub fn new(out: &'a mut dyn Write, req: &Request) -> Responder<'a> {
+    /// A responder for `req` answering through `out`.
+    pub fn new(out: &'a mut Exchange, req: &Request) -> Responder<'a> {
         Responder {
             out,
             head_only: req.method == "HEAD",
-            http10: req.http10,
             keep_alive: req.keep_alive(),
             status: None,
             source: "error",
         }
     }
 
-    fn write_head(
-        &mut self,
-        status: u16,
-        reason: &str,
-        headers: &[(String, String)],
-        framing: &str,
-    ) -> io::Result<()> {
-        let mut h = Vec::with_capacity(512);
-        let version = if self.http10 { "HTTP/1.0" } else { "HTTP/1.1" };
-        let reason: String = reason.chars().filter(|c| !c.is_control()).collect();
-        write!(h, "{version} {status} {reason}\r\n")?;
-        for (n, v) in headers {
-            // Values come from archived responses: no line breaks through.
-            let v: String = v.chars().filter(|c| *c != '\r' && *c != '\n').collect();
-            write!(h, "{n}: {v}\r\n")?;
-        }
-        h.extend_from_slice(framing.as_bytes());
-        let conn = if self.keep_alive {
-            "keep-alive"
-        } else {
-            "close"
-        };
-        write!(h, "Connection: {conn}\r\n\r\n")?;
-        self.status = Some(status);
-        self.out.write_all(&h)
-    }
-
     /// Sends a whole response.
     ///
     /// # Errors
-    /// Writing failed.
+    /// The client went away, or a response was already sent.
     pub fn send(
         &mut self,
         status: u16,
@@ -292,7 +220,7 @@ impl<'a> Responder<'a> {
     /// Sends a whole response with its reason phrase.
     ///
     /// # Errors
-    /// Writing failed.
+    /// The client went away, or a response was already sent.
     pub fn send_with_reason(
         &mut self,
         status: u16,
@@ -300,19 +228,28 @@ impl<'a> Responder<'a> {
         headers: &[(String, String)],
         body: &[u8],
     ) -> io::Result<()> {
-        let framing = format!("Content-Length: {}\r\n", body.len());
-        self.write_head(status, reason, headers, &framing)?;
-        if !self.head_only {
-            self.out.write_all(body)?;
-        }
-        self.out.flush()
+        let mut headers = headers.to_vec();
+        let body = if self.head_only {
+            // The length a GET would have, without the body.
+            headers.push(("Content-Length".into(), body.len().to_string()));
+            Vec::new()
+        } else {
+            body.to_vec()
+        };
+        self.status = Some(status);
+        self.out.send_head(Head {
+            status,
+            reason: reason.to_string(),
+            headers,
+            body: Some(body),
+            close: !self.keep_alive,
+        })
     }
 
-    /// Starts a streamed response: the body is written to what is returned
-    /// (in chunks for HTTP/1.1; HTTP/1.0 until the connection closes).
+    /// Starts a streamed response: the body is written to what is returned.
     ///
     /// # Errors
-    /// Writing failed.
+    /// The client went away, or a response was already sent.
     pub fn stream(
         &mut self,
         status: u16,
@@ -320,32 +257,28 @@ impl<'a> Responder<'a> {
         headers: &[(String, String)],
     ) -> io::Result<BodyWriter<'_>> {
         let no_body = self.head_only || status == 204 || status == 304 || status < 200;
-        let framing = if no_body {
-            if status == 204 || status == 304 || status < 200 {
-                String::new()
-            } else {
-                "Transfer-Encoding: chunked\r\n".to_string()
-            }
-        } else if self.http10 {
-            self.keep_alive = false;
-            String::new()
-        } else {
-            "Transfer-Encoding: chunked\r\n".to_string()
-        };
-        self.write_head(status, reason, headers, &framing)?;
+        self.status = Some(status);
+        self.out.send_head(Head {
+            status,
+            reason: reason.to_string(),
+            headers: headers.to_vec(),
+            body: None,
+            close: !self.keep_alive,
+        })?;
         Ok(BodyWriter {
             out: &mut *self.out,
-            chunked: !self.http10 && !no_body,
             discard: no_body,
-            buf: Vec::with_capacity(64 << 10),
+            buf: Vec::new(),
         })
     }
 }
 
+/// Bytes gathered before a chunk goes to the connection.
+const CHUNK: usize = 64 << 10;
+
 /// The body of a streamed response.
 pub struct BodyWriter<'a> {
-    out: &'a mut dyn Write,
-    chunked: bool,
+    out: &'a mut Exchange,
     discard: bool,
     buf: Vec<u8>,
 }
@@ -355,30 +288,19 @@ impl BodyWriter<'_> {
         if self.buf.is_empty() {
             return Ok(());
         }
-        if self.chunked {
-            write!(self.out, "{:x}\r\n", self.buf.len())?;
-            self.out.write_all(&self.buf)?;
-            self.out.write_all(b"\r\n")?;
-        } else {
-            self.out.write_all(&self.buf)?;
-        }
-        self.buf.clear();
-        Ok(())
+        let data = bytes::Bytes::from(std::mem::take(&mut self.buf));
+        self.out.send_chunk(Chunk::Data(data))
     }
 
     /// Ends the body.
     ///
     /// # Errors
-    /// Writing failed.
+    /// The client went away.
     pub fn finish(mut self) -> io::Result<()> {
-        if self.discard {
-            return self.out.flush();
+        if !self.discard {
+            self.emit()?;
         }
-        self.emit()?;
-        if self.chunked {
-            self.out.write_all(b"0\r\n\r\n")?;
-        }
-        self.out.flush()
+        self.out.send_chunk(Chunk::End)
     }
 }
 
@@ -387,16 +309,18 @@ impl Write for BodyWriter<'_> {
         if self.discard {
             return Ok(data.len());
         }
+        if self.buf.capacity() == 0 {
+            self.buf.reserve(CHUNK);
+        }
         self.buf.extend_from_slice(data);
-        if self.buf.len() >= 64 << 10 {
+        if self.buf.len() >= CHUNK {
             self.emit()?;
         }
         Ok(data.len())
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        self.emit()?;
-        self.out.flush()
+        self.emit()
     }
 }
 
@@ -441,33 +365,70 @@ mod tests {
             http10: false,
             headers: vec![],
             peer: None,
+            origin: Origin::default(),
         };
         assert_eq!(req.param("q").as_deref(), Some("a b c%zz%4"));
         assert_eq!(req.param("r").as_deref(), Some("A"));
     }
 
     #[test]
-    fn chunked_bodies() {
+    fn streamed_bodies_go_through_the_channel_in_pieces() {
         let req = Request {
             method: "GET".into(),
             target: "/".into(),
             http10: false,
             headers: vec![],
             peer: None,
+            origin: Origin::default(),
         };
-        let mut out = Vec::new();
+        let (htx, mut hrx) = tokio::sync::oneshot::channel();
+        let (btx, mut brx) = tokio::sync::mpsc::channel(64);
+        let mut ex = Exchange::new(htx, btx);
         {
-            let mut r = Responder::new(&mut out, &req);
+            let mut r = Responder::new(&mut ex, &req);
             let mut b = r.stream(200, "OK", &[]).unwrap();
+            b.write_all(&vec![b'x'; CHUNK + 5]).unwrap();
             b.write_all(b"hello").unwrap();
             b.finish().unwrap();
+            // One response only.
+            assert!(r.send(200, &[], b"again").is_err());
         }
-        let s = String::from_utf8(out).unwrap();
+        let head = hrx.try_recv().unwrap();
+        assert_eq!(head.status, 200);
+        assert!(head.body.is_none());
+        let mut sizes = Vec::new();
+        while let Ok(c) = brx.try_recv() {
+            match c {
+                Chunk::Data(d) => sizes.push(d.len()),
+                Chunk::End => sizes.push(0),
+            }
+        }
+        assert_eq!(sizes, vec![CHUNK + 5, 5, 0]);
+    }
+
+    #[test]
+    fn head_requests_get_the_length_without_the_body() {
+        let req = Request {
+            method: "HEAD".into(),
+            target: "/".into(),
+            http10: false,
+            headers: vec![("connection".into(), "close".into())],
+            peer: None,
+            origin: Origin::default(),
+        };
+        let (htx, mut hrx) = tokio::sync::oneshot::channel();
+        let (btx, _brx) = tokio::sync::mpsc::channel(1);
+        let mut ex = Exchange::new(htx, btx);
+        Responder::new(&mut ex, &req)
+            .send(200, &[], b"hello")
+            .unwrap();
+        let head = hrx.try_recv().unwrap();
+        assert_eq!(head.body.as_deref(), Some(&b""[..]));
+        assert!(head.close);
         assert!(
-            s.starts_with("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"),
-            "{s}"
+            head.headers
+                .contains(&("Content-Length".to_string(), "5".to_string()))
         );
-        assert!(s.ends_with("\r\n\r\n5\r\nhello\r\n0\r\n\r\n"), "{s}");
     }
 
     #[test]
@@ -478,6 +439,7 @@ mod tests {
             http10: false,
             headers: vec![],
             peer: None,
+            origin: Origin::default(),
         };
         assert_eq!(req.param("url").as_deref(), Some("http://a.com/"));
         assert_eq!(req.param("limit").as_deref(), Some("2"));

@@ -1,15 +1,27 @@
 //! `warchest serve`: a web server to browse and replay a collection of
 //! archive files (WARC, ARC, Web InfoMall, WACZ), as pywb does.
 //!
-//! A blocking HTTP/1.1 server on a rayon pool of threads (replay serves
-//! one person or a test, not the web at large). URLs (docs/serve.md):
+//! The server (`net.rs`) is hyper (HTTP/1.1 keep-alive and h2c) on tokio,
+//! a task a connection, with limits on connections, request heads and
+//! bodies, time (slow heads, idle and stalled connections) and handlers
+//! at once; graceful shutdown ([`StopHandle`], ctrl-c, SIGTERM). The
+//! handlers (`handle` and below) are blocking and run on tokio's blocking
+//! pool, answering through a `Responder` whose body streams
+//! through a bounded channel; a panic in one answers 500.
+//!
+//! Two origins (docs/serve.md, "Isolation"): the UI (`listen`) and the
+//! replay origin (`replay_listen`, or `replay_host` behind a reverse
+//! proxy), which alone serves archived bytes; the UI frames replay.
+//! Replayed responses carry a Content-Security-Policy that confines them
+//! to the replay origin. URLs:
 //!
 //! | path | what |
 //! |---|---|
 //! | `/` and `/{coll}/` | the collection: search form, files |
 //! | `/{coll}/search?url=U&match=prefix` | URLs found (exact, prefix, host, domain) |
 //! | `/{coll}/*/{url}` | the captures of a URL |
-//! | `/{coll}/{timestamp}{modifier}/{url}` | replay (`id_`: as archived) |
+//! | `/{coll}/{timestamp}/{url}` | UI: banner and the page in a frame (`mp_`) |
+//! | `/{coll}/{timestamp}{modifier}/{url}` | replay origin: replay (`id_`: as archived) |
 //! | `/{coll}/{url}` | Memento TimeGate (Accept-Datetime; latest without) |
 //! | `/{coll}/timemap/link/{url}` | Memento TimeMap (RFC 7089 link format) |
 //! | `/{coll}/cdx?url=U&output=json` | CDX server, as pywb's |
@@ -20,36 +32,33 @@
 
 mod escape;
 mod http;
+mod net;
 mod pages;
 
-use std::io::{self, BufReader, BufWriter, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::Collection;
 use crate::rewrite::{Kind, Rewriter, UrlContext, copy_rewritten};
 use crate::store::{Capture, KeyRange, MatchType, Query, Store};
 use crate::url::{self, TimeSpec, modifier};
-use http::{ReadError, Request, Responder};
+use http::{Request, Responder};
+pub use net::{BODY_TIMEOUT, GRACE, HEAD_TIMEOUT, STALL};
 use warchest::error::{Error, ErrorKind, Result};
 use warchest::http::payload_reader;
 
 /// The client-side script injected into replayed pages.
 pub const CLIENT_JS: &str = include_str!("client.js");
 
-/// How long an idle kept-alive connection is held.
 /// The Content-Security-Policy of every rewritten replay response:
 /// everything from this server (inline and eval'd scripts included, as
 /// archived pages use them), nothing from anywhere else.
 const REPLAY_CSP: &str =
     "default-src 'self' 'unsafe-inline' 'unsafe-eval' data: blob:; form-action 'self'";
 
-const IDLE: Duration = Duration::from_secs(10);
-/// Most requests on one connection.
-const MAX_REQUESTS: usize = 1000;
 /// Most CDX lines one API call returns.
 const MAX_CDX: usize = 100_000;
 
@@ -70,8 +79,18 @@ pub struct ServeOptions {
     /// How often the directories are looked at for new files (`None`:
     /// never).
     pub poll: Option<Duration>,
-    /// Worker threads.
+    /// The replay origin's address (`None`: the same IP as `listen`, the
+    /// next port; port 0 for port 0). Not bound when `replay_host` is given
+    /// and this is not.
+    pub replay_listen: Option<String>,
+    /// A host name that is the replay origin on the `listen` address
+    /// (behind a reverse proxy that sends both names to one port).
+    pub replay_host: Option<String>,
+    /// Requests handled at once (each on a blocking thread; the others
+    /// wait).
     pub threads: usize,
+    /// Connections open at once (past it, accepting waits).
+    pub max_connections: usize,
     /// Host names (with or without a port) requests may name in `Host`;
     /// empty: `localhost`, `127.0.0.1`, `[::1]` and the address listened
     /// on. Any other Host is refused (421), so a DNS name rebound to this
@@ -87,8 +106,9 @@ pub struct ServeOptions {
 }
 
 impl ServeOptions {
-    /// Options for `paths`, everything else by default (127.0.0.1:8080,
-    /// collection `archive`, polling every 10 seconds, 8 threads).
+    /// Options for `paths`, everything else by default (127.0.0.1:8080 and
+    /// 127.0.0.1:8081 for replay, collection `archive`, polling every 10
+    /// seconds, 64 requests and 4096 connections at once).
     pub fn new(paths: Vec<PathBuf>) -> ServeOptions {
         ServeOptions {
             listen: "127.0.0.1:8080".into(),
@@ -97,7 +117,10 @@ impl ServeOptions {
             store: None,
             cdxj: None,
             poll: Some(Duration::from_secs(10)),
-            threads: 8,
+            replay_listen: None,
+            replay_host: None,
+            threads: 64,
+            max_connections: 4096,
             allowed_hosts: Vec::new(),
             rate_limit: None,
             fuzzy: crate::fuzzy::FuzzyRules::default(),
@@ -161,6 +184,21 @@ struct App {
     hosts: Vec<String>,
     /// Per-client limit of the APIs, if any.
     limiter: Option<RateLimiter>,
+    /// Where the two origins are.
+    site: Site,
+}
+
+/// The addresses of the two origins.
+struct Site {
+    /// The UI listener's port.
+    ui_port: u16,
+    /// The replay listener's port, when there is one.
+    replay_port: Option<u16>,
+    /// The replay origin's host name (lower-case), behind a reverse proxy.
+    replay_host: Option<String>,
+    /// The UI's host name the replay origin points back to with
+    /// `replay_host` (the first `--host` that is not it).
+    ui_host: Option<String>,
 }
 
 /// A token bucket per client address.
@@ -227,8 +265,9 @@ impl App {
     }
 }
 
-/// The hosts allowed by default, and those of `listen` itself.
-fn allowed_hosts(opts: &ServeOptions, local: Option<SocketAddr>) -> Vec<String> {
+/// The hosts allowed by default, and those of the addresses listened on;
+/// the replay host always.
+fn allowed_hosts(opts: &ServeOptions, local: &[SocketAddr]) -> Vec<String> {
     let mut hosts: Vec<String> = opts
         .allowed_hosts
         .iter()
@@ -236,12 +275,15 @@ fn allowed_hosts(opts: &ServeOptions, local: Option<SocketAddr>) -> Vec<String> 
         .collect();
     if hosts.is_empty() {
         hosts.extend(["localhost", "127.0.0.1", "[::1]"].map(String::from));
-        if let Some(a) = local {
+        for a in local {
             hosts.push(match a.ip() {
                 std::net::IpAddr::V6(v6) => format!("[{v6}]"),
                 v4 => v4.to_string(),
             });
         }
+    }
+    if let Some(h) = &opts.replay_host {
+        hosts.push(h.trim().to_ascii_lowercase());
     }
     hosts
 }
@@ -249,9 +291,10 @@ fn allowed_hosts(opts: &ServeOptions, local: Option<SocketAddr>) -> Vec<String> 
 /// A bound server, its collection indexed.
 pub struct Server {
     listener: TcpListener,
+    replay_listener: Option<TcpListener>,
     app: Arc<App>,
     opts: ServeOptions,
-    stop: Arc<AtomicBool>,
+    stop: tokio::sync::watch::Sender<bool>,
 }
 
 impl std::fmt::Debug for Server {
@@ -260,12 +303,50 @@ impl std::fmt::Debug for Server {
     }
 }
 
+/// Stops a running [`Server`] gracefully: no new connections, requests
+/// under way finish (for at most [`GRACE`]), then [`Server::run`] returns.
+#[derive(Debug, Clone)]
+pub struct StopHandle(tokio::sync::watch::Sender<bool>);
+
+impl StopHandle {
+    /// Asks the server to stop.
+    pub fn stop(&self) {
+        let _ = self.0.send(true);
+    }
+}
+
+/// The address of the replay listener by default: the UI's IP, the next
+/// port (port 0, an ephemeral one, stays 0).
+fn default_replay_listen(listen: &str) -> Result<String> {
+    let bad = || {
+        Error::new(ErrorKind::Usage(format!(
+            "cannot tell the replay address from {listen}: give --replay-listen"
+        )))
+    };
+    let (host, port) = listen.rsplit_once(':').ok_or_else(bad)?;
+    let port: u16 = port.parse().map_err(|_| bad())?;
+    let next = match port {
+        0 => 0,
+        p => p.checked_add(1).ok_or_else(bad)?,
+    };
+    Ok(format!("{host}:{next}"))
+}
+
+fn bind(addr: &str) -> Result<TcpListener> {
+    let l = TcpListener::bind(addr)
+        .map_err(|e| Error::new(ErrorKind::Usage(format!("cannot listen on {addr}: {e}"))))?;
+    // tokio takes it over in `run`.
+    l.set_nonblocking(true)?;
+    Ok(l)
+}
+
 impl Server {
     /// Opens (or creates) the store, indexes what is new in the files (or
-    /// loads the CDXJ given), and binds the address.
+    /// loads the CDXJ given), and binds the addresses (the UI's and the
+    /// replay origin's).
     ///
     /// # Errors
-    /// The store cannot be opened, or the address cannot be bound.
+    /// The store cannot be opened, or an address cannot be bound.
     pub fn bind(opts: ServeOptions) -> Result<Server> {
         let store_path = match &opts.store {
             Some(p) => p.clone(),
@@ -302,32 +383,53 @@ impl Server {
                 r.entries
             );
         }
-        let listener = TcpListener::bind(&opts.listen).map_err(|e| {
-            Error::new(ErrorKind::Usage(format!(
-                "cannot listen on {}: {e}",
-                opts.listen
-            )))
-        })?;
+        let listener = bind(&opts.listen)?;
+        let replay_listen = match (&opts.replay_listen, &opts.replay_host) {
+            (Some(a), _) => Some(a.clone()),
+            (None, Some(_)) => None,
+            (None, None) => Some(default_replay_listen(&opts.listen)?),
+        };
+        let replay_listener = replay_listen.as_deref().map(bind).transpose()?;
         let coll = Collection {
             name: opts.collection.clone(),
             paths: opts.paths.clone(),
             store,
             fuzzy: opts.fuzzy.clone(),
         };
-        let hosts = allowed_hosts(&opts, listener.local_addr().ok());
+        let mut local = vec![listener.local_addr()?];
+        if let Some(r) = &replay_listener {
+            local.push(r.local_addr()?);
+        }
+        let hosts = allowed_hosts(&opts, &local);
+        let replay_host = opts
+            .replay_host
+            .as_ref()
+            .map(|h| h.trim().to_ascii_lowercase());
+        let site = Site {
+            ui_port: local[0].port(),
+            replay_port: local.get(1).map(SocketAddr::port),
+            ui_host: opts
+                .allowed_hosts
+                .iter()
+                .map(|h| h.trim().to_ascii_lowercase())
+                .find(|h| Some(h) != replay_host.as_ref()),
+            replay_host,
+        };
         Ok(Server {
             listener,
+            replay_listener,
             app: Arc::new(App {
                 coll,
                 hosts,
                 limiter: opts.rate_limit.map(RateLimiter::new),
+                site,
             }),
             opts,
-            stop: Arc::new(AtomicBool::new(false)),
+            stop: tokio::sync::watch::Sender::new(false),
         })
     }
 
-    /// The address listened on.
+    /// The UI's address.
     ///
     /// # Errors
     /// The socket cannot say.
@@ -335,34 +437,33 @@ impl Server {
         self.listener.local_addr()
     }
 
-    /// A handle that stops [`Server::run`] (for tests).
-    pub fn stop_handle(&self) -> Arc<AtomicBool> {
-        self.stop.clone()
+    /// The replay origin's address, when it has a listener of its own.
+    ///
+    /// # Errors
+    /// The socket cannot say.
+    pub fn replay_addr(&self) -> io::Result<Option<SocketAddr>> {
+        self.replay_listener
+            .as_ref()
+            .map(TcpListener::local_addr)
+            .transpose()
     }
 
-    /// Serves until stopped: connections go to the worker threads; the
+    /// A handle that stops [`Server::run`] gracefully.
+    pub fn stop_handle(&self) -> StopHandle {
+        StopHandle(self.stop.clone())
+    }
+
+    /// Serves until stopped (the stop handle, ctrl-c or SIGTERM); the
     /// files are looked at for new ones every `poll`.
     ///
     /// # Errors
-    /// Accepting connections failed.
+    /// The runtime or the listeners cannot be set up.
     pub fn run(self) -> Result<()> {
-        let threads = self.opts.threads.max(1);
-        // One rayon pool of `threads` workers (a panicking handler costs
-        // its connection, not a worker: rayon's panic handler only logs).
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .thread_name(|i| format!("serve-{i}"))
-            .panic_handler(|_| tracing::error!("a request handler panicked"))
-            .build()
-            .map_err(|e| Error::new(ErrorKind::Usage(format!("worker threads: {e}"))))?;
-        // Bounded: when every worker is busy and a few connections wait,
-        // accepting waits.
-        let slots = Arc::new(Slots::new(threads * 5));
         if let Some(every) = self.opts.poll {
             let app = self.app.clone();
-            let stop = self.stop.clone();
+            let mut stop = self.stop.subscribe();
             std::thread::spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
+                while !*stop.borrow_and_update() {
                     std::thread::sleep(every);
                     match app.coll.store.sync(&app.coll.paths) {
                         Ok(r) => {
@@ -383,142 +484,22 @@ impl Server {
                 }
             });
         }
-        for conn in self.listener.incoming() {
-            if self.stop.load(Ordering::Relaxed) {
-                break;
-            }
-            match conn {
-                Ok(s) => {
-                    slots.acquire();
-                    let (app, slots) = (self.app.clone(), slots.clone());
-                    pool.spawn(move || {
-                        let _slot = SlotGuard(&slots);
-                        serve_connection(&app, s);
-                    });
-                }
-                Err(e) => tracing::warn!("accept: {e}"),
-            }
+        let mut listeners = vec![net::Listener {
+            socket: self.listener,
+            replay: false,
+        }];
+        if let Some(r) = self.replay_listener {
+            listeners.push(net::Listener {
+                socket: r,
+                replay: true,
+            });
         }
+        let limits = net::Limits {
+            max_connections: self.opts.max_connections.max(1),
+            handlers: self.opts.threads.max(1),
+        };
+        net::run(self.app, listeners, limits, self.stop)?;
         Ok(())
-    }
-}
-
-/// A counting semaphore: how many connections may be queued or served.
-struct Slots {
-    free: std::sync::Mutex<usize>,
-    freed: std::sync::Condvar,
-}
-
-impl Slots {
-    fn new(n: usize) -> Slots {
-        Slots {
-            free: std::sync::Mutex::new(n),
-            freed: std::sync::Condvar::new(),
-        }
-    }
-
-    fn acquire(&self) {
-        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
-        while *free == 0 {
-            free = self.freed.wait(free).unwrap_or_else(|e| e.into_inner());
-        }
-        *free -= 1;
-    }
-}
-
-/// Gives its slot back when the connection is done (or its handler
-/// panicked).
-struct SlotGuard<'a>(&'a Slots);
-
-impl Drop for SlotGuard<'_> {
-    fn drop(&mut self) {
-        let mut free = self.0.free.lock().unwrap_or_else(|e| e.into_inner());
-        *free += 1;
-        self.0.freed.notify_one();
-    }
-}
-
-fn serve_connection(app: &App, stream: TcpStream) {
-    let _ = stream.set_read_timeout(Some(IDLE));
-    let _ = stream.set_write_timeout(Some(Duration::from_secs(60)));
-    let _ = stream.set_nodelay(true);
-    let Ok(wstream) = stream.try_clone() else {
-        return;
-    };
-    let mut reader = BufReader::with_capacity(
-        16 << 10,
-        http::Timed {
-            stream,
-            deadline: None,
-        },
-    );
-    let mut writer = BufWriter::with_capacity(64 << 10, wstream);
-    let peer = reader.get_ref().stream.peer_addr().ok().map(|a| a.ip());
-    for _ in 0..MAX_REQUESTS {
-        reader.get_mut().deadline = Some(std::time::Instant::now() + http::HEAD_DEADLINE);
-        let req = match http::read_request(&mut reader) {
-            Ok(r) => Request { peer, ..r },
-            Err(ReadError::Closed) | Err(ReadError::Io) => return,
-            Err(ReadError::Bad(status, msg)) => {
-                let fake = Request {
-                    method: "GET".into(),
-                    target: "/".into(),
-                    http10: false,
-                    headers: vec![("connection".into(), "close".into())],
-                    peer: None,
-                };
-                let mut r = Responder::new(&mut writer, &fake);
-                let _ = r.send(status, &text_plain(), msg.as_bytes());
-                tracing::info!("access: - - {status} from=error ({msg})");
-                // Read (a bounded part of) what the client still sends, so
-                // that closing does not reset the connection before the
-                // client has read the answer.
-                // The deadline is past or near: give the drain its own.
-                reader.get_mut().deadline =
-                    Some(std::time::Instant::now() + Duration::from_secs(2));
-                let _ = reader.get_ref().stream.shutdown(std::net::Shutdown::Write);
-                let _ = reader
-                    .get_ref()
-                    .stream
-                    .set_read_timeout(Some(Duration::from_secs(1)));
-                let _ = io::copy(&mut reader.by_ref().take(1 << 20), &mut io::sink());
-                return;
-            }
-        };
-        let mut resp = Responder::new(&mut writer, &req);
-        let result = handle(app, &req, &mut resp);
-        let (status, source, keep) = (resp.status, resp.source, resp.keep_alive);
-        let status = match result {
-            Ok(()) => status,
-            Err(e) => {
-                if status.is_none() {
-                    let mut resp = Responder::new(&mut writer, &req);
-                    let body = pages::error_page(500, &e.to_string());
-                    let _ = resp.send(500, &text_html(), body.as_bytes());
-                    tracing::warn!("{} {}: {e}", req.method, req.target);
-                    Some(500)
-                } else {
-                    // Headers were out: nothing but closing tells the client.
-                    tracing::warn!("{} {}: {e} (response cut)", req.method, req.target);
-                    tracing::info!(
-                        "access: {} {} {} from={source} cut",
-                        req.method,
-                        req.target,
-                        status.unwrap_or(0)
-                    );
-                    return;
-                }
-            }
-        };
-        tracing::info!(
-            "access: {} {} {} from={source}",
-            req.method,
-            req.target,
-            status.unwrap_or(0)
-        );
-        if !keep {
-            return;
-        }
     }
 }
 
@@ -553,22 +534,27 @@ fn handle(app: &App, req: &Request, resp: &mut Responder<'_>) -> HResult {
     }
     let path = req.path();
     let coll = &app.coll;
+    // A way for the tests to see that a panicking handler costs one
+    // answer (500), not the server: debug builds only, and only when asked
+    // for in the environment.
+    if cfg!(debug_assertions)
+        && path == "/_/panic"
+        && std::env::var_os("WARCHEST_SERVE_TEST_PANIC").is_some()
+    {
+        panic!("a panic asked for (WARCHEST_SERVE_TEST_PANIC)");
+    }
+    if req.origin.replay {
+        return handle_replay_origin(app, req, resp);
+    }
+    // The UI origin never serves archived bytes, nor scripts for them:
+    // those are the replay origin's.
+    if path.starts_with("/_/") {
+        return to_other_origin(resp, &req.origin.replay_base, &req.target);
+    }
     if path == "/" {
         resp.source = "page";
         let body = pages::home(coll)?;
         resp.send(200, &text_html(), body.as_bytes())?;
-        return Ok(());
-    }
-    if path == "/_/client.js" {
-        resp.source = "static";
-        let h = vec![
-            (
-                "Content-Type".into(),
-                "application/javascript; charset=utf-8".into(),
-            ),
-            ("Cache-Control".into(), "max-age=3600".into()),
-        ];
-        resp.send(200, &h, CLIENT_JS.as_bytes())?;
         return Ok(());
     }
     // The target after the collection is taken raw (its query included):
@@ -623,12 +609,14 @@ fn handle(app: &App, req: &Request, resp: &mut Responder<'_>) -> HResult {
         return timemap(coll, req, resp, u);
     }
     if let Some(r) = sub.strip_prefix("record/") {
+        if r.ends_with("/warc") || r.ends_with("/payload") {
+            return to_other_origin(resp, &req.origin.replay_base, &req.target);
+        }
         resp.source = "page";
         return pages::record(coll, req, resp, r);
     }
-    if let Some(r) = sub.strip_prefix("file/") {
-        resp.source = "archive";
-        return download_file(coll, resp, r);
+    if sub.starts_with("file/") {
+        return to_other_origin(resp, &req.origin.replay_base, &req.target);
     }
     let (first, after) = rest.split_once('/').unwrap_or((rest, ""));
     if first == "*"
@@ -642,12 +630,129 @@ fn handle(app: &App, req: &Request, resp: &mut Responder<'_>) -> HResult {
     if let Some(ts) = TimeSpec::parse(first)
         && !after.is_empty()
     {
-        return replay(coll, req, resp, &ts, after);
+        if !ts.modifier.is_empty() {
+            return to_other_origin(resp, &req.origin.replay_base, &req.target);
+        }
+        return framed(coll, req, resp, &ts, after);
     }
     if limited(app, req, resp)? {
         return Ok(());
     }
     timegate(coll, req, resp, rest)
+}
+
+/// The replay origin: archived bytes (replay, records, payloads, files)
+/// and the scripts replay needs; everything else is the UI's.
+fn handle_replay_origin(app: &App, req: &Request, resp: &mut Responder<'_>) -> HResult {
+    let coll = &app.coll;
+    if req.path() == "/_/client.js" {
+        resp.source = "static";
+        let h = vec![
+            (
+                "Content-Type".into(),
+                "application/javascript; charset=utf-8".into(),
+            ),
+            ("Cache-Control".into(), "max-age=3600".into()),
+        ];
+        resp.send(200, &h, CLIENT_JS.as_bytes())?;
+        return Ok(());
+    }
+    let raw = &req.target[1..];
+    let (cname, rest) = raw.split_once('/').unwrap_or((raw, ""));
+    let sub = rest.split('?').next().unwrap_or("");
+    if cname == coll.name {
+        if let Some(r) = sub.strip_prefix("record/")
+            && (r.ends_with("/warc") || r.ends_with("/payload"))
+        {
+            resp.source = "page";
+            return pages::record(coll, req, resp, r);
+        }
+        if let Some(r) = sub.strip_prefix("file/") {
+            resp.source = "archive";
+            return download_file(coll, resp, r);
+        }
+        let (first, after) = rest.split_once('/').unwrap_or((rest, ""));
+        if let Some(mut ts) = TimeSpec::parse(first)
+            && !after.is_empty()
+        {
+            if ts.modifier.is_empty() {
+                match req.header("sec-fetch-dest") {
+                    // A browser opening a page at the top: the UI's
+                    // framed page, so the banner is the UI's.
+                    Some("document") => {
+                        return to_other_origin(resp, &req.origin.ui, &req.target);
+                    }
+                    // Inside the UI's frame: the page without a banner.
+                    Some("iframe") | Some("frame") => ts.modifier = "mp_".into(),
+                    // Other clients get the page with its banner.
+                    _ => {}
+                }
+            }
+            return replay(coll, req, resp, &ts, after);
+        }
+    }
+    if req.path() == "/_/panic" {
+        resp.source = "miss";
+        resp.send(404, &text_plain(), b"not here\n")?;
+        return Ok(());
+    }
+    // The UI's pages are not served here.
+    to_other_origin(resp, &req.origin.ui, &req.target)
+}
+
+/// A redirect (302) to the same target on the other origin.
+fn to_other_origin(resp: &mut Responder<'_>, base: &str, target: &str) -> HResult {
+    resp.source = "origin";
+    redirect(resp, &format!("{base}{target}"), vec![])
+}
+
+/// A top-level replay URL on the UI origin: the banner and a frame with
+/// the page from the replay origin (`mp_`), as pywb's framed replay.
+fn framed(
+    coll: &Collection,
+    req: &Request,
+    resp: &mut Responder<'_>,
+    ts: &TimeSpec,
+    raw_url: &str,
+) -> HResult {
+    let target = url::normalize_target(raw_url);
+    let Some(cap) = coll.find(&target, &ts.timestamp)? else {
+        resp.source = "miss";
+        let body = pages::not_archived(coll, &target);
+        resp.send(404, &text_html(), body.as_bytes())?;
+        return Ok(());
+    };
+    let links = ("Link".to_string(), memento_links(req, &coll.name, &target));
+    // Asked for at another time: to the capture's own, as replay does.
+    if url::pad_timestamp(&ts.timestamp) != cap.entry.timestamp {
+        resp.source = "frame";
+        let loc = format!("/{}/{}/{target}", coll.name, cap.entry.timestamp);
+        return redirect(resp, &loc, vec![links]);
+    }
+    let src = format!(
+        "{}/{}/{}mp_/{target}",
+        req.origin.replay_base, coll.name, cap.entry.timestamp
+    );
+    let base = cap.entry.url.clone().unwrap_or(target.clone());
+    let body = pages::frame(&coll.name, &cap, &base, &src);
+    let mut h = text_html();
+    h.push((
+        "Memento-Datetime".into(),
+        url::http_date(&cap.entry.timestamp),
+    ));
+    h.push(links);
+    // The UI page runs no archived script; it frames only the replay
+    // origin.
+    h.push((
+        "Content-Security-Policy".into(),
+        format!(
+            "default-src 'self' 'unsafe-inline'; frame-src {}; frame-ancestors 'self'",
+            req.origin.replay_base
+        ),
+    ));
+    resp.source = "frame";
+    resp.send(200, &h, body.as_bytes())?;
+    Ok(())
 }
 
 /// Answers 429 when the client is over its rate limit; true if it did.
@@ -665,7 +770,11 @@ fn limited(app: &App, req: &Request, resp: &mut Responder<'_>) -> Result<bool> {
     Ok(true)
 }
 
+/// The UI origin as the client reaches it (Memento links, TimeMaps).
 fn host_prefix(req: &Request) -> String {
+    if !req.origin.ui.is_empty() {
+        return req.origin.ui.clone();
+    }
     let host = req
         .header("host")
         .filter(|h| {
@@ -1182,7 +1291,11 @@ fn replay(
             headers.push(("Content-Security-Policy".into(), "sandbox".into()));
             headers.push(("X-Content-Type-Options".into(), "nosniff".into()));
         } else {
-            headers.push(("Content-Security-Policy".into(), REPLAY_CSP.into()));
+            // Framed by the UI origin, and by archived pages (frames).
+            headers.push((
+                "Content-Security-Policy".into(),
+                format!("{REPLAY_CSP}; frame-ancestors 'self' {}", req.origin.ui),
+            ));
         }
         headers.push((
             "Memento-Datetime".into(),
@@ -1226,7 +1339,8 @@ fn replay(
             Some(k) => {
                 let ctx = UrlContext {
                     prefix: format!("/{}/", coll.name),
-                    abs_prefix: format!("{abs_host}/{}/", coll.name),
+                    // Absolute URLs in scripts stay on the replay origin.
+                    abs_prefix: format!("{}/{}/", req.origin.replay_base, coll.name),
                     timestamp: cap.entry.timestamp.clone(),
                     base: cap.entry.url.clone().unwrap_or(target.clone()),
                 };

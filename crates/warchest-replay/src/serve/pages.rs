@@ -273,6 +273,20 @@ background:#1d3557;color:#fff;font:14px/1.5 system-ui,sans-serif;padding:8px 14p
     )
 }
 
+/// The UI's page for a top-level replay URL: the banner, and the page
+/// itself in a frame from the replay origin (`src`).
+pub(crate) fn frame(coll: &str, cap: &Capture, base: &str, src: &str) -> String {
+    format!(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>{u} - warchest</title>\
+<style>html,body{{margin:0;height:100%}}body{{display:flex;flex-direction:column}}\
+#warchest-frame{{flex:1;border:0;width:100%}}</style></head><body>{banner}\
+<iframe id=\"warchest-frame\" src=\"{s}\"></iframe></body></html>",
+        u = escape(base),
+        banner = banner(coll, cap, base),
+        s = escape(src),
+    )
+}
+
 /// `/{coll}/record/{src}/{offset}[/warc|/payload]`.
 pub(super) fn record(
     coll: &Collection,

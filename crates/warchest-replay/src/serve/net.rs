@@ -1,0 +1,717 @@
+//! The network side of `serve`: hyper (HTTP/1.1 and h2c) on tokio, one task
+//! a connection, with the limits a public server needs; the request
+//! handlers (blocking: they read archive files) run on tokio's blocking
+//! threads and stream their answers through a bounded channel.
+//!
+//! Limits (docs/serve.md, "Server"):
+//! - connections: at most [`Limits::max_connections`] at once (past it,
+//!   accepting waits and the kernel's backlog holds the rest);
+//! - a request head: at most [`http::MAX_HEAD`] bytes (431) and
+//!   [`http::MAX_FIELDS`] fields (431), arriving within [`HEAD_TIMEOUT`]
+//!   however slowly it trickles; the same timeout closes an idle
+//!   keep-alive connection;
+//! - a request body: at most [`http::MAX_BODY`] bytes (413), read within
+//!   [`BODY_TIMEOUT`] (408), then dropped (the server answers GET and HEAD);
+//! - a connection on which nothing moves for [`STALL`] while a response is
+//!   under way (a client that stopped reading) is dropped, which stops its
+//!   handler;
+//! - handlers: at most [`Limits::handlers`] at once (the others wait);
+//! - a handler that panics answers 500 (if nothing was sent yet) and is
+//!   logged; the server goes on.
+//!
+//! Shutdown (ctrl-c, SIGTERM or the [`super::StopHandle`]): listeners close,
+//! idle connections close, requests under way finish, for at most
+//! [`GRACE`].
+
+use std::convert::Infallible;
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body::{Body as HttpBody, Frame, SizeHint};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::sync::{Semaphore, mpsc, oneshot, watch};
+
+use super::http::{self, Chunk, Exchange, Head, Origin, Request, Responder};
+use super::{App, pages, text_html, text_plain};
+
+/// How long a request head may take to arrive, and how long an idle
+/// keep-alive connection is kept.
+pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a request body may take to arrive.
+pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a connection may make no progress at all (nothing read, nothing
+/// written) before it is dropped, a response under way or not.
+pub const STALL: Duration = Duration::from_secs(60);
+/// How long shutdown waits for requests under way.
+pub const GRACE: Duration = Duration::from_secs(10);
+/// Chunks of 64 KiB queued between a handler and its connection.
+const QUEUED_CHUNKS: usize = 4;
+
+/// The limits of a running server.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Connections open at once.
+    pub max_connections: usize,
+    /// Requests handled at once (each on a blocking thread).
+    pub handlers: usize,
+}
+
+/// A listener and which origin it is.
+pub struct Listener {
+    /// The bound socket (non-blocking).
+    pub socket: std::net::TcpListener,
+    /// It is the replay origin's.
+    pub replay: bool,
+}
+
+/// Serves `listeners` until `stop` turns true (or ctrl-c / SIGTERM).
+///
+/// # Errors
+/// The runtime or the listeners cannot be set up.
+pub fn run(
+    app: Arc<App>,
+    listeners: Vec<Listener>,
+    limits: Limits,
+    stop: watch::Sender<bool>,
+) -> io::Result<()> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("serve")
+        .max_blocking_threads(limits.handlers.max(1))
+        .build()?;
+    rt.block_on(serve(app, listeners, limits, stop))
+}
+
+async fn serve(
+    app: Arc<App>,
+    listeners: Vec<Listener>,
+    limits: Limits,
+    stop: watch::Sender<bool>,
+) -> io::Result<()> {
+    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEAD_TIMEOUT)
+        .max_buf_size(http::MAX_HEAD)
+        .max_headers(http::MAX_FIELDS)
+        .keep_alive(true);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_concurrent_streams(100)
+        .max_header_list_size(http::MAX_HEAD as u32)
+        .keep_alive_interval(Some(Duration::from_secs(20)))
+        .keep_alive_timeout(Duration::from_secs(20));
+    let builder = Arc::new(builder);
+    let conns = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let handlers = Arc::new(Semaphore::new(limits.handlers.max(1)));
+    // Signals stop the server as the handle does.
+    {
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            wait_for_signal().await;
+            tracing::info!("stopping: finishing requests under way");
+            let _ = stop.send(true);
+        });
+    }
+    let mut tasks = Vec::new();
+    for l in listeners {
+        let socket = tokio::net::TcpListener::from_std(l.socket)?;
+        let ctx = ConnCtx {
+            app: app.clone(),
+            builder: builder.clone(),
+            handlers: handlers.clone(),
+            replay: l.replay,
+        };
+        tasks.push(tokio::spawn(accept_loop(
+            socket,
+            ctx,
+            conns.clone(),
+            stop.subscribe(),
+        )));
+    }
+    for t in tasks {
+        let _ = t.await;
+    }
+    // Every connection holds a permit: all back means all closed.
+    let all = u32::try_from(limits.max_connections.max(1)).unwrap_or(u32::MAX);
+    if tokio::time::timeout(GRACE, conns.acquire_many(all))
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            "stopped with {} connections still open after {} s",
+            limits.max_connections.max(1) - conns.available_permits(),
+            GRACE.as_secs()
+        );
+    }
+    Ok(())
+}
+
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// What every connection of a listener shares.
+#[derive(Clone)]
+struct ConnCtx {
+    app: Arc<App>,
+    builder: Arc<hyper_util::server::conn::auto::Builder<TokioExecutor>>,
+    handlers: Arc<Semaphore>,
+    replay: bool,
+}
+
+async fn accept_loop(
+    socket: tokio::net::TcpListener,
+    ctx: ConnCtx,
+    conns: Arc<Semaphore>,
+    mut stop: watch::Receiver<bool>,
+) {
+    loop {
+        if *stop.borrow() {
+            break;
+        }
+        let permit = tokio::select! {
+            p = conns.clone().acquire_owned() => match p {
+                Ok(p) => p,
+                Err(_) => break,
+            },
+            _ = stop.changed() => break,
+        };
+        let accepted = tokio::select! {
+            a = socket.accept() => a,
+            _ = stop.changed() => break,
+        };
+        let (stream, peer) = match accepted {
+            Ok(a) => a,
+            Err(e) => {
+                // Out of file descriptors, most often: wait, do not spin.
+                tracing::warn!("accept: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let ctx = ctx.clone();
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            serve_connection(ctx, stream, peer, stop).await;
+            drop(permit);
+        });
+    }
+}
+
+/// Milliseconds since `EPOCH`, for the connections' last activity.
+fn now_ms(epoch: Instant) -> u64 {
+    u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+async fn serve_connection(
+    ctx: ConnCtx,
+    stream: tokio::net::TcpStream,
+    peer: SocketAddr,
+    mut stop: watch::Receiver<bool>,
+) {
+    let epoch = Instant::now();
+    let last = Arc::new(AtomicU64::new(0));
+    let local = stream.local_addr().ok();
+    let io = Watched {
+        inner: stream,
+        last: last.clone(),
+        epoch,
+    };
+    let svc_ctx = ctx.clone();
+    let service = hyper::service::service_fn(move |req| {
+        let ctx = svc_ctx.clone();
+        async move { Ok::<_, Infallible>(respond(ctx, peer.ip(), local, req).await) }
+    });
+    let conn = ctx.builder.serve_connection(TokioIo::new(io), service);
+    tokio::pin!(conn);
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    let mut closing = false;
+    loop {
+        tokio::select! {
+            r = conn.as_mut() => {
+                if let Err(e) = r {
+                    tracing::debug!("connection from {peer}: {e}");
+                }
+                break;
+            }
+            _ = stop.changed(), if !closing => {
+                conn.as_mut().graceful_shutdown();
+                closing = true;
+            }
+            _ = tick.tick() => {
+                let quiet = Duration::from_millis(
+                    now_ms(epoch).saturating_sub(last.load(Ordering::Relaxed)),
+                );
+                if quiet > STALL {
+                    tracing::info!("connection from {peer}: nothing moved for {} s, dropped", STALL.as_secs());
+                    break;
+                }
+                // HTTP/1.1 idle connections are closed by the head timeout;
+                // this closes idle HTTP/2 ones (and lets a request under way
+                // finish first).
+                if quiet > HEAD_TIMEOUT && !closing {
+                    conn.as_mut().graceful_shutdown();
+                    closing = true;
+                }
+            }
+        }
+    }
+}
+
+/// A connection that notes when bytes last moved.
+struct Watched {
+    inner: tokio::net::TcpStream,
+    last: Arc<AtomicU64>,
+    epoch: Instant,
+}
+
+impl Watched {
+    fn touch(&self) {
+        self.last.store(now_ms(self.epoch), Ordering::Relaxed);
+    }
+}
+
+impl AsyncRead for Watched {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        let r = Pin::new(&mut this.inner).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            this.touch();
+        }
+        r
+    }
+}
+
+impl AsyncWrite for Watched {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let r = Pin::new(&mut this.inner).poll_write(cx, data);
+        if matches!(r, Poll::Ready(Ok(n)) if n > 0) {
+            this.touch();
+        }
+        r
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let r = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
+        if matches!(r, Poll::Ready(Ok(n)) if n > 0) {
+            this.touch();
+        }
+        r
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    }
+}
+
+/// A response body: whole, or streamed from a handler.
+pub enum Body {
+    /// The whole body.
+    Full(Option<Bytes>),
+    /// Chunks from a handler; `true` once the end was seen.
+    Stream(mpsc::Receiver<Chunk>, bool),
+}
+
+impl HttpBody for Body {
+    type Data = Bytes;
+    type Error = io::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, io::Error>>> {
+        match self.get_mut() {
+            Body::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
+            Body::Stream(rx, done) => {
+                if *done {
+                    return Poll::Ready(None);
+                }
+                match rx.poll_recv(cx) {
+                    Poll::Pending => Poll::Pending,
+                    Poll::Ready(Some(Chunk::Data(d))) => Poll::Ready(Some(Ok(Frame::data(d)))),
+                    Poll::Ready(Some(Chunk::End)) => {
+                        *done = true;
+                        Poll::Ready(None)
+                    }
+                    // The handler stopped without ending the body: the
+                    // client must not take it for complete.
+                    Poll::Ready(None) => {
+                        *done = true;
+                        Poll::Ready(Some(Err(io::Error::other("response cut short"))))
+                    }
+                }
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            Body::Full(b) => b.is_none(),
+            Body::Stream(_, done) => *done,
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            Body::Full(Some(b)) => SizeHint::with_exact(b.len() as u64),
+            Body::Full(None) => SizeHint::with_exact(0),
+            Body::Stream(..) => SizeHint::default(),
+        }
+    }
+}
+
+/// A response made here, not by a handler.
+fn simple(status: u16, msg: &str, close: bool) -> hyper::Response<Body> {
+    let head = Head {
+        status,
+        reason: http::reason(status).into(),
+        headers: text_plain(),
+        body: Some(msg.as_bytes().to_vec()),
+        close,
+    };
+    to_response(head, None, false)
+}
+
+/// The name of the host a request names (Host, or the authority of an
+/// HTTP/2 request), port excluded, when it is made of host-name characters.
+fn host_name(host: &str) -> Option<&str> {
+    let name = if host.starts_with('[') {
+        host.split_inclusive(']').next()?
+    } else {
+        host.split(':').next()?
+    };
+    (!name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b".-:[]".contains(&b)))
+    .then_some(name)
+}
+
+/// The origins as seen by the client of a request with this Host.
+fn origin(
+    app: &App,
+    replay_listener: bool,
+    host: Option<&str>,
+    local: Option<SocketAddr>,
+    proto: &str,
+) -> Origin {
+    let local_name = match local.map(|a| a.ip()) {
+        Some(IpAddr::V6(v6)) => format!("[{v6}]"),
+        Some(ip) => ip.to_string(),
+        None => "localhost".into(),
+    };
+    let name = host
+        .and_then(host_name)
+        .unwrap_or(&local_name)
+        .to_ascii_lowercase();
+    let site = &app.site;
+    match &site.replay_host {
+        Some(rh) if !replay_listener => {
+            let replay = name == *rh;
+            let ui_name = if replay {
+                site.ui_host.clone().unwrap_or_else(|| "localhost".into())
+            } else {
+                host.unwrap_or(&name).to_ascii_lowercase()
+            };
+            Origin {
+                replay,
+                ui: format!("{proto}://{ui_name}"),
+                replay_base: format!("{proto}://{rh}"),
+            }
+        }
+        _ => Origin {
+            replay: replay_listener,
+            ui: format!("http://{name}:{}", site.ui_port),
+            replay_base: match site.replay_port {
+                Some(p) => format!("http://{name}:{p}"),
+                None => format!("http://{name}:{}", site.ui_port),
+            },
+        },
+    }
+}
+
+async fn respond(
+    ctx: ConnCtx,
+    peer: IpAddr,
+    local: Option<SocketAddr>,
+    req: hyper::Request<Incoming>,
+) -> hyper::Response<Body> {
+    let (parts, body) = req.into_parts();
+    let http10 = parts.version == hyper::Version::HTTP_10;
+    let h2 = parts.version == hyper::Version::HTTP_2;
+    let mut headers: Vec<(String, String)> = parts
+        .headers
+        .iter()
+        .map(|(n, v)| {
+            (
+                n.as_str().to_string(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
+        .collect();
+    if !headers.iter().any(|(n, _)| n == "host")
+        && let Some(a) = parts.uri.authority()
+    {
+        headers.push(("host".into(), a.as_str().to_string()));
+    }
+    let target = parts
+        .uri
+        .path_and_query()
+        .map_or_else(|| "/".to_string(), |p| p.as_str().to_string());
+    if !target.starts_with('/') {
+        return simple(400, "bad request target\n", true);
+    }
+    // Bodies are bounded, then dropped: the server answers GET and HEAD.
+    let declared = parts
+        .headers
+        .get(hyper::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > http::MAX_BODY) {
+        return simple(413, "request body too large\n", true);
+    }
+    if !body.is_end_stream() {
+        let limited = http_body_util::Limited::new(body, http::MAX_BODY as usize);
+        match tokio::time::timeout(BODY_TIMEOUT, limited.collect()).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(_)) => return simple(413, "request body too large\n", true),
+            Err(_) => return simple(408, "request body too slow\n", true),
+        }
+    }
+    let proto = headers
+        .iter()
+        .find(|(n, _)| n == "x-forwarded-proto")
+        .map(|(_, v)| v.trim().to_ascii_lowercase())
+        .filter(|p| p == "https")
+        .unwrap_or_else(|| "http".into());
+    let host = headers
+        .iter()
+        .find(|(n, _)| n == "host")
+        .map(|(_, v)| v.clone());
+    let origin = origin(&ctx.app, ctx.replay, host.as_deref(), local, &proto);
+    let req = Request {
+        method: parts.method.as_str().to_string(),
+        target,
+        http10,
+        headers,
+        peer: Some(peer),
+        origin,
+    };
+    // At most `handlers` at once; the others wait here, costing a task.
+    let Ok(permit) = ctx.handlers.clone().acquire_owned().await else {
+        return simple(503, "shutting down\n", true);
+    };
+    let (htx, hrx) = oneshot::channel();
+    let (btx, brx) = mpsc::channel(QUEUED_CHUNKS);
+    let app = ctx.app.clone();
+    let head_only = req.method == "HEAD";
+    let job = tokio::task::spawn_blocking(move || {
+        let _permit = permit;
+        let mut ex = Exchange::new(htx, btx);
+        run_handler(&app, &req, &mut ex);
+    });
+    match hrx.await {
+        Ok(head) => {
+            let stream = head.body.is_none().then_some(brx);
+            to_response(head, stream, h2 || http10 || head_only)
+        }
+        Err(_) => {
+            // No head: the blocking task could not run at all.
+            let e = job.await.err().map(|e| e.to_string()).unwrap_or_default();
+            tracing::error!("request handler did not answer: {e}");
+            simple(500, "internal error\n", true)
+        }
+    }
+}
+
+/// Runs the handler for one request, answers 500 when it fails (or
+/// panics) before answering, and writes the access log line.
+fn run_handler(app: &App, req: &Request, ex: &mut Exchange) {
+    let mut resp = Responder::new(ex, req);
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let r = super::handle(app, req, &mut resp);
+        (r, resp.status, resp.source)
+    }));
+    let (status, source, error) = match result {
+        Ok((Ok(()), status, source)) => (status, source, None),
+        Ok((Err(e), status, source)) => (status, source, Some(e.to_string())),
+        Err(panic) => {
+            let msg = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            tracing::error!(
+                "request handler panicked: {} {}: {msg}",
+                req.method,
+                req.target
+            );
+            (None, "error", Some(format!("internal error: {msg}")))
+        }
+    };
+    let status = match (&error, status, ex.head_sent()) {
+        (Some(e), _, false) => {
+            let mut resp = Responder::new(ex, req);
+            let body = pages::error_page(500, e);
+            let _ = resp.send(500, &text_html(), body.as_bytes());
+            tracing::warn!("{} {}: {e}", req.method, req.target);
+            Some(500)
+        }
+        (Some(e), status, true) => {
+            // The head was out: only cutting the response tells the client.
+            tracing::warn!("{} {}: {e} (response cut)", req.method, req.target);
+            tracing::info!(
+                "access: {} {} {} from={source} cut",
+                req.method,
+                req.target,
+                status.unwrap_or(0)
+            );
+            return;
+        }
+        (None, status, _) => status,
+    };
+    tracing::info!(
+        "access: {} {} {} from={source}",
+        req.method,
+        req.target,
+        status.unwrap_or(0)
+    );
+}
+
+/// hyper's response for a handler's head (and body channel).
+fn to_response(
+    head: Head,
+    stream: Option<mpsc::Receiver<Chunk>>,
+    no_conn_header: bool,
+) -> hyper::Response<Body> {
+    let status = hyper::StatusCode::from_u16(head.status).unwrap_or_else(|_| {
+        tracing::warn!("status {} cannot be sent: 502 instead", head.status);
+        hyper::StatusCode::BAD_GATEWAY
+    });
+    let body = match (head.body, stream) {
+        (Some(b), _) => Body::Full(Some(Bytes::from(b))),
+        (None, Some(rx)) => Body::Stream(rx, false),
+        (None, None) => Body::Full(None),
+    };
+    let mut resp = hyper::Response::new(body);
+    *resp.status_mut() = status;
+    let map = resp.headers_mut();
+    for (n, v) in &head.headers {
+        let lower = n.to_ascii_lowercase();
+        // Framing and the connection are hyper's business.
+        if matches!(
+            lower.as_str(),
+            "transfer-encoding" | "connection" | "keep-alive"
+        ) {
+            continue;
+        }
+        // Values come from archived responses: no control characters.
+        let v: Vec<u8> = v
+            .bytes()
+            .filter(|&b| b == b'\t' || (b >= 0x20 && b != 0x7f))
+            .collect();
+        match (
+            hyper::header::HeaderName::from_bytes(n.as_bytes()),
+            hyper::header::HeaderValue::from_bytes(&v),
+        ) {
+            (Ok(n), Ok(v)) => {
+                map.append(n, v);
+            }
+            _ => tracing::debug!("header {n:?} cannot be sent: left out"),
+        }
+    }
+    if head.close && !no_conn_header {
+        map.insert(
+            hyper::header::CONNECTION,
+            hyper::header::HeaderValue::from_static("close"),
+        );
+    }
+    if status.canonical_reason() != Some(head.reason.as_str())
+        && !head.reason.is_empty()
+        && let Ok(r) = hyper::ext::ReasonPhrase::try_from(head.reason.as_bytes())
+    {
+        resp.extensions_mut().insert(r);
+    }
+    resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_names() {
+        assert_eq!(host_name("a.example:8080"), Some("a.example"));
+        assert_eq!(host_name("[::1]:80"), Some("[::1]"));
+        assert_eq!(host_name("a b"), None);
+        assert_eq!(host_name(":80"), None);
+    }
+
+    #[test]
+    fn bodies_cut_short_are_errors() {
+        let (tx, rx) = mpsc::channel(2);
+        tx.try_send(Chunk::Data(Bytes::from_static(b"ab"))).unwrap();
+        drop(tx);
+        let mut b = Body::Stream(rx, false);
+        let waker = std::task::Waker::noop();
+        let mut cx = Context::from_waker(waker);
+        let first = Pin::new(&mut b).poll_frame(&mut cx);
+        assert!(matches!(first, Poll::Ready(Some(Ok(_)))));
+        let second = Pin::new(&mut b).poll_frame(&mut cx);
+        assert!(matches!(second, Poll::Ready(Some(Err(_)))));
+    }
+}
