@@ -12,8 +12,13 @@ fn run(kind: Kind, data: &[u8], piece: usize) -> Vec<u8> {
         timestamp: "2014".into(),
         base: "http://ex.com/dir/page.html".into(),
     };
-    let mut rw = Rewriter::new(kind, ctx, Some("<script>X</script>".into()), Some("<b>".into()))
-        .without_gathering();
+    let mut rw = Rewriter::new(
+        kind,
+        ctx,
+        Some("<script>X</script>".into()),
+        Some("<b>".into()),
+    )
+    .without_gathering();
     let mut out = Vec::new();
     for ch in data.chunks(piece) {
         rw.feed(ch, &mut out);
@@ -29,6 +34,10 @@ fuzz_target!(|data: &[u8]| {
     let piece = usize::from(first % 64) + 1;
     for kind in [Kind::Html, Kind::Css, Kind::Js] {
         let whole = run(kind, body, body.len().max(1));
-        assert_eq!(whole, run(kind, body, piece), "{kind:?} in pieces of {piece}");
+        assert_eq!(
+            whole,
+            run(kind, body, piece),
+            "{kind:?} in pieces of {piece}"
+        );
     }
 });
