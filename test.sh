@@ -26,7 +26,7 @@ cargo clippy -p warchest --no-default-features -- -D warnings
 cargo clippy -p warchest-index --no-default-features --all-targets -- -D warnings
 cargo test --workspace
 # The Python package: the wheel built into the same target directory (the
-# dev profile optimises dependencies), installed, then its pytest suite:
+# dev profile optimises the hot dependencies), installed, then its pytest suite:
 # warcio differential, scan, writer, the Spark data source and examples/
 # on one local[2] session. See docs/python.md.
 wheels=$(mktemp -d)

@@ -1,34 +1,47 @@
 //! Rewriting archived HTML, CSS and JavaScript so that the URLs they name
 //! lead back into the archive (`/{collection}/{timestamp}{modifier}/{url}`).
 //!
-//! The rewriters work on bytes (every charset a page is likely to use is
-//! ASCII-compatible where URLs are), streamed: input comes in pieces, and
-//! at most a bounded tail (an unfinished tag, the current line of a script
-//! or stylesheet) is held back until more arrives. A tag or comment longer
-//! than [`MAX_CARRY`] is passed through unchanged.
+//! Streamed: input comes in pieces and output leaves as it is made, with
+//! bounded memory.
 //!
-//! HTML: URL attributes (`href`, `src`, `srcset`, `action`, `formaction`,
-//! `poster`, `data`, `background`), `style` attributes and `<style>`
-//! elements as CSS, inline scripts as JavaScript, `<base href>` (it also
-//! becomes the base against which the page's URLs are resolved), and
-//! `<meta http-equiv=refresh>`. `integrity` attributes are dropped (a
-//! rewritten script no longer has the hash). The caller's head insert
-//! (the client-side script) goes right after `<head>` (or before the first
-//! tag that is not `<html>`), the banner right after `<body>` (or at the
-//! end when the page has no body tag).
+//! HTML is tokenized by lol_html, as windows-1252: every byte is a
+//! character of it and back, so pages in any ASCII-compatible charset pass
+//! through byte for byte outside what is rewritten (URLs are read as
+//! UTF-8, bytes that are not percent-encoded). Rewritten: URL attributes
+//! (`href`, `src`, `srcset`, `action`, `formaction`, `poster`, `data`,
+//! `background`), `style` attributes and `<style>` elements as CSS, inline
+//! scripts and event handler attributes (`onclick`...) as JavaScript,
+//! `<base href>` (it also becomes the base against which the page's URLs
+//! are resolved), and `<meta http-equiv=refresh>`. `integrity` attributes
+//! are dropped (a rewritten script no longer has the hash). A tag with an
+//! attribute rewritten is written again by lol_html (`name="value"`,
+//! single spaces): the same HTML. The caller's head insert (the
+//! client-side script) goes right after `<head>` (or before the first tag
+//! that is not `<html>`), the banner right after `<body>` (or at the end
+//! when the page has no body tag). A page lol_html cannot rewrite within
+//! [`MAX_HTML_MEMORY`] (a tag of megabytes) is passed through unchanged
+//! from there on, logged and counted ([`html_bail_outs`]).
 //!
 //! CSS: `url(...)` and `@import "..."`. JavaScript: absolute `http(s)://`
 //! URLs, slashes escaped or not, become absolute archive URLs; the client
-//! script handles URLs that are only made at run time.
+//! script handles URLs that are only made at run time. Both are rewritten
+//! a line at a time (no URL they match spans lines), the unfinished line
+//! held back up to [`MAX_CARRY`], in stylesheets, scripts and the
+//! `<style>` and `<script>` elements of pages alike.
 
 use std::io::{self, Read, Write};
-use std::sync::LazyLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard, PoisonError};
 
+use encoding_rs::WINDOWS_1252;
+use lol_html::html_content::{ContentType, TextChunk};
+use lol_html::send::{Element, HtmlRewriter, Settings};
+use lol_html::{AsciiCompatibleEncoding, MemorySettings, OutputSink, element, text};
 use regex::bytes::{Captures, Regex};
 
 use super::url::{modifier, resolve, scheme};
 
-/// Longest tag, comment or line held back while waiting for its end.
+/// Longest line of CSS or JavaScript held back while waiting for its end.
 pub const MAX_CARRY: usize = 256 << 10;
 
 /// What a resource is rewritten as.
@@ -102,22 +115,74 @@ impl UrlContext {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Mode {
-    Text,
-    /// Inside `<script>`: JavaScript when `true`, other data otherwise.
-    Script(bool),
-    Style,
+/// The most memory lol_html may use for one page (its buffer for a tag
+/// that spans pieces, its stack of open elements). A page that needs more
+/// (a tag of megabytes) is passed through unchanged from there on, with a
+/// warning: never a response cut short.
+pub const MAX_HTML_MEMORY: usize = 2 << 20;
+
+/// Longest `<base href>` followed: every relative URL after it grows by
+/// its length, so a longer one (no real page has one) would let a page
+/// multiply its size.
+pub const MAX_BASE: usize = 4 << 10;
+
+/// Input gathered before it is given to the HTML parser. lol_html parses
+/// an unfinished tag again from its start each time more comes, so tiny
+/// pieces would make a long tag cost its length squared.
+pub const HTML_GATHER: usize = 16 << 10;
+
+/// Pages whose rewriting gave up part-way (see [`MAX_HTML_MEMORY`]) since
+/// the process started.
+static HTML_BAIL_OUTS: AtomicU64 = AtomicU64::new(0);
+
+/// How many HTML pages were passed through unchanged from some point on
+/// because rewriting them needed more than [`MAX_HTML_MEMORY`] (or failed
+/// otherwise), since the process started. Each is also logged.
+pub fn html_bail_outs() -> u64 {
+    HTML_BAIL_OUTS.load(Ordering::Relaxed)
 }
+
+/// What the HTML handlers share: they run inside lol_html's `write`, the
+/// rest of [`Rewriter`] between calls (a `Mutex` only so that the
+/// rewriter stays `Send`; it is never contended).
+struct Page {
+    ctx: UrlContext,
+    /// The caller's inserts, as lol_html strings (see [`lol_str`]).
+    head_insert: Option<String>,
+    banner: Option<String>,
+    /// What the content of the current `<script>` or `<style>` is
+    /// rewritten as (`None`: a script of another type, left alone).
+    code: Option<Kind>,
+    /// Its text not rewritten yet: the unfinished line.
+    code_carry: Vec<u8>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Where lol_html writes: a buffer [`Rewriter::feed`] empties.
+struct Sink(Arc<Mutex<Vec<u8>>>);
+
+impl OutputSink for Sink {
+    fn handle_chunk(&mut self, chunk: &[u8]) {
+        lock(&self.0).extend_from_slice(chunk);
+    }
+}
+
+type Html = HtmlRewriter<'static, Sink>;
 
 /// A streaming rewriter of one resource.
 pub struct Rewriter {
     kind: Kind,
-    ctx: UrlContext,
-    head_insert: Option<Vec<u8>>,
-    banner: Option<Vec<u8>>,
-    mode: Mode,
+    page: Arc<Mutex<Page>>,
+    /// CSS and JavaScript: the unfinished line. HTML: input gathered for
+    /// the parser ([`HTML_GATHER`]).
     carry: Vec<u8>,
+    html: Option<Html>,
+    html_out: Arc<Mutex<Vec<u8>>>,
+    gather: usize,
+    bailed_out: Option<String>,
 }
 
 impl Rewriter {
@@ -129,265 +194,462 @@ impl Rewriter {
         head_insert: Option<String>,
         banner: Option<String>,
     ) -> Rewriter {
+        let page = Arc::new(Mutex::new(Page {
+            ctx,
+            head_insert: head_insert.map(|s| lol_str(s.as_bytes())),
+            banner: banner.map(|s| lol_str(s.as_bytes())),
+            code: None,
+            code_carry: Vec::new(),
+        }));
+        let html_out = Arc::new(Mutex::new(Vec::new()));
+        let html = (kind == Kind::Html).then(|| html_rewriter(&page, &html_out));
         Rewriter {
             kind,
-            ctx,
-            head_insert: head_insert.map(String::into_bytes),
-            banner: banner.map(String::into_bytes),
-            mode: Mode::Text,
+            page,
             carry: Vec::new(),
+            html,
+            html_out,
+            gather: HTML_GATHER,
+            bailed_out: None,
         }
+    }
+
+    /// Gives HTML input to the parser as it comes, not in pieces of
+    /// [`HTML_GATHER`] (tests of piece boundaries, fuzzing).
+    pub fn without_gathering(mut self) -> Rewriter {
+        self.gather = 0;
+        self
+    }
+
+    /// Why rewriting this page stopped part-way (the rest passed through
+    /// unchanged), if it did.
+    pub fn bailed_out(&self) -> Option<&str> {
+        self.bailed_out.as_deref()
     }
 
     /// Rewrites `input`, appending what is ready to `out`.
     pub fn feed(&mut self, input: &[u8], out: &mut Vec<u8>) {
-        self.carry.extend_from_slice(input);
-        self.process(out, false);
+        match self.kind {
+            Kind::Html => {
+                if self.html.is_none() {
+                    out.extend_from_slice(input);
+                    return;
+                }
+                self.carry.extend_from_slice(input);
+                if self.carry.len() >= self.gather {
+                    let buf = std::mem::take(&mut self.carry);
+                    self.write_html(&buf, out);
+                    self.carry = buf;
+                    self.carry.clear();
+                }
+            }
+            Kind::Css | Kind::Js => {
+                self.carry.extend_from_slice(input);
+                let cut = line_cut(&self.carry, 0);
+                let page = lock(&self.page);
+                rewrite_code(self.kind, &self.carry[..cut], &page.ctx, out);
+                drop(page);
+                self.carry.drain(..cut);
+            }
+        }
     }
 
     /// Rewrites what is held back and adds what was not inserted yet.
     pub fn finish(&mut self, out: &mut Vec<u8>) {
-        self.process(out, true);
-        if self.kind == Kind::Html {
-            if let Some(h) = self.head_insert.take() {
-                out.extend_from_slice(&h);
+        let rest = std::mem::take(&mut self.carry);
+        match self.kind {
+            Kind::Html => {
+                if self.html.is_some() {
+                    self.write_html(&rest, out);
+                } else {
+                    out.extend_from_slice(&rest);
+                }
+                if let Some(h) = self.html.take()
+                    && let Err(e) = h.end()
+                {
+                    self.bail_out(&e.to_string());
+                }
+                out.append(&mut lock(&self.html_out));
+                let mut page = lock(&self.page);
+                // A script or stylesheet the page never closed.
+                let code = std::mem::take(&mut page.code_carry);
+                match page.code {
+                    Some(k) => rewrite_code(k, &code, &page.ctx, out),
+                    None => out.extend_from_slice(&code),
+                }
+                for insert in [page.head_insert.take(), page.banner.take()]
+                    .into_iter()
+                    .flatten()
+                {
+                    out.extend_from_slice(&lol_bytes(&insert));
+                }
             }
-            if let Some(b) = self.banner.take() {
-                out.extend_from_slice(&b);
+            Kind::Css | Kind::Js => {
+                let page = lock(&self.page);
+                rewrite_code(self.kind, &rest, &page.ctx, out);
             }
         }
     }
 
-    fn process(&mut self, out: &mut Vec<u8>, eof: bool) {
-        let buf = std::mem::take(&mut self.carry);
-        let used = match self.kind {
-            Kind::Html => self.process_html(&buf, out, eof),
-            Kind::Css | Kind::Js => {
-                let cut = if eof { buf.len() } else { line_cut(&buf, 0) };
-                let kind = self.kind;
-                self.rewrite_code(kind, &buf[..cut], out);
-                cut
+    fn write_html(&mut self, input: &[u8], out: &mut Vec<u8>) {
+        let r = match self.html.as_mut() {
+            Some(h) => h.write(input),
+            None => {
+                out.extend_from_slice(input);
+                return;
             }
         };
-        self.carry = buf[used..].to_vec();
+        if let Err(e) = r {
+            // lol_html has passed what it held and `input` to the sink
+            // unchanged (graceful bail-out); the rest follows unchanged.
+            self.html = None;
+            self.bail_out(&e.to_string());
+        }
+        out.append(&mut lock(&self.html_out));
     }
 
-    fn rewrite_code(&self, kind: Kind, text: &[u8], out: &mut Vec<u8>) {
-        match kind {
-            Kind::Css => rewrite_css(text, &self.ctx, out),
-            Kind::Js => rewrite_js(text, &self.ctx, out),
-            Kind::Html => out.extend_from_slice(text),
-        }
+    fn bail_out(&mut self, why: &str) {
+        HTML_BAIL_OUTS.fetch_add(1, Ordering::Relaxed);
+        let page = lock(&self.page);
+        tracing::warn!(
+            url = %page.ctx.base,
+            "HTML rewriting stopped ({why}); the rest of the page is served unchanged"
+        );
+        self.bailed_out = Some(why.to_string());
     }
+}
 
-    /// Returns how much of `buf` was used.
-    fn process_html(&mut self, buf: &[u8], out: &mut Vec<u8>, eof: bool) -> usize {
-        let mut i = 0;
-        while i < buf.len() {
-            match self.mode {
-                Mode::Text => {
-                    let Some(p) = memchr::memchr(b'<', &buf[i..]) else {
-                        out.extend_from_slice(&buf[i..]);
-                        return buf.len();
-                    };
-                    out.extend_from_slice(&buf[i..i + p]);
-                    i += p;
-                    let rest = &buf[i..];
-                    if rest.len() < 4 && !eof {
-                        return i;
-                    }
-                    if rest.starts_with(b"<!--") {
-                        match memchr::memmem::find(&rest[4..], b"-->") {
-                            Some(e) => {
-                                out.extend_from_slice(&rest[..e + 7]);
-                                i += e + 7;
-                            }
-                            None if eof || rest.len() > MAX_CARRY => {
-                                out.extend_from_slice(rest);
-                                return buf.len();
-                            }
-                            None => return i,
-                        }
-                        continue;
-                    }
-                    let next = rest.get(1).copied().unwrap_or(b' ');
-                    if !(next.is_ascii_alphabetic() || matches!(next, b'/' | b'!' | b'?')) {
-                        out.push(b'<');
-                        i += 1;
-                        continue;
-                    }
-                    match tag_end(rest) {
-                        Some(e) => {
-                            self.handle_tag(&rest[..=e], out);
-                            i += e + 1;
-                        }
-                        None if eof || rest.len() > MAX_CARRY => {
-                            out.extend_from_slice(rest);
-                            return buf.len();
-                        }
-                        None => return i,
-                    }
-                }
-                Mode::Script(_) | Mode::Style => {
-                    let js = self.mode == Mode::Script(true);
-                    let style = self.mode == Mode::Style;
-                    let end: &[u8] = if style { b"</style" } else { b"</script" };
-                    let kind = if style {
-                        Kind::Css
-                    } else if js {
-                        Kind::Js
-                    } else {
-                        Kind::Html
-                    };
-                    let rest = &buf[i..];
-                    match find_ci(rest, end) {
-                        Some(p) => {
-                            self.rewrite_code(kind, &rest[..p], out);
-                            i += p;
-                            self.mode = Mode::Text;
-                        }
-                        None => {
-                            let cut = if eof {
-                                rest.len()
-                            } else {
-                                line_cut(rest, end.len())
-                            };
-                            self.rewrite_code(kind, &rest[..cut], out);
-                            return i + cut;
-                        }
-                    }
-                }
-            }
-        }
-        i
+/// The lol_html rewriter of a page, its handlers sharing `page`.
+fn html_rewriter(page: &Arc<Mutex<Page>>, out: &Arc<Mutex<Vec<u8>>>) -> Html {
+    let on_element = Arc::clone(page);
+    let on_text = Arc::clone(page);
+    let settings = Settings::new_send()
+        // Every byte maps to a character and back: bytes of any
+        // ASCII-compatible charset pass through as they are.
+        .with_encoding(
+            AsciiCompatibleEncoding::new(WINDOWS_1252)
+                .unwrap_or_else(AsciiCompatibleEncoding::utf_8),
+        )
+        .with_adjust_charset_on_meta_tag(false)
+        // Markup a token stream cannot be sure of is rewritten as the
+        // tokenizer reads it, as the old tokenizer did, not refused.
+        .with_strict(false)
+        .with_memory_settings(
+            MemorySettings::new()
+                .with_max_allowed_memory_usage(MAX_HTML_MEMORY)
+                .with_graceful_bail_out_on_memory_limit_exceeded(true),
+        )
+        .with_graceful_bail_out_on_content_handler_error(true)
+        .append_element_content_handler(element!("*", move |el| {
+            on_start_tag(&mut lock(&on_element), el);
+            Ok(())
+        }))
+        .append_element_content_handler(text!("script, style", move |t| {
+            on_code_text(&mut lock(&on_text), t);
+            Ok(())
+        }));
+    HtmlRewriter::new(settings, Sink(Arc::clone(out)))
+}
+
+/// A lol_html string (windows-1252: one character a byte) of `bytes`.
+fn lol_str(bytes: &[u8]) -> String {
+    WINDOWS_1252
+        .decode_without_bom_handling(bytes)
+        .0
+        .into_owned()
+}
+
+/// The bytes of a lol_html string.
+fn lol_bytes(s: &str) -> Vec<u8> {
+    WINDOWS_1252.encode(s).0.into_owned()
+}
+
+fn on_start_tag(page: &mut Page, el: &mut Element<'_, '_>) {
+    let name = el.tag_name();
+    if name != "head"
+        && name != "html"
+        && let Some(h) = page.head_insert.take()
+    {
+        el.before(&h, ContentType::Html);
     }
-
-    fn inject_head(&mut self, out: &mut Vec<u8>) {
-        if let Some(h) = self.head_insert.take() {
-            out.extend_from_slice(&h);
+    rewrite_attributes(page, el, &name);
+    match name.as_str() {
+        "head" => {
+            if let Some(h) = page.head_insert.take() {
+                el.prepend(&h, ContentType::Html);
+            }
         }
+        "body" => {
+            if let Some(b) = page.banner.take() {
+                el.prepend(&b, ContentType::Html);
+            }
+        }
+        "script" => {
+            let js = el.get_attribute("type").is_none_or(|t| {
+                let t = t.trim().to_ascii_lowercase();
+                t.is_empty()
+                    || t.contains("javascript")
+                    || t.contains("ecmascript")
+                    || t == "module"
+            });
+            page.code = js.then_some(Kind::Js);
+        }
+        "style" => page.code = Some(Kind::Css),
+        _ => {}
     }
+}
 
-    fn handle_tag(&mut self, tag: &[u8], out: &mut Vec<u8>) {
-        if tag.starts_with(b"</") || tag.starts_with(b"<!") || tag.starts_with(b"<?") {
-            if tag.starts_with(b"</") && self.head_insert.is_some() {
-                let name = tag_name(&tag[2..]);
-                if name != "html" {
-                    self.inject_head(out);
-                }
-            }
-            out.extend_from_slice(tag);
-            return;
-        }
-        let name = tag_name(&tag[1..]);
-        if name != "head" && name != "html" {
-            self.inject_head(out);
-        }
-        let attrs = parse_attrs(tag, 1 + name.len());
-        let rewritten = self.rewrite_tag(tag, &name, &attrs);
-        out.extend_from_slice(rewritten.as_deref().unwrap_or(tag));
-        let self_closing = tag.ends_with(b"/>");
-        match name.as_str() {
-            "head" => self.inject_head(out),
-            "body" => {
-                self.inject_head(out);
-                if let Some(b) = self.banner.take() {
-                    out.extend_from_slice(&b);
-                }
-            }
-            "script" if !self_closing => {
-                let js = attr_value(tag, &attrs, "type").is_none_or(|t| {
-                    let t = t.trim().to_ascii_lowercase();
-                    t.is_empty()
-                        || t.contains("javascript")
-                        || t.contains("ecmascript")
-                        || t == "module"
-                });
-                self.mode = Mode::Script(js);
-            }
-            "style" if !self_closing => self.mode = Mode::Style,
-            _ => {}
-        }
+/// The text of a `<script>` or `<style>`, in the pieces lol_html gives:
+/// rewritten a line at a time (no URL spans lines), the unfinished line
+/// held back up to [`MAX_CARRY`].
+fn on_code_text(page: &mut Page, t: &mut TextChunk<'_>) {
+    let Some(kind) = page.code else {
+        return;
+    };
+    page.code_carry.extend_from_slice(&lol_bytes(t.as_str()));
+    let cut = if t.last_in_text_node() {
+        page.code_carry.len()
+    } else {
+        line_cut(&page.code_carry, 0)
+    };
+    let mut o = Vec::new();
+    rewrite_code(kind, &page.code_carry[..cut], &page.ctx, &mut o);
+    page.code_carry.drain(..cut);
+    if t.last_in_text_node() {
+        page.code = None;
     }
+    if o.is_empty() {
+        t.remove();
+    } else {
+        t.replace(&lol_str(&o), ContentType::Html);
+    }
+}
 
-    /// The tag with its attributes rewritten, `None` when unchanged.
-    fn rewrite_tag(&mut self, tag: &[u8], name: &str, attrs: &[Attr]) -> Option<Vec<u8>> {
-        let mut edits: Vec<(usize, usize, Vec<u8>)> = Vec::new();
-        let rel = attr_value(tag, attrs, "rel").map(|r| r.to_ascii_lowercase());
-        let as_ = attr_value(tag, attrs, "as").map(|r| r.to_ascii_lowercase());
-        for a in attrs {
-            let an = &a.name;
-            let Some((vs, ve)) = a.value else {
-                continue;
-            };
-            let raw = String::from_utf8_lossy(&tag[vs..ve]).into_owned();
-            let value = unescape_attr(&raw);
-            let new: Option<String> = match an.as_str() {
-                "integrity" => {
-                    edits.push((a.start, a.end, Vec::new()));
-                    continue;
-                }
-                "style" => {
-                    let mut o = Vec::new();
-                    rewrite_css(value.as_bytes(), &self.ctx, &mut o);
-                    (o != value.as_bytes()).then(|| String::from_utf8_lossy(&o).into_owned())
-                }
-                "srcset" | "imagesrcset" => rewrite_srcset(&value, &self.ctx),
-                "href" if name == "base" => {
-                    if let Some(abs) = resolve(&self.ctx.base, &value)
-                        && abs.starts_with("http")
-                    {
-                        let new = self.ctx.archive_url(&abs, "");
-                        self.ctx.base = abs;
-                        new
-                    } else {
-                        None
-                    }
-                }
-                "content" if name == "meta" => {
-                    let refresh = attr_value(tag, attrs, "http-equiv")
-                        .is_some_and(|h| h.trim().eq_ignore_ascii_case("refresh"));
-                    if refresh {
-                        rewrite_refresh(&value, &self.ctx)
-                    } else {
-                        None
-                    }
-                }
-                _ => match url_modifier(name, an, rel.as_deref(), as_.as_deref()) {
-                    Some(m) => self.ctx.archive_url(&value, m),
-                    None => None,
-                },
-            };
-            if let Some(n) = new {
-                let q = a.quote.unwrap_or(b'"');
-                let mut v = Vec::new();
-                if a.quote.is_none() {
-                    v.push(b'"');
-                }
-                v.extend_from_slice(escape_attr(&n, q).as_bytes());
-                if a.quote.is_none() {
-                    v.push(b'"');
-                }
-                edits.push((vs, ve, v));
-            }
-        }
-        if edits.is_empty() {
-            return None;
-        }
-        edits.sort_by_key(|e| e.0);
-        let mut out = Vec::with_capacity(tag.len() + 64);
-        let mut at = 0;
-        for (s, e, v) in edits {
-            if s < at {
+fn rewrite_code(kind: Kind, text: &[u8], ctx: &UrlContext, out: &mut Vec<u8>) {
+    match kind {
+        Kind::Css => rewrite_css(text, ctx, out),
+        Kind::Js => rewrite_js(text, ctx, out),
+        Kind::Html => out.extend_from_slice(text),
+    }
+}
+
+/// Rewrites the URL attributes, `style`, inline event handlers and what
+/// `<base>` and `<meta http-equiv=refresh>` say; drops `integrity`.
+fn rewrite_attributes(page: &mut Page, el: &mut Element<'_, '_>, tag: &str) {
+    let attrs: Vec<(String, String)> = el
+        .attributes()
+        .iter()
+        .map(|a| (a.name(), a.value()))
+        .collect();
+    if attrs.is_empty() {
+        return;
+    }
+    let get = |n: &str| {
+        attrs
+            .iter()
+            .find(|(k, _)| k == n)
+            .map(|(_, v)| attr_text(v).to_ascii_lowercase())
+    };
+    let rel = get("rel");
+    let as_ = get("as");
+    let refresh = tag == "meta"
+        && get("http-equiv").is_some_and(|h| h.trim().eq_ignore_ascii_case("refresh"));
+    let mut edits: Vec<(String, Option<Vec<u8>>)> = Vec::new();
+    for (name, raw) in &attrs {
+        let ctx = &page.ctx;
+        let new: Option<Vec<u8>> = match name.as_str() {
+            "integrity" => {
+                edits.push((name.clone(), None));
                 continue;
             }
-            out.extend_from_slice(&tag[at..s]);
-            out.extend_from_slice(&v);
-            at = e;
+            // Code: rewritten as written, entities and all (the URLs
+            // the rules look for hold none but `&amp;`, handled there).
+            "style" => {
+                let code = quotes_unescaped(&lol_bytes(raw));
+                let mut o = Vec::new();
+                rewrite_css_in(&code, ctx, true, &mut o);
+                (o != code).then_some(o)
+            }
+            n if n.starts_with("on") => {
+                let code = lol_bytes(raw);
+                let mut o = Vec::new();
+                rewrite_js(&code, ctx, &mut o);
+                (o != code).then_some(o)
+            }
+            "srcset" | "imagesrcset" => rewrite_srcset(&attr_text(raw), ctx).map(escaped),
+            "href" if tag == "base" => {
+                let value = attr_text(raw);
+                match resolve(&ctx.base, &value) {
+                    Some(abs) if abs.starts_with("http") && abs.len() <= MAX_BASE => {
+                        let new = ctx.archive_url(&abs, "");
+                        page.ctx.base = abs;
+                        new.map(escaped)
+                    }
+                    _ => None,
+                }
+            }
+            "content" if refresh => rewrite_refresh(&attr_text(raw), ctx).map(escaped),
+            _ => url_modifier(tag, name, rel.as_deref(), as_.as_deref())
+                .and_then(|m| ctx.archive_url(&attr_text(raw), m))
+                .map(escaped),
+        };
+        if let Some(n) = new {
+            edits.push((name.clone(), Some(n)));
         }
-        out.extend_from_slice(&tag[at..]);
-        Some(out)
     }
+    for (name, value) in edits {
+        match value {
+            None => el.remove_attribute(&name),
+            // The name came from the tag: it is a valid one.
+            Some(v) => {
+                let _ = el.set_attribute(&name, &lol_str(&v));
+            }
+        }
+    }
+}
+
+/// The text of an attribute value as lol_html gives it (the bytes as
+/// written, character references not decoded): references decoded, bytes
+/// that are not UTF-8 percent-encoded (they can only be part of a URL in
+/// the page's legacy charset, and that is how a browser sends them).
+fn attr_text(raw: &str) -> String {
+    decode_references(&url_text(&lol_bytes(raw)))
+}
+
+/// `bytes` as text, bytes that are not UTF-8 percent-encoded.
+fn url_text(bytes: &[u8]) -> String {
+    let mut s = String::with_capacity(bytes.len());
+    for chunk in bytes.utf8_chunks() {
+        s.push_str(chunk.valid());
+        for b in chunk.invalid() {
+            s.push_str(&format!("%{b:02X}"));
+        }
+    }
+    s
+}
+
+/// A value for `set_attribute`, which escapes `"` (as `&quot;`) but not
+/// `&`.
+fn escaped(s: String) -> Vec<u8> {
+    s.replace('&', "&amp;").into_bytes()
+}
+
+/// `&quot;` and `&#39;` (and their spellings) as the quotes they are, so
+/// that CSS sees its quoted strings; `set_attribute` escapes `"` again,
+/// and `'` needs no escape in the double quotes it writes.
+fn quotes_unescaped(b: &[u8]) -> Vec<u8> {
+    if memchr::memchr(b'&', b).is_none() {
+        return b.to_vec();
+    }
+    const QUOTES: [(&[u8], u8); 7] = [
+        (b"&quot;", b'"'),
+        (b"&#34;", b'"'),
+        (b"&#x22;", b'"'),
+        (b"&apos;", b'\''),
+        (b"&#39;", b'\''),
+        (b"&#x27;", b'\''),
+        (b"&#039;", b'\''),
+    ];
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    'outer: while i < b.len() {
+        if b[i] == b'&' {
+            for (pat, q) in QUOTES {
+                if b[i..].len() >= pat.len() && b[i..i + pat.len()].eq_ignore_ascii_case(pat) {
+                    out.push(q);
+                    i += pat.len();
+                    continue 'outer;
+                }
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    out
+}
+
+/// Character references decoded (HTML's rules for attribute values): all
+/// numeric ones, and the named ones URLs and code are likely to hold; a
+/// named one without its `;` only when what follows cannot continue a
+/// name (`?a=1&copy=2` keeps its `&copy`).
+fn decode_references(s: &str) -> String {
+    if !s.contains('&') {
+        return s.to_string();
+    }
+    const NAMED: [(&str, char); 16] = [
+        ("amp", '&'),
+        ("lt", '<'),
+        ("gt", '>'),
+        ("quot", '"'),
+        ("apos", '\''),
+        ("nbsp", '\u{a0}'),
+        ("sol", '/'),
+        ("colon", ':'),
+        ("period", '.'),
+        ("comma", ','),
+        ("equals", '='),
+        ("quest", '?'),
+        ("num", '#'),
+        ("percnt", '%'),
+        ("lpar", '('),
+        ("rpar", ')'),
+    ];
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(p) = rest.find('&') {
+        out.push_str(&rest[..p]);
+        rest = &rest[p..];
+        let after = &rest[1..];
+        if let Some(num) = after.strip_prefix('#') {
+            let (hex, digits) = match num.strip_prefix(['x', 'X']) {
+                Some(h) => (true, h),
+                None => (false, num),
+            };
+            let n = digits
+                .bytes()
+                .take_while(|b| {
+                    if hex {
+                        b.is_ascii_hexdigit()
+                    } else {
+                        b.is_ascii_digit()
+                    }
+                })
+                .count();
+            if n > 0 {
+                let v = if n > 8 {
+                    u32::MAX
+                } else {
+                    u32::from_str_radix(&digits[..n], if hex { 16 } else { 10 }).unwrap_or(u32::MAX)
+                };
+                out.push(
+                    char::from_u32(v)
+                        .filter(|&c| c != '\0')
+                        .unwrap_or('\u{fffd}'),
+                );
+                let used = 1 + 1 + usize::from(hex) + n;
+                rest = &rest[used..];
+                rest = rest.strip_prefix(';').unwrap_or(rest);
+                continue;
+            }
+        } else if let Some((name, c)) = NAMED.iter().find(|(n, _)| after.starts_with(n)) {
+            let tail = &after[name.len()..];
+            if let Some(t) = tail.strip_prefix(';') {
+                out.push(*c);
+                rest = t;
+                continue;
+            }
+            let legacy = matches!(*name, "amp" | "lt" | "gt" | "quot");
+            if legacy && !tail.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '=') {
+                out.push(*c);
+                rest = tail;
+                continue;
+            }
+        }
+        out.push('&');
+        rest = after;
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Which modifier a URL attribute gets, `None` when it holds no URL.
@@ -419,156 +681,6 @@ fn url_modifier(
         ("object", "data") => modifier::OBJECT,
         _ => return None,
     })
-}
-
-#[derive(Debug)]
-struct Attr {
-    name: String,
-    /// The whole attribute, for removal.
-    start: usize,
-    end: usize,
-    /// The value's bytes, quotes excluded.
-    value: Option<(usize, usize)>,
-    quote: Option<u8>,
-}
-
-fn tag_name(b: &[u8]) -> String {
-    let n = b
-        .iter()
-        .take_while(|c| !c.is_ascii_whitespace() && !matches!(c, b'>' | b'/'))
-        .count();
-    String::from_utf8_lossy(&b[..n]).to_ascii_lowercase()
-}
-
-/// Where the `>` ending the tag at the start of `b` is, quotes respected.
-fn tag_end(b: &[u8]) -> Option<usize> {
-    #[derive(PartialEq)]
-    enum S {
-        Normal,
-        AfterEq,
-        Unquoted,
-        Quoted(u8),
-    }
-    let mut s = S::Normal;
-    for (i, &c) in b.iter().enumerate().skip(1) {
-        s = match s {
-            S::Normal => match c {
-                b'>' => return Some(i),
-                b'=' => S::AfterEq,
-                _ => S::Normal,
-            },
-            S::AfterEq => match c {
-                b'>' => return Some(i),
-                b'"' | b'\'' => S::Quoted(c),
-                c if c.is_ascii_whitespace() => S::AfterEq,
-                _ => S::Unquoted,
-            },
-            S::Unquoted => match c {
-                b'>' => return Some(i),
-                c if c.is_ascii_whitespace() => S::Normal,
-                _ => S::Unquoted,
-            },
-            S::Quoted(q) if c == q => S::Normal,
-            S::Quoted(q) => S::Quoted(q),
-        };
-    }
-    None
-}
-
-fn parse_attrs(tag: &[u8], from: usize) -> Vec<Attr> {
-    let mut v = Vec::new();
-    let n = tag.len().saturating_sub(1); // the closing '>'
-    let mut i = from;
-    while i < n {
-        while i < n && (tag[i].is_ascii_whitespace() || tag[i] == b'/') {
-            i += 1;
-        }
-        if i >= n {
-            break;
-        }
-        let start = i;
-        while i < n && !tag[i].is_ascii_whitespace() && !matches!(tag[i], b'=' | b'>' | b'/') {
-            i += 1;
-        }
-        if i == start {
-            i += 1;
-            continue;
-        }
-        let name = String::from_utf8_lossy(&tag[start..i]).to_ascii_lowercase();
-        let mut j = i;
-        while j < n && tag[j].is_ascii_whitespace() {
-            j += 1;
-        }
-        if j < n && tag[j] == b'=' {
-            j += 1;
-            while j < n && tag[j].is_ascii_whitespace() {
-                j += 1;
-            }
-            if j < n && (tag[j] == b'"' || tag[j] == b'\'') {
-                let q = tag[j];
-                let vs = j + 1;
-                let ve = memchr::memchr(q, &tag[vs..n]).map_or(n, |p| vs + p);
-                i = (ve + 1).min(n);
-                v.push(Attr {
-                    name,
-                    start,
-                    end: i,
-                    value: Some((vs, ve)),
-                    quote: Some(q),
-                });
-            } else {
-                let vs = j;
-                while j < n && !tag[j].is_ascii_whitespace() && tag[j] != b'>' {
-                    j += 1;
-                }
-                i = j;
-                v.push(Attr {
-                    name,
-                    start,
-                    end: i,
-                    value: Some((vs, j)),
-                    quote: None,
-                });
-            }
-        } else {
-            v.push(Attr {
-                name,
-                start,
-                end: i,
-                value: None,
-                quote: None,
-            });
-        }
-    }
-    v
-}
-
-fn attr_value(tag: &[u8], attrs: &[Attr], name: &str) -> Option<String> {
-    let a = attrs.iter().find(|a| a.name == name)?;
-    let (s, e) = a.value?;
-    Some(unescape_attr(&String::from_utf8_lossy(&tag[s..e])))
-}
-
-/// The character references URLs in attributes commonly carry.
-fn unescape_attr(s: &str) -> String {
-    if !s.contains('&') {
-        return s.to_string();
-    }
-    s.replace("&amp;", "&")
-        .replace("&#38;", "&")
-        .replace("&quot;", "\"")
-        .replace("&#39;", "'")
-        .replace("&#x2F;", "/")
-        .replace("&#47;", "/")
-}
-
-fn escape_attr(s: &str, quote: u8) -> String {
-    let s = s.replace('&', "&amp;");
-    if quote == b'\'' {
-        s.replace('\'', "&#39;")
-    } else {
-        s.replace('"', "&quot;")
-    }
 }
 
 fn rewrite_srcset(value: &str, ctx: &UrlContext) -> Option<String> {
@@ -615,13 +727,6 @@ fn line_cut(b: &[u8], keep: usize) -> usize {
     }
 }
 
-fn find_ci(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    if hay.len() < needle.len() {
-        return None;
-    }
-    (0..=hay.len() - needle.len()).find(|&i| hay[i..i + needle.len()].eq_ignore_ascii_case(needle))
-}
-
 static CSS_URL: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r#"(?i)(url\(\s*)(?:"([^"]*)"|'([^']*)'|([^)"'\s]*))(\s*\))"#).expect("valid regex")
 });
@@ -640,13 +745,40 @@ fn group_url<'a>(c: &'a Captures<'_>, groups: &[usize]) -> Option<(usize, &'a [u
 
 /// Rewrites `url(...)` and `@import` in CSS text.
 pub fn rewrite_css(text: &[u8], ctx: &UrlContext, out: &mut Vec<u8>) {
+    rewrite_css_in(text, ctx, false, out);
+}
+
+/// The URL a CSS rule names: in an attribute (`in_attr`), with its
+/// character references decoded.
+fn css_url(url: &[u8], in_attr: bool) -> String {
+    let url = url_text(url);
+    if in_attr {
+        decode_references(&url)
+    } else {
+        url
+    }
+}
+
+/// [`rewrite_css`], in an attribute's value when `in_attr`: URLs are
+/// read with their character references decoded and written with `&`
+/// escaped.
+fn rewrite_css_in(text: &[u8], ctx: &UrlContext, in_attr: bool, out: &mut Vec<u8>) {
+    let fix = |new: String| {
+        if in_attr {
+            new.replace('&', "&amp;")
+        } else {
+            new
+        }
+    };
     let step1 = CSS_URL.replace_all(text, |c: &Captures<'_>| {
         let whole = c.get(0).map_or(&[][..], |m| m.as_bytes()).to_vec();
         let Some((g, url)) = group_url(c, &[2, 3, 4]) else {
             return whole;
         };
-        let url = String::from_utf8_lossy(url);
-        let Some(new) = ctx.archive_url(&url, modifier::IMAGE) else {
+        let Some(new) = ctx
+            .archive_url(&css_url(url, in_attr), modifier::IMAGE)
+            .map(fix)
+        else {
             return whole;
         };
         let q = match g {
@@ -664,8 +796,10 @@ pub fn rewrite_css(text: &[u8], ctx: &UrlContext, out: &mut Vec<u8>) {
         let Some((g, url)) = group_url(c, &[2, 3]) else {
             return whole;
         };
-        let url = String::from_utf8_lossy(url);
-        let Some(new) = ctx.archive_url(&url, modifier::STYLE) else {
+        let Some(new) = ctx
+            .archive_url(&css_url(url, in_attr), modifier::STYLE)
+            .map(fix)
+        else {
             return whole;
         };
         let q = if g == 2 { "\"" } else { "'" };
@@ -746,19 +880,25 @@ mod tests {
         }
     }
 
-    fn html(input: &str, piece: usize) -> String {
+    fn html_bytes(input: &[u8], piece: usize) -> Vec<u8> {
         let mut rw = Rewriter::new(
             Kind::Html,
             ctx(),
             Some("<script>X</script>".into()),
             Some("<div id=B></div>".into()),
-        );
+        )
+        .without_gathering();
         let mut out = Vec::new();
-        for ch in input.as_bytes().chunks(piece) {
+        for ch in input.chunks(piece) {
             rw.feed(ch, &mut out);
         }
         rw.finish(&mut out);
-        String::from_utf8(out).unwrap()
+        assert_eq!(rw.bailed_out(), None);
+        out
+    }
+
+    fn html(input: &str, piece: usize) -> String {
+        String::from_utf8(html_bytes(input.as_bytes(), piece)).unwrap()
     }
 
     #[test]
@@ -773,14 +913,14 @@ mod tests {
         for piece in [1, 3, 7, 64] {
             assert_eq!(html(page, piece), want, "piece {piece}");
         }
-        assert!(want.contains("<head><script>X</script><link rel=stylesheet href=\"/c/2014cs_/http://ex.com/s.css\" >"), "{want}");
+        assert!(want.contains("<head><script>X</script><link rel=stylesheet href=\"/c/2014cs_/http://ex.com/s.css\">"), "{want}");
         assert!(
             want.contains("url('/c/2014im_/http://ex.com/dir/bg.png')"),
             "{want}"
         );
         assert!(want.contains("<body class=x><div id=B></div>"), "{want}");
         assert!(
-            want.contains("href='/c/2014/http://other.com/a?b=1&amp;c=2'"),
+            want.contains("href=\"/c/2014/http://other.com/a?b=1&amp;c=2\""),
             "{want}"
         );
         assert!(want.contains(" 1 < 2 "), "{want}");
@@ -887,10 +1027,153 @@ mod tests {
     }
 
     #[test]
-    fn huge_tag_passes_through() {
-        let mut page = String::from("<img alt=\"");
-        page.push_str(&"a".repeat(MAX_CARRY + 10));
-        let out = html(&page, 4096);
-        assert!(out.contains(&page));
+    fn huge_tag_passes_the_rest_through_counted() {
+        let before = html_bail_outs();
+        let mut page = String::from("<p><img src=a.png><img alt=\"");
+        page.push_str(&"a".repeat(MAX_HTML_MEMORY + 10));
+        page.push_str("\"><a href=\"/x\">x</a>");
+        let mut rw = Rewriter::new(Kind::Html, ctx(), Some("<script>X</script>".into()), None);
+        let mut out = Vec::new();
+        for ch in page.as_bytes().chunks(64 << 10) {
+            rw.feed(ch, &mut out);
+        }
+        rw.finish(&mut out);
+        assert!(rw.bailed_out().is_some());
+        assert!(html_bail_outs() > before);
+        let out = String::from_utf8(out).unwrap();
+        // Rewritten up to the huge tag, unchanged from there on, the
+        // insert still there, nothing lost.
+        assert!(
+            out.starts_with("<script>X</script><p><img src=\"/c/2014im_/"),
+            "{}",
+            &out[..200]
+        );
+        let tail = &page[page.find("<img alt").unwrap()..];
+        assert!(out.ends_with(tail), "{}", &out[out.len() - 100..]);
+    }
+
+    #[test]
+    fn rewriter_is_send() {
+        fn send<T: Send>() {}
+        send::<Rewriter>();
+    }
+
+    #[test]
+    fn event_handlers_and_style_attributes() {
+        let page = "<body onload=\"go('http://x.com/a?b=1&amp;c=2')\" \
+onclick='location=\"https://y.com/\"' data-x=\"http://z.com/\">\
+<div style=\"background:url(&quot;i.png?a=1&amp;b=2&quot;); color:&#x72;ed\">";
+        let out = html(page, 3);
+        assert_eq!(out, html(page, page.len()));
+        assert!(
+            out.contains("onload=\"go('http://h:1/c/2014mp_/http://x.com/a?b=1&amp;c=2')\""),
+            "{out}"
+        );
+        assert!(
+            out.contains("onclick=\"location=&quot;http://h:1/c/2014mp_/https://y.com/&quot;\""),
+            "{out}"
+        );
+        assert!(out.contains("data-x=\"http://z.com/\""), "{out}");
+        assert!(
+            out.contains("style=\"background:url(&quot;/c/2014im_/http://ex.com/dir/i.png?a=1&amp;b=2&quot;); color:&#x72;ed\""),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn character_references_in_urls() {
+        let out = html(
+            "<a href=\"/p?a=1&#38;b=2&amp;c=3&copy=4\">1</a><a href=\"http&#x3a;&#47;&#47;q.com/\">2</a>",
+            4,
+        );
+        assert!(
+            out.contains("href=\"/c/2014/http://ex.com/p?a=1&amp;b=2&amp;c=3&amp;copy=4\""),
+            "{out}"
+        );
+        assert!(out.contains("href=\"/c/2014/http://q.com/\""), "{out}");
+        assert_eq!(
+            decode_references("&lt&ltx&#0;&#x110000;&amp"),
+            "<&ltx\u{fffd}\u{fffd}&"
+        );
+        assert_eq!(decode_references("&#99999999999;&#;&x"), "\u{fffd}&#;&x");
+    }
+
+    #[test]
+    fn bytes_of_any_charset_pass_through() {
+        // Every byte value in text, in a comment, in attributes left alone
+        // and in a script, in a Latin-1 page: unchanged.
+        let all: Vec<u8> = (0u8..=255).filter(|b| !b"<>&\"'".contains(b)).collect();
+        let mut page = b"<p title=\"".to_vec();
+        page.extend_from_slice(&all);
+        page.extend_from_slice(b"\">");
+        page.extend_from_slice(&all);
+        page.extend_from_slice(b"<!--");
+        page.extend_from_slice(&all);
+        page.extend_from_slice(b"--><script>var s='");
+        page.extend_from_slice(&all);
+        page.extend_from_slice(b"';</script>");
+        let out = html_bytes(&page, 7);
+        let want = [b"<script>X</script>".as_slice(), &page, b"<div id=B></div>"].concat();
+        assert_eq!(out, want);
+        // A URL in Latin-1: its other bytes kept as the browser sends
+        // them, percent-encoded; the rest of the tag untouched.
+        let out = html_bytes(b"<a title=\"caf\xe9\" href=\"/caf\xe9\">", 2);
+        let want = b"<script>X</script><a title=\"caf\xe9\" href=\"/c/2014/http://ex.com/caf%E9\">";
+        assert!(out.starts_with(want), "{}", String::from_utf8_lossy(&out));
+        // UTF-8 kept as UTF-8 in the inserts and in the rewritten URL.
+        let out = html("<a href=\"http://ex.com/café\">é</a>", 1);
+        assert!(
+            out.contains("href=\"/c/2014/http://ex.com/café\">é</a>"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn scripts_in_pieces_and_scripts_left_alone() {
+        let mut page = String::from("<script>\n");
+        for i in 0..200 {
+            page.push_str(&format!("f('http://x{i}.com/p');"));
+        }
+        page.push_str(
+            "\n</script><script type=\"text/template\">http://t.com/</script>\
+<style>a{background:url(/b.png)}</style><script>var u='http://end.com/'",
+        );
+        let whole = html(&page, page.len());
+        assert!(whole.contains("f('http://h:1/c/2014mp_/http://x199.com/p');"));
+        assert!(whole.contains("f('http://h:1/c/2014mp_/http://x0.com/p');"));
+        assert!(whole.contains(">http://t.com/</script>"), "{whole}");
+        assert!(
+            whole.contains("url(/c/2014im_/http://ex.com/b.png)"),
+            "{whole}"
+        );
+        // Never closed: rewritten all the same.
+        assert!(
+            whole.contains("var u='http://h:1/c/2014mp_/http://end.com/'"),
+            "{whole}"
+        );
+        for piece in [1, 5, 33, 1000] {
+            assert_eq!(html(&page, piece), whole, "piece {piece}");
+        }
+    }
+
+    #[test]
+    fn gathering_gives_the_same_output() {
+        let page = "<html><head><title>t</title></head><body><a href=x>x</a><script>\nvar a='http://a.com/';\n</script></body></html>".repeat(500);
+        let mut rw = Rewriter::new(Kind::Html, ctx(), Some("<i>".into()), Some("<b>".into()));
+        let mut out = Vec::new();
+        for ch in page.as_bytes().chunks(100) {
+            rw.feed(ch, &mut out);
+        }
+        rw.finish(&mut out);
+        assert_eq!(String::from_utf8(out).unwrap(), {
+            let mut rw = Rewriter::new(Kind::Html, ctx(), Some("<i>".into()), Some("<b>".into()))
+                .without_gathering();
+            let mut out = Vec::new();
+            for ch in page.as_bytes().chunks(7) {
+                rw.feed(ch, &mut out);
+            }
+            rw.finish(&mut out);
+            String::from_utf8(out).unwrap()
+        });
     }
 }

@@ -1,0 +1,43 @@
+//! The replay rewriter over any bytes as HTML, CSS and JavaScript: no
+//! panic, the same output fed whole and in pieces (the first byte picks
+//! the piece size).
+#![no_main]
+use libfuzzer_sys::fuzz_target;
+use warchest_replay::rewrite::{Kind, Rewriter, UrlContext};
+
+fn run(kind: Kind, data: &[u8], piece: usize) -> Vec<u8> {
+    let ctx = UrlContext {
+        prefix: "/c/".into(),
+        abs_prefix: "http://h:1/c/".into(),
+        timestamp: "2014".into(),
+        base: "http://ex.com/dir/page.html".into(),
+    };
+    let mut rw = Rewriter::new(
+        kind,
+        ctx,
+        Some("<script>X</script>".into()),
+        Some("<b>".into()),
+    )
+    .without_gathering();
+    let mut out = Vec::new();
+    for ch in data.chunks(piece) {
+        rw.feed(ch, &mut out);
+    }
+    rw.finish(&mut out);
+    out
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&first, body)) = data.split_first() else {
+        return;
+    };
+    let piece = usize::from(first % 64) + 1;
+    for kind in [Kind::Html, Kind::Css, Kind::Js] {
+        let whole = run(kind, body, body.len().max(1));
+        assert_eq!(
+            whole,
+            run(kind, body, piece),
+            "{kind:?} in pieces of {piece}"
+        );
+    }
+});
