@@ -47,7 +47,7 @@ const MECHANISMS: [&str; 16] = [
 /// made from it, so it is the one place to point at a separate replay
 /// origin (docs/serve.md).
 pub(crate) fn replay_base(s: &Server) -> String {
-    format!("http://{}", s.addr)
+    format!("http://{}", s.replay)
 }
 
 /// A loopback HTTP server standing for the live web: it records every
@@ -527,7 +527,7 @@ fn fuzzy_matching_and_jsonp_callbacks_through_serve() {
     let coll = format!("/archive/{TS}");
     // A cache buster and a JSONP callback never archived: the capture of
     // the same resource, calling the callback asked for.
-    let j = s.get(&format!(
+    let j = s.rget(&format!(
         "{coll}js_/http://{live}/api/jsonp?callback=cb1700000000999&_=1700000000999"
     ));
     assert_eq!(j.status, 200, "{}", j.text());
@@ -537,7 +537,7 @@ fn fuzzy_matching_and_jsonp_callbacks_through_serve() {
         j.text()
     );
     // A name that is not a plain callback is not put into the script.
-    let j = s.get(&format!(
+    let j = s.rget(&format!(
         "{coll}js_/http://{live}/api/jsonp?callback=alert(1)//&_=1"
     ));
     assert!(!j.text().contains("alert"), "{}", j.text());
@@ -548,7 +548,7 @@ fn fuzzy_matching_and_jsonp_callbacks_through_serve() {
         "/m/data/xhr.txt;jsessionid=F00?_=1",
         "/chain/content-2012.js?rnd=0.99",
     ] {
-        let x = s.get(&format!("{coll}id_/http://{live}{q}"));
+        let x = s.rget(&format!("{coll}id_/http://{live}{q}"));
         assert_eq!(x.status, 200, "{q}");
     }
     // What picks the resource still counts.
@@ -557,7 +557,7 @@ fn fuzzy_matching_and_jsonp_callbacks_through_serve() {
         "/api/data.json?id=2",
         "/chain/content-2013.js?rnd=0.5",
     ] {
-        let x = s.get(&format!("{coll}id_/http://{live}{q}"));
+        let x = s.rget(&format!("{coll}id_/http://{live}{q}"));
         assert_eq!(x.status, 404, "{q}");
     }
     // User rules extend the shipped ones.
@@ -568,7 +568,7 @@ fn fuzzy_matching_and_jsonp_callbacks_through_serve() {
         &r.dir.path().join("index2.redb"),
         &["--poll", "0", "--fuzzy-rules", rules.to_str().unwrap()],
     );
-    let x = s2.get(&format!("{coll}id_/http://{live}/api/data.json?edition=7"));
+    let x = s2.rget(&format!("{coll}id_/http://{live}/api/data.json?edition=7"));
     assert_eq!(x.status, 200);
     std::fs::write(&rules, "bogus rule here\n").unwrap();
     let out = crate::common::warchest(&[

@@ -1338,9 +1338,9 @@ fn serves_from_a_zstd_file_with_a_dictionary() {
             "http://www.iana.org/_img/2013.1/iana-logo-homepage.png",
         ),
     ] {
-        let want = plain.get(&format!("/archive/{ts}id_/{url}"));
+        let want = plain.rget(&format!("/archive/{ts}id_/{url}"));
         assert_eq!(want.status, 200, "{url}");
-        let got = dict.get(&format!("/archive/{ts}id_/{url}"));
+        let got = dict.rget(&format!("/archive/{ts}id_/{url}"));
         assert_eq!(got.status, 200, "{ts} {url}: {}", got.text());
         assert!(!got.body.is_empty(), "{url}");
         assert_eq!(got.body, want.body, "{ts} {url}");

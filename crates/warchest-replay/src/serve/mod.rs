@@ -563,18 +563,6 @@ fn handle(app: &App, req: &Request, resp: &mut Responder<'_>) -> HResult {
     let (cname, rest) = raw.split_once('/').unwrap_or((raw, ""));
     let cname = cname.split('?').next().unwrap_or(cname);
     if cname != coll.name {
-        // A replayed page's request that escaped rewriting: into the
-        // archive, by its Referer (escape.rs).
-        if let Some(loc) = escape::escaped_request(
-            &coll.name,
-            &req.target,
-            req.header("referer"),
-            req.header("host"),
-            req.header("sec-fetch-dest"),
-        ) {
-            resp.source = "archive";
-            return redirect(resp, &loc, vec![]);
-        }
         resp.source = "miss";
         let body = pages::error_page(
             404,
@@ -695,6 +683,21 @@ fn handle_replay_origin(app: &App, req: &Request, resp: &mut Responder<'_>) -> H
         resp.source = "miss";
         resp.send(404, &text_plain(), b"not here\n")?;
         return Ok(());
+    }
+    // A replayed page's request that escaped rewriting (a root-relative
+    // path outside the collection): into the archive, by its Referer
+    // (escape.rs). Replayed pages live on this origin, so only here.
+    if cname != coll.name
+        && let Some(loc) = escape::escaped_request(
+            &coll.name,
+            &req.target,
+            req.header("referer"),
+            req.header("host"),
+            req.header("sec-fetch-dest"),
+        )
+    {
+        resp.source = "archive";
+        return redirect(resp, &loc, vec![]);
     }
     // The UI's pages are not served here.
     to_other_origin(resp, &req.origin.ui, &req.target)
