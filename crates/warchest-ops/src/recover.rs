@@ -174,9 +174,20 @@ impl Plain {
         let Some((_, count)) = &self.map else {
             return Ok((p, p));
         };
-        let (mut lo, mut hi) = (0u64, *count);
-        if hi == 0 {
+        let Some(i) = self.index_at(*count, p)? else {
             return Ok((0, 0));
+        };
+        let (_, s, e) = self.entry(i)?;
+        Ok((s, e))
+    }
+
+    /// The index of the last of `count` map entries starting at or before
+    /// decompressed offset `p` (the first when none does); `None` when
+    /// the map is empty. A binary search over the entries on disk.
+    fn index_at(&self, count: u64, p: u64) -> Result<Option<u64>> {
+        let (mut lo, mut hi) = (0u64, count);
+        if hi == 0 {
+            return Ok(None);
         }
         while hi - lo > 1 {
             let mid = lo + (hi - lo) / 2;
@@ -186,8 +197,7 @@ impl Plain {
                 hi = mid;
             }
         }
-        let (_, s, e) = self.entry(lo)?;
-        Ok((s, e))
+        Ok(Some(lo))
     }
 
     /// The decompressed extent of the member holding decompressed offset
@@ -196,18 +206,9 @@ impl Plain {
         let Some((_, count)) = &self.map else {
             return Ok(None);
         };
-        let (mut lo, mut hi) = (0u64, *count);
-        if hi == 0 {
+        let Some(lo) = self.index_at(*count, p)? else {
             return Ok(None);
-        }
-        while hi - lo > 1 {
-            let mid = lo + (hi - lo) / 2;
-            if self.entry(mid)?.0 <= p {
-                lo = mid;
-            } else {
-                hi = mid;
-            }
-        }
+        };
         let start = self.entry(lo)?.0;
         let end = if lo + 1 < *count {
             self.entry(lo + 1)?.0

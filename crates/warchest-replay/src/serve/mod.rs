@@ -709,6 +709,23 @@ fn to_other_origin(resp: &mut Responder<'_>, base: &str, target: &str) -> HResul
     redirect(resp, &format!("{base}{target}"), vec![])
 }
 
+/// The capture of `target` nearest `timestamp`; when there is none, a 404
+/// page is sent and `None` returned.
+fn find_or_404(
+    coll: &Collection,
+    resp: &mut Responder<'_>,
+    target: &str,
+    timestamp: &str,
+) -> std::result::Result<Option<Capture>, Box<dyn std::error::Error + Send + Sync>> {
+    let found = coll.find(target, timestamp)?;
+    if found.is_none() {
+        resp.source = "miss";
+        let body = pages::not_archived(coll, target);
+        resp.send(404, &text_html(), body.as_bytes())?;
+    }
+    Ok(found)
+}
+
 /// A top-level replay URL on the UI origin: the banner and a frame with
 /// the page from the replay origin (`mp_`), as pywb's framed replay.
 fn framed(
@@ -719,10 +736,7 @@ fn framed(
     raw_url: &str,
 ) -> HResult {
     let target = url::normalize_target(raw_url);
-    let Some(cap) = coll.find(&target, &ts.timestamp)? else {
-        resp.source = "miss";
-        let body = pages::not_archived(coll, &target);
-        resp.send(404, &text_html(), body.as_bytes())?;
+    let Some(cap) = find_or_404(coll, resp, &target, &ts.timestamp)? else {
         return Ok(());
     };
     let links = ("Link".to_string(), memento_links(req, &coll.name, &target));
@@ -1178,10 +1192,7 @@ fn replay(
     raw_url: &str,
 ) -> HResult {
     let target = url::normalize_target(raw_url);
-    let Some(cap) = coll.find(&target, &ts.timestamp)? else {
-        resp.source = "miss";
-        let body = pages::not_archived(coll, &target);
-        resp.send(404, &text_html(), body.as_bytes())?;
+    let Some(cap) = find_or_404(coll, resp, &target, &ts.timestamp)? else {
         return Ok(());
     };
     // A page asked for at another time is redirected to its capture's
