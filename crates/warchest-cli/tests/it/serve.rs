@@ -1303,25 +1303,10 @@ fn serves_from_a_zstd_file_with_a_dictionary() {
     let dir = tempfile::tempdir().unwrap();
     let zst_dir = dir.path().join("zst");
     std::fs::create_dir(&zst_dir).unwrap();
-    let zst = zst_dir.join("iana-dict.warc.zst");
-    let out = bin()
-        .arg("recompress")
-        .arg(fixture("pywb/iana.warc.gz"))
-        .arg("-o")
-        .arg(&zst)
-        .args(["--to", "zstd", "--train-dict"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let head = std::fs::read(&zst).unwrap();
-    assert_eq!(
-        &head[..4],
-        &0x184D_2A5Du32.to_le_bytes(),
-        "dictionary frame first"
+    let zst = crate::tools::dict_zst(
+        fixture("pywb/iana.warc.gz").to_str().unwrap(),
+        &zst_dir.join("iana-dict.warc.zst"),
+        &[],
     );
     let plain = iana_server(&dir);
     let dict = Server::start(&[&zst], &dir.path().join("zst.redb"), &["--poll", "0"]);

@@ -21,6 +21,25 @@ fn run(cmd: &mut Command) -> (i32, Vec<u8>, String) {
     )
 }
 
+/// `recompress --to zstd --train-dict` of `input` into `out` (with `extra`
+/// arguments): the file starts with its dictionary frame. Shared by the
+/// tests that read such a file (here and in serve.rs).
+pub(crate) fn dict_zst(input: &str, out: &Path, extra: &[&str]) -> std::path::PathBuf {
+    let (code, _, err) = run(bin()
+        .args(["recompress", input, "-o"])
+        .arg(out)
+        .args(["--to", "zstd", "--train-dict"])
+        .args(extra));
+    assert_eq!(code, 0, "{err}");
+    let head = std::fs::read(out).unwrap();
+    assert_eq!(
+        &head[..4],
+        &0x184D_2A5Du32.to_le_bytes(),
+        "dictionary frame first"
+    );
+    out.to_path_buf()
+}
+
 /// `ls --json` of a file: (type, target URI, Content-Length) per record.
 fn records(path: &Path) -> Vec<(String, String, u64)> {
     let (code, out, err) = run(bin().arg("ls").arg("--json").arg(path));
@@ -166,24 +185,8 @@ fn recompress_whole_file_gzip_zstd_with_a_trained_dictionary_and_lz4() {
     let (code, out_check, _) = run(bin().arg("check").arg(&out));
     assert_eq!(code, 0, "{}", String::from_utf8_lossy(&out_check));
 
-    let zst = dir.path().join("iana.warc.zst");
     let iana = fixture("pywb/iana.warc.gz");
-    let (code, _, err) = run(bin().args([
-        "recompress",
-        &iana,
-        "-o",
-        zst.to_str().unwrap(),
-        "--train-dict",
-        "--level",
-        "9",
-    ]));
-    assert_eq!(code, 0, "{err}");
-    let data = std::fs::read(&zst).unwrap();
-    assert_eq!(
-        &data[..4],
-        &[0x5d, 0x2a, 0x4d, 0x18],
-        "dictionary frame first"
-    );
+    let zst = dict_zst(&iana, &dir.path().join("iana.warc.zst"), &["--level", "9"]);
     assert_eq!(records(&zst), records(Path::new(&iana)));
 
     // Several inputs go to a directory, named after them.
@@ -460,23 +463,7 @@ fn offsets_and_ids(path: &Path) -> Vec<(u64, String)> {
 fn recompress_train_dict_extract_at_every_offset() {
     let dir = tempfile::tempdir().unwrap();
     let src = fixture("pywb/iana.warc.gz");
-    let zst = dir.path().join("dict.warc.zst");
-    let (code, _, err) = run(bin().args([
-        "recompress",
-        &src,
-        "-o",
-        zst.to_str().unwrap(),
-        "--to",
-        "zstd",
-        "--train-dict",
-    ]));
-    assert_eq!(code, 0, "{err}");
-    let head = std::fs::read(&zst).unwrap();
-    assert_eq!(
-        &head[..4],
-        &0x184D_2A5Du32.to_le_bytes(),
-        "dictionary frame first"
-    );
+    let zst = dict_zst(&src, &dir.path().join("dict.warc.zst"), &[]);
 
     let original: std::collections::HashMap<String, u64> = offsets_and_ids(Path::new(&src))
         .into_iter()
