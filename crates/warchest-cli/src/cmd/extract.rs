@@ -17,7 +17,9 @@ use crate::report::{Global, Outcome};
 /// Examples:
 ///   warchest extract crawl.warc.gz --offset 1234 --payload --decode > page.html
 ///   warchest extract crawl.warc.gz --offset 1234 --headers
+// Verbatim, so the examples keep their lines in --help.
 #[derive(clap::Args, Debug)]
+#[command(verbatim_doc_comment)]
 pub struct Args {
     /// The file (`-` for standard input: the offset is then skipped by reading).
     file: String,

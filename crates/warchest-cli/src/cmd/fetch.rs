@@ -10,20 +10,21 @@ use crate::report::{Global, Outcome};
 /// Fetch the records an index selects into a new archive.
 ///
 /// The index is a CDXJ or CDX file or a cc-index Parquet file (local or a
-/// URL). Each selected record
-/// is read with one range request (its offset and length) from the file
-/// the index names, resolved against --prefix, and copied as stored: the
-/// output is the records' members, after a warcinfo record that says which
-/// index and selection made it. Many records are fetched at once
-/// (--concurrency); one that cannot be fetched is reported and the rest go
-/// on (exit 1 at the end).
+/// URL). Each selected record is read with one range request (its offset
+/// and length) from the file the index names, resolved against --prefix,
+/// and copied as stored: the output is the records' members, after a
+/// warcinfo record that says which index and selection made it. Many
+/// records are fetched at once (--concurrency); one that cannot be fetched
+/// is reported and the rest go on (exit 1 at the end).
 ///
 /// Examples:
 ///   warchest fetch cc.cdxj --prefix https://data.commoncrawl.org/ \
 ///       --url-prefix https://example.com/ --status 200 -o sample.warc.gz
 ///   warchest fetch s3://bucket/index.cdxj --mime text/html --limit 1000 \
 ///       -j 64 -o s3://bucket/out/html.warc.gz
+// Verbatim, so the examples keep their lines in --help.
 #[derive(clap::Args, Debug)]
+#[command(verbatim_doc_comment)]
 pub struct Args {
     /// The index: CDXJ (`SURT TIMESTAMP {json}`), CDX (with its ` CDX `
     /// header line, or the 11 standard fields), or a cc-index Parquet file

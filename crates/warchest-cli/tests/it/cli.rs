@@ -271,3 +271,26 @@ Content-Type: text/plain\r\nContent-Length: 2\r\n\r\nok\r\n\r\n"
     assert!(out.contains("warc.header.encoded-word"), "{out}{err}");
     assert!(out.contains("X-Title"), "{out}");
 }
+
+/// The examples in `--help` keep a line each (clap would otherwise reflow
+/// them into one paragraph with the prose).
+#[test]
+fn help_examples_keep_their_lines() {
+    for cmd in ["extract", "fetch", "recompress", "stats"] {
+        let (code, out, err) = run(bin().args([cmd, "--help"]));
+        assert_eq!(code, 0, "{cmd}: {err}");
+        let examples: Vec<&str> = out
+            .lines()
+            .skip_while(|l| *l != "Examples:")
+            .skip(1)
+            .take_while(|l| !l.is_empty())
+            .collect();
+        assert!(!examples.is_empty(), "{cmd}: no examples\n{out}");
+        assert!(
+            examples
+                .iter()
+                .all(|l| l.starts_with("  warchest ") || l.starts_with("      ")),
+            "{cmd}: {examples:?}"
+        );
+    }
+}
