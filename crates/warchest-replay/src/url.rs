@@ -45,10 +45,14 @@ pub mod modifier {
     pub const OBJECT: &str = "oe_";
     /// Page content without the banner.
     pub const PAGE: &str = "mp_";
+    /// A service worker's script: JavaScript, the client script first.
+    pub const SERVICE_WORKER: &str = "sw_";
 }
 
 /// The modifiers recognised after a timestamp.
-const MODIFIERS: [&str; 8] = ["id_", "im_", "js_", "cs_", "if_", "fr_", "oe_", "mp_"];
+const MODIFIERS: [&str; 9] = [
+    "id_", "im_", "js_", "cs_", "if_", "fr_", "oe_", "mp_", "sw_",
+];
 
 /// A parsed `{timestamp}{modifier}` path segment.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -24,7 +24,7 @@ const WARC_DATE: &str = "2012-11-20T12:00:00Z";
 
 /// The mechanisms, one page each (`/m/NAME.html`), in the order of the
 /// index page's frames.
-const MECHANISMS: [&str; 16] = [
+const MECHANISMS: [&str; 20] = [
     "fetch",
     "xhr",
     "chain",
@@ -41,6 +41,10 @@ const MECHANISMS: [&str; 16] = [
     "date",
     "escape",
     "innerhtml",
+    "top",
+    "cookie",
+    "random",
+    "sw",
 ];
 
 /// The base URL replay is served from. Every replay URL of these tests is
@@ -403,7 +407,132 @@ document.getElementById('box').insertAdjacentHTML('beforeend','<img src=\"/img/t
     );
     add("/img/orange.svg", SVG, svg(40, 30, "#f80"));
     add("/img/teal.svg", SVG, svg(40, 30, "#088"));
+    // The framing windows, seen from a frame of the index page: the
+    // archived URLs of the index and of this page.
+    add(
+        "/m/top.html",
+        HTML,
+        page(
+            "top",
+            "#efe",
+            &format!(
+                "<script>var idx='http:'+'//{live}/',me=idx+'m/top.html',mine=0;\
+for(var k=0;k<parent.frames.length;k++){{try{{if(parent.frames[k].location.href===me)mine++;}}catch(e){{}}}}\
+var checks={{top:top.location.href===idx,parent:parent.location.href===idx,\
+wparent:window.parent.location.href===idx,wtop:window.top.location.pathname==='/',\
+self:self.location.href===me,same:window.top===window.parent&&top!==self,frames:mine===1}};\
+var bad=Object.keys(checks).filter(function(k){{return !checks[k];}});\
+done(bad.length?'fail top '+bad.join(' '):'ok top');</script>"
+            ),
+        ),
+    );
+    // Cookies: set by the archived response (Set-Cookie, written by
+    // write_warc) and by script, read for this page's host and path.
+    add(
+        "/m/cookie.html",
+        HTML,
+        page(
+            "cookie",
+            "#fee",
+            "<script>document.cookie='js=1; path=/m';var c=document.cookie;\
+done(/(^|; )arch=2012(;|$)/.test(c)&&/(^|; )js=1(;|$)/.test(c)&&c.indexOf('away=')<0\
+?'ok cookie':'fail cookie '+c);</script>",
+        ),
+    );
+    // Math.random: the same sequence when the page is loaded again (kept
+    // in window.name, which outlives the reload; pywb keeps sessionStorage
+    // in the page).
+    add(
+        "/m/random.html",
+        HTML,
+        page(
+            "random",
+            "#eef",
+            "<script>var seq=[Math.random(),Math.random(),Math.random()].join(',');\
+var prev=window.name;\
+if(prev.indexOf('seq:')!==0){window.name='seq:'+seq;location.reload();}\
+else{window.name='';done(prev==='seq:'+seq?'ok random':'fail random '+prev+' '+seq);}</script>",
+        ),
+    );
+    // A service worker: registered for the site, it answers a URL never
+    // archived from what it fetched, imported and cached.
+    add(
+        "/m/sw.html",
+        HTML,
+        page(
+            "sw",
+            "#ffe",
+            "<script>var sw=navigator.serviceWorker;function ask(n){\
+if(!sw.controller){if(n<80)return setTimeout(function(){ask(n+1);},100);return done('fail sw not in control');}\
+fetch('/sw/answer').then(function(r){return r.text();}).then(function(t){\
+done(t==='data cached lib'?'ok sw':'fail sw '+t);},function(e){done('fail sw '+e);});}\
+if(!sw)done('fail sw none');else sw.register('/sw/sw.js',{scope:'/'}).then(function(){ask(0);},\
+function(e){done('fail sw '+e);});</script>",
+        ),
+    );
+    add(
+        "/sw/sw.js",
+        JS,
+        b"importScripts('lib.js');\
+self.addEventListener('install',function(e){self.skipWaiting();\
+e.waitUntil(caches.open('v1').then(function(c){return c.addAll(['/sw/cached.txt']);}));});\
+self.addEventListener('activate',function(e){e.waitUntil(self.clients.claim());});\
+self.addEventListener('fetch',function(e){if(e.request.url.indexOf('/sw/answer')<0)return;\
+e.respondWith(Promise.all([fetch('/sw/data.txt').then(function(r){return r.text();}),\
+caches.match('/sw/cached.txt').then(function(r){return r?r.text():'miss';})]).then(function(v){\
+return new Response(v[0].trim()+' '+v[1].trim()+' '+self.LIB);}));});"
+            .to_vec(),
+    );
+    add("/sw/lib.js", JS, b"self.LIB='lib';".to_vec());
+    add("/sw/data.txt", "text/plain", b"data".to_vec());
+    add("/sw/cached.txt", "text/plain", b"cached".to_vec());
+    // Navigation inside the UI's frame (`the_banner_follows_the_frame`):
+    // a click, an assignment to `top.location` that reports what the page
+    // saw of its windows, then pushState.
+    add(
+        "/nav/a.html",
+        HTML,
+        page(
+            "a",
+            "#fff",
+            "<a id=\"next\" href=\"/nav/b.html\">next</a><script>window.addEventListener('load',\
+function(){setTimeout(function(){document.getElementById('next').click();},300);});</script>",
+        ),
+    );
+    add(
+        "/nav/b.html",
+        HTML,
+        page(
+            "b",
+            "#fff",
+            "<script>var e=encodeURIComponent;setTimeout(function(){\
+top.location.href='/nav/c.html?_='+e('top='+top.location.href+' parent='+parent.location.href\
++' wparent='+window.parent.location.href+' self='+(top===self)+' frames='+frames.length);},300);</script>",
+        ),
+    );
+    add(
+        "/nav/c.html",
+        HTML,
+        page(
+            "c",
+            "#fff",
+            "<script>setTimeout(function(){history.pushState(null,'','/nav/d.html?p=1');},300);</script>",
+        ),
+    );
     s
+}
+
+/// Header lines of the archived responses other than Content-Type and
+/// Content-Length.
+fn extra_headers(path: &str) -> &'static str {
+    match path {
+        "/m/cookie.html" => {
+            "Set-Cookie: arch=2012; Path=/m; Expires=Wed, 21-Nov-2012 12:00:00 GMT\r\n\
+Set-Cookie: away=1; Path=/elsewhere\r\nSet-Cookie: gone=1; Max-Age=0\r\n"
+        }
+        "/sw/sw.js" => "Service-Worker-Allowed: /\r\n",
+        _ => "",
+    }
 }
 
 /// Writes the site as a WARC file of response records.
@@ -413,7 +542,8 @@ fn write_warc(path: &Path, live: &str) -> Vec<String> {
     for (i, (p, ctype, body)) in site(live).into_iter().enumerate() {
         let url = format!("http://{live}{p}");
         let mut http = format!(
-            "HTTP/1.1 200 OK\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\n\r\n",
+            "HTTP/1.1 200 OK\r\nContent-Type: {ctype}\r\n{}Content-Length: {}\r\n\r\n",
+            extra_headers(&p),
             body.len()
         )
         .into_bytes();
@@ -664,6 +794,10 @@ fn scripts_requests_replay_from_the_archive() {
         "/esc/root.js",
         "/img/orange.svg",
         "/img/teal.svg",
+        "/sw/sw.js",
+        "/sw/lib.js",
+        "/sw/data.txt",
+        "/sw/cached.txt",
     ] {
         assert!(paths.iter().any(|x| x == p), "{p} not asked for: {paths:?}");
     }
@@ -805,7 +939,7 @@ fn fidelity_matches_pywb() {
     let plog = pywb.log.lock().unwrap().clone();
     for l in plog
         .lines()
-        .filter(|l| l.contains("jsonp") || l.contains("/mod/"))
+        .filter(|l| l.contains("jsonp") || l.contains("/mod/") || l.contains("/sw/"))
     {
         eprintln!("pywb: {l}");
     }
@@ -841,6 +975,139 @@ fn fidelity_matches_pywb() {
     let diff = pixel_difference(&wpng, &ppng);
     eprintln!("pixels differing from pywb's replay: {:.2}%", diff * 100.0);
     assert!(diff < 0.03, "{:.2}% of pixels differ", diff * 100.0);
+    assert!(
+        r.live.requests().is_empty(),
+        "live web reached: {:?}",
+        r.live.requests()
+    );
+}
+
+/// Drives headless Chromium over the DevTools protocol (on a pipe, from a
+/// Python standard-library script): opens `url`, evaluates `expr` in the
+/// top page every 200 ms until its string value contains `until` or
+/// `secs` pass, and returns the last value.
+const CDP_DRIVER: &str = r#"
+import json, os, subprocess, sys, time
+exe, profile, url, expr, until, secs = sys.argv[1:7]
+to_r, to_w = os.pipe()
+from_r, from_w = os.pipe()
+def child():
+    a, b = os.dup(to_r), os.dup(from_w)
+    os.dup2(a, 3)
+    os.dup2(b, 4)
+p = subprocess.Popen([exe, '--headless', '--no-sandbox', '--disable-gpu', '--no-first-run',
+    '--disable-background-networking', '--disable-component-update', '--disable-sync',
+    '--disable-dev-shm-usage', '--no-default-browser-check', '--disable-default-apps',
+    '--user-data-dir=' + profile, '--remote-debugging-pipe', url],
+    pass_fds=(3, 4), preexec_fn=child, stdin=subprocess.DEVNULL,
+    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+os.close(to_r)
+os.close(from_w)
+buf = b''
+n = 0
+deadline = time.time() + float(secs)
+def call(method, params=None, session=None):
+    global buf, n
+    n += 1
+    m = {'id': n, 'method': method, 'params': params or {}}
+    if session:
+        m['sessionId'] = session
+    os.write(to_w, json.dumps(m).encode() + b'\0')
+    while True:
+        while b'\0' in buf:
+            msg, buf = buf.split(b'\0', 1)
+            r = json.loads(msg)
+            if r.get('id') == n:
+                return r
+        chunk = os.read(from_r, 65536)
+        if not chunk:
+            raise SystemExit('chromium closed the pipe')
+        buf += chunk
+last = None
+try:
+    pages = []
+    while not pages and time.time() < deadline:
+        pages = [t for t in call('Target.getTargets')['result']['targetInfos'] if t['type'] == 'page']
+        time.sleep(0.1)
+    s = call('Target.attachToTarget', {'targetId': pages[0]['targetId'], 'flatten': True})['result']['sessionId']
+    while time.time() < deadline:
+        r = call('Runtime.evaluate', {'expression': expr, 'returnByValue': True}, s)
+        last = r.get('result', {}).get('result', {}).get('value')
+        if isinstance(last, str) and until in last:
+            break
+        time.sleep(0.2)
+finally:
+    print(json.dumps(last))
+    sys.stdout.flush()
+    p.kill()
+    p.wait()
+"#;
+
+/// The UI's framed page follows navigation inside its frame: a click, an
+/// assignment to `top.location`, pushState. The frame's page sees itself
+/// as the top window with its archived URL (not the UI's), its assignment
+/// navigates inside the archive, and the banner, the title and the UI's
+/// address show the archived URL the frame is at; nothing reaches the
+/// live origin.
+#[test]
+fn the_banner_follows_the_frame() {
+    let Some(exe) = chromium() else {
+        eprintln!("skipped: WARCHEST_SKIP_BROWSER");
+        return;
+    };
+    let r = replay_site();
+    let live = &r.live.addr;
+    let ui = format!("http://{}", r.server.addr);
+    let url = format!("{ui}/archive/{TS}/http://{live}/nav/a.html");
+    let expr = "JSON.stringify([location.href,document.getElementById('warchest-banner-url').textContent,\
+document.getElementById('warchest-banner-date').textContent,document.title,\
+document.getElementById('warchest-banner-captures').getAttribute('href')])";
+    let mut cmd = Command::new("python3");
+    cmd.args(["-c", CDP_DRIVER])
+        .arg(&exe)
+        .arg(r.dir.path().join("cdp-profile"))
+        .args([url.as_str(), expr, "d.html", "40"])
+        .stdin(Stdio::null());
+    let out = cmd.output().expect("python3");
+    let got: Option<String> =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+    let got: Vec<String> = serde_json::from_str(got.as_deref().unwrap_or("[]")).unwrap();
+    let log = r.server.log();
+    let d = format!("http://{live}/nav/d.html?p=1");
+    assert_eq!(
+        got,
+        [
+            format!("{ui}/archive/{TS}/{d}"),
+            d.clone(),
+            "2012-11-20T12:00:00Z".to_string(),
+            format!("{d} - warchest"),
+            format!("/archive/*/{d}"),
+        ],
+        "{}\n{log}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // What b.html saw, in the query of the URL it sent the frame to.
+    let report = log
+        .lines()
+        .find(|l| l.contains("/nav/c.html?_="))
+        .unwrap_or_else(|| panic!("no navigation to c.html: {log}"));
+    let report = report
+        .replace("%3A", ":")
+        .replace("%2F", "/")
+        .replace("%20", " ")
+        .replace("%3D", "=");
+    let b = format!("http://{live}/nav/b.html");
+    for want in [
+        format!("top={b} "),
+        format!("parent={b} "),
+        format!("wparent={b} "),
+        "self=true ".to_string(),
+        "frames=0".to_string(),
+    ] {
+        assert!(report.contains(&want), "{want} not in {report}");
+    }
+    // The assignment stayed on the replay origin, in the frame.
+    assert!(report.contains(&format!("/archive/{TS}")), "{report}");
     assert!(
         r.live.requests().is_empty(),
         "live web reached: {:?}",

@@ -382,7 +382,9 @@ fn chromium_keeps_archived_scripts_from_the_ui_and_the_live_web() {
     let dir = tempfile::tempdir().unwrap();
     // An archived page whose script tries to read the UI (the page's
     // referrer is the UI origin) and the live server, with a fetch taken
-    // from a fresh frame, and to reach into the top page; then it adds an
+    // from a fresh frame, and to reach into the top page (`window['top']`:
+    // replay shows a plain `window.top` as the page itself, js_location.rs,
+    // and the real one is what is probed); then it adds an
     // image and a frame from the live server by markup (no client hook
     // sees those). It reports what happened to its own origin. The client
     // script may divert a fetch into the archive instead of letting CSP
@@ -393,7 +395,7 @@ fn chromium_keeps_archived_scripts_from_the_ui_and_the_live_web() {
          var raw = f.contentWindow.fetch.bind(f.contentWindow);\n\
          var ui = document.referrer || 'http://127.0.0.1:1/';\n\
          function probe(u) {{ return raw(u).then(function (r) {{ return 'status' + r.status + ' ' + r.url; }}, function () {{ return 'blocked'; }}); }}\n\
-         var top_ = 'blocked'; try {{ top_ = 'read' + window.top.document.body.innerHTML.length; }} catch (e) {{}}\n\
+         var top_ = 'blocked'; try {{ top_ = 'read' + window['top'].document.body.innerHTML.length; }} catch (e) {{}}\n\
          document.body.insertAdjacentHTML('beforeend', '<img src=\"http://{live}/img.png\"><iframe src=\"http://{live}/frame\"></iframe>');\n\
          Promise.all([probe(ui + 'archive/'), probe('http://{live}/live')]).then(function (v) {{\n\
            var e = encodeURIComponent;\n\

@@ -196,6 +196,26 @@
     G.Date = WDate;
   })();
 
+  // Math.random: a sequence seeded by the capture time and the archived
+  // URL, the same on every load of the page (as pywb's), so that URLs
+  // scripts build with it are the same each time. crypto.getRandomValues
+  // is left alone: pages use it for keys and ids that must not repeat, and
+  // rarely to build a URL that fuzzy matching would not find anyway.
+  (function () {
+    var seed = ts + " " + c.url;
+    var h = 2166136261;
+    for (var i = 0; i < seed.length; i++) h = Math.imul(h ^ seed.charCodeAt(i), 16777619) >>> 0;
+    var state = h;
+    G.Math.random = function random() {
+      // mulberry32
+      state = (state + 0x6d2b79f5) >>> 0;
+      var t = state;
+      t = Math.imul(t ^ (t >>> 15), t | 1);
+      t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+  })();
+
   G.__warchestRewrite = rw;
   G.__warchestUnrewrite = unrw;
 
@@ -246,12 +266,87 @@
   G.WebSocket = function () {
     throw new Error("WebSocket is not available in an archived page");
   };
-  if (G.navigator && navigator.serviceWorker) {
-    try {
-      navigator.serviceWorker.register = function () {
-        return Promise.reject(new Error("service workers are off in replay"));
+
+  // Service workers of the archived site. The script comes from the
+  // archive under `sw_` (the server puts this client script before it);
+  // the scope is the archived one on this page's kind of replay URL, so
+  // the worker controls the archived site's pages at this time, as it
+  // controlled the site's pages, and nothing else (the server's
+  // Service-Worker-Allowed holds it to the script's archived origin).
+  var SWC = G.ServiceWorkerContainer && G.ServiceWorkerContainer.prototype;
+  if (SWC && SWC.register) {
+    var swRegister = SWC.register;
+    SWC.register = function (url, opts) {
+      var o = {};
+      if (opts) Object.keys(opts).forEach(function (k) { o[k] = opts[k]; });
+      var script, scope;
+      try {
+        script = new URL(String(url), pageBase()).href;
+        // Without a scope, the script's directory, as the browser does.
+        scope = o.scope !== undefined && o.scope !== null
+          ? new URL(String(o.scope), pageBase()).href
+          : new URL("./", script).href;
+      } catch (e) {
+        return Promise.reject(e);
+      }
+      o.scope = rw(scope, pageMod);
+      return swRegister.call(this, rw(script, "sw_"), o);
+    };
+    var swGet = SWC.getRegistration;
+    if (swGet) {
+      SWC.getRegistration = function (u) {
+        return swGet.call(this, u === undefined ? u : rw(u, pageMod));
       };
-    } catch (e) {}
+    }
+  }
+
+  // The Cache API (pages and service workers): what is put and looked
+  // for is kept at its replay URL.
+  function rwInput(input, mod) {
+    if (typeof input === "string" || (G.URL && input instanceof URL)) return rw(String(input), mod);
+    if (input && input.url) {
+      var r = rw(input.url, mod);
+      if (r !== input.url) return new Request(r, input);
+    }
+    return input;
+  }
+  var CacheP = G.Cache && G.Cache.prototype;
+  if (CacheP) {
+    ["add", "match", "matchAll", "delete", "keys", "put"].forEach(function (m) {
+      var orig = CacheP[m];
+      if (!orig) return;
+      CacheP[m] = function (req) {
+        var args = Array.prototype.slice.call(arguments);
+        if (req !== undefined) args[0] = rwInput(req);
+        return orig.apply(this, args);
+      };
+    });
+    var addAll = CacheP.addAll;
+    if (addAll) {
+      CacheP.addAll = function (reqs) {
+        return addAll.call(this, Array.prototype.map.call(reqs, function (r) { return rwInput(r); }));
+      };
+    }
+  }
+  var CSP = G.CacheStorage && G.CacheStorage.prototype;
+  if (CSP && CSP.match) {
+    var csMatch = CSP.match;
+    CSP.match = function (req, opts) {
+      return csMatch.call(this, rwInput(req), opts);
+    };
+  }
+  // A service worker opening or moving its pages.
+  if (G.Clients && G.Clients.prototype.openWindow) {
+    var openWindow = G.Clients.prototype.openWindow;
+    G.Clients.prototype.openWindow = function (u) {
+      return openWindow.call(this, rw(u, "mp_"));
+    };
+  }
+  if (G.WindowClient && G.WindowClient.prototype.navigate) {
+    var clientNav = G.WindowClient.prototype.navigate;
+    G.WindowClient.prototype.navigate = function (u) {
+      return clientNav.call(this, rw(u, "mp_"));
+    };
   }
 
   // Workers: their script runs after the same client script, with its own
@@ -358,6 +453,160 @@
     } catch (e) {}
   });
 
+  // `top` and `parent` as the archived page saw them: replayed windows
+  // only, never the UI's page that frames replay (another origin). The
+  // server rewrites scripts' `top` to `__warchest_top`; `window.parent`
+  // is replaceable, so it is redefined here.
+  var realParent = G.parent;
+  function replayWindow(w) {
+    try {
+      return !!w.document;
+    } catch (e) {
+      return false;
+    }
+  }
+  try {
+    def(G, "parent", {
+      configurable: true,
+      get: function () {
+        return realParent && realParent !== G && replayWindow(realParent) ? realParent : G;
+      },
+    });
+  } catch (e) {}
+  def(G, "__warchest_top", {
+    configurable: true,
+    get: function () {
+      var w = G;
+      for (var i = 0; i < 64; i++) {
+        var p;
+        try {
+          p = w.parent;
+        } catch (e) {
+          break;
+        }
+        if (!p || p === w || !replayWindow(p)) break;
+        w = p;
+      }
+      return w;
+    },
+  });
+
+  // document.cookie: the archived site's cookies, kept in the replay
+  // origin's jar under names that say their archived domain and path
+  // (`wc~DOMAIN~PATH~NAME`, path `/{coll}/`; the server names archived
+  // Set-Cookie headers the same way, docs/serve.md), read back for the
+  // archived URL shown. Expiry is taken against the capture-time clock:
+  // a date before it deletes, a later one makes a session cookie.
+  var cookieDesc = getDesc(Document.prototype, "cookie");
+  function cookieEnc(v) {
+    return String(v).replace(/[%~;=,"\s\x00-\x1f\x7f]|[^\x00-\x7f]+/g, function (ch) {
+      var n = ch.charCodeAt(0);
+      if (n < 128) return "%" + (n < 16 ? "0" : "") + n.toString(16).toUpperCase();
+      try {
+        return encodeURIComponent(ch);
+      } catch (e) {
+        return "";
+      }
+    });
+  }
+  function cookieDec(v) {
+    try {
+      return decodeURIComponent(v);
+    } catch (e) {
+      return v;
+    }
+  }
+  function defaultPath(path) {
+    var i = path.lastIndexOf("/");
+    return i <= 0 ? "/" : path.slice(0, i);
+  }
+  function pathMatch(path, cp) {
+    return path === cp || (path.indexOf(cp) === 0 &&
+      (cp.charAt(cp.length - 1) === "/" || path.charAt(cp.length) === "/"));
+  }
+  if (cookieDesc && cookieDesc.get && cookieDesc.set) {
+    try {
+      def(document, "cookie", {
+        configurable: true,
+        get: function () {
+          var here = parts();
+          var host = here.hostname.toLowerCase();
+          var found = [];
+          String(cookieDesc.get.call(document)).split(/;\s*/).forEach(function (kv) {
+            var eq = kv.indexOf("=");
+            var k = eq < 0 ? kv : kv.slice(0, eq);
+            var f = k.split("~");
+            if (f.length !== 4 || f[0] !== "wc") return;
+            var d = cookieDec(f[1]), cp = cookieDec(f[2]);
+            var ok = d.charAt(0) === "."
+              ? host === d.slice(1) || host.slice(-d.length) === d
+              : host === d;
+            if (ok && pathMatch(here.pathname, cp)) {
+              found.push([cp.length, cookieDec(f[3]) + "=" + (eq < 0 ? "" : kv.slice(eq + 1))]);
+            }
+          });
+          // Longer paths first, as browsers list them.
+          found.sort(function (a, b) { return b[0] - a[0]; });
+          return found.map(function (x) { return x[1]; }).join("; ");
+        },
+        set: function (v) {
+          var bits = String(v).split(";");
+          var nv = bits.shift();
+          var eq = nv.indexOf("=");
+          if (eq <= 0) return;
+          var name = nv.slice(0, eq).trim(), value = nv.slice(eq + 1).trim();
+          var here = parts();
+          var host = here.hostname.toLowerCase();
+          var dom = host, path = defaultPath(here.pathname), gone = false, age = "";
+          for (var i = 0; i < bits.length; i++) {
+            var a = bits[i], ai = a.indexOf("=");
+            var an = (ai < 0 ? a : a.slice(0, ai)).trim().toLowerCase();
+            var av = ai < 0 ? "" : a.slice(ai + 1).trim();
+            if (an === "domain" && av) {
+              var d = av.replace(/^\./, "").toLowerCase();
+              // A domain the archived host is not in: the browser would
+              // have refused the cookie.
+              if (host !== d && host.slice(-d.length - 1) !== "." + d) return;
+              dom = "." + d;
+            } else if (an === "path" && av.charAt(0) === "/") {
+              path = av;
+            } else if (an === "max-age" && /^-?\d+$/.test(av)) {
+              if (+av <= 0) gone = true;
+              else age = "; max-age=" + av;
+            } else if (an === "expires") {
+              var t = Date.parse(av);
+              if (!isNaN(t) && t <= Date.now()) gone = true;
+            }
+          }
+          var real = "wc~" + cookieEnc(dom) + "~" + cookieEnc(path) + "~" + cookieEnc(name);
+          cookieDesc.set.call(document, real + "=" + value.replace(/;/g, "") +
+            "; path=" + prefix + (gone ? "; max-age=0" : age));
+        },
+      });
+    } catch (e) {}
+  }
+
+  // The UI's banner follows this frame: when the UI frames it (its real
+  // parent is the UI origin), each document and each history change tell
+  // the UI the archived URL and time. The UI trusts messages from the
+  // replay origin's frame only.
+  function tellUi() {
+    if (!c.ui || !realParent || realParent === G || replayWindow(realParent)) return;
+    try {
+      realParent.postMessage({
+        warchest: "location",
+        url: archivedUrl(),
+        timestamp: ts,
+        title: document.title || "",
+        record: c.record || "",
+      }, c.ui);
+    } catch (e) {}
+  }
+  tellUi();
+  G.addEventListener("DOMContentLoaded", tellUi);
+  G.addEventListener("popstate", tellUi);
+  G.addEventListener("hashchange", tellUi);
+
   // postMessage: the archived site names its own origin; both sides are on
   // the replay origin here.
   var post = G.postMessage;
@@ -394,7 +643,9 @@
     if (!orig) return;
     history[m] = function (state, title, url) {
       if (url !== undefined && url !== null) url = rw(url, pageMod);
-      return orig.call(this, state, title, url);
+      var r = orig.call(this, state, title, url);
+      tellUi();
+      return r;
     };
   });
 

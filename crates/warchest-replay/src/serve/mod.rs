@@ -30,6 +30,7 @@
 //! | `/{coll}/record/{src}/{offset}/payload` | its payload |
 //! | `/{coll}/file/{src}` | a whole file (`application/warc`) |
 
+mod cookie;
 mod escape;
 mod http;
 mod net;
@@ -751,7 +752,7 @@ fn framed(
         req.origin.replay_base, coll.name, cap.entry.timestamp
     );
     let base = cap.entry.url.clone().unwrap_or(target.clone());
-    let body = pages::frame(&coll.name, &cap, &base, &src);
+    let body = pages::frame(&coll.name, &cap, &base, &src, &req.origin.replay_base);
     let mut h = text_html();
     h.push((
         "Memento-Datetime".into(),
@@ -1231,6 +1232,9 @@ fn replay(
         } else {
             match ts.modifier.as_str() {
                 "js_" if !mime.starts_with("image/") => Some(Kind::Js),
+                // A service worker's script is JavaScript whatever it was
+                // archived as (the browser takes no other type).
+                modifier::SERVICE_WORKER => Some(Kind::Js),
                 "cs_" if !mime.starts_with("image/") => Some(Kind::Css),
                 _ => Kind::of_media_type(&mime),
             }
@@ -1277,6 +1281,20 @@ fn replay(
                             .unwrap_or(value);
                         headers.push(("Location".into(), loc));
                     }
+                    // Cookies kept for the archived host and path in the
+                    // replay origin's jar (cookie.rs); the original is
+                    // kept as X-Archive-Orig-Set-Cookie too.
+                    "set-cookie" if !raw => {
+                        let url = cap.entry.url.as_deref().unwrap_or(&target);
+                        match cookie::rewrite(&value, url, &cap.entry.timestamp, &coll.name) {
+                            Ok(v) => headers.push(("Set-Cookie".into(), v)),
+                            Err(why) => tracing::warn!(
+                                "{url} (capture {}): Set-Cookie not replayed: {why}",
+                                cap.entry.timestamp
+                            ),
+                        }
+                        headers.push((format!("X-Archive-Orig-{name}"), value));
+                    }
                     l if KEPT_HEADERS.contains(&l) => {
                         has_type |= l == "content-type";
                         headers.push((name, value));
@@ -1294,7 +1312,22 @@ fn replay(
                     .unwrap_or(mime.clone()),
             ));
         }
-        if !has_type && kind.is_some() {
+        let sw = ts.modifier == modifier::SERVICE_WORKER;
+        if sw {
+            headers.retain(|(n, _)| !n.eq_ignore_ascii_case("content-type"));
+            headers.push((
+                "Content-Type".into(),
+                "application/javascript; charset=utf-8".into(),
+            ));
+            // Its scope may be the archived site's pages at this time
+            // (the client asks for the archived scope), on the registering
+            // page's kind of replay URL: nothing wider.
+            if let Some(allowed) =
+                sw_allowed(&coll.name, &ts.timestamp, &target, req.header("referer"))
+            {
+                headers.push(("Service-Worker-Allowed".into(), allowed));
+            }
+        } else if !has_type && kind.is_some() {
             headers.push(("Content-Type".into(), "text/html".into()));
         }
         // Isolation (docs/serve.md): a replayed page may load only from
@@ -1361,12 +1394,32 @@ fn replay(
                 let top = ts.modifier.is_empty();
                 let (insert, banner) = if k == Kind::Html {
                     (
-                        Some(pages::head_insert(&coll.name, &cap, &ctx.base)),
+                        Some(pages::head_insert(
+                            &coll.name,
+                            &cap,
+                            &ctx.base,
+                            &req.origin.ui,
+                        )),
                         top.then(|| pages::banner(&coll.name, &cap, &ctx.base)),
                     )
                 } else {
                     (None, None)
                 };
+                if sw {
+                    // The client script runs first in the worker, with
+                    // the worker's archived URL and the page's time.
+                    body.write_all(
+                        pages::worker_prelude(
+                            &coll.name,
+                            &url::pad_timestamp(&ts.timestamp),
+                            &ctx.base,
+                        )
+                        .as_bytes(),
+                    )
+                    .map_err(map_io)?;
+                    body.write_all(CLIENT_JS.as_bytes()).map_err(map_io)?;
+                    body.write_all(b"\n").map_err(map_io)?;
+                }
                 let mut rw = Rewriter::new(k, ctx, insert, banner);
                 copy_rewritten(&mut rw, &mut payload, &mut body).map_err(map_io)?;
             }
@@ -1383,5 +1436,74 @@ fn replay(
             Ok(())
         }
         Err(e) => Err(Box::new(e)),
+    }
+}
+
+/// The `Service-Worker-Allowed` of a service worker's script `target`
+/// asked for at `ts`: the archived origin of the script on the replay
+/// URLs of the registering page's kind (`mp_`, `if_` or none, from its
+/// `Referer`; `mp_` without one), `/{coll}/{ts}{mod}/{scheme}://{host}/`.
+fn sw_allowed(coll: &str, ts: &str, target: &str, referer: Option<&str>) -> Option<String> {
+    let (scheme, rest) = target.split_once("://")?;
+    if !scheme.eq_ignore_ascii_case("http") && !scheme.eq_ignore_ascii_case("https") {
+        return None;
+    }
+    let host = rest.split(['/', '?', '#']).next().unwrap_or("");
+    if host.is_empty() {
+        return None;
+    }
+    let m = referer
+        .and_then(|r| r.split_once(&format!("/{coll}/")))
+        .and_then(|(_, r)| r.split_once('/'))
+        .and_then(|(spec, _)| TimeSpec::parse(spec))
+        .map(|t| t.modifier)
+        .filter(|m| matches!(m.as_str(), "" | "mp_" | "if_" | "fr_"))
+        .unwrap_or_else(|| modifier::PAGE.to_string());
+    Some(format!("/{coll}/{ts}{m}/{scheme}://{host}/"))
+}
+
+#[cfg(test)]
+mod sw_tests {
+    use super::sw_allowed;
+
+    #[test]
+    fn service_workers_are_held_to_their_archived_origin() {
+        let r =
+            Some("http://127.0.0.1:8081/archive/20121120120000if_/http://site.example/m/sw.html");
+        assert_eq!(
+            sw_allowed(
+                "archive",
+                "20121120120000",
+                "http://site.example/sw/sw.js",
+                r
+            )
+            .as_deref(),
+            Some("/archive/20121120120000if_/http://site.example/")
+        );
+        assert_eq!(
+            sw_allowed(
+                "archive",
+                "20121120120000",
+                "https://site.example:8443/sw.js?v=1",
+                None
+            )
+            .as_deref(),
+            Some("/archive/20121120120000mp_/https://site.example:8443/")
+        );
+        // A Referer that is not a page: the default.
+        assert_eq!(
+            sw_allowed(
+                "archive",
+                "2012",
+                "http://s.example/x.js",
+                Some("http://h/archive/2012js_/http://s.example/a.js")
+            )
+            .as_deref(),
+            Some("/archive/2012mp_/http://s.example/")
+        );
+        assert_eq!(
+            sw_allowed("archive", "2012", "ftp://s.example/x.js", None),
+            None
+        );
     }
 }

@@ -243,17 +243,33 @@ pub(super) fn error_page(status: u16, msg: &str) -> String {
 }
 
 /// What goes at the start of a replayed page's head: the capture's facts
-/// and the client script.
-pub(crate) fn head_insert(coll: &str, cap: &Capture, base: &str) -> String {
+/// and the client script. `ui` is the UI origin the client tells of its
+/// navigation when the UI frames it (the banner follows).
+pub(crate) fn head_insert(coll: &str, cap: &Capture, base: &str, ui: &str) -> String {
     let cfg = serde_json::json!({
         "prefix": format!("/{coll}/"),
         "timestamp": cap.entry.timestamp,
         "url": base,
         "collection": coll,
+        "ui": ui,
+        "record": format!("/{coll}/record/{}/{}", cap.src, cap.entry.offset),
     });
     // `</script>` inside the JSON would end the element.
     let cfg = cfg.to_string().replace('<', "\\u003c");
     format!("<script>window.__warchest={cfg};</script><script src=\"/_/client.js\"></script>")
+}
+
+/// What goes before a service worker's script: its configuration (the
+/// worker's archived URL `url`, the time `timestamp` its requests are
+/// replayed at); the client script follows.
+pub(crate) fn worker_prelude(coll: &str, timestamp: &str, url: &str) -> String {
+    let cfg = serde_json::json!({
+        "prefix": format!("/{coll}/"),
+        "timestamp": timestamp,
+        "url": url,
+        "collection": coll,
+    });
+    format!("self.__warchest={cfg};\n")
 }
 
 /// The banner at the top of a replayed page.
@@ -265,25 +281,47 @@ pub(crate) fn banner(coll: &str, cap: &Capture, base: &str) -> String {
 background:#1d3557;color:#fff;font:14px/1.5 system-ui,sans-serif;padding:8px 14px;margin:0;text-align:left\">\
 <span style=\"all:unset;font-weight:bold\">warchest archive</span> · \
 <span id=\"warchest-banner-url\">{u}</span> · captured <time id=\"warchest-banner-date\" datetime=\"{iso}\">{iso}</time> \
-· collection {c} · <a style=\"color:#ffd166\" href=\"/{c}/*/{u}\">all captures</a> \
-· <a style=\"color:#ffd166\" href=\"/{c}/record/{src}/{off}\">record</a></div>",
+· collection {c} · <a id=\"warchest-banner-captures\" style=\"color:#ffd166\" href=\"/{c}/*/{u}\">all captures</a> \
+· <a id=\"warchest-banner-record\" style=\"color:#ffd166\" href=\"/{c}/record/{src}/{off}\">record</a></div>",
         iso = iso_date(&cap.entry.timestamp),
         src = cap.src,
         off = cap.entry.offset,
     )
 }
 
+/// The script of the UI's framed page: the banner, the title and the
+/// address follow the page in the frame, which tells them (client.js,
+/// `tellUi`) by `postMessage`. Only messages from the frame, sent from the
+/// replay origin, are read; what they say is put in as text.
+const FOLLOW_JS: &str = "(function(){var R=document.currentScript.dataset.replay,\
+C=document.currentScript.dataset.coll;\
+window.addEventListener('message',function(e){var f=document.getElementById('warchest-frame');\
+if(e.origin!==R||!f||e.source!==f.contentWindow)return;var d=e.data;\
+if(!d||d.warchest!=='location'||typeof d.url!=='string'||!/^https?:\\/\\//i.test(d.url)\
+||!/^[0-9]{14}$/.test(d.timestamp))return;\
+var t=d.timestamp,iso=t.slice(0,4)+'-'+t.slice(4,6)+'-'+t.slice(6,8)+'T'+t.slice(8,10)+':'+t.slice(10,12)+':'+t.slice(12,14)+'Z';\
+var u=document.getElementById('warchest-banner-url');if(u)u.textContent=d.url;\
+var w=document.getElementById('warchest-banner-date');if(w){w.textContent=iso;w.setAttribute('datetime',iso);}\
+var a=document.getElementById('warchest-banner-captures');if(a)a.setAttribute('href','/'+C+'/*/'+d.url);\
+var r=document.getElementById('warchest-banner-record');\
+if(r&&typeof d.record==='string'&&/^\\/[^\\/]+\\/record\\/[0-9]+\\/[0-9]+$/.test(d.record))r.setAttribute('href',d.record);\
+document.title=d.url+' - warchest';\
+try{history.replaceState(null,'','/'+C+'/'+t+'/'+d.url);}catch(x){}});})();";
+
 /// The UI's page for a top-level replay URL: the banner, and the page
-/// itself in a frame from the replay origin (`src`).
-pub(crate) fn frame(coll: &str, cap: &Capture, base: &str, src: &str) -> String {
+/// itself in a frame from the replay origin (`src`, on `replay_base`).
+pub(crate) fn frame(coll: &str, cap: &Capture, base: &str, src: &str, replay_base: &str) -> String {
     format!(
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>{u} - warchest</title>\
 <style>html,body{{margin:0;height:100%}}body{{display:flex;flex-direction:column}}\
-#warchest-frame{{flex:1;border:0;width:100%}}</style></head><body>{banner}\
+#warchest-frame{{flex:1;border:0;width:100%}}</style>\
+<script data-replay=\"{r}\" data-coll=\"{c}\">{FOLLOW_JS}</script></head><body>{banner}\
 <iframe id=\"warchest-frame\" src=\"{s}\"></iframe></body></html>",
         u = escape(base),
         banner = banner(coll, cap, base),
         s = escape(src),
+        r = escape(replay_base),
+        c = escape(coll),
     )
 }
 
