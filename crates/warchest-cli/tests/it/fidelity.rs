@@ -23,8 +23,11 @@ const TS: &str = "20121120120000";
 const WARC_DATE: &str = "2012-11-20T12:00:00Z";
 
 /// The mechanisms, one page each (`/m/NAME.html`), in the order of the
-/// index page's frames.
-const MECHANISMS: [&str; 20] = [
+/// index page's frames. The service worker's page (`/m/sw.html`) is
+/// loaded on its own (`service_worker_in_chromium`): a worker starts in
+/// real time, which the index page's virtual-time budget does not wait
+/// for.
+const MECHANISMS: [&str; 19] = [
     "fetch",
     "xhr",
     "chain",
@@ -44,7 +47,6 @@ const MECHANISMS: [&str; 20] = [
     "top",
     "cookie",
     "random",
-    "sw",
 ];
 
 /// The base URL replay is served from. Every replay URL of these tests is
@@ -462,11 +464,11 @@ else{window.name='';done(prev==='seq:'+seq?'ok random':'fail random '+prev+' '+s
         page(
             "sw",
             "#ffe",
-            "<script>var sw=navigator.serviceWorker;function ask(n){\
-if(!sw.controller){if(n<80)return setTimeout(function(){ask(n+1);},100);return done('fail sw not in control');}\
+            "<script>var sw=navigator.serviceWorker;function ask(){\
 fetch('/sw/answer').then(function(r){return r.text();}).then(function(t){\
 done(t==='data cached lib'?'ok sw':'fail sw '+t);},function(e){done('fail sw '+e);});}\
-if(!sw)done('fail sw none');else sw.register('/sw/sw.js',{scope:'/'}).then(function(){ask(0);},\
+if(!sw)done('fail sw none');else sw.register('/sw/sw.js',{scope:'/'}).then(function(){\
+if(sw.controller)ask();else sw.addEventListener('controllerchange',ask);},\
 function(e){done('fail sw '+e);});</script>",
         ),
     );
@@ -715,6 +717,70 @@ fn fuzzy_matching_and_jsonp_callbacks_through_serve() {
     assert!(r.live.requests().is_empty(), "{:?}", r.live.requests());
 }
 
+#[test]
+fn service_worker_scripts_and_cookies_through_serve() {
+    let r = replay_site();
+    let (s, live) = (&r.server, &r.live.addr);
+    let coll = format!("/archive/{TS}");
+    // A service worker's script: JavaScript whatever it was archived as,
+    // the client first, its scope held to its archived origin on the
+    // registering page's kind of URL.
+    let page = format!("http://{}{coll}if_/http://{live}/m/sw.html", s.replay);
+    let w = crate::serve::get(
+        &s.replay,
+        &format!("{coll}sw_/http://{live}/sw/sw.js"),
+        &[("Referer", &page)],
+    );
+    assert_eq!(w.status, 200, "{}", w.text());
+    assert_eq!(
+        w.header("content-type"),
+        Some("application/javascript; charset=utf-8")
+    );
+    assert_eq!(
+        w.header("service-worker-allowed"),
+        Some(format!("{coll}if_/http://{live}/").as_str())
+    );
+    let body = w.text();
+    assert!(body.starts_with("self.__warchest={"), "{body}");
+    assert!(body.contains("warchest replay: keeps"), "{body}");
+    assert!(body.ends_with("self.LIB);}));});"), "{body}");
+    // Without a Referer: the framed page's kind (mp_).
+    let w = s.rget(&format!("{coll}sw_/http://{live}/sw/sw.js"));
+    assert_eq!(
+        w.header("service-worker-allowed"),
+        Some(format!("{coll}mp_/http://{live}/").as_str())
+    );
+    // Archived cookies, named for their archived host and path, on the
+    // collection's path; a deletion deletes; the original kept aside.
+    let c = s.rget(&format!("{coll}mp_/http://{live}/m/cookie.html"));
+    let set: Vec<&str> = c
+        .headers
+        .iter()
+        .filter(|(n, _)| n.eq_ignore_ascii_case("set-cookie"))
+        .map(|(_, v)| v.as_str())
+        .collect();
+    assert_eq!(
+        set,
+        [
+            "wc~127.0.0.1~/m~arch=2012; Path=/archive/",
+            "wc~127.0.0.1~/elsewhere~away=1; Path=/archive/",
+            // Without Path: the default path of /m/cookie.html.
+            "wc~127.0.0.1~/m~gone=1; Path=/archive/; Max-Age=0",
+        ]
+    );
+    assert_eq!(
+        c.headers
+            .iter()
+            .filter(|(n, _)| n.eq_ignore_ascii_case("x-archive-orig-set-cookie"))
+            .count(),
+        3
+    );
+    // As archived: no cookie set.
+    let raw = s.rget(&format!("{coll}id_/http://{live}/m/cookie.html"));
+    assert!(raw.header("set-cookie").is_none(), "{:?}", raw.headers);
+    assert!(r.live.requests().is_empty(), "{:?}", r.live.requests());
+}
+
 /// Replays the site in Chromium: every mechanism's page reports success,
 /// every request was answered from the archive, the live origin saw
 /// nothing. Returns the DOM, the screenshot and the archived paths asked.
@@ -794,15 +860,62 @@ fn scripts_requests_replay_from_the_archive() {
         "/esc/root.js",
         "/img/orange.svg",
         "/img/teal.svg",
-        "/sw/sw.js",
-        "/sw/lib.js",
-        "/sw/data.txt",
-        "/sw/cached.txt",
     ] {
         assert!(paths.iter().any(|x| x == p), "{p} not asked for: {paths:?}");
     }
     let (w, h, _, _) = png_pixels(&png);
     assert_eq!((w, h), (1024, 768));
+    service_worker_in_chromium(&exe, &r);
+}
+
+/// What the page at `url` wrote as its result, once it is no longer
+/// `pending` (real time, at most `secs`), loaded by Chromium over the
+/// DevTools pipe; `None` if it never did.
+fn result_in_chromium(exe: &Path, profile: &Path, url: &str, secs: u32) -> Option<String> {
+    let expr = "(function(){var e=document.getElementById('result');\
+return e&&e.textContent!=='pending'?'result '+e.textContent:'';})()";
+    let out = Command::new("python3")
+        .args(["-c", CDP_DRIVER])
+        .arg(exe)
+        .arg(profile)
+        .args([url, expr, "result ", &secs.to_string()])
+        .stdin(Stdio::null())
+        .output()
+        .expect("python3");
+    let v: Option<String> =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+    v.and_then(|t| t.strip_prefix("result ").map(str::to_string))
+}
+
+/// The service worker's page, replayed by warchest on its own: the worker
+/// registers, takes control, and answers from what it fetched, imported
+/// and cached, all from the archive; the live origin sees nothing.
+fn service_worker_in_chromium(exe: &Path, r: &Replayed) {
+    let url = format!(
+        "{}/archive/{TS}mp_/http://{}/m/sw.html",
+        replay_base(&r.server),
+        r.live.addr
+    );
+    let got = result_in_chromium(exe, &r.dir.path().join("sw-profile"), &url, 60);
+    let log = r.server.log();
+    assert_eq!(got.as_deref(), Some("ok sw"), "{log}");
+    let sw: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("access: GET") && l.contains("/sw/"))
+        .collect();
+    for p in ["sw_/", "/sw/lib.js", "/sw/data.txt", "/sw/cached.txt"] {
+        assert!(sw.iter().any(|l| l.contains(p)), "{p} not asked for: {log}");
+    }
+    for l in &sw {
+        assert!(l.contains(" from=archive"), "not from the archive: {l}");
+        // The worker answered it: it never reached the server.
+        assert!(!l.contains("/sw/answer"), "{l}");
+    }
+    assert!(
+        r.live.requests().is_empty(),
+        "live web reached: {:?}",
+        r.live.requests()
+    );
 }
 
 /// A running pywb `wayback` on a loopback port, killed when dropped.
@@ -972,6 +1085,18 @@ fn fidelity_matches_pywb() {
     }
     let extra: Vec<_> = wpaths.iter().filter(|p| !ppaths.contains(p)).collect();
     eprintln!("asked by warchest only: {extra:?}");
+    // The service worker's page under pywb, for the table (warchest's is
+    // checked in scripts_requests_replay_from_the_archive).
+    let sw = result_in_chromium(
+        &exe,
+        &r.dir.path().join("pywb-sw"),
+        &format!(
+            "http://127.0.0.1:{}/fid/{TS}mp_/http://{}/m/sw.html",
+            pywb.port, r.live.addr
+        ),
+        10,
+    );
+    eprintln!("sw: {sw:?} | (warchest: checked in scripts_requests_replay_from_the_archive)");
     let diff = pixel_difference(&wpng, &ppng);
     eprintln!("pixels differing from pywb's replay: {:.2}%", diff * 100.0);
     assert!(diff < 0.03, "{:.2}% of pixels differ", diff * 100.0);
