@@ -1112,8 +1112,13 @@ fn fidelity_matches_pywb() {
 /// top page every 200 ms until its string value contains `until` or
 /// `secs` pass, and returns the last value.
 const CDP_DRIVER: &str = r#"
-import json, os, subprocess, sys, time
+import json, os, signal, subprocess, sys, time
 exe, profile, url, expr, until, secs = sys.argv[1:7]
+def on_alarm(*_):
+    raise TimeoutError('chromium did not answer in time')
+# A browser that stops answering still ends the script (and is killed).
+signal.signal(signal.SIGALRM, on_alarm)
+signal.alarm(int(secs) + 30)
 to_r, to_w = os.pipe()
 from_r, from_w = os.pipe()
 def child():
