@@ -419,7 +419,6 @@ pub fn run_proxy(g: &Global, args: ProxyArgs) -> Result<Outcome> {
         );
     }
     let served = p.serve(&stop);
-    drop(p);
     let stats = recorder.stats();
     let files = recorder.finish()?;
     served?;
