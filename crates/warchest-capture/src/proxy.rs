@@ -176,6 +176,11 @@ pub const MAX_FIELDS: usize = 100;
 /// server is not taken for a stalled client.
 pub const STALL: Duration = Duration::from_secs(60);
 
+/// The largest request body forwarded (413 past it): it is spooled
+/// whole (memory, then a temporary file) before it goes upstream with its
+/// length.
+pub const MAX_REQUEST_BODY: u64 = 256 << 20;
+
 /// Upstream exchanges run at once, each on a blocking thread (the others
 /// wait for one).
 pub const MAX_EXCHANGES: usize = 512;
@@ -767,7 +772,7 @@ struct Job {
     /// The client's request declared a body.
     declares_body: bool,
     /// The request body as the client's connection hands it over.
-    body: mpsc::Receiver<Result<Bytes, String>>,
+    body: mpsc::Receiver<Result<Bytes, (StatusCode, String)>>,
     peer: SocketAddr,
 }
 
@@ -775,6 +780,17 @@ struct Job {
 /// arrives (each piece within the timeout), then its answer awaited.
 async fn exchange(c: Conn, req: Request<Incoming>, url: Url) -> Response<ProxyBody> {
     let (parts, mut body) = req.into_parts();
+    let declared = parts
+        .headers
+        .get(hyper::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_REQUEST_BODY) {
+        return simple(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            &format!("request bodies are at most {MAX_REQUEST_BODY} bytes here\n"),
+        );
+    }
     let absolute = parts.uri.scheme().is_some();
     let (head, declares_body) = upstream_head(&parts, &url, absolute);
     let (btx, brx) = mpsc::channel(QUEUED_CHUNKS);
@@ -797,30 +813,35 @@ async fn exchange(c: Conn, req: Request<Incoming>, url: Url) -> Response<ProxyBo
         run_exchange(&shared, job, &mut fwd);
     });
     let timeout = c.shared.opts.fetch.timeout;
+    let mut received = 0u64;
     loop {
-        match tokio::time::timeout(timeout, body.frame()).await {
+        let failed = match tokio::time::timeout(timeout, body.frame()).await {
             Ok(None) => break,
-            Ok(Some(Ok(frame))) => {
-                if let Ok(data) = frame.into_data()
-                    && btx.send(Ok(data)).await.is_err()
-                {
-                    break;
+            Ok(Some(Ok(frame))) => match frame.into_data() {
+                Ok(data) => {
+                    received += data.len() as u64;
+                    if received > MAX_REQUEST_BODY {
+                        (
+                            StatusCode::PAYLOAD_TOO_LARGE,
+                            format!("over {MAX_REQUEST_BODY} bytes"),
+                        )
+                    } else if btx.send(Ok(data)).await.is_err() {
+                        break;
+                    } else {
+                        continue;
+                    }
                 }
-            }
-            Ok(Some(Err(e))) => {
-                let _ = btx.send(Err(e.to_string())).await;
-                break;
-            }
-            Err(_) => {
-                let _ = btx
-                    .send(Err(format!(
-                        "no byte of it for {} s",
-                        timeout.as_secs_f64()
-                    )))
-                    .await;
-                break;
-            }
-        }
+                // Trailers: not forwarded (the body goes as HTTP/1.0).
+                Err(_) => continue,
+            },
+            Ok(Some(Err(e))) => (StatusCode::BAD_REQUEST, e.to_string()),
+            Err(_) => (
+                StatusCode::REQUEST_TIMEOUT,
+                format!("no byte of it for {} s", timeout.as_secs_f64()),
+            ),
+        };
+        let _ = btx.send(Err(failed)).await;
+        break;
     }
     drop(btx);
     match hrx.await {
@@ -1143,9 +1164,9 @@ fn forward(shared: &Shared, mut job: Job, fwd: &mut Fwd) -> Result<(), CaptureEr
                 body.write_all(&d).map_err(spool_err)?;
                 body_len += d.len() as u64;
             }
-            Err(e) => {
+            Err((status, e)) => {
                 tracing::info!("proxy client {}: {url}: the request body: {e}", job.peer);
-                fwd.fail(StatusCode::BAD_REQUEST, &format!("the request body: {e}\n"));
+                fwd.fail(status, &format!("the request body: {e}\n"));
                 return Ok(());
             }
         }
@@ -1332,5 +1353,111 @@ mod access_tests {
         assert!(!a.admits(Some(b"Basic dTpw")));
         assert!(!a.admits(Some(b"Bearer dTpwOnc=")));
         assert!(!a.admits(Some(b"Basic !!!")));
+    }
+}
+
+#[cfg(test)]
+mod forwarding_tests {
+    use super::*;
+
+    fn parts(req: http::request::Builder) -> http::request::Parts {
+        req.body(()).unwrap().into_parts().0
+    }
+
+    #[test]
+    fn upstream_requests_are_http_1_0_without_hop_by_hop_fields() {
+        let url = Url::parse("http://example.org:8080/a?b=c").unwrap();
+        let p = parts(
+            Request::builder()
+                .method("POST")
+                .uri("http://example.org:8080/a?b=c")
+                .header("host", "elsewhere.example")
+                .header("user-agent", "UA/1")
+                .header("proxy-authorization", "Basic x")
+                .header("proxy-connection", "keep-alive")
+                .header("connection", "keep-alive, x-hop")
+                .header("x-hop", "1")
+                .header("accept", "a")
+                .header("accept", "b")
+                .header("content-length", "3")
+                .header("expect", "100-continue")
+                .header("te", "trailers")
+                .header("dnt", "1"),
+        );
+        let (head, declares_body) = upstream_head(&p, &url, true);
+        assert!(declares_body);
+        assert_eq!(
+            String::from_utf8(head).unwrap(),
+            "POST /a?b=c HTTP/1.0\r\nHost: example.org:8080\r\nUser-Agent: UA/1\r\n\
+             Accept: a\r\nAccept: b\r\nDnt: 1\r\n"
+        );
+        // Origin form (a tunnel): the client's Host stays; none: the
+        // target's.
+        let url = Url::parse("https://example.org/x").unwrap();
+        let p = parts(Request::builder().uri("/x").header("host", "example.org"));
+        let (head, declares_body) = upstream_head(&p, &url, false);
+        assert!(!declares_body);
+        assert_eq!(head, b"GET /x HTTP/1.0\r\nHost: example.org\r\n");
+        let p = parts(Request::builder().uri("/x"));
+        assert_eq!(
+            upstream_head(&p, &url, false).0,
+            b"GET /x HTTP/1.0\r\nHost: example.org\r\n"
+        );
+        assert_eq!(title_case("x-forwarded-for"), "X-Forwarded-For");
+    }
+
+    fn head(text: &[u8]) -> HttpHead {
+        HttpHead::parse(text).unwrap().unwrap().0
+    }
+
+    fn passed(text: &[u8], method: Method) -> Response<ProxyBody> {
+        client_response(&head(text), &method, ProxyBody::Full(None)).unwrap()
+    }
+
+    #[test]
+    fn client_responses_keep_end_to_end_fields_and_reframe() {
+        let r = passed(
+            b"HTTP/1.1 200 Fine\r\nContent-Type: text/html\r\nConnection: close, x-hop\r\n\
+              X-Hop: 1\r\nKeep-Alive: timeout=5\r\nSet-Cookie: a=1\r\nSet-Cookie: b=2\r\n\
+              Transfer-Encoding: chunked\r\nContent-Length: 99\r\nX-Folded: a\r\n b\r\n\r\n",
+            Method::GET,
+        );
+        assert_eq!(r.status(), 200);
+        let h = r.headers();
+        assert_eq!(h["content-type"], "text/html");
+        assert_eq!(h.get_all("set-cookie").iter().count(), 2);
+        // Chunked upstream: hyper frames it for the client, so no length.
+        for gone in [
+            "connection",
+            "x-hop",
+            "keep-alive",
+            "transfer-encoding",
+            "content-length",
+        ] {
+            assert!(!h.contains_key(gone), "{gone}");
+        }
+        assert_eq!(h["x-folded"], "a b");
+        assert_eq!(
+            r.extensions()
+                .get::<hyper::ext::ReasonPhrase>()
+                .map(|p| p.as_bytes()),
+            Some(&b"Fine"[..])
+        );
+        // A length the body is framed by, and a HEAD answer's, stay.
+        let r = passed(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n", Method::GET);
+        assert_eq!(r.headers()["content-length"], "5");
+        assert!(r.extensions().get::<hyper::ext::ReasonPhrase>().is_none());
+        let r = passed(
+            b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n",
+            Method::HEAD,
+        );
+        assert_eq!(r.headers()["content-length"], "5");
+        // Statuses that cannot be passed on.
+        for bad in [
+            &b"HTTP/1.1 101 Switching\r\nUpgrade: x\r\n\r\n"[..],
+            b"HTTP/1.1 99 X\r\n\r\n",
+        ] {
+            assert!(client_response(&head(bad), &Method::GET, ProxyBody::Full(None)).is_err());
+        }
     }
 }

@@ -138,6 +138,15 @@ fn proxy_refuses_oversized_heads_and_conflicting_lengths() {
     many.push_str("\r\n");
     let r = exchange(p.addr, many.as_bytes());
     assert!(r.starts_with("HTTP/1.1 431"), "{r}");
+    // A request body over 256 MiB: 413, before any of it is read.
+    let r = exchange(
+        p.addr,
+        format!(
+            "POST http://{host}/ HTTP/1.1\r\nHost: {host}\r\nContent-Length: 300000000\r\n\r\n"
+        )
+        .as_bytes(),
+    );
+    assert!(r.starts_with("HTTP/1.1 413"), "{r}");
     // Not HTTP at all: 400.
     let r = exchange(p.addr, b"\x16\x03\x01 hello\r\n\r\n");
     assert!(r.starts_with("HTTP/1.1 400"), "{r}");
