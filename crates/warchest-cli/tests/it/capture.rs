@@ -894,6 +894,51 @@ impl ProxyProc {
     }
 }
 
+/// A CONNECT tunnel through the proxy at `proxy` to `localhost:port`,
+/// the client trusting the proxy's CA in `ca`: the TLS stream inside.
+fn tunnel(
+    proxy: SocketAddr,
+    ca: &Path,
+    port: u16,
+) -> rustls::StreamOwned<rustls::ClientConnection, TcpStream> {
+    let mut roots = rustls::RootCertStore::empty();
+    let ca_pem = std::fs::read(ca).unwrap();
+    use rustls::pki_types::pem::PemObject;
+    for c in rustls::pki_types::CertificateDer::pem_slice_iter(&ca_pem) {
+        roots.add(c.unwrap()).unwrap();
+    }
+    let ccfg = Arc::new(
+        rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth(),
+    );
+    let mut s = TcpStream::connect(proxy).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    write!(
+        s,
+        "CONNECT localhost:{port} HTTP/1.1\r\nHost: localhost:{port}\r\n\r\n"
+    )
+    .unwrap();
+    // The head, byte by byte: the TLS handshake follows at once.
+    let mut head = Vec::new();
+    let mut b = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        assert_eq!(s.read(&mut b).unwrap(), 1);
+        head.push(b[0]);
+    }
+    assert!(
+        head.starts_with(b"HTTP/1.1 200 Connection established\r\n"),
+        "{}",
+        String::from_utf8_lossy(&head)
+    );
+    let conn = rustls::ClientConnection::new(ccfg, "localhost".try_into().unwrap()).unwrap();
+    rustls::StreamOwned::new(conn, s)
+}
+
 #[test]
 fn proxy_passes_responses_on_and_records_them_as_received() {
     let site = start_site(None);
@@ -966,44 +1011,9 @@ fn proxy_passes_responses_on_and_records_them_as_received() {
     // HTTPS by CONNECT, the client trusting the proxy's CA.
     let (cfg, _) = tls_config(&["localhost"]);
     let tls_site = start_site(Some(cfg));
-    let mut roots = rustls::RootCertStore::empty();
-    let ca_pem = std::fs::read(&ca).unwrap();
-    use rustls::pki_types::pem::PemObject;
-    for c in rustls::pki_types::CertificateDer::pem_slice_iter(&ca_pem) {
-        roots.add(c.unwrap()).unwrap();
-    }
-    let ccfg = Arc::new(
-        rustls::ClientConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth(),
-    );
     // The proxy resolves localhost itself (system resolver: loopback).
     let tport = tls_site.addr.port();
-    let mut s = TcpStream::connect(p.addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    write!(
-        s,
-        "CONNECT localhost:{tport} HTTP/1.1\r\nHost: localhost:{tport}\r\n\r\n"
-    )
-    .unwrap();
-    // The head, byte by byte: the TLS handshake follows at once.
-    let mut head = Vec::new();
-    let mut b = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        assert_eq!(s.read(&mut b).unwrap(), 1);
-        head.push(b[0]);
-    }
-    assert!(
-        head.starts_with(b"HTTP/1.1 200 Connection established\r\n"),
-        "{}",
-        String::from_utf8_lossy(&head)
-    );
-    let conn = rustls::ClientConnection::new(ccfg, "localhost".try_into().unwrap()).unwrap();
-    let mut t = rustls::StreamOwned::new(conn, s);
+    let mut t = tunnel(p.addr, &ca, tport);
     write!(
         t,
         "GET /gzip HTTP/1.1\r\nHost: localhost:{tport}\r\nConnection: close\r\n\r\n"
@@ -1168,10 +1178,24 @@ fn proxy_is_no_open_relay() {
         let _ = s.read_to_string(&mut resp);
         resp
     };
-    // Loopback destinations are denied by default.
+    // Loopback destinations are denied by default, inside a CONNECT
+    // tunnel too (the request in it is checked when it is forwarded).
     let (mut c, addr) = start(&[]);
     let r = ask(addr, None);
     assert!(r.starts_with("HTTP/1.1 403"), "{r}");
+    let mut t = tunnel(addr, &ca, site.addr.port());
+    write!(
+        t,
+        "GET / HTTP/1.1\r\nHost: localhost:{}\r\nConnection: close\r\n\r\n",
+        site.addr.port()
+    )
+    .unwrap();
+    let mut r = Vec::new();
+    let _ = t.read_to_end(&mut r);
+    let r = String::from_utf8_lossy(&r);
+    assert!(r.starts_with("HTTP/1.1 403"), "{r}");
+    assert!(r.contains("--allow-dest"), "{r}");
+    assert!(site.hits.lock().unwrap().is_empty(), "the site was reached");
     sigterm(&c);
     c.wait().unwrap();
     // Credentials asked: 407 without them, through with them.
@@ -1188,8 +1212,8 @@ fn proxy_is_no_open_relay() {
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     s.write_all(b"CONNECT localhost:443 HTTP/1.1\r\nHost: localhost:443\r\n\r\n")
         .unwrap();
-    let mut r = String::new();
-    let _ = s.read_to_string(&mut r);
+    // (The connection stays open for a retry with credentials.)
+    let (r, _) = read_response(&mut BufReader::new(s), false);
     assert!(r.starts_with("HTTP/1.1 407"), "{r}");
     sigterm(&c);
     c.wait().unwrap();
