@@ -249,10 +249,10 @@ impl Proxy {
     }
 
     /// Serves until `stop` is set (checked every 100 ms), each client
-    /// connection a task; then stops accepting (the port is closed), closes
-    /// idle connections
-    /// and waits for the exchanges under way (at most the timeout) before
-    /// returning, so that their records are written.
+    /// connection a task; then stops accepting (the port is closed),
+    /// closes idle connections and waits for the exchanges under way (at
+    /// most the timeout) before returning, so that their records are
+    /// written.
     ///
     /// # Errors
     /// The runtime or the listener cannot be set up.
@@ -270,7 +270,8 @@ impl Proxy {
         http1
             .timer(TokioTimer::new())
             .header_read_timeout(head_deadline)
-            .max_buf_size(MAX_HEAD.max(8192) * 2)
+            // Room for a whole head and the first bytes of a body.
+            .max_buf_size(MAX_HEAD * 2)
             .max_header_size(MAX_HEAD)
             .max_headers(MAX_FIELDS)
             .title_case_headers(true)

@@ -56,6 +56,18 @@ fn proxy_slowloris_connections_do_not_hold_up_other_requests() {
     let mut slow: Vec<TcpStream> = (0..200)
         .map(|_| TcpStream::connect(p.addr).unwrap())
         .collect();
+    // Ten that send nothing, and one kept alive after a request, idle.
+    let mut idle: Vec<TcpStream> = (0..10)
+        .map(|_| TcpStream::connect(p.addr).unwrap())
+        .collect();
+    let mut kept = TcpStream::connect(p.addr).unwrap();
+    kept.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    write!(kept, "GET http://{host}/ HTTP/1.1\r\nHost: {host}\r\n\r\n").unwrap();
+    let (h, body) = read_response(&mut BufReader::new(kept.try_clone().unwrap()), false);
+    assert!(h.starts_with("HTTP/1.1 200"), "{h}");
+    assert_eq!(body.as_deref(), Some(HELLO));
+    idle.push(kept);
     let mut worst = Duration::ZERO;
     let mut answered = 0;
     let start = Instant::now();
@@ -82,9 +94,10 @@ fn proxy_slowloris_connections_do_not_hold_up_other_requests() {
         worst < Duration::from_secs(2),
         "a request took {worst:?} beside the slow connections"
     );
-    // The slow heads were cut at the deadline, not served for as long as
-    // bytes kept coming: every one of them is closed by now (6 s).
-    for c in slow.iter_mut().step_by(20) {
+    // The slow heads were cut at the deadline (3 s), not served for as
+    // long as bytes kept coming, and the idle connections closed: every
+    // one of them is closed by now (6 s).
+    for c in slow.iter_mut().step_by(20).chain(idle.iter_mut()) {
         c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
         let mut b = [0u8; 512];
         let closed = match c.read(&mut b) {
@@ -92,7 +105,7 @@ fn proxy_slowloris_connections_do_not_hold_up_other_requests() {
             Ok(_) => c.read(&mut b).map(|n| n == 0).unwrap_or(true),
             Err(e) => e.kind() != std::io::ErrorKind::WouldBlock,
         };
-        assert!(closed, "a trickling client is still connected");
+        assert!(closed, "a trickling or idle client is still connected");
     }
     p.stop();
 }
