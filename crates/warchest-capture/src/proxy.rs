@@ -546,8 +546,20 @@ impl AsyncWrite for Watched {
 enum ProxyBody {
     /// The whole body.
     Full(Option<Bytes>),
-    /// Pieces from the exchange; `true` once the end was seen.
-    Stream(mpsc::Receiver<Piece>, bool),
+    /// Pieces from the exchange, and how far the stream is.
+    Stream(mpsc::Receiver<Piece>, StreamState),
+}
+
+/// Where a streamed body is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StreamState {
+    /// Pieces may come.
+    Open,
+    /// The exchange stopped without ending the body: the error is held
+    /// back one poll, so that hyper sends what it has buffered first.
+    Cutting,
+    /// Ended, whole or cut.
+    Done,
 }
 
 /// What an exchange sends down a streamed body.
@@ -569,30 +581,36 @@ impl HttpBody for ProxyBody {
     ) -> Poll<Option<Result<Frame<Bytes>, io::Error>>> {
         match self.get_mut() {
             ProxyBody::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
-            ProxyBody::Stream(rx, done) => {
-                if *done {
-                    return Poll::Ready(None);
+            ProxyBody::Stream(rx, state) => match *state {
+                StreamState::Done => Poll::Ready(None),
+                StreamState::Cutting => {
+                    *state = StreamState::Done;
+                    Poll::Ready(Some(Err(io::Error::other("response cut short"))))
                 }
-                match rx.poll_recv(cx) {
+                StreamState::Open => match rx.poll_recv(cx) {
                     Poll::Pending => Poll::Pending,
                     Poll::Ready(Some(Piece::Data(d))) => Poll::Ready(Some(Ok(Frame::data(d)))),
                     Poll::Ready(Some(Piece::End)) => {
-                        *done = true;
+                        *state = StreamState::Done;
                         Poll::Ready(None)
                     }
                     Poll::Ready(None) => {
-                        *done = true;
-                        Poll::Ready(Some(Err(io::Error::other("response cut short"))))
+                        // hyper flushes when the body is pending, and drops
+                        // its buffer when the body fails: the bytes before
+                        // the cut go out first.
+                        *state = StreamState::Cutting;
+                        cx.waker().wake_by_ref();
+                        Poll::Pending
                     }
-                }
-            }
+                },
+            },
         }
     }
 
     fn is_end_stream(&self) -> bool {
         match self {
             ProxyBody::Full(b) => b.is_none(),
-            ProxyBody::Stream(_, done) => *done,
+            ProxyBody::Stream(_, state) => *state == StreamState::Done,
         }
     }
 
@@ -809,6 +827,7 @@ async fn exchange(c: Conn, req: Request<Incoming>, url: Url) -> Response<ProxyBo
         let mut fwd = Fwd {
             head: Some(htx),
             body: None,
+            held: None,
             method: job.method.clone(),
         };
         run_exchange(&shared, job, &mut fwd);
@@ -1028,10 +1047,14 @@ fn client_response(
 }
 
 /// The client's end of an exchange: the response head once, over a
-/// one-shot channel, then the body through a bounded one.
+/// one-shot channel, then the body through a bounded one. The last piece
+/// read is held back until the exchange is recorded, so that a client
+/// that has a response whole knows it is in the WARC file (and in the
+/// dedupe index, for its next request).
 struct Fwd {
     head: Option<oneshot::Sender<Response<ProxyBody>>>,
     body: Option<mpsc::Sender<Piece>>,
+    held: Option<Bytes>,
     method: Method,
 }
 
@@ -1043,16 +1066,24 @@ impl Fwd {
         }
     }
 
-    /// Ends the body whole.
+    /// Sends the piece held back, then ends the body whole.
     fn end(&mut self) {
         if let Some(tx) = self.body.take() {
+            if let Some(last) = self.held.take() {
+                let _ = tx.blocking_send(Piece::Data(last));
+            }
             let _ = tx.blocking_send(Piece::End);
         }
     }
 
-    /// Drops the body unfinished: the client sees it cut.
+    /// Sends the piece held back, then drops the body unfinished: the
+    /// client sees it cut.
     fn cut(&mut self) {
-        self.body = None;
+        if let Some(tx) = self.body.take()
+            && let Some(last) = self.held.take()
+        {
+            let _ = tx.blocking_send(Piece::Data(last));
+        }
     }
 }
 
@@ -1063,7 +1094,7 @@ fn gone() -> io::Error {
 impl Forward for Fwd {
     fn head(&mut self, head: &HttpHead) -> io::Result<()> {
         let (tx, rx) = mpsc::channel(QUEUED_CHUNKS);
-        match client_response(head, &self.method, ProxyBody::Stream(rx, false)) {
+        match client_response(head, &self.method, ProxyBody::Stream(rx, StreamState::Open)) {
             Ok(r) => {
                 let sent = self.head.take().is_some_and(|h| h.send(r).is_ok());
                 if !sent {
@@ -1080,11 +1111,12 @@ impl Forward for Fwd {
     }
 
     fn body(&mut self, data: &[u8]) -> io::Result<()> {
-        match &self.body {
-            Some(tx) => tx
-                .blocking_send(Piece::Data(Bytes::copy_from_slice(data)))
-                .map_err(|_| gone()),
-            None => Err(gone()),
+        let Some(tx) = &self.body else {
+            return Err(gone());
+        };
+        match self.held.replace(Bytes::copy_from_slice(data)) {
+            Some(previous) => tx.blocking_send(Piece::Data(previous)).map_err(|_| gone()),
+            None => Ok(()),
         }
     }
 }
@@ -1261,12 +1293,7 @@ fn forward(shared: &Shared, mut job: Job, fwd: &mut Fwd) -> Result<(), CaptureEr
         &mut Tee::to(fwd),
     )?;
     drop(up);
-    // The client's copy ends as the recorded one: whole, or cut.
-    if resp.complete && resp.truncated.is_none() {
-        fwd.end();
-    } else {
-        fwd.cut();
-    }
+    let whole = resp.complete && resp.truncated.is_none();
     let mut protocols = vec!["http/1.0".to_string()];
     if let Some(p) = tls.0.clone() {
         protocols.push(p);
@@ -1274,7 +1301,7 @@ fn forward(shared: &Shared, mut job: Job, fwd: &mut Fwd) -> Result<(), CaptureEr
     upstream_req
         .seek(SeekFrom::Start(0))
         .map_err(|e| CaptureError::Io("spool".into(), e))?;
-    shared.recorder.record_http(HttpRecord {
+    let recorded = shared.recorder.record_http(HttpRecord {
         target_uri: url.to_string(),
         ip: Some(ip),
         date: started,
@@ -1300,7 +1327,15 @@ fn forward(shared: &Shared, mut job: Job, fwd: &mut Fwd) -> Result<(), CaptureEr
         )
         .collect(),
         conditional_of: None,
-    })?;
+    });
+    // Recorded (or failed, which is logged): the client's copy ends as the
+    // recorded one, whole or cut.
+    if whole {
+        fwd.end();
+    } else {
+        fwd.cut();
+    }
+    recorded?;
     Ok(())
 }
 
@@ -1360,6 +1395,28 @@ mod access_tests {
 #[cfg(test)]
 mod forwarding_tests {
     use super::*;
+
+    #[test]
+    fn bodies_cut_short_end_in_an_error_after_their_bytes() {
+        let (tx, rx) = mpsc::channel(2);
+        tx.try_send(Piece::Data(Bytes::from_static(b"ab"))).unwrap();
+        drop(tx);
+        let mut b = ProxyBody::Stream(rx, StreamState::Open);
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        let mut poll = || Pin::new(&mut b).poll_frame(&mut cx);
+        assert!(matches!(poll(), Poll::Ready(Some(Ok(_)))));
+        // Pending once (hyper flushes), then the error, then the end.
+        assert!(poll().is_pending());
+        assert!(matches!(poll(), Poll::Ready(Some(Err(_)))));
+        assert!(matches!(poll(), Poll::Ready(None)));
+        let (tx, rx) = mpsc::channel(2);
+        tx.try_send(Piece::Data(Bytes::from_static(b"ab"))).unwrap();
+        tx.try_send(Piece::End).unwrap();
+        let mut b = ProxyBody::Stream(rx, StreamState::Open);
+        let mut poll = || Pin::new(&mut b).poll_frame(&mut cx);
+        assert!(matches!(poll(), Poll::Ready(Some(Ok(_)))));
+        assert!(matches!(poll(), Poll::Ready(None)));
+    }
 
     fn parts(req: http::request::Builder) -> http::request::Parts {
         req.body(()).unwrap().into_parts().0
