@@ -26,8 +26,6 @@ pub enum Stream {
     Plain(TcpStream),
     /// TLS client side.
     Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
-    /// TLS server side (the proxy's end of an intercepted CONNECT).
-    TlsServer(Box<rustls::StreamOwned<rustls::ServerConnection, TcpStream>>),
 }
 
 impl Stream {
@@ -36,7 +34,6 @@ impl Stream {
         match self {
             Stream::Plain(s) => s,
             Stream::Tls(s) => s.get_ref(),
-            Stream::TlsServer(s) => s.get_ref(),
         }
     }
 
@@ -45,7 +42,6 @@ impl Stream {
         match self {
             Stream::Plain(_) => (None, None),
             Stream::Tls(s) => super::tls::describe(&s.conn),
-            Stream::TlsServer(s) => super::tls::describe(&s.conn),
         }
     }
 }
@@ -55,7 +51,6 @@ impl Read for Stream {
         match self {
             Stream::Plain(s) => s.read(buf),
             Stream::Tls(s) => s.read(buf),
-            Stream::TlsServer(s) => s.read(buf),
         }
     }
 }
@@ -65,14 +60,12 @@ impl Write for Stream {
         match self {
             Stream::Plain(s) => s.write(buf),
             Stream::Tls(s) => s.write(buf),
-            Stream::TlsServer(s) => s.write(buf),
         }
     }
     fn flush(&mut self) -> io::Result<()> {
         match self {
             Stream::Plain(s) => s.flush(),
             Stream::Tls(s) => s.flush(),
-            Stream::TlsServer(s) => s.flush(),
         }
     }
 }
@@ -251,8 +244,8 @@ fn fill_head(
 const MAX_INTERIM: usize = 16;
 
 /// Reads the head of the final response into `buf` (cleared first),
-/// passing interim responses (`100 Continue`, `103 Early Hints`; not `101`)
-/// to `tee` and returning their status lines: they are not part of the
+/// setting interim responses (`100 Continue`, `103 Early Hints`; not
+/// `101`) aside and returning their status lines: they are not part of the
 /// recorded response, whose block must be one HTTP message.
 ///
 /// # Errors
@@ -261,7 +254,6 @@ pub fn read_response_head(
     conn: &mut dyn Read,
     buf: &mut Vec<u8>,
     max: usize,
-    tee: &mut Tee<'_>,
 ) -> Result<Option<(usize, Vec<String>)>, CaptureError> {
     buf.clear();
     let mut interim = Vec::new();
@@ -280,8 +272,6 @@ pub fn read_response_head(
                 if interim.len() >= MAX_INTERIM {
                     return Err(CaptureError::Http("too many interim responses".into()));
                 }
-                tee.write(&buf[..end]);
-                tee.flush();
                 let line = head
                     .map(|h| String::from_utf8_lossy(h.start_line()).trim().to_string())
                     .unwrap_or_default();
@@ -427,36 +417,98 @@ pub struct Captured {
     pub complete: bool,
 }
 
-/// Where a captured message's bytes also go as they arrive (the proxy's
-/// client). A failed write stops the copying, not the recording.
+/// Where a message goes as it is read, besides the record: the proxy's
+/// client, through an HTTP server that does the client's framing itself.
+pub trait Forward {
+    /// The message's head, parsed, before any byte of its body.
+    ///
+    /// # Errors
+    /// The receiver is gone: nothing more is forwarded.
+    fn head(&mut self, head: &HttpHead) -> io::Result<()>;
+    /// Bytes of the body as they arrive, the transfer coding removed (the
+    /// content coding kept).
+    ///
+    /// # Errors
+    /// As for [`Forward::head`].
+    fn body(&mut self, data: &[u8]) -> io::Result<()>;
+}
+
+/// A [`Forward`] while it works, taking the chunked transfer coding off
+/// the body. A failed forward stops the copying, not the recording.
 pub struct Tee<'a> {
-    out: Option<&'a mut dyn Write>,
+    out: Option<&'a mut dyn Forward>,
+    /// Set for a chunked body; dropped (the rest passed raw) when the body
+    /// turns out not to be chunked, as [`FramedBody`] then reads it.
+    chunked: Option<ChunkedDecoder>,
+    /// Body bytes seen so far, to place a chunked decoding error.
+    seen: u64,
 }
 
 impl<'a> Tee<'a> {
-    /// Copies to `out`.
-    pub fn to(out: &'a mut dyn Write) -> Self {
-        Tee { out: Some(out) }
+    /// Forwards to `out`.
+    pub fn to(out: &'a mut dyn Forward) -> Self {
+        Tee {
+            out: Some(out),
+            chunked: None,
+            seen: 0,
+        }
     }
-    /// Copies nowhere.
+    /// Forwards nowhere.
     pub fn none() -> Self {
-        Tee { out: None }
+        Tee {
+            out: None,
+            chunked: None,
+            seen: 0,
+        }
     }
-    fn write(&mut self, b: &[u8]) {
+    fn head(&mut self, head: &HttpHead, framing: Framing) {
+        if framing == Framing::Chunked {
+            self.chunked = Some(ChunkedDecoder::new());
+        }
         if let Some(o) = &mut self.out
-            && o.write_all(b).is_err()
+            && o.head(head).is_err()
         {
             self.out = None;
         }
     }
-    fn flush(&mut self) {
-        if let Some(o) = &mut self.out
-            && o.flush().is_err()
-        {
+    fn body(&mut self, b: &[u8]) {
+        let before = self.seen;
+        self.seen += b.len() as u64;
+        let Some(o) = &mut self.out else {
+            return;
+        };
+        let mut failed = false;
+        let r = match &mut self.chunked {
+            None => o.body(b),
+            Some(d) => {
+                let mut r = Ok(());
+                match d.feed(b, |data| {
+                    if r.is_ok() {
+                        r = o.body(data);
+                    }
+                }) {
+                    Ok(_) => r,
+                    Err(e) => {
+                        // Not chunked after all: the rest goes as it is,
+                        // from the offending line on.
+                        failed = true;
+                        let at = usize::try_from(e.offset.saturating_sub(before))
+                            .unwrap_or(b.len())
+                            .min(b.len());
+                        r.and_then(|_| o.body(d.pending()))
+                            .and_then(|_| o.body(&b[at..]))
+                    }
+                }
+            }
+        };
+        if failed {
+            self.chunked = None;
+        }
+        if r.is_err() {
             self.out = None;
         }
     }
-    /// True while copying still works.
+    /// True while forwarding still works.
     pub fn alive(&self) -> bool {
         self.out.is_some()
     }
@@ -500,8 +552,7 @@ pub fn capture_message(
     let mut spool = tempfile::SpooledTempFile::new(opts.spool_threshold);
     let io_err = |e| CaptureError::Io("spooling".into(), e);
     spool.write_all(&buf).map_err(io_err)?;
-    tee.write(&buf);
-    tee.flush();
+    tee.head(&head, framing);
     let mut digester = PayloadDigester::new(opts.digest, framing == Framing::Chunked);
     let mut body = FramedBody::new(pending, conn, framing);
     let mut limited = LimitedReader::new(&mut body, opts.limits);
@@ -516,8 +567,7 @@ pub fn capture_message(
         };
         spool.write_all(&chunk[..n]).map_err(io_err)?;
         digester.update(&chunk[..n]);
-        tee.write(&chunk[..n]);
-        tee.flush();
+        tee.body(&chunk[..n]);
         len += n as u64;
     }
     let truncated = limited.truncated().cloned();
@@ -582,14 +632,12 @@ pub fn fetch(
         .map_err(|e| CaptureError::Io(url.to_string(), e))?;
     let tls = conn.tls_info();
     let mut buf = Vec::new();
-    let (head_len, interim) =
-        read_response_head(&mut conn, &mut buf, opts.read.max_head, &mut Tee::none())?.ok_or_else(
-            || {
-                CaptureError::Http(format!(
-                    "{url}: the server closed the connection without a response"
-                ))
-            },
-        )?;
+    let (head_len, interim) = read_response_head(&mut conn, &mut buf, opts.read.max_head)?
+        .ok_or_else(|| {
+            CaptureError::Http(format!(
+                "{url}: the server closed the connection without a response"
+            ))
+        })?;
     let method = request
         .split(|&b| b == b' ')
         .next()
@@ -675,19 +723,16 @@ mod tests {
     fn interim_responses_are_set_aside() {
         let wire = b"HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
         let mut conn = &wire[..];
-        let mut passed = Vec::new();
         let mut buf = Vec::new();
-        let (n, interim) =
-            read_response_head(&mut conn, &mut buf, 1 << 16, &mut Tee::to(&mut passed))
-                .unwrap()
-                .unwrap();
+        let (n, interim) = read_response_head(&mut conn, &mut buf, 1 << 16)
+            .unwrap()
+            .unwrap();
         assert_eq!(interim, ["HTTP/1.1 103 Early Hints"]);
         assert!(buf.starts_with(b"HTTP/1.1 200 OK\r\n"));
         assert_eq!(&buf[n..], b"ok");
-        assert!(passed.starts_with(b"HTTP/1.1 103"));
         let endless = b"HTTP/1.1 100 Continue\r\n\r\n".repeat(20);
         let mut conn = &endless[..];
-        assert!(read_response_head(&mut conn, &mut buf, 1 << 16, &mut Tee::none()).is_err());
+        assert!(read_response_head(&mut conn, &mut buf, 1 << 16).is_err());
     }
 
     #[test]
@@ -713,8 +758,7 @@ mod tests {
         for c in cases {
             let mut conn = &c[..];
             let mut buf = Vec::new();
-            if let Ok(Some((n, _))) =
-                read_response_head(&mut conn, &mut buf, opts.max_head, &mut Tee::none())
+            if let Ok(Some((n, _))) = read_response_head(&mut conn, &mut buf, opts.max_head)
                 && let Ok(m) = capture_message(
                     &mut conn,
                     buf,
@@ -727,6 +771,79 @@ mod tests {
                 assert!(m.len <= c.len() as u64);
             }
         }
+    }
+
+    /// What a [`Forward`] was given: the status, then the body.
+    #[derive(Default)]
+    struct Collect {
+        status: Option<u16>,
+        body: Vec<u8>,
+    }
+
+    impl Forward for Collect {
+        fn head(&mut self, head: &HttpHead) -> io::Result<()> {
+            self.status = head.status();
+            Ok(())
+        }
+        fn body(&mut self, data: &[u8]) -> io::Result<()> {
+            self.body.extend_from_slice(data);
+            Ok(())
+        }
+    }
+
+    /// The forwarded body of `wire` read in pieces of `piece` bytes, and
+    /// the recorded block.
+    fn forwarded(wire: &[u8], piece: usize) -> (Collect, Vec<u8>) {
+        struct Pieces<'a>(&'a [u8], usize);
+        impl Read for Pieces<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                let n = self.0.len().min(self.1).min(buf.len());
+                buf[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                Ok(n)
+            }
+        }
+        let mut conn = Pieces(wire, piece);
+        let mut buf = Vec::new();
+        let n = read_head(&mut conn, &mut buf, 1 << 16).unwrap().unwrap();
+        let opts = ReadOptions {
+            limits: CaptureLimits::default(),
+            digest: Algorithm::Sha1,
+            spool_threshold: 1024,
+            max_head: 1 << 16,
+        };
+        let mut got = Collect::default();
+        let mut c = capture_message(
+            &mut conn,
+            buf,
+            n,
+            |h| response_framing(h, b"GET"),
+            &opts,
+            &mut Tee::to(&mut got),
+        )
+        .unwrap();
+        let mut block = Vec::new();
+        c.block.read_to_end(&mut block).unwrap();
+        (got, block)
+    }
+
+    #[test]
+    fn forwarded_bodies_lose_the_chunked_coding_records_keep_it() {
+        let wire = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6;x=y\r\n world\r\n0\r\n\r\n";
+        for piece in [1, 3, 7, 1 << 16] {
+            let (got, block) = forwarded(wire, piece);
+            assert_eq!(got.status, Some(200));
+            assert_eq!(got.body, b"hello world", "pieces of {piece}");
+            assert_eq!(block, wire);
+        }
+        // Announced chunked but not: forwarded as it came, as it is read.
+        let wire = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n<html>not chunked</html>";
+        for piece in [1, 4, 1 << 16] {
+            let (got, _) = forwarded(wire, piece);
+            assert_eq!(got.body, b"<html>not chunked</html>", "pieces of {piece}");
+        }
+        let wire = b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabcdef";
+        assert_eq!(forwarded(wire, 2).0.body, b"abc");
     }
 
     #[test]

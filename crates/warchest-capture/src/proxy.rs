@@ -1,24 +1,54 @@
 //! The recording proxy (`warchest proxy`), as warcprox does it: every
 //! exchange that passes is forwarded and recorded through the same
-//! [`Recorder`] as `warchest capture`. The client gets the response's bytes
-//! as they arrive from the server, unchanged.
+//! [`Recorder`] as `warchest capture`.
 //!
 //! Plain HTTP comes as absolute-form requests (`GET http://host/ HTTP/1.1`);
 //! HTTPS as `CONNECT host:port`, answered by a TLS handshake with a
 //! certificate for that host signed on the fly by the proxy's CA, after
 //! which the requests inside are read, forwarded over a TLS connection of
 //! the proxy's own, and recorded with `https://` target URIs.
+//!
+//! Two sides (docs/capture.md, "Proxy"):
+//! - the client's side is hyper (HTTP/1.1 with keep-alive) on tokio, one
+//!   task a connection, with the limits of a server facing the network:
+//!   at most [`MAX_CONNECTIONS`] at once, a request head of at most
+//!   [`MAX_HEAD`] bytes and [`MAX_FIELDS`] fields (431) arriving within
+//!   [`HEAD_DEADLINE`] (or the timeout, when shorter) however slowly it
+//!   trickles, idle keep-alive connections closed after the same time, a
+//!   connection on which nothing moves for [`STALL`] dropped, malformed
+//!   heads and conflicting `Content-Length`s refused (400), a handler that
+//!   panics answering 500 while the proxy goes on, and a graceful
+//!   shutdown. CONNECT is a hyper upgrade; the tunnel is TLS by
+//!   tokio-rustls with hyper serving HTTP inside it again.
+//! - the server's side is the capture client ([`super::http`]), blocking
+//!   and wire-exact (what is recorded must be the bytes that crossed the
+//!   wire, which hyper would normalise), on tokio's blocking threads. It
+//!   asks in HTTP/1.0, as `capture` does, so that no transfer coding comes
+//!   back and the payload digest verifies in warcio and FastWARC as in
+//!   warchest. The response streams to the client through a bounded
+//!   channel as it is read; hyper frames it for the client.
 
-use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
+use std::convert::Infallible;
+use std::io::{self, Seek, SeekFrom, Write};
+use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
+use http_body::{Body as HttpBody, Frame, SizeHint};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot, watch};
 use warchest::http::HttpHead;
-use warchest::write::{Body, CaptureLimits};
+use warchest::write::Body;
 
-use super::http::{self as client, Framing, ReadOptions, Stream, Tee};
+use super::http::{self as client, Forward, Framing, Tee};
 use super::record::{HttpRecord, Recorder};
 use super::tls::CertAuthority;
 use super::url::{Scheme, Url};
@@ -122,12 +152,70 @@ pub fn is_internal(ip: IpAddr) -> bool {
     }
 }
 
+/// The most client connections open at once (CONNECT tunnels included);
+/// past it, accepting waits and the kernel's backlog holds the rest.
+pub const MAX_CONNECTIONS: usize = 1024;
+
+/// Longest time a client's request head may take to arrive, however
+/// slowly its bytes trickle (less when the timeout is shorter); also how
+/// long an idle keep-alive connection is kept, and how long a CONNECT
+/// tunnel's TLS handshake may take.
+pub const HEAD_DEADLINE: Duration = Duration::from_secs(20);
+
+/// The longest request head (start line and fields) taken from a client:
+/// more is refused with 431. Browsers send a few KiB; servers commonly
+/// allow 8 to 64 KiB.
+pub const MAX_HEAD: usize = 64 << 10;
+
+/// The most fields in a client's request head (431 past it).
+pub const MAX_FIELDS: usize = 100;
+
+/// How long a client connection may see no byte move in either direction,
+/// an exchange under way or not (a client that stopped reading), before
+/// it is dropped; never less than twice the timeout, so that a slow
+/// server is not taken for a stalled client.
+pub const STALL: Duration = Duration::from_secs(60);
+
+/// The largest request body forwarded (413 past it): it is spooled
+/// whole (memory, then a temporary file) before it goes upstream with its
+/// length.
+pub const MAX_REQUEST_BODY: u64 = 256 << 20;
+
+/// Upstream exchanges run at once, each on a blocking thread (the others
+/// wait for one).
+pub const MAX_EXCHANGES: usize = 512;
+
+/// Pieces of a response body (64 KiB each) queued between the upstream
+/// reader and the client's connection.
+const QUEUED_CHUNKS: usize = 4;
+
+/// The path that makes a debug build's proxy panic when
+/// `WARCHEST_PROXY_TEST_PANIC` is set, to test that a panic answers 500.
+const TEST_PANIC_PATH: &str = "/_warchest/panic";
+
 /// A listening recording proxy.
 pub struct Proxy {
-    listener: TcpListener,
+    listener: std::net::TcpListener,
     recorder: Arc<Recorder>,
     opts: ProxyOptions,
     resolver: Arc<dns::Resolver>,
+}
+
+/// What every connection and exchange shares.
+struct Shared {
+    recorder: Arc<Recorder>,
+    opts: ProxyOptions,
+    resolver: Arc<dns::Resolver>,
+    /// The proxy's own address, so a request for it is refused.
+    me: SocketAddr,
+    /// Upstream exchanges under way (shutdown waits for them).
+    busy: AtomicUsize,
+    /// hyper's settings for client connections (and tunnels).
+    http1: hyper::server::conn::http1::Builder,
+    /// How long a request head may take.
+    head_deadline: Duration,
+    /// How long a connection may see nothing move.
+    stall: Duration,
 }
 
 impl Proxy {
@@ -141,7 +229,7 @@ impl Proxy {
         opts: ProxyOptions,
     ) -> Result<Proxy, CaptureError> {
         let listener =
-            TcpListener::bind(addr).map_err(|e| CaptureError::Io(addr.to_string(), e))?;
+            std::net::TcpListener::bind(addr).map_err(|e| CaptureError::Io(addr.to_string(), e))?;
         Ok(Proxy {
             listener,
             recorder,
@@ -161,110 +249,880 @@ impl Proxy {
     }
 
     /// Serves until `stop` is set (checked every 100 ms), each client
-    /// connection on a thread of its own; waits for the open connections
-    /// to end (at most the timeout) before returning.
+    /// connection a task; then stops accepting (the port is closed),
+    /// closes idle connections and waits for the exchanges under way (at
+    /// most the timeout) before returning, so that their records are
+    /// written.
     ///
     /// # Errors
-    /// The listener failed.
-    pub fn serve(&self, stop: &AtomicBool) -> Result<(), CaptureError> {
-        self.listener
-            .set_nonblocking(true)
-            .map_err(|e| CaptureError::Io("listener".into(), e))?;
-        let active = Arc::new(AtomicUsize::new(0));
-        let open = Arc::new(AtomicUsize::new(0));
+    /// The runtime or the listener cannot be set up.
+    pub fn serve(self, stop: &AtomicBool) -> Result<(), CaptureError> {
+        let io_err = |what: &str, e| CaptureError::Io(what.into(), e);
         let me = self.local_addr()?;
-        while !stop.load(Ordering::Relaxed) {
-            match self.listener.accept() {
-                Ok((sock, peer)) => {
-                    // A thread per connection, so their number is capped.
-                    if open.load(Ordering::SeqCst) >= MAX_CONNECTIONS {
-                        tracing::warn!("proxy: {MAX_CONNECTIONS} connections open; {peer} refused");
-                        continue;
-                    }
-                    let _ = sock.set_nonblocking(false);
-                    let recorder = self.recorder.clone();
-                    let opts = self.opts.clone();
-                    let resolver = self.resolver.clone();
-                    let busy = active.clone();
-                    let open = open.clone();
-                    open.fetch_add(1, Ordering::SeqCst);
-                    std::thread::spawn(move || {
-                        let ctx = Context {
-                            recorder: &recorder,
-                            opts: &opts,
-                            resolver: &resolver,
-                            busy: &busy,
-                            me,
-                        };
-                        if let Err(e) = handle(sock, &ctx) {
-                            tracing::warn!("proxy client {peer}: {e}");
-                        }
-                        open.fetch_sub(1, Ordering::SeqCst);
-                    });
+        // Owned by the accept loop, so that the port closes when it ends.
+        let listener = self.listener;
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| io_err("listener", e))?;
+        let timeout = self.opts.fetch.timeout;
+        let head_deadline = timeout.min(HEAD_DEADLINE);
+        let mut http1 = hyper::server::conn::http1::Builder::new();
+        http1
+            .timer(TokioTimer::new())
+            .header_read_timeout(head_deadline)
+            // Room for a whole head and the first bytes of a body.
+            .max_buf_size(MAX_HEAD * 2)
+            .max_header_size(MAX_HEAD)
+            .max_headers(MAX_FIELDS)
+            .title_case_headers(true)
+            .keep_alive(true);
+        let shared = Arc::new(Shared {
+            recorder: self.recorder,
+            opts: self.opts,
+            resolver: self.resolver,
+            me,
+            busy: AtomicUsize::new(0),
+            http1,
+            head_deadline,
+            stall: STALL.max(timeout.saturating_mul(2)),
+        });
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .thread_name("proxy")
+            .max_blocking_threads(MAX_EXCHANGES)
+            .build()
+            .map_err(|e| io_err("tokio runtime", e))?;
+        let result = rt.block_on(async {
+            let socket =
+                tokio::net::TcpListener::from_std(listener).map_err(|e| io_err("listener", e))?;
+            let (tx, rx) = watch::channel(false);
+            let conns = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+            let accepting = tokio::spawn(accept_loop(socket, shared.clone(), conns.clone(), rx));
+            while !stop.load(Ordering::Relaxed) {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            tracing::info!("proxy stopping: finishing the exchanges under way");
+            let _ = tx.send(true);
+            let _ = accepting.await;
+            // Every connection holds a permit: all back means all closed.
+            let until = tokio::time::Instant::now() + timeout;
+            let all = u32::try_from(MAX_CONNECTIONS).unwrap_or(u32::MAX);
+            if tokio::time::timeout_at(until, conns.acquire_many(all))
+                .await
+                .is_err()
+            {
+                tracing::warn!(
+                    "proxy stopped with {} connections still open",
+                    MAX_CONNECTIONS - conns.available_permits()
+                );
+            }
+            // Exchanges whose client left go on to write their records.
+            while shared.busy.load(Ordering::SeqCst) > 0 && tokio::time::Instant::now() < until {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Ok(())
+        });
+        rt.shutdown_timeout(Duration::from_secs(1));
+        result
+    }
+}
+
+async fn accept_loop(
+    socket: tokio::net::TcpListener,
+    shared: Arc<Shared>,
+    conns: Arc<Semaphore>,
+    mut stop: watch::Receiver<bool>,
+) {
+    loop {
+        if *stop.borrow() {
+            break;
+        }
+        let permit = tokio::select! {
+            p = conns.clone().acquire_owned() => match p {
+                Ok(p) => p,
+                Err(_) => break,
+            },
+            _ = stop.changed() => break,
+        };
+        let accepted = tokio::select! {
+            a = socket.accept() => a,
+            _ = stop.changed() => break,
+        };
+        let (stream, peer) = match accepted {
+            Ok(a) => a,
+            Err(e) => {
+                // Out of file descriptors, most often: wait, do not spin.
+                tracing::warn!("proxy: accept: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let epoch = Instant::now();
+        let conn = Conn {
+            shared: shared.clone(),
+            peer,
+            tunnel: None,
+            last: Arc::new(AtomicU64::new(0)),
+            epoch,
+            _permit: Arc::new(permit),
+            stop: stop.clone(),
+        };
+        let io = Watched {
+            inner: stream,
+            last: conn.last.clone(),
+            epoch,
+        };
+        tokio::spawn(serve_client(conn, io));
+    }
+}
+
+/// One client connection, or one CONNECT tunnel inside it.
+#[derive(Clone)]
+struct Conn {
+    shared: Arc<Shared>,
+    peer: SocketAddr,
+    /// Inside a CONNECT tunnel: requests are for `https://` this authority.
+    tunnel: Option<Arc<Url>>,
+    /// When a byte last moved on the client's socket (ms since `epoch`).
+    last: Arc<AtomicU64>,
+    epoch: Instant,
+    /// The connection's place among [`MAX_CONNECTIONS`], held by its
+    /// tunnel too.
+    _permit: Arc<OwnedSemaphorePermit>,
+    stop: watch::Receiver<bool>,
+}
+
+/// Serves a client connection (with upgrades, for CONNECT).
+async fn serve_client(conn: Conn, io: Watched) {
+    let c = conn.clone();
+    let service = hyper::service::service_fn(move |req| {
+        let c = c.clone();
+        async move { Ok::<_, Infallible>(respond_boxed(c, req).await) }
+    });
+    let http = conn
+        .shared
+        .http1
+        .serve_connection(TokioIo::new(io), service)
+        .with_upgrades();
+    tokio::pin!(http);
+    watch_connection(&conn, http, |h| h.graceful_shutdown()).await;
+}
+
+/// Serves HTTP inside a CONNECT tunnel (TLS on the upgraded connection).
+async fn serve_tunnel<I>(conn: Conn, io: I)
+where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let c = conn.clone();
+    let service = hyper::service::service_fn(move |req| {
+        let c = c.clone();
+        async move { Ok::<_, Infallible>(respond_boxed(c, req).await) }
+    });
+    let http = conn
+        .shared
+        .http1
+        .serve_connection(TokioIo::new(io), service);
+    tokio::pin!(http);
+    watch_connection(&conn, http, |h| h.graceful_shutdown()).await;
+}
+
+/// Drives a connection to its end; shuts it down gracefully when the proxy
+/// stops, and drops it when nothing has moved for the stall time.
+async fn watch_connection<F>(conn: &Conn, mut http: Pin<&mut F>, shutdown: impl Fn(Pin<&mut F>))
+where
+    F: Future<Output = hyper::Result<()>>,
+{
+    let mut stop = conn.stop.clone();
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    let mut closing = *stop.borrow();
+    if closing {
+        shutdown(http.as_mut());
+    }
+    loop {
+        tokio::select! {
+            r = http.as_mut() => {
+                if let Err(e) = r {
+                    tracing::debug!("proxy client {}: {e}", conn.peer);
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    std::thread::sleep(Duration::from_millis(25));
+                break;
+            }
+            _ = stop.changed(), if !closing => {
+                shutdown(http.as_mut());
+                closing = true;
+            }
+            _ = tick.tick() => {
+                let quiet = Duration::from_millis(
+                    now_ms(conn.epoch).saturating_sub(conn.last.load(Ordering::Relaxed)),
+                );
+                if quiet > conn.shared.stall {
+                    tracing::info!(
+                        "proxy client {}: nothing moved for {} s, dropped",
+                        conn.peer,
+                        conn.shared.stall.as_secs()
+                    );
+                    break;
                 }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(CaptureError::Io("accept".into(), e)),
             }
         }
-        // Exchanges under way are finished; idle keep-alive connections
-        // are left.
-        let until = Instant::now() + self.opts.fetch.timeout;
-        while active.load(Ordering::SeqCst) > 0 && Instant::now() < until {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Ok(())
     }
 }
 
-fn reply(client: &mut Stream, status: &str, text: &str) {
-    let _ = write!(
-        client,
-        "HTTP/1.1 {status}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
-        text.len()
+/// Milliseconds since `epoch`, for a connection's last activity.
+fn now_ms(epoch: Instant) -> u64 {
+    u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+/// A client's socket that notes when bytes last moved (the stall watch).
+struct Watched {
+    inner: tokio::net::TcpStream,
+    last: Arc<AtomicU64>,
+    epoch: Instant,
+}
+
+impl Watched {
+    fn touch(&self) {
+        self.last.store(now_ms(self.epoch), Ordering::Relaxed);
+    }
+}
+
+impl AsyncRead for Watched {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        let r = Pin::new(&mut this.inner).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            this.touch();
+        }
+        r
+    }
+}
+
+impl AsyncWrite for Watched {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let r = Pin::new(&mut this.inner).poll_write(cx, data);
+        if matches!(r, Poll::Ready(Ok(n)) if n > 0) {
+            this.touch();
+        }
+        r
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let r = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
+        if matches!(r, Poll::Ready(Ok(n)) if n > 0) {
+            this.touch();
+        }
+        r
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    }
+}
+
+/// A response body: whole, or streamed from an upstream exchange.
+enum ProxyBody {
+    /// The whole body.
+    Full(Option<Bytes>),
+    /// Pieces from the exchange, and how far the stream is.
+    Stream(mpsc::Receiver<Piece>, StreamState),
+}
+
+/// Where a streamed body is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StreamState {
+    /// Pieces may come.
+    Open,
+    /// The exchange stopped without ending the body: the error is held
+    /// back one poll, so that hyper sends what it has buffered first.
+    Cutting,
+    /// Ended, whole or cut.
+    Done,
+}
+
+/// What an exchange sends down a streamed body.
+enum Piece {
+    /// Bytes of the body.
+    Data(Bytes),
+    /// The body is whole. Without it, a closed channel cuts the response
+    /// so that the client cannot take it for complete.
+    End,
+}
+
+impl HttpBody for ProxyBody {
+    type Data = Bytes;
+    type Error = io::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, io::Error>>> {
+        match self.get_mut() {
+            ProxyBody::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
+            ProxyBody::Stream(rx, state) => match *state {
+                StreamState::Done => Poll::Ready(None),
+                StreamState::Cutting => {
+                    *state = StreamState::Done;
+                    Poll::Ready(Some(Err(io::Error::other("response cut short"))))
+                }
+                StreamState::Open => match rx.poll_recv(cx) {
+                    Poll::Pending => Poll::Pending,
+                    Poll::Ready(Some(Piece::Data(d))) => Poll::Ready(Some(Ok(Frame::data(d)))),
+                    Poll::Ready(Some(Piece::End)) => {
+                        *state = StreamState::Done;
+                        Poll::Ready(None)
+                    }
+                    Poll::Ready(None) => {
+                        // hyper flushes when the body is pending, and drops
+                        // its buffer when the body fails: the bytes before
+                        // the cut go out first.
+                        *state = StreamState::Cutting;
+                        cx.waker().wake_by_ref();
+                        Poll::Pending
+                    }
+                },
+            },
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            ProxyBody::Full(b) => b.is_none(),
+            ProxyBody::Stream(_, state) => *state == StreamState::Done,
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            ProxyBody::Full(Some(b)) => SizeHint::with_exact(b.len() as u64),
+            ProxyBody::Full(None) => SizeHint::with_exact(0),
+            ProxyBody::Stream(..) => SizeHint::default(),
+        }
+    }
+}
+
+/// A short text answer of the proxy's own.
+fn simple(status: StatusCode, text: &str) -> Response<ProxyBody> {
+    let mut r = Response::new(ProxyBody::Full(Some(Bytes::copy_from_slice(
+        text.as_bytes(),
+    ))));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("text/plain; charset=utf-8"),
     );
-    let _ = client.flush();
+    r
 }
 
-/// The most client connections served at once (each has a thread).
-const MAX_CONNECTIONS: usize = 1024;
-
-/// Longest time a client's request head may take to arrive (less when the
-/// timeout is shorter).
-const HEAD_DEADLINE: Duration = Duration::from_secs(20);
-
-/// A reader whose reads fail once a deadline has passed.
-struct Deadline<'a, R: Read> {
-    inner: &'a mut R,
-    until: Instant,
+/// [`respond`] as a boxed future: a tunnel's requests are answered by
+/// the function that opened it, and the future's type cannot contain
+/// itself.
+fn respond_boxed(
+    c: Conn,
+    req: Request<Incoming>,
+) -> Pin<Box<dyn Future<Output = Response<ProxyBody>> + Send>> {
+    Box::pin(respond(c, req))
 }
 
-impl<R: Read> Read for Deadline<'_, R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if Instant::now() > self.until {
-            return Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                "the request head took too long",
-            ));
+/// Answers one request of a client: refused, a CONNECT tunnel opened, or
+/// an exchange with the server.
+async fn respond(c: Conn, mut req: Request<Incoming>) -> Response<ProxyBody> {
+    let shared = c.shared.clone();
+    // Inside a CONNECT tunnel the client was admitted at the CONNECT.
+    if c.tunnel.is_none()
+        && !shared.opts.access.admits(
+            req.headers()
+                .get(hyper::header::PROXY_AUTHORIZATION)
+                .map(|v| v.as_bytes()),
+        )
+    {
+        let mut r = simple(
+            StatusCode::PROXY_AUTHENTICATION_REQUIRED,
+            "proxy credentials needed\n",
+        );
+        r.headers_mut().insert(
+            hyper::header::PROXY_AUTHENTICATE,
+            hyper::header::HeaderValue::from_static("Basic realm=\"warchest proxy\""),
+        );
+        return r;
+    }
+    if req.method() == Method::CONNECT {
+        return open_tunnel(c, &mut req).await;
+    }
+    let url = match target_url(&c, &req) {
+        Ok(u) => u,
+        Err(why) => return simple(StatusCode::BAD_REQUEST, why),
+    };
+    exchange(c, req, url).await
+}
+
+/// The URL a request is for: its absolute-form target, its path in a
+/// tunnel's `https://` origin, or (origin-form outside a tunnel) its path
+/// on the host its Host names.
+fn target_url(c: &Conn, req: &Request<Incoming>) -> Result<Url, &'static str> {
+    let uri = req.uri();
+    let pq = uri.path_and_query().map_or("/", |p| p.as_str());
+    let url = match (uri.scheme_str(), uri.authority(), &c.tunnel) {
+        (Some(scheme), Some(auth), _) => Url::parse(&format!("{scheme}://{auth}{pq}")),
+        (_, _, Some(base)) if pq.starts_with('/') => {
+            let mut u = Url::clone(base);
+            u.path_and_query = pq.to_string();
+            Ok(u)
         }
-        self.inner.read(buf)
+        (None, None, None) if pq.starts_with('/') => {
+            let host = req
+                .headers()
+                .get(hyper::header::HOST)
+                .and_then(|h| h.to_str().ok())
+                .ok_or("a request in origin form without Host: no destination\n")?;
+            Url::parse(&format!("http://{}{pq}", host.trim()))
+        }
+        _ => return Err("cannot proxy this request target\n"),
+    };
+    match url {
+        Ok(u) if u.scheme != Scheme::Ftp => Ok(u),
+        _ => Err("cannot proxy this request target\n"),
     }
 }
 
-/// What a connection's thread works with.
-struct Context<'a> {
-    recorder: &'a Recorder,
-    opts: &'a ProxyOptions,
-    resolver: &'a dns::Resolver,
-    busy: &'a AtomicUsize,
-    /// The proxy's own address, so a request for it is refused.
-    me: SocketAddr,
+/// CONNECT: answers 200, then (once hyper hands the connection over) makes
+/// the TLS handshake as the host, with a certificate from the proxy's CA,
+/// and serves the requests inside.
+async fn open_tunnel(c: Conn, req: &mut Request<Incoming>) -> Response<ProxyBody> {
+    if c.tunnel.is_some() {
+        return simple(StatusCode::BAD_REQUEST, "CONNECT inside CONNECT\n");
+    }
+    let Some(url) = req
+        .uri()
+        .authority()
+        .and_then(|a| Url::parse(&format!("https://{a}/")).ok())
+    else {
+        return simple(StatusCode::BAD_REQUEST, "bad CONNECT target\n");
+    };
+    // Signing a certificate is CPU work: off the connection tasks.
+    let ca = c.shared.opts.ca.clone();
+    let host = url.host.clone();
+    let cfg = match tokio::task::spawn_blocking(move || ca.server_config(&host)).await {
+        Ok(Ok(cfg)) => cfg,
+        Ok(Err(e)) => {
+            tracing::warn!("proxy: a certificate for {}: {e}", url.host);
+            return simple(StatusCode::BAD_GATEWAY, &format!("{e}\n"));
+        }
+        Err(e) => {
+            tracing::error!("proxy: signing a certificate for {}: {e}", url.host);
+            return simple(StatusCode::INTERNAL_SERVER_ERROR, "internal error\n");
+        }
+    };
+    let upgrade = hyper::upgrade::on(req);
+    let deadline = c.shared.head_deadline;
+    tokio::spawn(async move {
+        let upgraded = match tokio::time::timeout(deadline, upgrade).await {
+            Ok(Ok(u)) => u,
+            Ok(Err(e)) => {
+                tracing::debug!("proxy client {}: CONNECT: {e}", c.peer);
+                return;
+            }
+            Err(_) => return,
+        };
+        let acceptor = tokio_rustls::TlsAcceptor::from(cfg);
+        let tls =
+            match tokio::time::timeout(deadline, acceptor.accept(TokioIo::new(upgraded))).await {
+                Ok(Ok(t)) => t,
+                Ok(Err(e)) => {
+                    tracing::warn!(
+                        "proxy client {}: TLS handshake for {}: {e}",
+                        c.peer,
+                        url.host
+                    );
+                    return;
+                }
+                Err(_) => {
+                    tracing::warn!(
+                        "proxy client {}: TLS handshake for {} took over {} s",
+                        c.peer,
+                        url.host,
+                        deadline.as_secs()
+                    );
+                    return;
+                }
+            };
+        let inner = Conn {
+            tunnel: Some(Arc::new(url)),
+            ..c
+        };
+        serve_tunnel(inner, tls).await;
+    });
+    let mut r = Response::new(ProxyBody::Full(None));
+    if let Ok(reason) = hyper::ext::ReasonPhrase::try_from(&b"Connection established"[..]) {
+        r.extensions_mut().insert(reason);
+    }
+    r
+}
+
+/// What an exchange's blocking half is given.
+struct Job {
+    url: Url,
+    method: Method,
+    /// The request head to send, but for its Content-Length, Connection
+    /// and the empty line that ends it.
+    head: Vec<u8>,
+    /// The client's request declared a body.
+    declares_body: bool,
+    /// The request body as the client's connection hands it over.
+    body: mpsc::Receiver<Result<Bytes, (StatusCode, String)>>,
+    peer: SocketAddr,
+}
+
+/// A request forwarded: the body passed on to the blocking half as it
+/// arrives (each piece within the timeout), then its answer awaited.
+async fn exchange(c: Conn, req: Request<Incoming>, url: Url) -> Response<ProxyBody> {
+    let (parts, mut body) = req.into_parts();
+    let declared = parts
+        .headers
+        .get(hyper::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_REQUEST_BODY) {
+        return simple(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            &format!("request bodies are at most {MAX_REQUEST_BODY} bytes here\n"),
+        );
+    }
+    let absolute = parts.uri.scheme().is_some();
+    let (head, declares_body) = upstream_head(&parts, &url, absolute);
+    let (btx, brx) = mpsc::channel(QUEUED_CHUNKS);
+    let (htx, hrx) = oneshot::channel();
+    let job = Job {
+        url,
+        method: parts.method.clone(),
+        head,
+        declares_body,
+        body: brx,
+        peer: c.peer,
+    };
+    let shared = c.shared.clone();
+    let task = tokio::task::spawn_blocking(move || {
+        let mut fwd = Fwd {
+            head: Some(htx),
+            body: None,
+            held: None,
+            method: job.method.clone(),
+        };
+        run_exchange(&shared, job, &mut fwd);
+    });
+    let timeout = c.shared.opts.fetch.timeout;
+    let mut received = 0u64;
+    loop {
+        let failed = match tokio::time::timeout(timeout, body.frame()).await {
+            Ok(None) => break,
+            Ok(Some(Ok(frame))) => match frame.into_data() {
+                Ok(data) => {
+                    received += data.len() as u64;
+                    if received > MAX_REQUEST_BODY {
+                        (
+                            StatusCode::PAYLOAD_TOO_LARGE,
+                            format!("over {MAX_REQUEST_BODY} bytes"),
+                        )
+                    } else if btx.send(Ok(data)).await.is_err() {
+                        break;
+                    } else {
+                        continue;
+                    }
+                }
+                // Trailers: not forwarded (the body goes as HTTP/1.0).
+                Err(_) => continue,
+            },
+            Ok(Some(Err(e))) => (StatusCode::BAD_REQUEST, e.to_string()),
+            Err(_) => (
+                StatusCode::REQUEST_TIMEOUT,
+                format!("no byte of it for {} s", timeout.as_secs_f64()),
+            ),
+        };
+        let _ = btx.send(Err(failed)).await;
+        break;
+    }
+    drop(btx);
+    match hrx.await {
+        Ok(r) => r,
+        Err(_) => {
+            // No answer at all: the blocking task could not run.
+            let e = task.await.err().map(|e| e.to_string()).unwrap_or_default();
+            tracing::error!("proxy: an exchange did not answer: {e}");
+            simple(StatusCode::INTERNAL_SERVER_ERROR, "internal error\n")
+        }
+    }
+}
+
+/// Fields not forwarded upstream: hop-by-hop ones (RFC 9110 section
+/// 7.6.1), the proxy's own, and the body's framing, which the proxy sets
+/// (the body is sent whole with its Content-Length, in HTTP/1.0).
+const NOT_FORWARDED: &[&str] = &[
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "proxy-authorization",
+    "proxy-authenticate",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "http2-settings",
+    "content-length",
+    "expect",
+];
+
+/// `content-type` as `Content-Type`: hyper hands field names over in lower
+/// case, and servers are used to browsers' spelling.
+fn title_case(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut up = true;
+    for ch in name.chars() {
+        out.push(if up { ch.to_ascii_uppercase() } else { ch });
+        up = ch == '-';
+    }
+    out
+}
+
+/// The names a message's Connection fields list (hop-by-hop too).
+fn connection_tokens<'a>(values: impl Iterator<Item = &'a [u8]>) -> Vec<String> {
+    values
+        .flat_map(|v| {
+            String::from_utf8_lossy(v)
+                .split(',')
+                .map(|t| t.trim().to_ascii_lowercase())
+                .filter(|t| !t.is_empty())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// The request head sent upstream, without its Content-Length and
+/// Connection and the empty line: the start line in origin form and
+/// HTTP/1.0 (so that no transfer coding comes back), then the client's
+/// fields in its order (repeats together), end-to-end ones only. Host is
+/// the target's for an absolute-form request (RFC 9112 section 3.2.2), the
+/// client's otherwise. Also whether the client declared a body.
+fn upstream_head(parts: &http::request::Parts, url: &Url, absolute: bool) -> (Vec<u8>, bool) {
+    let mut head = Vec::new();
+    head.extend_from_slice(parts.method.as_str().as_bytes());
+    head.push(b' ');
+    head.extend_from_slice(url.path_and_query.as_bytes());
+    head.extend_from_slice(b" HTTP/1.0\r\n");
+    let h = &parts.headers;
+    let named = connection_tokens(
+        h.get_all(hyper::header::CONNECTION)
+            .iter()
+            .chain(h.get_all("proxy-connection").iter())
+            .map(|v| v.as_bytes()),
+    );
+    if !h.contains_key(hyper::header::HOST) {
+        head.extend_from_slice(format!("Host: {}\r\n", url.authority()).as_bytes());
+    }
+    let mut host_done = false;
+    for (name, value) in h {
+        let n = name.as_str();
+        if NOT_FORWARDED.contains(&n) || named.iter().any(|t| t == n) {
+            continue;
+        }
+        if n == "host" && absolute {
+            if !host_done {
+                head.extend_from_slice(format!("Host: {}\r\n", url.authority()).as_bytes());
+            }
+            host_done = true;
+            continue;
+        }
+        head.extend_from_slice(title_case(n).as_bytes());
+        head.extend_from_slice(b": ");
+        head.extend_from_slice(value.as_bytes());
+        head.extend_from_slice(b"\r\n");
+    }
+    let declares_body = h.contains_key(hyper::header::CONTENT_LENGTH)
+        || h.contains_key(hyper::header::TRANSFER_ENCODING);
+    (head, declares_body)
+}
+
+/// Fields of a response not passed to the client: hop-by-hop ones and the
+/// framing, which hyper sets for the client's connection.
+const NOT_PASSED: &[&str] = &[
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "content-length",
+];
+
+/// The client's response for an upstream response head: its status,
+/// reason and end-to-end fields; Content-Length as the body is framed
+/// (hyper chunks the rest for HTTP/1.1 clients, or closes).
+fn client_response(
+    head: &HttpHead,
+    method: &Method,
+    body: ProxyBody,
+) -> Result<Response<ProxyBody>, String> {
+    let code = head.status().unwrap_or(0);
+    let status = StatusCode::from_u16(code)
+        .ok()
+        .filter(|s| s.as_u16() >= 200 || *s == StatusCode::SWITCHING_PROTOCOLS)
+        .ok_or_else(|| format!("the server answered status {code}\n"))?;
+    if status == StatusCode::SWITCHING_PROTOCOLS {
+        return Err("the server switched protocols, which this proxy does not pass on\n".into());
+    }
+    let framing = client::response_framing(head, method.as_str().as_bytes());
+    let named = connection_tokens(
+        head.header_all("Connection")
+            .collect::<Vec<_>>()
+            .iter()
+            .map(|v| &v[..]),
+    );
+    let mut r = Response::new(body);
+    *r.status_mut() = status;
+    let map = r.headers_mut();
+    for f in head.headers() {
+        let name = f.name_str().to_ascii_lowercase();
+        if NOT_PASSED.contains(&name.as_str()) || named.contains(&name) {
+            continue;
+        }
+        // A value folded over lines is one line; no control characters.
+        let value: Vec<u8> = f
+            .value()
+            .iter()
+            .map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b })
+            .filter(|&b| b == b'\t' || (b >= 0x20 && b != 0x7f))
+            .collect();
+        match (
+            hyper::header::HeaderName::from_bytes(name.as_bytes()),
+            hyper::header::HeaderValue::from_bytes(value.trim_ascii()),
+        ) {
+            (Ok(n), Ok(v)) => {
+                map.append(n, v);
+            }
+            _ => tracing::debug!("proxy: response field {name:?} cannot be passed on: left out"),
+        }
+    }
+    let length = match framing {
+        Framing::Length(n) => Some(n),
+        // A HEAD or 304 answer says what the body would be.
+        Framing::Empty if status != StatusCode::NO_CONTENT => head.content_length(),
+        _ => None,
+    };
+    if let Some(n) = length {
+        map.insert(
+            hyper::header::CONTENT_LENGTH,
+            hyper::header::HeaderValue::from(n),
+        );
+    }
+    let reason = head.reason().trim_ascii();
+    if status.canonical_reason().map(str::as_bytes) != Some(reason)
+        && !reason.is_empty()
+        && let Ok(r2) = hyper::ext::ReasonPhrase::try_from(reason)
+    {
+        r.extensions_mut().insert(r2);
+    }
+    Ok(r)
+}
+
+/// The client's end of an exchange: the response head once, over a
+/// one-shot channel, then the body through a bounded one. The last piece
+/// read is held back until the exchange is recorded, so that a client
+/// that has a response whole knows it is in the WARC file (and in the
+/// dedupe index, for its next request).
+struct Fwd {
+    head: Option<oneshot::Sender<Response<ProxyBody>>>,
+    body: Option<mpsc::Sender<Piece>>,
+    held: Option<Bytes>,
+    method: Method,
+}
+
+impl Fwd {
+    /// Answers with a text of the proxy's own, if nothing was sent yet.
+    fn fail(&mut self, status: StatusCode, text: &str) {
+        if let Some(tx) = self.head.take() {
+            let _ = tx.send(simple(status, text));
+        }
+    }
+
+    /// Sends the piece held back, then ends the body whole.
+    fn end(&mut self) {
+        if let Some(tx) = self.body.take() {
+            if let Some(last) = self.held.take() {
+                let _ = tx.blocking_send(Piece::Data(last));
+            }
+            let _ = tx.blocking_send(Piece::End);
+        }
+    }
+
+    /// Sends the piece held back, then drops the body unfinished: the
+    /// client sees it cut.
+    fn cut(&mut self) {
+        if let Some(tx) = self.body.take()
+            && let Some(last) = self.held.take()
+        {
+            let _ = tx.blocking_send(Piece::Data(last));
+        }
+    }
+}
+
+fn gone() -> io::Error {
+    io::Error::new(io::ErrorKind::BrokenPipe, "the client is gone")
+}
+
+impl Forward for Fwd {
+    fn head(&mut self, head: &HttpHead) -> io::Result<()> {
+        let (tx, rx) = mpsc::channel(QUEUED_CHUNKS);
+        match client_response(head, &self.method, ProxyBody::Stream(rx, StreamState::Open)) {
+            Ok(r) => {
+                let sent = self.head.take().is_some_and(|h| h.send(r).is_ok());
+                if !sent {
+                    return Err(gone());
+                }
+                self.body = Some(tx);
+                Ok(())
+            }
+            Err(why) => {
+                self.fail(StatusCode::BAD_GATEWAY, &why);
+                Err(io::Error::other(why))
+            }
+        }
+    }
+
+    fn body(&mut self, data: &[u8]) -> io::Result<()> {
+        let Some(tx) = &self.body else {
+            return Err(gone());
+        };
+        match self.held.replace(Bytes::copy_from_slice(data)) {
+            Some(previous) => tx.blocking_send(Piece::Data(previous)).map_err(|_| gone()),
+            None => Ok(()),
+        }
+    }
 }
 
 /// Whether `ip:port` is the proxy itself (a request that would loop).
-fn is_self(me: SocketAddr, ip: std::net::IpAddr, port: u16) -> bool {
+fn is_self(me: SocketAddr, ip: IpAddr, port: u16) -> bool {
     port == me.port()
         && (ip == me.ip()
             || me.ip().is_unspecified()
@@ -287,317 +1145,198 @@ impl Drop for Busy<'_> {
     }
 }
 
-fn handle(sock: TcpStream, ctx: &Context<'_>) -> Result<(), CaptureError> {
-    let (recorder, opts, resolver, busy) = (ctx.recorder, ctx.opts, ctx.resolver, ctx.busy);
+/// Runs an exchange on a blocking thread: a failure before the response
+/// head answers 502 (500 for a panic, which is logged), one after it cuts
+/// the response; the proxy goes on either way.
+fn run_exchange(shared: &Shared, job: Job, fwd: &mut Fwd) {
+    let _busy = Busy::new(&shared.busy);
+    let what = format!("{} {}", job.method, job.url);
+    let peer = job.peer;
+    let result =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| forward(shared, job, fwd)));
+    match result {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => {
+            tracing::warn!("proxy client {peer}: {what}: {e}");
+            fwd.fail(StatusCode::BAD_GATEWAY, &format!("{e}\n"));
+            fwd.cut();
+        }
+        Err(panic) => {
+            let msg = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            tracing::error!("proxy request handler panicked: {what}: {msg}");
+            fwd.fail(StatusCode::INTERNAL_SERVER_ERROR, "internal error\n");
+            fwd.cut();
+        }
+    }
+}
+
+/// The exchange: the request body spooled, the destination resolved and
+/// checked, the request sent, the response read (wire-exact) while it
+/// streams to the client, then recorded.
+fn forward(shared: &Shared, mut job: Job, fwd: &mut Fwd) -> Result<(), CaptureError> {
+    let opts = &shared.opts;
+    let url = &job.url;
+    if cfg!(debug_assertions)
+        && url.path() == TEST_PANIC_PATH
+        && std::env::var_os("WARCHEST_PROXY_TEST_PANIC").is_some()
+    {
+        panic!("a panic asked for (WARCHEST_PROXY_TEST_PANIC)");
+    }
+    let spool_err = |e| CaptureError::Io("spooling the request".into(), e);
+    // The request body, spooled (bounded memory), so that it goes upstream
+    // with its length.
+    let mut body = tempfile::SpooledTempFile::new(opts.fetch.read.spool_threshold);
+    let mut body_len = 0u64;
+    while let Some(piece) = job.body.blocking_recv() {
+        match piece {
+            Ok(d) => {
+                body.write_all(&d).map_err(spool_err)?;
+                body_len += d.len() as u64;
+            }
+            Err((status, e)) => {
+                tracing::info!("proxy client {}: {url}: the request body: {e}", job.peer);
+                fwd.fail(status, &format!("the request body: {e}\n"));
+                return Ok(());
+            }
+        }
+    }
+    // What is sent upstream, and recorded as the request.
+    let mut upstream_req = tempfile::SpooledTempFile::new(opts.fetch.read.spool_threshold);
+    let mut head = std::mem::take(&mut job.head);
+    if job.declares_body || body_len > 0 {
+        head.extend_from_slice(format!("Content-Length: {body_len}\r\n").as_bytes());
+    }
+    head.extend_from_slice(b"Connection: close\r\n\r\n");
+    upstream_req.write_all(&head).map_err(spool_err)?;
+    body.seek(SeekFrom::Start(0)).map_err(spool_err)?;
+    io::copy(&mut body, &mut upstream_req).map_err(spool_err)?;
+    let up_len = head.len() as u64 + body_len;
+    drop(body);
+    let started = time::OffsetDateTime::now_utc();
+    let t0 = Instant::now();
+    let addrs = match shared.resolver.resolve(&url.host) {
+        Ok(r) => {
+            if let Some(l) = &r.lookup {
+                shared.recorder.record_dns(l)?;
+            }
+            r.addrs
+        }
+        Err(e) => {
+            fwd.fail(StatusCode::BAD_GATEWAY, &format!("{e}\n"));
+            return Ok(());
+        }
+    };
+    // Only the permitted addresses are tried (a name may resolve to both
+    // a public and a loopback address); none: refused.
+    let denied = addrs.first().copied();
+    let addrs: Vec<_> = addrs
+        .into_iter()
+        .filter(|ip| opts.access.permits(*ip))
+        .collect();
+    if addrs.is_empty() {
+        let why = match denied {
+            Some(ip) => format!(
+                "{} resolves to {ip}, in a range this proxy does not connect to \
+                 (loopback, private, link-local); --allow-dest allows it\n",
+                url.host
+            ),
+            None => format!("{} has no address\n", url.host),
+        };
+        fwd.fail(StatusCode::FORBIDDEN, &why);
+        return Ok(());
+    }
+    if addrs
+        .iter()
+        .any(|ip| is_self(shared.me, *ip, url.port_or_default()))
+    {
+        fwd.fail(
+            StatusCode::LOOP_DETECTED,
+            "a request for the proxy itself\n",
+        );
+        return Ok(());
+    }
     let timeout = opts.fetch.timeout;
-    let _ = sock.set_read_timeout(Some(timeout));
-    let _ = sock.set_write_timeout(Some(timeout));
-    let mut client = Stream::Plain(sock);
-    // Set after CONNECT: requests inside are for https://authority.
-    let mut tunnel: Option<Url> = None;
-    let max_head = opts.fetch.read.max_head;
-    let req_opts = ReadOptions {
-        limits: CaptureLimits::default(),
-        ..opts.fetch.read
+    let (mut up, ip) = match client::connect(url, &addrs, &opts.fetch.tls, timeout) {
+        Ok(x) => x,
+        Err(e) => {
+            fwd.fail(StatusCode::BAD_GATEWAY, &format!("{e}\n"));
+            return Ok(());
+        }
     };
-    loop {
-        let mut buf = Vec::new();
-        // The whole head within a deadline, however slowly its bytes
-        // trickle (each read has the socket timeout too): a slow client
-        // holds its thread for a bounded time.
-        let deadline = Instant::now() + timeout.min(HEAD_DEADLINE);
-        let head = client::read_head(
-            &mut Deadline {
-                inner: &mut client,
-                until: deadline,
-            },
-            &mut buf,
-            max_head,
-        )?;
-        let Some(head_len) = head else {
-            return Ok(());
-        };
-        let _busy = Busy::new(busy);
-        let head = match HttpHead::parse(&buf[..head_len]) {
-            Ok(Some((h, _))) if h.is_request() => h,
-            _ => {
-                reply(&mut client, "400 Bad Request", "not an HTTP request\n");
-                return Ok(());
-            }
-        };
-        // Inside a CONNECT tunnel the client was admitted at the CONNECT.
-        if tunnel.is_none()
-            && !opts
-                .access
-                .admits(head.header("Proxy-Authorization").as_deref())
-        {
-            let text = "proxy credentials needed\n";
-            let _ = write!(
-                client,
-                "HTTP/1.1 407 Proxy Authentication Required\r\n\
-                 Proxy-Authenticate: Basic realm=\"warchest proxy\"\r\n\
-                 Content-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
-                text.len()
-            );
-            let _ = client.flush();
-            return Ok(());
-        }
-        let method = head.method().unwrap_or(b"GET").to_vec();
-        let target = String::from_utf8_lossy(head.request_target().unwrap_or(b"/")).into_owned();
-        if method.eq_ignore_ascii_case(b"CONNECT") {
-            if tunnel.is_some() {
-                reply(&mut client, "400 Bad Request", "CONNECT inside CONNECT\n");
-                return Ok(());
-            }
-            let Ok(url) = Url::parse(&format!("https://{target}/")) else {
-                reply(&mut client, "400 Bad Request", "bad CONNECT target\n");
-                return Ok(());
-            };
-            let cfg = opts.ca.server_config(&url.host)?;
-            client
-                .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
-                .and_then(|_| client.flush())
-                .map_err(|e| CaptureError::Io("client".into(), e))?;
-            let Stream::Plain(sock) = client else {
-                return Ok(());
-            };
-            let conn =
-                rustls::ServerConnection::new(cfg).map_err(|e| CaptureError::Tls(e.to_string()))?;
-            let mut tls = rustls::StreamOwned::new(conn, sock);
-            while tls.conn.is_handshaking() {
-                tls.conn.complete_io(&mut tls.sock).map_err(|e| {
-                    CaptureError::Tls(format!("client handshake for {}: {e}", url.host))
-                })?;
-            }
-            client = Stream::TlsServer(Box::new(tls));
-            tunnel = Some(url);
-            continue;
-        }
-        let url = match &tunnel {
-            Some(base) if target.starts_with('/') => {
-                let mut u = base.clone();
-                u.path_and_query = target.clone();
-                Ok(u)
-            }
-            Some(_) => Url::parse(&target),
-            None if target.starts_with('/') => match head.header("Host") {
-                Some(h) => Url::parse(&format!(
-                    "http://{}{target}",
-                    String::from_utf8_lossy(&h).trim()
-                )),
-                None => Err(CaptureError::Url("no Host".into())),
-            },
-            None => Url::parse(&target),
-        };
-        let url = match url {
-            Ok(u) if u.scheme != Scheme::Ftp => u,
-            _ => {
-                reply(
-                    &mut client,
-                    "400 Bad Request",
-                    "cannot proxy this request target\n",
-                );
-                return Ok(());
-            }
-        };
-        let client_close = wants_close(&head);
-        // The body is read whole before it goes upstream, so the proxy
-        // itself says go ahead (RFC 9110 section 10.1.1 lets it); a 100
-        // from the server later is passed on too, which clients accept.
-        if client::request_framing(&head) != Framing::Empty
-            && head
-                .header("Expect")
-                .is_some_and(|v| v.trim_ascii().eq_ignore_ascii_case(b"100-continue"))
-        {
-            let _ = client
-                .write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
-                .and_then(|_| client.flush());
-        }
-        // The request's body, spooled (bounded memory).
-        let mut req = client::capture_message(
-            &mut client,
-            buf,
-            head_len,
-            client::request_framing,
-            &req_opts,
-            &mut Tee::none(),
-        )?;
-        if req.truncated.is_some() || !req.complete {
-            return Ok(());
-        }
-        // What is sent upstream: origin-form, hop-by-hop proxy fields gone.
-        let mut upstream_req = tempfile::SpooledTempFile::new(opts.fetch.read.spool_threshold);
-        let up_len = write_upstream_request(&mut upstream_req, &mut req, &method, &url)
-            .map_err(|e| CaptureError::Io("spool".into(), e))?;
-        let started = time::OffsetDateTime::now_utc();
-        let t0 = Instant::now();
-        let addrs = match resolver.resolve(&url.host) {
-            Ok(r) => {
-                if let Some(l) = &r.lookup {
-                    recorder.record_dns(l)?;
-                }
-                r.addrs
-            }
-            Err(e) => {
-                reply(&mut client, "502 Bad Gateway", &format!("{e}\n"));
-                return Ok(());
-            }
-        };
-        // Only the permitted addresses are tried (a name may resolve to
-        // both a public and a loopback address); none: refused.
-        let denied = addrs.first().copied();
-        let addrs: Vec<_> = addrs
-            .into_iter()
-            .filter(|ip| opts.access.permits(*ip))
-            .collect();
-        if addrs.is_empty() {
-            let why = match denied {
-                Some(ip) => format!(
-                    "{} resolves to {ip}, in a range this proxy does not connect to \
-                     (loopback, private, link-local); --allow-dest allows it\n",
-                    url.host
-                ),
-                None => format!("{} has no address\n", url.host),
-            };
-            reply(&mut client, "403 Forbidden", &why);
-            return Ok(());
-        }
-        if addrs
-            .iter()
-            .any(|ip| is_self(ctx.me, *ip, url.port_or_default()))
-        {
-            reply(
-                &mut client,
-                "508 Loop Detected",
-                "a request for the proxy itself\n",
-            );
-            return Ok(());
-        }
-        let (mut up, ip) = match client::connect(&url, &addrs, &opts.fetch.tls, timeout) {
-            Ok(x) => x,
-            Err(e) => {
-                reply(&mut client, "502 Bad Gateway", &format!("{e}\n"));
-                return Ok(());
-            }
-        };
-        upstream_req
-            .seek(SeekFrom::Start(0))
-            .and_then(|_| io::copy(&mut upstream_req, &mut up))
-            .and_then(|_| up.flush())
-            .map_err(|e| CaptureError::Io(url.to_string(), e))?;
-        let tls = up.tls_info();
-        let mut rbuf = Vec::new();
-        let mut tee = Tee::to(&mut client);
-        let (rlen, interim) =
-            match client::read_response_head(&mut up, &mut rbuf, max_head, &mut tee)? {
-                Some(x) => x,
-                None => {
-                    reply(&mut client, "502 Bad Gateway", "no response\n");
-                    return Ok(());
-                }
-            };
-        let mut resp = client::capture_message(
-            &mut up,
-            rbuf,
-            rlen,
-            |h| client::response_framing(h, &method),
-            &opts.fetch.read,
-            &mut tee,
-        )?;
-        let client_alive = tee.alive();
-        let mut protocols = vec!["http/1.1".to_string()];
-        if let Some(p) = tls.0.clone() {
-            protocols.push(p);
-        }
-        upstream_req
-            .seek(SeekFrom::Start(0))
-            .map_err(|e| CaptureError::Io("spool".into(), e))?;
-        let keep = client_alive
-            && !client_close
-            && resp.complete
-            && resp.truncated.is_none()
-            && client::response_framing(&resp.head, &method) != Framing::Close
-            && !wants_close(&resp.head);
-        recorder.record_http(HttpRecord {
-            target_uri: url.to_string(),
-            ip: Some(ip),
-            date: started,
-            request: Body::Seekable {
-                reader: &mut upstream_req,
-                len: Some(up_len),
-            },
-            response: &mut resp,
-            protocols,
-            cipher_suite: tls.1,
-            metadata: vec![
-                (
-                    "fetchTimeMs".to_string(),
-                    t0.elapsed().as_millis().to_string(),
-                ),
-                ("proxied".to_string(), "true".to_string()),
-            ]
-            .into_iter()
-            .chain(
-                interim
-                    .into_iter()
-                    .map(|l| ("interimResponse".to_string(), l)),
-            )
-            .collect(),
-            conditional_of: None,
-        })?;
-        if !keep {
-            return Ok(());
-        }
-    }
-}
-
-fn wants_close(head: &HttpHead) -> bool {
-    let closes = |v: &[u8]| {
-        String::from_utf8_lossy(v)
-            .split(',')
-            .any(|t| t.trim().eq_ignore_ascii_case("close"))
+    upstream_req
+        .seek(SeekFrom::Start(0))
+        .and_then(|_| io::copy(&mut upstream_req, &mut up))
+        .and_then(|_| up.flush())
+        .map_err(|e| CaptureError::Io(url.to_string(), e))?;
+    let tls = up.tls_info();
+    let mut rbuf = Vec::new();
+    let Some((rlen, interim)) =
+        client::read_response_head(&mut up, &mut rbuf, opts.fetch.read.max_head)?
+    else {
+        fwd.fail(
+            StatusCode::BAD_GATEWAY,
+            &format!("{url}: the server closed the connection without a response\n"),
+        );
+        return Ok(());
     };
-    head.header_all("Connection").any(|v| closes(&v))
-        || head.version_number().is_some_and(|v| v < (1, 1))
-            && !head.header_all("Connection").any(|v| {
-                String::from_utf8_lossy(&v)
-                    .to_ascii_lowercase()
-                    .contains("keep-alive")
-            })
-}
-
-/// Writes the request to send upstream: the start line in origin form,
-/// the fields but Proxy-Connection and Proxy-Authorization, then the body
-/// as the client sent it. Returns its length.
-fn write_upstream_request(
-    out: &mut tempfile::SpooledTempFile,
-    req: &mut client::Captured,
-    method: &[u8],
-    url: &Url,
-) -> io::Result<u64> {
-    let mut head = Vec::new();
-    head.extend_from_slice(method);
-    head.push(b' ');
-    head.extend_from_slice(url.path_and_query.as_bytes());
-    head.extend_from_slice(b" HTTP/1.1\r\n");
-    for f in req.head.headers() {
-        if f.is("Proxy-Connection") || f.is("Proxy-Authorization") {
-            continue;
-        }
-        head.extend_from_slice(f.raw_line());
-        if !f.raw_line().ends_with(b"\n") {
-            head.extend_from_slice(b"\r\n");
-        }
-    }
-    head.extend_from_slice(b"\r\n");
-    out.write_all(&head)?;
-    let head_len = req.head.raw().len() as u64;
-    req.block.seek(SeekFrom::Start(head_len))?;
-    let body = io::copy(
-        &mut (&mut req.block).take(req.len.saturating_sub(head_len)),
-        out,
+    let method = job.method.as_str().as_bytes().to_vec();
+    let mut resp = client::capture_message(
+        &mut up,
+        rbuf,
+        rlen,
+        |h| client::response_framing(h, &method),
+        &opts.fetch.read,
+        &mut Tee::to(fwd),
     )?;
-    Ok(head.len() as u64 + body)
+    drop(up);
+    let whole = resp.complete && resp.truncated.is_none();
+    let mut protocols = vec!["http/1.0".to_string()];
+    if let Some(p) = tls.0.clone() {
+        protocols.push(p);
+    }
+    upstream_req
+        .seek(SeekFrom::Start(0))
+        .map_err(|e| CaptureError::Io("spool".into(), e))?;
+    let recorded = shared.recorder.record_http(HttpRecord {
+        target_uri: url.to_string(),
+        ip: Some(ip),
+        date: started,
+        request: Body::Seekable {
+            reader: &mut upstream_req,
+            len: Some(up_len),
+        },
+        response: &mut resp,
+        protocols,
+        cipher_suite: tls.1,
+        metadata: vec![
+            (
+                "fetchTimeMs".to_string(),
+                t0.elapsed().as_millis().to_string(),
+            ),
+            ("proxied".to_string(), "true".to_string()),
+        ]
+        .into_iter()
+        .chain(
+            interim
+                .into_iter()
+                .map(|l| ("interimResponse".to_string(), l)),
+        )
+        .collect(),
+        conditional_of: None,
+    });
+    // Recorded (or failed, which is logged): the client's copy ends as the
+    // recorded one, whole or cut.
+    if whole {
+        fwd.end();
+    } else {
+        fwd.cut();
+    }
+    recorded?;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -650,5 +1389,133 @@ mod access_tests {
         assert!(!a.admits(Some(b"Basic dTpw")));
         assert!(!a.admits(Some(b"Bearer dTpwOnc=")));
         assert!(!a.admits(Some(b"Basic !!!")));
+    }
+}
+
+#[cfg(test)]
+mod forwarding_tests {
+    use super::*;
+
+    #[test]
+    fn bodies_cut_short_end_in_an_error_after_their_bytes() {
+        let (tx, rx) = mpsc::channel(2);
+        tx.try_send(Piece::Data(Bytes::from_static(b"ab"))).unwrap();
+        drop(tx);
+        let mut b = ProxyBody::Stream(rx, StreamState::Open);
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        let mut poll = || Pin::new(&mut b).poll_frame(&mut cx);
+        assert!(matches!(poll(), Poll::Ready(Some(Ok(_)))));
+        // Pending once (hyper flushes), then the error, then the end.
+        assert!(poll().is_pending());
+        assert!(matches!(poll(), Poll::Ready(Some(Err(_)))));
+        assert!(matches!(poll(), Poll::Ready(None)));
+        let (tx, rx) = mpsc::channel(2);
+        tx.try_send(Piece::Data(Bytes::from_static(b"ab"))).unwrap();
+        tx.try_send(Piece::End).unwrap();
+        let mut b = ProxyBody::Stream(rx, StreamState::Open);
+        let mut poll = || Pin::new(&mut b).poll_frame(&mut cx);
+        assert!(matches!(poll(), Poll::Ready(Some(Ok(_)))));
+        assert!(matches!(poll(), Poll::Ready(None)));
+    }
+
+    fn parts(req: http::request::Builder) -> http::request::Parts {
+        req.body(()).unwrap().into_parts().0
+    }
+
+    #[test]
+    fn upstream_requests_are_http_1_0_without_hop_by_hop_fields() {
+        let url = Url::parse("http://example.org:8080/a?b=c").unwrap();
+        let p = parts(
+            Request::builder()
+                .method("POST")
+                .uri("http://example.org:8080/a?b=c")
+                .header("host", "elsewhere.example")
+                .header("user-agent", "UA/1")
+                .header("proxy-authorization", "Basic x")
+                .header("proxy-connection", "keep-alive")
+                .header("connection", "keep-alive, x-hop")
+                .header("x-hop", "1")
+                .header("accept", "a")
+                .header("accept", "b")
+                .header("content-length", "3")
+                .header("expect", "100-continue")
+                .header("te", "trailers")
+                .header("dnt", "1"),
+        );
+        let (head, declares_body) = upstream_head(&p, &url, true);
+        assert!(declares_body);
+        assert_eq!(
+            String::from_utf8(head).unwrap(),
+            "POST /a?b=c HTTP/1.0\r\nHost: example.org:8080\r\nUser-Agent: UA/1\r\n\
+             Accept: a\r\nAccept: b\r\nDnt: 1\r\n"
+        );
+        // Origin form (a tunnel): the client's Host stays; none: the
+        // target's.
+        let url = Url::parse("https://example.org/x").unwrap();
+        let p = parts(Request::builder().uri("/x").header("host", "example.org"));
+        let (head, declares_body) = upstream_head(&p, &url, false);
+        assert!(!declares_body);
+        assert_eq!(head, b"GET /x HTTP/1.0\r\nHost: example.org\r\n");
+        let p = parts(Request::builder().uri("/x"));
+        assert_eq!(
+            upstream_head(&p, &url, false).0,
+            b"GET /x HTTP/1.0\r\nHost: example.org\r\n"
+        );
+        assert_eq!(title_case("x-forwarded-for"), "X-Forwarded-For");
+    }
+
+    fn head(text: &[u8]) -> HttpHead {
+        HttpHead::parse(text).unwrap().unwrap().0
+    }
+
+    fn passed(text: &[u8], method: Method) -> Response<ProxyBody> {
+        client_response(&head(text), &method, ProxyBody::Full(None)).unwrap()
+    }
+
+    #[test]
+    fn client_responses_keep_end_to_end_fields_and_reframe() {
+        let r = passed(
+            b"HTTP/1.1 200 Fine\r\nContent-Type: text/html\r\nConnection: close, x-hop\r\n\
+              X-Hop: 1\r\nKeep-Alive: timeout=5\r\nSet-Cookie: a=1\r\nSet-Cookie: b=2\r\n\
+              Transfer-Encoding: chunked\r\nContent-Length: 99\r\nX-Folded: a\r\n b\r\n\r\n",
+            Method::GET,
+        );
+        assert_eq!(r.status(), 200);
+        let h = r.headers();
+        assert_eq!(h["content-type"], "text/html");
+        assert_eq!(h.get_all("set-cookie").iter().count(), 2);
+        // Chunked upstream: hyper frames it for the client, so no length.
+        for gone in [
+            "connection",
+            "x-hop",
+            "keep-alive",
+            "transfer-encoding",
+            "content-length",
+        ] {
+            assert!(!h.contains_key(gone), "{gone}");
+        }
+        assert_eq!(h["x-folded"], "a b");
+        assert_eq!(
+            r.extensions()
+                .get::<hyper::ext::ReasonPhrase>()
+                .map(|p| p.as_bytes()),
+            Some(&b"Fine"[..])
+        );
+        // A length the body is framed by, and a HEAD answer's, stay.
+        let r = passed(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n", Method::GET);
+        assert_eq!(r.headers()["content-length"], "5");
+        assert!(r.extensions().get::<hyper::ext::ReasonPhrase>().is_none());
+        let r = passed(
+            b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n",
+            Method::HEAD,
+        );
+        assert_eq!(r.headers()["content-length"], "5");
+        // Statuses that cannot be passed on.
+        for bad in [
+            &b"HTTP/1.1 101 Switching\r\nUpgrade: x\r\n\r\n"[..],
+            b"HTTP/1.1 99 X\r\n\r\n",
+        ] {
+            assert!(client_response(&head(bad), &Method::GET, ProxyBody::Full(None)).is_err());
+        }
     }
 }

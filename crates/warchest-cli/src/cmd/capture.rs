@@ -59,7 +59,9 @@ pub struct NetArgs {
     /// gets WARC-Truncated: time.
     #[arg(long)]
     max_time: Option<f64>,
-    /// Connect and read timeout, seconds.
+    /// Connect and read timeout, seconds. The proxy also gives a client
+    /// this long (20 s at most) to send a request head, and waits this
+    /// long for exchanges under way when it stops.
     #[arg(long, default_value_t = 30.0)]
     timeout: f64,
     /// Accept any server certificate (expired, self-signed, wrong name).
@@ -419,7 +421,6 @@ pub fn run_proxy(g: &Global, args: ProxyArgs) -> Result<Outcome> {
         );
     }
     let served = p.serve(&stop);
-    drop(p);
     let stats = recorder.stats();
     let files = recorder.finish()?;
     served?;

@@ -1,0 +1,265 @@
+//! `warchest proxy` facing hostile clients (issue 18), as serve_limits.rs
+//! does for `warchest serve`: slow connections, oversized and malformed
+//! requests, a failing server, a panicking handler and a shutdown under
+//! way. The servers are capture.rs's loopback test sites.
+
+use std::io::{BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use crate::capture::{
+    HELLO, ProxyProc, files_in, pages, read_response, records, response, sigterm, start_site,
+    validate,
+};
+use crate::common::bin;
+
+/// Sends `raw` on a new connection and reads the answer (until the proxy
+/// closes, or 30 s).
+fn exchange(addr: SocketAddr, raw: &[u8]) -> String {
+    let mut c = TcpStream::connect(addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let _ = c.write_all(raw);
+    let mut out = Vec::new();
+    let _ = c.read_to_end(&mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// A GET of `url` through the proxy at `addr`: the head and the body
+/// (`None` when cut short).
+fn get(addr: SocketAddr, url: &str, host: &str) -> (String, Option<Vec<u8>>) {
+    let mut c = TcpStream::connect(addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    write!(
+        c,
+        "GET {url} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    read_response(&mut BufReader::new(c), false)
+}
+
+#[test]
+fn proxy_slowloris_connections_do_not_hold_up_other_requests() {
+    let site = start_site(None);
+    let host = site.addr.to_string();
+    let work = tempfile::tempdir().unwrap();
+    // A 3 s timeout: the request head deadline is 3 s.
+    let p = ProxyProc::start_cmd(
+        &work.path().join("o"),
+        &work.path().join("ca.pem"),
+        &["--timeout", "3"],
+        bin(),
+        Stdio::null(),
+    );
+    // 200 connections, each trickling its request head a byte a second.
+    let head = format!("GET http://{host}/ HTTP/1.1\r\nHost: {host}\r\nX-Slow: ");
+    let mut slow: Vec<TcpStream> = (0..200)
+        .map(|_| TcpStream::connect(p.addr).unwrap())
+        .collect();
+    // Ten that send nothing, and one kept alive after a request, idle.
+    let mut idle: Vec<TcpStream> = (0..10)
+        .map(|_| TcpStream::connect(p.addr).unwrap())
+        .collect();
+    let mut kept = TcpStream::connect(p.addr).unwrap();
+    kept.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    write!(kept, "GET http://{host}/ HTTP/1.1\r\nHost: {host}\r\n\r\n").unwrap();
+    let (h, body) = read_response(&mut BufReader::new(kept.try_clone().unwrap()), false);
+    assert!(h.starts_with("HTTP/1.1 200"), "{h}");
+    assert_eq!(body.as_deref(), Some(HELLO));
+    idle.push(kept);
+    let mut worst = Duration::ZERO;
+    let mut answered = 0;
+    let start = Instant::now();
+    for second in 0..6 {
+        for c in &mut slow {
+            let _ = c.write_all(&[head.as_bytes()[second % head.len()]]);
+        }
+        // A normal request through the proxy answers at once meanwhile.
+        for _ in 0..2 {
+            let t = Instant::now();
+            let (h, body) = get(p.addr, &format!("http://{host}/"), &host);
+            worst = worst.max(t.elapsed());
+            assert!(h.starts_with("HTTP/1.1 200"), "{h}");
+            assert_eq!(body.as_deref(), Some(HELLO));
+            answered += 1;
+        }
+        let next = Duration::from_secs(second as u64 + 1);
+        if let Some(wait) = next.checked_sub(start.elapsed()) {
+            std::thread::sleep(wait);
+        }
+    }
+    assert_eq!(answered, 12);
+    assert!(
+        worst < Duration::from_secs(2),
+        "a request took {worst:?} beside the slow connections"
+    );
+    // The slow heads were cut at the deadline (3 s), not served for as
+    // long as bytes kept coming, and the idle connections closed: every
+    // one of them is closed by now (6 s).
+    for c in slow.iter_mut().step_by(20).chain(idle.iter_mut()) {
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut b = [0u8; 512];
+        let closed = match c.read(&mut b) {
+            Ok(0) => true,
+            Ok(_) => c.read(&mut b).map(|n| n == 0).unwrap_or(true),
+            Err(e) => e.kind() != std::io::ErrorKind::WouldBlock,
+        };
+        assert!(closed, "a trickling or idle client is still connected");
+    }
+    p.stop();
+}
+
+#[test]
+fn proxy_refuses_oversized_heads_and_conflicting_lengths() {
+    let site = start_site(None);
+    let host = site.addr.to_string();
+    let work = tempfile::tempdir().unwrap();
+    let p = ProxyProc::start_cmd(
+        &work.path().join("o"),
+        &work.path().join("ca.pem"),
+        &[],
+        bin(),
+        Stdio::null(),
+    );
+    // Two different Content-Length values (RFC 9112 section 6.3): 400,
+    // and nothing after them taken for a second request.
+    let r = exchange(
+        p.addr,
+        format!(
+            "POST http://{host}/ HTTP/1.1\r\nHost: {host}\r\nContent-Length: 1\r\n\
+             Content-Length: 40\r\n\r\nGET http://{host}/smuggled HTTP/1.1\r\n\r\n"
+        )
+        .as_bytes(),
+    );
+    assert!(r.starts_with("HTTP/1.1 400"), "{r}");
+    assert_eq!(r.matches("HTTP/1.1 ").count(), 1, "{r}");
+    // A head over 64 KiB in one field, or too many fields: 431.
+    let r = exchange(
+        p.addr,
+        format!(
+            "GET http://{host}/ HTTP/1.1\r\nHost: {host}\r\nX-Big: {}\r\n\r\n",
+            "b".repeat(70_000)
+        )
+        .as_bytes(),
+    );
+    assert!(r.starts_with("HTTP/1.1 431"), "{r}");
+    let mut many = format!("GET http://{host}/ HTTP/1.1\r\nHost: {host}\r\n");
+    for i in 0..150 {
+        many.push_str(&format!("X-F{i}: v\r\n"));
+    }
+    many.push_str("\r\n");
+    let r = exchange(p.addr, many.as_bytes());
+    assert!(r.starts_with("HTTP/1.1 431"), "{r}");
+    // A request body over 256 MiB: 413, before any of it is read.
+    let r = exchange(
+        p.addr,
+        format!(
+            "POST http://{host}/ HTTP/1.1\r\nHost: {host}\r\nContent-Length: 300000000\r\n\r\n"
+        )
+        .as_bytes(),
+    );
+    assert!(r.starts_with("HTTP/1.1 413"), "{r}");
+    // Not HTTP at all: 400.
+    let r = exchange(p.addr, b"\x16\x03\x01 hello\r\n\r\n");
+    assert!(r.starts_with("HTTP/1.1 400"), "{r}");
+    // Still serving; none of those reached the server.
+    let (h, body) = get(p.addr, &format!("http://{host}/"), &host);
+    assert!(h.starts_with("HTTP/1.1 200"), "{h}");
+    assert_eq!(body.as_deref(), Some(HELLO));
+    assert_eq!(*site.hits.lock().unwrap(), ["/"]);
+    p.stop();
+}
+
+#[test]
+fn proxy_answers_failures_and_panics_and_goes_on() {
+    let site = start_site(None);
+    let host = site.addr.to_string();
+    let work = tempfile::tempdir().unwrap();
+    let out = work.path().join("o");
+    let log = work.path().join("log");
+    // The panic path exists in debug builds only, and only with
+    // WARCHEST_PROXY_TEST_PANIC set (crates/warchest-capture/src/proxy.rs).
+    let mut cmd = bin();
+    cmd.env("WARCHEST_PROXY_TEST_PANIC", "1");
+    let p = ProxyProc::start_cmd(
+        &out,
+        &work.path().join("ca.pem"),
+        &["--timeout", "10"],
+        cmd,
+        Stdio::from(std::fs::File::create(&log).unwrap()),
+    );
+    let ok = |p: &ProxyProc| {
+        let (h, body) = get(p.addr, &format!("http://{host}/"), &host);
+        assert!(h.starts_with("HTTP/1.1 200"), "{h}");
+        assert_eq!(body.as_deref(), Some(HELLO));
+    };
+    // A server that is not there: 502 naming it.
+    let closed = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let (h, body) = get(p.addr, &format!("http://{closed}/"), &closed.to_string());
+    assert!(h.starts_with("HTTP/1.1 502"), "{h}");
+    let text = String::from_utf8_lossy(body.as_deref().unwrap()).into_owned();
+    assert!(text.contains(&closed.to_string()), "{text}");
+    ok(&p);
+    // A server that drops the connection inside the body: the client's
+    // copy is cut too (it cannot take it for whole).
+    let (h, body) = get(p.addr, &format!("http://{host}/drop"), &host);
+    assert!(h.starts_with("HTTP/1.1 200"), "{h}");
+    assert!(h.contains("Content-Length: 10000\r\n"), "{h}");
+    assert_eq!(body, None, "a cut body passed on as whole");
+    ok(&p);
+    // A panicking exchange answers 500, and the proxy goes on.
+    if cfg!(debug_assertions) {
+        for _ in 0..3 {
+            let (h, _) = get(p.addr, &format!("http://{host}/_warchest/panic"), &host);
+            assert!(h.starts_with("HTTP/1.1 500"), "{h}");
+            ok(&p);
+        }
+    }
+    // SIGTERM while a slow response is under way: no new connection, the
+    // response completes, the record is written, exit 0.
+    let slow = {
+        let (addr, host) = (p.addr, host.clone());
+        std::thread::spawn(move || get(addr, &format!("http://{host}/slow"), &host))
+    };
+    for _ in 0..100 {
+        if site.hits.lock().unwrap().iter().any(|h| h == "/slow") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let mut child = p.child;
+    sigterm(&child);
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        TcpStream::connect(p.addr).is_err(),
+        "new connections after SIGTERM"
+    );
+    let (h, body) = slow.join().unwrap();
+    assert!(h.starts_with("HTTP/1.1 200"), "{h}");
+    assert_eq!(body.as_deref(), Some(&pages()["/slow"][..]));
+    let st = child.wait().unwrap();
+    assert!(st.success(), "{st:?}");
+    let log = std::fs::read_to_string(&log).unwrap();
+    if cfg!(debug_assertions) {
+        assert!(
+            log.contains("proxy request handler panicked: GET http://"),
+            "{log}"
+        );
+    }
+    let files = files_in(&out);
+    validate(&files);
+    let recs = records(&files);
+    let drop = response(&recs, &format!("http://{host}/drop"));
+    assert_eq!(drop.get("WARC-Truncated"), Some("disconnect"));
+    let slow = response(&recs, &format!("http://{host}/slow"));
+    assert!(slow.block.ends_with(&pages()["/slow"]));
+    // Only what reached a server is recorded: no record of the panic path
+    // or of the closed port.
+    assert!(!recs.iter().any(|r| r.uri.contains("/_warchest/")));
+    assert!(!recs.iter().any(|r| r.uri.contains(&closed.to_string())));
+}
