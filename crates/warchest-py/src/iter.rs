@@ -430,9 +430,10 @@ impl ArchiveIterator {
     }
 
     /// The stored offset of the last record returned.
-    fn get_record_offset(&self) -> PyResult<u64> {
-        lock(&self.core)
-            .offset
+    fn get_record_offset(&self, py: Python<'_>) -> PyResult<u64> {
+        // Waited for with the interpreter lock released: another thread in
+        // `__next__` may hold the reader and need that lock.
+        py.detach(|| lock(&self.core).offset)
             .ok_or_else(|| PyValueError::new_err("no current record"))
     }
 
@@ -456,10 +457,12 @@ impl ArchiveIterator {
 
     /// Stops iterating; the file stays open until the iterator is dropped
     /// (a file object passed in is the caller's to close).
-    fn close(&self) {
-        let mut c = lock(&self.core);
-        c.closed = true;
-        c.generation += 1;
+    fn close(&self, py: Python<'_>) {
+        py.detach(|| {
+            let mut c = lock(&self.core);
+            c.closed = true;
+            c.generation += 1;
+        });
     }
 
     fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
@@ -467,8 +470,8 @@ impl ArchiveIterator {
     }
 
     #[pyo3(signature = (*_args))]
-    fn __exit__(&self, _args: &Bound<'_, PyTuple>) -> bool {
-        self.close();
+    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> bool {
+        self.close(py);
         false
     }
 }

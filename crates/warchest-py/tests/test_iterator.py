@@ -424,3 +424,38 @@ def test_stream_read_while_another_thread_iterates_does_not_deadlock():
         t.join(timeout=60)
     assert not any(t.is_alive() for t in threads)
     assert outcomes and all(o in (None, 0, 300) for o in outcomes)
+
+
+def test_offset_and_close_while_another_thread_iterates_do_not_deadlock():
+    # get_record_offset() and close() wait for the reader with the
+    # interpreter lock released, as every other path does.
+    data = b"".join(
+        warc_record(b"resource", b"x" * 100, extra=b"WARC-Target-URI: file:///a\r\n") + b"\r\n\r\n"
+        for _ in range(300)
+    )
+    it = warchest.ArchiveIterator(SlowFile(data))
+    next(it)
+    stop = threading.Event()
+    offsets = []
+
+    def iterate():
+        for _ in it:
+            pass
+        stop.set()
+
+    def ask():
+        while not stop.is_set():
+            try:
+                offsets.append(it.get_record_offset())
+            except ValueError:  # past the last record
+                break
+
+    threads = [threading.Thread(target=iterate), threading.Thread(target=ask)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads)
+    assert offsets and offsets == sorted(offsets)
+    it.close()
+    assert list(it) == []
