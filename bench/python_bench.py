@@ -2,26 +2,36 @@
 vs FastWARC 2's Python API vs warcio, and a Spark job counting responses by
 status with the warc data source vs cc-pyspark's warcio path.
 
-    python3 bench/python_bench.py [--runs N] [--spark] FILE.warc.gz
+    python3 bench/python_bench.py [--runs N] [--threads N] [--tools A,B] [--spark] FILE...
 
 Each tool does the same work per record: its type, its target URI, and the
 whole payload read (HTTP head parsed, chunking removed). Needs the warchest
 wheel installed (a release build: bench/run.sh --python builds it).
-Wall-clock seconds, medians of the runs, tools in turns.
+
+Every run of a tool is a fresh interpreter (tools in turns, so load on the
+machine falls on all of them alike), which reports the CPU time (user+sys,
+all its threads) of its loop alone, without the interpreter's start and
+imports; the parent adds the child's wall time and peak RSS (os.wait4).
+Ratios are of CPU time against FastWARC's, the figure a loaded machine
+still measures. `--threads` is warchest's decoding threads (1, the issue's
+row: the calling thread decodes; 0: one per core).
 """
 
 import argparse
+import json
+import os
 import statistics
+import subprocess
 import sys
 import time
 
 
-def with_warchest(path):
+def with_warchest(path, threads):
     import warchest
 
     n = 0
     size = 0
-    for rec in warchest.ArchiveIterator(path):
+    for rec in warchest.ArchiveIterator(path, threads=threads):
         rec.rec_type
         rec.rec_headers.get_header("WARC-Target-URI")
         size += len(rec.content_stream().read())
@@ -29,7 +39,7 @@ def with_warchest(path):
     return n, size
 
 
-def with_fastwarc(path):
+def with_fastwarc(path, threads):
     from fastwarc.warc import ArchiveIterator
 
     n = 0
@@ -43,7 +53,7 @@ def with_fastwarc(path):
     return n, size
 
 
-def with_warcio(path):
+def with_warcio(path, threads):
     from warcio.archiveiterator import ArchiveIterator
 
     n = 0
@@ -57,7 +67,7 @@ def with_warcio(path):
     return n, size
 
 
-def with_warchest_scan(path):
+def with_warchest_scan(path, threads):
     import warchest
 
     t = warchest.scan(path, columns=["warc_type", "warc_target_uri", "payload"], include_payload=True)
@@ -77,8 +87,40 @@ TOOLS = {
 }
 
 
+def child(tool, path, threads):
+    """One measured run in this interpreter: prints a JSON line."""
+    # Imports outside the measurement: a user pays them once per process.
+    if tool.startswith("warchest"):
+        import warchest  # noqa: F401
+    elif tool == "fastwarc":
+        import fastwarc.warc  # noqa: F401
+    elif tool == "warcio":
+        import warcio.archiveiterator  # noqa: F401
+    c0 = time.process_time()
+    n, size = TOOLS[tool](path, threads)
+    cpu = time.process_time() - c0
+    print(json.dumps({"records": n, "bytes": size, "cpu": cpu}))
+
+
+def run_child(tool, path, threads):
+    t0 = time.perf_counter()
+    p = subprocess.Popen(
+        [sys.executable, __file__, "--child", tool, "--threads", str(threads), path],
+        stdout=subprocess.PIPE,
+    )
+    out = p.stdout.read()
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t0
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode != 0:
+        raise SystemExit(f"{tool} on {path} failed (exit {p.returncode})")
+    r = json.loads(out)
+    # ru_maxrss is in KiB on Linux.
+    r.update(wall=wall, rss=ru.ru_maxrss / 1024)
+    return r
+
+
 def spark_session():
-    import os
     import tempfile
 
     from pyspark.sql import SparkSession
@@ -116,38 +158,53 @@ def spark_warcio(spark, path):
     return sum(c for _, c in rdd.collect())
 
 
+def bench_file(path, tools, runs, threads):
+    res = {t: [] for t in tools}
+    for _ in range(runs):
+        for tool in tools:
+            res[tool].append(run_child(tool, path, threads))
+    print(f"python iteration over {path}, warchest threads={threads} (median of {runs}; s, MiB)")
+    print(f"  {'tool':15s} {'cpu':>7s} {'wall':>7s} {'MiB':>5s}  cpu runs")
+    base = statistics.median(r["cpu"] for r in res["fastwarc"]) if "fastwarc" in res else None
+    for tool, rs in res.items():
+        cpu = statistics.median(r["cpu"] for r in rs)
+        wall = statistics.median(r["wall"] for r in rs)
+        rss = max(r["rss"] for r in rs)
+        runs_s = " ".join(f"{r['cpu']:.3f}" for r in rs)
+        ratio = f"  {cpu / base:5.2f}x FastWARC cpu" if base else ""
+        print(
+            f"  {tool:15s} {cpu:7.3f} {wall:7.3f} {rss:5.0f}  [{runs_s}]"
+            f"  {rs[-1]['records']} records, {rs[-1]['bytes']} payload bytes{ratio}"
+        )
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("path")
+    ap.add_argument("paths", nargs="+")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=1, help="warchest's decoding threads (0: one per core)")
     ap.add_argument("--spark", action="store_true", help="add the Spark rows")
     ap.add_argument("--tools", default=",".join(TOOLS))
+    ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    times = {t: [] for t in args.tools.split(",")}
-    counts = {}
-    for _ in range(args.runs):
-        for tool in times:
-            t0 = time.perf_counter()
-            counts[tool] = TOOLS[tool](args.path)
-            times[tool].append(time.perf_counter() - t0)
-    print(f"python iteration over {args.path} (median of {args.runs}, s)")
-    base = statistics.median(times["fastwarc"]) if "fastwarc" in times else None
-    for tool, ts in times.items():
-        m = statistics.median(ts)
-        n, size = counts[tool]
-        ratio = f"  {base / m:5.2f}x FastWARC" if base else ""
-        print(f"  {tool:15s} {m:8.2f}  {n} records, {size} payload bytes{ratio}")
+    if args.child:
+        child(args.child, args.paths[0], args.threads)
+        return
+    tools = args.tools.split(",")
+    for path in args.paths:
+        bench_file(path, tools, args.runs, args.threads)
     if args.spark:
+        path = args.paths[0]
         spark = spark_session()
         rows = {"spark warc source": spark_warchest, "spark warcio (cc-pyspark)": spark_warcio}
         # One warm-up so the session's start-up is not billed to a row.
-        spark_warchest(spark, args.path)
+        spark_warchest(spark, path)
         print(f"spark local[2], responses by status (median of {args.runs}, s)")
         for name, fn in rows.items():
             ts = []
             for _ in range(args.runs):
                 t0 = time.perf_counter()
-                n = fn(spark, args.path)
+                n = fn(spark, path)
                 ts.append(time.perf_counter() - t0)
             print(f"  {name:28s} {statistics.median(ts):8.2f}  {n} responses")
         spark.stop()

@@ -6,21 +6,25 @@
 //! is left, as warcio does, and a stream of an earlier record then raises
 //! instead of reading another record's bytes.
 
+use std::borrow::Cow;
+use std::cell::RefCell;
 use std::fs::File;
-use std::io::{BufReader, Read};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::io::{BufRead, BufReader, Read};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, TryLockError};
 
 use pyo3::exceptions::{PyStopIteration, PyValueError};
+use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyTuple};
-use warchest::archive::{Format, Reader};
+use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
+use warchest::archive::{Format, FormatRecord, Reader};
 use warchest::codec::{Decoder, DecoderOptions, Source};
 use warchest::http::{self, HttpHead};
-use warchest::warc::{ReaderOptions, RecordEnd, WarcHeader};
+use warchest::warc::{ReaderOptions, RecordEnd, RecordType, WarcHeader};
 use warchest::{Error, Limits};
 use warchest_index::table::may_have_http_head;
 
 use crate::io::{Input, PyReader};
+use crate::pybytes::{self, Filling};
 use crate::to_py;
 
 /// What the iterator needs of a reader, whatever it reads from.
@@ -30,6 +34,9 @@ pub(crate) trait RecordSource: Send {
     fn next(&mut self, parse_http: bool, limits: &Limits) -> warchest::Result<Option<Next>>;
     /// Reads the current record's block.
     fn read_block(&mut self, buf: &mut [u8]) -> std::io::Result<usize>;
+    /// Hands `take` the block bytes the reader holds (decoding more when
+    /// it holds none) and consumes what it took: 0 at the block's end.
+    fn block_chunk(&mut self, take: &mut dyn FnMut(&[u8]) -> usize) -> std::io::Result<usize>;
     /// Finishes the current record.
     fn finish(&mut self) -> warchest::Result<Option<RecordEnd>>;
 }
@@ -40,6 +47,35 @@ pub(crate) struct Next {
     format: Format,
     http: Option<HttpHead>,
     prefix: Vec<u8>,
+    /// Block bytes left after the head (WARC records: the reader counts
+    /// them down from Content-Length); `None` when the format does not say.
+    remaining: Option<u64>,
+}
+
+/// The HTTP head at the start of `block`, or the bytes looked at when
+/// there is none, as [`http::read_head_or_bytes`] gives them. A head that
+/// lies within the first buffer the block hands out (nearly all) is parsed
+/// where it lies: that function copies up to `max_http_head` bytes (1 MiB)
+/// of the block before looking, which for a whole-member buffer is the
+/// whole payload once more.
+fn read_head(
+    block: &mut impl BufRead,
+    limits: &Limits,
+) -> std::io::Result<Result<HttpHead, Vec<u8>>> {
+    let chunk = block.fill_buf()?;
+    // The bytes the library looks at on its first step (the limit and the
+    // blank line's 4), so that the result is the same.
+    let window = &chunk[..chunk.len().min(limits.max_http_head.saturating_add(4))];
+    let Some(end) = http::find_head_end(window) else {
+        // Longer than this buffer, or no head: the library's way.
+        return http::read_head_or_bytes(block, limits);
+    };
+    let got = match HttpHead::parse_with_limits(&window[..end], limits) {
+        Ok(Some((h, _))) => Ok(h),
+        _ => Err(window[..end].to_vec()),
+    };
+    block.consume(end);
+    Ok(got)
 }
 
 impl<S: Source + Send> RecordSource for Reader<S> {
@@ -51,12 +87,16 @@ impl<S: Source + Send> RecordSource for Reader<S> {
         let offset = rec.location().offset;
         let format = rec.format();
         let (http, prefix) = if parse_http && may_have_http_head(&header) {
-            match http::read_head_or_bytes(&mut rec.block(), limits).map_err(Error::from)? {
+            match read_head(&mut rec.block(), limits).map_err(Error::from)? {
                 Ok(h) => (Some(h), Vec::new()),
                 Err(bytes) => (None, bytes),
             }
         } else {
             (None, Vec::new())
+        };
+        let remaining = match rec.as_format() {
+            FormatRecord::Warc(r) => Some(r.remaining()),
+            _ => None,
         };
         Ok(Some(Next {
             header,
@@ -64,6 +104,7 @@ impl<S: Source + Send> RecordSource for Reader<S> {
             format,
             http,
             prefix,
+            remaining,
         }))
     }
 
@@ -72,6 +113,19 @@ impl<S: Source + Send> RecordSource for Reader<S> {
             Some(mut b) => b.read(buf),
             None => Ok(0),
         }
+    }
+
+    fn block_chunk(&mut self, take: &mut dyn FnMut(&[u8]) -> usize) -> std::io::Result<usize> {
+        let Some(mut b) = self.current_block() else {
+            return Ok(0);
+        };
+        let chunk = b.fill_buf()?;
+        if chunk.is_empty() {
+            return Ok(0);
+        }
+        let n = take(chunk).min(chunk.len());
+        b.consume(n);
+        Ok(n)
     }
 
     fn finish(&mut self) -> warchest::Result<Option<RecordEnd>> {
@@ -93,12 +147,38 @@ struct Core {
     closed: bool,
 }
 
+fn stale() -> std::io::Error {
+    std::io::Error::other(
+        "this record is no longer current: read its streams before moving to the next record",
+    )
+}
+
 impl Core {
+    /// Block bytes of record `generation` handed to `take` where they lie
+    /// (the bytes looked at for a head first): 0 at the end.
+    fn chunk(
+        &mut self,
+        generation: u64,
+        take: &mut dyn FnMut(&[u8]) -> usize,
+    ) -> std::io::Result<usize> {
+        if generation != self.generation {
+            return Err(stale());
+        }
+        if self.prefix_pos < self.prefix.len() {
+            let rest = &self.prefix[self.prefix_pos..];
+            let n = take(rest).min(rest.len());
+            self.prefix_pos += n;
+            return Ok(n);
+        }
+        if self.end.is_some() {
+            return Ok(0);
+        }
+        self.src.block_chunk(take)
+    }
+
     fn read(&mut self, generation: u64, buf: &mut [u8]) -> std::io::Result<usize> {
         if generation != self.generation {
-            return Err(std::io::Error::other(
-                "this record is no longer current: read its streams before moving to the next record",
-            ));
+            return Err(stale());
         }
         if self.prefix_pos < self.prefix.len() {
             let rest = &self.prefix[self.prefix_pos..];
@@ -126,11 +206,45 @@ fn lock(core: &Shared) -> MutexGuard<'_, Core> {
 struct BlockHandle {
     core: Shared,
     generation: u64,
+    /// Set while the caller holds the interpreter lock: the reader is then
+    /// only taken when free (its holder may be waiting for the interpreter
+    /// lock), and `WouldBlock` says to try again with it released.
+    holding: bool,
+}
+
+impl BlockHandle {
+    fn new(core: Shared, generation: u64) -> Self {
+        BlockHandle {
+            core,
+            generation,
+            holding: false,
+        }
+    }
+}
+
+impl BlockHandle {
+    /// The reader, locked; while the interpreter lock is held only when
+    /// free (`WouldBlock` otherwise).
+    fn core(&self) -> std::io::Result<MutexGuard<'_, Core>> {
+        if !self.holding {
+            return Ok(lock(&self.core));
+        }
+        match self.core.try_lock() {
+            Ok(c) => Ok(c),
+            Err(TryLockError::Poisoned(p)) => Ok(p.into_inner()),
+            Err(TryLockError::WouldBlock) => Err(std::io::ErrorKind::WouldBlock.into()),
+        }
+    }
+
+    /// [`Core::chunk`] of this record.
+    fn chunk(&mut self, take: &mut dyn FnMut(&[u8]) -> usize) -> std::io::Result<usize> {
+        self.core()?.chunk(self.generation, take)
+    }
 }
 
 impl Read for BlockHandle {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        lock(&self.core).read(self.generation, buf)
+        self.core()?.read(self.generation, buf)
     }
 }
 
@@ -281,33 +395,34 @@ impl ArchiveIterator {
                 c.prefix_pos = 0;
                 c.offset = None;
                 c.end = None;
-                let Some(n) = c.src.next(parse_http, &limits)? else {
+                let Some(mut n) = c.src.next(parse_http, &limits)? else {
                     return Ok(None);
                 };
                 if let Some(t) = &types {
-                    let rt = n
-                        .header
-                        .record_type_str()
-                        .unwrap_or_default()
-                        .to_ascii_lowercase();
-                    if !t.contains(&rt) {
+                    let rt = n.header.record_type_str().unwrap_or_default();
+                    if !t.iter().any(|t| t.eq_ignore_ascii_case(&rt)) {
                         continue;
                     }
                 }
-                c.prefix = n.prefix;
+                let left = n.remaining.map(|r| r.saturating_add(n.prefix.len() as u64));
+                c.prefix = std::mem::take(&mut n.prefix);
                 c.offset = Some(n.offset);
-                return Ok::<_, Error>(Some((n.header, n.http, n.offset, n.format, c.generation)));
+                let generation = c.generation;
+                return Ok::<_, Error>(Some((n, left, generation)));
             }
         });
         match got.map_err(to_py)? {
             None => Err(PyStopIteration::new_err(())),
-            Some((header, http, offset, format, generation)) => Ok(Record {
-                header: Arc::new(header),
-                http: http.map(Arc::new),
-                offset,
-                format,
+            Some((n, left, generation)) => Ok(Record {
+                header: Arc::new(n.header),
+                http: n.http.map(Arc::new),
+                offset: n.offset,
+                format: n.format,
                 generation,
+                left,
                 core: self.core.clone(),
+                rec_headers: OnceLock::new(),
+                http_headers: OnceLock::new(),
                 content: OnceLock::new(),
                 raw: OnceLock::new(),
             }),
@@ -315,9 +430,10 @@ impl ArchiveIterator {
     }
 
     /// The stored offset of the last record returned.
-    fn get_record_offset(&self) -> PyResult<u64> {
-        lock(&self.core)
-            .offset
+    fn get_record_offset(&self, py: Python<'_>) -> PyResult<u64> {
+        // Waited for with the interpreter lock released: another thread in
+        // `__next__` may hold the reader and need that lock.
+        py.detach(|| lock(&self.core).offset)
             .ok_or_else(|| PyValueError::new_err("no current record"))
     }
 
@@ -341,10 +457,12 @@ impl ArchiveIterator {
 
     /// Stops iterating; the file stays open until the iterator is dropped
     /// (a file object passed in is the caller's to close).
-    fn close(&self) {
-        let mut c = lock(&self.core);
-        c.closed = true;
-        c.generation += 1;
+    fn close(&self, py: Python<'_>) {
+        py.detach(|| {
+            let mut c = lock(&self.core);
+            c.closed = true;
+            c.generation += 1;
+        });
     }
 
     fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
@@ -352,8 +470,8 @@ impl ArchiveIterator {
     }
 
     #[pyo3(signature = (*_args))]
-    fn __exit__(&self, _args: &Bound<'_, PyTuple>) -> bool {
-        self.close();
+    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> bool {
+        self.close(py);
         false
     }
 }
@@ -366,39 +484,85 @@ pub(crate) struct Record {
     offset: u64,
     format: Format,
     generation: u64,
+    /// Bytes of the block after the HTTP head, when the reader knows them
+    /// (WARC): a read to the end then fills a `bytes` of that size.
+    left: Option<u64>,
     core: Shared,
+    /// The header objects, made on first use and then kept.
+    rec_headers: OnceLock<Py<StatusAndHeaders>>,
+    http_headers: OnceLock<Option<Py<StatusAndHeaders>>>,
     /// The streams handed out: the same object on every call (they buffer,
     /// so two would each hold bytes the other misses).
     content: OnceLock<Py<RecordStream>>,
     raw: OnceLock<Py<RecordStream>>,
 }
 
+/// A string Python keeps one copy of, for the WARC-Type values the
+/// standard names (written in lower case, as nearly every writer does).
+fn interned_type(py: Python<'_>, t: RecordType) -> Option<&Bound<'_, PyString>> {
+    Some(match t {
+        RecordType::Response => intern!(py, "response"),
+        RecordType::Request => intern!(py, "request"),
+        RecordType::Warcinfo => intern!(py, "warcinfo"),
+        RecordType::Metadata => intern!(py, "metadata"),
+        RecordType::Revisit => intern!(py, "revisit"),
+        RecordType::Resource => intern!(py, "resource"),
+        RecordType::Conversion => intern!(py, "conversion"),
+        RecordType::Continuation => intern!(py, "continuation"),
+        _ => return None,
+    })
+}
+
 #[pymethods]
 impl Record {
     /// WARC-Type as written (`response`, `request`, `warcinfo`...).
     #[getter]
-    fn rec_type(&self) -> String {
-        self.header
-            .record_type_str()
-            .unwrap_or_default()
-            .into_owned()
-    }
-
-    /// The WARC header fields.
-    #[getter]
-    fn rec_headers(&self) -> StatusAndHeaders {
-        StatusAndHeaders {
-            inner: Headers::Warc(self.header.clone()),
+    fn rec_type<'py>(&self, py: Python<'py>) -> Bound<'py, PyString> {
+        let written = self.header.record_type_str().unwrap_or_default();
+        let t = self.header.record_type();
+        match interned_type(py, t) {
+            Some(s) if written == t.as_str() => s.clone(),
+            _ => PyString::new(py, &written),
         }
     }
 
-    /// The HTTP head, for requests, responses and revisits that have one
-    /// (when the iterator parses HTTP); otherwise `None`.
+    /// The WARC header fields (the same object on every call).
     #[getter]
-    fn http_headers(&self) -> Option<StatusAndHeaders> {
-        self.http.as_ref().map(|h| StatusAndHeaders {
-            inner: Headers::Http(h.clone()),
-        })
+    fn rec_headers(&self, py: Python<'_>) -> PyResult<Py<StatusAndHeaders>> {
+        if let Some(h) = self.rec_headers.get() {
+            return Ok(h.clone_ref(py));
+        }
+        let h = Py::new(
+            py,
+            StatusAndHeaders {
+                inner: Headers::Warc(self.header.clone()),
+            },
+        )?;
+        Ok(self.rec_headers.get_or_init(|| h).clone_ref(py))
+    }
+
+    /// The HTTP head, for requests, responses and revisits that have one
+    /// (when the iterator parses HTTP); otherwise `None`. The same object
+    /// on every call.
+    #[getter]
+    fn http_headers(&self, py: Python<'_>) -> PyResult<Option<Py<StatusAndHeaders>>> {
+        if let Some(h) = self.http_headers.get() {
+            return Ok(h.as_ref().map(|h| h.clone_ref(py)));
+        }
+        let h = match &self.http {
+            Some(h) => Some(Py::new(
+                py,
+                StatusAndHeaders {
+                    inner: Headers::Http(h.clone()),
+                },
+            )?),
+            None => None,
+        };
+        Ok(self
+            .http_headers
+            .get_or_init(|| h)
+            .as_ref()
+            .map(|h| h.clone_ref(py)))
     }
 
     /// The record's Content-Type.
@@ -435,11 +599,9 @@ impl Record {
         let s = Py::new(
             py,
             RecordStream::new(
-                Box::new(BlockHandle {
-                    core: self.core.clone(),
-                    generation: self.generation,
-                }),
+                Src::Block(BlockHandle::new(self.core.clone(), self.generation)),
                 self.header.content_length(),
+                self.left,
             ),
         )?;
         Ok(self.raw.get_or_init(|| s).clone_ref(py))
@@ -454,10 +616,7 @@ impl Record {
         if let Some(s) = self.content.get() {
             return Ok(s.clone_ref(py));
         }
-        let block = BlockHandle {
-            core: self.core.clone(),
-            generation: self.generation,
-        };
+        let block = BlockHandle::new(self.core.clone(), self.generation);
         let hint = self.header.content_length();
         let stream = match &self.http {
             // No coding to undo: the block itself, without a second buffer.
@@ -465,9 +624,10 @@ impl Record {
                 if !head.transfer_encoding().is_empty() || !head.content_encoding().is_empty() =>
             {
                 let body = BufReader::with_capacity(64 << 10, block);
-                RecordStream::new(http::payload_reader_lenient(body, head), hint)
+                let payload = http::payload_reader_lenient(body, head);
+                RecordStream::new(Src::Decoded(payload), hint, None)
             }
-            _ => RecordStream::new(Box::new(block), hint),
+            _ => RecordStream::new(Src::Block(block), hint, self.left),
         };
         let s = Py::new(py, stream)?;
         Ok(self.content.get_or_init(|| s).clone_ref(py))
@@ -513,24 +673,30 @@ fn text(b: &[u8]) -> String {
 
 impl StatusAndHeaders {
     /// A field's value as text; WARC-Target-URI without the `<...>` WARC 1.0
-    /// writers (Wget) put around it, as warcio gives it.
-    fn value(&self, f: &warchest::fields::Field<'_>) -> String {
+    /// writers (Wget) put around it, as warcio gives it. Borrowed from the
+    /// header unless it had to be unfolded or re-encoded.
+    fn value<'a>(&self, f: &warchest::fields::Field<'a>) -> Cow<'a, str> {
         let v = f.value_str();
         if matches!(self.inner, Headers::Warc(_)) && f.is("WARC-Target-URI") {
             let t = v.trim();
-            if let Some(inner) = t.strip_prefix('<').and_then(|s| s.strip_suffix('>')) {
-                return inner.to_owned();
+            if t.len() >= 2 && t.starts_with('<') && t.ends_with('>') {
+                let lead = v.len() - v.trim_start().len();
+                let inner = lead + 1..lead + t.len() - 1;
+                return match v {
+                    Cow::Borrowed(b) => Cow::Borrowed(&b[inner]),
+                    Cow::Owned(o) => Cow::Owned(o[inner].to_owned()),
+                };
             }
         }
-        v.into_owned()
+        v
     }
 
     /// [`StatusAndHeaders::value`], with encoded words decoded when
     /// `decode`.
-    fn value_as(&self, f: &warchest::fields::Field<'_>, decode: bool) -> String {
+    fn value_as<'a>(&self, f: &warchest::fields::Field<'a>, decode: bool) -> Cow<'a, str> {
         let v = self.value(f);
         if decode {
-            warchest::fields::decode_encoded_words(&v).into_owned()
+            Cow::Owned(warchest::fields::decode_encoded_words(&v).into_owned())
         } else {
             v
         }
@@ -544,17 +710,19 @@ impl StatusAndHeaders {
     /// WARC 1.1 section 4) are decoded; by default the value is as
     /// written, as warcio gives it.
     #[pyo3(signature = (name, default_value = None, decode = false))]
-    fn get_header(
+    fn get_header<'py>(
         &self,
+        py: Python<'py>,
         name: &str,
-        default_value: Option<String>,
+        default_value: Option<Bound<'py, PyString>>,
         decode: bool,
-    ) -> Option<String> {
-        self.inner
-            .fields()
-            .get(name)
-            .map(|f| self.value_as(&f, decode))
-            .or(default_value)
+    ) -> Option<Bound<'py, PyString>> {
+        // The value goes straight from the header's bytes into the Python
+        // string: no dict of the fields, no intermediate Rust string.
+        match self.inner.fields().get(name) {
+            Some(f) => Some(PyString::new(py, &self.value_as(&f, decode))),
+            None => default_value,
+        }
     }
 
     /// Every value of the field `name`, in order (`decode` as for
@@ -564,19 +732,15 @@ impl StatusAndHeaders {
         self.inner
             .fields()
             .get_all(name)
-            .map(|f| self.value_as(&f, decode))
+            .map(|f| self.value_as(&f, decode).into_owned())
             .collect()
     }
 
     /// The fields as `(name, value)` pairs, in order, repeats kept.
     #[getter]
     fn headers<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let items: Vec<(String, String)> = self
-            .inner
-            .fields()
-            .iter()
-            .map(|f| (f.name_str().into_owned(), self.value(&f)))
-            .collect();
+        let fields = self.inner.fields();
+        let items = fields.iter().map(|f| (f.name_str(), self.value(&f)));
         PyList::new(py, items)
     }
 
@@ -655,8 +819,40 @@ pub(crate) struct RecordStream {
     inner: Mutex<StreamState>,
 }
 
+/// What a stream reads: the block itself, or a decoder over it.
+enum Src {
+    Block(BlockHandle),
+    Decoded(Box<dyn Read + Send>),
+}
+
+impl Read for Src {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Src::Block(b) => b.read(buf),
+            Src::Decoded(r) => r.read(buf),
+        }
+    }
+}
+
+/// A reader that counts down the bytes it was said to hold.
+struct Counted {
+    inner: Src,
+    /// Bytes left, when known exactly.
+    left: Option<u64>,
+}
+
+impl Read for Counted {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if let Some(l) = &mut self.left {
+            *l = l.saturating_sub(n as u64);
+        }
+        Ok(n)
+    }
+}
+
 struct StreamState {
-    reader: Box<dyn Read + Send>,
+    reader: Counted,
     /// Bytes to reserve for a read to the end (the block's length, capped).
     hint: usize,
     buf: Vec<u8>,
@@ -664,11 +860,37 @@ struct StreamState {
     eof: bool,
 }
 
-/// Most bytes reserved ahead of a read to the end.
+/// Most bytes reserved ahead of a read to the end, or allocated at once
+/// for a payload of known length.
 const MAX_HINT: u64 = 64 << 20;
 
 // Buffer of readline (and most a read1 asks of the source at once).
 const CHUNK: usize = 16 << 10;
+
+/// Longest read of known length done holding the interpreter lock: the
+/// bytes are then nearly always in the decoder's buffer already, and
+/// copying them takes about as long as releasing the lock and taking it
+/// back (see docs/performance.md, issue 20).
+const HOLD_MAX: usize = 64 << 10;
+
+/// Largest scratch buffer a thread keeps between reads of unknown length.
+const SCRATCH_MAX: usize = 4 << 20;
+
+thread_local! {
+    /// Where a payload of unknown length (chunked, compressed) is gathered
+    /// before it is copied into its `bytes`: one buffer per thread, reused
+    /// from record to record instead of one allocation each.
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+fn read_retrying(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    loop {
+        match r.read(buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            r => return r,
+        }
+    }
+}
 
 impl StreamState {
     /// Refills the buffer when it is used up; false at the end.
@@ -681,12 +903,7 @@ impl StreamState {
         }
         self.buf.resize(CHUNK, 0);
         self.pos = 0;
-        let n = loop {
-            match self.reader.read(&mut self.buf) {
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                r => break r,
-            }
-        };
+        let n = read_retrying(&mut self.reader, &mut self.buf);
         let n = n.inspect_err(|_| self.buf.clear())?;
         self.buf.truncate(n);
         if n == 0 {
@@ -695,39 +912,125 @@ impl StreamState {
         Ok(n > 0)
     }
 
-    /// Up to `limit` bytes (to the end without one); with `one`, what the
-    /// buffer holds or one refill gives, as `read1` does. What `readline`
-    /// buffered comes first; the rest is read straight into the result.
-    fn read(&mut self, limit: Option<usize>, one: bool) -> std::io::Result<Vec<u8>> {
+    /// How many bytes a read of `limit` (to the end without one) gives,
+    /// when that is known (what is buffered plus what the source has left)
+    /// and small enough to allocate at once.
+    fn exact_len(&self, limit: Option<usize>) -> Option<usize> {
+        let buffered = (self.buf.len() - self.pos) as u64;
+        let have = if self.eof {
+            buffered
+        } else {
+            buffered.saturating_add(self.reader.left?)
+        };
+        let n = limit.map_or(have, |l| have.min(l as u64));
+        if n > MAX_HINT {
+            return None;
+        }
+        usize::try_from(n).ok()
+    }
+
+    /// Fills `out`, buffered bytes first, then straight from where the
+    /// reader holds the block; short only at the end. Resumable after an
+    /// error (`WouldBlock`): `out` counts what is done.
+    fn fill_raw(&mut self, out: &mut Filling<'_>) -> std::io::Result<()> {
+        let n = out.push(&self.buf[self.pos..]);
+        self.pos += n;
+        while out.room() > 0 && !self.eof {
+            let m = match &mut self.reader.inner {
+                Src::Block(b) => b.chunk(&mut |c| out.push(c))?,
+                Src::Decoded(r) => {
+                    let mut tmp = [0u8; 8 << 10];
+                    let want = out.room().min(tmp.len());
+                    let m = read_retrying(r, &mut tmp[..want])?;
+                    out.push(&tmp[..m])
+                }
+            };
+            if m == 0 {
+                self.eof = true;
+            }
+            if let Some(l) = &mut self.reader.left {
+                *l = l.saturating_sub(m as u64);
+            }
+        }
+        Ok(())
+    }
+
+    /// [`StreamState::fill_raw`], then (for a read to the end) whether the
+    /// source has more than it said.
+    fn fill_to(&mut self, out: &mut Filling<'_>, to_end: bool) -> std::io::Result<bool> {
+        self.fill_raw(out)?;
+        Ok(to_end && out.room() == 0 && self.has_more()?)
+    }
+
+    /// Marks whether the interpreter lock is held (see [`BlockHandle`]).
+    fn set_holding(&mut self, holding: bool) {
+        if let Src::Block(b) = &mut self.reader.inner {
+            b.holding = holding;
+        }
+    }
+
+    /// After a read of the length the source was said to hold: whether
+    /// it has more all the same (a bytes read is kept in the buffer).
+    fn has_more(&mut self) -> std::io::Result<bool> {
+        if self.pos < self.buf.len() {
+            return Ok(true);
+        }
+        if self.eof {
+            return Ok(false);
+        }
+        let mut probe = [0u8; 64];
+        let n = read_retrying(&mut self.reader, &mut probe)?;
+        if n == 0 {
+            self.eof = true;
+            return Ok(false);
+        }
+        self.buf.clear();
+        self.buf.extend_from_slice(&probe[..n]);
+        self.pos = 0;
+        Ok(true)
+    }
+
+    /// Up to `limit` bytes (to the end without one) appended to `out`;
+    /// with `one`, what the buffer holds or one refill gives, as `read1`
+    /// does. What `readline` buffered comes first; the rest is read
+    /// straight into `out`.
+    fn read_into(
+        &mut self,
+        limit: Option<usize>,
+        one: bool,
+        out: &mut Vec<u8>,
+    ) -> std::io::Result<()> {
+        let base = out.len();
         let avail = &self.buf[self.pos..];
         let first = limit.map_or(avail.len(), |l| avail.len().min(l));
-        let mut out = avail[..first].to_vec();
+        out.extend_from_slice(&avail[..first]);
         self.pos += first;
-        if self.eof || (one && !out.is_empty()) {
-            return Ok(out);
+        if self.eof || (one && first > 0) {
+            return Ok(());
         }
         match limit {
             None => {
-                out.reserve(self.hint.saturating_sub(out.len()));
-                self.reader.read_to_end(&mut out)?;
+                out.reserve(self.hint.saturating_sub(first));
+                self.reader.read_to_end(out)?;
                 self.eof = true;
             }
-            Some(l) if out.len() < l => {
-                let want = l - out.len();
+            Some(l) if first < l => {
+                let want = l - first;
                 if one {
                     let start = out.len();
                     out.resize(start + want.min(CHUNK), 0);
-                    let n = self.reader.read(&mut out[start..])?;
+                    let n = read_retrying(&mut self.reader, &mut out[start..])?;
                     out.truncate(start + n);
                     self.eof = n == 0;
                 } else {
-                    let got = (&mut self.reader).take(want as u64).read_to_end(&mut out)?;
+                    let got = (&mut self.reader).take(want as u64).read_to_end(out)?;
                     self.eof = got < want;
                 }
             }
             Some(_) => {}
         }
-        Ok(out)
+        debug_assert!(limit.is_none_or(|l| out.len() - base <= l));
+        Ok(())
     }
 
     fn readline(&mut self, limit: Option<usize>) -> std::io::Result<Vec<u8>> {
@@ -749,14 +1052,23 @@ impl StreamState {
     }
 }
 
+fn os_error(e: std::io::Error) -> PyErr {
+    pyo3::exceptions::PyOSError::new_err(e.to_string())
+}
+
 impl RecordStream {
-    fn new(reader: Box<dyn Read + Send>, hint: Option<u64>) -> Self {
+    /// A stream over `reader`; `hint` is the record's Content-Length, `left`
+    /// the exact number of bytes `reader` holds when known.
+    fn new(reader: Src, hint: Option<u64>, left: Option<u64>) -> Self {
         // Reserving what the record announces saves growing the result
         // step by step; capped, as a length may lie.
         let hint = hint.map_or(0, |h| usize::try_from(h.min(MAX_HINT)).unwrap_or(0));
         RecordStream {
             inner: Mutex::new(StreamState {
-                reader,
+                reader: Counted {
+                    inner: reader,
+                    left,
+                },
                 hint,
                 buf: Vec::new(),
                 pos: 0,
@@ -765,16 +1077,73 @@ impl RecordStream {
         }
     }
 
+    fn lock(&self) -> MutexGuard<'_, StreamState> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     fn with_state<T: Send>(
         &self,
         py: Python<'_>,
         f: impl FnOnce(&mut StreamState) -> std::io::Result<T> + Send,
     ) -> PyResult<T> {
-        py.detach(|| {
-            let mut s = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-            f(&mut s)
-        })
-        .map_err(|e| pyo3::exceptions::PyOSError::new_err(e.to_string()))
+        py.detach(|| f(&mut self.lock())).map_err(os_error)
+    }
+
+    /// `read` and `read1`. When the length is known, the `bytes` object is
+    /// made that long and filled in place: the payload is copied once, from
+    /// the decoder's buffer into the object Python gets. Otherwise it is
+    /// gathered in the thread's scratch buffer and copied from there.
+    fn read_bytes<'py>(
+        &self,
+        py: Python<'py>,
+        limit: Option<usize>,
+        one: bool,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        // A stream busy in another thread: the general path (which waits
+        // for it with the interpreter lock released).
+        let exact = match self.inner.try_lock() {
+            Ok(s) if !one => s.exact_len(limit),
+            _ => None,
+        };
+        if let Some(n) = exact {
+            let to_end = limit.is_none();
+            let (b, more) = pybytes::new_filled(py, n, |out| {
+                // A short read of bytes the decoder already holds is a
+                // copy shorter than releasing and taking back the
+                // interpreter lock: done holding it, when nothing waits.
+                if n <= HOLD_MAX
+                    && let Ok(mut s) = self.inner.try_lock()
+                {
+                    s.set_holding(true);
+                    let r = s.fill_to(out, to_end);
+                    s.set_holding(false);
+                    match r {
+                        Ok(more) => return Ok(more),
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                        Err(e) => return Err(os_error(e)),
+                    }
+                }
+                py.detach(|| self.lock().fill_to(out, to_end))
+                    .map_err(os_error)
+            })?;
+            if !more {
+                return Ok(b);
+            }
+            // Against what the reader said, longer: rare, so copied once
+            // more.
+            let mut v = b.as_bytes().to_vec();
+            self.with_state(py, |s| s.read_into(None, false, &mut v).map(|_| v))
+                .map(|v| PyBytes::new(py, &v))
+        } else {
+            let mut v = SCRATCH.with(|c| std::mem::take(&mut *c.borrow_mut()));
+            v.clear();
+            let v = self.with_state(py, move |s| s.read_into(limit, one, &mut v).map(|_| v))?;
+            let b = PyBytes::new(py, &v);
+            if v.capacity() <= SCRATCH_MAX {
+                SCRATCH.with(|c| *c.borrow_mut() = v);
+            }
+            Ok(b)
+        }
     }
 }
 
@@ -787,17 +1156,13 @@ impl RecordStream {
     /// Up to `size` bytes (all that is left when `size` is -1 or `None`).
     #[pyo3(signature = (size = -1))]
     fn read<'py>(&self, py: Python<'py>, size: Option<i64>) -> PyResult<Bound<'py, PyBytes>> {
-        let limit = size_arg(size);
-        let v = self.with_state(py, move |s| s.read(limit, false))?;
-        Ok(PyBytes::new(py, &v))
+        self.read_bytes(py, size_arg(size), false)
     }
 
     /// At most `size` bytes from one read of the source.
     #[pyo3(signature = (size = -1))]
     fn read1<'py>(&self, py: Python<'py>, size: Option<i64>) -> PyResult<Bound<'py, PyBytes>> {
-        let limit = size_arg(size);
-        let v = self.with_state(py, move |s| s.read(limit, true))?;
-        Ok(PyBytes::new(py, &v))
+        self.read_bytes(py, size_arg(size), true)
     }
 
     /// The next line, its `\n` included (up to `size` bytes).

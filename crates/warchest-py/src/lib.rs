@@ -5,6 +5,7 @@
 
 mod io;
 mod iter;
+mod pybytes;
 #[cfg(feature = "remote")]
 mod remote;
 mod scan;

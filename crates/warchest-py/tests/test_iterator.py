@@ -308,3 +308,154 @@ def test_threads_change_nothing(tmp_path, compress):
         assert read(2) == one, p
         assert read(3) == one, p
     assert len([r for r in warchest.ArchiveIterator(path, threads=2)]) == 3000
+
+
+# Issue 20: what the per-record fast paths must not change.
+
+
+def warc_record(rec_type, block, content_length=None, extra=b""):
+    n = len(block) if content_length is None else content_length
+    return (
+        b"WARC/1.1\r\nWARC-Type: " + rec_type + b"\r\nWARC-Record-ID: <urn:uuid:1>\r\n"
+        b"WARC-Date: 2024-01-02T03:04:05Z\r\n" + extra + b"Content-Length: " + str(n).encode() + b"\r\n\r\n" + block
+    )
+
+
+HTTP_BLOCK = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n" + b"0123456789" * 30
+
+
+def test_header_objects_are_made_once_and_types_kept_as_written():
+    data = warc_record(b"Response", HTTP_BLOCK, extra=b"WARC-Target-URI: <http://a.example/x>\r\n") + b"\r\n\r\n"
+    data += warc_record(b"resource", b"ok", extra=b"WARC-Target-URI: \r\n  file:///b\r\n") + b"\r\n\r\n"
+    first, second = list(warchest.ArchiveIterator(io.BytesIO(data)))
+    assert first.rec_headers is first.rec_headers
+    assert first.http_headers is first.http_headers
+    assert second.http_headers is None and second.http_headers is None
+    # WARC-Type as written, whatever its case; the standard ones as well.
+    assert first.rec_type == "Response" and second.rec_type == "resource"
+    assert first.rec_headers.get_header("WARC-Target-URI") == "http://a.example/x"
+    assert second.rec_headers.get_header("warc-target-uri") == "file:///b"
+    assert first.rec_headers.get_header("X-None") is None
+    assert first.rec_headers.headers[0] == ("WARC-Type", "Response")
+
+
+@pytest.mark.parametrize("make", [lambda b: io.BytesIO(b), lambda b: Pipe(b)], ids=["file", "pipe"])
+def test_payload_of_a_file_cut_short(make, tmp_path):
+    # Content-Length says 1000, the file ends 300 bytes into the payload:
+    # read() gives what there is, as reading it in pieces does.
+    data = warc_record(b"response", HTTP_BLOCK, content_length=1000, extra=b"WARC-Target-URI: http://a.example/\r\n")
+    body = HTTP_BLOCK.split(b"\r\n\r\n", 1)[1]
+    rec = next(iter(warchest.ArchiveIterator(make(data))))
+    assert rec.content_stream().read() == body
+    rec = next(iter(warchest.ArchiveIterator(make(data))))
+    s = rec.content_stream()
+    assert s.read(7) + s.read(10_000) + s.read() == body
+    path = tmp_path / "cut.warc"
+    path.write_bytes(data)
+    rec = next(iter(warchest.ArchiveIterator(path)))
+    assert rec.raw_stream.read() == body
+
+
+def test_reads_of_every_size_agree_with_one_read():
+    # A payload longer than what is read holding the interpreter lock,
+    # and short ones, in pieces and whole.
+    big = b"HTTP/1.1 200 OK\r\n\r\n" + bytes(range(256)) * 1200
+    data = b""
+    for block in (HTTP_BLOCK, big, b"HTTP/1.1 204 No Content\r\n\r\n"):
+        data += warc_record(b"response", block, extra=b"WARC-Target-URI: http://a.example/\r\n") + b"\r\n\r\n"
+    whole = [r.content_stream().read() for r in warchest.ArchiveIterator(io.BytesIO(data))]
+    assert [len(w) for w in whole] == [300, 256 * 1200, 0]
+    for size in (1, 1000, 65536, 1 << 20):
+        got = []
+        for r in warchest.ArchiveIterator(io.BytesIO(data)):
+            s = r.content_stream()
+            parts = []
+            while True:
+                b = s.read(size)
+                assert len(b) <= size
+                if not b:
+                    break
+                parts.append(b)
+            got.append(b"".join(parts))
+        assert got == whole, size
+
+
+class SlowFile(io.BytesIO):
+    """A file object whose reads wait a little, holding nothing."""
+
+    def read(self, n=-1):
+        import time
+
+        time.sleep(0.001)
+        return super().read(min(n, 500) if n is not None and n >= 0 else 500)
+
+
+def test_stream_read_while_another_thread_iterates_does_not_deadlock():
+    # Thread B iterates (holding the reader while its file object's read()
+    # waits for the interpreter lock) while thread A reads the current
+    # record's stream holding that lock: A must not wait for the reader
+    # with it held.
+    data = b"".join(
+        warc_record(b"response", HTTP_BLOCK, extra=b"WARC-Target-URI: http://a.example/\r\n") + b"\r\n\r\n"
+        for _ in range(200)
+    )
+    it = warchest.ArchiveIterator(SlowFile(data))
+    current = [next(it)]
+    stop = threading.Event()
+    outcomes = []
+
+    def iterate():
+        for rec in it:
+            current[0] = rec
+        stop.set()
+
+    def read():
+        while not stop.is_set():
+            try:
+                outcomes.append(len(current[0].content_stream().read()))
+            except OSError as e:
+                assert "no longer current" in str(e)
+                outcomes.append(None)
+
+    threads = [threading.Thread(target=iterate), threading.Thread(target=read)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads)
+    assert outcomes and all(o in (None, 0, 300) for o in outcomes)
+
+
+def test_offset_and_close_while_another_thread_iterates_do_not_deadlock():
+    # get_record_offset() and close() wait for the reader with the
+    # interpreter lock released, as every other path does.
+    data = b"".join(
+        warc_record(b"resource", b"x" * 100, extra=b"WARC-Target-URI: file:///a\r\n") + b"\r\n\r\n"
+        for _ in range(300)
+    )
+    it = warchest.ArchiveIterator(SlowFile(data))
+    next(it)
+    stop = threading.Event()
+    offsets = []
+
+    def iterate():
+        for _ in it:
+            pass
+        stop.set()
+
+    def ask():
+        while not stop.is_set():
+            try:
+                offsets.append(it.get_record_offset())
+            except ValueError:  # past the last record
+                break
+
+    threads = [threading.Thread(target=iterate), threading.Thread(target=ask)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads)
+    assert offsets and offsets == sorted(offsets)
+    it.close()
+    assert list(it) == []
