@@ -7,4 +7,6 @@ mod deps;
 mod differential;
 mod disk_full;
 mod fixtures;
+#[cfg(target_os = "linux")]
+mod plain_map;
 mod roundtrip;
