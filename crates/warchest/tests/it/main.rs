@@ -1,5 +1,6 @@
 //! The integration tests of `warchest`, one binary (docs/testing.md).
 
+mod allocations;
 mod arc_infomall;
 mod big_record;
 mod common;
