@@ -248,7 +248,8 @@ impl Fields {
             buf,
             start: 0,
             end: 0,
-            spans: Vec::new(),
+            // A head has about a dozen fields: one allocation, not five.
+            spans: Vec::with_capacity(16),
         };
         let leniency = if strict {
             Leniency::strict()

@@ -242,20 +242,15 @@ impl WarcHeader {
 
     /// Re-reads the eagerly parsed fields after the fields changed.
     pub(crate) fn refresh(&mut self) {
-        // One pass for both (the first of each name counts).
-        let (mut typ, mut len) = (None, None);
-        for f in self.fields.iter() {
-            if typ.is_none() && f.is(field::TYPE) {
-                typ = Some(f);
-            } else if len.is_none() && f.is(field::CONTENT_LENGTH) {
-                len = Some(f);
-            }
-            if typ.is_some() && len.is_some() {
-                break;
-            }
-        }
-        self.record_type = typ.map_or(RecordType::Other, |f| RecordType::parse(&f.value()));
-        self.content_length = len.and_then(|f| parse_u64(&f.value()));
+        // `get` compares name lengths before bytes: two short scans.
+        self.record_type = self
+            .fields
+            .get(field::TYPE)
+            .map_or(RecordType::Other, |f| RecordType::parse(&f.value()));
+        self.content_length = self
+            .fields
+            .get(field::CONTENT_LENGTH)
+            .and_then(|f| parse_u64(&f.value()));
     }
 
     /// The version from the version line.
