@@ -439,6 +439,22 @@ impl Fields {
             .map(|s| self.field(s))
     }
 
+    /// The first fields named `a` and `b`, in one pass over the spans.
+    pub(crate) fn get_two(&self, a: &str, b: &str) -> (Option<Field<'_>>, Option<Field<'_>>) {
+        let (mut fa, mut fb) = (None, None);
+        for s in &self.spans {
+            if fa.is_none() && self.name_is(s, a.as_bytes()) {
+                fa = Some(self.field(s));
+            } else if fb.is_none() && self.name_is(s, b.as_bytes()) {
+                fb = Some(self.field(s));
+            }
+            if fa.is_some() && fb.is_some() {
+                break;
+            }
+        }
+        (fa, fb)
+    }
+
     /// True when the span's name is `name`, ASCII case ignored; the length
     /// is compared first, without slicing the other parts of the field.
     #[inline]
@@ -447,7 +463,9 @@ impl Fields {
             && self
                 .buf
                 .get(s.line as usize..s.name_end as usize)
-                .is_some_and(|n| n.eq_ignore_ascii_case(name))
+                // Names are mostly written as looked up: a plain compare
+                // first, the case-folding one only when that fails.
+                .is_some_and(|n| n == name || n.eq_ignore_ascii_case(name))
     }
 
     /// Every field named `name`, in order.

@@ -242,15 +242,10 @@ impl WarcHeader {
 
     /// Re-reads the eagerly parsed fields after the fields changed.
     pub(crate) fn refresh(&mut self) {
-        // `get` compares name lengths before bytes: two short scans.
-        self.record_type = self
-            .fields
-            .get(field::TYPE)
-            .map_or(RecordType::Other, |f| RecordType::parse(&f.value()));
-        self.content_length = self
-            .fields
-            .get(field::CONTENT_LENGTH)
-            .and_then(|f| parse_u64(&f.value()));
+        // One pass over the names, lengths compared before bytes.
+        let (typ, len) = self.fields.get_two(field::TYPE, field::CONTENT_LENGTH);
+        self.record_type = typ.map_or(RecordType::Other, |f| RecordType::parse(&f.value()));
+        self.content_length = len.and_then(|f| parse_u64(&f.value()));
     }
 
     /// The version from the version line.
