@@ -178,10 +178,21 @@ fn trim_start(mut b: &[u8]) -> &[u8] {
 
 /// True for the characters RFC 9110 allows in a token (field names).
 pub fn is_token_char(b: u8) -> bool {
-    matches!(b,
-        b'!' | b'#' | b'$' | b'%' | b'&' | b'\'' | b'*' | b'+' | b'-' | b'.' |
-        b'^' | b'_' | b'`' | b'|' | b'~' | b'0'..=b'9' | b'a'..=b'z' | b'A'..=b'Z')
+    TOKEN[usize::from(b)]
 }
+
+/// [`is_token_char`] as a table: one load per byte of a name.
+static TOKEN: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = matches!(b as u8,
+            b'!' | b'#' | b'$' | b'%' | b'&' | b'\'' | b'*' | b'+' | b'-' | b'.' |
+            b'^' | b'_' | b'`' | b'|' | b'~' | b'0'..=b'9' | b'a'..=b'z' | b'A'..=b'Z');
+        b += 1;
+    }
+    t
+};
 
 /// Why a field block could not be parsed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -237,7 +248,8 @@ impl Fields {
             buf,
             start: 0,
             end: 0,
-            spans: Vec::new(),
+            // A head has about a dozen fields: one allocation, not five.
+            spans: Vec::with_capacity(16),
         };
         let leniency = if strict {
             Leniency::strict()
@@ -330,45 +342,54 @@ impl Fields {
                 continue;
             }
             let line = &buf[pos..content_end];
-            let Some(colon) = memchr::memchr(b':', line) else {
-                if !leniency.line_without_colon {
-                    return Err(FieldError::Strict {
-                        what: "line without a colon",
+            // The usual line: a token name right before the colon, found in
+            // one pass over the name; anything else takes the careful path.
+            let token_len = line.iter().take_while(|&&b| TOKEN[usize::from(b)]).count();
+            let colon = if token_len > 0 && line.get(token_len) == Some(&b':') {
+                token_len
+            } else {
+                let Some(colon) = memchr::memchr(b':', line) else {
+                    if !leniency.line_without_colon {
+                        return Err(FieldError::Strict {
+                            what: "line without a colon",
+                            offset: pos,
+                        });
+                    }
+                    issues.push(FieldIssue {
+                        kind: WarningKind::LineWithoutColon,
                         offset: pos,
                     });
-                }
-                issues.push(FieldIssue {
-                    kind: WarningKind::LineWithoutColon,
-                    offset: pos,
-                });
-                pos = line_end;
-                continue;
-            };
-            let name = trim_end(&line[..colon]);
-            if name.len() != colon {
-                if !leniency.space_before_colon {
-                    return Err(FieldError::Strict {
-                        what: "white space before colon",
+                    pos = line_end;
+                    continue;
+                };
+                let name = trim_end(&line[..colon]);
+                if name.len() != colon {
+                    if !leniency.space_before_colon {
+                        return Err(FieldError::Strict {
+                            what: "white space before colon",
+                            offset: pos + name.len(),
+                        });
+                    }
+                    issues.push(FieldIssue {
+                        kind: WarningKind::SpaceBeforeColon,
                         offset: pos + name.len(),
                     });
                 }
-                issues.push(FieldIssue {
-                    kind: WarningKind::SpaceBeforeColon,
-                    offset: pos + name.len(),
-                });
-            }
-            if name.is_empty() || !name.iter().all(|&b| is_token_char(b)) {
-                if !leniency.bad_field_name {
-                    return Err(FieldError::Strict {
-                        what: "field name is not a token",
+                if name.is_empty() || !name.iter().all(|&b| is_token_char(b)) {
+                    if !leniency.bad_field_name {
+                        return Err(FieldError::Strict {
+                            what: "field name is not a token",
+                            offset: pos,
+                        });
+                    }
+                    issues.push(FieldIssue {
+                        kind: WarningKind::BadFieldName,
                         offset: pos,
                     });
                 }
-                issues.push(FieldIssue {
-                    kind: WarningKind::BadFieldName,
-                    offset: pos,
-                });
-            }
+                colon
+            };
+            let name = trim_end(&line[..colon]);
             let value_start =
                 pos + colon + 1 + (line.len() - colon - 1 - trim_start(&line[colon + 1..]).len());
             if self.spans.len() >= max_fields {
@@ -412,7 +433,39 @@ impl Fields {
 
     /// The first field named `name` (ASCII case ignored).
     pub fn get(&self, name: &str) -> Option<Field<'_>> {
-        self.iter().find(|f| f.is(name))
+        self.spans
+            .iter()
+            .find(|s| self.name_is(s, name.as_bytes()))
+            .map(|s| self.field(s))
+    }
+
+    /// The first fields named `a` and `b`, in one pass over the spans.
+    pub(crate) fn get_two(&self, a: &str, b: &str) -> (Option<Field<'_>>, Option<Field<'_>>) {
+        let (mut fa, mut fb) = (None, None);
+        for s in &self.spans {
+            if fa.is_none() && self.name_is(s, a.as_bytes()) {
+                fa = Some(self.field(s));
+            } else if fb.is_none() && self.name_is(s, b.as_bytes()) {
+                fb = Some(self.field(s));
+            }
+            if fa.is_some() && fb.is_some() {
+                break;
+            }
+        }
+        (fa, fb)
+    }
+
+    /// True when the span's name is `name`, ASCII case ignored; the length
+    /// is compared first, without slicing the other parts of the field.
+    #[inline]
+    fn name_is(&self, s: &Span, name: &[u8]) -> bool {
+        (s.name_end - s.line) as usize == name.len()
+            && self
+                .buf
+                .get(s.line as usize..s.name_end as usize)
+                // Names are mostly written as looked up: a plain compare
+                // first, the case-folding one only when that fails.
+                .is_some_and(|n| n == name || n.eq_ignore_ascii_case(name))
     }
 
     /// Every field named `name`, in order.

@@ -258,6 +258,38 @@ pub(crate) fn record_end<S: Source>(
 /// chunks, for a blank line that begins there. A blank line is LF, any CRs
 /// (fewer than 63: CR CR LF line ends are seen), LF.
 pub(crate) fn header_end(before: &[u8], chunk: &[u8]) -> Option<usize> {
+    if before.is_empty()
+        && let Some(end) = crlf_blank_line(chunk)
+    {
+        return Some(end);
+    }
+    header_end_by_lines(before, chunk)
+}
+
+/// [`header_end`] for the usual header (CRLF line ends, the start in
+/// `chunk`) in three vector searches instead of a step per line: the
+/// first LF CR LF in the first 8 KiB, when no other kind of blank line
+/// (LF LF, LF CR CR ...) comes before it. `None`: not sure, look line by
+/// line.
+fn crlf_blank_line(chunk: &[u8]) -> Option<usize> {
+    use memchr::memmem::Finder;
+    static FINDERS: std::sync::LazyLock<[Finder<'static>; 3]> = std::sync::LazyLock::new(|| {
+        [
+            Finder::new(b"\n\r\n"),
+            Finder::new(b"\n\n"),
+            Finder::new(b"\n\r\r"),
+        ]
+    });
+    let [crlf, lf, crcr] = &*FINDERS;
+    let scan = chunk.get(..chunk.len().min(8192))?;
+    let p = crlf.find(scan)?;
+    let earlier_lf = lf.find(scan.get(..p + 1)?).is_some();
+    let earlier_crcr = crcr.find(scan.get(..p + 2)?).is_some();
+    (!earlier_lf && !earlier_crcr).then_some(p + 3)
+}
+
+/// [`header_end`] line by line.
+fn header_end_by_lines(before: &[u8], chunk: &[u8]) -> Option<usize> {
     for nl in memchr::memchr_iter(b'\n', chunk) {
         // Byte k places before chunk[nl], looking into `before` when needed.
         let at = |k: usize| -> Option<u8> {
@@ -276,4 +308,49 @@ pub(crate) fn header_end(before: &[u8], chunk: &[u8]) -> Option<usize> {
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{header_end, header_end_by_lines};
+
+    /// The vector search and the line-by-line one agree on every mix of
+    /// line ends, split anywhere.
+    #[test]
+    fn header_end_fast_path_agrees_with_the_line_walk() {
+        let pieces: [&[u8]; 8] = [
+            b"WARC/1.1",
+            b"\r\n",
+            b"\n",
+            b"\r",
+            b"A: b",
+            b"\r\r\n",
+            b"x",
+            b"\r\n\r\n",
+        ];
+        let mut seed = 1u64;
+        for _ in 0..20_000 {
+            let mut v = Vec::new();
+            for _ in 0..1 + seed % 12 {
+                seed = seed
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1442695040888963407);
+                v.extend_from_slice(pieces[(seed >> 33) as usize % pieces.len()]);
+            }
+            let cut = (seed >> 40) as usize % (v.len() + 1);
+            let (before, chunk) = v.split_at(cut);
+            assert_eq!(
+                header_end(before, chunk),
+                header_end_by_lines(before, chunk),
+                "{:?}",
+                String::from_utf8_lossy(&v)
+            );
+            assert_eq!(header_end(&[], &v), header_end_by_lines(&[], &v));
+        }
+        // Long runs of CRs are no blank line.
+        let mut v = b"A: b\n".to_vec();
+        v.extend([b'\r'; 70]);
+        v.extend(b"\nB: c\r\n\r\n");
+        assert_eq!(header_end(&[], &v), Some(v.len()));
+    }
 }

@@ -66,6 +66,29 @@ fn decoded_fields(h: &warchest::warc::WarcHeader) -> std::collections::BTreeMap<
     m
 }
 
+/// Appends `n` in decimal, without formatting machinery.
+fn push_u64(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
+}
+
+/// Appends `n` in decimal, or `-` for none.
+fn push_opt_u64(out: &mut Vec<u8>, n: Option<u64>) {
+    match n {
+        Some(n) => push_u64(out, n),
+        None => out.push(b'-'),
+    }
+}
+
 pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
     args.files = crate::input::expand(&args.files);
     let stdout = io::stdout();
@@ -105,6 +128,9 @@ fn list_records<S: Source>(
     mut reader: Reader<S>,
 ) -> Result<Outcome, Box<dyn std::error::Error + Send + Sync>> {
     let mut records = 0u64;
+    // Reused line buffers (tab-separated output).
+    let mut line: Vec<u8> = Vec::with_capacity(32);
+    let mut tail: Vec<u8> = Vec::with_capacity(256);
     loop {
         let rec = match reader.next_record() {
             Ok(Some(r)) => r,
@@ -115,15 +141,15 @@ fn list_records<S: Source>(
             }
         };
         records += 1;
-        let h = rec.header().clone();
-        let loc = rec.location();
-        let end = rec.finish()?;
-        let typ = h.record_type_str();
-        let id = h.record_id();
-        let date = h.get(warchest::warc::field::DATE);
-        let uri = h.target_uri();
-        let ct = h.content_type();
         if json {
+            let h = rec.header().clone();
+            let loc = rec.location();
+            let end = rec.finish()?;
+            let typ = h.record_type_str();
+            let id = h.record_id();
+            let date = h.get(warchest::warc::field::DATE);
+            let uri = h.target_uri();
+            let ct = h.content_type();
             let line = Line {
                 file: name,
                 offset: loc.offset,
@@ -140,19 +166,31 @@ fn list_records<S: Source>(
             serde_json::to_writer(&mut *out, &line)?;
             out.write_all(b"\n")?;
         } else {
-            let dash = |s: Option<&str>| s.map(str::to_string).unwrap_or_else(|| "-".into());
-            writeln!(
-                out,
-                "{}\t{}\t{}\t{}\t{}\t{}\t{}",
-                loc.offset,
-                end.stored_len.map_or("-".to_string(), |l| l.to_string()),
-                dash(typ.as_deref()),
-                dash(date.as_deref()),
-                dash(uri.as_deref()),
-                dash(ct.as_deref()),
-                h.content_length()
-                    .map_or("-".to_string(), |l| l.to_string()),
-            )?;
+            // The columns after the stored length are written while the
+            // header is borrowed, the length once the record is finished:
+            // no copy of the header, no String per field.
+            tail.clear();
+            let h = rec.header();
+            for v in [
+                h.record_type_str(),
+                h.get(warchest::warc::field::DATE),
+                h.target_uri(),
+                h.content_type(),
+            ] {
+                tail.push(b'\t');
+                tail.extend_from_slice(v.as_deref().unwrap_or("-").as_bytes());
+            }
+            tail.push(b'\t');
+            push_opt_u64(&mut tail, h.content_length());
+            tail.push(b'\n');
+            let offset = rec.location().offset;
+            let end = rec.finish()?;
+            line.clear();
+            push_u64(&mut line, offset);
+            line.push(b'\t');
+            push_opt_u64(&mut line, end.stored_len);
+            out.write_all(&line)?;
+            out.write_all(&tail)?;
         }
         g.warnings(name, &reader.take_warnings());
     }
@@ -161,4 +199,23 @@ fn list_records<S: Source>(
         return Err(input::NoRecords::new(name).into());
     }
     Ok(Outcome::Ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{push_opt_u64, push_u64};
+
+    #[test]
+    fn numbers_are_written_as_display_writes_them() {
+        let mut v = Vec::new();
+        for n in [0, 1, 9, 10, 99, 100, 12_345, u64::from(u32::MAX), u64::MAX] {
+            v.clear();
+            push_u64(&mut v, n);
+            assert_eq!(v, n.to_string().as_bytes());
+        }
+        v.clear();
+        push_opt_u64(&mut v, None);
+        push_opt_u64(&mut v, Some(7));
+        assert_eq!(v, b"-7");
+    }
 }

@@ -12,6 +12,7 @@ use super::gzip_member::GzipMember;
 use super::input::Input;
 use super::lz4;
 use super::lz4_member::Lz4Member;
+use super::map::FileMap;
 use super::member::{Cx, MemberDecoder, Out, Report, Step};
 use super::plain::Plain;
 use super::zstd_frame::{self, FrameStart};
@@ -478,7 +479,25 @@ impl Decoder<std::fs::File> {
         } else {
             None
         };
-        Decoder::new_seekable_threaded(file, par_file, opts)
+        let map = FileMap::new(&file);
+        let mut d = Decoder::new_seekable_threaded(file, par_file, opts)?;
+        // A plain file read from its start is served from a memory map (the
+        // `mmap` feature): compressed files keep the buffer, which their
+        // codecs consume anyway.
+        let at = d.start_offset;
+        if let Some(map) = map
+            && d.input.inner_origin == at
+            && let Ok(i) = usize::try_from(at)
+            && Codec::sniff(
+                map.bytes()
+                    .get(i..i.saturating_add(4).min(map.bytes().len()))
+                    .unwrap_or_default(),
+            )
+            .is_none()
+        {
+            d.input.use_map(map, at);
+        }
+        Ok(d)
     }
 }
 
@@ -828,6 +847,7 @@ impl<R: Read> Decoder<R> {
 impl<R: Read> Source for Decoder<R> {
     fn fill_buf(&mut self) -> crate::Result<&[u8]> {
         self.report.check()?;
+        self.input.check_map()?;
         if self.state == State::Par {
             return Ok(self.par.as_deref().map_or(&[][..], |p| p.fill()));
         }
@@ -2118,6 +2138,54 @@ mod tests {
                 assert_eq!(gb, fixture("resiliparse/block-sized-records.warc"));
             }
         }
+    }
+
+    /// Members of a file read with `new_file`, which maps plain files.
+    fn decode_file(path: &std::path::Path, o: DecoderOptions) -> (Vec<M>, bool) {
+        let f = std::fs::File::open(path).unwrap();
+        let mut d = Decoder::new_file(f, o).unwrap();
+        let mapped = d.input.is_mapped();
+        let mut v = Vec::new();
+        collect(&mut d, &mut v).unwrap();
+        (v, mapped)
+    }
+
+    #[test]
+    fn plain_files_are_mapped_and_decode_as_from_a_reader() {
+        let dir = tempfile::tempdir().unwrap();
+        let plain = records().concat();
+        let mut appended = plain.clone();
+        appended.extend(gz(&records()[3]));
+        let (gzip, _) = concat(&records(), gz);
+        for (name, data, want_map) in [
+            ("plain.warc", &plain, true),
+            ("appended.warc", &appended, true),
+            ("members.warc.gz", &gzip, false),
+        ] {
+            let path = dir.path().join(name);
+            std::fs::write(&path, data).unwrap();
+            let want = decode_clean(data);
+            for size in [64, 100, 1 << 20] {
+                let (got, mapped) = decode_file(&path, small(size));
+                assert_eq!(
+                    mapped,
+                    want_map && cfg!(all(target_os = "linux", feature = "mmap"))
+                );
+                assert_eq!(got, want, "{name} {size}");
+            }
+        }
+        // Skips go past the window without reading, never past the end.
+        let path = dir.path().join("plain.warc");
+        let f = std::fs::File::open(&path).unwrap();
+        let mut d = Decoder::new_file(f, small(64)).unwrap();
+        assert!(!d.fill_buf().unwrap().is_empty());
+        assert_eq!(d.skip(1000).unwrap(), 1000);
+        assert_eq!(d.member_pos(), 1000);
+        assert_eq!(d.fill_buf().unwrap()[..], plain[1000..1000 + 64]);
+        let rest = (plain.len() - 1000) as u64;
+        assert_eq!(d.skip(u64::MAX).unwrap(), rest);
+        assert!(d.fill_buf().unwrap().is_empty());
+        assert_eq!(d.member_end(), Some(plain.len() as u64));
     }
 
     #[test]

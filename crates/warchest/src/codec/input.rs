@@ -1,6 +1,10 @@
 //! The decoder's input: the stored bytes read from the caller's reader into
-//! one buffer, and the seeks the reader may allow.
+//! one buffer, and the seeks the reader may allow. A plain file opened by
+//! path is served from a memory map instead ([`super::map`]): the window
+//! `start..end` then indexes the map, and refilling it moves its end
+//! without reading or copying anything.
 
+use super::map::FileMap;
 use crate::Position;
 use std::io::{self, Read};
 
@@ -15,6 +19,8 @@ pub(super) type SeekFn<R> = fn(&mut R, u64) -> io::Result<()>;
 pub(super) struct Input<R> {
     pub(super) inner: R,
     pub(super) buf: Vec<u8>,
+    /// Size of the buffer as made: a map's refill window.
+    cap: usize,
     pub(super) start: usize,
     pub(super) end: usize,
     pub(super) base: u64,
@@ -30,6 +36,10 @@ pub(super) struct Input<R> {
     /// Stored length of the input, when known (seekable inputs): skips stop
     /// there, so a truncated record is still seen as truncated.
     pub(super) len: Option<u64>,
+    /// The file mapped (plain files opened by path): `start`, `end` index
+    /// it, `base` is 0 and `buf` is unused. Bytes below `end` have been
+    /// checked to be inside the file.
+    map: Option<FileMap>,
 }
 
 impl<R> Input<R> {
@@ -39,6 +49,7 @@ impl<R> Input<R> {
         Input {
             inner,
             buf: vec![0; size],
+            cap: size,
             start: 0,
             end: 0,
             base,
@@ -47,7 +58,41 @@ impl<R> Input<R> {
             seek_to: None,
             inner_origin: 0,
             len: None,
+            map: None,
         }
+    }
+
+    /// Serves the input from `map`, a map of the whole file whose stored
+    /// offsets are its file offsets, from stored offset `at` on (the
+    /// buffer is dropped: nothing was read into it yet).
+    pub(super) fn use_map(&mut self, map: FileMap, at: u64) {
+        let Ok(at) = usize::try_from(at) else {
+            return;
+        };
+        self.buf = Vec::new();
+        self.base = 0;
+        self.start = at;
+        self.end = at;
+        self.eof = false;
+        self.map = Some(map);
+    }
+
+    /// An error when a read of the mapped file faulted because the file
+    /// shrank ([`super::map`]); nothing to check for a buffer.
+    #[inline]
+    pub(super) fn check_map(&self) -> crate::Result<()> {
+        match &self.map {
+            Some(m) => m
+                .check()
+                .map_err(|e| crate::Error::from(e).at(Position::at(self.pos()))),
+            None => Ok(()),
+        }
+    }
+
+    /// True when the input is served from a memory map.
+    #[cfg(test)]
+    pub(super) fn is_mapped(&self) -> bool {
+        self.map.is_some()
     }
 
     /// Stored offset of the first byte not consumed.
@@ -65,13 +110,21 @@ impl<R> Input<R> {
     /// The bytes read and not consumed.
     #[inline]
     pub(super) fn bytes(&self) -> &[u8] {
-        self.buf.get(self.start..self.end).unwrap_or_default()
+        let all = match &self.map {
+            Some(m) => m.bytes(),
+            None => &self.buf,
+        };
+        all.get(self.start..self.end).unwrap_or_default()
     }
 
-    /// Size of the buffer.
+    /// Size of the buffer (for a map, the window a refill opens).
     #[inline]
     pub(super) fn capacity(&self) -> usize {
-        self.buf.len()
+        if self.map.is_some() {
+            self.cap
+        } else {
+            self.buf.len()
+        }
     }
 
     /// Consumes `n` bytes (at most what is buffered).
@@ -88,10 +141,16 @@ impl<R> Input<R> {
     /// Forgets everything buffered: the next byte read is at stored offset
     /// `base`.
     pub(super) fn reset_at(&mut self, base: u64) {
+        self.eof = false;
+        if self.map.is_some() {
+            let at = usize::try_from(base).unwrap_or(usize::MAX);
+            self.start = at;
+            self.end = at;
+            return;
+        }
         self.start = 0;
         self.end = 0;
         self.base = base;
-        self.eof = false;
     }
 }
 
@@ -123,6 +182,9 @@ impl<R: Read> Input<R> {
     /// ends first. Grows the buffer only when `n` exceeds it (callers bound
     /// `n`). `member` is as for [`Input::compact`].
     pub(super) fn ensure(&mut self, n: usize, member: Option<u64>) -> crate::Result<bool> {
+        if self.map.is_some() {
+            return self.ensure_mapped(n);
+        }
         while self.avail() < n {
             if self.eof {
                 return Ok(false);
@@ -138,6 +200,31 @@ impl<R: Read> Input<R> {
             self.read_some()?;
         }
         Ok(true)
+    }
+
+    /// [`Input::ensure`] on a map: the window grows to at least `n` bytes
+    /// (a buffer's worth when that is more) below the file's size, checked
+    /// now, so that no byte past the file's end is ever touched.
+    fn ensure_mapped(&mut self, n: usize) -> crate::Result<bool> {
+        if self.avail() >= n {
+            return Ok(true);
+        }
+        if self.eof {
+            return Ok(false);
+        }
+        let Some(map) = self.map.as_mut() else {
+            return Ok(false);
+        };
+        let size = map
+            .refresh()
+            .map_err(|e| crate::Error::from(e).at(Position::at(self.start as u64)))?;
+        let want = self.start.saturating_add(n.max(self.cap));
+        self.end = want.min(size).max(self.end);
+        if self.avail() >= n {
+            return Ok(true);
+        }
+        self.eof = true;
+        Ok(false)
     }
 
     /// One read into the free end of the buffer (which is not empty).
@@ -170,6 +257,20 @@ impl<R: Read> Input<R> {
     /// when it cannot seek or `n` is buffered (the caller reads instead).
     pub(super) fn seek_skip(&mut self, n: u64) -> crate::Result<Option<u64>> {
         let avail = self.avail() as u64;
+        if let Some(map) = &self.map {
+            if n <= avail {
+                return Ok(None);
+            }
+            // Nothing is touched: the window's end is checked again (fstat)
+            // when it next grows.
+            let to = (self.start as u64)
+                .saturating_add(n)
+                .min(map.bytes().len() as u64);
+            let k = to - self.start as u64;
+            self.start = usize::try_from(to).unwrap_or(usize::MAX);
+            self.end = self.end.max(self.start);
+            return Ok(Some(k));
+        }
         let (Some(seek), Some(len)) = (self.seek_forward, self.len) else {
             return Ok(None);
         };

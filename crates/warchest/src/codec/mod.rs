@@ -24,6 +24,7 @@ mod inflate;
 mod input;
 mod lz4;
 mod lz4_member;
+mod map;
 mod member;
 #[cfg(feature = "parallel")]
 mod parallel;

@@ -232,6 +232,15 @@ fn take_head_bytes(
     let before = buf.len();
     let room = limits.max_http_head.saturating_sub(before);
     let take = chunk.len().min(room.saturating_add(4));
+    if before == 0 {
+        // The head usually lies whole in the first chunk: look there and
+        // copy the head only, not the chunk (a whole block from a mapped
+        // file). The finder sees the same bytes as it would in `buf`.
+        if let Some(end) = finder.find(&chunk[..take]) {
+            buf.extend_from_slice(&chunk[..end]);
+            return Step::Found(end, end);
+        }
+    }
     buf.extend_from_slice(&chunk[..take]);
     match finder.find(buf) {
         Some(end) => {

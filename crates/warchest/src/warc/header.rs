@@ -41,6 +41,12 @@ impl Version {
 
     /// Parses a version line such as `WARC/1.1` (line end already removed).
     pub fn parse_line(line: &[u8]) -> Option<Version> {
+        // What nearly every record says, without the general parse.
+        match line {
+            b"WARC/1.0" => return Some(Version::V1_0),
+            b"WARC/1.1" => return Some(Version::V1_1),
+            _ => {}
+        }
         // The name is matched in any case: JWAT's valid samples hold `warc/1.0`.
         let rest = line
             .get(..5)
@@ -236,14 +242,10 @@ impl WarcHeader {
 
     /// Re-reads the eagerly parsed fields after the fields changed.
     pub(crate) fn refresh(&mut self) {
-        self.record_type = self
-            .fields
-            .get(field::TYPE)
-            .map_or(RecordType::Other, |f| RecordType::parse(&f.value()));
-        self.content_length = self
-            .fields
-            .get(field::CONTENT_LENGTH)
-            .and_then(|f| parse_u64(&f.value()));
+        // One pass over the names, lengths compared before bytes.
+        let (typ, len) = self.fields.get_two(field::TYPE, field::CONTENT_LENGTH);
+        self.record_type = typ.map_or(RecordType::Other, |f| RecordType::parse(&f.value()));
+        self.content_length = len.and_then(|f| parse_u64(&f.value()));
     }
 
     /// The version from the version line.
@@ -310,6 +312,18 @@ impl WarcHeader {
     /// True when the block is an HTTP message (`application/http`), which has
     /// a payload after its header.
     pub fn is_http(&self) -> bool {
+        const HTTP: &[u8] = b"application/http";
+        let Some(f) = self.fields.get(field::CONTENT_TYPE) else {
+            return false;
+        };
+        // The usual value starts with a visible ASCII byte: then its text
+        // (UTF-8 or ISO-8859-1) has no leading white space and starts with
+        // 16 ASCII characters exactly when its bytes do; compare the bytes
+        // without making the text.
+        let v = f.value();
+        if v.first().is_some_and(|b| b.is_ascii_graphic()) {
+            return v.get(..16).is_some_and(|p| p.eq_ignore_ascii_case(HTTP));
+        }
         self.content_type().is_some_and(|ct| {
             // Bytes, not a str slice: byte 16 may fall inside a character.
             let ct = ct.trim_start().as_bytes();

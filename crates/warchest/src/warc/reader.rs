@@ -593,7 +593,6 @@ impl<S: Source> Reader<S> {
         let line = &buf[..first_nl];
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         let version = Version::parse_line(line);
-        let line_text = String::from_utf8_lossy(line).into_owned();
         self.issues.clear();
         let parsed = fields.reparse(
             first_nl + 1,
@@ -610,7 +609,10 @@ impl<S: Source> Reader<S> {
                 if !v.is_known() {
                     if !self.diag.leniency().unknown_version {
                         return Err(self.error(
-                            ErrorKind::Syntax(format!("unknown WARC version {line_text:?}")),
+                            ErrorKind::Syntax(format!(
+                                "unknown WARC version {:?}",
+                                self.version_line()
+                            )),
                             offset,
                             Some(index),
                         ));
@@ -619,14 +621,17 @@ impl<S: Source> Reader<S> {
                         WarningKind::UnknownVersion,
                         offset,
                         Some(index),
-                        format!("unknown WARC version {line_text:?}, read as 1.1"),
+                        format!(
+                            "unknown WARC version {:?}, read as 1.1",
+                            self.version_line()
+                        ),
                     );
                 }
                 v
             }
             None => {
                 return Err(self.error(
-                    ErrorKind::Syntax(format!("bad version line {line_text:?}")),
+                    ErrorKind::Syntax(format!("bad version line {:?}", self.version_line())),
                     offset,
                     Some(index),
                 ));
@@ -730,6 +735,15 @@ impl<S: Source> Reader<S> {
             spans_members,
         });
         Ok(Some(true))
+    }
+
+    /// The current header's version line as text, for messages (made only
+    /// when one is needed: no allocation per record).
+    fn version_line(&self) -> String {
+        let line = self.header.fields.start_line();
+        let line = line.strip_suffix(b"\n").unwrap_or(line);
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        String::from_utf8_lossy(line).into_owned()
     }
 
     /// The member ended inside the block: go on into the next member, or

@@ -1,5 +1,6 @@
 //! The integration tests of `warchest`, one binary (docs/testing.md).
 
+mod allocations;
 mod arc_infomall;
 mod big_record;
 mod common;
@@ -7,4 +8,6 @@ mod deps;
 mod differential;
 mod disk_full;
 mod fixtures;
+#[cfg(target_os = "linux")]
+mod plain_map;
 mod roundtrip;
