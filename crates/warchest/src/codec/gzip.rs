@@ -197,6 +197,31 @@ impl HeaderParser {
         input: &[u8],
         mut out: Option<&mut GzipHeader>,
     ) -> Result<Fed, &'static str> {
+        // Nearly every member of a WARC file has the bare 10-byte header
+        // (FLG 0 or FTEXT): parsed at once, without the step machine.
+        if self.step == Step::Fixed
+            && self.n == 0
+            && let Some(f) = input.first_chunk::<10>()
+            && f[..3] == [0x1f, 0x8b, 8]
+            && f[3] & !FTEXT == 0
+        {
+            if let Some(h) = out {
+                h.clear();
+                h.flags = f[3];
+                h.mtime = u32::from_le_bytes([f[4], f[5], f[6], f[7]]);
+                h.xfl = f[8];
+                h.os = f[9];
+                h.extra = None;
+                h.name = None;
+                h.comment = None;
+                h.computed_header_crc = (super::inflate::crc32(0, f) & 0xffff) as u16;
+                h.len = 10;
+            }
+            self.flags = f[3];
+            self.len = 10;
+            self.step = Step::Done;
+            return Ok(Fed::Done(10));
+        }
         let mut i = 0;
         while self.step != Step::Done {
             let rest = input.get(i..).unwrap_or_default();
