@@ -1118,6 +1118,72 @@ mod tests {
         assert!(served > 150, "{served}");
     }
 
+    /// Members larger than a chunk's slack (read further by the direct
+    /// path), with the checksums unchecked and with whole-member inflation
+    /// off (the generic decoder in every job): as one thread.
+    #[test]
+    fn members_past_the_slack_and_options_match_one_thread() {
+        let parts: Vec<Vec<u8>> = (0..24u32)
+            .map(|i| noise(20_000 + (i as usize * 104_729) % 600_000, i + 7))
+            .collect();
+        let file: Vec<u8> = parts.iter().flat_map(|p| gz(p)).collect();
+        assert!(file.len() > 16 * CHUNK as usize);
+        let ms = same_as_sequential(&file);
+        assert_eq!(ms.len(), parts.len());
+        for (m, p) in ms.iter().zip(&parts) {
+            assert_eq!(&m.3, p);
+        }
+        let served = decode_file_served(&file, 2, true).1;
+        assert!(served >= 12, "{served}");
+        for opts in [
+            DecoderOptions {
+                verify_checksums: false,
+                ..DecoderOptions::default()
+            },
+            DecoderOptions {
+                fast_inflate: false,
+                ..DecoderOptions::default()
+            },
+        ] {
+            let decode = |threads| {
+                let mut f = tempfile::tempfile().unwrap();
+                f.write_all(&file).unwrap();
+                f.seek(SeekFrom::Start(0)).unwrap();
+                let o = DecoderOptions {
+                    threads,
+                    ..opts.clone()
+                };
+                let mut d = Decoder::new_file(f, o).unwrap();
+                let mut out = Vec::new();
+                while d.next_member().unwrap() {
+                    let mut data = Vec::new();
+                    loop {
+                        let b = d.fill_buf().unwrap();
+                        if b.is_empty() {
+                            break;
+                        }
+                        data.extend_from_slice(b);
+                        let n = b.len();
+                        d.consume(n);
+                    }
+                    let t = d.gzip_trailer().copied();
+                    out.push((d.member_offset(), d.member_end(), data, t));
+                }
+                let served = d.par.as_ref().map_or(0, |p| p.served());
+                (out, served)
+            };
+            let (one, _) = decode(1);
+            let (two, served) = decode(2);
+            assert_eq!(one, two, "{opts:?}");
+            assert_eq!(one.len(), parts.len());
+            assert!(served >= 12, "{opts:?}: {served}");
+            let checked = one
+                .iter()
+                .all(|m| m.3.is_some_and(|t| t.computed_crc32.is_some()));
+            assert_eq!(checked, opts.verify_checksums, "{opts:?}");
+        }
+    }
+
     #[test]
     fn plain_files_and_whole_file_gzip_stay_sequential() {
         let plain = noise(3 * CHUNK as usize, 3);
