@@ -21,11 +21,26 @@
 //! [`DecoderOptions::threads`] threads (built on the first compressed
 //! member): the engine's reading thread blocks on its jobs, so they must not
 //! queue behind work of the caller's (such as a rayon pool reading several
-//! files at once). A job takes a decoder from the engine's idle ones (one per
-//! pool thread at most, made once) and gives it back.
+//! files at once). A job takes a [`Worker`] from the engine's idle ones (one
+//! per pool thread at most, made once) and gives it back. Each job carries a
+//! flag that whoever runs it sets first: when the job the reading thread
+//! needs next has not been started by the pool, the reading thread runs it
+//! (or a later one) itself with a worker of its own, instead of blocking.
+//!
+//! A job reads its chunk and [`SLACK`] bytes once. gzip members are decoded
+//! from those bytes on the *direct path*: header parsed, deflate data
+//! inflated whole by libdeflate into the spare capacity of the job's buffer
+//! (no copy), CRC32, ISIZE and header CRC checked as the sequential decoder
+//! checks them; more is read when a member runs past the bytes read. Other
+//! members (zstd, LZ4, a gzip header longer than the bytes read, a member
+//! past [`MAX_DIRECT_INPUT`]) go through the worker's [`Decoder`], made on
+//! the first one.
 //!
 //! Memory: at most [`Engine::depth`] jobs are in flight, each holding at most
-//! `job_cap` decoded bytes, plus one decoder per pool thread.
+//! `job_cap` decoded bytes, plus per worker (one per pool thread and the
+//! reading thread's) the bytes read for a job (usually [`CHUNK`] +
+//! [`SLACK`], at most [`MAX_DIRECT_INPUT`] more) and, once a job needed it,
+//! a decoder.
 //!
 //! This module is compiled with the `parallel` feature (rayon); without it,
 //! `parallel_off` stands in and everything is decoded on the reading thread.
