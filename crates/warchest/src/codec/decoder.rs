@@ -209,8 +209,10 @@ enum State {
 /// frames, sniffed member by member. It implements [`Source`].
 ///
 /// Memory stays bounded whatever the input: one input buffer
-/// ([`DecoderOptions::buffer_size`]), one output buffer (256 KiB, up to
-/// 4 MiB + 64 KiB for LZ4 frames with 4 MiB blocks), the inflate window, and
+/// ([`DecoderOptions::buffer_size`]), one output buffer (256 KiB; up to
+/// 8 MiB while a large gzip member is inflated whole, given back when the
+/// next gzip member starts; 4 MiB + 64 KiB for LZ4 frames with 4 MiB blocks),
+/// the inflate window, and
 /// the zstd window (bounded by [`DecoderOptions::max_zstd_window_log`]).
 /// Time is linear in the input, also for endless runs of empty members or
 /// garbage.

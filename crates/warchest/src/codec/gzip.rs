@@ -197,6 +197,47 @@ impl HeaderParser {
         input: &[u8],
         mut out: Option<&mut GzipHeader>,
     ) -> Result<Fed, &'static str> {
+        // Nearly every member of a WARC file has a 10-byte header, with at
+        // most an extra field (FEXTRA: wget's and warcio's `sl` subfield):
+        // parsed at once when it is all in `input`, without the steps.
+        if self.step == Step::Fixed
+            && self.n == 0
+            && let Some(f) = input.first_chunk::<10>()
+            && f[..3] == [0x1f, 0x8b, 8]
+            && f[3] & !(FTEXT | FEXTRA) == 0
+        {
+            let len = if f[3] & FEXTRA == 0 {
+                Some(10)
+            } else {
+                input
+                    .get(10..12)
+                    .map(|x| 12 + usize::from(u16::from_le_bytes([x[0], x[1]])))
+            };
+            if let Some(len) = len
+                && let Some(head) = input.get(..len)
+            {
+                if let Some(h) = out {
+                    h.clear();
+                    h.flags = f[3];
+                    h.mtime = u32::from_le_bytes([f[4], f[5], f[6], f[7]]);
+                    h.xfl = f[8];
+                    h.os = f[9];
+                    h.extra = (f[3] & FEXTRA != 0).then(|| {
+                        let mut v = h.extra.take().unwrap_or_default();
+                        v.extend_from_slice(head.get(12..).unwrap_or_default());
+                        v
+                    });
+                    h.name = None;
+                    h.comment = None;
+                    h.computed_header_crc = (super::inflate::crc32(0, head) & 0xffff) as u16;
+                    h.len = len as u64;
+                }
+                self.flags = f[3];
+                self.len = len as u64;
+                self.step = Step::Done;
+                return Ok(Fed::Done(len));
+            }
+        }
         let mut i = 0;
         while self.step != Step::Done {
             let rest = input.get(i..).unwrap_or_default();
@@ -369,5 +410,49 @@ pub fn parse_gzip_header(bytes: &[u8]) -> Result<Option<GzipHeader>, String> {
         Ok(Fed::Done(_)) => Ok(Some(header)),
         Ok(Fed::More) => Ok(None),
         Err(e) => Err(e.to_owned()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The one-go parse of a bare or FEXTRA-only header gives what the
+    /// steps give when the bytes come one at a time.
+    #[test]
+    fn quick_headers_parse_as_the_steps_do() {
+        let bare = vec![0x1f, 0x8b, 8, FTEXT, 1, 2, 3, 4, 0, 3];
+        let mut extra = vec![0x1f, 0x8b, 8, FEXTRA, 9, 8, 7, 6, 2, 255];
+        extra.extend(8u16.to_le_bytes());
+        extra.extend(b"sl\x04\x00abcd");
+        for head in [bare, extra] {
+            let mut whole = head.clone();
+            whole.extend(b"deflate data");
+            let mut p = HeaderParser::new();
+            let mut quick = GzipHeader::default();
+            assert_eq!(p.feed(&whole, Some(&mut quick)), Ok(Fed::Done(head.len())));
+            let mut p = HeaderParser::new();
+            let mut steps = GzipHeader::default();
+            for (i, b) in head.iter().enumerate() {
+                let want = if i + 1 == head.len() {
+                    Fed::Done(1)
+                } else {
+                    Fed::More
+                };
+                assert_eq!(p.feed(&[*b], Some(&mut steps)), Ok(want), "byte {i}");
+            }
+            assert_eq!(quick, steps);
+            assert_eq!(quick.len, head.len() as u64);
+            assert_eq!(
+                quick.computed_header_crc,
+                (crc32fast::hash(&head) & 0xffff) as u16
+            );
+            // Cut inside the extra field: the steps take over.
+            if head.len() > 10 {
+                let mut p = HeaderParser::new();
+                assert_eq!(p.feed(&head[..14], None), Ok(Fed::More));
+                assert_eq!(p.feed(&whole[14..], None), Ok(Fed::Done(head.len() - 14)));
+            }
+        }
     }
 }

@@ -3,7 +3,7 @@
 //! inflater, the trailer checked.
 
 use super::gzip::{Fed, GzipHeader, GzipTrailer, HeaderParser};
-use super::inflate::{FastInflater, Inflated};
+use super::inflate::{FastInflater, Inflated, crc32};
 use super::member::{Cx, MemberDecoder, Step};
 use crate::WarningKind;
 use flate2::{Decompress, FlushDecompress, Status};
@@ -15,8 +15,14 @@ pub(super) const OUT_SIZE: usize = 256 * 1024;
 /// Input buffered for a whole-member libdeflate attempt (at most half the
 /// input buffer).
 const FAST_INPUT: usize = 256 * 1024;
-/// Largest output of a whole-member attempt; bigger members stream.
-pub(super) const FAST_OUTPUT: usize = 4 * 1024 * 1024;
+/// Largest output of a whole-member attempt; bigger members stream. Large
+/// records (the corpus's search indexes, 1-15 MiB) are worth inflating
+/// whole, as streaming costs more; 8 MiB keeps `-j 2`'s peak memory (job
+/// buffers and this one) well under 64 MiB.
+pub(super) const FAST_OUTPUT: usize = 8 * 1024 * 1024;
+/// An output buffer grown past this by a large member is given back when
+/// the next gzip member starts (LZ4's largest blocks and their history fit).
+const KEEP_OUTPUT: usize = 5 * 1024 * 1024;
 
 /// Where in a gzip member the decoder is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,7 +40,8 @@ pub(super) struct GzipMember {
     /// The whole-member attempt was made for the current member.
     fast_tried: bool,
     inflate: Option<Decompress>,
-    crc: crc32fast::Hasher,
+    /// CRC32 of the member's data so far.
+    crc: u32,
     size: u64,
     parser: HeaderParser,
     header: GzipHeader,
@@ -65,7 +72,7 @@ impl GzipMember {
             },
             fast_tried: false,
             inflate: None,
-            crc: crc32fast::Hasher::new(),
+            crc: 0,
             size: 0,
             parser: HeaderParser::new(),
             header: GzipHeader::default(),
@@ -106,10 +113,13 @@ impl GzipMember {
             Ok(Fed::More) => cx.input.drop_buffered(),
             Ok(Fed::Done(k)) => {
                 cx.input.advance(k);
+                if cx.out.buf.capacity() > KEEP_OUTPUT {
+                    cx.out.buf = Vec::new();
+                }
                 self.inflate
                     .get_or_insert_with(|| Decompress::new(false))
                     .reset(false);
-                self.crc.reset();
+                self.crc = 0;
                 self.size = 0;
                 cx.out.clear();
                 self.fast_tried = false;
@@ -154,7 +164,7 @@ impl GzipMember {
         cx.out.end = made;
         self.size += made as u64;
         if cx.verify {
-            self.crc.update(cx.out.buf.get(..made).unwrap_or_default());
+            self.crc = crc32(self.crc, cx.out.buf.get(..made).unwrap_or_default());
         }
         Ok(match r {
             Ok(Status::StreamEnd) => {
@@ -184,26 +194,43 @@ impl GzipMember {
         let Some(fast) = self.fast.as_mut() else {
             return Ok(false);
         };
-        let input = cx.input.bytes();
-        let mut room = (input.len().saturating_mul(4)).clamp(OUT_SIZE, FAST_OUTPUT);
+        let mut room = (cx.input.avail().saturating_mul(4)).clamp(OUT_SIZE, FAST_OUTPUT);
+        let mut grown = false;
         loop {
-            if cx.out.buf.len() < room {
-                cx.out.buf.resize(room, 0);
-            }
-            match fast.inflate(input, &mut cx.out.buf) {
+            // Inflated into the buffer's spare capacity: pages are touched
+            // only as written, so reserving FAST_OUTPUT costs little.
+            cx.out.clear();
+            cx.out.buf.clear();
+            cx.out.buf.reserve(room);
+            match fast.inflate_append(cx.input.bytes(), &mut cx.out.buf, room) {
                 Inflated::Done { used, made } => {
                     cx.input.advance(used);
-                    cx.out.start = 0;
                     cx.out.end = made;
                     self.size = made as u64;
                     if cx.verify {
-                        self.crc.update(cx.out.buf.get(..made).unwrap_or_default());
+                        self.crc = crc32(0, cx.out.buf.get(..made).unwrap_or_default());
                     }
                     self.trailer_len = 0;
                     self.phase = Phase::Trailer;
                     return Ok(true);
                 }
-                Inflated::NoRoom if room < FAST_OUTPUT => room = FAST_OUTPUT,
+                // Too little room, or cut off by the end of what was
+                // buffered (or damaged): once more, with all the room and
+                // as much input as the buffer holds, since streaming a
+                // large member with zlib-rs costs more than libdeflate
+                // (docs/performance.md, issue 20).
+                r @ (Inflated::NoRoom | Inflated::Invalid) if !grown => {
+                    let all = cx.input.capacity();
+                    let more_input = !cx.input.eof && cx.input.avail() < all;
+                    if r == Inflated::Invalid && !more_input {
+                        return Ok(false);
+                    }
+                    grown = true;
+                    room = FAST_OUTPUT;
+                    if more_input {
+                        cx.ensure(all)?;
+                    }
+                }
                 _ => return Ok(false),
             }
         }
@@ -225,7 +252,7 @@ impl GzipMember {
             self.trailer_len += k;
             cx.input.advance(k);
         }
-        let crc = cx.verify.then(|| self.crc.clone().finalize());
+        let crc = cx.verify.then_some(self.crc);
         let t = GzipTrailer::new(self.trailer_bytes, crc, self.size as u32);
         self.trailer = Some(t);
         cx.finish();

@@ -21,11 +21,26 @@
 //! [`DecoderOptions::threads`] threads (built on the first compressed
 //! member): the engine's reading thread blocks on its jobs, so they must not
 //! queue behind work of the caller's (such as a rayon pool reading several
-//! files at once). A job takes a decoder from the engine's idle ones (one per
-//! pool thread at most, made once) and gives it back.
+//! files at once). A job takes a [`Worker`] from the engine's idle ones (one
+//! per pool thread at most, made once) and gives it back. Each job carries a
+//! flag that whoever runs it sets first: when the job the reading thread
+//! needs next has not been started by the pool, the reading thread runs it
+//! (or a later one) itself with a worker of its own, instead of blocking.
+//!
+//! A job reads its chunk and [`SLACK`] bytes once. gzip members are decoded
+//! from those bytes on the *direct path*: header parsed, deflate data
+//! inflated whole by libdeflate into the spare capacity of the job's buffer
+//! (no copy), CRC32, ISIZE and header CRC checked as the sequential decoder
+//! checks them; more is read when a member runs past the bytes read. Other
+//! members (zstd, LZ4, a gzip header longer than the bytes read, a member
+//! past [`MAX_DIRECT_INPUT`]) go through the worker's [`Decoder`], made on
+//! the first one.
 //!
 //! Memory: at most [`Engine::depth`] jobs are in flight, each holding at most
-//! `job_cap` decoded bytes, plus one decoder per pool thread.
+//! `job_cap` decoded bytes, plus per worker (one per pool thread and the
+//! reading thread's) the bytes read for a job (usually [`CHUNK`] +
+//! [`SLACK`], at most [`MAX_DIRECT_INPUT`] more) and, once a job needed it,
+//! a decoder.
 //!
 //! This module is compiled with the `parallel` feature (rayon); without it,
 //! `parallel_off` stands in and everything is decoded on the reading thread.
@@ -37,6 +52,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 
 use super::decoder::{Kind, Probe, find_magic, probe};
+use super::gzip::{Fed, HeaderParser};
+use super::inflate::{FastInflater, Inflated, crc32};
 use super::{Codec, Decoder, DecoderOptions, GzipHeader, GzipTrailer, Source};
 
 /// Stored bytes per job. Small enough that a few jobs in flight stay far
@@ -48,8 +65,12 @@ const BUDGET: usize = 24 << 20;
 const MAX_JOB: usize = 6 << 20;
 /// Candidates a job tries before giving up on its chunk.
 const MAX_CANDIDATES: usize = 16;
-/// Bytes read past a chunk's end so that a header starting near it parses.
-const SLACK: u64 = 4096;
+/// Bytes read past a chunk's end, so that the member that starts last in
+/// the chunk is mostly read with it (and a header near the end parses).
+const SLACK: u64 = 64 * 1024;
+/// Most stored bytes one gzip member may take on the direct path (past
+/// that, the job's decoder streams it).
+const MAX_DIRECT_INPUT: usize = 4 << 20;
 
 /// A file read at explicit offsets: the workers share one handle.
 pub(crate) struct Pread {
@@ -134,22 +155,115 @@ struct Job {
     /// `a` is a member start already (no candidate search).
     known: bool,
     dict: Option<Arc<Vec<u8>>>,
-    reply: mpsc::SyncSender<Done>,
+    /// Set by whoever runs the job: a pool thread, or the reading thread
+    /// when it would otherwise wait.
+    slot: Arc<AtomicBool>,
+    /// Where a pool thread sends what it decoded (`None` in the copy the
+    /// reading thread keeps).
+    reply: Option<mpsc::SyncSender<Done>>,
 }
 
 struct Pending {
     a: u64,
+    /// The job itself, for the reading thread to run when no pool thread
+    /// has claimed it yet.
+    job: Job,
     rx: mpsc::Receiver<Done>,
     result: Option<Done>,
 }
 
-/// A job's decoder, kept between jobs.
+/// What a job decodes with, kept between jobs.
 struct Worker {
-    dec: Decoder<Pread>,
+    /// The decoder of members the direct path does not take (zstd, LZ4,
+    /// long gzip headers and members), made on the first one.
+    dec: Option<Decoder<Pread>>,
     /// The zstd dictionary `dec` has.
     dict: Option<Arc<Vec<u8>>>,
-    /// The chunk read for the candidate search.
+    /// The stored bytes from the job's chunk start on: the chunk and
+    /// [`SLACK`], more when a member runs past them.
     scan: Vec<u8>,
+    /// `scan` reaches the end of the file.
+    eof: bool,
+    /// The direct gzip path: whole members inflated from `scan` straight
+    /// into the job's buffer (`None` when `fast_inflate` is off).
+    direct: Option<Direct>,
+}
+
+/// The direct gzip path's state.
+struct Direct {
+    inflater: FastInflater,
+    parser: HeaderParser,
+    header: GzipHeader,
+}
+
+impl Worker {
+    fn new(opts: &DecoderOptions) -> Self {
+        let direct = if opts.fast_inflate {
+            FastInflater::new().map(|inflater| Direct {
+                inflater,
+                parser: HeaderParser::new(),
+                header: GzipHeader::default(),
+            })
+        } else {
+            None
+        };
+        Worker {
+            dec: None,
+            dict: None,
+            scan: Vec::new(),
+            eof: false,
+            direct,
+        }
+    }
+
+    /// Reads `more` stored bytes onto the end of `scan` (whose first byte
+    /// is at `base`); `false` when none could be read.
+    fn extend(&mut self, file: &Arc<File>, base: u64, more: usize) -> bool {
+        if self.eof {
+            return false;
+        }
+        let have = self.scan.len();
+        self.scan.resize(have + more, 0);
+        let mut r = Pread {
+            file: Arc::clone(file),
+            pos: base + have as u64,
+        };
+        // A read error reads nothing: the job stops there, and the reading
+        // thread decodes what follows itself and reports the error.
+        let got = crate::io::read_up_to(&mut r, &mut self.scan[have..]).unwrap_or(0);
+        self.scan.truncate(have + got);
+        if got < more {
+            self.eof = true;
+        }
+        got > 0
+    }
+
+    /// The generic decoder, with the job's zstd dictionary.
+    fn decoder(
+        &mut self,
+        shared: &Shared,
+        dict: Option<&Arc<Vec<u8>>>,
+    ) -> Option<&mut Decoder<Pread>> {
+        if self.dec.is_none() {
+            let reader = Pread {
+                file: Arc::clone(&shared.file),
+                pos: 0,
+            };
+            self.dec = Some(Decoder::new_seekable(reader, shared.opts.clone()).ok()?);
+            self.dict = None;
+        }
+        let same = match (&self.dict, dict) {
+            (Some(x), Some(y)) => Arc::ptr_eq(x, y),
+            (None, None) => true,
+            _ => false,
+        };
+        let dec = self.dec.as_mut()?;
+        if !same {
+            self.dict = dict.cloned();
+            dec.set_zstd_dictionary(dict.map(|d| d.as_slice()));
+        }
+        Some(dec)
+    }
 }
 
 /// What the jobs share with the engine.
@@ -191,6 +305,8 @@ pub(crate) struct Engine {
     pos: usize,
     /// Members served from jobs (tests check the jobs were used).
     served: u64,
+    /// The reading thread's own worker, for the jobs it runs itself.
+    own: Option<Worker>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -242,6 +358,7 @@ impl Engine {
             idx: 0,
             pos: 0,
             served: 0,
+            own: None,
         })
     }
 
@@ -288,17 +405,27 @@ impl Engine {
             let a = self.next_a;
             let b = a.saturating_add(CHUNK).min(self.len);
             let (reply, rx) = mpsc::sync_channel(1);
+            let slot = Arc::new(AtomicBool::new(false));
             let job = Job {
                 a,
                 b,
                 known: a == p,
                 dict: self.dict.clone(),
-                reply,
+                slot: Arc::clone(&slot),
+                reply: Some(reply),
             };
             let shared = Arc::clone(&self.shared);
             workers.spawn(move || run(&shared, job));
             self.pending.push_back(Pending {
                 a,
+                job: Job {
+                    a,
+                    b,
+                    known: a == p,
+                    dict: self.dict.clone(),
+                    slot,
+                    reply: None,
+                },
                 rx,
                 result: None,
             });
@@ -335,13 +462,10 @@ impl Engine {
             if front.a > p {
                 return false;
             }
-            if front.result.is_none() {
-                match front.rx.recv() {
-                    Ok(d) => front.result = Some(d),
-                    // The worker is gone: nothing from this job.
-                    Err(_) => front.result = Some(Done::default()),
-                }
-            }
+            self.wait_front();
+            let Some(front) = self.pending.front_mut() else {
+                return false;
+            };
             let usable = front
                 .result
                 .as_ref()
@@ -369,6 +493,58 @@ impl Engine {
                 return true;
             }
             self.recycle(done);
+        }
+    }
+
+    /// Waits for the front job's result; meanwhile the reading thread
+    /// runs the front job itself if no pool thread has started it, or
+    /// else a later job none has started, rather than block.
+    fn wait_front(&mut self) {
+        loop {
+            let Some(front) = self.pending.front_mut() else {
+                return;
+            };
+            if front.result.is_some() {
+                return;
+            }
+            match front.rx.try_recv() {
+                Ok(d) => {
+                    front.result = Some(d);
+                    return;
+                }
+                // The worker is gone: nothing from this job.
+                Err(mpsc::TryRecvError::Disconnected) => {
+                    front.result = Some(Done::default());
+                    return;
+                }
+                Err(mpsc::TryRecvError::Empty) => {}
+            }
+            let unclaimed = self
+                .pending
+                .iter()
+                .position(|q| q.result.is_none() && !q.job.slot.swap(true, Ordering::AcqRel));
+            let Some(i) = unclaimed else {
+                // All started on the pool: wait for the front one.
+                let Some(front) = self.pending.front_mut() else {
+                    return;
+                };
+                front.result = Some(front.rx.recv().unwrap_or_default());
+                return;
+            };
+            let mut w = self
+                .own
+                .take()
+                .unwrap_or_else(|| Worker::new(&self.shared.opts));
+            if let Some(q) = self.pending.get_mut(i) {
+                // As on the pool: a job that panics gives nothing, and the
+                // sequential decoder decodes its chunk.
+                let shared = &self.shared;
+                let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    run_claimed(shared, &q.job, &mut w)
+                }));
+                q.result = Some(run.unwrap_or_default());
+            }
+            self.own = Some(w);
         }
     }
 
@@ -456,42 +632,24 @@ impl Drop for Engine {
     }
 }
 
-/// Runs `job` on a pool thread, with an idle decoder or a new one, and
-/// sends what it decoded back.
+/// Runs `job` on a pool thread, with an idle worker or a new one, and
+/// sends what it decoded back (unless the reading thread took the job).
 fn run(shared: &Shared, job: Job) {
-    if shared.cancel.load(Ordering::Relaxed) {
+    if shared.cancel.load(Ordering::Relaxed) || job.slot.swap(true, Ordering::AcqRel) {
         return;
     }
     let idle = lock(&shared.idle).pop();
-    let mut w = match idle {
-        Some(w) => w,
-        None => {
-            let reader = Pread {
-                file: Arc::clone(&shared.file),
-                pos: 0,
-            };
-            // No decoder: the job's reply is dropped, and the reading
-            // thread decodes the chunk itself.
-            let Ok(dec) = Decoder::new_seekable(reader, shared.opts.clone()) else {
-                return;
-            };
-            Worker {
-                dec,
-                dict: None,
-                scan: Vec::new(),
-            }
-        }
-    };
-    let same = match (&w.dict, &job.dict) {
-        (Some(x), Some(y)) => Arc::ptr_eq(x, y),
-        (None, None) => true,
-        _ => false,
-    };
-    if !same {
-        w.dict.clone_from(&job.dict);
-        w.dec
-            .set_zstd_dictionary(job.dict.as_deref().map(Vec::as_slice));
+    let mut w = idle.unwrap_or_else(|| Worker::new(&shared.opts));
+    let done = run_claimed(shared, &job, &mut w);
+    lock(&shared.idle).push(w);
+    // The reading thread may have gone on without this job.
+    if let Some(reply) = &job.reply {
+        let _ = reply.send(done);
     }
+}
+
+/// Decodes a claimed job with `w`.
+fn run_claimed(shared: &Shared, job: &Job, w: &mut Worker) -> Done {
     let (mut data, members) = lock(&shared.pool).pop().unwrap_or_default();
     // Reserved, not touched: pages are only made resident as written,
     // and the buffer never moves while it fills.
@@ -501,17 +659,14 @@ fn run(shared: &Shared, job: Job) {
         members,
         data,
     };
-    run_job(
-        &mut w.dec,
-        &shared.file,
-        &job,
-        shared.cap,
-        &mut done,
-        &mut w.scan,
-    );
-    lock(&shared.idle).push(w);
-    // The reading thread may have gone on without this job.
-    let _ = job.reply.send(done);
+    run_job(shared, job, w, &mut done);
+    // A member that ran far past its chunk grew the read buffer: give
+    // the memory back.
+    let usual = usize::try_from(CHUNK + SLACK).unwrap_or(usize::MAX);
+    if w.scan.capacity() > 2 * usual {
+        w.scan = Vec::new();
+    }
+    done
 }
 
 /// How decoding from a candidate ended.
@@ -522,34 +677,26 @@ enum Outcome {
     TooBig,
 }
 
-fn run_job(
-    dec: &mut Decoder<Pread>,
-    file: &Arc<File>,
-    job: &Job,
-    cap: usize,
-    done: &mut Done,
-    scan: &mut Vec<u8>,
-) {
+fn run_job(shared: &Shared, job: &Job, w: &mut Worker, done: &mut Done) {
+    // The chunk and its slack, read once: the candidate search and the
+    // direct path work on these bytes.
+    w.scan.clear();
+    w.eof = false;
+    let want = usize::try_from((job.b - job.a).saturating_add(SLACK)).unwrap_or(0);
+    w.extend(&shared.file, job.a, want);
     if job.known {
         done.start = Some(job.a);
-        decode_from(dec, job.a, job.b, cap, done);
+        decode_from(shared, job, w, job.a, done);
         return;
     }
     // Candidates: magic numbers whose header parses, in a..b.
-    let want = usize::try_from((job.b - job.a).saturating_add(SLACK)).unwrap_or(0);
-    scan.resize(want, 0);
-    let mut r = Pread {
-        file: Arc::clone(file),
-        pos: job.a,
-    };
-    // A read error finds no candidate: the reading thread decodes the
-    // chunk itself and reports the error.
-    let got = crate::io::read_up_to(&mut r, scan).unwrap_or(0);
-    let chunk_len = usize::try_from(job.b - job.a).unwrap_or(0).min(got);
+    let chunk_len = usize::try_from(job.b - job.a)
+        .unwrap_or(0)
+        .min(w.scan.len());
     let mut at = 0;
     let mut tries = 0;
     while at < chunk_len && tries < MAX_CANDIDATES {
-        let Some(j) = find_magic(&scan[at..got]) else {
+        let Some(j) = find_magic(w.scan.get(at..).unwrap_or_default()) else {
             return;
         };
         let c = at + j;
@@ -557,7 +704,7 @@ fn run_job(
             return;
         }
         at = c + 1;
-        let real = match probe(&scan[c..got]) {
+        let real = match probe(w.scan.get(c..).unwrap_or_default()) {
             Probe::Valid(k) | Probe::Short(Some(k)) => !matches!(k, Kind::Skippable(_)),
             _ => false,
         };
@@ -566,7 +713,7 @@ fn run_job(
         }
         tries += 1;
         let start = job.a + c as u64;
-        match decode_from(dec, start, job.b, cap, done) {
+        match decode_from(shared, job, w, start, done) {
             Outcome::TooBig => {
                 done.start = Some(start);
                 return;
@@ -580,10 +727,137 @@ fn run_job(
     }
 }
 
-/// Decodes the members from `start` on while they start before `b` and fit
-/// in `cap`, stopping before anything that is not a clean member directly
-/// following the last.
-fn decode_from(
+/// Decodes the members from `start` on while they start before the
+/// chunk's end and fit in the job, stopping before anything that is not a
+/// clean member directly following the last: gzip members on the direct
+/// path while it takes them, then the generic decoder.
+fn decode_from(shared: &Shared, job: &Job, w: &mut Worker, start: u64, done: &mut Done) -> Outcome {
+    let mut expected = start;
+    if w.direct.is_some() {
+        loop {
+            if !done.members.is_empty() && expected >= job.b {
+                return Outcome::Stopped;
+            }
+            match direct_member(shared, job.a, expected, w, done) {
+                Direct1::Member(end) => expected = end,
+                Direct1::Stop => return Outcome::Stopped,
+                Direct1::TooBig if done.members.is_empty() => return Outcome::TooBig,
+                Direct1::TooBig => return Outcome::Stopped,
+                Direct1::Other => break,
+            }
+        }
+    }
+    let Some(dec) = w.decoder(shared, job.dict.as_ref()) else {
+        return Outcome::Stopped;
+    };
+    decode_generic(dec, expected, job.b, shared.cap, done)
+}
+
+/// What the direct path made of one member.
+enum Direct1 {
+    /// A clean gzip member, ending here.
+    Member(u64),
+    /// Damage, a checksum that does not match, the end of the file: the
+    /// reading thread's decoder takes over there.
+    Stop,
+    /// The member does not fit in the job's buffer.
+    TooBig,
+    /// Not a gzip member, or one the direct path does not take (a header
+    /// longer than the bytes read, a member past [`MAX_DIRECT_INPUT`]).
+    Other,
+}
+
+/// Decodes the gzip member at stored offset `at` straight from the bytes
+/// read into the job's buffer: its header parsed, its deflate data
+/// inflated whole by libdeflate onto the buffer's end, its CRC32, ISIZE
+/// and header CRC checked as the sequential decoder checks them.
+fn direct_member(shared: &Shared, base: u64, at: u64, w: &mut Worker, done: &mut Done) -> Direct1 {
+    let Some(d) = w.direct.as_mut() else {
+        return Direct1::Other;
+    };
+    let Some(rel) = at
+        .checked_sub(base)
+        .and_then(|r| usize::try_from(r).ok())
+        .filter(|&r| r < w.scan.len())
+    else {
+        return Direct1::Stop;
+    };
+    let s = w.scan.get(rel..).unwrap_or_default();
+    if !s.starts_with(&[0x1f, 0x8b, 0x08]) {
+        return Direct1::Other;
+    }
+    d.parser.reset();
+    let body = match d.parser.feed(s, Some(&mut d.header)) {
+        Ok(Fed::Done(k)) => rel + k,
+        Ok(Fed::More) => return Direct1::Other,
+        Err(_) => return Direct1::Stop,
+    };
+    if d.header.header_crc_ok() == Some(false) {
+        return Direct1::Stop;
+    }
+    let from = done.data.len();
+    let room = shared.cap.saturating_sub(from);
+    let (used, made) = loop {
+        let Some(d) = w.direct.as_mut() else {
+            return Direct1::Other;
+        };
+        let input = w.scan.get(body..).unwrap_or_default();
+        match d.inflater.inflate_append(input, &mut done.data, room) {
+            Inflated::Done { used, made } => break (used, made),
+            Inflated::NoRoom => return Direct1::TooBig,
+            Inflated::Invalid => {
+                // Damaged, or cut off by the end of the bytes read: read
+                // more (doubling) and try again, up to a bound.
+                let have = w.scan.len() - body;
+                if w.eof {
+                    return Direct1::Stop;
+                }
+                if have >= MAX_DIRECT_INPUT {
+                    return Direct1::Other;
+                }
+                let more = have.max(CHUNK as usize).min(MAX_DIRECT_INPUT - have);
+                if !w.extend(&shared.file, base, more) {
+                    return Direct1::Stop;
+                }
+            }
+        }
+    };
+    let t = body + used;
+    if w.scan.len() < t + 8 && !w.extend(&shared.file, base, 8) {
+        done.data.truncate(from);
+        return Direct1::Stop;
+    }
+    let Some(&[c0, c1, c2, c3, i0, i1, i2, i3]) = w.scan.get(t..t + 8) else {
+        done.data.truncate(from);
+        return Direct1::Stop;
+    };
+    let crc = shared
+        .opts
+        .verify_checksums
+        .then(|| crc32(0, done.data.get(from..).unwrap_or_default()));
+    let trailer = GzipTrailer::new([c0, c1, c2, c3, i0, i1, i2, i3], crc, made as u32);
+    if !trailer.is_ok() {
+        done.data.truncate(from);
+        return Direct1::Stop;
+    }
+    let end = base + (t + 8) as u64;
+    let header = w.direct.as_ref().map(|d| d.header.clone());
+    done.members.push(Member {
+        offset: at,
+        end,
+        codec: Codec::Gzip,
+        from,
+        to: done.data.len(),
+        gz_header: header,
+        gz_trailer: Some(trailer),
+    });
+    Direct1::Member(end)
+}
+
+/// Decodes the members from `start` on with the generic decoder while
+/// they start before `b` and fit in `cap`, stopping before anything that
+/// is not a clean member directly following the last.
+fn decode_generic(
     dec: &mut Decoder<Pread>,
     start: u64,
     b: u64,
@@ -857,6 +1131,72 @@ mod tests {
         assert!(ms.len() >= 299, "{}", ms.len());
         let served = decode_file_served(&file, 2, true).1;
         assert!(served > 150, "{served}");
+    }
+
+    /// Members larger than a chunk's slack (read further by the direct
+    /// path), with the checksums unchecked and with whole-member inflation
+    /// off (the generic decoder in every job): as one thread.
+    #[test]
+    fn members_past_the_slack_and_options_match_one_thread() {
+        let parts: Vec<Vec<u8>> = (0..24u32)
+            .map(|i| noise(20_000 + (i as usize * 104_729) % 600_000, i + 7))
+            .collect();
+        let file: Vec<u8> = parts.iter().flat_map(|p| gz(p)).collect();
+        assert!(file.len() > 16 * CHUNK as usize);
+        let ms = same_as_sequential(&file);
+        assert_eq!(ms.len(), parts.len());
+        for (m, p) in ms.iter().zip(&parts) {
+            assert_eq!(&m.3, p);
+        }
+        let served = decode_file_served(&file, 2, true).1;
+        assert!(served >= 12, "{served}");
+        for opts in [
+            DecoderOptions {
+                verify_checksums: false,
+                ..DecoderOptions::default()
+            },
+            DecoderOptions {
+                fast_inflate: false,
+                ..DecoderOptions::default()
+            },
+        ] {
+            let decode = |threads| {
+                let mut f = tempfile::tempfile().unwrap();
+                f.write_all(&file).unwrap();
+                f.seek(SeekFrom::Start(0)).unwrap();
+                let o = DecoderOptions {
+                    threads,
+                    ..opts.clone()
+                };
+                let mut d = Decoder::new_file(f, o).unwrap();
+                let mut out = Vec::new();
+                while d.next_member().unwrap() {
+                    let mut data = Vec::new();
+                    loop {
+                        let b = d.fill_buf().unwrap();
+                        if b.is_empty() {
+                            break;
+                        }
+                        data.extend_from_slice(b);
+                        let n = b.len();
+                        d.consume(n);
+                    }
+                    let t = d.gzip_trailer().copied();
+                    out.push((d.member_offset(), d.member_end(), data, t));
+                }
+                let served = d.par.as_ref().map_or(0, |p| p.served());
+                (out, served)
+            };
+            let (one, _) = decode(1);
+            let (two, served) = decode(2);
+            assert_eq!(one, two, "{opts:?}");
+            assert_eq!(one.len(), parts.len());
+            assert!(served >= 12, "{opts:?}: {served}");
+            let checked = one
+                .iter()
+                .all(|m| m.3.is_some_and(|t| t.computed_crc32.is_some()));
+            assert_eq!(checked, opts.verify_checksums, "{opts:?}");
+        }
     }
 
     #[test]
