@@ -44,8 +44,9 @@ use warchest::archive::{FormatRecord, Reader, Record};
 use warchest::codec::Source;
 use warchest::digest::{Algorithm, Encoding, Hasher};
 use warchest::error::{Error, Result};
+use warchest::fields::Field;
 use warchest::http::{HeadFinder, HttpHead, PayloadDigester};
-use warchest::warc::{RecordType, WarcHeader, field};
+use warchest::warc::{RecordType, WarcDate, WarcHeader, field};
 
 /// Largest request body read to build the POST query; longer bodies are
 /// cut (the query is at most 4096 characters anyway).
@@ -173,6 +174,7 @@ impl Indexer {
         mut emit: impl FnMut(Entry) -> Result<()>,
     ) -> Result<()> {
         let mut prev: Option<Pending> = None;
+        let mut scratch = Scratch::default();
         loop {
             let rec = match reader.next_record() {
                 Ok(Some(r)) => r,
@@ -184,7 +186,7 @@ impl Indexer {
                     return Err(e);
                 }
             };
-            let cur = match self.record(rec) {
+            let cur = match self.record(rec, &mut scratch) {
                 Ok(c) => c,
                 Err(e) => {
                     if let Some(p) = prev.take() {
@@ -226,7 +228,7 @@ impl Indexer {
         Ok(v)
     }
 
-    fn include(&self, h: &WarcHeader, arc_filedesc: bool) -> bool {
+    fn include(&self, h: &WarcHeader, facts: &HeaderFacts<'_>, arc_filedesc: bool) -> bool {
         if self.opts.all {
             return true;
         }
@@ -238,103 +240,66 @@ impl Indexer {
         match h.record_type() {
             RecordType::Response | RecordType::Revisit => true,
             RecordType::Resource | RecordType::Metadata => {
-                let ct = h.content_type();
-                let media = ct
-                    .as_deref()
-                    .and_then(|c| warchest::http::media_type(c.as_bytes()));
+                let ct = facts.get(HeaderFacts::CONTENT_TYPE).map(|f| f.value());
+                let media = ct.as_deref().and_then(warchest::http::media_type);
                 media.as_deref() != Some("application/warc-fields")
             }
             _ => false,
         }
     }
 
-    fn record<S: Source>(&self, mut rec: Record<'_, S>) -> Result<Pending> {
-        let h = rec.header().clone();
+    fn record<S: Source>(&self, mut rec: Record<'_, S>, scratch: &mut Scratch) -> Result<Pending> {
         let loc = rec.location();
         let arc_filedesc = matches!(
             rec.as_format(),
             FormatRecord::Arc(r) if r.arc_header().is_some_and(warchest::arc::ArcHeader::is_filedesc)
         );
-        let include = self.include(&h, arc_filedesc);
-        let typ = h.record_type();
-        let url = target_uri(&h);
-
-        let recorded_digest = h.payload_digest().map(|d| d.trim().to_string());
-        let digest_missing = recorded_digest.as_deref().is_none_or(str::is_empty);
-        let computes_digest =
-            include && digest_missing && !matches!(typ, RecordType::Warcinfo | RecordType::Revisit);
-        let parse_http = matches!(
-            typ,
-            RecordType::Response | RecordType::Request | RecordType::Revisit
-        ) && (h.is_http() || url.as_deref().is_some_and(is_http_url));
-        let wants_body = self.opts.post_append && typ == RecordType::Request;
+        // What reading the block needs to know; the header is looked at
+        // again once the block is read (borrowing it, not cloning it).
+        let (include, typ, parse_http, computes_digest, wants_body) = {
+            let h = rec.header();
+            let facts = HeaderFacts::of(h);
+            let include = self.include(h, &facts, arc_filedesc);
+            let typ = h.record_type();
+            let digest_missing = facts
+                .get(HeaderFacts::PAYLOAD_DIGEST)
+                .is_none_or(|f| f.value_str().trim().is_empty());
+            let computes_digest = include
+                && digest_missing
+                && !matches!(typ, RecordType::Warcinfo | RecordType::Revisit);
+            let parse_http = matches!(
+                typ,
+                RecordType::Response | RecordType::Request | RecordType::Revisit
+            ) && (facts.is_http()
+                || facts
+                    .get(HeaderFacts::TARGET_URI)
+                    .is_some_and(|f| is_http_url(&target_uri_text(&f.value()))));
+            let wants_body = self.opts.post_append && typ == RecordType::Request;
+            (include, typ, parse_http, computes_digest, wants_body)
+        };
 
         let facts = read_block(
             &mut rec.block(),
-            parse_http,
-            computes_digest,
-            wants_body,
+            ReadWhat {
+                parse_http,
+                digest: computes_digest,
+                wants_body,
+                // A request that is not indexed matters only as the
+                // POST/PUT request a response is paired with.
+                only_post: !include && typ == RecordType::Request,
+            },
             &self.opts.limits,
+            scratch,
         )
         .map_err(Error::from)?;
-        let end = rec.finish()?;
-
-        let date = h.date().and_then(|d| d.ok());
-        let timestamp = date
-            .as_ref()
-            .map_or_else(|| "-".to_string(), |d| d.timestamp14());
-        let fetch_millis = date
-            .as_ref()
-            .and_then(|d| d.to_datetime())
-            .map(|dt| (dt.unix_timestamp_nanos() / 1_000_000) as i64);
-
         let head = facts.head.as_ref();
-        let mime = match typ {
-            RecordType::Revisit => Some("warc/revisit".to_string()),
-            RecordType::Response | RecordType::Request => head
-                .and_then(|hd| hd.content_type())
-                .map(|ct| cdx_mime(&String::from_utf8_lossy(&ct))),
-            _ => h.content_type().map(|ct| cdx_mime(&ct)),
-        };
-        let status = match typ {
-            RecordType::Response | RecordType::Revisit => head.and_then(status_token),
+        let method = match (&facts.method, head) {
+            (Some(m), _) => Some(m.clone()),
+            (None, Some(hd)) if hd.is_request() => {
+                Some(String::from_utf8_lossy(first_token(hd.start_line())).into_owned())
+            }
             _ => None,
         };
-        let digest = if computes_digest {
-            facts.digest
-        } else {
-            recorded_digest.map(|d| strip_sha1(&d).to_string())
-        };
-        let redirect = head
-            .filter(|hd| hd.status().is_some_and(|s| (300..400).contains(&s)))
-            .and_then(|hd| hd.header("location"))
-            .map(|v| String::from_utf8_lossy(&v).into_owned());
-
-        let urlkey = surt::url_key(url.as_deref().unwrap_or(""));
-        let entry = Entry {
-            urlkey,
-            timestamp,
-            fetch_millis,
-            url: url.clone(),
-            mime,
-            status,
-            digest,
-            length: end.stored_len,
-            offset: loc.offset,
-            filename: self.filename.clone(),
-            method: None,
-            request_body: None,
-            record_type: h.record_type_str().map(Cow::into_owned),
-            mime_detected: h.identified_payload_type().map(Cow::into_owned),
-            charset: head.and_then(HttpHead::charset),
-            redirect,
-            truncated: h.get(field::TRUNCATED).map(Cow::into_owned),
-            ip: h.get(field::IP_ADDRESS).map(Cow::into_owned),
-            record_id: h.record_id().map(Cow::into_owned),
-        };
-        let method = head
-            .filter(|hd| hd.is_request())
-            .map(|hd| String::from_utf8_lossy(first_token(hd.start_line())).into_owned());
         let query = match (&method, &facts.body, head) {
             (Some(m), Some(body), Some(hd)) if m == "POST" || m == "PUT" => {
                 let ct = hd
@@ -357,17 +322,92 @@ impl Indexer {
             }
             _ => None,
         };
+
+        let h = rec.header();
+        let hf = HeaderFacts::of(h);
+        let url = hf
+            .get(HeaderFacts::TARGET_URI)
+            .map(|f| target_uri_text(&f.value()).into_owned());
+        let text = |i: usize| hf.get(i).map(|f| f.value_str().into_owned());
+        let pairing = Pairing {
+            record_type: typ,
+            uri: url.clone(),
+            record_id: text(HeaderFacts::RECORD_ID),
+            concurrent_to: text(HeaderFacts::CONCURRENT_TO),
+            method,
+            query,
+        };
+        if !include {
+            // Never emitted: only its pairing is used.
+            rec.finish()?;
+            return Ok(Pending {
+                entry: Entry::default(),
+                include,
+                pairing,
+            });
+        }
+
+        let date = hf
+            .get(HeaderFacts::DATE)
+            .and_then(|f| WarcDate::parse(&f.value_str()).ok());
+        let timestamp = date.as_ref().map_or_else(|| "-".to_string(), timestamp14);
+        let fetch_millis = date
+            .as_ref()
+            .and_then(WarcDate::to_datetime)
+            .map(|dt| (dt.unix_timestamp_nanos() / 1_000_000) as i64);
+        let mime = match typ {
+            RecordType::Revisit => Some("warc/revisit".to_string()),
+            RecordType::Response | RecordType::Request => head
+                .and_then(|hd| hd.content_type())
+                .map(|ct| cdx_mime(&String::from_utf8_lossy(&ct))),
+            _ => hf
+                .get(HeaderFacts::CONTENT_TYPE)
+                .map(|f| cdx_mime(&f.value_str())),
+        };
+        let status = match typ {
+            RecordType::Response | RecordType::Revisit => head.and_then(status_token),
+            _ => None,
+        };
+        let digest = if computes_digest {
+            facts.digest
+        } else {
+            hf.get(HeaderFacts::PAYLOAD_DIGEST)
+                .map(|f| strip_sha1(f.value_str().trim()).to_string())
+        };
+        let redirect = head
+            .filter(|hd| hd.status().is_some_and(|s| (300..400).contains(&s)))
+            .and_then(|hd| hd.header("location"))
+            .map(|v| String::from_utf8_lossy(&v).into_owned());
+        let urlkey = surt::url_key(url.as_deref().unwrap_or(""));
+        let entry = Entry {
+            urlkey,
+            timestamp,
+            fetch_millis,
+            url,
+            mime,
+            status,
+            digest,
+            length: None,
+            offset: loc.offset,
+            filename: self.filename.clone(),
+            method: None,
+            request_body: None,
+            record_type: text(HeaderFacts::TYPE),
+            mime_detected: text(HeaderFacts::IDENTIFIED_PAYLOAD_TYPE),
+            charset: head.and_then(HttpHead::charset),
+            redirect,
+            truncated: text(HeaderFacts::TRUNCATED),
+            ip: text(HeaderFacts::IP_ADDRESS),
+            record_id: pairing.record_id.clone(),
+        };
+        let end = rec.finish()?;
         Ok(Pending {
-            entry,
-            include,
-            pairing: Pairing {
-                record_type: typ,
-                uri: url,
-                record_id: h.record_id().map(Cow::into_owned),
-                concurrent_to: h.concurrent_to().next().map(Cow::into_owned),
-                method,
-                query,
+            entry: Entry {
+                length: end.stored_len,
+                ..entry
             },
+            include,
+            pairing,
         })
     }
 
@@ -431,18 +471,106 @@ fn is_http_url(u: &str) -> bool {
 
 /// WARC-Target-URI as indexers show it: `<...>` removed, spaces as `%20`,
 /// non-UTF-8 bytes read as ISO-8859-1 (as warcio reads header lines).
-fn target_uri(h: &WarcHeader) -> Option<String> {
-    let raw = h.fields().value_bytes(field::TARGET_URI)?;
-    let text = match std::str::from_utf8(&raw) {
-        Ok(s) => s.to_string(),
-        Err(_) => raw.iter().map(|&b| char::from(b)).collect(),
+/// Borrowed when nothing changes, as for most URIs.
+fn target_uri_text(raw: &[u8]) -> Cow<'_, str> {
+    let text = match std::str::from_utf8(raw) {
+        Ok(s) => Cow::Borrowed(s),
+        Err(_) => Cow::Owned(raw.iter().map(|&b| char::from(b)).collect()),
     };
-    let t = text.trim();
-    let t = t
-        .strip_prefix('<')
-        .and_then(|s| s.strip_suffix('>'))
-        .unwrap_or(t);
-    Some(t.replace(' ', "%20"))
+    let trimmed = |t: &str| -> (usize, usize) {
+        let inner = t.trim();
+        let start = t.len() - t.trim_start().len();
+        let (start, len) = match inner.strip_prefix('<').and_then(|s| s.strip_suffix('>')) {
+            Some(s) => (start + 1, s.len()),
+            None => (start, inner.len()),
+        };
+        (start, start + len)
+    };
+    let (a, b) = trimmed(&text);
+    let has_space = text[a..b].contains(' ');
+    match text {
+        Cow::Borrowed(t) if !has_space => Cow::Borrowed(&t[a..b]),
+        t => Cow::Owned(t[a..b].replace(' ', "%20")),
+    }
+}
+
+/// The WARC header fields an entry is made of, found in one pass over the
+/// header: the first field of each name, as [`Fields::get`] finds it.
+///
+/// [`Fields::get`]: warchest::fields::Fields::get
+struct HeaderFacts<'h> {
+    slots: [Option<Field<'h>>; HeaderFacts::NAMES.len()],
+}
+
+impl<'h> HeaderFacts<'h> {
+    const NAMES: [&'static str; 10] = [
+        field::TARGET_URI,
+        field::PAYLOAD_DIGEST,
+        field::DATE,
+        field::CONTENT_TYPE,
+        field::TYPE,
+        field::IDENTIFIED_PAYLOAD_TYPE,
+        field::TRUNCATED,
+        field::IP_ADDRESS,
+        field::RECORD_ID,
+        field::CONCURRENT_TO,
+    ];
+    const TARGET_URI: usize = 0;
+    const PAYLOAD_DIGEST: usize = 1;
+    const DATE: usize = 2;
+    const CONTENT_TYPE: usize = 3;
+    const TYPE: usize = 4;
+    const IDENTIFIED_PAYLOAD_TYPE: usize = 5;
+    const TRUNCATED: usize = 6;
+    const IP_ADDRESS: usize = 7;
+    const RECORD_ID: usize = 8;
+    const CONCURRENT_TO: usize = 9;
+
+    fn of(h: &'h WarcHeader) -> Self {
+        let mut slots = [None; Self::NAMES.len()];
+        for f in h.fields().iter() {
+            let n = f.name();
+            if let Some(i) = Self::NAMES
+                .iter()
+                .position(|want| want.len() == n.len() && n.eq_ignore_ascii_case(want.as_bytes()))
+                && slots[i].is_none()
+            {
+                slots[i] = Some(f);
+            }
+        }
+        HeaderFacts { slots }
+    }
+
+    fn get(&self, i: usize) -> Option<Field<'h>> {
+        self.slots[i]
+    }
+
+    /// [`WarcHeader::is_http`] over the field found.
+    fn is_http(&self) -> bool {
+        self.get(Self::CONTENT_TYPE).is_some_and(|f| {
+            let v = f.value_str();
+            // Bytes, not a str slice: byte 16 may fall inside a character.
+            v.trim_start()
+                .as_bytes()
+                .get(..16)
+                .is_some_and(|p| p.eq_ignore_ascii_case(b"application/http"))
+        })
+    }
+}
+
+/// 14 digits, as [`WarcDate::timestamp14`] writes them, without `format!`.
+fn timestamp14(d: &WarcDate) -> String {
+    let mut s = String::with_capacity(14);
+    let mut put = |v: u32, width: u32| {
+        for i in (0..width).rev() {
+            s.push(char::from(b'0' + ((v / 10u32.pow(i)) % 10) as u8));
+        }
+    };
+    put(u32::from(d.year), 4);
+    for v in [d.month, d.day, d.hour, d.minute, d.second] {
+        put(u32::from(v), 2);
+    }
+    s
 }
 
 /// The media type as cdxj-indexer keeps it: up to the first `;` or white
@@ -483,6 +611,9 @@ fn status_token(head: &HttpHead) -> Option<String> {
 /// What reading a block found.
 struct BlockFacts {
     head: Option<HttpHead>,
+    /// The method of a request whose head was not parsed, because its
+    /// first bytes show it is no POST or PUT (only set then).
+    method: Option<String>,
     /// Computed payload digest (SHA-1, base32).
     digest: Option<String>,
     /// Request body, transfer and content codings removed, cut to the
@@ -491,65 +622,131 @@ struct BlockFacts {
     body: Option<Vec<u8>>,
 }
 
+/// What to read of a block.
+#[derive(Debug, Clone, Copy)]
+struct ReadWhat {
+    /// Parse the HTTP head.
+    parse_http: bool,
+    /// Compute the payload digest.
+    digest: bool,
+    /// Keep the body of a POST or PUT request.
+    wants_body: bool,
+    /// Only a POST or PUT request's head and body matter (a request that is
+    /// not indexed): any other is left unparsed.
+    only_post: bool,
+}
+
+/// Buffers reused from record to record.
+#[derive(Debug, Default)]
+struct Scratch {
+    /// An HTTP head that did not come in one piece from the block.
+    head: Vec<u8>,
+}
+
+/// True when a request line starting `data` (after the blank lines and
+/// white space the head parser and [`first_token`] skip) may be a POST or
+/// PUT; `None` when `data` is too short to tell.
+fn may_be_post(data: &[u8]) -> Option<bool> {
+    let start = data.iter().position(|b| !b.is_ascii_whitespace())?;
+    let rest = &data[start..];
+    let starts = |word: &[u8]| {
+        let n = word.len().min(rest.len());
+        rest[..n].eq_ignore_ascii_case(&word[..n])
+    };
+    match (starts(b"POST"), starts(b"PUT")) {
+        (false, false) => Some(false),
+        // Too few bytes to rule either out.
+        _ if rest.len() < 4 => None,
+        _ => Some(true),
+    }
+}
+
 fn read_block<B: BufRead>(
     block: &mut B,
-    parse_http: bool,
-    digest: bool,
-    wants_body: bool,
+    what: ReadWhat,
     limits: &Limits,
+    scratch: &mut Scratch,
 ) -> std::io::Result<BlockFacts> {
-    let mut buf: Vec<u8> = Vec::new();
     let mut head = None;
+    // Head bytes gathered in `scratch.head` (when the head came in
+    // pieces); the payload starts at `body_start` there.
+    let mut gathered = false;
     let mut body_start = 0;
-    if parse_http {
+    if what.parse_http
+        && what.only_post
+        && let Some(false) = may_be_post(block.fill_buf()?)
+    {
+        return Ok(BlockFacts {
+            head: None,
+            method: Some(String::new()),
+            digest: None,
+            body: None,
+        });
+    }
+    if what.parse_http {
+        // Most heads are whole in the first piece the block hands out:
+        // parse them there, copying nothing.
+        let data = block.fill_buf()?;
+        let first = &data[..data.len().min(limits.max_http_head.saturating_add(4))];
         let mut finder = HeadFinder::new();
-        let mut end = None;
-        let mut eof = false;
-        loop {
-            let data = block.fill_buf()?;
-            if data.is_empty() {
-                eof = true;
-                break;
+        if let Some(e) = finder.find(first) {
+            if let Ok(Some((h, _))) = HttpHead::parse_with_limits(&first[..e], limits) {
+                head = Some(h);
+                block.consume(e);
             }
-            let room = limits
-                .max_http_head
-                .saturating_add(4)
-                .saturating_sub(buf.len());
-            if room == 0 {
-                break;
-            }
-            let take = data.len().min(room);
-            buf.extend_from_slice(&data[..take]);
-            block.consume(take);
-            if let Some(e) = finder.find(&buf) {
-                end = Some(e);
-                break;
-            }
-        }
-        match end {
-            Some(e) => {
-                if let Ok(Some((h, _))) = HttpHead::parse_with_limits(&buf[..e], limits) {
-                    head = Some(h);
-                    body_start = e;
+        } else {
+            let buf = &mut scratch.head;
+            buf.clear();
+            gathered = true;
+            let mut end = None;
+            let mut eof = false;
+            loop {
+                let data = block.fill_buf()?;
+                if data.is_empty() {
+                    eof = true;
+                    break;
+                }
+                let room = limits
+                    .max_http_head
+                    .saturating_add(4)
+                    .saturating_sub(buf.len());
+                if room == 0 {
+                    break;
+                }
+                let take = data.len().min(room);
+                buf.extend_from_slice(&data[..take]);
+                block.consume(take);
+                if let Some(e) = finder.find(buf) {
+                    end = Some(e);
+                    break;
                 }
             }
-            None if eof => {
-                if let Ok(h) = HttpHead::parse_unterminated(&buf, limits) {
-                    head = Some(h);
-                    body_start = buf.len();
+            match end {
+                Some(e) => {
+                    if let Ok(Some((h, _))) = HttpHead::parse_with_limits(&buf[..e], limits) {
+                        head = Some(h);
+                        body_start = e;
+                    }
                 }
+                None if eof => {
+                    if let Ok(h) = HttpHead::parse_unterminated(buf, limits) {
+                        head = Some(h);
+                        body_start = buf.len();
+                    }
+                }
+                None => {}
             }
-            None => {}
         }
     }
-    let is_post = wants_body
+    let is_post = what.wants_body
         && head.as_ref().is_some_and(|h| {
             h.method()
                 .is_some_and(|m| m.eq_ignore_ascii_case(b"POST") || m.eq_ignore_ascii_case(b"PUT"))
         });
-    if !digest && !is_post {
+    if !what.digest && !is_post {
         return Ok(BlockFacts {
             head,
+            method: None,
             digest: None,
             body: None,
         });
@@ -566,7 +763,7 @@ fn read_block<B: BufRead>(
         Block(Box<Hasher>),
         Off,
     }
-    let mut dig = match (&head, digest) {
+    let mut dig = match (&head, what.digest) {
         (_, false) => Dig::Off,
         (Some(h), true) => Dig::Payload(Box::new(PayloadDigester::for_head(Algorithm::Sha1, h))),
         (None, true) => Dig::Block(Box::new(Hasher::new(Algorithm::Sha1))),
@@ -576,14 +773,18 @@ fn read_block<B: BufRead>(
         Dig::Block(h) => h.update(bytes),
         Dig::Off => {}
     };
-    // Without a head the whole block is the payload.
-    let tail = if head.is_some() {
-        &buf[body_start..]
-    } else {
-        &buf[..]
-    };
-    feed(tail, &mut dig);
-    keep(tail, &mut raw_body);
+    // What was gathered past the head; without a head, all of it is the
+    // payload (the whole block is).
+    if gathered {
+        let buf = &scratch.head;
+        let tail = if head.is_some() {
+            &buf[body_start..]
+        } else {
+            &buf[..]
+        };
+        feed(tail, &mut dig);
+        keep(tail, &mut raw_body);
+    }
     loop {
         let data = block.fill_buf()?;
         if data.is_empty() {
@@ -606,7 +807,12 @@ fn read_block<B: BufRead>(
         (Some(h), true) => Some(decode_request_body(h, &raw_body)),
         _ => None,
     };
-    Ok(BlockFacts { head, digest, body })
+    Ok(BlockFacts {
+        head,
+        method: None,
+        digest,
+        body,
+    })
 }
 
 /// The request body as cdxj-indexer reads it for the POST query: chunked

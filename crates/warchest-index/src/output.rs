@@ -249,45 +249,72 @@ impl Encoder {
 /// `", "` and `": "` separators, non-ASCII as `\uXXXX`, every value a string.
 fn cdxj_json(e: &Entry, with_key: bool, out: &mut Vec<u8>) {
     let mut first = true;
-    let mut field = |out: &mut Vec<u8>, name: &str, v: Option<&str>| {
+    // `{"name": ` or `, "name": `; the value follows.
+    let mut key = |out: &mut Vec<u8>, name: &str| {
         out.extend_from_slice(if first { b"{\"" } else { b", \"" });
         first = false;
         out.extend_from_slice(name.as_bytes());
         out.extend_from_slice(b"\": ");
-        match v {
-            Some(v) => py_json_str(v, out),
-            None => out.extend_from_slice(b"null"),
-        }
+    };
+    let text = |out: &mut Vec<u8>, v: Option<&str>| match v {
+        Some(v) => py_json_str(v, out),
+        None => out.extend_from_slice(b"null"),
+    };
+    // Numbers are written as JSON strings of digits (nothing to escape).
+    let num = |out: &mut Vec<u8>, v: u64| {
+        out.push(b'"');
+        push_u64(out, v);
+        out.push(b'"');
     };
     if with_key {
-        field(out, "urlkey", Some(&e.urlkey));
-        field(out, "timestamp", Some(&e.timestamp));
+        key(out, "urlkey");
+        text(out, Some(&e.urlkey));
+        key(out, "timestamp");
+        text(out, Some(&e.timestamp));
     }
-    let length = e.length.map(|l| l.to_string());
-    let offset = e.offset.to_string();
     for (name, v) in [
         ("url", e.url.as_deref()),
         ("mime", e.mime.as_deref()),
         ("status", e.status.as_deref()),
         ("digest", e.digest.as_deref()),
-        ("length", length.as_deref()),
-        ("offset", Some(offset.as_str())),
-        ("filename", Some(e.filename.as_str())),
     ] {
         if v.is_some() {
-            field(out, name, v);
+            key(out, name);
+            text(out, v);
         }
     }
+    if let Some(l) = e.length {
+        key(out, "length");
+        num(out, l);
+    }
+    key(out, "offset");
+    num(out, e.offset);
+    key(out, "filename");
+    text(out, Some(&e.filename));
     if let Some(body) = &e.request_body {
-        field(out, "requestBody", body.as_deref());
+        key(out, "requestBody");
+        text(out, body.as_deref());
     }
     if let Some(m) = &e.method {
-        field(out, "method", Some(m));
-    }
-    if first {
-        out.push(b'{');
+        key(out, "method");
+        text(out, Some(m));
     }
     out.push(b'}');
+}
+
+/// `v` in decimal, without `format!`'s machinery.
+pub(crate) fn push_u64(out: &mut Vec<u8>, mut v: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
 }
 
 /// A JSON string as python's `json.dumps` (ensure_ascii) writes it.
@@ -300,7 +327,18 @@ pub(crate) fn py_json_str(s: &str, out: &mut Vec<u8>) {
         }
     };
     out.push(b'"');
-    for c in s.chars() {
+    // Runs of printable ASCII but quote and backslash are copied as they
+    // are (most of any URL); the rest one character at a time.
+    let plain = |b: u8| (b' '..=b'~').contains(&b) && b != b'"' && b != b'\\';
+    let mut rest = s;
+    loop {
+        let n = rest.bytes().position(|b| !plain(b)).unwrap_or(rest.len());
+        out.extend_from_slice(&rest.as_bytes()[..n]);
+        rest = &rest[n..];
+        let Some(c) = rest.chars().next() else {
+            break;
+        };
+        rest = &rest[c.len_utf8()..];
         match c {
             '"' => out.extend_from_slice(b"\\\""),
             '\\' => out.extend_from_slice(b"\\\\"),

@@ -27,6 +27,7 @@
 //!
 //! `filedesc:` URLs are returned unchanged and an empty URL is `-`.
 
+use std::borrow::Cow;
 use std::fmt;
 
 /// Why a URL has no SURT form. Indexers then use the URL itself as the key,
@@ -204,8 +205,11 @@ impl Url {
 
     /// The GoogleURLCanonicalizer step.
     fn canonicalize_google(&mut self) -> Result<(), SurtError> {
+        // Each step borrows what it leaves unchanged (most URLs): one
+        // allocation at most per part.
         if let Some(q) = &self.query {
-            self.query = Some(escape_once(&unescape_repeatedly(q)));
+            let q = escape_once(&unescape_repeatedly(q)).into_owned();
+            self.query = Some(q);
         }
         if self.has_host()
             && let Some(h) = &self.host
@@ -214,21 +218,30 @@ impl Url {
             if !host.is_ascii()
                 && let Some(ascii) = idna_2003(&host)
             {
-                host = ascii;
+                host = Cow::Owned(ascii);
             }
-            let host = trim_dots(&collapse_double_dots(&host));
-            self.host = Some(match ip_forms(&host)? {
+            let collapsed = collapse_double_dots(&host);
+            let host = trim_dots(&collapsed);
+            let host = match ip_forms(host)? {
                 Some(ip) => ip,
-                None => escape_once(&host.to_ascii_lowercase()),
-            });
+                None if host.iter().any(u8::is_ascii_uppercase) => {
+                    escape_once(&host.to_ascii_lowercase()).into_owned()
+                }
+                None => escape_once(host).into_owned(),
+            };
+            self.host = Some(host);
         }
-        let path = self.path.as_deref().map(unescape_repeatedly);
-        let path = if self.has_host() {
-            Some(normalize_path(path.as_deref()))
-        } else {
-            path
-        };
-        self.path = path.map(|p| escape_once(&p));
+        if let Some(p) = &self.path {
+            let unescaped = unescape_repeatedly(p);
+            let path = if self.has_host() {
+                escape_once(&normalize_path(Some(&unescaped))).into_owned()
+            } else {
+                escape_once(&unescaped).into_owned()
+            };
+            self.path = Some(path);
+        } else if self.has_host() {
+            self.path = Some(escape_once(&normalize_path(None)).into_owned());
+        }
         Ok(())
     }
 
@@ -258,14 +271,15 @@ impl Url {
             && !p.is_empty()
         {
             p.make_ascii_lowercase();
-            let mut np = strip_path_session_id(p);
-            if np.len() > 1 && np.ends_with(b"/") {
-                np.pop();
+            if let Cow::Owned(np) = strip_path_session_id(p) {
+                *p = np;
             }
-            *p = np;
+            if p.len() > 1 && p.ends_with(b"/") {
+                p.pop();
+            }
         }
         if let Some(q) = &self.query {
-            let mut q = strip_query_session_id(q);
+            let mut q = strip_query_session_id(q).into_owned();
             q.make_ascii_lowercase();
             let q = sort_query(&q);
             self.query = (!q.is_empty()).then_some(q);
@@ -273,7 +287,10 @@ impl Url {
     }
 
     fn surt_form(&self) -> Vec<u8> {
-        let mut s = Vec::new();
+        let len = |v: &Option<Vec<u8>>| v.as_ref().map_or(0, Vec::len);
+        let mut s = Vec::with_capacity(
+            len(&self.host) + len(&self.path) + len(&self.query) + self.scheme.len() + 8,
+        );
         let host = self.host.as_deref().filter(|h| !h.is_empty());
         match host {
             Some(h) => {
@@ -284,7 +301,8 @@ impl Url {
                     s.extend_from_slice(label);
                 }
                 if let Some(p) = self.port {
-                    s.extend_from_slice(format!(":{p}").as_bytes());
+                    s.push(b':');
+                    push_decimal(&mut s, u32::from(p));
                 }
                 s.push(b')');
             }
@@ -444,7 +462,10 @@ pub(crate) fn percent_decode_once(s: &[u8]) -> Vec<u8> {
 /// escapes never overlap, so decoding is confluent and a stack that
 /// re-examines its top after each decoded byte reaches the same fixed point
 /// as python's decode-until-unchanged loop, in linear time.
-pub(crate) fn unescape_repeatedly(s: &[u8]) -> Vec<u8> {
+pub(crate) fn unescape_repeatedly(s: &[u8]) -> Cow<'_, [u8]> {
+    if memchr::memchr(b'%', s).is_none() {
+        return Cow::Borrowed(s);
+    }
     let mut out: Vec<u8> = Vec::with_capacity(s.len());
     for &b in s {
         out.push(b);
@@ -458,26 +479,33 @@ pub(crate) fn unescape_repeatedly(s: &[u8]) -> Vec<u8> {
             }
         }
     }
-    out
+    Cow::Owned(out)
 }
 
 /// Percent-encodes bytes outside 0x21..0x7E, `#` and `%` (uppercase hex).
-pub(crate) fn escape_once(s: &[u8]) -> Vec<u8> {
+pub(crate) fn escape_once(s: &[u8]) -> Cow<'_, [u8]> {
     const HEX: &[u8; 16] = b"0123456789ABCDEF";
-    let mut out = Vec::with_capacity(s.len());
+    let escaped = |b: u8| b <= 0x20 || b >= 0x7f || b == b'#' || b == b'%';
+    if !s.iter().any(|&b| escaped(b)) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = Vec::with_capacity(s.len() + 8);
     for &b in s {
-        if b <= 0x20 || b >= 0x7f || b == b'#' || b == b'%' {
+        if escaped(b) {
             out.extend_from_slice(&[b'%', HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
         } else {
             out.push(b);
         }
     }
-    out
+    Cow::Owned(out)
 }
 
 /// `..` replaced by `.`, left to right, without overlap (python's
 /// `bytes.replace`).
-fn collapse_double_dots(s: &[u8]) -> Vec<u8> {
+fn collapse_double_dots(s: &[u8]) -> Cow<'_, [u8]> {
+    if !s.windows(2).any(|w| w == b"..") {
+        return Cow::Borrowed(s);
+    }
     let mut out = Vec::with_capacity(s.len());
     let mut i = 0;
     while i < s.len() {
@@ -489,13 +517,13 @@ fn collapse_double_dots(s: &[u8]) -> Vec<u8> {
             i += 1;
         }
     }
-    out
+    Cow::Owned(out)
 }
 
-fn trim_dots(s: &[u8]) -> Vec<u8> {
+fn trim_dots(s: &[u8]) -> &[u8] {
     let start = s.iter().position(|&b| b != b'.').unwrap_or(s.len());
     let end = s.iter().rposition(|&b| b != b'.').map_or(start, |e| e + 1);
-    s[start..end.max(start)].to_vec()
+    &s[start..end.max(start)]
 }
 
 /// `www`, `www2`... followed by a dot, at the start of a host.
@@ -506,11 +534,21 @@ fn www_prefix(h: &[u8]) -> Option<usize> {
 }
 
 /// Resolves `.` and `..` segments and drops empty ones but the last.
-fn normalize_path(path: Option<&[u8]>) -> Vec<u8> {
+fn normalize_path(path: Option<&[u8]>) -> Cow<'_, [u8]> {
     let path = match path {
         Some(p) if !p.is_empty() => p,
-        _ => return b"/".to_vec(),
+        _ => return Cow::Borrowed(b"/"),
     };
+    // Already normal (most paths): a leading `/`, no empty segment but
+    // the last, no `.` or `..` segment.
+    if path[0] == b'/'
+        && !path.windows(2).any(|w| w == b"//")
+        && !path[1..]
+            .split(|&b| b == b'/')
+            .any(|seg| seg == b"." || seg == b"..")
+    {
+        return Cow::Borrowed(path);
+    }
     let mut kept: Vec<&[u8]> = Vec::new();
     for seg in path.split(|&b| b == b'/').skip(1) {
         match seg {
@@ -533,7 +571,7 @@ fn normalize_path(path: Option<&[u8]>) -> Vec<u8> {
         }
         out.extend_from_slice(last);
     }
-    out
+    Cow::Owned(out)
 }
 
 /// The IPv4 forms python's surt turns into a dotted quad: an all-digit host
@@ -552,10 +590,17 @@ fn ip_forms(host: &[u8]) -> Result<Option<Vec<u8>>, SurtError> {
         });
         return Ok(Some(dotted(v)));
     }
-    let parts: Vec<&[u8]> = host.split(|&b| b == b'.').collect();
-    if parts.len() > 4 || parts.iter().any(|p| p.is_empty()) {
-        return Ok(None);
+    // At most four parts, none empty: kept in place, not collected.
+    let mut parts: [&[u8]; 4] = [&[]; 4];
+    let mut n = 0;
+    for p in host.split(|&b| b == b'.') {
+        if n == 4 || p.is_empty() {
+            return Ok(None);
+        }
+        parts[n] = p;
+        n += 1;
     }
+    let parts = &parts[..n];
     let decimal = host[0] != b'0' && parts.iter().all(|p| p.iter().all(u8::is_ascii_digit));
     let octal = host[0] == b'0'
         && parts
@@ -564,14 +609,14 @@ fn ip_forms(host: &[u8]) -> Result<Option<Vec<u8>>, SurtError> {
     if !(decimal || octal) {
         return Ok(None);
     }
-    Ok(inet_aton(&parts).map(dotted))
+    Ok(inet_aton(parts).map(dotted))
 }
 
 /// `inet_aton` on parts made only of digits: each part decimal, or octal
 /// with a leading 0; the last part fills the remaining bytes.
 fn inet_aton(parts: &[&[u8]]) -> Option<u32> {
-    let mut vals = Vec::with_capacity(4);
-    for p in parts {
+    let mut vals = [0u64; 4];
+    for (slot, p) in vals.iter_mut().zip(parts) {
         let (base, digits) = if p.len() > 1 && p[0] == b'0' {
             (8u64, &p[1..])
         } else {
@@ -588,9 +633,9 @@ fn inet_aton(parts: &[&[u8]]) -> Option<u32> {
                 return None;
             }
         }
-        vals.push(v);
+        *slot = v;
     }
-    let (last, init) = vals.split_last()?;
+    let (last, init) = vals.get(..parts.len())?.split_last()?;
     if init.iter().any(|&v| v > 0xff) {
         return None;
     }
@@ -611,8 +656,29 @@ fn inet_aton(parts: &[&[u8]]) -> Option<u32> {
 }
 
 fn dotted(v: u32) -> Vec<u8> {
-    let [a, b, c, d] = v.to_be_bytes();
-    format!("{a}.{b}.{c}.{d}").into_bytes()
+    let mut out = Vec::with_capacity(15);
+    for (i, byte) in v.to_be_bytes().into_iter().enumerate() {
+        if i > 0 {
+            out.push(b'.');
+        }
+        push_decimal(&mut out, u32::from(byte));
+    }
+    out
+}
+
+/// `v` in decimal.
+fn push_decimal(out: &mut Vec<u8>, mut v: u32) {
+    let mut digits = [0u8; 10];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
 }
 
 /// `host.decode('utf-8', 'ignore').encode('idna')` (python's IDNA 2003
@@ -784,7 +850,11 @@ fn punycode_encode(input: &str) -> Option<Vec<u8>> {
 
 /// Removes ASP.NET session ids from a (lower-cased) path:
 /// `/(S(24 chars))/x.aspx` and `/(24 chars)/x.aspx` forms.
-fn strip_path_session_id(path: &[u8]) -> Vec<u8> {
+fn strip_path_session_id(path: &[u8]) -> Cow<'_, [u8]> {
+    // Both forms start with `(`.
+    if memchr::memchr(b'(', path).is_none() {
+        return Cow::Borrowed(path);
+    }
     let mut p = path.to_vec();
     for form in [SessionForm::Nested, SessionForm::Flat] {
         if let Some((g1_end, g3_start)) = find_path_session(&p, form) {
@@ -793,7 +863,7 @@ fn strip_path_session_id(path: &[u8]) -> Vec<u8> {
             p = np;
         }
     }
-    p
+    Cow::Owned(p)
 }
 
 #[derive(Clone, Copy)]
@@ -852,7 +922,14 @@ fn find_path_session(p: &[u8], form: SessionForm) -> Option<(usize, usize)> {
 }
 
 /// The query session-id patterns of `URLRegexTransformer`, applied in turn.
-fn strip_query_session_id(q: &[u8]) -> Vec<u8> {
+fn strip_query_session_id(q: &[u8]) -> Cow<'_, [u8]> {
+    // Every pattern holds one of these (ASCII case ignored).
+    let holds = |word: &[u8]| q.windows(word.len()).any(|w| w.eq_ignore_ascii_case(word));
+    // (`jsessionid=`, `aspsessionid`: "sessionid"; `phpsessid=`, `sid=`:
+    // "sid="; `cfid=`).
+    if !(holds(b"sid=") || holds(b"sessionid") || holds(b"cfid=")) {
+        return Cow::Borrowed(q);
+    }
     let mut q = q.to_vec();
     for pat in QUERY_SESSION_PATTERNS {
         if let Some((start, end)) = find_last_session(&q, *pat) {
@@ -864,7 +941,7 @@ fn strip_query_session_id(q: &[u8]) -> Vec<u8> {
             q = nq;
         }
     }
-    q
+    Cow::Owned(q)
 }
 
 #[derive(Clone, Copy)]
@@ -1078,15 +1155,15 @@ mod tests {
 
     #[test]
     fn unescape_reaches_the_fixed_point() {
-        assert_eq!(unescape_repeatedly(b"%2541"), b"A");
-        assert_eq!(unescape_repeatedly(b"%%41"), b"%A");
-        assert_eq!(unescape_repeatedly(b"%4"), b"%4");
-        assert_eq!(unescape_repeatedly(b"%252"), b"%2");
+        assert_eq!(*unescape_repeatedly(b"%2541"), *b"A");
+        assert_eq!(*unescape_repeatedly(b"%%41"), *b"%A");
+        assert_eq!(*unescape_repeatedly(b"%4"), *b"%4");
+        assert_eq!(*unescape_repeatedly(b"%252"), *b"%2");
         // Linear on long chains (python's loop would be quadratic).
         let long = "%25".repeat(100_000) + "41";
         let want = "%".repeat(99_999) + "A";
-        assert_eq!(unescape_repeatedly(long.as_bytes()), want.as_bytes());
-        assert_eq!(unescape_repeatedly(b"%25%2541"), b"%A");
+        assert_eq!(*unescape_repeatedly(long.as_bytes()), *want.as_bytes());
+        assert_eq!(*unescape_repeatedly(b"%25%2541"), *b"%A");
     }
 
     #[test]

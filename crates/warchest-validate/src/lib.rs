@@ -129,9 +129,9 @@ pub struct Options {
     /// Bounds on what the reader buffers.
     pub limits: Limits,
     /// Threads one file's validation may use (0: one per core). With more
-    /// than one, records are checked on a thread of their own while the
-    /// file is read, and the members of a gzip file given by path are
-    /// decoded ahead on the others.
+    /// than one, records are judged on a thread of their own while the
+    /// file is read and digested, and the members of a gzip file given by
+    /// path are decoded ahead on the others.
     pub threads: usize,
 }
 
@@ -574,10 +574,11 @@ fn open_file(
     let n = warchest::io::read_up_to(&mut f, &mut magic)?;
     f.seek(SeekFrom::Start(0))?;
     if threads > 1 && n == 2 && magic == [0x1f, 0x8b] {
-        // One thread checks records: the others decode (measured on the
-        // benchmark corpus, 2 cores: one decoding thread beside the
-        // reading and checking ones was fastest, and took 54 MiB against
-        // 71 MiB with two).
+        // One thread judges records: the others decode. The reading thread
+        // (framing and digests, as `check`'s) is the slowest of them, so
+        // one decoding thread keeps up with it on 2 cores; with two (as
+        // `check -j 2` decodes) peak RSS was 70 MiB on the benchmark
+        // corpus, over the 64 MiB bound, against about 54 with one.
         dopts.threads = threads - 1;
         let shared = f.try_clone()?;
         let src = container::Observed::unwatched(f);

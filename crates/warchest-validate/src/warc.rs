@@ -12,7 +12,7 @@ use super::grammar;
 use super::rules::{self, Rule};
 use super::{At, Batch, Emit, Options, Out, SpecVersion};
 use warchest::archive::{self, Format};
-use warchest::check::{Checker, DigestStatus};
+use warchest::check::{Checker, DigestStatus, RecordCheck};
 use warchest::codec::{Codec, Decoder, Source};
 use warchest::digest::Algorithm;
 use warchest::error::{Error, Result, Warning, WarningKind};
@@ -173,16 +173,9 @@ fn may_carry(f: F) -> &'static str {
 
 /// What the reading thread hands the checking thread, in record order.
 enum Msg {
-    /// A record begins: its header and where it is.
-    Start(Box<Started>),
-    /// Block bytes of the current record: a range of the group's arena.
-    Data(std::ops::Range<usize>),
-    /// The current record's block ended.
-    End {
-        truncated: bool,
-        block_len: u64,
-        warnings: Vec<Warning>,
-    },
+    /// A record read to its end: its header, where it is, and what the
+    /// reading side found in its block.
+    Record(Box<ReadRecord>),
     /// Recoveries outside any record.
     Warnings(Vec<Warning>),
     /// Reading stopped at an error that is not an I/O error.
@@ -196,16 +189,30 @@ struct Started {
     offset_in_member: u64,
 }
 
-/// Messages handed over together, with the block bytes they refer to.
+/// A record as the reading side hands it over: its block was digested and
+/// probed there, as it was read, so no block byte is copied between threads.
+struct ReadRecord {
+    started: Started,
+    check: RecordCheck,
+    /// The HTTP head the digest check parsed, if it did.
+    head: Option<HttpHead>,
+    probe: BlockProbe,
+    truncated: bool,
+    block_len: u64,
+    warnings: Vec<Warning>,
+}
+
+/// Messages handed over together.
 #[derive(Default)]
 struct Group {
     msgs: Vec<Msg>,
-    arena: Vec<u8>,
+    /// Bytes the probes of the group's records hold.
+    bytes: usize,
 }
 
 /// A group is handed over once it holds this many messages...
 const GROUP: usize = 256;
-/// ...or this many bytes of blocks.
+/// ...or its records' probes hold this many bytes.
 const GROUP_BYTES: usize = 1 << 20;
 /// Groups queued between the two threads: enough to keep both busy, few
 /// enough to bound memory (about `GROUP_BYTES` and a few headers each).
@@ -213,11 +220,13 @@ const QUEUE: usize = 4;
 
 /// Validates a WARC file read through `reader`.
 ///
-/// Two threads share the work: this one reads and decompresses, as any
-/// command does, and copies the block bytes over; the other digests them
-/// and judges the records (what `check` and the rules add), in record
-/// order. Its findings come back here to be passed on, so they keep that
-/// order. With a core to spare, validating takes no longer than reading.
+/// Two threads share the work: this one reads, decompresses and digests,
+/// as `check` does, and hands each record's header and what its block
+/// showed over; the other judges the records (the rules and the index of
+/// ids), in record order. Its findings come back here to be passed on, so
+/// they keep that order. No block byte crosses between the threads: the
+/// checking side's work is small beside the reading side's, so validating
+/// takes about as long as `check`.
 pub(crate) fn validate_file<R: Read>(
     reader: &mut archive::Reader<Decoder<Observed<R>>>,
     threaded: bool,
@@ -233,7 +242,7 @@ pub(crate) fn validate_file<R: Read>(
         None => false,
     };
     let mut tally = container::Tally::default();
-    let (back_tx, back_rx) = mpsc::channel::<(Batch, Vec<u8>)>();
+    let (back_tx, back_rx) = mpsc::channel::<Batch>();
     let checking = Checking {
         opts,
         index,
@@ -241,7 +250,6 @@ pub(crate) fn validate_file<R: Read>(
         back_tx,
         names: out.file_names(),
         file: out.file,
-        current: None,
     };
     // One thread: check each group as it is handed over, on this one.
     let inline = !threaded;
@@ -250,15 +258,14 @@ pub(crate) fn validate_file<R: Read>(
             sink: Sink::Inline(Box::new(checking)),
             back: back_rx,
             group: Group::default(),
-            spare: Vec::new(),
         };
-        let read = read_records(reader, &mut tally, &mut hand, out);
+        let read = read_records(reader, &opts.limits, &mut tally, &mut hand, out);
         let Handover { sink, back, .. } = hand;
         let records = match sink {
             Sink::Inline(w) => w.finish(unknown_format),
             Sink::Thread(_) => 0,
         };
-        for (batch, _) in back.try_iter() {
+        for batch in back.try_iter() {
             out.forward(batch);
         }
         (read, Ok(records))
@@ -276,12 +283,11 @@ pub(crate) fn validate_file<R: Read>(
                 sink: Sink::Thread(group_tx),
                 back: back_rx,
                 group: Group::default(),
-                spare: Vec::new(),
             };
-            let read = read_records(reader, &mut tally, &mut hand, out);
+            let read = read_records(reader, &opts.limits, &mut tally, &mut hand, out);
             let Handover { sink, back, .. } = hand;
             drop(sink);
-            for (batch, _) in back {
+            for batch in back {
                 out.forward(batch);
             }
             (read, worker.join())
@@ -312,55 +318,30 @@ enum Sink<'a> {
 /// The reading side's end of the two channels.
 struct Handover<'a> {
     sink: Sink<'a>,
-    back: mpsc::Receiver<(Batch, Vec<u8>)>,
+    back: mpsc::Receiver<Batch>,
     group: Group,
-    /// Arenas the checking side gave back, for reuse.
-    spare: Vec<Vec<u8>>,
 }
 
 impl Handover<'_> {
-    /// Queues `msg`. False when the checking side has hung up (it failed):
-    /// reading stops.
-    fn msg(&mut self, msg: Msg, out: &mut Out<'_>) -> bool {
+    /// Queues `msg`, which holds `bytes` bytes of block probes. False when
+    /// the checking side has hung up (it failed): reading stops.
+    fn msg(&mut self, msg: Msg, bytes: usize, out: &mut Out<'_>) -> bool {
         self.group.msgs.push(msg);
-        if self.group.msgs.len() >= GROUP {
+        self.group.bytes += bytes;
+        if self.group.msgs.len() >= GROUP || self.group.bytes >= GROUP_BYTES {
             return self.flush(out);
-        }
-        true
-    }
-
-    /// Copies block bytes into the arena.
-    fn data(&mut self, mut bytes: &[u8], out: &mut Out<'_>) -> bool {
-        while !bytes.is_empty() {
-            let room = GROUP_BYTES.saturating_sub(self.group.arena.len());
-            if room == 0 && !self.flush(out) {
-                return false;
-            }
-            let room = GROUP_BYTES.saturating_sub(self.group.arena.len());
-            let k = room.min(bytes.len());
-            let start = self.group.arena.len();
-            self.group.arena.extend_from_slice(&bytes[..k]);
-            if !self.msg(Msg::Data(start..start + k), out) {
-                return false;
-            }
-            bytes = &bytes[k..];
         }
         true
     }
 
     /// Hands the group over, and passes on the findings that came back.
     fn flush(&mut self, out: &mut Out<'_>) -> bool {
-        for (batch, arena) in self.back.try_iter() {
+        for batch in self.back.try_iter() {
             out.forward(batch);
-            if arena.capacity() > 0 && self.spare.len() < QUEUE {
-                self.spare.push(arena);
-            }
         }
-        let mut arena = self.spare.pop().unwrap_or_default();
-        arena.clear();
         let next = Group {
             msgs: Vec::with_capacity(GROUP),
-            arena,
+            bytes: 0,
         };
         let full = std::mem::replace(&mut self.group, next);
         match &mut self.sink {
@@ -377,17 +358,18 @@ impl Handover<'_> {
 /// and block handed over.
 fn read_records<R: Read>(
     reader: &mut archive::Reader<Decoder<Observed<R>>>,
+    limits: &warchest::Limits,
     tally: &mut container::Tally,
     hand: &mut Handover<'_>,
     out: &mut Out<'_>,
 ) -> Result<()> {
     let stop = |hand: &mut Handover<'_>, e: Error, warnings: Vec<Warning>, out: &mut Out<'_>| {
-        hand.msg(Msg::Warnings(warnings), out);
+        hand.msg(Msg::Warnings(warnings), 0, out);
         if e.is_io_error() {
             hand.flush(out);
             return Err(e);
         }
-        hand.msg(stopped(&e), out);
+        hand.msg(stopped(&e), 0, out);
         hand.flush(out);
         Ok(())
     };
@@ -417,9 +399,8 @@ fn read_records<R: Read>(
             codec: loc.codec,
             offset_in_member: loc.offset_in_member,
         };
-        if !hand.msg(Msg::Start(Box::new(started)), out) {
-            return Ok(());
-        }
+        let mut checker = Checker::new(&started.header, limits);
+        let mut probe = BlockProbe::for_header(&started.header);
         let read = {
             let mut block = rec.block();
             loop {
@@ -428,33 +409,37 @@ fn read_records<R: Read>(
                     Err(e) => break Err(Error::from(e)),
                 };
                 if buf.is_empty() {
-                    break Ok(true);
+                    break Ok(());
                 }
-                if !hand.data(buf, out) {
-                    break Ok(false);
-                }
+                checker.update(buf);
+                probe.update(buf);
                 let n = buf.len();
                 block.consume(n);
             }
         };
-        let end = match read.and_then(|go_on| rec.finish().map(|end| (go_on, end))) {
-            Ok((true, end)) => end,
-            Ok((false, _)) => return Ok(()),
+        let end = match read.and_then(|()| rec.finish()) {
+            Ok(end) => end,
             Err(e) => {
                 let w = reader.take_warnings();
                 return stop(hand, e, w, out);
             }
         };
-        let msg = Msg::End {
+        let (check, head) = checker.finish_with_head();
+        let bytes = probe.bytes.capacity();
+        let msg = Msg::Record(Box::new(ReadRecord {
+            started,
+            check,
+            head,
+            probe,
             truncated: end.truncated,
             block_len: end.block_len,
             warnings: reader.take_warnings(),
-        };
-        if !hand.msg(msg, out) {
+        }));
+        if !hand.msg(msg, bytes, out) {
             return Ok(());
         }
     }
-    hand.msg(Msg::Warnings(reader.take_warnings()), out);
+    hand.msg(Msg::Warnings(reader.take_warnings()), 0, out);
     hand.flush(out);
     Ok(())
 }
@@ -467,22 +452,14 @@ fn stopped(e: &Error) -> Msg {
     Msg::Stopped(at, format!("reading stopped: {}", e.kind()))
 }
 
-/// A record whose block is streaming past the checking side.
-struct InProgress {
-    started: Box<Started>,
-    checker: Checker,
-    probe: BlockProbe,
-}
-
-/// The checking side: digests and the rules of one file's records.
+/// The checking side: the rules of one file's records.
 struct Checking<'a> {
     opts: &'a Options,
     index: &'a mut cross::Index,
     stats: FileStats,
-    back_tx: mpsc::Sender<(Batch, Vec<u8>)>,
+    back_tx: mpsc::Sender<Batch>,
     names: Vec<String>,
     file: usize,
-    current: Option<InProgress>,
 }
 
 impl Checking<'_> {
@@ -494,62 +471,28 @@ impl Checking<'_> {
         }
     }
 
-    fn send(&mut self, mut batch: Batch, arena: Vec<u8>) {
+    fn send(&mut self, mut batch: Batch) {
         self.names = std::mem::take(&mut batch.names);
         // The reading side outlives this one; nothing to do if not.
-        let _ = self.back_tx.send((batch, arena));
+        let _ = self.back_tx.send(batch);
     }
 
     fn group(&mut self, group: Group) {
         let mut out = self.batch();
         for msg in group.msgs {
             match msg {
-                Msg::Start(started) => {
-                    let checker = Checker::new(&started.header, &self.opts.limits);
-                    let probe = BlockProbe::for_header(&started.header);
-                    self.current = Some(InProgress {
-                        started,
-                        checker,
-                        probe,
-                    });
-                }
-                Msg::Data(range) => {
-                    if let (Some(cur), Some(bytes)) = (&mut self.current, group.arena.get(range)) {
-                        cur.checker.update(bytes);
-                        cur.probe.update(bytes);
-                    }
-                }
-                Msg::End {
-                    truncated,
-                    block_len,
-                    warnings,
-                } => {
-                    if let Some(cur) = self.current.take() {
-                        self.record(cur, truncated, block_len, &warnings, &mut out);
-                    }
-                }
-                Msg::Warnings(w) => {
-                    self.current = None;
-                    map_warnings(&w, None, &mut out);
-                }
+                Msg::Record(r) => self.record(*r, &mut out),
+                Msg::Warnings(w) => map_warnings(&w, None, &mut out),
                 Msg::Stopped(at, message) => {
-                    self.current = None;
                     (&mut out as &mut dyn Emit).push(&rules::FILE_UNREADABLE, &at, message)
                 }
             }
         }
-        self.send(out, group.arena);
+        self.send(out);
     }
 
-    fn record(
-        &mut self,
-        cur: InProgress,
-        truncated: bool,
-        block_len: u64,
-        warnings: &[Warning],
-        out: &mut Batch,
-    ) {
-        let r = &cur.started;
+    fn record(&mut self, rec: ReadRecord, out: &mut Batch) {
+        let r = &rec.started;
         let h = &r.header;
         let rid = h
             .fields()
@@ -564,13 +507,12 @@ impl Checking<'_> {
         let rs = RuleSet::for_record(h.version(), self.opts.spec);
         let out: &mut dyn Emit = out;
         let mut info = check_header(h, rs, self.opts, &at, out);
-        let (check, head) = cur.checker.finish_with_head();
-        let complete = !truncated && h.content_length().is_some();
-        digest_findings(&check.block, &check.payload, complete, &at, out);
-        cur.probe.finish(h, head, &at, out);
-        info.block_len = block_len;
+        let complete = !rec.truncated && h.content_length().is_some();
+        digest_findings(&rec.check.block, &rec.check.payload, complete, &at, out);
+        rec.probe.finish(h, rec.head, &at, out);
+        info.block_len = rec.block_len;
         self.index.add(&info, out);
-        map_warnings(warnings, Some((h, r.codec)), out);
+        map_warnings(&rec.warnings, Some((h, r.codec)), out);
     }
 
     /// The findings about the whole file; returns the number of records.
@@ -607,7 +549,7 @@ impl Checking<'_> {
         }
         let records = stats.records;
         stats.finish(out);
-        self.send(batch, Vec::new());
+        self.send(batch);
         records
     }
 }

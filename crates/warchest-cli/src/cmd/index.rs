@@ -81,6 +81,9 @@ struct FileResult {
 /// Output of one file kept in memory up to this size, then on disk.
 const SPOOL_MEMORY: usize = 8 << 20;
 
+/// Encoded lines gathered before they are written to the spool.
+const LINES_BUFFER: usize = 64 << 10;
+
 fn format(args: &Args) -> Result<Format> {
     let f = match (args.format, &args.fields) {
         (None | Some(FormatArg::Cdx), Some(legend)) => Format::cdx_legend(legend)?,
@@ -215,15 +218,22 @@ fn index_file(
         // Files by path: seekable, and decoded on `threads` threads.
         let opened = input::open(name, ropts)?;
         let indexer = Indexer::new(index_name(name), opts.clone());
-        let mut line = Vec::new();
+        // Lines are gathered and written to the spool in large pieces: once
+        // it is on disk, each write is a system call.
+        let mut lines = Vec::with_capacity(LINES_BUFFER + 4096);
         input::with_reader!(opened, reader => {
             let mut reader = reader;
             let r = indexer.index(&mut reader, |e| {
-                line.clear();
-                encoder.encode(&e, &mut line);
-                spool.write_all(&line).map_err(warchest::Error::from)
+                encoder.encode(&e, &mut lines);
+                if lines.len() >= LINES_BUFFER {
+                    spool.write_all(&lines)?;
+                    lines.clear();
+                }
+                Ok(())
             });
             warnings = reader.take_warnings();
+            // The entries before an error are kept, as with one thread.
+            spool.write_all(&lines)?;
             r?;
         });
         if let Some(w) = warnings
