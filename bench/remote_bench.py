@@ -16,13 +16,17 @@ on 127.0.0.1:
         [--s3s-fs PATH] [--records 10000] [-j 64] [--runs 3] \\
         [--latency-ms 20] [--latency-records 500]
 
-The S3 server is s3s-fs (a Rust S3 server over a directory, `cargo install
-s3s-fs --features binary --root DIR`; --s3s-fs or $S3S_FS or PATH), else
-moto's (Python; it answers one request at a time, so it measures the
-client's overhead rather than concurrency: the rows say which). WARCHEST_BIN
+The S3 server is moto's (Python; it answers one request at a time, so the
+fetch rows measure the client's overhead more than concurrency), or
+s3s-fs when --s3s-fs or $S3S_FS names it (a Rust S3 server over a
+directory, `cargo install s3s-fs --version 0.14.1 --features binary --root
+DIR`; but 0.14.1 took 0.75-1.4 s for a 10 kB range of the 190 MB corpus
+file, its time following the object's size, so it cannot serve these rows
+on the corpus). The rows name the server. WARCHEST_BIN
 names the binary (default: the release build in $CARGO_TARGET_DIR or
-target/). boto3 and moto come from tests/requirements.txt. Takes about three
-minutes on the 2-core machine. Prints a Markdown table, then each ratio with
+target/). boto3 and moto come from tests/requirements.txt. With moto on the
+190 MB corpus, `--records 100 --runs 1` takes about two minutes (each GET
+costs moto about 230 ms there). Prints a Markdown table, then each ratio with
 its target.
 """
 
@@ -93,7 +97,7 @@ class S3:
         self.name = os.path.basename(archive)
         self.port = free_port()
         self.endpoint = "http://127.0.0.1:%d" % self.port
-        exe = args.s3s_fs or os.environ.get("S3S_FS") or shutil.which("s3s-fs")
+        exe = args.s3s_fs or os.environ.get("S3S_FS")
         if exe:
             # s3s-fs serves a directory: a bucket is a directory, an object
             # a file in it (the archive linked in, not copied).
@@ -157,6 +161,17 @@ print(n)
 """
 
 
+class Rows(list):
+    """The rows, each also printed to stderr when measured, so that an
+    interrupted run still shows what it measured."""
+
+    def append(self, row):
+        super().append(row)
+        what, t, rate, mem, cpu = row
+        print("measured: %s: %.2f s, %s, %.0f MiB, %.2f CPU s" % (what, t, rate, mem, cpu),
+              file=sys.stderr, flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("file")
@@ -174,7 +189,7 @@ def main():
     if not os.path.exists(wbin):
         sys.exit("no %s: build it (cargo build --release -p warchest-cli) or set WARCHEST_BIN" % wbin)
     size = os.path.getsize(args.file)
-    rows = []
+    rows = Rows()
     ratios = []
     with tempfile.TemporaryDirectory(prefix="remote-bench-") as tmp:
         s3 = S3(args, args.file, tmp)
