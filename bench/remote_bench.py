@@ -1,27 +1,49 @@
-"""Remote rows of the benchmark (issue 17), measured side by side in one run:
+"""Remote rows of the benchmark (issue 17), measured side by side in one run
+on 127.0.0.1:
 
-1. scanning an archive from a local S3 server (moto) against the local file
-   (`warchest stats`, which reads every record);
-2. `warchest fetch` of N index-selected records with -j CONCURRENCY against
-   the same records fetched one range request at a time (-j 1), as
-   cc-pyspark does, with the peak memory of each.
+1. scan: `warchest ls -j N` of the archive from a local S3 server against
+   the same of the local file (target: at least 0.8x the local speed);
+2. fetch: `warchest fetch -j 64` of N index-selected records from the S3
+   server against the same records fetched one range request at a time,
+   sequentially, as cc-pyspark does (boto3 `get_object` with `Range` in a
+   Python loop), and against `warchest fetch -j 1` (target: at least 10x
+   the cc-pyspark way), with each run's peak RSS;
+3. latency: the same fetch from tests/remote/range_server.py answering
+   every request after LATENCY ms (a real store's first byte), -j 64
+   against -j 1: what concurrency buys where requests wait.
 
-    python3 bench/remote_bench.py FILE.warc.gz [--records 10000] [-j 64] [--runs 3]
+    python3 bench/remote_bench.py /work/corpus/rustdocs.warc.gz \\
+        [--s3s-fs PATH] [--records 10000] [-j 64] [--runs 3] \\
+        [--latency-ms 20] [--latency-records 500]
 
-WARCHEST_BIN names the binary (default: the release build in
-$CARGO_TARGET_DIR or target/). moto and boto3 come from
-tests/requirements.txt. Everything runs on 127.0.0.1.
+The S3 server is moto's (Python; it answers one request at a time, so the
+fetch rows measure the client's overhead more than concurrency), or
+s3s-fs when --s3s-fs or $S3S_FS names it (a Rust S3 server over a
+directory, `cargo install s3s-fs --version 0.14.1 --features binary --root
+DIR`; but 0.14.1 took 0.75-1.4 s for a 10 kB range of the 190 MB corpus
+file, its time following the object's size, so it cannot serve these rows
+on the corpus). The rows name the server. WARCHEST_BIN
+names the binary (default: the release build in $CARGO_TARGET_DIR or
+target/). boto3 and moto come from tests/requirements.txt. With moto on the
+190 MB corpus, `--records 100 --runs 1` takes about two minutes (each GET
+costs moto about 230 ms there). Prints a Markdown table, then each ratio with
+its target.
 """
 
 import argparse
 import json
 import os
+import shutil
 import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+BUCKET = "bench"
 
 
 def free_port():
@@ -32,18 +54,122 @@ def free_port():
     return port
 
 
-def timed(cmd, env=None):
-    """Seconds and peak RSS (MiB, from /usr/bin/time) of one run; fails
-    loudly on a non-zero exit."""
+def wait_port(port, what, proc, limit=60):
+    deadline = time.time() + limit
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if proc.poll() is not None:
+                sys.exit("%s exited (%d) before answering" % (what, proc.returncode))
+            if time.time() > deadline:
+                sys.exit("%s did not start in %d s" % (what, limit))
+            time.sleep(0.1)
+
+
+def timed(cmd, env=None, stdout=subprocess.DEVNULL):
+    """Seconds, peak RSS (MiB, from /usr/bin/time) and CPU seconds of one
+    run; exits loudly on a non-zero exit."""
     t0 = time.perf_counter()
-    p = subprocess.run(["/usr/bin/time", "-f", "maxrss=%M"] + cmd, env=env,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    p = subprocess.run(["/usr/bin/time", "-f", "maxrss=%M cpu=%U+%S"] + cmd, env=env,
+                       stdout=stdout, stderr=subprocess.PIPE)
     dt = time.perf_counter() - t0
     err = p.stderr.decode(errors="replace")
     if p.returncode != 0:
         sys.exit("%s failed (%d): %s" % (" ".join(cmd), p.returncode, err[-2000:]))
-    peak = [l for l in err.splitlines() if l.startswith("maxrss=")]
-    return dt, (int(peak[-1][7:]) / 1024 if peak else float("nan"))
+    line = [l for l in err.splitlines() if l.startswith("maxrss=")][-1]
+    rss, cpu = line.split()
+    u, s = cpu[4:].split("+")
+    return dt, int(rss[7:]) / 1024, float(u) + float(s)
+
+
+def median_runs(n, cmd, env=None):
+    runs = [timed(cmd, env) for _ in range(n)]
+    return (statistics.median(r[0] for r in runs), max(r[1] for r in runs),
+            statistics.median(r[2] for r in runs))
+
+
+class S3:
+    """A local S3 server with the archive in bucket BUCKET."""
+
+    def __init__(self, args, archive, tmp):
+        self.name = os.path.basename(archive)
+        self.port = free_port()
+        self.endpoint = "http://127.0.0.1:%d" % self.port
+        exe = args.s3s_fs or os.environ.get("S3S_FS")
+        if exe:
+            # s3s-fs serves a directory: a bucket is a directory, an object
+            # a file in it (the archive linked in, not copied).
+            root = os.path.join(tmp, "s3root")
+            os.makedirs(os.path.join(root, BUCKET))
+            dest = os.path.join(root, BUCKET, self.name)
+            try:
+                os.link(archive, dest)
+            except OSError:
+                shutil.copyfile(archive, dest)
+            self.kind = "s3s-fs"
+            self.proc = subprocess.Popen(
+                [exe, "--host", "127.0.0.1", "--port", str(self.port),
+                 "--access-key", "bench", "--secret-key", "benchsecret", root],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        else:
+            self.kind = "moto"
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_port(self.port, self.kind, self.proc)
+        if self.kind == "moto":
+            c = self.client()
+            c.create_bucket(Bucket=BUCKET)
+            c.upload_file(archive, BUCKET, self.name)
+        self.env = dict(os.environ, AWS_ENDPOINT_URL=self.endpoint, AWS_ACCESS_KEY_ID="bench",
+                        AWS_SECRET_ACCESS_KEY="benchsecret", AWS_REGION="us-east-1",
+                        AWS_ALLOW_HTTP="true")
+
+    def client(self):
+        import boto3
+        return boto3.client("s3", endpoint_url=self.endpoint, aws_access_key_id="bench",
+                            aws_secret_access_key="benchsecret", region_name="us-east-1")
+
+    def close(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
+# The cc-pyspark way: one get_object with a Range per record, in order, in
+# a Python loop (CCIndexWarcSparkJob.fetch_process_warc_records), the
+# records appended to one file. Run as its own process for its RSS.
+BOTO3_LOOP = r"""
+import json, sys, boto3
+endpoint, bucket, sel, out = sys.argv[1:5]
+s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="bench",
+                  aws_secret_access_key="benchsecret", region_name="us-east-1")
+n = 0
+with open(out, "wb") as w:
+    for line in open(sel):
+        j = json.loads(line.split(" ", 2)[2])
+        off, length = int(j["offset"]), int(j["length"])
+        r = s3.get_object(Bucket=bucket, Key=j["filename"],
+                          Range="bytes=%d-%d" % (off, off + length - 1))
+        data = r["Body"].read()
+        if len(data) != length:
+            sys.exit("short record at %d" % off)
+        w.write(data)
+        n += 1
+print(n)
+"""
+
+
+class Rows(list):
+    """The rows, each also printed to stderr when measured, so that an
+    interrupted run still shows what it measured."""
+
+    def append(self, row):
+        super().append(row)
+        what, t, rate, mem, cpu = row
+        print("measured: %s: %.2f s, %s, %.0f MiB, %.2f CPU s" % (what, t, rate, mem, cpu),
+              file=sys.stderr, flush=True)
 
 
 def main():
@@ -51,84 +177,120 @@ def main():
     ap.add_argument("file")
     ap.add_argument("--records", type=int, default=10000)
     ap.add_argument("-j", type=int, default=64)
+    ap.add_argument("--scan-jobs", default="1,2",
+                    help="the -j values of the scan rows (default 1,2)")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--s3s-fs", help="the s3s-fs binary")
+    ap.add_argument("--latency-ms", type=float, default=20)
+    ap.add_argument("--latency-records", type=int, default=500)
     args = ap.parse_args()
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(root, "target"))
+    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
     wbin = os.environ.get("WARCHEST_BIN", os.path.join(target, "release", "warchest"))
-    port = free_port()
-    moto = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.time() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.time() > deadline:
-                    sys.exit("moto did not start")
-                time.sleep(0.1)
-        endpoint = "http://127.0.0.1:%d" % port
-        env = dict(os.environ, AWS_ENDPOINT_URL=endpoint, AWS_ACCESS_KEY_ID="bench",
-                   AWS_SECRET_ACCESS_KEY="bench", AWS_REGION="us-east-1", AWS_ALLOW_HTTP="true")
-        import boto3
+    if not os.path.exists(wbin):
+        sys.exit("no %s: build it (cargo build --release -p warchest-cli) or set WARCHEST_BIN" % wbin)
+    size = os.path.getsize(args.file)
+    rows = Rows()
+    ratios = []
+    with tempfile.TemporaryDirectory(prefix="remote-bench-") as tmp:
+        s3 = S3(args, args.file, tmp)
+        try:
+            url = "s3://%s/%s" % (BUCKET, s3.name)
+            # 1. Scans.
+            for j in [int(x) for x in args.scan_jobs.split(",") if x]:
+                lt, lm, lc = median_runs(args.runs, [wbin, "ls", "-j", str(j), args.file])
+                rt, rm, rc = median_runs(args.runs, [wbin, "ls", "-j", str(j), url], s3.env)
+                rows.append(("scan local file (ls -j %d)" % j, lt, "%.0f MB/s" % (size / lt / 1e6), lm, lc))
+                rows.append(("scan from %s (ls -j %d)" % (s3.kind, j), rt,
+                             "%.0f MB/s" % (size / rt / 1e6), rm, rc))
+                ratios.append(("scan -j %d: S3 / local speed" % j, lt / rt, 0.8))
 
-        s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="bench",
-                          aws_secret_access_key="bench", region_name="us-east-1")
-        s3.create_bucket(Bucket="bench")
-        name = os.path.basename(args.file)
-        s3.upload_file(args.file, "bench", name)
-        url = "s3://bench/" + name
-        size = os.path.getsize(args.file)
-
-        rows = []
-        local = [timed([wbin, "stats", args.file]) for _ in range(args.runs)]
-        remote = [timed([wbin, "stats", url], env) for _ in range(args.runs)]
-        lt = statistics.median(t for t, _ in local)
-        rt = statistics.median(t for t, _ in remote)
-        rows.append(("scan local file (stats)", lt, size / lt / 1e6, max(m for _, m in local)))
-        rows.append(("scan from local S3 (stats)", rt, size / rt / 1e6, max(m for _, m in remote)))
-
-        with tempfile.TemporaryDirectory() as tmp:
-            idx = subprocess.run([wbin, "index", args.file], stdout=subprocess.PIPE, check=True).stdout
-            lines = [l for l in idx.decode().splitlines() if l]
+            # 2. Fetch N index-selected records.
+            idx = subprocess.run([wbin, "index", args.file], stdout=subprocess.PIPE,
+                                 check=True).stdout.decode()
+            lines = [l for l in idx.splitlines() if l]
             if not lines:
                 sys.exit("no records indexed in " + args.file)
-            # N selections, cycling over the file's records (a selection
-            # may name a record twice; every fetch is its own request).
+            # Every k-th record, so that the selection spans the file, as a
+            # query's does; cycled when the file has fewer records.
+            step = max(1, len(lines) // args.records)
+            chosen = [lines[(i * step) % len(lines)] for i in range(args.records)]
             sel = os.path.join(tmp, "sel.cdxj")
             with open(sel, "w") as f:
-                for i in range(args.records):
-                    f.write(lines[i % len(lines)] + "\n")
-            out = []
+                f.write("\n".join(chosen) + "\n")
+            n = args.records
+            out = os.path.join(tmp, "out.warc.gz")
+
+            def fetch(j, env, prefix, runs):
+                def one():
+                    if os.path.exists(out):
+                        os.unlink(out)
+                    return timed([wbin, "-q", "fetch", sel, "--prefix", prefix, "-j", str(j),
+                                  "-o", out], env)
+                rs = [one() for _ in range(runs)]
+                return (statistics.median(r[0] for r in rs), max(r[1] for r in rs),
+                        statistics.median(r[2] for r in rs))
+
+            prefix = "s3://%s/" % BUCKET
+            ft, fm, fc = fetch(args.j, s3.env, prefix, args.runs)
+            rows.append(("fetch %d records -j %d from %s" % (n, args.j, s3.kind), ft,
+                         "%.0f records/s" % (n / ft), fm, fc))
+            st, sm, sc = fetch(1, s3.env, prefix, 1)
+            rows.append(("fetch %d records -j 1 from %s" % (n, s3.kind), st,
+                         "%.0f records/s" % (n / st), sm, sc))
+            bout = os.path.join(tmp, "boto3.warc.gz")
+            bt, bm, bc = timed([sys.executable, "-c", BOTO3_LOOP, s3.endpoint, BUCKET, sel, bout])
+            rows.append(("cc-pyspark way: boto3 get_object loop, %d records" % n, bt,
+                         "%.0f records/s" % (n / bt), bm, bc))
+            # The same bytes both ways (after fetch's warcinfo record).
+            with open(bout, "rb") as a, open(out, "rb") as b:
+                want, got = a.read(), b.read()
+            if not got.endswith(want):
+                sys.exit("fetch's records differ from boto3's")
+            ratios.append(("fetch -j %d / cc-pyspark way (throughput)" % args.j, bt / ft, 10))
+            ratios.append(("fetch -j %d / fetch -j 1 (throughput)" % args.j, st / ft, None))
+        finally:
+            s3.close()
+
+        # 3. With latency per request.
+        srv = subprocess.Popen(
+            [sys.executable, os.path.join(ROOT, "tests/remote/range_server.py"),
+             os.path.dirname(os.path.abspath(args.file))],
+            stdout=subprocess.PIPE, env=dict(os.environ, LATENCY_MS=str(args.latency_ms),
+                                             MAX_SECONDS="600"))
+        try:
+            port = int(srv.stdout.readline())
+            m = args.latency_records
+            lsel = os.path.join(tmp, "lsel.cdxj")
+            with open(lsel, "w") as f:
+                f.write("\n".join(chosen[:m]) + "\n")
+            base = "http://127.0.0.1:%d/" % port
+            res = {}
             for j in (args.j, 1):
-                times = []
-                mem = 0
-                for r in range(args.runs):
-                    dest = os.path.join(tmp, "out-%d-%d.warc.gz" % (j, r))
-                    t, m = timed([wbin, "-q", "fetch", sel, "--prefix", "s3://bench/", "-j", str(j), "-o", dest], env)
-                    times.append(t)
-                    mem = max(mem, m)
-                t = statistics.median(times)
-                out.append(t)
-                rows.append(("fetch %d records -j %d" % (args.records, j), t, args.records / t, mem))
-        print("| what | median s | rate | peak RSS MiB |")
-        print("|---|---|---|---|")
-        for what, t, rate, mem in rows:
-            unit = "MB/s" if what.startswith("scan") else "records/s"
-            print("| %s | %.2f | %.1f %s | %.0f |" % (what, t, rate, unit, mem))
-        print()
-        print("scan ratio S3/local: %.2fx the local speed" % (lt / rt))
-        print("fetch ratio -j %d vs -j 1: %.1fx" % (args.j, out[1] / out[0]))
-        json.dump({"scan_ratio": lt / rt, "fetch_ratio": out[1] / out[0]}, sys.stderr)
-        print(file=sys.stderr)
-    finally:
-        moto.kill()
-        moto.wait()
+                if os.path.exists(out):
+                    os.unlink(out)
+                res[j] = timed([wbin, "-q", "fetch", lsel, "--prefix", base, "-j", str(j),
+                                "-o", out])
+                t, mem, cpu = res[j]
+                rows.append(("fetch %d records -j %d, %g ms a request (range_server.py)"
+                             % (m, j, args.latency_ms), t, "%.0f records/s" % (m / t), mem, cpu))
+            ratios.append(("latency %g ms: fetch -j %d / -j 1 (throughput)" % (args.latency_ms, args.j),
+                           res[1][0] / res[args.j][0], None))
+        finally:
+            srv.kill()
+            srv.wait()
+
+    print("| row | median s | rate | peak RSS MiB | CPU s |")
+    print("|---|---|---|---|---|")
+    for what, t, rate, mem, cpu in rows:
+        print("| %s | %.2f | %s | %.0f | %.2f |" % (what, t, rate, mem, cpu))
+    print()
+    for what, r, goal in ratios:
+        if goal is None:
+            print("- %s: %.2fx" % (what, r))
+        else:
+            print("- %s: %.2fx (target >= %gx: %s)" % (what, r, goal, "met" if r >= goal else "NOT met"))
+    json.dump({w: r for w, r, _ in ratios}, sys.stderr)
+    print(file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,9 @@ Control, for the tests:
   or past N (the connection is reset there), as an object cut short.
 - GET /_count: the number of GET and HEAD requests (but to /_count) so far, as
   "GET HEAD"; POST /_reset_count sets them to zero.
+
+LATENCY_MS (environment): every GET of a file waits that long before it
+answers, as a real store's first byte does (bench/remote_bench.py).
 """
 
 import os
@@ -28,6 +31,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 ROOT = os.path.abspath(sys.argv[1])
 STALL = float(os.environ.get("STALL_SECONDS", "5"))
+LATENCY = float(os.environ.get("LATENCY_MS", "0")) / 1000
 LOCK = threading.Lock()
 FAULTS = []
 CUTS = {}
@@ -96,6 +100,8 @@ class Handler(BaseHTTPRequestHandler):
                 return self.small(200, "%d %d" % (COUNT["GET"], COUNT["HEAD"]))
         with LOCK:
             COUNT["GET"] += 1
+        if LATENCY > 0:
+            time.sleep(LATENCY)
         path = self.file()
         if path is None:
             return self.small(404)
@@ -146,8 +152,13 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
+class Server(ThreadingHTTPServer):
+    # Many clients at once (a concurrent fetch): a longer accept queue.
+    request_queue_size = 256
+
+
 def main():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = Server(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     print(server.server_address[1], flush=True)
     # Bounded: a test run that forgets the server does not leave it forever.

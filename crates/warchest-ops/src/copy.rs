@@ -405,16 +405,77 @@ pub fn now_timestamp() -> u64 {
 /// With [`with_warcinfo`](SplitSink::with_warcinfo), a file whose first
 /// record is not a warcinfo record opens with a new one. An existing file
 /// of the same name is an error unless [`force`](SplitSink::force) is set.
+///
+/// Files go to a directory ([`SplitSink::new`]) or to any
+/// [`SplitTarget`] ([`SplitSink::to_target`]: a bucket, where each object
+/// appears only when complete).
 pub struct SplitSink {
-    dir: PathBuf,
+    target: Box<dyn SplitTarget>,
     naming: SplitNaming,
     max_size: u64,
     preamble: Vec<u8>,
     serial: u64,
     warcinfo: Option<SplitWarcinfo>,
     force: bool,
-    current: Option<(OpenFile, u64, u64)>,
+    current: Option<(Box<dyn SplitFile>, u64, u64)>,
     done: Vec<(PathBuf, u64, u64)>,
+}
+
+/// Where a split puts its files: a directory ([`DirTarget`]), or another
+/// place whose files appear only when complete (a bucket).
+pub trait SplitTarget {
+    /// What file `name` is called there (as [`SplitSink::finish`] lists it).
+    fn path(&self, name: &str) -> PathBuf;
+    /// Whether a file `name` is there already.
+    ///
+    /// # Errors
+    /// The place cannot be asked.
+    fn exists(&self, name: &str) -> Result<bool>;
+    /// Starts writing file `name`; it appears when
+    /// [`SplitFile::finish`] returns.
+    ///
+    /// # Errors
+    /// The file cannot be created.
+    fn create(&mut self, name: &str) -> Result<Box<dyn SplitFile>>;
+}
+
+/// A file of a split being written.
+pub trait SplitFile: Write {
+    /// Its name while written, for errors.
+    fn open_path(&self) -> &Path;
+    /// Completes it; returns its name.
+    ///
+    /// # Errors
+    /// Completing it failed (nothing then appears under the name).
+    fn finish(self: Box<Self>) -> Result<PathBuf>;
+}
+
+/// A directory: files written as `NAME.open` and renamed when complete.
+#[derive(Debug, Clone)]
+pub struct DirTarget(pub PathBuf);
+
+impl SplitTarget for DirTarget {
+    fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+
+    fn exists(&self, name: &str) -> Result<bool> {
+        Ok(self.0.join(name).exists())
+    }
+
+    fn create(&mut self, name: &str) -> Result<Box<dyn SplitFile>> {
+        Ok(Box::new(OpenFile::create(self.0.join(name))?))
+    }
+}
+
+impl SplitFile for OpenFile {
+    fn open_path(&self) -> &Path {
+        OpenFile::open_path(self)
+    }
+
+    fn finish(self: Box<Self>) -> Result<PathBuf> {
+        OpenFile::finish(*self)
+    }
 }
 
 /// What a split writes as the warcinfo record of a file that lacks one.
@@ -454,8 +515,25 @@ impl SplitSink {
         preamble: &[u8],
         first_serial: u64,
     ) -> Self {
+        Self::to_target(
+            Box::new(DirTarget(dir.into())),
+            naming,
+            max_size,
+            preamble,
+            first_serial,
+        )
+    }
+
+    /// Files go to `target`, numbered from `first_serial`.
+    pub fn to_target(
+        target: Box<dyn SplitTarget>,
+        naming: SplitNaming,
+        max_size: u64,
+        preamble: &[u8],
+        first_serial: u64,
+    ) -> Self {
         SplitSink {
-            dir: dir.into(),
+            target,
             naming,
             max_size,
             preamble: preamble.to_vec(),
@@ -522,14 +600,13 @@ impl RecordSink for SplitSink {
             let ts = rec.timestamp.unwrap_or_else(now_timestamp);
             let name = self.naming.file_name(ts, self.serial);
             self.serial += 1;
-            let path = self.dir.join(&name);
-            if !self.force && path.exists() {
+            if !self.force && self.target.exists(&name)? {
                 return Err(Error::new(ErrorKind::Usage(format!(
                     "{} exists; --force replaces it",
-                    path.display()
+                    self.target.path(&name).display()
                 ))));
             }
-            let mut f = OpenFile::create(path)?;
+            let mut f = self.target.create(&name)?;
             f.write_all(&self.preamble)?;
             let mut size = self.preamble.len() as u64;
             let mut records = 0;

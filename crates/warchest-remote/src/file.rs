@@ -66,6 +66,24 @@ impl RemoteFile {
         })
     }
 
+    /// `loc` read as a file of `size` bytes, the size known already (from
+    /// a listing, or an index built earlier): no HEAD request. An object
+    /// found shorter than `size` when read is an error, as for
+    /// [`RemoteFile::open`].
+    pub fn open_sized(loc: Location, opts: Options, size: u64) -> RemoteFile {
+        RemoteFile {
+            next_len: opts.min_chunk,
+            loc,
+            opts,
+            size,
+            pos: 0,
+            buf: Bytes::new(),
+            buf_start: 0,
+            prefetch: None,
+            requests: 0,
+        }
+    }
+
     /// The object's size when it was opened.
     pub fn size(&self) -> u64 {
         self.size

@@ -14,6 +14,7 @@
 
 pub mod fuzzy;
 mod js_location;
+pub mod remote;
 pub mod serve;
 pub mod wacz;
 
@@ -188,7 +189,8 @@ impl Collection {
             .store
             .source(cap.src)
             .ok_or_else(|| not_found(format!("no source {}", cap.src)))?;
-        let mut reader = src.reader_at(cap.entry.offset)?;
+        // An object's record: one range request of the indexed length.
+        let mut reader = src.record_reader(cap.entry.offset, cap.entry.length)?;
         let mut rec = reader
             .next_record()?
             .ok_or_else(|| not_found(format!("no record at offset {}", cap.entry.offset)))?;
@@ -200,7 +202,7 @@ impl Collection {
         }
         let header = rec.header().clone();
         if cap.is_revisit() {
-            let (osrc, ooff) = self.original_of(cap, &header)?.ok_or_else(|| {
+            let (osrc, ooff, olen) = self.original_of(cap, &header)?.ok_or_else(|| {
                 not_found(format!(
                     "the original of revisit {} is not in the collection",
                     header.record_id().unwrap_or_default()
@@ -210,7 +212,7 @@ impl Collection {
                 .store
                 .source(osrc)
                 .ok_or_else(|| not_found(format!("no source {osrc}")))?;
-            let mut oreader = osource.reader_at(ooff)?;
+            let mut oreader = osource.record_reader(ooff, olen)?;
             let mut rec = oreader
                 .next_record()?
                 .ok_or_else(|| not_found(format!("no record at offset {ooff}")))?;
@@ -234,9 +236,13 @@ impl Collection {
         })
     }
 
-    fn original_of(&self, cap: &Capture, header: &WarcHeader) -> Result<Option<(u32, u64)>> {
+    fn original_of(
+        &self,
+        cap: &Capture,
+        header: &WarcHeader,
+    ) -> Result<Option<(u32, u64, Option<u64>)>> {
         if let Some(id) = header.refers_to()
-            && let Some(loc) = self.store.location_of_record_id(&id)?
+            && let Some(loc) = self.store.record_of_id(&id)?
         {
             return Ok(Some(loc));
         }
@@ -252,8 +258,8 @@ impl Collection {
             !c.is_revisit() && c.entry.digest.as_deref() == Some(digest.as_str())
         })?;
         if let Some(c) = same.first() {
-            return Ok(Some((c.src, c.entry.offset)));
+            return Ok(Some((c.src, c.entry.offset, c.entry.length)));
         }
-        self.store.location_of_digest(&digest)
+        self.store.record_of_digest(&digest)
     }
 }

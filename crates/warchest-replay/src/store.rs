@@ -16,13 +16,14 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{Seek, SeekFrom};
+use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::RwLock;
 use std::time::UNIX_EPOCH;
 
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 
+use crate::remote::{self, Fetched, Streamed};
 use crate::wacz::{self, Section};
 use warchest::archive::{Format, Reader};
 use warchest::codec::{Decoder, DecoderOptions};
@@ -47,15 +48,22 @@ fn db_error(e: impl std::fmt::Display, path: &Path) -> Error {
     Error::new(ErrorKind::Usage(format!("index store: {e}"))).in_file(path)
 }
 
-/// A file of the collection, or a WARC file inside a WACZ.
+/// A file of the collection, a WARC file inside a WACZ, or an object
+/// named by URL (in a store or on an HTTP server).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Source {
     /// Its id in the store.
     pub id: u32,
-    /// How it is named: the path, or `WACZ#archive/NAME` for a member.
+    /// How it is named: the path, `WACZ#archive/NAME` for a member, or
+    /// the URL of an object.
     pub name: String,
-    /// The file on disk.
+    /// The file on disk (for an object, its URL as a path: its last
+    /// component is the name CDX lines give).
     pub path: PathBuf,
+    /// The object's URL, when the source is one: its records are read by
+    /// range requests (`len` is its size when listed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
     /// The member of a WACZ, when it is one.
     pub entry: Option<String>,
     /// Where its bytes start in the file (0 unless a WACZ member).
@@ -85,11 +93,61 @@ impl Source {
         }
     }
 
-    /// Opens its bytes, positioned at `offset` (an offset in the source).
+    /// Opens its bytes, positioned at `offset` (an offset in the source),
+    /// for reading on from there. An object is read by range requests
+    /// that start small and grow while reading runs on.
     ///
     /// # Errors
     /// The file cannot be opened.
-    pub fn open_at(&self, offset: u64) -> Result<Section> {
+    pub fn open_at(&self, offset: u64) -> Result<SourceBytes> {
+        if let Some(url) = &self.url {
+            return self.open_object(url, offset, false);
+        }
+        Ok(SourceBytes::File(self.open_file_at(offset)?))
+    }
+
+    /// The bytes `offset..offset + len` (a record's, as the index gives
+    /// them), positioned at `offset`; what follows may or may not be
+    /// readable. A local file is opened as by [`Source::open_at`]; of an
+    /// object, the range is asked for with one request: fetched whole
+    /// when small (so that a fault is known before anything is served),
+    /// streamed otherwise.
+    ///
+    /// # Errors
+    /// The file cannot be opened, or the range cannot be fetched (the
+    /// error names the URL and the byte offset).
+    pub fn open_range(&self, offset: u64, len: u64) -> Result<SourceBytes> {
+        let Some(url) = &self.url else {
+            return Ok(SourceBytes::File(self.open_file_at(offset)?));
+        };
+        let named = |e: std::io::Error| Error::from(e).in_file(Path::new(url));
+        if len <= remote::FETCH_WHOLE {
+            Ok(SourceBytes::Fetched(
+                Fetched::get(url, offset, len).map_err(named)?,
+            ))
+        } else {
+            Ok(SourceBytes::Streamed(Box::new(
+                Streamed::open(url, offset, len).map_err(named)?,
+            )))
+        }
+    }
+
+    #[cfg(feature = "remote")]
+    fn open_object(&self, url: &str, offset: u64, scan: bool) -> Result<SourceBytes> {
+        let f = remote::object(url, self.len, offset, scan)
+            .map_err(|e| Error::from(e).in_file(Path::new(url)))?;
+        Ok(SourceBytes::Object(Box::new(f)))
+    }
+
+    #[cfg(not(feature = "remote"))]
+    fn open_object(&self, url: &str, offset: u64, _scan: bool) -> Result<SourceBytes> {
+        // Fails with the message naming the missing feature.
+        Ok(SourceBytes::Fetched(
+            Fetched::get(url, offset, 0).map_err(|e| Error::from(e).in_file(Path::new(url)))?,
+        ))
+    }
+
+    fn open_file_at(&self, offset: u64) -> Result<Section> {
         let f = File::open(&self.path).map_err(|e| Error::from(e).in_file(&self.path))?;
         let len = match &self.entry {
             Some(_) => self.len,
@@ -110,8 +168,82 @@ impl Source {
     ///
     /// # Errors
     /// The file cannot be opened or read.
-    pub fn reader_at(&self, offset: u64) -> Result<Reader<Decoder<Section>>> {
-        let s = self.open_at(offset)?;
+    pub fn reader_at(&self, offset: u64) -> Result<Reader<Decoder<SourceBytes>>> {
+        self.record_reader(offset, None)
+    }
+
+    /// A reader of the record at `offset`, whose stored length the index
+    /// gives as `length` (when it does). Of an object, that record is read
+    /// with one range request of exactly its bytes (a `.warc.zst` costs
+    /// one more, for its dictionary frame); without a length, with small
+    /// ranges from `offset` on. Of a local file, as [`Source::reader_at`].
+    ///
+    /// # Errors
+    /// The file cannot be opened or read, or the range cannot be fetched.
+    pub fn record_reader(
+        &self,
+        offset: u64,
+        length: Option<u64>,
+    ) -> Result<Reader<Decoder<SourceBytes>>> {
+        let Some(url) = &self.url else {
+            return self.local_reader_at(offset);
+        };
+        let mut dec = DecoderOptions {
+            start_offset: offset,
+            buffer_size: RECORD_BUFFER,
+            ..DecoderOptions::default()
+        };
+        if offset > 0 && is_zstd_name(url) {
+            // The dictionary frame is at the object's start.
+            let mut head = self.open_object(url, 0, false)?;
+            let (lo, hi) = warchest::codec::zstd_frame::WINDOW_LOG_RANGE;
+            if let Some(dict) = warchest::codec::zstd_frame::file_dictionary(
+                &mut head,
+                0,
+                dec.max_zstd_dictionary_size,
+                dec.max_zstd_window_log.clamp(lo, hi),
+            )
+            .map_err(|e| Error::from(e).in_file(Path::new(url)))?
+            {
+                dec.zstd_dictionary = Some(dict);
+            }
+        }
+        let bytes = match length {
+            Some(len) => self.open_range(offset, len)?,
+            None => self.open_object(url, offset, false)?,
+        };
+        let opts = ReaderOptions {
+            decoder: dec.clone(),
+            file: Some(PathBuf::from(url)),
+            ..ReaderOptions::default()
+        };
+        // Read forward only: nothing before `offset` was fetched.
+        Reader::from_source(Decoder::new(bytes, dec), opts)
+    }
+
+    /// A reader for indexing from `offset` on: of an object, a sequential
+    /// scan with the default read-ahead.
+    fn scan_reader(&self, offset: u64) -> Result<Reader<Decoder<SourceBytes>>> {
+        let Some(url) = &self.url else {
+            return self.local_reader_at(offset);
+        };
+        let s = self.open_object(url, offset, true)?;
+        let dec = DecoderOptions {
+            start_offset: offset,
+            ..DecoderOptions::default()
+        };
+        let opts = ReaderOptions {
+            decoder: dec.clone(),
+            file: Some(PathBuf::from(url)),
+            ..ReaderOptions::default()
+        };
+        let src =
+            Decoder::new_seekable(s, dec).map_err(|e| Error::from(e).in_file(Path::new(url)))?;
+        Reader::from_source(src, opts)
+    }
+
+    fn local_reader_at(&self, offset: u64) -> Result<Reader<Decoder<SourceBytes>>> {
+        let s = SourceBytes::File(self.open_file_at(offset)?);
         let dec = DecoderOptions {
             start_offset: offset,
             buffer_size: RECORD_BUFFER,
@@ -124,6 +256,73 @@ impl Source {
         };
         let src = Decoder::new_seekable(s, dec).map_err(|e| Error::from(e).in_file(&self.path))?;
         Reader::from_source(src, opts)
+    }
+}
+
+/// Whether `name` is compressed with zstd (whose files may start with a
+/// dictionary frame).
+fn is_zstd_name(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    lower.ends_with(".zst") || lower.ends_with(".zstd")
+}
+
+/// The bytes of a source, positioned at an offset and read with the
+/// source's offsets: a window on a local file (a WACZ member included),
+/// or of an object named by URL a record's range fetched with one request,
+/// streamed from one request, or the object read by range requests.
+#[derive(Debug)]
+pub enum SourceBytes {
+    /// A local file, or a member of a WACZ.
+    File(Section),
+    /// A range of an object, fetched whole.
+    Fetched(Fetched),
+    /// A range of an object, streamed (read in order only).
+    Streamed(Box<Streamed>),
+    /// An object read through range requests as it is read.
+    #[cfg(feature = "remote")]
+    Object(Box<warchest_remote::RemoteFile>),
+}
+
+impl SourceBytes {
+    /// The length of what can be read from the start (a file's length, an
+    /// object's size; for a range, its end).
+    pub fn len(&self) -> u64 {
+        match self {
+            SourceBytes::File(s) => s.len(),
+            SourceBytes::Fetched(f) => f.end(),
+            SourceBytes::Streamed(s) => s.end(),
+            #[cfg(feature = "remote")]
+            SourceBytes::Object(f) => f.size(),
+        }
+    }
+
+    /// Whether there is nothing to read.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl Read for SourceBytes {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            SourceBytes::File(s) => s.read(buf),
+            SourceBytes::Fetched(f) => f.read(buf),
+            SourceBytes::Streamed(s) => s.read(buf),
+            #[cfg(feature = "remote")]
+            SourceBytes::Object(f) => f.read(buf),
+        }
+    }
+}
+
+impl Seek for SourceBytes {
+    fn seek(&mut self, to: SeekFrom) -> std::io::Result<u64> {
+        match self {
+            SourceBytes::File(s) => s.seek(to),
+            SourceBytes::Fetched(f) => f.seek(to),
+            SourceBytes::Streamed(s) => s.seek(to),
+            #[cfg(feature = "remote")]
+            SourceBytes::Object(f) => f.seek(to),
+        }
     }
 }
 
@@ -156,20 +355,31 @@ fn capture_key(e: &Entry, src: u32) -> String {
     format!("{} {} {src:08x}{:016x}", e.urlkey, e.timestamp, e.offset)
 }
 
-fn loc_bytes(src: u32, offset: u64) -> [u8; 12] {
-    let mut b = [0u8; 12];
-    b[..4].copy_from_slice(&src.to_le_bytes());
-    b[4..].copy_from_slice(&offset.to_le_bytes());
+/// Where a record is: source, offset and, since remote sources, its
+/// stored length (so a revisit's original costs one range request too).
+fn loc_bytes(src: u32, offset: u64, length: Option<u64>) -> Vec<u8> {
+    let mut b = Vec::with_capacity(20);
+    b.extend_from_slice(&src.to_le_bytes());
+    b.extend_from_slice(&offset.to_le_bytes());
+    if let Some(l) = length {
+        b.extend_from_slice(&l.to_le_bytes());
+    }
     b
 }
 
-fn loc_from(b: &[u8]) -> Option<(u32, u64)> {
-    if b.len() != 12 {
+/// Reads [`loc_bytes`]; 12 bytes (stores written before lengths were
+/// kept) give no length.
+fn loc_from(b: &[u8]) -> Option<(u32, u64, Option<u64>)> {
+    if b.len() != 12 && b.len() != 20 {
         return None;
     }
     let src = u32::from_le_bytes(b[..4].try_into().ok()?);
-    let off = u64::from_le_bytes(b[4..].try_into().ok()?);
-    Some((src, off))
+    let off = u64::from_le_bytes(b[4..12].try_into().ok()?);
+    let len = match b.get(12..20) {
+        Some(l) => Some(u64::from_le_bytes(l.try_into().ok()?)),
+        None => None,
+    };
+    Some((src, off, len))
 }
 
 /// One item of a range over the captures table.
@@ -383,7 +593,25 @@ impl Store {
         let mut report = SyncReport::default();
         let mut files = Vec::new();
         for p in paths {
-            if p.is_dir() {
+            if let Some(url) = p.to_str().filter(|u| remote::is_remote(u)) {
+                match list_objects(url) {
+                    Ok(objects) => {
+                        for (url, size) in objects {
+                            if wacz::is_wacz(Path::new(&url)) {
+                                report.failures.push(format!(
+                                    "{url}: a WACZ is served from a local file, not by URL \
+                                     (download it first)"
+                                ));
+                                continue;
+                            }
+                            if let Err(e) = self.sync_object(&url, size, &mut report) {
+                                report.failures.push(format!("{url}: {e}"));
+                            }
+                        }
+                    }
+                    Err(e) => report.failures.push(format!("{url}: {e}")),
+                }
+            } else if p.is_dir() {
                 walk(p, &self.path, &mut files, 0);
             } else {
                 files.push(p.clone());
@@ -471,6 +699,7 @@ impl Store {
                         id,
                         name,
                         path: path.to_path_buf(),
+                        url: None,
                         entry,
                         start,
                         len: slen,
@@ -492,6 +721,60 @@ impl Store {
             }
         }
         Ok(())
+    }
+
+    /// Indexes the object at `url` of `size` bytes when it is new or its
+    /// size changed (objects are replaced whole, not appended to: a changed
+    /// one is indexed again from its start). An object indexed by a CDXJ
+    /// given stays as that index says.
+    fn sync_object(&self, url: &str, size: u64, report: &mut SyncReport) -> Result<()> {
+        let existing = self
+            .sources
+            .read()
+            .ok()
+            .and_then(|s| s.iter().find(|s| s.name == url).cloned());
+        let mut src = match existing {
+            Some(s) if s.len == size || s.mtime == u64::MAX => return Ok(()),
+            Some(mut s) => {
+                s.len = size;
+                s.indexed_to = 0;
+                s.entries = 0;
+                report.updated_sources += 1;
+                s
+            }
+            None => {
+                report.new_sources += 1;
+                Source {
+                    id: self.next_id(),
+                    name: url.to_string(),
+                    path: PathBuf::from(url),
+                    url: Some(url.to_string()),
+                    entry: None,
+                    start: 0,
+                    len: size,
+                    mtime: 0,
+                    indexed_to: 0,
+                    entries: 0,
+                }
+            }
+        };
+        self.remember(&src);
+        let r = self.index_source(&mut src);
+        self.save_source(&src)?;
+        match r {
+            Ok(n) => report.entries += n,
+            Err(e) => report.failures.push(format!("{}: {e}", src.name)),
+        }
+        Ok(())
+    }
+
+    /// The id a new source gets.
+    fn next_id(&self) -> u32 {
+        self.sources
+            .read()
+            .ok()
+            .and_then(|s| s.iter().map(|s| s.id).max())
+            .map_or(0, |m| m + 1)
     }
 
     fn save_source(&self, src: &Source) -> Result<()> {
@@ -521,11 +804,11 @@ impl Store {
 
     /// Indexes `src` from its `indexed_to` on; returns the entries added.
     fn index_source(&self, src: &mut Source) -> Result<u64> {
-        let mut reader = src.reader_at(src.indexed_to)?;
+        let mut reader = src.scan_reader(src.indexed_to)?;
         if src.indexed_to > 0 && reader.format() != Format::Warc {
             // Only WARC files are read on from the middle; others again.
             src.indexed_to = 0;
-            reader = src.reader_at(0)?;
+            reader = src.scan_reader(0)?;
         }
         let indexer = Indexer::new(src.cdx_filename(), IndexOptions::default());
         let mut pending: Vec<Entry> = Vec::with_capacity(BATCH);
@@ -566,9 +849,9 @@ impl Store {
                 let v = serde_json::to_vec(&cap).map_err(std::io::Error::from)?;
                 caps.insert(capture_key(e, src).as_str(), v.as_slice())
                     .map_err(|e| db_error(e, p))?;
-                let loc = loc_bytes(src, e.offset);
+                let loc = loc_bytes(src, e.offset, e.length);
                 if let Some(id) = &e.record_id {
-                    ids.insert(id.trim(), &loc[..])
+                    ids.insert(id.trim(), loc.as_slice())
                         .map_err(|e| db_error(e, p))?;
                 }
                 let original = e.record_type.as_deref().is_some_and(|t| {
@@ -582,7 +865,7 @@ impl Store {
                         .is_none()
                     {
                         digests
-                            .insert(k.as_str(), &loc[..])
+                            .insert(k.as_str(), loc.as_slice())
                             .map_err(|e| db_error(e, p))?;
                     }
                 }
@@ -603,23 +886,35 @@ impl Store {
         use std::io::{BufRead, Read};
         // Register the files without reading them.
         let mut files = Vec::new();
+        let mut objects = Vec::new();
         for p in paths {
-            if p.is_dir() {
+            if let Some(url) = p.to_str().filter(|u| remote::is_remote(u)) {
+                objects.extend(list_objects(url).map_err(|e| Error::from(e).in_file(p))?);
+            } else if p.is_dir() {
                 walk(p, &self.path, &mut files, 0);
             } else {
                 files.push(p.clone());
             }
         }
         // Named as `sync` names them, so polling knows them.
-        let files: Vec<PathBuf> = files
+        let files: Vec<(PathBuf, Option<String>, u64)> = files
             .into_iter()
             .map(|f| std::fs::canonicalize(&f).unwrap_or(f))
+            .map(|f| {
+                let len = std::fs::metadata(&f).map(|m| m.len()).unwrap_or(0);
+                (f, None, len)
+            })
+            .chain(
+                objects
+                    .into_iter()
+                    .map(|(u, size)| (PathBuf::from(&u), Some(u), size)),
+            )
             .collect();
         let mut by_name: BTreeMap<String, u32> = BTreeMap::new();
         for s in self.sources() {
             by_name.insert(s.cdx_filename(), s.id);
         }
-        for f in files {
+        for (f, url, len) in files {
             let base = f
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
@@ -627,17 +922,12 @@ impl Store {
             if by_name.contains_key(&base) {
                 continue;
             }
-            let len = std::fs::metadata(&f).map(|m| m.len()).unwrap_or(0);
-            let id = self
-                .sources()
-                .iter()
-                .map(|s| s.id)
-                .max()
-                .map_or(0, |m| m + 1);
+            let id = self.next_id();
             let src = Source {
                 id,
-                name: f.display().to_string(),
+                name: url.clone().unwrap_or_else(|| f.display().to_string()),
                 path: f.clone(),
+                url,
                 entry: None,
                 start: 0,
                 len,
@@ -667,7 +957,15 @@ impl Store {
                 skipped += 1;
                 continue;
             };
-            let Some(&src) = by_name.get(&l.filename) else {
+            // A file name given as a path or URL is found by its last
+            // component too (`warchest index` of a URL names the URL).
+            let found = by_name.get(&l.filename).or_else(|| {
+                l.filename
+                    .rsplit('/')
+                    .next()
+                    .and_then(|base| by_name.get(base))
+            });
+            let Some(&src) = found else {
                 skipped += 1;
                 continue;
             };
@@ -832,6 +1130,15 @@ impl Store {
     /// # Errors
     /// The store cannot be read.
     pub fn location_of_record_id(&self, id: &str) -> Result<Option<(u32, u64)>> {
+        Ok(self.record_of_id(id)?.map(|(s, o, _)| (s, o)))
+    }
+
+    /// Where the record with WARC-Record-ID `id` is, with its stored
+    /// length when the index gave one.
+    ///
+    /// # Errors
+    /// The store cannot be read.
+    pub fn record_of_id(&self, id: &str) -> Result<Option<(u32, u64, Option<u64>)>> {
         let p = &self.path;
         let txn = self.db.begin_read().map_err(|e| db_error(e, p))?;
         let t = txn.open_table(RECORD_IDS).map_err(|e| db_error(e, p))?;
@@ -845,6 +1152,15 @@ impl Store {
     /// # Errors
     /// The store cannot be read.
     pub fn location_of_digest(&self, digest: &str) -> Result<Option<(u32, u64)>> {
+        Ok(self.record_of_digest(digest)?.map(|(s, o, _)| (s, o)))
+    }
+
+    /// Where the first response or resource with payload digest `digest`
+    /// is, with its stored length when the index gave one.
+    ///
+    /// # Errors
+    /// The store cannot be read.
+    pub fn record_of_digest(&self, digest: &str) -> Result<Option<(u32, u64, Option<u64>)>> {
         let p = &self.path;
         let txn = self.db.begin_read().map_err(|e| db_error(e, p))?;
         let t = txn.open_table(DIGESTS).map_err(|e| db_error(e, p))?;
@@ -903,6 +1219,19 @@ fn pad_up(ts: &str) -> String {
     let mut s = digits.clone();
     s.push_str(&HIGH[digits.len()..]);
     s
+}
+
+/// The objects a URL names, with their sizes: under a prefix (`/` at the
+/// end) or matched by a glob only those with an archive's name, as a
+/// directory is walked; a URL of one object is that object.
+fn list_objects(url: &str) -> std::io::Result<Vec<(String, u64)>> {
+    let last = url.rsplit('/').next().unwrap_or("");
+    let many = url.ends_with('/') || last.contains('*') || last.contains('?');
+    let mut all = remote::list(url)?;
+    if many || all.len() > 1 {
+        all.retain(|(u, _)| is_archive_name(u.rsplit('/').next().unwrap_or("")));
+    }
+    Ok(all)
 }
 
 /// Whether a file in a walked directory is an archive file.

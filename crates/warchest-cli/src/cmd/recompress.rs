@@ -19,7 +19,9 @@ use crate::tools::{CompressionArgs, Jobs, To, open_archive, output_name_in, pars
 ///
 /// With one input, OUT is the output file (`-` for standard output); with
 /// several, or when OUT is a directory, each input goes to OUT/NAME with
-/// the extension of the new compression.
+/// the extension of the new compression. OUT may be a URL: an object, or
+/// with several inputs (or a final `/`) a prefix in a bucket; each object
+/// appears only when complete (a multipart upload completed last).
 ///
 /// Examples:
 ///   warchest recompress whole-file.warc.gz -o fixed.warc.gz
@@ -68,7 +70,13 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
     let passes = if train.is_some() { 2 } else { 1 };
     let bar = progress(g, &args.files, passes);
     let out = Path::new(&args.output);
-    let one = args.files.len() == 1 && !out.is_dir();
+    let remote = crate::remote::is_remote(&args.output);
+    let one = args.files.len() == 1
+        && if remote {
+            !args.output.ends_with('/')
+        } else {
+            !out.is_dir()
+        };
     let outcome = if one {
         recompress_one(g, &args.files[0], &args.output, &comp, train, &bar)
             .unwrap_or_else(|e| file_error(&args.files[0], e.as_ref()))
@@ -76,12 +84,26 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
         if args.output == "-" {
             bail!("several inputs need an output directory, not standard output");
         }
-        std::fs::create_dir_all(out).with_context(|| format!("create {}", out.display()))?;
-        let names: Vec<PathBuf> = args
-            .files
-            .iter()
-            .map(|f| output_name_in(out, f, &comp))
-            .collect();
+        let names: Vec<PathBuf> = if remote {
+            // Objects under the prefix, each written by its own upload.
+            let mut prefix = args.output.clone();
+            if !prefix.ends_with('/') {
+                prefix.push('/');
+            }
+            args.files
+                .iter()
+                .map(|f| {
+                    let name = output_name_in(Path::new(""), f, &comp);
+                    PathBuf::from(format!("{prefix}{}", name.display()))
+                })
+                .collect()
+        } else {
+            std::fs::create_dir_all(out).with_context(|| format!("create {}", out.display()))?;
+            args.files
+                .iter()
+                .map(|f| output_name_in(out, f, &comp))
+                .collect()
+        };
         for (i, n) in names.iter().enumerate() {
             if names[..i].contains(n) {
                 bail!("two inputs would both be written to {}", n.display());

@@ -21,7 +21,10 @@ use crate::report::{Global, Outcome};
 /// http://127.0.0.1:8080/
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Files and directories to serve.
+    /// Files and directories to serve, and objects named by URL (one
+    /// object, a prefix ending in `/` or a `*` glob: s3://BUCKET/crawl/,
+    /// https://HOST/x.warc.gz), indexed once into the local index and read
+    /// a record per range request (docs/remote.md).
     #[arg(required = true)]
     paths: Vec<PathBuf>,
     /// Address to listen on.

@@ -1,9 +1,12 @@
 //! `warchest split`: archives into files of at most a given size.
 
-use std::path::Path;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use warchest_ops::copy::{Copier, CopyOptions, CopyReport, SplitNaming, SplitSink};
+use warchest_ops::copy::{
+    Copier, CopyOptions, CopyReport, DirTarget, SplitFile, SplitNaming, SplitSink, SplitTarget,
+};
 
 use crate::cmd::copy::{Plan, copy_inputs};
 use crate::report::{Global, Outcome};
@@ -20,7 +23,9 @@ use crate::tools::{CompressionArgs, Jobs, parse_size, progress, sniff_to};
 /// WARC-Filename, the software, the inputs). Files are written as
 /// NAME.open and renamed when complete; their names, sizes and record
 /// counts are printed. An existing file of the same name is an error
-/// unless --force.
+/// unless --force. OUT may be a bucket prefix (s3://BUCKET/PREFIX/): each
+/// file is then an object that appears only when complete (a multipart
+/// upload completed last).
 ///
 /// Example:
 ///   warchest split big.warc.gz --max-size 1GB -o parts/ --prefix CRAWL1
@@ -33,7 +38,8 @@ pub struct Args {
     /// Largest output file: 1GB, 500MB, 1GiB, or bytes.
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     max_size: u64,
-    /// The output directory (created if missing).
+    /// The output directory (created if missing), or a prefix in a bucket
+    /// (s3://BUCKET/PREFIX/).
     #[arg(short, long, value_name = "DIR")]
     output: String,
     /// File name prefix (default: the first input's name without its
@@ -55,8 +61,13 @@ pub struct Args {
 pub fn run(g: &Global, args: Args) -> Result<Outcome> {
     crate::input::require_records_all(&args.files)?;
     let comp = args.compression.resolve(sniff_to(&args.files[0]))?;
-    let dir = Path::new(&args.output);
-    std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
+    let target: Box<dyn SplitTarget> = if crate::remote::is_remote(&args.output) {
+        Box::new(BucketTarget::new(&args.output))
+    } else {
+        let dir = Path::new(&args.output);
+        std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
+        Box::new(DirTarget(dir.to_path_buf()))
+    };
     let prefix = args
         .prefix
         .clone()
@@ -81,7 +92,7 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
     ];
     let opts = CopyOptions::new(comp.clone());
     let preamble = Copier::new(opts.clone())?.preamble().to_vec();
-    let mut sink = SplitSink::new(dir, naming, args.max_size, &preamble, 0)
+    let mut sink = SplitSink::to_target(target, naming, args.max_size, &preamble, 0)
         .with_warcinfo(comp, version, fields)
         .force(args.force);
     let bar = progress(g, &args.files, 1);
@@ -99,6 +110,88 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
         println!("{}\t{size}\t{records}", p.display());
     }
     Ok(o)
+}
+
+/// A prefix in a bucket (or any place named by URL): each file an object
+/// written by multipart upload, which appears only when completed.
+struct BucketTarget {
+    /// The URL the names are appended to (ending in `/`).
+    prefix: String,
+}
+
+impl BucketTarget {
+    fn new(url: &str) -> BucketTarget {
+        let mut prefix = url.to_string();
+        if !prefix.ends_with('/') {
+            prefix.push('/');
+        }
+        BucketTarget { prefix }
+    }
+
+    fn url(&self, name: &str) -> String {
+        format!("{}{name}", self.prefix)
+    }
+}
+
+fn remote_error(url: &str, e: std::io::Error) -> warchest::Error {
+    warchest::Error::from(e).in_file(Path::new(url))
+}
+
+impl SplitTarget for BucketTarget {
+    fn path(&self, name: &str) -> PathBuf {
+        PathBuf::from(self.url(name))
+    }
+
+    fn exists(&self, name: &str) -> warchest::Result<bool> {
+        let url = self.url(name);
+        match crate::remote::size(&url) {
+            Ok(_) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(remote_error(&url, e)),
+        }
+    }
+
+    fn create(&mut self, name: &str) -> warchest::Result<Box<dyn SplitFile>> {
+        let url = self.url(name);
+        let w = crate::remote::Writer::create(&url).map_err(|e| remote_error(&url, e))?;
+        Ok(Box::new(RemotePart {
+            path: PathBuf::from(&url),
+            out: BufWriter::with_capacity(1 << 20, w),
+        }))
+    }
+}
+
+/// One object of a split being uploaded; dropped unfinished (an error),
+/// its upload is aborted and nothing appears.
+struct RemotePart {
+    path: PathBuf,
+    out: BufWriter<crate::remote::Writer>,
+}
+
+impl Write for RemotePart {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.out.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
+impl SplitFile for RemotePart {
+    fn open_path(&self) -> &Path {
+        &self.path
+    }
+
+    fn finish(self: Box<Self>) -> warchest::Result<PathBuf> {
+        let url = self.path.display().to_string();
+        let w = self
+            .out
+            .into_inner()
+            .map_err(|e| remote_error(&url, e.into_error()))?;
+        w.finish().map_err(|e| remote_error(&url, e))?;
+        Ok(self.path)
+    }
 }
 
 fn default_prefix(input: &str) -> String {

@@ -413,3 +413,306 @@ pq.write_table(pa.Table.from_pylist(rows, schema=schema), {parquet:?})
     assert_eq!(by_parquet, by_cdxj);
     assert_eq!(by_remote_parquet, by_cdxj);
 }
+
+/// The index lines of `file` (`warchest index`).
+fn index_lines(file: &Path) -> Vec<String> {
+    let (rc, out, err) = run_env(&[], &["index", &file.display().to_string()]);
+    assert_eq!(rc, 0, "{err}");
+    out.lines().map(str::to_string).collect()
+}
+
+/// The offset and length of the capture of `url` at `ts` in `lines`.
+fn offset_length(lines: &[String], url: &str, ts: &str) -> (u64, u64) {
+    for l in lines {
+        let mut parts = l.splitn(3, ' ');
+        let (_, t, js) = (parts.next(), parts.next().unwrap(), parts.next().unwrap());
+        let v: serde_json::Value = serde_json::from_str(js).unwrap();
+        if t == ts && v["url"].as_str() == Some(url) {
+            let n = |k: &str| v[k].as_str().unwrap().parse().unwrap();
+            return (n("offset"), n("length"));
+        }
+    }
+    panic!("no capture of {url} at {ts}");
+}
+
+/// `warchest serve` of `paths` with `env` (a server's) and short remote
+/// timeouts, its index in `db`, no polling.
+fn serve_env(env: &[(&'static str, String)], paths: &[&str], db: &Path) -> crate::serve::Server {
+    let mut cmd = bin();
+    cmd.arg("serve")
+        .args(paths)
+        .args(["--listen", "127.0.0.1:0", "--poll", "0", "--index-db"])
+        .arg(db)
+        .env("WARCHEST_REMOTE_TIMEOUT", "3")
+        .env("WARCHEST_REMOTE_RETRIES", "3")
+        .env("WARCHEST_REMOTE_BACKOFF_MS", "10");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    crate::serve::Server::start_cmd(cmd)
+}
+
+/// A page's body with the server's own addresses taken out, so that two
+/// servers' rewritten pages compare.
+fn without_addresses(s: &crate::serve::Server, body: &[u8]) -> String {
+    String::from_utf8_lossy(body)
+        .replace(&s.replay, "REPLAY")
+        .replace(&s.addr, "UI")
+}
+
+const IANA_HOME: &str = "/archive/20140126200624id_/http://www.iana.org/";
+const IANA_CSS: &str = "/archive/20140126200625id_/http://www.iana.org/_css/2013.1/screen.css";
+/// A revisit: its payload is read from the original's record.
+const IANA_REVISIT: &str = "/archive/20140126200653id_/http://www.iana.org/_js/2013.1/jquery.js";
+
+#[test]
+fn serve_over_s3_answers_as_over_the_local_files() {
+    let moto = Moto::start();
+    let env = moto.env();
+    let iana = fixture("pywb/iana.warc.gz");
+    let example = fixture("pywb/example.warc.gz");
+    let tmp = tempfile::tempdir().unwrap();
+    let note = tmp.path().join("index.cdxj");
+    std::fs::write(&note, "not an archive\n").unwrap();
+    moto.upload(
+        "bucket",
+        &[
+            ("crawl/iana.warc.gz".into(), iana.clone()),
+            ("crawl/example.warc.gz".into(), example.clone()),
+            // Under the prefix, but not an archive: skipped, as a walked
+            // directory's other files are.
+            ("crawl/index.cdxj".into(), note),
+        ],
+    );
+    let (iana_s, example_s) = (iana.display().to_string(), example.display().to_string());
+    let local = serve_env(&[], &[&iana_s, &example_s], &tmp.path().join("l.redb"));
+    let remote = serve_env(&env, &["s3://bucket/crawl/"], &tmp.path().join("r.redb"));
+
+    // The CDX API: the same captures (file names are base names).
+    let cdx = "/archive/cdx?url=http://www.iana.org/_css/2013.1/screen.css&output=json";
+    let (l, r) = (local.get(cdx), remote.get(cdx));
+    assert_eq!(r.status, 200, "{}", remote.log());
+    assert_eq!(r.text(), l.text());
+    assert!(r.text().lines().count() > 5, "{}", r.text());
+
+    // Raw captures, a revisit (its original read by range too) and a
+    // rewritten page: the same bytes.
+    for path in [IANA_HOME, IANA_CSS, IANA_REVISIT] {
+        let (l, r) = (local.rget(path), remote.rget(path));
+        assert_eq!(r.status, 200, "{path}: {} {}", r.text(), remote.log());
+        assert_eq!(l.status, 200, "{path}");
+        assert!(!r.body.is_empty());
+        assert!(r.body == l.body, "{path}: bodies differ");
+    }
+    let page = "/archive/20140126200624/http://www.iana.org/";
+    let (l, r) = (local.rget(page), remote.rget(page));
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(r.text().contains("warchest-banner"));
+    assert_eq!(
+        without_addresses(&remote, &r.body),
+        without_addresses(&local, &l.body)
+    );
+
+    // A record download: the record's stored bytes, as from the local file
+    // (sources are numbered in name order: example 0, iana 1).
+    let (off, len) = offset_length(
+        &index_lines(&iana),
+        "http://www.iana.org/",
+        "20140126200624",
+    );
+    let path = format!("/archive/record/1/{off}/warc");
+    let (l, r) = (local.rget(&path), remote.rget(&path));
+    assert_eq!(r.status, 200, "{}", r.text());
+    let stored = std::fs::read(&iana).unwrap();
+    assert_eq!(l.body, &stored[off as usize..(off + len) as usize]);
+    assert!(r.body == l.body, "record downloads differ");
+    // The record page names the object.
+    let r = remote.get(&format!("/archive/record/1/{off}"));
+    assert_eq!(r.status, 200);
+    assert!(r.text().contains("s3://bucket/crawl/iana.warc.gz"));
+    // And the whole file.
+    let r = remote.rget("/archive/file/1");
+    assert_eq!(r.status, 200);
+    assert!(r.body == stored, "file download differs");
+}
+
+#[test]
+fn serve_over_http_reads_a_record_with_one_request_retries_and_names_a_cut_object() {
+    let tmp = tempfile::tempdir().unwrap();
+    let iana = fixture("pywb/iana.warc.gz");
+    std::fs::copy(&iana, tmp.path().join("iana.warc.gz")).unwrap();
+    let srv = RangeServer::start(tmp.path(), 5.0);
+    let url = srv.url("iana.warc.gz");
+    let local = serve_env(
+        &[],
+        &[&iana.display().to_string()],
+        &tmp.path().join("l.redb"),
+    );
+    let remote = serve_env(&[], &[&url], &tmp.path().join("r.redb"));
+
+    // One replayed record, one GET (no HEAD: the size is in the index).
+    srv.reset_count();
+    let r = remote.rget(IANA_CSS);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(srv.count(), (1, 0), "a record costs one range request");
+    assert!(r.body == local.rget(IANA_CSS).body);
+
+    // A fault (503, then a connection reset mid-body) is retried: the
+    // same bytes.
+    srv.faults(&["503", "reset"]);
+    let r = remote.rget(IANA_HOME);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(r.body == local.rget(IANA_HOME).body);
+
+    // The object cut inside the style sheet's record: an error page naming
+    // the URL and the byte where the bytes stopped, never a shorter record
+    // with 200.
+    let (off, len) = offset_length(
+        &index_lines(&iana),
+        "http://www.iana.org/_css/2013.1/screen.css",
+        "20140126200625",
+    );
+    let cut = off + len / 2;
+    srv.cut("iana.warc.gz", cut);
+    let r = remote.rget(IANA_CSS);
+    assert_eq!(r.status, 502, "{}", r.text());
+    let text = r.text();
+    assert!(
+        text.contains(&url) && text.contains(&format!("at byte {cut}")),
+        "{text}"
+    );
+    let r = remote.rget(&format!("/archive/record/0/{off}/warc"));
+    assert_eq!(r.status, 502, "{}", r.text());
+    assert!(r.text().contains(&url), "{}", r.text());
+    // Records before the cut are still served.
+    let r = remote.rget(IANA_HOME);
+    assert_eq!(r.status, 200, "{}", r.text());
+}
+
+/// The objects in `bucket` under `prefix`, and whether an upload is still
+/// pending anywhere in it.
+fn objects_under(moto: &Moto, bucket: &str, prefix: &str) -> (Vec<String>, bool) {
+    let keys = moto.keys(bucket);
+    let pending = keys.iter().any(|k| k.starts_with("UPLOAD "));
+    let mut objects: Vec<String> = keys.into_iter().filter(|k| k.starts_with(prefix)).collect();
+    objects.sort();
+    (objects, pending)
+}
+
+#[test]
+fn split_and_recompress_write_objects_to_a_bucket_as_files_locally() {
+    let moto = Moto::start();
+    let env = moto.env();
+    let tmp = tempfile::tempdir().unwrap();
+    let inputs = [
+        fixture("warcio/example.warc"),
+        fixture("warcio/example-iana.org-chunked.warc"),
+        fixture("pywb/example-extra.warc"),
+    ];
+    let inputs: Vec<String> = inputs.iter().map(|p| p.display().to_string()).collect();
+    moto.upload(
+        "bucket",
+        &[("keep/x".into(), fixture("warcio/example.warc"))],
+    );
+
+    // split: the same files, sizes and record counts; objects only, no
+    // upload left pending.
+    let split_args = |out: &str| -> Vec<String> {
+        let mut a: Vec<String> = vec!["split".into()];
+        a.extend(inputs.iter().cloned());
+        a.extend(
+            [
+                "--max-size",
+                "6KB",
+                "--prefix",
+                "part",
+                "--host",
+                "h",
+                "-o",
+                out,
+            ]
+            .map(String::from),
+        );
+        a
+    };
+    let local_dir = tmp.path().join("split");
+    let la = split_args(&local_dir.display().to_string());
+    let (rc, lout, err) = run_env(&[], &la.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(rc, 0, "{err}");
+    let ra = split_args("s3://bucket/split/");
+    let (rc, rout, err) = run_env(&env, &ra.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(rc, 0, "{err}");
+    let local_listing = lout.replace(&format!("{}/", local_dir.display()), "");
+    let remote_listing = rout.replace("s3://bucket/split/", "");
+    assert_eq!(remote_listing, local_listing);
+    assert!(remote_listing.lines().count() >= 3, "{remote_listing}");
+    let (objects, pending) = objects_under(&moto, "bucket", "split/");
+    assert!(!pending, "an upload was left pending");
+    let names: Vec<String> = remote_listing
+        .lines()
+        .map(|l| format!("split/{}", l.split('\t').next().unwrap()))
+        .collect();
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(objects, sorted);
+    // Each object reads as its local file (the new warcinfo records
+    // differ by their ids and dates only).
+    let cols = |s: &str| -> Vec<String> {
+        s.lines()
+            .map(|l| l.split('\t').skip(2).take(3).collect::<Vec<_>>().join("\t"))
+            .collect()
+    };
+    for line in local_listing.lines() {
+        let name = line.split('\t').next().unwrap();
+        let (rc, r, err) = run_env(&env, &["ls", &format!("s3://bucket/split/{name}")]);
+        assert_eq!(rc, 0, "{err}");
+        let (_, l, _) = run_env(&[], &["ls", &local_dir.join(name).display().to_string()]);
+        assert_eq!(cols(&r), cols(&l), "{name}");
+    }
+    // An existing object is not replaced without --force.
+    let (rc, _, err) = run_env(&env, &ra.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_ne!(rc, 0);
+    assert!(
+        err.contains("s3://bucket/split/") && err.contains("exists"),
+        "{err}"
+    );
+
+    // recompress of several inputs to a prefix: the same bytes as the
+    // local outputs.
+    let local_rc = tmp.path().join("rc");
+    let mut la = vec!["recompress".to_string()];
+    la.extend(inputs.iter().cloned());
+    la.extend(["-o".to_string(), local_rc.display().to_string()]);
+    let (rc, _, err) = run_env(&[], &la.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(rc, 0, "{err}");
+    let mut ra = vec!["recompress".to_string()];
+    ra.extend(inputs.iter().cloned());
+    ra.extend(["-o".to_string(), "s3://bucket/rc/".to_string()]);
+    ra.extend(["-j".to_string(), "2".to_string()]);
+    let (rc, _, err) = run_env(&env, &ra.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(rc, 0, "{err}");
+    let (objects, pending) = objects_under(&moto, "bucket", "rc/");
+    assert!(!pending);
+    let mut want: Vec<String> = std::fs::read_dir(&local_rc)
+        .unwrap()
+        .map(|e| format!("rc/{}", e.unwrap().file_name().to_string_lossy()))
+        .collect();
+    want.sort();
+    assert_eq!(objects, want);
+    assert_eq!(objects.len(), inputs.len());
+    for key in &objects {
+        let got = fetch_object(&env, &format!("s3://bucket/{key}"), tmp.path());
+        let local = std::fs::read(local_rc.join(key.trim_start_matches("rc/"))).unwrap();
+        assert!(got == local, "{key} differs from the local output");
+    }
+    // An input that cannot be read: its object does not appear, the others
+    // do, nothing is left pending.
+    let mut ra = vec!["recompress".to_string(), inputs[0].clone()];
+    ra.push(tmp.path().join("missing.warc").display().to_string());
+    ra.extend(["-o".to_string(), "s3://bucket/rc2/".to_string()]);
+    let (rc, _, err) = run_env(&env, &ra.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_ne!(rc, 0, "{err}");
+    let (objects, pending) = objects_under(&moto, "bucket", "rc2/");
+    assert!(!pending);
+    assert_eq!(objects, vec!["rc2/example.warc.gz".to_string()], "{err}");
+}

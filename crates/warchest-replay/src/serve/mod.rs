@@ -1430,6 +1430,12 @@ fn replay(
     match r {
         Ok(()) => Ok(()),
         Err(e) if resp.status.is_none() => {
+            // An object that cannot be read (a spent retry budget, a cut
+            // object) is the store's failure, not a missing capture.
+            let remote = coll.store.source(cap.src).is_some_and(|s| s.url.is_some());
+            if remote && pages::is_io(&e) {
+                return pages::remote_failure(resp, &e);
+            }
             resp.source = "miss";
             let body = pages::error_page(404, &format!("cannot replay this capture: {e}"));
             resp.send(404, &text_html(), body.as_bytes())?;

@@ -341,22 +341,24 @@ pub(super) fn record(
         resp.send(404, &text_plain(), b"no such record\n")?;
         return Ok(());
     };
-    // The capture, for its stored length (whole-record downloads and
-    // validation need it).
-    let mut length = None;
     // An offset where no record starts may read as damage: not found.
     let mut reader = match src.reader_at(off) {
         Ok(r) => r,
+        Err(e) if src.url.is_some() => return remote_failure(resp, &e),
         Err(_) => {
             resp.source = "miss";
             resp.send(404, &text_plain(), b"no record at this offset\n")?;
             return Ok(());
         }
     };
-    let Ok(Some(mut rec)) = reader.next_record() else {
-        resp.source = "miss";
-        resp.send(404, &text_plain(), b"no record at this offset\n")?;
-        return Ok(());
+    let mut rec = match reader.next_record() {
+        Ok(Some(rec)) => rec,
+        Err(e) if src.url.is_some() && is_io(&e) => return remote_failure(resp, &e),
+        _ => {
+            resp.source = "miss";
+            resp.send(404, &text_plain(), b"no record at this offset\n")?;
+            return Ok(());
+        }
     };
     if rec.location().offset != off {
         resp.source = "miss";
@@ -367,9 +369,18 @@ pub(super) fn record(
     let raw_header = String::from_utf8_lossy(rec.raw_header()).into_owned();
     match what {
         "warc" => {
-            let mut r2 = src.reader_at(off)?;
-            if let Some(r) = r2.next_record()? {
-                length = r.finish()?.stored_len;
+            // Of an object, the index's length when it has the record (no
+            // reading of the record to learn it); else the record's own.
+            // (Whole-record downloads and validation need the length.)
+            let mut length = src
+                .url
+                .as_ref()
+                .and_then(|_| header.record_id())
+                .and_then(|id| coll.store.record_of_id(&id).ok().flatten())
+                .filter(|(s, o, _)| *s == src.id && *o == off)
+                .and_then(|(_, _, l)| l);
+            if length.is_none() {
+                length = rec.finish()?.stored_len;
             }
             let Some(len) = length else {
                 resp.source = "miss";
@@ -392,7 +403,13 @@ pub(super) fn record(
                     ),
                 ),
             ];
-            let mut s = src.open_at(off)?;
+            // Of an object, one range request (fetched before the head
+            // is sent unless large).
+            let mut s = match src.open_range(off, len) {
+                Ok(s) => s,
+                Err(e) if src.url.is_some() => return remote_failure(resp, &e),
+                Err(e) => return Err(Box::new(e)),
+            };
             let mut body = resp.stream(200, "OK", &h)?;
             io::copy(&mut (&mut s).take(len), &mut body)?;
             body.finish()?;
@@ -435,7 +452,7 @@ pub(super) fn record(
                 let _ = (&mut payload).take(PREVIEW).read_to_end(&mut buf);
                 preview = String::from_utf8_lossy(&buf).into_owned();
             }
-            length = rec.finish()?.stored_len;
+            let length = rec.finish()?.stored_len;
             let body = record_page(
                 coll,
                 &src,
@@ -458,6 +475,21 @@ pub(super) fn record(
             Ok(())
         }
     }
+}
+
+/// Whether `e` is a failure to read bytes (of a remote source: the store
+/// or the network), rather than bytes that are not a record.
+pub(super) fn is_io(e: &warchest::Error) -> bool {
+    matches!(e.kind(), warchest::error::ErrorKind::Io(_))
+}
+
+/// A remote source could not be read: 502 with what failed (the URL and
+/// byte offset are in the message), never a record cut short.
+pub(super) fn remote_failure(resp: &mut Responder<'_>, e: &warchest::Error) -> HResult {
+    resp.source = "error";
+    let body = error_page(502, &format!("cannot read the archive: {e}"));
+    resp.send(502, &text_html(), body.as_bytes())?;
+    Ok(())
 }
 
 /// The HTTP head at the start of a record's block ([`Record::http`]), and
@@ -537,7 +569,7 @@ fn record_page(
         Some(len) => {
             let mut findings = Vec::new();
             let mut v = Validator::new(Options::default());
-            let mut s = src.open_at(off)?;
+            let mut s = src.open_range(off, len)?;
             s.seek(io::SeekFrom::Start(off))?;
             let name = format!("{}@{off}", src.name);
             let _ = v.validate_reader(&name, (&mut s).take(len), &mut |f| findings.push(f));

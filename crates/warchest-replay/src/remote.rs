@@ -1,0 +1,264 @@
+//! Collections whose files are objects named by URL (`s3://`, `gs://`,
+//! `az://`, `http(s)://`): listed once, indexed by one sequential scan with
+//! read-ahead, and each record then read with one range request of the
+//! offset and length the index holds (feature `remote`, on
+//! `warchest-remote`). Without the feature a URL is refused with a message
+//! that says so.
+
+use std::io::{self, Read, Seek, SeekFrom};
+
+use bytes::Bytes;
+
+/// Records up to this size are fetched whole before anything is served:
+/// any fault (a cut object, a spent retry budget) is then an error page,
+/// never a response cut short. Larger records are streamed from one
+/// request (bounded memory); a fault past the retries cuts the response.
+pub(crate) const FETCH_WHOLE: u64 = 4 << 20;
+
+/// The first range when a record's length is not known (a record page
+/// opened by offset, a revisit's original indexed without its length):
+/// small, so a record costs a small read, growing while reading runs on.
+#[cfg(feature = "remote")]
+const FIRST_RANGE: usize = 64 << 10;
+
+/// Whether `name` is a URL rather than a path.
+pub fn is_remote(name: &str) -> bool {
+    #[cfg(feature = "remote")]
+    {
+        warchest_remote::is_remote(name)
+    }
+    #[cfg(not(feature = "remote"))]
+    {
+        let lower = name.to_ascii_lowercase();
+        [
+            "s3://", "s3a://", "gs://", "az://", "azure://", "abfs://", "abfss://", "http://",
+            "https://",
+        ]
+        .iter()
+        .any(|p| lower.starts_with(p))
+    }
+}
+
+#[cfg(not(feature = "remote"))]
+fn unsupported(url: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::Unsupported,
+        format!("{url}: built without remote archives (feature `remote` of warchest-replay)"),
+    )
+}
+
+/// The objects `url` names with their sizes, sorted: every object under a
+/// prefix ending in `/`, those a `*` glob in the last component matches,
+/// or the object itself.
+pub(crate) fn list(url: &str) -> io::Result<Vec<(String, u64)>> {
+    #[cfg(feature = "remote")]
+    {
+        warchest_remote::list(url)
+    }
+    #[cfg(not(feature = "remote"))]
+    {
+        Err(unsupported(url))
+    }
+}
+
+/// Bytes fetched with one request, read and sought as the range
+/// `start..start + bytes.len()` of the object (offsets are the object's).
+#[derive(Debug)]
+pub struct Fetched {
+    bytes: Bytes,
+    start: u64,
+    pos: u64,
+}
+
+impl Fetched {
+    /// The range `offset..offset + len` of the object at `url` (one GET,
+    /// no HEAD; faults retried within the budget).
+    pub(crate) fn get(url: &str, offset: u64, len: u64) -> io::Result<Fetched> {
+        #[cfg(feature = "remote")]
+        {
+            Ok(Fetched {
+                bytes: warchest_remote::get_range(url, offset, len)?,
+                start: offset,
+                pos: offset,
+            })
+        }
+        #[cfg(not(feature = "remote"))]
+        {
+            let _ = (offset, len);
+            Err(unsupported(url))
+        }
+    }
+}
+
+impl Fetched {
+    /// The object's offset after the last byte fetched.
+    pub fn end(&self) -> u64 {
+        self.start + self.bytes.len() as u64
+    }
+}
+
+impl Read for Fetched {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        let end = self.start + self.bytes.len() as u64;
+        if self.pos >= end || out.is_empty() {
+            return Ok(0);
+        }
+        let at = (self.pos - self.start) as usize;
+        let n = out.len().min(self.bytes.len() - at);
+        out[..n].copy_from_slice(&self.bytes[at..at + n]);
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+impl Seek for Fetched {
+    fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
+        let end = self.start + self.bytes.len() as u64;
+        let target = match to {
+            SeekFrom::Start(n) => Some(n),
+            SeekFrom::End(d) => end.checked_add_signed(d),
+            SeekFrom::Current(d) => self.pos.checked_add_signed(d),
+        };
+        match target {
+            Some(t) if t >= self.start && t <= end => {
+                self.pos = t;
+                Ok(t)
+            }
+            _ => Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("seek outside the range fetched ({}..{end})", self.start),
+            )),
+        }
+    }
+}
+
+/// One range of an object streamed from one request (a fault resumes
+/// where it stopped, within the retry budget); it can be "sought" only to
+/// where it is.
+pub struct Streamed {
+    #[cfg(feature = "remote")]
+    inner: warchest_remote::RangeReader,
+    pos: u64,
+    end: u64,
+}
+
+impl Streamed {
+    /// The range `offset..offset + len` of the object at `url`; the
+    /// request is made at the first read.
+    pub(crate) fn open(url: &str, offset: u64, len: u64) -> io::Result<Streamed> {
+        #[cfg(feature = "remote")]
+        {
+            Ok(Streamed {
+                inner: warchest_remote::open_range(url, offset, len)?,
+                pos: offset,
+                end: offset.saturating_add(len),
+            })
+        }
+        #[cfg(not(feature = "remote"))]
+        {
+            let _ = (offset, len);
+            Err(unsupported(url))
+        }
+    }
+}
+
+impl Streamed {
+    /// The object's offset after the range's last byte.
+    pub fn end(&self) -> u64 {
+        self.end
+    }
+}
+
+impl std::fmt::Debug for Streamed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Streamed").field("pos", &self.pos).finish()
+    }
+}
+
+impl Read for Streamed {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        #[cfg(feature = "remote")]
+        {
+            let n = self.inner.read(out)?;
+            self.pos += n as u64;
+            Ok(n)
+        }
+        #[cfg(not(feature = "remote"))]
+        {
+            let _ = out;
+            Ok(0)
+        }
+    }
+}
+
+impl Seek for Streamed {
+    fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
+        let target = match to {
+            SeekFrom::Start(n) => Some(n),
+            SeekFrom::Current(d) => self.pos.checked_add_signed(d),
+            SeekFrom::End(_) => None,
+        };
+        if target == Some(self.pos) {
+            return Ok(self.pos);
+        }
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "a streamed range is read in order",
+        ))
+    }
+}
+
+/// An object read as a file of `size` bytes (known from the listing that
+/// indexed it: no HEAD), positioned at `offset`. `scan`: a whole-file
+/// read, with the default read-ahead (ranges doubling up to 16 MiB, the
+/// next fetched while one is read); otherwise small first ranges, for
+/// reading one record whose length is not known.
+#[cfg(feature = "remote")]
+pub(crate) fn object(
+    url: &str,
+    size: u64,
+    offset: u64,
+    scan: bool,
+) -> io::Result<warchest_remote::RemoteFile> {
+    let loc = warchest_remote::Location::parse(url)?;
+    let mut opts = warchest_remote::Options::from_env();
+    if !scan {
+        opts.min_chunk = opts.min_chunk.min(FIRST_RANGE);
+    }
+    let mut f = warchest_remote::RemoteFile::open_sized(loc, opts, size);
+    f.seek(SeekFrom::Start(offset))?;
+    Ok(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fetched_bytes_read_and_seek_at_the_objects_offsets() {
+        let mut f = Fetched {
+            bytes: Bytes::from_static(b"abcdef"),
+            start: 100,
+            pos: 100,
+        };
+        let mut s = String::new();
+        f.read_to_string(&mut s).unwrap();
+        assert_eq!(s, "abcdef");
+        assert_eq!(f.seek(SeekFrom::Start(102)).unwrap(), 102);
+        let mut b = [0u8; 2];
+        f.read_exact(&mut b).unwrap();
+        assert_eq!(&b, b"cd");
+        assert_eq!(f.seek(SeekFrom::End(0)).unwrap(), 106);
+        assert_eq!(f.read(&mut b).unwrap(), 0);
+        assert!(f.seek(SeekFrom::Start(99)).is_err());
+        assert!(f.seek(SeekFrom::Start(107)).is_err());
+    }
+
+    #[test]
+    fn urls_are_told_from_paths() {
+        assert!(is_remote("s3://bucket/a.warc.gz"));
+        assert!(is_remote("https://example.com/a.warc.gz"));
+        assert!(!is_remote("/data/a.warc.gz"));
+        assert!(!is_remote("crawl/s3.warc"));
+    }
+}
