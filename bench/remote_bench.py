@@ -16,9 +16,12 @@ on 127.0.0.1:
         [--s3s-fs PATH] [--records 10000] [-j 64] [--runs 3] \\
         [--latency-ms 20] [--latency-records 500]
 
-The S3 server is moto's (Python; it answers one request at a time, so the
-fetch rows measure the client's overhead more than concurrency), or
-s3s-fs when --s3s-fs or $S3S_FS names it (a Rust S3 server over a
+The S3 server (--server) is s3rver by default (Node, from the npm registry,
+installed once under ~/.cache/warchest-bench; it streams ranges from its
+files and answers requests concurrently), or moto's (Python; it copies the
+whole object on every GET, about 230 ms on the corpus, and answers one
+request at a time, so with it the rows measure moto), or s3s-fs when
+--s3s-fs or $S3S_FS names it (a Rust S3 server over a
 directory, `cargo install s3s-fs --version 0.14.1 --features binary --root
 DIR`; but 0.14.1 took 0.75-1.4 s for a 10 kB range of the 190 MB corpus
 file, its time following the object's size, so it cannot serve these rows
@@ -90,6 +93,15 @@ def median_runs(n, cmd, env=None):
             statistics.median(r[2] for r in runs))
 
 
+def s3rver_bin():
+    """s3rver 3 from the npm registry, installed once under ~/.cache."""
+    d = os.environ.get("S3RVER_DIR", os.path.expanduser("~/.cache/warchest-bench/s3rver"))
+    exe = os.path.join(d, "node_modules", ".bin", "s3rver")
+    if not os.path.exists(exe):
+        subprocess.run(["npm", "install", "--silent", "--prefix", d, "s3rver@3"], check=True)
+    return exe
+
+
 class S3:
     """A local S3 server with the archive in bucket BUCKET."""
 
@@ -97,8 +109,14 @@ class S3:
         self.name = os.path.basename(archive)
         self.port = free_port()
         self.endpoint = "http://127.0.0.1:%d" % self.port
+        self.key, self.secret = "bench", "benchsecret"
         exe = args.s3s_fs or os.environ.get("S3S_FS")
-        if exe:
+        server = args.server or ("s3s-fs" if exe else "s3rver" if shutil.which("npm") else "moto")
+        self.kind = server
+        upload = True
+        if server == "s3s-fs":
+            if not exe:
+                sys.exit("--server s3s-fs needs --s3s-fs PATH or $S3S_FS")
             # s3s-fs serves a directory: a bucket is a directory, an object
             # a file in it (the archive linked in, not copied).
             root = os.path.join(tmp, "s3root")
@@ -108,29 +126,40 @@ class S3:
                 os.link(archive, dest)
             except OSError:
                 shutil.copyfile(archive, dest)
-            self.kind = "s3s-fs"
+            upload = False
             self.proc = subprocess.Popen(
                 [exe, "--host", "127.0.0.1", "--port", str(self.port),
-                 "--access-key", "bench", "--secret-key", "benchsecret", root],
+                 "--access-key", self.key, "--secret-key", self.secret, root],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        elif server == "s3rver":
+            # s3rver (npm registry): a Node S3 server over a directory that
+            # streams ranges from the file; it checks signatures against
+            # its own fixed key pair.
+            self.key = self.secret = "S3RVER"
+            root = os.path.join(tmp, "s3rver")
+            os.makedirs(root)
+            self.proc = subprocess.Popen(
+                [s3rver_bin(), "-d", root, "-a", "127.0.0.1", "-p", str(self.port), "--silent",
+                 "--configure-bucket", BUCKET],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         else:
-            self.kind = "moto"
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_port(self.port, self.kind, self.proc)
-        if self.kind == "moto":
+        if upload:
             c = self.client()
-            c.create_bucket(Bucket=BUCKET)
+            if server == "moto":
+                c.create_bucket(Bucket=BUCKET)
             c.upload_file(archive, BUCKET, self.name)
-        self.env = dict(os.environ, AWS_ENDPOINT_URL=self.endpoint, AWS_ACCESS_KEY_ID="bench",
-                        AWS_SECRET_ACCESS_KEY="benchsecret", AWS_REGION="us-east-1",
+        self.env = dict(os.environ, AWS_ENDPOINT_URL=self.endpoint, AWS_ACCESS_KEY_ID=self.key,
+                        AWS_SECRET_ACCESS_KEY=self.secret, AWS_REGION="us-east-1",
                         AWS_ALLOW_HTTP="true")
 
     def client(self):
         import boto3
-        return boto3.client("s3", endpoint_url=self.endpoint, aws_access_key_id="bench",
-                            aws_secret_access_key="benchsecret", region_name="us-east-1")
+        return boto3.client("s3", endpoint_url=self.endpoint, aws_access_key_id=self.key,
+                            aws_secret_access_key=self.secret, region_name="us-east-1")
 
     def close(self):
         self.proc.kill()
@@ -142,9 +171,9 @@ class S3:
 # records appended to one file. Run as its own process for its RSS.
 BOTO3_LOOP = r"""
 import json, sys, boto3
-endpoint, bucket, sel, out = sys.argv[1:5]
-s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="bench",
-                  aws_secret_access_key="benchsecret", region_name="us-east-1")
+endpoint, bucket, sel, out, key, secret = sys.argv[1:7]
+s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=key,
+                  aws_secret_access_key=secret, region_name="us-east-1")
 n = 0
 with open(out, "wb") as w:
     for line in open(sel):
@@ -180,6 +209,8 @@ def main():
     ap.add_argument("--scan-jobs", default="1,2",
                     help="the -j values of the scan rows (default 1,2)")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--server", choices=["s3rver", "moto", "s3s-fs"],
+                    help="the S3 server (default: s3rver when npm is here, else moto)")
     ap.add_argument("--s3s-fs", help="the s3s-fs binary")
     ap.add_argument("--latency-ms", type=float, default=20)
     ap.add_argument("--latency-records", type=int, default=500)
@@ -238,7 +269,8 @@ def main():
             rows.append(("fetch %d records -j 1 from %s" % (n, s3.kind), st,
                          "%.0f records/s" % (n / st), sm, sc))
             bout = os.path.join(tmp, "boto3.warc.gz")
-            bt, bm, bc = timed([sys.executable, "-c", BOTO3_LOOP, s3.endpoint, BUCKET, sel, bout])
+            bt, bm, bc = timed([sys.executable, "-c", BOTO3_LOOP, s3.endpoint, BUCKET, sel, bout,
+                                 s3.key, s3.secret])
             rows.append(("cc-pyspark way: boto3 get_object loop, %d records" % n, bt,
                          "%.0f records/s" % (n / bt), bm, bc))
             # The same bytes both ways (after fetch's warcinfo record).
