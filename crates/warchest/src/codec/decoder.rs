@@ -2190,6 +2190,35 @@ mod tests {
         assert_eq!(d.member_end(), Some(plain.len() as u64));
     }
 
+    /// A scan through a mapped file hands consumed pages back, so its
+    /// resident memory does not grow with the file; the bytes are the file's.
+    #[cfg(all(target_os = "linux", feature = "mmap"))]
+    #[test]
+    fn a_mapped_scan_releases_what_it_consumed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big.warc");
+        let data: Vec<u8> = (0..24u32 << 20).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, &data).unwrap();
+        let f = std::fs::File::open(&path).unwrap();
+        let mut d = Decoder::new_file(f, small(1 << 20)).unwrap();
+        let mut got = Vec::with_capacity(data.len());
+        loop {
+            let b = d.fill_buf().unwrap();
+            if b.is_empty() {
+                break;
+            }
+            let n = b.len().min(100_000);
+            got.extend_from_slice(&b[..n]);
+            d.consume(n);
+        }
+        assert!(got == data, "bytes differ");
+        assert!(
+            d.input.released() >= 16 << 20,
+            "released {}",
+            d.input.released()
+        );
+    }
+
     #[test]
     fn pywb_whole_file_gzip_and_other_gzip_fixtures() {
         let f = fixture("pywb/example-bad.warc.gz.bad");

@@ -89,6 +89,12 @@ impl<R> Input<R> {
         }
     }
 
+    /// Bytes of the map handed back to the kernel (tests).
+    #[cfg(all(test, target_os = "linux", feature = "mmap"))]
+    pub(super) fn released(&self) -> usize {
+        self.map.as_ref().map_or(0, FileMap::released)
+    }
+
     /// True when the input is served from a memory map.
     #[cfg(test)]
     pub(super) fn is_mapped(&self) -> bool {
@@ -215,6 +221,9 @@ impl<R: Read> Input<R> {
         let Some(map) = self.map.as_mut() else {
             return Ok(false);
         };
+        // What was consumed a while ago is not read again in a scan: its
+        // pages leave the process (a resync or seek back faults them in).
+        map.release(self.start.saturating_sub(1 << 20));
         let size = map
             .refresh()
             .map_err(|e| crate::Error::from(e).at(Position::at(self.start as u64)))?;

@@ -39,6 +39,9 @@ mod imp {
     use std::sync::OnceLock;
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
+    /// How many consumed bytes a map keeps mapped before handing them back.
+    const RELEASE_STEP: usize = 8 << 20;
+
     /// Maps live at once; past this, files are read through the buffer.
     const SLOTS: usize = 64;
 
@@ -168,6 +171,8 @@ mod imp {
         len: usize,
         slot: &'static Slot,
         file: File,
+        /// Bytes below this were handed back to the kernel ([`FileMap::release`]).
+        released: usize,
     }
 
     // SAFETY: the mapping is read-only and owned by this value alone (no
@@ -237,6 +242,7 @@ mod imp {
                 len,
                 slot,
                 file,
+                released: 0,
             })
         }
 
@@ -266,6 +272,38 @@ mod imp {
             Ok(())
         }
 
+        /// Drops the map's pages below `below` from this process (they
+        /// stay in the page cache), so that a scan's resident memory stays
+        /// bounded instead of growing to the file's size. Reading them
+        /// again is correct, only slower: they fault back in from the file.
+        /// Done in steps of [`RELEASE_STEP`] to keep the calls few.
+        pub(in super::super) fn release(&mut self, below: usize) {
+            let page = PAGE.load(Ordering::Relaxed);
+            let upto = below.min(self.len) & !(page - 1);
+            if upto < self.released.saturating_add(RELEASE_STEP) {
+                return;
+            }
+            // SAFETY: `released..upto` lies within our own mapping (`upto <=
+            // len`, both page-aligned offsets from the page-aligned `ptr`);
+            // MADV_DONTNEED on a read-only shared file mapping only drops
+            // page-table entries, the contents read afterwards are the
+            // file's. No slice of the map is alive (`&mut self`).
+            unsafe {
+                libc::madvise(
+                    self.ptr.cast::<u8>().add(self.released).cast(),
+                    upto - self.released,
+                    libc::MADV_DONTNEED,
+                );
+            }
+            self.released = upto;
+        }
+
+        /// Bytes handed back so far (for tests).
+        #[cfg(test)]
+        pub(in super::super) fn released(&self) -> usize {
+            self.released
+        }
+
         /// The file's size now, checked with `fstat`: bytes below it may be
         /// read. A file that grew is mapped again, whole.
         ///
@@ -288,6 +326,7 @@ mod imp {
                 unmap(self.ptr, self.len);
                 self.ptr = ptr;
                 self.len = size;
+                self.released = 0;
                 self.slot.start.store(ptr as usize, Ordering::Release);
                 self.slot.len.store(size, Ordering::Release);
             }
@@ -330,6 +369,10 @@ mod off {
         }
 
         pub(in super::super) fn check(&self) -> io::Result<()> {
+            match *self {}
+        }
+
+        pub(in super::super) fn release(&mut self, _below: usize) {
             match *self {}
         }
     }
