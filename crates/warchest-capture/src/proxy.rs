@@ -315,7 +315,7 @@ impl Proxy {
                         stop: stops.clone(),
                     };
                     let io = Watched::new(stream, conn.last.clone(), epoch);
-                    tokio::spawn(serve_client(conn, io));
+                    tokio::spawn(serve_http(conn, io, true));
                 },
             ));
             while !stop.load(Ordering::Relaxed) {
@@ -363,24 +363,9 @@ struct Conn {
     stop: watch::Receiver<bool>,
 }
 
-/// Serves a client connection (with upgrades, for CONNECT).
-async fn serve_client(conn: Conn, io: Watched) {
-    let c = conn.clone();
-    let service = hyper::service::service_fn(move |req| {
-        let c = c.clone();
-        async move { Ok::<_, Infallible>(respond_boxed(c, req).await) }
-    });
-    let http = conn
-        .shared
-        .http1
-        .serve_connection(TokioIo::new(io), service)
-        .with_upgrades();
-    tokio::pin!(http);
-    watch_connection(&conn, http, |h| h.graceful_shutdown()).await;
-}
-
-/// Serves HTTP inside a CONNECT tunnel (TLS on the upgraded connection).
-async fn serve_tunnel<I>(conn: Conn, io: I)
+/// Serves HTTP/1.1 on `io` for `conn` until it ends: a client's socket
+/// with upgrades (for CONNECT), or the TLS inside a CONNECT tunnel without.
+async fn serve_http<I>(conn: Conn, io: I, upgrades: bool)
 where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -393,8 +378,15 @@ where
         .shared
         .http1
         .serve_connection(TokioIo::new(io), service);
-    tokio::pin!(http);
-    watch_connection(&conn, http, |h| h.graceful_shutdown()).await;
+    // The two connection types differ; the watch is the same.
+    if upgrades {
+        let http = http.with_upgrades();
+        tokio::pin!(http);
+        watch_connection(&conn, http, |h| h.graceful_shutdown()).await;
+    } else {
+        tokio::pin!(http);
+        watch_connection(&conn, http, |h| h.graceful_shutdown()).await;
+    }
 }
 
 /// Drives a connection to its end; shuts it down gracefully when the proxy
@@ -587,7 +579,7 @@ async fn open_tunnel(c: Conn, req: &mut Request<Incoming>) -> Response<ProxyBody
             tunnel: Some(Arc::new(url)),
             ..c
         };
-        serve_tunnel(inner, tls).await;
+        serve_http(inner, tls, false).await;
     });
     let mut r = Response::new(ProxyBody::Full(None));
     if let Ok(reason) = hyper::ext::ReasonPhrase::try_from(&b"Connection established"[..]) {
