@@ -969,11 +969,7 @@ fn run_exchange(shared: &Shared, job: Job, fwd: &mut Fwd) {
             fwd.cut();
         }
         Err(panic) => {
-            let msg = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
+            let msg = warchest_net::panic_message(panic.as_ref());
             tracing::error!("proxy request handler panicked: {what}: {msg}");
             fwd.fail(StatusCode::INTERNAL_SERVER_ERROR, "internal error\n");
             fwd.cut();

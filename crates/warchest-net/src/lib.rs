@@ -67,6 +67,16 @@ pub async fn accept_loop<F>(
     }
 }
 
+/// The message of a handler's panic (what `catch_unwind` returned), empty
+/// when the payload is neither a `&str` nor a `String`.
+pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_default()
+}
+
 /// Milliseconds since `epoch`, for a connection's last activity.
 pub fn now_ms(epoch: Instant) -> u64 {
     u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
@@ -270,6 +280,17 @@ mod tests {
         assert!(matches!(poll(), Poll::Ready(Some(Ok(_)))));
         assert!(matches!(poll(), Poll::Ready(None)));
         assert!(b.is_end_stream());
+    }
+
+    #[test]
+    fn panic_messages_are_read_from_str_and_string() {
+        let p = std::panic::catch_unwind(|| panic!("plain")).unwrap_err();
+        assert_eq!(panic_message(p.as_ref()), "plain");
+        let n = 3;
+        let p = std::panic::catch_unwind(|| panic!("formatted {n}")).unwrap_err();
+        assert_eq!(panic_message(p.as_ref()), "formatted 3");
+        let p = std::panic::catch_unwind(|| std::panic::panic_any(7u8)).unwrap_err();
+        assert_eq!(panic_message(p.as_ref()), "");
     }
 
     #[test]

@@ -424,11 +424,7 @@ fn run_handler(app: &App, req: &Request, ex: &mut Exchange) {
         Ok((Ok(()), status, source)) => (status, source, None),
         Ok((Err(e), status, source)) => (status, source, Some(e.to_string())),
         Err(panic) => {
-            let msg = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
+            let msg = warchest_net::panic_message(panic.as_ref());
             tracing::error!(
                 "request handler panicked: {} {}: {msg}",
                 req.method,
