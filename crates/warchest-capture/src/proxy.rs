@@ -34,19 +34,18 @@ use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http_body::{Body as HttpBody, Frame, SizeHint};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot, watch};
 use warchest::http::HttpHead;
 use warchest::write::Body;
+use warchest_net::{Body as ProxyBody, Chunk, Watched, now_ms};
 
 use super::http::{self as client, Forward, Framing, Tee};
 use super::record::{HttpRecord, Recorder};
@@ -297,7 +296,28 @@ impl Proxy {
                 tokio::net::TcpListener::from_std(listener).map_err(|e| io_err("listener", e))?;
             let (tx, rx) = watch::channel(false);
             let conns = Arc::new(Semaphore::new(MAX_CONNECTIONS));
-            let accepting = tokio::spawn(accept_loop(socket, shared.clone(), conns.clone(), rx));
+            let shared_c = shared.clone();
+            let stops = rx.clone();
+            let accepting = tokio::spawn(warchest_net::accept_loop(
+                socket,
+                conns.clone(),
+                rx,
+                "proxy",
+                move |stream, peer, permit| {
+                    let epoch = Instant::now();
+                    let conn = Conn {
+                        shared: shared_c.clone(),
+                        peer,
+                        tunnel: None,
+                        last: Arc::new(AtomicU64::new(0)),
+                        epoch,
+                        _permit: Arc::new(permit),
+                        stop: stops.clone(),
+                    };
+                    let io = Watched::new(stream, conn.last.clone(), epoch);
+                    tokio::spawn(serve_http(conn, io, true));
+                },
+            ));
             while !stop.load(Ordering::Relaxed) {
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
@@ -327,56 +347,6 @@ impl Proxy {
     }
 }
 
-async fn accept_loop(
-    socket: tokio::net::TcpListener,
-    shared: Arc<Shared>,
-    conns: Arc<Semaphore>,
-    mut stop: watch::Receiver<bool>,
-) {
-    loop {
-        if *stop.borrow() {
-            break;
-        }
-        let permit = tokio::select! {
-            p = conns.clone().acquire_owned() => match p {
-                Ok(p) => p,
-                Err(_) => break,
-            },
-            _ = stop.changed() => break,
-        };
-        let accepted = tokio::select! {
-            a = socket.accept() => a,
-            _ = stop.changed() => break,
-        };
-        let (stream, peer) = match accepted {
-            Ok(a) => a,
-            Err(e) => {
-                // Out of file descriptors, most often: wait, do not spin.
-                tracing::warn!("proxy: accept: {e}");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
-            }
-        };
-        let _ = stream.set_nodelay(true);
-        let epoch = Instant::now();
-        let conn = Conn {
-            shared: shared.clone(),
-            peer,
-            tunnel: None,
-            last: Arc::new(AtomicU64::new(0)),
-            epoch,
-            _permit: Arc::new(permit),
-            stop: stop.clone(),
-        };
-        let io = Watched {
-            inner: stream,
-            last: conn.last.clone(),
-            epoch,
-        };
-        tokio::spawn(serve_client(conn, io));
-    }
-}
-
 /// One client connection, or one CONNECT tunnel inside it.
 #[derive(Clone)]
 struct Conn {
@@ -393,24 +363,9 @@ struct Conn {
     stop: watch::Receiver<bool>,
 }
 
-/// Serves a client connection (with upgrades, for CONNECT).
-async fn serve_client(conn: Conn, io: Watched) {
-    let c = conn.clone();
-    let service = hyper::service::service_fn(move |req| {
-        let c = c.clone();
-        async move { Ok::<_, Infallible>(respond_boxed(c, req).await) }
-    });
-    let http = conn
-        .shared
-        .http1
-        .serve_connection(TokioIo::new(io), service)
-        .with_upgrades();
-    tokio::pin!(http);
-    watch_connection(&conn, http, |h| h.graceful_shutdown()).await;
-}
-
-/// Serves HTTP inside a CONNECT tunnel (TLS on the upgraded connection).
-async fn serve_tunnel<I>(conn: Conn, io: I)
+/// Serves HTTP/1.1 on `io` for `conn` until it ends: a client's socket
+/// with upgrades (for CONNECT), or the TLS inside a CONNECT tunnel without.
+async fn serve_http<I>(conn: Conn, io: I, upgrades: bool)
 where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -423,8 +378,15 @@ where
         .shared
         .http1
         .serve_connection(TokioIo::new(io), service);
-    tokio::pin!(http);
-    watch_connection(&conn, http, |h| h.graceful_shutdown()).await;
+    // The two connection types differ; the watch is the same.
+    if upgrades {
+        let http = http.with_upgrades();
+        tokio::pin!(http);
+        watch_connection(&conn, http, |h| h.graceful_shutdown()).await;
+    } else {
+        tokio::pin!(http);
+        watch_connection(&conn, http, |h| h.graceful_shutdown()).await;
+    }
 }
 
 /// Drives a connection to its end; shuts it down gracefully when the proxy
@@ -464,161 +426,6 @@ where
                     break;
                 }
             }
-        }
-    }
-}
-
-/// Milliseconds since `epoch`, for a connection's last activity.
-fn now_ms(epoch: Instant) -> u64 {
-    u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
-}
-
-/// A client's socket that notes when bytes last moved (the stall watch).
-struct Watched {
-    inner: tokio::net::TcpStream,
-    last: Arc<AtomicU64>,
-    epoch: Instant,
-}
-
-impl Watched {
-    fn touch(&self) {
-        self.last.store(now_ms(self.epoch), Ordering::Relaxed);
-    }
-}
-
-impl AsyncRead for Watched {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        let before = buf.filled().len();
-        let r = Pin::new(&mut this.inner).poll_read(cx, buf);
-        if buf.filled().len() > before {
-            this.touch();
-        }
-        r
-    }
-}
-
-impl AsyncWrite for Watched {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        data: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        let r = Pin::new(&mut this.inner).poll_write(cx, data);
-        if matches!(r, Poll::Ready(Ok(n)) if n > 0) {
-            this.touch();
-        }
-        r
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        let r = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
-        if matches!(r, Poll::Ready(Ok(n)) if n > 0) {
-            this.touch();
-        }
-        r
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.inner.is_write_vectored()
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
-    }
-}
-
-/// A response body: whole, or streamed from an upstream exchange.
-enum ProxyBody {
-    /// The whole body.
-    Full(Option<Bytes>),
-    /// Pieces from the exchange, and how far the stream is.
-    Stream(mpsc::Receiver<Piece>, StreamState),
-}
-
-/// Where a streamed body is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum StreamState {
-    /// Pieces may come.
-    Open,
-    /// The exchange stopped without ending the body: the error is held
-    /// back one poll, so that hyper sends what it has buffered first.
-    Cutting,
-    /// Ended, whole or cut.
-    Done,
-}
-
-/// What an exchange sends down a streamed body.
-enum Piece {
-    /// Bytes of the body.
-    Data(Bytes),
-    /// The body is whole. Without it, a closed channel cuts the response
-    /// so that the client cannot take it for complete.
-    End,
-}
-
-impl HttpBody for ProxyBody {
-    type Data = Bytes;
-    type Error = io::Error;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, io::Error>>> {
-        match self.get_mut() {
-            ProxyBody::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
-            ProxyBody::Stream(rx, state) => match *state {
-                StreamState::Done => Poll::Ready(None),
-                StreamState::Cutting => {
-                    *state = StreamState::Done;
-                    Poll::Ready(Some(Err(io::Error::other("response cut short"))))
-                }
-                StreamState::Open => match rx.poll_recv(cx) {
-                    Poll::Pending => Poll::Pending,
-                    Poll::Ready(Some(Piece::Data(d))) => Poll::Ready(Some(Ok(Frame::data(d)))),
-                    Poll::Ready(Some(Piece::End)) => {
-                        *state = StreamState::Done;
-                        Poll::Ready(None)
-                    }
-                    Poll::Ready(None) => {
-                        // hyper flushes when the body is pending, and drops
-                        // its buffer when the body fails: the bytes before
-                        // the cut go out first.
-                        *state = StreamState::Cutting;
-                        cx.waker().wake_by_ref();
-                        Poll::Pending
-                    }
-                },
-            },
-        }
-    }
-
-    fn is_end_stream(&self) -> bool {
-        match self {
-            ProxyBody::Full(b) => b.is_none(),
-            ProxyBody::Stream(_, state) => *state == StreamState::Done,
-        }
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        match self {
-            ProxyBody::Full(Some(b)) => SizeHint::with_exact(b.len() as u64),
-            ProxyBody::Full(None) => SizeHint::with_exact(0),
-            ProxyBody::Stream(..) => SizeHint::default(),
         }
     }
 }
@@ -772,7 +579,7 @@ async fn open_tunnel(c: Conn, req: &mut Request<Incoming>) -> Response<ProxyBody
             tunnel: Some(Arc::new(url)),
             ..c
         };
-        serve_tunnel(inner, tls).await;
+        serve_http(inner, tls, false).await;
     });
     let mut r = Response::new(ProxyBody::Full(None));
     if let Ok(reason) = hyper::ext::ReasonPhrase::try_from(&b"Connection established"[..]) {
@@ -1053,7 +860,7 @@ fn client_response(
 /// dedupe index, for its next request).
 struct Fwd {
     head: Option<oneshot::Sender<Response<ProxyBody>>>,
-    body: Option<mpsc::Sender<Piece>>,
+    body: Option<mpsc::Sender<Chunk>>,
     held: Option<Bytes>,
     method: Method,
 }
@@ -1070,9 +877,9 @@ impl Fwd {
     fn end(&mut self) {
         if let Some(tx) = self.body.take() {
             if let Some(last) = self.held.take() {
-                let _ = tx.blocking_send(Piece::Data(last));
+                let _ = tx.blocking_send(Chunk::Data(last));
             }
-            let _ = tx.blocking_send(Piece::End);
+            let _ = tx.blocking_send(Chunk::End);
         }
     }
 
@@ -1082,7 +889,7 @@ impl Fwd {
         if let Some(tx) = self.body.take()
             && let Some(last) = self.held.take()
         {
-            let _ = tx.blocking_send(Piece::Data(last));
+            let _ = tx.blocking_send(Chunk::Data(last));
         }
     }
 }
@@ -1094,7 +901,7 @@ fn gone() -> io::Error {
 impl Forward for Fwd {
     fn head(&mut self, head: &HttpHead) -> io::Result<()> {
         let (tx, rx) = mpsc::channel(QUEUED_CHUNKS);
-        match client_response(head, &self.method, ProxyBody::Stream(rx, StreamState::Open)) {
+        match client_response(head, &self.method, ProxyBody::stream(rx)) {
             Ok(r) => {
                 let sent = self.head.take().is_some_and(|h| h.send(r).is_ok());
                 if !sent {
@@ -1115,7 +922,7 @@ impl Forward for Fwd {
             return Err(gone());
         };
         match self.held.replace(Bytes::copy_from_slice(data)) {
-            Some(previous) => tx.blocking_send(Piece::Data(previous)).map_err(|_| gone()),
+            Some(previous) => tx.blocking_send(Chunk::Data(previous)).map_err(|_| gone()),
             None => Ok(()),
         }
     }
@@ -1162,11 +969,7 @@ fn run_exchange(shared: &Shared, job: Job, fwd: &mut Fwd) {
             fwd.cut();
         }
         Err(panic) => {
-            let msg = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
+            let msg = warchest_net::panic_message(panic.as_ref());
             tracing::error!("proxy request handler panicked: {what}: {msg}");
             fwd.fail(StatusCode::INTERNAL_SERVER_ERROR, "internal error\n");
             fwd.cut();
@@ -1395,28 +1198,6 @@ mod access_tests {
 #[cfg(test)]
 mod forwarding_tests {
     use super::*;
-
-    #[test]
-    fn bodies_cut_short_end_in_an_error_after_their_bytes() {
-        let (tx, rx) = mpsc::channel(2);
-        tx.try_send(Piece::Data(Bytes::from_static(b"ab"))).unwrap();
-        drop(tx);
-        let mut b = ProxyBody::Stream(rx, StreamState::Open);
-        let mut cx = Context::from_waker(std::task::Waker::noop());
-        let mut poll = || Pin::new(&mut b).poll_frame(&mut cx);
-        assert!(matches!(poll(), Poll::Ready(Some(Ok(_)))));
-        // Pending once (hyper flushes), then the error, then the end.
-        assert!(poll().is_pending());
-        assert!(matches!(poll(), Poll::Ready(Some(Err(_)))));
-        assert!(matches!(poll(), Poll::Ready(None)));
-        let (tx, rx) = mpsc::channel(2);
-        tx.try_send(Piece::Data(Bytes::from_static(b"ab"))).unwrap();
-        tx.try_send(Piece::End).unwrap();
-        let mut b = ProxyBody::Stream(rx, StreamState::Open);
-        let mut poll = || Pin::new(&mut b).poll_frame(&mut cx);
-        assert!(matches!(poll(), Poll::Ready(Some(Ok(_)))));
-        assert!(matches!(poll(), Poll::Ready(None)));
-    }
 
     fn parts(req: http::request::Builder) -> http::request::Parts {
         req.body(()).unwrap().into_parts().0

@@ -35,7 +35,7 @@ pub mod surt;
 use std::borrow::Cow;
 use std::io::{BufRead, Read};
 
-pub use output::{CdxField, Encoder, Format, IndexOutput, LegendError};
+pub use output::{CdxField, Encoder, Format, IndexOutput, LegendError, push_u64};
 #[cfg(feature = "parquet")]
 pub use parquet::{ParquetOptions, parquet_schema};
 

@@ -302,8 +302,10 @@ fn cdxj_json(e: &Entry, with_key: bool, out: &mut Vec<u8>) {
     out.push(b'}');
 }
 
-/// `v` in decimal, without `format!`'s machinery.
-pub(crate) fn push_u64(out: &mut Vec<u8>, mut v: u64) {
+/// Appends `v` in decimal to `out`, without `format!`'s machinery (the
+/// index and listing writers call it for every offset and length).
+#[inline]
+pub fn push_u64(out: &mut Vec<u8>, mut v: u64) {
     let mut digits = [0u8; 20];
     let mut i = digits.len();
     loop {

@@ -302,7 +302,7 @@ impl Url {
                 }
                 if let Some(p) = self.port {
                     s.push(b':');
-                    push_decimal(&mut s, u32::from(p));
+                    crate::push_u64(&mut s, u64::from(p));
                 }
                 s.push(b')');
             }
@@ -661,24 +661,9 @@ fn dotted(v: u32) -> Vec<u8> {
         if i > 0 {
             out.push(b'.');
         }
-        push_decimal(&mut out, u32::from(byte));
+        crate::push_u64(&mut out, u64::from(byte));
     }
     out
-}
-
-/// `v` in decimal.
-fn push_decimal(out: &mut Vec<u8>, mut v: u32) {
-    let mut digits = [0u8; 10];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[i..]);
 }
 
 /// `host.decode('utf-8', 'ignore').encode('idna')` (python's IDNA 2003

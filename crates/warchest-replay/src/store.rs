@@ -665,12 +665,7 @@ impl Store {
             vec![(path.display().to_string(), None, 0, len)]
         };
         for (name, entry, start, slen) in candidates {
-            let existing = self
-                .sources
-                .read()
-                .ok()
-                .and_then(|s| s.iter().find(|s| s.name == name).cloned());
-            let mut src = match existing {
+            let src = match self.known(&name) {
                 Some(s) if s.len == slen && s.mtime == mtime && s.start == start => continue,
                 // Indexed by a CDXJ given: that index stands for the file.
                 Some(s) if s.mtime == u64::MAX => continue,
@@ -688,15 +683,9 @@ impl Store {
                     s
                 }
                 None => {
-                    let id = self
-                        .sources
-                        .read()
-                        .ok()
-                        .and_then(|s| s.iter().map(|s| s.id).max())
-                        .map_or(0, |m| m + 1);
                     report.new_sources += 1;
                     Source {
-                        id,
+                        id: self.next_id(),
                         name,
                         path: path.to_path_buf(),
                         url: None,
@@ -709,16 +698,23 @@ impl Store {
                     }
                 }
             };
-            // Known (in memory) before its first captures are committed,
-            // so a capture a lookup finds always has its file; saved to the
-            // database only once indexed, so a crash re-reads it.
-            self.remember(&src);
-            let r = self.index_source(&mut src);
-            self.save_source(&src)?;
-            match r {
-                Ok(n) => report.entries += n,
-                Err(e) => report.failures.push(format!("{}: {e}", src.name)),
-            }
+            self.index_and_save(src, report)?;
+        }
+        Ok(())
+    }
+
+    /// Indexes `src` from where it stands and saves it, counting its
+    /// entries or its failure in `report`.
+    fn index_and_save(&self, mut src: Source, report: &mut SyncReport) -> Result<()> {
+        // Known (in memory) before its first captures are committed, so a
+        // capture a lookup finds always has its file; saved to the database
+        // only once indexed, so a crash re-reads it.
+        self.remember(&src);
+        let r = self.index_source(&mut src);
+        self.save_source(&src)?;
+        match r {
+            Ok(n) => report.entries += n,
+            Err(e) => report.failures.push(format!("{}: {e}", src.name)),
         }
         Ok(())
     }
@@ -728,12 +724,7 @@ impl Store {
     /// one is indexed again from its start). An object indexed by a CDXJ
     /// given stays as that index says.
     fn sync_object(&self, url: &str, size: u64, report: &mut SyncReport) -> Result<()> {
-        let existing = self
-            .sources
-            .read()
-            .ok()
-            .and_then(|s| s.iter().find(|s| s.name == url).cloned());
-        let mut src = match existing {
+        let src = match self.known(url) {
             Some(s) if s.len == size || s.mtime == u64::MAX => return Ok(()),
             Some(mut s) => {
                 s.len = size;
@@ -758,14 +749,15 @@ impl Store {
                 }
             }
         };
-        self.remember(&src);
-        let r = self.index_source(&mut src);
-        self.save_source(&src)?;
-        match r {
-            Ok(n) => report.entries += n,
-            Err(e) => report.failures.push(format!("{}: {e}", src.name)),
-        }
-        Ok(())
+        self.index_and_save(src, report)
+    }
+
+    /// The source named `name`, if it is known.
+    fn known(&self, name: &str) -> Option<Source> {
+        self.sources
+            .read()
+            .ok()
+            .and_then(|s| s.iter().find(|s| s.name == name).cloned())
     }
 
     /// The id a new source gets.

@@ -6,6 +6,7 @@ use anyhow::Result;
 use serde::Serialize;
 use warchest::archive::Reader;
 use warchest::codec::Source;
+use warchest_index::push_u64;
 
 use crate::input;
 use crate::report::{Global, Outcome, file_error};
@@ -64,21 +65,6 @@ fn decoded_fields(h: &warchest::warc::WarcHeader) -> std::collections::BTreeMap<
         }
     }
     m
-}
-
-/// Appends `n` in decimal, without formatting machinery.
-fn push_u64(out: &mut Vec<u8>, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[i..]);
 }
 
 /// Appends `n` in decimal, or `-` for none.

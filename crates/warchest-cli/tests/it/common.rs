@@ -74,3 +74,51 @@ where
         .arg("--payload")
         .args(extra))
 }
+
+/// Sends `raw` on a new connection to a server (serve or proxy) and reads
+/// the answer (until the server closes, or 30 s).
+pub fn exchange(addr: impl std::net::ToSocketAddrs, raw: &[u8]) -> String {
+    use std::io::{Read, Write};
+    let mut c = std::net::TcpStream::connect(addr).unwrap();
+    c.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    let _ = c.write_all(raw);
+    let mut out = Vec::new();
+    let _ = c.read_to_end(&mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Trickles `head` into every one of `slow`, a byte a connection a second,
+/// for `seconds` seconds (slowloris); each second, calls `request` (a
+/// normal request, which asserts its answer) `per_second` times, and
+/// asserts that none took 2 s or more beside the slow connections.
+pub fn trickle_beside(
+    slow: &mut [std::net::TcpStream],
+    head: &[u8],
+    seconds: usize,
+    per_second: usize,
+    mut request: impl FnMut(),
+) {
+    use std::io::Write;
+    use std::time::{Duration, Instant};
+    let mut worst = Duration::ZERO;
+    let start = Instant::now();
+    for second in 0..seconds {
+        for c in slow.iter_mut() {
+            let _ = c.write_all(&[head[second % head.len()]]);
+        }
+        for _ in 0..per_second {
+            let t = Instant::now();
+            request();
+            worst = worst.max(t.elapsed());
+        }
+        let next = Duration::from_secs(second as u64 + 1);
+        if let Some(wait) = next.checked_sub(start.elapsed()) {
+            std::thread::sleep(wait);
+        }
+    }
+    assert!(
+        worst < Duration::from_secs(2),
+        "a request took {worst:?} beside the slow connections"
+    );
+}

@@ -124,14 +124,8 @@ pub struct Head {
     pub close: bool,
 }
 
-/// A piece of a streamed body.
-#[derive(Debug)]
-pub enum Chunk {
-    /// Bytes of the body.
-    Data(bytes::Bytes),
-    /// The body is complete (a stream that ends without it was cut short).
-    End,
-}
+/// A piece of a streamed body (shared with the proxy's server).
+pub use warchest_net::Chunk;
 
 /// The blocking handler's side of one exchange: the head goes through a
 /// one-shot channel, a streamed body through a bounded one (a few chunks

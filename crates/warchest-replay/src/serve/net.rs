@@ -26,19 +26,18 @@
 use std::convert::Infallible;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http_body::{Body as HttpBody, Frame, SizeHint};
+use http_body::Body as _;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::{Semaphore, mpsc, oneshot, watch};
+
+use warchest_net::{Body, Watched, now_ms};
 
 use super::http::{self, Chunk, Exchange, Head, Origin, Request, Responder};
 use super::{App, pages, text_html, text_plain};
@@ -133,11 +132,20 @@ async fn serve(
             handlers: handlers.clone(),
             replay: l.replay,
         };
-        tasks.push(tokio::spawn(accept_loop(
+        let stops = stop.subscribe();
+        tasks.push(tokio::spawn(warchest_net::accept_loop(
             socket,
-            ctx,
             conns.clone(),
             stop.subscribe(),
+            "serve",
+            move |stream, peer, permit| {
+                let ctx = ctx.clone();
+                let stop = stops.clone();
+                tokio::spawn(async move {
+                    serve_connection(ctx, stream, peer, stop).await;
+                    drop(permit);
+                });
+            },
         )));
     }
     for t in tasks {
@@ -189,51 +197,6 @@ struct ConnCtx {
     replay: bool,
 }
 
-async fn accept_loop(
-    socket: tokio::net::TcpListener,
-    ctx: ConnCtx,
-    conns: Arc<Semaphore>,
-    mut stop: watch::Receiver<bool>,
-) {
-    loop {
-        if *stop.borrow() {
-            break;
-        }
-        let permit = tokio::select! {
-            p = conns.clone().acquire_owned() => match p {
-                Ok(p) => p,
-                Err(_) => break,
-            },
-            _ = stop.changed() => break,
-        };
-        let accepted = tokio::select! {
-            a = socket.accept() => a,
-            _ = stop.changed() => break,
-        };
-        let (stream, peer) = match accepted {
-            Ok(a) => a,
-            Err(e) => {
-                // Out of file descriptors, most often: wait, do not spin.
-                tracing::warn!("accept: {e}");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
-            }
-        };
-        let _ = stream.set_nodelay(true);
-        let ctx = ctx.clone();
-        let stop = stop.clone();
-        tokio::spawn(async move {
-            serve_connection(ctx, stream, peer, stop).await;
-            drop(permit);
-        });
-    }
-}
-
-/// Milliseconds since `EPOCH`, for the connections' last activity.
-fn now_ms(epoch: Instant) -> u64 {
-    u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
-}
-
 async fn serve_connection(
     ctx: ConnCtx,
     stream: tokio::net::TcpStream,
@@ -243,11 +206,7 @@ async fn serve_connection(
     let epoch = Instant::now();
     let last = Arc::new(AtomicU64::new(0));
     let local = stream.local_addr().ok();
-    let io = Watched {
-        inner: stream,
-        last: last.clone(),
-        epoch,
-    };
+    let io = Watched::new(stream, last.clone(), epoch);
     let svc_ctx = ctx.clone();
     let service = hyper::service::service_fn(move |req| {
         let ctx = svc_ctx.clone();
@@ -285,131 +244,6 @@ async fn serve_connection(
                     closing = true;
                 }
             }
-        }
-    }
-}
-
-/// A connection that notes when bytes last moved.
-struct Watched {
-    inner: tokio::net::TcpStream,
-    last: Arc<AtomicU64>,
-    epoch: Instant,
-}
-
-impl Watched {
-    fn touch(&self) {
-        self.last.store(now_ms(self.epoch), Ordering::Relaxed);
-    }
-}
-
-impl AsyncRead for Watched {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        let before = buf.filled().len();
-        let r = Pin::new(&mut this.inner).poll_read(cx, buf);
-        if buf.filled().len() > before {
-            this.touch();
-        }
-        r
-    }
-}
-
-impl AsyncWrite for Watched {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        data: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        let r = Pin::new(&mut this.inner).poll_write(cx, data);
-        if matches!(r, Poll::Ready(Ok(n)) if n > 0) {
-            this.touch();
-        }
-        r
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        let r = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
-        if matches!(r, Poll::Ready(Ok(n)) if n > 0) {
-            this.touch();
-        }
-        r
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.inner.is_write_vectored()
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
-    }
-}
-
-/// A response body: whole, or streamed from a handler.
-pub enum Body {
-    /// The whole body.
-    Full(Option<Bytes>),
-    /// Chunks from a handler; `true` once the end was seen.
-    Stream(mpsc::Receiver<Chunk>, bool),
-}
-
-impl HttpBody for Body {
-    type Data = Bytes;
-    type Error = io::Error;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, io::Error>>> {
-        match self.get_mut() {
-            Body::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
-            Body::Stream(rx, done) => {
-                if *done {
-                    return Poll::Ready(None);
-                }
-                match rx.poll_recv(cx) {
-                    Poll::Pending => Poll::Pending,
-                    Poll::Ready(Some(Chunk::Data(d))) => Poll::Ready(Some(Ok(Frame::data(d)))),
-                    Poll::Ready(Some(Chunk::End)) => {
-                        *done = true;
-                        Poll::Ready(None)
-                    }
-                    // The handler stopped without ending the body: the
-                    // client must not take it for complete.
-                    Poll::Ready(None) => {
-                        *done = true;
-                        Poll::Ready(Some(Err(io::Error::other("response cut short"))))
-                    }
-                }
-            }
-        }
-    }
-
-    fn is_end_stream(&self) -> bool {
-        match self {
-            Body::Full(b) => b.is_none(),
-            Body::Stream(_, done) => *done,
-        }
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        match self {
-            Body::Full(Some(b)) => SizeHint::with_exact(b.len() as u64),
-            Body::Full(None) => SizeHint::with_exact(0),
-            Body::Stream(..) => SizeHint::default(),
         }
     }
 }
@@ -590,11 +424,7 @@ fn run_handler(app: &App, req: &Request, ex: &mut Exchange) {
         Ok((Ok(()), status, source)) => (status, source, None),
         Ok((Err(e), status, source)) => (status, source, Some(e.to_string())),
         Err(panic) => {
-            let msg = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
+            let msg = warchest_net::panic_message(panic.as_ref());
             tracing::error!(
                 "request handler panicked: {} {}: {msg}",
                 req.method,
@@ -644,7 +474,7 @@ fn to_response(
     });
     let body = match (head.body, stream) {
         (Some(b), _) => Body::Full(Some(Bytes::from(b))),
-        (None, Some(rx)) => Body::Stream(rx, false),
+        (None, Some(rx)) => Body::stream(rx),
         (None, None) => Body::Full(None),
     };
     let mut resp = hyper::Response::new(body);
@@ -699,19 +529,5 @@ mod tests {
         assert_eq!(host_name("[::1]:80"), Some("[::1]"));
         assert_eq!(host_name("a b"), None);
         assert_eq!(host_name(":80"), None);
-    }
-
-    #[test]
-    fn bodies_cut_short_are_errors() {
-        let (tx, rx) = mpsc::channel(2);
-        tx.try_send(Chunk::Data(Bytes::from_static(b"ab"))).unwrap();
-        drop(tx);
-        let mut b = Body::Stream(rx, false);
-        let waker = std::task::Waker::noop();
-        let mut cx = Context::from_waker(waker);
-        let first = Pin::new(&mut b).poll_frame(&mut cx);
-        assert!(matches!(first, Poll::Ready(Some(Ok(_)))));
-        let second = Pin::new(&mut b).poll_frame(&mut cx);
-        assert!(matches!(second, Poll::Ready(Some(Err(_)))));
     }
 }
