@@ -53,17 +53,9 @@ impl RemoteFile {
     /// Opens `loc` (one HEAD request).
     pub fn open(loc: Location, opts: Options) -> io::Result<RemoteFile> {
         let size = runtime().block_on(request::head(&loc, &opts))?;
-        Ok(RemoteFile {
-            next_len: opts.min_chunk,
-            loc,
-            opts,
-            size,
-            pos: 0,
-            buf: Bytes::new(),
-            buf_start: 0,
-            prefetch: None,
-            requests: 1,
-        })
+        let mut f = RemoteFile::open_sized(loc, opts, size);
+        f.requests = 1; // the HEAD
+        Ok(f)
     }
 
     /// `loc` read as a file of `size` bytes, the size known already (from
