@@ -1261,33 +1261,27 @@ fn verifies_everywhere(f: &Path) {
     assert!(!text.contains("payload-chunked"), "{text}");
     if python_has("warcio") {
         // warcio's own command: every digest, payload ones included.
-        let o = Command::new("warcio")
-            .args(["check", "-v"])
-            .arg(f)
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&o.stdout).into_owned();
-        assert!(
-            o.status.success(),
-            "warcio check: {text}{}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+        let text = peer_check("warcio", &["check", "-v"], f);
         assert!(!text.contains("fail"), "{text}");
         assert!(text.contains("digest pass"), "{text}");
     }
     if python_has("fastwarc") {
-        let o = Command::new("fastwarc")
-            .args(["check", "--verify-payloads", "-q"])
-            .arg(f)
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&o.stdout).into_owned();
-        assert!(
-            o.status.success(),
-            "fastwarc check: {text}{}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+        peer_check("fastwarc", &["check", "--verify-payloads", "-q"], f);
     }
+}
+
+/// Runs a peer's checking command on `f`, asserts it succeeds, and returns
+/// what it printed.
+fn peer_check(tool: &str, args: &[&str], f: &Path) -> String {
+    let o = Command::new(tool).args(args).arg(f).output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        o.status.success(),
+        "{tool} {}: {text}{}",
+        args[0],
+        String::from_utf8_lossy(&o.stderr)
+    );
+    text
 }
 
 /// Issue 18: the proxy asks upstream in HTTP/1.0 as capture does, so a
