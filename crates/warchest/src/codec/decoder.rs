@@ -21,8 +21,9 @@ use super::{Codec, Source};
 use crate::{Warning, WarningKind};
 use std::io::{self, Read};
 
-#[cfg(test)]
 use super::gzip_member::FAST_OUTPUT;
+#[cfg(test)]
+use super::gzip_member::FAST_OUTPUT_ALONE;
 
 /// Smallest input buffer: every fixed-size header we probe (LZ4 frame
 /// header, zstd frame header and first block header) fits in it.
@@ -210,8 +211,8 @@ enum State {
 ///
 /// Memory stays bounded whatever the input: one input buffer
 /// ([`DecoderOptions::buffer_size`]), one output buffer (256 KiB; up to
-/// 8 MiB while a large gzip member is inflated whole, given back when the
-/// next gzip member starts; 4 MiB + 64 KiB for LZ4 frames with 4 MiB blocks),
+/// 16 MiB while a large gzip member is inflated whole, 8 MiB with threads,
+/// given back when the next gzip member starts; 4 MiB + 64 KiB for LZ4 frames with 4 MiB blocks),
 /// the inflate window, and
 /// the zstd window (bounded by [`DecoderOptions::max_zstd_window_log`]).
 /// Time is linear in the input, also for endless runs of empty members or
@@ -461,6 +462,10 @@ impl<R: Read + io::Seek> Decoder<R> {
             };
             if d.start_offset == d.input.inner_origin {
                 d.par = super::parallel::Engine::new(f, len, threads, &opts).map(Box::new);
+                if d.par.is_some() {
+                    // The jobs' buffers share the memory bound.
+                    d.gzip.set_fast_max(FAST_OUTPUT);
+                }
             }
         }
         Ok(d)
@@ -592,6 +597,13 @@ impl<R: Read> Decoder<R> {
         self.zstd.abandon();
         self.lz4.abandon();
         Ok(())
+    }
+
+    /// Sets the largest output of a whole-member gzip attempt (a worker of
+    /// the parallel engine: no more than a job holds).
+    #[cfg(feature = "parallel")]
+    pub(crate) fn set_whole_member_max(&mut self, n: usize) {
+        self.gzip.set_fast_max(n);
     }
 
     /// Replaces the zstd dictionary (a worker of the parallel engine is
@@ -1507,6 +1519,40 @@ mod tests {
         assert_eq!(d.buffer_sizes().0, 1 << 20, "the input buffer did not grow");
     }
 
+    /// A member of 12 MiB is inflated whole by a decoder alone (one
+    /// `fill_buf` gives all of it: the whole-member attempt took it, no
+    /// second inflate), and streamed under the smaller bound of a decoder
+    /// with threads.
+    #[test]
+    fn large_members_are_inflated_whole_when_memory_allows() {
+        let data: Vec<u8> = (0..12usize << 20)
+            .map(|i| (i % 251) as u8 ^ (i >> 12) as u8)
+            .collect();
+        let mut e = GzEncoder::new(Vec::new(), Compression::fast());
+        e.write_all(&data).unwrap();
+        let file = e.finish().unwrap();
+        for (max, whole) in [(None, true), (Some(FAST_OUTPUT), false)] {
+            let mut d = Decoder::new(&file[..], DecoderOptions::default());
+            if let Some(n) = max {
+                d.gzip.set_fast_max(n);
+            }
+            let mut got = Vec::new();
+            let first = d.fill_buf().unwrap().len();
+            loop {
+                let b = d.fill_buf().unwrap();
+                if b.is_empty() {
+                    break;
+                }
+                got.extend_from_slice(b);
+                let n = b.len();
+                d.consume(n);
+            }
+            assert_eq!(got, data, "{max:?}");
+            assert_eq!(first == data.len(), whole, "{max:?}: first piece {first}");
+            assert!(d.gzip_trailer().is_some_and(|t| t.is_ok()));
+        }
+    }
+
     #[test]
     fn one_gib_of_zeros_streams_in_bounded_memory() {
         let chunk = vec![0u8; 1 << 20];
@@ -1532,10 +1578,10 @@ mod tests {
         }
         assert_eq!(total, 1 << 30);
         assert_eq!(d.member_end(), Some(file.len() as u64));
-        // The whole-member attempt may use up to FAST_OUTPUT; no more.
-        assert!(biggest <= FAST_OUTPUT);
+        // The whole-member attempt may use up to FAST_OUTPUT_ALONE; no more.
+        assert!(biggest <= FAST_OUTPUT_ALONE);
         let (inb, outb) = d.buffer_sizes();
-        assert!(inb <= 1 << 20 && outb <= FAST_OUTPUT, "{inb} {outb}");
+        assert!(inb <= 1 << 20 && outb <= FAST_OUTPUT_ALONE, "{inb} {outb}");
         let t = d.gzip_trailer().expect("trailer read");
         assert!(t.is_ok() && t.computed_isize == 1 << 30, "{t:?}");
         let mut w = Vec::new();

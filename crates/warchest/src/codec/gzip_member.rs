@@ -15,11 +15,17 @@ pub(super) const OUT_SIZE: usize = 256 * 1024;
 /// Input buffered for a whole-member libdeflate attempt (at most half the
 /// input buffer).
 const FAST_INPUT: usize = 256 * 1024;
-/// Largest output of a whole-member attempt; bigger members stream. Large
-/// records (the corpus's search indexes, 1-15 MiB) are worth inflating
-/// whole, as streaming costs more; 8 MiB keeps `-j 2`'s peak memory (job
-/// buffers and this one) well under 64 MiB.
+/// Largest output of a whole-member attempt by the reading thread of a
+/// decoder with threads; bigger members stream. Large records (the
+/// corpus's search indexes, 1-15 MiB) are worth inflating whole, as
+/// streaming costs more; 8 MiB keeps `-j 2`'s peak memory (job buffers and
+/// this one) well under 64 MiB.
 pub(super) const FAST_OUTPUT: usize = 8 * 1024 * 1024;
+/// The same for a decoder working alone (no job buffers beside it): a
+/// member that misses the attempt is inflated twice (the attempt is lost),
+/// so the larger the better while memory allows; 16 MiB takes the corpus's
+/// largest record whole (docs/performance.md, "gzip, round three").
+pub(super) const FAST_OUTPUT_ALONE: usize = 16 * 1024 * 1024;
 /// An output buffer grown past this by a large member is given back when
 /// the next gzip member starts (LZ4's largest blocks and their history fit).
 const KEEP_OUTPUT: usize = 5 * 1024 * 1024;
@@ -39,6 +45,8 @@ pub(super) struct GzipMember {
     fast: Option<FastInflater>,
     /// The whole-member attempt was made for the current member.
     fast_tried: bool,
+    /// Largest output of the whole-member attempt.
+    fast_max: usize,
     inflate: Option<Decompress>,
     /// CRC32 of the member's data so far.
     crc: u32,
@@ -71,6 +79,7 @@ impl GzipMember {
                 None
             },
             fast_tried: false,
+            fast_max: FAST_OUTPUT_ALONE,
             inflate: None,
             crc: 0,
             size: 0,
@@ -85,6 +94,12 @@ impl GzipMember {
     /// Whole-member inflation with libdeflate is on.
     pub(super) fn fast_inflate(&self) -> bool {
         self.fast.is_some()
+    }
+
+    /// Sets the largest output of a whole-member attempt (at least
+    /// [`OUT_SIZE`]): smaller where other buffers share the memory bound.
+    pub(super) fn set_fast_max(&mut self, n: usize) {
+        self.fast_max = n.max(OUT_SIZE);
     }
 
     /// Forgets the last member's header and trailer (at every member
@@ -194,7 +209,7 @@ impl GzipMember {
         let Some(fast) = self.fast.as_mut() else {
             return Ok(false);
         };
-        let mut room = (cx.input.avail().saturating_mul(4)).clamp(OUT_SIZE, FAST_OUTPUT);
+        let mut room = (cx.input.avail().saturating_mul(4)).clamp(OUT_SIZE, self.fast_max);
         let mut grown = false;
         loop {
             // Inflated into the buffer's spare capacity: pages are touched
@@ -226,7 +241,7 @@ impl GzipMember {
                         return Ok(false);
                     }
                     grown = true;
-                    room = FAST_OUTPUT;
+                    room = self.fast_max;
                     if more_input {
                         cx.ensure(all)?;
                     }
