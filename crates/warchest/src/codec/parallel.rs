@@ -181,7 +181,10 @@ struct Worker {
     dict: Option<Arc<Vec<u8>>>,
     /// The stored bytes from the job's chunk start on: the chunk and
     /// [`SLACK`], more when a member runs past them.
+    /// Only `scan[..filled]` is this job's: the rest is left from earlier
+    /// jobs, so that the buffer is zeroed once, not at every job.
     scan: Vec<u8>,
+    filled: usize,
     /// `scan` reaches the end of the file.
     eof: bool,
     /// The direct gzip path: whole members inflated from `scan` straight
@@ -211,6 +214,7 @@ impl Worker {
             dec: None,
             dict: None,
             scan: Vec::new(),
+            filled: 0,
             eof: false,
             direct,
         }
@@ -222,16 +226,22 @@ impl Worker {
         if self.eof {
             return false;
         }
-        let have = self.scan.len();
-        self.scan.resize(have + more, 0);
+        let have = self.filled;
+        let want = have.saturating_add(more);
+        if self.scan.len() < want {
+            self.scan.resize(want, 0);
+        }
         let mut r = Pread {
             file: Arc::clone(file),
             pos: base + have as u64,
         };
         // A read error reads nothing: the job stops there, and the reading
         // thread decodes what follows itself and reports the error.
-        let got = crate::io::read_up_to(&mut r, &mut self.scan[have..]).unwrap_or(0);
-        self.scan.truncate(have + got);
+        let got = match self.scan.get_mut(have..want) {
+            Some(dst) => crate::io::read_up_to(&mut r, dst).unwrap_or(0),
+            None => 0,
+        };
+        self.filled = have + got;
         if got < more {
             self.eof = true;
         }
@@ -249,7 +259,10 @@ impl Worker {
                 file: Arc::clone(&shared.file),
                 pos: 0,
             };
-            self.dec = Some(Decoder::new_seekable(reader, shared.opts.clone()).ok()?);
+            let mut dec = Decoder::new_seekable(reader, shared.opts.clone()).ok()?;
+            // A member larger than a job is the reading thread's anyway.
+            dec.set_whole_member_max(shared.cap);
+            self.dec = Some(dec);
             self.dict = None;
         }
         let same = match (&self.dict, dict) {
@@ -278,6 +291,13 @@ struct Shared {
     /// Buffers of served jobs, for the next ones.
     pool: Mutex<Vec<(Vec<u8>, Vec<Member>)>>,
     cancel: AtomicBool,
+}
+
+/// Threads of the pool for `threads`: the reading thread runs jobs too
+/// when it would otherwise wait, so with two or more it is one of them
+/// (one thread per core, not one more than the cores).
+fn pool_threads(threads: usize) -> usize {
+    if threads >= 2 { threads - 1 } else { 1 }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -364,7 +384,7 @@ impl Engine {
 
     fn start_workers(&mut self) {
         let built = rayon::ThreadPoolBuilder::new()
-            .num_threads(self.threads)
+            .num_threads(pool_threads(self.threads))
             .thread_name(|i| format!("warchest-inflate-{i}"))
             // A job that panics drops its reply, and the reading thread
             // decodes its chunk itself (rayon would abort the process).
@@ -663,8 +683,9 @@ fn run_claimed(shared: &Shared, job: &Job, w: &mut Worker) -> Done {
     // A member that ran far past its chunk grew the read buffer: give
     // the memory back.
     let usual = usize::try_from(CHUNK + SLACK).unwrap_or(usize::MAX);
-    if w.scan.capacity() > 2 * usual {
+    if w.scan.len() > 2 * usual {
         w.scan = Vec::new();
+        w.filled = 0;
     }
     done
 }
@@ -680,7 +701,7 @@ enum Outcome {
 fn run_job(shared: &Shared, job: &Job, w: &mut Worker, done: &mut Done) {
     // The chunk and its slack, read once: the candidate search and the
     // direct path work on these bytes.
-    w.scan.clear();
+    w.filled = 0;
     w.eof = false;
     let want = usize::try_from((job.b - job.a).saturating_add(SLACK)).unwrap_or(0);
     w.extend(&shared.file, job.a, want);
@@ -690,13 +711,11 @@ fn run_job(shared: &Shared, job: &Job, w: &mut Worker, done: &mut Done) {
         return;
     }
     // Candidates: magic numbers whose header parses, in a..b.
-    let chunk_len = usize::try_from(job.b - job.a)
-        .unwrap_or(0)
-        .min(w.scan.len());
+    let chunk_len = usize::try_from(job.b - job.a).unwrap_or(0).min(w.filled);
     let mut at = 0;
     let mut tries = 0;
     while at < chunk_len && tries < MAX_CANDIDATES {
-        let Some(j) = find_magic(w.scan.get(at..).unwrap_or_default()) else {
+        let Some(j) = find_magic(w.scan.get(at..w.filled).unwrap_or_default()) else {
             return;
         };
         let c = at + j;
@@ -704,7 +723,7 @@ fn run_job(shared: &Shared, job: &Job, w: &mut Worker, done: &mut Done) {
             return;
         }
         at = c + 1;
-        let real = match probe(w.scan.get(c..).unwrap_or_default()) {
+        let real = match probe(w.scan.get(c..w.filled).unwrap_or_default()) {
             Probe::Valid(k) | Probe::Short(Some(k)) => !matches!(k, Kind::Skippable(_)),
             _ => false,
         };
@@ -778,11 +797,11 @@ fn direct_member(shared: &Shared, base: u64, at: u64, w: &mut Worker, done: &mut
     let Some(rel) = at
         .checked_sub(base)
         .and_then(|r| usize::try_from(r).ok())
-        .filter(|&r| r < w.scan.len())
+        .filter(|&r| r < w.filled)
     else {
         return Direct1::Stop;
     };
-    let s = w.scan.get(rel..).unwrap_or_default();
+    let s = w.scan.get(rel..w.filled).unwrap_or_default();
     if !s.starts_with(&[0x1f, 0x8b, 0x08]) {
         return Direct1::Other;
     }
@@ -801,14 +820,14 @@ fn direct_member(shared: &Shared, base: u64, at: u64, w: &mut Worker, done: &mut
         let Some(d) = w.direct.as_mut() else {
             return Direct1::Other;
         };
-        let input = w.scan.get(body..).unwrap_or_default();
+        let input = w.scan.get(body..w.filled).unwrap_or_default();
         match d.inflater.inflate_append(input, &mut done.data, room) {
             Inflated::Done { used, made } => break (used, made),
             Inflated::NoRoom => return Direct1::TooBig,
             Inflated::Invalid => {
                 // Damaged, or cut off by the end of the bytes read: read
                 // more (doubling) and try again, up to a bound.
-                let have = w.scan.len() - body;
+                let have = w.filled - body;
                 if w.eof {
                     return Direct1::Stop;
                 }
@@ -823,11 +842,13 @@ fn direct_member(shared: &Shared, base: u64, at: u64, w: &mut Worker, done: &mut
         }
     };
     let t = body + used;
-    if w.scan.len() < t + 8 && !w.extend(&shared.file, base, 8) {
+    if w.filled < t + 8 && !w.extend(&shared.file, base, 8) {
         done.data.truncate(from);
         return Direct1::Stop;
     }
-    let Some(&[c0, c1, c2, c3, i0, i1, i2, i3]) = w.scan.get(t..t + 8) else {
+    let Some(&[c0, c1, c2, c3, i0, i1, i2, i3]) =
+        w.scan.get(..w.filled).and_then(|s| s.get(t..t + 8))
+    else {
         done.data.truncate(from);
         return Direct1::Stop;
     };
