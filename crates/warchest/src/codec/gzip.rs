@@ -67,6 +67,38 @@ impl GzipHeader {
         self.header_crc.map(|c| c == self.computed_header_crc)
     }
 
+    /// The sizes an `sl` subfield of the extra field declares (warcio's and
+    /// wget's WARC writers: 8 bytes, the member's stored length and its
+    /// decoded length, little-endian): `(stored, decoded)`. Only a hint,
+    /// used to size the whole-member inflate; nothing is checked against it.
+    pub(crate) fn sl_sizes(&self) -> Option<(u32, u32)> {
+        let mut x = self.extra.as_deref()?;
+        // Subfields: SI1 SI2, LEN (2 bytes, little-endian), LEN bytes.
+        while let [a, b, l0, l1, rest @ ..] = x {
+            let n = usize::from(u16::from_le_bytes([*l0, *l1]));
+            let data = rest.get(..n)?;
+            if [*a, *b] == *b"sl" {
+                let &[s0, s1, s2, s3, d0, d1, d2, d3] = data else {
+                    return None;
+                };
+                return Some((
+                    u32::from_le_bytes([s0, s1, s2, s3]),
+                    u32::from_le_bytes([d0, d1, d2, d3]),
+                ));
+            }
+            x = rest.get(n..)?;
+        }
+        None
+    }
+
+    /// From [`GzipHeader::sl_sizes`], once the header is parsed: the
+    /// length of the member's deflate data and its decoded length.
+    pub(crate) fn size_hint(&self) -> Option<(usize, usize)> {
+        let (stored, decoded) = self.sl_sizes()?;
+        let body = u64::from(stored).checked_sub(self.len.checked_add(8)?)?;
+        Some((usize::try_from(body).ok()?, usize::try_from(decoded).ok()?))
+    }
+
     /// Forgets the previous member's fields, keeping their allocations.
     fn clear(&mut self) {
         self.len = 0;
@@ -454,5 +486,37 @@ mod tests {
                 assert_eq!(p.feed(&whole[14..], None), Ok(Fed::Done(head.len() - 14)));
             }
         }
+    }
+
+    /// The `sl` subfield is found among others; anything malformed gives
+    /// no hint.
+    #[test]
+    fn sl_subfield_sizes() {
+        let header = |extra: &[u8], len: u64| GzipHeader {
+            len,
+            extra: Some(extra.to_vec()),
+            ..GzipHeader::default()
+        };
+        let mut sl = b"sl\x08\x00".to_vec();
+        sl.extend(438u32.to_le_bytes());
+        sl.extend(566u32.to_le_bytes());
+        let h = header(&sl, 22);
+        assert_eq!(h.sl_sizes(), Some((438, 566)));
+        assert_eq!(h.size_hint(), Some((438 - 22 - 8, 566)));
+        let mut two = b"ab\x02\x00xy".to_vec();
+        two.extend(&sl);
+        assert_eq!(header(&two, 28).sl_sizes(), Some((438, 566)));
+        // Stored length shorter than the header and trailer.
+        assert_eq!(header(&sl, 431).size_hint(), None);
+        for bad in [
+            &b"sl\x04\x00abcd"[..],
+            &sl[..sl.len() - 1],
+            &b"ab\x09\x00xy"[..],
+            &b"s"[..],
+            &[][..],
+        ] {
+            assert_eq!(header(bad, 20).sl_sizes(), None, "{bad:?}");
+        }
+        assert_eq!(GzipHeader::default().sl_sizes(), None);
     }
 }

@@ -200,8 +200,22 @@ impl GzipMember {
     /// `true` when done (output ready, trailer next); `false` leaves
     /// everything as it was for the streaming path.
     fn whole_member<R: Read>(&mut self, cx: &mut Cx<'_, R>) -> crate::Result<bool> {
+        // An `sl` subfield (WARC writers put it in every member) gives the
+        // member's sizes: the input and output it needs are known, so a
+        // large or very compressible member is not inflated once in vain
+        // into too small a buffer. A false hint costs only speed: too
+        // little room is retried as below, and the stream takes the rest.
+        let hint = self.header.size_hint();
+        if let Some((_, decoded)) = hint
+            && decoded > self.fast_max
+        {
+            return Ok(false);
+        }
         // Members are mostly far smaller than this; bigger ones stream.
-        let want = FAST_INPUT.min(cx.input.capacity() / 2);
+        let mut want = FAST_INPUT.min(cx.input.capacity() / 2);
+        if let Some((body, _)) = hint {
+            want = want.max(body.saturating_add(8).min(cx.input.capacity()));
+        }
         if cx.input.avail() < want {
             // At the end of the input fewer bytes are fine.
             cx.ensure(want)?;
@@ -209,7 +223,12 @@ impl GzipMember {
         let Some(fast) = self.fast.as_mut() else {
             return Ok(false);
         };
-        let mut room = (cx.input.avail().saturating_mul(4)).clamp(OUT_SIZE, self.fast_max);
+        let guess = match hint {
+            // libdeflate needs no spare room; ISIZE is the same modulo 2^32.
+            Some((_, decoded)) => decoded,
+            None => cx.input.avail().saturating_mul(4),
+        };
+        let mut room = guess.clamp(OUT_SIZE, self.fast_max);
         let mut grown = false;
         loop {
             // Inflated into the buffer's spare capacity: pages are touched

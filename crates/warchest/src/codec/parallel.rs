@@ -816,6 +816,19 @@ fn direct_member(shared: &Shared, base: u64, at: u64, w: &mut Worker, done: &mut
     }
     let from = done.data.len();
     let room = shared.cap.saturating_sub(from);
+    // The sizes the header's `sl` subfield declares: a member that cannot
+    // fit is not inflated in vain, and one that runs past the bytes read
+    // is read whole at once rather than inflated again after each read
+    // (a false hint costs only speed: the checks below are the same).
+    if let Some((len, decoded)) = d.header.size_hint() {
+        if decoded > room {
+            return Direct1::TooBig;
+        }
+        let need = body.saturating_add(len).saturating_add(8);
+        if need > w.filled && len < MAX_DIRECT_INPUT {
+            w.extend(&shared.file, base, need - w.filled);
+        }
+    }
     let (used, made) = loop {
         let Some(d) = w.direct.as_mut() else {
             return Direct1::Other;
@@ -1218,6 +1231,56 @@ mod tests {
                 .all(|m| m.3.is_some_and(|t| t.computed_crc32.is_some()));
             assert_eq!(checked, opts.verify_checksums, "{opts:?}");
         }
+    }
+
+    /// A member with an `sl` subfield (stored and decoded length), the
+    /// sizes patched in after compression.
+    fn gz_sl(data: &[u8], stored: impl Fn(u32) -> u32, decoded: u32) -> Vec<u8> {
+        let mut e = flate2::GzBuilder::new()
+            .extra(b"sl\x08\x00\0\0\0\0\0\0\0\0".to_vec())
+            .write(Vec::new(), flate2::Compression::fast());
+        e.write_all(data).unwrap();
+        let mut m = e.finish().unwrap();
+        assert_eq!(&m[12..14], b"sl");
+        let s = stored(m.len() as u32).to_le_bytes();
+        m[16..20].copy_from_slice(&s);
+        m[20..24].copy_from_slice(&decoded.to_le_bytes());
+        m
+    }
+
+    /// The `sl` sizes are only a hint: true ones, and false ones (too
+    /// small or too large, a stored length off either way), give the same
+    /// members on one and more threads, every one decoded.
+    #[test]
+    fn sl_size_hints_true_or_false_decode_the_same() {
+        let ps: Vec<Vec<u8>> = (0..120u32)
+            .map(|i| noise(1000 + (i as usize * 7919) % 90_000, i + 3))
+            .collect();
+        let mut file = Vec::new();
+        for (i, p) in ps.iter().enumerate() {
+            let n = p.len() as u32;
+            file.extend(match i % 6 {
+                0 | 1 => gz_sl(p, |s| s, n),
+                2 => gz_sl(p, |s| s, n / 3),
+                3 => gz_sl(p, |s| s, u32::MAX),
+                4 => gz_sl(p, |s| s / 2, n),
+                _ => gz_sl(p, |s| s.saturating_mul(7), 0),
+            });
+        }
+        // A member larger than a job declared small, one declared larger
+        // than any job and small.
+        let big = noise(MAX_JOB + 50_000, 11);
+        file.extend(gz_sl(&big, |s| s, 1000));
+        file.extend(gz_sl(&ps[0], |s| s, (MAX_JOB * 2) as u32));
+        let ms = same_as_sequential(&file);
+        assert_eq!(ms.len(), ps.len() + 2);
+        for (m, p) in ms.iter().zip(ps.iter().chain([&big, &ps[0]])) {
+            assert_eq!(&m.3, p, "member at {}", m.0);
+        }
+        let ((_, ok, w), served) = decode_file_served(&file, 2, false);
+        assert!(ok && w.is_empty(), "{w:?}");
+        // Members declared too large for a job are the reading thread's.
+        assert!(served > 30, "{served}");
     }
 
     #[test]
