@@ -76,11 +76,12 @@ pub struct DecoderOptions {
     /// every offset reported stays an offset in the file.
     pub start_offset: u64,
     /// Threads that decompress members ahead of the reader. Used by
-    /// decoders over a file: [`Decoder::new_file`] starts this many beside
-    /// the caller's thread when it is more than 1 (default 1: none,
-    /// everything on the caller's thread); `new_seekable_threaded` (for
-    /// `validate`, which has a checking thread of its own) starts this
-    /// many when it is 1 or more. Gzip members, zstd and LZ4 frames of one
+    /// decoders over a file: [`Decoder::new_file`] decodes on this many
+    /// when it is more than 1, the caller's thread one of them (it runs
+    /// members ahead while it would otherwise wait; default 1: everything
+    /// on the caller's thread); `new_seekable_threaded` (for `validate`,
+    /// which has a checking thread of its own) starts one when it is 1 and
+    /// `threads - 1` beside the caller's when it is more. Gzip members, zstd and LZ4 frames of one
     /// file are then decoded in parallel and delivered in order, with the
     /// same bytes, offsets and warnings as on one thread.
     ///
@@ -212,9 +213,8 @@ enum State {
 /// Memory stays bounded whatever the input: one input buffer
 /// ([`DecoderOptions::buffer_size`]), one output buffer (256 KiB; up to
 /// 16 MiB while a large gzip member is inflated whole, 8 MiB with threads,
-/// given back when the next gzip member starts; 4 MiB + 64 KiB for LZ4 frames with 4 MiB blocks),
-/// the inflate window, and
-/// the zstd window (bounded by [`DecoderOptions::max_zstd_window_log`]).
+/// given back when the next gzip member starts; 4 MiB + 64 KiB for LZ4
+/// frames with 4 MiB blocks), the inflate window, and the zstd window (bounded by [`DecoderOptions::max_zstd_window_log`]).
 /// Time is linear in the input, also for endless runs of empty members or
 /// garbage.
 ///

@@ -67,9 +67,9 @@ impl GzipHeader {
         self.header_crc.map(|c| c == self.computed_header_crc)
     }
 
-    /// The sizes an `sl` subfield of the extra field declares (warcio's and
-    /// wget's WARC writers: 8 bytes, the member's stored length and its
-    /// decoded length, little-endian): `(stored, decoded)`. Only a hint,
+    /// The sizes an `sl` subfield of the extra field declares (wget's WARC
+    /// writer puts one in every member: 8 bytes, the member's stored length
+    /// and its decoded length, little-endian): `(stored, decoded)`. Only a hint,
     /// used to size the whole-member inflate; nothing is checked against it.
     pub(crate) fn sl_sizes(&self) -> Option<(u32, u32)> {
         let mut x = self.extra.as_deref()?;

@@ -47,6 +47,12 @@ pub(super) struct GzipMember {
     fast_tried: bool,
     /// Largest output of the whole-member attempt.
     fast_max: usize,
+    /// The decoded size the current member's `sl` subfield declared, when
+    /// it was used.
+    hinted: Option<usize>,
+    /// A member's `sl` size was false: the writer's hints are not used
+    /// from then on (each false one would send its member the slow way).
+    distrust_sl: bool,
     inflate: Option<Decompress>,
     /// CRC32 of the member's data so far.
     crc: u32,
@@ -80,6 +86,8 @@ impl GzipMember {
             },
             fast_tried: false,
             fast_max: FAST_OUTPUT_ALONE,
+            hinted: None,
+            distrust_sl: false,
             inflate: None,
             crc: 0,
             size: 0,
@@ -138,6 +146,7 @@ impl GzipMember {
                 self.size = 0;
                 cx.out.clear();
                 self.fast_tried = false;
+                self.hinted = None;
                 self.phase = Phase::Body;
                 if self.header.header_crc_ok() == Some(false) {
                     let msg = format!(
@@ -200,12 +209,17 @@ impl GzipMember {
     /// `true` when done (output ready, trailer next); `false` leaves
     /// everything as it was for the streaming path.
     fn whole_member<R: Read>(&mut self, cx: &mut Cx<'_, R>) -> crate::Result<bool> {
-        // An `sl` subfield (WARC writers put it in every member) gives the
+        // An `sl` subfield (wget puts one in every member) gives the
         // member's sizes: the input and output it needs are known, so a
         // large or very compressible member is not inflated once in vain
         // into too small a buffer. A false hint costs only speed: too
         // little room is retried as below, and the stream takes the rest.
-        let hint = self.header.size_hint();
+        let hint = if self.distrust_sl {
+            None
+        } else {
+            self.header.size_hint()
+        };
+        self.hinted = hint.map(|(_, decoded)| decoded);
         if let Some((_, decoded)) = hint
             && decoded > self.fast_max
         {
@@ -288,6 +302,12 @@ impl GzipMember {
         }
         let crc = cx.verify.then_some(self.crc);
         let t = GzipTrailer::new(self.trailer_bytes, crc, self.size as u32);
+        if self
+            .hinted
+            .is_some_and(|d| d as u64 != self.size & u64::from(u32::MAX))
+        {
+            self.distrust_sl = true;
+        }
         self.trailer = Some(t);
         cx.finish();
         if !t.is_ok() {

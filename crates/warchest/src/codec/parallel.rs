@@ -18,16 +18,19 @@
 //! it hands back to the jobs if one starts there.
 //!
 //! Jobs run on a rayon thread pool of the engine's own, with
-//! [`DecoderOptions::threads`] threads (built on the first compressed
-//! member): the engine's reading thread blocks on its jobs, so they must not
-//! queue behind work of the caller's (such as a rayon pool reading several
-//! files at once). A job takes a [`Worker`] from the engine's idle ones (one
-//! per pool thread at most, made once) and gives it back. Each job carries a
-//! flag that whoever runs it sets first: when the job the reading thread
-//! needs next has not been started by the pool, the reading thread runs it
-//! (or a later one) itself with a worker of its own, instead of blocking.
+//! [`DecoderOptions::threads`] - 1 threads (at least one; built on the first
+//! compressed member): the engine's reading thread blocks on its jobs, so
+//! they must not queue behind work of the caller's (such as a rayon pool
+//! reading several files at once). A job takes a [`Worker`] from the
+//! engine's idle ones (one per pool thread at most, made once) and gives it
+//! back. Each job carries a flag that whoever runs it sets first: when the
+//! job the reading thread needs next has not been started by the pool, the
+//! reading thread runs it (or a later one) itself with a worker of its own,
+//! instead of blocking; so it is the `threads`-th thread, and the pool has
+//! one fewer (one thread a core, not one more than the cores).
 //!
-//! A job reads its chunk and [`SLACK`] bytes once. gzip members are decoded
+//! A job reads its chunk and [`SLACK`] bytes once (more when a member's
+//! `sl` subfield says it runs past them). gzip members are decoded
 //! from those bytes on the *direct path*: header parsed, deflate data
 //! inflated whole by libdeflate into the spare capacity of the job's buffer
 //! (no copy), CRC32, ISIZE and header CRC checked as the sequential decoder
@@ -185,6 +188,13 @@ struct Worker {
     /// jobs, so that the buffer is zeroed once, not at every job.
     scan: Vec<u8>,
     filled: usize,
+    /// A member's `sl` size was false: this worker uses the hints no more.
+    distrust_sl: bool,
+    /// A member's `sl` size was true: a member declared too large for the
+    /// job is left to the reading thread without inflating it. (Before
+    /// that, it is inflated, so that a writer declaring false sizes cannot
+    /// keep every member from the jobs.)
+    sl_confirmed: bool,
     /// `scan` reaches the end of the file.
     eof: bool,
     /// The direct gzip path: whole members inflated from `scan` straight
@@ -215,6 +225,8 @@ impl Worker {
             dict: None,
             scan: Vec::new(),
             filled: 0,
+            distrust_sl: false,
+            sl_confirmed: false,
             eof: false,
             direct,
         }
@@ -820,8 +832,13 @@ fn direct_member(shared: &Shared, base: u64, at: u64, w: &mut Worker, done: &mut
     // fit is not inflated in vain, and one that runs past the bytes read
     // is read whole at once rather than inflated again after each read
     // (a false hint costs only speed: the checks below are the same).
-    if let Some((len, decoded)) = d.header.size_hint() {
-        if decoded > room {
+    let hint = if w.distrust_sl {
+        None
+    } else {
+        d.header.size_hint()
+    };
+    if let Some((len, decoded)) = hint {
+        if decoded > room && w.sl_confirmed {
             return Direct1::TooBig;
         }
         let need = body.saturating_add(len).saturating_add(8);
@@ -854,6 +871,11 @@ fn direct_member(shared: &Shared, base: u64, at: u64, w: &mut Worker, done: &mut
             }
         }
     };
+    match hint {
+        Some((_, decoded)) if decoded != made => w.distrust_sl = true,
+        Some(_) => w.sl_confirmed = true,
+        None => {}
+    }
     let t = body + used;
     if w.filled < t + 8 && !w.extend(&shared.file, base, 8) {
         done.data.truncate(from);
@@ -1249,38 +1271,42 @@ mod tests {
     }
 
     /// The `sl` sizes are only a hint: true ones, and false ones (too
-    /// small or too large, a stored length off either way), give the same
-    /// members on one and more threads, every one decoded.
+    /// small or too large, a stored length off either way; a file of each,
+    /// as the first false one turns the hints off), give the same members
+    /// on one and more threads, every one decoded.
     #[test]
     fn sl_size_hints_true_or_false_decode_the_same() {
-        let ps: Vec<Vec<u8>> = (0..120u32)
+        let ps: Vec<Vec<u8>> = (0..60u32)
             .map(|i| noise(1000 + (i as usize * 7919) % 90_000, i + 3))
             .collect();
-        let mut file = Vec::new();
-        for (i, p) in ps.iter().enumerate() {
-            let n = p.len() as u32;
-            file.extend(match i % 6 {
-                0 | 1 => gz_sl(p, |s| s, n),
-                2 => gz_sl(p, |s| s, n / 3),
-                3 => gz_sl(p, |s| s, u32::MAX),
-                4 => gz_sl(p, |s| s / 2, n),
-                _ => gz_sl(p, |s| s.saturating_mul(7), 0),
-            });
-        }
-        // A member larger than a job declared small, one declared larger
-        // than any job and small.
         let big = noise(MAX_JOB + 50_000, 11);
-        file.extend(gz_sl(&big, |s| s, 1000));
-        file.extend(gz_sl(&ps[0], |s| s, (MAX_JOB * 2) as u32));
-        let ms = same_as_sequential(&file);
-        assert_eq!(ms.len(), ps.len() + 2);
-        for (m, p) in ms.iter().zip(ps.iter().chain([&big, &ps[0]])) {
-            assert_eq!(&m.3, p, "member at {}", m.0);
+        type Hint = fn(u32, u32) -> (u32, u32);
+        let kinds: [Hint; 5] = [
+            |s, n| (s, n),
+            |s, n| (s, n / 3),
+            |s, _| (s, u32::MAX),
+            |s, n| (s / 2, n),
+            |s, _| (s.saturating_mul(7), 0),
+        ];
+        for (k, hint) in kinds.iter().enumerate() {
+            let mut want: Vec<&Vec<u8>> = Vec::new();
+            let mut file = Vec::new();
+            for (i, p) in ps.iter().enumerate() {
+                // A member larger than a job early in the file.
+                let p = if i == 7 { &big } else { p };
+                let n = p.len() as u32;
+                file.extend(gz_sl(p, |s| hint(s, n).0, hint(0, n).1));
+                want.push(p);
+            }
+            let ms = same_as_sequential(&file);
+            assert_eq!(ms.len(), want.len(), "kind {k}");
+            for (m, p) in ms.iter().zip(&want) {
+                assert_eq!(&m.3, *p, "kind {k}, member at {}", m.0);
+            }
+            let ((_, ok, w), served) = decode_file_served(&file, 2, false);
+            assert!(ok && w.is_empty(), "kind {k}: {w:?}");
+            assert!(served > 20, "kind {k}: {served}");
         }
-        let ((_, ok, w), served) = decode_file_served(&file, 2, false);
-        assert!(ok && w.is_empty(), "{w:?}");
-        // Members declared too large for a job are the reading thread's.
-        assert!(served > 30, "{served}");
     }
 
     #[test]
