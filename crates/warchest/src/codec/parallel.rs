@@ -1276,8 +1276,8 @@ mod tests {
     /// on one and more threads, every one decoded.
     #[test]
     fn sl_size_hints_true_or_false_decode_the_same() {
-        let ps: Vec<Vec<u8>> = (0..60u32)
-            .map(|i| noise(1000 + (i as usize * 7919) % 90_000, i + 3))
+        let ps: Vec<Vec<u8>> = (0..48u32)
+            .map(|i| noise(1000 + (i as usize * 7919) % 60_000, i + 3))
             .collect();
         let big = noise(MAX_JOB + 50_000, 11);
         type Hint = fn(u32, u32) -> (u32, u32);
@@ -1292,8 +1292,9 @@ mod tests {
             let mut want: Vec<&Vec<u8>> = Vec::new();
             let mut file = Vec::new();
             for (i, p) in ps.iter().enumerate() {
-                // A member larger than a job early in the file.
-                let p = if i == 7 { &big } else { p };
+                // A member larger than a job early in the file (declared
+                // as it is, smaller, larger).
+                let p = if i == 7 && k < 3 { &big } else { p };
                 let n = p.len() as u32;
                 file.extend(gz_sl(p, |s| hint(s, n).0, hint(0, n).1));
                 want.push(p);
@@ -1305,7 +1306,7 @@ mod tests {
             }
             let ((_, ok, w), served) = decode_file_served(&file, 2, false);
             assert!(ok && w.is_empty(), "kind {k}: {w:?}");
-            assert!(served > 20, "kind {k}: {served}");
+            assert!(served > 15, "kind {k}: {served}");
         }
     }
 
