@@ -18,9 +18,9 @@ const FAST_INPUT: usize = 256 * 1024;
 /// Largest output of a whole-member attempt by the reading thread of a
 /// decoder with threads; bigger members stream. Large records (the
 /// corpus's search indexes, 1-15 MiB) are worth inflating whole, as
-/// streaming costs more; 8 MiB keeps `-j 2`'s peak memory (job buffers and
-/// this one) well under 64 MiB.
-pub(super) const FAST_OUTPUT: usize = 8 * 1024 * 1024;
+/// streaming costs more; 12 MiB keeps `-j 2`'s peak memory (job buffers and
+/// this one) under 64 MiB.
+pub(super) const FAST_OUTPUT: usize = 12 * 1024 * 1024;
 /// The same for a decoder working alone (no job buffers beside it): a
 /// member that misses the attempt is inflated twice (the attempt is lost),
 /// so the larger the better while memory allows; 16 MiB takes the corpus's
