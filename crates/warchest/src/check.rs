@@ -131,14 +131,14 @@ enum PayloadCheck {
 /// that it can run beside the payload's.
 enum BlockHash {
     Sha1(Sha1Stream),
-    Other(Hasher),
+    Other(Box<Hasher>),
 }
 
 impl BlockHash {
     fn new(alg: Algorithm) -> BlockHash {
         match alg {
             Algorithm::Sha1 => BlockHash::Sha1(Sha1Stream::new()),
-            _ => BlockHash::Other(Hasher::new(alg)),
+            _ => BlockHash::Other(Box::new(Hasher::new(alg))),
         }
     }
 
@@ -182,7 +182,7 @@ enum HttpState {
 enum Body {
     /// Not chunked, SHA-1: the payload is the raw body.
     Sha1(Sha1Stream),
-    Digester(PayloadDigester),
+    Digester(Box<PayloadDigester>),
 }
 
 impl HttpCheck {
@@ -286,7 +286,7 @@ impl HttpCheck {
         let mut body = if !chunked && alg == Algorithm::Sha1 {
             Body::Sha1(Sha1Stream::new())
         } else {
-            Body::Digester(PayloadDigester::new(alg, chunked))
+            Body::Digester(Box::new(PayloadDigester::new(alg, chunked)))
         };
         match &mut body {
             Body::Sha1(s) => s.update(first),
@@ -313,7 +313,7 @@ impl HttpCheck {
                             trailing: 0,
                         }
                     }
-                    Body::Digester(d) => d.finish(),
+                    Body::Digester(d) => (*d).finish(),
                 };
                 (head.map(|h| *h), digests)
             }
