@@ -234,11 +234,14 @@ impl HttpCheck {
                 let take = data.len().min(room.saturating_add(4));
                 // Most heads end in the first piece: found and parsed there,
                 // the piece (often the whole block) is not copied.
-                if buf.is_empty()
-                    && let Some(end) = HeadFinder::new().find(data).filter(|&e| e <= take)
-                {
-                    self.state = Self::body(self.alg, &self.limits, &data[..end], &[]);
-                    return self.rest(data, end);
+                if buf.is_empty() {
+                    let mut first = HeadFinder::new();
+                    if let Some(end) = first.find(&data[..take]) {
+                        self.state = Self::body(self.alg, &self.limits, &data[..end], &[]);
+                        return self.rest(data, end);
+                    }
+                    // It has looked at the bytes `buf` is about to hold.
+                    *finder = first;
                 }
                 buf.extend_from_slice(&data[..take]);
                 match finder.find(buf) {
