@@ -1110,8 +1110,12 @@ impl<'h, 'a> HeaderCheck<'h, 'a> {
         let (h, at, v11) = (self.h, self.at, self.v11);
         for f in h.fields().iter() {
             let raw = f.raw_value();
-            // A quick scan first (it vectorises); the exact one only on a hit.
-            let odd = raw.iter().fold(false, |a, &c| a | (c < 0x20) | (c == 0x7f));
+            // One quick scan first (it vectorises) for control characters
+            // and `=` (RFC 2047 encoded words start `=?`); the exact scans
+            // only on a hit.
+            let (odd, eq) = raw.iter().fold((false, false), |(o, e), &c| {
+                (o | (c < 0x20) | (c == 0x7f), e | (c == b'='))
+            });
             if odd
                 && let Some(&c) = raw
                     .iter()
@@ -1128,7 +1132,7 @@ impl<'h, 'a> HeaderCheck<'h, 'a> {
             }
             // RFC 2047 encoded words (section 4) in text values; URIs,
             // ids, dates and digests hold none, and may hold `=?`.
-            if raw.windows(2).any(|w| w == b"=?") && may_hold_encoded_words(&f.name_str()) {
+            if eq && raw.windows(2).any(|w| w == b"=?") && may_hold_encoded_words(&f.name_str()) {
                 let v = f.value_str();
                 if let Some((word, why)) = warchest::fields::malformed_encoded_word(&v) {
                     let word: String = word.chars().take(80).collect();

@@ -5,9 +5,11 @@ use std::io::BufRead;
 
 use crate::archive;
 use crate::codec::Source;
-use crate::digest::{Digest, Hasher};
+use crate::digest::{Algorithm, Digest, Hasher, Output, Sha1Stream};
 use crate::error::{Error, Result};
-use crate::http::{BlockDigester, HttpHead, PayloadMatch};
+#[cfg(doc)]
+use crate::http::BlockDigester;
+use crate::http::{Chunking, HeadFinder, HttpHead, PayloadDigester, PayloadDigests, PayloadMatch};
 use crate::limits::Limits;
 use crate::warc::{PayloadKind, RecordType, WarcHeader};
 
@@ -104,7 +106,7 @@ fn compare(d: &Digest, computed: &[u8]) -> DigestStatus {
     if d.matches(computed) {
         DigestStatus::Valid
     } else {
-        let alg = d.algorithm().unwrap_or(crate::digest::Algorithm::Sha1);
+        let alg = d.algorithm().unwrap_or(Algorithm::Sha1);
         let computed = match d.encoding() {
             Some(enc) => format!("{}:{}", d.label(), enc.encode(computed)),
             None => Digest::new(alg, computed).to_string(),
@@ -119,13 +121,218 @@ fn compare(d: &Digest, computed: &[u8]) -> DigestStatus {
 enum PayloadCheck {
     None,
     Block(Digest, Box<Hasher>),
-    Http(Digest, Box<BlockDigester>),
+    /// Over the whole block with the block digest's algorithm: the block
+    /// hash gives it.
+    SameAsBlock(Digest),
+    Http(Digest, Box<HttpCheck>),
+}
+
+/// The block digest's hash: SHA-1 (nearly always) on a [`Sha1Stream`], so
+/// that it can run beside the payload's.
+enum BlockHash {
+    Sha1(Sha1Stream),
+    Other(Box<Hasher>),
+}
+
+impl BlockHash {
+    fn new(alg: Algorithm) -> BlockHash {
+        match alg {
+            Algorithm::Sha1 => BlockHash::Sha1(Sha1Stream::new()),
+            _ => BlockHash::Other(Box::new(Hasher::new(alg))),
+        }
+    }
+
+    fn update(&mut self, buf: &[u8]) {
+        match self {
+            BlockHash::Sha1(s) => s.update(buf),
+            BlockHash::Other(h) => h.update(buf),
+        }
+    }
+
+    fn finalize(self) -> Output {
+        match self {
+            BlockHash::Sha1(s) => s.finalize(),
+            BlockHash::Other(h) => h.finalize(),
+        }
+    }
+}
+
+/// The payload digest of an HTTP block: what [`BlockDigester`] computes
+/// (the same steps, the same results), except that an unchunked body's
+/// SHA-1 is a [`Sha1Stream`] the block digest's can be fed beside.
+struct HttpCheck {
+    alg: Algorithm,
+    limits: Limits,
+    state: HttpState,
+}
+
+enum HttpState {
+    Head {
+        buf: Vec<u8>,
+        finder: HeadFinder,
+    },
+    Body {
+        head: Option<Box<HttpHead>>,
+        body: Body,
+    },
+    /// The head passed the limit: the rest is ignored.
+    Overlong,
+}
+
+enum Body {
+    /// Not chunked, SHA-1: the payload is the raw body.
+    Sha1(Sha1Stream),
+    Digester(Box<PayloadDigester>),
+}
+
+impl HttpCheck {
+    fn new(alg: Algorithm, limits: Limits) -> HttpCheck {
+        HttpCheck {
+            alg,
+            limits,
+            state: HttpState::Head {
+                buf: Vec::new(),
+                finder: HeadFinder::new(),
+            },
+        }
+    }
+
+    /// The unchunked SHA-1 body stream, once the head is behind.
+    fn sha1_body(&mut self) -> Option<&mut Sha1Stream> {
+        match &mut self.state {
+            HttpState::Body {
+                body: Body::Sha1(s),
+                ..
+            } => Some(s),
+            _ => None,
+        }
+    }
+
+    fn update(&mut self, data: &[u8]) {
+        if let Some(k) = self.feed(data)
+            && let Some(s) = self.sha1_body()
+        {
+            s.update(&data[k..]);
+        }
+    }
+
+    /// Feeds `data`, except to an unchunked SHA-1 body: then it returns
+    /// where in `data` the bytes that body has not been fed begin, for the
+    /// caller to feed beside the block digest's (see [`Checker::update`]).
+    fn feed(&mut self, data: &[u8]) -> Option<usize> {
+        match &mut self.state {
+            HttpState::Body { body, .. } => match body {
+                Body::Sha1(_) => Some(0),
+                Body::Digester(d) => {
+                    d.update(data);
+                    None
+                }
+            },
+            HttpState::Overlong => None,
+            HttpState::Head { buf, finder } => {
+                let room = self.limits.max_http_head.saturating_sub(buf.len());
+                let take = data.len().min(room.saturating_add(4));
+                // Most heads end in the first piece: found and parsed there,
+                // the piece (often the whole block) is not copied.
+                if buf.is_empty() {
+                    let mut first = HeadFinder::new();
+                    if let Some(end) = first.find(&data[..take]) {
+                        self.state = Self::body(self.alg, &self.limits, &data[..end], &[]);
+                        return self.rest(data, end);
+                    }
+                    // It has looked at the bytes `buf` is about to hold.
+                    *finder = first;
+                }
+                buf.extend_from_slice(&data[..take]);
+                match finder.find(buf) {
+                    Some(end) => {
+                        self.state = Self::body(self.alg, &self.limits, &buf[..end], &buf[end..]);
+                        self.rest(data, take)
+                    }
+                    None => {
+                        if buf.len() > self.limits.max_http_head {
+                            self.state = HttpState::Overlong;
+                        }
+                        None
+                    }
+                }
+            }
+        }
+    }
+
+    /// `data[k..]` is body: fed here, or left to the caller (see `feed`).
+    fn rest(&mut self, data: &[u8], k: usize) -> Option<usize> {
+        match &mut self.state {
+            HttpState::Body {
+                body: Body::Digester(d),
+                ..
+            } => {
+                d.update(&data[k..]);
+                None
+            }
+            HttpState::Body {
+                body: Body::Sha1(_),
+                ..
+            } => Some(k),
+            _ => None,
+        }
+    }
+
+    /// The state once the head (`head`, up to its blank line) has ended,
+    /// fed the first body bytes, `body`.
+    fn body(alg: Algorithm, limits: &Limits, head: &[u8], first: &[u8]) -> HttpState {
+        let head = HttpHead::parse_with_limits(head, limits)
+            .ok()
+            .flatten()
+            .map(|(h, _)| Box::new(h));
+        let chunked = head.as_ref().is_some_and(|h| h.is_chunked());
+        let mut body = if !chunked && alg == Algorithm::Sha1 {
+            Body::Sha1(Sha1Stream::new())
+        } else {
+            Body::Digester(Box::new(PayloadDigester::new(alg, chunked)))
+        };
+        match &mut body {
+            Body::Sha1(s) => s.update(first),
+            Body::Digester(d) => d.update(first),
+        }
+        HttpState::Body { head, body }
+    }
+
+    fn finish(self) -> (Option<HttpHead>, PayloadDigests) {
+        let empty = || PayloadDigester::new(self.alg, false).finish();
+        match self.state {
+            HttpState::Body { head, body } => {
+                let digests = match body {
+                    Body::Sha1(s) => {
+                        let len = s.len();
+                        let out = s.finalize();
+                        PayloadDigests {
+                            algorithm: Algorithm::Sha1,
+                            payload: out,
+                            raw: out,
+                            payload_len: len,
+                            raw_len: len,
+                            chunking: Chunking::NotChunked,
+                            trailing: 0,
+                        }
+                    }
+                    Body::Digester(d) => (*d).finish(),
+                };
+                (head.map(|h| *h), digests)
+            }
+            HttpState::Head { buf, .. } => (
+                HttpHead::parse_unterminated(&buf, &self.limits).ok(),
+                empty(),
+            ),
+            HttpState::Overlong => (None, empty()),
+        }
+    }
 }
 
 /// Checks a record's digests from its block bytes, fed in pieces.
 pub struct Checker {
     block_rec: Recorded,
-    block: Option<Hasher>,
+    block: Option<BlockHash>,
     payload_status: Option<DigestStatus>,
     payload: PayloadCheck,
     len: u64,
@@ -135,10 +342,11 @@ impl Checker {
     /// A checker for the record with header `h`.
     pub fn new(h: &WarcHeader, limits: &Limits) -> Checker {
         let block_rec = recorded(h.block_digest());
-        let block = match &block_rec {
-            Recorded::Check(d) => d.algorithm().map(Hasher::new),
+        let block_alg = match &block_rec {
+            Recorded::Check(d) => d.algorithm(),
             Recorded::Status(_) => None,
         };
+        let block = block_alg.map(BlockHash::new);
         let segmented = h.segment_number().is_some() || h.record_type() == RecordType::Continuation;
         let mut payload_status = None;
         let mut payload = PayloadCheck::None;
@@ -148,13 +356,16 @@ impl Checker {
                 payload_status = Some(DigestStatus::NotApplicable)
             }
             Recorded::Check(d) => {
-                let alg = d.algorithm().unwrap_or(crate::digest::Algorithm::Sha1);
+                let alg = d.algorithm().unwrap_or(Algorithm::Sha1);
                 payload = match h.payload_kind() {
                     PayloadKind::HttpBody => {
-                        PayloadCheck::Http(d, Box::new(BlockDigester::new(alg, *limits)))
+                        PayloadCheck::Http(d, Box::new(HttpCheck::new(alg, *limits)))
                     }
                     // A payload digest on a record without a payload of its
                     // own (metadata, warcinfo) can only mean the whole block.
+                    PayloadKind::Block | PayloadKind::None if block_alg == Some(alg) => {
+                        PayloadCheck::SameAsBlock(d)
+                    }
                     PayloadKind::Block | PayloadKind::None => {
                         PayloadCheck::Block(d, Box::new(Hasher::new(alg)))
                     }
@@ -172,15 +383,29 @@ impl Checker {
 
     /// Feeds the next block bytes.
     pub fn update(&mut self, buf: &[u8]) {
+        self.len += buf.len() as u64;
+        // The usual HTTP record: block and payload SHA-1 side by side, from
+        // the piece in which the head ends (often the whole block) on.
+        if let (Some(BlockHash::Sha1(a)), PayloadCheck::Http(_, http)) =
+            (&mut self.block, &mut self.payload)
+        {
+            match http.feed(buf) {
+                Some(k) => match http.sha1_body() {
+                    Some(b) => Sha1Stream::update_two(a, buf, b, &buf[k..]),
+                    None => a.update(buf),
+                },
+                None => a.update(buf),
+            }
+            return;
+        }
         if let Some(h) = &mut self.block {
             h.update(buf);
         }
         match &mut self.payload {
-            PayloadCheck::None => {}
+            PayloadCheck::None | PayloadCheck::SameAsBlock(_) => {}
             PayloadCheck::Block(_, h) => h.update(buf),
             PayloadCheck::Http(_, d) => d.update(buf),
         }
-        self.len += buf.len() as u64;
     }
 
     /// The result.
@@ -193,8 +418,9 @@ impl Checker {
     /// need not parse it again.
     pub fn finish_with_head(self) -> (RecordCheck, Option<HttpHead>) {
         let mut head = None;
-        let block = match (self.block_rec, self.block) {
-            (Recorded::Check(d), Some(h)) => compare(&d, &h.finalize()),
+        let block_out = self.block.map(BlockHash::finalize);
+        let block = match (self.block_rec, &block_out) {
+            (Recorded::Check(d), Some(out)) => compare(&d, out),
             (Recorded::Status(s), _) => s,
             (Recorded::Check(_), None) => DigestStatus::Absent,
         };
@@ -203,8 +429,13 @@ impl Checker {
             None => match self.payload {
                 PayloadCheck::None => DigestStatus::Absent,
                 PayloadCheck::Block(d, h) => compare(&d, &h.finalize()),
-                PayloadCheck::Http(d, bd) => {
-                    let (h, digests) = bd.finish();
+                // Only made when the block is hashed with this algorithm.
+                PayloadCheck::SameAsBlock(d) => match &block_out {
+                    Some(out) => compare(&d, out),
+                    None => DigestStatus::Absent,
+                },
+                PayloadCheck::Http(d, http) => {
+                    let (h, digests) = http.finish();
                     head = h;
                     match digests.check(&d) {
                         PayloadMatch::Payload => DigestStatus::Valid,
@@ -255,6 +486,7 @@ pub fn check_record<S: Source>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::http::BlockDigester;
     use crate::write::{Body, NewRecord, Writer, WriterOptions};
 
     fn written(fields: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
@@ -327,6 +559,107 @@ mod tests {
             check_first(&data).block,
             DigestStatus::Malformed { .. }
         ));
+    }
+
+    /// The block of `data`'s first record fed to a [`Checker`] in pieces
+    /// of `piece` bytes, and through [`check_record`].
+    fn check_in_pieces(data: &[u8], body: &[u8], piece: usize) -> (RecordCheck, Option<HttpHead>) {
+        let mut r = crate::archive::Reader::new(data).unwrap();
+        let rec = r.next_record().unwrap().unwrap();
+        let mut c = Checker::new(rec.header(), &Limits::default());
+        for p in body.chunks(piece) {
+            c.update(p);
+        }
+        c.finish_with_head()
+    }
+
+    #[test]
+    fn digests_hold_however_the_block_is_cut() {
+        let alg = crate::digest::Algorithm::Sha1;
+        let head = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n";
+        let long: Vec<u8> = (0..3000u32).map(|i| b'a' + (i % 26) as u8).collect();
+        let mut plain = head.as_bytes().to_vec();
+        plain.extend_from_slice(&long);
+        let chunked =
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"
+                .to_vec();
+        // (block, payload): unchunked (the paired SHA-1s), chunked, a head
+        // that never ends (empty payload).
+        let cases: [(&[u8], &[u8]); 3] = [
+            (&plain, &long),
+            (&chunked, b"hello"),
+            (b"HTTP/1.1 200 OK\r\nServer: x\r\n", b""),
+        ];
+        for (body, payload) in cases {
+            let pd = Digest::new(alg, &Hasher::digest(alg, payload)).to_string();
+            let bd = Digest::new(alg, &Hasher::digest(alg, body)).to_string();
+            // SHA-256 payload digests take the general path.
+            let s256 = crate::digest::Algorithm::Sha256;
+            let pd256 = Digest::new(s256, &Hasher::digest(s256, payload)).to_string();
+            let wrong = Digest::new(alg, &Hasher::digest(alg, b"other")).to_string();
+            for (pd, bd) in [
+                (pd.as_str(), bd.as_str()),
+                (pd256.as_str(), bd.as_str()),
+                (wrong.as_str(), bd.as_str()),
+            ] {
+                let data = written(
+                    &[
+                        ("Content-Type", "application/http; msgtype=response"),
+                        ("WARC-Payload-Digest", pd),
+                        ("WARC-Block-Digest", bd),
+                    ],
+                    body,
+                );
+                let whole = check_first(&data);
+                assert_eq!(whole.block, DigestStatus::Valid);
+                for piece in [1, 2, 17, 47, 64, 65, 1000, body.len().max(1)] {
+                    let (c, h) = check_in_pieces(&data, body, piece);
+                    assert_eq!(c, whole, "{piece}-byte pieces of {:?}", &body[..20]);
+                    // The head as BlockDigester, which this follows, finds it.
+                    let mut reference = BlockDigester::new(alg, Limits::default());
+                    reference.update(body);
+                    let want = reference.finish().0;
+                    assert_eq!(format!("{h:?}"), format!("{want:?}"), "{piece}");
+                }
+                if pd == wrong {
+                    assert!(matches!(whole.payload, DigestStatus::Invalid { .. }));
+                } else {
+                    assert_eq!(whole.payload, DigestStatus::Valid, "{:?}", &body[..20]);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn payload_digest_of_a_whole_block_uses_the_block_hash() {
+        let alg = crate::digest::Algorithm::Sha1;
+        let body = b"key: value\r\n";
+        let good = Digest::new(alg, &Hasher::digest(alg, body)).to_string();
+        let data = written(
+            &[
+                ("Content-Type", "application/warc-fields"),
+                ("WARC-Block-Digest", &good),
+                ("WARC-Payload-Digest", &good),
+            ],
+            body,
+        );
+        let c = check_first(&data);
+        assert_eq!(
+            (&c.block, &c.payload),
+            (&DigestStatus::Valid, &DigestStatus::Valid)
+        );
+        let bad = "sha1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
+        let data = written(
+            &[
+                ("Content-Type", "application/warc-fields"),
+                ("WARC-Block-Digest", &good),
+                ("WARC-Payload-Digest", bad),
+            ],
+            body,
+        );
+        let c = check_first(&data);
+        assert_eq!(c.block, DigestStatus::Valid);
+        assert!(matches!(c.payload, DigestStatus::Invalid { .. }), "{c:?}");
     }
 
     #[test]

@@ -829,9 +829,234 @@ impl<W: Write> Write for DigestWriter<W> {
     }
 }
 
+/// SHA-1 over a stream of bytes, on the `sha1` crate's block function, so
+/// that two streams over the same bytes can be fed together
+/// ([`Sha1Stream::update_pair`]): a record's block digest and the payload
+/// digest of its HTTP body are two SHA-1s over nearly the same bytes, and
+/// SHA-1 is bound by the latency of its rounds, so the rounds of two
+/// independent blocks issued side by side run in about 60 % of the time of
+/// one after the other (docs/performance.md, "check and validate, round
+/// three"). Its digests are the `sha1` crate's (tests below).
+#[derive(Clone)]
+pub(crate) struct Sha1Stream {
+    state: [u32; 5],
+    buf: [u8; 64],
+    buf_len: usize,
+    len: u64,
+}
+
+type Sha1Block = digest::generic_array::GenericArray<u8, digest::typenum::U64>;
+
+fn sha1_block(state: &mut [u32; 5], block: &[u8]) {
+    sha1::compress(state, std::slice::from_ref(Sha1Block::from_slice(block)));
+}
+
+impl Sha1Stream {
+    /// A fresh stream.
+    pub(crate) fn new() -> Sha1Stream {
+        Sha1Stream {
+            state: [
+                0x6745_2301,
+                0xEFCD_AB89,
+                0x98BA_DCFE,
+                0x1032_5476,
+                0xC3D2_E1F0,
+            ],
+            buf: [0; 64],
+            buf_len: 0,
+            len: 0,
+        }
+    }
+
+    /// Bytes hashed so far.
+    pub(crate) fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Completes a partly filled block from the start of `data`; what is
+    /// left of `data`.
+    fn top_up<'a>(&mut self, data: &'a [u8]) -> &'a [u8] {
+        self.len += data.len() as u64;
+        if self.buf_len == 0 {
+            return data;
+        }
+        let take = (64 - self.buf_len).min(data.len());
+        self.buf[self.buf_len..self.buf_len + take].copy_from_slice(&data[..take]);
+        self.buf_len += take;
+        if self.buf_len == 64 {
+            sha1_block(&mut self.state, &self.buf);
+            self.buf_len = 0;
+        }
+        &data[take..]
+    }
+
+    /// Keeps the last partial block of `rest` (less than 64 bytes). The
+    /// buffer is empty unless `rest` is (see `top_up`).
+    fn keep(&mut self, rest: &[u8]) {
+        if rest.is_empty() {
+            return;
+        }
+        self.buf[..rest.len()].copy_from_slice(rest);
+        self.buf_len = rest.len();
+    }
+
+    /// Hashes `data`.
+    pub(crate) fn update(&mut self, data: &[u8]) {
+        let data = self.top_up(data);
+        let mut blocks = data.chunks_exact(64);
+        for b in &mut blocks {
+            sha1_block(&mut self.state, b);
+        }
+        self.keep(blocks.remainder());
+    }
+
+    /// Hashes `data` into both `a` and `b`, their blocks interleaved.
+    #[cfg(test)]
+    pub(crate) fn update_pair(a: &mut Sha1Stream, b: &mut Sha1Stream, data: &[u8]) {
+        Sha1Stream::update_two(a, data, b, data);
+    }
+
+    /// Hashes `da` into `a` and `db` into `b`, their blocks interleaved
+    /// (`db` is usually the tail of `da`: a body after its head).
+    pub(crate) fn update_two(a: &mut Sha1Stream, da: &[u8], b: &mut Sha1Stream, db: &[u8]) {
+        let da = a.top_up(da);
+        let db = b.top_up(db);
+        let mut ba = da.chunks_exact(64);
+        let mut bb = db.chunks_exact(64);
+        // The two block functions are independent: issued one after the
+        // other, the CPU runs their rounds side by side.
+        // By count, not `zip`: zip would drop a block of `ba` when `bb`
+        // has run out.
+        for _ in 0..ba.len().min(bb.len()) {
+            if let (Some(x), Some(y)) = (ba.next(), bb.next()) {
+                sha1_block(&mut a.state, x);
+                sha1_block(&mut b.state, y);
+            }
+        }
+        for x in &mut ba {
+            sha1_block(&mut a.state, x);
+        }
+        for y in &mut bb {
+            sha1_block(&mut b.state, y);
+        }
+        a.keep(ba.remainder());
+        b.keep(bb.remainder());
+    }
+
+    /// The digest (FIPS 180-4 padding: 0x80, zeros, the length in bits).
+    pub(crate) fn finalize(mut self) -> Output {
+        let bits = self.len.wrapping_mul(8);
+        let n = self.buf_len;
+        self.buf[n] = 0x80;
+        self.buf[n + 1..].fill(0);
+        if n >= 56 {
+            sha1_block(&mut self.state, &self.buf);
+            self.buf.fill(0);
+        }
+        self.buf[56..].copy_from_slice(&bits.to_be_bytes());
+        sha1_block(&mut self.state, &self.buf);
+        let mut out = [0u8; 20];
+        for (o, w) in out.chunks_exact_mut(4).zip(self.state) {
+            o.copy_from_slice(&w.to_be_bytes());
+        }
+        Output::from_slice(&out)
+    }
+}
+
+impl fmt::Debug for Sha1Stream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sha1Stream")
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sha1_stream_is_sha1_in_any_pieces() {
+        let data: Vec<u8> = (0..1000u32).map(|i| (i * 31 + i / 7) as u8).collect();
+        for n in [0, 1, 55, 56, 63, 64, 65, 119, 120, 128, 1000] {
+            let want = Hasher::digest(Algorithm::Sha1, &data[..n]);
+            for piece in [1, 3, 63, 64, 65, 200, 1000] {
+                let mut s = Sha1Stream::new();
+                for p in data[..n].chunks(piece) {
+                    s.update(p);
+                }
+                assert_eq!(s.len(), n as u64);
+                assert_eq!(s.finalize(), want, "{n} bytes in pieces of {piece}");
+            }
+        }
+    }
+
+    #[test]
+    fn sha1_pair_is_two_sha1s() {
+        // `b` starts `skip` bytes into the data, as a payload starts after
+        // the HTTP head; both are fed the same pieces afterwards.
+        let data: Vec<u8> = (0..3000u32).map(|i| (i * 17 + i / 5) as u8).collect();
+        for skip in [0, 1, 37, 64, 100, 999] {
+            for piece in [1, 7, 64, 65, 500, 3000] {
+                let (mut a, mut b) = (Sha1Stream::new(), Sha1Stream::new());
+                a.update(&data[..skip]);
+                for p in data[skip..].chunks(piece) {
+                    Sha1Stream::update_pair(&mut a, &mut b, p);
+                }
+                let ctx = format!("skip {skip}, pieces of {piece}");
+                assert_eq!(
+                    a.finalize(),
+                    Hasher::digest(Algorithm::Sha1, &data),
+                    "{ctx}"
+                );
+                assert_eq!(
+                    b.finalize(),
+                    Hasher::digest(Algorithm::Sha1, &data[skip..]),
+                    "{ctx}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn sha1_two_streams_of_a_block_and_its_tail() {
+        // As a checker feeds them: the whole piece to the block digest,
+        // the piece after the head to the payload digest.
+        let data: Vec<u8> = (0..5000u32).map(|i| (i * 13 + i / 3) as u8).collect();
+        for head in [0, 1, 63, 64, 200, 4999, 5000] {
+            let (mut a, mut b) = (Sha1Stream::new(), Sha1Stream::new());
+            Sha1Stream::update_two(&mut a, &data, &mut b, &data[head..]);
+            assert_eq!(
+                a.finalize(),
+                Hasher::digest(Algorithm::Sha1, &data),
+                "{head}"
+            );
+            assert_eq!(
+                b.finalize(),
+                Hasher::digest(Algorithm::Sha1, &data[head..]),
+                "{head}"
+            );
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn sha1_pair_any_split(data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..700), skip in 0usize..700, cuts in proptest::collection::vec(1usize..150, 1..8)) {
+            let skip = skip.min(data.len());
+            let (mut a, mut b) = (Sha1Stream::new(), Sha1Stream::new());
+            a.update(&data[..skip]);
+            let mut rest = &data[skip..];
+            let mut i = 0;
+            while !rest.is_empty() {
+                let n = cuts[i % cuts.len()].min(rest.len());
+                Sha1Stream::update_pair(&mut a, &mut b, &rest[..n]);
+                rest = &rest[n..];
+                i += 1;
+            }
+            proptest::prop_assert_eq!(a.finalize(), Hasher::digest(Algorithm::Sha1, &data));
+            proptest::prop_assert_eq!(b.finalize(), Hasher::digest(Algorithm::Sha1, &data[skip..]));
+        }
+    }
 
     const EMPTY_SHA1_B32: &str = "3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ";
     const EMPTY_SHA1_HEX: &str = "da39a3ee5e6b4b0d3255bfef95601890afd80709";
