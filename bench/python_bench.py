@@ -15,14 +15,21 @@ imports; the parent adds the child's wall time and peak RSS (os.wait4).
 Ratios are of CPU time against FastWARC's, the figure a loaded machine
 still measures. `--threads` is warchest's decoding threads (1, the issue's
 row: the calling thread decodes; 0: one per core).
+
+`--callgrind N` counts instructions instead (valgrind's callgrind, the
+figure that repeats on a loaded machine): each tool's loop over the first
+N records of FILE (a slice cut at a record boundary), minus the same run
+over the first record alone (start-up and imports), once each.
 """
 
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 
@@ -178,6 +185,63 @@ def bench_file(path, tools, runs, threads):
         )
 
 
+def cut(path, n, out_dir):
+    """The first `n` records of `path` (1 when `n` is 1) as a file of their
+    own, cut at the next record's stored offset; the slice's path."""
+    import warchest
+
+    end = None
+    with warchest.ArchiveIterator(path, threads=1) as it:
+        for i, _ in enumerate(it):
+            if i == n:
+                end = it.get_record_offset()
+                break
+    out = os.path.join(out_dir, f"first{n}{os.path.splitext(path)[1]}")
+    with open(path, "rb") as src, open(out, "wb") as dst:
+        left = end
+        while left is None or left > 0:
+            b = src.read(1 << 20 if left is None else min(1 << 20, left))
+            if not b:
+                break
+            dst.write(b)
+            if left is not None:
+                left -= len(b)
+    return out
+
+
+def instructions(tool, path, threads, out_dir):
+    """Instructions callgrind counts for one child run of `tool` on `path`."""
+    out = os.path.join(out_dir, f"cg.{tool}.{os.path.basename(path)}")
+    p = subprocess.run(
+        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, __file__]
+        + ["--child", tool, "--threads", str(threads), path],
+        capture_output=True,
+        text=True,
+    )
+    m = re.search(r"Collected : (\d+)", p.stderr)
+    if p.returncode != 0 or not m:
+        raise SystemExit(f"callgrind of {tool} on {path} failed (exit {p.returncode}): {p.stderr[-2000:]}")
+    return int(m.group(1)), json.loads(p.stdout)
+
+
+def bench_callgrind(path, tools, n, threads):
+    with tempfile.TemporaryDirectory() as d:
+        one, many = cut(path, 1, d), cut(path, n, d)
+        print(f"callgrind, first {n} records of {path}, warchest threads={threads} (instructions of the loop)")
+        res = {}
+        for tool in tools:
+            base, _ = instructions(tool, one, threads, d)
+            total, r = instructions(tool, many, threads, d)
+            res[tool] = (total - base, base, r)
+        ref = res["fastwarc"][0] if "fastwarc" in res else None
+        for tool, (loop, base, r) in res.items():
+            ratio = f"  {loop / ref:5.2f}x FastWARC" if ref else ""
+            print(
+                f"  {tool:15s} {loop / 1e6:9.1f} M  (start-up {base / 1e6:.3f} M subtracted)"
+                f"  {r['records']} records, {r['bytes']} payload bytes{ratio}"
+            )
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("paths", nargs="+")
@@ -185,12 +249,17 @@ def main():
     ap.add_argument("--threads", type=int, default=1, help="warchest's decoding threads (0: one per core)")
     ap.add_argument("--spark", action="store_true", help="add the Spark rows")
     ap.add_argument("--tools", default=",".join(TOOLS))
+    ap.add_argument("--callgrind", type=int, metavar="N", help="instructions of the first N records instead")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         child(args.child, args.paths[0], args.threads)
         return
     tools = args.tools.split(",")
+    if args.callgrind:
+        for path in args.paths:
+            bench_callgrind(path, tools, args.callgrind, args.threads)
+        return
     for path in args.paths:
         bench_file(path, tools, args.runs, args.threads)
     if args.spark:

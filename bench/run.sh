@@ -15,7 +15,13 @@ if [ "${1:-}" = "--python" ]; then
     shift
     # A fresh folder: one wheel, whatever versions were built before.
     wheels=$(mktemp -d)
-    python3 -m maturin build -q --strip --release -m "$root/crates/warchest-py/Cargo.toml" -i python3 -o "$wheels"
+    # The release profile without the `remote` feature (object_store,
+    # reqwest, rustls, ring, tokio: half the crates and most of the code
+    # thin LTO works through, none of it on the measured path, whose
+    # sources and dependency features are the same either way): the
+    # build takes a fraction of the time (docs/python.md, "Speed").
+    python3 -m maturin build -q --strip --release --no-default-features \
+        -m "$root/crates/warchest-py/Cargo.toml" -i python3 -o "$wheels"
     python3 -m pip install -q --force-reinstall --no-deps "$wheels"/warchest-*.whl
     rm -rf "$wheels"
     exec python3 "$here/python_bench.py" "$@"
