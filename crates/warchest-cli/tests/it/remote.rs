@@ -716,3 +716,63 @@ fn split_and_recompress_write_objects_to_a_bucket_as_files_locally() {
     assert!(!pending);
     assert_eq!(objects, vec!["rc2/example.warc.gz".to_string()], "{err}");
 }
+
+#[test]
+fn fetch_coalesces_neighbouring_records_into_fewer_requests_with_the_same_bytes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = fixture("pywb/iana.warc.gz");
+    std::fs::copy(&src, tmp.path().join("iana.warc.gz")).unwrap();
+    let srv = RangeServer::start(tmp.path(), 5.0);
+    let base = format!("http://127.0.0.1:{}/", srv.port);
+    // Every other record, in the file's order: gaps between them.
+    let lines: Vec<String> = index_lines(&src).into_iter().step_by(2).collect();
+    assert!(lines.len() >= 4);
+    let cdxj = tmp.path().join("i.cdxj");
+    std::fs::write(&cdxj, lines.join("\n")).unwrap();
+    let fetch = |out: &str, extra: &[&str]| {
+        let out = tmp.path().join(out);
+        let cdxj = cdxj.display().to_string();
+        let out_s = out.display().to_string();
+        let mut a = vec!["fetch", &cdxj, "--prefix", &base, "-o", &out_s];
+        a.extend_from_slice(extra);
+        srv.reset_count();
+        let (rc, _, err) = run_env(&[], &a);
+        assert_eq!(rc, 0, "{err}");
+        (std::fs::read(out).unwrap(), srv.count().0, err)
+    };
+    let (one_by_one, gets0, err0) = fetch("a.warc.gz", &["--max-gap", "0"]);
+    let (merged, gets, err) = fetch("b.warc.gz", &[]);
+    assert_eq!(
+        gets0,
+        lines.len() as u64,
+        "--max-gap 0: a request per record"
+    );
+    assert_eq!(gets, 1, "the default gap merges them all");
+    assert!(err0.contains(&format!("with {gets0} requests")), "{err0}");
+    assert!(err.contains("with 1 requests"), "{err}");
+    // The stored records, in the index's order, after the warcinfo.
+    let data = std::fs::read(&src).unwrap();
+    let mut want = Vec::new();
+    for l in &lines {
+        let v: serde_json::Value = serde_json::from_str(l.splitn(3, ' ').nth(2).unwrap()).unwrap();
+        let n = |k: &str| v[k].as_str().unwrap().parse::<usize>().unwrap();
+        want.extend_from_slice(&data[n("offset")..n("offset") + n("length")]);
+    }
+    assert!(one_by_one.ends_with(&want), "--max-gap 0 output differs");
+    assert!(merged.ends_with(&want), "coalesced output differs");
+    let (rc, ls, err) = run_env(
+        &[],
+        &["ls", &tmp.path().join("b.warc.gz").display().to_string()],
+    );
+    assert_eq!(rc, 0, "{err}");
+    assert_eq!(ls.lines().count(), 1 + lines.len(), "{ls}");
+
+    // A reset mid-merged-request is resumed: the same bytes, one more GET.
+    srv.faults(&["reset"]);
+    let (again, gets, err) = fetch("c.warc.gz", &[]);
+    assert!(
+        again.ends_with(&want) && again.len() == merged.len(),
+        "{err}"
+    );
+    assert_eq!(gets, 2, "{err}");
+}
