@@ -10,9 +10,10 @@ on 127.0.0.1:
    sequentially, as cc-pyspark does (boto3 `get_object` with `Range` in a
    Python loop), and against `warchest fetch -j 1` (target: at least 10x
    the cc-pyspark way), with each run's peak RSS;
-3. latency: the same fetch from tests/remote/range_server.py answering
-   every request after LATENCY ms (a real store's first byte), -j 64
-   against -j 1: what concurrency buys where requests wait.
+3. latency: the same fetch (--max-gap 0: a request per record) from
+   tests/remote/range_server.py answering every request after LATENCY ms
+   (a real store's first byte), -j 64 against -j 1: what concurrency buys
+   where requests wait.
 
     python3 bench/remote_bench.py /work/corpus/rustdocs.warc.gz \\
         [--s3s-fs PATH] [--records 10000] [-j 64] [--runs 3] \\
@@ -351,10 +352,13 @@ def main():
             for j in (args.j, 1):
                 if os.path.exists(out):
                     os.unlink(out)
+                # One request per record: these rows measure what
+                # concurrency buys where each request waits (coalesced, the
+                # 500 records would be one request).
                 res[j] = timed([wbin, "-q", "fetch", lsel, "--prefix", base, "-j", str(j),
-                                "-o", out])
+                                "--max-gap", "0", "-o", out])
                 t, mem, cpu = res[j]
-                rows.append(("fetch %d records -j %d, %g ms a request (range_server.py)"
+                rows.append(("fetch %d records -j %d --max-gap 0, %g ms a request (range_server.py)"
                              % (m, j, args.latency_ms), t, "%.0f records/s" % (m / t), mem, cpu))
             ratios.append(("latency %g ms: fetch -j %d / -j 1 (throughput)" % (args.latency_ms, args.j),
                            res[1][0] / res[args.j][0], None))
