@@ -770,9 +770,49 @@ fn fetch_coalesces_neighbouring_records_into_fewer_requests_with_the_same_bytes(
     // A reset mid-merged-request is resumed: the same bytes, one more GET.
     srv.faults(&["reset"]);
     let (again, gets, err) = fetch("c.warc.gz", &[]);
-    assert!(
-        again.ends_with(&want) && again.len() == merged.len(),
-        "{err}"
-    );
+    // (The warcinfo before them is compressed anew each time: its length
+    // may differ by a byte or two, its date being another.)
+    assert!(again.ends_with(&want), "{err}");
     assert_eq!(gets, 2, "{err}");
+}
+
+#[test]
+fn serve_loads_cdxj_from_a_url_and_serves_within_a_fetch_budget() {
+    let tmp = tempfile::tempdir().unwrap();
+    let iana = fixture("pywb/iana.warc.gz");
+    std::fs::copy(&iana, tmp.path().join("iana.warc.gz")).unwrap();
+    std::fs::write(tmp.path().join("iana.cdxj"), index_lines(&iana).join("\n")).unwrap();
+    let srv = RangeServer::start(tmp.path(), 5.0);
+    let url = srv.url("iana.warc.gz");
+    let local = serve_env(
+        &[],
+        &[&iana.display().to_string()],
+        &tmp.path().join("l.redb"),
+    );
+    // The index read from its URL: the archive itself is not scanned.
+    srv.reset_count();
+    let cdxj = srv.url("iana.cdxj");
+    let remote = serve_env(&[], &[&url, "--cdxj", &cdxj], &tmp.path().join("r.redb"));
+    let (gets, _) = srv.count();
+    let cdxj_len = std::fs::metadata(tmp.path().join("iana.cdxj"))
+        .unwrap()
+        .len();
+    assert!(gets <= 2, "{gets} GETs to load a {cdxj_len}-byte index");
+    srv.reset_count();
+    let r = remote.rget(IANA_CSS);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(r.body == local.rget(IANA_CSS).body);
+    assert_eq!(srv.count().0, 1, "one range request for the record");
+    // A budget smaller than any record: each is streamed from its one
+    // request instead of fetched whole, with the same bytes.
+    let tight = serve_env(
+        &[("WARCHEST_SERVE_FETCH_BUDGET", "1".to_string())],
+        &[&url, "--cdxj", &cdxj],
+        &tmp.path().join("t.redb"),
+    );
+    for page in [IANA_HOME, IANA_CSS, IANA_REVISIT] {
+        let r = tight.rget(page);
+        assert_eq!(r.status, 200, "{page}: {}", r.text());
+        assert!(r.body == local.rget(page).body, "{page} differs");
+    }
 }
