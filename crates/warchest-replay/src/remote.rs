@@ -53,10 +53,16 @@ impl Budget {
     pub(crate) fn global() -> &'static Budget {
         static B: OnceLock<Budget> = OnceLock::new();
         B.get_or_init(|| {
-            let limit = std::env::var("WARCHEST_SERVE_FETCH_BUDGET")
-                .ok()
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or(FETCH_BUDGET);
+            let limit = match std::env::var("WARCHEST_SERVE_FETCH_BUDGET") {
+                Ok(v) => v.trim().parse().unwrap_or_else(|_| {
+                    tracing::warn!(
+                        "WARCHEST_SERVE_FETCH_BUDGET={v:?} is not a number of bytes; \
+                         {FETCH_BUDGET} used"
+                    );
+                    FETCH_BUDGET
+                }),
+                Err(_) => FETCH_BUDGET,
+            };
             Budget::new(limit)
         })
     }
