@@ -226,6 +226,27 @@ fn commands_on_s3_match_the_local_files() {
         fetched.ends_with(&want),
         "fetched records differ from the stored ones"
     );
+    // The records lie next to each other: one request for them all, and
+    // the same records with --max-gap 0, one request each.
+    assert!(rerr.contains("with 1 requests"), "{rerr}");
+    let one = tmp.path().join("one-by-one.warc.gz");
+    let (rc, _, rerr) = run_env(
+        &env,
+        &[
+            "fetch",
+            &cdxj.display().to_string(),
+            "--prefix",
+            "s3://bucket/crawl/",
+            "--max-gap",
+            "0",
+            "-o",
+            &one.display().to_string(),
+        ],
+    );
+    assert_eq!(rc, 0, "{rerr}");
+    let n = idx.lines().count();
+    assert!(rerr.contains(&format!("with {n} requests")), "{rerr}");
+    assert!(std::fs::read(&one).unwrap().ends_with(&want));
     // Its first record is a warcinfo naming the index.
     let (rc, info, _) = run_env(
         &env,
