@@ -4,17 +4,26 @@ on 127.0.0.1:
 1. scan: `warchest ls -j N` of the archive from a local S3 server against
    the same of the local file (target: at least 0.8x the local speed);
 2. fetch: `warchest fetch -j 64` of N index-selected records from the S3
-   server against the same records fetched one range request at a time,
+   server, with its default --max-gap (records less than 1 MiB apart in an
+   object read with one request) and with `--max-gap 0` (one request per
+   record), against the same records fetched one range request at a time,
    sequentially, as cc-pyspark does (boto3 `get_object` with `Range` in a
    Python loop), and against `warchest fetch -j 1` (target: at least 10x
    the cc-pyspark way), with each run's peak RSS;
-3. latency: the same fetch from tests/remote/range_server.py answering
-   every request after LATENCY ms (a real store's first byte), -j 64
-   against -j 1: what concurrency buys where requests wait.
+3. latency: the same fetch (--max-gap 0: a request per record) from
+   tests/remote/range_server.py answering every request after LATENCY ms
+   (a real store's first byte), -j 64 against -j 1: what concurrency buys
+   where requests wait.
 
     python3 bench/remote_bench.py /work/corpus/rustdocs.warc.gz \\
         [--s3s-fs PATH] [--records 10000] [-j 64] [--runs 3] \\
-        [--latency-ms 20] [--latency-records 500]
+        [--latency-ms 20] [--latency-records 500] \\
+        [--endpoint URL [--bucket NAME]]
+
+--endpoint runs the S3 rows against an external S3-compatible store
+instead of a local server, with the credentials of the environment
+(AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION); the archive is
+uploaded to --bucket (default "bench") unless an object of its size is there.
 
 The S3 server (--server) is s3rver by default (Node, from the npm registry,
 installed once under ~/.cache/warchest-bench; it streams ranges from its
@@ -107,6 +116,10 @@ class S3:
 
     def __init__(self, args, archive, tmp):
         self.name = os.path.basename(archive)
+        self.bucket = args.bucket
+        if args.endpoint:
+            self.external(args, archive)
+            return
         self.port = free_port()
         self.endpoint = "http://127.0.0.1:%d" % self.port
         self.key, self.secret = "bench", "benchsecret"
@@ -120,8 +133,8 @@ class S3:
             # s3s-fs serves a directory: a bucket is a directory, an object
             # a file in it (the archive linked in, not copied).
             root = os.path.join(tmp, "s3root")
-            os.makedirs(os.path.join(root, BUCKET))
-            dest = os.path.join(root, BUCKET, self.name)
+            os.makedirs(os.path.join(root, self.bucket))
+            dest = os.path.join(root, self.bucket, self.name)
             try:
                 os.link(archive, dest)
             except OSError:
@@ -140,7 +153,7 @@ class S3:
             os.makedirs(root)
             self.proc = subprocess.Popen(
                 [s3rver_bin(), "-d", root, "-a", "127.0.0.1", "-p", str(self.port), "--silent",
-                 "--configure-bucket", BUCKET],
+                 "--configure-bucket", self.bucket],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         else:
             self.proc = subprocess.Popen(
@@ -150,20 +163,46 @@ class S3:
         if upload:
             c = self.client()
             if server == "moto":
-                c.create_bucket(Bucket=BUCKET)
-            c.upload_file(archive, BUCKET, self.name)
+                c.create_bucket(Bucket=self.bucket)
+            c.upload_file(archive, self.bucket, self.name)
         self.env = dict(os.environ, AWS_ENDPOINT_URL=self.endpoint, AWS_ACCESS_KEY_ID=self.key,
                         AWS_SECRET_ACCESS_KEY=self.secret, AWS_REGION="us-east-1",
                         AWS_ALLOW_HTTP="true")
 
+    def external(self, args, archive):
+        """An S3-compatible store at --endpoint, its credentials from the
+        environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION):
+        the archive is uploaded to --bucket unless an object of its size is
+        there already."""
+        self.proc = None
+        self.endpoint = args.endpoint.rstrip("/")
+        self.kind = self.endpoint
+        self.key = os.environ.get("AWS_ACCESS_KEY_ID", "")
+        self.secret = os.environ.get("AWS_SECRET_ACCESS_KEY", "")
+        if not self.key or not self.secret:
+            sys.exit("--endpoint needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment")
+        self.region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+        c = self.client()
+        try:
+            have = c.head_object(Bucket=self.bucket, Key=self.name)["ContentLength"]
+        except Exception:
+            have = None
+        if have != os.path.getsize(archive):
+            c.upload_file(archive, self.bucket, self.name)
+        self.env = dict(os.environ, AWS_ENDPOINT_URL=self.endpoint, AWS_REGION=self.region)
+        if self.endpoint.startswith("http://"):
+            self.env["AWS_ALLOW_HTTP"] = "true"
+
     def client(self):
         import boto3
         return boto3.client("s3", endpoint_url=self.endpoint, aws_access_key_id=self.key,
-                            aws_secret_access_key=self.secret, region_name="us-east-1")
+                            aws_secret_access_key=self.secret,
+                            region_name=getattr(self, "region", "us-east-1"))
 
     def close(self):
-        self.proc.kill()
-        self.proc.wait()
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
 
 
 # The cc-pyspark way: one get_object with a Range per record, in order, in
@@ -171,9 +210,9 @@ class S3:
 # records appended to one file. Run as its own process for its RSS.
 BOTO3_LOOP = r"""
 import json, sys, boto3
-endpoint, bucket, sel, out, key, secret = sys.argv[1:7]
+endpoint, bucket, sel, out, key, secret, region = sys.argv[1:8]
 s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=key,
-                  aws_secret_access_key=secret, region_name="us-east-1")
+                  aws_secret_access_key=secret, region_name=region)
 n = 0
 with open(out, "wb") as w:
     for line in open(sel):
@@ -212,6 +251,11 @@ def main():
     ap.add_argument("--server", choices=["s3rver", "moto", "s3s-fs"],
                     help="the S3 server (default: s3rver when npm is here, else moto)")
     ap.add_argument("--s3s-fs", help="the s3s-fs binary")
+    ap.add_argument("--endpoint", help="an external S3-compatible store's URL to run the S3 rows "
+                    "against instead of a local server (credentials from AWS_ACCESS_KEY_ID, "
+                    "AWS_SECRET_ACCESS_KEY, AWS_REGION; the archive is uploaded to --bucket "
+                    "unless there)")
+    ap.add_argument("--bucket", default=BUCKET, help="the bucket (default %s)" % BUCKET)
     ap.add_argument("--latency-ms", type=float, default=20)
     ap.add_argument("--latency-records", type=int, default=500)
     args = ap.parse_args()
@@ -225,7 +269,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="remote-bench-") as tmp:
         s3 = S3(args, args.file, tmp)
         try:
-            url = "s3://%s/%s" % (BUCKET, s3.name)
+            url = "s3://%s/%s" % (s3.bucket, s3.name)
             # 1. Scans.
             for j in [int(x) for x in args.scan_jobs.split(",") if x]:
                 lt, lm, lc = median_runs(args.runs, [wbin, "ls", "-j", str(j), args.file])
@@ -251,26 +295,32 @@ def main():
             n = args.records
             out = os.path.join(tmp, "out.warc.gz")
 
-            def fetch(j, env, prefix, runs):
+            def fetch(j, env, prefix, runs, extra=()):
                 def one():
                     if os.path.exists(out):
                         os.unlink(out)
                     return timed([wbin, "-q", "fetch", sel, "--prefix", prefix, "-j", str(j),
-                                  "-o", out], env)
+                                  "-o", out] + list(extra), env)
                 rs = [one() for _ in range(runs)]
                 return (statistics.median(r[0] for r in rs), max(r[1] for r in rs),
                         statistics.median(r[2] for r in rs))
 
-            prefix = "s3://%s/" % BUCKET
+            prefix = "s3://%s/" % s3.bucket
+            # Without coalescing first: one request per record, as before
+            # --max-gap existed; then the default (ranges less than 1 MiB
+            # apart read with one request).
+            gt, gm, gc = fetch(args.j, s3.env, prefix, args.runs, ["--max-gap", "0"])
+            rows.append(("fetch %d records -j %d --max-gap 0 from %s" % (n, args.j, s3.kind), gt,
+                         "%.0f records/s" % (n / gt), gm, gc))
             ft, fm, fc = fetch(args.j, s3.env, prefix, args.runs)
-            rows.append(("fetch %d records -j %d from %s" % (n, args.j, s3.kind), ft,
-                         "%.0f records/s" % (n / ft), fm, fc))
+            rows.append(("fetch %d records -j %d (default --max-gap) from %s" % (n, args.j, s3.kind),
+                         ft, "%.0f records/s" % (n / ft), fm, fc))
             st, sm, sc = fetch(1, s3.env, prefix, 1)
             rows.append(("fetch %d records -j 1 from %s" % (n, s3.kind), st,
                          "%.0f records/s" % (n / st), sm, sc))
             bout = os.path.join(tmp, "boto3.warc.gz")
-            bt, bm, bc = timed([sys.executable, "-c", BOTO3_LOOP, s3.endpoint, BUCKET, sel, bout,
-                                 s3.key, s3.secret])
+            bt, bm, bc = timed([sys.executable, "-c", BOTO3_LOOP, s3.endpoint, s3.bucket, sel, bout,
+                                 s3.key, s3.secret, getattr(s3, "region", "us-east-1")])
             rows.append(("cc-pyspark way: boto3 get_object loop, %d records" % n, bt,
                          "%.0f records/s" % (n / bt), bm, bc))
             # The same bytes both ways (after fetch's warcinfo record).
@@ -279,6 +329,8 @@ def main():
             if not got.endswith(want):
                 sys.exit("fetch's records differ from boto3's")
             ratios.append(("fetch -j %d / cc-pyspark way (throughput)" % args.j, bt / ft, 10))
+            ratios.append(("fetch -j %d --max-gap 0 / cc-pyspark way (throughput)" % args.j,
+                           bt / gt, None))
             ratios.append(("fetch -j %d / fetch -j 1 (throughput)" % args.j, st / ft, None))
         finally:
             s3.close()
@@ -300,10 +352,13 @@ def main():
             for j in (args.j, 1):
                 if os.path.exists(out):
                     os.unlink(out)
+                # One request per record: these rows measure what
+                # concurrency buys where each request waits (coalesced, the
+                # 500 records would be one request).
                 res[j] = timed([wbin, "-q", "fetch", lsel, "--prefix", base, "-j", str(j),
-                                "-o", out])
+                                "--max-gap", "0", "-o", out])
                 t, mem, cpu = res[j]
-                rows.append(("fetch %d records -j %d, %g ms a request (range_server.py)"
+                rows.append(("fetch %d records -j %d --max-gap 0, %g ms a request (range_server.py)"
                              % (m, j, args.latency_ms), t, "%.0f records/s" % (m / t), mem, cpu))
             ratios.append(("latency %g ms: fetch -j %d / -j 1 (throughput)" % (args.latency_ms, args.j),
                            res[1][0] / res[args.j][0], None))

@@ -155,7 +155,12 @@ struct Fetcher {
 }
 
 impl Fetcher {
-    fn new(rows: Vec<(String, u64, u64)>, concurrency: usize, max_length: u64) -> Fetcher {
+    fn new(
+        rows: Vec<(String, u64, u64)>,
+        concurrency: usize,
+        max_length: u64,
+        max_gap: u64,
+    ) -> Fetcher {
         let mut requests = Vec::new();
         let rows: Vec<Row> = rows
             .into_iter()
@@ -199,11 +204,18 @@ impl Fetcher {
             let thread = std::thread::Builder::new()
                 .name("warchest-fetch".into())
                 .spawn(move || {
-                    warchest_remote::fetch_ranges(requests, conc, |_, r| {
+                    let plan = warchest_remote::FetchPlan {
+                        concurrency: conc,
+                        max_gap,
+                        ..Default::default()
+                    };
+                    let opts = warchest_remote::Options::from_env();
+                    warchest_remote::fetch_ranges_with(requests, &plan, &opts, |_, r| {
                         // The taker is gone (the iterator was dropped): stop.
                         tx.send(r)
                             .map_err(|_| io::Error::other("the fetch was abandoned"))
                     })
+                    .map(|_| ())
                 });
             match thread {
                 Ok(t) => (Some(rx), Some(t)),
@@ -374,7 +386,8 @@ impl FetchStream {
 /// items.
 #[pyfunction]
 #[pyo3(signature = (rows, concurrency = 16, max_length = 1 << 30, record_types = None,
-    parse_http = true, strict = false, raw = false))]
+    parse_http = true, strict = false, raw = false, max_gap = warchest_remote::DEFAULT_MAX_GAP))]
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn fetch_records(
     rows: Vec<(String, u64, u64)>,
     concurrency: usize,
@@ -383,9 +396,10 @@ pub(crate) fn fetch_records(
     parse_http: bool,
     strict: bool,
     raw: bool,
+    max_gap: u64,
 ) -> FetchStream {
     FetchStream {
-        fetcher: Mutex::new(Fetcher::new(rows, concurrency, max_length)),
+        fetcher: Mutex::new(Fetcher::new(rows, concurrency, max_length, max_gap)),
         record_types,
         parse_http,
         strict,
@@ -456,7 +470,7 @@ impl RecordBatchReader for FetchBatches {
 #[pyfunction]
 #[pyo3(signature = (rows, concurrency = 16, max_length = 1 << 30, columns = None,
     record_types = None, batch_rows = 8192, include_payload = false, max_payload = 32 << 20,
-    skip_errors = true, strict = false))]
+    skip_errors = true, strict = false, max_gap = warchest_remote::DEFAULT_MAX_GAP))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn fetch_scan_stream(
     rows: Vec<(String, u64, u64)>,
@@ -469,6 +483,7 @@ pub(crate) fn fetch_scan_stream(
     max_payload: u64,
     skip_errors: bool,
     strict: bool,
+    max_gap: u64,
 ) -> PyResult<ScanStream> {
     let opts = crate::scan::scan_options(
         columns,
@@ -482,7 +497,7 @@ pub(crate) fn fetch_scan_stream(
     .map_err(|e| PyValueError::new_err(e.to_string()))?;
     let schema = warchest_index::table::schema(&opts.columns);
     Ok(ScanStream::new(Box::new(FetchBatches {
-        fetcher: Fetcher::new(rows, concurrency, max_length),
+        fetcher: Fetcher::new(rows, concurrency, max_length, max_gap),
         opts,
         schema,
     })))

@@ -250,6 +250,33 @@ def test_fetch_gives_the_bytes_of_the_local_ranges(s3, http_root):
     }
 
 
+def test_fetch_coalesces_neighbouring_rows(http_root):
+    import urllib.request
+
+    def gets():
+        with urllib.request.urlopen(http_root + "_count") as r:
+            return int(r.read().split()[0])
+
+    # Every other record of one file: gaps between the ranges.
+    rows = index_rows(["iana.warc.gz"])[::2]
+    assert len(rows) > 10
+    want = []
+    with open(FILES["iana.warc.gz"], "rb") as f:
+        for _, o, l in rows:
+            f.seek(o)
+            want.append(f.read(l))
+    before = gets()
+    got = list(warchest.fetch(rows, prefix=http_root, raw=True, concurrency=4, max_gap=0))
+    assert got == want
+    assert gets() - before == len(rows), "max_gap=0: a request per row"
+    before = gets()
+    got = list(warchest.fetch(rows, prefix=http_root, raw=True, concurrency=4))
+    assert got == want
+    assert gets() - before == 1, "the default gap: one request for them all"
+    with pytest.raises(ValueError):
+        warchest.fetch(rows, prefix=http_root, max_gap=-1)
+
+
 def test_fetch_reports_rows_it_cannot_fetch(s3):
     good = index_rows(["example.warc.gz"])
     size = FILES["example.warc.gz"].stat().st_size

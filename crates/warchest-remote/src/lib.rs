@@ -13,7 +13,9 @@
 //!   HEAD request, read through range requests with read-ahead.
 //! - [`get_range`] fetches one byte range with exactly one request (when no
 //!   fault forces a retry); [`open_range`] streams one.
-//! - [`fetch_ranges`] fetches many ranges concurrently, handed back in order.
+//! - [`fetch_ranges`] fetches many ranges concurrently, handed back in order,
+//!   neighbouring ranges of one object read with one request
+//!   ([`fetch_ranges_with`] and [`FetchPlan`] say how).
 //! - [`list`] lists a prefix or a `*` glob in the last component.
 //! - [`create`] gives a [`RemoteWriter`]: the object appears only when
 //!   [`RemoteWriter::finish`] completes; dropped unfinished, nothing appears.
@@ -26,6 +28,7 @@
 //! The blocking API runs on one Tokio runtime shared by the process
 //! ([`runtime`]); it must not be called from inside an async task.
 
+mod coalesce;
 mod file;
 mod location;
 mod request;
@@ -35,6 +38,9 @@ use std::io;
 use std::sync::OnceLock;
 use std::time::Duration;
 
+pub use coalesce::{
+    DEFAULT_MAX_GAP, DEFAULT_MAX_REQUEST, DEFAULT_MEMORY, FetchPlan, FetchStats, fetch_ranges_with,
+};
 pub use file::{RangeReader, RemoteFile};
 pub use location::{Location, Scheme, is_remote};
 pub use writer::RemoteWriter;
@@ -234,41 +240,23 @@ pub struct RangeRequest {
     pub len: u64,
 }
 
-/// Fetches `requests` with at most `concurrency` in flight, handing each
-/// result to `each` in the order of `requests` (with its index). A range
-/// that cannot be fetched is handed over as its error and the rest go on;
-/// an error returned by `each` stops the fetch and is returned. Memory is
-/// bounded by `concurrency` ranges.
-pub fn fetch_ranges<I, F>(requests: I, concurrency: usize, mut each: F) -> io::Result<()>
+/// Fetches `requests` with at most `concurrency` requests in flight,
+/// handing each result to `each` in the order of `requests` (with its
+/// index); ranges of one object less than [`DEFAULT_MAX_GAP`] apart are read
+/// with one request. A range that cannot be fetched is handed over as its
+/// error and the rest go on; an error returned by `each` stops the fetch
+/// and is returned. Memory is bounded by [`DEFAULT_MEMORY`]. See
+/// [`fetch_ranges_with`].
+pub fn fetch_ranges<I, F>(requests: I, concurrency: usize, each: F) -> io::Result<()>
 where
     I: IntoIterator<Item = RangeRequest>,
-    I::IntoIter: Send,
     F: FnMut(usize, io::Result<Bytes>) -> io::Result<()>,
 {
-    use futures_util::StreamExt;
-    let opts = Options::from_env();
-    let rt = runtime();
-    let stream = futures_util::stream::iter(requests.into_iter().map(|r| {
-        let opts = opts.clone();
-        // Spawned, so that the ranges are fetched on the worker threads
-        // while the caller's callback runs here.
-        let task =
-            rt.spawn(async move { request::get_range(&r.location, &opts, r.offset, r.len).await });
-        async move {
-            task.await
-                .unwrap_or_else(|e| Err(io::Error::other(format!("fetch task failed: {e}"))))
-        }
-    }))
-    .buffered(concurrency.max(1));
-    rt.block_on(async move {
-        let mut stream = std::pin::pin!(stream);
-        let mut i = 0;
-        while let Some(r) = stream.next().await {
-            each(i, r)?;
-            i += 1;
-        }
-        Ok(())
-    })
+    let plan = FetchPlan {
+        concurrency,
+        ..FetchPlan::default()
+    };
+    fetch_ranges_with(requests, &plan, &Options::from_env(), each).map(|_| ())
 }
 
 /// The objects at `url` with their sizes, sorted by URL: every object under

@@ -18,7 +18,7 @@ pub(crate) struct Failure {
 }
 
 impl Failure {
-    fn retryable(kind: io::ErrorKind, message: impl Into<String>) -> Failure {
+    pub(crate) fn retryable(kind: io::ErrorKind, message: impl Into<String>) -> Failure {
         Failure {
             kind,
             message: message.into(),
@@ -26,7 +26,7 @@ impl Failure {
         }
     }
 
-    fn fatal(kind: io::ErrorKind, message: impl Into<String>) -> Failure {
+    pub(crate) fn fatal(kind: io::ErrorKind, message: impl Into<String>) -> Failure {
         Failure {
             kind,
             message: message.into(),

@@ -6,6 +6,8 @@
 //! that says so.
 
 use std::io::{self, Read, Seek, SeekFrom};
+use std::sync::{Condvar, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
@@ -14,6 +16,94 @@ use bytes::Bytes;
 /// never a response cut short. Larger records are streamed from one
 /// request (bounded memory); a fault past the retries cuts the response.
 pub(crate) const FETCH_WHOLE: u64 = 4 << 20;
+
+/// The bytes of records fetched whole and not yet served, all requests
+/// together: without a bound, each thread of the blocking pool could hold
+/// [`FETCH_WHOLE`] at once. `WARCHEST_SERVE_FETCH_BUDGET` (bytes) changes it.
+pub(crate) const FETCH_BUDGET: u64 = 64 << 20;
+
+/// How long a record waits for the budget before it is streamed instead.
+pub(crate) const BUDGET_WAIT: Duration = Duration::from_secs(1);
+
+/// A count of bytes held, bounded, shared by the threads that serve.
+#[derive(Debug)]
+pub(crate) struct Budget {
+    limit: u64,
+    used: Mutex<u64>,
+    freed: Condvar,
+}
+
+/// Bytes taken from a [`Budget`], given back when dropped.
+#[derive(Debug)]
+pub(crate) struct Held {
+    budget: &'static Budget,
+    bytes: u64,
+}
+
+impl Budget {
+    pub(crate) const fn new(limit: u64) -> Budget {
+        Budget {
+            limit,
+            used: Mutex::new(0),
+            freed: Condvar::new(),
+        }
+    }
+
+    /// The process's budget ([`FETCH_BUDGET`], or the environment's).
+    pub(crate) fn global() -> &'static Budget {
+        static B: OnceLock<Budget> = OnceLock::new();
+        B.get_or_init(|| {
+            let limit = match std::env::var("WARCHEST_SERVE_FETCH_BUDGET") {
+                Ok(v) => v.trim().parse().unwrap_or_else(|_| {
+                    tracing::warn!(
+                        "WARCHEST_SERVE_FETCH_BUDGET={v:?} is not a number of bytes; \
+                         {FETCH_BUDGET} used"
+                    );
+                    FETCH_BUDGET
+                }),
+                Err(_) => FETCH_BUDGET,
+            };
+            Budget::new(limit)
+        })
+    }
+
+    /// `bytes` of the budget, waiting up to `wait` for them; `None` when
+    /// they are not there in time (or never can be: more than the limit).
+    pub(crate) fn take(&'static self, bytes: u64, wait: Duration) -> Option<Held> {
+        if bytes > self.limit {
+            return None;
+        }
+        let deadline = Instant::now() + wait;
+        // A poisoned lock only means a holder panicked; the count is whole.
+        let mut used = self.used.lock().unwrap_or_else(|e| e.into_inner());
+        while *used + bytes > self.limit {
+            let left = deadline.checked_duration_since(Instant::now())?;
+            used = self
+                .freed
+                .wait_timeout(used, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        *used += bytes;
+        Some(Held {
+            budget: self,
+            bytes,
+        })
+    }
+
+    #[cfg(test)]
+    fn used(&self) -> u64 {
+        *self.used.lock().unwrap()
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let mut used = self.budget.used.lock().unwrap_or_else(|e| e.into_inner());
+        *used = used.saturating_sub(self.bytes);
+        self.budget.freed.notify_all();
+    }
+}
 
 /// The first range when a record's length is not known (a record page
 /// opened by offset, a revisit's original indexed without its length):
@@ -68,25 +158,41 @@ pub struct Fetched {
     bytes: Bytes,
     start: u64,
     pos: u64,
+    /// Its share of the fetch budget, given back when it is dropped.
+    _held: Option<Held>,
 }
 
 impl Fetched {
     /// The range `offset..offset + len` of the object at `url` (one GET,
-    /// no HEAD; faults retried within the budget).
-    pub(crate) fn get(url: &str, offset: u64, len: u64) -> io::Result<Fetched> {
+    /// no HEAD; faults retried within the budget), holding `held`.
+    pub(crate) fn get(url: &str, offset: u64, len: u64, held: Option<Held>) -> io::Result<Fetched> {
         #[cfg(feature = "remote")]
         {
             Ok(Fetched {
                 bytes: warchest_remote::get_range(url, offset, len)?,
                 start: offset,
                 pos: offset,
+                _held: held,
             })
         }
         #[cfg(not(feature = "remote"))]
         {
-            let _ = (offset, len);
+            let _ = (offset, len, held);
             Err(unsupported(url))
         }
+    }
+}
+
+/// The object at `url` read from its start (one HEAD, then ranges with
+/// read-ahead): an index given by URL.
+pub(crate) fn read_object(url: &str) -> io::Result<Box<dyn Read + Send>> {
+    #[cfg(feature = "remote")]
+    {
+        Ok(Box::new(warchest_remote::open(url)?))
+    }
+    #[cfg(not(feature = "remote"))]
+    {
+        Err(unsupported(url))
     }
 }
 
@@ -240,6 +346,7 @@ mod tests {
             bytes: Bytes::from_static(b"abcdef"),
             start: 100,
             pos: 100,
+            _held: None,
         };
         let mut s = String::new();
         f.read_to_string(&mut s).unwrap();
@@ -252,6 +359,26 @@ mod tests {
         assert_eq!(f.read(&mut b).unwrap(), 0);
         assert!(f.seek(SeekFrom::Start(99)).is_err());
         assert!(f.seek(SeekFrom::Start(107)).is_err());
+    }
+
+    #[test]
+    fn the_budget_bounds_the_bytes_held_and_wakes_a_waiter() {
+        static B: Budget = Budget::new(100);
+        let a = B.take(60, Duration::ZERO).unwrap();
+        assert_eq!(B.used(), 60);
+        // Not there, and not coming in time.
+        assert!(B.take(50, Duration::from_millis(20)).is_none());
+        // More than the whole budget never is.
+        assert!(B.take(101, Duration::from_secs(5)).is_none());
+        let b = B.take(40, Duration::ZERO).unwrap();
+        assert_eq!(B.used(), 100);
+        // A waiter gets its bytes when a holder gives them back.
+        let waiter = std::thread::spawn(|| B.take(30, Duration::from_secs(10)).map(|h| h.bytes));
+        std::thread::sleep(Duration::from_millis(50));
+        drop(a);
+        assert_eq!(waiter.join().unwrap(), Some(30));
+        drop(b);
+        assert_eq!(B.used(), 0, "every byte given back");
     }
 
     #[test]

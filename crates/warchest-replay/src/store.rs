@@ -121,9 +121,14 @@ impl Source {
             return Ok(SourceBytes::File(self.open_file_at(offset)?));
         };
         let named = |e: std::io::Error| Error::from(e).in_file(Path::new(url));
-        if len <= remote::FETCH_WHOLE {
+        // Fetched whole only within the process's budget for such bytes,
+        // waited for a moment; past it, streamed (memory stays bounded).
+        let held = (len <= remote::FETCH_WHOLE)
+            .then(|| remote::Budget::global().take(len, remote::BUDGET_WAIT))
+            .flatten();
+        if let Some(held) = held {
             Ok(SourceBytes::Fetched(
-                Fetched::get(url, offset, len).map_err(named)?,
+                Fetched::get(url, offset, len, Some(held)).map_err(named)?,
             ))
         } else {
             Ok(SourceBytes::Streamed(Box::new(
@@ -143,7 +148,8 @@ impl Source {
     fn open_object(&self, url: &str, offset: u64, _scan: bool) -> Result<SourceBytes> {
         // Fails with the message naming the missing feature.
         Ok(SourceBytes::Fetched(
-            Fetched::get(url, offset, 0).map_err(|e| Error::from(e).in_file(Path::new(url)))?,
+            Fetched::get(url, offset, 0, None)
+                .map_err(|e| Error::from(e).in_file(Path::new(url)))?,
         ))
     }
 
@@ -867,8 +873,8 @@ impl Store {
         Ok(entries.len() as u64)
     }
 
-    /// Loads a CDXJ index (as `warchest index` or pywb writes it) instead
-    /// of reading the files: each line's `filename` is looked for among
+    /// Loads a CDXJ index (as `warchest index` or pywb writes it; a path
+    /// or a URL) instead of reading the files: each line's `filename` is looked for among
     /// the sources known by base name (or `WACZ#member` name); lines of
     /// unknown files are counted and skipped.
     ///
@@ -931,7 +937,11 @@ impl Store {
             self.save_source(&src)?;
             by_name.insert(base, id);
         }
-        let file = File::open(cdxj).map_err(|e| Error::from(e).in_file(cdxj))?;
+        // An index named by URL is read from the object.
+        let file: Box<dyn Read + Send> = match cdxj.to_str().filter(|u| remote::is_remote(u)) {
+            Some(url) => remote::read_object(url).map_err(|e| Error::from(e).in_file(cdxj))?,
+            None => Box::new(File::open(cdxj).map_err(|e| Error::from(e).in_file(cdxj))?),
+        };
         let mut r = std::io::BufReader::new(file);
         let mut line = Vec::new();
         let (mut loaded, mut skipped) = (0u64, 0u64);

@@ -13,9 +13,11 @@ use crate::report::{Global, Outcome};
 /// URL). Each selected record is read with one range request (its offset
 /// and length) from the file the index names, resolved against --prefix,
 /// and copied as stored: the output is the records' members, after a
-/// warcinfo record that says which index and selection made it. Many
-/// records are fetched at once (--concurrency); one that cannot be fetched
-/// is reported and the rest go on (exit 1 at the end).
+/// warcinfo record that says which index and selection made it. Records
+/// that follow each other in the index and lie close together in one object
+/// are read with one request (--max-gap). Many requests are in flight at
+/// once (--concurrency); a record that cannot be fetched is reported and the
+/// rest go on (exit 1 at the end).
 ///
 /// Examples:
 ///   warchest fetch cc.cdxj --prefix https://data.commoncrawl.org/ \
@@ -63,10 +65,20 @@ pub struct Args {
     /// At most this many records.
     #[arg(long)]
     limit: Option<u64>,
-    /// Records fetched at once.
+    /// Requests in flight at once.
     #[arg(short = 'j', long, default_value_t = 16)]
     concurrency: usize,
+    /// Records of the same object at most this many bytes apart (and in
+    /// the index's order) are read with one request, the bytes between them
+    /// read and dropped; 0 makes one request per record. The default, 1 MiB,
+    /// is object_store's for coalescing ranges.
+    #[arg(long, value_name = "BYTES", default_value_t = MAX_GAP)]
+    max_gap: u64,
 }
+
+/// The default of --max-gap: object_store's `OBJECT_STORE_COALESCE_DEFAULT`
+/// (the remote crate's `DEFAULT_MAX_GAP`, checked by a test).
+const MAX_GAP: u64 = 1 << 20;
 
 /// One index line: where a record is and what selects it.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -416,7 +428,7 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
     let t0 = std::time::Instant::now();
     let mut last_report = t0;
     let mut handle =
-        |i: usize, r: std::io::Result<Vec<u8>>, w: &mut dyn Write| -> std::io::Result<()> {
+        |i: usize, r: std::io::Result<bytes::Bytes>, w: &mut dyn Write| -> std::io::Result<()> {
             let e = &entries[i];
             match r {
                 Ok(b) => {
@@ -443,21 +455,19 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
             Ok(())
         };
     let mut i = 0;
+    let mut requests = 0u64;
     while i < total {
         if crate::remote::is_remote(&names[i]) {
             let j = (i..total)
                 .find(|&k| !crate::remote::is_remote(&names[k]))
                 .unwrap_or(total);
-            fetch_remote(
-                &names[i..j],
-                &entries[i..j],
-                args.concurrency,
-                &mut |k, r| handle(i + k, r, &mut w),
-            )?;
+            requests += fetch_remote(&names[i..j], &entries[i..j], &args, &mut |k, r| {
+                handle(i + k, r, &mut w)
+            })?;
             i = j;
         } else {
             let r = read_local(&names[i], entries[i].offset, entries[i].length);
-            handle(i, r, &mut w)?;
+            handle(i, r.map(bytes::Bytes::from), &mut w)?;
             i += 1;
         }
     }
@@ -465,7 +475,7 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
     drop(w);
     if !g.quiet {
         eprintln!(
-            "warchest: fetched {done} of {total} records ({bytes} bytes) in {:.1} s{}",
+            "warchest: fetched {done} of {total} records ({bytes} bytes) with {requests} requests in {:.1} s{}",
             t0.elapsed().as_secs_f64(),
             if failed > 0 {
                 format!("; {failed} not fetched")
@@ -488,14 +498,15 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
     })
 }
 
-/// Fetches the ranges of `entries` in `names`, handing each to `each` in order.
+/// Fetches the ranges of `entries` in `names`, handing each to `each` in
+/// order; the number of requests made (retries included).
 #[cfg(feature = "remote")]
 fn fetch_remote(
     names: &[String],
     entries: &[Entry],
-    concurrency: usize,
-    each: &mut dyn FnMut(usize, std::io::Result<Vec<u8>>) -> std::io::Result<()>,
-) -> Result<()> {
+    args: &Args,
+    each: &mut dyn FnMut(usize, std::io::Result<bytes::Bytes>) -> std::io::Result<()>,
+) -> Result<u64> {
     // Parsed once per file name: the store for a bucket is shared.
     let mut locs: std::collections::HashMap<&str, std::io::Result<warchest_remote::Location>> =
         std::collections::HashMap::new();
@@ -521,23 +532,34 @@ fn fetch_remote(
         each(k, Err(err))?;
     }
     let idx: Vec<usize> = reqs.iter().map(|(k, _)| *k).collect();
-    warchest_remote::fetch_ranges(reqs.into_iter().map(|(_, r)| r), concurrency, |j, r| {
-        each(idx[j], r.map(|b| b.to_vec()))
-    })?;
-    Ok(())
+    let plan = warchest_remote::FetchPlan {
+        concurrency: args.concurrency,
+        max_gap: args.max_gap,
+        ..Default::default()
+    };
+    let stats = warchest_remote::fetch_ranges_with(
+        reqs.into_iter().map(|(_, r)| r),
+        &plan,
+        &warchest_remote::Options::from_env(),
+        |j, r| each(idx[j], r),
+    )?;
+    Ok(stats.requests)
 }
 
 #[cfg(not(feature = "remote"))]
 fn fetch_remote(
     names: &[String],
     _entries: &[Entry],
-    _concurrency: usize,
-    each: &mut dyn FnMut(usize, std::io::Result<Vec<u8>>) -> std::io::Result<()>,
-) -> Result<()> {
+    _args: &Args,
+    each: &mut dyn FnMut(usize, std::io::Result<bytes::Bytes>) -> std::io::Result<()>,
+) -> Result<u64> {
     for (k, n) in names.iter().enumerate() {
-        each(k, crate::remote::open_stream(n).map(|_| Vec::new()))?;
+        each(
+            k,
+            crate::remote::open_stream(n).map(|_| bytes::Bytes::new()),
+        )?;
     }
-    Ok(())
+    Ok(0)
 }
 
 /// A Parquet file read through range requests (local files are read
@@ -734,6 +756,12 @@ mod tests {
         assert_eq!((e.offset, e.length), (678, 345));
         assert!(parse_cdx("a b c", &f).is_none());
         assert!(parse_cdxj("a b {\"offset\": 1}").is_none());
+    }
+
+    #[cfg(feature = "remote")]
+    #[test]
+    fn max_gap_default_is_the_remote_crates() {
+        assert_eq!(MAX_GAP, warchest_remote::DEFAULT_MAX_GAP);
     }
 
     #[test]

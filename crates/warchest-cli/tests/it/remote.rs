@@ -226,6 +226,27 @@ fn commands_on_s3_match_the_local_files() {
         fetched.ends_with(&want),
         "fetched records differ from the stored ones"
     );
+    // The records lie next to each other: one request for them all, and
+    // the same records with --max-gap 0, one request each.
+    assert!(rerr.contains("with 1 requests"), "{rerr}");
+    let one = tmp.path().join("one-by-one.warc.gz");
+    let (rc, _, rerr) = run_env(
+        &env,
+        &[
+            "fetch",
+            &cdxj.display().to_string(),
+            "--prefix",
+            "s3://bucket/crawl/",
+            "--max-gap",
+            "0",
+            "-o",
+            &one.display().to_string(),
+        ],
+    );
+    assert_eq!(rc, 0, "{rerr}");
+    let n = idx.lines().count();
+    assert!(rerr.contains(&format!("with {n} requests")), "{rerr}");
+    assert!(std::fs::read(&one).unwrap().ends_with(&want));
     // Its first record is a warcinfo naming the index.
     let (rc, info, _) = run_env(
         &env,
@@ -715,4 +736,104 @@ fn split_and_recompress_write_objects_to_a_bucket_as_files_locally() {
     let (objects, pending) = objects_under(&moto, "bucket", "rc2/");
     assert!(!pending);
     assert_eq!(objects, vec!["rc2/example.warc.gz".to_string()], "{err}");
+}
+
+#[test]
+fn fetch_coalesces_neighbouring_records_into_fewer_requests_with_the_same_bytes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = fixture("pywb/iana.warc.gz");
+    std::fs::copy(&src, tmp.path().join("iana.warc.gz")).unwrap();
+    let srv = RangeServer::start(tmp.path(), 5.0);
+    let base = format!("http://127.0.0.1:{}/", srv.port);
+    // Every other record, in the file's order: gaps between them.
+    let lines: Vec<String> = index_lines(&src).into_iter().step_by(2).collect();
+    assert!(lines.len() >= 4);
+    let cdxj = tmp.path().join("i.cdxj");
+    std::fs::write(&cdxj, lines.join("\n")).unwrap();
+    let fetch = |out: &str, extra: &[&str]| {
+        let out = tmp.path().join(out);
+        let cdxj = cdxj.display().to_string();
+        let out_s = out.display().to_string();
+        let mut a = vec!["fetch", &cdxj, "--prefix", &base, "-o", &out_s];
+        a.extend_from_slice(extra);
+        srv.reset_count();
+        let (rc, _, err) = run_env(&[], &a);
+        assert_eq!(rc, 0, "{err}");
+        (std::fs::read(out).unwrap(), srv.count().0, err)
+    };
+    let (one_by_one, gets0, err0) = fetch("a.warc.gz", &["--max-gap", "0"]);
+    let (merged, gets, err) = fetch("b.warc.gz", &[]);
+    assert_eq!(
+        gets0,
+        lines.len() as u64,
+        "--max-gap 0: a request per record"
+    );
+    assert_eq!(gets, 1, "the default gap merges them all");
+    assert!(err0.contains(&format!("with {gets0} requests")), "{err0}");
+    assert!(err.contains("with 1 requests"), "{err}");
+    // The stored records, in the index's order, after the warcinfo.
+    let data = std::fs::read(&src).unwrap();
+    let mut want = Vec::new();
+    for l in &lines {
+        let v: serde_json::Value = serde_json::from_str(l.splitn(3, ' ').nth(2).unwrap()).unwrap();
+        let n = |k: &str| v[k].as_str().unwrap().parse::<usize>().unwrap();
+        want.extend_from_slice(&data[n("offset")..n("offset") + n("length")]);
+    }
+    assert!(one_by_one.ends_with(&want), "--max-gap 0 output differs");
+    assert!(merged.ends_with(&want), "coalesced output differs");
+    let (rc, ls, err) = run_env(
+        &[],
+        &["ls", &tmp.path().join("b.warc.gz").display().to_string()],
+    );
+    assert_eq!(rc, 0, "{err}");
+    assert_eq!(ls.lines().count(), 1 + lines.len(), "{ls}");
+
+    // A reset mid-merged-request is resumed: the same bytes, one more GET.
+    srv.faults(&["reset"]);
+    let (again, gets, err) = fetch("c.warc.gz", &[]);
+    // (The warcinfo before them is compressed anew each time: its length
+    // may differ by a byte or two, its date being another.)
+    assert!(again.ends_with(&want), "{err}");
+    assert_eq!(gets, 2, "{err}");
+}
+
+#[test]
+fn serve_loads_cdxj_from_a_url_and_serves_within_a_fetch_budget() {
+    let tmp = tempfile::tempdir().unwrap();
+    let iana = fixture("pywb/iana.warc.gz");
+    std::fs::copy(&iana, tmp.path().join("iana.warc.gz")).unwrap();
+    std::fs::write(tmp.path().join("iana.cdxj"), index_lines(&iana).join("\n")).unwrap();
+    let srv = RangeServer::start(tmp.path(), 5.0);
+    let url = srv.url("iana.warc.gz");
+    let local = serve_env(
+        &[],
+        &[&iana.display().to_string()],
+        &tmp.path().join("l.redb"),
+    );
+    // The index read from its URL: the archive itself is not scanned.
+    srv.reset_count();
+    let cdxj = srv.url("iana.cdxj");
+    let remote = serve_env(&[], &[&url, "--cdxj", &cdxj], &tmp.path().join("r.redb"));
+    let (gets, _) = srv.count();
+    let cdxj_len = std::fs::metadata(tmp.path().join("iana.cdxj"))
+        .unwrap()
+        .len();
+    assert!(gets <= 2, "{gets} GETs to load a {cdxj_len}-byte index");
+    srv.reset_count();
+    let r = remote.rget(IANA_CSS);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(r.body == local.rget(IANA_CSS).body);
+    assert_eq!(srv.count().0, 1, "one range request for the record");
+    // A budget smaller than any record: each is streamed from its one
+    // request instead of fetched whole, with the same bytes.
+    let tight = serve_env(
+        &[("WARCHEST_SERVE_FETCH_BUDGET", "1".to_string())],
+        &[&url, "--cdxj", &cdxj],
+        &tmp.path().join("t.redb"),
+    );
+    for page in [IANA_HOME, IANA_CSS, IANA_REVISIT] {
+        let r = tight.rget(page);
+        assert_eq!(r.status, 200, "{page}: {}", r.text());
+        assert!(r.body == local.rget(page).body, "{page} differs");
+    }
 }

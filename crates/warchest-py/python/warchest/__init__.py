@@ -281,6 +281,7 @@ def fetch(
     max_length: int = 1 << 30,
     on_error: str = "raise",
     raw: bool = False,
+    max_gap: int = 1 << 20,
 ) -> Union[FetchedRecords, "pyarrow.RecordBatchReader"]:
     """The records at ``rows``, each a ``(filename, offset, length)`` range of
     an archive (the columns of a CDX or cc-index selection), fetched by range
@@ -311,7 +312,14 @@ def fetch(
     ``warc_filename`` and ``warc_record_offset`` set) and the others follow,
     as ``scan(..., skip_errors=True)`` does (``on_error`` is for records).
     A row longer than ``max_length`` bytes is refused (reported as above).
+
+    Rows next to each other that lie in the same object at most ``max_gap``
+    bytes apart are read with one request (the bytes between them dropped),
+    as ``warchest fetch --max-gap`` does; the default, 1 MiB, is
+    object_store's coalescing gap, and ``0`` makes one request per row.
     """
+    if max_gap < 0:
+        raise ValueError(f"max_gap must be 0 or more, not {max_gap!r}")
     if on_error not in ("raise", "skip"):
         raise ValueError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
     _need_remote("fetch")
@@ -330,6 +338,7 @@ def fetch(
             max_payload=max_payload,
             skip_errors=True,
             strict=strict,
+            max_gap=max_gap,
         )
         return pa.RecordBatchReader.from_stream(stream)
     stream = _fetch_records(
@@ -340,5 +349,6 @@ def fetch(
         parse_http=parse_http,
         strict=strict,
         raw=raw,
+        max_gap=max_gap,
     )
     return FetchedRecords(stream, items, on_error, raw)

@@ -149,6 +149,7 @@ def fetch_records(
     parse_http: bool = True,
     strict: bool = False,
     raw: bool = False,
+    max_gap: int = 1 << 20,
 ) -> FetchStream: ...
 def fetch_scan_stream(
     rows: Sequence[Tuple[str, int, int]],
@@ -161,4 +162,5 @@ def fetch_scan_stream(
     max_payload: int = 32 << 20,
     skip_errors: bool = True,
     strict: bool = False,
+    max_gap: int = 1 << 20,
 ) -> Any: ...

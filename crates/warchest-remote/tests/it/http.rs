@@ -125,3 +125,97 @@ fn cut_object_is_an_error_not_a_shorter_archive() {
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| record_spans(remote)));
     assert!(r.is_err(), "a cut object read as complete");
 }
+
+/// Every record of the fixture fetched with `plan`: the results (bytes or
+/// error text) and what the fetch cost.
+fn fetch_all(
+    url: &str,
+    spans: &[(u64, u64)],
+    plan: &warchest_remote::FetchPlan,
+) -> (Vec<Result<Vec<u8>, String>>, warchest_remote::FetchStats) {
+    let opts = quick();
+    let loc = Location::parse_with(url, &opts).unwrap();
+    let reqs = spans
+        .iter()
+        .map(|&(offset, len)| warchest_remote::RangeRequest {
+            location: loc.clone(),
+            offset,
+            len,
+        });
+    let mut got = Vec::new();
+    let stats = warchest_remote::fetch_ranges_with(reqs, plan, &opts, |i, r| {
+        assert_eq!(i, got.len(), "handed over out of order");
+        got.push(r.map(|b| b.to_vec()).map_err(|e| e.to_string()));
+        Ok(())
+    })
+    .unwrap();
+    (got, stats)
+}
+
+#[test]
+fn coalesced_fetch_gives_the_same_records_with_fewer_requests_through_faults() {
+    let (dir, data) = served();
+    let srv = RangeServer::start(dir.path(), 4.0);
+    let url = srv.url("example.warc.gz");
+    // Every other record: gaps between the ranges, which are read and dropped.
+    let all = record_spans(std::io::Cursor::new(data.clone()));
+    let spans: Vec<(u64, u64)> = all.iter().copied().step_by(2).collect();
+    assert!(spans.len() >= 3, "{spans:?}");
+    let want: Vec<Result<Vec<u8>, String>> = spans
+        .iter()
+        .map(|&(o, l)| Ok(data[o as usize..(o + l) as usize].to_vec()))
+        .collect();
+    let plan = |max_gap| warchest_remote::FetchPlan {
+        concurrency: 4,
+        max_gap,
+        ..Default::default()
+    };
+    // One request per record without coalescing, one in all with it.
+    srv.reset_count();
+    let (one_by_one, stats) = fetch_all(&url, &spans, &plan(0));
+    assert!(one_by_one == want);
+    assert_eq!(stats.requests, spans.len() as u64);
+    assert_eq!(srv.count(), (spans.len() as u64, 0));
+    srv.reset_count();
+    let (merged, stats) = fetch_all(&url, &spans, &plan(1 << 20));
+    assert!(merged == want, "coalesced records differ");
+    assert_eq!((stats.requests, srv.count()), (1, (1, 0)));
+    let (s, e) = (spans[0].0, spans.last().map(|&(o, l)| o + l).unwrap());
+    assert_eq!(stats.bytes_read, e - s, "the gaps are read, once");
+    // A span limit splits the merged request.
+    srv.reset_count();
+    let small = warchest_remote::FetchPlan {
+        max_request: (e - s) / 2,
+        ..plan(1 << 20)
+    };
+    let (split, stats) = fetch_all(&url, &spans, &small);
+    assert!(split == want);
+    assert!(
+        (2..=spans.len() as u64).contains(&stats.requests),
+        "{stats:?}"
+    );
+
+    // A reset and a short answer mid-merged-request: resumed, same records.
+    for fault in ["reset", "short", "503"] {
+        srv.reset_count();
+        srv.faults(&[fault]);
+        let (got, stats) = fetch_all(&url, &spans, &plan(1 << 20));
+        assert!(got == want, "{fault}: records differ");
+        assert_eq!(stats.requests, 2, "{fault}: one retry resumes the rest");
+    }
+
+    // The object cut inside the third record: the records before it are
+    // fetched, the third and the rest are each reported with the URL and
+    // the byte where the bytes stopped.
+    let cut = spans[2].0 + spans[2].1 / 2;
+    srv.cut("example.warc.gz", cut);
+    let (got, _) = fetch_all(&url, &spans, &plan(1 << 20));
+    assert!(got[..2] == want[..2]);
+    assert_eq!(got.len(), spans.len());
+    for (k, r) in got.iter().enumerate().skip(2) {
+        let e = r.as_ref().expect_err("a record past the cut was fetched");
+        assert!(e.contains(&url), "record {k}: {e}");
+    }
+    let e = got[2].as_ref().unwrap_err();
+    assert!(e.contains(&format!("at byte {cut}")), "{e}");
+}
