@@ -38,6 +38,13 @@ pub fn open(url: &str) -> io::Result<File> {
     warchest_remote::open(url)
 }
 
+/// Opens the object at `url` for reading at offsets by several threads
+/// (its size from one HEAD request; then one range request per block).
+#[cfg(feature = "remote")]
+pub fn open_blocks(url: &str) -> io::Result<warchest_remote::RemoteBlocks> {
+    warchest_remote::open_blocks(url)
+}
+
 /// The objects a URL names (a prefix or `*` glob lists several); a URL that
 /// cannot be listed stays as it is, for opening to report.
 pub fn expand(url: &str) -> Vec<String> {
