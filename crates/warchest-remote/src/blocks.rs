@@ -14,6 +14,9 @@ use crate::{Location, Options, request, runtime};
 pub const BLOCK: usize = 4 << 20;
 /// Default blocks fetched ahead of the furthest one asked for.
 pub const AHEAD: usize = 2;
+/// Bytes of blocks held, when small blocks make `AHEAD + 3` of them less:
+/// the decoder's jobs and its reading thread read up to a few MiB apart.
+const HELD_BYTES: u64 = 16 << 20;
 
 /// One block: empty while its request runs, then its bytes or its error
 /// (kept as kind and message, as `io::Error` is not `Clone`).
@@ -67,12 +70,12 @@ struct Held {
 /// range request (with [`Options`]' retries, resumed where a fault cut it).
 /// A read of a block not held fetches it; a read at or next to the
 /// furthest block asked for (a scan going on) also starts requests for the
-/// [`AHEAD`] blocks after it, concurrently. At most `AHEAD + 2` blocks are
-/// held, least recently used dropped first, and a block whose request is
-/// still running is never dropped; each thread waiting for a block not yet
-/// in the cache adds at most one: memory is bounded by
-/// `(AHEAD + 2 + threads) * BLOCK` (32 MiB with two decoding threads and
-/// the reading one). A block that cannot be read within the retry budget,
+/// [`AHEAD`] blocks after it, concurrently. At most `AHEAD + 3` blocks
+/// (or 16 MiB of smaller blocks) are held, least recently used dropped
+/// first, and a block whose request is still running is never dropped;
+/// each thread waiting for a block not yet in the cache adds at most one:
+/// memory is bounded by `(AHEAD + 3 + threads) * BLOCK` (32 MiB with the
+/// default 4 MiB blocks, two decoding threads and the reading one). A block that cannot be read within the retry budget,
 /// and an object found shorter than its size when opened (cut or
 /// replaced), are errors naming the URL and the offset; the error is kept,
 /// so every reader of that block sees it.
@@ -142,7 +145,8 @@ impl RemoteBlocks {
 
     /// Blocks held at most (besides one per waiting thread).
     fn cap(&self) -> usize {
-        self.ahead as usize + 2
+        let by_bytes = usize::try_from(HELD_BYTES / self.block).unwrap_or(usize::MAX);
+        (self.ahead as usize + 3).max(by_bytes)
     }
 
     fn blocks(&self) -> u64 {
@@ -251,11 +255,13 @@ impl ReadAt for RemoteBlocks {
 mod tests {
     use super::*;
 
+    const B: u64 = 4 << 20;
+
     /// An object on a server nobody listens on: only blocks never fetched
     /// would be asked for, so the cache logic is tested without requests.
     fn unreachable(size: u64) -> RemoteBlocks {
         let loc = Location::parse("http://127.0.0.1:9/x").unwrap();
-        RemoteBlocks::open_sized(loc, Options::default(), size).with_blocks(4096, 2)
+        RemoteBlocks::open_sized(loc, Options::default(), size).with_blocks(B as usize, 1)
     }
 
     fn ready(b: &RemoteBlocks, i: u64, fill: u8) {
@@ -267,27 +273,27 @@ mod tests {
 
     #[test]
     fn held_blocks_serve_reads_across_boundaries_and_the_end() {
-        let b = unreachable(3 * 4096 + 100);
+        let b = unreachable(3 * B + 100);
         for i in 0..4 {
             ready(&b, i, i as u8);
         }
         lock(&b.held).furthest = Some(3);
-        let mut buf = vec![0u8; 5000];
+        let mut buf = vec![0u8; B as usize + 1000];
         // A read stops at its block's end; the next block follows.
-        assert_eq!(b.read_at(&mut buf, 4000).unwrap(), 96);
+        assert_eq!(b.read_at(&mut buf, B - 96).unwrap(), 96);
         assert!(buf[..96].iter().all(|&x| x == 0));
-        assert_eq!(b.read_at(&mut buf, 4096).unwrap(), 4096);
-        assert!(buf[..4096].iter().all(|&x| x == 1));
-        assert_eq!(b.read_at(&mut buf, 3 * 4096 + 50).unwrap(), 50);
-        assert_eq!(b.read_at(&mut buf, 3 * 4096 + 100).unwrap(), 0);
+        assert_eq!(b.read_at(&mut buf, B).unwrap(), B as usize);
+        assert!(buf[..B as usize].iter().all(|&x| x == 1));
+        assert_eq!(b.read_at(&mut buf, 3 * B + 50).unwrap(), 50);
+        assert_eq!(b.read_at(&mut buf, 3 * B + 100).unwrap(), 0);
         assert_eq!(b.read_at(&mut buf, u64::MAX).unwrap(), 0);
         assert_eq!(b.requests(), 0);
-        assert_eq!(b.size().unwrap(), 3 * 4096 + 100);
+        assert_eq!(b.size().unwrap(), 3 * B + 100);
     }
 
     #[test]
     fn eviction_keeps_the_bound_and_never_drops_running_blocks() {
-        let b = unreachable(100 * 4096);
+        let b = unreachable(100 * B);
         for i in 0..6 {
             ready(&b, i, 0);
         }
@@ -304,19 +310,19 @@ mod tests {
 
     #[test]
     fn an_error_is_kept_and_seen_by_every_reader() {
-        let b = unreachable(2 * 4096);
+        let b = unreachable(2 * B);
         let c = Arc::new(Cell::default());
         c.set(Err(io::Error::new(
             io::ErrorKind::UnexpectedEof,
-            "http://127.0.0.1:9/x: at byte 4096: cut",
+            format!("http://127.0.0.1:9/x: at byte {B}: cut"),
         )));
         lock(&b.held).blocks.push((1, c));
         lock(&b.held).furthest = Some(1);
         let mut buf = [0u8; 10];
         for _ in 0..2 {
-            let e = b.read_at(&mut buf, 5000).unwrap_err();
+            let e = b.read_at(&mut buf, B + 5000).unwrap_err();
             assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof);
-            assert!(e.to_string().contains("at byte 4096"), "{e}");
+            assert!(e.to_string().contains(&format!("at byte {B}")), "{e}");
         }
     }
 }
