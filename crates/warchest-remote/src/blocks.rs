@@ -10,11 +10,13 @@ use warchest::io::ReadAt;
 
 use crate::{Location, Options, request, runtime};
 
-/// Default bytes per block: one range request each.
-pub const BLOCK: usize = 4 << 20;
+/// Default bytes per block: one range request each. Each request costs
+/// the server too: with s3rver, 8 MiB blocks took about a quarter less of
+/// its CPU than 4 MiB ones on the benchmark corpus (docs/performance.md).
+pub const BLOCK: usize = 8 << 20;
 /// Default blocks fetched ahead of the furthest one asked for.
 pub const AHEAD: usize = 2;
-/// Bytes of blocks held, when small blocks make `AHEAD + 3` of them less:
+/// Bytes of blocks held, when small blocks make `AHEAD + 2` of them less:
 /// the decoder's jobs and its reading thread read up to a few MiB apart.
 const HELD_BYTES: u64 = 16 << 20;
 
@@ -70,12 +72,13 @@ struct Held {
 /// range request (with [`Options`]' retries, resumed where a fault cut it).
 /// A read of a block not held fetches it; a read at or next to the
 /// furthest block asked for (a scan going on) also starts requests for the
-/// [`AHEAD`] blocks after it, concurrently. At most `AHEAD + 3` blocks
+/// [`AHEAD`] blocks after it, concurrently. At most `AHEAD + 2` blocks
 /// (or 16 MiB of smaller blocks) are held, least recently used dropped
 /// first, and a block whose request is still running is never dropped;
 /// each thread waiting for a block not yet in the cache adds at most one:
-/// memory is bounded by `(AHEAD + 3 + threads) * BLOCK` (32 MiB with the
-/// default 4 MiB blocks, two decoding threads and the reading one). A block that cannot be read within the retry budget,
+/// memory is bounded by `(AHEAD + 2 + threads) * BLOCK` (56 MiB with the
+/// default 8 MiB blocks, two decoding threads and the reading one; 32 MiB
+/// held in the cache). A block that cannot be read within the retry budget,
 /// and an object found shorter than its size when opened (cut or
 /// replaced), are errors naming the URL and the offset; the error is kept,
 /// so every reader of that block sees it.
@@ -146,7 +149,7 @@ impl RemoteBlocks {
     /// Blocks held at most (besides one per waiting thread).
     fn cap(&self) -> usize {
         let by_bytes = usize::try_from(HELD_BYTES / self.block).unwrap_or(usize::MAX);
-        (self.ahead as usize + 3).max(by_bytes)
+        (self.ahead as usize + 2).max(by_bytes)
     }
 
     fn blocks(&self) -> u64 {

@@ -1,4 +1,4 @@
-//! Reading commands on URLs with `-j 2`: the object is decoded on two
+//! Reading commands on URLs with `-j 2` (ls, check, index, validate): the object is decoded on two
 //! threads that read it in blocks at offsets (`RemoteBlocks`), over S3
 //! (moto) and HTTP (tests/remote/range_server.py), with the output of the
 //! same command on the local file; faults retried, a cut object named.
@@ -9,9 +9,7 @@ use std::process::Command;
 
 use crate::common::{bin, fixture};
 
-#[path = "../../../warchest-remote/tests/it/servers.rs"]
-mod servers;
-use servers::{Moto, RangeServer};
+use crate::remote::servers::{Moto, RangeServer};
 
 /// Blocks of 64 KiB, so that even the fixtures take many blocks.
 const BLOCK: u64 = 64 << 10;

@@ -9,13 +9,16 @@ use warchest_remote::{Location, RemoteBlocks};
 use crate::servers::RangeServer;
 use crate::{fixture, quick};
 
+/// Pieces read by one thread: (offset, bytes).
+type Pieces = Vec<(u64, Vec<u8>)>;
+
 /// Reads the whole source on `threads` threads at once, each taking every
 /// `threads`-th piece of `piece` bytes, in order (as the decoder's jobs
 /// walk a file): the bytes put together.
 fn read_interleaved(src: &Arc<RemoteBlocks>, threads: u64, piece: u64) -> std::io::Result<Vec<u8>> {
     let size = src.size()?;
     let mut out = vec![0u8; size as usize];
-    let results: Vec<std::io::Result<Vec<(u64, Vec<u8>)>>> = std::thread::scope(|s| {
+    let results: Vec<std::io::Result<Pieces>> = std::thread::scope(|s| {
         let hs: Vec<_> = (0..threads)
             .map(|t| {
                 let src = Arc::clone(src);

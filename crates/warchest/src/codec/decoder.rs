@@ -450,8 +450,12 @@ impl<R: Read + io::Seek> Decoder<R> {
     }
 
     /// [`Decoder::new_seekable_threaded`] with the threads reading `file`,
-    /// any [`ReadAt`] holding the bytes `inner` reads.
-    fn new_seekable_shared(
+    /// any [`ReadAt`] holding the bytes `inner` reads (an object in a
+    /// store, say, whose `inner` watches the bytes read).
+    ///
+    /// # Errors
+    /// The input's length cannot be found.
+    pub fn new_seekable_shared(
         inner: R,
         file: Option<Arc<dyn ReadAt>>,
         opts: DecoderOptions,
