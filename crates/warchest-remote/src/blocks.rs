@@ -52,6 +52,20 @@ impl Cell {
     }
 }
 
+/// Sets its cell when dropped unset: a request task cancelled (the
+/// runtime shutting down) or panicking must not leave readers waiting.
+struct SetOnDrop(Arc<Cell>);
+
+impl Drop for SetOnDrop {
+    fn drop(&mut self) {
+        if self.0.pending() {
+            self.0.set(Err(io::Error::other(
+                "the block's request ended without an answer",
+            )));
+        }
+    }
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -162,10 +176,11 @@ impl RemoteBlocks {
         let start = i * self.block;
         let len = self.block.min(self.size - start);
         let (loc, opts, size) = (self.loc.clone(), self.opts.clone(), self.size);
-        let c = Arc::clone(&cell);
+        let guard = SetOnDrop(Arc::clone(&cell));
         self.requests.fetch_add(1, Ordering::Relaxed);
         runtime().spawn(async move {
-            c.set(request::fetch(&loc, &opts, start, len, Some(size)).await);
+            let got = request::fetch(&loc, &opts, start, len, Some(size)).await;
+            guard.0.set(got);
         });
         cell
     }
@@ -309,6 +324,20 @@ mod tests {
         let kept: Vec<u64> = h.blocks.iter().map(|(k, _)| *k).collect();
         assert_eq!(kept, vec![50, 3, 4, 5]);
         assert_eq!(h.blocks.len(), b.cap());
+    }
+
+    #[test]
+    fn a_request_dropped_unanswered_wakes_its_readers_with_an_error() {
+        let c = Arc::new(Cell::default());
+        drop(SetOnDrop(Arc::clone(&c)));
+        let e = c.wait().unwrap_err().to_string();
+        assert!(e.contains("without an answer"), "{e}");
+        // An answered cell keeps its answer.
+        let c = Arc::new(Cell::default());
+        let g = SetOnDrop(Arc::clone(&c));
+        g.0.set(Ok(Bytes::from_static(b"ab")));
+        drop(g);
+        assert_eq!(&c.wait().unwrap()[..], b"ab");
     }
 
     #[test]
