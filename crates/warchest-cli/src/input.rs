@@ -22,6 +22,10 @@ pub enum Opened {
     /// An object in a store or on an HTTP server.
     #[cfg(feature = "remote")]
     Remote(Reader<Decoder<crate::remote::File>>),
+    /// An object decoded on several threads (`-j` more than 1), which read
+    /// it in blocks at offsets.
+    #[cfg(feature = "remote")]
+    RemoteAt(Reader<Decoder<warchest::io::AtCursor>>),
 }
 
 /// The names to read for `files`: each WACZ becomes the names of the
@@ -80,6 +84,13 @@ pub fn open(name: &str, opts: ReaderOptions) -> warchest::Result<Opened> {
 #[cfg(feature = "remote")]
 fn open_remote(name: &str, opts: ReaderOptions) -> warchest::Result<Opened> {
     let locate = |e: std::io::Error| warchest::Error::from(e).in_file(std::path::Path::new(name));
+    if opts.decoder.threads > 1 {
+        // As a local file with -j: the decoder's jobs read the object at
+        // offsets, in blocks fetched concurrently ahead of them.
+        let blocks = std::sync::Arc::new(crate::remote::open_blocks(name).map_err(locate)?);
+        let src = Decoder::new_read_at(blocks, name, opts.decoder.clone()).map_err(locate)?;
+        return Ok(Opened::RemoteAt(Reader::from_source(src, opts)?));
+    }
     let f = crate::remote::open(name).map_err(locate)?;
     let src = Decoder::new_seekable(f, opts.decoder.clone()).map_err(locate)?;
     Ok(Opened::Remote(Reader::from_source(src, opts)?))
@@ -120,6 +131,8 @@ macro_rules! with_reader {
             $crate::input::Opened::Wacz($r) => $body,
             #[cfg(feature = "remote")]
             $crate::input::Opened::Remote($r) => $body,
+            #[cfg(feature = "remote")]
+            $crate::input::Opened::RemoteAt($r) => $body,
         }
     };
 }

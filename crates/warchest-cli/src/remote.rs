@@ -38,6 +38,26 @@ pub fn open(url: &str) -> io::Result<File> {
     warchest_remote::open(url)
 }
 
+/// Opens the object at `url` for reading at offsets by several threads
+/// (its size from one HEAD request; then one range request per block).
+#[cfg(feature = "remote")]
+pub fn open_blocks(url: &str) -> io::Result<warchest_remote::RemoteBlocks> {
+    warchest_remote::open_blocks(url)
+}
+
+/// [`open_blocks`] as the format crate's positional-read source (without
+/// the `remote` feature: the error that says so).
+pub fn open_read_at(url: &str) -> io::Result<std::sync::Arc<dyn warchest::io::ReadAt>> {
+    #[cfg(feature = "remote")]
+    {
+        Ok(std::sync::Arc::new(open_blocks(url)?))
+    }
+    #[cfg(not(feature = "remote"))]
+    {
+        Err(unsupported(url))
+    }
+}
+
 /// The objects a URL names (a prefix or `*` glob lists several); a URL that
 /// cannot be listed stays as it is, for opening to report.
 pub fn expand(url: &str) -> Vec<String> {

@@ -11,6 +11,9 @@
 //!   `https://ACCOUNT.blob.core.windows.net/CONTAINER/KEY`) and `http(s)://` URLs.
 //! - [`open`] gives a [`RemoteFile`]: `Read + Seek`, its size known from one
 //!   HEAD request, read through range requests with read-ahead.
+//! - [`open_blocks`] gives a [`RemoteBlocks`]: the object read at explicit
+//!   offsets by several threads at once (`warchest::io::ReadAt`), in blocks
+//!   fetched concurrently ahead of a scan, for the parallel decoder.
 //! - [`get_range`] fetches one byte range with exactly one request (when no
 //!   fault forces a retry); [`open_range`] streams one.
 //! - [`fetch_ranges`] fetches many ranges concurrently, handed back in order,
@@ -28,6 +31,7 @@
 //! The blocking API runs on one Tokio runtime shared by the process
 //! ([`runtime`]); it must not be called from inside an async task.
 
+mod blocks;
 mod coalesce;
 mod file;
 mod location;
@@ -38,6 +42,7 @@ use std::io;
 use std::sync::OnceLock;
 use std::time::Duration;
 
+pub use blocks::{AHEAD, BLOCK, RemoteBlocks};
 pub use coalesce::{
     DEFAULT_MAX_GAP, DEFAULT_MAX_REQUEST, DEFAULT_MEMORY, FetchPlan, FetchStats, fetch_ranges_with,
 };
@@ -190,6 +195,19 @@ pub(crate) fn install_crypto() {
 /// requests as it is read.
 pub fn open(url: &str) -> io::Result<RemoteFile> {
     RemoteFile::open(Location::parse(url)?, Options::from_env())
+}
+
+/// Opens `url` for reading at explicit offsets by several threads (one
+/// HEAD request for its size; then a range request per block). The block
+/// size is `WARCHEST_REMOTE_BLOCK` bytes when set (at least 4 KiB), else
+/// [`BLOCK`].
+pub fn open_blocks(url: &str) -> io::Result<RemoteBlocks> {
+    let b = RemoteBlocks::open(Location::parse(url)?, Options::from_env())?;
+    let block = std::env::var("WARCHEST_REMOTE_BLOCK")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(BLOCK);
+    Ok(b.with_blocks(block, AHEAD))
 }
 
 /// The size of the object at `url` (one HEAD request).

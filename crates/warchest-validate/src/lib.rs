@@ -461,6 +461,23 @@ impl Validator {
         }
     }
 
+    /// Validates the source `src` (an object in a store, say), named `name`
+    /// in findings: as [`Validator::validate_path`] does a file, a gzip
+    /// source is decoded ahead on `threads - 1` threads that read it at
+    /// offsets.
+    ///
+    /// # Errors
+    /// Reading failed (an I/O error); see [`Validator::validate_path`].
+    pub fn validate_read_at(
+        &mut self,
+        name: &str,
+        src: std::sync::Arc<dyn warchest::io::ReadAt>,
+        sink: &mut dyn FnMut(Finding),
+    ) -> Result<FileSummary> {
+        let threads = self.opts.threads();
+        self.validate_with(name, sink, |dopts| open_read_at(src, name, threads, dopts))
+    }
+
     /// Validates the file read from `input`, named `name` in findings. The
     /// counts returned do not include the cross-record findings
     /// [`Validator::finish`] reports later (its [`Summary`] does).
@@ -585,6 +602,26 @@ fn open_file(
         return Ok(Decoder::new_seekable_threaded(src, Some(shared), dopts)?);
     }
     Ok(Decoder::new(container::Observed::new(f), dopts))
+}
+
+/// [`open_file`] for a [`warchest::io::ReadAt`] source.
+fn open_read_at(
+    src: std::sync::Arc<dyn warchest::io::ReadAt>,
+    name: &str,
+    threads: usize,
+    mut dopts: DecoderOptions,
+) -> Result<Decoder<container::Observed<warchest::io::AtCursor>>> {
+    let mut magic = [0u8; 2];
+    let mut cur = warchest::io::AtCursor::new(std::sync::Arc::clone(&src), name, 0);
+    let n = warchest::io::read_up_to(&mut cur, &mut magic)?;
+    cur.seek(SeekFrom::Start(0))?;
+    if threads > 1 && n == 2 && magic == [0x1f, 0x8b] {
+        // As for a file (see there): one thread judges, one decodes.
+        dopts.threads = threads - 1;
+        let obs = container::Observed::unwatched(cur);
+        return Ok(Decoder::new_seekable_shared(obs, Some(src), dopts)?);
+    }
+    Ok(Decoder::new(container::Observed::new(cur), dopts))
 }
 
 /// Validates `paths` together and returns every finding. A file that cannot

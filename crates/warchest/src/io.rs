@@ -1,6 +1,125 @@
-//! Small I/O helpers shared by the modules that read files directly.
+//! Small I/O helpers shared by the modules that read files directly, and
+//! [`ReadAt`]: a source read at explicit offsets by several threads at once
+//! (a file, or an object in a store that a crate of its own supplies).
 
-use std::io::{self, Read};
+use std::io::{self, Read, Seek, SeekFrom};
+use std::sync::Arc;
+
+/// Bytes read at explicit offsets, by several threads at once: what the
+/// parallel decoder's jobs read (see [`crate::codec::Decoder::new_read_at`]).
+/// A [`std::fs::File`] is one; `warchest-remote` supplies one over an object
+/// in a store, so that this crate needs no HTTP stack.
+pub trait ReadAt: Send + Sync {
+    /// Reads into `buf` from byte `pos`; how many bytes were read (0 at or
+    /// past the end; fewer than asked is not the end). An error should name
+    /// the source and the offset.
+    ///
+    /// # Errors
+    /// The bytes cannot be read.
+    fn read_at(&self, buf: &mut [u8], pos: u64) -> io::Result<usize>;
+
+    /// The source's length in bytes.
+    ///
+    /// # Errors
+    /// The length cannot be found.
+    fn size(&self) -> io::Result<u64>;
+}
+
+impl ReadAt for std::fs::File {
+    fn read_at(&self, buf: &mut [u8], pos: u64) -> io::Result<usize> {
+        #[cfg(unix)]
+        return std::os::unix::fs::FileExt::read_at(self, buf, pos);
+        #[cfg(windows)]
+        return std::os::windows::fs::FileExt::seek_read(self, buf, pos);
+        #[cfg(not(any(unix, windows)))]
+        {
+            let _ = (buf, pos);
+            Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "no positioned reads on this platform",
+            ))
+        }
+    }
+
+    fn size(&self) -> io::Result<u64> {
+        Ok(self.metadata()?.len())
+    }
+}
+
+/// A [`ReadAt`] read as a stream: `Read + Seek` with a position of its own
+/// (the reading thread's view of a source its jobs share). A read error
+/// that does not name the source is given its name and offset.
+pub struct AtCursor {
+    src: Arc<dyn ReadAt>,
+    name: Arc<str>,
+    pos: u64,
+}
+
+impl std::fmt::Debug for AtCursor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AtCursor")
+            .field("name", &self.name)
+            .field("pos", &self.pos)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AtCursor {
+    /// A cursor over `src`, called `name` in messages, at byte `pos`.
+    pub fn new(src: Arc<dyn ReadAt>, name: &str, pos: u64) -> AtCursor {
+        AtCursor {
+            src,
+            name: name.into(),
+            pos,
+        }
+    }
+
+    /// The source.
+    pub fn source(&self) -> &Arc<dyn ReadAt> {
+        &self.src
+    }
+
+    /// The name given to the source.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn locate(&self, e: io::Error) -> io::Error {
+        if self.name.is_empty() || e.to_string().contains(&*self.name) {
+            return e;
+        }
+        io::Error::new(
+            e.kind(),
+            format!("{}: at byte {}: {e}", self.name, self.pos),
+        )
+    }
+}
+
+impl Read for AtCursor {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self
+            .src
+            .read_at(buf, self.pos)
+            .map_err(|e| self.locate(e))?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+impl Seek for AtCursor {
+    fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
+        let bad = || io::Error::new(io::ErrorKind::InvalidInput, "seek out of range");
+        self.pos = match to {
+            SeekFrom::Start(n) => n,
+            SeekFrom::Current(d) => self.pos.checked_add_signed(d).ok_or_else(bad)?,
+            SeekFrom::End(d) => {
+                let len = self.src.size().map_err(|e| self.locate(e))?;
+                len.checked_add_signed(d).ok_or_else(bad)?
+            }
+        };
+        Ok(self.pos)
+    }
+}
 
 /// Reads until `buf` is full or the input ends; how many bytes were read.
 /// Interrupted reads are retried; other errors are returned.
@@ -37,6 +156,35 @@ mod tests {
             self.0 = rest;
             Ok(1)
         }
+    }
+
+    #[test]
+    fn cursor_reads_seeks_and_names_its_errors() {
+        struct Failing;
+        impl ReadAt for Failing {
+            fn read_at(&self, _: &mut [u8], _: u64) -> io::Result<usize> {
+                Err(io::Error::other("boom"))
+            }
+            fn size(&self) -> io::Result<u64> {
+                Ok(10)
+            }
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        std::fs::write(&p, b"0123456789").unwrap();
+        let f: Arc<dyn ReadAt> = Arc::new(std::fs::File::open(&p).unwrap());
+        assert_eq!(f.size().unwrap(), 10);
+        let mut c = AtCursor::new(f, "f", 3);
+        let mut buf = [0u8; 4];
+        assert_eq!(read_up_to(&mut c, &mut buf).unwrap(), 4);
+        assert_eq!(&buf, b"3456");
+        assert_eq!(c.seek(SeekFrom::End(-2)).unwrap(), 8);
+        assert_eq!(read_up_to(&mut c, &mut buf).unwrap(), 2);
+        assert_eq!(&buf[..2], b"89");
+        assert!(c.seek(SeekFrom::Current(-20)).is_err());
+        let mut c = AtCursor::new(Arc::new(Failing), "s3://b/k", 7);
+        let e = c.read(&mut buf).unwrap_err().to_string();
+        assert_eq!(e, "s3://b/k: at byte 7: boom");
     }
 
     #[test]

@@ -159,7 +159,14 @@ pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
             outcome = outcome.and(file_error(name, &e));
             continue;
         }
-        let r = if name == "-"
+        let r = if crate::remote::is_remote(name) && crate::tools::file_threads(args.jobs) > 1 {
+            // As a local file: decoded ahead by threads reading the
+            // object in blocks at offsets.
+            match crate::remote::open_read_at(name) {
+                Ok(src) => v.validate_read_at(name, src, &mut emit),
+                Err(e) => Err(e.into()),
+            }
+        } else if name == "-"
             || crate::remote::is_remote(name)
             || warchest_replay::wacz::split_member_name(name).is_some()
         {

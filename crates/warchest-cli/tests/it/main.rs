@@ -10,6 +10,7 @@ mod inputs;
 mod parquet_engines;
 mod proxy_limits;
 mod remote;
+mod remote_jobs;
 mod safety;
 mod serve;
 mod serve_limits;

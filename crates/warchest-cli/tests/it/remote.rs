@@ -8,7 +8,7 @@ use std::process::Command;
 use crate::common::{bin, fixture};
 
 #[path = "../../../warchest-remote/tests/it/servers.rs"]
-mod servers;
+pub(crate) mod servers;
 use servers::{Moto, RangeServer};
 
 const NAMES: &[&str] = &[

@@ -1,6 +1,7 @@
 //! Integration tests of remote reading and writing against real servers
 //! started on 127.0.0.1: moto's S3 server and an HTTP server with faults.
 
+mod blocks;
 mod http;
 mod s3;
 mod servers;
@@ -40,7 +41,13 @@ pub fn record_spans<R: std::io::Read + std::io::Seek>(src: R) -> Vec<(u64, u64)>
     use warchest::warc::ReaderOptions;
     let opts = ReaderOptions::lenient();
     let dec = Decoder::new_seekable(src, opts.decoder.clone()).expect("decoder");
-    let mut r = Reader::from_source(dec, opts).expect("reader");
+    record_spans_of(Reader::from_source(dec, opts).expect("reader"))
+}
+
+/// Every record's (stored offset, stored length) in `r`.
+pub fn record_spans_of<R: std::io::Read>(
+    mut r: warchest::archive::Reader<warchest::codec::Decoder<R>>,
+) -> Vec<(u64, u64)> {
     let mut out = Vec::new();
     for _ in 0..100_000 {
         let Some(rec) = r.next_record().expect("record") else {

@@ -116,4 +116,12 @@ fn s3_reads_lists_and_writes() {
     drop(w);
     let keys = moto.keys("bucket");
     assert!(!keys.iter().any(|k| k.contains("dropped")), "{keys:?}");
+
+    // Read at offsets by several threads, in blocks (the parallel scan).
+    let iana = fixture("pywb/iana.warc.gz");
+    moto.upload(
+        "bucket",
+        &[("crawl/iana.warc.gz".to_string(), iana.clone())],
+    );
+    crate::blocks::blocks_over_s3_match_the_file("s3://bucket/crawl/iana.warc.gz", &iana);
 }

@@ -18,8 +18,10 @@ use super::plain::Plain;
 use super::zstd_frame::{self, FrameStart};
 use super::zstd_member::ZstdMember;
 use super::{Codec, Source};
+use crate::io::{AtCursor, ReadAt};
 use crate::{Warning, WarningKind};
 use std::io::{self, Read};
+use std::sync::Arc;
 
 use super::gzip_member::FAST_OUTPUT;
 #[cfg(test)]
@@ -444,6 +446,21 @@ impl<R: Read + io::Seek> Decoder<R> {
         file: Option<std::fs::File>,
         opts: DecoderOptions,
     ) -> io::Result<Self> {
+        let file = file.map(|f| Arc::new(f) as Arc<dyn ReadAt>);
+        Decoder::new_seekable_shared(inner, file, opts)
+    }
+
+    /// [`Decoder::new_seekable_threaded`] with the threads reading `file`,
+    /// any [`ReadAt`] holding the bytes `inner` reads (an object in a
+    /// store, say, whose `inner` watches the bytes read).
+    ///
+    /// # Errors
+    /// The input's length cannot be found.
+    pub fn new_seekable_shared(
+        inner: R,
+        file: Option<Arc<dyn ReadAt>>,
+        opts: DecoderOptions,
+    ) -> io::Result<Self> {
         let threads = opts.threads;
         let mut d = Decoder::new_seekable(inner, opts)?;
         let par_file = file.filter(|_| threads > 0);
@@ -469,6 +486,24 @@ impl<R: Read + io::Seek> Decoder<R> {
             }
         }
         Ok(d)
+    }
+}
+
+impl Decoder<AtCursor> {
+    /// A decoder over any [`ReadAt`] source (an object in a store, say),
+    /// called `name` in messages, read from `opts.start_offset`: as
+    /// [`Decoder::new_file`] over a file, it decodes members on
+    /// [`DecoderOptions::threads`] threads that read `src` themselves when
+    /// that is more than one (and the `parallel` feature is on), and on
+    /// the caller's thread only otherwise. The output (bytes, offsets,
+    /// warnings) is the same either way.
+    ///
+    /// # Errors
+    /// The source's length cannot be found.
+    pub fn new_read_at(src: Arc<dyn ReadAt>, name: &str, opts: DecoderOptions) -> io::Result<Self> {
+        let cursor = AtCursor::new(Arc::clone(&src), name, opts.start_offset);
+        let shared = (opts.threads > 1 && super::parallel::ENABLED).then_some(src);
+        Decoder::new_seekable_shared(cursor, shared, opts)
     }
 }
 
@@ -2196,6 +2231,86 @@ mod tests {
         let mut v = Vec::new();
         collect(&mut d, &mut v).unwrap();
         (v, mapped)
+    }
+
+    /// Bytes in memory read at offsets, failing from `fail_at` on.
+    struct Mem {
+        data: Vec<u8>,
+        fail_at: u64,
+    }
+
+    impl ReadAt for Mem {
+        fn read_at(&self, buf: &mut [u8], pos: u64) -> io::Result<usize> {
+            if pos >= self.fail_at {
+                return Err(io::Error::other("the network is down"));
+            }
+            let start = usize::try_from(pos)
+                .unwrap_or(usize::MAX)
+                .min(self.data.len());
+            let end = start.saturating_add(buf.len()).min(self.data.len());
+            buf[..end - start].copy_from_slice(&self.data[start..end]);
+            Ok(end - start)
+        }
+
+        fn size(&self) -> io::Result<u64> {
+            Ok(self.data.len() as u64)
+        }
+    }
+
+    /// A `ReadAt` source decodes as the same bytes read in order, on one
+    /// thread or several (whose jobs then serve members), and a read error
+    /// names the source and the offset.
+    #[test]
+    fn read_at_sources_decode_as_a_reader_on_any_thread_count() {
+        // Members big enough that several jobs' chunks hold some.
+        let parts: Vec<Vec<u8>> = (0..60u32)
+            .map(|i| {
+                let mut r = records()[i as usize % 4].clone();
+                r.extend(
+                    (0..20_000u32)
+                        .map(|k| (k.wrapping_mul(2_654_435_761).wrapping_add(i) >> 13) as u8),
+                );
+                r
+            })
+            .collect();
+        let (file, _) = concat(&parts, gz);
+        let want = decode_clean(&file);
+        for threads in [1, 2, 3] {
+            let src = Arc::new(Mem {
+                data: file.clone(),
+                fail_at: u64::MAX,
+            });
+            let opts = DecoderOptions {
+                threads,
+                ..DecoderOptions::default()
+            };
+            let mut d = Decoder::new_read_at(src, "mem://x", opts).unwrap();
+            let mut got = Vec::new();
+            collect(&mut d, &mut got).unwrap();
+            assert_eq!(got, want, "threads {threads}");
+            #[cfg(feature = "parallel")]
+            {
+                let served = d.par.as_ref().map_or(0, |p| p.served());
+                assert_eq!(served > 0, threads > 1, "threads {threads}: {served}");
+            }
+        }
+        for threads in [1, 2] {
+            let src = Arc::new(Mem {
+                data: file.clone(),
+                fail_at: file.len() as u64 / 2,
+            });
+            let opts = DecoderOptions {
+                threads,
+                lenient: false,
+                ..DecoderOptions::default()
+            };
+            let mut d = Decoder::new_read_at(src, "mem://x", opts).unwrap();
+            let mut got = Vec::new();
+            let e = collect(&mut d, &mut got).unwrap_err().to_string();
+            assert!(e.contains("mem://x: at byte "), "{e}");
+            assert!(e.contains("the network is down"), "{e}");
+            assert!(got.len() < want.len());
+        }
     }
 
     #[test]

@@ -49,7 +49,6 @@
 //! `parallel_off` stands in and everything is decoded on the reading thread.
 
 use std::collections::VecDeque;
-use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
@@ -58,6 +57,7 @@ use super::decoder::{Kind, Probe, find_magic, probe};
 use super::gzip::{Fed, HeaderParser};
 use super::inflate::{FastInflater, Inflated, crc32};
 use super::{Codec, Decoder, DecoderOptions, GzipHeader, GzipTrailer, Source};
+use crate::io::ReadAt;
 
 /// Stored bytes per job. Small enough that a few jobs in flight stay far
 /// below the memory bound, large enough that the hand-over costs nothing.
@@ -75,26 +75,16 @@ const SLACK: u64 = 64 * 1024;
 /// that, the job's decoder streams it).
 const MAX_DIRECT_INPUT: usize = 4 << 20;
 
-/// A file read at explicit offsets: the workers share one handle.
+/// A file (or any [`ReadAt`]) read at explicit offsets: the workers share
+/// one handle.
 pub(crate) struct Pread {
-    file: Arc<File>,
+    file: Arc<dyn ReadAt>,
     pos: u64,
 }
 
 impl Read for Pread {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        #[cfg(unix)]
-        let n = std::os::unix::fs::FileExt::read_at(&*self.file, buf, self.pos)?;
-        #[cfg(windows)]
-        let n = std::os::windows::fs::FileExt::seek_read(&*self.file, buf, self.pos)?;
-        #[cfg(not(any(unix, windows)))]
-        let n = {
-            let _ = buf;
-            return Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                "no positioned reads on this platform",
-            ));
-        };
+        let n = self.file.read_at(buf, self.pos)?;
         self.pos += n as u64;
         Ok(n)
     }
@@ -106,12 +96,7 @@ impl Seek for Pread {
         self.pos = match to {
             SeekFrom::Start(n) => n,
             SeekFrom::Current(d) => self.pos.checked_add_signed(d).ok_or_else(bad)?,
-            SeekFrom::End(d) => self
-                .file
-                .metadata()?
-                .len()
-                .checked_add_signed(d)
-                .ok_or_else(bad)?,
+            SeekFrom::End(d) => self.file.size()?.checked_add_signed(d).ok_or_else(bad)?,
         };
         Ok(self.pos)
     }
@@ -234,7 +219,7 @@ impl Worker {
 
     /// Reads `more` stored bytes onto the end of `scan` (whose first byte
     /// is at `base`); `false` when none could be read.
-    fn extend(&mut self, file: &Arc<File>, base: u64, more: usize) -> bool {
+    fn extend(&mut self, file: &Arc<dyn ReadAt>, base: u64, more: usize) -> bool {
         if self.eof {
             return false;
         }
@@ -293,7 +278,7 @@ impl Worker {
 
 /// What the jobs share with the engine.
 struct Shared {
-    file: Arc<File>,
+    file: Arc<dyn ReadAt>,
     /// Options of the jobs' decoders.
     opts: DecoderOptions,
     /// Decoded bytes one job may hold.
@@ -355,7 +340,12 @@ impl Engine {
     /// An engine over `file` (of `len` bytes) with `threads` workers; none
     /// is started before the first compressed member. Always `Some` (the
     /// stand-in without the `parallel` feature gives `None`).
-    pub(crate) fn new(file: File, len: u64, threads: usize, opts: &DecoderOptions) -> Option<Self> {
+    pub(crate) fn new(
+        file: Arc<dyn ReadAt>,
+        len: u64,
+        threads: usize,
+        opts: &DecoderOptions,
+    ) -> Option<Self> {
         let depth = (2 * threads).clamp(2, threads + 4);
         let job_cap = (BUDGET / depth).min(MAX_JOB);
         let worker_opts = DecoderOptions {
@@ -374,7 +364,7 @@ impl Engine {
             threads,
             depth,
             shared: Arc::new(Shared {
-                file: Arc::new(file),
+                file,
                 opts: worker_opts,
                 cap: job_cap,
                 idle: Mutex::new(Vec::new()),

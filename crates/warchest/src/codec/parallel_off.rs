@@ -5,7 +5,8 @@
 //! and warnings).
 
 use super::{Codec, DecoderOptions, GzipHeader, GzipTrailer};
-use std::fs::File;
+use crate::io::ReadAt;
+use std::sync::Arc;
 
 /// The engine is not compiled in.
 pub(crate) const ENABLED: bool = false;
@@ -18,7 +19,7 @@ pub(crate) enum Engine {}
 impl Engine {
     /// Always `None`.
     pub(crate) fn new(
-        _file: File,
+        _file: Arc<dyn ReadAt>,
         _len: u64,
         _threads: usize,
         _opts: &DecoderOptions,
