@@ -527,18 +527,9 @@ impl<'h> HeaderFacts<'h> {
     const CONCURRENT_TO: usize = 9;
 
     fn of(h: &'h WarcHeader) -> Self {
-        let mut slots = [None; Self::NAMES.len()];
-        for f in h.fields().iter() {
-            let n = f.name();
-            if let Some(i) = Self::NAMES
-                .iter()
-                .position(|want| want.len() == n.len() && n.eq_ignore_ascii_case(want.as_bytes()))
-                && slots[i].is_none()
-            {
-                slots[i] = Some(f);
-            }
+        HeaderFacts {
+            slots: h.fields().get_many(Self::NAMES),
         }
-        HeaderFacts { slots }
     }
 
     fn get(&self, i: usize) -> Option<Field<'h>> {
