@@ -229,7 +229,6 @@ impl<R: Read> Input<R> {
             .map_err(|e| crate::Error::from(e).at(Position::at(self.start as u64)))?;
         let want = self.start.saturating_add(n.max(self.cap));
         self.end = want.min(size).max(self.end);
-        map.populate(self.start, self.end);
         if self.avail() >= n {
             return Ok(true);
         }

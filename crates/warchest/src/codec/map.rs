@@ -173,9 +173,6 @@ mod imp {
         file: File,
         /// Bytes below this were handed back to the kernel ([`FileMap::release`]).
         released: usize,
-        /// Bytes below this have had their page-table entries made
-        /// ([`FileMap::populate`]).
-        populated: usize,
     }
 
     // SAFETY: the mapping is read-only and owned by this value alone (no
@@ -246,7 +243,6 @@ mod imp {
                 slot,
                 file,
                 released: 0,
-                populated: 0,
             })
         }
 
@@ -302,37 +298,6 @@ mod imp {
             self.released = upto;
         }
 
-        /// Makes the page-table entries of the map's bytes `from..to` (what
-        /// a scan is about to read) in one call, where touching them would
-        /// take a page fault per 16 pages: on a plain file whose records
-        /// are smaller than that, nearly every page is touched anyway, and
-        /// the faults were most of the system time. Bytes already done are
-        /// skipped. Only bytes below the size [`FileMap::refresh`] last
-        /// returned may be asked for; should the file have shrunk since,
-        /// the call fails (`EFAULT`, no signal) and the pages fault in as
-        /// before, into the SIGBUS handler.
-        pub(in super::super) fn populate(&mut self, from: usize, to: usize) {
-            let page = PAGE.load(Ordering::Relaxed);
-            let from = from.max(self.populated) & !(page - 1);
-            let to = to.min(self.len);
-            if to <= from {
-                return;
-            }
-            // SAFETY: `from..to` lies within our own read-only mapping
-            // (`to <= len`, `from` a page-aligned offset below it);
-            // MADV_POPULATE_READ only makes page-table entries for its
-            // pages, as reading them would, and reports a failure instead
-            // of raising a signal.
-            unsafe {
-                libc::madvise(
-                    self.ptr.cast::<u8>().add(from).cast(),
-                    to - from,
-                    libc::MADV_POPULATE_READ,
-                );
-            }
-            self.populated = to;
-        }
-
         /// Bytes handed back so far (for tests).
         #[cfg(test)]
         pub(in super::super) fn released(&self) -> usize {
@@ -362,7 +327,6 @@ mod imp {
                 self.ptr = ptr;
                 self.len = size;
                 self.released = 0;
-                self.populated = 0;
                 self.slot.start.store(ptr as usize, Ordering::Release);
                 self.slot.len.store(size, Ordering::Release);
             }
@@ -409,10 +373,6 @@ mod off {
         }
 
         pub(in super::super) fn release(&mut self, _below: usize) {
-            match *self {}
-        }
-
-        pub(in super::super) fn populate(&mut self, _from: usize, _to: usize) {
             match *self {}
         }
     }
