@@ -679,13 +679,14 @@ fn read_block<B: BufRead>(
         // parse them there, copying nothing.
         let data = block.fill_buf()?;
         let first = &data[..data.len().min(limits.max_http_head.saturating_add(4))];
-        let mut finder = HeadFinder::new();
-        if let Some(e) = finder.find(first) {
-            if let Ok(Some((h, _))) = HttpHead::parse_with_limits(&first[..e], limits) {
+        // One search for the end, the head parsed where it lies.
+        if let Some((parsed, e)) = HttpHead::parse_found(first, limits) {
+            if let Ok(h) = parsed {
                 head = Some(h);
                 block.consume(e);
             }
         } else {
+            let mut finder = HeadFinder::new();
             let buf = &mut scratch.head;
             buf.clear();
             gathered = true;

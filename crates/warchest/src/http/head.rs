@@ -276,10 +276,13 @@ impl HttpHead {
     }
 
     /// The head at the start of `bytes` when its end lies in `bytes`, with
-    /// its length, parsed where it lies (no copy of `bytes`): what
-    /// [`HttpHead::parse_with_limits`] gives on `bytes[..len]`. `None`
-    /// when the end is not in `bytes`.
-    pub(crate) fn parse_found(
+    /// its length, parsed where it lies (no copy of `bytes`, one search for
+    /// the end): what [`HttpHead::parse_with_limits`] gives on
+    /// `bytes[..len]`. `None` when the end is not in `bytes` (read more).
+    ///
+    /// # Errors
+    /// In the result, as [`HttpHead::parse_with_limits`].
+    pub fn parse_found(
         bytes: &[u8],
         limits: &Limits,
     ) -> Option<(Result<HttpHead, HttpError>, usize)> {
