@@ -527,18 +527,9 @@ impl<'h> HeaderFacts<'h> {
     const CONCURRENT_TO: usize = 9;
 
     fn of(h: &'h WarcHeader) -> Self {
-        let mut slots = [None; Self::NAMES.len()];
-        for f in h.fields().iter() {
-            let n = f.name();
-            if let Some(i) = Self::NAMES
-                .iter()
-                .position(|want| want.len() == n.len() && n.eq_ignore_ascii_case(want.as_bytes()))
-                && slots[i].is_none()
-            {
-                slots[i] = Some(f);
-            }
+        HeaderFacts {
+            slots: h.fields().get_many(Self::NAMES),
         }
-        HeaderFacts { slots }
     }
 
     fn get(&self, i: usize) -> Option<Field<'h>> {
@@ -688,13 +679,14 @@ fn read_block<B: BufRead>(
         // parse them there, copying nothing.
         let data = block.fill_buf()?;
         let first = &data[..data.len().min(limits.max_http_head.saturating_add(4))];
-        let mut finder = HeadFinder::new();
-        if let Some(e) = finder.find(first) {
-            if let Ok(Some((h, _))) = HttpHead::parse_with_limits(&first[..e], limits) {
+        // One search for the end, the head parsed where it lies.
+        if let Some((parsed, e)) = HttpHead::parse_found(first, limits) {
+            if let Ok(h) = parsed {
                 head = Some(h);
                 block.consume(e);
             }
         } else {
+            let mut finder = HeadFinder::new();
             let buf = &mut scratch.head;
             buf.clear();
             gathered = true;

@@ -306,15 +306,30 @@ fn cdxj_json(e: &Entry, with_key: bool, out: &mut Vec<u8>) {
 /// index and listing writers call it for every offset and length).
 #[inline]
 pub fn push_u64(out: &mut Vec<u8>, mut v: u64) {
+    // Two digits a step from a table: half the divisions of one a step.
+    static PAIRS: [[u8; 2]; 100] = {
+        let mut t = [[0u8; 2]; 100];
+        let mut i = 0;
+        while i < 100 {
+            t[i] = [b'0' + (i / 10) as u8, b'0' + (i % 10) as u8];
+            i += 1;
+        }
+        t
+    };
     let mut digits = [0u8; 20];
     let mut i = digits.len();
-    loop {
+    while v >= 100 {
+        let pair = PAIRS[(v % 100) as usize];
+        v /= 100;
+        i -= 2;
+        digits[i..i + 2].copy_from_slice(&pair);
+    }
+    if v >= 10 {
+        i -= 2;
+        digits[i..i + 2].copy_from_slice(&PAIRS[v as usize]);
+    } else {
         i -= 1;
-        digits[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
+        digits[i] = b'0' + v as u8;
     }
     out.extend_from_slice(&digits[i..]);
 }

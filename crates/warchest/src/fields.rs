@@ -26,6 +26,9 @@ struct Span {
     value_end: u32,
     /// End of the field's last line, after its line end.
     line_end: u32,
+    /// True when the value goes on over continuation lines: only then has
+    /// [`Field::value`] anything to unfold (no search of every value).
+    folded: bool,
 }
 
 /// Something odd in a field block that a lenient parser accepted.
@@ -68,6 +71,8 @@ pub struct Field<'a> {
     name: &'a [u8],
     raw_value: &'a [u8],
     raw_line: &'a [u8],
+    /// The value holds line ends (continuation lines).
+    folded: bool,
 }
 
 impl<'a> Field<'a> {
@@ -102,7 +107,7 @@ impl<'a> Field<'a> {
     /// nothing to unfold.
     pub fn value(&self) -> Cow<'a, [u8]> {
         let v = trim_end(self.raw_value);
-        if memchr::memchr(b'\n', v).is_none() {
+        if !self.folded || memchr::memchr(b'\n', v).is_none() {
             return Cow::Borrowed(v);
         }
         let mut out = Vec::with_capacity(v.len());
@@ -143,6 +148,158 @@ impl<'a> Field<'a> {
             Cow::Owned(s) => Cow::Owned(decode_encoded_words(&s).into_owned()),
         }
     }
+}
+
+/// Where [`walk`] stopped.
+struct Walked {
+    /// The start of the blank line, or the end of the buffer.
+    end: usize,
+    /// Just past the blank line's LF, when there is one.
+    blank_end: Option<usize>,
+}
+
+/// The field lines of `buf` from `start` up to the first blank line (or
+/// the end), as spans into `buf`; see [`Fields::parse`]. `buf` is shorter
+/// than 4 GiB.
+fn walk(
+    buf: &[u8],
+    start: usize,
+    spans: &mut Vec<Span>,
+    leniency: &Leniency,
+    max_fields: usize,
+    issues: &mut Vec<FieldIssue>,
+) -> Result<Walked, FieldError> {
+    let len = buf.len();
+    let mut pos = start;
+    let mut end = len;
+    let mut blank_end = None;
+    let mut bare_lf_reported = false;
+    while pos < len {
+        let (content_end, line_end) = match memchr::memchr(b'\n', &buf[pos..]) {
+            Some(i) => {
+                let nl = pos + i;
+                let crlf = nl > pos && buf[nl - 1] == b'\r';
+                if !crlf && !bare_lf_reported {
+                    if !leniency.bare_lf {
+                        return Err(FieldError::Strict {
+                            what: "line end without CR",
+                            offset: nl,
+                        });
+                    }
+                    issues.push(FieldIssue {
+                        kind: WarningKind::BareLf,
+                        offset: nl,
+                    });
+                    bare_lf_reported = true;
+                }
+                // Strip every CR before the LF: CR CR LF line ends occur.
+                let mut ce = nl;
+                while ce > pos && buf[ce - 1] == b'\r' {
+                    ce -= 1;
+                }
+                (ce, nl + 1)
+            }
+            None => (len, len),
+        };
+        if content_end == pos {
+            end = pos;
+            blank_end = (line_end > pos).then_some(line_end);
+            break;
+        }
+        if is_ws(buf[pos]) {
+            // A continuation line (LWS): extends the previous field.
+            if let Some(last) = spans.last_mut() {
+                last.value_end = content_end as u32;
+                last.line_end = line_end as u32;
+                last.folded = true;
+            } else if !leniency.line_without_colon {
+                return Err(FieldError::Strict {
+                    what: "continuation line before any field",
+                    offset: pos,
+                });
+            } else {
+                issues.push(FieldIssue {
+                    kind: WarningKind::LineWithoutColon,
+                    offset: pos,
+                });
+            }
+            pos = line_end;
+            continue;
+        }
+        let line = &buf[pos..content_end];
+        // The usual line: a token name right before the colon, found in
+        // one pass over the name; anything else takes the careful path.
+        // (An index loop: `take_while().count()` cost twice as much.)
+        let mut token_len = 0;
+        while let Some(&b) = line.get(token_len) {
+            if !TOKEN[usize::from(b)] {
+                break;
+            }
+            token_len += 1;
+        }
+        let colon = if token_len > 0 && line.get(token_len) == Some(&b':') {
+            token_len
+        } else {
+            let Some(colon) = memchr::memchr(b':', line) else {
+                if !leniency.line_without_colon {
+                    return Err(FieldError::Strict {
+                        what: "line without a colon",
+                        offset: pos,
+                    });
+                }
+                issues.push(FieldIssue {
+                    kind: WarningKind::LineWithoutColon,
+                    offset: pos,
+                });
+                pos = line_end;
+                continue;
+            };
+            let name = trim_end(&line[..colon]);
+            if name.len() != colon {
+                if !leniency.space_before_colon {
+                    return Err(FieldError::Strict {
+                        what: "white space before colon",
+                        offset: pos + name.len(),
+                    });
+                }
+                issues.push(FieldIssue {
+                    kind: WarningKind::SpaceBeforeColon,
+                    offset: pos + name.len(),
+                });
+            }
+            if name.is_empty() || !name.iter().all(|&b| is_token_char(b)) {
+                if !leniency.bad_field_name {
+                    return Err(FieldError::Strict {
+                        what: "field name is not a token",
+                        offset: pos,
+                    });
+                }
+                issues.push(FieldIssue {
+                    kind: WarningKind::BadFieldName,
+                    offset: pos,
+                });
+            }
+            colon
+        };
+        let name = trim_end(&line[..colon]);
+        let mut value_start = pos + colon + 1;
+        while value_start < content_end && is_ws(buf[value_start]) {
+            value_start += 1;
+        }
+        if spans.len() >= max_fields {
+            return Err(FieldError::TooMany(max_fields));
+        }
+        spans.push(Span {
+            line: pos as u32,
+            name_end: (pos + name.len()) as u32,
+            value: value_start as u32,
+            value_end: content_end as u32,
+            line_end: line_end as u32,
+            folded: false,
+        });
+        pos = line_end;
+    }
+    Ok(Walked { end, blank_end })
 }
 
 /// ISO-8859-1 bytes as text: each byte is the code point of the same value.
@@ -284,128 +441,60 @@ impl Fields {
             return Err(FieldError::TooLarge);
         }
         self.spans.clear();
-        let buf = &self.buf;
-        let len = buf.len();
-        let start = start.min(len);
+        let start = start.min(self.buf.len());
         self.start = start;
-        let mut pos = start;
-        let mut end = len;
-        let mut bare_lf_reported = false;
-        while pos < len {
-            let (content_end, line_end) = match memchr::memchr(b'\n', &buf[pos..]) {
-                Some(i) => {
-                    let nl = pos + i;
-                    let crlf = nl > pos && buf[nl - 1] == b'\r';
-                    if !crlf && !bare_lf_reported {
-                        if !leniency.bare_lf {
-                            return Err(FieldError::Strict {
-                                what: "line end without CR",
-                                offset: nl,
-                            });
-                        }
-                        issues.push(FieldIssue {
-                            kind: WarningKind::BareLf,
-                            offset: nl,
-                        });
-                        bare_lf_reported = true;
-                    }
-                    // Strip every CR before the LF: CR CR LF line ends occur.
-                    let mut ce = nl;
-                    while ce > pos && buf[ce - 1] == b'\r' {
-                        ce -= 1;
-                    }
-                    (ce, nl + 1)
-                }
-                None => (len, len),
-            };
-            if content_end == pos {
-                end = pos;
-                break;
-            }
-            if is_ws(buf[pos]) {
-                // A continuation line (LWS): extends the previous field.
-                if let Some(last) = self.spans.last_mut() {
-                    last.value_end = content_end as u32;
-                    last.line_end = line_end as u32;
-                } else if !leniency.line_without_colon {
-                    return Err(FieldError::Strict {
-                        what: "continuation line before any field",
-                        offset: pos,
-                    });
-                } else {
-                    issues.push(FieldIssue {
-                        kind: WarningKind::LineWithoutColon,
-                        offset: pos,
-                    });
-                }
-                pos = line_end;
-                continue;
-            }
-            let line = &buf[pos..content_end];
-            // The usual line: a token name right before the colon, found in
-            // one pass over the name; anything else takes the careful path.
-            let token_len = line.iter().take_while(|&&b| TOKEN[usize::from(b)]).count();
-            let colon = if token_len > 0 && line.get(token_len) == Some(&b':') {
-                token_len
-            } else {
-                let Some(colon) = memchr::memchr(b':', line) else {
-                    if !leniency.line_without_colon {
-                        return Err(FieldError::Strict {
-                            what: "line without a colon",
-                            offset: pos,
-                        });
-                    }
-                    issues.push(FieldIssue {
-                        kind: WarningKind::LineWithoutColon,
-                        offset: pos,
-                    });
-                    pos = line_end;
-                    continue;
-                };
-                let name = trim_end(&line[..colon]);
-                if name.len() != colon {
-                    if !leniency.space_before_colon {
-                        return Err(FieldError::Strict {
-                            what: "white space before colon",
-                            offset: pos + name.len(),
-                        });
-                    }
-                    issues.push(FieldIssue {
-                        kind: WarningKind::SpaceBeforeColon,
-                        offset: pos + name.len(),
-                    });
-                }
-                if name.is_empty() || !name.iter().all(|&b| is_token_char(b)) {
-                    if !leniency.bad_field_name {
-                        return Err(FieldError::Strict {
-                            what: "field name is not a token",
-                            offset: pos,
-                        });
-                    }
-                    issues.push(FieldIssue {
-                        kind: WarningKind::BadFieldName,
-                        offset: pos,
-                    });
-                }
-                colon
-            };
-            let name = trim_end(&line[..colon]);
-            let value_start =
-                pos + colon + 1 + (line.len() - colon - 1 - trim_start(&line[colon + 1..]).len());
-            if self.spans.len() >= max_fields {
-                return Err(FieldError::TooMany(max_fields));
-            }
-            self.spans.push(Span {
-                line: pos as u32,
-                name_end: (pos + name.len()) as u32,
-                value: value_start as u32,
-                value_end: content_end as u32,
-                line_end: line_end as u32,
-            });
-            pos = line_end;
-        }
-        self.end = end;
+        let walked = walk(
+            &self.buf,
+            start,
+            &mut self.spans,
+            leniency,
+            max_fields,
+            issues,
+        )?;
+        self.end = walked.end;
         Ok(())
+    }
+
+    /// Parses a header block at the start of `chunk` (a start line, field
+    /// lines, a blank line of CR* LF with fewer than 63 CRs) in the same
+    /// walk that finds its end, and keeps a copy of its bytes: what
+    /// finding the end first and then [`Fields::reparse`] over the copy
+    /// would give, fields and issues alike, in one pass. `None` when that
+    /// is not sure: no blank line within `chunk` or `max_len` bytes, or a
+    /// deviation a strict `leniency` rejects (the caller then takes the
+    /// general path, which says what is wrong); `self` and `issues` are
+    /// then left to the caller to reset. `Some(n)`: the block is
+    /// `chunk[..n]`.
+    pub(crate) fn parse_block_in(
+        &mut self,
+        chunk: &[u8],
+        leniency: &Leniency,
+        max_fields: usize,
+        max_len: usize,
+        issues: &mut Vec<FieldIssue>,
+    ) -> Option<usize> {
+        let chunk = chunk.get(..chunk.len().min(max_len).min(u32::MAX as usize))?;
+        let first_nl = memchr::memchr(b'\n', chunk)?;
+        self.buf.clear();
+        self.spans.clear();
+        let walked = walk(
+            chunk,
+            first_nl + 1,
+            &mut self.spans,
+            leniency,
+            max_fields,
+            issues,
+        )
+        .ok()?;
+        let block_end = walked.blank_end?;
+        // The end search stops at blank lines of fewer than 63 CRs.
+        if block_end - walked.end > 63 {
+            return None;
+        }
+        self.buf.extend_from_slice(&chunk[..block_end]);
+        self.start = first_nl + 1;
+        self.end = walked.end;
+        Some(block_end)
     }
 
     fn field(&self, s: &Span) -> Field<'_> {
@@ -413,6 +502,7 @@ impl Fields {
             name: &self.buf[s.line as usize..s.name_end as usize],
             raw_value: &self.buf[s.value as usize..s.value_end as usize],
             raw_line: &self.buf[s.line as usize..s.line_end as usize],
+            folded: s.folded,
         }
     }
 
@@ -455,22 +545,70 @@ impl Fields {
         (fa, fb)
     }
 
+    /// The first field of each of `names`, in one pass over the fields
+    /// (names are compared by length first): for a reader that wants
+    /// several fields of every record, N lookups for the price of one.
+    pub fn get_many<const N: usize>(&self, names: [&str; N]) -> [Option<Field<'_>>; N] {
+        let mut found = [None; N];
+        let mut left = N;
+        for s in &self.spans {
+            let len = (s.name_end - s.line) as usize;
+            for (slot, name) in found.iter_mut().zip(names) {
+                if slot.is_none() && name.len() == len && self.name_is(s, name.as_bytes()) {
+                    *slot = Some(self.field(s));
+                    left -= 1;
+                }
+            }
+            if left == 0 {
+                break;
+            }
+        }
+        found
+    }
+
     /// True when the span's name is `name`, ASCII case ignored; the length
     /// is compared first, without slicing the other parts of the field.
     #[inline]
     fn name_is(&self, s: &Span, name: &[u8]) -> bool {
-        (s.name_end - s.line) as usize == name.len()
-            && self
-                .buf
-                .get(s.line as usize..s.name_end as usize)
-                // Names are mostly written as looked up: a plain compare
-                // first, the case-folding one only when that fails.
-                .is_some_and(|n| n == name || n.eq_ignore_ascii_case(name))
+        if (s.name_end - s.line) as usize != name.len() {
+            return false;
+        }
+        let Some(n) = self.buf.get(s.line as usize..s.name_end as usize) else {
+            return false;
+        };
+        // Names of 8 to 16 bytes (nearly all) are two overlapping 8-byte
+        // words: equal as written (the usual case) in two compares, told
+        // apart from names of the same length (`WARC-Type`, `WARC-Date`)
+        // by the words with the case bit set (a fold that can merge more
+        // names, never tell apart two equal but for case), and only the
+        // rest compared byte by byte, case ignored.
+        if let (Some(a0), Some(b0), Some(a1), Some(b1)) = (
+            n.first_chunk::<8>(),
+            name.first_chunk::<8>(),
+            n.last_chunk::<8>(),
+            name.last_chunk::<8>(),
+        ) && n.len() <= 16
+        {
+            let (a0, b0) = (u64::from_le_bytes(*a0), u64::from_le_bytes(*b0));
+            let (a1, b1) = (u64::from_le_bytes(*a1), u64::from_le_bytes(*b1));
+            if a0 == b0 && a1 == b1 {
+                return true;
+            }
+            const CASE: u64 = 0x2020_2020_2020_2020;
+            if (a0 | CASE) != (b0 | CASE) || (a1 | CASE) != (b1 | CASE) {
+                return false;
+            }
+            return n.eq_ignore_ascii_case(name);
+        }
+        n == name || n.eq_ignore_ascii_case(name)
     }
 
     /// Every field named `name`, in order.
     pub fn get_all<'s>(&'s self, name: &'s str) -> impl Iterator<Item = Field<'s>> + 's {
-        self.iter().filter(move |f| f.is(name))
+        self.spans
+            .iter()
+            .filter(move |s| self.name_is(s, name.as_bytes()))
+            .map(|s| self.field(s))
     }
 
     /// The unfolded value of the first field named `name`, as text.
@@ -593,6 +731,7 @@ impl Fields {
             value: base + name.len() as u32 + 2,
             value_end: base + (name.len() + 2 + value.len()) as u32,
             line_end: base + line.len() as u32,
+            folded: false,
         });
         self.end = at + line.len();
         Ok(())
@@ -632,6 +771,8 @@ impl Fields {
         let sp = &mut self.spans[i];
         sp.value_end = (sp.value_end as i64 + grow) as u32;
         sp.line_end = (sp.line_end as i64 + grow) as u32;
+        // The new value is one line (no line breaks: checked above).
+        sp.folded = false;
         // Later fields of the same name go.
         let later: Vec<Span> = self.spans[i + 1..]
             .iter()
@@ -858,6 +999,54 @@ mod tests {
         let mut issues = Vec::new();
         let f = Fields::parse(s.to_vec(), start, false, 1000, &mut issues).unwrap();
         (f, issues)
+    }
+
+    /// `get_many` finds what `get` finds for each name: the first field,
+    /// names of one length told apart, case ignored (also for names the
+    /// eight-byte reject folds together, `^` and `~`).
+    #[test]
+    fn get_many_agrees_with_get() {
+        let block = b"X\r\nWARC-Date: d\r\nwarc-type: t\r\nWARC-Type: u\r\nContent-Length: 1\r\nWARC-Record-ID: i\r\nLong-Name-^-Here: a\r\nLONG-NAME-~-HERE: b\r\n\r\n";
+        let (f, _) = parse(block, 3);
+        let names = [
+            "WARC-Type",
+            "WARC-Date",
+            "content-length",
+            "WARC-Record-ID",
+            "Long-Name-~-Here",
+            "long-name-^-here",
+            "Missing",
+            "WARC-Date",
+        ];
+        let many = f.get_many(names);
+        for (name, got) in names.iter().zip(many) {
+            assert_eq!(got, f.get(name), "{name}");
+        }
+        assert_eq!(many[0].map(|f| f.raw_value()), Some(&b"t"[..]));
+        assert_eq!(many[4].map(|f| f.raw_value()), Some(&b"b"[..]));
+        assert_eq!(many[5].map(|f| f.raw_value()), Some(&b"a"[..]));
+        assert!(many[6].is_none());
+    }
+
+    /// Only values with continuation lines are unfolded (owned); the
+    /// others are borrowed, also after `set` replaced a folded value.
+    #[test]
+    fn only_folded_values_are_unfolded() {
+        let block = b"X\r\nA: one\r\nB: two\r\n  three\r\nC: four\r\n \r\n\r\n";
+        let (mut f, _) = parse(block, 3);
+        assert!(matches!(f.get("A").unwrap().value(), Cow::Borrowed(b"one")));
+        assert_eq!(&*f.get("B").unwrap().value(), b"two three");
+        assert!(matches!(f.get("B").unwrap().value(), Cow::Owned(_)));
+        // A continuation of white space only: nothing to unfold.
+        assert!(matches!(
+            f.get("C").unwrap().value(),
+            Cow::Borrowed(b"four")
+        ));
+        f.set("B", "five").unwrap();
+        assert!(matches!(
+            f.get("B").unwrap().value(),
+            Cow::Borrowed(b"five")
+        ));
     }
 
     #[test]

@@ -353,4 +353,60 @@ mod tests {
         v.extend(b"\nB: c\r\n\r\n");
         assert_eq!(header_end(&[], &v), Some(v.len()));
     }
+
+    /// The one-walk parse of a header in the buffer gives what finding its
+    /// end and parsing a copy gives: the same end, fields and issues.
+    #[test]
+    fn header_parsed_in_place_agrees_with_end_then_parse() {
+        use crate::fields::Fields;
+        use crate::leniency::Leniency;
+        let pieces: [&[u8]; 10] = [
+            b"WARC/1.1",
+            b"\r\n",
+            b"\n",
+            b"\r",
+            b"A: b",
+            b"\r\r\n",
+            b" x",
+            b"\r\n\r\n",
+            b"no colon",
+            b"Bad Name : v",
+        ];
+        let mut seed = 7u64;
+        let mut in_place = 0;
+        for _ in 0..20_000 {
+            let mut v = Vec::new();
+            for _ in 0..1 + seed % 14 {
+                seed = seed
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1442695040888963407);
+                v.extend_from_slice(pieces[(seed >> 33) as usize % pieces.len()]);
+            }
+            for (lenient, strict) in [(Leniency::lenient(), false), (Leniency::strict(), true)] {
+                let mut fast = Fields::new();
+                let mut fast_issues = Vec::new();
+                let Some(n) =
+                    fast.parse_block_in(&v, &lenient, usize::MAX, usize::MAX, &mut fast_issues)
+                else {
+                    continue;
+                };
+                in_place += 1;
+                let what = String::from_utf8_lossy(&v);
+                assert_eq!(header_end(&[], &v), Some(n), "{what:?}");
+                let first_nl = memchr::memchr(b'\n', &v).unwrap_or(v.len());
+                let mut issues = Vec::new();
+                let slow = Fields::parse(
+                    v[..n].to_vec(),
+                    first_nl + 1,
+                    strict,
+                    usize::MAX,
+                    &mut issues,
+                )
+                .expect("the general parse fails where the walk did not");
+                assert_eq!(fast, slow, "{what:?}");
+                assert_eq!(fast_issues, issues, "{what:?}");
+            }
+        }
+        assert!(in_place > 5_000, "{in_place}");
+    }
 }

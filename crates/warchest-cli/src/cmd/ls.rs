@@ -6,6 +6,8 @@ use anyhow::Result;
 use serde::Serialize;
 use warchest::archive::Reader;
 use warchest::codec::Source;
+use warchest::fields::Field;
+use warchest::warc::{WarcHeader, field};
 use warchest_index::push_u64;
 
 use crate::input;
@@ -65,6 +67,48 @@ fn decoded_fields(h: &warchest::warc::WarcHeader) -> std::collections::BTreeMap<
         }
     }
     m
+}
+
+/// Appends a tab and the field's unfolded value as its text
+/// ([`Field::value_str`]) is written, `-` for none: ASCII values (nearly
+/// all) are copied as they are, with no UTF-8 check and no `str`.
+fn push_text(out: &mut Vec<u8>, f: Option<Field<'_>>) {
+    out.push(b'\t');
+    let Some(f) = f else {
+        out.push(b'-');
+        return;
+    };
+    let v = f.value();
+    if v.is_ascii() {
+        out.extend_from_slice(&v);
+    } else {
+        out.extend_from_slice(f.value_str().as_bytes());
+    }
+}
+
+/// [`push_text`] for WARC-Target-URI, as [`WarcHeader::target_uri`]
+/// gives it (`<...>` removed): an ASCII value with no white space at
+/// either end is cut as bytes, anything else goes through the text.
+fn push_uri(out: &mut Vec<u8>, h: &WarcHeader, f: Option<Field<'_>>) {
+    out.push(b'\t');
+    let Some(f) = f else {
+        out.push(b'-');
+        return;
+    };
+    let v = f.value();
+    let plain = v.is_ascii()
+        && v.first().is_some_and(u8::is_ascii_graphic)
+        && v.last().is_some_and(u8::is_ascii_graphic);
+    if plain {
+        let inner = match &v[..] {
+            [b'<', inner @ .., b'>'] => inner,
+            all => all,
+        };
+        out.extend_from_slice(inner);
+    } else {
+        let uri = h.target_uri();
+        out.extend_from_slice(uri.as_deref().unwrap_or("-").as_bytes());
+    }
 }
 
 /// Appends `n` in decimal, or `-` for none.
@@ -157,15 +201,16 @@ fn list_records<S: Source>(
             // no copy of the header, no String per field.
             tail.clear();
             let h = rec.header();
-            for v in [
-                h.record_type_str(),
-                h.get(warchest::warc::field::DATE),
-                h.target_uri(),
-                h.content_type(),
-            ] {
-                tail.push(b'\t');
-                tail.extend_from_slice(v.as_deref().unwrap_or("-").as_bytes());
-            }
+            let [typ, date, uri, ct] = h.fields().get_many([
+                field::TYPE,
+                field::DATE,
+                field::TARGET_URI,
+                field::CONTENT_TYPE,
+            ]);
+            push_text(&mut tail, typ);
+            push_text(&mut tail, date);
+            push_uri(&mut tail, h, uri);
+            push_text(&mut tail, ct);
             tail.push(b'\t');
             push_opt_u64(&mut tail, h.content_length());
             tail.push(b'\n');

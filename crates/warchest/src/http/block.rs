@@ -148,6 +148,15 @@ pub fn read_head(
     block: &mut impl std::io::BufRead,
     limits: &Limits,
 ) -> std::io::Result<Option<HttpHead>> {
+    // The head usually lies whole in the first chunk: found and parsed
+    // there, copied once (into the head), as the general path below would
+    // find and parse it in its buffer.
+    let chunk = block.fill_buf()?;
+    let take = chunk.len().min(limits.max_http_head.saturating_add(4));
+    if let Some((head, end)) = HttpHead::parse_found(&chunk[..take], limits) {
+        block.consume(end);
+        return Ok(head.ok());
+    }
     let mut buf = Vec::new();
     let mut finder = HeadFinder::new();
     loop {

@@ -275,6 +275,25 @@ impl HttpHead {
         }
     }
 
+    /// The head at the start of `bytes` when its end lies in `bytes`, with
+    /// its length, parsed where it lies (no copy of `bytes`, one search for
+    /// the end): what [`HttpHead::parse_with_limits`] gives on
+    /// `bytes[..len]`. `None` when the end is not in `bytes` (read more).
+    ///
+    /// # Errors
+    /// In the result, as [`HttpHead::parse_with_limits`].
+    pub fn parse_found(
+        bytes: &[u8],
+        limits: &Limits,
+    ) -> Option<(Result<HttpHead, HttpError>, usize)> {
+        let (blank, end) = HeadFinder::new().find_spans(bytes)?;
+        if end > limits.max_http_head {
+            let limit = limits.max_http_head;
+            return Some((Err(HttpError::TooLarge { limit }), end));
+        }
+        Some((parse_head(&bytes[..end], blank, limits), end))
+    }
+
     /// Parses all of `bytes` as a head that has no terminating empty line:
     /// the block ended before one (a response with headers only, cut
     /// short). Adds a [`HttpNoteKind::MissingTerminator`] note.
@@ -550,7 +569,7 @@ fn parse_head(head: &[u8], blank: usize, limits: &Limits) -> Result<HttpHead, Ht
         return Err(HttpError::NotHttp);
     }
     let start = parse_start_line(head, line.clone(), &mut notes)?;
-    if std::str::from_utf8(&head[line.clone()]).is_err() {
+    if !head[line.clone()].is_ascii() && std::str::from_utf8(&head[line.clone()]).is_err() {
         notes.push(HttpNote {
             kind: HttpNoteKind::NonUtf8,
             offset: lead,
@@ -643,7 +662,9 @@ fn line_notes(head: &[u8], lead: usize, from: usize, blank: usize, notes: &mut V
                     offset: pos,
                 });
             }
-            if std::str::from_utf8(line).is_err() {
+            // Nearly every line is ASCII: checked a word at a time, the
+            // UTF-8 decoder only for the others.
+            if !line.is_ascii() && std::str::from_utf8(line).is_err() {
                 notes.push(HttpNote {
                     kind: HttpNoteKind::NonUtf8,
                     offset: pos,

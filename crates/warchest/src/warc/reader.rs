@@ -515,91 +515,120 @@ impl<S: Source> Reader<S> {
         };
         let max = self.opts.limits.max_header_block;
         let mut fields = std::mem::take(&mut self.header.fields);
+        let carried = !self.carry.is_empty();
         let buf = fields.buf_mut();
         buf.clear();
         buf.append(&mut self.carry);
         let mut spans_members = false;
-        loop {
+        // The usual header, whole in the buffer: found and parsed in one
+        // walk over it (the general path below finds its end, copies it
+        // and parses the copy, which gives the same fields and issues).
+        self.issues.clear();
+        let mut in_place = false;
+        if !carried {
             let chunk = self.src.fill_buf()?;
-            if chunk.is_empty() {
-                if !self.src.next_member()? {
-                    let e = self.error(
-                        ErrorKind::Truncated(format!(
-                            "the header block ends after {} bytes, without its blank line",
-                            buf.len()
-                        )),
-                        offset,
-                        Some(index),
-                    );
-                    if !self.diag.leniency().truncated_record {
-                        return Err(e);
+            let lenient = self.diag.leniency();
+            let max_fields = self.opts.limits.max_fields;
+            match fields.parse_block_in(chunk, lenient, max_fields, max, &mut self.issues) {
+                Some(n) => {
+                    self.src.consume(n);
+                    in_place = true;
+                }
+                None => {
+                    fields.buf_mut().clear();
+                    self.issues.clear();
+                }
+            }
+        }
+        if !in_place {
+            let buf = fields.buf_mut();
+            loop {
+                let chunk = self.src.fill_buf()?;
+                if chunk.is_empty() {
+                    if !self.src.next_member()? {
+                        let e = self.error(
+                            ErrorKind::Truncated(format!(
+                                "the header block ends after {} bytes, without its blank line",
+                                buf.len()
+                            )),
+                            offset,
+                            Some(index),
+                        );
+                        if !self.diag.leniency().truncated_record {
+                            return Err(e);
+                        }
+                        // A header cut off at the end of the input: nothing of
+                        // the record can be read, so say so and stop.
+                        let mut w = Warning::new(
+                            WarningKind::TruncatedRecord,
+                            offset,
+                            format!(
+                                "the input ends inside a header block, after {} bytes",
+                                buf.len()
+                            ),
+                        );
+                        w.record = Some(index);
+                        self.diag.push(w);
+                        self.header.fields = fields;
+                        return Ok(Some(false));
                     }
-                    // A header cut off at the end of the input: nothing of
-                    // the record can be read, so say so and stop.
+                    spans_members = true;
+                    continue;
+                }
+                let end = framing::header_end(buf, chunk);
+                let take = end.unwrap_or(chunk.len());
+                if buf.len() + take > max {
+                    if !self.diag.leniency().skipped_bytes {
+                        return Err(self.error(
+                            ErrorKind::TooLarge {
+                                what: "WARC header block",
+                                limit: max as u64,
+                            },
+                            offset,
+                            Some(index),
+                        ));
+                    }
+                    // Lenient: the record is lost, not the rest of the input.
+                    // What was read of its header is dropped (memory stays
+                    // bounded by the limit) and the caller resynchronises at
+                    // the next record start, streaming over the rest.
+                    buf.clear();
+                    self.header.fields = fields;
                     let mut w = Warning::new(
-                        WarningKind::TruncatedRecord,
+                        WarningKind::SkippedBytes,
                         offset,
                         format!(
-                            "the input ends inside a header block, after {} bytes",
-                            buf.len()
+                            "the WARC header block is longer than the limit of {max} bytes; the record is skipped up to the next record"
                         ),
                     );
                     w.record = Some(index);
                     self.diag.push(w);
-                    self.header.fields = fields;
-                    return Ok(Some(false));
+                    return Ok(None);
                 }
-                spans_members = true;
-                continue;
-            }
-            let end = framing::header_end(buf, chunk);
-            let take = end.unwrap_or(chunk.len());
-            if buf.len() + take > max {
-                if !self.diag.leniency().skipped_bytes {
-                    return Err(self.error(
-                        ErrorKind::TooLarge {
-                            what: "WARC header block",
-                            limit: max as u64,
-                        },
-                        offset,
-                        Some(index),
-                    ));
+                buf.extend_from_slice(&chunk[..take]);
+                self.src.consume(take);
+                if end.is_some() {
+                    break;
                 }
-                // Lenient: the record is lost, not the rest of the input.
-                // What was read of its header is dropped (memory stays
-                // bounded by the limit) and the caller resynchronises at
-                // the next record start, streaming over the rest.
-                buf.clear();
-                self.header.fields = fields;
-                let mut w = Warning::new(
-                    WarningKind::SkippedBytes,
-                    offset,
-                    format!(
-                        "the WARC header block is longer than the limit of {max} bytes; the record is skipped up to the next record"
-                    ),
-                );
-                w.record = Some(index);
-                self.diag.push(w);
-                return Ok(None);
-            }
-            buf.extend_from_slice(&chunk[..take]);
-            self.src.consume(take);
-            if end.is_some() {
-                break;
             }
         }
+        let buf = fields.as_bytes();
         let header_len = buf.len() as u64;
         let first_nl = memchr::memchr(b'\n', buf).unwrap_or(buf.len());
         let line = &buf[..first_nl];
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         let version = Version::parse_line(line);
-        self.issues.clear();
-        let parsed = fields.reparse(
-            first_nl + 1,
-            self.diag.leniency(),
-            self.opts.limits.max_fields,
-            &mut self.issues,
-        );
+        let parsed = if in_place {
+            Ok(())
+        } else {
+            self.issues.clear();
+            fields.reparse(
+                first_nl + 1,
+                self.diag.leniency(),
+                self.opts.limits.max_fields,
+                &mut self.issues,
+            )
+        };
         self.header.fields = fields;
         if let Err(e) = parsed {
             return Err(self.error(ErrorKind::Syntax(e.to_string()), offset, Some(index)));
@@ -821,6 +850,11 @@ impl<S: Source> Reader<S> {
 
     /// Reads the CRLF CRLF after a block, within the current member.
     fn read_trailer(&mut self, cur: &Current) -> Result<()> {
+        // The usual trailer, whole in the buffer: no byte-by-byte walk.
+        if self.src.fill_buf()?.starts_with(b"\r\n\r\n") {
+            self.src.consume(4);
+            return Ok(());
+        }
         let at = self.stored_pos();
         let mut seen = [0u8; 4];
         let mut n = 0usize;
