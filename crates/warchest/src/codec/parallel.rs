@@ -49,7 +49,6 @@
 //! `parallel_off` stands in and everything is decoded on the reading thread.
 
 use std::collections::VecDeque;
-use std::io::{self, Read, Seek, SeekFrom};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 
@@ -57,7 +56,7 @@ use super::decoder::{Kind, Probe, find_magic, probe};
 use super::gzip::{Fed, HeaderParser};
 use super::inflate::{FastInflater, Inflated, crc32};
 use super::{Codec, Decoder, DecoderOptions, GzipHeader, GzipTrailer, Source};
-use crate::io::ReadAt;
+use crate::io::{AtCursor, ReadAt};
 
 /// Stored bytes per job. Small enough that a few jobs in flight stay far
 /// below the memory bound, large enough that the hand-over costs nothing.
@@ -75,32 +74,10 @@ const SLACK: u64 = 64 * 1024;
 /// that, the job's decoder streams it).
 const MAX_DIRECT_INPUT: usize = 4 << 20;
 
-/// A file (or any [`ReadAt`]) read at explicit offsets: the workers share
-/// one handle.
-pub(crate) struct Pread {
-    file: Arc<dyn ReadAt>,
-    pos: u64,
-}
-
-impl Read for Pread {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.file.read_at(buf, self.pos)?;
-        self.pos += n as u64;
-        Ok(n)
-    }
-}
-
-impl Seek for Pread {
-    fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
-        let bad = || io::Error::new(io::ErrorKind::InvalidInput, "seek out of range");
-        self.pos = match to {
-            SeekFrom::Start(n) => n,
-            SeekFrom::Current(d) => self.pos.checked_add_signed(d).ok_or_else(bad)?,
-            SeekFrom::End(d) => self.file.size()?.checked_add_signed(d).ok_or_else(bad)?,
-        };
-        Ok(self.pos)
-    }
-}
+/// A worker's view of the shared source: a cursor of its own over the
+/// one handle (unnamed: a job's read error is not reported by the job,
+/// the reading thread reads those bytes again and names it).
+pub(crate) type Pread = AtCursor;
 
 /// One member decoded by a job.
 #[derive(Debug)]
@@ -228,10 +205,7 @@ impl Worker {
         if self.scan.len() < want {
             self.scan.resize(want, 0);
         }
-        let mut r = Pread {
-            file: Arc::clone(file),
-            pos: base + have as u64,
-        };
+        let mut r = Pread::new(Arc::clone(file), "", base + have as u64);
         // A read error reads nothing: the job stops there, and the reading
         // thread decodes what follows itself and reports the error.
         let got = match self.scan.get_mut(have..want) {
@@ -252,10 +226,7 @@ impl Worker {
         dict: Option<&Arc<Vec<u8>>>,
     ) -> Option<&mut Decoder<Pread>> {
         if self.dec.is_none() {
-            let reader = Pread {
-                file: Arc::clone(&shared.file),
-                pos: 0,
-            };
+            let reader = Pread::new(Arc::clone(&shared.file), "", 0);
             let mut dec = Decoder::new_seekable(reader, shared.opts.clone()).ok()?;
             // A member larger than a job is the reading thread's anyway.
             dec.set_whole_member_max(shared.cap);
@@ -967,7 +938,7 @@ fn decode_generic(
 mod tests {
     use super::*;
     use crate::Warning;
-    use std::io::Write;
+    use std::io::{Seek, SeekFrom, Write};
 
     /// One decoded member: offset, end, codec, bytes, and the gzip trailer's
     /// stored CRC32 when there is one.
