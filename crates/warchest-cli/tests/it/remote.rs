@@ -914,4 +914,18 @@ fn serve_of_a_wacz_by_url_answers_as_of_the_local_wacz() {
     let r = remote.rget(&format!("/archive/record/{id}/{off}/warc"));
     assert_eq!(r.status, 200, "{}", r.text());
     assert!(r.body == want, "record downloads differ");
+
+    // From S3, by a prefix that holds the WACZ: the same.
+    let moto = Moto::start();
+    let env = moto.env();
+    moto.upload("bucket", &[("w/iana.wacz".into(), wacz.clone())]);
+    let s3 = serve_env(&env, &["s3://bucket/w/"], &tmp.path().join("s.redb"));
+    let (l, r) = (local.get(cdx), s3.get(cdx));
+    assert_eq!(r.status, 200, "{}", s3.log());
+    assert_eq!(r.text(), l.text());
+    let r = s3.rget(IANA_CSS);
+    assert_eq!(r.status, 200, "{} {}", r.text(), s3.log());
+    assert!(r.body == local.rget(IANA_CSS).body, "bodies differ (S3)");
+    let r = s3.rget(&format!("/archive/record/{id}/{off}/warc"));
+    assert!(r.body == want, "record downloads differ (S3)");
 }
