@@ -152,7 +152,8 @@ pub(crate) fn list(url: &str) -> io::Result<Vec<(String, u64)>> {
 }
 
 /// Bytes fetched with one request, read and sought as the range
-/// `start..start + bytes.len()` of the object (offsets are the object's).
+/// `start..start + bytes.len()` of the object (offsets are the object's, or
+/// a WACZ member's: from the member's start).
 #[derive(Debug)]
 pub struct Fetched {
     bytes: Bytes,
@@ -163,13 +164,21 @@ pub struct Fetched {
 }
 
 impl Fetched {
-    /// The range `offset..offset + len` of the object at `url` (one GET,
-    /// no HEAD; faults retried within the budget), holding `held`.
-    pub(crate) fn get(url: &str, offset: u64, len: u64, held: Option<Held>) -> io::Result<Fetched> {
+    /// The range `offset..offset + len` of the bytes that start at `base`
+    /// in the object at `url` (0, or a WACZ member's start), read with
+    /// offsets from `base` (one GET, no HEAD; faults retried within the
+    /// budget), holding `held`.
+    pub(crate) fn get(
+        url: &str,
+        base: u64,
+        offset: u64,
+        len: u64,
+        held: Option<Held>,
+    ) -> io::Result<Fetched> {
         #[cfg(feature = "remote")]
         {
             Ok(Fetched {
-                bytes: warchest_remote::get_range(url, offset, len)?,
+                bytes: warchest_remote::get_range(url, base.saturating_add(offset), len)?,
                 start: offset,
                 pos: offset,
                 _held: held,
@@ -177,7 +186,7 @@ impl Fetched {
         }
         #[cfg(not(feature = "remote"))]
         {
-            let _ = (offset, len, held);
+            let _ = (base, offset, len, held);
             Err(unsupported(url))
         }
     }
@@ -249,20 +258,21 @@ pub struct Streamed {
 }
 
 impl Streamed {
-    /// The range `offset..offset + len` of the object at `url`; the
-    /// request is made at the first read.
-    pub(crate) fn open(url: &str, offset: u64, len: u64) -> io::Result<Streamed> {
+    /// The range `offset..offset + len` of the bytes that start at `base`
+    /// in the object at `url`, read with offsets from `base`; the request
+    /// is made at the first read.
+    pub(crate) fn open(url: &str, base: u64, offset: u64, len: u64) -> io::Result<Streamed> {
         #[cfg(feature = "remote")]
         {
             Ok(Streamed {
-                inner: warchest_remote::open_range(url, offset, len)?,
+                inner: warchest_remote::open_range(url, base.saturating_add(offset), len)?,
                 pos: offset,
                 end: offset.saturating_add(len),
             })
         }
         #[cfg(not(feature = "remote"))]
         {
-            let _ = (offset, len);
+            let _ = (base, offset, len);
             Err(unsupported(url))
         }
     }

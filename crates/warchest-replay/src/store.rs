@@ -128,27 +128,33 @@ impl Source {
             .flatten();
         if let Some(held) = held {
             Ok(SourceBytes::Fetched(
-                Fetched::get(url, offset, len, Some(held)).map_err(named)?,
+                Fetched::get(url, self.start, offset, len, Some(held)).map_err(named)?,
             ))
         } else {
             Ok(SourceBytes::Streamed(Box::new(
-                Streamed::open(url, offset, len).map_err(named)?,
+                Streamed::open(url, self.start, offset, len).map_err(named)?,
             )))
         }
     }
 
+    /// The object read by range requests from `offset` on; of a WACZ
+    /// member, a window on the WACZ object from the member's start, so that
+    /// offsets stay the member's.
     #[cfg(feature = "remote")]
     fn open_object(&self, url: &str, offset: u64, scan: bool) -> Result<SourceBytes> {
-        let f = remote::object(url, self.len, offset, scan)
-            .map_err(|e| Error::from(e).in_file(Path::new(url)))?;
-        Ok(SourceBytes::Object(Box::new(f)))
+        let named = |e: std::io::Error| Error::from(e).in_file(Path::new(url));
+        let end = self.start.saturating_add(self.len);
+        let f = remote::object(url, end, self.start, scan).map_err(named)?;
+        let mut s = Section::new(f, self.start, self.len).map_err(named)?;
+        s.seek(SeekFrom::Start(offset)).map_err(named)?;
+        Ok(SourceBytes::Object(Box::new(s)))
     }
 
     #[cfg(not(feature = "remote"))]
     fn open_object(&self, url: &str, offset: u64, _scan: bool) -> Result<SourceBytes> {
         // Fails with the message naming the missing feature.
         Ok(SourceBytes::Fetched(
-            Fetched::get(url, offset, 0, None)
+            Fetched::get(url, self.start, offset, 0, None)
                 .map_err(|e| Error::from(e).in_file(Path::new(url)))?,
         ))
     }
@@ -199,7 +205,7 @@ impl Source {
             buffer_size: RECORD_BUFFER,
             ..DecoderOptions::default()
         };
-        if offset > 0 && is_zstd_name(url) {
+        if offset > 0 && is_zstd_name(self.entry.as_deref().unwrap_or(url)) {
             // The dictionary frame is at the object's start.
             let mut head = self.open_object(url, 0, false)?;
             let (lo, hi) = warchest::codec::zstd_frame::WINDOW_LOG_RANGE;
@@ -284,9 +290,10 @@ pub enum SourceBytes {
     Fetched(Fetched),
     /// A range of an object, streamed (read in order only).
     Streamed(Box<Streamed>),
-    /// An object read through range requests as it is read.
+    /// An object read through range requests as it is read (of a WACZ
+    /// member, a window on the WACZ object).
     #[cfg(feature = "remote")]
-    Object(Box<warchest_remote::RemoteFile>),
+    Object(Box<Section<warchest_remote::RemoteFile>>),
 }
 
 impl SourceBytes {
@@ -298,7 +305,7 @@ impl SourceBytes {
             SourceBytes::Fetched(f) => f.end(),
             SourceBytes::Streamed(s) => s.end(),
             #[cfg(feature = "remote")]
-            SourceBytes::Object(f) => f.size(),
+            SourceBytes::Object(f) => f.len(),
         }
     }
 
@@ -603,14 +610,12 @@ impl Store {
                 match list_objects(url) {
                     Ok(objects) => {
                         for (url, size) in objects {
-                            if wacz::is_wacz(Path::new(&url)) {
-                                report.failures.push(format!(
-                                    "{url}: a WACZ is served from a local file, not by URL \
-                                     (download it first)"
-                                ));
-                                continue;
-                            }
-                            if let Err(e) = self.sync_object(&url, size, &mut report) {
+                            let r = if wacz::is_wacz(Path::new(&url)) {
+                                self.sync_wacz_object(&url, size, &mut report)
+                            } else {
+                                self.sync_object(&url, size, &mut report)
+                            };
+                            if let Err(e) = r {
                                 report.failures.push(format!("{url}: {e}"));
                             }
                         }
@@ -756,6 +761,57 @@ impl Store {
             }
         };
         self.index_and_save(src, report)
+    }
+
+    /// Indexes the archive files of the WACZ object at `url` of `size`
+    /// bytes: its central directory is read by range requests, and each
+    /// archive file is a source of its own, read by range at the member's
+    /// start (named `URL#archive/NAME`). A member whose place or size
+    /// changed is indexed again from its start.
+    #[cfg(feature = "remote")]
+    fn sync_wacz_object(&self, url: &str, size: u64, report: &mut SyncReport) -> Result<()> {
+        let named = |e: std::io::Error| Error::from(e).in_file(Path::new(url));
+        // Small ranges: only the directory and the local headers are read.
+        let f = remote::object(url, size, 0, false).map_err(named)?;
+        let members =
+            wacz::archive_entries_of(wacz::entries_of(f, Path::new(url))?, Path::new(url))?;
+        for m in members {
+            let name = format!("{url}#{}", m.name);
+            let (start, len) = (m.data_start, m.compressed_size);
+            let src = match self.known(&name) {
+                Some(s) if (s.start == start && s.len == len) || s.mtime == u64::MAX => continue,
+                Some(mut s) => {
+                    s.start = start;
+                    s.len = len;
+                    s.indexed_to = 0;
+                    s.entries = 0;
+                    report.updated_sources += 1;
+                    s
+                }
+                None => {
+                    report.new_sources += 1;
+                    Source {
+                        id: self.next_id(),
+                        name,
+                        path: PathBuf::from(url),
+                        url: Some(url.to_string()),
+                        entry: Some(m.name),
+                        start,
+                        len,
+                        mtime: 0,
+                        indexed_to: 0,
+                        entries: 0,
+                    }
+                }
+            };
+            self.index_and_save(src, report)?;
+        }
+        Ok(())
+    }
+
+    #[cfg(not(feature = "remote"))]
+    fn sync_wacz_object(&self, url: &str, size: u64, report: &mut SyncReport) -> Result<()> {
+        self.sync_object(url, size, report)
     }
 
     /// The source named `name`, if it is known.

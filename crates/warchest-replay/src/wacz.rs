@@ -42,20 +42,22 @@ fn zip_error(path: &Path, e: zip::result::ZipError) -> Error {
 
 /// A window on a file: bytes `start..start + len`, read and sought as if
 /// they were a file of their own (a WARC file stored in a WACZ).
+/// Of any reader that seeks: a local file, or an object read by range
+/// requests (a WACZ named by URL).
 #[derive(Debug)]
-pub struct Section {
-    file: File,
+pub struct Section<R = File> {
+    file: R,
     start: u64,
     len: u64,
     pos: u64,
 }
 
-impl Section {
+impl<R: Read + Seek> Section<R> {
     /// The bytes `start..start + len` of `file`, positioned at their start.
     ///
     /// # Errors
     /// Seeking failed.
-    pub fn new(mut file: File, start: u64, len: u64) -> io::Result<Section> {
+    pub fn new(mut file: R, start: u64, len: u64) -> io::Result<Section<R>> {
         file.seek(SeekFrom::Start(start))?;
         Ok(Section {
             file,
@@ -76,7 +78,7 @@ impl Section {
     }
 }
 
-impl Read for Section {
+impl<R: Read + Seek> Read for Section<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let left = self.len.saturating_sub(self.pos);
         let want = (buf.len() as u64).min(left) as usize;
@@ -89,7 +91,7 @@ impl Read for Section {
     }
 }
 
-impl Seek for Section {
+impl<R: Read + Seek> Seek for Section<R> {
     fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
         let target = match to {
             SeekFrom::Start(n) => Some(n),
@@ -132,25 +134,37 @@ pub fn is_wacz(path: &Path) -> bool {
 /// The file cannot be read or is not a ZIP file.
 pub fn entries(path: &Path) -> Result<Vec<ZipEntry>> {
     let f = File::open(path).map_err(|e| Error::from(e).in_file(path))?;
-    let mut zip = zip::ZipArchive::new(BufReader::new(f)).map_err(|e| zip_error(path, e))?;
-    let mut out = Vec::with_capacity(zip.len());
-    // A second handle reads the local headers (the archive keeps its own).
-    let mut raw = File::open(path).map_err(|e| Error::from(e).in_file(path))?;
+    entries_of(BufReader::new(f), path)
+}
+
+/// The files in the ZIP that `r` reads (a local file, or an object read by
+/// range requests), in the order of its central directory; `name` (its
+/// path or URL) is what errors name. Only the central directory and each
+/// file's local header are read.
+///
+/// # Errors
+/// The ZIP cannot be read or is not a ZIP file.
+pub fn entries_of<R: Read + Seek>(r: R, name: &Path) -> Result<Vec<ZipEntry>> {
+    let path = name;
+    let mut zip = zip::ZipArchive::new(r).map_err(|e| zip_error(path, e))?;
+    let mut found = Vec::with_capacity(zip.len());
     for i in 0..zip.len() {
-        let (name, header_start, compressed_size, size, stored, is_dir) = {
-            let z = zip.by_index_raw(i).map_err(|e| zip_error(path, e))?;
-            (
-                z.name().map_err(|e| zip_error(path, e))?.into_owned(),
-                z.header_start(),
-                z.compressed_size(),
-                z.size(),
-                z.compression() == zip::CompressionMethod::Stored,
-                z.is_dir(),
-            )
-        };
-        if is_dir {
+        let z = zip.by_index_raw(i).map_err(|e| zip_error(path, e))?;
+        if z.is_dir() {
             continue;
         }
+        found.push((
+            z.name().map_err(|e| zip_error(path, e))?.into_owned(),
+            z.header_start(),
+            z.compressed_size(),
+            z.size(),
+            z.compression() == zip::CompressionMethod::Stored,
+        ));
+    }
+    // The same reader then reads the local headers.
+    let mut raw = zip.into_inner();
+    let mut out = Vec::with_capacity(found.len());
+    for (name, header_start, compressed_size, size, stored) in found {
         let data_start =
             local_data_start(&mut raw, header_start).map_err(|e| Error::from(e).in_file(path))?;
         out.push(ZipEntry {
@@ -187,8 +201,18 @@ fn local_data_start(r: &mut (impl Read + Seek), header_start: u64) -> io::Result
 /// The WACZ cannot be read, or an archive file is compressed in the ZIP
 /// (it could not be read in place).
 pub fn archive_entries(path: &Path) -> Result<Vec<ZipEntry>> {
+    archive_entries_of(entries(path)?, path)
+}
+
+/// The archive files (under `archive/`) among a WACZ's `entries` (as
+/// [`entries_of`] gives them); `path` is what errors name.
+///
+/// # Errors
+/// An archive file is compressed in the ZIP (it could not be read in
+/// place).
+pub fn archive_entries_of(entries: Vec<ZipEntry>, path: &Path) -> Result<Vec<ZipEntry>> {
     let mut v = Vec::new();
-    for e in entries(path)? {
+    for e in entries {
         if e.name.starts_with("archive/") && e.name.len() > "archive/".len() {
             if !e.stored {
                 return Err(wacz_error(

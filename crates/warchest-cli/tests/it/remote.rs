@@ -844,3 +844,88 @@ fn serve_loads_cdxj_from_a_url_and_serves_within_a_fetch_budget() {
         assert!(r.body == local.rget(page).body, "{page} differs");
     }
 }
+
+#[test]
+fn serve_of_a_wacz_by_url_answers_as_of_the_local_wacz() {
+    let tmp = tempfile::tempdir().unwrap();
+    let iana = fixture("pywb/iana.warc.gz");
+    let wacz = tmp.path().join("iana.wacz");
+    let out = bin()
+        .args(["wacz", "create", "--title", "IANA"])
+        .arg(&iana)
+        .arg(fixture("pywb/example.warc.gz"))
+        .arg("-o")
+        .arg(&wacz)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let srv = RangeServer::start(tmp.path(), 5.0);
+    let url = srv.url("iana.wacz");
+    let local = serve_env(
+        &[],
+        &[&wacz.display().to_string()],
+        &tmp.path().join("l.redb"),
+    );
+    let remote = serve_env(&[], &[&url], &tmp.path().join("r.redb"));
+
+    // The CDX API: the same captures, named `iana.wacz#archive/NAME`.
+    let cdx = "/archive/cdx?url=http://www.iana.org/_css/2013.1/screen.css&output=json";
+    let (l, r) = (local.get(cdx), remote.get(cdx));
+    assert_eq!(r.status, 200, "{}", remote.log());
+    assert_eq!(r.text(), l.text());
+    assert!(
+        r.text().contains("iana.wacz#archive/iana.warc.gz") && r.text().lines().count() > 5,
+        "{}",
+        r.text()
+    );
+
+    // A raw capture, read with one range request at the member's start
+    // plus the record's offset; a revisit (its original read too).
+    srv.reset_count();
+    let r = remote.rget(IANA_CSS);
+    assert_eq!(r.status, 200, "{} {}", r.text(), remote.log());
+    assert_eq!(srv.count(), (1, 0), "a record costs one range request");
+    assert!(r.body == local.rget(IANA_CSS).body, "bodies differ");
+    for path in [IANA_HOME, IANA_REVISIT] {
+        let (l, r) = (local.rget(path), remote.rget(path));
+        assert_eq!(r.status, 200, "{path}: {}", r.text());
+        assert!(
+            !r.body.is_empty() && r.body == l.body,
+            "{path}: bodies differ"
+        );
+    }
+
+    // A record download: the record's bytes as stored in the WARC file
+    // (offsets are the member's), as from the local WACZ.
+    let (off, len) = offset_length(
+        &index_lines(&iana),
+        "http://www.iana.org/",
+        "20140126200624",
+    );
+    let stored = std::fs::read(&iana).unwrap();
+    let want = &stored[off as usize..(off + len) as usize];
+    let id = (0..2)
+        .find(|id| local.rget(&format!("/archive/record/{id}/{off}/warc")).body == want)
+        .expect("the record, downloaded from the local WACZ");
+    let r = remote.rget(&format!("/archive/record/{id}/{off}/warc"));
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(r.body == want, "record downloads differ");
+
+    // From S3, by a prefix that holds the WACZ: the same.
+    let moto = Moto::start();
+    let env = moto.env();
+    moto.upload("bucket", &[("w/iana.wacz".into(), wacz.clone())]);
+    let s3 = serve_env(&env, &["s3://bucket/w/"], &tmp.path().join("s.redb"));
+    let (l, r) = (local.get(cdx), s3.get(cdx));
+    assert_eq!(r.status, 200, "{}", s3.log());
+    assert_eq!(r.text(), l.text());
+    let r = s3.rget(IANA_CSS);
+    assert_eq!(r.status, 200, "{} {}", r.text(), s3.log());
+    assert!(r.body == local.rget(IANA_CSS).body, "bodies differ (S3)");
+    let r = s3.rget(&format!("/archive/record/{id}/{off}/warc"));
+    assert!(r.body == want, "record downloads differ (S3)");
+}
