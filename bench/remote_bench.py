@@ -80,6 +80,33 @@ def wait_port(port, what, proc, limit=60):
             time.sleep(0.1)
 
 
+class Nginx:
+    """nginx (Debian's nginx-light) serving the archive's directory on
+    127.0.0.1 with sendfile: an HTTP server whose own CPU per byte is
+    next to nothing, so that the scan rows over it show the client's
+    speed where the S3 server's single Node thread bounds the S3 rows."""
+
+    def __init__(self, exe, archive, tmp):
+        self.port = free_port()
+        root = os.path.dirname(os.path.abspath(archive))
+        conf = os.path.join(tmp, "nginx.conf")
+        with open(conf, "w") as f:
+            f.write(
+                "daemon off; worker_processes 1; pid %s/nginx.pid; error_log %s/nginx.err;\n"
+                "events { worker_connections 256; }\n"
+                "http { access_log off; sendfile on; client_body_temp_path %s;\n"
+                "  server { listen 127.0.0.1:%d; root %s; } }\n"
+                % (tmp, tmp, tmp, self.port, root))
+        self.proc = subprocess.Popen([exe, "-c", conf, "-p", tmp],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_port(self.port, "nginx", self.proc)
+        self.url = "http://127.0.0.1:%d/%s" % (self.port, os.path.basename(archive))
+
+    def close(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
 def timed(cmd, env=None, stdout=subprocess.DEVNULL):
     """Seconds, peak RSS (MiB, from /usr/bin/time) and CPU seconds of one
     run; exits loudly on a non-zero exit."""
@@ -256,6 +283,9 @@ def main():
                     "AWS_SECRET_ACCESS_KEY, AWS_REGION; the archive is uploaded to --bucket "
                     "unless there)")
     ap.add_argument("--bucket", default=BUCKET, help="the bucket (default %s)" % BUCKET)
+    ap.add_argument("--nginx", default=shutil.which("nginx") or "/usr/sbin/nginx",
+                    help="nginx, for scan rows over plain HTTP beside the S3 rows "
+                    "(skipped when absent; Debian's nginx-light)")
     ap.add_argument("--latency-ms", type=float, default=20)
     ap.add_argument("--latency-records", type=int, default=500)
     args = ap.parse_args()
@@ -268,9 +298,11 @@ def main():
     ratios = []
     with tempfile.TemporaryDirectory(prefix="remote-bench-") as tmp:
         s3 = S3(args, args.file, tmp)
+        web = None
         try:
             url = "s3://%s/%s" % (s3.bucket, s3.name)
-            # 1. Scans.
+            # 1. Scans (and over plain HTTP from nginx, when it is here).
+            web = Nginx(args.nginx, args.file, tmp) if args.nginx and os.path.exists(args.nginx) else None
             for j in [int(x) for x in args.scan_jobs.split(",") if x]:
                 lt, lm, lc = median_runs(args.runs, [wbin, "ls", "-j", str(j), args.file])
                 rt, rm, rc = median_runs(args.runs, [wbin, "ls", "-j", str(j), url], s3.env)
@@ -278,6 +310,11 @@ def main():
                 rows.append(("scan from %s (ls -j %d)" % (s3.kind, j), rt,
                              "%.0f MB/s" % (size / rt / 1e6), rm, rc))
                 ratios.append(("scan -j %d: S3 / local speed" % j, lt / rt, 0.8))
+                if web is not None:
+                    ht, hm, hc = median_runs(args.runs, [wbin, "ls", "-j", str(j), web.url])
+                    rows.append(("scan from nginx over HTTP (ls -j %d)" % j, ht,
+                                 "%.0f MB/s" % (size / ht / 1e6), hm, hc))
+                    ratios.append(("scan -j %d: HTTP (nginx) / local speed" % j, lt / ht, None))
 
             # 2. Fetch N index-selected records.
             idx = subprocess.run([wbin, "index", args.file], stdout=subprocess.PIPE,
@@ -334,6 +371,8 @@ def main():
             ratios.append(("fetch -j %d / fetch -j 1 (throughput)" % args.j, st / ft, None))
         finally:
             s3.close()
+            if web is not None:
+                web.close()
 
         # 3. With latency per request.
         srv = subprocess.Popen(
