@@ -735,10 +735,27 @@ impl Store {
     /// one is indexed again from its start). An object indexed by a CDXJ
     /// given stays as that index says.
     fn sync_object(&self, url: &str, size: u64, report: &mut SyncReport) -> Result<()> {
-        let src = match self.known(url) {
-            Some(s) if s.len == size || s.mtime == u64::MAX => return Ok(()),
+        self.sync_remote(url.to_string(), url, None, 0, size, report)
+    }
+
+    /// Indexes the source `name`: the object at `url` from byte `start`
+    /// for `len` bytes (a whole object, or a WACZ member), when it is new
+    /// or its place or size changed (indexed again from its start then).
+    /// A source indexed by a CDXJ given stays as that index says.
+    fn sync_remote(
+        &self,
+        name: String,
+        url: &str,
+        entry: Option<String>,
+        start: u64,
+        len: u64,
+        report: &mut SyncReport,
+    ) -> Result<()> {
+        let src = match self.known(&name) {
+            Some(s) if (s.start == start && s.len == len) || s.mtime == u64::MAX => return Ok(()),
             Some(mut s) => {
-                s.len = size;
+                s.start = start;
+                s.len = len;
                 s.indexed_to = 0;
                 s.entries = 0;
                 report.updated_sources += 1;
@@ -748,12 +765,12 @@ impl Store {
                 report.new_sources += 1;
                 Source {
                     id: self.next_id(),
-                    name: url.to_string(),
+                    name,
                     path: PathBuf::from(url),
                     url: Some(url.to_string()),
-                    entry: None,
-                    start: 0,
-                    len: size,
+                    entry,
+                    start,
+                    len,
                     mtime: 0,
                     indexed_to: 0,
                     entries: 0,
@@ -778,33 +795,7 @@ impl Store {
         for m in members {
             let name = format!("{url}#{}", m.name);
             let (start, len) = (m.data_start, m.compressed_size);
-            let src = match self.known(&name) {
-                Some(s) if (s.start == start && s.len == len) || s.mtime == u64::MAX => continue,
-                Some(mut s) => {
-                    s.start = start;
-                    s.len = len;
-                    s.indexed_to = 0;
-                    s.entries = 0;
-                    report.updated_sources += 1;
-                    s
-                }
-                None => {
-                    report.new_sources += 1;
-                    Source {
-                        id: self.next_id(),
-                        name,
-                        path: PathBuf::from(url),
-                        url: Some(url.to_string()),
-                        entry: Some(m.name),
-                        start,
-                        len,
-                        mtime: 0,
-                        indexed_to: 0,
-                        entries: 0,
-                    }
-                }
-            };
-            self.index_and_save(src, report)?;
+            self.sync_remote(name, url, Some(m.name), start, len, report)?;
         }
         Ok(())
     }
