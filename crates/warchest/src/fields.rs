@@ -150,6 +150,22 @@ impl<'a> Field<'a> {
     }
 }
 
+/// A deviation from the grammar at `offset`: an error when the leniency
+/// does not allow it (`allowed` off), else recorded in `issues` as `kind`.
+fn deviation(
+    allowed: bool,
+    what: &'static str,
+    kind: WarningKind,
+    offset: usize,
+    issues: &mut Vec<FieldIssue>,
+) -> Result<(), FieldError> {
+    if !allowed {
+        return Err(FieldError::Strict { what, offset });
+    }
+    issues.push(FieldIssue { kind, offset });
+    Ok(())
+}
+
 /// Where [`walk`] stopped.
 struct Walked {
     /// The start of the blank line, or the end of the buffer.
@@ -180,16 +196,13 @@ fn walk(
                 let nl = pos + i;
                 let crlf = nl > pos && buf[nl - 1] == b'\r';
                 if !crlf && !bare_lf_reported {
-                    if !leniency.bare_lf {
-                        return Err(FieldError::Strict {
-                            what: "line end without CR",
-                            offset: nl,
-                        });
-                    }
-                    issues.push(FieldIssue {
-                        kind: WarningKind::BareLf,
-                        offset: nl,
-                    });
+                    deviation(
+                        leniency.bare_lf,
+                        "line end without CR",
+                        WarningKind::BareLf,
+                        nl,
+                        issues,
+                    )?;
                     bare_lf_reported = true;
                 }
                 // Strip every CR before the LF: CR CR LF line ends occur.
@@ -212,16 +225,14 @@ fn walk(
                 last.value_end = content_end as u32;
                 last.line_end = line_end as u32;
                 last.folded = true;
-            } else if !leniency.line_without_colon {
-                return Err(FieldError::Strict {
-                    what: "continuation line before any field",
-                    offset: pos,
-                });
             } else {
-                issues.push(FieldIssue {
-                    kind: WarningKind::LineWithoutColon,
-                    offset: pos,
-                });
+                deviation(
+                    leniency.line_without_colon,
+                    "continuation line before any field",
+                    WarningKind::LineWithoutColon,
+                    pos,
+                    issues,
+                )?;
             }
             pos = line_end;
             continue;
@@ -241,43 +252,34 @@ fn walk(
             token_len
         } else {
             let Some(colon) = memchr::memchr(b':', line) else {
-                if !leniency.line_without_colon {
-                    return Err(FieldError::Strict {
-                        what: "line without a colon",
-                        offset: pos,
-                    });
-                }
-                issues.push(FieldIssue {
-                    kind: WarningKind::LineWithoutColon,
-                    offset: pos,
-                });
+                deviation(
+                    leniency.line_without_colon,
+                    "line without a colon",
+                    WarningKind::LineWithoutColon,
+                    pos,
+                    issues,
+                )?;
                 pos = line_end;
                 continue;
             };
             let name = trim_end(&line[..colon]);
             if name.len() != colon {
-                if !leniency.space_before_colon {
-                    return Err(FieldError::Strict {
-                        what: "white space before colon",
-                        offset: pos + name.len(),
-                    });
-                }
-                issues.push(FieldIssue {
-                    kind: WarningKind::SpaceBeforeColon,
-                    offset: pos + name.len(),
-                });
+                deviation(
+                    leniency.space_before_colon,
+                    "white space before colon",
+                    WarningKind::SpaceBeforeColon,
+                    pos + name.len(),
+                    issues,
+                )?;
             }
             if name.is_empty() || !name.iter().all(|&b| is_token_char(b)) {
-                if !leniency.bad_field_name {
-                    return Err(FieldError::Strict {
-                        what: "field name is not a token",
-                        offset: pos,
-                    });
-                }
-                issues.push(FieldIssue {
-                    kind: WarningKind::BadFieldName,
-                    offset: pos,
-                });
+                deviation(
+                    leniency.bad_field_name,
+                    "field name is not a token",
+                    WarningKind::BadFieldName,
+                    pos,
+                    issues,
+                )?;
             }
             colon
         };
