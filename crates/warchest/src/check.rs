@@ -7,9 +7,7 @@ use crate::archive;
 use crate::codec::Source;
 use crate::digest::{Algorithm, Digest, Hasher, Output, Sha1Stream};
 use crate::error::{Error, Result};
-#[cfg(doc)]
-use crate::http::BlockDigester;
-use crate::http::{Chunking, HeadFinder, HttpHead, PayloadDigester, PayloadDigests, PayloadMatch};
+use crate::http::{BlockDigester, HttpHead, PayloadMatch};
 use crate::limits::Limits;
 use crate::warc::{PayloadKind, RecordType, WarcHeader};
 
@@ -124,7 +122,7 @@ enum PayloadCheck {
     /// Over the whole block with the block digest's algorithm: the block
     /// hash gives it.
     SameAsBlock(Digest),
-    Http(Digest, Box<HttpCheck>),
+    Http(Digest, Box<BlockDigester>),
 }
 
 /// The block digest's hash: SHA-1 (nearly always) on a [`Sha1Stream`], so
@@ -153,178 +151,6 @@ impl BlockHash {
         match self {
             BlockHash::Sha1(s) => s.finalize(),
             BlockHash::Other(h) => h.finalize(),
-        }
-    }
-}
-
-/// The payload digest of an HTTP block: what [`BlockDigester`] computes
-/// (the same steps, the same results), except that an unchunked body's
-/// SHA-1 is a [`Sha1Stream`] the block digest's can be fed beside.
-struct HttpCheck {
-    alg: Algorithm,
-    limits: Limits,
-    state: HttpState,
-}
-
-enum HttpState {
-    Head {
-        buf: Vec<u8>,
-        finder: HeadFinder,
-    },
-    Body {
-        head: Option<Box<HttpHead>>,
-        body: Body,
-    },
-    /// The head passed the limit: the rest is ignored.
-    Overlong,
-}
-
-enum Body {
-    /// Not chunked, SHA-1: the payload is the raw body.
-    Sha1(Sha1Stream),
-    Digester(Box<PayloadDigester>),
-}
-
-impl HttpCheck {
-    fn new(alg: Algorithm, limits: Limits) -> HttpCheck {
-        HttpCheck {
-            alg,
-            limits,
-            state: HttpState::Head {
-                buf: Vec::new(),
-                finder: HeadFinder::new(),
-            },
-        }
-    }
-
-    /// The unchunked SHA-1 body stream, once the head is behind.
-    fn sha1_body(&mut self) -> Option<&mut Sha1Stream> {
-        match &mut self.state {
-            HttpState::Body {
-                body: Body::Sha1(s),
-                ..
-            } => Some(s),
-            _ => None,
-        }
-    }
-
-    fn update(&mut self, data: &[u8]) {
-        if let Some(k) = self.feed(data)
-            && let Some(s) = self.sha1_body()
-        {
-            s.update(&data[k..]);
-        }
-    }
-
-    /// Feeds `data`, except to an unchunked SHA-1 body: then it returns
-    /// where in `data` the bytes that body has not been fed begin, for the
-    /// caller to feed beside the block digest's (see [`Checker::update`]).
-    fn feed(&mut self, data: &[u8]) -> Option<usize> {
-        match &mut self.state {
-            HttpState::Body { body, .. } => match body {
-                Body::Sha1(_) => Some(0),
-                Body::Digester(d) => {
-                    d.update(data);
-                    None
-                }
-            },
-            HttpState::Overlong => None,
-            HttpState::Head { buf, finder } => {
-                let room = self.limits.max_http_head.saturating_sub(buf.len());
-                let take = data.len().min(room.saturating_add(4));
-                // Most heads end in the first piece: found and parsed there,
-                // the piece (often the whole block) is not copied.
-                if buf.is_empty() {
-                    let mut first = HeadFinder::new();
-                    if let Some(end) = first.find(&data[..take]) {
-                        self.state = Self::body(self.alg, &self.limits, &data[..end], &[]);
-                        return self.rest(data, end);
-                    }
-                    // It has looked at the bytes `buf` is about to hold.
-                    *finder = first;
-                }
-                buf.extend_from_slice(&data[..take]);
-                match finder.find(buf) {
-                    Some(end) => {
-                        self.state = Self::body(self.alg, &self.limits, &buf[..end], &buf[end..]);
-                        self.rest(data, take)
-                    }
-                    None => {
-                        if buf.len() > self.limits.max_http_head {
-                            self.state = HttpState::Overlong;
-                        }
-                        None
-                    }
-                }
-            }
-        }
-    }
-
-    /// `data[k..]` is body: fed here, or left to the caller (see `feed`).
-    fn rest(&mut self, data: &[u8], k: usize) -> Option<usize> {
-        match &mut self.state {
-            HttpState::Body {
-                body: Body::Digester(d),
-                ..
-            } => {
-                d.update(&data[k..]);
-                None
-            }
-            HttpState::Body {
-                body: Body::Sha1(_),
-                ..
-            } => Some(k),
-            _ => None,
-        }
-    }
-
-    /// The state once the head (`head`, up to its blank line) has ended,
-    /// fed the first body bytes, `body`.
-    fn body(alg: Algorithm, limits: &Limits, head: &[u8], first: &[u8]) -> HttpState {
-        let head = HttpHead::parse_with_limits(head, limits)
-            .ok()
-            .flatten()
-            .map(|(h, _)| Box::new(h));
-        let chunked = head.as_ref().is_some_and(|h| h.is_chunked());
-        let mut body = if !chunked && alg == Algorithm::Sha1 {
-            Body::Sha1(Sha1Stream::new())
-        } else {
-            Body::Digester(Box::new(PayloadDigester::new(alg, chunked)))
-        };
-        match &mut body {
-            Body::Sha1(s) => s.update(first),
-            Body::Digester(d) => d.update(first),
-        }
-        HttpState::Body { head, body }
-    }
-
-    fn finish(self) -> (Option<HttpHead>, PayloadDigests) {
-        let empty = || PayloadDigester::new(self.alg, false).finish();
-        match self.state {
-            HttpState::Body { head, body } => {
-                let digests = match body {
-                    Body::Sha1(s) => {
-                        let len = s.len();
-                        let out = s.finalize();
-                        PayloadDigests {
-                            algorithm: Algorithm::Sha1,
-                            payload: out,
-                            raw: out,
-                            payload_len: len,
-                            raw_len: len,
-                            chunking: Chunking::NotChunked,
-                            trailing: 0,
-                        }
-                    }
-                    Body::Digester(d) => (*d).finish(),
-                };
-                (head.map(|h| *h), digests)
-            }
-            HttpState::Head { buf, .. } => (
-                HttpHead::parse_unterminated(&buf, &self.limits).ok(),
-                empty(),
-            ),
-            HttpState::Overlong => (None, empty()),
         }
     }
 }
@@ -359,7 +185,7 @@ impl Checker {
                 let alg = d.algorithm().unwrap_or(Algorithm::Sha1);
                 payload = match h.payload_kind() {
                     PayloadKind::HttpBody => {
-                        PayloadCheck::Http(d, Box::new(HttpCheck::new(alg, *limits)))
+                        PayloadCheck::Http(d, Box::new(BlockDigester::paired(alg, *limits)))
                     }
                     // A payload digest on a record without a payload of its
                     // own (metadata, warcinfo) can only mean the whole block.

@@ -1,7 +1,7 @@
 //! The payload digest of a whole `application/http` block, fed in pieces.
 
-use super::{HeadFinder, HttpHead, PayloadDigester, PayloadDigests};
-use crate::digest::Algorithm;
+use super::{Chunking, HeadFinder, HttpHead, PayloadDigester, PayloadDigests};
+use crate::digest::{Algorithm, Sha1Stream};
 use crate::limits::Limits;
 
 /// Takes the bytes of an HTTP block as they stream past, finds the end of
@@ -15,6 +15,9 @@ use crate::limits::Limits;
 pub struct BlockDigester {
     algorithm: Algorithm,
     limits: Limits,
+    /// An unchunked SHA-1 body is hashed on a [`Sha1Stream`] the caller
+    /// feeds (beside another stream: `check`'s block digest).
+    paired_sha1: bool,
     state: State,
 }
 
@@ -26,10 +29,17 @@ enum State {
     },
     Body {
         head: Option<Box<HttpHead>>,
-        digester: Box<PayloadDigester>,
+        body: Body,
     },
     /// The head passed the limit: the rest is ignored.
     Overlong,
+}
+
+#[derive(Debug)]
+enum Body {
+    /// Not chunked, SHA-1, paired: the payload is the raw body.
+    Sha1(Sha1Stream),
+    Digester(Box<PayloadDigester>),
 }
 
 impl BlockDigester {
@@ -38,6 +48,7 @@ impl BlockDigester {
         BlockDigester {
             algorithm,
             limits,
+            paired_sha1: false,
             state: State::Head {
                 buf: Vec::new(),
                 finder: HeadFinder::new(),
@@ -45,50 +56,156 @@ impl BlockDigester {
         }
     }
 
+    /// The same, except that an unchunked SHA-1 body is left for the
+    /// caller to feed to [`BlockDigester::sha1_body`] ([`BlockDigester::feed`]
+    /// says from where), so that it can run beside another SHA-1.
+    pub(crate) fn paired(algorithm: Algorithm, limits: Limits) -> Self {
+        BlockDigester {
+            paired_sha1: true,
+            ..BlockDigester::new(algorithm, limits)
+        }
+    }
+
     /// Feeds the next bytes of the block.
     pub fn update(&mut self, data: &[u8]) {
+        if let Some(k) = self.feed(data)
+            && let Some(s) = self.sha1_body()
+        {
+            s.update(&data[k..]);
+        }
+    }
+
+    /// The paired SHA-1 body stream, once the head is behind.
+    pub(crate) fn sha1_body(&mut self) -> Option<&mut Sha1Stream> {
         match &mut self.state {
-            State::Body { digester, .. } => digester.update(data),
-            State::Overlong => {}
+            State::Body {
+                body: Body::Sha1(s),
+                ..
+            } => Some(s),
+            _ => None,
+        }
+    }
+
+    /// Feeds `data`, except to a paired SHA-1 body: then it returns where
+    /// in `data` the bytes that body has not been fed begin, for the
+    /// caller to feed.
+    pub(crate) fn feed(&mut self, data: &[u8]) -> Option<usize> {
+        match &mut self.state {
+            State::Body { body, .. } => match body {
+                Body::Sha1(_) => Some(0),
+                Body::Digester(d) => {
+                    d.update(data);
+                    None
+                }
+            },
+            State::Overlong => None,
             State::Head { buf, finder } => {
                 let room = self.limits.max_http_head.saturating_sub(buf.len());
                 let take = data.len().min(room.saturating_add(4));
+                // Most heads end in the first piece: found and parsed there,
+                // the piece (often the whole block) is not copied.
+                if buf.is_empty() {
+                    let mut first = HeadFinder::new();
+                    if let Some(end) = first.find(&data[..take]) {
+                        self.state = body(
+                            self.algorithm,
+                            self.paired_sha1,
+                            &self.limits,
+                            &data[..end],
+                            &[],
+                        );
+                        return self.rest(data, end);
+                    }
+                    // It has looked at the bytes `buf` is about to hold.
+                    *finder = first;
+                }
                 buf.extend_from_slice(&data[..take]);
                 match finder.find(buf) {
                     Some(end) => {
-                        let head = HttpHead::parse_with_limits(&buf[..end], &self.limits)
-                            .ok()
-                            .flatten()
-                            .map(|(h, _)| Box::new(h));
-                        let mut digester = match &head {
-                            Some(h) => PayloadDigester::for_head(self.algorithm, h),
-                            None => PayloadDigester::new(self.algorithm, false),
-                        };
-                        digester.update(&buf[end..]);
-                        digester.update(&data[take..]);
-                        self.state = State::Body {
-                            head,
-                            digester: Box::new(digester),
-                        };
+                        let (head, first) = buf.split_at(end);
+                        self.state =
+                            body(self.algorithm, self.paired_sha1, &self.limits, head, first);
+                        self.rest(data, take)
                     }
-                    None if buf.len() > self.limits.max_http_head => self.state = State::Overlong,
-                    None => {}
+                    None => {
+                        if buf.len() > self.limits.max_http_head {
+                            self.state = State::Overlong;
+                        }
+                        None
+                    }
                 }
             }
         }
     }
 
-    /// The parsed head (when it ended and parsed) and the payload digests.
-    pub fn finish(self) -> (Option<HttpHead>, PayloadDigests) {
-        match self.state {
-            State::Body { head, digester } => (head.map(|h| *h), digester.finish()),
-            State::Head { buf, .. } => (
-                HttpHead::parse_unterminated(&buf, &self.limits).ok(),
-                PayloadDigester::new(self.algorithm, false).finish(),
-            ),
-            State::Overlong => (None, PayloadDigester::new(self.algorithm, false).finish()),
+    /// `data[k..]` is body: fed here, or left to the caller (see `feed`).
+    fn rest(&mut self, data: &[u8], k: usize) -> Option<usize> {
+        match &mut self.state {
+            State::Body {
+                body: Body::Digester(d),
+                ..
+            } => {
+                d.update(&data[k..]);
+                None
+            }
+            State::Body {
+                body: Body::Sha1(_),
+                ..
+            } => Some(k),
+            _ => None,
         }
     }
+
+    /// The parsed head (when it ended and parsed) and the payload digests.
+    pub fn finish(self) -> (Option<HttpHead>, PayloadDigests) {
+        let empty = || PayloadDigester::new(self.algorithm, false).finish();
+        match self.state {
+            State::Body { head, body } => {
+                let digests = match body {
+                    Body::Sha1(s) => {
+                        let len = s.len();
+                        let out = s.finalize();
+                        PayloadDigests {
+                            algorithm: Algorithm::Sha1,
+                            payload: out,
+                            raw: out,
+                            payload_len: len,
+                            raw_len: len,
+                            chunking: Chunking::NotChunked,
+                            trailing: 0,
+                        }
+                    }
+                    Body::Digester(d) => (*d).finish(),
+                };
+                (head.map(|h| *h), digests)
+            }
+            State::Head { buf, .. } => (
+                HttpHead::parse_unterminated(&buf, &self.limits).ok(),
+                empty(),
+            ),
+            State::Overlong => (None, empty()),
+        }
+    }
+}
+
+/// The state once the head (`head`, up to its blank line) has ended, fed
+/// the first body bytes, `first`.
+fn body(alg: Algorithm, paired_sha1: bool, limits: &Limits, head: &[u8], first: &[u8]) -> State {
+    let head = HttpHead::parse_with_limits(head, limits)
+        .ok()
+        .flatten()
+        .map(|(h, _)| Box::new(h));
+    let chunked = head.as_ref().is_some_and(|h| h.is_chunked());
+    let mut body = if paired_sha1 && !chunked && alg == Algorithm::Sha1 {
+        Body::Sha1(Sha1Stream::new())
+    } else {
+        Body::Digester(Box::new(PayloadDigester::new(alg, chunked)))
+    };
+    match &mut body {
+        Body::Sha1(s) => s.update(first),
+        Body::Digester(d) => d.update(first),
+    }
+    State::Body { head, body }
 }
 
 #[cfg(test)]
