@@ -31,6 +31,7 @@ mod parquet;
 mod post;
 pub mod sort;
 pub mod surt;
+pub mod text;
 
 use std::borrow::Cow;
 use std::io::{BufRead, Read};

@@ -989,8 +989,12 @@ impl Store {
             Some(url) => remote::read_object(url).map_err(|e| Error::from(e).in_file(cdxj))?,
             None => Box::new(File::open(cdxj).map_err(|e| Error::from(e).in_file(cdxj))?),
         };
-        let mut r = std::io::BufReader::new(file);
+        // A gzip index (`index.cdx.gz`, Common Crawl's) is decoded as read.
+        let name = cdxj.display().to_string();
+        let mut r =
+            warchest_index::text::open(file, &name).map_err(|e| Error::from(e).in_file(cdxj))?;
         let mut line = Vec::new();
+        let mut number = 0u64;
         let (mut loaded, mut skipped) = (0u64, 0u64);
         let mut batch: BTreeMap<u32, Vec<Entry>> = BTreeMap::new();
         loop {
@@ -998,10 +1002,14 @@ impl Store {
             let n = (&mut r)
                 .take(1 << 20)
                 .read_until(b'\n', &mut line)
-                .map_err(|e| Error::from(e).in_file(cdxj))?;
+                .map_err(|e| {
+                    let e = std::io::Error::new(e.kind(), format!("line {}: {e}", number + 1));
+                    Error::from(e).in_file(cdxj)
+                })?;
             if n == 0 {
                 break;
             }
+            number += 1;
             let Some(l) = wacz::CdxjLine::parse(&line) else {
                 skipped += 1;
                 continue;

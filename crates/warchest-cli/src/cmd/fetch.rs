@@ -1,7 +1,7 @@
 //! `warchest fetch`: the records an index selects, fetched by byte range
 //! and written as a new archive, byte for byte as stored.
 
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::io::{BufRead, Read, Seek, SeekFrom, Write};
 
 use anyhow::{Context, Result, bail};
 
@@ -29,8 +29,9 @@ use crate::report::{Global, Outcome};
 #[command(verbatim_doc_comment)]
 pub struct Args {
     /// The index: CDXJ (`SURT TIMESTAMP {json}`), CDX (with its ` CDX `
-    /// header line, or the 11 standard fields), or a cc-index Parquet file
-    /// (name ending in `.parquet`: Common Crawl's columns), a path or a URL.
+    /// header line, or the 11 standard fields), plain or gzip-compressed
+    /// (Common Crawl's `cdx-*.gz`), or a cc-index Parquet file (name ending
+    /// in `.parquet`: Common Crawl's columns), a path or a URL.
     index: String,
     /// The output file or URL (`-` for standard output).
     #[arg(short, long)]
@@ -79,6 +80,9 @@ pub struct Args {
 /// The default of --max-gap: object_store's `OBJECT_STORE_COALESCE_DEFAULT`
 /// (the remote crate's `DEFAULT_MAX_GAP`, checked by a test).
 const MAX_GAP: u64 = 1 << 20;
+
+/// The longest index line read (a longer one is cut there and not understood).
+const MAX_LINE: u64 = 1 << 20;
 
 /// One index line: where a record is and what selects it.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -249,13 +253,26 @@ fn select(args: &Args) -> Result<Vec<Entry>> {
     }
     let input =
         crate::input::open_stream(&args.index).with_context(|| format!("index {}", args.index))?;
+    // A gzip index (Common Crawl's cdx-*.gz) is decoded as it is read.
+    let mut input = warchest_index::text::open(input, &args.index)
+        .with_context(|| format!("index {}", args.index))?;
     let sel = Selection(args);
     let mut fields: Option<Vec<String>> = None;
     let mut out = Vec::new();
     let limit = args.limit.unwrap_or(u64::MAX);
     let mut bad = 0u64;
-    for (n, line) in BufReader::new(input).lines().enumerate() {
-        let line = line.with_context(|| format!("{}: line {}", args.index, n + 1))?;
+    let mut buf = Vec::new();
+    for n in 0.. {
+        buf.clear();
+        // Lines are bounded: a corrupt index cannot exhaust memory.
+        let got = (&mut input)
+            .take(MAX_LINE)
+            .read_until(b'\n', &mut buf)
+            .with_context(|| format!("index line {}", n + 1))?;
+        if got == 0 {
+            break;
+        }
+        let line = String::from_utf8_lossy(&buf);
         let line = line.trim_end();
         if line.is_empty() {
             continue;

@@ -38,8 +38,8 @@ pub struct Args {
     /// by the paths served).
     #[arg(long)]
     index_db: Option<PathBuf>,
-    /// Use this CDXJ index (as `warchest index` writes it; a path or a
-    /// URL) instead of reading the files; its file names are found among
+    /// Use this CDXJ index (as `warchest index` writes it, plain or
+    /// gzip-compressed; a path or a URL) instead of reading the files; its file names are found among
     /// the paths.
     #[arg(long)]
     cdxj: Option<PathBuf>,

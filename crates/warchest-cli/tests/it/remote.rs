@@ -929,3 +929,116 @@ fn serve_of_a_wacz_by_url_answers_as_of_the_local_wacz() {
     let r = s3.rget(&format!("/archive/record/{id}/{off}/warc"));
     assert!(r.body == want, "record downloads differ (S3)");
 }
+
+/// `lines` as a gzip file of one member per `per` lines (as Common Crawl's
+/// `cdx-*.gz` and py-wacz's `index.cdx.gz` are written).
+fn gzip_members(lines: &[String], per: usize) -> Vec<u8> {
+    use std::io::Write;
+    let mut out = Vec::new();
+    for chunk in lines.chunks(per) {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        for l in chunk {
+            writeln!(e, "{l}").unwrap();
+        }
+        out.extend(e.finish().unwrap());
+    }
+    out
+}
+
+#[test]
+fn fetch_and_serve_read_a_gzip_index_as_the_plain_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = fixture("pywb/iana.warc.gz");
+    std::fs::copy(&src, tmp.path().join("iana.warc.gz")).unwrap();
+    let lines = index_lines(&src);
+    std::fs::write(tmp.path().join("i.cdxj"), lines.join("\n") + "\n").unwrap();
+    // Named without .gz: the magic bytes tell, not the name.
+    std::fs::write(tmp.path().join("i.idx"), gzip_members(&lines, 7)).unwrap();
+    let mut bad = gzip_members(&lines, 7);
+    let n = bad.len();
+    bad[n / 2] ^= 0x55;
+    bad[n / 2 + 1] ^= 0x55;
+    std::fs::write(tmp.path().join("bad.cdxj.gz"), &bad).unwrap();
+    let srv = RangeServer::start(tmp.path(), 5.0);
+    let moto = Moto::start();
+    let env = moto.env();
+    moto.upload(
+        "bucket",
+        &[
+            (
+                "c/iana.warc.gz".to_string(),
+                tmp.path().join("iana.warc.gz"),
+            ),
+            ("c/i.idx".to_string(), tmp.path().join("i.idx")),
+            ("c/bad.cdxj.gz".to_string(), tmp.path().join("bad.cdxj.gz")),
+        ],
+    );
+    // The stored records, in the index's order: what every fetch writes
+    // after its warcinfo (which names the index, so differs).
+    let data = std::fs::read(&src).unwrap();
+    let mut want = Vec::new();
+    for l in &lines {
+        let v: serde_json::Value = serde_json::from_str(l.splitn(3, ' ').nth(2).unwrap()).unwrap();
+        let n = |k: &str| v[k].as_str().unwrap().parse::<usize>().unwrap();
+        want.extend_from_slice(&data[n("offset")..n("offset") + n("length")]);
+    }
+    let local_dir = format!("{}/", tmp.path().display());
+    let fetch = |index: String, out: &str| {
+        let out = tmp.path().join(out);
+        let out_s = out.display().to_string();
+        let a = ["fetch", &index, "--prefix", &local_dir, "-o", &out_s];
+        let (rc, _, err) = run_env(&env, &a);
+        assert_eq!(rc, 0, "{index}: {err}");
+        assert!(
+            err.contains(&format!("{} records selected", lines.len())),
+            "{err}"
+        );
+        let got = std::fs::read(out).unwrap();
+        assert!(got.ends_with(&want), "{index}: fetched records differ");
+        got.len()
+    };
+    let plain = fetch(format!("{local_dir}i.cdxj"), "plain.warc.gz");
+    for (i, index) in [
+        format!("{local_dir}i.idx"),
+        srv.url("i.idx"),
+        "s3://bucket/c/i.idx".to_string(),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let len = fetch(index.clone(), &format!("gz{i}.warc.gz"));
+        // Only the warcinfo's index name differs.
+        assert!(len.abs_diff(plain) < 200, "{index}: {len} vs {plain} bytes");
+    }
+    // A corrupt gzip index is an error naming it and the line, never a
+    // shorter selection.
+    for index in [
+        format!("{local_dir}bad.cdxj.gz"),
+        srv.url("bad.cdxj.gz"),
+        "s3://bucket/c/bad.cdxj.gz".to_string(),
+    ] {
+        let out = tmp.path().join("bad.warc.gz").display().to_string();
+        let (rc, _, err) = run_env(&env, &["fetch", &index, "-o", &out]);
+        assert_ne!(rc, 0, "{index}: {err}");
+        assert!(
+            err.contains("bad.cdxj.gz") && err.contains("line") && err.contains("gzip"),
+            "{index}: {err}"
+        );
+        assert!(!Path::new(&out).exists(), "{index}: an output was written");
+    }
+
+    // serve --cdxj takes the gzip index too, by URL: the same capture.
+    let local = serve_env(
+        &[],
+        &[&src.display().to_string()],
+        &tmp.path().join("l.redb"),
+    );
+    let remote = serve_env(
+        &[],
+        &[&srv.url("iana.warc.gz"), "--cdxj", &srv.url("i.idx")],
+        &tmp.path().join("r.redb"),
+    );
+    let r = remote.rget(IANA_CSS);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(r.body == local.rget(IANA_CSS).body);
+}

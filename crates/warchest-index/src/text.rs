@@ -1,0 +1,132 @@
+//! Index files as text: a CDX or CDXJ file read plain or compressed.
+//!
+//! Common Crawl publishes its CDXJ index as `cdx-00000.gz` (gzip, one member
+//! per block of lines) and py-wacz writes `indexes/index.cdx.gz` the same
+//! way, so whoever reads an index ([`open`]) takes it either way. The
+//! compression is sniffed from the first bytes (never from the name) and
+//! decoded as a stream by the format crate's [`Decoder`], in strict mode: a
+//! corrupt or cut member is an error, never a shorter index.
+
+use std::io::{self, BufRead, BufReader, Read};
+
+use warchest::codec::{Codec, Decoder, DecoderOptions, Source};
+
+/// Opens the index text that `r` reads: gzip, zstd or LZ4 (sniffed from
+/// its magic bytes; every member in turn) is decoded as it is read, any
+/// other bytes are the text as they are. `name` (the file's path or URL)
+/// is what a decoding error names; a caller adds the line.
+///
+/// # Errors
+/// The first bytes cannot be read.
+pub fn open<R: Read + Send + 'static>(mut r: R, name: &str) -> io::Result<Box<dyn BufRead + Send>> {
+    // Enough bytes to sniff, read however the source splits them.
+    let mut head = Vec::with_capacity(4);
+    while head.len() < 4 {
+        let mut b = [0u8; 4];
+        let n = match r.read(&mut b[..4 - head.len()]) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if n == 0 {
+            break;
+        }
+        head.extend_from_slice(&b[..n]);
+    }
+    let compressed = Codec::sniff(&head).is_some();
+    let all = io::Cursor::new(head).chain(r);
+    Ok(if compressed {
+        let opts = DecoderOptions {
+            lenient: false,
+            ..DecoderOptions::default()
+        };
+        Box::new(BufReader::with_capacity(
+            1 << 16,
+            Members {
+                decoder: Decoder::new(all, opts),
+                name: name.to_string(),
+                ended: false,
+            },
+        ))
+    } else {
+        Box::new(BufReader::with_capacity(1 << 16, all))
+    })
+}
+
+/// The decompressed bytes of every member in turn, as one stream.
+struct Members<R> {
+    decoder: Decoder<R>,
+    name: String,
+    ended: bool,
+}
+
+impl<R: Read> Read for Members<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let fail = |e: warchest::Error, name: &str| {
+            let e = io::Error::from(e);
+            io::Error::new(e.kind(), format!("{name}: {e}"))
+        };
+        while !self.ended && !buf.is_empty() {
+            let got = self.decoder.fill_buf().map_err(|e| fail(e, &self.name))?;
+            if !got.is_empty() {
+                let n = got.len().min(buf.len());
+                buf[..n].copy_from_slice(&got[..n]);
+                self.decoder.consume(n);
+                return Ok(n);
+            }
+            if !self
+                .decoder
+                .next_member()
+                .map_err(|e| fail(e, &self.name))?
+            {
+                self.ended = true;
+            }
+        }
+        Ok(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn gz(parts: &[&[u8]]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for p in parts {
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            e.write_all(p).unwrap();
+            out.extend(e.finish().unwrap());
+        }
+        out
+    }
+
+    fn text(bytes: Vec<u8>) -> io::Result<String> {
+        let mut s = String::new();
+        open(io::Cursor::new(bytes), "i.cdx.gz")?.read_to_string(&mut s)?;
+        Ok(s)
+    }
+
+    #[test]
+    fn plain_and_gzip_members_read_alike() {
+        let lines = "a 1 {}\nb 2 {}\nc 3 {}\n";
+        assert_eq!(text(lines.as_bytes().to_vec()).unwrap(), lines);
+        let members = gz(&[b"a 1 {}\n", b"", b"b 2 {}\nc 3", b" {}\n"]);
+        assert_eq!(text(members).unwrap(), lines);
+        // Shorter than a magic number, and empty.
+        assert_eq!(text(b"x\n".to_vec()).unwrap(), "x\n");
+        assert_eq!(text(Vec::new()).unwrap(), "");
+    }
+
+    #[test]
+    fn a_corrupt_or_cut_member_is_an_error_naming_the_file() {
+        let mut bad = gz(&[b"a 1 {}\n", b"b 2 {}\n"]);
+        let cut = bad[..bad.len() - 5].to_vec();
+        let n = bad.len();
+        bad[n - 12] ^= 0xff;
+        for b in [bad, cut] {
+            let e = text(b).unwrap_err();
+            assert!(e.to_string().contains("i.cdx.gz"), "{e}");
+        }
+    }
+}
