@@ -5,10 +5,10 @@ use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
-use bytes::Bytes;
 use warchest::io::ReadAt;
 
-use crate::{Location, Options, request, runtime};
+use crate::request::{self, Pieces};
+use crate::{Location, Options, runtime};
 
 /// Default bytes per block: one range request each. Each request costs
 /// the server too: with s3rver, 8 MiB blocks took about a quarter less of
@@ -20,27 +20,31 @@ pub const AHEAD: usize = 2;
 /// the decoder's jobs and its reading thread read up to a few MiB apart.
 const HELD_BYTES: u64 = 16 << 20;
 
-/// One block: empty while its request runs, then its bytes or its error
-/// (kept as kind and message, as `io::Error` is not `Clone`).
+/// A block's bytes, or its error as kind and message.
+type Answer = Result<Arc<Pieces>, (io::ErrorKind, String)>;
+
+/// One block: empty while its request runs, then its bytes (as the body's
+/// pieces came, never joined: no copy) or its error (kept as kind and
+/// message, as `io::Error` is not `Clone`).
 #[derive(Default)]
 struct Cell {
-    got: Mutex<Option<Result<Bytes, (io::ErrorKind, String)>>>,
+    got: Mutex<Option<Answer>>,
     ready: Condvar,
 }
 
 impl Cell {
-    fn set(&self, r: io::Result<Bytes>) {
-        *lock(&self.got) = Some(r.map_err(|e| (e.kind(), e.to_string())));
+    fn set(&self, r: io::Result<Pieces>) {
+        *lock(&self.got) = Some(r.map(Arc::new).map_err(|e| (e.kind(), e.to_string())));
         self.ready.notify_all();
     }
 
     /// Waits for the block's request (which has its own timeouts and retry
     /// budget, so the wait ends).
-    fn wait(&self) -> io::Result<Bytes> {
+    fn wait(&self) -> io::Result<Arc<Pieces>> {
         let mut g = lock(&self.got);
         loop {
             match &*g {
-                Some(Ok(b)) => return Ok(b.clone()),
+                Some(Ok(b)) => return Ok(Arc::clone(b)),
                 Some(Err((kind, msg))) => return Err(io::Error::new(*kind, msg.clone())),
                 None => g = self.ready.wait(g).unwrap_or_else(PoisonError::into_inner),
             }
@@ -179,14 +183,14 @@ impl RemoteBlocks {
         let guard = SetOnDrop(Arc::clone(&cell));
         self.requests.fetch_add(1, Ordering::Relaxed);
         runtime().spawn(async move {
-            let got = request::fetch(&loc, &opts, start, len, Some(size)).await;
+            let got = request::fetch_pieces(&loc, &opts, start, len, Some(size)).await;
             guard.0.set(got);
         });
         cell
     }
 
     /// Block `i` (which is before the end), fetched or waited for.
-    fn get(&self, i: u64) -> io::Result<Bytes> {
+    fn get(&self, i: u64) -> io::Result<Arc<Pieces>> {
         let cell = {
             let mut h = lock(&self.held);
             let cell = match h.blocks.iter().position(|(k, _)| *k == i) {
@@ -249,8 +253,8 @@ impl ReadAt for RemoteBlocks {
         }
         let i = pos / self.block;
         let bytes = self.get(i)?;
-        let at = (pos - i * self.block) as usize;
-        let Some(have) = bytes.get(at..) else {
+        let n = bytes.copy_at(pos - i * self.block, buf);
+        if n == 0 {
             return Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,
                 format!(
@@ -258,9 +262,7 @@ impl ReadAt for RemoteBlocks {
                     self.loc.url()
                 ),
             ));
-        };
-        let n = buf.len().min(have.len());
-        buf[..n].copy_from_slice(&have[..n]);
+        }
         Ok(n)
     }
 
@@ -285,7 +287,12 @@ mod tests {
     fn ready(b: &RemoteBlocks, i: u64, fill: u8) {
         let c = Arc::new(Cell::default());
         let len = b.block.min(b.size - i * b.block) as usize;
-        c.set(Ok(Bytes::from(vec![fill; len])));
+        let mut p = Pieces::default();
+        // In two pieces, as a body comes: reads cross them.
+        let half = len / 2;
+        p.push(bytes::Bytes::from(vec![fill; half]));
+        p.push(bytes::Bytes::from(vec![fill; len - half]));
+        c.set(Ok(p));
         lock(&b.held).blocks.push((i, c));
     }
 
@@ -335,9 +342,11 @@ mod tests {
         // An answered cell keeps its answer.
         let c = Arc::new(Cell::default());
         let g = SetOnDrop(Arc::clone(&c));
-        g.0.set(Ok(Bytes::from_static(b"ab")));
+        let mut p = Pieces::default();
+        p.push(bytes::Bytes::from_static(b"ab"));
+        g.0.set(Ok(p));
         drop(g);
-        assert_eq!(&c.wait().unwrap()[..], b"ab");
+        assert_eq!(c.wait().unwrap().len(), 2);
     }
 
     #[test]

@@ -7,14 +7,14 @@ use bytes::Bytes;
 use futures_util::stream::BoxStream;
 use tokio::task::JoinHandle;
 
-use crate::request::{self, Failure};
+use crate::request::{self, Failure, Pieces};
 use crate::{Location, Options, runtime};
 
 /// A range being fetched ahead of the reader.
 struct Prefetch {
     start: u64,
     end: u64,
-    task: JoinHandle<io::Result<Bytes>>,
+    task: JoinHandle<io::Result<Pieces>>,
 }
 
 /// An object read as a file: `Read + Seek`, its size from one HEAD request,
@@ -32,7 +32,8 @@ pub struct RemoteFile {
     opts: Options,
     size: u64,
     pos: u64,
-    buf: Bytes,
+    /// The range held, as its body's pieces came (never joined).
+    buf: Pieces,
     buf_start: u64,
     next_len: usize,
     prefetch: Option<Prefetch>,
@@ -69,7 +70,7 @@ impl RemoteFile {
             opts,
             size,
             pos: 0,
-            buf: Bytes::new(),
+            buf: Pieces::default(),
             buf_start: 0,
             prefetch: None,
             requests: 0,
@@ -98,7 +99,7 @@ impl RemoteFile {
             start,
             end,
             task: runtime().spawn(async move {
-                request::fetch(&loc, &opts, start, end - start, Some(size)).await
+                request::fetch_pieces(&loc, &opts, start, end - start, Some(size)).await
             }),
         }
     }
@@ -106,7 +107,7 @@ impl RemoteFile {
     /// Makes `buf` hold the byte at `pos` (which is before the end).
     fn fill(&mut self) -> io::Result<()> {
         let pos = self.pos;
-        let sequential = pos == self.buf_start + self.buf.len() as u64;
+        let sequential = pos == self.buf_start + self.buf.len();
         let pending = match self.prefetch.take() {
             Some(p) if p.start <= pos && pos < p.end => Some(p),
             Some(p) => {
@@ -142,7 +143,7 @@ impl RemoteFile {
         self.buf_start = start;
         // Read-ahead only while reading runs on: a reader that seeks about
         // (an index lookup) is not charged for ranges it will not read.
-        let end = start + self.buf.len() as u64;
+        let end = start + self.buf.len();
         if sequential || start == 0 {
             self.next_len = (self.next_len.saturating_mul(2)).min(self.opts.chunk);
             if end < self.size {
@@ -161,12 +162,11 @@ impl Read for RemoteFile {
         if out.is_empty() || self.pos >= self.size {
             return Ok(0);
         }
-        let in_buf =
-            self.pos >= self.buf_start && self.pos < self.buf_start + self.buf.len() as u64;
+        let in_buf = self.pos >= self.buf_start && self.pos < self.buf_start + self.buf.len();
         if !in_buf {
             self.fill()?;
         }
-        if self.pos < self.buf_start || self.pos >= self.buf_start + self.buf.len() as u64 {
+        if self.pos < self.buf_start || self.pos >= self.buf_start + self.buf.len() {
             return Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,
                 format!(
@@ -176,9 +176,7 @@ impl Read for RemoteFile {
                 ),
             ));
         }
-        let at = (self.pos - self.buf_start) as usize;
-        let n = out.len().min(self.buf.len() - at);
-        out[..n].copy_from_slice(&self.buf[at..at + n]);
+        let n = self.buf.copy_at(self.pos - self.buf_start, out);
         self.pos += n as u64;
         Ok(n)
     }

@@ -231,6 +231,71 @@ pub(crate) async fn next_piece(
     }
 }
 
+/// The bytes of one range as the body's pieces arrived: kept as they are,
+/// not joined, so that a scan costs no copy of each block into one buffer
+/// (nor the page faults of a fresh buffer per block). Readers copy out of
+/// it at any offset ([`Pieces::copy_at`]).
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Pieces {
+    parts: Vec<Bytes>,
+    /// Where each part starts in the range.
+    starts: Vec<u64>,
+    len: u64,
+}
+
+impl Pieces {
+    pub(crate) fn push(&mut self, b: Bytes) {
+        if b.is_empty() {
+            return;
+        }
+        self.starts.push(self.len);
+        self.len += b.len() as u64;
+        self.parts.push(b);
+    }
+
+    /// The bytes held.
+    pub(crate) fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Copies the bytes from `pos` on into `buf`, as many as fit or are
+    /// held; how many (0 at or past the end).
+    pub(crate) fn copy_at(&self, mut pos: u64, buf: &mut [u8]) -> usize {
+        if pos >= self.len {
+            return 0;
+        }
+        // The part holding `pos`: the last one starting at or before it.
+        let mut i = self.starts.partition_point(|&s| s <= pos) - 1;
+        let mut n = 0;
+        while n < buf.len() && i < self.parts.len() {
+            let part = &self.parts[i];
+            let at = (pos - self.starts[i]) as usize;
+            let k = (buf.len() - n).min(part.len() - at);
+            buf[n..n + k].copy_from_slice(&part[at..at + k]);
+            n += k;
+            pos += k as u64;
+            i += 1;
+        }
+        n
+    }
+
+    /// The bytes as one buffer: the one part itself when the body came in
+    /// one piece, else joined (a copy).
+    pub(crate) fn into_bytes(mut self) -> Bytes {
+        match self.parts.len() {
+            0 => Bytes::new(),
+            1 => self.parts.pop().unwrap_or_default(),
+            _ => {
+                let mut out = BytesMut::with_capacity(self.len as usize);
+                for p in &self.parts {
+                    out.extend_from_slice(p);
+                }
+                out.freeze()
+            }
+        }
+    }
+}
+
 /// The bytes `offset..offset + len` of the object, resuming after a fault
 /// where the last attempt stopped. `size`, when known, is the object's size
 /// when it was opened: an object that has become shorter is an error.
@@ -241,6 +306,19 @@ pub(crate) async fn fetch(
     len: u64,
     size: Option<u64>,
 ) -> io::Result<Bytes> {
+    Ok(fetch_pieces(loc, opts, offset, len, size)
+        .await?
+        .into_bytes())
+}
+
+/// [`fetch`], the bytes kept as the pieces they came in.
+pub(crate) async fn fetch_pieces(
+    loc: &Location,
+    opts: &Options,
+    offset: u64,
+    len: u64,
+    size: Option<u64>,
+) -> io::Result<Pieces> {
     let end = offset.checked_add(len).ok_or_else(|| {
         io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -248,32 +326,32 @@ pub(crate) async fn fetch(
         )
     })?;
     if len == 0 {
-        return Ok(Bytes::new());
+        return Ok(Pieces::default());
     }
     // Grown as bytes arrive: a wrong length in an index costs no memory
     // beyond what the server actually sends.
-    let mut out = BytesMut::with_capacity(len.min(8 << 20) as usize);
+    let mut out = Pieces::default();
     let mut retries = 0u32;
     loop {
-        let at = offset + out.len() as u64;
+        let at = offset + out.len();
         let res = async {
             let mut stream = start_range(loc, opts, at, end, size).await?;
             while let Some(piece) = next_piece(&mut stream, opts).await? {
-                let room = (end - offset) as usize - out.len();
-                if piece.len() > room {
+                let room = end - offset - out.len();
+                if piece.len() as u64 > room {
                     return Err(Failure::fatal(
                         io::ErrorKind::InvalidData,
                         format!("the server sent more than the {len} bytes asked for"),
                     ));
                 }
-                out.extend_from_slice(&piece);
+                out.push(piece);
             }
-            if (out.len() as u64) < len {
+            if out.len() < len {
                 return Err(Failure::retryable(
                     io::ErrorKind::UnexpectedEof,
                     format!(
                         "the answer ended after {} of the {} bytes asked for",
-                        offset + out.len() as u64 - at,
+                        offset + out.len() - at,
                         end - at
                     ),
                 ));
@@ -282,18 +360,18 @@ pub(crate) async fn fetch(
         }
         .await;
         match res {
-            Ok(()) => return Ok(out.freeze()),
+            Ok(()) => return Ok(out),
             Err(f) if f.retry && retries < opts.retries => {
                 tracing::debug!(
                     "{}: at byte {}: {}; retrying",
                     loc.url(),
-                    offset + out.len() as u64,
+                    offset + out.len(),
                     f.message
                 );
                 tokio::time::sleep(opts.backoff_for(retries)).await;
                 retries += 1;
             }
-            Err(f) => return Err(f.into_error(loc.url(), offset + out.len() as u64, retries)),
+            Err(f) => return Err(f.into_error(loc.url(), offset + out.len(), retries)),
         }
     }
 }
@@ -396,4 +474,33 @@ async fn list_all(
         }
     })
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pieces_copy_across_parts_from_any_offset() {
+        let mut p = Pieces::default();
+        for part in [&b"abc"[..], b"", b"d", b"efgh"] {
+            p.push(Bytes::copy_from_slice(part));
+        }
+        assert_eq!(p.len(), 8);
+        let all = b"abcdefgh";
+        for pos in 0..=9u64 {
+            for n in 0..10 {
+                let mut buf = vec![0u8; n];
+                let k = p.copy_at(pos, &mut buf);
+                let want =
+                    &all[(pos as usize).min(8)..][..n.min(8usize.saturating_sub(pos as usize))];
+                assert_eq!(&buf[..k], want, "at {pos}, {n} bytes");
+            }
+        }
+        assert_eq!(&p.clone().into_bytes()[..], all);
+        let mut one = Pieces::default();
+        one.push(Bytes::from_static(b"xy"));
+        assert_eq!(&one.into_bytes()[..], b"xy");
+        assert!(Pieces::default().into_bytes().is_empty());
+    }
 }
