@@ -523,6 +523,13 @@ pub struct SyncReport {
     pub entries: u64,
     /// Files that could not be read, with why.
     pub failures: Vec<String>,
+    /// WACZ archive files indexed from the WACZ's own index (read with one
+    /// range request) instead of a scan of their bytes.
+    pub from_wacz_index: usize,
+    /// What was read another way than asked, with why: a WACZ whose own
+    /// index is absent, unreadable, has no line for a member or points
+    /// outside it (those archive files are then scanned).
+    pub warnings: Vec<String>,
 }
 
 /// The index store.
@@ -735,13 +742,16 @@ impl Store {
     /// one is indexed again from its start). An object indexed by a CDXJ
     /// given stays as that index says.
     fn sync_object(&self, url: &str, size: u64, report: &mut SyncReport) -> Result<()> {
-        self.sync_remote(url.to_string(), url, None, 0, size, report)
+        self.sync_remote(url.to_string(), url, None, 0, size, false, report)
     }
 
     /// Indexes the source `name`: the object at `url` from byte `start`
     /// for `len` bytes (a whole object, or a WACZ member), when it is new
     /// or its place or size changed (indexed again from its start then).
-    /// A source indexed by a CDXJ given stays as that index says.
+    /// A source indexed by a CDXJ given stays as that index says. `force`:
+    /// indexed whatever is known of it (a WACZ member its index did not
+    /// cover, registered while that index was read).
+    #[allow(clippy::too_many_arguments)]
     fn sync_remote(
         &self,
         name: String,
@@ -749,16 +759,24 @@ impl Store {
         entry: Option<String>,
         start: u64,
         len: u64,
+        force: bool,
         report: &mut SyncReport,
     ) -> Result<()> {
         let src = match self.known(&name) {
-            Some(s) if (s.start == start && s.len == len) || s.mtime == u64::MAX => return Ok(()),
+            Some(s) if !force && ((s.start == start && s.len == len) || s.mtime == u64::MAX) => {
+                return Ok(());
+            }
             Some(mut s) => {
+                // Registered, never indexed: new.
+                if s.entries == 0 && s.indexed_to == 0 {
+                    report.new_sources += 1;
+                } else {
+                    report.updated_sources += 1;
+                }
                 s.start = start;
                 s.len = len;
                 s.indexed_to = 0;
                 s.entries = 0;
-                report.updated_sources += 1;
                 s
             }
             None => {
@@ -785,19 +803,201 @@ impl Store {
     /// archive file is a source of its own, read by range at the member's
     /// start (named `URL#archive/NAME`). A member whose place or size
     /// changed is indexed again from its start.
+    ///
+    /// When the WACZ holds an index (`indexes/index.cdxj`, or
+    /// `indexes/index.cdx.gz`), the members to index are indexed from it,
+    /// read with one range request, instead of by a scan of their bytes; a
+    /// member the index has no line for, and every member when the index
+    /// cannot be read, is scanned, with a warning in `report`.
     #[cfg(feature = "remote")]
     fn sync_wacz_object(&self, url: &str, size: u64, report: &mut SyncReport) -> Result<()> {
         let named = |e: std::io::Error| Error::from(e).in_file(Path::new(url));
         // Small ranges: only the directory and the local headers are read.
         let f = remote::object(url, size, 0, false).map_err(named)?;
-        let members =
-            wacz::archive_entries_of(wacz::entries_of(f, Path::new(url))?, Path::new(url))?;
+        let all = wacz::entries_of(f, Path::new(url))?;
+        let index = ["indexes/index.cdxj", "indexes/index.cdx.gz"]
+            .iter()
+            .find_map(|n| all.iter().find(|e| e.name == *n).cloned());
+        let members = wacz::archive_entries_of(all, Path::new(url))?;
+        let stale: Vec<&wacz::ZipEntry> = members
+            .iter()
+            .filter(|m| {
+                self.needs_index(
+                    &format!("{url}#{}", m.name),
+                    m.data_start,
+                    m.compressed_size,
+                )
+            })
+            .collect();
+        let mut done = std::collections::BTreeSet::new();
+        match (&index, stale.is_empty()) {
+            (_, true) => {}
+            (Some(ix), false) => match self.load_wacz_index(url, ix, &stale, report) {
+                Ok(d) => done = d,
+                Err(e) => report.warnings.push(format!(
+                    "{url}: its index {} is not used ({e}); its archive files are scanned",
+                    ix.name
+                )),
+            },
+            (None, false) => report.warnings.push(format!(
+                "{url}: no indexes/index.cdxj or index.cdx.gz; its archive files are scanned"
+            )),
+        }
+        let stale: std::collections::BTreeSet<String> =
+            stale.iter().map(|m| m.name.clone()).collect();
         for m in members {
+            if done.contains(&m.name) {
+                continue;
+            }
             let name = format!("{url}#{}", m.name);
             let (start, len) = (m.data_start, m.compressed_size);
-            self.sync_remote(name, url, Some(m.name), start, len, report)?;
+            let force = stale.contains(&m.name);
+            self.sync_remote(name, url, Some(m.name), start, len, force, report)?;
         }
         Ok(())
+    }
+
+    /// Whether the source `name` (at `start`, `len` bytes) is to be
+    /// indexed: new, or moved or resized (and not indexed by a CDXJ given).
+    #[cfg(feature = "remote")]
+    fn needs_index(&self, name: &str, start: u64, len: u64) -> bool {
+        match self.known(name) {
+            Some(s) => !((s.start == start && s.len == len) || s.mtime == u64::MAX),
+            None => true,
+        }
+    }
+
+    /// Indexes the archive files `stale` of the WACZ object at `url` from
+    /// the WACZ's index member `ix` (streamed from one range request,
+    /// inflated when deflated in the ZIP, gunzipped when `index.cdx.gz`).
+    /// Offsets stay the WARC files' own, as a scan gives them. Returns the
+    /// members indexed; a member with no line in the index is left to be
+    /// scanned (with a warning), as are all when the index cannot be read
+    /// (the error).
+    #[cfg(feature = "remote")]
+    fn load_wacz_index(
+        &self,
+        url: &str,
+        ix: &wacz::ZipEntry,
+        stale: &[&wacz::ZipEntry],
+        report: &mut SyncReport,
+    ) -> Result<std::collections::BTreeSet<String>> {
+        use std::io::{BufRead, Read};
+        let what = format!("{url}#{}", ix.name);
+        let named = |e: std::io::Error| Error::from(e).in_file(Path::new(&what));
+        let raw =
+            remote::Streamed::open(url, 0, ix.data_start, ix.compressed_size).map_err(named)?;
+        // WACZ writers deflate the index in the ZIP (inflated with flate2,
+        // the zip crate's own inflater); the archive files are stored.
+        let raw: Box<dyn Read + Send> = if ix.stored {
+            Box::new(raw)
+        } else {
+            Box::new(flate2::read::DeflateDecoder::new(raw))
+        };
+        let mut r = warchest_index::text::open(raw, &what).map_err(named)?;
+        // The sources of the members to index, by the name index lines give
+        // (`NAME`, as py-wacz and `wacz create` write it, or `archive/NAME`).
+        let mut by_name: BTreeMap<String, usize> = BTreeMap::new();
+        let mut srcs: Vec<(Source, bool)> = Vec::with_capacity(stale.len());
+        for (k, m) in stale.iter().enumerate() {
+            let name = format!("{url}#{}", m.name);
+            let (src, known) = match self.known(&name) {
+                Some(mut s) => {
+                    s.start = m.data_start;
+                    s.len = m.compressed_size;
+                    s.indexed_to = 0;
+                    s.entries = 0;
+                    (s, true)
+                }
+                None => (
+                    Source {
+                        id: self.next_id(),
+                        name,
+                        path: PathBuf::from(url),
+                        url: Some(url.to_string()),
+                        entry: Some(m.name.clone()),
+                        start: m.data_start,
+                        len: m.compressed_size,
+                        mtime: 0,
+                        indexed_to: 0,
+                        entries: 0,
+                    },
+                    false,
+                ),
+            };
+            // Known before its captures are committed (and to next_id).
+            self.remember(&src);
+            by_name.insert(m.name.clone(), k);
+            if let Some(base) = m.name.strip_prefix("archive/") {
+                by_name.insert(base.to_string(), k);
+            }
+            srcs.push((src, known));
+        }
+        let filenames: Vec<String> = srcs.iter().map(|(s, _)| s.cdx_filename()).collect();
+        let mut batch: Vec<Vec<Entry>> = vec![Vec::new(); srcs.len()];
+        let mut counts = vec![0u64; srcs.len()];
+        let mut outside = 0u64;
+        let mut line = Vec::new();
+        let mut number = 0u64;
+        loop {
+            line.clear();
+            // Lines are bounded: a corrupt index cannot exhaust memory.
+            let n = (&mut r)
+                .take(1 << 20)
+                .read_until(b'\n', &mut line)
+                .map_err(|e| {
+                    let e = std::io::Error::new(e.kind(), format!("line {}: {e}", number + 1));
+                    Error::from(e).in_file(Path::new(&what))
+                })?;
+            if n == 0 {
+                break;
+            }
+            number += 1;
+            // Other lines: not CDXJ, or of a member indexed already.
+            let Some(l) = wacz::CdxjLine::parse(&line) else {
+                continue;
+            };
+            let Some(&k) = by_name.get(&l.filename) else {
+                continue;
+            };
+            if l.offset.saturating_add(l.length.unwrap_or(1)) > srcs[k].0.len {
+                outside += 1;
+                continue;
+            }
+            batch[k].push(entry_of_line(&l, filenames[k].clone()));
+            if batch[k].len() >= BATCH {
+                counts[k] += self.insert(srcs[k].0.id, &batch[k])?;
+                batch[k].clear();
+            }
+        }
+        if outside > 0 {
+            report.warnings.push(format!(
+                "{what}: {outside} lines point past the end of their archive file; skipped"
+            ));
+        }
+        let mut done = std::collections::BTreeSet::new();
+        for (k, (mut src, known)) in srcs.into_iter().enumerate() {
+            counts[k] += self.insert(src.id, &batch[k])?;
+            if counts[k] == 0 {
+                report.warnings.push(format!(
+                    "{what}: no line for {}; it is scanned",
+                    stale[k].name
+                ));
+                continue;
+            }
+            src.indexed_to = src.len;
+            src.entries = counts[k];
+            self.save_source(&src)?;
+            report.entries += counts[k];
+            if known {
+                report.updated_sources += 1;
+            } else {
+                report.new_sources += 1;
+            }
+            report.from_wacz_index += 1;
+            done.insert(stale[k].name.clone());
+        }
+        Ok(done)
     }
 
     #[cfg(not(feature = "remote"))]
@@ -1026,24 +1226,7 @@ impl Store {
                 skipped += 1;
                 continue;
             };
-            let text = |k: &str| l.json.get(k).and_then(|v| v.as_str()).map(str::to_owned);
-            let e = Entry {
-                urlkey: l.urlkey.clone(),
-                timestamp: l.timestamp.clone(),
-                url: Some(l.url.clone()),
-                mime: text("mime"),
-                status: text("status"),
-                digest: text("digest"),
-                length: l.length,
-                offset: l.offset,
-                filename: l.filename.clone(),
-                record_type: Some(if text("mime").as_deref() == Some("warc/revisit") {
-                    "revisit".into()
-                } else {
-                    "response".into()
-                }),
-                ..Entry::default()
-            };
+            let e = entry_of_line(&l, l.filename.clone());
             let b = batch.entry(src).or_default();
             b.push(e);
             if b.len() >= BATCH {
@@ -1276,6 +1459,34 @@ fn pad_up(ts: &str) -> String {
     let mut s = digits.clone();
     s.push_str(&HIGH[digits.len()..]);
     s
+}
+
+/// The index entry a CDXJ line stands for, its file named `filename`. The
+/// record type is not in a CDXJ line: a revisit is told by its MIME type
+/// (`warc/revisit`, as the indexer writes it), anything else is taken for a
+/// response.
+fn entry_of_line(l: &wacz::CdxjLine, filename: String) -> Entry {
+    let text = |k: &str| l.json.get(k).and_then(|v| v.as_str()).map(str::to_owned);
+    let mime = text("mime");
+    let revisit = mime.as_deref() == Some("warc/revisit");
+    Entry {
+        urlkey: l.urlkey.clone(),
+        timestamp: l.timestamp.clone(),
+        url: Some(l.url.clone()),
+        mime,
+        status: text("status"),
+        digest: text("digest"),
+        length: l.length,
+        offset: l.offset,
+        filename,
+        method: text("method"),
+        request_body: l
+            .json
+            .get("requestBody")
+            .map(|v| v.as_str().map(str::to_owned)),
+        record_type: Some(if revisit { "revisit" } else { "response" }.into()),
+        ..Entry::default()
+    }
 }
 
 /// The objects a URL names, with their sizes: under a prefix (`/` at the

@@ -1042,3 +1042,147 @@ fn fetch_and_serve_read_a_gzip_index_as_the_plain_one() {
     assert_eq!(r.status, 200, "{}", r.text());
     assert!(r.body == local.rget(IANA_CSS).body);
 }
+
+/// Copies the ZIP `from` to `to` without its `indexes/` members, adding
+/// `extra` (name, bytes) members, each as it was stored (python's zipfile:
+/// another writer than ours).
+fn rezip(from: &Path, to: &Path, extra: &[(&str, &[u8])]) {
+    let dir = to.parent().unwrap();
+    let mut files = Vec::new();
+    for (i, (name, bytes)) in extra.iter().enumerate() {
+        let p = dir.join(format!("extra{i}"));
+        std::fs::write(&p, bytes).unwrap();
+        files.push(format!("({name:?}, {:?})", p.display().to_string()));
+    }
+    let script = format!(
+        r#"
+import zipfile
+src = zipfile.ZipFile({from:?})
+with zipfile.ZipFile({to:?}, 'w') as out:
+    for i in src.infolist():
+        if not i.filename.startswith('indexes/'):
+            out.writestr(i, src.read(i.filename), compress_type=i.compress_type)
+    for name, path in [{files}]:
+        out.write(path, name, compress_type=zipfile.ZIP_DEFLATED)
+"#,
+        from = from.display().to_string(),
+        to = to.display().to_string(),
+        files = files.join(", ")
+    );
+    let st = Command::new("python3")
+        .args(["-c", &script])
+        .status()
+        .unwrap();
+    assert!(st.success());
+}
+
+#[test]
+fn serve_of_a_wacz_by_url_uses_its_own_index_with_far_fewer_requests() {
+    let tmp = tempfile::tempdir().unwrap();
+    let iana = fixture("pywb/iana.warc.gz");
+    let example = fixture("pywb/example.warc.gz");
+    let wacz = tmp.path().join("cdxj.wacz");
+    let out = bin()
+        .args(["wacz", "create", "--title", "IANA"])
+        .arg(&iana)
+        .arg(&example)
+        .arg("-o")
+        .arg(&wacz)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The same WACZ with no index, with its index as py-wacz's
+    // `index.cdx.gz` (gzip members of lines), and with a cut one.
+    let lines: Vec<String> = [&iana, &example]
+        .iter()
+        .flat_map(|f| index_lines(f))
+        .collect();
+    let gz = gzip_members(&lines, 50);
+    rezip(&wacz, &tmp.path().join("none.wacz"), &[]);
+    rezip(
+        &wacz,
+        &tmp.path().join("gz.wacz"),
+        &[("indexes/index.cdx.gz", &gz)],
+    );
+    rezip(
+        &wacz,
+        &tmp.path().join("cut.wacz"),
+        &[("indexes/index.cdx.gz", &gz[..gz.len() * 2 / 3])],
+    );
+    let srv = RangeServer::start(tmp.path(), 5.0);
+    let local = serve_env(
+        &[],
+        &[&wacz.display().to_string()],
+        &tmp.path().join("l.redb"),
+    );
+    // Small ranges, so that a scan's requests show against the index's
+    // one (the fixtures are small beside real WACZ files).
+    let small = [
+        ("WARCHEST_REMOTE_MIN_CHUNK", "16384".to_string()),
+        ("WARCHEST_REMOTE_CHUNK", "16384".to_string()),
+    ];
+    let mut gets = Vec::new();
+    let mut servers = Vec::new();
+    for name in ["cdxj.wacz", "gz.wacz", "none.wacz", "cut.wacz"] {
+        srv.reset_count();
+        let s = serve_env(
+            &small,
+            &[&srv.url(name)],
+            &tmp.path().join(format!("{name}.redb")),
+        );
+        gets.push(srv.count().0);
+        servers.push((name, s));
+    }
+    eprintln!("GETs to index cdxj.wacz, gz.wacz, none.wacz, cut.wacz: {gets:?}");
+    let size = std::fs::metadata(&iana).unwrap().len() + std::fs::metadata(&example).unwrap().len();
+    // A scan reads every byte of the archive files in 16 KiB ranges; the
+    // index is one range request, besides the ZIP directory's few.
+    assert!(gets[2] >= size / 16384, "{gets:?}");
+    assert!(gets[0] * 5 < gets[2], "index.cdxj: {gets:?}");
+    assert!(gets[1] * 5 < gets[2], "index.cdx.gz: {gets:?}");
+    // The cut index is not used (with a warning), its files scanned.
+    assert!(gets[3] >= gets[2], "{gets:?}");
+    let log = servers[3].1.log();
+    assert!(
+        log.contains("index.cdx.gz is not used") && log.contains("scanned"),
+        "{log}"
+    );
+    assert!(servers[2].1.log().contains("no indexes/index.cdxj"));
+
+    // The same CDX API answers and captures, whichever way indexed (the
+    // WACZ's name aside).
+    let cdx = [
+        "/archive/cdx?url=http://www.iana.org/*&output=json",
+        "/archive/cdx?url=http://example.com/*&output=json",
+    ];
+    for q in cdx {
+        let want = local.get(q).text().replace("cdxj.wacz#", "W#");
+        assert!(want.lines().count() >= 2, "{want}");
+        for (name, s) in &servers {
+            let r = s.get(q);
+            assert_eq!(r.status, 200, "{name}: {}", s.log());
+            assert_eq!(
+                r.text().replace(&format!("{name}#"), "W#"),
+                want,
+                "{name}: {q}"
+            );
+        }
+    }
+    for page in [IANA_HOME, IANA_CSS, IANA_REVISIT] {
+        let want = local.rget(page).body;
+        for (name, s) in &servers {
+            srv.reset_count();
+            let r = s.rget(page);
+            assert_eq!(r.status, 200, "{name} {page}: {}", r.text());
+            assert!(r.body == want, "{name} {page}: bodies differ");
+        }
+    }
+    // A record is still one range request (member start + its offset).
+    srv.reset_count();
+    assert_eq!(servers[0].1.rget(IANA_CSS).status, 200);
+    assert_eq!(srv.count(), (1, 0), "a record costs one range request");
+}

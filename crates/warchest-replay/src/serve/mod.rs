@@ -374,14 +374,15 @@ impl Server {
             );
         } else {
             let r = store.sync(&opts.paths)?;
-            for f in &r.failures {
+            for f in r.failures.iter().chain(&r.warnings) {
                 tracing::warn!("{f}");
             }
             tracing::info!(
-                "indexed {} new and {} changed files: {} entries",
+                "indexed {} new and {} changed files: {} entries ({} WACZ archive files from the WACZ's own index)",
                 r.new_sources,
                 r.updated_sources,
-                r.entries
+                r.entries,
+                r.from_wacz_index
             );
         }
         let listener = bind(&opts.listen)?;
@@ -468,7 +469,7 @@ impl Server {
                     std::thread::sleep(every);
                     match app.coll.store.sync(&app.coll.paths) {
                         Ok(r) => {
-                            for f in &r.failures {
+                            for f in r.failures.iter().chain(&r.warnings) {
                                 tracing::warn!("{f}");
                             }
                             if r.new_sources + r.updated_sources > 0 {
