@@ -8,7 +8,7 @@
 //! `gzip_member`, `zstd_member`, `lz4_member`), each made once and reused.
 
 use super::gzip::{Fed, GzipHeader, GzipTrailer, HeaderParser};
-use super::gzip_member::GzipMember;
+use super::gzip_member::{GzipMember, KEEP_OUTPUT};
 use super::input::Input;
 use super::lz4;
 use super::lz4_member::Lz4Member;
@@ -856,6 +856,13 @@ impl<R: Read> Decoder<R> {
                 && let Some(p) = self.par.as_mut()
                 && p.at_boundary(self.member_offset)
             {
+                // A large member's buffer is not needed while the jobs
+                // serve: given back now, not at the next member the
+                // reading thread decodes, so that it does not stay
+                // beside the job buffers.
+                if self.out.buf.capacity() > KEEP_OUTPUT {
+                    self.out.buf = Vec::new();
+                }
                 self.state = State::Par;
                 return Ok(true);
             }
@@ -1617,7 +1624,8 @@ mod tests {
         let mut e = GzEncoder::new(Vec::new(), Compression::fast());
         e.write_all(&data).unwrap();
         let file = e.finish().unwrap();
-        for (max, whole) in [(None, true), (Some(FAST_OUTPUT), false)] {
+        // A bound below the member's size (a job's) streams it.
+        for (max, whole) in [(None, true), (Some(12 << 20), false)] {
             let mut d = Decoder::new(&file[..], DecoderOptions::default());
             if let Some(n) = max {
                 d.gzip.set_fast_max(n);
