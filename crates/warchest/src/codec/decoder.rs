@@ -226,8 +226,8 @@ enum State {
 ///
 /// Memory stays bounded whatever the input: one input buffer
 /// ([`DecoderOptions::buffer_size`]), one output buffer (256 KiB; up to
-/// 16 MiB while a large gzip member is inflated whole, 12 MiB with threads,
-/// given back when the next gzip member starts; 4 MiB + 64 KiB for LZ4
+/// 16 MiB while a large gzip member is inflated whole, given back when the
+/// next gzip member starts or the threads' jobs serve it; 4 MiB + 64 KiB for LZ4
 /// frames with 4 MiB blocks), the inflate window, and the zstd window (bounded by [`DecoderOptions::max_zstd_window_log`]).
 /// Time is linear in the input, also for endless runs of empty members or
 /// garbage.
@@ -644,6 +644,13 @@ impl<R: Read> Decoder<R> {
         self.zstd.abandon();
         self.lz4.abandon();
         Ok(())
+    }
+
+    /// The jobs serve the member and a large member's output buffer is
+    /// still held.
+    #[cfg(all(test, feature = "parallel"))]
+    pub(super) fn large_output_beside_jobs(&self) -> bool {
+        self.state == State::Par && self.out.buf.capacity() > KEEP_OUTPUT
     }
 
     /// Sets the largest output of a whole-member gzip attempt (a worker of

@@ -1288,6 +1288,119 @@ mod tests {
         }
     }
 
+    /// Members over several chunks, some larger than a job: the reading
+    /// thread's large-member buffer is given back when the jobs serve
+    /// again, and everything (headers too) is as on one thread.
+    #[test]
+    fn large_members_beside_jobs_match_one_thread() {
+        let ps: Vec<Vec<u8>> = (0..60u32)
+            .map(|i| match i % 15 {
+                // 1.3 MB stored: five chunks, in a job's room.
+                4 => noise(1_300_000, i),
+                // Larger than a job: the reading thread's.
+                11 => noise(MAX_JOB + 200_000, i),
+                _ => noise(1000 + (i as usize * 7919) % 40_000, i),
+            })
+            .collect();
+        let file: Vec<u8> = ps
+            .iter()
+            .flat_map(|p| gz_sl(p, |s| s, p.len() as u32))
+            .collect();
+        let ms = same_as_sequential(&file);
+        assert_eq!(ms.len(), ps.len());
+        for (m, p) in ms.iter().zip(&ps) {
+            assert_eq!(&m.3, p);
+        }
+        let mut f = tempfile::tempfile().unwrap();
+        f.write_all(&file).unwrap();
+        f.seek(SeekFrom::Start(0)).unwrap();
+        let opts = |threads| DecoderOptions {
+            threads,
+            ..DecoderOptions::default()
+        };
+        let mut one = Decoder::new(&file[..], opts(1));
+        let mut d = Decoder::new_file(f, opts(2)).unwrap();
+        let mut big_buffer_kept = 0;
+        while d.next_member().unwrap() {
+            assert!(one.next_member().unwrap());
+            if d.large_output_beside_jobs() {
+                big_buffer_kept += 1;
+            }
+            loop {
+                let n = d.fill_buf().unwrap().len();
+                if n == 0 {
+                    break;
+                }
+                d.consume(n);
+            }
+            while !one.fill_buf().unwrap().is_empty() {
+                let n = one.fill_buf().unwrap().len();
+                one.consume(n);
+            }
+            assert_eq!(d.gzip_header(), one.gzip_header(), "{}", d.member_offset());
+            assert_eq!(d.gzip_trailer(), one.gzip_trailer());
+        }
+        assert!(!one.next_member().unwrap());
+        assert_eq!(big_buffer_kept, 0);
+        let served = d.par.as_ref().map_or(0, |p| p.served());
+        assert!(served >= 40, "served {served}");
+    }
+
+    /// Headers of every kind (name, comment, extra field, none) served by
+    /// the jobs are the ones one thread parses: a header parsed into a
+    /// served member's keeps nothing of it.
+    #[test]
+    fn job_headers_match_one_thread() {
+        let ps = parts();
+        let file: Vec<u8> = ps
+            .iter()
+            .enumerate()
+            .flat_map(|(i, p)| {
+                let mut b = flate2::GzBuilder::new().mtime(i as u32);
+                if i % 2 == 0 {
+                    b = b.filename(format!("name-{i}"));
+                }
+                if i % 3 == 0 {
+                    b = b.comment(vec![b'c'; i % 50]);
+                }
+                if i % 5 < 2 {
+                    b = b.extra(vec![b'x'; i % 7]);
+                }
+                let mut e = b.write(Vec::new(), flate2::Compression::fast());
+                e.write_all(p).unwrap();
+                e.finish().unwrap()
+            })
+            .collect();
+        let headers = |threads| {
+            let mut f = tempfile::tempfile().unwrap();
+            f.write_all(&file).unwrap();
+            f.seek(SeekFrom::Start(0)).unwrap();
+            let o = DecoderOptions {
+                threads,
+                ..DecoderOptions::default()
+            };
+            let mut d = Decoder::new_file(f, o).unwrap();
+            let mut hs = Vec::new();
+            while d.next_member().unwrap() {
+                loop {
+                    let n = d.fill_buf().unwrap().len();
+                    if n == 0 {
+                        break;
+                    }
+                    d.consume(n);
+                }
+                hs.push(d.gzip_header().cloned());
+            }
+            let served = d.par.as_ref().map_or(0, |p| p.served());
+            (hs, served)
+        };
+        let (one, _) = headers(1);
+        let (two, served) = headers(2);
+        assert_eq!(one.len(), ps.len());
+        assert_eq!(two, one);
+        assert!(served > 250, "{served}");
+    }
+
     #[test]
     fn plain_files_and_whole_file_gzip_stay_sequential() {
         let plain = noise(3 * CHUNK as usize, 3);
