@@ -18,9 +18,11 @@ const FAST_INPUT: usize = 256 * 1024;
 /// Largest output of a whole-member attempt by the reading thread of a
 /// decoder with threads; bigger members stream. Large records (the
 /// corpus's search indexes, 1-15 MiB) are worth inflating whole, as
-/// streaming costs more; 12 MiB keeps `-j 2`'s peak memory (job buffers and
-/// this one) under 64 MiB.
-pub(super) const FAST_OUTPUT: usize = 12 * 1024 * 1024;
+/// streaming costs more, and the reading thread decodes them while the
+/// jobs wait: the same 16 MiB as alone, the buffer given back as soon as
+/// the jobs serve the next member, so that it and the job buffers' peak
+/// do not add up (docs/performance.md, "gzip, round four").
+pub(super) const FAST_OUTPUT: usize = 16 * 1024 * 1024;
 /// The same for a decoder working alone (no job buffers beside it): a
 /// member that misses the attempt is inflated twice (the attempt is lost),
 /// so the larger the better while memory allows; 16 MiB takes the corpus's
@@ -28,7 +30,7 @@ pub(super) const FAST_OUTPUT: usize = 12 * 1024 * 1024;
 pub(super) const FAST_OUTPUT_ALONE: usize = 16 * 1024 * 1024;
 /// An output buffer grown past this by a large member is given back when
 /// the next gzip member starts (LZ4's largest blocks and their history fit).
-const KEEP_OUTPUT: usize = 5 * 1024 * 1024;
+pub(super) const KEEP_OUTPUT: usize = 5 * 1024 * 1024;
 
 /// Where in a gzip member the decoder is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

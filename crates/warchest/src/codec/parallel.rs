@@ -70,6 +70,12 @@ const MAX_CANDIDATES: usize = 16;
 /// Bytes read past a chunk's end, so that the member that starts last in
 /// the chunk is mostly read with it (and a header near the end parses).
 const SLACK: u64 = 64 * 1024;
+/// Spare headers kept with a job buffer at most (a job of small members
+/// has a few hundred).
+const MAX_SPARE: usize = 1024;
+/// [`SLACK`] when the `sl` sizes say how far the last member runs: enough
+/// for its header (and the next one's, when it ends just past the chunk).
+const SMALL_SLACK: u64 = 4 * 1024;
 /// Most stored bytes one gzip member may take on the direct path (past
 /// that, the job's decoder streams it).
 const MAX_DIRECT_INPUT: usize = 4 << 20;
@@ -100,6 +106,10 @@ struct Done {
     start: Option<u64>,
     members: Vec<Member>,
     data: Vec<u8>,
+    /// Headers of served members, for the next job with this buffer to
+    /// parse into: their fields' allocations are reused, not made by one
+    /// thread and freed by the other at every member.
+    spare: Vec<GzipHeader>,
 }
 
 impl Done {
@@ -257,7 +267,7 @@ struct Shared {
     /// Decoders of finished jobs, for the next ones.
     idle: Mutex<Vec<Worker>>,
     /// Buffers of served jobs, for the next ones.
-    pool: Mutex<Vec<(Vec<u8>, Vec<Member>)>>,
+    pool: Mutex<Vec<Done>>,
     cancel: AtomicBool,
 }
 
@@ -426,17 +436,16 @@ impl Engine {
         }
     }
 
-    fn recycle(&self, d: Done) {
-        let Done {
-            mut data,
-            mut members,
-            ..
-        } = d;
-        data.clear();
-        members.clear();
+    fn recycle(&self, mut d: Done) {
+        d.start = None;
+        d.data.clear();
+        // Bounded: only the direct path takes spare headers back.
+        let room = MAX_SPARE.saturating_sub(d.spare.len());
+        let headers = d.members.drain(..).filter_map(|m| m.gz_header);
+        d.spare.extend(headers.take(room));
         let mut pool = lock(&self.shared.pool);
         if pool.len() < self.depth + self.threads {
-            pool.push((data, members));
+            pool.push(d);
         }
     }
 
@@ -643,15 +652,10 @@ fn run(shared: &Shared, job: Job) {
 
 /// Decodes a claimed job with `w`.
 fn run_claimed(shared: &Shared, job: &Job, w: &mut Worker) -> Done {
-    let (mut data, members) = lock(&shared.pool).pop().unwrap_or_default();
+    let mut done = lock(&shared.pool).pop().unwrap_or_default();
     // Reserved, not touched: pages are only made resident as written,
     // and the buffer never moves while it fills.
-    data.reserve(shared.cap);
-    let mut done = Done {
-        start: None,
-        members,
-        data,
-    };
+    done.data.reserve(shared.cap);
     run_job(shared, job, w, &mut done);
     // A member that ran far past its chunk grew the read buffer: give
     // the memory back.
@@ -676,7 +680,15 @@ fn run_job(shared: &Shared, job: &Job, w: &mut Worker, done: &mut Done) {
     // direct path work on these bytes.
     w.filled = 0;
     w.eof = false;
-    let want = usize::try_from((job.b - job.a).saturating_add(SLACK)).unwrap_or(0);
+    // Once the `sl` sizes proved true, the member that runs past the chunk
+    // is read to its declared end (`direct_member`): the slack is only for
+    // its header, not 64 KiB read and copied again by the next job.
+    let slack = if w.sl_confirmed && !w.distrust_sl {
+        SMALL_SLACK
+    } else {
+        SLACK
+    };
+    let want = usize::try_from((job.b - job.a).saturating_add(slack)).unwrap_or(0);
     w.extend(&shared.file, job.a, want);
     if job.known {
         done.start = Some(job.a);
@@ -858,7 +870,12 @@ fn direct_member(shared: &Shared, base: u64, at: u64, w: &mut Worker, done: &mut
         return Direct1::Stop;
     }
     let end = base + (t + 8) as u64;
-    let header = w.direct.as_ref().map(|d| d.header.clone());
+    // The parsed header goes to the member whole; the next one is parsed
+    // into a served member's (its allocations reused).
+    let header = w.direct.as_mut().map(|d| {
+        let next = done.spare.pop().unwrap_or_default();
+        std::mem::replace(&mut d.header, next)
+    });
     done.members.push(Member {
         offset: at,
         end,
@@ -1269,6 +1286,119 @@ mod tests {
             assert!(ok && w.is_empty(), "kind {k}: {w:?}");
             assert!(served > 15, "kind {k}: {served}");
         }
+    }
+
+    /// Members over several chunks, some larger than a job: the reading
+    /// thread's large-member buffer is given back when the jobs serve
+    /// again, and everything (headers too) is as on one thread.
+    #[test]
+    fn large_members_beside_jobs_match_one_thread() {
+        let ps: Vec<Vec<u8>> = (0..60u32)
+            .map(|i| match i % 15 {
+                // 1.3 MB stored: five chunks, in a job's room.
+                4 => noise(1_300_000, i),
+                // Larger than a job: the reading thread's.
+                11 => noise(MAX_JOB + 200_000, i),
+                _ => noise(1000 + (i as usize * 7919) % 40_000, i),
+            })
+            .collect();
+        let file: Vec<u8> = ps
+            .iter()
+            .flat_map(|p| gz_sl(p, |s| s, p.len() as u32))
+            .collect();
+        let ms = same_as_sequential(&file);
+        assert_eq!(ms.len(), ps.len());
+        for (m, p) in ms.iter().zip(&ps) {
+            assert_eq!(&m.3, p);
+        }
+        let mut f = tempfile::tempfile().unwrap();
+        f.write_all(&file).unwrap();
+        f.seek(SeekFrom::Start(0)).unwrap();
+        let opts = |threads| DecoderOptions {
+            threads,
+            ..DecoderOptions::default()
+        };
+        let mut one = Decoder::new(&file[..], opts(1));
+        let mut d = Decoder::new_file(f, opts(2)).unwrap();
+        let mut big_buffer_kept = 0;
+        while d.next_member().unwrap() {
+            assert!(one.next_member().unwrap());
+            if d.large_output_beside_jobs() {
+                big_buffer_kept += 1;
+            }
+            loop {
+                let n = d.fill_buf().unwrap().len();
+                if n == 0 {
+                    break;
+                }
+                d.consume(n);
+            }
+            while !one.fill_buf().unwrap().is_empty() {
+                let n = one.fill_buf().unwrap().len();
+                one.consume(n);
+            }
+            assert_eq!(d.gzip_header(), one.gzip_header(), "{}", d.member_offset());
+            assert_eq!(d.gzip_trailer(), one.gzip_trailer());
+        }
+        assert!(!one.next_member().unwrap());
+        assert_eq!(big_buffer_kept, 0);
+        let served = d.par.as_ref().map_or(0, |p| p.served());
+        assert!(served >= 40, "served {served}");
+    }
+
+    /// Headers of every kind (name, comment, extra field, none) served by
+    /// the jobs are the ones one thread parses: a header parsed into a
+    /// served member's keeps nothing of it.
+    #[test]
+    fn job_headers_match_one_thread() {
+        let ps = parts();
+        let file: Vec<u8> = ps
+            .iter()
+            .enumerate()
+            .flat_map(|(i, p)| {
+                let mut b = flate2::GzBuilder::new().mtime(i as u32);
+                if i % 2 == 0 {
+                    b = b.filename(format!("name-{i}"));
+                }
+                if i % 3 == 0 {
+                    b = b.comment(vec![b'c'; i % 50]);
+                }
+                if i % 5 < 2 {
+                    b = b.extra(vec![b'x'; i % 7]);
+                }
+                let mut e = b.write(Vec::new(), flate2::Compression::fast());
+                e.write_all(p).unwrap();
+                e.finish().unwrap()
+            })
+            .collect();
+        let headers = |threads| {
+            let mut f = tempfile::tempfile().unwrap();
+            f.write_all(&file).unwrap();
+            f.seek(SeekFrom::Start(0)).unwrap();
+            let o = DecoderOptions {
+                threads,
+                ..DecoderOptions::default()
+            };
+            let mut d = Decoder::new_file(f, o).unwrap();
+            let mut hs = Vec::new();
+            while d.next_member().unwrap() {
+                loop {
+                    let n = d.fill_buf().unwrap().len();
+                    if n == 0 {
+                        break;
+                    }
+                    d.consume(n);
+                }
+                hs.push(d.gzip_header().cloned());
+            }
+            let served = d.par.as_ref().map_or(0, |p| p.served());
+            (hs, served)
+        };
+        let (one, _) = headers(1);
+        let (two, served) = headers(2);
+        assert_eq!(one.len(), ps.len());
+        assert_eq!(two, one);
+        assert!(served > 250, "{served}");
     }
 
     #[test]
