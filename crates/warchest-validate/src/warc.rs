@@ -923,6 +923,102 @@ impl BlockProbe {
     }
 }
 
+/// The defined field named `name` (ASCII case ignored). One lower-cased
+/// copy and one `match` (by length, then the bytes) instead of a comparison
+/// with each of the 21 names: this is done for every field of every record.
+fn lookup(name: &[u8]) -> Option<F> {
+    // The longest defined name, WARC-Identified-Payload-Type, has 28 bytes.
+    let mut buf = [0u8; 28];
+    let lower = buf.get_mut(..name.len())?;
+    for (l, &b) in lower.iter_mut().zip(name) {
+        *l = b.to_ascii_lowercase();
+    }
+    Some(match &*lower {
+        b"warc-record-id" => F::RecordId,
+        b"content-length" => F::ContentLength,
+        b"warc-date" => F::Date,
+        b"warc-type" => F::Type,
+        b"content-type" => F::ContentType,
+        b"warc-concurrent-to" => F::ConcurrentTo,
+        b"warc-block-digest" => F::BlockDigest,
+        b"warc-payload-digest" => F::PayloadDigest,
+        b"warc-ip-address" => F::IpAddress,
+        b"warc-refers-to" => F::RefersTo,
+        b"warc-refers-to-target-uri" => F::RefersToTargetUri,
+        b"warc-refers-to-date" => F::RefersToDate,
+        b"warc-target-uri" => F::TargetUri,
+        b"warc-truncated" => F::Truncated,
+        b"warc-warcinfo-id" => F::WarcinfoId,
+        b"warc-filename" => F::Filename,
+        b"warc-profile" => F::Profile,
+        b"warc-identified-payload-type" => F::IdentifiedPayloadType,
+        b"warc-segment-number" => F::SegmentNumber,
+        b"warc-segment-origin-id" => F::SegmentOriginId,
+        b"warc-segment-total-length" => F::SegmentTotalLength,
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+#[test]
+fn lookup_finds_each_defined_name_in_any_case() {
+    for d in DEFS {
+        assert_eq!(lookup(d.0.as_bytes()), Some(d.1), "{}", d.0);
+        assert_eq!(lookup(d.0.to_ascii_uppercase().as_bytes()), Some(d.1));
+        assert_eq!(lookup(d.0.to_ascii_lowercase().as_bytes()), Some(d.1));
+        let mut longer = d.0.to_owned();
+        longer.push('x');
+        assert_eq!(lookup(longer.as_bytes()), None, "{longer}");
+        assert_eq!(lookup(&d.0.as_bytes()[1..]), None);
+    }
+    for n in [
+        "",
+        "WARC",
+        "X-Crawler",
+        "WARC-Record-ID2",
+        "WARC_Record-ID",
+        "Content-Lengtx",
+    ] {
+        assert_eq!(lookup(n.as_bytes()), None, "{n}");
+    }
+    assert_eq!(lookup(&[b'a'; 200]), None);
+    assert_eq!(lookup("WARC-Récord-ID".as_bytes()), None);
+}
+
+/// A header's values as text. When the whole header is UTF-8 (it is
+/// nearly always ASCII), a value is a slice of the header checked once,
+/// not checked again on its own.
+#[derive(Clone, Copy)]
+struct HeaderText<'h> {
+    base: &'h [u8],
+    /// `base` as text, when it is UTF-8.
+    text: Option<&'h str>,
+}
+
+impl<'h> HeaderText<'h> {
+    fn new(h: &'h WarcHeader) -> HeaderText<'h> {
+        let base = h.as_bytes();
+        HeaderText {
+            base,
+            text: std::str::from_utf8(base).ok(),
+        }
+    }
+
+    /// [`text`] of `f`, a field of this header.
+    fn of(&self, f: &warchest::fields::Field<'h>) -> Cow<'h, str> {
+        if let (Some(t), Cow::Borrowed(b)) = (self.text, f.value()) {
+            // Where the value lies in the header: an unfolded value is a
+            // slice of it, so `start..end` within `base` names the very
+            // same bytes; anything else takes the general path.
+            let start = (b.as_ptr() as usize).wrapping_sub(self.base.as_ptr() as usize);
+            if let Some(s) = start.checked_add(b.len()).and_then(|end| t.get(start..end)) {
+                return Cow::Borrowed(s.trim());
+            }
+        }
+        text(f)
+    }
+}
+
 /// A field's value as text: unfolded, trimmed, borrowed when it can be.
 fn text<'h>(f: &warchest::fields::Field<'h>) -> Cow<'h, str> {
     match f.value() {
@@ -1039,6 +1135,7 @@ struct HeaderCheck<'h, 'a> {
     at: &'a At,
     out: &'a mut dyn Emit,
     seen: Seen<'h>,
+    text: HeaderText<'h>,
 }
 
 impl<'h, 'a> HeaderCheck<'h, 'a> {
@@ -1063,6 +1160,7 @@ impl<'h, 'a> HeaderCheck<'h, 'a> {
                 first: Default::default(),
                 concurrent: Vec::new(),
             },
+            text: HeaderText::new(h),
         }
     }
 
@@ -1092,8 +1190,7 @@ impl<'h, 'a> HeaderCheck<'h, 'a> {
                 format!("the record is {v}, not {}", spec.version()),
             );
         }
-        let h = self.h;
-        if !h.as_bytes().is_ascii() && std::str::from_utf8(h.as_bytes()).is_err() {
+        if self.text.text.is_none() {
             self.out.push(
                 &rules::HEADER_UTF8,
                 at,
@@ -1146,17 +1243,15 @@ impl<'h, 'a> HeaderCheck<'h, 'a> {
                     );
                 }
             }
-            let n = f.name();
-            let def = DEFS.iter().position(|d| {
-                d.0.len() == n.len() && n.eq_ignore_ascii_case(d.0.as_bytes()) && (v11 || !d.2)
-            });
+            let def = lookup(f.name()).filter(|&d| v11 || !DEFS[d as usize].2);
             match def {
-                Some(i) => {
+                Some(d) => {
+                    let i = d as usize;
                     self.seen.count[i] += 1;
-                    if DEFS[i].1 == F::ConcurrentTo {
-                        self.seen.concurrent.push(text(&f));
+                    if d == F::ConcurrentTo {
+                        self.seen.concurrent.push(self.text.of(&f));
                     } else if self.seen.first[i].is_none() {
-                        self.seen.first[i] = Some(text(&f));
+                        self.seen.first[i] = Some(self.text.of(&f));
                     }
                 }
                 None if self.opts.forbid_extensions => self.out.push(
@@ -1751,5 +1846,29 @@ fn digest_token(field: &str, val: &str, at: &At, out: &mut dyn Emit) {
             at,
             format!("{field} {val:?} holds '=' or '/', which the token grammar excludes"),
         );
+    }
+}
+
+#[cfg(test)]
+#[test]
+fn header_text_equals_text_of_each_field() {
+    let headers: [&[u8]; 4] = [
+        b"WARC/1.1\r\nWARC-Type: response\r\nWARC-Target-URI:  <http://a/>  \r\nX-Empty:\r\nContent-Length: 0\r\n\r\n",
+        // Folded values are copies, not slices of the header.
+        b"WARC/1.1\r\nWARC-Type: resource\r\nX-Long: one\r\n  two\r\n\tthree\r\nContent-Length: 0\r\n\r\n",
+        // Not UTF-8: the general path (ISO-8859-1).
+        b"WARC/1.1\r\nX-Name: caf\xe9 \r\nWARC-Type: resource\r\n\r\n",
+        "WARC/1.1\r\nX-Name: \u{3000}caf\u{e9}\u{3000}\r\nWARC-Type: resource\r\n\r\n".as_bytes(),
+    ];
+    for raw in headers {
+        let mut issues = Vec::new();
+        let fields = Fields::parse(raw.to_vec(), 10, false, 100, &mut issues).unwrap();
+        let h = WarcHeader::from_fields(Version::V1_1, fields);
+        let t = HeaderText::new(&h);
+        assert_eq!(t.text.is_some(), std::str::from_utf8(raw).is_ok());
+        assert!(h.fields().len() >= 2);
+        for f in h.fields().iter() {
+            assert_eq!(t.of(&f), text(&f), "{:?}", f.name_str());
+        }
     }
 }
