@@ -249,6 +249,7 @@ pub(crate) fn validate_file<R: Read>(
         stats: FileStats::default(),
         back_tx,
         names: out.file_names(),
+        infos: Vec::new(),
         file: out.file,
     };
     // One thread: check each group as it is handed over, on this one.
@@ -459,6 +460,8 @@ struct Checking<'a> {
     stats: FileStats,
     back_tx: mpsc::Sender<Batch>,
     names: Vec<String>,
+    /// The infos found in the file so far (see [`Batch::infos`]).
+    infos: Vec<&'static str>,
     file: usize,
 }
 
@@ -468,11 +471,13 @@ impl Checking<'_> {
             file: self.file,
             names: std::mem::take(&mut self.names),
             items: Vec::new(),
+            infos: std::mem::take(&mut self.infos),
         }
     }
 
     fn send(&mut self, mut batch: Batch) {
         self.names = std::mem::take(&mut batch.names);
+        self.infos = std::mem::take(&mut batch.infos);
         // The reading side outlives this one; nothing to do if not.
         let _ = self.back_tx.send(batch);
     }
@@ -494,22 +499,26 @@ impl Checking<'_> {
     fn record(&mut self, rec: ReadRecord, out: &mut Batch) {
         let r = &rec.started;
         let h = &r.header;
+        let text = HeaderText::new(h);
         let rid = h
             .fields()
             .get(name::RECORD_ID)
-            .map(|f| text(&f).into_owned())
+            .map(|f| text.of(&f).into_owned())
             .filter(|s| !s.is_empty());
-        let at = At::record(r.offset, rid.as_deref());
+        let at = At {
+            offset: Some(r.offset),
+            record_id: rid,
+        };
         self.stats.record(r.codec, r.offset_in_member, r.offset);
         if self.stats.records == 1 {
             self.stats.first_type = Some(h.record_type());
         }
         let rs = RuleSet::for_record(h.version(), self.opts.spec);
         let out: &mut dyn Emit = out;
-        let mut info = check_header(h, rs, self.opts, &at, out);
+        let (mut info, whole_body) = check_header(h, text, rs, self.opts, &at, out);
         let complete = !rec.truncated && h.content_length().is_some();
         digest_findings(&rec.check.block, &rec.check.payload, complete, &at, out);
-        rec.probe.finish(h, rec.head, &at, out);
+        rec.probe.finish(h, whole_body, rec.head, &at, out);
         info.block_len = rec.block_len;
         self.index.add(&info, out);
         map_warnings(&rec.warnings, Some((h, r.codec)), out);
@@ -785,16 +794,32 @@ impl BlockProbe {
         }
     }
 
-    /// `head` is the HTTP head the digest check parsed, if it did.
-    fn finish(self, h: &WarcHeader, head: Option<HttpHead>, at: &At, out: &mut dyn Emit) {
+    /// `head` is the HTTP head the digest check parsed, if it did;
+    /// `whole_body`: the record is neither truncated nor a segment (see
+    /// [`check_header`]), so its block should hold the whole HTTP body.
+    fn finish(
+        self,
+        h: &WarcHeader,
+        whole_body: bool,
+        head: Option<HttpHead>,
+        at: &At,
+        out: &mut dyn Emit,
+    ) {
         match self.mode {
             Probe::Nothing => {}
-            Probe::Http { .. } => self.finish_http(h, head, at, out),
+            Probe::Http { .. } => self.finish_http(h, whole_body, head, at, out),
             Probe::WarcFields => self.finish_warc_fields(at, out),
         }
     }
 
-    fn finish_http(&self, h: &WarcHeader, head: Option<HttpHead>, at: &At, out: &mut dyn Emit) {
+    fn finish_http(
+        &self,
+        h: &WarcHeader,
+        whole_body: bool,
+        head: Option<HttpHead>,
+        at: &At,
+        out: &mut dyn Emit,
+    ) {
         let t = h.record_type();
         if self.seen == 0 {
             out.push(
@@ -858,7 +883,9 @@ impl BlockProbe {
                 ),
             );
         }
-        self.http_length(h, &head, at, out);
+        if whole_body {
+            self.http_length(&head, at, out);
+        }
     }
 
     /// Compares the HTTP Content-Length with the body after the head, when
@@ -867,10 +894,7 @@ impl BlockProbe {
     /// not a segment: a request or response with WARC-Segment-Number is
     /// the first segment of a segmented record (section 7), whose block
     /// holds only the start of the body by design.
-    fn http_length(&self, h: &WarcHeader, head: &HttpHead, at: &At, out: &mut dyn Emit) {
-        if h.truncated().is_some() || h.segment_number().is_some() {
-            return;
-        }
+    fn http_length(&self, head: &HttpHead, at: &At, out: &mut dyn Emit) {
         let no_body_status = head
             .status()
             .is_some_and(|s| (100..200).contains(&s) || s == 204 || s == 304);
@@ -1060,16 +1084,19 @@ fn field_label(f: F) -> &'static str {
     DEFS[f as usize].0
 }
 
-/// Checks the header of one record and returns what the cross-record
-/// checks need of it.
-pub(crate) fn check_header<'h>(
+/// Checks the header of one record (`text`: its values as text) and
+/// returns what the cross-record checks need of it, and whether the block
+/// is meant to hold the whole HTTP body: the record has neither
+/// WARC-Truncated nor WARC-Segment-Number.
+fn check_header<'h>(
     h: &'h WarcHeader,
+    text: HeaderText<'h>,
     rs: RuleSet,
     opts: &Options,
     at: &At,
     out: &mut dyn Emit,
-) -> RecordInfo<'h> {
-    let mut c = HeaderCheck::new(h, rs, opts, at, out);
+) -> (RecordInfo<'h>, bool) {
+    let mut c = HeaderCheck::new(h, text, rs, opts, at, out);
     c.version();
     c.count_fields();
     c.fields_present();
@@ -1079,7 +1106,8 @@ pub(crate) fn check_header<'h>(
     c.content_type(&values);
     c.revisit(&values);
     c.segments(&values);
-    c.into_info(values)
+    let whole_body = !c.seen.present(F::Truncated) && !c.seen.present(F::SegmentNumber);
+    (c.into_info(values), whole_body)
 }
 
 /// The defined fields of one header: how often each appears and its first
@@ -1141,6 +1169,7 @@ struct HeaderCheck<'h, 'a> {
 impl<'h, 'a> HeaderCheck<'h, 'a> {
     fn new(
         h: &'h WarcHeader,
+        text: HeaderText<'h>,
         rs: RuleSet,
         opts: &'a Options,
         at: &'a At,
@@ -1160,7 +1189,7 @@ impl<'h, 'a> HeaderCheck<'h, 'a> {
                 first: Default::default(),
                 concurrent: Vec::new(),
             },
-            text: HeaderText::new(h),
+            text,
         }
     }
 
@@ -1169,11 +1198,9 @@ impl<'h, 'a> HeaderCheck<'h, 'a> {
     fn version(&mut self) {
         let (v, at) = (self.v, self.at);
         if v.major == 0 && v.is_known() {
-            self.out.push(
-                &rules::VERSION_DRAFT,
-                at,
-                format!("{v} is a draft version; the record is judged by the WARC 1.0 rules"),
-            );
+            self.out.push_with(&rules::VERSION_DRAFT, at, || {
+                format!("{v} is a draft version; the record is judged by the WARC 1.0 rules")
+            });
         } else if !v.is_known() {
             self.out.push(
                 &rules::VERSION_UNKNOWN,
@@ -1413,11 +1440,9 @@ impl<'h, 'a> HeaderCheck<'h, 'a> {
                         ),
                     );
                 } else if bracketed {
-                    out.push(
-                        &rules::URI_BRACKETS_1_0,
-                        at,
-                        format!("{} is written inside <...>, as the 1.0 grammar has it; most readers expect it bare", field_label(f)),
-                    );
+                    out.push_with(&rules::URI_BRACKETS_1_0, at, || {
+                        format!("{} is written inside <...>, as the 1.0 grammar has it; most readers expect it bare", field_label(f))
+                    });
                 }
                 if let Err(why) = grammar::check_uri(inner) {
                     out.push(
@@ -1488,13 +1513,11 @@ impl<'h, 'a> HeaderCheck<'h, 'a> {
                         format!("WARC-Truncated {r:?} is not a reason of the specification"),
                     );
                 } else {
-                    out.push(
-                        &rules::TRUNCATED_UNKNOWN,
-                        at,
+                    out.push_with(&rules::TRUNCATED_UNKNOWN, at, || {
                         format!(
                             "WARC-Truncated {r:?} is not length, time, disconnect or unspecified"
-                        ),
-                    );
+                        )
+                    });
                 }
             }
         }
@@ -1796,11 +1819,11 @@ fn check_date(
                         }
                     ),
                 ),
-                (RuleSet::V1_1, p) if p < DatePrecision::Second => out.push(
-                    &rules::DATE_REDUCED_PRECISION,
-                    at,
-                    format!("{field} {val:?} gives less than the second"),
-                ),
+                (RuleSet::V1_1, p) if p < DatePrecision::Second => {
+                    out.push_with(&rules::DATE_REDUCED_PRECISION, at, || {
+                        format!("{field} {val:?} gives less than the second")
+                    })
+                }
                 _ => {}
             }
             Some(date)
@@ -1841,11 +1864,9 @@ fn digest_token(field: &str, val: &str, at: &At, out: &mut dyn Emit) {
             );
         }
     } else if padding {
-        out.push(
-            &rules::DIGEST_TOKEN,
-            at,
-            format!("{field} {val:?} holds '=' or '/', which the token grammar excludes"),
-        );
+        out.push_with(&rules::DIGEST_TOKEN, at, || {
+            format!("{field} {val:?} holds '=' or '/', which the token grammar excludes")
+        });
     }
 }
 

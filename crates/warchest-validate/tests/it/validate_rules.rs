@@ -711,3 +711,67 @@ fn http_content_length_of_a_first_segment() {
     ]);
     assert_eq!(ids(&run(&whole)), ["warc.http.content-length"].into());
 }
+
+/// An info made on every record is reported once per file, at its first
+/// record, with the count; also when the records are judged on a thread of
+/// their own and the count spans several hand-overs (256 records each).
+#[test]
+fn repeated_infos_are_counted_once_per_file() {
+    let rec = |i: usize| {
+        record(
+            "1.0",
+            &[
+                ("WARC-Type", "resource"),
+                ("WARC-Record-ID", &format!("<urn:uuid:{i:08}>")),
+                ("WARC-Date", "2024-01-02T03:04:05Z"),
+                ("WARC-Target-URI", "<file:///a.txt>"),
+                ("Content-Type", "text/plain"),
+            ],
+            b"hello",
+        )
+    };
+    let a = file(&[warcinfo("1.0", "<urn:uuid:a>"), rec(1), rec(2)]);
+    let b = file(&(0..600).map(|i| rec(1000 + i)).collect::<Vec<_>>());
+    for threads in [1, 2] {
+        let opts = Options {
+            threads,
+            ..Options::default()
+        };
+        let mut findings = Vec::new();
+        let mut v = Validator::new(opts);
+        v.validate_reader("a.warc", &a[..], &mut |f| findings.push(f))
+            .unwrap();
+        v.validate_reader("b.warc", &b[..], &mut |f| findings.push(f))
+            .unwrap();
+        let summary = v.finish(&mut |f| findings.push(f));
+        let infos: Vec<&Finding> = findings
+            .iter()
+            .filter(|f| f.rule == rules::URI_BRACKETS_1_0.id)
+            .collect();
+        assert_eq!(infos.len(), 2, "threads {threads}: {infos:#?}");
+        assert_eq!(infos[0].file, "a.warc");
+        assert_eq!(infos[0].record_id.as_deref(), Some("<urn:uuid:00000001>"));
+        assert!(
+            infos[0]
+                .message
+                .ends_with("(2 times in the file; the first is shown)"),
+            "{}",
+            infos[0].message
+        );
+        assert_eq!(infos[1].file, "b.warc");
+        assert_eq!(infos[1].offset, Some(0));
+        assert_eq!(infos[1].record_id.as_deref(), Some("<urn:uuid:00001000>"));
+        assert!(
+            infos[1]
+                .message
+                .starts_with("WARC-Target-URI is written inside <...>")
+                && infos[1]
+                    .message
+                    .ends_with("(600 times in the file; the first is shown)"),
+            "{}",
+            infos[1].message
+        );
+        assert_eq!(summary.infos(), 2);
+        assert_eq!(summary.by_rule.get(rules::URI_BRACKETS_1_0.id), Some(&2));
+    }
+}
