@@ -155,6 +155,88 @@ fn policy(f: F, t: RecordType) -> Use {
     }
 }
 
+/// The indices of the bits set in `m`, lowest first (the order of
+/// [`DEFS`] for a mask over it).
+fn bits(mut m: u32) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        if m == 0 {
+            return None;
+        }
+        let i = m.trailing_zeros() as usize;
+        m &= m - 1;
+        Some(i)
+    })
+}
+
+/// [`policy`] for one record type, as masks over [`DEFS`] (bit `i`: field
+/// `i`), so that a header is judged by a few bit operations and a loop over
+/// its findings only, not 21 calls of [`policy`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Matrix {
+    shall_not: u32,
+    unexpected: u32,
+    required: u32,
+    /// The fields WARC 1.1 defines and 1.0 does not.
+    v11_only: u32,
+}
+
+/// The record types [`policy`] judges ([`RecordType::Other`] is not).
+const JUDGED_TYPES: [RecordType; 8] = [
+    RecordType::Warcinfo,
+    RecordType::Response,
+    RecordType::Resource,
+    RecordType::Request,
+    RecordType::Metadata,
+    RecordType::Revisit,
+    RecordType::Conversion,
+    RecordType::Continuation,
+];
+
+impl Matrix {
+    fn build(t: RecordType) -> Matrix {
+        let mut m = Matrix::default();
+        for (i, d) in DEFS.iter().enumerate() {
+            let bit = 1 << i;
+            match policy(d.1, t) {
+                Use::ShallNot => m.shall_not |= bit,
+                Use::Unexpected => m.unexpected |= bit,
+                Use::Required => m.required |= bit,
+                Use::May => {}
+            }
+            if d.2 {
+                m.v11_only |= bit;
+            }
+        }
+        m
+    }
+
+    /// The matrix of `t`, built once; `None` for a type not judged.
+    fn of(t: RecordType) -> Option<Matrix> {
+        static ALL: std::sync::OnceLock<[Matrix; 8]> = std::sync::OnceLock::new();
+        let i = JUDGED_TYPES.iter().position(|&x| x == t)?;
+        Some(ALL.get_or_init(|| JUDGED_TYPES.map(Matrix::build))[i])
+    }
+}
+
+#[cfg(test)]
+#[test]
+fn matrix_is_policy() {
+    assert_eq!(Matrix::of(RecordType::Other), None);
+    for t in JUDGED_TYPES {
+        let m = Matrix::of(t).unwrap();
+        for (i, d) in DEFS.iter().enumerate() {
+            let bit = |mask: u32| mask & (1 << i) != 0;
+            let want = policy(d.1, t);
+            assert_eq!(bit(m.shall_not), want == Use::ShallNot, "{t} {}", d.0);
+            assert_eq!(bit(m.unexpected), want == Use::Unexpected, "{t} {}", d.0);
+            assert_eq!(bit(m.required), want == Use::Required, "{t} {}", d.0);
+            assert_eq!(bit(m.v11_only), d.2);
+        }
+    }
+    assert_eq!(bits(0b1010_0001).collect::<Vec<_>>(), [0, 5, 7]);
+    assert_eq!(bits(1 << 31).collect::<Vec<_>>(), [31]);
+}
+
 fn may_carry(f: F) -> &'static str {
     match f {
         F::ConcurrentTo => "request, response, resource, metadata and revisit records",
@@ -1036,6 +1118,12 @@ impl<'h> HeaderText<'h> {
             // same bytes; anything else takes the general path.
             let start = (b.as_ptr() as usize).wrapping_sub(self.base.as_ptr() as usize);
             if let Some(s) = start.checked_add(b.len()).and_then(|end| t.get(start..end)) {
+                // A value that starts and ends with a visible ASCII byte
+                // (nearly all) has no white space to trim.
+                let visible = |b: Option<&u8>| b.is_some_and(|b| (0x21..0x7f).contains(b));
+                if visible(s.as_bytes().first()) && visible(s.as_bytes().last()) {
+                    return Cow::Borrowed(s);
+                }
                 return Cow::Borrowed(s.trim());
             }
         }
@@ -1114,6 +1202,8 @@ fn check_header<'h>(
 /// value (every value of WARC-Concurrent-To, which may repeat).
 struct Seen<'h> {
     count: [u32; DEFS.len()],
+    /// Bit `i` set when field `i` of [`DEFS`] appears.
+    present: u32,
     first: [Option<Cow<'h, str>>; DEFS.len()],
     concurrent: Vec<Cow<'h, str>>,
 }
@@ -1186,6 +1276,7 @@ impl<'h, 'a> HeaderCheck<'h, 'a> {
             out,
             seen: Seen {
                 count: [0u32; DEFS.len()],
+                present: 0,
                 first: Default::default(),
                 concurrent: Vec::new(),
             },
@@ -1275,6 +1366,7 @@ impl<'h, 'a> HeaderCheck<'h, 'a> {
                 Some(d) => {
                     let i = d as usize;
                     self.seen.count[i] += 1;
+                    self.seen.present |= 1 << i;
                     if d == F::ConcurrentTo {
                         self.seen.concurrent.push(self.text.of(&f));
                     } else if self.seen.first[i].is_none() {
@@ -1299,7 +1391,9 @@ impl<'h, 'a> HeaderCheck<'h, 'a> {
     /// 5.2-5.5) and empty values (section 5).
     fn fields_present(&mut self) {
         let (seen, at) = (&self.seen, self.at);
-        for (i, d) in DEFS.iter().enumerate() {
+        // Only the fields present are looked at, in the order of DEFS.
+        for i in bits(seen.present) {
+            let d = &DEFS[i];
             if seen.count[i] > 1 && d.1 != F::ConcurrentTo {
                 self.out.push(
                     &rules::FIELD_REPEATED,
@@ -1318,11 +1412,12 @@ impl<'h, 'a> HeaderCheck<'h, 'a> {
             };
             self.out.push(&rules::FIELD_MISSING_MANDATORY, at, msg);
         }
-        for (i, d) in DEFS.iter().enumerate() {
-            let mandatory = matches!(d.1, F::RecordId | F::ContentLength | F::Date | F::Type);
-            if mandatory || seen.count[i] == 0 {
-                continue;
-            }
+        const MANDATORY: u32 = 1 << F::RecordId as u32
+            | 1 << F::ContentLength as u32
+            | 1 << F::Date as u32
+            | 1 << F::Type as u32;
+        for i in bits(seen.present & !MANDATORY) {
+            let d = &DEFS[i];
             let empty = if d.1 == F::ConcurrentTo {
                 seen.concurrent.iter().any(|c| c.is_empty())
             } else {
@@ -1369,16 +1464,17 @@ impl<'h, 'a> HeaderCheck<'h, 'a> {
     /// the record's type.
     fn field_matrix(&mut self) {
         let (t, at) = (self.t, self.at);
-        if t == RecordType::Other {
+        let Some(m) = Matrix::of(t) else {
             return;
-        }
-        for (i, d) in DEFS.iter().enumerate() {
-            if d.2 && !self.v11 {
-                continue;
-            }
-            let count = self.seen.count[i];
-            match policy(d.1, t) {
-                Use::ShallNot if count > 0 => self.out.push(
+        };
+        // Fields only WARC 1.1 defines are not judged on a 1.0 record.
+        let judged = if self.v11 { u32::MAX } else { !m.v11_only };
+        let present = self.seen.present & judged;
+        let hits = ((m.shall_not | m.unexpected) & present) | (m.required & !present & judged);
+        for i in bits(hits) {
+            let d = &DEFS[i];
+            if m.shall_not & (1 << i) != 0 {
+                self.out.push(
                     &rules::FIELD_NOT_ALLOWED,
                     at,
                     format!(
@@ -1386,8 +1482,9 @@ impl<'h, 'a> HeaderCheck<'h, 'a> {
                         d.0,
                         may_carry(d.1)
                     ),
-                ),
-                Use::Unexpected if count > 0 => self.out.push(
+                );
+            } else if m.unexpected & (1 << i) != 0 {
+                self.out.push(
                     &rules::FIELD_UNEXPECTED,
                     at,
                     format!(
@@ -1395,13 +1492,13 @@ impl<'h, 'a> HeaderCheck<'h, 'a> {
                         d.0,
                         may_carry(d.1)
                     ),
-                ),
-                Use::Required if count == 0 => self.out.push(
+                );
+            } else {
+                self.out.push(
                     &rules::FIELD_MISSING_FOR_TYPE,
                     at,
                     format!("a {t} record shall have {}", d.0),
-                ),
-                _ => {}
+                );
             }
         }
     }
@@ -1873,13 +1970,15 @@ fn digest_token(field: &str, val: &str, at: &At, out: &mut dyn Emit) {
 #[cfg(test)]
 #[test]
 fn header_text_equals_text_of_each_field() {
-    let headers: [&[u8]; 4] = [
+    let headers: [&[u8]; 5] = [
         b"WARC/1.1\r\nWARC-Type: response\r\nWARC-Target-URI:  <http://a/>  \r\nX-Empty:\r\nContent-Length: 0\r\n\r\n",
         // Folded values are copies, not slices of the header.
         b"WARC/1.1\r\nWARC-Type: resource\r\nX-Long: one\r\n  two\r\n\tthree\r\nContent-Length: 0\r\n\r\n",
         // Not UTF-8: the general path (ISO-8859-1).
         b"WARC/1.1\r\nX-Name: caf\xe9 \r\nWARC-Type: resource\r\n\r\n",
         "WARC/1.1\r\nX-Name: \u{3000}caf\u{e9}\u{3000}\r\nWARC-Type: resource\r\n\r\n".as_bytes(),
+        // White space of every kind around values, and none.
+        b"WARC/1.1\r\nA: \x0bx\x0c\r\nB:x\r\nC: \t x y \t \r\nD: \x0b\r\nE:\r\n\r\n",
     ];
     for raw in headers {
         let mut issues = Vec::new();
