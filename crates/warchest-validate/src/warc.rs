@@ -1131,6 +1131,51 @@ impl<'h> HeaderText<'h> {
     }
 }
 
+/// The media type of a Content-Type value as written: the bytes before
+/// any `;`, without white space or line ends around them. Lower-cased
+/// ([`lower`]) it is what [`warchest::http::media_type`] gives (empty for
+/// its `None`); an ASCII name equals that, ASCII case ignored, exactly
+/// when it equals these bytes, so rules compare without a `String`.
+fn media_bytes(ct: &[u8]) -> &[u8] {
+    let end = memchr::memchr(b';', ct).unwrap_or(ct.len());
+    let ws = |b: &u8| matches!(b, b' ' | b'\t' | b'\r' | b'\n');
+    let t = &ct[..end];
+    let start = t.iter().position(|b| !ws(b)).unwrap_or(t.len());
+    let stop = t.iter().rposition(|b| !ws(b)).map_or(start, |i| i + 1);
+    &t[start..stop]
+}
+
+/// Bytes as lower-cased text, for messages.
+fn lower(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).to_ascii_lowercase()
+}
+
+#[cfg(test)]
+#[test]
+fn media_bytes_is_media_type() {
+    for ct in [
+        "text/html",
+        " Application/HTTP ; msgtype=response",
+        "\t\r\n;x",
+        "",
+        ";",
+        "  ",
+        "a/b\x0c",
+        "\x0ca/b ;",
+        "application/warc-fields\r\n",
+        "t\u{e9}xt/x; a=b",
+    ] {
+        let got = Some(lower(media_bytes(ct.as_bytes()))).filter(|m| !m.is_empty());
+        assert_eq!(got, warchest::http::media_type(ct.as_bytes()), "{ct:?}");
+    }
+    let bad = b"\xffapplication/http";
+    assert_eq!(
+        Some(lower(media_bytes(bad))),
+        warchest::http::media_type(bad)
+    );
+    assert!(!media_bytes(bad).eq_ignore_ascii_case(b"application/http"));
+}
+
 /// A field's value as text: unfolded, trimmed, borrowed when it can be.
 fn text<'h>(f: &warchest::fields::Field<'h>) -> Cow<'h, str> {
     match f.value() {
@@ -1641,7 +1686,11 @@ impl<'h, 'a> HeaderCheck<'h, 'a> {
         let out = &mut *self.out;
         let content_length = values.content_length;
         let ct = seen.get(F::ContentType);
-        let media = ct.and_then(|c| warchest::http::media_type(c.as_bytes()));
+        // The media type as written; lower-cased into a `String` only for
+        // a finding's message.
+        let media = ct
+            .map(|c| media_bytes(c.as_bytes()))
+            .filter(|m| !m.is_empty());
         if ct.is_none() && content_length.is_some_and(|n| n > 0) && t != RecordType::Continuation {
             out.push(
                 &rules::CONTENT_TYPE_MISSING,
@@ -1658,13 +1707,16 @@ impl<'h, 'a> HeaderCheck<'h, 'a> {
             );
         }
         if t == RecordType::Warcinfo
-            && let Some(m) = &media
-            && m != "application/warc-fields"
+            && let Some(m) = media
+            && !m.eq_ignore_ascii_case(b"application/warc-fields")
         {
             out.push(
                 &rules::CONTENT_TYPE_WARCINFO,
                 at,
-                format!("the warcinfo record's Content-Type is {m}, not application/warc-fields"),
+                format!(
+                    "the warcinfo record's Content-Type is {}, not application/warc-fields",
+                    lower(m)
+                ),
             );
         }
         let target = seen.get(F::TargetUri).map(|u| grammar::strip_brackets(u).0);
@@ -1680,25 +1732,24 @@ impl<'h, 'a> HeaderCheck<'h, 'a> {
             } else {
                 "request"
             };
-            match &media {
-                Some(m) if m == "application/http" => {
+            match media {
+                Some(m) if m.eq_ignore_ascii_case(b"application/http") => {
                     let msgtype = ct
-                        .and_then(|c| warchest::http::content_type_param(c.as_bytes(), "msgtype"))
-                        .map(|m| String::from_utf8_lossy(&m).to_ascii_lowercase());
+                        .and_then(|c| warchest::http::content_type_param(c.as_bytes(), "msgtype"));
                     if let Some(mt) = msgtype
-                        && mt != want
+                        && !mt.eq_ignore_ascii_case(want.as_bytes())
                     {
                         out.push(
                             &rules::CONTENT_TYPE_HTTP,
                             at,
-                            format!("the {t} record's Content-Type says msgtype={mt}"),
+                            format!("the {t} record's Content-Type says msgtype={}", lower(&mt)),
                         );
                     }
                 }
                 Some(m) => out.push(
                     &rules::CONTENT_TYPE_HTTP,
                     at,
-                    format!("the {t} record of an http(s) URI has Content-Type {m}, not application/http; msgtype={want}"),
+                    format!("the {t} record of an http(s) URI has Content-Type {}, not application/http; msgtype={want}", lower(m)),
                 ),
                 None => {}
             }
