@@ -1033,6 +1033,24 @@ impl BlockProbe {
 /// copy and one `match` (by length, then the bytes) instead of a comparison
 /// with each of the 21 names: this is done for every field of every record.
 fn lookup(name: &[u8]) -> Option<F> {
+    // Writers nearly always use the names' own case: no copy for those.
+    let exact = match name {
+        b"WARC-Record-ID" => Some(F::RecordId),
+        b"Content-Length" => Some(F::ContentLength),
+        b"WARC-Date" => Some(F::Date),
+        b"WARC-Type" => Some(F::Type),
+        b"Content-Type" => Some(F::ContentType),
+        b"WARC-Concurrent-To" => Some(F::ConcurrentTo),
+        b"WARC-Block-Digest" => Some(F::BlockDigest),
+        b"WARC-Payload-Digest" => Some(F::PayloadDigest),
+        b"WARC-IP-Address" => Some(F::IpAddress),
+        b"WARC-Target-URI" => Some(F::TargetUri),
+        b"WARC-Warcinfo-ID" => Some(F::WarcinfoId),
+        _ => None,
+    };
+    if exact.is_some() {
+        return exact;
+    }
     // The longest defined name, WARC-Identified-Payload-Type, has 28 bytes.
     let mut buf = [0u8; 28];
     let lower = buf.get_mut(..name.len())?;
