@@ -775,3 +775,66 @@ fn repeated_infos_are_counted_once_per_file() {
         assert_eq!(summary.by_rule.get(rules::URI_BRACKETS_1_0.id), Some(&2));
     }
 }
+
+/// The Content-Type rules compare media types and msgtype with ASCII case
+/// ignored and show them lower-cased.
+#[test]
+fn content_type_http_and_warcinfo_messages() {
+    let resp = |id: &str, ct: &str| {
+        record(
+            "1.1",
+            &[
+                ("WARC-Type", "response"),
+                ("WARC-Record-ID", id),
+                ("WARC-Date", "2024-01-02T03:04:05Z"),
+                ("WARC-Target-URI", "HTTPS://a/"),
+                ("WARC-IP-Address", "127.0.0.1"),
+                ("Content-Type", ct),
+            ],
+            b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi",
+        )
+    };
+    let info = record(
+        "1.1",
+        &[
+            ("WARC-Type", "warcinfo"),
+            ("WARC-Record-ID", "<urn:uuid:1>"),
+            ("WARC-Date", "2024-01-02T03:04:05Z"),
+            ("Content-Type", " Text/Plain ; charset=utf-8"),
+        ],
+        WARCINFO_BLOCK,
+    );
+    let data = file(&[
+        info,
+        resp("<urn:uuid:2>", "APPLICATION/HTTP; MsgType=RESPONSE"),
+        resp("<urn:uuid:3>", "Application/Http; msgtype=Request"),
+        resp("<urn:uuid:4>", "Text/HTML"),
+        resp("<urn:uuid:5>", "application/http"),
+    ]);
+    let found = run(&data);
+    let msgs: Vec<(&str, Option<&str>, &str)> = found
+        .iter()
+        .filter(|f| f.rule.starts_with("warc.content-type"))
+        .map(|f| (f.rule, f.record_id.as_deref(), f.message.as_str()))
+        .collect();
+    assert_eq!(
+        msgs,
+        [
+            (
+                "warc.content-type.warcinfo",
+                Some("<urn:uuid:1>"),
+                "the warcinfo record's Content-Type is text/plain, not application/warc-fields"
+            ),
+            (
+                "warc.content-type.http",
+                Some("<urn:uuid:3>"),
+                "the response record's Content-Type says msgtype=request"
+            ),
+            (
+                "warc.content-type.http",
+                Some("<urn:uuid:4>"),
+                "the response record of an http(s) URI has Content-Type text/html, not application/http; msgtype=response"
+            ),
+        ]
+    );
+}
