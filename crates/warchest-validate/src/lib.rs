@@ -269,6 +269,10 @@ pub(crate) trait Emit {
     fn file_name(&self, i: usize) -> String;
     /// A finding of `rule` in file `file`.
     fn emit(&mut self, file: usize, rule: &'static Rule, at: &At, message: String);
+    /// True when a finding of `rule` in the current file would only be
+    /// counted: an info reported before in the file (see [`Out::push_to`]),
+    /// whose place and message are not shown.
+    fn counted_only(&self, rule: &'static Rule) -> bool;
 }
 
 impl dyn Emit + '_ {
@@ -286,6 +290,23 @@ impl dyn Emit + '_ {
     ) {
         self.emit(file, rule, at, message.into());
     }
+
+    /// [`push`](Self::push) with the message built only when it is shown:
+    /// for infos that may be made on every record, which are counted, not
+    /// shown, after the first.
+    pub(crate) fn push_with(
+        &mut self,
+        rule: &'static Rule,
+        at: &At,
+        message: impl FnOnce() -> String,
+    ) {
+        let f = self.file();
+        if self.counted_only(rule) {
+            self.emit(f, rule, &At::default(), String::new());
+        } else {
+            self.emit(f, rule, at, message());
+        }
+    }
 }
 
 /// Findings gathered away from the sink, to be passed on in order.
@@ -294,6 +315,8 @@ pub(crate) struct Batch {
     pub(crate) file: usize,
     pub(crate) names: Vec<String>,
     pub(crate) items: Vec<(usize, &'static Rule, At, String)>,
+    /// Infos of the file made so far (by this batch and those before it).
+    pub(crate) infos: Vec<&'static str>,
 }
 
 impl Emit for Batch {
@@ -306,7 +329,14 @@ impl Emit for Batch {
     }
 
     fn emit(&mut self, file: usize, rule: &'static Rule, at: &At, message: String) {
+        if rule.severity == Severity::Info && file == self.file && !self.infos.contains(&rule.id) {
+            self.infos.push(rule.id);
+        }
         self.items.push((file, rule, at.clone(), message));
+    }
+
+    fn counted_only(&self, rule: &'static Rule) -> bool {
+        rule.severity == Severity::Info && self.infos.contains(&rule.id)
     }
 }
 
@@ -321,6 +351,10 @@ impl Emit for Out<'_> {
 
     fn emit(&mut self, file: usize, rule: &'static Rule, at: &At, message: String) {
         self.push_to(file, rule, at, message);
+    }
+
+    fn counted_only(&self, rule: &'static Rule) -> bool {
+        rule.severity == Severity::Info && self.infos.iter().any(|i| i.0.rule == rule.id)
     }
 }
 

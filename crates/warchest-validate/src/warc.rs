@@ -155,6 +155,88 @@ fn policy(f: F, t: RecordType) -> Use {
     }
 }
 
+/// The indices of the bits set in `m`, lowest first (the order of
+/// [`DEFS`] for a mask over it).
+fn bits(mut m: u32) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        if m == 0 {
+            return None;
+        }
+        let i = m.trailing_zeros() as usize;
+        m &= m - 1;
+        Some(i)
+    })
+}
+
+/// [`policy`] for one record type, as masks over [`DEFS`] (bit `i`: field
+/// `i`), so that a header is judged by a few bit operations and a loop over
+/// its findings only, not 21 calls of [`policy`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Matrix {
+    shall_not: u32,
+    unexpected: u32,
+    required: u32,
+    /// The fields WARC 1.1 defines and 1.0 does not.
+    v11_only: u32,
+}
+
+/// The record types [`policy`] judges ([`RecordType::Other`] is not).
+const JUDGED_TYPES: [RecordType; 8] = [
+    RecordType::Warcinfo,
+    RecordType::Response,
+    RecordType::Resource,
+    RecordType::Request,
+    RecordType::Metadata,
+    RecordType::Revisit,
+    RecordType::Conversion,
+    RecordType::Continuation,
+];
+
+impl Matrix {
+    fn build(t: RecordType) -> Matrix {
+        let mut m = Matrix::default();
+        for (i, d) in DEFS.iter().enumerate() {
+            let bit = 1 << i;
+            match policy(d.1, t) {
+                Use::ShallNot => m.shall_not |= bit,
+                Use::Unexpected => m.unexpected |= bit,
+                Use::Required => m.required |= bit,
+                Use::May => {}
+            }
+            if d.2 {
+                m.v11_only |= bit;
+            }
+        }
+        m
+    }
+
+    /// The matrix of `t`, built once; `None` for a type not judged.
+    fn of(t: RecordType) -> Option<Matrix> {
+        static ALL: std::sync::OnceLock<[Matrix; 8]> = std::sync::OnceLock::new();
+        let i = JUDGED_TYPES.iter().position(|&x| x == t)?;
+        Some(ALL.get_or_init(|| JUDGED_TYPES.map(Matrix::build))[i])
+    }
+}
+
+#[cfg(test)]
+#[test]
+fn matrix_is_policy() {
+    assert_eq!(Matrix::of(RecordType::Other), None);
+    for t in JUDGED_TYPES {
+        let m = Matrix::of(t).unwrap();
+        for (i, d) in DEFS.iter().enumerate() {
+            let bit = |mask: u32| mask & (1 << i) != 0;
+            let want = policy(d.1, t);
+            assert_eq!(bit(m.shall_not), want == Use::ShallNot, "{t} {}", d.0);
+            assert_eq!(bit(m.unexpected), want == Use::Unexpected, "{t} {}", d.0);
+            assert_eq!(bit(m.required), want == Use::Required, "{t} {}", d.0);
+            assert_eq!(bit(m.v11_only), d.2);
+        }
+    }
+    assert_eq!(bits(0b1010_0001).collect::<Vec<_>>(), [0, 5, 7]);
+    assert_eq!(bits(1 << 31).collect::<Vec<_>>(), [31]);
+}
+
 fn may_carry(f: F) -> &'static str {
     match f {
         F::ConcurrentTo => "request, response, resource, metadata and revisit records",
@@ -249,6 +331,7 @@ pub(crate) fn validate_file<R: Read>(
         stats: FileStats::default(),
         back_tx,
         names: out.file_names(),
+        infos: Vec::new(),
         file: out.file,
     };
     // One thread: check each group as it is handed over, on this one.
@@ -459,6 +542,8 @@ struct Checking<'a> {
     stats: FileStats,
     back_tx: mpsc::Sender<Batch>,
     names: Vec<String>,
+    /// The infos found in the file so far (see [`Batch::infos`]).
+    infos: Vec<&'static str>,
     file: usize,
 }
 
@@ -468,11 +553,13 @@ impl Checking<'_> {
             file: self.file,
             names: std::mem::take(&mut self.names),
             items: Vec::new(),
+            infos: std::mem::take(&mut self.infos),
         }
     }
 
     fn send(&mut self, mut batch: Batch) {
         self.names = std::mem::take(&mut batch.names);
+        self.infos = std::mem::take(&mut batch.infos);
         // The reading side outlives this one; nothing to do if not.
         let _ = self.back_tx.send(batch);
     }
@@ -494,22 +581,26 @@ impl Checking<'_> {
     fn record(&mut self, rec: ReadRecord, out: &mut Batch) {
         let r = &rec.started;
         let h = &r.header;
+        let text = HeaderText::new(h);
         let rid = h
             .fields()
             .get(name::RECORD_ID)
-            .map(|f| text(&f).into_owned())
+            .map(|f| text.of(&f).into_owned())
             .filter(|s| !s.is_empty());
-        let at = At::record(r.offset, rid.as_deref());
+        let at = At {
+            offset: Some(r.offset),
+            record_id: rid,
+        };
         self.stats.record(r.codec, r.offset_in_member, r.offset);
         if self.stats.records == 1 {
             self.stats.first_type = Some(h.record_type());
         }
         let rs = RuleSet::for_record(h.version(), self.opts.spec);
         let out: &mut dyn Emit = out;
-        let mut info = check_header(h, rs, self.opts, &at, out);
+        let (mut info, whole_body) = check_header(h, text, rs, self.opts, &at, out);
         let complete = !rec.truncated && h.content_length().is_some();
         digest_findings(&rec.check.block, &rec.check.payload, complete, &at, out);
-        rec.probe.finish(h, rec.head, &at, out);
+        rec.probe.finish(h, whole_body, rec.head, &at, out);
         info.block_len = rec.block_len;
         self.index.add(&info, out);
         map_warnings(&rec.warnings, Some((h, r.codec)), out);
@@ -785,16 +876,32 @@ impl BlockProbe {
         }
     }
 
-    /// `head` is the HTTP head the digest check parsed, if it did.
-    fn finish(self, h: &WarcHeader, head: Option<HttpHead>, at: &At, out: &mut dyn Emit) {
+    /// `head` is the HTTP head the digest check parsed, if it did;
+    /// `whole_body`: the record is neither truncated nor a segment (see
+    /// [`check_header`]), so its block should hold the whole HTTP body.
+    fn finish(
+        self,
+        h: &WarcHeader,
+        whole_body: bool,
+        head: Option<HttpHead>,
+        at: &At,
+        out: &mut dyn Emit,
+    ) {
         match self.mode {
             Probe::Nothing => {}
-            Probe::Http { .. } => self.finish_http(h, head, at, out),
+            Probe::Http { .. } => self.finish_http(h, whole_body, head, at, out),
             Probe::WarcFields => self.finish_warc_fields(at, out),
         }
     }
 
-    fn finish_http(&self, h: &WarcHeader, head: Option<HttpHead>, at: &At, out: &mut dyn Emit) {
+    fn finish_http(
+        &self,
+        h: &WarcHeader,
+        whole_body: bool,
+        head: Option<HttpHead>,
+        at: &At,
+        out: &mut dyn Emit,
+    ) {
         let t = h.record_type();
         if self.seen == 0 {
             out.push(
@@ -858,7 +965,9 @@ impl BlockProbe {
                 ),
             );
         }
-        self.http_length(h, &head, at, out);
+        if whole_body {
+            self.http_length(&head, at, out);
+        }
     }
 
     /// Compares the HTTP Content-Length with the body after the head, when
@@ -867,10 +976,7 @@ impl BlockProbe {
     /// not a segment: a request or response with WARC-Segment-Number is
     /// the first segment of a segmented record (section 7), whose block
     /// holds only the start of the body by design.
-    fn http_length(&self, h: &WarcHeader, head: &HttpHead, at: &At, out: &mut dyn Emit) {
-        if h.truncated().is_some() || h.segment_number().is_some() {
-            return;
-        }
+    fn http_length(&self, head: &HttpHead, at: &At, out: &mut dyn Emit) {
         let no_body_status = head
             .status()
             .is_some_and(|s| (100..200).contains(&s) || s == 204 || s == 304);
@@ -923,6 +1029,171 @@ impl BlockProbe {
     }
 }
 
+/// The defined field named `name` (ASCII case ignored). One lower-cased
+/// copy and one `match` (by length, then the bytes) instead of a comparison
+/// with each of the 21 names: this is done for every field of every record.
+fn lookup(name: &[u8]) -> Option<F> {
+    // Writers nearly always use the names' own case: no copy for those.
+    let exact = match name {
+        b"WARC-Record-ID" => Some(F::RecordId),
+        b"Content-Length" => Some(F::ContentLength),
+        b"WARC-Date" => Some(F::Date),
+        b"WARC-Type" => Some(F::Type),
+        b"Content-Type" => Some(F::ContentType),
+        b"WARC-Concurrent-To" => Some(F::ConcurrentTo),
+        b"WARC-Block-Digest" => Some(F::BlockDigest),
+        b"WARC-Payload-Digest" => Some(F::PayloadDigest),
+        b"WARC-IP-Address" => Some(F::IpAddress),
+        b"WARC-Target-URI" => Some(F::TargetUri),
+        b"WARC-Warcinfo-ID" => Some(F::WarcinfoId),
+        _ => None,
+    };
+    if exact.is_some() {
+        return exact;
+    }
+    // The longest defined name, WARC-Identified-Payload-Type, has 28 bytes.
+    let mut buf = [0u8; 28];
+    let lower = buf.get_mut(..name.len())?;
+    for (l, &b) in lower.iter_mut().zip(name) {
+        *l = b.to_ascii_lowercase();
+    }
+    Some(match &*lower {
+        b"warc-record-id" => F::RecordId,
+        b"content-length" => F::ContentLength,
+        b"warc-date" => F::Date,
+        b"warc-type" => F::Type,
+        b"content-type" => F::ContentType,
+        b"warc-concurrent-to" => F::ConcurrentTo,
+        b"warc-block-digest" => F::BlockDigest,
+        b"warc-payload-digest" => F::PayloadDigest,
+        b"warc-ip-address" => F::IpAddress,
+        b"warc-refers-to" => F::RefersTo,
+        b"warc-refers-to-target-uri" => F::RefersToTargetUri,
+        b"warc-refers-to-date" => F::RefersToDate,
+        b"warc-target-uri" => F::TargetUri,
+        b"warc-truncated" => F::Truncated,
+        b"warc-warcinfo-id" => F::WarcinfoId,
+        b"warc-filename" => F::Filename,
+        b"warc-profile" => F::Profile,
+        b"warc-identified-payload-type" => F::IdentifiedPayloadType,
+        b"warc-segment-number" => F::SegmentNumber,
+        b"warc-segment-origin-id" => F::SegmentOriginId,
+        b"warc-segment-total-length" => F::SegmentTotalLength,
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+#[test]
+fn lookup_finds_each_defined_name_in_any_case() {
+    for d in DEFS {
+        assert_eq!(lookup(d.0.as_bytes()), Some(d.1), "{}", d.0);
+        assert_eq!(lookup(d.0.to_ascii_uppercase().as_bytes()), Some(d.1));
+        assert_eq!(lookup(d.0.to_ascii_lowercase().as_bytes()), Some(d.1));
+        let mut longer = d.0.to_owned();
+        longer.push('x');
+        assert_eq!(lookup(longer.as_bytes()), None, "{longer}");
+        assert_eq!(lookup(&d.0.as_bytes()[1..]), None);
+    }
+    for n in [
+        "",
+        "WARC",
+        "X-Crawler",
+        "WARC-Record-ID2",
+        "WARC_Record-ID",
+        "Content-Lengtx",
+    ] {
+        assert_eq!(lookup(n.as_bytes()), None, "{n}");
+    }
+    assert_eq!(lookup(&[b'a'; 200]), None);
+    assert_eq!(lookup("WARC-Récord-ID".as_bytes()), None);
+}
+
+/// A header's values as text. When the whole header is UTF-8 (it is
+/// nearly always ASCII), a value is a slice of the header checked once,
+/// not checked again on its own.
+#[derive(Clone, Copy)]
+struct HeaderText<'h> {
+    base: &'h [u8],
+    /// `base` as text, when it is UTF-8.
+    text: Option<&'h str>,
+}
+
+impl<'h> HeaderText<'h> {
+    fn new(h: &'h WarcHeader) -> HeaderText<'h> {
+        let base = h.as_bytes();
+        HeaderText {
+            base,
+            text: std::str::from_utf8(base).ok(),
+        }
+    }
+
+    /// [`text`] of `f`, a field of this header.
+    fn of(&self, f: &warchest::fields::Field<'h>) -> Cow<'h, str> {
+        if let (Some(t), Cow::Borrowed(b)) = (self.text, f.value()) {
+            // Where the value lies in the header: an unfolded value is a
+            // slice of it, so `start..end` within `base` names the very
+            // same bytes; anything else takes the general path.
+            let start = (b.as_ptr() as usize).wrapping_sub(self.base.as_ptr() as usize);
+            if let Some(s) = start.checked_add(b.len()).and_then(|end| t.get(start..end)) {
+                // A value that starts and ends with a visible ASCII byte
+                // (nearly all) has no white space to trim.
+                let visible = |b: Option<&u8>| b.is_some_and(|b| (0x21..0x7f).contains(b));
+                if visible(s.as_bytes().first()) && visible(s.as_bytes().last()) {
+                    return Cow::Borrowed(s);
+                }
+                return Cow::Borrowed(s.trim());
+            }
+        }
+        text(f)
+    }
+}
+
+/// The media type of a Content-Type value as written: the bytes before
+/// any `;`, without white space or line ends around them. Lower-cased
+/// ([`lower`]) it is what [`warchest::http::media_type`] gives (empty for
+/// its `None`); an ASCII name equals that, ASCII case ignored, exactly
+/// when it equals these bytes, so rules compare without a `String`.
+fn media_bytes(ct: &[u8]) -> &[u8] {
+    let end = memchr::memchr(b';', ct).unwrap_or(ct.len());
+    let ws = |b: &u8| matches!(b, b' ' | b'\t' | b'\r' | b'\n');
+    let t = &ct[..end];
+    let start = t.iter().position(|b| !ws(b)).unwrap_or(t.len());
+    let stop = t.iter().rposition(|b| !ws(b)).map_or(start, |i| i + 1);
+    &t[start..stop]
+}
+
+/// Bytes as lower-cased text, for messages.
+fn lower(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).to_ascii_lowercase()
+}
+
+#[cfg(test)]
+#[test]
+fn media_bytes_is_media_type() {
+    for ct in [
+        "text/html",
+        " Application/HTTP ; msgtype=response",
+        "\t\r\n;x",
+        "",
+        ";",
+        "  ",
+        "a/b\x0c",
+        "\x0ca/b ;",
+        "application/warc-fields\r\n",
+        "t\u{e9}xt/x; a=b",
+    ] {
+        let got = Some(lower(media_bytes(ct.as_bytes()))).filter(|m| !m.is_empty());
+        assert_eq!(got, warchest::http::media_type(ct.as_bytes()), "{ct:?}");
+    }
+    let bad = b"\xffapplication/http";
+    assert_eq!(
+        Some(lower(media_bytes(bad))),
+        warchest::http::media_type(bad)
+    );
+    assert!(!media_bytes(bad).eq_ignore_ascii_case(b"application/http"));
+}
+
 /// A field's value as text: unfolded, trimmed, borrowed when it can be.
 fn text<'h>(f: &warchest::fields::Field<'h>) -> Cow<'h, str> {
     match f.value() {
@@ -964,16 +1235,19 @@ fn field_label(f: F) -> &'static str {
     DEFS[f as usize].0
 }
 
-/// Checks the header of one record and returns what the cross-record
-/// checks need of it.
-pub(crate) fn check_header<'h>(
+/// Checks the header of one record (`text`: its values as text) and
+/// returns what the cross-record checks need of it, and whether the block
+/// is meant to hold the whole HTTP body: the record has neither
+/// WARC-Truncated nor WARC-Segment-Number.
+fn check_header<'h>(
     h: &'h WarcHeader,
+    text: HeaderText<'h>,
     rs: RuleSet,
     opts: &Options,
     at: &At,
     out: &mut dyn Emit,
-) -> RecordInfo<'h> {
-    let mut c = HeaderCheck::new(h, rs, opts, at, out);
+) -> (RecordInfo<'h>, bool) {
+    let mut c = HeaderCheck::new(h, text, rs, opts, at, out);
     c.version();
     c.count_fields();
     c.fields_present();
@@ -983,13 +1257,16 @@ pub(crate) fn check_header<'h>(
     c.content_type(&values);
     c.revisit(&values);
     c.segments(&values);
-    c.into_info(values)
+    let whole_body = !c.seen.present(F::Truncated) && !c.seen.present(F::SegmentNumber);
+    (c.into_info(values), whole_body)
 }
 
 /// The defined fields of one header: how often each appears and its first
 /// value (every value of WARC-Concurrent-To, which may repeat).
 struct Seen<'h> {
     count: [u32; DEFS.len()],
+    /// Bit `i` set when field `i` of [`DEFS`] appears.
+    present: u32,
     first: [Option<Cow<'h, str>>; DEFS.len()],
     concurrent: Vec<Cow<'h, str>>,
 }
@@ -1039,11 +1316,13 @@ struct HeaderCheck<'h, 'a> {
     at: &'a At,
     out: &'a mut dyn Emit,
     seen: Seen<'h>,
+    text: HeaderText<'h>,
 }
 
 impl<'h, 'a> HeaderCheck<'h, 'a> {
     fn new(
         h: &'h WarcHeader,
+        text: HeaderText<'h>,
         rs: RuleSet,
         opts: &'a Options,
         at: &'a At,
@@ -1060,9 +1339,11 @@ impl<'h, 'a> HeaderCheck<'h, 'a> {
             out,
             seen: Seen {
                 count: [0u32; DEFS.len()],
+                present: 0,
                 first: Default::default(),
                 concurrent: Vec::new(),
             },
+            text,
         }
     }
 
@@ -1071,11 +1352,9 @@ impl<'h, 'a> HeaderCheck<'h, 'a> {
     fn version(&mut self) {
         let (v, at) = (self.v, self.at);
         if v.major == 0 && v.is_known() {
-            self.out.push(
-                &rules::VERSION_DRAFT,
-                at,
-                format!("{v} is a draft version; the record is judged by the WARC 1.0 rules"),
-            );
+            self.out.push_with(&rules::VERSION_DRAFT, at, || {
+                format!("{v} is a draft version; the record is judged by the WARC 1.0 rules")
+            });
         } else if !v.is_known() {
             self.out.push(
                 &rules::VERSION_UNKNOWN,
@@ -1092,8 +1371,7 @@ impl<'h, 'a> HeaderCheck<'h, 'a> {
                 format!("the record is {v}, not {}", spec.version()),
             );
         }
-        let h = self.h;
-        if !h.as_bytes().is_ascii() && std::str::from_utf8(h.as_bytes()).is_err() {
+        if self.text.text.is_none() {
             self.out.push(
                 &rules::HEADER_UTF8,
                 at,
@@ -1146,17 +1424,16 @@ impl<'h, 'a> HeaderCheck<'h, 'a> {
                     );
                 }
             }
-            let n = f.name();
-            let def = DEFS.iter().position(|d| {
-                d.0.len() == n.len() && n.eq_ignore_ascii_case(d.0.as_bytes()) && (v11 || !d.2)
-            });
+            let def = lookup(f.name()).filter(|&d| v11 || !DEFS[d as usize].2);
             match def {
-                Some(i) => {
+                Some(d) => {
+                    let i = d as usize;
                     self.seen.count[i] += 1;
-                    if DEFS[i].1 == F::ConcurrentTo {
-                        self.seen.concurrent.push(text(&f));
+                    self.seen.present |= 1 << i;
+                    if d == F::ConcurrentTo {
+                        self.seen.concurrent.push(self.text.of(&f));
                     } else if self.seen.first[i].is_none() {
-                        self.seen.first[i] = Some(text(&f));
+                        self.seen.first[i] = Some(self.text.of(&f));
                     }
                 }
                 None if self.opts.forbid_extensions => self.out.push(
@@ -1177,7 +1454,9 @@ impl<'h, 'a> HeaderCheck<'h, 'a> {
     /// 5.2-5.5) and empty values (section 5).
     fn fields_present(&mut self) {
         let (seen, at) = (&self.seen, self.at);
-        for (i, d) in DEFS.iter().enumerate() {
+        // Only the fields present are looked at, in the order of DEFS.
+        for i in bits(seen.present) {
+            let d = &DEFS[i];
             if seen.count[i] > 1 && d.1 != F::ConcurrentTo {
                 self.out.push(
                     &rules::FIELD_REPEATED,
@@ -1196,11 +1475,12 @@ impl<'h, 'a> HeaderCheck<'h, 'a> {
             };
             self.out.push(&rules::FIELD_MISSING_MANDATORY, at, msg);
         }
-        for (i, d) in DEFS.iter().enumerate() {
-            let mandatory = matches!(d.1, F::RecordId | F::ContentLength | F::Date | F::Type);
-            if mandatory || seen.count[i] == 0 {
-                continue;
-            }
+        const MANDATORY: u32 = 1 << F::RecordId as u32
+            | 1 << F::ContentLength as u32
+            | 1 << F::Date as u32
+            | 1 << F::Type as u32;
+        for i in bits(seen.present & !MANDATORY) {
+            let d = &DEFS[i];
             let empty = if d.1 == F::ConcurrentTo {
                 seen.concurrent.iter().any(|c| c.is_empty())
             } else {
@@ -1247,16 +1527,17 @@ impl<'h, 'a> HeaderCheck<'h, 'a> {
     /// the record's type.
     fn field_matrix(&mut self) {
         let (t, at) = (self.t, self.at);
-        if t == RecordType::Other {
+        let Some(m) = Matrix::of(t) else {
             return;
-        }
-        for (i, d) in DEFS.iter().enumerate() {
-            if d.2 && !self.v11 {
-                continue;
-            }
-            let count = self.seen.count[i];
-            match policy(d.1, t) {
-                Use::ShallNot if count > 0 => self.out.push(
+        };
+        // Fields only WARC 1.1 defines are not judged on a 1.0 record.
+        let judged = if self.v11 { u32::MAX } else { !m.v11_only };
+        let present = self.seen.present & judged;
+        let hits = ((m.shall_not | m.unexpected) & present) | (m.required & !present & judged);
+        for i in bits(hits) {
+            let d = &DEFS[i];
+            if m.shall_not & (1 << i) != 0 {
+                self.out.push(
                     &rules::FIELD_NOT_ALLOWED,
                     at,
                     format!(
@@ -1264,8 +1545,9 @@ impl<'h, 'a> HeaderCheck<'h, 'a> {
                         d.0,
                         may_carry(d.1)
                     ),
-                ),
-                Use::Unexpected if count > 0 => self.out.push(
+                );
+            } else if m.unexpected & (1 << i) != 0 {
+                self.out.push(
                     &rules::FIELD_UNEXPECTED,
                     at,
                     format!(
@@ -1273,13 +1555,13 @@ impl<'h, 'a> HeaderCheck<'h, 'a> {
                         d.0,
                         may_carry(d.1)
                     ),
-                ),
-                Use::Required if count == 0 => self.out.push(
+                );
+            } else {
+                self.out.push(
                     &rules::FIELD_MISSING_FOR_TYPE,
                     at,
                     format!("a {t} record shall have {}", d.0),
-                ),
-                _ => {}
+                );
             }
         }
     }
@@ -1318,11 +1600,9 @@ impl<'h, 'a> HeaderCheck<'h, 'a> {
                         ),
                     );
                 } else if bracketed {
-                    out.push(
-                        &rules::URI_BRACKETS_1_0,
-                        at,
-                        format!("{} is written inside <...>, as the 1.0 grammar has it; most readers expect it bare", field_label(f)),
-                    );
+                    out.push_with(&rules::URI_BRACKETS_1_0, at, || {
+                        format!("{} is written inside <...>, as the 1.0 grammar has it; most readers expect it bare", field_label(f))
+                    });
                 }
                 if let Err(why) = grammar::check_uri(inner) {
                     out.push(
@@ -1393,13 +1673,11 @@ impl<'h, 'a> HeaderCheck<'h, 'a> {
                         format!("WARC-Truncated {r:?} is not a reason of the specification"),
                     );
                 } else {
-                    out.push(
-                        &rules::TRUNCATED_UNKNOWN,
-                        at,
+                    out.push_with(&rules::TRUNCATED_UNKNOWN, at, || {
                         format!(
                             "WARC-Truncated {r:?} is not length, time, disconnect or unspecified"
-                        ),
-                    );
+                        )
+                    });
                 }
             }
         }
@@ -1426,7 +1704,11 @@ impl<'h, 'a> HeaderCheck<'h, 'a> {
         let out = &mut *self.out;
         let content_length = values.content_length;
         let ct = seen.get(F::ContentType);
-        let media = ct.and_then(|c| warchest::http::media_type(c.as_bytes()));
+        // The media type as written; lower-cased into a `String` only for
+        // a finding's message.
+        let media = ct
+            .map(|c| media_bytes(c.as_bytes()))
+            .filter(|m| !m.is_empty());
         if ct.is_none() && content_length.is_some_and(|n| n > 0) && t != RecordType::Continuation {
             out.push(
                 &rules::CONTENT_TYPE_MISSING,
@@ -1443,13 +1725,16 @@ impl<'h, 'a> HeaderCheck<'h, 'a> {
             );
         }
         if t == RecordType::Warcinfo
-            && let Some(m) = &media
-            && m != "application/warc-fields"
+            && let Some(m) = media
+            && !m.eq_ignore_ascii_case(b"application/warc-fields")
         {
             out.push(
                 &rules::CONTENT_TYPE_WARCINFO,
                 at,
-                format!("the warcinfo record's Content-Type is {m}, not application/warc-fields"),
+                format!(
+                    "the warcinfo record's Content-Type is {}, not application/warc-fields",
+                    lower(m)
+                ),
             );
         }
         let target = seen.get(F::TargetUri).map(|u| grammar::strip_brackets(u).0);
@@ -1465,25 +1750,24 @@ impl<'h, 'a> HeaderCheck<'h, 'a> {
             } else {
                 "request"
             };
-            match &media {
-                Some(m) if m == "application/http" => {
+            match media {
+                Some(m) if m.eq_ignore_ascii_case(b"application/http") => {
                     let msgtype = ct
-                        .and_then(|c| warchest::http::content_type_param(c.as_bytes(), "msgtype"))
-                        .map(|m| String::from_utf8_lossy(&m).to_ascii_lowercase());
+                        .and_then(|c| warchest::http::content_type_param(c.as_bytes(), "msgtype"));
                     if let Some(mt) = msgtype
-                        && mt != want
+                        && !mt.eq_ignore_ascii_case(want.as_bytes())
                     {
                         out.push(
                             &rules::CONTENT_TYPE_HTTP,
                             at,
-                            format!("the {t} record's Content-Type says msgtype={mt}"),
+                            format!("the {t} record's Content-Type says msgtype={}", lower(&mt)),
                         );
                     }
                 }
                 Some(m) => out.push(
                     &rules::CONTENT_TYPE_HTTP,
                     at,
-                    format!("the {t} record of an http(s) URI has Content-Type {m}, not application/http; msgtype={want}"),
+                    format!("the {t} record of an http(s) URI has Content-Type {}, not application/http; msgtype={want}", lower(m)),
                 ),
                 None => {}
             }
@@ -1701,11 +1985,11 @@ fn check_date(
                         }
                     ),
                 ),
-                (RuleSet::V1_1, p) if p < DatePrecision::Second => out.push(
-                    &rules::DATE_REDUCED_PRECISION,
-                    at,
-                    format!("{field} {val:?} gives less than the second"),
-                ),
+                (RuleSet::V1_1, p) if p < DatePrecision::Second => {
+                    out.push_with(&rules::DATE_REDUCED_PRECISION, at, || {
+                        format!("{field} {val:?} gives less than the second")
+                    })
+                }
                 _ => {}
             }
             Some(date)
@@ -1746,10 +2030,34 @@ fn digest_token(field: &str, val: &str, at: &At, out: &mut dyn Emit) {
             );
         }
     } else if padding {
-        out.push(
-            &rules::DIGEST_TOKEN,
-            at,
-            format!("{field} {val:?} holds '=' or '/', which the token grammar excludes"),
-        );
+        out.push_with(&rules::DIGEST_TOKEN, at, || {
+            format!("{field} {val:?} holds '=' or '/', which the token grammar excludes")
+        });
+    }
+}
+
+#[cfg(test)]
+#[test]
+fn header_text_equals_text_of_each_field() {
+    let headers: [&[u8]; 5] = [
+        b"WARC/1.1\r\nWARC-Type: response\r\nWARC-Target-URI:  <http://a/>  \r\nX-Empty:\r\nContent-Length: 0\r\n\r\n",
+        // Folded values are copies, not slices of the header.
+        b"WARC/1.1\r\nWARC-Type: resource\r\nX-Long: one\r\n  two\r\n\tthree\r\nContent-Length: 0\r\n\r\n",
+        // Not UTF-8: the general path (ISO-8859-1).
+        b"WARC/1.1\r\nX-Name: caf\xe9 \r\nWARC-Type: resource\r\n\r\n",
+        "WARC/1.1\r\nX-Name: \u{3000}caf\u{e9}\u{3000}\r\nWARC-Type: resource\r\n\r\n".as_bytes(),
+        // White space of every kind around values, and none.
+        b"WARC/1.1\r\nA: \x0bx\x0c\r\nB:x\r\nC: \t x y \t \r\nD: \x0b\r\nE:\r\n\r\n",
+    ];
+    for raw in headers {
+        let mut issues = Vec::new();
+        let fields = Fields::parse(raw.to_vec(), 10, false, 100, &mut issues).unwrap();
+        let h = WarcHeader::from_fields(Version::V1_1, fields);
+        let t = HeaderText::new(&h);
+        assert_eq!(t.text.is_some(), std::str::from_utf8(raw).is_ok());
+        assert!(h.fields().len() >= 2);
+        for f in h.fields().iter() {
+            assert_eq!(t.of(&f), text(&f), "{:?}", f.name_str());
+        }
     }
 }

@@ -711,3 +711,130 @@ fn http_content_length_of_a_first_segment() {
     ]);
     assert_eq!(ids(&run(&whole)), ["warc.http.content-length"].into());
 }
+
+/// An info made on every record is reported once per file, at its first
+/// record, with the count; also when the records are judged on a thread of
+/// their own and the count spans several hand-overs (256 records each).
+#[test]
+fn repeated_infos_are_counted_once_per_file() {
+    let rec = |i: usize| {
+        record(
+            "1.0",
+            &[
+                ("WARC-Type", "resource"),
+                ("WARC-Record-ID", &format!("<urn:uuid:{i:08}>")),
+                ("WARC-Date", "2024-01-02T03:04:05Z"),
+                ("WARC-Target-URI", "<file:///a.txt>"),
+                ("Content-Type", "text/plain"),
+            ],
+            b"hello",
+        )
+    };
+    let a = file(&[warcinfo("1.0", "<urn:uuid:a>"), rec(1), rec(2)]);
+    let b = file(&(0..600).map(|i| rec(1000 + i)).collect::<Vec<_>>());
+    for threads in [1, 2] {
+        let opts = Options {
+            threads,
+            ..Options::default()
+        };
+        let mut findings = Vec::new();
+        let mut v = Validator::new(opts);
+        v.validate_reader("a.warc", &a[..], &mut |f| findings.push(f))
+            .unwrap();
+        v.validate_reader("b.warc", &b[..], &mut |f| findings.push(f))
+            .unwrap();
+        let summary = v.finish(&mut |f| findings.push(f));
+        let infos: Vec<&Finding> = findings
+            .iter()
+            .filter(|f| f.rule == rules::URI_BRACKETS_1_0.id)
+            .collect();
+        assert_eq!(infos.len(), 2, "threads {threads}: {infos:#?}");
+        assert_eq!(infos[0].file, "a.warc");
+        assert_eq!(infos[0].record_id.as_deref(), Some("<urn:uuid:00000001>"));
+        assert!(
+            infos[0]
+                .message
+                .ends_with("(2 times in the file; the first is shown)"),
+            "{}",
+            infos[0].message
+        );
+        assert_eq!(infos[1].file, "b.warc");
+        assert_eq!(infos[1].offset, Some(0));
+        assert_eq!(infos[1].record_id.as_deref(), Some("<urn:uuid:00001000>"));
+        assert!(
+            infos[1]
+                .message
+                .starts_with("WARC-Target-URI is written inside <...>")
+                && infos[1]
+                    .message
+                    .ends_with("(600 times in the file; the first is shown)"),
+            "{}",
+            infos[1].message
+        );
+        assert_eq!(summary.infos(), 2);
+        assert_eq!(summary.by_rule.get(rules::URI_BRACKETS_1_0.id), Some(&2));
+    }
+}
+
+/// The Content-Type rules compare media types and msgtype with ASCII case
+/// ignored and show them lower-cased.
+#[test]
+fn content_type_http_and_warcinfo_messages() {
+    let resp = |id: &str, ct: &str| {
+        record(
+            "1.1",
+            &[
+                ("WARC-Type", "response"),
+                ("WARC-Record-ID", id),
+                ("WARC-Date", "2024-01-02T03:04:05Z"),
+                ("WARC-Target-URI", "HTTPS://a/"),
+                ("WARC-IP-Address", "127.0.0.1"),
+                ("Content-Type", ct),
+            ],
+            b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi",
+        )
+    };
+    let info = record(
+        "1.1",
+        &[
+            ("WARC-Type", "warcinfo"),
+            ("WARC-Record-ID", "<urn:uuid:1>"),
+            ("WARC-Date", "2024-01-02T03:04:05Z"),
+            ("Content-Type", " Text/Plain ; charset=utf-8"),
+        ],
+        WARCINFO_BLOCK,
+    );
+    let data = file(&[
+        info,
+        resp("<urn:uuid:2>", "APPLICATION/HTTP; MsgType=RESPONSE"),
+        resp("<urn:uuid:3>", "Application/Http; msgtype=Request"),
+        resp("<urn:uuid:4>", "Text/HTML"),
+        resp("<urn:uuid:5>", "application/http"),
+    ]);
+    let found = run(&data);
+    let msgs: Vec<(&str, Option<&str>, &str)> = found
+        .iter()
+        .filter(|f| f.rule.starts_with("warc.content-type"))
+        .map(|f| (f.rule, f.record_id.as_deref(), f.message.as_str()))
+        .collect();
+    assert_eq!(
+        msgs,
+        [
+            (
+                "warc.content-type.warcinfo",
+                Some("<urn:uuid:1>"),
+                "the warcinfo record's Content-Type is text/plain, not application/warc-fields"
+            ),
+            (
+                "warc.content-type.http",
+                Some("<urn:uuid:3>"),
+                "the response record's Content-Type says msgtype=request"
+            ),
+            (
+                "warc.content-type.http",
+                Some("<urn:uuid:4>"),
+                "the response record of an http(s) URI has Content-Type text/html, not application/http; msgtype=response"
+            ),
+        ]
+    );
+}
