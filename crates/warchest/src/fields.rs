@@ -598,6 +598,10 @@ impl Fields {
     }
 
     /// The first fields named `a` and `b`, in one pass over the spans.
+    /// Inlined where the names are constants (every record's WARC-Type and
+    /// Content-Length): left out of line it cost `ls` 2.4 M instructions
+    /// more on the plain slice.
+    #[inline]
     pub(crate) fn get_two(&self, a: &str, b: &str) -> (Option<Field<'_>>, Option<Field<'_>>) {
         let (mut fa, mut fb) = (None, None);
         for s in &self.spans {

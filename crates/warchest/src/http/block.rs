@@ -294,7 +294,7 @@ pub fn read_head_or_bytes(
 }
 
 /// Reads the HTTP heads of block after block into the same head and
-/// buffers: what [`read_head`] does, without a new head (and its three
+/// buffers: what [`read_head`] does, without a new head (and its
 /// allocations) for each block. For a loop over records that looks at
 /// each head and moves on.
 ///
