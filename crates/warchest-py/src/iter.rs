@@ -52,32 +52,6 @@ pub(crate) struct Next {
     remaining: Option<u64>,
 }
 
-/// The HTTP head at the start of `block`, or the bytes looked at when
-/// there is none, as [`http::read_head_or_bytes`] gives them. A head that
-/// lies within the first buffer the block hands out (nearly all) is parsed
-/// where it lies: that function copies up to `max_http_head` bytes (1 MiB)
-/// of the block before looking, which for a whole-member buffer is the
-/// whole payload once more.
-fn read_head(
-    block: &mut impl BufRead,
-    limits: &Limits,
-) -> std::io::Result<Result<HttpHead, Vec<u8>>> {
-    let chunk = block.fill_buf()?;
-    // The bytes the library looks at on its first step (the limit and the
-    // blank line's 4), so that the result is the same.
-    let window = &chunk[..chunk.len().min(limits.max_http_head.saturating_add(4))];
-    let Some(end) = http::find_head_end(window) else {
-        // Longer than this buffer, or no head: the library's way.
-        return http::read_head_or_bytes(block, limits);
-    };
-    let got = match HttpHead::parse_with_limits(&window[..end], limits) {
-        Ok(Some((h, _))) => Ok(h),
-        _ => Err(window[..end].to_vec()),
-    };
-    block.consume(end);
-    Ok(got)
-}
-
 impl<S: Source + Send> RecordSource for Reader<S> {
     fn next(&mut self, parse_http: bool, limits: &Limits) -> warchest::Result<Option<Next>> {
         let Some(mut rec) = self.next_record()? else {
@@ -87,7 +61,9 @@ impl<S: Source + Send> RecordSource for Reader<S> {
         let offset = rec.location().offset;
         let format = rec.format();
         let (http, prefix) = if parse_http && may_have_http_head(&header) {
-            match read_head(&mut rec.block(), limits).map_err(Error::from)? {
+            // A head in the block's first buffer (nearly all) is parsed
+            // where it lies, only the head copied.
+            match http::read_head_or_bytes(&mut rec.block(), limits).map_err(Error::from)? {
                 Ok(h) => (Some(h), Vec::new()),
                 Err(bytes) => (None, bytes),
             }

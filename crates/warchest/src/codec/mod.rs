@@ -40,6 +40,7 @@ pub use decoder::{Decoder, DecoderOptions};
 pub use gzip::{GzipHeader, GzipTrailer, MAX_KEPT_FIELD, parse_gzip_header};
 #[cfg(feature = "lz4")]
 pub(crate) use lz4::{MAGIC as LZ4_MAGIC, Xxh32, xxh32};
+pub(crate) use map::prefetch;
 
 /// The compression of one member, as sniffed from its first bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

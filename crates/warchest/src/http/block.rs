@@ -258,6 +258,8 @@ mod tests {
 ///
 /// Returns `None`, having consumed what it looked at, when the block does
 /// not hold a whole head within the limit or the head is not HTTP.
+/// [`HeadReader`] does the same for block after block without a new head
+/// each time.
 ///
 /// # Errors
 /// Reading `block` failed.
@@ -265,37 +267,11 @@ pub fn read_head(
     block: &mut impl std::io::BufRead,
     limits: &Limits,
 ) -> std::io::Result<Option<HttpHead>> {
-    // The head usually lies whole in the first chunk: found and parsed
-    // there, copied once (into the head), as the general path below would
-    // find and parse it in its buffer.
-    let chunk = block.fill_buf()?;
-    let take = chunk.len().min(limits.max_http_head.saturating_add(4));
-    if let Some((head, end)) = HttpHead::parse_found(&chunk[..take], limits) {
-        block.consume(end);
-        return Ok(head.ok());
-    }
-    let mut buf = Vec::new();
-    let mut finder = HeadFinder::new();
-    loop {
-        let chunk = block.fill_buf()?;
-        if chunk.is_empty() {
-            return Ok(None);
-        }
-        match take_head_bytes(&mut buf, &mut finder, chunk, limits) {
-            Step::Found(end, consumed) => {
-                block.consume(consumed);
-                return Ok(HttpHead::parse_with_limits(&buf[..end], limits)
-                    .ok()
-                    .flatten()
-                    .map(|(h, _)| h));
-            }
-            Step::More(consumed) => block.consume(consumed),
-            Step::Overlong(consumed) => {
-                block.consume(consumed);
-                return Ok(None);
-            }
-        }
-    }
+    let mut r = HeadReader::new();
+    Ok(match r.step(block, limits, false)? {
+        true => Some(r.head),
+        false => None,
+    })
 }
 
 /// As [`read_head`], for readers that must not lose the bytes of a block
@@ -310,28 +286,112 @@ pub fn read_head_or_bytes(
     block: &mut impl std::io::BufRead,
     limits: &Limits,
 ) -> std::io::Result<Result<HttpHead, Vec<u8>>> {
-    let mut buf = Vec::new();
-    let mut finder = HeadFinder::new();
-    loop {
-        let chunk = block.fill_buf()?;
-        if chunk.is_empty() {
-            return Ok(HttpHead::parse_unterminated(&buf, limits)
-                .ok()
-                .filter(|_| !buf.is_empty())
-                .ok_or(buf));
+    let mut r = HeadReader::new();
+    Ok(match r.step(block, limits, true)? {
+        true => Ok(r.head),
+        false => Err(r.bytes),
+    })
+}
+
+/// Reads the HTTP heads of block after block into the same head and
+/// buffers: what [`read_head`] does, without a new head (and its
+/// allocations) for each block. For a loop over records that looks at
+/// each head and moves on.
+///
+/// ```
+/// # fn main() -> std::io::Result<()> {
+/// let limits = warchest::Limits::default();
+/// let mut heads = warchest::http::HeadReader::new();
+/// let mut block: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi";
+/// let head = heads.read(&mut block, &limits)?.expect("a head");
+/// assert_eq!(head.status(), Some(200));
+/// assert_eq!(block, b"hi");
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct HeadReader {
+    head: HttpHead,
+    /// A head that spans the block's first chunk is gathered here (and,
+    /// for [`read_head_or_bytes`], the bytes of a block that is not HTTP).
+    bytes: Vec<u8>,
+}
+
+impl Default for HeadReader {
+    fn default() -> Self {
+        HeadReader::new()
+    }
+}
+
+impl HeadReader {
+    /// A reader with empty buffers.
+    pub fn new() -> Self {
+        HeadReader {
+            head: HttpHead::empty(),
+            bytes: Vec::new(),
         }
-        match take_head_bytes(&mut buf, &mut finder, chunk, limits) {
-            Step::Found(end, consumed) => {
-                block.consume(consumed);
-                match HttpHead::parse_with_limits(&buf[..end], limits) {
-                    Ok(Some((h, _))) => return Ok(Ok(h)),
-                    _ => return Ok(Err(buf)),
-                }
+    }
+
+    /// [`read_head`] into this reader's head: the head of `block`,
+    /// consumed from it, or `None` as [`read_head`] says.
+    ///
+    /// # Errors
+    /// Reading `block` failed.
+    pub fn read(
+        &mut self,
+        block: &mut impl std::io::BufRead,
+        limits: &Limits,
+    ) -> std::io::Result<Option<&HttpHead>> {
+        Ok(match self.step(block, limits, false)? {
+            true => Some(&self.head),
+            false => None,
+        })
+    }
+
+    /// The one implementation of [`read_head`] and [`read_head_or_bytes`]
+    /// (`or_bytes`: keep the bytes of a block that is not HTTP in
+    /// `self.bytes`, and parse a head cut short by the block's end).
+    /// True when `self.head` holds the head.
+    fn step(
+        &mut self,
+        block: &mut impl std::io::BufRead,
+        limits: &Limits,
+        or_bytes: bool,
+    ) -> std::io::Result<bool> {
+        self.bytes.clear();
+        // The head usually lies whole in the first chunk: found and parsed
+        // there in one walk, only the head copied (into the head). The
+        // walk looks at what the general path below would gather first.
+        let chunk = block.fill_buf()?;
+        let take = chunk.len().min(limits.max_http_head.saturating_add(4));
+        if let Some((parsed, end)) = self.head.parse_in(&chunk[..take], limits) {
+            if parsed.is_err() && or_bytes {
+                self.bytes.extend_from_slice(&chunk[..end]);
             }
-            Step::More(consumed) => block.consume(consumed),
-            Step::Overlong(consumed) => {
-                block.consume(consumed);
-                return Ok(Err(buf));
+            block.consume(end);
+            return Ok(parsed.is_ok());
+        }
+        let mut finder = HeadFinder::new();
+        loop {
+            let chunk = block.fill_buf()?;
+            if chunk.is_empty() {
+                return Ok(or_bytes
+                    && !self.bytes.is_empty()
+                    && self.head.parse_unterminated_in(&self.bytes, limits).is_ok());
+            }
+            match take_head_bytes(&mut self.bytes, &mut finder, chunk, limits) {
+                Step::Found(end, consumed) => {
+                    block.consume(consumed);
+                    return Ok(matches!(
+                        self.head.parse_in(&self.bytes[..end], limits),
+                        Some((Ok(()), _))
+                    ));
+                }
+                Step::More(consumed) => block.consume(consumed),
+                Step::Overlong(consumed) => {
+                    block.consume(consumed);
+                    return Ok(false);
+                }
             }
         }
     }
@@ -358,15 +418,6 @@ fn take_head_bytes(
     let before = buf.len();
     let room = limits.max_http_head.saturating_sub(before);
     let take = chunk.len().min(room.saturating_add(4));
-    if before == 0 {
-        // The head usually lies whole in the first chunk: look there and
-        // copy the head only, not the chunk (a whole block from a mapped
-        // file). The finder sees the same bytes as it would in `buf`.
-        if let Some(end) = finder.find(&chunk[..take]) {
-            buf.extend_from_slice(&chunk[..end]);
-            return Step::Found(end, end);
-        }
-    }
     buf.extend_from_slice(&chunk[..take]);
     match finder.find(buf) {
         Some(end) => {

@@ -3,7 +3,7 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
-use crate::fields::{Field, FieldError, FieldIssue, Fields, is_token_char};
+use crate::fields::{Field, FieldError, FieldIssue, Fields, LineSeen, is_token_char};
 use crate::{Limits, Warning, WarningKind};
 
 use super::{Coding, HttpError, is_ws};
@@ -263,22 +263,20 @@ impl HttpHead {
         bytes: &[u8],
         limits: &Limits,
     ) -> Result<Option<(HttpHead, usize)>, HttpError> {
-        let max = limits.max_http_head;
-        match HeadFinder::new().find_spans(bytes) {
-            Some((_, end)) if end > max => Err(HttpError::TooLarge { limit: max }),
-            Some((blank, end)) => {
-                let head = parse_head(&bytes[..end], blank, limits)?;
-                Ok(Some((head, end)))
-            }
-            None if bytes.len() >= max => Err(HttpError::TooLarge { limit: max }),
+        match HttpHead::parse_found(bytes, limits) {
+            Some((head, end)) => Ok(Some((head?, end))),
+            None if bytes.len() >= limits.max_http_head => Err(HttpError::TooLarge {
+                limit: limits.max_http_head,
+            }),
             None => Ok(None),
         }
     }
 
     /// The head at the start of `bytes` when its end lies in `bytes`, with
-    /// its length, parsed where it lies (no copy of `bytes`, one search for
-    /// the end): what [`HttpHead::parse_with_limits`] gives on
-    /// `bytes[..len]`. `None` when the end is not in `bytes` (read more).
+    /// its length, parsed where it lies (no copy of `bytes`, one walk that
+    /// finds the end and parses the head): what
+    /// [`HttpHead::parse_with_limits`] gives on `bytes[..len]`. `None`
+    /// when the end is not in `bytes` (read more).
     ///
     /// # Errors
     /// In the result, as [`HttpHead::parse_with_limits`].
@@ -286,12 +284,9 @@ impl HttpHead {
         bytes: &[u8],
         limits: &Limits,
     ) -> Option<(Result<HttpHead, HttpError>, usize)> {
-        let (blank, end) = HeadFinder::new().find_spans(bytes)?;
-        if end > limits.max_http_head {
-            let limit = limits.max_http_head;
-            return Some((Err(HttpError::TooLarge { limit }), end));
-        }
-        Some((parse_head(&bytes[..end], blank, limits), end))
+        let mut head = HttpHead::empty();
+        let (parsed, end) = head.parse_in(bytes, limits)?;
+        Some((parsed.map(|()| head), end))
     }
 
     /// Parses all of `bytes` as a head that has no terminating empty line:
@@ -301,17 +296,212 @@ impl HttpHead {
     /// # Errors
     /// As [`parse`](HttpHead::parse).
     pub fn parse_unterminated(bytes: &[u8], limits: &Limits) -> Result<HttpHead, HttpError> {
-        if bytes.len() > limits.max_http_head {
+        let mut head = HttpHead::empty();
+        head.parse_unterminated_in(bytes, limits)?;
+        Ok(head)
+    }
+
+    /// A head with no bytes, to parse into (never handed out as it is).
+    pub(crate) fn empty() -> HttpHead {
+        HttpHead {
+            fields: Fields::new(),
+            line: 0..0,
+            start: StartLine::Status {
+                version: 0..0,
+                status: None,
+                reason: 0..0,
+            },
+            notes: Vec::new(),
+        }
+    }
+
+    /// [`HttpHead::parse_found`] into `self`, reusing its buffers: the
+    /// head's end is found by the walk that parses its fields (a blank
+    /// line is a line of nothing but CRs, as [`find_head_end`] has it),
+    /// the line notes are taken in the same pass, and only the head is
+    /// copied. On an error `self` is left unusable: the caller parses
+    /// into it again before handing it out.
+    pub(crate) fn parse_in(
+        &mut self,
+        bytes: &[u8],
+        limits: &Limits,
+    ) -> Option<(Result<(), HttpError>, usize)> {
+        // The walk looks no further than the limit allows a head to end;
+        // anything unusual is decided by the end search alone, as before
+        // this walk existed (see `unsure`).
+        let cap = bytes
+            .len()
+            .min(limits.max_http_head.saturating_add(4))
+            .min(u32::MAX as usize);
+        let window = &bytes[..cap];
+        let cut = cap < bytes.len();
+        let lead = leading_blank(window);
+        let Some(first_lf) = memchr::memchr(b'\n', &window[lead..]).map(|i| lead + i) else {
+            return if cut {
+                unsure(bytes, limits, None)
+            } else {
+                None
+            };
+        };
+        match self.parse_start(window, lead, first_lf) {
+            Ok(mut seen) => {
+                let mut issues = Vec::new();
+                let walked = self.fields.walk_in(
+                    window,
+                    first_lf + 1,
+                    limits.max_fields,
+                    &mut issues,
+                    &mut seen,
+                );
+                self.notes = seen.notes;
+                match walked {
+                    Ok((blank, Some(end))) if end <= limits.max_http_head => {
+                        self.fields.keep(&window[..end]);
+                        self.finish(first_lf + 1, blank, issues);
+                        Some((Ok(()), end))
+                    }
+                    Ok((_, None)) if !cut => None,
+                    Ok(_) => unsure(bytes, limits, None),
+                    Err(e) => unsure(bytes, limits, Some(field_error(e, limits))),
+                }
+            }
+            Err(e) => unsure(bytes, limits, Some(e)),
+        }
+    }
+
+    /// [`HttpHead::parse_unterminated`] into `self`, reusing its buffers.
+    pub(crate) fn parse_unterminated_in(
+        &mut self,
+        bytes: &[u8],
+        limits: &Limits,
+    ) -> Result<(), HttpError> {
+        if bytes.len() > limits.max_http_head || u32::try_from(bytes.len()).is_err() {
             return Err(HttpError::TooLarge {
                 limit: limits.max_http_head,
             });
         }
-        let mut head = parse_head(bytes, bytes.len(), limits)?;
-        head.notes.push(HttpNote {
+        let lead = leading_blank(bytes);
+        let first_lf = memchr::memchr(b'\n', &bytes[lead..]).map(|i| lead + i);
+        let fields_start = first_lf.map_or(bytes.len(), |l| l + 1);
+        let mut seen = match first_lf {
+            Some(lf) => self.parse_start(bytes, lead, lf)?,
+            None => self.parse_start(bytes, lead, bytes.len())?,
+        };
+        let mut issues = Vec::new();
+        let walked = self.fields.walk_in(
+            bytes,
+            fields_start,
+            limits.max_fields,
+            &mut issues,
+            &mut seen,
+        );
+        let (blank, after) = match walked {
+            Ok(w) => w,
+            Err(e) => {
+                self.notes = seen.notes;
+                return Err(field_error(e, limits));
+            }
+        };
+        // A blank line inside ends the fields but not the head: the lines
+        // after it are looked at as head lines still.
+        if let Some(mut pos) = after {
+            while pos < bytes.len() {
+                let lf = memchr::memchr(b'\n', &bytes[pos..]).map(|i| pos + i);
+                let content_end = match lf {
+                    Some(lf) => {
+                        let mut ce = lf;
+                        while ce > pos && bytes[ce - 1] == b'\r' {
+                            ce -= 1;
+                        }
+                        ce
+                    }
+                    None => bytes.len(),
+                };
+                seen.line(bytes, pos, content_end, lf);
+                pos = lf.map_or(bytes.len(), |lf| lf + 1);
+            }
+        }
+        self.notes = seen.notes;
+        self.fields.keep(bytes);
+        self.finish(fields_start, blank, issues);
+        self.notes.push(HttpNote {
             kind: HttpNoteKind::MissingTerminator,
             offset: bytes.len(),
         });
-        Ok(head)
+        Ok(())
+    }
+
+    /// Parses the start line `bytes[lead..lf]` (its CRs dropped) into
+    /// `self`, noting what it accepted, and returns the line notes' state
+    /// with the start line's end looked at.
+    fn parse_start(
+        &mut self,
+        bytes: &[u8],
+        lead: usize,
+        lf: usize,
+    ) -> Result<LineNotes, HttpError> {
+        self.notes.clear();
+        if lead > 0 {
+            self.notes.push(HttpNote {
+                kind: HttpNoteKind::LeadingBlankLines,
+                offset: 0,
+            });
+        }
+        let mut content_end = lf;
+        while content_end > lead && bytes[content_end - 1] == b'\r' {
+            content_end -= 1;
+        }
+        let line = lead..content_end;
+        if line.is_empty() {
+            return Err(HttpError::NotHttp);
+        }
+        self.start = parse_start_line(bytes, line.clone(), &mut self.notes)?;
+        if !bytes[line.clone()].is_ascii() && std::str::from_utf8(&bytes[line.clone()]).is_err() {
+            self.notes.push(HttpNote {
+                kind: HttpNoteKind::NonUtf8,
+                offset: lead,
+            });
+        }
+        self.line = line;
+        let mut seen = LineNotes {
+            notes: std::mem::take(&mut self.notes),
+            bare_lf: false,
+            extra_cr: false,
+            fold: false,
+        };
+        if lf < bytes.len() {
+            seen.line_end(content_end, lf);
+        }
+        Ok(seen)
+    }
+
+    /// The notes after the walk: the line notes, then what the field walk
+    /// accepted (before the blank line at `blank`), then Content-Length.
+    fn finish(&mut self, fields_start: usize, blank: usize, issues: Vec<FieldIssue>) {
+        for issue in issues {
+            // Line ends were noted by the line notes, for the start line
+            // too.
+            if issue.offset >= blank || issue.kind == WarningKind::BareLf {
+                continue;
+            }
+            let kind = match issue.kind {
+                WarningKind::LineWithoutColon => HttpNoteKind::LineWithoutColon,
+                WarningKind::SpaceBeforeColon => HttpNoteKind::SpaceBeforeColon,
+                WarningKind::BadFieldName => HttpNoteKind::BadFieldName,
+                WarningKind::NonUtf8 => HttpNoteKind::NonUtf8,
+                _ => continue,
+            };
+            self.notes.push(HttpNote {
+                kind,
+                offset: issue.offset,
+            });
+        }
+        if content_length(&self.fields).is_err() {
+            self.notes.push(HttpNote {
+                kind: HttpNoteKind::BadContentLength,
+                offset: fields_start,
+            });
+        }
     }
 
     /// Request or response.
@@ -524,6 +714,12 @@ fn content_length(fields: &Fields) -> Result<Option<u64>, ()> {
 }
 
 fn parse_version(v: &[u8]) -> Option<(u8, u8)> {
+    // Nearly every head says one of these two.
+    match v {
+        b"HTTP/1.1" => return Some((1, 1)),
+        b"HTTP/1.0" => return Some((1, 0)),
+        _ => {}
+    }
     if v.len() < 6 || !v[..5].eq_ignore_ascii_case(b"HTTP/") {
         return None;
     }
@@ -541,144 +737,110 @@ fn parse_version(v: &[u8]) -> Option<(u8, u8)> {
     Some((num(maj)?, min.map_or(Some(0), num)?))
 }
 
-/// Parses a head whose terminating empty line starts at `blank` (equal to
-/// `head.len()` when there is none).
-fn parse_head(head: &[u8], blank: usize, limits: &Limits) -> Result<HttpHead, HttpError> {
-    let mut notes = Vec::new();
-    let lead = head
+/// How many CRs and LFs (blank lines) come before the start line.
+fn leading_blank(bytes: &[u8]) -> usize {
+    bytes
         .iter()
         .take_while(|&&b| b == b'\r' || b == b'\n')
-        .count();
-    if lead > 0 {
-        notes.push(HttpNote {
-            kind: HttpNoteKind::LeadingBlankLines,
-            offset: 0,
-        });
-    }
-    let (line_end, fields_start) = match memchr::memchr(b'\n', &head[lead..]) {
-        Some(i) => (lead + i, lead + i + 1),
-        None => (head.len(), head.len()),
-    };
-    // The line without its CRs.
-    let mut content_end = line_end;
-    while content_end > lead && head[content_end - 1] == b'\r' {
-        content_end -= 1;
-    }
-    let line = lead..content_end;
-    if line.is_empty() {
-        return Err(HttpError::NotHttp);
-    }
-    let start = parse_start_line(head, line.clone(), &mut notes)?;
-    if !head[line.clone()].is_ascii() && std::str::from_utf8(&head[line.clone()]).is_err() {
-        notes.push(HttpNote {
-            kind: HttpNoteKind::NonUtf8,
-            offset: lead,
-        });
-    }
-    line_notes(head, lead, fields_start, blank, &mut notes);
+        .count()
+}
 
-    let mut issues: Vec<FieldIssue> = Vec::new();
-    let fields = Fields::parse(
-        head.to_vec(),
-        fields_start,
-        false,
-        limits.max_fields,
-        &mut issues,
-    )
-    .map_err(|e| match e {
+/// The field walk's error as the head's.
+fn field_error(e: FieldError, limits: &Limits) -> HttpError {
+    match e {
         FieldError::TooMany(limit) => HttpError::TooManyFields { limit },
         _ => HttpError::TooLarge {
             limit: limits.max_http_head,
         },
-    })?;
-    for issue in issues {
-        // Line ends were checked above, for the start line too; and an
-        // empty line of several CRs ends the head though Fields sees a line.
-        if issue.offset >= blank || issue.kind == WarningKind::BareLf {
-            continue;
-        }
-        let kind = match issue.kind {
-            WarningKind::LineWithoutColon => HttpNoteKind::LineWithoutColon,
-            WarningKind::SpaceBeforeColon => HttpNoteKind::SpaceBeforeColon,
-            WarningKind::BadFieldName => HttpNoteKind::BadFieldName,
-            WarningKind::NonUtf8 => HttpNoteKind::NonUtf8,
-            _ => continue,
-        };
-        notes.push(HttpNote {
-            kind,
-            offset: issue.offset,
-        });
     }
-    if content_length(&fields).is_err() {
-        notes.push(HttpNote {
-            kind: HttpNoteKind::BadContentLength,
-            offset: fields_start,
-        });
-    }
-    Ok(HttpHead {
-        fields,
-        line,
-        start,
-        notes,
-    })
 }
 
-/// Notes about line ends, folding and UTF-8 in the header lines
-/// `head[from..blank]`, plus the start line's end at `from`. Style notes
-/// (line ends, folding) are given once per head; UTF-8 once per line.
-fn line_notes(head: &[u8], lead: usize, from: usize, blank: usize, notes: &mut Vec<HttpNote>) {
-    let mut bare_lf = false;
-    let mut extra_cr = false;
-    let mut fold = false;
-    let mut pos = lead;
-    // Check the whole head's line ends, terminating empty line included.
-    while let Some(i) = memchr::memchr(b'\n', &head[pos..]) {
-        let lf = pos + i;
-        let crs = head[pos..lf]
-            .iter()
-            .rev()
-            .take_while(|&&b| b == b'\r')
-            .count();
-        if crs == 0 && !bare_lf {
-            bare_lf = true;
-            notes.push(HttpNote {
+/// The outcome for a head the walk could not parse (`err`) or whose end
+/// it did not find within the limit (`None`): where the end search puts
+/// the end decides, as it did before the walk: not found, "read more";
+/// past the limit, too large; else `err`.
+fn unsure(
+    bytes: &[u8],
+    limits: &Limits,
+    err: Option<HttpError>,
+) -> Option<(Result<(), HttpError>, usize)> {
+    let (_, end) = HeadFinder::new().find_spans(bytes)?;
+    let too_large = HttpError::TooLarge {
+        limit: limits.max_http_head,
+    };
+    if end > limits.max_http_head {
+        return Some((Err(too_large), end));
+    }
+    // The walk and the search agree on where a head ends, so a head that
+    // ends within the limit came with an error.
+    Some((Err(err.unwrap_or(too_large)), end))
+}
+
+/// The notes about line ends, folding and UTF-8, taken line by line as
+/// the field walk passes (or, after a blank line inside an unterminated
+/// head, a loop over the rest). Style notes (line ends, folding) are given
+/// once per head; UTF-8 once per line.
+struct LineNotes {
+    notes: Vec<HttpNote>,
+    bare_lf: bool,
+    extra_cr: bool,
+    fold: bool,
+}
+
+impl LineNotes {
+    /// The line end at `lf` of a line whose content ends at `content_end`.
+    fn line_end(&mut self, content_end: usize, lf: usize) {
+        let crs = lf - content_end;
+        if crs == 0 && !self.bare_lf {
+            self.bare_lf = true;
+            self.notes.push(HttpNote {
                 kind: HttpNoteKind::BareLf,
                 offset: lf,
             });
         }
-        if crs > 1 && !extra_cr {
-            extra_cr = true;
-            notes.push(HttpNote {
+        if crs > 1 && !self.extra_cr {
+            self.extra_cr = true;
+            self.notes.push(HttpNote {
                 kind: HttpNoteKind::ExtraCr,
-                offset: lf - crs,
+                offset: content_end,
             });
         }
-        if pos >= from && pos < blank {
-            let line = &head[pos..lf];
-            if line.first().is_some_and(|&b| is_ws(b)) && !fold {
-                fold = true;
-                notes.push(HttpNote {
-                    kind: HttpNoteKind::ObsFold,
-                    offset: pos,
-                });
-            }
-            // Nearly every line is ASCII: checked a word at a time, the
-            // UTF-8 decoder only for the others.
-            if !line.is_ascii() && std::str::from_utf8(line).is_err() {
-                notes.push(HttpNote {
-                    kind: HttpNoteKind::NonUtf8,
-                    offset: pos,
-                });
-            }
-        }
-        pos = lf + 1;
     }
-    // A last header line without a line end (unterminated heads).
-    if pos >= from && pos < blank && std::str::from_utf8(&head[pos..blank]).is_err() {
-        notes.push(HttpNote {
-            kind: HttpNoteKind::NonUtf8,
-            offset: pos,
-        });
+}
+
+impl LineSeen for LineNotes {
+    fn line(&mut self, buf: &[u8], start: usize, content_end: usize, lf: Option<usize>) {
+        let Some(lf) = lf else {
+            // A last line without a line end (unterminated heads).
+            if std::str::from_utf8(&buf[start..content_end]).is_err() {
+                self.notes.push(HttpNote {
+                    kind: HttpNoteKind::NonUtf8,
+                    offset: start,
+                });
+            }
+            return;
+        };
+        self.line_end(content_end, lf);
+        if content_end == start {
+            // A blank line: nothing to fold, all ASCII.
+            return;
+        }
+        let line = &buf[start..lf];
+        if is_ws(line[0]) && !self.fold {
+            self.fold = true;
+            self.notes.push(HttpNote {
+                kind: HttpNoteKind::ObsFold,
+                offset: start,
+            });
+        }
+        // Nearly every line is ASCII: checked a word at a time, the UTF-8
+        // decoder only for the others.
+        if !line.is_ascii() && std::str::from_utf8(line).is_err() {
+            self.notes.push(HttpNote {
+                kind: HttpNoteKind::NonUtf8,
+                offset: start,
+            });
+        }
     }
 }
 
@@ -770,9 +932,14 @@ fn parse_start_line(
     if m_s != s || !method.iter().all(|&b| is_token_char(b)) {
         return Err(HttpError::NotHttp);
     }
-    let Some((t_s, _)) = next_word(head, m_e, e) else {
+    // The target starts after the white space that ends the method.
+    let mut t_s = m_e;
+    while t_s < e && is_ws(head[t_s]) {
+        t_s += 1;
+    }
+    if t_s == e {
         return Err(HttpError::NotHttp);
-    };
+    }
     // The version is the last word, if it looks like one; the target is
     // everything between (which may hold spaces, from broken clients).
     let mut last_s = e;
@@ -806,7 +973,7 @@ fn parse_start_line(
         }
         (t_s..t_e, None)
     };
-    if head[target.clone()].iter().any(|&b| is_ws(b)) {
+    if memchr::memchr2(b' ', b'\t', &head[target.clone()]).is_some() {
         note(notes, HttpNoteKind::SpaceInTarget, target.start);
     }
     Ok(StartLine::Request {
@@ -814,6 +981,315 @@ fn parse_start_line(
         target,
         version,
     })
+}
+
+/// The parse as it was before the one walk (an end search, a line-notes
+/// pass, a field walk over a copy): the oracle the walk is compared with.
+#[cfg(test)]
+mod before_the_walk {
+    use super::*;
+
+    pub(super) fn parse_found(
+        bytes: &[u8],
+        limits: &Limits,
+    ) -> Option<(Result<HttpHead, HttpError>, usize)> {
+        let (blank, end) = HeadFinder::new().find_spans(bytes)?;
+        if end > limits.max_http_head {
+            let limit = limits.max_http_head;
+            return Some((Err(HttpError::TooLarge { limit }), end));
+        }
+        Some((parse_head(&bytes[..end], blank, limits), end))
+    }
+
+    pub(super) fn parse_unterminated(bytes: &[u8], limits: &Limits) -> Result<HttpHead, HttpError> {
+        if bytes.len() > limits.max_http_head {
+            return Err(HttpError::TooLarge {
+                limit: limits.max_http_head,
+            });
+        }
+        let mut head = parse_head(bytes, bytes.len(), limits)?;
+        head.notes.push(HttpNote {
+            kind: HttpNoteKind::MissingTerminator,
+            offset: bytes.len(),
+        });
+        Ok(head)
+    }
+
+    /// Parses a head whose terminating empty line starts at `blank` (equal to
+    /// `head.len()` when there is none).
+    fn parse_head(head: &[u8], blank: usize, limits: &Limits) -> Result<HttpHead, HttpError> {
+        let mut notes = Vec::new();
+        let lead = head
+            .iter()
+            .take_while(|&&b| b == b'\r' || b == b'\n')
+            .count();
+        if lead > 0 {
+            notes.push(HttpNote {
+                kind: HttpNoteKind::LeadingBlankLines,
+                offset: 0,
+            });
+        }
+        let (line_end, fields_start) = match memchr::memchr(b'\n', &head[lead..]) {
+            Some(i) => (lead + i, lead + i + 1),
+            None => (head.len(), head.len()),
+        };
+        // The line without its CRs.
+        let mut content_end = line_end;
+        while content_end > lead && head[content_end - 1] == b'\r' {
+            content_end -= 1;
+        }
+        let line = lead..content_end;
+        if line.is_empty() {
+            return Err(HttpError::NotHttp);
+        }
+        let start = parse_start_line(head, line.clone(), &mut notes)?;
+        if !head[line.clone()].is_ascii() && std::str::from_utf8(&head[line.clone()]).is_err() {
+            notes.push(HttpNote {
+                kind: HttpNoteKind::NonUtf8,
+                offset: lead,
+            });
+        }
+        line_notes(head, lead, fields_start, blank, &mut notes);
+
+        let mut issues: Vec<FieldIssue> = Vec::new();
+        let fields = Fields::parse(
+            head.to_vec(),
+            fields_start,
+            false,
+            limits.max_fields,
+            &mut issues,
+        )
+        .map_err(|e| match e {
+            FieldError::TooMany(limit) => HttpError::TooManyFields { limit },
+            _ => HttpError::TooLarge {
+                limit: limits.max_http_head,
+            },
+        })?;
+        for issue in issues {
+            // Line ends were checked above, for the start line too; and an
+            // empty line of several CRs ends the head though Fields sees a line.
+            if issue.offset >= blank || issue.kind == WarningKind::BareLf {
+                continue;
+            }
+            let kind = match issue.kind {
+                WarningKind::LineWithoutColon => HttpNoteKind::LineWithoutColon,
+                WarningKind::SpaceBeforeColon => HttpNoteKind::SpaceBeforeColon,
+                WarningKind::BadFieldName => HttpNoteKind::BadFieldName,
+                WarningKind::NonUtf8 => HttpNoteKind::NonUtf8,
+                _ => continue,
+            };
+            notes.push(HttpNote {
+                kind,
+                offset: issue.offset,
+            });
+        }
+        if content_length(&fields).is_err() {
+            notes.push(HttpNote {
+                kind: HttpNoteKind::BadContentLength,
+                offset: fields_start,
+            });
+        }
+        Ok(HttpHead {
+            fields,
+            line,
+            start,
+            notes,
+        })
+    }
+
+    /// Notes about line ends, folding and UTF-8 in the header lines
+    /// `head[from..blank]`, plus the start line's end at `from`. Style notes
+    /// (line ends, folding) are given once per head; UTF-8 once per line.
+    fn line_notes(head: &[u8], lead: usize, from: usize, blank: usize, notes: &mut Vec<HttpNote>) {
+        let mut bare_lf = false;
+        let mut extra_cr = false;
+        let mut fold = false;
+        let mut pos = lead;
+        // Check the whole head's line ends, terminating empty line included.
+        while let Some(i) = memchr::memchr(b'\n', &head[pos..]) {
+            let lf = pos + i;
+            let crs = head[pos..lf]
+                .iter()
+                .rev()
+                .take_while(|&&b| b == b'\r')
+                .count();
+            if crs == 0 && !bare_lf {
+                bare_lf = true;
+                notes.push(HttpNote {
+                    kind: HttpNoteKind::BareLf,
+                    offset: lf,
+                });
+            }
+            if crs > 1 && !extra_cr {
+                extra_cr = true;
+                notes.push(HttpNote {
+                    kind: HttpNoteKind::ExtraCr,
+                    offset: lf - crs,
+                });
+            }
+            if pos >= from && pos < blank {
+                let line = &head[pos..lf];
+                if line.first().is_some_and(|&b| is_ws(b)) && !fold {
+                    fold = true;
+                    notes.push(HttpNote {
+                        kind: HttpNoteKind::ObsFold,
+                        offset: pos,
+                    });
+                }
+                // Nearly every line is ASCII: checked a word at a time, the
+                // UTF-8 decoder only for the others.
+                if !line.is_ascii() && std::str::from_utf8(line).is_err() {
+                    notes.push(HttpNote {
+                        kind: HttpNoteKind::NonUtf8,
+                        offset: pos,
+                    });
+                }
+            }
+            pos = lf + 1;
+        }
+        // A last header line without a line end (unterminated heads).
+        if pos >= from && pos < blank && std::str::from_utf8(&head[pos..blank]).is_err() {
+            notes.push(HttpNote {
+                kind: HttpNoteKind::NonUtf8,
+                offset: pos,
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod walk_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn same(a: &Result<HttpHead, HttpError>, b: &Result<HttpHead, HttpError>) -> bool {
+        match (a, b) {
+            (Ok(a), Ok(b)) => a == b,
+            (Err(a), Err(b)) => a.to_string() == b.to_string(),
+            _ => false,
+        }
+    }
+
+    /// Pieces heads are made of: good and odd lines, line ends of every
+    /// kind, folding, non-UTF-8 and blank lines.
+    const PIECES: &[&[u8]] = &[
+        b"HTTP/1.1 200 OK",
+        b"GET /a b HTTP/1.0",
+        b"GET /",
+        b"http/1.1 30",
+        b"Content-Length: 5",
+        b"content-length: 6, 6",
+        b"Content-Length: x",
+        b"Server: y",
+        b"Bad Name : v",
+        b"NoColon",
+        b" folded",
+        b"\tx",
+        b"X: \xc4\xe3",
+        b"\xff",
+        b":",
+        b"\r\n",
+        b"\n",
+        b"\r\r\n",
+        b"\r",
+        b"\r\n\r\n",
+        b"\n\r\n",
+        b"",
+    ];
+
+    /// Mostly a start line and lines, the rest anything.
+    fn input() -> impl Strategy<Value = Vec<u8>> {
+        let line = prop_oneof![Just(b"\r\n".to_vec()), Just(b"\n".to_vec())];
+        let field = proptest::collection::vec(4..14usize, 0..4);
+        let pieces = proptest::collection::vec(0..PIECES.len(), 0..24);
+        (0..3usize, line, field, pieces).prop_map(|(start, eol, fields, ix)| {
+            let mut out = Vec::new();
+            if start < 2 {
+                out.extend_from_slice(PIECES[start]);
+                out.extend_from_slice(&eol);
+                for f in fields {
+                    out.extend_from_slice(PIECES[f]);
+                    out.extend_from_slice(&eol);
+                }
+            }
+            out.extend(ix.into_iter().flat_map(|i| PIECES[i].to_vec()));
+            out
+        })
+    }
+
+    fn limits() -> impl Strategy<Value = Limits> {
+        (
+            prop_oneof![Just(1usize << 20), 0usize..80],
+            prop_oneof![Just(256usize), 0usize..6],
+        )
+            .prop_map(|(max_http_head, max_fields)| Limits {
+                max_http_head,
+                max_fields,
+                ..Limits::default()
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4000))]
+
+        /// Found and parsed in one walk: the same head, notes, length and
+        /// errors as finding the end, then parsing a copy.
+        #[test]
+        fn one_walk_agrees_with_find_then_parse(bytes in input(), limits in limits()) {
+            let new = HttpHead::parse_found(&bytes, &limits);
+            let old = before_the_walk::parse_found(&bytes, &limits);
+            match (&new, &old) {
+                (None, None) => {}
+                (Some((a, n)), Some((b, m))) => {
+                    prop_assert_eq!(n, m);
+                    prop_assert!(same(a, b), "{:?} vs {:?}", a, b);
+                }
+                _ => prop_assert!(false, "{:?} vs {:?}", new, old),
+            }
+            let new = HttpHead::parse_unterminated(&bytes, &limits);
+            let old = before_the_walk::parse_unterminated(&bytes, &limits);
+            prop_assert!(same(&new, &old), "{:?} vs {:?}", new, old);
+        }
+
+        /// A reused head gives what a fresh one does, whatever it held,
+        /// and reading from a block in pieces of any size agrees.
+        #[test]
+        fn reused_head_and_pieces_agree(
+            inputs in proptest::collection::vec(input(), 1..6),
+            limits in limits(),
+            cap in 1usize..64,
+        ) {
+            let mut heads = crate::http::HeadReader::new();
+            for bytes in &inputs {
+                let whole = crate::http::read_head(&mut &bytes[..], &limits).unwrap();
+                let mut block = &bytes[..];
+                let reused = heads.read(&mut block, &limits).unwrap().cloned();
+                prop_assert_eq!(&reused, &whole);
+                let mut r = std::io::BufReader::with_capacity(cap, &bytes[..]);
+                let pieces = crate::http::read_head(&mut r, &limits).unwrap();
+                prop_assert_eq!(&pieces, &whole);
+                if let Some(h) = &whole {
+                    // The block is left at the body.
+                    prop_assert_eq!(&bytes[h.len()..], block);
+                }
+                // A head is the same whole or in pieces; bytes that are not
+                // one are handed back (how many depends on the pieces) and
+                // the block holds the rest.
+                let or_bytes = crate::http::read_head_or_bytes(&mut &bytes[..], &limits).unwrap();
+                let mut r = std::io::BufReader::with_capacity(cap, &bytes[..]);
+                let or_pieces = crate::http::read_head_or_bytes(&mut r, &limits).unwrap();
+                match (&or_bytes, or_pieces) {
+                    (Ok(a), Ok(b)) => prop_assert_eq!(a, &b),
+                    (Err(_), Err(back)) => {
+                        let mut rest = Vec::new();
+                        std::io::Read::read_to_end(&mut r, &mut rest).unwrap();
+                        prop_assert_eq!([back, rest].concat(), bytes.clone());
+                    }
+                    (a, b) => prop_assert!(false, "{:?} vs {:?}", a, b),
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -9,9 +9,13 @@
 //! then treats the block as opaque bytes.
 //!
 //! - [`find_head_end`] / [`HeadFinder`] locate the end of the head in
-//!   accumulated bytes; [`HttpHead::parse`] parses it. Header fields are a
+//!   accumulated bytes; [`HttpHead::parse`] parses it (finding the end in
+//!   the same walk). Header fields are a
 //!   [`Fields`](crate::fields::Fields), so order, case, repeats and raw bytes
 //!   survive.
+//! - [`read_head`] and [`read_head_or_bytes`] read a head off the start of
+//!   a block; [`HeadReader`] does it block after block into one reused
+//!   head.
 //! - [`ChunkedDecoder`] (push) and [`ChunkedReader`] (pull) remove the
 //!   chunked transfer coding, tolerating what real files contain.
 //! - [`decode_content`] stacks decoders for gzip, deflate, br and zstd.
@@ -32,8 +36,8 @@ mod head;
 mod payload;
 
 pub use block::{
-    BlockDigester, payload_reader, payload_reader_lenient, payload_reader_send, read_head,
-    read_head_or_bytes,
+    BlockDigester, HeadReader, payload_reader, payload_reader_lenient, payload_reader_send,
+    read_head, read_head_or_bytes,
 };
 pub use chunked::{
     ChunkedDecoder, ChunkedEnd, ChunkedError, ChunkedErrorKind, ChunkedReader, sniff_chunked,

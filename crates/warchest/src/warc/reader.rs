@@ -525,14 +525,19 @@ impl<S: Source> Reader<S> {
         // and parses the copy, which gives the same fields and issues).
         self.issues.clear();
         let mut in_place = false;
+        // Bytes the source holds after a header parsed in place: looking
+        // at them needs no read.
+        let mut held_after = 0usize;
         if !carried {
             let chunk = self.src.fill_buf()?;
             let lenient = self.diag.leniency();
             let max_fields = self.opts.limits.max_fields;
+            let held = chunk.len();
             match fields.parse_block_in(chunk, lenient, max_fields, max, &mut self.issues) {
                 Some(n) => {
                     self.src.consume(n);
                     in_place = true;
+                    held_after = held - n;
                 }
                 None => {
                     fields.buf_mut().clear();
@@ -748,6 +753,17 @@ impl<S: Source> Reader<S> {
                 0
             }
         };
+        // The trailer and the next header, asked for now: in a file read
+        // through a map they are not in the cache (a skipped payload lies
+        // between), and the wait for them overlaps the caller's work on
+        // this record instead of stalling the skip to the trailer.
+        if in_place
+            && let Ok(at) = usize::try_from(remaining)
+            && at < held_after
+            && let Some(next) = self.src.fill_buf()?.get(at..)
+        {
+            crate::codec::prefetch(next);
+        }
         self.cur = Some(Current {
             loc: RecordLocation {
                 index,

@@ -1,6 +1,7 @@
 //! The skip path allocates nothing per record: reading a plain file's
 //! records with their blocks skipped (as `ls` does) makes the same number
-//! of allocations for 50 records as for 500.
+//! of allocations for 50 records as for 500; so does reading every HTTP
+//! head and payload with one [`warchest::http::HeadReader`].
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -69,16 +70,31 @@ fn file(n: usize) -> Vec<u8> {
 /// Allocations made reading every record of `data` (a file in `dir`),
 /// blocks skipped, header fields looked at as `ls` does.
 fn count(dir: &std::path::Path, data: &[u8]) -> u64 {
+    count_with(dir, data, false)
+}
+
+/// [`count`], and with `read` each HTTP head parsed (one reused head) and
+/// the payload read.
+fn count_with(dir: &std::path::Path, data: &[u8], read: bool) -> u64 {
     let path = dir.join("records.warc");
     std::fs::write(&path, data).unwrap();
     let mut r = Reader::open(&path).unwrap();
+    let limits = warchest::Limits::default();
+    let mut heads = warchest::http::HeadReader::new();
     let before = allocations();
     let mut n = 0;
-    while let Some(rec) = r.next_record().unwrap() {
+    while let Some(mut rec) = r.next_record().unwrap() {
         let h = rec.header();
         assert!(h.target_uri().is_some() && h.content_length().is_some());
         assert!(h.get(warchest::warc::field::DATE).is_some());
         assert!(h.record_type_str().is_some() && h.content_type().is_some());
+        if read {
+            let mut block = rec.block();
+            let head = heads.read(&mut block, &limits).unwrap().expect("a head");
+            assert_eq!(head.status(), Some(200));
+            let mut sink = [0u8; 4096];
+            while std::io::Read::read(&mut block, &mut sink).unwrap() > 0 {}
+        }
         rec.finish().unwrap();
         n += 1;
     }
@@ -93,6 +109,18 @@ fn skipping_records_allocates_nothing_per_record() {
     let few = count(dir.path(), &file(50));
     let many = count(dir.path(), &file(500));
     // The header buffer and field spans grow to the largest header once.
+    assert!(
+        many <= few + 2,
+        "50 records: {few} allocations, 500: {many}"
+    );
+}
+
+#[test]
+fn reading_http_heads_into_one_head_allocates_nothing_per_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let few = count_with(dir.path(), &file(50), true);
+    let many = count_with(dir.path(), &file(500), true);
+    // The head's buffer, fields and notes grow to the largest head once.
     assert!(
         many <= few + 2,
         "50 records: {few} allocations, 500: {many}"
