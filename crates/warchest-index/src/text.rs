@@ -53,6 +53,35 @@ pub fn open<R: Read + Send + 'static>(mut r: R, name: &str) -> io::Result<Box<dy
     })
 }
 
+/// The longest index line read whole: a longer one is cut there (its rest
+/// is read as the next line and is not understood), so that a corrupt
+/// index cannot exhaust memory.
+pub const MAX_LINE: u64 = 1 << 20;
+
+/// Reads the next line of an index (its `\n` included) into `line`,
+/// cleared first, at most [`MAX_LINE`] bytes of it. `number` counts the
+/// lines read; an error names the line it stopped in. `Ok(false)` at the
+/// end of the index.
+///
+/// # Errors
+/// The index cannot be read (the error message starts with `line N:`).
+pub fn next_line<R: BufRead + ?Sized>(
+    r: &mut R,
+    line: &mut Vec<u8>,
+    number: &mut u64,
+) -> io::Result<bool> {
+    line.clear();
+    let n = r
+        .take(MAX_LINE)
+        .read_until(b'\n', line)
+        .map_err(|e| io::Error::new(e.kind(), format!("line {}: {e}", *number + 1)))?;
+    if n == 0 {
+        return Ok(false);
+    }
+    *number += 1;
+    Ok(true)
+}
+
 /// The decompressed bytes of every member in turn, as one stream.
 struct Members<R> {
     decoder: Decoder<R>,
@@ -116,6 +145,35 @@ mod tests {
         // Shorter than a magic number, and empty.
         assert_eq!(text(b"x\n".to_vec()).unwrap(), "x\n");
         assert_eq!(text(Vec::new()).unwrap(), "");
+    }
+
+    #[test]
+    fn lines_are_counted_bounded_and_an_error_names_its_line() {
+        let mut long = vec![b'x'; MAX_LINE as usize + 3];
+        long.extend_from_slice(b"\nb\n");
+        let mut r = io::Cursor::new(long);
+        let (mut line, mut number) = (Vec::new(), 0);
+        assert!(next_line(&mut r, &mut line, &mut number).unwrap());
+        assert_eq!((line.len() as u64, number), (MAX_LINE, 1));
+        assert!(next_line(&mut r, &mut line, &mut number).unwrap());
+        assert_eq!((line.as_slice(), number), (&b"xxx\n"[..], 2));
+        assert!(next_line(&mut r, &mut line, &mut number).unwrap());
+        assert_eq!(line, b"b\n");
+        assert!(!next_line(&mut r, &mut line, &mut number).unwrap());
+        assert_eq!(number, 3);
+        let cut = gz(&[b"a 1 {}\n", b"b 2 {}\n"]);
+        let mut r = open(io::Cursor::new(cut[..cut.len() - 5].to_vec()), "i.gz").unwrap();
+        let mut number = 0;
+        let e = loop {
+            match next_line(&mut r, &mut line, &mut number) {
+                Ok(true) => {}
+                Ok(false) => panic!("a cut index read to its end"),
+                Err(e) => break e,
+            }
+        };
+        // The cut is in the second member's trailer: its line is handed out,
+        // and the error comes with the read of the line after it.
+        assert!(e.to_string().starts_with("line 3: i.gz: "), "{e}");
     }
 
     #[test]

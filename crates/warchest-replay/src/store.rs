@@ -882,7 +882,7 @@ impl Store {
         stale: &[&wacz::ZipEntry],
         report: &mut SyncReport,
     ) -> Result<std::collections::BTreeSet<String>> {
-        use std::io::{BufRead, Read};
+        use std::io::Read;
         let what = format!("{url}#{}", ix.name);
         let named = |e: std::io::Error| Error::from(e).in_file(Path::new(&what));
         let raw =
@@ -939,20 +939,10 @@ impl Store {
         let mut outside = 0u64;
         let mut line = Vec::new();
         let mut number = 0u64;
-        loop {
-            line.clear();
-            // Lines are bounded: a corrupt index cannot exhaust memory.
-            let n = (&mut r)
-                .take(1 << 20)
-                .read_until(b'\n', &mut line)
-                .map_err(|e| {
-                    let e = std::io::Error::new(e.kind(), format!("line {}: {e}", number + 1));
-                    Error::from(e).in_file(Path::new(&what))
-                })?;
-            if n == 0 {
-                break;
-            }
-            number += 1;
+        // Lines are bounded: a corrupt index cannot exhaust memory.
+        while warchest_index::text::next_line(&mut r, &mut line, &mut number)
+            .map_err(|e| Error::from(e).in_file(Path::new(&what)))?
+        {
             // Other lines: not CDXJ, or of a member indexed already.
             let Some(l) = wacz::CdxjLine::parse(&line) else {
                 continue;
@@ -1128,7 +1118,7 @@ impl Store {
     /// # Errors
     /// The index cannot be read or the store written.
     pub fn load_cdxj(&self, cdxj: &Path, paths: &[PathBuf]) -> Result<(u64, u64)> {
-        use std::io::{BufRead, Read};
+        use std::io::Read;
         // Register the files without reading them.
         let mut files = Vec::new();
         let mut objects = Vec::new();
@@ -1197,19 +1187,9 @@ impl Store {
         let mut number = 0u64;
         let (mut loaded, mut skipped) = (0u64, 0u64);
         let mut batch: BTreeMap<u32, Vec<Entry>> = BTreeMap::new();
-        loop {
-            line.clear();
-            let n = (&mut r)
-                .take(1 << 20)
-                .read_until(b'\n', &mut line)
-                .map_err(|e| {
-                    let e = std::io::Error::new(e.kind(), format!("line {}: {e}", number + 1));
-                    Error::from(e).in_file(cdxj)
-                })?;
-            if n == 0 {
-                break;
-            }
-            number += 1;
+        while warchest_index::text::next_line(&mut r, &mut line, &mut number)
+            .map_err(|e| Error::from(e).in_file(cdxj))?
+        {
             let Some(l) = wacz::CdxjLine::parse(&line) else {
                 skipped += 1;
                 continue;

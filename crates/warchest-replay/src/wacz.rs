@@ -12,7 +12,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest as _, Sha256};
@@ -804,16 +804,11 @@ fn check_index(
     let mut lines = BufReader::new(f);
     let mut line = Vec::new();
     let mut bad = 0u64;
-    loop {
-        line.clear();
-        // Lines are bounded so that a corrupt index cannot exhaust memory.
-        let n = (&mut lines)
-            .take(1 << 20)
-            .read_until(b'\n', &mut line)
-            .map_err(|e| Error::from(e).in_file(path))?;
-        if n == 0 {
-            break;
-        }
+    let mut number = 0;
+    // Lines are bounded so that a corrupt index cannot exhaust memory.
+    while warchest_index::text::next_line(&mut lines, &mut line, &mut number)
+        .map_err(|e| Error::from(e).in_file(path))?
+    {
         if rep.index_entries_checked >= MAX_INDEX_CHECKS {
             break;
         }

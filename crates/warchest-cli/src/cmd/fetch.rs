@@ -1,7 +1,7 @@
 //! `warchest fetch`: the records an index selects, fetched by byte range
 //! and written as a new archive, byte for byte as stored.
 
-use std::io::{BufRead, Read, Seek, SeekFrom, Write};
+use std::io::{Read, Seek, SeekFrom, Write};
 
 use anyhow::{Context, Result, bail};
 
@@ -80,9 +80,6 @@ pub struct Args {
 /// The default of --max-gap: object_store's `OBJECT_STORE_COALESCE_DEFAULT`
 /// (the remote crate's `DEFAULT_MAX_GAP`, checked by a test).
 const MAX_GAP: u64 = 1 << 20;
-
-/// The longest index line read (a longer one is cut there and not understood).
-const MAX_LINE: u64 = 1 << 20;
 
 /// One index line: where a record is and what selects it.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -262,16 +259,9 @@ fn select(args: &Args) -> Result<Vec<Entry>> {
     let limit = args.limit.unwrap_or(u64::MAX);
     let mut bad = 0u64;
     let mut buf = Vec::new();
-    for n in 0.. {
-        buf.clear();
-        // Lines are bounded: a corrupt index cannot exhaust memory.
-        let got = (&mut input)
-            .take(MAX_LINE)
-            .read_until(b'\n', &mut buf)
-            .with_context(|| format!("index line {}", n + 1))?;
-        if got == 0 {
-            break;
-        }
+    let mut n = 0u64;
+    // Lines are bounded: a corrupt index cannot exhaust memory.
+    while warchest_index::text::next_line(&mut input, &mut buf, &mut n).context("index")? {
         let line = String::from_utf8_lossy(&buf);
         let line = line.trim_end();
         if line.is_empty() {
@@ -295,8 +285,7 @@ fn select(args: &Args) -> Result<Vec<Entry>> {
             if bad <= 10 {
                 eprintln!(
                     "warchest: {}: line {}: not an index line with a file, offset and length",
-                    args.index,
-                    n + 1
+                    args.index, n
                 );
             }
             continue;

@@ -101,6 +101,20 @@ impl Server {
     pub(crate) fn log(&self) -> String {
         self.log.lock().unwrap().clone()
     }
+
+    /// The log once it holds `needle`, or as it is after 10 s: the
+    /// server's stderr is gathered by a thread of its own, so a line logged
+    /// while a response was sent may reach it after the response.
+    pub(crate) fn log_with(&self, needle: &str) -> String {
+        let until = Instant::now() + Duration::from_secs(10);
+        loop {
+            let log = self.log();
+            if log.contains(needle) || Instant::now() >= until {
+                return log;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
 }
 
 impl Drop for Server {

@@ -149,7 +149,7 @@ fn a_panicking_handler_answers_500_and_the_server_goes_on() {
         assert!(r.text().contains("internal error"), "{}", r.text());
         assert_eq!(s.get("/").status, 200);
     }
-    let log = s.log();
+    let log = s.log_with("request handler panicked: GET /_/panic");
     assert!(
         log.contains("request handler panicked: GET /_/panic"),
         "{log}"

@@ -61,6 +61,19 @@ pub enum HttpNoteKind {
 }
 
 impl HttpNoteKind {
+    /// The note for what the field walk reported about a head's field
+    /// line, if it is one an HTTP head notes (the walk's other findings are
+    /// noted from the line ends, or are not about HTTP).
+    fn of_field_issue(kind: WarningKind) -> Option<Self> {
+        Some(match kind {
+            WarningKind::LineWithoutColon => Self::LineWithoutColon,
+            WarningKind::SpaceBeforeColon => Self::SpaceBeforeColon,
+            WarningKind::BadFieldName => Self::BadFieldName,
+            WarningKind::NonUtf8 => Self::NonUtf8,
+            _ => return None,
+        })
+    }
+
     /// The kebab-case name used in reports.
     pub fn name(self) -> &'static str {
         match self {
@@ -484,12 +497,8 @@ impl HttpHead {
             if issue.offset >= blank || issue.kind == WarningKind::BareLf {
                 continue;
             }
-            let kind = match issue.kind {
-                WarningKind::LineWithoutColon => HttpNoteKind::LineWithoutColon,
-                WarningKind::SpaceBeforeColon => HttpNoteKind::SpaceBeforeColon,
-                WarningKind::BadFieldName => HttpNoteKind::BadFieldName,
-                WarningKind::NonUtf8 => HttpNoteKind::NonUtf8,
-                _ => continue,
+            let Some(kind) = HttpNoteKind::of_field_issue(issue.kind) else {
+                continue;
             };
             self.notes.push(HttpNote {
                 kind,
@@ -1071,12 +1080,8 @@ mod before_the_walk {
             if issue.offset >= blank || issue.kind == WarningKind::BareLf {
                 continue;
             }
-            let kind = match issue.kind {
-                WarningKind::LineWithoutColon => HttpNoteKind::LineWithoutColon,
-                WarningKind::SpaceBeforeColon => HttpNoteKind::SpaceBeforeColon,
-                WarningKind::BadFieldName => HttpNoteKind::BadFieldName,
-                WarningKind::NonUtf8 => HttpNoteKind::NonUtf8,
-                _ => continue,
+            let Some(kind) = HttpNoteKind::of_field_issue(issue.kind) else {
+                continue;
             };
             notes.push(HttpNote {
                 kind,
