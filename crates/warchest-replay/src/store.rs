@@ -1448,13 +1448,14 @@ fn pad_up(ts: &str) -> String {
 fn entry_of_line(l: &wacz::CdxjLine, filename: String) -> Entry {
     let text = |k: &str| l.json.get(k).and_then(|v| v.as_str()).map(str::to_owned);
     let mime = text("mime");
-    let revisit = mime.as_deref() == Some("warc/revisit");
+    let status = text("status");
+    let record_type = record_type_of_line(mime.as_deref(), status.is_some());
     Entry {
         urlkey: l.urlkey.clone(),
         timestamp: l.timestamp.clone(),
         url: Some(l.url.clone()),
         mime,
-        status: text("status"),
+        status,
         digest: text("digest"),
         length: l.length,
         offset: l.offset,
@@ -1464,8 +1465,25 @@ fn entry_of_line(l: &wacz::CdxjLine, filename: String) -> Entry {
             .json
             .get("requestBody")
             .map(|v| v.as_str().map(str::to_owned)),
-        record_type: Some(if revisit { "revisit" } else { "response" }.into()),
+        record_type: Some(record_type.into()),
         ..Entry::default()
+    }
+}
+
+/// The WARC-Type of a CDXJ line's record, which the line does not say:
+/// cdxj-indexer and pywb index responses, revisits, resources and
+/// metadata (requests only joined to their POST responses). A revisit's
+/// `mime` is `warc/revisit`; a line with an HTTP `status` is a response;
+/// a line without one typed `application/warc-fields` is taken for
+/// metadata (Heritrix's, with the page's own URL and time), which replay
+/// must not pick for the page; the rest (screenshots, text, DNS) are
+/// served as resources, their bytes as stored.
+fn record_type_of_line(mime: Option<&str>, status: bool) -> &'static str {
+    match mime {
+        Some(m) if m.eq_ignore_ascii_case("warc/revisit") => "revisit",
+        _ if status => "response",
+        Some(m) if m.eq_ignore_ascii_case("application/warc-fields") => "metadata",
+        _ => "resource",
     }
 }
 
@@ -1529,6 +1547,33 @@ fn walk(dir: &Path, store: &Path, out: &mut Vec<PathBuf>, depth: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cdxj_line_s_record_type_is_told_from_its_mime_and_status() {
+        let ty = |line: &str| {
+            let l = wacz::CdxjLine::parse(line.as_bytes()).expect("a CDXJ line");
+            entry_of_line(&l, l.filename.clone()).record_type.unwrap()
+        };
+        let line = |json: &str| {
+            format!(
+                "com,example)/ 20140126200624 {{\"url\": \"http://example.com/\", \"filename\": \"a.warc.gz\", \"offset\": \"0\", \"length\": \"10\"{json}}}"
+            )
+        };
+        assert_eq!(
+            ty(&line(r#", "mime": "text/html", "status": "200""#)),
+            "response"
+        );
+        assert_eq!(
+            ty(&line(r#", "mime": "warc/revisit", "status": "200""#)),
+            "revisit"
+        );
+        assert_eq!(
+            ty(&line(r#", "mime": "Application/WARC-Fields""#)),
+            "metadata"
+        );
+        assert_eq!(ty(&line(r#", "mime": "image/png""#)), "resource");
+        assert_eq!(ty(&line("")), "resource");
+    }
 
     #[test]
     fn key_ranges() {
