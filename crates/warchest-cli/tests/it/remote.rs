@@ -850,19 +850,7 @@ fn serve_of_a_wacz_by_url_answers_as_of_the_local_wacz() {
     let tmp = tempfile::tempdir().unwrap();
     let iana = fixture("pywb/iana.warc.gz");
     let wacz = tmp.path().join("iana.wacz");
-    let out = bin()
-        .args(["wacz", "create", "--title", "IANA"])
-        .arg(&iana)
-        .arg(fixture("pywb/example.warc.gz"))
-        .arg("-o")
-        .arg(&wacz)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    crate::serve::create_iana_wacz(&wacz);
     let srv = RangeServer::start(tmp.path(), 5.0);
     let url = srv.url("iana.wacz");
     let local = serve_env(
@@ -1082,19 +1070,7 @@ fn serve_of_a_wacz_by_url_uses_its_own_index_with_far_fewer_requests() {
     let iana = fixture("pywb/iana.warc.gz");
     let example = fixture("pywb/example.warc.gz");
     let wacz = tmp.path().join("cdxj.wacz");
-    let out = bin()
-        .args(["wacz", "create", "--title", "IANA"])
-        .arg(&iana)
-        .arg(&example)
-        .arg("-o")
-        .arg(&wacz)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    crate::serve::create_iana_wacz(&wacz);
     // The same WACZ with no index, with its index as py-wacz's
     // `index.cdx.gz` (gzip members of lines), and with a cut one.
     let lines: Vec<String> = [&iana, &example]

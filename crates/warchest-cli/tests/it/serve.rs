@@ -657,16 +657,15 @@ fn serves_from_a_cdxj_index() {
     assert!(revisit.body.len() > 10_000);
 }
 
-#[test]
-fn wacz_create_validate_read_and_serve() {
-    let dir = tempfile::tempdir().unwrap();
-    let wacz = dir.path().join("iana.wacz");
+/// `warchest wacz create --title IANA` of the pywb fixtures iana.warc.gz and
+/// example.warc.gz into `wacz`, asserting that it succeeds.
+pub(crate) fn create_iana_wacz(wacz: &std::path::Path) {
     let out = bin()
         .args(["wacz", "create", "--title", "IANA"])
         .arg(fixture("pywb/iana.warc.gz"))
         .arg(fixture("pywb/example.warc.gz"))
         .arg("-o")
-        .arg(&wacz)
+        .arg(wacz)
         .output()
         .unwrap();
     assert!(
@@ -674,6 +673,13 @@ fn wacz_create_validate_read_and_serve() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+#[test]
+fn wacz_create_validate_read_and_serve() {
+    let dir = tempfile::tempdir().unwrap();
+    let wacz = dir.path().join("iana.wacz");
+    create_iana_wacz(&wacz);
     let out = bin()
         .args(["wacz", "validate"])
         .arg(&wacz)
