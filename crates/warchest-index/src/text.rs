@@ -82,6 +82,53 @@ pub fn next_line<R: BufRead + ?Sized>(
     Ok(true)
 }
 
+/// The fields of a CDXJ line that locate a record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CdxjLine {
+    /// The url key.
+    pub urlkey: String,
+    /// The 14-digit timestamp.
+    pub timestamp: String,
+    /// The `url` field.
+    pub url: String,
+    /// The `filename` field.
+    pub filename: String,
+    /// The `offset` field.
+    pub offset: u64,
+    /// The `length` field.
+    pub length: Option<u64>,
+    /// The JSON block, all fields.
+    pub json: serde_json::Map<String, serde_json::Value>,
+}
+
+impl CdxjLine {
+    /// Parses `urlkey timestamp {json}`; `None` when it is not that, or
+    /// the JSON lacks `url`, `filename` or `offset`. Values may be strings
+    /// or numbers (pywb writes strings).
+    pub fn parse(line: &[u8]) -> Option<CdxjLine> {
+        let line = std::str::from_utf8(line).ok()?.trim_end();
+        let (urlkey, rest) = line.split_once(' ')?;
+        let (timestamp, json) = rest.split_once(' ')?;
+        let json: serde_json::Map<String, serde_json::Value> = serde_json::from_str(json).ok()?;
+        let text = |k: &str| -> Option<String> {
+            match json.get(k)? {
+                serde_json::Value::String(s) => Some(s.clone()),
+                serde_json::Value::Number(n) => Some(n.to_string()),
+                _ => None,
+            }
+        };
+        Some(CdxjLine {
+            urlkey: urlkey.to_string(),
+            timestamp: timestamp.to_string(),
+            url: text("url")?,
+            filename: text("filename")?,
+            offset: text("offset")?.trim().parse().ok()?,
+            length: text("length").and_then(|l| l.trim().parse().ok()),
+            json,
+        })
+    }
+}
+
 /// The decompressed bytes of every member in turn, as one stream.
 struct Members<R> {
     decoder: Decoder<R>,
@@ -174,6 +221,26 @@ mod tests {
         // The cut is in the second member's trailer: its line is handed out,
         // and the error comes with the read of the line after it.
         assert!(e.to_string().starts_with("line 3: i.gz: "), "{e}");
+    }
+
+    #[test]
+    fn cdxj_lines_parse_with_string_or_number_values() {
+        let l = CdxjLine::parse(
+            b"com,example)/ 20140126200624 {\"url\": \"http://example.com/\", \"filename\": \"a.warc.gz\", \"offset\": \" 12 \", \"length\": 34}\n",
+        )
+        .unwrap();
+        assert_eq!(
+            (l.urlkey.as_str(), l.timestamp.as_str(), l.url.as_str()),
+            ("com,example)/", "20140126200624", "http://example.com/")
+        );
+        assert_eq!(
+            (l.filename.as_str(), l.offset, l.length),
+            ("a.warc.gz", 12, Some(34))
+        );
+        // Not CDXJ, or without what locates a record.
+        assert!(CdxjLine::parse(b"com,example)/ 2014 not json").is_none());
+        assert!(CdxjLine::parse(b"k 2014 {\"url\": \"u\", \"offset\": 1}").is_none());
+        assert!(CdxjLine::parse(b"k 2014 {\"url\": \"u\", \"filename\": \"f\"}").is_none());
     }
 
     #[test]

@@ -1033,52 +1033,7 @@ fn record_url_at(path: &Path, e: &ZipEntry, offset: u64) -> Option<String> {
     Some(uri.replace(' ', "%20"))
 }
 
-/// The fields of a CDXJ line that locate a record.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CdxjLine {
-    /// The url key.
-    pub urlkey: String,
-    /// The 14-digit timestamp.
-    pub timestamp: String,
-    /// The `url` field.
-    pub url: String,
-    /// The `filename` field.
-    pub filename: String,
-    /// The `offset` field.
-    pub offset: u64,
-    /// The `length` field.
-    pub length: Option<u64>,
-    /// The JSON block, all fields.
-    pub json: serde_json::Map<String, serde_json::Value>,
-}
-
-impl CdxjLine {
-    /// Parses `urlkey timestamp {json}`; `None` when it is not that, or
-    /// the JSON lacks `url`, `filename` or `offset`. Values may be strings
-    /// or numbers (pywb writes strings).
-    pub fn parse(line: &[u8]) -> Option<CdxjLine> {
-        let line = std::str::from_utf8(line).ok()?.trim_end();
-        let (urlkey, rest) = line.split_once(' ')?;
-        let (timestamp, json) = rest.split_once(' ')?;
-        let json: serde_json::Map<String, serde_json::Value> = serde_json::from_str(json).ok()?;
-        let text = |k: &str| -> Option<String> {
-            match json.get(k)? {
-                serde_json::Value::String(s) => Some(s.clone()),
-                serde_json::Value::Number(n) => Some(n.to_string()),
-                _ => None,
-            }
-        };
-        Some(CdxjLine {
-            urlkey: urlkey.to_string(),
-            timestamp: timestamp.to_string(),
-            url: text("url")?,
-            filename: text("filename")?,
-            offset: text("offset")?.parse().ok()?,
-            length: text("length").and_then(|l| l.parse().ok()),
-            json,
-        })
-    }
-}
+pub use warchest_index::text::CdxjLine;
 
 /// The path a `FILE.wacz#ENTRY` name stands for, for messages.
 pub fn member_path(wacz: &Path, entry: &str) -> PathBuf {

@@ -94,33 +94,24 @@ pub struct Entry {
     length: u64,
 }
 
-/// Parses one CDXJ line (`SURT TIMESTAMP {json}`).
+/// Parses one CDXJ line (`SURT TIMESTAMP {json}`): the index crate's
+/// [`CdxjLine`](warchest_index::text::CdxjLine), with a length required.
 fn parse_cdxj(line: &str) -> Option<Entry> {
-    let mut parts = line.splitn(3, ' ');
-    let surt = parts.next()?.to_string();
-    let timestamp = parts.next()?.to_string();
-    let json: serde_json::Value = serde_json::from_str(parts.next()?.trim()).ok()?;
-    let s = |k: &str| {
-        json.get(k)
-            .and_then(|v| v.as_str())
-            .unwrap_or("")
-            .to_string()
-    };
-    let n = |k: &str| {
-        json.get(k).and_then(|v| {
-            v.as_u64()
-                .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
-        })
+    let l = warchest_index::text::CdxjLine::parse(line.as_bytes())?;
+    let text = |k: &str| match l.json.get(k) {
+        Some(serde_json::Value::String(s)) => s.trim().to_string(),
+        Some(serde_json::Value::Number(n)) => n.to_string(),
+        _ => String::new(),
     };
     Some(Entry {
-        surt,
-        timestamp,
-        url: s("url"),
-        mime: s("mime"),
-        status: n("status").and_then(|s| u16::try_from(s).ok()),
-        filename: s("filename"),
-        offset: n("offset")?,
-        length: n("length")?,
+        mime: text("mime"),
+        status: text("status").parse().ok(),
+        length: l.length?,
+        surt: l.urlkey,
+        timestamp: l.timestamp,
+        url: l.url,
+        filename: l.filename,
+        offset: l.offset,
     })
 }
 
