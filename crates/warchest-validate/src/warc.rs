@@ -2156,3 +2156,69 @@ fn header_text_equals_text_of_each_field() {
         }
     }
 }
+
+#[cfg(test)]
+#[test]
+fn spare_keeps_boxes_and_small_buffers_within_bounds() {
+    use warchest::fields::Fields;
+    let raw = b"WARC/1.1\r\nWARC-Type: resource\r\nContent-Length: 0\r\n\r\n";
+    let record = |probe_len: usize| {
+        let fields = Fields::parse(raw.to_vec(), 10, false, 100, &mut Vec::new()).unwrap();
+        let header = WarcHeader::from_fields(Version::V1_1, fields);
+        let probe = BlockProbe::for_header(&header, vec![7; probe_len]);
+        Msg::Record(Box::new(ReadRecord {
+            started: Started {
+                header,
+                offset: 0,
+                codec: Codec::None,
+                offset_in_member: 0,
+            },
+            check: RecordCheck {
+                block: DigestStatus::Absent,
+                payload: DigestStatus::Absent,
+                block_len: 0,
+            },
+            head: None,
+            probe,
+            truncated: false,
+            block_len: 0,
+            warnings: Vec::new(),
+        }))
+    };
+    let mut spare = Spare::default();
+    // Nothing kept yet: a new box is made, with an empty buffer.
+    let (b, bytes) = spare.record();
+    assert!(b.is_none() && bytes.capacity() == 0);
+    let mut msgs = vec![
+        record(100),
+        Msg::Warnings(Vec::new()),
+        record(SPARE_PROBE + 1),
+    ];
+    msgs.extend((0..SPARE_RECORDS).map(|_| record(10)));
+    spare.keep(Group { msgs, bytes: 0 });
+    assert_eq!(spare.records.len(), SPARE_RECORDS);
+    assert_eq!(spare.msgs.len(), 1);
+    assert!(spare.msgs[0].is_empty() && spare.msgs[0].capacity() >= SPARE_RECORDS);
+    // The oversized buffer was freed, the small ones kept, emptied on reuse.
+    assert!(
+        spare
+            .records
+            .iter()
+            .all(|r| r.probe.bytes.capacity() <= SPARE_PROBE)
+    );
+    let caps: Vec<usize> = spare
+        .records
+        .iter()
+        .map(|r| r.probe.bytes.capacity())
+        .collect();
+    assert!(caps.contains(&100) && caps.contains(&0));
+    while let Some(cap) = spare.records.last().map(|r| r.probe.bytes.capacity()) {
+        let (b, bytes) = spare.record();
+        assert!(b.is_some() && bytes.is_empty() && bytes.capacity() == cap);
+    }
+    // Message vectors are kept up to a bound too.
+    for _ in 0..QUEUE + 4 {
+        spare.keep(Group::default());
+    }
+    assert_eq!(spare.msgs.len(), QUEUE + 2);
+}
