@@ -341,12 +341,13 @@ pub(crate) fn validate_file<R: Read>(
             sink: Sink::Inline(Box::new(checking)),
             back: back_rx,
             group: Group::default(),
+            spare: Spare::default(),
         };
         let read = read_records(reader, &opts.limits, &mut tally, &mut hand, out);
         let Handover { sink, back, .. } = hand;
         let records = match sink {
             Sink::Inline(w) => w.finish(unknown_format),
-            Sink::Thread(_) => 0,
+            Sink::Thread(..) => 0,
         };
         for batch in back.try_iter() {
             out.forward(batch);
@@ -354,18 +355,24 @@ pub(crate) fn validate_file<R: Read>(
         (read, Ok(records))
     } else {
         let (group_tx, group_rx) = mpsc::sync_channel::<Group>(QUEUE);
+        // Checked groups go back to be freed or reused where they were made.
+        let (done_tx, done_rx) = mpsc::channel::<Group>();
         std::thread::scope(|scope| {
             let worker = scope.spawn(move || {
                 let mut w = checking;
                 for group in group_rx {
-                    w.group(group);
+                    w.group(&group);
+                    // The reading side has stopped if this fails: the group
+                    // is then freed here.
+                    let _ = done_tx.send(group);
                 }
                 w.finish(unknown_format)
             });
             let mut hand = Handover {
-                sink: Sink::Thread(group_tx),
+                sink: Sink::Thread(group_tx, done_rx),
                 back: back_rx,
                 group: Group::default(),
+                spare: Spare::default(),
             };
             let read = read_records(reader, &opts.limits, &mut tally, &mut hand, out);
             let Handover { sink, back, .. } = hand;
@@ -392,8 +399,8 @@ pub(crate) fn validate_file<R: Read>(
 
 /// Where the groups go.
 enum Sink<'a> {
-    /// To the checking thread.
-    Thread(mpsc::SyncSender<Group>),
+    /// To the checking thread, which sends them back once checked.
+    Thread(mpsc::SyncSender<Group>, mpsc::Receiver<Group>),
     /// Checked on the reading thread (one core).
     Inline(Box<Checking<'a>>),
 }
@@ -403,6 +410,61 @@ struct Handover<'a> {
     sink: Sink<'a>,
     back: mpsc::Receiver<Batch>,
     group: Group,
+    spare: Spare,
+}
+
+/// What checked groups leave for reuse on the reading side: record boxes
+/// (with their probe's buffer) and message vectors. The reading side
+/// allocates them and, with two threads, would otherwise see them freed
+/// on the checking thread: in glibc malloc such frees go to that thread's
+/// cache or lock the reading thread's arena, and the reading thread never
+/// gets its chunks back to reuse. Handing them back keeps the steady state
+/// free of allocations for these; the header copy and the HTTP head are
+/// still made per record, but freed on the thread that made them.
+#[derive(Default)]
+struct Spare {
+    // The boxes themselves are what is reused: a message holds a box.
+    #[allow(clippy::vec_box)]
+    records: Vec<Box<ReadRecord>>,
+    msgs: Vec<Vec<Msg>>,
+}
+
+/// Record boxes kept for reuse: the records of the groups that can be in
+/// flight at once (queued, being checked, being filled).
+const SPARE_RECORDS: usize = GROUP * (QUEUE + 2);
+/// A probe buffer larger than this is freed rather than kept, so that the
+/// spare records hold at most `SPARE_RECORDS` times this many bytes.
+const SPARE_PROBE: usize = 4 * 1024;
+
+impl Spare {
+    /// Keeps what `group` holds for reuse, up to the bounds above.
+    fn keep(&mut self, mut group: Group) {
+        for msg in group.msgs.drain(..) {
+            if let Msg::Record(mut r) = msg
+                && self.records.len() < SPARE_RECORDS
+            {
+                if r.probe.bytes.capacity() > SPARE_PROBE {
+                    r.probe.bytes = Vec::new();
+                }
+                self.records.push(r);
+            }
+        }
+        if self.msgs.len() < QUEUE + 2 {
+            self.msgs.push(group.msgs);
+        }
+    }
+
+    /// A record box to fill, if one was kept, and its probe's emptied buffer.
+    fn record(&mut self) -> (Option<Box<ReadRecord>>, Vec<u8>) {
+        match self.records.pop() {
+            Some(mut r) => {
+                let mut bytes = std::mem::take(&mut r.probe.bytes);
+                bytes.clear();
+                (Some(r), bytes)
+            }
+            None => (None, Vec::new()),
+        }
+    }
 }
 
 impl Handover<'_> {
@@ -422,15 +484,25 @@ impl Handover<'_> {
         for batch in self.back.try_iter() {
             out.forward(batch);
         }
+        if let Sink::Thread(_, done) = &self.sink {
+            for group in done.try_iter() {
+                self.spare.keep(group);
+            }
+        }
         let next = Group {
-            msgs: Vec::with_capacity(GROUP),
+            msgs: self
+                .spare
+                .msgs
+                .pop()
+                .unwrap_or_else(|| Vec::with_capacity(GROUP)),
             bytes: 0,
         };
         let full = std::mem::replace(&mut self.group, next);
         match &mut self.sink {
-            Sink::Thread(tx) => tx.send(full).is_ok(),
+            Sink::Thread(tx, _) => tx.send(full).is_ok(),
             Sink::Inline(w) => {
-                w.group(full);
+                w.group(&full);
+                self.spare.keep(full);
                 true
             }
         }
@@ -483,7 +555,8 @@ fn read_records<R: Read>(
             offset_in_member: loc.offset_in_member,
         };
         let mut checker = Checker::new(&started.header, limits);
-        let mut probe = BlockProbe::for_header(&started.header);
+        let (spare, probe_bytes) = hand.spare.record();
+        let mut probe = BlockProbe::for_header(&started.header, probe_bytes);
         let read = {
             let mut block = rec.block();
             loop {
@@ -509,7 +582,7 @@ fn read_records<R: Read>(
         };
         let (check, head) = checker.finish_with_head();
         let bytes = probe.bytes.capacity();
-        let msg = Msg::Record(Box::new(ReadRecord {
+        let record = ReadRecord {
             started,
             check,
             head,
@@ -517,7 +590,15 @@ fn read_records<R: Read>(
             truncated: end.truncated,
             block_len: end.block_len,
             warnings: reader.take_warnings(),
-        }));
+        };
+        let msg = Msg::Record(match spare {
+            Some(mut b) => {
+                // Frees the previous record's header and head, here.
+                *b = record;
+                b
+            }
+            None => Box::new(record),
+        });
         if !hand.msg(msg, bytes, out) {
             return Ok(());
         }
@@ -564,21 +645,24 @@ impl Checking<'_> {
         let _ = self.back_tx.send(batch);
     }
 
-    fn group(&mut self, group: Group) {
+    /// Judges the group's messages. They are read, not consumed: the group
+    /// goes back to the reading side, which made its allocations, to be
+    /// freed or reused there (see [`Recycler`]).
+    fn group(&mut self, group: &Group) {
         let mut out = self.batch();
-        for msg in group.msgs {
+        for msg in &group.msgs {
             match msg {
-                Msg::Record(r) => self.record(*r, &mut out),
-                Msg::Warnings(w) => map_warnings(&w, None, &mut out),
+                Msg::Record(r) => self.record(r, &mut out),
+                Msg::Warnings(w) => map_warnings(w, None, &mut out),
                 Msg::Stopped(at, message) => {
-                    (&mut out as &mut dyn Emit).push(&rules::FILE_UNREADABLE, &at, message)
+                    (&mut out as &mut dyn Emit).push(&rules::FILE_UNREADABLE, at, message.clone())
                 }
             }
         }
         self.send(out);
     }
 
-    fn record(&mut self, rec: ReadRecord, out: &mut Batch) {
+    fn record(&mut self, rec: &ReadRecord, out: &mut Batch) {
         let r = &rec.started;
         let h = &r.header;
         let text = HeaderText::new(h);
@@ -600,7 +684,7 @@ impl Checking<'_> {
         let (mut info, whole_body) = check_header(h, text, rs, self.opts, &at, out);
         let complete = !rec.truncated && h.content_length().is_some();
         digest_findings(&rec.check.block, &rec.check.payload, complete, &at, out);
-        rec.probe.finish(h, whole_body, rec.head, &at, out);
+        rec.probe.finish(h, whole_body, rec.head.as_ref(), &at, out);
         info.block_len = rec.block_len;
         self.index.add(&info, out);
         map_warnings(&rec.warnings, Some((h, r.codec)), out);
@@ -824,7 +908,8 @@ const HTTP_PROBE: usize = 8 * 1024;
 const WARC_FIELDS_PROBE: usize = 1 << 20;
 
 impl BlockProbe {
-    fn for_header(h: &WarcHeader) -> BlockProbe {
+    /// `bytes` is an empty buffer to keep the probed bytes in (reused).
+    fn for_header(h: &WarcHeader, bytes: Vec<u8>) -> BlockProbe {
         let t = h.record_type();
         let mode = if matches!(t, RecordType::Response | RecordType::Request) && h.is_http() {
             Probe::Http {
@@ -842,7 +927,7 @@ impl BlockProbe {
         };
         BlockProbe {
             mode,
-            bytes: Vec::new(),
+            bytes,
             seen: 0,
         }
     }
@@ -880,14 +965,14 @@ impl BlockProbe {
     /// `whole_body`: the record is neither truncated nor a segment (see
     /// [`check_header`]), so its block should hold the whole HTTP body.
     fn finish(
-        self,
+        &self,
         h: &WarcHeader,
         whole_body: bool,
-        head: Option<HttpHead>,
+        head: Option<&HttpHead>,
         at: &At,
         out: &mut dyn Emit,
     ) {
-        match self.mode {
+        match &self.mode {
             Probe::Nothing => {}
             Probe::Http { .. } => self.finish_http(h, whole_body, head, at, out),
             Probe::WarcFields => self.finish_warc_fields(at, out),
@@ -898,7 +983,7 @@ impl BlockProbe {
         &self,
         h: &WarcHeader,
         whole_body: bool,
-        head: Option<HttpHead>,
+        head: Option<&HttpHead>,
         at: &At,
         out: &mut dyn Emit,
     ) {
@@ -911,13 +996,23 @@ impl BlockProbe {
             );
             return;
         }
+        let parsed_here;
         let parsed = match head {
             Some(head) => Ok(Some(head)),
-            None => HttpHead::parse(&self.bytes).map(|o| o.map(|(h, _)| h)),
+            // Heads the digest check did not parse (requests: they have no
+            // payload digest) are parsed here, from the probe's bytes.
+            None => {
+                parsed_here = HttpHead::parse(&self.bytes);
+                match &parsed_here {
+                    Ok(o) => Ok(o.as_ref().map(|(h, _)| h)),
+                    // Whether the block is not HTTP at all.
+                    Err(e) => Err(matches!(e, HttpError::NotHttp)),
+                }
+            }
         };
         let head = match parsed {
             Ok(Some(head)) => head,
-            Err(HttpError::NotHttp) => {
+            Err(true) => {
                 let end = memchr::memchr(b'\n', &self.bytes).map_or(self.bytes.len(), |i| i + 1);
                 out.push(
                     &rules::HTTP_NOT_HTTP,
@@ -930,7 +1025,7 @@ impl BlockProbe {
                 return;
             }
             // A head longer than the bytes kept: judge its first line.
-            Ok(None) | Err(_) => {
+            Ok(None) | Err(false) => {
                 let end = memchr::memchr(b'\n', &self.bytes).map_or(self.bytes.len(), |i| i + 1);
                 if let Err(HttpError::NotHttp) =
                     HttpHead::parse_unterminated(&self.bytes[..end], &warchest::Limits::default())
@@ -966,7 +1061,7 @@ impl BlockProbe {
             );
         }
         if whole_body {
-            self.http_length(&head, at, out);
+            self.http_length(head, at, out);
         }
     }
 
@@ -2060,4 +2155,70 @@ fn header_text_equals_text_of_each_field() {
             assert_eq!(t.of(&f), text(&f), "{:?}", f.name_str());
         }
     }
+}
+
+#[cfg(test)]
+#[test]
+fn spare_keeps_boxes_and_small_buffers_within_bounds() {
+    use warchest::fields::Fields;
+    let raw = b"WARC/1.1\r\nWARC-Type: resource\r\nContent-Length: 0\r\n\r\n";
+    let record = |probe_len: usize| {
+        let fields = Fields::parse(raw.to_vec(), 10, false, 100, &mut Vec::new()).unwrap();
+        let header = WarcHeader::from_fields(Version::V1_1, fields);
+        let probe = BlockProbe::for_header(&header, vec![7; probe_len]);
+        Msg::Record(Box::new(ReadRecord {
+            started: Started {
+                header,
+                offset: 0,
+                codec: Codec::None,
+                offset_in_member: 0,
+            },
+            check: RecordCheck {
+                block: DigestStatus::Absent,
+                payload: DigestStatus::Absent,
+                block_len: 0,
+            },
+            head: None,
+            probe,
+            truncated: false,
+            block_len: 0,
+            warnings: Vec::new(),
+        }))
+    };
+    let mut spare = Spare::default();
+    // Nothing kept yet: a new box is made, with an empty buffer.
+    let (b, bytes) = spare.record();
+    assert!(b.is_none() && bytes.capacity() == 0);
+    let mut msgs = vec![
+        record(100),
+        Msg::Warnings(Vec::new()),
+        record(SPARE_PROBE + 1),
+    ];
+    msgs.extend((0..SPARE_RECORDS).map(|_| record(10)));
+    spare.keep(Group { msgs, bytes: 0 });
+    assert_eq!(spare.records.len(), SPARE_RECORDS);
+    assert_eq!(spare.msgs.len(), 1);
+    assert!(spare.msgs[0].is_empty() && spare.msgs[0].capacity() >= SPARE_RECORDS);
+    // The oversized buffer was freed, the small ones kept, emptied on reuse.
+    assert!(
+        spare
+            .records
+            .iter()
+            .all(|r| r.probe.bytes.capacity() <= SPARE_PROBE)
+    );
+    let caps: Vec<usize> = spare
+        .records
+        .iter()
+        .map(|r| r.probe.bytes.capacity())
+        .collect();
+    assert!(caps.contains(&100) && caps.contains(&0));
+    while let Some(cap) = spare.records.last().map(|r| r.probe.bytes.capacity()) {
+        let (b, bytes) = spare.record();
+        assert!(b.is_some() && bytes.is_empty() && bytes.capacity() == cap);
+    }
+    // Message vectors are kept up to a bound too.
+    for _ in 0..QUEUE + 4 {
+        spare.keep(Group::default());
+    }
+    assert_eq!(spare.msgs.len(), QUEUE + 2);
 }
