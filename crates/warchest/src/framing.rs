@@ -314,6 +314,19 @@ fn header_end_by_lines(before: &[u8], chunk: &[u8]) -> Option<usize> {
 mod tests {
     use super::{header_end, header_end_by_lines};
 
+    /// 1 to `most` of `pieces`, picked by a linear congruential step of
+    /// `seed` (repeatable, no dependency), joined.
+    fn mix(pieces: &[&[u8]], seed: &mut u64, most: u64) -> Vec<u8> {
+        let mut v = Vec::new();
+        for _ in 0..1 + *seed % most {
+            *seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1442695040888963407);
+            v.extend_from_slice(pieces[(*seed >> 33) as usize % pieces.len()]);
+        }
+        v
+    }
+
     /// The vector search and the line-by-line one agree on every mix of
     /// line ends, split anywhere.
     #[test]
@@ -330,13 +343,7 @@ mod tests {
         ];
         let mut seed = 1u64;
         for _ in 0..20_000 {
-            let mut v = Vec::new();
-            for _ in 0..1 + seed % 12 {
-                seed = seed
-                    .wrapping_mul(6_364_136_223_846_793_005)
-                    .wrapping_add(1442695040888963407);
-                v.extend_from_slice(pieces[(seed >> 33) as usize % pieces.len()]);
-            }
+            let v = mix(&pieces, &mut seed, 12);
             let cut = (seed >> 40) as usize % (v.len() + 1);
             let (before, chunk) = v.split_at(cut);
             assert_eq!(
@@ -375,13 +382,7 @@ mod tests {
         let mut seed = 7u64;
         let mut in_place = 0;
         for _ in 0..20_000 {
-            let mut v = Vec::new();
-            for _ in 0..1 + seed % 14 {
-                seed = seed
-                    .wrapping_mul(6_364_136_223_846_793_005)
-                    .wrapping_add(1442695040888963407);
-                v.extend_from_slice(pieces[(seed >> 33) as usize % pieces.len()]);
-            }
+            let v = mix(&pieces, &mut seed, 14);
             for (lenient, strict) in [(Leniency::lenient(), false), (Leniency::strict(), true)] {
                 let mut fast = Fields::new();
                 let mut fast_issues = Vec::new();
