@@ -456,6 +456,12 @@ fn offset_length(lines: &[String], url: &str, ts: &str) -> (u64, u64) {
     panic!("no capture of {url} at {ts}");
 }
 
+/// `serve` of one local file or WACZ, with its index in `db`: the side
+/// the remote one is compared with.
+fn serve_file(path: &Path, db: &Path) -> crate::serve::Server {
+    serve_env(&[], &[&path.display().to_string()], db)
+}
+
 /// `warchest serve` of `paths` with `env` (a server's) and short remote
 /// timeouts, its index in `db`, no polling.
 fn serve_env(env: &[(&'static str, String)], paths: &[&str], db: &Path) -> crate::serve::Server {
@@ -564,11 +570,7 @@ fn serve_over_http_reads_a_record_with_one_request_retries_and_names_a_cut_objec
     std::fs::copy(&iana, tmp.path().join("iana.warc.gz")).unwrap();
     let srv = RangeServer::start(tmp.path(), 5.0);
     let url = srv.url("iana.warc.gz");
-    let local = serve_env(
-        &[],
-        &[&iana.display().to_string()],
-        &tmp.path().join("l.redb"),
-    );
+    let local = serve_file(&iana, &tmp.path().join("l.redb"));
     let remote = serve_env(&[], &[&url], &tmp.path().join("r.redb"));
 
     // One replayed record, one GET (no HEAD: the size is in the index).
@@ -812,11 +814,7 @@ fn serve_loads_cdxj_from_a_url_and_serves_within_a_fetch_budget() {
     std::fs::write(tmp.path().join("iana.cdxj"), index_lines(&iana).join("\n")).unwrap();
     let srv = RangeServer::start(tmp.path(), 5.0);
     let url = srv.url("iana.warc.gz");
-    let local = serve_env(
-        &[],
-        &[&iana.display().to_string()],
-        &tmp.path().join("l.redb"),
-    );
+    let local = serve_file(&iana, &tmp.path().join("l.redb"));
     // The index read from its URL: the archive itself is not scanned.
     srv.reset_count();
     let cdxj = srv.url("iana.cdxj");
@@ -853,11 +851,7 @@ fn serve_of_a_wacz_by_url_answers_as_of_the_local_wacz() {
     crate::serve::create_iana_wacz(&wacz);
     let srv = RangeServer::start(tmp.path(), 5.0);
     let url = srv.url("iana.wacz");
-    let local = serve_env(
-        &[],
-        &[&wacz.display().to_string()],
-        &tmp.path().join("l.redb"),
-    );
+    let local = serve_file(&wacz, &tmp.path().join("l.redb"));
     let remote = serve_env(&[], &[&url], &tmp.path().join("r.redb"));
 
     // The CDX API: the same captures, named `iana.wacz#archive/NAME`.
@@ -1016,11 +1010,7 @@ fn fetch_and_serve_read_a_gzip_index_as_the_plain_one() {
     }
 
     // serve --cdxj takes the gzip index too, by URL: the same capture.
-    let local = serve_env(
-        &[],
-        &[&src.display().to_string()],
-        &tmp.path().join("l.redb"),
-    );
+    let local = serve_file(&src, &tmp.path().join("l.redb"));
     let remote = serve_env(
         &[],
         &[&srv.url("iana.warc.gz"), "--cdxj", &srv.url("i.idx")],
@@ -1090,11 +1080,7 @@ fn serve_of_a_wacz_by_url_uses_its_own_index_with_far_fewer_requests() {
         &[("indexes/index.cdx.gz", &gz[..gz.len() * 2 / 3])],
     );
     let srv = RangeServer::start(tmp.path(), 5.0);
-    let local = serve_env(
-        &[],
-        &[&wacz.display().to_string()],
-        &tmp.path().join("l.redb"),
-    );
+    let local = serve_file(&wacz, &tmp.path().join("l.redb"));
     // Small ranges, so that a scan's requests show against the index's
     // one (the fixtures are small beside real WACZ files).
     let small = [
