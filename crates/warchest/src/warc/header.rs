@@ -243,7 +243,7 @@ impl WarcHeader {
     /// Re-reads the eagerly parsed fields after the fields changed.
     pub(crate) fn refresh(&mut self) {
         // One pass over the names, lengths compared before bytes.
-        let (typ, len) = self.fields.get_two(field::TYPE, field::CONTENT_LENGTH);
+        let [typ, len] = self.fields.get_many([field::TYPE, field::CONTENT_LENGTH]);
         self.record_type = typ.map_or(RecordType::Other, |f| RecordType::parse(&f.value()));
         self.content_length = len.and_then(|f| parse_u64(&f.value()));
     }
