@@ -265,6 +265,14 @@ fn select(args: &Args) -> Result<Vec<Entry>> {
         if line.starts_with('!') || line.starts_with('#') {
             continue;
         }
+        // An archive given for its index would otherwise be read as lines
+        // of nonsense CDX; say what it is and what to do instead.
+        if n == 1 && (line.starts_with("WARC/") || line.starts_with("filedesc://")) {
+            bail!(
+                "{}: an archive, not an index (make one with `warchest index`)",
+                args.index
+            );
+        }
         let entry = if line.contains(" {") {
             parse_cdxj(line)
         } else {

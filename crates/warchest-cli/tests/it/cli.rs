@@ -294,3 +294,27 @@ fn help_examples_keep_their_lines() {
         );
     }
 }
+
+/// An archive given to `fetch` where its index belongs is named as such,
+/// not read as lines of CDX; and nothing is written.
+#[test]
+fn fetch_of_an_archive_for_its_index_says_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out.warc.gz");
+    for archive in ["pywb/iana.warc.gz", "warcio/example.arc.gz"] {
+        let got = bin()
+            .arg("fetch")
+            .arg(fixture(archive))
+            .arg("-o")
+            .arg(&out)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&got.stderr);
+        assert!(!got.status.success(), "{archive}: {err}");
+        assert!(
+            err.contains("an archive, not an index (make one with `warchest index`)"),
+            "{archive}: {err}"
+        );
+        assert!(!out.exists(), "{archive}: an output was written");
+    }
+}
