@@ -248,10 +248,16 @@ impl GzipMember {
         let mut grown = false;
         loop {
             // Inflated into the buffer's spare capacity: pages are touched
-            // only as written, so reserving FAST_OUTPUT costs little.
+            // only as written, so reserving FAST_OUTPUT costs little; in
+            // huge pages when the buffer grows (a large member: 2 MiB a
+            // fault, not 4 KiB).
             cx.out.clear();
             cx.out.buf.clear();
+            let had = cx.out.buf.capacity();
             cx.out.buf.reserve(room);
+            if cx.out.buf.capacity() != had {
+                super::inflate::advise_huge(&mut cx.out.buf);
+            }
             match fast.inflate_append(cx.input.bytes(), &mut cx.out.buf, room) {
                 Inflated::Done { used, made } => {
                     cx.input.advance(used);
