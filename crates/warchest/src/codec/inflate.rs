@@ -11,7 +11,8 @@
 //! with flate2 (zlib-rs): the same results, without the speed-up.
 //!
 //! With libdeflate, the one module of the library with `unsafe`: the FFI
-//! calls, each with its safety argument.
+//! calls, each with its safety argument (and, on Linux, the `madvise` of
+//! `advise_huge`).
 #![cfg_attr(feature = "libdeflate", allow(unsafe_code))]
 
 #[cfg(feature = "libdeflate")]
@@ -109,6 +110,7 @@ impl FastInflater {
 /// per 2 MiB instead of one per 4 KiB. Advice only: nothing is touched,
 /// and a refusal changes nothing.
 #[cfg(all(target_os = "linux", any(feature = "mmap", feature = "parallel")))]
+#[allow(unsafe_code)] // also without libdeflate, when the module allows none
 pub(crate) fn advise_huge(buf: &mut Vec<u8>) {
     const HUGE: usize = 2 << 20;
     let start = buf.as_mut_ptr() as usize;
