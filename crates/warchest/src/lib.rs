@@ -86,7 +86,8 @@
 //! [`digest::Algorithm::missing_feature`] says why).
 #![deny(missing_docs)]
 // `unsafe` only in codec::inflate (libdeflate FFI, the `libdeflate`
-// feature) and codec::map (memory maps, the `mmap` feature; the cache
+// feature; the huge-page advice on large output buffers, Linux with the
+// `mmap` or `parallel` feature) and codec::map (memory maps, the `mmap` feature; the cache
 // prefetch hint the reader gives for a record's trailer), where a
 // measurement demands it: see docs/performance.md.
 #![deny(unsafe_code)]
