@@ -7,8 +7,8 @@
 //! by trusting the split rule: a chunk's lines are used only when it starts
 //! exactly where the sequential read stands (the "crossing" of the chunk
 //! before it: the offset of the first record starting at or after that
-//! chunk's end) and nothing odd happened in it (no warning, no error, every
-//! record plain). Anywhere else (a false or missed candidate, damage, an
+//! chunk's end) and nothing odd happened in it (no error, every record
+//! plain, no warning but a record's own, whose record number is mapped). Anywhere else (a false or missed candidate, damage, an
 //! error) the main thread reads on sequentially from where the verified
 //! output stops, as `-j 1` reads, printing its warnings and errors, until it
 //! is back at a verified chunk's start or at the end. The per-record work is
@@ -75,6 +75,9 @@ pub struct Progress {
     pub records: u64,
     /// Offset of the last record written.
     pub last: Option<u64>,
+    /// The WARC reader's number for the next record (records given up
+    /// count too), which its warnings and errors name.
+    pub next_number: u64,
 }
 
 /// Reads `reader` record by record as `-j 1` does: each record's lines to
@@ -111,6 +114,9 @@ pub fn sequential<S: Source, L: Lines>(
         let end = lines.record(rec, &mut buf)?;
         out.write_all(&buf)?;
         progress.last = Some(offset);
+        if let Some(w) = reader.as_warc() {
+            progress.next_number = w.next_record_number();
+        }
         g.warnings(name, &reader.take_warnings());
         if let Some(next) = end.stored_len.and_then(|n| offset.checked_add(n))
             && hand_over(next)
@@ -179,8 +185,12 @@ struct Chunk {
     /// Where its reading started: 0 for the first chunk, else the first
     /// confirmed record start in its range (`None`: none there).
     start: Option<u64>,
-    /// Nothing odd happened: no warning, no error, every record plain.
+    /// Nothing odd happened: no error, every record plain, no warning
+    /// but those of a record (numbered from 0 at `start`, none between
+    /// records), no record given up.
     ok: bool,
+    /// The warnings of its records, in order, numbered from 0.
+    warnings: Vec<warchest::Warning>,
     /// The lines of its records.
     out: Vec<u8>,
     /// Records written to `out`, and the offset of the last.
@@ -207,6 +217,11 @@ fn open_at(
     opts.decoder.buffer_size = CHUNK_BUFFER;
     let src = Decoder::new_file(f, opts.decoder.clone())?;
     Ok(Reader::from_source_as(src, opts, Format::Warc))
+}
+
+/// The WARC reader's number for its next record.
+fn numbered<S: Source>(reader: &mut Reader<S>) -> Option<u64> {
+    reader.as_warc().map(|w| w.next_record_number())
 }
 
 /// Reads chunk `range` (cut at `range.0`, ending at `range.1`); `first`
@@ -253,7 +268,8 @@ fn read_chunk<L: Lines>(
             Ok(Some(r)) => r,
             Ok(None) => {
                 c.crossing = None;
-                c.ok = reader.take_warnings().is_empty();
+                c.ok = reader.take_warnings().is_empty()
+                    && numbered(&mut reader) == Some(c.progress.records);
                 return c;
             }
             Err(_) => return c,
@@ -265,7 +281,11 @@ fn read_chunk<L: Lines>(
         if loc.offset >= end || c.out.len() >= MAX_OUTPUT {
             drop(rec);
             c.crossing = Some(loc.offset);
-            c.ok = reader.take_warnings().is_empty();
+            // The warnings of the crossing record's header are the next
+            // chunk's (its reader reads them again); any other is not.
+            let n = c.progress.records;
+            c.ok = reader.take_warnings().iter().all(|w| w.record == Some(n))
+                && numbered(&mut reader) == Some(n + 1);
             return c;
         }
         let at = c.out.len();
@@ -275,9 +295,14 @@ fn read_chunk<L: Lines>(
         }
         c.progress.records += 1;
         c.progress.last = Some(loc.offset);
-        if !reader.take_warnings().is_empty() {
+        // A record's own warnings name it by number, which the main thread
+        // maps; one between records (bytes skipped) depends on what came
+        // before, as only a sequential read sees it.
+        let ws = reader.take_warnings();
+        if ws.iter().any(|w| w.record.is_none()) {
             return c;
         }
+        c.warnings.extend(ws);
     }
 }
 
@@ -546,6 +571,18 @@ fn merge<L: Lines>(
             if c.ok && c.start == Some(p) {
                 out.write_all(&c.out)?;
                 let c = fetch.release(k);
+                // Its records' warnings, numbered as from the file's start.
+                let base = progress.next_number;
+                let warnings: Vec<warchest::Warning> = c
+                    .warnings
+                    .into_iter()
+                    .map(|mut w| {
+                        w.record = w.record.map(|r| r.saturating_add(base));
+                        w
+                    })
+                    .collect();
+                g.warnings(name, &warnings);
+                progress.next_number = base.saturating_add(c.progress.records);
                 progress.records += c.progress.records;
                 if c.progress.last.is_some() {
                     progress.last = c.progress.last;
@@ -579,8 +616,8 @@ fn merge<L: Lines>(
 }
 
 /// A reader in the state of a sequential read of `name` from its start
-/// that has just finished the record at `progress.last` (the record
-/// `progress.records - 1`), the next one starting at `pos`; a reader from
+/// that has just finished the record at `progress.last` (numbered
+/// `progress.next_number - 1`), the next one starting at `pos`; a reader from
 /// the start when no record was written. The record before is read again
 /// (warnings dropped: they were reported) so that the reader knows it, and
 /// records are numbered as from the start.
@@ -598,7 +635,7 @@ fn resume(
     let Some(last) = progress.last else {
         return from_start();
     };
-    let index = progress.records - 1;
+    let index = progress.next_number.saturating_sub(1);
     let primed = open_at(Path::new(name), last, opts).ok().and_then(|mut r| {
         if let Some(w) = r.as_warc() {
             w.set_next_record_number(index);
@@ -617,10 +654,14 @@ fn resume(
     // Anything unexpected: read from the start, dropping what was written,
     // up to the same place.
     let mut r = from_start()?;
-    for _ in 0..progress.records {
+    loop {
         match r.next_record() {
             Ok(Some(rec)) => {
+                let at = rec.location().offset;
                 rec.finish()?;
+                if at >= last {
+                    break;
+                }
             }
             Ok(None) => break,
             Err(e) => return Err(e.into()),

@@ -206,3 +206,41 @@ fn damaged_files_are_read_on_from_the_damage_as_one_thread_reads() {
         assert!(t.iter().any(|t| t[1] >= 2), "{name}: no chunk used: {t:?}");
     }
 }
+
+#[test]
+fn records_with_their_own_warnings_are_still_read_in_chunks() {
+    let dir = tempfile::tempdir().unwrap();
+    // Every target URI in <...> (a recovery of each record, named by its
+    // number and id): the chunks carry the warnings, numbered from the
+    // start of the file by the main thread.
+    let data: Vec<u8> = records(0, 60)
+        .split(|&b| b == b'\n')
+        .map(|l| {
+            let mut l = l.to_vec();
+            if let Some(rest) = l.strip_prefix(b"WARC-Target-URI: ".as_slice()) {
+                let uri = rest.strip_suffix(b"\r").unwrap_or(rest).to_vec();
+                l = [b"WARC-Target-URI: <".as_slice(), &uri, b">\r"].concat();
+            }
+            l
+        })
+        .collect::<Vec<_>>()
+        .join(&b'\n');
+    let t = check_made(dir.path(), "bracketed.warc", &data);
+    // Lenient (tab with -w, then JSON; three chunk sizes each): no
+    // sequential run; strict (the last three) fails at the first record.
+    assert_eq!(t.len(), 9, "{t:?}");
+    assert!(t[..6].iter().all(|t| t[3] == 0 && t[1] >= 4), "{t:?}");
+    assert!(t[6..].iter().all(|t| t[1] == 0 && t[3] == 1), "{t:?}");
+    let out = bin()
+        .args(["-w", "ls", "-j", "4"])
+        .arg(dir.path().join("bracketed.warc"))
+        .env("WARCHEST_PLAIN_CHUNK", "500")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.matches("bracketed-uri").count(), 60, "{err}");
+    assert!(
+        err.contains("(record 59, <urn:uuid:00000000-0000-0000-0000-000000000059>)"),
+        "{err}"
+    );
+}

@@ -257,6 +257,13 @@ impl<S: Source> Reader<S> {
         self.next_index = n;
     }
 
+    /// The number the next record will have in warnings and errors: the
+    /// records read so far, those given up included (a header block over
+    /// the limit), plus the first number.
+    pub fn next_record_number(&self) -> u64 {
+        self.next_index
+    }
+
     /// What the last finished record's end looked like (set when it was
     /// finished explicitly or by reading the next one).
     pub fn last_end(&self) -> Option<RecordEnd> {
