@@ -8,10 +8,11 @@
 //! exactly where the sequential read stands (the "crossing" of the chunk
 //! before it: the offset of the first record starting at or after that
 //! chunk's end) and nothing odd happened in it (no error, every record
-//! plain, no warning but a record's own, whose record number is mapped). Anywhere else (a false or missed candidate, damage, an
-//! error) the main thread reads on sequentially from where the verified
-//! output stops, as `-j 1` reads, printing its warnings and errors, until it
-//! is back at a verified chunk's start or at the end. The per-record work is
+//! plain, no warning but a record's own, whose record number is mapped).
+//! Anywhere else (a false or missed candidate, damage, an error) the main
+//! thread reads on sequentially from where the verified output stops, as
+//! `-j 1` reads, printing its warnings and errors, until it is back at a
+//! verified chunk's start or at the end. The per-record work is
 //! the command's ([`Lines`]); `ls` is the first user, `index` could be next.
 
 use std::fs::File;
@@ -224,8 +225,8 @@ fn numbered<S: Source>(reader: &mut Reader<S>) -> Option<u64> {
     reader.as_warc().map(|w| w.next_record_number())
 }
 
-/// Reads chunk `range` (cut at `range.0`, ending at `range.1`); `first`
-/// for the chunk that starts at offset 0.
+/// Reads chunk `range` (cut at `range.0`, ending at `range.1`) into `out`
+/// (an empty buffer); the chunk cut at 0 starts there, as `-j 1` does.
 fn read_chunk<L: Lines>(
     lines: &L,
     path: &Path,
