@@ -441,7 +441,8 @@ fn read_traced<L: Lines>(
         ..Trace::default()
     };
     let result = std::thread::scope(|s| {
-        for _ in 0..threads.clamp(1, count.max(1)) {
+        // No more workers than chunks may be in flight.
+        for _ in 0..threads.min(window).clamp(1, count.max(1)) {
             s.spawn(|| worker(&shared, lines, path, opts, count, window, &range));
         }
         let r = merge(
