@@ -8,6 +8,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod chunked;
 mod cmd;
 mod input;
 mod remote;

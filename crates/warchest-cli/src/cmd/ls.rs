@@ -4,12 +4,13 @@ use std::io::{self, BufWriter, Write};
 
 use anyhow::Result;
 use serde::Serialize;
-use warchest::archive::Reader;
+use warchest::archive::{Reader, Record};
 use warchest::codec::Source;
 use warchest::fields::Field;
-use warchest::warc::{WarcHeader, field};
+use warchest::warc::{RecordEnd, WarcHeader, field};
 use warchest_index::push_u64;
 
+use crate::chunked::{self, Lines, Progress};
 use crate::input;
 use crate::report::{Global, Outcome, file_error};
 
@@ -144,34 +145,49 @@ fn list(
     jobs: Option<usize>,
     out: &mut impl Write,
 ) -> Result<Outcome, Box<dyn std::error::Error + Send + Sync>> {
+    let threads = crate::tools::file_threads(jobs);
+    let lines = Ls { name, json };
+    // A local uncompressed WARC file is cut into chunks read on the
+    // threads (the output is verified to be the sequential read's).
+    if let Some((len, chunk)) = chunked::plan(name, threads) {
+        let opts = g.reader_options(name);
+        chunked::read(g, name, &lines, &opts, len, chunk, threads, out)?;
+        return Ok(Outcome::Ok);
+    }
     let mut opts = g.reader_options(name);
-    opts.decoder.threads = crate::tools::file_threads(jobs);
+    opts.decoder.threads = threads;
     let opened = input::open(name, opts)?;
-    input::with_reader!(opened, reader => list_records(g, name, json, out, reader))
+    input::with_reader!(opened, reader => list_records(g, name, &lines, out, reader))
 }
 
 fn list_records<S: Source>(
     g: &Global,
     name: &str,
-    json: bool,
+    lines: &Ls<'_>,
     out: &mut impl Write,
     mut reader: Reader<S>,
 ) -> Result<Outcome, Box<dyn std::error::Error + Send + Sync>> {
-    let mut records = 0u64;
-    // Reused line buffers (tab-separated output).
-    let mut line: Vec<u8> = Vec::with_capacity(32);
-    let mut tail: Vec<u8> = Vec::with_capacity(256);
-    loop {
-        let rec = match reader.next_record() {
-            Ok(Some(r)) => r,
-            Ok(None) => break,
-            Err(e) => {
-                g.warnings(name, &reader.take_warnings());
-                return Err(e.into());
-            }
-        };
-        records += 1;
-        if json {
+    let mut progress = Progress::default();
+    chunked::sequential(g, name, lines, &mut reader, out, &mut progress, |_| false)?;
+    if progress.records == 0 {
+        return Err(input::NoRecords::new(name).into());
+    }
+    Ok(Outcome::Ok)
+}
+
+/// `ls`'s lines of one file.
+struct Ls<'a> {
+    name: &'a str,
+    json: bool,
+}
+
+impl Lines for Ls<'_> {
+    fn record<S: Source>(
+        &self,
+        rec: Record<'_, S>,
+        out: &mut Vec<u8>,
+    ) -> Result<RecordEnd, chunked::BoxError> {
+        if self.json {
             let h = rec.header().clone();
             let loc = rec.location();
             let end = rec.finish()?;
@@ -181,7 +197,7 @@ fn list_records<S: Source>(
             let uri = h.target_uri();
             let ct = h.content_type();
             let line = Line {
-                file: name,
+                file: self.name,
                 offset: loc.offset,
                 length: end.stored_len,
                 record_type: typ.as_deref(),
@@ -194,42 +210,38 @@ fn list_records<S: Source>(
                 decoded: decoded_fields(&h),
             };
             serde_json::to_writer(&mut *out, &line)?;
-            out.write_all(b"\n")?;
-        } else {
-            // The columns after the stored length are written while the
-            // header is borrowed, the length once the record is finished:
-            // no copy of the header, no String per field.
-            tail.clear();
-            let h = rec.header();
-            let [typ, date, uri, ct] = h.fields().get_many([
-                field::TYPE,
-                field::DATE,
-                field::TARGET_URI,
-                field::CONTENT_TYPE,
-            ]);
-            push_text(&mut tail, typ);
-            push_text(&mut tail, date);
-            push_uri(&mut tail, h, uri);
-            push_text(&mut tail, ct);
-            tail.push(b'\t');
-            push_opt_u64(&mut tail, h.content_length());
-            tail.push(b'\n');
-            let offset = rec.location().offset;
-            let end = rec.finish()?;
-            line.clear();
-            push_u64(&mut line, offset);
-            line.push(b'\t');
-            push_opt_u64(&mut line, end.stored_len);
-            out.write_all(&line)?;
-            out.write_all(&tail)?;
+            out.push(b'\n');
+            return Ok(end);
         }
-        g.warnings(name, &reader.take_warnings());
+        // The columns after the stored length are written while the
+        // header is borrowed, the offset and length once the record is
+        // finished, then moved in front of them: no copy of the header,
+        // no String per field.
+        let at = out.len();
+        let h = rec.header();
+        let [typ, date, uri, ct] = h.fields().get_many([
+            field::TYPE,
+            field::DATE,
+            field::TARGET_URI,
+            field::CONTENT_TYPE,
+        ]);
+        push_text(out, typ);
+        push_text(out, date);
+        push_uri(out, h, uri);
+        push_text(out, ct);
+        out.push(b'\t');
+        push_opt_u64(out, h.content_length());
+        out.push(b'\n');
+        let offset = rec.location().offset;
+        let end = rec.finish()?;
+        let mid = out.len();
+        push_u64(out, offset);
+        out.push(b'\t');
+        push_opt_u64(out, end.stored_len);
+        let head = out.len() - mid;
+        out[at..].rotate_right(head);
+        Ok(end)
     }
-    g.warnings(name, &reader.take_warnings());
-    if records == 0 {
-        return Err(input::NoRecords::new(name).into());
-    }
-    Ok(Outcome::Ok)
 }
 
 #[cfg(test)]

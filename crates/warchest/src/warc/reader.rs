@@ -248,6 +248,22 @@ impl<S: Source> Reader<S> {
         self.diag.take(|w| src.drain_warnings(w))
     }
 
+    /// Numbers the next record `n` (and the ones after it `n + 1`, ...) in
+    /// warnings and errors: for a reader started inside a file at a record
+    /// whose number in a read from the start is known (`ls` on several
+    /// threads resumes a sequential read this way), so that its messages
+    /// name records as that read would.
+    pub fn set_next_record_number(&mut self, n: u64) {
+        self.next_index = n;
+    }
+
+    /// The number the next record will have in warnings and errors: the
+    /// records read so far, those given up included (a header block over
+    /// the limit), plus the first number.
+    pub fn next_record_number(&self) -> u64 {
+        self.next_index
+    }
+
     /// What the last finished record's end looked like (set when it was
     /// finished explicitly or by reading the next one).
     pub fn last_end(&self) -> Option<RecordEnd> {

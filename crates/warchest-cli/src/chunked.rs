@@ -1,0 +1,852 @@
+//! One uncompressed WARC file read on several threads (`ls -j N`): the file
+//! is cut into chunks, each read by a worker from the first confirmed record
+//! start at or after its cut ([`warchest::split::find_record_start`]) into
+//! its own output buffer, and the buffers are written in order.
+//!
+//! The output is exactly that of one sequential read, by verification, not
+//! by trusting the split rule: a chunk's lines are used only when it starts
+//! exactly where the sequential read stands (the "crossing" of the chunk
+//! before it: the offset of the first record starting at or after that
+//! chunk's end) and nothing odd happened in it (no error, every record
+//! plain, no warning but a record's own, whose record number is mapped).
+//! Anywhere else (a false or missed candidate, damage, an error) the main
+//! thread reads on sequentially from where the verified output stops, as
+//! `-j 1` reads, printing its warnings and errors, until it is back at a
+//! verified chunk's start or at the end. The per-record work is
+//! the command's ([`Lines`]); `ls` is the first user, `index` could be next.
+
+use std::fs::File;
+use std::io::{Seek, SeekFrom, Write};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Condvar, Mutex};
+
+use warchest::archive::{Format, Reader, Record};
+use warchest::codec::{Codec, Decoder, Source};
+use warchest::warc::{ReaderOptions, RecordEnd};
+
+use crate::report::Global;
+
+/// An error of a command's per-record work or of its output.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Smallest file read in chunks: below this one thread is as fast.
+const MIN_FILE: u64 = 32 << 20;
+/// Chunk sizes, before the knob: about four chunks a thread, within these.
+const MIN_CHUNK: u64 = 4 << 20;
+const MAX_CHUNK: u64 = 8 << 20;
+/// At most this many chunks, whatever the knob says (bounds the plan).
+const MAX_CHUNKS: u64 = 1 << 20;
+/// A chunk stops early once its output passes this: memory stays bounded
+/// (chunks in flight times this) whatever the records look like; the main
+/// thread reads on from where it stopped.
+const MAX_OUTPUT: usize = 4 << 20;
+/// Decoder buffer of a chunk's reader (used only where the file cannot be
+/// mapped).
+const CHUNK_BUFFER: usize = 64 << 10;
+/// Output reserved per chunk buffer, as a share of the chunk's bytes
+/// (`ls` writes about 2 %, 5 % as JSON, on the benchmark corpus): most
+/// buffers then never grow.
+const OUTPUT_SHARE: u64 = 16;
+/// Environment knob (tests): chunk size in bytes, applied to any file size.
+const CHUNK_KNOB: &str = "WARCHEST_PLAIN_CHUNK";
+/// Environment knob (tests): a file to which one line of counts is
+/// appended per file read in chunks.
+const TRACE_KNOB: &str = "WARCHEST_PLAIN_TRACE";
+
+/// The per-record work of a command that writes lines.
+pub trait Lines: Sync {
+    /// Appends the lines of `rec` to `out` and finishes the record. On an
+    /// error what was appended is dropped by the caller.
+    ///
+    /// # Errors
+    /// The record cannot be read or formatted.
+    fn record<S: Source>(
+        &self,
+        rec: Record<'_, S>,
+        out: &mut Vec<u8>,
+    ) -> Result<RecordEnd, BoxError>;
+}
+
+/// How far a sequential read got: records written and the offset of the
+/// last one.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    /// Records written.
+    pub records: u64,
+    /// Offset of the last record written.
+    pub last: Option<u64>,
+    /// The WARC reader's number for the next record (records given up
+    /// count too), which its warnings and errors name.
+    pub next_number: u64,
+}
+
+/// Reads `reader` record by record as `-j 1` does: each record's lines to
+/// `out`, then the warnings collected while reading it to `g`. After each
+/// record whose stored length is known, `hand_over` is asked with the
+/// offset where the next record should start; when it says yes the read
+/// stops there (`Ok(Some(offset))`). `Ok(None)` at the end of the input.
+///
+/// # Errors
+/// As `-j 1`: a record that cannot be read (after printing the warnings
+/// collected), a record's work, or writing.
+pub fn sequential<S: Source, L: Lines>(
+    g: &Global,
+    name: &str,
+    lines: &L,
+    reader: &mut Reader<S>,
+    out: &mut dyn Write,
+    progress: &mut Progress,
+    mut hand_over: impl FnMut(u64) -> bool,
+) -> Result<Option<u64>, BoxError> {
+    let mut buf: Vec<u8> = Vec::with_capacity(512);
+    loop {
+        let rec = match reader.next_record() {
+            Ok(Some(r)) => r,
+            Ok(None) => break,
+            Err(e) => {
+                g.warnings(name, &reader.take_warnings());
+                return Err(e.into());
+            }
+        };
+        progress.records += 1;
+        let offset = rec.location().offset;
+        buf.clear();
+        let end = lines.record(rec, &mut buf)?;
+        out.write_all(&buf)?;
+        progress.last = Some(offset);
+        if let Some(w) = reader.as_warc() {
+            progress.next_number = w.next_record_number();
+        }
+        g.warnings(name, &reader.take_warnings());
+        if let Some(next) = end.stored_len.and_then(|n| offset.checked_add(n))
+            && hand_over(next)
+        {
+            return Ok(Some(next));
+        }
+    }
+    g.warnings(name, &reader.take_warnings());
+    Ok(None)
+}
+
+/// The chunk size for a file of `len` bytes read on `threads`; `None` when
+/// it is read on one thread. `knob` (the test knob's value) forces a size.
+fn chunk_size(len: u64, threads: usize, knob: Option<u64>) -> Option<u64> {
+    if threads <= 1 || len == 0 {
+        return None;
+    }
+    let floor = len.div_ceil(MAX_CHUNKS);
+    if let Some(k) = knob.filter(|&k| k > 0) {
+        return Some(k.max(floor));
+    }
+    if len < MIN_FILE {
+        return None;
+    }
+    let per = len / (threads as u64 * 4);
+    Some(per.clamp(MIN_CHUNK, MAX_CHUNK).max(floor))
+}
+
+/// The test knob's chunk size, when set.
+fn knob() -> Option<u64> {
+    std::env::var(CHUNK_KNOB).ok()?.trim().parse().ok()
+}
+
+/// The chunk size when `name` is a local, uncompressed WARC file (sniffed
+/// from its first bytes, not its name) worth reading on `threads`; `None`
+/// for anything else (standard input, URLs, WACZ members, compressed, ARC
+/// and Web InfoMall files, files that cannot be read), which the caller
+/// reads as before.
+pub fn plan(name: &str, threads: usize) -> Option<(u64, u64)> {
+    if threads <= 1
+        || name == "-"
+        || crate::remote::is_remote(name)
+        || warchest_replay::wacz::split_member_name(name).is_some()
+    {
+        return None;
+    }
+    let mut f = File::open(name).ok()?;
+    let meta = f.metadata().ok()?;
+    if !meta.is_file() {
+        return None;
+    }
+    let len = meta.len();
+    let chunk = chunk_size(len, threads, knob())?;
+    let mut head = vec![0u8; 16 << 10];
+    let n = warchest::io::read_up_to(&mut f, &mut head).ok()?;
+    let head = &head[..n];
+    if Codec::sniff(head).is_some() || Format::sniff(head).unwrap_or(Format::Warc) != Format::Warc {
+        return None;
+    }
+    Some((len, chunk))
+}
+
+/// What a worker found in one chunk.
+#[derive(Debug, Default)]
+struct Chunk {
+    /// Where its reading started: 0 for the first chunk, else the first
+    /// confirmed record start in its range (`None`: none there).
+    start: Option<u64>,
+    /// Nothing odd happened: no error, every record plain, no warning
+    /// but those of a record (numbered from 0 at `start`, none between
+    /// records), no record given up.
+    ok: bool,
+    /// The warnings of its records, in order, numbered from 0.
+    warnings: Vec<warchest::Warning>,
+    /// The lines of its records.
+    out: Vec<u8>,
+    /// Records written to `out`, and the offset of the last.
+    progress: Progress,
+    /// The offset of the first record at or after its end (or where it
+    /// stopped early); `None` when the input ended.
+    crossing: Option<u64>,
+}
+
+/// Opens a reader of `path` at `offset` (a record start) with `opts`, one
+/// thread, offsets in the whole file.
+fn open_at(
+    path: &Path,
+    offset: u64,
+    opts: &ReaderOptions,
+) -> Result<Reader<Decoder<File>>, BoxError> {
+    let mut f = File::open(path)?;
+    f.seek(SeekFrom::Start(offset))?;
+    let mut opts = opts.clone();
+    opts.decoder.start_offset = offset;
+    opts.decoder.threads = 1;
+    // A plain file is served from its memory map: the decoder's buffer
+    // (1 MiB by default, zeroed) would only be allocated per chunk.
+    opts.decoder.buffer_size = CHUNK_BUFFER;
+    let src = Decoder::new_file(f, opts.decoder.clone())?;
+    Ok(Reader::from_source_as(src, opts, Format::Warc))
+}
+
+/// The WARC reader's number for its next record.
+fn numbered<S: Source>(reader: &mut Reader<S>) -> Option<u64> {
+    reader.as_warc().map(|w| w.next_record_number())
+}
+
+/// Reads chunk `range` (cut at `range.0`, ending at `range.1`) into `out`
+/// (an empty buffer); the chunk cut at 0 starts there, as `-j 1` does.
+fn read_chunk<L: Lines>(
+    lines: &L,
+    path: &Path,
+    opts: &ReaderOptions,
+    range: (u64, u64),
+    abort: &AtomicBool,
+    out: Vec<u8>,
+) -> Chunk {
+    let (cut, end) = range;
+    let mut c = Chunk {
+        out,
+        ..Chunk::default()
+    };
+    let want = usize::try_from((end - cut) / OUTPUT_SHARE)
+        .unwrap_or(MAX_OUTPUT)
+        .min(MAX_OUTPUT);
+    c.out.reserve(want);
+    let start = if cut == 0 {
+        0
+    } else {
+        let found = File::open(path)
+            .map_err(warchest::Error::from)
+            .and_then(|mut f| {
+                warchest::split::find_record_start(&mut f, Format::Warc, cut, end, opts)
+            });
+        match found {
+            Ok(Some(s)) => s,
+            _ => return c,
+        }
+    };
+    c.start = Some(start);
+    let Ok(mut reader) = open_at(path, start, opts) else {
+        return c;
+    };
+    loop {
+        if abort.load(Ordering::Relaxed) {
+            return c;
+        }
+        let rec = match reader.next_record() {
+            Ok(Some(r)) => r,
+            Ok(None) => {
+                c.crossing = None;
+                c.ok = reader.take_warnings().is_empty()
+                    && numbered(&mut reader) == Some(c.progress.records);
+                return c;
+            }
+            Err(_) => return c,
+        };
+        let loc = rec.location();
+        if loc.codec != Codec::None {
+            return c;
+        }
+        if loc.offset >= end || c.out.len() >= MAX_OUTPUT {
+            drop(rec);
+            c.crossing = Some(loc.offset);
+            // The warnings of the crossing record's header are the next
+            // chunk's (its reader reads them again); any other is not.
+            let n = c.progress.records;
+            c.ok = reader.take_warnings().iter().all(|w| w.record == Some(n))
+                && numbered(&mut reader) == Some(n + 1);
+            return c;
+        }
+        let at = c.out.len();
+        if lines.record(rec, &mut c.out).is_err() {
+            c.out.truncate(at);
+            return c;
+        }
+        c.progress.records += 1;
+        c.progress.last = Some(loc.offset);
+        // A record's own warnings name it by number, which the main thread
+        // maps; one between records (bytes skipped) depends on what came
+        // before, as only a sequential read sees it.
+        let ws = reader.take_warnings();
+        if ws.iter().any(|w| w.record.is_none()) {
+            return c;
+        }
+        c.warnings.extend(ws);
+    }
+}
+
+/// The chunks' results, handed from the workers to the main thread in
+/// order, at most `window` ahead of the main thread.
+struct Shared {
+    state: Mutex<State>,
+    changed: Condvar,
+    abort: AtomicBool,
+    /// Output buffers written out, for the next chunks: fresh ones would
+    /// cost a page fault per 4 KiB each time.
+    pool: Mutex<Vec<Vec<u8>>>,
+}
+
+struct State {
+    /// The next chunk a worker takes.
+    next: usize,
+    /// Chunks below this are released by the main thread.
+    released: usize,
+    /// Results by chunk number modulo the window.
+    slots: Vec<Option<Chunk>>,
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// An empty output buffer, reused when one was given back.
+    fn buffer(&self) -> Vec<u8> {
+        let mut pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
+        pool.pop().unwrap_or_default()
+    }
+
+    /// Gives `buf` back for another chunk.
+    fn give_back(&self, mut buf: Vec<u8>) {
+        buf.clear();
+        let mut pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
+        pool.push(buf);
+    }
+}
+
+/// What a chunked read did (the trace knob writes it; tests check it).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Trace {
+    /// Chunks planned.
+    chunks: usize,
+    /// Chunks whose lines were used.
+    used: usize,
+    /// Chunks passed over by verified output that had a confirmed start:
+    /// a candidate inside a record (an archived WARC file, say), since
+    /// verified chunks read every record start in between.
+    false_starts: usize,
+    /// Sequential reads from a place no verified chunk started at.
+    sequential_runs: u64,
+    /// Records those reads wrote.
+    sequential_records: u64,
+}
+
+/// Reads the uncompressed WARC file `name` (`len` bytes, see [`plan`]) in
+/// chunks of `chunk` bytes on `threads` workers, writing what
+/// [`sequential`] over the whole file would write, in the same order, with
+/// the same warnings, errors and outcome.
+///
+/// # Errors
+/// As [`sequential`], and [`crate::input::NoRecords`] when the file holds
+/// no record.
+#[allow(clippy::too_many_arguments)]
+pub fn read<L: Lines>(
+    g: &Global,
+    name: &str,
+    lines: &L,
+    opts: &ReaderOptions,
+    len: u64,
+    chunk: u64,
+    threads: usize,
+    out: &mut dyn Write,
+) -> Result<(), BoxError> {
+    let (result, trace) = read_traced(g, name, lines, opts, len, chunk, threads, out);
+    if let Some(t) = std::env::var_os(TRACE_KNOB) {
+        let line = format!(
+            "chunks {} used {} false_starts {} sequential_runs {} sequential_records {}\n",
+            trace.chunks,
+            trace.used,
+            trace.false_starts,
+            trace.sequential_runs,
+            trace.sequential_records
+        );
+        let _ = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(t)
+            .and_then(|mut f| f.write_all(line.as_bytes()));
+    }
+    let records = result?;
+    if records == 0 {
+        return Err(crate::input::NoRecords::new(name).into());
+    }
+    Ok(())
+}
+
+/// [`read`] without the trace knob and the check for no records: the
+/// records written, and what was done.
+#[allow(clippy::too_many_arguments)]
+fn read_traced<L: Lines>(
+    g: &Global,
+    name: &str,
+    lines: &L,
+    opts: &ReaderOptions,
+    len: u64,
+    chunk: u64,
+    threads: usize,
+    out: &mut dyn Write,
+) -> (Result<u64, BoxError>, Trace) {
+    let path = Path::new(name);
+    let chunk = chunk.max(1);
+    let count = usize::try_from(len.div_ceil(chunk)).unwrap_or(usize::MAX);
+    let range = |k: usize| {
+        let cut = k as u64 * chunk;
+        (cut, cut.saturating_add(chunk).min(len))
+    };
+    let window = (threads * 2).clamp(2, 16);
+    let shared = Shared {
+        state: Mutex::new(State {
+            next: 0,
+            released: 0,
+            slots: (0..window).map(|_| None).collect(),
+        }),
+        changed: Condvar::new(),
+        abort: AtomicBool::new(false),
+        pool: Mutex::new(Vec::new()),
+    };
+    let mut trace = Trace {
+        chunks: count,
+        ..Trace::default()
+    };
+    let result = std::thread::scope(|s| {
+        // No more workers than chunks may be in flight.
+        for _ in 0..threads.min(window).clamp(1, count.max(1)) {
+            s.spawn(|| worker(&shared, lines, path, opts, count, window, &range));
+        }
+        let r = merge(
+            g, name, lines, opts, &shared, count, window, &range, out, &mut trace,
+        );
+        shared.abort.store(true, Ordering::Relaxed);
+        shared.changed.notify_all();
+        r
+    });
+    (result, trace)
+}
+
+/// A worker: takes the next chunk when it is within the window, reads it,
+/// hands its result over; until every chunk is taken or the read aborted.
+fn worker<L: Lines>(
+    shared: &Shared,
+    lines: &L,
+    path: &Path,
+    opts: &ReaderOptions,
+    count: usize,
+    window: usize,
+    range: &(dyn Fn(usize) -> (u64, u64) + Sync),
+) {
+    loop {
+        let k = {
+            let mut st = shared.lock();
+            loop {
+                if shared.abort.load(Ordering::Relaxed) || st.next >= count {
+                    return;
+                }
+                if st.next < st.released + window {
+                    break;
+                }
+                st = shared.changed.wait(st).unwrap_or_else(|e| e.into_inner());
+            }
+            st.next += 1;
+            st.next - 1
+        };
+        let c = read_chunk(lines, path, opts, range(k), &shared.abort, shared.buffer());
+        shared.lock().slots[k % window] = Some(c);
+        shared.changed.notify_all();
+    }
+}
+
+/// The main thread's side: chunk results in order, fetched once each.
+struct Fetch<'a> {
+    shared: &'a Shared,
+    window: usize,
+    /// Chunk number of `held[0]`.
+    first: usize,
+    held: std::collections::VecDeque<Chunk>,
+}
+
+impl Fetch<'_> {
+    /// Chunk `k`'s result (`k` not released), waiting for it.
+    fn get(&mut self, k: usize) -> &Chunk {
+        while self.first + self.held.len() <= k {
+            let want = self.first + self.held.len();
+            let mut st = self.shared.lock();
+            let c = loop {
+                if let Some(c) = st.slots[want % self.window].take() {
+                    break c;
+                }
+                st = self
+                    .shared
+                    .changed
+                    .wait(st)
+                    .unwrap_or_else(|e| e.into_inner());
+            };
+            drop(st);
+            self.held.push_back(c);
+        }
+        &self.held[k - self.first]
+    }
+
+    /// Releases chunk `k`, the oldest held (fetching it first), so that
+    /// workers may go on to the next; its output buffer is given back, the
+    /// rest returned.
+    fn release(&mut self, k: usize) -> Chunk {
+        self.get(k);
+        let mut c = self.held.pop_front().unwrap_or_default();
+        self.shared.give_back(std::mem::take(&mut c.out));
+        self.first = k + 1;
+        self.shared.lock().released = self.first;
+        self.shared.changed.notify_all();
+        c
+    }
+}
+
+/// Writes the chunks' lines where they are verified and reads sequentially
+/// where they are not; the records written.
+#[allow(clippy::too_many_arguments)]
+fn merge<L: Lines>(
+    g: &Global,
+    name: &str,
+    lines: &L,
+    opts: &ReaderOptions,
+    shared: &Shared,
+    count: usize,
+    window: usize,
+    range: &dyn Fn(usize) -> (u64, u64),
+    out: &mut dyn Write,
+    trace: &mut Trace,
+) -> Result<u64, BoxError> {
+    let mut fetch = Fetch {
+        shared,
+        window,
+        first: 0,
+        held: std::collections::VecDeque::new(),
+    };
+    // Where the sequential read stands: the next record's offset, `None`
+    // at the end of the input.
+    let mut pos = Some(0u64);
+    let mut progress = Progress::default();
+    let mut k = 0usize;
+    while let Some(p) = pos {
+        if k < count {
+            let (_, end) = range(k);
+            if p >= end {
+                // Verified output went past this chunk's start.
+                if fetch.release(k).start.is_some() {
+                    trace.false_starts += 1;
+                }
+                k += 1;
+                continue;
+            }
+            let c = fetch.get(k);
+            if c.ok && c.start == Some(p) {
+                out.write_all(&c.out)?;
+                let c = fetch.release(k);
+                // Its records' warnings, numbered as from the file's start.
+                let base = progress.next_number;
+                let warnings: Vec<warchest::Warning> = c
+                    .warnings
+                    .into_iter()
+                    .map(|mut w| {
+                        w.record = w.record.map(|r| r.saturating_add(base));
+                        w
+                    })
+                    .collect();
+                g.warnings(name, &warnings);
+                progress.next_number = base.saturating_add(c.progress.records);
+                progress.records += c.progress.records;
+                if c.progress.last.is_some() {
+                    progress.last = c.progress.last;
+                }
+                pos = c.crossing;
+                trace.used += 1;
+                k += 1;
+                continue;
+            }
+        }
+        // Sequentially from `p`, as `-j 1` reads, to the next verified
+        // chunk start or the end.
+        trace.sequential_runs += 1;
+        let before = progress.records;
+        let mut reader = resume(name, opts, p, progress)?;
+        let stopped = sequential(g, name, lines, &mut reader, out, &mut progress, |next| {
+            while k < count && range(k).1 <= next {
+                fetch.release(k);
+                k += 1;
+            }
+            if k >= count || range(k).0 > next {
+                return false;
+            }
+            let c = fetch.get(k);
+            c.ok && c.start == Some(next)
+        });
+        trace.sequential_records += progress.records - before;
+        pos = stopped?;
+    }
+    Ok(progress.records)
+}
+
+/// A reader in the state of a sequential read of `name` from its start
+/// that has just finished the record at `progress.last` (numbered
+/// `progress.next_number - 1`), the next one starting at `pos`; a reader from
+/// the start when no record was written. The record before is read again
+/// (warnings dropped: they were reported) so that the reader knows it, and
+/// records are numbered as from the start.
+fn resume(
+    name: &str,
+    opts: &ReaderOptions,
+    pos: u64,
+    progress: Progress,
+) -> Result<Reader<Decoder<File>>, BoxError> {
+    let from_start = || -> Result<Reader<Decoder<File>>, BoxError> {
+        let mut o = opts.clone();
+        o.decoder.threads = 1;
+        Ok(Reader::open_with(name, o)?)
+    };
+    let Some(last) = progress.last else {
+        return from_start();
+    };
+    let index = progress.next_number.saturating_sub(1);
+    let primed = open_at(Path::new(name), last, opts).ok().and_then(|mut r| {
+        if let Some(w) = r.as_warc() {
+            w.set_next_record_number(index);
+        }
+        let rec = r.next_record().ok()??;
+        if rec.location().offset != last {
+            return None;
+        }
+        let end = rec.finish().ok()?;
+        r.take_warnings();
+        (end.stored_len.and_then(|n| last.checked_add(n)) == Some(pos)).then_some(r)
+    });
+    if let Some(r) = primed {
+        return Ok(r);
+    }
+    // Anything unexpected: read from the start, dropping what was written,
+    // up to the same place.
+    let mut r = from_start()?;
+    loop {
+        match r.next_record() {
+            Ok(Some(rec)) => {
+                let at = rec.location().offset;
+                rec.finish()?;
+                if at >= last {
+                    break;
+                }
+            }
+            Ok(None) => break,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    r.take_warnings();
+    Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Offset and stored length of each record.
+    struct Offsets;
+
+    impl Lines for Offsets {
+        fn record<S: Source>(
+            &self,
+            rec: Record<'_, S>,
+            out: &mut Vec<u8>,
+        ) -> Result<RecordEnd, BoxError> {
+            let offset = rec.location().offset;
+            let end = rec.finish()?;
+            writeln!(out, "{offset} {:?} {}", end.stored_len, end.truncated)?;
+            Ok(end)
+        }
+    }
+
+    fn record(n: usize, body: &[u8]) -> Vec<u8> {
+        let mut v = format!(
+            "WARC/1.1\r\nWARC-Type: resource\r\nWARC-Record-ID: <urn:uuid:00000000-0000-0000-0000-{n:012}>\r\n\
+             WARC-Target-URI: http://example.com/{n}\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        v.extend_from_slice(body);
+        v.extend_from_slice(b"\r\n\r\n");
+        v
+    }
+
+    fn records(from: usize, count: usize) -> Vec<u8> {
+        (from..from + count)
+            .flat_map(|n| record(n, format!("body {n} {}", "x".repeat(n % 37)).as_bytes()))
+            .collect()
+    }
+
+    const G: Global = Global {
+        strict: false,
+        show_warnings: false,
+        quiet: true,
+    };
+
+    /// The sequential read's output and result, and the chunked read's
+    /// with its trace, of `data` in chunks of `chunk` bytes.
+    fn both(data: &[u8], chunk: u64) -> (Vec<u8>, bool, Vec<u8>, bool, Trace) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.warc");
+        std::fs::write(&path, data).unwrap();
+        let name = path.to_str().unwrap();
+        let opts = G.reader_options(name);
+        let mut seq = Vec::new();
+        let mut r = Reader::open_with(name, opts.clone()).unwrap();
+        let mut p = Progress::default();
+        let ok1 = sequential(&G, name, &Offsets, &mut r, &mut seq, &mut p, |_| false).is_ok();
+        let mut par = Vec::new();
+        let (res, trace) = read_traced(
+            &G,
+            name,
+            &Offsets,
+            &opts,
+            data.len() as u64,
+            chunk,
+            3,
+            &mut par,
+        );
+        if let Ok(n) = res {
+            assert_eq!(n, p.records);
+        }
+        (seq, ok1, par, res.is_ok(), trace)
+    }
+
+    #[test]
+    fn clean_file_uses_every_chunk_start() {
+        let data = records(0, 80);
+        let (seq, ok1, par, ok2, t) = both(&data, 700);
+        assert!(ok1 && ok2);
+        assert_eq!(String::from_utf8_lossy(&par), String::from_utf8_lossy(&seq));
+        assert_eq!(seq.iter().filter(|&&b| b == b'\n').count(), 80);
+        assert_eq!(t.sequential_runs, 0, "{t:?}");
+        assert!(t.used >= 10, "{t:?}");
+    }
+
+    #[test]
+    fn an_archived_warc_file_gives_false_starts_that_are_passed_over() {
+        let mut data = records(0, 3);
+        data.extend(record(100, &records(200, 30)));
+        data.extend(records(3, 3));
+        let (seq, _, par, _, t) = both(&data, 400);
+        assert_eq!(String::from_utf8_lossy(&par), String::from_utf8_lossy(&seq));
+        assert_eq!(seq.iter().filter(|&&b| b == b'\n').count(), 7);
+        assert!(t.false_starts >= 3, "{t:?}");
+    }
+
+    #[test]
+    fn damage_is_read_sequentially_and_chunks_used_again_after_it() {
+        // Junk between records.
+        let mut data = records(0, 20);
+        data.extend_from_slice(b"junk that is not a record\r\n");
+        data.extend(records(20, 40));
+        let (seq, _, par, _, t) = both(&data, 500);
+        assert_eq!(String::from_utf8_lossy(&par), String::from_utf8_lossy(&seq));
+        assert!(t.sequential_runs >= 1, "{t:?}");
+        assert!(t.used > t.chunks / 2, "{t:?}");
+        // A Content-Length too large by 7.
+        let mut data = records(0, 20);
+        let mut bad = record(20, b"a body of some length");
+        let at = bad.windows(4).position(|w| w == b": 21").unwrap();
+        bad[at + 2..at + 4].copy_from_slice(b"28");
+        data.extend(bad);
+        data.extend(records(21, 40));
+        let (seq, _, par, _, t) = both(&data, 500);
+        assert_eq!(String::from_utf8_lossy(&par), String::from_utf8_lossy(&seq));
+        assert!(t.sequential_runs >= 1, "{t:?}");
+        // A truncated last record.
+        let mut data = records(0, 30);
+        let last = record(30, &[b'z'; 300]);
+        data.extend_from_slice(&last[..200]);
+        let (seq, _, par, _, t) = both(&data, 500);
+        assert_eq!(String::from_utf8_lossy(&par), String::from_utf8_lossy(&seq));
+        assert!(seq.ends_with(b"true\n"));
+        assert!(t.sequential_runs >= 1, "{t:?}");
+    }
+
+    #[test]
+    fn strict_errors_stop_both_reads_alike() {
+        let mut data = records(0, 20);
+        data.extend_from_slice(b"junk\r\n");
+        data.extend(records(20, 20));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.warc");
+        std::fs::write(&path, &data).unwrap();
+        let name = path.to_str().unwrap();
+        let g = Global { strict: true, ..G };
+        let opts = g.reader_options(name);
+        let mut seq = Vec::new();
+        let mut r = Reader::open_with(name, opts.clone()).unwrap();
+        let e1 = sequential(
+            &g,
+            name,
+            &Offsets,
+            &mut r,
+            &mut seq,
+            &mut Progress::default(),
+            |_| false,
+        )
+        .unwrap_err()
+        .to_string();
+        let mut par = Vec::new();
+        let (res, _) = read_traced(
+            &g,
+            name,
+            &Offsets,
+            &opts,
+            data.len() as u64,
+            300,
+            2,
+            &mut par,
+        );
+        assert_eq!(res.unwrap_err().to_string(), e1);
+        assert_eq!(par, seq);
+    }
+
+    #[test]
+    fn chunk_sizes() {
+        assert_eq!(chunk_size(1 << 30, 1, None), None);
+        assert_eq!(chunk_size(MIN_FILE - 1, 4, None), None);
+        assert_eq!(chunk_size(MIN_FILE - 1, 4, Some(100)), Some(100));
+        assert_eq!(chunk_size(740 << 20, 2, None), Some(MAX_CHUNK));
+        assert_eq!(chunk_size(64 << 20, 4, None), Some(MIN_CHUNK));
+        assert_eq!(chunk_size(40 << 20, 2, None), Some(5 << 20));
+        assert_eq!(chunk_size(0, 4, Some(1)), None);
+        // The plan stays bounded whatever the knob says.
+        assert_eq!(chunk_size(1 << 40, 2, Some(1)), Some(1 << 20));
+    }
+}

@@ -1,0 +1,246 @@
+//! `ls -j N` of an uncompressed WARC file cut into chunks read on several
+//! threads (issue 20): stdout, stderr and exit status byte for byte those
+//! of `ls -j 1`, on every uncompressed fixture and on files made to fool
+//! the split (an archived WARC file as a payload) or damaged. The test knob
+//! `WARCHEST_PLAIN_CHUNK` forces tiny chunks so small files have many cuts;
+//! `WARCHEST_PLAIN_TRACE` names a file where each chunked read appends its
+//! counts (chunks used, false starts passed over, sequential runs).
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use super::common::{bin, fixture_files, run};
+
+/// `warchest FLAGS ls [--json] -j JOBS FILE`, chunks of `chunk` bytes.
+fn ls(
+    file: &Path,
+    flags: &[&str],
+    json: bool,
+    jobs: u32,
+    chunk: u64,
+    trace: &Path,
+) -> (i32, Vec<u8>, String) {
+    let mut cmd = bin();
+    cmd.args(flags).arg("ls");
+    if json {
+        cmd.arg("--json");
+    }
+    cmd.arg("-j")
+        .arg(jobs.to_string())
+        .arg(file)
+        .env("WARCHEST_PLAIN_CHUNK", chunk.to_string())
+        .env("WARCHEST_PLAIN_TRACE", trace);
+    run(&mut cmd)
+}
+
+/// Asserts `ls -j 4` equals `ls -j 1` on `file` for each chunk size: tab
+/// with `-w`, JSON with the summary line, and strict.
+fn same_as_one_thread(file: &Path, chunks: &[u64], trace: &Path) {
+    let modes: [(&[&str], bool); 3] = [(&["-w"], false), (&[], true), (&["--strict"], false)];
+    for (flags, json) in modes {
+        let one = ls(file, flags, json, 1, chunks[0], trace);
+        for &c in chunks {
+            let four = ls(file, flags, json, 4, c, trace);
+            assert_eq!(
+                (four.0, &four.2),
+                (one.0, &one.2),
+                "{} {flags:?} json {json} chunk {c}: status and stderr",
+                file.display()
+            );
+            assert!(
+                four.1 == one.1,
+                "{} {flags:?} json {json} chunk {c}: stdout differs:\n{}\n---\n{}",
+                file.display(),
+                String::from_utf8_lossy(&one.1),
+                String::from_utf8_lossy(&four.1)
+            );
+        }
+    }
+}
+
+/// The trace lines written so far, as (chunks, used, false starts,
+/// sequential runs).
+fn traces(trace: &Path) -> Vec<[u64; 4]> {
+    let text = std::fs::read_to_string(trace).unwrap_or_default();
+    text.lines()
+        .map(|l| {
+            let n: Vec<u64> = l
+                .split_whitespace()
+                .filter_map(|w| w.parse().ok())
+                .collect();
+            [n[0], n[1], n[2], n[3]]
+        })
+        .collect()
+}
+
+/// Every uncompressed fixture, and every gzip one decompressed into `dir`
+/// (what decompresses of a damaged one).
+fn plain_fixtures(dir: &Path) -> Vec<PathBuf> {
+    let mut v = fixture_files(&[".warc", ".arc", ".dat"]);
+    for gz in fixture_files(&[".warc.gz", ".warc.gz.bad", ".arc.gz"]) {
+        let mut bytes = Vec::new();
+        let f = std::fs::File::open(&gz).unwrap();
+        // A damaged member ends the bytes: the part before is kept.
+        let _ = flate2::read::MultiGzDecoder::new(f).read_to_end(&mut bytes);
+        if bytes.is_empty() {
+            continue;
+        }
+        let name = gz.file_name().unwrap().to_string_lossy().replace(".gz", "");
+        let sub = gz.parent().unwrap().file_name().unwrap().to_string_lossy();
+        let out = dir.join(format!("{sub}-{name}"));
+        std::fs::write(&out, bytes).unwrap();
+        v.push(out);
+    }
+    v
+}
+
+#[test]
+fn every_plain_fixture_lists_the_same_on_four_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace");
+    let files = plain_fixtures(dir.path());
+    assert!(files.len() >= 40, "{} fixtures", files.len());
+    for f in &files {
+        same_as_one_thread(f, &[61, 997], &trace);
+    }
+    let t = traces(&trace);
+    // The WARC files went through the chunks (ARC and Web InfoMall not),
+    // some chunks were used, and some files needed sequential reading.
+    assert!(t.len() >= 100, "{} chunked reads", t.len());
+    assert!(t.iter().any(|t| t[1] >= 5), "{t:?}");
+    assert!(t.iter().any(|t| t[3] >= 1), "{t:?}");
+}
+
+fn record(n: usize, body: &[u8]) -> Vec<u8> {
+    let mut v = format!(
+        "WARC/1.1\r\nWARC-Type: resource\r\n\
+         WARC-Record-ID: <urn:uuid:00000000-0000-0000-0000-{n:012}>\r\n\
+         WARC-Date: 2026-11-25T10:00:00Z\r\nWARC-Target-URI: http://example.com/{n}\r\n\
+         Content-Type: text/plain\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    v.extend_from_slice(body);
+    v.extend_from_slice(b"\r\n\r\n");
+    v
+}
+
+fn records(from: usize, count: usize) -> Vec<u8> {
+    (from..from + count)
+        .flat_map(|n| record(n, format!("body {n} {}", "x".repeat(n * 7 % 91)).as_bytes()))
+        .collect()
+}
+
+/// Writes `data` as `name` in `dir`, checks `-j 4` against `-j 1`, and
+/// returns the traces of the chunked reads.
+fn check_made(dir: &Path, name: &str, data: &[u8]) -> Vec<[u64; 4]> {
+    let file = dir.join(name);
+    std::fs::write(&file, data).unwrap();
+    let trace = dir.join(format!("{name}.trace"));
+    same_as_one_thread(&file, &[89, 640, 5000], &trace);
+    traces(&trace)
+}
+
+#[test]
+fn an_archived_warc_file_in_a_payload_does_not_fool_the_chunks() {
+    let dir = tempfile::tempdir().unwrap();
+    // A resource record holding an uncompressed WARC file of 40 records:
+    // cuts inside it find candidates that confirm (a chain of 8 records).
+    let mut data = records(0, 5);
+    data.extend(record(1000, &records(2000, 40)));
+    data.extend(records(5, 30));
+    // And one at the very end, so the false chain reaches the file's end.
+    data.extend(record(1001, &records(3000, 20)));
+    let t = check_made(dir.path(), "nested.warc", &data);
+    assert!(t.iter().any(|t| t[2] >= 5), "no false start seen: {t:?}");
+    assert!(t.iter().any(|t| t[1] >= 5), "{t:?}");
+    let out = bin()
+        .args(["ls", "-j", "4"])
+        .arg(dir.path().join("nested.warc"))
+        .env("WARCHEST_PLAIN_CHUNK", "300")
+        .output()
+        .unwrap();
+    assert_eq!(out.stdout.iter().filter(|&&b| b == b'\n').count(), 37);
+}
+
+#[test]
+fn damaged_files_are_read_on_from_the_damage_as_one_thread_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    // Junk between records.
+    let mut junk = records(0, 20);
+    junk.extend_from_slice(b"some bytes that are not a record\r\n\r\n");
+    junk.extend(records(20, 30));
+    // A Content-Length 9 bytes too long.
+    let mut long = records(0, 20);
+    let mut bad = record(20, b"a body of some length");
+    let at = bad.windows(4).position(|w| w == b": 21").unwrap();
+    bad[at + 2..at + 4].copy_from_slice(b"30");
+    long.extend(bad);
+    long.extend(records(21, 30));
+    // A Content-Length too short.
+    let mut short = records(0, 20);
+    let mut bad = record(20, b"a body of some length");
+    let at = bad.windows(4).position(|w| w == b": 21").unwrap();
+    bad[at + 2..at + 4].copy_from_slice(b"12");
+    short.extend(bad);
+    short.extend(records(21, 30));
+    // A truncated last record.
+    let mut cut = records(0, 40);
+    let last = record(40, &[b'z'; 500]);
+    cut.extend_from_slice(&last[..300]);
+    // Junk at the start.
+    let mut head = b"not a warc file at first\r\n".to_vec();
+    head.extend(records(0, 30));
+    for (name, data) in [
+        ("junk.warc", junk),
+        ("long.warc", long),
+        ("short.warc", short),
+        ("cut.warc", cut),
+        ("head.warc", head),
+    ] {
+        let t = check_made(dir.path(), name, &data);
+        assert!(
+            t.iter().any(|t| t[3] >= 1),
+            "{name}: no sequential run: {t:?}"
+        );
+        assert!(t.iter().any(|t| t[1] >= 2), "{name}: no chunk used: {t:?}");
+    }
+}
+
+#[test]
+fn records_with_their_own_warnings_are_still_read_in_chunks() {
+    let dir = tempfile::tempdir().unwrap();
+    // Every target URI in <...> (a recovery of each record, named by its
+    // number and id): the chunks carry the warnings, numbered from the
+    // start of the file by the main thread.
+    let data: Vec<u8> = records(0, 60)
+        .split(|&b| b == b'\n')
+        .map(|l| {
+            let mut l = l.to_vec();
+            if let Some(rest) = l.strip_prefix(b"WARC-Target-URI: ".as_slice()) {
+                let uri = rest.strip_suffix(b"\r").unwrap_or(rest).to_vec();
+                l = [b"WARC-Target-URI: <".as_slice(), &uri, b">\r"].concat();
+            }
+            l
+        })
+        .collect::<Vec<_>>()
+        .join(&b'\n');
+    let t = check_made(dir.path(), "bracketed.warc", &data);
+    // Lenient (tab with -w, then JSON; three chunk sizes each): no
+    // sequential run; strict (the last three) fails at the first record.
+    assert_eq!(t.len(), 9, "{t:?}");
+    assert!(t[..6].iter().all(|t| t[3] == 0 && t[1] >= 4), "{t:?}");
+    assert!(t[6..].iter().all(|t| t[1] == 0 && t[3] == 1), "{t:?}");
+    let out = bin()
+        .args(["-w", "ls", "-j", "4"])
+        .arg(dir.path().join("bracketed.warc"))
+        .env("WARCHEST_PLAIN_CHUNK", "500")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.matches("bracketed-uri").count(), 60, "{err}");
+    assert!(
+        err.contains("(record 59, <urn:uuid:00000000-0000-0000-0000-000000000059>)"),
+        "{err}"
+    );
+}
