@@ -293,12 +293,18 @@ struct Group {
 }
 
 /// A group is handed over once it holds this many messages...
-const GROUP: usize = 256;
+///
+/// With up to `QUEUE + 2` groups in flight and as many records kept in
+/// [`Spare`], this bounds the records alive at once (about 3 KiB each with
+/// header and probe): 256 records a group with 4 queued took 3 MiB more
+/// peak RSS, which the decoder's larger window (see `open_file`) needs.
+const GROUP: usize = 128;
 /// ...or its records' probes hold this many bytes.
-const GROUP_BYTES: usize = 1 << 20;
-/// Groups queued between the two threads: enough to keep both busy, few
+const GROUP_BYTES: usize = 1 << 19;
+/// Groups queued between the two threads: enough to keep both busy (the
+/// checking side takes a tenth of the reading side's time a record), few
 /// enough to bound memory (about `GROUP_BYTES` and a few headers each).
-const QUEUE: usize = 4;
+const QUEUE: usize = 2;
 
 /// Validates a WARC file read through `reader`.
 ///
@@ -446,6 +452,8 @@ impl Spare {
                 if r.probe.bytes.capacity() > SPARE_PROBE {
                     r.probe.bytes = Vec::new();
                 }
+                // Not reused: freed now rather than held while kept.
+                r.head = None;
                 self.records.push(r);
             }
         }
@@ -2195,8 +2203,15 @@ fn spare_keeps_boxes_and_small_buffers_within_bounds() {
         record(SPARE_PROBE + 1),
     ];
     msgs.extend((0..SPARE_RECORDS).map(|_| record(10)));
+    // A record with the HTTP head the digest check parsed.
+    if let Some(Msg::Record(r)) = msgs.first_mut() {
+        let (head, _) = HttpHead::parse(b"GET / HTTP/1.1\r\n\r\n").unwrap().unwrap();
+        r.head = Some(head);
+    }
     spare.keep(Group { msgs, bytes: 0 });
     assert_eq!(spare.records.len(), SPARE_RECORDS);
+    // Heads are not reused: none is held by a kept box.
+    assert!(spare.records.iter().all(|r| r.head.is_none()));
     assert_eq!(spare.msgs.len(), 1);
     assert!(spare.msgs[0].is_empty() && spare.msgs[0].capacity() >= SPARE_RECORDS);
     // The oversized buffer was freed, the small ones kept, emptied on reuse.
