@@ -131,7 +131,8 @@ pub struct Options {
     /// Threads one file's validation may use (0: one per core). With more
     /// than one, records are judged on a thread of their own while the
     /// file is read and digested, and the members of a gzip file given by
-    /// path are decoded ahead on the others.
+    /// path are decoded ahead as `check` decodes them (on `threads - 1`
+    /// threads and the reading one).
     pub threads: usize,
 }
 
@@ -497,8 +498,8 @@ impl Validator {
 
     /// Validates the source `src` (an object in a store, say), named `name`
     /// in findings: as [`Validator::validate_path`] does a file, a gzip
-    /// source is decoded ahead on `threads - 1` threads that read it at
-    /// offsets.
+    /// source is decoded ahead, as `check` decodes it, on threads that
+    /// read it at offsets.
     ///
     /// # Errors
     /// Reading failed (an I/O error); see [`Validator::validate_path`].
@@ -614,7 +615,7 @@ fn run_file<R: Read>(
 }
 
 /// A decoder over a file to validate. A gzip file is decoded ahead on
-/// `threads - 1` threads (the zstd frame walker, which must see every stored byte, has
+/// `threads` threads (the reading one among them; the zstd frame walker, which must see every stored byte, has
 /// nothing to watch there); any other file is read in order, as a stream.
 fn open_file(
     mut f: File,
@@ -625,12 +626,15 @@ fn open_file(
     let n = warchest::io::read_up_to(&mut f, &mut magic)?;
     f.seek(SeekFrom::Start(0))?;
     if threads > 1 && n == 2 && magic == [0x1f, 0x8b] {
-        // One thread judges records: the others decode. The reading thread
-        // (framing and digests, as `check`'s) is the slowest of them, so
-        // one decoding thread keeps up with it on 2 cores; with two (as
-        // `check -j 2` decodes) peak RSS was 70 MiB on the benchmark
-        // corpus, over the 64 MiB bound, against about 54 with one.
-        dopts.threads = threads - 1;
+        // Decoded as `check` decodes (`threads` jobs in flight and a
+        // pool of `threads - 1`), beside the thread that judges records:
+        // that one is light (a tenth of the CPU), and with `threads - 1`
+        // (half the jobs in flight on 2 cores) the reading thread, the
+        // critical one, ran more of the inflate jobs itself (0.1 s of CPU
+        // more on the benchmark corpus; see docs/performance.md, validate
+        // round six). Peak RSS stays under the 64 MiB bound because the
+        // hand-over holds fewer records (see `warc::GROUP`).
+        dopts.threads = threads;
         let shared = f.try_clone()?;
         let src = container::Observed::unwatched(f);
         return Ok(Decoder::new_seekable_threaded(src, Some(shared), dopts)?);
@@ -650,8 +654,8 @@ fn open_read_at(
     let n = warchest::io::read_up_to(&mut cur, &mut magic)?;
     cur.seek(SeekFrom::Start(0))?;
     if threads > 1 && n == 2 && magic == [0x1f, 0x8b] {
-        // As for a file (see there): one thread judges, one decodes.
-        dopts.threads = threads - 1;
+        // As for a file (see there): decoded as `check` decodes.
+        dopts.threads = threads;
         let obs = container::Observed::unwatched(cur);
         return Ok(Decoder::new_seekable_shared(obs, Some(src), dopts)?);
     }

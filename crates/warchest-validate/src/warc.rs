@@ -276,7 +276,8 @@ struct Started {
 struct ReadRecord {
     started: Started,
     check: RecordCheck,
-    /// The HTTP head the digest check parsed, if it did.
+    /// The HTTP head the digest check parsed, or else the one parsed from
+    /// the probe's bytes on the reading side ([`BlockProbe::parse_head`]).
     head: Option<HttpHead>,
     probe: BlockProbe,
     truncated: bool,
@@ -293,12 +294,18 @@ struct Group {
 }
 
 /// A group is handed over once it holds this many messages...
-const GROUP: usize = 256;
+///
+/// With up to `QUEUE + 2` groups in flight and as many records kept in
+/// [`Spare`], this bounds the records alive at once (about 3 KiB each with
+/// header and probe): 256 records a group with 4 queued took 3 MiB more
+/// peak RSS, which the decoder's larger window (see `open_file`) needs.
+const GROUP: usize = 128;
 /// ...or its records' probes hold this many bytes.
-const GROUP_BYTES: usize = 1 << 20;
-/// Groups queued between the two threads: enough to keep both busy, few
+const GROUP_BYTES: usize = 1 << 19;
+/// Groups queued between the two threads: enough to keep both busy (the
+/// checking side takes a tenth of the reading side's time a record), few
 /// enough to bound memory (about `GROUP_BYTES` and a few headers each).
-const QUEUE: usize = 4;
+const QUEUE: usize = 2;
 
 /// Validates a WARC file read through `reader`.
 ///
@@ -446,6 +453,8 @@ impl Spare {
                 if r.probe.bytes.capacity() > SPARE_PROBE {
                     r.probe.bytes = Vec::new();
                 }
+                // Not reused: freed now rather than held while kept.
+                r.head = None;
                 self.records.push(r);
             }
         }
@@ -580,7 +589,8 @@ fn read_records<R: Read>(
                 return stop(hand, e, w, out);
             }
         };
-        let (check, head) = checker.finish_with_head();
+        let (check, mut head) = checker.finish_with_head();
+        probe.parse_head(&mut head);
         let bytes = probe.bytes.capacity();
         let record = ReadRecord {
             started,
@@ -893,6 +903,23 @@ struct BlockProbe {
     mode: Probe,
     bytes: Vec<u8>,
     seen: u64,
+    /// How the kept bytes parsed as an HTTP head, when the reading side
+    /// parsed them (see [`BlockProbe::parse_head`]).
+    parsed: Parsed,
+}
+
+/// What [`HttpHead::parse`] made of an HTTP probe's bytes, when it gave no
+/// head (the head itself goes with the record).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Parsed {
+    /// Not parsed on the reading side: parsed when judged.
+    No,
+    /// The head parsed.
+    Head,
+    /// The end of the head is not in the bytes kept, or a limit was hit.
+    Unfinished,
+    /// The first line is neither a request nor a status line.
+    NotHttp,
 }
 
 #[derive(Debug)]
@@ -929,7 +956,30 @@ impl BlockProbe {
             mode,
             bytes,
             seen: 0,
+            parsed: Parsed::No,
         }
+    }
+
+    /// Parses the kept bytes of an HTTP block as its head, on the reading
+    /// side, when the digest check did not (`head` is `None`: requests,
+    /// which have no payload digest). The rules need the head of every
+    /// HTTP record; parsing it here rather than on the checking thread
+    /// balances the two cores (with `-j 2` the checking thread shares one
+    /// with the decoding pool, and that pair was the longer). The result
+    /// is what [`BlockProbe::finish`] would have parsed.
+    fn parse_head(&mut self, head: &mut Option<HttpHead>) {
+        if head.is_some() || self.seen == 0 || !matches!(self.mode, Probe::Http { .. }) {
+            return;
+        }
+        self.parsed = match HttpHead::parse(&self.bytes) {
+            Ok(Some((h, _))) => {
+                *head = Some(h);
+                Parsed::Head
+            }
+            Ok(None) => Parsed::Unfinished,
+            Err(HttpError::NotHttp) => Parsed::NotHttp,
+            Err(_) => Parsed::Unfinished,
+        };
     }
 
     fn update(&mut self, buf: &[u8]) {
@@ -997,11 +1047,15 @@ impl BlockProbe {
             return;
         }
         let parsed_here;
-        let parsed = match head {
-            Some(head) => Ok(Some(head)),
+        let parsed = match (head, self.parsed) {
+            (Some(head), _) => Ok(Some(head)),
+            // Parsed on the reading side, with no head.
+            (None, Parsed::NotHttp) => Err(true),
+            (None, Parsed::Unfinished | Parsed::Head) => Ok(None),
             // Heads the digest check did not parse (requests: they have no
-            // payload digest) are parsed here, from the probe's bytes.
-            None => {
+            // payload digest) and the reading side did not either are
+            // parsed here, from the probe's bytes.
+            (None, Parsed::No) => {
                 parsed_here = HttpHead::parse(&self.bytes);
                 match &parsed_here {
                     Ok(o) => Ok(o.as_ref().map(|(h, _)| h)),
@@ -2195,8 +2249,15 @@ fn spare_keeps_boxes_and_small_buffers_within_bounds() {
         record(SPARE_PROBE + 1),
     ];
     msgs.extend((0..SPARE_RECORDS).map(|_| record(10)));
+    // A record with the HTTP head the digest check parsed.
+    if let Some(Msg::Record(r)) = msgs.first_mut() {
+        let (head, _) = HttpHead::parse(b"GET / HTTP/1.1\r\n\r\n").unwrap().unwrap();
+        r.head = Some(head);
+    }
     spare.keep(Group { msgs, bytes: 0 });
     assert_eq!(spare.records.len(), SPARE_RECORDS);
+    // Heads are not reused: none is held by a kept box.
+    assert!(spare.records.iter().all(|r| r.head.is_none()));
     assert_eq!(spare.msgs.len(), 1);
     assert!(spare.msgs[0].is_empty() && spare.msgs[0].capacity() >= SPARE_RECORDS);
     // The oversized buffer was freed, the small ones kept, emptied on reuse.
@@ -2221,4 +2282,58 @@ fn spare_keeps_boxes_and_small_buffers_within_bounds() {
         spare.keep(Group::default());
     }
     assert_eq!(spare.msgs.len(), QUEUE + 2);
+}
+
+#[test]
+fn head_parsed_on_the_reading_side_gives_the_same_findings() {
+    use warchest::fields::Fields;
+    let header = |t: &str| {
+        let raw = format!(
+            "WARC/1.1\r\nWARC-Type: {t}\r\nContent-Type: application/http; msgtype={t}\r\nContent-Length: 0\r\n\r\n"
+        );
+        let fields = Fields::parse(raw.into_bytes(), 10, false, 100, &mut Vec::new()).unwrap();
+        WarcHeader::from_fields(Version::V1_1, fields)
+    };
+    let long = format!("GET / HTTP/1.1\r\nX: {}\r\n\r\n", "a".repeat(HTTP_PROBE));
+    let blocks: [&[u8]; 9] = [
+        b"GET /a HTTP/1.1\r\nHost: a\r\n\r\n",
+        b"POST /a HTTP/1.1\r\nContent-Length: 3\r\n\r\nabcd",
+        b"POST /a HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabc",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nabc",
+        b"HTTP/1.1 204 No Content\r\n\r\nab",
+        b"hello world\r\n\r\n",
+        b"GET /a HTTP/1.1\r\nHost: a\r\n",
+        b"",
+        long.as_bytes(),
+    ];
+    let findings = |t: &str, block: &[u8], cut: usize, on_reading_side: bool| {
+        let h = header(t);
+        let mut probe = BlockProbe::for_header(&h, Vec::new());
+        assert!(matches!(probe.mode, Probe::Http { .. }));
+        let (a, b) = block.split_at(cut);
+        probe.update(a);
+        probe.update(b);
+        let mut head = None;
+        if on_reading_side {
+            probe.parse_head(&mut head);
+        }
+        let mut out = Batch::default();
+        probe.finish(&h, true, head.as_ref(), &At::offset(0), &mut out);
+        out.items
+            .into_iter()
+            .map(|(_, r, _, m)| (r.id, m))
+            .collect::<Vec<_>>()
+    };
+    let mut seen_findings = 0;
+    for t in ["request", "response"] {
+        for block in blocks {
+            for cut in [0, block.len() / 2, block.len()] {
+                let here = findings(t, block, cut, false);
+                assert_eq!(findings(t, block, cut, true), here, "{t} {cut} {block:?}");
+                seen_findings += here.len();
+            }
+        }
+    }
+    // The blocks are judged, not all passed: the comparison means something.
+    assert!(seen_findings > 10, "{seen_findings}");
 }
