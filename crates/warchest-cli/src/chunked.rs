@@ -746,6 +746,22 @@ mod tests {
         (seq, ok1, par, res.is_ok(), trace)
     }
 
+    /// `count` records, `junk` after the first `at` of them.
+    fn with_junk(count: usize, at: usize, junk: &[u8]) -> Vec<u8> {
+        let mut data = records(0, at);
+        data.extend_from_slice(junk);
+        data.extend(records(at, count - at));
+        data
+    }
+
+    /// Both reads of `data` give the same lines; the chunked read's trace
+    /// and its lines.
+    fn same(data: &[u8], chunk: u64) -> (Trace, Vec<u8>) {
+        let (seq, _, par, _, t) = both(data, chunk);
+        assert_eq!(String::from_utf8_lossy(&par), String::from_utf8_lossy(&seq));
+        (t, seq)
+    }
+
     #[test]
     fn clean_file_uses_every_chunk_start() {
         let data = records(0, 80);
@@ -762,8 +778,7 @@ mod tests {
         let mut data = records(0, 3);
         data.extend(record(100, &records(200, 30)));
         data.extend(records(3, 3));
-        let (seq, _, par, _, t) = both(&data, 400);
-        assert_eq!(String::from_utf8_lossy(&par), String::from_utf8_lossy(&seq));
+        let (t, seq) = same(&data, 400);
         assert_eq!(seq.iter().filter(|&&b| b == b'\n').count(), 7);
         assert!(t.false_starts >= 3, "{t:?}");
     }
@@ -771,11 +786,7 @@ mod tests {
     #[test]
     fn damage_is_read_sequentially_and_chunks_used_again_after_it() {
         // Junk between records.
-        let mut data = records(0, 20);
-        data.extend_from_slice(b"junk that is not a record\r\n");
-        data.extend(records(20, 40));
-        let (seq, _, par, _, t) = both(&data, 500);
-        assert_eq!(String::from_utf8_lossy(&par), String::from_utf8_lossy(&seq));
+        let (t, _) = same(&with_junk(60, 20, b"junk that is not a record\r\n"), 500);
         assert!(t.sequential_runs >= 1, "{t:?}");
         assert!(t.used > t.chunks / 2, "{t:?}");
         // A Content-Length too large by 7.
@@ -785,24 +796,20 @@ mod tests {
         bad[at + 2..at + 4].copy_from_slice(b"28");
         data.extend(bad);
         data.extend(records(21, 40));
-        let (seq, _, par, _, t) = both(&data, 500);
-        assert_eq!(String::from_utf8_lossy(&par), String::from_utf8_lossy(&seq));
+        let (t, _) = same(&data, 500);
         assert!(t.sequential_runs >= 1, "{t:?}");
         // A truncated last record.
         let mut data = records(0, 30);
         let last = record(30, &[b'z'; 300]);
         data.extend_from_slice(&last[..200]);
-        let (seq, _, par, _, t) = both(&data, 500);
-        assert_eq!(String::from_utf8_lossy(&par), String::from_utf8_lossy(&seq));
+        let (t, seq) = same(&data, 500);
         assert!(seq.ends_with(b"true\n"));
         assert!(t.sequential_runs >= 1, "{t:?}");
     }
 
     #[test]
     fn strict_errors_stop_both_reads_alike() {
-        let mut data = records(0, 20);
-        data.extend_from_slice(b"junk\r\n");
-        data.extend(records(20, 20));
+        let data = with_junk(40, 20, b"junk\r\n");
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.warc");
         std::fs::write(&path, &data).unwrap();

@@ -170,20 +170,19 @@ fn damaged_files_are_read_on_from_the_damage_as_one_thread_reads() {
     let mut junk = records(0, 20);
     junk.extend_from_slice(b"some bytes that are not a record\r\n\r\n");
     junk.extend(records(20, 30));
-    // A Content-Length 9 bytes too long.
-    let mut long = records(0, 20);
-    let mut bad = record(20, b"a body of some length");
-    let at = bad.windows(4).position(|w| w == b": 21").unwrap();
-    bad[at + 2..at + 4].copy_from_slice(b"30");
-    long.extend(bad);
-    long.extend(records(21, 30));
-    // A Content-Length too short.
-    let mut short = records(0, 20);
-    let mut bad = record(20, b"a body of some length");
-    let at = bad.windows(4).position(|w| w == b": 21").unwrap();
-    bad[at + 2..at + 4].copy_from_slice(b"12");
-    short.extend(bad);
-    short.extend(records(21, 30));
+    // 51 records, the 21st's Content-Length (21) declared as `length`.
+    let misdeclared = |length: &[u8; 2]| {
+        let mut data = records(0, 20);
+        let mut bad = record(20, b"a body of some length");
+        let at = bad.windows(4).position(|w| w == b": 21").unwrap();
+        bad[at + 2..at + 4].copy_from_slice(length);
+        data.extend(bad);
+        data.extend(records(21, 30));
+        data
+    };
+    // A Content-Length 9 bytes too long, and one too short.
+    let long = misdeclared(b"30");
+    let short = misdeclared(b"12");
     // A truncated last record.
     let mut cut = records(0, 40);
     let last = record(40, &[b'z'; 500]);
