@@ -468,13 +468,9 @@ fn replays_pages_with_rewritten_links_and_banner() {
     let miss = s.rget("/archive/2014/http://nowhere.example/");
     assert_eq!(miss.status, 404);
     assert!(miss.text().contains("no capture"));
-    let log = s.log();
-    assert!(
-        log.contains(&format!(
-            "access: GET /archive/{IANA_TS}/http://www.iana.org/ 200 from=archive"
-        )),
-        "{log}"
-    );
+    let line = format!("access: GET /archive/{IANA_TS}/http://www.iana.org/ 200 from=archive");
+    let log = s.log_with(&line);
+    assert!(log.contains(&line), "{log}");
 }
 
 fn cdx_offset(s: &Server, url: &str, ts: &str) -> String {
