@@ -151,12 +151,23 @@ fn knob() -> Option<u64> {
     std::env::var(CHUNK_KNOB).ok()?.trim().parse().ok()
 }
 
-/// The chunk size when `name` is a local, uncompressed WARC file (sniffed
-/// from its first bytes, not its name) worth reading on `threads`; `None`
-/// for anything else (standard input, URLs, WACZ members, compressed, ARC
-/// and Web InfoMall files, files that cannot be read), which the caller
-/// reads as before.
-pub fn plan(name: &str, threads: usize) -> Option<(u64, u64)> {
+/// How one file is read in chunks.
+#[derive(Debug, Clone, Copy)]
+pub struct Plan {
+    /// The file's size when planned.
+    pub len: u64,
+    /// Bytes a chunk.
+    pub chunk: u64,
+    /// Workers.
+    pub threads: usize,
+}
+
+/// The plan when `name` is a local, uncompressed WARC file (sniffed from
+/// its first bytes, not its name) worth reading on `threads`; `None` for
+/// anything else (standard input, URLs, WACZ members, compressed, ARC and
+/// Web InfoMall files, files that cannot be read), which the caller reads
+/// as before.
+pub fn plan(name: &str, threads: usize) -> Option<Plan> {
     if threads <= 1
         || name == "-"
         || crate::remote::is_remote(name)
@@ -177,7 +188,11 @@ pub fn plan(name: &str, threads: usize) -> Option<(u64, u64)> {
     if Codec::sniff(head).is_some() || Format::sniff(head).unwrap_or(Format::Warc) != Format::Warc {
         return None;
     }
-    Some((len, chunk))
+    Some(Plan {
+        len,
+        chunk,
+        threads,
+    })
 }
 
 /// What a worker found in one chunk.
@@ -363,26 +378,23 @@ struct Trace {
     sequential_records: u64,
 }
 
-/// Reads the uncompressed WARC file `name` (`len` bytes, see [`plan`]) in
-/// chunks of `chunk` bytes on `threads` workers, writing what
+/// Reads the uncompressed WARC file `name` as `plan` says (see [`plan`]),
+/// writing what
 /// [`sequential`] over the whole file would write, in the same order, with
 /// the same warnings, errors and outcome.
 ///
 /// # Errors
 /// As [`sequential`], and [`crate::input::NoRecords`] when the file holds
 /// no record.
-#[allow(clippy::too_many_arguments)]
 pub fn read<L: Lines>(
     g: &Global,
     name: &str,
     lines: &L,
     opts: &ReaderOptions,
-    len: u64,
-    chunk: u64,
-    threads: usize,
+    plan: Plan,
     out: &mut dyn Write,
 ) -> Result<(), BoxError> {
-    let (result, trace) = read_traced(g, name, lines, opts, len, chunk, threads, out);
+    let (result, trace) = read_traced(g, name, lines, opts, plan, out);
     if let Some(t) = std::env::var_os(TRACE_KNOB) {
         let line = format!(
             "chunks {} used {} false_starts {} sequential_runs {} sequential_records {}\n",
@@ -407,17 +419,19 @@ pub fn read<L: Lines>(
 
 /// [`read`] without the trace knob and the check for no records: the
 /// records written, and what was done.
-#[allow(clippy::too_many_arguments)]
 fn read_traced<L: Lines>(
     g: &Global,
     name: &str,
     lines: &L,
     opts: &ReaderOptions,
-    len: u64,
-    chunk: u64,
-    threads: usize,
+    plan: Plan,
     out: &mut dyn Write,
 ) -> (Result<u64, BoxError>, Trace) {
+    let Plan {
+        len,
+        chunk,
+        threads,
+    } = plan;
     let path = Path::new(name);
     let chunk = chunk.max(1);
     let count = usize::try_from(len.div_ceil(chunk)).unwrap_or(usize::MAX);
@@ -735,9 +749,11 @@ mod tests {
             name,
             &Offsets,
             &opts,
-            data.len() as u64,
-            chunk,
-            3,
+            Plan {
+                len: data.len() as u64,
+                chunk,
+                threads: 3,
+            },
             &mut par,
         );
         if let Ok(n) = res {
@@ -835,9 +851,11 @@ mod tests {
             name,
             &Offsets,
             &opts,
-            data.len() as u64,
-            300,
-            2,
+            Plan {
+                len: data.len() as u64,
+                chunk: 300,
+                threads: 2,
+            },
             &mut par,
         );
         assert_eq!(res.unwrap_err().to_string(), e1);

@@ -26,8 +26,10 @@ pub struct Args {
     /// JSON lines instead of tab-separated columns.
     #[arg(long)]
     json: bool,
-    /// Decode each file on N threads (default: one per core); the output
-    /// is the same whatever N is.
+    /// Read each file on N threads (default: one per core): a compressed
+    /// file's members are decoded on them, a local uncompressed WARC file
+    /// of 32 MiB or more is cut into chunks read on them. The output is
+    /// the same whatever N is.
     #[arg(short = 'j', long = "jobs", value_name = "N")]
     jobs: Option<usize>,
 }
@@ -149,9 +151,9 @@ fn list(
     let lines = Ls { name, json };
     // A local uncompressed WARC file is cut into chunks read on the
     // threads (the output is verified to be the sequential read's).
-    if let Some((len, chunk)) = chunked::plan(name, threads) {
+    if let Some(plan) = chunked::plan(name, threads) {
         let opts = g.reader_options(name);
-        chunked::read(g, name, &lines, &opts, len, chunk, threads, out)?;
+        chunked::read(g, name, &lines, &opts, plan, out)?;
         return Ok(Outcome::Ok);
     }
     let mut opts = g.reader_options(name);

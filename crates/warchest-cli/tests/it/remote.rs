@@ -464,6 +464,19 @@ fn serve_file(path: &Path, db: &Path) -> crate::serve::Server {
 
 /// `warchest serve` of `paths` with `env` (a server's) and short remote
 /// timeouts, its index in `db`, no polling.
+/// The stored bytes of the records that CDXJ `lines` list in `file`, in
+/// the lines' order: what `fetch` writes after its warcinfo.
+fn indexed_bytes(file: &Path, lines: &[String]) -> Vec<u8> {
+    let data = std::fs::read(file).unwrap();
+    let mut want = Vec::new();
+    for l in lines {
+        let v: serde_json::Value = serde_json::from_str(l.splitn(3, ' ').nth(2).unwrap()).unwrap();
+        let n = |k: &str| v[k].as_str().unwrap().parse::<usize>().unwrap();
+        want.extend_from_slice(&data[n("offset")..n("offset") + n("length")]);
+    }
+    want
+}
+
 fn serve_env(env: &[(&'static str, String)], paths: &[&str], db: &Path) -> crate::serve::Server {
     let mut cmd = bin();
     cmd.arg("serve")
@@ -781,13 +794,7 @@ fn fetch_coalesces_neighbouring_records_into_fewer_requests_with_the_same_bytes(
     assert!(err0.contains(&format!("with {gets0} requests")), "{err0}");
     assert!(err.contains("with 1 requests"), "{err}");
     // The stored records, in the index's order, after the warcinfo.
-    let data = std::fs::read(&src).unwrap();
-    let mut want = Vec::new();
-    for l in &lines {
-        let v: serde_json::Value = serde_json::from_str(l.splitn(3, ' ').nth(2).unwrap()).unwrap();
-        let n = |k: &str| v[k].as_str().unwrap().parse::<usize>().unwrap();
-        want.extend_from_slice(&data[n("offset")..n("offset") + n("length")]);
-    }
+    let want = indexed_bytes(&src, &lines);
     assert!(one_by_one.ends_with(&want), "--max-gap 0 output differs");
     assert!(merged.ends_with(&want), "coalesced output differs");
     let (rc, ls, err) = run_env(
@@ -957,13 +964,7 @@ fn fetch_and_serve_read_a_gzip_index_as_the_plain_one() {
     );
     // The stored records, in the index's order: what every fetch writes
     // after its warcinfo (which names the index, so differs).
-    let data = std::fs::read(&src).unwrap();
-    let mut want = Vec::new();
-    for l in &lines {
-        let v: serde_json::Value = serde_json::from_str(l.splitn(3, ' ').nth(2).unwrap()).unwrap();
-        let n = |k: &str| v[k].as_str().unwrap().parse::<usize>().unwrap();
-        want.extend_from_slice(&data[n("offset")..n("offset") + n("length")]);
-    }
+    let want = indexed_bytes(&src, &lines);
     let local_dir = format!("{}/", tmp.path().display());
     let fetch = |index: String, out: &str| {
         let out = tmp.path().join(out);
