@@ -89,7 +89,7 @@ pub struct CdxjLine {
     pub urlkey: String,
     /// The 14-digit timestamp.
     pub timestamp: String,
-    /// The `url` field.
+    /// The `url` field (empty when the line has none).
     pub url: String,
     /// The `filename` field.
     pub filename: String,
@@ -103,29 +103,37 @@ pub struct CdxjLine {
 
 impl CdxjLine {
     /// Parses `urlkey timestamp {json}`; `None` when it is not that, or
-    /// the JSON lacks `url`, `filename` or `offset`. Values may be strings
-    /// or numbers (pywb writes strings).
+    /// the JSON lacks `filename` or `offset`. Values may be strings or
+    /// numbers (pywb writes strings).
     pub fn parse(line: &[u8]) -> Option<CdxjLine> {
         let line = std::str::from_utf8(line).ok()?.trim_end();
         let (urlkey, rest) = line.split_once(' ')?;
         let (timestamp, json) = rest.split_once(' ')?;
         let json: serde_json::Map<String, serde_json::Value> = serde_json::from_str(json).ok()?;
-        let text = |k: &str| -> Option<String> {
-            match json.get(k)? {
-                serde_json::Value::String(s) => Some(s.clone()),
-                serde_json::Value::Number(n) => Some(n.to_string()),
-                _ => None,
-            }
-        };
+        let text = |k: &str| value_text(json.get(k)?);
         Some(CdxjLine {
             urlkey: urlkey.to_string(),
             timestamp: timestamp.to_string(),
-            url: text("url")?,
+            url: text("url").unwrap_or_default(),
             filename: text("filename")?,
             offset: text("offset")?.trim().parse().ok()?,
             length: text("length").and_then(|l| l.trim().parse().ok()),
             json,
         })
+    }
+
+    /// A field of the JSON block as text: a string as it is, a number as
+    /// written; `None` when absent or of another kind.
+    pub fn text(&self, name: &str) -> Option<String> {
+        value_text(self.json.get(name)?)
+    }
+}
+
+fn value_text(v: &serde_json::Value) -> Option<String> {
+    match v {
+        serde_json::Value::String(s) => Some(s.clone()),
+        serde_json::Value::Number(n) => Some(n.to_string()),
+        _ => None,
     }
 }
 
@@ -241,6 +249,14 @@ mod tests {
         assert!(CdxjLine::parse(b"com,example)/ 2014 not json").is_none());
         assert!(CdxjLine::parse(b"k 2014 {\"url\": \"u\", \"offset\": 1}").is_none());
         assert!(CdxjLine::parse(b"k 2014 {\"url\": \"u\", \"filename\": \"f\"}").is_none());
+        // A line without `url` still locates its record (fetch reads it).
+        let l = CdxjLine::parse(b"k 2014 {\"filename\": \"f\", \"offset\": 3, \"status\": 200, \"mime\": \"text/html\", \"x\": [1]}").unwrap();
+        assert_eq!((l.url.as_str(), l.offset), ("", 3));
+        // Fields as text, numbers as written.
+        assert_eq!(l.text("status").as_deref(), Some("200"));
+        assert_eq!(l.text("mime").as_deref(), Some("text/html"));
+        assert_eq!(l.text("x"), None);
+        assert_eq!(l.text("none"), None);
     }
 
     #[test]

@@ -234,23 +234,53 @@ pub(crate) async fn next_piece(
 /// The bytes of one range as the body's pieces arrived: kept as they are,
 /// not joined, so that a scan costs no copy of each block into one buffer
 /// (nor the page faults of a fresh buffer per block). Readers copy out of
-/// it at any offset ([`Pieces::copy_at`]).
+/// it at any offset ([`Pieces::copy_at`]). Pieces smaller than
+/// [`SMALL_PIECE`] are copied together into parts of about that size, so
+/// that a server sending tiny pieces costs no bookkeeping per piece (nor
+/// holds the larger buffers they were cut from).
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Pieces {
     parts: Vec<Bytes>,
     /// Where each part starts in the range.
     starts: Vec<u64>,
+    /// Small pieces not yet made a part; they start at `tail_start`.
+    tail: BytesMut,
+    tail_start: u64,
     len: u64,
 }
 
+/// Pieces under this size are joined into parts of about this size.
+const SMALL_PIECE: usize = 16 * 1024;
+
 impl Pieces {
+    /// Appends a piece of the body.
     pub(crate) fn push(&mut self, b: Bytes) {
         if b.is_empty() {
             return;
         }
+        if b.len() < SMALL_PIECE {
+            if self.tail.is_empty() {
+                self.tail_start = self.len;
+            }
+            self.tail.extend_from_slice(&b);
+            self.len += b.len() as u64;
+            if self.tail.len() >= SMALL_PIECE {
+                self.seal();
+            }
+            return;
+        }
+        self.seal();
         self.starts.push(self.len);
         self.len += b.len() as u64;
         self.parts.push(b);
+    }
+
+    /// Makes the small pieces held in `tail` a part.
+    fn seal(&mut self) {
+        if !self.tail.is_empty() {
+            self.starts.push(self.tail_start);
+            self.parts.push(self.tail.split().freeze());
+        }
     }
 
     /// The bytes held.
@@ -264,10 +294,15 @@ impl Pieces {
         if pos >= self.len {
             return 0;
         }
-        // The part holding `pos`: the last one starting at or before it.
-        let mut i = self.starts.partition_point(|&s| s <= pos) - 1;
         let mut n = 0;
-        while n < buf.len() && i < self.parts.len() {
+        let sealed = if self.tail.is_empty() {
+            self.len
+        } else {
+            self.tail_start
+        };
+        // The part holding `pos`: the last one starting at or before it.
+        let mut i = self.starts.partition_point(|&s| s <= pos).saturating_sub(1);
+        while pos < sealed && n < buf.len() && i < self.parts.len() {
             let part = &self.parts[i];
             let at = (pos - self.starts[i]) as usize;
             let k = (buf.len() - n).min(part.len() - at);
@@ -276,12 +311,19 @@ impl Pieces {
             pos += k as u64;
             i += 1;
         }
+        if n < buf.len() && pos >= sealed && !self.tail.is_empty() {
+            let at = (pos - self.tail_start) as usize;
+            let k = (buf.len() - n).min(self.tail.len() - at);
+            buf[n..n + k].copy_from_slice(&self.tail[at..at + k]);
+            n += k;
+        }
         n
     }
 
     /// The bytes as one buffer: the one part itself when the body came in
     /// one piece, else joined (a copy).
     pub(crate) fn into_bytes(mut self) -> Bytes {
+        self.seal();
         match self.parts.len() {
             0 => Bytes::new(),
             1 => self.parts.pop().unwrap_or_default(),
@@ -502,5 +544,36 @@ mod tests {
         one.push(Bytes::from_static(b"xy"));
         assert_eq!(&one.into_bytes()[..], b"xy");
         assert!(Pieces::default().into_bytes().is_empty());
+    }
+
+    /// Tiny pieces are joined into parts of about `SMALL_PIECE` bytes,
+    /// large ones kept as they are; the bytes read the same from anywhere.
+    #[test]
+    fn small_pieces_are_joined() {
+        let big = SMALL_PIECE * 2;
+        let all: Vec<u8> = (0..SMALL_PIECE * 5 + 7).map(|i| (i % 251) as u8).collect();
+        let mut p = Pieces::default();
+        // One byte at a time, then a large piece, then one byte at a time.
+        let (a, rest) = all.split_at(SMALL_PIECE + 100);
+        let (b, c) = rest.split_at(big);
+        for &x in a {
+            p.push(Bytes::copy_from_slice(&[x]));
+        }
+        p.push(Bytes::copy_from_slice(b));
+        for &x in c {
+            p.push(Bytes::copy_from_slice(&[x]));
+        }
+        assert_eq!(p.len(), all.len() as u64);
+        assert!(p.parts.len() <= 6, "{} parts", p.parts.len());
+        for pos in (0..all.len() as u64 + 2).step_by(997) {
+            for n in [0, 1, 5000, SMALL_PIECE * 3] {
+                let mut buf = vec![0u8; n];
+                let k = p.copy_at(pos, &mut buf);
+                let from = (pos as usize).min(all.len());
+                let want = &all[from..(from + n).min(all.len())];
+                assert_eq!(&buf[..k], want, "at {pos}, {n} bytes");
+            }
+        }
+        assert!(p.into_bytes() == all);
     }
 }

@@ -889,10 +889,17 @@ impl Store {
             remote::Streamed::open(url, 0, ix.data_start, ix.compressed_size).map_err(named)?;
         // WACZ writers deflate the index in the ZIP (inflated with flate2,
         // the zip crate's own inflater); the archive files are stored.
+        // The bytes inflated are counted: a cut deflate stream can end
+        // without an error, so the count is checked against the size the
+        // ZIP gives.
+        let inflated = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
         let raw: Box<dyn Read + Send> = if ix.stored {
             Box::new(raw)
         } else {
-            Box::new(flate2::read::DeflateDecoder::new(raw))
+            Box::new(Counted {
+                inner: flate2::read::DeflateDecoder::new(raw),
+                n: inflated.clone(),
+            })
         };
         let mut r = warchest_index::text::open(raw, &what).map_err(named)?;
         // The sources of the members to index, by the name index lines give
@@ -937,16 +944,22 @@ impl Store {
         let mut batch: Vec<Vec<Entry>> = vec![Vec::new(); srcs.len()];
         let mut counts = vec![0u64; srcs.len()];
         let mut outside = 0u64;
+        let mut bad = 0u64;
         let mut line = Vec::new();
         let mut number = 0u64;
         // Lines are bounded: a corrupt index cannot exhaust memory.
         while warchest_index::text::next_line(&mut r, &mut line, &mut number)
             .map_err(|e| Error::from(e).in_file(Path::new(&what)))?
         {
-            // Other lines: not CDXJ, or of a member indexed already.
+            // A line that is not CDXJ (blank lines and `!` comment lines
+            // aside) makes the index unreliable: its members are scanned.
             let Some(l) = wacz::CdxjLine::parse(&line) else {
+                if !line.trim_ascii().is_empty() && !line.starts_with(b"!") {
+                    bad += 1;
+                }
                 continue;
             };
+            // Lines of a member indexed already are passed over.
             let Some(&k) = by_name.get(&l.filename) else {
                 continue;
             };
@@ -959,6 +972,24 @@ impl Store {
                 counts[k] += self.insert(srcs[k].0.id, &batch[k])?;
                 batch[k].clear();
             }
+        }
+        let inflated = inflated.load(std::sync::atomic::Ordering::Relaxed);
+        if !ix.stored && inflated != ix.size {
+            return Err(Error::from(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!(
+                    "inflated to {inflated} bytes where the ZIP says {}",
+                    ix.size
+                ),
+            ))
+            .in_file(Path::new(&what)));
+        }
+        if bad > 0 {
+            return Err(Error::from(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("{bad} lines are not CDXJ"),
+            ))
+            .in_file(Path::new(&what)));
         }
         if outside > 0 {
             report.warnings.push(format!(
@@ -1446,7 +1477,7 @@ fn pad_up(ts: &str) -> String {
 /// (`warc/revisit`, as the indexer writes it), anything else is taken for a
 /// response.
 fn entry_of_line(l: &wacz::CdxjLine, filename: String) -> Entry {
-    let text = |k: &str| l.json.get(k).and_then(|v| v.as_str()).map(str::to_owned);
+    let text = |k: &str| l.text(k);
     let mime = text("mime");
     let status = text("status");
     let record_type = record_type_of_line(mime.as_deref(), status.is_some());
@@ -1467,6 +1498,23 @@ fn entry_of_line(l: &wacz::CdxjLine, filename: String) -> Entry {
             .map(|v| v.as_str().map(str::to_owned)),
         record_type: Some(record_type.into()),
         ..Entry::default()
+    }
+}
+
+/// A reader that counts the bytes read through it.
+#[cfg(feature = "remote")]
+struct Counted<R> {
+    inner: R,
+    n: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+#[cfg(feature = "remote")]
+impl<R: std::io::Read> std::io::Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let k = self.inner.read(buf)?;
+        self.n
+            .fetch_add(k as u64, std::sync::atomic::Ordering::Relaxed);
+        Ok(k)
     }
 }
 

@@ -442,6 +442,11 @@ const SPARE_RECORDS: usize = GROUP * (QUEUE + 2);
 /// A probe buffer larger than this is freed rather than kept, so that the
 /// spare records hold at most `SPARE_RECORDS` times this many bytes.
 const SPARE_PROBE: usize = 4 * 1024;
+/// A record whose header block is larger than this is not kept at all
+/// (its header, up to `max_header_block`, would be held with the box
+/// until reused), so that kept boxes hold at most `SPARE_RECORDS` times
+/// this many header bytes.
+const SPARE_HEADER: usize = 8 * 1024;
 
 impl Spare {
     /// Keeps what `group` holds for reuse, up to the bounds above.
@@ -450,11 +455,15 @@ impl Spare {
             if let Msg::Record(mut r) = msg
                 && self.records.len() < SPARE_RECORDS
             {
+                if r.started.header.as_bytes().len() > SPARE_HEADER {
+                    continue;
+                }
                 if r.probe.bytes.capacity() > SPARE_PROBE {
                     r.probe.bytes = Vec::new();
                 }
                 // Not reused: freed now rather than held while kept.
                 r.head = None;
+                r.warnings = Vec::new();
                 self.records.push(r);
             }
         }
@@ -657,7 +666,7 @@ impl Checking<'_> {
 
     /// Judges the group's messages. They are read, not consumed: the group
     /// goes back to the reading side, which made its allocations, to be
-    /// freed or reused there (see [`Recycler`]).
+    /// freed or reused there (see [`Spare`]).
     fn group(&mut self, group: &Group) {
         let mut out = self.batch();
         for msg in &group.msgs {
@@ -2254,8 +2263,22 @@ fn spare_keeps_boxes_and_small_buffers_within_bounds() {
         let (head, _) = HttpHead::parse(b"GET / HTTP/1.1\r\n\r\n").unwrap().unwrap();
         r.head = Some(head);
     }
+    // A record with a large header block: not kept.
+    if let Some(Msg::Record(r)) = msgs.get_mut(3) {
+        let mut raw = b"WARC/1.1\r\nX-Big: ".to_vec();
+        raw.extend(std::iter::repeat_n(b'x', SPARE_HEADER));
+        raw.extend_from_slice(b"\r\n\r\n");
+        let fields = Fields::parse(raw, 10, false, 100, &mut Vec::new()).unwrap();
+        r.started.header = WarcHeader::from_fields(Version::V1_1, fields);
+    }
     spare.keep(Group { msgs, bytes: 0 });
     assert_eq!(spare.records.len(), SPARE_RECORDS);
+    assert!(
+        spare
+            .records
+            .iter()
+            .all(|r| r.started.header.as_bytes().len() <= SPARE_HEADER)
+    );
     // Heads are not reused: none is held by a kept box.
     assert!(spare.records.iter().all(|r| r.head.is_none()));
     assert_eq!(spare.msgs.len(), 1);

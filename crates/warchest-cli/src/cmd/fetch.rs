@@ -98,11 +98,7 @@ pub struct Entry {
 /// [`CdxjLine`](warchest_index::text::CdxjLine), with a length required.
 fn parse_cdxj(line: &str) -> Option<Entry> {
     let l = warchest_index::text::CdxjLine::parse(line.as_bytes())?;
-    let text = |k: &str| match l.json.get(k) {
-        Some(serde_json::Value::String(s)) => s.trim().to_string(),
-        Some(serde_json::Value::Number(n)) => n.to_string(),
-        _ => String::new(),
-    };
+    let text = |k: &str| l.text(k).map(|s| s.trim().to_string()).unwrap_or_default();
     Some(Entry {
         mime: text("mime"),
         status: text("status").parse().ok(),

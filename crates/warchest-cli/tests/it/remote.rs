@@ -1080,6 +1080,14 @@ fn serve_of_a_wacz_by_url_uses_its_own_index_with_far_fewer_requests() {
         &tmp.path().join("cut.wacz"),
         &[("indexes/index.cdx.gz", &gz[..gz.len() * 2 / 3])],
     );
+    // And with a line of its index that is not CDXJ.
+    let mut garbled = lines.join("\n").into_bytes();
+    garbled.extend_from_slice(b"\nthis is not an index line\n");
+    rezip(
+        &wacz,
+        &tmp.path().join("garbled.wacz"),
+        &[("indexes/index.cdxj", &garbled)],
+    );
     let srv = RangeServer::start(tmp.path(), 5.0);
     let local = serve_file(&wacz, &tmp.path().join("l.redb"));
     // Small ranges, so that a scan's requests show against the index's
@@ -1090,7 +1098,13 @@ fn serve_of_a_wacz_by_url_uses_its_own_index_with_far_fewer_requests() {
     ];
     let mut gets = Vec::new();
     let mut servers = Vec::new();
-    for name in ["cdxj.wacz", "gz.wacz", "none.wacz", "cut.wacz"] {
+    for name in [
+        "cdxj.wacz",
+        "gz.wacz",
+        "none.wacz",
+        "cut.wacz",
+        "garbled.wacz",
+    ] {
         srv.reset_count();
         let s = serve_env(
             &small,
@@ -1100,7 +1114,7 @@ fn serve_of_a_wacz_by_url_uses_its_own_index_with_far_fewer_requests() {
         gets.push(srv.count().0);
         servers.push((name, s));
     }
-    eprintln!("GETs to index cdxj.wacz, gz.wacz, none.wacz, cut.wacz: {gets:?}");
+    eprintln!("GETs to index cdxj.wacz, gz.wacz, none.wacz, cut.wacz, garbled.wacz: {gets:?}");
     let size = std::fs::metadata(&iana).unwrap().len() + std::fs::metadata(&example).unwrap().len();
     // A scan reads every byte of the archive files in 16 KiB ranges; the
     // index is one range request, besides the ZIP directory's few.
@@ -1117,6 +1131,13 @@ fn serve_of_a_wacz_by_url_uses_its_own_index_with_far_fewer_requests() {
     );
     let log = servers[2].1.log_with("no indexes/index.cdxj");
     assert!(log.contains("no indexes/index.cdxj"), "{log}");
+    // An index with a line that is not CDXJ is not trusted either.
+    assert!(gets[4] >= gets[2], "{gets:?}");
+    let log = servers[4].1.log_with("scanned");
+    assert!(
+        log.contains("index.cdxj is not used") && log.contains("1 lines are not CDXJ"),
+        "{log}"
+    );
 
     // The same CDX API answers and captures, whichever way indexed (the
     // WACZ's name aside).

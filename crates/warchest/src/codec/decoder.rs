@@ -23,9 +23,8 @@ use crate::{Warning, WarningKind};
 use std::io::{self, Read};
 use std::sync::Arc;
 
-use super::gzip_member::FAST_OUTPUT;
 #[cfg(test)]
-use super::gzip_member::FAST_OUTPUT_ALONE;
+use super::gzip_member::FAST_OUTPUT;
 
 /// Smallest input buffer: every fixed-size header we probe (LZ4 frame
 /// header, zstd frame header and first block header) fits in it.
@@ -491,10 +490,6 @@ impl<R: Read + io::Seek> Decoder<R> {
             };
             if d.start_offset == d.input.inner_origin {
                 d.par = super::parallel::Engine::new(f, len, threads, &opts).map(Box::new);
-                if d.par.is_some() {
-                    // The jobs' buffers share the memory bound.
-                    d.gzip.set_fast_max(FAST_OUTPUT);
-                }
             }
         }
         Ok(d)
@@ -1621,8 +1616,8 @@ mod tests {
 
     /// A member of 14 MiB is inflated whole by a decoder alone (one
     /// `fill_buf` gives all of it: the whole-member attempt took it, no
-    /// second inflate), and streamed under the smaller bound of a decoder
-    /// with threads.
+    /// second inflate), and streamed under a smaller bound
+    /// (`set_fast_max`).
     #[test]
     fn large_members_are_inflated_whole_when_memory_allows() {
         let data: Vec<u8> = (0..14usize << 20)
@@ -1631,7 +1626,7 @@ mod tests {
         let mut e = GzEncoder::new(Vec::new(), Compression::fast());
         e.write_all(&data).unwrap();
         let file = e.finish().unwrap();
-        // A bound below the member's size (a job's) streams it.
+        // A bound below the member's 14 MiB streams it.
         for (max, whole) in [(None, true), (Some(12 << 20), false)] {
             let mut d = Decoder::new(&file[..], DecoderOptions::default());
             if let Some(n) = max {
@@ -1679,10 +1674,10 @@ mod tests {
         }
         assert_eq!(total, 1 << 30);
         assert_eq!(d.member_end(), Some(file.len() as u64));
-        // The whole-member attempt may use up to FAST_OUTPUT_ALONE; no more.
-        assert!(biggest <= FAST_OUTPUT_ALONE);
+        // The whole-member attempt may use up to FAST_OUTPUT; no more.
+        assert!(biggest <= FAST_OUTPUT);
         let (inb, outb) = d.buffer_sizes();
-        assert!(inb <= 1 << 20 && outb <= FAST_OUTPUT_ALONE, "{inb} {outb}");
+        assert!(inb <= 1 << 20 && outb <= FAST_OUTPUT, "{inb} {outb}");
         let t = d.gzip_trailer().expect("trailer read");
         assert!(t.is_ok() && t.computed_isize == 1 << 30, "{t:?}");
         let mut w = Vec::new();

@@ -15,19 +15,16 @@ pub(super) const OUT_SIZE: usize = 256 * 1024;
 /// Input buffered for a whole-member libdeflate attempt (at most half the
 /// input buffer).
 const FAST_INPUT: usize = 256 * 1024;
-/// Largest output of a whole-member attempt by the reading thread of a
-/// decoder with threads; bigger members stream. Large records (the
-/// corpus's search indexes, 1-15 MiB) are worth inflating whole, as
-/// streaming costs more, and the reading thread decodes them while the
-/// jobs wait: the same 16 MiB as alone, the buffer given back as soon as
-/// the jobs serve the next member, so that it and the job buffers' peak
-/// do not add up (docs/performance.md, "gzip, round four").
-pub(super) const FAST_OUTPUT: usize = 16 * 1024 * 1024;
-/// The same for a decoder working alone (no job buffers beside it): a
+/// Largest output of a whole-member attempt; bigger members stream. A
 /// member that misses the attempt is inflated twice (the attempt is lost),
-/// so the larger the better while memory allows; 16 MiB takes the corpus's
-/// largest record whole (docs/performance.md, "gzip, round three").
-pub(super) const FAST_OUTPUT_ALONE: usize = 16 * 1024 * 1024;
+/// and large records (the corpus's search indexes, 1-15 MiB) are worth
+/// inflating whole, as streaming costs more: 16 MiB takes the corpus's
+/// largest record whole (docs/performance.md, "gzip, round three"). With
+/// threads the reading thread inflates such a member while the jobs decode
+/// ahead; its buffer is given back as soon as the jobs serve the next
+/// member, and the peak of both stayed under the 64 MiB bound
+/// (docs/performance.md, "gzip, round four").
+pub(super) const FAST_OUTPUT: usize = 16 * 1024 * 1024;
 /// An output buffer grown past this by a large member is given back when
 /// the next gzip member starts (LZ4's largest blocks and their history fit).
 pub(super) const KEEP_OUTPUT: usize = 5 * 1024 * 1024;
@@ -87,7 +84,7 @@ impl GzipMember {
                 None
             },
             fast_tried: false,
-            fast_max: FAST_OUTPUT_ALONE,
+            fast_max: FAST_OUTPUT,
             hinted: None,
             distrust_sl: false,
             inflate: None,
@@ -108,6 +105,7 @@ impl GzipMember {
 
     /// Sets the largest output of a whole-member attempt (at least
     /// [`OUT_SIZE`]): smaller where other buffers share the memory bound.
+    #[cfg(any(feature = "parallel", test))]
     pub(super) fn set_fast_max(&mut self, n: usize) {
         self.fast_max = n.max(OUT_SIZE);
     }

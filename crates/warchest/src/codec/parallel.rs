@@ -73,6 +73,17 @@ const SLACK: u64 = 64 * 1024;
 /// Spare headers kept with a job buffer at most (a job of small members
 /// has a few hundred).
 const MAX_SPARE: usize = 1024;
+/// A spare header is kept only when its FEXTRA, FNAME and FCOMMENT hold at
+/// most this many bytes together (wget's `sl` extra is 20), so that the
+/// spares of a buffer stay within 256 KiB whatever the headers hold (each
+/// field may be 64 KiB).
+const SPARE_FIELD_BYTES: usize = 256;
+
+/// Whether a header is small enough to keep as a spare.
+fn small_header(h: &GzipHeader) -> bool {
+    let cap = |v: &Option<Vec<u8>>| v.as_ref().map_or(0, Vec::capacity);
+    cap(&h.extra) + cap(&h.name) + cap(&h.comment) <= SPARE_FIELD_BYTES
+}
 /// [`SLACK`] when the `sl` sizes say how far the last member runs: enough
 /// for its header (and the next one's, when it ends just past the chunk).
 const SMALL_SLACK: u64 = 4 * 1024;
@@ -441,7 +452,11 @@ impl Engine {
         d.data.clear();
         // Bounded: only the direct path takes spare headers back.
         let room = MAX_SPARE.saturating_sub(d.spare.len());
-        let headers = d.members.drain(..).filter_map(|m| m.gz_header);
+        let headers = d
+            .members
+            .drain(..)
+            .filter_map(|m| m.gz_header)
+            .filter(small_header);
         d.spare.extend(headers.take(room));
         let mut pool = lock(&self.shared.pool);
         if pool.len() < self.depth + self.threads {
@@ -959,6 +974,24 @@ fn decode_generic(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Spare headers are kept only when small: a header's three fields may
+    /// hold 192 KiB, and up to `MAX_SPARE` spares sit with each buffer.
+    #[test]
+    fn only_small_headers_are_kept_as_spares() {
+        let mut h = GzipHeader {
+            extra: Some(b"sl\x10\x00".repeat(5)),
+            name: Some(b"a.warc".to_vec()),
+            ..GzipHeader::default()
+        };
+        assert!(small_header(&h));
+        assert!(small_header(&GzipHeader::default()));
+        h.comment = Some(vec![b'c'; 65_535]);
+        assert!(!small_header(&h));
+        h.comment = None;
+        h.extra = Some(Vec::with_capacity(SPARE_FIELD_BYTES + 1));
+        assert!(!small_header(&h));
+    }
     use crate::Warning;
     use std::io::{Seek, SeekFrom, Write};
 

@@ -69,7 +69,6 @@ impl HttpNoteKind {
             WarningKind::LineWithoutColon => Self::LineWithoutColon,
             WarningKind::SpaceBeforeColon => Self::SpaceBeforeColon,
             WarningKind::BadFieldName => Self::BadFieldName,
-            WarningKind::NonUtf8 => Self::NonUtf8,
             _ => return None,
         })
     }
@@ -493,8 +492,8 @@ impl HttpHead {
     fn finish(&mut self, fields_start: usize, blank: usize, issues: Vec<FieldIssue>) {
         for issue in issues {
             // Line ends were noted by the line notes, for the start line
-            // too.
-            if issue.offset >= blank || issue.kind == WarningKind::BareLf {
+            // too (`of_field_issue` has no note for them).
+            if issue.offset >= blank {
                 continue;
             }
             let Some(kind) = HttpNoteKind::of_field_issue(issue.kind) else {

@@ -776,7 +776,8 @@ impl<S: Source> Reader<S> {
         if in_place
             && let Ok(at) = usize::try_from(remaining)
             && at < held_after
-            && let Some(next) = self.src.fill_buf()?.get(at..)
+            && let Ok(held) = self.src.fill_buf()
+            && let Some(next) = held.get(at..)
         {
             crate::codec::prefetch(next);
         }
