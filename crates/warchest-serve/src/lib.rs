@@ -48,10 +48,10 @@ use http::{Request, Responder};
 pub use net::{BODY_TIMEOUT, GRACE, HEAD_TIMEOUT, STALL};
 use warchest::error::{Error, ErrorKind, Result};
 use warchest::http::payload_reader;
-use warchest_replay::Collection;
 use warchest_replay::rewrite::{Kind, Rewriter, UrlContext, copy_rewritten};
 use warchest_replay::store::{Capture, KeyRange, MatchType, Query, Store};
 use warchest_replay::url::{self, TimeSpec, modifier};
+use warchest_replay::{Collection, Payload};
 
 /// The client-side script injected into replayed pages.
 pub const CLIENT_JS: &str = include_str!("client.js");
@@ -1187,7 +1187,35 @@ const KEPT_HEADERS: [&str; 7] = [
     "content-range",
 ];
 
-/// Replays a capture.
+/// One replay: what was asked for and the capture that answers it.
+struct Replay<'a> {
+    coll: &'a Collection,
+    req: &'a Request,
+    ts: &'a TimeSpec,
+    /// The URL asked for, normalized.
+    target: &'a str,
+    cap: &'a Capture,
+}
+
+/// How a capture's payload is served, from the modifier asked for and the
+/// archived head.
+struct Treatment {
+    /// `id_`: the bytes as archived, sandboxed.
+    raw: bool,
+    /// A service worker's script (`sw_`).
+    sw: bool,
+    /// What the payload is rewritten as (`None`: sent as stored).
+    kind: Option<Kind>,
+    /// The archived response names a Content-Encoding.
+    encoded: bool,
+    /// The media type ("" when unknown).
+    mime: String,
+}
+
+/// Replays a capture: 404 without one; a page asked for at another time
+/// is redirected to its capture's timestamp; else the capture is streamed
+/// ([`send_capture`]), and one that cannot be read answers an error page
+/// ([`replay_failed`]).
 fn replay(
     coll: &Collection,
     req: &Request,
@@ -1211,243 +1239,343 @@ fn replay(
             vec![("Link".into(), memento_links(req, &coll.name, &target))],
         );
     }
-    let abs_host = host_prefix(req);
-    let r = coll.with_payload(&cap, |p| {
-        let map_io = |e: io::Error| Error::from(e);
-        let (status, reason) = match &p.head {
-            Some(h) => (
-                h.status().unwrap_or(200),
-                String::from_utf8_lossy(h.reason()).into_owned(),
-            ),
-            None => (200, "OK".into()),
-        };
-        let mime = match &p.head {
-            Some(h) => h.media_type(),
-            None => p
-                .source_header
-                .content_type()
-                .and_then(|c| warchest::http::media_type(c.as_bytes())),
+    let r = Replay {
+        coll,
+        req,
+        ts,
+        target: &target,
+        cap: &cap,
+    };
+    match coll.with_payload(&cap, |p| send_capture(&r, p, resp)) {
+        Ok(()) => Ok(()),
+        Err(e) if resp.status.is_none() => replay_failed(coll, &cap, resp, &e),
+        Err(e) => Err(Box::new(e)),
+    }
+}
+
+/// Streams a capture: its status, the response headers, and the payload
+/// as stored or rewritten.
+fn send_capture(r: &Replay<'_>, mut p: Payload<'_>, resp: &mut Responder<'_>) -> Result<()> {
+    let map_io = |e: io::Error| Error::from(e);
+    let (status, reason) = archived_status(&p);
+    let t = treatment(r.ts, &p);
+    let headers = response_headers(r, &p, &t);
+    resp.source = "archive";
+    let mut payload = payload_to_send(r, &mut p, &t)?;
+    let mut body = resp.stream(status, &reason, &headers).map_err(map_io)?;
+    match t.kind {
+        None => {
+            io::copy(&mut payload, &mut body).map_err(map_io)?;
         }
-        .unwrap_or_default();
-        let raw = ts.modifier == modifier::IDENTITY;
-        let kind = if raw {
-            None
-        } else {
-            match ts.modifier.as_str() {
-                "js_" if !mime.starts_with("image/") => Some(Kind::Js),
-                // A service worker's script is JavaScript whatever it was
-                // archived as (the browser takes no other type).
-                modifier::SERVICE_WORKER => Some(Kind::Js),
-                "cs_" if !mime.starts_with("image/") => Some(Kind::Css),
-                _ => Kind::of_media_type(&mime),
-            }
-        };
-        let encoded = p
-            .head
-            .as_ref()
-            .is_some_and(|h| !h.content_encoding().is_empty());
-        let decodable = p
-            .head
-            .as_ref()
-            .is_none_or(|h| h.content_encoding().iter().all(|c| c.is_supported()));
-        // UTF-16 pages would be broken by ASCII inserts: served as they are.
-        let utf16 = p
-            .head
-            .as_ref()
-            .and_then(|h| h.content_type())
-            .is_some_and(|c| {
-                String::from_utf8_lossy(&c)
-                    .to_ascii_lowercase()
-                    .contains("utf-16")
-            });
-        let kind = if decodable && !utf16 { kind } else { None };
-        let mut headers: Vec<(String, String)> = Vec::new();
-        let mut has_type = false;
-        if let Some(h) = &p.head {
-            for f in h.fields().iter() {
-                let name = String::from_utf8_lossy(f.name()).into_owned();
-                let lower = name.to_ascii_lowercase();
-                let value = String::from_utf8_lossy(&f.value()).into_owned();
-                match lower.as_str() {
-                    "content-length" | "transfer-encoding" | "connection" | "keep-alive" => {}
-                    "content-encoding" => {
-                        if kind.is_none() {
-                            headers.push((name, value));
-                        }
-                    }
-                    "location" => {
-                        let base = cap.entry.url.as_deref().unwrap_or(&target);
-                        let m = if raw { modifier::IDENTITY } else { "" };
-                        let loc = url::resolve(base, &value)
-                            .filter(|a| a.starts_with("http"))
-                            .map(|a| format!("/{}/{}{m}/{a}", coll.name, ts.timestamp))
-                            .unwrap_or(value);
-                        headers.push(("Location".into(), loc));
-                    }
-                    // Cookies kept for the archived host and path in the
-                    // replay origin's jar (cookie.rs); the original is
-                    // kept as X-Archive-Orig-Set-Cookie too.
-                    "set-cookie" if !raw => {
-                        let url = cap.entry.url.as_deref().unwrap_or(&target);
-                        match cookie::rewrite(&value, url, &cap.entry.timestamp, &coll.name) {
-                            Ok(v) => headers.push(("Set-Cookie".into(), v)),
-                            Err(why) => tracing::warn!(
-                                "{url} (capture {}): Set-Cookie not replayed: {why}",
-                                cap.entry.timestamp
-                            ),
-                        }
-                        headers.push((format!("X-Archive-Orig-{name}"), value));
-                    }
-                    l if KEPT_HEADERS.contains(&l) => {
-                        has_type |= l == "content-type";
-                        headers.push((name, value));
-                    }
-                    _ => headers.push((format!("X-Archive-Orig-{name}"), value)),
-                }
-            }
-        } else if !mime.is_empty() {
+        Some(k) => write_rewritten(r, k, t.sw, &mut payload, &mut body).map_err(map_io)?,
+    }
+    body.finish().map_err(map_io)?;
+    Ok(())
+}
+
+/// The archived status and reason (200 OK for a record with no HTTP
+/// head).
+fn archived_status(p: &Payload<'_>) -> (u16, String) {
+    match &p.head {
+        Some(h) => (
+            h.status().unwrap_or(200),
+            String::from_utf8_lossy(h.reason()).into_owned(),
+        ),
+        None => (200, "OK".into()),
+    }
+}
+
+/// Whether and as what the payload is rewritten: as its modifier or media
+/// type says, unless asked for as archived (`id_`), in a coding that
+/// cannot be undone, or in UTF-16 (which ASCII inserts would break).
+fn treatment(ts: &TimeSpec, p: &Payload<'_>) -> Treatment {
+    let mime = match &p.head {
+        Some(h) => h.media_type(),
+        None => p
+            .source_header
+            .content_type()
+            .and_then(|c| warchest::http::media_type(c.as_bytes())),
+    }
+    .unwrap_or_default();
+    let raw = ts.modifier == modifier::IDENTITY;
+    let kind = if raw {
+        None
+    } else {
+        match ts.modifier.as_str() {
+            "js_" if !mime.starts_with("image/") => Some(Kind::Js),
+            // A service worker's script is JavaScript whatever it was
+            // archived as (the browser takes no other type).
+            modifier::SERVICE_WORKER => Some(Kind::Js),
+            "cs_" if !mime.starts_with("image/") => Some(Kind::Css),
+            _ => Kind::of_media_type(&mime),
+        }
+    };
+    let encoded = p
+        .head
+        .as_ref()
+        .is_some_and(|h| !h.content_encoding().is_empty());
+    let decodable = p
+        .head
+        .as_ref()
+        .is_none_or(|h| h.content_encoding().iter().all(|c| c.is_supported()));
+    // UTF-16 pages would be broken by ASCII inserts: served as they are.
+    let utf16 = p
+        .head
+        .as_ref()
+        .and_then(|h| h.content_type())
+        .is_some_and(|c| {
+            String::from_utf8_lossy(&c)
+                .to_ascii_lowercase()
+                .contains("utf-16")
+        });
+    Treatment {
+        raw,
+        sw: ts.modifier == modifier::SERVICE_WORKER,
+        kind: if decodable && !utf16 { kind } else { None },
+        encoded,
+        mime,
+    }
+}
+
+/// The headers of a replayed response: the archived ones
+/// ([`archived_headers`]), its type ([`type_headers`]), then isolation and
+/// Memento ([`replay_headers`]).
+fn response_headers(r: &Replay<'_>, p: &Payload<'_>, t: &Treatment) -> Vec<(String, String)> {
+    let (mut headers, has_type) = archived_headers(r, p, t);
+    type_headers(r, t, has_type, &mut headers);
+    headers.extend(replay_headers(r, t.raw));
+    headers
+}
+
+/// The archived response's headers as replayed, and whether they name a
+/// Content-Type: framing headers dropped, Location into the archive,
+/// Set-Cookie into the replay origin's jar, [`KEPT_HEADERS`] as they are
+/// and the others as `X-Archive-Orig-NAME`. A record with no HTTP head
+/// gets its WARC Content-Type.
+fn archived_headers(
+    r: &Replay<'_>,
+    p: &Payload<'_>,
+    t: &Treatment,
+) -> (Vec<(String, String)>, bool) {
+    let mut headers: Vec<(String, String)> = Vec::new();
+    let mut has_type = false;
+    let Some(h) = &p.head else {
+        if !t.mime.is_empty() {
             has_type = true;
             headers.push((
                 "Content-Type".into(),
                 p.source_header
                     .content_type()
                     .map(|c| c.into_owned())
-                    .unwrap_or(mime.clone()),
+                    .unwrap_or(t.mime.clone()),
             ));
         }
-        let sw = ts.modifier == modifier::SERVICE_WORKER;
-        if sw {
-            headers.retain(|(n, _)| !n.eq_ignore_ascii_case("content-type"));
-            headers.push((
-                "Content-Type".into(),
-                "application/javascript; charset=utf-8".into(),
-            ));
-            // Its scope may be the archived site's pages at this time
-            // (the client asks for the archived scope), on the registering
-            // page's kind of replay URL: nothing wider.
-            if let Some(allowed) =
-                sw_allowed(&coll.name, &ts.timestamp, &target, req.header("referer"))
-            {
-                headers.push(("Service-Worker-Allowed".into(), allowed));
-            }
-        } else if !has_type && kind.is_some() {
-            headers.push(("Content-Type".into(), "text/html".into()));
-        }
-        // Isolation (docs/serve.md): a replayed page may load only from
-        // this server, so what rewriting misses fails instead of reaching
-        // the live web; a raw (`id_`) document is sandboxed (an origin of
-        // its own, no scripts), so archived HTML never runs as this server.
-        if raw {
-            headers.push(("Content-Security-Policy".into(), "sandbox".into()));
-            headers.push(("X-Content-Type-Options".into(), "nosniff".into()));
-        } else {
-            // Framed by the UI origin, and by archived pages (frames).
-            headers.push((
-                "Content-Security-Policy".into(),
-                format!("{REPLAY_CSP}; frame-ancestors 'self' {}", req.origin.ui),
-            ));
-        }
-        headers.push((
-            "Memento-Datetime".into(),
-            url::http_date(&cap.entry.timestamp),
-        ));
-        headers.push((
-            "Link".into(),
-            format!(
-                "{}, <{abs_host}/{}/{}/{target}>; rel=\"memento\"; datetime=\"{}\"",
-                memento_links(req, &coll.name, &target),
-                coll.name,
-                cap.entry.timestamp,
-                url::http_date(&cap.entry.timestamp)
-            ),
-        ));
-        headers.push(("Cache-Control".into(), "no-cache".into()));
-        resp.source = "archive";
-        // Codings that cannot be undone are known before the response
-        // starts: an error page, not a response cut short.
-        let mut payload: Box<dyn Read + '_> = match &p.head {
-            Some(h) => payload_reader(&mut *p.body, h, kind.is_some() && encoded)
-                .map_err(|e| Error::new(ErrorKind::Syntax(e.to_string())))?,
-            None => Box::new(&mut *p.body),
-        };
-        // A JSONP response found for another callback name calls the one
-        // asked for (fuzzy matching, docs/serve.md).
-        if let Some((old, new)) = cap
-            .entry
-            .url
-            .as_deref()
-            .and_then(|u| coll.fuzzy.jsonp_rename(&target, u))
-            && (kind.is_some() || !encoded)
-        {
-            payload = Box::new(warchest_replay::fuzzy::JsonpRename::new(
-                payload, &old, &new,
-            ));
-        }
-        let mut body = resp.stream(status, &reason, &headers).map_err(map_io)?;
-        match kind {
-            None => {
-                io::copy(&mut payload, &mut body).map_err(map_io)?;
-            }
-            Some(k) => {
-                let ctx = UrlContext {
-                    prefix: format!("/{}/", coll.name),
-                    // Absolute URLs in scripts stay on the replay origin.
-                    abs_prefix: format!("{}/{}/", req.origin.replay_base, coll.name),
-                    timestamp: cap.entry.timestamp.clone(),
-                    base: cap.entry.url.clone().unwrap_or(target.clone()),
-                };
-                let top = ts.modifier.is_empty();
-                let (insert, banner) = if k == Kind::Html {
-                    (
-                        Some(pages::head_insert(
-                            &coll.name,
-                            &cap,
-                            &ctx.base,
-                            &req.origin.ui,
-                        )),
-                        top.then(|| pages::banner(&coll.name, &cap, &ctx.base)),
-                    )
-                } else {
-                    (None, None)
-                };
-                if sw {
-                    // The client script runs first in the worker, with
-                    // the worker's archived URL and the page's time.
-                    body.write_all(
-                        pages::worker_prelude(
-                            &coll.name,
-                            &url::pad_timestamp(&ts.timestamp),
-                            &ctx.base,
-                        )
-                        .as_bytes(),
-                    )
-                    .map_err(map_io)?;
-                    body.write_all(CLIENT_JS.as_bytes()).map_err(map_io)?;
-                    body.write_all(b"\n").map_err(map_io)?;
+        return (headers, has_type);
+    };
+    for f in h.fields().iter() {
+        let name = String::from_utf8_lossy(f.name()).into_owned();
+        let lower = name.to_ascii_lowercase();
+        let value = String::from_utf8_lossy(&f.value()).into_owned();
+        match lower.as_str() {
+            "content-length" | "transfer-encoding" | "connection" | "keep-alive" => {}
+            "content-encoding" => {
+                if t.kind.is_none() {
+                    headers.push((name, value));
                 }
-                let mut rw = Rewriter::new(k, ctx, insert, banner);
-                copy_rewritten(&mut rw, &mut payload, &mut body).map_err(map_io)?;
             }
-        }
-        body.finish().map_err(map_io)?;
-        Ok(())
-    });
-    match r {
-        Ok(()) => Ok(()),
-        Err(e) if resp.status.is_none() => {
-            // An object that cannot be read (a spent retry budget, a cut
-            // object) is the store's failure, not a missing capture.
-            let remote = coll.store.source(cap.src).is_some_and(|s| s.url.is_some());
-            if remote && pages::is_io(&e) {
-                return pages::remote_failure(resp, &e);
+            "location" => headers.push(("Location".into(), archived_location(r, t.raw, value))),
+            // Cookies kept for the archived host and path in the replay
+            // origin's jar (cookie.rs); the original is kept as
+            // X-Archive-Orig-Set-Cookie too.
+            "set-cookie" if !t.raw => {
+                if let Some(v) = replayed_cookie(r, &value) {
+                    headers.push(("Set-Cookie".into(), v));
+                }
+                headers.push((format!("X-Archive-Orig-{name}"), value));
             }
-            resp.source = "miss";
-            let body = pages::error_page(404, &format!("cannot replay this capture: {e}"));
-            resp.send(404, &text_html(), body.as_bytes())?;
-            Ok(())
+            l if KEPT_HEADERS.contains(&l) => {
+                has_type |= l == "content-type";
+                headers.push((name, value));
+            }
+            _ => headers.push((format!("X-Archive-Orig-{name}"), value)),
         }
-        Err(e) => Err(Box::new(e)),
     }
+    (headers, has_type)
+}
+
+/// An archived Location as a replay URL at the time asked for (`id_`
+/// kept); one that is not an absolute http(s) URL once resolved stays as
+/// it is.
+fn archived_location(r: &Replay<'_>, raw: bool, value: String) -> String {
+    let base = r.cap.entry.url.as_deref().unwrap_or(r.target);
+    let m = if raw { modifier::IDENTITY } else { "" };
+    url::resolve(base, &value)
+        .filter(|a| a.starts_with("http"))
+        .map(|a| format!("/{}/{}{m}/{a}", r.coll.name, r.ts.timestamp))
+        .unwrap_or(value)
+}
+
+/// An archived Set-Cookie as the replay origin sets it (cookie.rs);
+/// `None`, with a warning, when it cannot be.
+fn replayed_cookie(r: &Replay<'_>, value: &str) -> Option<String> {
+    let url = r.cap.entry.url.as_deref().unwrap_or(r.target);
+    match cookie::rewrite(value, url, &r.cap.entry.timestamp, &r.coll.name) {
+        Ok(v) => Some(v),
+        Err(why) => {
+            tracing::warn!(
+                "{url} (capture {}): Set-Cookie not replayed: {why}",
+                r.cap.entry.timestamp
+            );
+            None
+        }
+    }
+}
+
+/// The Content-Type: a service worker's script is JavaScript, with the
+/// scope it may have ([`sw_allowed`]); a rewritten payload archived with
+/// no type is HTML.
+fn type_headers(
+    r: &Replay<'_>,
+    t: &Treatment,
+    has_type: bool,
+    headers: &mut Vec<(String, String)>,
+) {
+    if t.sw {
+        headers.retain(|(n, _)| !n.eq_ignore_ascii_case("content-type"));
+        headers.push((
+            "Content-Type".into(),
+            "application/javascript; charset=utf-8".into(),
+        ));
+        // Its scope may be the archived site's pages at this time (the
+        // client asks for the archived scope), on the registering page's
+        // kind of replay URL: nothing wider.
+        if let Some(allowed) = sw_allowed(
+            &r.coll.name,
+            &r.ts.timestamp,
+            r.target,
+            r.req.header("referer"),
+        ) {
+            headers.push(("Service-Worker-Allowed".into(), allowed));
+        }
+    } else if !has_type && t.kind.is_some() {
+        headers.push(("Content-Type".into(), "text/html".into()));
+    }
+}
+
+/// Isolation, Memento and caching headers of every replayed response.
+fn replay_headers(r: &Replay<'_>, raw: bool) -> Vec<(String, String)> {
+    let mut headers = Vec::new();
+    // Isolation (docs/serve.md): a replayed page may load only from this
+    // server, so what rewriting misses fails instead of reaching the live
+    // web; a raw (`id_`) document is sandboxed (an origin of its own, no
+    // scripts), so archived HTML never runs as this server.
+    if raw {
+        headers.push(("Content-Security-Policy".into(), "sandbox".into()));
+        headers.push(("X-Content-Type-Options".into(), "nosniff".into()));
+    } else {
+        // Framed by the UI origin, and by archived pages (frames).
+        headers.push((
+            "Content-Security-Policy".into(),
+            format!("{REPLAY_CSP}; frame-ancestors 'self' {}", r.req.origin.ui),
+        ));
+    }
+    let (coll, ts, target) = (&r.coll.name, &r.cap.entry.timestamp, r.target);
+    headers.push(("Memento-Datetime".into(), url::http_date(ts)));
+    headers.push((
+        "Link".into(),
+        format!(
+            "{}, <{}/{coll}/{ts}/{target}>; rel=\"memento\"; datetime=\"{}\"",
+            memento_links(r.req, coll, target),
+            host_prefix(r.req),
+            url::http_date(ts)
+        ),
+    ));
+    headers.push(("Cache-Control".into(), "no-cache".into()));
+    headers
+}
+
+/// The payload to send: its codings undone when it is rewritten (a coding
+/// that cannot be undone is known before the response starts: an error
+/// page, not a response cut short), and a JSONP response found for
+/// another callback name calling the one asked for (fuzzy matching,
+/// docs/serve.md).
+fn payload_to_send<'p>(
+    r: &Replay<'_>,
+    p: &'p mut Payload<'_>,
+    t: &Treatment,
+) -> Result<Box<dyn Read + 'p>> {
+    let payload: Box<dyn Read + 'p> = match &p.head {
+        Some(h) => payload_reader(&mut *p.body, h, t.kind.is_some() && t.encoded)
+            .map_err(|e| Error::new(ErrorKind::Syntax(e.to_string())))?,
+        None => Box::new(&mut *p.body),
+    };
+    let rename = r
+        .cap
+        .entry
+        .url
+        .as_deref()
+        .and_then(|u| r.coll.fuzzy.jsonp_rename(r.target, u))
+        .filter(|_| t.kind.is_some() || !t.encoded);
+    Ok(match rename {
+        Some((old, new)) => Box::new(warchest_replay::fuzzy::JsonpRename::new(
+            payload, &old, &new,
+        )),
+        None => payload,
+    })
+}
+
+/// Writes `payload` rewritten as `k` (links kept in the archive): a page
+/// gets the client script in its head and, at the top, the banner; a
+/// service worker's script runs the client script first.
+fn write_rewritten(
+    r: &Replay<'_>,
+    k: Kind,
+    sw: bool,
+    payload: &mut dyn Read,
+    body: &mut dyn Write,
+) -> io::Result<()> {
+    let (coll, cap) = (&r.coll.name, r.cap);
+    let ctx = UrlContext {
+        prefix: format!("/{coll}/"),
+        // Absolute URLs in scripts stay on the replay origin.
+        abs_prefix: format!("{}/{coll}/", r.req.origin.replay_base),
+        timestamp: cap.entry.timestamp.clone(),
+        base: cap.entry.url.clone().unwrap_or(r.target.to_string()),
+    };
+    let top = r.ts.modifier.is_empty();
+    let (insert, banner) = if k == Kind::Html {
+        (
+            Some(pages::head_insert(coll, cap, &ctx.base, &r.req.origin.ui)),
+            top.then(|| pages::banner(coll, cap, &ctx.base)),
+        )
+    } else {
+        (None, None)
+    };
+    if sw {
+        // The client script runs first in the worker, with the worker's
+        // archived URL and the page's time.
+        let prelude = pages::worker_prelude(coll, &url::pad_timestamp(&r.ts.timestamp), &ctx.base);
+        body.write_all(prelude.as_bytes())?;
+        body.write_all(CLIENT_JS.as_bytes())?;
+        body.write_all(b"\n")?;
+    }
+    let mut rw = Rewriter::new(k, ctx, insert, banner);
+    copy_rewritten(&mut rw, payload, body)?;
+    Ok(())
+}
+
+/// Answers a capture that could not be read before anything was sent: an
+/// object that cannot be read (a spent retry budget, a cut object) is the
+/// store's failure (`pages::remote_failure`), else 404.
+fn replay_failed(coll: &Collection, cap: &Capture, resp: &mut Responder<'_>, e: &Error) -> HResult {
+    let remote = coll.store.source(cap.src).is_some_and(|s| s.url.is_some());
+    if remote && pages::is_io(e) {
+        return pages::remote_failure(resp, e);
+    }
+    resp.source = "miss";
+    let body = pages::error_page(404, &format!("cannot replay this capture: {e}"));
+    resp.send(404, &text_html(), body.as_bytes())?;
+    Ok(())
 }
 
 /// The `Service-Worker-Allowed` of a service worker's script `target`
