@@ -171,7 +171,7 @@ pub fn plan(name: &str, threads: usize) -> Option<Plan> {
     if threads <= 1
         || name == "-"
         || crate::remote::is_remote(name)
-        || warchest_replay::wacz::split_member_name(name).is_some()
+        || warchest_wacz::split_member_name(name).is_some()
     {
         return None;
     }

@@ -18,7 +18,7 @@ pub enum Opened {
     /// Standard input.
     Stdin(Reader<Decoder<Stdin>>),
     /// A WARC file stored in a WACZ.
-    Wacz(Reader<Decoder<warchest_replay::wacz::Section>>),
+    Wacz(Reader<Decoder<warchest_wacz::Section>>),
     /// An object in a store or on an HTTP server.
     #[cfg(feature = "remote")]
     Remote(Reader<Decoder<crate::remote::File>>),
@@ -47,8 +47,8 @@ pub fn expand(files: &[String]) -> Vec<String> {
         }
         let p = std::path::Path::new(f);
         if f != "-"
-            && warchest_replay::wacz::is_wacz(p)
-            && let Ok(entries) = warchest_replay::wacz::archive_entries(p)
+            && warchest_wacz::is_wacz(p)
+            && let Ok(entries) = warchest_wacz::archive_entries(p)
         {
             out.extend(entries.into_iter().map(|e| format!("{f}#{}", e.name)));
         } else {
@@ -59,9 +59,9 @@ pub fn expand(files: &[String]) -> Vec<String> {
 }
 
 /// Opens `FILE.wacz#ENTRY`, when `name` is such a name.
-fn open_member(name: &str) -> Option<warchest::Result<warchest_replay::wacz::Section>> {
-    let (wacz, entry) = warchest_replay::wacz::split_member_name(name)?;
-    Some(warchest_replay::wacz::open_member(
+fn open_member(name: &str) -> Option<warchest::Result<warchest_wacz::Section>> {
+    let (wacz, entry) = warchest_wacz::split_member_name(name)?;
+    Some(warchest_wacz::open_member(
         std::path::Path::new(wacz),
         entry,
     ))

@@ -224,8 +224,9 @@ impl Read for BlockHandle {
     }
 }
 
-/// Iterates over the records of a WARC, ARC or Web InfoMall file, like
-/// warcio's `ArchiveIterator`.
+/// Iterates over the records of a WARC, ARC or Web InfoMall file, or of
+/// the archive files inside a WACZ (one after the other, each record's
+/// offset in its own file), like warcio's `ArchiveIterator`.
 ///
 /// `source` is a path, a URL (`s3://`, `gs://`, `az://`, `http(s)://`, read
 /// by range requests) or a binary file object (seekable or not; gzip, zstd,
@@ -311,6 +312,13 @@ impl ArchiveIterator {
             n => n,
         };
         let src: Box<dyn RecordSource> = match Input::from_py(source)? {
+            // A WACZ: the archive files inside, one after the other.
+            Input::Path(p) if warchest_wacz::is_wacz(&p) => {
+                let w = py
+                    .detach(|| crate::wacz::WaczSource::open(&p, opts))
+                    .map_err(to_py)?;
+                Box::new(w)
+            }
             Input::Path(p) => {
                 let r = py
                     .detach(|| Reader::<Decoder<File>>::open_with(&p, opts))

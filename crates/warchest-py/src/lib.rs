@@ -10,6 +10,7 @@ mod pybytes;
 mod remote;
 mod scan;
 mod tools;
+mod wacz;
 mod writer;
 
 use pyo3::prelude::*;

@@ -15,7 +15,6 @@
 pub mod fuzzy;
 mod js_location;
 pub mod remote;
-pub mod wacz;
 
 pub mod rewrite;
 pub mod store;

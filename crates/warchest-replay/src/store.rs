@@ -24,12 +24,12 @@ use std::time::UNIX_EPOCH;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 
 use crate::remote::{self, Fetched, Streamed};
-use crate::wacz::{self, Section};
 use warchest::archive::{Format, Reader};
 use warchest::codec::{Decoder, DecoderOptions};
 use warchest::error::{Error, ErrorKind, Result};
 use warchest::warc::ReaderOptions;
 use warchest_index::{Entry, IndexOptions, Indexer};
+use warchest_wacz::{self as wacz, Section};
 
 const CAPTURES: TableDefinition<&str, &[u8]> = TableDefinition::new("captures");
 const SOURCES: TableDefinition<u32, &[u8]> = TableDefinition::new("sources");

@@ -13,8 +13,8 @@ use warchest::http::HttpHead;
 use warchest::warc::WarcHeader;
 use warchest_replay::Collection;
 use warchest_replay::store::{Capture, KeyRange, MatchType, Query};
-use warchest_replay::wacz::iso_date;
 use warchest_validate::{Options, Validator};
+use warchest_wacz::iso_date;
 
 /// Most captures listed on one page.
 const MAX_LISTED: usize = 10_000;

@@ -1,3 +1,8 @@
+//! Reading, writing and validating WACZ: the archive files inside one are
+//! read in place by every reading command, by replay and by Python's
+//! `ArchiveIterator`; `warchest wacz` creates and validates them. Over the
+//! format crate and `warchest-index` only (docs/architecture.md).
+//!
 //! WACZ 1.1.1 (Web Archive Collection Zipped): a ZIP file holding WARC files
 //! (`archive/`), their index (`indexes/index.cdxj`), the list of pages
 //! (`pages/pages.jsonl`), and a frictionless data package
@@ -9,6 +14,8 @@
 //! like the WARC file on its own, offsets included. [`create`] writes a WACZ
 //! from archive files, [`validate`] checks one (the same checks py-wacz's
 //! `wacz validate` makes, plus the index pointing at records).
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;

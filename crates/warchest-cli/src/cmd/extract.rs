@@ -113,8 +113,8 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
             bail!("-: input ends at {skipped}, before offset {}", args.offset);
         }
         Box::new(stdin)
-    } else if let Some((wacz, entry)) = warchest_replay::wacz::split_member_name(&args.file) {
-        let mut s = warchest_replay::wacz::open_member(std::path::Path::new(wacz), entry)?;
+    } else if let Some((wacz, entry)) = warchest_wacz::split_member_name(&args.file) {
+        let mut s = warchest_wacz::open_member(std::path::Path::new(wacz), entry)?;
         load_file_dictionary(&mut s, &mut opts.decoder)?;
         s.seek(SeekFrom::Start(args.offset))?;
         Box::new(s)

@@ -168,7 +168,7 @@ pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
             }
         } else if name == "-"
             || crate::remote::is_remote(name)
-            || warchest_replay::wacz::split_member_name(name).is_some()
+            || warchest_wacz::split_member_name(name).is_some()
         {
             match input::open_stream(name) {
                 Ok(inp) => v.validate_reader(name, inp, &mut emit),

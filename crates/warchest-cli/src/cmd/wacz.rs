@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use anyhow::{Result, bail};
-use warchest_replay::wacz::{CreateOptions, create, validate};
+use warchest_wacz::{CreateOptions, create, validate};
 
 use crate::report::{Global, Outcome};
 
@@ -52,7 +52,7 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
             title,
             description,
         } => {
-            if inputs.iter().any(|p| warchest_replay::wacz::is_wacz(p)) {
+            if inputs.iter().any(|p| warchest_wacz::is_wacz(p)) {
                 bail!("a WACZ cannot go inside a WACZ; give its archive files");
             }
             for p in &inputs {

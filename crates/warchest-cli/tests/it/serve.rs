@@ -1291,7 +1291,7 @@ fn wacz_validate_accepts_py_wacz_defaults_and_checks_compressed_index() {
         "py-wacz: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let names = warchest_replay::wacz::entries(&wacz).unwrap();
+    let names = warchest_wacz::entries(&wacz).unwrap();
     assert!(names.iter().any(|e| e.name == "indexes/index.idx"));
     assert!(!names.iter().any(|e| e.name == "pages/pages.jsonl"));
 
