@@ -17,6 +17,7 @@ or read whole files as Arrow record batches built in Rust::
 Paths may be URLs: ``s3://``, ``gs://``, ``az://`` and ``http(s)://``
 objects are read by range requests (``ArchiveIterator("s3://bucket/x.warc.gz")``),
 and ``fetch`` gets the records an index selects, by range, concurrently.
+``ArchiveIterator("x.wacz")`` reads the archive files inside a WACZ.
 
 ``spark.read.format("warc").load(...)`` works once the wheel is installed
 (the data source is the ``pyspark_warchest`` module).
