@@ -6,7 +6,7 @@
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 mod chunked;
 mod cmd;
@@ -61,8 +61,91 @@ enum Command {
     Wacz(cmd::wacz::Args),
 }
 
+/// The command line with one line a command in the list, as git, cargo
+/// and ripgrep show theirs: [`SUMMARIES`] where the first phrase of the
+/// command's doc is long, else that phrase. `warchest CMD --help` keeps the
+/// paragraph.
+fn command() -> clap::Command {
+    Cli::command().mut_subcommands(|sc| {
+        let about = sc.get_about().map(ToString::to_string).unwrap_or_default();
+        let long = sc
+            .get_long_about()
+            .map(ToString::to_string)
+            .unwrap_or_else(|| about.clone());
+        let line = SUMMARIES
+            .iter()
+            .find(|(name, _)| *name == sc.get_name())
+            .map_or_else(|| first_phrase(&about), |(_, l)| (*l).to_string());
+        sc.about(line).long_about(long)
+    })
+}
+
+/// The list's line of the commands whose doc opens with a long phrase.
+const SUMMARIES: &[(&str, &str)] = &[
+    (
+        "stats",
+        "Count records and bytes by type, media type, status and host",
+    ),
+    (
+        "recompress",
+        "Rewrite archives with one gzip member or zstd frame a record",
+    ),
+    (
+        "split",
+        "Split archives into files of at most --max-size bytes",
+    ),
+    (
+        "concat",
+        "Join archives into one file, records copied unchanged",
+    ),
+    ("recover", "Salvage the intact records of a damaged archive"),
+    (
+        "dedupe",
+        "Rewrite responses whose payload was seen before as revisits",
+    ),
+    (
+        "unpack",
+        "Write the resource records of WARC files back as files",
+    ),
+    (
+        "segment",
+        "Copy a WARC file into segments of at most --max-size bytes",
+    ),
+    (
+        "annotate",
+        "Keep a program's report on each payload as a metadata record",
+    ),
+    (
+        "validate",
+        "Check files against ISO 28500, the containers, ARC and Web InfoMall",
+    ),
+    (
+        "serve",
+        "Serve archive files to a web browser: replay, CDX API, Memento",
+    ),
+];
+
+/// The first phrase of `about` on one line: up to the first `.`, `:` or
+/// `;` outside parentheses that ends a phrase (followed by a space or the
+/// end).
+fn first_phrase(about: &str) -> String {
+    let flat = about.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut depth = 0usize;
+    let end = flat.char_indices().find(|&(i, c)| {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        depth == 0
+            && matches!(c, '.' | ':' | ';')
+            && matches!(flat[i + 1..].chars().next(), None | Some(' '))
+    });
+    flat[..end.map_or(flat.len(), |(i, _)| i)].to_string()
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::from_arg_matches(&command().get_matches()).unwrap_or_else(|e| e.exit());
     let filter = if cli.quiet { "error" } else { "warn" };
     // serve logs each request (its access log) and what it indexes.
     let filter = match cli.command {

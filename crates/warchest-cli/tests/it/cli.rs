@@ -272,6 +272,44 @@ Content-Type: text/plain\r\nContent-Length: 2\r\n\r\nok\r\n\r\n"
     assert!(out.contains("X-Title"), "{out}");
 }
 
+/// `warchest --help` lists one line a command, as git, cargo and ripgrep
+/// do; the paragraph is in `warchest CMD --help` (and `help CMD`).
+#[test]
+fn help_lists_a_line_a_command_and_the_paragraph_stays_with_the_command() {
+    for flag in ["--help", "-h"] {
+        let (code, out, err) = run(bin().arg(flag));
+        assert_eq!(code, 0, "{err}");
+        let list: Vec<&str> = out
+            .lines()
+            .skip_while(|l| *l != "Commands:")
+            .skip(1)
+            .take_while(|l| !l.is_empty())
+            .collect();
+        assert!(list.len() >= 25, "{flag}: {out}");
+        for l in &list {
+            // A command's name at column 2, never a continuation line.
+            assert!(
+                l.starts_with("  ") && !l.starts_with("   "),
+                "{flag}: a line that is not a command: {l:?}\n{out}"
+            );
+            assert!(l.len() <= 100, "{flag}: {l:?}");
+        }
+        let ls = list.iter().find(|l| l.starts_with("  ls ")).unwrap();
+        assert!(ls.ends_with(" List the records of archives"), "{ls:?}");
+    }
+    // The paragraph, whole, under the command.
+    for args in [&["ls", "--help"][..], &["help", "ls"][..]] {
+        let (code, out, err) = run(bin().args(args));
+        assert_eq!(code, 0, "{err}");
+        assert!(out.contains("one record a line"), "{args:?}: {out}");
+    }
+    let (_, out, _) = run(bin().args(["check", "--help"]));
+    assert!(
+        out.contains("Exits 2 for a file in which no record"),
+        "{out}"
+    );
+}
+
 /// The examples in `--help` keep a line each (clap would otherwise reflow
 /// them into one paragraph with the prose).
 #[test]
