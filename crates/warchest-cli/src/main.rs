@@ -8,7 +8,6 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-mod chunked;
 mod cmd;
 mod input;
 mod remote;
