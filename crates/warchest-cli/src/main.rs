@@ -8,7 +8,6 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
-mod chunked;
 mod cmd;
 mod input;
 mod remote;

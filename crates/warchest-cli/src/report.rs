@@ -41,6 +41,13 @@ impl Global {
     }
 }
 
+/// A chunked read's warnings go where every read's go.
+impl warchest::chunks::Report for Global {
+    fn warnings(&self, file: &str, warnings: &[Warning]) {
+        Global::warnings(self, file, warnings);
+    }
+}
+
 /// Counts recoveries of `file` for the summary line without printing
 /// them: for commands that list them in their own way (`recover`'s
 /// damaged ranges, `validate`'s findings).

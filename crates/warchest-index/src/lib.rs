@@ -29,6 +29,7 @@ mod output;
 #[cfg(feature = "parquet")]
 mod parquet;
 mod post;
+pub mod select;
 pub mod sort;
 pub mod surt;
 pub mod text;

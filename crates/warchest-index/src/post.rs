@@ -52,44 +52,28 @@ fn binary(body: &[u8]) -> String {
 /// escapes are decoded within runs of ASCII and each run decoded as UTF-8
 /// with replacement.
 pub(crate) fn unquote_plus(text: &str) -> String {
-    let text = text.replace('+', " ");
-    if !text.contains('%') {
-        return text;
-    }
-    let mut out = String::with_capacity(text.len());
-    let bytes = text.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        let ascii = bytes[i].is_ascii();
-        let end = bytes[i..]
-            .iter()
-            .position(|b| b.is_ascii() != ascii)
-            .map_or(bytes.len(), |n| i + n);
-        if ascii {
-            let decoded = super::surt::percent_decode_once(&bytes[i..end]);
-            out.push_str(&String::from_utf8_lossy(&decoded));
-        } else {
-            out.push_str(&String::from_utf8_lossy(&bytes[i..end]));
-        }
-        i = end;
-    }
-    out
+    // A run of non-ASCII text has no `%` and starts with a lead byte, so
+    // decoding the whole as UTF-8 gives what decoding run by run gives.
+    percent_encoding::percent_decode_str(&text.replace('+', " "))
+        .decode_utf8_lossy()
+        .into_owned()
 }
+
+/// What python's `quote_plus` escapes: all but ASCII letters, digits and
+/// `_.-~` (space too, written `+` below).
+const QUOTE_PLUS_ESCAPED: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'-')
+    .remove(b'~');
 
 /// python's `quote_plus` (safe characters: ASCII letters, digits, `_.-~`).
 pub(crate) fn quote_plus(s: &[u8], out: &mut String) {
-    const HEX: &[u8; 16] = b"0123456789ABCDEF";
-    for &b in s {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'_' | b'.' | b'-' | b'~' => {
-                out.push(char::from(b));
-            }
-            b' ' => out.push('+'),
-            _ => {
-                out.push('%');
-                out.push(char::from(HEX[usize::from(b >> 4)]));
-                out.push(char::from(HEX[usize::from(b & 15)]));
-            }
+    for piece in percent_encoding::percent_encode(s, QUOTE_PLUS_ESCAPED) {
+        // A space is the only byte encoded `%20` (a `%` is `%25`).
+        match piece {
+            "%20" => out.push('+'),
+            p => out.push_str(p),
         }
     }
 }
@@ -559,6 +543,20 @@ mod tests {
             body_query("application/x-www-form-urlencoded", b"\xff").unwrap(),
             "__wb_post_data=/w=="
         );
+    }
+
+    #[test]
+    fn quoting_as_python_does() {
+        // unquote_plus: invalid escapes kept, a cut UTF-8 sequence one
+        // replacement character, non-ASCII text as is.
+        assert_eq!(unquote_plus("a+b%2b%zz%4"), "a b+%zz%4");
+        assert_eq!(
+            unquote_plus("%E2%82\u{ac}%E2%82%AC"),
+            "\u{fffd}\u{ac}\u{20ac}"
+        );
+        let mut out = String::new();
+        quote_plus(b"a b~_.-*/%+\xff\x00", &mut out);
+        assert_eq!(out, "a+b~_.-%2A%2F%25%2B%FF%00");
     }
 
     #[test]

@@ -434,40 +434,12 @@ fn lower_host(h: &[u8]) -> Vec<u8> {
     v
 }
 
-fn hex_val(b: u8) -> Option<u8> {
-    match b {
-        b'0'..=b'9' => Some(b - b'0'),
-        b'a'..=b'f' => Some(b - b'a' + 10),
-        b'A'..=b'F' => Some(b - b'A' + 10),
-        _ => None,
-    }
-}
-
-/// One pass of `%XX` decoding (python's `unquote_to_bytes`).
-pub(crate) fn percent_decode_once(s: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(s.len());
-    let mut i = 0;
-    while i < s.len() {
-        if s[i] == b'%'
-            && let (Some(hi), Some(lo)) = (
-                s.get(i + 1).copied().and_then(hex_val),
-                s.get(i + 2).copied().and_then(hex_val),
-            )
-        {
-            out.push(hi << 4 | lo);
-            i += 3;
-        } else {
-            out.push(s[i]);
-            i += 1;
-        }
-    }
-    out
-}
-
 /// Percent-decodes until nothing decodes any more, in one pass: `%XX`
 /// escapes never overlap, so decoding is confluent and a stack that
 /// re-examines its top after each decoded byte reaches the same fixed point
-/// as python's decode-until-unchanged loop, in linear time.
+/// as python's decode-until-unchanged loop, in linear time (passes of
+/// `percent_encoding::percent_decode` until unchanged would be quadratic on
+/// `%25252525...41`).
 pub(crate) fn unescape_repeatedly(s: &[u8]) -> Cow<'_, [u8]> {
     if memchr::memchr(b'%', s).is_none() {
         return Cow::Borrowed(s);
@@ -476,10 +448,11 @@ pub(crate) fn unescape_repeatedly(s: &[u8]) -> Cow<'_, [u8]> {
     for &b in s {
         out.push(b);
         while let [.., b'%', x, y] = out[..] {
-            match (hex_val(x), hex_val(y)) {
+            match (char::from(x).to_digit(16), char::from(y).to_digit(16)) {
                 (Some(hi), Some(lo)) => {
                     out.truncate(out.len() - 3);
-                    out.push(hi << 4 | lo);
+                    // Two hex digits: below 256.
+                    out.push((hi << 4 | lo) as u8);
                 }
                 _ => break,
             }
@@ -488,22 +461,21 @@ pub(crate) fn unescape_repeatedly(s: &[u8]) -> Cow<'_, [u8]> {
     Cow::Owned(out)
 }
 
+/// What python `surt` escapes: bytes outside 0x21..0x7E (controls, space,
+/// DEL and every non-ASCII byte, which `percent_encoding` always escapes),
+/// `#` and `%`.
+const SURT_ESCAPED: &percent_encoding::AsciiSet =
+    &percent_encoding::CONTROLS.add(b' ').add(b'#').add(b'%');
+
 /// Percent-encodes bytes outside 0x21..0x7E, `#` and `%` (uppercase hex).
 pub(crate) fn escape_once(s: &[u8]) -> Cow<'_, [u8]> {
-    const HEX: &[u8; 16] = b"0123456789ABCDEF";
-    let escaped = |b: u8| b <= 0x20 || b >= 0x7f || b == b'#' || b == b'%';
-    if !s.iter().any(|&b| escaped(b)) {
-        return Cow::Borrowed(s);
+    // A single piece comes back borrowed, whether it is `s` itself or one
+    // escape (`%` alone is `%25`).
+    match Cow::from(percent_encoding::percent_encode(s, SURT_ESCAPED)) {
+        Cow::Borrowed(b) if b.as_bytes() == s => Cow::Borrowed(s),
+        Cow::Borrowed(b) => Cow::Owned(b.as_bytes().to_vec()),
+        Cow::Owned(o) => Cow::Owned(o.into_bytes()),
     }
-    let mut out = Vec::with_capacity(s.len() + 8);
-    for &b in s {
-        if escaped(b) {
-            out.extend_from_slice(&[b'%', HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
-        } else {
-            out.push(b);
-        }
-    }
-    Cow::Owned(out)
 }
 
 /// `..` replaced by `.`, left to right, without overlap (python's
@@ -1155,6 +1127,11 @@ mod tests {
         let want = "%".repeat(99_999) + "A";
         assert_eq!(*unescape_repeatedly(long.as_bytes()), *want.as_bytes());
         assert_eq!(*unescape_repeatedly(b"%25%2541"), *b"%A");
+        // One byte escaped alone, and nothing to escape.
+        assert_eq!(*escape_once(b"%"), *b"%25");
+        assert_eq!(*escape_once(b" "), *b"%20");
+        assert_eq!(*escape_once(b"a#b\xff"), *b"a%23b%FF");
+        assert!(matches!(escape_once(b"abc"), Cow::Borrowed(_)));
     }
 
     #[test]

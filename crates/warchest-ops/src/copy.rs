@@ -352,35 +352,19 @@ pub struct SplitNaming {
 
 impl SplitNaming {
     /// The name of file number `serial` (zero-padded to 5 digits) begun at
-    /// `timestamp` (14 digits, UTC). Characters other than ASCII letters,
-    /// digits, `.`, `_` and `-` in the prefix and host become `_`, so a
-    /// name is always one path component.
+    /// `timestamp` (14 digits, UTC), as the rotating writer names its files
+    /// ([`warchest::write::rotate::file_name`]): characters other than ASCII
+    /// letters, digits, `.`, `_` and `-` in the prefix and host become `_`
+    /// and leading dots are dropped, so a name is always one path component
+    /// and never a hidden file.
     pub fn file_name(&self, timestamp: u64, serial: u64) -> String {
-        fn clean(s: &str) -> String {
-            let c: String = s
-                .chars()
-                .map(|c| {
-                    if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
-                        c
-                    } else {
-                        '_'
-                    }
-                })
-                .collect();
-            // "." and ".." alone would not be file names.
-            if c.chars().all(|c| c == '.') {
-                c.replace('.', "_")
-            } else {
-                c
-            }
-        }
-        format!(
-            "{}-{:014}-{:05}-{}{}",
-            clean(&self.prefix),
-            timestamp,
+        warchest::write::rotate::file_name(
+            &self.prefix,
+            &format!("{timestamp:014}"),
             serial,
-            clean(&self.crawl_host),
-            self.extension
+            5,
+            &self.crawl_host,
+            &self.extension,
         )
     }
 }
@@ -1020,12 +1004,19 @@ mod tests {
         };
         assert_eq!(
             n.file_name(20200102030405, 7),
-            "crawl_1-20200102030405-00007-__.warc.gz"
+            "crawl_1-20200102030405-00007-_.warc.gz"
         );
         assert_eq!(
             n.file_name(1, 123456),
-            "crawl_1-00000000000001-123456-__.warc.gz"
+            "crawl_1-00000000000001-123456-_.warc.gz"
         );
+        // The rotating writer's rule: leading dots go, nothing is empty.
+        let n = SplitNaming {
+            prefix: ".hidden".into(),
+            crawl_host: String::new(),
+            extension: ".warc".into(),
+        };
+        assert_eq!(n.file_name(1, 1), "hidden-00000000000001-00001-_.warc");
     }
 
     #[test]

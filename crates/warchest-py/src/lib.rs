@@ -5,6 +5,8 @@
 
 mod io;
 mod iter;
+// The crate's one `unsafe` module (the workspace lints deny it elsewhere).
+#[allow(unsafe_code)]
 mod pybytes;
 #[cfg(feature = "remote")]
 mod remote;

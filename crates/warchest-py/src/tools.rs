@@ -24,6 +24,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_json, m)?)?;
     m.add_function(wrap_pyfunction!(validate_json, m)?)?;
     m.add_function(wrap_pyfunction!(convert_json, m)?)?;
+    m.add_function(wrap_pyfunction!(select_parquet, m)?)?;
     Ok(())
 }
 
@@ -32,6 +33,81 @@ fn base_name(p: &Path) -> String {
         || p.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
     )
+}
+
+/// One selected row: (filename, offset, length, url, urlkey, timestamp,
+/// mime, status).
+type SelectedRow = (
+    String,
+    u64,
+    u64,
+    String,
+    String,
+    String,
+    String,
+    Option<u16>,
+);
+
+/// The rows of a cc-index Parquet table (a path, or a URL read by range
+/// requests) that the filters select, as `warchest fetch` selects them
+/// (warchest-index's `select::select_parquet`), in the table's order.
+#[pyfunction]
+#[pyo3(signature = (index, url_prefix = None, surt_prefix = None, host = None, mime = None,
+    status = None, from_ = None, to = None, limit = None))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn select_parquet(
+    py: Python<'_>,
+    index: String,
+    url_prefix: Option<String>,
+    surt_prefix: Option<String>,
+    host: Option<String>,
+    mime: Option<String>,
+    status: Option<u16>,
+    from_: Option<String>,
+    to: Option<String>,
+    limit: Option<u64>,
+) -> PyResult<Vec<SelectedRow>> {
+    use warchest_index::select::{self, Selection};
+    let sel = Selection {
+        url_prefix,
+        surt_prefix,
+        host,
+        mime,
+        status,
+        from: from_,
+        to,
+        limit,
+    };
+    let rows = py.detach(|| -> Result<_, String> {
+        let fail = |e: &dyn std::fmt::Display| format!("{index}: reading the Parquet index: {e}");
+        #[cfg(feature = "remote")]
+        if warchest_remote::is_remote(&index) {
+            let size = warchest_remote::size(&index).map_err(|e| fail(&e))?;
+            let url = index.clone();
+            let chunks = select::RangeChunks::new(size, move |start, len| {
+                warchest_remote::open_range(&url, start, len)
+            });
+            return select::select_parquet(chunks, &sel).map_err(|e| fail(&e));
+        }
+        let f = File::open(&index).map_err(|e| format!("{index}: {e}"))?;
+        select::select_parquet(f, &sel).map_err(|e| fail(&e))
+    });
+    let rows = rows.map_err(pyo3::exceptions::PyOSError::new_err)?;
+    Ok(rows
+        .into_iter()
+        .map(|e| {
+            (
+                e.filename,
+                e.offset,
+                e.length,
+                e.url,
+                e.surt,
+                e.timestamp,
+                e.mime,
+                e.status,
+            )
+        })
+        .collect())
 }
 
 /// Indexes `paths` into `output`: `cdxj` (default, as cdxj-indexer), `cdx`

@@ -379,3 +379,37 @@ def test_fetch_of_local_paths():
     past = warchest.fetch([(path, len(data) - 5, 100)], raw=True, on_error="skip")
     assert list(past) == [] and "past the end" in past.failures[0][4]
     assert path in past.failures[0][4]
+
+
+def test_fetch_of_a_parquet_index(tmp_path):
+    """A cc-index Parquet file as fetch's rows, as `warchest fetch` takes
+    one: the rows its selection picks, names resolved against the index's
+    directory, byte for byte the indexed records."""
+    import shutil
+
+    pq = pytest.importorskip("pyarrow.parquet")
+    src = tmp_path / "iana.warc.gz"
+    shutil.copy(FILES["iana.warc.gz"], src)
+    index = tmp_path / "iana.parquet"
+    warchest.index(src, index, format="parquet")
+    table = pq.read_table(index).to_pylist()
+    data = src.read_bytes()
+    every = warchest.select_index(index)
+    assert len(every) == len(table) > 3
+    assert all(r["filename"] == "iana.warc.gz" and len(r["timestamp"]) == 14 for r in every)
+    want = [r for r in table if r["fetch_status"] == 200 and r["content_mime_type"] == "text/html"]
+    sel = warchest.select_index(index, status=200, mime="TEXT/HTML")
+    assert [(r["offset"], r["url"]) for r in sel] == [
+        (r["warc_record_offset"], r["url"]) for r in want
+    ] and sel
+    assert len(warchest.select_index(index, limit=2)) == 2
+    assert warchest.select_index(index, host="no.such.host") == []
+    got = list(warchest.fetch(str(index), select={"status": 200}, raw=True))
+    rows = [r for r in table if r["fetch_status"] == 200]
+    assert got == [
+        data[r["warc_record_offset"] : r["warc_record_offset"] + r["warc_record_length"]] for r in rows
+    ] and got
+    records = list(warchest.fetch(index, select={"limit": 1}))
+    assert len(records) == 1
+    with pytest.raises(ValueError):
+        warchest.select_index(tmp_path / "iana.cdxj")

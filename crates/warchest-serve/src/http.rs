@@ -84,27 +84,17 @@ impl Request {
     }
 }
 
-/// The reason phrase of a status code this server sends.
+/// The reason phrase of a status code this server sends: the `http`
+/// crate's, except 413's, which RFC 9110 renamed ("Content Too Large";
+/// `http` keeps RFC 7231's "Payload Too Large"). Empty for a code without
+/// one.
 pub fn reason(status: u16) -> &'static str {
     match status {
-        200 => "OK",
-        204 => "No Content",
-        206 => "Partial Content",
-        301 => "Moved Permanently",
-        302 => "Found",
-        304 => "Not Modified",
-        400 => "Bad Request",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        411 => "Length Required",
         413 => "Content Too Large",
-        421 => "Misdirected Request",
-        429 => "Too Many Requests",
-        431 => "Request Header Fields Too Large",
-        500 => "Internal Server Error",
-        502 => "Bad Gateway",
-        503 => "Service Unavailable",
-        _ => "",
+        _ => ::http::StatusCode::from_u16(status)
+            .ok()
+            .and_then(|s| s.canonical_reason())
+            .unwrap_or(""),
     }
 }
 
@@ -350,6 +340,24 @@ pub fn query_escape(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reason_phrases_as_before() {
+        for (code, phrase) in [
+            (200, "OK"),
+            (206, "Partial Content"),
+            (302, "Found"),
+            (304, "Not Modified"),
+            (404, "Not Found"),
+            (413, "Content Too Large"),
+            (421, "Misdirected Request"),
+            (431, "Request Header Fields Too Large"),
+            (503, "Service Unavailable"),
+            (599, ""),
+        ] {
+            assert_eq!(reason(code), phrase, "{code}");
+        }
+    }
 
     #[test]
     fn decodes_percent_escapes() {

@@ -65,6 +65,90 @@ mod sealed {
     }
 }
 
+/// The public methods every format's `Reader<S>` has, written once for the
+/// three (`warc`, `arc`, `infomall`): constructors over a `Read`, the
+/// accessors and the record state machine above. `$src` is the path of the
+/// reader's source among its fields; `Reader`, `Record` and `BlockReader`
+/// are the calling module's.
+macro_rules! reader_api {
+    ($($src:ident).+) => {
+        impl<R: ::std::io::Read> Reader<$crate::codec::Decoder<R>> {
+            /// A lenient reader over `reader`, compression sniffed from the bytes.
+            pub fn new(reader: R) -> Self {
+                Reader::with_options(reader, $crate::warc::ReaderOptions::default())
+            }
+
+            /// A reader over `reader` with `opts`.
+            pub fn with_options(reader: R, opts: $crate::warc::ReaderOptions) -> Self {
+                let src = $crate::codec::Decoder::new(reader, opts.decoder.clone());
+                Reader::from_source(src, opts)
+            }
+        }
+
+        impl<S: $crate::codec::Source> Reader<S> {
+            /// The source.
+            pub fn get_ref(&self) -> &S {
+                &self.$($src).+
+            }
+
+            /// The options.
+            pub fn options(&self) -> &$crate::warc::ReaderOptions {
+                &self.opts
+            }
+
+            /// Takes the warnings collected so far (lenient recoveries, each
+            /// with its offset and record).
+            pub fn take_warnings(&mut self) -> Vec<$crate::error::Warning> {
+                let src = &mut self.$($src).+;
+                self.diag.take(|w| src.drain_warnings(w))
+            }
+
+            /// What the last finished record's end looked like (set when it
+            /// was finished explicitly or by reading the next one).
+            pub fn last_end(&self) -> Option<$crate::warc::RecordEnd> {
+                self.last_end
+            }
+
+            /// Reads the next record's header; its block is then read
+            /// through the returned [`Record`]. What the caller leaves
+            /// unread is skipped by the next call. `Ok(None)` at the end of
+            /// the input; after an error the reader is fused and returns
+            /// `Ok(None)`.
+            ///
+            /// # Errors
+            /// I/O errors, corrupt compression (strict), and in strict mode
+            /// any deviation from the format's grammar; in lenient mode a
+            /// header block beyond [`Limits::max_header_block`]($crate::Limits).
+            pub fn next_record(&mut self) -> $crate::error::Result<Option<Record<'_, S>>> {
+                $crate::framing::next_record(self)
+            }
+
+            /// The block of the record last returned by
+            /// [`next_record`](Reader::next_record), from where reading
+            /// stopped, when that record was dropped unfinished. Lets a type
+            /// that owns the reader stream a block without holding the
+            /// borrowed [`Record`].
+            pub fn current_block(&mut self) -> Option<BlockReader<'_, S>> {
+                $crate::framing::current_block(self)
+            }
+
+            /// Finishes the record last returned by
+            /// [`next_record`](Reader::next_record) when it was dropped
+            /// unfinished, as [`Record::finish`] does; `Ok(None)` when there
+            /// is none.
+            ///
+            /// # Errors
+            /// As [`Reader::next_record`].
+            pub fn finish_record(
+                &mut self,
+            ) -> $crate::error::Result<Option<$crate::warc::RecordEnd>> {
+                $crate::framing::finish_record(self)
+            }
+        }
+    };
+}
+pub(crate) use reader_api;
+
 /// Finishes the current record, if any, and reads the next header;
 /// `Ok(None)` at the end of the input. After an error the reader is fused.
 pub(crate) fn next_record<R: Framing>(r: &mut R) -> Result<Option<Record<'_, R>>> {

@@ -95,6 +95,7 @@
 pub mod arc;
 pub mod archive;
 pub mod check;
+pub mod chunks;
 pub mod codec;
 pub mod digest;
 pub mod error;

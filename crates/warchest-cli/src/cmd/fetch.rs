@@ -5,6 +5,8 @@ use std::io::{Read, Seek, SeekFrom, Write};
 
 use anyhow::{Context, Result, bail};
 
+use warchest_index::select::{CDX11, IndexEntry as Entry, Selection, parse_cdx, parse_cdxj};
+
 use crate::report::{Global, Outcome};
 
 /// Fetch the records an index selects into a new archive.
@@ -81,140 +83,18 @@ pub struct Args {
 /// (the remote crate's `DEFAULT_MAX_GAP`, checked by a test).
 const MAX_GAP: u64 = 1 << 20;
 
-/// One index line: where a record is and what selects it.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Entry {
-    surt: String,
-    timestamp: String,
-    url: String,
-    mime: String,
-    status: Option<u16>,
-    filename: String,
-    offset: u64,
-    length: u64,
-}
-
-/// Parses one CDXJ line (`SURT TIMESTAMP {json}`): the index crate's
-/// [`CdxjLine`](warchest_index::text::CdxjLine), with a length required.
-fn parse_cdxj(line: &str) -> Option<Entry> {
-    let l = warchest_index::text::CdxjLine::parse(line.as_bytes())?;
-    let text = |k: &str| l.text(k).map(|s| s.trim().to_string()).unwrap_or_default();
-    Some(Entry {
-        mime: text("mime"),
-        status: text("status").parse().ok(),
-        length: l.length?,
-        surt: l.urlkey,
-        timestamp: l.timestamp,
-        url: l.url,
-        filename: l.filename,
-        offset: l.offset,
-    })
-}
-
-/// The standard CDX fields (`N b a m s k r M S V g`).
-const CDX11: &[&str] = &["N", "b", "a", "m", "s", "k", "r", "M", "S", "V", "g"];
-
-/// Parses one CDX line with `fields` (the letters of its header).
-fn parse_cdx(line: &str, fields: &[String]) -> Option<Entry> {
-    let vals: Vec<&str> = line.split(' ').collect();
-    let get = |letter: &str| {
-        fields
-            .iter()
-            .position(|f| f == letter)
-            .and_then(|i| vals.get(i).copied())
-            .filter(|v| *v != "-")
-    };
-    Some(Entry {
-        surt: get("N").unwrap_or("").to_string(),
-        timestamp: get("b").unwrap_or("").to_string(),
-        url: get("a").unwrap_or("").to_string(),
-        mime: get("m").unwrap_or("").to_string(),
-        status: get("s").and_then(|s| s.parse().ok()),
-        filename: get("g")?.to_string(),
-        offset: get("V").or_else(|| get("v"))?.parse().ok()?,
-        length: get("S")?.parse().ok()?,
-    })
-}
-
-/// The selection flags, as one test.
-struct Selection<'a>(&'a Args);
-
-impl Selection<'_> {
-    fn matches(&self, e: &Entry) -> bool {
-        let a = self.0;
-        if let Some(p) = &a.url_prefix
-            && !e.url.starts_with(p.as_str())
-        {
-            return false;
-        }
-        if let Some(p) = &a.surt_prefix
-            && !e.surt.starts_with(p.as_str())
-        {
-            return false;
-        }
-        if let Some(h) = &a.host {
-            let host = url_host(&e.url);
-            let h = h.to_ascii_lowercase();
-            if !(host == h || host.ends_with(&format!(".{h}"))) {
-                return false;
-            }
-        }
-        if let Some(m) = &a.mime
-            && !e.mime.eq_ignore_ascii_case(m)
-        {
-            return false;
-        }
-        if let Some(s) = a.status
-            && e.status != Some(s)
-        {
-            return false;
-        }
-        // Timestamps compare as digits; a prefix bound covers its period.
-        if let Some(f) = &a.from
-            && e.timestamp.as_str() < f.as_str()
-        {
-            return false;
-        }
-        if let Some(t) = &a.to {
-            let upper = format!("{t}{}", "9".repeat(14usize.saturating_sub(t.len())));
-            if e.timestamp.as_str() > upper.as_str() {
-                return false;
-            }
-        }
-        true
+/// The selection flags (warchest-index's [`Selection`]).
+fn selection(a: &Args) -> Selection {
+    Selection {
+        url_prefix: a.url_prefix.clone(),
+        surt_prefix: a.surt_prefix.clone(),
+        host: a.host.clone(),
+        mime: a.mime.clone(),
+        status: a.status,
+        from: a.from.clone(),
+        to: a.to.clone(),
+        limit: a.limit,
     }
-
-    /// What the selection was, for the warcinfo and the messages.
-    fn describe(&self) -> String {
-        let a = self.0;
-        let mut v = Vec::new();
-        let mut add = |k: &str, val: Option<String>| {
-            if let Some(x) = val {
-                v.push(format!("{k}={x}"));
-            }
-        };
-        add("url-prefix", a.url_prefix.clone());
-        add("surt-prefix", a.surt_prefix.clone());
-        add("host", a.host.clone());
-        add("mime", a.mime.clone());
-        add("status", a.status.map(|s| s.to_string()));
-        add("from", a.from.clone());
-        add("to", a.to.clone());
-        add("limit", a.limit.map(|s| s.to_string()));
-        if v.is_empty() {
-            "all records".into()
-        } else {
-            v.join(" ")
-        }
-    }
-}
-
-/// The lowercased host of `url` ("" when it has none).
-fn url_host(url: &str) -> String {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    let hostport = rest.split(['/', '?', '#']).next().unwrap_or("");
-    let host = hostport.rsplit_once('@').map_or(hostport, |(_, h)| h);
-    host.split(':').next().unwrap_or("").to_ascii_lowercase()
 }
 
 /// Where the file `name` of an index entry is: as is when it is a URL or an
@@ -233,14 +113,14 @@ fn resolve(base: &str, name: &str) -> String {
 /// The selected entries of the index, in its order.
 fn select(args: &Args) -> Result<Vec<Entry>> {
     if args.index.ends_with(".parquet") {
-        return select_parquet(args, &Selection(args));
+        return select_parquet(args, &selection(args));
     }
     let input =
         crate::input::open_stream(&args.index).with_context(|| format!("index {}", args.index))?;
     // A gzip index (Common Crawl's cdx-*.gz) is decoded as it is read.
     let mut input = warchest_index::text::open(input, &args.index)
         .with_context(|| format!("index {}", args.index))?;
-    let sel = Selection(args);
+    let sel = selection(args);
     let mut fields: Option<Vec<String>> = None;
     let mut out = Vec::new();
     let limit = args.limit.unwrap_or(u64::MAX);
@@ -322,7 +202,7 @@ fn read_local(path: &str, offset: u64, len: u64) -> std::io::Result<Vec<u8>> {
 }
 
 /// The warcinfo record that opens the output, compressed as `out` says.
-fn warcinfo(args: &Args, sel: &Selection<'_>, count: usize) -> Result<Vec<u8>> {
+fn warcinfo(args: &Args, sel: &Selection, count: usize) -> Result<Vec<u8>> {
     use warchest::write::{Compression, Writer, WriterOptions};
     let compression = if args.output.ends_with(".gz") {
         Compression::Gzip(6)
@@ -392,7 +272,7 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
         bail!("{}: exists, not replaced", args.output);
     }
     let entries = select(&args)?;
-    let sel = Selection(&args);
+    let sel = selection(&args);
     let base = match &args.prefix {
         Some(p) => p.clone(),
         None => match args.index.rfind('/') {
@@ -563,184 +443,28 @@ fn fetch_remote(
     Ok(0)
 }
 
-/// A Parquet file read through range requests (local files are read
-/// directly): the footer, then only the column chunks asked for.
-struct RangeChunks {
-    url: String,
-    size: u64,
-}
-
-impl parquet::file::reader::Length for RangeChunks {
-    fn len(&self) -> u64 {
-        self.size
-    }
-}
-
-impl parquet::file::reader::ChunkReader for RangeChunks {
-    type T = Box<dyn Read + Send>;
-
-    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
-        crate::remote::open_range(&self.url, start, self.size.saturating_sub(start))
-            .map_err(|e| parquet::errors::ParquetError::External(Box::new(e)))
-    }
-
-    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<bytes::Bytes> {
-        let mut r = self.get_read(start)?;
-        let mut v = Vec::with_capacity(length.min(64 << 20));
-        (&mut r)
-            .take(length as u64)
-            .read_to_end(&mut v)
-            .map_err(|e| parquet::errors::ParquetError::External(Box::new(e)))?;
-        Ok(bytes::Bytes::from(v))
-    }
-}
-
-/// The selected rows of a cc-index Parquet table (Common Crawl's columnar
-/// index: url, url_surtkey, warc_filename, warc_record_offset,
-/// warc_record_length, content_mime_type, fetch_status, fetch_time).
-fn select_parquet(args: &Args, sel: &Selection<'_>) -> Result<Vec<Entry>> {
-    use arrow_array::Array;
-    use parquet::arrow::ProjectionMask;
-    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-    let limit = args.limit.unwrap_or(u64::MAX);
-    let wanted = [
-        "url",
-        "url_surtkey",
-        "warc_filename",
-        "warc_record_offset",
-        "warc_record_length",
-        "content_mime_type",
-        "fetch_status",
-        "fetch_time",
-    ];
-    fn build<T: parquet::file::reader::ChunkReader + 'static>(
-        src: T,
-        wanted: &[&str],
-    ) -> Result<parquet::arrow::arrow_reader::ParquetRecordBatchReader> {
-        let b = ParquetRecordBatchReaderBuilder::try_new(src)?;
-        let schema = b.parquet_schema();
-        let idx: Vec<usize> = (0..schema.num_columns())
-            .filter(|&i| wanted.contains(&schema.column(i).name()))
-            .collect();
-        let mask = ProjectionMask::leaves(schema, idx);
-        Ok(b.with_projection(mask).with_batch_size(8192).build()?)
-    }
-    let reader = if crate::remote::is_remote(&args.index) {
+/// The selected rows of a cc-index Parquet table (warchest-index's
+/// [`select_parquet`](warchest_index::select::select_parquet)), read
+/// through range requests when it is a URL: the footer, then only the
+/// column chunks asked for.
+fn select_parquet(args: &Args, sel: &Selection) -> Result<Vec<Entry>> {
+    use warchest_index::select::{RangeChunks, select_parquet};
+    let rows = if crate::remote::is_remote(&args.index) {
         let size = crate::remote::size(&args.index)?;
-        build(
-            RangeChunks {
-                url: args.index.clone(),
-                size,
-            },
-            &wanted,
+        let url = args.index.clone();
+        select_parquet(
+            RangeChunks::new(size, move |start, len| {
+                crate::remote::open_range(&url, start, len)
+            }),
+            sel,
         )
     } else {
-        build(
+        select_parquet(
             std::fs::File::open(&args.index).with_context(|| args.index.clone())?,
-            &wanted,
+            sel,
         )
-    }
-    .with_context(|| format!("{}: reading the Parquet index", args.index))?;
-    let mut out = Vec::new();
-    for batch in reader {
-        let batch = batch.with_context(|| format!("{}: reading the Parquet index", args.index))?;
-        let col = |name: &str| batch.column_by_name(name);
-        let text = |name: &str, i: usize| -> String {
-            let Some(c) = col(name) else {
-                return String::new();
-            };
-            if c.is_null(i) {
-                return String::new();
-            }
-            if let Some(a) = c.as_any().downcast_ref::<arrow_array::StringArray>() {
-                a.value(i).to_string()
-            } else if let Some(a) = c.as_any().downcast_ref::<arrow_array::LargeStringArray>() {
-                a.value(i).to_string()
-            } else if let Some(a) = c.as_any().downcast_ref::<arrow_array::StringViewArray>() {
-                a.value(i).to_string()
-            } else {
-                String::new()
-            }
-        };
-        let number = |name: &str, i: usize| -> Option<i64> {
-            let c = col(name)?;
-            if c.is_null(i) {
-                return None;
-            }
-            let a = c.as_any();
-            a.downcast_ref::<arrow_array::Int64Array>()
-                .map(|a| a.value(i))
-                .or_else(|| {
-                    a.downcast_ref::<arrow_array::Int32Array>()
-                        .map(|a| a.value(i) as i64)
-                })
-                .or_else(|| {
-                    a.downcast_ref::<arrow_array::Int16Array>()
-                        .map(|a| a.value(i) as i64)
-                })
-                .or_else(|| {
-                    a.downcast_ref::<arrow_array::UInt64Array>()
-                        .and_then(|a| i64::try_from(a.value(i)).ok())
-                })
-                .or_else(|| {
-                    a.downcast_ref::<arrow_array::UInt32Array>()
-                        .map(|a| a.value(i) as i64)
-                })
-        };
-        let timestamp = |i: usize| -> String {
-            let Some(c) = col("fetch_time") else {
-                return String::new();
-            };
-            if c.is_null(i) {
-                return String::new();
-            }
-            let a = c.as_any();
-            let secs = a
-                .downcast_ref::<arrow_array::TimestampMillisecondArray>()
-                .map(|a| a.value(i).div_euclid(1000))
-                .or_else(|| {
-                    a.downcast_ref::<arrow_array::TimestampMicrosecondArray>()
-                        .map(|a| a.value(i).div_euclid(1_000_000))
-                })
-                .or_else(|| {
-                    a.downcast_ref::<arrow_array::TimestampNanosecondArray>()
-                        .map(|a| a.value(i).div_euclid(1_000_000_000))
-                })
-                .or_else(|| {
-                    a.downcast_ref::<arrow_array::TimestampSecondArray>()
-                        .map(|a| a.value(i))
-                });
-            let fmt = time::macros::format_description!("[year][month][day][hour][minute][second]");
-            secs.and_then(|s| time::OffsetDateTime::from_unix_timestamp(s).ok())
-                .and_then(|t| t.format(fmt).ok())
-                .unwrap_or_default()
-        };
-        for i in 0..batch.num_rows() {
-            let (Some(offset), Some(length)) = (
-                number("warc_record_offset", i).and_then(|n| u64::try_from(n).ok()),
-                number("warc_record_length", i).and_then(|n| u64::try_from(n).ok()),
-            ) else {
-                continue;
-            };
-            let e = Entry {
-                surt: text("url_surtkey", i),
-                timestamp: timestamp(i),
-                url: text("url", i),
-                mime: text("content_mime_type", i),
-                status: number("fetch_status", i).and_then(|s| u16::try_from(s).ok()),
-                filename: text("warc_filename", i),
-                offset,
-                length,
-            };
-            if sel.matches(&e) {
-                out.push(e);
-                if out.len() as u64 >= limit {
-                    return Ok(out);
-                }
-            }
-        }
-    }
-    Ok(out)
+    };
+    rows.with_context(|| format!("{}: reading the Parquet index", args.index))
 }
 
 #[cfg(test)]
@@ -766,11 +490,7 @@ mod tests {
     }
 
     #[test]
-    fn hosts_and_names() {
-        assert_eq!(
-            url_host("https://user@WWW.Example.com:8080/x"),
-            "www.example.com"
-        );
+    fn names() {
         assert_eq!(
             resolve("s3://b/crawl/", "x.warc.gz"),
             "s3://b/crawl/x.warc.gz"

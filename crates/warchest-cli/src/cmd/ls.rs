@@ -5,12 +5,12 @@ use std::io::{self, BufWriter, Write};
 use anyhow::Result;
 use serde::Serialize;
 use warchest::archive::{Reader, Record};
+use warchest::chunks::{self, Lines, Progress};
 use warchest::codec::Source;
 use warchest::fields::Field;
 use warchest::warc::{RecordEnd, WarcHeader, field};
 use warchest_index::push_u64;
 
-use crate::chunked::{self, Lines, Progress};
 use crate::input;
 use crate::report::{Global, Outcome, file_error};
 
@@ -151,15 +151,61 @@ fn list(
     let lines = Ls { name, json };
     // A local uncompressed WARC file is cut into chunks read on the
     // threads (the output is verified to be the sequential read's).
-    if let Some(plan) = chunked::plan(name, threads) {
+    if let Some(plan) = plain_plan(name, threads) {
         let opts = g.reader_options(name);
-        chunked::read(g, name, &lines, &opts, plan, out)?;
+        let (records, trace) = chunks::read(g, name, &lines, &opts, plan, out);
+        write_trace(&trace);
+        if records? == 0 {
+            return Err(input::NoRecords::new(name).into());
+        }
         return Ok(Outcome::Ok);
     }
     let mut opts = g.reader_options(name);
     opts.decoder.threads = threads;
     let opened = input::open(name, opts)?;
     input::with_reader!(opened, reader => list_records(g, name, &lines, out, reader))
+}
+
+/// Environment knob (tests): chunk size in bytes, applied to any file size.
+const CHUNK_KNOB: &str = "WARCHEST_PLAIN_CHUNK";
+/// Environment knob (tests): a file to which one line of counts is
+/// appended per file read in chunks.
+const TRACE_KNOB: &str = "WARCHEST_PLAIN_TRACE";
+
+/// The plan when `name` is a local, uncompressed WARC file worth reading
+/// in chunks on `threads` (the library's [`chunks::plan`]); `None` for
+/// standard input, URLs and WACZ members too, which are read as before.
+fn plain_plan(name: &str, threads: usize) -> Option<chunks::Plan> {
+    if threads <= 1
+        || name == "-"
+        || crate::remote::is_remote(name)
+        || warchest_wacz::split_member_name(name).is_some()
+    {
+        return None;
+    }
+    let knob = std::env::var(CHUNK_KNOB)
+        .ok()
+        .and_then(|k| k.trim().parse().ok());
+    chunks::plan(std::path::Path::new(name), threads, knob)
+}
+
+/// Appends the counts of a chunked read to the trace knob's file.
+fn write_trace(trace: &chunks::Trace) {
+    if let Some(t) = std::env::var_os(TRACE_KNOB) {
+        let line = format!(
+            "chunks {} used {} false_starts {} sequential_runs {} sequential_records {}\n",
+            trace.chunks,
+            trace.used,
+            trace.false_starts,
+            trace.sequential_runs,
+            trace.sequential_records
+        );
+        let _ = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(t)
+            .and_then(|mut f| f.write_all(line.as_bytes()));
+    }
 }
 
 fn list_records<S: Source>(
@@ -170,7 +216,7 @@ fn list_records<S: Source>(
     mut reader: Reader<S>,
 ) -> Result<Outcome, Box<dyn std::error::Error + Send + Sync>> {
     let mut progress = Progress::default();
-    chunked::sequential(g, name, lines, &mut reader, out, &mut progress, |_| false)?;
+    chunks::sequential(g, name, lines, &mut reader, out, &mut progress, |_| false)?;
     if progress.records == 0 {
         return Err(input::NoRecords::new(name).into());
     }
@@ -188,7 +234,7 @@ impl Lines for Ls<'_> {
         &self,
         rec: Record<'_, S>,
         out: &mut Vec<u8>,
-    ) -> Result<RecordEnd, chunked::BoxError> {
+    ) -> Result<RecordEnd, chunks::BoxError> {
         if self.json {
             let h = rec.header().clone();
             let loc = rec.location();

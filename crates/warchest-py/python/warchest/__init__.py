@@ -45,6 +45,7 @@ from ._warchest import (
 from ._warchest import check_json as _check_json
 from ._warchest import convert_json as _convert_json
 from ._warchest import index
+from ._warchest import select_parquet as _select_parquet
 from ._warchest import validate_json as _validate_json
 
 if REMOTE:
@@ -76,6 +77,7 @@ __all__ = [
     "list_files",
     "scan",
     "scan_stream",
+    "select_index",
     "split_ranges",
     "validate",
 ]
@@ -213,6 +215,57 @@ def _field(row: Mapping, names: Sequence[str]) -> Any:
     raise KeyError(f"a fetch row needs one of the fields {list(names)}; it has {list(row)}")
 
 
+_SELECT_KEYS = ("filename", "offset", "length", "url", "urlkey", "timestamp", "mime", "status")
+
+
+def select_index(
+    index: PathLike,
+    url_prefix: Optional[str] = None,
+    surt_prefix: Optional[str] = None,
+    host: Optional[str] = None,
+    mime: Optional[str] = None,
+    status: Optional[int] = None,
+    from_: Optional[str] = None,
+    to: Optional[str] = None,
+    limit: Optional[int] = None,
+) -> List[dict]:
+    """The rows of a cc-index Parquet table (Common Crawl's columnar index;
+    a path or a URL, read by range requests: the footer and the columns
+    needed) that the filters select, as ``warchest fetch`` selects them, in
+    the table's order: dicts with ``filename``, ``offset``, ``length``,
+    ``url``, ``urlkey``, ``timestamp`` (14 digits), ``mime`` and ``status``,
+    which ``fetch`` takes as rows.
+
+    ``url_prefix``, ``surt_prefix``: the URL or SURT key starts with it;
+    ``host``: that host or a subdomain; ``mime``, ``status``: equal;
+    ``from_``, ``to``: capture time bounds (14 digits or a prefix, which
+    covers its whole period); ``limit``: at most that many rows."""
+    index = os.fspath(index)
+    if not str(index).endswith(".parquet"):
+        raise ValueError(f"{index}: select_index reads a cc-index Parquet file (name ending in .parquet)")
+    if is_url(index):
+        _need_remote("select_index")
+    rows = _select_parquet(
+        index,
+        url_prefix=url_prefix,
+        surt_prefix=surt_prefix,
+        host=host,
+        mime=mime,
+        status=status,
+        from_=from_,
+        to=to,
+        limit=limit,
+    )
+    return [dict(zip(_SELECT_KEYS, r)) for r in rows]
+
+
+def _index_dir(index: str) -> str:
+    """The directory of an index (URL or path), where the files it names
+    relative to it are, as ``warchest fetch`` resolves them by default."""
+    i = index.rfind("/")
+    return index[: i + 1] if i >= 0 else ""
+
+
 def fetch_rows(rows: Any, prefix: Optional[str] = None) -> List[Tuple[str, int, int]]:
     """``fetch``'s rows as ``(filename, offset, length)`` tuples, ``prefix``
     applied: tuples, mappings or Spark ``Row`` objects with ``filename`` /
@@ -283,6 +336,7 @@ def fetch(
     on_error: str = "raise",
     raw: bool = False,
     max_gap: int = 1 << 20,
+    select: Optional[Mapping[str, Any]] = None,
 ) -> Union[FetchedRecords, "pyarrow.RecordBatchReader"]:
     """The records at ``rows``, each a ``(filename, offset, length)`` range of
     an archive (the columns of a CDX or cc-index selection), fetched by range
@@ -318,12 +372,26 @@ def fetch(
     bytes apart are read with one request (the bytes between them dropped),
     as ``warchest fetch --max-gap`` does; the default, 1 MiB, is
     object_store's coalescing gap, and ``0`` makes one request per row.
+
+    ``rows`` may also be a cc-index Parquet file (a path or URL ending in
+    ``.parquet``), as ``warchest fetch`` takes one: its rows that ``select``
+    picks (the keyword arguments of ``select_index``: ``{"host":
+    "example.com", "status": 200, "limit": 100}``; all rows without it)
+    are fetched, the files they name resolved against ``prefix`` or, by
+    default, the index's own directory.
     """
     if max_gap < 0:
         raise ValueError(f"max_gap must be 0 or more, not {max_gap!r}")
     if on_error not in ("raise", "skip"):
         raise ValueError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
     _need_remote("fetch")
+    if isinstance(rows, (str, os.PathLike)):
+        index = os.fspath(rows)
+        rows = select_index(index, **(select or {}))
+        if prefix is None:
+            prefix = _index_dir(index)
+    elif select is not None:
+        raise ValueError("fetch: select is for a Parquet index given as rows")
     items = fetch_rows(rows, prefix)
     if arrow:
         import pyarrow as pa

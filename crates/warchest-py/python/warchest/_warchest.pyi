@@ -131,6 +131,17 @@ def index(
 def check_json(path: _Path) -> str: ...
 def validate_json(paths: _Paths) -> str: ...
 def convert_json(source: _Path, output: _Path, warc_version: str = "1.1") -> str: ...
+def select_parquet(
+    index: str,
+    url_prefix: Optional[str] = None,
+    surt_prefix: Optional[str] = None,
+    host: Optional[str] = None,
+    mime: Optional[str] = None,
+    status: Optional[int] = None,
+    from_: Optional[str] = None,
+    to: Optional[str] = None,
+    limit: Optional[int] = None,
+) -> List[Tuple[str, int, int, str, str, str, str, Optional[int]]]: ...
 
 # Remote archives (the `remote` feature; REMOTE says whether it is built in).
 REMOTE: bool

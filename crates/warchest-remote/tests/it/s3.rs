@@ -15,7 +15,10 @@ fn s3_reads_lists_and_writes() {
     for (k, v) in moto.env() {
         // SAFETY: set before this test binary's only S3 client is made;
         // the other tests read no AWS_* variable.
-        unsafe { std::env::set_var(k, v) };
+        #[allow(unsafe_code)]
+        unsafe {
+            std::env::set_var(k, v)
+        };
     }
     let names = ["example.warc.gz", "example.warc", "example.arc.gz"];
     let files: Vec<_> = names

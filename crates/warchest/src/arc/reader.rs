@@ -2,12 +2,11 @@
 
 use crate::error::Diagnostics;
 use std::fs::File;
-use std::io::Read;
 use std::path::Path;
 
 use super::{ArcHeader, ArcVersion, Trust, is_scheme_start};
 use crate::codec::{Codec, Decoder, Source};
-use crate::error::{Error, ErrorKind, Result, Warning, WarningKind};
+use crate::error::{Error, ErrorKind, Result, WarningKind};
 use crate::fields::Fields;
 use crate::framing::{self, Framing, is_line_end};
 use crate::pushback::Pushback;
@@ -79,19 +78,6 @@ pub struct Reader<S> {
     line: Vec<u8>,
 }
 
-impl<R: Read> Reader<Decoder<R>> {
-    /// A lenient reader over `reader`, compression sniffed from the bytes.
-    pub fn new(reader: R) -> Self {
-        Reader::with_options(reader, ReaderOptions::default())
-    }
-
-    /// A reader over `reader` with `opts`.
-    pub fn with_options(reader: R, opts: ReaderOptions) -> Self {
-        let src = Decoder::new(reader, opts.decoder.clone());
-        Reader::from_source(src, opts)
-    }
-}
-
 impl Reader<Decoder<File>> {
     /// Opens the file at `path` for lenient reading.
     ///
@@ -129,6 +115,8 @@ fn inner_starts(line: &[u8]) -> impl Iterator<Item = usize> + '_ {
         .take(MAX_TRIES)
 }
 
+framing::reader_api!(input.src);
+
 impl<S: Source> Reader<S> {
     /// A reader over an already built source.
     pub fn from_source(src: S, opts: ReaderOptions) -> Self {
@@ -153,30 +141,9 @@ impl<S: Source> Reader<S> {
         }
     }
 
-    /// The source.
-    pub fn get_ref(&self) -> &S {
-        &self.input.src
-    }
-
-    /// The options.
-    pub fn options(&self) -> &ReaderOptions {
-        &self.opts
-    }
-
     /// The file's ARC version, from its filedesc record (once read).
     pub fn file_version(&self) -> Option<ArcVersion> {
         self.file_version
-    }
-
-    /// Takes the warnings collected so far.
-    pub fn take_warnings(&mut self) -> Vec<Warning> {
-        let src = &mut self.input;
-        self.diag.take(|w| src.drain_warnings(w))
-    }
-
-    /// How the last finished record ended.
-    pub fn last_end(&self) -> Option<RecordEnd> {
-        self.last_end
     }
 
     fn warn(&mut self, kind: WarningKind, offset: u64, record: Option<u64>, msg: String) {
@@ -197,34 +164,6 @@ impl<S: Source> Reader<S> {
     ) -> Result<()> {
         let id = self.view.record_id().map(|s| s.into_owned());
         self.diag.deviation(kind, offset, record, id, msg)
-    }
-
-    /// The next record; what the caller left unread of the previous one is
-    /// skipped. `Ok(None)` at the end; after an error the reader is fused.
-    ///
-    /// # Errors
-    /// I/O errors, corrupt compression (strict), any deviation (strict), a
-    /// version block larger than [`Limits::max_header_block`](crate::Limits).
-    pub fn next_record(&mut self) -> Result<Option<Record<'_, S>>> {
-        framing::next_record(self)
-    }
-
-    /// The block of the record last returned by
-    /// [`next_record`](Reader::next_record), from where reading stopped,
-    /// when that record was dropped unfinished. Lets a type that owns the
-    /// reader stream a block without holding the borrowed [`Record`].
-    pub fn current_block(&mut self) -> Option<BlockReader<'_, S>> {
-        framing::current_block(self)
-    }
-
-    /// Finishes the record last returned by
-    /// [`next_record`](Reader::next_record) when it was dropped unfinished,
-    /// as [`Record::finish`] does; `Ok(None)` when there is none.
-    ///
-    /// # Errors
-    /// As [`Reader::next_record`].
-    pub fn finish_record(&mut self) -> Result<Option<RecordEnd>> {
-        framing::finish_record(self)
     }
 
     /// Skips line ends up to the next non-empty line. False at the end.
@@ -769,6 +708,7 @@ pub type BlockReader<'a, S> = framing::BlockReader<'a, Reader<S>>;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Warning;
     use crate::test_source::MemSource;
 
     const FILEDESC: &[u8] = b"filedesc://x.arc 127.0.0.1 20140216050221 text/plain 75\n1 0 LiveWeb Capture\nURL IP-address Archive-date Content-type Archive-length\n\n";

@@ -2,7 +2,6 @@
 
 use crate::error::Diagnostics;
 use std::fs::File;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use super::header::{Version, WarcHeader};
@@ -155,19 +154,6 @@ pub struct Reader<S> {
     done: bool,
 }
 
-impl<R: Read> Reader<Decoder<R>> {
-    /// A lenient reader over `reader`, compression sniffed from the bytes.
-    pub fn new(reader: R) -> Self {
-        Reader::with_options(reader, ReaderOptions::default())
-    }
-
-    /// A reader over `reader` with `opts`.
-    pub fn with_options(reader: R, opts: ReaderOptions) -> Self {
-        let src = Decoder::new(reader, opts.decoder.clone());
-        Reader::from_source(src, opts)
-    }
-}
-
 impl Reader<Decoder<File>> {
     /// Opens the file at `path` for lenient reading.
     ///
@@ -203,6 +189,18 @@ fn is_record_start(buf: &[u8]) -> bool {
     buf.len() >= 5 && buf[..5].eq_ignore_ascii_case(b"WARC/")
 }
 
+framing::reader_api!(src);
+
+/// How gathering a header block across reads ended.
+enum Gathered {
+    /// Whole, up to its blank line.
+    Whole,
+    /// The input ended inside it (lenient; warned).
+    Cut,
+    /// Over the limit; the record is given up (lenient; warned).
+    TooLarge,
+}
+
 impl<S: Source> Reader<S> {
     /// A reader over an already built source.
     pub fn from_source(src: S, opts: ReaderOptions) -> Self {
@@ -221,11 +219,6 @@ impl<S: Source> Reader<S> {
         }
     }
 
-    /// The source.
-    pub fn get_ref(&self) -> &S {
-        &self.src
-    }
-
     /// The source, mutably. Reading from it directly desynchronises the reader.
     pub fn get_mut(&mut self) -> &mut S {
         &mut self.src
@@ -234,18 +227,6 @@ impl<S: Source> Reader<S> {
     /// The source back.
     pub fn into_inner(self) -> S {
         self.src
-    }
-
-    /// The options.
-    pub fn options(&self) -> &ReaderOptions {
-        &self.opts
-    }
-
-    /// Takes the warnings collected so far (lenient recoveries, each with its
-    /// offset and record).
-    pub fn take_warnings(&mut self) -> Vec<Warning> {
-        let src = &mut self.src;
-        self.diag.take(|w| src.drain_warnings(w))
     }
 
     /// Numbers the next record `n` (and the ones after it `n + 1`, ...) in
@@ -262,12 +243,6 @@ impl<S: Source> Reader<S> {
     /// the limit), plus the first number.
     pub fn next_record_number(&self) -> u64 {
         self.next_index
-    }
-
-    /// What the last finished record's end looked like (set when it was
-    /// finished explicitly or by reading the next one).
-    pub fn last_end(&self) -> Option<RecordEnd> {
-        self.last_end
     }
 
     /// Offset in the stored file of the current read position, as precise as
@@ -288,37 +263,6 @@ impl<S: Source> Reader<S> {
             record,
             self.header.record_id().map(|s| s.into_owned()),
         )
-    }
-
-    /// Reads the next record's header; its block is then read through the
-    /// returned [`Record`]. What the caller leaves unread is skipped by the
-    /// next call. `Ok(None)` at the end of the input; after an error the
-    /// reader is fused and returns `Ok(None)`.
-    ///
-    /// # Errors
-    /// I/O errors, corrupt compression (strict), and in strict mode any
-    /// deviation from the WARC grammar; in lenient mode a header block beyond
-    /// [`Limits::max_header_block`].
-    pub fn next_record(&mut self) -> Result<Option<Record<'_, S>>> {
-        framing::next_record(self)
-    }
-
-    /// The block of the record last returned by
-    /// [`next_record`](Reader::next_record), from where reading stopped,
-    /// when that record was dropped unfinished. Lets a type that owns the
-    /// reader stream a block without holding the borrowed [`Record`].
-    pub fn current_block(&mut self) -> Option<BlockReader<'_, S>> {
-        framing::current_block(self)
-    }
-
-    /// Finishes the record last returned by
-    /// [`next_record`](Reader::next_record) when it was dropped unfinished,
-    /// as [`Record::finish`] does; `Ok(None)` when there is none.
-    ///
-    /// # Errors
-    /// As [`Reader::next_record`].
-    pub fn finish_record(&mut self) -> Result<Option<RecordEnd>> {
-        framing::finish_record(self)
     }
 
     /// Skips CR/LF and damage up to the next record start. Returns false at
@@ -518,127 +462,50 @@ impl<S: Source> Reader<S> {
     /// False when the input ends inside the header (lenient); `None` when
     /// the header block is over [`Limits::max_header_block`] and the record
     /// was given up (lenient, [`Leniency::skipped_bytes`]).
+    ///
+    /// The steps, each a method below: where the record starts; its header
+    /// block, parsed where the source holds it whole (the usual case) or
+    /// gathered across reads and parsed then; the version line; warnings
+    /// about members and header lines; the target URI's brackets; the
+    /// block's length; the next header asked for early.
     fn read_header(&mut self) -> Result<Option<bool>> {
         let index = self.next_index;
         self.next_index += 1;
-        let codec = self.src.codec();
-        let carry_len = self.carry.len() as u64;
-        let in_member = self.src.member_pos().saturating_sub(carry_len);
-        let offset = if codec == Codec::None {
-            self.src.member_offset() + in_member
-        } else {
-            self.src.member_offset()
-        };
-        let max = self.opts.limits.max_header_block;
+        let (codec, in_member, offset) = self.record_start();
         let mut fields = std::mem::take(&mut self.header.fields);
-        let carried = !self.carry.is_empty();
-        let buf = fields.buf_mut();
-        buf.clear();
-        buf.append(&mut self.carry);
-        let mut spans_members = false;
-        // The usual header, whole in the buffer: found and parsed in one
-        // walk over it (the general path below finds its end, copies it
-        // and parses the copy, which gives the same fields and issues).
         self.issues.clear();
-        let mut in_place = false;
-        // Bytes the source holds after a header parsed in place: looking
-        // at them needs no read.
-        let mut held_after = 0usize;
-        if !carried {
-            let chunk = self.src.fill_buf()?;
-            let lenient = self.diag.leniency();
-            let max_fields = self.opts.limits.max_fields;
-            let held = chunk.len();
-            match fields.parse_block_in(chunk, lenient, max_fields, max, &mut self.issues) {
-                Some(n) => {
-                    self.src.consume(n);
-                    in_place = true;
-                    held_after = held - n;
-                }
-                None => {
-                    fields.buf_mut().clear();
-                    self.issues.clear();
-                }
-            }
-        }
+        let mut spans_members = false;
+        // Bytes the source holds after a header parsed in place: looking at
+        // them needs no read. `None`: the header was gathered.
+        let held_after = if self.carry.is_empty() {
+            self.header_in_place(&mut fields)?
+        } else {
+            None
+        };
+        let in_place = held_after.is_some();
         if !in_place {
-            let buf = fields.buf_mut();
-            loop {
-                let chunk = self.src.fill_buf()?;
-                if chunk.is_empty() {
-                    if !self.src.next_member()? {
-                        let e = self.error(
-                            ErrorKind::Truncated(format!(
-                                "the header block ends after {} bytes, without its blank line",
-                                buf.len()
-                            )),
-                            offset,
-                            Some(index),
-                        );
-                        if !self.diag.leniency().truncated_record {
-                            return Err(e);
-                        }
-                        // A header cut off at the end of the input: nothing of
-                        // the record can be read, so say so and stop.
-                        let mut w = Warning::new(
-                            WarningKind::TruncatedRecord,
-                            offset,
-                            format!(
-                                "the input ends inside a header block, after {} bytes",
-                                buf.len()
-                            ),
-                        );
-                        w.record = Some(index);
-                        self.diag.push(w);
-                        self.header.fields = fields;
-                        return Ok(Some(false));
-                    }
-                    spans_members = true;
-                    continue;
-                }
-                let end = framing::header_end(buf, chunk);
-                let take = end.unwrap_or(chunk.len());
-                if buf.len() + take > max {
-                    if !self.diag.leniency().skipped_bytes {
-                        return Err(self.error(
-                            ErrorKind::TooLarge {
-                                what: "WARC header block",
-                                limit: max as u64,
-                            },
-                            offset,
-                            Some(index),
-                        ));
-                    }
-                    // Lenient: the record is lost, not the rest of the input.
-                    // What was read of its header is dropped (memory stays
-                    // bounded by the limit) and the caller resynchronises at
-                    // the next record start, streaming over the rest.
-                    buf.clear();
+            match self.gather_header(&mut fields, offset, index, &mut spans_members)? {
+                Gathered::Whole => {}
+                Gathered::Cut => {
                     self.header.fields = fields;
-                    let mut w = Warning::new(
-                        WarningKind::SkippedBytes,
-                        offset,
-                        format!(
-                            "the WARC header block is longer than the limit of {max} bytes; the record is skipped up to the next record"
-                        ),
-                    );
-                    w.record = Some(index);
-                    self.diag.push(w);
+                    return Ok(Some(false));
+                }
+                Gathered::TooLarge => {
+                    self.header.fields = fields;
                     return Ok(None);
                 }
-                buf.extend_from_slice(&chunk[..take]);
-                self.src.consume(take);
-                if end.is_some() {
-                    break;
-                }
             }
         }
-        let buf = fields.as_bytes();
-        let header_len = buf.len() as u64;
-        let first_nl = memchr::memchr(b'\n', buf).unwrap_or(buf.len());
-        let line = &buf[..first_nl];
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        let version = Version::parse_line(line);
+        let header_len = fields.as_bytes().len() as u64;
+        let (version, first_nl) = {
+            let buf = fields.as_bytes();
+            let first_nl = memchr::memchr(b'\n', buf).unwrap_or(buf.len());
+            let line = &buf[..first_nl];
+            (
+                Version::parse_line(line.strip_suffix(b"\r").unwrap_or(line)),
+                first_nl,
+            )
+        };
         let parsed = if in_place {
             Ok(())
         } else {
@@ -654,132 +521,15 @@ impl<S: Source> Reader<S> {
         if let Err(e) = parsed {
             return Err(self.error(ErrorKind::Syntax(e.to_string()), offset, Some(index)));
         }
-        let version = match version {
-            Some(v) => {
-                if !v.is_known() {
-                    if !self.diag.leniency().unknown_version {
-                        return Err(self.error(
-                            ErrorKind::Syntax(format!(
-                                "unknown WARC version {:?}",
-                                self.version_line()
-                            )),
-                            offset,
-                            Some(index),
-                        ));
-                    }
-                    self.warn(
-                        WarningKind::UnknownVersion,
-                        offset,
-                        Some(index),
-                        format!(
-                            "unknown WARC version {:?}, read as 1.1",
-                            self.version_line()
-                        ),
-                    );
-                }
-                v
-            }
-            None => {
-                return Err(self.error(
-                    ErrorKind::Syntax(format!("bad version line {:?}", self.version_line())),
-                    offset,
-                    Some(index),
-                ));
-            }
-        };
+        let version = self.check_version(version, offset, index)?;
         self.header.version = version;
         self.header.refresh();
-        // Without the knob, records sharing a member are read without a
-        // word, as strict reading always did.
-        let not_at_a_time = self.diag.leniency().not_record_at_a_time;
-        if codec != Codec::None && in_member != 0 && not_at_a_time {
-            self.warn(
-                WarningKind::NotRecordAtATime,
-                offset,
-                Some(index),
-                format!(
-                    "record starts {in_member} bytes into a {} member: the file is not compressed record at a time",
-                    codec.name()
-                ),
-            );
-        }
-        if spans_members && not_at_a_time {
-            self.warn(
-                WarningKind::NotRecordAtATime,
-                offset,
-                Some(index),
-                "the header block spans compressed members".into(),
-            );
-        }
-        // Field issues become warnings, with the stored offset as precise as
-        // the codec allows.
-        let issues = std::mem::take(&mut self.issues);
-        for is in &issues {
-            let at = if codec == Codec::None {
-                offset + is.offset as u64
-            } else {
-                offset
-            };
-            let what = match is.kind {
-                WarningKind::BareLf => "header lines end in LF without CR",
-                WarningKind::SpaceBeforeColon => "white space before a field's colon",
-                WarningKind::LineWithoutColon => "a header line without a colon was ignored",
-                WarningKind::BadFieldName => "a field name is not a token",
-                _ => "odd header line",
-            };
-            self.warn(is.kind, at, Some(index), what.to_string());
-        }
-        self.issues = issues;
-        if let Some(uri) = self.header.fields.get(super::field::TARGET_URI) {
-            let v = uri.value();
-            if v.starts_with(b"<") && v.ends_with(b">") && version >= Version::V1_1 {
-                if !self.diag.leniency().bracketed_uri {
-                    return Err(self.error(
-                        ErrorKind::Syntax(
-                            "WARC-Target-URI inside <...> in a WARC 1.1 record".into(),
-                        ),
-                        offset,
-                        Some(index),
-                    ));
-                }
-                self.warn(
-                    WarningKind::BracketedUri,
-                    offset,
-                    Some(index),
-                    "WARC-Target-URI inside <...>; brackets removed".into(),
-                );
-            }
-        }
-        let remaining = match self.header.content_length() {
-            Some(n) => n,
-            None => {
-                let msg = match self.header.fields.value(super::field::CONTENT_LENGTH) {
-                    Some(v) => format!("Content-Length {v:?} is not a number"),
-                    None => "no Content-Length".to_string(),
-                };
-                if !self.diag.leniency().bad_content_length {
-                    return Err(self.error(ErrorKind::Syntax(msg), offset, Some(index)));
-                }
-                self.warn(
-                    WarningKind::BadContentLength,
-                    offset,
-                    Some(index),
-                    format!("{msg}; the block is skipped up to the next record"),
-                );
-                0
-            }
-        };
-        // The trailer and the next header, asked for now: in a file read
-        // through a map they are not in the cache (a skipped payload lies
-        // between), and the wait for them overlaps the caller's work on
-        // this record instead of stalling the skip to the trailer.
-        if in_place
-            && let Ok(at) = usize::try_from(remaining)
-            && at < held_after
-            && let Ok(held) = self.src.fill_buf()
-            && let Some(next) = held.get(at..)
-        {
-            crate::codec::prefetch(next);
+        self.member_warnings(codec, in_member, spans_members, offset, index);
+        self.field_warnings(codec, offset, index);
+        self.check_target_uri(version, offset, index)?;
+        let remaining = self.block_length(offset, index)?;
+        if let Some(held_after) = held_after {
+            self.prefetch_next(remaining, held_after);
         }
         self.cur = Some(Current {
             loc: RecordLocation {
@@ -797,6 +547,320 @@ impl<S: Source> Reader<S> {
             spans_members,
         });
         Ok(Some(true))
+    }
+
+    /// Where the record about to be read starts: the codec, how far into
+    /// its member, and the stored offset (the member's start for a
+    /// compressed member, the exact byte for a plain file).
+    #[inline(always)]
+    fn record_start(&mut self) -> (Codec, u64, u64) {
+        let codec = self.src.codec();
+        let carry_len = self.carry.len() as u64;
+        let in_member = self.src.member_pos().saturating_sub(carry_len);
+        let offset = if codec == Codec::None {
+            self.src.member_offset() + in_member
+        } else {
+            self.src.member_offset()
+        };
+        (codec, in_member, offset)
+    }
+
+    /// The usual header, whole in the source's buffer: found and parsed in
+    /// one walk over it and consumed. `Some(bytes held after it)`, or
+    /// `None` (with `fields` and the issues cleared) when the buffer does
+    /// not hold it whole: [`gather_header`](Self::gather_header) then
+    /// finds its end, copies it and parses the copy, which gives the same
+    /// fields and issues.
+    #[inline(always)]
+    fn header_in_place(&mut self, fields: &mut Fields) -> Result<Option<usize>> {
+        fields.buf_mut().clear();
+        let chunk = self.src.fill_buf()?;
+        let held = chunk.len();
+        let parsed = fields.parse_block_in(
+            chunk,
+            self.diag.leniency(),
+            self.opts.limits.max_fields,
+            self.opts.limits.max_header_block,
+            &mut self.issues,
+        );
+        match parsed {
+            Some(n) => {
+                self.src.consume(n);
+                Ok(Some(held - n))
+            }
+            None => {
+                fields.buf_mut().clear();
+                self.issues.clear();
+                Ok(None)
+            }
+        }
+    }
+
+    /// Copies the header block into `fields`' buffer (after what was
+    /// carried over from the search for the record's start), across reads
+    /// and members, up to its blank line.
+    fn gather_header(
+        &mut self,
+        fields: &mut Fields,
+        offset: u64,
+        index: u64,
+        spans_members: &mut bool,
+    ) -> Result<Gathered> {
+        let max = self.opts.limits.max_header_block;
+        let buf = fields.buf_mut();
+        buf.clear();
+        buf.append(&mut self.carry);
+        loop {
+            let chunk = self.src.fill_buf()?;
+            if chunk.is_empty() {
+                if !self.src.next_member()? {
+                    return self.header_cut(buf.len(), offset, index);
+                }
+                *spans_members = true;
+                continue;
+            }
+            let end = framing::header_end(buf, chunk);
+            let take = end.unwrap_or(chunk.len());
+            if buf.len() + take > max {
+                // What was read of the header is dropped: memory stays
+                // bounded by the limit.
+                buf.clear();
+                return self.header_too_large(offset, index);
+            }
+            buf.extend_from_slice(&chunk[..take]);
+            self.src.consume(take);
+            if end.is_some() {
+                return Ok(Gathered::Whole);
+            }
+        }
+    }
+
+    /// The input ended inside a header block of `len` bytes: an error, or
+    /// (lenient) a warning and the end of reading, since nothing of the
+    /// record can be read.
+    #[cold]
+    fn header_cut(&mut self, len: usize, offset: u64, index: u64) -> Result<Gathered> {
+        let e = self.error(
+            ErrorKind::Truncated(format!(
+                "the header block ends after {len} bytes, without its blank line"
+            )),
+            offset,
+            Some(index),
+        );
+        if !self.diag.leniency().truncated_record {
+            return Err(e);
+        }
+        let mut w = Warning::new(
+            WarningKind::TruncatedRecord,
+            offset,
+            format!("the input ends inside a header block, after {len} bytes"),
+        );
+        w.record = Some(index);
+        self.diag.push(w);
+        Ok(Gathered::Cut)
+    }
+
+    /// A header block over [`Limits::max_header_block`]: an error, or
+    /// (lenient) the record is lost, not the rest of the input: the caller
+    /// resynchronises at the next record start, streaming over the rest.
+    #[cold]
+    fn header_too_large(&mut self, offset: u64, index: u64) -> Result<Gathered> {
+        let max = self.opts.limits.max_header_block;
+        if !self.diag.leniency().skipped_bytes {
+            return Err(self.error(
+                ErrorKind::TooLarge {
+                    what: "WARC header block",
+                    limit: max as u64,
+                },
+                offset,
+                Some(index),
+            ));
+        }
+        let mut w = Warning::new(
+            WarningKind::SkippedBytes,
+            offset,
+            format!(
+                "the WARC header block is longer than the limit of {max} bytes; the record is skipped up to the next record"
+            ),
+        );
+        w.record = Some(index);
+        self.diag.push(w);
+        Ok(Gathered::TooLarge)
+    }
+
+    /// The version line's version: an unknown one is read as 1.1 with a
+    /// warning (an error in strict mode), a bad line is an error.
+    #[inline(always)]
+    fn check_version(
+        &mut self,
+        version: Option<Version>,
+        offset: u64,
+        index: u64,
+    ) -> Result<Version> {
+        match version {
+            Some(v) if v.is_known() => Ok(v),
+            Some(v) => self.unknown_version(v, offset, index),
+            None => Err(self.error(
+                ErrorKind::Syntax(format!("bad version line {:?}", self.version_line())),
+                offset,
+                Some(index),
+            )),
+        }
+    }
+
+    #[cold]
+    fn unknown_version(&mut self, v: Version, offset: u64, index: u64) -> Result<Version> {
+        if !self.diag.leniency().unknown_version {
+            return Err(self.error(
+                ErrorKind::Syntax(format!("unknown WARC version {:?}", self.version_line())),
+                offset,
+                Some(index),
+            ));
+        }
+        let msg = format!(
+            "unknown WARC version {:?}, read as 1.1",
+            self.version_line()
+        );
+        self.warn(WarningKind::UnknownVersion, offset, Some(index), msg);
+        Ok(v)
+    }
+
+    /// Warnings for a record that does not start a member of its own or
+    /// whose header spans members. Without the knob, records sharing a
+    /// member are read without a word, as strict reading always did.
+    #[inline(always)]
+    fn member_warnings(
+        &mut self,
+        codec: Codec,
+        in_member: u64,
+        spans_members: bool,
+        offset: u64,
+        index: u64,
+    ) {
+        if !self.diag.leniency().not_record_at_a_time {
+            return;
+        }
+        if codec != Codec::None && in_member != 0 {
+            self.warn(
+                WarningKind::NotRecordAtATime,
+                offset,
+                Some(index),
+                format!(
+                    "record starts {in_member} bytes into a {} member: the file is not compressed record at a time",
+                    codec.name()
+                ),
+            );
+        }
+        if spans_members {
+            self.warn(
+                WarningKind::NotRecordAtATime,
+                offset,
+                Some(index),
+                "the header block spans compressed members".into(),
+            );
+        }
+    }
+
+    /// The header lines' issues as warnings, with the stored offset as
+    /// precise as the codec allows.
+    #[inline(always)]
+    fn field_warnings(&mut self, codec: Codec, offset: u64, index: u64) {
+        if self.issues.is_empty() {
+            return;
+        }
+        let issues = std::mem::take(&mut self.issues);
+        for is in &issues {
+            let at = if codec == Codec::None {
+                offset + is.offset as u64
+            } else {
+                offset
+            };
+            let what = match is.kind {
+                WarningKind::BareLf => "header lines end in LF without CR",
+                WarningKind::SpaceBeforeColon => "white space before a field's colon",
+                WarningKind::LineWithoutColon => "a header line without a colon was ignored",
+                WarningKind::BadFieldName => "a field name is not a token",
+                _ => "odd header line",
+            };
+            self.warn(is.kind, at, Some(index), what.to_string());
+        }
+        self.issues = issues;
+    }
+
+    /// A WARC 1.1 WARC-Target-URI inside `<...>` (1.0's grammar): a
+    /// warning (the brackets are removed when the value is read), an error
+    /// in strict mode.
+    #[inline(always)]
+    fn check_target_uri(&mut self, version: Version, offset: u64, index: u64) -> Result<()> {
+        if version < Version::V1_1 {
+            return Ok(());
+        }
+        let Some(uri) = self.header.fields.get(super::field::TARGET_URI) else {
+            return Ok(());
+        };
+        let v = uri.value();
+        if !(v.starts_with(b"<") && v.ends_with(b">")) {
+            return Ok(());
+        }
+        if !self.diag.leniency().bracketed_uri {
+            return Err(self.error(
+                ErrorKind::Syntax("WARC-Target-URI inside <...> in a WARC 1.1 record".into()),
+                offset,
+                Some(index),
+            ));
+        }
+        self.warn(
+            WarningKind::BracketedUri,
+            offset,
+            Some(index),
+            "WARC-Target-URI inside <...>; brackets removed".into(),
+        );
+        Ok(())
+    }
+
+    /// The block's length from Content-Length; a missing or bad one is an
+    /// error, or (lenient) a warning and an empty block, the rest skipped
+    /// up to the next record.
+    #[inline(always)]
+    fn block_length(&mut self, offset: u64, index: u64) -> Result<u64> {
+        match self.header.content_length() {
+            Some(n) => Ok(n),
+            None => self.bad_content_length(offset, index),
+        }
+    }
+
+    #[cold]
+    fn bad_content_length(&mut self, offset: u64, index: u64) -> Result<u64> {
+        let msg = match self.header.fields.value(super::field::CONTENT_LENGTH) {
+            Some(v) => format!("Content-Length {v:?} is not a number"),
+            None => "no Content-Length".to_string(),
+        };
+        if !self.diag.leniency().bad_content_length {
+            return Err(self.error(ErrorKind::Syntax(msg), offset, Some(index)));
+        }
+        self.warn(
+            WarningKind::BadContentLength,
+            offset,
+            Some(index),
+            format!("{msg}; the block is skipped up to the next record"),
+        );
+        Ok(0)
+    }
+
+    /// The trailer and the next header, asked for now when the source
+    /// holds them (`held_after` bytes follow the header): in a file read
+    /// through a map they are not in the cache (a skipped payload lies
+    /// between), and the wait for them overlaps the caller's work on this
+    /// record instead of stalling the skip to the trailer.
+    #[inline(always)]
+    fn prefetch_next(&mut self, remaining: u64, held_after: usize) {
+        if let Ok(at) = usize::try_from(remaining)
+            && at < held_after
+            && let Ok(held) = self.src.fill_buf()
+            && let Some(next) = held.get(at..)
+        {
+            crate::codec::prefetch(next);
+        }
     }
 
     /// The current header's version line as text, for messages (made only
@@ -1067,7 +1131,7 @@ impl<S: Source> Record<'_, S> {
     }
 }
 
-/// The block of the current WARC record as a stream ([`Read`] and
+/// The block of the current WARC record as a stream ([`Read`](std::io::Read) and
 /// [`BufRead`](std::io::BufRead)).
 pub type BlockReader<'a, S> = framing::BlockReader<'a, Reader<S>>;
 

@@ -19,6 +19,7 @@ thread_local! {
 
 // SAFETY: forwards to the system allocator unchanged; counting touches a
 // const-initialised thread-local `Cell`, which never allocates.
+#[allow(unsafe_code)]
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         let _ = COUNT.try_with(|c| c.set(c.get() + 1));

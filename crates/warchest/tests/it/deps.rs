@@ -73,6 +73,11 @@ fn the_core_stays_light() {
     }
     let all = packages(&[]);
     assert!(!all.contains("tracing"), "{all:?}");
+    // `infer` without its `std` feature: no `cfb`, and through it no
+    // `uuid` (write::identify reads OLE2 class ids itself).
+    for name in ["uuid", "cfb"] {
+        assert!(!all.contains(name), "{name} in the default tree: {all:?}");
+    }
     // The core's own pieces are there: the count is of a real tree.
     for name in ["flate2", "sha1", "sha2", "getrandom"] {
         assert!(p.contains(name), "{name} missing: {p:?}");

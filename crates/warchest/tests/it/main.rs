@@ -2,6 +2,7 @@
 
 mod allocations;
 mod arc_infomall;
+mod architecture;
 mod big_record;
 mod common;
 mod deps;

@@ -1,19 +1,26 @@
-//! One uncompressed WARC file read on several threads (`ls -j N`): the file
-//! is cut into chunks, each read by a worker from the first confirmed record
-//! start at or after its cut ([`warchest::split::find_record_start`]) into
-//! its own output buffer, and the buffers are written in order.
+//! One uncompressed WARC file read on several threads, for a caller that
+//! writes lines per record (`warchest ls -j N`): the file is cut into
+//! chunks, each read by a worker from the first confirmed record start at
+//! or after its cut ([`find_record_start`](crate::split::find_record_start),
+//! the rule of [`split`](crate::split)) into its own output buffer, and the
+//! buffers are written in order.
 //!
-//! The output is exactly that of one sequential read, by verification, not
-//! by trusting the split rule: a chunk's lines are used only when it starts
-//! exactly where the sequential read stands (the "crossing" of the chunk
-//! before it: the offset of the first record starting at or after that
-//! chunk's end) and nothing odd happened in it (no error, every record
-//! plain, no warning but a record's own, whose record number is mapped).
-//! Anywhere else (a false or missed candidate, damage, an error) the main
-//! thread reads on sequentially from where the verified output stops, as
-//! `-j 1` reads, printing its warnings and errors, until it is back at a
-//! verified chunk's start or at the end. The per-record work is
-//! the command's ([`Lines`]); `ls` is the first user, `index` could be next.
+//! The output is exactly that of one sequential read ([`sequential`]), by
+//! verification, not by trusting the split rule: a chunk's lines are used
+//! only when it starts exactly where the sequential read stands (the
+//! "crossing" of the chunk before it: the offset of the first record
+//! starting at or after that chunk's end) and nothing odd happened in it
+//! (no error, every record plain, no warning but a record's own, whose
+//! record number is mapped). Anywhere else (a false or missed candidate,
+//! damage, an error) the calling thread reads on sequentially from where
+//! the verified output stops, reporting its warnings and errors as a
+//! sequential read does, until it is back at a verified chunk's start or
+//! at the end. The per-record work is the caller's ([`Lines`]); where
+//! warnings go is the caller's too ([`Report`]).
+//!
+//! Threads: `plan.threads` workers on [`std::thread::scope`], at most
+//! twice that many chunks (16 at most) read ahead of the writing thread,
+//! each chunk's output bounded: memory stays bounded whatever the file.
 
 use std::fs::File;
 use std::io::{Seek, SeekFrom, Write};
@@ -21,11 +28,10 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex};
 
-use warchest::archive::{Format, Reader, Record};
-use warchest::codec::{Codec, Decoder, Source};
-use warchest::warc::{ReaderOptions, RecordEnd};
-
-use crate::report::Global;
+use crate::Warning;
+use crate::archive::{Format, Reader, Record};
+use crate::codec::{Codec, Decoder, Source};
+use crate::warc::{ReaderOptions, RecordEnd};
 
 /// An error of a command's per-record work or of its output.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -48,11 +54,13 @@ const CHUNK_BUFFER: usize = 64 << 10;
 /// (`ls` writes about 2 %, 5 % as JSON, on the benchmark corpus): most
 /// buffers then never grow.
 const OUTPUT_SHARE: u64 = 16;
-/// Environment knob (tests): chunk size in bytes, applied to any file size.
-const CHUNK_KNOB: &str = "WARCHEST_PLAIN_CHUNK";
-/// Environment knob (tests): a file to which one line of counts is
-/// appended per file read in chunks.
-const TRACE_KNOB: &str = "WARCHEST_PLAIN_TRACE";
+
+/// Where the warnings of a read go, as the read reaches them (in file
+/// order, each numbered as in a sequential read from the start).
+pub trait Report {
+    /// The warnings `warnings` of the file `name`.
+    fn warnings(&self, name: &str, warnings: &[Warning]);
+}
 
 /// The per-record work of a command that writes lines.
 pub trait Lines: Sync {
@@ -81,17 +89,17 @@ pub struct Progress {
     pub next_number: u64,
 }
 
-/// Reads `reader` record by record as `-j 1` does: each record's lines to
-/// `out`, then the warnings collected while reading it to `g`. After each
+/// Reads `reader` record by record, as one thread does: each record's
+/// lines to `out`, then the warnings collected while reading it to `g`. After each
 /// record whose stored length is known, `hand_over` is asked with the
 /// offset where the next record should start; when it says yes the read
 /// stops there (`Ok(Some(offset))`). `Ok(None)` at the end of the input.
 ///
 /// # Errors
-/// As `-j 1`: a record that cannot be read (after printing the warnings
+/// A record that cannot be read (after reporting the warnings
 /// collected), a record's work, or writing.
 pub fn sequential<S: Source, L: Lines>(
-    g: &Global,
+    g: &dyn Report,
     name: &str,
     lines: &L,
     reader: &mut Reader<S>,
@@ -146,11 +154,6 @@ fn chunk_size(len: u64, threads: usize, knob: Option<u64>) -> Option<u64> {
     Some(per.clamp(MIN_CHUNK, MAX_CHUNK).max(floor))
 }
 
-/// The test knob's chunk size, when set.
-fn knob() -> Option<u64> {
-    std::env::var(CHUNK_KNOB).ok()?.trim().parse().ok()
-}
-
 /// How one file is read in chunks.
 #[derive(Debug, Clone, Copy)]
 pub struct Plan {
@@ -162,28 +165,24 @@ pub struct Plan {
     pub threads: usize,
 }
 
-/// The plan when `name` is a local, uncompressed WARC file (sniffed from
-/// its first bytes, not its name) worth reading on `threads`; `None` for
-/// anything else (standard input, URLs, WACZ members, compressed, ARC and
-/// Web InfoMall files, files that cannot be read), which the caller reads
-/// as before.
-pub fn plan(name: &str, threads: usize) -> Option<Plan> {
-    if threads <= 1
-        || name == "-"
-        || crate::remote::is_remote(name)
-        || warchest_wacz::split_member_name(name).is_some()
-    {
+/// The plan when `path` is an uncompressed WARC file (sniffed from its
+/// first bytes, not its name) worth reading on `threads`; `None` for
+/// anything else (compressed, ARC and Web InfoMall files, not a regular
+/// file, files that cannot be read), which the caller reads sequentially.
+/// `chunk` forces a chunk size (tests: tiny chunks on small files).
+pub fn plan(path: &Path, threads: usize, chunk: Option<u64>) -> Option<Plan> {
+    if threads <= 1 {
         return None;
     }
-    let mut f = File::open(name).ok()?;
+    let mut f = File::open(path).ok()?;
     let meta = f.metadata().ok()?;
     if !meta.is_file() {
         return None;
     }
     let len = meta.len();
-    let chunk = chunk_size(len, threads, knob())?;
+    let chunk = chunk_size(len, threads, chunk)?;
     let mut head = vec![0u8; 16 << 10];
-    let n = warchest::io::read_up_to(&mut f, &mut head).ok()?;
+    let n = crate::io::read_up_to(&mut f, &mut head).ok()?;
     let head = &head[..n];
     if Codec::sniff(head).is_some() || Format::sniff(head).unwrap_or(Format::Warc) != Format::Warc {
         return None;
@@ -206,7 +205,7 @@ struct Chunk {
     /// records), no record given up.
     ok: bool,
     /// The warnings of its records, in order, numbered from 0.
-    warnings: Vec<warchest::Warning>,
+    warnings: Vec<Warning>,
     /// The lines of its records.
     out: Vec<u8>,
     /// Records written to `out`, and the offset of the last.
@@ -263,9 +262,9 @@ fn read_chunk<L: Lines>(
         0
     } else {
         let found = File::open(path)
-            .map_err(warchest::Error::from)
+            .map_err(crate::Error::from)
             .and_then(|mut f| {
-                warchest::split::find_record_start(&mut f, Format::Warc, cut, end, opts)
+                crate::split::find_record_start(&mut f, Format::Warc, cut, end, opts)
             });
         match found {
             Ok(Some(s)) => s,
@@ -361,66 +360,32 @@ impl Shared {
     }
 }
 
-/// What a chunked read did (the trace knob writes it; tests check it).
+/// What a chunked read did (for tests and tracing).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-struct Trace {
+pub struct Trace {
     /// Chunks planned.
-    chunks: usize,
+    pub chunks: usize,
     /// Chunks whose lines were used.
-    used: usize,
+    pub used: usize,
     /// Chunks passed over by verified output that had a confirmed start:
     /// a candidate inside a record (an archived WARC file, say), since
     /// verified chunks read every record start in between.
-    false_starts: usize,
+    pub false_starts: usize,
     /// Sequential reads from a place no verified chunk started at.
-    sequential_runs: u64,
+    pub sequential_runs: u64,
     /// Records those reads wrote.
-    sequential_records: u64,
+    pub sequential_records: u64,
 }
 
 /// Reads the uncompressed WARC file `name` as `plan` says (see [`plan`]),
-/// writing what
-/// [`sequential`] over the whole file would write, in the same order, with
-/// the same warnings, errors and outcome.
+/// writing to `out` what [`sequential`] over the whole file would write, in
+/// the same order, with the same warnings (to `g`), errors and outcome:
+/// the records written, and what was done.
 ///
 /// # Errors
-/// As [`sequential`], and [`crate::input::NoRecords`] when the file holds
-/// no record.
+/// As [`sequential`].
 pub fn read<L: Lines>(
-    g: &Global,
-    name: &str,
-    lines: &L,
-    opts: &ReaderOptions,
-    plan: Plan,
-    out: &mut dyn Write,
-) -> Result<(), BoxError> {
-    let (result, trace) = read_traced(g, name, lines, opts, plan, out);
-    if let Some(t) = std::env::var_os(TRACE_KNOB) {
-        let line = format!(
-            "chunks {} used {} false_starts {} sequential_runs {} sequential_records {}\n",
-            trace.chunks,
-            trace.used,
-            trace.false_starts,
-            trace.sequential_runs,
-            trace.sequential_records
-        );
-        let _ = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(t)
-            .and_then(|mut f| f.write_all(line.as_bytes()));
-    }
-    let records = result?;
-    if records == 0 {
-        return Err(crate::input::NoRecords::new(name).into());
-    }
-    Ok(())
-}
-
-/// [`read`] without the trace knob and the check for no records: the
-/// records written, and what was done.
-fn read_traced<L: Lines>(
-    g: &Global,
+    g: &dyn Report,
     name: &str,
     lines: &L,
     opts: &ReaderOptions,
@@ -550,7 +515,7 @@ impl Fetch<'_> {
 /// where they are not; the records written.
 #[allow(clippy::too_many_arguments)]
 fn merge<L: Lines>(
-    g: &Global,
+    g: &dyn Report,
     name: &str,
     lines: &L,
     opts: &ReaderOptions,
@@ -589,7 +554,7 @@ fn merge<L: Lines>(
                 let c = fetch.release(k);
                 // Its records' warnings, numbered as from the file's start.
                 let base = progress.next_number;
-                let warnings: Vec<warchest::Warning> = c
+                let warnings: Vec<Warning> = c
                     .warnings
                     .into_iter()
                     .map(|mut w| {
@@ -690,6 +655,7 @@ fn resume(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write;
 
     /// Offset and stored length of each record.
     struct Offsets;
@@ -725,11 +691,14 @@ mod tests {
             .collect()
     }
 
-    const G: Global = Global {
-        strict: false,
-        show_warnings: false,
-        quiet: true,
-    };
+    /// Warnings dropped, as `ls` without `-w` prints none.
+    struct Quiet;
+
+    impl Report for Quiet {
+        fn warnings(&self, _: &str, _: &[Warning]) {}
+    }
+
+    const G: Quiet = Quiet;
 
     /// The sequential read's output and result, and the chunked read's
     /// with its trace, of `data` in chunks of `chunk` bytes.
@@ -738,13 +707,13 @@ mod tests {
         let path = dir.path().join("t.warc");
         std::fs::write(&path, data).unwrap();
         let name = path.to_str().unwrap();
-        let opts = G.reader_options(name);
+        let opts = ReaderOptions::lenient().file(name);
         let mut seq = Vec::new();
         let mut r = Reader::open_with(name, opts.clone()).unwrap();
         let mut p = Progress::default();
         let ok1 = sequential(&G, name, &Offsets, &mut r, &mut seq, &mut p, |_| false).is_ok();
         let mut par = Vec::new();
-        let (res, trace) = read_traced(
+        let (res, trace) = read(
             &G,
             name,
             &Offsets,
@@ -830,8 +799,8 @@ mod tests {
         let path = dir.path().join("s.warc");
         std::fs::write(&path, &data).unwrap();
         let name = path.to_str().unwrap();
-        let g = Global { strict: true, ..G };
-        let opts = g.reader_options(name);
+        let g = Quiet;
+        let opts = ReaderOptions::strict().file(name);
         let mut seq = Vec::new();
         let mut r = Reader::open_with(name, opts.clone()).unwrap();
         let e1 = sequential(
@@ -846,7 +815,7 @@ mod tests {
         .unwrap_err()
         .to_string();
         let mut par = Vec::new();
-        let (res, _) = read_traced(
+        let (res, _) = read(
             &g,
             name,
             &Offsets,
