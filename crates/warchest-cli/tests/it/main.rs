@@ -8,6 +8,7 @@ mod fidelity;
 mod index;
 mod inputs;
 mod parquet_engines;
+mod plain_http;
 mod plain_jobs;
 mod proxy_limits;
 mod remote;
