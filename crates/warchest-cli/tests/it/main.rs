@@ -16,6 +16,7 @@ mod remote_jobs;
 mod safety;
 mod serve;
 mod serve_limits;
+mod serve_paths;
 mod tools;
 mod validate;
 mod writing;
