@@ -17,9 +17,9 @@ use std::fmt::Write as _;
 use super::http::{escape, query_escape};
 use super::names::Names;
 use super::pages::{count, page, search_form};
-use crate::Collection;
-use crate::store::{Capture, KeyRange, MatchType, Query};
-use crate::wacz::iso_date;
+use warchest_replay::Collection;
+use warchest_replay::store::{Capture, KeyRange, MatchType, Query};
+use warchest_replay::wacz::iso_date;
 
 /// Captures listed on one page of the flat list.
 pub(super) const PAGE: usize = 100;

@@ -7,8 +7,8 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use crate::Collection;
-use crate::store::Source;
+use warchest_replay::Collection;
+use warchest_replay::store::Source;
 
 /// A root given to `serve`: as given (for URLs), canonical (for files).
 struct Root {
