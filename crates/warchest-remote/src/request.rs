@@ -758,6 +758,39 @@ async fn list_all(
 mod tests {
     use super::*;
 
+    /// An HTML error page becomes its text on one short line.
+    #[test]
+    fn error_bodies_are_cut_to_a_short_excerpt() {
+        let page = "<!DOCTYPE HTML>\n<html lang=\"en\">\n    <head>\n        <title>Error response</title>\n    </head>\n    <body>\n        <h1>Error response</h1>\n        <p>Error code: 404</p>\n        <p>Message: File not found.</p>\n    </body>\n</html>\n";
+        assert_eq!(
+            excerpt(page),
+            "Error response Error response Error code: 404 Message: File not found."
+        );
+        let long = "x".repeat(5000);
+        let e = excerpt(&long);
+        assert_eq!(e.chars().count(), EXCERPT + 1, "{e}");
+        assert!(e.ends_with('…'));
+        assert_eq!(excerpt("  \r\n\t "), "");
+        assert_eq!(excerpt("a\nb"), "a b");
+    }
+
+    #[test]
+    fn no_ranges_is_one_line_naming_the_server() {
+        let f = Failure {
+            problem: Problem::NoRanges,
+            ..Failure::fatal(io::ErrorKind::Unsupported, "no byte ranges")
+        };
+        let e = f.into_error("http://127.0.0.1:8000/a/x.warc.gz", 1234, 0);
+        assert_eq!(
+            e.to_string(),
+            "http://127.0.0.1:8000 does not support byte ranges: needed for reading http://127.0.0.1:8000/a/x.warc.gz from byte 1234 (random access)"
+        );
+        let r = remote_error(&e).expect("a RemoteError inside");
+        assert!(r.whole_object());
+        assert_eq!(r.offset(), 1234);
+        assert!(remote_error(&copy_error(&e)).is_some());
+    }
+
     #[test]
     fn pieces_copy_across_parts_from_any_offset() {
         let mut p = Pieces::default();

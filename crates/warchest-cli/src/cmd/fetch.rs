@@ -495,7 +495,8 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
     drop(w);
     let gone = gone.lines;
     for (name, what, n) in &gone {
-        eprintln!("warchest: {name}: {what}: {n} records not fetched");
+        let records = if *n == 1 { "record" } else { "records" };
+        eprintln!("warchest: {name}: {what}: {n} {records} not fetched");
     }
     if !g.quiet {
         eprintln!(
@@ -540,6 +541,8 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
 struct Gone {
     /// (object, what went wrong, records not fetched), in order of finding.
     lines: Vec<(String, String, u64)>,
+    /// Where each object's line is.
+    at: std::collections::HashMap<String, usize>,
 }
 
 impl Gone {
@@ -555,9 +558,12 @@ impl Gone {
             }
             None => return false,
         };
-        match self.lines.iter_mut().find(|(n, _, _)| n == name) {
-            Some(l) => l.2 += 1,
-            None => self.lines.push((name.to_string(), what, 1)),
+        match self.at.get(name) {
+            Some(&k) => self.lines[k].2 += 1,
+            None => {
+                self.at.insert(name.to_string(), self.lines.len());
+                self.lines.push((name.to_string(), what, 1));
+            }
         }
         true
     }
