@@ -16,6 +16,8 @@ Control, for the tests:
   or past N (the connection is reset there), as an object cut short.
 - GET /_count: the number of GET and HEAD requests (but to /_count) so far, as
   "GET HEAD"; POST /_reset_count sets them to zero.
+- GET or HEAD /_loop/a and /_loop/b: each redirects (302) to the other, a
+  redirect loop (counted as requests).
 
 LATENCY_MS (environment): every GET of a file waits that long before it
 answers, as a real store's first byte does (bench/remote_bench.py).
@@ -74,9 +76,22 @@ class Handler(BaseHTTPRequestHandler):
             return None
         return path
 
+    def loop(self):
+        # /_loop/a and /_loop/b redirect to each other.
+        if not self.path.startswith("/_loop/"):
+            return False
+        other = "/_loop/b" if self.path.endswith("a") else "/_loop/a"
+        self.send_response(302)
+        self.send_header("Location", other)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+        return True
+
     def do_HEAD(self):
         with LOCK:
             COUNT["HEAD"] += 1
+        if self.loop():
+            return
         path = self.file()
         if path is None:
             return self.small(404)
@@ -100,6 +115,8 @@ class Handler(BaseHTTPRequestHandler):
                 return self.small(200, "%d %d" % (COUNT["GET"], COUNT["HEAD"]))
         with LOCK:
             COUNT["GET"] += 1
+        if self.loop():
+            return
         if LATENCY > 0:
             time.sleep(LATENCY)
         path = self.file()

@@ -87,9 +87,13 @@ fn open_remote(name: &str, opts: ReaderOptions) -> warchest::Result<Opened> {
     if opts.decoder.threads > 1 {
         // As a local file with -j: the decoder's jobs read the object at
         // offsets, in blocks fetched concurrently ahead of them.
-        let blocks = std::sync::Arc::new(crate::remote::open_blocks(name).map_err(locate)?);
-        let src = Decoder::new_read_at(blocks, name, opts.decoder.clone()).map_err(locate)?;
-        return Ok(Opened::RemoteAt(Reader::from_source(src, opts)?));
+        // A server that answers no ranges: read from the start by one
+        // thread instead (below), as a sequential read needs none.
+        if let Some(blocks) = crate::remote::open_blocks(name).map_err(locate)? {
+            let blocks = std::sync::Arc::new(blocks);
+            let src = Decoder::new_read_at(blocks, name, opts.decoder.clone()).map_err(locate)?;
+            return Ok(Opened::RemoteAt(Reader::from_source(src, opts)?));
+        }
     }
     let f = crate::remote::open(name).map_err(locate)?;
     let src = Decoder::new_seekable(f, opts.decoder.clone()).map_err(locate)?;

@@ -39,18 +39,31 @@ pub fn open(url: &str) -> io::Result<File> {
 }
 
 /// Opens the object at `url` for reading at offsets by several threads
-/// (its size from one HEAD request; then one range request per block).
+/// (its size from one HEAD request; then one range request per block);
+/// `None` when its server answers no byte ranges, found by reading the
+/// first block (which a decoder reads first anyway: it is kept). A
+/// sequential read then streams the object ([`open`] does) instead.
 #[cfg(feature = "remote")]
-pub fn open_blocks(url: &str) -> io::Result<warchest_remote::RemoteBlocks> {
-    warchest_remote::open_blocks(url)
+pub fn open_blocks(url: &str) -> io::Result<Option<warchest_remote::RemoteBlocks>> {
+    let b = warchest_remote::open_blocks(url)?;
+    let mut first = [0u8; 1];
+    match warchest::io::ReadAt::read_at(&b, &mut first, 0) {
+        Err(e)
+            if warchest_remote::remote_error(&e)
+                .is_some_and(|r| *r.problem() == warchest_remote::Problem::NoRanges) =>
+        {
+            Ok(None)
+        }
+        _ => Ok(Some(b)),
+    }
 }
 
 /// [`open_blocks`] as the format crate's positional-read source (without
 /// the `remote` feature: the error that says so).
-pub fn open_read_at(url: &str) -> io::Result<std::sync::Arc<dyn warchest::io::ReadAt>> {
+pub fn open_read_at(url: &str) -> io::Result<Option<std::sync::Arc<dyn warchest::io::ReadAt>>> {
     #[cfg(feature = "remote")]
     {
-        Ok(std::sync::Arc::new(open_blocks(url)?))
+        Ok(open_blocks(url)?.map(|b| std::sync::Arc::new(b) as _))
     }
     #[cfg(not(feature = "remote"))]
     {

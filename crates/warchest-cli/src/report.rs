@@ -158,7 +158,17 @@ pub fn exit(o: Result<Outcome, anyhow::Error>) -> ExitCode {
             if is_broken_pipe(e.as_ref()) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("warchest: {e:#}");
+            // The chain on one line, each cause once (an I/O error's
+            // message is part of the error that wraps it).
+            let mut msg = e.to_string();
+            for cause in e.chain().skip(1) {
+                let m = cause.to_string();
+                if !msg.contains(&m) {
+                    msg.push_str(": ");
+                    msg.push_str(&m);
+                }
+            }
+            eprintln!("warchest: {msg}");
             ExitCode::from(2)
         }
     }

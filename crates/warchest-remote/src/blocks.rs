@@ -20,12 +20,12 @@ pub const AHEAD: usize = 2;
 /// the decoder's jobs and its reading thread read up to a few MiB apart.
 const HELD_BYTES: u64 = 16 << 20;
 
-/// A block's bytes, or its error as kind and message.
-type Answer = Result<Arc<Pieces>, (io::ErrorKind, String)>;
+/// A block's bytes, or its error (copied for each reader).
+type Answer = Result<Arc<Pieces>, io::Error>;
 
 /// One block: empty while its request runs, then its bytes (as the body's
-/// pieces came, never joined: no copy) or its error (kept as kind and
-/// message, as `io::Error` is not `Clone`).
+/// pieces came, never joined: no copy) or its error (copied for each
+/// reader with `copy_error`, as `io::Error` is not `Clone`).
 #[derive(Default)]
 struct Cell {
     got: Mutex<Option<Answer>>,
@@ -34,7 +34,7 @@ struct Cell {
 
 impl Cell {
     fn set(&self, r: io::Result<Pieces>) {
-        *lock(&self.got) = Some(r.map(Arc::new).map_err(|e| (e.kind(), e.to_string())));
+        *lock(&self.got) = Some(r.map(Arc::new));
         self.ready.notify_all();
     }
 
@@ -45,7 +45,7 @@ impl Cell {
         loop {
             match &*g {
                 Some(Ok(b)) => return Ok(Arc::clone(b)),
-                Some(Err((kind, msg))) => return Err(io::Error::new(*kind, msg.clone())),
+                Some(Err(e)) => return Err(request::copy_error(e)),
                 None => g = self.ready.wait(g).unwrap_or_else(PoisonError::into_inner),
             }
         }

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use bytes::{Buf, Bytes, BytesMut};
 use tokio::sync::Semaphore;
 
-use crate::request::{Failure, next_piece, start_range};
+use crate::request::{Failure, copy_error, next_piece, remote_error, start_range};
 use crate::{Location, Options, RangeRequest, runtime};
 
 /// The largest gap between two ranges read with one request by default:
@@ -121,11 +121,31 @@ impl<I: Iterator<Item = RangeRequest>> Iterator for Groups<I> {
     }
 }
 
-/// Counters shared by the requests.
+/// Counters shared by the requests, and the objects known unreadable.
 #[derive(Default)]
 struct Counters {
     requests: AtomicU64,
     bytes: AtomicU64,
+    /// The objects found missing, refused, without ranges or redirecting
+    /// in a loop, by URL, with their error: no further request is made
+    /// for them, each of their ranges gets the error at once.
+    gone: std::sync::Mutex<std::collections::HashMap<String, io::Error>>,
+}
+
+impl Counters {
+    /// The error of `url` when it is known unreadable.
+    fn gone(&self, url: &str) -> Option<io::Error> {
+        let g = self.gone.lock().unwrap_or_else(|e| e.into_inner());
+        g.get(url).map(copy_error)
+    }
+
+    /// Remembers `e` for `url` when it holds for the whole object.
+    fn note(&self, url: &str, e: &io::Error) {
+        if remote_error(e).is_some_and(|r| r.whole_object()) {
+            let mut g = self.gone.lock().unwrap_or_else(|e| e.into_inner());
+            g.entry(url.to_string()).or_insert_with(|| copy_error(e));
+        }
+    }
 }
 
 /// Reads `parts` (of one object, in order, not overlapping) with one
@@ -162,6 +182,9 @@ async fn read_merged(
     let mut pos = start;
     let mut retries = 0u32;
     loop {
+        if let Some(e) = counters.gone(loc.url()) {
+            return Err((k, e));
+        }
         let res = async {
             counters.requests.fetch_add(1, Ordering::Relaxed);
             let mut stream = start_range(loc, opts, pos, end, None).await?;
@@ -216,7 +239,11 @@ async fn read_merged(
                     pos = pos.max(off);
                 }
             }
-            Err(f) => return Err((k, f.into_error(loc.url(), pos, retries))),
+            Err(f) => {
+                let e = f.into_error(loc.url(), pos, retries);
+                counters.note(loc.url(), &e);
+                return Err((k, e));
+            }
         }
     }
 }
@@ -224,7 +251,8 @@ async fn read_merged(
 /// The results of a group's ranges, in order. When the merged request
 /// fails for good, the ranges it did not deliver are asked for one by one,
 /// so that each lost range has its own error (and a fault confined to one
-/// record loses only that record).
+/// record loses only that record); when the error holds for the whole
+/// object (missing, refused, no ranges), they get it without a request.
 async fn fetch_group(g: &Group, opts: &Options, counters: &Counters) -> Vec<io::Result<Bytes>> {
     let mut out = Vec::with_capacity(g.parts.len());
     match read_merged(&g.location, opts, &g.parts, counters, &mut out).await {

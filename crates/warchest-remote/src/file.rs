@@ -7,7 +7,7 @@ use bytes::Bytes;
 use futures_util::stream::BoxStream;
 use tokio::task::JoinHandle;
 
-use crate::request::{self, Failure, Pieces};
+use crate::request::{self, Failure, Pieces, Problem, remote_error};
 use crate::{Location, Options, runtime};
 
 /// A range being fetched ahead of the reader.
@@ -38,6 +38,24 @@ pub struct RemoteFile {
     next_len: usize,
     prefetch: Option<Prefetch>,
     requests: u64,
+    /// Whether a range has been read: the whole object is streamed
+    /// instead only when the first read, at byte 0, finds that the server
+    /// answers no ranges.
+    ranged: bool,
+    /// The object streamed whole from its start (its server answers no
+    /// ranges).
+    whole: Option<Whole>,
+    /// Retries spent on the whole stream.
+    whole_retries: u32,
+}
+
+/// The object's body streamed from byte 0, for a server that answers no
+/// range requests: read in order, a seek forward reads and drops.
+struct Whole {
+    body: BoxStream<'static, object_store::Result<Bytes>>,
+    /// The piece held and where it starts in the object.
+    piece: Bytes,
+    piece_start: u64,
 }
 
 impl std::fmt::Debug for RemoteFile {
@@ -74,6 +92,80 @@ impl RemoteFile {
             buf_start: 0,
             prefetch: None,
             requests: 0,
+            ranged: false,
+            whole: None,
+            whole_retries: 0,
+        }
+    }
+
+    /// Whether the object is streamed whole because its server answers
+    /// no range requests (a plain file server such as Python's
+    /// `http.server`).
+    pub fn streamed_whole(&self) -> bool {
+        self.whole.is_some()
+    }
+
+    /// [`Read::read`] from the whole stream: pieces before the position
+    /// are dropped; a position before the piece held starts the stream
+    /// again (a reader that reads in order never does). A fault starts it
+    /// again within the retry budget.
+    fn read_whole(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        loop {
+            let Some(w) = self.whole.as_mut() else {
+                self.requests += 1;
+                match runtime().block_on(request::start_whole(&self.loc, &self.opts)) {
+                    Ok(body) => {
+                        self.whole = Some(Whole {
+                            body,
+                            piece: Bytes::new(),
+                            piece_start: 0,
+                        })
+                    }
+                    Err(f) if f.retry && self.whole_retries < self.opts.retries => {
+                        std::thread::sleep(self.opts.backoff_for(self.whole_retries));
+                        self.whole_retries += 1;
+                    }
+                    Err(f) => return Err(f.into_error(self.loc.url(), 0, self.whole_retries)),
+                }
+                continue;
+            };
+            if self.pos < w.piece_start {
+                self.whole = None;
+                continue;
+            }
+            let end = w.piece_start + w.piece.len() as u64;
+            if self.pos < end {
+                let at = (self.pos - w.piece_start) as usize;
+                let n = out.len().min(w.piece.len() - at);
+                out[..n].copy_from_slice(&w.piece[at..at + n]);
+                self.pos += n as u64;
+                return Ok(n);
+            }
+            let got = runtime().block_on(request::next_piece(&mut w.body, &self.opts));
+            match got {
+                Ok(Some(b)) => {
+                    w.piece_start = end;
+                    w.piece = b;
+                }
+                Ok(None) if end >= self.size => return Ok(0),
+                Ok(None) => {
+                    return Err(Failure::fatal(
+                        io::ErrorKind::UnexpectedEof,
+                        format!(
+                            "the object ended at byte {end}, shorter than the {} bytes it had when opened (cut or replaced)",
+                            self.size
+                        ),
+                    )
+                    .into_error(self.loc.url(), end, self.whole_retries));
+                }
+                Err(f) if f.retry && self.whole_retries < self.opts.retries => {
+                    tracing::debug!("{}: at byte {end}: {}; retrying", self.loc.url(), f.message);
+                    std::thread::sleep(self.opts.backoff_for(self.whole_retries));
+                    self.whole_retries += 1;
+                    self.whole = None;
+                }
+                Err(f) => return Err(f.into_error(self.loc.url(), end, self.whole_retries)),
+            }
         }
     }
 
@@ -132,13 +224,13 @@ impl RemoteFile {
         };
         let start = p.start;
         let bytes = runtime().block_on(p.task).map_err(|e| {
-            Failure {
-                kind: io::ErrorKind::Other,
-                message: format!("read task failed: {e}"),
-                retry: false,
-            }
-            .into_error(self.loc.url(), start, 0)
+            Failure::fatal(io::ErrorKind::Other, format!("read task failed: {e}")).into_error(
+                self.loc.url(),
+                start,
+                0,
+            )
         })??;
+        self.ranged = true;
         self.buf = bytes;
         self.buf_start = start;
         // Read-ahead only while reading runs on: a reader that seeks about
@@ -162,9 +254,26 @@ impl Read for RemoteFile {
         if out.is_empty() || self.pos >= self.size {
             return Ok(0);
         }
+        if self.whole.is_some() {
+            return self.read_whole(out);
+        }
         let in_buf = self.pos >= self.buf_start && self.pos < self.buf_start + self.buf.len();
         if !in_buf {
-            self.fill()?;
+            match self.fill() {
+                Ok(()) => {}
+                // A server without ranges, read from the start: the whole
+                // object streamed instead (a sequential read needs no
+                // ranges). Reading that starts elsewhere fails.
+                Err(e)
+                    if !self.ranged
+                        && self.pos == 0
+                        && remote_error(&e).is_some_and(|r| *r.problem() == Problem::NoRanges) =>
+                {
+                    tracing::debug!("{}: no byte ranges; streaming the whole object", self.url());
+                    return self.read_whole(out);
+                }
+                Err(e) => return Err(e),
+            }
         }
         if self.pos < self.buf_start || self.pos >= self.buf_start + self.buf.len() {
             return Err(io::Error::new(
@@ -249,20 +358,18 @@ impl RangeReader {
                 }
                 let stream = self.stream.as_mut().expect("just set");
                 match request::next_piece(stream, &self.opts).await? {
-                    Some(b) if b.len() as u64 > end - pos => Err(Failure {
-                        kind: io::ErrorKind::InvalidData,
-                        message: "the server sent more than the range asked for".into(),
-                        retry: false,
-                    }),
+                    Some(b) if b.len() as u64 > end - pos => Err(Failure::fatal(
+                        io::ErrorKind::InvalidData,
+                        "the server sent more than the range asked for",
+                    )),
                     Some(b) => Ok(b),
-                    None => Err(Failure {
-                        kind: io::ErrorKind::UnexpectedEof,
-                        message: format!(
+                    None => Err(Failure::retryable(
+                        io::ErrorKind::UnexpectedEof,
+                        format!(
                             "the answer ended {} bytes before the range's end",
                             end - pos
                         ),
-                        retry: true,
-                    }),
+                    )),
                 }
             });
             match res {

@@ -48,6 +48,7 @@ pub use coalesce::{
 };
 pub use file::{RangeReader, RemoteFile};
 pub use location::{Location, Scheme, is_remote};
+pub use request::{Problem, RemoteError, remote_error};
 pub use writer::RemoteWriter;
 
 use bytes::Bytes;

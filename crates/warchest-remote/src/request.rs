@@ -15,6 +15,7 @@ pub(crate) struct Failure {
     pub(crate) kind: io::ErrorKind,
     pub(crate) message: String,
     pub(crate) retry: bool,
+    pub(crate) problem: Problem,
 }
 
 impl Failure {
@@ -23,6 +24,7 @@ impl Failure {
             kind,
             message: message.into(),
             retry: true,
+            problem: Problem::Other,
         }
     }
 
@@ -31,6 +33,7 @@ impl Failure {
             kind,
             message: message.into(),
             retry: false,
+            problem: Problem::Other,
         }
     }
 
@@ -41,22 +44,238 @@ impl Failure {
             (true, n) => format!(" (retry budget spent: {n} retries)"),
             (false, n) => format!(" (after {n} retries)"),
         };
+        let message = if self.problem == Problem::NoRanges {
+            // One line that says what the server lacks and what needed it.
+            format!(
+                "{} does not support byte ranges: needed for reading {url} from byte {offset} (random access)",
+                server_of(url)
+            )
+        } else {
+            format!("{url}: at byte {offset}: {}{after}", self.message)
+        };
         io::Error::new(
             self.kind,
-            format!("{url}: at byte {offset}: {}{after}", self.message),
+            RemoteError {
+                url: url.to_string(),
+                offset,
+                problem: self.problem,
+                message,
+            },
         )
     }
 }
 
-/// Sorts an error of the store into retryable or not: a missing object,
-/// refused credentials or a 4xx answer will not change by asking again; 5xx
-/// answers, 408/429 and transport errors may.
+/// `scheme://host[:port]` of `url` (the URL itself when it has none).
+fn server_of(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(u) if u.has_host() => u.origin().ascii_serialization(),
+        _ => url.to_string(),
+    }
+}
+
+/// What kind of failure a [`RemoteError`] is, beyond its message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Problem {
+    /// The server answered with this HTTP status: its code and status
+    /// line (`404 Not Found`).
+    Status(u16, String),
+    /// The server answers a range request with the whole object (a plain
+    /// file server): reading at an offset is not possible.
+    NoRanges,
+    /// Redirects went round in a loop (or past reqwest's limit of 10).
+    RedirectLoop,
+    /// Anything else: the network, a stall, a cut body, a bad answer.
+    Other,
+}
+
+/// The error of a remote read, in the toolkit's words: the URL, the byte
+/// offset and what went wrong (for an HTTP error, the status line and a
+/// short excerpt of the body, never the whole body). It is the inner error
+/// of the `io::Error`s this crate returns; [`remote_error`] finds it.
+#[derive(Clone, Debug)]
+pub struct RemoteError {
+    url: String,
+    offset: u64,
+    problem: Problem,
+    message: String,
+}
+
+impl RemoteError {
+    /// The object's URL.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The byte the read was at.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// What kind of failure it is.
+    pub fn problem(&self) -> &Problem {
+        &self.problem
+    }
+
+    /// Whether every read of the object would fail alike: it is missing or
+    /// refused (401, 403, 404, 410), its server answers no ranges, or its
+    /// redirects loop. Asking again for another range of it is pointless.
+    pub fn whole_object(&self) -> bool {
+        match &self.problem {
+            Problem::Status(s, _) => matches!(s, 401 | 403 | 404 | 410),
+            Problem::NoRanges | Problem::RedirectLoop => true,
+            Problem::Other => false,
+        }
+    }
+
+    /// What went wrong, short, without the URL and offset: the status
+    /// line, `SERVER does not support byte ranges`, or the message.
+    pub fn summary(&self) -> String {
+        match &self.problem {
+            Problem::Status(_, line) => line.clone(),
+            Problem::NoRanges => format!("{} does not support byte ranges", server_of(&self.url)),
+            _ => self.message.clone(),
+        }
+    }
+}
+
+impl std::fmt::Display for RemoteError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for RemoteError {}
+
+/// The [`RemoteError`] inside `e`, when `e` came from this crate.
+pub fn remote_error(e: &io::Error) -> Option<&RemoteError> {
+    e.get_ref()?.downcast_ref::<RemoteError>()
+}
+
+/// The same error again (`io::Error` is not `Clone`): kind, message and
+/// the [`RemoteError`] inside when there is one.
+pub(crate) fn copy_error(e: &io::Error) -> io::Error {
+    match remote_error(e) {
+        Some(r) => io::Error::new(e.kind(), r.clone()),
+        None => io::Error::new(e.kind(), e.to_string()),
+    }
+}
+
+/// At most this many characters of an error body are shown.
+const EXCERPT: usize = 100;
+
+/// A short excerpt of an error body: markup dropped, white space
+/// collapsed, at most [`EXCERPT`] characters (an HTML error page becomes
+/// its text, on one line).
+pub(crate) fn excerpt(body: &str) -> String {
+    let mut out = String::new();
+    let (mut in_tag, mut space, mut n) = (false, false, 0);
+    for c in body.chars() {
+        match c {
+            '<' => {
+                in_tag = true;
+                space = true;
+                continue;
+            }
+            '>' if in_tag => {
+                in_tag = false;
+                continue;
+            }
+            _ if in_tag => continue,
+            c if c.is_whitespace() || c.is_control() => {
+                space = true;
+                continue;
+            }
+            _ => {}
+        }
+        if n >= EXCERPT {
+            out.push('…');
+            break;
+        }
+        if space && !out.is_empty() {
+            out.push(' ');
+            n += 1;
+        }
+        space = false;
+        out.push(c);
+        n += 1;
+    }
+    out
+}
+
+/// Sorts an error of the store into retryable or not, and says it in the
+/// toolkit's words (object_store's own wording, with its timings and the
+/// whole error body, never reaches the user): a missing object, refused
+/// credentials, a 4xx answer, a server without ranges or a redirect loop
+/// will not change by asking again; 5xx answers, 408/429 and transport
+/// errors may.
 pub(crate) fn classify(e: object_store::Error) -> Failure {
     use object_store::Error as E;
-    let kind = match &e {
-        E::NotFound { .. } => Some(io::ErrorKind::NotFound),
+    // The chain of sources, for what object_store does not export.
+    let mut chain: Vec<&(dyn std::error::Error + 'static)> = vec![&e];
+    while let Some(s) = chain.last().and_then(|s| s.source()) {
+        if chain.len() > 16 {
+            break;
+        }
+        chain.push(s);
+    }
+    let texts: Vec<String> = chain.iter().map(|s| s.to_string()).collect();
+    if texts
+        .iter()
+        .any(|t| t.contains("Range request not supported"))
+    {
+        return Failure {
+            problem: Problem::NoRanges,
+            ..Failure::fatal(io::ErrorKind::Unsupported, "no byte ranges")
+        };
+    }
+    if let Some(r) = chain
+        .iter()
+        .find_map(|s| s.downcast_ref::<reqwest::Error>())
+        .filter(|r| r.is_redirect())
+    {
+        let last = r
+            .url()
+            .map_or(String::new(), |u| format!(", the last to {u}"));
+        return Failure {
+            problem: Problem::RedirectLoop,
+            ..Failure::fatal(
+                io::ErrorKind::Other,
+                format!("redirect loop: more than 10 redirects{last}; not followed further"),
+            )
+        };
+    }
+    // object_store's RequestError::Status: "...: 404 Not Found: BODY".
+    const STATUS: &str = "Server returned non-2xx status code: ";
+    let status = texts.iter().find_map(|t| {
+        let rest = t.strip_prefix(STATUS)?;
+        let (line, body) = rest.split_once(": ").unwrap_or((rest, ""));
+        let code: u16 = line.get(..3)?.parse().ok()?;
+        Some((code, line.trim().to_string(), excerpt(body)))
+    });
+    if let Some((code, line, body)) = status {
+        let kind = match code {
+            404 | 410 => io::ErrorKind::NotFound,
+            401 | 403 => io::ErrorKind::PermissionDenied,
+            _ => io::ErrorKind::Other,
+        };
+        let message = if body.is_empty() {
+            line.clone()
+        } else {
+            format!("{line} (\"{body}\")")
+        };
+        let retry = !(400..500).contains(&code) || code == 408 || code == 429;
+        let retry = retry && !(300..400).contains(&code);
+        return Failure {
+            kind,
+            message,
+            retry,
+            problem: Problem::Status(code, line),
+        };
+    }
+    let (kind, what) = match &e {
+        E::NotFound { .. } => (io::ErrorKind::NotFound, Some("not found")),
         E::PermissionDenied { .. } | E::Unauthenticated { .. } => {
-            Some(io::ErrorKind::PermissionDenied)
+            (io::ErrorKind::PermissionDenied, Some("access denied"))
         }
         E::InvalidPath { .. }
         | E::NotSupported { .. }
@@ -64,33 +283,33 @@ pub(crate) fn classify(e: object_store::Error) -> Failure {
         | E::UnknownConfigurationKey { .. }
         | E::Precondition { .. }
         | E::NotModified { .. }
-        | E::AlreadyExists { .. } => Some(io::ErrorKind::Other),
-        _ => None,
+        | E::AlreadyExists { .. } => (io::ErrorKind::Other, None),
+        _ => {
+            // A transport error: what the network said (the innermost
+            // message), after what kind of failure it was.
+            let what = chain
+                .iter()
+                .find_map(|s| s.downcast_ref::<object_store::client::HttpError>())
+                .map(|h| match h.kind() {
+                    object_store::client::HttpErrorKind::Connect => "cannot connect",
+                    object_store::client::HttpErrorKind::Timeout => "timed out",
+                    object_store::client::HttpErrorKind::Interrupted
+                    | object_store::client::HttpErrorKind::Request => "the connection broke",
+                    object_store::client::HttpErrorKind::Decode => "a bad answer",
+                    _ => "the request failed",
+                });
+            let inner = texts.last().cloned().unwrap_or_default();
+            let message = match what {
+                Some(w) if !inner.is_empty() => format!("{w}: {}", excerpt(&inner)),
+                _ => error_chain(&e),
+            };
+            return Failure::retryable(io::ErrorKind::Other, message);
+        }
     };
-    let message = error_chain(&e);
-    if let Some(kind) = kind {
-        return Failure::fatal(kind, message);
+    match what {
+        Some(w) => Failure::fatal(kind, w),
+        None => Failure::fatal(kind, error_chain(&e)),
     }
-    if let Some(status) = status_of(&message)
-        && (400..500).contains(&status)
-        && status != 408
-        && status != 429
-    {
-        let kind = match status {
-            404 => io::ErrorKind::NotFound,
-            401 | 403 => io::ErrorKind::PermissionDenied,
-            _ => io::ErrorKind::Other,
-        };
-        return Failure::fatal(kind, message);
-    }
-    Failure::retryable(io::ErrorKind::Other, message)
-}
-
-/// The HTTP status of a store error, when it came from an answer: read
-/// from the message, as object_store does not export its retry error type.
-fn status_of(message: &str) -> Option<u16> {
-    let at = message.find("status code: ")? + "status code: ".len();
-    message.get(at..at + 3)?.parse().ok()
 }
 
 /// The error's message followed by its sources' (deduplicated), on one line.
@@ -207,6 +426,23 @@ pub(crate) async fn start_range(
         ));
     }
     Ok(got.into_stream())
+}
+
+/// Starts a request for the whole object, without a range (for a server
+/// that answers none).
+pub(crate) async fn start_whole(
+    loc: &Location,
+    opts: &Options,
+) -> Result<BoxStream<'static, object_store::Result<Bytes>>, Failure> {
+    let get = loc.store().get_opts(loc.key(), GetOptions::default());
+    match tokio::time::timeout(opts.timeout, get).await {
+        Err(_) => Err(Failure::retryable(
+            io::ErrorKind::TimedOut,
+            format!("no answer in {:?}", opts.timeout),
+        )),
+        Ok(Err(e)) => Err(classify(e)),
+        Ok(Ok(g)) => Ok(g.into_stream()),
+    }
 }
 
 /// The next piece of a body, or `None` at its end; a stall is a timeout.
@@ -521,6 +757,39 @@ async fn list_all(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An HTML error page becomes its text on one short line.
+    #[test]
+    fn error_bodies_are_cut_to_a_short_excerpt() {
+        let page = "<!DOCTYPE HTML>\n<html lang=\"en\">\n    <head>\n        <title>Error response</title>\n    </head>\n    <body>\n        <h1>Error response</h1>\n        <p>Error code: 404</p>\n        <p>Message: File not found.</p>\n    </body>\n</html>\n";
+        assert_eq!(
+            excerpt(page),
+            "Error response Error response Error code: 404 Message: File not found."
+        );
+        let long = "x".repeat(5000);
+        let e = excerpt(&long);
+        assert_eq!(e.chars().count(), EXCERPT + 1, "{e}");
+        assert!(e.ends_with('…'));
+        assert_eq!(excerpt("  \r\n\t "), "");
+        assert_eq!(excerpt("a\nb"), "a b");
+    }
+
+    #[test]
+    fn no_ranges_is_one_line_naming_the_server() {
+        let f = Failure {
+            problem: Problem::NoRanges,
+            ..Failure::fatal(io::ErrorKind::Unsupported, "no byte ranges")
+        };
+        let e = f.into_error("http://127.0.0.1:8000/a/x.warc.gz", 1234, 0);
+        assert_eq!(
+            e.to_string(),
+            "http://127.0.0.1:8000 does not support byte ranges: needed for reading http://127.0.0.1:8000/a/x.warc.gz from byte 1234 (random access)"
+        );
+        let r = remote_error(&e).expect("a RemoteError inside");
+        assert!(r.whole_object());
+        assert_eq!(r.offset(), 1234);
+        assert!(remote_error(&copy_error(&e)).is_some());
+    }
 
     #[test]
     fn pieces_copy_across_parts_from_any_offset() {

@@ -1273,6 +1273,14 @@ impl Store {
             if !q.range.contains(k) {
                 return true;
             }
+            // The key's timestamp (capture_key) first: a capture outside
+            // the period costs no decoding.
+            if let Some(ts) = k.rsplit(' ').nth(1)
+                && (from.as_deref().is_some_and(|f| ts < f)
+                    || to.as_deref().is_some_and(|t| ts > t))
+            {
+                return true;
+            }
             let Ok(c) = serde_json::from_slice::<Capture>(v) else {
                 return true;
             };
@@ -1301,6 +1309,40 @@ impl Store {
                 if !visit(k.value(), v.value()) {
                     break;
                 }
+            }
+        }
+        Ok(())
+    }
+
+    /// The timestamps of the captures `range` holds, in key order, read
+    /// from the keys alone (no capture decoded): what a calendar counts.
+    /// `each` returns false to stop.
+    ///
+    /// # Errors
+    /// The store cannot be read.
+    pub fn timestamps(&self, range: &KeyRange, mut each: impl FnMut(&str) -> bool) -> Result<()> {
+        let p = &self.path;
+        let txn = self.db.begin_read().map_err(|e| db_error(e, p))?;
+        let t = txn.open_table(CAPTURES).map_err(|e| db_error(e, p))?;
+        let start = range.prefix.as_str();
+        let end = upper_bound(start);
+        let keys = match &end {
+            Some(e) => t.range::<&str>(start..e.as_str()),
+            None => t.range::<&str>(start..),
+        }
+        .map_err(|e| db_error(e, p))?;
+        for item in keys {
+            let (k, _) = item.map_err(|e| db_error(e, p))?;
+            let k = k.value();
+            if !range.contains(k) {
+                continue;
+            }
+            // "URLKEY TIMESTAMP SOURCE+OFFSET" (capture_key).
+            let Some(ts) = k.rsplit(' ').nth(1) else {
+                continue;
+            };
+            if !each(ts) {
+                break;
             }
         }
         Ok(())

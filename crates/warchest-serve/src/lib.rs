@@ -32,9 +32,11 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod calendar;
 mod cookie;
 mod escape;
 mod http;
+mod names;
 mod net;
 mod pages;
 
@@ -615,7 +617,9 @@ fn handle(app: &App, req: &Request, resp: &mut Responder<'_>) -> HResult {
         || (first.ends_with('*') && TimeSpec::parse(first.trim_end_matches('*')).is_some())
     {
         resp.source = "page";
-        let body = pages::captures(coll, &url::normalize_target(after))?;
+        // `*` is all; `2019*`, `201903*`... a period (the calendar's pages).
+        let period = first.trim_end_matches('*');
+        let body = calendar::captures(coll, &url::normalize_target(after), period)?;
         resp.send(200, &text_html(), body.as_bytes())?;
         return Ok(());
     }
@@ -1138,12 +1142,8 @@ fn search(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResult
     Ok(())
 }
 
-fn parse_src(s: &str) -> Option<u32> {
-    s.split('/').next()?.parse().ok()
-}
-
 fn download_file(coll: &Collection, resp: &mut Responder<'_>, rest: &str) -> HResult {
-    let Some(src) = parse_src(rest).and_then(|id| coll.store.source(id)) else {
+    let Some(src) = names::Names::of(coll).find(coll, rest) else {
         resp.source = "miss";
         resp.send(404, &text_plain(), b"no such file\n")?;
         return Ok(());

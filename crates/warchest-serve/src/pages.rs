@@ -5,7 +5,8 @@
 use std::fmt::Write as _;
 use std::io::{self, Read, Seek};
 
-use super::http::{Request, Responder, escape, query_escape};
+use super::http::{Request, Responder, escape};
+use super::names::Names;
 use super::{HResult, text_html, text_plain};
 use warchest::archive::Record;
 use warchest::codec::Source;
@@ -29,7 +30,7 @@ main{padding:12px 18px}table{border-collapse:collapse}td,th{border-bottom:1px so
 pre{background:#f4f4f4;padding:8px;overflow:auto;max-height:40em;white-space:pre-wrap;word-break:break-all}\
 input[type=text]{width:32em}.error{color:#a00}.warning{color:#a60}";
 
-fn page(coll: &str, title: &str, body: &str) -> String {
+pub(super) fn page(coll: &str, title: &str, body: &str) -> String {
     format!(
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>{t} - warchest</title>\
 <style>{STYLE}</style></head><body><header><a href=\"/{c}/\">warchest · {c}</a></header><main>\
@@ -62,7 +63,7 @@ placeholder=\"URL, URL prefix or host\"> <select name=\"match\">{}{}{}{}</select
 }
 
 /// The search form as a page opens it: a URL prefix search.
-fn search_form(coll: &str, value: &str) -> String {
+pub(super) fn search_form(coll: &str, value: &str) -> String {
     search_form_with(coll, value, MatchType::Prefix)
 }
 
@@ -92,14 +93,17 @@ pub(super) fn home(coll: &Collection) -> warchest::Result<String> {
         count(coll.store.sources().len() as u64, "file", "files")
     );
     b.push_str("<table><tr><th>file</th><th>entries</th><th></th></tr>");
+    // Named relative to the roots served: the page never shows where the
+    // files are on the server.
+    let names = Names::of(coll);
     for s in coll.store.sources() {
         let _ = write!(
             b,
             "<tr><td>{}</td><td>{}</td><td><a href=\"/{}/file/{}\">download</a></td></tr>",
-            escape(&s.name),
+            escape(&names.name(s.id)),
             s.entries,
             escape(&coll.name),
-            s.id
+            escape(&names.href(s.id))
         );
     }
     b.push_str("</table>");
@@ -167,60 +171,6 @@ pub(super) fn search_results(coll: &Collection, q: &str, m: MatchType) -> warche
     }
     b.push_str("</table>");
     Ok(page(&coll.name, &format!("Search: {q}"), &b))
-}
-
-/// The captures of one URL.
-pub(super) fn captures(coll: &Collection, target: &str) -> warchest::Result<String> {
-    let mut caps = Vec::new();
-    coll.store.query(
-        &Query {
-            range: KeyRange::new(target, MatchType::Exact),
-            from: None,
-            to: None,
-            limit: MAX_LISTED,
-            reverse: false,
-        },
-        |c| {
-            caps.push(c);
-            true
-        },
-    )?;
-    let c = escape(&coll.name);
-    let mut b = search_form(&coll.name, target);
-    let _ = write!(
-        b,
-        "<p id=\"count\">{} of <code>{}</code>.</p>",
-        count(caps.len() as u64, "capture", "captures"),
-        escape(target)
-    );
-    b.push_str(
-        "<table id=\"captures\"><tr><th>captured</th><th>status</th><th>type</th><th>record</th><th>length</th><th></th></tr>",
-    );
-    for cap in &caps {
-        let e = &cap.entry;
-        let u = escape(e.url.as_deref().unwrap_or(target));
-        let _ = write!(
-            b,
-            "<tr><td><a href=\"/{c}/{ts}/{u}\">{date}</a></td><td>{st}</td><td>{mime}</td><td>{rt}</td><td>{len}</td>\
-<td><a href=\"/{c}/{ts}id_/{u}\">as archived</a> · <a href=\"/{c}/record/{src}/{off}\">record</a></td></tr>",
-            ts = e.timestamp,
-            date = iso_date(&e.timestamp),
-            st = escape(e.status.as_deref().unwrap_or("-")),
-            mime = escape(e.mime.as_deref().unwrap_or("-")),
-            rt = escape(e.record_type.as_deref().unwrap_or("-")),
-            len = e.length.map_or("-".to_string(), |l| l.to_string()),
-            src = cap.src,
-            off = e.offset,
-        );
-    }
-    b.push_str("</table>");
-    let _ = write!(
-        b,
-        "<p><a href=\"/{c}/timemap/link/{}\">TimeMap</a> · <a href=\"/{c}/cdx?url={}&amp;output=json\">CDX</a></p>",
-        escape(target),
-        escape(&query_escape(target))
-    );
-    Ok(page(&coll.name, &format!("Captures of {target}"), &b))
 }
 
 /// The page for a URL the collection does not have.
@@ -332,11 +282,14 @@ pub(super) fn record(
     resp: &mut Responder<'_>,
     rest: &str,
 ) -> HResult {
-    let mut parts = rest.split('/');
-    let src = parts.next().and_then(|s| s.parse::<u32>().ok());
-    let off = parts.next().and_then(|s| s.parse::<u64>().ok());
-    let what = parts.next().unwrap_or("");
-    let (Some(src), Some(off)) = (src.and_then(|s| coll.store.source(s)), off) else {
+    // NAME/OFFSET[/warc|/payload], the name holding `/` perhaps.
+    let (head, what) = match rest.rsplit_once('/') {
+        Some((h, w)) if w == "warc" || w == "payload" => (h, w),
+        _ => (rest, ""),
+    };
+    let (src, off) = head.rsplit_once('/').unwrap_or((head, ""));
+    let names = Names::of(coll);
+    let (Some(src), Ok(off)) = (names.find(coll, src), off.parse::<u64>()) else {
         resp.source = "miss";
         resp.send(404, &text_plain(), b"no such record\n")?;
         return Ok(());
@@ -522,15 +475,17 @@ fn record_page(
     length: Option<u64>,
 ) -> warchest::Result<String> {
     let c = escape(&coll.name);
-    let base = format!("/{c}/record/{}/{off}", src.id);
+    let names = Names::of(coll);
+    let (name, href) = (names.name(src.id), escape(&names.href(src.id)));
+    let base = format!("/{c}/record/{href}/{off}");
     let mut b = String::new();
     let _ = write!(
         b,
         "<p>{} at offset {off}{}.</p><p><a href=\"{base}/warc\" id=\"download-record\">download the record (application/warc)</a> · \
 <a href=\"/{c}/file/{}\">download the file</a> · <a href=\"{base}/payload\">payload</a>",
-        escape(&src.name),
+        escape(&name),
         length.map_or(String::new(), |l| format!(", {l} bytes stored")),
-        src.id,
+        href,
     );
     if let (Some(u), Some(d)) = (header.target_uri(), header.date())
         && let Ok(d) = d
@@ -571,7 +526,7 @@ fn record_page(
             let mut v = Validator::new(Options::default());
             let mut s = src.open_range(off, len)?;
             s.seek(io::SeekFrom::Start(off))?;
-            let name = format!("{}@{off}", src.name);
+            let name = format!("{name}@{off}");
             let _ = v.validate_reader(&name, (&mut s).take(len), &mut |f| findings.push(f));
             // Record-level findings only: the file-level rules (a first
             // warcinfo record...) do not apply to a record cut out.

@@ -299,7 +299,9 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
         )
     };
     let mut w = std::io::BufWriter::with_capacity(1 << 20, &mut out);
-    w.write_all(&warcinfo(&args, &sel, entries.len())?)?;
+    // Written before the first record fetched: nothing is written when
+    // nothing is fetched.
+    let mut info = Some(warcinfo(&args, &sel, entries.len())?);
     let names: Vec<String> = entries
         .iter()
         .map(|e| resolve(&base, &e.filename))
@@ -308,21 +310,29 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
     let total = entries.len();
     let t0 = std::time::Instant::now();
     let mut last_report = t0;
+    let mut gone = Gone::default();
     let mut handle =
         |i: usize, r: std::io::Result<bytes::Bytes>, w: &mut dyn Write| -> std::io::Result<()> {
             let e = &entries[i];
             match r {
                 Ok(b) => {
+                    if let Some(info) = info.take() {
+                        w.write_all(&info)?;
+                    }
                     w.write_all(&b)?;
                     done += 1;
                     bytes += b.len() as u64;
                 }
                 Err(err) => {
                     failed += 1;
-                    eprintln!(
-                        "warchest: {} (offset {}, length {}, {}): not fetched: {err}",
-                        names[i], e.offset, e.length, e.url
-                    );
+                    // A missing or unreadable object is one line at the
+                    // end, with its count, not one error per record.
+                    if !gone.add(&names[i], &err) {
+                        eprintln!(
+                            "warchest: {} (offset {}, length {}, {}): not fetched: {err}",
+                            names[i], e.offset, e.length, e.url
+                        );
+                    }
                 }
             }
             if !g.quiet && last_report.elapsed().as_secs() >= 2 {
@@ -337,6 +347,7 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
         };
     let mut i = 0;
     let mut requests = 0u64;
+    let mut missing_local = std::collections::HashMap::new();
     while i < total {
         if crate::remote::is_remote(&names[i]) {
             let j = (i..total)
@@ -347,13 +358,26 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
             })?;
             i = j;
         } else {
-            let r = read_local(&names[i], entries[i].offset, entries[i].length);
+            let r = match missing_local.get(&names[i]) {
+                Some(kind) => Err(std::io::Error::new(*kind, "no such file")),
+                None => read_local(&names[i], entries[i].offset, entries[i].length),
+            };
+            if let Err(e) = &r
+                && e.kind() == std::io::ErrorKind::NotFound
+            {
+                missing_local.insert(names[i].clone(), e.kind());
+            }
             handle(i, r.map(bytes::Bytes::from), &mut w)?;
             i += 1;
         }
     }
     w.flush()?;
     drop(w);
+    let gone = gone.lines;
+    for (name, what, n) in &gone {
+        let records = if *n == 1 { "record" } else { "records" };
+        eprintln!("warchest: {name}: {what}: {n} {records} not fetched");
+    }
     if !g.quiet {
         eprintln!(
             "warchest: fetched {done} of {total} records ({bytes} bytes) with {requests} requests in {:.1} s{}",
@@ -364,6 +388,18 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
                 String::new()
             }
         );
+    }
+    if done == 0 && failed > 0 {
+        // Nothing fetched: no output rather than one of a warcinfo only.
+        if let Out::File(f) = out {
+            let open = f.open_path().to_path_buf();
+            drop(f);
+            std::fs::remove_file(&open).with_context(|| open.display().to_string())?;
+        }
+        if !g.quiet {
+            eprintln!("warchest: {}: not written (nothing fetched)", args.output);
+        }
+        return Ok(Outcome::Problem);
     }
     match out {
         Out::Stdout(_) => {}
@@ -377,6 +413,56 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
     } else {
         Outcome::Ok
     })
+}
+
+/// The objects that could not be read at all (missing, refused, a server
+/// without ranges): one line each, with the records they cost.
+#[derive(Default)]
+struct Gone {
+    /// (object, what went wrong, records not fetched), in order of finding.
+    lines: Vec<(String, String, u64)>,
+    /// Where each object's line is.
+    at: std::collections::HashMap<String, usize>,
+}
+
+impl Gone {
+    /// Counts `err` for `name` when it holds for the whole object; whether
+    /// it did.
+    fn add(&mut self, name: &str, err: &std::io::Error) -> bool {
+        let what = match whole_object(err) {
+            Some(w) => w,
+            None if !crate::remote::is_remote(name)
+                && err.kind() == std::io::ErrorKind::NotFound =>
+            {
+                "no such file".to_string()
+            }
+            None => return false,
+        };
+        match self.at.get(name) {
+            Some(&k) => self.lines[k].2 += 1,
+            None => {
+                self.at.insert(name.to_string(), self.lines.len());
+                self.lines.push((name.to_string(), what, 1));
+            }
+        }
+        true
+    }
+}
+
+/// What makes every record of an object fail, when `err` says so: the
+/// status line (`404 Not Found`), or that its server answers no ranges.
+#[cfg(feature = "remote")]
+fn whole_object(err: &std::io::Error) -> Option<String> {
+    let r = warchest_remote::remote_error(err).filter(|r| r.whole_object())?;
+    Some(match r.problem() {
+        warchest_remote::Problem::NoRanges => format!("{}: needed for fetch", r.summary()),
+        _ => r.summary(),
+    })
+}
+
+#[cfg(not(feature = "remote"))]
+fn whole_object(_err: &std::io::Error) -> Option<String> {
+    None
 }
 
 /// Fetches the ranges of `entries` in `names`, handing each to `each` in

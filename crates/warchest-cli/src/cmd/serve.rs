@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use warchest_serve::{ServeOptions, Server};
 
 use crate::report::{Global, Outcome};
@@ -43,9 +43,10 @@ pub struct Args {
     /// the paths.
     #[arg(long)]
     cdxj: Option<PathBuf>,
-    /// Seconds between looks for new files (0: never).
-    #[arg(long, default_value_t = 10)]
-    poll: u64,
+    /// Seconds between looks for new files (0: never; default 10). Given,
+    /// a directory still without archives may be served: it is watched.
+    #[arg(long, value_name = "SECS")]
+    poll: Option<u64>,
     /// The replay origin's address: archived pages, records and files are
     /// served only there (default: the same IP as --listen, the next port).
     #[arg(long, value_name = "ADDR")]
@@ -109,6 +110,8 @@ pub fn run(_g: &Global, args: Args) -> Result<Outcome> {
             );
         }
     }
+    check_paths(&args.paths, args.poll.is_some_and(|p| p > 0))?;
+    let poll = args.poll.unwrap_or(10);
     let fuzzy = match &args.fuzzy_rules {
         Some(f) => warchest_replay::fuzzy::FuzzyRules::load(f)?,
         None => warchest_replay::fuzzy::FuzzyRules::default(),
@@ -120,7 +123,7 @@ pub fn run(_g: &Global, args: Args) -> Result<Outcome> {
         paths: args.paths,
         store: args.index_db,
         cdxj: args.cdxj,
-        poll: (args.poll > 0).then(|| Duration::from_secs(args.poll)),
+        poll: (poll > 0).then(|| Duration::from_secs(poll)),
         replay_listen: args.replay_listen,
         replay_host: args.replay_host,
         threads: args.threads.clamp(1, 1024),
@@ -146,4 +149,50 @@ pub fn run(_g: &Global, args: Args) -> Result<Outcome> {
     std::io::stdout().flush()?;
     server.run()?;
     Ok(Outcome::Ok)
+}
+
+/// Refuses what cannot be served, before anything is indexed: a path
+/// that does not exist, a file in which no record is found, and a
+/// directory holding no archive file (unless `watched`: --poll given, so
+/// that archives may come). Without this a typo gave a server answering
+/// 404 to everything. URLs are listed and reported by the index's sync.
+fn check_paths(paths: &[PathBuf], watched: bool) -> Result<()> {
+    for p in paths {
+        let name = p.to_string_lossy();
+        if crate::remote::is_remote(&name) {
+            continue;
+        }
+        let meta =
+            std::fs::metadata(p).with_context(|| format!("{}: cannot serve", p.display()))?;
+        if meta.is_dir() {
+            if !watched && !holds_archive(p, 0) {
+                bail!(
+                    "{}: no archive file in this directory (.warc, .arc, .wacz, .dat, \
+                     plain or .gz/.zst/.lz4); give --poll SECS to serve it while archives come",
+                    p.display()
+                );
+            }
+        } else if !warchest_replay::wacz::is_wacz(p) {
+            crate::input::require_records(&name)?;
+        }
+    }
+    Ok(())
+}
+
+/// Whether `dir` holds an archive file, at most 32 levels down (hidden
+/// files and directories skipped, as serve's walk does).
+fn holds_archive(dir: &std::path::Path, depth: usize) -> bool {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    rd.flatten().any(|e| {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') {
+            return false;
+        }
+        match e.file_type() {
+            Ok(t) if t.is_dir() => depth < 32 && holds_archive(&e.path(), depth + 1),
+            _ => warchest_replay::store::is_archive_name(&name),
+        }
+    })
 }

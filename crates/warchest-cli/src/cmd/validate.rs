@@ -163,7 +163,12 @@ pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
             // As a local file: decoded ahead by threads reading the
             // object in blocks at offsets.
             match crate::remote::open_read_at(name) {
-                Ok(src) => v.validate_read_at(name, src, &mut emit),
+                Ok(Some(src)) => v.validate_read_at(name, src, &mut emit),
+                // No byte ranges: the object streamed from its start.
+                Ok(None) => match input::open_stream(name) {
+                    Ok(inp) => v.validate_reader(name, inp, &mut emit),
+                    Err(e) => Err(e.into()),
+                },
                 Err(e) => Err(e.into()),
             }
         } else if name == "-"
