@@ -12,7 +12,7 @@
 //! | `accept-surt`        | accept  | its SURT starts with an `accept-surts` prefix |
 //! | `include`            | accept  | an `include` regex matches                    |
 //! | `max-hops`           | reject  | more than `max-hops` link hops from the seed  |
-//! | `transclusion`       | accept  | it ends in 1..=`extra-hops` embed hops        |
+//! | `transclusion`       | accept  | it ends in 1..=`extra-hops` non-link hops (E X P R) |
 //! | `reject-surt`        | reject  | its SURT starts with a `reject-surts` prefix  |
 //! | `exclude`            | reject  | an `exclude` regex matches                    |
 //! | `exclusion-file`     | reject  | a regex of the exclusion file matches         |

@@ -51,10 +51,15 @@ impl Hop {
     }
 
     /// Whether this hop fetches a part of the page before it rather than a
-    /// new page (embeds, speculative script URLs, prerequisites): these are
-    /// what `extra-hops` allows out of scope.
+    /// new page (embeds, speculative script URLs, prerequisites).
     pub fn is_transclusion(self) -> bool {
         matches!(self, Hop::Embed | Hop::Speculative | Hop::Prerequisite)
+    }
+
+    /// Whether this hop counts toward `max-hops` (a link, or an inferred
+    /// page such as a sitemap entry).
+    pub fn is_link(self) -> bool {
+        matches!(self, Hop::Link | Hop::Inferred)
     }
 }
 
@@ -108,23 +113,25 @@ impl CrawlUri {
         self.hops.chars().next_back().and_then(Hop::from_letter)
     }
 
-    /// Hops that lead to a new page: every hop but embeds, speculative and
-    /// prerequisite ones. `max-hops` limits this count.
+    /// Link hops from the seed: `L` and `I` (a page reached by a link, a
+    /// sitemap or a `Link` header). `max-hops` limits this count.
+    /// Redirects, embeds, speculative and prerequisite hops do not count.
     pub fn links_hops(&self) -> usize {
         self.hops
             .chars()
-            .filter(|&c| !Hop::from_letter(c).is_some_and(Hop::is_transclusion))
+            .filter(|&c| matches!(c, 'L' | 'I'))
             .count()
     }
 
-    /// The trailing run of embed, speculative and prerequisite hops (`LEE`
-    /// has 2): how far this URI is from the last page. `extra-hops` limits
-    /// this count for URIs out of scope.
+    /// The trailing run of hops that are not links (`E`, `X`, `P`, `R`):
+    /// `LEE` has 2, `LER` (an embed's redirect) 2, `LR` 1. `extra-hops`
+    /// limits this count for URIs out of scope, as Heritrix's
+    /// TransclusionDecideRule counts every hop after the last link.
     pub fn trailing_embeds(&self) -> usize {
         self.hops
             .chars()
             .rev()
-            .take_while(|&c| Hop::from_letter(c).is_some_and(Hop::is_transclusion))
+            .take_while(|&c| !matches!(c, 'L' | 'I'))
             .count()
     }
 }
@@ -164,9 +171,13 @@ mod tests {
         assert_eq!(e2.hops, "LREE");
         assert_eq!(e2.seed, 3);
         assert_eq!(e2.via.as_ref().unwrap().as_str(), "http://b.test/s.css");
-        assert_eq!(e2.links_hops(), 2);
-        assert_eq!(e2.trailing_embeds(), 2);
-        assert_eq!(r.trailing_embeds(), 0);
+        assert_eq!(e2.links_hops(), 1);
+        assert_eq!(e2.trailing_embeds(), 3);
+        assert_eq!(r.trailing_embeds(), 1);
+        assert_eq!(p.trailing_embeds(), 0);
+        let i = e2.child(u("http://a.test/sitemap-page"), Hop::Inferred);
+        assert_eq!(i.links_hops(), 2);
+        assert_eq!(i.trailing_embeds(), 0);
         assert_eq!(e2.last_hop(), Some(Hop::Embed));
     }
 
