@@ -1,5 +1,5 @@
-//! robots.txt, per RFC 9309, parsed by the `texting_robots` crate (chosen
-//! in docs/crawl.md, "robots.txt"): the rules for our product token, its
+//! robots.txt, per RFC 9309, parsed by the `robotxt` crate (chosen in
+//! docs/crawl.md, "robots.txt"): the rules for our product token, its
 //! `Crawl-delay` and `Sitemap:` lines; what a fetch outcome for robots.txt
 //! means (2xx: its rules; 4xx: everything allowed; 5xx, 429 or no answer:
 //! everything disallowed for a while, RFC 9309 2.3.1); and a per-host
@@ -22,15 +22,14 @@ pub const MAX_SITEMAPS: usize = 1000;
 pub struct Robots {
     rules: Rules,
     crawl_delay: Option<Duration>,
-    sitemaps: Vec<String>,
-    parse_failed: bool,
+    sitemaps: Vec<Url>,
 }
 
 #[derive(Debug, Clone)]
 enum Rules {
     AllowAll,
     DisallowAll,
-    Parsed(Arc<texting_robots::Robot>),
+    Parsed(Arc<robotxt::Robots>),
 }
 
 impl Robots {
@@ -40,7 +39,6 @@ impl Robots {
             rules: Rules::AllowAll,
             crawl_delay: None,
             sitemaps: Vec::new(),
-            parse_failed: false,
         }
     }
 
@@ -54,25 +52,15 @@ impl Robots {
 
     /// The rules of `body` (cut at [`MAX_ROBOTS`]) for product token
     /// `agent` (`warchest`), matched case-insensitively; the `*` group's
-    /// when no group names it. A body the parser refuses allows everything
-    /// (RFC 9309 2.2: parsers are lenient) and is reported by
-    /// [`Robots::parse_failed`].
+    /// when no group names it. Lines that are not rules are skipped (RFC
+    /// 9309 2.2: parsers are lenient).
     pub fn parse(body: &[u8], agent: &str) -> Robots {
         let body = &body[..body.len().min(MAX_ROBOTS)];
-        match texting_robots::Robot::new(agent, body) {
-            Ok(r) => Robots {
-                crawl_delay: r
-                    .delay
-                    .filter(|d| d.is_finite() && *d >= 0.0)
-                    .map(|d| crate::politeness::secs(f64::from(d))),
-                sitemaps: r.sitemaps.iter().take(MAX_SITEMAPS).cloned().collect(),
-                rules: Rules::Parsed(Arc::new(r)),
-                parse_failed: false,
-            },
-            Err(_) => Robots {
-                parse_failed: true,
-                ..Robots::allow_all()
-            },
+        let r = robotxt::Robots::parse(body, agent);
+        Robots {
+            crawl_delay: r.crawl_delay(),
+            sitemaps: r.sitemaps().iter().take(MAX_SITEMAPS).cloned().collect(),
+            rules: Rules::Parsed(Arc::new(r)),
         }
     }
 
@@ -82,7 +70,7 @@ impl Robots {
         match &self.rules {
             Rules::AllowAll => true,
             Rules::DisallowAll => url.path() == "/robots.txt",
-            Rules::Parsed(r) => r.allowed(url.as_str()),
+            Rules::Parsed(r) => r.is_url_allowed(url),
         }
     }
 
@@ -92,7 +80,7 @@ impl Robots {
     }
 
     /// The `Sitemap:` URLs (all groups), at most [`MAX_SITEMAPS`].
-    pub fn sitemaps(&self) -> &[String] {
+    pub fn sitemaps(&self) -> &[Url] {
         &self.sitemaps
     }
 
@@ -100,11 +88,6 @@ impl Robots {
     /// unreachable.
     pub fn is_disallow_all(&self) -> bool {
         matches!(self.rules, Rules::DisallowAll)
-    }
-
-    /// Whether the parser refused the body (everything is then allowed).
-    pub fn parse_failed(&self) -> bool {
-        self.parse_failed
     }
 }
 
@@ -263,7 +246,7 @@ Sitemap: http://a.test/sitemap.xml\n";
         assert!(r.allowed(&u("http://a.test/doc.pdf?x")));
         assert!(r.allowed(&u("http://a.test/robots.txt")));
         assert_eq!(r.crawl_delay(), Some(Duration::from_secs(2)));
-        assert_eq!(r.sitemaps(), ["http://a.test/sitemap.xml"]);
+        assert_eq!(r.sitemaps(), [u("http://a.test/sitemap.xml")]);
         let other = Robots::parse(TXT, "OtherBot");
         assert!(!other.allowed(&u("http://a.test/")));
     }
@@ -362,5 +345,12 @@ Sitemap: http://a.test/sitemap.xml\n";
         assert!(!r.allowed(&u("http://a.test/a")));
         let r = Robots::parse(&[0xff, 0xfe, 0, 1, 2], "warchest");
         assert!(r.allowed(&u("http://a.test/a")));
+        // Wildcards cost no backtracking.
+        let mut many = b"User-agent: *\nDisallow: /".to_vec();
+        many.extend(std::iter::repeat_n(&b"a*"[..], 10_000).flatten());
+        many.extend_from_slice(b"b$\n");
+        let r = Robots::parse(&many, "warchest");
+        let long = format!("http://a.test/{}", "a".repeat(20_000));
+        assert!(r.allowed(&u(&long)));
     }
 }
