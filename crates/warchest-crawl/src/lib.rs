@@ -7,6 +7,9 @@
 //! (robots.txt per RFC 9309, its cache and fetch-outcome policy) and
 //! [`politeness`] (delays between fetches, Retry-After and backoff). The
 //! engine (frontier, fetchers, writers, outputs) drives them.
+//!
+//! With the `testweb` feature, [`testweb`] serves a generated many-host web
+//! on loopback addresses for the tests and the benchmark.
 
 #![deny(missing_docs)]
 
@@ -14,6 +17,8 @@ pub mod extract;
 pub mod politeness;
 pub mod robots;
 pub mod scope;
+#[cfg(feature = "testweb")]
+pub mod testweb;
 pub mod uri;
 
 // -- engine modules (h-crawl) --

@@ -1,0 +1,3 @@
+//! warchest-crawl's integration tests: one binary, a module per area.
+
+mod testweb;
