@@ -51,4 +51,19 @@ pub mod scope;
 pub mod testweb;
 pub mod uri;
 
+#[cfg(test)]
+mod tests {
+    /// The engine shares the scope and the robots cache between workers
+    /// and moves extractors between threads.
+    #[test]
+    fn shared_types_are_send_and_sync() {
+        fn send_sync<T: Send + Sync>() {}
+        fn send<T: Send>() {}
+        send_sync::<crate::scope::Scope>();
+        send_sync::<crate::robots::RobotsCache>();
+        send_sync::<crate::robots::Robots>();
+        send::<crate::extract::Extractor>();
+    }
+}
+
 // -- engine modules (h-crawl) --
