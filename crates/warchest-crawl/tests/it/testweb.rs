@@ -172,6 +172,9 @@ fn rate_limit_then_ok_and_the_log() {
     assert_eq!(served[1].status, 200);
     assert_eq!(served[0].version, "HTTP/1.0");
     assert_eq!(web.served_twice().get(u.as_str()), Some(&2));
+    // robots.txt is not rate limited.
+    let r = get(&web, &web.url("ratelimit.test", "/robots.txt")).unwrap();
+    assert_eq!(r.status, 404);
     web.clear();
     assert!(web.served().is_empty());
 }
