@@ -309,6 +309,8 @@ fn on_start_tag(page: &mut Page, el: &mut Element<'_, '_>) {
                     ("track", _) => "track/@src",
                     ("input", _) => "input/@src",
                     ("object", "data") => "object/@data",
+                    ("image", _) => "image/@href",
+                    ("use", _) => "use/@href",
                     (_, "background") => "@background",
                     _ => "@src",
                 }
@@ -327,6 +329,8 @@ fn on_start_tag(page: &mut Page, el: &mut Element<'_, '_>) {
                     }
                 }
                 "object" => &["data"],
+                // SVG: images and sprite sheets.
+                "image" | "use" => &["href", "xlink:href"],
                 "body" | "table" | "td" | "th" => &["background"],
                 _ => &[],
             };
@@ -604,6 +608,7 @@ mod tests {
 <iframe src="//f.test/frame"></iframe><frame src=fr.html><embed src=e.swf>
 <object data=o.bin></object><video src=v.mp4 poster=v.jpg><track src=t.vtt></video>
 <audio src=a.mp3></audio><input type=image src=btn.png><input type=text src=no.png>
+<svg><image href=svg.png /><use xlink:href="/sprite.svg#i"></use><use href="#local"></use></svg>
 <a href="mailto:x@y">m</a><a href="javascript:void(0)">j</a><a href="#top">t</a>
 <a href="a.html">dup</a>"##);
         assert_eq!(e.title.as_deref(), Some("A page"));
@@ -629,6 +634,8 @@ mod tests {
             ("http://h.test/dir/t.vtt", 'E', "track/@src"),
             ("http://h.test/dir/a.mp3", 'E', "audio/@src"),
             ("http://h.test/dir/btn.png", 'E', "input/@src"),
+            ("http://h.test/dir/svg.png", 'E', "image/@href"),
+            ("http://h.test/sprite.svg", 'E', "use/@href"),
         ];
         let want: Vec<(String, char, &str)> = want
             .into_iter()
