@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use url::Url;
 use warchest_crawl::extract::{ExtractConfig, extract, headers::links_from_headers};
-use warchest_crawl::robots::Robots;
+use warchest_crawl::robots::{Robots, RobotsFetch, RobotsPolicy};
 use warchest_crawl::testweb::{SPECIAL_HOSTS, TestWeb, TestWebConfig};
 
 /// A raw answer: status, headers, body as sent (chunked framing kept).
@@ -267,11 +267,13 @@ fn reach(web: &TestWeb, seeds: &[Url], hosts: &BTreeSet<String>) -> BTreeSet<Str
             let r = web.url(&host, "/robots.txt");
             seen.insert(r.to_string());
             let a = get(web, &r).unwrap();
-            if a.status == 200 {
-                Robots::parse(&a.body, "warchest")
-            } else {
-                Robots::allow_all()
-            }
+            let fetch = RobotsFetch::Answer {
+                status: a.status,
+                body: &a.body,
+            };
+            let rules = RobotsPolicy::default().decide(fetch, "warchest").0;
+            queue.extend(rules.sitemaps().iter().cloned());
+            rules
         });
         if !rules.allowed(&u) {
             seen.remove(u.as_str());
@@ -324,9 +326,12 @@ fn special_hosts_reach_their_expected_urls() {
     for host in [
         "robots-disallow.test",
         "robots-wild.test",
+        "robots-5xx.test",
         "robots-missing.test",
+        "redirect.test",
         "encoding.test",
         "html.test",
+        "sitemap.test",
     ] {
         let only: BTreeSet<String> = [host.to_string()].into();
         let got = reach(&web, &[web.url(host, "/")], &only);
