@@ -476,6 +476,10 @@ async fn accept_loop(
             _ = stop.changed() => return,
             r = l.accept() => {
                 let Ok((sock, _)) = r else { continue };
+                // Answers go out in one or a few writes; without this,
+                // Nagle's algorithm and delayed ACKs hold a keep-alive
+                // answer's second write back by 40 ms.
+                let _ = sock.set_nodelay(true);
                 let sh = Arc::clone(&sh);
                 tokio::spawn(async move {
                     let _ = if reset {
@@ -703,13 +707,18 @@ impl Resp {
         } else {
             "Connection: close\r\n\r\n"
         });
-        sock.write_all(head.as_bytes()).await?;
         if head_only {
-            return Ok(());
+            return sock.write_all(head.as_bytes()).await;
         }
         match &self.body {
-            Body::Bytes(b) => sock.write_all(b).await?,
+            Body::Bytes(b) => {
+                // Head and body in one write.
+                let mut all = head.into_bytes();
+                all.extend_from_slice(b);
+                sock.write_all(&all).await?;
+            }
             Body::Chunked(chunks) => {
+                sock.write_all(head.as_bytes()).await?;
                 for c in chunks.iter().filter(|c| !c.is_empty()) {
                     sock.write_all(format!("{:x}\r\n", c.len()).as_bytes())
                         .await?;
@@ -719,6 +728,7 @@ impl Resp {
                 sock.write_all(b"0\r\n\r\n").await?;
             }
             Body::Big(n) => {
+                sock.write_all(head.as_bytes()).await?;
                 let block: Vec<u8> = (0..64 << 10).map(|i| b'a' + (i % 26) as u8).collect();
                 let mut left = *n;
                 while left > 0 {
