@@ -1,0 +1,198 @@
+//! Links from CSS: `url(...)` and `@import`, in style sheets, `<style>`
+//! elements and `style` attributes. Streamed a statement at a time: text
+//! is scanned up to its last `;`, `}` or newline, the rest carried to the
+//! next piece (at most [`MAX_CARRY`]).
+
+use std::sync::LazyLock;
+
+use encoding_rs::{Encoding, UTF_8};
+use regex::bytes::Regex;
+use url::Url;
+
+use super::LinkSet;
+use crate::uri::Hop;
+
+/// The longest CSS statement held back while waiting for its end.
+pub const MAX_CARRY: usize = 64 << 10;
+
+static URL_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(?i)(@import\s+)?url\(\s*(?:"([^"\n]*)"|'([^'\n]*)'|((?:\\.|[^)"'\s\\])*))\s*\)"#)
+        .expect("static regex")
+});
+static IMPORT_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(?i)@import\s+(?:"([^"\n]*)"|'([^'\n]*)')"#).expect("static regex")
+});
+
+/// A streaming CSS link extractor.
+#[derive(Debug)]
+pub struct CssExtractor {
+    base: Url,
+    enc: Option<&'static Encoding>,
+    /// `css` for files, `style` for what a page holds: the contexts are
+    /// then `css/url()`, `css/@import`, `style/url()`, `style/@import`.
+    origin: &'static str,
+    carry: Vec<u8>,
+}
+
+impl CssExtractor {
+    /// An extractor for CSS at `base` (a page's base for inline CSS).
+    pub fn new(base: &Url, enc: Option<&'static Encoding>, origin: &'static str) -> CssExtractor {
+        CssExtractor {
+            base: base.clone(),
+            enc,
+            origin: if origin == "style" { "style" } else { "css" },
+            carry: Vec::new(),
+        }
+    }
+
+    /// The next piece of CSS.
+    pub(crate) fn write(&mut self, chunk: &[u8], links: &mut LinkSet) {
+        self.carry.extend_from_slice(chunk);
+        let cut = self
+            .carry
+            .iter()
+            .rposition(|&b| matches!(b, b';' | b'}' | b'\n'))
+            .map(|i| i + 1);
+        match cut {
+            Some(cut) => {
+                let text = std::mem::take(&mut self.carry);
+                self.scan(&text[..cut], links);
+                self.carry.extend_from_slice(&text[cut..]);
+            }
+            None if self.carry.len() > MAX_CARRY => {
+                // No statement end in 64 KiB: scan what is held and go on.
+                let text = std::mem::take(&mut self.carry);
+                self.scan(&text, links);
+            }
+            None => {}
+        }
+    }
+
+    /// The end of the CSS.
+    pub(crate) fn finish(mut self, links: &mut LinkSet) {
+        let text = std::mem::take(&mut self.carry);
+        self.scan(&text, links);
+    }
+
+    fn scan(&mut self, text: &[u8], links: &mut LinkSet) {
+        let (ctx_url, ctx_import) = if self.origin == "style" {
+            ("style/url()", "style/@import")
+        } else {
+            ("css/url()", "css/@import")
+        };
+        let enc = self.enc.unwrap_or(UTF_8);
+        // In document order: both regexes' matches, sorted by position.
+        let mut found: Vec<(usize, &[u8], &'static str)> = Vec::new();
+        for c in URL_RE.captures_iter(text) {
+            let Some(m) = c.get(2).or_else(|| c.get(3)).or_else(|| c.get(4)) else {
+                continue;
+            };
+            let ctx = if c.get(1).is_some() {
+                ctx_import
+            } else {
+                ctx_url
+            };
+            found.push((m.start(), m.as_bytes(), ctx));
+        }
+        for c in IMPORT_RE.captures_iter(text) {
+            if let Some(m) = c.get(1).or_else(|| c.get(2)) {
+                found.push((m.start(), m.as_bytes(), ctx_import));
+            }
+        }
+        found.sort_by_key(|f| f.0);
+        for (_, raw, ctx) in found {
+            if raw.is_empty() || raw.starts_with(b"data:") {
+                continue;
+            }
+            let s = super::decode(raw, self.enc);
+            links.add(&self.base, &unescape_css(&s), enc, Hop::Embed, ctx);
+        }
+    }
+}
+
+/// CSS escapes in a URL taken out (`\(`, `\ `, `\26 `).
+fn unescape_css(s: &str) -> String {
+    if !s.contains('\\') {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut it = s.chars().peekable();
+    while let Some(c) = it.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        let mut hex = String::new();
+        while hex.len() < 6 && it.peek().is_some_and(char::is_ascii_hexdigit) {
+            hex.extend(it.next());
+        }
+        if hex.is_empty() {
+            out.extend(it.next());
+        } else {
+            out.push(
+                u32::from_str_radix(&hex, 16)
+                    .ok()
+                    .and_then(char::from_u32)
+                    .unwrap_or('\u{FFFD}'),
+            );
+            if it.peek().is_some_and(|c| c.is_ascii_whitespace()) {
+                it.next();
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{ExtractConfig, extract};
+    use super::*;
+
+    #[test]
+    fn urls_and_imports_in_files() {
+        let css = b"@import url(\"a.css\");\n@import 'b.css' screen;\n@IMPORT \"c.css\";\n\
+body { background: url(bg.png) } .x{background-image:URL( \"/i/x.gif\" )}\n\
+.f{src:url(data:font/woff;base64,AAAA)} .e{x:url()}\n.esc{background:url(a\\(1\\).png)}";
+        let base = Url::parse("http://h.test/s/main.css").unwrap();
+        let e = extract(&base, Some("text/css"), &ExtractConfig::default(), css);
+        let got: Vec<(String, &str)> = e
+            .links
+            .iter()
+            .map(|l| (l.url.to_string(), l.context))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("http://h.test/s/a.css".to_string(), "css/@import"),
+                ("http://h.test/s/b.css".to_string(), "css/@import"),
+                ("http://h.test/s/c.css".to_string(), "css/@import"),
+                ("http://h.test/s/bg.png".to_string(), "css/url()"),
+                ("http://h.test/i/x.gif".to_string(), "css/url()"),
+                ("http://h.test/s/a(1).png".to_string(), "css/url()"),
+            ]
+        );
+        assert!(e.links.iter().all(|l| l.hop == Hop::Embed));
+        // Byte at a time: the same.
+        let mut x =
+            super::super::Extractor::new(&base, Some("text/css"), &ExtractConfig::default());
+        for b in css {
+            x.write(std::slice::from_ref(b));
+        }
+        assert_eq!(x.finish(), e);
+    }
+
+    #[test]
+    fn carry_is_bounded() {
+        let mut css = vec![b'a'; MAX_CARRY * 3];
+        css.extend_from_slice(b" url(z.png)");
+        let base = Url::parse("http://h.test/").unwrap();
+        let mut links = LinkSet::new(10);
+        let mut x = CssExtractor::new(&base, None, "css");
+        for c in css.chunks(1000) {
+            x.write(c, &mut links);
+            assert!(x.carry.len() <= MAX_CARRY + 1000);
+        }
+        x.finish(&mut links);
+        assert_eq!(links.out.links.len(), 1);
+    }
+}

@@ -1,0 +1,782 @@
+//! Links from HTML, with lol_html.
+//!
+//! The page is tokenized as windows-1252 (every byte a character and
+//! back, as replay does), so the bytes of an attribute are recovered and
+//! read in the page's charset: the Content-Type's, else the first
+//! `<meta charset>`, else UTF-8 when valid, else windows-1252.
+//!
+//! | element / attribute                         | hop | context          |
+//! |---------------------------------------------|-----|------------------|
+//! | `a`, `area` `href`                          | L   | `a/@href`        |
+//! | `link` `href` (stylesheet, icon, preload, manifest...) | E | `link/@href` |
+//! | `link` `href` (other rels: alternate, next...) | L | `link/@href`     |
+//! | `img`, `script`, `iframe`, `frame`, `embed`, `video`, `audio`, `source`, `track`, `input` `src` | E | `img/@src`... |
+//! | `img`, `source` `srcset`, `link` `imagesrcset` | E | `img/@srcset`  |
+//! | `object` `data`, `video` `poster`, `background` | E | `object/@data`... |
+//! | `meta http-equiv=refresh`                   | R   | `meta/@content`  |
+//! | `form method=get` `action` (`forms` on)     | L   | `form/@action`   |
+//! | `style` attributes, `<style>` text          | E   | `style/url()`... |
+//! | `<script>` text (`js` on)                   | X   | `script/text`    |
+//!
+//! `<base href>` changes the base of what follows; `<meta name=robots>`
+//! sets nofollow and noindex.
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use encoding_rs::{Encoding, UTF_8, WINDOWS_1252};
+use lol_html::html_content::TextChunk;
+use lol_html::send::{Element, HtmlRewriter, Settings};
+use lol_html::{AsciiCompatibleEncoding, MemorySettings, OutputSink, element, text};
+use url::Url;
+
+use super::{ExtractConfig, LinkSet, css, encoding_for_label, js};
+use crate::uri::Hop;
+
+/// lol_html's memory bound for one page (a tag of megabytes stops
+/// extraction; the links before it are kept).
+pub const MAX_HTML_MEMORY: usize = 4 << 20;
+/// The longest title kept, in bytes.
+pub const MAX_TITLE: usize = 1024;
+
+/// The streaming HTML extractor.
+pub struct HtmlExtractor {
+    rewriter: Option<HtmlRewriter<'static, Discard>>,
+    page: Arc<Mutex<Page>>,
+}
+
+struct Discard;
+
+impl OutputSink for Discard {
+    fn handle_chunk(&mut self, _: &[u8]) {}
+}
+
+/// What the handlers share: the page's state and what they found.
+struct Page {
+    url: Url,
+    base: Url,
+    /// The charset given by the Content-Type, or found in a meta tag.
+    enc: Option<&'static Encoding>,
+    enc_from_header: bool,
+    opts: ExtractConfig,
+    links: LinkSet,
+    title: Option<String>,
+    in_title: bool,
+    code: Option<Code>,
+}
+
+enum Code {
+    Style(css::CssExtractor),
+    Script(js::JsExtractor),
+}
+
+fn lock(p: &Mutex<Page>) -> MutexGuard<'_, Page> {
+    p.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl HtmlExtractor {
+    /// An extractor for the page at `url`, `enc` its Content-Type charset.
+    pub fn new(url: &Url, enc: Option<&'static Encoding>, opts: &ExtractConfig) -> HtmlExtractor {
+        let page = Arc::new(Mutex::new(Page {
+            url: url.clone(),
+            base: url.clone(),
+            enc,
+            enc_from_header: enc.is_some(),
+            opts: opts.clone(),
+            links: LinkSet::new(0),
+            title: None,
+            in_title: false,
+            code: None,
+        }));
+        let on_element = Arc::clone(&page);
+        let on_text = Arc::clone(&page);
+        let settings = Settings::new_send()
+            .with_encoding(
+                AsciiCompatibleEncoding::new(WINDOWS_1252)
+                    .unwrap_or_else(AsciiCompatibleEncoding::utf_8),
+            )
+            .with_adjust_charset_on_meta_tag(false)
+            .with_strict(false)
+            .with_memory_settings(
+                MemorySettings::new()
+                    .with_max_allowed_memory_usage(MAX_HTML_MEMORY)
+                    .with_graceful_bail_out_on_memory_limit_exceeded(true),
+            )
+            .with_graceful_bail_out_on_content_handler_error(true)
+            .append_element_content_handler(element!("*", move |el| {
+                on_start_tag(&mut lock(&on_element), el);
+                Ok(())
+            }))
+            .append_element_content_handler(text!("title, style, script", move |t| {
+                on_text_chunk(&mut lock(&on_text), t);
+                Ok(())
+            }));
+        HtmlExtractor {
+            rewriter: Some(HtmlRewriter::new(settings, Discard)),
+            page,
+        }
+    }
+
+    /// The next piece of the page; `links` collects what it holds.
+    pub(crate) fn write(&mut self, chunk: &[u8], links: &mut LinkSet) {
+        self.swap_in(links);
+        if let Some(rw) = self.rewriter.as_mut()
+            && let Err(e) = rw.write(chunk)
+        {
+            self.rewriter = None;
+            lock(&self.page).links.out.stopped = Some(e.to_string());
+        }
+        self.swap_out(links);
+    }
+
+    /// The end of the page.
+    pub(crate) fn finish(mut self, links: &mut LinkSet) {
+        self.swap_in(links);
+        if let Some(rw) = self.rewriter.take()
+            && let Err(e) = rw.end()
+        {
+            lock(&self.page).links.out.stopped = Some(e.to_string());
+        }
+        let mut page = lock(&self.page);
+        if let Some(code) = page.code.take() {
+            finish_code(&mut page, code);
+        }
+        let title = page.title.take().map(|t| collapse(&t));
+        page.links.out.title = title.filter(|t| !t.is_empty());
+        drop(page);
+        self.swap_out(links);
+    }
+
+    // The handlers own the page behind the mutex; the caller's LinkSet is
+    // moved in for a write and back out after.
+    fn swap_in(&mut self, links: &mut LinkSet) {
+        std::mem::swap(&mut lock(&self.page).links, links);
+    }
+
+    fn swap_out(&mut self, links: &mut LinkSet) {
+        std::mem::swap(&mut lock(&self.page).links, links);
+    }
+}
+
+fn collapse(s: &str) -> String {
+    let mut out = String::new();
+    for w in s.split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(w);
+    }
+    out
+}
+
+/// The bytes of a lol_html string (windows-1252: a character a byte).
+fn lol_bytes(s: &str) -> Vec<u8> {
+    WINDOWS_1252.encode(s).0.into_owned()
+}
+
+impl Page {
+    /// An attribute's value read in the page's charset, entities decoded.
+    fn attr(&self, el: &Element<'_, '_>, name: &str) -> Option<String> {
+        let raw = el.get_attribute(name)?;
+        let bytes = lol_bytes(&raw);
+        let text = super::decode(&bytes, self.enc);
+        Some(decode_entities(&text))
+    }
+
+    /// The encoding a URL's query is written in.
+    fn url_enc(&self) -> &'static Encoding {
+        self.enc.unwrap_or(UTF_8)
+    }
+
+    fn add(&mut self, raw: &str, hop: Hop, context: &'static str) {
+        let enc = self.url_enc();
+        let base = self.base.clone();
+        self.links.add(&base, raw, enc, hop, context);
+    }
+}
+
+/// The rel values of a `link` that make it an embed.
+fn link_rel_is_embed(rel: &str) -> bool {
+    rel.split_ascii_whitespace().any(|r| {
+        matches!(
+            r.to_ascii_lowercase().as_str(),
+            "stylesheet"
+                | "icon"
+                | "shortcut"
+                | "apple-touch-icon"
+                | "apple-touch-icon-precomposed"
+                | "mask-icon"
+                | "preload"
+                | "prefetch"
+                | "modulepreload"
+                | "manifest"
+        )
+    })
+}
+
+fn on_start_tag(page: &mut Page, el: &mut Element<'_, '_>) {
+    let name = el.tag_name();
+    match name.as_str() {
+        "a" | "area" => {
+            if let Some(h) = page.attr(el, "href") {
+                page.add(
+                    &h,
+                    Hop::Link,
+                    if name == "a" { "a/@href" } else { "area/@href" },
+                );
+            }
+        }
+        "base" => {
+            if let Some(h) = page.attr(el, "href") {
+                // Only the first <base href> counts (HTML's "frozen base
+                // URL"), resolved against the document's URL.
+                if page.links.out.base.is_none()
+                    && let Some(b) = super::resolve(&page.url, &h, page.url_enc())
+                {
+                    page.base = b.clone();
+                    page.links.out.base = Some(b);
+                }
+            }
+        }
+        "link" => {
+            let rel = page.attr(el, "rel").unwrap_or_default();
+            let embed = link_rel_is_embed(&rel);
+            if let Some(h) = page.attr(el, "href") {
+                page.add(&h, if embed { Hop::Embed } else { Hop::Link }, "link/@href");
+            }
+            if let Some(s) = page.attr(el, "imagesrcset") {
+                for u in srcset_urls(&s) {
+                    page.add(u, Hop::Embed, "link/@imagesrcset");
+                }
+            }
+        }
+        "meta" => on_meta(page, el),
+        "form" => {
+            let get = page
+                .attr(el, "method")
+                .is_none_or(|m| m.trim().eq_ignore_ascii_case("get"));
+            if page.opts.forms && get {
+                let action = page.attr(el, "action").unwrap_or_default();
+                if action.trim().is_empty() {
+                    let here = page.url.as_str().to_string();
+                    page.add(&here, Hop::Link, "form/@action");
+                } else {
+                    page.add(&action, Hop::Link, "form/@action");
+                }
+            }
+        }
+        "title" => page.in_title = page.title.is_none(),
+        "style" => {
+            let base = page.base.clone();
+            page.code = Some(Code::Style(css::CssExtractor::new(
+                &base, page.enc, "style",
+            )));
+        }
+        "script" => {
+            if let Some(s) = page.attr(el, "src") {
+                page.add(&s, Hop::Embed, "script/@src");
+            }
+            if page.opts.js {
+                let base = page.base.clone();
+                page.code = Some(Code::Script(js::JsExtractor::new(&base)));
+            }
+        }
+        _ => {
+            let ctx = |attr: &str| -> &'static str {
+                match (name.as_str(), attr) {
+                    ("img", "src") => "img/@src",
+                    ("img", "srcset") => "img/@srcset",
+                    ("iframe", _) => "iframe/@src",
+                    ("frame", _) => "frame/@src",
+                    ("embed", _) => "embed/@src",
+                    ("video", "src") => "video/@src",
+                    ("video", "poster") => "video/@poster",
+                    ("audio", _) => "audio/@src",
+                    ("source", "src") => "source/@src",
+                    ("source", "srcset") => "source/@srcset",
+                    ("track", _) => "track/@src",
+                    ("input", _) => "input/@src",
+                    ("object", "data") => "object/@data",
+                    (_, "background") => "@background",
+                    _ => "@src",
+                }
+            };
+            let srcs: &[&str] = match name.as_str() {
+                "img" | "iframe" | "frame" | "embed" | "audio" | "source" | "track" => &["src"],
+                "video" => &["src", "poster"],
+                "input" => {
+                    if page
+                        .attr(el, "type")
+                        .is_some_and(|t| t.trim().eq_ignore_ascii_case("image"))
+                    {
+                        &["src"]
+                    } else {
+                        &[]
+                    }
+                }
+                "object" => &["data"],
+                "body" | "table" | "td" | "th" => &["background"],
+                _ => &[],
+            };
+            for a in srcs {
+                if let Some(v) = page.attr(el, a) {
+                    page.add(&v, Hop::Embed, ctx(a));
+                }
+            }
+            if matches!(name.as_str(), "img" | "source")
+                && let Some(s) = page.attr(el, "srcset")
+            {
+                let c = ctx("srcset");
+                for u in srcset_urls(&s) {
+                    page.add(u, Hop::Embed, c);
+                }
+            }
+        }
+    }
+    if let Some(style) = page.attr(el, "style") {
+        let base = page.base.clone();
+        let mut c = css::CssExtractor::new(&base, page.enc, "style");
+        c.write(style.as_bytes(), &mut page.links);
+        c.finish(&mut page.links);
+    }
+}
+
+fn on_meta(page: &mut Page, el: &mut Element<'_, '_>) {
+    let equiv = page.attr(el, "http-equiv").map(|s| s.to_ascii_lowercase());
+    let name = page.attr(el, "name").map(|s| s.to_ascii_lowercase());
+    let content = page.attr(el, "content");
+    if !page.enc_from_header {
+        let label = page.attr(el, "charset").or_else(|| {
+            (equiv.as_deref() == Some("content-type"))
+                .then(|| content.as_deref().and_then(charset_label))
+                .flatten()
+        });
+        if let Some(e) = label.as_deref().and_then(encoding_for_label) {
+            // The first declaration wins, as in browsers.
+            page.enc = Some(e);
+            page.enc_from_header = true;
+        }
+    }
+    if equiv.as_deref() == Some("refresh")
+        && let Some(u) = content.as_deref().and_then(refresh_url)
+    {
+        page.add(&u, Hop::Redirect, "meta/@content");
+    }
+    if matches!(name.as_deref(), Some("robots" | "warchest"))
+        && let Some(c) = content
+    {
+        for d in c.split(',').map(|d| d.trim().to_ascii_lowercase()) {
+            match d.as_str() {
+                "nofollow" => page.links.out.nofollow = true,
+                "noindex" => page.links.out.noindex = true,
+                "none" => {
+                    page.links.out.nofollow = true;
+                    page.links.out.noindex = true;
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+fn charset_label(content: &str) -> Option<String> {
+    content.split(';').find_map(|p| {
+        let (k, v) = p.split_once('=')?;
+        k.trim()
+            .eq_ignore_ascii_case("charset")
+            .then(|| v.trim().to_string())
+    })
+}
+
+/// The URL of a refresh value (`5; url=/next`, `0;URL='x'`, `3, x`).
+pub fn refresh_url(content: &str) -> Option<String> {
+    let s = content.trim_start();
+    let s = s.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.');
+    let s = s.trim_start();
+    let s = s.strip_prefix([';', ','])?.trim_start();
+    let s = if s.len() >= 3 && s[..3].eq_ignore_ascii_case("url") {
+        let t = s[3..].trim_start();
+        t.strip_prefix('=').map_or(s, str::trim_start)
+    } else {
+        s
+    };
+    let s = match s.chars().next() {
+        Some(q @ ('"' | '\'')) => {
+            let inner = &s[1..];
+            inner.split(q).next().unwrap_or(inner)
+        }
+        _ => s,
+    };
+    let s = s.trim();
+    (!s.is_empty()).then(|| s.to_string())
+}
+
+/// The URLs of a `srcset` value (HTML's "parse a srcset attribute": a URL
+/// is a run of non-space characters, a trailing comma not part of it; the
+/// descriptors run to the next comma outside parentheses).
+pub fn srcset_urls(s: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let b = s.as_bytes();
+    let mut i = 0;
+    while i < b.len() && out.len() < 1000 {
+        while i < b.len() && (b[i].is_ascii_whitespace() || b[i] == b',') {
+            i += 1;
+        }
+        if i >= b.len() {
+            break;
+        }
+        let start = i;
+        while i < b.len() && !b[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        let mut url = &s[start..i];
+        let ended_with_comma = url.ends_with(',');
+        url = url.trim_end_matches(',');
+        if !url.is_empty() {
+            out.push(url);
+        }
+        if ended_with_comma {
+            continue;
+        }
+        // Skip the descriptors.
+        let mut depth = 0u32;
+        while i < b.len() {
+            match b[i] {
+                b'(' => depth += 1,
+                b')' => depth = depth.saturating_sub(1),
+                b',' if depth == 0 => {
+                    i += 1;
+                    break;
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+    }
+    out
+}
+
+/// `s` with character references decoded: the numeric ones and the named
+/// ones URLs meet (`&amp;`, `&lt;`, `&gt;`, `&quot;`, `&apos;`, `&nbsp;`);
+/// others are kept as written.
+pub fn decode_entities(s: &str) -> String {
+    if !s.contains('&') {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = rest.find('&') {
+        out.push_str(&rest[..i]);
+        rest = &rest[i..];
+        let end = rest[1..]
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '#'))
+            .map_or(rest.len(), |j| j + 1);
+        let name = &rest[1..end];
+        let semi = rest[end..].starts_with(';');
+        let ch = if let Some(num) = name.strip_prefix('#') {
+            let v = if let Some(h) = num.strip_prefix(['x', 'X']) {
+                u32::from_str_radix(h, 16).ok()
+            } else {
+                num.parse::<u32>().ok()
+            };
+            v.map(|v| {
+                char::from_u32(v)
+                    .filter(|&c| c != '\0')
+                    .unwrap_or('\u{FFFD}')
+            })
+        } else {
+            match name {
+                "amp" | "AMP" => Some('&'),
+                "lt" | "LT" => Some('<'),
+                "gt" | "GT" => Some('>'),
+                "quot" | "QUOT" => Some('"'),
+                "apos" => Some('\''),
+                "nbsp" => Some('\u{A0}'),
+                _ => None,
+            }
+        };
+        match ch {
+            Some(c) if name.len() > 1 || !name.starts_with('#') => {
+                out.push(c);
+                rest = &rest[end + usize::from(semi)..];
+            }
+            _ => {
+                out.push('&');
+                rest = &rest[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+fn on_text_chunk(page: &mut Page, t: &mut TextChunk<'_>) {
+    let last = t.last_in_text_node();
+    if page.in_title {
+        let title = page.title.get_or_insert_with(String::new);
+        if title.len() < MAX_TITLE {
+            let bytes = lol_bytes(t.as_str());
+            let text = super::decode(&bytes, page.enc);
+            let mut cut = (MAX_TITLE - title.len()).min(text.len());
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            title.push_str(&decode_entities(&text[..cut]));
+        }
+        if last {
+            page.in_title = false;
+        }
+        return;
+    }
+    let Some(mut code) = page.code.take() else {
+        return;
+    };
+    let bytes = lol_bytes(t.as_str());
+    match &mut code {
+        Code::Style(c) => c.write(&bytes, &mut page.links),
+        Code::Script(j) => j.write(&bytes, &mut page.links),
+    }
+    if last {
+        finish_code(page, code);
+    } else {
+        page.code = Some(code);
+    }
+}
+
+fn finish_code(page: &mut Page, code: Code) {
+    match code {
+        Code::Style(c) => c.finish(&mut page.links),
+        Code::Script(j) => j.finish(&mut page.links),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{ExtractConfig, Extracted, extract};
+    use super::*;
+
+    fn x(page: &str) -> Extracted {
+        x_with(page, None, &ExtractConfig::default())
+    }
+
+    fn x_with(page: &str, ct: Option<&str>, opts: &ExtractConfig) -> Extracted {
+        let base = Url::parse("http://h.test/dir/page.html").unwrap();
+        let ct = ct.unwrap_or("text/html");
+        let whole = extract(&base, Some(ct), opts, page.as_bytes());
+        // The same page a byte at a time gives the same links.
+        let mut e = super::super::Extractor::new(&base, Some(ct), opts);
+        for b in page.as_bytes() {
+            e.write(std::slice::from_ref(b));
+        }
+        assert_eq!(e.finish(), whole);
+        whole
+    }
+
+    fn urls(e: &Extracted) -> Vec<(String, char, &'static str)> {
+        e.links
+            .iter()
+            .map(|l| (l.url.to_string(), l.hop.letter(), l.context))
+            .collect()
+    }
+
+    #[test]
+    fn elements_and_hops() {
+        let e = x(r##"<html><head><title> A  page </title>
+<link rel=stylesheet href="s.css"><link rel=alternate href="/feed">
+<script src="/j.js"></script></head><body background=bg.png>
+<a href="a.html#frag">a</a><area href="/area">
+<img src="i.png" srcset="i2.png 2x, /i3.png 3x">
+<picture><source srcset="p1.webp 1x,p2.webp 2x"></picture>
+<iframe src="//f.test/frame"></iframe><frame src=fr.html><embed src=e.swf>
+<object data=o.bin></object><video src=v.mp4 poster=v.jpg><track src=t.vtt></video>
+<audio src=a.mp3></audio><input type=image src=btn.png><input type=text src=no.png>
+<a href="mailto:x@y">m</a><a href="javascript:void(0)">j</a><a href="#top">t</a>
+<a href="a.html">dup</a>"##);
+        assert_eq!(e.title.as_deref(), Some("A page"));
+        let got = urls(&e);
+        let want: Vec<(&str, char, &str)> = vec![
+            ("http://h.test/dir/s.css", 'E', "link/@href"),
+            ("http://h.test/feed", 'L', "link/@href"),
+            ("http://h.test/j.js", 'E', "script/@src"),
+            ("http://h.test/dir/bg.png", 'E', "@background"),
+            ("http://h.test/dir/a.html", 'L', "a/@href"),
+            ("http://h.test/area", 'L', "area/@href"),
+            ("http://h.test/dir/i.png", 'E', "img/@src"),
+            ("http://h.test/dir/i2.png", 'E', "img/@srcset"),
+            ("http://h.test/i3.png", 'E', "img/@srcset"),
+            ("http://h.test/dir/p1.webp", 'E', "source/@srcset"),
+            ("http://h.test/dir/p2.webp", 'E', "source/@srcset"),
+            ("http://f.test/frame", 'E', "iframe/@src"),
+            ("http://h.test/dir/fr.html", 'E', "frame/@src"),
+            ("http://h.test/dir/e.swf", 'E', "embed/@src"),
+            ("http://h.test/dir/o.bin", 'E', "object/@data"),
+            ("http://h.test/dir/v.mp4", 'E', "video/@src"),
+            ("http://h.test/dir/v.jpg", 'E', "video/@poster"),
+            ("http://h.test/dir/t.vtt", 'E', "track/@src"),
+            ("http://h.test/dir/a.mp3", 'E', "audio/@src"),
+            ("http://h.test/dir/btn.png", 'E', "input/@src"),
+        ];
+        let want: Vec<(String, char, &str)> = want
+            .into_iter()
+            .map(|(u, h, c)| (u.to_string(), h, c))
+            .collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn base_href_and_meta() {
+        let e = x(r#"<a href="before">b</a><base href="http://other.test/x/">
+<base href="/ignored/"><a href=after>a</a>
+<meta http-equiv="refresh" content="0; URL='next.html'">
+<meta name="ROBOTS" content="noindex, NoFollow">"#);
+        assert_eq!(e.base.as_ref().unwrap().as_str(), "http://other.test/x/");
+        let got = urls(&e);
+        assert_eq!(got[0].0, "http://h.test/dir/before");
+        assert_eq!(got[1].0, "http://other.test/x/after");
+        assert_eq!(
+            got[2],
+            ("http://other.test/x/next.html".into(), 'R', "meta/@content")
+        );
+        assert!(e.nofollow && e.noindex);
+        assert!(!x("<meta name=robots content=index>").nofollow);
+    }
+
+    #[test]
+    fn forms_only_when_asked_and_only_get() {
+        let page = r#"<form action="/search"><input name=q></form>
+<form method=POST action="/post"></form>"#;
+        assert!(x(page).links.is_empty());
+        let opts = ExtractConfig {
+            forms: true,
+            ..ExtractConfig::default()
+        };
+        let e = x_with(page, None, &opts);
+        assert_eq!(
+            urls(&e),
+            vec![("http://h.test/search".into(), 'L', "form/@action")]
+        );
+    }
+
+    #[test]
+    fn inline_css_and_style_elements() {
+        let e = x(r#"<div style="background:url(&quot;bg1.png&quot;)"></div>
+<style>@import "imp.css"; .a{background:url( 'bg2.png' )}</style>"#);
+        let got: Vec<String> = e.links.iter().map(|l| l.url.to_string()).collect();
+        assert_eq!(
+            got,
+            [
+                "http://h.test/dir/bg1.png",
+                "http://h.test/dir/imp.css",
+                "http://h.test/dir/bg2.png"
+            ]
+        );
+        assert!(e.links.iter().all(|l| l.hop == Hop::Embed));
+        assert_eq!(e.links[1].context, "style/@import");
+    }
+
+    #[test]
+    fn script_text_only_with_js() {
+        let page = r#"<script>var u = "/api/data.json"; go('http://x.test/p.html');</script>"#;
+        assert!(x(page).links.is_empty());
+        let opts = ExtractConfig {
+            js: true,
+            ..ExtractConfig::default()
+        };
+        let got = urls(&x_with(page, None, &opts));
+        assert_eq!(
+            got,
+            vec![
+                ("http://h.test/api/data.json".into(), 'X', "script/text"),
+                ("http://x.test/p.html".into(), 'X', "script/text"),
+            ]
+        );
+    }
+
+    #[test]
+    fn non_utf8_pages_encode_queries_in_their_charset() {
+        // "é" in windows-1252 is 0xE9; in a UTF-8 path it is %C3%A9.
+        let page = b"<a href=\"caf\xe9.html?q=\xe9\">x</a>";
+        let base = Url::parse("http://h.test/").unwrap();
+        let e = extract(
+            &base,
+            Some("text/html; charset=windows-1252"),
+            &ExtractConfig::default(),
+            page,
+        );
+        assert_eq!(
+            e.links[0].url.as_str(),
+            "http://h.test/caf%C3%A9.html?q=%E9"
+        );
+        // Declared by meta, no header charset.
+        let page = b"<meta charset=iso-8859-1><a href=\"?q=\xe9\">x</a>";
+        let e = extract(&base, Some("text/html"), &ExtractConfig::default(), page);
+        assert_eq!(e.links[0].url.as_str(), "http://h.test/?q=%E9");
+        // UTF-8 pages, and percent-encoded URLs kept as written.
+        let page = "<a href=\"/caf\u{e9}?q=\u{e9}\">x</a><a href=\"/a%20b?c=%2F\">y</a>";
+        let e = extract(
+            &base,
+            Some("text/html"),
+            &ExtractConfig::default(),
+            page.as_bytes(),
+        );
+        assert_eq!(e.links[0].url.as_str(), "http://h.test/caf%C3%A9?q=%C3%A9");
+        assert_eq!(e.links[1].url.as_str(), "http://h.test/a%20b?c=%2F");
+    }
+
+    #[test]
+    fn broken_html_still_yields_links() {
+        let e = x(
+            "<html><body><p><a href=one.html>1<div><a href='two.html'<a href=three.html>\
+<img src=\"unterminated.png",
+        );
+        let got: Vec<String> = e.links.iter().map(|l| l.url.to_string()).collect();
+        assert!(
+            got.contains(&"http://h.test/dir/one.html".to_string()),
+            "{got:?}"
+        );
+        assert!(
+            got.contains(&"http://h.test/dir/two.html".to_string()),
+            "{got:?}"
+        );
+    }
+
+    #[test]
+    fn links_are_bounded() {
+        let page: String = (0..50).map(|i| format!("<a href=/{i}>x</a>")).collect();
+        let opts = ExtractConfig {
+            max_links_per_page: 10,
+            ..ExtractConfig::default()
+        };
+        let e = x_with(&page, None, &opts);
+        assert_eq!(e.links.len(), 10);
+        assert_eq!(e.dropped, 40);
+    }
+
+    #[test]
+    fn srcset_parsing() {
+        assert_eq!(srcset_urls("a.png 1x, b.png 2x"), ["a.png", "b.png"]);
+        assert_eq!(srcset_urls("a.png,b.png"), ["a.png,b.png"]);
+        assert_eq!(srcset_urls("a.png, b.png"), ["a.png", "b.png"]);
+        assert_eq!(
+            srcset_urls("x.jpg?w=1,2 100w, y.jpg 200w"),
+            ["x.jpg?w=1,2", "y.jpg"]
+        );
+        assert_eq!(srcset_urls("  "), Vec::<&str>::new());
+    }
+
+    #[test]
+    fn refresh_values() {
+        assert_eq!(refresh_url("5; url=/next").as_deref(), Some("/next"));
+        assert_eq!(refresh_url("0;URL='x y'").as_deref(), Some("x y"));
+        assert_eq!(refresh_url("3, other").as_deref(), Some("other"));
+        assert_eq!(refresh_url("10"), None);
+    }
+
+    #[test]
+    fn entities() {
+        assert_eq!(
+            decode_entities("a?b=1&amp;c=2&#38;d&#x26;e"),
+            "a?b=1&c=2&d&e"
+        );
+        assert_eq!(decode_entities("&unknown; & &#xZZ;"), "&unknown; & &#xZZ;");
+    }
+}

@@ -1,0 +1,359 @@
+//! Links from what a crawl fetches, streamed: HTML (lol_html), CSS files,
+//! sitemaps (plain or gzipped), and optionally script text; plus the
+//! `Location`, `Refresh` and `Link` headers ([`headers`]).
+//!
+//! Feed an [`Extractor`] the payload (transfer and content codings undone)
+//! in pieces with [`Extractor::write`], then [`Extractor::finish`]. Memory
+//! is bounded: links per page, carried text, and lol_html's own memory.
+//!
+//! URLs resolve as browsers resolve them (the url crate, WHATWG): against
+//! the page's URL or its `<base href>`, with the page's charset used for
+//! the query of a URL in a non-UTF-8 page, and the path and host encoded as
+//! UTF-8 (percent-encoded, and IDNA for hosts). Fragments are dropped;
+//! only http and https URLs are kept.
+
+use std::borrow::Cow;
+use std::collections::HashSet;
+
+use encoding_rs::{Encoding, UTF_8, WINDOWS_1252};
+use serde::Deserialize;
+use url::Url;
+
+use crate::uri::Hop;
+
+pub mod css;
+pub mod headers;
+pub mod html;
+pub mod js;
+pub mod sitemap;
+
+/// Extraction settings: keys of the crawl's TOML file, and flags of the
+/// same names.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
+pub struct ExtractConfig {
+    /// Follow the actions of `<form method=get>` (off, as Heritrix's
+    /// `extractOnlyFormGets` with form extraction off by default).
+    pub forms: bool,
+    /// Look for URLs in script text and `.js` files, at low priority (off,
+    /// as Heritrix's ExtractorJS is off in Browsertrix-like setups: it
+    /// guesses, and many guesses are 404s).
+    pub js: bool,
+    /// The most links kept from one page or file; more are counted in
+    /// [`Extracted::dropped`].
+    pub max_links_per_page: usize,
+}
+
+impl Default for ExtractConfig {
+    fn default() -> ExtractConfig {
+        ExtractConfig {
+            forms: false,
+            js: false,
+            max_links_per_page: 10_000,
+        }
+    }
+}
+
+/// A URL found in a page, file or header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Link {
+    /// The URL, absolute, without fragment.
+    pub url: Url,
+    /// How it is reached from the page.
+    pub hop: Hop,
+    /// Where it was found, in Heritrix's style: `a/@href`, `img/@srcset`,
+    /// `css/@import`, `css/url()`, `header/Location`, `sitemap/loc`,
+    /// `sitemapindex/loc` (a nested sitemap), `script/text`...
+    pub context: &'static str,
+}
+
+/// What an extractor found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Extracted {
+    /// The links, each URL once (its first occurrence), in document order,
+    /// at most `max-links-per-page`.
+    pub links: Vec<Link>,
+    /// Links found past `max-links-per-page`, or URLs too long to keep.
+    pub dropped: usize,
+    /// `<meta name=robots content=nofollow>` (or `none`): the page's links
+    /// are not to be followed (its embeds still are).
+    pub nofollow: bool,
+    /// `<meta name=robots content=noindex>` (or `none`).
+    pub noindex: bool,
+    /// The page's `<title>`, white space collapsed, at most 1 KiB.
+    pub title: Option<String>,
+    /// The `<base href>` the page's links were resolved against, when it
+    /// has one.
+    pub base: Option<Url>,
+    /// Why extraction stopped early (lol_html's memory bound, a sitemap
+    /// over its size), if it did: the links before are kept.
+    pub stopped: Option<String>,
+}
+
+/// The longest URL kept, in bytes (longer ones are counted as dropped).
+pub const MAX_URL_LEN: usize = 8192;
+
+/// What kind of content a payload is, for extraction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ContentKind {
+    /// HTML or XHTML.
+    Html,
+    /// A style sheet.
+    Css,
+    /// A script.
+    Js,
+    /// An XML sitemap or sitemap index (maybe gzipped).
+    Sitemap,
+    /// Nothing links are taken from.
+    Other,
+}
+
+impl ContentKind {
+    /// The kind of a payload of media type `content_type` (parameters
+    /// allowed) at `url`. Without a type, a URL ending in `.xml` or
+    /// `.xml.gz` is a sitemap; anything else is sniffed as HTML when it
+    /// starts with `<`.
+    pub fn of(url: &Url, content_type: Option<&str>) -> Option<ContentKind> {
+        let path = url.path().to_ascii_lowercase();
+        let xml_path = path.ends_with(".xml") || path.ends_with(".xml.gz");
+        let Some(ct) = content_type else {
+            return xml_path.then_some(ContentKind::Sitemap);
+        };
+        let mime = ct
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
+        Some(match mime.as_str() {
+            "text/html" | "application/xhtml+xml" => ContentKind::Html,
+            "text/css" => ContentKind::Css,
+            "application/javascript"
+            | "text/javascript"
+            | "application/x-javascript"
+            | "application/ecmascript"
+            | "text/ecmascript" => ContentKind::Js,
+            "application/xml" | "text/xml" => ContentKind::Sitemap,
+            "application/gzip" | "application/x-gzip" | "application/octet-stream" if xml_path => {
+                ContentKind::Sitemap
+            }
+            _ => ContentKind::Other,
+        })
+    }
+}
+
+/// The links found so far, deduplicated and bounded.
+#[derive(Debug)]
+pub(crate) struct LinkSet {
+    max: usize,
+    seen: HashSet<String>,
+    pub(crate) out: Extracted,
+}
+
+impl LinkSet {
+    pub(crate) fn new(max: usize) -> LinkSet {
+        LinkSet {
+            max,
+            seen: HashSet::new(),
+            out: Extracted::default(),
+        }
+    }
+
+    /// Adds `url` unless seen or over the bound.
+    pub(crate) fn push(&mut self, url: Url, hop: Hop, context: &'static str) {
+        if self.seen.contains(url.as_str()) {
+            return;
+        }
+        if self.out.links.len() >= self.max || url.as_str().len() > MAX_URL_LEN {
+            self.out.dropped += 1;
+            return;
+        }
+        self.seen.insert(url.as_str().to_string());
+        self.out.links.push(Link { url, hop, context });
+    }
+
+    /// Resolves `raw` against `base` and adds it.
+    pub(crate) fn add(
+        &mut self,
+        base: &Url,
+        raw: &str,
+        enc: &'static Encoding,
+        hop: Hop,
+        context: &'static str,
+    ) {
+        if raw.len() > MAX_URL_LEN {
+            self.out.dropped += 1;
+            return;
+        }
+        if let Some(u) = resolve(base, raw, enc) {
+            self.push(u, hop, context);
+        }
+    }
+}
+
+/// `raw` (an attribute value, entities decoded) resolved against `base` as
+/// a browser does, the query encoded in `enc`; `None` for non-http(s)
+/// results, empty references and fragments of the page itself.
+pub fn resolve(base: &Url, raw: &str, enc: &'static Encoding) -> Option<Url> {
+    // HTML strips ASCII white space around URLs, and removes tabs and
+    // newlines inside (the url crate does the latter).
+    let raw = raw.trim_matches(|c: char| c.is_ascii_whitespace());
+    if raw.is_empty() || raw.starts_with('#') {
+        return None;
+    }
+    let encode: &dyn Fn(&str) -> Cow<'_, [u8]> = &|s| enc.encode(s).0;
+    let opts = Url::options().base_url(Some(base));
+    let opts = if enc == UTF_8 {
+        opts
+    } else {
+        opts.encoding_override(Some(encode))
+    };
+    let mut u = opts.parse(raw).ok()?;
+    if !matches!(u.scheme(), "http" | "https") || u.host_str().is_none_or(str::is_empty) {
+        return None;
+    }
+    u.set_fragment(None);
+    Some(u)
+}
+
+/// The encoding a `charset` label names, if encoding_rs knows it. UTF-16
+/// labels mean UTF-8 for URLs, as in browsers.
+pub fn encoding_for_label(label: &str) -> Option<&'static Encoding> {
+    Encoding::for_label(label.trim().trim_matches(['"', '\'']).as_bytes())
+        .map(Encoding::output_encoding)
+}
+
+/// The `charset` parameter of a Content-Type value.
+pub fn charset_of_content_type(ct: &str) -> Option<&'static Encoding> {
+    ct.split(';').skip(1).find_map(|p| {
+        let (k, v) = p.split_once('=')?;
+        k.trim()
+            .eq_ignore_ascii_case("charset")
+            .then(|| encoding_for_label(v))
+            .flatten()
+    })
+}
+
+/// Text of `bytes` in `enc`; invalid UTF-8 with no charset given is read
+/// as windows-1252, as browsers do for unlabelled pages.
+pub(crate) fn decode<'a>(bytes: &'a [u8], enc: Option<&'static Encoding>) -> Cow<'a, str> {
+    match enc {
+        Some(e) => e.decode_without_bom_handling(bytes).0,
+        None => match std::str::from_utf8(bytes) {
+            Ok(s) => Cow::Borrowed(s),
+            Err(_) => WINDOWS_1252.decode_without_bom_handling(bytes).0,
+        },
+    }
+}
+
+/// A streaming link extractor for one payload.
+pub struct Extractor {
+    inner: Inner,
+    links: Option<LinkSet>,
+}
+
+enum Inner {
+    Html(Box<html::HtmlExtractor>),
+    Css(css::CssExtractor),
+    Js(js::JsExtractor),
+    Sitemap(Box<sitemap::SitemapExtractor>),
+    /// Not known yet: the first bytes decide (HTML if `<`).
+    Sniff(Url, Option<&'static Encoding>, ExtractConfig, Vec<u8>),
+    None,
+}
+
+impl std::fmt::Debug for Extractor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = match &self.inner {
+            Inner::Html(_) => "html",
+            Inner::Css(_) => "css",
+            Inner::Js(_) => "js",
+            Inner::Sitemap(_) => "sitemap",
+            Inner::Sniff(..) => "sniff",
+            Inner::None => "none",
+        };
+        f.debug_struct("Extractor").field("kind", &kind).finish()
+    }
+}
+
+impl Extractor {
+    /// An extractor for the payload of `base` (the URL fetched, after
+    /// redirects), of media type `content_type` (its `charset` is used).
+    pub fn new(base: &Url, content_type: Option<&str>, opts: &ExtractConfig) -> Extractor {
+        let enc = content_type.and_then(charset_of_content_type);
+        let links = LinkSet::new(opts.max_links_per_page);
+        let inner = match ContentKind::of(base, content_type) {
+            Some(ContentKind::Html) => {
+                Inner::Html(Box::new(html::HtmlExtractor::new(base, enc, opts)))
+            }
+            Some(ContentKind::Css) => Inner::Css(css::CssExtractor::new(base, enc, "css")),
+            Some(ContentKind::Js) if opts.js => Inner::Js(js::JsExtractor::new(base)),
+            Some(ContentKind::Sitemap) => {
+                Inner::Sitemap(Box::new(sitemap::SitemapExtractor::new(base)))
+            }
+            Some(_) => Inner::None,
+            None => Inner::Sniff(base.clone(), enc, opts.clone(), Vec::new()),
+        };
+        Extractor {
+            inner,
+            links: Some(links),
+        }
+    }
+
+    /// The next piece of the payload.
+    pub fn write(&mut self, chunk: &[u8]) {
+        let Some(links) = self.links.as_mut() else {
+            return;
+        };
+        match &mut self.inner {
+            Inner::Html(h) => h.write(chunk, links),
+            Inner::Css(c) => c.write(chunk, links),
+            Inner::Js(j) => j.write(chunk, links),
+            Inner::Sitemap(s) => s.write(chunk, links),
+            Inner::Sniff(base, enc, opts, head) => {
+                // Only leading white space is ever held, so dropping it
+                // once the kind is known loses nothing.
+                head.extend_from_slice(&chunk[..chunk.len().min(1024)]);
+                let first = head.iter().find(|b| !b.is_ascii_whitespace()).copied();
+                if first.is_none() && head.len() < 1024 {
+                    return;
+                }
+                let next = if first == Some(b'<') {
+                    Inner::Html(Box::new(html::HtmlExtractor::new(base, *enc, opts)))
+                } else {
+                    Inner::None
+                };
+                self.inner = next;
+                if let Inner::Html(h) = &mut self.inner {
+                    h.write(chunk, links);
+                }
+            }
+            Inner::None => {}
+        }
+    }
+
+    /// The end of the payload: what was found.
+    pub fn finish(mut self) -> Extracted {
+        let mut links = self.links.take().unwrap_or_else(|| LinkSet::new(0));
+        match self.inner {
+            Inner::Html(h) => h.finish(&mut links),
+            Inner::Css(c) => c.finish(&mut links),
+            Inner::Js(j) => j.finish(&mut links),
+            Inner::Sitemap(s) => s.finish(&mut links),
+            Inner::Sniff(..) | Inner::None => {}
+        }
+        links.out
+    }
+}
+
+/// All links of a whole payload: [`Extractor`] in one call.
+pub fn extract(
+    base: &Url,
+    content_type: Option<&str>,
+    opts: &ExtractConfig,
+    body: &[u8],
+) -> Extracted {
+    let mut x = Extractor::new(base, content_type, opts);
+    x.write(body);
+    x.finish()
+}
