@@ -17,3 +17,8 @@ pub mod scope;
 pub mod uri;
 
 // -- engine modules (h-crawl) --
+pub mod config;
+pub mod engine;
+pub mod frontier;
+pub mod output;
+pub mod shard;

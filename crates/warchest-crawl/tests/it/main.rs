@@ -1,0 +1,5 @@
+//! warchest-crawl's integration tests (one binary): crawls of a web
+//! served on loopback by the tests themselves.
+
+mod crawl;
+mod web;
