@@ -193,7 +193,17 @@ fn close_open_files(archive: &Path) -> Result<Vec<String>, CrawlError> {
     for p in opens {
         let fin = p.with_extension("");
         let f = std::fs::File::create(&fin).map_err(io_at(&fin))?;
-        let opts = warchest_ops::recover::RecoverOptions::default();
+        // Records compressed as the writer compressed them (one gzip
+        // member each for `.warc.gz`).
+        let gz = fin.to_string_lossy().ends_with(".gz");
+        let opts = warchest_ops::recover::RecoverOptions {
+            compression: if gz {
+                warchest_ops::recover::OutputCompression::Gzip
+            } else {
+                warchest_ops::recover::OutputCompression::None
+            },
+            ..Default::default()
+        };
         let report = warchest_ops::recover::recover(&p, std::io::BufWriter::new(f), &opts)?;
         let line = if report.is_clean() {
             format!("{}: closed, every record whole", fin.display())
@@ -379,6 +389,7 @@ impl Crawl {
             .filter(|u| crawl.mine(&u.url))
             .collect();
         crawl.frontier.add(&seeds)?;
+        crawl.read_handoffs()?;
         Ok(crawl)
     }
 
@@ -403,6 +414,14 @@ impl Crawl {
             None => true,
             Some((k, n)) => crate::shard::shard_of(url, n) == k,
         }
+    }
+
+    /// Queues the URIs other shards handed to this one.
+    fn read_handoffs(&self) -> Result<u64, CrawlError> {
+        let Some(me) = self.shard else { return Ok(0) };
+        let got = crate::shard::read_inbox(&self.dir, self.cfg.engine.handoff.as_deref(), me)
+            .map_err(|e| CrawlError::Io(self.dir.clone(), e))?;
+        Ok(self.frontier.add(&got)?)
     }
 
     /// Indexes the WARC files in archive/ not yet in the CDXJ.
@@ -583,8 +602,11 @@ impl Crawl {
                         }
                         last_stats = Instant::now();
                     }
-                    if last_reload.elapsed() > Duration::from_secs(5) {
+                    if last_reload.elapsed() > Duration::from_secs(1) {
                         let _ = me.scope.reload_exclusions();
+                        if let Err(e) = me.read_handoffs() {
+                            tracing::warn!("hand-off: {e}");
+                        }
                         last_reload = Instant::now();
                     }
                     if finished.load(Ordering::Relaxed)

@@ -380,7 +380,12 @@ impl Frontier {
     /// The database failed.
     pub fn next(&self) -> Result<Next> {
         let now = now_ms();
-        let txn = self.db.begin_write().map_err(|e| self.err(e))?;
+        let mut txn = self.db.begin_write().map_err(|e| self.err(e))?;
+        // Not synced: if a crash loses this commit, the URI is still in
+        // its queue, as an in-flight one would be put back; the commit
+        // that finishes the URI (synced) makes this one durable too.
+        txn.set_durability(redb::Durability::None)
+            .map_err(|e| self.err(e))?;
         let lease = {
             let mut ready = txn.open_table(READY).map_err(|e| self.err(e))?;
             let first = ready

@@ -131,7 +131,22 @@ pub fn check_files(dir: &Path) {
             l
         })
         .collect();
-    assert_eq!(ours, theirs);
+    let only_ours: Vec<&String> = ours
+        .iter()
+        .filter(|l| !theirs.contains(l))
+        .take(3)
+        .collect();
+    let only_theirs: Vec<&String> = theirs
+        .iter()
+        .filter(|l| !ours.contains(l))
+        .take(3)
+        .collect();
+    assert!(
+        ours == theirs,
+        "{} lines ours, {} cdxj-indexer's; only ours: {only_ours:#?}\nonly theirs: {only_theirs:#?}",
+        ours.len(),
+        theirs.len()
+    );
 }
 
 #[test]
@@ -260,4 +275,126 @@ fn a_site_is_crawled_end_to_end() {
     );
 
     check_files(&dir);
+}
+
+/// Runs the crawl in `dir` again from its saved configuration, with
+/// `change` applied to the text.
+pub fn resume(dir: &Path, change: impl Fn(String) -> String) -> Summary {
+    let text = change(std::fs::read_to_string(dir.join("crawl.toml")).unwrap());
+    crawl(dir, &text)
+}
+
+fn counted(reqs: &[String]) -> std::collections::BTreeMap<String, usize> {
+    let mut m = std::collections::BTreeMap::new();
+    for r in reqs.iter().filter(|r| !r.ends_with("/robots.txt")) {
+        *m.entry(r.clone()).or_insert(0) += 1;
+    }
+    m
+}
+
+#[test]
+fn a_budget_stops_the_crawl_and_resume_goes_on() {
+    let w = web::start();
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("crawl");
+    let s = crawl(&dir, &config(&w, "max-pages = 2"));
+    assert_eq!(s.ending, Ending::Budget);
+    assert!(s.counts.queued > 0, "{:?}", s.counts);
+    let first = w.requests().len();
+    assert!(first < expected(&w).len(), "stopped early: {first}");
+    let s = resume(&dir, |t| t.replace("max-pages = 2", "max-pages = 0"));
+    assert_eq!(s.ending, Ending::Finished);
+    let c = counted(&w.requests());
+    assert_eq!(c.keys().cloned().collect::<BTreeSet<_>>(), expected(&w));
+    assert!(c.values().all(|&n| n == 1), "nothing fetched twice: {c:?}");
+    check_files(&dir);
+}
+
+#[test]
+fn a_stop_request_finishes_in_flight_and_resume_goes_on() {
+    let w = web::start();
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("crawl");
+    let toml = config(&w, "").replace(
+        "seeds = [",
+        &format!("seeds = [\"{}\", ", w.url("d.test", "/gen/0")),
+    );
+    let cfg = CrawlConfig::from_toml(&toml).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let c = Crawl::open(&dir, cfg, &toml, stop.clone()).unwrap();
+    let s2 = stop.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(150));
+        s2.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+    let s = c.run(&|_| {}).unwrap();
+    assert_eq!(s.ending, Ending::Interrupted);
+    assert_eq!(s.counts.in_flight, 0, "in-flight URIs finished");
+    assert!(s.counts.queued > 0, "{:?}", s.counts);
+    let s = resume(&dir, |t| t);
+    assert_eq!(s.ending, Ending::Finished);
+    let c = counted(&w.requests());
+    let mut want = expected(&w);
+    want.extend((0..web::GEN).map(|i| w.url("d.test", &format!("/gen/{i}"))));
+    assert_eq!(c.keys().cloned().collect::<BTreeSet<_>>(), want);
+    assert!(c.values().all(|&n| n == 1), "nothing fetched twice: {c:?}");
+    check_files(&dir);
+}
+
+#[test]
+fn two_shards_fetch_what_one_crawler_fetches() {
+    use warchest_crawl::shard::shard_of;
+    let w = web::start();
+    let hosts: BTreeSet<u32> = ["a.test", "c.test", "d.test"]
+        .iter()
+        .map(|h| shard_of(&url::Url::parse(&w.url(h, "/")).unwrap(), 2))
+        .collect();
+    assert_eq!(hosts.len(), 2, "the test web's hosts fall in both shards");
+    let out = tempfile::tempdir().unwrap();
+    let handoff = out.path().join("handoff");
+    let dirs: Vec<PathBuf> = (1..=2)
+        .map(|k| out.path().join(format!("shard{k}")))
+        .collect();
+    // Rounds of both shards until neither has anything new: each reads
+    // what the other handed it when it opens.
+    let mut last = usize::MAX;
+    for round in 0..8 {
+        for (k, d) in dirs.iter().enumerate() {
+            if round == 0 {
+                let extra = format!(
+                    "shard = \"{}/2\"\nhandoff = \"{}\"",
+                    k + 1,
+                    handoff.display()
+                );
+                let t = config(&w, &extra).replace(
+                    "seeds = [",
+                    &format!("seeds = [\"{}\", ", w.url("d.test", "/gen/0")),
+                );
+                crawl(d, &t);
+            } else {
+                resume(d, |t| t);
+            }
+        }
+        let n: usize = counted(&w.requests()).values().sum();
+        if n == last {
+            break;
+        }
+        last = n;
+    }
+    let c = counted(&w.requests());
+    let mut want = expected(&w);
+    want.extend((0..web::GEN).map(|i| w.url("d.test", &format!("/gen/{i}"))));
+    assert_eq!(c.keys().cloned().collect::<BTreeSet<_>>(), want);
+    assert!(
+        c.values().all(|&n| n == 1),
+        "each URL fetched by one shard once: {c:?}"
+    );
+    for d in &dirs {
+        assert!(
+            !warc_files(d).is_empty(),
+            "{} crawled something",
+            d.display()
+        );
+        check_files(d);
+    }
 }

@@ -2,4 +2,5 @@
 //! served on loopback by the tests themselves.
 
 mod crawl;
+mod resume;
 mod web;

@@ -27,9 +27,12 @@ impl Web {
 
     /// The `resolve` table of a crawl configuration.
     pub fn resolve_toml(&self) -> String {
-        "[resolve]\n\"a.test\" = \"127.0.0.1\"\n\"b.test\" = \"127.0.0.1\"\n\"c.test\" = \"127.0.0.1\"\n".into()
+        "[resolve]\n\"a.test\" = \"127.0.0.1\"\n\"b.test\" = \"127.0.0.1\"\n\"c.test\" = \"127.0.0.1\"\n\"d.test\" = \"127.0.0.1\"\n".into()
     }
 }
+
+/// Pages of d.test's tree.
+pub const GEN: usize = 60;
 
 pub const SAME: &str = "<html><body>the same page twice</body></html>";
 
@@ -69,6 +72,19 @@ fn page(host: &str, path: &str, port: u16) -> (u16, Vec<(String, String)>, Vec<u
         ("a.test", "/big") => other("application/octet-stream", vec![b'x'; 100_000]),
         ("c.test", "/img.png") => other("image/png", vec![0x89, b'P', b'N', b'G', 9, 9]),
         ("b.test", "/") => html("<html>elsewhere</html>".into()),
+        // A tree of GEN pages on d.test: page i links to 2i+1 and 2i+2.
+        ("d.test", p) if p.starts_with("/gen/") => {
+            match p[5..].parse::<usize>() {
+                Ok(i) if i < GEN => {
+                    let mut b = format!("<html><title>gen {i}</title>");
+                    for c in [2 * i + 1, 2 * i + 2].into_iter().filter(|&c| c < GEN) {
+                        b.push_str(&format!("<a href=/gen/{c}>{c}</a>"));
+                    }
+                    html(b)
+                }
+                _ => nf(),
+            }
+        }
         _ => nf(),
     }
 }
@@ -104,8 +120,12 @@ fn serve(mut s: TcpStream, port: u16, log: Arc<Mutex<Vec<String>>>) {
         out.push_str(&format!("{k}: {v}\r\n"));
     }
     out.push_str("\r\n");
-    let _ = s.write_all(out.as_bytes());
-    let _ = s.write_all(&body);
+    // One write, no Nagle: a head and a body in two small writes would wait
+    // for the client's delayed ACK (40 ms a response).
+    let _ = s.set_nodelay(true);
+    let mut bytes = out.into_bytes();
+    bytes.extend_from_slice(&body);
+    let _ = s.write_all(&bytes);
 }
 
 /// Starts the server on 127.0.0.1 (any port); it runs until the test ends.
