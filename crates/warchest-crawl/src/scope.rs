@@ -227,8 +227,11 @@ pub const REGEX_SIZE_LIMIT: usize = 16 << 20;
 /// The longest exclusion file read, in bytes.
 pub const MAX_EXCLUSION_FILE: u64 = 4 << 20;
 /// The most URL patterns (paths, calendar patterns) whose variants are
-/// counted; past it the counts start again from nothing.
+/// counted by one trap rule; past it the counts start again from nothing.
 pub const MAX_TRAP_PATTERNS: usize = 20_000;
+/// The most variants remembered by one trap rule (8 bytes each, and the
+/// hash set's overhead); past it the counts start again from nothing.
+pub const MAX_TRAP_VARIANTS: usize = 500_000;
 
 /// The scope of one crawl: built from its configuration and seeds.
 #[derive(Debug)]
@@ -271,13 +274,17 @@ struct Traps {
 #[derive(Debug, Default)]
 struct Variants {
     map: HashMap<u64, HashSet<u64>>,
+    total: usize,
 }
 
 impl Variants {
     /// Whether `variant` of `pattern` is within the first `max` seen.
     fn admit(&mut self, pattern: u64, variant: u64, max: usize) -> bool {
-        if self.map.len() >= MAX_TRAP_PATTERNS && !self.map.contains_key(&pattern) {
+        if (self.map.len() >= MAX_TRAP_PATTERNS && !self.map.contains_key(&pattern))
+            || self.total >= MAX_TRAP_VARIANTS
+        {
             self.map.clear();
+            self.total = 0;
         }
         let set = self.map.entry(pattern).or_default();
         if set.contains(&variant) {
@@ -287,6 +294,7 @@ impl Variants {
             return false;
         }
         set.insert(variant);
+        self.total += 1;
         true
     }
 }
@@ -310,32 +318,59 @@ fn surt_prefix(s: &str) -> Result<String, ScopeError> {
     if s.is_empty() {
         return Err(ScopeError::Surt(s.to_string()));
     }
-    if s.contains("://") {
-        let u = Url::parse(s).map_err(|_| ScopeError::Surt(s.to_string()))?;
-        return Ok(prefix_of_surt(&surt_of(&u), u.path().ends_with('/')));
-    }
     // Heritrix writes SURT prefixes as `http://(org,example,)/`: drop the
     // scheme and parentheses into our form `org,example)/`.
-    let t = s
+    let heritrix = s
         .strip_prefix("http://(")
         .or_else(|| s.strip_prefix("https://("))
-        .or_else(|| s.strip_prefix('('))
-        .unwrap_or(s);
-    let t = t.replacen(",)", ")", 1);
+        .or_else(|| s.strip_prefix('('));
+    if heritrix.is_none() && s.contains("://") {
+        let u = Url::parse(s).map_err(|_| ScopeError::Surt(s.to_string()))?;
+        return Ok(literal_prefix(&u));
+    }
+    let t = heritrix.unwrap_or(s).replacen(",)", ")", 1);
     Ok(t.to_ascii_lowercase())
 }
 
-/// The prefix form of a URL's SURT: up to its path's last `/` (`dir`
-/// true: the path itself ends in `/`).
-fn prefix_of_surt(surt: &str, dir: bool) -> String {
-    let (before_query, _) = surt.split_once('?').unwrap_or((surt, ""));
-    if dir {
-        return before_query.to_string();
+/// A configured URL prefix in SURT form: the URL's SURT, as a literal
+/// prefix; a path ending in `/` keeps that `/` (the SURT drops it).
+fn literal_prefix(u: &Url) -> String {
+    let mut surt = surt_of(u);
+    if u.path().ends_with('/') && u.query().is_none() && !surt.ends_with('/') {
+        surt.push('/');
     }
-    match before_query.rfind('/') {
-        Some(i) => before_query[..=i].to_string(),
-        None => before_query.to_string(),
+    surt
+}
+
+/// A seed's prefix scope in SURT form: its directory (the path up to its
+/// last `/`), ending in `/` (`https://www.example.org/docs/intro.html` ->
+/// `org,example)/docs/`).
+pub fn seed_prefix(seed: &Url) -> String {
+    let mut dir = seed.clone();
+    dir.set_query(None);
+    dir.set_fragment(None);
+    let path = seed.path();
+    let cut = path.rfind('/').map_or(0, |i| i + 1);
+    dir.set_path(&path[..cut.max(1)]);
+    let mut surt = surt_of(&dir);
+    if !surt.ends_with('/') {
+        surt.push('/');
     }
+    surt
+}
+
+/// Whether a URI's SURT is under a SURT prefix ending in `/`. The SURT
+/// form drops a path's trailing `/`, so `org,example)/docs` (the URL
+/// `/docs/` itself) is under `org,example)/docs/` too.
+fn under_prefix(surt: &str, prefix: &str) -> bool {
+    if surt.starts_with(prefix) {
+        return true;
+    }
+    let Some(p) = prefix.strip_suffix('/') else {
+        return false;
+    };
+    let path_end = surt.find('?').unwrap_or(surt.len());
+    surt[..path_end] == *p
 }
 
 fn compile(what: &str, patterns: &[String]) -> Result<Option<RegexSet>, ScopeError> {
@@ -388,7 +423,7 @@ impl Scope {
             let surt = surt_of(s);
             match cfg.scope {
                 ScopeMode::Page => seed_surts.push(surt),
-                ScopeMode::Prefix => seed_surts.push(prefix_of_surt(&surt, false)),
+                ScopeMode::Prefix => seed_surts.push(seed_prefix(s)),
                 ScopeMode::Host => {
                     // Up to and including `)`: this host and port only.
                     let end = surt.find(')').map_or(surt.len(), |i| i + 1);
@@ -516,7 +551,7 @@ impl Scope {
         apply(
             "accept-surt",
             when(
-                self.accept_surts.iter().any(|p| surt.starts_with(p)),
+                self.accept_surts.iter().any(|p| under_prefix(&surt, p)),
                 Accept,
             ),
         );
@@ -535,7 +570,7 @@ impl Scope {
         apply(
             "reject-surt",
             when(
-                self.reject_surts.iter().any(|p| surt.starts_with(p)),
+                self.reject_surts.iter().any(|p| under_prefix(&surt, p)),
                 Reject,
             ),
         );
@@ -590,9 +625,8 @@ impl Scope {
         match self.mode {
             ScopeMode::Any => true,
             ScopeMode::Page => self.seed_surts.iter().any(|s| s == surt),
-            ScopeMode::Prefix | ScopeMode::Host => {
-                self.seed_surts.iter().any(|s| surt.starts_with(s.as_str()))
-            }
+            ScopeMode::Prefix => self.seed_surts.iter().any(|s| under_prefix(surt, s)),
+            ScopeMode::Host => self.seed_surts.iter().any(|s| surt.starts_with(s.as_str())),
             ScopeMode::Domain => url.host_str().is_some_and(|h| {
                 let h = h.to_ascii_lowercase();
                 self.domains.iter().any(|d| {
@@ -853,6 +887,44 @@ mod tests {
     }
 
     #[test]
+    fn prefix_of_a_directory_seed() {
+        // The SURT form drops a trailing `/`: the seed directory itself,
+        // with or without its query, is still in scope; a sibling is not.
+        let s = scope(ScopeConfig::default(), &["https://www.example.org/docs/"]);
+        for ok in [
+            "https://example.org/docs/",
+            "http://example.org/docs/?a=1",
+            "https://example.org/docs/intro.html",
+            "https://example.org/docs/sub/x",
+        ] {
+            assert!(s.decide(&link(ok)).accepted, "{ok}");
+        }
+        for no in [
+            "https://example.org/docsx",
+            "https://example.org/",
+            "https://example.org/blog/",
+        ] {
+            assert!(!s.decide(&link(no)).accepted, "{no}");
+        }
+        assert_eq!(seed_prefix(&u("http://example.org")), "org,example)/");
+        assert_eq!(
+            seed_prefix(&u("http://example.org/a/b?c=1")),
+            "org,example)/a/"
+        );
+        // A configured URL prefix is literal; a trailing `/` is kept.
+        let lit = scope(
+            ScopeConfig {
+                accept_surts: vec!["http://other.test/keep/".into()],
+                ..ScopeConfig::default()
+            },
+            &["http://example.org/"],
+        );
+        let v = lit.decide(&link("http://other.test/keep/"));
+        assert!(v.accepted, "{v:?}");
+        assert!(!lit.decide(&link("http://other.test/keeper")).accepted);
+    }
+
+    #[test]
     fn each_mode() {
         let seed = ["http://example.org/a/page.html"];
         let p = scope(with_mode(ScopeMode::Page), &seed);
@@ -932,7 +1004,11 @@ mod tests {
     #[test]
     fn surt_lists() {
         let cfg = ScopeConfig {
-            accept_surts: vec!["http://other.test/keep/".into(), "(test,third,".into()],
+            accept_surts: vec![
+                "http://other.test/keep/".into(),
+                "(test,third,".into(),
+                "http://(test,fourth,)/a/".into(),
+            ],
             reject_surts: vec!["org,example)/private".into()],
             ..ScopeConfig::default()
         };
@@ -943,6 +1019,8 @@ mod tests {
         );
         assert!(!s.decide(&link("http://other.test/drop/a")).accepted);
         assert!(s.decide(&link("http://x.third.test/")).accepted);
+        assert!(s.decide(&link("http://fourth.test/a/b")).accepted);
+        assert!(!s.decide(&link("http://fourth.test/b")).accepted);
         assert_eq!(
             s.decide(&link("http://example.org/private/x")),
             Verdict {
@@ -1058,6 +1136,20 @@ mod tests {
         // on its own.
         assert!(s.decide(&link("http://example.org/l?p=1")).accepted);
         assert!(s.decide(&link("http://example.org/m?p=9")).accepted);
+    }
+
+    #[test]
+    fn trap_state_is_bounded() {
+        let mut v = Variants::default();
+        for p in 0..(MAX_TRAP_PATTERNS as u64 + 10) {
+            assert!(v.admit(p, 1, 3));
+        }
+        assert!(v.map.len() <= MAX_TRAP_PATTERNS);
+        let mut v = Variants::default();
+        for i in 0..(MAX_TRAP_VARIANTS as u64 + 10) {
+            v.admit(i % 1000, i, usize::MAX);
+        }
+        assert!(v.total <= MAX_TRAP_VARIANTS);
     }
 
     #[test]

@@ -37,6 +37,9 @@ use crate::uri::Hop;
 pub const MAX_HTML_MEMORY: usize = 4 << 20;
 /// The longest title kept, in bytes.
 pub const MAX_TITLE: usize = 1024;
+/// The most title text gathered before decoding (a title's white space
+/// and references shrink it).
+const MAX_TITLE_RAW: usize = 4 * MAX_TITLE;
 
 /// The streaming HTML extractor.
 pub struct HtmlExtractor {
@@ -140,7 +143,17 @@ impl HtmlExtractor {
         if let Some(code) = page.code.take() {
             finish_code(&mut page, code);
         }
-        let title = page.title.take().map(|t| collapse(&t));
+        let enc = page.enc;
+        let title = page.title.take().map(|raw| {
+            let bytes = lol_bytes(&raw);
+            let mut t = collapse(&decode_entities(&super::decode(&bytes, enc)));
+            let mut cut = t.len().min(MAX_TITLE);
+            while !t.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            t.truncate(cut);
+            t
+        });
         page.links.out.title = title.filter(|t| !t.is_empty());
         drop(page);
         self.swap_out(links);
@@ -296,6 +309,8 @@ fn on_start_tag(page: &mut Page, el: &mut Element<'_, '_>) {
                     ("track", _) => "track/@src",
                     ("input", _) => "input/@src",
                     ("object", "data") => "object/@data",
+                    ("image", _) => "image/@href",
+                    ("use", _) => "use/@href",
                     (_, "background") => "@background",
                     _ => "@src",
                 }
@@ -314,6 +329,8 @@ fn on_start_tag(page: &mut Page, el: &mut Element<'_, '_>) {
                     }
                 }
                 "object" => &["data"],
+                // SVG: images and sprite sheets.
+                "image" | "use" => &["href", "xlink:href"],
                 "body" | "table" | "td" | "th" => &["background"],
                 _ => &[],
             };
@@ -512,15 +529,17 @@ pub fn decode_entities(s: &str) -> String {
 fn on_text_chunk(page: &mut Page, t: &mut TextChunk<'_>) {
     let last = t.last_in_text_node();
     if page.in_title {
+        // Raw bytes (windows-1252 characters) gathered, decoded at the
+        // end: a character reference or a multi-byte character may be cut
+        // between pieces.
         let title = page.title.get_or_insert_with(String::new);
-        if title.len() < MAX_TITLE {
-            let bytes = lol_bytes(t.as_str());
-            let text = super::decode(&bytes, page.enc);
-            let mut cut = (MAX_TITLE - title.len()).min(text.len());
-            while !text.is_char_boundary(cut) {
+        if title.len() < MAX_TITLE_RAW {
+            let s = t.as_str();
+            let mut cut = (MAX_TITLE_RAW - title.len()).min(s.len());
+            while !s.is_char_boundary(cut) {
                 cut -= 1;
             }
-            title.push_str(&decode_entities(&text[..cut]));
+            title.push_str(&s[..cut]);
         }
         if last {
             page.in_title = false;
@@ -589,6 +608,7 @@ mod tests {
 <iframe src="//f.test/frame"></iframe><frame src=fr.html><embed src=e.swf>
 <object data=o.bin></object><video src=v.mp4 poster=v.jpg><track src=t.vtt></video>
 <audio src=a.mp3></audio><input type=image src=btn.png><input type=text src=no.png>
+<svg><image href=svg.png /><use xlink:href="/sprite.svg#i"></use><use href="#local"></use></svg>
 <a href="mailto:x@y">m</a><a href="javascript:void(0)">j</a><a href="#top">t</a>
 <a href="a.html">dup</a>"##);
         assert_eq!(e.title.as_deref(), Some("A page"));
@@ -614,6 +634,8 @@ mod tests {
             ("http://h.test/dir/t.vtt", 'E', "track/@src"),
             ("http://h.test/dir/a.mp3", 'E', "audio/@src"),
             ("http://h.test/dir/btn.png", 'E', "input/@src"),
+            ("http://h.test/dir/svg.png", 'E', "image/@href"),
+            ("http://h.test/sprite.svg", 'E', "use/@href"),
         ];
         let want: Vec<(String, char, &str)> = want
             .into_iter()

@@ -357,3 +357,115 @@ pub fn extract(
     x.write(body);
     x.finish()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const PAGES: [(&str, &str); 4] = [
+        (
+            "text/html",
+            "<html><head><base href=/b/><style>@import 'i.css'; a{background:url(x.png)}</style>\
+<title>T &amp; t</title></head><body><a href=\"a?x=1&amp;y=2\">a</a><img srcset=\"s1.png 1x, s2.png 2x\">\
+<div style=\"background:url('d.png')\"><meta http-equiv=refresh content=\"0;url=r.html\"></body>",
+        ),
+        (
+            "text/css",
+            "@import url(\"a.css\");\nb{background:url( b.png )}\n.c{x:url('c.png')}",
+        ),
+        (
+            "application/xml",
+            "<urlset><url><loc>http://h.test/1</loc></url><url><loc>/2</loc></url></urlset>",
+        ),
+        (
+            "text/html; charset=windows-1252",
+            "<a href=\"caf\u{e9}?q=\u{e9}\">x</a><a href=/z>z</a>",
+        ),
+    ];
+
+    proptest! {
+        #[test]
+        fn pieces_give_the_links_of_the_whole(which in 0..PAGES.len(), cuts in proptest::collection::vec(0usize..400, 0..12)) {
+            let (ct, page) = PAGES[which];
+            let body: Vec<u8> = if ct.contains("1252") {
+                encoding_rs::WINDOWS_1252.encode(page).0.into_owned()
+            } else {
+                page.as_bytes().to_vec()
+            };
+            let base = Url::parse("http://h.test/dir/p").unwrap();
+            let opts = ExtractConfig::default();
+            let whole = extract(&base, Some(ct), &opts, &body);
+            prop_assert!(!whole.links.is_empty());
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(body.len())).collect();
+            cuts.sort_unstable();
+            let mut x = Extractor::new(&base, Some(ct), &opts);
+            let mut at = 0;
+            for c in cuts.into_iter().chain([body.len()]) {
+                x.write(&body[at..c]);
+                at = c;
+            }
+            prop_assert_eq!(x.finish(), whole);
+        }
+    }
+
+    #[test]
+    fn kinds_by_type_and_path() {
+        let u = |s: &str| Url::parse(s).unwrap();
+        let k = ContentKind::of;
+        assert_eq!(
+            k(&u("http://h/"), Some("text/html; charset=x")),
+            Some(ContentKind::Html)
+        );
+        assert_eq!(
+            k(&u("http://h/s.xml.gz"), Some("application/x-gzip")),
+            Some(ContentKind::Sitemap)
+        );
+        assert_eq!(
+            k(&u("http://h/a.gz"), Some("application/x-gzip")),
+            Some(ContentKind::Other)
+        );
+        assert_eq!(k(&u("http://h/s.xml"), None), Some(ContentKind::Sitemap));
+        assert_eq!(k(&u("http://h/x"), None), None);
+        // Untyped: sniffed, leading white space allowed.
+        let e = extract(
+            &u("http://h/x"),
+            None,
+            &ExtractConfig::default(),
+            b"  \n<a href=/y>y</a>",
+        );
+        assert_eq!(e.links.len(), 1);
+        let e = extract(
+            &u("http://h/x"),
+            None,
+            &ExtractConfig::default(),
+            b"GIF89a <a href=/y>",
+        );
+        assert!(e.links.is_empty());
+    }
+
+    #[test]
+    fn resolution_drops_what_is_not_fetchable() {
+        let base = Url::parse("http://h.test/a/b").unwrap();
+        for raw in [
+            "",
+            "  ",
+            "#top",
+            "javascript:go()",
+            "mailto:a@b",
+            "data:text/plain,x",
+            "http://",
+        ] {
+            assert_eq!(resolve(&base, raw, UTF_8), None, "{raw:?}");
+        }
+        assert_eq!(
+            resolve(&base, " \tc d#f\n", UTF_8).unwrap().as_str(),
+            "http://h.test/a/c%20d"
+        );
+        assert_eq!(
+            charset_of_content_type("text/html; Charset=\"Shift_JIS\""),
+            Some(encoding_rs::SHIFT_JIS)
+        );
+        assert_eq!(encoding_for_label("utf-16le"), Some(UTF_8));
+    }
+}

@@ -3,4 +3,5 @@
 
 mod crawl;
 mod resume;
+mod testweb;
 mod web;
