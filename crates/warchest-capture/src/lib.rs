@@ -34,7 +34,7 @@ mod robots;
 pub mod tls;
 mod url;
 
-pub use record::{Kind, Recorded, Recorder, RecorderStats};
+pub use record::{HttpRecord, Kind, Recorded, Recorder, RecorderStats};
 pub use url::Url;
 
 /// How much of each message in flight is held in memory before it is

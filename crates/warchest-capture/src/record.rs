@@ -148,6 +148,18 @@ impl Recorder {
         }
     }
 
+    /// Flushes the open file (see [`RotatingWriter::flush`]); returns the
+    /// files closed so far.
+    ///
+    /// # Errors
+    /// The write failed, or the recorder is closed.
+    pub fn flush(&self) -> Result<Vec<PathBuf>, CaptureError> {
+        let mut guard = self.lock()?;
+        let w = Self::writer(&mut guard)?;
+        w.flush()?;
+        Ok(w.closed_files().to_vec())
+    }
+
     /// Closes the last file; returns every file written.
     ///
     /// # Errors

@@ -67,3 +67,8 @@ mod tests {
 }
 
 // -- engine modules (h-crawl) --
+pub mod config;
+pub mod engine;
+pub mod frontier;
+pub mod output;
+pub mod shard;

@@ -1,4 +1,7 @@
 //! warchest-crawl's integration tests (one binary): crawls of a web
 //! served on loopback by the tests themselves.
 
+mod crawl;
+mod resume;
 mod testweb;
+mod web;

@@ -453,6 +453,22 @@ impl RotatingWriter {
         self.segment(&mut rec, &mut replay, false)
     }
 
+    /// Flushes the open file's buffer, so that every record written so far
+    /// is in the file (a crawler does this before it marks a URI done: a
+    /// `kill -9` after it loses none of that URI's records).
+    ///
+    /// # Errors
+    /// The write failed.
+    pub fn flush(&mut self) -> Result<()> {
+        use std::io::Write as _;
+        if let Some(f) = self.cur.as_mut() {
+            f.w.get_mut()
+                .flush()
+                .map_err(|e| Error::from(e).in_file(&f.open_path))?;
+        }
+        Ok(())
+    }
+
     /// Closes the open file (renaming it to its final name); the next
     /// record starts a new one.
     ///

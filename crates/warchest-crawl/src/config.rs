@@ -1,0 +1,319 @@
+//! The crawl's configuration: one flat TOML table whose keys are the
+//! command's flags (`--max-hops 3` is `max-hops = 3`).
+//!
+//! The table holds the engine's keys ([`CrawlConfig`]) and those of the
+//! rules: scope ([`ScopeConfig`]), link extraction ([`ExtractConfig`]) and
+//! politeness ([`PolitenessConfig`]). Each part reads its own keys; a key
+//! no part knows is an error naming it. The command line's flags are laid
+//! over the file's keys, and the result is saved in the crawl directory
+//! (`crawl.toml`), which is all `--resume DIR` needs.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+use crate::extract::ExtractConfig;
+use crate::politeness::PolitenessConfig;
+use crate::scope::ScopeConfig;
+
+/// The file a crawl directory keeps its configuration in.
+pub const SAVED_CONFIG: &str = "crawl.toml";
+
+/// A configuration error: the key and why.
+#[derive(Debug, thiserror::Error)]
+#[error("configuration: {0}")]
+pub struct ConfigError(pub String);
+
+/// What a crawl writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OutputFormat {
+    /// WARC files (request, response, revisit, dns, metadata records).
+    #[default]
+    Warc,
+    /// Web InfoMall files (one record per response: url, origin, date, ip).
+    Infomall,
+}
+
+/// Whether robots.txt is obeyed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RobotsMode {
+    /// robots.txt and `meta robots` (Heritrix's `obey`).
+    #[default]
+    Obey,
+    /// Neither fetched nor obeyed.
+    Ignore,
+}
+
+/// The engine's keys. Defaults are those of `warchest crawl URL -o DIR`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
+pub struct EngineConfig {
+    /// The seeds (also the command's arguments).
+    pub seeds: Vec<String>,
+    /// The crawl directory.
+    pub output: Option<PathBuf>,
+    /// Crawl budget: pages (HTML documents) fetched; 0 none.
+    pub max_pages: u64,
+    /// Crawl budget: bytes received; 0 none.
+    pub max_bytes: u64,
+    /// Crawl budget: seconds of crawling (over all runs); 0 none.
+    pub max_time: f64,
+    /// Per-host budget: pages; 0 none.
+    pub max_pages_per_host: u64,
+    /// Per-host budget: bytes; 0 none.
+    pub max_bytes_per_host: u64,
+    /// Bytes kept of each response body; longer ones are cut and written
+    /// with `WARC-Truncated: length`. 0 none.
+    pub max_size: u64,
+    /// Worker threads: at most this many hosts fetched at once (one
+    /// connection per host).
+    pub workers: usize,
+    /// The User-Agent; its `+URL` says who to contact.
+    pub user_agent: String,
+    /// robots.txt: `obey` or `ignore`.
+    pub robots: RobotsMode,
+    /// Connect and read timeout, seconds.
+    pub timeout: f64,
+    /// `HOST = "ADDR"` answers instead of DNS (tests, private crawls).
+    pub resolve: BTreeMap<String, String>,
+    /// Earlier captures to dedupe against: a `warchest dedupe` database.
+    pub dedupe_index: Option<PathBuf>,
+    /// An earlier crawl's directory: URLs it captured are asked for with
+    /// If-None-Match / If-Modified-Since, identical payloads become
+    /// revisits of its records.
+    pub recrawl: Option<PathBuf>,
+    /// Pack the crawl into `DIR/PREFIX.wacz` at the end.
+    pub wacz: bool,
+    /// `warc` or `infomall`.
+    pub format: OutputFormat,
+    /// Serve JSON status (`/status`) and Prometheus metrics (`/metrics`)
+    /// on this address.
+    pub status_listen: Option<String>,
+    /// This crawler's share of the hosts, `K/N` (1-based).
+    pub shard: Option<String>,
+    /// Where URLs of other shards are handed off (a directory shared by
+    /// the shards).
+    pub handoff: Option<PathBuf>,
+    /// WARC file name prefix (Annex B).
+    pub prefix: String,
+    /// WARC files are closed before they pass this many bytes.
+    pub warc_size: u64,
+    /// Warcinfo `operator`: who runs the crawl.
+    pub operator: Option<String>,
+    /// Warcinfo `description`.
+    pub description: Option<String>,
+    /// Redirects followed in a row before giving up (loops end here).
+    pub max_redirects: u32,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            seeds: Vec::new(),
+            output: None,
+            max_pages: 0,
+            max_bytes: 0,
+            max_time: 0.0,
+            max_pages_per_host: 0,
+            max_bytes_per_host: 0,
+            max_size: 0,
+            workers: 8,
+            user_agent: default_user_agent(),
+            robots: RobotsMode::Obey,
+            timeout: 30.0,
+            resolve: BTreeMap::new(),
+            dedupe_index: None,
+            recrawl: None,
+            wacz: false,
+            format: OutputFormat::Warc,
+            status_listen: None,
+            shard: None,
+            handoff: None,
+            prefix: "crawl".into(),
+            warc_size: warchest::write::rotate::DEFAULT_MAX_SIZE,
+            operator: None,
+            description: None,
+            max_redirects: 20,
+        }
+    }
+}
+
+/// `warchest-crawl/VERSION (+https://example.invalid/warchest)`: a
+/// crawler names itself and where to learn about it; an operator puts
+/// their own contact URL in `user-agent`.
+pub fn default_user_agent() -> String {
+    format!(
+        "Mozilla/5.0 (compatible; warchest-crawl/{}; +{})",
+        env!("CARGO_PKG_VERSION"),
+        env!("CARGO_PKG_REPOSITORY")
+    )
+}
+
+/// The whole configuration.
+#[derive(Debug, Clone, Default)]
+pub struct CrawlConfig {
+    /// The engine's keys.
+    pub engine: EngineConfig,
+    /// Scope rules.
+    pub scope: ScopeConfig,
+    /// Link extraction.
+    pub extract: ExtractConfig,
+    /// Delays between fetches.
+    pub politeness: PolitenessConfig,
+}
+
+/// Whether a part's error says the key is not one of its own.
+fn unknown_key(e: &str) -> bool {
+    e.contains("unknown field")
+}
+
+impl CrawlConfig {
+    /// Reads a configuration from TOML text.
+    ///
+    /// # Errors
+    /// Not TOML, a key no part knows, or a value of the wrong kind.
+    pub fn from_toml(text: &str) -> Result<CrawlConfig, ConfigError> {
+        let table: toml::Table = toml::from_str(text).map_err(|e| ConfigError(e.to_string()))?;
+        CrawlConfig::from_table(table)
+    }
+
+    /// Reads a configuration from a TOML table: each key goes to the part
+    /// that knows it.
+    ///
+    /// # Errors
+    /// As [`CrawlConfig::from_toml`].
+    pub fn from_table(table: toml::Table) -> Result<CrawlConfig, ConfigError> {
+        let mut parts: [toml::Table; 4] = Default::default();
+        for (k, v) in table {
+            let mut one = toml::Table::new();
+            one.insert(k.clone(), v.clone());
+            let tries: [fn(toml::Table) -> Result<(), String>; 4] = [
+                |t| {
+                    EngineConfig::deserialize(t)
+                        .map(|_| ())
+                        .map_err(|e| e.to_string())
+                },
+                |t| {
+                    ScopeConfig::deserialize(t)
+                        .map(|_| ())
+                        .map_err(|e| e.to_string())
+                },
+                |t| {
+                    ExtractConfig::deserialize(t)
+                        .map(|_| ())
+                        .map_err(|e| e.to_string())
+                },
+                |t| {
+                    PolitenessConfig::deserialize(t)
+                        .map(|_| ())
+                        .map_err(|e| e.to_string())
+                },
+            ];
+            let mut placed = false;
+            for (i, f) in tries.iter().enumerate() {
+                match f(one.clone()) {
+                    Ok(()) => {
+                        parts[i].insert(k.clone(), v.clone());
+                        placed = true;
+                        break;
+                    }
+                    Err(e) if unknown_key(&e) => continue,
+                    Err(e) => return Err(ConfigError(format!("{k}: {e}"))),
+                }
+            }
+            if !placed {
+                return Err(ConfigError(format!("unknown key `{k}`")));
+            }
+        }
+        let [e, s, x, p] = parts;
+        let err = |e: toml::de::Error| ConfigError(e.to_string());
+        let engine = EngineConfig::deserialize(e).map_err(err)?;
+        if engine.workers == 0 || engine.workers > 1024 {
+            return Err(ConfigError("workers: from 1 to 1024".into()));
+        }
+        if !(engine.timeout > 0.0 && engine.timeout.is_finite()) {
+            return Err(ConfigError("timeout: a positive number of seconds".into()));
+        }
+        if !(engine.max_time >= 0.0 && engine.max_time.is_finite()) {
+            return Err(ConfigError("max-time: seconds, 0 for none".into()));
+        }
+        if engine.warc_size == 0 {
+            return Err(ConfigError("warc-size: above 0".into()));
+        }
+        if let Some(s) = &engine.shard {
+            parse_shard(s)?;
+        }
+        Ok(CrawlConfig {
+            engine,
+            scope: ScopeConfig::deserialize(s).map_err(err)?,
+            extract: ExtractConfig::deserialize(x).map_err(err)?,
+            politeness: PolitenessConfig::deserialize(p).map_err(err)?,
+        })
+    }
+}
+
+/// `K/N` as (K, N), 1 <= K <= N.
+///
+/// # Errors
+/// Not of that form.
+pub fn parse_shard(s: &str) -> Result<(u32, u32), ConfigError> {
+    let bad = || ConfigError(format!("shard {s:?}: not K/N with 1 <= K <= N"));
+    let (k, n) = s.split_once('/').ok_or_else(bad)?;
+    let (k, n): (u32, u32) = (
+        k.trim().parse().map_err(|_| bad())?,
+        n.trim().parse().map_err(|_| bad())?,
+    );
+    if k == 0 || n == 0 || k > n {
+        return Err(bad());
+    }
+    Ok((k, n))
+}
+
+/// Lays `over` on `base`: its keys replace those of `base`.
+pub fn overlay(base: &mut toml::Table, over: toml::Table) {
+    for (k, v) in over {
+        base.insert(k, v);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_go_to_their_parts() {
+        let c = CrawlConfig::from_toml(
+            "seeds = [\"http://a.test/\"]\nworkers = 3\nmax-hops = 4\ndelay-factor = 0.5\nmax-size = 1000\n",
+        )
+        .unwrap();
+        assert_eq!(c.engine.seeds, ["http://a.test/"]);
+        assert_eq!(c.engine.workers, 3);
+        assert_eq!(c.engine.max_size, 1000);
+        assert_eq!(c.scope.max_hops, 4);
+        assert_eq!(c.politeness.delay_factor, 0.5);
+    }
+
+    #[test]
+    fn unknown_and_bad_keys_are_named() {
+        let e = CrawlConfig::from_toml("max-hopz = 4")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("max-hopz"), "{e}");
+        let e = CrawlConfig::from_toml("workers = \"many\"")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("workers"), "{e}");
+        assert!(CrawlConfig::from_toml("workers = 0").is_err());
+        assert!(CrawlConfig::from_toml("shard = \"3/2\"").is_err());
+    }
+
+    #[test]
+    fn shards_parse() {
+        assert_eq!(parse_shard("1/2").unwrap(), (1, 2));
+        assert!(parse_shard("0/2").is_err());
+        assert!(parse_shard("x").is_err());
+    }
+}

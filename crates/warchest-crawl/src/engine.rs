@@ -1,0 +1,1145 @@
+//! The crawl engine: seeds into the frontier, workers taking URIs from it
+//! (one per host at a time), each fetched with the capture crate's
+//! wire-exact HTTP/1.0 client and recorded through its recorder (rotating
+//! WARC files), links extracted, scoped and queued again.
+//!
+//! Workers are OS threads (`workers`, default 8), as capture's are: the
+//! client is blocking, a crawl is bound by politeness and the network,
+//! and a thread per connection keeps the fetch path plain. The frontier
+//! holds a host busy while one of its URIs is in flight, so there is one
+//! connection per host.
+//!
+//! A crawl directory holds everything (`--resume DIR` needs nothing else):
+//!
+//! ```text
+//! crawl.toml          the configuration (flags laid over --config)
+//! frontier.redb       queues, seen set, in-flight, counters
+//! dedupe.redb         payload digests and URL validators (revisits)
+//! archive/            WARC files (Annex B names)
+//! indexes/index.cdxj  CDXJ of each closed WARC file
+//! pages/pages.jsonl   the HTML pages
+//! logs/crawl.log      Heritrix's crawl.log
+//! logs/scope.log      rejected URIs and the rule that rejected them
+//! ```
+
+use std::collections::HashMap;
+use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime};
+
+use url::Url;
+use warchest::write::{CaptureLimits, RotatingOptions};
+use warchest_capture::http::{self as chttp, FetchOptions, ReadOptions};
+use warchest_capture::{CaptureError, HttpRecord, Kind, Recorder, dns, tls};
+use warchest_ops::dedupe::DigestIndex;
+use warchest_ops::revisit::{Original, RevisitProfile};
+
+use crate::config::{CrawlConfig, OutputFormat, RobotsMode, SAVED_CONFIG};
+use crate::extract::{Extracted, Extractor};
+use crate::frontier::{self, Frontier, Lease, Next};
+use crate::output::{LineLog, LogLine, PAGES_HEADER, iso_time};
+use crate::robots::{Robots, RobotsCache, RobotsFetch, RobotsPolicy, robots_url};
+use crate::scope::Scope;
+use crate::uri::{CrawlUri, Hop};
+
+/// Why a crawl could not run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CrawlError {
+    /// The configuration is unusable.
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    /// The scope rules are unusable.
+    #[error("scope: {0}")]
+    Scope(String),
+    /// The frontier failed.
+    #[error(transparent)]
+    Frontier(#[from] frontier::FrontierError),
+    /// Writing WARC files or the dedupe index failed.
+    #[error(transparent)]
+    Capture(#[from] CaptureError),
+    /// A file of the crawl directory.
+    #[error("{0}: {1}")]
+    Io(PathBuf, #[source] std::io::Error),
+    /// The WARC library.
+    #[error(transparent)]
+    Warc(#[from] warchest::Error),
+}
+
+fn io_at(p: &Path) -> impl FnOnce(std::io::Error) -> CrawlError + '_ {
+    move |e| CrawlError::Io(p.to_path_buf(), e)
+}
+
+/// Why a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Ending {
+    /// Nothing left to fetch.
+    Finished,
+    /// Stopped by a signal (or the caller): resumable.
+    Interrupted,
+    /// A budget (pages, bytes, time) was reached: resumable with a larger one.
+    Budget,
+}
+
+/// What a run did.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Summary {
+    /// Why it ended.
+    pub ending: Ending,
+    /// The frontier's counters at the end.
+    pub counts: frontier::Counts,
+    /// WARC files closed by this run.
+    pub files: Vec<PathBuf>,
+    /// URIs put back in their queues when the run began (in flight when
+    /// the last run was killed).
+    pub requeued: u64,
+    /// `.open` files of an earlier run closed when this one began, and
+    /// what their recovery said.
+    pub recovered: Vec<String>,
+}
+
+/// Live counters for progress displays and the status server.
+#[derive(Debug, Default)]
+pub struct Live {
+    /// URIs finished this run.
+    pub done: AtomicU64,
+    /// Of which failed.
+    pub failed: AtomicU64,
+    /// Pages this run.
+    pub pages: AtomicU64,
+    /// Bytes received this run.
+    pub bytes: AtomicU64,
+    /// Workers fetching now (hosts active).
+    pub active: AtomicU64,
+}
+
+/// A crawl, opened on its directory.
+pub struct Crawl {
+    dir: PathBuf,
+    cfg: CrawlConfig,
+    frontier: Frontier,
+    recorder: Recorder,
+    resolver: dns::Resolver,
+    fetch: FetchOptions,
+    scope: Scope,
+    robots: Mutex<RobotsCache>,
+    robots_policy: RobotsPolicy,
+    crawl_log: LineLog,
+    scope_log: LineLog,
+    pages: LineLog,
+    cdxj: LineLog,
+    indexed: Mutex<Vec<PathBuf>>,
+    seeds: Vec<Url>,
+    retries: Mutex<HashMap<String, u32>>,
+    stop: std::sync::Arc<AtomicBool>,
+    budget_hit: AtomicBool,
+    started: Instant,
+    requeued: u64,
+    recovered: Vec<String>,
+    shard: Option<(u32, u32)>,
+    /// Counters of this run.
+    pub live: Live,
+}
+
+/// How often a stats line goes to `logs/progress.log`.
+pub const STATS_EVERY: Duration = Duration::from_secs(60);
+
+/// One line of progress: queued, done, failed, pages/s, bytes/s, hosts
+/// active, and an ETA when a page budget is known.
+pub fn progress_line(c: &Crawl, since: Instant, max_pages: u64) -> String {
+    let n = c.frontier.counts().unwrap_or_default();
+    let secs = since.elapsed().as_secs_f64().max(0.001);
+    let pages = c.live.pages.load(Ordering::Relaxed);
+    let rate = pages as f64 / secs;
+    let bps = c.live.bytes.load(Ordering::Relaxed) as f64 / secs;
+    let mut line = format!(
+        "queued {} done {} failed {} pages {} ({:.1}/s) {:.0} KB/s hosts active {}",
+        n.queued,
+        n.done,
+        n.failed,
+        n.pages,
+        rate,
+        bps / 1000.0,
+        c.live.active.load(Ordering::Relaxed)
+    );
+    if max_pages > 0 && rate > 0.0 {
+        let left = max_pages.saturating_sub(n.pages) as f64 / rate;
+        line.push_str(&format!(" ETA {}s", left.round() as u64));
+    }
+    line
+}
+
+/// The files of a crawl directory.
+pub fn archive_dir(dir: &Path) -> PathBuf {
+    dir.join("archive")
+}
+
+/// Closes `.open` WARC files an earlier run left (killed): the intact
+/// records are written under the final name, a cut last record dropped
+/// and reported. Returns one line per file.
+fn close_open_files(archive: &Path) -> Result<Vec<String>, CrawlError> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir(archive) else {
+        return Ok(out);
+    };
+    let mut opens: Vec<PathBuf> = rd
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "open"))
+        .collect();
+    opens.sort();
+    for p in opens {
+        let fin = p.with_extension("");
+        let f = std::fs::File::create(&fin).map_err(io_at(&fin))?;
+        // Records compressed as the writer compressed them (one gzip
+        // member each for `.warc.gz`).
+        let gz = fin.to_string_lossy().ends_with(".gz");
+        let opts = warchest_ops::recover::RecoverOptions {
+            compression: if gz {
+                warchest_ops::recover::OutputCompression::Gzip
+            } else {
+                warchest_ops::recover::OutputCompression::None
+            },
+            ..Default::default()
+        };
+        let report = warchest_ops::recover::recover(&p, std::io::BufWriter::new(f), &opts)?;
+        let line = if report.is_clean() {
+            format!("{}: closed, every record whole", fin.display())
+        } else {
+            format!(
+                "{}: closed; {} records kept, {} damaged records dropped ({} damaged ranges: a cut record at its end)",
+                fin.display(),
+                report.records_written,
+                report.records_lost,
+                report.ranges.len()
+            )
+        };
+        std::fs::remove_file(&p).map_err(io_at(&p))?;
+        out.push(line);
+    }
+    Ok(out)
+}
+
+impl Crawl {
+    /// Opens the crawl in `dir` with `cfg` (a new crawl saves `cfg` there;
+    /// a resumed one passes the saved one). Closes `.open` files a killed
+    /// run left, indexes WARC files not indexed yet, and puts URIs left in
+    /// flight back in their queues.
+    ///
+    /// # Errors
+    /// The directory, frontier, index or configuration is unusable.
+    pub fn open(
+        dir: &Path,
+        cfg: CrawlConfig,
+        saved: &str,
+        stop: std::sync::Arc<AtomicBool>,
+    ) -> Result<Crawl, CrawlError> {
+        std::fs::create_dir_all(dir).map_err(io_at(dir))?;
+        let cfg_path = dir.join(SAVED_CONFIG);
+        std::fs::write(&cfg_path, saved).map_err(io_at(&cfg_path))?;
+        let e = &cfg.engine;
+        if e.format == OutputFormat::Infomall {
+            return Err(crate::config::ConfigError(
+                "format = infomall is not built yet; use warc".into(),
+            )
+            .into());
+        }
+        let seeds: Vec<Url> = e
+            .seeds
+            .iter()
+            .map(|s| {
+                Url::parse(s.trim())
+                    .map_err(|err| crate::config::ConfigError(format!("seed {s}: {err}")))
+            })
+            .collect::<Result<_, _>>()?;
+        let shard = e
+            .shard
+            .as_deref()
+            .map(crate::config::parse_shard)
+            .transpose()?;
+        let scope = Scope::new(&cfg.scope, &seeds).map_err(|e| CrawlError::Scope(e.to_string()))?;
+        let archive = archive_dir(dir);
+        std::fs::create_dir_all(&archive).map_err(io_at(&archive))?;
+        let recovered = close_open_files(&archive)?;
+        // The dedupe index: the user's (shared between crawls), an earlier
+        // crawl's copy (--recrawl), or the crawl's own.
+        let idx_path = match &e.dedupe_index {
+            Some(p) => p.clone(),
+            None => dir.join("dedupe.redb"),
+        };
+        if let Some(old) = &e.recrawl {
+            let src = old.join("dedupe.redb");
+            if !idx_path.exists() {
+                std::fs::copy(&src, &idx_path).map_err(io_at(&src))?;
+            }
+        }
+        let index = DigestIndex::open(&idx_path)?;
+        let existing = std::fs::read_dir(&archive)
+            .map(|r| r.filter(|e| e.is_ok()).count() as u64)
+            .unwrap_or(0);
+        let mut warcinfo = vec![
+            (
+                "software".to_string(),
+                format!("warchest-crawl/{}", env!("CARGO_PKG_VERSION")),
+            ),
+            ("http-header-user-agent".to_string(), e.user_agent.clone()),
+            (
+                "robots".to_string(),
+                match e.robots {
+                    RobotsMode::Obey => "obey",
+                    RobotsMode::Ignore => "ignore",
+                }
+                .to_string(),
+            ),
+            ("isPartOf".to_string(), e.prefix.clone()),
+        ];
+        if let Some(o) = &e.operator {
+            warcinfo.push(("operator".into(), o.clone()));
+        }
+        if let Some(d) = &e.description {
+            warcinfo.push(("description".into(), d.clone()));
+        }
+        for s in &seeds {
+            warcinfo.push(("seed".into(), s.to_string()));
+        }
+        // The configuration, one key a line (warc-fields values are one line).
+        for line in saved.lines().map(str::trim).filter(|l| !l.is_empty()) {
+            warcinfo.push(("crawl-config".into(), line.to_string()));
+        }
+        let output = RotatingOptions {
+            prefix: e.prefix.clone(),
+            first_serial: existing,
+            max_size: e.warc_size,
+            warcinfo,
+            ..RotatingOptions::default()
+        };
+        let recorder = Recorder::new(&archive, output, Some(index))?;
+        let limits = CaptureLimits {
+            max_len: (e.max_size > 0).then_some(e.max_size),
+            max_time: None,
+        };
+        let fetch = FetchOptions {
+            tls: tls::client_config(false, &[])?,
+            timeout: Duration::from_secs_f64(e.timeout),
+            read: ReadOptions {
+                limits,
+                digest: recorder.digest(),
+                spool_threshold: warchest_capture::SPOOL_IN_MEMORY,
+                max_head: warchest::Limits::default().max_http_head,
+            },
+        };
+        let mut overrides = HashMap::new();
+        for (h, a) in &e.resolve {
+            let addrs = a
+                .split(',')
+                .map(|x| x.trim().parse())
+                .collect::<Result<Vec<std::net::IpAddr>, _>>()
+                .map_err(|_| {
+                    crate::config::ConfigError(format!("resolve {h} = {a}: not addresses"))
+                })?;
+            overrides.insert(h.to_ascii_lowercase(), addrs);
+        }
+        let resolver = dns::Resolver::new(dns::ResolverOptions {
+            overrides,
+            ..dns::ResolverOptions::default()
+        });
+        let (frontier, requeued) = Frontier::open(&dir.join("frontier.redb"))?;
+        let open_log = |rel: &str| {
+            let p = dir.join(rel);
+            LineLog::open(&p).map_err(|e| CrawlError::Io(p, e))
+        };
+        let pages = open_log("pages/pages.jsonl")?;
+        if pages.is_empty() {
+            pages.line(PAGES_HEADER).map_err(io_at(pages.path()))?;
+        }
+        let crawl = Crawl {
+            crawl_log: open_log("logs/crawl.log")?,
+            scope_log: open_log("logs/scope.log")?,
+            cdxj: open_log("indexes/index.cdxj")?,
+            pages,
+            indexed: Mutex::new(Vec::new()),
+            dir: dir.to_path_buf(),
+            frontier,
+            recorder,
+            resolver,
+            fetch,
+            scope,
+            robots: Mutex::new(RobotsCache::new(10_000)),
+            robots_policy: RobotsPolicy::default(),
+            seeds,
+            retries: Mutex::new(HashMap::new()),
+            stop,
+            budget_hit: AtomicBool::new(false),
+            started: Instant::now(),
+            requeued,
+            recovered,
+            shard,
+            live: Live::default(),
+            cfg,
+        };
+        crawl.index_new_files()?;
+        // Seeds (again, on resume: the seen set keeps them once).
+        let seeds: Vec<CrawlUri> = crawl
+            .seeds
+            .iter()
+            .enumerate()
+            .map(|(i, u)| CrawlUri::seed(u.clone(), i as u32))
+            .filter(|u| crawl.mine(&u.url))
+            .collect();
+        crawl.frontier.add(&seeds)?;
+        crawl.read_handoffs()?;
+        Ok(crawl)
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &CrawlConfig {
+        &self.cfg
+    }
+
+    /// The crawl directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The frontier (counters for progress displays).
+    pub fn frontier(&self) -> &Frontier {
+        &self.frontier
+    }
+
+    /// Whether `url` belongs to this crawler's shard.
+    fn mine(&self, url: &Url) -> bool {
+        match self.shard {
+            None => true,
+            Some((k, n)) => crate::shard::shard_of(url, n) == k,
+        }
+    }
+
+    /// Queues the URIs other shards handed to this one.
+    fn read_handoffs(&self) -> Result<u64, CrawlError> {
+        let Some(me) = self.shard else { return Ok(0) };
+        let got = crate::shard::read_inbox(&self.dir, self.cfg.engine.handoff.as_deref(), me)
+            .map_err(|e| CrawlError::Io(self.dir.clone(), e))?;
+        Ok(self.frontier.add(&got)?)
+    }
+
+    /// Indexes the WARC files in archive/ not yet in the CDXJ.
+    fn index_new_files(&self) -> Result<(), CrawlError> {
+        let listed = self.dir.join("indexes/indexed.txt");
+        let done: Vec<String> = std::fs::read_to_string(&listed)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect();
+        let mut files: Vec<PathBuf> = std::fs::read_dir(archive_dir(&self.dir))
+            .map_err(io_at(&self.dir))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+                (n.ends_with(".warc.gz") || n.ends_with(".warc")) && !done.iter().any(|d| d == n)
+            })
+            .collect();
+        files.sort();
+        for f in files {
+            self.index_file(&f)?;
+        }
+        Ok(())
+    }
+
+    fn index_file(&self, path: &Path) -> Result<(), CrawlError> {
+        use warchest_index::{Format, IndexOptions, IndexOutput, Indexer};
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("")
+            .to_string();
+        if let Ok(mut ix) = self.indexed.lock() {
+            if ix.iter().any(|p| p == path) {
+                return Ok(());
+            }
+            ix.push(path.to_path_buf());
+        }
+        let mut reader = warchest::archive::Reader::open(path)?;
+        let mut out = IndexOutput::new(Vec::new(), &Format::Cdxj, false)?;
+        Indexer::new(name.clone(), IndexOptions::default()).index(&mut reader, |e| out.push(&e))?;
+        let text = String::from_utf8_lossy(&out.finish()?).into_owned();
+        for l in text.lines().filter(|l| !l.is_empty()) {
+            self.cdxj.line(l).map_err(io_at(self.cdxj.path()))?;
+        }
+        let listed = self.dir.join("indexes/indexed.txt");
+        let log = LineLog::open(&listed).map_err(io_at(&listed))?;
+        log.line(&name).map_err(io_at(&listed))?;
+        Ok(())
+    }
+
+    fn log_scope(&self, uri: &CrawlUri, rule: &str) {
+        let _ = self.scope_log.line(&format!(
+            "{} {} {} {} {rule}",
+            iso_time(time::OffsetDateTime::now_utc()),
+            uri.url,
+            if uri.hops.is_empty() { "-" } else { &uri.hops },
+            uri.via.as_ref().map(|v| v.as_str()).unwrap_or("-"),
+        ));
+    }
+
+    fn budget_reached(&self) -> bool {
+        let e = &self.cfg.engine;
+        let c = match self.frontier.counts() {
+            Ok(c) => c,
+            Err(_) => return false,
+        };
+        (e.max_pages > 0 && c.pages >= e.max_pages)
+            || (e.max_bytes > 0 && c.bytes >= e.max_bytes)
+            || (e.max_time > 0.0 && self.started.elapsed().as_secs_f64() >= e.max_time)
+    }
+
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed) || self.budget_hit.load(Ordering::Relaxed)
+    }
+
+    /// Crawls until the frontier is empty, a budget is reached or `stop`
+    /// is set; then closes the files. `tick` is called about every 200 ms
+    /// (progress displays).
+    ///
+    /// # Errors
+    /// Writing failed (a URL that cannot be fetched is logged, not an error).
+    pub fn run(self, tick: &(dyn Fn(&Crawl) + Sync)) -> Result<Summary, CrawlError> {
+        let fatal: Mutex<Option<CrawlError>> = Mutex::new(None);
+        let workers = self.cfg.engine.workers.max(1);
+        let idle = AtomicU64::new(0);
+        let finished = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            for t in 0..workers {
+                let fatal = &fatal;
+                let idle = &idle;
+                let finished = &finished;
+                let me = &self;
+                s.spawn(move || {
+                    let mut was_idle = false;
+                    loop {
+                        if me.stopped() || finished.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        if me.budget_reached() {
+                            me.budget_hit.store(true, Ordering::Relaxed);
+                            break;
+                        }
+                        let next = match me.frontier.next() {
+                            Ok(n) => n,
+                            Err(e) => {
+                                if let Ok(mut f) = fatal.lock() {
+                                    f.get_or_insert(e.into());
+                                }
+                                me.stop.store(true, Ordering::Relaxed);
+                                break;
+                            }
+                        };
+                        match next {
+                            Next::Uri(lease) => {
+                                let lease = *lease;
+                                if was_idle {
+                                    idle.fetch_sub(1, Ordering::SeqCst);
+                                    was_idle = false;
+                                }
+                                me.live.active.fetch_add(1, Ordering::Relaxed);
+                                let r = me.process(t + 1, &lease);
+                                me.live.active.fetch_sub(1, Ordering::Relaxed);
+                                if let Err(e) = r {
+                                    if let Ok(mut f) = fatal.lock() {
+                                        f.get_or_insert(e);
+                                    }
+                                    me.stop.store(true, Ordering::Relaxed);
+                                    break;
+                                }
+                            }
+                            Next::Wait(d) => {
+                                std::thread::sleep(
+                                    d.clamp(Duration::from_millis(1), Duration::from_millis(100)),
+                                );
+                            }
+                            Next::Empty => {
+                                if !was_idle {
+                                    idle.fetch_add(1, Ordering::SeqCst);
+                                    was_idle = true;
+                                }
+                                // Done when every worker is idle and none
+                                // holds a URI (its links may still come).
+                                if idle.load(Ordering::SeqCst) == workers as u64
+                                    && me.live.active.load(Ordering::SeqCst) == 0
+                                    && me
+                                        .frontier
+                                        .counts()
+                                        .map(|c| c.queued == 0 && c.in_flight == 0)
+                                        .unwrap_or(false)
+                                {
+                                    finished.store(true, Ordering::Relaxed);
+                                    break;
+                                }
+                                std::thread::sleep(Duration::from_millis(20));
+                            }
+                        }
+                    }
+                });
+            }
+            // The ticker: progress and the exclusion file's rereading.
+            let me = &self;
+            let finished = &finished;
+            let idle = &idle;
+            s.spawn(move || {
+                let mut last_reload = Instant::now();
+                let mut last_stats = Instant::now();
+                let stats = LineLog::open(&me.dir.join("logs/progress.log")).ok();
+                loop {
+                    tick(me);
+                    if last_stats.elapsed() >= STATS_EVERY {
+                        if let Some(l) = &stats {
+                            let _ = l.line(&format!(
+                                "{} {}",
+                                iso_time(time::OffsetDateTime::now_utc()),
+                                progress_line(me, me.started, me.cfg.engine.max_pages)
+                            ));
+                        }
+                        last_stats = Instant::now();
+                    }
+                    if last_reload.elapsed() > Duration::from_secs(1) {
+                        let _ = me.scope.reload_exclusions();
+                        if let Err(e) = me.read_handoffs() {
+                            tracing::warn!("hand-off: {e}");
+                        }
+                        last_reload = Instant::now();
+                    }
+                    if finished.load(Ordering::Relaxed)
+                        || me.stop.load(Ordering::Relaxed)
+                        || me.budget_hit.load(Ordering::Relaxed)
+                        || me.live.active.load(Ordering::Relaxed) == 0
+                            && idle.load(Ordering::SeqCst) == workers as u64
+                    {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+            });
+        });
+        tick(&self);
+        if let Some(e) = fatal.into_inner().ok().flatten() {
+            let _ = self.recorder.finish();
+            return Err(e);
+        }
+        let files = self.recorder.finish()?;
+        for f in &files {
+            self.index_file(f)?;
+        }
+        let ending = if self.stop.load(Ordering::Relaxed) {
+            Ending::Interrupted
+        } else if self.budget_hit.load(Ordering::Relaxed) {
+            Ending::Budget
+        } else {
+            Ending::Finished
+        };
+        Ok(Summary {
+            ending,
+            counts: self.frontier.counts()?,
+            files,
+            requeued: self.requeued,
+            recovered: self.recovered.clone(),
+        })
+    }
+
+    /// One URI: budgets, robots.txt, the fetch, its links.
+    fn process(&self, thread: usize, lease: &Lease) -> Result<(), CrawlError> {
+        let uri = &lease.uri;
+        let e = &self.cfg.engine;
+        // Per-host budgets.
+        if e.max_pages_per_host > 0 || e.max_bytes_per_host > 0 {
+            let (p, b) = self.frontier.host_usage(&lease.host)?;
+            if (e.max_pages_per_host > 0 && p >= e.max_pages_per_host)
+                || (e.max_bytes_per_host > 0 && b >= e.max_bytes_per_host)
+            {
+                self.log_outcome(thread, uri, -5003, None, vec!["Q:host-budget".into()]);
+                self.frontier
+                    .complete(lease, frontier::Outcome::default(), &[])?;
+                return Ok(());
+            }
+        }
+        // robots.txt, fetched as a prerequisite, cached per host.
+        let mut crawl_delay = None;
+        if e.robots == RobotsMode::Obey {
+            let robots = self.robots_for(thread, uri)?;
+            crawl_delay = robots.crawl_delay();
+            if !robots.allowed(&uri.url) {
+                self.log_outcome(thread, uri, -9998, None, Vec::new());
+                self.frontier
+                    .complete(lease, frontier::Outcome::default(), &[])?;
+                self.live.done.fetch_add(1, Ordering::Relaxed);
+                return Ok(());
+            }
+        }
+        let t0 = Instant::now();
+        let fetched = self.fetch_page(uri);
+        let elapsed = t0.elapsed();
+        let delay = self.cfg.politeness.next_fetch_delay(elapsed, crawl_delay);
+        let f = match fetched {
+            Ok(f) => f,
+            Err(CaptureError::Warc(w)) => return Err(w.into()),
+            Err(err) => {
+                let code = error_code(&err);
+                self.log_outcome(
+                    thread,
+                    uri,
+                    code,
+                    None,
+                    vec![format!("err={err}").replace(' ', "_")],
+                );
+                self.frontier.complete(
+                    lease,
+                    frontier::Outcome {
+                        failed: true,
+                        delay,
+                        ..Default::default()
+                    },
+                    &[],
+                )?;
+                self.live.done.fetch_add(1, Ordering::Relaxed);
+                self.live.failed.fetch_add(1, Ordering::Relaxed);
+                return Ok(());
+            }
+        };
+        self.live.bytes.fetch_add(f.body_len, Ordering::Relaxed);
+        // 429 / 503: Retry-After, or backoff; bounded attempts.
+        if matches!(f.status, 429 | 503) {
+            let attempt = {
+                let mut r = self.retries.lock().unwrap_or_else(|p| p.into_inner());
+                if r.len() > 100_000 {
+                    r.clear();
+                }
+                let a = r.entry(uri.url.to_string()).or_insert(0);
+                *a += 1;
+                *a
+            };
+            let headers = f.headers.iter().map(|(n, v)| (n.as_str(), v.as_slice()));
+            if let Some(wait) =
+                self.cfg
+                    .politeness
+                    .retry_after(f.status, headers, attempt, SystemTime::now())
+            {
+                self.frontier.retry(lease, uri, wait.max(delay))?;
+                return Ok(());
+            }
+        }
+        let page = f
+            .content_type
+            .as_deref()
+            .is_some_and(|c| c.to_ascii_lowercase().starts_with("text/html"))
+            && (200..300).contains(&f.status);
+        // Links: from the headers (Location, Link, Refresh) and the body.
+        let mut links = crate::extract::headers::links_from_headers(
+            &uri.url,
+            f.headers.iter().map(|(n, v)| (n.as_str(), v.as_slice())),
+        );
+        let nofollow = f.extracted.nofollow && e.robots == RobotsMode::Obey;
+        links.extend(
+            f.extracted
+                .links
+                .iter()
+                .filter(|l| {
+                    // meta robots nofollow: no links followed, embeds still fetched.
+                    !(nofollow && l.hop == Hop::Link)
+                })
+                .cloned(),
+        );
+        let mut found = Vec::new();
+        let redirects = uri.hops.chars().rev().take_while(|&c| c == 'R').count() as u32;
+        for l in &links {
+            if !matches!(l.url.scheme(), "http" | "https") {
+                continue;
+            }
+            if l.hop == Hop::Redirect && redirects >= e.max_redirects {
+                self.log_scope(&uri.child(l.url.clone(), l.hop), "max-redirects");
+                continue;
+            }
+            let child = uri.child(l.url.clone(), l.hop);
+            let v = self.scope.decide(&child);
+            if !v.accepted {
+                self.log_scope(&child, v.rule);
+                continue;
+            }
+            if !self.mine(&child.url) {
+                crate::shard::hand_off(&self.dir, e.handoff.as_deref(), self.shard, &child)
+                    .map_err(|err| CrawlError::Io(self.dir.clone(), err))?;
+                continue;
+            }
+            found.push(child);
+        }
+        let mut ann = Vec::new();
+        match f.kind {
+            Kind::Revisit(RevisitProfile::IdenticalPayloadDigest) => {
+                ann.push("duplicate:digest".to_string())
+            }
+            Kind::Revisit(RevisitProfile::ServerNotModified) => {
+                ann.push("duplicate:server-not-modified".to_string())
+            }
+            _ => {}
+        }
+        if let Some(t) = &f.truncated {
+            ann.push(match t.as_str() {
+                "length" => "lenTrunc".to_string(),
+                "time" => "timeTrunc".to_string(),
+                o => format!("{o}Trunc"),
+            });
+        }
+        if f.extracted.dropped > 0 {
+            ann.push(format!("dol:{}", f.extracted.dropped));
+        }
+        let seed = self.seeds.get(uri.seed as usize).map(|s| s.to_string());
+        let extra = f
+            .warc
+            .as_ref()
+            .map(|(file, off)| serde_json::json!({"warcFilename": file, "warcFileOffset": off}));
+        let line = LogLine {
+            status: f.status as i32,
+            size: Some(f.body_len),
+            uri: uri.url.as_str(),
+            hops: &uri.hops,
+            via: uri.via.as_ref().map(|v| v.as_str()),
+            mime: f.content_type.as_deref(),
+            thread,
+            fetch: Some((f.started, f.ms)),
+            digest: f.digest.as_deref(),
+            seed: seed.as_deref(),
+            annotations: ann,
+            extra,
+        };
+        self.crawl_log
+            .line(&line.format(time::OffsetDateTime::now_utc()))
+            .map_err(io_at(self.crawl_log.path()))?;
+        if page {
+            let row = serde_json::json!({
+                "id": uuid::Uuid::new_v4().to_string(),
+                "url": uri.url.as_str(),
+                "title": f.extracted.title.clone().unwrap_or_default(),
+                "ts": iso_time(f.started),
+                "mime": crate::output::mime_column(f.content_type.as_deref()),
+                "status": f.status,
+                "depth": uri.links_hops(),
+                "seed": uri.hops.is_empty(),
+                "loadState": 1,
+            });
+            self.pages
+                .line(&row.to_string())
+                .map_err(io_at(self.pages.path()))?;
+            self.live.pages.fetch_add(1, Ordering::Relaxed);
+        }
+        // Records on disk before the URI is marked done.
+        let closed = self.recorder.flush()?;
+        for c in closed {
+            self.index_file(&c)?;
+        }
+        self.frontier.complete(
+            lease,
+            frontier::Outcome {
+                failed: false,
+                page,
+                bytes: f.body_len,
+                delay,
+            },
+            &found,
+        )?;
+        self.live.done.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// A crawl.log line for a URI that was not fetched (or failed).
+    fn log_outcome(
+        &self,
+        thread: usize,
+        uri: &CrawlUri,
+        code: i32,
+        mime: Option<&str>,
+        ann: Vec<String>,
+    ) {
+        let seed = self.seeds.get(uri.seed as usize).map(|s| s.to_string());
+        let line = LogLine {
+            status: code,
+            size: None,
+            uri: uri.url.as_str(),
+            hops: &uri.hops,
+            via: uri.via.as_ref().map(|v| v.as_str()),
+            mime,
+            thread,
+            fetch: None,
+            digest: None,
+            seed: seed.as_deref(),
+            annotations: ann,
+            extra: None,
+        };
+        let _ = self
+            .crawl_log
+            .line(&line.format(time::OffsetDateTime::now_utc()));
+    }
+
+    /// The robots.txt rules of `uri`'s host, fetching and recording
+    /// robots.txt when not cached (following up to five redirects).
+    fn robots_for(&self, thread: usize, uri: &CrawlUri) -> Result<Robots, CrawlError> {
+        let now = Instant::now();
+        if let Ok(c) = self.robots.lock()
+            && let Some(r) = c.get(&uri.url, now)
+        {
+            return Ok(r.clone());
+        }
+        let Some(mut r_url) = robots_url(&uri.url) else {
+            return Ok(Robots::allow_all());
+        };
+        let agent = "warchest";
+        let mut result = None;
+        let mut ru = uri.child(r_url.clone(), Hop::Prerequisite);
+        for _ in 0..=5 {
+            match self.fetch_page(&ru) {
+                Ok(f) => {
+                    let line = LogLine {
+                        status: f.status as i32,
+                        size: Some(f.body_len),
+                        uri: ru.url.as_str(),
+                        hops: &ru.hops,
+                        via: ru.via.as_ref().map(|v| v.as_str()),
+                        mime: f.content_type.as_deref(),
+                        thread,
+                        fetch: Some((f.started, f.ms)),
+                        digest: f.digest.as_deref(),
+                        seed: None,
+                        annotations: Vec::new(),
+                        extra: None,
+                    };
+                    let _ = self
+                        .crawl_log
+                        .line(&line.format(time::OffsetDateTime::now_utc()));
+                    if (300..400).contains(&f.status)
+                        && let Some((_, loc)) = f
+                            .headers
+                            .iter()
+                            .find(|(n, _)| n.eq_ignore_ascii_case("location"))
+                        && let Ok(next) = r_url.join(String::from_utf8_lossy(loc).trim())
+                    {
+                        r_url = next.clone();
+                        ru = ru.child(next, Hop::Redirect);
+                        continue;
+                    }
+                    let body = f.robots_body.unwrap_or_default();
+                    result = Some(self.robots_policy.decide(
+                        RobotsFetch::Answer {
+                            status: f.status,
+                            body: &body,
+                        },
+                        agent,
+                    ));
+                }
+                Err(CaptureError::Warc(w)) => return Err(w.into()),
+                Err(err) => {
+                    self.log_outcome(thread, &ru, error_code(&err), None, vec!["robots".into()]);
+                }
+            }
+            break;
+        }
+        let (robots, ttl) =
+            result.unwrap_or_else(|| self.robots_policy.decide(RobotsFetch::Unreachable, agent));
+        if let Ok(mut c) = self.robots.lock() {
+            c.insert(&uri.url, robots.clone(), now, ttl);
+        }
+        // robots.txt Sitemap: lines are inferred links of the host.
+        let maps: Vec<CrawlUri> = robots
+            .sitemaps()
+            .iter()
+            .map(|u| ru.child(u.clone(), Hop::Inferred))
+            .filter(|c| {
+                let v = self.scope.decide(c);
+                if !v.accepted {
+                    self.log_scope(c, v.rule);
+                }
+                v.accepted && self.mine(&c.url)
+            })
+            .collect();
+        if !maps.is_empty() {
+            self.frontier.add(&maps)?;
+        }
+        Ok(robots)
+    }
+
+    /// Fetches and records one URI: the one place a page is fetched (a
+    /// browser could take its place). Extracts links from the payload.
+    fn fetch_page(&self, uri: &CrawlUri) -> Result<FetchedPage, CaptureError> {
+        let url = warchest_capture::Url::parse(uri.url.as_str())?;
+        let resolved = self.resolver.resolve(&url.host)?;
+        if let Some(l) = &resolved.lookup {
+            self.recorder.record_dns(l)?;
+        }
+        let target = uri.url.to_string();
+        let mut extra = Vec::new();
+        let mut conditional_of: Option<Original> = None;
+        if self.cfg.engine.recrawl.is_some()
+            && let Some(idx) = self.recorder.index()
+            && let Some(prev) = idx.get_url(&target)?
+        {
+            if let Some(e) = &prev.etag {
+                extra.push(("If-None-Match".to_string(), e.clone()));
+            }
+            if let Some(l) = &prev.last_modified {
+                extra.push(("If-Modified-Since".to_string(), l.clone()));
+            }
+            if !extra.is_empty() {
+                conditional_of = Some(prev.entry.original.clone());
+            }
+        }
+        let request = chttp::get_request(&url, &self.cfg.engine.user_agent, &extra);
+        let mut x = chttp::fetch(&url, &resolved.addrs, request, &self.fetch)?;
+        let status = x.response.head.status().unwrap_or(0);
+        let content_type = x
+            .response
+            .head
+            .content_type()
+            .map(|c| String::from_utf8_lossy(&c).trim().to_string());
+        let headers: Vec<(String, Vec<u8>)> = x
+            .response
+            .head
+            .fields()
+            .iter()
+            .map(|f| (f.name_str().into_owned(), f.value().into_owned()))
+            .collect();
+        // The payload, content coding removed, through the extractor (and
+        // kept whole for robots.txt).
+        let want_robots = uri.last_hop() == Some(Hop::Prerequisite) || uri.hops.ends_with("PR");
+        let mut robots_body = None;
+        let mut extractor = Extractor::new(&uri.url, content_type.as_deref(), &self.cfg.extract);
+        if (200..300).contains(&status) || want_robots {
+            let head_len = x.response.head.raw().len() as u64;
+            if x.response.block.seek(SeekFrom::Start(head_len)).is_ok() {
+                let body = BufReader::new(&mut x.response.block);
+                if let Ok(mut r) = warchest::http::payload_reader(body, &x.response.head, true) {
+                    let mut buf = vec![0u8; 64 << 10];
+                    let mut keep = Vec::new();
+                    // Bounded: at most 64 MiB decoded is looked at.
+                    let mut left: u64 = 64 << 20;
+                    while left > 0 {
+                        match r.read(&mut buf) {
+                            Ok(0) | Err(_) => break,
+                            Ok(n) => {
+                                let n = n.min(left as usize);
+                                left -= n as u64;
+                                if want_robots {
+                                    if keep.len() < 512 * 1024 {
+                                        keep.extend_from_slice(&buf[..n]);
+                                    }
+                                } else {
+                                    extractor.write(&buf[..n]);
+                                }
+                            }
+                        }
+                    }
+                    if want_robots {
+                        robots_body = Some(keep);
+                    }
+                }
+            }
+        }
+        let extracted = if want_robots {
+            Extracted::default()
+        } else {
+            extractor.finish()
+        };
+        let ms = x.elapsed.as_millis() as u64;
+        let mut meta = vec![("fetchTimeMs".to_string(), ms.to_string())];
+        if let Some(v) = &uri.via {
+            meta.push(("via".to_string(), v.to_string()));
+        }
+        if !uri.hops.is_empty() {
+            meta.push(("hopsFromSeed".to_string(), uri.hops.clone()));
+        }
+        if let Some(s) = self.seeds.get(uri.seed as usize) {
+            meta.push(("sourceTag".to_string(), s.to_string()));
+        }
+        // Heritrix's outlink lines: URL, hop letter, context.
+        for l in &extracted.links {
+            meta.push((
+                "outlink".to_string(),
+                format!("{} {} {}", l.url, l.hop.letter(), l.context),
+            ));
+        }
+        let mut protocols = vec!["http/1.0".to_string()];
+        if let Some(p) = x.tls.0.clone() {
+            protocols.push(p);
+        }
+        let truncated = x
+            .response
+            .truncated
+            .as_ref()
+            .map(|t| t.as_str().to_string());
+        let body_len = x.response.len - x.response.head.raw().len() as u64;
+        let digest = warchest::digest::Digest::new(
+            x.response.payload.algorithm,
+            x.response.payload.payload.as_bytes(),
+        )
+        .to_string();
+        let recorded = self.recorder.record_http(HttpRecord {
+            target_uri: target,
+            ip: Some(x.ip),
+            date: x.started,
+            request: warchest::write::Body::Bytes(&x.request),
+            response: &mut x.response,
+            protocols,
+            cipher_suite: x.tls.1.clone(),
+            metadata: meta,
+            conditional_of,
+        })?;
+        Ok(FetchedPage {
+            status,
+            content_type,
+            body_len,
+            digest: Some(digest),
+            started: x.started,
+            ms,
+            ip: Some(x.ip),
+            kind: recorded.kind,
+            truncated,
+            extracted,
+            headers,
+            warc: None,
+            robots_body,
+        })
+    }
+}
+
+/// One fetch's result, as the engine needs it (a browser fetching the
+/// page could fill the same).
+struct FetchedPage {
+    status: u16,
+    content_type: Option<String>,
+    body_len: u64,
+    digest: Option<String>,
+    started: time::OffsetDateTime,
+    ms: u64,
+    #[allow(dead_code)]
+    ip: Option<std::net::IpAddr>,
+    kind: Kind,
+    truncated: Option<String>,
+    extracted: Extracted,
+    headers: Vec<(String, Vec<u8>)>,
+    warc: Option<(String, u64)>,
+    robots_body: Option<Vec<u8>>,
+}
+
+/// Heritrix's negative status codes for fetch failures.
+fn error_code(e: &CaptureError) -> i32 {
+    match e {
+        CaptureError::Dns(_) => -1,
+        CaptureError::Io(_, io) => match io.kind() {
+            std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => -4,
+            std::io::ErrorKind::ConnectionRefused
+            | std::io::ErrorKind::NotFound
+            | std::io::ErrorKind::AddrNotAvailable => -2,
+            _ => -3,
+        },
+        CaptureError::Tls(_) => -2,
+        CaptureError::Http(_) => -3,
+        CaptureError::Url(_) => -7,
+        _ => -5,
+    }
+}

@@ -1,0 +1,730 @@
+//! The frontier: what is queued, what is in flight and what was seen, on
+//! disk in one redb database (`frontier.redb` in the crawl directory).
+//!
+//! Every change is one write transaction, committed durably before the
+//! crawl goes on, so a `kill -9` at any moment loses nothing queued: on
+//! reopening, the URIs that were in flight go back to their queues (they
+//! are fetched again; nothing else is). Memory does not grow with the
+//! frontier: queues, the seen set and the ready list are B-trees on disk.
+//!
+//! Layout (all keys and values bytes):
+//! - `queue`: `host \0 level:u16 class:u8 seq:u64` -> URI. One queue per
+//!   host (its key prefix); within it, breadth first by link hops
+//!   (`level`), and at one level embeds and redirects (`class` 0) before
+//!   pages (`class` 1), so a page's embeds come before the next page.
+//! - `hosts`: `host` -> state (queued count, busy, next slot, budgets).
+//! - `ready`: `when_ms:u64 host` -> (): the hosts with queued URIs and
+//!   none in flight, by the time they may next be asked.
+//! - `seen`: URL -> (): every URL ever queued.
+//! - `inflight`: queue key -> URI: taken, not finished.
+//! - `meta`: name -> u64 counters.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+use url::Url;
+
+use crate::uri::{CrawlUri, Hop};
+
+const QUEUE: TableDefinition<&[u8], &[u8]> = TableDefinition::new("queue");
+const HOSTS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("hosts");
+const READY: TableDefinition<&[u8], ()> = TableDefinition::new("ready");
+const SEEN: TableDefinition<&[u8], ()> = TableDefinition::new("seen");
+const INFLIGHT: TableDefinition<&[u8], &[u8]> = TableDefinition::new("inflight");
+const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+
+/// A frontier error, naming the database.
+#[derive(Debug, thiserror::Error)]
+#[error("frontier {path}: {msg}")]
+pub struct FrontierError {
+    path: PathBuf,
+    msg: String,
+}
+
+type Result<T> = std::result::Result<T, FrontierError>;
+
+/// Counters kept with the frontier (they survive a resume).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Counts {
+    /// URIs waiting in queues.
+    pub queued: u64,
+    /// URIs taken and not finished.
+    pub in_flight: u64,
+    /// URIs finished (whatever the outcome).
+    pub done: u64,
+    /// Finished with an error or a status of 400 or more.
+    pub failed: u64,
+    /// Pages (HTML documents) fetched.
+    pub pages: u64,
+    /// Response bytes received.
+    pub bytes: u64,
+    /// URLs ever queued (the seen set).
+    pub seen: u64,
+}
+
+/// A host's state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct HostState {
+    queued: u64,
+    busy: bool,
+    /// Milliseconds since the epoch when it may next be asked.
+    next_ms: u64,
+    pages: u64,
+    bytes: u64,
+}
+
+impl HostState {
+    fn encode(&self) -> [u8; 33] {
+        let mut b = [0u8; 33];
+        b[..8].copy_from_slice(&self.queued.to_be_bytes());
+        b[8] = self.busy as u8;
+        b[9..17].copy_from_slice(&self.next_ms.to_be_bytes());
+        b[17..25].copy_from_slice(&self.pages.to_be_bytes());
+        b[25..33].copy_from_slice(&self.bytes.to_be_bytes());
+        b
+    }
+    fn decode(b: &[u8]) -> HostState {
+        let u = |r: std::ops::Range<usize>| {
+            b.get(r)
+                .and_then(|s| s.try_into().ok())
+                .map(u64::from_be_bytes)
+                .unwrap_or(0)
+        };
+        HostState {
+            queued: u(0..8),
+            busy: b.get(8).is_some_and(|&x| x != 0),
+            next_ms: u(9..17),
+            pages: u(17..25),
+            bytes: u(25..33),
+        }
+    }
+}
+
+/// A URI taken from the frontier: give it back with [`Frontier::complete`]
+/// or [`Frontier::retry`].
+#[derive(Debug, Clone)]
+pub struct Lease {
+    /// The URI to fetch.
+    pub uri: CrawlUri,
+    /// Its host key.
+    pub host: String,
+    key: Vec<u8>,
+}
+
+/// What [`Frontier::next`] found.
+#[derive(Debug)]
+pub enum Next {
+    /// A URI to fetch now.
+    Uri(Box<Lease>),
+    /// Nothing may be fetched before this long (politeness).
+    Wait(Duration),
+    /// Nothing queued; URIs may still be in flight.
+    Empty,
+}
+
+/// How a finished URI counts.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Outcome {
+    /// It failed (error or status >= 400).
+    pub failed: bool,
+    /// It was a page.
+    pub page: bool,
+    /// Bytes received.
+    pub bytes: u64,
+    /// Wait this long before the host's next fetch.
+    pub delay: Duration,
+}
+
+/// The host key of a URL: `host` or `host:port` (one queue, one
+/// connection and one politeness clock per key).
+pub fn host_key(u: &Url) -> String {
+    let host = u.host_str().unwrap_or("");
+    match u.port() {
+        Some(p) => format!("{host}:{p}"),
+        None => host.to_string(),
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// The URI as stored: `seed \n hops \n via \n url`.
+fn encode_uri(u: &CrawlUri) -> Vec<u8> {
+    let via = u.via.as_ref().map(|v| v.as_str()).unwrap_or("");
+    format!("{}\n{}\n{}\n{}", u.seed, u.hops, via, u.url.as_str()).into_bytes()
+}
+
+fn decode_uri(b: &[u8]) -> Option<CrawlUri> {
+    let s = std::str::from_utf8(b).ok()?;
+    let mut it = s.splitn(4, '\n');
+    let seed = it.next()?.parse().ok()?;
+    let hops = it.next()?.to_string();
+    let via = it.next()?;
+    let url = Url::parse(it.next()?).ok()?;
+    Some(CrawlUri {
+        url,
+        hops,
+        via: if via.is_empty() {
+            None
+        } else {
+            Url::parse(via).ok()
+        },
+        seed,
+    })
+}
+
+/// The queue position of a URI within its host: link hops, then embeds
+/// and redirects before pages.
+fn order(u: &CrawlUri) -> (u16, u8) {
+    let level = u16::try_from(u.links_hops()).unwrap_or(u16::MAX);
+    let class = match u.last_hop() {
+        Some(Hop::Link) | Some(Hop::Inferred) | None => 1,
+        Some(_) => 0,
+    };
+    (level, class)
+}
+
+fn queue_key(host: &str, u: &CrawlUri, seq: u64) -> Vec<u8> {
+    let (level, class) = order(u);
+    let mut k = Vec::with_capacity(host.len() + 12);
+    k.extend_from_slice(host.as_bytes());
+    k.push(0);
+    k.extend_from_slice(&level.to_be_bytes());
+    k.push(class);
+    k.extend_from_slice(&seq.to_be_bytes());
+    k
+}
+
+fn ready_key(when: u64, host: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(8 + host.len());
+    k.extend_from_slice(&when.to_be_bytes());
+    k.extend_from_slice(host.as_bytes());
+    k
+}
+
+/// The frontier; see the module documentation. Shared by the workers
+/// (redb serialises write transactions).
+pub struct Frontier {
+    db: Database,
+    path: PathBuf,
+}
+
+impl Frontier {
+    /// Opens (or creates) the frontier at `path`. URIs left in flight by
+    /// an earlier run go back to their queues; the number is returned.
+    ///
+    /// # Errors
+    /// The database cannot be opened or is not a frontier.
+    pub fn open(path: &Path) -> Result<(Frontier, u64)> {
+        let err = |e: &dyn std::fmt::Display| FrontierError {
+            path: path.to_path_buf(),
+            msg: e.to_string(),
+        };
+        let db = Database::create(path).map_err(|e| err(&e))?;
+        let f = Frontier {
+            db,
+            path: path.to_path_buf(),
+        };
+        let requeued = f.recover()?;
+        Ok((f, requeued))
+    }
+
+    fn err(&self, e: impl std::fmt::Display) -> FrontierError {
+        FrontierError {
+            path: self.path.clone(),
+            msg: e.to_string(),
+        }
+    }
+
+    /// Puts every in-flight URI back and frees every host.
+    fn recover(&self) -> Result<u64> {
+        let txn = self.db.begin_write().map_err(|e| self.err(e))?;
+        let mut n = 0;
+        {
+            let mut queue = txn.open_table(QUEUE).map_err(|e| self.err(e))?;
+            let mut hosts = txn.open_table(HOSTS).map_err(|e| self.err(e))?;
+            let mut ready = txn.open_table(READY).map_err(|e| self.err(e))?;
+            let mut inflight = txn.open_table(INFLIGHT).map_err(|e| self.err(e))?;
+            let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
+            txn.open_table(SEEN).map_err(|e| self.err(e))?;
+            while let Some((k, v)) = inflight.pop_first().map_err(|e| self.err(e))? {
+                let (k, v) = (k.value().to_vec(), v.value().to_vec());
+                queue
+                    .insert(k.as_slice(), v.as_slice())
+                    .map_err(|e| self.err(e))?;
+                let host_end = k.iter().position(|&b| b == 0).unwrap_or(k.len());
+                let host = &k[..host_end];
+                let mut st = hosts
+                    .get(host)
+                    .map_err(|e| self.err(e))?
+                    .map(|g| HostState::decode(g.value()))
+                    .unwrap_or_default();
+                st.queued += 1;
+                hosts
+                    .insert(host, st.encode().as_slice())
+                    .map_err(|e| self.err(e))?;
+                n += 1;
+            }
+            // Every busy host is free again, and every host with a queue
+            // is ready (the ready list is rebuilt whole).
+            ready.retain(|_, _| false).map_err(|e| self.err(e))?;
+            let all: Vec<(Vec<u8>, HostState)> = hosts
+                .iter()
+                .map_err(|e| self.err(e))?
+                .filter_map(|r| r.ok())
+                .map(|(k, v)| (k.value().to_vec(), HostState::decode(v.value())))
+                .filter(|(_, s)| s.queued > 0 || s.busy)
+                .collect();
+            for (h, mut st) in all {
+                st.busy = false;
+                hosts
+                    .insert(h.as_slice(), st.encode().as_slice())
+                    .map_err(|e| self.err(e))?;
+                if st.queued > 0 {
+                    let host = String::from_utf8_lossy(&h).into_owned();
+                    ready
+                        .insert(ready_key(st.next_ms, &host).as_slice(), ())
+                        .map_err(|e| self.err(e))?;
+                }
+            }
+            let inf = meta
+                .get("in_flight")
+                .map_err(|e| self.err(e))?
+                .map(|g| g.value());
+            if inf.is_some() {
+                meta.insert("in_flight", 0).map_err(|e| self.err(e))?;
+                let q = meta
+                    .get("queued")
+                    .map_err(|e| self.err(e))?
+                    .map(|g| g.value())
+                    .unwrap_or(0);
+                meta.insert("queued", q + n).map_err(|e| self.err(e))?;
+            }
+        }
+        txn.commit().map_err(|e| self.err(e))?;
+        Ok(n)
+    }
+
+    /// Queues `uris` not seen before; returns how many were new.
+    ///
+    /// # Errors
+    /// The database failed.
+    pub fn add(&self, uris: &[CrawlUri]) -> Result<u64> {
+        let txn = self.db.begin_write().map_err(|e| self.err(e))?;
+        let n = self.add_in(&txn, uris)?;
+        txn.commit().map_err(|e| self.err(e))?;
+        Ok(n)
+    }
+
+    fn add_in(&self, txn: &redb::WriteTransaction, uris: &[CrawlUri]) -> Result<u64> {
+        let mut queue = txn.open_table(QUEUE).map_err(|e| self.err(e))?;
+        let mut hosts = txn.open_table(HOSTS).map_err(|e| self.err(e))?;
+        let mut ready = txn.open_table(READY).map_err(|e| self.err(e))?;
+        let mut seen = txn.open_table(SEEN).map_err(|e| self.err(e))?;
+        let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
+        let get = |m: &redb::Table<&str, u64>, k: &str| -> Result<u64> {
+            Ok(m.get(k)
+                .map_err(|e| self.err(e))?
+                .map(|g| g.value())
+                .unwrap_or(0))
+        };
+        let mut seq = get(&meta, "seq")?;
+        let mut added = 0;
+        for u in uris {
+            let key = u.url.as_str().as_bytes();
+            if seen.get(key).map_err(|e| self.err(e))?.is_some() {
+                continue;
+            }
+            seen.insert(key, ()).map_err(|e| self.err(e))?;
+            let host = host_key(&u.url);
+            seq += 1;
+            queue
+                .insert(
+                    queue_key(&host, u, seq).as_slice(),
+                    encode_uri(u).as_slice(),
+                )
+                .map_err(|e| self.err(e))?;
+            let mut st = hosts
+                .get(host.as_bytes())
+                .map_err(|e| self.err(e))?
+                .map(|g| HostState::decode(g.value()))
+                .unwrap_or_default();
+            if st.queued == 0 && !st.busy {
+                ready
+                    .insert(ready_key(st.next_ms, &host).as_slice(), ())
+                    .map_err(|e| self.err(e))?;
+            }
+            st.queued += 1;
+            hosts
+                .insert(host.as_bytes(), st.encode().as_slice())
+                .map_err(|e| self.err(e))?;
+            added += 1;
+        }
+        meta.insert("seq", seq).map_err(|e| self.err(e))?;
+        let q = get(&meta, "queued")?;
+        meta.insert("queued", q + added).map_err(|e| self.err(e))?;
+        let s = get(&meta, "seen")?;
+        meta.insert("seen", s + added).map_err(|e| self.err(e))?;
+        Ok(added)
+    }
+
+    /// Takes the next URI of the host that has waited longest past its
+    /// politeness slot.
+    ///
+    /// # Errors
+    /// The database failed.
+    pub fn next(&self) -> Result<Next> {
+        let now = now_ms();
+        let mut txn = self.db.begin_write().map_err(|e| self.err(e))?;
+        // Not synced: if a crash loses this commit, the URI is still in
+        // its queue, as an in-flight one would be put back; the commit
+        // that finishes the URI (synced) makes this one durable too.
+        txn.set_durability(redb::Durability::None)
+            .map_err(|e| self.err(e))?;
+        let lease = {
+            let mut ready = txn.open_table(READY).map_err(|e| self.err(e))?;
+            let first = ready
+                .first()
+                .map_err(|e| self.err(e))?
+                .map(|(k, _)| k.value().to_vec());
+            let Some(rk) = first else {
+                return Ok(Next::Empty);
+            };
+            let when = u64::from_be_bytes(rk[..8].try_into().unwrap_or([0; 8]));
+            if when > now {
+                return Ok(Next::Wait(Duration::from_millis(when - now)));
+            }
+            let host = String::from_utf8_lossy(&rk[8..]).into_owned();
+            ready.remove(rk.as_slice()).map_err(|e| self.err(e))?;
+            let mut queue = txn.open_table(QUEUE).map_err(|e| self.err(e))?;
+            let mut hosts = txn.open_table(HOSTS).map_err(|e| self.err(e))?;
+            let mut inflight = txn.open_table(INFLIGHT).map_err(|e| self.err(e))?;
+            let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
+            let mut lo = host.as_bytes().to_vec();
+            lo.push(0);
+            let mut hi = host.as_bytes().to_vec();
+            hi.push(1);
+            let item = queue
+                .range(lo.as_slice()..hi.as_slice())
+                .map_err(|e| self.err(e))?
+                .next()
+                .transpose()
+                .map_err(|e| self.err(e))?
+                .map(|(k, v)| (k.value().to_vec(), v.value().to_vec()));
+            let mut st = hosts
+                .get(host.as_bytes())
+                .map_err(|e| self.err(e))?
+                .map(|g| HostState::decode(g.value()))
+                .unwrap_or_default();
+            let Some((k, v)) = item else {
+                // A ready host with an empty queue: drop it.
+                st.queued = 0;
+                hosts
+                    .insert(host.as_bytes(), st.encode().as_slice())
+                    .map_err(|e| self.err(e))?;
+                drop((queue, hosts, inflight, meta, ready));
+                txn.commit().map_err(|e| self.err(e))?;
+                return Ok(Next::Wait(Duration::ZERO));
+            };
+            queue.remove(k.as_slice()).map_err(|e| self.err(e))?;
+            inflight
+                .insert(k.as_slice(), v.as_slice())
+                .map_err(|e| self.err(e))?;
+            st.queued = st.queued.saturating_sub(1);
+            st.busy = true;
+            hosts
+                .insert(host.as_bytes(), st.encode().as_slice())
+                .map_err(|e| self.err(e))?;
+            let bump = |m: &mut redb::Table<&str, u64>, k: &str, d: i64| -> Result<()> {
+                let v = m
+                    .get(k)
+                    .map_err(|e| self.err(e))?
+                    .map(|g| g.value())
+                    .unwrap_or(0);
+                m.insert(k, v.saturating_add_signed(d))
+                    .map_err(|e| self.err(e))?;
+                Ok(())
+            };
+            bump(&mut meta, "queued", -1)?;
+            bump(&mut meta, "in_flight", 1)?;
+            let uri = decode_uri(&v).ok_or_else(|| self.err("a queued URI does not decode"))?;
+            Lease { uri, host, key: k }
+        };
+        txn.commit().map_err(|e| self.err(e))?;
+        Ok(Next::Uri(Box::new(lease)))
+    }
+
+    /// Finishes a lease: the host is free after `outcome.delay`, the
+    /// counters move, and `found` (URIs the fetch discovered, already
+    /// scoped) are queued, all in one transaction. Returns how many of
+    /// `found` were new.
+    ///
+    /// # Errors
+    /// The database failed.
+    pub fn complete(&self, lease: &Lease, outcome: Outcome, found: &[CrawlUri]) -> Result<u64> {
+        let txn = self.db.begin_write().map_err(|e| self.err(e))?;
+        {
+            let mut inflight = txn.open_table(INFLIGHT).map_err(|e| self.err(e))?;
+            inflight
+                .remove(lease.key.as_slice())
+                .map_err(|e| self.err(e))?;
+            let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
+            let bump = |m: &mut redb::Table<&str, u64>, k: &str, d: u64, neg: bool| -> Result<()> {
+                let v = m
+                    .get(k)
+                    .map_err(|e| self.err(e))?
+                    .map(|g| g.value())
+                    .unwrap_or(0);
+                let v = if neg {
+                    v.saturating_sub(d)
+                } else {
+                    v.saturating_add(d)
+                };
+                m.insert(k, v).map_err(|e| self.err(e))?;
+                Ok(())
+            };
+            bump(&mut meta, "in_flight", 1, true)?;
+            bump(&mut meta, "done", 1, false)?;
+            bump(&mut meta, "failed", outcome.failed as u64, false)?;
+            bump(&mut meta, "pages", outcome.page as u64, false)?;
+            bump(&mut meta, "bytes", outcome.bytes, false)?;
+        }
+        self.release(&txn, &lease.host, outcome.delay, |st| {
+            st.pages += outcome.page as u64;
+            st.bytes += outcome.bytes;
+        })?;
+        let n = self.add_in(&txn, found)?;
+        txn.commit().map_err(|e| self.err(e))?;
+        Ok(n)
+    }
+
+    /// Gives a lease back to its queue (a retry), the host asked again
+    /// after `delay`.
+    ///
+    /// # Errors
+    /// The database failed.
+    pub fn retry(&self, lease: &Lease, uri: &CrawlUri, delay: Duration) -> Result<()> {
+        let txn = self.db.begin_write().map_err(|e| self.err(e))?;
+        {
+            let mut inflight = txn.open_table(INFLIGHT).map_err(|e| self.err(e))?;
+            inflight
+                .remove(lease.key.as_slice())
+                .map_err(|e| self.err(e))?;
+            let mut queue = txn.open_table(QUEUE).map_err(|e| self.err(e))?;
+            queue
+                .insert(lease.key.as_slice(), encode_uri(uri).as_slice())
+                .map_err(|e| self.err(e))?;
+            let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
+            for (k, up) in [("in_flight", false), ("queued", true)] {
+                let v = meta
+                    .get(k)
+                    .map_err(|e| self.err(e))?
+                    .map(|g| g.value())
+                    .unwrap_or(0);
+                let v = if up { v + 1 } else { v.saturating_sub(1) };
+                meta.insert(k, v).map_err(|e| self.err(e))?;
+            }
+        }
+        self.release(&txn, &lease.host, delay, |st| st.queued += 1)?;
+        txn.commit().map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    fn release(
+        &self,
+        txn: &redb::WriteTransaction,
+        host: &str,
+        delay: Duration,
+        f: impl FnOnce(&mut HostState),
+    ) -> Result<()> {
+        let mut hosts = txn.open_table(HOSTS).map_err(|e| self.err(e))?;
+        let mut ready = txn.open_table(READY).map_err(|e| self.err(e))?;
+        let mut st = hosts
+            .get(host.as_bytes())
+            .map_err(|e| self.err(e))?
+            .map(|g| HostState::decode(g.value()))
+            .unwrap_or_default();
+        f(&mut st);
+        st.busy = false;
+        st.next_ms = now_ms() + delay.as_millis() as u64;
+        if st.queued > 0 {
+            ready
+                .insert(ready_key(st.next_ms, host).as_slice(), ())
+                .map_err(|e| self.err(e))?;
+        }
+        hosts
+            .insert(host.as_bytes(), st.encode().as_slice())
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    /// Pages and bytes fetched from `host` so far (its budgets).
+    ///
+    /// # Errors
+    /// The database failed.
+    pub fn host_usage(&self, host: &str) -> Result<(u64, u64)> {
+        let txn = self.db.begin_read().map_err(|e| self.err(e))?;
+        let hosts = txn.open_table(HOSTS).map_err(|e| self.err(e))?;
+        let st = hosts
+            .get(host.as_bytes())
+            .map_err(|e| self.err(e))?
+            .map(|g| HostState::decode(g.value()))
+            .unwrap_or_default();
+        Ok((st.pages, st.bytes))
+    }
+
+    /// Whether `url` was ever queued.
+    ///
+    /// # Errors
+    /// The database failed.
+    pub fn seen(&self, url: &Url) -> Result<bool> {
+        let txn = self.db.begin_read().map_err(|e| self.err(e))?;
+        let seen = txn.open_table(SEEN).map_err(|e| self.err(e))?;
+        Ok(seen
+            .get(url.as_str().as_bytes())
+            .map_err(|e| self.err(e))?
+            .is_some())
+    }
+
+    /// The counters.
+    ///
+    /// # Errors
+    /// The database failed.
+    pub fn counts(&self) -> Result<Counts> {
+        let txn = self.db.begin_read().map_err(|e| self.err(e))?;
+        let meta = match txn.open_table(META) {
+            Ok(m) => m,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Counts::default()),
+            Err(e) => return Err(self.err(e)),
+        };
+        let g = |k: &str| -> Result<u64> {
+            Ok(meta
+                .get(k)
+                .map_err(|e| self.err(e))?
+                .map(|g| g.value())
+                .unwrap_or(0))
+        };
+        Ok(Counts {
+            queued: g("queued")?,
+            in_flight: g("in_flight")?,
+            done: g("done")?,
+            failed: g("failed")?,
+            pages: g("pages")?,
+            bytes: g("bytes")?,
+            seen: g("seen")?,
+        })
+    }
+
+    /// Hosts with queued URIs (for the progress display).
+    ///
+    /// # Errors
+    /// The database failed.
+    pub fn hosts_waiting(&self) -> Result<u64> {
+        let txn = self.db.begin_read().map_err(|e| self.err(e))?;
+        let ready = txn.open_table(READY).map_err(|e| self.err(e))?;
+        use redb::ReadableTableMetadata;
+        ready.len().map_err(|e| self.err(e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn uri(s: &str) -> CrawlUri {
+        CrawlUri::seed(Url::parse(s).unwrap(), 0)
+    }
+
+    fn take(f: &Frontier) -> Lease {
+        match f.next().unwrap() {
+            Next::Uri(l) => *l,
+            other => panic!("expected a URI, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn breadth_first_embeds_first_and_seen_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let (f, _) = Frontier::open(&dir.path().join("f.redb")).unwrap();
+        assert_eq!(
+            f.add(&[uri("http://a.test/"), uri("http://a.test/")])
+                .unwrap(),
+            1
+        );
+        let l = take(&f);
+        assert_eq!(l.uri.url.as_str(), "http://a.test/");
+        // The host is busy: nothing else from it until completed.
+        assert!(matches!(f.next().unwrap(), Next::Empty));
+        let p1 = l
+            .uri
+            .child(Url::parse("http://a.test/p1").unwrap(), Hop::Link);
+        let p2 = l
+            .uri
+            .child(Url::parse("http://a.test/p2").unwrap(), Hop::Link);
+        let e = l
+            .uri
+            .child(Url::parse("http://a.test/e.png").unwrap(), Hop::Embed);
+        let out = Outcome::default();
+        assert_eq!(f.complete(&l, out, &[p1.clone(), p2, e, p1]).unwrap(), 3);
+        let order: Vec<String> = (0..3)
+            .map(|_| {
+                let l = take(&f);
+                f.complete(&l, out, &[]).unwrap();
+                l.uri.url.path().to_string()
+            })
+            .collect();
+        assert_eq!(order, ["/e.png", "/p1", "/p2"]);
+        assert!(matches!(f.next().unwrap(), Next::Empty));
+        let c = f.counts().unwrap();
+        assert_eq!((c.queued, c.in_flight, c.done, c.seen), (0, 0, 4, 4));
+    }
+
+    #[test]
+    fn politeness_delay_holds_the_host() {
+        let dir = tempfile::tempdir().unwrap();
+        let (f, _) = Frontier::open(&dir.path().join("f.redb")).unwrap();
+        f.add(&[uri("http://a.test/1"), uri("http://a.test/2")])
+            .unwrap();
+        let l = take(&f);
+        let out = Outcome {
+            delay: Duration::from_secs(60),
+            ..Outcome::default()
+        };
+        f.complete(&l, out, &[]).unwrap();
+        assert!(matches!(f.next().unwrap(), Next::Wait(d) if d > Duration::from_secs(50)));
+    }
+
+    #[test]
+    fn reopening_requeues_what_was_in_flight() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f.redb");
+        {
+            let (f, _) = Frontier::open(&p).unwrap();
+            f.add(&[uri("http://a.test/1"), uri("http://b.test/2")])
+                .unwrap();
+            let _l = take(&f);
+            // Dropped without completing: as after a kill.
+        }
+        let (f, requeued) = Frontier::open(&p).unwrap();
+        assert_eq!(requeued, 1);
+        let c = f.counts().unwrap();
+        assert_eq!((c.queued, c.in_flight), (2, 0));
+        let mut got = vec![take(&f).uri.url.to_string(), take(&f).uri.url.to_string()];
+        got.sort();
+        assert_eq!(got, ["http://a.test/1", "http://b.test/2"]);
+    }
+
+    #[test]
+    fn uris_round_trip() {
+        let s = uri("http://a.test/");
+        let c = s.child(Url::parse("http://b.test/x?y=1").unwrap(), Hop::Embed);
+        assert_eq!(decode_uri(&encode_uri(&c)), Some(c));
+        assert_eq!(decode_uri(&encode_uri(&s)), Some(s));
+        assert_eq!(decode_uri(b"garbage"), None);
+    }
+}

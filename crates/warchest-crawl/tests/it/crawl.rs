@@ -1,0 +1,400 @@
+//! The engine end to end on the small web of `web.rs`.
+
+use std::collections::BTreeSet;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use warchest_crawl::config::CrawlConfig;
+use warchest_crawl::engine::{Crawl, Ending, Summary};
+
+use crate::web::{self, Web};
+
+/// The configuration of a test crawl of `web` from a.test's home page:
+/// no delays, loopback only (every host resolved to 127.0.0.1).
+pub fn config(web: &Web, extra: &str) -> String {
+    format!(
+        "seeds = [\"{}\"]\nmin-delay = 0.0\nmax-delay = 0.0\ndelay-factor = 0.0\nextra-hops = 1\nworkers = 3\ntimeout = 5.0\n{extra}\n{}",
+        web.url("a.test", "/"),
+        web.resolve_toml()
+    )
+}
+
+pub fn crawl(dir: &Path, toml: &str) -> Summary {
+    let cfg = CrawlConfig::from_toml(toml).unwrap();
+    let c = Crawl::open(dir, cfg, toml, Arc::new(AtomicBool::new(false))).unwrap();
+    c.run(&|_| {}).unwrap()
+}
+
+pub fn warc_files(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir.join("archive"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".warc.gz"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// The records of the crawl's WARC files, each as text (the test web's
+/// bodies are small and ASCII).
+pub fn records(dir: &Path) -> Vec<String> {
+    let mut all = String::new();
+    for f in warc_files(dir) {
+        let mut d = flate2::read::MultiGzDecoder::new(std::fs::File::open(f).unwrap());
+        let mut b = Vec::new();
+        d.read_to_end(&mut b).unwrap();
+        all.push_str(&String::from_utf8_lossy(&b));
+    }
+    all.split("WARC/1.1\r\n")
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+fn without_robots(reqs: Vec<String>) -> BTreeSet<String> {
+    reqs.into_iter()
+        .filter(|r| !r.ends_with("/robots.txt"))
+        .collect()
+}
+
+/// What a complete crawl of the small web fetches (robots.txt aside).
+pub fn expected(w: &Web) -> BTreeSet<String> {
+    [
+        "/",
+        "/p1",
+        "/p2",
+        "/p3",
+        "/old",
+        "/p1new",
+        "/style.css",
+        "/bg.png",
+        "/big",
+    ]
+    .iter()
+    .map(|p| w.url("a.test", p))
+    .chain([w.url("c.test", "/img.png")])
+    .collect()
+}
+
+/// warcio check, warchest's validator, and `warchest index` (the library)
+/// against cdxj-indexer, on every WARC file of a crawl.
+pub fn check_files(dir: &Path) {
+    let files = warc_files(dir);
+    assert!(!files.is_empty());
+    let report = warchest_validate::validate_files(&files, &warchest_validate::Options::default());
+    assert_eq!(report.summary.errors(), 0, "{:#?}", report.findings);
+    for f in &files {
+        let o = Command::new("warcio")
+            .args(["check", "-v"])
+            .arg(f)
+            .output()
+            .expect("warcio (pip install warcio)");
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            o.status.success() && !text.contains("fail"),
+            "warcio check {}: {text}",
+            f.display()
+        );
+    }
+    // The CDXJ written as the crawl went equals cdxj-indexer's, sorted.
+    let mut ours: Vec<String> = std::fs::read_to_string(dir.join("indexes/index.cdxj"))
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    ours.sort();
+    let o = Command::new("cdxj-indexer")
+        .args(&files)
+        .output()
+        .expect("cdxj-indexer (pip install cdxj-indexer)");
+    assert!(o.status.success());
+    let mut theirs: Vec<String> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    theirs.sort();
+    // cdxj-indexer names files as given (full paths), ours by base name;
+    // it keeps the digest's `sha1:` label, warchest writes pywb's form.
+    let theirs: Vec<String> = theirs
+        .into_iter()
+        .map(|l| {
+            let mut l = l.replace("\"digest\": \"sha1:", "\"digest\": \"");
+            for f in &files {
+                l = l.replace(
+                    &f.display().to_string(),
+                    &f.file_name().unwrap().to_string_lossy(),
+                );
+            }
+            l
+        })
+        .collect();
+    let only_ours: Vec<&String> = ours
+        .iter()
+        .filter(|l| !theirs.contains(l))
+        .take(3)
+        .collect();
+    let only_theirs: Vec<&String> = theirs
+        .iter()
+        .filter(|l| !ours.contains(l))
+        .take(3)
+        .collect();
+    assert!(
+        ours == theirs,
+        "{} lines ours, {} cdxj-indexer's; only ours: {only_ours:#?}\nonly theirs: {only_theirs:#?}",
+        ours.len(),
+        theirs.len()
+    );
+}
+
+#[test]
+fn a_site_is_crawled_end_to_end() {
+    let w = web::start();
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("crawl");
+    let s = crawl(&dir, &config(&w, "max-size = 10000"));
+    assert_eq!(s.ending, Ending::Finished);
+    let reqs = w.requests();
+    // Every URL of the site, the out-of-scope embed, nothing disallowed by
+    // robots.txt, nothing out of scope, and each once.
+    assert_eq!(without_robots(reqs.clone()), expected(&w));
+    assert_eq!(
+        reqs.iter().filter(|r| !r.ends_with("/robots.txt")).count(),
+        expected(&w).len(),
+        "{reqs:#?}"
+    );
+    assert!(reqs.contains(&w.url("a.test", "/robots.txt")));
+    assert!(reqs.contains(&w.url("c.test", "/robots.txt")));
+    assert!(
+        !reqs
+            .iter()
+            .any(|r| r.contains("/private") || r.contains("b.test"))
+    );
+
+    let recs = records(&dir);
+    let find = |ty: &str, uri: &str| -> Vec<&String> {
+        recs.iter()
+            .filter(|r| {
+                r.contains(&format!("WARC-Type: {ty}\r\n"))
+                    && r.contains(&format!("WARC-Target-URI: {uri}\r\n"))
+            })
+            .collect()
+    };
+    // warcinfo describes the crawl.
+    let info = recs
+        .iter()
+        .find(|r| r.contains("WARC-Type: warcinfo"))
+        .unwrap();
+    assert!(info.contains("software: warchest-crawl/"), "{info}");
+    assert!(info.contains("crawl-config: max-size = 10000"), "{info}");
+    assert!(
+        info.contains("http-header-user-agent: Mozilla/5.0 (compatible; warchest-crawl/"),
+        "{info}"
+    );
+    // request + response + metadata with its outlinks, as Heritrix writes.
+    let home = w.url("a.test", "/");
+    assert_eq!(find("response", &home).len(), 1);
+    assert_eq!(find("request", &home).len(), 1);
+    assert!(find("request", &home)[0].contains("GET / HTTP/1.0\r\n"));
+    let meta = find("metadata", &home);
+    assert_eq!(meta.len(), 1);
+    assert!(
+        meta[0].contains(&format!("outlink: {} L", w.url("a.test", "/p1"))),
+        "{}",
+        meta[0]
+    );
+    assert!(
+        meta[0].contains(&format!("outlink: {} E", w.url("c.test", "/img.png"))),
+        "{}",
+        meta[0]
+    );
+    // The same payload twice: one response, one identical-payload revisit.
+    let (p2, p3) = (w.url("a.test", "/p2"), w.url("a.test", "/p3"));
+    let revisits = find("revisit", &p2).len() + find("revisit", &p3).len();
+    let responses = find("response", &p2).len() + find("response", &p3).len();
+    assert_eq!((responses, revisits), (1, 1));
+    assert!(recs.iter().any(|r| r.contains(
+        "WARC-Profile: http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
+    )));
+    // Larger than max-size: cut, and said so.
+    let big = find("response", &w.url("a.test", "/big"));
+    assert!(
+        big[0].contains("WARC-Truncated: length"),
+        "{}",
+        &big[0][..400]
+    );
+
+    // crawl.log: a line per URI, Heritrix's columns.
+    let log = std::fs::read_to_string(dir.join("logs/crawl.log")).unwrap();
+    let line = |uri: &str| -> Vec<String> {
+        log.lines()
+            .find(|l| l.split_whitespace().nth(3) == Some(uri))
+            .unwrap_or_else(|| panic!("no line for {uri} in\n{log}"))
+            .split_whitespace()
+            .map(str::to_string)
+            .collect()
+    };
+    let h = line(&home);
+    assert_eq!(
+        (h[1].as_str(), h[4].as_str(), h[5].as_str(), h[6].as_str()),
+        ("200", "-", "-", "text/html")
+    );
+    assert!(h[9].starts_with("sha1:"), "{h:?}");
+    let img = line(&w.url("c.test", "/img.png"));
+    assert_eq!((img[4].as_str(), img[5].as_str()), ("E", home.as_str()));
+    let private = line(&w.url("a.test", "/private/secret"));
+    assert_eq!(private[1], "-9998");
+    let moved = line(&w.url("a.test", "/p1new"));
+    assert_eq!(moved[4], "LLR");
+    let robots = line(&w.url("a.test", "/robots.txt"));
+    assert_eq!(robots[4], "P");
+    let dup = if log.contains(&format!(" {p2} ")) && line(&p2)[11].contains("duplicate:digest") {
+        p2
+    } else {
+        p3
+    };
+    assert!(line(&dup)[11].contains("duplicate:digest"), "{log}");
+    assert!(line(&w.url("a.test", "/big"))[11].contains("lenTrunc"));
+    // Out of scope: logged with the rule.
+    let scope = std::fs::read_to_string(dir.join("logs/scope.log")).unwrap();
+    assert!(scope.contains(&w.url("b.test", "/")), "{scope}");
+
+    // pages.jsonl: header, then each HTML page.
+    let pages = std::fs::read_to_string(dir.join("pages/pages.jsonl")).unwrap();
+    let mut it = pages.lines();
+    assert!(it.next().unwrap().contains("json-pages-1.0"));
+    let rows: Vec<serde_json::Value> = it.map(|l| serde_json::from_str(l).unwrap()).collect();
+    let urls: BTreeSet<&str> = rows.iter().map(|r| r["url"].as_str().unwrap()).collect();
+    assert_eq!(urls.len(), 5, "{pages}");
+    let first = rows.iter().find(|r| r["url"] == home.as_str()).unwrap();
+    assert_eq!(
+        (first["title"].as_str(), first["seed"].as_bool()),
+        (Some("Home"), Some(true))
+    );
+
+    check_files(&dir);
+}
+
+/// Runs the crawl in `dir` again from its saved configuration, with
+/// `change` applied to the text.
+pub fn resume(dir: &Path, change: impl Fn(String) -> String) -> Summary {
+    let text = change(std::fs::read_to_string(dir.join("crawl.toml")).unwrap());
+    crawl(dir, &text)
+}
+
+fn counted(reqs: &[String]) -> std::collections::BTreeMap<String, usize> {
+    let mut m = std::collections::BTreeMap::new();
+    for r in reqs.iter().filter(|r| !r.ends_with("/robots.txt")) {
+        *m.entry(r.clone()).or_insert(0) += 1;
+    }
+    m
+}
+
+#[test]
+fn a_budget_stops_the_crawl_and_resume_goes_on() {
+    let w = web::start();
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("crawl");
+    let s = crawl(&dir, &config(&w, "max-pages = 2"));
+    assert_eq!(s.ending, Ending::Budget);
+    assert!(s.counts.queued > 0, "{:?}", s.counts);
+    let first = w.requests().len();
+    assert!(first < expected(&w).len(), "stopped early: {first}");
+    let s = resume(&dir, |t| t.replace("max-pages = 2", "max-pages = 0"));
+    assert_eq!(s.ending, Ending::Finished);
+    let c = counted(&w.requests());
+    assert_eq!(c.keys().cloned().collect::<BTreeSet<_>>(), expected(&w));
+    assert!(c.values().all(|&n| n == 1), "nothing fetched twice: {c:?}");
+    check_files(&dir);
+}
+
+#[test]
+fn a_stop_request_finishes_in_flight_and_resume_goes_on() {
+    let w = web::start();
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("crawl");
+    let toml = config(&w, "").replace(
+        "seeds = [",
+        &format!("seeds = [\"{}\", ", w.url("d.test", "/gen/0")),
+    );
+    let cfg = CrawlConfig::from_toml(&toml).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let c = Crawl::open(&dir, cfg, &toml, stop.clone()).unwrap();
+    let s2 = stop.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(150));
+        s2.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+    let s = c.run(&|_| {}).unwrap();
+    assert_eq!(s.ending, Ending::Interrupted);
+    assert_eq!(s.counts.in_flight, 0, "in-flight URIs finished");
+    assert!(s.counts.queued > 0, "{:?}", s.counts);
+    let s = resume(&dir, |t| t);
+    assert_eq!(s.ending, Ending::Finished);
+    let c = counted(&w.requests());
+    let mut want = expected(&w);
+    want.extend((0..web::GEN).map(|i| w.url("d.test", &format!("/gen/{i}"))));
+    assert_eq!(c.keys().cloned().collect::<BTreeSet<_>>(), want);
+    assert!(c.values().all(|&n| n == 1), "nothing fetched twice: {c:?}");
+    check_files(&dir);
+}
+
+#[test]
+fn two_shards_fetch_what_one_crawler_fetches() {
+    use warchest_crawl::shard::shard_of;
+    let w = web::start();
+    let hosts: BTreeSet<u32> = ["a.test", "c.test", "d.test"]
+        .iter()
+        .map(|h| shard_of(&url::Url::parse(&w.url(h, "/")).unwrap(), 2))
+        .collect();
+    assert_eq!(hosts.len(), 2, "the test web's hosts fall in both shards");
+    let out = tempfile::tempdir().unwrap();
+    let handoff = out.path().join("handoff");
+    let dirs: Vec<PathBuf> = (1..=2)
+        .map(|k| out.path().join(format!("shard{k}")))
+        .collect();
+    // Rounds of both shards until neither has anything new: each reads
+    // what the other handed it when it opens.
+    let mut last = usize::MAX;
+    for round in 0..8 {
+        for (k, d) in dirs.iter().enumerate() {
+            if round == 0 {
+                let extra = format!(
+                    "shard = \"{}/2\"\nhandoff = \"{}\"",
+                    k + 1,
+                    handoff.display()
+                );
+                let t = config(&w, &extra).replace(
+                    "seeds = [",
+                    &format!("seeds = [\"{}\", ", w.url("d.test", "/gen/0")),
+                );
+                crawl(d, &t);
+            } else {
+                resume(d, |t| t);
+            }
+        }
+        let n: usize = counted(&w.requests()).values().sum();
+        if n == last {
+            break;
+        }
+        last = n;
+    }
+    let c = counted(&w.requests());
+    let mut want = expected(&w);
+    want.extend((0..web::GEN).map(|i| w.url("d.test", &format!("/gen/{i}"))));
+    assert_eq!(c.keys().cloned().collect::<BTreeSet<_>>(), want);
+    assert!(
+        c.values().all(|&n| n == 1),
+        "each URL fetched by one shard once: {c:?}"
+    );
+    for d in &dirs {
+        assert!(
+            !warc_files(d).is_empty(),
+            "{} crawled something",
+            d.display()
+        );
+        check_files(d);
+    }
+}

@@ -1,0 +1,144 @@
+//! A small web on loopback for the engine's tests: three hosts (a.test,
+//! b.test, c.test) on one port, told apart by the Host header, with every
+//! request recorded. (The generated many-host test web of the rules'
+//! `testweb` module serves the larger crawls.)
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// A running server.
+pub struct Web {
+    pub port: u16,
+    pub log: Arc<Mutex<Vec<String>>>,
+}
+
+impl Web {
+    /// `http://HOST:PORT` + path.
+    pub fn url(&self, host: &str, path: &str) -> String {
+        format!("http://{host}:{}{path}", self.port)
+    }
+
+    /// Every request served, as `http://host:port/path`, in order.
+    pub fn requests(&self) -> Vec<String> {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// The `resolve` table of a crawl configuration.
+    pub fn resolve_toml(&self) -> String {
+        "[resolve]\n\"a.test\" = \"127.0.0.1\"\n\"b.test\" = \"127.0.0.1\"\n\"c.test\" = \"127.0.0.1\"\n\"d.test\" = \"127.0.0.1\"\n".into()
+    }
+}
+
+/// Pages of d.test's tree.
+pub const GEN: usize = 60;
+
+pub const SAME: &str = "<html><body>the same page twice</body></html>";
+
+fn page(host: &str, path: &str, port: u16) -> (u16, Vec<(String, String)>, Vec<u8>) {
+    let html = |s: String| {
+        (
+            200,
+            vec![(
+                "Content-Type".to_string(),
+                "text/html; charset=utf-8".to_string(),
+            )],
+            s.into_bytes(),
+        )
+    };
+    let other = |ct: &str, b: Vec<u8>| (200, vec![("Content-Type".to_string(), ct.to_string())], b);
+    let nf = || {
+        (
+            404,
+            vec![("Content-Type".to_string(), "text/plain".to_string())],
+            b"not found".to_vec(),
+        )
+    };
+    match (host, path) {
+        ("a.test", "/robots.txt") => other("text/plain", b"User-agent: *\nDisallow: /private\n".to_vec()),
+        ("a.test", "/") => html(format!(
+            "<html><head><title>Home</title><link rel=stylesheet href=/style.css></head><body>\
+             <a href=/p1>one</a> <a href=/p2>two</a> <a href=/p3>three</a> <a href=/private/secret>no</a>\
+             <a href=http://b.test:{port}/>away</a> <img src=http://c.test:{port}/img.png> <a href=/big>big</a>\
+             </body></html>"
+        )),
+        ("a.test", "/p1") => html("<html><title>One</title><a href=/>home</a><a href=/p2>two</a><a href=/old>old</a></html>".into()),
+        ("a.test", "/p2") | ("a.test", "/p3") => html(SAME.into()),
+        ("a.test", "/old") => (301, vec![("Location".to_string(), "/p1new".to_string())], Vec::new()),
+        ("a.test", "/p1new") => html("<html><title>New</title>moved here</html>".into()),
+        ("a.test", "/style.css") => other("text/css", b"body { background: url(/bg.png) }".to_vec()),
+        ("a.test", "/bg.png") => other("image/png", vec![0x89, b'P', b'N', b'G', 1, 2, 3]),
+        ("a.test", "/big") => other("application/octet-stream", vec![b'x'; 100_000]),
+        ("c.test", "/img.png") => other("image/png", vec![0x89, b'P', b'N', b'G', 9, 9]),
+        ("b.test", "/") => html("<html>elsewhere</html>".into()),
+        // A tree of GEN pages on d.test: page i links to 2i+1 and 2i+2.
+        ("d.test", p) if p.starts_with("/gen/") => {
+            match p[5..].parse::<usize>() {
+                Ok(i) if i < GEN => {
+                    let mut b = format!("<html><title>gen {i}</title>");
+                    for c in [2 * i + 1, 2 * i + 2].into_iter().filter(|&c| c < GEN) {
+                        b.push_str(&format!("<a href=/gen/{c}>{c}</a>"));
+                    }
+                    html(b)
+                }
+                _ => nf(),
+            }
+        }
+        _ => nf(),
+    }
+}
+
+fn serve(mut s: TcpStream, port: u16, log: Arc<Mutex<Vec<String>>>) {
+    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+    let mut r = BufReader::new(match s.try_clone() {
+        Ok(c) => c,
+        Err(_) => return,
+    });
+    let mut first = String::new();
+    if r.read_line(&mut first).is_err() {
+        return;
+    }
+    let mut host = String::new();
+    loop {
+        let mut l = String::new();
+        if r.read_line(&mut l).unwrap_or(0) == 0 || l == "\r\n" || l == "\n" {
+            break;
+        }
+        if let Some((k, v)) = l.split_once(':')
+            && k.eq_ignore_ascii_case("host")
+        {
+            host = v.trim().to_string();
+        }
+    }
+    let path = first.split_whitespace().nth(1).unwrap_or("/").to_string();
+    let name = host.split(':').next().unwrap_or("").to_string();
+    log.lock().unwrap().push(format!("http://{host}{path}"));
+    let (status, headers, body) = page(&name, &path, port);
+    let mut out = format!("HTTP/1.0 {status} X\r\nContent-Length: {}\r\n", body.len());
+    for (k, v) in headers {
+        out.push_str(&format!("{k}: {v}\r\n"));
+    }
+    out.push_str("\r\n");
+    // One write, no Nagle: a head and a body in two small writes would wait
+    // for the client's delayed ACK (40 ms a response).
+    let _ = s.set_nodelay(true);
+    let mut bytes = out.into_bytes();
+    bytes.extend_from_slice(&body);
+    let _ = s.write_all(&bytes);
+}
+
+/// Starts the server on 127.0.0.1 (any port); it runs until the test ends.
+pub fn start() -> Web {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let lg = log.clone();
+    std::thread::spawn(move || {
+        for s in l.incoming().flatten() {
+            let lg = lg.clone();
+            std::thread::spawn(move || serve(s, port, lg));
+        }
+    });
+    Web { port, log }
+}
