@@ -25,8 +25,14 @@
 #![forbid(unsafe_code)]
 
 pub mod charset;
+pub mod derive;
 mod entities;
 pub mod html;
 pub mod html2text;
+pub mod json;
 pub mod lang;
+pub mod source;
+pub mod table;
 pub mod text;
+pub mod wat;
+pub mod wet;
