@@ -1,4 +1,8 @@
 //! The integration tests of warchest-derive, one module per area
 //! (docs/testing.md: one test binary per crate).
 
+#[path = "../../../warchest/tests/it/common.rs"]
+#[allow(dead_code, unused_imports)]
+mod common;
+mod resiliparse;
 mod text;
