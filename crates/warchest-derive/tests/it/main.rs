@@ -2,7 +2,6 @@
 //! (docs/testing.md: one test binary per crate).
 
 #[path = "../../../warchest/tests/it/common.rs"]
-#[allow(dead_code, unused_imports)]
 mod common;
 mod resiliparse;
 mod text;
