@@ -6,6 +6,9 @@
 #   bench/run.sh --smoke                     one pass on a fixture with the debug build,
 #                                            no FastWARC harness (CI: keeps the script alive)
 #   bench/run.sh --python [--spark] FILE     Python iteration and Spark rows (docs/python.md)
+#   bench/run.sh --derive [--smoke] [FILE]   derive text/wet/wat against Resiliparse and
+#                                            trafilatura (docs/derive.md); --smoke: a fixture,
+#                                            the debug build
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -25,6 +28,18 @@ if [ "${1:-}" = "--python" ]; then
     python3 -m pip install -q --force-reinstall --no-deps "$wheels"/warchest-*.whl
     rm -rf "$wheels"
     exec python3 "$here/python_bench.py" "$@"
+fi
+if [ "${1:-}" = "--derive" ]; then
+    shift
+    if [[ " $* " == *" --smoke "* ]]; then
+        cargo build -q -p warchest-cli --manifest-path "$root/Cargo.toml"
+        export WARCHEST_BIN=$CARGO_TARGET_DIR/debug/warchest
+        set -- "$@" "$root/../shared/fixtures/pywb/iana.warc.gz"
+    else
+        cargo build -q --release -p warchest-cli --manifest-path "$root/Cargo.toml"
+        export WARCHEST_BIN=$CARGO_TARGET_DIR/release/warchest
+    fi
+    exec python3 "$here/derive_bench.py" "$@"
 fi
 if [[ " $* " == *" --smoke "* ]]; then
     cargo build -q -p warchest-cli --manifest-path "$root/Cargo.toml"

@@ -76,4 +76,10 @@ for v in '2024-01-02T03:04:05Z' '2024-01-02T03:04:05.123456Z' '2024' '2024010203
     'WARC/1.1' 'WARC/1.0' 'response' 'warcinfo'; do
     printf '%s' "$v" > "$corpus/values/$i"; i=$((i + 1))
 done
+# derive_text: pages (the HTML payloads of the IANA crawl, as one file
+# each would be; a WARC holding them reaches the same code) and a
+# non-UTF-8 one.
+mkdir -p "$corpus/derive_text"
+put derive_text "$fixtures/pywb/example.warc" example.warc
+printf '<meta charset=koi8-r><title>\xf0\xd2\xc9</title><p>a&amp;b<br>c<table><tr><td>1<td>2</table><script>x="</p>"</script>' > "$corpus/derive_text/koi8"
 for t in "$corpus"/*; do echo "$(basename "$t"): $(ls "$t" | wc -l) inputs"; done

@@ -58,6 +58,7 @@ enum Command {
     Proxy(cmd::capture::ProxyArgs),
     Serve(cmd::serve::Args),
     Wacz(cmd::wacz::Args),
+    Derive(cmd::derive::Args),
 }
 
 /// The command line with one line a command in the list, as git, cargo
@@ -192,6 +193,7 @@ fn main() -> ExitCode {
         Command::Proxy(a) => cmd::capture::run_proxy(&global, a),
         Command::Serve(a) => cmd::serve::run(&global, a),
         Command::Wacz(a) => cmd::wacz::run(&global, a),
+        Command::Derive(a) => cmd::derive::run(&global, a),
     };
     report::recovery_summary(&global);
     report::exit(outcome)

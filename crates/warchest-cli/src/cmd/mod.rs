@@ -7,6 +7,7 @@ pub mod concat;
 pub mod convert;
 pub mod copy;
 pub mod dedupe;
+pub mod derive;
 pub mod extract;
 pub mod fetch;
 pub mod filter;

@@ -4,6 +4,7 @@ mod arc_infomall;
 mod capture;
 mod cli;
 mod common;
+mod derive;
 mod fidelity;
 mod index;
 mod inputs;

@@ -1,0 +1,239 @@
+//! The derivatives of one archive, on every core: records are read in
+//! bounded batches ([`crate::source`]), derived in parallel (rayon), and
+//! written in the input's order.
+
+use std::io::{Read, Write};
+
+use rayon::prelude::*;
+use warchest::archive::Reader;
+use warchest::codec::Decoder;
+use warchest::warc::{RecordType, Version, WarcHeader};
+use warchest::write::{Body, NewRecord, Writer};
+
+use crate::json::Json;
+use crate::source::{SourceRecord, read_batch};
+use crate::table::Row;
+
+/// What a derivation did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Records read.
+    pub records_in: u64,
+    /// Records (or rows) written.
+    pub records_out: u64,
+}
+
+/// The software named in the derivatives' warcinfo records.
+pub fn software() -> String {
+    format!("warchest-derive/{}", env!("CARGO_PKG_VERSION"))
+}
+
+fn now_rfc1123() -> String {
+    use time::format_description::well_known::Rfc2822;
+    time::OffsetDateTime::now_utc()
+        .format(&Rfc2822)
+        .unwrap_or_default()
+}
+
+fn field_err(name: &str, e: impl std::fmt::Display) -> warchest::Error {
+    warchest::Error::from(std::io::Error::new(
+        std::io::ErrorKind::InvalidData,
+        format!("{name}: {e}"),
+    ))
+}
+
+/// The warcinfo record opening a WAT or WET file named `out_name`; for a
+/// WET, the source's `robots`, `isPartOf`, `operator`, `description` and
+/// `publisher` are copied from its warcinfo (`source_info`).
+fn warcinfo<W: Write>(
+    writer: &mut Writer<W>,
+    out_name: &str,
+    wet: bool,
+    source_info: Option<&SourceRecord>,
+) -> warchest::Result<()> {
+    let mut block = format!(
+        "Software-Info: {}\r\nExtracted-Date: {}\r\n",
+        software(),
+        now_rfc1123()
+    );
+    if wet && let Some(info) = source_info {
+        let text = String::from_utf8_lossy(&info.payload);
+        for line in text.lines() {
+            if let Some((n, _)) = line.split_once(':')
+                && ["robots", "isPartOf", "operator", "description", "publisher"]
+                    .iter()
+                    .any(|k| n.trim().eq_ignore_ascii_case(k))
+            {
+                block.push_str(line.trim_end());
+                block.push_str("\r\n");
+            }
+        }
+    }
+    block.push_str(&format!(
+        "hostname: {}\r\n",
+        warchest::write::rotate::hostname()
+    ));
+    block.push_str("format: WARC File Format 1.0\r\n");
+    block.push_str(
+        "conformsTo: http://bibnum.bnf.fr/WARC/WARC_ISO_28500_version1_latestdraft.pdf\r\n",
+    );
+    let mut rec = NewRecord::with_version(RecordType::Warcinfo, Version::V1_0);
+    rec.set("WARC-Filename", out_name)?
+        .set("Content-Type", "application/warc-fields")?;
+    writer.write(&mut rec, Body::Bytes(block.as_bytes()))?;
+    Ok(())
+}
+
+/// The WAT's metadata record for `rec`.
+fn wat_record(rec: &SourceRecord, filename: &str) -> warchest::Result<(NewRecord, Vec<u8>)> {
+    let body = crate::wat::envelope(rec, filename).to_text().into_bytes();
+    let mut fields = warchest::fields::Fields::with_start_line(b"WARC/1.0");
+    let mut put =
+        |name: &str, value: &str| fields.append(name, value).map_err(|e| field_err(name, e));
+    put("WARC-Type", "metadata")?;
+    // Common Crawl writes a warcinfo's file name as the target URI; a file
+    // name is no URI (validators reject it), so that record has none here
+    // (docs/derive.md).
+    if let Some(uri) = rec.field("WARC-Target-URI") {
+        put("WARC-Target-URI", uri)?;
+    }
+    // The time of extraction, as Common Crawl's WAT has it.
+    put(
+        "WARC-Date",
+        &warchest::warc::WarcDate::now(warchest::warc::DatePrecision::Second).to_string(),
+    )?;
+    put("WARC-Record-ID", &warchest::write::new_record_id())?;
+    if let Some(id) = rec.field("WARC-Record-ID") {
+        put("WARC-Refers-To", id)?;
+    }
+    put("Content-Type", "application/json")?;
+    Ok((
+        NewRecord::from_header(WarcHeader::from_fields(Version::V1_0, fields)),
+        body,
+    ))
+}
+
+/// A derived record: its header and block.
+type Derived = (NewRecord, Vec<u8>);
+
+/// Which WARC derivative.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WarcKind {
+    /// Metadata records with the JSON envelope.
+    Wat,
+    /// Conversion records with the text.
+    Wet,
+}
+
+/// Writes the WAT or WET of the archive `reader` reads (named `filename`
+/// in the envelope's `Container`) to `writer`, after a warcinfo naming
+/// the output `out_name` when `first` is true.
+///
+/// # Errors
+/// Reading the archive or writing failed; records derived before are
+/// written.
+pub fn write_warc<R: Read, W: Write>(
+    kind: WarcKind,
+    reader: &mut Reader<Decoder<R>>,
+    filename: &str,
+    out_name: &str,
+    first: bool,
+    writer: &mut Writer<W>,
+) -> warchest::Result<Summary> {
+    let mut summary = Summary::default();
+    let mut started = !first;
+    loop {
+        let (batch, err) = read_batch(reader);
+        if !started {
+            started = true;
+            let info = batch
+                .first()
+                .filter(|r| r.record_type == RecordType::Warcinfo);
+            warcinfo(writer, out_name, kind == WarcKind::Wet, info)?;
+        }
+        if batch.is_empty() && err.is_none() {
+            break;
+        }
+        summary.records_in += batch.len() as u64;
+        let derived: Vec<warchest::Result<Option<Derived>>> = batch
+            .par_iter()
+            .map(|rec| match kind {
+                WarcKind::Wat => match rec.record_type {
+                    RecordType::Request
+                    | RecordType::Response
+                    | RecordType::Resource
+                    | RecordType::Metadata
+                    | RecordType::Warcinfo
+                    | RecordType::Revisit => wat_record(rec, filename).map(Some),
+                    _ => Ok(None),
+                },
+                WarcKind::Wet => crate::wet::conversion(rec)
+                    .map(|o| o.map(|(r, body, _)| (r, body.into_bytes()))),
+            })
+            .collect();
+        for d in derived {
+            if let Some((mut rec, body)) = d? {
+                writer.write(&mut rec, Body::Bytes(&body))?;
+                summary.records_out += 1;
+            }
+        }
+        if let Some(e) = err {
+            return Err(e);
+        }
+    }
+    Ok(summary)
+}
+
+/// The text rows of the archive `reader` reads, named `filename`: one per
+/// response, resource or conversion record with HTML or plain text, given
+/// to `sink` batch by batch in the input's order.
+///
+/// # Errors
+/// Reading the archive failed, or `sink` did; rows before are given.
+pub fn text_rows<R: Read, E: From<warchest::Error>>(
+    reader: &mut Reader<Decoder<R>>,
+    filename: &str,
+    mut sink: impl FnMut(Vec<Row>) -> Result<(), E>,
+) -> Result<Summary, E> {
+    let mut summary = Summary::default();
+    loop {
+        let (batch, err) = read_batch(reader);
+        if batch.is_empty() && err.is_none() {
+            break;
+        }
+        summary.records_in += batch.len() as u64;
+        let rows: Vec<Row> = batch
+            .par_iter()
+            .filter_map(|rec| Row::of(rec, filename))
+            .collect();
+        summary.records_out += rows.len() as u64;
+        if !rows.is_empty() {
+            sink(rows)?;
+        }
+        if let Some(e) = err {
+            return Err(e.into());
+        }
+    }
+    Ok(summary)
+}
+
+/// A row as a JSON line (keys in column order).
+pub fn row_json(row: &Row) -> String {
+    let mut o = Json::obj();
+    o.put("url", row.url.clone())
+        .put("date", row.date.clone())
+        .put("record_id", row.record_id.clone())
+        .put("warc_filename", row.warc_filename.clone())
+        .put("warc_offset", Json::Num(row.warc_offset.to_string()));
+    o.put("content_type", row.content_type.clone().unwrap_or_default())
+        .put("language", row.language.clone().unwrap_or_default())
+        .put(
+            "language_score",
+            Json::Num(format!("{:.3}", row.language_score)),
+        )
+        .put("languages", row.languages.clone())
+        .put("title", row.title.clone().unwrap_or_default())
+        .put("text", row.text.clone())
+        .put("main_text", row.main_text.clone());
+    o.to_text()
+}
