@@ -6,6 +6,7 @@
 #   bench/run.sh --smoke                     one pass on a fixture with the debug build,
 #                                            no FastWARC harness (CI: keeps the script alive)
 #   bench/run.sh --python [--spark] FILE     Python iteration and Spark rows (docs/python.md)
+#   bench/run.sh --search [--smoke] FILE...  search-index docs/s, search p50/p99 (docs/search.md)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -25,6 +26,18 @@ if [ "${1:-}" = "--python" ]; then
     python3 -m pip install -q --force-reinstall --no-deps "$wheels"/warchest-*.whl
     rm -rf "$wheels"
     exec python3 "$here/python_bench.py" "$@"
+fi
+# Search rows: search-index documents/s and query latency.
+if [ "${1:-}" = "--search" ]; then
+    shift
+    if [[ " $* " == *" --smoke "* ]]; then
+        cargo build -q -p warchest-cli --manifest-path "$root/Cargo.toml"
+        export WARCHEST_BIN=$CARGO_TARGET_DIR/debug/warchest
+    else
+        cargo build -q --release -p warchest-cli --manifest-path "$root/Cargo.toml"
+        export WARCHEST_BIN=$CARGO_TARGET_DIR/release/warchest
+    fi
+    exec python3 "$here/search_bench.py" "$@"
 fi
 if [[ " $* " == *" --smoke "* ]]; then
     cargo build -q -p warchest-cli --manifest-path "$root/Cargo.toml"

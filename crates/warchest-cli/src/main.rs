@@ -59,6 +59,8 @@ enum Command {
     Proxy(cmd::capture::ProxyArgs),
     Serve(cmd::serve::Args),
     Wacz(cmd::wacz::Args),
+    SearchIndex(cmd::search::IndexArgs),
+    Search(cmd::search::SearchArgs),
 }
 
 fn main() -> ExitCode {
@@ -110,6 +112,8 @@ fn main() -> ExitCode {
         Command::Proxy(a) => cmd::capture::run_proxy(&global, a),
         Command::Serve(a) => cmd::serve::run(&global, a),
         Command::Wacz(a) => cmd::wacz::run(&global, a),
+        Command::SearchIndex(a) => cmd::search::run_index(&global, a),
+        Command::Search(a) => cmd::search::run_search(&global, a),
     };
     report::recovery_summary(&global);
     report::exit(outcome)

@@ -41,6 +41,7 @@ pub mod doc;
 mod index;
 mod search;
 pub mod text;
+pub mod web;
 
 use std::path::{Path, PathBuf};
 
