@@ -1,0 +1,4 @@
+//! The integration tests of warchest-derive, one module per area
+//! (docs/testing.md: one test binary per crate).
+
+mod text;
