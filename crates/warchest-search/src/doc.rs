@@ -7,11 +7,11 @@ use warchest::archive::Record;
 use warchest::codec::Source;
 use warchest::warc::RecordType;
 
-use crate::text::{self, Kind};
+use warchest_derive::text as derive;
 
-/// Largest payload read for its text; the rest of a longer one is not
-/// read (its document says `cut`).
-pub const MAX_PAYLOAD: usize = 8 << 20;
+/// Largest payload read for its text (warchest-derive's bound); the rest
+/// of a longer one is not read (its document says `cut`).
+pub const MAX_PAYLOAD: usize = derive::MAX_BODY;
 
 /// Largest text kept in the index, in bytes (webarchive-discovery's cap
 /// is 512K too); a longer one is cut at a character.
@@ -61,13 +61,11 @@ pub struct Document {
 pub struct Capture {
     /// The document, all but title, text and language.
     pub doc: Document,
-    /// The payload (at most [`MAX_PAYLOAD`] bytes) when its text is
-    /// indexed.
+    /// The payload (at most [`MAX_PAYLOAD`] bytes) when its text may be
+    /// indexed (HTML, plain text, or no type said).
     pub payload: Option<Vec<u8>>,
-    /// The kind of the payload's text.
-    pub kind: Option<Kind>,
-    /// The charset declared in the HTTP header.
-    pub declared: Option<&'static encoding_rs::Encoding>,
+    /// The Content-Type the payload was served with (its charset too).
+    pub content_type: Option<String>,
 }
 
 /// Why a record gives no document.
@@ -102,7 +100,7 @@ pub fn capture<S: Source>(
         return Ok(Err(Skip::NoUrl));
     };
     let mut url = url;
-    text::cut_at_char(&mut url, MAX_URL);
+    cut_at_char(&mut url, MAX_URL);
     let date = h.date().and_then(Result::ok);
     let date_millis = date
         .as_ref()
@@ -122,54 +120,84 @@ pub fn capture<S: Source>(
         record_type: rt.as_str().to_string(),
         ..Document::default()
     };
-    let mut declared = None;
-    if let Some(head) = record.http()? {
-        doc.status = head.status();
-        doc.mime = head.media_type().unwrap_or_default().to_ascii_lowercase();
-        declared = head.encoding();
-    } else {
-        doc.mime = record_mime.unwrap_or_default();
-    }
-    let kind = Kind::of(&doc.mime);
-    let payload = match kind {
-        Some(_) => {
-            let mut buf = Vec::new();
-            let mut r = record.payload(true)?;
-            r.by_ref()
-                .take(MAX_PAYLOAD as u64 + 1)
-                .read_to_end(&mut buf)?;
-            if buf.len() > MAX_PAYLOAD {
-                buf.truncate(MAX_PAYLOAD);
-                doc.cut = true;
-            }
-            Some(buf)
+    let content_type = match record.http()? {
+        Some(head) => {
+            doc.status = head.status();
+            doc.mime = head.media_type().unwrap_or_default().to_ascii_lowercase();
+            head.content_type()
+                .map(|c| String::from_utf8_lossy(&c).into_owned())
         }
-        None => None,
+        None => {
+            doc.mime = record_mime.clone().unwrap_or_default();
+            record.header().content_type().map(|c| c.into_owned())
+        }
+    };
+    let textual = doc.mime.is_empty() || doc.mime.contains("html") || doc.mime == "text/plain";
+    let payload = if textual {
+        let mut buf = Vec::new();
+        let mut r = record.payload(true)?;
+        r.by_ref()
+            .take(MAX_PAYLOAD as u64 + 1)
+            .read_to_end(&mut buf)?;
+        if buf.len() > MAX_PAYLOAD {
+            buf.truncate(MAX_PAYLOAD);
+            doc.cut = true;
+        }
+        Some(buf)
+    } else {
+        None
     };
     Ok(Ok(Capture {
         doc,
         payload,
-        kind,
-        declared,
+        content_type,
     }))
 }
 
 impl Capture {
-    /// The document with its title and text (and language, when
-    /// `language` tells it).
-    pub fn into_document(self, language: impl Fn(&str) -> Option<String>) -> Document {
+    /// The document with its title, text and language (warchest-derive's
+    /// text API: charset, HTML to text in Common Crawl's WET layout,
+    /// whatlang), when the payload is HTML or plain text.
+    pub fn into_document(self) -> Document {
         let mut doc = self.doc;
-        if let (Some(payload), Some(kind)) = (self.payload, self.kind) {
-            let t = text::page_text(&payload, self.declared, kind);
-            doc.title = t.title;
-            doc.text = t.text;
-            if text::cut_at_char(&mut doc.text, MAX_TEXT) {
+        let ct = self.content_type.as_deref();
+        if let Some(payload) = self.payload
+            && derive::kind_of(&payload, ct).is_some()
+        {
+            let t = derive::extract(&payload, ct);
+            doc.title = t.title.unwrap_or_default();
+            cut_at_char(&mut doc.title, MAX_TITLE);
+            // The WET layout starts with the title: the title field has it.
+            doc.text = match t.text.split_once('\n') {
+                Some((first, rest)) if !doc.title.is_empty() && first == doc.title => {
+                    rest.to_string()
+                }
+                _ => t.text,
+            };
+            if cut_at_char(&mut doc.text, MAX_TEXT) {
                 doc.cut = true;
             }
-            doc.language = language(&doc.text);
+            doc.language = t.language.first().map(|l| l.code.to_string());
         }
         doc
     }
+}
+
+/// Longest title kept, in bytes.
+pub const MAX_TITLE: usize = 1024;
+
+/// Cuts `s` to at most `max` bytes, at a character boundary; true when
+/// it was longer.
+pub fn cut_at_char(s: &mut String, max: usize) -> bool {
+    if s.len() <= max {
+        return false;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s.truncate(end);
+    true
 }
 
 /// A media type without parameters, lower case.
@@ -220,10 +248,9 @@ mod tests {
         assert_eq!(c.doc.mime, "text/html");
         assert_eq!(c.doc.status, Some(200));
         assert_eq!(c.doc.timestamp, "20240302030405");
-        let d = c.into_document(|_| Some("eng".into()));
+        let d = c.into_document();
         assert_eq!(d.title, "T");
-        assert_eq!(d.text, "Hello world\n");
-        assert_eq!(d.language.as_deref(), Some("eng"));
+        assert_eq!(d.text, "Hello world");
         let mut rec = r.next_record().unwrap().unwrap();
         assert_eq!(
             capture(&mut rec, "a.warc").unwrap().unwrap_err(),

@@ -346,7 +346,7 @@ pub struct Writer<'a> {
 impl Writer<'_> {
     /// Adds the captures of `reader` (the archive `file`, already checked
     /// with [`SearchIndex::known`]), extracting their text on rayon's
-    /// threads. `language` tags a text with its language.
+    /// threads.
     ///
     /// The documents read before an error stay added; the file is recorded
     /// only when the whole archive was read.
@@ -357,7 +357,6 @@ impl Writer<'_> {
         &self,
         reader: &mut Reader<S>,
         file: IndexedFile,
-        language: &(dyn Fn(&str) -> Option<String> + Sync),
         stats: &mut AddStats,
     ) -> Result<(), Error> {
         let mut batch: Vec<Capture> = Vec::new();
@@ -381,14 +380,14 @@ impl Writer<'_> {
                     Err(Skip::Type) => stats.other += 1,
                 }
                 if batch.len() >= BATCH_DOCS || bytes >= BATCH_BYTES {
-                    self.add_batch(std::mem::take(&mut batch), language, stats)?;
+                    self.add_batch(std::mem::take(&mut batch), stats)?;
                     bytes = 0;
                 }
             }
-            self.add_batch(std::mem::take(&mut batch), language, stats)
+            self.add_batch(std::mem::take(&mut batch), stats)
         })();
         // What was read before a failure is kept in the index.
-        self.add_batch(batch, language, stats)?;
+        self.add_batch(batch, stats)?;
         res?;
         let mut file = file;
         file.documents = stats.documents - before;
@@ -399,19 +398,11 @@ impl Writer<'_> {
         Ok(())
     }
 
-    fn add_batch(
-        &self,
-        batch: Vec<Capture>,
-        language: &(dyn Fn(&str) -> Option<String> + Sync),
-        stats: &mut AddStats,
-    ) -> Result<(), Error> {
+    fn add_batch(&self, batch: Vec<Capture>, stats: &mut AddStats) -> Result<(), Error> {
         if batch.is_empty() {
             return Ok(());
         }
-        let docs: Vec<Document> = batch
-            .into_par_iter()
-            .map(|c| c.into_document(language))
-            .collect();
+        let docs: Vec<Document> = batch.into_par_iter().map(Capture::into_document).collect();
         for d in &docs {
             stats.documents += 1;
             stats.with_text += u64::from(!d.text.is_empty());
@@ -506,12 +497,7 @@ pub(crate) fn year_month(ms: i64) -> Option<(u64, u64)> {
 /// with one indexed are reported, the others read on every core.
 /// Returns, per name, what became of it: its counts, the reader's
 /// warnings (lenient recoveries), and whether it was indexed.
-pub fn add_archives<S, O>(
-    writer: &Writer<'_>,
-    names: &[String],
-    open: O,
-    language: &(dyn Fn(&str) -> Option<String> + Sync),
-) -> Vec<ArchiveOutcome>
+pub fn add_archives<S, O>(writer: &Writer<'_>, names: &[String], open: O) -> Vec<ArchiveOutcome>
 where
     S: Source,
     O: Fn(&str) -> Result<(Reader<S>, IndexedFile), Error> + Sync,
@@ -542,7 +528,7 @@ where
                     }
                     k.push(file.clone());
                 }
-                let res = writer.add_archive(&mut reader, file, language, &mut stats);
+                let res = writer.add_archive(&mut reader, file, &mut stats);
                 warnings = reader.take_warnings();
                 res.map(|()| Added::Indexed)
             })();

@@ -26,7 +26,7 @@
 //! let writer = index.writer(&WriterOptions::default())?;
 //! let file = IndexedFile::identify("a.warc", data.len() as u64, data.as_bytes())?;
 //! let mut reader = Reader::new(data.as_bytes())?;
-//! writer.add_archive(&mut reader, file, &|_| None, &mut AddStats::default())?;
+//! writer.add_archive(&mut reader, file, &mut AddStats::default())?;
 //! writer.commit()?;
 //! let index = SearchIndex::open(dir.path())?;
 //! let found = index.search(&SearchRequest::new("archive"))?;
@@ -40,7 +40,6 @@
 pub mod doc;
 mod index;
 mod search;
-pub mod text;
 pub mod web;
 
 use std::path::{Path, PathBuf};

@@ -333,7 +333,7 @@ fn snippet(g: Option<&SnippetGenerator>, d: &TantivyDocument, text: &str) -> Sni
         }
     }
     let mut t = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if crate::text::cut_at_char(&mut t, SNIPPET_CHARS) {
+    if crate::doc::cut_at_char(&mut t, SNIPPET_CHARS) {
         t.push('…');
     }
     Snippet {

@@ -144,9 +144,7 @@ pub fn run_index(g: &Global, mut args: IndexArgs) -> Result<Outcome> {
         })?;
         Ok((r, file))
     };
-    let language = |t: &str| crate::cmd::search::language(t);
-    let results =
-        pool.install(|| warchest_search::add_archives(&writer, &args.files, open, &language));
+    let results = pool.install(|| warchest_search::add_archives(&writer, &args.files, open));
     bar.finish_and_clear();
     let mut total = AddStats::default();
     let mut outcome = Outcome::Ok;
@@ -200,12 +198,6 @@ pub fn run_index(g: &Global, mut args: IndexArgs) -> Result<Outcome> {
         );
     }
     Ok(outcome)
-}
-
-/// The language of a text, ISO 639-3 (none yet: set when the text
-/// crate's language identification is merged).
-pub fn language(_text: &str) -> Option<String> {
-    None
 }
 
 pub fn run_search(_g: &Global, args: SearchArgs) -> Result<Outcome> {

@@ -91,3 +91,89 @@ fn refuses_what_it_cannot_index() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("deeper"), "{err}");
 }
+
+#[test]
+fn serve_search_page_api_and_replay_links() {
+    use crate::serve::Server;
+    let dir = tempfile::tempdir().unwrap();
+    let idx = dir.path().join("idx");
+    let example = fixture("pywb/example.warc.gz");
+    let iana = fixture("pywb/iana.warc.gz");
+    let (code, _, err) = run(bin()
+        .arg("search-index")
+        .arg(&example)
+        .arg(&iana)
+        .arg("-o")
+        .arg(&idx));
+    assert_eq!(code, 0, "{err}");
+    let s = Server::start(
+        &[&example, &iana],
+        &dir.path().join("db.redb"),
+        &["--search", idx.to_str().unwrap()],
+    );
+    // The form on the collection's page and on the search page.
+    assert!(
+        s.get("/archive/")
+            .text()
+            .contains("action=\"/archive/fulltext\"")
+    );
+    let r = s.get("/archive/fulltext");
+    assert_eq!(r.status, 200);
+    assert!(r.text().contains("name=\"q\""));
+
+    // The JSON API: hits, facets counted over all hits.
+    let r = s.get("/archive/fulltext?q=example+domain&output=json");
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+    let total = v["total"].as_u64().unwrap();
+    assert!(total >= 1, "{v}");
+    let hosts: u64 = v["facets"]["host"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(hosts, total, "{v}");
+    let hit = &v["hits"][0];
+    let url = hit["url"].as_str().unwrap();
+    assert!(url.starts_with("http://example.com"), "{hit}");
+
+    // The page: a hit whose title links to replay, and the link answers.
+    let r = s.get("/archive/fulltext?q=example+domain");
+    assert_eq!(r.status, 200);
+    let page = r.text();
+    let ts = hit["timestamp"].as_str().unwrap();
+    let link = format!("/archive/{ts}/{url}");
+    assert!(page.contains(&format!("href=\"{link}\"")), "{page}");
+    assert!(
+        page.contains("<b>Example</b>") || page.contains("<b>example</b>"),
+        "{page}"
+    );
+    assert!(page.contains("class=\"histogram\""), "{page}");
+    let replay = s.get(&link);
+    assert_eq!(replay.status, 200, "{}", replay.text());
+    let framed = s.rget(&format!("/archive/{ts}mp_/{url}"));
+    assert_eq!(framed.status, 200);
+    assert!(framed.text().contains("Example Domain"));
+
+    // Facet links narrow; paging; what is asked is escaped; bounds are 400.
+    let r = s.get("/archive/fulltext?q=*&host=www.iana.org&n=5&page=2&output=json");
+    let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+    assert_eq!(v["request"]["page"], 2);
+    assert_eq!(v["hits"].as_array().unwrap().len(), 5);
+    assert!(
+        v["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|h| h["host"] == "www.iana.org")
+    );
+    let r = s.get("/archive/fulltext?q=%3Cscript%3Ealert(1)%3C/script%3E");
+    assert!(!r.text().contains("<script>alert"), "{}", r.text());
+    let r = s.get(&format!("/archive/fulltext?q={}", "a".repeat(3000)));
+    assert_eq!(r.status, 400);
+    let r = s.get("/archive/fulltext?q=x&page=100000&output=json");
+    assert_eq!(r.status, 400);
+    assert!(r.text().contains("deeper"), "{}", r.text());
+}
