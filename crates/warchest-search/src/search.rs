@@ -142,6 +142,19 @@ pub struct SearchResults {
     pub histogram: Vec<Bucket>,
 }
 
+impl SearchResults {
+    /// The highest count of a month in the histogram (at least 1), to
+    /// scale its bars.
+    pub fn histogram_max(&self) -> u64 {
+        self.histogram
+            .iter()
+            .map(|b| b.count)
+            .max()
+            .unwrap_or(1)
+            .max(1)
+    }
+}
+
 impl SearchRequest {
     /// A request for `query`, first page, default size.
     pub fn new(query: impl Into<String>) -> SearchRequest {

@@ -179,13 +179,7 @@ pub fn results_html(action: &str, replay_prefix: &str, r: &SearchResults) -> Str
     }));
     o.push_str("</div>");
     // The histogram: one bar a month, scaled to the highest.
-    let most = r
-        .histogram
-        .iter()
-        .map(|b| b.count)
-        .max()
-        .unwrap_or(1)
-        .max(1);
+    let most = r.histogram_max();
     o.push_str(
         "<div class=\"histogram\" style=\"display:flex;align-items:flex-end;height:60px;gap:1px;margin:8px 0\">",
     );

@@ -314,13 +314,7 @@ fn print_results(out: &mut impl Write, r: &SearchResults, tty: bool) -> io::Resu
             }
         )?;
     }
-    let most = r
-        .histogram
-        .iter()
-        .map(|b| b.count)
-        .max()
-        .unwrap_or(1)
-        .max(1);
+    let most = r.histogram_max();
     writeln!(out)?;
     for b in &r.histogram {
         let width = (b.count * 40).div_ceil(most) as usize;
