@@ -9,6 +9,7 @@
 #   bench/run.sh --derive [--smoke] [FILE]   derive text/wet/wat against Resiliparse and
 #                                            trafilatura (docs/derive.md); --smoke: a fixture,
 #                                            the debug build
+#   bench/run.sh --search [--smoke] FILE...  search-index docs/s, search p50/p99 (docs/search.md)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -29,18 +30,25 @@ if [ "${1:-}" = "--python" ]; then
     rm -rf "$wheels"
     exec python3 "$here/python_bench.py" "$@"
 fi
-if [ "${1:-}" = "--derive" ]; then
+# Rows of one area each (derive, search): the binary built (the debug
+# build with --smoke), then the area's script, bench/AREA_bench.py.
+case "${1:-}" in
+--derive | --search)
+    area=${1#--}
     shift
     if [[ " $* " == *" --smoke "* ]]; then
         cargo build -q -p warchest-cli --manifest-path "$root/Cargo.toml"
         export WARCHEST_BIN=$CARGO_TARGET_DIR/debug/warchest
-        set -- "$@" "$root/../shared/fixtures/pywb/iana.warc.gz"
+        if [ "$area" = derive ]; then
+            set -- "$@" "$root/../shared/fixtures/pywb/iana.warc.gz"
+        fi
     else
         cargo build -q --release -p warchest-cli --manifest-path "$root/Cargo.toml"
         export WARCHEST_BIN=$CARGO_TARGET_DIR/release/warchest
     fi
-    exec python3 "$here/derive_bench.py" "$@"
-fi
+    exec python3 "$here/${area}_bench.py" "$@"
+    ;;
+esac
 if [[ " $* " == *" --smoke "* ]]; then
     cargo build -q -p warchest-cli --manifest-path "$root/Cargo.toml"
     export WARCHEST_BIN=$CARGO_TARGET_DIR/debug/warchest

@@ -59,6 +59,8 @@ enum Command {
     Serve(cmd::serve::Args),
     Wacz(cmd::wacz::Args),
     Derive(cmd::derive::Args),
+    SearchIndex(cmd::search::IndexArgs),
+    Search(cmd::search::SearchArgs),
 }
 
 /// The command line with one line a command in the list, as git, cargo
@@ -194,6 +196,8 @@ fn main() -> ExitCode {
         Command::Serve(a) => cmd::serve::run(&global, a),
         Command::Wacz(a) => cmd::wacz::run(&global, a),
         Command::Derive(a) => cmd::derive::run(&global, a),
+        Command::SearchIndex(a) => cmd::search::run_index(&global, a),
+        Command::Search(a) => cmd::search::run_search(&global, a),
     };
     report::recovery_summary(&global);
     report::exit(outcome)

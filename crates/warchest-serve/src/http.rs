@@ -308,20 +308,10 @@ impl Write for BodyWriter<'_> {
     }
 }
 
-/// Escapes text for HTML.
+/// Escapes text for HTML (`&`, `<`, `>`, `"`, `'`): the full-text
+/// pages' escaping, one copy for both.
 pub fn escape(s: &str) -> String {
-    let mut o = String::with_capacity(s.len() + 8);
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            c => o.push(c),
-        }
-    }
-    o
+    warchest_search::escape_html(s)
 }
 
 /// Escapes a value for a query string.

@@ -25,6 +25,7 @@
 //! | `/{coll}/{url}` | Memento TimeGate (Accept-Datetime; latest without) |
 //! | `/{coll}/timemap/link/{url}` | Memento TimeMap (RFC 7089 link format) |
 //! | `/{coll}/cdx?url=U&output=json` | CDX server, as pywb's |
+//! | `/{coll}/fulltext?q=Q` (`&output=json`) | full-text search (`--search INDEX`): page, or its JSON API |
 //! | `/{coll}/record/{src}/{offset}` | a record: headers, payload, validation |
 //! | `/{coll}/record/{src}/{offset}/warc` | the record as stored (`application/warc`) |
 //! | `/{coll}/record/{src}/{offset}/payload` | its payload |
@@ -108,6 +109,9 @@ pub struct ServeOptions {
     /// Fuzzy-matching rules for URLs with no capture of their own
     /// (default: the shipped ones, [`warchest_replay::fuzzy::FuzzyRules::default`]).
     pub fuzzy: warchest_replay::fuzzy::FuzzyRules,
+    /// A full-text index (`warchest search-index`) searched at
+    /// `/{coll}/fulltext`.
+    pub search: Option<PathBuf>,
 }
 
 impl ServeOptions {
@@ -129,6 +133,7 @@ impl ServeOptions {
             allowed_hosts: Vec::new(),
             rate_limit: None,
             fuzzy: warchest_replay::fuzzy::FuzzyRules::default(),
+            search: None,
         }
     }
 
@@ -191,6 +196,8 @@ struct App {
     limiter: Option<RateLimiter>,
     /// Where the two origins are.
     site: Site,
+    /// The full-text index, if any.
+    search: Option<warchest_search::SearchIndex>,
 }
 
 /// The addresses of the two origins.
@@ -353,6 +360,14 @@ impl Server {
     /// # Errors
     /// The store cannot be opened, or an address cannot be bound.
     pub fn bind(opts: ServeOptions) -> Result<Server> {
+        // The full-text index first: a wrong path fails before indexing.
+        let search = match &opts.search {
+            Some(p) => Some(
+                warchest_search::SearchIndex::open(p)
+                    .map_err(|e| Error::new(ErrorKind::Usage(format!("--search: {e}"))))?,
+            ),
+            None => None,
+        };
         let store_path = match &opts.store {
             Some(p) => p.clone(),
             None => {
@@ -429,6 +444,7 @@ impl Server {
                 hosts,
                 limiter: opts.rate_limit.map(RateLimiter::new),
                 site,
+                search,
             }),
             opts,
             stop: tokio::sync::watch::Sender::new(false),
@@ -559,7 +575,7 @@ fn handle(app: &App, req: &Request, resp: &mut Responder<'_>) -> HResult {
     }
     if path == "/" {
         resp.source = "page";
-        let body = pages::home(coll)?;
+        let body = pages::home(coll, app.search.is_some())?;
         resp.send(200, &text_html(), body.as_bytes())?;
         return Ok(());
     }
@@ -580,13 +596,24 @@ fn handle(app: &App, req: &Request, resp: &mut Responder<'_>) -> HResult {
     let sub = rest.split('?').next().unwrap_or("");
     if rest.is_empty() || sub.is_empty() {
         resp.source = "page";
-        let body = pages::home(coll)?;
+        let body = pages::home(coll, app.search.is_some())?;
         resp.send(200, &text_html(), body.as_bytes())?;
         return Ok(());
     }
     if sub == "search" {
         resp.source = "page";
-        return search(coll, req, resp);
+        return search(coll, app.search.is_some(), req, resp);
+    }
+    if sub == "fulltext" {
+        resp.source = if req.param("output").is_some_and(|o| o == "json") {
+            if limited(app, req, resp)? {
+                return Ok(());
+            }
+            "api"
+        } else {
+            "page"
+        };
+        return fulltext(app, req, resp);
     }
     if sub == "cdx" {
         resp.source = "api";
@@ -1020,6 +1047,78 @@ fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResul
     Ok(())
 }
 
+/// The full-text search page and its JSON API (`output=json`): the
+/// request from the query string (`q`, `page`, `n`, `host`, `year`,
+/// `mime`, `language`), bounded as `warchest search`'s.
+fn fulltext(app: &App, req: &Request, resp: &mut Responder<'_>) -> HResult {
+    let coll = &app.coll.name;
+    let json = req.param("output").is_some_and(|o| o == "json");
+    let Some(index) = &app.search else {
+        let msg = "this server has no full-text index (serve --search INDEX)";
+        if json {
+            let body = serde_json::json!({ "error": msg }).to_string();
+            resp.send(404, &application_json(), body.as_bytes())?;
+        } else {
+            let body = pages::error_page(404, msg);
+            resp.send(404, &text_html(), body.as_bytes())?;
+        }
+        return Ok(());
+    };
+    let r = warchest_search::web::request_from_query(req.query());
+    let action = format!("/{coll}/fulltext");
+    let asked = !r.query.trim().is_empty()
+        || r.host.is_some()
+        || r.year.is_some()
+        || r.mime.is_some()
+        || r.language.is_some();
+    if !json && !asked {
+        let body = pages::fulltext_page(coll, &warchest_search::web::form_html(&action, ""));
+        resp.send(200, &text_html(), body.as_bytes())?;
+        return Ok(());
+    }
+    match index.search(&r) {
+        Ok(found) => {
+            if json {
+                let body = serde_json::to_vec(&found)?;
+                resp.send(200, &application_json(), &body)?;
+            } else {
+                let html =
+                    warchest_search::web::results_html(&action, &format!("/{coll}/"), &found);
+                let body = pages::fulltext_page(coll, &html);
+                resp.send(200, &text_html(), body.as_bytes())?;
+            }
+        }
+        // A request out of bounds or a query that does not parse: 400,
+        // saying why; anything else is the server's.
+        Err(e) => {
+            let status = if matches!(e, warchest_search::Error::Query(_)) {
+                400
+            } else {
+                500
+            };
+            if json {
+                let body = serde_json::json!({ "error": e.to_string() }).to_string();
+                resp.send(status, &application_json(), body.as_bytes())?;
+            } else {
+                let form = warchest_search::web::form_html(&action, &r.query);
+                let body = pages::fulltext_page(
+                    coll,
+                    &format!(
+                        "{form}<p class=\"error\">{}</p>",
+                        http::escape(&e.to_string())
+                    ),
+                );
+                resp.send(status, &text_html(), body.as_bytes())?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn application_json() -> Vec<(String, String)> {
+    vec![("Content-Type".into(), "application/json".into())]
+}
+
 /// One line of the CDX API: JSON (`output=json` or `fl=`), else CDXJ.
 fn cdx_line(c: &Capture, json: bool, fields: Option<&[String]>) -> String {
     let obj = cdx_object(c);
@@ -1122,14 +1221,14 @@ fn cdx_object(c: &Capture) -> Vec<(&'static str, String)> {
     m
 }
 
-fn search(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResult {
+fn search(coll: &Collection, fulltext: bool, req: &Request, resp: &mut Responder<'_>) -> HResult {
     let q = req.param("url").unwrap_or_default();
     let m = req
         .param("match")
         .and_then(|m| MatchType::parse(&m))
         .unwrap_or(MatchType::Prefix);
     if q.trim().is_empty() {
-        let body = pages::home(coll)?;
+        let body = pages::home(coll, fulltext)?;
         resp.send(200, &text_html(), body.as_bytes())?;
         return Ok(());
     }

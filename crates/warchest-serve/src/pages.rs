@@ -83,8 +83,14 @@ fn asked(m: MatchType) -> &'static str {
 }
 
 /// The collection page.
-pub(super) fn home(coll: &Collection) -> warchest::Result<String> {
+pub(super) fn home(coll: &Collection, fulltext: bool) -> warchest::Result<String> {
     let mut b = search_form(&coll.name, "");
+    if fulltext {
+        b.push_str(&warchest_search::web::form_html(
+            &format!("/{}/fulltext", coll.name),
+            "",
+        ));
+    }
     let n = coll.store.len()?;
     let _ = write!(
         b,
@@ -108,6 +114,11 @@ pub(super) fn home(coll: &Collection) -> warchest::Result<String> {
     }
     b.push_str("</table>");
     Ok(page(&coll.name, "Collection", &b))
+}
+
+/// The full-text search page around `body` (the form, the results).
+pub(super) fn fulltext_page(coll: &str, body: &str) -> String {
+    page(coll, "Full-text search", body)
 }
 
 /// The URLs matching a search.

@@ -18,6 +18,7 @@ pub mod pack;
 pub mod recompress;
 pub mod recover;
 pub mod resolve;
+pub mod search;
 pub mod segment;
 pub mod serve;
 pub mod split;

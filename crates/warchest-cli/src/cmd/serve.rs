@@ -86,6 +86,11 @@ pub struct Args {
     /// ones (docs/serve.md, "Fuzzy matching"); added to them.
     #[arg(long, value_name = "FILE")]
     fuzzy_rules: Option<PathBuf>,
+    /// A full-text index made by `warchest search-index`: a search page at
+    /// /{coll}/fulltext (hits with snippet and replay link, facets, date
+    /// histogram, paging) and its JSON API (`&output=json`).
+    #[arg(long, value_name = "INDEX")]
+    search: Option<PathBuf>,
 }
 
 pub fn run(_g: &Global, args: Args) -> Result<Outcome> {
@@ -118,6 +123,7 @@ pub fn run(_g: &Global, args: Args) -> Result<Outcome> {
     };
     let opts = ServeOptions {
         fuzzy,
+        search: args.search,
         listen: args.listen,
         collection: args.collection,
         paths: args.paths,

@@ -15,6 +15,7 @@ mod proxy_limits;
 mod remote;
 mod remote_jobs;
 mod safety;
+mod search;
 mod serve;
 mod serve_limits;
 mod serve_paths;

@@ -1,0 +1,260 @@
+//! The documents of the index: one per capture with a payload (response
+//! and resource records), read from an archive record.
+
+use std::io::Read;
+
+use warchest::archive::Record;
+use warchest::codec::Source;
+use warchest::warc::RecordType;
+
+use warchest_derive::text as derive;
+
+/// Largest payload read for its text (warchest-derive's bound); the rest
+/// of a longer one is not read (its document says `cut`).
+pub const MAX_PAYLOAD: usize = derive::MAX_BODY;
+
+/// Largest text kept in the index, in bytes (webarchive-discovery's cap
+/// is 512K too); a longer one is cut at a character.
+pub const MAX_TEXT: usize = 512 * 1024;
+
+/// Longest URL indexed, in bytes (a term must stay under tantivy's
+/// 65,530-byte limit).
+pub const MAX_URL: usize = 8 * 1024;
+
+/// One capture, as the index holds it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Document {
+    /// WARC-Target-URI.
+    pub url: String,
+    /// SURT form of the URL (`warchest_index::surt::url_key`).
+    pub surt: String,
+    /// Host of the URL, lower case; empty when it has none.
+    pub host: String,
+    /// WARC-Date in milliseconds since 1970.
+    pub date_millis: Option<i64>,
+    /// WARC-Date as 14 digits (the replay timestamp); empty when missing.
+    pub timestamp: String,
+    /// Media type, lower case, no parameters: the HTTP Content-Type of a
+    /// response, the record's Content-Type of a resource.
+    pub mime: String,
+    /// HTTP status of a response.
+    pub status: Option<u16>,
+    /// Language of the text (ISO 639-3), when known.
+    pub language: Option<String>,
+    /// Title of an HTML page.
+    pub title: String,
+    /// The text of an HTML or plain-text payload (at most [`MAX_TEXT`]).
+    pub text: String,
+    /// The archive file's name.
+    pub file: String,
+    /// Stored offset of the record in the file.
+    pub offset: u64,
+    /// WARC-Type.
+    pub record_type: String,
+    /// The payload or the text was cut ([`MAX_PAYLOAD`], [`MAX_TEXT`]).
+    pub cut: bool,
+}
+
+/// A capture read from a record, before its text is extracted (the
+/// expensive part, done on other threads).
+#[derive(Debug, Clone, Default)]
+pub struct Capture {
+    /// The document, all but title, text and language.
+    pub doc: Document,
+    /// The payload (at most [`MAX_PAYLOAD`] bytes) when its text may be
+    /// indexed (HTML, plain text, or no type said).
+    pub payload: Option<Vec<u8>>,
+    /// The Content-Type the payload was served with (its charset too).
+    pub content_type: Option<String>,
+}
+
+/// Why a record gives no document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Skip {
+    /// Not a response or resource (request, metadata, warcinfo...).
+    Type,
+    /// A revisit: no payload of its own.
+    Revisit,
+    /// No WARC-Target-URI.
+    NoUrl,
+}
+
+/// The capture `record` holds (its payload read, up to [`MAX_PAYLOAD`],
+/// when its type's text is indexed), or why it holds none.
+///
+/// # Errors
+/// Reading the record failed, or its transfer or content coding cannot be
+/// removed.
+pub fn capture<S: Source>(
+    record: &mut Record<'_, S>,
+    file: &str,
+) -> warchest::Result<Result<Capture, Skip>> {
+    let h = record.header();
+    let rt = h.record_type();
+    match rt {
+        RecordType::Response | RecordType::Resource => {}
+        RecordType::Revisit => return Ok(Err(Skip::Revisit)),
+        _ => return Ok(Err(Skip::Type)),
+    }
+    let Some(url) = h.target_uri().map(|u| u.trim().to_string()) else {
+        return Ok(Err(Skip::NoUrl));
+    };
+    let mut url = url;
+    cut_at_char(&mut url, MAX_URL);
+    let date = h.date().and_then(Result::ok);
+    let date_millis = date
+        .as_ref()
+        .and_then(|d| d.to_unix_nanos())
+        .and_then(|n| i64::try_from(n / 1_000_000).ok());
+    let timestamp = date.as_ref().map(|d| d.timestamp14()).unwrap_or_default();
+    let record_mime = h.content_type().map(|c| media_type(&c));
+    let offset = record.location().offset;
+    let mut doc = Document {
+        surt: warchest_index::surt::url_key(&url),
+        host: host_of(&url),
+        url,
+        date_millis,
+        timestamp,
+        file: file.to_string(),
+        offset,
+        record_type: rt.as_str().to_string(),
+        ..Document::default()
+    };
+    let content_type = match record.http()? {
+        Some(head) => {
+            doc.status = head.status();
+            doc.mime = head.media_type().unwrap_or_default().to_ascii_lowercase();
+            head.content_type()
+                .map(|c| String::from_utf8_lossy(&c).into_owned())
+        }
+        None => {
+            doc.mime = record_mime.clone().unwrap_or_default();
+            record.header().content_type().map(|c| c.into_owned())
+        }
+    };
+    let textual = doc.mime.is_empty() || doc.mime.contains("html") || doc.mime == "text/plain";
+    let payload = if textual {
+        let mut buf = Vec::new();
+        let mut r = record.payload(true)?;
+        r.by_ref()
+            .take(MAX_PAYLOAD as u64 + 1)
+            .read_to_end(&mut buf)?;
+        if buf.len() > MAX_PAYLOAD {
+            buf.truncate(MAX_PAYLOAD);
+            doc.cut = true;
+        }
+        Some(buf)
+    } else {
+        None
+    };
+    Ok(Ok(Capture {
+        doc,
+        payload,
+        content_type,
+    }))
+}
+
+impl Capture {
+    /// The document with its title, text and language (warchest-derive's
+    /// text API: charset, HTML to text in Common Crawl's WET layout,
+    /// whatlang), when the payload is HTML or plain text.
+    pub fn into_document(self) -> Document {
+        let mut doc = self.doc;
+        let ct = self.content_type.as_deref();
+        if let Some(payload) = self.payload
+            && derive::kind_of(&payload, ct).is_some()
+        {
+            let t = derive::extract(&payload, ct);
+            doc.title = t.title.unwrap_or_default();
+            cut_at_char(&mut doc.title, MAX_TITLE);
+            // The WET layout starts with the title: the title field has it.
+            doc.text = match t.text.split_once('\n') {
+                Some((first, rest)) if !doc.title.is_empty() && first == doc.title => {
+                    rest.to_string()
+                }
+                _ => t.text,
+            };
+            if cut_at_char(&mut doc.text, MAX_TEXT) {
+                doc.cut = true;
+            }
+            doc.language = t.language.first().map(|l| l.code.to_string());
+        }
+        doc
+    }
+}
+
+/// Longest title kept, in bytes.
+pub const MAX_TITLE: usize = 1024;
+
+/// Cuts `s` to at most `max` bytes, at a character boundary; true when
+/// it was longer.
+pub fn cut_at_char(s: &mut String, max: usize) -> bool {
+    if s.len() <= max {
+        return false;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s.truncate(end);
+    true
+}
+
+/// A media type without parameters, lower case.
+fn media_type(ct: &str) -> String {
+    ct.split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase()
+}
+
+/// The host of `url`, lower case, without a port; empty when none.
+pub fn host_of(url: &str) -> String {
+    url::Url::parse(url)
+        .ok()
+        .and_then(|u| {
+            u.host_str()
+                .map(|h| h.trim_end_matches('.').to_ascii_lowercase())
+        })
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use warchest::archive::Reader;
+
+    #[test]
+    fn response_resource_and_others() {
+        let http = "HTTP/1.1 200 OK\r\nContent-Type: text/HTML; charset=utf-8\r\n\r\n\
+                    <title>T</title><p>Hello world</p>";
+        let data = format!(
+            "WARC/1.0\r\nWARC-Type: response\r\nWARC-Date: 2024-03-02T03:04:05Z\r\n\
+             WARC-Target-URI: http://WWW.Example.com:8080/a\r\n\
+             Content-Type: application/http; msgtype=response\r\n\
+             Content-Length: {}\r\n\r\n{http}\r\n\r\n\
+             WARC/1.0\r\nWARC-Type: request\r\nWARC-Target-URI: http://example.com/\r\n\
+             Content-Length: 0\r\n\r\n\r\n\r\n",
+            http.len()
+        );
+        let data = data.as_bytes();
+        let mut r = Reader::new(data).unwrap();
+        let mut rec = r.next_record().unwrap().unwrap();
+        let c = capture(&mut rec, "a.warc").unwrap().unwrap();
+        drop(rec);
+        assert_eq!(c.doc.host, "www.example.com");
+        assert_eq!(c.doc.surt, "com,example:8080)/a");
+        assert_eq!(c.doc.mime, "text/html");
+        assert_eq!(c.doc.status, Some(200));
+        assert_eq!(c.doc.timestamp, "20240302030405");
+        let d = c.into_document();
+        assert_eq!(d.title, "T");
+        assert_eq!(d.text, "Hello world");
+        let mut rec = r.next_record().unwrap().unwrap();
+        assert_eq!(
+            capture(&mut rec, "a.warc").unwrap().unwrap_err(),
+            Skip::Type
+        );
+    }
+}

@@ -1,0 +1,3 @@
+//! Integration tests of warchest-search: one binary, a module per area.
+
+mod index;
