@@ -59,6 +59,7 @@ enum Command {
     Proxy(cmd::capture::ProxyArgs),
     Serve(cmd::serve::Args),
     Wacz(cmd::wacz::Args),
+    Qa(cmd::browser::QaArgs),
 }
 
 fn main() -> ExitCode {
@@ -110,6 +111,7 @@ fn main() -> ExitCode {
         Command::Proxy(a) => cmd::capture::run_proxy(&global, a),
         Command::Serve(a) => cmd::serve::run(&global, a),
         Command::Wacz(a) => cmd::wacz::run(&global, a),
+        Command::Qa(a) => cmd::browser::run_qa(&global, a),
     };
     report::recovery_summary(&global);
     report::exit(outcome)
