@@ -33,6 +33,9 @@ pub struct Response {
     /// Served from the browser's cache or a service worker, not the
     /// network.
     pub cached: bool,
+    /// It carries `Memento-Datetime`: a replay of an archived response
+    /// (whatever its status), not the replay's "not in the archive".
+    pub memento: bool,
 }
 
 /// A request that failed, and why.
@@ -330,6 +333,9 @@ fn observe(t: &mut Track, method: &str, p: &Value) {
             t.responses.push(Response {
                 url: url.to_string(),
                 status: r["status"].as_u64().unwrap_or(0) as u16,
+                memento: r["headers"]
+                    .as_object()
+                    .is_some_and(|h| h.keys().any(|k| k.eq_ignore_ascii_case("memento-datetime"))),
                 cached: flag("fromDiskCache")
                     || flag("fromServiceWorker")
                     || flag("fromPrefetchCache")

@@ -7,7 +7,8 @@
 //! - the text: a similarity ratio, 1 − (word-level Levenshtein distance ÷
 //!   the longer text's words), over the first [`TEXT_WORDS`] words;
 //! - resources the replay asked for that the archive does not hold (serve
-//!   answered 4xx or 5xx on the replay origin);
+//!   answered 4xx or 5xx on the replay origin without `Memento-Datetime`:
+//!   an archived 404 is a capture, not a miss);
 //! - requests that tried to leave the archive (any other origin, blocked
 //!   by the replay's Content-Security-Policy or failing).
 //!
@@ -501,7 +502,7 @@ async fn replay_page(
             }
             if !inside(&r.url) {
                 left.insert(r.url.clone());
-            } else if r.status >= 400 {
+            } else if r.status >= 400 && !r.memento {
                 missing.insert(original_url(&r.url[origin.len()..]));
             } else {
                 replayed += 1;
