@@ -365,6 +365,60 @@ impl Recorder {
         Ok(true)
     }
 
+    /// Writes a `resource` record of `block` (section 6.4.3): what a
+    /// browser made of a page (a screenshot at `urn:view:URL`, its text at
+    /// `urn:text:URL`), with more `fields`; returns its record id.
+    ///
+    /// # Errors
+    /// Writing failed.
+    pub fn record_resource(
+        &self,
+        uri: &str,
+        date: time::OffsetDateTime,
+        content_type: &str,
+        block: &[u8],
+        fields: &[(&str, &str)],
+    ) -> Result<String, CaptureError> {
+        let mut rec = self.new_record(RecordType::Resource, uri, warc_date(date))?;
+        rec.set(field::CONTENT_TYPE, content_type)?;
+        for (k, v) in fields {
+            rec.append(k, v)?;
+        }
+        let id = rec.record_id();
+        let mut guard = self.lock()?;
+        Self::writer(&mut guard)?.write(&mut rec, Body::Bytes(block))?;
+        drop(guard);
+        self.count(|s| s.records += 1);
+        Ok(id)
+    }
+
+    /// Writes a `metadata` record of `fields` (`application/warc-fields`)
+    /// about `uri`: a browser's page (its outlinks, what it loaded),
+    /// WARC-Concurrent-To `concurrent_to` when given.
+    ///
+    /// # Errors
+    /// Writing failed.
+    pub fn record_metadata(
+        &self,
+        uri: &str,
+        date: time::OffsetDateTime,
+        fields: &[(String, String)],
+        concurrent_to: Option<&str>,
+    ) -> Result<String, CaptureError> {
+        let mut m = self.new_record(RecordType::Metadata, uri, warc_date(date))?;
+        m.set(field::CONTENT_TYPE, records::WARC_FIELDS)?;
+        if let Some(c) = concurrent_to {
+            m.set(field::CONCURRENT_TO, c)?;
+        }
+        let id = m.record_id();
+        let block = records::warc_fields(fields.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
+        let mut guard = self.lock()?;
+        Self::writer(&mut guard)?.write(&mut m, Body::Bytes(&block))?;
+        drop(guard);
+        self.count(|s| s.records += 1);
+        Ok(id)
+    }
+
     /// Writes an FTP retrieval (section 6.4.3): the file (or directory
     /// listing) as a `resource` record of `content_type`, and the control conversation in a `metadata` record
     /// WARC-Concurrent-To it.

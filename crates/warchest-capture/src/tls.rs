@@ -145,6 +145,10 @@ impl ServerCertVerifier for AcceptAny {
 pub struct CertAuthority {
     issuer: rcgen::Issuer<'static, rcgen::KeyPair>,
     cert_pem: String,
+    // Sent after each host's certificate: a client that pins the CA's key
+    // (Chromium's --ignore-certificate-errors-spki-list) finds it in the
+    // chain the server presents.
+    cert_der: CertificateDer<'static>,
     cache: Mutex<HashMap<String, Arc<ServerConfig>>>,
 }
 
@@ -167,12 +171,16 @@ impl CertAuthority {
                 .map(|e| start + e + "-----END CERTIFICATE-----".len())
                 .ok_or_else(|| tls_err(format!("{}: unterminated certificate", path.display())))?;
             let cert_pem = format!("{}\n", &text[start..end]);
+            use rustls::pki_types::pem::PemObject;
+            let cert_der = CertificateDer::from_pem_slice(cert_pem.as_bytes())
+                .map_err(|e| tls_err(format!("{}: {e}", path.display())))?;
             // The issuer is the CA's name and key; the certificate itself
             // need not be parsed, since warchest made it with these params.
             let issuer = rcgen::Issuer::new(ca_params(), key);
             return Ok(CertAuthority {
                 issuer,
                 cert_pem,
+                cert_der,
                 cache: Mutex::new(HashMap::new()),
             });
         }
@@ -180,11 +188,13 @@ impl CertAuthority {
         let key = rcgen::KeyPair::generate().map_err(tls_err)?;
         let cert = params.self_signed(&key).map_err(tls_err)?;
         let cert_pem = cert.pem();
+        let cert_der = cert.der().clone();
         let text = format!("{}{}", key.serialize_pem(), cert_pem);
         write_private(path, text.as_bytes()).map_err(io)?;
         Ok(CertAuthority {
             issuer: rcgen::Issuer::new(params, key),
             cert_pem,
+            cert_der,
             cache: Mutex::new(HashMap::new()),
         })
     }
@@ -192,6 +202,14 @@ impl CertAuthority {
     /// The CA certificate, PEM, for clients to trust.
     pub fn cert_pem(&self) -> &str {
         &self.cert_pem
+    }
+
+    /// The CA's SubjectPublicKeyInfo (DER): its SHA-256 is what a browser
+    /// is told to accept with `--ignore-certificate-errors-spki-list`, so
+    /// that it trusts this CA and no other browser does.
+    pub fn spki_der(&self) -> Vec<u8> {
+        use rcgen::PublicKeyData;
+        self.issuer.key().subject_public_key_info()
     }
 
     /// A server configuration presenting a certificate for `host`, signed
@@ -214,7 +232,7 @@ impl CertAuthority {
             .with_safe_default_protocol_versions()
             .map_err(tls_err)?
             .with_no_client_auth()
-            .with_single_cert(vec![cert.der().clone()], key_der)
+            .with_single_cert(vec![cert.der().clone(), self.cert_der.clone()], key_der)
             .map_err(tls_err)?;
         let cfg = Arc::new(cfg);
         if let Ok(mut m) = self.cache.lock() {

@@ -61,6 +61,7 @@ enum Command {
     Derive(cmd::derive::Args),
     SearchIndex(cmd::search::IndexArgs),
     Search(cmd::search::SearchArgs),
+    Qa(cmd::browser::QaArgs),
 }
 
 /// The command line with one line a command in the list, as git, cargo
@@ -198,6 +199,7 @@ fn main() -> ExitCode {
         Command::Derive(a) => cmd::derive::run(&global, a),
         Command::SearchIndex(a) => cmd::search::run_index(&global, a),
         Command::Search(a) => cmd::search::run_search(&global, a),
+        Command::Qa(a) => cmd::browser::run_qa(&global, a),
     };
     report::recovery_summary(&global);
     report::exit(outcome)

@@ -193,6 +193,8 @@ pub struct CaptureArgs {
     /// Each fetch as a JSON line on stdout.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    browser: super::browser::BrowserArgs,
 }
 
 fn read_urls(args: &CaptureArgs) -> Result<Vec<String>> {
@@ -221,6 +223,9 @@ fn read_urls(args: &CaptureArgs) -> Result<Vec<String>> {
 
 pub fn run_capture(g: &Global, args: CaptureArgs) -> Result<Outcome> {
     let urls = read_urls(&args)?;
+    if args.browser.browser {
+        return run_capture_browser(g, args, urls);
+    }
     let mut opts = CaptureOptions {
         output: args
             .out
@@ -305,6 +310,61 @@ pub fn run_capture(g: &Global, args: CaptureArgs) -> Result<Outcome> {
     } else {
         Outcome::Ok
     })
+}
+
+/// `capture --browser`: the pages in Chromium through an in-process
+/// recording proxy with a CA of its own, trusted by that browser only.
+fn run_capture_browser(g: &Global, args: CaptureArgs, urls: Vec<String>) -> Result<Outcome> {
+    let ca_dir = tempfile::tempdir().context("temporary directory")?;
+    let ca = Arc::new(tls::CertAuthority::load_or_create(
+        &ca_dir.path().join("ca.pem"),
+    )?);
+    let index = args
+        .net
+        .dedupe_index
+        .as_ref()
+        .map(DigestIndex::open)
+        .transpose()?;
+    let rotating = args
+        .out
+        .rotating("capture", "captured by warchest capture --browser")?;
+    let digest = rotating
+        .writer
+        .digest
+        .unwrap_or(warchest::digest::Algorithm::Sha1);
+    let spool_threshold = capture::SPOOL_IN_MEMORY.min(rotating.writer.spool_threshold);
+    let recorder = Arc::new(capture::Recorder::new(&args.out.output, rotating, index)?);
+    let roots: Vec<&std::path::Path> = args.net.ca_certs.iter().map(|p| p.as_path()).collect();
+    // A response the page is still receiving when its time is up is
+    // recorded as truncated (time) rather than left open.
+    let mut limits = args.net.limits()?;
+    if limits.max_time.is_none() {
+        limits.max_time = Some(args.browser.options()?.page_timeout);
+    }
+    let opts = proxy::ProxyOptions {
+        fetch: capture::http::FetchOptions {
+            tls: tls::client_config(args.net.insecure, &roots)?,
+            timeout: NetArgs::seconds(args.net.timeout, "--timeout")?,
+            read: capture::http::ReadOptions {
+                limits,
+                digest,
+                spool_threshold,
+                max_head: warchest::Limits::default().max_http_head,
+            },
+        },
+        ca,
+        resolver: args.net.resolver()?,
+        // The browser reaches what `capture` reaches: the proxy listens on
+        // loopback for our own browser only, so it is no open relay.
+        access: proxy::Access {
+            credentials: None,
+            allow: vec!["0.0.0.0/0".parse()?, "::/0".parse()?],
+            deny: Vec::new(),
+        },
+    };
+    let (outcome, _files) =
+        super::browser::run_capture(g, urls, &args.browser, recorder, opts, args.json)?;
+    Ok(outcome)
 }
 
 /// A recording HTTP proxy, like warcprox: everything passing through is

@@ -1,6 +1,7 @@
 //! One module per command.
 
 pub mod annotate;
+pub mod browser;
 pub mod capture;
 pub mod check;
 pub mod concat;

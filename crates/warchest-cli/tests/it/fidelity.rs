@@ -130,7 +130,7 @@ fn page(title: &str, colour: &str, body: &str) -> Vec<u8> {
 }
 
 /// The archived site: (URL path and query, Content-Type, body).
-fn site(live: &str) -> Vec<(String, &'static str, Vec<u8>)> {
+pub(crate) fn site(live: &str) -> Vec<(String, &'static str, Vec<u8>)> {
     const HTML: &str = "text/html; charset=utf-8";
     const JS: &str = "application/javascript";
     const SVG: &str = "image/svg+xml";
@@ -526,7 +526,7 @@ top.location.href='/nav/c.html?_='+e('top='+top.location.href+' parent='+parent.
 
 /// Header lines of the archived responses other than Content-Type and
 /// Content-Length.
-fn extra_headers(path: &str) -> &'static str {
+pub(crate) fn extra_headers(path: &str) -> &'static str {
     match path {
         "/m/cookie.html" => {
             "Set-Cookie: arch=2012; Path=/m; Expires=Wed, 21-Nov-2012 12:00:00 GMT\r\n\

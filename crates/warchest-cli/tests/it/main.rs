@@ -1,6 +1,7 @@
 //! The integration tests of the `warchest` command, one binary (docs/testing.md).
 
 mod arc_infomall;
+mod browser;
 mod capture;
 mod cli;
 mod common;

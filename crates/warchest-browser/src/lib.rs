@@ -1,0 +1,364 @@
+//! Capturing pages as a browser sees them, and checking their replay.
+//!
+//! - [`Browsers`]: headless Chromium processes we start and supervise,
+//!   each page in a tab whose traffic goes through warchest's own
+//!   recording proxy (`warchest_capture::proxy`, in process), so that
+//!   what the browser fetched is recorded wire-exact by the same
+//!   [`Recorder`] (writer, files and dedupe index) as the HTTP capture.
+//!   Per page: behaviours each with a time bound (scroll, media, network
+//!   idle, the user's own script), a PNG screenshot at `urn:view:URL`, the
+//!   rendered text at `urn:text:URL`, the rendered DOM's links returned and
+//!   written in the page's metadata record. A tab or browser that crashes
+//!   or hangs is restarted and the page retried once, then reported
+//!   failed.
+//! - [`qa`]: `warchest qa`: every captured page replayed through
+//!   `warchest serve` in Chromium and compared with the capture.
+//! - [`cdp`]: the DevTools protocol client; [`chrome`]: the process.
+//!
+//! docs/crawl.md ("Browser capture", "QA") has the design.
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub mod cdp;
+pub mod chrome;
+mod grab;
+pub mod page;
+pub mod qa;
+
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use sha2::Digest as _;
+use tokio::sync::Semaphore;
+use warchest_capture::Recorder;
+use warchest_capture::proxy::{Proxy, ProxyOptions};
+
+pub use grab::{Behavior, LoadState, PageResult};
+
+/// What went wrong with a browser or a page.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BrowserError {
+    /// The browser could not be started.
+    #[error("starting the browser: {0}")]
+    Launch(String),
+    /// The DevTools protocol failed.
+    #[error("DevTools: {0}")]
+    Cdp(String),
+    /// The browser closed its connection (it exited or crashed).
+    #[error("the browser is gone")]
+    Gone,
+    /// The tab's renderer crashed.
+    #[error("the tab crashed")]
+    Crashed,
+    /// Something took longer than its bound.
+    #[error("timed out: {0}")]
+    Timeout(String),
+    /// The page failed (a network error, a script that threw).
+    #[error("{0}")]
+    Page(String),
+    /// A file or process error, with what it was about.
+    #[error("{0}: {1}")]
+    Io(String, #[source] std::io::Error),
+    /// Recording failed.
+    #[error(transparent)]
+    Capture(#[from] warchest_capture::CaptureError),
+    /// Reading an archive failed.
+    #[error(transparent)]
+    Warc(#[from] warchest::Error),
+}
+
+/// How pages are captured.
+#[derive(Debug, Clone)]
+pub struct BrowserOptions {
+    /// The Chromium executable ([`chrome::find_on_path`] when the user
+    /// names none).
+    pub chromium: PathBuf,
+    /// Browsers (one tab each) at once.
+    pub browsers: usize,
+    /// The bound of a whole page: load, behaviours, screenshot, text,
+    /// links. A page past it is a hang: its browser is restarted.
+    pub page_timeout: Duration,
+    /// How long the load event is waited for; past it the page is taken
+    /// as it is (a page that never stops loading).
+    pub load_timeout: Duration,
+    /// The bound of each behaviour (scroll, media, the user's script).
+    pub behavior_timeout: Duration,
+    /// How long the network must be quiet to be idle.
+    pub idle_quiet: Duration,
+    /// The longest wait for network idle (after load and after the
+    /// behaviours).
+    pub idle_timeout: Duration,
+    /// Scroll to the end (lazy loading triggered).
+    pub scroll: bool,
+    /// Start audio and video.
+    pub media: bool,
+    /// The user's own behaviour script, run in each page (an expression;
+    /// a promise it returns is awaited).
+    pub behaviors: Option<String>,
+    /// A browser is restarted after this many pages (memory stays
+    /// bounded over long crawls).
+    pub pages_per_browser: usize,
+    /// More Chromium flags.
+    pub extra_flags: Vec<String>,
+}
+
+impl BrowserOptions {
+    /// Defaults for `chromium`: one browser, 60 s a page, 30 s to load,
+    /// 15 s a behaviour, 500 ms of quiet within at most 10 s, scroll and
+    /// media on, a restart every 100 pages.
+    pub fn new(chromium: PathBuf) -> BrowserOptions {
+        BrowserOptions {
+            chromium,
+            browsers: 1,
+            page_timeout: Duration::from_secs(60),
+            load_timeout: Duration::from_secs(30),
+            behavior_timeout: Duration::from_secs(15),
+            idle_quiet: Duration::from_millis(500),
+            idle_timeout: Duration::from_secs(10),
+            scroll: true,
+            media: true,
+            behaviors: None,
+            pages_per_browser: 100,
+            extra_flags: Vec::new(),
+        }
+    }
+}
+
+struct Slot {
+    browser: Option<chrome::Chromium>,
+    pages: usize,
+}
+
+/// Supervised browsers capturing pages through an in-process recording
+/// proxy; see the crate documentation. Its methods block; call them from
+/// any thread (a crawler's workers).
+pub struct Browsers {
+    rt: tokio::runtime::Runtime,
+    opts: BrowserOptions,
+    launch: chrome::Launch,
+    recorder: Arc<Recorder>,
+    slots: Vec<tokio::sync::Mutex<Slot>>,
+    free: Mutex<Vec<usize>>,
+    permits: Arc<Semaphore>,
+    proxy_stop: Arc<AtomicBool>,
+    proxy: Option<std::thread::JoinHandle<Result<(), warchest_capture::CaptureError>>>,
+    proxy_addr: SocketAddr,
+    restarts: std::sync::atomic::AtomicU64,
+}
+
+impl Browsers {
+    /// Starts the recording proxy on a loopback port, writing through
+    /// `recorder`; browsers start at their first page.
+    ///
+    /// # Errors
+    /// The proxy or the runtime cannot be set up.
+    pub fn start(
+        opts: BrowserOptions,
+        recorder: Arc<Recorder>,
+        proxy: ProxyOptions,
+    ) -> Result<Browsers, BrowserError> {
+        let spki = data_encoding::BASE64.encode(&sha2::Sha256::digest(proxy.ca.spki_der()));
+        let p = Proxy::bind(
+            SocketAddr::from(([127, 0, 0, 1], 0)),
+            recorder.clone(),
+            proxy,
+        )?;
+        let proxy_addr = p.local_addr()?;
+        let proxy_stop = Arc::new(AtomicBool::new(false));
+        let stop = proxy_stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("browser-proxy".into())
+            .spawn(move || p.serve(&stop))
+            .map_err(|e| BrowserError::Io("proxy thread".into(), e))?;
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .thread_name("browser")
+            .build()
+            .map_err(|e| BrowserError::Io("tokio runtime".into(), e))?;
+        let n = opts.browsers.max(1);
+        let launch = chrome::Launch {
+            exe: opts.chromium.clone(),
+            proxy: Some(proxy_addr.to_string()),
+            spki: vec![spki],
+            extra: opts.extra_flags.clone(),
+            timeout: Duration::from_secs(30),
+        };
+        Ok(Browsers {
+            rt,
+            launch,
+            recorder,
+            slots: (0..n)
+                .map(|_| {
+                    tokio::sync::Mutex::new(Slot {
+                        browser: None,
+                        pages: 0,
+                    })
+                })
+                .collect(),
+            free: Mutex::new((0..n).rev().collect()),
+            permits: Arc::new(Semaphore::new(n)),
+            opts,
+            proxy_stop,
+            proxy: Some(handle),
+            proxy_addr,
+            restarts: std::sync::atomic::AtomicU64::new(0),
+        })
+    }
+
+    /// The recording proxy's address.
+    pub fn proxy_addr(&self) -> SocketAddr {
+        self.proxy_addr
+    }
+
+    /// Browsers restarted so far (crashes, hangs, and the restart every
+    /// [`BrowserOptions::pages_per_browser`] pages).
+    pub fn restarts(&self) -> u64 {
+        self.restarts.load(Ordering::Relaxed)
+    }
+
+    /// Captures one page (blocking): retried once in a fresh tab (and a
+    /// fresh browser after a hang or a browser crash), then reported
+    /// failed.
+    pub fn capture(&self, url: &str) -> PageResult {
+        self.rt.block_on(self.capture_async(url))
+    }
+
+    /// Captures `urls`, [`BrowserOptions::browsers`] at once, calling
+    /// `each` as each page ends; the results in the order given.
+    pub fn capture_all(
+        &self,
+        urls: &[String],
+        each: &(dyn Fn(&PageResult) + Sync),
+    ) -> Vec<PageResult> {
+        self.rt.block_on(async {
+            let futs = urls.iter().map(|u| async move {
+                let r = self.capture_async(u).await;
+                each(&r);
+                r
+            });
+            futures_util::future::join_all(futs).await
+        })
+    }
+
+    async fn capture_async(&self, url: &str) -> PageResult {
+        let Ok(_permit) = self.permits.clone().acquire_owned().await else {
+            return PageResult::failed(url, "shutting down".into(), 0, Duration::ZERO);
+        };
+        let Some(i) = self.free.lock().ok().and_then(|mut f| f.pop()) else {
+            return PageResult::failed(url, "no free browser".into(), 0, Duration::ZERO);
+        };
+        let start = Instant::now();
+        let mut slot = self.slots[i].lock().await;
+        let mut last = String::new();
+        let mut result = None;
+        for attempt in 1..=2u32 {
+            let pages = slot.pages;
+            let restart = match &mut slot.browser {
+                Some(b) => !b.alive() || pages >= self.opts.pages_per_browser,
+                None => true,
+            };
+            if restart {
+                if let Some(b) = slot.browser.take() {
+                    self.restarts.fetch_add(1, Ordering::Relaxed);
+                    b.kill().await;
+                }
+                match chrome::Chromium::launch(&self.launch).await {
+                    Ok(b) => {
+                        slot.browser = Some(b);
+                        slot.pages = 0;
+                    }
+                    Err(e) => {
+                        last = e.to_string();
+                        continue;
+                    }
+                }
+            }
+            slot.pages += 1;
+            let Some(b) = slot.browser.as_ref() else {
+                continue;
+            };
+            let run = grab::capture_page(&b.cdp, url, &self.opts, &self.recorder);
+            match tokio::time::timeout(self.opts.page_timeout, run).await {
+                Ok(Ok(mut r)) => {
+                    r.attempts = attempt;
+                    r.ms = start.elapsed().as_millis() as u64;
+                    result = Some(r);
+                    break;
+                }
+                Ok(Err(e)) => {
+                    tracing::warn!("{url}: attempt {attempt}: {e}");
+                    last = e.to_string();
+                    if matches!(e, BrowserError::Gone | BrowserError::Timeout(_)) {
+                        // A browser that does not answer is restarted.
+                        if let Some(b) = slot.browser.take() {
+                            self.restarts.fetch_add(1, Ordering::Relaxed);
+                            b.kill().await;
+                        }
+                    }
+                }
+                Err(_) => {
+                    tracing::warn!(
+                        "{url}: attempt {attempt}: the page took more than {:?}; its browser is restarted",
+                        self.opts.page_timeout
+                    );
+                    last = format!("page timeout ({:?})", self.opts.page_timeout);
+                    if let Some(b) = slot.browser.take() {
+                        self.restarts.fetch_add(1, Ordering::Relaxed);
+                        b.kill().await;
+                    }
+                }
+            }
+        }
+        drop(slot);
+        if let Ok(mut f) = self.free.lock() {
+            f.push(i);
+        }
+        result.unwrap_or_else(|| PageResult::failed(url, last, 2, start.elapsed()))
+    }
+
+    /// Closes the browsers and stops the proxy once its exchanges under
+    /// way are written. The recorder is the caller's to finish.
+    ///
+    /// # Errors
+    /// The proxy failed.
+    pub fn finish(mut self) -> Result<(), BrowserError> {
+        let slots = std::mem::take(&mut self.slots);
+        self.rt.block_on(async {
+            for s in slots {
+                if let Some(b) = s.into_inner().browser {
+                    b.kill().await;
+                }
+            }
+        });
+        self.proxy_stop.store(true, Ordering::SeqCst);
+        if let Some(h) = self.proxy.take() {
+            match h.join() {
+                Ok(r) => r?,
+                Err(_) => return Err(BrowserError::Page("the proxy thread panicked".into())),
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Browsers {
+    fn drop(&mut self) {
+        self.proxy_stop.store(true, Ordering::SeqCst);
+    }
+}
+
+/// The set of URLs the browsers fetched from the network (through the
+/// proxy, so recorded) in `pages`: what the HTTP client need not fetch
+/// again.
+pub fn fetched(pages: &[PageResult]) -> BTreeSet<String> {
+    pages
+        .iter()
+        .flat_map(|p| p.fetched.iter().cloned())
+        .collect()
+}

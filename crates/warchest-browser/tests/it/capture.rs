@@ -1,0 +1,251 @@
+//! Pages captured in the browser through the recording proxy: what is
+//! recorded, and pages that hang, crash or scroll forever ending within
+//! their bounds while the run goes on.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use warchest::write::RotatingOptions;
+use warchest_browser::{BrowserOptions, Browsers};
+use warchest_capture::proxy::{Access, ProxyOptions};
+use warchest_capture::{Recorder, http, tls};
+
+use crate::{Site, chromium};
+
+const HTML: &str = "text/html; charset=utf-8";
+
+/// A page that builds itself with script: a link and an image only
+/// script names, and an image below the fold loaded lazily.
+fn scripted() -> Vec<u8> {
+    b"<!doctype html><html><head><title>scripted</title></head><body>\
+<h1>Scripted page</h1><div style=\"height:3000px\">tall</div>\
+<img loading=\"lazy\" src=\"/lazy.svg\" width=\"10\" height=\"10\">\
+<script>\
+const a=document.createElement('a');a.href='/only-script-'+(6*7)+'.html';a.textContent='built';document.body.appendChild(a);\
+const i=new Image();i.src='/by-script.svg';document.body.appendChild(i);\
+fetch('/api/data.json').then(r=>r.json()).then(d=>{document.querySelector('h1').textContent=d.title;});\
+</script></body></html>"
+        .to_vec()
+}
+
+/// A page that grows whenever it is scrolled to its end.
+fn endless() -> Vec<u8> {
+    b"<!doctype html><html><head><title>endless</title></head><body><div id=\"f\"></div><script>\
+let n=0;function more(){for(let k=0;k<5;k++){const d=document.createElement('div');d.style.height='400px';d.textContent='item '+(n++);document.getElementById('f').appendChild(d);}}\
+more();addEventListener('scroll',()=>{if(innerHeight+scrollY>=document.body.scrollHeight-10)more();});\
+</script></body></html>"
+        .to_vec()
+}
+
+fn svg() -> Vec<u8> {
+    b"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"10\" height=\"10\"><rect width=\"10\" height=\"10\" fill=\"red\"/></svg>".to_vec()
+}
+
+pub fn site() -> Site {
+    Site::start(vec![
+        ("/", (200, HTML, Some(scripted()))),
+        ("/lazy.svg", (200, "image/svg+xml", Some(svg()))),
+        ("/by-script.svg", (200, "image/svg+xml", Some(svg()))),
+        ("/api/data.json", (200, "application/json", Some(b"{\"title\":\"Built by script\"}".to_vec()))),
+        ("/endless", (200, HTML, Some(endless()))),
+        ("/slow", (200, HTML, None)),
+        ("/busy", (200, HTML, Some(b"<!doctype html><title>busy</title><script>setTimeout(()=>{for(;;){}},50)</script>".to_vec()))),
+    ])
+}
+
+/// A recorder and proxy options for a capture into `dir`, the proxy
+/// allowed to loopback (the test web).
+pub fn recorder(dir: &Path, ca_dir: &Path) -> (Arc<Recorder>, ProxyOptions) {
+    let rotating = RotatingOptions {
+        prefix: "browser".into(),
+        ..RotatingOptions::default()
+    };
+    let recorder = Arc::new(Recorder::new(dir, rotating, None).unwrap());
+    let opts = ProxyOptions {
+        fetch: http::FetchOptions {
+            tls: tls::client_config(false, &[]).unwrap(),
+            timeout: Duration::from_secs(5),
+            read: http::ReadOptions {
+                limits: warchest::write::CaptureLimits::default(),
+                digest: warchest::digest::Algorithm::Sha1,
+                spool_threshold: warchest_capture::SPOOL_IN_MEMORY,
+                max_head: warchest::Limits::default().max_http_head,
+            },
+        },
+        ca: Arc::new(tls::CertAuthority::load_or_create(&ca_dir.join("ca.pem")).unwrap()),
+        resolver: Default::default(),
+        access: Access {
+            credentials: None,
+            allow: vec!["127.0.0.0/8".parse().unwrap()],
+            deny: Vec::new(),
+        },
+    };
+    (recorder, opts)
+}
+
+/// Short bounds, so that each bounded page costs seconds.
+pub fn quick(exe: PathBuf) -> BrowserOptions {
+    let mut o = BrowserOptions::new(exe);
+    o.page_timeout = Duration::from_secs(12);
+    o.load_timeout = Duration::from_secs(3);
+    o.behavior_timeout = Duration::from_secs(3);
+    o.idle_timeout = Duration::from_secs(2);
+    o
+}
+
+/// (WARC-Type, WARC-Target-URI, Content-Type, block) of every record.
+pub fn records(files: &[PathBuf]) -> Vec<(String, String, String, Vec<u8>)> {
+    let mut out = Vec::new();
+    for f in files {
+        let mut r = warchest::warc::Reader::open(f).unwrap();
+        while let Some(mut rec) = r.next_record().unwrap() {
+            let h = rec.header();
+            let get = |n: &str| h.get(n).map(|v| v.to_string()).unwrap_or_default();
+            let (t, u, c) = (
+                get("WARC-Type"),
+                get("WARC-Target-URI"),
+                get("Content-Type"),
+            );
+            let mut b = Vec::new();
+            rec.block().read_to_end(&mut b).unwrap();
+            out.push((t, u, c, b));
+        }
+    }
+    out
+}
+
+#[test]
+fn a_scripted_page_is_recorded_through_the_proxy() {
+    let Some(exe) = chromium() else { return };
+    let s = site();
+    let dir = tempfile::tempdir().unwrap();
+    let (rec, proxy) = recorder(&dir.path().join("out"), dir.path());
+    let b = Browsers::start(quick(exe), rec.clone(), proxy).unwrap();
+    let url = format!("{}/", s.base);
+    let p = b.capture(&url);
+    b.finish().unwrap();
+    let files = rec.finish().unwrap();
+    assert!(p.ok(), "{p:?}");
+    assert_eq!(p.status, Some(200), "{p:?}");
+    assert_eq!(p.title.as_deref(), Some("scripted"));
+    // The link only script builds, found in the rendered DOM.
+    let built = format!("{}/only-script-42.html", s.base);
+    assert!(p.links.contains(&built), "{:?}", p.links);
+    // What script and scrolling asked for went through the proxy.
+    for path in ["/", "/by-script.svg", "/api/data.json", "/lazy.svg"] {
+        let u = format!("{}{path}", s.base);
+        assert!(p.fetched.contains(&u), "{u} not in {:?}", p.fetched);
+    }
+    let recs = records(&files);
+    let responses: Vec<&str> = recs
+        .iter()
+        .filter(|r| r.0 == "response")
+        .map(|r| r.1.as_str())
+        .collect();
+    for u in &p.fetched {
+        assert!(
+            responses.contains(&u.as_str()),
+            "{u} not recorded: {responses:?}"
+        );
+    }
+    let view = recs
+        .iter()
+        .find(|r| r.1 == format!("urn:view:{url}"))
+        .expect("a screenshot record");
+    assert_eq!(
+        (view.0.as_str(), view.2.as_str()),
+        ("resource", "image/png")
+    );
+    assert!(view.3.starts_with(b"\x89PNG\r\n\x1a\n"));
+    let text = recs
+        .iter()
+        .find(|r| r.1 == format!("urn:text:{url}"))
+        .expect("a text record");
+    assert!(String::from_utf8_lossy(&text.3).contains("Built by script"));
+    let meta = recs
+        .iter()
+        .find(|r| {
+            r.0 == "metadata" && r.1 == url && String::from_utf8_lossy(&r.3).contains("outlink:")
+        })
+        .expect("the page's metadata record");
+    assert!(String::from_utf8_lossy(&meta.3).contains(&format!("outlink: {built} L a/@href")));
+}
+
+#[test]
+fn hanging_crashing_and_endless_pages_end_within_their_bounds() {
+    let Some(exe) = chromium() else { return };
+    let s = site();
+    let dir = tempfile::tempdir().unwrap();
+    let (rec, proxy) = recorder(&dir.path().join("out"), dir.path());
+    let o = quick(exe);
+    let page_timeout = o.page_timeout;
+    let b = Browsers::start(o, rec.clone(), proxy).unwrap();
+    let urls: Vec<String> = vec![
+        format!("{}/slow", s.base),
+        "chrome://crash".into(),
+        format!("{}/endless", s.base),
+        format!("{}/", s.base),
+    ];
+    let start = Instant::now();
+    let pages = b.capture_all(&urls, &|_| {});
+    let took = start.elapsed();
+    let restarts = b.restarts();
+    b.finish().unwrap();
+    rec.finish().unwrap();
+    // The slow page: taken as it was when its load bound passed.
+    let slow = &pages[0];
+    assert!(slow.ok(), "{slow:?}");
+    assert!(!slow.load_event, "{slow:?}");
+    assert_eq!(slow.attempts, 1, "{slow:?}");
+    // The crashing tab: retried once, then failed; the run went on.
+    let crash = &pages[1];
+    assert!(!crash.ok(), "{crash:?}");
+    assert_eq!(crash.attempts, 2);
+    // The endless scroll: stopped by its bound.
+    let endless = &pages[2];
+    assert!(endless.ok(), "{endless:?}");
+    let scroll = endless
+        .behaviors
+        .iter()
+        .find(|b| b.name == "scroll")
+        .unwrap();
+    assert!(!scroll.completed, "{scroll:?}");
+    assert!(scroll.ms < 6000, "{scroll:?}");
+    assert!(pages[3].ok(), "{:?}", pages[3]);
+    // Each within the page bound (the crash twice).
+    assert!(took < page_timeout * 5, "{took:?}");
+    assert!(
+        crash.error.as_deref().is_some_and(|e| e.contains("crash")),
+        "{crash:?}"
+    );
+    let _ = restarts;
+}
+
+#[test]
+fn a_hung_browser_is_restarted_and_the_run_goes_on() {
+    let Some(exe) = chromium() else { return };
+    let s = site();
+    let dir = tempfile::tempdir().unwrap();
+    let (rec, proxy) = recorder(&dir.path().join("out"), dir.path());
+    let mut o = quick(exe);
+    o.page_timeout = Duration::from_secs(4);
+    o.load_timeout = Duration::from_secs(1);
+    o.idle_timeout = Duration::from_secs(1);
+    let b = Browsers::start(o, rec.clone(), proxy).unwrap();
+    let urls = vec![format!("{}/busy", s.base), format!("{}/", s.base)];
+    let start = Instant::now();
+    let pages = b.capture_all(&urls, &|_| {});
+    let took = start.elapsed();
+    let restarts = b.restarts();
+    b.finish().unwrap();
+    rec.finish().unwrap();
+    // A script that never yields: the page bound passes, the browser is
+    // restarted, the page retried once, then failed.
+    assert!(!pages[0].ok(), "{:?}", pages[0]);
+    assert_eq!(pages[0].attempts, 2);
+    assert!(restarts >= 2, "{restarts}");
+    assert!(pages[1].ok(), "{:?}", pages[1]);
+    assert!(took < Duration::from_secs(30), "{took:?}");
+}

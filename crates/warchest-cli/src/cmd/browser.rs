@@ -1,0 +1,263 @@
+//! `warchest capture --browser` and `warchest qa`: pages as a browser sees
+//! them, and how their replay compares (docs/crawl.md, "Browser capture"
+//! and "QA").
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use warchest_browser::qa::{QaOptions, Thresholds};
+use warchest_browser::{BrowserOptions, Browsers, PageResult, chrome};
+
+use crate::report::{Global, Outcome};
+
+/// The browser flags of `capture` (and, later, `crawl`).
+#[derive(clap::Args, Debug, Clone)]
+pub struct BrowserArgs {
+    /// Load each URL in headless Chromium, its traffic recorded through
+    /// warchest's recording proxy (robots.txt is not read, as Browsertrix
+    /// by default); per page a screenshot (urn:view:URL), the rendered
+    /// text (urn:text:URL) and a metadata record with its links.
+    #[arg(long)]
+    pub browser: bool,
+    /// The Chromium (or Chrome) executable; default: chromium,
+    /// chromium-browser, google-chrome or chrome on PATH.
+    #[arg(long, value_name = "PATH")]
+    pub chromium: Option<PathBuf>,
+    /// Browsers at once (one tab each).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub browsers: usize,
+    /// Seconds a page may take in all (load, behaviours, screenshot);
+    /// past it the browser is restarted and the page retried once.
+    #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
+    pub page_timeout: f64,
+    /// Seconds each behaviour (scroll, media, --behaviors) may take.
+    #[arg(long, default_value_t = 15.0, value_name = "SECONDS")]
+    pub behavior_timeout: f64,
+    /// A script of your own run in each page after it loaded (for
+    /// instance browsertrix-behaviors' bundle and its run call); a promise
+    /// it returns is awaited, within --behavior-timeout.
+    #[arg(long, value_name = "FILE")]
+    pub behaviors: Option<PathBuf>,
+    /// Do not scroll pages to their end.
+    #[arg(long)]
+    pub no_scroll: bool,
+    /// Do not start audio and video.
+    #[arg(long)]
+    pub no_media: bool,
+}
+
+fn seconds(s: f64, what: &str) -> Result<Duration> {
+    Duration::try_from_secs_f64(s)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .with_context(|| format!("{what}: not a positive number of seconds"))
+}
+
+fn chromium(given: &Option<PathBuf>) -> Result<PathBuf> {
+    match given {
+        Some(p) => Ok(p.clone()),
+        None => chrome::find_on_path().context(
+            "no Chromium on PATH (chromium, chromium-browser, google-chrome, chrome): \
+             install it or give --chromium PATH",
+        ),
+    }
+}
+
+impl BrowserArgs {
+    /// The browser options these flags give.
+    pub fn options(&self) -> Result<BrowserOptions> {
+        let mut o = BrowserOptions::new(chromium(&self.chromium)?);
+        o.browsers = self.browsers.max(1);
+        o.page_timeout = seconds(self.page_timeout, "--page-timeout")?;
+        o.behavior_timeout = seconds(self.behavior_timeout, "--behavior-timeout")?;
+        // The load event is waited for half the page's time at most; the
+        // rest is for the behaviours and the screenshot.
+        o.load_timeout = o.load_timeout.min(o.page_timeout / 2);
+        o.idle_timeout = o.idle_timeout.min(o.page_timeout / 4);
+        o.scroll = !self.no_scroll;
+        o.media = !self.no_media;
+        if let Some(f) = &self.behaviors {
+            o.behaviors = Some(
+                std::fs::read_to_string(f)
+                    .with_context(|| format!("--behaviors {}", f.display()))?,
+            );
+        }
+        Ok(o)
+    }
+}
+
+/// `capture --browser`: every URL a page in the browser.
+pub fn run_capture(
+    g: &Global,
+    urls: Vec<String>,
+    b: &BrowserArgs,
+    recorder: Arc<warchest_capture::Recorder>,
+    proxy: warchest_capture::proxy::ProxyOptions,
+    json: bool,
+) -> Result<(Outcome, Vec<PathBuf>)> {
+    let opts = b.options()?;
+    let browsers = Browsers::start(opts, recorder.clone(), proxy)?;
+    let quiet = g.quiet;
+    let stdout = std::sync::Mutex::new(std::io::stdout());
+    let each = move |p: &PageResult| {
+        if json && let Ok(mut o) = stdout.lock() {
+            let _ = serde_json::to_writer(&mut *o, p);
+            let _ = writeln!(o);
+        }
+        if quiet {
+            return;
+        }
+        match &p.error {
+            Some(e) => eprintln!("failed {} after {} attempts: {e}", p.url, p.attempts),
+            None => eprintln!(
+                "{} {} {} resources, {} links, {} ms{}",
+                p.status.map_or("-".to_string(), |s| s.to_string()),
+                p.url,
+                p.fetched.len(),
+                p.links.len(),
+                p.ms,
+                if p.attempts > 1 { " (retried)" } else { "" }
+            ),
+        }
+    };
+    let pages = browsers.capture_all(&urls, &each);
+    let restarts = browsers.restarts();
+    browsers.finish()?;
+    let stats = recorder.stats();
+    let files = recorder.finish()?;
+    let failed = pages.iter().filter(|p| !p.ok()).count();
+    if !quiet {
+        for f in &files {
+            eprintln!("wrote {}", f.display());
+        }
+        eprintln!(
+            "{} pages: {} captured, {} failed; {} browser restarts; {} records ({} warcinfo, {} responses, {} revisits)",
+            pages.len(),
+            pages.len() - failed,
+            failed,
+            restarts,
+            stats.records + files.len() as u64,
+            files.len(),
+            stats.responses,
+            stats.revisits,
+        );
+    }
+    let outcome = if failed > 0 {
+        Outcome::Problem
+    } else {
+        Outcome::Ok
+    };
+    Ok((outcome, files))
+}
+
+/// Replay each captured page through serve in headless Chromium and
+/// compare it with the capture: the screenshots (share of pixels that
+/// differ), the text (similarity), resources the replay asked for that the
+/// archive lacks, and requests that tried to leave the archive. Writes a
+/// JSON report per page, qa.json and index.html (worst pages first, the
+/// screenshots side by side). Exit 1 when a page falls under the
+/// thresholds.
+///
+/// Pages are those captured with --browser (their urn:view: screenshots);
+/// an archive without them has each HTML page checked for what is missing.
+///
+/// Example: `warchest qa crawl/ -o qa/ --min-screenshot 0.95`
+#[derive(clap::Args, Debug)]
+pub struct QaArgs {
+    /// The crawl: a directory, WARC files or a WACZ.
+    #[arg(required = true)]
+    inputs: Vec<PathBuf>,
+    /// Report directory.
+    #[arg(short, long, default_value = "qa-report")]
+    output: PathBuf,
+    /// The Chromium executable (default: found on PATH).
+    #[arg(long, value_name = "PATH")]
+    chromium: Option<PathBuf>,
+    /// Least share of pixels alike, 0 to 1.
+    #[arg(long, default_value_t = 0.97)]
+    min_screenshot: f64,
+    /// Least text similarity, 0 to 1.
+    #[arg(long, default_value_t = 0.9)]
+    min_text: f64,
+    /// Most resources missing from the archive in a page.
+    #[arg(long, default_value_t = 0)]
+    max_missing: usize,
+    /// Seconds a page's replay may take.
+    #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
+    page_timeout: f64,
+    /// Pages checked at most.
+    #[arg(long, default_value_t = 10_000)]
+    max_pages: usize,
+    /// The summary as JSON on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run_qa(g: &Global, a: QaArgs) -> Result<Outcome> {
+    for (v, what) in [
+        (a.min_screenshot, "--min-screenshot"),
+        (a.min_text, "--min-text"),
+    ] {
+        if !(0.0..=1.0).contains(&v) {
+            bail!("{what} {v}: not between 0 and 1");
+        }
+    }
+    let mut o = QaOptions::new(chromium(&a.chromium)?, a.output.clone());
+    o.thresholds = Thresholds {
+        min_screenshot: a.min_screenshot,
+        min_text: a.min_text,
+        max_missing: a.max_missing,
+    };
+    o.page_timeout = seconds(a.page_timeout, "--page-timeout")?;
+    o.load_timeout = o.load_timeout.min(o.page_timeout / 2);
+    o.max_pages = a.max_pages;
+    let s = warchest_browser::qa::run(&a.inputs, &o)?;
+    if s.pages == 0 {
+        bail!(
+            "no pages found in {} (neither urn:view: screenshots nor HTML responses)",
+            a.inputs
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    if a.json {
+        let mut o = std::io::stdout().lock();
+        serde_json::to_writer_pretty(&mut o, &s)?;
+        writeln!(o)?;
+    }
+    if !g.quiet {
+        let pct = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{:.1}%", v * 100.0));
+        for r in &s.reports {
+            eprintln!(
+                "{} {} screenshot {} text {} missing {} left {}{}",
+                if r.good { "good" } else { "BAD " },
+                r.url,
+                pct(r.screenshot_match),
+                pct(r.text_match),
+                r.missing.len(),
+                r.left_archive.len(),
+                if r.problems.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", r.problems.join("; "))
+                }
+            );
+        }
+        eprintln!(
+            "{} of {} pages good; report in {}",
+            s.good,
+            s.pages,
+            a.output.join("index.html").display()
+        );
+    }
+    Ok(if s.good < s.pages {
+        Outcome::Problem
+    } else {
+        Outcome::Ok
+    })
+}
