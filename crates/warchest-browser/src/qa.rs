@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use warchest_replay::Collection;
-use warchest_replay::serve::{ServeOptions, Server};
+use warchest_serve::{ServeOptions, Server};
 use warchest_replay::store::{KeyRange, Query, Store};
 
 use crate::BrowserError;

@@ -19,7 +19,7 @@ use super::names::Names;
 use super::pages::{count, page, search_form};
 use warchest_replay::Collection;
 use warchest_replay::store::{Capture, KeyRange, MatchType, Query};
-use warchest_replay::wacz::iso_date;
+use warchest_wacz::iso_date;
 
 /// Captures listed on one page of the flat list.
 pub(super) const PAGE: usize = 100;

@@ -178,7 +178,7 @@ fn check_paths(paths: &[PathBuf], watched: bool) -> Result<()> {
                     p.display()
                 );
             }
-        } else if !warchest_replay::wacz::is_wacz(p) {
+        } else if !warchest_wacz::is_wacz(p) {
             crate::input::require_records(&name)?;
         }
     }
