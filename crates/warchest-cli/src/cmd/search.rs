@@ -165,8 +165,13 @@ pub fn run_index(g: &Global, mut args: IndexArgs) -> Result<Outcome> {
                 }
             }
             Err(e) => {
-                // Documents read before the failure are kept, and counted.
                 outcome = outcome.and(file_error(name, e));
+                if stats.dropped > 0 {
+                    eprintln!(
+                        "warchest: {name}: its {} documents read before the error were taken out of the index (a file is indexed whole or not at all)",
+                        stats.dropped
+                    );
+                }
             }
         }
     }
@@ -183,9 +188,9 @@ pub fn run_index(g: &Global, mut args: IndexArgs) -> Result<Outcome> {
     }
     if !g.quiet {
         eprintln!(
-            "warchest: {} documents ({} with text) from {} records of {indexed} files into {}; \
+            "warchest: {} documents ({} with text) from {} records of {indexed} file(s) into {}; \
              not indexed: {} revisits, {} without URL, {} other records; {} cut at 8 MiB of payload or 512 KiB of text; \
-             {skipped} files already indexed; {} files in the index",
+             {skipped} file(s) already indexed; {} file(s) in the index",
             total.documents,
             total.with_text,
             total.records,

@@ -308,15 +308,47 @@ fn bounds_and_bad_input() {
         SearchIndex::create_or_open(other.path()),
         Err(Error::NotAnIndex(_))
     ));
-    // A damaged archive: the records before the damage are kept, the
-    // error names the file, and the file is not recorded as indexed.
+    // A damaged archive: the error names the file, which is not recorded
+    // as indexed, and its documents are taken out again (all of a file or
+    // none: given again once mended, nothing is there twice).
     let mut cut = archive();
     cut.truncate(cut.find("https://www.iana.org/domains").unwrap() + 40);
     let d2 = tempfile::tempdir().unwrap();
-    let (stats, res) = build_with(d2.path(), "cut.warc", &cut, ReaderOptions::strict());
-    assert!(res.is_err());
-    assert_eq!(stats.documents, 2);
+    let (stats, res) = build_with(
+        d2.path(),
+        "cut.warc",
+        &cut,
+        ReaderOptions::strict().file("cut.warc"),
+    );
+    let err = res.unwrap_err().to_string();
+    assert!(err.contains("cut.warc"), "{err}");
+    assert_eq!((stats.documents, stats.dropped), (0, 2));
     let index = SearchIndex::open(d2.path()).unwrap();
-    assert_eq!(index.search(&SearchRequest::new("*")).unwrap().total, 2);
+    assert_eq!(index.search(&SearchRequest::new("*")).unwrap().total, 0);
     assert!(index.files().is_empty());
+    drop(index);
+    // Past a batch (documents already in the index when the error comes):
+    // taken out all the same.
+    let mut many = String::new();
+    for i in 0..300 {
+        many += &response(
+            &format!("http://m.org/{i}"),
+            "2016-01-01T00:00:00Z",
+            "text/plain",
+            "m",
+        );
+    }
+    many += &cut;
+    let d3 = tempfile::tempdir().unwrap();
+    let strict = ReaderOptions::strict().file("many.warc");
+    let (stats, res) = build_with(d3.path(), "many.warc", &many, strict);
+    assert!(res.is_err());
+    assert_eq!((stats.documents, stats.dropped), (0, 302));
+    let index = SearchIndex::open(d3.path()).unwrap();
+    assert_eq!(index.search(&SearchRequest::new("*")).unwrap().total, 0);
+    drop(index);
+    let (_, res) = build(d2.path(), "cut.warc", &archive());
+    assert_eq!(res.unwrap(), Added::Indexed);
+    let index = SearchIndex::open(d2.path()).unwrap();
+    assert_eq!(index.search(&SearchRequest::new("*")).unwrap().total, 5);
 }
