@@ -352,3 +352,36 @@ fn bounds_and_bad_input() {
     let index = SearchIndex::open(d2.path()).unwrap();
     assert_eq!(index.search(&SearchRequest::new("*")).unwrap().total, 5);
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+    /// Any query string, as a server would take it from a request: an
+    /// answer or a request error, never a panic, and never more hits than
+    /// a page holds.
+    #[test]
+    fn any_request_is_answered(q in "[a-z\\\\:\"()\\[\\]{}*~^+\\- ]{0,40}", page in 0usize..2000, n in 0usize..500) {
+        let index = shared_index();
+        let mut req = warchest_search::web::request_from_query(&format!("q={}", q.replace('&', "")));
+        req.page = page;
+        req.per_page = n;
+        match index.search(&req) {
+            Ok(r) => proptest::prop_assert!(r.hits.len() <= warchest_search::MAX_PER_PAGE),
+            Err(Error::Query(_)) => {}
+            Err(e) => proptest::prop_assert!(false, "{e}"),
+        }
+    }
+}
+
+/// One index of [`archive`] for the property tests.
+fn shared_index() -> &'static SearchIndex {
+    static INDEX: std::sync::OnceLock<(tempfile::TempDir, SearchIndex)> =
+        std::sync::OnceLock::new();
+    &INDEX
+        .get_or_init(|| {
+            let dir = tempfile::tempdir().unwrap();
+            build(dir.path(), "a.warc", &archive()).1.unwrap();
+            let index = SearchIndex::open(dir.path()).unwrap();
+            (dir, index)
+        })
+        .1
+}
