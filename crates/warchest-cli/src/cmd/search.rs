@@ -12,11 +12,12 @@ use warchest_search::{
 use crate::report::{Global, Outcome, file_error};
 use crate::tools::{Jobs, open_archive, parse_size, progress};
 
-/// Build or extend a full-text search index of archives: one document per
-/// response and resource record (text and title of HTML and plain-text
-/// pages, URL, host, SURT, date, media type, status, file and offset).
-/// Files already in the index are skipped; the index is searched with
-/// `warchest search` or `warchest serve --search`.
+/// Build or extend a full-text search index of archives.
+///
+/// One document per response and resource record (text and title of
+/// HTML and plain-text pages, URL, host, SURT, date, media type, status,
+/// language, file and offset). Files already in the index are skipped;
+/// the index is searched with `warchest search` or `serve --search`.
 ///
 /// Examples:
 ///   warchest search-index crawl/*.warc.gz -o crawl.idx
@@ -42,10 +43,11 @@ pub struct IndexArgs {
     jobs: Jobs,
 }
 
-/// Search an index made by `warchest search-index`: hits with a
-/// snippet (the words matched in brackets), then the facets (host, year,
-/// media type, language) and the captures per month, all counted over
-/// every hit, not just the page shown.
+/// Search a full-text index made by `warchest search-index`.
+///
+/// Hits with a snippet (the words matched in brackets), then the facets
+/// (host, year, media type, language) and the captures per month, all
+/// counted over every hit, not just the page shown.
 ///
 /// The query: words (all must match), "a phrase", -word, a OR b,
 /// field:value (title:, url:, host:, surt:, mime:, language:, status:,
