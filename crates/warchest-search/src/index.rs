@@ -151,6 +151,10 @@ pub struct SearchIndex {
     pub(crate) fields: Fields,
     dir: PathBuf,
     files: Vec<IndexedFile>,
+    /// One reader for every search (made at the first): it sees a commit
+    /// made after it was opened (`search-index` extending the index while
+    /// a server searches it) shortly after it is made.
+    reader: std::sync::OnceLock<tantivy::IndexReader>,
 }
 
 impl std::fmt::Debug for SearchIndex {
@@ -188,6 +192,7 @@ impl SearchIndex {
             fields,
             dir: dir.to_path_buf(),
             files: Vec::new(),
+            reader: std::sync::OnceLock::new(),
         })
     }
 
@@ -221,7 +226,21 @@ impl SearchIndex {
             fields,
             dir: dir.to_path_buf(),
             files,
+            reader: std::sync::OnceLock::new(),
         })
+    }
+
+    /// The reader searches use.
+    pub(crate) fn reader(&self) -> Result<&tantivy::IndexReader, Error> {
+        if let Some(r) = self.reader.get() {
+            return Ok(r);
+        }
+        let r = self
+            .index
+            .reader()
+            .map_err(|e| Error::index(&self.dir, e))?;
+        // Two first searches at once: one reader is kept, the other dropped.
+        Ok(self.reader.get_or_init(|| r))
     }
 
     /// The directory of the index.
