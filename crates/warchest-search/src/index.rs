@@ -12,7 +12,7 @@ use tantivy::schema::{
     DateOptions, FAST, INDEXED, NumericOptions, STORED, STRING, Schema, TEXT, TextFieldIndexing,
     TextOptions,
 };
-use tantivy::{DateTime, Index, IndexWriter, TantivyDocument};
+use tantivy::{DateTime, Index, IndexWriter, TantivyDocument, Term};
 use warchest::archive::Reader;
 use warchest::codec::Source;
 
@@ -151,6 +151,10 @@ pub struct SearchIndex {
     pub(crate) fields: Fields,
     dir: PathBuf,
     files: Vec<IndexedFile>,
+    /// One reader for every search (made at the first): it sees a commit
+    /// made after it was opened (`search-index` extending the index while
+    /// a server searches it) shortly after it is made.
+    reader: std::sync::OnceLock<tantivy::IndexReader>,
 }
 
 impl std::fmt::Debug for SearchIndex {
@@ -188,6 +192,7 @@ impl SearchIndex {
             fields,
             dir: dir.to_path_buf(),
             files: Vec::new(),
+            reader: std::sync::OnceLock::new(),
         })
     }
 
@@ -221,7 +226,21 @@ impl SearchIndex {
             fields,
             dir: dir.to_path_buf(),
             files,
+            reader: std::sync::OnceLock::new(),
         })
+    }
+
+    /// The reader searches use.
+    pub(crate) fn reader(&self) -> Result<&tantivy::IndexReader, Error> {
+        if let Some(r) = self.reader.get() {
+            return Ok(r);
+        }
+        let r = self
+            .index
+            .reader()
+            .map_err(|e| Error::index(&self.dir, e))?;
+        // Two first searches at once: one reader is kept, the other dropped.
+        Ok(self.reader.get_or_init(|| r))
     }
 
     /// The directory of the index.
@@ -313,6 +332,8 @@ pub struct AddStats {
     pub no_url: u64,
     /// Other records (requests, metadata, warcinfo...: not indexed).
     pub other: u64,
+    /// Documents read from a file that then failed, and taken out again.
+    pub dropped: u64,
 }
 
 impl AddStats {
@@ -325,6 +346,7 @@ impl AddStats {
         self.revisits += o.revisits;
         self.no_url += o.no_url;
         self.other += o.other;
+        self.dropped += o.dropped;
     }
 }
 
@@ -348,8 +370,9 @@ impl Writer<'_> {
     /// with [`SearchIndex::known`]), extracting their text on rayon's
     /// threads.
     ///
-    /// The documents read before an error stay added; the file is recorded
-    /// only when the whole archive was read.
+    /// The file is recorded only when the whole archive was read: after an
+    /// error, the documents added from it are deleted again (counted in
+    /// [`AddStats::dropped`]), so the index holds all of a file or none.
     ///
     /// # Errors
     /// Reading the archive failed, or the index could not take a document.
@@ -386,9 +409,17 @@ impl Writer<'_> {
             }
             self.add_batch(std::mem::take(&mut batch), stats)
         })();
-        // What was read before a failure is kept in the index.
-        self.add_batch(batch, stats)?;
-        res?;
+        if let Err(e) = res {
+            // The file is not recorded, so that it can be given again once
+            // mended: its documents go too, or they would be there twice.
+            // Those added, and those read but not yet added.
+            let added = stats.documents - before + batch.len() as u64;
+            self.writer
+                .delete_term(Term::from_field_text(self.index.fields.file, &file.name));
+            stats.documents = before;
+            stats.dropped += added;
+            return Err(e);
+        }
         let mut file = file;
         file.documents = stats.documents - before;
         self.added

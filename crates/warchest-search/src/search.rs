@@ -203,8 +203,7 @@ impl SearchIndex {
         let req = req.checked()?;
         let f = &self.fields;
         let dir = self.dir();
-        let reader = self.index.reader().map_err(|e| Error::index(dir, e))?;
-        let searcher = reader.searcher();
+        let searcher = self.reader()?.searcher();
         let q = req.query.trim();
         let mut parts: Vec<(Occur, Box<dyn Query>)> = Vec::new();
         let text_query: Option<Box<dyn Query>> = if q.is_empty() || q == "*" {

@@ -12,11 +12,12 @@ use warchest_search::{
 use crate::report::{Global, Outcome, file_error};
 use crate::tools::{Jobs, open_archive, parse_size, progress};
 
-/// Build or extend a full-text search index of archives: one document per
-/// response and resource record (text and title of HTML and plain-text
-/// pages, URL, host, SURT, date, media type, status, file and offset).
-/// Files already in the index are skipped; the index is searched with
-/// `warchest search` or `warchest serve --search`.
+/// Build or extend a full-text search index of archives.
+///
+/// One document per response and resource record (text and title of
+/// HTML and plain-text pages, URL, host, SURT, date, media type, status,
+/// language, file and offset). Files already in the index are skipped;
+/// the index is searched with `warchest search` or `serve --search`.
 ///
 /// Examples:
 ///   warchest search-index crawl/*.warc.gz -o crawl.idx
@@ -42,10 +43,11 @@ pub struct IndexArgs {
     jobs: Jobs,
 }
 
-/// Search an index made by `warchest search-index`: hits with a
-/// snippet (the words matched in brackets), then the facets (host, year,
-/// media type, language) and the captures per month, all counted over
-/// every hit, not just the page shown.
+/// Search a full-text index made by `warchest search-index`.
+///
+/// Hits with a snippet (the words matched in brackets), then the facets
+/// (host, year, media type, language) and the captures per month, all
+/// counted over every hit, not just the page shown.
 ///
 /// The query: words (all must match), "a phrase", -word, a OR b,
 /// field:value (title:, url:, host:, surt:, mime:, language:, status:,
@@ -165,8 +167,13 @@ pub fn run_index(g: &Global, mut args: IndexArgs) -> Result<Outcome> {
                 }
             }
             Err(e) => {
-                // Documents read before the failure are kept, and counted.
                 outcome = outcome.and(file_error(name, e));
+                if stats.dropped > 0 {
+                    eprintln!(
+                        "warchest: {name}: its {} documents read before the error were taken out of the index (a file is indexed whole or not at all)",
+                        stats.dropped
+                    );
+                }
             }
         }
     }
@@ -183,9 +190,9 @@ pub fn run_index(g: &Global, mut args: IndexArgs) -> Result<Outcome> {
     }
     if !g.quiet {
         eprintln!(
-            "warchest: {} documents ({} with text) from {} records of {indexed} files into {}; \
+            "warchest: {} documents ({} with text) from {} records of {indexed} file(s) into {}; \
              not indexed: {} revisits, {} without URL, {} other records; {} cut at 8 MiB of payload or 512 KiB of text; \
-             {skipped} files already indexed; {} files in the index",
+             {skipped} file(s) already indexed; {} file(s) in the index",
             total.documents,
             total.with_text,
             total.records,

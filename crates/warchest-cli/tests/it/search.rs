@@ -20,7 +20,7 @@ fn index_search_and_extend() {
     let iana = fixture("pywb/iana.warc.gz");
     let (code, _, err) = run(bin().arg("search-index").arg(&iana).arg("-o").arg(&idx));
     assert_eq!(code, 0, "{err}");
-    assert!(err.contains("1 files in the index"), "{err}");
+    assert!(err.contains("1 file(s) in the index"), "{err}");
     let all = search_json(&idx, "*", &[]);
     let total = all["total"].as_u64().unwrap();
     assert!(total > 5, "{all}");

@@ -308,15 +308,80 @@ fn bounds_and_bad_input() {
         SearchIndex::create_or_open(other.path()),
         Err(Error::NotAnIndex(_))
     ));
-    // A damaged archive: the records before the damage are kept, the
-    // error names the file, and the file is not recorded as indexed.
+    // A damaged archive: the error names the file, which is not recorded
+    // as indexed, and its documents are taken out again (all of a file or
+    // none: given again once mended, nothing is there twice).
     let mut cut = archive();
     cut.truncate(cut.find("https://www.iana.org/domains").unwrap() + 40);
     let d2 = tempfile::tempdir().unwrap();
-    let (stats, res) = build_with(d2.path(), "cut.warc", &cut, ReaderOptions::strict());
-    assert!(res.is_err());
-    assert_eq!(stats.documents, 2);
+    let (stats, res) = build_with(
+        d2.path(),
+        "cut.warc",
+        &cut,
+        ReaderOptions::strict().file("cut.warc"),
+    );
+    let err = res.unwrap_err().to_string();
+    assert!(err.contains("cut.warc"), "{err}");
+    assert_eq!((stats.documents, stats.dropped), (0, 2));
     let index = SearchIndex::open(d2.path()).unwrap();
-    assert_eq!(index.search(&SearchRequest::new("*")).unwrap().total, 2);
+    assert_eq!(index.search(&SearchRequest::new("*")).unwrap().total, 0);
     assert!(index.files().is_empty());
+    drop(index);
+    // Past a batch (documents already in the index when the error comes):
+    // taken out all the same.
+    let mut many = String::new();
+    for i in 0..300 {
+        many += &response(
+            &format!("http://m.org/{i}"),
+            "2016-01-01T00:00:00Z",
+            "text/plain",
+            "m",
+        );
+    }
+    many += &cut;
+    let d3 = tempfile::tempdir().unwrap();
+    let strict = ReaderOptions::strict().file("many.warc");
+    let (stats, res) = build_with(d3.path(), "many.warc", &many, strict);
+    assert!(res.is_err());
+    assert_eq!((stats.documents, stats.dropped), (0, 302));
+    let index = SearchIndex::open(d3.path()).unwrap();
+    assert_eq!(index.search(&SearchRequest::new("*")).unwrap().total, 0);
+    drop(index);
+    let (_, res) = build(d2.path(), "cut.warc", &archive());
+    assert_eq!(res.unwrap(), Added::Indexed);
+    let index = SearchIndex::open(d2.path()).unwrap();
+    assert_eq!(index.search(&SearchRequest::new("*")).unwrap().total, 5);
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+    /// Any query string, as a server would take it from a request: an
+    /// answer or a request error, never a panic, and never more hits than
+    /// a page holds.
+    #[test]
+    fn any_request_is_answered(q in "[a-z\\\\:\"()\\[\\]{}*~^+\\- ]{0,40}", page in 0usize..2000, n in 0usize..500) {
+        let index = shared_index();
+        let mut req = warchest_search::web::request_from_query(&format!("q={}", q.replace('&', "")));
+        req.page = page;
+        req.per_page = n;
+        match index.search(&req) {
+            Ok(r) => proptest::prop_assert!(r.hits.len() <= warchest_search::MAX_PER_PAGE),
+            Err(Error::Query(_)) => {}
+            Err(e) => proptest::prop_assert!(false, "{e}"),
+        }
+    }
+}
+
+/// One index of [`archive`] for the property tests.
+fn shared_index() -> &'static SearchIndex {
+    static INDEX: std::sync::OnceLock<(tempfile::TempDir, SearchIndex)> =
+        std::sync::OnceLock::new();
+    &INDEX
+        .get_or_init(|| {
+            let dir = tempfile::tempdir().unwrap();
+            build(dir.path(), "a.warc", &archive()).1.unwrap();
+            let index = SearchIndex::open(dir.path()).unwrap();
+            (dir, index)
+        })
+        .1
 }
