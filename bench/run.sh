@@ -6,6 +6,9 @@
 #   bench/run.sh --smoke                     one pass on a fixture with the debug build,
 #                                            no FastWARC harness (CI: keeps the script alive)
 #   bench/run.sh --python [--spark] FILE     Python iteration and Spark rows (docs/python.md)
+#   bench/run.sh --browser [--smoke] [--pages N] [--tabs N]
+#                                            browser capture: warchest --browser, warcprox +
+#                                            Chromium, wget --mirror (docs/performance.md)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -25,6 +28,16 @@ if [ "${1:-}" = "--python" ]; then
     python3 -m pip install -q --force-reinstall --no-deps "$wheels"/warchest-*.whl
     rm -rf "$wheels"
     exec python3 "$here/python_bench.py" "$@"
+fi
+# Browser capture rows: bench/browser_bench.py (issue 30).
+if [ "${1:-}" = "--browser" ]; then
+    shift
+    if [[ " $* " == *" --smoke "* ]]; then
+        cargo build -q -p warchest-cli --manifest-path "$root/Cargo.toml"
+        exec python3 "$here/browser_bench.py" --bin "$CARGO_TARGET_DIR/debug/warchest" "$@"
+    fi
+    cargo build -q --release -p warchest-cli --manifest-path "$root/Cargo.toml"
+    exec python3 "$here/browser_bench.py" --bin "$CARGO_TARGET_DIR/release/warchest" "$@"
 fi
 if [[ " $* " == *" --smoke "* ]]; then
     cargo build -q -p warchest-cli --manifest-path "$root/Cargo.toml"

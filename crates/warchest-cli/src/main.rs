@@ -67,7 +67,7 @@ fn main() -> ExitCode {
     let filter = if cli.quiet { "error" } else { "warn" };
     // serve logs each request (its access log) and what it indexes.
     let filter = match cli.command {
-        Command::Serve(_) if !cli.quiet => "warn,warchest_replay::serve=info",
+        Command::Serve(_) if !cli.quiet => "warn,warchest_serve=info",
         _ => filter,
     };
     tracing_subscriber::fmt()

@@ -1,6 +1,6 @@
 //! `location` and `top` in archived scripts: rewritten to
 //! `__warchest_location` and `__warchest_top`, which the client script
-//! (`serve/client.js`) defines on the window and the document. Reading
+//! (`client.js` of `warchest-serve`) defines on the window and the document. Reading
 //! `__warchest_location` gives the archived URL (not the replay server's),
 //! assigning it navigates inside the archive; `__warchest_top` is the
 //! topmost replayed window, never the UI's page that frames replay. A

@@ -1,7 +1,7 @@
 //! Replay: finding the capture of a URL nearest to a time, reading its
 //! payload (revisits resolved to the record that holds it), and rewriting
-//! pages so their links stay in the archive. `warchest serve`
-//! ([`crate::serve`]) puts this on the web; docs/serve.md has the rules.
+//! pages so their links stay in the archive. `warchest serve` (the
+//! `warchest-serve` crate) puts this on the web; docs/serve.md has the rules.
 //!
 //! ```
 //! use warchest_replay::url::{TimeSpec, resolve};
@@ -15,7 +15,6 @@
 pub mod fuzzy;
 mod js_location;
 pub mod remote;
-pub mod serve;
 pub mod wacz;
 
 pub mod rewrite;

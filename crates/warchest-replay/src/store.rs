@@ -1,5 +1,5 @@
 //! The index store of a collection: every capture of its files, kept in an
-//! embedded database (redb, as [`warchest_ops::dedupe`] uses it) so that a
+//! embedded database (redb, as `warchest_ops::dedupe` uses it) so that a
 //! collection is indexed once and lookups by URL and time are B-tree range
 //! scans, not reads of the files.
 //!

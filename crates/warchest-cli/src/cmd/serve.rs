@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Result, bail};
-use warchest_replay::serve::{ServeOptions, Server};
+use warchest_serve::{ServeOptions, Server};
 
 use crate::report::{Global, Outcome};
 

@@ -15,7 +15,7 @@
 //! `Secure` and `SameSite=None` are dropped (the replay origin may be
 //! plain HTTP; the cookie never leaves it), `HttpOnly` kept.
 
-use crate::url;
+use warchest_replay::url;
 
 /// The prefix of replayed cookies' names.
 const MARK: &str = "wc";

@@ -29,6 +29,8 @@
 //! | `/{coll}/record/{src}/{offset}/warc` | the record as stored (`application/warc`) |
 //! | `/{coll}/record/{src}/{offset}/payload` | its payload |
 //! | `/{coll}/file/{src}` | a whole file (`application/warc`) |
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 mod cookie;
 mod escape;
@@ -42,14 +44,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::Collection;
-use crate::rewrite::{Kind, Rewriter, UrlContext, copy_rewritten};
-use crate::store::{Capture, KeyRange, MatchType, Query, Store};
-use crate::url::{self, TimeSpec, modifier};
 use http::{Request, Responder};
 pub use net::{BODY_TIMEOUT, GRACE, HEAD_TIMEOUT, STALL};
 use warchest::error::{Error, ErrorKind, Result};
 use warchest::http::payload_reader;
+use warchest_replay::Collection;
+use warchest_replay::rewrite::{Kind, Rewriter, UrlContext, copy_rewritten};
+use warchest_replay::store::{Capture, KeyRange, MatchType, Query, Store};
+use warchest_replay::url::{self, TimeSpec, modifier};
 
 /// The client-side script injected into replayed pages.
 pub const CLIENT_JS: &str = include_str!("client.js");
@@ -102,8 +104,8 @@ pub struct ServeOptions {
     /// `None`: no limit.
     pub rate_limit: Option<u32>,
     /// Fuzzy-matching rules for URLs with no capture of their own
-    /// (default: the shipped ones, [`crate::fuzzy::FuzzyRules::default`]).
-    pub fuzzy: crate::fuzzy::FuzzyRules,
+    /// (default: the shipped ones, [`warchest_replay::fuzzy::FuzzyRules::default`]).
+    pub fuzzy: warchest_replay::fuzzy::FuzzyRules,
 }
 
 impl ServeOptions {
@@ -124,7 +126,7 @@ impl ServeOptions {
             max_connections: 4096,
             allowed_hosts: Vec::new(),
             rate_limit: None,
-            fuzzy: crate::fuzzy::FuzzyRules::default(),
+            fuzzy: warchest_replay::fuzzy::FuzzyRules::default(),
         }
     }
 
@@ -1377,7 +1379,9 @@ fn replay(
             .and_then(|u| coll.fuzzy.jsonp_rename(&target, u))
             && (kind.is_some() || !encoded)
         {
-            payload = Box::new(crate::fuzzy::JsonpRename::new(payload, &old, &new));
+            payload = Box::new(warchest_replay::fuzzy::JsonpRename::new(
+                payload, &old, &new,
+            ));
         }
         let mut body = resp.stream(status, &reason, &headers).map_err(map_io)?;
         match kind {

@@ -6,7 +6,7 @@
 //! redirected there, at the page's time, as pywb does. Nothing else is
 //! trusted: only a Referer on this very host, in this collection.
 
-use crate::url::{self, TimeSpec, normalize_target};
+use warchest_replay::url::{self, TimeSpec, normalize_target};
 
 /// The replay URL (root-relative) for `target`, the raw path and query of
 /// a request outside the collection, made by the page in `referer` on

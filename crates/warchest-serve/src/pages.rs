@@ -7,13 +7,13 @@ use std::io::{self, Read, Seek};
 
 use super::http::{Request, Responder, escape, query_escape};
 use super::{HResult, text_html, text_plain};
-use crate::Collection;
-use crate::store::{Capture, KeyRange, MatchType, Query};
-use crate::wacz::iso_date;
 use warchest::archive::Record;
 use warchest::codec::Source;
 use warchest::http::HttpHead;
 use warchest::warc::WarcHeader;
+use warchest_replay::Collection;
+use warchest_replay::store::{Capture, KeyRange, MatchType, Query};
+use warchest_replay::wacz::iso_date;
 use warchest_validate::{Options, Validator};
 
 /// Most captures listed on one page.
@@ -511,7 +511,7 @@ fn head_and_media_type<S: Source>(
 #[allow(clippy::too_many_arguments)]
 fn record_page(
     coll: &Collection,
-    src: &crate::store::Source,
+    src: &warchest_replay::store::Source,
     off: u64,
     header: &warchest::warc::WarcHeader,
     raw_header: &str,
