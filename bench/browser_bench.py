@@ -57,10 +57,11 @@ def svg(k):
 class Site(http.server.ThreadingHTTPServer):
     def __init__(self, n):
         self.n = n
-        super().__init__(("127.0.0.1", 0), Handler)
+        # 127.0.0.2: warcprox refuses 127.0.0.1 and ::1 exactly.
+        super().__init__(("127.0.0.2", 0), Handler)
 
     def url(self, i):
-        return f"http://127.0.0.1:{self.server_address[1]}/p/{i}.html"
+        return f"http://127.0.0.2:{self.server_address[1]}/p/{i}.html"
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -165,7 +166,7 @@ def warcprox_way(site, urls, out, tabs, chromium):
                         f"--user-data-dir={prof}", f"--proxy-server=http://127.0.0.1:{port}",
                         "--proxy-bypass-list=<-loopback>", "--ignore-certificate-errors",
                         "--virtual-time-budget=8000", "--dump-dom", u],
-                        stdout=subprocess.DEVNULL, timeout=120)
+                        stdout=subprocess.DEVNULL, timeout=60)
                 with lock:
                     peak = max(peak, p)
 
