@@ -142,7 +142,11 @@ a.href = '/from-behavior.html'; document.body.appendChild(a); r(1); }, 300))"
     assert!(p.links.contains(&built), "{:?}", p.links);
     let user = p.behaviors.iter().find(|b| b.name == "user").unwrap();
     assert!(user.completed, "{user:?}");
-    assert!(p.links.contains(&format!("{}/from-behavior.html", s.base)), "{:?}", p.links);
+    assert!(
+        p.links.contains(&format!("{}/from-behavior.html", s.base)),
+        "{:?}",
+        p.links
+    );
     // What script and scrolling asked for went through the proxy.
     for path in ["/", "/by-script.svg", "/api/data.json", "/lazy.svg"] {
         let u = format!("{}{path}", s.base);

@@ -276,6 +276,18 @@ fn https_pages_are_recorded_through_the_proxy() {
         .arg(&out));
     assert_eq!(code, 0, "{err}");
     assert!(err.contains(&format!("200 {url}")), "{err}");
-    let archived = responses(&files_in(&out));
+    let files = files_in(&out);
+    let archived = responses(&files);
     assert!(archived.contains(&url), "{archived:?}");
+    // QA reads a WACZ as well as a directory.
+    let wacz = work.path().join("c.wacz");
+    let (code, _, err) = run(bin()
+        .args(["wacz", "create"])
+        .args(&files)
+        .arg("-o")
+        .arg(&wacz));
+    assert_eq!(code, 0, "{err}");
+    let (code, v, err) = qa(&wacz, &work.path().join("qa"));
+    assert_eq!(code, 0, "{v:#}{err}");
+    assert_eq!(v["good"], 1, "{v:#}");
 }
