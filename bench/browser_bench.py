@@ -141,7 +141,9 @@ def warcprox_way(site, urls, out, tabs, chromium):
     proxy = subprocess.Popen(
         [warcprox, "-b", "127.0.0.1", "-p", str(port), "-d", out, "-z",
          "--certs-dir", os.path.join(out, "certs"), "-c", os.path.join(out, "ca.pem")],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        # warcprox writes its dedup and stats databases in its working
+        # directory.
+        cwd=out, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     peak = 0.0
     try:
         for _ in range(100):
