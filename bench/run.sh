@@ -10,6 +10,9 @@
 #                                            trafilatura (docs/derive.md); --smoke: a fixture,
 #                                            the debug build
 #   bench/run.sh --search [--smoke] FILE...  search-index docs/s, search p50/p99 (docs/search.md)
+#   bench/run.sh --browser [--smoke] [--pages N] [--tabs N]
+#                                            browser capture: warchest --browser, warcprox +
+#                                            Chromium, wget --mirror (docs/performance.md)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -49,6 +52,16 @@ case "${1:-}" in
     exec python3 "$here/${area}_bench.py" "$@"
     ;;
 esac
+# Browser capture rows: bench/browser_bench.py (issue 30).
+if [ "${1:-}" = "--browser" ]; then
+    shift
+    if [[ " $* " == *" --smoke "* ]]; then
+        cargo build -q -p warchest-cli --manifest-path "$root/Cargo.toml"
+        exec python3 "$here/browser_bench.py" --bin "$CARGO_TARGET_DIR/debug/warchest" "$@"
+    fi
+    cargo build -q --release -p warchest-cli --manifest-path "$root/Cargo.toml"
+    exec python3 "$here/browser_bench.py" --bin "$CARGO_TARGET_DIR/release/warchest" "$@"
+fi
 if [[ " $* " == *" --smoke "* ]]; then
     cargo build -q -p warchest-cli --manifest-path "$root/Cargo.toml"
     export WARCHEST_BIN=$CARGO_TARGET_DIR/debug/warchest

@@ -25,8 +25,8 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use warchest_replay::Collection;
-use warchest_serve::{ServeOptions, Server};
 use warchest_replay::store::{KeyRange, Query, Store};
+use warchest_serve::{ServeOptions, Server};
 
 use crate::BrowserError;
 use crate::chrome::{Chromium, Launch};

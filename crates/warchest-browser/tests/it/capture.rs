@@ -122,7 +122,14 @@ fn a_scripted_page_is_recorded_through_the_proxy() {
     let s = site();
     let dir = tempfile::tempdir().unwrap();
     let (rec, proxy) = recorder(&dir.path().join("out"), dir.path());
-    let b = Browsers::start(quick(exe), rec.clone(), proxy).unwrap();
+    let mut o = quick(exe);
+    // The user's own behaviour: an async script whose work is awaited.
+    o.behaviors = Some(
+        "new Promise(r => setTimeout(() => { const a = document.createElement('a'); \
+a.href = '/from-behavior.html'; document.body.appendChild(a); r(1); }, 300))"
+            .into(),
+    );
+    let b = Browsers::start(o, rec.clone(), proxy).unwrap();
     let url = format!("{}/", s.base);
     let p = b.capture(&url);
     b.finish().unwrap();
@@ -133,6 +140,13 @@ fn a_scripted_page_is_recorded_through_the_proxy() {
     // The link only script builds, found in the rendered DOM.
     let built = format!("{}/only-script-42.html", s.base);
     assert!(p.links.contains(&built), "{:?}", p.links);
+    let user = p.behaviors.iter().find(|b| b.name == "user").unwrap();
+    assert!(user.completed, "{user:?}");
+    assert!(
+        p.links.contains(&format!("{}/from-behavior.html", s.base)),
+        "{:?}",
+        p.links
+    );
     // What script and scrolling asked for went through the proxy.
     for path in ["/", "/by-script.svg", "/api/data.json", "/lazy.svg"] {
         let u = format!("{}{path}", s.base);

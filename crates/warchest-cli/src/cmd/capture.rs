@@ -312,6 +312,41 @@ pub fn run_capture(g: &Global, args: CaptureArgs) -> Result<Outcome> {
     })
 }
 
+/// The recorder and upstream fetch settings of a recording proxy (`proxy`
+/// and `capture --browser`): the output, the dedupe index, TLS, limits.
+fn recording(
+    out: &CaptureOutput,
+    net: &NetArgs,
+    prefix: &str,
+    description: &str,
+    limits: CaptureLimits,
+) -> Result<(Arc<capture::Recorder>, capture::http::FetchOptions)> {
+    let index = net
+        .dedupe_index
+        .as_ref()
+        .map(DigestIndex::open)
+        .transpose()?;
+    let rotating = out.rotating(prefix, description)?;
+    let digest = rotating
+        .writer
+        .digest
+        .unwrap_or(warchest::digest::Algorithm::Sha1);
+    let spool_threshold = capture::SPOOL_IN_MEMORY.min(rotating.writer.spool_threshold);
+    let recorder = Arc::new(capture::Recorder::new(&out.output, rotating, index)?);
+    let roots: Vec<&std::path::Path> = net.ca_certs.iter().map(|p| p.as_path()).collect();
+    let fetch = capture::http::FetchOptions {
+        tls: tls::client_config(net.insecure, &roots)?,
+        timeout: NetArgs::seconds(net.timeout, "--timeout")?,
+        read: capture::http::ReadOptions {
+            limits,
+            digest,
+            spool_threshold,
+            max_head: warchest::Limits::default().max_http_head,
+        },
+    };
+    Ok((recorder, fetch))
+}
+
 /// `capture --browser`: the pages in Chromium through an in-process
 /// recording proxy with a CA of its own, trusted by that browser only.
 fn run_capture_browser(g: &Global, args: CaptureArgs, urls: Vec<String>) -> Result<Outcome> {
@@ -319,39 +354,21 @@ fn run_capture_browser(g: &Global, args: CaptureArgs, urls: Vec<String>) -> Resu
     let ca = Arc::new(tls::CertAuthority::load_or_create(
         &ca_dir.path().join("ca.pem"),
     )?);
-    let index = args
-        .net
-        .dedupe_index
-        .as_ref()
-        .map(DigestIndex::open)
-        .transpose()?;
-    let rotating = args
-        .out
-        .rotating("capture", "captured by warchest capture --browser")?;
-    let digest = rotating
-        .writer
-        .digest
-        .unwrap_or(warchest::digest::Algorithm::Sha1);
-    let spool_threshold = capture::SPOOL_IN_MEMORY.min(rotating.writer.spool_threshold);
-    let recorder = Arc::new(capture::Recorder::new(&args.out.output, rotating, index)?);
-    let roots: Vec<&std::path::Path> = args.net.ca_certs.iter().map(|p| p.as_path()).collect();
     // A response the page is still receiving when its time is up is
     // recorded as truncated (time) rather than left open.
     let mut limits = args.net.limits()?;
     if limits.max_time.is_none() {
         limits.max_time = Some(args.browser.options()?.page_timeout);
     }
+    let (recorder, fetch) = recording(
+        &args.out,
+        &args.net,
+        "capture",
+        "captured by warchest capture --browser",
+        limits,
+    )?;
     let opts = proxy::ProxyOptions {
-        fetch: capture::http::FetchOptions {
-            tls: tls::client_config(args.net.insecure, &roots)?,
-            timeout: NetArgs::seconds(args.net.timeout, "--timeout")?,
-            read: capture::http::ReadOptions {
-                limits,
-                digest,
-                spool_threshold,
-                max_head: warchest::Limits::default().max_http_head,
-            },
-        },
+        fetch,
         ca,
         resolver: args.net.resolver()?,
         // The browser reaches what `capture` reaches: the proxy listens on
@@ -431,32 +448,15 @@ pub fn run_proxy(g: &Global, args: ProxyArgs) -> Result<Outcome> {
         tls::CertAuthority::load_or_create(&args.ca)
             .with_context(|| args.ca.display().to_string())?,
     );
-    let index = args
-        .net
-        .dedupe_index
-        .as_ref()
-        .map(DigestIndex::open)
-        .transpose()?;
-    let rotating = args.out.rotating("proxy", "recorded by warchest proxy")?;
-    let digest = rotating
-        .writer
-        .digest
-        .unwrap_or(warchest::digest::Algorithm::Sha1);
-    let spool_threshold = capture::SPOOL_IN_MEMORY.min(rotating.writer.spool_threshold);
-    let recorder = Arc::new(capture::Recorder::new(&args.out.output, rotating, index)?);
-    let roots: Vec<&std::path::Path> = args.net.ca_certs.iter().map(|p| p.as_path()).collect();
-    let timeout = NetArgs::seconds(args.net.timeout, "--timeout")?;
+    let (recorder, fetch) = recording(
+        &args.out,
+        &args.net,
+        "proxy",
+        "recorded by warchest proxy",
+        args.net.limits()?,
+    )?;
     let opts = proxy::ProxyOptions {
-        fetch: capture::http::FetchOptions {
-            tls: tls::client_config(args.net.insecure, &roots)?,
-            timeout,
-            read: capture::http::ReadOptions {
-                limits: args.net.limits()?,
-                digest,
-                spool_threshold,
-                max_head: warchest::Limits::default().max_http_head,
-            },
-        },
+        fetch,
         ca,
         resolver: args.net.resolver()?,
         access: proxy::Access {

@@ -240,3 +240,54 @@ fn without_a_browser_qa_reports_what_is_missing() {
     assert!(missing.contains(&fetch.as_str()), "{missing:?}");
     assert!(page["screenshot_match"].is_null(), "{page:#}");
 }
+
+/// HTTPS pages go through the recording proxy too: the browser accepts
+/// the proxy's certificates by our CA's key (trusted for that browser
+/// only), and the proxy verifies the server as `capture` does (here by
+/// --ca-cert).
+#[test]
+fn https_pages_are_recorded_through_the_proxy() {
+    let Some(exe) = chromium() else {
+        eprintln!("skipped: WARCHEST_SKIP_BROWSER");
+        return;
+    };
+    let (cfg, pem) = crate::capture::tls_config(&["127.0.0.1"]);
+    let site = crate::capture::start_site(Some(cfg));
+    let work = tempfile::tempdir().unwrap();
+    let ca = work.path().join("server.pem");
+    std::fs::write(&ca, pem).unwrap();
+    let out = work.path().join("out");
+    let url = format!("https://127.0.0.1:{}/", site.addr.port());
+    let (code, _, err) = run(bin()
+        .arg("capture")
+        .args([
+            "--browser",
+            &url,
+            "--page-timeout",
+            "20",
+            "--no-media",
+            "--no-scroll",
+        ])
+        .arg("--chromium")
+        .arg(&exe)
+        .arg("--ca-cert")
+        .arg(&ca)
+        .arg("-o")
+        .arg(&out));
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains(&format!("200 {url}")), "{err}");
+    let files = files_in(&out);
+    let archived = responses(&files);
+    assert!(archived.contains(&url), "{archived:?}");
+    // QA reads a WACZ as well as a directory.
+    let wacz = work.path().join("c.wacz");
+    let (code, _, err) = run(bin()
+        .args(["wacz", "create"])
+        .args(&files)
+        .arg("-o")
+        .arg(&wacz));
+    assert_eq!(code, 0, "{err}");
+    let (code, v, err) = qa(&wacz, &work.path().join("qa"));
+    assert_eq!(code, 0, "{v:#}{err}");
+    assert_eq!(v["good"], 1, "{v:#}");
+}

@@ -170,7 +170,7 @@ pub(crate) fn start_site(tls: Option<Arc<rustls::ServerConfig>>) -> Site {
     Site { addr, hits }
 }
 
-fn tls_config(names: &[&str]) -> (Arc<rustls::ServerConfig>, String) {
+pub(crate) fn tls_config(names: &[&str]) -> (Arc<rustls::ServerConfig>, String) {
     let (cert, key, pem) = warchest_capture::tls::self_signed(names).unwrap();
     let cfg = rustls::ServerConfig::builder_with_provider(Arc::new(
         rustls::crypto::ring::default_provider(),
