@@ -86,6 +86,10 @@ fn command() -> clap::Command {
 /// The list's line of the commands whose doc opens with a long phrase.
 const SUMMARIES: &[(&str, &str)] = &[
     (
+        "qa",
+        "Replay captured pages in Chromium and report what is missing",
+    ),
+    (
         "stats",
         "Count records and bytes by type, media type, status and host",
     ),

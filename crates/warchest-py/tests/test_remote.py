@@ -164,6 +164,40 @@ def test_scan_over_s3_and_http_equals_local(s3, http_root):
         assert got.equals(want)
 
 
+@pytest.fixture(scope="module")
+def plain_http_root(tmp_path_factory):
+    """Python's own http.server, which answers a Range request with the
+    whole file (200), as some plain file servers do (issue 34)."""
+    root = tmp_path_factory.mktemp("plain-served")
+    for name, path in FILES.items():
+        (root / name).symlink_to(path)
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "http.server", "-b", "127.0.0.1", "-d", str(root), str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        _wait_for(port, proc)
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+
+
+@pytest.mark.parametrize("name", ["iana.warc.gz", "chunked.warc"])
+def test_iterator_and_scan_stream_a_server_without_ranges(plain_http_root, name):
+    """A sequential read streams a URL whose server ignores ranges from
+    the start, as warcio does, instead of failing."""
+    url = plain_http_root + name
+    want = records(str(FILES[name]))
+    assert len(want) >= 3
+    assert records(url) == want
+    local, _ = table_without_filename(warchest.scan(str(FILES[name]), include_payload=True))
+    got, _ = table_without_filename(warchest.scan(url, include_payload=True))
+    assert got.equals(local)
+
+
 def test_missing_object_is_an_error_naming_it(s3):
     url = s3["prefix"] + "gone.warc.gz"
     with pytest.raises(OSError, match="gone.warc.gz"):
