@@ -140,6 +140,10 @@ pub struct Crawl {
     requeued: u64,
     recovered: Vec<String>,
     shard: Option<(u32, u32)>,
+    /// The status server's socket, bound when the crawl opens.
+    status: Mutex<Option<std::net::TcpListener>>,
+    /// Where the status server listens.
+    pub status_addr: Option<std::net::SocketAddr>,
     /// Counters of this run.
     pub live: Live,
 }
@@ -346,6 +350,22 @@ impl Crawl {
             ..dns::ResolverOptions::default()
         });
         let (frontier, requeued) = Frontier::open(&dir.join("frontier.redb"))?;
+        let (status, status_addr) = match &e.status_listen {
+            None => (None, None),
+            #[cfg(feature = "status")]
+            Some(a) => {
+                let (l, addr) =
+                    crate::status::bind(a).map_err(|err| CrawlError::Io(PathBuf::from(a), err))?;
+                (Some(l), Some(addr))
+            }
+            #[cfg(not(feature = "status"))]
+            Some(_) => {
+                return Err(crate::config::ConfigError(
+                    "status-listen: built without the `status` feature".into(),
+                )
+                .into());
+            }
+        };
         let open_log = |rel: &str| {
             let p = dir.join(rel);
             LineLog::open(&p).map_err(|e| CrawlError::Io(p, e))
@@ -376,6 +396,8 @@ impl Crawl {
             requeued,
             recovered,
             shard,
+            status: Mutex::new(status),
+            status_addr,
             live: Live::default(),
             cfg,
         };
@@ -422,6 +444,38 @@ impl Crawl {
         let got = crate::shard::read_inbox(&self.dir, self.cfg.engine.handoff.as_deref(), me)
             .map_err(|e| CrawlError::Io(self.dir.clone(), e))?;
         Ok(self.frontier.add(&got)?)
+    }
+
+    /// The state as JSON and as Prometheus metrics (`status-listen`).
+    pub fn snapshot(&self) -> (String, String) {
+        let c = self.frontier.counts().unwrap_or_default();
+        let active = self.live.active.load(Ordering::Relaxed);
+        let secs = self.started.elapsed().as_secs_f64();
+        let json = serde_json::json!({
+            "counts": c,
+            "hosts_active": active,
+            "seconds": secs,
+            "pages_this_run": self.live.pages.load(Ordering::Relaxed),
+            "bytes_this_run": self.live.bytes.load(Ordering::Relaxed),
+            "stopping": self.stopped(),
+        })
+        .to_string();
+        let mut m = String::new();
+        for (name, help, v) in [
+            ("queued", "URIs waiting in queues", c.queued),
+            ("in_flight", "URIs being fetched", c.in_flight),
+            ("done", "URIs finished", c.done),
+            ("failed", "URIs failed (network errors)", c.failed),
+            ("pages", "HTML pages fetched", c.pages),
+            ("bytes", "Response bytes received", c.bytes),
+            ("seen", "URLs ever queued", c.seen),
+            ("hosts_active", "Hosts being fetched now", active),
+        ] {
+            m.push_str(&format!(
+                "# HELP warchest_crawl_{name} {help}\n# TYPE warchest_crawl_{name} gauge\nwarchest_crawl_{name} {v}\n"
+            ));
+        }
+        (json, m)
     }
 
     /// Indexes the WARC files in archive/ not yet in the CDXJ.
@@ -509,13 +563,15 @@ impl Crawl {
         let workers = self.cfg.engine.workers.max(1);
         let idle = AtomicU64::new(0);
         let finished = AtomicBool::new(false);
+        let workers_done = AtomicBool::new(false);
         std::thread::scope(|s| {
+            let mut handles = Vec::with_capacity(workers);
             for t in 0..workers {
                 let fatal = &fatal;
                 let idle = &idle;
                 let finished = &finished;
                 let me = &self;
-                s.spawn(move || {
+                handles.push(s.spawn(move || {
                     let mut was_idle = false;
                     loop {
                         if me.stopped() || finished.load(Ordering::Relaxed) {
@@ -580,6 +636,17 @@ impl Crawl {
                             }
                         }
                     }
+                }));
+            }
+            #[cfg(feature = "status")]
+            if let Some(l) = self.status.lock().ok().and_then(|mut g| g.take()) {
+                let me = &self;
+                let done = &workers_done;
+                s.spawn(move || {
+                    let snap = || me.snapshot();
+                    if let Err(e) = crate::status::serve(l, &snap, done) {
+                        tracing::warn!("status server: {e}");
+                    }
                 });
             }
             // The ticker: progress and the exclusion file's rereading.
@@ -620,6 +687,10 @@ impl Crawl {
                     std::thread::sleep(Duration::from_millis(200));
                 }
             });
+            for h in handles {
+                let _ = h.join();
+            }
+            workers_done.store(true, Ordering::Relaxed);
         });
         tick(&self);
         if let Some(e) = fatal.into_inner().ok().flatten() {
@@ -1006,7 +1077,8 @@ impl Crawl {
             .collect();
         // The payload, content coding removed, through the extractor (and
         // kept whole for robots.txt).
-        let want_robots = uri.last_hop() == Some(Hop::Prerequisite) || uri.hops.ends_with("PR");
+        // robots.txt: a prerequisite, or a redirect from one.
+        let want_robots = uri.hops.trim_end_matches('R').ends_with('P');
         let mut robots_body = None;
         let mut extractor = Extractor::new(&uri.url, content_type.as_deref(), &self.cfg.extract);
         if (200..300).contains(&status) || want_robots {
