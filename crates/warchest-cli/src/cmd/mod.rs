@@ -6,6 +6,7 @@ pub mod check;
 pub mod concat;
 pub mod convert;
 pub mod copy;
+pub mod crawl;
 pub mod dedupe;
 pub mod extract;
 pub mod fetch;

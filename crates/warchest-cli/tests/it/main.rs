@@ -4,6 +4,7 @@ mod arc_infomall;
 mod capture;
 mod cli;
 mod common;
+mod crawl;
 mod fidelity;
 mod index;
 mod inputs;
