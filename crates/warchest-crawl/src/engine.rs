@@ -34,7 +34,7 @@ use warchest::write::{CaptureLimits, RotatingOptions};
 use warchest_capture::http::{self as chttp, FetchOptions, ReadOptions};
 use warchest_capture::{CaptureError, HttpRecord, Kind, Recorder, dns, tls};
 use warchest_ops::dedupe::DigestIndex;
-use warchest_ops::revisit::{Original, RevisitProfile};
+use warchest_ops::revisit::RevisitProfile;
 
 use crate::config::{CrawlConfig, OutputFormat, RobotsMode, SAVED_CONFIG};
 use crate::extract::{Extracted, Extractor};
@@ -863,24 +863,8 @@ impl Crawl {
             ann.push(format!("dol:{}", f.extracted.dropped));
         }
         let seed = self.seeds.get(uri.seed as usize).map(|s| s.to_string());
-        let extra = f
-            .warc
-            .as_ref()
-            .map(|(file, off)| serde_json::json!({"warcFilename": file, "warcFileOffset": off}));
-        let line = LogLine {
-            status: f.status as i32,
-            size: Some(f.body_len),
-            uri: uri.url.as_str(),
-            hops: &uri.hops,
-            via: uri.via.as_ref().map(|v| v.as_str()),
-            mime: f.content_type.as_deref(),
-            thread,
-            fetch: Some((f.started, f.ms)),
-            digest: f.digest.as_deref(),
-            seed: seed.as_deref(),
-            annotations: ann,
-            extra,
-        };
+        let mut line = fetch_line(uri, &f, thread, seed.as_deref());
+        line.annotations = ann;
         self.crawl_log
             .line(&line.format(time::OffsetDateTime::now_utc()))
             .map_err(io_at(self.crawl_log.path()))?;
@@ -967,20 +951,7 @@ impl Crawl {
         for _ in 0..=5 {
             match self.fetch_page(&ru) {
                 Ok(f) => {
-                    let line = LogLine {
-                        status: f.status as i32,
-                        size: Some(f.body_len),
-                        uri: ru.url.as_str(),
-                        hops: &ru.hops,
-                        via: ru.via.as_ref().map(|v| v.as_str()),
-                        mime: f.content_type.as_deref(),
-                        thread,
-                        fetch: Some((f.started, f.ms)),
-                        digest: f.digest.as_deref(),
-                        seed: None,
-                        annotations: Vec::new(),
-                        extra: None,
-                    };
+                    let line = fetch_line(&ru, &f, thread, None);
                     let _ = self
                         .crawl_log
                         .line(&line.format(time::OffsetDateTime::now_utc()));
@@ -1044,22 +1015,12 @@ impl Crawl {
             self.recorder.record_dns(l)?;
         }
         let target = uri.url.to_string();
-        let mut extra = Vec::new();
-        let mut conditional_of: Option<Original> = None;
-        if self.cfg.engine.recrawl.is_some()
-            && let Some(idx) = self.recorder.index()
-            && let Some(prev) = idx.get_url(&target)?
-        {
-            if let Some(e) = &prev.etag {
-                extra.push(("If-None-Match".to_string(), e.clone()));
+        let (extra, conditional_of) = match self.recorder.index() {
+            Some(idx) if self.cfg.engine.recrawl.is_some() => {
+                warchest_capture::conditional(idx, &target)?
             }
-            if let Some(l) = &prev.last_modified {
-                extra.push(("If-Modified-Since".to_string(), l.clone()));
-            }
-            if !extra.is_empty() {
-                conditional_of = Some(prev.entry.original.clone());
-            }
-        }
+            _ => (Vec::new(), None),
+        };
         let request = chttp::get_request(&url, &self.cfg.engine.user_agent, &extra);
         let mut x = chttp::fetch(&url, &resolved.addrs, request, &self.fetch)?;
         let status = x.response.head.status().unwrap_or(0);
@@ -1173,7 +1134,6 @@ impl Crawl {
             truncated,
             extracted,
             headers,
-            warc: None,
             robots_body,
         })
     }
@@ -1194,8 +1154,30 @@ struct FetchedPage {
     truncated: Option<String>,
     extracted: Extracted,
     headers: Vec<(String, Vec<u8>)>,
-    warc: Option<(String, u64)>,
     robots_body: Option<Vec<u8>>,
+}
+
+/// The crawl.log line of a fetch (annotations left to the caller).
+fn fetch_line<'a>(
+    uri: &'a CrawlUri,
+    f: &'a FetchedPage,
+    thread: usize,
+    seed: Option<&'a str>,
+) -> LogLine<'a> {
+    LogLine {
+        status: f.status as i32,
+        size: Some(f.body_len),
+        uri: uri.url.as_str(),
+        hops: &uri.hops,
+        via: uri.via.as_ref().map(|v| v.as_str()),
+        mime: f.content_type.as_deref(),
+        thread,
+        fetch: Some((f.started, f.ms)),
+        digest: f.digest.as_deref(),
+        seed,
+        annotations: Vec::new(),
+        extra: None,
+    }
 }
 
 /// Heritrix's negative status codes for fetch failures.
