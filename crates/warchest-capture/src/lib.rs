@@ -456,22 +456,10 @@ impl Capturer {
         let addrs = self.resolve(&url.host)?;
         self.polite(&url.host);
         let target = url.to_string();
-        let mut extra = Vec::new();
-        let mut conditional_of: Option<Original> = None;
-        if self.opts.conditional
-            && let Some(idx) = self.recorder.index()
-            && let Some(prev) = idx.get_url(&target)?
-        {
-            if let Some(e) = &prev.etag {
-                extra.push(("If-None-Match".to_string(), e.clone()));
-            }
-            if let Some(l) = &prev.last_modified {
-                extra.push(("If-Modified-Since".to_string(), l.clone()));
-            }
-            if !extra.is_empty() {
-                conditional_of = Some(prev.entry.original.clone());
-            }
-        }
+        let (extra, conditional_of) = match self.recorder.index() {
+            Some(idx) if self.opts.conditional => conditional(idx, &target)?,
+            _ => (Vec::new(), None),
+        };
         let request = http::get_request(url, &self.opts.user_agent, &extra);
         let mut x = http::fetch(url, &addrs, request, &self.fetch)?;
         let status = x.response.head.status().unwrap_or(0);
@@ -579,6 +567,35 @@ impl Capturer {
             error: None,
         })
     }
+}
+
+/// Header fields of a conditional request, and the capture it is made
+/// against.
+pub type Conditional = (Vec<(String, String)>, Option<Original>);
+
+/// The If-None-Match / If-Modified-Since fields of a conditional request
+/// for `target`, from its last capture in `index`, and that capture (a 304
+/// becomes a server-not-modified revisit of it). None when `target` was
+/// not captured or its server sent no validators.
+///
+/// # Errors
+/// The index failed.
+pub fn conditional(
+    index: &DigestIndex,
+    target: &str,
+) -> Result<Conditional, CaptureError> {
+    let mut extra = Vec::new();
+    let Some(prev) = index.get_url(target)? else {
+        return Ok((extra, None));
+    };
+    if let Some(e) = &prev.etag {
+        extra.push(("If-None-Match".to_string(), e.clone()));
+    }
+    if let Some(l) = &prev.last_modified {
+        extra.push(("If-Modified-Since".to_string(), l.clone()));
+    }
+    let of = (!extra.is_empty()).then(|| prev.entry.original.clone());
+    Ok((extra, of))
 }
 
 fn error_event(url: &str, e: &CaptureError) -> Event {

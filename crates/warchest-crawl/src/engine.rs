@@ -34,7 +34,7 @@ use warchest::write::{CaptureLimits, RotatingOptions};
 use warchest_capture::http::{self as chttp, FetchOptions, ReadOptions};
 use warchest_capture::{CaptureError, HttpRecord, Kind, Recorder, dns, tls};
 use warchest_ops::dedupe::DigestIndex;
-use warchest_ops::revisit::{Original, RevisitProfile};
+use warchest_ops::revisit::RevisitProfile;
 
 use crate::config::{CrawlConfig, OutputFormat, RobotsMode, SAVED_CONFIG};
 use crate::extract::{Extracted, Extractor};
@@ -140,6 +140,10 @@ pub struct Crawl {
     requeued: u64,
     recovered: Vec<String>,
     shard: Option<(u32, u32)>,
+    /// The status server's socket, bound when the crawl opens.
+    status: Mutex<Option<std::net::TcpListener>>,
+    /// Where the status server listens.
+    pub status_addr: Option<std::net::SocketAddr>,
     /// Counters of this run.
     pub live: Live,
 }
@@ -346,6 +350,22 @@ impl Crawl {
             ..dns::ResolverOptions::default()
         });
         let (frontier, requeued) = Frontier::open(&dir.join("frontier.redb"))?;
+        let (status, status_addr) = match &e.status_listen {
+            None => (None, None),
+            #[cfg(feature = "status")]
+            Some(a) => {
+                let (l, addr) =
+                    crate::status::bind(a).map_err(|err| CrawlError::Io(PathBuf::from(a), err))?;
+                (Some(l), Some(addr))
+            }
+            #[cfg(not(feature = "status"))]
+            Some(_) => {
+                return Err(crate::config::ConfigError(
+                    "status-listen: built without the `status` feature".into(),
+                )
+                .into());
+            }
+        };
         let open_log = |rel: &str| {
             let p = dir.join(rel);
             LineLog::open(&p).map_err(|e| CrawlError::Io(p, e))
@@ -376,6 +396,8 @@ impl Crawl {
             requeued,
             recovered,
             shard,
+            status: Mutex::new(status),
+            status_addr,
             live: Live::default(),
             cfg,
         };
@@ -422,6 +444,38 @@ impl Crawl {
         let got = crate::shard::read_inbox(&self.dir, self.cfg.engine.handoff.as_deref(), me)
             .map_err(|e| CrawlError::Io(self.dir.clone(), e))?;
         Ok(self.frontier.add(&got)?)
+    }
+
+    /// The state as JSON and as Prometheus metrics (`status-listen`).
+    pub fn snapshot(&self) -> (String, String) {
+        let c = self.frontier.counts().unwrap_or_default();
+        let active = self.live.active.load(Ordering::Relaxed);
+        let secs = self.started.elapsed().as_secs_f64();
+        let json = serde_json::json!({
+            "counts": c,
+            "hosts_active": active,
+            "seconds": secs,
+            "pages_this_run": self.live.pages.load(Ordering::Relaxed),
+            "bytes_this_run": self.live.bytes.load(Ordering::Relaxed),
+            "stopping": self.stopped(),
+        })
+        .to_string();
+        let mut m = String::new();
+        for (name, help, v) in [
+            ("queued", "URIs waiting in queues", c.queued),
+            ("in_flight", "URIs being fetched", c.in_flight),
+            ("done", "URIs finished", c.done),
+            ("failed", "URIs failed (network errors)", c.failed),
+            ("pages", "HTML pages fetched", c.pages),
+            ("bytes", "Response bytes received", c.bytes),
+            ("seen", "URLs ever queued", c.seen),
+            ("hosts_active", "Hosts being fetched now", active),
+        ] {
+            m.push_str(&format!(
+                "# HELP warchest_crawl_{name} {help}\n# TYPE warchest_crawl_{name} gauge\nwarchest_crawl_{name} {v}\n"
+            ));
+        }
+        (json, m)
     }
 
     /// Indexes the WARC files in archive/ not yet in the CDXJ.
@@ -509,13 +563,15 @@ impl Crawl {
         let workers = self.cfg.engine.workers.max(1);
         let idle = AtomicU64::new(0);
         let finished = AtomicBool::new(false);
+        let workers_done = AtomicBool::new(false);
         std::thread::scope(|s| {
+            let mut handles = Vec::with_capacity(workers);
             for t in 0..workers {
                 let fatal = &fatal;
                 let idle = &idle;
                 let finished = &finished;
                 let me = &self;
-                s.spawn(move || {
+                handles.push(s.spawn(move || {
                     let mut was_idle = false;
                     loop {
                         if me.stopped() || finished.load(Ordering::Relaxed) {
@@ -580,6 +636,17 @@ impl Crawl {
                             }
                         }
                     }
+                }));
+            }
+            #[cfg(feature = "status")]
+            if let Some(l) = self.status.lock().ok().and_then(|mut g| g.take()) {
+                let me = &self;
+                let done = &workers_done;
+                s.spawn(move || {
+                    let snap = || me.snapshot();
+                    if let Err(e) = crate::status::serve(l, &snap, done) {
+                        tracing::warn!("status server: {e}");
+                    }
                 });
             }
             // The ticker: progress and the exclusion file's rereading.
@@ -620,6 +687,10 @@ impl Crawl {
                     std::thread::sleep(Duration::from_millis(200));
                 }
             });
+            for h in handles {
+                let _ = h.join();
+            }
+            workers_done.store(true, Ordering::Relaxed);
         });
         tick(&self);
         if let Some(e) = fatal.into_inner().ok().flatten() {
@@ -792,24 +863,8 @@ impl Crawl {
             ann.push(format!("dol:{}", f.extracted.dropped));
         }
         let seed = self.seeds.get(uri.seed as usize).map(|s| s.to_string());
-        let extra = f
-            .warc
-            .as_ref()
-            .map(|(file, off)| serde_json::json!({"warcFilename": file, "warcFileOffset": off}));
-        let line = LogLine {
-            status: f.status as i32,
-            size: Some(f.body_len),
-            uri: uri.url.as_str(),
-            hops: &uri.hops,
-            via: uri.via.as_ref().map(|v| v.as_str()),
-            mime: f.content_type.as_deref(),
-            thread,
-            fetch: Some((f.started, f.ms)),
-            digest: f.digest.as_deref(),
-            seed: seed.as_deref(),
-            annotations: ann,
-            extra,
-        };
+        let mut line = fetch_line(uri, &f, thread, seed.as_deref());
+        line.annotations = ann;
         self.crawl_log
             .line(&line.format(time::OffsetDateTime::now_utc()))
             .map_err(io_at(self.crawl_log.path()))?;
@@ -896,20 +951,7 @@ impl Crawl {
         for _ in 0..=5 {
             match self.fetch_page(&ru) {
                 Ok(f) => {
-                    let line = LogLine {
-                        status: f.status as i32,
-                        size: Some(f.body_len),
-                        uri: ru.url.as_str(),
-                        hops: &ru.hops,
-                        via: ru.via.as_ref().map(|v| v.as_str()),
-                        mime: f.content_type.as_deref(),
-                        thread,
-                        fetch: Some((f.started, f.ms)),
-                        digest: f.digest.as_deref(),
-                        seed: None,
-                        annotations: Vec::new(),
-                        extra: None,
-                    };
+                    let line = fetch_line(&ru, &f, thread, None);
                     let _ = self
                         .crawl_log
                         .line(&line.format(time::OffsetDateTime::now_utc()));
@@ -973,22 +1015,12 @@ impl Crawl {
             self.recorder.record_dns(l)?;
         }
         let target = uri.url.to_string();
-        let mut extra = Vec::new();
-        let mut conditional_of: Option<Original> = None;
-        if self.cfg.engine.recrawl.is_some()
-            && let Some(idx) = self.recorder.index()
-            && let Some(prev) = idx.get_url(&target)?
-        {
-            if let Some(e) = &prev.etag {
-                extra.push(("If-None-Match".to_string(), e.clone()));
+        let (extra, conditional_of) = match self.recorder.index() {
+            Some(idx) if self.cfg.engine.recrawl.is_some() => {
+                warchest_capture::conditional(idx, &target)?
             }
-            if let Some(l) = &prev.last_modified {
-                extra.push(("If-Modified-Since".to_string(), l.clone()));
-            }
-            if !extra.is_empty() {
-                conditional_of = Some(prev.entry.original.clone());
-            }
-        }
+            _ => (Vec::new(), None),
+        };
         let request = chttp::get_request(&url, &self.cfg.engine.user_agent, &extra);
         let mut x = chttp::fetch(&url, &resolved.addrs, request, &self.fetch)?;
         let status = x.response.head.status().unwrap_or(0);
@@ -1006,7 +1038,8 @@ impl Crawl {
             .collect();
         // The payload, content coding removed, through the extractor (and
         // kept whole for robots.txt).
-        let want_robots = uri.last_hop() == Some(Hop::Prerequisite) || uri.hops.ends_with("PR");
+        // robots.txt: a prerequisite, or a redirect from one.
+        let want_robots = uri.hops.trim_end_matches('R').ends_with('P');
         let mut robots_body = None;
         let mut extractor = Extractor::new(&uri.url, content_type.as_deref(), &self.cfg.extract);
         if (200..300).contains(&status) || want_robots {
@@ -1101,7 +1134,6 @@ impl Crawl {
             truncated,
             extracted,
             headers,
-            warc: None,
             robots_body,
         })
     }
@@ -1122,8 +1154,30 @@ struct FetchedPage {
     truncated: Option<String>,
     extracted: Extracted,
     headers: Vec<(String, Vec<u8>)>,
-    warc: Option<(String, u64)>,
     robots_body: Option<Vec<u8>>,
+}
+
+/// The crawl.log line of a fetch (annotations left to the caller).
+fn fetch_line<'a>(
+    uri: &'a CrawlUri,
+    f: &'a FetchedPage,
+    thread: usize,
+    seed: Option<&'a str>,
+) -> LogLine<'a> {
+    LogLine {
+        status: f.status as i32,
+        size: Some(f.body_len),
+        uri: uri.url.as_str(),
+        hops: &uri.hops,
+        via: uri.via.as_ref().map(|v| v.as_str()),
+        mime: f.content_type.as_deref(),
+        thread,
+        fetch: Some((f.started, f.ms)),
+        digest: f.digest.as_deref(),
+        seed,
+        annotations: Vec::new(),
+        extra: None,
+    }
 }
 
 /// Heritrix's negative status codes for fetch failures.

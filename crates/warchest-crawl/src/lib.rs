@@ -72,3 +72,5 @@ pub mod engine;
 pub mod frontier;
 pub mod output;
 pub mod shard;
+#[cfg(feature = "status")]
+pub mod status;

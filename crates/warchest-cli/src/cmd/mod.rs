@@ -7,6 +7,7 @@ pub mod check;
 pub mod concat;
 pub mod convert;
 pub mod copy;
+pub mod crawl;
 pub mod dedupe;
 pub mod derive;
 pub mod extract;

@@ -6,6 +6,7 @@ mod capture;
 mod cli;
 mod common;
 mod derive;
+mod crawl;
 mod fidelity;
 mod index;
 mod inputs;

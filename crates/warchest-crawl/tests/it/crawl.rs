@@ -398,3 +398,52 @@ fn two_shards_fetch_what_one_crawler_fetches() {
         check_files(d);
     }
 }
+
+fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
+    use std::io::Write;
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    write!(s, "GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").unwrap();
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    out
+}
+
+#[test]
+fn status_listen_serves_json_and_metrics_while_crawling() {
+    let w = web::start();
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("crawl");
+    let toml = config(&w, "status-listen = \"127.0.0.1:0\"")
+        .replace("min-delay = 0.0", "min-delay = 0.05")
+        .replace(
+            "seeds = [",
+            &format!("seeds = [\"{}\", ", w.url("d.test", "/gen/0")),
+        );
+    let cfg = CrawlConfig::from_toml(&toml).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let c = Crawl::open(&dir, cfg, &toml, stop.clone()).unwrap();
+    let addr = c.status_addr.unwrap();
+    assert!(addr.ip().is_loopback());
+    let h = std::thread::spawn(move || c.run(&|_| {}).unwrap());
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let status = http_get(addr, "/status");
+    assert!(
+        status.starts_with("HTTP/1.0 200") || status.starts_with("HTTP/1.1 200"),
+        "{status}"
+    );
+    let body = &status[status.find("\r\n\r\n").unwrap() + 4..];
+    let v: serde_json::Value = serde_json::from_str(body).unwrap();
+    assert!(v["counts"]["done"].as_u64().unwrap() > 0, "{v}");
+    assert!(v["counts"]["queued"].as_u64().unwrap() > 0, "{v}");
+    let metrics = http_get(addr, "/metrics");
+    assert!(
+        metrics.contains("# TYPE warchest_crawl_done gauge\nwarchest_crawl_done "),
+        "{metrics}"
+    );
+    assert!(http_get(addr, "/nothing").contains(" 404 "));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let s = h.join().unwrap();
+    assert_eq!(s.ending, Ending::Interrupted);
+}

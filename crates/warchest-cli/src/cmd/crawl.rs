@@ -1,0 +1,362 @@
+//! `warchest crawl`: crawl sites into WARC files (see docs/crawl.md).
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use warchest_crawl::config::{CrawlConfig, SAVED_CONFIG, overlay};
+use warchest_crawl::engine::{Crawl, Ending};
+
+use crate::report::{Global, Outcome};
+
+/// Crawl web sites into WARC files: the seeds' site (by default every URL
+/// under the seed's prefix), the pages' embedded resources wherever they
+/// are hosted, robots.txt obeyed, one connection per host with a delay
+/// between fetches. Writes DIR/archive/*.warc.gz, DIR/indexes/index.cdxj,
+/// DIR/pages/pages.jsonl and DIR/logs/crawl.log (Heritrix's format). Every
+/// flag is also a key of the same name in --config's TOML file. Stop with
+/// Ctrl-C and go on with --resume DIR; after a crash, --resume DIR too.
+///
+/// Example: `warchest crawl https://example.org/ -o crawl/`
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Seed URLs.
+    seeds: Vec<String>,
+    /// The crawl directory (created).
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+    /// A TOML file of keys named as these flags (`max-hops = 3`).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Go on with the crawl in DIR (its saved configuration; flags given
+    /// now replace its keys, e.g. a larger --max-pages).
+    #[arg(long, value_name = "DIR")]
+    resume: Option<PathBuf>,
+    /// page, prefix (default), host, domain or any.
+    #[arg(long)]
+    scope: Option<String>,
+    /// Most link hops from a seed (default 20).
+    #[arg(long)]
+    max_hops: Option<u32>,
+    /// Embeds fetched out of scope up to this many hops past a page.
+    #[arg(long)]
+    extra_hops: Option<u32>,
+    /// Delay after a fetch: this times its duration (clamped to the next two).
+    #[arg(long)]
+    delay_factor: Option<f64>,
+    /// Shortest delay between two fetches from one host, seconds.
+    #[arg(long)]
+    min_delay: Option<f64>,
+    /// Longest delay between two fetches from one host, seconds.
+    #[arg(long)]
+    max_delay: Option<f64>,
+    /// Stop after this many pages (resumable).
+    #[arg(long)]
+    max_pages: Option<u64>,
+    /// Stop after this many bytes received (resumable).
+    #[arg(long)]
+    max_bytes: Option<u64>,
+    /// Stop after this many seconds (resumable).
+    #[arg(long)]
+    max_time: Option<f64>,
+    /// Keep at most this many bytes of each response (WARC-Truncated: length).
+    #[arg(long)]
+    max_size: Option<u64>,
+    /// At most this many pages from one host.
+    #[arg(long)]
+    max_pages_per_host: Option<u64>,
+    /// At most this many bytes from one host.
+    #[arg(long)]
+    max_bytes_per_host: Option<u64>,
+    /// A `warchest dedupe` database: payloads in it become revisits.
+    #[arg(long)]
+    dedupe_index: Option<PathBuf>,
+    /// An earlier crawl directory: conditional requests for its URLs.
+    #[arg(long, value_name = "OLD")]
+    recrawl: Option<PathBuf>,
+    /// Pack the crawl into a WACZ at the end.
+    #[arg(long)]
+    wacz: bool,
+    /// warc (default) or infomall.
+    #[arg(long)]
+    format: Option<String>,
+    /// Serve JSON status and Prometheus metrics on this address.
+    #[arg(long, value_name = "ADDR")]
+    status_listen: Option<String>,
+    /// This crawler's share of the hosts: K/N.
+    #[arg(long, value_name = "K/N")]
+    shard: Option<String>,
+    /// The directory shards hand URLs to each other through.
+    #[arg(long)]
+    handoff: Option<PathBuf>,
+    /// The User-Agent header; put a contact URL in it (`+https://...`).
+    #[arg(long)]
+    user_agent: Option<String>,
+    /// Worker threads (hosts fetched at once; default 8).
+    #[arg(long)]
+    workers: Option<usize>,
+    /// HOST:ADDR instead of a DNS lookup (repeatable).
+    #[arg(long, value_name = "HOST:ADDR")]
+    resolve: Vec<String>,
+    /// Neither fetch nor obey robots.txt.
+    #[arg(long)]
+    ignore_robots: bool,
+    /// Include regex (repeatable): URLs matching are in scope.
+    #[arg(long)]
+    include: Vec<String>,
+    /// Exclude regex (repeatable): URLs matching are out of scope.
+    #[arg(long)]
+    exclude: Vec<String>,
+    /// Warcinfo `operator`: who runs the crawl (name and contact).
+    #[arg(long)]
+    operator: Option<String>,
+    /// WARC file name prefix.
+    #[arg(long)]
+    prefix: Option<String>,
+}
+
+/// The flags given, as TOML keys.
+fn flags(a: &Args) -> Result<toml::Table> {
+    use toml::Value;
+    let mut t = toml::Table::new();
+    let mut put = |k: &str, v: Option<Value>| {
+        if let Some(v) = v {
+            t.insert(k.to_string(), v);
+        }
+    };
+    let s = |x: &Option<String>| x.clone().map(Value::String);
+    let u = |x: Option<u64>| {
+        x.map(|x| i64::try_from(x).map(Value::Integer))
+            .transpose()
+            .map_err(|_| anyhow::anyhow!("a number too large"))
+    };
+    let f = |x: Option<f64>| x.map(Value::Float);
+    let p = |x: &Option<PathBuf>| x.as_ref().map(|p| Value::String(p.display().to_string()));
+    if !a.seeds.is_empty() {
+        put(
+            "seeds",
+            Some(Value::Array(
+                a.seeds.iter().cloned().map(Value::String).collect(),
+            )),
+        );
+    }
+    put("output", p(&a.output));
+    put("scope", s(&a.scope));
+    put("max-hops", u(a.max_hops.map(u64::from))?);
+    put("extra-hops", u(a.extra_hops.map(u64::from))?);
+    put("delay-factor", f(a.delay_factor));
+    put("min-delay", f(a.min_delay));
+    put("max-delay", f(a.max_delay));
+    put("max-pages", u(a.max_pages)?);
+    put("max-bytes", u(a.max_bytes)?);
+    put("max-time", f(a.max_time));
+    put("max-size", u(a.max_size)?);
+    put("max-pages-per-host", u(a.max_pages_per_host)?);
+    put("max-bytes-per-host", u(a.max_bytes_per_host)?);
+    put("dedupe-index", p(&a.dedupe_index));
+    put("recrawl", p(&a.recrawl));
+    put("wacz", a.wacz.then_some(Value::Boolean(true)));
+    put("format", s(&a.format));
+    put("status-listen", s(&a.status_listen));
+    put("shard", s(&a.shard));
+    put("handoff", p(&a.handoff));
+    put("user-agent", s(&a.user_agent));
+    put("workers", u(a.workers.map(|w| w as u64))?);
+    put("operator", s(&a.operator));
+    put("prefix", s(&a.prefix));
+    if a.ignore_robots {
+        put("robots", Some(Value::String("ignore".into())));
+    }
+    if !a.include.is_empty() {
+        put(
+            "include",
+            Some(Value::Array(
+                a.include.iter().cloned().map(Value::String).collect(),
+            )),
+        );
+    }
+    if !a.exclude.is_empty() {
+        put(
+            "exclude",
+            Some(Value::Array(
+                a.exclude.iter().cloned().map(Value::String).collect(),
+            )),
+        );
+    }
+    if !a.resolve.is_empty() {
+        let mut m = toml::Table::new();
+        for r in &a.resolve {
+            let (h, addr) = r
+                .rsplit_once(':')
+                .filter(|(h, _)| !h.is_empty())
+                .with_context(|| format!("--resolve {r}: not HOST:ADDR"))?;
+            // HOST:ADDR, where ADDR may be an IPv6 literal in brackets.
+            let (h, addr) = match r.split_once(":[") {
+                Some((h6, a6)) => (h6, a6.trim_end_matches(']')),
+                None => (h, addr),
+            };
+            m.insert(h.to_ascii_lowercase(), Value::String(addr.to_string()));
+        }
+        t.insert("resolve".into(), Value::Table(m));
+    }
+    Ok(t)
+}
+
+fn read_table(p: &Path) -> Result<toml::Table> {
+    let text = std::fs::read_to_string(p).with_context(|| p.display().to_string())?;
+    toml::from_str(&text).with_context(|| p.display().to_string())
+}
+
+pub fn run(g: &Global, args: Args) -> Result<Outcome> {
+    let mut table = toml::Table::new();
+    let dir = if let Some(dir) = &args.resume {
+        let saved = dir.join(SAVED_CONFIG);
+        if !saved.exists() {
+            bail!(
+                "--resume {}: no {SAVED_CONFIG} there (not a crawl directory)",
+                dir.display()
+            );
+        }
+        table = read_table(&saved)?;
+        if args.config.is_some() {
+            bail!("--resume takes the crawl's saved configuration; give changed keys as flags");
+        }
+        dir.clone()
+    } else {
+        if let Some(c) = &args.config {
+            table = read_table(c)?;
+        }
+        PathBuf::new()
+    };
+    let given = flags(&args)?;
+    if args.resume.is_some() && (given.contains_key("seeds") || given.contains_key("output")) {
+        bail!("--resume DIR needs no seeds or --output: they are the crawl's");
+    }
+    overlay(&mut table, given);
+    let dir = if args.resume.is_some() {
+        dir
+    } else {
+        let out = table
+            .get("output")
+            .and_then(|v| v.as_str())
+            .map(PathBuf::from)
+            .context("no crawl directory: give -o DIR (or `output` in --config)")?;
+        if out.join(SAVED_CONFIG).exists() {
+            bail!(
+                "{} holds a crawl already: go on with `warchest crawl --resume {}`, or choose another -o",
+                out.display(),
+                out.display()
+            );
+        }
+        out
+    };
+    let saved = toml::to_string(&table).context("the configuration")?;
+    let cfg = CrawlConfig::from_table(table)?;
+    if cfg.engine.seeds.is_empty() {
+        bail!("no seed URL given");
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone()).context("signal handler")?;
+    }
+    let crawl_wacz = cfg.engine.wacz;
+    let wacz_prefix = cfg.engine.prefix.clone();
+    let seeds_text = cfg.engine.seeds.join(" ");
+    let crawl = Crawl::open(&dir, cfg, &saved, stop)?;
+    if let Some(a) = crawl.status_addr
+        && !g.quiet
+    {
+        eprintln!("status on http://{a}/status and http://{a}/metrics");
+    }
+    let summary_start = Instant::now();
+    let bar = if !g.quiet && std::io::stderr().is_terminal() {
+        let pb = indicatif::ProgressBar::new_spinner();
+        pb.set_style(
+            indicatif::ProgressStyle::with_template("{spinner} {elapsed} {msg}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+        );
+        Some(pb)
+    } else {
+        None
+    };
+    let max_pages = crawl.config().engine.max_pages;
+    let tick = |c: &Crawl| {
+        if let Some(pb) = &bar {
+            pb.set_message(warchest_crawl::engine::progress_line(
+                c,
+                summary_start,
+                max_pages,
+            ));
+            pb.tick();
+        }
+    };
+    let summary = crawl.run(&tick)?;
+    if let Some(pb) = &bar {
+        pb.finish_and_clear();
+    }
+    if !g.quiet {
+        for r in &summary.recovered {
+            eprintln!("recovered {r}");
+        }
+        if summary.requeued > 0 {
+            eprintln!(
+                "{} URIs in flight when the last run stopped were queued again",
+                summary.requeued
+            );
+        }
+        for f in &summary.files {
+            eprintln!("wrote {}", f.display());
+        }
+        let c = &summary.counts;
+        eprintln!(
+            "{} URIs done ({} failed), {} pages, {} bytes; {} queued",
+            c.done, c.failed, c.pages, c.bytes, c.queued
+        );
+        match summary.ending {
+            Ending::Finished => {}
+            Ending::Interrupted | Ending::Budget => eprintln!(
+                "stopped ({}); go on with: warchest crawl --resume {}",
+                if summary.ending == Ending::Budget {
+                    "budget reached"
+                } else {
+                    "interrupted"
+                },
+                dir.display()
+            ),
+        }
+    }
+    if crawl_wacz && summary.ending == Ending::Finished {
+        let mut warcs: Vec<PathBuf> = std::fs::read_dir(dir.join("archive"))
+            .with_context(|| dir.display().to_string())?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.to_string_lossy().ends_with(".warc.gz"))
+            .collect();
+        warcs.sort();
+        let out = dir.join(format!("{wacz_prefix}.wacz"));
+        let r = warchest_wacz::create(
+            &warcs,
+            &out,
+            &warchest_wacz::CreateOptions {
+                title: Some(format!("warchest crawl of {}", seeds_text)),
+                description: None,
+            },
+        )?;
+        if !g.quiet {
+            eprintln!(
+                "wrote {}: {} archive files, {} index entries, {} pages",
+                out.display(),
+                r.archives,
+                r.index_entries,
+                r.pages
+            );
+        }
+    }
+    Ok(if summary.counts.failed > 0 {
+        Outcome::Problem
+    } else {
+        Outcome::Ok
+    })
+}

@@ -1,0 +1,116 @@
+//! `warchest crawl` (issue 29): the command on the crawl crate's test web,
+//! served on loopback by the test.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use warchest_crawl::testweb::{TestWeb, TestWebConfig};
+
+use crate::common::{bin, run};
+
+fn web() -> TestWeb {
+    TestWeb::start(TestWebConfig {
+        sites: 1,
+        pages: 8,
+        special: false,
+        ..TestWebConfig::default()
+    })
+    .unwrap()
+}
+
+fn crawl_args(w: &TestWeb, dir: &std::path::Path) -> Vec<String> {
+    let mut a = vec![
+        "crawl".to_string(),
+        w.url("site0.test", "/").to_string(),
+        "-o".into(),
+        dir.display().to_string(),
+        "--delay-factor".into(),
+        "0".into(),
+        "--min-delay".into(),
+        "0".into(),
+        "--max-delay".into(),
+        "0".into(),
+    ];
+    for (h, addr) in w.hosts() {
+        a.push("--resolve".into());
+        a.push(format!("{h}:{}", addr.ip()));
+    }
+    a
+}
+
+#[test]
+fn crawl_writes_a_site_and_a_wacz_and_refuses_to_mix_crawls() {
+    let w = web();
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("c");
+    let mut args = crawl_args(&w, &dir);
+    args.push("--wacz".into());
+    let (code, _, err) = run(bin().args(&args));
+    assert_eq!(code, 0, "{err}");
+    let served: std::collections::BTreeSet<String> = w.served_urls().into_iter().collect();
+    for u in w.site_urls() {
+        assert!(served.contains(&u), "{u} not fetched: {err}");
+    }
+    assert!(w.served_twice().is_empty(), "{:?}", w.served_twice());
+    let wacz = dir.join("crawl.wacz");
+    let (code, text, err) = run(bin().args(["wacz", "validate"]).arg(&wacz));
+    assert_eq!(code, 0, "{}{err}", String::from_utf8_lossy(&text));
+    let log = std::fs::read_to_string(dir.join("logs/crawl.log")).unwrap();
+    assert!(log.lines().count() >= w.site_urls().len(), "{log}");
+    // The same -o again: refused, the crawl there is kept.
+    let (code, _, err) = run(bin().args(&args));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--resume"), "{err}");
+}
+
+#[test]
+fn sigint_stops_a_crawl_that_resume_finishes() {
+    let w = web();
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("c");
+    let mut args = crawl_args(&w, &dir);
+    // Slow enough to be stopped half way: 0.3 s between two fetches.
+    for (i, a) in args.clone().iter().enumerate() {
+        if a == "--min-delay" || a == "--max-delay" {
+            args[i + 1] = "0.3".into();
+        }
+    }
+    let child = bin()
+        .args(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1200));
+    let st = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("interrupted") && err.contains("--resume"),
+        "{err}"
+    );
+    let before = w.served_urls().len();
+    assert!(before < w.site_urls().len(), "stopped early: {err}");
+    let (code, _, err) = run(bin().arg("crawl").arg("--resume").arg(&dir).args([
+        "--min-delay",
+        "0",
+        "--max-delay",
+        "0",
+    ]));
+    assert_eq!(code, 0, "{err}");
+    let served: std::collections::BTreeSet<String> = w.served_urls().into_iter().collect();
+    for u in w.site_urls() {
+        assert!(served.contains(&u), "{u} not fetched: {err}");
+    }
+    // robots.txt is fetched again by the new run; nothing else twice.
+    let twice: Vec<_> = w
+        .served_twice()
+        .into_keys()
+        .filter(|u| !u.ends_with("/robots.txt"))
+        .collect();
+    assert!(twice.is_empty(), "{twice:?}");
+}
