@@ -347,16 +347,8 @@ impl Lines {
                 self.space = true;
                 continue;
             }
-            if self.space && !self.line_empty() {
-                self.out.push(' ');
-            }
+            self.push(word, link);
             self.space = true;
-            self.out.push_str(word);
-            let n = word.len();
-            self.chars += n;
-            if link {
-                self.link_chars += n;
-            }
         }
         // `split` yields a last piece after the last separator, so `space`
         // is right only when the text ended with whitespace.
@@ -374,16 +366,20 @@ impl Lines {
             if line.is_empty() {
                 continue;
             }
-            if self.space && !self.line_empty() {
-                self.out.push(' ');
-            }
+            self.push(line, link);
             self.space = false;
-            self.out.push_str(line);
-            let n = line.len();
-            self.chars += n;
-            if link {
-                self.link_chars += n;
-            }
+        }
+    }
+
+    /// Non-empty text, after a space when one is pending.
+    fn push(&mut self, s: &str, link: bool) {
+        if self.space && !self.line_empty() {
+            self.out.push(' ');
+        }
+        self.out.push_str(s);
+        self.chars += s.len();
+        if link {
+            self.link_chars += s.len();
         }
     }
 

@@ -3,6 +3,7 @@
 //! Python file objects, owns readers across calls and releases the
 //! interpreter lock around every read and parse.
 
+mod derive;
 mod io;
 mod iter;
 // The crate's one `unsafe` module (the workspace lints deny it elsewhere).
@@ -46,6 +47,7 @@ fn _warchest(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(scan::scan_stream, m)?)?;
     m.add_function(wrap_pyfunction!(scan::columns, m)?)?;
     m.add_function(wrap_pyfunction!(scan::split_ranges, m)?)?;
+    m.add_function(wrap_pyfunction!(derive::derive_text_stream, m)?)?;
     m.add_class::<writer::WARCWriter>()?;
     #[cfg(feature = "remote")]
     {

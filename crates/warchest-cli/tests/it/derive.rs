@@ -157,6 +157,18 @@ fn check_valid(path: &Path) {
     }
 }
 
+/// The keys every HTTP-Request- or HTTP-Response-Metadata object has.
+fn http_keys(m: &serde_json::Value, what: &str) {
+    for k in [
+        "Headers-Length",
+        "Entity-Length",
+        "Entity-Digest",
+        "Entity-Trailing-Slop-Length",
+    ] {
+        assert!(m[k].is_string(), "{what} {k}");
+    }
+}
+
 #[test]
 fn wet_and_wat_of_every_record_type() {
     let dir = tempfile::tempdir().unwrap();
@@ -281,14 +293,7 @@ fn wet_and_wat_of_every_record_type() {
                 assert_eq!(m["Request-Message"]["Path"], "/");
                 assert_eq!(m["Request-Message"]["Version"], "HTTP/1.1");
                 assert_eq!(m["Headers"]["Host"], "cafe.example");
-                for k in [
-                    "Headers-Length",
-                    "Entity-Length",
-                    "Entity-Digest",
-                    "Entity-Trailing-Slop-Length",
-                ] {
-                    assert!(m[k].is_string(), "request {k}");
-                }
+                http_keys(m, "request");
             }
             RecordType::Response | RecordType::Revisit => {
                 assert_eq!(
@@ -298,14 +303,7 @@ fn wet_and_wat_of_every_record_type() {
                 let m = &p["HTTP-Response-Metadata"];
                 assert_eq!(m["Response-Message"]["Status"], "200");
                 assert_eq!(m["Response-Message"]["Reason"], "OK");
-                for k in [
-                    "Headers-Length",
-                    "Entity-Length",
-                    "Entity-Digest",
-                    "Entity-Trailing-Slop-Length",
-                ] {
-                    assert!(m[k].is_string(), "response {k}");
-                }
+                http_keys(m, "response");
                 if rec.get("WARC-Target-URI") == Some("http://cafe.example/")
                     && *kind == RecordType::Response
                 {

@@ -53,6 +53,9 @@ fn commands(file: &Path, out: &Path) -> Vec<Vec<String>> {
         ]),
         v(&["unpack", &f, "-o", &o("u")]),
         v(&["wacz", "create", &f, "-o", &o("w.wacz")]),
+        v(&["derive", "wet", &f, "-o", &o("d.wet.gz")]),
+        v(&["derive", "wat", &f, "-o", &o("d.wat.gz")]),
+        v(&["derive", "text", &f, "-o", &o("d.parquet")]),
     ]
 }
 

@@ -39,6 +39,7 @@ from ._warchest import (
     WARCWriter,
     __version__,
     columns,
+    derive_text_stream,
     scan_stream,
     split_ranges,
 )
@@ -76,6 +77,7 @@ __all__ = [
     "is_url",
     "list_files",
     "scan",
+    "derive_text",
     "scan_stream",
     "select_index",
     "split_ranges",
@@ -421,3 +423,17 @@ def fetch(
         max_gap=max_gap,
     )
     return FetchedRecords(stream, items, on_error, raw)
+
+
+def derive_text(paths: Union[PathLike, Sequence[PathLike]]) -> "pyarrow.RecordBatchReader":
+    """The text of every page of the archives at ``paths`` (local files), as
+    Arrow record batches: ``url``, ``date``, ``record_id``, ``warc_filename``,
+    ``warc_offset``, ``content_type``, ``language`` (ISO 639-3),
+    ``language_score``, ``languages``, ``title``, ``text`` (Common Crawl's WET
+    layout) and ``main_text`` (without boilerplate), one row per HTML or
+    plain-text response, resource or conversion record; what
+    ``warchest derive text`` writes (docs/derive.md). Built in Rust on every
+    core; needs pyarrow."""
+    import pyarrow
+
+    return pyarrow.RecordBatchReader.from_stream(derive_text_stream(paths))

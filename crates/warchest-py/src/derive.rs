@@ -1,0 +1,95 @@
+//! `warchest.derive_text`: the text of every page of local archives as
+//! Arrow record batches (warchest-derive's table: url, date, record id,
+//! WARC file and offset, content type, language and score, title, text,
+//! main-content text), derived on every core.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::path::PathBuf;
+
+use arrow_array::{RecordBatch, RecordBatchReader};
+use arrow_schema::{ArrowError, SchemaRef};
+use pyo3::prelude::*;
+use rayon::prelude::*;
+use warchest::archive::Reader;
+use warchest::codec::Decoder;
+use warchest_derive::source::read_batch;
+use warchest_derive::table::{Row, schema, to_batch};
+
+use crate::io::{Target, targets_from_py};
+use crate::scan::ScanStream;
+
+/// The text rows of the archives at `paths` (local files), as an object
+/// with `__arrow_c_stream__`; `warchest.derive_text` wraps it in a
+/// `pyarrow.RecordBatchReader`.
+#[pyfunction]
+pub(crate) fn derive_text_stream(paths: &Bound<'_, PyAny>) -> PyResult<ScanStream> {
+    let mut files = VecDeque::new();
+    for t in targets_from_py(paths)? {
+        match t {
+            Target::Path(p) => files.push_back(p),
+            Target::Url(u) => {
+                return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                    "{u}: derive_text reads local files (warchest derive text reads URLs)"
+                )));
+            }
+        }
+    }
+    Ok(ScanStream::new(Box::new(TextBatches {
+        files,
+        current: None,
+    })))
+}
+
+struct TextBatches {
+    files: VecDeque<PathBuf>,
+    current: Option<(Reader<Decoder<File>>, String)>,
+}
+
+impl TextBatches {
+    fn next_batch(&mut self) -> warchest::Result<Option<RecordBatch>> {
+        loop {
+            let Some((reader, name)) = self.current.as_mut() else {
+                let Some(path) = self.files.pop_front() else {
+                    return Ok(None);
+                };
+                let name = path.to_string_lossy().into_owned();
+                self.current = Some((Reader::open(&path)?, name));
+                continue;
+            };
+            let (records, err) = read_batch(reader);
+            if records.is_empty() && err.is_none() {
+                self.current = None;
+                continue;
+            }
+            let rows: Vec<Row> = records
+                .par_iter()
+                .filter_map(|r| Row::of(r, name))
+                .collect();
+            if let Some(e) = err {
+                return Err(e);
+            }
+            if !rows.is_empty() {
+                return to_batch(&rows)
+                    .map(Some)
+                    .map_err(|e| warchest::Error::from(std::io::Error::other(e.to_string())));
+            }
+        }
+    }
+}
+
+impl Iterator for TextBatches {
+    type Item = Result<RecordBatch, ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_batch()
+            .map_err(|e| ArrowError::ExternalError(Box::new(e)))
+            .transpose()
+    }
+}
+
+impl RecordBatchReader for TextBatches {
+    fn schema(&self) -> SchemaRef {
+        schema()
+    }
+}
