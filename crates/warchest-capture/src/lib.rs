@@ -580,10 +580,7 @@ pub type Conditional = (Vec<(String, String)>, Option<Original>);
 ///
 /// # Errors
 /// The index failed.
-pub fn conditional(
-    index: &DigestIndex,
-    target: &str,
-) -> Result<Conditional, CaptureError> {
+pub fn conditional(index: &DigestIndex, target: &str) -> Result<Conditional, CaptureError> {
     let mut extra = Vec::new();
     let Some(prev) = index.get_url(target)? else {
         return Ok((extra, None));
