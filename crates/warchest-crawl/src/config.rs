@@ -79,6 +79,10 @@ pub struct EngineConfig {
     pub timeout: f64,
     /// `HOST = "ADDR"` answers instead of DNS (tests, private crawls).
     pub resolve: BTreeMap<String, String>,
+    /// Reach only the hosts of `resolve` (and loopback addresses), with no
+    /// DNS lookup: what the tests set, so a crawler under test never
+    /// reaches another address.
+    pub resolve_only: bool,
     /// Earlier captures to dedupe against: a `warchest dedupe` database.
     pub dedupe_index: Option<PathBuf>,
     /// An earlier crawl's directory: URLs it captured are asked for with
@@ -109,6 +113,19 @@ pub struct EngineConfig {
     pub max_redirects: u32,
 }
 
+impl EngineConfig {
+    /// Whether `host` may be reached: always, unless `resolve-only`, where
+    /// only the hosts of the `resolve` table and loopback addresses may.
+    pub fn may_reach(&self, host: &str) -> bool {
+        let loopback = host == "localhost"
+            || host
+                .trim_matches(['[', ']'])
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback());
+        !self.resolve_only || loopback || self.resolve.keys().any(|h| h.eq_ignore_ascii_case(host))
+    }
+}
+
 impl Default for EngineConfig {
     fn default() -> Self {
         EngineConfig {
@@ -125,6 +142,7 @@ impl Default for EngineConfig {
             robots: RobotsMode::Obey,
             timeout: 30.0,
             resolve: BTreeMap::new(),
+            resolve_only: false,
             dedupe_index: None,
             recrawl: None,
             wacz: false,
@@ -282,6 +300,30 @@ pub fn overlay(base: &mut toml::Table, over: toml::Table) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn resolve_only_reaches_the_table_and_loopback_only() {
+        let c =
+            CrawlConfig::from_toml("resolve-only = true\n[resolve]\n\"a.test\" = \"127.0.0.1\"\n")
+                .unwrap()
+                .engine;
+        assert!(c.resolve_only);
+        for ok in ["a.test", "A.TEST", "127.0.0.5", "[::1]", "localhost"] {
+            assert!(c.may_reach(ok), "{ok}");
+        }
+        for no in [
+            "b.test",
+            "example.com",
+            "10.0.0.1",
+            "192.0.2.1",
+            "[2001:db8::1]",
+        ] {
+            assert!(!c.may_reach(no), "{no}");
+        }
+        // Without the key every host may be reached, as a real crawl needs.
+        let open = CrawlConfig::from_toml("").unwrap().engine;
+        assert!(open.may_reach("example.com"));
+    }
 
     #[test]
     fn keys_go_to_their_parts() {

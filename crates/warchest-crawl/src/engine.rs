@@ -1006,11 +1006,23 @@ impl Crawl {
         Ok(robots)
     }
 
+    /// The addresses of `host`; with `resolve-only`, a host outside the
+    /// `resolve` table that is not a loopback address is refused before
+    /// any lookup.
+    fn resolve(&self, host: &str) -> Result<dns::Resolved, CaptureError> {
+        if !self.cfg.engine.may_reach(host) {
+            return Err(CaptureError::Dns(format!(
+                "{host}: not in the resolve table (resolve-only)"
+            )));
+        }
+        self.resolver.resolve(host)
+    }
+
     /// Fetches and records one URI: the one place a page is fetched (a
     /// browser could take its place). Extracts links from the payload.
     fn fetch_page(&self, uri: &CrawlUri) -> Result<FetchedPage, CaptureError> {
         let url = warchest_capture::Url::parse(uri.url.as_str())?;
-        let resolved = self.resolver.resolve(&url.host)?;
+        let resolved = self.resolve(&url.host)?;
         if let Some(l) = &resolved.lookup {
             self.recorder.record_dns(l)?;
         }

@@ -101,6 +101,10 @@ pub struct Args {
     /// HOST:ADDR instead of a DNS lookup (repeatable).
     #[arg(long, value_name = "HOST:ADDR")]
     resolve: Vec<String>,
+    /// Reach only the --resolve hosts and loopback addresses, with no DNS
+    /// lookup (tests, closed networks).
+    #[arg(long)]
+    resolve_only: bool,
     /// Neither fetch nor obey robots.txt.
     #[arg(long)]
     ignore_robots: bool,
@@ -167,6 +171,9 @@ fn flags(a: &Args) -> Result<toml::Table> {
     put("workers", u(a.workers.map(|w| w as u64))?);
     put("operator", s(&a.operator));
     put("prefix", s(&a.prefix));
+    if a.resolve_only {
+        put("resolve-only", Some(Value::Boolean(true)));
+    }
     if a.ignore_robots {
         put("robots", Some(Value::String("ignore".into())));
     }

@@ -30,6 +30,7 @@ fn crawl_args(w: &TestWeb, dir: &std::path::Path) -> Vec<String> {
         "0".into(),
         "--max-delay".into(),
         "0".into(),
+        "--resolve-only".into(),
     ];
     for (h, addr) in w.hosts() {
         a.push("--resolve".into());

@@ -447,3 +447,37 @@ fn status_listen_serves_json_and_metrics_while_crawling() {
     let s = h.join().unwrap();
     assert_eq!(s.ending, Ending::Interrupted);
 }
+
+/// With `resolve-only` (what every test sets), a host outside the
+/// `resolve` table is refused before any DNS lookup: the crawl fails that
+/// URI and reaches nothing else, while the table's hosts are fetched.
+#[test]
+fn resolve_only_refuses_a_host_outside_the_table() {
+    let w = crate::web::start();
+    let text = format!(
+        "seeds = [\"http://outside.invalid/\", \"{}\"]\nmin-delay = 0.0\nmax-delay = 0.0\ndelay-factor = 0.0\nmax-hops = 0\nextra-hops = 0\ntimeout = 5.0\n{}",
+        w.url("a.test", "/"),
+        w.resolve_toml()
+    );
+    let out = tempfile::tempdir().unwrap();
+    let cfg = warchest_crawl::config::CrawlConfig::from_toml(&text).unwrap();
+    let c = warchest_crawl::engine::Crawl::open(
+        &out.path().join("c"),
+        cfg,
+        &text,
+        std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
+    )
+    .unwrap();
+    let s = c.run(&|_| {}).unwrap();
+    assert!(s.counts.pages >= 1, "{:?}", s.counts);
+
+    let log = std::fs::read_to_string(out.path().join("c/logs/crawl.log")).unwrap_or_default();
+    assert!(!w.requests().iter().any(|r| r.contains("outside.invalid")));
+    // Its robots.txt failed as a host that cannot be resolved (Heritrix's
+    // -1), so the page was precluded (-9998).
+    assert!(
+        log.lines()
+            .any(|l| l.contains(" -1 ") && l.contains("http://outside.invalid/robots.txt")),
+        "{log}"
+    );
+}

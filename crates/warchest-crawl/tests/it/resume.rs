@@ -52,7 +52,9 @@ fn config(w: &Web) -> String {
     )
 }
 
-fn child(dir: &std::path::Path, cfg: &str) -> std::process::Child {
+/// The crawl in a child process (this binary's ignored `child_crawl`);
+/// `stderr` is kept for a failure's message or dropped.
+fn child(dir: &std::path::Path, cfg: &str, stderr: Stdio) -> std::process::Child {
     Command::new(std::env::current_exe().unwrap())
         .args([
             "--ignored",
@@ -60,30 +62,13 @@ fn child(dir: &std::path::Path, cfg: &str) -> std::process::Child {
             "resume::child_crawl",
             "--test-threads",
             "1",
-        ])
-        .env(DIR_VAR, dir)
-        .env(CONFIG_VAR, cfg)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
-}
-
-/// The child crawl with its standard error kept, for a failure's message.
-fn child_with_stderr(dir: &std::path::Path, cfg: &str) -> std::process::Child {
-    Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--ignored",
-            "--exact",
-            "resume::child_crawl",
-            "--test-threads",
-            "1",
+            // A panic's message goes to stderr, kept for a failure.
             "--nocapture",
         ])
         .env(DIR_VAR, dir)
         .env(CONFIG_VAR, cfg)
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
+        .stderr(stderr)
         .spawn()
         .unwrap()
 }
@@ -115,7 +100,7 @@ fn killed_ten_times_and_resumed_fetches_what_one_run_fetches() {
         // The uninterrupted crawl, timed (the kills fall within its span).
         let out = tempfile::tempdir().unwrap();
         let t0 = Instant::now();
-        let mut c = child(&out.path().join("c"), &config(&w));
+        let mut c = child(&out.path().join("c"), &config(&w), Stdio::null());
         assert!(c.wait().unwrap().success());
         let span = t0.elapsed();
         eprintln!("uninterrupted crawl: {span:?}");
@@ -140,7 +125,7 @@ fn killed_ten_times_and_resumed_fetches_what_one_run_fetches() {
     let cfg = config(&w);
     let mut kills = 0;
     for _ in 0..10 {
-        let mut c = child(&dir, &cfg);
+        let mut c = child(&dir, &cfg, Stdio::null());
         let at = Duration::from_millis(20 + rng.next(span.as_millis() as u64 + 1));
         std::thread::sleep(at);
         if c.try_wait().unwrap().is_none() {
@@ -150,7 +135,7 @@ fn killed_ten_times_and_resumed_fetches_what_one_run_fetches() {
         c.wait().unwrap();
     }
     // Then to the end.
-    let c = child_with_stderr(&dir, &cfg);
+    let c = child(&dir, &cfg, Stdio::piped());
     let out = c.wait_with_output().unwrap();
     assert!(
         out.status.success(),

@@ -27,7 +27,7 @@ impl Web {
 
     /// The `resolve` table of a crawl configuration.
     pub fn resolve_toml(&self) -> String {
-        "[resolve]\n\"a.test\" = \"127.0.0.1\"\n\"b.test\" = \"127.0.0.1\"\n\"c.test\" = \"127.0.0.1\"\n\"d.test\" = \"127.0.0.1\"\n".into()
+        "resolve-only = true\n[resolve]\n\"a.test\" = \"127.0.0.1\"\n\"b.test\" = \"127.0.0.1\"\n\"c.test\" = \"127.0.0.1\"\n\"d.test\" = \"127.0.0.1\"\n".into()
     }
 }
 
