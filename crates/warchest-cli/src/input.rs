@@ -6,9 +6,11 @@
 
 use std::fs::File;
 use std::io::Stdin;
+use std::sync::Arc;
 
 use warchest::archive::Reader;
 use warchest::codec::Decoder;
+use warchest::io::ReadAt;
 use warchest::warc::ReaderOptions;
 
 /// A reader over a file or standard input.
@@ -22,10 +24,10 @@ pub enum Opened {
     /// An object in a store or on an HTTP server.
     #[cfg(feature = "remote")]
     Remote(Reader<Decoder<crate::remote::File>>),
-    /// An object decoded on several threads (`-j` more than 1), which read
-    /// it in blocks at offsets.
-    #[cfg(feature = "remote")]
-    RemoteAt(Reader<Decoder<warchest::io::AtCursor>>),
+    /// A source read at offsets by several threads (`-j` more than 1): an
+    /// object by URL, read in blocks fetched ahead, or a WARC file stored
+    /// in a WACZ (see [`positioned`]).
+    At(Reader<Decoder<warchest::io::AtCursor>>),
 }
 
 /// The names to read for `files`: each WACZ becomes the names of the
@@ -67,8 +69,51 @@ fn open_member(name: &str) -> Option<warchest::Result<warchest_wacz::Section>> {
     ))
 }
 
-/// Opens `name` (`-` is standard input) for reading with `opts`.
+/// The source of `name` read at offsets by several threads at once, for a
+/// read on more than one thread: an object named by URL (one range
+/// request per block, blocks fetched ahead of the readers) or a WARC file
+/// stored in a WACZ (a byte range of the ZIP file). `None` for standard
+/// input and local files (read through handles of their own, mapped), and
+/// for a server that answers no byte ranges (read as a stream instead).
+///
+/// # Errors
+/// The object or the WACZ cannot be opened (the error names it).
+pub fn positioned(name: &str) -> warchest::Result<Option<Arc<dyn ReadAt>>> {
+    let locate = |e: std::io::Error| warchest::Error::from(e).in_file(std::path::Path::new(name));
+    if name == "-" {
+        Ok(None)
+    } else if crate::remote::is_remote(name) {
+        crate::remote::open_read_at(name).map_err(locate)
+    } else if let Some((wacz, entry)) = warchest_wacz::split_member_name(name) {
+        let s = warchest_wacz::open_member_at(std::path::Path::new(wacz), entry)?;
+        Ok(Some(Arc::new(s)))
+    } else {
+        Ok(None)
+    }
+}
+
+/// Opens `src`, the source of `name` (from [`positioned`]), for reading
+/// with `opts`: compressed members are decoded on `opts.decoder.threads`
+/// threads reading it at offsets.
+pub fn open_positioned(
+    name: &str,
+    src: Arc<dyn ReadAt>,
+    opts: ReaderOptions,
+) -> warchest::Result<Opened> {
+    let locate = |e: std::io::Error| warchest::Error::from(e).in_file(std::path::Path::new(name));
+    let d = Decoder::new_read_at(src, name, opts.decoder.clone()).map_err(locate)?;
+    Ok(Opened::At(Reader::from_source(d, opts)?))
+}
+
+/// Opens `name` (`-` is standard input) for reading with `opts`; on more
+/// than one thread a URL or a WACZ member is read at offsets
+/// ([`positioned`]).
 pub fn open(name: &str, opts: ReaderOptions) -> warchest::Result<Opened> {
+    if opts.decoder.threads > 1
+        && let Some(src) = positioned(name)?
+    {
+        return open_positioned(name, src, opts);
+    }
     Ok(if name == "-" {
         Opened::Stdin(Reader::with_options(std::io::stdin(), opts)?)
     } else if crate::remote::is_remote(name) {
@@ -83,18 +128,9 @@ pub fn open(name: &str, opts: ReaderOptions) -> warchest::Result<Opened> {
 
 #[cfg(feature = "remote")]
 fn open_remote(name: &str, opts: ReaderOptions) -> warchest::Result<Opened> {
+    // One thread, or a server that answers no ranges (see [`open`]): read
+    // from the start by one thread, as a sequential read needs no ranges.
     let locate = |e: std::io::Error| warchest::Error::from(e).in_file(std::path::Path::new(name));
-    if opts.decoder.threads > 1 {
-        // As a local file with -j: the decoder's jobs read the object at
-        // offsets, in blocks fetched concurrently ahead of them.
-        // A server that answers no ranges: read from the start by one
-        // thread instead (below), as a sequential read needs none.
-        if let Some(blocks) = crate::remote::open_blocks(name).map_err(locate)? {
-            let blocks = std::sync::Arc::new(blocks);
-            let src = Decoder::new_read_at(blocks, name, opts.decoder.clone()).map_err(locate)?;
-            return Ok(Opened::RemoteAt(Reader::from_source(src, opts)?));
-        }
-    }
     let f = crate::remote::open(name).map_err(locate)?;
     let src = Decoder::new_seekable(f, opts.decoder.clone()).map_err(locate)?;
     Ok(Opened::Remote(Reader::from_source(src, opts)?))
@@ -135,8 +171,7 @@ macro_rules! with_reader {
             $crate::input::Opened::Wacz($r) => $body,
             #[cfg(feature = "remote")]
             $crate::input::Opened::Remote($r) => $body,
-            #[cfg(feature = "remote")]
-            $crate::input::Opened::RemoteAt($r) => $body,
+            $crate::input::Opened::At($r) => $body,
         }
     };
 }

@@ -276,6 +276,19 @@ pub fn open_member(wacz: &Path, entry: &str) -> Result<Section> {
     open_entry(wacz, e)
 }
 
+/// Opens `FILE.wacz#ENTRY` (see [`split_member_name`]) as a source read
+/// at offsets by several threads at once: the entry's bytes, a range of
+/// the ZIP file (what the parallel readers of the format crate read).
+///
+/// # Errors
+/// As [`open_member`].
+pub fn open_member_at(wacz: &Path, entry: &str) -> Result<warchest::io::Slice> {
+    let s = open_member(wacz, entry)?;
+    let (start, len) = (s.start, s.len);
+    let f: std::sync::Arc<dyn warchest::io::ReadAt> = std::sync::Arc::new(s.file);
+    Ok(warchest::io::Slice::new(f, start, len))
+}
+
 /// What [`create`] writes besides the archive files.
 #[derive(Debug, Clone, Default)]
 pub struct CreateOptions {

@@ -21,16 +21,24 @@
 //! Threads: `plan.threads` workers on [`std::thread::scope`], at most
 //! twice that many chunks (16 at most) read ahead of the writing thread,
 //! each chunk's output bounded: memory stays bounded whatever the file.
+//!
+//! Sources: a local file by path ([`plan`], [`read`]: served from its
+//! memory map), or any source read at offsets with a known length
+//! ([`plan_at`], [`read_at`]: an object in a store, whose reads the
+//! source fetches ahead in blocks, or a WARC file stored in a WACZ, a
+//! byte range of the ZIP). The rule and the output are the same.
 
 use std::fs::File;
 use std::io::{Seek, SeekFrom, Write};
 use std::path::Path;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex};
 
 use crate::Warning;
 use crate::archive::{Format, Reader, Record};
 use crate::codec::{Codec, Decoder, Source};
+use crate::io::{AtCursor, ReadAt};
 use crate::warc::{ReaderOptions, RecordEnd};
 
 /// An error of a command's per-record work or of its output.
@@ -181,17 +189,125 @@ pub fn plan(path: &Path, threads: usize, chunk: Option<u64>) -> Option<Plan> {
     }
     let len = meta.len();
     let chunk = chunk_size(len, threads, chunk)?;
-    let mut head = vec![0u8; 16 << 10];
+    let mut head = vec![0u8; HEAD];
     let n = crate::io::read_up_to(&mut f, &mut head).ok()?;
-    let head = &head[..n];
-    if Codec::sniff(head).is_some() || Format::sniff(head).unwrap_or(Format::Warc) != Format::Warc {
-        return None;
-    }
-    Some(Plan {
+    plain_warc(&head[..n]).then_some(Plan {
         len,
         chunk,
         threads,
     })
+}
+
+/// Bytes sniffed at the start of a source.
+const HEAD: usize = 16 << 10;
+
+/// Whether `head`, a source's first bytes, starts an uncompressed WARC
+/// file.
+fn plain_warc(head: &[u8]) -> bool {
+    Codec::sniff(head).is_none() && Format::sniff(head).unwrap_or(Format::Warc) == Format::Warc
+}
+
+/// [`plan`] for a source read at offsets (its length from
+/// [`ReadAt::size`]): `None` for anything but an uncompressed WARC file
+/// worth reading on `threads`, and when its first bytes cannot be read.
+pub fn plan_at(src: &dyn ReadAt, threads: usize, chunk: Option<u64>) -> Option<Plan> {
+    if threads <= 1 {
+        return None;
+    }
+    let len = src.size().ok()?;
+    let chunk = chunk_size(len, threads, chunk)?;
+    let mut head = vec![0u8; HEAD.min(usize::try_from(len).unwrap_or(HEAD))];
+    let mut n = 0;
+    while n < head.len() {
+        match src.read_at(&mut head[n..], n as u64) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    plain_warc(&head[..n]).then_some(Plan {
+        len,
+        chunk,
+        threads,
+    })
+}
+
+/// Where a chunked read's bytes come from: how its readers are opened.
+trait Origin: Sync {
+    /// The readers' source.
+    type Src: Source;
+    /// A reader at `offset` (a record start), one thread, offsets in the
+    /// whole source, records read as WARC.
+    fn open_at(&self, offset: u64, opts: &ReaderOptions) -> Result<Reader<Self::Src>, BoxError>;
+    /// A reader from the start, as a sequential read opens it.
+    fn open_start(&self, opts: ReaderOptions) -> Result<Reader<Self::Src>, BoxError>;
+    /// The first confirmed record start in `cut..end`.
+    fn find_start(&self, cut: u64, end: u64, opts: &ReaderOptions) -> crate::Result<Option<u64>>;
+}
+
+/// The options of a chunk's reader at `offset`: one thread, a small
+/// buffer.
+fn chunk_options(offset: u64, opts: &ReaderOptions) -> ReaderOptions {
+    let mut opts = opts.clone();
+    opts.decoder.start_offset = offset;
+    opts.decoder.threads = 1;
+    // A plain file is served from its memory map: the decoder's buffer
+    // (1 MiB by default, zeroed) would only be allocated per chunk.
+    opts.decoder.buffer_size = CHUNK_BUFFER;
+    opts
+}
+
+/// A local file, by path.
+struct Local<'a>(&'a Path);
+
+impl Origin for Local<'_> {
+    type Src = Decoder<File>;
+
+    fn open_at(&self, offset: u64, opts: &ReaderOptions) -> Result<Reader<Self::Src>, BoxError> {
+        let mut f = File::open(self.0)?;
+        f.seek(SeekFrom::Start(offset))?;
+        let opts = chunk_options(offset, opts);
+        let src = Decoder::new_file(f, opts.decoder.clone())?;
+        Ok(Reader::from_source_as(src, opts, Format::Warc))
+    }
+
+    fn open_start(&self, opts: ReaderOptions) -> Result<Reader<Self::Src>, BoxError> {
+        Ok(Reader::open_with(self.0, opts)?)
+    }
+
+    fn find_start(&self, cut: u64, end: u64, opts: &ReaderOptions) -> crate::Result<Option<u64>> {
+        let mut f = File::open(self.0)?;
+        crate::split::find_record_start(&mut f, Format::Warc, cut, end, opts)
+    }
+}
+
+/// A source read at offsets, called `name` in messages.
+struct Positioned<'a> {
+    src: &'a Arc<dyn ReadAt>,
+    name: &'a str,
+}
+
+impl Origin for Positioned<'_> {
+    type Src = Decoder<AtCursor>;
+
+    fn open_at(&self, offset: u64, opts: &ReaderOptions) -> Result<Reader<Self::Src>, BoxError> {
+        let opts = chunk_options(offset, opts);
+        let src = Decoder::new_read_at(Arc::clone(self.src), self.name, opts.decoder.clone())?;
+        Ok(Reader::from_source_as(src, opts, Format::Warc))
+    }
+
+    fn open_start(&self, opts: ReaderOptions) -> Result<Reader<Self::Src>, BoxError> {
+        let locate = |e: std::io::Error| crate::Error::from(e).in_file(Path::new(self.name));
+        let src = Decoder::new_read_at(Arc::clone(self.src), self.name, opts.decoder.clone())
+            .map_err(locate)?;
+        Ok(Reader::from_source(src, opts)?)
+    }
+
+    fn find_start(&self, cut: u64, end: u64, opts: &ReaderOptions) -> crate::Result<Option<u64>> {
+        let mut c = AtCursor::new(Arc::clone(self.src), self.name, 0);
+        crate::split::find_record_start(&mut c, Format::Warc, cut, end, opts)
+    }
 }
 
 /// What a worker found in one chunk.
@@ -215,25 +331,6 @@ struct Chunk {
     crossing: Option<u64>,
 }
 
-/// Opens a reader of `path` at `offset` (a record start) with `opts`, one
-/// thread, offsets in the whole file.
-fn open_at(
-    path: &Path,
-    offset: u64,
-    opts: &ReaderOptions,
-) -> Result<Reader<Decoder<File>>, BoxError> {
-    let mut f = File::open(path)?;
-    f.seek(SeekFrom::Start(offset))?;
-    let mut opts = opts.clone();
-    opts.decoder.start_offset = offset;
-    opts.decoder.threads = 1;
-    // A plain file is served from its memory map: the decoder's buffer
-    // (1 MiB by default, zeroed) would only be allocated per chunk.
-    opts.decoder.buffer_size = CHUNK_BUFFER;
-    let src = Decoder::new_file(f, opts.decoder.clone())?;
-    Ok(Reader::from_source_as(src, opts, Format::Warc))
-}
-
 /// The WARC reader's number for its next record.
 fn numbered<S: Source>(reader: &mut Reader<S>) -> Option<u64> {
     reader.as_warc().map(|w| w.next_record_number())
@@ -241,9 +338,9 @@ fn numbered<S: Source>(reader: &mut Reader<S>) -> Option<u64> {
 
 /// Reads chunk `range` (cut at `range.0`, ending at `range.1`) into `out`
 /// (an empty buffer); the chunk cut at 0 starts there, as `-j 1` does.
-fn read_chunk<L: Lines>(
+fn read_chunk<L: Lines, O: Origin>(
     lines: &L,
-    path: &Path,
+    origin: &O,
     opts: &ReaderOptions,
     range: (u64, u64),
     abort: &AtomicBool,
@@ -261,18 +358,13 @@ fn read_chunk<L: Lines>(
     let start = if cut == 0 {
         0
     } else {
-        let found = File::open(path)
-            .map_err(crate::Error::from)
-            .and_then(|mut f| {
-                crate::split::find_record_start(&mut f, Format::Warc, cut, end, opts)
-            });
-        match found {
+        match origin.find_start(cut, end, opts) {
             Ok(Some(s)) => s,
             _ => return c,
         }
     };
     c.start = Some(start);
-    let Ok(mut reader) = open_at(path, start, opts) else {
+    let Ok(mut reader) = origin.open_at(start, opts) else {
         return c;
     };
     loop {
@@ -392,12 +484,41 @@ pub fn read<L: Lines>(
     plan: Plan,
     out: &mut dyn Write,
 ) -> (Result<u64, BoxError>, Trace) {
+    run(g, name, &Local(Path::new(name)), lines, opts, plan, out)
+}
+
+/// [`read`] for a source read at offsets, called `name` in messages,
+/// planned with [`plan_at`]: an object in a store (its reads fetched
+/// ahead in blocks by the source), a WARC file stored in a WACZ.
+///
+/// # Errors
+/// As [`sequential`].
+pub fn read_at<L: Lines>(
+    g: &dyn Report,
+    name: &str,
+    src: &Arc<dyn ReadAt>,
+    lines: &L,
+    opts: &ReaderOptions,
+    plan: Plan,
+    out: &mut dyn Write,
+) -> (Result<u64, BoxError>, Trace) {
+    run(g, name, &Positioned { src, name }, lines, opts, plan, out)
+}
+
+fn run<L: Lines, O: Origin>(
+    g: &dyn Report,
+    name: &str,
+    origin: &O,
+    lines: &L,
+    opts: &ReaderOptions,
+    plan: Plan,
+    out: &mut dyn Write,
+) -> (Result<u64, BoxError>, Trace) {
     let Plan {
         len,
         chunk,
         threads,
     } = plan;
-    let path = Path::new(name);
     let chunk = chunk.max(1);
     let count = usize::try_from(len.div_ceil(chunk)).unwrap_or(usize::MAX);
     let range = |k: usize| {
@@ -422,10 +543,10 @@ pub fn read<L: Lines>(
     let result = std::thread::scope(|s| {
         // No more workers than chunks may be in flight.
         for _ in 0..threads.min(window).clamp(1, count.max(1)) {
-            s.spawn(|| worker(&shared, lines, path, opts, count, window, &range));
+            s.spawn(|| worker(&shared, lines, origin, opts, count, window, &range));
         }
         let r = merge(
-            g, name, lines, opts, &shared, count, window, &range, out, &mut trace,
+            g, name, origin, lines, opts, &shared, count, window, &range, out, &mut trace,
         );
         shared.abort.store(true, Ordering::Relaxed);
         shared.changed.notify_all();
@@ -436,10 +557,10 @@ pub fn read<L: Lines>(
 
 /// A worker: takes the next chunk when it is within the window, reads it,
 /// hands its result over; until every chunk is taken or the read aborted.
-fn worker<L: Lines>(
+fn worker<L: Lines, O: Origin>(
     shared: &Shared,
     lines: &L,
-    path: &Path,
+    origin: &O,
     opts: &ReaderOptions,
     count: usize,
     window: usize,
@@ -460,7 +581,14 @@ fn worker<L: Lines>(
             st.next += 1;
             st.next - 1
         };
-        let c = read_chunk(lines, path, opts, range(k), &shared.abort, shared.buffer());
+        let c = read_chunk(
+            lines,
+            origin,
+            opts,
+            range(k),
+            &shared.abort,
+            shared.buffer(),
+        );
         shared.lock().slots[k % window] = Some(c);
         shared.changed.notify_all();
     }
@@ -514,9 +642,10 @@ impl Fetch<'_> {
 /// Writes the chunks' lines where they are verified and reads sequentially
 /// where they are not; the records written.
 #[allow(clippy::too_many_arguments)]
-fn merge<L: Lines>(
+fn merge<L: Lines, O: Origin>(
     g: &dyn Report,
     name: &str,
+    origin: &O,
     lines: &L,
     opts: &ReaderOptions,
     shared: &Shared,
@@ -578,7 +707,7 @@ fn merge<L: Lines>(
         // chunk start or the end.
         trace.sequential_runs += 1;
         let before = progress.records;
-        let mut reader = resume(name, opts, p, progress)?;
+        let mut reader = resume(origin, opts, p, progress)?;
         let stopped = sequential(g, name, lines, &mut reader, out, &mut progress, |next| {
             while k < count && range(k).1 <= next {
                 fetch.release(k);
@@ -596,28 +725,28 @@ fn merge<L: Lines>(
     Ok(progress.records)
 }
 
-/// A reader in the state of a sequential read of `name` from its start
+/// A reader in the state of a sequential read of `origin` from its start
 /// that has just finished the record at `progress.last` (numbered
 /// `progress.next_number - 1`), the next one starting at `pos`; a reader from
 /// the start when no record was written. The record before is read again
 /// (warnings dropped: they were reported) so that the reader knows it, and
 /// records are numbered as from the start.
-fn resume(
-    name: &str,
+fn resume<O: Origin>(
+    origin: &O,
     opts: &ReaderOptions,
     pos: u64,
     progress: Progress,
-) -> Result<Reader<Decoder<File>>, BoxError> {
-    let from_start = || -> Result<Reader<Decoder<File>>, BoxError> {
+) -> Result<Reader<O::Src>, BoxError> {
+    let from_start = || -> Result<Reader<O::Src>, BoxError> {
         let mut o = opts.clone();
         o.decoder.threads = 1;
-        Ok(Reader::open_with(name, o)?)
+        origin.open_start(o)
     };
     let Some(last) = progress.last else {
         return from_start();
     };
     let index = progress.next_number.saturating_sub(1);
-    let primed = open_at(Path::new(name), last, opts).ok().and_then(|mut r| {
+    let primed = origin.open_at(last, opts).ok().and_then(|mut r| {
         if let Some(w) = r.as_warc() {
             w.set_next_record_number(index);
         }
@@ -829,6 +958,46 @@ mod tests {
         );
         assert_eq!(res.unwrap_err().to_string(), e1);
         assert_eq!(par, seq);
+    }
+
+    /// A source read at offsets: a window on a file, after 1000 bytes of
+    /// something else (a WARC file stored in a ZIP), with damage; read in
+    /// chunks it gives what one thread gives from it, with its offsets.
+    #[test]
+    fn a_window_read_at_offsets_reads_as_the_file() {
+        let data = with_junk(60, 20, b"junk that is not a record\r\n");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("z.zip");
+        let mut zip = vec![b'P'; 1000];
+        zip.extend_from_slice(&data);
+        zip.extend_from_slice(b"trailing central directory");
+        std::fs::write(&path, &zip).unwrap();
+        let f: Arc<dyn ReadAt> = Arc::new(File::open(&path).unwrap());
+        let src: Arc<dyn ReadAt> = Arc::new(crate::io::Slice::new(f, 1000, data.len() as u64));
+        let name = "z.zip#archive/t.warc";
+        let opts = ReaderOptions::lenient().file(name);
+        // One thread, as the sequential read opens the window.
+        let d = Decoder::new_read_at(Arc::clone(&src), name, opts.decoder.clone()).unwrap();
+        let mut r = Reader::from_source(d, opts.clone()).unwrap();
+        let mut seq = Vec::new();
+        let mut p = Progress::default();
+        sequential(&G, name, &Offsets, &mut r, &mut seq, &mut p, |_| false).unwrap();
+        assert_eq!(p.records, 60);
+        assert!(plan_at(&*src, 1, Some(500)).is_none());
+        let plan = plan_at(&*src, 3, Some(500)).unwrap();
+        assert_eq!(plan.len, data.len() as u64);
+        let mut par = Vec::new();
+        let (res, t) = read_at(&G, name, &src, &Offsets, &opts, plan, &mut par);
+        assert_eq!(res.unwrap(), 60);
+        assert_eq!(String::from_utf8_lossy(&par), String::from_utf8_lossy(&seq));
+        assert!(t.used > t.chunks / 2 && t.sequential_runs >= 1, "{t:?}");
+        // A compressed source is not planned.
+        let gz = dir.path().join("t.warc.gz");
+        let mut bytes = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3];
+        bytes.extend_from_slice(&data);
+        std::fs::write(&gz, &bytes).unwrap();
+        let gz: Arc<dyn ReadAt> = Arc::new(File::open(&gz).unwrap());
+        assert!(plan_at(&*gz, 3, Some(500)).is_none());
     }
 
     #[test]

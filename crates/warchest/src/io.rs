@@ -46,6 +46,51 @@ impl ReadAt for std::fs::File {
     }
 }
 
+/// Bytes `start..start + len` of a [`ReadAt`], read at offsets as a
+/// source of their own (a WARC file stored in a ZIP, such as a WACZ's
+/// archive files): offsets are the window's, reads stop at its end.
+#[derive(Clone)]
+pub struct Slice {
+    src: Arc<dyn ReadAt>,
+    start: u64,
+    len: u64,
+}
+
+impl std::fmt::Debug for Slice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Slice")
+            .field("start", &self.start)
+            .field("len", &self.len)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Slice {
+    /// The bytes `start..start + len` of `src`.
+    pub fn new(src: Arc<dyn ReadAt>, start: u64, len: u64) -> Slice {
+        Slice { src, start, len }
+    }
+}
+
+impl ReadAt for Slice {
+    fn read_at(&self, buf: &mut [u8], pos: u64) -> io::Result<usize> {
+        let left = self.len.saturating_sub(pos);
+        let want = usize::try_from(left).unwrap_or(usize::MAX).min(buf.len());
+        if want == 0 {
+            return Ok(0);
+        }
+        let at = self
+            .start
+            .checked_add(pos)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "offset out of range"))?;
+        self.src.read_at(&mut buf[..want], at)
+    }
+
+    fn size(&self) -> io::Result<u64> {
+        Ok(self.len)
+    }
+}
+
 /// A [`ReadAt`] read as a stream: `Read + Seek` with a position of its own
 /// (the reading thread's view of a source its jobs share). A read error
 /// that does not name the source is given its name and offset.

@@ -1,6 +1,7 @@
 //! `warchest ls`: one line per record.
 
 use std::io::{self, BufWriter, Write};
+use std::sync::Arc;
 
 use anyhow::Result;
 use serde::Serialize;
@@ -8,7 +9,8 @@ use warchest::archive::{Reader, Record};
 use warchest::chunks::{self, Lines, Progress};
 use warchest::codec::Source;
 use warchest::fields::Field;
-use warchest::warc::{RecordEnd, WarcHeader, field};
+use warchest::io::ReadAt;
+use warchest::warc::{ReaderOptions, RecordEnd, WarcHeader, field};
 use warchest_index::push_u64;
 
 use crate::input;
@@ -149,21 +151,29 @@ fn list(
 ) -> Result<Outcome, Box<dyn std::error::Error + Send + Sync>> {
     let threads = crate::tools::file_threads(jobs);
     let lines = Ls { name, json };
-    // A local uncompressed WARC file is cut into chunks read on the
-    // threads (the output is verified to be the sequential read's).
-    if let Some(plan) = plain_plan(name, threads) {
-        let opts = g.reader_options(name);
-        let (records, trace) = chunks::read(g, name, &lines, &opts, plan, out);
-        write_trace(&trace);
-        if records? == 0 {
-            return Err(input::NoRecords::new(name).into());
-        }
-        return Ok(Outcome::Ok);
-    }
     let mut opts = g.reader_options(name);
     opts.decoder.threads = threads;
-    let opened = input::open(name, opts)?;
-    input::with_reader!(opened, reader => list_records(g, name, &lines, out, reader))
+    let records = match plain(name, threads, &opts)? {
+        Plain::No(opened) => {
+            return input::with_reader!(opened, reader => list_records(g, name, &lines, out, reader));
+        }
+        // An uncompressed WARC file is cut into chunks read on the threads
+        // (the output is verified to be the sequential read's).
+        Plain::Local(plan) => {
+            let (records, trace) = chunks::read(g, name, &lines, &opts, plan, out);
+            write_trace(&trace);
+            records?
+        }
+        Plain::At(src, plan) => {
+            let (records, trace) = chunks::read_at(g, name, &src, &lines, &opts, plan, out);
+            write_trace(&trace);
+            records?
+        }
+    };
+    if records == 0 {
+        return Err(input::NoRecords::new(name).into());
+    }
+    Ok(Outcome::Ok)
 }
 
 /// Environment knob (tests): chunk size in bytes, applied to any file size.
@@ -172,21 +182,44 @@ const CHUNK_KNOB: &str = "WARCHEST_PLAIN_CHUNK";
 /// appended per file read in chunks.
 const TRACE_KNOB: &str = "WARCHEST_PLAIN_TRACE";
 
-/// The plan when `name` is a local, uncompressed WARC file worth reading
-/// in chunks on `threads` (the library's [`chunks::plan`]); `None` for
-/// standard input, URLs and WACZ members too, which are read as before.
-fn plain_plan(name: &str, threads: usize) -> Option<chunks::Plan> {
-    if threads <= 1
-        || name == "-"
-        || crate::remote::is_remote(name)
-        || warchest_wacz::split_member_name(name).is_some()
+/// How `ls` reads one input.
+enum Plain {
+    /// A local uncompressed WARC file, in chunks.
+    Local(chunks::Plan),
+    /// An uncompressed WARC file read at offsets (a URL, a WACZ member),
+    /// in chunks.
+    At(Arc<dyn ReadAt>, chunks::Plan),
+    /// Anything else, opened (compressed members decoded on the threads).
+    No(input::Opened),
+}
+
+/// How `name` is read on `threads`: in chunks when it is an uncompressed
+/// WARC file worth it, a local file or a source read at offsets (the
+/// library's [`chunks::plan`] and [`chunks::plan_at`]), else opened as
+/// [`input::open`] does, the source read at offsets shared.
+fn plain(name: &str, threads: usize, opts: &ReaderOptions) -> warchest::Result<Plain> {
+    let knob = || {
+        std::env::var(CHUNK_KNOB)
+            .ok()
+            .and_then(|k| k.trim().parse().ok())
+    };
+    if threads > 1
+        && let Some(src) = input::positioned(name)?
     {
-        return None;
+        if let Some(plan) = chunks::plan_at(&*src, threads, knob()) {
+            return Ok(Plain::At(src, plan));
+        }
+        return Ok(Plain::No(input::open_positioned(name, src, opts.clone())?));
     }
-    let knob = std::env::var(CHUNK_KNOB)
-        .ok()
-        .and_then(|k| k.trim().parse().ok());
-    chunks::plan(std::path::Path::new(name), threads, knob)
+    if threads > 1
+        && name != "-"
+        && !crate::remote::is_remote(name)
+        && warchest_wacz::split_member_name(name).is_none()
+        && let Some(plan) = chunks::plan(std::path::Path::new(name), threads, knob())
+    {
+        return Ok(Plain::Local(plan));
+    }
+    Ok(Plain::No(input::open(name, opts.clone())?))
 }
 
 /// Appends the counts of a chunked read to the trace knob's file.
