@@ -10,6 +10,10 @@
 #                                            trafilatura (docs/derive.md); --smoke: a fixture,
 #                                            the debug build
 #   bench/run.sh --search [--smoke] FILE...  search-index docs/s, search p50/p99 (docs/search.md)
+#   bench/run.sh --remote [--smoke] FILE [--scan-only]
+#                                            remote rows (bench/remote_bench.py): ls -j 1/2 over
+#                                            HTTP (nginx) and S3 against the local file, 20 ms
+#                                            latency; --smoke: a fixture, moto, one run
 #   bench/run.sh --browser [--smoke] [--pages N] [--tabs N]
 #                                            browser capture: warchest --browser, warcprox +
 #                                            Chromium, wget --mirror (docs/performance.md)
@@ -36,7 +40,7 @@ fi
 # Rows of one area each (derive, search): the binary built (the debug
 # build with --smoke), then the area's script, bench/AREA_bench.py.
 case "${1:-}" in
---derive | --search)
+--derive | --search | --remote)
     area=${1#--}
     shift
     if [[ " $* " == *" --smoke "* ]]; then
@@ -44,6 +48,9 @@ case "${1:-}" in
         export WARCHEST_BIN=$CARGO_TARGET_DIR/debug/warchest
         if [ "$area" = derive ]; then
             set -- "$@" "$root/../shared/fixtures/pywb/iana.warc.gz"
+        fi
+        if [ "$area" = remote ]; then
+            set -- "$@" "$root/../shared/fixtures/resiliparse/block-sized-records.warc"
         fi
     else
         cargo build -q --release -p warchest-cli --manifest-path "$root/Cargo.toml"

@@ -159,18 +159,23 @@ pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
             outcome = outcome.and(file_error(name, &e));
             continue;
         }
-        let r = if crate::remote::is_remote(name) && crate::tools::file_threads(args.jobs) > 1 {
-            // As a local file: decoded ahead by threads reading the
-            // object in blocks at offsets.
-            match crate::remote::open_read_at(name) {
-                Ok(Some(src)) => v.validate_read_at(name, src, &mut emit),
-                // No byte ranges: the object streamed from its start.
-                Ok(None) => match input::open_stream(name) {
-                    Ok(inp) => v.validate_reader(name, inp, &mut emit),
-                    Err(e) => Err(e.into()),
-                },
-                Err(e) => Err(e.into()),
+        let positioned = if crate::tools::file_threads(args.jobs) > 1 {
+            // As a local file: decoded ahead by threads reading the object
+            // (in blocks) or the WACZ member (a range of the ZIP) at
+            // offsets; a server with no byte ranges is streamed instead.
+            input::positioned(name)
+        } else {
+            Ok(None)
+        };
+        let positioned = match positioned {
+            Ok(p) => p,
+            Err(e) => {
+                outcome = outcome.and(file_error(name, &e));
+                continue;
             }
+        };
+        let r = if let Some(src) = positioned {
+            v.validate_read_at(name, src, &mut emit)
         } else if name == "-"
             || crate::remote::is_remote(name)
             || warchest_wacz::split_member_name(name).is_some()

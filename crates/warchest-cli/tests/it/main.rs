@@ -21,6 +21,7 @@ mod search;
 mod serve;
 mod serve_limits;
 mod serve_paths;
+mod source_jobs;
 mod tools;
 mod validate;
 mod writing;

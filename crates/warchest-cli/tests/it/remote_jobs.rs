@@ -36,7 +36,7 @@ fn run_env(env: &[(&'static str, String)], args: &[&str]) -> (i32, String, Strin
 /// A gzip WARC like the benchmark corpus: one member per record, small
 /// records between large ones (up to 1.4 MB, past a job's chunk and the
 /// block size), written into `dir`.
-fn big_members(dir: &Path) -> PathBuf {
+pub(crate) fn big_members(dir: &Path) -> PathBuf {
     let mut s = 0x9e37_79b9u32;
     let mut noise = |n: usize| -> Vec<u8> {
         (0..n)

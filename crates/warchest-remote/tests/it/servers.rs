@@ -62,10 +62,18 @@ pub struct RangeServer {
 impl RangeServer {
     /// Serves `root`; a stall lasts `stall` seconds.
     pub fn start(root: &Path, stall: f64) -> RangeServer {
+        RangeServer::with_latency(root, stall, 0)
+    }
+
+    /// [`RangeServer::start`], every GET of a file answered after
+    /// `latency_ms` (a real store's time to first byte).
+    #[allow(dead_code)]
+    pub fn with_latency(root: &Path, stall: f64, latency_ms: u64) -> RangeServer {
         let mut child = Command::new("python3")
             .arg(repo_root().join("tests/remote/range_server.py"))
             .arg(root)
             .env("STALL_SECONDS", stall.to_string())
+            .env("LATENCY_MS", latency_ms.to_string())
             .env("MAX_SECONDS", "300")
             .stdout(Stdio::piped())
             .spawn()
