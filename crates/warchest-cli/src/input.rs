@@ -5,7 +5,7 @@
 //! by range requests; [`expand`] lists a prefix or a `*` glob).
 
 use std::fs::File;
-use std::io::Stdin;
+use std::io::{Stdin, Write};
 use std::sync::Arc;
 
 use warchest::archive::Reader;
@@ -103,6 +103,72 @@ pub fn open_positioned(
     let locate = |e: std::io::Error| warchest::Error::from(e).in_file(std::path::Path::new(name));
     let d = Decoder::new_read_at(src, name, opts.decoder.clone()).map_err(locate)?;
     Ok(Opened::At(Reader::from_source(d, opts)?))
+}
+
+/// Environment knob (tests): chunk size in bytes, applied to any file size.
+const CHUNK_KNOB: &str = "WARCHEST_PLAIN_CHUNK";
+/// Environment knob (tests): a file to which one line of counts is
+/// appended per file read in chunks.
+const TRACE_KNOB: &str = "WARCHEST_PLAIN_TRACE";
+
+/// How a command that reads records in order reads one input on its
+/// threads ([`chunked`]).
+pub enum Chunked {
+    /// A local uncompressed WARC file, in chunks.
+    Local(warchest::chunks::Plan),
+    /// An uncompressed WARC file read at offsets (a URL, a WACZ member),
+    /// in chunks.
+    At(Arc<dyn ReadAt>, warchest::chunks::Plan),
+    /// Anything else, opened (compressed members decoded on the threads).
+    No(Opened),
+}
+
+/// How `name` is read on `threads`: in chunks when it is an uncompressed
+/// WARC file worth it, a local file or a source read at offsets (the
+/// library's [`warchest::chunks::plan`] and [`warchest::chunks::plan_at`]), else opened as
+/// [`input::open`] does, the source read at offsets shared.
+pub fn chunked(name: &str, threads: usize, opts: &ReaderOptions) -> warchest::Result<Chunked> {
+    let knob = || {
+        std::env::var(CHUNK_KNOB)
+            .ok()
+            .and_then(|k| k.trim().parse().ok())
+    };
+    if threads > 1
+        && let Some(src) = positioned(name)?
+    {
+        if let Some(plan) = warchest::chunks::plan_at(&*src, threads, knob()) {
+            return Ok(Chunked::At(src, plan));
+        }
+        return Ok(Chunked::No(open_positioned(name, src, opts.clone())?));
+    }
+    if threads > 1
+        && name != "-"
+        && !crate::remote::is_remote(name)
+        && warchest_wacz::split_member_name(name).is_none()
+        && let Some(plan) = warchest::chunks::plan(std::path::Path::new(name), threads, knob())
+    {
+        return Ok(Chunked::Local(plan));
+    }
+    Ok(Chunked::No(open(name, opts.clone())?))
+}
+
+/// Appends the counts of a chunked read to the trace knob's file.
+pub fn write_trace(trace: &warchest::chunks::Trace) {
+    if let Some(t) = std::env::var_os(TRACE_KNOB) {
+        let line = format!(
+            "chunks {} used {} false_starts {} sequential_runs {} sequential_records {}\n",
+            trace.chunks,
+            trace.used,
+            trace.false_starts,
+            trace.sequential_runs,
+            trace.sequential_records
+        );
+        let _ = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(t)
+            .and_then(|mut f| f.write_all(line.as_bytes()));
+    }
 }
 
 /// Opens `name` (`-` is standard input) for reading with `opts`; on more

@@ -84,6 +84,48 @@ pub trait Lines: Sync {
     ) -> Result<RecordEnd, BoxError>;
 }
 
+/// The per-record work of a command that writes lines and keeps counts
+/// (`check`'s summary): as [`Lines`], each chunk with counts of its own,
+/// added in file order for the chunks whose lines are used.
+pub trait Tally: Sync {
+    /// The counts.
+    type Sum: Default + Send;
+
+    /// As [`Lines::record`], adding the record to `sum` (only once it is
+    /// read: on an error what was appended and counted is dropped).
+    ///
+    /// # Errors
+    /// The record cannot be read or formatted.
+    fn record<S: Source>(
+        &self,
+        rec: Record<'_, S>,
+        out: &mut Vec<u8>,
+        sum: &mut Self::Sum,
+    ) -> Result<RecordEnd, BoxError>;
+
+    /// Adds `part`, the counts of the records after those of `total`, to
+    /// `total`.
+    fn add(&self, total: &mut Self::Sum, part: Self::Sum);
+}
+
+/// [`Lines`] as a [`Tally`] with no counts.
+struct NoSum<'a, L>(&'a L);
+
+impl<L: Lines> Tally for NoSum<'_, L> {
+    type Sum = ();
+
+    fn record<S: Source>(
+        &self,
+        rec: Record<'_, S>,
+        out: &mut Vec<u8>,
+        _: &mut (),
+    ) -> Result<RecordEnd, BoxError> {
+        self.0.record(rec, out)
+    }
+
+    fn add(&self, _: &mut (), _: ()) {}
+}
+
 /// How far a sequential read got: records written and the offset of the
 /// last one.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -113,6 +155,25 @@ pub fn sequential<S: Source, L: Lines>(
     reader: &mut Reader<S>,
     out: &mut dyn Write,
     progress: &mut Progress,
+    hand_over: impl FnMut(u64) -> bool,
+) -> Result<Option<u64>, BoxError> {
+    let t = NoSum(lines);
+    sequential_tally(g, name, &t, reader, out, progress, &mut (), hand_over)
+}
+
+/// [`sequential`] for a [`Tally`]: each record also counted in `sum`.
+///
+/// # Errors
+/// As [`sequential`].
+#[allow(clippy::too_many_arguments)]
+pub fn sequential_tally<S: Source, T: Tally>(
+    g: &dyn Report,
+    name: &str,
+    lines: &T,
+    reader: &mut Reader<S>,
+    out: &mut dyn Write,
+    progress: &mut Progress,
+    sum: &mut T::Sum,
     mut hand_over: impl FnMut(u64) -> bool,
 ) -> Result<Option<u64>, BoxError> {
     let mut buf: Vec<u8> = Vec::with_capacity(512);
@@ -128,7 +189,7 @@ pub fn sequential<S: Source, L: Lines>(
         progress.records += 1;
         let offset = rec.location().offset;
         buf.clear();
-        let end = lines.record(rec, &mut buf)?;
+        let end = lines.record(rec, &mut buf, sum)?;
         out.write_all(&buf)?;
         progress.last = Some(offset);
         if let Some(w) = reader.as_warc() {
@@ -310,9 +371,9 @@ impl Origin for Positioned<'_> {
     }
 }
 
-/// What a worker found in one chunk.
+/// What a worker found in one chunk, and its records' counts.
 #[derive(Debug, Default)]
-struct Chunk {
+struct Chunk<M> {
     /// Where its reading started: 0 for the first chunk, else the first
     /// confirmed record start in its range (`None`: none there).
     start: Option<u64>,
@@ -329,6 +390,8 @@ struct Chunk {
     /// The offset of the first record at or after its end (or where it
     /// stopped early); `None` when the input ended.
     crossing: Option<u64>,
+    /// The counts of its records.
+    sum: M,
 }
 
 /// The WARC reader's number for its next record.
@@ -338,14 +401,14 @@ fn numbered<S: Source>(reader: &mut Reader<S>) -> Option<u64> {
 
 /// Reads chunk `range` (cut at `range.0`, ending at `range.1`) into `out`
 /// (an empty buffer); the chunk cut at 0 starts there, as `-j 1` does.
-fn read_chunk<L: Lines, O: Origin>(
+fn read_chunk<L: Tally, O: Origin>(
     lines: &L,
     origin: &O,
     opts: &ReaderOptions,
     range: (u64, u64),
     abort: &AtomicBool,
     out: Vec<u8>,
-) -> Chunk {
+) -> Chunk<L::Sum> {
     let (cut, end) = range;
     let mut c = Chunk {
         out,
@@ -396,7 +459,7 @@ fn read_chunk<L: Lines, O: Origin>(
             return c;
         }
         let at = c.out.len();
-        if lines.record(rec, &mut c.out).is_err() {
+        if lines.record(rec, &mut c.out, &mut c.sum).is_err() {
             c.out.truncate(at);
             return c;
         }
@@ -415,8 +478,8 @@ fn read_chunk<L: Lines, O: Origin>(
 
 /// The chunks' results, handed from the workers to the main thread in
 /// order, at most `window` ahead of the main thread.
-struct Shared {
-    state: Mutex<State>,
+struct Shared<M> {
+    state: Mutex<State<M>>,
     changed: Condvar,
     abort: AtomicBool,
     /// Output buffers written out, for the next chunks: fresh ones would
@@ -424,17 +487,17 @@ struct Shared {
     pool: Mutex<Vec<Vec<u8>>>,
 }
 
-struct State {
+struct State<M> {
     /// The next chunk a worker takes.
     next: usize,
     /// Chunks below this are released by the main thread.
     released: usize,
     /// Results by chunk number modulo the window.
-    slots: Vec<Option<Chunk>>,
+    slots: Vec<Option<Chunk<M>>>,
 }
 
-impl Shared {
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+impl<M> Shared<M> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State<M>> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -484,7 +547,16 @@ pub fn read<L: Lines>(
     plan: Plan,
     out: &mut dyn Write,
 ) -> (Result<u64, BoxError>, Trace) {
-    run(g, name, &Local(Path::new(name)), lines, opts, plan, out)
+    let (r, t) = run(
+        g,
+        name,
+        &Local(Path::new(name)),
+        &NoSum(lines),
+        opts,
+        plan,
+        out,
+    );
+    (r.map(|(n, ())| n), t)
 }
 
 /// [`read`] for a source read at offsets, called `name` in messages,
@@ -502,10 +574,50 @@ pub fn read_at<L: Lines>(
     plan: Plan,
     out: &mut dyn Write,
 ) -> (Result<u64, BoxError>, Trace) {
-    run(g, name, &Positioned { src, name }, lines, opts, plan, out)
+    let (r, t) = run(
+        g,
+        name,
+        &Positioned { src, name },
+        &NoSum(lines),
+        opts,
+        plan,
+        out,
+    );
+    (r.map(|(n, ())| n), t)
 }
 
-fn run<L: Lines, O: Origin>(
+/// Where a chunked read's bytes come from, for [`read_tally`].
+#[derive(Clone, Copy)]
+pub enum Input<'a> {
+    /// A local file, by path (planned with [`plan`]).
+    Path(&'a Path),
+    /// A source read at offsets (planned with [`plan_at`]).
+    At(&'a Arc<dyn ReadAt>),
+}
+
+/// [`read`] and [`read_at`] for a [`Tally`]: also the counts of the
+/// records written, as [`sequential_tally`] over the whole input counts
+/// them.
+///
+/// # Errors
+/// As [`sequential`].
+#[allow(clippy::too_many_arguments)]
+pub fn read_tally<T: Tally>(
+    g: &dyn Report,
+    name: &str,
+    input: Input<'_>,
+    tally: &T,
+    opts: &ReaderOptions,
+    plan: Plan,
+    out: &mut dyn Write,
+) -> (Result<(u64, T::Sum), BoxError>, Trace) {
+    match input {
+        Input::Path(p) => run(g, name, &Local(p), tally, opts, plan, out),
+        Input::At(src) => run(g, name, &Positioned { src, name }, tally, opts, plan, out),
+    }
+}
+
+fn run<L: Tally, O: Origin>(
     g: &dyn Report,
     name: &str,
     origin: &O,
@@ -513,7 +625,7 @@ fn run<L: Lines, O: Origin>(
     opts: &ReaderOptions,
     plan: Plan,
     out: &mut dyn Write,
-) -> (Result<u64, BoxError>, Trace) {
+) -> (Result<(u64, L::Sum), BoxError>, Trace) {
     let Plan {
         len,
         chunk,
@@ -557,8 +669,8 @@ fn run<L: Lines, O: Origin>(
 
 /// A worker: takes the next chunk when it is within the window, reads it,
 /// hands its result over; until every chunk is taken or the read aborted.
-fn worker<L: Lines, O: Origin>(
-    shared: &Shared,
+fn worker<L: Tally, O: Origin>(
+    shared: &Shared<L::Sum>,
     lines: &L,
     origin: &O,
     opts: &ReaderOptions,
@@ -595,17 +707,17 @@ fn worker<L: Lines, O: Origin>(
 }
 
 /// The main thread's side: chunk results in order, fetched once each.
-struct Fetch<'a> {
-    shared: &'a Shared,
+struct Fetch<'a, M> {
+    shared: &'a Shared<M>,
     window: usize,
     /// Chunk number of `held[0]`.
     first: usize,
-    held: std::collections::VecDeque<Chunk>,
+    held: std::collections::VecDeque<Chunk<M>>,
 }
 
-impl Fetch<'_> {
+impl<M: Default> Fetch<'_, M> {
     /// Chunk `k`'s result (`k` not released), waiting for it.
-    fn get(&mut self, k: usize) -> &Chunk {
+    fn get(&mut self, k: usize) -> &Chunk<M> {
         while self.first + self.held.len() <= k {
             let want = self.first + self.held.len();
             let mut st = self.shared.lock();
@@ -628,7 +740,7 @@ impl Fetch<'_> {
     /// Releases chunk `k`, the oldest held (fetching it first), so that
     /// workers may go on to the next; its output buffer is given back, the
     /// rest returned.
-    fn release(&mut self, k: usize) -> Chunk {
+    fn release(&mut self, k: usize) -> Chunk<M> {
         self.get(k);
         let mut c = self.held.pop_front().unwrap_or_default();
         self.shared.give_back(std::mem::take(&mut c.out));
@@ -642,19 +754,19 @@ impl Fetch<'_> {
 /// Writes the chunks' lines where they are verified and reads sequentially
 /// where they are not; the records written.
 #[allow(clippy::too_many_arguments)]
-fn merge<L: Lines, O: Origin>(
+fn merge<L: Tally, O: Origin>(
     g: &dyn Report,
     name: &str,
     origin: &O,
     lines: &L,
     opts: &ReaderOptions,
-    shared: &Shared,
+    shared: &Shared<L::Sum>,
     count: usize,
     window: usize,
     range: &dyn Fn(usize) -> (u64, u64),
     out: &mut dyn Write,
     trace: &mut Trace,
-) -> Result<u64, BoxError> {
+) -> Result<(u64, L::Sum), BoxError> {
     let mut fetch = Fetch {
         shared,
         window,
@@ -665,6 +777,7 @@ fn merge<L: Lines, O: Origin>(
     // at the end of the input.
     let mut pos = Some(0u64);
     let mut progress = Progress::default();
+    let mut sum = L::Sum::default();
     let mut k = 0usize;
     while let Some(p) = pos {
         if k < count {
@@ -693,6 +806,7 @@ fn merge<L: Lines, O: Origin>(
                     .collect();
                 g.warnings(name, &warnings);
                 progress.next_number = base.saturating_add(c.progress.records);
+                lines.add(&mut sum, c.sum);
                 progress.records += c.progress.records;
                 if c.progress.last.is_some() {
                     progress.last = c.progress.last;
@@ -708,7 +822,7 @@ fn merge<L: Lines, O: Origin>(
         trace.sequential_runs += 1;
         let before = progress.records;
         let mut reader = resume(origin, opts, p, progress)?;
-        let stopped = sequential(g, name, lines, &mut reader, out, &mut progress, |next| {
+        let hand_over = |next| {
             while k < count && range(k).1 <= next {
                 fetch.release(k);
                 k += 1;
@@ -718,11 +832,21 @@ fn merge<L: Lines, O: Origin>(
             }
             let c = fetch.get(k);
             c.ok && c.start == Some(next)
-        });
+        };
+        let stopped = sequential_tally(
+            g,
+            name,
+            lines,
+            &mut reader,
+            out,
+            &mut progress,
+            &mut sum,
+            hand_over,
+        );
         trace.sequential_records += progress.records - before;
         pos = stopped?;
     }
-    Ok(progress.records)
+    Ok((progress.records, sum))
 }
 
 /// A reader in the state of a sequential read of `origin` from its start

@@ -4,11 +4,15 @@ use std::io::{self, Write};
 
 use anyhow::Result;
 use serde::Serialize;
-use warchest::archive::Reader;
-use warchest::check::{DigestStatus, RecordCheck, check_record};
-use warchest::codec::Source;
+use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::input;
+use warchest::archive::Record;
+use warchest::check::{DigestStatus, RecordCheck, check_record};
+use warchest::chunks::{self, Progress, Tally};
+use warchest::codec::Source;
+use warchest::warc::RecordEnd;
+
+use crate::input::{self, Chunked};
 use crate::report::{Global, Outcome, file_error};
 
 /// Verify the block and payload digests of every record; print each problem
@@ -32,7 +36,10 @@ pub struct Args {
     /// Also list records whose digests are fine.
     #[arg(short, long)]
     verbose: bool,
-    /// Decode each file on N threads (default: one per core).
+    /// Read each file on N threads (default: one per core): a compressed
+    /// file's members are decoded on them, an uncompressed WARC file of
+    /// 32 MiB or more is cut into chunks checked on them. The output is
+    /// the same whatever N is.
     #[arg(short = 'j', long = "jobs", value_name = "N")]
     jobs: Option<usize>,
 }
@@ -76,6 +83,22 @@ impl Summary {
             DigestStatus::NotApplicable => self.payload_not_applicable += 1,
             _ => self.unchecked += 1,
         }
+    }
+
+    /// Adds the counts of `part`.
+    fn merge(&mut self, part: &Summary) {
+        self.records += part.records;
+        self.block_valid += part.block_valid;
+        self.block_invalid += part.block_invalid;
+        self.block_absent += part.block_absent;
+        self.payload_valid += part.payload_valid;
+        self.payload_valid_raw_chunked += part.payload_valid_raw_chunked;
+        self.payload_invalid += part.payload_invalid;
+        self.payload_absent += part.payload_absent;
+        self.payload_not_applicable += part.payload_not_applicable;
+        self.unchecked += part.unchecked;
+        self.truncated += part.truncated;
+        self.recoveries += part.recoveries;
     }
 
     fn failed(&self) -> bool {
@@ -128,47 +151,99 @@ fn check_file(
     args: &Args,
 ) -> Result<Outcome, Box<dyn std::error::Error + Send + Sync>> {
     let mut opts = g.reader_options(name);
-    opts.decoder.threads = crate::tools::file_threads(args.jobs);
-    let limits = opts.limits;
-    let opened = input::open(name, opts)?;
-    input::with_reader!(opened, reader => check_records(g, name, args, limits, reader))
-}
-
-fn check_records<S: Source>(
-    g: &Global,
-    name: &str,
-    args: &Args,
-    limits: warchest::Limits,
-    mut reader: Reader<S>,
-) -> Result<Outcome, Box<dyn std::error::Error + Send + Sync>> {
-    let mut sum = Summary::default();
+    let threads = crate::tools::file_threads(args.jobs);
+    opts.decoder.threads = threads;
+    let tally = Check {
+        name,
+        json: args.json,
+        verbose: args.verbose,
+        limits: opts.limits,
+    };
+    let counting = Counting {
+        g,
+        recoveries: AtomicU64::new(0),
+    };
     let stdout = io::stdout();
     let mut out = stdout.lock();
-    loop {
-        let mut rec = match reader.next_record() {
-            Ok(Some(r)) => r,
-            Ok(None) => break,
-            Err(e) => {
-                g.warnings(name, &reader.take_warnings());
-                return Err(e.into());
-            }
-        };
-        let c = check_record(&mut rec, &limits)?;
+    // An uncompressed WARC file is cut into chunks checked on the threads
+    // (the output and counts verified to be the sequential read's);
+    // compressed members are decoded on them.
+    let read = match input::chunked(name, threads, &opts)? {
+        Chunked::No(opened) => input::with_reader!(opened, reader => {
+            let mut reader = reader;
+            let mut progress = Progress::default();
+            let mut sum = Summary::default();
+            chunks::sequential_tally(
+                &counting, name, &tally, &mut reader, &mut out, &mut progress, &mut sum, |_| false,
+            )
+            .map(|_| (progress.records, sum))
+        }),
+        Chunked::Local(plan) => {
+            let path = std::path::Path::new(name);
+            let input = chunks::Input::Path(path);
+            let (r, trace) =
+                chunks::read_tally(&counting, name, input, &tally, &opts, plan, &mut out);
+            input::write_trace(&trace);
+            r
+        }
+        Chunked::At(src, plan) => {
+            let input = chunks::Input::At(&src);
+            let (r, trace) =
+                chunks::read_tally(&counting, name, input, &tally, &opts, plan, &mut out);
+            input::write_trace(&trace);
+            r
+        }
+    };
+    let (_, mut sum) = read?;
+    sum.recoveries = counting.recoveries.load(Ordering::Relaxed);
+    summarize(name, args, &sum, &mut out)
+}
+
+/// Warnings reported as every command reports them, and counted.
+struct Counting<'a> {
+    g: &'a Global,
+    recoveries: AtomicU64,
+}
+
+impl chunks::Report for Counting<'_> {
+    fn warnings(&self, name: &str, warnings: &[warchest::Warning]) {
+        self.recoveries
+            .fetch_add(warnings.len() as u64, Ordering::Relaxed);
+        self.g.warnings(name, warnings);
+    }
+}
+
+/// `check`'s work on one record: its digests checked and counted, a line
+/// for a problem (or every record with `--verbose`).
+struct Check<'a> {
+    name: &'a str,
+    json: bool,
+    verbose: bool,
+    limits: warchest::Limits,
+}
+
+impl Tally for Check<'_> {
+    type Sum = Summary;
+
+    fn record<S: Source>(
+        &self,
+        mut rec: Record<'_, S>,
+        out: &mut Vec<u8>,
+        sum: &mut Summary,
+    ) -> Result<RecordEnd, chunks::BoxError> {
+        let name = self.name;
+        let c = check_record(&mut rec, &self.limits)?;
         let h = rec.header().clone();
         let loc = rec.location();
         let end = rec.finish()?;
-        sum.add(&c);
-        if end.truncated {
-            sum.truncated += 1;
-        }
         let bad = !c.is_ok() || end.truncated;
         let notes: Vec<String> = [describe("block", &c.block), describe("payload", &c.payload)]
             .into_iter()
             .flatten()
             .chain(end.truncated.then(|| "record truncated".to_string()))
             .collect();
-        if args.json {
-            if bad || args.verbose || !notes.is_empty() {
+        if self.json {
+            if bad || self.verbose || !notes.is_empty() {
                 let (id, uri) = (h.record_id(), h.target_uri());
                 let p = Problem {
                     file: name,
@@ -178,10 +253,10 @@ fn check_records<S: Source>(
                     check: &c,
                     truncated: end.truncated,
                 };
-                serde_json::to_writer(&mut out, &p)?;
-                out.write_all(b"\n")?;
+                serde_json::to_writer(&mut *out, &p)?;
+                out.push(b'\n');
             }
-        } else if !notes.is_empty() || args.verbose {
+        } else if !notes.is_empty() || self.verbose {
             let id = h.record_id().map(|s| s.into_owned()).unwrap_or_default();
             if notes.is_empty() {
                 writeln!(out, "{name}: offset {} {id}: ok", loc.offset)?;
@@ -190,13 +265,25 @@ fn check_records<S: Source>(
                 writeln!(out, "{name}: offset {} {id}: {n}", loc.offset)?;
             }
         }
-        let w = reader.take_warnings();
-        sum.recoveries += w.len() as u64;
-        g.warnings(name, &w);
+        sum.add(&c);
+        if end.truncated {
+            sum.truncated += 1;
+        }
+        Ok(end)
     }
-    let w = reader.take_warnings();
-    sum.recoveries += w.len() as u64;
-    g.warnings(name, &w);
+
+    fn add(&self, total: &mut Summary, part: Summary) {
+        total.merge(&part);
+    }
+}
+
+/// Writes the summary of `name`'s records; the outcome.
+fn summarize(
+    name: &str,
+    args: &Args,
+    sum: &Summary,
+    out: &mut impl Write,
+) -> Result<Outcome, Box<dyn std::error::Error + Send + Sync>> {
     if sum.records == 0 {
         return Err(input::NoRecords::new(name).into());
     }
@@ -208,10 +295,10 @@ fn check_records<S: Source>(
             ok: bool,
         }
         serde_json::to_writer(
-            &mut out,
+            &mut *out,
             &FileSummary {
                 file: name,
-                summary: &sum,
+                summary: sum,
                 ok: !sum.failed(),
             },
         )?;

@@ -1,7 +1,6 @@
 //! `warchest ls`: one line per record.
 
 use std::io::{self, BufWriter, Write};
-use std::sync::Arc;
 
 use anyhow::Result;
 use serde::Serialize;
@@ -9,11 +8,10 @@ use warchest::archive::{Reader, Record};
 use warchest::chunks::{self, Lines, Progress};
 use warchest::codec::Source;
 use warchest::fields::Field;
-use warchest::io::ReadAt;
-use warchest::warc::{ReaderOptions, RecordEnd, WarcHeader, field};
+use warchest::warc::{RecordEnd, WarcHeader, field};
 use warchest_index::push_u64;
 
-use crate::input;
+use crate::input::{self, Chunked};
 use crate::report::{Global, Outcome, file_error};
 
 /// List the records of archives: offset, stored length, type, date, target URI,
@@ -153,20 +151,20 @@ fn list(
     let lines = Ls { name, json };
     let mut opts = g.reader_options(name);
     opts.decoder.threads = threads;
-    let records = match plain(name, threads, &opts)? {
-        Plain::No(opened) => {
+    let records = match input::chunked(name, threads, &opts)? {
+        Chunked::No(opened) => {
             return input::with_reader!(opened, reader => list_records(g, name, &lines, out, reader));
         }
         // An uncompressed WARC file is cut into chunks read on the threads
         // (the output is verified to be the sequential read's).
-        Plain::Local(plan) => {
+        Chunked::Local(plan) => {
             let (records, trace) = chunks::read(g, name, &lines, &opts, plan, out);
-            write_trace(&trace);
+            input::write_trace(&trace);
             records?
         }
-        Plain::At(src, plan) => {
+        Chunked::At(src, plan) => {
             let (records, trace) = chunks::read_at(g, name, &src, &lines, &opts, plan, out);
-            write_trace(&trace);
+            input::write_trace(&trace);
             records?
         }
     };
@@ -174,71 +172,6 @@ fn list(
         return Err(input::NoRecords::new(name).into());
     }
     Ok(Outcome::Ok)
-}
-
-/// Environment knob (tests): chunk size in bytes, applied to any file size.
-const CHUNK_KNOB: &str = "WARCHEST_PLAIN_CHUNK";
-/// Environment knob (tests): a file to which one line of counts is
-/// appended per file read in chunks.
-const TRACE_KNOB: &str = "WARCHEST_PLAIN_TRACE";
-
-/// How `ls` reads one input.
-enum Plain {
-    /// A local uncompressed WARC file, in chunks.
-    Local(chunks::Plan),
-    /// An uncompressed WARC file read at offsets (a URL, a WACZ member),
-    /// in chunks.
-    At(Arc<dyn ReadAt>, chunks::Plan),
-    /// Anything else, opened (compressed members decoded on the threads).
-    No(input::Opened),
-}
-
-/// How `name` is read on `threads`: in chunks when it is an uncompressed
-/// WARC file worth it, a local file or a source read at offsets (the
-/// library's [`chunks::plan`] and [`chunks::plan_at`]), else opened as
-/// [`input::open`] does, the source read at offsets shared.
-fn plain(name: &str, threads: usize, opts: &ReaderOptions) -> warchest::Result<Plain> {
-    let knob = || {
-        std::env::var(CHUNK_KNOB)
-            .ok()
-            .and_then(|k| k.trim().parse().ok())
-    };
-    if threads > 1
-        && let Some(src) = input::positioned(name)?
-    {
-        if let Some(plan) = chunks::plan_at(&*src, threads, knob()) {
-            return Ok(Plain::At(src, plan));
-        }
-        return Ok(Plain::No(input::open_positioned(name, src, opts.clone())?));
-    }
-    if threads > 1
-        && name != "-"
-        && !crate::remote::is_remote(name)
-        && warchest_wacz::split_member_name(name).is_none()
-        && let Some(plan) = chunks::plan(std::path::Path::new(name), threads, knob())
-    {
-        return Ok(Plain::Local(plan));
-    }
-    Ok(Plain::No(input::open(name, opts.clone())?))
-}
-
-/// Appends the counts of a chunked read to the trace knob's file.
-fn write_trace(trace: &chunks::Trace) {
-    if let Some(t) = std::env::var_os(TRACE_KNOB) {
-        let line = format!(
-            "chunks {} used {} false_starts {} sequential_runs {} sequential_records {}\n",
-            trace.chunks,
-            trace.used,
-            trace.false_starts,
-            trace.sequential_runs,
-            trace.sequential_records
-        );
-        let _ = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(t)
-            .and_then(|mut f| f.write_all(line.as_bytes()));
-    }
 }
 
 fn list_records<S: Source>(

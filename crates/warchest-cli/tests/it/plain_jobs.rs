@@ -243,3 +243,56 @@ fn records_with_their_own_warnings_are_still_read_in_chunks() {
         "{err}"
     );
 }
+
+/// `check` reads uncompressed WARC files in chunks too (issue 33), its
+/// summary counted per chunk: `-w check -v` (every record listed) with
+/// `-j 2` gives `-j 1`'s stdout, stderr and exit status on every plain
+/// fixture (valid, wrong and malformed digests, truncated and damaged
+/// files), and `--json` on every third one; chunked reads ran.
+#[test]
+fn every_plain_fixture_checks_the_same_on_two_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace");
+    let files = plain_fixtures(dir.path());
+    let check = |f: &Path, json: bool, jobs: &str| {
+        let mut cmd = bin();
+        cmd.args(["-w", "check", "-v", "-j", jobs]);
+        if json {
+            cmd.arg("--json");
+        }
+        cmd.arg(f)
+            .env("WARCHEST_PLAIN_CHUNK", "997")
+            .env("WARCHEST_PLAIN_TRACE", &trace);
+        run(&mut cmd)
+    };
+    let mut failed = 0;
+    for (i, f) in files.iter().enumerate() {
+        for json in [false, true] {
+            if json && i % 3 != 0 {
+                continue;
+            }
+            let one = check(f, json, "1");
+            let two = check(f, json, "2");
+            assert_eq!(
+                (two.0, &two.2),
+                (one.0, &one.2),
+                "{} json {json}",
+                f.display()
+            );
+            assert!(
+                two.1 == one.1,
+                "{} json {json}: stdout differs:\n{}\n---\n{}",
+                f.display(),
+                String::from_utf8_lossy(&one.1),
+                String::from_utf8_lossy(&two.1)
+            );
+            failed += usize::from(one.0 == 1);
+        }
+    }
+    // Some files fail their check (the comparison covers failures), and
+    // the WARC files were checked in chunks, some of them used.
+    assert!(failed >= 5, "{failed} failed checks");
+    let t = traces(&trace);
+    assert!(t.len() >= 30, "{} chunked reads", t.len());
+    assert!(t.iter().any(|t| t[1] >= 5), "{t:?}");
+}
