@@ -204,6 +204,35 @@ mod tests {
     }
 
     #[test]
+    fn a_slice_reads_its_window_only() {
+        struct Mem(Vec<u8>);
+        impl ReadAt for Mem {
+            fn read_at(&self, buf: &mut [u8], pos: u64) -> io::Result<usize> {
+                let from = usize::try_from(pos).unwrap().min(self.0.len());
+                let n = buf.len().min(self.0.len() - from);
+                buf[..n].copy_from_slice(&self.0[from..from + n]);
+                Ok(n)
+            }
+            fn size(&self) -> io::Result<u64> {
+                Ok(self.0.len() as u64)
+            }
+        }
+        let s = Slice::new(Arc::new(Mem(b"zipHEADwarc bytesTAIL".to_vec())), 7, 10);
+        assert_eq!(s.size().unwrap(), 10);
+        let mut buf = [0u8; 32];
+        let n = s.read_at(&mut buf, 0).unwrap();
+        assert_eq!(&buf[..n], b"warc bytes");
+        let n = s.read_at(&mut buf, 5).unwrap();
+        assert_eq!(&buf[..n], b"bytes");
+        assert_eq!(s.read_at(&mut buf, 10).unwrap(), 0);
+        assert_eq!(s.read_at(&mut buf, u64::MAX).unwrap(), 0);
+        let mut c = AtCursor::new(Arc::new(s), "w.wacz#archive/x.warc", 0);
+        let mut all = Vec::new();
+        c.read_to_end(&mut all).unwrap();
+        assert_eq!(all, b"warc bytes");
+    }
+
+    #[test]
     fn cursor_reads_seeks_and_names_its_errors() {
         struct Failing;
         impl ReadAt for Failing {
