@@ -6,7 +6,7 @@
 //! uncompressed WARC file (read in chunks: the trace knob shows chunks
 //! used), a damaged one and a gzip one (members decoded on the threads).
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -232,6 +232,74 @@ fn two_threads_match_one_on_local_http_s3_and_wacz_sources() {
         let t = same_on_two(&env, REMOTE_COMMANDS, &url, &trace);
         if !name.ends_with(".gz") {
             chunks_used(&t, &url);
+        }
+    }
+}
+
+/// Memory stays bounded whatever the source's size (ignored in the
+/// default run: it writes and serves a 165 MB file; docs/testing.md):
+/// `ls -j 2` and `check -j 2` of an uncompressed WARC file over HTTP,
+/// read in chunks from 8 MiB blocks, and of a WACZ member, peak RSS
+/// (from /usr/bin/time) under 100 MiB, less than half the file.
+#[test]
+#[ignore]
+fn memory_stays_bounded_on_a_large_remote_or_wacz_source() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let path = dir.join("large.warc");
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    let body = vec![b'x'; 40_000];
+    for i in 0..8000usize {
+        let len = 1000 + (i * 7919) % 39_000;
+        write!(
+            f,
+            "WARC/1.1\r\nWARC-Type: resource\r\nWARC-Record-ID: <urn:uuid:00000000-0000-4000-8000-{i:012}>\r\nWARC-Target-URI: http://example.com/{i}\r\nContent-Length: {len}\r\n\r\n"
+        )
+        .unwrap();
+        f.write_all(&body[..len]).unwrap();
+        f.write_all(b"\r\n\r\n").unwrap();
+    }
+    f.flush().unwrap();
+    drop(f);
+    let size = std::fs::metadata(&path).unwrap().len();
+    let wacz = dir.join("w.wacz");
+    let out = bin()
+        .args(["wacz", "create"])
+        .arg(&path)
+        .arg("-o")
+        .arg(&wacz)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let srv = RangeServer::start(dir, 5.0);
+    let member = format!("{}#archive/large.warc", wacz.display());
+    for name in [srv.url("large.warc"), member] {
+        for cmd in ["ls", "check"] {
+            let out = Command::new("/usr/bin/time")
+                .args(["-f", "maxrss=%M"])
+                .arg(crate::common::bin_path())
+                .args([cmd, "-j", "2", &name])
+                .stdout(std::process::Stdio::null())
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{cmd} {name}: {err}");
+            let kib: u64 = err
+                .lines()
+                .filter_map(|l| l.strip_prefix("maxrss="))
+                .next_back()
+                .unwrap()
+                .trim()
+                .parse()
+                .unwrap();
+            assert!(
+                kib < 100 << 10 && kib << 10 < size,
+                "{cmd} {name}: {kib} KiB for {size} bytes"
+            );
         }
     }
 }
