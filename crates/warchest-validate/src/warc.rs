@@ -426,8 +426,10 @@ struct Handover<'a> {
 /// on the checking thread: in glibc malloc such frees go to that thread's
 /// cache or lock the reading thread's arena, and the reading thread never
 /// gets its chunks back to reuse. Handing them back keeps the steady state
-/// free of allocations for these; the header copy and the HTTP head are
-/// still made per record, but freed on the thread that made them.
+/// free of allocations for these and for the header copy (made into the
+/// kept record's header with `clone_from`, which reuses its two buffers);
+/// the HTTP head is still made per record, but freed on the thread that
+/// made it.
 #[derive(Default)]
 struct Spare {
     // The boxes themselves are what is reused: a message holds a box.
@@ -444,9 +446,10 @@ const SPARE_RECORDS: usize = GROUP * (QUEUE + 2);
 const SPARE_PROBE: usize = 4 * 1024;
 /// A record whose header block is larger than this is not kept at all
 /// (its header, up to `max_header_block`, would be held with the box
-/// until reused), so that kept boxes hold at most `SPARE_RECORDS` times
-/// this many header bytes.
-const SPARE_HEADER: usize = 8 * 1024;
+/// until reused). A kept header's buffer is reused by `clone_from`, which
+/// may grow it to twice the largest header it held, so kept boxes hold at
+/// most `SPARE_RECORDS` times twice this many header bytes (4 MiB).
+const SPARE_HEADER: usize = 4 * 1024;
 
 impl Spare {
     /// Keeps what `group` holds for reuse, up to the bounds above.
@@ -472,15 +475,22 @@ impl Spare {
         }
     }
 
-    /// A record box to fill, if one was kept, and its probe's emptied buffer.
-    fn record(&mut self) -> (Option<Box<ReadRecord>>, Vec<u8>) {
+    /// A record box to fill, if one was kept, its probe's emptied buffer,
+    /// and `header` copied into the box's old header (no allocation when
+    /// that one's buffers are large enough) or else freshly.
+    fn record(&mut self, header: &WarcHeader) -> (Option<Box<ReadRecord>>, Vec<u8>, WarcHeader) {
         match self.records.pop() {
             Some(mut r) => {
                 let mut bytes = std::mem::take(&mut r.probe.bytes);
                 bytes.clear();
-                (Some(r), bytes)
+                // An empty header holds no allocation; the box gets the
+                // copy back when it is filled.
+                let empty = WarcHeader::from_fields(Version::V1_1, Fields::default());
+                let mut copy = std::mem::replace(&mut r.started.header, empty);
+                copy.clone_from(header);
+                (Some(r), bytes, copy)
             }
-            None => (None, Vec::new()),
+            None => (None, Vec::new(), header.clone()),
         }
     }
 }
@@ -566,14 +576,14 @@ fn read_records<R: Read>(
                 tally.gzip_header(gz, loc.offset);
             }
         }
+        let (spare, probe_bytes, header) = hand.spare.record(rec.header());
         let started = Started {
-            header: rec.header().clone(),
+            header,
             offset: loc.offset,
             codec: loc.codec,
             offset_in_member: loc.offset_in_member,
         };
         let mut checker = Checker::new(&started.header, limits);
-        let (spare, probe_bytes) = hand.spare.record();
         let mut probe = BlockProbe::for_header(&started.header, probe_bytes);
         let read = {
             let mut block = rec.block();
@@ -612,7 +622,8 @@ fn read_records<R: Read>(
         };
         let msg = Msg::Record(match spare {
             Some(mut b) => {
-                // Frees the previous record's header and head, here.
+                // The box's header was moved out to be copied into, and its
+                // head freed when it was kept: nothing is freed here.
                 *b = record;
                 b
             }
@@ -2249,9 +2260,15 @@ fn spare_keeps_boxes_and_small_buffers_within_bounds() {
         }))
     };
     let mut spare = Spare::default();
+    let next = {
+        let raw = b"WARC/1.0\r\nWARC-Type: request\r\nContent-Length: 12\r\n\r\n";
+        let fields = Fields::parse(raw.to_vec(), 10, false, 100, &mut Vec::new()).unwrap();
+        WarcHeader::from_fields(Version::V1_0, fields)
+    };
     // Nothing kept yet: a new box is made, with an empty buffer.
-    let (b, bytes) = spare.record();
+    let (b, bytes, copy) = spare.record(&next);
     assert!(b.is_none() && bytes.capacity() == 0);
+    assert!(copy == next);
     let mut msgs = vec![
         record(100),
         Msg::Warnings(Vec::new()),
@@ -2297,8 +2314,17 @@ fn spare_keeps_boxes_and_small_buffers_within_bounds() {
         .collect();
     assert!(caps.contains(&100) && caps.contains(&0));
     while let Some(cap) = spare.records.last().map(|r| r.probe.bytes.capacity()) {
-        let (b, bytes) = spare.record();
+        let old = spare
+            .records
+            .last()
+            .map(|r| r.started.header.as_bytes().as_ptr());
+        let (b, bytes, copy) = spare.record(&next);
         assert!(b.is_some() && bytes.is_empty() && bytes.capacity() == cap);
+        // The kept header's buffer now holds a copy of `next`, field for field.
+        assert!(copy == next && copy.as_bytes() == next.as_bytes());
+        assert_eq!(Some(copy.as_bytes().as_ptr()), old);
+        assert_eq!(copy.record_type(), RecordType::Request);
+        assert_eq!(copy.content_length(), Some(12));
     }
     // Message vectors are kept up to a bound too.
     for _ in 0..QUEUE + 4 {

@@ -201,12 +201,31 @@ impl TruncatedReason {
 
 /// A record's header block: the version line and the named fields, with the
 /// raw bytes kept and the three fields every reader needs parsed up front.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(PartialEq, Eq)]
 pub struct WarcHeader {
     pub(crate) fields: Fields,
     pub(crate) version: Version,
     pub(crate) record_type: RecordType,
     pub(crate) content_length: Option<u64>,
+}
+
+// `clone_from` reuses the kept header's buffers (see `Fields`' `Clone`).
+impl Clone for WarcHeader {
+    fn clone(&self) -> WarcHeader {
+        WarcHeader {
+            fields: self.fields.clone(),
+            version: self.version,
+            record_type: self.record_type,
+            content_length: self.content_length,
+        }
+    }
+
+    fn clone_from(&mut self, source: &WarcHeader) {
+        self.fields.clone_from(&source.fields);
+        self.version = source.version;
+        self.record_type = source.record_type;
+        self.content_length = source.content_length;
+    }
 }
 
 impl fmt::Debug for WarcHeader {

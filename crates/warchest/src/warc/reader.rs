@@ -1052,8 +1052,20 @@ impl<S: Source> Framing for Reader<S> {
         Ok(rec_end)
     }
 
+    // `block_fill` up to its first `fill_buf` that has bytes, without the
+    // second call it makes to return them: `BlockReader::fill_buf` calls
+    // this and then `block_fill`, which asked the source four times a read
+    // (three now; each is a call through the decoder's state checks).
     fn block_ready(&mut self) -> Result<()> {
-        self.block_fill().map(|_| ())
+        loop {
+            let Some(cur) = self.cur.as_ref() else {
+                return Ok(());
+            };
+            if cur.remaining == 0 || !self.src.fill_buf()?.is_empty() {
+                return Ok(());
+            }
+            self.block_member_end()?;
+        }
     }
 
     /// Fills with block bytes of the current record; empty at its end.
