@@ -129,6 +129,8 @@ def child(tool, path, threads):
     # Imports outside the measurement: a user pays them once per process.
     if tool.startswith("warchest"):
         import warchest  # noqa: F401
+    if tool == "warchest-scan":
+        import pyarrow.compute  # noqa: F401
     elif tool == "fastwarc":
         import fastwarc.warc  # noqa: F401
     elif tool == "warcio":

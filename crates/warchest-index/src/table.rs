@@ -309,6 +309,10 @@ pub struct Scanner<S> {
     carry: Option<BatchBuilder>,
     /// A batch cut before the record that starts `carry`.
     ready: Option<RecordBatch>,
+    /// A batch reached `batch_bytes`: the next ones reserve their payload
+    /// buffer whole at once (a scanner of one small record, as `fetch`
+    /// makes, does not).
+    full: bool,
 }
 
 impl Scanner<Decoder<File>> {
@@ -429,6 +433,7 @@ impl<S: Source + Send> Scanner<S> {
             stop: u64::MAX,
             carry: None,
             ready: None,
+            full: false,
         }
     }
 
@@ -452,6 +457,7 @@ impl<S: Source + Send> Scanner<S> {
                 &self.opts.columns,
                 self.opts.batch_rows.min(1024),
                 self.opts.batch_bytes,
+                self.full,
             ),
         };
         if let Some(e) = self.pending.take() {
@@ -493,9 +499,11 @@ impl<S: Source + Send> Scanner<S> {
             }
         }
         if let Some(r) = self.ready.take() {
+            self.full = true;
             self.carry = Some(b);
             return Ok(Some(r));
         }
+        self.full |= b.bytes >= self.opts.batch_bytes;
         if b.rows == 0 {
             return Ok(None);
         }
@@ -716,16 +724,16 @@ struct PayloadBuilder {
     values: Vec<u8>,
     offsets: Vec<i32>,
     valid: BooleanBuilder,
-    /// What a new batch's values buffer reserves.
+    /// What a batch's values buffer reserves once it is known to fill.
     reserve: usize,
 }
 
 impl PayloadBuilder {
-    fn new(capacity: usize, reserve: usize) -> Self {
+    fn new(capacity: usize, now: usize, reserve: usize) -> Self {
         let mut offsets = Vec::with_capacity(capacity + 1);
         offsets.push(0);
         PayloadBuilder {
-            values: Vec::with_capacity(reserve),
+            values: Vec::with_capacity(now),
             offsets,
             valid: BooleanBuilder::with_capacity(capacity),
             reserve,
@@ -774,7 +782,11 @@ impl PayloadBuilder {
     /// The column of the closed values; the pending bytes start the next.
     fn finish(&mut self) -> std::result::Result<ArrayRef, ArrowError> {
         let committed = self.committed();
-        let mut next = Vec::with_capacity(self.reserve.max(self.values.len() - committed));
+        // Pending bytes: the batch was cut at the bound, the next fills too.
+        let mut next = match self.values.len() - committed {
+            0 => Vec::new(),
+            n => Vec::with_capacity(self.reserve.max(n)),
+        };
         next.extend_from_slice(&self.values[committed..]);
         let mut values = std::mem::replace(&mut self.values, next);
         values.truncate(committed);
@@ -873,12 +885,14 @@ struct BatchBuilder {
 }
 
 impl BatchBuilder {
-    /// Builders for `capacity` rows. The payload column reserves twice
-    /// `batch_bytes` (up to 256 MiB) at once, room for the record read past
-    /// the bound before the batch is cut, so that it is not reallocated as
-    /// it grows; pages not written to take no memory.
-    fn new(columns: &[Column], capacity: usize, batch_bytes: usize) -> Self {
+    /// Builders for `capacity` rows. When `full` (the scanner's batches
+    /// reach `batch_bytes`), the payload column reserves twice `batch_bytes`
+    /// (up to 256 MiB) at once, room for the record read past the bound
+    /// before the batch is cut, so that it is not reallocated as it grows;
+    /// pages not written to take no memory. Otherwise it grows as needed.
+    fn new(columns: &[Column], capacity: usize, batch_bytes: usize, full: bool) -> Self {
         let payload_bytes = batch_bytes.saturating_mul(2).min(256 << 20);
+        let now = if full { payload_bytes } else { 0 };
         let cols = columns
             .iter()
             .map(|&c| {
@@ -888,7 +902,7 @@ impl BatchBuilder {
                     DataType::Timestamp(..) => Col::Time(
                         TimestampMicrosecondBuilder::with_capacity(capacity).with_timezone("UTC"),
                     ),
-                    DataType::Binary => Col::Bin(PayloadBuilder::new(capacity, payload_bytes)),
+                    DataType::Binary => Col::Bin(PayloadBuilder::new(capacity, now, payload_bytes)),
                     DataType::Boolean => Col::Bool(BooleanBuilder::with_capacity(capacity)),
                     DataType::List(_) => Col::Pairs(Box::new(PairsBuilder::new())),
                     _ => Col::Str(StringBuilder::with_capacity(capacity, capacity * 16)),
