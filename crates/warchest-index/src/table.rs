@@ -644,19 +644,31 @@ impl RowCtx<'_> {
             let loc = rec.location();
             let mut failure: Option<Error> = None;
             let mut http = HttpRead::default();
+            let header_bytes = rec.header().as_bytes().len();
             if self.needs_http {
                 let candidate = may_have_http_head(rec.header());
+                // What the payload will likely add: the block's length.
+                let hint = rec.header().content_length().unwrap_or(0);
                 let limits = opts.reader.limits;
                 let mut block = rec.block();
-                let (got, err) = self
-                    .b
-                    .read_http(&mut block, candidate, &limits, opts.max_payload);
+                let mut cut = Cut {
+                    ready: &mut *self.ready,
+                    schema: self.schema,
+                    batch_bytes: opts.batch_bytes,
+                    header_bytes,
+                    hint,
+                };
+                let (got, err) =
+                    self.b
+                        .read_http(&mut block, candidate, &limits, opts.max_payload, &mut cut);
                 http = got;
                 failure = err;
             }
-            let row_bytes = rec.header().as_bytes().len() + self.b.pending_bytes(&http);
+            let row_bytes = header_bytes + self.b.pending_bytes(&http);
             if self.b.rows > 0 && self.b.bytes + row_bytes > opts.batch_bytes {
-                *self.ready = Some(self.b.finish(self.schema)?);
+                // Read past the estimate (a payload decoded larger than its
+                // block): its bytes move to the next batch.
+                *self.ready = Some(self.b.cut(self.schema)?);
             }
             self.b.header_values(rec.header());
             if self.needs_http {
@@ -685,6 +697,18 @@ impl RowCtx<'_> {
             };
         }
     }
+}
+
+/// Where a batch goes when a row's payload is expected to take it over
+/// `batch_bytes`: cut before that payload is read, so that the payload
+/// is read into the next batch's buffer rather than moved there.
+struct Cut<'a> {
+    ready: &'a mut Option<RecordBatch>,
+    schema: &'a SchemaRef,
+    batch_bytes: usize,
+    header_bytes: usize,
+    /// The record's block length.
+    hint: u64,
 }
 
 /// What was read of a record's block before its row is appended.
@@ -780,16 +804,23 @@ impl PayloadBuilder {
     }
 
     /// The column of the closed values; the pending bytes start the next.
-    fn finish(&mut self) -> std::result::Result<ArrayRef, ArrowError> {
+    /// With `more` (the batch was cut at the bound) the next batch's buffer
+    /// is reserved whole.
+    fn finish(&mut self, more: bool) -> std::result::Result<ArrayRef, ArrowError> {
         let committed = self.committed();
-        // Pending bytes: the batch was cut at the bound, the next fills too.
-        let mut next = match self.values.len() - committed {
-            0 => Vec::new(),
-            n => Vec::with_capacity(self.reserve.max(n)),
+        let pending = self.values.len() - committed;
+        let mut next = match (more, pending) {
+            (false, 0) => Vec::new(),
+            _ => Vec::with_capacity(self.reserve.max(pending)),
         };
         next.extend_from_slice(&self.values[committed..]);
         let mut values = std::mem::replace(&mut self.values, next);
         values.truncate(committed);
+        if pending > 0 {
+            // The moved bytes' pages go back rather than stay with a batch
+            // that no longer holds them.
+            values.shrink_to_fit();
+        }
         // Monotonic by construction, as OffsetBuffer::new requires.
         let offsets = OffsetBuffer::new(ScalarBuffer::from(std::mem::replace(
             &mut self.offsets,
@@ -965,6 +996,7 @@ impl BatchBuilder {
         candidate: bool,
         limits: &warchest::Limits,
         max: u64,
+        cut: &mut Cut<'_>,
     ) -> (HttpRead, Option<Error>) {
         let (head, prefix) = if candidate {
             match http::read_head_or_bytes(block, limits) {
@@ -975,14 +1007,35 @@ impl BatchBuilder {
         } else {
             (None, Vec::new())
         };
+        let expect = usize::try_from(cut.hint.min(max)).unwrap_or(usize::MAX);
+        let fields = HttpRead {
+            head,
+            payload: None,
+        };
+        let expect_row = cut.header_bytes + self.pending_bytes(&fields) + expect;
+        let head = fields.head;
+        if self.rows > 0 && self.reads_payload() && self.bytes + expect_row > cut.batch_bytes {
+            match self.cut(cut.schema) {
+                Ok(b) => *cut.ready = Some(b),
+                Err(e) => {
+                    return (
+                        HttpRead {
+                            head,
+                            payload: None,
+                        },
+                        Some(e),
+                    );
+                }
+            }
+        }
         let payload = match &head {
             Some(h) => {
                 let mut r = http::payload_reader_lenient(&mut *block, h);
-                self.read_payload(&mut r, max)
+                self.read_payload(&mut r, max, expect)
             }
             None => {
                 let mut r = prefix.as_slice().chain(block);
-                self.read_payload(&mut r, max)
+                self.read_payload(&mut r, max, expect)
             }
         };
         let err = match &payload {
@@ -992,13 +1045,27 @@ impl BatchBuilder {
         (HttpRead { head, payload }, err)
     }
 
+    /// Whether a payload column is chosen.
+    fn reads_payload(&self) -> bool {
+        self.cols.iter().any(|(c, _)| *c == Column::Payload)
+    }
+
     /// Reads `r` onto the end of the payload column (or only counts it for
-    /// a lone `payload_truncated`); `None` without either column.
-    fn read_payload(&mut self, r: &mut dyn Read, max: u64) -> Option<io::Result<bool>> {
+    /// a lone `payload_truncated`); `None` without either column. Room for
+    /// `expect` bytes is made first (up to 256 MiB, and only if it can be).
+    fn read_payload(
+        &mut self,
+        r: &mut dyn Read,
+        max: u64,
+        expect: usize,
+    ) -> Option<io::Result<bool>> {
         let mut flag = false;
         for (c, b) in &mut self.cols {
             match (c, b) {
-                (Column::Payload, Col::Bin(p)) => return Some(read_capped(r, &mut p.values, max)),
+                (Column::Payload, Col::Bin(p)) => {
+                    let _ = p.values.try_reserve(expect.min(256 << 20));
+                    return Some(read_capped(r, &mut p.values, max));
+                }
                 (Column::PayloadTruncated, _) => flag = true,
                 _ => {}
             }
@@ -1128,7 +1195,20 @@ impl BatchBuilder {
         self.end_values(filename, offset, None, Some(&e.to_string()));
     }
 
+    /// The batch of the rows appended; the builder starts again, empty.
     fn finish(&mut self, schema: &SchemaRef) -> Result<RecordBatch> {
+        self.finish_as(schema, false)
+    }
+
+    /// The batch of the rows appended, cut at `batch_bytes`: the builder
+    /// goes on with the next batch, which will fill too (its payload
+    /// buffer reserved whole), starting with the payload read but not
+    /// appended, if any.
+    fn cut(&mut self, schema: &SchemaRef) -> Result<RecordBatch> {
+        self.finish_as(schema, true)
+    }
+
+    fn finish_as(&mut self, schema: &SchemaRef, more: bool) -> Result<RecordBatch> {
         let arrow = |e: ArrowError| Error::new(ErrorKind::Usage(format!("building a batch: {e}")));
         let mut arrays: Vec<ArrayRef> = Vec::with_capacity(self.cols.len());
         for (_, b) in &mut self.cols {
@@ -1137,7 +1217,7 @@ impl BatchBuilder {
                 Col::I64(i) => Arc::new(i.finish()),
                 Col::I16(i) => Arc::new(i.finish()),
                 Col::Time(t) => Arc::new(t.finish()),
-                Col::Bin(x) => x.finish().map_err(arrow)?,
+                Col::Bin(x) => x.finish(more).map_err(arrow)?,
                 Col::Bool(x) => Arc::new(x.finish()),
                 Col::Pairs(p) => p.finish().map_err(arrow)?,
             };
