@@ -1,12 +1,40 @@
 """Python rows of the benchmark: iterating a corpus through Python, warchest
-vs FastWARC 2's Python API vs warcio, and a Spark job counting responses by
-status with the warc data source vs cc-pyspark's warcio path.
+vs FastWARC 2's Python API vs warcio; fetching index-selected records from
+an S3 server, warchest.fetch vs a boto3 loop; and a Spark job counting
+responses by status and MIME type with the warc data source vs the
+cc-pyspark way (FastWARC, or warcio, in mapPartitions).
 
-    python3 bench/python_bench.py [--runs N] [--threads N] [--tools A,B] [--spark] FILE...
+    python3 bench/python_bench.py [--runs N] [--threads N] [--tools A,B]
+        [--fetch N] [--spark] [--spark-only] FILE...
 
 Each tool does the same work per record: its type, its target URI, and the
 whole payload read (HTTP head parsed, chunking removed). Needs the warchest
 wheel installed (a release build: bench/run.sh --python builds it).
+
+`warchest-scan` is the columnar path: `scan` to Arrow with payloads, the
+payload column read as Arrow data (its lengths summed by pyarrow.compute,
+as DuckDB or polars would read it), not turned into a Python object per
+record.
+
+`--fetch N` (needs the wheel's `remote` feature, which bench/run.sh
+--python builds when --fetch or --spark is given): N records chosen
+across FILE (every k-th), fetched from a local S3 server (the one
+bench/remote_bench.py starts: s3rver from npm, or moto) by
+`warchest.fetch(rows, prefix="s3://bench/", raw=True)` into a file, against
+a boto3 `get_object` loop with a Range per record (cc-pyspark's
+fetch_process_warc_records), each in its own process: wall, CPU, RSS, and
+the bytes checked equal.
+
+`--spark`: local[2], one task per file; each job counts response records
+by (HTTP status, MIME type) three ways over the same files, locally and
+from the S3 server: `spark.read.format("warc")` (the MIME type taken from
+http_content_type in SQL), FastWARC in mapPartitions (cc-pyspark's
+FastWARC path: the file opened locally, or downloaded from S3 with
+boto3's download_fileobj to a temporary file, as cc-pyspark does) and
+warcio the same way. Rows give wall time and the CPU of the JVM and its
+Python workers (the process tree under the driver, from /proc). The
+counts must agree. Several files let local[2] use both cores (one
+compressed file is one task).
 
 Every run of a tool is a fresh interpreter (tools in turns, so load on the
 machine falls on all of them alike), which reports the CPU time (user+sys,
@@ -75,14 +103,16 @@ def with_warcio(path, threads):
 
 
 def with_warchest_scan(path, threads):
+    import pyarrow.compute as pc
+
     import warchest
 
-    t = warchest.scan(path, columns=["warc_type", "warc_target_uri", "payload"], include_payload=True)
+    t = warchest.scan(path, columns=["warc_type", "warc_target_uri", "payload"])
     n = 0
     size = 0
     for b in t:
         n += b.num_rows
-        size += sum(len(x) for x in b.column("payload").to_pylist() if x is not None)
+        size += pc.sum(pc.binary_length(b.column("payload"))).as_py() or 0
     return n, size
 
 
@@ -99,6 +129,8 @@ def child(tool, path, threads):
     # Imports outside the measurement: a user pays them once per process.
     if tool.startswith("warchest"):
         import warchest  # noqa: F401
+    if tool == "warchest-scan":
+        import pyarrow.compute  # noqa: F401
     elif tool == "fastwarc":
         import fastwarc.warc  # noqa: F401
     elif tool == "warcio":
@@ -128,8 +160,6 @@ def run_child(tool, path, threads):
 
 
 def spark_session():
-    import tempfile
-
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -139,30 +169,222 @@ def spark_session():
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.sql.warehouse.dir", tempfile.mkdtemp())
         .getOrCreate()
     )
 
 
-def spark_warchest(spark, path):
-    df = spark.read.format("warc").option("recordTypes", "response").option("columns", "http_status").load(path)
-    return sum(r["count"] for r in df.groupBy("http_status").count().collect())
+def mime(value):
+    """The MIME type of a Content-Type value, as every Spark row takes it."""
+    if value is None:
+        return None
+    if isinstance(value, bytes):
+        value = value.decode("latin-1")
+    return value.split(";", 1)[0].strip().lower()
 
 
-def spark_warcio(spark, path):
-    # cc-pyspark's path: one task per file, warcio objects per record,
-    # (key, count) pairs reduced.
-    def per_file(paths):
+def spark_warchest(spark, paths, s3):
+    from pyspark.sql import functions as F
+
+    r = spark.read.format("warc").option("recordTypes", "response").option("columns", "http_status,http_content_type")
+    if s3 is not None:
+        for k, v in s3.spark_env().items():
+            r = r.option("env." + k, v)
+    df = r.load(list(paths))
+    m = F.lower(F.trim(F.split(F.col("http_content_type"), ";").getItem(0)))
+    rows = df.groupBy(F.col("http_status").cast("int").alias("s"), m.alias("m")).count().collect()
+    return {(r["s"], r["m"]): r["count"] for r in rows}
+
+
+def _open_input(path, s3conf):
+    """A local file, or cc-pyspark's S3 path: the object downloaded with
+    boto3 into a temporary file, then read from there."""
+    if s3conf is None:
+        return open(path, "rb")
+    import boto3
+
+    endpoint, key, secret, region = s3conf
+    c = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=key, aws_secret_access_key=secret, region_name=region)
+    bucket, name = path[len("s3://") :].split("/", 1)
+    tmp = tempfile.TemporaryFile()
+    c.download_fileobj(bucket, name, tmp)
+    tmp.seek(0)
+    return tmp
+
+
+def spark_fastwarc(spark, paths, s3):
+    # cc-pyspark's FastWARC path: one task per file, the records of one
+    # type parsed with their HTTP head, (key, 1) pairs reduced.
+    s3conf = s3.conf() if s3 is not None else None
+
+    def per_file(it):
+        from fastwarc.warc import ArchiveIterator, WarcRecordType
+
+        for p in it:
+            with _open_input(p, s3conf) as f:
+                for rec in ArchiveIterator(f, record_types=WarcRecordType.response, parse_http=True):
+                    h = rec.http_headers
+                    yield ((h.status_code if h is not None else None, mime(h.get("Content-Type") if h is not None else None)), 1)
+
+    rdd = spark.sparkContext.parallelize(list(paths), len(paths)).mapPartitions(per_file)
+    return dict(rdd.reduceByKey(lambda a, b: a + b).collect())
+
+
+def spark_warcio(spark, paths, s3):
+    # cc-pyspark's warcio path, as above.
+    s3conf = s3.conf() if s3 is not None else None
+
+    def per_file(it):
         from warcio.archiveiterator import ArchiveIterator
 
-        for p in paths:
-            with open(p, "rb") as f:
+        for p in it:
+            with _open_input(p, s3conf) as f:
                 for rec in ArchiveIterator(f):
-                    if rec.rec_type == "response":
-                        yield (rec.http_headers.get_statuscode(), 1)
+                    if rec.rec_type != "response":
+                        continue
+                    h = rec.http_headers
+                    status = h.get_statuscode() if h is not None else None
+                    status = int(status) if status and status.isdigit() else None
+                    yield ((status, mime(h.get_header("Content-Type") if h is not None else None)), 1)
 
-    rdd = spark.sparkContext.parallelize([path], 1).mapPartitions(per_file).reduceByKey(lambda a, b: a + b)
-    return sum(c for _, c in rdd.collect())
+    rdd = spark.sparkContext.parallelize(list(paths), len(paths)).mapPartitions(per_file)
+    return dict(rdd.reduceByKey(lambda a, b: a + b).collect())
+
+
+def _tree_cpu(root):
+    """CPU seconds (user+sys, reaped children included) of the processes
+    under `root`, not `root` itself: the JVM and its Python workers."""
+    tick = os.sysconf("SC_CLK_TCK")
+    kids = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                st = f.read()
+        except OSError:
+            continue
+        fields = st[st.rindex(")") + 2 :].split()
+        kids.setdefault(int(fields[1]), []).append((int(d), sum(int(x) for x in fields[11:15])))
+    total = 0
+    todo = [root]
+    while todo:
+        for pid, ticks in kids.get(todo.pop(), []):
+            total += ticks
+            todo.append(pid)
+    return total / tick
+
+
+def bench_spark(paths, runs, s3):
+    spark = spark_session()
+    rows = {
+        "warc source": spark_warchest,
+        "FastWARC in mapPartitions (cc-pyspark)": spark_fastwarc,
+        "warcio in mapPartitions": spark_warcio,
+    }
+    places = [("local", list(paths), None)]
+    if s3 is not None:
+        places.append((f"S3 ({s3.kind})", [s3.url(p) for p in paths], s3))
+    try:
+        for where, files, store in places:
+            # One warm-up each, so that the session's start-up and the first
+            # imports in the Python workers are billed to no row.
+            want = None
+            for name, fn in rows.items():
+                got = fn(spark, files, store)
+                if want is None:
+                    want = got
+                elif got != want:
+                    diff = {k: (want.get(k), got.get(k)) for k in set(want) | set(got) if want.get(k) != got.get(k)}
+                    raise SystemExit(f"spark {name} ({where}) counts differ from the warc source's: {sorted(diff.items(), key=str)[:10]}")
+            print(f"spark local[2], responses by status and MIME type, {len(files)} files from {where} (median of {runs}; s)")
+            print(f"  {'job':40s} {'wall':>7s} {'cpu':>7s}  ratio of cpu, of wall to FastWARC's")
+            res = {}
+            for _ in range(runs):
+                for name, fn in rows.items():
+                    c0, t0 = _tree_cpu(os.getpid()), time.perf_counter()
+                    fn(spark, files, store)
+                    res.setdefault(name, []).append((time.perf_counter() - t0, _tree_cpu(os.getpid()) - c0))
+            med = {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for k, v in res.items()}
+            fw, fc = med["FastWARC in mapPartitions (cc-pyspark)"]
+            for name, (w, c) in med.items():
+                print(f"  {name:40s} {w:7.2f} {c:7.2f}  {c / fc:5.2f}x cpu {w / fw:5.2f}x wall  {sum(want.values())} responses")
+    finally:
+        spark.stop()
+
+
+def fetch_child(tool, sel, out):
+    """One fetch run in this interpreter (the S3 settings in the
+    environment): prints a JSON line."""
+    with open(sel) as f:
+        rows = [tuple(json.loads(line)) for line in f]
+    c0 = time.process_time()
+    n = size = 0
+    with open(out, "wb") as w:
+        if tool == "warchest-fetch":
+            import warchest
+
+            for data in warchest.fetch(rows, prefix="s3://%s/" % os.environ["BENCH_BUCKET"], raw=True):
+                w.write(data)
+                n += 1
+                size += len(data)
+        else:
+            import boto3
+
+            c = boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"], region_name=os.environ["AWS_REGION"])
+            for name, off, length in rows:
+                r = c.get_object(Bucket=os.environ["BENCH_BUCKET"], Key=name, Range="bytes=%d-%d" % (off, off + length - 1))
+                data = r["Body"].read()
+                if len(data) != length:
+                    raise SystemExit("short record at %d" % off)
+                w.write(data)
+                n += 1
+                size += len(data)
+    print(json.dumps({"records": n, "bytes": size, "cpu": time.process_time() - c0}))
+
+
+def bench_fetch(path, n, runs, s3):
+    """warchest.fetch of `n` records of `path` from the S3 server against
+    the boto3 loop; the bytes fetched compared."""
+    import warchest
+
+    t = warchest.scan(path, columns=["warc_record_offset", "warc_record_length"]).read_all()
+    recs = [(o, l) for o, l in zip(t["warc_record_offset"].to_pylist(), t["warc_record_length"].to_pylist()) if l]
+    if not recs:
+        raise SystemExit(f"no record of {path} has its own length (a gzip member each)")
+    step = max(1, len(recs) // n)
+    name = os.path.basename(path)
+    chosen = [(name,) + recs[(i * step) % len(recs)] for i in range(n)]
+    with tempfile.TemporaryDirectory(prefix="py-fetch-") as d:
+        sel = os.path.join(d, "sel.jsonl")
+        with open(sel, "w") as f:
+            f.write("".join(json.dumps(r) + "\n" for r in chosen))
+        env = dict(s3.env, BENCH_BUCKET=s3.bucket)
+        res = {}
+        outs = {}
+        for _ in range(runs):
+            for tool in ("warchest-fetch", "boto3-loop"):
+                outs[tool] = os.path.join(d, tool + ".out")
+                t0 = time.perf_counter()
+                p = subprocess.Popen([sys.executable, __file__, "--fetch-child", tool, "--fetch-out", outs[tool], sel], stdout=subprocess.PIPE, env=env)
+                out = p.stdout.read()
+                _, status, ru = os.wait4(p.pid, 0)
+                if os.waitstatus_to_exitcode(status) != 0:
+                    raise SystemExit(f"{tool} failed")
+                r = json.loads(out)
+                r.update(wall=time.perf_counter() - t0, rss=ru.ru_maxrss / 1024)
+                res.setdefault(tool, []).append(r)
+        with open(outs["warchest-fetch"], "rb") as a, open(outs["boto3-loop"], "rb") as b:
+            if a.read() != b.read():
+                raise SystemExit("warchest.fetch's bytes differ from boto3's")
+    print(f"python fetch of {n} records of {path} from {s3.kind} (median of {runs}; s, MiB)")
+    bw = statistics.median(r["wall"] for r in res["boto3-loop"])
+    for tool, rs in res.items():
+        w = statistics.median(r["wall"] for r in rs)
+        c = statistics.median(r["cpu"] for r in rs)
+        print(f"  {tool:15s} cpu {c:7.3f} wall {w:7.3f} {max(r['rss'] for r in rs):5.0f} MiB  {n / w:8.0f} records/s  {bw / w:5.1f}x the boto3 loop's throughput")
 
 
 def bench_file(path, tools, runs, threads):
@@ -248,6 +470,11 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--threads", type=int, default=1, help="warchest's decoding threads (0: one per core)")
     ap.add_argument("--spark", action="store_true", help="add the Spark rows")
+    ap.add_argument("--spark-only", action="store_true", help="only the Spark rows")
+    ap.add_argument("--fetch", type=int, metavar="N", help="add the fetch row: N records from an S3 server")
+    ap.add_argument("--server", choices=["s3rver", "moto"], help="the S3 server (as bench/remote_bench.py)")
+    ap.add_argument("--fetch-child", help=argparse.SUPPRESS)
+    ap.add_argument("--fetch-out", help=argparse.SUPPRESS)
     ap.add_argument("--tools", default=",".join(TOOLS))
     ap.add_argument("--callgrind", type=int, metavar="N", help="instructions of the first N records instead")
     ap.add_argument("--child", help=argparse.SUPPRESS)
@@ -255,28 +482,56 @@ def main():
     if args.child:
         child(args.child, args.paths[0], args.threads)
         return
+    if args.fetch_child:
+        fetch_child(args.fetch_child, args.paths[0], args.fetch_out)
+        return
     tools = args.tools.split(",")
     if args.callgrind:
         for path in args.paths:
             bench_callgrind(path, tools, args.callgrind, args.threads)
         return
-    for path in args.paths:
-        bench_file(path, tools, args.runs, args.threads)
-    if args.spark:
-        path = args.paths[0]
-        spark = spark_session()
-        rows = {"spark warc source": spark_warchest, "spark warcio (cc-pyspark)": spark_warcio}
-        # One warm-up so the session's start-up is not billed to a row.
-        spark_warchest(spark, path)
-        print(f"spark local[2], responses by status (median of {args.runs}, s)")
-        for name, fn in rows.items():
-            ts = []
-            for _ in range(args.runs):
-                t0 = time.perf_counter()
-                n = fn(spark, path)
-                ts.append(time.perf_counter() - t0)
-            print(f"  {name:28s} {statistics.median(ts):8.2f}  {n} responses")
-        spark.stop()
+    if not args.spark_only:
+        for path in args.paths:
+            bench_file(path, tools, args.runs, args.threads)
+    if not (args.fetch or args.spark or args.spark_only):
+        return
+    with tempfile.TemporaryDirectory(prefix="py-bench-s3-") as tmp:
+        s3 = Store(args, args.paths, tmp)
+        try:
+            if args.fetch:
+                bench_fetch(args.paths[0], args.fetch, args.runs, s3)
+            if args.spark or args.spark_only:
+                bench_spark(args.paths, args.runs, s3)
+        finally:
+            s3.close()
+
+
+class Store:
+    """The S3 server bench/remote_bench.py starts, with every file of the
+    run uploaded to its bucket."""
+
+    def __init__(self, args, paths, tmp):
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from remote_bench import BUCKET, S3
+
+        ns = argparse.Namespace(bucket=BUCKET, endpoint=None, s3s_fs=None, server=args.server)
+        self.s3 = S3(ns, paths[0], tmp)
+        for p in paths[1:]:
+            self.s3.client().upload_file(p, self.s3.bucket, os.path.basename(p))
+        self.bucket, self.kind, self.env = self.s3.bucket, self.s3.kind, self.s3.env
+
+    def url(self, path):
+        return "s3://%s/%s" % (self.bucket, os.path.basename(path))
+
+    def spark_env(self):
+        keys = ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION", "AWS_ALLOW_HTTP")
+        return {k: self.env[k] for k in keys if k in self.env}
+
+    def conf(self):
+        return (self.s3.endpoint, self.s3.key, self.s3.secret, "us-east-1")
+
+    def close(self):
+        self.s3.close()
 
 
 if __name__ == "__main__":

@@ -5,7 +5,9 @@
 #   bench/run.sh [--runs N] [--corpus DIR]   the whole table (builds the corpus if missing)
 #   bench/run.sh --smoke                     one pass on a fixture with the debug build,
 #                                            no FastWARC harness (CI: keeps the script alive)
-#   bench/run.sh --python [--spark] FILE     Python iteration and Spark rows (docs/python.md)
+#   bench/run.sh --python [--fetch N] [--spark] FILE...
+#                                            Python iteration, fetch and Spark rows (docs/python.md)
+#   bench/run.sh --spark FILE...             the Spark rows alone (--python --spark-only)
 #   bench/run.sh --derive [--smoke] [FILE]   derive text/wet/wat against Resiliparse and
 #                                            trafilatura (docs/derive.md); --smoke: a fixture,
 #                                            the debug build
@@ -22,8 +24,17 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$root/target}
 # Python rows: a release wheel, then bench/python_bench.py.
+if [ "${1:-}" = "--spark" ]; then
+    shift
+    set -- --python --spark-only "$@"
+fi
 if [ "${1:-}" = "--python" ]; then
     shift
+    # The rows that read from the S3 server need the `remote` feature.
+    features=--no-default-features
+    if [[ " $* " == *" --fetch "* || " $* " == *" --spark"* ]]; then
+        features=
+    fi
     # A fresh folder: one wheel, whatever versions were built before.
     wheels=$(mktemp -d)
     # The release profile without the `remote` feature (object_store,
@@ -31,7 +42,8 @@ if [ "${1:-}" = "--python" ]; then
     # thin LTO works through, none of it on the measured path, whose
     # sources and dependency features are the same either way): the
     # build takes a fraction of the time (docs/python.md, "Speed").
-    python3 -m maturin build -q --strip --release --no-default-features \
+    # shellcheck disable=SC2086 # $features is one flag or none
+    python3 -m maturin build -q --strip --release $features \
         -m "$root/crates/warchest-py/Cargo.toml" -i python3 -o "$wheels"
     python3 -m pip install -q --force-reinstall --no-deps "$wheels"/warchest-*.whl
     rm -rf "$wheels"

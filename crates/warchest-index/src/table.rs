@@ -30,8 +30,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow_array::builder::{
-    BinaryBuilder, BooleanBuilder, Int16Builder, Int64Builder, StringBuilder,
-    TimestampMicrosecondBuilder,
+    BooleanBuilder, Int16Builder, Int64Builder, StringBuilder, TimestampMicrosecondBuilder,
 };
 use arrow_array::{ArrayRef, ListArray, RecordBatch, StructArray};
 use arrow_buffer::{NullBuffer, OffsetBuffer, ScalarBuffer};
@@ -232,7 +231,8 @@ pub struct ScanOptions {
     /// Most rows in a batch (default 8192).
     pub batch_rows: usize,
     /// A batch is handed out once its payloads and headers pass this many
-    /// bytes (default 64 MiB), far below Arrow's 2 GiB per column.
+    /// bytes (default 16 MiB), far below Arrow's 2 GiB per column: only a
+    /// single record larger than this makes a batch go over it.
     pub batch_bytes: usize,
     /// Most payload bytes kept per record (default 32 MiB).
     pub max_payload: u64,
@@ -249,7 +249,7 @@ impl Default for ScanOptions {
             columns: Column::defaults(),
             record_types: None,
             batch_rows: 8192,
-            batch_bytes: 64 << 20,
+            batch_bytes: 16 << 20,
             max_payload: 32 << 20,
             skip_errors: false,
             reader: ReaderOptions::default(),
@@ -304,6 +304,15 @@ pub struct Scanner<S> {
     done: bool,
     /// Records at or after this offset belong to the next range.
     stop: u64,
+    /// The rows read after the last batch was handed out: the record
+    /// that would have taken that batch over `batch_bytes` starts this one.
+    carry: Option<BatchBuilder>,
+    /// A batch cut before the record that starts `carry`.
+    ready: Option<RecordBatch>,
+    /// A batch reached `batch_bytes`: the next ones reserve their payload
+    /// buffer whole at once (a scanner of one small record, as `fetch`
+    /// makes, does not).
+    full: bool,
 }
 
 impl Scanner<Decoder<File>> {
@@ -422,6 +431,9 @@ impl<S: Source + Send> Scanner<S> {
             opts,
             done: false,
             stop: u64::MAX,
+            carry: None,
+            ready: None,
+            full: false,
         }
     }
 
@@ -435,10 +447,19 @@ impl<S: Source + Send> Scanner<S> {
     /// # Errors
     /// Without `skip_errors`, the first error reading the file.
     pub fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
-        if self.done {
-            return Ok(None);
+        if let Some(r) = self.ready.take() {
+            return Ok(Some(r));
         }
-        let mut b = BatchBuilder::new(&self.opts.columns, self.opts.batch_rows.min(1024));
+        let mut b = match self.carry.take() {
+            Some(b) => b,
+            None if self.done => return Ok(None),
+            None => BatchBuilder::new(
+                &self.opts.columns,
+                self.opts.batch_rows.min(1024),
+                self.opts.batch_bytes,
+                self.full,
+            ),
+        };
         if let Some(e) = self.pending.take() {
             self.done = true;
             if !self.opts.skip_errors {
@@ -447,35 +468,42 @@ impl<S: Source + Send> Scanner<S> {
             b.error_row(&self.filename, &e);
             return b.finish(&self.schema).map(Some);
         }
-        while b.rows < self.opts.batch_rows.max(1) && b.bytes < self.opts.batch_bytes {
+        while !self.done && b.rows < self.opts.batch_rows.max(1) && b.bytes < self.opts.batch_bytes
+        {
             let Some(reader) = self.reader.as_mut() else {
                 self.done = true;
                 break;
             };
-            let row = read_row(
-                reader,
-                &mut b,
-                &self.opts,
-                self.needs_http,
-                &self.filename,
-                self.stop,
-            );
-            match row {
+            let mut row = RowCtx {
+                b: &mut b,
+                ready: &mut self.ready,
+                opts: &self.opts,
+                schema: &self.schema,
+                needs_http: self.needs_http,
+                filename: &self.filename,
+                stop: self.stop,
+            };
+            match row.read(reader) {
                 Ok(true) => {}
-                Ok(false) => {
-                    self.done = true;
-                    break;
-                }
+                Ok(false) => self.done = true,
                 Err(e) => {
                     self.done = true;
                     if !self.opts.skip_errors {
                         return Err(e);
                     }
                     b.error_row(&self.filename, &e);
-                    break;
                 }
             }
+            if self.ready.is_some() {
+                break;
+            }
         }
+        if let Some(r) = self.ready.take() {
+            self.full = true;
+            self.carry = Some(b);
+            return Ok(Some(r));
+        }
+        self.full |= b.bytes >= self.opts.batch_bytes;
         if b.rows == 0 {
             return Ok(None);
         }
@@ -575,118 +603,238 @@ impl arrow_array::RecordBatchReader for FilesScanner {
     }
 }
 
-/// Reads the next record of the kept types into `b`; `Ok(false)` at the
-/// end. A failure inside a record after its header still gives its row,
-/// with `error` set, and then the error.
-fn read_row<S: Source + Send>(
-    reader: &mut Reader<S>,
-    b: &mut BatchBuilder,
-    opts: &ScanOptions,
+/// What one row is read with.
+struct RowCtx<'a> {
+    b: &'a mut BatchBuilder,
+    /// Where the batch goes when this row would take it over the bound.
+    ready: &'a mut Option<RecordBatch>,
+    opts: &'a ScanOptions,
+    schema: &'a SchemaRef,
     needs_http: bool,
-    filename: &str,
+    filename: &'a str,
     stop: u64,
-) -> Result<bool> {
-    loop {
-        let next = match reader.next_record() {
-            Ok(n) => n,
-            // What goes wrong at or after the stop is the next range's.
-            Err(e) if e.position().is_some_and(|p| p.offset >= stop) => return Ok(false),
-            Err(e) => return Err(e),
-        };
-        let Some(mut rec) = next else {
-            return Ok(false);
-        };
-        if rec.location().offset >= stop {
-            return Ok(false);
-        }
-        if !opts.wants(rec.header()) {
-            continue;
-        }
-        let loc = rec.location();
-        b.header_values(rec.header());
-        let mut failure: Option<Error> = None;
-        if needs_http {
-            let candidate = may_have_http_head(rec.header());
-            let limits = opts.reader.limits;
-            let mut block = rec.block();
-            let got = http_values(&mut block, candidate, &limits, opts.max_payload);
-            match got {
-                Ok(v) => b.http_values(v),
-                Err(e) => {
-                    b.http_values(HttpValues::default());
-                    failure = Some(Error::from(e));
+}
+
+impl RowCtx<'_> {
+    /// Reads the next record of the kept types into the batch; `Ok(false)`
+    /// at the end. A failure inside a record after its header still gives
+    /// its row, with `error` set, and then the error. When the row would
+    /// take a batch that has rows over `batch_bytes`, that batch is cut
+    /// before it (into `ready`) and the row starts the next.
+    fn read<S: Source + Send>(&mut self, reader: &mut Reader<S>) -> Result<bool> {
+        let opts = self.opts;
+        loop {
+            let next = match reader.next_record() {
+                Ok(n) => n,
+                // What goes wrong at or after the stop is the next range's.
+                Err(e) if e.position().is_some_and(|p| p.offset >= self.stop) => {
+                    return Ok(false);
                 }
+                Err(e) => return Err(e),
+            };
+            let Some(mut rec) = next else {
+                return Ok(false);
+            };
+            if rec.location().offset >= self.stop {
+                return Ok(false);
             }
+            if !opts.wants(rec.header()) {
+                continue;
+            }
+            let loc = rec.location();
+            let mut failure: Option<Error> = None;
+            let mut http = HttpRead::default();
+            let header_bytes = rec.header().as_bytes().len();
+            if self.needs_http {
+                let candidate = may_have_http_head(rec.header());
+                // What the payload will likely add: the block's length.
+                let hint = rec.header().content_length().unwrap_or(0);
+                let limits = opts.reader.limits;
+                let mut block = rec.block();
+                let mut cut = Cut {
+                    ready: &mut *self.ready,
+                    schema: self.schema,
+                    batch_bytes: opts.batch_bytes,
+                    header_bytes,
+                    hint,
+                };
+                let (got, err) =
+                    self.b
+                        .read_http(&mut block, candidate, &limits, opts.max_payload, &mut cut);
+                http = got;
+                failure = err;
+            }
+            let row_bytes = header_bytes + self.b.pending_bytes(&http);
+            if self.b.rows > 0 && self.b.bytes + row_bytes > opts.batch_bytes {
+                // Read past the estimate (a payload decoded larger than its
+                // block): its bytes move to the next batch.
+                *self.ready = Some(self.b.cut(self.schema)?);
+            }
+            self.b.header_values(rec.header());
+            if self.needs_http {
+                self.b.head_values(http.head.as_ref());
+                self.b.payload_values(http.payload);
+            }
+            let end = match failure {
+                Some(_) => None,
+                None => match rec.finish() {
+                    Ok(e) => Some(e),
+                    Err(e) => {
+                        failure = Some(e);
+                        None
+                    }
+                },
+            };
+            self.b.end_values(
+                self.filename,
+                loc.offset,
+                end.and_then(|e| e.stored_len),
+                failure.as_ref().map(|e| e.to_string()).as_deref(),
+            );
+            return match failure {
+                Some(e) => Err(e),
+                None => Ok(true),
+            };
         }
-        let end = match failure {
-            Some(_) => None,
-            None => match rec.finish() {
-                Ok(e) => Some(e),
-                Err(e) => {
-                    failure = Some(e);
-                    None
-                }
-            },
-        };
-        b.end_values(
-            filename,
-            loc.offset,
-            end.and_then(|e| e.stored_len),
-            failure.as_ref().map(|e| e.to_string()).as_deref(),
-        );
-        return match failure {
-            Some(e) => Err(e),
-            None => Ok(true),
-        };
     }
 }
 
+/// Where a batch goes when a row's payload is expected to take it over
+/// `batch_bytes`: cut before that payload is read, so that the payload
+/// is read into the next batch's buffer rather than moved there.
+struct Cut<'a> {
+    ready: &'a mut Option<RecordBatch>,
+    schema: &'a SchemaRef,
+    batch_bytes: usize,
+    header_bytes: usize,
+    /// The record's block length.
+    hint: u64,
+}
+
+/// What was read of a record's block before its row is appended.
 #[derive(Default)]
-struct HttpValues {
+struct HttpRead {
     head: Option<HttpHead>,
-    payload: Option<Vec<u8>>,
-    truncated: bool,
+    /// `Ok(Some(cut))` when the payload was read (its bytes wait at the
+    /// end of the payload column; `cut`: it was longer than `max_payload`),
+    /// `Ok(None)` when it was not, `Err` when reading it failed.
+    payload: Option<io::Result<bool>>,
 }
 
-/// Reads `n` bytes at most from `r`, and whether more followed.
-fn read_capped(r: &mut impl Read, prefix: Vec<u8>, max: u64) -> io::Result<(Vec<u8>, bool)> {
-    let mut out = prefix;
-    let room = max.saturating_sub(out.len() as u64);
-    r.by_ref()
-        .take(room.saturating_add(1))
-        .read_to_end(&mut out)?;
+/// Reads at most `max` bytes of `r` onto the end of `out`, with no buffer
+/// of its own between the reader and `out`; whether more followed.
+fn read_capped(mut r: &mut dyn Read, out: &mut Vec<u8>, max: u64) -> io::Result<bool> {
+    let start = out.len();
+    (&mut r).take(max.saturating_add(1)).read_to_end(out)?;
     let cap = usize::try_from(max).unwrap_or(usize::MAX);
-    let truncated = out.len() > cap;
-    out.truncate(cap);
-    Ok((out, truncated))
+    let truncated = out.len() - start > cap;
+    out.truncate(start.saturating_add(cap).min(out.len()));
+    Ok(truncated)
 }
 
-fn http_values<R: BufRead + Send>(
-    block: &mut R,
-    candidate: bool,
-    limits: &warchest::Limits,
-    max_payload: u64,
-) -> io::Result<HttpValues> {
-    let (head, prefix) = if candidate {
-        match http::read_head_or_bytes(block, limits)? {
-            Ok(h) => (Some(h), Vec::new()),
-            Err(bytes) => (None, bytes),
+/// Counts the bytes of `r` up to `max`; whether more followed. For a
+/// `payload_truncated` column without `payload`: nothing is kept.
+fn count_capped(mut r: &mut dyn Read, max: u64) -> io::Result<bool> {
+    let n = io::copy(&mut (&mut r).take(max.saturating_add(1)), &mut io::sink())?;
+    Ok(n > max)
+}
+
+/// The `payload` column, built in place: each payload is read straight
+/// onto the end of the values buffer (no copy of it per record), which is
+/// reserved once per batch and becomes the Arrow buffer without a copy.
+/// The bytes after the last offset are the payload of a row not yet
+/// appended ([`PayloadBuilder::pending`]).
+struct PayloadBuilder {
+    values: Vec<u8>,
+    offsets: Vec<i32>,
+    valid: BooleanBuilder,
+    /// What a batch's values buffer reserves once it is known to fill.
+    reserve: usize,
+}
+
+impl PayloadBuilder {
+    fn new(capacity: usize, now: usize, reserve: usize) -> Self {
+        let mut offsets = Vec::with_capacity(capacity + 1);
+        offsets.push(0);
+        PayloadBuilder {
+            values: Vec::with_capacity(now),
+            offsets,
+            valid: BooleanBuilder::with_capacity(capacity),
+            reserve,
         }
-    } else {
-        (None, Vec::new())
-    };
-    let (payload, truncated) = match &head {
-        Some(h) => {
-            let mut r = http::payload_reader_lenient(&mut *block, h);
-            read_capped(&mut r, Vec::new(), max_payload)?
+    }
+
+    fn committed(&self) -> usize {
+        self.offsets
+            .last()
+            .and_then(|&o| usize::try_from(o).ok())
+            .unwrap_or(0)
+    }
+
+    /// The bytes read since the last value.
+    fn pending(&self) -> usize {
+        self.values.len() - self.committed()
+    }
+
+    /// Closes the value read since the last one; its length. A batch's
+    /// payloads cannot pass 2 GiB (i32 offsets): `batch_bytes` ends a batch
+    /// long before unless `max_payload` is set above it, and then the value
+    /// is null rather than a panic.
+    fn close(&mut self) -> usize {
+        let n = self.pending();
+        match i32::try_from(self.values.len()) {
+            Ok(end) => {
+                self.offsets.push(end);
+                self.valid.append_value(true);
+                n
+            }
+            Err(_) => {
+                self.append_null();
+                0
+            }
         }
-        None => read_capped(block, prefix, max_payload)?,
-    };
-    Ok(HttpValues {
-        head,
-        payload: Some(payload),
-        truncated,
-    })
+    }
+
+    /// A null value; whatever was read of it is dropped.
+    fn append_null(&mut self) {
+        let last = self.committed();
+        self.values.truncate(last);
+        self.offsets.push(i32::try_from(last).unwrap_or(i32::MAX));
+        self.valid.append_value(false);
+    }
+
+    /// The column of the closed values; the pending bytes start the next.
+    /// With `more` (the batch was cut at the bound) the next batch's buffer
+    /// is reserved whole.
+    fn finish(&mut self, more: bool) -> std::result::Result<ArrayRef, ArrowError> {
+        let committed = self.committed();
+        let pending = self.values.len() - committed;
+        let mut next = match (more, pending) {
+            (false, 0) => Vec::new(),
+            _ => Vec::with_capacity(self.reserve.max(pending)),
+        };
+        next.extend_from_slice(&self.values[committed..]);
+        let mut values = std::mem::replace(&mut self.values, next);
+        values.truncate(committed);
+        if pending > 0 {
+            // The moved bytes' pages go back rather than stay with a batch
+            // that no longer holds them.
+            values.shrink_to_fit();
+        }
+        // Monotonic by construction, as OffsetBuffer::new requires.
+        let offsets = OffsetBuffer::new(ScalarBuffer::from(std::mem::replace(
+            &mut self.offsets,
+            vec![0],
+        )));
+        let valid = self.valid.finish();
+        let nulls = NullBuffer::new(valid.values().clone());
+        let a = arrow_array::BinaryArray::try_new(
+            offsets,
+            arrow_buffer::Buffer::from_vec(values),
+            (nulls.null_count() > 0).then_some(nulls),
+        )?;
+        Ok(Arc::new(a))
+    }
 }
 
 /// Builds the list-of-pairs column of header fields.
@@ -756,7 +904,7 @@ enum Col {
     I64(Int64Builder),
     I16(Int16Builder),
     Time(TimestampMicrosecondBuilder),
-    Bin(BinaryBuilder),
+    Bin(PayloadBuilder),
     Bool(BooleanBuilder),
     Pairs(Box<PairsBuilder>),
 }
@@ -768,7 +916,14 @@ struct BatchBuilder {
 }
 
 impl BatchBuilder {
-    fn new(columns: &[Column], capacity: usize) -> Self {
+    /// Builders for `capacity` rows. When `full` (the scanner's batches
+    /// reach `batch_bytes`), the payload column reserves twice `batch_bytes`
+    /// (up to 256 MiB) at once, room for the record read past the bound
+    /// before the batch is cut, so that it is not reallocated as it grows;
+    /// pages not written to take no memory. Otherwise it grows as needed.
+    fn new(columns: &[Column], capacity: usize, batch_bytes: usize, full: bool) -> Self {
+        let payload_bytes = batch_bytes.saturating_mul(2).min(256 << 20);
+        let now = if full { payload_bytes } else { 0 };
         let cols = columns
             .iter()
             .map(|&c| {
@@ -778,7 +933,7 @@ impl BatchBuilder {
                     DataType::Timestamp(..) => Col::Time(
                         TimestampMicrosecondBuilder::with_capacity(capacity).with_timezone("UTC"),
                     ),
-                    DataType::Binary => Col::Bin(BinaryBuilder::new()),
+                    DataType::Binary => Col::Bin(PayloadBuilder::new(capacity, now, payload_bytes)),
                     DataType::Boolean => Col::Bool(BooleanBuilder::with_capacity(capacity)),
                     DataType::List(_) => Col::Pairs(Box::new(PairsBuilder::new())),
                     _ => Col::Str(StringBuilder::with_capacity(capacity, capacity * 16)),
@@ -830,9 +985,118 @@ impl BatchBuilder {
         }
     }
 
-    /// The HTTP and payload columns of a row.
-    fn http_values(&mut self, v: HttpValues) {
-        let head = v.head.as_ref();
+    /// Reads the HTTP head of a record's block when `candidate` (a type
+    /// that may have one) and it parses, then its payload (transfer and
+    /// content codings undone) straight onto the end of the payload column,
+    /// not yet part of a row: [`BatchBuilder::payload_values`] makes it one.
+    /// The payload is read only when a payload column is chosen.
+    fn read_http<R: BufRead + Send>(
+        &mut self,
+        block: &mut R,
+        candidate: bool,
+        limits: &warchest::Limits,
+        max: u64,
+        cut: &mut Cut<'_>,
+    ) -> (HttpRead, Option<Error>) {
+        let (head, prefix) = if candidate {
+            match http::read_head_or_bytes(block, limits) {
+                Ok(Ok(h)) => (Some(h), Vec::new()),
+                Ok(Err(bytes)) => (None, bytes),
+                Err(e) => return (HttpRead::default(), Some(e.into())),
+            }
+        } else {
+            (None, Vec::new())
+        };
+        let expect = usize::try_from(cut.hint.min(max)).unwrap_or(usize::MAX);
+        let fields = HttpRead {
+            head,
+            payload: None,
+        };
+        let expect_row = cut.header_bytes + self.pending_bytes(&fields) + expect;
+        let head = fields.head;
+        if self.rows > 0 && self.reads_payload() && self.bytes + expect_row > cut.batch_bytes {
+            match self.cut(cut.schema) {
+                Ok(b) => *cut.ready = Some(b),
+                Err(e) => {
+                    return (
+                        HttpRead {
+                            head,
+                            payload: None,
+                        },
+                        Some(e),
+                    );
+                }
+            }
+        }
+        let payload = match &head {
+            Some(h) => {
+                let mut r = http::payload_reader_lenient(&mut *block, h);
+                self.read_payload(&mut r, max, expect)
+            }
+            None => {
+                let mut r = prefix.as_slice().chain(block);
+                self.read_payload(&mut r, max, expect)
+            }
+        };
+        let err = match &payload {
+            Some(Err(e)) => Some(Error::from(io::Error::new(e.kind(), e.to_string()))),
+            _ => None,
+        };
+        (HttpRead { head, payload }, err)
+    }
+
+    /// Whether a payload column is chosen.
+    fn reads_payload(&self) -> bool {
+        self.cols.iter().any(|(c, _)| *c == Column::Payload)
+    }
+
+    /// Reads `r` onto the end of the payload column (or only counts it for
+    /// a lone `payload_truncated`); `None` without either column. Room for
+    /// `expect` bytes is made first (up to 256 MiB, and only if it can be).
+    fn read_payload(
+        &mut self,
+        r: &mut dyn Read,
+        max: u64,
+        expect: usize,
+    ) -> Option<io::Result<bool>> {
+        let mut flag = false;
+        for (c, b) in &mut self.cols {
+            match (c, b) {
+                (Column::Payload, Col::Bin(p)) => {
+                    let _ = p.values.try_reserve(expect.min(256 << 20));
+                    return Some(read_capped(r, &mut p.values, max));
+                }
+                (Column::PayloadTruncated, _) => flag = true,
+                _ => {}
+            }
+        }
+        flag.then(|| count_capped(r, max))
+    }
+
+    /// The bytes a row read by [`BatchBuilder::read_http`] adds to the
+    /// batch, beyond its WARC header: its payload and HTTP header fields
+    /// (when chosen).
+    fn pending_bytes(&self, http: &HttpRead) -> usize {
+        let mut n = 0;
+        for (c, b) in &self.cols {
+            match (c, b) {
+                (Column::Payload, Col::Bin(p)) => n += p.pending(),
+                (Column::HttpHeaders, _) => {
+                    n += http.head.as_ref().map_or(0, |h| {
+                        h.fields()
+                            .iter()
+                            .map(|f| f.name_str().len() + f.value_str().len())
+                            .sum()
+                    })
+                }
+                _ => {}
+            }
+        }
+        n
+    }
+
+    /// The HTTP head columns of a row (nulls without a head).
+    fn head_values(&mut self, head: Option<&HttpHead>) {
         for (c, b) in &mut self.cols {
             match (c, b) {
                 (Column::HttpStatus, Col::I16(i)) => i.append_option(
@@ -841,22 +1105,38 @@ impl BatchBuilder {
                 ),
                 (Column::HttpMethod, Col::Str(s)) => s.append_option(
                     head.and_then(|h| h.method())
-                        .map(|m| String::from_utf8_lossy(m).into_owned()),
+                        .map(String::from_utf8_lossy)
+                        .as_deref(),
                 ),
                 (Column::HttpContentType, Col::Str(s)) => s.append_option(
                     head.and_then(|h| h.content_type())
-                        .map(|m| String::from_utf8_lossy(&m).into_owned()),
+                        .as_deref()
+                        .map(String::from_utf8_lossy)
+                        .as_deref(),
                 ),
                 (Column::HttpHeaders, Col::Pairs(p)) => {
                     self.bytes += p.append(head.map(|h| h.fields()))
                 }
-                (Column::Payload, Col::Bin(bin)) => {
-                    self.bytes += v.payload.as_ref().map_or(0, |p| p.len());
-                    bin.append_option(v.payload.as_deref());
-                }
-                (Column::PayloadTruncated, Col::Bool(t)) => {
-                    t.append_option(v.payload.as_ref().map(|_| v.truncated))
-                }
+                _ => {}
+            }
+        }
+    }
+
+    /// The payload columns of a row, from what [`BatchBuilder::read_http`]
+    /// read: the bytes waiting at the end of the payload column become the
+    /// row's value (null when none was read or reading failed).
+    fn payload_values(&mut self, payload: Option<io::Result<bool>>) {
+        let cut = match &payload {
+            Some(Ok(t)) => Some(*t),
+            _ => None,
+        };
+        for (c, b) in &mut self.cols {
+            match (c, b) {
+                (Column::Payload, Col::Bin(p)) => match cut {
+                    Some(_) => self.bytes += p.close(),
+                    None => p.append_null(),
+                },
+                (Column::PayloadTruncated, Col::Bool(t)) => t.append_option(cut),
                 _ => {}
             }
         }
@@ -915,7 +1195,20 @@ impl BatchBuilder {
         self.end_values(filename, offset, None, Some(&e.to_string()));
     }
 
+    /// The batch of the rows appended; the builder starts again, empty.
     fn finish(&mut self, schema: &SchemaRef) -> Result<RecordBatch> {
+        self.finish_as(schema, false)
+    }
+
+    /// The batch of the rows appended, cut at `batch_bytes`: the builder
+    /// goes on with the next batch, which will fill too (its payload
+    /// buffer reserved whole), starting with the payload read but not
+    /// appended, if any.
+    fn cut(&mut self, schema: &SchemaRef) -> Result<RecordBatch> {
+        self.finish_as(schema, true)
+    }
+
+    fn finish_as(&mut self, schema: &SchemaRef, more: bool) -> Result<RecordBatch> {
         let arrow = |e: ArrowError| Error::new(ErrorKind::Usage(format!("building a batch: {e}")));
         let mut arrays: Vec<ArrayRef> = Vec::with_capacity(self.cols.len());
         for (_, b) in &mut self.cols {
@@ -924,7 +1217,7 @@ impl BatchBuilder {
                 Col::I64(i) => Arc::new(i.finish()),
                 Col::I16(i) => Arc::new(i.finish()),
                 Col::Time(t) => Arc::new(t.finish()),
-                Col::Bin(x) => Arc::new(x.finish()),
+                Col::Bin(x) => x.finish(more).map_err(arrow)?,
                 Col::Bool(x) => Arc::new(x.finish()),
                 Col::Pairs(p) => p.finish().map_err(arrow)?,
             };
@@ -1029,6 +1322,65 @@ mod tests {
         });
         assert_eq!(one.iter().map(|b| b.num_rows()).collect::<Vec<_>>(), [1, 1]);
         assert!(ScanOptions::default().columns_by_name(["nope"]).is_err());
+    }
+
+    /// Resources of `sizes` bytes each, as one WARC.
+    fn resources(sizes: &[usize]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (i, &n) in sizes.iter().enumerate() {
+            out.extend_from_slice(
+                format!(
+                    "WARC/1.1\r\nWARC-Type: resource\r\nWARC-Target-URI: http://a.example/{i}\r\nContent-Length: {n}\r\n\r\n"
+                )
+                .as_bytes(),
+            );
+            out.extend(std::iter::repeat_n(b'a' + (i % 26) as u8, n));
+            out.extend_from_slice(b"\r\n\r\n");
+        }
+        out
+    }
+
+    #[test]
+    fn batches_are_bounded_by_bytes_and_keep_every_row() {
+        let sizes = [300, 300, 300, 2000, 10, 10, 700, 200, 100, 5];
+        let data = resources(&sizes);
+        let opts = ScanOptions::default()
+            .columns_by_name(["warc_target_uri", "payload", "payload_truncated"])
+            .unwrap();
+        let opts = ScanOptions {
+            batch_bytes: 1000,
+            ..opts
+        };
+        let r = Reader::new(&data[..]).unwrap();
+        let batches = Scanner::new(r, "mem.warc", opts)
+            .collect::<Result<Vec<_>>>()
+            .unwrap();
+        let mut got = Vec::new();
+        for b in &batches {
+            let p = b.column(1).as_binary::<i32>();
+            let bytes: usize = p.iter().map(|v| v.unwrap().len()).sum();
+            // Headers count too; only a lone record may pass the bound.
+            assert!(
+                b.num_rows() == 1 || bytes + 80 * b.num_rows() <= 1000,
+                "{} rows, {bytes} payload bytes",
+                b.num_rows()
+            );
+            for (i, v) in p.iter().enumerate() {
+                let v = v.unwrap();
+                let uri = b.column(0).as_string::<i32>().value(i);
+                got.push((uri.to_owned(), v.len()));
+                assert!(v.iter().all(|&c| c == v[0]));
+            }
+        }
+        let want: Vec<_> = sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| (format!("http://a.example/{i}"), n))
+            .collect();
+        assert_eq!(got, want);
+        // The 2000-byte record alone; the others packed, not one a batch.
+        assert!(batches.iter().any(|b| b.num_rows() == 1 && b.column(1).as_binary::<i32>().value(0).len() == 2000));
+        assert!(batches.len() < sizes.len());
     }
 
     #[test]

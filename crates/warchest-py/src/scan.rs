@@ -23,6 +23,11 @@ use crate::io::{Target, targets_from_py};
 
 const STREAM_NAME: &CStr = c"arrow_array_stream";
 
+/// `scan`'s `batch_bytes` by default: the library's (16 MiB), small
+/// enough that a reader holding one batch while the next is built stays
+/// well under 128 MiB, large enough that a batch holds thousands of pages.
+const DEFAULT_BATCH_BYTES: usize = 16 << 20;
+
 /// The names of every column `scan` can give, in table order.
 #[pyfunction]
 pub(crate) fn columns() -> Vec<&'static str> {
@@ -88,11 +93,13 @@ pub(crate) fn scan_options(
 /// The record batches of the files at `paths` (paths or URLs), as an
 /// object with `__arrow_c_stream__` (read once). `warchest.scan` wraps it
 /// in a `pyarrow.RecordBatchReader`. With `byte_range = (start, end)`,
-/// `paths` is one file and only the records of that range are read.
+/// `paths` is one file and only the records of that range are read. A
+/// batch ends at `batch_rows` rows or once its payloads and headers reach
+/// `batch_bytes` bytes, whichever comes first.
 #[pyfunction]
 #[pyo3(signature = (paths, columns = None, record_types = None, batch_rows = 8192,
     include_payload = false, max_payload = 32 << 20, skip_errors = false, strict = false,
-    byte_range = None))]
+    byte_range = None, batch_bytes = DEFAULT_BATCH_BYTES))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn scan_stream(
     paths: &Bound<'_, PyAny>,
@@ -104,6 +111,7 @@ pub(crate) fn scan_stream(
     skip_errors: bool,
     strict: bool,
     byte_range: Option<(u64, u64)>,
+    batch_bytes: usize,
 ) -> PyResult<ScanStream> {
     let targets = targets_from_py(paths)?;
     let parts: Vec<(Target, Option<Range<u64>>)> = match byte_range {
@@ -134,6 +142,10 @@ pub(crate) fn scan_stream(
         strict,
     )
     .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let opts = ScanOptions {
+        batch_bytes: batch_bytes.max(1),
+        ..opts
+    };
     Ok(ScanStream::new(Box::new(PartsScanner {
         schema: warchest_index::table::schema(&opts.columns),
         parts: parts.into(),

@@ -156,3 +156,75 @@ def test_byte_range_takes_one_path():
         warchest.scan([IANA, IANA], byte_range=(0, 10))
     with pytest.raises(ValueError):
         warchest.scan(IANA, byte_range=(10, 0))
+
+
+def test_batches_are_bounded_by_bytes_and_keep_the_rows():
+    cols = ["warc_record_offset", "warc_target_uri", "http_status", "payload", "payload_truncated"]
+    whole = warchest.scan(IANA, columns=cols).read_all()
+    bound = 20000
+    batches = list(warchest.scan(IANA, columns=cols, batch_bytes=bound))
+    sizes = [sum(len(p) for p in b.column("payload").to_pylist() if p) for b in batches]
+    # Only a single record larger than the bound makes a batch pass it.
+    assert all(b.num_rows == 1 or s <= bound for b, s in zip(batches, sizes)), list(zip(sizes, [b.num_rows for b in batches]))
+    assert any(b.num_rows == 1 and s > bound for b, s in zip(batches, sizes)), "no record larger than the bound"
+    assert len(batches) > 5 and max(b.num_rows for b in batches) > 5
+    assert pa.Table.from_batches(batches, schema=whole.schema).equals(whole)
+    # The rows bound still holds beside the bytes one.
+    assert max(b.num_rows for b in warchest.scan(IANA, columns=cols, batch_rows=3)) == 3
+
+
+_PEAK = r"""
+import sys
+import pyarrow, warchest
+
+def status(key):
+    with open("/proc/self/status") as f:
+        return next(int(l.split()[1]) for l in f if l.startswith(key))
+
+# The peak so far (imports) forgotten: VmHWM restarts from the current RSS.
+with open("/proc/self/clear_refs", "w") as f:
+    f.write("5")
+base = status("VmRSS:")
+n = size = 0
+for b in warchest.scan(sys.argv[1], columns=["payload"], batch_bytes=int(sys.argv[2]), batch_rows=1 << 20):
+    n += b.num_rows
+    size += b.column("payload").nbytes
+print(n, size, (status("VmHWM:") - base) >> 10)
+"""
+
+
+def test_peak_memory_follows_batch_bytes(tmp_path):
+    import subprocess
+    import sys
+
+    # 64 resources of 1 MiB: 64 MiB of payloads in one plain file.
+    path = tmp_path / "big.warc"
+    body = bytes(range(256)) * 4096
+    with open(path, "wb") as f:
+        for i in range(64):
+            f.write(
+                b"WARC/1.1\r\nWARC-Type: resource\r\nWARC-Record-ID: <urn:uuid:%08d-0000-0000-0000-000000000000>\r\n"
+                b"WARC-Date: 2026-01-01T00:00:00Z\r\nWARC-Target-URI: http://a.example/%d\r\n"
+                b"Content-Type: application/octet-stream\r\nContent-Length: %d\r\n\r\n" % (i, i, len(body))
+            )
+            f.write(body)
+            f.write(b"\r\n\r\n")
+
+    def peak(batch_bytes):
+        out = subprocess.run(
+            [sys.executable, "-c", _PEAK, str(path), str(batch_bytes)], capture_output=True, text=True, check=True
+        ).stdout.split()
+        n, size, mib = (int(x) for x in out)
+        assert n == 64 and size >= 64 << 20
+        return mib
+
+    try:
+        # Batches of 4 MiB: a few alive at once (the one held, the one
+        # being built) beside the reader's buffers, whatever the file holds.
+        small = peak(4 << 20)
+        # The check can fail: one batch of everything holds all 64 MiB.
+        big = peak(1 << 30)
+    finally:
+        path.unlink()
+    assert small <= 40, f"peak grew {small} MiB with 4 MiB batches"
+    assert big >= 64, f"peak grew only {big} MiB with one 64 MiB batch"

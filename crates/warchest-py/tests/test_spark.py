@@ -88,3 +88,30 @@ def test_split_size_plans_byte_ranges(spark, tmp_path):
     assert len(got) > 5 and got == want
     # The default (128 MiB) leaves small files whole.
     assert spark.read.format("warc").load(str(big)).rdd.getNumPartitions() == 1
+
+
+def test_text_mode_gives_the_rows_of_derive_text(spark):
+    iana = PYWB / "iana.warc.gz"
+    df = spark.read.format("warc").option("mode", "text").load([str(iana), str(PYWB / "example.warc.gz")])
+    want = warchest.derive_text([iana, PYWB / "example.warc.gz"]).read_all()
+    assert df.columns == want.column_names
+    key = ("warc_filename", "warc_offset")
+    got = sorted((r.asDict() for r in df.collect()), key=lambda r: tuple(r[k] for k in key))
+    exp = sorted(want.to_pylist(), key=lambda r: tuple(r[k] for k in key))
+    assert len(got) > 20 and len(got) == len(exp)
+    for g, w in zip(got, exp):
+        for c in ("url", "warc_offset", "record_id", "language", "title", "text", "main_text"):
+            assert g[c] == w[c], (c, g["url"])
+        assert abs(g["language_score"] - w["language_score"]) < 1e-6
+    home = next(r for r in got if r["url"] == "http://www.iana.org/")
+    assert home["language"] == "eng" and home["title"] == "Internet Assigned Numbers Authority"
+    # SQL over it, as a corpus builder would: pages per language.
+    langs = {r["language"]: r["count"] for r in df.groupBy("language").count().collect()}
+    assert sum(langs.values()) == len(exp) and langs.get("eng", 0) > 0
+
+
+def test_text_mode_refuses_unknown_modes_and_urls(spark):
+    with pytest.raises(Exception, match="unknown warc mode"):
+        spark.read.format("warc").option("mode", "FAILFAST").load(str(PYWB / "iana.warc.gz")).collect()
+    with pytest.raises(Exception, match="text mode reads local files"):
+        spark.read.format("warc").option("mode", "text").load("http://127.0.0.1:9/x.warc.gz").collect()

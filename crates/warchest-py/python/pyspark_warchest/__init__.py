@@ -27,6 +27,9 @@ Options (case-insensitive):
 - ``includePayload``: ``true`` adds ``payload`` and ``payload_truncated``.
 - ``maxPayload``: payload bytes kept per record (default 32 MiB).
 - ``batchRows``: rows per Arrow batch (default 8192).
+- ``batchBytes``: bytes of payloads and headers per Arrow batch (default
+  16 MiB; a single larger record is a batch of its own), which bounds an
+  executor's memory with ``includePayload``.
 - ``filesPerPartition``: files read by one task (default 1).
 - ``splitSize``: bytes (default 134217728, 128 MiB, as Spark's
   ``maxPartitionBytes``): an uncompressed file larger than this is read
@@ -39,6 +42,13 @@ Options (case-insensitive):
   by default such a file gives a row whose ``error`` column says why, and
   the job goes on (count them with ``df.where("error IS NOT NULL")``).
 - ``strict``: ``true`` makes every deviation from the format an error.
+- ``mode``: ``records`` (the default: a row per record, the columns above)
+  or ``text``: a row per HTML or plain-text page with the columns of
+  ``warchest.derive_text`` (url, date, record id, file and offset, content
+  type, language and score, title, text, main-content text), what
+  ``warchest derive text`` writes (docs/derive.md). Text mode reads local
+  files, whole (one partition per ``filesPerPartition`` files), and fails
+  the task on a file it cannot read.
 """
 
 from __future__ import annotations
@@ -81,6 +91,33 @@ _SPARK_TYPES: Dict[str, str] = {
 }
 
 _PAYLOAD_COLUMNS = ("payload", "payload_truncated")
+
+# Spark SQL types of warchest.derive_text's columns (Arrow types in
+# crates/warchest-derive/src/table.rs; the two must agree). The offset is
+# UInt64 there, BIGINT here (Spark has no unsigned type).
+_TEXT_TYPES: Dict[str, str] = {
+    "url": "STRING NOT NULL",
+    "date": "STRING NOT NULL",
+    "record_id": "STRING NOT NULL",
+    "warc_filename": "STRING NOT NULL",
+    "warc_offset": "BIGINT NOT NULL",
+    "content_type": "STRING",
+    "language": "STRING",
+    "language_score": "FLOAT NOT NULL",
+    "languages": "STRING NOT NULL",
+    "title": "STRING",
+    "text": "STRING NOT NULL",
+    "main_text": "STRING NOT NULL",
+}
+
+_MODES = ("records", "text")
+
+
+def _mode(options: Dict[str, str]) -> str:
+    m = str(options.get("mode") or "records").strip().lower()
+    if m not in _MODES:
+        raise ValueError(f"unknown warc mode {m!r}; the modes are {', '.join(_MODES)}")
+    return m
 
 # Spark's default spark.sql.files.maxPartitionBytes.
 _DEFAULT_SPLIT_SIZE = 128 << 20
@@ -151,7 +188,13 @@ def _expand(options: Dict[str, str]) -> List[Tuple[str, Optional[int]]]:
     if not specs:
         raise ValueError("the warc data source needs a path: load(path) or option('manifest', ...)")
     files: List[Tuple[str, Optional[int]]] = []
+    text = _mode(options) == "text"
     for spec in specs:
+        if warchest.is_url(spec) and text:
+            raise ValueError(
+                f"{spec}: the warc source's text mode reads local files "
+                "(warchest derive text reads URLs)"
+            )
         if warchest.is_url(spec):
             # Listed through the same remote source the executors read
             # with (no POSIX mount needed); a prefix's hidden and _* objects
@@ -221,6 +264,9 @@ def plan_partitions(options: Dict[str, str]) -> List[WarcFiles]:
     files = _expand(options)
     per = max(1, int(options.get("filesperpartition", "1")))
     split = _split_size(options)
+    if _mode(options) == "text":
+        # derive_text reads whole files.
+        split = 0
     parts: List[WarcFiles] = []
     group: List[str] = []
     for f, size in files:
@@ -274,6 +320,12 @@ class WarcReader(DataSourceReader):
         # declared schema (nullability and list item names included).
         _apply_env(_env_options(self.options))
         target = to_arrow_schema(self.schema, timezone="UTC")
+        if _mode(self.options) == "text":
+            for batch in warchest.derive_text(partition.paths):
+                yield pa.RecordBatch.from_arrays(
+                    [batch.column(f.name).cast(f.type) for f in target], schema=target
+                )
+            return
         record_types = _list(self.options, "recordTypes") or None
         reader = warchest.scan(
             partition.paths,
@@ -284,6 +336,7 @@ class WarcReader(DataSourceReader):
             skip_errors=not _flag(self.options, "failOnError"),
             strict=_flag(self.options, "strict"),
             byte_range=getattr(partition, "byte_range", None),
+            batch_bytes=int(self.options.get("batchbytes", str(16 << 20))),
         )
         for batch in reader:
             yield pa.RecordBatch.from_arrays(
@@ -300,6 +353,11 @@ class DefaultSource(DataSource):
         return "warc"
 
     def schema(self) -> str:
+        if _mode(self.options) == "text":
+            for o in ("columns", "recordtypes", "includepayload"):
+                if o in self.options:
+                    raise ValueError(f"the warc source's text mode has no {o!r} option (select columns instead)")
+            return ", ".join(f"`{c}` {t}" for c, t in _TEXT_TYPES.items())
         return ", ".join(f"`{c}` {_SPARK_TYPES[c]}" for c in _columns(self.options))
 
     def reader(self, schema: StructType) -> DataSourceReader:

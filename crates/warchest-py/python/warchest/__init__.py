@@ -95,14 +95,18 @@ def scan(
     skip_errors: bool = False,
     strict: bool = False,
     byte_range: Optional[Tuple[int, int]] = None,
+    batch_bytes: int = 16 << 20,
 ) -> "pyarrow.RecordBatchReader":
     """Reads the files at ``paths`` as Arrow record batches, one row per record.
 
     ``columns`` picks and orders the columns (``warchest.columns()`` lists
     them; by default all but ``payload`` and ``payload_truncated``, which
     ``include_payload=True`` adds). ``record_types`` keeps only those
-    WARC-Type values. A batch has at most ``batch_rows`` rows; a payload is
-    cut at ``max_payload`` bytes. With ``skip_errors`` a file that cannot
+    WARC-Type values. A batch has at most ``batch_rows`` rows and at most
+    ``batch_bytes`` bytes of payloads and headers (16 MiB by default), unless
+    it is a single record larger than that; a payload is cut at
+    ``max_payload`` bytes. Memory stays bounded by these whatever the files
+    hold (docs/python.md, "Speed"). With ``skip_errors`` a file that cannot
     be read on gives a row whose ``error`` column says why, and the scan
     goes on; otherwise the error is raised.
 
@@ -130,6 +134,7 @@ def scan(
         skip_errors=skip_errors,
         strict=strict,
         byte_range=byte_range,
+        batch_bytes=batch_bytes,
     )
     return pa.RecordBatchReader.from_stream(stream)
 
