@@ -196,6 +196,16 @@ fn close_open_files(archive: &Path) -> Result<Vec<String>, CrawlError> {
     opens.sort();
     for p in opens {
         let fin = p.with_extension("");
+        // Killed between creating the file and flushing its first records:
+        // nothing whole was written (the URIs in flight go back to their
+        // queues), so there is nothing to keep. An empty file left under
+        // the final name would fail every reader ("no record").
+        let len = std::fs::metadata(&p).map_err(io_at(&p))?.len();
+        if len == 0 {
+            std::fs::remove_file(&p).map_err(io_at(&p))?;
+            out.push(format!("{}: empty, removed", p.display()));
+            continue;
+        }
         let f = std::fs::File::create(&fin).map_err(io_at(&fin))?;
         // Records compressed as the writer compressed them (one gzip
         // member each for `.warc.gz`).
@@ -208,7 +218,27 @@ fn close_open_files(archive: &Path) -> Result<Vec<String>, CrawlError> {
             },
             ..Default::default()
         };
-        let report = warchest_ops::recover::recover(&p, std::io::BufWriter::new(f), &opts)?;
+        let report = match warchest_ops::recover::recover(&p, std::io::BufWriter::new(f), &opts) {
+            Ok(r) => r,
+            Err(e) => {
+                // No record start at all (a few bytes of a first gzip
+                // header): nothing whole to keep.
+                remove_cut(&p, &fin)?;
+                out.push(format!("{}: no whole record, removed ({e})", p.display()));
+                continue;
+            }
+        };
+        if report.records_written == 0 {
+            // Only a cut first record (the warcinfo, or the first
+            // response): its URI was in flight and is fetched again.
+            remove_cut(&p, &fin)?;
+            out.push(format!(
+                "{}: no whole record ({} cut), removed",
+                p.display(),
+                report.records_lost
+            ));
+            continue;
+        }
         let line = if report.is_clean() {
             format!("{}: closed, every record whole", fin.display())
         } else {
@@ -224,6 +254,53 @@ fn close_open_files(archive: &Path) -> Result<Vec<String>, CrawlError> {
         out.push(line);
     }
     Ok(out)
+}
+
+/// The list of WARC files indexed, each with the CDXJ's length after it.
+const INDEXED: &str = "indexes/indexed.txt";
+
+/// Cuts `indexes/index.cdxj` back to the length recorded after the last
+/// file listed in `indexes/indexed.txt`: lines beyond it are of a file
+/// whose indexing a kill interrupted, indexed again on this open. (A list
+/// written before lengths were recorded is left as it is.)
+fn repair_index(dir: &Path) -> Result<(), CrawlError> {
+    let listed = dir.join(INDEXED);
+    let cdxj = dir.join("indexes/index.cdxj");
+    // A torn last line (no newline) is the kill's: its file is indexed again.
+    crate::output::cut_torn_line(&listed).map_err(io_at(&listed))?;
+    let Ok(text) = std::fs::read_to_string(&listed) else {
+        // Nothing indexed yet: whatever the CDXJ holds is a cut run's.
+        if std::fs::metadata(&cdxj).is_ok_and(|m| m.len() > 0) {
+            truncate(&cdxj, 0)?;
+        }
+        return Ok(());
+    };
+    let last = text.lines().next_back();
+    let end = match last {
+        None => Some(0),
+        Some(l) => l.rsplit_once('\t').and_then(|(_, n)| n.parse::<u64>().ok()),
+    };
+    if let Some(end) = end
+        && std::fs::metadata(&cdxj).is_ok_and(|m| m.len() > end)
+    {
+        truncate(&cdxj, end)?;
+    }
+    Ok(())
+}
+
+fn truncate(p: &Path, len: u64) -> Result<(), CrawlError> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(p)
+        .and_then(|f| f.set_len(len))
+        .map_err(io_at(p))
+}
+
+/// Removes a killed run's `.open` file that held no whole record, and
+/// what recovering it began under the final name.
+fn remove_cut(open: &Path, fin: &Path) -> Result<(), CrawlError> {
+    std::fs::remove_file(fin).map_err(io_at(fin))?;
+    std::fs::remove_file(open).map_err(io_at(open))
 }
 
 impl Crawl {
@@ -370,6 +447,7 @@ impl Crawl {
             let p = dir.join(rel);
             LineLog::open(&p).map_err(|e| CrawlError::Io(p, e))
         };
+        repair_index(dir)?;
         let pages = open_log("pages/pages.jsonl")?;
         if pages.is_empty() {
             pages.line(PAGES_HEADER).map_err(io_at(pages.path()))?;
@@ -480,11 +558,11 @@ impl Crawl {
 
     /// Indexes the WARC files in archive/ not yet in the CDXJ.
     fn index_new_files(&self) -> Result<(), CrawlError> {
-        let listed = self.dir.join("indexes/indexed.txt");
+        let listed = self.dir.join(INDEXED);
         let done: Vec<String> = std::fs::read_to_string(&listed)
             .unwrap_or_default()
             .lines()
-            .map(str::to_string)
+            .map(|l| l.split('\t').next().unwrap_or(l).to_string())
             .collect();
         let mut files: Vec<PathBuf> = std::fs::read_dir(archive_dir(&self.dir))
             .map_err(io_at(&self.dir))?
@@ -501,6 +579,12 @@ impl Crawl {
         Ok(())
     }
 
+    /// Appends the CDXJ of one closed WARC file to `indexes/index.cdxj`,
+    /// then lists the file in `indexes/indexed.txt` with the CDXJ's length
+    /// after it: a run killed between the two leaves lines that
+    /// [`repair_index`] cuts off on the next open, before the file is
+    /// indexed again. One file at a time (the lock), so the lengths are in
+    /// order.
     fn index_file(&self, path: &Path) -> Result<(), CrawlError> {
         use warchest_index::{Format, IndexOptions, IndexOutput, Indexer};
         let name = path
@@ -508,22 +592,28 @@ impl Crawl {
             .and_then(|n| n.to_str())
             .unwrap_or("")
             .to_string();
-        if let Ok(mut ix) = self.indexed.lock() {
-            if ix.iter().any(|p| p == path) {
-                return Ok(());
-            }
-            ix.push(path.to_path_buf());
+        let mut ix = self.indexed.lock().unwrap_or_else(|p| p.into_inner());
+        if ix.iter().any(|p| p == path) {
+            return Ok(());
         }
+        ix.push(path.to_path_buf());
         let mut reader = warchest::archive::Reader::open(path)?;
         let mut out = IndexOutput::new(Vec::new(), &Format::Cdxj, false)?;
         Indexer::new(name.clone(), IndexOptions::default()).index(&mut reader, |e| out.push(&e))?;
         let text = String::from_utf8_lossy(&out.finish()?).into_owned();
-        for l in text.lines().filter(|l| !l.is_empty()) {
-            self.cdxj.line(l).map_err(io_at(self.cdxj.path()))?;
+        let lines: Vec<&str> = text.lines().filter(|l| !l.is_empty()).collect();
+        if !lines.is_empty() {
+            self.cdxj
+                .line(&lines.join("\n"))
+                .map_err(io_at(self.cdxj.path()))?;
         }
-        let listed = self.dir.join("indexes/indexed.txt");
+        let end = std::fs::metadata(self.cdxj.path())
+            .map_err(io_at(self.cdxj.path()))?
+            .len();
+        let listed = self.dir.join(INDEXED);
         let log = LineLog::open(&listed).map_err(io_at(&listed))?;
-        log.line(&name).map_err(io_at(&listed))?;
+        log.line(&format!("{name}\t{end}"))
+            .map_err(io_at(&listed))?;
         Ok(())
     }
 
