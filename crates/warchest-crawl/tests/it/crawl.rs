@@ -79,11 +79,13 @@ pub fn expected(w: &Web) -> BTreeSet<String> {
     .collect()
 }
 
-/// warcio check, warchest's validator, and `warchest index` (the library)
-/// against cdxj-indexer, on every WARC file of a crawl.
+/// The three checks on every WARC file of a crawl: warcio check
+/// and warchest's validator pass; `warchest index` (the library) equals
+/// cdxj-indexer; pywb replays the seed page.
 pub fn check_files(dir: &Path) {
     let files = warc_files(dir);
     assert!(!files.is_empty());
+    pywb_replays_the_seed(dir, &files);
     let report = warchest_validate::validate_files(&files, &warchest_validate::Options::default());
     assert_eq!(report.summary.errors(), 0, "{:#?}", report.findings);
     // One warcio process for all the files (its start-up is most of its time).
@@ -152,6 +154,35 @@ pub fn check_files(dir: &Path) {
         ours.len(),
         theirs.len()
     );
+}
+
+/// pywb (its own index of the files, its WSGI app in process:
+/// tests/pywb_replay.py) answers the seeds' replay with their archived
+/// status and, unrewritten, their archived payload. A shard's crawl that
+/// holds none of the seeds is checked on its first page.
+pub fn pywb_replays_the_seed(dir: &Path, files: &[PathBuf]) {
+    let text = std::fs::read_to_string(dir.join("crawl.toml")).unwrap();
+    let cfg = CrawlConfig::from_toml(&text).unwrap();
+    let o = pywb_replay(&cfg.engine.seeds, cfg.engine.shard.is_some(), files);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success() && out.contains("pywb replays "),
+        "pywb replay (pip install pywb): {out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+fn pywb_replay(seeds: &[String], or_first_page: bool, files: &[PathBuf]) -> std::process::Output {
+    let mut cmd = Command::new("python3");
+    cmd.arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/pywb_replay.py"));
+    if or_first_page {
+        cmd.arg("--or-first-page");
+    }
+    cmd.args(seeds)
+        .arg("--")
+        .args(files)
+        .output()
+        .expect("python3")
 }
 
 #[test]
@@ -280,6 +311,10 @@ fn a_site_is_crawled_end_to_end() {
     );
 
     check_files(&dir);
+    // The replay check can fail: a seed the crawl does not hold.
+    let o = pywb_replay(&[w.url("a.test", "/never")], false, &warc_files(&dir));
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("holds none of its seeds"));
 }
 
 /// Runs the crawl in `dir` again from its saved configuration, with
