@@ -99,6 +99,8 @@ pub struct Summary {
     /// `.open` files of an earlier run closed when this one began, and
     /// what their recovery said.
     pub recovered: Vec<String>,
+    /// What opening the crawl read besides (CDXJ dedupe indexes loaded).
+    pub notes: Vec<String>,
 }
 
 /// Live counters for progress displays and the status server.
@@ -139,6 +141,7 @@ pub struct Crawl {
     started: Instant,
     requeued: u64,
     recovered: Vec<String>,
+    notes: Vec<String>,
     shard: Option<(u32, u32)>,
     /// The status server's socket, bound when the crawl opens.
     status: Mutex<Option<std::net::TcpListener>>,
@@ -345,10 +348,15 @@ impl Crawl {
         std::fs::create_dir_all(&archive).map_err(io_at(&archive))?;
         let recovered = close_open_files(&archive)?;
         // The dedupe index: the user's (shared between crawls), an earlier
-        // crawl's copy (--recrawl), or the crawl's own.
+        // crawl's copy (--recrawl), or the crawl's own (which earlier
+        // crawls' CDXJ indexes, given as the dedupe index, are loaded into).
+        let cdxj = e
+            .dedupe_index
+            .as_deref()
+            .filter(|p| crate::dedupe::is_cdxj(p));
         let idx_path = match &e.dedupe_index {
-            Some(p) => p.clone(),
-            None => dir.join("dedupe.redb"),
+            Some(p) if cdxj.is_none() => p.clone(),
+            _ => dir.join("dedupe.redb"),
         };
         if let Some(old) = &e.recrawl {
             let src = old.join("dedupe.redb");
@@ -357,6 +365,18 @@ impl Crawl {
             }
         }
         let index = DigestIndex::open(&idx_path)?;
+        let mut notes = Vec::new();
+        if let Some(p) = cdxj {
+            let n = crate::dedupe::load(&index, p)?;
+            notes.push(format!(
+                "dedupe index {}: {} captures ({} digests new), {} lines skipped (not 2xx, revisits, no digest), {} not CDXJ",
+                p.display(),
+                n.captures,
+                n.added,
+                n.skipped,
+                n.malformed
+            ));
+        }
         let existing = std::fs::read_dir(&archive)
             .map(|r| r.filter(|e| e.is_ok()).count() as u64)
             .unwrap_or(0);
@@ -473,6 +493,7 @@ impl Crawl {
             started: Instant::now(),
             requeued,
             recovered,
+            notes,
             shard,
             status: Mutex::new(status),
             status_addr,
@@ -804,6 +825,7 @@ impl Crawl {
             files,
             requeued: self.requeued,
             recovered: self.recovered.clone(),
+            notes: self.notes.clone(),
         })
     }
 

@@ -68,6 +68,7 @@ mod tests {
 
 // -- engine modules (h-crawl) --
 pub mod config;
+pub mod dedupe;
 pub mod engine;
 pub mod frontier;
 pub mod output;

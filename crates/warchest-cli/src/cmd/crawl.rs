@@ -71,7 +71,9 @@ pub struct Args {
     /// At most this many bytes from one host.
     #[arg(long)]
     max_bytes_per_host: Option<u64>,
-    /// A `warchest dedupe` database: payloads in it become revisits.
+    /// A `warchest dedupe` database, or earlier crawls' CDXJ (a `.cdxj`
+    /// file or a directory of them, as a crawl's indexes/): payloads in it
+    /// become revisits.
     #[arg(long)]
     dedupe_index: Option<PathBuf>,
     /// An earlier crawl directory: conditional requests for its URLs.
@@ -307,6 +309,9 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
     if !g.quiet {
         for r in &summary.recovered {
             eprintln!("recovered {r}");
+        }
+        for n in &summary.notes {
+            eprintln!("{n}");
         }
         if summary.requeued > 0 {
             eprintln!(

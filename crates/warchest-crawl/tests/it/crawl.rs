@@ -163,7 +163,22 @@ pub fn check_files(dir: &Path) {
 pub fn pywb_replays_the_seed(dir: &Path, files: &[PathBuf]) {
     let text = std::fs::read_to_string(dir.join("crawl.toml")).unwrap();
     let cfg = CrawlConfig::from_toml(&text).unwrap();
-    let o = pywb_replay(&cfg.engine.seeds, cfg.engine.shard.is_some(), files);
+    // Revisits replay from their originals: an earlier crawl's files
+    // (`recrawl`, or its indexes/ as the dedupe index) come first.
+    let mut all = Vec::new();
+    let earlier = [
+        cfg.engine.recrawl.clone(),
+        cfg.engine
+            .dedupe_index
+            .as_deref()
+            .filter(|p| p.ends_with("indexes"))
+            .and_then(|p| p.parent().map(Path::to_path_buf)),
+    ];
+    for old in earlier.into_iter().flatten() {
+        all.extend(warc_files(&old));
+    }
+    all.extend_from_slice(files);
+    let o = pywb_replay(&cfg.engine.seeds, cfg.engine.shard.is_some(), &all);
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(
         o.status.success() && out.contains("pywb replays "),
