@@ -124,6 +124,8 @@ pub struct Crawl {
     cfg: CrawlConfig,
     frontier: Frontier,
     recorder: Recorder,
+    /// `format = infomall`: responses go here instead of the recorder.
+    infomall: Option<crate::infomall::InfomallFiles>,
     resolver: dns::Resolver,
     fetch: FetchOptions,
     scope: Scope,
@@ -324,9 +326,9 @@ impl Crawl {
         let cfg_path = dir.join(SAVED_CONFIG);
         std::fs::write(&cfg_path, saved).map_err(io_at(&cfg_path))?;
         let e = &cfg.engine;
-        if e.format == OutputFormat::Infomall {
+        if e.format == OutputFormat::Infomall && (e.recrawl.is_some() || e.dedupe_index.is_some()) {
             return Err(crate::config::ConfigError(
-                "format = infomall is not built yet; use warc".into(),
+                "format = infomall has no revisit records: it cannot be given recrawl or dedupe-index".into(),
             )
             .into());
         }
@@ -416,6 +418,9 @@ impl Crawl {
             warcinfo,
             ..RotatingOptions::default()
         };
+        let infomall = (e.format == OutputFormat::Infomall).then(|| {
+            crate::infomall::InfomallFiles::new(&archive, &e.prefix, existing, e.warc_size)
+        });
         let recorder = Recorder::new(&archive, output, Some(index))?;
         let limits = CaptureLimits {
             max_len: (e.max_size > 0).then_some(e.max_size),
@@ -481,6 +486,7 @@ impl Crawl {
             dir: dir.to_path_buf(),
             frontier,
             recorder,
+            infomall,
             resolver,
             fetch,
             scope,
@@ -590,7 +596,10 @@ impl Crawl {
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| {
                 let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-                (n.ends_with(".warc.gz") || n.ends_with(".warc")) && !done.iter().any(|d| d == n)
+                (n.ends_with(".warc.gz")
+                    || n.ends_with(".warc")
+                    || n.ends_with(crate::infomall::EXT))
+                    && !done.iter().any(|d| d == n)
             })
             .collect();
         files.sort();
@@ -806,9 +815,15 @@ impl Crawl {
         tick(&self);
         if let Some(e) = fatal.into_inner().ok().flatten() {
             let _ = self.recorder.finish();
+            if let Some(im) = &self.infomall {
+                let _ = im.finish();
+            }
             return Err(e);
         }
-        let files = self.recorder.finish()?;
+        let mut files = self.recorder.finish()?;
+        if let Some(im) = &self.infomall {
+            files.extend(im.finish()?);
+        }
         for f in &files {
             self.index_file(f)?;
         }
@@ -998,7 +1013,10 @@ impl Crawl {
             self.live.pages.fetch_add(1, Ordering::Relaxed);
         }
         // Records on disk before the URI is marked done.
-        let closed = self.recorder.flush()?;
+        let mut closed = self.recorder.flush()?;
+        if let Some(im) = &self.infomall {
+            closed.extend(im.flush()?);
+        }
         for c in closed {
             self.index_file(&c)?;
         }
@@ -1135,12 +1153,17 @@ impl Crawl {
     fn fetch_page(&self, uri: &CrawlUri) -> Result<FetchedPage, CaptureError> {
         let url = warchest_capture::Url::parse(uri.url.as_str())?;
         let resolved = self.resolve(&url.host)?;
-        if let Some(l) = &resolved.lookup {
+        if let Some(l) = &resolved.lookup
+            && self.infomall.is_none()
+        {
             self.recorder.record_dns(l)?;
         }
         let target = uri.url.to_string();
+        // robots.txt: a prerequisite, or a redirect from one.
+        let want_robots = uri.hops.trim_end_matches('R').ends_with('P');
+        // robots.txt is always asked for whole: its rules are needed now.
         let (extra, conditional_of) = match self.recorder.index() {
-            Some(idx) if self.cfg.engine.recrawl.is_some() => {
+            Some(idx) if self.cfg.engine.recrawl.is_some() && !want_robots => {
                 warchest_capture::conditional(idx, &target)?
             }
             _ => (Vec::new(), None),
@@ -1162,8 +1185,6 @@ impl Crawl {
             .collect();
         // The payload, content coding removed, through the extractor (and
         // kept whole for robots.txt).
-        // robots.txt: a prerequisite, or a redirect from one.
-        let want_robots = uri.hops.trim_end_matches('R').ends_with('P');
         let mut robots_body = None;
         let mut extractor = Extractor::new(&uri.url, content_type.as_deref(), &self.cfg.extract);
         if (200..300).contains(&status) || want_robots {
@@ -1197,11 +1218,25 @@ impl Crawl {
                 }
             }
         }
-        let extracted = if want_robots {
+        let mut extracted = if want_robots {
             Extracted::default()
         } else {
             extractor.finish()
         };
+        // A 304 to a recrawl's conditional request has no body: the links
+        // are the earlier crawl's copy's, so the recrawl goes as deep.
+        if status == 304
+            && conditional_of.is_some()
+            && let Some(idx) = self.recorder.index()
+            && let Some(prev) = idx.get_url(&target)?
+        {
+            extracted = self
+                .extract_original(uri, &prev.entry)
+                .unwrap_or_else(|err| {
+                    tracing::warn!("{}: the earlier copy's links: {err}", uri.url);
+                    Extracted::default()
+                });
+        }
         let ms = x.elapsed.as_millis() as u64;
         let mut meta = vec![("fetchTimeMs".to_string(), ms.to_string())];
         if let Some(v) = &uri.via {
@@ -1235,6 +1270,44 @@ impl Crawl {
             x.response.payload.payload.as_bytes(),
         )
         .to_string();
+        if let Some(im) = &self.infomall {
+            // Web InfoMall: the response as received; origin is the URL
+            // whose redirect led here.
+            let origin = uri
+                .via
+                .as_ref()
+                .filter(|_| uri.hops.ends_with('R'))
+                .map(|v| v.as_str());
+            x.response
+                .block
+                .seek(SeekFrom::Start(0))
+                .map_err(|e| CaptureError::Io("spool".into(), e))?;
+            let len = x.response.len;
+            im.write(
+                &crate::infomall::Capture {
+                    url: &target,
+                    origin,
+                    date: x.started,
+                    ip: Some(x.ip),
+                },
+                &mut (&mut x.response.block).take(len),
+                len,
+            )?;
+            return Ok(FetchedPage {
+                status,
+                content_type,
+                body_len,
+                digest: Some(digest),
+                started: x.started,
+                ms,
+                ip: Some(x.ip),
+                kind: Kind::Response,
+                truncated,
+                extracted,
+                headers,
+                robots_body,
+            });
+        }
         let recorded = self.recorder.record_http(HttpRecord {
             target_uri: target,
             ip: Some(x.ip),
@@ -1260,6 +1333,40 @@ impl Crawl {
             headers,
             robots_body,
         })
+    }
+}
+
+impl Crawl {
+    /// The links of an earlier crawl's copy of `uri` (a recrawl's 304):
+    /// its payload read in place, checked against its digest, decoded.
+    fn extract_original(
+        &self,
+        uri: &CrawlUri,
+        e: &warchest_ops::dedupe::IndexEntry,
+    ) -> Result<Extracted, warchest::Error> {
+        let rec = warchest_ops::revisit::identical_payload_digest(
+            &e.original.target_uri,
+            &e.original,
+            warchest::warc::Version::V1_1,
+        )?;
+        let p = warchest_ops::revisit::payload_at(&e.location, rec.header(), true)?;
+        let ct = p
+            .http_head()
+            .and_then(|h| h.content_type())
+            .map(|c| String::from_utf8_lossy(&c).trim().to_string());
+        struct Feed(Extractor);
+        impl std::io::Write for Feed {
+            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+                self.0.write(b);
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut feed = Feed(Extractor::new(&uri.url, ct.as_deref(), &self.cfg.extract));
+        p.copy_to(&mut feed)?;
+        Ok(feed.0.finish())
     }
 }
 

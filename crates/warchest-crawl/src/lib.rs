@@ -71,6 +71,7 @@ pub mod config;
 pub mod dedupe;
 pub mod engine;
 pub mod frontier;
+pub mod infomall;
 pub mod output;
 pub mod shard;
 #[cfg(feature = "status")]

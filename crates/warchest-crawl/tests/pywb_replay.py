@@ -4,9 +4,10 @@
 
 pywb indexes the files itself (its own indexer, not warchest's CDXJ) and its
 WSGI app is driven in process (no `wayback` server to start). For each seed
-the crawl archived (a response record, read with warcio), pywb must answer
+the crawl archived (its last capture, read with warcio), pywb must answer
 its replay with the archived status, and its `id_` replay (the original,
-unrewritten) with the archived payload byte for byte. With
+unrewritten) with the archived payload byte for byte (a revisit's from its
+original; a 304 revisit's as pywb replays a 3xx revisit: the head alone). With
 `--or-first-page`, a crawl holding none of its seeds (a shard whose seeds
 are another shard's) is checked on its first HTML response instead. At least one page must be replayed. Prints one
 line per page replayed; exits 1 naming what failed.
@@ -23,21 +24,38 @@ from warcio.archiveiterator import ArchiveIterator
 
 
 def archived(warcs):
-    """URL -> (status, payload) of each response record, and the URLs of
-    the HTML 200 responses in file order."""
-    out, html = {}, []
+    """URL -> (status, payload) of each URL's last capture, as pywb
+    replays it, and the URLs of the HTML 200 responses in file order.
+
+    A revisit of identical payload replays its original's payload (found
+    by digest among the files); a revisit whose head is a 3xx (a
+    server-not-modified 304) replays as that head with no body, as pywb
+    does (warcserver/resource/resolvingloader.py)."""
+    out, html, payloads = {}, [], {}
     for w in warcs:
         with open(w, "rb") as f:
             for r in ArchiveIterator(f):
-                if r.rec_type != "response" or r.http_headers is None:
+                if r.rec_type not in ("response", "revisit") or r.http_headers is None:
                     continue
                 url = r.rec_headers.get_header("WARC-Target-URI")
                 status = int(r.http_headers.get_statuscode())
-                body = r.content_stream().read()
+                digest = r.rec_headers.get_header("WARC-Payload-Digest")
+                if r.rec_type == "response":
+                    body = r.content_stream().read()
+                    if digest:
+                        payloads[digest] = body
+                    ct = r.http_headers.get_header("Content-Type") or ""
+                    if status == 200 and ct.lower().startswith("text/html"):
+                        html.append(url)
+                elif 300 <= status < 400:
+                    body = b""
+                elif digest in payloads:
+                    body = payloads[digest]
+                else:
+                    # The original is not among the files: not checkable.
+                    out.pop(url, None)
+                    continue
                 out[url] = (status, body)
-                ct = r.http_headers.get_header("Content-Type") or ""
-                if status == 200 and ct.lower().startswith("text/html"):
-                    html.append(url)
     return out, html
 
 

@@ -407,6 +407,11 @@ impl ResolvedPayload {
         &self.location
     }
 
+    /// The original's HTTP head, for an HTTP record.
+    pub fn http_head(&self) -> Option<&http::HttpHead> {
+        self.head.as_ref()
+    }
+
     /// Writes the payload to `out` and returns how many bytes were written.
     ///
     /// Without decoding the payload streams straight to `out` and the

@@ -163,18 +163,19 @@ pub fn check_files(dir: &Path) {
 pub fn pywb_replays_the_seed(dir: &Path, files: &[PathBuf]) {
     let text = std::fs::read_to_string(dir.join("crawl.toml")).unwrap();
     let cfg = CrawlConfig::from_toml(&text).unwrap();
-    // Revisits replay from their originals: an earlier crawl's files
-    // (`recrawl`, or its indexes/ as the dedupe index) come first.
+    // Revisits of identical payload replay from their originals: an
+    // earlier crawl's files (its indexes/ as the dedupe index) come first.
+    // (A recrawl's are left out: its 304 revisits replay as their head,
+    // and pywb would choose between one and the earlier response of the
+    // same second.)
     let mut all = Vec::new();
-    let earlier = [
-        cfg.engine.recrawl.clone(),
-        cfg.engine
-            .dedupe_index
-            .as_deref()
-            .filter(|p| p.ends_with("indexes"))
-            .and_then(|p| p.parent().map(Path::to_path_buf)),
-    ];
-    for old in earlier.into_iter().flatten() {
+    let earlier = cfg
+        .engine
+        .dedupe_index
+        .as_deref()
+        .filter(|p| p.ends_with("indexes"))
+        .and_then(|p| p.parent().map(Path::to_path_buf));
+    if let Some(old) = earlier {
         all.extend(warc_files(&old));
     }
     all.extend_from_slice(files);

@@ -3,6 +3,8 @@
 
 mod crawl;
 mod dedupe;
+mod infomall;
+mod recrawl;
 mod resume;
 mod testweb;
 mod web;
