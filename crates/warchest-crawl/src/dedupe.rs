@@ -164,21 +164,10 @@ fn entry(line: &str) -> Line {
     )
 }
 
-/// A 14-digit CDX timestamp (or a longer one) as a WARC-Date.
+/// A 14-digit CDX timestamp (or a longer one) as a WARC-Date, to the
+/// second.
 fn warc_date(ts: &str) -> Option<String> {
-    let t = ts.as_bytes();
-    if t.len() < 14 || !t[..14].iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    Some(format!(
-        "{}-{}-{}T{}:{}:{}Z",
-        &ts[..4],
-        &ts[4..6],
-        &ts[6..8],
-        &ts[8..10],
-        &ts[10..12],
-        &ts[12..14]
-    ))
+    warchest::warc::WarcDate::from_timestamp14(ts.get(..14)?).map(|d| d.to_string())
 }
 
 #[cfg(test)]

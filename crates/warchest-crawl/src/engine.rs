@@ -153,9 +153,6 @@ pub struct Crawl {
     pub live: Live,
 }
 
-/// How often a stats line goes to `logs/progress.log`.
-pub const STATS_EVERY: Duration = Duration::from_secs(60);
-
 /// One line of progress: queued, done, failed, pages/s, bytes/s, hosts
 /// active, and an ETA when a page budget is known.
 pub fn progress_line(c: &Crawl, since: Instant, max_pages: u64) -> String {
@@ -777,9 +774,10 @@ impl Crawl {
                 let mut last_reload = Instant::now();
                 let mut last_stats = Instant::now();
                 let stats = LineLog::open(&me.dir.join("logs/progress.log")).ok();
+                let every = Duration::from_secs_f64(me.cfg.engine.stats_interval);
                 loop {
                     tick(me);
-                    if last_stats.elapsed() >= STATS_EVERY {
+                    if last_stats.elapsed() >= every {
                         if let Some(l) = &stats {
                             let _ = l.line(&format!(
                                 "{} {}",
@@ -813,6 +811,14 @@ impl Crawl {
             workers_done.store(true, Ordering::Relaxed);
         });
         tick(&self);
+        // The run's last stats line, whatever its length.
+        if let Ok(l) = LineLog::open(&self.dir.join("logs/progress.log")) {
+            let _ = l.line(&format!(
+                "{} {} (end of run)",
+                iso_time(time::OffsetDateTime::now_utc()),
+                progress_line(&self, self.started, self.cfg.engine.max_pages)
+            ));
+        }
         if let Some(e) = fatal.into_inner().ok().flatten() {
             let _ = self.recorder.finish();
             if let Some(im) = &self.infomall {
@@ -1270,7 +1276,7 @@ impl Crawl {
             x.response.payload.payload.as_bytes(),
         )
         .to_string();
-        if let Some(im) = &self.infomall {
+        let kind = if let Some(im) = &self.infomall {
             // Web InfoMall: the response as received; origin is the URL
             // whose redirect led here.
             let origin = uri
@@ -1293,32 +1299,22 @@ impl Crawl {
                 &mut (&mut x.response.block).take(len),
                 len,
             )?;
-            return Ok(FetchedPage {
-                status,
-                content_type,
-                body_len,
-                digest: Some(digest),
-                started: x.started,
-                ms,
-                ip: Some(x.ip),
-                kind: Kind::Response,
-                truncated,
-                extracted,
-                headers,
-                robots_body,
-            });
-        }
-        let recorded = self.recorder.record_http(HttpRecord {
-            target_uri: target,
-            ip: Some(x.ip),
-            date: x.started,
-            request: warchest::write::Body::Bytes(&x.request),
-            response: &mut x.response,
-            protocols,
-            cipher_suite: x.tls.1.clone(),
-            metadata: meta,
-            conditional_of,
-        })?;
+            Kind::Response
+        } else {
+            self.recorder
+                .record_http(HttpRecord {
+                    target_uri: target,
+                    ip: Some(x.ip),
+                    date: x.started,
+                    request: warchest::write::Body::Bytes(&x.request),
+                    response: &mut x.response,
+                    protocols,
+                    cipher_suite: x.tls.1.clone(),
+                    metadata: meta,
+                    conditional_of,
+                })?
+                .kind
+        };
         Ok(FetchedPage {
             status,
             content_type,
@@ -1327,7 +1323,7 @@ impl Crawl {
             started: x.started,
             ms,
             ip: Some(x.ip),
-            kind: recorded.kind,
+            kind,
             truncated,
             extracted,
             headers,

@@ -366,9 +366,13 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
             );
         }
     }
-    Ok(if summary.counts.failed > 0 {
-        Outcome::Problem
-    } else {
-        Outcome::Ok
-    })
+    // 1: URIs failed (logged with negative codes), or stopped by a signal
+    // before the end (resumable); a budget reached is an end as asked.
+    Ok(
+        if summary.counts.failed > 0 || summary.ending == Ending::Interrupted {
+            Outcome::Problem
+        } else {
+            Outcome::Ok
+        },
+    )
 }

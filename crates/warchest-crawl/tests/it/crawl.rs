@@ -54,6 +54,23 @@ pub fn records(dir: &Path) -> Vec<String> {
         .collect()
 }
 
+/// The first record of type `ty` for `uri` among `recs`.
+pub fn record_of<'a>(recs: &'a [String], ty: &str, uri: &str) -> &'a str {
+    recs.iter()
+        .find(|r| {
+            r.contains(&format!("WARC-Type: {ty}\r\n"))
+                && r.contains(&format!("WARC-Target-URI: {uri}\r\n"))
+        })
+        .unwrap_or_else(|| panic!("no {ty} record of {uri}"))
+}
+
+/// A WARC header field of a record as text.
+pub fn field<'a>(rec: &'a str, name: &str) -> &'a str {
+    rec.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}: ")))
+        .unwrap_or_else(|| panic!("no {name}: {rec}"))
+}
+
 fn without_robots(reqs: Vec<String>) -> BTreeSet<String> {
     reqs.into_iter()
         .filter(|r| !r.ends_with("/robots.txt"))
@@ -535,5 +552,32 @@ fn resolve_only_refuses_a_host_outside_the_table() {
         log.lines()
             .any(|l| l.contains(" -1 ") && l.contains("http://outside.invalid/robots.txt")),
         "{log}"
+    );
+}
+
+/// `logs/progress.log` gets a stats line every `stats-interval` (a minute
+/// by default) and one at the end of the run.
+#[test]
+fn stats_lines_go_to_the_progress_log_while_crawling() {
+    let w = web::start();
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("crawl");
+    // One host, 0.3 s between fetches: about 3 s.
+    let toml = config(&w, "stats-interval = 0.2")
+        .replace("min-delay = 0.0", "min-delay = 0.3")
+        .replace("max-delay = 0.0", "max-delay = 0.3");
+    let s = crawl(&dir, &toml);
+    assert_eq!(s.ending, Ending::Finished);
+    let log = std::fs::read_to_string(dir.join("logs/progress.log")).unwrap();
+    let lines: Vec<&str> = log.lines().collect();
+    assert!(lines.len() >= 4, "{log}");
+    for l in &lines {
+        assert!(l.contains(" queued ") && l.contains(" done "), "{l}");
+    }
+    assert!(lines.last().unwrap().ends_with("(end of run)"), "{log}");
+    assert!(
+        lines[..lines.len() - 1]
+            .iter()
+            .all(|l| !l.contains("end of run"))
     );
 }

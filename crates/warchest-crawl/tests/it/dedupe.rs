@@ -1,6 +1,6 @@
 //! Dedupe against earlier crawls: `dedupe-index` given their CDXJ.
 
-use crate::crawl::{check_files, config, crawl, records};
+use crate::crawl::{check_files, config, crawl, field, record_of, records};
 use crate::web;
 use warchest_crawl::engine::Ending;
 
@@ -29,13 +29,7 @@ fn a_crawl_dedupes_against_an_earlier_crawls_cdxj() {
     assert!(second.join("dedupe.redb").exists());
     let recs = records(&second);
     let home = w.url("a.test", "/");
-    let revisit = recs
-        .iter()
-        .find(|r| {
-            r.contains("WARC-Type: revisit\r\n")
-                && r.contains(&format!("WARC-Target-URI: {home}\r\n"))
-        })
-        .unwrap_or_else(|| panic!("no revisit of {home}"));
+    let revisit = record_of(&recs, "revisit", &home);
     assert!(revisit.contains("identical-payload-digest"), "{revisit}");
     assert!(
         revisit.contains(&format!("WARC-Refers-To-Target-URI: {home}\r\n")),
@@ -43,17 +37,7 @@ fn a_crawl_dedupes_against_an_earlier_crawls_cdxj() {
     );
     // The first crawl's date, to the second (CDXJ's precision).
     let first_recs = records(&first);
-    let orig = first_recs
-        .iter()
-        .find(|r| {
-            r.contains("WARC-Type: response\r\n")
-                && r.contains(&format!("WARC-Target-URI: {home}\r\n"))
-        })
-        .unwrap();
-    let date = orig
-        .lines()
-        .find_map(|l| l.strip_prefix("WARC-Date: "))
-        .unwrap();
+    let date = field(record_of(&first_recs, "response", &home), "WARC-Date");
     assert!(
         revisit.contains(&format!("WARC-Refers-To-Date: {}Z\r\n", &date[..19])),
         "{date}\n{revisit}"

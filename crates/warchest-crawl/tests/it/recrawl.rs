@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::crawl::{check_files, config, crawl, records};
+use crate::crawl::{check_files, config, crawl, field, record_of, records};
 use crate::web;
 use warchest_crawl::engine::Ending;
 
@@ -41,15 +41,7 @@ fn a_recrawl_asks_conditionally_and_writes_not_modified_revisits() {
         assert!(nm.contains(&u), "{u} not 304: {nm:?}");
     }
     let recs = records(&new);
-    let of = |ty: &str, u: &str| {
-        recs.iter()
-            .find(|r| {
-                r.contains(&format!("WARC-Type: {ty}\r\n"))
-                    && r.contains(&format!("WARC-Target-URI: {u}\r\n"))
-            })
-            .unwrap_or_else(|| panic!("no {ty} of {u}"))
-            .clone()
-    };
+    let of = |ty: &str, u: &str| record_of(&recs, ty, u).to_string();
     let req = of("request", &home);
     assert!(req.contains("If-None-Match: \"v1-\"\r\n"), "{req}");
     let css = of("request", &w.url("a.test", "/style.css"));
@@ -62,17 +54,7 @@ fn a_recrawl_asks_conditionally_and_writes_not_modified_revisits() {
     assert!(rv.contains("HTTP/1.0 304"), "{rv}");
     // It names the earlier crawl's response.
     let old_recs = records(&old);
-    let orig = old_recs
-        .iter()
-        .find(|r| {
-            r.contains("WARC-Type: response\r\n")
-                && r.contains(&format!("WARC-Target-URI: {home}\r\n"))
-        })
-        .unwrap();
-    let id = orig
-        .lines()
-        .find_map(|l| l.strip_prefix("WARC-Record-ID: "))
-        .unwrap();
+    let id = field(record_of(&old_recs, "response", &home), "WARC-Record-ID");
     assert!(rv.contains(&format!("WARC-Refers-To: {id}\r\n")), "{rv}");
     // The revisit's metadata lists the earlier copy's outlinks.
     let meta = of("metadata", &home);

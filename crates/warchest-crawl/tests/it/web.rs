@@ -123,7 +123,12 @@ fn serve(
     let mut asked: Vec<String> = Vec::new();
     loop {
         let mut l = String::new();
-        if r.read_line(&mut l).unwrap_or(0) == 0 || l == "\r\n" || l == "\n" {
+        if r.read_line(&mut l).unwrap_or(0) == 0 {
+            // The connection closed before the request ended (a crawler
+            // killed while sending it): nothing was asked, nothing logged.
+            return;
+        }
+        if l == "\r\n" || l == "\n" {
             break;
         }
         if let Some((k, v)) = l.split_once(':') {
