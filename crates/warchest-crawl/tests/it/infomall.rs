@@ -87,3 +87,48 @@ fn an_infomall_crawl_writes_rotating_web_infomall_files() {
     assert_eq!(cdxj.lines().count(), n, "{cdxj}");
     assert!(cdxj.contains(".dat\""), "{cdxj}");
 }
+
+/// A killed infomall crawl's `.open` file (whole records and a cut last
+/// one) is closed on resume as a WARC file is: the whole records kept
+/// under the final name, the cut one dropped and reported.
+#[test]
+fn an_infomall_crawl_resumes_over_a_cut_open_file() {
+    use crate::crawl::resume;
+    let w = web::start();
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("crawl");
+    let s = crawl(&dir, &config(&w, "format = \"infomall\"\nmax-pages = 2"));
+    assert_eq!(s.ending, Ending::Budget);
+    let archive = dir.join("archive");
+    let f = s.files[0].clone();
+    let whole = std::fs::read(&f).unwrap();
+    let mut r = warchest::infomall::Reader::open(&f).unwrap();
+    let mut n = 0;
+    while r.next_record().unwrap().is_some() {
+        n += 1;
+    }
+    assert!(n >= 2, "{n}");
+    // The same records again and half of the first once more.
+    let mut cut = whole.clone();
+    cut.extend_from_slice(&whole[..whole.len() / (2 * n)]);
+    let name = "crawl-20260101000000-00090-x.dat";
+    std::fs::write(archive.join(format!("{name}.open")), &cut).unwrap();
+    let s = resume(&dir, |t| t.replace("max-pages = 2", "max-pages = 0"));
+    assert_eq!(s.ending, Ending::Finished);
+    assert!(
+        s.recovered
+            .iter()
+            .any(|l| l.contains(name) && l.contains("dropped")),
+        "{:#?}",
+        s.recovered
+    );
+    let kept = std::fs::read(archive.join(name)).unwrap();
+    assert_eq!(kept, whole, "the whole records, byte for byte");
+    assert!(!archive.join(format!("{name}.open")).exists());
+    let files: Vec<_> = std::fs::read_dir(&archive)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    let report = warchest_validate::validate_files(&files, &warchest_validate::Options::default());
+    assert_eq!(report.summary.errors(), 0, "{:#?}", report.findings);
+}
