@@ -258,6 +258,25 @@ fn close_open_files(archive: &Path) -> Result<Vec<String>, CrawlError> {
     Ok(out)
 }
 
+/// Writes the configuration `--resume` reads: to a temporary file, synced,
+/// then renamed over `crawl.toml`, so a kill at any moment leaves the old
+/// one or the new one whole (a kill while it was written in place once
+/// left it empty, and the next run a crawl with no seeds). Unchanged, it
+/// is not written at all.
+fn save_config(dir: &Path, saved: &str) -> Result<(), CrawlError> {
+    use std::io::Write;
+    let path = dir.join(SAVED_CONFIG);
+    if std::fs::read_to_string(&path).is_ok_and(|old| old == saved) {
+        return Ok(());
+    }
+    let tmp = dir.join(format!("{SAVED_CONFIG}.tmp"));
+    let mut f = std::fs::File::create(&tmp).map_err(io_at(&tmp))?;
+    f.write_all(saved.as_bytes())
+        .and_then(|()| f.sync_all())
+        .map_err(io_at(&tmp))?;
+    std::fs::rename(&tmp, &path).map_err(io_at(&path))
+}
+
 /// The list of WARC files indexed, each with the CDXJ's length after it.
 const INDEXED: &str = "indexes/indexed.txt";
 
@@ -320,8 +339,7 @@ impl Crawl {
         stop: std::sync::Arc<AtomicBool>,
     ) -> Result<Crawl, CrawlError> {
         std::fs::create_dir_all(dir).map_err(io_at(dir))?;
-        let cfg_path = dir.join(SAVED_CONFIG);
-        std::fs::write(&cfg_path, saved).map_err(io_at(&cfg_path))?;
+        save_config(dir, saved)?;
         let e = &cfg.engine;
         if e.format == OutputFormat::Infomall && (e.recrawl.is_some() || e.dedupe_index.is_some()) {
             return Err(crate::config::ConfigError(
