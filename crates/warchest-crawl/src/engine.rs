@@ -258,6 +258,27 @@ fn close_open_files(archive: &Path) -> Result<Vec<String>, CrawlError> {
     Ok(out)
 }
 
+/// Makes the database `path` when missing: `make` builds it under a
+/// temporary name, which is renamed when whole. A kill while a database
+/// file was being created (or copied) would otherwise leave one that does
+/// not open.
+fn create_whole(
+    path: &Path,
+    make: impl FnOnce(&Path) -> Result<(), CrawlError>,
+) -> Result<(), CrawlError> {
+    if path.exists() {
+        return Ok(());
+    }
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".tmp");
+    let tmp = path.with_file_name(name);
+    if tmp.exists() {
+        std::fs::remove_file(&tmp).map_err(io_at(&tmp))?;
+    }
+    make(&tmp)?;
+    std::fs::rename(&tmp, path).map_err(io_at(path))
+}
+
 /// Writes the configuration `--resume` reads: to a temporary file, synced,
 /// then renamed over `crawl.toml`, so a kill at any moment leaves the old
 /// one or the new one whole (a kill while it was written in place once
@@ -377,10 +398,15 @@ impl Crawl {
         };
         if let Some(old) = &e.recrawl {
             let src = old.join("dedupe.redb");
-            if !idx_path.exists() {
-                std::fs::copy(&src, &idx_path).map_err(io_at(&src))?;
-            }
+            create_whole(&idx_path, |tmp| {
+                std::fs::copy(&src, tmp).map_err(io_at(&src))?;
+                Ok(())
+            })?;
         }
+        create_whole(&idx_path, |tmp| {
+            DigestIndex::open(tmp)?;
+            Ok(())
+        })?;
         let index = DigestIndex::open(&idx_path)?;
         let mut notes = Vec::new();
         if let Some(p) = cdxj {
@@ -466,7 +492,12 @@ impl Crawl {
             overrides,
             ..dns::ResolverOptions::default()
         });
-        let (frontier, requeued) = Frontier::open(&dir.join("frontier.redb"))?;
+        let frontier_path = dir.join("frontier.redb");
+        create_whole(&frontier_path, |tmp| {
+            Frontier::open(tmp)?;
+            Ok(())
+        })?;
+        let (frontier, requeued) = Frontier::open(&frontier_path)?;
         let (status, status_addr) = match &e.status_listen {
             None => (None, None),
             #[cfg(feature = "status")]
