@@ -83,7 +83,8 @@ pub struct EngineConfig {
     /// DNS lookup: what the tests set, so a crawler under test never
     /// reaches another address.
     pub resolve_only: bool,
-    /// Earlier captures to dedupe against: a `warchest dedupe` database.
+    /// Earlier captures to dedupe against: a `warchest dedupe` database,
+    /// or earlier crawls' CDXJ (a `.cdxj` file or a directory of them).
     pub dedupe_index: Option<PathBuf>,
     /// An earlier crawl's directory: URLs it captured are asked for with
     /// If-None-Match / If-Modified-Since, identical payloads become
@@ -111,6 +112,8 @@ pub struct EngineConfig {
     pub description: Option<String>,
     /// Redirects followed in a row before giving up (loops end here).
     pub max_redirects: u32,
+    /// Seconds between two stats lines in `logs/progress.log`.
+    pub stats_interval: f64,
 }
 
 impl EngineConfig {
@@ -155,6 +158,7 @@ impl Default for EngineConfig {
             operator: None,
             description: None,
             max_redirects: 20,
+            stats_interval: 60.0,
         }
     }
 }
@@ -257,6 +261,11 @@ impl CrawlConfig {
         }
         if !(engine.max_time >= 0.0 && engine.max_time.is_finite()) {
             return Err(ConfigError("max-time: seconds, 0 for none".into()));
+        }
+        if !(engine.stats_interval > 0.0 && engine.stats_interval.is_finite()) {
+            return Err(ConfigError(
+                "stats-interval: a positive number of seconds".into(),
+            ));
         }
         if engine.warc_size == 0 {
             return Err(ConfigError("warc-size: above 0".into()));

@@ -99,6 +99,8 @@ pub struct Summary {
     /// `.open` files of an earlier run closed when this one began, and
     /// what their recovery said.
     pub recovered: Vec<String>,
+    /// What opening the crawl read besides (CDXJ dedupe indexes loaded).
+    pub notes: Vec<String>,
 }
 
 /// Live counters for progress displays and the status server.
@@ -122,6 +124,8 @@ pub struct Crawl {
     cfg: CrawlConfig,
     frontier: Frontier,
     recorder: Recorder,
+    /// `format = infomall`: responses go here instead of the recorder.
+    infomall: Option<crate::infomall::InfomallFiles>,
     resolver: dns::Resolver,
     fetch: FetchOptions,
     scope: Scope,
@@ -139,6 +143,7 @@ pub struct Crawl {
     started: Instant,
     requeued: u64,
     recovered: Vec<String>,
+    notes: Vec<String>,
     shard: Option<(u32, u32)>,
     /// The status server's socket, bound when the crawl opens.
     status: Mutex<Option<std::net::TcpListener>>,
@@ -147,9 +152,6 @@ pub struct Crawl {
     /// Counters of this run.
     pub live: Live,
 }
-
-/// How often a stats line goes to `logs/progress.log`.
-pub const STATS_EVERY: Duration = Duration::from_secs(60);
 
 /// One line of progress: queued, done, failed, pages/s, bytes/s, hosts
 /// active, and an ETA when a page budget is known.
@@ -196,6 +198,16 @@ fn close_open_files(archive: &Path) -> Result<Vec<String>, CrawlError> {
     opens.sort();
     for p in opens {
         let fin = p.with_extension("");
+        // Killed between creating the file and flushing its first records:
+        // nothing whole was written (the URIs in flight go back to their
+        // queues), so there is nothing to keep. An empty file left under
+        // the final name would fail every reader ("no record").
+        let len = std::fs::metadata(&p).map_err(io_at(&p))?.len();
+        if len == 0 {
+            std::fs::remove_file(&p).map_err(io_at(&p))?;
+            out.push(format!("{}: empty, removed", p.display()));
+            continue;
+        }
         let f = std::fs::File::create(&fin).map_err(io_at(&fin))?;
         // Records compressed as the writer compressed them (one gzip
         // member each for `.warc.gz`).
@@ -208,7 +220,27 @@ fn close_open_files(archive: &Path) -> Result<Vec<String>, CrawlError> {
             },
             ..Default::default()
         };
-        let report = warchest_ops::recover::recover(&p, std::io::BufWriter::new(f), &opts)?;
+        let report = match warchest_ops::recover::recover(&p, std::io::BufWriter::new(f), &opts) {
+            Ok(r) => r,
+            Err(e) => {
+                // No record start at all (a few bytes of a first gzip
+                // header): nothing whole to keep.
+                remove_cut(&p, &fin)?;
+                out.push(format!("{}: no whole record, removed ({e})", p.display()));
+                continue;
+            }
+        };
+        if report.records_written == 0 {
+            // Only a cut first record (the warcinfo, or the first
+            // response): its URI was in flight and is fetched again.
+            remove_cut(&p, &fin)?;
+            out.push(format!(
+                "{}: no whole record ({} cut), removed",
+                p.display(),
+                report.records_lost
+            ));
+            continue;
+        }
         let line = if report.is_clean() {
             format!("{}: closed, every record whole", fin.display())
         } else {
@@ -226,6 +258,93 @@ fn close_open_files(archive: &Path) -> Result<Vec<String>, CrawlError> {
     Ok(out)
 }
 
+/// Makes the database `path` when missing: `make` builds it under a
+/// temporary name, which is renamed when whole. A kill while a database
+/// file was being created (or copied) would otherwise leave one that does
+/// not open.
+fn create_whole(
+    path: &Path,
+    make: impl FnOnce(&Path) -> Result<(), CrawlError>,
+) -> Result<(), CrawlError> {
+    if path.exists() {
+        return Ok(());
+    }
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".tmp");
+    let tmp = path.with_file_name(name);
+    if tmp.exists() {
+        std::fs::remove_file(&tmp).map_err(io_at(&tmp))?;
+    }
+    make(&tmp)?;
+    std::fs::rename(&tmp, path).map_err(io_at(path))
+}
+
+/// Writes the configuration `--resume` reads: to a temporary file, synced,
+/// then renamed over `crawl.toml`, so a kill at any moment leaves the old
+/// one or the new one whole (a kill while it was written in place once
+/// left it empty, and the next run a crawl with no seeds). Unchanged, it
+/// is not written at all.
+fn save_config(dir: &Path, saved: &str) -> Result<(), CrawlError> {
+    use std::io::Write;
+    let path = dir.join(SAVED_CONFIG);
+    if std::fs::read_to_string(&path).is_ok_and(|old| old == saved) {
+        return Ok(());
+    }
+    let tmp = dir.join(format!("{SAVED_CONFIG}.tmp"));
+    let mut f = std::fs::File::create(&tmp).map_err(io_at(&tmp))?;
+    f.write_all(saved.as_bytes())
+        .and_then(|()| f.sync_all())
+        .map_err(io_at(&tmp))?;
+    std::fs::rename(&tmp, &path).map_err(io_at(&path))
+}
+
+/// The list of WARC files indexed, each with the CDXJ's length after it.
+const INDEXED: &str = "indexes/indexed.txt";
+
+/// Cuts `indexes/index.cdxj` back to the length recorded after the last
+/// file listed in `indexes/indexed.txt`: lines beyond it are of a file
+/// whose indexing a kill interrupted, indexed again on this open. (A list
+/// written before lengths were recorded is left as it is.)
+fn repair_index(dir: &Path) -> Result<(), CrawlError> {
+    let listed = dir.join(INDEXED);
+    let cdxj = dir.join("indexes/index.cdxj");
+    // A torn last line (no newline) is the kill's: its file is indexed again.
+    crate::output::cut_torn_line(&listed).map_err(io_at(&listed))?;
+    let Ok(text) = std::fs::read_to_string(&listed) else {
+        // Nothing indexed yet: whatever the CDXJ holds is a cut run's.
+        if std::fs::metadata(&cdxj).is_ok_and(|m| m.len() > 0) {
+            truncate(&cdxj, 0)?;
+        }
+        return Ok(());
+    };
+    let last = text.lines().next_back();
+    let end = match last {
+        None => Some(0),
+        Some(l) => l.rsplit_once('\t').and_then(|(_, n)| n.parse::<u64>().ok()),
+    };
+    if let Some(end) = end
+        && std::fs::metadata(&cdxj).is_ok_and(|m| m.len() > end)
+    {
+        truncate(&cdxj, end)?;
+    }
+    Ok(())
+}
+
+fn truncate(p: &Path, len: u64) -> Result<(), CrawlError> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(p)
+        .and_then(|f| f.set_len(len))
+        .map_err(io_at(p))
+}
+
+/// Removes a killed run's `.open` file that held no whole record, and
+/// what recovering it began under the final name.
+fn remove_cut(open: &Path, fin: &Path) -> Result<(), CrawlError> {
+    std::fs::remove_file(fin).map_err(io_at(fin))?;
+    std::fs::remove_file(open).map_err(io_at(open))
+}
+
 impl Crawl {
     /// Opens the crawl in `dir` with `cfg` (a new crawl saves `cfg` there;
     /// a resumed one passes the saved one). Closes `.open` files a killed
@@ -241,12 +360,11 @@ impl Crawl {
         stop: std::sync::Arc<AtomicBool>,
     ) -> Result<Crawl, CrawlError> {
         std::fs::create_dir_all(dir).map_err(io_at(dir))?;
-        let cfg_path = dir.join(SAVED_CONFIG);
-        std::fs::write(&cfg_path, saved).map_err(io_at(&cfg_path))?;
+        save_config(dir, saved)?;
         let e = &cfg.engine;
-        if e.format == OutputFormat::Infomall {
+        if e.format == OutputFormat::Infomall && (e.recrawl.is_some() || e.dedupe_index.is_some()) {
             return Err(crate::config::ConfigError(
-                "format = infomall is not built yet; use warc".into(),
+                "format = infomall has no revisit records: it cannot be given recrawl or dedupe-index".into(),
             )
             .into());
         }
@@ -268,18 +386,40 @@ impl Crawl {
         std::fs::create_dir_all(&archive).map_err(io_at(&archive))?;
         let recovered = close_open_files(&archive)?;
         // The dedupe index: the user's (shared between crawls), an earlier
-        // crawl's copy (--recrawl), or the crawl's own.
+        // crawl's copy (--recrawl), or the crawl's own (which earlier
+        // crawls' CDXJ indexes, given as the dedupe index, are loaded into).
+        let cdxj = e
+            .dedupe_index
+            .as_deref()
+            .filter(|p| crate::dedupe::is_cdxj(p));
         let idx_path = match &e.dedupe_index {
-            Some(p) => p.clone(),
-            None => dir.join("dedupe.redb"),
+            Some(p) if cdxj.is_none() => p.clone(),
+            _ => dir.join("dedupe.redb"),
         };
         if let Some(old) = &e.recrawl {
             let src = old.join("dedupe.redb");
-            if !idx_path.exists() {
-                std::fs::copy(&src, &idx_path).map_err(io_at(&src))?;
-            }
+            create_whole(&idx_path, |tmp| {
+                std::fs::copy(&src, tmp).map_err(io_at(&src))?;
+                Ok(())
+            })?;
         }
+        create_whole(&idx_path, |tmp| {
+            DigestIndex::open(tmp)?;
+            Ok(())
+        })?;
         let index = DigestIndex::open(&idx_path)?;
+        let mut notes = Vec::new();
+        if let Some(p) = cdxj {
+            let n = crate::dedupe::load(&index, p)?;
+            notes.push(format!(
+                "dedupe index {}: {} captures ({} digests new), {} lines skipped (not 2xx, revisits, no digest), {} not CDXJ",
+                p.display(),
+                n.captures,
+                n.added,
+                n.skipped,
+                n.malformed
+            ));
+        }
         let existing = std::fs::read_dir(&archive)
             .map(|r| r.filter(|e| e.is_ok()).count() as u64)
             .unwrap_or(0);
@@ -319,6 +459,9 @@ impl Crawl {
             warcinfo,
             ..RotatingOptions::default()
         };
+        let infomall = (e.format == OutputFormat::Infomall).then(|| {
+            crate::infomall::InfomallFiles::new(&archive, &e.prefix, existing, e.warc_size)
+        });
         let recorder = Recorder::new(&archive, output, Some(index))?;
         let limits = CaptureLimits {
             max_len: (e.max_size > 0).then_some(e.max_size),
@@ -349,7 +492,12 @@ impl Crawl {
             overrides,
             ..dns::ResolverOptions::default()
         });
-        let (frontier, requeued) = Frontier::open(&dir.join("frontier.redb"))?;
+        let frontier_path = dir.join("frontier.redb");
+        create_whole(&frontier_path, |tmp| {
+            Frontier::open(tmp)?;
+            Ok(())
+        })?;
+        let (frontier, requeued) = Frontier::open(&frontier_path)?;
         let (status, status_addr) = match &e.status_listen {
             None => (None, None),
             #[cfg(feature = "status")]
@@ -370,6 +518,7 @@ impl Crawl {
             let p = dir.join(rel);
             LineLog::open(&p).map_err(|e| CrawlError::Io(p, e))
         };
+        repair_index(dir)?;
         let pages = open_log("pages/pages.jsonl")?;
         if pages.is_empty() {
             pages.line(PAGES_HEADER).map_err(io_at(pages.path()))?;
@@ -383,6 +532,7 @@ impl Crawl {
             dir: dir.to_path_buf(),
             frontier,
             recorder,
+            infomall,
             resolver,
             fetch,
             scope,
@@ -395,6 +545,7 @@ impl Crawl {
             started: Instant::now(),
             requeued,
             recovered,
+            notes,
             shard,
             status: Mutex::new(status),
             status_addr,
@@ -480,18 +631,21 @@ impl Crawl {
 
     /// Indexes the WARC files in archive/ not yet in the CDXJ.
     fn index_new_files(&self) -> Result<(), CrawlError> {
-        let listed = self.dir.join("indexes/indexed.txt");
+        let listed = self.dir.join(INDEXED);
         let done: Vec<String> = std::fs::read_to_string(&listed)
             .unwrap_or_default()
             .lines()
-            .map(str::to_string)
+            .map(|l| l.split('\t').next().unwrap_or(l).to_string())
             .collect();
         let mut files: Vec<PathBuf> = std::fs::read_dir(archive_dir(&self.dir))
             .map_err(io_at(&self.dir))?
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| {
                 let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-                (n.ends_with(".warc.gz") || n.ends_with(".warc")) && !done.iter().any(|d| d == n)
+                (n.ends_with(".warc.gz")
+                    || n.ends_with(".warc")
+                    || n.ends_with(crate::infomall::EXT))
+                    && !done.iter().any(|d| d == n)
             })
             .collect();
         files.sort();
@@ -501,6 +655,12 @@ impl Crawl {
         Ok(())
     }
 
+    /// Appends the CDXJ of one closed WARC file to `indexes/index.cdxj`,
+    /// then lists the file in `indexes/indexed.txt` with the CDXJ's length
+    /// after it: a run killed between the two leaves lines that
+    /// [`repair_index`] cuts off on the next open, before the file is
+    /// indexed again. One file at a time (the lock), so the lengths are in
+    /// order.
     fn index_file(&self, path: &Path) -> Result<(), CrawlError> {
         use warchest_index::{Format, IndexOptions, IndexOutput, Indexer};
         let name = path
@@ -508,22 +668,28 @@ impl Crawl {
             .and_then(|n| n.to_str())
             .unwrap_or("")
             .to_string();
-        if let Ok(mut ix) = self.indexed.lock() {
-            if ix.iter().any(|p| p == path) {
-                return Ok(());
-            }
-            ix.push(path.to_path_buf());
+        let mut ix = self.indexed.lock().unwrap_or_else(|p| p.into_inner());
+        if ix.iter().any(|p| p == path) {
+            return Ok(());
         }
+        ix.push(path.to_path_buf());
         let mut reader = warchest::archive::Reader::open(path)?;
         let mut out = IndexOutput::new(Vec::new(), &Format::Cdxj, false)?;
         Indexer::new(name.clone(), IndexOptions::default()).index(&mut reader, |e| out.push(&e))?;
         let text = String::from_utf8_lossy(&out.finish()?).into_owned();
-        for l in text.lines().filter(|l| !l.is_empty()) {
-            self.cdxj.line(l).map_err(io_at(self.cdxj.path()))?;
+        let lines: Vec<&str> = text.lines().filter(|l| !l.is_empty()).collect();
+        if !lines.is_empty() {
+            self.cdxj
+                .line(&lines.join("\n"))
+                .map_err(io_at(self.cdxj.path()))?;
         }
-        let listed = self.dir.join("indexes/indexed.txt");
+        let end = std::fs::metadata(self.cdxj.path())
+            .map_err(io_at(self.cdxj.path()))?
+            .len();
+        let listed = self.dir.join(INDEXED);
         let log = LineLog::open(&listed).map_err(io_at(&listed))?;
-        log.line(&name).map_err(io_at(&listed))?;
+        log.line(&format!("{name}\t{end}"))
+            .map_err(io_at(&listed))?;
         Ok(())
     }
 
@@ -657,9 +823,10 @@ impl Crawl {
                 let mut last_reload = Instant::now();
                 let mut last_stats = Instant::now();
                 let stats = LineLog::open(&me.dir.join("logs/progress.log")).ok();
+                let every = Duration::from_secs_f64(me.cfg.engine.stats_interval);
                 loop {
                     tick(me);
-                    if last_stats.elapsed() >= STATS_EVERY {
+                    if last_stats.elapsed() >= every {
                         if let Some(l) = &stats {
                             let _ = l.line(&format!(
                                 "{} {}",
@@ -693,11 +860,25 @@ impl Crawl {
             workers_done.store(true, Ordering::Relaxed);
         });
         tick(&self);
+        // The run's last stats line, whatever its length.
+        if let Ok(l) = LineLog::open(&self.dir.join("logs/progress.log")) {
+            let _ = l.line(&format!(
+                "{} {} (end of run)",
+                iso_time(time::OffsetDateTime::now_utc()),
+                progress_line(&self, self.started, self.cfg.engine.max_pages)
+            ));
+        }
         if let Some(e) = fatal.into_inner().ok().flatten() {
             let _ = self.recorder.finish();
+            if let Some(im) = &self.infomall {
+                let _ = im.finish();
+            }
             return Err(e);
         }
-        let files = self.recorder.finish()?;
+        let mut files = self.recorder.finish()?;
+        if let Some(im) = &self.infomall {
+            files.extend(im.finish()?);
+        }
         for f in &files {
             self.index_file(f)?;
         }
@@ -714,6 +895,7 @@ impl Crawl {
             files,
             requeued: self.requeued,
             recovered: self.recovered.clone(),
+            notes: self.notes.clone(),
         })
     }
 
@@ -886,7 +1068,10 @@ impl Crawl {
             self.live.pages.fetch_add(1, Ordering::Relaxed);
         }
         // Records on disk before the URI is marked done.
-        let closed = self.recorder.flush()?;
+        let mut closed = self.recorder.flush()?;
+        if let Some(im) = &self.infomall {
+            closed.extend(im.flush()?);
+        }
         for c in closed {
             self.index_file(&c)?;
         }
@@ -1023,12 +1208,17 @@ impl Crawl {
     fn fetch_page(&self, uri: &CrawlUri) -> Result<FetchedPage, CaptureError> {
         let url = warchest_capture::Url::parse(uri.url.as_str())?;
         let resolved = self.resolve(&url.host)?;
-        if let Some(l) = &resolved.lookup {
+        if let Some(l) = &resolved.lookup
+            && self.infomall.is_none()
+        {
             self.recorder.record_dns(l)?;
         }
         let target = uri.url.to_string();
+        // robots.txt: a prerequisite, or a redirect from one.
+        let want_robots = uri.hops.trim_end_matches('R').ends_with('P');
+        // robots.txt is always asked for whole: its rules are needed now.
         let (extra, conditional_of) = match self.recorder.index() {
-            Some(idx) if self.cfg.engine.recrawl.is_some() => {
+            Some(idx) if self.cfg.engine.recrawl.is_some() && !want_robots => {
                 warchest_capture::conditional(idx, &target)?
             }
             _ => (Vec::new(), None),
@@ -1050,8 +1240,6 @@ impl Crawl {
             .collect();
         // The payload, content coding removed, through the extractor (and
         // kept whole for robots.txt).
-        // robots.txt: a prerequisite, or a redirect from one.
-        let want_robots = uri.hops.trim_end_matches('R').ends_with('P');
         let mut robots_body = None;
         let mut extractor = Extractor::new(&uri.url, content_type.as_deref(), &self.cfg.extract);
         if (200..300).contains(&status) || want_robots {
@@ -1085,11 +1273,25 @@ impl Crawl {
                 }
             }
         }
-        let extracted = if want_robots {
+        let mut extracted = if want_robots {
             Extracted::default()
         } else {
             extractor.finish()
         };
+        // A 304 to a recrawl's conditional request has no body: the links
+        // are the earlier crawl's copy's, so the recrawl goes as deep.
+        if status == 304
+            && conditional_of.is_some()
+            && let Some(idx) = self.recorder.index()
+            && let Some(prev) = idx.get_url(&target)?
+        {
+            extracted = self
+                .extract_original(uri, &prev.entry)
+                .unwrap_or_else(|err| {
+                    tracing::warn!("{}: the earlier copy's links: {err}", uri.url);
+                    Extracted::default()
+                });
+        }
         let ms = x.elapsed.as_millis() as u64;
         let mut meta = vec![("fetchTimeMs".to_string(), ms.to_string())];
         if let Some(v) = &uri.via {
@@ -1123,17 +1325,45 @@ impl Crawl {
             x.response.payload.payload.as_bytes(),
         )
         .to_string();
-        let recorded = self.recorder.record_http(HttpRecord {
-            target_uri: target,
-            ip: Some(x.ip),
-            date: x.started,
-            request: warchest::write::Body::Bytes(&x.request),
-            response: &mut x.response,
-            protocols,
-            cipher_suite: x.tls.1.clone(),
-            metadata: meta,
-            conditional_of,
-        })?;
+        let kind = if let Some(im) = &self.infomall {
+            // Web InfoMall: the response as received; origin is the URL
+            // whose redirect led here.
+            let origin = uri
+                .via
+                .as_ref()
+                .filter(|_| uri.hops.ends_with('R'))
+                .map(|v| v.as_str());
+            x.response
+                .block
+                .seek(SeekFrom::Start(0))
+                .map_err(|e| CaptureError::Io("spool".into(), e))?;
+            let len = x.response.len;
+            im.write(
+                &crate::infomall::Capture {
+                    url: &target,
+                    origin,
+                    date: x.started,
+                    ip: Some(x.ip),
+                },
+                &mut (&mut x.response.block).take(len),
+                len,
+            )?;
+            Kind::Response
+        } else {
+            self.recorder
+                .record_http(HttpRecord {
+                    target_uri: target,
+                    ip: Some(x.ip),
+                    date: x.started,
+                    request: warchest::write::Body::Bytes(&x.request),
+                    response: &mut x.response,
+                    protocols,
+                    cipher_suite: x.tls.1.clone(),
+                    metadata: meta,
+                    conditional_of,
+                })?
+                .kind
+        };
         Ok(FetchedPage {
             status,
             content_type,
@@ -1142,12 +1372,46 @@ impl Crawl {
             started: x.started,
             ms,
             ip: Some(x.ip),
-            kind: recorded.kind,
+            kind,
             truncated,
             extracted,
             headers,
             robots_body,
         })
+    }
+}
+
+impl Crawl {
+    /// The links of an earlier crawl's copy of `uri` (a recrawl's 304):
+    /// its payload read in place, checked against its digest, decoded.
+    fn extract_original(
+        &self,
+        uri: &CrawlUri,
+        e: &warchest_ops::dedupe::IndexEntry,
+    ) -> Result<Extracted, warchest::Error> {
+        let rec = warchest_ops::revisit::identical_payload_digest(
+            &e.original.target_uri,
+            &e.original,
+            warchest::warc::Version::V1_1,
+        )?;
+        let p = warchest_ops::revisit::payload_at(&e.location, rec.header(), true)?;
+        let ct = p
+            .http_head()
+            .and_then(|h| h.content_type())
+            .map(|c| String::from_utf8_lossy(&c).trim().to_string());
+        struct Feed(Extractor);
+        impl std::io::Write for Feed {
+            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+                self.0.write(b);
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut feed = Feed(Extractor::new(&uri.url, ct.as_deref(), &self.cfg.extract));
+        p.copy_to(&mut feed)?;
+        Ok(feed.0.finish())
     }
 }
 

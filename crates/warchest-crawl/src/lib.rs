@@ -68,8 +68,10 @@ mod tests {
 
 // -- engine modules (h-crawl) --
 pub mod config;
+pub mod dedupe;
 pub mod engine;
 pub mod frontier;
+pub mod infomall;
 pub mod output;
 pub mod shard;
 #[cfg(feature = "status")]

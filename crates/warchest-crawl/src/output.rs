@@ -22,7 +22,10 @@ pub struct LineLog {
 }
 
 impl LineLog {
-    /// Opens `path` for appending (creating it and its directory).
+    /// Opens `path` for appending (creating it and its directory). A torn
+    /// last line (no newline: a run killed while writing it) is cut off,
+    /// so the next line does not run into it; the URI it was about was in
+    /// flight and is logged again when fetched again.
     ///
     /// # Errors
     /// The file cannot be opened.
@@ -30,6 +33,7 @@ impl LineLog {
         if let Some(d) = path.parent() {
             std::fs::create_dir_all(d)?;
         }
+        cut_torn_line(path)?;
         let f = OpenOptions::new().create(true).append(true).open(path)?;
         Ok(LineLog {
             path: path.to_path_buf(),
@@ -67,6 +71,34 @@ impl LineLog {
     pub fn path(&self) -> &Path {
         &self.path
     }
+}
+
+/// Truncates `path` after its last newline when it does not end in one.
+pub(crate) fn cut_torn_line(path: &Path) -> std::io::Result<()> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = match OpenOptions::new().read(true).write(true).open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    let len = f.metadata()?.len();
+    // Back from the end in blocks until a newline (or the start).
+    let mut end = len;
+    let mut buf = vec![0u8; 64 << 10];
+    while end > 0 {
+        let n = (buf.len() as u64).min(end) as usize;
+        f.seek(SeekFrom::Start(end - n as u64))?;
+        f.read_exact(&mut buf[..n])?;
+        if let Some(i) = buf[..n].iter().rposition(|&b| b == b'\n') {
+            end = end - n as u64 + i as u64 + 1;
+            break;
+        }
+        end -= n as u64;
+    }
+    if end < len {
+        f.set_len(end)?;
+    }
+    Ok(())
 }
 
 /// One line of Heritrix's crawl.log.
@@ -195,6 +227,23 @@ pub const PAGES_HEADER: &str =
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_torn_last_line_is_cut_when_a_log_opens() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("l.log");
+        std::fs::write(&p, "one\ntwo\nthr").unwrap();
+        let l = LineLog::open(&p).unwrap();
+        l.line("four").unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "one\ntwo\nfour\n");
+        // A file of one torn line is emptied; whole lines are kept.
+        std::fs::write(&p, "torn").unwrap();
+        drop(LineLog::open(&p).unwrap());
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "");
+        std::fs::write(&p, "a\n").unwrap();
+        drop(LineLog::open(&p).unwrap());
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "a\n");
+    }
 
     #[test]
     fn crawl_log_line_has_heritrix_columns() {

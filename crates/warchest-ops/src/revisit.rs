@@ -105,7 +105,11 @@ impl Original {
 }
 
 fn set_refers_to(rec: &mut NewRecord, original: &Original) -> Result<()> {
-    rec.set(field::REFERS_TO, &original.record_id)?;
+    // Known from a CDX(J) index, an original has no record id: the URI and
+    // date name it (WARC 1.1 6.7.2), as Heritrix's CDX dedupe writes.
+    if !original.record_id.is_empty() {
+        rec.set(field::REFERS_TO, &original.record_id)?;
+    }
     if !original.target_uri.is_empty() {
         rec.set(field::REFERS_TO_TARGET_URI, &original.target_uri)?;
     }
@@ -401,6 +405,11 @@ impl ResolvedPayload {
     /// Where the original is.
     pub fn location(&self) -> &Location {
         &self.location
+    }
+
+    /// The original's HTTP head, for an HTTP record.
+    pub fn http_head(&self) -> Option<&http::HttpHead> {
+        self.head.as_ref()
     }
 
     /// Writes the payload to `out` and returns how many bytes were written.

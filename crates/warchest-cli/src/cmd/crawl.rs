@@ -71,7 +71,9 @@ pub struct Args {
     /// At most this many bytes from one host.
     #[arg(long)]
     max_bytes_per_host: Option<u64>,
-    /// A `warchest dedupe` database: payloads in it become revisits.
+    /// A `warchest dedupe` database, or earlier crawls' CDXJ (a `.cdxj`
+    /// file or a directory of them, as a crawl's indexes/): payloads in it
+    /// become revisits.
     #[arg(long)]
     dedupe_index: Option<PathBuf>,
     /// An earlier crawl directory: conditional requests for its URLs.
@@ -308,6 +310,9 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
         for r in &summary.recovered {
             eprintln!("recovered {r}");
         }
+        for n in &summary.notes {
+            eprintln!("{n}");
+        }
         if summary.requeued > 0 {
             eprintln!(
                 "{} URIs in flight when the last run stopped were queued again",
@@ -361,9 +366,13 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
             );
         }
     }
-    Ok(if summary.counts.failed > 0 {
-        Outcome::Problem
-    } else {
-        Outcome::Ok
-    })
+    // 1: URIs failed (logged with negative codes), or stopped by a signal
+    // before the end (resumable); a budget reached is an end as asked.
+    Ok(
+        if summary.counts.failed > 0 || summary.ending == Ending::Interrupted {
+            Outcome::Problem
+        } else {
+            Outcome::Ok
+        },
+    )
 }

@@ -90,6 +90,8 @@ fn sigint_stops_a_crawl_that_resume_finishes() {
     assert!(st.success());
     let o = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
+    // Stopped before the end: exit 1 (resumable), so `&&` does not go on.
+    assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(
         err.contains("interrupted") && err.contains("--resume"),
         "{err}"

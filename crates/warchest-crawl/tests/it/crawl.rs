@@ -54,6 +54,23 @@ pub fn records(dir: &Path) -> Vec<String> {
         .collect()
 }
 
+/// The first record of type `ty` for `uri` among `recs`.
+pub fn record_of<'a>(recs: &'a [String], ty: &str, uri: &str) -> &'a str {
+    recs.iter()
+        .find(|r| {
+            r.contains(&format!("WARC-Type: {ty}\r\n"))
+                && r.contains(&format!("WARC-Target-URI: {uri}\r\n"))
+        })
+        .unwrap_or_else(|| panic!("no {ty} record of {uri}"))
+}
+
+/// A WARC header field of a record as text.
+pub fn field<'a>(rec: &'a str, name: &str) -> &'a str {
+    rec.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}: ")))
+        .unwrap_or_else(|| panic!("no {name}: {rec}"))
+}
+
 fn without_robots(reqs: Vec<String>) -> BTreeSet<String> {
     reqs.into_iter()
         .filter(|r| !r.ends_with("/robots.txt"))
@@ -79,23 +96,30 @@ pub fn expected(w: &Web) -> BTreeSet<String> {
     .collect()
 }
 
-/// warcio check, warchest's validator, and `warchest index` (the library)
-/// against cdxj-indexer, on every WARC file of a crawl.
+/// The three checks on every WARC file of a crawl: warcio check
+/// and warchest's validator pass; `warchest index` (the library) equals
+/// cdxj-indexer; pywb replays the seed page.
 pub fn check_files(dir: &Path) {
     let files = warc_files(dir);
     assert!(!files.is_empty());
+    pywb_replays_the_seed(dir, &files);
     let report = warchest_validate::validate_files(&files, &warchest_validate::Options::default());
     assert_eq!(report.summary.errors(), 0, "{:#?}", report.findings);
+    // One warcio process for all the files (its start-up is most of its time).
+    let o = Command::new("warcio")
+        .args(["check", "-v"])
+        .args(&files)
+        .output()
+        .expect("warcio (pip install warcio)");
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success() && !text.contains("fail"),
+        "warcio check: {text}"
+    );
     for f in &files {
-        let o = Command::new("warcio")
-            .args(["check", "-v"])
-            .arg(f)
-            .output()
-            .expect("warcio (pip install warcio)");
-        let text = String::from_utf8_lossy(&o.stdout);
         assert!(
-            o.status.success() && !text.contains("fail"),
-            "warcio check {}: {text}",
+            text.contains(&*f.to_string_lossy()),
+            "warcio check did not read {}: {text}",
             f.display()
         );
     }
@@ -147,6 +171,51 @@ pub fn check_files(dir: &Path) {
         ours.len(),
         theirs.len()
     );
+}
+
+/// pywb (its own index of the files, its WSGI app in process:
+/// tests/pywb_replay.py) answers the seeds' replay with their archived
+/// status and, unrewritten, their archived payload. A shard's crawl that
+/// holds none of the seeds is checked on its first page.
+pub fn pywb_replays_the_seed(dir: &Path, files: &[PathBuf]) {
+    let text = std::fs::read_to_string(dir.join("crawl.toml")).unwrap();
+    let cfg = CrawlConfig::from_toml(&text).unwrap();
+    // Revisits of identical payload replay from their originals: an
+    // earlier crawl's files (its indexes/ as the dedupe index) come first.
+    // (A recrawl's are left out: its 304 revisits replay as their head,
+    // and pywb would choose between one and the earlier response of the
+    // same second.)
+    let mut all = Vec::new();
+    let earlier = cfg
+        .engine
+        .dedupe_index
+        .as_deref()
+        .filter(|p| p.ends_with("indexes"))
+        .and_then(|p| p.parent().map(Path::to_path_buf));
+    if let Some(old) = earlier {
+        all.extend(warc_files(&old));
+    }
+    all.extend_from_slice(files);
+    let o = pywb_replay(&cfg.engine.seeds, cfg.engine.shard.is_some(), &all);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success() && out.contains("pywb replays "),
+        "pywb replay (pip install pywb): {out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+fn pywb_replay(seeds: &[String], or_first_page: bool, files: &[PathBuf]) -> std::process::Output {
+    let mut cmd = Command::new("python3");
+    cmd.arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/pywb_replay.py"));
+    if or_first_page {
+        cmd.arg("--or-first-page");
+    }
+    cmd.args(seeds)
+        .arg("--")
+        .args(files)
+        .output()
+        .expect("python3")
 }
 
 #[test]
@@ -275,6 +344,10 @@ fn a_site_is_crawled_end_to_end() {
     );
 
     check_files(&dir);
+    // The replay check can fail: a seed the crawl does not hold.
+    let o = pywb_replay(&[w.url("a.test", "/never")], false, &warc_files(&dir));
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("holds none of its seeds"));
 }
 
 /// Runs the crawl in `dir` again from its saved configuration, with
@@ -479,5 +552,32 @@ fn resolve_only_refuses_a_host_outside_the_table() {
         log.lines()
             .any(|l| l.contains(" -1 ") && l.contains("http://outside.invalid/robots.txt")),
         "{log}"
+    );
+}
+
+/// `logs/progress.log` gets a stats line every `stats-interval` (a minute
+/// by default) and one at the end of the run.
+#[test]
+fn stats_lines_go_to_the_progress_log_while_crawling() {
+    let w = web::start();
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("crawl");
+    // One host, 0.3 s between fetches: about 3 s.
+    let toml = config(&w, "stats-interval = 0.2")
+        .replace("min-delay = 0.0", "min-delay = 0.3")
+        .replace("max-delay = 0.0", "max-delay = 0.3");
+    let s = crawl(&dir, &toml);
+    assert_eq!(s.ending, Ending::Finished);
+    let log = std::fs::read_to_string(dir.join("logs/progress.log")).unwrap();
+    let lines: Vec<&str> = log.lines().collect();
+    assert!(lines.len() >= 4, "{log}");
+    for l in &lines {
+        assert!(l.contains(" queued ") && l.contains(" done "), "{l}");
+    }
+    assert!(lines.last().unwrap().ends_with("(end of run)"), "{log}");
+    assert!(
+        lines[..lines.len() - 1]
+            .iter()
+            .all(|l| !l.contains("end of run"))
     );
 }

@@ -2,6 +2,9 @@
 //! served on loopback by the tests themselves.
 
 mod crawl;
+mod dedupe;
+mod infomall;
+mod recrawl;
 mod resume;
 mod testweb;
 mod web;

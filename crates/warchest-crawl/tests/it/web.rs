@@ -12,6 +12,8 @@ use std::time::Duration;
 pub struct Web {
     pub port: u16,
     pub log: Arc<Mutex<Vec<String>>>,
+    /// URLs answered 304 Not Modified (a conditional request matched).
+    pub not_modified: Arc<Mutex<Vec<String>>>,
 }
 
 impl Web {
@@ -89,7 +91,25 @@ fn page(host: &str, path: &str, port: u16) -> (u16, Vec<(String, String)>, Vec<u
     }
 }
 
-fn serve(mut s: TcpStream, port: u16, log: Arc<Mutex<Vec<String>>>) {
+/// a.test's validators, for recrawls: an ETag on its pages, a
+/// Last-Modified on everything else it serves with 200.
+fn validator(host: &str, path: &str, ct: &str) -> Option<(&'static str, String)> {
+    if host != "a.test" {
+        return None;
+    }
+    Some(if ct.starts_with("text/html") {
+        ("ETag", format!("\"v1{}\"", path.replace('/', "-")))
+    } else {
+        ("Last-Modified", "Sat, 01 Nov 2025 10:00:00 GMT".to_string())
+    })
+}
+
+fn serve(
+    mut s: TcpStream,
+    port: u16,
+    log: Arc<Mutex<Vec<String>>>,
+    not_modified: Arc<Mutex<Vec<String>>>,
+) {
     let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
     let mut r = BufReader::new(match s.try_clone() {
         Ok(c) => c,
@@ -100,21 +120,48 @@ fn serve(mut s: TcpStream, port: u16, log: Arc<Mutex<Vec<String>>>) {
         return;
     }
     let mut host = String::new();
+    let mut asked: Vec<String> = Vec::new();
     loop {
         let mut l = String::new();
-        if r.read_line(&mut l).unwrap_or(0) == 0 || l == "\r\n" || l == "\n" {
+        if r.read_line(&mut l).unwrap_or(0) == 0 {
+            // The connection closed before the request ended (a crawler
+            // killed while sending it): nothing was asked, nothing logged.
+            return;
+        }
+        if l == "\r\n" || l == "\n" {
             break;
         }
-        if let Some((k, v)) = l.split_once(':')
-            && k.eq_ignore_ascii_case("host")
-        {
-            host = v.trim().to_string();
+        if let Some((k, v)) = l.split_once(':') {
+            if k.eq_ignore_ascii_case("host") {
+                host = v.trim().to_string();
+            } else if k.eq_ignore_ascii_case("if-none-match")
+                || k.eq_ignore_ascii_case("if-modified-since")
+            {
+                asked.push(v.trim().to_string());
+            }
         }
     }
     let path = first.split_whitespace().nth(1).unwrap_or("/").to_string();
     let name = host.split(':').next().unwrap_or("").to_string();
     log.lock().unwrap().push(format!("http://{host}{path}"));
-    let (status, headers, body) = page(&name, &path, port);
+    let (mut status, mut headers, mut body) = page(&name, &path, port);
+    let ct = headers
+        .iter()
+        .find(|(k, _)| k == "Content-Type")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
+    if status == 200
+        && let Some((k, v)) = validator(&name, &path, &ct)
+    {
+        if asked.contains(&v) {
+            not_modified
+                .lock()
+                .unwrap()
+                .push(format!("http://{host}{path}"));
+            (status, headers, body) = (304, Vec::new(), Vec::new());
+        }
+        headers.push((k.to_string(), v));
+    }
     let mut out = format!("HTTP/1.0 {status} X\r\nContent-Length: {}\r\n", body.len());
     for (k, v) in headers {
         out.push_str(&format!("{k}: {v}\r\n"));
@@ -133,12 +180,17 @@ pub fn start() -> Web {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = l.local_addr().unwrap().port();
     let log = Arc::new(Mutex::new(Vec::new()));
-    let lg = log.clone();
+    let not_modified = Arc::new(Mutex::new(Vec::new()));
+    let (lg, nm) = (log.clone(), not_modified.clone());
     std::thread::spawn(move || {
         for s in l.incoming().flatten() {
-            let lg = lg.clone();
-            std::thread::spawn(move || serve(s, port, lg));
+            let (lg, nm) = (lg.clone(), nm.clone());
+            std::thread::spawn(move || serve(s, port, lg, nm));
         }
     });
-    Web { port, log }
+    Web {
+        port,
+        log,
+        not_modified,
+    }
 }

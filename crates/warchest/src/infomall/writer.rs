@@ -212,6 +212,15 @@ impl<W: Write> Writer<W> {
         Ok(offset)
     }
 
+    /// Flushes the output (every record written so far is then in it).
+    ///
+    /// # Errors
+    /// Flushing failed.
+    pub fn flush(&mut self) -> Result<()> {
+        self.out.flush()?;
+        Ok(())
+    }
+
     /// Flushes and returns the output.
     ///
     /// # Errors

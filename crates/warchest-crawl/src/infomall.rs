@@ -1,0 +1,163 @@
+//! `format = infomall`: the crawl's responses as Web InfoMall records
+//! (the format crate's writer), in rotating files named as the WARC files
+//! are (Annex B: `PREFIX-TIMESTAMP-SERIAL-HOST.dat`), each written as
+//! `NAME.open` and renamed when closed, so a killed run's file is closed
+//! by the same recovery as a WARC file's.
+//!
+//! A record is `url` (the URL fetched), `origin` (the URL whose redirect
+//! led to it), `date` (RFC 1123), `ip`, and the HTTP response as received,
+//! zlib-compressed as Tianwang's crawlers stored it. The format has no
+//! request, metadata, dns or revisit records: those are not written (the
+//! crawl log keeps each URI's outlinks count, hops and digest).
+
+use std::fs::File;
+use std::io::{BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use warchest::infomall::{Properties, Writer, format_date};
+use warchest::warc::{DatePrecision, WarcDate};
+use warchest::write::rotate::{file_name, hostname};
+
+/// The file name extension (Tianwang's `page.dat`).
+pub const EXT: &str = ".dat";
+
+struct Open {
+    path: PathBuf,
+    open_path: PathBuf,
+    w: Writer<BufWriter<File>>,
+}
+
+struct Inner {
+    cur: Option<Open>,
+    serial: u64,
+    closed: Vec<PathBuf>,
+}
+
+/// Rotating Web InfoMall files.
+pub struct InfomallFiles {
+    dir: PathBuf,
+    prefix: String,
+    max_size: u64,
+    inner: Mutex<Inner>,
+}
+
+/// One record's properties.
+pub struct Capture<'a> {
+    /// The URL fetched.
+    pub url: &'a str,
+    /// The URL that redirected to it.
+    pub origin: Option<&'a str>,
+    /// When it was fetched.
+    pub date: time::OffsetDateTime,
+    /// The server's address.
+    pub ip: Option<std::net::IpAddr>,
+}
+
+fn lock_err() -> warchest::Error {
+    warchest::Error::from(std::io::Error::other("a crawl thread panicked"))
+}
+
+impl InfomallFiles {
+    /// Files in `dir`, named from `prefix`, serials from `first_serial`,
+    /// each closed before it passes `max_size` bytes (a record larger than
+    /// that has a file of its own). No file is made before a record.
+    pub fn new(dir: &Path, prefix: &str, first_serial: u64, max_size: u64) -> InfomallFiles {
+        InfomallFiles {
+            dir: dir.to_path_buf(),
+            prefix: prefix.to_string(),
+            max_size: max_size.max(1),
+            inner: Mutex::new(Inner {
+                cur: None,
+                serial: first_serial,
+                closed: Vec::new(),
+            }),
+        }
+    }
+
+    /// Writes one record whose content is what `content` gives (`len`
+    /// bytes: the rotation decides on it before compressing).
+    ///
+    /// # Errors
+    /// A property that cannot be written (a URL with a line break), I/O.
+    pub fn write(&self, c: &Capture<'_>, content: &mut dyn Read, len: u64) -> warchest::Result<()> {
+        let date = WarcDate::from_datetime(c.date, DatePrecision::Second)
+            .unwrap_or_else(|| WarcDate::now(DatePrecision::Second));
+        let mut props = Properties::new(c.url.as_bytes(), format_date(&date).into_bytes());
+        props.origin = c.origin.map(|o| o.as_bytes().to_vec());
+        props.ip = Some(
+            c.ip.map(|i| i.to_string())
+                .unwrap_or_else(|| "unknown".into())
+                .into_bytes(),
+        );
+        let mut g = self.inner.lock().map_err(|_| lock_err())?;
+        if let Some(o) = &g.cur
+            && o.w.position() > 0
+            && o.w.position().saturating_add(len) > self.max_size
+        {
+            self.close(&mut g)?;
+        }
+        if g.cur.is_none() {
+            let stamp = WarcDate::now(DatePrecision::Second).timestamp14();
+            let host = hostname();
+            // A name taken (same second, an earlier run) is not overwritten.
+            let (path, open_path) = loop {
+                let name = file_name(&self.prefix, &stamp, g.serial, 5, &host, EXT);
+                g.serial += 1;
+                let path = self.dir.join(&name);
+                let open_path = self.dir.join(format!("{name}.open"));
+                if !path.exists() && !open_path.exists() {
+                    break (path, open_path);
+                }
+            };
+            let f = File::create_new(&open_path)
+                .map_err(|e| warchest::Error::from(e).in_file(&open_path))?;
+            g.cur = Some(Open {
+                path,
+                open_path,
+                w: Writer::new(BufWriter::new(f)),
+            });
+        }
+        let o = g.cur.as_mut().ok_or_else(lock_err)?;
+        o.w.write(&props, content, true)
+            .map_err(|e| e.in_file(&o.open_path))?;
+        Ok(())
+    }
+
+    fn close(&self, g: &mut Inner) -> warchest::Result<()> {
+        if let Some(o) = g.cur.take() {
+            let mut out = o.w.finish()?;
+            out.flush()?;
+            out.get_ref()
+                .sync_all()
+                .map_err(|e| warchest::Error::from(e).in_file(&o.open_path))?;
+            drop(out);
+            std::fs::rename(&o.open_path, &o.path)
+                .map_err(|e| warchest::Error::from(e).in_file(&o.open_path))?;
+            g.closed.push(o.path);
+        }
+        Ok(())
+    }
+
+    /// Flushes the open file; returns the files closed so far.
+    ///
+    /// # Errors
+    /// The write failed.
+    pub fn flush(&self) -> warchest::Result<Vec<PathBuf>> {
+        let mut g = self.inner.lock().map_err(|_| lock_err())?;
+        if let Some(o) = g.cur.as_mut() {
+            o.w.flush().map_err(|e| e.in_file(&o.open_path))?;
+        }
+        Ok(g.closed.clone())
+    }
+
+    /// Closes the open file; returns every file written.
+    ///
+    /// # Errors
+    /// Closing failed.
+    pub fn finish(&self) -> warchest::Result<Vec<PathBuf>> {
+        let mut g = self.inner.lock().map_err(|_| lock_err())?;
+        self.close(&mut g)?;
+        Ok(std::mem::take(&mut g.closed))
+    }
+}
