@@ -98,8 +98,9 @@ pub struct EngineConfig {
     pub status_listen: Option<String>,
     /// This crawler's share of the hosts, `K/N` (1-based).
     pub shard: Option<String>,
-    /// Where URLs of other shards are handed off (a directory shared by
-    /// the shards).
+    /// Where URLs of other shards are handed off: a directory shared by
+    /// the shards, or an object store prefix (`s3://bucket/prefix`,
+    /// feature `remote`).
     pub handoff: Option<PathBuf>,
     /// WARC file name prefix (Annex B).
     pub prefix: String,

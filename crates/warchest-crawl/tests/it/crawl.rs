@@ -355,12 +355,14 @@ fn two_shards_fetch_what_one_crawler_fetches() {
     let dirs: Vec<PathBuf> = (1..=2)
         .map(|k| out.path().join(format!("shard{k}")))
         .collect();
-    // Rounds of both shards until neither has anything new: each reads
-    // what the other handed it when it opens.
-    let mut last = usize::MAX;
-    for round in 0..8 {
-        for (k, d) in dirs.iter().enumerate() {
-            if round == 0 {
+    // Both at once, each until it finds the whole crawl done (shard.rs);
+    // a watchdog stops them after 60 s, which the test sees as a failure.
+    let stop = Arc::new(AtomicBool::new(false));
+    let endings: Vec<Summary> = std::thread::scope(|s| {
+        let runs: Vec<_> = dirs
+            .iter()
+            .enumerate()
+            .map(|(k, d)| {
                 let extra = format!(
                     "shard = \"{}/2\"\nhandoff = \"{}\"",
                     k + 1,
@@ -370,16 +372,33 @@ fn two_shards_fetch_what_one_crawler_fetches() {
                     "seeds = [",
                     &format!("seeds = [\"{}\", ", w.url("d.test", "/gen/0")),
                 );
-                crawl(d, &t);
-            } else {
-                resume(d, |t| t);
-            }
+                let stop = stop.clone();
+                s.spawn(move || {
+                    let cfg = CrawlConfig::from_toml(&t).unwrap();
+                    Crawl::open(d, cfg, &t, stop).unwrap().run(&|_| {}).unwrap()
+                })
+            })
+            .collect();
+        let t0 = std::time::Instant::now();
+        while !runs.iter().all(|r| r.is_finished()) && t0.elapsed().as_secs() < 60 {
+            std::thread::sleep(std::time::Duration::from_millis(50));
         }
-        let n: usize = counted(&w.requests()).values().sum();
-        if n == last {
-            break;
-        }
-        last = n;
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        runs.into_iter().map(|r| r.join().unwrap()).collect()
+    });
+    for (k, s) in endings.iter().enumerate() {
+        assert_eq!(
+            s.ending,
+            Ending::Finished,
+            "shard {} ended by itself",
+            k + 1
+        );
+        assert_eq!(
+            (s.counts.queued, s.counts.in_flight),
+            (0, 0),
+            "{:?}",
+            s.counts
+        );
     }
     let c = counted(&w.requests());
     let mut want = expected(&w);
