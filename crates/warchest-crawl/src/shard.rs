@@ -476,6 +476,23 @@ impl Handoff {
     /// # Errors
     /// The store cannot be read; a status that is not JSON.
     pub fn statuses(&self) -> io::Result<Vec<Status>> {
+        // A status rewritten between the listing and the read is read
+        // torn (an object store's listed length is the old one): not JSON,
+        // or a range past its end. Listed and read again, a few times.
+        let mut tries = 0;
+        loop {
+            match self.read_statuses() {
+                Err(e) if tries < 5 && e.kind() != io::ErrorKind::InvalidInput => {
+                    tries += 1;
+                    tracing::debug!("hand-off statuses read again: {e}");
+                    std::thread::sleep(Duration::from_millis(20 * tries));
+                }
+                r => return r,
+            }
+        }
+    }
+
+    fn read_statuses(&self) -> io::Result<Vec<Status>> {
         let mut out = Vec::new();
         for (name, len) in self.store.list("status")? {
             if !(name.starts_with("shard-") && name.ends_with(".json")) {
@@ -598,6 +615,23 @@ mod tests {
         assert!(b.try_finish(|| true, none).unwrap());
         std::thread::sleep(CHECK_EVERY);
         assert!(a.try_finish(|| true, none).unwrap());
+    }
+
+    #[test]
+    fn a_bad_status_is_an_error_naming_it() {
+        let d = tempfile::tempdir().unwrap();
+        let store = Store::Dir(d.path().join("h"));
+        let a = Handoff::open(d.path(), store, (1, 2)).unwrap();
+        std::fs::write(d.path().join("h/status/shard-2.json"), b"{\"shard\": 2, ").unwrap();
+        let e = a.statuses().unwrap_err().to_string();
+        assert!(e.contains("shard-2.json"), "{e}");
+        std::fs::write(
+            d.path().join("h/status/shard-2.json"),
+            br#"{"shard":2,"of":3,"state":"idle","sent":{},"received":{}}"#,
+        )
+        .unwrap();
+        let e = a.statuses().unwrap_err().to_string();
+        assert!(e.contains("shard 2/3 shares the hand-off"), "{e}");
     }
 
     #[test]
