@@ -480,16 +480,30 @@ impl Handoff {
         // torn (an object store's listed length is the old one): not JSON,
         // or a range past its end. Listed and read again, a few times.
         let mut tries = 0;
-        loop {
+        let all = loop {
             match self.read_statuses() {
-                Err(e) if tries < 5 && e.kind() != io::ErrorKind::InvalidInput => {
+                Err(e) if tries < 5 => {
                     tries += 1;
                     tracing::debug!("hand-off statuses read again: {e}");
                     std::thread::sleep(Duration::from_millis(20 * tries));
                 }
-                r => return r,
+                r => break r?,
             }
+        };
+        if let Some(s) = all.iter().find(|s| s.of != self.n) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "{}: shard {}/{} shares the hand-off with this {}/{}",
+                    self.store.show(&format!("status/shard-{}.json", s.shard)),
+                    s.shard,
+                    s.of,
+                    self.me,
+                    self.n
+                ),
+            ));
         }
+        Ok(all)
     }
 
     fn read_statuses(&self) -> io::Result<Vec<Status>> {
@@ -506,19 +520,6 @@ impl Handoff {
                     format!("{}: {e}", self.store.show(&rel)),
                 )
             })?;
-            if s.of != self.n {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    format!(
-                        "{}: shard {}/{} shares the hand-off with this {}/{}",
-                        self.store.show(&rel),
-                        s.shard,
-                        s.of,
-                        self.me,
-                        self.n
-                    ),
-                ));
-            }
             out.push(s);
         }
         Ok(out)
