@@ -19,6 +19,10 @@
 #   bench/run.sh --browser [--smoke] [--pages N] [--tabs N]
 #                                            browser capture: warchest --browser, warcprox +
 #                                            Chromium, wget --mirror (docs/performance.md)
+#   bench/run.sh --crawl [--smoke] [--sites N] [--pages N] [--frontier N]
+#                                            warchest crawl against wget --mirror on the
+#                                            generated test web, and a 1,000,000-URL frontier's
+#                                            peak RSS (docs/performance.md)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -80,6 +84,21 @@ if [ "${1:-}" = "--browser" ]; then
     fi
     cargo build -q --release -p warchest-cli --manifest-path "$root/Cargo.toml"
     exec python3 "$here/browser_bench.py" --bin "$CARGO_TARGET_DIR/release/warchest" "$@"
+fi
+# The crawl row: bench/crawl_bench.py on the crawl crate's test web (issue 29).
+if [ "${1:-}" = "--crawl" ]; then
+    shift
+    profile=release
+    flag=--release
+    if [[ " $* " == *" --smoke "* ]]; then
+        profile=debug
+        flag=
+    fi
+    cargo build -q $flag -p warchest-cli --manifest-path "$root/Cargo.toml"
+    cargo build -q $flag -p warchest-crawl --features testweb --example testweb \
+        --manifest-path "$root/Cargo.toml"
+    exec python3 "$here/crawl_bench.py" --bin "$CARGO_TARGET_DIR/$profile/warchest" \
+        --testweb "$CARGO_TARGET_DIR/$profile/examples/testweb" "$@"
 fi
 if [[ " $* " == *" --smoke "* ]]; then
     cargo build -q -p warchest-cli --manifest-path "$root/Cargo.toml"

@@ -99,8 +99,9 @@ pub struct EngineConfig {
     pub status_listen: Option<String>,
     /// This crawler's share of the hosts, `K/N` (1-based).
     pub shard: Option<String>,
-    /// Where URLs of other shards are handed off (a directory shared by
-    /// the shards).
+    /// Where URLs of other shards are handed off: a directory shared by
+    /// the shards, or an object store prefix (`s3://bucket/prefix`,
+    /// feature `remote`).
     pub handoff: Option<PathBuf>,
     /// WARC file name prefix (Annex B).
     pub prefix: String,
@@ -271,7 +272,13 @@ impl CrawlConfig {
             return Err(ConfigError("warc-size: above 0".into()));
         }
         if let Some(s) = &engine.shard {
-            parse_shard(s)?;
+            // Each crawler has its own directory: a hand-off in it would
+            // be seen by no other shard, and none would ever finish.
+            if parse_shard(s)?.1 > 1 && engine.handoff.is_none() {
+                return Err(ConfigError(format!(
+                    "shard {s}: needs handoff, the directory or object store prefix every shard shares"
+                )));
+            }
         }
         Ok(CrawlConfig {
             engine,
@@ -366,5 +373,11 @@ mod tests {
         assert_eq!(parse_shard("1/2").unwrap(), (1, 2));
         assert!(parse_shard("0/2").is_err());
         assert!(parse_shard("x").is_err());
+        let e = CrawlConfig::from_toml("shard = \"1/2\"")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("needs handoff"), "{e}");
+        assert!(CrawlConfig::from_toml("shard = \"1/2\"\nhandoff = \"/h\"").is_ok());
+        assert!(CrawlConfig::from_toml("shard = \"1/1\"").is_ok());
     }
 }

@@ -145,6 +145,8 @@ pub struct Crawl {
     recovered: Vec<String>,
     notes: Vec<String>,
     shard: Option<(u32, u32)>,
+    /// The hand-off to and from the other shards (`shard = "K/N"`).
+    handoff: Option<crate::shard::Handoff>,
     /// The status server's socket, bound when the crawl opens.
     status: Mutex<Option<std::net::TcpListener>>,
     /// Where the status server listens.
@@ -381,6 +383,18 @@ impl Crawl {
             .as_deref()
             .map(crate::config::parse_shard)
             .transpose()?;
+        let handoff = match shard {
+            None => None,
+            Some(me) => {
+                let at = e.handoff.clone().unwrap_or_else(|| dir.join("handoff"));
+                let store = crate::shard::Store::new(dir, e.handoff.as_deref())
+                    .map_err(|err| CrawlError::Io(at.clone(), err))?;
+                Some(
+                    crate::shard::Handoff::open(dir, store, me)
+                        .map_err(|err| CrawlError::Io(at, err))?,
+                )
+            }
+        };
         let scope = Scope::new(&cfg.scope, &seeds).map_err(|e| CrawlError::Scope(e.to_string()))?;
         let archive = archive_dir(dir);
         std::fs::create_dir_all(&archive).map_err(io_at(&archive))?;
@@ -547,6 +561,7 @@ impl Crawl {
             recovered,
             notes,
             shard,
+            handoff,
             status: Mutex::new(status),
             status_addr,
             live: Live::default(),
@@ -591,10 +606,46 @@ impl Crawl {
 
     /// Queues the URIs other shards handed to this one.
     fn read_handoffs(&self) -> Result<u64, CrawlError> {
-        let Some(me) = self.shard else { return Ok(0) };
-        let got = crate::shard::read_inbox(&self.dir, self.cfg.engine.handoff.as_deref(), me)
-            .map_err(|e| CrawlError::Io(self.dir.clone(), e))?;
-        Ok(self.frontier.add(&got)?)
+        let Some(h) = &self.handoff else {
+            return Ok(0);
+        };
+        let n = h
+            .receive(|u| self.queue_handed(u))
+            .map_err(|e| CrawlError::Io(self.handoff_at(), e))?;
+        Ok(n as u64)
+    }
+
+    fn queue_handed(&self, uris: &[CrawlUri]) -> std::io::Result<()> {
+        self.frontier
+            .add(uris)
+            .map(|_| ())
+            .map_err(|e| std::io::Error::other(e.to_string()))
+    }
+
+    /// The hand-off prefix, for messages.
+    fn handoff_at(&self) -> PathBuf {
+        self.cfg
+            .engine
+            .handoff
+            .clone()
+            .unwrap_or_else(|| self.dir.join("handoff"))
+    }
+
+    /// With shards, when this crawler has nothing to do: whether every
+    /// shard is done (shard.rs); without, true.
+    fn all_shards_done(&self) -> Result<bool, CrawlError> {
+        let Some(h) = &self.handoff else {
+            return Ok(true);
+        };
+        let quiet = || {
+            self.live.active.load(Ordering::SeqCst) == 0
+                && self
+                    .frontier
+                    .counts()
+                    .is_ok_and(|c| c.queued == 0 && c.in_flight == 0)
+        };
+        h.try_finish(quiet, |u| self.queue_handed(u))
+            .map_err(|e| CrawlError::Io(self.handoff_at(), e))
     }
 
     /// The state as JSON and as Prometheus metrics (`status-listen`).
@@ -795,8 +846,20 @@ impl Crawl {
                                         .map(|c| c.queued == 0 && c.in_flight == 0)
                                         .unwrap_or(false)
                                 {
-                                    finished.store(true, Ordering::Relaxed);
-                                    break;
+                                    match me.all_shards_done() {
+                                        Ok(true) => {
+                                            finished.store(true, Ordering::Relaxed);
+                                            break;
+                                        }
+                                        Ok(false) => {}
+                                        Err(e) => {
+                                            if let Ok(mut f) = fatal.lock() {
+                                                f.get_or_insert(e);
+                                            }
+                                            me.stop.store(true, Ordering::Relaxed);
+                                            break;
+                                        }
+                                    }
                                 }
                                 std::thread::sleep(Duration::from_millis(20));
                             }
@@ -846,7 +909,8 @@ impl Crawl {
                     if finished.load(Ordering::Relaxed)
                         || me.stop.load(Ordering::Relaxed)
                         || me.budget_hit.load(Ordering::Relaxed)
-                        || me.live.active.load(Ordering::Relaxed) == 0
+                        || me.handoff.is_none()
+                            && me.live.active.load(Ordering::Relaxed) == 0
                             && idle.load(Ordering::SeqCst) == workers as u64
                     {
                         break;
@@ -885,6 +949,10 @@ impl Crawl {
         let ending = if self.stop.load(Ordering::Relaxed) {
             Ending::Interrupted
         } else if self.budget_hit.load(Ordering::Relaxed) {
+            // The other shards finish without this one.
+            if let Some(h) = &self.handoff {
+                h.end().map_err(|e| CrawlError::Io(self.handoff_at(), e))?;
+            }
             Ending::Budget
         } else {
             Ending::Finished
@@ -1002,6 +1070,7 @@ impl Crawl {
                 .cloned(),
         );
         let mut found = Vec::new();
+        let mut handed = Vec::new();
         let redirects = uri.hops.chars().rev().take_while(|&c| c == 'R').count() as u32;
         for l in &links {
             if !matches!(l.url.scheme(), "http" | "https") {
@@ -1018,11 +1087,16 @@ impl Crawl {
                 continue;
             }
             if !self.mine(&child.url) {
-                crate::shard::hand_off(&self.dir, e.handoff.as_deref(), self.shard, &child)
-                    .map_err(|err| CrawlError::Io(self.dir.clone(), err))?;
+                handed.push(child);
                 continue;
             }
             found.push(child);
+        }
+        // Written before the URI is marked done (shard.rs: a busy
+        // crawler's batches are counted in its next idle status).
+        if let Some(h) = &self.handoff {
+            h.send(&handed)
+                .map_err(|err| CrawlError::Io(self.handoff_at(), err))?;
         }
         let mut ann = Vec::new();
         match f.kind {

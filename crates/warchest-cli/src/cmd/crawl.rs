@@ -91,8 +91,9 @@ pub struct Args {
     /// This crawler's share of the hosts: K/N.
     #[arg(long, value_name = "K/N")]
     shard: Option<String>,
-    /// The directory shards hand URLs to each other through.
-    #[arg(long)]
+    /// Where shards hand URLs to each other: a shared directory or an
+    /// object store prefix (s3://bucket/prefix).
+    #[arg(long, value_name = "DIR|URL")]
     handoff: Option<PathBuf>,
     /// The User-Agent header; put a contact URL in it (`+https://...`).
     #[arg(long)]

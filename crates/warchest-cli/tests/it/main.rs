@@ -6,6 +6,7 @@ mod capture;
 mod cli;
 mod common;
 mod crawl;
+mod crawl_shards;
 mod derive;
 mod fidelity;
 mod index;

@@ -414,6 +414,74 @@ fn a_stop_request_finishes_in_flight_and_resume_goes_on() {
     check_files(&dir);
 }
 
+/// The configuration of shard `k` (1-based) of 2 on `handoff`, seeded
+/// with d.test's generated pages too.
+fn shard_config(w: &Web, handoff: &Path, k: usize, extra: &str) -> String {
+    let extra = format!(
+        "shard = \"{k}/2\"\nhandoff = \"{}\"\n{extra}",
+        handoff.display()
+    );
+    config(w, &extra).replace(
+        "seeds = [",
+        &format!("seeds = [\"{}\", ", w.url("d.test", "/gen/0")),
+    )
+}
+
+/// Runs a shard in each of `dirs` at once (with `extra` configuration
+/// each), each until it ends by itself; a watchdog stops them after 60 s
+/// (they end Interrupted then). With `stagger`, shard 1 runs alone for a
+/// second first and must still be running when shard 2 starts.
+fn run_shards(
+    w: &Web,
+    handoff: &Path,
+    dirs: &[PathBuf],
+    extra: &[&str],
+    stagger: bool,
+) -> Vec<Summary> {
+    let stop = Arc::new(AtomicBool::new(false));
+    std::thread::scope(|s| {
+        let mut runs = Vec::new();
+        for (k, d) in dirs.iter().enumerate() {
+            if stagger && k == 1 {
+                std::thread::sleep(std::time::Duration::from_secs(1));
+                assert!(
+                    !runs
+                        .iter()
+                        .any(|r: &std::thread::ScopedJoinHandle<'_, Summary>| r.is_finished()),
+                    "shard 1 waits for shard 2"
+                );
+            }
+            let t = shard_config(w, handoff, k + 1, extra[k]);
+            let stop = stop.clone();
+            runs.push(s.spawn(move || {
+                let cfg = CrawlConfig::from_toml(&t).unwrap();
+                Crawl::open(d, cfg, &t, stop).unwrap().run(&|_| {}).unwrap()
+            }));
+        }
+        let t0 = std::time::Instant::now();
+        while !runs.iter().all(|r| r.is_finished()) && t0.elapsed().as_secs() < 60 {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        runs.into_iter().map(|r| r.join().unwrap()).collect()
+    })
+}
+
+#[test]
+fn a_shard_stopped_by_a_budget_lets_the_other_finish() {
+    let w = web::start();
+    let out = tempfile::tempdir().unwrap();
+    let handoff = out.path().join("handoff");
+    let dirs: Vec<PathBuf> = (1..=2)
+        .map(|k| out.path().join(format!("shard{k}")))
+        .collect();
+    let e = run_shards(&w, &handoff, &dirs, &["max-pages = 1", ""], false);
+    assert_eq!(e[0].ending, Ending::Budget);
+    assert_eq!(e[1].ending, Ending::Finished, "shard 2 ended by itself");
+    let st = std::fs::read_to_string(handoff.join("status/shard-1.json")).unwrap();
+    assert!(st.contains("\"ended\""), "{st}");
+}
+
 #[test]
 fn two_shards_fetch_what_one_crawler_fetches() {
     use warchest_crawl::shard::shard_of;
@@ -428,31 +496,22 @@ fn two_shards_fetch_what_one_crawler_fetches() {
     let dirs: Vec<PathBuf> = (1..=2)
         .map(|k| out.path().join(format!("shard{k}")))
         .collect();
-    // Rounds of both shards until neither has anything new: each reads
-    // what the other handed it when it opens.
-    let mut last = usize::MAX;
-    for round in 0..8 {
-        for (k, d) in dirs.iter().enumerate() {
-            if round == 0 {
-                let extra = format!(
-                    "shard = \"{}/2\"\nhandoff = \"{}\"",
-                    k + 1,
-                    handoff.display()
-                );
-                let t = config(&w, &extra).replace(
-                    "seeds = [",
-                    &format!("seeds = [\"{}\", ", w.url("d.test", "/gen/0")),
-                );
-                crawl(d, &t);
-            } else {
-                resume(d, |t| t);
-            }
-        }
-        let n: usize = counted(&w.requests()).values().sum();
-        if n == last {
-            break;
-        }
-        last = n;
+    // Both at once, each until it finds the whole crawl done (shard.rs):
+    // shard 1 first, which must wait for shard 2 to start.
+    let endings = run_shards(&w, &handoff, &dirs, &["", ""], true);
+    for (k, s) in endings.iter().enumerate() {
+        assert_eq!(
+            s.ending,
+            Ending::Finished,
+            "shard {} ended by itself",
+            k + 1
+        );
+        assert_eq!(
+            (s.counts.queued, s.counts.in_flight),
+            (0, 0),
+            "{:?}",
+            s.counts
+        );
     }
     let c = counted(&w.requests());
     let mut want = expected(&w);
