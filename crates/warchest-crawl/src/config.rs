@@ -181,6 +181,8 @@ pub struct CrawlConfig {
     pub extract: ExtractConfig,
     /// Delays between fetches.
     pub politeness: PolitenessConfig,
+    /// Pages in a browser (`crawl --browser`).
+    pub render: crate::render::RenderConfig,
 }
 
 /// Whether a part's error says the key is not one of its own.
@@ -204,11 +206,11 @@ impl CrawlConfig {
     /// # Errors
     /// As [`CrawlConfig::from_toml`].
     pub fn from_table(table: toml::Table) -> Result<CrawlConfig, ConfigError> {
-        let mut parts: [toml::Table; 4] = Default::default();
+        let mut parts: [toml::Table; 5] = Default::default();
         for (k, v) in table {
             let mut one = toml::Table::new();
             one.insert(k.clone(), v.clone());
-            let tries: [fn(toml::Table) -> Result<(), String>; 4] = [
+            let tries: [fn(toml::Table) -> Result<(), String>; 5] = [
                 |t| {
                     EngineConfig::deserialize(t)
                         .map(|_| ())
@@ -229,6 +231,11 @@ impl CrawlConfig {
                         .map(|_| ())
                         .map_err(|e| e.to_string())
                 },
+                |t| {
+                    crate::render::RenderConfig::deserialize(t)
+                        .map(|_| ())
+                        .map_err(|e| e.to_string())
+                },
             ];
             let mut placed = false;
             for (i, f) in tries.iter().enumerate() {
@@ -246,7 +253,7 @@ impl CrawlConfig {
                 return Err(ConfigError(format!("unknown key `{k}`")));
             }
         }
-        let [e, s, x, p] = parts;
+        let [e, s, x, p, r] = parts;
         let err = |e: toml::de::Error| ConfigError(e.to_string());
         let engine = EngineConfig::deserialize(e).map_err(err)?;
         if engine.workers == 0 || engine.workers > 1024 {
@@ -264,11 +271,14 @@ impl CrawlConfig {
         if let Some(s) = &engine.shard {
             parse_shard(s)?;
         }
+        let render = crate::render::RenderConfig::deserialize(r).map_err(err)?;
+        render.check()?;
         Ok(CrawlConfig {
             engine,
             scope: ScopeConfig::deserialize(s).map_err(err)?,
             extract: ExtractConfig::deserialize(x).map_err(err)?,
             politeness: PolitenessConfig::deserialize(p).map_err(err)?,
+            render,
         })
     }
 }

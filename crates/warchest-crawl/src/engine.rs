@@ -22,11 +22,11 @@
 //! logs/scope.log      rejected URIs and the rule that rejected them
 //! ```
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use url::Url;
@@ -40,6 +40,7 @@ use crate::config::{CrawlConfig, OutputFormat, RobotsMode, SAVED_CONFIG};
 use crate::extract::{Extracted, Extractor};
 use crate::frontier::{self, Frontier, Lease, Next};
 use crate::output::{LineLog, LogLine, PAGES_HEADER, iso_time};
+use crate::render::PageRenderer;
 use crate::robots::{Robots, RobotsCache, RobotsFetch, RobotsPolicy, robots_url};
 use crate::scope::Scope;
 use crate::uri::{CrawlUri, Hop};
@@ -121,10 +122,15 @@ pub struct Crawl {
     dir: PathBuf,
     cfg: CrawlConfig,
     frontier: Frontier,
-    recorder: Recorder,
+    recorder: Arc<Recorder>,
+    /// Pages loaded in a browser (`--browser`), when set.
+    renderer: Option<Box<dyn PageRenderer>>,
+    /// URLs the browser fetched this run (not fetched again).
+    browser_fetched: Mutex<HashSet<String>>,
     resolver: dns::Resolver,
+    resolver_opts: dns::ResolverOptions,
     fetch: FetchOptions,
-    scope: Scope,
+    scope: Arc<Scope>,
     robots: Mutex<RobotsCache>,
     robots_policy: RobotsPolicy,
     crawl_log: LineLog,
@@ -319,7 +325,7 @@ impl Crawl {
             warcinfo,
             ..RotatingOptions::default()
         };
-        let recorder = Recorder::new(&archive, output, Some(index))?;
+        let recorder = Arc::new(Recorder::new(&archive, output, Some(index))?);
         let limits = CaptureLimits {
             max_len: (e.max_size > 0).then_some(e.max_size),
             max_time: None,
@@ -345,10 +351,11 @@ impl Crawl {
                 })?;
             overrides.insert(h.to_ascii_lowercase(), addrs);
         }
-        let resolver = dns::Resolver::new(dns::ResolverOptions {
+        let resolver_opts = dns::ResolverOptions {
             overrides,
             ..dns::ResolverOptions::default()
-        });
+        };
+        let resolver = dns::Resolver::new(resolver_opts.clone());
         let (frontier, requeued) = Frontier::open(&dir.join("frontier.redb"))?;
         let (status, status_addr) = match &e.status_listen {
             None => (None, None),
@@ -383,9 +390,12 @@ impl Crawl {
             dir: dir.to_path_buf(),
             frontier,
             recorder,
+            renderer: None,
+            browser_fetched: Mutex::new(HashSet::new()),
             resolver,
+            resolver_opts,
             fetch,
-            scope,
+            scope: Arc::new(scope),
             robots: Mutex::new(RobotsCache::new(10_000)),
             robots_policy: RobotsPolicy::default(),
             seeds,
@@ -418,6 +428,49 @@ impl Crawl {
     /// The configuration.
     pub fn config(&self) -> &CrawlConfig {
         &self.cfg
+    }
+
+    /// The recorder every fetch is written through (WARC files, dedupe
+    /// index): a [`PageRenderer`]'s recording proxy writes through it too.
+    pub fn recorder(&self) -> Arc<Recorder> {
+        self.recorder.clone()
+    }
+
+    /// How the crawl fetches and resolves (`resolve` table, timeout, TLS,
+    /// limits): a browser's recording proxy fetches the same way.
+    pub fn fetch_options(&self) -> (FetchOptions, dns::ResolverOptions) {
+        (self.fetch.clone(), self.resolver_opts.clone())
+    }
+
+    /// Loads pages in a browser from now on (`--browser`); see
+    /// [`crate::render`].
+    pub fn set_renderer(&mut self, r: Box<dyn PageRenderer>) {
+        self.renderer = Some(r);
+    }
+
+    /// The check a browser's recording proxy makes before it connects:
+    /// the URL's host is reachable (`resolve-only`), and the scope accepts
+    /// the URL as an embed of a seed (the transclusion rules, so that a
+    /// page's resources on other hosts are fetched as the HTTP crawl
+    /// fetches them). `Err` says why not.
+    pub fn embed_filter(&self) -> Arc<warchest_capture::proxy::UrlCheck> {
+        let scope = self.scope.clone();
+        let engine = self.cfg.engine.clone();
+        let seed = self.seeds.first().cloned();
+        Arc::new(move |u: &str| {
+            let url = Url::parse(u).map_err(|e| format!("not a URL: {e}"))?;
+            let host = url.host_str().unwrap_or("");
+            if !engine.may_reach(host) {
+                return Err(format!("{host}: not in the resolve table (resolve-only)"));
+            }
+            let seed = seed.clone().ok_or("no seed")?;
+            let v = scope.decide(&CrawlUri::seed(seed, 0).child(url, Hop::Embed));
+            if v.accepted {
+                Ok(())
+            } else {
+                Err(format!("out of the crawl's scope ({})", v.rule))
+            }
+        })
     }
 
     /// The crawl directory.
@@ -693,6 +746,11 @@ impl Crawl {
             workers_done.store(true, Ordering::Relaxed);
         });
         tick(&self);
+        if let Some(r) = &self.renderer
+            && let Err(e) = r.finish()
+        {
+            tracing::warn!("closing the browsers: {e}");
+        }
         if let Some(e) = fatal.into_inner().ok().flatten() {
             let _ = self.recorder.finish();
             return Err(e);
@@ -745,6 +803,11 @@ impl Crawl {
                 self.live.done.fetch_add(1, Ordering::Relaxed);
                 return Ok(());
             }
+        }
+        if let Some(r) = self.renderer.as_deref()
+            && self.by_browser(thread, lease, r, crawl_delay)?
+        {
+            return Ok(());
         }
         let t0 = Instant::now();
         let fetched = self.fetch_page(uri);
@@ -819,29 +882,7 @@ impl Crawl {
                 })
                 .cloned(),
         );
-        let mut found = Vec::new();
-        let redirects = uri.hops.chars().rev().take_while(|&c| c == 'R').count() as u32;
-        for l in &links {
-            if !matches!(l.url.scheme(), "http" | "https") {
-                continue;
-            }
-            if l.hop == Hop::Redirect && redirects >= e.max_redirects {
-                self.log_scope(&uri.child(l.url.clone(), l.hop), "max-redirects");
-                continue;
-            }
-            let child = uri.child(l.url.clone(), l.hop);
-            let v = self.scope.decide(&child);
-            if !v.accepted {
-                self.log_scope(&child, v.rule);
-                continue;
-            }
-            if !self.mine(&child.url) {
-                crate::shard::hand_off(&self.dir, e.handoff.as_deref(), self.shard, &child)
-                    .map_err(|err| CrawlError::Io(self.dir.clone(), err))?;
-                continue;
-            }
-            found.push(child);
-        }
+        let found = self.scoped(uri, &links)?;
         let mut ann = Vec::new();
         match f.kind {
             Kind::Revisit(RevisitProfile::IdenticalPayloadDigest) => {
@@ -902,6 +943,154 @@ impl Crawl {
         )?;
         self.live.done.fetch_add(1, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// The links of `uri` the crawl follows: in scope, this shard's (others
+    /// handed off), redirects bounded; each rejection logged.
+    fn scoped(
+        &self,
+        uri: &CrawlUri,
+        links: &[crate::extract::Link],
+    ) -> Result<Vec<CrawlUri>, CrawlError> {
+        let e = &self.cfg.engine;
+        let mut found = Vec::new();
+        let redirects = uri.hops.chars().rev().take_while(|&c| c == 'R').count() as u32;
+        for l in links {
+            if !matches!(l.url.scheme(), "http" | "https") {
+                continue;
+            }
+            if l.hop == Hop::Redirect && redirects >= e.max_redirects {
+                self.log_scope(&uri.child(l.url.clone(), l.hop), "max-redirects");
+                continue;
+            }
+            let child = uri.child(l.url.clone(), l.hop);
+            let v = self.scope.decide(&child);
+            if !v.accepted {
+                self.log_scope(&child, v.rule);
+                continue;
+            }
+            if !self.mine(&child.url) {
+                crate::shard::hand_off(&self.dir, e.handoff.as_deref(), self.shard, &child)
+                    .map_err(|err| CrawlError::Io(self.dir.clone(), err))?;
+                continue;
+            }
+            found.push(child);
+        }
+        Ok(found)
+    }
+
+    /// `--browser`: a URI the browser fetched already is done; a page is
+    /// loaded in the browser, its rendered links followed, what it fetched
+    /// marked seen. False: the HTTP client is to fetch it (not a page, or
+    /// the browser failed before fetching it).
+    fn by_browser(
+        &self,
+        thread: usize,
+        lease: &Lease,
+        r: &dyn PageRenderer,
+        crawl_delay: Option<Duration>,
+    ) -> Result<bool, CrawlError> {
+        let uri = &lease.uri;
+        let seen = |u: &str| self.browser_fetched.lock().is_ok_and(|s| s.contains(u));
+        if seen(uri.url.as_str()) {
+            self.log_outcome(thread, uri, -5003, None, vec!["browser-fetched".into()]);
+            self.frontier
+                .complete(lease, frontier::Outcome::default(), &[])?;
+            self.live.done.fetch_add(1, Ordering::Relaxed);
+            return Ok(true);
+        }
+        if !crate::render::is_page(&uri.hops) {
+            return Ok(false);
+        }
+        let t0 = Instant::now();
+        let started = time::OffsetDateTime::now_utc();
+        let got = r.render(&uri.url);
+        self.frontier.mark_seen(&got.fetched)?;
+        if let Ok(mut s) = self.browser_fetched.lock() {
+            s.extend(got.fetched.iter().map(|u| u.to_string()));
+        }
+        if got.error.is_some() && !seen(uri.url.as_str()) {
+            tracing::warn!(
+                "{}: the browser failed ({}); fetched with the HTTP client",
+                uri.url,
+                got.error.as_deref().unwrap_or("")
+            );
+            return Ok(false);
+        }
+        let links: Vec<crate::extract::Link> = got
+            .links
+            .iter()
+            .map(|u| crate::extract::Link {
+                url: u.clone(),
+                hop: Hop::Link,
+                context: "browser/a",
+            })
+            .collect();
+        let found = self.scoped(uri, &links)?;
+        let status = got.status.map_or(-1, i32::from);
+        let page = (200..300).contains(&status);
+        let seed = self.seeds.get(uri.seed as usize).map(|s| s.to_string());
+        let mut ann = vec![
+            "browser".to_string(),
+            format!("resources:{}", got.fetched.len()),
+        ];
+        if let Some(e) = &got.error {
+            ann.push(format!("err={e}").replace(' ', "_"));
+        }
+        let line = LogLine {
+            status,
+            size: None,
+            uri: uri.url.as_str(),
+            hops: &uri.hops,
+            via: uri.via.as_ref().map(|v| v.as_str()),
+            mime: None,
+            thread,
+            fetch: Some((started, got.ms)),
+            digest: None,
+            seed: seed.as_deref(),
+            annotations: ann,
+            extra: None,
+        };
+        self.crawl_log
+            .line(&line.format(time::OffsetDateTime::now_utc()))
+            .map_err(io_at(self.crawl_log.path()))?;
+        if page {
+            let row = serde_json::json!({
+                "id": uuid::Uuid::new_v4().to_string(),
+                "url": uri.url.as_str(),
+                "title": got.title.clone().unwrap_or_default(),
+                "ts": iso_time(started),
+                "mime": "text/html",
+                "status": status,
+                "depth": uri.links_hops(),
+                "seed": uri.hops.is_empty(),
+                "loadState": got.load_state,
+            });
+            self.pages
+                .line(&row.to_string())
+                .map_err(io_at(self.pages.path()))?;
+            self.live.pages.fetch_add(1, Ordering::Relaxed);
+        }
+        let closed = self.recorder.flush()?;
+        for c in closed {
+            self.index_file(&c)?;
+        }
+        let delay = self
+            .cfg
+            .politeness
+            .next_fetch_delay(t0.elapsed(), crawl_delay);
+        self.frontier.complete(
+            lease,
+            frontier::Outcome {
+                failed: !page && got.error.is_some(),
+                page,
+                bytes: 0,
+                delay,
+            },
+            &found,
+        )?;
+        self.live.done.fetch_add(1, Ordering::Relaxed);
+        Ok(true)
     }
 
     /// A crawl.log line for a URI that was not fetched (or failed).

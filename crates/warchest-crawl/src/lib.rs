@@ -71,6 +71,8 @@ pub mod config;
 pub mod engine;
 pub mod frontier;
 pub mod output;
+// -- the browser hook (h-browser) --
+pub mod render;
 pub mod shard;
 #[cfg(feature = "status")]
 pub mod status;

@@ -15,18 +15,25 @@ use crate::fidelity::{extra_headers, site};
 use crate::serve::chromium;
 
 /// The fidelity site served live: every path asked for is recorded.
-struct Live {
-    addr: String,
+pub(crate) struct Live {
+    pub(crate) addr: String,
     seen: Arc<Mutex<Vec<String>>>,
     stop: Arc<AtomicBool>,
 }
 
 impl Live {
     fn start() -> Live {
+        Live::start_with(|_| Vec::new())
+    }
+
+    /// The fidelity site and the pages `extra` gives for its address.
+    pub(crate) fn start_with(extra: impl Fn(&str) -> Vec<(String, &'static str, Vec<u8>)>) -> Live {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap().to_string();
         l.set_nonblocking(true).unwrap();
-        let pages = Arc::new(site(&addr));
+        let mut all = site(&addr);
+        all.extend(extra(&addr));
+        let pages = Arc::new(all);
         let seen = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(AtomicBool::new(false));
         let (seen2, stop2) = (seen.clone(), stop.clone());
@@ -46,7 +53,7 @@ impl Live {
     }
 
     /// The paths served (query strings dropped), each once.
-    fn paths(&self) -> Vec<String> {
+    pub(crate) fn paths(&self) -> Vec<String> {
         let mut v: Vec<String> = self
             .seen
             .lock()
@@ -105,7 +112,7 @@ fn answer(mut s: TcpStream, pages: &[(String, &'static str, Vec<u8>)], seen: &Mu
 /// (FastWARC's payload check is left out: it fails every `resource`
 /// record that carries WARC-Payload-Digest, which warcio, jwarc and
 /// warchest write; docs/crawl.md.)
-fn verifies(f: &Path) {
+pub(crate) fn verifies(f: &Path) {
     for cmd in ["check", "validate"] {
         let (code, out, err) = run(bin().arg(cmd).arg(f));
         assert_eq!(code, 0, "{cmd}: {}{err}", String::from_utf8_lossy(&out));
@@ -130,7 +137,7 @@ fn verifies(f: &Path) {
 }
 
 /// The target URIs of the response records in `files`.
-fn responses(files: &[std::path::PathBuf]) -> Vec<String> {
+pub(crate) fn responses(files: &[std::path::PathBuf]) -> Vec<String> {
     let mut v = Vec::new();
     for f in files {
         let mut r = warchest::warc::Reader::open(f).unwrap();
@@ -144,7 +151,7 @@ fn responses(files: &[std::path::PathBuf]) -> Vec<String> {
     v
 }
 
-fn qa(dir: &Path, report: &Path) -> (i32, serde_json::Value, String) {
+pub(crate) fn qa(dir: &Path, report: &Path) -> (i32, serde_json::Value, String) {
     let (code, out, err) = run(bin().arg("qa").arg(dir).arg("-o").arg(report).args([
         "--json",
         "--page-timeout",

@@ -1,0 +1,273 @@
+//! Issue 30: `crawl --browser` on the fidelity site served live from
+//! loopback: pages loaded in Chromium through the crawl's recording proxy,
+//! links only script builds followed, nothing the browser fetched fetched
+//! again, QA good; the same crawl without --browser, QA says what is
+//! missing; the browser's requests outside the crawl's scope are refused
+//! before any connection.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::browser::{Live, qa, responses, verifies};
+use crate::common::{bin, files_in, run};
+use crate::serve::chromium;
+
+const HTML: &str = "text/html; charset=utf-8";
+
+/// A page whose only link is built by script, and its target.
+fn script_links(_: &str) -> Vec<(String, &'static str, Vec<u8>)> {
+    vec![
+        (
+            "/js-links.html".into(),
+            HTML,
+            b"<!doctype html><title>js links</title><p>links built by script:</p>\
+<script>var a=document.createElement('a');a.href='/js-only.html';a.textContent='only by script';\
+document.body.appendChild(a);</script>"
+                .to_vec(),
+        ),
+        (
+            "/js-only.html".into(),
+            HTML,
+            b"<!doctype html><title>js only</title><p>reached by a script's link only</p>".to_vec(),
+        ),
+    ]
+}
+
+/// `warchest crawl` of `seeds` into `dir` (fast politeness, loopback
+/// only), with `more` flags.
+fn crawl(dir: &Path, seeds: &[String], more: &[&str]) -> (i32, String) {
+    let (code, _, err) = run(bin()
+        .arg("crawl")
+        .args(seeds)
+        .arg("-o")
+        .arg(dir)
+        .args([
+            "--resolve-only",
+            "--min-delay",
+            "0",
+            "--max-delay",
+            "0",
+            "--delay-factor",
+            "0",
+        ])
+        .args(more));
+    (code, err)
+}
+
+fn browser_flags(exe: &Path) -> Vec<String> {
+    vec![
+        "--browser".into(),
+        "--chromium".into(),
+        exe.display().to_string(),
+        "--page-timeout".into(),
+        "40".into(),
+    ]
+}
+
+fn archive(dir: &Path) -> Vec<PathBuf> {
+    files_in(&dir.join("archive"))
+}
+
+#[test]
+fn crawl_with_a_browser_archives_what_pages_loaded_and_passes_qa() {
+    let Some(exe) = chromium() else {
+        eprintln!("skipped: WARCHEST_SKIP_BROWSER");
+        return;
+    };
+    let live = Live::start_with(script_links);
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("crawl");
+    let seeds = [
+        format!("http://{}/", live.addr),
+        format!("http://{}/js-links.html", live.addr),
+    ];
+    let flags = browser_flags(&exe);
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let (code, err) = crawl(&dir, &seeds, &flags);
+    assert_eq!(code, 0, "{err}");
+    let files = archive(&dir);
+    let archived = responses(&files);
+    // Every resource the live pages loaded is in the archive.
+    let served = live.paths();
+    assert!(served.len() > 20, "{served:?}");
+    for p in &served {
+        let u = format!("http://{}{p}", live.addr);
+        assert!(
+            archived
+                .iter()
+                .any(|a| a.split('?').next() == Some(u.as_str())),
+            "{u} was loaded live but is not archived: {archived:?}"
+        );
+    }
+    // The link only a script builds was followed, by the browser.
+    let log = std::fs::read_to_string(dir.join("logs/crawl.log")).unwrap();
+    let js_only = format!("http://{}/js-only.html", live.addr);
+    assert!(served.contains(&"/js-only.html".to_string()), "{served:?}");
+    assert!(
+        log.lines()
+            .any(|l| l.contains(&js_only) && l.contains("browser")),
+        "{log}"
+    );
+    // Nothing the browser fetched was fetched again by the HTTP client:
+    // its only fetches are robots.txt; URIs queued before the browser
+    // fetched them are logged as such (-5003 browser-fetched).
+    for l in log.lines() {
+        assert!(
+            l.contains("browser") || l.contains("/robots.txt"),
+            "fetched by the HTTP client: {l}"
+        );
+    }
+    let pages = std::fs::read_to_string(dir.join("pages/pages.jsonl")).unwrap();
+    assert!(pages.contains(&js_only), "{pages}");
+    for f in &files {
+        verifies(f);
+    }
+    // QA: the replay looks as the capture did.
+    let (code, v, err) = qa(&dir.join("archive"), &work.path().join("qa"));
+    assert_eq!(v["pages"], 3, "{v:#}{err}");
+    let top = v["reports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["url"] == seeds[0].as_str())
+        .unwrap_or_else(|| panic!("{v:#}"));
+    assert!(top["screenshot_match"].as_f64().unwrap() >= 0.97, "{top:#}");
+    assert_eq!(top["missing"], serde_json::json!([]), "{top:#}");
+    assert_eq!(code, 0, "{v:#}{err}");
+}
+
+#[test]
+fn crawl_without_a_browser_qa_reports_what_is_missing() {
+    let Some(_) = chromium() else {
+        eprintln!("skipped: WARCHEST_SKIP_BROWSER");
+        return;
+    };
+    let live = Live::start_with(script_links);
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("crawl");
+    let seeds = [
+        format!("http://{}/", live.addr),
+        format!("http://{}/js-links.html", live.addr),
+    ];
+    let (code, err) = crawl(&dir, &seeds, &["--max-hops", "1"]);
+    assert_eq!(code, 0, "{err}");
+    // The link only a script builds is not followed without a browser.
+    assert!(
+        !live.paths().contains(&"/js-only.html".to_string()),
+        "{:?}",
+        live.paths()
+    );
+    let (code, v, err) = qa(&dir.join("archive"), &work.path().join("qa"));
+    assert_eq!(code, 1, "{v:#}{err}");
+    let top = v["reports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["url"] == seeds[0].as_str())
+        .unwrap_or_else(|| panic!("{v:#}"));
+    assert_eq!(top["good"], false, "{top:#}");
+    // What the frames' scripts load was never fetched by the HTTP crawl.
+    let missing: Vec<&str> = top["missing"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m.as_str())
+        .collect();
+    let api = format!("http://{}/api/data.json", live.addr);
+    assert!(missing.contains(&api.as_str()), "{missing:?}");
+}
+
+/// A loopback listener that counts the connections made to it.
+struct Counter {
+    addr: String,
+    n: Arc<AtomicUsize>,
+}
+
+fn counter(ip: &str) -> Counter {
+    let l = TcpListener::bind(format!("{ip}:0")).unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    l.set_nonblocking(true).unwrap();
+    let n = Arc::new(AtomicUsize::new(0));
+    let n2 = n.clone();
+    std::thread::spawn(move || {
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(180) {
+            match l.accept() {
+                Ok(_) => {
+                    n2.fetch_add(1, Ordering::SeqCst);
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(10)),
+            }
+        }
+    });
+    Counter { addr, n }
+}
+
+/// The browser's requests for hosts out of the crawl's scope, or out of
+/// its resolve table under resolve-only, are refused by the proxy before
+/// any lookup or connection: nothing reaches the outside host, nothing of
+/// it is recorded.
+#[test]
+fn the_browsers_requests_outside_the_crawl_reach_nothing() {
+    let Some(exe) = chromium() else {
+        eprintln!("skipped: WARCHEST_SKIP_BROWSER");
+        return;
+    };
+    let outside = counter("127.0.0.2");
+    let out = outside.addr.clone();
+    let live = Live::start_with(move |_| {
+        vec![(
+            "/out.html".into(),
+            HTML,
+            format!(
+                "<!doctype html><title>out</title><p>outside links</p>\
+<img src=\"http://{out}/x.png\"><a href=\"http://{out}/page.html\">out</a>\
+<script>fetch('http://{out}/api').catch(function(){{}});\
+fetch('http://outside.invalid/y').catch(function(){{}});</script>"
+            )
+            .into_bytes(),
+        )]
+    });
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("crawl");
+    let seeds = [format!("http://{}/out.html", live.addr)];
+    let mut flags = browser_flags(&exe);
+    flags.extend(["--exclude".into(), r"^http://127\.0\.0\.2".into()]);
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let (code, err) = crawl(&dir, &seeds, &flags);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        outside.n.load(Ordering::SeqCst),
+        0,
+        "the outside host was reached"
+    );
+    let mut targets = Vec::new();
+    for f in archive(&dir) {
+        let mut r = warchest::warc::Reader::open(&f).unwrap();
+        while let Some(rec) = r.next_record().unwrap() {
+            if let Some(t) = rec.header().get("WARC-Target-URI") {
+                targets.push(t.to_string());
+            }
+        }
+    }
+    assert!(
+        targets.iter().any(|t| t == &seeds[0]),
+        "the page itself: {targets:?}"
+    );
+    assert!(
+        !targets
+            .iter()
+            .any(|t| t.contains("127.0.0.2") || t.contains("outside.invalid")),
+        "{targets:?}"
+    );
+    // The counter counts: a connection made now is seen.
+    drop(std::net::TcpStream::connect(&outside.addr).unwrap());
+    let t = Instant::now();
+    while outside.n.load(Ordering::SeqCst) == 0 && t.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(outside.n.load(Ordering::SeqCst), 1);
+}
