@@ -271,3 +271,199 @@ fetch('http://outside.invalid/y').catch(function(){{}});</script>"
     }
     assert_eq!(outside.n.load(Ordering::SeqCst), 1);
 }
+
+/// `n` pages, each with an image and two links its script builds (the
+/// next page and one further on): a crawl reaches them only by browser.
+fn chain(n: usize) -> impl Fn(&str) -> Vec<(String, &'static str, Vec<u8>)> {
+    move |_| {
+        (0..n)
+            .map(|i| {
+                let img = ["orange", "teal", "grey"][i % 3];
+                (
+                    format!("/p/{i}.html"),
+                    HTML,
+                    format!(
+                        "<!doctype html><title>page {i}</title><h1>page {i}</h1>\
+<p>{}</p><img src=\"/img/{img}.svg\"><script>[{},{}].forEach(function(k){{\
+var a=document.createElement('a');a.href='/p/'+k+'.html';a.textContent='page '+k;\
+document.body.appendChild(a);}});</script>",
+                        "text of the page ".repeat(40),
+                        (i + 1) % n,
+                        (i * 7 + 3) % n,
+                    )
+                    .into_bytes(),
+                )
+            })
+            .collect()
+    }
+}
+
+/// The resident set (kB) of `pid`, and the proportional set (kB: shared
+/// pages divided among their sharers, so not counted once per process) of
+/// all its descendants (Chromium's processes), from /proc.
+fn rss_tree(pid: u32) -> (u64, u64) {
+    let field = |path: String, name: &str| -> u64 {
+        std::fs::read_to_string(path)
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with(name))
+                    .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+            })
+            .unwrap_or(0)
+    };
+    let rss = |p: u32| field(format!("/proc/{p}/status"), "VmRSS:");
+    let pss = |p: u32| field(format!("/proc/{p}/smaps_rollup"), "Pss:");
+    let mut parent = std::collections::HashMap::new();
+    if let Ok(rd) = std::fs::read_dir("/proc") {
+        for e in rd.flatten() {
+            let Some(p) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                continue;
+            };
+            // /proc/PID/stat: "pid (comm) state ppid ..."; comm may hold spaces.
+            if let Ok(st) = std::fs::read_to_string(format!("/proc/{p}/stat"))
+                && let Some(rest) = st.rsplit_once(')').map(|x| x.1)
+                && let Some(pp) = rest.split_whitespace().nth(1).and_then(|x| x.parse().ok())
+            {
+                parent.insert(p, pp);
+            }
+        }
+    }
+    let descends = |mut p: u32| {
+        for _ in 0..64 {
+            match parent.get(&p) {
+                Some(&pp) if pp == pid => return true,
+                Some(&pp) if pp > 1 => p = pp,
+                _ => return false,
+            }
+        }
+        false
+    };
+    let kids: u64 = parent
+        .keys()
+        .filter(|&&p| descends(p))
+        .map(|&p| pss(p))
+        .sum();
+    (rss(pid), kids)
+}
+
+/// Crawls `n` script-linked pages with a browser, sampling memory; returns
+/// the samples (warchest kB, Chromium kB) and the pages crawled.
+fn memory_run(n: usize) -> Option<(Vec<(u64, u64)>, usize, Duration)> {
+    let exe = chromium()?;
+    let live = Live::start_with(chain(n));
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("crawl");
+    let mut child = bin()
+        .arg("crawl")
+        .arg(format!("http://{}/p/0.html", live.addr))
+        .arg("-o")
+        .arg(&dir)
+        .args([
+            "--resolve-only",
+            "--min-delay",
+            "0",
+            "--max-delay",
+            "0",
+            "--delay-factor",
+            "0",
+            "--max-hops",
+            "10000",
+            "--page-timeout",
+            "30",
+            "-q",
+        ])
+        .args(["--browser", "--chromium"])
+        .arg(&exe)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    let mut samples = Vec::new();
+    let limit = Duration::from_secs(60 + 3 * n as u64);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if t0.elapsed() > limit {
+            let _ = child.kill();
+            panic!("the crawl of {n} pages took more than {limit:?}");
+        }
+        samples.push(rss_tree(child.id()));
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let took = t0.elapsed();
+    assert!(status.success(), "{status}");
+    let pages = std::fs::read_to_string(dir.join("pages/pages.jsonl"))
+        .unwrap()
+        .lines()
+        .skip(1)
+        .count();
+    Some((samples, pages, took))
+}
+
+/// Peak memory of the first and the second half of the samples.
+fn halves(s: &[(u64, u64)]) -> ((u64, u64), (u64, u64)) {
+    let peak = |v: &[(u64, u64)]| {
+        v.iter()
+            .fold((0, 0), |(a, b), &(x, y)| (a.max(x), b.max(y)))
+    };
+    let mid = s.len() / 2;
+    (peak(&s[..mid]), peak(&s[mid..]))
+}
+
+fn memory_check(n: usize) {
+    let Some((samples, pages, took)) = memory_run(n) else {
+        eprintln!("skipped: WARCHEST_SKIP_BROWSER");
+        return;
+    };
+    assert_eq!(pages, n, "every page crawled");
+    assert!(samples.len() > 10, "{samples:?}");
+    let (first, second) = halves(&samples);
+    let peak = (first.0.max(second.0), first.1.max(second.1));
+    eprintln!(
+        "{n} pages in {:.0} s: peak RSS warchest {} MB, PSS of Chromium (all its processes) {} MB; \
+         first half {} / {} MB, second half {} / {} MB",
+        took.as_secs_f64(),
+        peak.0 / 1024,
+        peak.1 / 1024,
+        first.0 / 1024,
+        first.1 / 1024,
+        second.0 / 1024,
+        second.1 / 1024,
+    );
+    // Bounded: warchest's own memory does not grow with the pages (the
+    // frontier and the dedupe index are on disk), Chromium's is bounded by
+    // its restarts every 100 pages.
+    assert!(peak.0 < 400 * 1024, "warchest {} MB", peak.0 / 1024);
+    assert!(
+        second.0 <= first.0 + first.0 / 2 + 32 * 1024,
+        "warchest grew: {} MB then {} MB",
+        first.0 / 1024,
+        second.0 / 1024
+    );
+    assert!(peak.1 > 0, "no Chromium process seen");
+    assert!(peak.1 < 3 * 1024 * 1024, "Chromium {} MB", peak.1 / 1024);
+}
+
+/// Memory over a small browser crawl: warchest's does not grow from the
+/// first half to the second, Chromium's stays bounded.
+#[test]
+fn memory_stays_bounded_over_a_browser_crawl() {
+    memory_check(8);
+}
+
+/// The same over 1,000 pages (`WARCHEST_MEMORY_PAGES` others; about a
+/// minute per 20 pages on a loaded 2-core machine); the figures go to
+/// docs/crawl.md. Run: `cargo test -p warchest-cli --test it
+/// memory_over_1000_pages -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn memory_over_1000_pages() {
+    let n = std::env::var("WARCHEST_MEMORY_PAGES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1000);
+    memory_check(n);
+}
