@@ -347,9 +347,16 @@ fn rss_tree(pid: u32) -> (u64, u64) {
     (rss(pid), kids)
 }
 
-/// Crawls `n` script-linked pages with a browser, sampling memory; returns
-/// the samples (warchest kB, Chromium kB) and the pages crawled.
-fn memory_run(n: usize) -> Option<(Vec<(u64, u64)>, usize, Duration)> {
+/// A crawl's memory samples (warchest kB, Chromium kB), its pages and how
+/// long it took.
+struct MemoryRun {
+    samples: Vec<(u64, u64)>,
+    pages: usize,
+    took: Duration,
+}
+
+/// Crawls `n` script-linked pages with a browser, sampling memory.
+fn memory_run(n: usize) -> Option<MemoryRun> {
     let exe = chromium()?;
     let live = Live::start_with(chain(n));
     let work = tempfile::tempdir().unwrap();
@@ -400,7 +407,11 @@ fn memory_run(n: usize) -> Option<(Vec<(u64, u64)>, usize, Duration)> {
         .lines()
         .skip(1)
         .count();
-    Some((samples, pages, took))
+    Some(MemoryRun {
+        samples,
+        pages,
+        took,
+    })
 }
 
 /// Peak memory of the first and the second half of the samples.
@@ -414,7 +425,12 @@ fn halves(s: &[(u64, u64)]) -> ((u64, u64), (u64, u64)) {
 }
 
 fn memory_check(n: usize) {
-    let Some((samples, pages, took)) = memory_run(n) else {
+    let Some(MemoryRun {
+        samples,
+        pages,
+        took,
+    }) = memory_run(n)
+    else {
         eprintln!("skipped: WARCHEST_SKIP_BROWSER");
         return;
     };
