@@ -39,7 +39,9 @@ impl Live {
         let (seen2, stop2) = (seen.clone(), stop.clone());
         std::thread::spawn(move || {
             let start = Instant::now();
-            while !stop2.load(Ordering::Relaxed) && start.elapsed() < Duration::from_secs(300) {
+            // Bounded in time; long enough for the ignored 1,000-page
+            // browser crawl (the server stops with its Live).
+            while !stop2.load(Ordering::Relaxed) && start.elapsed() < Duration::from_secs(3600) {
                 match l.accept() {
                     Ok((s, _)) => {
                         let (pages, seen) = (pages.clone(), seen2.clone());
