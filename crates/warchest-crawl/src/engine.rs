@@ -125,7 +125,8 @@ pub struct Crawl {
     recorder: Arc<Recorder>,
     /// Pages loaded in a browser (`--browser`), when set.
     renderer: Option<Box<dyn PageRenderer>>,
-    /// URLs the browser fetched this run (not fetched again).
+    /// URLs the browser fetched this run, for URIs queued before it did
+    /// (those queued later are kept out by the frontier's seen set).
     browser_fetched: Mutex<HashSet<String>>,
     resolver: dns::Resolver,
     resolver_opts: dns::ResolverOptions,
@@ -1007,6 +1008,11 @@ impl Crawl {
         let got = r.render(&uri.url);
         self.frontier.mark_seen(&got.fetched)?;
         if let Ok(mut s) = self.browser_fetched.lock() {
+            // Bounded: past it a URI queued before the browser fetched it
+            // may be fetched again (a revisit), which costs only a fetch.
+            if s.len() > 200_000 {
+                s.clear();
+            }
             s.extend(got.fetched.iter().map(|u| u.to_string()));
         }
         if got.error.is_some() && !seen(uri.url.as_str()) {

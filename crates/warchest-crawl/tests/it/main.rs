@@ -2,6 +2,7 @@
 //! served on loopback by the tests themselves.
 
 mod crawl;
+mod render;
 mod resume;
 mod testweb;
 mod web;
