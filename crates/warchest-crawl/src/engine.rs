@@ -911,27 +911,16 @@ impl Crawl {
             .line(&line.format(time::OffsetDateTime::now_utc()))
             .map_err(io_at(self.crawl_log.path()))?;
         if page {
-            let row = serde_json::json!({
-                "id": uuid::Uuid::new_v4().to_string(),
-                "url": uri.url.as_str(),
-                "title": f.extracted.title.clone().unwrap_or_default(),
-                "ts": iso_time(f.started),
-                "mime": crate::output::mime_column(f.content_type.as_deref()),
-                "status": f.status,
-                "depth": uri.links_hops(),
-                "seed": uri.hops.is_empty(),
-                "loadState": 1,
-            });
-            self.pages
-                .line(&row.to_string())
-                .map_err(io_at(self.pages.path()))?;
-            self.live.pages.fetch_add(1, Ordering::Relaxed);
+            self.page_row(
+                uri,
+                f.extracted.title.as_deref(),
+                f.started,
+                &crate::output::mime_column(f.content_type.as_deref()),
+                f.status.into(),
+                1,
+            )?;
         }
-        // Records on disk before the URI is marked done.
-        let closed = self.recorder.flush()?;
-        for c in closed {
-            self.index_file(&c)?;
-        }
+        self.flush_records()?;
         self.frontier.complete(
             lease,
             frontier::Outcome {
@@ -943,6 +932,43 @@ impl Crawl {
             &found,
         )?;
         self.live.done.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// A pages.jsonl row (Browsertrix's columns).
+    fn page_row(
+        &self,
+        uri: &CrawlUri,
+        title: Option<&str>,
+        ts: time::OffsetDateTime,
+        mime: &str,
+        status: i32,
+        load_state: u8,
+    ) -> Result<(), CrawlError> {
+        let row = serde_json::json!({
+            "id": uuid::Uuid::new_v4().to_string(),
+            "url": uri.url.as_str(),
+            "title": title.unwrap_or_default(),
+            "ts": iso_time(ts),
+            "mime": mime,
+            "status": status,
+            "depth": uri.links_hops(),
+            "seed": uri.hops.is_empty(),
+            "loadState": load_state,
+        });
+        self.pages
+            .line(&row.to_string())
+            .map_err(io_at(self.pages.path()))?;
+        self.live.pages.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Records on disk (and closed files indexed) before a URI is marked
+    /// done.
+    fn flush_records(&self) -> Result<(), CrawlError> {
+        for c in self.recorder.flush()? {
+            self.index_file(&c)?;
+        }
         Ok(())
     }
 
@@ -1061,26 +1087,16 @@ impl Crawl {
             .line(&line.format(time::OffsetDateTime::now_utc()))
             .map_err(io_at(self.crawl_log.path()))?;
         if page {
-            let row = serde_json::json!({
-                "id": uuid::Uuid::new_v4().to_string(),
-                "url": uri.url.as_str(),
-                "title": got.title.clone().unwrap_or_default(),
-                "ts": iso_time(started),
-                "mime": "text/html",
-                "status": status,
-                "depth": uri.links_hops(),
-                "seed": uri.hops.is_empty(),
-                "loadState": got.load_state,
-            });
-            self.pages
-                .line(&row.to_string())
-                .map_err(io_at(self.pages.path()))?;
-            self.live.pages.fetch_add(1, Ordering::Relaxed);
+            self.page_row(
+                uri,
+                got.title.as_deref(),
+                started,
+                "text/html",
+                status,
+                got.load_state,
+            )?;
         }
-        let closed = self.recorder.flush()?;
-        for c in closed {
-            self.index_file(&c)?;
-        }
+        self.flush_records()?;
         let delay = self
             .cfg
             .politeness

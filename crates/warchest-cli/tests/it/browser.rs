@@ -54,6 +54,23 @@ impl Live {
         Live { addr, seen, stop }
     }
 
+    /// Every path served (more than 20) is a response record's target
+    /// in `files` (query strings aside).
+    pub(crate) fn all_archived(&self, files: &[std::path::PathBuf]) {
+        let archived = responses(files);
+        let served = self.paths();
+        assert!(served.len() > 20, "{served:?}");
+        for p in &served {
+            let u = format!("http://{}{p}", self.addr);
+            assert!(
+                archived
+                    .iter()
+                    .any(|a| a.split('?').next() == Some(u.as_str())),
+                "{u} was loaded live but is not archived: {archived:?}"
+            );
+        }
+    }
+
     /// The paths served (query strings dropped), each once.
     pub(crate) fn paths(&self) -> Vec<String> {
         let mut v: Vec<String> = self
@@ -184,18 +201,7 @@ fn the_fidelity_site_captured_with_a_browser_replays_and_passes_qa() {
     let files = files_in(&out);
     // Every resource the live page loaded in the browser is in the
     // archive (the favicon is the browser's own request).
-    let archived = responses(&files);
-    let served = live.paths();
-    assert!(served.len() > 20, "{served:?}");
-    for p in &served {
-        let u = format!("http://{}{p}", live.addr);
-        assert!(
-            archived
-                .iter()
-                .any(|a| a.split('?').next() == Some(u.as_str())),
-            "{u} was loaded live but is not archived: {archived:?}"
-        );
-    }
+    live.all_archived(&files);
     for f in &files {
         verifies(f);
     }
