@@ -380,14 +380,20 @@ fn memory_run(n: usize) -> Option<MemoryRun> {
         .unwrap();
     let t0 = Instant::now();
     let mut samples = Vec::new();
-    let limit = Duration::from_secs(60 + 3 * n as u64);
+    // Generous: a loaded machine takes 5 s a page.
+    let limit = Duration::from_secs(60 + 10 * n as u64);
     let status = loop {
         if let Some(s) = child.try_wait().unwrap() {
             break s;
         }
         if t0.elapsed() > limit {
             let _ = child.kill();
-            panic!("the crawl of {n} pages took more than {limit:?}");
+            let (a, b) = halves(&samples);
+            panic!(
+                "the crawl of {n} pages took more than {limit:?} \
+                 (peak memory so far, kB: warchest {} then {}, Chromium {} then {})",
+                a.0, b.0, a.1, b.1
+            );
         }
         samples.push(rss_tree(child.id()));
         std::thread::sleep(Duration::from_millis(100));
