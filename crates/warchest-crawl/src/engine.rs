@@ -907,9 +907,7 @@ impl Crawl {
         let seed = self.seeds.get(uri.seed as usize).map(|s| s.to_string());
         let mut line = fetch_line(uri, &f, thread, seed.as_deref());
         line.annotations = ann;
-        self.crawl_log
-            .line(&line.format(time::OffsetDateTime::now_utc()))
-            .map_err(io_at(self.crawl_log.path()))?;
+        self.log_line(&line)?;
         if page {
             self.page_row(
                 uri,
@@ -933,6 +931,13 @@ impl Crawl {
         )?;
         self.live.done.fetch_add(1, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// A crawl.log line, dated now.
+    fn log_line(&self, line: &LogLine) -> Result<(), CrawlError> {
+        self.crawl_log
+            .line(&line.format(time::OffsetDateTime::now_utc()))
+            .map_err(io_at(self.crawl_log.path()))
     }
 
     /// A pages.jsonl row (Browsertrix's columns).
@@ -1083,9 +1088,7 @@ impl Crawl {
             annotations: ann,
             extra: None,
         };
-        self.crawl_log
-            .line(&line.format(time::OffsetDateTime::now_utc()))
-            .map_err(io_at(self.crawl_log.path()))?;
+        self.log_line(&line)?;
         if page {
             self.page_row(
                 uri,

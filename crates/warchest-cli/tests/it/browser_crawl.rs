@@ -53,22 +53,23 @@ fn script_site() -> (Live, tempfile::TempDir, PathBuf, [String; 2]) {
 /// `warchest crawl` of `seeds` into `dir` (fast politeness, loopback
 /// only), with `more` flags.
 fn crawl(dir: &Path, seeds: &[String], more: &[&str]) -> (i32, String) {
-    let (code, _, err) = run(bin()
-        .arg("crawl")
-        .args(seeds)
-        .arg("-o")
-        .arg(dir)
-        .args([
-            "--resolve-only",
-            "--min-delay",
-            "0",
-            "--max-delay",
-            "0",
-            "--delay-factor",
-            "0",
-        ])
-        .args(more));
+    let (code, _, err) = run(crawl_command(dir, seeds).args(more));
     (code, err)
+}
+
+/// The `warchest crawl` command of the tests: no delays, loopback only.
+fn crawl_command(dir: &Path, seeds: &[String]) -> std::process::Command {
+    let mut c = bin();
+    c.arg("crawl").args(seeds).arg("-o").arg(dir).args([
+        "--resolve-only",
+        "--min-delay",
+        "0",
+        "--max-delay",
+        "0",
+        "--delay-factor",
+        "0",
+    ]);
+    c
 }
 
 fn browser_flags(exe: &Path) -> Vec<String> {
@@ -353,29 +354,13 @@ fn memory_run(n: usize) -> Option<MemoryRun> {
     let live = Live::start_with(chain(n));
     let work = tempfile::tempdir().unwrap();
     let dir = work.path().join("crawl");
-    let mut child = bin()
-        .arg("crawl")
-        .arg(format!("http://{}/p/0.html", live.addr))
-        .arg("-o")
-        .arg(&dir)
-        .args([
-            "--resolve-only",
-            "--min-delay",
-            "0",
-            "--max-delay",
-            "0",
-            "--delay-factor",
-            "0",
-            "--max-hops",
-            "10000",
-            "--page-timeout",
-            "30",
-            "-q",
-        ])
+    let mut child = crawl_command(&dir, &[format!("http://{}/p/0.html", live.addr)])
+        .args(["--max-hops", "10000", "--page-timeout", "30", "-q"])
         .args(["--browser", "--chromium"])
         .arg(&exe)
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
+        // Not piped: nobody reads it while the crawl runs.
+        .stderr(std::process::Stdio::inherit())
         .spawn()
         .unwrap();
     let t0 = Instant::now();
