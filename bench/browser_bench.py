@@ -2,16 +2,22 @@
 """Issue 30's comparison: a JS-built local site captured three ways, in one
 run, then each archive checked by `warchest qa` (replayed in warchest serve):
 
-- warchest capture --browser (the crawler's --browser once it is on main);
+- warchest crawl --browser from the first page (the links are built by
+  script, so only a browser reaches the others), and warchest capture
+  --browser given every page's URL;
 - the brozzler way: warcprox (pip) as the recording proxy, Chromium driven
   through it by this script (one headless Chromium a page, --browsers at once);
 - wget --mirror --warc-file.
 
-Prints, per way: pages a minute, peak memory (the largest process, from
-/usr/bin/time or getrusage), resources the replay needed that the archive
-lacks, and QA's screenshot and text scores where the archive holds a
-screenshot (only warchest's does: the others have no capture to compare
-with, so their rows show what is missing only). See docs/performance.md.
+Prints, per way: pages a minute, peak memory (the proportional set size,
+PSS, of every process the way ran, summed and sampled every 100 ms: the
+tool, its proxy and all of Chromium's processes, shared pages counted
+once), resources the replay needed that the archive
+lacks, and QA's screenshot and text scores. warchest's archives hold their
+own screenshots and texts of the live pages; the other two have none, so
+warchest capture's (urn:view:, urn:text:, taken live) are copied next to
+theirs as the reference their replay is scored against. See
+docs/performance.md.
 
     bench/browser_bench.py --bin target/release/warchest [--pages 40] [--tabs 2] [--smoke]
 """
@@ -19,7 +25,6 @@ import argparse
 import http.server
 import json
 import os
-import resource
 import shutil
 import socket
 import subprocess
@@ -93,16 +98,87 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
+def tree_pss_kib(root):
+    """The summed PSS (KiB) of root's descendants, root excluded (this
+    script, whose thread serves the site)."""
+    parent = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                parent[int(d)] = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            pass
+
+    def under(p):
+        for _ in range(64):
+            p = parent.get(p, 0)
+            if p == root:
+                return True
+            if p <= 1:
+                return False
+        return False
+    total = 0
+    for p in parent:
+        if p != root and under(p):
+            try:
+                with open(f"/proc/{p}/smaps_rollup") as f:
+                    for line in f:
+                        if line.startswith("Pss:"):
+                            total += int(line.split()[1])
+                            break
+            except OSError:
+                pass
+    return total
+
+
+class Peak:
+    """Samples the PSS of this script's child processes every 100 ms."""
+
+    def __init__(self):
+        self.peak = 0
+        self.stop = threading.Event()
+        self.t = threading.Thread(target=self.run, daemon=True)
+
+    def run(self):
+        me = os.getpid()
+        while not self.stop.is_set():
+            self.peak = max(self.peak, tree_pss_kib(me))
+            self.stop.wait(0.1)
+
+    def __enter__(self):
+        self.t.start()
+        return self
+
+    def __exit__(self, *a):
+        self.stop.set()
+        self.t.join()
+
+    def mib(self):
+        return self.peak / 1024
+
+
 def timed(cmd, **kw):
-    """Runs cmd; (seconds, peak RSS in MiB of its largest process)."""
+    """Runs cmd; (seconds, peak memory in MiB, exit code): the sampled PSS
+    of it and its descendants, or its own peak RSS when larger (a process
+    too short for the samples)."""
     t = time.monotonic()
-    if os.path.exists("/usr/bin/time"):
-        r = subprocess.run(["/usr/bin/time", "-f", "%M"] + cmd, stderr=subprocess.PIPE, text=True, **kw)
-        peak = int((r.stderr.strip().splitlines() or ["0"])[-1] or 0) / 1024
-    else:
-        r = subprocess.run(cmd, **kw)
-        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    return time.monotonic() - t, peak, r.returncode
+    with Peak() as pk:
+        p = subprocess.Popen(cmd, **kw)
+        _, status, ru = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+    return time.monotonic() - t, max(pk.mib(), ru.ru_maxrss / 1024), p.returncode
+
+
+def reference(bin_, capture_dir, out):
+    """The screenshots and texts warchest's browser took of the live pages
+    (urn:view:, urn:text:), copied into out/reference.warc.gz: QA then
+    scores another tool's archive against the live pages."""
+    warcs = sorted(os.path.join(capture_dir, f) for f in os.listdir(capture_dir)
+                   if f.endswith(".warc.gz"))
+    subprocess.run([bin_, "-q", "filter", *warcs, "-o", os.path.join(out, "reference.warc.gz"),
+                    'warc-type == "resource" && :uri =~ "urn:(view|text):.*"'], check=True)
 
 
 def free_port():
@@ -144,7 +220,7 @@ def warcprox_way(site, urls, out, tabs, chromium):
         # warcprox writes its dedup and stats databases in its working
         # directory.
         cwd=out, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    peak = 0.0
+    pk = Peak().__enter__()
     try:
         for _ in range(100):
             try:
@@ -157,20 +233,17 @@ def warcprox_way(site, urls, out, tabs, chromium):
         todo = list(urls)
 
         def worker():
-            nonlocal peak
             while True:
                 with lock:
                     if not todo:
                         return
                     u = todo.pop()
                 with tempfile.TemporaryDirectory() as prof:
-                    _, p, _ = timed([chromium] + CHROMIUM_FLAGS + [
+                    subprocess.run([chromium] + CHROMIUM_FLAGS + [
                         f"--user-data-dir={prof}", f"--proxy-server=http://127.0.0.1:{port}",
                         "--proxy-bypass-list=<-loopback>", "--ignore-certificate-errors",
                         "--virtual-time-budget=8000", "--dump-dom", u],
-                        stdout=subprocess.DEVNULL, timeout=60)
-                with lock:
-                    peak = max(peak, p)
+                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
 
         ts = [threading.Thread(target=worker) for _ in range(tabs)]
         for th in ts:
@@ -181,7 +254,8 @@ def warcprox_way(site, urls, out, tabs, chromium):
     finally:
         proxy.terminate()
         proxy.wait(30)
-    return took, peak
+        pk.__exit__()
+    return took, pk.mib()
 
 
 def qa(bin_, out, report):
@@ -220,14 +294,28 @@ def main():
     work = tempfile.mkdtemp(prefix="browser-bench-")
     rows = []
     try:
+        # The crawl: from the first page, the rest reached by the links the
+        # pages' scripts build (robots.txt is read: the site has none).
+        crawl = os.path.join(work, "crawl")
+        took, peak, rc = timed([o.bin, "-q", "crawl", urls[0], "-o", crawl, "--browser",
+                                "--browsers", str(o.tabs), "--chromium", o.chromium,
+                                "--max-pages", str(o.pages), "--resolve-only",
+                                "--min-delay", "0", "--max-delay", "0", "--delay-factor", "0"])
+        with open(os.path.join(crawl, "pages", "pages.jsonl")) as f:
+            crawled = sum(1 for _ in f) - 1
+        if rc != 0 or crawled != o.pages:
+            print(f"warchest crawl --browser: exit {rc}, {crawled} of {o.pages} pages")
+        rows.append(("warchest crawl --browser", took, peak, os.path.join(crawl, "archive"), crawled))
         out = os.path.join(work, "warchest")
         took, peak, rc = timed([o.bin, "-q", "capture", "--browser", *urls, "-o", out,
                                 "--browsers", str(o.tabs), "--chromium", o.chromium, "--no-media"])
-        rows.append(("warchest --browser", took, peak, out))
+        rows.append(("warchest capture --browser", took, peak, out, o.pages))
+        live = out
         out = os.path.join(work, "warcprox")
         r = warcprox_way(site, urls, out, o.tabs, o.chromium)
         if r:
-            rows.append(("warcprox + Chromium", r[0], r[1], out))
+            reference(o.bin, live, out)
+            rows.append(("warcprox + Chromium", r[0], r[1], out, o.pages))
         else:
             print("warcprox could not be installed: row skipped")
         out = os.path.join(work, "wget")
@@ -235,13 +323,14 @@ def main():
         took, peak, rc = timed(["wget", "-q", "--mirror", "-e", "robots=off", "-P", out,
                                 "--warc-file", os.path.join(out, "site"), site.url(0)],
                                stdout=subprocess.DEVNULL)
-        rows.append(("wget --mirror", took, peak, out))
+        reference(o.bin, live, out)
+        rows.append(("wget --mirror", took, peak, out, o.pages))
         print(f"{o.pages} JS-built pages, {o.tabs} tabs")
-        print(f"{'way':22} {'pages/min':>9} {'peak MiB':>8} {'QA good':>7} {'missing':>7} {'replayed':>8} {'pixels':>7} {'text':>6}")
-        for name, took, peak, out in rows:
+        print(f"{'way':26} {'pages/min':>9} {'peak MiB':>8} {'QA good':>7} {'missing':>7} {'replayed':>8} {'pixels':>7} {'text':>6}")
+        for name, took, peak, out, pages in rows:
             q = qa(o.bin, out, out + "-qa") or {}
             f = lambda v: "-" if v is None else f"{v:.3f}"
-            print(f"{name:22} {o.pages / took * 60:9.1f} {peak:8.0f} {q.get('good', 0):>3}/{q.get('pages', 0):<3} "
+            print(f"{name:26} {pages / took * 60:9.1f} {peak:8.0f} {q.get('good', 0):>3}/{q.get('pages', 0):<3} "
                   f"{q.get('missing', '-'):>7} {q.get('replayed', '-'):>8} {f(q.get('screenshot')):>7} {f(q.get('text')):>6}")
     finally:
         site.shutdown()

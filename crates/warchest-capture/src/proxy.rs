@@ -79,6 +79,23 @@ pub struct Access {
     pub allow: Vec<ipnet::IpNet>,
     /// Further destinations denied.
     pub deny: Vec<ipnet::IpNet>,
+    /// Asked about each request's URL before any lookup or connection
+    /// (a crawl's scope and `resolve-only`); a refusal answers 403 with
+    /// its reason, and nothing is fetched or recorded.
+    pub filter: Option<UrlFilter>,
+}
+
+/// A check of a request's URL (`Err`: why it is refused).
+pub type UrlCheck = dyn Fn(&str) -> Result<(), String> + Send + Sync;
+
+/// A shared [`UrlCheck`], for [`Access::filter`].
+#[derive(Clone)]
+pub struct UrlFilter(pub Arc<UrlCheck>);
+
+impl std::fmt::Debug for UrlFilter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("UrlFilter")
+    }
 }
 
 impl Access {
@@ -1019,6 +1036,13 @@ fn forward(shared: &Shared, mut job: Job, fwd: &mut Fwd) -> Result<(), CaptureEr
     io::copy(&mut body, &mut upstream_req).map_err(spool_err)?;
     let up_len = head.len() as u64 + body_len;
     drop(body);
+    if let Some(f) = &opts.access.filter
+        && let Err(why) = (f.0)(&url.to_string())
+    {
+        tracing::info!("proxy client {}: {url}: refused: {why}", job.peer);
+        fwd.fail(StatusCode::FORBIDDEN, &format!("{url}: {why}\n"));
+        return Ok(());
+    }
     let started = time::OffsetDateTime::now_utc();
     let t0 = Instant::now();
     let addrs = match shared.resolver.resolve(&url.host) {

@@ -186,6 +186,8 @@ pub struct CrawlConfig {
     pub extract: ExtractConfig,
     /// Delays between fetches.
     pub politeness: PolitenessConfig,
+    /// Pages in a browser (`crawl --browser`).
+    pub render: crate::render::RenderConfig,
 }
 
 /// Whether a part's error says the key is not one of its own.
@@ -209,11 +211,11 @@ impl CrawlConfig {
     /// # Errors
     /// As [`CrawlConfig::from_toml`].
     pub fn from_table(table: toml::Table) -> Result<CrawlConfig, ConfigError> {
-        let mut parts: [toml::Table; 4] = Default::default();
+        let mut parts: [toml::Table; 5] = Default::default();
         for (k, v) in table {
             let mut one = toml::Table::new();
             one.insert(k.clone(), v.clone());
-            let tries: [fn(toml::Table) -> Result<(), String>; 4] = [
+            let tries: [fn(toml::Table) -> Result<(), String>; 5] = [
                 |t| {
                     EngineConfig::deserialize(t)
                         .map(|_| ())
@@ -234,6 +236,11 @@ impl CrawlConfig {
                         .map(|_| ())
                         .map_err(|e| e.to_string())
                 },
+                |t| {
+                    crate::render::RenderConfig::deserialize(t)
+                        .map(|_| ())
+                        .map_err(|e| e.to_string())
+                },
             ];
             let mut placed = false;
             for (i, f) in tries.iter().enumerate() {
@@ -251,7 +258,7 @@ impl CrawlConfig {
                 return Err(ConfigError(format!("unknown key `{k}`")));
             }
         }
-        let [e, s, x, p] = parts;
+        let [e, s, x, p, r] = parts;
         let err = |e: toml::de::Error| ConfigError(e.to_string());
         let engine = EngineConfig::deserialize(e).map_err(err)?;
         if engine.workers == 0 || engine.workers > 1024 {
@@ -280,11 +287,14 @@ impl CrawlConfig {
                 )));
             }
         }
+        let render = crate::render::RenderConfig::deserialize(r).map_err(err)?;
+        render.check()?;
         Ok(CrawlConfig {
             engine,
             scope: ScopeConfig::deserialize(s).map_err(err)?,
             extract: ExtractConfig::deserialize(x).map_err(err)?,
             politeness: PolitenessConfig::deserialize(p).map_err(err)?,
+            render,
         })
     }
 }

@@ -22,11 +22,11 @@
 //! logs/scope.log      rejected URIs and the rule that rejected them
 //! ```
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use url::Url;
@@ -40,6 +40,7 @@ use crate::config::{CrawlConfig, OutputFormat, RobotsMode, SAVED_CONFIG};
 use crate::extract::{Extracted, Extractor};
 use crate::frontier::{self, Frontier, Lease, Next};
 use crate::output::{LineLog, LogLine, PAGES_HEADER, iso_time};
+use crate::render::PageRenderer;
 use crate::robots::{Robots, RobotsCache, RobotsFetch, RobotsPolicy, robots_url};
 use crate::scope::Scope;
 use crate::uri::{CrawlUri, Hop};
@@ -123,12 +124,18 @@ pub struct Crawl {
     dir: PathBuf,
     cfg: CrawlConfig,
     frontier: Frontier,
-    recorder: Recorder,
+    recorder: Arc<Recorder>,
     /// `format = infomall`: responses go here instead of the recorder.
     infomall: Option<crate::infomall::InfomallFiles>,
+    /// Pages loaded in a browser (`--browser`), when set.
+    renderer: Option<Box<dyn PageRenderer>>,
+    /// URLs the browser fetched this run, for URIs queued before it did
+    /// (those queued later are kept out by the frontier's seen set).
+    browser_fetched: Mutex<HashSet<String>>,
     resolver: dns::Resolver,
+    resolver_opts: dns::ResolverOptions,
     fetch: FetchOptions,
-    scope: Scope,
+    scope: Arc<Scope>,
     robots: Mutex<RobotsCache>,
     robots_policy: RobotsPolicy,
     crawl_log: LineLog,
@@ -476,7 +483,7 @@ impl Crawl {
         let infomall = (e.format == OutputFormat::Infomall).then(|| {
             crate::infomall::InfomallFiles::new(&archive, &e.prefix, existing, e.warc_size)
         });
-        let recorder = Recorder::new(&archive, output, Some(index))?;
+        let recorder = Arc::new(Recorder::new(&archive, output, Some(index))?);
         let limits = CaptureLimits {
             max_len: (e.max_size > 0).then_some(e.max_size),
             max_time: None,
@@ -502,10 +509,11 @@ impl Crawl {
                 })?;
             overrides.insert(h.to_ascii_lowercase(), addrs);
         }
-        let resolver = dns::Resolver::new(dns::ResolverOptions {
+        let resolver_opts = dns::ResolverOptions {
             overrides,
             ..dns::ResolverOptions::default()
-        });
+        };
+        let resolver = dns::Resolver::new(resolver_opts.clone());
         let frontier_path = dir.join("frontier.redb");
         create_whole(&frontier_path, |tmp| {
             Frontier::open(tmp)?;
@@ -547,9 +555,12 @@ impl Crawl {
             frontier,
             recorder,
             infomall,
+            renderer: None,
+            browser_fetched: Mutex::new(HashSet::new()),
             resolver,
+            resolver_opts,
             fetch,
-            scope,
+            scope: Arc::new(scope),
             robots: Mutex::new(RobotsCache::new(10_000)),
             robots_policy: RobotsPolicy::default(),
             seeds,
@@ -584,6 +595,49 @@ impl Crawl {
     /// The configuration.
     pub fn config(&self) -> &CrawlConfig {
         &self.cfg
+    }
+
+    /// The recorder every fetch is written through (WARC files, dedupe
+    /// index): a [`PageRenderer`]'s recording proxy writes through it too.
+    pub fn recorder(&self) -> Arc<Recorder> {
+        self.recorder.clone()
+    }
+
+    /// How the crawl fetches and resolves (`resolve` table, timeout, TLS,
+    /// limits): a browser's recording proxy fetches the same way.
+    pub fn fetch_options(&self) -> (FetchOptions, dns::ResolverOptions) {
+        (self.fetch.clone(), self.resolver_opts.clone())
+    }
+
+    /// Loads pages in a browser from now on (`--browser`); see
+    /// [`crate::render`].
+    pub fn set_renderer(&mut self, r: Box<dyn PageRenderer>) {
+        self.renderer = Some(r);
+    }
+
+    /// The check a browser's recording proxy makes before it connects:
+    /// the URL's host is reachable (`resolve-only`), and the scope accepts
+    /// the URL as an embed of a seed (the transclusion rules, so that a
+    /// page's resources on other hosts are fetched as the HTTP crawl
+    /// fetches them). `Err` says why not.
+    pub fn embed_filter(&self) -> Arc<warchest_capture::proxy::UrlCheck> {
+        let scope = self.scope.clone();
+        let engine = self.cfg.engine.clone();
+        let seed = self.seeds.first().cloned();
+        Arc::new(move |u: &str| {
+            let url = Url::parse(u).map_err(|e| format!("not a URL: {e}"))?;
+            let host = url.host_str().unwrap_or("");
+            if !engine.may_reach(host) {
+                return Err(format!("{host}: not in the resolve table (resolve-only)"));
+            }
+            let seed = seed.clone().ok_or("no seed")?;
+            let v = scope.decide(&CrawlUri::seed(seed, 0).child(url, Hop::Embed));
+            if v.accepted {
+                Ok(())
+            } else {
+                Err(format!("out of the crawl's scope ({})", v.rule))
+            }
+        })
     }
 
     /// The crawl directory.
@@ -932,6 +986,11 @@ impl Crawl {
                 progress_line(&self, self.started, self.cfg.engine.max_pages)
             ));
         }
+        if let Some(r) = &self.renderer
+            && let Err(e) = r.finish()
+        {
+            tracing::warn!("closing the browsers: {e}");
+        }
         if let Some(e) = fatal.into_inner().ok().flatten() {
             let _ = self.recorder.finish();
             if let Some(im) = &self.infomall {
@@ -995,6 +1054,11 @@ impl Crawl {
                 self.live.done.fetch_add(1, Ordering::Relaxed);
                 return Ok(());
             }
+        }
+        if let Some(r) = self.renderer.as_deref()
+            && self.by_browser(thread, lease, r, crawl_delay)?
+        {
+            return Ok(());
         }
         let t0 = Instant::now();
         let fetched = self.fetch_page(uri);
@@ -1069,10 +1133,116 @@ impl Crawl {
                 })
                 .cloned(),
         );
+        let found = self.scoped(uri, &links)?;
+        let mut ann = Vec::new();
+        match f.kind {
+            Kind::Revisit(RevisitProfile::IdenticalPayloadDigest) => {
+                ann.push("duplicate:digest".to_string())
+            }
+            Kind::Revisit(RevisitProfile::ServerNotModified) => {
+                ann.push("duplicate:server-not-modified".to_string())
+            }
+            _ => {}
+        }
+        if let Some(t) = &f.truncated {
+            ann.push(match t.as_str() {
+                "length" => "lenTrunc".to_string(),
+                "time" => "timeTrunc".to_string(),
+                o => format!("{o}Trunc"),
+            });
+        }
+        if f.extracted.dropped > 0 {
+            ann.push(format!("dol:{}", f.extracted.dropped));
+        }
+        let seed = self.seeds.get(uri.seed as usize).map(|s| s.to_string());
+        let mut line = fetch_line(uri, &f, thread, seed.as_deref());
+        line.annotations = ann;
+        self.log_line(&line)?;
+        if page {
+            self.page_row(
+                uri,
+                f.extracted.title.as_deref(),
+                f.started,
+                &crate::output::mime_column(f.content_type.as_deref()),
+                f.status.into(),
+                1,
+            )?;
+        }
+        self.flush_records()?;
+        self.frontier.complete(
+            lease,
+            frontier::Outcome {
+                failed: false,
+                page,
+                bytes: f.body_len,
+                delay,
+            },
+            &found,
+        )?;
+        self.live.done.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// A crawl.log line, dated now.
+    fn log_line(&self, line: &LogLine) -> Result<(), CrawlError> {
+        self.crawl_log
+            .line(&line.format(time::OffsetDateTime::now_utc()))
+            .map_err(io_at(self.crawl_log.path()))
+    }
+
+    /// A pages.jsonl row (Browsertrix's columns).
+    fn page_row(
+        &self,
+        uri: &CrawlUri,
+        title: Option<&str>,
+        ts: time::OffsetDateTime,
+        mime: &str,
+        status: i32,
+        load_state: u8,
+    ) -> Result<(), CrawlError> {
+        let row = serde_json::json!({
+            "id": uuid::Uuid::new_v4().to_string(),
+            "url": uri.url.as_str(),
+            "title": title.unwrap_or_default(),
+            "ts": iso_time(ts),
+            "mime": mime,
+            "status": status,
+            "depth": uri.links_hops(),
+            "seed": uri.hops.is_empty(),
+            "loadState": load_state,
+        });
+        self.pages
+            .line(&row.to_string())
+            .map_err(io_at(self.pages.path()))?;
+        self.live.pages.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Records on disk (and closed files indexed) before a URI is marked
+    /// done.
+    fn flush_records(&self) -> Result<(), CrawlError> {
+        let mut closed = self.recorder.flush()?;
+        if let Some(im) = &self.infomall {
+            closed.extend(im.flush()?);
+        }
+        for c in closed {
+            self.index_file(&c)?;
+        }
+        Ok(())
+    }
+
+    /// The links of `uri` the crawl follows: in scope, this shard's (others
+    /// handed off), redirects bounded; each rejection logged.
+    fn scoped(
+        &self,
+        uri: &CrawlUri,
+        links: &[crate::extract::Link],
+    ) -> Result<Vec<CrawlUri>, CrawlError> {
+        let e = &self.cfg.engine;
         let mut found = Vec::new();
         let mut handed = Vec::new();
         let redirects = uri.hops.chars().rev().take_while(|&c| c == 'R').count() as u32;
-        for l in &links {
+        for l in links {
             if !matches!(l.url.scheme(), "http" | "https") {
                 continue;
             }
@@ -1098,69 +1268,114 @@ impl Crawl {
             h.send(&handed)
                 .map_err(|err| CrawlError::Io(self.handoff_at(), err))?;
         }
-        let mut ann = Vec::new();
-        match f.kind {
-            Kind::Revisit(RevisitProfile::IdenticalPayloadDigest) => {
-                ann.push("duplicate:digest".to_string())
+        Ok(found)
+    }
+
+    /// `--browser`: a URI the browser fetched already is done; a page is
+    /// loaded in the browser, its rendered links followed, what it fetched
+    /// marked seen. False: the HTTP client is to fetch it (not a page, or
+    /// the browser failed before fetching it).
+    fn by_browser(
+        &self,
+        thread: usize,
+        lease: &Lease,
+        r: &dyn PageRenderer,
+        crawl_delay: Option<Duration>,
+    ) -> Result<bool, CrawlError> {
+        let uri = &lease.uri;
+        let seen = |u: &str| self.browser_fetched.lock().is_ok_and(|s| s.contains(u));
+        if seen(uri.url.as_str()) {
+            self.log_outcome(thread, uri, -5003, None, vec!["browser-fetched".into()]);
+            self.frontier
+                .complete(lease, frontier::Outcome::default(), &[])?;
+            self.live.done.fetch_add(1, Ordering::Relaxed);
+            return Ok(true);
+        }
+        if !crate::render::is_page(&uri.hops) {
+            return Ok(false);
+        }
+        let t0 = Instant::now();
+        let started = time::OffsetDateTime::now_utc();
+        let got = r.render(&uri.url);
+        self.frontier.mark_seen(&got.fetched)?;
+        if let Ok(mut s) = self.browser_fetched.lock() {
+            // Bounded: past it a URI queued before the browser fetched it
+            // may be fetched again (a revisit), which costs only a fetch.
+            if s.len() > 200_000 {
+                s.clear();
             }
-            Kind::Revisit(RevisitProfile::ServerNotModified) => {
-                ann.push("duplicate:server-not-modified".to_string())
-            }
-            _ => {}
+            s.extend(got.fetched.iter().map(|u| u.to_string()));
         }
-        if let Some(t) = &f.truncated {
-            ann.push(match t.as_str() {
-                "length" => "lenTrunc".to_string(),
-                "time" => "timeTrunc".to_string(),
-                o => format!("{o}Trunc"),
-            });
+        if got.error.is_some() && !seen(uri.url.as_str()) {
+            tracing::warn!(
+                "{}: the browser failed ({}); fetched with the HTTP client",
+                uri.url,
+                got.error.as_deref().unwrap_or("")
+            );
+            return Ok(false);
         }
-        if f.extracted.dropped > 0 {
-            ann.push(format!("dol:{}", f.extracted.dropped));
-        }
+        let links: Vec<crate::extract::Link> = got
+            .links
+            .iter()
+            .map(|u| crate::extract::Link {
+                url: u.clone(),
+                hop: Hop::Link,
+                context: "browser/a",
+            })
+            .collect();
+        let found = self.scoped(uri, &links)?;
+        let status = got.status.map_or(-1, i32::from);
+        let page = (200..300).contains(&status);
         let seed = self.seeds.get(uri.seed as usize).map(|s| s.to_string());
-        let mut line = fetch_line(uri, &f, thread, seed.as_deref());
-        line.annotations = ann;
-        self.crawl_log
-            .line(&line.format(time::OffsetDateTime::now_utc()))
-            .map_err(io_at(self.crawl_log.path()))?;
+        let mut ann = vec![
+            "browser".to_string(),
+            format!("resources:{}", got.fetched.len()),
+        ];
+        if let Some(e) = &got.error {
+            ann.push(format!("err={e}").replace(' ', "_"));
+        }
+        let line = LogLine {
+            status,
+            size: None,
+            uri: uri.url.as_str(),
+            hops: &uri.hops,
+            via: uri.via.as_ref().map(|v| v.as_str()),
+            mime: None,
+            thread,
+            fetch: Some((started, got.ms)),
+            digest: None,
+            seed: seed.as_deref(),
+            annotations: ann,
+            extra: None,
+        };
+        self.log_line(&line)?;
         if page {
-            let row = serde_json::json!({
-                "id": uuid::Uuid::new_v4().to_string(),
-                "url": uri.url.as_str(),
-                "title": f.extracted.title.clone().unwrap_or_default(),
-                "ts": iso_time(f.started),
-                "mime": crate::output::mime_column(f.content_type.as_deref()),
-                "status": f.status,
-                "depth": uri.links_hops(),
-                "seed": uri.hops.is_empty(),
-                "loadState": 1,
-            });
-            self.pages
-                .line(&row.to_string())
-                .map_err(io_at(self.pages.path()))?;
-            self.live.pages.fetch_add(1, Ordering::Relaxed);
+            self.page_row(
+                uri,
+                got.title.as_deref(),
+                started,
+                "text/html",
+                status,
+                got.load_state,
+            )?;
         }
-        // Records on disk before the URI is marked done.
-        let mut closed = self.recorder.flush()?;
-        if let Some(im) = &self.infomall {
-            closed.extend(im.flush()?);
-        }
-        for c in closed {
-            self.index_file(&c)?;
-        }
+        self.flush_records()?;
+        let delay = self
+            .cfg
+            .politeness
+            .next_fetch_delay(t0.elapsed(), crawl_delay);
         self.frontier.complete(
             lease,
             frontier::Outcome {
-                failed: false,
+                failed: !page && got.error.is_some(),
                 page,
-                bytes: f.body_len,
+                bytes: 0,
                 delay,
             },
             &found,
         )?;
         self.live.done.fetch_add(1, Ordering::Relaxed);
-        Ok(())
+        Ok(true)
     }
 
     /// A crawl.log line for a URI that was not fetched (or failed).

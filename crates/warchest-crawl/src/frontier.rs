@@ -578,6 +578,30 @@ impl Frontier {
         Ok((st.pages, st.bytes))
     }
 
+    /// Marks `urls` seen without queuing them (a browser fetched them:
+    /// they are never fetched again); returns how many were new.
+    ///
+    /// # Errors
+    /// The database failed.
+    pub fn mark_seen(&self, urls: &[Url]) -> Result<u64> {
+        let txn = self.db.begin_write().map_err(|e| self.err(e))?;
+        let mut n = 0;
+        {
+            let mut seen = txn.open_table(SEEN).map_err(|e| self.err(e))?;
+            for u in urls {
+                if seen
+                    .insert(u.as_str().as_bytes(), ())
+                    .map_err(|e| self.err(e))?
+                    .is_none()
+                {
+                    n += 1;
+                }
+            }
+        }
+        txn.commit().map_err(|e| self.err(e))?;
+        Ok(n)
+    }
+
     /// Whether `url` was ever queued.
     ///
     /// # Errors

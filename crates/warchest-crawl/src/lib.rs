@@ -73,6 +73,8 @@ pub mod engine;
 pub mod frontier;
 pub mod infomall;
 pub mod output;
+// -- the browser hook (h-browser) --
+pub mod render;
 pub mod shard;
 #[cfg(feature = "status")]
 pub mod status;

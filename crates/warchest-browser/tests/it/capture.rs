@@ -80,6 +80,7 @@ pub fn recorder(dir: &Path, ca_dir: &Path) -> (Arc<Recorder>, ProxyOptions) {
             credentials: None,
             allow: vec!["127.0.0.0/8".parse().unwrap()],
             deny: Vec::new(),
+            filter: None,
         },
     };
     (recorder, opts)

@@ -261,3 +261,96 @@ pub fn run_qa(g: &Global, a: QaArgs) -> Result<Outcome> {
         Outcome::Ok
     })
 }
+
+/// `crawl --browser`: the crawl's pages in Chromium, through a recording
+/// proxy that writes with the crawl's recorder, fetches as the crawl does
+/// (its `resolve` table, timeout, --max-size) and asks the crawl's scope
+/// before each connection.
+struct CrawlRenderer {
+    browsers: std::sync::RwLock<Option<Browsers>>,
+    /// The CA's directory, removed when the crawl ends.
+    _ca: tempfile::TempDir,
+}
+
+impl warchest_crawl::render::PageRenderer for CrawlRenderer {
+    fn render(&self, url: &url::Url) -> warchest_crawl::render::Rendered {
+        use warchest_crawl::render::Rendered;
+        let Ok(guard) = self.browsers.read() else {
+            return Rendered {
+                error: Some("the browsers are gone".into()),
+                ..Rendered::default()
+            };
+        };
+        let Some(b) = guard.as_ref() else {
+            return Rendered {
+                error: Some("the browsers are closed".into()),
+                ..Rendered::default()
+            };
+        };
+        let p = b.capture(url.as_str());
+        let urls = |v: &[String]| v.iter().filter_map(|u| url::Url::parse(u).ok()).collect();
+        Rendered {
+            status: p.status,
+            title: p.title.clone(),
+            load_state: p.load_state as u8,
+            links: urls(&p.links),
+            fetched: urls(&p.fetched),
+            error: p.error.clone(),
+            ms: p.ms,
+        }
+    }
+
+    fn finish(&self) -> std::result::Result<(), String> {
+        let taken = self.browsers.write().ok().and_then(|mut g| g.take());
+        match taken {
+            Some(b) => b.finish().map_err(|e| e.to_string()),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The renderer `crawl --browser` sets on `crawl` (its `browser`,
+/// `browsers`, `chromium`, `page-timeout` and `behaviors` keys).
+pub fn crawl_renderer(
+    crawl: &warchest_crawl::engine::Crawl,
+) -> Result<Box<dyn warchest_crawl::render::PageRenderer>> {
+    use warchest_capture::{proxy, tls};
+    let r = &crawl.config().render;
+    let mut o = BrowserOptions::new(chromium(&r.chromium)?);
+    o.browsers = r.browsers.max(1);
+    o.page_timeout = seconds(r.page_timeout, "page-timeout")?;
+    o.load_timeout = o.load_timeout.min(o.page_timeout / 2);
+    o.idle_timeout = o.idle_timeout.min(o.page_timeout / 4);
+    o.behavior_timeout = o.behavior_timeout.min(o.page_timeout / 2);
+    if let Some(f) = &r.behaviors {
+        o.behaviors =
+            Some(std::fs::read_to_string(f).with_context(|| format!("behaviors {}", f.display()))?);
+    }
+    let ca_dir = tempfile::tempdir().context("temporary directory")?;
+    let ca = Arc::new(tls::CertAuthority::load_or_create(
+        &ca_dir.path().join("ca.pem"),
+    )?);
+    let (mut fetch, resolver) = crawl.fetch_options();
+    // A response a page still receives when its time is up is recorded
+    // as truncated (time) rather than left open.
+    fetch.read.limits.max_time = Some(o.page_timeout);
+    let opts = proxy::ProxyOptions {
+        fetch,
+        ca,
+        resolver,
+        // The proxy listens on loopback for our own browser: it reaches
+        // what the crawl reaches, as the crawl's scope and resolve-only
+        // allow (the filter), before any lookup.
+        access: proxy::Access {
+            credentials: None,
+            allow: vec!["0.0.0.0/0".parse()?, "::/0".parse()?],
+            deny: Vec::new(),
+            filter: Some(proxy::UrlFilter(crawl.embed_filter())),
+        },
+    };
+    let browsers = Browsers::start(o, crawl.recorder(), opts)?;
+    Ok(Box::new(CrawlRenderer {
+        browsers: std::sync::RwLock::new(Some(browsers)),
+        _ca: ca_dir,
+    }))
+}

@@ -377,6 +377,7 @@ fn run_capture_browser(g: &Global, args: CaptureArgs, urls: Vec<String>) -> Resu
             credentials: None,
             allow: vec!["0.0.0.0/0".parse()?, "::/0".parse()?],
             deny: Vec::new(),
+            filter: None,
         },
     };
     let (outcome, _files) =
@@ -463,6 +464,7 @@ pub fn run_proxy(g: &Global, args: ProxyArgs) -> Result<Outcome> {
             credentials,
             allow: args.allow_dest.clone(),
             deny: args.deny_dest.clone(),
+            filter: None,
         },
     };
     let p = proxy::Proxy::bind(args.listen, recorder.clone(), opts)?;

@@ -123,6 +123,25 @@ pub struct Args {
     /// WARC file name prefix.
     #[arg(long)]
     prefix: Option<String>,
+    /// Load pages (seeds and links' targets) in headless Chromium, their
+    /// traffic recorded through warchest's recording proxy into the same
+    /// files and dedupe index; the rendered DOM's links are followed, and
+    /// what the browser fetched is not fetched again (docs/crawl.md,
+    /// "Browser capture").
+    #[arg(long)]
+    browser: bool,
+    /// With --browser: browsers at once (one tab each; default 1).
+    #[arg(long, value_name = "N")]
+    browsers: Option<usize>,
+    /// With --browser: the Chromium executable (default: found on PATH).
+    #[arg(long, value_name = "PATH")]
+    chromium: Option<PathBuf>,
+    /// With --browser: seconds a page may take in all (default 60).
+    #[arg(long, value_name = "SECONDS")]
+    page_timeout: Option<f64>,
+    /// With --browser: your own behaviour script, run in each page.
+    #[arg(long, value_name = "FILE")]
+    behaviors: Option<PathBuf>,
 }
 
 /// The flags given, as TOML keys.
@@ -174,6 +193,11 @@ fn flags(a: &Args) -> Result<toml::Table> {
     put("workers", u(a.workers.map(|w| w as u64))?);
     put("operator", s(&a.operator));
     put("prefix", s(&a.prefix));
+    put("browser", a.browser.then_some(Value::Boolean(true)));
+    put("browsers", u(a.browsers.map(|n| n as u64))?);
+    put("chromium", p(&a.chromium));
+    put("page-timeout", f(a.page_timeout));
+    put("behaviors", p(&a.behaviors));
     if a.resolve_only {
         put("resolve-only", Some(Value::Boolean(true)));
     }
@@ -275,7 +299,11 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
     let crawl_wacz = cfg.engine.wacz;
     let wacz_prefix = cfg.engine.prefix.clone();
     let seeds_text = cfg.engine.seeds.join(" ");
-    let crawl = Crawl::open(&dir, cfg, &saved, stop)?;
+    let mut crawl = Crawl::open(&dir, cfg, &saved, stop)?;
+    if crawl.config().render.browser {
+        let r = super::browser::crawl_renderer(&crawl)?;
+        crawl.set_renderer(r);
+    }
     if let Some(a) = crawl.status_addr
         && !g.quiet
     {

@@ -15,24 +15,33 @@ use crate::fidelity::{extra_headers, site};
 use crate::serve::chromium;
 
 /// The fidelity site served live: every path asked for is recorded.
-struct Live {
-    addr: String,
+pub(crate) struct Live {
+    pub(crate) addr: String,
     seen: Arc<Mutex<Vec<String>>>,
     stop: Arc<AtomicBool>,
 }
 
 impl Live {
     fn start() -> Live {
+        Live::start_with(|_| Vec::new())
+    }
+
+    /// The fidelity site and the pages `extra` gives for its address.
+    pub(crate) fn start_with(extra: impl Fn(&str) -> Vec<(String, &'static str, Vec<u8>)>) -> Live {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap().to_string();
         l.set_nonblocking(true).unwrap();
-        let pages = Arc::new(site(&addr));
+        let mut all = site(&addr);
+        all.extend(extra(&addr));
+        let pages = Arc::new(all);
         let seen = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(AtomicBool::new(false));
         let (seen2, stop2) = (seen.clone(), stop.clone());
         std::thread::spawn(move || {
             let start = Instant::now();
-            while !stop2.load(Ordering::Relaxed) && start.elapsed() < Duration::from_secs(300) {
+            // Bounded in time; long enough for the ignored 1,000-page
+            // browser crawl (the server stops with its Live).
+            while !stop2.load(Ordering::Relaxed) && start.elapsed() < Duration::from_secs(3600) {
                 match l.accept() {
                     Ok((s, _)) => {
                         let (pages, seen) = (pages.clone(), seen2.clone());
@@ -45,8 +54,25 @@ impl Live {
         Live { addr, seen, stop }
     }
 
+    /// Every path served (more than 20) is a response record's target
+    /// in `files` (query strings aside).
+    pub(crate) fn all_archived(&self, files: &[std::path::PathBuf]) {
+        let archived = responses(files);
+        let served = self.paths();
+        assert!(served.len() > 20, "{served:?}");
+        for p in &served {
+            let u = format!("http://{}{p}", self.addr);
+            assert!(
+                archived
+                    .iter()
+                    .any(|a| a.split('?').next() == Some(u.as_str())),
+                "{u} was loaded live but is not archived: {archived:?}"
+            );
+        }
+    }
+
     /// The paths served (query strings dropped), each once.
-    fn paths(&self) -> Vec<String> {
+    pub(crate) fn paths(&self) -> Vec<String> {
         let mut v: Vec<String> = self
             .seen
             .lock()
@@ -105,7 +131,7 @@ fn answer(mut s: TcpStream, pages: &[(String, &'static str, Vec<u8>)], seen: &Mu
 /// (FastWARC's payload check is left out: it fails every `resource`
 /// record that carries WARC-Payload-Digest, which warcio, jwarc and
 /// warchest write; docs/crawl.md.)
-fn verifies(f: &Path) {
+pub(crate) fn verifies(f: &Path) {
     for cmd in ["check", "validate"] {
         let (code, out, err) = run(bin().arg(cmd).arg(f));
         assert_eq!(code, 0, "{cmd}: {}{err}", String::from_utf8_lossy(&out));
@@ -130,7 +156,7 @@ fn verifies(f: &Path) {
 }
 
 /// The target URIs of the response records in `files`.
-fn responses(files: &[std::path::PathBuf]) -> Vec<String> {
+pub(crate) fn responses(files: &[std::path::PathBuf]) -> Vec<String> {
     let mut v = Vec::new();
     for f in files {
         let mut r = warchest::warc::Reader::open(f).unwrap();
@@ -144,7 +170,7 @@ fn responses(files: &[std::path::PathBuf]) -> Vec<String> {
     v
 }
 
-fn qa(dir: &Path, report: &Path) -> (i32, serde_json::Value, String) {
+pub(crate) fn qa(dir: &Path, report: &Path) -> (i32, serde_json::Value, String) {
     let (code, out, err) = run(bin().arg("qa").arg(dir).arg("-o").arg(report).args([
         "--json",
         "--page-timeout",
@@ -175,18 +201,7 @@ fn the_fidelity_site_captured_with_a_browser_replays_and_passes_qa() {
     let files = files_in(&out);
     // Every resource the live page loaded in the browser is in the
     // archive (the favicon is the browser's own request).
-    let archived = responses(&files);
-    let served = live.paths();
-    assert!(served.len() > 20, "{served:?}");
-    for p in &served {
-        let u = format!("http://{}{p}", live.addr);
-        assert!(
-            archived
-                .iter()
-                .any(|a| a.split('?').next() == Some(u.as_str())),
-            "{u} was loaded live but is not archived: {archived:?}"
-        );
-    }
+    live.all_archived(&files);
     for f in &files {
         verifies(f);
     }

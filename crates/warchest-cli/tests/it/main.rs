@@ -2,6 +2,7 @@
 
 mod arc_infomall;
 mod browser;
+mod browser_crawl;
 mod capture;
 mod cli;
 mod common;

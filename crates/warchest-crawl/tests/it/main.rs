@@ -5,6 +5,7 @@ mod crawl;
 mod dedupe;
 mod infomall;
 mod recrawl;
+mod render;
 mod resume;
 mod testweb;
 mod web;
