@@ -3,7 +3,7 @@
 //! information"), as `warchest capture` and as the recording proxy of
 //! `warchest proxy`. See docs/capture.md.
 //!
-//! - [`http`]: an HTTP client (HTTP/1.0 requests) that keeps the bytes as sent and received;
+//! - [`client`]: an HTTP client (HTTP/1.0 requests) that keeps the bytes as sent and received;
 //! - [`tls`]: rustls client settings and the proxy's certificate authority;
 //! - [`dns`]: a DNS client whose answers become `dns:` records;
 //! - `ftp`: a passive-mode FTP client;
@@ -25,9 +25,9 @@ use warchest::write::{Body, CaptureLimits, RotatingOptions};
 use warchest_ops::dedupe::DigestIndex;
 use warchest_ops::revisit::Original;
 
+pub mod client;
 pub mod dns;
 mod ftp;
-pub mod http;
 pub mod proxy;
 mod record;
 mod robots;
@@ -180,7 +180,7 @@ pub struct Capturer {
     opts: CaptureOptions,
     recorder: Recorder,
     resolver: dns::Resolver,
-    fetch: http::FetchOptions,
+    fetch: client::FetchOptions,
     robots: Mutex<HashMap<String, Arc<Mutex<Option<robots::Robots>>>>>,
     next_slot: Mutex<HashMap<String, Instant>>,
 }
@@ -212,10 +212,10 @@ impl Capturer {
         );
         let recorder = Recorder::new(dir, output, index)?;
         let roots: Vec<&std::path::Path> = opts.ca_certs.iter().map(|p| p.as_path()).collect();
-        let fetch = http::FetchOptions {
+        let fetch = client::FetchOptions {
             tls: tls::client_config(opts.insecure, &roots)?,
             timeout: opts.timeout,
-            read: http::ReadOptions {
+            read: client::ReadOptions {
                 limits: opts.limits,
                 digest: recorder.digest(),
                 spool_threshold: SPOOL_IN_MEMORY.min(opts.output.writer.spool_threshold),
@@ -460,8 +460,8 @@ impl Capturer {
             Some(idx) if self.opts.conditional => conditional(idx, &target)?,
             _ => (Vec::new(), None),
         };
-        let request = http::get_request(url, &self.opts.user_agent, &extra);
-        let mut x = http::fetch(url, &addrs, request, &self.fetch)?;
+        let request = client::get_request(url, &self.opts.user_agent, &extra);
+        let mut x = client::fetch(url, &addrs, request, &self.fetch)?;
         let status = x.response.head.status().unwrap_or(0);
         let location = if (300..400).contains(&status) && status != 304 {
             x.response
@@ -487,7 +487,7 @@ impl Capturer {
                 .iter()
                 .map(|l| ("interimResponse".to_string(), l.clone())),
         );
-        // The requests are HTTP/1.0 (http::get_request): so is the exchange.
+        // The requests are HTTP/1.0 (client::get_request): so is the exchange.
         let mut protocols = vec!["http/1.0".to_string()];
         if let Some(p) = x.tls.0.clone() {
             protocols.push(p);
@@ -608,7 +608,7 @@ fn error_event(url: &str, e: &CaptureError) -> Event {
 }
 
 /// The decoded body of a captured robots.txt, at most [`robots::MAX_ROBOTS`].
-fn robots_body(c: &mut http::Captured) -> Option<String> {
+fn robots_body(c: &mut client::Captured) -> Option<String> {
     use std::io::{BufReader, Read, Seek, SeekFrom};
     c.block
         .seek(SeekFrom::Start(c.head.raw().len() as u64))

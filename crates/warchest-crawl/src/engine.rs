@@ -31,7 +31,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use url::Url;
 use warchest::write::{CaptureLimits, RotatingOptions};
-use warchest_capture::http::{self as chttp, FetchOptions, ReadOptions};
+use warchest_capture::client::{self as chttp, FetchOptions, ReadOptions};
 use warchest_capture::{CaptureError, HttpRecord, Kind, Recorder, dns, tls};
 use warchest_ops::dedupe::DigestIndex;
 use warchest_ops::revisit::RevisitProfile;
