@@ -36,7 +36,7 @@
 mod calendar;
 mod cookie;
 mod escape;
-mod http;
+mod exchange;
 mod names;
 mod net;
 mod pages;
@@ -47,7 +47,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use http::{Request, Responder};
+use exchange::{Request, Responder};
 pub use net::{BODY_TIMEOUT, GRACE, HEAD_TIMEOUT, STALL};
 use warchest::error::{Error, ErrorKind, Result};
 use warchest::http::payload_reader;
@@ -851,8 +851,8 @@ fn redirect(resp: &mut Responder<'_>, location: &str, extra: Vec<(String, String
     h.extend(extra);
     let body = format!(
         "<a href=\"{}\">{}</a>\n",
-        http::escape(location),
-        http::escape(location)
+        exchange::escape(location),
+        exchange::escape(location)
     );
     resp.send(302, &h, body.as_bytes())?;
     Ok(())
@@ -1105,7 +1105,7 @@ fn fulltext(app: &App, req: &Request, resp: &mut Responder<'_>) -> HResult {
                     coll,
                     &format!(
                         "{form}<p class=\"error\">{}</p>",
-                        http::escape(&e.to_string())
+                        exchange::escape(&e.to_string())
                     ),
                 );
                 resp.send(status, &text_html(), body.as_bytes())?;
