@@ -32,10 +32,10 @@ pub mod proxy;
 mod record;
 mod robots;
 pub mod tls;
-mod url;
+mod wire_url;
 
 pub use record::{HttpRecord, Kind, Recorded, Recorder, RecorderStats};
-pub use url::Url;
+pub use wire_url::Url;
 
 /// How much of each message in flight is held in memory before it is
 /// spooled to a temporary file: small, since `-j N` fetches (or proxied
@@ -307,7 +307,7 @@ impl Capturer {
     /// One URL given: its fetch and the redirects after it.
     fn capture_one(&self, text: &str) -> Result<Vec<Event>, CaptureError> {
         let mut url = Url::parse(text)?;
-        if url.scheme == url::Scheme::Ftp {
+        if url.scheme == wire_url::Scheme::Ftp {
             return self.capture_ftp(&url).map(|e| vec![e]);
         }
         let mut events = Vec::new();
@@ -324,7 +324,7 @@ impl Capturer {
             events.push(ev);
             let Some(loc) = location else { break };
             match url.join(&loc) {
-                Ok(next) if next.scheme != url::Scheme::Ftp => {
+                Ok(next) if next.scheme != wire_url::Scheme::Ftp => {
                     via = Some(url.to_string());
                     url = next;
                 }
@@ -397,7 +397,7 @@ impl Capturer {
                         rules = robots::Robots::disallow_all();
                     }
                     Ok((_, _, _, Some(loc))) => match r.join(&loc) {
-                        Ok(next) if next.scheme != url::Scheme::Ftp => {
+                        Ok(next) if next.scheme != wire_url::Scheme::Ftp => {
                             r = next;
                             continue;
                         }

@@ -50,7 +50,7 @@ use warchest_net::{Body as ProxyBody, Chunk, Watched, now_ms};
 use super::client::{self, Forward, Framing, Tee};
 use super::record::{HttpRecord, Recorder};
 use super::tls::CertAuthority;
-use super::url::{Scheme, Url};
+use super::wire_url::{Scheme, Url};
 use super::{CaptureError, dns};
 
 /// How the proxy runs.
