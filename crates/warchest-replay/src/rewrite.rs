@@ -39,7 +39,7 @@ use lol_html::send::{Element, HtmlRewriter, Settings};
 use lol_html::{AsciiCompatibleEncoding, MemorySettings, OutputSink, element, text};
 use regex::bytes::{Captures, Regex};
 
-use super::url::{modifier, resolve, scheme};
+use super::archive_url::{modifier, resolve, scheme};
 
 /// Longest line of CSS or JavaScript held back while waiting for its end.
 pub const MAX_CARRY: usize = 256 << 10;
