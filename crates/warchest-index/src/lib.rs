@@ -29,10 +29,10 @@ mod output;
 #[cfg(feature = "parquet")]
 mod parquet;
 mod post;
+pub mod reader;
 pub mod select;
 pub mod sort;
 pub mod surt;
-pub mod text;
 
 use std::borrow::Cow;
 use std::io::{BufRead, Read};

@@ -901,7 +901,7 @@ impl Store {
                 n: inflated.clone(),
             })
         };
-        let mut r = warchest_index::text::open(raw, &what).map_err(named)?;
+        let mut r = warchest_index::reader::open(raw, &what).map_err(named)?;
         // The sources of the members to index, by the name index lines give
         // (`NAME`, as py-wacz and `wacz create` write it, or `archive/NAME`).
         let mut by_name: BTreeMap<String, usize> = BTreeMap::new();
@@ -948,7 +948,7 @@ impl Store {
         let mut line = Vec::new();
         let mut number = 0u64;
         // Lines are bounded: a corrupt index cannot exhaust memory.
-        while warchest_index::text::next_line(&mut r, &mut line, &mut number)
+        while warchest_index::reader::next_line(&mut r, &mut line, &mut number)
             .map_err(|e| Error::from(e).in_file(Path::new(&what)))?
         {
             // A line that is not CDXJ (blank lines and `!` comment lines
@@ -1213,12 +1213,12 @@ impl Store {
         // A gzip index (`index.cdx.gz`, Common Crawl's) is decoded as read.
         let name = cdxj.display().to_string();
         let mut r =
-            warchest_index::text::open(file, &name).map_err(|e| Error::from(e).in_file(cdxj))?;
+            warchest_index::reader::open(file, &name).map_err(|e| Error::from(e).in_file(cdxj))?;
         let mut line = Vec::new();
         let mut number = 0u64;
         let (mut loaded, mut skipped) = (0u64, 0u64);
         let mut batch: BTreeMap<u32, Vec<Entry>> = BTreeMap::new();
-        while warchest_index::text::next_line(&mut r, &mut line, &mut number)
+        while warchest_index::reader::next_line(&mut r, &mut line, &mut number)
             .map_err(|e| Error::from(e).in_file(cdxj))?
         {
             let Some(l) = wacz::CdxjLine::parse(&line) else {
