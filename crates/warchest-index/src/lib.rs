@@ -25,7 +25,7 @@
 #[cfg(feature = "parquet")]
 pub mod table;
 
-mod output;
+mod writer;
 #[cfg(feature = "parquet")]
 mod parquet;
 mod post;
@@ -37,7 +37,7 @@ pub mod surt;
 use std::borrow::Cow;
 use std::io::{BufRead, Read};
 
-pub use output::{CdxField, Encoder, Format, IndexOutput, LegendError, push_u64};
+pub use writer::{CdxField, Encoder, Format, IndexOutput, LegendError, push_u64};
 #[cfg(feature = "parquet")]
 pub use parquet::{ParquetOptions, parquet_schema};
 
