@@ -39,7 +39,7 @@ use warchest_ops::revisit::RevisitProfile;
 use crate::config::{CrawlConfig, OutputFormat, RobotsMode, SAVED_CONFIG};
 use crate::extract::{Extracted, Extractor};
 use crate::frontier::{self, Frontier, Lease, Next};
-use crate::output::{LineLog, LogLine, PAGES_HEADER, iso_time};
+use crate::sidecar::{LineLog, LogLine, PAGES_HEADER, iso_time};
 use crate::robots::{Robots, RobotsCache, RobotsFetch, RobotsPolicy, robots_url};
 use crate::scope::Scope;
 use crate::uri::{CrawlUri, Hop};
@@ -874,7 +874,7 @@ impl Crawl {
                 "url": uri.url.as_str(),
                 "title": f.extracted.title.clone().unwrap_or_default(),
                 "ts": iso_time(f.started),
-                "mime": crate::output::mime_column(f.content_type.as_deref()),
+                "mime": crate::sidecar::mime_column(f.content_type.as_deref()),
                 "status": f.status,
                 "depth": uri.links_hops(),
                 "seed": uri.hops.is_empty(),

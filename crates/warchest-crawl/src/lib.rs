@@ -70,7 +70,7 @@ mod tests {
 pub mod config;
 pub mod engine;
 pub mod frontier;
-pub mod output;
+pub mod sidecar;
 pub mod shard;
 #[cfg(feature = "status")]
 pub mod status;
