@@ -15,7 +15,7 @@ use warchest::write::CaptureLimits;
 use warchest_capture::{self as capture, CaptureOptions, Capturer, Event, dns, proxy, tls};
 use warchest_ops::dedupe::DigestIndex;
 
-use super::output::{OutputArgs, nonzero_size};
+use super::write_flags::{OutputArgs, nonzero_size};
 use crate::report::{Global, Outcome};
 
 /// Output flags of capture and proxy (`--max-size` is the body limit

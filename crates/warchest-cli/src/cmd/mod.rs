@@ -15,7 +15,7 @@ pub mod fetch;
 pub mod filter;
 pub mod index;
 pub mod ls;
-pub mod output;
+pub mod write_flags;
 pub mod pack;
 pub mod recompress;
 pub mod recover;
