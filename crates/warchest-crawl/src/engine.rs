@@ -39,9 +39,9 @@ use warchest_ops::revisit::RevisitProfile;
 use crate::config::{CrawlConfig, OutputFormat, RobotsMode, SAVED_CONFIG};
 use crate::extract::{Extracted, Extractor};
 use crate::frontier::{self, Frontier, Lease, Next};
-use crate::sidecar::{LineLog, LogLine, PAGES_HEADER, iso_time};
 use crate::robots::{Robots, RobotsCache, RobotsFetch, RobotsPolicy, robots_url};
 use crate::scope::Scope;
+use crate::sidecar::{LineLog, LogLine, PAGES_HEADER, iso_time};
 use crate::uri::{CrawlUri, Hop};
 
 /// Why a crawl could not run.

@@ -70,7 +70,7 @@ mod tests {
 pub mod config;
 pub mod engine;
 pub mod frontier;
-pub mod sidecar;
 pub mod shard;
+pub mod sidecar;
 #[cfg(feature = "status")]
 pub mod status;

@@ -25,7 +25,6 @@
 #[cfg(feature = "parquet")]
 pub mod table;
 
-mod writer;
 #[cfg(feature = "parquet")]
 mod parquet;
 mod post;
@@ -33,13 +32,14 @@ pub mod reader;
 pub mod select;
 pub mod sort;
 pub mod surt;
+mod writer;
 
 use std::borrow::Cow;
 use std::io::{BufRead, Read};
 
-pub use writer::{CdxField, Encoder, Format, IndexOutput, LegendError, push_u64};
 #[cfg(feature = "parquet")]
 pub use parquet::{ParquetOptions, parquet_schema};
+pub use writer::{CdxField, Encoder, Format, IndexOutput, LegendError, push_u64};
 
 use warchest::Limits;
 use warchest::archive::{FormatRecord, Reader, Record};
