@@ -30,6 +30,7 @@ pub mod dns;
 mod ftp;
 pub mod proxy;
 mod record;
+#[path = "robots_hand.rs"]
 mod robots;
 pub mod tls;
 mod wire_url;
