@@ -30,8 +30,7 @@ pub mod dns;
 mod ftp;
 pub mod proxy;
 mod record;
-#[path = "robots_hand.rs"]
-mod robots;
+pub mod robots;
 pub mod tls;
 mod wire_url;
 
@@ -391,20 +390,24 @@ impl Capturer {
             let mut rules = robots::Robots::allow_all();
             for _ in 0..=5 {
                 match self.fetch_and_record(&r, true, &[]) {
-                    Ok((_, Some(text), status, _)) if (200..300).contains(&status) => {
-                        rules = robots::Robots::parse(&text, &self.opts.robots_agent);
-                    }
-                    Ok((_, _, status, _)) if status >= 500 => {
-                        rules = robots::Robots::disallow_all();
-                    }
-                    Ok((_, _, _, Some(loc))) => match r.join(&loc) {
-                        Ok(next) if next.scheme != wire_url::Scheme::Ftp => {
-                            r = next;
-                            continue;
+                    Ok((_, _, status, Some(loc))) if (300..400).contains(&status) => {
+                        match r.join(&loc) {
+                            Ok(next) if next.scheme != wire_url::Scheme::Ftp => {
+                                r = next;
+                                continue;
+                            }
+                            _ => {}
                         }
-                        _ => {}
-                    },
-                    Ok(_) => {}
+                    }
+                    // The crawler's rule (RFC 9309 2.3.1): 2xx its rules,
+                    // 4xx everything allowed, 5xx and 429 nothing.
+                    Ok((_, text, status, _)) => {
+                        let body = text.as_deref().unwrap_or_default().as_bytes();
+                        let answer = robots::RobotsFetch::Answer { status, body };
+                        rules = robots::RobotsPolicy::default()
+                            .decide(answer, &self.opts.robots_agent)
+                            .0;
+                    }
                     Err(e @ CaptureError::Warc(_)) => return Err(e),
                     Err(e) => tracing::warn!("{r}: {e}; no robots.txt rules"),
                 }
@@ -412,7 +415,11 @@ impl Capturer {
             }
             *slot = Some(rules);
         }
-        Ok(slot.as_ref().is_none_or(|r| r.allowed(&url.path_and_query)))
+        // The rules match on the url crate's view of the URL (its path
+        // and query as a browser would send them).
+        Ok(slot
+            .as_ref()
+            .is_none_or(|r| ::url::Url::parse(&url.to_string()).map_or(true, |u| r.allowed(&u))))
     }
 
     fn capture_http(

@@ -45,7 +45,7 @@
 
 pub mod extract;
 pub mod politeness;
-pub mod robots;
+pub use warchest_capture::robots;
 pub mod scope;
 #[cfg(feature = "testweb")]
 pub mod testweb;
