@@ -6,6 +6,16 @@
 # the Python package's suite against its built wheel.
 set -euo pipefail
 cd "$(dirname "$0")"
+# Where the time goes: each phase's wall time on stderr, "[test.sh] PHASE:
+# N s", and each test binary's through tests/timed-run.sh, cargo's runner
+# here (docs/testing.md, "Running time").
+phase_start=$SECONDS
+phase() {
+  echo "[test.sh] $1: $((SECONDS - phase_start)) s" >&2
+  phase_start=$SECONDS
+}
+host=$(rustc -vV | sed -n 's/^host: //p' | tr 'a-z-' 'A-Z_')
+export "CARGO_TARGET_${host}_RUNNER=$PWD/tests/timed-run.sh"
 need_apt=()
 command -v python3 >/dev/null || need_apt+=(python3 python3-pip)
 command -v java >/dev/null || need_apt+=(openjdk-17-jre-headless)
@@ -18,13 +28,19 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
 fi
 python3 -m pip install -q --disable-pip-version-check -r tests/requirements.txt
+phase "system and Python packages"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
+phase "fmt and clippy"
 # The light builds users choose: the format crate and the index without
 # their optional features (docs/architecture.md).
 cargo clippy -p warchest --no-default-features -- -D warnings
 cargo clippy -p warchest-index --no-default-features --all-targets -- -D warnings
+phase "clippy without default features"
+cargo test --workspace --no-run
+phase "test build"
 cargo test --workspace
+phase "cargo test"
 # The Python package: the wheel built into the same target directory (the
 # dev profile optimises the hot dependencies), installed, then its pytest suite:
 # warcio differential, scan, writer, the Spark data source and examples/
@@ -33,4 +49,6 @@ wheels=$(mktemp -d)
 python3 -m maturin build -q --strip --profile dev -m crates/warchest-py/Cargo.toml -i python3 -o "$wheels"
 python3 -m pip install -q --disable-pip-version-check --force-reinstall --no-deps "$wheels"/warchest-*.whl
 rm -rf "$wheels"
-python3 -m pytest -q -p no:cacheprovider crates/warchest-py/tests
+phase "wheel (maturin)"
+python3 -m pytest -q -p no:cacheprovider --durations=15 crates/warchest-py/tests
+phase "pytest"

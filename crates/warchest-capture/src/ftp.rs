@@ -10,7 +10,7 @@ use warchest::warc::TruncatedReason;
 use warchest::write::{CaptureLimits, LimitedReader};
 
 use super::CaptureError;
-use super::url::{Url, percent_decode};
+use super::wire_url::{Url, percent_decode};
 
 /// Settings of [`retrieve`].
 #[derive(Debug, Clone, Copy)]

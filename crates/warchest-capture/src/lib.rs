@@ -3,7 +3,7 @@
 //! information"), as `warchest capture` and as the recording proxy of
 //! `warchest proxy`. See docs/capture.md.
 //!
-//! - [`http`]: an HTTP client (HTTP/1.0 requests) that keeps the bytes as sent and received;
+//! - [`client`]: an HTTP client (HTTP/1.0 requests) that keeps the bytes as sent and received;
 //! - [`tls`]: rustls client settings and the proxy's certificate authority;
 //! - [`dns`]: a DNS client whose answers become `dns:` records;
 //! - `ftp`: a passive-mode FTP client;
@@ -25,17 +25,17 @@ use warchest::write::{Body, CaptureLimits, RotatingOptions};
 use warchest_ops::dedupe::DigestIndex;
 use warchest_ops::revisit::Original;
 
+pub mod client;
 pub mod dns;
 mod ftp;
-pub mod http;
 pub mod proxy;
 mod record;
-mod robots;
+pub mod robots;
 pub mod tls;
-mod url;
+mod wire_url;
 
 pub use record::{HttpRecord, Kind, Recorded, Recorder, RecorderStats};
-pub use url::Url;
+pub use wire_url::Url;
 
 /// How much of each message in flight is held in memory before it is
 /// spooled to a temporary file: small, since `-j N` fetches (or proxied
@@ -180,7 +180,7 @@ pub struct Capturer {
     opts: CaptureOptions,
     recorder: Recorder,
     resolver: dns::Resolver,
-    fetch: http::FetchOptions,
+    fetch: client::FetchOptions,
     robots: Mutex<HashMap<String, Arc<Mutex<Option<robots::Robots>>>>>,
     next_slot: Mutex<HashMap<String, Instant>>,
 }
@@ -212,10 +212,10 @@ impl Capturer {
         );
         let recorder = Recorder::new(dir, output, index)?;
         let roots: Vec<&std::path::Path> = opts.ca_certs.iter().map(|p| p.as_path()).collect();
-        let fetch = http::FetchOptions {
+        let fetch = client::FetchOptions {
             tls: tls::client_config(opts.insecure, &roots)?,
             timeout: opts.timeout,
-            read: http::ReadOptions {
+            read: client::ReadOptions {
                 limits: opts.limits,
                 digest: recorder.digest(),
                 spool_threshold: SPOOL_IN_MEMORY.min(opts.output.writer.spool_threshold),
@@ -307,7 +307,7 @@ impl Capturer {
     /// One URL given: its fetch and the redirects after it.
     fn capture_one(&self, text: &str) -> Result<Vec<Event>, CaptureError> {
         let mut url = Url::parse(text)?;
-        if url.scheme == url::Scheme::Ftp {
+        if url.scheme == wire_url::Scheme::Ftp {
             return self.capture_ftp(&url).map(|e| vec![e]);
         }
         let mut events = Vec::new();
@@ -324,7 +324,7 @@ impl Capturer {
             events.push(ev);
             let Some(loc) = location else { break };
             match url.join(&loc) {
-                Ok(next) if next.scheme != url::Scheme::Ftp => {
+                Ok(next) if next.scheme != wire_url::Scheme::Ftp => {
                     via = Some(url.to_string());
                     url = next;
                 }
@@ -390,20 +390,24 @@ impl Capturer {
             let mut rules = robots::Robots::allow_all();
             for _ in 0..=5 {
                 match self.fetch_and_record(&r, true, &[]) {
-                    Ok((_, Some(text), status, _)) if (200..300).contains(&status) => {
-                        rules = robots::Robots::parse(&text, &self.opts.robots_agent);
-                    }
-                    Ok((_, _, status, _)) if status >= 500 => {
-                        rules = robots::Robots::disallow_all();
-                    }
-                    Ok((_, _, _, Some(loc))) => match r.join(&loc) {
-                        Ok(next) if next.scheme != url::Scheme::Ftp => {
-                            r = next;
-                            continue;
+                    Ok((_, _, status, Some(loc))) if (300..400).contains(&status) => {
+                        match r.join(&loc) {
+                            Ok(next) if next.scheme != wire_url::Scheme::Ftp => {
+                                r = next;
+                                continue;
+                            }
+                            _ => {}
                         }
-                        _ => {}
-                    },
-                    Ok(_) => {}
+                    }
+                    // The crawler's rule (RFC 9309 2.3.1): 2xx its rules,
+                    // 4xx everything allowed, 5xx and 429 nothing.
+                    Ok((_, text, status, _)) => {
+                        let body = text.as_deref().unwrap_or_default().as_bytes();
+                        let answer = robots::RobotsFetch::Answer { status, body };
+                        rules = robots::RobotsPolicy::default()
+                            .decide(answer, &self.opts.robots_agent)
+                            .0;
+                    }
                     Err(e @ CaptureError::Warc(_)) => return Err(e),
                     Err(e) => tracing::warn!("{r}: {e}; no robots.txt rules"),
                 }
@@ -411,7 +415,11 @@ impl Capturer {
             }
             *slot = Some(rules);
         }
-        Ok(slot.as_ref().is_none_or(|r| r.allowed(&url.path_and_query)))
+        // The rules match on the url crate's view of the URL (its path
+        // and query as a browser would send them).
+        Ok(slot
+            .as_ref()
+            .is_none_or(|r| ::url::Url::parse(&url.to_string()).map_or(true, |u| r.allowed(&u))))
     }
 
     fn capture_http(
@@ -460,8 +468,8 @@ impl Capturer {
             Some(idx) if self.opts.conditional => conditional(idx, &target)?,
             _ => (Vec::new(), None),
         };
-        let request = http::get_request(url, &self.opts.user_agent, &extra);
-        let mut x = http::fetch(url, &addrs, request, &self.fetch)?;
+        let request = client::get_request(url, &self.opts.user_agent, &extra);
+        let mut x = client::fetch(url, &addrs, request, &self.fetch)?;
         let status = x.response.head.status().unwrap_or(0);
         let location = if (300..400).contains(&status) && status != 304 {
             x.response
@@ -487,7 +495,7 @@ impl Capturer {
                 .iter()
                 .map(|l| ("interimResponse".to_string(), l.clone())),
         );
-        // The requests are HTTP/1.0 (http::get_request): so is the exchange.
+        // The requests are HTTP/1.0 (client::get_request): so is the exchange.
         let mut protocols = vec!["http/1.0".to_string()];
         if let Some(p) = x.tls.0.clone() {
             protocols.push(p);
@@ -608,7 +616,7 @@ fn error_event(url: &str, e: &CaptureError) -> Event {
 }
 
 /// The decoded body of a captured robots.txt, at most [`robots::MAX_ROBOTS`].
-fn robots_body(c: &mut http::Captured) -> Option<String> {
+fn robots_body(c: &mut client::Captured) -> Option<String> {
     use std::io::{BufReader, Read, Seek, SeekFrom};
     c.block
         .seek(SeekFrom::Start(c.head.raw().len() as u64))

@@ -20,7 +20,7 @@
 //!   panics answering 500 while the proxy goes on, and a graceful
 //!   shutdown. CONNECT is a hyper upgrade; the tunnel is TLS by
 //!   tokio-rustls with hyper serving HTTP inside it again.
-//! - the server's side is the capture client ([`super::http`]), blocking
+//! - the server's side is the capture client ([`super::client`]), blocking
 //!   and wire-exact (what is recorded must be the bytes that crossed the
 //!   wire, which hyper would normalise), on tokio's blocking threads. It
 //!   asks in HTTP/1.0, as `capture` does, so that no transfer coding comes
@@ -47,10 +47,10 @@ use warchest::http::HttpHead;
 use warchest::write::Body;
 use warchest_net::{Body as ProxyBody, Chunk, Watched, now_ms};
 
-use super::http::{self as client, Forward, Framing, Tee};
+use super::client::{self, Forward, Framing, Tee};
 use super::record::{HttpRecord, Recorder};
 use super::tls::CertAuthority;
-use super::url::{Scheme, Url};
+use super::wire_url::{Scheme, Url};
 use super::{CaptureError, dns};
 
 /// How the proxy runs.

@@ -20,8 +20,8 @@ use warchest_ops::dedupe::{DigestIndex, IndexEntry, UrlEntry};
 use warchest_ops::revisit::{self, Location, Original, RevisitProfile};
 
 use super::CaptureError;
+use super::client::Captured;
 use super::dns::Lookup;
-use super::http::Captured;
 
 /// What was written for a response.
 #[derive(Debug, Clone, PartialEq, Eq)]

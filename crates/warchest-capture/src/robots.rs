@@ -1,134 +1,226 @@
-//! robots.txt (RFC 9309): the rules of the group that names our product
-//! token, else of the `*` group; the longest matching rule wins, Allow on a
-//! tie; `*` matches any run of characters and a final `$` anchors the end.
+//! robots.txt, per RFC 9309, parsed by the `robotxt` crate (chosen in
+//! docs/crawl.md, "robots.txt"): the rules for our product token, its
+//! `Crawl-delay` and `Sitemap:` lines; what a fetch outcome for robots.txt
+//! means (2xx: its rules; 4xx: everything allowed; 5xx, 429 or no answer:
+//! everything disallowed for a while, RFC 9309 2.3.1); and a per-host
+//! cache with expiry, bounded in entries.
 
-/// The rules for one user agent.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Robots {
-    /// (allow, pattern) in file order.
-    rules: Vec<(bool, String)>,
-}
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-/// A group: its user agents, and its rules (allow, pattern).
-type Group = (Vec<String>, Vec<(bool, String)>);
+use url::Url;
 
-/// The most of a robots.txt that is read (RFC 9309 section 2.5 asks for at
+/// The most of a robots.txt that is parsed (RFC 9309 2.5 asks for at
 /// least 500 KiB).
 pub const MAX_ROBOTS: usize = 512 << 10;
+/// The most `Sitemap:` lines kept from one robots.txt.
+pub const MAX_SITEMAPS: usize = 1000;
+
+/// The rules of one robots.txt for one product token.
+#[derive(Debug, Clone)]
+pub struct Robots {
+    rules: Rules,
+    crawl_delay: Option<Duration>,
+    sitemaps: Vec<Url>,
+}
+
+#[derive(Debug, Clone)]
+enum Rules {
+    AllowAll,
+    DisallowAll,
+    Parsed(Arc<robotxt::Robots>),
+}
 
 impl Robots {
-    /// Everything allowed (no robots.txt, or a 4xx for it).
+    /// Everything allowed: no robots.txt (4xx).
     pub fn allow_all() -> Robots {
-        Robots::default()
+        Robots {
+            rules: Rules::AllowAll,
+            crawl_delay: None,
+            sitemaps: Vec::new(),
+        }
     }
 
-    /// Everything disallowed (a 5xx for robots.txt: RFC 9309 2.3.1.4).
+    /// Everything disallowed: robots.txt unreachable (5xx, no answer).
     pub fn disallow_all() -> Robots {
         Robots {
-            rules: vec![(false, "/".into())],
+            rules: Rules::DisallowAll,
+            ..Robots::allow_all()
         }
     }
 
-    /// The rules of `text` for `agent` (a product token such as
-    /// `warchest`, matched case-insensitively).
-    pub fn parse(text: &str, agent: &str) -> Robots {
-        let agent = agent.to_ascii_lowercase();
-        let mut groups: Vec<Group> = Vec::new();
-        let mut in_agents = false;
-        for line in text.lines() {
-            let line = line.split('#').next().unwrap_or("").trim();
-            let Some((k, v)) = line.split_once(':') else {
-                continue;
-            };
-            let (k, v) = (k.trim().to_ascii_lowercase(), v.trim());
-            match k.as_str() {
-                "user-agent" => {
-                    if !in_agents {
-                        groups.push((Vec::new(), Vec::new()));
-                        in_agents = true;
-                    }
-                    if let Some(g) = groups.last_mut() {
-                        g.0.push(v.to_ascii_lowercase());
-                    }
-                }
-                "allow" | "disallow" => {
-                    in_agents = false;
-                    if let Some(g) = groups.last_mut()
-                        && !v.is_empty()
-                    {
-                        g.1.push((k == "allow", v.to_string()));
-                    }
-                }
-                _ => {}
-            }
+    /// The rules of `body` (cut at [`MAX_ROBOTS`]) for product token
+    /// `agent` (`warchest`), matched case-insensitively; the `*` group's
+    /// when no group names it. Lines that are not rules are skipped (RFC
+    /// 9309 2.2: parsers are lenient).
+    pub fn parse(body: &[u8], agent: &str) -> Robots {
+        let body = &body[..body.len().min(MAX_ROBOTS)];
+        let r = robotxt::Robots::parse(body, agent);
+        Robots {
+            crawl_delay: r.crawl_delay(),
+            sitemaps: r.sitemaps().iter().take(MAX_SITEMAPS).cloned().collect(),
+            rules: Rules::Parsed(Arc::new(r)),
         }
-        let pick = |want: &dyn Fn(&str) -> bool| -> Option<Vec<(bool, String)>> {
-            let mut found = false;
-            let mut rules = Vec::new();
-            for (agents, r) in &groups {
-                if agents.iter().any(|a| want(a)) {
-                    found = true;
-                    rules.extend(r.iter().cloned());
-                }
-            }
-            found.then_some(rules)
-        };
-        let rules = pick(&|a| !a.is_empty() && a != "*" && agent.starts_with(a))
-            .or_else(|| pick(&|a| a == "*"))
-            .unwrap_or_default();
-        Robots { rules }
     }
 
-    /// Whether `path_and_query` may be fetched. `/robots.txt` always may.
-    pub fn allowed(&self, path_and_query: &str) -> bool {
-        if path_and_query == "/robots.txt" {
-            return true;
+    /// Whether the rules allow fetching `url` (its path and query).
+    /// robots.txt itself is always allowed.
+    pub fn allowed(&self, url: &Url) -> bool {
+        match &self.rules {
+            Rules::AllowAll => true,
+            Rules::DisallowAll => url.path() == "/robots.txt",
+            Rules::Parsed(r) => r.is_url_allowed(url),
         }
-        let mut best: Option<(usize, bool)> = None;
-        for (allow, pat) in &self.rules {
-            if matches(pat.as_bytes(), path_and_query.as_bytes()) {
-                let len = pat.len();
-                best = match best {
-                    Some((l, a)) if l > len || (l == len && a) => Some((l, a)),
-                    _ => Some((len, *allow)),
-                };
-            }
-        }
-        best.is_none_or(|(_, a)| a)
+    }
+
+    /// The `Crawl-delay` of the group that applies, if any.
+    pub fn crawl_delay(&self) -> Option<Duration> {
+        self.crawl_delay
+    }
+
+    /// The `Sitemap:` URLs (all groups), at most [`MAX_SITEMAPS`].
+    pub fn sitemaps(&self) -> &[Url] {
+        &self.sitemaps
+    }
+
+    /// Whether these rules disallow everything because robots.txt was
+    /// unreachable.
+    pub fn is_disallow_all(&self) -> bool {
+        matches!(self.rules, Rules::DisallowAll)
     }
 }
 
-/// Whether `pat` matches a prefix of `s` (`*` any run, final `$` the end).
-/// Iterative with one backtrack point, so linear-ish and never recursive.
-fn matches(pat: &[u8], s: &[u8]) -> bool {
-    let (pat, anchored) = match pat.strip_suffix(b"$") {
-        Some(p) => (p, true),
-        None => (pat, false),
-    };
-    let (mut p, mut i) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    loop {
-        if p == pat.len() {
-            if !anchored || i == s.len() {
-                return true;
-            }
-        } else if pat[p] == b'*' {
-            star = Some((p, i));
-            p += 1;
-            continue;
-        } else if i < s.len() && pat[p] == s[i] {
-            p += 1;
-            i += 1;
-            continue;
+/// What fetching robots.txt gave.
+#[derive(Debug, Clone, Copy)]
+pub enum RobotsFetch<'a> {
+    /// An HTTP answer (after redirects, which the fetcher follows up to
+    /// five, RFC 9309 2.3.1.2) and its body.
+    Answer {
+        /// The status code.
+        status: u16,
+        /// The body (only read for 2xx).
+        body: &'a [u8],
+    },
+    /// No answer: DNS, connection or timeout failure, or too many
+    /// redirects.
+    Unreachable,
+}
+
+/// How long robots.txt answers are trusted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RobotsPolicy {
+    /// A 2xx or 4xx answer (RFC 9309 2.4: no more than 24 hours).
+    pub ttl: Duration,
+    /// A 5xx, 429 or no answer: the host is disallowed this long, then
+    /// robots.txt is fetched again.
+    pub unreachable_ttl: Duration,
+}
+
+impl Default for RobotsPolicy {
+    fn default() -> RobotsPolicy {
+        RobotsPolicy {
+            ttl: Duration::from_secs(24 * 3600),
+            unreachable_ttl: Duration::from_secs(600),
         }
-        match star {
-            Some((sp, si)) if si < s.len() => {
-                star = Some((sp, si + 1));
-                p = sp + 1;
-                i = si + 1;
-            }
-            _ => return false,
+    }
+}
+
+impl RobotsPolicy {
+    /// The rules a robots.txt fetch outcome gives, and how long they hold.
+    pub fn decide(&self, fetch: RobotsFetch<'_>, agent: &str) -> (Robots, Duration) {
+        match fetch {
+            RobotsFetch::Answer { status, body } => match status {
+                200..=299 => (Robots::parse(body, agent), self.ttl),
+                // 429 is the server asking us to wait, not "no file":
+                // treated as unreachable, as Google does.
+                429 => (Robots::disallow_all(), self.unreachable_ttl),
+                400..=499 => (Robots::allow_all(), self.ttl),
+                _ => (Robots::disallow_all(), self.unreachable_ttl),
+            },
+            RobotsFetch::Unreachable => (Robots::disallow_all(), self.unreachable_ttl),
         }
+    }
+}
+
+/// The robots.txt URL of `url`'s host (scheme, host and port).
+pub fn robots_url(url: &Url) -> Option<Url> {
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+        return None;
+    }
+    let mut r = url.clone();
+    r.set_path("/robots.txt");
+    r.set_query(None);
+    r.set_fragment(None);
+    // No user info: robots.txt belongs to the authority.
+    let _ = r.set_username("");
+    let _ = r.set_password(None);
+    Some(r)
+}
+
+/// The cache key of `url`'s robots.txt: scheme, host and port.
+pub fn robots_key(url: &Url) -> String {
+    format!(
+        "{}://{}:{}",
+        url.scheme(),
+        url.host_str().unwrap_or(""),
+        url.port_or_known_default().unwrap_or(0)
+    )
+}
+
+/// Robots rules per host, with expiry, at most `capacity` hosts (the
+/// oldest entry goes first). The caller passes the time in.
+#[derive(Debug)]
+pub struct RobotsCache {
+    capacity: usize,
+    map: HashMap<String, (Robots, Instant)>,
+    order: VecDeque<String>,
+}
+
+impl RobotsCache {
+    /// A cache of at most `capacity` hosts (at least 1).
+    pub fn new(capacity: usize) -> RobotsCache {
+        RobotsCache {
+            capacity: capacity.max(1),
+            map: HashMap::new(),
+            order: VecDeque::new(),
+        }
+    }
+
+    /// The rules for `url`'s host, unless missing or expired at `now`
+    /// (then robots.txt is to be fetched).
+    pub fn get(&self, url: &Url, now: Instant) -> Option<&Robots> {
+        self.map
+            .get(&robots_key(url))
+            .filter(|(_, expires)| now < *expires)
+            .map(|(r, _)| r)
+    }
+
+    /// Keeps `robots` for `url`'s host until `now + ttl`.
+    pub fn insert(&mut self, url: &Url, robots: Robots, now: Instant, ttl: Duration) {
+        let key = robots_key(url);
+        let expires = now
+            .checked_add(ttl)
+            .unwrap_or(now + Duration::from_secs(86400 * 365));
+        if self.map.insert(key.clone(), (robots, expires)).is_none() {
+            self.order.push_back(key);
+            while self.map.len() > self.capacity {
+                let Some(old) = self.order.pop_front() else {
+                    break;
+                };
+                self.map.remove(&old);
+            }
+        }
+    }
+
+    /// How many hosts are cached.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Whether no host is cached.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
     }
 }
 
@@ -136,24 +228,129 @@ fn matches(pat: &[u8], s: &[u8]) -> bool {
 mod tests {
     use super::*;
 
+    fn u(s: &str) -> Url {
+        Url::parse(s).unwrap()
+    }
+
+    const TXT: &[u8] = b"User-agent: *\nDisallow: /private\nAllow: /private/ok\n\
+Disallow: /*.pdf$\nCrawl-delay: 2\n\nUser-agent: otherbot\nDisallow: /\n\n\
+Sitemap: http://a.test/sitemap.xml\n";
+
     #[test]
-    fn groups_and_longest_match() {
-        let text = "User-agent: other\nDisallow: /\n\nUser-agent: *\nDisallow: /private\nAllow: /private/ok\nDisallow: /*.pdf$\n";
-        let r = Robots::parse(text, "warchest");
-        assert!(r.allowed("/"));
-        assert!(!r.allowed("/private/x"));
-        assert!(r.allowed("/private/ok/x"));
-        assert!(!r.allowed("/a/b.pdf"));
-        assert!(r.allowed("/a/b.pdf?x"));
-        assert!(r.allowed("/robots.txt"));
-        let r = Robots::parse(
-            "User-agent: Warchest\nDisallow: /\nUser-agent: *\nAllow: /\n",
-            "warchest/0.1",
+    fn rules_for_our_agent() {
+        let r = Robots::parse(TXT, "warchest");
+        assert!(r.allowed(&u("http://a.test/")));
+        assert!(!r.allowed(&u("http://a.test/private/x")));
+        assert!(r.allowed(&u("http://a.test/private/ok/1")));
+        assert!(!r.allowed(&u("http://a.test/doc.pdf")));
+        assert!(r.allowed(&u("http://a.test/doc.pdf?x")));
+        assert!(r.allowed(&u("http://a.test/robots.txt")));
+        assert_eq!(r.crawl_delay(), Some(Duration::from_secs(2)));
+        assert_eq!(r.sitemaps(), [u("http://a.test/sitemap.xml")]);
+        let other = Robots::parse(TXT, "OtherBot");
+        assert!(!other.allowed(&u("http://a.test/")));
+    }
+
+    #[test]
+    fn outcomes_per_rfc_9309() {
+        let p = RobotsPolicy::default();
+        let (r, ttl) = p.decide(
+            RobotsFetch::Answer {
+                status: 404,
+                body: b"",
+            },
+            "warchest",
         );
-        assert!(!r.allowed("/x"));
-        assert!(!Robots::disallow_all().allowed("/x"));
-        assert!(Robots::allow_all().allowed("/x"));
-        assert!(matches(b"/a*b*c", b"/axxbyyc"));
-        assert!(!matches(b"/a*b*c$", b"/axxbyycd"));
+        assert!(r.allowed(&u("http://a.test/x")));
+        assert_eq!(ttl, p.ttl);
+        let (r, ttl) = p.decide(
+            RobotsFetch::Answer {
+                status: 503,
+                body: TXT,
+            },
+            "warchest",
+        );
+        assert!(!r.allowed(&u("http://a.test/x")));
+        assert!(r.is_disallow_all());
+        assert_eq!(ttl, p.unreachable_ttl);
+        let (r, _) = p.decide(RobotsFetch::Unreachable, "warchest");
+        assert!(!r.allowed(&u("http://a.test/")));
+        let (r, _) = p.decide(
+            RobotsFetch::Answer {
+                status: 429,
+                body: b"",
+            },
+            "warchest",
+        );
+        assert!(!r.allowed(&u("http://a.test/")));
+        let (r, _) = p.decide(
+            RobotsFetch::Answer {
+                status: 200,
+                body: TXT,
+            },
+            "warchest",
+        );
+        assert!(!r.allowed(&u("http://a.test/private")));
+    }
+
+    #[test]
+    fn cache_expires_and_is_bounded() {
+        let mut c = RobotsCache::new(2);
+        let t0 = Instant::now();
+        c.insert(
+            &u("http://a.test/x"),
+            Robots::disallow_all(),
+            t0,
+            Duration::from_secs(10),
+        );
+        assert!(c.get(&u("http://a.test/y"), t0).is_some());
+        assert!(c.get(&u("https://a.test/y"), t0).is_none());
+        assert!(
+            c.get(&u("http://a.test/y"), t0 + Duration::from_secs(10))
+                .is_none()
+        );
+        c.insert(
+            &u("http://b.test/"),
+            Robots::allow_all(),
+            t0,
+            Duration::from_secs(10),
+        );
+        c.insert(
+            &u("http://c.test/"),
+            Robots::allow_all(),
+            t0,
+            Duration::from_secs(10),
+        );
+        assert_eq!(c.len(), 2);
+        assert!(c.get(&u("http://a.test/"), t0).is_none());
+        assert!(c.get(&u("http://c.test/"), t0).is_some());
+    }
+
+    #[test]
+    fn robots_urls() {
+        assert_eq!(
+            robots_url(&u("https://u:p@a.test:8443/x/y?q#f"))
+                .unwrap()
+                .as_str(),
+            "https://a.test:8443/robots.txt"
+        );
+        assert!(robots_url(&u("mailto:x@a.test")).is_none());
+    }
+
+    #[test]
+    fn oversized_and_garbage_bodies() {
+        let mut big = b"User-agent: *\nDisallow: /a\n".to_vec();
+        big.extend(std::iter::repeat_n(b'#', MAX_ROBOTS * 2));
+        let r = Robots::parse(&big, "warchest");
+        assert!(!r.allowed(&u("http://a.test/a")));
+        let r = Robots::parse(&[0xff, 0xfe, 0, 1, 2], "warchest");
+        assert!(r.allowed(&u("http://a.test/a")));
+        // Wildcards cost no backtracking.
+        let mut many = b"User-agent: *\nDisallow: /".to_vec();
+        many.extend(std::iter::repeat_n(&b"a*"[..], 10_000).flatten());
+        many.extend_from_slice(b"b$\n");
+        let r = Robots::parse(&many, "warchest");
+        let long = format!("http://a.test/{}", "a".repeat(20_000));
+        assert!(r.allowed(&u(&long)));
     }
 }

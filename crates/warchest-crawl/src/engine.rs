@@ -31,7 +31,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use url::Url;
 use warchest::write::{CaptureLimits, RotatingOptions};
-use warchest_capture::http::{self as chttp, FetchOptions, ReadOptions};
+use warchest_capture::client::{self as chttp, FetchOptions, ReadOptions};
 use warchest_capture::{CaptureError, HttpRecord, Kind, Recorder, dns, tls};
 use warchest_ops::dedupe::DigestIndex;
 use warchest_ops::revisit::RevisitProfile;
@@ -39,10 +39,10 @@ use warchest_ops::revisit::RevisitProfile;
 use crate::config::{CrawlConfig, OutputFormat, RobotsMode, SAVED_CONFIG};
 use crate::extract::{Extracted, Extractor};
 use crate::frontier::{self, Frontier, Lease, Next};
-use crate::output::{LineLog, LogLine, PAGES_HEADER, iso_time};
 use crate::render::PageRenderer;
 use crate::robots::{Robots, RobotsCache, RobotsFetch, RobotsPolicy, robots_url};
 use crate::scope::Scope;
+use crate::sidecar::{LineLog, LogLine, PAGES_HEADER, iso_time};
 use crate::uri::{CrawlUri, Hop};
 
 /// Why a crawl could not run.
@@ -318,7 +318,7 @@ fn repair_index(dir: &Path) -> Result<(), CrawlError> {
     let listed = dir.join(INDEXED);
     let cdxj = dir.join("indexes/index.cdxj");
     // A torn last line (no newline) is the kill's: its file is indexed again.
-    crate::output::cut_torn_line(&listed).map_err(io_at(&listed))?;
+    crate::sidecar::cut_torn_line(&listed).map_err(io_at(&listed))?;
     let Ok(text) = std::fs::read_to_string(&listed) else {
         // Nothing indexed yet: whatever the CDXJ holds is a cut run's.
         if std::fs::metadata(&cdxj).is_ok_and(|m| m.len() > 0) {
@@ -1163,7 +1163,7 @@ impl Crawl {
                 uri,
                 f.extracted.title.as_deref(),
                 f.started,
-                &crate::output::mime_column(f.content_type.as_deref()),
+                &crate::sidecar::mime_column(f.content_type.as_deref()),
                 f.status.into(),
                 1,
             )?;

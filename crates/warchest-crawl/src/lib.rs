@@ -45,7 +45,7 @@
 
 pub mod extract;
 pub mod politeness;
-pub mod robots;
+pub use warchest_capture::robots;
 pub mod scope;
 #[cfg(feature = "testweb")]
 pub mod testweb;
@@ -72,9 +72,9 @@ pub mod dedupe;
 pub mod engine;
 pub mod frontier;
 pub mod infomall;
-pub mod output;
 // -- the browser hook (h-browser) --
 pub mod render;
 pub mod shard;
+pub mod sidecar;
 #[cfg(feature = "status")]
 pub mod status;

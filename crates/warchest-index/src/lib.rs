@@ -25,21 +25,21 @@
 #[cfg(feature = "parquet")]
 pub mod table;
 
-mod output;
 #[cfg(feature = "parquet")]
 mod parquet;
 mod post;
+pub mod reader;
 pub mod select;
 pub mod sort;
 pub mod surt;
-pub mod text;
+mod writer;
 
 use std::borrow::Cow;
 use std::io::{BufRead, Read};
 
-pub use output::{CdxField, Encoder, Format, IndexOutput, LegendError, push_u64};
 #[cfg(feature = "parquet")]
 pub use parquet::{ParquetOptions, parquet_schema};
+pub use writer::{CdxField, Encoder, Format, IndexOutput, LegendError, push_u64};
 
 use warchest::Limits;
 use warchest::archive::{FormatRecord, Reader, Record};

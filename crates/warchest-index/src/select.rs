@@ -38,10 +38,10 @@ pub struct IndexEntry {
 }
 
 /// Parses one CDXJ line (`SURT TIMESTAMP {json}`): the index crate's
-/// [`CdxjLine`](crate::text::CdxjLine), with a length required. `None` when
+/// [`CdxjLine`](crate::reader::CdxjLine), with a length required. `None` when
 /// the line does not name a file, offset and length.
 pub fn parse_cdxj(line: &str) -> Option<IndexEntry> {
-    let l = crate::text::CdxjLine::parse(line.as_bytes())?;
+    let l = crate::reader::CdxjLine::parse(line.as_bytes())?;
     let text = |k: &str| l.text(k).map(|s| s.trim().to_string()).unwrap_or_default();
     Some(IndexEntry {
         mime: text("mime"),

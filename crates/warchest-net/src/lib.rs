@@ -1,4 +1,4 @@
-//! The server plumbing that `warchest serve` (crate `warchest-replay`) and
+//! The server plumbing that `warchest serve` (crate `warchest-serve`) and
 //! `warchest proxy` (crate `warchest-capture`) share: the accept loop with
 //! its connection limit, a socket that notes when bytes last moved (the
 //! stall watch), and a response body that is whole or streamed from a

@@ -4,7 +4,7 @@
 //! `warchest-serve` crate) puts this on the web; docs/serve.md has the rules.
 //!
 //! ```
-//! use warchest_replay::url::{TimeSpec, resolve};
+//! use warchest_replay::archive_url::{TimeSpec, resolve};
 //! let t = TimeSpec::parse("20140126200624im_").unwrap();
 //! assert_eq!(t.modifier, "im_");
 //! assert_eq!(resolve("http://example.com/a/b", "../c").as_deref(), Some("http://example.com/c"));
@@ -16,9 +16,9 @@ pub mod fuzzy;
 mod js_location;
 pub mod remote;
 
+pub mod archive_url;
 pub mod rewrite;
 pub mod store;
-pub mod url;
 
 use std::io::BufRead;
 use std::path::PathBuf;
@@ -100,11 +100,11 @@ impl Collection {
         ) else {
             return Ok(None);
         };
-        let at = url::timestamp_seconds(&url::pad_timestamp(timestamp));
+        let at = archive_url::timestamp_seconds(&archive_url::pad_timestamp(timestamp));
         let mut best: Option<(i64, Capture)> = None;
         // The path itself, with a query, with path parameters: not the
         // paths below it (`/` would be the whole site).
-        let key = warchest_index::surt::url_key(&url::normalize_target(&prefix));
+        let key = warchest_index::surt::url_key(&archive_url::normalize_target(&prefix));
         let mut budget = Self::FUZZY_SCAN;
         for end in [" ", "?", ";"] {
             let q = store::Query {
@@ -127,7 +127,7 @@ impl Collection {
                     .and_then(|u| self.fuzzy.key(u))
                     .is_some_and(|k| k == want);
                 if fits {
-                    let d = (url::timestamp_seconds(&c.entry.timestamp) - at).abs();
+                    let d = (archive_url::timestamp_seconds(&c.entry.timestamp) - at).abs();
                     if best.as_ref().is_none_or(|(bd, _)| d < *bd) {
                         best = Some((d, c));
                     }
@@ -158,7 +158,7 @@ impl Collection {
             c.status().is_some_and(|s| (300..400).contains(&s))
                 && c.entry.redirect.as_deref().is_some_and(|loc| {
                     let base = c.entry.url.as_deref().unwrap_or(target);
-                    url::resolve(base, loc)
+                    archive_url::resolve(base, loc)
                         .is_some_and(|abs| warchest_index::surt::url_key(&abs) == key)
                 })
         };

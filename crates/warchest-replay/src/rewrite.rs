@@ -33,13 +33,13 @@ use std::io::{self, Read, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard, PoisonError};
 
-use encoding_rs::WINDOWS_1252;
 use lol_html::html_content::{ContentType, TextChunk};
-use lol_html::send::{Element, HtmlRewriter, Settings};
-use lol_html::{AsciiCompatibleEncoding, MemorySettings, OutputSink, element, text};
+use lol_html::send::{Element, HtmlRewriter};
+use lol_html::{OutputSink, element, text};
 use regex::bytes::{Captures, Regex};
+use warchest_html::{lol_bytes, lol_str};
 
-use super::url::{modifier, resolve, scheme};
+use super::archive_url::{modifier, resolve, scheme};
 
 /// Longest line of CSS or JavaScript held back while waiting for its end.
 pub const MAX_CARRY: usize = 256 << 10;
@@ -323,23 +323,10 @@ impl Rewriter {
 fn html_rewriter(page: &Arc<Mutex<Page>>, out: &Arc<Mutex<Vec<u8>>>) -> Html {
     let on_element = Arc::clone(page);
     let on_text = Arc::clone(page);
-    let settings = Settings::new_send()
-        // Every byte maps to a character and back: bytes of any
-        // ASCII-compatible charset pass through as they are.
-        .with_encoding(
-            AsciiCompatibleEncoding::new(WINDOWS_1252)
-                .unwrap_or_else(AsciiCompatibleEncoding::utf_8),
-        )
-        .with_adjust_charset_on_meta_tag(false)
-        // Markup a token stream cannot be sure of is rewritten as the
-        // tokenizer reads it, as the old tokenizer did, not refused.
-        .with_strict(false)
-        .with_memory_settings(
-            MemorySettings::new()
-                .with_max_allowed_memory_usage(MAX_HTML_MEMORY)
-                .with_graceful_bail_out_on_memory_limit_exceeded(true),
-        )
-        .with_graceful_bail_out_on_content_handler_error(true)
+    // Bytes of any ASCII-compatible charset pass through as they are;
+    // markup a token stream cannot be sure of is rewritten as the
+    // tokenizer reads it, not refused (warchest-html).
+    let settings = warchest_html::settings(MAX_HTML_MEMORY)
         .append_element_content_handler(element!("*", move |el| {
             on_start_tag(&mut lock(&on_element), el);
             Ok(())
@@ -349,19 +336,6 @@ fn html_rewriter(page: &Arc<Mutex<Page>>, out: &Arc<Mutex<Vec<u8>>>) -> Html {
             Ok(())
         }));
     HtmlRewriter::new(settings, Sink(Arc::clone(out)))
-}
-
-/// A lol_html string (windows-1252: one character a byte) of `bytes`.
-fn lol_str(bytes: &[u8]) -> String {
-    WINDOWS_1252
-        .decode_without_bom_handling(bytes)
-        .0
-        .into_owned()
-}
-
-/// The bytes of a lol_html string.
-fn lol_bytes(s: &str) -> Vec<u8> {
-    WINDOWS_1252.encode(s).0.into_owned()
 }
 
 fn on_start_tag(page: &mut Page, el: &mut Element<'_, '_>) {

@@ -449,7 +449,7 @@ impl KeyRange {
         } else {
             (url, m)
         };
-        let key = warchest_index::surt::url_key(&super::url::normalize_target(url));
+        let key = warchest_index::surt::url_key(&super::archive_url::normalize_target(url));
         let host = key.split(')').next().unwrap_or(&key).to_string();
         match m {
             MatchType::Exact => KeyRange {
@@ -901,7 +901,7 @@ impl Store {
                 n: inflated.clone(),
             })
         };
-        let mut r = warchest_index::text::open(raw, &what).map_err(named)?;
+        let mut r = warchest_index::reader::open(raw, &what).map_err(named)?;
         // The sources of the members to index, by the name index lines give
         // (`NAME`, as py-wacz and `wacz create` write it, or `archive/NAME`).
         let mut by_name: BTreeMap<String, usize> = BTreeMap::new();
@@ -948,7 +948,7 @@ impl Store {
         let mut line = Vec::new();
         let mut number = 0u64;
         // Lines are bounded: a corrupt index cannot exhaust memory.
-        while warchest_index::text::next_line(&mut r, &mut line, &mut number)
+        while warchest_index::reader::next_line(&mut r, &mut line, &mut number)
             .map_err(|e| Error::from(e).in_file(Path::new(&what)))?
         {
             // A line that is not CDXJ (blank lines and `!` comment lines
@@ -1213,12 +1213,12 @@ impl Store {
         // A gzip index (`index.cdx.gz`, Common Crawl's) is decoded as read.
         let name = cdxj.display().to_string();
         let mut r =
-            warchest_index::text::open(file, &name).map_err(|e| Error::from(e).in_file(cdxj))?;
+            warchest_index::reader::open(file, &name).map_err(|e| Error::from(e).in_file(cdxj))?;
         let mut line = Vec::new();
         let mut number = 0u64;
         let (mut loaded, mut skipped) = (0u64, 0u64);
         let mut batch: BTreeMap<u32, Vec<Entry>> = BTreeMap::new();
-        while warchest_index::text::next_line(&mut r, &mut line, &mut number)
+        while warchest_index::reader::next_line(&mut r, &mut line, &mut number)
             .map_err(|e| Error::from(e).in_file(cdxj))?
         {
             let Some(l) = wacz::CdxjLine::parse(&line) else {
@@ -1266,7 +1266,7 @@ impl Store {
             None => t.range::<&str>(start..),
         }
         .map_err(|e| db_error(e, p))?;
-        let from = q.from.as_deref().map(super::url::pad_timestamp);
+        let from = q.from.as_deref().map(super::archive_url::pad_timestamp);
         let to = q.to.as_deref().map(pad_up);
         let mut n = 0usize;
         let mut visit = |k: &str, v: &[u8]| -> bool {
@@ -1362,8 +1362,8 @@ impl Store {
     ) -> Result<Vec<Capture>> {
         let p = &self.path;
         let key = warchest_index::surt::url_key(url);
-        let ts = super::url::pad_timestamp(timestamp);
-        let target = super::url::timestamp_seconds(&ts);
+        let ts = super::archive_url::pad_timestamp(timestamp);
+        let target = super::archive_url::timestamp_seconds(&ts);
         let txn = self.db.begin_read().map_err(|e| db_error(e, p))?;
         let t = txn.open_table(CAPTURES).map_err(|e| db_error(e, p))?;
         let lo = format!("{key} ");
@@ -1393,8 +1393,10 @@ impl Store {
                 (Some(_), None) => true,
                 (None, Some(_)) => false,
                 (Some(f), Some(b)) => {
-                    let df = (super::url::timestamp_seconds(&f.entry.timestamp) - target).abs();
-                    let db = (super::url::timestamp_seconds(&b.entry.timestamp) - target).abs();
+                    let df =
+                        (super::archive_url::timestamp_seconds(&f.entry.timestamp) - target).abs();
+                    let db =
+                        (super::archive_url::timestamp_seconds(&b.entry.timestamp) - target).abs();
                     df <= db
                 }
             };

@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::http::{escape, query_escape};
+use super::exchange::{escape, query_escape};
 use super::names::Names;
 use super::pages::{count, page, search_form};
 use warchest_replay::Collection;

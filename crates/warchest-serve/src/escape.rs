@@ -6,7 +6,7 @@
 //! redirected there, at the page's time, as pywb does. Nothing else is
 //! trusted: only a Referer on this very host, in this collection.
 
-use warchest_replay::url::{self, TimeSpec, normalize_target};
+use warchest_replay::archive_url::{self, TimeSpec, normalize_target};
 
 /// The replay URL (root-relative) for `target`, the raw path and query of
 /// a request outside the collection, made by the page in `referer` on
@@ -37,7 +37,7 @@ pub(crate) fn escaped_request(
         .split_once('/')?;
     let ts = TimeSpec::parse(spec)?;
     let page = normalize_target(page);
-    let abs = url::resolve(&page, target).filter(|a| a.starts_with("http"))?;
+    let abs = archive_url::resolve(&page, target).filter(|a| a.starts_with("http"))?;
     let m = match dest.unwrap_or("") {
         "script" | "worker" | "sharedworker" | "serviceworker" => "js_",
         "style" => "cs_",

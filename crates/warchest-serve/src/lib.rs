@@ -36,7 +36,7 @@
 mod calendar;
 mod cookie;
 mod escape;
-mod http;
+mod exchange;
 mod names;
 mod net;
 mod pages;
@@ -47,13 +47,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use http::{Request, Responder};
+use exchange::{Request, Responder};
 pub use net::{BODY_TIMEOUT, GRACE, HEAD_TIMEOUT, STALL};
 use warchest::error::{Error, ErrorKind, Result};
 use warchest::http::payload_reader;
+use warchest_replay::archive_url::{self, TimeSpec, modifier};
 use warchest_replay::rewrite::{Kind, Rewriter, UrlContext, copy_rewritten};
 use warchest_replay::store::{Capture, KeyRange, MatchType, Query, Store};
-use warchest_replay::url::{self, TimeSpec, modifier};
 use warchest_replay::{Collection, Payload};
 
 /// The client-side script injected into replayed pages.
@@ -646,7 +646,7 @@ fn handle(app: &App, req: &Request, resp: &mut Responder<'_>) -> HResult {
         resp.source = "page";
         // `*` is all; `2019*`, `201903*`... a period (the calendar's pages).
         let period = first.trim_end_matches('*');
-        let body = calendar::captures(coll, &url::normalize_target(after), period)?;
+        let body = calendar::captures(coll, &archive_url::normalize_target(after), period)?;
         resp.send(200, &text_html(), body.as_bytes())?;
         return Ok(());
     }
@@ -770,13 +770,13 @@ fn framed(
     ts: &TimeSpec,
     raw_url: &str,
 ) -> HResult {
-    let target = url::normalize_target(raw_url);
+    let target = archive_url::normalize_target(raw_url);
     let Some(cap) = find_or_404(coll, resp, &target, &ts.timestamp)? else {
         return Ok(());
     };
     let links = ("Link".to_string(), memento_links(req, &coll.name, &target));
     // Asked for at another time: to the capture's own, as replay does.
-    if url::pad_timestamp(&ts.timestamp) != cap.entry.timestamp {
+    if archive_url::pad_timestamp(&ts.timestamp) != cap.entry.timestamp {
         resp.source = "frame";
         let loc = format!("/{}/{}/{target}", coll.name, cap.entry.timestamp);
         return redirect(resp, &loc, vec![links]);
@@ -790,7 +790,7 @@ fn framed(
     let mut h = text_html();
     h.push((
         "Memento-Datetime".into(),
-        url::http_date(&cap.entry.timestamp),
+        archive_url::http_date(&cap.entry.timestamp),
     ));
     h.push(links);
     // The UI page runs no archived script; it frames only the replay
@@ -851,8 +851,8 @@ fn redirect(resp: &mut Responder<'_>, location: &str, extra: Vec<(String, String
     h.extend(extra);
     let body = format!(
         "<a href=\"{}\">{}</a>\n",
-        http::escape(location),
-        http::escape(location)
+        exchange::escape(location),
+        exchange::escape(location)
     );
     resp.send(302, &h, body.as_bytes())?;
     Ok(())
@@ -862,9 +862,9 @@ fn redirect(resp: &mut Responder<'_>, location: &str, extra: Vec<(String, String
 /// to Accept-Datetime (the latest without one), by a 302.
 fn timegate(coll: &Collection, req: &Request, resp: &mut Responder<'_>, raw_url: &str) -> HResult {
     resp.source = "api";
-    let target = url::normalize_target(raw_url);
+    let target = archive_url::normalize_target(raw_url);
     let want = match req.header("accept-datetime") {
-        Some(d) => match url::parse_http_date(d) {
+        Some(d) => match archive_url::parse_http_date(d) {
             Some(ts) => ts,
             None => {
                 resp.send(400, &text_plain(), b"Accept-Datetime is not an HTTP date\n")?;
@@ -889,7 +889,7 @@ fn timegate(coll: &Collection, req: &Request, resp: &mut Responder<'_>, raw_url:
 
 /// TimeMap (RFC 7089 section 5): every memento of the URL, link format.
 fn timemap(coll: &Collection, req: &Request, resp: &mut Responder<'_>, raw_url: &str) -> HResult {
-    let target = url::normalize_target(raw_url);
+    let target = archive_url::normalize_target(raw_url);
     let h = host_prefix(req);
     let mut caps = Vec::new();
     coll.store.query(
@@ -915,8 +915,8 @@ fn timemap(coll: &Collection, req: &Request, resp: &mut Responder<'_>, raw_url: 
     out.push_str(&format!("<{target}>; rel=\"original\",\n"));
     out.push_str(&format!(
         "<{h}/{name}/timemap/link/{target}>; rel=\"self\"; type=\"application/link-format\"; from=\"{}\"; until=\"{}\",\n",
-        url::http_date(&caps[0].0),
-        url::http_date(&caps[caps.len() - 1].0)
+        archive_url::http_date(&caps[0].0),
+        archive_url::http_date(&caps[caps.len() - 1].0)
     ));
     out.push_str(&format!("<{h}/{name}/{target}>; rel=\"timegate\""));
     let n = caps.len();
@@ -929,7 +929,7 @@ fn timemap(coll: &Collection, req: &Request, resp: &mut Responder<'_>, raw_url: 
         };
         out.push_str(&format!(
             ",\n<{h}/{name}/{ts}/{target}>; rel=\"{rel}\"; datetime=\"{}\"",
-            url::http_date(ts)
+            archive_url::http_date(ts)
         ));
     }
     out.push('\n');
@@ -1008,7 +1008,7 @@ fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResul
             .unwrap_or_else(|| "99991231235959".into());
         let found = coll
             .store
-            .closest(&url::normalize_target(&u), &ts, limit, |c| {
+            .closest(&archive_url::normalize_target(&u), &ts, limit, |c| {
                 filters.iter().all(|f| f.accepts(&cdx_object(c)))
             })?;
         for c in &found {
@@ -1105,7 +1105,7 @@ fn fulltext(app: &App, req: &Request, resp: &mut Responder<'_>) -> HResult {
                     coll,
                     &format!(
                         "{form}<p class=\"error\">{}</p>",
-                        http::escape(&e.to_string())
+                        exchange::escape(&e.to_string())
                     ),
                 );
                 resp.send(status, &text_html(), body.as_bytes())?;
@@ -1233,7 +1233,11 @@ fn search(coll: &Collection, fulltext: bool, req: &Request, resp: &mut Responder
         return Ok(());
     }
     if m == MatchType::Exact {
-        let loc = format!("/{}/*/{}", coll.name, url::normalize_target(q.trim()));
+        let loc = format!(
+            "/{}/*/{}",
+            coll.name,
+            archive_url::normalize_target(q.trim())
+        );
         return redirect(resp, &loc, vec![]);
     }
     let body = pages::search_results(coll, q.trim(), m)?;
@@ -1322,14 +1326,14 @@ fn replay(
     ts: &TimeSpec,
     raw_url: &str,
 ) -> HResult {
-    let target = url::normalize_target(raw_url);
+    let target = archive_url::normalize_target(raw_url);
     let Some(cap) = find_or_404(coll, resp, &target, &ts.timestamp)? else {
         return Ok(());
     };
     // A page asked for at another time is redirected to its capture's
     // timestamp (the banner and links then name the capture shown), as
     // pywb does; embedded resources are served from the nearest capture.
-    if ts.modifier.is_empty() && url::pad_timestamp(&ts.timestamp) != cap.entry.timestamp {
+    if ts.modifier.is_empty() && archive_url::pad_timestamp(&ts.timestamp) != cap.entry.timestamp {
         resp.source = "archive";
         let loc = format!("/{}/{}/{target}", coll.name, cap.entry.timestamp);
         return redirect(
@@ -1508,7 +1512,7 @@ fn archived_headers(
 fn archived_location(r: &Replay<'_>, raw: bool, value: String) -> String {
     let base = r.cap.entry.url.as_deref().unwrap_or(r.target);
     let m = if raw { modifier::IDENTITY } else { "" };
-    url::resolve(base, &value)
+    archive_url::resolve(base, &value)
         .filter(|a| a.starts_with("http"))
         .map(|a| format!("/{}/{}{m}/{a}", r.coll.name, r.ts.timestamp))
         .unwrap_or(value)
@@ -1579,14 +1583,14 @@ fn replay_headers(r: &Replay<'_>, raw: bool) -> Vec<(String, String)> {
         ));
     }
     let (coll, ts, target) = (&r.coll.name, &r.cap.entry.timestamp, r.target);
-    headers.push(("Memento-Datetime".into(), url::http_date(ts)));
+    headers.push(("Memento-Datetime".into(), archive_url::http_date(ts)));
     headers.push((
         "Link".into(),
         format!(
             "{}, <{}/{coll}/{ts}/{target}>; rel=\"memento\"; datetime=\"{}\"",
             memento_links(r.req, coll, target),
             host_prefix(r.req),
-            url::http_date(ts)
+            archive_url::http_date(ts)
         ),
     ));
     headers.push(("Cache-Control".into(), "no-cache".into()));
@@ -1653,7 +1657,11 @@ fn write_rewritten(
     if sw {
         // The client script runs first in the worker, with the worker's
         // archived URL and the page's time.
-        let prelude = pages::worker_prelude(coll, &url::pad_timestamp(&r.ts.timestamp), &ctx.base);
+        let prelude = pages::worker_prelude(
+            coll,
+            &archive_url::pad_timestamp(&r.ts.timestamp),
+            &ctx.base,
+        );
         body.write_all(prelude.as_bytes())?;
         body.write_all(CLIENT_JS.as_bytes())?;
         body.write_all(b"\n")?;

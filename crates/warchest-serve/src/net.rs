@@ -6,11 +6,11 @@
 //! Limits (docs/serve.md, "Server"):
 //! - connections: at most [`Limits::max_connections`] at once (past it,
 //!   accepting waits and the kernel's backlog holds the rest);
-//! - a request head: at most [`http::MAX_HEAD`] bytes (431) and
-//!   [`http::MAX_FIELDS`] fields (431), arriving within [`HEAD_TIMEOUT`]
+//! - a request head: at most [`exchange::MAX_HEAD`] bytes (431) and
+//!   [`exchange::MAX_FIELDS`] fields (431), arriving within [`HEAD_TIMEOUT`]
 //!   however slowly it trickles; the same timeout closes an idle
 //!   keep-alive connection;
-//! - a request body: at most [`http::MAX_BODY`] bytes (413), read within
+//! - a request body: at most [`exchange::MAX_BODY`] bytes (413), read within
 //!   [`BODY_TIMEOUT`] (408), then dropped (the server answers GET and HEAD);
 //! - a connection on which nothing moves for [`STALL`] while a response is
 //!   under way (a client that stopped reading) is dropped, which stops its
@@ -39,7 +39,7 @@ use tokio::sync::{Semaphore, mpsc, oneshot, watch};
 
 use warchest_net::{Body, Watched, now_ms};
 
-use super::http::{self, Chunk, Exchange, Head, Origin, Request, Responder};
+use super::exchange::{self, Chunk, Exchange, Head, Origin, Request, Responder};
 use super::{App, pages, text_html, text_plain};
 
 /// How long a request head may take to arrive, and how long an idle
@@ -101,14 +101,14 @@ async fn serve(
         .http1()
         .timer(TokioTimer::new())
         .header_read_timeout(HEAD_TIMEOUT)
-        .max_buf_size(http::MAX_HEAD)
-        .max_headers(http::MAX_FIELDS)
+        .max_buf_size(exchange::MAX_HEAD)
+        .max_headers(exchange::MAX_FIELDS)
         .keep_alive(true);
     builder
         .http2()
         .timer(TokioTimer::new())
         .max_concurrent_streams(100)
-        .max_header_list_size(http::MAX_HEAD as u32)
+        .max_header_list_size(exchange::MAX_HEAD as u32)
         .keep_alive_interval(Some(Duration::from_secs(20)))
         .keep_alive_timeout(Duration::from_secs(20));
     let builder = Arc::new(builder);
@@ -252,7 +252,7 @@ async fn serve_connection(
 fn simple(status: u16, msg: &str, close: bool) -> hyper::Response<Body> {
     let head = Head {
         status,
-        reason: http::reason(status).into(),
+        reason: exchange::reason(status).into(),
         headers: text_plain(),
         body: Some(msg.as_bytes().to_vec()),
         close,
@@ -355,11 +355,11 @@ async fn respond(
         .get(hyper::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > http::MAX_BODY) {
+    if declared.is_some_and(|n| n > exchange::MAX_BODY) {
         return simple(413, "request body too large\n", true);
     }
     if !body.is_end_stream() {
-        let limited = http_body_util::Limited::new(body, http::MAX_BODY as usize);
+        let limited = http_body_util::Limited::new(body, exchange::MAX_BODY as usize);
         match tokio::time::timeout(BODY_TIMEOUT, limited.collect()).await {
             Ok(Ok(_)) => {}
             Ok(Err(_)) => return simple(413, "request body too large\n", true),

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 use std::io::{self, Read, Seek};
 
-use super::http::{Request, Responder, escape};
+use super::exchange::{Request, Responder, escape};
 use super::names::Names;
 use super::{HResult, text_html, text_plain};
 use warchest::archive::Record;

@@ -826,7 +826,7 @@ fn check_index(
     let mut bad = 0u64;
     let mut number = 0;
     // Lines are bounded so that a corrupt index cannot exhaust memory.
-    while warchest_index::text::next_line(&mut lines, &mut line, &mut number)
+    while warchest_index::reader::next_line(&mut lines, &mut line, &mut number)
         .map_err(|e| Error::from(e).in_file(path))?
     {
         if rep.index_entries_checked >= MAX_INDEX_CHECKS {
@@ -1053,7 +1053,7 @@ fn record_url_at(path: &Path, e: &ZipEntry, offset: u64) -> Option<String> {
     Some(uri.replace(' ', "%20"))
 }
 
-pub use warchest_index::text::CdxjLine;
+pub use warchest_index::reader::CdxjLine;
 
 /// The path a `FILE.wacz#ENTRY` name stands for, for messages.
 pub fn member_path(wacz: &Path, entry: &str) -> PathBuf {

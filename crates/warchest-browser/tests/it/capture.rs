@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use warchest::write::RotatingOptions;
 use warchest_browser::{BrowserOptions, Browsers};
 use warchest_capture::proxy::{Access, ProxyOptions};
-use warchest_capture::{Recorder, http, tls};
+use warchest_capture::{Recorder, client, tls};
 
 use crate::{Site, chromium};
 
@@ -64,10 +64,10 @@ pub fn recorder(dir: &Path, ca_dir: &Path) -> (Arc<Recorder>, ProxyOptions) {
     };
     let recorder = Arc::new(Recorder::new(dir, rotating, None).unwrap());
     let opts = ProxyOptions {
-        fetch: http::FetchOptions {
+        fetch: client::FetchOptions {
             tls: tls::client_config(false, &[]).unwrap(),
             timeout: Duration::from_secs(5),
-            read: http::ReadOptions {
+            read: client::ReadOptions {
                 limits: warchest::write::CaptureLimits::default(),
                 digest: warchest::digest::Algorithm::Sha1,
                 spool_threshold: warchest_capture::SPOOL_IN_MEMORY,

@@ -13,7 +13,7 @@ use warchest::http;
 use warchest::warc::{RecordType, Version, WarcHeader};
 use warchest::write::{Body, identify, records};
 
-use super::output::OutFile;
+use super::write_flags::OutFile;
 use crate::report::{Global, Outcome};
 
 /// Run a program on the payload of each response, resource and conversion

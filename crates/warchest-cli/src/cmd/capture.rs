@@ -15,7 +15,7 @@ use warchest::write::CaptureLimits;
 use warchest_capture::{self as capture, CaptureOptions, Capturer, Event, dns, proxy, tls};
 use warchest_ops::dedupe::DigestIndex;
 
-use super::output::{OutputArgs, nonzero_size};
+use super::write_flags::{OutputArgs, nonzero_size};
 use crate::report::{Global, Outcome};
 
 /// Output flags of capture and proxy (`--max-size` is the body limit
@@ -320,7 +320,7 @@ fn recording(
     prefix: &str,
     description: &str,
     limits: CaptureLimits,
-) -> Result<(Arc<capture::Recorder>, capture::http::FetchOptions)> {
+) -> Result<(Arc<capture::Recorder>, capture::client::FetchOptions)> {
     let index = net
         .dedupe_index
         .as_ref()
@@ -334,10 +334,10 @@ fn recording(
     let spool_threshold = capture::SPOOL_IN_MEMORY.min(rotating.writer.spool_threshold);
     let recorder = Arc::new(capture::Recorder::new(&out.output, rotating, index)?);
     let roots: Vec<&std::path::Path> = net.ca_certs.iter().map(|p| p.as_path()).collect();
-    let fetch = capture::http::FetchOptions {
+    let fetch = capture::client::FetchOptions {
         tls: tls::client_config(net.insecure, &roots)?,
         timeout: NetArgs::seconds(net.timeout, "--timeout")?,
-        read: capture::http::ReadOptions {
+        read: capture::client::ReadOptions {
             limits,
             digest,
             spool_threshold,

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use warchest_ops::dedupe::{DedupeOptions, DigestIndex, dedupe_with, version_of};
 
-use super::output::{OutputArgs, prefix_from};
+use super::write_flags::{OutputArgs, prefix_from};
 use crate::report::{Global, Outcome};
 
 /// Copy WARC files to OUTDIR, rewriting every HTTP response whose payload

@@ -198,11 +198,11 @@ fn each_file(
 fn run_warc(g: &Global, kind: WarcKind, args: WarcArgs) -> Result<Outcome> {
     let files = crate::input::expand(&args.files);
     let compression = if args.output.ends_with(".gz") {
-        crate::cmd::output::compression("gzip")?
+        crate::cmd::write_flags::compression("gzip")?
     } else if args.output.ends_with(".zst") {
-        crate::cmd::output::compression("zstd")?
+        crate::cmd::write_flags::compression("zstd")?
     } else {
-        crate::cmd::output::compression("none")?
+        crate::cmd::write_flags::compression("none")?
     };
     // Digests are the derivative's own (WET: WARC-Block-Digest of the
     // text), as Common Crawl writes them; the writer adds none.

@@ -29,7 +29,7 @@ pub struct Args {
     /// Stored length of the record (as an index gives it): only these
     /// bytes are read. With a URL, the record is fetched with exactly one
     /// range request.
-    #[arg(long, value_parser = crate::cmd::output::nonzero_size)]
+    #[arg(long, value_parser = crate::cmd::write_flags::nonzero_size)]
     length: Option<u64>,
     /// Only the WARC header block and, for HTTP records, the HTTP head.
     #[arg(long, conflicts_with = "payload")]

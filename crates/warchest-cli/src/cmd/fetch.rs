@@ -118,7 +118,7 @@ fn select(args: &Args) -> Result<Vec<Entry>> {
     let input =
         crate::input::open_stream(&args.index).with_context(|| format!("index {}", args.index))?;
     // A gzip index (Common Crawl's cdx-*.gz) is decoded as it is read.
-    let mut input = warchest_index::text::open(input, &args.index)
+    let mut input = warchest_index::reader::open(input, &args.index)
         .with_context(|| format!("index {}", args.index))?;
     let sel = selection(args);
     let mut fields: Option<Vec<String>> = None;
@@ -128,7 +128,7 @@ fn select(args: &Args) -> Result<Vec<Entry>> {
     let mut buf = Vec::new();
     let mut n = 0u64;
     // Lines are bounded: a corrupt index cannot exhaust memory.
-    while warchest_index::text::next_line(&mut input, &mut buf, &mut n).context("index")? {
+    while warchest_index::reader::next_line(&mut input, &mut buf, &mut n).context("index")? {
         let line = String::from_utf8_lossy(&buf);
         let line = line.trim_end();
         if line.is_empty() {

@@ -8,7 +8,7 @@ use warchest::warc::Version;
 use warchest::write::RotatingWriter;
 use warchest_ops::pack::{PackOptions, pack, unpack};
 
-use super::output::{OutputArgs, prefix_from};
+use super::write_flags::{OutputArgs, prefix_from};
 use crate::report::{Global, Outcome};
 
 /// Archive local files: each file a `resource` record (its URI `file://`

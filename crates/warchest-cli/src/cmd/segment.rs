@@ -9,7 +9,7 @@ use warchest::write::{Body, NewRecord, Oversize, RotatingWriter};
 use warchest_ops::dedupe::version_of;
 use warchest_ops::reassemble::Segments;
 
-use super::output::{OutFile, OutputArgs, prefix_from};
+use super::write_flags::{OutFile, OutputArgs, prefix_from};
 use crate::report::{Global, Outcome};
 
 /// Copy a WARC file into files of at most --max-size bytes (each opening

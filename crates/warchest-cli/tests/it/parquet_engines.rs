@@ -1,6 +1,8 @@
 //! The Parquet index is readable by the engines users query it with:
-//! DuckDB and Spark (local mode, offline), besides pyarrow (tests/index.rs).
-//! Both are pip packages .ci/run installs; WARCHEST_SKIP_PYTHON=1 skips.
+//! DuckDB here, besides pyarrow (tests/index.rs); Spark in the Python
+//! suite's one Spark session (crates/warchest-py/tests/test_spark_index.py),
+//! not a JVM started for one test. pip packages .ci/run installs;
+//! WARCHEST_SKIP_PYTHON=1 skips.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -67,35 +69,4 @@ print(n, s, ordered)
     assert_eq!(parts[0].parse::<usize>().unwrap(), rows);
     assert!(parts[1].parse::<usize>().unwrap() > 0, "{out}");
     assert_eq!(parts[2], "True", "rows in url_surtkey order");
-}
-
-#[test]
-fn spark_reads_the_parquet_index() {
-    if !python_has("pyspark") {
-        return;
-    }
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (path, rows) = parquet_of_fixtures(dir.path());
-    let out = python(
-        r#"
-import sys
-from pyspark.sql import SparkSession
-spark = (SparkSession.builder.master("local[1]").appName("warchest-parquet")
-         .config("spark.ui.enabled", "false").config("spark.driver.host", "127.0.0.1")
-         .config("spark.sql.shuffle.partitions", "1").getOrCreate())
-spark.sparkContext.setLogLevel("ERROR")
-df = spark.read.parquet(sys.argv[1])
-n = df.count()
-ok = df.filter("fetch_status = 200").count()
-names = ",".join(df.columns[:3])
-print(n, ok, names)
-spark.stop()
-"#,
-        &path,
-    );
-    let last = out.lines().last().unwrap_or_default();
-    let parts: Vec<&str> = last.split_whitespace().collect();
-    assert_eq!(parts[0].parse::<usize>().unwrap(), rows, "{out}");
-    assert!(parts[1].parse::<usize>().unwrap() > 0, "{out}");
-    assert_eq!(parts[2], "url_surtkey,url,url_host_name");
 }

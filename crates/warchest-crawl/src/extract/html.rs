@@ -23,11 +23,12 @@
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use encoding_rs::{Encoding, UTF_8, WINDOWS_1252};
+use encoding_rs::{Encoding, UTF_8};
 use lol_html::html_content::TextChunk;
-use lol_html::send::{Element, HtmlRewriter, Settings};
-use lol_html::{AsciiCompatibleEncoding, MemorySettings, OutputSink, element, text};
+use lol_html::send::{Element, HtmlRewriter};
+use lol_html::{OutputSink, element, text};
 use url::Url;
+use warchest_html::lol_bytes;
 
 use super::{ExtractConfig, LinkSet, css, encoding_for_label, js};
 use crate::uri::Hop;
@@ -92,19 +93,7 @@ impl HtmlExtractor {
         }));
         let on_element = Arc::clone(&page);
         let on_text = Arc::clone(&page);
-        let settings = Settings::new_send()
-            .with_encoding(
-                AsciiCompatibleEncoding::new(WINDOWS_1252)
-                    .unwrap_or_else(AsciiCompatibleEncoding::utf_8),
-            )
-            .with_adjust_charset_on_meta_tag(false)
-            .with_strict(false)
-            .with_memory_settings(
-                MemorySettings::new()
-                    .with_max_allowed_memory_usage(MAX_HTML_MEMORY)
-                    .with_graceful_bail_out_on_memory_limit_exceeded(true),
-            )
-            .with_graceful_bail_out_on_content_handler_error(true)
+        let settings = warchest_html::settings(MAX_HTML_MEMORY)
             .append_element_content_handler(element!("*", move |el| {
                 on_start_tag(&mut lock(&on_element), el);
                 Ok(())
@@ -179,11 +168,6 @@ fn collapse(s: &str) -> String {
         out.push_str(w);
     }
     out
-}
-
-/// The bytes of a lol_html string (windows-1252: a character a byte).
-fn lol_bytes(s: &str) -> Vec<u8> {
-    WINDOWS_1252.encode(s).0.into_owned()
 }
 
 impl Page {

@@ -18,7 +18,7 @@ use warchest::warc::TruncatedReason;
 use warchest::write::{CaptureLimits, LimitedReader};
 
 use super::CaptureError;
-use super::url::{Scheme, Url};
+use super::wire_url::{Scheme, Url};
 
 /// A connection: plain TCP or TLS over it.
 pub enum Stream {

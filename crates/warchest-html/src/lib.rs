@@ -1,0 +1,104 @@
+//! lol_html set up for the bytes of archived pages, the one way the
+//! crawler's link extractor (`warchest-crawl`) and replay's rewriter
+//! (`warchest-replay`) both run it:
+//!
+//! - every byte is one windows-1252 character, so the bytes of any
+//!   ASCII-compatible charset pass through unchanged (the caller decodes
+//!   what it reads in the page's own charset; [`lol_str`] and
+//!   [`lol_bytes`] go between the two);
+//! - no charset switch on `<meta charset>` (that would break the mapping);
+//! - the lenient tokenizer (markup it cannot be sure of is read as a
+//!   browser's tokenizer reads it, not refused);
+//! - a memory bound for one page (a tag of megabytes, a deep stack of open
+//!   elements), past which lol_html gives up gracefully, as it does when a
+//!   handler fails, so that the caller can keep what it had.
+//!
+//! A crate of its own, below both users, because the crawler must not
+//! depend on replay nor replay on the crawler (docs/architecture.md).
+#![forbid(unsafe_code)]
+
+use encoding_rs::WINDOWS_1252;
+use lol_html::send::Settings;
+use lol_html::{AsciiCompatibleEncoding, MemorySettings};
+
+/// lol_html settings for a page's bytes, with at most `max_memory` bytes
+/// of parser memory; the caller appends its content handlers.
+pub fn settings<'h, 's>(max_memory: usize) -> Settings<'h, 's> {
+    Settings::new_send()
+        .with_encoding(
+            AsciiCompatibleEncoding::new(WINDOWS_1252)
+                .unwrap_or_else(AsciiCompatibleEncoding::utf_8),
+        )
+        .with_adjust_charset_on_meta_tag(false)
+        .with_strict(false)
+        .with_memory_settings(
+            MemorySettings::new()
+                .with_max_allowed_memory_usage(max_memory)
+                .with_graceful_bail_out_on_memory_limit_exceeded(true),
+        )
+        .with_graceful_bail_out_on_content_handler_error(true)
+}
+
+/// A lol_html string (windows-1252: one character a byte) of `bytes`.
+pub fn lol_str(bytes: &[u8]) -> String {
+    WINDOWS_1252
+        .decode_without_bom_handling(bytes)
+        .0
+        .into_owned()
+}
+
+/// The bytes of a lol_html string: the inverse of [`lol_str`].
+pub fn lol_bytes(s: &str) -> Vec<u8> {
+    WINDOWS_1252.encode(s).0.into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lol_html::send::HtmlRewriter;
+    use lol_html::{element, text};
+    use std::sync::{Arc, Mutex};
+
+    /// Every byte value survives the round trip, and a page in any
+    /// ASCII-compatible charset (here UTF-8 with a `<meta>` naming
+    /// another) passes through the rewriter byte for byte.
+    #[test]
+    fn bytes_pass_through() {
+        let all: Vec<u8> = (0..=255).collect();
+        assert_eq!(lol_bytes(&lol_str(&all)), all);
+        let page = "<meta charset=koi8-r><p title='é'>日本 \u{1F600}</p>".as_bytes();
+        let mut out = Vec::new();
+        let mut rw = HtmlRewriter::new(settings(1 << 20), |c: &[u8]| out.extend_from_slice(c));
+        for piece in page.chunks(3) {
+            rw.write(piece).unwrap();
+        }
+        rw.end().unwrap();
+        assert_eq!(out, page);
+    }
+
+    /// Past the memory bound the rewriter gives up without an error, the
+    /// handlers having seen what came before.
+    #[test]
+    fn memory_bound_bails_out() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let s = Arc::clone(&seen);
+        let settings = settings(64 << 10)
+            .append_element_content_handler(element!("a", move |el| {
+                if let (Ok(mut v), Some(h)) = (s.lock(), el.get_attribute("href")) {
+                    v.push(h);
+                }
+                Ok(())
+            }))
+            .append_element_content_handler(text!("title", |_| Ok(())));
+        let mut rw = HtmlRewriter::new(settings, |_: &[u8]| {});
+        rw.write(b"<a href=/x>x</a><div title='").unwrap();
+        let huge = vec![b'y'; 1 << 20];
+        for piece in huge.chunks(16 << 10) {
+            if rw.write(piece).is_err() {
+                break;
+            }
+        }
+        let _ = rw.end();
+        assert_eq!(*seen.lock().unwrap(), ["/x"]);
+    }
+}
