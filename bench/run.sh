@@ -10,6 +10,7 @@
 #                                            trafilatura (docs/derive.md); --smoke: a fixture,
 #                                            the debug build
 #   bench/run.sh --search [--smoke] FILE...  search-index docs/s, search p50/p99 (docs/search.md)
+#   bench/run.sh --derive --search FILE      both, in one run
 #   bench/run.sh --browser [--smoke] [--pages N] [--tabs N]
 #                                            browser capture: warchest --browser, warcprox +
 #                                            Chromium, wget --mirror (docs/performance.md)
@@ -33,23 +34,31 @@ if [ "${1:-}" = "--python" ]; then
     rm -rf "$wheels"
     exec python3 "$here/python_bench.py" "$@"
 fi
-# Rows of one area each (derive, search): the binary built (the debug
-# build with --smoke), then the area's script, bench/AREA_bench.py.
+# Rows of one area each (derive, search), or both in one run
+# (`--derive --search FILE`): the binary built (the debug build with
+# --smoke), then each area's script, bench/AREA_bench.py, on the same file.
 case "${1:-}" in
 --derive | --search)
-    area=${1#--}
-    shift
+    areas=()
+    rest=()
+    for a in "$@"; do
+        case $a in
+        --derive | --search) areas+=("${a#--}") ;;
+        *) rest+=("$a") ;;
+        esac
+    done
     if [[ " $* " == *" --smoke "* ]]; then
         cargo build -q -p warchest-cli --manifest-path "$root/Cargo.toml"
         export WARCHEST_BIN=$CARGO_TARGET_DIR/debug/warchest
-        if [ "$area" = derive ]; then
-            set -- "$@" "$root/../shared/fixtures/pywb/iana.warc.gz"
-        fi
+        rest+=("$root/../shared/fixtures/pywb/iana.warc.gz")
     else
         cargo build -q --release -p warchest-cli --manifest-path "$root/Cargo.toml"
         export WARCHEST_BIN=$CARGO_TARGET_DIR/release/warchest
     fi
-    exec python3 "$here/${area}_bench.py" "$@"
+    for area in "${areas[@]}"; do
+        python3 "$here/${area}_bench.py" "${rest[@]}"
+    done
+    exit 0
     ;;
 esac
 # Browser capture rows: bench/browser_bench.py (issue 30).
