@@ -355,19 +355,40 @@ impl Lines {
         self.link_chars = 0;
     }
 
-    /// Text with whitespace collapsed.
+    /// Text with whitespace collapsed. Scanned by bytes: ASCII decides
+    /// alone, and only other characters are decoded (the text of most
+    /// pages is mostly ASCII).
     pub(crate) fn text(&mut self, s: &str, link: bool) {
-        for word in s.split(is_collapsible) {
-            if word.is_empty() {
-                self.space = true;
-                continue;
-            }
-            self.push(word, link);
-            self.space = true;
+        let b = s.as_bytes();
+        if b.is_empty() {
+            self.space = false;
+            return;
         }
-        // `split` yields a last piece after the last separator, so `space`
-        // is right only when the text ended with whitespace.
-        self.space = s.ends_with(is_collapsible);
+        let mut word: Option<usize> = None;
+        let mut i = 0;
+        while i < b.len() {
+            let (collapsible, len) = if b[i] < 0x80 {
+                (b[i] <= b' ' || b[i] == 0x7f, 1)
+            } else {
+                // `i` is at a character's start: ASCII bytes and whole
+                // characters are all that is ever stepped over.
+                let c = s[i..].chars().next().unwrap_or(' ');
+                (is_collapsible(c), c.len_utf8())
+            };
+            if collapsible {
+                if let Some(start) = word.take() {
+                    self.push(&s[start..i], link);
+                }
+                self.space = true;
+            } else if word.is_none() {
+                word = Some(i);
+            }
+            i += len;
+        }
+        if let Some(start) = word {
+            self.push(&s[start..], link);
+            self.space = false;
+        }
     }
 
     /// Text inside `<pre>`: spaces kept, line breaks kept (blank lines
