@@ -286,20 +286,48 @@ pub fn envelope(rec: &SourceRecord, filename: &str) -> Json {
         container.put("Gzip-Metadata", g);
     }
     let mut env = Json::obj();
-    env.put("Format", "WARC")
-        .put("WARC-Header-Length", rec.header_len)
-        .put("Block-Digest", rec.block_digest.clone())
-        .put("Actual-Content-Length", rec.block_len)
-        .put(
-            "WARC-Header-Metadata",
-            fields_object(rec.fields.iter().cloned()),
-        );
+    if let Some(arc) = &rec.arc {
+        // An ARC record: its URL-record line, as Common Crawl's tool
+        // gives it (`Format: ARC`, `ARC-Header-Metadata`).
+        let mut fields = Json::obj();
+        fields
+            .put("Target-URI", arc.url.clone())
+            .put("IP-Address", arc.ip.clone())
+            .put("Date", arc.date.clone())
+            .put("Content-Type", arc.content_type.clone())
+            .put("Content-Length", arc.length.clone());
+        env.put("Format", "ARC")
+            .put("ARC-Header-Length", arc.len)
+            .put("Block-Digest", rec.block_digest.clone())
+            .put("Actual-Content-Length", rec.block_len)
+            .put("ARC-Header-Metadata", fields);
+    } else {
+        env.put("Format", "WARC")
+            .put("WARC-Header-Length", rec.header_len)
+            .put("Block-Digest", rec.block_digest.clone())
+            .put("Actual-Content-Length", rec.block_len)
+            .put(
+                "WARC-Header-Metadata",
+                fields_object(rec.fields.iter().cloned()),
+            );
+    }
     let mut payload = Json::obj();
     payload
         .put("Actual-Content-Length", rec.block_len)
         .put("Block-Digest", rec.block_digest.clone())
         .put("Trailing-Slop-Length", rec.trailing_slop);
     match (rec.record_type, &rec.http) {
+        (_, _)
+            if rec.arc.as_ref().is_some_and(|a| {
+                a.url
+                    .get(..11)
+                    .is_some_and(|p| p.eq_ignore_ascii_case("filedesc://"))
+            }) =>
+        {
+            // An ARC file's `filedesc://` record.
+            payload.put("Actual-Content-Type", "alexa/filedesc");
+            payload.put("Filedesc-Metadata", filedesc(&rec.payload));
+        }
         (RecordType::Warcinfo, _) => {
             payload.put("Actual-Content-Type", "application/warc-fields");
             payload.put("WARC-Info-Metadata", warc_fields(&rec.payload, false));
@@ -369,6 +397,32 @@ fn http_common(m: &mut Json, rec: &SourceRecord, head: &warchest::http::HttpHead
     m.put("Entity-Length", rec.entity_len)
         .put("Entity-Digest", rec.entity_digest.clone())
         .put("Entity-Trailing-Slop-Length", 0u64);
+}
+
+/// An ARC `filedesc://` block: the version line (`1 1 Organization`),
+/// the field-names line and the rest.
+fn filedesc(block: &[u8]) -> Json {
+    let text = String::from_utf8_lossy(block);
+    // The block as the reader gives it may start with the URL-record line.
+    let text = match text.get(..11) {
+        Some(p) if p.eq_ignore_ascii_case("filedesc://") => {
+            text.split_once('\n').map_or("", |(_, rest)| rest)
+        }
+        _ => &text,
+    };
+    let mut lines = text.splitn(3, '\n');
+    let mut o = Json::obj();
+    let version = lines.next().unwrap_or("").trim();
+    let mut words = version.splitn(3, ' ');
+    o.put("Major-Version", words.next().unwrap_or("").to_string())
+        .put("Minor-Version", words.next().unwrap_or("").to_string())
+        .put(
+            "Organization",
+            words.next().unwrap_or("").trim().to_string(),
+        )
+        .put("Format", lines.next().unwrap_or("").trim().to_string())
+        .put("Data", lines.next().unwrap_or("").to_string());
+    o
 }
 
 /// `name: value` lines of a warcinfo or metadata block: an object (or, for

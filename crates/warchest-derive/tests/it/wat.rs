@@ -73,3 +73,66 @@ fn css_and_onclick_links_in_common_crawls_layout() {
     let text = envelopes[0].to_string();
     assert!(!text.contains("not-a-link"), "{text}");
 }
+
+#[test]
+fn arc_input_gives_common_crawls_arc_envelope() {
+    let page = b"HTTP/1.0 200 OK\r\nContent-Type: text/html\r\n\r\n<title>An ARC page</title><a href=\"/x\">x</a>";
+    let desc = b"1 1 InternetArchive\nURL IP-address Archive-date Content-type Archive-length\n";
+    let mut arc = Vec::new();
+    arc.extend_from_slice(
+        format!(
+            "filedesc://t.arc 0.0.0.0 20240102030405 text/plain {}\n",
+            desc.len()
+        )
+        .as_bytes(),
+    );
+    arc.extend_from_slice(desc);
+    arc.extend_from_slice(b"\n");
+    arc.extend_from_slice(
+        format!(
+            "http://arc.example/ 192.0.2.1 20240102030406 text/html {}\n",
+            page.len()
+        )
+        .as_bytes(),
+    );
+    arc.extend_from_slice(page);
+    arc.extend_from_slice(b"\n");
+    let mut reader = Reader::new(&arc[..]).unwrap();
+    let mut wat = Vec::new();
+    let mut w = Writer::new(&mut wat, WriterOptions::default()).unwrap();
+    write_warc(WarcKind::Wat, &mut reader, "t.arc", "t.wat", true, &mut w).unwrap();
+    drop(w);
+    let mut reader = Reader::new(&wat[..]).unwrap();
+    let mut envelopes = Vec::new();
+    while let Some(mut rec) = reader.next_record().unwrap() {
+        if rec.header().record_type() == RecordType::Metadata {
+            let body = rec.read_block().unwrap();
+            envelopes.push(serde_json::from_slice::<serde_json::Value>(&body).unwrap());
+        }
+    }
+    assert_eq!(envelopes.len(), 2);
+    let desc = &envelopes[0]["Envelope"];
+    assert_eq!(desc["Format"], "ARC");
+    assert_eq!(
+        desc["ARC-Header-Metadata"]["Target-URI"],
+        "filedesc://t.arc"
+    );
+    let p = &desc["Payload-Metadata"];
+    assert_eq!(p["Actual-Content-Type"], "alexa/filedesc");
+    assert_eq!(p["Filedesc-Metadata"]["Organization"], "InternetArchive");
+    assert_eq!(
+        p["Filedesc-Metadata"]["Format"],
+        "URL IP-address Archive-date Content-type Archive-length"
+    );
+    let env = &envelopes[1]["Envelope"];
+    assert_eq!(env["Format"], "ARC");
+    assert!(env.get("WARC-Header-Metadata").is_none());
+    assert_eq!(
+        env["ARC-Header-Metadata"],
+        serde_json::json!({"Target-URI": "http://arc.example/", "IP-Address": "192.0.2.1",
+            "Date": "20240102030406", "Content-Type": "text/html",
+            "Content-Length": page.len().to_string()})
+    );
+    let m = &env["Payload-Metadata"]["HTTP-Response-Metadata"];
+    assert_eq!(m["HTML-Metadata"]["Head"]["Title"], "An ARC page");
+}
