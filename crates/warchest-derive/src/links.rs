@@ -29,27 +29,12 @@ fn skip_space(b: &[u8], mut i: usize) -> usize {
 /// Strips runs of quotes (each optionally escaped by a backslash) from
 /// both ends, as Common Crawl trims a CSS URL.
 fn trim_quotes(mut s: &str) -> &str {
-    loop {
-        let t = s
-            .strip_prefix("\\\"")
-            .or_else(|| s.strip_prefix("\\'"))
-            .or_else(|| s.strip_prefix('"'))
-            .or_else(|| s.strip_prefix('\''));
-        match t {
-            Some(t) => s = t,
-            None => break,
-        }
+    const QUOTES: [&str; 4] = ["\\\"", "\\'", "\"", "'"];
+    while let Some(t) = QUOTES.iter().find_map(|q| s.strip_prefix(q)) {
+        s = t;
     }
-    loop {
-        let t = s
-            .strip_suffix("\\\"")
-            .or_else(|| s.strip_suffix("\\'"))
-            .or_else(|| s.strip_suffix('"'))
-            .or_else(|| s.strip_suffix('\''));
-        match t {
-            Some(t) => s = t,
-            None => break,
-        }
+    while let Some(t) = QUOTES.iter().find_map(|q| s.strip_suffix(q)) {
+        s = t;
     }
     s
 }

@@ -26,31 +26,28 @@ fn fixture_warc() -> Vec<u8> {
     out
 }
 
-#[test]
-fn css_and_onclick_links_in_common_crawls_layout() {
-    let warc = fixture_warc();
-    let mut reader = Reader::new(&warc[..]).unwrap();
+/// The WAT of the archive `input` (named `name`), read back: the JSON
+/// envelope of each metadata record.
+fn wat_envelopes(input: &[u8], name: &str) -> Vec<serde_json::Value> {
+    let mut reader = Reader::new(input).unwrap();
     let mut wat = Vec::new();
     let mut w = Writer::new(&mut wat, WriterOptions::default()).unwrap();
-    write_warc(
-        WarcKind::Wat,
-        &mut reader,
-        "links.warc",
-        "links.wat",
-        true,
-        &mut w,
-    )
-    .unwrap();
+    write_warc(WarcKind::Wat, &mut reader, name, "out.wat", true, &mut w).unwrap();
     drop(w);
-
     let mut reader = Reader::new(&wat[..]).unwrap();
     let mut envelopes = Vec::new();
     while let Some(mut rec) = reader.next_record().unwrap() {
         if rec.header().record_type() == RecordType::Metadata {
             let body = rec.read_block().unwrap();
-            envelopes.push(serde_json::from_slice::<serde_json::Value>(&body).unwrap());
+            envelopes.push(serde_json::from_slice(&body).unwrap());
         }
     }
+    envelopes
+}
+
+#[test]
+fn css_and_onclick_links_in_common_crawls_layout() {
+    let envelopes = wat_envelopes(&fixture_warc(), "links.warc");
     assert_eq!(envelopes.len(), 1);
     let html =
         &envelopes[0]["Envelope"]["Payload-Metadata"]["HTTP-Response-Metadata"]["HTML-Metadata"];
@@ -97,19 +94,7 @@ fn arc_input_gives_common_crawls_arc_envelope() {
     );
     arc.extend_from_slice(page);
     arc.extend_from_slice(b"\n");
-    let mut reader = Reader::new(&arc[..]).unwrap();
-    let mut wat = Vec::new();
-    let mut w = Writer::new(&mut wat, WriterOptions::default()).unwrap();
-    write_warc(WarcKind::Wat, &mut reader, "t.arc", "t.wat", true, &mut w).unwrap();
-    drop(w);
-    let mut reader = Reader::new(&wat[..]).unwrap();
-    let mut envelopes = Vec::new();
-    while let Some(mut rec) = reader.next_record().unwrap() {
-        if rec.header().record_type() == RecordType::Metadata {
-            let body = rec.read_block().unwrap();
-            envelopes.push(serde_json::from_slice::<serde_json::Value>(&body).unwrap());
-        }
-    }
+    let envelopes = wat_envelopes(&arc, "t.arc");
     assert_eq!(envelopes.len(), 2);
     let desc = &envelopes[0]["Envelope"];
     assert_eq!(desc["Format"], "ARC");
