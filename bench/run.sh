@@ -16,6 +16,7 @@
 #                                            remote rows (bench/remote_bench.py): ls -j 1/2 over
 #                                            HTTP (nginx) and S3 against the local file, 20 ms
 #                                            latency; --smoke: a fixture, moto, one run
+#   bench/run.sh --derive --search FILE      both, in one run
 #   bench/run.sh --browser [--smoke] [--pages N] [--tabs N]
 #                                            browser capture: warchest --browser, warcprox +
 #                                            Chromium, wget --mirror (docs/performance.md)
@@ -53,26 +54,45 @@ if [ "${1:-}" = "--python" ]; then
     rm -rf "$wheels"
     exec python3 "$here/python_bench.py" "$@"
 fi
-# Rows of one area each (derive, search): the binary built (the debug
-# build with --smoke), then the area's script, bench/AREA_bench.py.
-case "${1:-}" in
---derive | --search | --remote)
-    area=${1#--}
+# Remote rows (bench/remote_bench.py): the binary built (the debug build
+# with --smoke, on a fixture), then the script.
+if [ "${1:-}" = "--remote" ]; then
     shift
     if [[ " $* " == *" --smoke "* ]]; then
         cargo build -q -p warchest-cli --manifest-path "$root/Cargo.toml"
         export WARCHEST_BIN=$CARGO_TARGET_DIR/debug/warchest
-        if [ "$area" = derive ]; then
-            set -- "$@" "$root/../shared/fixtures/pywb/iana.warc.gz"
-        fi
-        if [ "$area" = remote ]; then
-            set -- "$@" "$root/../shared/fixtures/resiliparse/block-sized-records.warc"
-        fi
+        set -- "$@" "$root/../shared/fixtures/resiliparse/block-sized-records.warc"
     else
         cargo build -q --release -p warchest-cli --manifest-path "$root/Cargo.toml"
         export WARCHEST_BIN=$CARGO_TARGET_DIR/release/warchest
     fi
-    exec python3 "$here/${area}_bench.py" "$@"
+    exec python3 "$here/remote_bench.py" "$@"
+fi
+# Rows of one area each (derive, search), or both in one run
+# (`--derive --search FILE`): the binary built (the debug build with
+# --smoke), then each area's script, bench/AREA_bench.py, on the same file.
+case "${1:-}" in
+--derive | --search)
+    areas=()
+    rest=()
+    for a in "$@"; do
+        case $a in
+        --derive | --search) areas+=("${a#--}") ;;
+        *) rest+=("$a") ;;
+        esac
+    done
+    if [[ " $* " == *" --smoke "* ]]; then
+        cargo build -q -p warchest-cli --manifest-path "$root/Cargo.toml"
+        export WARCHEST_BIN=$CARGO_TARGET_DIR/debug/warchest
+        rest+=("$root/../shared/fixtures/pywb/iana.warc.gz")
+    else
+        cargo build -q --release -p warchest-cli --manifest-path "$root/Cargo.toml"
+        export WARCHEST_BIN=$CARGO_TARGET_DIR/release/warchest
+    fi
+    for area in "${areas[@]}"; do
+        python3 "$here/${area}_bench.py" "${rest[@]}"
+    done
+    exit 0
     ;;
 esac
 # Browser capture rows: bench/browser_bench.py (issue 30).

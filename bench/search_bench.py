@@ -22,17 +22,29 @@ WARCHEST = os.environ["WARCHEST_BIN"]
 
 
 def index(files, out, jobs):
+    """Builds the index with `-j jobs` (and as many extraction threads);
+    returns (seconds, documents, max RSS in MiB)."""
     shutil.rmtree(out, ignore_errors=True)
+    env = dict(os.environ, RAYON_NUM_THREADS=str(jobs))
+    counts = out + ".json"
     t = time.perf_counter()
-    p = subprocess.run(
-        [WARCHEST, "-q", "search-index", "--json", "-j", str(jobs), "-o", out, *files],
-        capture_output=True, text=True,
-    )
-    wall = time.perf_counter() - t
-    if p.returncode != 0:
-        raise RuntimeError(f"search-index failed ({p.returncode}): {p.stderr[-2000:]}")
-    docs = json.loads(p.stdout)["counts"]["documents"]
-    return wall, docs
+    # Output to files, not pipes: a full pipe would stall the child.
+    with open(counts, "w") as so, tempfile.TemporaryFile() as errf:
+        p = subprocess.Popen(
+            [WARCHEST, "-q", "search-index", "--json", "-j", str(jobs), "-o", out, *files],
+            stdout=so, stderr=errf, env=env,
+        )
+        _, status, usage = os.wait4(p.pid, 0)
+        wall = time.perf_counter() - t
+        errf.seek(0)
+        err = errf.read().decode(errors="replace")
+    if status != 0:
+        raise RuntimeError(f"search-index failed ({status}): {err[-2000:]}")
+    with open(counts) as f:
+        docs = json.load(f)["counts"]["documents"]
+    os.remove(counts)
+    rss = usage.ru_maxrss / 1024
+    return wall, docs, rss
 
 
 def queries(out, n):
@@ -70,10 +82,10 @@ def main():
         files = [os.path.join(here, "..", "..", "shared", "fixtures", "pywb", "iana.warc.gz")]
         a.queries = min(a.queries, 20)
     out = os.path.join(tmp, "idx")
-    print(f"{'row':32} {'wall':>8} {'docs':>8} {'docs/s':>10}")
+    print(f"{'row':32} {'wall':>8} {'docs':>8} {'docs/s':>10} {'max RSS':>9}")
     for jobs in (1, os.cpu_count() or 1):
-        wall, docs = index(files, out, jobs)
-        print(f"{'search-index -j ' + str(jobs):32} {wall:8.3f} {docs:8d} {docs / wall:10.0f}")
+        wall, docs, rss = index(files, out, jobs)
+        print(f"{'search-index -j ' + str(jobs):32} {wall:8.3f} {docs:8d} {docs / wall:10.0f} {rss:8.0f}M")
     lat = []
     for q in queries(out, a.queries):
         t = time.perf_counter()

@@ -129,17 +129,28 @@ pub fn from_meta(body: &[u8]) -> Option<&'static Encoding> {
 /// `content_type` is the HTTP `Content-Type` value; `html` says whether to
 /// look for a meta tag.
 pub fn sniff(body: &[u8], content_type: Option<&str>, html: bool) -> (&'static Encoding, Source) {
+    let (enc, source, _) = sniff_text(body, content_type, html);
+    (enc, source)
+}
+
+/// [`sniff`], and the body as text when it was found valid UTF-8 on the
+/// way (so that [`decode`] does not check it twice).
+fn sniff_text<'a>(
+    body: &'a [u8],
+    content_type: Option<&str>,
+    html: bool,
+) -> (&'static Encoding, Source, Option<&'a str>) {
     if let Some((enc, _)) = Encoding::for_bom(body) {
-        return (enc, Source::Bom);
+        return (enc, Source::Bom, None);
     }
     if let Some(enc) = content_type.and_then(from_content_type) {
-        return (enc, Source::Header);
+        return (enc, Source::Header, None);
     }
     if html && let Some(enc) = from_meta(body) {
-        return (enc, Source::Meta);
+        return (enc, Source::Meta, None);
     }
-    if std::str::from_utf8(body).is_ok() {
-        return (UTF_8, Source::Utf8);
+    if let Ok(text) = std::str::from_utf8(body) {
+        return (UTF_8, Source::Utf8, Some(text));
     }
     let mut detector = chardetng::EncodingDetector::new(chardetng::Iso2022JpDetection::Deny);
     // The detector learns enough from the first 64 KiB; more costs time.
@@ -149,16 +160,18 @@ pub fn sniff(body: &[u8], content_type: Option<&str>, html: bool) -> (&'static E
     (
         detector.guess(None, chardetng::Utf8Detection::Allow),
         Source::Detected,
+        None,
     )
 }
 
 /// Decodes `body` to text with the encoding [`sniff`] chooses.
 pub fn decode<'a>(body: &'a [u8], content_type: Option<&str>, html: bool) -> Decoded<'a> {
-    let (encoding, source) = sniff(body, content_type, html);
-    if encoding == UTF_8
-        && source != Source::Bom
-        && let Ok(text) = std::str::from_utf8(body)
-    {
+    let (encoding, source, valid) = sniff_text(body, content_type, html);
+    if let Some(text) = valid.or_else(|| {
+        (encoding == UTF_8 && source != Source::Bom)
+            .then(|| std::str::from_utf8(body).ok())
+            .flatten()
+    }) {
         return Decoded {
             text: Cow::Borrowed(text),
             encoding,

@@ -34,7 +34,11 @@ pub struct Extract {
 /// so a page of a million `<div>`s costs no more memory than a small one.
 const MAX_DEPTH: usize = 256;
 
-/// Block elements: they start and end a line.
+/// Block elements: they start and end a line. Common Crawl's list
+/// (ia-web-commons' `BLOCK_ELEMENTS`, `th` aside: a cell here), and
+/// elements it lacks or only spaces (main, nav, menu, dialog, details,
+/// summary, legend, option...), whose text would otherwise run into the
+/// next line's.
 fn is_block(name: &str) -> bool {
     matches!(
         name,
@@ -44,8 +48,12 @@ fn is_block(name: &str) -> bool {
             | "blockquote"
             | "body"
             | "br"
+            | "button"
+            | "canvas"
             | "caption"
             | "center"
+            | "col"
+            | "colgroup"
             | "dd"
             | "details"
             | "dialog"
@@ -53,6 +61,7 @@ fn is_block(name: &str) -> bool {
             | "div"
             | "dl"
             | "dt"
+            | "embed"
             | "fieldset"
             | "figcaption"
             | "figure"
@@ -74,43 +83,49 @@ fn is_block(name: &str) -> bool {
             | "li"
             | "listing"
             | "main"
+            | "map"
             | "menu"
             | "nav"
             | "noscript"
+            | "object"
             | "ol"
             | "optgroup"
             | "option"
+            | "output"
             | "p"
             | "pre"
+            | "progress"
             | "section"
             | "summary"
             | "table"
             | "tbody"
+            | "textarea"
             | "tfoot"
             | "thead"
             | "title"
             | "tr"
             | "ul"
+            | "video"
     )
 }
 
 /// Inline elements that stand apart from their neighbours: a space.
+/// Common Crawl's `INLINE_ELEMENTS_SPACING` (less those that are blocks
+/// above), and `th`, `area` and `audio`.
 fn is_spacing(name: &str) -> bool {
     matches!(
         name,
         "td" | "th"
+            | "cite"
+            | "datalist"
+            | "iframe"
             | "img"
             | "input"
             | "label"
             | "q"
             | "time"
-            | "button"
             | "select"
-            | "textarea"
             | "area"
-            | "embed"
-            | "object"
-            | "video"
             | "audio"
     )
 }
@@ -340,19 +355,40 @@ impl Lines {
         self.link_chars = 0;
     }
 
-    /// Text with whitespace collapsed.
+    /// Text with whitespace collapsed. Scanned by bytes: ASCII decides
+    /// alone, and only other characters are decoded (the text of most
+    /// pages is mostly ASCII).
     pub(crate) fn text(&mut self, s: &str, link: bool) {
-        for word in s.split(is_collapsible) {
-            if word.is_empty() {
-                self.space = true;
-                continue;
-            }
-            self.push(word, link);
-            self.space = true;
+        let b = s.as_bytes();
+        if b.is_empty() {
+            self.space = false;
+            return;
         }
-        // `split` yields a last piece after the last separator, so `space`
-        // is right only when the text ended with whitespace.
-        self.space = s.ends_with(is_collapsible);
+        let mut word: Option<usize> = None;
+        let mut i = 0;
+        while i < b.len() {
+            let (collapsible, len) = if b[i] < 0x80 {
+                (b[i] <= b' ' || b[i] == 0x7f, 1)
+            } else {
+                // `i` is at a character's start: ASCII bytes and whole
+                // characters are all that is ever stepped over.
+                let c = s[i..].chars().next().unwrap_or(' ');
+                (is_collapsible(c), c.len_utf8())
+            };
+            if collapsible {
+                if let Some(start) = word.take() {
+                    self.push(&s[start..i], link);
+                }
+                self.space = true;
+            } else if word.is_none() {
+                word = Some(i);
+            }
+            i += len;
+        }
+        if let Some(start) = word {
+            self.push(&s[start..], link);
+            self.space = false;
+        }
     }
 
     /// Text inside `<pre>`: spaces kept, line breaks kept (blank lines
@@ -620,6 +656,13 @@ mod tests {
             text("<div><div><p>  x  </p></div>\n\n</div><p></p><p>y</p>"),
             "x\ny"
         );
+        // Common Crawl's blocks and spacing elements: a button, a
+        // progress bar and a canvas are lines; cite and iframe a space.
+        assert_eq!(
+            text("a<button>b</button>c<progress>d</progress>e<canvas>f</canvas>g"),
+            "a\nb\nc\nd\ne\nf\ng"
+        );
+        assert_eq!(text("a<cite>b</cite>c<iframe></iframe>d"), "a b c d");
     }
 
     #[test]

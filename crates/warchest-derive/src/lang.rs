@@ -34,41 +34,47 @@ const MIN_SHARE: f32 = 0.1;
 
 /// Up to three languages of `text`, best first. Empty when the text has no
 /// letters the model knows.
+///
+/// The segments are analysed spread out first (the first, the last, the
+/// middle one); when those three name one language, the text is taken to
+/// be in it and the rest are not analysed. whatlang's cost is mostly per
+/// call (it scores every language of the script), so this halves the time
+/// of most pages; a page whose samples differ gets all of them.
 pub fn identify(text: &str) -> Vec<Language> {
+    let segments = segments(text);
+    let mut order: Vec<usize> = Vec::with_capacity(segments.len());
+    if let Some(last) = segments.len().checked_sub(1) {
+        for i in [0, last, last / 2].into_iter().chain(0..=last) {
+            if !order.contains(&i) {
+                order.push(i);
+            }
+        }
+    }
     let mut scores: Vec<(whatlang::Lang, f64)> = Vec::new();
     let mut total = 0f64;
-    let mut add = |segment: &str| {
+    // Languages of the segments analysed so far (None: no verdict).
+    let mut found: Vec<Option<whatlang::Lang>> = Vec::new();
+    for (n, &i) in order.iter().enumerate() {
+        if n == 3 && found.len() == 3 && found[0].is_some() && found.iter().all(|l| *l == found[0])
+        {
+            break;
+        }
+        let segment = &text[segments[i].clone()];
         let weight = segment.chars().filter(|c| c.is_alphabetic()).count() as f64;
         if weight == 0.0 {
-            return;
+            found.push(None);
+            continue;
         }
         total += weight;
-        if let Some(info) = whatlang::detect(segment) {
+        let info = whatlang::detect(segment);
+        found.push(info.as_ref().map(|i| i.lang()));
+        if let Some(info) = info {
             let w = weight * info.confidence();
             match scores.iter_mut().find(|(l, _)| *l == info.lang()) {
                 Some((_, s)) => *s += w,
                 None => scores.push((info.lang(), w)),
             }
         }
-    };
-    // Segments of whole lines where the text allows (a segment ends at
-    // the first line end after SEGMENT bytes, or at 2 * SEGMENT bytes).
-    let stride = (text.len() / SAMPLES).max(SEGMENT);
-    let mut at = 0;
-    while at < text.len() {
-        let mut end = floor_char(text, (at + 2 * SEGMENT).min(text.len()));
-        let from = floor_char(text, (at + SEGMENT).min(end));
-        if let Some(n) = text[from..end].find('\n') {
-            end = from + n;
-        }
-        add(&text[at..end]);
-        let next = floor_char(text, (at + stride).min(text.len()));
-        // Start the next sample at a line start when one is near.
-        at = match text[next..].find('\n') {
-            Some(n) if n < SEGMENT => next + n + 1,
-            _ => next,
-        }
-        .max(end);
     }
     if total == 0.0 {
         return Vec::new();
@@ -83,6 +89,32 @@ pub fn identify(text: &str) -> Vec<Language> {
         .filter(|l| l.score >= MIN_SHARE)
         .take(3)
         .collect()
+}
+
+/// The byte ranges of the sampled segments, in text order: whole lines
+/// where the text allows (a segment ends at the first line end after
+/// [`SEGMENT`] bytes, or at twice that), spread [`SAMPLES`] at most over
+/// the text.
+fn segments(text: &str) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::with_capacity(SAMPLES + 1);
+    let stride = (text.len() / SAMPLES).max(SEGMENT);
+    let mut at = 0;
+    while at < text.len() {
+        let mut end = floor_char(text, (at + 2 * SEGMENT).min(text.len()));
+        let from = floor_char(text, (at + SEGMENT).min(end));
+        if let Some(n) = text[from..end].find('\n') {
+            end = from + n;
+        }
+        out.push(at..end);
+        let next = floor_char(text, (at + stride).min(text.len()));
+        // Start the next sample at a line start when one is near.
+        at = match text[next..].find('\n') {
+            Some(n) if n < SEGMENT => next + n + 1,
+            _ => next,
+        }
+        .max(end);
+    }
+    out
 }
 
 fn floor_char(s: &str, mut i: usize) -> usize {
@@ -124,6 +156,30 @@ mod tests {
         assert_eq!(codes, ["eng", "deu"]);
         assert!(l[0].score > l[1].score);
         assert_eq!(header_value(&l), "eng,deu");
+    }
+
+    #[test]
+    fn spread_samples_first_and_the_rest_when_they_differ() {
+        let en = "This is a long paragraph written in English about the history of the city and its people.\n";
+        let de = "Dies ist ein langer Absatz auf Deutsch über die Geschichte der Stadt und ihrer Menschen.\n";
+        // Six segments: the first, last and middle ones are read first.
+        let text = en.repeat(60);
+        let segs = segments(&text);
+        assert_eq!(segs.len(), SAMPLES);
+        assert!(segs.windows(2).all(|w| w[0].end <= w[1].start));
+        assert_eq!(identify(&text)[0].code, "eng");
+        // German only in the second segment: the three read first agree,
+        // so it is not read (the price of the early stop).
+        let mut mixed = en.repeat(10);
+        mixed.push_str(&de.repeat(10));
+        mixed.push_str(&en.repeat(40));
+        let codes: Vec<_> = identify(&mixed).iter().map(|l| l.code).collect();
+        assert_eq!(codes, ["eng"]);
+        // German in a segment read first: every segment is read.
+        let mut mixed = en.repeat(50);
+        mixed.push_str(&de.repeat(10));
+        let codes: Vec<_> = identify(&mixed).iter().map(|l| l.code).collect();
+        assert_eq!(codes, ["eng", "deu"]);
     }
 
     #[test]

@@ -31,6 +31,7 @@ pub mod html;
 pub mod html2text;
 pub mod json;
 pub mod lang;
+pub mod links;
 pub mod source;
 pub mod table;
 pub mod text;

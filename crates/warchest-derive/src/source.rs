@@ -65,6 +65,27 @@ pub struct SourceRecord {
     pub inflated_len: u64,
     /// Bytes after the block (the record's `CRLF CRLF`): 4.
     pub trailing_slop: u64,
+    /// For an ARC record, its URL-record line (the WAT's
+    /// `ARC-Header-Metadata`).
+    pub arc: Option<ArcLine>,
+}
+
+/// The fields of an ARC record's URL-record line, as written (lossy
+/// UTF-8).
+#[derive(Debug, Clone, Default)]
+pub struct ArcLine {
+    /// The line's length, line end included.
+    pub len: u64,
+    /// URL.
+    pub url: String,
+    /// IP-address.
+    pub ip: String,
+    /// Archive-date (`YYYYMMDDhhmmss`).
+    pub date: String,
+    /// Content-type.
+    pub content_type: String,
+    /// Archive-length.
+    pub length: String,
 }
 
 impl SourceRecord {
@@ -106,6 +127,20 @@ pub fn read_record<R: Read>(mut record: Record<'_, Decoder<R>>) -> warchest::Res
         record.source().gzip_header().map(|h| h.len)
     } else {
         None
+    };
+    let arc = match record.as_format() {
+        warchest::archive::FormatRecord::Arc(r) => r.arc_header().map(|h| {
+            let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+            ArcLine {
+                len: h.raw().len() as u64,
+                url: text(h.url()),
+                ip: text(h.ip()),
+                date: text(h.date()),
+                content_type: text(h.content_type()),
+                length: text(h.length_field()),
+            }
+        }),
+        _ => None,
     };
     let header = record.header();
     let record_type = header.record_type();
@@ -189,6 +224,7 @@ pub fn read_record<R: Read>(mut record: Record<'_, Decoder<R>>) -> warchest::Res
         inflated_crc: crc.finalize(),
         inflated_len: raw_header_len + block_len + 4,
         trailing_slop: 4,
+        arc,
     })
 }
 

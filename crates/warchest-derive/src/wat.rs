@@ -28,7 +28,10 @@ pub fn html_metadata(page: &str) -> Json {
     // The anchor being read: its index in `links` and its text so far.
     let mut anchor: Option<(usize, String)> = None;
     let mut lang: Option<String> = None;
+    // Just after a `<style>` start tag: its raw text is CSS.
+    let mut in_style = false;
     for token in Tokenizer::new(page) {
+        let after_style = std::mem::take(&mut in_style);
         match token {
             Token::Text(t) => {
                 if in_title {
@@ -51,13 +54,19 @@ pub fn html_metadata(page: &str) -> Json {
                     "base" if base.is_none() => base = tag.attr("href").map(|v| v.into_owned()),
                     "meta" if total < MAX_ITEMS => {
                         let mut m = Json::obj();
-                        for key in ["name", "property", "http-equiv", "itemprop", "charset"] {
+                        // Common Crawl's keys in its order, then ours.
+                        for key in [
+                            "name",
+                            "rel",
+                            "content",
+                            "http-equiv",
+                            "property",
+                            "itemprop",
+                            "charset",
+                        ] {
                             if let Some(v) = tag.attr(key) {
                                 m.put(key, v.into_owned());
                             }
-                        }
-                        if let Some(c) = tag.attr("content") {
-                            m.put("content", c.into_owned());
                         }
                         if !m.is_empty() {
                             metas.push(m);
@@ -86,24 +95,24 @@ pub fn html_metadata(page: &str) -> Json {
                         }
                     }
                     _ if total < MAX_ITEMS => {
-                        let attr = match name {
-                            "a" | "area" => "href",
-                            "img" | "iframe" | "embed" | "frame" | "source" | "audio" | "video"
-                            | "input" | "track" => "src",
-                            "form" => "action",
-                            "object" => "data",
-                            _ => "",
-                        };
-                        let url = if attr.is_empty() {
-                            None
-                        } else {
-                            tag.attr(attr)
-                        };
-                        if let Some(url) = url {
+                        // Common Crawl's global attributes, then the
+                        // tag's own link attributes.
+                        let upper = name.to_ascii_uppercase();
+                        for (attr, value) in tag.attrs() {
+                            let attr = attr.to_ascii_lowercase();
+                            if GLOBAL_LINK_ATTRS.contains(&attr.as_str()) {
+                                let mut l = Json::obj();
+                                l.put("path", format!("{upper}@/{attr}"))
+                                    .put("url", value.into_owned());
+                                links.push(l);
+                            }
+                        }
+                        for (attr, extra) in tag_links(name) {
+                            let Some(url) = tag.attr(attr) else { continue };
                             let mut l = Json::obj();
-                            l.put("path", format!("{}@/{attr}", name.to_ascii_uppercase()))
+                            l.put("path", format!("{upper}@/{attr}"))
                                 .put("url", url.into_owned());
-                            for key in ["alt", "title", "rel", "hreflang", "type", "target"] {
+                            for key in *extra {
                                 if let Some(v) = tag.attr(key) {
                                     l.put(key, v.into_owned());
                                 }
@@ -113,14 +122,30 @@ pub fn html_metadata(page: &str) -> Json {
                                 anchor = Some((links.len(), String::new()));
                             }
                             links.push(l);
-                        } else if let Some(bg) = tag.attr("background") {
-                            let mut l = Json::obj();
-                            l.put("path", format!("{}@/background", name.to_ascii_uppercase()))
-                                .put("url", bg.into_owned());
-                            links.push(l);
                         }
+                        if matches!(name, "div" | "input")
+                            && let Some(js) = tag.attr("onclick")
+                        {
+                            for url in crate::links::onclick_urls(&js) {
+                                let mut l = Json::obj();
+                                l.put("path", format!("{upper}@/onclick")).put("url", url);
+                                links.push(l);
+                            }
+                        }
+                        in_style = name == "style";
                     }
                     _ => {}
+                }
+            }
+            Token::RawText(css) if after_style => {
+                let room = MAX_ITEMS
+                    .saturating_sub(metas.len() + head_links.len() + scripts.len() + links.len());
+                // Entities decoded first, as Common Crawl's tool does.
+                for url in crate::links::css_urls(&decode_entities(css), room) {
+                    let mut l = Json::obj();
+                    // `href`, not `url`: Common Crawl's key for CSS links.
+                    l.put("path", "STYLE/#text").put("href", url);
+                    links.push(l);
                 }
             }
             Token::End(name) => match name.as_str() {
@@ -163,6 +188,33 @@ pub fn html_metadata(page: &str) -> Json {
     meta
 }
 
+/// Attributes holding a link on any element (Common Crawl's global
+/// attributes).
+const GLOBAL_LINK_ATTRS: [&str; 3] = ["background", "data-href", "data-uri"];
+
+/// The link attributes of an element and the attributes kept with each,
+/// as Common Crawl's extractors read them.
+fn tag_links(name: &str) -> &'static [(&'static str, &'static [&'static str])] {
+    match name {
+        "a" => &[(
+            "href",
+            &["target", "alt", "title", "rel", "hreflang", "type"],
+        )],
+        "applet" => &[("codebase", &[]), ("cdata", &[])],
+        "area" => &[("href", &["rel"])],
+        "button" => &[("formaction", &[])],
+        "embed" | "frame" | "iframe" | "audio" | "track" | "source" => &[("src", &[])],
+        "video" => &[("src", &[]), ("poster", &[])],
+        "form" => &[("action", &["target", "method"])],
+        "img" => &[("src", &["alt", "title"]), ("longdesc", &[])],
+        "input" => &[("src", &[]), ("formaction", &[])],
+        "object" => &[("codebase", &[]), ("cdata", &[]), ("data", &[])],
+        "q" | "blockquote" | "del" | "ins" => &[("cite", &[])],
+        "menuitem" => &[("icon", &[])],
+        _ => &[],
+    }
+}
+
 fn finish_anchor(links: &mut [Json], anchor: Option<(usize, String)>) {
     let Some((i, text)) = anchor else { return };
     let text = collapse(&text);
@@ -171,8 +223,8 @@ fn finish_anchor(links: &mut [Json], anchor: Option<(usize, String)>) {
     }
     let text: String = text.chars().take(MAX_ANCHOR).collect();
     if let Some(Json::Obj(fields)) = links.get_mut(i) {
-        // After path and url, as Common Crawl has it.
-        fields.insert(2.min(fields.len()), ("text".to_string(), Json::Str(text)));
+        // Last, as Common Crawl adds it when the anchor ends.
+        fields.push(("text".to_string(), Json::Str(text)));
     }
 }
 
@@ -234,20 +286,48 @@ pub fn envelope(rec: &SourceRecord, filename: &str) -> Json {
         container.put("Gzip-Metadata", g);
     }
     let mut env = Json::obj();
-    env.put("Format", "WARC")
-        .put("WARC-Header-Length", rec.header_len)
-        .put("Block-Digest", rec.block_digest.clone())
-        .put("Actual-Content-Length", rec.block_len)
-        .put(
-            "WARC-Header-Metadata",
-            fields_object(rec.fields.iter().cloned()),
-        );
+    if let Some(arc) = &rec.arc {
+        // An ARC record: its URL-record line, as Common Crawl's tool
+        // gives it (`Format: ARC`, `ARC-Header-Metadata`).
+        let mut fields = Json::obj();
+        fields
+            .put("Target-URI", arc.url.clone())
+            .put("IP-Address", arc.ip.clone())
+            .put("Date", arc.date.clone())
+            .put("Content-Type", arc.content_type.clone())
+            .put("Content-Length", arc.length.clone());
+        env.put("Format", "ARC")
+            .put("ARC-Header-Length", arc.len)
+            .put("Block-Digest", rec.block_digest.clone())
+            .put("Actual-Content-Length", rec.block_len)
+            .put("ARC-Header-Metadata", fields);
+    } else {
+        env.put("Format", "WARC")
+            .put("WARC-Header-Length", rec.header_len)
+            .put("Block-Digest", rec.block_digest.clone())
+            .put("Actual-Content-Length", rec.block_len)
+            .put(
+                "WARC-Header-Metadata",
+                fields_object(rec.fields.iter().cloned()),
+            );
+    }
     let mut payload = Json::obj();
     payload
         .put("Actual-Content-Length", rec.block_len)
         .put("Block-Digest", rec.block_digest.clone())
         .put("Trailing-Slop-Length", rec.trailing_slop);
     match (rec.record_type, &rec.http) {
+        (_, _)
+            if rec.arc.as_ref().is_some_and(|a| {
+                a.url
+                    .get(..11)
+                    .is_some_and(|p| p.eq_ignore_ascii_case("filedesc://"))
+            }) =>
+        {
+            // An ARC file's `filedesc://` record.
+            payload.put("Actual-Content-Type", "alexa/filedesc");
+            payload.put("Filedesc-Metadata", filedesc(&rec.payload));
+        }
         (RecordType::Warcinfo, _) => {
             payload.put("Actual-Content-Type", "application/warc-fields");
             payload.put("WARC-Info-Metadata", warc_fields(&rec.payload, false));
@@ -319,6 +399,32 @@ fn http_common(m: &mut Json, rec: &SourceRecord, head: &warchest::http::HttpHead
         .put("Entity-Trailing-Slop-Length", 0u64);
 }
 
+/// An ARC `filedesc://` block: the version line (`1 1 Organization`),
+/// the field-names line and the rest.
+fn filedesc(block: &[u8]) -> Json {
+    let text = String::from_utf8_lossy(block);
+    // The block as the reader gives it may start with the URL-record line.
+    let text = match text.get(..11) {
+        Some(p) if p.eq_ignore_ascii_case("filedesc://") => {
+            text.split_once('\n').map_or("", |(_, rest)| rest)
+        }
+        _ => &text,
+    };
+    let mut lines = text.splitn(3, '\n');
+    let mut o = Json::obj();
+    let version = lines.next().unwrap_or("").trim();
+    let mut words = version.splitn(3, ' ');
+    o.put("Major-Version", words.next().unwrap_or("").to_string())
+        .put("Minor-Version", words.next().unwrap_or("").to_string())
+        .put(
+            "Organization",
+            words.next().unwrap_or("").trim().to_string(),
+        )
+        .put("Format", lines.next().unwrap_or("").trim().to_string())
+        .put("Data", lines.next().unwrap_or("").to_string());
+    o
+}
+
 /// `name: value` lines of a warcinfo or metadata block: an object (or, for
 /// metadata, an array of `{Name, Value}`).
 fn warc_fields(block: &[u8], records: bool) -> Json {
@@ -377,6 +483,64 @@ mod tests {
         assert_eq!(links[1]["path"], "IMG@/src");
         assert_eq!(links[1]["alt"], "pic");
         assert_eq!(links[2]["path"], "FORM@/action");
+    }
+
+    #[test]
+    fn links_from_css_script_handlers_and_every_link_attribute() {
+        let page = r#"<html><head><style>
+            @import "/print.css";
+            body { background: url('/bg.png') }
+            .x { background-image: url(&quot;/ent.png&quot;) }
+            </style><style></style></head>
+            <body data-href="/dh"><div onclick="location.href='/next.html'">n</div>
+            <input type="button" onclick="window.open('/pop.html', 'w')">
+            <span onclick="location='/not-read.html'">s</span>
+            <script>var u = "url(/no.png)";</script>
+            <video src="/v.mp4" poster="/p.jpg"></video>
+            <blockquote cite="/q"></blockquote>
+            <img src="/i.png" longdesc="/d.html" alt="a">
+            <form action="/f" method="post" target="_top"></form></body></html>"#;
+        let v: serde_json::Value = serde_json::from_str(&html_metadata(page).to_text()).unwrap();
+        let links: Vec<(String, String, String)> = v["Links"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| {
+                let (key, url) = if let Some(h) = l.get("href") {
+                    ("href", h)
+                } else {
+                    ("url", &l["url"])
+                };
+                (
+                    l["path"].as_str().unwrap().to_string(),
+                    key.to_string(),
+                    url.as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        let want: Vec<(String, String, String)> = [
+            // url() first, then @import, with the key `href`.
+            ("STYLE/#text", "href", "/bg.png"),
+            ("STYLE/#text", "href", "/ent.png"),
+            ("STYLE/#text", "href", "/print.css"),
+            ("BODY@/data-href", "url", "/dh"),
+            ("DIV@/onclick", "url", "/next.html"),
+            ("INPUT@/onclick", "url", "/pop.html"),
+            ("VIDEO@/src", "url", "/v.mp4"),
+            ("VIDEO@/poster", "url", "/p.jpg"),
+            ("BLOCKQUOTE@/cite", "url", "/q"),
+            ("IMG@/src", "url", "/i.png"),
+            ("IMG@/longdesc", "url", "/d.html"),
+            ("FORM@/action", "url", "/f"),
+        ]
+        .iter()
+        .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))
+        .collect();
+        assert_eq!(links, want);
+        let form = &v["Links"][11];
+        assert_eq!(form["method"], "post");
+        assert_eq!(form["target"], "_top");
+        assert_eq!(v["Links"][9]["alt"], "a");
     }
 
     #[test]

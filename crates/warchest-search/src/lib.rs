@@ -50,8 +50,8 @@ pub use index::{
     WriterOptions, add_archives,
 };
 pub use search::{
-    Bucket, DEFAULT_PER_PAGE, FacetValue, Facets, Hit, MAX_DEPTH, MAX_PER_PAGE, MAX_QUERY,
-    SearchRequest, SearchResults, Snippet, escape_html,
+    Bucket, DEFAULT_PER_PAGE, FacetValue, Facets, Hit, MAX_DEPTH, MAX_NESTING, MAX_PER_PAGE,
+    MAX_QUERY, SearchRequest, SearchResults, Snippet, escape_html,
 };
 
 /// What went wrong.

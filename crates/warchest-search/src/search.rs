@@ -17,6 +17,10 @@ use crate::index::SearchIndex;
 pub const MAX_QUERY: usize = 2048;
 /// Most hits on one page.
 pub const MAX_PER_PAGE: usize = 100;
+/// Deepest nesting of parentheses a query may have: tantivy's query
+/// parser recurses once per level, and a thread's stack (2 MiB for a
+/// server's workers) would not hold a query of a thousand.
+pub const MAX_NESTING: usize = 32;
 /// Hits per page by default.
 pub const DEFAULT_PER_PAGE: usize = 10;
 /// Deepest hit a page may reach (page × per page): deep paging costs the
@@ -177,6 +181,12 @@ impl SearchRequest {
                 self.query.len()
             )));
         }
+        let depth = nesting(&self.query);
+        if depth > MAX_NESTING {
+            return Err(Error::Query(format!(
+                "the query nests parentheses {depth} deep; at most {MAX_NESTING} are accepted"
+            )));
+        }
         let mut r = self.clone();
         r.page = r.page.max(1);
         r.per_page = match r.per_page {
@@ -191,6 +201,26 @@ impl SearchRequest {
         }
         Ok(r)
     }
+}
+
+/// The deepest nesting of parentheses in a query, outside quoted phrases
+/// and escapes (`\(`).
+fn nesting(query: &str) -> usize {
+    let (mut depth, mut deepest, mut quoted, mut escaped) = (0usize, 0, false, false);
+    for c in query.chars() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            '"' => quoted = !quoted,
+            '(' if !quoted => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            ')' if !quoted => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
 }
 
 impl SearchIndex {

@@ -5,3 +5,4 @@
 mod common;
 mod resiliparse;
 mod text;
+mod wat;

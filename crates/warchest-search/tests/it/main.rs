@@ -1,3 +1,7 @@
 //! Integration tests of warchest-search: one binary, a module per area.
 
+mod fuzz_regressions;
 mod index;
+/// The search fuzz target's checks, shared with fuzz/.
+#[path = "../../../../fuzz/fuzz_targets/search_check.rs"]
+mod search_check;
