@@ -377,6 +377,15 @@ impl Crawl {
             )
             .into());
         }
+        // The browser's traffic is recorded as WARC request and response
+        // records by the proxy's recorder: mixed into a Web InfoMall crawl
+        // it would be a second format in one directory.
+        if e.format == OutputFormat::Infomall && cfg.render.browser {
+            return Err(crate::config::ConfigError(
+                "format = infomall cannot be given browser: the browser's traffic is recorded as WARC".into(),
+            )
+            .into());
+        }
         let seeds: Vec<Url> = e
             .seeds
             .iter()

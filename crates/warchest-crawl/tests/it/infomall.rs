@@ -132,3 +132,27 @@ fn an_infomall_crawl_resumes_over_a_cut_open_file() {
     let report = warchest_validate::validate_files(&files, &warchest_validate::Options::default());
     assert_eq!(report.summary.errors(), 0, "{:#?}", report.findings);
 }
+
+#[test]
+fn an_infomall_crawl_refuses_what_the_format_cannot_hold() {
+    let w = web::start();
+    let out = tempfile::tempdir().unwrap();
+    for (extra, why) in [
+        ("recrawl = \"/nonexistent\"", "recrawl"),
+        ("dedupe-index = \"/nonexistent.cdxj\"", "dedupe-index"),
+        ("browser = true", "browser"),
+    ] {
+        let toml = config(&w, &format!("format = \"infomall\"\n{extra}"));
+        let cfg = warchest_crawl::config::CrawlConfig::from_toml(&toml).unwrap();
+        let err = match warchest_crawl::engine::Crawl::open(
+            &out.path().join(why),
+            cfg,
+            &toml,
+            std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
+        ) {
+            Ok(_) => panic!("{extra}: opened"),
+            Err(e) => e.to_string(),
+        };
+        assert!(err.contains(why), "{extra}: {err}");
+    }
+}
