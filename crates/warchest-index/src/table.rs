@@ -604,13 +604,13 @@ impl arrow_array::RecordBatchReader for FilesScanner {
 }
 
 /// Most bytes of rows a chunk of a [`ChunkedScanner`] holds before it
-/// stops (the main thread reads on from there): with at most twice the
-/// threads (16 at most) chunks in flight, memory stays bounded whatever
-/// the payloads decode to.
+/// stops (the main thread reads on from there), if `batch_bytes` is
+/// more: with at most twice the threads (16 at most) chunks in flight,
+/// memory stays bounded whatever the payloads decode to.
 const CHUNK_ROW_BYTES: usize = 8 << 20;
 
 /// Batches sent ahead of the consumer by a [`ChunkedScanner`].
-const AHEAD: usize = 2;
+const AHEAD: usize = 1;
 
 /// An uncompressed local WARC file read into record batches on several
 /// threads, through [`warchest::chunks`]: the file is cut into chunks,
@@ -622,13 +622,18 @@ const AHEAD: usize = 2;
 /// is read sequentially instead. Batches keep the `batch_rows` and
 /// `batch_bytes` bounds but also end where a chunk does.
 ///
-/// The chunks are read on a thread of the scanner's own, which sends the
-/// batches ahead (two at most); dropping the scanner stops it.
+/// Memory: each chunk in flight (at most twice the threads, 16 at most)
+/// holds at most about `batch_bytes` (8 MiB at most) of rows, and the
+/// chunks are merged on a thread of the scanner's own, which sends one
+/// batch ahead; dropping the scanner stops it.
 pub struct ChunkedScanner {
     rx: std::sync::mpsc::Receiver<Result<RecordBatch>>,
     stop: Arc<std::sync::atomic::AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
     schema: SchemaRef,
+    trace: Arc<std::sync::Mutex<Option<warchest::chunks::Trace>>>,
+    /// Every batch was taken.
+    finished: bool,
 }
 
 impl ChunkedScanner {
@@ -648,10 +653,15 @@ impl ChunkedScanner {
         let (tx, rx) = std::sync::mpsc::sync_channel(AHEAD);
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let schema = schema(&opts.columns);
+        let trace = Arc::new(std::sync::Mutex::new(None));
         let worker = {
             let stop = Arc::clone(&stop);
             let schema = schema.clone();
-            move || scan_chunks(&path, opts, schema, plan, tx, stop)
+            let trace = Arc::clone(&trace);
+            move || {
+                let t = scan_chunks(&path, opts, schema, plan, tx, stop);
+                *trace.lock().unwrap_or_else(|e| e.into_inner()) = Some(t);
+            }
         };
         let thread = std::thread::Builder::new()
             .name("warchest-scan".into())
@@ -662,7 +672,21 @@ impl ChunkedScanner {
             stop,
             thread: Some(thread),
             schema,
+            trace,
+            finished: false,
         })
+    }
+
+    /// What the chunked read did, once every batch was taken (`None`
+    /// before): chunks used, passed over and read sequentially.
+    pub fn trace(&mut self) -> Option<warchest::chunks::Trace> {
+        if !self.finished {
+            return None;
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        *self.trace.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The schema of the batches.
@@ -677,7 +701,10 @@ impl ChunkedScanner {
     pub fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
         match self.rx.recv() {
             Ok(b) => b.map(Some),
-            Err(_) => Ok(None),
+            Err(_) => {
+                self.finished = true;
+                Ok(None)
+            }
         }
     }
 }
@@ -870,7 +897,7 @@ impl warchest::chunks::Tally for ScanChunks<'_> {
     }
 
     fn full(&self, sum: &Batches) -> bool {
-        sum.held() >= CHUNK_ROW_BYTES
+        sum.held() >= self.opts.batch_bytes.min(CHUNK_ROW_BYTES)
     }
 }
 
@@ -891,7 +918,7 @@ fn scan_chunks(
     plan: warchest::chunks::Plan,
     tx: std::sync::mpsc::SyncSender<Result<RecordBatch>>,
     stop: Arc<std::sync::atomic::AtomicBool>,
-) {
+) -> warchest::chunks::Trace {
     let filename = path.to_string_lossy().into_owned();
     let reader = match opts.reader.file.is_some() {
         true => opts.reader.clone(),
@@ -908,12 +935,12 @@ fn scan_chunks(
         stop: &stop,
     };
     let input = warchest::chunks::Input::Path(path);
-    let (r, _) =
+    let (r, trace) =
         warchest::chunks::read_tally(&Quiet, &filename, input, &t, &reader, plan, &mut io::sink());
     let mut rows = std::mem::take(&mut *t.main_rows());
     let e = match r {
         Ok(_) => None,
-        Err(e) if e.is::<Stopped>() => return,
+        Err(e) if e.is::<Stopped>() => return trace,
         Err(e) => Some(match e.downcast::<Error>() {
             Ok(e) => *e,
             Err(e) => Error::from(io::Error::other(e.to_string())).in_file(path),
@@ -931,6 +958,7 @@ fn scan_chunks(
     if let Err(e) = last {
         let _ = t.tx.send(Err(e));
     }
+    trace
 }
 
 /// What one row is read with.

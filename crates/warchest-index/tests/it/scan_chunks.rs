@@ -9,6 +9,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use arrow_array::RecordBatch;
+use warchest::chunks::Trace;
 use warchest::warc::ReaderOptions;
 use warchest_index::table::{ChunkedScanner, Column, ScanOptions, Scanner};
 
@@ -29,9 +30,10 @@ fn plain_bytes(path: &Path) -> Option<Vec<u8>> {
     (!name.ends_with(".lz4") && !name.ends_with(".zst")).then_some(raw)
 }
 
-/// One row a batch, and the error that ended the scan, if any.
+/// One row a batch, the error that ended the scan, if any, and the
+/// batches' sizes.
 fn rows(
-    batches: impl Iterator<Item = warchest::Result<RecordBatch>>,
+    batches: &mut dyn Iterator<Item = warchest::Result<RecordBatch>>,
 ) -> (Vec<RecordBatch>, Option<String>, Vec<usize>) {
     let mut out = Vec::new();
     let mut sizes = Vec::new();
@@ -78,18 +80,25 @@ fn configs() -> Vec<(&'static str, ScanOptions)> {
     ]
 }
 
-/// Compares both scans of `path` in every config and chunk size; whether
-/// it was read in chunks.
-fn compare(path: &Path) -> bool {
-    let mut chunked = false;
+/// Compares both scans of `path` in every config and chunk size; the
+/// chunked reads' traces, summed (`None`: not read in chunks).
+fn compare(path: &Path) -> Option<Trace> {
+    let mut chunked: Option<Trace> = None;
     for (what, opts) in configs() {
-        let (want, want_err, _) = rows(Scanner::open(path, opts.clone()));
-        for chunk in [97, 512, 4096] {
-            let Some(s) = ChunkedScanner::open(path, opts.clone(), 3, Some(chunk)) else {
+        let (want, want_err, _) = rows(&mut Scanner::open(path, opts.clone()));
+        for chunk in [97, 2048] {
+            let Some(mut s) = ChunkedScanner::open(path, opts.clone(), 3, Some(chunk)) else {
                 continue;
             };
-            chunked = true;
-            let (got, got_err, sizes) = rows(s);
+            let (got, got_err, sizes) = rows(&mut s);
+            if want_err.is_none() {
+                let t = s.trace().expect("a trace at the end");
+                let sum = chunked.get_or_insert_with(Trace::default);
+                sum.chunks += t.chunks;
+                sum.used += t.used;
+                sum.false_starts += t.false_starts;
+                sum.sequential_runs += t.sequential_runs;
+            }
             let at = format!("{} ({what}, chunks of {chunk})", path.display());
             assert_eq!(got_err, want_err, "{at}");
             if want_err.is_none() {
@@ -156,15 +165,25 @@ fn chunked_scan_gives_the_sequential_rows_on_every_fixture() {
     files.push(nested_path);
 
     let mut read = 0;
+    let mut total = Trace::default();
     for f in &files {
-        read += usize::from(compare(f));
+        if let Some(t) = compare(f) {
+            read += 1;
+            total.used += t.used;
+            total.sequential_runs += t.sequential_runs;
+            if f.ends_with("nested.warc") {
+                // Verified chunks pass over the inner file's record starts.
+                assert!(t.false_starts > 0 && t.used > 0, "{t:?}");
+            }
+            if f.ends_with("all.warc") {
+                // Used chunks, and damage read sequentially.
+                assert!(t.used > 100 && t.sequential_runs > 0, "{t:?}");
+            }
+        }
     }
-    // Every plain WARC file is planned in chunks (none is compressed now).
-    assert!(
-        read >= files.len() - 2,
-        "{read} of {} files read in chunks",
-        files.len()
-    );
+    // Every WARC file is planned in chunks (none is compressed now).
+    assert_eq!(read, files.len(), "files read in chunks");
+    assert!(total.used > 0 && total.sequential_runs > 0, "{total:?}");
 }
 
 #[test]
