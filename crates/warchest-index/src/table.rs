@@ -1012,65 +1012,63 @@ impl RowCtx<'_> {
         mut rec: warchest::archive::Record<'_, S>,
     ) -> Result<warc::RecordEnd> {
         let opts = self.opts;
-        {
-            let loc = rec.location();
-            let mut failure: Option<Error> = None;
-            let mut http = HttpRead::default();
-            let header_bytes = rec.header().as_bytes().len();
-            if self.needs_http {
-                let candidate = may_have_http_head(rec.header());
-                // What the payload will likely add: the block's length.
-                let hint = rec.header().content_length().unwrap_or(0);
-                let limits = opts.reader.limits;
-                let mut block = rec.block();
-                let mut cut = Cut {
-                    ready: &mut *self.ready,
-                    schema: self.schema,
-                    batch_bytes: opts.batch_bytes,
-                    header_bytes,
-                    hint,
-                };
-                let (got, err) =
-                    self.b
-                        .read_http(&mut block, candidate, &limits, opts.max_payload, &mut cut);
-                http = got;
-                failure = err;
-            }
-            let row_bytes = header_bytes + self.b.pending_bytes(&http);
-            if self.b.rows > 0 && self.b.bytes + row_bytes > opts.batch_bytes {
-                // Read past the estimate (a payload decoded larger than its
-                // block): its bytes move to the next batch.
-                *self.ready = Some(self.b.cut(self.schema)?);
-            }
-            self.b.header_values(rec.header());
-            if self.needs_http {
-                self.b.head_values(http.head.as_ref());
-                self.b.payload_values(http.payload);
-            }
-            let end = match failure {
-                Some(_) => None,
-                None => match rec.finish() {
-                    Ok(e) => Some(e),
-                    Err(e) => {
-                        failure = Some(e);
-                        None
-                    }
-                },
+        let loc = rec.location();
+        let mut failure: Option<Error> = None;
+        let mut http = HttpRead::default();
+        let header_bytes = rec.header().as_bytes().len();
+        if self.needs_http {
+            let candidate = may_have_http_head(rec.header());
+            // What the payload will likely add: the block's length.
+            let hint = rec.header().content_length().unwrap_or(0);
+            let limits = opts.reader.limits;
+            let mut block = rec.block();
+            let mut cut = Cut {
+                ready: &mut *self.ready,
+                schema: self.schema,
+                batch_bytes: opts.batch_bytes,
+                header_bytes,
+                hint,
             };
-            self.b.end_values(
-                self.filename,
-                loc.offset,
-                end.and_then(|e| e.stored_len),
-                failure.as_ref().map(|e| e.to_string()).as_deref(),
-            );
-            match (failure, end) {
-                (Some(e), _) => Err(e),
-                (None, Some(end)) => Ok(end),
-                // Unreachable: `end` is `None` only with a failure.
-                (None, None) => Err(Error::new(ErrorKind::Usage(
-                    "a record without an end".into(),
-                ))),
-            }
+            let (got, err) =
+                self.b
+                    .read_http(&mut block, candidate, &limits, opts.max_payload, &mut cut);
+            http = got;
+            failure = err;
+        }
+        let row_bytes = header_bytes + self.b.pending_bytes(&http);
+        if self.b.rows > 0 && self.b.bytes + row_bytes > opts.batch_bytes {
+            // Read past the estimate (a payload decoded larger than its
+            // block): its bytes move to the next batch.
+            *self.ready = Some(self.b.cut(self.schema)?);
+        }
+        self.b.header_values(rec.header());
+        if self.needs_http {
+            self.b.head_values(http.head.as_ref());
+            self.b.payload_values(http.payload);
+        }
+        let end = match failure {
+            Some(_) => None,
+            None => match rec.finish() {
+                Ok(e) => Some(e),
+                Err(e) => {
+                    failure = Some(e);
+                    None
+                }
+            },
+        };
+        self.b.end_values(
+            self.filename,
+            loc.offset,
+            end.and_then(|e| e.stored_len),
+            failure.as_ref().map(|e| e.to_string()).as_deref(),
+        );
+        match (failure, end) {
+            (Some(e), _) => Err(e),
+            (None, Some(end)) => Ok(end),
+            // Unreachable: `end` is `None` only with a failure.
+            (None, None) => Err(Error::new(ErrorKind::Usage(
+                "a record without an end".into(),
+            ))),
         }
     }
 }
