@@ -603,6 +603,364 @@ impl arrow_array::RecordBatchReader for FilesScanner {
     }
 }
 
+/// Most bytes of rows a chunk of a [`ChunkedScanner`] holds before it
+/// stops (the main thread reads on from there), if `batch_bytes` is
+/// more: with at most twice the threads (16 at most) chunks in flight,
+/// memory stays bounded whatever the payloads decode to.
+const CHUNK_ROW_BYTES: usize = 8 << 20;
+
+/// Batches sent ahead of the consumer by a [`ChunkedScanner`].
+const AHEAD: usize = 1;
+
+/// An uncompressed local WARC file read into record batches on several
+/// threads, through [`warchest::chunks`]: the file is cut into chunks,
+/// each chunk's batches built by a worker, and the batches handed out in
+/// file order. The rows are those of a [`Scanner`] over the whole file
+/// (same offsets, same error rows), by the chunks' verified crossings: a
+/// chunk whose start is not where the read before it ended, or in which
+/// anything odd happened (damage, a WARC file inside a payload, an error),
+/// is read sequentially instead. Batches keep the `batch_rows` and
+/// `batch_bytes` bounds but also end where a chunk does.
+///
+/// Memory: each chunk in flight (at most twice the threads, 16 at most)
+/// holds at most about `batch_bytes` (8 MiB at most) of rows, and the
+/// chunks are merged on a thread of the scanner's own, which sends one
+/// batch ahead; dropping the scanner stops it.
+pub struct ChunkedScanner {
+    rx: std::sync::mpsc::Receiver<Result<RecordBatch>>,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    schema: SchemaRef,
+    trace: Arc<std::sync::Mutex<Option<warchest::chunks::Trace>>>,
+    /// Every batch was taken.
+    finished: bool,
+}
+
+impl ChunkedScanner {
+    /// A scanner over the file at `path` read on `threads`, when it is an
+    /// uncompressed WARC file worth reading so ([`warchest::chunks::plan`]);
+    /// `None` otherwise (compressed, ARC, too small, one thread, cannot be
+    /// opened), for [`Scanner::open`]. `chunk` forces the chunk size
+    /// (tests: tiny chunks on small files).
+    pub fn open(
+        path: impl AsRef<Path>,
+        opts: ScanOptions,
+        threads: usize,
+        chunk: Option<u64>,
+    ) -> Option<Self> {
+        let path = path.as_ref().to_path_buf();
+        let plan = warchest::chunks::plan(&path, threads, chunk)?;
+        let (tx, rx) = std::sync::mpsc::sync_channel(AHEAD);
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let schema = schema(&opts.columns);
+        let trace = Arc::new(std::sync::Mutex::new(None));
+        let worker = {
+            let stop = Arc::clone(&stop);
+            let schema = schema.clone();
+            let trace = Arc::clone(&trace);
+            move || {
+                let t = scan_chunks(&path, opts, schema, plan, tx, stop);
+                *trace.lock().unwrap_or_else(|e| e.into_inner()) = Some(t);
+            }
+        };
+        let thread = std::thread::Builder::new()
+            .name("warchest-scan".into())
+            .spawn(worker)
+            .ok()?;
+        Some(ChunkedScanner {
+            rx,
+            stop,
+            thread: Some(thread),
+            schema,
+            trace,
+            finished: false,
+        })
+    }
+
+    /// What the chunked read did, once every batch was taken (`None`
+    /// before): chunks used, passed over and read sequentially.
+    pub fn trace(&mut self) -> Option<warchest::chunks::Trace> {
+        if !self.finished {
+            return None;
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        *self.trace.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The schema of the batches.
+    pub fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    /// The next batch; `None` at the end of the file.
+    ///
+    /// # Errors
+    /// As [`Scanner::next_batch`].
+    pub fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        match self.rx.recv() {
+            Ok(b) => b.map(Some),
+            Err(_) => {
+                self.finished = true;
+                Ok(None)
+            }
+        }
+    }
+}
+
+impl Iterator for ChunkedScanner {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_batch().transpose()
+    }
+}
+
+impl Drop for ChunkedScanner {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        // Unblocks a send waiting for room; the thread then stops at its
+        // next record.
+        while self.rx.try_recv().is_ok() {}
+        let (_, rx) = std::sync::mpsc::sync_channel(0);
+        drop(std::mem::replace(&mut self.rx, rx));
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The rows of one run of records, in batches as a [`Scanner`] cuts them.
+#[derive(Default)]
+struct Batches {
+    b: Option<BatchBuilder>,
+    ready: Option<RecordBatch>,
+    /// Batches complete, in order.
+    done: Vec<RecordBatch>,
+    full: bool,
+}
+
+impl Batches {
+    /// The builder of the batch being filled.
+    fn builder(&mut self, opts: &ScanOptions) -> &mut BatchBuilder {
+        self.b.get_or_insert_with(|| {
+            BatchBuilder::new(
+                &opts.columns,
+                opts.batch_rows.min(1024),
+                opts.batch_bytes,
+                self.full,
+            )
+        })
+    }
+
+    /// The row of `rec` (of any type: the others are passed over), as
+    /// [`Scanner::next_batch`] adds it; its end.
+    fn push<S: Source + Send>(
+        &mut self,
+        t: &ScanChunks<'_>,
+        rec: warchest::archive::Record<'_, S>,
+    ) -> Result<warc::RecordEnd> {
+        if !t.opts.wants(rec.header()) {
+            return rec.finish();
+        }
+        let opts = t.opts;
+        self.builder(opts);
+        let Batches { b, ready, .. } = self;
+        let Some(b) = b.as_mut() else {
+            return rec.finish();
+        };
+        let r = RowCtx {
+            b,
+            ready,
+            opts,
+            schema: t.schema,
+            needs_http: t.needs_http,
+            filename: t.filename,
+            stop: u64::MAX,
+        }
+        .row(rec);
+        if let Some(x) = self.ready.take() {
+            self.full = true;
+            self.done.push(x);
+        }
+        if let Some(b) = self.b.as_mut()
+            && (b.rows >= opts.batch_rows.max(1) || b.bytes >= opts.batch_bytes)
+        {
+            self.full |= b.bytes >= opts.batch_bytes;
+            let x = b.finish(t.schema)?;
+            self.done.push(x);
+            self.b = None;
+        }
+        r
+    }
+
+    /// Ends the batch being filled, if it has rows.
+    fn close(&mut self, schema: &SchemaRef) -> Result<()> {
+        if let Some(mut b) = self.b.take()
+            && b.rows > 0
+        {
+            self.done.push(b.finish(schema)?);
+        }
+        Ok(())
+    }
+
+    /// Bytes of rows held.
+    fn held(&self) -> usize {
+        self.done
+            .iter()
+            .map(RecordBatch::get_array_memory_size)
+            .sum::<usize>()
+            + self.b.as_ref().map_or(0, |b| b.bytes)
+    }
+}
+
+/// A [`ChunkedScanner`]'s per-record work: a worker's rows go to its
+/// chunk's [`Batches`], handed on in file order by [`Tally::add`]; the
+/// main thread's own (records read sequentially) to `main`, sent as they
+/// fill.
+///
+/// [`Tally::add`]: warchest::chunks::Tally::add
+struct ScanChunks<'a> {
+    opts: &'a ScanOptions,
+    schema: &'a SchemaRef,
+    needs_http: bool,
+    filename: &'a str,
+    /// The thread that merges the chunks (the chunks' "main thread").
+    main: std::thread::ThreadId,
+    main_rows: std::sync::Mutex<Batches>,
+    tx: std::sync::mpsc::SyncSender<Result<RecordBatch>>,
+    stop: &'a std::sync::atomic::AtomicBool,
+}
+
+/// The consumer went away: the read stops.
+#[derive(Debug)]
+struct Stopped;
+
+impl std::fmt::Display for Stopped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the scan was dropped")
+    }
+}
+
+impl std::error::Error for Stopped {}
+
+impl ScanChunks<'_> {
+    fn main_rows(&self) -> std::sync::MutexGuard<'_, Batches> {
+        self.main_rows.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Sends the complete batches of `rows`.
+    fn send(&self, rows: &mut Batches) {
+        for b in rows.done.drain(..) {
+            if self.tx.send(Ok(b)).is_err() {
+                self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+impl warchest::chunks::Tally for ScanChunks<'_> {
+    type Sum = Batches;
+
+    fn record<S: Source + Send>(
+        &self,
+        rec: warchest::archive::Record<'_, S>,
+        _: &mut Vec<u8>,
+        sum: &mut Batches,
+    ) -> std::result::Result<warc::RecordEnd, warchest::chunks::BoxError> {
+        if self.stop.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(Box::new(Stopped));
+        }
+        if std::thread::current().id() != self.main {
+            return Ok(sum.push(self, rec)?);
+        }
+        let mut rows = self.main_rows();
+        let r = rows.push(self, rec);
+        self.send(&mut rows);
+        Ok(r?)
+    }
+
+    fn add(&self, _: &mut Batches, mut part: Batches) {
+        let mut rows = self.main_rows();
+        let closed = rows
+            .close(self.schema)
+            .and_then(|()| part.close(self.schema));
+        if let Err(e) = closed {
+            let _ = self.tx.send(Err(e));
+            self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            return;
+        }
+        self.send(&mut rows);
+        self.send(&mut part);
+        rows.full |= part.full;
+    }
+
+    fn full(&self, sum: &Batches) -> bool {
+        sum.held() >= self.opts.batch_bytes.min(CHUNK_ROW_BYTES)
+    }
+}
+
+/// Warnings are not reported by a scan (as [`Scanner`] reports none).
+struct Quiet;
+
+impl warchest::chunks::Report for Quiet {
+    fn warnings(&self, _: &str, _: &[warchest::Warning]) {}
+}
+
+/// The thread of a [`ChunkedScanner`]: reads the file as `plan` says,
+/// sending its batches to `tx`; then its error, as [`Scanner`] reports
+/// it (a row with `skip_errors`).
+fn scan_chunks(
+    path: &Path,
+    opts: ScanOptions,
+    schema: SchemaRef,
+    plan: warchest::chunks::Plan,
+    tx: std::sync::mpsc::SyncSender<Result<RecordBatch>>,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+) -> warchest::chunks::Trace {
+    let filename = path.to_string_lossy().into_owned();
+    let reader = match opts.reader.file.is_some() {
+        true => opts.reader.clone(),
+        false => opts.reader.clone().file(path),
+    };
+    let t = ScanChunks {
+        opts: &opts,
+        schema: &schema,
+        needs_http: opts.columns.iter().any(|c| c.needs_http()),
+        filename: &filename,
+        main: std::thread::current().id(),
+        main_rows: std::sync::Mutex::new(Batches::default()),
+        tx,
+        stop: &stop,
+    };
+    let input = warchest::chunks::Input::Path(path);
+    let (r, trace) =
+        warchest::chunks::read_tally(&Quiet, &filename, input, &t, &reader, plan, &mut io::sink());
+    let mut rows = std::mem::take(&mut *t.main_rows());
+    let e = match r {
+        Ok(_) => None,
+        Err(e) if e.is::<Stopped>() => return trace,
+        Err(e) => Some(match e.downcast::<Error>() {
+            Ok(e) => *e,
+            Err(e) => Error::from(io::Error::other(e.to_string())).in_file(path),
+        }),
+    };
+    let last = match e {
+        None => rows.close(&schema),
+        Some(e) if opts.skip_errors => {
+            rows.builder(&opts).error_row(&filename, &e);
+            rows.close(&schema)
+        }
+        Some(e) => Err(e),
+    };
+    t.send(&mut rows);
+    if let Err(e) = last {
+        let _ = t.tx.send(Err(e));
+    }
+    trace
+}
+
 /// What one row is read with.
 struct RowCtx<'a> {
     b: &'a mut BatchBuilder,
@@ -632,7 +990,7 @@ impl RowCtx<'_> {
                 }
                 Err(e) => return Err(e),
             };
-            let Some(mut rec) = next else {
+            let Some(rec) = next else {
                 return Ok(false);
             };
             if rec.location().offset >= self.stop {
@@ -641,60 +999,76 @@ impl RowCtx<'_> {
             if !opts.wants(rec.header()) {
                 continue;
             }
-            let loc = rec.location();
-            let mut failure: Option<Error> = None;
-            let mut http = HttpRead::default();
-            let header_bytes = rec.header().as_bytes().len();
-            if self.needs_http {
-                let candidate = may_have_http_head(rec.header());
-                // What the payload will likely add: the block's length.
-                let hint = rec.header().content_length().unwrap_or(0);
-                let limits = opts.reader.limits;
-                let mut block = rec.block();
-                let mut cut = Cut {
-                    ready: &mut *self.ready,
-                    schema: self.schema,
-                    batch_bytes: opts.batch_bytes,
-                    header_bytes,
-                    hint,
-                };
-                let (got, err) =
-                    self.b
-                        .read_http(&mut block, candidate, &limits, opts.max_payload, &mut cut);
-                http = got;
-                failure = err;
-            }
-            let row_bytes = header_bytes + self.b.pending_bytes(&http);
-            if self.b.rows > 0 && self.b.bytes + row_bytes > opts.batch_bytes {
-                // Read past the estimate (a payload decoded larger than its
-                // block): its bytes move to the next batch.
-                *self.ready = Some(self.b.cut(self.schema)?);
-            }
-            self.b.header_values(rec.header());
-            if self.needs_http {
-                self.b.head_values(http.head.as_ref());
-                self.b.payload_values(http.payload);
-            }
-            let end = match failure {
-                Some(_) => None,
-                None => match rec.finish() {
-                    Ok(e) => Some(e),
-                    Err(e) => {
-                        failure = Some(e);
-                        None
-                    }
-                },
+            self.row(rec)?;
+            return Ok(true);
+        }
+    }
+
+    /// The row of `rec`, a record of a kept type; its end. A failure
+    /// inside the record after its header still gives its row, with
+    /// `error` set, and then the error.
+    fn row<S: Source + Send>(
+        &mut self,
+        mut rec: warchest::archive::Record<'_, S>,
+    ) -> Result<warc::RecordEnd> {
+        let opts = self.opts;
+        let loc = rec.location();
+        let mut failure: Option<Error> = None;
+        let mut http = HttpRead::default();
+        let header_bytes = rec.header().as_bytes().len();
+        if self.needs_http {
+            let candidate = may_have_http_head(rec.header());
+            // What the payload will likely add: the block's length.
+            let hint = rec.header().content_length().unwrap_or(0);
+            let limits = opts.reader.limits;
+            let mut block = rec.block();
+            let mut cut = Cut {
+                ready: &mut *self.ready,
+                schema: self.schema,
+                batch_bytes: opts.batch_bytes,
+                header_bytes,
+                hint,
             };
-            self.b.end_values(
-                self.filename,
-                loc.offset,
-                end.and_then(|e| e.stored_len),
-                failure.as_ref().map(|e| e.to_string()).as_deref(),
-            );
-            return match failure {
-                Some(e) => Err(e),
-                None => Ok(true),
-            };
+            let (got, err) =
+                self.b
+                    .read_http(&mut block, candidate, &limits, opts.max_payload, &mut cut);
+            http = got;
+            failure = err;
+        }
+        let row_bytes = header_bytes + self.b.pending_bytes(&http);
+        if self.b.rows > 0 && self.b.bytes + row_bytes > opts.batch_bytes {
+            // Read past the estimate (a payload decoded larger than its
+            // block): its bytes move to the next batch.
+            *self.ready = Some(self.b.cut(self.schema)?);
+        }
+        self.b.header_values(rec.header());
+        if self.needs_http {
+            self.b.head_values(http.head.as_ref());
+            self.b.payload_values(http.payload);
+        }
+        let end = match failure {
+            Some(_) => None,
+            None => match rec.finish() {
+                Ok(e) => Some(e),
+                Err(e) => {
+                    failure = Some(e);
+                    None
+                }
+            },
+        };
+        self.b.end_values(
+            self.filename,
+            loc.offset,
+            end.and_then(|e| e.stored_len),
+            failure.as_ref().map(|e| e.to_string()).as_deref(),
+        );
+        match (failure, end) {
+            (Some(e), _) => Err(e),
+            (None, Some(end)) => Ok(end),
+            // Unreachable: `end` is `None` only with a failure.
+            (None, None) => Err(Error::new(ErrorKind::Usage(
+                "a record without an end".into(),
+            ))),
         }
     }
 }

@@ -17,7 +17,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 use warchest::codec::Decoder;
 use warchest::warc::ReaderOptions;
-use warchest_index::table::{Column, ScanOptions, Scanner};
+use warchest_index::table::{ChunkedScanner, Column, ScanOptions, Scanner};
 
 use crate::io::{Target, targets_from_py};
 
@@ -95,11 +95,15 @@ pub(crate) fn scan_options(
 /// in a `pyarrow.RecordBatchReader`. With `byte_range = (start, end)`,
 /// `paths` is one file and only the records of that range are read. A
 /// batch ends at `batch_rows` rows or once its payloads and headers reach
-/// `batch_bytes` bytes, whichever comes first.
+/// `batch_bytes` bytes, whichever comes first. An uncompressed local WARC
+/// file (whole, not a `byte_range`) is read on `threads` threads (`None`
+/// or 0: every core; 1: one) in chunks, its batches built per chunk and
+/// handed out in file order, the rows those of one thread
+/// ([`ChunkedScanner`]).
 #[pyfunction]
 #[pyo3(signature = (paths, columns = None, record_types = None, batch_rows = 8192,
     include_payload = false, max_payload = 32 << 20, skip_errors = false, strict = false,
-    byte_range = None, batch_bytes = DEFAULT_BATCH_BYTES))]
+    byte_range = None, batch_bytes = DEFAULT_BATCH_BYTES, threads = None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn scan_stream(
     paths: &Bound<'_, PyAny>,
@@ -112,6 +116,7 @@ pub(crate) fn scan_stream(
     strict: bool,
     byte_range: Option<(u64, u64)>,
     batch_bytes: usize,
+    threads: Option<usize>,
 ) -> PyResult<ScanStream> {
     let targets = targets_from_py(paths)?;
     let parts: Vec<(Target, Option<Range<u64>>)> = match byte_range {
@@ -151,7 +156,21 @@ pub(crate) fn scan_stream(
         parts: parts.into(),
         current: None,
         opts,
+        threads: match threads {
+            Some(n) if n > 0 => n,
+            _ => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        },
     })))
+}
+
+/// Environment knob (tests): the chunk size in bytes of a file read on
+/// several threads, applied to any file size (as `warchest ls -j`'s).
+const CHUNK_KNOB: &str = "WARCHEST_PLAIN_CHUNK";
+
+fn chunk_knob() -> Option<u64> {
+    std::env::var(CHUNK_KNOB)
+        .ok()
+        .and_then(|k| k.trim().parse().ok())
 }
 
 /// Refuses URLs in a build without the `remote` feature.
@@ -174,6 +193,8 @@ fn local_only(_: &[(Target, Option<Range<u64>>)]) -> PyResult<()> {
 /// The scanner of one part.
 enum PartScanner {
     Local(Scanner<Decoder<File>>),
+    /// An uncompressed local file read in chunks on several threads.
+    Chunked(ChunkedScanner),
     #[cfg(feature = "remote")]
     Remote(Scanner<Decoder<warchest_remote::RemoteFile>>),
 }
@@ -182,6 +203,7 @@ impl PartScanner {
     fn next_batch(&mut self) -> warchest::Result<Option<RecordBatch>> {
         match self {
             PartScanner::Local(s) => s.next_batch(),
+            PartScanner::Chunked(s) => s.next_batch(),
             #[cfg(feature = "remote")]
             PartScanner::Remote(s) => s.next_batch(),
         }
@@ -195,6 +217,8 @@ struct PartsScanner {
     current: Option<PartScanner>,
     opts: ScanOptions,
     schema: SchemaRef,
+    /// Threads for an uncompressed local file.
+    threads: usize,
 }
 
 impl PartsScanner {
@@ -211,10 +235,15 @@ impl PartsScanner {
             };
             let opts = self.opts.clone();
             self.current = match target {
-                Target::Path(p) => Some(PartScanner::Local(match range {
-                    Some(r) => Scanner::open_range(&p, r, opts),
-                    None => Scanner::open(&p, opts),
-                })),
+                Target::Path(p) => Some(match range {
+                    Some(r) => PartScanner::Local(Scanner::open_range(&p, r, opts)),
+                    None => {
+                        match ChunkedScanner::open(&p, opts.clone(), self.threads, chunk_knob()) {
+                            Some(s) => PartScanner::Chunked(s),
+                            None => PartScanner::Local(Scanner::open(&p, opts)),
+                        }
+                    }
+                }),
                 #[cfg(feature = "remote")]
                 Target::Url(u) => crate::remote::scanner(&u, range, opts).map(PartScanner::Remote),
                 // Refused when the scan was made.

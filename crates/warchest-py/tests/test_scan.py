@@ -186,7 +186,7 @@ with open("/proc/self/clear_refs", "w") as f:
     f.write("5")
 base = status("VmRSS:")
 n = size = 0
-for b in warchest.scan(sys.argv[1], columns=["payload"], batch_bytes=int(sys.argv[2]), batch_rows=1 << 20):
+for b in warchest.scan(sys.argv[1], columns=["payload"], batch_bytes=int(sys.argv[2]), batch_rows=1 << 20, threads=int(sys.argv[3])):
     n += b.num_rows
     size += b.column("payload").nbytes
 print(n, size, (status("VmHWM:") - base) >> 10)
@@ -210,9 +210,12 @@ def test_peak_memory_follows_batch_bytes(tmp_path):
             f.write(body)
             f.write(b"\r\n\r\n")
 
-    def peak(batch_bytes):
+    def peak(batch_bytes, threads=1):
         out = subprocess.run(
-            [sys.executable, "-c", _PEAK, str(path), str(batch_bytes)], capture_output=True, text=True, check=True
+            [sys.executable, "-c", _PEAK, str(path), str(batch_bytes), str(threads)],
+            capture_output=True,
+            text=True,
+            check=True,
         ).stdout.split()
         n, size, mib = (int(x) for x in out)
         assert n == 64 and size >= 64 << 20
@@ -224,7 +227,29 @@ def test_peak_memory_follows_batch_bytes(tmp_path):
         small = peak(4 << 20)
         # The check can fail: one batch of everything holds all 64 MiB.
         big = peak(1 << 30)
+        # Read in chunks on two threads: a few chunks in flight, each
+        # holding at most about one batch.
+        chunked = peak(4 << 20, threads=2)
     finally:
         path.unlink()
     assert small <= 40, f"peak grew {small} MiB with 4 MiB batches"
     assert big >= 64, f"peak grew only {big} MiB with one 64 MiB batch"
+    assert chunked <= 64, f"peak grew {chunked} MiB with 4 MiB batches on two threads"
+
+
+def test_threads_give_the_rows_of_one_thread(tmp_path, monkeypatch):
+    # Plain fixtures end to end, damage included, and a generated file
+    # whose payloads hold lines like record starts; tiny chunks forced.
+    path = tmp_path / "all.warc"
+    gen = plain_warc(tmp_path / "gen.warc")
+    path.write_bytes(b"".join(p.read_bytes() for p in PLAIN + [gen] + PLAIN))
+    monkeypatch.setenv("WARCHEST_PLAIN_CHUNK", "300")
+    for kw in ({}, {"include_payload": True, "skip_errors": True}, {"batch_rows": 3, "batch_bytes": 2000}):
+        one = list(warchest.scan(path, threads=1, **kw))
+        two = list(warchest.scan(path, threads=2, **kw))
+        whole = pa.Table.from_batches(one)
+        assert whole.num_rows > 50
+        assert pa.Table.from_batches(two, schema=whole.schema).equals(whole), kw
+        # Read in chunks: batches end where chunks do.
+        assert len(two) > len(one), kw
+        assert max(b.num_rows for b in two) <= kw.get("batch_rows", 8192)

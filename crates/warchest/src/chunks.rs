@@ -96,7 +96,7 @@ pub trait Tally: Sync {
     ///
     /// # Errors
     /// The record cannot be read or formatted.
-    fn record<S: Source>(
+    fn record<S: Source + Send>(
         &self,
         rec: Record<'_, S>,
         out: &mut Vec<u8>,
@@ -106,6 +106,14 @@ pub trait Tally: Sync {
     /// Adds `part`, the counts of the records after those of `total`, to
     /// `total`.
     fn add(&self, total: &mut Self::Sum, part: Self::Sum);
+
+    /// Whether a chunk's counts hold as much as a chunk may (a caller
+    /// whose per-record output goes to its counts, as `scan`'s record
+    /// batches do, bounds them so): the chunk stops there, as at its
+    /// output bound, and the main thread reads on from where it stopped.
+    fn full(&self, _sum: &Self::Sum) -> bool {
+        false
+    }
 }
 
 /// [`Lines`] as a [`Tally`] with no counts.
@@ -114,7 +122,7 @@ struct NoSum<'a, L>(&'a L);
 impl<L: Lines> Tally for NoSum<'_, L> {
     type Sum = ();
 
-    fn record<S: Source>(
+    fn record<S: Source + Send>(
         &self,
         rec: Record<'_, S>,
         out: &mut Vec<u8>,
@@ -157,8 +165,8 @@ pub fn sequential<S: Source, L: Lines>(
     progress: &mut Progress,
     hand_over: impl FnMut(u64) -> bool,
 ) -> Result<Option<u64>, BoxError> {
-    let t = NoSum(lines);
-    sequential_tally(g, name, &t, reader, out, progress, &mut (), hand_over)
+    let record = |rec: Record<'_, S>, buf: &mut Vec<u8>, _: &mut ()| lines.record(rec, buf);
+    sequential_by(g, name, record, reader, out, progress, &mut (), hand_over)
 }
 
 /// [`sequential`] for a [`Tally`]: each record also counted in `sum`.
@@ -166,7 +174,7 @@ pub fn sequential<S: Source, L: Lines>(
 /// # Errors
 /// As [`sequential`].
 #[allow(clippy::too_many_arguments)]
-pub fn sequential_tally<S: Source, T: Tally>(
+pub fn sequential_tally<S: Source + Send, T: Tally>(
     g: &dyn Report,
     name: &str,
     lines: &T,
@@ -174,6 +182,24 @@ pub fn sequential_tally<S: Source, T: Tally>(
     out: &mut dyn Write,
     progress: &mut Progress,
     sum: &mut T::Sum,
+    hand_over: impl FnMut(u64) -> bool,
+) -> Result<Option<u64>, BoxError> {
+    let record =
+        |rec: Record<'_, S>, buf: &mut Vec<u8>, sum: &mut T::Sum| lines.record(rec, buf, sum);
+    sequential_by(g, name, record, reader, out, progress, sum, hand_over)
+}
+
+/// [`sequential`] and [`sequential_tally`], each record's work done by
+/// `record` (a [`Tally`] needs its sources `Send`, a [`Lines`] does not).
+#[allow(clippy::too_many_arguments)]
+fn sequential_by<S: Source, M>(
+    g: &dyn Report,
+    name: &str,
+    mut record: impl FnMut(Record<'_, S>, &mut Vec<u8>, &mut M) -> Result<RecordEnd, BoxError>,
+    reader: &mut Reader<S>,
+    out: &mut dyn Write,
+    progress: &mut Progress,
+    sum: &mut M,
     mut hand_over: impl FnMut(u64) -> bool,
 ) -> Result<Option<u64>, BoxError> {
     let mut buf: Vec<u8> = Vec::with_capacity(512);
@@ -189,7 +215,7 @@ pub fn sequential_tally<S: Source, T: Tally>(
         progress.records += 1;
         let offset = rec.location().offset;
         buf.clear();
-        let end = lines.record(rec, &mut buf, sum)?;
+        let end = record(rec, &mut buf, sum)?;
         out.write_all(&buf)?;
         progress.last = Some(offset);
         if let Some(w) = reader.as_warc() {
@@ -297,7 +323,7 @@ pub fn plan_at(src: &dyn ReadAt, threads: usize, chunk: Option<u64>) -> Option<P
 /// Where a chunked read's bytes come from: how its readers are opened.
 trait Origin: Sync {
     /// The readers' source.
-    type Src: Source;
+    type Src: Source + Send;
     /// A reader at `offset` (a record start), one thread, offsets in the
     /// whole source, records read as WARC.
     fn open_at(&self, offset: u64, opts: &ReaderOptions) -> Result<Reader<Self::Src>, BoxError>;
@@ -448,7 +474,7 @@ fn read_chunk<L: Tally, O: Origin>(
         if loc.codec != Codec::None {
             return c;
         }
-        if loc.offset >= end || c.out.len() >= MAX_OUTPUT {
+        if loc.offset >= end || c.out.len() >= MAX_OUTPUT || lines.full(&c.sum) {
             drop(rec);
             c.crossing = Some(loc.offset);
             // The warnings of the crossing record's header are the next

@@ -3,5 +3,7 @@
 #[path = "../../../warchest/tests/it/common.rs"]
 mod common;
 #[cfg(feature = "parquet")]
+mod scan_chunks;
+#[cfg(feature = "parquet")]
 mod split;
 mod surt_differential;

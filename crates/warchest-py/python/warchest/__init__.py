@@ -96,6 +96,7 @@ def scan(
     strict: bool = False,
     byte_range: Optional[Tuple[int, int]] = None,
     batch_bytes: int = 16 << 20,
+    threads: Optional[int] = None,
 ) -> "pyarrow.RecordBatchReader":
     """Reads the files at ``paths`` as Arrow record batches, one row per record.
 
@@ -117,6 +118,13 @@ def scan(
     (``split_ranges`` plans them). A compressed file is not split: the range
     starting at 0 gives all of it, any other range nothing.
 
+    An uncompressed local WARC file read whole is read on ``threads``
+    threads (``None``: every core; ``1``: one thread): it is cut into
+    chunks whose batches are built in parallel and handed out in file
+    order. The rows are exactly those of one thread (a chunk that cannot
+    be verified, damaged say, is read sequentially); batches also end
+    where a chunk does.
+
     The batches are built in Rust and handed over through the Arrow C
     stream interface; this needs pyarrow. ``scan_stream`` takes the same
     arguments and returns the bare stream object (``__arrow_c_stream__``)
@@ -135,6 +143,7 @@ def scan(
         strict=strict,
         byte_range=byte_range,
         batch_bytes=batch_bytes,
+        threads=threads,
     )
     return pa.RecordBatchReader.from_stream(stream)
 
