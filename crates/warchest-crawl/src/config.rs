@@ -13,7 +13,7 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
-use crate::extract::ExtractConfig;
+use crate::links::ExtractConfig;
 use crate::politeness::PolitenessConfig;
 use crate::scope::ScopeConfig;
 

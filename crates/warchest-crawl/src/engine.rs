@@ -37,8 +37,8 @@ use warchest_ops::dedupe::DigestIndex;
 use warchest_ops::revisit::RevisitProfile;
 
 use crate::config::{CrawlConfig, OutputFormat, RobotsMode, SAVED_CONFIG};
-use crate::extract::{Extracted, Extractor};
 use crate::frontier::{self, Frontier, Lease, Next};
+use crate::links::{Extracted, Extractor};
 use crate::render::PageRenderer;
 use crate::robots::{Robots, RobotsCache, RobotsFetch, RobotsPolicy, robots_url};
 use crate::scope::Scope;
@@ -1127,7 +1127,7 @@ impl Crawl {
             .is_some_and(|c| c.to_ascii_lowercase().starts_with("text/html"))
             && (200..300).contains(&f.status);
         // Links: from the headers (Location, Link, Refresh) and the body.
-        let mut links = crate::extract::headers::links_from_headers(
+        let mut links = crate::links::headers::links_from_headers(
             &uri.url,
             f.headers.iter().map(|(n, v)| (n.as_str(), v.as_slice())),
         );
@@ -1245,7 +1245,7 @@ impl Crawl {
     fn scoped(
         &self,
         uri: &CrawlUri,
-        links: &[crate::extract::Link],
+        links: &[crate::links::Link],
     ) -> Result<Vec<CrawlUri>, CrawlError> {
         let e = &self.cfg.engine;
         let mut found = Vec::new();
@@ -1323,10 +1323,10 @@ impl Crawl {
             );
             return Ok(false);
         }
-        let links: Vec<crate::extract::Link> = got
+        let links: Vec<crate::links::Link> = got
             .links
             .iter()
-            .map(|u| crate::extract::Link {
+            .map(|u| crate::links::Link {
                 url: u.clone(),
                 hop: Hop::Link,
                 context: "browser/a",

@@ -2,7 +2,7 @@
 //!
 //! The crate has two halves. The rules are pure decisions with no I/O, each
 //! testable without a network: [`uri`] (a URI with its hop path from a
-//! seed), [`scope`] (Heritrix-style decide rules, trap rules), [`extract`]
+//! seed), [`scope`] (Heritrix-style decide rules, trap rules), [`links`]
 //! (links from HTML, CSS, headers, sitemaps and scripts), [`robots`]
 //! (robots.txt per RFC 9309, its cache and fetch-outcome policy) and
 //! [`politeness`] (delays between fetches, Retry-After and backoff). The
@@ -10,7 +10,7 @@
 //!
 //! ```
 //! use url::Url;
-//! use warchest_crawl::extract::{ExtractConfig, extract};
+//! use warchest_crawl::links::{ExtractConfig, extract};
 //! use warchest_crawl::scope::{Scope, ScopeConfig};
 //! use warchest_crawl::uri::CrawlUri;
 //!
@@ -43,7 +43,7 @@
 
 #![deny(missing_docs)]
 
-pub mod extract;
+pub mod links;
 pub mod politeness;
 pub use warchest_capture::robots;
 pub mod scope;
@@ -62,7 +62,7 @@ mod tests {
         send_sync::<crate::scope::Scope>();
         send_sync::<crate::robots::RobotsCache>();
         send_sync::<crate::robots::Robots>();
-        send::<crate::extract::Extractor>();
+        send::<crate::links::Extractor>();
     }
 }
 

@@ -38,14 +38,14 @@
 #![forbid(unsafe_code)]
 
 pub mod doc;
-mod index;
+mod fulltext;
 mod search;
 pub mod web;
 
 use std::path::{Path, PathBuf};
 
 pub use doc::Document;
-pub use index::{
+pub use fulltext::{
     AddStats, Added, ArchiveOutcome, HEAD_BYTES, IndexedFile, Known, SearchIndex, Writer,
     WriterOptions, add_archives,
 };

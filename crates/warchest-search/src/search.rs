@@ -11,7 +11,7 @@ use tantivy::snippet::SnippetGenerator;
 use tantivy::{TantivyDocument, Term};
 
 use crate::Error;
-use crate::index::SearchIndex;
+use crate::fulltext::SearchIndex;
 
 /// Longest query accepted, in bytes.
 pub const MAX_QUERY: usize = 2048;

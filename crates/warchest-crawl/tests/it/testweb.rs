@@ -7,7 +7,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use url::Url;
-use warchest_crawl::extract::{ExtractConfig, extract, headers::links_from_headers};
+use warchest_crawl::links::{ExtractConfig, extract, headers::links_from_headers};
 use warchest_crawl::robots::{Robots, RobotsFetch, RobotsPolicy};
 use warchest_crawl::testweb::{SPECIAL_HOSTS, TestWeb, TestWebConfig};
 
