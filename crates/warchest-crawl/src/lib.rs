@@ -66,13 +66,13 @@ mod tests {
     }
 }
 
-// -- engine modules (h-crawl) --
+// -- the engine --
 pub mod config;
 pub mod dedupe;
 pub mod engine;
 pub mod frontier;
 pub mod infomall;
-// -- the browser hook (h-browser) --
+// -- the browser hook --
 pub mod render;
 pub mod shard;
 pub mod sidecar;
