@@ -516,6 +516,16 @@ impl Crawl {
                 .map_err(|_| {
                     crate::config::ConfigError(format!("resolve {h} = {a}: not addresses"))
                 })?;
+            // resolve-only promises loopback and the table: an address
+            // outside loopback in the table would break that promise.
+            if e.resolve_only
+                && let Some(a) = addrs.iter().find(|a| !a.is_loopback())
+            {
+                return Err(crate::config::ConfigError(format!(
+                    "resolve {h} = {a}: resolve-only reaches loopback addresses only"
+                ))
+                .into());
+            }
             overrides.insert(h.to_ascii_lowercase(), addrs);
         }
         let resolver_opts = dns::ResolverOptions {
@@ -1306,6 +1316,10 @@ impl Crawl {
         let t0 = Instant::now();
         let started = time::OffsetDateTime::now_utc();
         let got = r.render(&uri.url);
+        // The browser's records on disk before its URLs are marked seen:
+        // a kill between the two must not leave a URL seen whose records
+        // resume then cuts away.
+        self.flush_records()?;
         self.frontier.mark_seen(&got.fetched)?;
         if let Ok(mut s) = self.browser_fetched.lock() {
             // Bounded: past it a URI queued before the browser fetched it

@@ -640,3 +640,21 @@ fn stats_lines_go_to_the_progress_log_while_crawling() {
             .all(|l| !l.contains("end of run"))
     );
 }
+
+#[test]
+fn resolve_only_refuses_a_table_address_outside_loopback() {
+    let w = web::start();
+    let out = tempfile::tempdir().unwrap();
+    let toml = config(&w, "") + "\"x.test\" = \"10.0.0.1\"\n";
+    let cfg = CrawlConfig::from_toml(&toml).unwrap();
+    let err = match Crawl::open(
+        &out.path().join("c"),
+        cfg,
+        &toml,
+        Arc::new(AtomicBool::new(false)),
+    ) {
+        Ok(_) => panic!("opened with 10.0.0.1 under resolve-only"),
+        Err(e) => e.to_string(),
+    };
+    assert!(err.contains("x.test") && err.contains("10.0.0.1"), "{err}");
+}
