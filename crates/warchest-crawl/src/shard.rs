@@ -261,10 +261,23 @@ impl Handoff {
     /// The store cannot be listed or written.
     pub fn open(dir: &Path, store: Store, (me, n): (u32, u32)) -> io::Result<Handoff> {
         let read_state = dir.join("handoff-read.json");
-        let received: BTreeMap<u32, u64> = std::fs::read(&read_state)
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .unwrap_or_default();
+        // Written whole (a rename), so anything but a missing file is an
+        // error to name, not a reason to read every batch again unsaid.
+        let received: BTreeMap<u32, u64> = match std::fs::read(&read_state) {
+            Ok(b) => serde_json::from_slice(&b).map_err(|e| {
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("{}: {e}", read_state.display()),
+                )
+            })?,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => BTreeMap::new(),
+            Err(e) => {
+                return Err(io::Error::new(
+                    e.kind(),
+                    format!("{}: {e}", read_state.display()),
+                ));
+            }
+        };
         let mut sent = BTreeMap::new();
         for to in (1..=n).filter(|&j| j != me) {
             let last = store
@@ -616,6 +629,18 @@ mod tests {
         assert!(b.try_finish(|| true, none).unwrap());
         std::thread::sleep(CHECK_EVERY);
         assert!(a.try_finish(|| true, none).unwrap());
+    }
+
+    #[test]
+    fn a_corrupt_read_state_is_an_error_naming_it() {
+        let d = tempfile::tempdir().unwrap();
+        let store = Store::Dir(d.path().join("h"));
+        std::fs::write(d.path().join("handoff-read.json"), b"{not json").unwrap();
+        let err = match Handoff::open(d.path(), store, (1, 2)) {
+            Ok(_) => panic!("opened over a corrupt handoff-read.json"),
+            Err(e) => e.to_string(),
+        };
+        assert!(err.contains("handoff-read.json"), "{err}");
     }
 
     #[test]
