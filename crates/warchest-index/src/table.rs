@@ -634,6 +634,8 @@ pub struct ChunkedScanner {
     trace: Arc<std::sync::Mutex<Option<warchest::chunks::Trace>>>,
     /// Every batch was taken.
     finished: bool,
+    /// The file, for the error of a reading thread that died.
+    file: PathBuf,
 }
 
 impl ChunkedScanner {
@@ -650,6 +652,7 @@ impl ChunkedScanner {
     ) -> Option<Self> {
         let path = path.as_ref().to_path_buf();
         let plan = warchest::chunks::plan(&path, threads, chunk)?;
+        let file = path.clone();
         let (tx, rx) = std::sync::mpsc::sync_channel(AHEAD);
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let schema = schema(&opts.columns);
@@ -674,6 +677,7 @@ impl ChunkedScanner {
             schema,
             trace,
             finished: false,
+            file,
         })
     }
 
@@ -703,6 +707,16 @@ impl ChunkedScanner {
             Ok(b) => b.map(Some),
             Err(_) => {
                 self.finished = true;
+                // The channel closes at the end, or when the reading
+                // thread died: that is an error, never a short table.
+                if let Some(t) = self.thread.take()
+                    && t.join().is_err()
+                {
+                    return Err(
+                        Error::from(io::Error::other("the scan's reading thread failed"))
+                            .in_file(&self.file),
+                    );
+                }
                 Ok(None)
             }
         }
