@@ -4,7 +4,8 @@
 #
 #   bench/run.sh [--runs N] [--corpus DIR]   the whole table (builds the corpus if missing)
 #   bench/run.sh --smoke                     one pass on a fixture with the debug build,
-#                                            no FastWARC harness (CI: keeps the script alive)
+#                                            no FastWARC harness (CI: keeps the script alive;
+#                                            BENCH_SMOKE_BIN=PATH: that binary, no build)
 #   bench/run.sh --python [--fetch N] [--spark] FILE...
 #                                            Python iteration, fetch and Spark rows (docs/python.md)
 #   bench/run.sh --spark FILE...             the Spark rows alone (--python --spark-only)
@@ -121,8 +122,17 @@ if [ "${1:-}" = "--crawl" ]; then
         --testweb "$CARGO_TARGET_DIR/$profile/examples/testweb" "$@"
 fi
 if [[ " $* " == *" --smoke "* ]]; then
-    cargo build -q -p warchest-cli --manifest-path "$root/Cargo.toml"
-    export WARCHEST_BIN=$CARGO_TARGET_DIR/debug/warchest
+    # BENCH_SMOKE_BIN: a debug binary already built. .ci/run passes the one
+    # its `cargo test --workspace` built: `cargo build -p warchest-cli`
+    # unifies features over that package alone, which differ from the
+    # workspace's (dev-dependencies' features among them), and would
+    # compile arrow, parquet and our crates again (docs/testing.md).
+    if [ -n "${BENCH_SMOKE_BIN:-}" ]; then
+        export WARCHEST_BIN=$BENCH_SMOKE_BIN
+    else
+        cargo build -q -p warchest-cli --manifest-path "$root/Cargo.toml"
+        export WARCHEST_BIN=$CARGO_TARGET_DIR/debug/warchest
+    fi
     unset BENCH_BIN
     # The serve load test too, a second a row, so that it cannot rot.
     if command -v wrk >/dev/null; then
