@@ -27,7 +27,9 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   echo "installing ${need_apt[*]} (apt-get)" >&2
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
 fi
-python3 -m pip install -q --disable-pip-version-check -r tests/requirements.txt
+# pip only when a requirement is not met (tests/requirements_met.py).
+python3 tests/requirements_met.py tests/requirements.txt 2>/dev/null ||
+  python3 -m pip install -q --disable-pip-version-check -r tests/requirements.txt
 phase "system and Python packages"
 cargo fmt --all -- --check
 # Clippy over every target of the workspace. With WARCHEST_LINT_IN_BUILD=1
