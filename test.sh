@@ -2,8 +2,8 @@
 # The whole test suite, on a fresh machine: the system packages the tests
 # drive (Chromium for replay in a browser, a Java runtime for Spark), the
 # Python peers the differential tests compare against, formatting and
-# lints, every Rust test (unit, one integration binary per crate, doc), and
-# beside them the Python package's suite against its built wheel.
+# lints, every Rust test (unit, one integration binary per crate, doc), then
+# the Python package's suite against its built wheel.
 set -euo pipefail
 cd "$(dirname "$0")"
 # Where the time goes: each phase's wall time on stderr, "[test.sh] PHASE:
@@ -55,30 +55,16 @@ cargo clippy -p warchest-index --no-default-features --all-targets -- -D warning
 phase "clippy without default features"
 cargo test --workspace --no-run
 phase "test build"
-# The Python package's wheel before the Rust tests (`cargo test` holds the
-# target directory's lock while its tests run): built into the same target
-# directory (the dev profile optimises the hot dependencies), installed.
+cargo test --workspace
+phase "cargo test"
+# The Python package: the wheel built into the same target directory (the
+# dev profile optimises the hot dependencies), installed, then its pytest suite:
+# warcio differential, scan, writer, the Spark data source and examples/
+# on one local[2] session. See docs/python.md.
 wheels=$(mktemp -d)
 env -u RUSTC_WORKSPACE_WRAPPER python3 -m maturin build -q --strip --profile dev -m crates/warchest-py/Cargo.toml -i python3 -o "$wheels"
 python3 -m pip install -q --disable-pip-version-check --force-reinstall --no-deps "$wheels"/warchest-*.whl
 rm -rf "$wheels"
 phase "wheel (maturin)"
-# Its pytest suite (warcio differential, scan, writer, the Spark data
-# source and examples/ on one local[2] session; docs/python.md) runs beside
-# `cargo test`, its output kept and printed after: the Rust tests wait on
-# servers, browsers and child processes much of the time (docs/testing.md,
-# "Running time"). pytest prints its own time; the "pytest" phase is the
-# wait for it after `cargo test`.
-pylog=$(mktemp)
-python3 -m pytest -q -p no:cacheprovider --durations=15 crates/warchest-py/tests >"$pylog" 2>&1 &
-pytest_pid=$!
-trap 'kill "$pytest_pid" 2>/dev/null; rm -f "$pylog"' EXIT
-cargo test --workspace
-phase "cargo test"
-pytest_status=0
-wait "$pytest_pid" || pytest_status=$?
-trap - EXIT
-cat "$pylog"
-rm -f "$pylog"
+python3 -m pytest -q -p no:cacheprovider --durations=15 crates/warchest-py/tests
 phase "pytest"
-exit "$pytest_status"
