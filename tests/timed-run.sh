@@ -8,10 +8,10 @@
 # The CLI's integration tests run four at a time, not one a core: they
 # wait on servers, browsers and the `warchest` processes they start about
 # half their time (189 CPU s, user and system, children included, for a
-# binary that took 197 s of wall time on the 2 cores in CI; docs/testing.md,
-# "Running time"). The other binaries keep
-# libtest's default: theirs is mostly CPU time, and the browser crate's
-# time bounds want the cores.
+# binary that took 197 s of wall time on the 2 cores in CI;
+# docs/testing.md, "Running time"). The other binaries keep libtest's
+# default: theirs is mostly CPU time, and the browser crate's time bounds
+# want the cores.
 if [ "$(basename "$PWD")" = warchest-cli ] && [ -z "${RUST_TEST_THREADS:-}" ]; then
     export RUST_TEST_THREADS=4
 fi
