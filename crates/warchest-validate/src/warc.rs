@@ -2367,7 +2367,7 @@ fn spare_headers_stay_bounded_by_capacity_whatever_passed_through() {
             // Mostly small headers, each round a little longer (up to
             // just under the bound), and every 50th record a huge one.
             let filler = if (round * GROUP + i).is_multiple_of(50) {
-                1 << 20
+                64 << 10
             } else {
                 100 + round * 90 + i % 7
             };
