@@ -114,13 +114,28 @@ const TRACE_KNOB: &str = "WARCHEST_PLAIN_TRACE";
 /// How a command that reads records in order reads one input on its
 /// threads ([`chunked`]).
 pub enum Chunked {
-    /// A local uncompressed WARC file, in chunks.
-    Local(warchest::chunks::Plan),
-    /// An uncompressed WARC file read at offsets (a URL, a WACZ member),
-    /// in chunks.
-    At(Arc<dyn ReadAt>, warchest::chunks::Plan),
+    /// An uncompressed WARC file, in chunks.
+    Chunks(Chunks),
     /// Anything else, opened (compressed members decoded on the threads).
     No(Opened),
+}
+
+/// An uncompressed WARC file to read in chunks, as `plan` says.
+pub struct Chunks {
+    /// Read at offsets (a URL, a WACZ member), or `None`: a local file,
+    /// read by its name.
+    src: Option<Arc<dyn ReadAt>>,
+    pub plan: warchest::chunks::Plan,
+}
+
+impl Chunks {
+    /// Where the chunks of `name` are read.
+    pub fn input<'a>(&'a self, name: &'a str) -> warchest::chunks::Input<'a> {
+        match &self.src {
+            Some(src) => warchest::chunks::Input::At(src),
+            None => warchest::chunks::Input::Path(std::path::Path::new(name)),
+        }
+    }
 }
 
 /// How `name` is read on `threads`: in chunks when it is an uncompressed
@@ -137,7 +152,8 @@ pub fn chunked(name: &str, threads: usize, opts: &ReaderOptions) -> warchest::Re
         && let Some(src) = positioned(name)?
     {
         if let Some(plan) = warchest::chunks::plan_at(&*src, threads, knob()) {
-            return Ok(Chunked::At(src, plan));
+            let src = Some(src);
+            return Ok(Chunked::Chunks(Chunks { src, plan }));
         }
         return Ok(Chunked::No(open_positioned(name, src, opts.clone())?));
     }
@@ -147,9 +163,15 @@ pub fn chunked(name: &str, threads: usize, opts: &ReaderOptions) -> warchest::Re
         && warchest_wacz::split_member_name(name).is_none()
         && let Some(plan) = warchest::chunks::plan(std::path::Path::new(name), threads, knob())
     {
-        return Ok(Chunked::Local(plan));
+        return Ok(Chunked::Chunks(Chunks { src: None, plan }));
     }
-    Ok(Chunked::No(open(name, opts.clone())?))
+    // On more than one thread `positioned` was asked above: not again (for
+    // a server that answers no ranges, its probe is a request).
+    Ok(Chunked::No(if threads > 1 {
+        open_in_order(name, opts.clone())?
+    } else {
+        open(name, opts.clone())?
+    }))
 }
 
 /// Appends the counts of a chunked read to the trace knob's file.
@@ -180,6 +202,11 @@ pub fn open(name: &str, opts: ReaderOptions) -> warchest::Result<Opened> {
     {
         return open_positioned(name, src, opts);
     }
+    open_in_order(name, opts)
+}
+
+/// Opens `name` as [`open`] does when it is not read at offsets.
+fn open_in_order(name: &str, opts: ReaderOptions) -> warchest::Result<Opened> {
     Ok(if name == "-" {
         Opened::Stdin(Reader::with_options(std::io::stdin(), opts)?)
     } else if crate::remote::is_remote(name) {

@@ -752,6 +752,8 @@ struct Batches {
     ready: Option<RecordBatch>,
     /// Batches complete, in order.
     done: Vec<RecordBatch>,
+    /// Their memory: a running count, since `held` is asked on each record.
+    done_bytes: usize,
     full: bool,
 }
 
@@ -796,14 +798,14 @@ impl Batches {
         .row(rec);
         if let Some(x) = self.ready.take() {
             self.full = true;
-            self.done.push(x);
+            self.finished(x);
         }
         if let Some(b) = self.b.as_mut()
             && (b.rows >= opts.batch_rows.max(1) || b.bytes >= opts.batch_bytes)
         {
             self.full |= b.bytes >= opts.batch_bytes;
             let x = b.finish(t.schema)?;
-            self.done.push(x);
+            self.finished(x);
             self.b = None;
         }
         r
@@ -814,18 +816,26 @@ impl Batches {
         if let Some(mut b) = self.b.take()
             && b.rows > 0
         {
-            self.done.push(b.finish(schema)?);
+            self.finished(b.finish(schema)?);
         }
         Ok(())
     }
 
+    /// Adds a complete batch.
+    fn finished(&mut self, x: RecordBatch) {
+        self.done_bytes += x.get_array_memory_size();
+        self.done.push(x);
+    }
+
+    /// Takes the complete batches.
+    fn take_done(&mut self) -> std::vec::Drain<'_, RecordBatch> {
+        self.done_bytes = 0;
+        self.done.drain(..)
+    }
+
     /// Bytes of rows held.
     fn held(&self) -> usize {
-        self.done
-            .iter()
-            .map(RecordBatch::get_array_memory_size)
-            .sum::<usize>()
-            + self.b.as_ref().map_or(0, |b| b.bytes)
+        self.done_bytes + self.b.as_ref().map_or(0, |b| b.bytes)
     }
 }
 
@@ -866,7 +876,7 @@ impl ScanChunks<'_> {
 
     /// Sends the complete batches of `rows`.
     fn send(&self, rows: &mut Batches) {
-        for b in rows.done.drain(..) {
+        for b in rows.take_done() {
             if self.tx.send(Ok(b)).is_err() {
                 self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
             }

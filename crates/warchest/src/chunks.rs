@@ -22,9 +22,9 @@
 //! twice that many chunks (16 at most) read ahead of the writing thread,
 //! each chunk's output bounded: memory stays bounded whatever the file.
 //!
-//! Sources: a local file by path ([`plan`], [`read`]: served from its
+//! Sources: a local file by path ([`plan`], [`Input::Path`]: served from its
 //! memory map), or any source read at offsets with a known length
-//! ([`plan_at`], [`read_at`]: an object in a store, whose reads the
+//! ([`plan_at`], [`Input::At`]: an object in a store, whose reads the
 //! source fetches ahead in blocks, or a WARC file stored in a WACZ, a
 //! byte range of the ZIP). The rule and the output are the same.
 
@@ -558,61 +558,30 @@ pub struct Trace {
     pub sequential_records: u64,
 }
 
-/// Reads the uncompressed WARC file `name` as `plan` says (see [`plan`]),
-/// writing to `out` what [`sequential`] over the whole file would write, in
-/// the same order, with the same warnings (to `g`), errors and outcome:
-/// the records written, and what was done.
+/// Reads the uncompressed WARC file `name` from `input` as `plan` says
+/// (see [`plan`] for a local file, [`plan_at`] for a source read at
+/// offsets: an object in a store, its reads fetched ahead in blocks by the
+/// source, or a WARC file stored in a WACZ), writing to `out` what
+/// [`sequential`] over the whole file would write, in the same order, with
+/// the same warnings (to `g`), errors and outcome: the records written,
+/// and what was done.
 ///
 /// # Errors
 /// As [`sequential`].
 pub fn read<L: Lines>(
     g: &dyn Report,
     name: &str,
+    input: Input<'_>,
     lines: &L,
     opts: &ReaderOptions,
     plan: Plan,
     out: &mut dyn Write,
 ) -> (Result<u64, BoxError>, Trace) {
-    let (r, t) = run(
-        g,
-        name,
-        &Local(Path::new(name)),
-        &NoSum(lines),
-        opts,
-        plan,
-        out,
-    );
+    let (r, t) = read_tally(g, name, input, &NoSum(lines), opts, plan, out);
     (r.map(|(n, ())| n), t)
 }
 
-/// [`read`] for a source read at offsets, called `name` in messages,
-/// planned with [`plan_at`]: an object in a store (its reads fetched
-/// ahead in blocks by the source), a WARC file stored in a WACZ.
-///
-/// # Errors
-/// As [`sequential`].
-pub fn read_at<L: Lines>(
-    g: &dyn Report,
-    name: &str,
-    src: &Arc<dyn ReadAt>,
-    lines: &L,
-    opts: &ReaderOptions,
-    plan: Plan,
-    out: &mut dyn Write,
-) -> (Result<u64, BoxError>, Trace) {
-    let (r, t) = run(
-        g,
-        name,
-        &Positioned { src, name },
-        &NoSum(lines),
-        opts,
-        plan,
-        out,
-    );
-    (r.map(|(n, ())| n), t)
-}
-
-/// Where a chunked read's bytes come from, for [`read_tally`].
+/// Where a chunked read's bytes come from, for [`read`] and [`read_tally`].
 #[derive(Clone, Copy)]
 pub enum Input<'a> {
     /// A local file, by path (planned with [`plan`]).
@@ -621,7 +590,7 @@ pub enum Input<'a> {
     At(&'a Arc<dyn ReadAt>),
 }
 
-/// [`read`] and [`read_at`] for a [`Tally`]: also the counts of the
+/// [`read`] for a [`Tally`]: also the counts of the
 /// records written, as [`sequential_tally`] over the whole input counts
 /// them.
 ///
@@ -686,7 +655,13 @@ fn run<L: Tally, O: Origin>(
         let r = merge(
             g, name, origin, lines, opts, &shared, count, window, &range, out, &mut trace,
         );
-        shared.abort.store(true, Ordering::Relaxed);
+        // Set under the lock: a worker checks it under the lock before it
+        // waits, so the notice cannot fall between its check and its wait
+        // (that lost wake-up left a worker waiting, and the read hung).
+        {
+            let _st = shared.lock();
+            shared.abort.store(true, Ordering::Relaxed);
+        }
         shared.changed.notify_all();
         r
     });
@@ -995,6 +970,7 @@ mod tests {
         let (res, trace) = read(
             &G,
             name,
+            Input::Path(&path),
             &Offsets,
             &opts,
             Plan {
@@ -1097,6 +1073,7 @@ mod tests {
         let (res, _) = read(
             &g,
             name,
+            Input::Path(std::path::Path::new(name)),
             &Offsets,
             &opts,
             Plan {
@@ -1137,7 +1114,7 @@ mod tests {
         let plan = plan_at(&*src, 3, Some(500)).unwrap();
         assert_eq!(plan.len, data.len() as u64);
         let mut par = Vec::new();
-        let (res, t) = read_at(&G, name, &src, &Offsets, &opts, plan, &mut par);
+        let (res, t) = read(&G, name, Input::At(&src), &Offsets, &opts, plan, &mut par);
         assert_eq!(res.unwrap(), 60);
         assert_eq!(String::from_utf8_lossy(&par), String::from_utf8_lossy(&seq));
         assert!(t.used > t.chunks / 2 && t.sequential_runs >= 1, "{t:?}");

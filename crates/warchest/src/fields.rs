@@ -54,7 +54,10 @@ pub struct Fields {
 
 // Written out for `clone_from`: a copy made into a kept `Fields` reuses its
 // two buffers, so a caller copying every record's header (validate hands
-// each one to another thread) allocates nothing once warmed up.
+// each one to another thread) allocates nothing once warmed up. A buffer
+// too small grows to the source's size exactly, not to twice its own (as
+// `Vec::clone_from` would): kept copies then hold the largest header they
+// held, no more, and `heap_bytes` tells a keeper what that is.
 impl Clone for Fields {
     fn clone(&self) -> Fields {
         Fields {
@@ -66,11 +69,19 @@ impl Clone for Fields {
     }
 
     fn clone_from(&mut self, source: &Fields) {
-        self.buf.clone_from(&source.buf);
+        copy_exact(&mut self.buf, &source.buf);
         self.start = source.start;
         self.end = source.end;
-        self.spans.clone_from(&source.spans);
+        copy_exact(&mut self.spans, &source.spans);
     }
+}
+
+/// `src` copied into `dst`'s allocation, grown to `src`'s length exactly
+/// when it is too small.
+fn copy_exact<T: Copy>(dst: &mut Vec<T>, src: &[T]) {
+    dst.clear();
+    dst.reserve_exact(src.len());
+    dst.extend_from_slice(src);
 }
 
 impl std::fmt::Debug for Fields {
@@ -713,6 +724,12 @@ impl Fields {
         &self.buf
     }
 
+    /// Bytes this value holds on the heap (its buffers' capacity, which
+    /// can exceed what they hold): what a cache of kept copies bounds.
+    pub fn heap_bytes(&self) -> usize {
+        self.buf.capacity() + self.spans.capacity() * std::mem::size_of::<Span>()
+    }
+
     /// The raw field lines only (no start line, no blank line).
     pub fn field_bytes(&self) -> &[u8] {
         &self.buf[self.start..self.end]
@@ -1098,6 +1115,24 @@ mod tests {
             kept.get("b").map(|f| f.value().into_owned()),
             long.get("b").map(|f| f.value().into_owned())
         );
+    }
+
+    /// A kept copy grows to the header copied into it exactly: with
+    /// `Vec::clone_from` a block a little longer than the last would
+    /// double the buffer, and kept copies would hold twice the largest.
+    #[test]
+    fn clone_from_grows_kept_buffers_exactly() {
+        let (short, _) = parse(b"WARC/1.1\r\nA: 1\r\nB: 22\r\n\r\n", 10);
+        let (long, _) = parse(b"WARC/1.1\r\nA: 1\r\nB: 22\r\nC: 333\r\nD: 4\r\n\r\n", 10);
+        let mut kept = short.clone();
+        assert_eq!(kept.heap_bytes(), short.clone().heap_bytes());
+        kept.clone_from(&long);
+        assert!(kept == long);
+        assert_eq!(kept.heap_bytes(), long.clone().heap_bytes());
+        // A smaller copy reuses the buffers: the capacity stays.
+        kept.clone_from(&short);
+        assert!(kept == short);
+        assert_eq!(kept.heap_bytes(), long.clone().heap_bytes());
     }
 
     /// `get_many` finds what `get` finds for each name: the first field,

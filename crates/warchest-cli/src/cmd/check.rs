@@ -178,18 +178,10 @@ fn check_file(
             )
             .map(|_| (progress.records, sum))
         }),
-        Chunked::Local(plan) => {
-            let path = std::path::Path::new(name);
-            let input = chunks::Input::Path(path);
+        Chunked::Chunks(c) => {
+            let from = c.input(name);
             let (r, trace) =
-                chunks::read_tally(&counting, name, input, &tally, &opts, plan, &mut out);
-            input::write_trace(&trace);
-            r
-        }
-        Chunked::At(src, plan) => {
-            let input = chunks::Input::At(&src);
-            let (r, trace) =
-                chunks::read_tally(&counting, name, input, &tally, &opts, plan, &mut out);
+                chunks::read_tally(&counting, name, from, &tally, &opts, c.plan, &mut out);
             input::write_trace(&trace);
             r
         }

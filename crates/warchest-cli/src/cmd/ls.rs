@@ -157,13 +157,8 @@ fn list(
         }
         // An uncompressed WARC file is cut into chunks read on the threads
         // (the output is verified to be the sequential read's).
-        Chunked::Local(plan) => {
-            let (records, trace) = chunks::read(g, name, &lines, &opts, plan, out);
-            input::write_trace(&trace);
-            records?
-        }
-        Chunked::At(src, plan) => {
-            let (records, trace) = chunks::read_at(g, name, &src, &lines, &opts, plan, out);
+        Chunked::Chunks(c) => {
+            let (records, trace) = chunks::read(g, name, c.input(name), &lines, &opts, c.plan, out);
             input::write_trace(&trace);
             records?
         }

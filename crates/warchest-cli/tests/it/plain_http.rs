@@ -160,6 +160,32 @@ fn fetch_of_a_missing_object_is_one_line_one_request_and_no_output() {
     assert!((1..=2).contains(&made), "{made} requests for {n} records");
 }
 
+/// A read on two threads of a server without ranges asks once more than
+/// a read on one (the range probe of the read at offsets), not once per
+/// layer: plain files (which would be read in chunks) and gzip files.
+#[test]
+fn a_server_without_ranges_is_probed_once_more_on_two_threads() {
+    let names = ["warcio/example.warc", "warcio/example.warc.gz"];
+    let tmp = served(&names);
+    let srv = PlainServer::start(tmp.path(), tmp.path().join("log"));
+    for name in names {
+        let file = Path::new(name).file_name().unwrap().to_str().unwrap();
+        let url = format!("{}{file}", srv.base());
+        let mut made = Vec::new();
+        for jobs in ["1", "2"] {
+            let before = srv.gets();
+            let (rc, out, err) = run(&["ls", "-j", jobs, &url]);
+            assert!(rc == 0 && !out.is_empty(), "{url}: {err}");
+            made.push(srv.gets() - before);
+        }
+        assert_eq!(
+            made[1],
+            made[0] + 1,
+            "{url}: GETs with -j 1, -j 2: {made:?}"
+        );
+    }
+}
+
 #[test]
 fn a_server_without_ranges_is_streamed_by_sequential_reads() {
     let names = [
