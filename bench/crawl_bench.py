@@ -72,6 +72,21 @@ class Watched:
         return self.ended
 
 
+def start_watched(cmd):
+    """Starts a crawl that serves --status-listen: (Watched, its stderr
+    lines so far, the status URL or None, the thread reading the rest)."""
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    lines, status = [], None
+    for line in p.stderr:
+        lines.append(line)
+        if line.startswith("status on http://"):
+            status = line.split()[2]
+            break
+    rest = threading.Thread(target=lambda: lines.extend(p.stderr), daemon=True)
+    rest.start()
+    return Watched(p), lines, status, rest
+
+
 def proc_cpu(pid):
     """CPU seconds of process pid so far (all its threads)."""
     with open(f"/proc/{pid}/stat") as f:
@@ -137,16 +152,7 @@ def crawl_warchest(exe, web, out, workers):
     for h, a in web.resolve:
         cmd += ["--resolve", f"{h}:{a}"]
     t0 = time.monotonic()
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    lines, status = [], None
-    for line in p.stderr:
-        lines.append(line)
-        if line.startswith("status on http://"):
-            status = line.split()[2]
-            break
-    rest = threading.Thread(target=lambda: lines.extend(p.stderr), daemon=True)
-    rest.start()
-    w = Watched(p)
+    w, lines, status, rest = start_watched(cmd)
     samples = []
     while status and w.running():
         try:
@@ -244,18 +250,8 @@ def frontier_row(exe, total, timeout, tmp):
     for s in range(100):
         cmd += ["--resolve", f"sink{s}.test:127.0.0.1"]
     t0 = time.monotonic()
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    lines = []
-    status = None
-    for line in p.stderr:
-        lines.append(line)
-        if line.startswith("status on http://"):
-            status = line.split()[2]
-            break
-    rest = threading.Thread(target=lambda: lines.extend(p.stderr), daemon=True)
-    rest.start()
+    w, lines, status, rest = start_watched(cmd)
     most, full = 0, None
-    w = Watched(p)
     while status and w.running():
         try:
             with urllib.request.urlopen(status, timeout=5) as r:
@@ -263,7 +259,7 @@ def frontier_row(exe, total, timeout, tmp):
             most = max(most, c["queued"])
             if c["seen"] >= total + hubs:
                 full = time.monotonic() - t0
-                p.send_signal(signal.SIGINT)
+                w.p.send_signal(signal.SIGINT)
                 break
         except OSError:
             pass
