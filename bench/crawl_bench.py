@@ -141,8 +141,10 @@ class TestWeb:
 
 def crawl_warchest(exe, web, out, workers):
     """The crawl, watched through --status-listen every 0.2 s: besides
-    run_measured's figures, the mean and the most fetches in flight (its
-    `hosts_active`: one connection per host, so at most one a host)."""
+    run_measured's figures, the mean and the most URIs in flight (taken
+    from the frontier, not yet finished: at most one a host) and the mean
+    of workers busy (`hosts_active`: fetching, or waiting for the group
+    commit that makes their URI's end durable)."""
     import json
     import urllib.request
 
@@ -159,7 +161,7 @@ def crawl_warchest(exe, web, out, workers):
             with urllib.request.urlopen(status, timeout=2) as r:
                 s = json.load(r)
             if s["counts"]["done"] > 0:
-                samples.append(s["hosts_active"])
+                samples.append((s["counts"]["in_flight"], s["hosts_active"]))
         except (OSError, ValueError):
             pass
         time.sleep(0.2)
@@ -167,7 +169,9 @@ def crawl_warchest(exe, web, out, workers):
     wall = time.monotonic() - t0
     rest.join(timeout=10)
     code = os.waitstatus_to_exitcode(st)
-    flight = (sum(samples) / len(samples), max(samples)) if samples else (0.0, 0)
+    n = max(len(samples), 1)
+    flight = (sum(f for f, _ in samples) / n, max((f for f, _ in samples), default=0),
+              sum(b for _, b in samples) / n) if samples else None
     return code, wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024, "".join(lines), flight
 
 
@@ -316,8 +320,8 @@ def main():
                   f"peak RSS {rss:7.1f} MiB  URLs {len(urls):6}  pages {pages:6}  "
                   f"| server CPU {server:6.2f} s ({100 * server / wall:4.0f}% of one core)")
             if flight:
-                print(f"{'':15} in flight: {flight[0]:.1f} on average, {flight[1]} at most "
-                      f"({workers} workers, {a.sites} hosts)")
+                print(f"{'':15} URIs in flight: {flight[0]:.1f} on average, {flight[1]} at most; "
+                      f"workers busy {flight[2]:.1f} ({workers} workers, {a.sites} hosts)")
         if len(rates) == 2:
             (wr, wc), (gr, gc) = rates["warchest crawl"], rates["wget --mirror"]
             print(f"warchest / wget: {wr / gr:.2f}x the pages/s (target >= 5x), "
