@@ -10,7 +10,8 @@ N sites of P pages each, delays 0) crawled in one run by
   the mapping.
 
 Per crawler: wall seconds, pages/s (HTML 200 responses in its WARC files),
-CPU seconds and peak RSS (wait4 of the process), URLs it archived, and
+CPU seconds (and per URL) and peak RSS (wait4 of the process), URLs it
+archived, for warchest the fetches in flight (--status-listen), and
 whether every URL wget archived was archived by warchest too. The test
 web's CPU seconds over each run are printed beside it (its share of one
 core): the server is not the bottleneck when that share stays well under
@@ -23,7 +24,7 @@ answer after a second so the queue stays full), watched through
 RSS (target: at most 256 MiB) and the most URLs queued at once.
 
     bench/crawl_bench.py --bin target/release/warchest --testweb target/release/examples/testweb \\
-        [--sites 50] [--pages 400] [--frontier 1000000] [--smoke]
+        [--sites 50] [--pages 400] [--workers N] [--frontier 1000000 | 0] [--smoke]
 """
 import argparse
 import glob
@@ -48,6 +49,42 @@ def run_measured(cmd, env=None, cwd=None):
     err.seek(0)
     text = err.read().decode("utf-8", "replace")
     return p.returncode, wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024, text
+
+
+class Watched:
+    """A child whose end is taken with wait4 (its CPU and peak RSS), polled
+    without reaping it early as Popen.poll would."""
+
+    def __init__(self, p):
+        self.p, self.ended = p, None
+
+    def running(self):
+        if self.ended is None:
+            pid, st, ru = os.wait4(self.p.pid, os.WNOHANG)
+            if pid != 0:
+                self.ended = (st, ru)
+        return self.ended is None
+
+    def wait(self):
+        if self.ended is None:
+            _, st, ru = os.wait4(self.p.pid, 0)
+            self.ended = (st, ru)
+        return self.ended
+
+
+def start_watched(cmd):
+    """Starts a crawl that serves --status-listen: (Watched, its stderr
+    lines so far, the status URL or None, the thread reading the rest)."""
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    lines, status = [], None
+    for line in p.stderr:
+        lines.append(line)
+        if line.startswith("status on http://"):
+            status = line.split()[2]
+            break
+    rest = threading.Thread(target=lambda: lines.extend(p.stderr), daemon=True)
+    rest.start()
+    return Watched(p), lines, status, rest
 
 
 def proc_cpu(pid):
@@ -102,12 +139,40 @@ class TestWeb:
         self.p.wait(timeout=30)
 
 
-def crawl_warchest(exe, web, out):
-    cmd = [exe, "-q", "crawl", *web.seeds, "-o", out, "--delay-factor", "0", "--min-delay", "0",
-           "--max-delay", "0", "--resolve-only", "--workers", "16"]
+def crawl_warchest(exe, web, out, workers):
+    """The crawl, watched through --status-listen every 0.2 s: besides
+    run_measured's figures, the mean and the most URIs in flight (taken
+    from the frontier, not yet finished: at most one a host) and the mean
+    of workers busy (`hosts_active`: fetching, or waiting for the group
+    commit that makes their URI's end durable)."""
+    import json
+    import urllib.request
+
+    cmd = [exe, "crawl", *web.seeds, "-o", out, "--delay-factor", "0", "--min-delay", "0",
+           "--max-delay", "0", "--resolve-only", "--workers", str(workers),
+           "--status-listen", "127.0.0.1:0"]
     for h, a in web.resolve:
         cmd += ["--resolve", f"{h}:{a}"]
-    return run_measured(cmd)
+    t0 = time.monotonic()
+    w, lines, status, rest = start_watched(cmd)
+    samples = []
+    while status and w.running():
+        try:
+            with urllib.request.urlopen(status, timeout=2) as r:
+                s = json.load(r)
+            if s["counts"]["done"] > 0:
+                samples.append((s["counts"]["in_flight"], s["hosts_active"]))
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.2)
+    st, ru = w.wait()
+    wall = time.monotonic() - t0
+    rest.join(timeout=10)
+    code = os.waitstatus_to_exitcode(st)
+    n = max(len(samples), 1)
+    flight = (sum(f for f, _ in samples) / n, max((f for f, _ in samples), default=0),
+              sum(b for _, b in samples) / n) if samples else None
+    return code, wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024, "".join(lines), flight
 
 
 def crawl_wget(web, out):
@@ -123,7 +188,7 @@ def crawl_wget(web, out):
     script = f'mount --bind "$1" /etc/hosts && shift && exec "$@"'
     cmd = ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", script, "sh", hosts,
            *wget]
-    return run_measured(cmd)
+    return (*run_measured(cmd), None)
 
 
 class Sink(http.server.ThreadingHTTPServer):
@@ -139,7 +204,7 @@ def sink_handler(links, port, slow):
 
         def do_GET(self):
             host = (self.headers.get("Host") or "").split(":")[0]
-            if host == "hub.test" and self.path.startswith("/hub/"):
+            if host.startswith("hub") and self.path.startswith("/hub/"):
                 k = int(self.path[5:])
                 body = ("<!doctype html><title>hub</title>\n" + "".join(
                     f'<a href="http://sink{j % 100}.test:{port}/u/{k}/{j}">x</a>\n'
@@ -177,41 +242,38 @@ def frontier_row(exe, total, timeout, tmp):
     srv.RequestHandlerClass = sink_handler(min(per, total), port, 1.0)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     out = os.path.join(tmp, "frontier")
-    cmd = [exe, "crawl", *[f"http://hub.test:{port}/hub/{k}" for k in range(hubs)],
+    # A host a hub: the hubs are seeds, all ready before any sink, so they
+    # are fetched first and in parallel (behind one host, each hub waited
+    # for a worker free of the sinks' one-second answers: minutes to fill).
+    cmd = [exe, "crawl", *[f"http://hub{k}.test:{port}/hub/{k}" for k in range(hubs)],
            "-o", out, "--scope", "any", "--max-hops", "1", "--delay-factor", "0",
            "--min-delay", "0", "--max-delay", "0", "--max-time", str(timeout),
-           "--status-listen", "127.0.0.1:0", "--resolve-only", "--resolve", "hub.test:127.0.0.1"]
+           "--status-listen", "127.0.0.1:0", "--resolve-only"]
+    for k in range(hubs):
+        cmd += ["--resolve", f"hub{k}.test:127.0.0.1"]
     for s in range(100):
         cmd += ["--resolve", f"sink{s}.test:127.0.0.1"]
     t0 = time.monotonic()
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    lines = []
-    status = None
-    for line in p.stderr:
-        lines.append(line)
-        if line.startswith("status on http://"):
-            status = line.split()[2]
-            break
-    rest = threading.Thread(target=lambda: lines.extend(p.stderr), daemon=True)
-    rest.start()
-    most = 0
-    while status and p.poll() is None:
+    w, lines, status, rest = start_watched(cmd)
+    most, full = 0, None
+    while status and w.running():
         try:
             with urllib.request.urlopen(status, timeout=5) as r:
                 c = json.load(r)["counts"]
             most = max(most, c["queued"])
             if c["seen"] >= total + hubs:
-                p.send_signal(signal.SIGINT)
+                full = time.monotonic() - t0
+                w.p.send_signal(signal.SIGINT)
                 break
         except OSError:
             pass
         time.sleep(0.5)
-    _, st, ru = os.wait4(p.pid, 0)
+    st, ru = w.wait()
     wall = time.monotonic() - t0
     rest.join(timeout=10)
     srv.shutdown()
     code = os.waitstatus_to_exitcode(st)
-    return code, wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024, most, "".join(lines)
+    return code, wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024, most, full, "".join(lines)
 
 
 def main():
@@ -220,7 +282,10 @@ def main():
     ap.add_argument("--testweb", required=True)
     ap.add_argument("--sites", type=int, default=50)
     ap.add_argument("--pages", type=int, default=400)
-    ap.add_argument("--frontier", type=int, default=1_000_000)
+    ap.add_argument("--frontier", type=int, default=1_000_000,
+                    help="URLs of the frontier row (0: no frontier row)")
+    ap.add_argument("--workers", type=int, default=0,
+                    help="warchest's workers (default: one a host, at least 16)")
     ap.add_argument("--frontier-timeout", type=float, default=900,
                     help="seconds the frontier row may take at most")
     ap.add_argument("--smoke", action="store_true",
@@ -233,11 +298,13 @@ def main():
     try:
         web = TestWeb(a.testweb, a.sites, a.pages)
         print(f"test web: {a.sites} hosts x {a.pages} pages (+ an image a page, style sheets)")
-        rows = {}
-        for name, fn in [("warchest crawl", lambda: crawl_warchest(a.bin, web, f"{tmp}/w")),
+        rows, rates = {}, {}
+        workers = a.workers or max(16, a.sites)
+        for name, fn in [("warchest crawl",
+                          lambda: crawl_warchest(a.bin, web, f"{tmp}/w", workers)),
                          ("wget --mirror", lambda: crawl_wget(web, f"{tmp}/g"))]:
             c0 = web.cpu()
-            code, wall, cpu, rss, err = fn()
+            code, wall, cpu, rss, err, flight = fn()
             server = web.cpu() - c0
             files = sorted(glob.glob(f"{tmp}/w/archive/*.warc.gz") if name.startswith("warchest")
                            else glob.glob(f"{tmp}/g/*.warc.gz"))
@@ -247,9 +314,18 @@ def main():
                 continue
             urls, pages = archived(files)
             rows[name] = urls
-            print(f"{name:15} {pages / wall:9.1f} pages/s  {wall:7.2f} s  CPU {cpu:7.2f} s  "
+            rates[name] = (pages / wall, cpu / max(len(urls), 1))
+            print(f"{name:15} {pages / wall:9.1f} pages/s  {wall:7.2f} s  CPU {cpu:7.2f} s "
+                  f"({1000 * cpu / max(len(urls), 1):6.2f} ms a URL)  "
                   f"peak RSS {rss:7.1f} MiB  URLs {len(urls):6}  pages {pages:6}  "
                   f"| server CPU {server:6.2f} s ({100 * server / wall:4.0f}% of one core)")
+            if flight:
+                print(f"{'':15} URIs in flight: {flight[0]:.1f} on average, {flight[1]} at most; "
+                      f"workers busy {flight[2]:.1f} ({workers} workers, {a.sites} hosts)")
+        if len(rates) == 2:
+            (wr, wc), (gr, gc) = rates["warchest crawl"], rates["wget --mirror"]
+            print(f"warchest / wget: {wr / gr:.2f}x the pages/s (target >= 5x), "
+                  f"{wc / gc:.2f}x the CPU seconds a URL")
         if len(rows) == 2:
             missed = sorted(rows["wget --mirror"] - rows["warchest crawl"])
             print(f"every URL wget archived, warchest archived too: "
@@ -258,12 +334,19 @@ def main():
                 print(f"  missed {u}")
             ok = ok and not missed
         web.stop()
-        code, wall, cpu, rss, most, err = frontier_row(a.bin, a.frontier, a.frontier_timeout, tmp)
-        if most == 0:
+        most = None
+        if a.frontier > 0:
+            code, wall, cpu, rss, most, full, err = frontier_row(a.bin, a.frontier,
+                                                                 a.frontier_timeout, tmp)
+        if most is None:
+            pass
+        elif most == 0:
             print(f"frontier row: exit {code}, no status\n{err[-2000:]}", file=sys.stderr)
             ok = False
         else:
-            print(f"frontier of {a.frontier} URLs: at most {most} queued at once, {wall:.1f} s, "
+            seeded = f"all queued after {full:.1f} s" if full else "not all queued"
+            print(f"frontier of {a.frontier} URLs: at most {most} queued at once ({seeded}), "
+                  f"{wall:.1f} s, "
                   f"CPU {cpu:.2f} s, peak RSS {rss:.1f} MiB "
                   f"({'within' if rss <= 256 else 'OVER'} the 256 MiB target)")
             ok = ok and most >= a.frontier * 0.99

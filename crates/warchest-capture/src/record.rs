@@ -41,6 +41,10 @@ pub struct Recorded {
     pub kind: Kind,
     /// Records written.
     pub records: u64,
+    /// The WARC file the response (or revisit) went to, by its final name,
+    /// and the record's offset in it (crawl.log's `warcFilename` and
+    /// `warcFileOffset`).
+    pub placed: Option<(PathBuf, u64)>,
 }
 
 /// An HTTP exchange to record.
@@ -259,6 +263,7 @@ impl Recorder {
             )?
         };
         let mut records = 1;
+        let at = placed.first().map(|p| (p.path.clone(), p.written.offset));
         // Index an original, and remember the URL for conditional requests.
         if let Some(idx) = &self.index
             && (200..300).contains(&status)
@@ -334,7 +339,12 @@ impl Recorder {
                 s.truncated += 1;
             }
         });
-        Ok(Recorded { id, kind, records })
+        Ok(Recorded {
+            id,
+            kind,
+            records,
+            placed: at,
+        })
     }
 
     /// Writes a `dns:` record of a lookup (section 6.4.4: a `resource`

@@ -9,6 +9,7 @@
 //! (`crawl.toml`), which is all `--resume DIR` needs.
 
 use std::collections::BTreeMap;
+use std::net::IpAddr;
 use std::path::PathBuf;
 
 use serde::Deserialize;
@@ -119,15 +120,80 @@ pub struct EngineConfig {
 
 impl EngineConfig {
     /// Whether `host` may be reached: always, unless `resolve-only`, where
-    /// only the hosts of the `resolve` table and loopback addresses may.
+    /// only the hosts of the `resolve` table, `localhost` and addresses of
+    /// 127.0.0.0/8 may. IPv6's `::1` is refused there: the rule the tests
+    /// keep is 127.0.0.0/8, and a server on `[::1]` is another socket than
+    /// the one on 127.0.0.1 (see [`test_loopback`]).
     pub fn may_reach(&self, host: &str) -> bool {
         let loopback = host == "localhost"
             || host
                 .trim_matches(['[', ']'])
-                .parse::<std::net::IpAddr>()
-                .is_ok_and(|ip| ip.is_loopback());
+                .parse::<IpAddr>()
+                .is_ok_and(test_loopback);
         !self.resolve_only || loopback || self.resolve.keys().any(|h| h.eq_ignore_ascii_case(host))
     }
+}
+
+/// Whether `ip` is in 127.0.0.0/8 (or is such an address mapped into
+/// IPv6, `::ffff:127.x.y.z`): the only addresses a `resolve-only` crawl
+/// reaches. `::1` is loopback too but is left out, so that one rule,
+/// 127.0.0.0/8, says what a crawl under test may reach.
+pub fn test_loopback(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => v4.is_loopback(),
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback()),
+    }
+}
+
+/// Parses a `resolve` value: one address or several separated by commas,
+/// each IPv4 (`127.0.0.2`) or IPv6, bare (`::1`) or in brackets (`[::1]`).
+/// A port is refused: the URL's port is the one connected to.
+///
+/// # Errors
+/// A part is not an address (the message names it).
+pub fn resolve_addrs(value: &str) -> Result<Vec<IpAddr>, ConfigError> {
+    value
+        .split(',')
+        .map(|a| {
+            let a = a.trim();
+            let bare = a
+                .strip_prefix('[')
+                .and_then(|x| x.strip_suffix(']'))
+                .unwrap_or(a);
+            bare.parse::<IpAddr>().map_err(|_| {
+                let port = a.parse::<std::net::SocketAddr>().is_ok();
+                ConfigError(format!(
+                    "{a:?}: not an IP address{}",
+                    if port {
+                        " (no port: the URL's port is used)"
+                    } else {
+                        ""
+                    }
+                ))
+            })
+        })
+        .collect()
+}
+
+/// Parses `--resolve HOST:ADDR` once: the host is what comes before the
+/// first colon (a host name has none), the rest is [`resolve_addrs`]'s
+/// value, so `a.test:127.0.0.2`, `a.test:[::1]`, `a.test:::1` and
+/// `a.test:127.0.0.2,127.0.0.3` all read as meant. Returns the host in
+/// lower case and the addresses as the `resolve` table keeps them.
+///
+/// # Errors
+/// No colon, an empty host, or an address that does not parse.
+pub fn resolve_entry(s: &str) -> Result<(String, String), ConfigError> {
+    let bad = |why: &str| ConfigError(format!("--resolve {s}: {why}"));
+    let (host, addrs) = s
+        .split_once(':')
+        .filter(|(h, a)| !h.is_empty() && !a.is_empty())
+        .ok_or_else(|| bad("not HOST:ADDR"))?;
+    if host.contains(['[', ']', '/']) {
+        return Err(bad("the host is a name (HOST:ADDR)"));
+    }
+    resolve_addrs(addrs).map_err(|e| bad(&e.0))?;
+    Ok((host.to_ascii_lowercase(), addrs.to_string()))
 }
 
 impl Default for EngineConfig {
@@ -334,21 +400,69 @@ mod tests {
                 .unwrap()
                 .engine;
         assert!(c.resolve_only);
-        for ok in ["a.test", "A.TEST", "127.0.0.5", "[::1]", "localhost"] {
+        for ok in [
+            "a.test",
+            "A.TEST",
+            "127.0.0.5",
+            "[::ffff:127.0.0.3]",
+            "localhost",
+        ] {
             assert!(c.may_reach(ok), "{ok}");
         }
+        // ::1 is loopback but not 127.0.0.0/8, the one rule for tests.
         for no in [
             "b.test",
             "example.com",
             "10.0.0.1",
             "192.0.2.1",
             "[2001:db8::1]",
+            "[::1]",
+            "[::ffff:10.0.0.1]",
         ] {
             assert!(!c.may_reach(no), "{no}");
         }
         // Without the key every host may be reached, as a real crawl needs.
         let open = CrawlConfig::from_toml("").unwrap().engine;
         assert!(open.may_reach("example.com"));
+    }
+
+    #[test]
+    fn resolve_entries_parse_once_ipv6_whole() {
+        let ok = |s: &str| resolve_entry(s).unwrap();
+        assert_eq!(
+            ok("A.test:127.0.0.2"),
+            ("a.test".into(), "127.0.0.2".into())
+        );
+        // IPv6, bare or in brackets: the host ends at the first colon.
+        assert_eq!(ok("a.test:::1"), ("a.test".into(), "::1".into()));
+        assert_eq!(ok("a.test:[::1]"), ("a.test".into(), "[::1]".into()));
+        assert_eq!(
+            ok("a.test:[2001:db8::1],127.0.0.3"),
+            ("a.test".into(), "[2001:db8::1],127.0.0.3".into())
+        );
+        assert_eq!(
+            resolve_addrs("[2001:db8::1], 127.0.0.3").unwrap(),
+            [
+                "2001:db8::1".parse::<IpAddr>().unwrap(),
+                "127.0.0.3".parse().unwrap()
+            ]
+        );
+        for bad in [
+            "a.test",
+            ":127.0.0.1",
+            "a.test:",
+            "a.test:nope",
+            "[::1]:127.0.0.1",
+        ] {
+            assert!(resolve_entry(bad).is_err(), "{bad}");
+        }
+        // A port is refused, and the message says why.
+        let e = resolve_entry("a.test:[::1]:8080").unwrap_err().to_string();
+        assert!(e.contains("no port"), "{e}");
+        let e = resolve_entry("a.test:127.0.0.1:8080")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no port"), "{e}");
     }
 
     #[test]

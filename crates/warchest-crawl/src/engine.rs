@@ -69,6 +69,20 @@ pub enum CrawlError {
     Warc(#[from] warchest::Error),
 }
 
+/// What reading the hand-off can fail on: the hand-off itself (its
+/// directory or object store), or the frontier the URIs go to.
+#[derive(Debug)]
+enum Handed {
+    Io(std::io::Error),
+    Frontier(frontier::FrontierError),
+}
+
+impl From<std::io::Error> for Handed {
+    fn from(e: std::io::Error) -> Handed {
+        Handed::Io(e)
+    }
+}
+
 fn io_at(p: &Path) -> impl FnOnce(std::io::Error) -> CrawlError + '_ {
     move |e| CrawlError::Io(p.to_path_buf(), e)
 }
@@ -437,10 +451,12 @@ impl Crawl {
             DigestIndex::open(tmp)?;
             Ok(())
         })?;
-        let index = DigestIndex::open(&idx_path)?;
+        // Its commits are synced with the frontier's group commits.
+        let index = DigestIndex::open(&idx_path)?.deferred();
         let mut notes = Vec::new();
         if let Some(p) = cdxj {
             let n = crate::dedupe::load(&index, p)?;
+            index.sync()?;
             notes.push(format!(
                 "dedupe index {}: {} captures ({} digests new), {} lines skipped (not 2xx, revisits, no digest), {} not CDXJ",
                 p.display(),
@@ -509,20 +525,16 @@ impl Crawl {
         };
         let mut overrides = HashMap::new();
         for (h, a) in &e.resolve {
-            let addrs = a
-                .split(',')
-                .map(|x| x.trim().parse())
-                .collect::<Result<Vec<std::net::IpAddr>, _>>()
-                .map_err(|_| {
-                    crate::config::ConfigError(format!("resolve {h} = {a}: not addresses"))
-                })?;
-            // resolve-only promises loopback and the table: an address
-            // outside loopback in the table would break that promise.
+            let addrs = crate::config::resolve_addrs(a).map_err(|err| {
+                crate::config::ConfigError(format!("resolve {h} = {a}: {}", err.0))
+            })?;
+            // resolve-only promises 127.0.0.0/8 and the table: an address
+            // outside it in the table would break that promise.
             if e.resolve_only
-                && let Some(a) = addrs.iter().find(|a| !a.is_loopback())
+                && let Some(a) = addrs.iter().find(|a| !crate::config::test_loopback(**a))
             {
                 return Err(crate::config::ConfigError(format!(
-                    "resolve {h} = {a}: resolve-only reaches loopback addresses only"
+                    "resolve {h} = {a}: resolve-only reaches 127.0.0.0/8 only"
                 ))
                 .into());
             }
@@ -538,7 +550,14 @@ impl Crawl {
             Frontier::open(tmp)?;
             Ok(())
         })?;
-        let (frontier, requeued) = Frontier::open(&frontier_path)?;
+        let (mut frontier, requeued) = Frontier::open(&frontier_path)?;
+        // The dedupe index is synced with each group commit, before the
+        // frontier (frontier.rs).
+        let rec = recorder.clone();
+        frontier.set_companion(Box::new(move || match rec.index() {
+            Some(i) => i.sync().map_err(|e| e.to_string()),
+            None => Ok(()),
+        }));
         let (status, status_addr) = match &e.status_listen {
             None => (None, None),
             #[cfg(feature = "status")]
@@ -684,15 +703,25 @@ impl Crawl {
         };
         let n = h
             .receive(|u| self.queue_handed(u))
-            .map_err(|e| CrawlError::Io(self.handoff_at(), e))?;
+            .map_err(|e| self.handed_error(e))?;
         Ok(n as u64)
     }
 
-    fn queue_handed(&self, uris: &[CrawlUri]) -> std::io::Result<()> {
+    /// Queues URIs read from the hand-off: a frontier error stays one, so
+    /// that it is reported under the frontier, not the hand-off prefix.
+    fn queue_handed(&self, uris: &[CrawlUri]) -> Result<(), Handed> {
         self.frontier
             .add(uris)
             .map(|_| ())
-            .map_err(|e| std::io::Error::other(e.to_string()))
+            .map_err(Handed::Frontier)
+    }
+
+    /// A hand-off error named by where it happened.
+    fn handed_error(&self, e: Handed) -> CrawlError {
+        match e {
+            Handed::Frontier(f) => CrawlError::Frontier(f),
+            Handed::Io(io) => CrawlError::Io(self.handoff_at(), io),
+        }
     }
 
     /// The hand-off prefix, for messages.
@@ -718,7 +747,7 @@ impl Crawl {
                     .is_ok_and(|c| c.queued == 0 && c.in_flight == 0)
         };
         h.try_finish(quiet, |u| self.queue_handed(u))
-            .map_err(|e| CrawlError::Io(self.handoff_at(), e))
+            .map_err(|e| self.handed_error(e))
     }
 
     /// The state as JSON and as Prometheus metrics (`status-listen`).
@@ -1083,18 +1112,22 @@ impl Crawl {
         let fetched = self.fetch_page(uri);
         let elapsed = t0.elapsed();
         let delay = self.cfg.politeness.next_fetch_delay(elapsed, crawl_delay);
+        // Tries of this URI so far, this one included (429 and 503 are
+        // tried again): Heritrix's `Nt` annotation when above one.
+        let tries = self
+            .retries
+            .lock()
+            .map(|r| r.get(uri.url.as_str()).copied().unwrap_or(0))
+            .unwrap_or(0)
+            + 1;
         let f = match fetched {
             Ok(f) => f,
             Err(CaptureError::Warc(w)) => return Err(w.into()),
             Err(err) => {
                 let code = error_code(&err);
-                self.log_outcome(
-                    thread,
-                    uri,
-                    code,
-                    None,
-                    vec![format!("err={err}").replace(' ', "_")],
-                );
+                let mut ann = vec![format!("err={err}").replace(' ', "_")];
+                ann.extend(self.finish_tries(uri, tries));
+                self.log_outcome(thread, uri, code, None, ann);
                 self.frontier.complete(
                     lease,
                     frontier::Outcome {
@@ -1112,21 +1145,20 @@ impl Crawl {
         self.live.bytes.fetch_add(f.body_len, Ordering::Relaxed);
         // 429 / 503: Retry-After, or backoff; bounded attempts.
         if matches!(f.status, 429 | 503) {
-            let attempt = {
-                let mut r = self.retries.lock().unwrap_or_else(|p| p.into_inner());
-                if r.len() > 100_000 {
-                    r.clear();
-                }
-                let a = r.entry(uri.url.to_string()).or_insert(0);
-                *a += 1;
-                *a
-            };
             let headers = f.headers.iter().map(|(n, v)| (n.as_str(), v.as_slice()));
+            // Retry number `tries` (the first retry follows the first try).
             if let Some(wait) =
                 self.cfg
                     .politeness
-                    .retry_after(f.status, headers, attempt, SystemTime::now())
+                    .retry_after(f.status, headers, tries, SystemTime::now())
             {
+                {
+                    let mut r = self.retries.lock().unwrap_or_else(|p| p.into_inner());
+                    if r.len() > 100_000 {
+                        r.clear();
+                    }
+                    r.insert(uri.url.to_string(), tries);
+                }
                 self.frontier.retry(lease, uri, wait.max(delay))?;
                 return Ok(());
             }
@@ -1173,6 +1205,7 @@ impl Crawl {
         if f.extracted.dropped > 0 {
             ann.push(format!("dol:{}", f.extracted.dropped));
         }
+        ann.extend(self.finish_tries(uri, tries));
         let seed = self.seeds.get(uri.seed as usize).map(|s| s.to_string());
         let mut line = fetch_line(uri, &f, thread, seed.as_deref());
         line.annotations = ann;
@@ -1200,6 +1233,17 @@ impl Crawl {
         )?;
         self.live.done.fetch_add(1, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// Forgets the retries of a URI that is finished; Heritrix's `Nt`
+    /// annotation when it took more than one try.
+    fn finish_tries(&self, uri: &CrawlUri, tries: u32) -> Option<String> {
+        if tries > 1
+            && let Ok(mut r) = self.retries.lock()
+        {
+            r.remove(uri.url.as_str());
+        }
+        (tries > 1).then(|| format!("{tries}t"))
     }
 
     /// A crawl.log line, dated now.
@@ -1512,7 +1556,17 @@ impl Crawl {
                 "{host}: not in the resolve table (resolve-only)"
             )));
         }
-        self.resolver.resolve(host)
+        let mut r = self.resolver.resolve(host)?;
+        // `localhost` is 127.0.0.1 and ::1: resolve-only keeps 127.0.0.0/8.
+        if self.cfg.engine.resolve_only {
+            r.addrs.retain(|a| crate::config::test_loopback(*a));
+            if r.addrs.is_empty() {
+                return Err(CaptureError::Dns(format!(
+                    "{host}: no address in 127.0.0.0/8 (resolve-only)"
+                )));
+            }
+        }
+        Ok(r)
     }
 
     /// Fetches and records one URI: the one place a page is fetched (a
@@ -1637,6 +1691,8 @@ impl Crawl {
             x.response.payload.payload.as_bytes(),
         )
         .to_string();
+        let content_size = x.response.len;
+        let mut placed = None;
         let kind = if let Some(im) = &self.infomall {
             // Web InfoMall: the response as received; origin is the URL
             // whose redirect led here.
@@ -1662,19 +1718,19 @@ impl Crawl {
             )?;
             Kind::Response
         } else {
-            self.recorder
-                .record_http(HttpRecord {
-                    target_uri: target,
-                    ip: Some(x.ip),
-                    date: x.started,
-                    request: warchest::write::Body::Bytes(&x.request),
-                    response: &mut x.response,
-                    protocols,
-                    cipher_suite: x.tls.1.clone(),
-                    metadata: meta,
-                    conditional_of,
-                })?
-                .kind
+            let r = self.recorder.record_http(HttpRecord {
+                target_uri: target,
+                ip: Some(x.ip),
+                date: x.started,
+                request: warchest::write::Body::Bytes(&x.request),
+                response: &mut x.response,
+                protocols,
+                cipher_suite: x.tls.1.clone(),
+                metadata: meta,
+                conditional_of,
+            })?;
+            placed = r.placed;
+            r.kind
         };
         Ok(FetchedPage {
             status,
@@ -1689,6 +1745,8 @@ impl Crawl {
             extracted,
             headers,
             robots_body,
+            content_size,
+            placed,
         })
     }
 }
@@ -1743,6 +1801,10 @@ struct FetchedPage {
     extracted: Extracted,
     headers: Vec<(String, Vec<u8>)>,
     robots_body: Option<Vec<u8>>,
+    /// The record's length as received, HTTP head included.
+    content_size: u64,
+    /// The WARC file (final name) and offset of the response or revisit.
+    placed: Option<(PathBuf, u64)>,
 }
 
 /// The crawl.log line of a fetch (annotations left to the caller).
@@ -1764,8 +1826,22 @@ fn fetch_line<'a>(
         digest: f.digest.as_deref(),
         seed,
         annotations: Vec::new(),
-        extra: None,
+        extra: Some(log_extra(f.content_size, f.placed.as_ref())),
     }
+}
+
+/// crawl.log's last column, as Heritrix writes it with its WARC writer:
+/// `contentSize` (the response as received, head included), and the
+/// WARC file's name and the record's offset in it.
+fn log_extra(content_size: u64, placed: Option<&(PathBuf, u64)>) -> serde_json::Value {
+    let mut x = serde_json::Map::new();
+    x.insert("contentSize".into(), content_size.into());
+    if let Some((file, offset)) = placed {
+        let name = file.file_name().map(|n| n.to_string_lossy().into_owned());
+        x.insert("warcFilename".into(), name.unwrap_or_default().into());
+        x.insert("warcFileOffset".into(), (*offset).into());
+    }
+    serde_json::Value::Object(x)
 }
 
 /// Heritrix's negative status codes for fetch failures.

@@ -156,6 +156,8 @@ pub struct DigestIndex {
     path: PathBuf,
     // Keeps a temporary index's directory until the index is dropped.
     _temp: Option<tempfile::TempDir>,
+    // Commits are not synced; the owner calls `sync` (see `deferred`).
+    deferred: bool,
 }
 
 impl DigestIndex {
@@ -170,6 +172,7 @@ impl DigestIndex {
             db,
             path,
             _temp: None,
+            deferred: false,
         };
         // Make the table exist so that lookups before any insert work.
         let txn = idx.db.begin_write().map_err(|e| db_error(e, &idx.path))?;
@@ -189,6 +192,37 @@ impl DigestIndex {
         let mut idx = DigestIndex::open(dir.path().join("digests.redb"))?;
         idx._temp = Some(dir);
         Ok(idx)
+    }
+
+    /// Commits from now on are not synced to disk, each one: they become
+    /// durable at the next [`DigestIndex::sync`], which the owner calls
+    /// (a crawl syncs once for a group of fetches, not once a fetch). A
+    /// process killed before it loses the entries since the last sync:
+    /// later duplicates of those payloads are then written whole, never
+    /// as revisits of a record that is not there.
+    pub fn deferred(mut self) -> DigestIndex {
+        self.deferred = true;
+        self
+    }
+
+    /// Makes every commit so far durable (one synced commit).
+    ///
+    /// # Errors
+    /// Writing the database failed.
+    pub fn sync(&self) -> Result<()> {
+        let p = &self.path;
+        let txn = self.db.begin_write().map_err(|e| db_error(e, p))?;
+        txn.commit().map_err(|e| db_error(e, p))
+    }
+
+    fn begin_write(&self) -> Result<redb::WriteTransaction> {
+        let p = &self.path;
+        let mut txn = self.db.begin_write().map_err(|e| db_error(e, p))?;
+        if self.deferred {
+            txn.set_durability(redb::Durability::None)
+                .map_err(|e| db_error(e, p))?;
+        }
+        Ok(txn)
     }
 
     /// The database file.
@@ -233,7 +267,7 @@ impl DigestIndex {
     /// # Errors
     /// The database cannot start a transaction.
     pub fn batch(&self) -> Result<Batch<'_>> {
-        let txn = self.db.begin_write().map_err(|e| db_error(e, &self.path))?;
+        let txn = self.begin_write()?;
         Ok(Batch { txn, index: self })
     }
 
@@ -282,7 +316,7 @@ impl DigestIndex {
     /// Writing the database failed.
     pub fn put_url(&self, uri: &str, entry: &UrlEntry) -> Result<()> {
         let p = &self.path;
-        let txn = self.db.begin_write().map_err(|e| db_error(e, p))?;
+        let txn = self.begin_write()?;
         {
             let mut t = txn.open_table(URLS).map_err(|e| db_error(e, p))?;
             t.insert(uri, entry.encode().as_slice())

@@ -101,11 +101,12 @@ pub struct Args {
     /// Worker threads (hosts fetched at once; default 8).
     #[arg(long)]
     workers: Option<usize>,
-    /// HOST:ADDR instead of a DNS lookup (repeatable).
+    /// HOST:ADDR instead of a DNS lookup (repeatable). ADDR: IPv4, IPv6
+    /// (`[::1]` or `::1`), or several separated by commas; no port.
     #[arg(long, value_name = "HOST:ADDR")]
     resolve: Vec<String>,
-    /// Reach only the --resolve hosts and loopback addresses, with no DNS
-    /// lookup (tests, closed networks).
+    /// Reach only the --resolve hosts, localhost and 127.0.0.0/8, with no
+    /// DNS lookup (tests, closed networks).
     #[arg(long)]
     resolve_only: bool,
     /// Neither fetch nor obey robots.txt.
@@ -223,16 +224,8 @@ fn flags(a: &Args) -> Result<toml::Table> {
     if !a.resolve.is_empty() {
         let mut m = toml::Table::new();
         for r in &a.resolve {
-            let (h, addr) = r
-                .rsplit_once(':')
-                .filter(|(h, _)| !h.is_empty())
-                .with_context(|| format!("--resolve {r}: not HOST:ADDR"))?;
-            // HOST:ADDR, where ADDR may be an IPv6 literal in brackets.
-            let (h, addr) = match r.split_once(":[") {
-                Some((h6, a6)) => (h6, a6.trim_end_matches(']')),
-                None => (h, addr),
-            };
-            m.insert(h.to_ascii_lowercase(), Value::String(addr.to_string()));
+            let (h, addrs) = warchest_crawl::config::resolve_entry(r)?;
+            m.insert(h, Value::String(addrs));
         }
         t.insert("resolve".into(), Value::Table(m));
     }

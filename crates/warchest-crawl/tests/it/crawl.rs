@@ -658,3 +658,69 @@ fn resolve_only_refuses_a_table_address_outside_loopback() {
     };
     assert!(err.contains("x.test") && err.contains("10.0.0.1"), "{err}");
 }
+
+/// crawl.log's retry count and extras, as Heritrix writes them: a URI
+/// answered 429 and then 200 is logged once, with `2t` (two tries), and
+/// every fetch's last column names its WARC file and the record's offset,
+/// where its response record is.
+#[test]
+fn crawl_log_counts_tries_and_names_the_warc_record() {
+    use warchest_crawl::testweb::{TestWeb, TestWebConfig};
+    let web = TestWeb::start(TestWebConfig {
+        sites: 1,
+        pages: 2,
+        ..TestWebConfig::default()
+    })
+    .unwrap();
+    let page = web.url("ratelimit.test", "/a.html");
+    let ip = web
+        .hosts()
+        .into_iter()
+        .find(|(h, _)| h == "ratelimit.test")
+        .unwrap()
+        .1
+        .ip();
+    let toml = format!(
+        "seeds = [\"{page}\"]\nmin-delay = 0.0\nmax-delay = 0.0\ndelay-factor = 0.0\nmax-hops = 0\nextra-hops = 0\ntimeout = 5.0\nresolve-only = true\n[resolve]\n\"ratelimit.test\" = \"{ip}\"\n"
+    );
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("c");
+    let s = crawl(&dir, &toml);
+    assert_eq!(s.ending, Ending::Finished);
+    let log = std::fs::read_to_string(dir.join("logs/crawl.log")).unwrap();
+    let lines: Vec<Vec<&str>> = log
+        .lines()
+        .filter(|l| l.split_whitespace().nth(3) == Some(page.as_str()))
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    // One line, for the last try: 200, and two tries.
+    assert_eq!(lines.len(), 1, "{log}");
+    let l = &lines[0];
+    assert_eq!(l[1], "200", "{log}");
+    assert!(l[11].split(',').any(|a| a == "2t"), "{log}");
+    // A URI fetched once has no tries annotation.
+    let robots = log.lines().find(|l| l.contains("/robots.txt ")).unwrap();
+    assert!(!robots.contains("1t") && !robots.contains("2t"), "{robots}");
+    // The extras: contentSize, and the WARC file and offset of the record.
+    let x: serde_json::Value = serde_json::from_str(l[12]).unwrap();
+    let name = x["warcFilename"].as_str().unwrap();
+    let offset = x["warcFileOffset"].as_u64().unwrap();
+    assert!(x["contentSize"].as_u64().unwrap() > 0, "{x}");
+    let mut f = std::fs::File::open(dir.join("archive").join(name)).unwrap();
+    std::io::Seek::seek(&mut f, std::io::SeekFrom::Start(offset)).unwrap();
+    let mut rec = Vec::new();
+    flate2::read::GzDecoder::new(f)
+        .read_to_end(&mut rec)
+        .unwrap();
+    let rec = String::from_utf8_lossy(&rec);
+    assert!(rec.starts_with("WARC/1.1\r\n"), "{rec}");
+    assert!(rec.contains("WARC-Type: response\r\n"), "{rec}");
+    assert!(
+        rec.contains(&format!("WARC-Target-URI: {page}\r\n")),
+        "{rec}"
+    );
+    assert!(
+        rec.contains("HTTP/1.0 200") || rec.contains("HTTP/1.1 200"),
+        "{rec}"
+    );
+}
