@@ -39,7 +39,7 @@ compressed file is one task).
 Every run of a tool is a fresh interpreter (tools in turns, so load on the
 machine falls on all of them alike), which reports the CPU time (user+sys,
 all its threads) of its loop alone, without the interpreter's start and
-imports; the parent adds the child's wall time and peak RSS (os.wait4).
+imports, and its peak RSS (VmHWM); the parent adds the child's wall time.
 Ratios are of CPU time against FastWARC's, the figure a loaded machine
 still measures. `--threads` is warchest's decoding threads (1, the issue's
 row: the calling thread decodes; 0: one per core).
@@ -124,6 +124,18 @@ TOOLS = {
 }
 
 
+def peak_rss():
+    """This process's peak RSS in MiB since its exec (VmHWM). Not the
+    parent's ru_maxrss from wait4: Linux starts that at the RSS of the
+    process that forked the child, so a large parent (pyarrow imported, a
+    table read) would show in every row."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    raise SystemExit("no VmHWM in /proc/self/status")
+
+
 def child(tool, path, threads):
     """One measured run in this interpreter: prints a JSON line."""
     # Imports outside the measurement: a user pays them once per process.
@@ -138,7 +150,7 @@ def child(tool, path, threads):
     c0 = time.process_time()
     n, size = TOOLS[tool](path, threads)
     cpu = time.process_time() - c0
-    print(json.dumps({"records": n, "bytes": size, "cpu": cpu}))
+    print(json.dumps({"records": n, "bytes": size, "cpu": cpu, "rss": peak_rss()}))
 
 
 def run_child(tool, path, threads):
@@ -148,14 +160,13 @@ def run_child(tool, path, threads):
         stdout=subprocess.PIPE,
     )
     out = p.stdout.read()
-    _, status, ru = os.wait4(p.pid, 0)
+    _, status, _ = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t0
     p.returncode = os.waitstatus_to_exitcode(status)
     if p.returncode != 0:
         raise SystemExit(f"{tool} on {path} failed (exit {p.returncode})")
     r = json.loads(out)
-    # ru_maxrss is in KiB on Linux.
-    r.update(wall=wall, rss=ru.ru_maxrss / 1024)
+    r.update(wall=wall)
     return r
 
 
@@ -342,7 +353,7 @@ def fetch_child(tool, sel, out):
                 w.write(data)
                 n += 1
                 size += len(data)
-    print(json.dumps({"records": n, "bytes": size, "cpu": time.process_time() - c0}))
+    print(json.dumps({"records": n, "bytes": size, "cpu": time.process_time() - c0, "rss": peak_rss()}))
 
 
 def bench_fetch(path, n, runs, s3):
@@ -370,11 +381,11 @@ def bench_fetch(path, n, runs, s3):
                 t0 = time.perf_counter()
                 p = subprocess.Popen([sys.executable, __file__, "--fetch-child", tool, "--fetch-out", outs[tool], sel], stdout=subprocess.PIPE, env=env)
                 out = p.stdout.read()
-                _, status, ru = os.wait4(p.pid, 0)
+                _, status, _ = os.wait4(p.pid, 0)
                 if os.waitstatus_to_exitcode(status) != 0:
                     raise SystemExit(f"{tool} failed")
                 r = json.loads(out)
-                r.update(wall=time.perf_counter() - t0, rss=ru.ru_maxrss / 1024)
+                r.update(wall=time.perf_counter() - t0)
                 res.setdefault(tool, []).append(r)
         with open(outs["warchest-fetch"], "rb") as a, open(outs["boto3-loop"], "rb") as b:
             if a.read() != b.read():

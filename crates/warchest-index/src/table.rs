@@ -752,6 +752,8 @@ struct Batches {
     ready: Option<RecordBatch>,
     /// Batches complete, in order.
     done: Vec<RecordBatch>,
+    /// Their memory, counted as they are added (not summed per record).
+    done_bytes: usize,
     full: bool,
 }
 
@@ -796,17 +798,29 @@ impl Batches {
         .row(rec);
         if let Some(x) = self.ready.take() {
             self.full = true;
-            self.done.push(x);
+            self.add_done(x);
         }
         if let Some(b) = self.b.as_mut()
             && (b.rows >= opts.batch_rows.max(1) || b.bytes >= opts.batch_bytes)
         {
             self.full |= b.bytes >= opts.batch_bytes;
             let x = b.finish(t.schema)?;
-            self.done.push(x);
+            self.add_done(x);
             self.b = None;
         }
         r
+    }
+
+    /// Adds a complete batch.
+    fn add_done(&mut self, x: RecordBatch) {
+        self.done_bytes += x.get_array_memory_size();
+        self.done.push(x);
+    }
+
+    /// Takes the complete batches.
+    fn take_done(&mut self) -> Vec<RecordBatch> {
+        self.done_bytes = 0;
+        std::mem::take(&mut self.done)
     }
 
     /// Ends the batch being filled, if it has rows.
@@ -814,18 +828,15 @@ impl Batches {
         if let Some(mut b) = self.b.take()
             && b.rows > 0
         {
-            self.done.push(b.finish(schema)?);
+            let x = b.finish(schema)?;
+            self.add_done(x);
         }
         Ok(())
     }
 
     /// Bytes of rows held.
     fn held(&self) -> usize {
-        self.done
-            .iter()
-            .map(RecordBatch::get_array_memory_size)
-            .sum::<usize>()
-            + self.b.as_ref().map_or(0, |b| b.bytes)
+        self.done_bytes + self.b.as_ref().map_or(0, |b| b.bytes)
     }
 }
 
@@ -866,7 +877,7 @@ impl ScanChunks<'_> {
 
     /// Sends the complete batches of `rows`.
     fn send(&self, rows: &mut Batches) {
-        for b in rows.done.drain(..) {
+        for b in rows.take_done() {
             if self.tx.send(Ok(b)).is_err() {
                 self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
             }
