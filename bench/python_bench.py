@@ -5,7 +5,8 @@ responses by status and MIME type with the warc data source vs the
 cc-pyspark way (FastWARC, or warcio, in mapPartitions).
 
     python3 bench/python_bench.py [--runs N] [--threads N] [--tools A,B]
-        [--fetch N] [--spark] [--spark-only] FILE...
+        [--fetch N] [--fetch-runs N] [--spark] [--spark-only] [--spark-runs N]
+        FILE...
 
 Each tool does the same work per record: its type, its target URI, and the
 whole payload read (HTTP head parsed, chunking removed). Needs the warchest
@@ -264,9 +265,12 @@ def spark_warcio(spark, paths, s3):
     return dict(rdd.reduceByKey(lambda a, b: a + b).collect())
 
 
-def _tree_cpu(root):
+def _tree_cpu(root, server=None):
     """CPU seconds (user+sys, reaped children included) of the processes
-    under `root`, not `root` itself: the JVM and its Python workers."""
+    under `root`, not `root` itself: the JVM and its Python workers; and
+    those of the process `server` and its own (the S3 server the bench
+    started, also under `root`), which are left out of the first figure:
+    the store's work is not the executors'."""
     tick = os.sysconf("SC_CLK_TCK")
     kids = {}
     for d in os.listdir("/proc"):
@@ -279,13 +283,15 @@ def _tree_cpu(root):
             continue
         fields = st[st.rindex(")") + 2 :].split()
         kids.setdefault(int(fields[1]), []).append((int(d), sum(int(x) for x in fields[11:15])))
-    total = 0
-    todo = [root]
+    total = [0, 0]
+    todo = [(root, 0)]
     while todo:
-        for pid, ticks in kids.get(todo.pop(), []):
-            total += ticks
-            todo.append(pid)
-    return total / tick
+        parent, side = todo.pop()
+        for pid, ticks in kids.get(parent, []):
+            s = 1 if side or pid == server else 0
+            total[s] += ticks
+            todo.append((pid, s))
+    return total[0] / tick, total[1] / tick
 
 
 def bench_spark(paths, runs, s3):
@@ -311,17 +317,21 @@ def bench_spark(paths, runs, s3):
                     diff = {k: (want.get(k), got.get(k)) for k in set(want) | set(got) if want.get(k) != got.get(k)}
                     raise SystemExit(f"spark {name} ({where}) counts differ from the warc source's: {sorted(diff.items(), key=str)[:10]}")
             print(f"spark local[2], responses by status and MIME type, {len(files)} files from {where} (median of {runs}; s)")
-            print(f"  {'job':40s} {'wall':>7s} {'cpu':>7s}  ratio of cpu, of wall to FastWARC's")
+            server = store.s3.proc.pid if store is not None and store.s3.proc is not None else None
+            extra = " (cpu: the JVM and Python workers; server: the S3 server's)" if server else ""
+            print(f"  {'job':40s} {'wall':>7s} {'cpu':>7s}  ratio of cpu, of wall to FastWARC's{extra}")
             res = {}
             for _ in range(runs):
                 for name, fn in rows.items():
-                    c0, t0 = _tree_cpu(os.getpid()), time.perf_counter()
+                    c0, t0 = _tree_cpu(os.getpid(), server), time.perf_counter()
                     fn(spark, files, store)
-                    res.setdefault(name, []).append((time.perf_counter() - t0, _tree_cpu(os.getpid()) - c0))
-            med = {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for k, v in res.items()}
-            fw, fc = med["FastWARC in mapPartitions (cc-pyspark)"]
-            for name, (w, c) in med.items():
-                print(f"  {name:40s} {w:7.2f} {c:7.2f}  {c / fc:5.2f}x cpu {w / fw:5.2f}x wall  {sum(want.values())} responses")
+                    c1 = _tree_cpu(os.getpid(), server)
+                    res.setdefault(name, []).append((time.perf_counter() - t0, c1[0] - c0[0], c1[1] - c0[1]))
+            med = {k: tuple(statistics.median(r[i] for r in v) for i in range(3)) for k, v in res.items()}
+            fw, fc, _ = med["FastWARC in mapPartitions (cc-pyspark)"]
+            for name, (w, c, sc) in med.items():
+                srv = f"  server {sc:5.2f} s" if server else ""
+                print(f"  {name:40s} {w:7.2f} {c:7.2f}  {c / fc:5.2f}x cpu {w / fw:5.2f}x wall  {sum(want.values())} responses{srv}")
     finally:
         spark.stop()
 
@@ -483,6 +493,8 @@ def main():
     ap.add_argument("--spark", action="store_true", help="add the Spark rows")
     ap.add_argument("--spark-only", action="store_true", help="only the Spark rows")
     ap.add_argument("--fetch", type=int, metavar="N", help="add the fetch row: N records from an S3 server")
+    ap.add_argument("--fetch-runs", type=int, help="runs of the fetch row (default --runs)")
+    ap.add_argument("--spark-runs", type=int, help="runs of the Spark rows (default --runs)")
     ap.add_argument("--server", choices=["s3rver", "moto"], help="the S3 server (as bench/remote_bench.py)")
     ap.add_argument("--fetch-child", help=argparse.SUPPRESS)
     ap.add_argument("--fetch-out", help=argparse.SUPPRESS)
@@ -510,9 +522,9 @@ def main():
         s3 = Store(args, args.paths, tmp)
         try:
             if args.fetch:
-                bench_fetch(args.paths[0], args.fetch, args.runs, s3)
+                bench_fetch(args.paths[0], args.fetch, args.fetch_runs or args.runs, s3)
             if args.spark or args.spark_only:
-                bench_spark(args.paths, args.runs, s3)
+                bench_spark(args.paths, args.spark_runs or args.runs, s3)
         finally:
             s3.close()
 
