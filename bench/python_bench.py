@@ -5,7 +5,8 @@ responses by status and MIME type with the warc data source vs the
 cc-pyspark way (FastWARC, or warcio, in mapPartitions).
 
     python3 bench/python_bench.py [--runs N] [--threads N] [--tools A,B]
-        [--fetch N] [--spark] [--spark-only] FILE...
+        [--fetch N] [--fetch-runs N] [--spark] [--spark-only] [--spark-runs N]
+        FILE...
 
 Each tool does the same work per record: its type, its target URI, and the
 whole payload read (HTTP head parsed, chunking removed). Needs the warchest
@@ -39,7 +40,7 @@ compressed file is one task).
 Every run of a tool is a fresh interpreter (tools in turns, so load on the
 machine falls on all of them alike), which reports the CPU time (user+sys,
 all its threads) of its loop alone, without the interpreter's start and
-imports; the parent adds the child's wall time and peak RSS (os.wait4).
+imports, and its peak RSS (VmHWM); the parent adds the child's wall time.
 Ratios are of CPU time against FastWARC's, the figure a loaded machine
 still measures. `--threads` is warchest's decoding threads (1, the issue's
 row: the calling thread decodes; 0: one per core).
@@ -124,6 +125,18 @@ TOOLS = {
 }
 
 
+def peak_rss():
+    """This process's peak RSS in MiB since its exec (VmHWM). Not the
+    parent's ru_maxrss from wait4: Linux starts that at the RSS of the
+    process that forked the child, so a large parent (pyarrow imported, a
+    table read) would show in every row."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    raise SystemExit("no VmHWM in /proc/self/status")
+
+
 def child(tool, path, threads):
     """One measured run in this interpreter: prints a JSON line."""
     # Imports outside the measurement: a user pays them once per process.
@@ -138,7 +151,7 @@ def child(tool, path, threads):
     c0 = time.process_time()
     n, size = TOOLS[tool](path, threads)
     cpu = time.process_time() - c0
-    print(json.dumps({"records": n, "bytes": size, "cpu": cpu}))
+    print(json.dumps({"records": n, "bytes": size, "cpu": cpu, "rss": peak_rss()}))
 
 
 def run_child(tool, path, threads):
@@ -148,14 +161,13 @@ def run_child(tool, path, threads):
         stdout=subprocess.PIPE,
     )
     out = p.stdout.read()
-    _, status, ru = os.wait4(p.pid, 0)
+    _, status, _ = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t0
     p.returncode = os.waitstatus_to_exitcode(status)
     if p.returncode != 0:
         raise SystemExit(f"{tool} on {path} failed (exit {p.returncode})")
     r = json.loads(out)
-    # ru_maxrss is in KiB on Linux.
-    r.update(wall=wall, rss=ru.ru_maxrss / 1024)
+    r.update(wall=wall)
     return r
 
 
@@ -253,9 +265,12 @@ def spark_warcio(spark, paths, s3):
     return dict(rdd.reduceByKey(lambda a, b: a + b).collect())
 
 
-def _tree_cpu(root):
+def _tree_cpu(root, server=None):
     """CPU seconds (user+sys, reaped children included) of the processes
-    under `root`, not `root` itself: the JVM and its Python workers."""
+    under `root`, not `root` itself: the JVM and its Python workers; and
+    those of the process `server` and its own (the S3 server the bench
+    started, also under `root`), which are left out of the first figure:
+    the store's work is not the executors'."""
     tick = os.sysconf("SC_CLK_TCK")
     kids = {}
     for d in os.listdir("/proc"):
@@ -268,13 +283,15 @@ def _tree_cpu(root):
             continue
         fields = st[st.rindex(")") + 2 :].split()
         kids.setdefault(int(fields[1]), []).append((int(d), sum(int(x) for x in fields[11:15])))
-    total = 0
-    todo = [root]
+    total = [0, 0]
+    todo = [(root, 0)]
     while todo:
-        for pid, ticks in kids.get(todo.pop(), []):
-            total += ticks
-            todo.append(pid)
-    return total / tick
+        parent, side = todo.pop()
+        for pid, ticks in kids.get(parent, []):
+            s = 1 if side or pid == server else 0
+            total[s] += ticks
+            todo.append((pid, s))
+    return total[0] / tick, total[1] / tick
 
 
 def bench_spark(paths, runs, s3):
@@ -300,17 +317,21 @@ def bench_spark(paths, runs, s3):
                     diff = {k: (want.get(k), got.get(k)) for k in set(want) | set(got) if want.get(k) != got.get(k)}
                     raise SystemExit(f"spark {name} ({where}) counts differ from the warc source's: {sorted(diff.items(), key=str)[:10]}")
             print(f"spark local[2], responses by status and MIME type, {len(files)} files from {where} (median of {runs}; s)")
-            print(f"  {'job':40s} {'wall':>7s} {'cpu':>7s}  ratio of cpu, of wall to FastWARC's")
+            server = store.s3.proc.pid if store is not None and store.s3.proc is not None else None
+            extra = " (cpu: the JVM and Python workers; server: the S3 server's)" if server else ""
+            print(f"  {'job':40s} {'wall':>7s} {'cpu':>7s}  ratio of cpu, of wall to FastWARC's{extra}")
             res = {}
             for _ in range(runs):
                 for name, fn in rows.items():
-                    c0, t0 = _tree_cpu(os.getpid()), time.perf_counter()
+                    c0, t0 = _tree_cpu(os.getpid(), server), time.perf_counter()
                     fn(spark, files, store)
-                    res.setdefault(name, []).append((time.perf_counter() - t0, _tree_cpu(os.getpid()) - c0))
-            med = {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for k, v in res.items()}
-            fw, fc = med["FastWARC in mapPartitions (cc-pyspark)"]
-            for name, (w, c) in med.items():
-                print(f"  {name:40s} {w:7.2f} {c:7.2f}  {c / fc:5.2f}x cpu {w / fw:5.2f}x wall  {sum(want.values())} responses")
+                    c1 = _tree_cpu(os.getpid(), server)
+                    res.setdefault(name, []).append((time.perf_counter() - t0, c1[0] - c0[0], c1[1] - c0[1]))
+            med = {k: tuple(statistics.median(r[i] for r in v) for i in range(3)) for k, v in res.items()}
+            fw, fc, _ = med["FastWARC in mapPartitions (cc-pyspark)"]
+            for name, (w, c, sc) in med.items():
+                srv = f"  server {sc:5.2f} s" if server else ""
+                print(f"  {name:40s} {w:7.2f} {c:7.2f}  {c / fc:5.2f}x cpu {w / fw:5.2f}x wall  {sum(want.values())} responses{srv}")
     finally:
         spark.stop()
 
@@ -342,7 +363,7 @@ def fetch_child(tool, sel, out):
                 w.write(data)
                 n += 1
                 size += len(data)
-    print(json.dumps({"records": n, "bytes": size, "cpu": time.process_time() - c0}))
+    print(json.dumps({"records": n, "bytes": size, "cpu": time.process_time() - c0, "rss": peak_rss()}))
 
 
 def bench_fetch(path, n, runs, s3):
@@ -370,11 +391,11 @@ def bench_fetch(path, n, runs, s3):
                 t0 = time.perf_counter()
                 p = subprocess.Popen([sys.executable, __file__, "--fetch-child", tool, "--fetch-out", outs[tool], sel], stdout=subprocess.PIPE, env=env)
                 out = p.stdout.read()
-                _, status, ru = os.wait4(p.pid, 0)
+                _, status, _ = os.wait4(p.pid, 0)
                 if os.waitstatus_to_exitcode(status) != 0:
                     raise SystemExit(f"{tool} failed")
                 r = json.loads(out)
-                r.update(wall=time.perf_counter() - t0, rss=ru.ru_maxrss / 1024)
+                r.update(wall=time.perf_counter() - t0)
                 res.setdefault(tool, []).append(r)
         with open(outs["warchest-fetch"], "rb") as a, open(outs["boto3-loop"], "rb") as b:
             if a.read() != b.read():
@@ -472,6 +493,8 @@ def main():
     ap.add_argument("--spark", action="store_true", help="add the Spark rows")
     ap.add_argument("--spark-only", action="store_true", help="only the Spark rows")
     ap.add_argument("--fetch", type=int, metavar="N", help="add the fetch row: N records from an S3 server")
+    ap.add_argument("--fetch-runs", type=int, help="runs of the fetch row (default --runs)")
+    ap.add_argument("--spark-runs", type=int, help="runs of the Spark rows (default --runs)")
     ap.add_argument("--server", choices=["s3rver", "moto"], help="the S3 server (as bench/remote_bench.py)")
     ap.add_argument("--fetch-child", help=argparse.SUPPRESS)
     ap.add_argument("--fetch-out", help=argparse.SUPPRESS)
@@ -499,9 +522,9 @@ def main():
         s3 = Store(args, args.paths, tmp)
         try:
             if args.fetch:
-                bench_fetch(args.paths[0], args.fetch, args.runs, s3)
+                bench_fetch(args.paths[0], args.fetch, args.fetch_runs or args.runs, s3)
             if args.spark or args.spark_only:
-                bench_spark(args.paths, args.runs, s3)
+                bench_spark(args.paths, args.spark_runs or args.runs, s3)
         finally:
             s3.close()
 

@@ -6,8 +6,9 @@
 #   bench/run.sh --smoke                     one pass on a fixture with the debug build,
 #                                            no FastWARC harness (CI: keeps the script alive;
 #                                            BENCH_SMOKE_BIN=PATH: that binary, no build)
-#   bench/run.sh --python [--fetch N] [--spark] FILE...
-#                                            Python iteration, fetch and Spark rows (docs/python.md)
+#   bench/run.sh --python [--no-build] [--fetch N] [--spark] FILE...
+#                                            Python iteration, fetch and Spark rows (docs/python.md);
+#                                            --no-build: the warchest wheel python3 has installed
 #   bench/run.sh --spark FILE...             the Spark rows alone (--python --spark-only)
 #   bench/run.sh --derive [--smoke] [FILE]   derive text/wet/wat against Resiliparse and
 #                                            trafilatura (docs/derive.md); --smoke: a fixture,
@@ -36,6 +37,12 @@ if [ "${1:-}" = "--spark" ]; then
 fi
 if [ "${1:-}" = "--python" ]; then
     shift
+    if [[ " $* " == *" --no-build "* ]]; then
+        args=()
+        for a in "$@"; do [ "$a" = --no-build ] || args+=("$a"); done
+        python3 -c 'import warchest; print("warchest wheel:", warchest.__file__)'
+        exec python3 "$here/python_bench.py" "${args[@]}"
+    fi
     # The rows that read from the S3 server need the `remote` feature.
     features=--no-default-features
     if [[ " $* " == *" --fetch "* || " $* " == *" --spark"* ]]; then

@@ -23,10 +23,14 @@ use crate::io::{Target, targets_from_py};
 
 const STREAM_NAME: &CStr = c"arrow_array_stream";
 
-/// `scan`'s `batch_bytes` by default: the library's (16 MiB), small
-/// enough that a reader holding one batch while the next is built stays
-/// well under 128 MiB, large enough that a batch holds thousands of pages.
-const DEFAULT_BATCH_BYTES: usize = 16 << 20;
+/// `scan`'s `batch_bytes` by default: 4 MiB, a quarter of the library's.
+/// A batch's payload buffer is then small enough that the allocator
+/// reuses a freed batch's pages for the next one, where a 16 MiB batch got
+/// fresh pages from the kernel (a page fault and a zeroed page for every
+/// 4 KiB of payload: half the page faults of a scan); and a reader holding
+/// one batch while the next is built, with chunks in flight on two
+/// threads, stays well under 128 MiB (docs/python.md, "Speed").
+const DEFAULT_BATCH_BYTES: usize = 4 << 20;
 
 /// The names of every column `scan` can give, in table order.
 #[pyfunction]

@@ -28,7 +28,7 @@ Options (case-insensitive):
 - ``maxPayload``: payload bytes kept per record (default 32 MiB).
 - ``batchRows``: rows per Arrow batch (default 8192).
 - ``batchBytes``: bytes of payloads and headers per Arrow batch (default
-  16 MiB; a single larger record is a batch of its own), which bounds an
+  4 MiB; a single larger record is a batch of its own), which bounds an
   executor's memory with ``includePayload``.
 - ``filesPerPartition``: files read by one task (default 1).
 - ``splitSize``: bytes (default 134217728, 128 MiB, as Spark's
@@ -336,7 +336,7 @@ class WarcReader(DataSourceReader):
             skip_errors=not _flag(self.options, "failOnError"),
             strict=_flag(self.options, "strict"),
             byte_range=getattr(partition, "byte_range", None),
-            batch_bytes=int(self.options.get("batchbytes", str(16 << 20))),
+            batch_bytes=int(self.options.get("batchbytes", str(4 << 20))),
         )
         for batch in reader:
             yield pa.RecordBatch.from_arrays(

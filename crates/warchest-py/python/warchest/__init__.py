@@ -95,7 +95,7 @@ def scan(
     skip_errors: bool = False,
     strict: bool = False,
     byte_range: Optional[Tuple[int, int]] = None,
-    batch_bytes: int = 16 << 20,
+    batch_bytes: int = 4 << 20,
     threads: Optional[int] = None,
 ) -> "pyarrow.RecordBatchReader":
     """Reads the files at ``paths`` as Arrow record batches, one row per record.
@@ -104,7 +104,7 @@ def scan(
     them; by default all but ``payload`` and ``payload_truncated``, which
     ``include_payload=True`` adds). ``record_types`` keeps only those
     WARC-Type values. A batch has at most ``batch_rows`` rows and at most
-    ``batch_bytes`` bytes of payloads and headers (16 MiB by default), unless
+    ``batch_bytes`` bytes of payloads and headers (4 MiB by default), unless
     it is a single record larger than that; a payload is cut at
     ``max_payload`` bytes. Memory stays bounded by these whatever the files
     hold (docs/python.md, "Speed"). With ``skip_errors`` a file that cannot
