@@ -503,19 +503,10 @@ impl Overlap {
                 };
                 let (now, most) = (now2.clone(), most2.clone());
                 std::thread::spawn(move || {
-                    use std::io::{Read, Write};
-                    let _ = s.set_nonblocking(false);
-                    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
-                    let mut buf = Vec::new();
-                    let mut chunk = [0u8; 4096];
-                    while !buf.windows(4).any(|w| w == b"\r\n\r\n") && buf.len() < 65536 {
-                        match s.read(&mut chunk) {
-                            Ok(0) | Err(_) => return,
-                            Ok(k) => buf.extend_from_slice(&chunk[..k]),
-                        }
-                    }
-                    let head = String::from_utf8_lossy(&buf).into_owned();
-                    let path = head.split_whitespace().nth(1).unwrap_or("/").to_string();
+                    use std::io::Write;
+                    let Some(path) = crate::browser::request_path(&mut s) else {
+                        return;
+                    };
                     let body = match path.strip_prefix("/p/") {
                         Some(_) => {
                             let k = now.fetch_add(1, Ordering::SeqCst) + 1;
