@@ -9,7 +9,8 @@ run, then each archive checked by `warchest qa` (replayed in warchest serve):
   through it by this script (one headless Chromium a page, --browsers at once);
 - wget --mirror --warc-file.
 
-Prints, per way: pages a minute, peak memory (the proportional set size,
+Prints, per way: pages a minute, CPU seconds a page (user + sys of the
+way's processes), peak memory (the proportional set size,
 PSS, of every process the way ran, summed and sampled every 100 ms: the
 tool, its proxy and all of Chromium's processes, shared pages counted
 once), resources the replay needed that the archive
@@ -25,6 +26,7 @@ import argparse
 import http.server
 import json
 import os
+import resource
 import shutil
 import socket
 import subprocess
@@ -159,16 +161,26 @@ class Peak:
         return self.peak / 1024
 
 
+def cpu_children():
+    """CPU seconds (user + sys) of this script's finished children and
+    theirs: a way's CPU is the difference around it (a loaded machine
+    changes wall time far more than CPU time)."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def timed(cmd, **kw):
-    """Runs cmd; (seconds, peak memory in MiB, exit code): the sampled PSS
-    of it and its descendants, or its own peak RSS when larger (a process
-    too short for the samples)."""
+    """Runs cmd; (seconds, peak memory in MiB, exit code, CPU seconds):
+    the sampled PSS of it and its descendants, or its own peak RSS when
+    larger (a process too short for the samples)."""
     t = time.monotonic()
+    c = cpu_children()
     with Peak() as pk:
         p = subprocess.Popen(cmd, **kw)
         _, status, ru = os.wait4(p.pid, 0)
         p.returncode = os.waitstatus_to_exitcode(status)
-    return time.monotonic() - t, max(pk.mib(), ru.ru_maxrss / 1024), p.returncode
+    took = time.monotonic() - t
+    return took, max(pk.mib(), ru.ru_maxrss / 1024), p.returncode, cpu_children() - c
 
 
 def reference(bin_, capture_dir, out):
@@ -220,6 +232,7 @@ def warcprox_way(site, urls, out, tabs, chromium):
         # warcprox writes its dedup and stats databases in its working
         # directory.
         cwd=out, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    c = cpu_children()
     pk = Peak().__enter__()
     try:
         for _ in range(100):
@@ -255,7 +268,7 @@ def warcprox_way(site, urls, out, tabs, chromium):
         proxy.terminate()
         proxy.wait(30)
         pk.__exit__()
-    return took, pk.mib()
+    return took, pk.mib(), cpu_children() - c
 
 
 def qa(bin_, out, report):
@@ -297,40 +310,46 @@ def main():
         # The crawl: from the first page, the rest reached by the links the
         # pages' scripts build (robots.txt is read: the site has none).
         crawl = os.path.join(work, "crawl")
-        took, peak, rc = timed([o.bin, "-q", "crawl", urls[0], "-o", crawl, "--browser",
-                                "--browsers", str(o.tabs), "--chromium", o.chromium,
+        # --host-parallel: the site's pages in every tab at once, as
+        # Browsertrix's workers and the warcprox way below load them.
+        took, peak, rc, cpu = timed([o.bin, "-q", "crawl", urls[0], "-o", crawl, "--browser",
+                                "--browsers", str(o.tabs), "--host-parallel", str(o.tabs),
+                                "--chromium", o.chromium,
                                 "--max-pages", str(o.pages), "--resolve-only",
                                 "--min-delay", "0", "--max-delay", "0", "--delay-factor", "0"])
         with open(os.path.join(crawl, "pages", "pages.jsonl")) as f:
             crawled = sum(1 for _ in f) - 1
         if rc != 0 or crawled != o.pages:
             print(f"warchest crawl --browser: exit {rc}, {crawled} of {o.pages} pages")
-        rows.append(("warchest crawl --browser", took, peak, os.path.join(crawl, "archive"), crawled))
+        rows.append(("warchest crawl --browser", took, peak, cpu, os.path.join(crawl, "archive"), crawled))
         out = os.path.join(work, "warchest")
-        took, peak, rc = timed([o.bin, "-q", "capture", "--browser", *urls, "-o", out,
+        took, peak, rc, cpu = timed([o.bin, "-q", "capture", "--browser", *urls, "-o", out,
                                 "--browsers", str(o.tabs), "--chromium", o.chromium, "--no-media"])
-        rows.append(("warchest capture --browser", took, peak, out, o.pages))
+        rows.append(("warchest capture --browser", took, peak, cpu, out, o.pages))
         live = out
         out = os.path.join(work, "warcprox")
         r = warcprox_way(site, urls, out, o.tabs, o.chromium)
         if r:
             reference(o.bin, live, out)
-            rows.append(("warcprox + Chromium", r[0], r[1], out, o.pages))
+            rows.append(("warcprox + Chromium", r[0], r[1], r[2], out, o.pages))
         else:
             print("warcprox could not be installed: row skipped")
         out = os.path.join(work, "wget")
         os.makedirs(out)
-        took, peak, rc = timed(["wget", "-q", "--mirror", "-e", "robots=off", "-P", out,
+        took, peak, rc, cpu = timed(["wget", "-q", "--mirror", "-e", "robots=off", "-P", out,
                                 "--warc-file", os.path.join(out, "site"), site.url(0)],
                                stdout=subprocess.DEVNULL)
         reference(o.bin, live, out)
-        rows.append(("wget --mirror", took, peak, out, o.pages))
+        # Its pages: what it saved (it follows no link a script builds),
+        # so that its rate counts the pages it did get.
+        got = sum(1 for _, _, fs in os.walk(out) for f in fs if f.endswith(".html"))
+        rows.append(("wget --mirror", took, peak, cpu, out, max(got, 1)))
         print(f"{o.pages} JS-built pages, {o.tabs} tabs")
-        print(f"{'way':26} {'pages/min':>9} {'peak MiB':>8} {'QA good':>7} {'missing':>7} {'replayed':>8} {'pixels':>7} {'text':>6}")
-        for name, took, peak, out, pages in rows:
+        print(f"{'way':26} {'pages/min':>9} {'CPU s/pg':>8} {'peak MiB':>8} {'QA good':>7} {'missing':>7} {'replayed':>8} {'pixels':>7} {'text':>6}")
+        for name, took, peak, cpu, out, pages in rows:
             q = qa(o.bin, out, out + "-qa") or {}
             f = lambda v: "-" if v is None else f"{v:.3f}"
-            print(f"{name:26} {pages / took * 60:9.1f} {peak:8.0f} {q.get('good', 0):>3}/{q.get('pages', 0):<3} "
+            print(f"{name:26} {pages / took * 60:9.1f} {cpu / max(pages, 1):8.2f} {peak:8.0f} {q.get('good', 0):>3}/{q.get('pages', 0):<3} "
                   f"{q.get('missing', '-'):>7} {q.get('replayed', '-'):>8} {f(q.get('screenshot')):>7} {f(q.get('text')):>6}")
     finally:
         site.shutdown()

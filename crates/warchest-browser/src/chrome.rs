@@ -45,6 +45,25 @@ const FLAGS: &[&str] = &[
     "about:blank",
 ];
 
+/// The preferences a fresh profile starts with: WebRTC may not send UDP
+/// beside the proxy. An HTTP proxy cannot carry UDP, so by default
+/// Chromium sends a page's STUN, TURN and peer traffic directly, to any
+/// address, unrecorded and outside the crawl's scope. Chromium 156 ignores
+/// the command-line switch (`--force-webrtc-ip-handling-policy`, kept for
+/// older versions) and obeys this preference: without it a page's STUN
+/// request to a loopback UDP port arrived, with it none did.
+pub const PREFERENCES: &str = r#"{"webrtc":{"ip_handling_policy":"disable_non_proxied_udp","multiple_routes_enabled":false,"nonproxied_udp_enabled":false}}"#;
+
+/// Writes [`PREFERENCES`] into the fresh profile `dir`.
+///
+/// # Errors
+/// The file cannot be written.
+pub fn prepare_profile(dir: &Path) -> std::io::Result<()> {
+    let default = dir.join("Default");
+    std::fs::create_dir_all(&default)?;
+    std::fs::write(default.join("Preferences"), PREFERENCES)
+}
+
 /// How a browser is started.
 #[derive(Debug, Clone)]
 pub struct Launch {
@@ -71,6 +90,39 @@ pub struct Chromium {
     _profile: tempfile::TempDir,
 }
 
+impl Launch {
+    /// The command line's arguments, with `profile` as the user data
+    /// directory.
+    pub fn args(&self, profile: &Path) -> Vec<String> {
+        let mut a: Vec<String> = FLAGS[..FLAGS.len() - 1]
+            .iter()
+            .map(|f| f.to_string())
+            .collect();
+        a.push(format!("--user-data-dir={}", profile.display()));
+        a.extend(self.extra.iter().cloned());
+        if let Some(p) = &self.proxy {
+            // Loopback too: without `<-loopback>` Chromium goes direct to
+            // 127.0.0.1 and nothing would be recorded.
+            a.push(format!("--proxy-server=http://{p}"));
+            a.push("--proxy-bypass-list=<-loopback>".into());
+            // WebRTC's UDP cannot go through an HTTP proxy: see
+            // PREFERENCES, which is what Chromium 156 obeys; these are
+            // for versions that read the switch. QUIC is off in FLAGS
+            // for the same reason.
+            a.push("--force-webrtc-ip-handling-policy=disable_non_proxied_udp".into());
+            a.push("--enforce-webrtc-ip-permission-check".into());
+        }
+        if !self.spki.is_empty() {
+            a.push(format!(
+                "--ignore-certificate-errors-spki-list={}",
+                self.spki.join(",")
+            ));
+        }
+        a.push(FLAGS[FLAGS.len() - 1].into());
+        a
+    }
+}
+
 impl Chromium {
     /// Starts a browser with a fresh profile and connects to it.
     ///
@@ -82,23 +134,10 @@ impl Chromium {
             .prefix("warchest-chromium-")
             .tempdir()
             .map_err(|e| BrowserError::Io("profile directory".into(), e))?;
+        prepare_profile(profile.path())
+            .map_err(|e| BrowserError::Io(profile.path().display().to_string(), e))?;
         let mut cmd = Command::new(&l.exe);
-        cmd.args(&FLAGS[..FLAGS.len() - 1])
-            .arg(format!("--user-data-dir={}", profile.path().display()))
-            .args(&l.extra);
-        if let Some(p) = &l.proxy {
-            // Loopback too: without `<-loopback>` Chromium goes direct to
-            // 127.0.0.1 and nothing would be recorded.
-            cmd.arg(format!("--proxy-server=http://{p}"))
-                .arg("--proxy-bypass-list=<-loopback>");
-        }
-        if !l.spki.is_empty() {
-            cmd.arg(format!(
-                "--ignore-certificate-errors-spki-list={}",
-                l.spki.join(",")
-            ));
-        }
-        cmd.arg(FLAGS[FLAGS.len() - 1])
+        cmd.args(l.args(profile.path()))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -195,5 +234,48 @@ fn is_executable(p: &Path) -> bool {
     #[cfg(not(unix))]
     {
         p.is_file()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A browser behind the recording proxy keeps all its traffic on it:
+    /// proxied (loopback too), no QUIC, no WebRTC UDP beside the proxy.
+    #[test]
+    fn proxied_browsers_send_nothing_beside_the_proxy() {
+        let l = Launch {
+            exe: "chromium".into(),
+            proxy: Some("127.0.0.1:9".into()),
+            spki: vec!["AAAA".into()],
+            extra: vec!["--window-size=800,600".into()],
+            timeout: Duration::from_secs(1),
+        };
+        let a = l.args(Path::new("/tmp/p"));
+        for want in [
+            "--proxy-server=http://127.0.0.1:9",
+            "--proxy-bypass-list=<-loopback>",
+            "--disable-quic",
+            "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+            "--enforce-webrtc-ip-permission-check",
+            "--ignore-certificate-errors-spki-list=AAAA",
+            "--user-data-dir=/tmp/p",
+            "--window-size=800,600",
+        ] {
+            assert!(a.iter().any(|x| x == want), "{want} missing: {a:?}");
+        }
+        // The page to open comes last; every other argument is a flag.
+        assert_eq!(a.last().map(String::as_str), Some("about:blank"));
+        assert!(a[..a.len() - 1].iter().all(|x| x.starts_with("--")));
+        let dir = tempfile::tempdir().unwrap();
+        prepare_profile(dir.path()).unwrap();
+        let prefs = std::fs::read_to_string(dir.path().join("Default/Preferences")).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&prefs).unwrap();
+        assert_eq!(v["webrtc"]["ip_handling_policy"], "disable_non_proxied_udp");
+        // QA's browser (no proxy) replays from loopback directly.
+        let direct = Launch { proxy: None, ..l };
+        let a = direct.args(Path::new("/tmp/p"));
+        assert!(!a.iter().any(|x| x.starts_with("--proxy-server")));
     }
 }

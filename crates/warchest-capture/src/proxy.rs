@@ -79,9 +79,10 @@ pub struct Access {
     pub allow: Vec<ipnet::IpNet>,
     /// Further destinations denied.
     pub deny: Vec<ipnet::IpNet>,
-    /// Asked about each request's URL before any lookup or connection
-    /// (a crawl's scope and `resolve-only`); a refusal answers 403 with
-    /// its reason, and nothing is fetched or recorded.
+    /// Asked about each request's URL before its body is read and before
+    /// any lookup or connection (a crawl's scope and `resolve-only`); a
+    /// refusal answers 403 with its reason at once, and nothing is
+    /// fetched or recorded.
     pub filter: Option<UrlFilter>,
 }
 
@@ -499,6 +500,14 @@ async fn respond(c: Conn, mut req: Request<Incoming>) -> Response<ProxyBody> {
         Ok(u) => u,
         Err(why) => return simple(StatusCode::BAD_REQUEST, why),
     };
+    // Refused before a byte of the body is read: a client is not kept
+    // sending (nor the proxy spooling) a body that goes nowhere.
+    if let Some(f) = &shared.opts.access.filter
+        && let Err(why) = (f.0)(&url.to_string())
+    {
+        tracing::info!("proxy client {}: {url}: refused: {why}", c.peer);
+        return simple(StatusCode::FORBIDDEN, &format!("{url}: {why}\n"));
+    }
     exchange(c, req, url).await
 }
 
@@ -1036,13 +1045,6 @@ fn forward(shared: &Shared, mut job: Job, fwd: &mut Fwd) -> Result<(), CaptureEr
     io::copy(&mut body, &mut upstream_req).map_err(spool_err)?;
     let up_len = head.len() as u64 + body_len;
     drop(body);
-    if let Some(f) = &opts.access.filter
-        && let Err(why) = (f.0)(&url.to_string())
-    {
-        tracing::info!("proxy client {}: {url}: refused: {why}", job.peer);
-        fwd.fail(StatusCode::FORBIDDEN, &format!("{url}: {why}\n"));
-        return Ok(());
-    }
     let started = time::OffsetDateTime::now_utc();
     let t0 = Instant::now();
     let addrs = match shared.resolver.resolve(&url.host) {

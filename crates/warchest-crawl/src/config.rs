@@ -69,8 +69,8 @@ pub struct EngineConfig {
     /// Bytes kept of each response body; longer ones are cut and written
     /// with `WARC-Truncated: length`. 0 none.
     pub max_size: u64,
-    /// Worker threads: at most this many hosts fetched at once (one
-    /// connection per host).
+    /// Worker threads: at most this many URIs fetched at once (one per
+    /// host unless `host-parallel` says more).
     pub workers: usize,
     /// The User-Agent; its `+URL` says who to contact.
     pub user_agent: String,
@@ -355,11 +355,15 @@ impl CrawlConfig {
         }
         let render = crate::render::RenderConfig::deserialize(r).map_err(err)?;
         render.check()?;
+        let politeness = PolitenessConfig::deserialize(p).map_err(err)?;
+        if !(1..=64).contains(&politeness.host_parallel) {
+            return Err(ConfigError("host-parallel: from 1 to 64".into()));
+        }
         Ok(CrawlConfig {
             engine,
             scope: ScopeConfig::deserialize(s).map_err(err)?,
             extract: ExtractConfig::deserialize(x).map_err(err)?,
-            politeness: PolitenessConfig::deserialize(p).map_err(err)?,
+            politeness,
             render,
         })
     }

@@ -1,5 +1,5 @@
 //! The crawl engine: seeds into the frontier, workers taking URIs from it
-//! (one per host at a time), each fetched with the capture crate's
+//! (one per host at a time, or `host-parallel`), each fetched with the capture crate's
 //! wire-exact HTTP/1.0 client and recorded through its recorder (rotating
 //! WARC files), links extracted, scoped and queued again.
 //!
@@ -7,7 +7,7 @@
 //! client is blocking, a crawl is bound by politeness and the network,
 //! and a thread per connection keeps the fetch path plain. The frontier
 //! holds a host busy while one of its URIs is in flight, so there is one
-//! connection per host.
+//! connection per host (`host-parallel` N: up to N).
 //!
 //! A crawl directory holds everything (`--resume DIR` needs nothing else):
 //!
@@ -558,6 +558,7 @@ impl Crawl {
             Some(i) => i.sync().map_err(|e| e.to_string()),
             None => Ok(()),
         }));
+        frontier.set_per_host(cfg.politeness.host_parallel);
         let (status, status_addr) = match &e.status_listen {
             None => (None, None),
             #[cfg(feature = "status")]

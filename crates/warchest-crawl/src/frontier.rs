@@ -20,9 +20,12 @@
 //!   host (its key prefix); within it, breadth first by link hops
 //!   (`level`), and at one level embeds and redirects (`class` 0) before
 //!   pages (`class` 1), so a page's embeds come before the next page.
-//! - `hosts`: `host` -> state (queued count, busy, next slot, budgets).
+//! - `hosts`: `host` -> state (queued count, URIs in flight, next slot,
+//!   budgets).
 //! - `ready`: `when_ms:u64 host` -> (): the hosts with queued URIs and
-//!   none in flight, by the time they may next be asked.
+//!   fewer in flight than the per-host limit ([`Frontier::set_per_host`],
+//!   the `host-parallel` key; 1 by default), by the time they may next be
+//!   asked.
 //! - `seen`: URL -> (): every URL ever queued.
 //! - `inflight`: queue key -> URI: taken, not finished.
 //! - `meta`: name -> u64 counters.
@@ -79,7 +82,9 @@ pub struct Counts {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct HostState {
     queued: u64,
-    busy: bool,
+    /// URIs in flight (one byte on disk: the per-host limit is at most
+    /// 64; a frontier written before the limit stored 0 or 1 here).
+    busy: u8,
     /// Milliseconds since the epoch when it may next be asked.
     next_ms: u64,
     pages: u64,
@@ -90,7 +95,7 @@ impl HostState {
     fn encode(&self) -> [u8; 33] {
         let mut b = [0u8; 33];
         b[..8].copy_from_slice(&self.queued.to_be_bytes());
-        b[8] = self.busy as u8;
+        b[8] = self.busy;
         b[9..17].copy_from_slice(&self.next_ms.to_be_bytes());
         b[17..25].copy_from_slice(&self.pages.to_be_bytes());
         b[25..33].copy_from_slice(&self.bytes.to_be_bytes());
@@ -105,7 +110,7 @@ impl HostState {
         };
         HostState {
             queued: u(0..8),
-            busy: b.get(8).is_some_and(|&x| x != 0),
+            busy: b.get(8).copied().unwrap_or(0),
             next_ms: u(9..17),
             pages: u(17..25),
             bytes: u(25..33),
@@ -241,6 +246,8 @@ pub struct Frontier {
     group: Mutex<Group>,
     synced: Condvar,
     companion: Option<Companion>,
+    /// URIs of one host in flight at once.
+    per_host: u8,
 }
 
 impl Frontier {
@@ -267,6 +274,7 @@ impl Frontier {
             group: Mutex::new(Group::default()),
             synced: Condvar::new(),
             companion: None,
+            per_host: 1,
         };
         let requeued = f.recover()?;
         Ok((f, requeued))
@@ -334,6 +342,18 @@ impl Frontier {
         txn.commit().map_err(|e| self.err(e))
     }
 
+    /// Lets up to `n` URIs of one host be in flight at once (1 to 64; 1,
+    /// one connection per host, is the default). Politeness delays still
+    /// hold: a fetch's end puts the host's next start back by its delay.
+    pub fn set_per_host(&mut self, n: u32) {
+        self.per_host = u8::try_from(n.clamp(1, 64)).unwrap_or(1);
+    }
+
+    /// Whether a host in state `st` belongs in the ready list.
+    fn is_ready(&self, st: &HostState) -> bool {
+        st.queued > 0 && st.busy < self.per_host
+    }
+
     fn err(&self, e: impl std::fmt::Display) -> FrontierError {
         FrontierError {
             path: self.path.clone(),
@@ -378,10 +398,10 @@ impl Frontier {
                 .map_err(|e| self.err(e))?
                 .filter_map(|r| r.ok())
                 .map(|(k, v)| (k.value().to_vec(), HostState::decode(v.value())))
-                .filter(|(_, s)| s.queued > 0 || s.busy)
+                .filter(|(_, s)| s.queued > 0 || s.busy > 0)
                 .collect();
             for (h, mut st) in all {
-                st.busy = false;
+                st.busy = 0;
                 hosts
                     .insert(h.as_slice(), st.encode().as_slice())
                     .map_err(|e| self.err(e))?;
@@ -454,12 +474,13 @@ impl Frontier {
                 .map_err(|e| self.err(e))?
                 .map(|g| HostState::decode(g.value()))
                 .unwrap_or_default();
-            if st.queued == 0 && !st.busy {
+            let was_ready = self.is_ready(&st);
+            st.queued += 1;
+            if !was_ready && self.is_ready(&st) {
                 ready
                     .insert(ready_key(st.next_ms, &host).as_slice(), ())
                     .map_err(|e| self.err(e))?;
             }
-            st.queued += 1;
             hosts
                 .insert(host.as_bytes(), st.encode().as_slice())
                 .map_err(|e| self.err(e))?;
@@ -536,7 +557,13 @@ impl Frontier {
                 .insert(k.as_slice(), v.as_slice())
                 .map_err(|e| self.err(e))?;
             st.queued = st.queued.saturating_sub(1);
-            st.busy = true;
+            st.busy = st.busy.saturating_add(1);
+            // Below its limit, the host stays ready at its slot (passed).
+            if self.is_ready(&st) {
+                ready
+                    .insert(ready_key(st.next_ms, &host).as_slice(), ())
+                    .map_err(|e| self.err(e))?;
+            }
             hosts
                 .insert(host.as_bytes(), st.encode().as_slice())
                 .map_err(|e| self.err(e))?;
@@ -649,10 +676,17 @@ impl Frontier {
             .map_err(|e| self.err(e))?
             .map(|g| HostState::decode(g.value()))
             .unwrap_or_default();
+        if self.is_ready(&st) {
+            // Ready already (another of its URIs is in flight): its slot
+            // moves.
+            ready
+                .remove(ready_key(st.next_ms, host).as_slice())
+                .map_err(|e| self.err(e))?;
+        }
         f(&mut st);
-        st.busy = false;
+        st.busy = st.busy.saturating_sub(1);
         st.next_ms = now_ms() + delay.as_millis() as u64;
-        if st.queued > 0 {
+        if self.is_ready(&st) {
             ready
                 .insert(ready_key(st.next_ms, host).as_slice(), ())
                 .map_err(|e| self.err(e))?;
@@ -806,6 +840,37 @@ mod tests {
         assert!(matches!(f.next().unwrap(), Next::Empty));
         let c = f.counts().unwrap();
         assert_eq!((c.queued, c.in_flight, c.done, c.seen), (0, 0, 4, 4));
+    }
+
+    #[test]
+    fn a_host_has_up_to_its_limit_in_flight() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut f, _) = Frontier::open(&dir.path().join("f.redb")).unwrap();
+        f.set_per_host(2);
+        let urls = ["http://a.test/1", "http://a.test/2", "http://a.test/3"];
+        f.add(&urls.map(uri)).unwrap();
+        let (l1, l2) = (take(&f), take(&f));
+        assert_eq!(l1.host, l2.host);
+        // Two in flight: the third waits for one of them.
+        assert!(matches!(f.next().unwrap(), Next::Empty));
+        f.complete(&l1, Outcome::default(), &[]).unwrap();
+        let l3 = take(&f);
+        assert_eq!(l3.uri.url.as_str(), urls[2]);
+        // A fetch's end still puts the host's next start back by its delay.
+        f.add(&[uri("http://a.test/4"), uri("http://a.test/5")])
+            .unwrap();
+        let out = Outcome {
+            delay: Duration::from_secs(60),
+            ..Outcome::default()
+        };
+        f.complete(&l2, out, &[]).unwrap();
+        assert!(matches!(f.next().unwrap(), Next::Wait(d) if d > Duration::from_secs(50)));
+        f.complete(&l3, out, &[]).unwrap();
+        assert!(matches!(f.next().unwrap(), Next::Wait(d) if d > Duration::from_secs(50)));
+        // One ready entry for the host, however its state moved.
+        assert_eq!(f.hosts_waiting().unwrap(), 1);
+        let c = f.counts().unwrap();
+        assert_eq!((c.queued, c.in_flight, c.done), (2, 0, 3));
     }
 
     #[test]

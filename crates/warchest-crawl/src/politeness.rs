@@ -37,6 +37,12 @@ pub struct PolitenessConfig {
     pub retry_delay: f64,
     /// The longest wait before a retry, `Retry-After` included.
     pub max_retry_delay: f64,
+    /// URIs of one host fetched at once (1 to 64). 1, one connection per
+    /// host as Heritrix keeps, is polite; more is for sites the crawl's
+    /// operator may load harder, such as a browser crawl of one site with
+    /// `browsers` tabs (Browsertrix's workers). The delays still hold: a
+    /// fetch's end puts the host's next start back by its delay.
+    pub host_parallel: u32,
 }
 
 impl Default for PolitenessConfig {
@@ -50,6 +56,7 @@ impl Default for PolitenessConfig {
             max_retries: 5,
             retry_delay: 10.0,
             max_retry_delay: 3600.0,
+            host_parallel: 1,
         }
     }
 }

@@ -264,3 +264,101 @@ fn a_hung_browser_is_restarted_and_the_run_goes_on() {
     assert!(pages[1].ok(), "{:?}", pages[1]);
     assert!(took < Duration::from_secs(30), "{took:?}");
 }
+
+/// The proxy's filter (a crawl's scope) refuses a request before reading
+/// its body: a POST declaring 100 MB, of which the client sends only a
+/// few bytes, gets its 403 at once (not after the body's timeout), and
+/// nothing reaches the server; an allowed request still goes through.
+#[test]
+fn a_refused_request_is_answered_before_its_body_is_read() {
+    use std::io::Write as _;
+    use std::net::TcpStream;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use warchest_capture::proxy::{Proxy, UrlFilter};
+
+    let s = site();
+    let dir = tempfile::tempdir().unwrap();
+    let (rec, mut opts) = recorder(&dir.path().join("out"), dir.path());
+    opts.access.filter = Some(UrlFilter(Arc::new(|u: &str| {
+        if u.contains("/refused") {
+            Err("out of scope".into())
+        } else {
+            Ok(())
+        }
+    })));
+    let proxy = Proxy::bind("127.0.0.1:0".parse().unwrap(), rec.clone(), opts).unwrap();
+    let addr = proxy.local_addr().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop2 = stop.clone();
+    let serving = std::thread::spawn(move || proxy.serve(&stop2));
+    let ask = |head: String, body: &[u8]| -> (String, Duration) {
+        let mut c = TcpStream::connect(addr).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let t0 = Instant::now();
+        c.write_all(head.as_bytes()).unwrap();
+        c.write_all(body).unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+            match c.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+            }
+        }
+        (String::from_utf8_lossy(&got).into_owned(), t0.elapsed())
+    };
+    let (answer, took) = ask(
+        format!(
+            "POST {}/refused HTTP/1.1\r\nHost: {}\r\nContent-Length: 100000000\r\n\r\n",
+            s.base,
+            &s.base["http://".len()..]
+        ),
+        b"only a few bytes",
+    );
+    assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+    // The proxy's body timeout is 5 s: a body read first would take it.
+    assert!(took < Duration::from_secs(3), "{took:?}");
+    let (answer, _) = ask(
+        format!(
+            "GET {}/api/data.json HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+            s.base,
+            &s.base["http://".len()..]
+        ),
+        b"",
+    );
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    stop.store(true, Ordering::Relaxed);
+    serving.join().unwrap().unwrap();
+    rec.finish().unwrap();
+    assert_eq!(s.requests(), ["/api/data.json"]);
+}
+
+/// A page's WebRTC does not go beside the proxy: its STUN request to a
+/// UDP port on loopback never arrives (without the profile's WebRTC
+/// policy, Chromium sends it directly).
+#[test]
+fn webrtc_sends_no_udp_beside_the_proxy() {
+    let Some(exe) = chromium() else { return };
+    let udp = std::net::UdpSocket::bind("127.0.0.2:0").unwrap();
+    let port = udp.local_addr().unwrap().port();
+    let page = format!(
+        "<!doctype html><title>webrtc</title><p>peer</p><script>\
+const pc=new RTCPeerConnection({{iceServers:[{{urls:'stun:127.0.0.2:{port}'}}]}});\
+pc.createDataChannel('x');pc.createOffer().then(o=>pc.setLocalDescription(o));</script>"
+    );
+    let s = crate::Site::start(vec![("/rtc", (200, HTML, Some(page.into_bytes())))]);
+    let dir = tempfile::tempdir().unwrap();
+    let (rec, proxy) = recorder(&dir.path().join("out"), dir.path());
+    let mut o = quick(exe);
+    // Time for ICE gathering (it sent within a second when allowed).
+    o.behaviors = Some("new Promise(r => setTimeout(r, 2500))".into());
+    let b = Browsers::start(o, rec.clone(), proxy).unwrap();
+    let p = b.capture(&format!("{}/rtc", s.base));
+    b.finish().unwrap();
+    rec.finish().unwrap();
+    assert!(p.ok(), "{p:?}");
+    udp.set_nonblocking(true).unwrap();
+    let mut buf = [0u8; 2048];
+    let got = udp.recv_from(&mut buf);
+    assert!(got.is_err(), "a UDP datagram from {:?}", got.map(|g| g.1));
+}

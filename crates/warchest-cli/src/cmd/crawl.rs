@@ -53,6 +53,10 @@ pub struct Args {
     /// Longest delay between two fetches from one host, seconds.
     #[arg(long)]
     max_delay: Option<f64>,
+    /// URIs of one host fetched at once (default 1, one connection per
+    /// host; e.g. --browsers N for a browser crawl of one site).
+    #[arg(long, value_name = "N")]
+    host_parallel: Option<u32>,
     /// Stop after this many pages (resumable).
     #[arg(long)]
     max_pages: Option<u64>,
@@ -177,6 +181,7 @@ fn flags(a: &Args) -> Result<toml::Table> {
     put("delay-factor", f(a.delay_factor));
     put("min-delay", f(a.min_delay));
     put("max-delay", f(a.max_delay));
+    put("host-parallel", u(a.host_parallel.map(u64::from))?);
     put("max-pages", u(a.max_pages)?);
     put("max-bytes", u(a.max_bytes)?);
     put("max-time", f(a.max_time));

@@ -92,19 +92,27 @@ impl Drop for Live {
     }
 }
 
-fn answer(mut s: TcpStream, pages: &[(String, &'static str, Vec<u8>)], seen: &Mutex<Vec<String>>) {
+/// The path a test server's client asks for (its request head read,
+/// within 5 s and 64 KiB); `None`: the client went away.
+pub(crate) fn request_path(s: &mut TcpStream) -> Option<String> {
     let _ = s.set_nonblocking(false);
     let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
     while !buf.windows(4).any(|w| w == b"\r\n\r\n") && buf.len() < 65536 {
         match s.read(&mut chunk) {
-            Ok(0) | Err(_) => return,
+            Ok(0) | Err(_) => return None,
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
         }
     }
-    let head = String::from_utf8_lossy(&buf).to_string();
-    let path = head.split_whitespace().nth(1).unwrap_or("/").to_string();
+    let head = String::from_utf8_lossy(&buf);
+    Some(head.split_whitespace().nth(1).unwrap_or("/").to_string())
+}
+
+fn answer(mut s: TcpStream, pages: &[(String, &'static str, Vec<u8>)], seen: &Mutex<Vec<String>>) {
+    let Some(path) = request_path(&mut s) else {
+        return;
+    };
     seen.lock().unwrap().push(path.clone());
     let bare = path.split('?').next().unwrap_or("/");
     match pages.iter().find(|(p, _, _)| p == bare) {

@@ -59,7 +59,15 @@ fn crawl(dir: &Path, seeds: &[String], more: &[&str]) -> (i32, String) {
 
 /// The `warchest crawl` command of the tests: no delays, loopback only.
 fn crawl_command(dir: &Path, seeds: &[String]) -> std::process::Command {
-    let mut c = bin();
+    crawl_command_of(bin(), dir, seeds)
+}
+
+/// [`crawl_command`] of the `warchest` that `c` runs.
+fn crawl_command_of(
+    mut c: std::process::Command,
+    dir: &Path,
+    seeds: &[String],
+) -> std::process::Command {
     c.arg("crawl").args(seeds).arg("-o").arg(dir).args([
         "--resolve-only",
         "--min-delay",
@@ -354,7 +362,10 @@ fn memory_run(n: usize) -> Option<MemoryRun> {
     let live = Live::start_with(chain(n));
     let work = tempfile::tempdir().unwrap();
     let dir = work.path().join("crawl");
-    let mut child = crawl_command(&dir, &[format!("http://{}/p/0.html", live.addr)])
+    // WARCHEST_MEMORY_BIN: another build (a release build's figures).
+    let warchest =
+        std::env::var_os("WARCHEST_MEMORY_BIN").map_or_else(bin, std::process::Command::new);
+    let mut child = crawl_command_of(warchest, &dir, &[format!("http://{}/p/0.html", live.addr)])
         .args(["--max-hops", "10000", "--page-timeout", "30", "-q"])
         .args(["--browser", "--chromium"])
         .arg(&exe)
@@ -456,7 +467,8 @@ fn memory_stays_bounded_over_a_browser_crawl() {
 /// The same over 1,000 pages (`WARCHEST_MEMORY_PAGES` others; about a
 /// minute per 20 pages on a loaded 2-core machine); the figures go to
 /// docs/crawl.md. Run: `cargo test -p warchest-cli --test it
-/// memory_over_1000_pages -- --ignored --nocapture`.
+/// memory_over_1000_pages -- --ignored --nocapture`
+/// (`WARCHEST_MEMORY_BIN=PATH`: that `warchest`, e.g. a release build).
 #[test]
 #[ignore]
 fn memory_over_1000_pages() {
@@ -465,4 +477,130 @@ fn memory_over_1000_pages() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(1000);
     memory_check(n);
+}
+
+/// A loopback site of `n` pages under /p/, each answered after `wait`,
+/// that counts how many of its page requests were in flight at once.
+struct Overlap {
+    addr: String,
+    now: Arc<AtomicUsize>,
+    most: Arc<AtomicUsize>,
+}
+
+impl Overlap {
+    fn start(n: usize, wait: Duration) -> Overlap {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap().to_string();
+        l.set_nonblocking(true).unwrap();
+        let (now, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let (now2, most2) = (now.clone(), most.clone());
+        std::thread::spawn(move || {
+            let start = Instant::now();
+            while start.elapsed() < Duration::from_secs(180) {
+                let Ok((mut s, _)) = l.accept() else {
+                    std::thread::sleep(Duration::from_millis(5));
+                    continue;
+                };
+                let (now, most) = (now2.clone(), most2.clone());
+                std::thread::spawn(move || {
+                    use std::io::Write;
+                    let Some(path) = crate::browser::request_path(&mut s) else {
+                        return;
+                    };
+                    let body = match path.strip_prefix("/p/") {
+                        Some(_) => {
+                            let k = now.fetch_add(1, Ordering::SeqCst) + 1;
+                            most.fetch_max(k, Ordering::SeqCst);
+                            std::thread::sleep(wait);
+                            now.fetch_sub(1, Ordering::SeqCst);
+                            let links: String = (0..n)
+                                .map(|i| format!("<a href=\"/p/{i}.html\">page {i}</a> "))
+                                .collect();
+                            format!("<!doctype html><title>{path}</title><p>{links}</p>")
+                        }
+                        None => String::new(),
+                    };
+                    let status = if body.is_empty() {
+                        "404 Not Found"
+                    } else {
+                        "200 OK"
+                    };
+                    let _ = s.write_all(
+                        format!(
+                            "HTTP/1.0 {status}\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\r\n{body}",
+                            body.len()
+                        )
+                        .as_bytes(),
+                    );
+                });
+            }
+        });
+        Overlap { addr, now, most }
+    }
+}
+
+/// The pages' loads in the browser, from crawl.log: (start, end) in
+/// milliseconds (of the month: the tests do not cross one).
+fn page_loads(log: &str) -> Vec<(u64, u64)> {
+    log.lines()
+        .filter(|l| l.contains(" browser,resources:"))
+        .filter_map(|l| {
+            let f = l.split_whitespace().nth(8)?;
+            let (t, ms) = f.split_once('+')?;
+            let d = |r: std::ops::Range<usize>| t.get(r)?.parse::<u64>().ok();
+            let start = (((d(6..8)? * 24 + d(8..10)?) * 60 + d(10..12)?) * 60 + d(12..14)?) * 1000
+                + d(14..17)?;
+            Some((start, start + ms.parse::<u64>().ok()?))
+        })
+        .collect()
+}
+
+/// Whether two of `loads` overlap in time.
+fn overlapping(loads: &[(u64, u64)]) -> bool {
+    loads
+        .iter()
+        .enumerate()
+        .any(|(i, a)| loads[i + 1..].iter().any(|b| a.0 < b.1 && b.0 < a.1))
+}
+
+/// `--host-parallel 2` with two tabs: two pages of one host load at
+/// once; without it, never (one URI of a host in flight at a time).
+#[test]
+fn host_parallel_loads_pages_of_one_host_in_several_tabs() {
+    let Some(exe) = chromium() else {
+        eprintln!("skipped: WARCHEST_SKIP_BROWSER");
+        return;
+    };
+    let mut flags = browser_flags(&exe);
+    flags.extend(["--browsers".into(), "2".into(), "--ignore-robots".into()]);
+    for parallel in [false, true] {
+        let site = Overlap::start(4, Duration::from_millis(400));
+        let work = tempfile::tempdir().unwrap();
+        let dir = work.path().join("crawl");
+        let mut f: Vec<&str> = flags.iter().map(String::as_str).collect();
+        if parallel {
+            f.extend(["--host-parallel", "2"]);
+        }
+        let (code, err) = crawl(&dir, &[format!("http://{}/p/0.html", site.addr)], &f);
+        assert_eq!(code, 0, "{err}");
+        let pages = std::fs::read_to_string(dir.join("pages/pages.jsonl")).unwrap();
+        assert_eq!(pages.lines().skip(1).count(), 4, "{pages}");
+        assert_eq!(site.now.load(Ordering::SeqCst), 0);
+        let log = std::fs::read_to_string(dir.join("logs/crawl.log")).unwrap();
+        let loads = page_loads(&log);
+        assert_eq!(loads.len(), 4, "{log}");
+        let most = site.most.load(Ordering::SeqCst);
+        if parallel {
+            // Page loads overlap (the second tab's browser may take
+            // longer to start than a page's request on a loaded machine,
+            // so the server need not see two requests at once).
+            assert!(overlapping(&loads), "host-parallel 2: {loads:?}\n{log}");
+        } else {
+            assert!(
+                !overlapping(&loads),
+                "without host-parallel: {loads:?}\n{log}"
+            );
+            assert_eq!(most, 1, "without host-parallel");
+        }
+    }
 }
