@@ -14,12 +14,18 @@ usage: derive_bench.py [--smoke] [--limit N] [--sample N] ARCHIVE
 - `warchest derive wet` and `derive wat` as MB/s of input, against `warchest ls`;
 - the peak memory (max RSS) of each warchest run.
 
+Every one-core row is also given in documents per CPU second (user + sys,
+the process and its children): on a machine others use, that ratio holds
+where the wall clock's does not. The target (`derive text` at least 2x
+Resiliparse on one core) is read from the CPU ratio.
+
 Every peer must be importable: a missing one is an error, not a skipped row.
 """
 import difflib
 import json
 import multiprocessing
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -30,7 +36,7 @@ BIN = os.environ["WARCHEST_BIN"]
 
 
 def run(args, env=None):
-    """Runs a command; returns (seconds, max RSS in MiB)."""
+    """Runs a command; returns (seconds, max RSS in MiB, CPU seconds)."""
     # stderr to a file, not a pipe: a full pipe would stall the child.
     with tempfile.TemporaryFile() as errf:
         start = time.perf_counter()
@@ -41,7 +47,14 @@ def run(args, env=None):
         err = errf.read().decode(errors="replace")
     if status != 0:
         sys.exit(f"{' '.join(args)}: exit {status}: {err[-2000:]}")
-    return secs, usage.ru_maxrss / 1024
+    return secs, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
+
+
+def cpu_now():
+    """CPU seconds (user + sys) of this process and its reaped children."""
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def html_pages(archive):
@@ -120,7 +133,7 @@ def main():
     rows_path = os.path.join(tmp, "rows.jsonl")
     one = dict(os.environ, RAYON_NUM_THREADS="1")
 
-    t1, m1 = run([BIN, "-q", "derive", "text", archive, "-o", rows_path], env=one)
+    t1, m1, c1 = run([BIN, "-q", "derive", "text", archive, "-o", rows_path], env=one)
     docs = 0
     ours = {}
     with open(rows_path, encoding="utf-8") as f:
@@ -135,20 +148,20 @@ def main():
                         text = text.split("\n", 1)[1]
                     ours[r["record_id"]] = (text, r["main_text"])
     os.remove(rows_path)
-    tn, mn = run([BIN, "-q", "derive", "text", archive, "-o", rows_path])
+    tn, mn, _ = run([BIN, "-q", "derive", "text", archive, "-o", rows_path])
     os.remove(rows_path)
     mb = size / 1e6
-    tl, ml = run([BIN, "-q", "ls", archive])
-    tw, mw = run([BIN, "-q", "derive", "wet", archive, "-o", os.path.join(tmp, "x.wet.gz")])
-    ta, ma = run([BIN, "-q", "derive", "wat", archive, "-o", os.path.join(tmp, "x.wat.gz")])
+    tl, ml, _ = run([BIN, "-q", "ls", archive])
+    tw, mw, _ = run([BIN, "-q", "derive", "wet", archive, "-o", os.path.join(tmp, "x.wet.gz")])
+    ta, ma, _ = run([BIN, "-q", "derive", "wat", archive, "-o", os.path.join(tmp, "x.wat.gz")])
     for name in ("x.wet.gz", "x.wat.gz"):
         os.remove(os.path.join(tmp, name))
     os.rmdir(tmp)
 
     # Resiliparse: one process, then a pool fed by one reader.
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), cpu_now()
     n1 = sum(resiliparse_count(b) for _, b in html_pages(archive))
-    r1 = time.perf_counter() - start
+    r1, rc1 = time.perf_counter() - start, cpu_now() - cpu
     start = time.perf_counter()
     with multiprocessing.Pool(cores) as pool:
         nn = sum(pool.imap_unordered(resiliparse_count, (b for _, b in html_pages(archive)), chunksize=16))
@@ -161,10 +174,10 @@ def main():
         if len(subset) >= max(limit, sample):
             break
     timed = [b for _, b in subset[:limit]]
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), cpu_now()
     for b in timed:
         trafilatura_text(b)
-    tt1 = time.perf_counter() - start
+    tt1, tc1 = time.perf_counter() - start, cpu_now() - cpu
     start = time.perf_counter()
     with multiprocessing.Pool(cores) as pool:
         traf_texts = pool.map(trafilatura_text, [b for _, b in subset[:sample]], chunksize=4)
@@ -178,17 +191,22 @@ def main():
 
 
     ours1, oursn = docs / t1, docs / tn
+    ourc = docs / c1
+    res1c, traf1c = n1 / rc1, len(timed) / tc1
     print(f"derive bench on {archive} ({mb:.1f} MB, {docs} HTML pages, {cores} cores)"
           f"{' [smoke: debug build, figures mean nothing]' if smoke else ''}")
-    print(f"{'':36} {'docs/s':>9} {'ours/it':>8} {'max RSS':>9}")
-    print(f"{'warchest derive text, 1 core':36} {ours1:9.0f} {'':>8} {m1:8.0f}M")
-    print(f"{'warchest derive text, all cores':36} {oursn:9.0f} {'':>8} {mn:8.0f}M")
-    print(f"{'FastWARC + Resiliparse, 1 core':36} {n1 / r1:9.0f} {ours1 / (n1 / r1):7.2f}x")
+    print(f"{'':36} {'docs/s':>9} {'ours/it':>8} {'docs/CPU s':>11} {'ours/it':>8} {'max RSS':>9}")
+    print(f"{'warchest derive text, 1 core':36} {ours1:9.0f} {'':>8} {ourc:11.0f} {'':>8} {m1:8.0f}M")
+    print(f"{'warchest derive text, all cores':36} {oursn:9.0f} {'':>8} {'':>11} {'':>8} {mn:8.0f}M")
+    print(f"{'FastWARC + Resiliparse, 1 core':36} {n1 / r1:9.0f} {ours1 / (n1 / r1):7.2f}x "
+          f"{res1c:11.0f} {ourc / res1c:7.2f}x")
     print(f"{'FastWARC + Resiliparse, all cores':36} {nn / rn:9.0f} {oursn / (nn / rn):7.2f}x")
     print(f"{f'trafilatura, 1 core ({len(timed)} pages)':36} {len(timed) / tt1:9.0f} "
-          f"{ours1 / (len(timed) / tt1):7.2f}x")
+          f"{ours1 / (len(timed) / tt1):7.2f}x {traf1c:11.0f} {ourc / traf1c:7.2f}x")
     print(f"{f'trafilatura, all cores ({tn_docs} pages)':36} {tn_docs / ttn:9.0f} "
           f"{oursn / (tn_docs / ttn):7.2f}x")
+    print(f"derive text / Resiliparse, 1 core, by CPU: {ourc / res1c:.2f}x (target: at least 2); "
+          f"by wall clock: {ours1 / (n1 / r1):.2f}x")
     print(f"similarity, median of {len(compared)} pages: text to Resiliparse {sim_res:.3f}, "
           f"main content to Resiliparse main_content=True {sim_main:.3f}, "
           f"main content to trafilatura {sim_traf:.3f}")
