@@ -19,6 +19,8 @@
 #                                            HTTP (nginx) and S3 against the local file, 20 ms
 #                                            latency; --smoke: a fixture, moto, one run
 #   bench/run.sh --derive --search FILE      both, in one run
+#   bench/run.sh --derive --search --bytes N FILE
+#                                            both, on FILE's records that start before byte N
 #   bench/run.sh --browser [--smoke] [--pages N] [--tabs N]
 #                                            browser capture: warchest --browser, warcprox +
 #                                            Chromium, wget --mirror (docs/performance.md)
@@ -83,11 +85,14 @@ case "${1:-}" in
 --derive | --search)
     areas=()
     rest=()
-    for a in "$@"; do
-        case $a in
-        --derive | --search) areas+=("${a#--}") ;;
-        *) rest+=("$a") ;;
+    slice=
+    while [ $# -gt 0 ]; do
+        case $1 in
+        --derive | --search) areas+=("${1#--}") ;;
+        --bytes) slice=$2; shift ;;
+        *) rest+=("$1") ;;
         esac
+        shift
     done
     if [[ " $* " == *" --smoke "* ]]; then
         cargo build -q -p warchest-cli --manifest-path "$root/Cargo.toml"
@@ -96,6 +101,16 @@ case "${1:-}" in
     else
         cargo build -q --release -p warchest-cli --manifest-path "$root/Cargo.toml"
         export WARCHEST_BIN=$CARGO_TARGET_DIR/release/warchest
+    fi
+    # --bytes N: the records of FILE (the last argument) that start before
+    # byte N, cut by `warchest filter`, so that a quiet run of both areas
+    # fits in minutes (docs/performance.md).
+    if [ -n "$slice" ]; then
+        cut=$(mktemp -d)
+        trap 'rm -rf "$cut"' EXIT
+        file=${rest[-1]}
+        "$WARCHEST_BIN" -q filter "$file" ":offset < $slice" -o "$cut/$(basename "$file")"
+        rest[-1]=$cut/$(basename "$file")
     fi
     for area in "${areas[@]}"; do
         python3 "$here/${area}_bench.py" "${rest[@]}"

@@ -81,5 +81,16 @@ done
 # non-UTF-8 one.
 mkdir -p "$corpus/derive_text"
 put derive_text "$fixtures/pywb/example.warc" example.warc
+put derive_text "$here/../crates/warchest-derive/tests/fixtures/wat-links.html"
 printf '<meta charset=koi8-r><title>\xf0\xd2\xc9</title><p>a&amp;b<br>c<table><tr><td>1<td>2</table><script>x="</p>"</script>' > "$corpus/derive_text/koi8"
+# search_request: query strings as serve's /fulltext gets them, and bare
+# queries as `warchest search` does (field names, ranges, phrases, facets).
+mkdir -p "$corpus/search_request"
+i=0
+for q in 'q=sea+level&page=2&n=1' 'q=%22sea+level%22&host=a.example&year=2014' \
+    'q=title:caf%C3%A9&language=fra&mime=text/html' 'q=date:[2014-01-01T00:00:00Z+TO+*]' \
+    'q=status:[100+TO+200]+AND+-url:x' 'q=(a+OR+b)+AND+(c+d)~2' 'title:sea^2 "plain words"' \
+    'host:a.example AND year:2014' 'surt:"a,example)/" OR mime:text/plain'; do
+    printf '%s' "$q" > "$corpus/search_request/$i"; i=$((i + 1))
+done
 for t in "$corpus"/*; do echo "$(basename "$t"): $(ls "$t" | wc -l) inputs"; done

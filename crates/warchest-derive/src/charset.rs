@@ -88,8 +88,16 @@ pub fn from_content_type(content_type: &str) -> Option<&'static Encoding> {
 /// could not hold the ASCII tag otherwise), as the WHATWG prescan says.
 pub fn from_meta(body: &[u8]) -> Option<&'static Encoding> {
     let window = &body[..body.len().min(META_WINDOW)];
-    // The tag is ASCII; anything else in the window may be replaced.
-    let text = String::from_utf8_lossy(window);
+    // The tag is ASCII; anything else in the window may be replaced. A
+    // window of UTF-8 (perhaps cut inside a character at its end) is
+    // borrowed as it is: validating is cheaper than replacing.
+    let text = match std::str::from_utf8(window) {
+        Ok(t) => Cow::Borrowed(t),
+        Err(e) if e.error_len().is_none() => {
+            Cow::Borrowed(std::str::from_utf8(&window[..e.valid_up_to()]).unwrap_or_default())
+        }
+        Err(_) => String::from_utf8_lossy(window),
+    };
     for token in Tokenizer::new(&text) {
         let Token::Start(tag) = token else { continue };
         if tag.name() != "meta" {
@@ -201,6 +209,19 @@ mod tests {
         assert_eq!(d.encoding, encoding_rs::WINDOWS_1252);
         assert_eq!(d.source, Source::Header);
         assert!(d.text.ends_with("café"));
+    }
+
+    #[test]
+    fn meta_in_a_window_cut_inside_a_character_or_with_bad_bytes() {
+        let mut body = b"<meta charset=koi8-r>".to_vec();
+        body.resize(META_WINDOW - 1, b'x');
+        body.extend_from_slice("é".as_bytes());
+        assert_eq!(from_meta(&body), Some(encoding_rs::KOI8_R));
+        assert_eq!(
+            from_meta(b"\xe9 <meta charset=koi8-r>"),
+            Some(encoding_rs::KOI8_R)
+        );
+        assert_eq!(from_meta(b"<p>\xe9</p>"), None);
     }
 
     #[test]

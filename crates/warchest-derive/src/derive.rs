@@ -10,8 +10,7 @@ use warchest::codec::Decoder;
 use warchest::warc::{RecordType, Version, WarcHeader};
 use warchest::write::{Body, NewRecord, Writer};
 
-use crate::json::Json;
-use crate::source::{SourceRecord, read_batch};
+use crate::source::{Purpose, SourceRecord, read_batch_for};
 use crate::table::Row;
 
 /// What a derivation did.
@@ -142,8 +141,13 @@ pub fn write_warc<R: Read, W: Write>(
 ) -> warchest::Result<Summary> {
     let mut summary = Summary::default();
     let mut started = !first;
+    // The WAT reports every record's digests; a WET needs only texts.
+    let purpose = match kind {
+        WarcKind::Wat => Purpose::Full,
+        WarcKind::Wet => Purpose::Text,
+    };
     loop {
-        let (batch, err) = read_batch(reader);
+        let (batch, err) = read_batch_for(reader, purpose);
         if !started {
             started = true;
             let info = batch
@@ -197,7 +201,7 @@ pub fn text_rows<R: Read, E: From<warchest::Error>>(
 ) -> Result<Summary, E> {
     let mut summary = Summary::default();
     loop {
-        let (batch, err) = read_batch(reader);
+        let (batch, err) = read_batch_for(reader, Purpose::Text);
         if batch.is_empty() && err.is_none() {
             break;
         }
@@ -217,23 +221,78 @@ pub fn text_rows<R: Read, E: From<warchest::Error>>(
     Ok(summary)
 }
 
-/// A row as a JSON line (keys in column order).
+/// A row as a JSON line (keys in column order). Written straight into
+/// one string: the page's texts are not copied into a [`crate::json::Json`] first.
 pub fn row_json(row: &Row) -> String {
-    let mut o = Json::obj();
-    o.put("url", row.url.clone())
-        .put("date", row.date.clone())
-        .put("record_id", row.record_id.clone())
-        .put("warc_filename", row.warc_filename.clone())
-        .put("warc_offset", Json::Num(row.warc_offset.to_string()));
-    o.put("content_type", row.content_type.clone().unwrap_or_default())
-        .put("language", row.language.clone().unwrap_or_default())
-        .put(
-            "language_score",
-            Json::Num(format!("{:.3}", row.language_score)),
-        )
-        .put("languages", row.languages.clone())
-        .put("title", row.title.clone().unwrap_or_default())
-        .put("text", row.text.clone())
-        .put("main_text", row.main_text.clone());
-    o.to_text()
+    use crate::json::string;
+    let mut out = String::with_capacity(row.text.len() + row.main_text.len() + 512);
+    let key = |out: &mut String, k: &str| {
+        out.push(if out.is_empty() { '{' } else { ',' });
+        string(out, k);
+        out.push(':');
+    };
+    for (k, v) in [
+        ("url", row.url.as_str()),
+        ("date", &row.date),
+        ("record_id", &row.record_id),
+        ("warc_filename", &row.warc_filename),
+    ] {
+        key(&mut out, k);
+        string(&mut out, v);
+    }
+    key(&mut out, "warc_offset");
+    out.push_str(&row.warc_offset.to_string());
+    key(&mut out, "content_type");
+    string(&mut out, row.content_type.as_deref().unwrap_or_default());
+    key(&mut out, "language");
+    string(&mut out, row.language.as_deref().unwrap_or_default());
+    key(&mut out, "language_score");
+    out.push_str(&format!("{:.3}", row.language_score));
+    for (k, v) in [
+        ("languages", row.languages.as_str()),
+        ("title", row.title.as_deref().unwrap_or_default()),
+        ("text", &row.text),
+        ("main_text", &row.main_text),
+    ] {
+        key(&mut out, k);
+        string(&mut out, v);
+    }
+    out.push('}');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn row_json_keys_in_column_order() {
+        let row = Row {
+            url: "http://a.example/\"x\"".into(),
+            date: "2024-01-02T03:04:05Z".into(),
+            record_id: "<urn:uuid:1>".into(),
+            warc_filename: "a.warc.gz".into(),
+            warc_offset: 1234,
+            content_type: Some("text/html".into()),
+            language: None,
+            language_score: 0.5,
+            languages: "eng,fra".into(),
+            title: Some("T\u{1}".into()),
+            text: "T\nline\ttwo é".into(),
+            main_text: String::new(),
+        };
+        let line = row_json(&row);
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        let at = |k: &str| line.find(&format!("\"{k}\":")).unwrap();
+        // The JSON keys are the table's columns, in order.
+        let schema = crate::table::schema();
+        let keys: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+        assert!(keys.windows(2).all(|w| at(w[0]) < at(w[1])), "{line}");
+        assert_eq!(v.as_object().unwrap().len(), keys.len());
+        assert!(line.starts_with(r#"{"url":"http://a.example/\"x\"","date":"#));
+        assert!(line.contains(r#""warc_offset":1234,"#));
+        assert!(line.contains(r#""language":"","language_score":0.500,"#));
+        assert_eq!(v["title"], "T\u{1}");
+        assert_eq!(v["text"], "T\nline\ttwo é");
+    }
 }

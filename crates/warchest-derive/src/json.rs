@@ -88,21 +88,35 @@ impl Json {
     }
 }
 
-fn string(out: &mut String, s: &str) {
+/// Writes `s` as a JSON string: runs of bytes that need no escape are
+/// copied whole (every byte of a multi-byte UTF-8 sequence is 0x80 or
+/// more, so only ASCII bytes are looked at), which keeps a page's text
+/// from being pushed a character at a time.
+pub fn string(out: &mut String, s: &str) {
+    out.reserve(s.len() + 2);
     out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
+    let bytes = s.as_bytes();
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let escape = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0..0x20 => "",
+            _ => continue,
+        };
+        // `i` is an ASCII byte's index, hence a character boundary.
+        out.push_str(&s[start..i]);
+        if escape.is_empty() {
+            let _ = write!(out, "\\u{:04x}", b);
+        } else {
+            out.push_str(escape);
         }
+        start = i + 1;
     }
+    out.push_str(&s[start..]);
     out.push('"');
 }
 
@@ -144,5 +158,21 @@ mod tests {
         assert_eq!(o.to_text(), r#"{"b":"x\"\n\u0001é","a":"5","c":[true]}"#);
         let v: serde_json::Value = serde_json::from_str(&o.to_text()).unwrap();
         assert_eq!(v["b"], "x\"\n\u{1}é");
+    }
+
+    #[test]
+    fn escapes_every_control_and_keeps_the_rest() {
+        let all: String = (0u32..0x80)
+            .filter_map(char::from_u32)
+            .chain("é€😀 \u{7f}\u{2028}".chars())
+            .collect();
+        let mut out = String::new();
+        string(&mut out, &all);
+        assert!(!out.bytes().any(|b| b < 0x20));
+        let back: String = serde_json::from_str(&out).unwrap();
+        assert_eq!(back, all);
+        let mut out = String::new();
+        string(&mut out, "a\tb\u{1f}c\\");
+        assert_eq!(out, r#""a\tb\u001fc\\""#);
     }
 }

@@ -28,6 +28,10 @@ pub const SEGMENT: usize = 512;
 /// At most this many segments are analysed.
 pub const SAMPLES: usize = 6;
 
+/// When this many segments, the first and the last, name one language,
+/// the others are not analysed.
+pub const AGREE: usize = 2;
+
 /// Languages below this share are not reported (noise from names, code,
 /// short captions).
 const MIN_SHARE: f32 = 0.1;
@@ -35,11 +39,13 @@ const MIN_SHARE: f32 = 0.1;
 /// Up to three languages of `text`, best first. Empty when the text has no
 /// letters the model knows.
 ///
-/// The segments are analysed spread out first (the first, the last, the
-/// middle one); when those three name one language, the text is taken to
-/// be in it and the rest are not analysed. whatlang's cost is mostly per
-/// call (it scores every language of the script), so this halves the time
-/// of most pages; a page whose samples differ gets all of them.
+/// The segments are analysed spread out first (the first, the last, then
+/// the middle one); when the first [`AGREE`] name one language, the text
+/// is taken to be in it and the rest are not analysed. whatlang's cost is
+/// mostly per call (it compares every language profile of the script,
+/// about 12,000 look-ups for Latin, whatever the segment's length), so
+/// this cuts most pages to two calls; a page whose samples differ gets all
+/// of them.
 pub fn identify(text: &str) -> Vec<Language> {
     let segments = segments(text);
     let mut order: Vec<usize> = Vec::with_capacity(segments.len());
@@ -55,7 +61,10 @@ pub fn identify(text: &str) -> Vec<Language> {
     // Languages of the segments analysed so far (None: no verdict).
     let mut found: Vec<Option<whatlang::Lang>> = Vec::new();
     for (n, &i) in order.iter().enumerate() {
-        if n == 3 && found.len() == 3 && found[0].is_some() && found.iter().all(|l| *l == found[0])
+        if n == AGREE
+            && found.len() == AGREE
+            && found[0].is_some()
+            && found.iter().all(|l| *l == found[0])
         {
             break;
         }
@@ -168,13 +177,18 @@ mod tests {
         assert_eq!(segs.len(), SAMPLES);
         assert!(segs.windows(2).all(|w| w[0].end <= w[1].start));
         assert_eq!(identify(&text)[0].code, "eng");
-        // German only in the second segment: the three read first agree,
+        // German only in the second segment: the first and last agree,
         // so it is not read (the price of the early stop).
         let mut mixed = en.repeat(10);
         mixed.push_str(&de.repeat(10));
         mixed.push_str(&en.repeat(40));
         let codes: Vec<_> = identify(&mixed).iter().map(|l| l.code).collect();
         assert_eq!(codes, ["eng"]);
+        // German in the first segment: every segment is read.
+        let mut mixed = de.repeat(10);
+        mixed.push_str(&en.repeat(50));
+        let codes: Vec<_> = identify(&mixed).iter().map(|l| l.code).collect();
+        assert_eq!(codes, ["eng", "deu"]);
         // German in a segment read first: every segment is read.
         let mut mixed = en.repeat(50);
         mixed.push_str(&de.repeat(10));
