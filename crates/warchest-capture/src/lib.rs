@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use warchest::write::{Body, CaptureLimits, RotatingOptions};
+use warchest::write::{CaptureLimits, RotatingOptions};
 use warchest_ops::dedupe::DigestIndex;
 use warchest_ops::revisit::Original;
 
@@ -495,28 +495,18 @@ impl Capturer {
                 .iter()
                 .map(|l| ("interimResponse".to_string(), l.clone())),
         );
-        // The requests are HTTP/1.0 (client::get_request): so is the exchange.
-        let mut protocols = vec!["http/1.0".to_string()];
-        if let Some(p) = x.tls.0.clone() {
-            protocols.push(p);
-        }
         let truncated = x
             .response
             .truncated
             .as_ref()
             .map(|t| t.as_str().to_string());
         let bytes = x.response.len;
-        let recorded = self.recorder.record_http(record::HttpRecord {
-            target_uri: target.clone(),
-            ip: Some(x.ip),
-            date: x.started,
-            request: Body::Bytes(&x.request),
-            response: &mut x.response,
-            protocols,
-            cipher_suite: x.tls.1.clone(),
-            metadata: meta,
+        let recorded = self.recorder.record_http(record::HttpRecord::of_exchange(
+            target.clone(),
+            &mut x,
+            meta,
             conditional_of,
-        })?;
+        ))?;
         let outcome = match recorded.kind {
             Kind::Response => "response",
             Kind::Revisit(_) => "revisit",

@@ -70,6 +70,32 @@ pub struct HttpRecord<'a> {
     pub conditional_of: Option<Original>,
 }
 
+impl<'a> HttpRecord<'a> {
+    /// The record of one exchange made by [`crate::client::fetch`]: its
+    /// address, start, request and response, and the protocols it used
+    /// (HTTP/1.0, as `client::get_request` asks, and its TLS version).
+    pub fn of_exchange(
+        target_uri: String,
+        x: &'a mut crate::client::Exchange,
+        metadata: Vec<(String, String)>,
+        conditional_of: Option<Original>,
+    ) -> Self {
+        let mut protocols = vec!["http/1.0".to_string()];
+        protocols.extend(x.tls.0.clone());
+        HttpRecord {
+            target_uri,
+            ip: Some(x.ip),
+            date: x.started,
+            request: Body::Bytes(&x.request),
+            response: &mut x.response,
+            protocols,
+            cipher_suite: x.tls.1.clone(),
+            metadata,
+            conditional_of,
+        }
+    }
+}
+
 /// Counts of what was written.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct RecorderStats {

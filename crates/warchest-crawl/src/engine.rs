@@ -1677,10 +1677,6 @@ impl Crawl {
                 format!("{} {} {}", l.url, l.hop.letter(), l.context),
             ));
         }
-        let mut protocols = vec!["http/1.0".to_string()];
-        if let Some(p) = x.tls.0.clone() {
-            protocols.push(p);
-        }
         let truncated = x
             .response
             .truncated
@@ -1719,17 +1715,12 @@ impl Crawl {
             )?;
             Kind::Response
         } else {
-            let r = self.recorder.record_http(HttpRecord {
-                target_uri: target,
-                ip: Some(x.ip),
-                date: x.started,
-                request: warchest::write::Body::Bytes(&x.request),
-                response: &mut x.response,
-                protocols,
-                cipher_suite: x.tls.1.clone(),
-                metadata: meta,
+            let r = self.recorder.record_http(HttpRecord::of_exchange(
+                target,
+                &mut x,
+                meta,
                 conditional_of,
-            })?;
+            ))?;
             placed = r.placed;
             r.kind
         };
