@@ -255,22 +255,11 @@ impl RemoteBlocks {
     }
 }
 
-/// How many blocks behind a scan count as passed by it: a single scan
-/// holds at most the cache (four blocks) minus the one it reads.
-const PASSED: u64 = 3;
-
-/// Drops the least recently used finished block of the three just before
-/// block `i` (which a scan at `i` has passed); false when there is none. A
-/// block further back may be another reader's (a chunked read walks
-/// several runs of blocks at once): dropping it made that reader fetch it
-/// again, three times the bytes on two threads. A block still being read
-/// is used more recently than one passed, so it goes after them.
+/// Drops the least recently used finished block before block `i` (which a
+/// scan at `i` has passed); false when there is none. A block still being
+/// read is used more recently than one passed, so it goes after them.
 fn drop_passed(h: &mut Held, i: u64) -> bool {
-    match h
-        .blocks
-        .iter()
-        .position(|(k, c)| *k < i && *k + PASSED >= i && !c.pending())
-    {
+    match h.blocks.iter().position(|(k, c)| *k < i && !c.pending()) {
         Some(at) => {
             h.blocks.remove(at);
             true
@@ -389,24 +378,6 @@ mod tests {
         assert_eq!(b.read_at(&mut buf, 2 * B).unwrap(), 10);
         assert_eq!(b.requests(), 2);
         assert_eq!(lock(&b.held).blocks.len(), 4);
-    }
-
-    /// A scan does not make room from blocks far behind it: they may be
-    /// another reader's, who would fetch them again.
-    #[test]
-    fn a_scan_keeps_blocks_far_behind_it() {
-        let b = unreachable(100 * B).with_blocks(B as usize, 2);
-        for i in [10, 30, 31, 32] {
-            ready(&b, i, 0);
-        }
-        lock(&b.held).furthest = Some(31);
-        let mut buf = [0u8; 10];
-        // The scan at block 32 fetches 33 and 34 ahead in the room of 30
-        // and 31, the blocks it has passed; block 10 is another reader's.
-        assert_eq!(b.read_at(&mut buf, 32 * B).unwrap(), 10);
-        assert_eq!(b.requests(), 2);
-        let held: Vec<u64> = lock(&b.held).blocks.iter().map(|(k, _)| *k).collect();
-        assert_eq!(held, vec![10, 32, 33, 34]);
     }
 
     /// A reader behind the furthest one (a chunk's reader, while another
