@@ -206,12 +206,7 @@ impl RemoteBlocks {
                     c
                 }
             };
-            // A scan going on: at or next to the furthest block asked for,
-            // or right after a block held (a chunk's reader going on
-            // behind another's: each reader of a chunked read walks its
-            // own run of blocks).
-            let scan =
-                h.furthest.is_none_or(|f| i + 1 >= f) || h.blocks.iter().any(|(k, _)| *k + 1 == i);
+            let scan = h.furthest.is_none_or(|f| i + 1 >= f);
             h.furthest = Some(h.furthest.map_or(i, |f| f.max(i)));
             self.evict(&mut h, i);
             if scan {
@@ -378,28 +373,6 @@ mod tests {
         assert_eq!(b.read_at(&mut buf, 2 * B).unwrap(), 10);
         assert_eq!(b.requests(), 2);
         assert_eq!(lock(&b.held).blocks.len(), 4);
-    }
-
-    /// A reader behind the furthest one (a chunk's reader, while another
-    /// reads a later chunk) still has its next blocks fetched ahead when it
-    /// reads on from a block held.
-    #[test]
-    fn a_reader_behind_the_furthest_reads_ahead_too() {
-        let b = unreachable(100 * B).with_blocks(B as usize, 2);
-        for i in [0, 1, 2, 3] {
-            ready(&b, i, 0);
-        }
-        lock(&b.held).furthest = Some(40);
-        let mut buf = [0u8; 10];
-        // Block 2, right after block 1: blocks 3 (held) and 4 ahead.
-        assert_eq!(b.read_at(&mut buf, 2 * B).unwrap(), 10);
-        assert_eq!(b.requests(), 1);
-        let held: Vec<u64> = lock(&b.held).blocks.iter().map(|(k, _)| *k).collect();
-        assert_eq!(held, vec![1, 3, 2, 4]);
-        // A read of a block after none held (a jump) fetches nothing ahead.
-        ready(&b, 20, 0);
-        assert_eq!(b.read_at(&mut buf, 20 * B).unwrap(), 10);
-        assert_eq!(b.requests(), 1);
     }
 
     #[test]
