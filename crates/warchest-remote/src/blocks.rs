@@ -217,11 +217,7 @@ impl RemoteBlocks {
                     if h.blocks.iter().any(|(b, _)| *b == k) {
                         continue;
                     }
-                    // With the cache full (its steady state), room is made
-                    // from a block the scan has passed: without this, no
-                    // block past the first few was ever fetched ahead, and
-                    // every reader waited for each block at its edge.
-                    if h.blocks.len() >= self.cap() && !drop_passed(&mut h, i) {
+                    if h.blocks.len() >= self.cap() {
                         break;
                     }
                     let c = self.spawn(k);
@@ -247,19 +243,6 @@ impl RemoteBlocks {
                 at += 1;
             }
         }
-    }
-}
-
-/// Drops the least recently used finished block before block `i` (which a
-/// scan at `i` has passed); false when there is none. A block still being
-/// read is used more recently than one passed, so it goes after them.
-fn drop_passed(h: &mut Held, i: u64) -> bool {
-    match h.blocks.iter().position(|(k, c)| *k < i && !c.pending()) {
-        Some(at) => {
-            h.blocks.remove(at);
-            true
-        }
-        None => false,
     }
 }
 
@@ -348,31 +331,6 @@ mod tests {
         let kept: Vec<u64> = h.blocks.iter().map(|(k, _)| *k).collect();
         assert_eq!(kept, vec![50, 3, 4, 5]);
         assert_eq!(h.blocks.len(), b.cap());
-    }
-
-    /// A scan going on with the cache full still fetches ahead: room is
-    /// made from the blocks it has passed (least recently used first),
-    /// never from the block being read or one ahead of it.
-    #[test]
-    fn a_scan_with_the_cache_full_fetches_ahead_from_passed_blocks() {
-        let b = unreachable(100 * B).with_blocks(B as usize, 2);
-        assert_eq!(b.cap(), 4);
-        for i in 0..4 {
-            ready(&b, i, i as u8);
-        }
-        lock(&b.held).furthest = Some(2);
-        let mut buf = [0u8; 10];
-        // The scan reaches block 3: blocks 4 and 5 are asked for ahead,
-        // blocks 0 and 1 dropped for them.
-        assert_eq!(b.read_at(&mut buf, 3 * B).unwrap(), 10);
-        assert_eq!(b.requests(), 2);
-        let held: Vec<u64> = lock(&b.held).blocks.iter().map(|(k, _)| *k).collect();
-        assert_eq!(held, vec![2, 3, 4, 5]);
-        // Blocks not passed are not dropped for read-ahead: a read of
-        // block 2 again asks for nothing more.
-        assert_eq!(b.read_at(&mut buf, 2 * B).unwrap(), 10);
-        assert_eq!(b.requests(), 2);
-        assert_eq!(lock(&b.held).blocks.len(), 4);
     }
 
     #[test]
