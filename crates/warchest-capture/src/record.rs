@@ -288,6 +288,13 @@ impl Recorder {
                 },
             )?
         };
+        // The record reaches the file before the index names it: a sync of
+        // the index by another worker's group commit would otherwise make
+        // an entry durable whose record a kill could still lose, and the
+        // refetch would be written as a revisit of nothing.
+        if self.index.is_some() {
+            w.flush()?;
+        }
         let mut records = 1;
         let at = placed.first().map(|p| (p.path.clone(), p.written.offset));
         // Index an original, and remember the URL for conditional requests.
