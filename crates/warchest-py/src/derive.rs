@@ -13,7 +13,7 @@ use pyo3::prelude::*;
 use rayon::prelude::*;
 use warchest::archive::Reader;
 use warchest::codec::Decoder;
-use warchest_derive::source::read_batch;
+use warchest_derive::source::{Purpose, read_batch_for};
 use warchest_derive::table::{Row, schema, to_batch};
 
 use crate::io::{Target, targets_from_py};
@@ -57,7 +57,7 @@ impl TextBatches {
                 self.current = Some((Reader::open(&path)?, name));
                 continue;
             };
-            let (records, err) = read_batch(reader);
+            let (records, err) = read_batch_for(reader, Purpose::Text);
             if records.is_empty() && err.is_none() {
                 self.current = None;
                 continue;
