@@ -105,8 +105,6 @@ pub fn open_positioned(
     Ok(Opened::At(Reader::from_source(d, opts)?))
 }
 
-/// Environment knob (tests): chunk size in bytes, applied to any file size.
-const CHUNK_KNOB: &str = "WARCHEST_PLAIN_CHUNK";
 /// Environment knob (tests): a file to which one line of counts is
 /// appended per file read in chunks.
 const TRACE_KNOB: &str = "WARCHEST_PLAIN_TRACE";
@@ -143,11 +141,7 @@ impl Chunks {
 /// library's [`warchest::chunks::plan`] and [`warchest::chunks::plan_at`]), else opened as
 /// [`input::open`] does, the source read at offsets shared.
 pub fn chunked(name: &str, threads: usize, opts: &ReaderOptions) -> warchest::Result<Chunked> {
-    let knob = || {
-        std::env::var(CHUNK_KNOB)
-            .ok()
-            .and_then(|k| k.trim().parse().ok())
-    };
+    let knob = warchest::chunks::knob;
     if threads > 1
         && let Some(src) = positioned(name)?
     {

@@ -604,10 +604,17 @@ impl arrow_array::RecordBatchReader for FilesScanner {
 }
 
 /// Most bytes of rows a chunk of a [`ChunkedScanner`] holds before it
-/// stops (the main thread reads on from there), if `batch_bytes` is
-/// more: with at most twice the threads (16 at most) chunks in flight,
-/// memory stays bounded whatever the payloads decode to.
+/// stops (the main thread reads on from there), if its planned size is
+/// more (only a chunk size forced larger is): with at most twice the
+/// threads (16 at most) chunks in flight, memory stays bounded whatever
+/// the payloads decode to.
 const CHUNK_ROW_BYTES: usize = 8 << 20;
+
+/// Smallest chunk of a [`ChunkedScanner`] (its chunks are about a batch).
+const MIN_SCAN_CHUNK: u64 = 1 << 20;
+/// At most this many chunks, whatever `batch_bytes` says (the plan's own
+/// bound).
+const MAX_SCAN_CHUNKS: u64 = 1 << 20;
 
 /// Batches sent ahead of the consumer by a [`ChunkedScanner`].
 const AHEAD: usize = 1;
@@ -622,10 +629,16 @@ const AHEAD: usize = 1;
 /// is read sequentially instead. Batches keep the `batch_rows` and
 /// `batch_bytes` bounds but also end where a chunk does.
 ///
+/// A worker reads its whole chunk: its rows are bounded by the chunk's
+/// size (a chunk's rows are at most its stored bytes, plus the record
+/// that crosses its end, unless payloads decode larger than stored), not
+/// by `batch_bytes`, so the merging thread reads nothing itself on a
+/// clean file. Chunks are of about `batch_bytes` (1 MiB at least, and
+/// no more than the plan's 4-8 MiB), unless `chunk` forces a size.
 /// Memory: each chunk in flight (at most twice the threads, 16 at most)
-/// holds at most about `batch_bytes` (8 MiB at most) of rows, and the
-/// chunks are merged on a thread of the scanner's own, which sends one
-/// batch ahead; dropping the scanner stops it.
+/// holds about its size (8 MiB at most whatever the size forced) of
+/// rows, and the chunks are merged on a thread of the scanner's own,
+/// which sends one batch ahead; dropping the scanner stops it.
 pub struct ChunkedScanner {
     rx: std::sync::mpsc::Receiver<Result<RecordBatch>>,
     stop: Arc<std::sync::atomic::AtomicBool>,
@@ -651,7 +664,15 @@ impl ChunkedScanner {
         chunk: Option<u64>,
     ) -> Option<Self> {
         let path = path.as_ref().to_path_buf();
-        let plan = warchest::chunks::plan(&path, threads, chunk)?;
+        let mut plan = warchest::chunks::plan(&path, threads, chunk)?;
+        if chunk.is_none() {
+            // A chunk's rows are about its bytes: chunks of about a batch
+            // keep each chunk in flight near `batch_bytes` (memory), as
+            // when a chunk stopped at a batch, but read by its worker.
+            let floor = plan.len.div_ceil(MAX_SCAN_CHUNKS);
+            let batch = u64::try_from(opts.batch_bytes).unwrap_or(u64::MAX);
+            plan.chunk = plan.chunk.min(batch.max(MIN_SCAN_CHUNK)).max(floor);
+        }
         let file = path.clone();
         let (tx, rx) = std::sync::mpsc::sync_channel(AHEAD);
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -746,28 +767,27 @@ impl Drop for ChunkedScanner {
 }
 
 /// The rows of one run of records, in batches as a [`Scanner`] cuts them.
+/// Each batch's payload buffer is reserved whole at once (as a
+/// [`Scanner`] does once a batch has filled): a chunk holds more than a
+/// batch's bytes on the files chunks are used for, and an untouched
+/// reservation takes no memory.
 #[derive(Default)]
 struct Batches {
     b: Option<BatchBuilder>,
     ready: Option<RecordBatch>,
     /// Batches complete, in order.
     done: Vec<RecordBatch>,
-    /// Their memory: a running count, since `held` is asked on each record.
+    /// Their bytes as `batch_bytes` counts them (WARC headers, HTTP
+    /// header fields, payloads), so that they compare with a chunk's
+    /// stored bytes: a running count, since `held` is asked on each
+    /// record.
     done_bytes: usize,
-    full: bool,
 }
 
 impl Batches {
     /// The builder of the batch being filled.
     fn builder(&mut self, opts: &ScanOptions) -> &mut BatchBuilder {
-        self.b.get_or_insert_with(|| {
-            BatchBuilder::new(
-                &opts.columns,
-                opts.batch_rows.min(1024),
-                opts.batch_bytes,
-                self.full,
-            )
-        })
+        self.b.get_or_insert_with(|| new_chunk_builder(opts))
     }
 
     /// The row of `rec` (of any type: the others are passed over), as
@@ -781,11 +801,10 @@ impl Batches {
             return rec.finish();
         }
         let opts = t.opts;
-        self.builder(opts);
         let Batches { b, ready, .. } = self;
-        let Some(b) = b.as_mut() else {
-            return rec.finish();
-        };
+        let b = b.get_or_insert_with(|| new_chunk_builder(opts));
+        // A batch cut before this row holds the rows before it.
+        let before = b.bytes;
         let r = RowCtx {
             b,
             ready,
@@ -797,15 +816,14 @@ impl Batches {
         }
         .row(rec);
         if let Some(x) = self.ready.take() {
-            self.full = true;
-            self.finished(x);
+            self.finished(x, before);
         }
         if let Some(b) = self.b.as_mut()
             && (b.rows >= opts.batch_rows.max(1) || b.bytes >= opts.batch_bytes)
         {
-            self.full |= b.bytes >= opts.batch_bytes;
+            let bytes = b.bytes;
             let x = b.finish(t.schema)?;
-            self.finished(x);
+            self.finished(x, bytes);
             self.b = None;
         }
         r
@@ -816,14 +834,15 @@ impl Batches {
         if let Some(mut b) = self.b.take()
             && b.rows > 0
         {
-            self.finished(b.finish(schema)?);
+            let bytes = b.bytes;
+            self.finished(b.finish(schema)?, bytes);
         }
         Ok(())
     }
 
-    /// Adds a complete batch.
-    fn finished(&mut self, x: RecordBatch) {
-        self.done_bytes += x.get_array_memory_size();
+    /// Adds a complete batch, of `bytes` bytes.
+    fn finished(&mut self, x: RecordBatch, bytes: usize) {
+        self.done_bytes += bytes;
         self.done.push(x);
     }
 
@@ -839,6 +858,24 @@ impl Batches {
     }
 }
 
+/// The builder of a [`Batches`] batch: its payload buffer reserved whole.
+fn new_chunk_builder(opts: &ScanOptions) -> BatchBuilder {
+    BatchBuilder::new(
+        &opts.columns,
+        opts.batch_rows.min(1024),
+        opts.batch_bytes,
+        true,
+    )
+}
+
+std::thread_local! {
+    /// Set on the thread that merges a [`ChunkedScanner`]'s chunks (the
+    /// scanner's own, [`scan_chunks`]): its records are those read
+    /// sequentially. A flag read per record, where asking the thread's
+    /// id clones a handle.
+    static MERGING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 /// A [`ChunkedScanner`]'s per-record work: a worker's rows go to its
 /// chunk's [`Batches`], handed on in file order by [`Tally::add`]; the
 /// main thread's own (records read sequentially) to `main`, sent as they
@@ -850,8 +887,11 @@ struct ScanChunks<'a> {
     schema: &'a SchemaRef,
     needs_http: bool,
     filename: &'a str,
-    /// The thread that merges the chunks (the chunks' "main thread").
-    main: std::thread::ThreadId,
+    /// Most bytes of rows a chunk holds: its planned size (at most
+    /// [`CHUNK_ROW_BYTES`]).
+    chunk_rows: usize,
+    /// The rows the merging thread (the chunks' "main thread", see
+    /// [`MERGING`]) reads itself.
     main_rows: std::sync::Mutex<Batches>,
     tx: std::sync::mpsc::SyncSender<Result<RecordBatch>>,
     stop: &'a std::sync::atomic::AtomicBool,
@@ -896,7 +936,7 @@ impl warchest::chunks::Tally for ScanChunks<'_> {
         if self.stop.load(std::sync::atomic::Ordering::Relaxed) {
             return Err(Box::new(Stopped));
         }
-        if std::thread::current().id() != self.main {
+        if !MERGING.get() {
             return Ok(sum.push(self, rec)?);
         }
         let mut rows = self.main_rows();
@@ -917,11 +957,10 @@ impl warchest::chunks::Tally for ScanChunks<'_> {
         }
         self.send(&mut rows);
         self.send(&mut part);
-        rows.full |= part.full;
     }
 
     fn full(&self, sum: &Batches) -> bool {
-        sum.held() >= self.opts.batch_bytes.min(CHUNK_ROW_BYTES)
+        sum.held() >= self.chunk_rows
     }
 }
 
@@ -953,14 +992,18 @@ fn scan_chunks(
         schema: &schema,
         needs_http: opts.columns.iter().any(|c| c.needs_http()),
         filename: &filename,
-        main: std::thread::current().id(),
+        chunk_rows: usize::try_from(plan.chunk)
+            .unwrap_or(usize::MAX)
+            .clamp(1, CHUNK_ROW_BYTES),
         main_rows: std::sync::Mutex::new(Batches::default()),
         tx,
         stop: &stop,
     };
     let input = warchest::chunks::Input::Path(path);
+    MERGING.set(true);
     let (r, trace) =
         warchest::chunks::read_tally(&Quiet, &filename, input, &t, &reader, plan, &mut io::sink());
+    MERGING.set(false);
     let mut rows = std::mem::take(&mut *t.main_rows());
     let e = match r {
         Ok(_) => None,
@@ -1119,21 +1162,68 @@ struct HttpRead {
     payload: Option<io::Result<bool>>,
 }
 
-/// Reads at most `max` bytes of `r` onto the end of `out`, with no buffer
-/// of its own between the reader and `out`; whether more followed.
-fn read_capped(mut r: &mut dyn Read, out: &mut Vec<u8>, max: u64) -> io::Result<bool> {
-    let start = out.len();
-    (&mut r).take(max.saturating_add(1)).read_to_end(out)?;
-    let cap = usize::try_from(max).unwrap_or(usize::MAX);
-    let truncated = out.len() - start > cap;
-    out.truncate(start.saturating_add(cap).min(out.len()));
-    Ok(truncated)
+/// Where a row's payload is read from.
+enum PayloadSrc<'a> {
+    /// As stored (no coding to undo): `prefix` (bytes read while looking
+    /// for an HTTP head), then the rest of the block, whose buffer (for a
+    /// plain file, its memory map) is copied from directly.
+    Stored(&'a [u8], &'a mut dyn BufRead),
+    /// Through a reader that undoes codings.
+    Decoded(&'a mut dyn Read),
 }
 
-/// Counts the bytes of `r` up to `max`; whether more followed. For a
+/// Reads at most `max` bytes of `src` onto the end of `out`, with no
+/// buffer of its own between the source and `out`; whether more followed.
+fn read_capped(src: PayloadSrc<'_>, out: &mut Vec<u8>, max: u64) -> io::Result<bool> {
+    let start = out.len();
+    let cap = usize::try_from(max).unwrap_or(usize::MAX);
+    match src {
+        PayloadSrc::Stored(prefix, r) => {
+            // Copied from the block's buffer: `read_to_end` would zero each
+            // part of `out` before reading into it (`dyn Read` cannot read
+            // into memory not yet written on stable Rust), a second pass
+            // over every payload byte.
+            out.extend_from_slice(&prefix[..prefix.len().min(cap)]);
+            if prefix.len() > cap {
+                return Ok(true);
+            }
+            loop {
+                let buf = match r.fill_buf() {
+                    Ok(b) => b,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(e),
+                };
+                if buf.is_empty() {
+                    return Ok(false);
+                }
+                let room = cap - (out.len() - start);
+                if room == 0 {
+                    return Ok(true);
+                }
+                let n = buf.len().min(room);
+                out.extend_from_slice(&buf[..n]);
+                r.consume(n);
+            }
+        }
+        PayloadSrc::Decoded(mut r) => {
+            (&mut r).take(max.saturating_add(1)).read_to_end(out)?;
+            let truncated = out.len() - start > cap;
+            out.truncate(start.saturating_add(cap).min(out.len()));
+            Ok(truncated)
+        }
+    }
+}
+
+/// Counts the bytes of `src` up to `max`; whether more followed. For a
 /// `payload_truncated` column without `payload`: nothing is kept.
-fn count_capped(mut r: &mut dyn Read, max: u64) -> io::Result<bool> {
-    let n = io::copy(&mut (&mut r).take(max.saturating_add(1)), &mut io::sink())?;
+fn count_capped(src: PayloadSrc<'_>, max: u64) -> io::Result<bool> {
+    let limit = max.saturating_add(1);
+    let n = match src {
+        PayloadSrc::Stored(prefix, r) => {
+            io::copy(&mut prefix.chain(r).take(limit), &mut io::sink())
+        }
+        PayloadSrc::Decoded(r) => io::copy(&mut r.take(limit), &mut io::sink()),
+    }?;
     Ok(n > max)
 }
 
@@ -1427,14 +1517,14 @@ impl BatchBuilder {
             }
         }
         let payload = match &head {
-            Some(h) => {
+            // Codings to undo.
+            Some(h) if !h.transfer_encoding().is_empty() || !h.content_encoding().is_empty() => {
                 let mut r = http::payload_reader_lenient(&mut *block, h);
-                self.read_payload(&mut r, max, expect)
+                self.read_payload(PayloadSrc::Decoded(&mut r), max, expect)
             }
-            None => {
-                let mut r = prefix.as_slice().chain(block);
-                self.read_payload(&mut r, max, expect)
-            }
+            // No coding to undo (`payload_reader_lenient` would give the
+            // body as stored): straight from the block's buffer.
+            _ => self.read_payload(PayloadSrc::Stored(&prefix, block), max, expect),
         };
         let err = match &payload {
             Some(Err(e)) => Some(Error::from(io::Error::new(e.kind(), e.to_string()))),
@@ -1453,7 +1543,7 @@ impl BatchBuilder {
     /// `expect` bytes is made first (up to 256 MiB, and only if it can be).
     fn read_payload(
         &mut self,
-        r: &mut dyn Read,
+        r: PayloadSrc<'_>,
         max: u64,
         expect: usize,
     ) -> Option<io::Result<bool>> {

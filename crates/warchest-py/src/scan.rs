@@ -167,16 +167,6 @@ pub(crate) fn scan_stream(
     })))
 }
 
-/// Environment knob (tests): the chunk size in bytes of a file read on
-/// several threads, applied to any file size (as `warchest ls -j`'s).
-const CHUNK_KNOB: &str = "WARCHEST_PLAIN_CHUNK";
-
-fn chunk_knob() -> Option<u64> {
-    std::env::var(CHUNK_KNOB)
-        .ok()
-        .and_then(|k| k.trim().parse().ok())
-}
-
 /// Refuses URLs in a build without the `remote` feature.
 #[cfg(not(feature = "remote"))]
 fn local_only(parts: &[(Target, Option<Range<u64>>)]) -> PyResult<()> {
@@ -242,7 +232,12 @@ impl PartsScanner {
                 Target::Path(p) => Some(match range {
                     Some(r) => PartScanner::Local(Scanner::open_range(&p, r, opts)),
                     None => {
-                        match ChunkedScanner::open(&p, opts.clone(), self.threads, chunk_knob()) {
+                        match ChunkedScanner::open(
+                            &p,
+                            opts.clone(),
+                            self.threads,
+                            warchest::chunks::knob(),
+                        ) {
                             Some(s) => PartScanner::Chunked(s),
                             None => PartScanner::Local(Scanner::open(&p, opts)),
                         }

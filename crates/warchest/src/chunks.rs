@@ -232,6 +232,17 @@ fn sequential_by<S: Source, M>(
     Ok(None)
 }
 
+/// The environment knob (tests) that forces the chunk size in bytes of
+/// every chunked read, whatever the file's size: `warchest ls -j`,
+/// `check -j` and Python's `scan` read it, through [`knob`].
+pub const KNOB: &str = "WARCHEST_PLAIN_CHUNK";
+
+/// The chunk size [`KNOB`] forces, for [`plan`] and [`plan_at`]'s `chunk`;
+/// `None` when it is not set (or not a number).
+pub fn knob() -> Option<u64> {
+    std::env::var(KNOB).ok().and_then(|k| k.trim().parse().ok())
+}
+
 /// The chunk size for a file of `len` bytes read on `threads`; `None` when
 /// it is read on one thread. `knob` (the test knob's value) forces a size.
 fn chunk_size(len: u64, threads: usize, knob: Option<u64>) -> Option<u64> {

@@ -194,3 +194,59 @@ fn one_thread_or_a_compressed_file_is_not_chunked() {
     assert!(ChunkedScanner::open(&plain, ScanOptions::default(), 1, Some(100)).is_none());
     assert!(ChunkedScanner::open(&plain, ScanOptions::default(), 2, Some(100)).is_some());
 }
+
+#[test]
+fn a_worker_reads_its_whole_chunk_and_batches_stay_bounded_by_bytes() {
+    // Chunks of 64 KiB, batches of 8 KiB: before, a worker's chunk
+    // stopped at `batch_bytes` and the merging thread read the rest of
+    // every chunk itself, in order.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("clean.warc");
+    let data: Vec<u8> = (0..300)
+        .flat_map(|n| record(n, &vec![b'a' + (n % 26) as u8; 500 + (n * 37) % 4000]))
+        .collect();
+    std::fs::write(&path, &data).unwrap();
+    let mut opts = ScanOptions {
+        batch_bytes: 8 << 10,
+        ..ScanOptions::default()
+    };
+    opts.columns.push(Column::Payload);
+    let (want, want_err, _) = rows(&mut Scanner::open(&path, opts.clone()));
+    assert_eq!(want_err, None);
+    assert_eq!(want.len(), 300);
+    let mut s = ChunkedScanner::open(&path, opts.clone(), 2, Some(64 << 10)).unwrap();
+    let batches: Vec<RecordBatch> = s.by_ref().map(|b| b.unwrap()).collect();
+    let t = s.trace().unwrap();
+    assert!(t.chunks > 10, "{t:?}");
+    assert_eq!((t.sequential_runs, t.sequential_records), (0, 0), "{t:?}");
+    assert_eq!(t.used, t.chunks, "{t:?}");
+    // The same rows in the same order as one thread's.
+    let got: Vec<RecordBatch> = batches
+        .iter()
+        .flat_map(|b| (0..b.num_rows()).map(|i| b.slice(i, 1)))
+        .collect();
+    assert_eq!(got.len(), want.len());
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(g, w, "row {i}");
+    }
+    // Batches end at `batch_bytes` (a row that would pass it starts the
+    // next) and where chunks do: several a chunk.
+    let payload = |b: &RecordBatch| {
+        b.column_by_name("payload")
+            .unwrap()
+            .as_any()
+            .downcast_ref::<arrow_array::BinaryArray>()
+            .unwrap()
+            .value_data()
+            .len()
+    };
+    for b in &batches {
+        assert!(
+            b.num_rows() == 1 || payload(b) <= opts.batch_bytes,
+            "{} rows, {} payload bytes",
+            b.num_rows(),
+            payload(b)
+        );
+    }
+    assert!(batches.len() > 2 * t.chunks, "{} batches", batches.len());
+}
