@@ -1730,6 +1730,45 @@ mod tests {
     use arrow_array::cast::AsArray;
     use arrow_array::types::{Int16Type, Int64Type};
 
+    #[test]
+    fn a_stored_payload_is_read_and_cut_as_through_a_reader() {
+        // Bytes from a block's buffer (a small one: several fills) give
+        // what `read_to_end` through a reader gives, at every cap, with
+        // the prefix read while looking for an HTTP head shorter or
+        // longer than the cap.
+        let body: Vec<u8> = (0..5000u32).map(|i| (i % 251) as u8).collect();
+        for prefix_len in [0, 10, 300] {
+            let (prefix, rest) = body.split_at(prefix_len);
+            for max in [
+                0u64,
+                1,
+                9,
+                10,
+                11,
+                299,
+                300,
+                301,
+                4999,
+                5000,
+                5001,
+                u64::MAX,
+            ] {
+                let mut want = vec![7u8];
+                let mut r = prefix.chain(rest);
+                let want_cut = read_capped(PayloadSrc::Decoded(&mut r), &mut want, max).unwrap();
+                let mut got = vec![7u8];
+                let mut block = io::BufReader::with_capacity(64, rest);
+                let got_cut =
+                    read_capped(PayloadSrc::Stored(prefix, &mut block), &mut got, max).unwrap();
+                assert_eq!((got_cut, &got), (want_cut, &want), "{prefix_len} {max}");
+                assert_eq!(want_cut, (body.len() as u64) > max, "{prefix_len} {max}");
+                let mut block = io::BufReader::with_capacity(64, rest);
+                let counted = count_capped(PayloadSrc::Stored(prefix, &mut block), max).unwrap();
+                assert_eq!(counted, want_cut, "{prefix_len} {max}");
+            }
+        }
+    }
+
     fn warc() -> Vec<u8> {
         let http = "HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n";
         let mut out = Vec::new();
