@@ -3,10 +3,17 @@
 usage: derive_bench.py [--smoke] [--limit N] [--sample N] ARCHIVE
 
 - `warchest derive text` (JSON lines) on one core (RAYON_NUM_THREADS=1) and on
-  all cores, against a FastWARC + Resiliparse `extract_plain_text` loop (one
-  process, and a process pool over all cores fed by one FastWARC reader) and
-  trafilatura (one process and a pool, on the first --limit pages: it is
-  slow), as HTML documents per second;
+  all cores, against FastWARC + Resiliparse loops (one process, and a process
+  pool over all cores fed by one FastWARC reader) and trafilatura (one
+  process and a pool, on the first --limit pages: it is slow), as HTML
+  documents per second. Two like-for-like pairs:
+  - the full row: every column (both texts, title, charset, languages)
+    against a loop that parses each page once and computes
+    `extract_plain_text`, `extract_plain_text(main_content=True)`, the title
+    and `resiliparse.parse.lang.detect_fast` (on the main content when it has
+    200 characters, else the whole text, as ours);
+  - the text row: `derive text --columns url,text` against the loop with
+    `extract_plain_text` alone (the loop of earlier runs);
 - the median similarity (words, difflib's ratio, as
   crates/warchest-derive/tests/it/resiliparse.rs, on each text's first
   MAX_WORDS words) on the first --sample pages: our text against
@@ -82,6 +89,21 @@ def resiliparse_count(body):
     return 1
 
 
+def resiliparse_full_count(body):
+    """The work of our full row: both texts, the title, the language."""
+    from resiliparse.extract.html2text import extract_plain_text
+    from resiliparse.parse.encoding import bytes_to_str, detect_encoding
+    from resiliparse.parse.html import HTMLTree
+    from resiliparse.parse.lang import detect_fast
+
+    tree = HTMLTree.parse(bytes_to_str(body, detect_encoding(body)))
+    text = extract_plain_text(tree)
+    main = extract_plain_text(tree, main_content=True)
+    _ = tree.title
+    detect_fast(main if len(main) >= 200 else text)
+    return 1
+
+
 def trafilatura_text(body):
     import trafilatura
 
@@ -133,7 +155,8 @@ def main():
     # until warchest's runs are done (a child's max RSS on Linux counts
     # its parent's at the fork).
     subprocess.run(
-        [sys.executable, "-c", "import fastwarc.warc, resiliparse.extract.html2text, trafilatura"],
+        [sys.executable, "-c",
+         "import fastwarc.warc, resiliparse.extract.html2text, resiliparse.parse.lang, trafilatura"],
         check=True,
     )
 
@@ -160,6 +183,11 @@ def main():
     os.remove(rows_path)
     tn, mn, _ = run([BIN, "-q", "derive", "text", archive, "-o", rows_path])
     os.remove(rows_path)
+    text_only = ["--columns", "url,text"]
+    tt1_, mt1, ct1 = run([BIN, "-q", "derive", "text", *text_only, archive, "-o", rows_path], env=one)
+    os.remove(rows_path)
+    ttn_, mtn, _ = run([BIN, "-q", "derive", "text", *text_only, archive, "-o", rows_path])
+    os.remove(rows_path)
     mb = size / 1e6
     tl, ml, _ = run([BIN, "-q", "ls", archive])
     tw, mw, _ = run([BIN, "-q", "derive", "wet", archive, "-o", os.path.join(tmp, "x.wet.gz")])
@@ -168,14 +196,23 @@ def main():
         os.remove(os.path.join(tmp, name))
     os.rmdir(tmp)
 
-    # Resiliparse: one process, then a pool fed by one reader.
-    start, cpu = time.perf_counter(), cpu_now()
-    n1 = sum(resiliparse_count(b) for _, b in html_pages(archive))
-    r1, rc1 = time.perf_counter() - start, cpu_now() - cpu
-    start = time.perf_counter()
-    with multiprocessing.Pool(cores) as pool:
-        nn = sum(pool.imap_unordered(resiliparse_count, (b for _, b in html_pages(archive)), chunksize=16))
-    rn = time.perf_counter() - start
+    # Resiliparse, text only and full: one process, then a pool fed by one
+    # reader.
+    def one_core(count):
+        start, cpu = time.perf_counter(), cpu_now()
+        n = sum(count(b) for _, b in html_pages(archive))
+        return n, time.perf_counter() - start, cpu_now() - cpu
+
+    def pool_of(count):
+        start = time.perf_counter()
+        with multiprocessing.Pool(cores) as pool:
+            n = sum(pool.imap_unordered(count, (b for _, b in html_pages(archive)), chunksize=16))
+        return n, time.perf_counter() - start
+
+    n1, r1, rc1 = one_core(resiliparse_count)
+    nf1, rf1, rfc1 = one_core(resiliparse_full_count)
+    nn, rn = pool_of(resiliparse_count)
+    nfn, rfn = pool_of(resiliparse_full_count)
 
     # The pages compared, and trafilatura's timed subset.
     subset = []
@@ -202,21 +239,32 @@ def main():
 
     ours1, oursn = docs / t1, docs / tn
     ourc = docs / c1
-    res1c, traf1c = n1 / rc1, len(timed) / tc1
+    text1, textn, textc = docs / tt1_, docs / ttn_, docs / ct1
+    res1c, resf1c, traf1c = n1 / rc1, nf1 / rfc1, len(timed) / tc1
     print(f"derive bench on {archive} ({mb:.1f} MB, {docs} HTML pages, {cores} cores)"
           f"{' [smoke: debug build, figures mean nothing]' if smoke else ''}")
-    print(f"{'':36} {'docs/s':>9} {'ours/it':>8} {'docs/CPU s':>11} {'ours/it':>8} {'max RSS':>9}")
-    print(f"{'warchest derive text, 1 core':36} {ours1:9.0f} {'':>8} {ourc:11.0f} {'':>8} {m1:8.0f}M")
-    print(f"{'warchest derive text, all cores':36} {oursn:9.0f} {'':>8} {'':>11} {'':>8} {mn:8.0f}M")
-    print(f"{'FastWARC + Resiliparse, 1 core':36} {n1 / r1:9.0f} {ours1 / (n1 / r1):7.2f}x "
-          f"{res1c:11.0f} {ourc / res1c:7.2f}x")
-    print(f"{'FastWARC + Resiliparse, all cores':36} {nn / rn:9.0f} {oursn / (nn / rn):7.2f}x")
-    print(f"{f'trafilatura, 1 core ({len(timed)} pages)':36} {len(timed) / tt1:9.0f} "
+    print("full: every column (both texts, title, charset, languages); "
+          "Resiliparse full: both extract_plain_text calls, title, detect_fast")
+    print("text: derive text --columns url,text; Resiliparse text: extract_plain_text alone")
+    print(f"{'':40} {'docs/s':>9} {'ours/it':>8} {'docs/CPU s':>11} {'ours/it':>8} {'max RSS':>9}")
+    print(f"{'warchest derive text full, 1 core':40} {ours1:9.0f} {'':>8} {ourc:11.0f} {'':>8} {m1:8.0f}M")
+    print(f"{'warchest derive text full, all cores':40} {oursn:9.0f} {'':>8} {'':>11} {'':>8} {mn:8.0f}M")
+    print(f"{'warchest derive text text, 1 core':40} {text1:9.0f} {'':>8} {textc:11.0f} {'':>8} {mt1:8.0f}M")
+    print(f"{'warchest derive text text, all cores':40} {textn:9.0f} {'':>8} {'':>11} {'':>8} {mtn:8.0f}M")
+    print(f"{'FastWARC + Resiliparse full, 1 core':40} {nf1 / rf1:9.0f} {ours1 / (nf1 / rf1):7.2f}x "
+          f"{resf1c:11.0f} {ourc / resf1c:7.2f}x")
+    print(f"{'FastWARC + Resiliparse full, all cores':40} {nfn / rfn:9.0f} {oursn / (nfn / rfn):7.2f}x")
+    print(f"{'FastWARC + Resiliparse text, 1 core':40} {n1 / r1:9.0f} {text1 / (n1 / r1):7.2f}x "
+          f"{res1c:11.0f} {textc / res1c:7.2f}x")
+    print(f"{'FastWARC + Resiliparse text, all cores':40} {nn / rn:9.0f} {textn / (nn / rn):7.2f}x")
+    print(f"{f'trafilatura, 1 core ({len(timed)} pages)':40} {len(timed) / tt1:9.0f} "
           f"{ours1 / (len(timed) / tt1):7.2f}x {traf1c:11.0f} {ourc / traf1c:7.2f}x")
-    print(f"{f'trafilatura, all cores ({tn_docs} pages)':36} {tn_docs / ttn:9.0f} "
+    print(f"{f'trafilatura, all cores ({tn_docs} pages)':40} {tn_docs / ttn:9.0f} "
           f"{oursn / (tn_docs / ttn):7.2f}x")
-    print(f"derive text / Resiliparse, 1 core, by CPU: {ourc / res1c:.2f}x (target: at least 2); "
-          f"by wall clock: {ours1 / (n1 / r1):.2f}x")
+    print(f"derive text / Resiliparse, 1 core, by CPU (target: at least 2, on the like-for-like rows): "
+          f"full {ourc / resf1c:.2f}x, text {textc / res1c:.2f}x; "
+          f"by wall clock: full {ours1 / (nf1 / rf1):.2f}x, text {text1 / (n1 / r1):.2f}x; "
+          f"our full row against their text loop (not like for like): {ourc / res1c:.2f}x")
     print(f"similarity, median of {len(compared)} pages: text to Resiliparse {sim_res:.3f}, "
           f"main content to Resiliparse main_content=True {sim_main:.3f}, "
           f"main content to trafilatura {sim_traf:.3f}")
@@ -224,7 +272,7 @@ def main():
     print(f"{'warchest ls':36} {mb / tl:9.1f} {'':>8} {ml:8.0f}M")
     print(f"{'warchest derive wet':36} {mb / tw:9.1f} {tl / tw:7.2f}x {mw:8.0f}M")
     print(f"{'warchest derive wat':36} {mb / ta:9.1f} {tl / ta:7.2f}x {ma:8.0f}M")
-    peak = max(m1, mn, mw, ma)
+    peak = max(m1, mn, mt1, mtn, mw, ma)
     print(f"peak memory of derive: {peak:.0f} MiB (target: at most 256)")
 
 

@@ -94,7 +94,8 @@ case "${1:-}" in
         esac
         shift
     done
-    if [[ " $* " == *" --smoke "* ]]; then
+    # The arguments are in `rest` by now (`$*` is empty after the shifts).
+    if [[ " ${rest[*]} " == *" --smoke "* ]]; then
         cargo build -q -p warchest-cli --manifest-path "$root/Cargo.toml"
         export WARCHEST_BIN=$CARGO_TARGET_DIR/debug/warchest
         rest+=("$root/../shared/fixtures/pywb/iana.warc.gz")

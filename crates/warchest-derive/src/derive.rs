@@ -11,7 +11,7 @@ use warchest::warc::{RecordType, Version, WarcHeader};
 use warchest::write::{Body, NewRecord, Writer};
 
 use crate::source::{Purpose, SourceRecord, read_batch_for};
-use crate::table::Row;
+use crate::table::{Columns, Row};
 
 /// What a derivation did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -197,6 +197,20 @@ pub fn write_warc<R: Read, W: Write>(
 pub fn text_rows<R: Read, E: From<warchest::Error>>(
     reader: &mut Reader<Decoder<R>>,
     filename: &str,
+    sink: impl FnMut(Vec<Row>) -> Result<(), E>,
+) -> Result<Summary, E> {
+    text_rows_with(reader, filename, Columns::ALL, sink)
+}
+
+/// [`text_rows`], computing only what `columns` needs (the rest of each
+/// row is empty).
+///
+/// # Errors
+/// Reading the archive failed, or `sink` did; rows before are given.
+pub fn text_rows_with<R: Read, E: From<warchest::Error>>(
+    reader: &mut Reader<Decoder<R>>,
+    filename: &str,
+    columns: Columns,
     mut sink: impl FnMut(Vec<Row>) -> Result<(), E>,
 ) -> Result<Summary, E> {
     let mut summary = Summary::default();
@@ -208,7 +222,7 @@ pub fn text_rows<R: Read, E: From<warchest::Error>>(
         summary.records_in += batch.len() as u64;
         let rows: Vec<Row> = batch
             .par_iter()
-            .filter_map(|rec| Row::of(rec, filename))
+            .filter_map(|rec| Row::of_columns(rec, filename, columns))
             .collect();
         summary.records_out += rows.len() as u64;
         if !rows.is_empty() {
@@ -224,38 +238,36 @@ pub fn text_rows<R: Read, E: From<warchest::Error>>(
 /// A row as a JSON line (keys in column order). Written straight into
 /// one string: the page's texts are not copied into a [`crate::json::Json`] first.
 pub fn row_json(row: &Row) -> String {
+    row_json_of(row, Columns::ALL)
+}
+
+/// A row as a JSON line of the columns asked for, in the table's order.
+pub fn row_json_of(row: &Row, columns: Columns) -> String {
     use crate::json::string;
     let mut out = String::with_capacity(row.text.len() + row.main_text.len() + 512);
-    let key = |out: &mut String, k: &str| {
+    for k in columns.names() {
         out.push(if out.is_empty() { '{' } else { ',' });
-        string(out, k);
+        string(&mut out, k);
         out.push(':');
-    };
-    for (k, v) in [
-        ("url", row.url.as_str()),
-        ("date", &row.date),
-        ("record_id", &row.record_id),
-        ("warc_filename", &row.warc_filename),
-    ] {
-        key(&mut out, k);
-        string(&mut out, v);
-    }
-    key(&mut out, "warc_offset");
-    out.push_str(&row.warc_offset.to_string());
-    key(&mut out, "content_type");
-    string(&mut out, row.content_type.as_deref().unwrap_or_default());
-    key(&mut out, "language");
-    string(&mut out, row.language.as_deref().unwrap_or_default());
-    key(&mut out, "language_score");
-    out.push_str(&format!("{:.3}", row.language_score));
-    for (k, v) in [
-        ("languages", row.languages.as_str()),
-        ("title", row.title.as_deref().unwrap_or_default()),
-        ("text", &row.text),
-        ("main_text", &row.main_text),
-    ] {
-        key(&mut out, k);
-        string(&mut out, v);
+        match k {
+            "warc_offset" => out.push_str(&row.warc_offset.to_string()),
+            "language_score" => out.push_str(&format!("{:.3}", row.language_score)),
+            _ => string(
+                &mut out,
+                match k {
+                    "url" => &row.url,
+                    "date" => &row.date,
+                    "record_id" => &row.record_id,
+                    "warc_filename" => &row.warc_filename,
+                    "content_type" => row.content_type.as_deref().unwrap_or_default(),
+                    "language" => row.language.as_deref().unwrap_or_default(),
+                    "languages" => &row.languages,
+                    "title" => row.title.as_deref().unwrap_or_default(),
+                    "text" => &row.text,
+                    _ => &row.main_text,
+                },
+            ),
+        }
     }
     out.push('}');
     out
@@ -294,5 +306,24 @@ mod tests {
         assert!(line.contains(r#""language":"","language_score":0.500,"#));
         assert_eq!(v["title"], "T\u{1}");
         assert_eq!(v["text"], "T\nline\ttwo é");
+        // A projection: only its keys, in the table's order.
+        let cols = Columns::parse("text, url,warc_offset").unwrap();
+        assert_eq!(
+            row_json_of(&row, cols),
+            r#"{"url":"http://a.example/\"x\"","warc_offset":1234,"text":"T\nline\ttwo é"}"#
+        );
+        assert_eq!(crate::table::schema_of(cols).fields().len(), 3);
+        let batch = crate::table::to_batch_of(std::slice::from_ref(&row), cols).unwrap();
+        assert_eq!((batch.num_columns(), batch.num_rows()), (3, 1));
+        assert!(
+            Columns::parse("url,body")
+                .unwrap_err()
+                .contains("main_text")
+        );
+        assert!(Columns::parse(" , ").is_err());
+        assert_eq!(
+            Columns::parse(&crate::table::COLUMNS.join(",")),
+            Ok(Columns::ALL)
+        );
     }
 }

@@ -327,6 +327,9 @@ pub(crate) struct Lines {
     chars: usize,
     link_chars: usize,
     drop_link_lines: bool,
+    /// Not wanted: every call is a no-op (a caller that asked for only one
+    /// of the texts pays for neither its layout nor its copy).
+    off: bool,
 }
 
 impl Lines {
@@ -340,7 +343,7 @@ impl Lines {
 
     pub(crate) fn newline(&mut self) {
         self.space = false;
-        if self.line_empty() {
+        if self.off || self.line_empty() {
             return;
         }
         // The main content leaves out lines that are mostly link text
@@ -360,6 +363,9 @@ impl Lines {
     /// pages is mostly ASCII).
     pub(crate) fn text(&mut self, s: &str, link: bool) {
         let b = s.as_bytes();
+        if self.off {
+            return;
+        }
         if b.is_empty() {
             self.space = false;
             return;
@@ -394,6 +400,9 @@ impl Lines {
     /// Text inside `<pre>`: spaces kept, line breaks kept (blank lines
     /// still collapse).
     fn pre(&mut self, s: &str, link: bool) {
+        if self.off {
+            return;
+        }
         for (i, line) in s.split('\n').enumerate() {
             if i > 0 {
                 self.newline();
@@ -441,11 +450,41 @@ struct Frame {
     boiler: bool,
 }
 
+/// Which texts [`html_to_text_parts`] lays out; the title is always
+/// found (it costs nothing apart).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Parts {
+    /// The whole text.
+    pub text: bool,
+    /// The main content.
+    pub main_text: bool,
+}
+
+impl Parts {
+    /// Both texts.
+    pub const ALL: Parts = Parts {
+        text: true,
+        main_text: true,
+    };
+}
+
 /// Converts a decoded page to text (see the module docs).
 pub fn html_to_text(page: &str) -> Extract {
-    let mut text = Lines::default();
+    html_to_text_parts(page, Parts::ALL)
+}
+
+/// [`html_to_text`], laying out only the texts `parts` asks for (the
+/// others are left empty): the same single pass, without the other
+/// text's lines or, for the whole text alone, the boilerplate tests of
+/// each start tag.
+pub fn html_to_text_parts(page: &str, parts: Parts) -> Extract {
+    let mut text = Lines {
+        off: !parts.text,
+        ..Lines::default()
+    };
     let mut main = Lines {
         drop_link_lines: true,
+        off: !parts.main_text,
         ..Lines::default()
     };
     let mut title: Option<String> = None;
@@ -493,10 +532,15 @@ pub fn html_to_text(page: &str) -> Extract {
                         title = Some(l.finish());
                     }
                     // The title is the first line of the whole text.
-                    text.text(&decode_entities(t), false);
+                    if parts.text {
+                        text.text(&decode_entities(t), false);
+                    }
                     continue;
                 }
                 if hidden > 0 {
+                    continue;
+                }
+                if text.off && (main.off || boiler > 0) {
                     continue;
                 }
                 let t = decode_entities(t);
@@ -579,7 +623,7 @@ pub fn html_to_text(page: &str) -> Extract {
                 if stack.len() >= MAX_DEPTH {
                     continue;
                 }
-                let is_boiler = boiler == 0 && is_boilerplate(&tag, article > 0);
+                let is_boiler = parts.main_text && boiler == 0 && is_boilerplate(&tag, article > 0);
                 if is_boiler {
                     boiler += 1;
                 }
@@ -704,6 +748,52 @@ mod tests {
         assert_eq!(e.main_text, "Title\nSome text with a link in it.");
         assert!(e.text.starts_with("Home\nA\nTitle"), "{}", e.text);
         assert!(e.text.ends_with("Share\nx\n(c)"), "{}", e.text);
+    }
+
+    #[test]
+    fn parts_lay_out_only_what_is_asked_the_same_way() {
+        let page = "<title>T &amp; t</title><body><nav><a href=/>Home</a></nav><div class=content>\
+            <h1>Head</h1><p>Some <b>text</b> &lt;here&gt;<pre> a\n b</pre><a href=1>one</a></div><footer>(c)</footer>";
+        let all = html_to_text(page);
+        let text = html_to_text_parts(
+            page,
+            Parts {
+                text: true,
+                main_text: false,
+            },
+        );
+        let main = html_to_text_parts(
+            page,
+            Parts {
+                text: false,
+                main_text: true,
+            },
+        );
+        let none = html_to_text_parts(
+            page,
+            Parts {
+                text: false,
+                main_text: false,
+            },
+        );
+        assert_eq!(all.title.as_deref(), Some("T & t"));
+        assert_eq!(
+            (&text.title, &text.text, text.main_text.as_str()),
+            (&all.title, &all.text, "")
+        );
+        assert_eq!(
+            (&main.title, main.text.as_str(), &main.main_text),
+            (&all.title, "", &all.main_text)
+        );
+        assert_eq!(
+            (&none.title, none.text.as_str(), none.main_text.as_str()),
+            (&all.title, "", "")
+        );
+        assert!(
+            all.main_text.starts_with("Head\nSome text <here>"),
+            "{}",
+            all.main_text
+        );
     }
 
     #[test]

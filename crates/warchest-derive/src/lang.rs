@@ -28,9 +28,12 @@ pub const SEGMENT: usize = 512;
 /// At most this many segments are analysed.
 pub const SAMPLES: usize = 6;
 
-/// When this many segments, the first and the last, name one language,
-/// the others are not analysed.
-pub const AGREE: usize = 2;
+/// When this many segments, the first, the last and the middle one, name
+/// one language, the others are not analysed. Three, not two: text found
+/// only in the middle of a page (an article between an English menu and
+/// footer) is still sampled, and a text of three segments or more costs
+/// three calls of the model, not six.
+pub const AGREE: usize = 3;
 
 /// Languages below this share are not reported (noise from names, code,
 /// short captions).
@@ -40,12 +43,12 @@ const MIN_SHARE: f32 = 0.1;
 /// letters the model knows.
 ///
 /// The segments are analysed spread out first (the first, the last, then
-/// the middle one); when the first [`AGREE`] name one language, the text
-/// is taken to be in it and the rest are not analysed. whatlang's cost is
+/// the middle one); when those [`AGREE`] name one language, the text is
+/// taken to be in it and the rest are not analysed. whatlang's cost is
 /// mostly per call (it compares every language profile of the script,
 /// about 12,000 look-ups for Latin, whatever the segment's length), so
-/// this cuts most pages to two calls; a page whose samples differ gets all
-/// of them.
+/// this bounds most pages to three calls; a page whose samples differ gets
+/// all of them. A text of one or two segments gets one call each.
 pub fn identify(text: &str) -> Vec<Language> {
     let segments = segments(text);
     let mut order: Vec<usize> = Vec::with_capacity(segments.len());
@@ -177,13 +180,23 @@ mod tests {
         assert_eq!(segs.len(), SAMPLES);
         assert!(segs.windows(2).all(|w| w[0].end <= w[1].start));
         assert_eq!(identify(&text)[0].code, "eng");
-        // German only in the second segment: the first and last agree,
-        // so it is not read (the price of the early stop).
+        // German only in the second segment: the first, last and middle
+        // ones agree, so it is not read (the price of the early stop).
         let mut mixed = en.repeat(10);
         mixed.push_str(&de.repeat(10));
         mixed.push_str(&en.repeat(40));
         let codes: Vec<_> = identify(&mixed).iter().map(|l| l.code).collect();
         assert_eq!(codes, ["eng"]);
+        // German only in the middle segment (an article between an
+        // English menu and footer): read, so every segment is.
+        let mut mixed = en.repeat(20);
+        mixed.push_str(&de.repeat(10));
+        mixed.push_str(&en.repeat(30));
+        let segs = segments(&mixed);
+        let middle = &mixed[segs[(segs.len() - 1) / 2].clone()];
+        assert!(middle.starts_with("Dies") && !mixed[segs[1].clone()].contains("Dies"));
+        let codes: Vec<_> = identify(&mixed).iter().map(|l| l.code).collect();
+        assert_eq!(codes, ["eng", "deu"]);
         // German in the first segment: every segment is read.
         let mut mixed = de.repeat(10);
         mixed.push_str(&en.repeat(50));

@@ -14,7 +14,7 @@ use data_encoding::BASE32;
 use sha1::{Digest as _, Sha1};
 use warchest::archive::{Reader, Record};
 use warchest::codec::{Codec, Decoder};
-use warchest::http::HttpHead;
+use warchest::http::{Coding, HttpHead};
 use warchest::warc::RecordType;
 
 use crate::text::MAX_BODY;
@@ -235,6 +235,16 @@ pub fn read_record_for<R: Read>(
     }
     let payload = match &http {
         Some(_) if !keep => Vec::new(),
+        // No coding to undo (most responses): the kept bytes are the
+        // payload, without a second copy through the decoder.
+        Some(h)
+            if h.transfer_encoding()
+                .iter()
+                .chain(&h.content_encoding())
+                .all(|c| *c == Coding::Identity) =>
+        {
+            kept
+        }
         // Lenient decoding of what was kept: a body cut at MAX_BODY still
         // gives its decoded start.
         Some(h) => {
@@ -339,4 +349,35 @@ pub fn read_batch_for<R: Read>(
         }
     }
     (batch, None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use warchest::write::{Body, NewRecord, Writer, WriterOptions};
+
+    #[test]
+    fn payloads_with_and_without_codings() {
+        let mut warc = Vec::new();
+        let mut w = Writer::new(&mut warc, WriterOptions::default()).unwrap();
+        for block in [
+            &b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n<p>plain body"[..],
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Encoding: identity\r\n\r\n<p>identity",
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n<p>ch\r\n6\r\nunked!\r\n0\r\n\r\n",
+        ] {
+            let mut r = NewRecord::new(RecordType::Response);
+            r.set("WARC-Target-URI", "http://a.example/").unwrap();
+            r.set("Content-Type", "application/http; msgtype=response").unwrap();
+            w.write(&mut r, Body::Bytes(block)).unwrap();
+        }
+        drop(w);
+        let mut reader = Reader::new(&warc[..]).unwrap();
+        let (batch, err) = read_batch_for(&mut reader, Purpose::Text);
+        assert!(err.is_none());
+        let payloads: Vec<&[u8]> = batch.iter().map(|r| &r.payload[..]).collect();
+        assert_eq!(
+            payloads,
+            [&b"<p>plain body"[..], b"<p>identity", b"<p>chunked!"]
+        );
+    }
 }

@@ -99,30 +99,86 @@ pub fn kind_of(body: &[u8], content_type: Option<&str>) -> Option<Kind> {
     Some(if html { Kind::Html } else { Kind::Plain })
 }
 
+/// What [`extract_parts`] computes of a page, as a Parquet reader
+/// projects columns: what is not asked for is left empty and costs
+/// nothing (the kind, charset and title are always found).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Parts {
+    /// The whole text ([`Document::text`]).
+    pub text: bool,
+    /// The main content ([`Document::main_text`]).
+    pub main_text: bool,
+    /// The languages ([`Document::language`]).
+    pub language: bool,
+}
+
+impl Parts {
+    /// Everything.
+    pub const ALL: Parts = Parts {
+        text: true,
+        main_text: true,
+        language: true,
+    };
+}
+
 /// The text of a page: `body` is the payload (content coding removed),
 /// `content_type` the HTTP `Content-Type` (it may carry the charset).
 /// Bodies that are neither HTML nor plain text by their media type are
 /// read as plain text; [`kind_of`] tells a caller which to skip.
 pub fn extract(body: &[u8], content_type: Option<&str>) -> Document {
+    extract_parts(body, content_type, Parts::ALL)
+}
+
+/// [`extract`], computing only the `parts` asked for; the others are
+/// empty. The languages are identified on the main content when it has
+/// 200 bytes or more, else on the whole text, whichever of the texts are
+/// asked for.
+pub fn extract_parts(body: &[u8], content_type: Option<&str>, parts: Parts) -> Document {
     let kind = kind_of(body, content_type).unwrap_or(Kind::Plain);
     let truncated = body.len() > MAX_BODY;
     let body = &body[..body.len().min(MAX_BODY)];
     let decoded = charset::decode(body, content_type, kind == Kind::Html);
-    let (title, text, main_text) = match kind {
+    let (title, mut text, mut main_text) = match kind {
         Kind::Html => {
-            let e = html2text::html_to_text(&decoded.text);
+            let e = html2text::html_to_text_parts(
+                &decoded.text,
+                html2text::Parts {
+                    text: parts.text || parts.language,
+                    main_text: parts.main_text || parts.language,
+                },
+            );
             (e.title, e.text, e.main_text)
+        }
+        Kind::Plain if !parts.text && !parts.main_text && !parts.language => {
+            (None, String::new(), String::new())
         }
         Kind::Plain => {
             let text = plain_to_text(&decoded.text);
-            (None, text.clone(), text)
+            let main = if parts.main_text {
+                text.clone()
+            } else {
+                String::new()
+            };
+            (None, text, main)
         }
     };
-    let language = lang::identify(if main_text.len() >= 200 {
-        &main_text
+    let language = if parts.language {
+        // For plain text the main content is the text, made or not.
+        let main = if kind == Kind::Plain {
+            &text
+        } else {
+            &main_text
+        };
+        lang::identify(if main.len() >= 200 { main } else { &text })
     } else {
-        &text
-    });
+        Vec::new()
+    };
+    if !parts.text {
+        text = String::new();
+    }
+    if !parts.main_text {
+        main_text = String::new();
+    }
     Document {
         kind,
         title,
@@ -217,6 +273,70 @@ mod tests {
         let d = extract(b"  a   b \r\n\r\n\tc\n", Some("text/plain"));
         assert_eq!(d.text, "a b\nc");
         assert_eq!(d.title, None);
+    }
+
+    #[test]
+    fn parts_compute_only_what_is_asked() {
+        let page = b"<title>T</title><nav><a href=/>Home</a></nav><main><p>This is a long paragraph written in \
+            English about the history of the city and its people, long enough for the main content to be \
+            used for the language, as it has more than two hundred bytes of text in it.</p></main>";
+        let all = extract(page, Some("text/html"));
+        assert_eq!(all.language[0].code, "eng");
+        assert!(!all.text.is_empty() && !all.main_text.is_empty());
+        let only = |text, main_text, language| {
+            extract_parts(
+                page,
+                Some("text/html"),
+                Parts {
+                    text,
+                    main_text,
+                    language,
+                },
+            )
+        };
+        let t = only(true, false, false);
+        assert_eq!(
+            (t.text.as_str(), t.main_text.as_str(), t.language.len()),
+            (all.text.as_str(), "", 0)
+        );
+        assert_eq!((t.title.as_deref(), t.charset), (Some("T"), all.charset));
+        let m = only(false, true, false);
+        assert_eq!(
+            (m.text.as_str(), m.main_text.as_str(), m.language.len()),
+            ("", all.main_text.as_str(), 0)
+        );
+        // The languages alone: found on the texts, which are not given.
+        let l = only(false, false, true);
+        assert_eq!(
+            (l.text.as_str(), l.main_text.as_str(), &l.language),
+            ("", "", &all.language)
+        );
+        let plain =
+            "A line of plain text, in English, about the history of the city and its people.\n"
+                .repeat(4);
+        let p = extract_parts(
+            plain.as_bytes(),
+            Some("text/plain"),
+            Parts {
+                text: false,
+                main_text: false,
+                language: true,
+            },
+        );
+        assert_eq!((p.text.as_str(), p.language[0].code), ("", "eng"));
+        let p = extract_parts(
+            plain.as_bytes(),
+            Some("text/plain"),
+            Parts {
+                text: false,
+                main_text: true,
+                language: false,
+            },
+        );
+        assert_eq!(
+            p.main_text,
+            extract(plain.as_bytes(), Some("text/plain")).main_text
+        );
     }
 
     #[test]

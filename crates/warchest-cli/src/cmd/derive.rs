@@ -6,7 +6,7 @@ use std::io::{self, BufWriter, Write};
 use anyhow::{Context, Result, bail};
 use warchest::write::{Writer, WriterOptions};
 use warchest_derive::derive::{self, Summary, WarcKind};
-use warchest_derive::table::ParquetWriter;
+use warchest_derive::table::{Columns, ParquetWriter};
 
 use crate::report::{Global, Outcome, file_error};
 use crate::tools::{open_archive, progress};
@@ -63,6 +63,12 @@ struct TextArgs {
     /// (`.parquet` is Parquet, anything else JSON lines).
     #[arg(long)]
     format: Option<String>,
+    /// Only these columns, comma-separated (`url,text`), as a Parquet
+    /// reader projects them; only what they need is computed (without
+    /// `main_text` and the language columns, neither is). Default: every
+    /// column.
+    #[arg(long, value_name = "LIST")]
+    columns: Option<String>,
 }
 
 /// Where the output goes: a local file written as `NAME.open` and renamed
@@ -252,21 +258,28 @@ fn run_text(g: &Global, args: TextArgs) -> Result<Outcome> {
     if parquet && args.output == "-" {
         bail!("Parquet needs a file or URL, not standard output (--format jsonl)");
     }
+    let columns = match &args.columns {
+        Some(list) => Columns::parse(list).map_err(|e| anyhow::anyhow!("--columns: {e}"))?,
+        None => Columns::ALL,
+    };
     let mut pq = None;
     let mut lines = None;
     if parquet {
-        pq = Some(ParquetWriter::new(Sink::create(&args.output)?)?);
+        pq = Some(ParquetWriter::with_columns(
+            Sink::create(&args.output)?,
+            columns,
+        )?);
     } else {
         lines = Some(Sink::create(&args.output)?);
     }
     let (outcome, total) = each_file(g, &files, |r, name| {
-        let s = derive::text_rows(r, name, |rows| -> Result<()> {
+        let s = derive::text_rows_with(r, name, columns, |rows| -> Result<()> {
             if let Some(w) = &mut pq {
                 w.write(&rows)?;
             }
             if let Some(out) = &mut lines {
                 for row in &rows {
-                    out.write_all(derive::row_json(row).as_bytes())?;
+                    out.write_all(derive::row_json_of(row, columns).as_bytes())?;
                     out.write_all(b"\n")?;
                 }
             }

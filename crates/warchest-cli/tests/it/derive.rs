@@ -443,6 +443,81 @@ fn text_rows_as_json_lines_and_parquet() {
 }
 
 #[test]
+fn text_columns_asked_for_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src.warc.gz");
+    fixture_warc(&src);
+    let lines = |extra: &[&str]| {
+        let (code, out, err) = run(crate::common::bin()
+            .args(["-q", "derive", "text"])
+            .arg(&src)
+            .args(["-o", "-"])
+            .args(extra));
+        assert_eq!(code, 0, "{err}");
+        String::from_utf8(out).unwrap()
+    };
+    let all: Vec<serde_json::Value> = lines(&[])
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // Only the columns asked for, in the table's order, with the same
+    // values as in the full rows.
+    let some = lines(&["--columns", "text,url"]);
+    assert_eq!(some.lines().count(), all.len());
+    for (line, a) in some.lines().zip(&all) {
+        // The table's order (serde_json's map would sort the keys).
+        assert!(
+            line.starts_with(r#"{"url":"#) && line.contains(r#"","text":""#),
+            "{line}"
+        );
+        let s: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(s.as_object().unwrap().len(), 2);
+        assert_eq!((&s["url"], &s["text"]), (&a["url"], &a["text"]));
+    }
+    let lang = lines(&["--columns", "language,main_text"]);
+    let first: serde_json::Value = serde_json::from_str(lang.lines().next().unwrap()).unwrap();
+    assert_eq!(
+        (&first["language"], &first["main_text"]),
+        (&all[0]["language"], &all[0]["main_text"])
+    );
+    // Parquet: the schema is the projection.
+    let pq = dir.path().join("text.parquet");
+    let (code, _, err) = run(crate::common::bin()
+        .args(["-q", "derive", "text", "--columns", "url,warc_offset,title"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&pq));
+    assert_eq!(code, 0, "{err}");
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
+        std::fs::File::open(&pq).unwrap(),
+    )
+    .unwrap()
+    .build()
+    .unwrap();
+    let batches: Vec<_> = reader.map(Result::unwrap).collect();
+    let schema = batches[0].schema();
+    let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+    assert_eq!(names, ["url", "warc_offset", "title"]);
+    assert_eq!(
+        batches.iter().map(|b| b.num_rows()).sum::<usize>(),
+        all.len()
+    );
+    // An unknown column is refused before anything is written.
+    let out = dir.path().join("bad.jsonl");
+    let (code, _, err) = run(crate::common::bin()
+        .args(["derive", "text", "--columns", "url,body"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&out));
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("\"body\"") && err.contains("main_text"),
+        "{err}"
+    );
+    assert!(!out.exists() && !dir.path().join("bad.jsonl.open").exists());
+}
+
+#[test]
 fn input_without_records_is_an_error_and_leaves_no_output() {
     let dir = tempfile::tempdir().unwrap();
     let empty = dir.path().join("empty.warc");
