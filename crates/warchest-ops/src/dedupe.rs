@@ -646,17 +646,8 @@ fn candidate(h: &WarcHeader) -> bool {
 mod tests {
     use super::*;
 
-    /// A deferred index syncs only when a commit was made since its last
-    /// sync (a crawl's group commit pays no fsync for an unchanged index);
-    /// a batch's URL entry is read back like `put_url`'s.
-    #[test]
-    fn a_deferred_index_syncs_only_when_changed() {
-        let dir = tempfile::tempdir().unwrap();
-        let idx = DigestIndex::open(dir.path().join("d.redb"))
-            .unwrap()
-            .deferred();
-        assert!(!idx.sync().unwrap(), "nothing written yet");
-        let e = UrlEntry {
+    fn url_entry(etag: Option<&str>) -> UrlEntry {
+        UrlEntry {
             entry: IndexEntry {
                 original: Original {
                     record_id: "<urn:uuid:1>".into(),
@@ -669,9 +660,22 @@ mod tests {
                     offset: 42,
                 },
             },
-            etag: None,
+            etag: etag.map(str::to_string),
             last_modified: None,
-        };
+        }
+    }
+
+    /// A deferred index syncs only when a commit was made since its last
+    /// sync (a crawl's group commit pays no fsync for an unchanged index);
+    /// a batch's URL entry is read back like `put_url`'s.
+    #[test]
+    fn a_deferred_index_syncs_only_when_changed() {
+        let dir = tempfile::tempdir().unwrap();
+        let idx = DigestIndex::open(dir.path().join("d.redb"))
+            .unwrap()
+            .deferred();
+        assert!(!idx.sync().unwrap(), "nothing written yet");
+        let e = url_entry(None);
         let mut b = idx.batch().unwrap();
         b.put_url("http://a/", &e).unwrap();
         b.commit().unwrap();
@@ -689,22 +693,7 @@ mod tests {
     fn url_entries_round_trip() {
         let idx = DigestIndex::temporary().unwrap();
         assert_eq!(idx.get_url("http://a/").unwrap(), None);
-        let e = UrlEntry {
-            entry: IndexEntry {
-                original: Original {
-                    record_id: "<urn:uuid:1>".into(),
-                    target_uri: "http://a/".into(),
-                    date: "2026-01-01T00:00:00Z".into(),
-                    payload_digest: "sha1:X".into(),
-                },
-                location: Location {
-                    file: PathBuf::from("/x.warc.gz"),
-                    offset: 42,
-                },
-            },
-            etag: Some("\"v1\"".into()),
-            last_modified: None,
-        };
+        let e = url_entry(Some("\"v1\""));
         idx.put_url("http://a/", &e).unwrap();
         assert_eq!(idx.get_url("http://a/").unwrap(), Some(e.clone()));
         let enc = e.encode();

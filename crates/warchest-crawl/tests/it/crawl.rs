@@ -673,13 +673,7 @@ fn crawl_log_counts_tries_and_names_the_warc_record() {
     })
     .unwrap();
     let page = web.url("ratelimit.test", "/a.html");
-    let ip = web
-        .hosts()
-        .into_iter()
-        .find(|(h, _)| h == "ratelimit.test")
-        .unwrap()
-        .1
-        .ip();
+    let ip = host_ip(&web, "ratelimit.test");
     let toml = format!(
         "seeds = [\"{page}\"]\nmin-delay = 0.0\nmax-delay = 0.0\ndelay-factor = 0.0\nmax-hops = 0\nextra-hops = 0\ntimeout = 5.0\nresolve-only = true\n[resolve]\n\"ratelimit.test\" = \"{ip}\"\n"
     );
@@ -737,13 +731,7 @@ fn robots_txt_is_fetched_once_with_host_parallel() {
         ..TestWebConfig::default()
     })
     .unwrap();
-    let ip = web
-        .hosts()
-        .into_iter()
-        .find(|(h, _)| h == "slow.test")
-        .unwrap()
-        .1
-        .ip();
+    let ip = host_ip(&web, "slow.test");
     let seeds: Vec<String> = ["/", "/1.html", "/2.html"]
         .iter()
         .map(|p| format!("\"{}\"", web.url("slow.test", p)))
@@ -760,4 +748,14 @@ fn robots_txt_is_fetched_once_with_host_parallel() {
     assert_eq!(robots, 1, "{served:?}");
     // Each seed fetched once.
     assert_eq!(served.len(), 4, "{served:?}");
+}
+
+/// The loopback address the test web serves `host` on.
+fn host_ip(web: &warchest_crawl::testweb::TestWeb, host: &str) -> std::net::IpAddr {
+    web.hosts()
+        .into_iter()
+        .find(|(h, _)| h == host)
+        .unwrap()
+        .1
+        .ip()
 }
