@@ -270,6 +270,30 @@ impl Recorder {
             rec.set(field::CIPHER_SUITE, c)?;
         }
         let id = rec.record_id();
+        // The request and metadata records are made before the writer is
+        // taken: the lock covers the writing only.
+        let mut req = self.new_record(RecordType::Request, &x.target_uri, date)?;
+        req.set(field::CONTENT_TYPE, "application/http; msgtype=request")?;
+        req.set(field::CONCURRENT_TO, &id)?;
+        if let Some(ip) = x.ip {
+            req.set(field::IP_ADDRESS, ip.to_string())?;
+        }
+        for p in &x.protocols {
+            req.append(field::PROTOCOL, p)?;
+        }
+        if let Some(c) = &x.cipher_suite {
+            req.set(field::CIPHER_SUITE, c)?;
+        }
+        let mut meta = if x.metadata.is_empty() {
+            None
+        } else {
+            let mut m = self.new_record(RecordType::Metadata, &x.target_uri, date)?;
+            m.set(field::CONTENT_TYPE, records::WARC_FIELDS)?;
+            m.set(field::CONCURRENT_TO, &id)?;
+            let block =
+                records::warc_fields(x.metadata.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
+            Some((m, block))
+        };
         let mut guard = self.lock()?;
         let w = Self::writer(&mut guard)?;
         resp.block
@@ -288,16 +312,26 @@ impl Recorder {
                 },
             )?
         };
-        // The record reaches the file before the index names it: a sync of
-        // the index by another worker's group commit would otherwise make
-        // an entry durable whose record a kill could still lose, and the
-        // refetch would be written as a revisit of nothing.
+        let at = placed.first().map(|p| (p.path.clone(), p.written.offset));
+        let mut records = 1;
+        w.write(&mut req, x.request)?;
+        records += 1;
+        if let Some((m, block)) = &mut meta {
+            w.write(m, Body::Bytes(block))?;
+            records += 1;
+        }
+        // The records reach the file before the index names the response:
+        // a sync of the index by another worker's group commit would
+        // otherwise make an entry durable whose record a kill could still
+        // lose, and the refetch would be written as a revisit of nothing.
+        // One write for the exchange's records; the index's transaction
+        // runs after the writer is free for the other workers.
         if self.index.is_some() {
             w.flush()?;
         }
-        let mut records = 1;
-        let at = placed.first().map(|p| (p.path.clone(), p.written.offset));
-        // Index an original, and remember the URL for conditional requests.
+        drop(guard);
+        // Index an original, and remember the URL for conditional requests,
+        // in one transaction.
         if let Some(idx) = &self.index
             && (200..300).contains(&status)
             && resp.truncated.is_none()
@@ -316,18 +350,17 @@ impl Recorder {
                 _ => None,
             };
             if let Some(entry) = entry {
-                if kind == Kind::Response && usable {
-                    let mut b = idx.batch()?;
-                    b.insert_if_absent(&payload, &entry)?;
-                    b.commit()?;
-                }
                 let text = |n: &str| {
                     resp.head
                         .header(n)
                         .map(|v| String::from_utf8_lossy(&v).trim().to_string())
                         .filter(|v| !v.is_empty() && !v.contains(['\r', '\n']))
                 };
-                idx.put_url(
+                let mut b = idx.batch()?;
+                if kind == Kind::Response && usable {
+                    b.insert_if_absent(&payload, &entry)?;
+                }
+                b.put_url(
                     &x.target_uri,
                     &UrlEntry {
                         entry,
@@ -335,32 +368,9 @@ impl Recorder {
                         last_modified: text("Last-Modified"),
                     },
                 )?;
+                b.commit()?;
             }
         }
-        let mut req = self.new_record(RecordType::Request, &x.target_uri, date)?;
-        req.set(field::CONTENT_TYPE, "application/http; msgtype=request")?;
-        req.set(field::CONCURRENT_TO, &id)?;
-        if let Some(ip) = x.ip {
-            req.set(field::IP_ADDRESS, ip.to_string())?;
-        }
-        for p in &x.protocols {
-            req.append(field::PROTOCOL, p)?;
-        }
-        if let Some(c) = &x.cipher_suite {
-            req.set(field::CIPHER_SUITE, c)?;
-        }
-        w.write(&mut req, x.request)?;
-        records += 1;
-        if !x.metadata.is_empty() {
-            let mut m = self.new_record(RecordType::Metadata, &x.target_uri, date)?;
-            m.set(field::CONTENT_TYPE, records::WARC_FIELDS)?;
-            m.set(field::CONCURRENT_TO, &id)?;
-            let block =
-                records::warc_fields(x.metadata.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
-            w.write(&mut m, Body::Bytes(&block))?;
-            records += 1;
-        }
-        drop(guard);
         let truncated = resp.truncated.is_some() && kind == Kind::Response;
         self.count(|s| {
             s.records += records;

@@ -151,6 +151,9 @@ pub struct Crawl {
     fetch: FetchOptions,
     scope: Arc<Scope>,
     robots: Mutex<RobotsCache>,
+    /// robots.txt URLs being fetched now: with `host-parallel` above one,
+    /// the other workers of a host wait for that one fetch.
+    robots_fetching: (Mutex<HashSet<String>>, std::sync::Condvar),
     robots_policy: RobotsPolicy,
     crawl_log: LineLog,
     scope_log: LineLog,
@@ -554,10 +557,13 @@ impl Crawl {
         // The dedupe index is synced with each group commit, before the
         // frontier (frontier.rs).
         let rec = recorder.clone();
-        frontier.set_companion(Box::new(move || match rec.index() {
-            Some(i) => i.sync().map_err(|e| e.to_string()),
-            None => Ok(()),
-        }));
+        frontier.set_companion(
+            &idx_path,
+            Box::new(move || match rec.index() {
+                Some(i) => i.sync().map_err(|e| e.to_string()),
+                None => Ok(false),
+            }),
+        );
         frontier.set_per_host(cfg.politeness.host_parallel);
         let (status, status_addr) = match &e.status_listen {
             None => (None, None),
@@ -601,6 +607,7 @@ impl Crawl {
             fetch,
             scope: Arc::new(scope),
             robots: Mutex::new(RobotsCache::new(10_000)),
+            robots_fetching: (Mutex::new(HashSet::new()), std::sync::Condvar::new()),
             robots_policy: RobotsPolicy::default(),
             seeds,
             retries: Mutex::new(HashMap::new()),
@@ -1478,15 +1485,46 @@ impl Crawl {
     /// The robots.txt rules of `uri`'s host, fetching and recording
     /// robots.txt when not cached (following up to five redirects).
     fn robots_for(&self, thread: usize, uri: &CrawlUri) -> Result<Robots, CrawlError> {
-        let now = Instant::now();
-        if let Ok(c) = self.robots.lock()
-            && let Some(r) = c.get(&uri.url, now)
-        {
-            return Ok(r.clone());
+        let cached = || {
+            self.robots
+                .lock()
+                .ok()
+                .and_then(|c| c.get(&uri.url, Instant::now()).cloned())
+        };
+        if let Some(r) = cached() {
+            return Ok(r);
         }
         let Some(mut r_url) = robots_url(&uri.url) else {
             return Ok(Robots::allow_all());
         };
+        // One fetch of a host's robots.txt at a time: a worker that finds
+        // it being fetched waits for it, then reads the cache.
+        let (fetching, done) = &self.robots_fetching;
+        let key = r_url.to_string();
+        {
+            let mut f = fetching.lock().unwrap_or_else(|p| p.into_inner());
+            while f.contains(&key) {
+                f = done
+                    .wait_timeout(f, Duration::from_millis(100))
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0;
+            }
+            if let Some(r) = cached() {
+                return Ok(r);
+            }
+            f.insert(key.clone());
+        }
+        // Whatever way this returns, the waiting workers are let go.
+        struct Fetching<'a>(&'a (Mutex<HashSet<String>>, std::sync::Condvar), String);
+        impl Drop for Fetching<'_> {
+            fn drop(&mut self) {
+                let mut f = self.0.0.lock().unwrap_or_else(|p| p.into_inner());
+                f.remove(&self.1);
+                self.0.1.notify_all();
+            }
+        }
+        let _fetching = Fetching(&self.robots_fetching, key);
+        let now = Instant::now();
         let agent = "warchest";
         let mut result = None;
         let mut ru = uri.child(r_url.clone(), Hop::Prerequisite);
@@ -1689,7 +1727,7 @@ impl Crawl {
         )
         .to_string();
         let content_size = x.response.len;
-        let mut placed = None;
+        let placed;
         let kind = if let Some(im) = &self.infomall {
             // Web InfoMall: the response as received; origin is the URL
             // whose redirect led here.
@@ -1703,7 +1741,7 @@ impl Crawl {
                 .seek(SeekFrom::Start(0))
                 .map_err(|e| CaptureError::Io("spool".into(), e))?;
             let len = x.response.len;
-            im.write(
+            placed = Some(im.write(
                 &crate::infomall::Capture {
                     url: &target,
                     origin,
@@ -1712,7 +1750,7 @@ impl Crawl {
                 },
                 &mut (&mut x.response.block).take(len),
                 len,
-            )?;
+            )?);
             Kind::Response
         } else {
             let r = self.recorder.record_http(HttpRecord::of_exchange(

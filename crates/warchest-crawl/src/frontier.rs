@@ -51,8 +51,10 @@ const CACHE_BYTES: usize = 64 << 20;
 
 /// A frontier error, naming the database.
 #[derive(Debug, thiserror::Error)]
-#[error("frontier {path}: {msg}")]
+#[error("{what} {path}: {msg}")]
 pub struct FrontierError {
+    /// "frontier", or "dedupe index" for its companion's sync.
+    what: &'static str,
     path: PathBuf,
     msg: String,
 }
@@ -224,8 +226,9 @@ fn ready_key(when: u64, host: &str) -> Vec<u8> {
     k
 }
 
-/// A database synced with the frontier's group commits, before it.
-pub type Companion = Box<dyn Fn() -> std::result::Result<(), String> + Send + Sync>;
+/// A database synced with the frontier's durable commits, before them:
+/// its sync returns whether it had anything to make durable.
+pub type Companion = Box<dyn Fn() -> std::result::Result<bool, String> + Send + Sync>;
 
 /// Group commit's bookkeeping: commits made without a sync are numbered;
 /// `durable` is the last number a synced commit covers.
@@ -245,7 +248,8 @@ pub struct Frontier {
     path: PathBuf,
     group: Mutex<Group>,
     synced: Condvar,
-    companion: Option<Companion>,
+    /// The companion and its file (named in its errors).
+    companion: Option<(PathBuf, Companion)>,
     /// URIs of one host in flight at once.
     per_host: u8,
 }
@@ -258,6 +262,7 @@ impl Frontier {
     /// The database cannot be opened or is not a frontier.
     pub fn open(path: &Path) -> Result<(Frontier, u64)> {
         let err = |e: &dyn std::fmt::Display| FrontierError {
+            what: "frontier",
             path: path.to_path_buf(),
             msg: e.to_string(),
         };
@@ -280,10 +285,11 @@ impl Frontier {
         Ok((f, requeued))
     }
 
-    /// Syncs `c` with every group commit, before the frontier: what the
-    /// frontier's durable state says was fetched is then in `c` too.
-    pub fn set_companion(&mut self, c: Companion) {
-        self.companion = Some(c);
+    /// Syncs `c` (the database at `path`) with every durable commit,
+    /// before the frontier: what the frontier's durable state says was
+    /// fetched is then in `c` too.
+    pub fn set_companion(&mut self, path: &Path, c: Companion) {
+        self.companion = Some((path.to_path_buf(), c));
     }
 
     /// Synced commits made so far by group commits.
@@ -335,8 +341,12 @@ impl Frontier {
     /// The companion's sync, then one synced (empty) commit, which makes
     /// every commit before it durable.
     fn sync_now(&self) -> Result<()> {
-        if let Some(c) = &self.companion {
-            c().map_err(|e| self.err(format!("syncing the dedupe index: {e}")))?;
+        if let Some((path, c)) = &self.companion {
+            c().map_err(|e| FrontierError {
+                what: "dedupe index",
+                path: path.clone(),
+                msg: format!("syncing it before the frontier's commit: {e}"),
+            })?;
         }
         let txn = self.db.begin_write().map_err(|e| self.err(e))?;
         txn.commit().map_err(|e| self.err(e))
@@ -356,6 +366,7 @@ impl Frontier {
 
     fn err(&self, e: impl std::fmt::Display) -> FrontierError {
         FrontierError {
+            what: "frontier",
             path: self.path.clone(),
             msg: e.to_string(),
         }
@@ -431,13 +442,15 @@ impl Frontier {
     }
 
     /// Queues `uris` not seen before; returns how many were new.
+    /// Durable when this returns: a group commit, the companion synced
+    /// first.
     ///
     /// # Errors
     /// The database failed.
     pub fn add(&self, uris: &[CrawlUri]) -> Result<u64> {
         let txn = self.db.begin_write().map_err(|e| self.err(e))?;
         let n = self.add_in(&txn, uris)?;
-        txn.commit().map_err(|e| self.err(e))?;
+        self.commit_grouped(txn)?;
         Ok(n)
     }
 
@@ -632,6 +645,8 @@ impl Frontier {
 
     /// Gives a lease back to its queue (a retry), the host asked again
     /// after `delay`.
+    /// Durable when this returns: a group commit, the companion synced
+    /// first.
     ///
     /// # Errors
     /// The database failed.
@@ -658,7 +673,7 @@ impl Frontier {
             }
         }
         self.release(&txn, &lease.host, delay, |st| st.queued += 1)?;
-        txn.commit().map_err(|e| self.err(e))?;
+        self.commit_grouped(txn)?;
         Ok(())
     }
 
@@ -714,6 +729,8 @@ impl Frontier {
 
     /// Marks `urls` seen without queuing them (a browser fetched them:
     /// they are never fetched again); returns how many were new.
+    /// Durable when this returns: a group commit, the companion synced
+    /// first.
     ///
     /// # Errors
     /// The database failed.
@@ -732,7 +749,7 @@ impl Frontier {
                 }
             }
         }
-        txn.commit().map_err(|e| self.err(e))?;
+        self.commit_grouped(txn)?;
         Ok(n)
     }
 
@@ -906,6 +923,52 @@ mod tests {
         let mut got = vec![take(&f).uri.url.to_string(), take(&f).uri.url.to_string()];
         got.sort();
         assert_eq!(got, ["http://a.test/1", "http://b.test/2"]);
+    }
+
+    /// Every durable commit syncs the companion (the dedupe index) first:
+    /// `add`, `retry` and `mark_seen` as well as `complete`; a failed
+    /// companion sync names the companion's file, not the frontier's.
+    #[test]
+    fn every_durable_commit_syncs_the_companion_first() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+        let dir = tempfile::tempdir().unwrap();
+        let (mut f, _) = Frontier::open(&dir.path().join("f.redb")).unwrap();
+        let calls = Arc::new(AtomicU64::new(0));
+        let fail = Arc::new(AtomicBool::new(false));
+        let (c, x) = (calls.clone(), fail.clone());
+        let idx = dir.path().join("dedupe.redb");
+        f.set_companion(
+            &idx,
+            Box::new(move || {
+                c.fetch_add(1, Ordering::SeqCst);
+                if x.load(Ordering::SeqCst) {
+                    Err("disk full".into())
+                } else {
+                    Ok(true)
+                }
+            }),
+        );
+        let n = || calls.load(Ordering::SeqCst);
+        f.add(&[uri("http://a.test/1"), uri("http://a.test/2")])
+            .unwrap();
+        assert_eq!(n(), 1, "add");
+        let l = take(&f);
+        f.retry(&l, &l.uri, Duration::ZERO).unwrap();
+        assert_eq!(n(), 2, "retry");
+        f.mark_seen(&[Url::parse("http://b.test/").unwrap()])
+            .unwrap();
+        assert_eq!(n(), 3, "mark_seen");
+        let l = take(&f);
+        f.complete(&l, Outcome::default(), &[]).unwrap();
+        assert_eq!(n(), 4, "complete");
+        fail.store(true, Ordering::SeqCst);
+        let e = f.add(&[uri("http://a.test/3")]).unwrap_err().to_string();
+        assert!(
+            e.starts_with(&format!("dedupe index {}: ", idx.display())),
+            "{e}"
+        );
+        assert!(e.contains("disk full"), "{e}");
     }
 
     #[test]

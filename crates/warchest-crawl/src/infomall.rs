@@ -76,11 +76,18 @@ impl InfomallFiles {
     }
 
     /// Writes one record whose content is what `content` gives (`len`
-    /// bytes: the rotation decides on it before compressing).
+    /// bytes: the rotation decides on it before compressing). Returns the
+    /// file (its final name) and the record's offset in it, as crawl.log's
+    /// extras name them.
     ///
     /// # Errors
     /// A property that cannot be written (a URL with a line break), I/O.
-    pub fn write(&self, c: &Capture<'_>, content: &mut dyn Read, len: u64) -> warchest::Result<()> {
+    pub fn write(
+        &self,
+        c: &Capture<'_>,
+        content: &mut dyn Read,
+        len: u64,
+    ) -> warchest::Result<(PathBuf, u64)> {
         let date = WarcDate::from_datetime(c.date, DatePrecision::Second)
             .unwrap_or_else(|| WarcDate::now(DatePrecision::Second));
         let mut props = Properties::new(c.url.as_bytes(), format_date(&date).into_bytes());
@@ -119,9 +126,10 @@ impl InfomallFiles {
             });
         }
         let o = g.cur.as_mut().ok_or_else(lock_err)?;
-        o.w.write(&props, content, true)
-            .map_err(|e| e.in_file(&o.open_path))?;
-        Ok(())
+        let offset =
+            o.w.write(&props, content, true)
+                .map_err(|e| e.in_file(&o.open_path))?;
+        Ok((o.path.clone(), offset))
     }
 
     fn close(&self, g: &mut Inner) -> warchest::Result<()> {

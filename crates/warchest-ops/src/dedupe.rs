@@ -16,6 +16,7 @@
 use std::fs;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
 
@@ -158,6 +159,11 @@ pub struct DigestIndex {
     _temp: Option<tempfile::TempDir>,
     // Commits are not synced; the owner calls `sync` (see `deferred`).
     deferred: bool,
+    // A deferred write transaction was begun since the last sync: set when
+    // it begins (before its commit), so a sync that finds it clear has
+    // nothing to make durable, and one that finds it set waits for that
+    // transaction (redb holds one writer at a time) and covers it.
+    dirty: AtomicBool,
 }
 
 impl DigestIndex {
@@ -173,6 +179,7 @@ impl DigestIndex {
             path,
             _temp: None,
             deferred: false,
+            dirty: AtomicBool::new(false),
         };
         // Make the table exist so that lookups before any insert work.
         let txn = idx.db.begin_write().map_err(|e| db_error(e, &idx.path))?;
@@ -205,18 +212,34 @@ impl DigestIndex {
         self
     }
 
-    /// Makes every commit so far durable (one synced commit).
+    /// Makes every commit so far durable (one synced commit). Returns
+    /// false, having written nothing, when no deferred commit was made
+    /// since the last sync (a crawl's group commit then pays no `fsync`
+    /// for an index that did not change).
     ///
     /// # Errors
     /// Writing the database failed.
-    pub fn sync(&self) -> Result<()> {
+    pub fn sync(&self) -> Result<bool> {
+        if self.deferred && !self.dirty.swap(false, Ordering::SeqCst) {
+            return Ok(false);
+        }
         let p = &self.path;
-        let txn = self.db.begin_write().map_err(|e| db_error(e, p))?;
-        txn.commit().map_err(|e| db_error(e, p))
+        let r = match self.db.begin_write() {
+            Ok(txn) => txn.commit().map_err(|e| db_error(e, p)),
+            Err(e) => Err(db_error(e, p)),
+        };
+        if r.is_err() {
+            // Still to be made durable.
+            self.dirty.store(true, Ordering::SeqCst);
+        }
+        r.map(|()| true)
     }
 
     fn begin_write(&self) -> Result<redb::WriteTransaction> {
         let p = &self.path;
+        if self.deferred {
+            self.dirty.store(true, Ordering::SeqCst);
+        }
         let mut txn = self.db.begin_write().map_err(|e| db_error(e, p))?;
         if self.deferred {
             txn.set_durability(redb::Durability::None)
@@ -361,6 +384,19 @@ impl Batch<'_> {
         t.insert(key.as_str(), entry.encode().as_slice())
             .map_err(|e| db_error(e, p))?;
         Ok(true)
+    }
+
+    /// Records the capture of `uri` in this batch (as
+    /// [`DigestIndex::put_url`], without a transaction of its own).
+    ///
+    /// # Errors
+    /// Writing the database failed.
+    pub fn put_url(&mut self, uri: &str, entry: &UrlEntry) -> Result<()> {
+        let p = &self.index.path;
+        let mut t = self.txn.open_table(URLS).map_err(|e| db_error(e, p))?;
+        t.insert(uri, entry.encode().as_slice())
+            .map_err(|e| db_error(e, p))?;
+        Ok(())
     }
 
     /// Commits the batch.
@@ -610,11 +646,8 @@ fn candidate(h: &WarcHeader) -> bool {
 mod tests {
     use super::*;
 
-    #[test]
-    fn url_entries_round_trip() {
-        let idx = DigestIndex::temporary().unwrap();
-        assert_eq!(idx.get_url("http://a/").unwrap(), None);
-        let e = UrlEntry {
+    fn url_entry(etag: Option<&str>) -> UrlEntry {
+        UrlEntry {
             entry: IndexEntry {
                 original: Original {
                     record_id: "<urn:uuid:1>".into(),
@@ -627,9 +660,40 @@ mod tests {
                     offset: 42,
                 },
             },
-            etag: Some("\"v1\"".into()),
+            etag: etag.map(str::to_string),
             last_modified: None,
-        };
+        }
+    }
+
+    /// A deferred index syncs only when a commit was made since its last
+    /// sync (a crawl's group commit pays no fsync for an unchanged index);
+    /// a batch's URL entry is read back like `put_url`'s.
+    #[test]
+    fn a_deferred_index_syncs_only_when_changed() {
+        let dir = tempfile::tempdir().unwrap();
+        let idx = DigestIndex::open(dir.path().join("d.redb"))
+            .unwrap()
+            .deferred();
+        assert!(!idx.sync().unwrap(), "nothing written yet");
+        let e = url_entry(None);
+        let mut b = idx.batch().unwrap();
+        b.put_url("http://a/", &e).unwrap();
+        b.commit().unwrap();
+        assert_eq!(idx.get_url("http://a/").unwrap(), Some(e.clone()));
+        assert!(idx.sync().unwrap(), "a commit to make durable");
+        assert!(!idx.sync().unwrap(), "synced already");
+        idx.put_url("http://b/", &e).unwrap();
+        assert!(idx.sync().unwrap());
+        // Not deferred: every commit is durable, a sync always commits.
+        let plain = DigestIndex::temporary().unwrap();
+        assert!(plain.sync().unwrap());
+    }
+
+    #[test]
+    fn url_entries_round_trip() {
+        let idx = DigestIndex::temporary().unwrap();
+        assert_eq!(idx.get_url("http://a/").unwrap(), None);
+        let e = url_entry(Some("\"v1\""));
         idx.put_url("http://a/", &e).unwrap();
         assert_eq!(idx.get_url("http://a/").unwrap(), Some(e.clone()));
         let enc = e.encode();

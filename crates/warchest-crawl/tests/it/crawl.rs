@@ -673,13 +673,7 @@ fn crawl_log_counts_tries_and_names_the_warc_record() {
     })
     .unwrap();
     let page = web.url("ratelimit.test", "/a.html");
-    let ip = web
-        .hosts()
-        .into_iter()
-        .find(|(h, _)| h == "ratelimit.test")
-        .unwrap()
-        .1
-        .ip();
+    let ip = host_ip(&web, "ratelimit.test");
     let toml = format!(
         "seeds = [\"{page}\"]\nmin-delay = 0.0\nmax-delay = 0.0\ndelay-factor = 0.0\nmax-hops = 0\nextra-hops = 0\ntimeout = 5.0\nresolve-only = true\n[resolve]\n\"ratelimit.test\" = \"{ip}\"\n"
     );
@@ -723,4 +717,45 @@ fn crawl_log_counts_tries_and_names_the_warc_record() {
         rec.contains("HTTP/1.0 200") || rec.contains("HTTP/1.1 200"),
         "{rec}"
     );
+}
+
+/// With `host-parallel` above one, a host's robots.txt is fetched once:
+/// the workers that take its other URIs meanwhile wait for that fetch
+/// (slow.test answers after 300 ms, so all three start together).
+#[test]
+fn robots_txt_is_fetched_once_with_host_parallel() {
+    use warchest_crawl::testweb::{TestWeb, TestWebConfig};
+    let web = TestWeb::start(TestWebConfig {
+        sites: 1,
+        pages: 2,
+        ..TestWebConfig::default()
+    })
+    .unwrap();
+    let ip = host_ip(&web, "slow.test");
+    let seeds: Vec<String> = ["/", "/1.html", "/2.html"]
+        .iter()
+        .map(|p| format!("\"{}\"", web.url("slow.test", p)))
+        .collect();
+    let toml = format!(
+        "seeds = [{}]\nmin-delay = 0.0\nmax-delay = 0.0\ndelay-factor = 0.0\nmax-hops = 0\nextra-hops = 0\ntimeout = 5.0\nworkers = 3\nhost-parallel = 3\nresolve-only = true\n[resolve]\n\"slow.test\" = \"{ip}\"\n",
+        seeds.join(", ")
+    );
+    let out = tempfile::tempdir().unwrap();
+    let s = crawl(&out.path().join("c"), &toml);
+    assert_eq!(s.ending, Ending::Finished);
+    let served = web.served_urls();
+    let robots = served.iter().filter(|u| u.ends_with("/robots.txt")).count();
+    assert_eq!(robots, 1, "{served:?}");
+    // Each seed fetched once.
+    assert_eq!(served.len(), 4, "{served:?}");
+}
+
+/// The loopback address the test web serves `host` on.
+fn host_ip(web: &warchest_crawl::testweb::TestWeb, host: &str) -> std::net::IpAddr {
+    web.hosts()
+        .into_iter()
+        .find(|(h, _)| h == host)
+        .unwrap()
+        .1
+        .ip()
 }

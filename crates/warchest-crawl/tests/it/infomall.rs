@@ -86,6 +86,28 @@ fn an_infomall_crawl_writes_rotating_web_infomall_files() {
     let cdxj = std::fs::read_to_string(dir.join("indexes/index.cdxj")).unwrap();
     assert_eq!(cdxj.lines().count(), n, "{cdxj}");
     assert!(cdxj.contains(".dat\""), "{cdxj}");
+    // crawl.log's extras name each fetch's file and the record's offset,
+    // where its record begins (as for WARC files).
+    let log = std::fs::read_to_string(dir.join("logs/crawl.log")).unwrap();
+    let mut named = 0;
+    for l in log.lines() {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        let Some(x) = f.get(12) else { continue };
+        let x: serde_json::Value = serde_json::from_str(x).unwrap();
+        let Some(name) = x["warcFilename"].as_str() else {
+            continue;
+        };
+        assert!(name.ends_with(".dat"), "{l}");
+        let offset = x["warcFileOffset"].as_u64().unwrap();
+        let mut file = std::fs::File::open(dir.join("archive").join(name)).unwrap();
+        std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(offset)).unwrap();
+        let mut r = warchest::infomall::Reader::new(file);
+        let rec = r.next_record().unwrap().unwrap();
+        let url = rec.infomall_header().url().unwrap();
+        assert_eq!(String::from_utf8_lossy(&url), f[3], "{l}");
+        named += 1;
+    }
+    assert_eq!(named, by_url.len(), "{log}");
 }
 
 /// A killed infomall crawl's `.open` file (whole records and a cut last
