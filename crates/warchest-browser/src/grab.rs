@@ -212,7 +212,8 @@ pub const TAB_REUSE: usize = 5;
 /// Loads `url` in `kept` (a tab an earlier page left open, its tracker
 /// emptied) or a new tab of `cdp`'s browser, and records what it made of
 /// it (the proxy records what it fetched). The tab comes back to be kept
-/// unless the page failed or it served [`TAB_REUSE`] pages.
+/// unless the page failed, did not fire its load event, or the tab served
+/// [`TAB_REUSE`] pages.
 pub(crate) async fn capture_page(
     cdp: &crate::cdp::Cdp,
     url: &str,
@@ -233,7 +234,10 @@ pub(crate) async fn capture_page(
     phases.lap(if uses == 0 { "open" } else { "reuse" }, t);
     let r = drive(&tab, url, o, recorder, date, &mut phases).await;
     let t = Instant::now();
-    let kept = if r.is_ok() && !tab.crashed() && uses + 1 < TAB_REUSE {
+    // Only a tab whose page loaded fully and failed nothing: a page still
+    // loading could fire its load event into the next page's tracker.
+    let whole = r.as_ref().is_ok_and(|p| p.load_event);
+    let kept = if whole && !tab.crashed() && uses + 1 < TAB_REUSE {
         Some((tab.keep(), uses + 1))
     } else {
         tab.close().await;
