@@ -203,6 +203,14 @@ async fn scroll(tab: &Tab<'_>, o: &BrowserOptions) -> Result<Behavior, BrowserEr
     })
 }
 
+/// A new capture tab of `cdp`'s browser: service workers blocked.
+///
+/// # Errors
+/// The browser did not answer.
+pub(crate) async fn open_tab(cdp: &crate::cdp::Cdp) -> Result<Tab<'_>, BrowserError> {
+    Tab::open(cdp, &[NO_WORKERS_JS], true).await
+}
+
 /// Pages a tab is used for before a new one is opened (Browsertrix
 /// Crawler's `MAX_REUSE`): a new tab costs a target, a session and its
 /// set-up (about 150 ms a page on the bench's machine), while a renderer
@@ -223,15 +231,15 @@ pub(crate) async fn capture_page(
 ) -> (Result<PageResult, BrowserError>, Option<(Kept, usize)>) {
     let date = time::OffsetDateTime::now_utc();
     let t = Instant::now();
-    let (tab, uses) = match kept {
-        Some((k, n)) => (Tab::resume(cdp, k), n),
-        None => match Tab::open(cdp, &[NO_WORKERS_JS], true).await {
-            Ok(t) => (t, 0),
+    let (tab, uses, how) = match kept {
+        Some((k, n)) => (Tab::resume(cdp, k), n, "reuse"),
+        None => match open_tab(cdp).await {
+            Ok(t) => (t, 0, "open"),
             Err(e) => return (Err(e), None),
         },
     };
     let mut phases = Phases::default();
-    phases.lap(if uses == 0 { "open" } else { "reuse" }, t);
+    phases.lap(how, t);
     let r = drive(&tab, url, o, recorder, date, &mut phases).await;
     let t = Instant::now();
     // Only a tab whose page loaded fully and failed nothing: a page still

@@ -221,7 +221,14 @@ impl Browsers {
                 };
                 if slot.browser.is_none() {
                     match chrome::Chromium::launch(&l).await {
-                        Ok(b) => slot.browser = Some(b),
+                        Ok(b) => {
+                            // Its first tab too: a fresh browser's first
+                            // target takes longest (its first renderer).
+                            if let Ok(t) = grab::open_tab(&b.cdp).await {
+                                slot.tab = Some((t.keep(), 0));
+                            }
+                            slot.browser = Some(b);
+                        }
                         Err(e) => tracing::warn!("{e}; tried again at its first page"),
                     }
                 }
