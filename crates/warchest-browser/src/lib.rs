@@ -379,13 +379,22 @@ impl Browsers {
     /// The proxy failed.
     pub fn finish(mut self) -> Result<(), BrowserError> {
         let slots = self.slots.clone();
-        self.rt.block_on(async {
+        let browsers: Vec<chrome::Chromium> = self.rt.block_on(async {
+            let mut all = Vec::new();
             for s in slots.iter() {
                 let mut slot = s.lock().await;
                 slot.tab = None;
-                if let Some(b) = slot.browser.take() {
-                    b.kill().await;
-                }
+                all.extend(slot.browser.take());
+            }
+            all
+        });
+        // Killed, and their profiles removed, each on a thread of its own:
+        // one after the other they took 0.3-0.6 s each at the end of a
+        // run (a profile is a few hundred files).
+        let rt = self.rt.handle();
+        std::thread::scope(|scope| {
+            for b in browsers {
+                scope.spawn(move || rt.block_on(b.kill()));
             }
         });
         self.proxy_stop.store(true, Ordering::SeqCst);
