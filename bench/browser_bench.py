@@ -12,7 +12,7 @@ run, then each archive checked by `warchest qa` (replayed in warchest serve):
   crates/warchest-browser/src/js: load, network idle of 500 ms, screenshot,
   text, scroll passes with network idle while the page grows, media,
   idle, links) and its screenshot written to warcprox as brozzler writes
-  its own. Like for like: until 29 November it ran `chromium --dump-dom
+  its own. Like for like: until 28 November 2026 it ran `chromium --dump-dom
   --virtual-time-budget=8000` a page (no scroll, no idle, no screenshot
   or text, virtual time fast-forwarding the page's timers);
 - wget --mirror --warc-file.
