@@ -6,7 +6,15 @@ run, then each archive checked by `warchest qa` (replayed in warchest serve):
   script, so only a browser reaches the others), and warchest capture
   --browser given every page's URL;
 - the brozzler way: warcprox (pip) as the recording proxy, Chromium driven
-  through it by this script (one headless Chromium a page, --browsers at once);
+  through it by this script over the DevTools protocol (a browser a tab,
+  its tab reused page after page as brozzler's are, --tabs at once), each
+  page given warchest's own behaviours (the same scripts, read from
+  crates/warchest-browser/src/js: load, network idle of 500 ms, screenshot,
+  text, scroll passes with network idle while the page grows, media,
+  idle, links) and its screenshot written to warcprox as brozzler writes
+  its own. Like for like: until 28 November 2026 it ran `chromium --dump-dom
+  --virtual-time-budget=8000` a page (no scroll, no idle, no screenshot
+  or text, virtual time fast-forwarding the page's timers);
 - wget --mirror --warc-file.
 
 Prints, per way: pages a minute, CPU seconds a page (user + sys of the
@@ -23,6 +31,9 @@ docs/performance.md.
     bench/browser_bench.py --bin target/release/warchest [--pages 40] [--tabs 2] [--smoke]
 """
 import argparse
+import base64
+import fcntl
+import http.client
 import http.server
 import json
 import os
@@ -219,8 +230,176 @@ def warcprox_bin():
     return exe
 
 
+JS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "crates", "warchest-browser", "src", "js")
+
+
+def js(name, **consts):
+    """One of warchest's behaviour scripts, its constants filled in: the
+    warcprox way runs the very same behaviours."""
+    with open(os.path.join(JS, name)) as f:
+        text = f.read()
+    for k, v in consts.items():
+        text = text.replace(k, str(v))
+    return text
+
+
+class PipeBrowser:
+    """A headless Chromium driven over the DevTools protocol on a pipe
+    (--remote-debugging-pipe: fds 3 and 4, messages ended by NUL), so that
+    this script needs no WebSocket package; one tab, reused page after
+    page, as brozzler's browsers navigate theirs."""
+
+    def __init__(self, chromium, flags):
+        to_r, to_w = os.pipe()
+        from_r, from_w = os.pipe()
+        # The browser reads commands on fd 3 and writes on fd 4. The
+        # child's ends are moved above 10 first (closed at exec), so that
+        # putting one on 3 cannot overwrite the other.
+        hi_r = fcntl.fcntl(to_r, fcntl.F_DUPFD_CLOEXEC, 10)
+        hi_w = fcntl.fcntl(from_w, fcntl.F_DUPFD_CLOEXEC, 10)
+        os.close(to_r)
+        os.close(from_w)
+
+        def fds():
+            os.dup2(hi_r, 3)
+            os.dup2(hi_w, 4)
+        self.p = subprocess.Popen(
+            [chromium] + flags + ["--remote-debugging-pipe", "about:blank"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            pass_fds=(3, 4), preexec_fn=fds)
+        os.close(hi_r)
+        os.close(hi_w)
+        self.w = os.fdopen(to_w, "wb", buffering=0)
+        self.r = os.fdopen(from_r, "rb", buffering=0)
+        self.next = 0
+        self.cv = threading.Condition()
+        self.answers = {}
+        self.inflight = set()
+        self.last = time.monotonic()
+        self.loaded = False
+        self.session = None
+        threading.Thread(target=self.read, daemon=True).start()
+        target = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
+        self.session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+        for m in ["Page.enable", "Network.enable", "Runtime.enable"]:
+            self.call(m, {}, self.session)
+        self.call("Emulation.setDeviceMetricsOverride",
+                  {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False}, self.session)
+
+    def read(self):
+        buf = b""
+        while True:
+            chunk = self.r.read(1 << 16)
+            if not chunk:
+                break
+            buf += chunk
+            while b"\0" in buf:
+                msg, buf = buf.split(b"\0", 1)
+                m = json.loads(msg)
+                with self.cv:
+                    if "id" in m:
+                        self.answers[m["id"]] = m
+                    elif m.get("sessionId") == self.session and self.session:
+                        meth, p = m.get("method"), m.get("params", {})
+                        if meth == "Network.requestWillBeSent" and p["request"]["url"].startswith("http"):
+                            self.inflight.add(p["requestId"])
+                            self.last = time.monotonic()
+                        elif meth in ("Network.loadingFinished", "Network.loadingFailed"):
+                            self.inflight.discard(p["requestId"])
+                            self.last = time.monotonic()
+                        elif meth == "Page.loadEventFired":
+                            self.loaded = True
+                    self.cv.notify_all()
+        with self.cv:
+            self.answers[None] = True
+            self.cv.notify_all()
+
+    def call(self, method, params, session=None, timeout=30):
+        with self.cv:
+            self.next += 1
+            i = self.next
+        m = {"id": i, "method": method, "params": params}
+        if session:
+            m["sessionId"] = session
+        self.w.write(json.dumps(m).encode() + b"\0")
+        end = time.monotonic() + timeout
+        with self.cv:
+            while i not in self.answers:
+                if None in self.answers or not self.cv.wait(max(0, end - time.monotonic())):
+                    raise RuntimeError(f"{method}: no answer")
+            a = self.answers.pop(i)
+        if "error" in a:
+            raise RuntimeError(f"{method}: {a['error']}")
+        return a.get("result", {})
+
+    def eval(self, expr, timeout=30):
+        r = self.call("Runtime.evaluate", {"expression": expr, "awaitPromise": True,
+                                           "returnByValue": True, "userGesture": True},
+                      self.session, timeout)
+        return r.get("result", {}).get("value")
+
+    def wait(self, ready, bound):
+        end = time.monotonic() + bound
+        with self.cv:
+            while not ready() and time.monotonic() < end:
+                self.cv.wait(min(0.05, max(0.0, end - time.monotonic())))
+
+    def idle(self, quiet=0.5, bound=10):
+        self.wait(lambda: not self.inflight and time.monotonic() - self.last >= quiet, bound)
+
+    def page(self, url, proxy_port):
+        """What warchest does a page: load (30 s), network idle (500 ms
+        quiet, 10 s at most), screenshot and text, scroll to the end with
+        idle after each pass while the page grows (15 s), media, idle,
+        the rendered DOM's links; the screenshot is written to warcprox as
+        brozzler writes its own (WARCPROX_WRITE_RECORD)."""
+        with self.cv:
+            self.loaded = False
+        self.call("Page.navigate", {"url": url}, self.session)
+        self.wait(lambda: self.loaded, 30)
+        self.idle()
+        png = base64.b64decode(self.call("Page.captureScreenshot", {"format": "png"}, self.session)["data"])
+        self.eval(js("text.js", MAX_CHARS=1 << 20))
+        self.eval("document.title")
+        end = time.monotonic() + 15
+        while time.monotonic() < end:
+            left = int((end - time.monotonic()) * 1000)
+            r = self.eval(js("scroll.js", MAX_MS=left)) or {}
+            if not r.get("bottom"):
+                break
+            with self.cv:
+                self.last = time.monotonic()
+            self.idle(bound=min(10, end - time.monotonic()))
+            if (self.eval("Math.max(document.documentElement.scrollHeight, document.body.scrollHeight)") or 0) <= r.get("height", 0):
+                break
+        self.eval("window.scrollTo(0, 0)")
+        if self.eval(js("media.js")):
+            with self.cv:
+                self.last = time.monotonic()
+        self.idle()
+        self.eval(js("links.js", MAX_LINKS=10000))
+        c = http.client.HTTPConnection("127.0.0.1", proxy_port, timeout=30)
+        c.request("WARCPROX_WRITE_RECORD", "screenshot:" + url, body=png,
+                  headers={"Content-Type": "image/png", "WARC-Type": "resource"})
+        c.getresponse().read()
+        c.close()
+
+    def close(self):
+        try:
+            self.call("Browser.close", {}, timeout=5)
+        except RuntimeError:
+            pass
+        try:
+            self.p.wait(10)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.wait()
+
+
 def warcprox_way(site, urls, out, tabs, chromium):
-    """warcprox as the proxy, a headless Chromium per page through it."""
+    """warcprox as the proxy, Chromium driven through it by this script:
+    one browser a tab, each running warchest's behaviours a page (see
+    PipeBrowser.page), as brozzler drives its browsers through warcprox."""
     warcprox = warcprox_bin()
     if not warcprox:
         return None
@@ -244,19 +423,26 @@ def warcprox_way(site, urls, out, tabs, chromium):
         t = time.monotonic()
         lock = threading.Lock()
         todo = list(urls)
+        failed = []
 
         def worker():
-            while True:
-                with lock:
-                    if not todo:
-                        return
-                    u = todo.pop()
-                with tempfile.TemporaryDirectory() as prof:
-                    subprocess.run([chromium] + CHROMIUM_FLAGS + [
-                        f"--user-data-dir={prof}", f"--proxy-server=http://127.0.0.1:{port}",
-                        "--proxy-bypass-list=<-loopback>", "--ignore-certificate-errors",
-                        "--virtual-time-budget=8000", "--dump-dom", u],
-                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+            with tempfile.TemporaryDirectory() as prof:
+                b = PipeBrowser(chromium, CHROMIUM_FLAGS + [
+                    f"--user-data-dir={prof}", f"--proxy-server=http://127.0.0.1:{port}",
+                    "--proxy-bypass-list=<-loopback>", "--ignore-certificate-errors",
+                    "--mute-audio", "--autoplay-policy=no-user-gesture-required"])
+                try:
+                    while True:
+                        with lock:
+                            if not todo:
+                                return
+                            u = todo.pop(0)
+                        try:
+                            b.page(u, port)
+                        except (RuntimeError, OSError) as e:
+                            failed.append(f"{u}: {e}")
+                finally:
+                    b.close()
 
         ts = [threading.Thread(target=worker) for _ in range(tabs)]
         for th in ts:
@@ -264,6 +450,8 @@ def warcprox_way(site, urls, out, tabs, chromium):
         for th in ts:
             th.join()
         took = time.monotonic() - t
+        for f in failed:
+            print("warcprox way:", f)
     finally:
         proxy.terminate()
         proxy.wait(30)

@@ -6,10 +6,11 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use warchest_capture::Recorder;
 
-use crate::page::{Response, Tab};
+use crate::page::{Kept, Response, Tab};
 use crate::{BrowserError, BrowserOptions};
 
 const SCROLL_JS: &str = include_str!("js/scroll.js");
+const HEIGHT_JS: &str = "Math.max(document.documentElement ? document.documentElement.scrollHeight : 0, document.body ? document.body.scrollHeight : 0)";
 const MEDIA_JS: &str = include_str!("js/media.js");
 pub(crate) const LINKS_JS: &str = include_str!("js/links.js");
 pub(crate) const TEXT_JS: &str = include_str!("js/text.js");
@@ -138,19 +139,134 @@ async fn behave(
     }
 }
 
-/// Loads `url` in a new tab of `cdp`'s browser and records what it made
-/// of it (the proxy records what it fetched).
+/// The scroll behaviour: passes of `js/scroll.js` down to the end of the
+/// page, each followed by network idle (what the scroll made the page
+/// load), while the page grew, within the behaviour's bound; then back to
+/// the top. Completed: the height stopped growing within the bound.
+async fn scroll(tab: &Tab<'_>, o: &BrowserOptions) -> Result<Behavior, BrowserError> {
+    let t = Instant::now();
+    let end = t + o.behavior_timeout;
+    let (mut passes, mut steps, mut height, mut ended) = (0u64, 0u64, 0u64, false);
+    let mut stopped = None;
+    loop {
+        let left = end.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        let js = SCROLL_JS.replace("MAX_MS", &left.as_millis().to_string());
+        let v = match tab.eval(&js, left + Duration::from_secs(2)).await {
+            Ok(v) => v,
+            Err(e @ (BrowserError::Gone | BrowserError::Crashed)) => return Err(e),
+            Err(_) if tab.crashed() => return Err(BrowserError::Crashed),
+            Err(e) => {
+                stopped = Some(e.to_string());
+                break;
+            }
+        };
+        passes += 1;
+        steps += v["steps"].as_u64().unwrap_or(0);
+        height = v["height"].as_u64().unwrap_or(0);
+        if v["bottom"] != Value::Bool(true) {
+            break;
+        }
+        // Quiet counted from the end of the pass: what the last steps
+        // asked for is waited for.
+        tab.mark_activity();
+        let left = end.saturating_duration_since(Instant::now());
+        tab.network_idle(o.idle_quiet, left.min(o.idle_timeout))
+            .await;
+        let now = tab
+            .eval(HEIGHT_JS, crate::page::COMMAND)
+            .await
+            .ok()
+            .and_then(|v| v.as_u64())
+            .unwrap_or(0);
+        if now <= height {
+            ended = true;
+            break;
+        }
+    }
+    let _ = tab
+        .eval("window.scrollTo(0, 0)", crate::page::COMMAND)
+        .await;
+    if tab.crashed() {
+        return Err(BrowserError::Crashed);
+    }
+    Ok(Behavior {
+        name: "scroll",
+        completed: ended,
+        ms: t.elapsed().as_millis() as u64,
+        note: stopped.unwrap_or_else(|| {
+            serde_json::json!({"passes": passes, "steps": steps, "height": height, "ended": ended})
+                .to_string()
+        }),
+    })
+}
+
+/// A new capture tab of `cdp`'s browser: service workers blocked.
+///
+/// # Errors
+/// The browser did not answer.
+pub(crate) async fn open_tab(cdp: &crate::cdp::Cdp) -> Result<Tab<'_>, BrowserError> {
+    Tab::open(cdp, &[NO_WORKERS_JS], true).await
+}
+
+/// Pages a tab is used for before a new one is opened (Browsertrix
+/// Crawler's `MAX_REUSE`): a new tab costs a target, a session and its
+/// set-up (about 150 ms a page on the bench's machine), while a renderer
+/// used for many pages keeps their history.
+pub const TAB_REUSE: usize = 5;
+
+/// Loads `url` in `kept` (a tab an earlier page left open, its tracker
+/// emptied) or a new tab of `cdp`'s browser, and records what it made of
+/// it (the proxy records what it fetched). The tab comes back to be kept
+/// unless the page failed, did not fire its load event, or the tab served
+/// [`TAB_REUSE`] pages.
 pub(crate) async fn capture_page(
     cdp: &crate::cdp::Cdp,
     url: &str,
     o: &BrowserOptions,
     recorder: &Recorder,
-) -> Result<PageResult, BrowserError> {
+    kept: Option<(Kept, usize)>,
+) -> (Result<PageResult, BrowserError>, Option<(Kept, usize)>) {
     let date = time::OffsetDateTime::now_utc();
-    let tab = Tab::open(cdp, &[NO_WORKERS_JS], true).await?;
-    let r = drive(&tab, url, o, recorder, date).await;
-    tab.close().await;
-    r
+    let t = Instant::now();
+    let (tab, uses, how) = match kept {
+        Some((k, n)) => (Tab::resume(cdp, k), n, "reuse"),
+        None => match open_tab(cdp).await {
+            Ok(t) => (t, 0, "open"),
+            Err(e) => return (Err(e), None),
+        },
+    };
+    let mut phases = Phases::default();
+    phases.lap(how, t);
+    let r = drive(&tab, url, o, recorder, date, &mut phases).await;
+    let t = Instant::now();
+    // Only a tab whose page loaded fully and failed nothing: a page still
+    // loading could fire its load event into the next page's tracker.
+    let whole = r.as_ref().is_ok_and(|p| p.load_event);
+    let kept = if whole && !tab.crashed() && uses + 1 < TAB_REUSE {
+        Some((tab.keep(), uses + 1))
+    } else {
+        tab.close().await;
+        None
+    };
+    phases.lap("close", t);
+    tracing::debug!(target: "warchest_browser::timing", "{url}: {}", phases.0.join(" "));
+    (r, kept)
+}
+
+/// Milliseconds of each phase of a page, for the timing log
+/// (`WARCHEST_LOG=warchest_browser::timing=debug`).
+#[derive(Default)]
+struct Phases(Vec<String>);
+
+impl Phases {
+    fn lap(&mut self, name: &str, since: Instant) -> Instant {
+        self.0
+            .push(format!("{name} {}ms", since.elapsed().as_millis()));
+        Instant::now()
+    }
 }
 
 async fn drive(
@@ -159,53 +275,56 @@ async fn drive(
     o: &BrowserOptions,
     recorder: &Recorder,
     date: time::OffsetDateTime,
+    ph: &mut Phases,
 ) -> Result<PageResult, BrowserError> {
     let start = Instant::now();
     let loaded = tab.navigate(url, o.load_timeout).await?;
+    let lap = ph.lap("load", start);
     let mut behaviors = Vec::new();
-    let t = Instant::now();
     let idle = tab.network_idle(o.idle_quiet, o.idle_timeout).await;
     behaviors.push(Behavior {
         name: "idle",
         completed: idle,
-        ms: t.elapsed().as_millis() as u64,
+        ms: lap.elapsed().as_millis() as u64,
         note: String::new(),
     });
+    let lap = ph.lap("idle", lap);
     if tab.crashed() {
         return Err(BrowserError::Crashed);
     }
     // As Browsertrix: the view and the text as loaded, before behaviours
     // change them (QA compares them with a replay loaded the same way).
-    let png = tab.screenshot().await?;
-    let text = tab
-        .eval(&with_consts(TEXT_JS), crate::page::COMMAND)
-        .await?
-        .as_str()
-        .unwrap_or("")
-        .to_string();
-    let title = tab
-        .eval("document.title", crate::page::COMMAND)
-        .await
+    // The three are asked at once.
+    let text_js = with_consts(TEXT_JS);
+    let (png, text, title) = tokio::join!(
+        tab.screenshot(),
+        tab.eval(&text_js, crate::page::COMMAND),
+        tab.eval("document.title", crate::page::COMMAND),
+    );
+    let png = png?;
+    let text = text?.as_str().unwrap_or("").to_string();
+    let title = title
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))
         .filter(|t| !t.is_empty());
+    let mut lap = ph.lap("view+text", lap);
     if o.scroll {
-        let js = SCROLL_JS.replace("MAX_MS", &o.behavior_timeout.as_millis().to_string());
-        behaviors.push(
-            behave(
-                tab,
-                "scroll",
-                &js,
-                o.behavior_timeout + Duration::from_secs(2),
-            )
-            .await?,
-        );
+        behaviors.push(scroll(tab, o).await?);
+        lap = ph.lap("scroll", lap);
     }
     if o.media {
-        behaviors.push(behave(tab, "media", MEDIA_JS, o.behavior_timeout).await?);
+        let m = behave(tab, "media", MEDIA_JS, o.behavior_timeout).await?;
+        if m.note != "0" {
+            // Media started: its requests may begin a moment later.
+            tab.mark_activity();
+        }
+        behaviors.push(m);
+        lap = ph.lap("media", lap);
     }
     if let Some(user) = &o.behaviors {
         behaviors.push(behave(tab, "user", user, o.behavior_timeout).await?);
+        tab.mark_activity();
+        lap = ph.lap("user", lap);
     }
     if behaviors.len() > 1 {
         let t = Instant::now();
@@ -216,6 +335,7 @@ async fn drive(
             ms: t.elapsed().as_millis() as u64,
             note: "after the behaviours".into(),
         });
+        lap = ph.lap("idle", lap);
     }
     if tab.crashed() {
         return Err(BrowserError::Crashed);
@@ -231,6 +351,7 @@ async fn drive(
             .collect(),
         _ => Vec::new(),
     };
+    ph.lap("links", lap);
     let (responses, _failures, dropped, lagged) = tab.seen();
     let status = document_status(&responses, url);
     let mut fetched: Vec<String> = responses
@@ -247,6 +368,7 @@ async fn drive(
     } else {
         LoadState::ContentLoaded
     };
+    let records_start = Instant::now();
     let view = format!("urn:view:{url}");
     let text_uri = format!("urn:text:{url}");
     let view_id = recorder.record_resource(&view, date, "image/png", &png, &[])?;
@@ -288,6 +410,7 @@ async fn drive(
         fields.push(("outlink".into(), format!("{l} L a/@href")));
     }
     recorder.record_metadata(url, date, &fields, Some(&view_id))?;
+    ph.lap("records", records_start);
     Ok(PageResult {
         url: url.to_string(),
         status,

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use tokio::sync::Notify;
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::BrowserError;
@@ -22,6 +23,17 @@ pub const MAX_RESPONSES: usize = 20_000;
 
 /// How long one CDP command may take.
 pub const COMMAND: Duration = Duration::from_secs(10);
+
+/// The longest a wait goes without looking again: a browser that is gone
+/// sends no event to wake it.
+const LOOK_AGAIN: Duration = Duration::from_millis(200);
+
+/// What a wait found: done, or look again at the next event (or at the
+/// time given, when one is).
+enum Look<T> {
+    Done(T),
+    Until(Option<Instant>),
+}
 
 /// A response the page received.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -66,6 +78,9 @@ pub struct Tab<'a> {
     session: String,
     target: String,
     track: Arc<Mutex<Track>>,
+    // Woken at each event the tracker takes: waits end when their
+    // condition holds, not at the next turn of a polling interval.
+    wake: Arc<Notify>,
     watcher: tokio::task::JoinHandle<()>,
 }
 
@@ -103,8 +118,9 @@ impl<'a> Tab<'a> {
             .ok_or_else(|| BrowserError::Cdp("Target.attachToTarget: no sessionId".into()))?
             .to_string();
         let track = Arc::new(Mutex::new(Track::default()));
+        let wake = Arc::new(Notify::new());
         let mut events = cdp.events();
-        let (t, s) = (track.clone(), session.clone());
+        let (t, s, w) = (track.clone(), session.clone(), wake.clone());
         let watcher = tokio::spawn(async move {
             loop {
                 let e = match events.recv().await {
@@ -120,8 +136,11 @@ impl<'a> Tab<'a> {
                 if e.session.as_deref() != Some(s.as_str()) {
                     continue;
                 }
-                let Ok(mut t) = t.lock() else { break };
-                observe(&mut t, &e.method, &e.params);
+                {
+                    let Ok(mut t) = t.lock() else { break };
+                    observe(&mut t, &e.method, &e.params);
+                }
+                w.notify_waiters();
             }
         });
         let tab = Tab {
@@ -129,32 +148,33 @@ impl<'a> Tab<'a> {
             session,
             target,
             track,
+            wake,
             watcher,
         };
-        for m in [
+        // Sent at once and answered in order: one round trip, not eight.
+        let mut setup: Vec<(&str, Value)> = [
             "Page.enable",
             "Network.enable",
             "Runtime.enable",
             "Inspector.enable",
-        ] {
-            tab.call(m, json!({})).await?;
-        }
+        ]
+        .iter()
+        .map(|m| (*m, json!({})))
+        .collect();
         if bypass_workers {
-            tab.call("Network.setBypassServiceWorker", json!({"bypass": true}))
-                .await?;
+            setup.push(("Network.setBypassServiceWorker", json!({"bypass": true})));
         }
-        tab.call(
+        setup.push((
             "Emulation.setDeviceMetricsOverride",
             json!({"width": VIEWPORT.0, "height": VIEWPORT.1, "deviceScaleFactor": 1, "mobile": false}),
-        )
-        .await?;
+        ));
         for s in init {
-            tab.call(
+            setup.push((
                 "Page.addScriptToEvaluateOnNewDocument",
                 json!({"source": s}),
-            )
-            .await?;
+            ));
         }
+        futures_util::future::try_join_all(setup.into_iter().map(|(m, p)| tab.call(m, p))).await?;
         Ok(tab)
     }
 
@@ -187,45 +207,83 @@ impl<'a> Tab<'a> {
         if let Some(e) = r.get("errorText").and_then(Value::as_str) {
             return Err(BrowserError::Page(format!("{url}: {e}")));
         }
-        let until = Instant::now() + bound;
-        while Instant::now() < until {
-            {
-                let t = self.track.lock().map_err(|_| BrowserError::Gone)?;
+        let cdp = self.cdp;
+        let got = self
+            .wait(bound, |t| {
                 if t.crashed {
-                    return Err(BrowserError::Crashed);
+                    Look::Done(Err(BrowserError::Crashed))
+                } else if t.loaded {
+                    Look::Done(Ok(true))
+                } else if cdp.is_closed() {
+                    Look::Done(Err(BrowserError::Gone))
+                } else {
+                    Look::Until(None)
                 }
-                if t.loaded {
-                    return Ok(true);
-                }
-            }
-            if self.cdp.is_closed() {
-                return Err(BrowserError::Gone);
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            })
+            .await;
+        match got {
+            Some(r) => r,
+            None if self.track.lock().is_err() => Err(BrowserError::Gone),
+            None => Ok(false),
         }
-        Ok(false)
     }
 
     /// Waits until no request has been in flight for `quiet`, at most
-    /// `bound`; true when the network went idle.
+    /// `bound`; true when the network went idle. Quiet is counted from
+    /// the last request that started or ended, or from
+    /// [`Tab::mark_activity`].
     pub async fn network_idle(&self, quiet: Duration, bound: Duration) -> bool {
-        let until = Instant::now() + bound;
-        while Instant::now() < until {
-            {
-                let Ok(t) = self.track.lock() else {
-                    return false;
-                };
-                if t.crashed {
-                    return false;
-                }
-                let since = t.last_change.map_or(Duration::MAX, |l| l.elapsed());
-                if t.inflight.is_empty() && since >= quiet {
-                    return true;
-                }
+        self.wait(bound, |t| {
+            if t.crashed {
+                return Look::Done(false);
             }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            if !t.inflight.is_empty() {
+                return Look::Until(None);
+            }
+            match t.last_change {
+                Some(l) if l.elapsed() < quiet => Look::Until(Some(l + quiet)),
+                _ => Look::Done(true),
+            }
+        })
+        .await
+        .unwrap_or(false)
+    }
+
+    /// Counts the network's quiet from now: after a behaviour that may
+    /// start requests a moment later (a scroll, media started), so that
+    /// [`Tab::network_idle`] waits for them.
+    pub fn mark_activity(&self) {
+        if let Ok(mut t) = self.track.lock() {
+            t.last_change = Some(Instant::now());
         }
-        false
+    }
+
+    /// Waits at most `bound` for `look` to be done, looking again at each
+    /// event the tab's tracker takes, at the time `look` asks, and at
+    /// least every [`LOOK_AGAIN`]. None: the bound passed (or the tracker
+    /// is gone).
+    async fn wait<T>(&self, bound: Duration, mut look: impl FnMut(&Track) -> Look<T>) -> Option<T> {
+        let end = Instant::now() + bound;
+        loop {
+            // Registered before looking: an event between the look and
+            // the sleep still wakes it.
+            let woken = self.wake.notified();
+            tokio::pin!(woken);
+            woken.as_mut().enable();
+            let next = match look(&*self.track.lock().ok()?) {
+                Look::Done(v) => return Some(v),
+                Look::Until(at) => at,
+            };
+            let now = Instant::now();
+            if now >= end {
+                return None;
+            }
+            let at = next.unwrap_or(end).min(end).min(now + LOOK_AGAIN);
+            tokio::select! {
+                _ = woken => {}
+                _ = tokio::time::sleep_until(at.into()) => {}
+            }
+        }
     }
 
     /// Evaluates `expr` in the page, awaiting a promise it returns, for
@@ -288,6 +346,34 @@ impl<'a> Tab<'a> {
         }
     }
 
+    /// Keeps the tab open for another page ([`Tab::resume`]): its parts,
+    /// free of the borrow of the connection.
+    pub fn keep(self) -> Kept {
+        Kept {
+            session: self.session,
+            target: self.target,
+            track: self.track,
+            wake: self.wake,
+            watcher: Some(self.watcher),
+        }
+    }
+
+    /// A kept tab of `cdp`'s browser, its tracker emptied for a new page.
+    pub fn resume(cdp: &'a Cdp, mut k: Kept) -> Tab<'a> {
+        if let Ok(mut t) = k.track.lock() {
+            *t = Track::default();
+        }
+        let watcher = k.watcher.take().unwrap_or_else(|| tokio::spawn(async {}));
+        Tab {
+            cdp,
+            session: std::mem::take(&mut k.session),
+            target: std::mem::take(&mut k.target),
+            track: k.track.clone(),
+            wake: k.wake.clone(),
+            watcher,
+        }
+    }
+
     /// Closes the tab (at most [`COMMAND`]).
     pub async fn close(self) {
         self.watcher.abort();
@@ -300,6 +386,25 @@ impl<'a> Tab<'a> {
                 COMMAND,
             )
             .await;
+    }
+}
+
+/// A tab kept open between pages, without its browser's connection
+/// ([`Tab::keep`], [`Tab::resume`]). Dropped, it stops tracking (the tab
+/// itself closes with its browser).
+pub struct Kept {
+    session: String,
+    target: String,
+    track: Arc<Mutex<Track>>,
+    wake: Arc<Notify>,
+    watcher: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for Kept {
+    fn drop(&mut self) {
+        if let Some(w) = self.watcher.take() {
+            w.abort();
+        }
     }
 }
 

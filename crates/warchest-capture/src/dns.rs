@@ -91,6 +91,23 @@ pub struct ResolverOptions {
     pub overrides: HashMap<String, Vec<IpAddr>>,
     /// Per query (default 5 s).
     pub timeout: Option<Duration>,
+    /// Only addresses of 127.0.0.0/8 are answered ([`test_loopback`]); a
+    /// host with none is an error. A crawl's `resolve-only`: the crawl's
+    /// HTTP client and a browser's recording proxy both resolve with
+    /// these options, so `localhost` reaches 127.0.0.1 and never `::1`.
+    pub loopback_only: bool,
+}
+
+/// Whether `ip` is in 127.0.0.0/8 (or is such an address mapped into
+/// IPv6, `::ffff:127.x.y.z`): the only addresses a `resolve-only` crawl
+/// reaches ([`ResolverOptions::loopback_only`]). `::1` is loopback too but
+/// is left out, so that one rule, 127.0.0.0/8, says what a crawl under
+/// test may reach.
+pub fn test_loopback(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => v4.is_loopback(),
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback()),
+    }
 }
 
 /// A resolution: the addresses and, when the DNS client made it, the lookup.
@@ -120,11 +137,25 @@ impl Resolver {
         }
     }
 
-    /// The addresses of `host` (an IP literal is its own address).
+    /// The addresses of `host` (an IP literal is its own address), held
+    /// to 127.0.0.0/8 with [`ResolverOptions::loopback_only`].
     ///
     /// # Errors
-    /// The host has no address.
+    /// The host has no address (none in 127.0.0.0/8, when held to it).
     pub fn resolve(&self, host: &str) -> Result<Resolved, CaptureError> {
+        let mut r = self.lookup(host)?;
+        if self.opts.loopback_only {
+            r.addrs.retain(|a| test_loopback(*a));
+            if r.addrs.is_empty() {
+                return Err(CaptureError::Dns(format!(
+                    "{host}: no address in 127.0.0.0/8 (resolve-only)"
+                )));
+            }
+        }
+        Ok(r)
+    }
+
+    fn lookup(&self, host: &str) -> Result<Resolved, CaptureError> {
         if let Ok(ip) = host.parse::<IpAddr>() {
             return Ok(Resolved {
                 addrs: vec![ip],
@@ -465,6 +496,38 @@ pub fn encode_answer(query: &[u8], addrs: &[IpAddr], ttl: u32) -> Option<Vec<u8>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Held to 127.0.0.0/8, `localhost` is 127.0.0.1 only, and `::1` is
+    /// refused (the crawl's `resolve-only`, for its client and its
+    /// browser's proxy alike); without, `localhost` is both.
+    #[test]
+    fn loopback_only_keeps_127_0_0_0_8() {
+        let held = Resolver::new(ResolverOptions {
+            loopback_only: true,
+            ..ResolverOptions::default()
+        });
+        let r = held.resolve("localhost").unwrap();
+        assert_eq!(r.addrs, vec![IpAddr::V4(Ipv4Addr::LOCALHOST)]);
+        assert!(
+            held.resolve("a.localhost")
+                .unwrap()
+                .addrs
+                .iter()
+                .all(|a| a.is_ipv4())
+        );
+        let e = held.resolve("::1").unwrap_err().to_string();
+        assert!(e.contains("127.0.0.0/8"), "{e}");
+        assert_eq!(held.resolve("127.0.0.2").unwrap().addrs.len(), 1);
+        let free = Resolver::new(ResolverOptions::default());
+        assert!(
+            free.resolve("localhost")
+                .unwrap()
+                .addrs
+                .contains(&IpAddr::V6(Ipv6Addr::LOCALHOST))
+        );
+        assert!(test_loopback("::ffff:127.0.0.3".parse().unwrap()));
+        assert!(!test_loopback("::1".parse().unwrap()));
+    }
 
     #[test]
     fn round_trip_and_text() {

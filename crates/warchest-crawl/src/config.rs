@@ -134,16 +134,9 @@ impl EngineConfig {
     }
 }
 
-/// Whether `ip` is in 127.0.0.0/8 (or is such an address mapped into
-/// IPv6, `::ffff:127.x.y.z`): the only addresses a `resolve-only` crawl
-/// reaches. `::1` is loopback too but is left out, so that one rule,
-/// 127.0.0.0/8, says what a crawl under test may reach.
-pub fn test_loopback(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => v4.is_loopback(),
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback()),
-    }
-}
+/// Whether `ip` is in 127.0.0.0/8: the one check of `resolve-only`,
+/// shared with the resolver of the crawl and of its browser's proxy.
+pub use warchest_capture::dns::test_loopback;
 
 /// Parses a `resolve` value: one address or several separated by commas,
 /// each IPv4 (`127.0.0.2`) or IPv6, bare (`::1`) or in brackets (`[::1]`).

@@ -545,6 +545,10 @@ impl Crawl {
         }
         let resolver_opts = dns::ResolverOptions {
             overrides,
+            // The resolver holds every answer to 127.0.0.0/8 (`localhost`
+            // is 127.0.0.1 and ::1): the HTTP client's and, through
+            // `fetch_options`, a browser proxy's.
+            loopback_only: e.resolve_only,
             ..dns::ResolverOptions::default()
         };
         let resolver = dns::Resolver::new(resolver_opts.clone());
@@ -1595,17 +1599,9 @@ impl Crawl {
                 "{host}: not in the resolve table (resolve-only)"
             )));
         }
-        let mut r = self.resolver.resolve(host)?;
-        // `localhost` is 127.0.0.1 and ::1: resolve-only keeps 127.0.0.0/8.
-        if self.cfg.engine.resolve_only {
-            r.addrs.retain(|a| crate::config::test_loopback(*a));
-            if r.addrs.is_empty() {
-                return Err(CaptureError::Dns(format!(
-                    "{host}: no address in 127.0.0.0/8 (resolve-only)"
-                )));
-            }
-        }
-        Ok(r)
+        // resolve-only: the resolver keeps 127.0.0.0/8 only
+        // (`ResolverOptions::loopback_only`).
+        self.resolver.resolve(host)
     }
 
     /// Fetches and records one URI: the one place a page is fetched (a

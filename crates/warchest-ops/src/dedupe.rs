@@ -151,6 +151,11 @@ fn db_error(e: impl std::fmt::Display, path: &Path) -> Error {
     .in_file(path)
 }
 
+/// The digest index's page cache: past it, lookups read the file (the
+/// system's page cache), and memory stays bounded however many digests a
+/// crawl or `dedupe` records.
+pub const CACHE_BYTES: usize = 64 << 20;
+
 /// Payload digests seen, in an embedded database file.
 pub struct DigestIndex {
     db: Database,
@@ -173,7 +178,14 @@ impl DigestIndex {
     /// The file cannot be created or is not a digest index.
     pub fn open(path: impl AsRef<Path>) -> Result<DigestIndex> {
         let path = path.as_ref().to_path_buf();
-        let db = Database::create(&path).map_err(|e| db_error(e, &path))?;
+        // redb keeps the pages it writes in its cache, up to 1 GiB by
+        // default: the index's file, as it grows, stayed in memory (a
+        // crawl grew about 7 KB a page with it). Bounded as the
+        // frontier's is.
+        let db = redb::Builder::new()
+            .set_cache_size(CACHE_BYTES)
+            .create(&path)
+            .map_err(|e| db_error(e, &path))?;
         let idx = DigestIndex {
             db,
             path,

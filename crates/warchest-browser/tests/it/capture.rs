@@ -362,3 +362,90 @@ pc.createDataChannel('x');pc.createOffer().then(o=>pc.setLocalDescription(o));</
     let got = udp.recv_from(&mut buf);
     assert!(got.is_err(), "a UDP datagram from {:?}", got.map(|g| g.1));
 }
+
+/// Under a crawl's resolve-only (`ResolverOptions::loopback_only`), the
+/// recording proxy holds `localhost` to 127.0.0.0/8 as the crawl's HTTP
+/// client does: a server on `[::1]` alone is never reached through it,
+/// while without the rule the same request reaches it.
+#[test]
+fn the_proxy_holds_localhost_to_127_under_resolve_only() {
+    use std::io::Write as _;
+    use std::net::{TcpListener, TcpStream};
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use warchest_capture::proxy::Proxy;
+
+    // A server on ::1 only, answering every connection.
+    let v6 = TcpListener::bind("[::1]:0").unwrap();
+    let port = v6.local_addr().unwrap().port();
+    v6.set_nonblocking(true).unwrap();
+    let reached = Arc::new(AtomicUsize::new(0));
+    let done = Arc::new(AtomicBool::new(false));
+    let (r2, d2) = (reached.clone(), done.clone());
+    let server = std::thread::spawn(move || {
+        let start = Instant::now();
+        while !d2.load(Ordering::Relaxed) && start.elapsed() < Duration::from_secs(60) {
+            match v6.accept() {
+                Ok((mut s, _)) => {
+                    r2.fetch_add(1, Ordering::SeqCst);
+                    let _ = s.set_nonblocking(false);
+                    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+                    let (mut head, mut b) = (Vec::new(), [0u8; 1024]);
+                    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match s.read(&mut b) {
+                            Ok(0) | Err(_) => break,
+                            Ok(n) => head.extend_from_slice(&b[..n]),
+                        }
+                    }
+                    let _ = s.write_all(b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nv6");
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(10)),
+            }
+        }
+    });
+    let ask = |held: bool| -> String {
+        let dir = tempfile::tempdir().unwrap();
+        let (rec, mut opts) = recorder(&dir.path().join("out"), dir.path());
+        // As `crawl --browser` sets it: every address allowed, the
+        // resolver holding the crawl's rule.
+        opts.access.allow = vec!["0.0.0.0/0".parse().unwrap(), "::/0".parse().unwrap()];
+        opts.resolver.loopback_only = held;
+        let bind = || Proxy::bind("127.0.0.1:0".parse().unwrap(), rec.clone(), opts.clone());
+        let mut proxy = bind().unwrap();
+        // The system may give the proxy the server's port number (on
+        // another address); the proxy would then take the request for a
+        // loop.
+        let mut held_port = Vec::new();
+        while proxy.local_addr().unwrap().port() == port {
+            let again = bind().unwrap();
+            held_port.push(std::mem::replace(&mut proxy, again));
+        }
+        let addr = proxy.local_addr().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop2 = stop.clone();
+        let serving = std::thread::spawn(move || proxy.serve(&stop2));
+        let mut c = TcpStream::connect(addr).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        c.write_all(
+            format!("GET http://localhost:{port}/ HTTP/1.1\r\nHost: localhost:{port}\r\nConnection: close\r\n\r\n")
+                .as_bytes(),
+        )
+        .unwrap();
+        let mut got = Vec::new();
+        let _ = c.read_to_end(&mut got);
+        stop.store(true, Ordering::Relaxed);
+        serving.join().unwrap().unwrap();
+        drop(held_port);
+        rec.finish().unwrap();
+        String::from_utf8_lossy(&got).into_owned()
+    };
+    // 127.0.0.1 at that port refuses: the proxy answers 502.
+    let answer = ask(true);
+    assert!(answer.starts_with("HTTP/1.1 502"), "{answer}");
+    assert_eq!(reached.load(Ordering::SeqCst), 0, "::1 reached: {answer}");
+    // The same request without the rule reaches ::1: the check above can fail.
+    let answer = ask(false);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(reached.load(Ordering::SeqCst) >= 1);
+    done.store(true, Ordering::Relaxed);
+    server.join().unwrap();
+}

@@ -129,6 +129,7 @@ impl NetArgs {
             server,
             overrides,
             timeout: None,
+            loopback_only: false,
         })
     }
 }

@@ -25,4 +25,12 @@ exclude = ['^http://127\\.0\\.0\\.9/.*']\n[resolve]\n\"a.test\" = \"127.0.0.1\"\
     let out = check("http://outside.example/y").unwrap_err();
     assert!(out.contains("resolve-only"), "{out}");
     assert!(check("not a url").is_err());
+    // The proxy resolves with the crawl's resolver options: `localhost`
+    // passes the check above, and resolves to 127.0.0.1 only, never `::1`.
+    assert_eq!(check("http://localhost:9/"), Ok(()));
+    let (_, resolver) = c.fetch_options();
+    let r = warchest_capture::dns::Resolver::new(resolver);
+    let got = r.resolve("localhost").unwrap().addrs;
+    assert_eq!(got, vec![std::net::IpAddr::from([127, 0, 0, 1])]);
+    assert!(r.resolve("::1").is_err());
 }
