@@ -17,7 +17,7 @@ use crate::{Location, Options, runtime};
 pub const BLOCK: usize = 8 << 20;
 /// Default blocks each reader fetches ahead of the block it reads.
 pub const AHEAD: usize = 2;
-/// Bytes of blocks held, when small blocks make `AHEAD + 3` of them less.
+/// Bytes of blocks held, when small blocks make `AHEAD + 2` of them less.
 const HELD_BYTES: u64 = 16 << 20;
 /// Bytes of the object's start kept once read: every reader opened at an
 /// offset reads the start for a zstd dictionary frame (a few bytes), and
@@ -130,11 +130,12 @@ struct Held {
 /// read far apart, and a cache shared by recency dropped one reader's
 /// blocks for another's). Room is made from the other blocks, least
 /// recently used first, never one whose request is still running. At most
-/// `AHEAD + 3` blocks (or 16 MiB of smaller blocks) are held, except that
-/// a reader's own block is fetched even when no room can be made: memory
-/// is bounded by `(AHEAD + 3 + readers) * BLOCK`, 64 MiB with the default
-/// 8 MiB blocks and three reading threads (two decoding and the reading
-/// one), 40 MiB held as a rule ([`RemoteBlocks::peak_bytes`]). A thread
+/// `AHEAD + 2` blocks (or 16 MiB of smaller blocks) are held as a rule:
+/// 32 MiB with the default 8 MiB blocks, as before read-ahead was per
+/// reader; a read-ahead that finds no room is not started. Only a reader's own
+/// block, fetched even when no room can be made, and the one it read
+/// before go past it: memory is bounded by `(AHEAD + 2 + 2 * readers) *
+/// BLOCK` ([`RemoteBlocks::peak_bytes`] tells what was held). A thread
 /// that has not read while the readers moved on eight times is taken as
 /// gone, and its blocks become the others' room. A block that
 /// cannot be read within the retry budget, and an object found shorter
@@ -202,7 +203,7 @@ impl RemoteBlocks {
     }
 
     /// The same holding `bytes` of blocks as a rule (default 16 MiB), or
-    /// `ahead + 3` blocks when that is more.
+    /// `ahead + 2` blocks when that is more.
     #[must_use]
     pub fn with_held_bytes(mut self, bytes: u64) -> RemoteBlocks {
         self.held_bytes = bytes;
@@ -229,7 +230,7 @@ impl RemoteBlocks {
     /// room could be made.
     fn cap(&self) -> usize {
         let by_bytes = usize::try_from(self.held_bytes / self.block).unwrap_or(usize::MAX);
-        (self.ahead as usize + 3).max(by_bytes)
+        (self.ahead as usize + 2).max(by_bytes)
     }
 
     fn blocks(&self) -> u64 {
