@@ -449,11 +449,17 @@ mod tests {
         assert!(lock(&b.held).readers.iter().all(|r| r.at == 3));
     }
 
-    /// A thread of its own, for a reader that is not the test's thread.
-    fn other_thread() -> ThreadId {
-        std::thread::spawn(|| std::thread::current().id())
+    /// A reader in block 0 that is not the test's thread.
+    fn other_reader() -> Reader {
+        let thread = std::thread::spawn(|| std::thread::current().id())
             .join()
-            .unwrap()
+            .unwrap();
+        Reader {
+            thread,
+            at: 0,
+            before: 0,
+            seen: 0,
+        }
     }
 
     #[test]
@@ -470,12 +476,7 @@ mod tests {
         let mut h = lock(&b.held);
         // Another reader in block 0 keeps 0 and 1 (one block ahead); this
         // thread, in block 5, keeps 5 and 6.
-        h.readers.push(Reader {
-            thread: other_thread(),
-            at: 0,
-            before: 0,
-            seen: 0,
-        });
+        h.readers.push(other_reader());
         b.note_reader(&mut h, 5);
         assert!(b.make_room(&mut h, 0));
         let kept: Vec<u64> = h.blocks.iter().map(|(k, _)| *k).collect();
@@ -489,12 +490,7 @@ mod tests {
     fn a_reader_that_stopped_reading_keeps_nothing_once_the_others_moved_on() {
         let b = unreachable(100 * B);
         let mut h = lock(&b.held);
-        h.readers.push(Reader {
-            thread: other_thread(),
-            at: 0,
-            before: 0,
-            seen: 0,
-        });
+        h.readers.push(other_reader());
         assert!(b.kept(&h, 1));
         // Reading on within one block is no move.
         b.note_reader(&mut h, 20);
