@@ -115,8 +115,14 @@ class Nginx:
         self.url = "http://127.0.0.1:%d/%s" % (self.port, os.path.basename(archive))
 
     def close(self):
-        self.proc.kill()
-        self.proc.wait()
+        # SIGTERM: nginx's master stops its worker, which SIGKILL would
+        # leave running, orphaned, on its port.
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
 
 
 def timed(cmd, env=None, stdout=subprocess.DEVNULL):
