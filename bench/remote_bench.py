@@ -23,7 +23,9 @@ server at 0 ms (target: at most 1.10x: the blocks fetched ahead hide the
 latency). --scan-only measures these alone (no fetch rows); run it on the
 plain corpus file too (rustdocs.warc: read in chunks) besides the gzip one.
 --smoke: one run of each scan row on a fixture with moto (checks the
-script, measures nothing).
+script, measures nothing). --before BIN runs each scan row with a second
+binary too (the build before a change), alternately with WARCHEST_BIN, and
+prints after / before of time and CPU.
 
     python3 bench/remote_bench.py /work/corpus/rustdocs.warc.gz \\
         [--s3s-fs PATH] [--records 10000] [-j 64] [--runs 3] \\
@@ -113,8 +115,14 @@ class Nginx:
         self.url = "http://127.0.0.1:%d/%s" % (self.port, os.path.basename(archive))
 
     def close(self):
-        self.proc.kill()
-        self.proc.wait()
+        # SIGTERM: nginx's master stops its worker, which SIGKILL would
+        # leave running, orphaned, on its port.
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
 
 
 def timed(cmd, env=None, stdout=subprocess.DEVNULL):
@@ -131,12 +139,6 @@ def timed(cmd, env=None, stdout=subprocess.DEVNULL):
     rss, cpu = line.split()
     u, s = cpu[4:].split("+")
     return dt, int(rss[7:]) / 1024, float(u) + float(s)
-
-
-def median_runs(n, cmd, env=None):
-    runs = [timed(cmd, env) for _ in range(n)]
-    return (statistics.median(r[0] for r in runs), max(r[1] for r in runs),
-            statistics.median(r[2] for r in runs))
 
 
 def s3rver_bin():
@@ -300,6 +302,9 @@ def main():
     ap.add_argument("--latency-records", type=int, default=500)
     ap.add_argument("--scan-only", action="store_true",
                     help="the scan rows only (issue 33), no fetch rows")
+    ap.add_argument("--before", metavar="BIN",
+                    help="a second warchest (the build before a change): each scan row runs it "
+                    "alternately with WARCHEST_BIN, --runs times each, and prints after / before")
     ap.add_argument("--smoke", action="store_true",
                     help="one run of the scan rows with moto (checks the script)")
     args = ap.parse_args()
@@ -320,17 +325,16 @@ def main():
             # 1. Scans (and over plain HTTP from nginx, when it is here).
             web = Nginx(args.nginx, args.file, tmp) if args.nginx and os.path.exists(args.nginx) else None
             for j in [int(x) for x in args.scan_jobs.split(",") if x]:
-                lt, lm, lc = median_runs(args.runs, [wbin, "ls", "-j", str(j), args.file])
-                rt, rm, rc = median_runs(args.runs, [wbin, "ls", "-j", str(j), url], s3.env)
-                rows.append(("scan local file (ls -j %d)" % j, lt, "%.0f MB/s" % (size / lt / 1e6), lm, lc))
-                rows.append(("scan from %s (ls -j %d)" % (s3.kind, j), rt,
-                             "%.0f MB/s" % (size / rt / 1e6), rm, rc))
+                ls = ["ls", "-j", str(j)]
+                lt = scan_row(args, wbin, "scan local file (ls -j %d)" % j, ls + [args.file],
+                              None, size, rows, ratios)
+                rt = scan_row(args, wbin, "scan from %s (ls -j %d)" % (s3.kind, j), ls + [url],
+                              s3.env, size, rows, ratios)
                 ratios.append(("scan -j %d: S3 / local speed" % j, lt / rt, 0.8))
                 ratios.append(("scan -j %d: S3 (%s) / local time" % (j, s3.kind), rt / lt, ("<=", 1.10)))
                 if web is not None:
-                    ht, hm, hc = median_runs(args.runs, [wbin, "ls", "-j", str(j), web.url])
-                    rows.append(("scan from nginx over HTTP (ls -j %d)" % j, ht,
-                                 "%.0f MB/s" % (size / ht / 1e6), hm, hc))
+                    ht = scan_row(args, wbin, "scan from nginx over HTTP (ls -j %d)" % j,
+                                  ls + [web.url], None, size, rows, ratios)
                     ratios.append(("scan -j %d: HTTP (nginx) / local speed" % j, lt / ht, None))
                     ratios.append(("scan -j %d: HTTP (nginx) / local time" % j, ht / lt, ("<=", 1.10)))
             scan_latency(args, wbin, size, rows, ratios)
@@ -443,15 +447,38 @@ def scan_latency(args, wbin, size, rows, ratios):
         try:
             port = int(srv.stdout.readline())
             url = "http://127.0.0.1:%d/%s" % (port, os.path.basename(args.file))
-            t, mem, cpu = median_runs(args.runs, [wbin, "ls", "-j", str(j), url])
-            res[ms] = t
-            rows.append(("scan from range_server.py, %g ms a request (ls -j %d)" % (ms, j), t,
-                         "%.0f MB/s" % (size / t / 1e6), mem, cpu))
+            res[ms] = scan_row(args, wbin, "scan from range_server.py, %g ms a request (ls -j %d)"
+                               % (ms, j), ["ls", "-j", str(j), url], None, size, rows, ratios)
         finally:
             srv.kill()
             srv.wait()
     ratios.append(("scan -j %d: %g ms a request / 0 ms (time)" % (j, args.latency_ms),
                    res[args.latency_ms] / res[0], ("<=", 1.10)))
+
+
+def scan_row(args, wbin, what, cmd, env, size, rows, ratios):
+    """The row `what`: the median of --runs runs of `wbin CMD` (its time
+    returned). With --before, that binary runs alternately with `wbin`
+    (after, before, after, ...: a loaded machine moves both alike), its row
+    follows, and the ratios after / before of time and CPU are printed."""
+    progs = [(what, wbin)] + ([(what + ", before", args.before)] if args.before else [])
+    runs = [[] for _ in progs]
+    for _ in range(args.runs):
+        for k, (_, p) in enumerate(progs):
+            runs[k].append(timed([p] + cmd, env))
+    got = []
+    for (label, _), rs in zip(progs, runs):
+        t, mem, cpu = (statistics.median(r[0] for r in rs), max(r[1] for r in rs),
+                       statistics.median(r[2] for r in rs))
+        got.append((t, cpu))
+        rows.append((label, t, "%.0f MB/s" % (size / t / 1e6), mem, cpu))
+    if args.before:
+        (t, cpu), (bt, bcpu) = got
+        # A fixture's rows may take no measurable CPU: no ratio (nan).
+        ratios.append(("%s: after / before (time)" % what, t / bt if bt else float("nan"), None))
+        ratios.append(("%s: after / before (CPU)" % what, cpu / bcpu if bcpu else float("nan"),
+                       None))
+    return got[0][0]
 
 
 def report(rows, ratios):

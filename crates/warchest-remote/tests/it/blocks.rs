@@ -94,6 +94,85 @@ fn threads_reading_blocks_over_http_get_the_bytes_through_faults_and_a_cut_is_na
     );
 }
 
+/// Two readers far apart, as the workers of a plain file's chunks read:
+/// each scans its own half in lock-step with the other, and each has its
+/// own read-ahead (the blocks after its own fetched before it asks), while
+/// the blocks held stay within the bound and no block is fetched twice.
+/// With one read-ahead shared by recency, the reader behind either got
+/// none or had its blocks dropped by the other's.
+#[test]
+fn each_reader_reads_ahead_of_itself_and_no_reader_drops_anothers_blocks() {
+    const B: u64 = 64 << 10;
+    const HALF: u64 = 20;
+    let dir = tempfile::tempdir().unwrap();
+    let data: Vec<u8> = (0..2 * HALF * B).map(|i| (i * 7 % 251) as u8).collect();
+    std::fs::write(dir.path().join("blocks.bin"), &data).unwrap();
+    let srv = RangeServer::start(dir.path(), 5.0);
+    let opts = quick();
+    let loc = Location::parse_with(&srv.url("blocks.bin"), &opts).unwrap();
+    // One block ahead each, six blocks held as a rule: both readers' own
+    // (the block read, the one before and the one ahead) fit, nothing
+    // more.
+    let src = Arc::new(
+        RemoteBlocks::open(loc, opts)
+            .unwrap()
+            .with_blocks(B as usize, 1)
+            .with_held_bytes(6 * B),
+    );
+    let barrier = std::sync::Barrier::new(2);
+    let seen = std::sync::Mutex::new(Vec::new());
+    let halves: Vec<Vec<u8>> = std::thread::scope(|s| {
+        let hs: Vec<_> = [0, HALF]
+            .into_iter()
+            .map(|first| {
+                let (src, barrier, seen) = (Arc::clone(&src), &barrier, &seen);
+                s.spawn(move || {
+                    let mut got = Vec::new();
+                    for j in 0..HALF {
+                        let mut at = (first + j) * B;
+                        while at < (first + j + 1) * B {
+                            let mut buf = [0u8; 16 << 10];
+                            let n = src.read_at(&mut buf, at).unwrap();
+                            assert!(n > 0);
+                            got.extend_from_slice(&buf[..n]);
+                            at += n as u64;
+                        }
+                        // Both readers are done with step j.
+                        if barrier.wait().is_leader() {
+                            seen.lock().unwrap().push((j, src.requests()));
+                        }
+                        barrier.wait();
+                    }
+                    got
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert!(halves.concat() == data);
+    // After step j, each reader's blocks up to one past its own were asked
+    // for (the HEAD request besides). The first reader's read-ahead at its
+    // last block asks for the second reader's first block again, which
+    // that reader passed long before.
+    for (j, requests) in seen.into_inner().unwrap() {
+        let want = if j + 1 < HALF {
+            1 + 2 * (j + 2)
+        } else {
+            2 + 2 * HALF
+        };
+        assert_eq!(requests, want, "after step {j}");
+    }
+    // Every other block once: none dropped while a reader still needed it
+    // (the last read-ahead may not have reached the server yet).
+    assert_eq!(src.requests(), 2 * HALF + 2);
+    let (gets, heads) = srv.count();
+    assert!(
+        (2 * HALF..=2 * HALF + 1).contains(&gets) && heads == 1,
+        "{gets} GETs"
+    );
+    assert!(src.peak_bytes() <= 6 * B, "{} bytes held", src.peak_bytes());
+}
+
 /// Over S3 (called by `s3::s3_reads_lists_and_writes`, which owns the
 /// process's S3 endpoint): `url`, a copy of `path`, read by threads in
 /// blocks, gives its bytes, and decodes as the local file.
