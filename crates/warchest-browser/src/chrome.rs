@@ -142,6 +142,11 @@ impl Chromium {
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
+        // Its own process group, so that killing it takes its helpers
+        // too: killed alone, the browser leaves its crash handlers
+        // running, and they write into the profile after it is removed.
+        #[cfg(unix)]
+        cmd.process_group(0);
         let mut child = cmd
             .spawn()
             .map_err(|e| BrowserError::Io(l.exe.display().to_string(), e))?;
@@ -200,9 +205,36 @@ impl Chromium {
         !self.cdp.is_closed() && matches!(self.child.try_wait(), Ok(None))
     }
 
-    /// Kills the process and waits for it.
+    /// The profile directory (removed when this is dropped).
+    pub fn profile(&self) -> &Path {
+        self._profile.path()
+    }
+
+    /// Kills the process and its helpers, and waits for it.
     pub async fn kill(mut self) {
+        self.kill_group();
         let _ = self.child.kill().await;
+    }
+
+    /// SIGKILL to the browser's process group (see `launch`), while its
+    /// leader has not been reaped: after that the group id could name
+    /// another process's group.
+    fn kill_group(&mut self) {
+        #[cfg(unix)]
+        if let (Ok(None), Some(pid)) = (self.child.try_wait(), self.child.id())
+            && let Some(pid) = i32::try_from(pid)
+                .ok()
+                .and_then(rustix::process::Pid::from_raw)
+        {
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        }
+    }
+}
+
+impl Drop for Chromium {
+    fn drop(&mut self) {
+        // Before the profile directory (a field) is removed.
+        self.kill_group();
     }
 }
 

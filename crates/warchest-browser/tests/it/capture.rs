@@ -449,3 +449,64 @@ fn the_proxy_holds_localhost_to_127_under_resolve_only() {
     done.store(true, Ordering::Relaxed);
     server.join().unwrap();
 }
+
+/// The processes whose command line names `dir` (Chromium's, for the
+/// profile it was given).
+fn processes_naming(dir: &Path) -> usize {
+    let needle = dir.to_string_lossy().into_owned();
+    std::fs::read_dir("/proc")
+        .map(|d| {
+            d.flatten()
+                .filter(|e| {
+                    e.file_name()
+                        .to_string_lossy()
+                        .bytes()
+                        .all(|b| b.is_ascii_digit())
+                })
+                .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+                .filter(|c| String::from_utf8_lossy(c).contains(&needle))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// A killed browser takes all its processes with it, and its profile is
+/// removed and stays removed: killed alone, its crash handlers lived on
+/// and wrote into the removed profile.
+#[test]
+fn a_killed_browser_leaves_no_process_or_profile() {
+    let Some(exe) = chromium() else { return };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let launch = warchest_browser::chrome::Launch {
+            exe,
+            proxy: None,
+            spki: Vec::new(),
+            extra: Vec::new(),
+            timeout: Duration::from_secs(30),
+        };
+        // Killed, and dropped as a run that stops early drops it.
+        for kill in [true, false] {
+            let b = warchest_browser::chrome::Chromium::launch(&launch)
+                .await
+                .unwrap();
+            let profile = b.profile().to_path_buf();
+            assert!(processes_naming(&profile) > 1, "a browser and its helpers");
+            if kill {
+                b.kill().await;
+            } else {
+                drop(b);
+            }
+            let start = Instant::now();
+            while processes_naming(&profile) > 0 && start.elapsed() < Duration::from_secs(5) {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            assert_eq!(processes_naming(&profile), 0, "processes left behind");
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            assert!(!profile.exists(), "{} left behind", profile.display());
+        }
+    });
+}
