@@ -1527,7 +1527,7 @@ impl Crawl {
                 self.0.1.notify_all();
             }
         }
-        let _fetching = Fetching(&self.robots_fetching, key);
+        let fetch_turn = Fetching(&self.robots_fetching, key);
         let now = Instant::now();
         let agent = "warchest";
         let mut result = None;
@@ -1571,6 +1571,9 @@ impl Crawl {
         if let Ok(mut c) = self.robots.lock() {
             c.insert(&uri.url, robots.clone(), now, ttl);
         }
+        // The answer is in the cache: the waiting workers need not wait
+        // for the sitemaps' commit below too.
+        drop(fetch_turn);
         // robots.txt Sitemap: lines are inferred links of the host.
         let maps: Vec<CrawlUri> = robots
             .sitemaps()

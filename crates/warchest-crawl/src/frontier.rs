@@ -237,8 +237,19 @@ struct Group {
     committed: u64,
     durable: u64,
     syncing: bool,
-    /// Synced commits made (for tests and the benchmark's notes).
-    syncs: u64,
+}
+
+/// Hands the sync back if the caller syncing for the group unwinds: the
+/// others would otherwise wait for it forever (the lock was not held, so
+/// nothing is poisoned).
+struct SyncTurn<'a>(&'a Frontier);
+
+impl Drop for SyncTurn<'_> {
+    fn drop(&mut self) {
+        let mut g = self.0.group.lock().unwrap_or_else(|p| p.into_inner());
+        g.syncing = false;
+        self.0.synced.notify_all();
+    }
 }
 
 /// The frontier; see the module documentation. Shared by the workers
@@ -292,11 +303,6 @@ impl Frontier {
         self.companion = Some((path.to_path_buf(), c));
     }
 
-    /// Synced commits made so far by group commits.
-    pub fn syncs(&self) -> u64 {
-        self.group.lock().map(|g| g.syncs).unwrap_or(0)
-    }
-
     /// Commits `txn` without a sync, then returns once a synced commit
     /// covers it: made by this caller, or by another one meanwhile.
     fn commit_grouped(&self, mut txn: redb::WriteTransaction) -> Result<()> {
@@ -326,12 +332,13 @@ impl Frontier {
             g.syncing = true;
             let upto = g.committed;
             drop(g);
+            let turn = SyncTurn(self);
             let r = self.sync_now();
+            std::mem::forget(turn);
             g = lock()?;
             g.syncing = false;
             if r.is_ok() {
                 g.durable = g.durable.max(upto);
-                g.syncs += 1;
             }
             self.synced.notify_all();
             r?;
@@ -969,6 +976,40 @@ mod tests {
             "{e}"
         );
         assert!(e.contains("disk full"), "{e}");
+    }
+
+    /// A companion that panics while syncing for the group hands the sync
+    /// back: the next commit syncs and returns, where it used to wait for
+    /// the panicked one forever.
+    #[test]
+    fn a_panic_while_syncing_leaves_no_commit_waiting() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let dir = tempfile::tempdir().unwrap();
+        let (mut f, _) = Frontier::open(&dir.path().join("f.redb")).unwrap();
+        let panic = Arc::new(AtomicBool::new(true));
+        let p = panic.clone();
+        f.set_companion(
+            &dir.path().join("dedupe.redb"),
+            Box::new(move || {
+                assert!(!p.load(Ordering::SeqCst), "the companion's sync panicked");
+                Ok(true)
+            }),
+        );
+        let f = Arc::new(f);
+        let hit = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            f.add(&[uri("http://a.test/1")])
+        }));
+        assert!(hit.is_err(), "the first commit's sync panics");
+        panic.store(false, Ordering::SeqCst);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let g = f.clone();
+        std::thread::spawn(move || tx.send(g.add(&[uri("http://a.test/2")]).is_ok()));
+        assert_eq!(
+            rx.recv_timeout(Duration::from_secs(10)),
+            Ok(true),
+            "the next commit returns"
+        );
     }
 
     #[test]

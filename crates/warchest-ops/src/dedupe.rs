@@ -164,10 +164,11 @@ pub struct DigestIndex {
     _temp: Option<tempfile::TempDir>,
     // Commits are not synced; the owner calls `sync` (see `deferred`).
     deferred: bool,
-    // A deferred write transaction was begun since the last sync: set when
-    // it begins (before its commit), so a sync that finds it clear has
-    // nothing to make durable, and one that finds it set waits for that
-    // transaction (redb holds one writer at a time) and covers it.
+    // A deferred commit was made since the last sync: set once the commit
+    // is made, so a sync that swaps it clear covers every commit that set
+    // it, and a commit after that swap sets it again. (Set before the
+    // commit, a sync could take redb's writer first, clear it, and leave
+    // the commit that follows unsynced.)
     dirty: AtomicBool,
 }
 
@@ -249,15 +250,22 @@ impl DigestIndex {
 
     fn begin_write(&self) -> Result<redb::WriteTransaction> {
         let p = &self.path;
-        if self.deferred {
-            self.dirty.store(true, Ordering::SeqCst);
-        }
         let mut txn = self.db.begin_write().map_err(|e| db_error(e, p))?;
         if self.deferred {
             txn.set_durability(redb::Durability::None)
                 .map_err(|e| db_error(e, p))?;
         }
         Ok(txn)
+    }
+
+    /// Commits a transaction of [`DigestIndex::begin_write`], marking the
+    /// index as having something to sync when deferred.
+    fn commit(&self, txn: redb::WriteTransaction) -> Result<()> {
+        txn.commit().map_err(|e| db_error(e, &self.path))?;
+        if self.deferred {
+            self.dirty.store(true, Ordering::SeqCst);
+        }
+        Ok(())
     }
 
     /// The database file.
@@ -357,7 +365,7 @@ impl DigestIndex {
             t.insert(uri, entry.encode().as_slice())
                 .map_err(|e| db_error(e, p))?;
         }
-        txn.commit().map_err(|e| db_error(e, p))
+        self.commit(txn)
     }
 }
 
@@ -416,8 +424,7 @@ impl Batch<'_> {
     /// # Errors
     /// Writing the database failed.
     pub fn commit(self) -> Result<()> {
-        let p = self.index.path.clone();
-        self.txn.commit().map_err(|e| db_error(e, &p))
+        self.index.commit(self.txn)
     }
 }
 
@@ -699,6 +706,30 @@ mod tests {
         // Not deferred: every commit is durable, a sync always commits.
         let plain = DigestIndex::temporary().unwrap();
         assert!(plain.sync().unwrap());
+    }
+
+    /// A sync while a batch is open covers nothing of it and does not
+    /// wait for it; the batch's commit marks the index again, so the next
+    /// sync makes it durable. (With the mark set as a transaction began, a
+    /// sync could clear it, take redb's writer first, and leave the commit
+    /// after it unsynced.)
+    #[test]
+    fn a_commit_after_a_sync_is_synced_by_the_next() {
+        let dir = tempfile::tempdir().unwrap();
+        let idx = DigestIndex::open(dir.path().join("d.redb"))
+            .unwrap()
+            .deferred();
+        let mut b = idx.batch().unwrap();
+        b.put_url("http://a/", &url_entry(None)).unwrap();
+        std::thread::scope(|s| {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let idx = &idx;
+            s.spawn(move || tx.send(idx.sync().unwrap()).unwrap());
+            let during = rx.recv_timeout(std::time::Duration::from_secs(5));
+            b.commit().unwrap();
+            assert_eq!(during, Ok(false), "a sync during the batch");
+        });
+        assert!(idx.sync().unwrap(), "the batch's commit to make durable");
     }
 
     #[test]
