@@ -175,12 +175,16 @@ async fn scroll(tab: &Tab<'_>, o: &BrowserOptions) -> Result<Behavior, BrowserEr
         let left = end.saturating_duration_since(Instant::now());
         tab.network_idle(o.idle_quiet, left.min(o.idle_timeout))
             .await;
-        let now = tab
-            .eval(HEIGHT_JS, crate::page::COMMAND)
-            .await
-            .ok()
-            .and_then(|v| v.as_u64())
-            .unwrap_or(0);
+        // A height that could not be read is not the end of the page.
+        let now = match tab.eval(HEIGHT_JS, crate::page::COMMAND).await {
+            Ok(v) => v.as_u64().unwrap_or(0),
+            Err(e @ (BrowserError::Gone | BrowserError::Crashed)) => return Err(e),
+            Err(_) if tab.crashed() => return Err(BrowserError::Crashed),
+            Err(e) => {
+                stopped = Some(e.to_string());
+                break;
+            }
+        };
         if now <= height {
             ended = true;
             break;

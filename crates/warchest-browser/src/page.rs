@@ -207,6 +207,12 @@ impl<'a> Tab<'a> {
         if let Some(e) = r.get("errorText").and_then(Value::as_str) {
             return Err(BrowserError::Page(format!("{url}: {e}")));
         }
+        // No loader: a same-document navigation (another fragment of the
+        // page a kept tab shows, which had fired its load event). No load
+        // event comes for it.
+        if r.get("loaderId").is_none() {
+            return Ok(true);
+        }
         let cdp = self.cdp;
         let got = self
             .wait(bound, |t| {

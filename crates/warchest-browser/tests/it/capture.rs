@@ -510,3 +510,29 @@ fn a_killed_browser_leaves_no_process_or_profile() {
         }
     });
 }
+
+/// A kept tab sent to another fragment of the page it shows (a
+/// same-document navigation, for which no load event comes) has it
+/// loaded at once, not after the load timeout.
+#[test]
+fn a_fragment_of_a_kept_tabs_page_is_loaded_at_once() {
+    let Some(exe) = chromium() else { return };
+    let s = site();
+    let dir = tempfile::tempdir().unwrap();
+    let (rec, proxy) = recorder(&dir.path().join("out"), dir.path());
+    let mut o = quick(exe);
+    o.browsers = 1;
+    o.load_timeout = Duration::from_secs(20);
+    o.page_timeout = Duration::from_secs(40);
+    let b = Browsers::start(o, rec.clone(), proxy).unwrap();
+    let url = format!("{}/", s.base);
+    let first = b.capture(&url);
+    assert!(first.ok() && first.load_event, "{first:?}");
+    let t = Instant::now();
+    let p = b.capture(&format!("{url}#again"));
+    let took = t.elapsed();
+    b.finish().unwrap();
+    rec.finish().unwrap();
+    assert!(p.load_event, "{p:?}");
+    assert!(took < Duration::from_secs(15), "{took:?}");
+}
