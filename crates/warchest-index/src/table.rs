@@ -1304,9 +1304,11 @@ impl PayloadBuilder {
         next.extend_from_slice(&self.values[committed..]);
         let mut values = std::mem::replace(&mut self.values, next);
         values.truncate(committed);
-        if pending > 0 {
+        if pending > 0 || values.capacity() / 2 > values.len() {
             // The moved bytes' pages go back rather than stay with a batch
-            // that no longer holds them.
+            // that no longer holds them; so does a reservation the batch
+            // did not half fill (cut by rows or at its chunk's end), which
+            // Arrow would otherwise count as the batch's memory.
             values.shrink_to_fit();
         }
         // Monotonic by construction, as OffsetBuffer::new requires.
@@ -1725,6 +1727,22 @@ impl BatchBuilder {
 
 #[cfg(test)]
 mod tests {
+
+    /// A batch that did not fill its reserved buffer hands the rest back:
+    /// a batch cut by rows keeps no 2 x batch_bytes allocation.
+    #[test]
+    fn a_batch_keeps_no_reservation_it_did_not_fill() {
+        let mut b = PayloadBuilder::new(4, 1 << 20, 1 << 20);
+        b.values.extend_from_slice(b"abc");
+        b.close();
+        let a = b.finish(false).unwrap();
+        assert_eq!(a.len(), 1);
+        assert!(
+            a.get_array_memory_size() < 64 << 10,
+            "{}",
+            a.get_array_memory_size()
+        );
+    }
     use super::*;
     use arrow_array::Array;
     use arrow_array::cast::AsArray;
