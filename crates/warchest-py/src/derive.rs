@@ -1,7 +1,9 @@
 //! `warchest.derive_text`: the text of every page of local archives as
 //! Arrow record batches (warchest-derive's table: url, date, record id,
 //! WARC file and offset, content type, language and score, title, text,
-//! main-content text), derived on every core.
+//! main-content text), derived on every core; `columns` projects the
+//! table as `warchest derive text --columns` does (the same column list,
+//! `warchest_derive::table::Columns`): only those are computed.
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -14,16 +16,35 @@ use rayon::prelude::*;
 use warchest::archive::Reader;
 use warchest::codec::Decoder;
 use warchest_derive::source::{Purpose, read_batch_for};
-use warchest_derive::table::{Row, schema, to_batch};
+use warchest_derive::table::{Columns, Row, schema_of, to_batch_of};
 
 use crate::io::{Target, targets_from_py};
 use crate::scan::ScanStream;
 
+/// The names of every column `derive_text` can give, in table order (the
+/// list `warchest derive text --columns` takes).
+#[pyfunction]
+pub(crate) fn text_columns() -> Vec<&'static str> {
+    warchest_derive::table::COLUMNS.to_vec()
+}
+
 /// The text rows of the archives at `paths` (local files), as an object
 /// with `__arrow_c_stream__`; `warchest.derive_text` wraps it in a
-/// `pyarrow.RecordBatchReader`.
+/// `pyarrow.RecordBatchReader`. `columns` names the columns to compute
+/// and give, kept in the table's order (`None`: every column); an unknown
+/// name is a `ValueError` listing the columns.
 #[pyfunction]
-pub(crate) fn derive_text_stream(paths: &Bound<'_, PyAny>) -> PyResult<ScanStream> {
+#[pyo3(signature = (paths, columns = None))]
+pub(crate) fn derive_text_stream(
+    paths: &Bound<'_, PyAny>,
+    columns: Option<Vec<String>>,
+) -> PyResult<ScanStream> {
+    let columns = match columns {
+        None => Columns::ALL,
+        Some(names) => {
+            Columns::parse(&names.join(",")).map_err(pyo3::exceptions::PyValueError::new_err)?
+        }
+    };
     let mut files = VecDeque::new();
     for t in targets_from_py(paths)? {
         match t {
@@ -38,12 +59,14 @@ pub(crate) fn derive_text_stream(paths: &Bound<'_, PyAny>) -> PyResult<ScanStrea
     Ok(ScanStream::new(Box::new(TextBatches {
         files,
         current: None,
+        columns,
     })))
 }
 
 struct TextBatches {
     files: VecDeque<PathBuf>,
     current: Option<(Reader<Decoder<File>>, String)>,
+    columns: Columns,
 }
 
 impl TextBatches {
@@ -62,15 +85,16 @@ impl TextBatches {
                 self.current = None;
                 continue;
             }
+            let columns = self.columns;
             let rows: Vec<Row> = records
                 .par_iter()
-                .filter_map(|r| Row::of(r, name))
+                .filter_map(|r| Row::of_columns(r, name, columns))
                 .collect();
             if let Some(e) = err {
                 return Err(e);
             }
             if !rows.is_empty() {
-                return to_batch(&rows)
+                return to_batch_of(&rows, columns)
                     .map(Some)
                     .map_err(|e| warchest::Error::from(std::io::Error::other(e.to_string())));
             }
@@ -90,6 +114,6 @@ impl Iterator for TextBatches {
 
 impl RecordBatchReader for TextBatches {
     fn schema(&self) -> SchemaRef {
-        schema()
+        schema_of(self.columns)
     }
 }

@@ -48,6 +48,7 @@ fn _warchest(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(scan::columns, m)?)?;
     m.add_function(wrap_pyfunction!(scan::split_ranges, m)?)?;
     m.add_function(wrap_pyfunction!(derive::derive_text_stream, m)?)?;
+    m.add_function(wrap_pyfunction!(derive::text_columns, m)?)?;
     m.add_class::<writer::WARCWriter>()?;
     #[cfg(feature = "remote")]
     {

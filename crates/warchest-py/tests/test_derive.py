@@ -31,3 +31,18 @@ def test_text_rows_of_a_real_crawl():
 def test_urls_are_refused_with_a_pointer_to_the_command():
     with pytest.raises(ValueError, match="derive text"):
         warchest.derive_text("https://example.invalid/x.warc.gz")
+
+
+def test_columns_project_the_table_as_the_command_does():
+    iana = FIXTURES / "pywb" / "iana.warc.gz"
+    full = warchest.derive_text(iana).read_all()
+    assert warchest.text_columns() == full.column_names
+    # Named in any order, given in the table's; the values those of the full row.
+    part = warchest.derive_text(iana, columns=["text", "url"]).read_all()
+    assert part.column_names == ["url", "text"]
+    assert part.to_pylist() == full.select(["url", "text"]).to_pylist()
+    assert warchest.derive_text(iana, columns=["title"]).read_all().column_names == ["title"]
+    with pytest.raises(ValueError, match=r"unknown column \"body\".*main_text"):
+        warchest.derive_text(iana, columns=["url", "body"])
+    with pytest.raises(ValueError, match="no column named"):
+        warchest.derive_text(iana, columns=[])

@@ -8,6 +8,7 @@ from conftest import FIXTURES, SAMPLES
 
 pytest.importorskip("pyspark")
 pa = pytest.importorskip("pyarrow")
+import pyspark_warchest  # noqa: E402
 
 PYWB = FIXTURES / "pywb"
 
@@ -44,6 +45,16 @@ def test_columns_payload_and_several_paths(spark):
     assert {r["warc_filename"] for r in rows} == set(paths)
     want = warchest.scan(paths, columns=["payload"]).read_all()["payload"].to_pylist()
     assert [bytes(r["payload"]) for r in rows] == want
+
+
+def test_a_users_schema_is_what_the_reader_reads(spark):
+    # The Python data source API prunes no columns: a user's .schema(...)
+    # (or the columns option) is how a job reads two columns only.
+    iana = PYWB / "iana.warc.gz"
+    df = spark.read.format("warc").schema("http_status SMALLINT, warc_target_uri STRING").load(str(iana))
+    assert df.columns == ["http_status", "warc_target_uri"]
+    want = warchest.scan(iana, columns=["http_status", "warc_target_uri"]).read_all().to_pylist()
+    assert [r.asDict() for r in df.collect()] == want
 
 
 def test_bad_files_are_rows_with_an_error(spark, tmp_path):
@@ -108,6 +119,21 @@ def test_text_mode_gives_the_rows_of_derive_text(spark):
     # SQL over it, as a corpus builder would: pages per language.
     langs = {r["language"]: r["count"] for r in df.groupBy("language").count().collect()}
     assert sum(langs.values()) == len(exp) and langs.get("eng", 0) > 0
+
+
+def test_text_mode_columns(spark):
+    iana = PYWB / "iana.warc.gz"
+    df = spark.read.format("warc").option("mode", "text").option("columns", "title, url").load(str(iana))
+    # The table's order, as warchest derive text --columns gives them.
+    assert df.columns == ["url", "title"]
+    want = warchest.derive_text(iana, columns=["url", "title"]).read_all().to_pylist()
+    assert [r.asDict() for r in df.collect()] == want and len(want) >= 20
+    # A user's schema of text columns is read alone too.
+    df = spark.read.format("warc").option("mode", "text").schema("url STRING, text STRING").load(str(iana))
+    assert [r.asDict() for r in df.collect()] == warchest.derive_text(iana, columns=["url", "text"]).read_all().to_pylist()
+    with pytest.raises(Exception, match="unknown warc text columns"):
+        spark.read.format("warc").option("mode", "text").option("columns", "url,body").load(str(iana)).collect()
+    assert list(pyspark_warchest._TEXT_TYPES) == warchest.text_columns()
 
 
 def test_text_mode_refuses_unknown_modes_and_urls(spark):

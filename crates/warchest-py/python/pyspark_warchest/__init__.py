@@ -48,7 +48,15 @@ Options (case-insensitive):
   type, language and score, title, text, main-content text), what
   ``warchest derive text`` writes (docs/derive.md). Text mode reads local
   files, whole (one partition per ``filesPerPartition`` files), and fails
-  the task on a file it cannot read.
+  the task on a file it cannot read. ``columns`` works there too, with
+  the text table's names (``warchest.text_columns()``, those of
+  ``warchest derive text --columns``): ``url,text`` skips the main
+  content and language detection.
+
+Spark's Python data sources are given no column pruning: a ``select``
+after ``load`` still reads every column of the schema. Name the columns
+the job needs with ``columns`` (or a ``.schema(...)`` of them, which the
+reader reads alone) so that only those are read or computed.
 """
 
 from __future__ import annotations
@@ -150,6 +158,20 @@ def _columns(options: Dict[str, str]) -> List[str]:
     if _flag(options, "includePayload"):
         cols.extend(_PAYLOAD_COLUMNS)
     return cols
+
+
+def _text_columns(options: Dict[str, str]) -> List[str]:
+    """The text mode's columns: those of the ``columns`` option, in the
+    table's order, checked against ``warchest.text_columns()`` (the list
+    ``warchest derive text --columns`` takes); all of them by default."""
+    import warchest
+
+    table = warchest.text_columns()
+    cols = _list(options, "columns")
+    unknown = [c for c in cols if c not in table]
+    if unknown:
+        raise ValueError(f"unknown warc text columns {unknown}; the columns are {table}")
+    return [c for c in table if c in cols] if cols else table
 
 
 def _is_hidden(name: str) -> bool:
@@ -321,7 +343,9 @@ class WarcReader(DataSourceReader):
         _apply_env(_env_options(self.options))
         target = to_arrow_schema(self.schema, timezone="UTC")
         if _mode(self.options) == "text":
-            for batch in warchest.derive_text(partition.paths):
+            # The declared schema's columns (the `columns` option's, or a
+            # user's .schema(...)): only those are computed.
+            for batch in warchest.derive_text(partition.paths, columns=self.columns):
                 yield pa.RecordBatch.from_arrays(
                     [batch.column(f.name).cast(f.type) for f in target], schema=target
                 )
@@ -354,10 +378,10 @@ class DefaultSource(DataSource):
 
     def schema(self) -> str:
         if _mode(self.options) == "text":
-            for o in ("columns", "recordtypes", "includepayload"):
+            for o in ("recordtypes", "includepayload"):
                 if o in self.options:
-                    raise ValueError(f"the warc source's text mode has no {o!r} option (select columns instead)")
-            return ", ".join(f"`{c}` {t}" for c, t in _TEXT_TYPES.items())
+                    raise ValueError(f"the warc source's text mode has no {o!r} option")
+            return ", ".join(f"`{c}` {_TEXT_TYPES[c]}" for c in _text_columns(self.options))
         return ", ".join(f"`{c}` {_SPARK_TYPES[c]}" for c in _columns(self.options))
 
     def reader(self, schema: StructType) -> DataSourceReader:

@@ -42,6 +42,7 @@ from ._warchest import (
     derive_text_stream,
     scan_stream,
     split_ranges,
+    text_columns,
 )
 from ._warchest import check_json as _check_json
 from ._warchest import convert_json as _convert_json
@@ -81,6 +82,7 @@ __all__ = [
     "scan_stream",
     "select_index",
     "split_ranges",
+    "text_columns",
     "validate",
 ]
 
@@ -439,7 +441,10 @@ def fetch(
     return FetchedRecords(stream, items, on_error, raw)
 
 
-def derive_text(paths: Union[PathLike, Sequence[PathLike]]) -> "pyarrow.RecordBatchReader":
+def derive_text(
+    paths: Union[PathLike, Sequence[PathLike]],
+    columns: Optional[Iterable[str]] = None,
+) -> "pyarrow.RecordBatchReader":
     """The text of every page of the archives at ``paths`` (local files), as
     Arrow record batches: ``url``, ``date``, ``record_id``, ``warc_filename``,
     ``warc_offset``, ``content_type``, ``language`` (ISO 639-3),
@@ -447,7 +452,14 @@ def derive_text(paths: Union[PathLike, Sequence[PathLike]]) -> "pyarrow.RecordBa
     layout) and ``main_text`` (without boilerplate), one row per HTML or
     plain-text response, resource or conversion record; what
     ``warchest derive text`` writes (docs/derive.md). Built in Rust on every
-    core; needs pyarrow."""
+    core; needs pyarrow.
+
+    ``columns`` keeps only the named columns (in the table's order), as
+    ``warchest derive text --columns``: only those are computed, so
+    ``["url", "text"]`` skips the main content and language detection, the
+    costliest parts. ``warchest.text_columns()`` lists the names; an
+    unknown one is a ``ValueError`` listing them."""
     import pyarrow
 
-    return pyarrow.RecordBatchReader.from_stream(derive_text_stream(paths))
+    cols = None if columns is None else [columns] if isinstance(columns, str) else list(columns)
+    return pyarrow.RecordBatchReader.from_stream(derive_text_stream(paths, cols))
