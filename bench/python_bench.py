@@ -55,6 +55,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -267,10 +268,11 @@ def spark_warcio(spark, paths, s3):
 
 def _tree_cpu(root, server=None):
     """CPU seconds (user+sys, reaped children included) of the processes
-    under `root`, not `root` itself: the JVM and its Python workers; and
-    those of the process `server` and its own (the S3 server the bench
-    started, also under `root`), which are left out of the first figure:
-    the store's work is not the executors'."""
+    under `root`, not `root` itself, by part: `python` (the Python
+    workers), `jit` (the JVM's JIT compiler threads, C1 and C2), `jvm`
+    (the JVM's other threads) and `server` (the process `server` and its
+    own: the S3 server the bench started, also under `root`, whose work is
+    not the executors' and is left out of the job's CPU)."""
     tick = os.sysconf("SC_CLK_TCK")
     kids = {}
     for d in os.listdir("/proc"):
@@ -281,59 +283,120 @@ def _tree_cpu(root, server=None):
                 st = f.read()
         except OSError:
             continue
+        comm = st[st.index("(") + 1 : st.rindex(")")]
         fields = st[st.rindex(")") + 2 :].split()
-        kids.setdefault(int(fields[1]), []).append((int(d), sum(int(x) for x in fields[11:15])))
-    total = [0, 0]
-    todo = [(root, 0)]
+        kids.setdefault(int(fields[1]), []).append((int(d), comm, sum(int(x) for x in fields[11:15])))
+    total = {"python": 0, "jit": 0, "jvm": 0, "server": 0}
+    todo = [(root, False)]
     while todo:
         parent, side = todo.pop()
-        for pid, ticks in kids.get(parent, []):
-            s = 1 if side or pid == server else 0
-            total[s] += ticks
+        for pid, comm, ticks in kids.get(parent, []):
+            s = side or pid == server
+            if s:
+                total["server"] += ticks
+            elif comm == "java":
+                jit = _jit_ticks(pid)
+                total["jit"] += jit
+                total["jvm"] += ticks - jit
+            else:
+                total["python"] += ticks
             todo.append((pid, s))
-    return total[0] / tick, total[1] / tick
+    return {k: v / tick for k, v in total.items()}
 
 
-def bench_spark(paths, runs, s3):
-    spark = spark_session()
-    rows = {
-        "warc source": spark_warchest,
-        "FastWARC in mapPartitions (cc-pyspark)": spark_fastwarc,
-        "warcio in mapPartitions": spark_warcio,
-    }
-    places = [("local", list(paths), None)]
-    if s3 is not None:
-        places.append((f"S3 ({s3.kind})", [s3.url(p) for p in paths], s3))
+def _jit_ticks(pid):
+    """CPU ticks of the JIT compiler threads of the JVM `pid`."""
+    n = 0
     try:
-        for where, files, store in places:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0
+    for t in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{t}/stat") as f:
+                st = f.read()
+        except OSError:
+            continue
+        if "CompilerThre" in st[st.index("(") + 1 : st.rindex(")")]:
+            fields = st[st.rindex(")") + 2 :].split()
+            n += int(fields[11]) + int(fields[12])
+    return n
+
+
+SPARK_JOBS = {
+    "warc source": spark_warchest,
+    "FastWARC in mapPartitions (cc-pyspark)": spark_fastwarc,
+    "warcio in mapPartitions": spark_warcio,
+}
+FASTWARC_JOB = "FastWARC in mapPartitions (cc-pyspark)"
+
+
+def _spark_runs(spark, jobs, files, store, runs, server):
+    """Medians over `runs` of each job in turn: wall, then CPU by part
+    (`_tree_cpu`)."""
+    res = {}
+    for _ in range(runs):
+        for name, fn in jobs.items():
+            c0, t0 = _tree_cpu(os.getpid(), server), time.perf_counter()
+            fn(spark, files, store)
+            wall = time.perf_counter() - t0
+            c1 = _tree_cpu(os.getpid(), server)
+            res.setdefault(name, []).append(dict({k: c1[k] - c0[k] for k in c1}, wall=wall))
+    return {k: {f: statistics.median(r[f] for r in v) for f in v[0]} for k, v in res.items()}
+
+
+def _cpu(r):
+    return r["python"] + r["jit"] + r["jvm"]
+
+
+def bench_spark(paths, runs, s3, fixed_records=10):
+    """The Spark rows: each job over the files, locally and from S3, then
+    over a file of the first `fixed_records` records of the first file:
+    the cost a job pays whatever it reads (planning, the JVM's JIT
+    compiling the job's code, task start-up), printed apart so that the
+    work per record can be compared without it."""
+    spark = spark_session()
+    tiny_dir = tempfile.mkdtemp(prefix="py-bench-spark-")
+    tiny = cut(paths[0], fixed_records, tiny_dir)
+    places = [("local", list(paths), [tiny], None)]
+    if s3 is not None:
+        s3.s3.client().upload_file(tiny, s3.bucket, os.path.basename(tiny))
+        places.append((f"S3 ({s3.kind})", [s3.url(p) for p in paths], [s3.url(tiny)], s3))
+    try:
+        for where, files, small, store in places:
             # One warm-up each, so that the session's start-up and the first
             # imports in the Python workers are billed to no row.
             want = None
-            for name, fn in rows.items():
+            for name, fn in SPARK_JOBS.items():
                 got = fn(spark, files, store)
                 if want is None:
                     want = got
                 elif got != want:
                     diff = {k: (want.get(k), got.get(k)) for k in set(want) | set(got) if want.get(k) != got.get(k)}
                     raise SystemExit(f"spark {name} ({where}) counts differ from the warc source's: {sorted(diff.items(), key=str)[:10]}")
-            print(f"spark local[2], responses by status and MIME type, {len(files)} files from {where} (median of {runs}; s)")
             server = store.s3.proc.pid if store is not None and store.s3.proc is not None else None
+            med = _spark_runs(spark, SPARK_JOBS, files, store, runs, server)
+            fixed = _spark_runs(spark, SPARK_JOBS, small, store, runs, server)
+            print(f"spark local[2], responses by status and MIME type, {len(files)} files from {where} (median of {runs}; s)")
             extra = " (cpu: the JVM and Python workers; server: the S3 server's)" if server else ""
             print(f"  {'job':40s} {'wall':>7s} {'cpu':>7s}  ratio of cpu, of wall to FastWARC's{extra}")
-            res = {}
-            for _ in range(runs):
-                for name, fn in rows.items():
-                    c0, t0 = _tree_cpu(os.getpid(), server), time.perf_counter()
-                    fn(spark, files, store)
-                    c1 = _tree_cpu(os.getpid(), server)
-                    res.setdefault(name, []).append((time.perf_counter() - t0, c1[0] - c0[0], c1[1] - c0[1]))
-            med = {k: tuple(statistics.median(r[i] for r in v) for i in range(3)) for k, v in res.items()}
-            fw, fc, _ = med["FastWARC in mapPartitions (cc-pyspark)"]
-            for name, (w, c, sc) in med.items():
-                srv = f"  server {sc:5.2f} s" if server else ""
-                print(f"  {name:40s} {w:7.2f} {c:7.2f}  {c / fc:5.2f}x cpu {w / fw:5.2f}x wall  {sum(want.values())} responses{srv}")
+            fw = med[FASTWARC_JOB]
+            for name, r in med.items():
+                srv = f"  server {r['server']:5.2f} s" if server else ""
+                print(f"  {name:40s} {r['wall']:7.2f} {_cpu(r):7.2f}  {_cpu(r) / _cpu(fw):5.2f}x cpu {r['wall'] / fw['wall']:5.2f}x wall  {sum(want.values())} responses{srv}")
+            print("  cpu by part: Python workers, the JVM's JIT compiler threads, the JVM's other threads")
+            for name, r in med.items():
+                print(f"  {name:40s} python {r['python']:5.2f}  jit {r['jit']:5.2f}  jvm {r['jvm']:5.2f}")
+            print(f"  fixed cost per job: the same jobs over the first {fixed_records} records of {os.path.basename(paths[0])}")
+            for name, r in fixed.items():
+                print(f"  {name:40s} {r['wall']:7.2f} {_cpu(r):7.2f}  python {r['python']:5.2f}  jit {r['jit']:5.2f}  jvm {r['jvm']:5.2f}")
+            per = {k: _cpu(med[k]) - _cpu(fixed[k]) for k in med}
+            print("  per-record work (cpu of the files less the fixed cost), ratio to FastWARC's:")
+            for name in med:
+                print(f"  {name:40s} {per[name]:7.2f}  {per[name] / per[FASTWARC_JOB]:5.2f}x")
     finally:
         spark.stop()
+        shutil.rmtree(tiny_dir, ignore_errors=True)
 
 
 def fetch_child(tool, sel, out):
