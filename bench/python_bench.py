@@ -387,7 +387,8 @@ def bench_spark(paths, runs, s3, fixed_records=10):
                     raise SystemExit(f"spark {name} ({where}) counts differ from the warc source's: {sorted(diff.items(), key=str)[:10]}")
             server = store.s3.proc.pid if store is not None and store.s3.proc is not None else None
             med = _spark_runs(spark, SPARK_JOBS, files, store, runs, server)
-            fixed = _spark_runs(spark, SPARK_JOBS, small, store, runs, server)
+            # Three runs at least: a job over a few records takes a second.
+            fixed = _spark_runs(spark, SPARK_JOBS, small, store, max(runs, 3), server)
             print(f"spark local[2], responses by status and MIME type, {len(files)} files from {where} (median of {runs}; s)")
             extra = " (cpu: the JVM and Python workers; server: the S3 server's)" if server else ""
             print(f"  {'job':40s} {'wall':>7s} {'cpu':>7s}  ratio of cpu, of wall to FastWARC's{extra}")
@@ -398,7 +399,7 @@ def bench_spark(paths, runs, s3, fixed_records=10):
             print("  cpu by part: Python workers, the JVM's JIT compiler threads, the JVM's other threads")
             for name, r in med.items():
                 print(f"  {name:40s} python {r['python']:5.2f}  jit {r['jit']:5.2f}  jvm {r['jvm']:5.2f}")
-            print(f"  fixed cost per job: the same jobs over the first {fixed_records} records of {os.path.basename(paths[0])}")
+            print(f"  fixed cost per job: the same jobs over the first {fixed_records} records of {os.path.basename(paths[0])} (median of {max(runs, 3)})")
             for name, r in fixed.items():
                 print(f"  {name:40s} {r['wall']:7.2f} {_cpu(r):7.2f}  python {r['python']:5.2f}  jit {r['jit']:5.2f}  jvm {r['jvm']:5.2f}")
             per = {k: _cpu(med[k]) - _cpu(fixed[k]) for k in med}
