@@ -36,7 +36,10 @@ http_content_type in SQL), FastWARC in mapPartitions (cc-pyspark's
 FastWARC path: the file opened locally, or downloaded from S3 with
 boto3's download_fileobj to a temporary file, as cc-pyspark does) and
 warcio the same way. Rows give wall time and the CPU of the JVM and its
-Python workers (the process tree under the driver, from /proc). The
+Python workers (the process tree under the driver, from /proc), that
+CPU by part (the Python workers, the JVM's JIT compiler threads, its
+other threads), the fixed cost of a job (the same jobs over the first 10
+records of the first file) and the per-record work without it. The
 counts must agree. Several files let local[2] use both cores (one
 compressed file is one task).
 
