@@ -110,14 +110,14 @@ fn each_reader_reads_ahead_of_itself_and_no_reader_drops_anothers_blocks() {
     let srv = RangeServer::start(dir.path(), 5.0);
     let opts = quick();
     let loc = Location::parse_with(&srv.url("blocks.bin"), &opts).unwrap();
-    // One block ahead each, six blocks held as a rule: both readers' own
+    // One block ahead each, a budget of six blocks: both readers' own
     // (the block read, the one before and the one ahead) fit, nothing
     // more.
     let src = Arc::new(
         RemoteBlocks::open(loc, opts)
             .unwrap()
             .with_blocks(B as usize, 1)
-            .with_held_bytes(6 * B),
+            .with_budget(6 * B),
     );
     let barrier = std::sync::Barrier::new(2);
     let seen = std::sync::Mutex::new(Vec::new());
@@ -171,6 +171,104 @@ fn each_reader_reads_ahead_of_itself_and_no_reader_drops_anothers_blocks() {
         "{gets} GETs"
     );
     assert!(src.peak_bytes() <= 6 * B, "{} bytes held", src.peak_bytes());
+}
+
+/// Nine readers far apart (a plain file's chunks on nine threads) within
+/// a budget of bytes that holds each one's blocks and little more: the
+/// bytes come whole, the buffers never pass the budget, and a slow reader
+/// (stopped in its first block while the eight others read eight blocks
+/// each) finds its blocks still held: its next reads cost no request.
+/// With a reader taken as gone after eight moves of any readers, its
+/// blocks were dropped for the others' and fetched again. A budget of two
+/// blocks for the nine still reads every byte (readers wait for a buffer).
+#[test]
+fn nine_readers_stay_within_the_budget_and_a_slow_one_keeps_its_blocks() {
+    const B: u64 = 64 << 10;
+    const PART: u64 = 8;
+    const READERS: u64 = 9;
+    let dir = tempfile::tempdir().unwrap();
+    let data: Vec<u8> = (0..READERS * PART * B)
+        .map(|i| (i * 13 % 251) as u8)
+        .collect();
+    std::fs::write(dir.path().join("nine.bin"), &data).unwrap();
+    let srv = RangeServer::start(dir.path(), 5.0);
+    let opts = quick();
+    let loc = Location::parse_with(&srv.url("nine.bin"), &opts).unwrap();
+    let budget = 30 * B;
+    let src = Arc::new(
+        RemoteBlocks::open(loc.clone(), opts.clone())
+            .unwrap()
+            .with_blocks(B as usize, 1)
+            .with_budget(budget),
+    );
+    let read_part = |src: &RemoteBlocks, from: u64, to: u64| {
+        let mut got = Vec::new();
+        let mut at = from;
+        while at < to {
+            let mut buf = vec![0u8; (16 << 10).min(to - at) as usize];
+            let n = src.read_at(&mut buf, at).unwrap();
+            assert!(n > 0);
+            got.extend_from_slice(&buf[..n]);
+            at += n as u64;
+        }
+        got
+    };
+    let (started, others_done) = (
+        std::sync::Barrier::new(READERS as usize),
+        std::sync::Barrier::new(READERS as usize),
+    );
+    let parts: Vec<Vec<u8>> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..READERS)
+            .map(|r| {
+                let (src, started, others_done) = (Arc::clone(&src), &started, &others_done);
+                s.spawn(move || {
+                    let (from, to) = (r * PART * B, (r + 1) * PART * B);
+                    if r > 0 {
+                        started.wait();
+                        let got = read_part(&src, from, to);
+                        others_done.wait();
+                        return got;
+                    }
+                    // The slow reader: a look into its first block, then a
+                    // long wait while the others read.
+                    let mut got = read_part(&src, from, from + 100);
+                    started.wait();
+                    others_done.wait();
+                    let before = src.requests();
+                    got.extend(read_part(&src, from + 100, from + 2 * B));
+                    assert_eq!(
+                        src.requests() - before,
+                        1,
+                        "only the read-ahead past block 1"
+                    );
+                    got.extend(read_part(&src, from + 2 * B, to));
+                    got
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert!(parts.concat() == data);
+    assert!(
+        src.peak_bytes() <= budget,
+        "{} bytes held",
+        src.peak_bytes()
+    );
+    assert!(
+        src.peak_bytes() > budget / 2,
+        "{} bytes held",
+        src.peak_bytes()
+    );
+
+    // Two blocks for nine readers: they take turns, every byte comes.
+    let src = Arc::new(
+        RemoteBlocks::open(loc, opts)
+            .unwrap()
+            .with_blocks(B as usize, 1)
+            .with_budget(2 * B),
+    );
+    assert!(read_interleaved(&src, READERS, B / 2).unwrap() == data);
+    assert_eq!(src.peak_bytes(), 2 * B);
 }
 
 /// Over S3 (called by `s3::s3_reads_lists_and_writes`, which owns the
