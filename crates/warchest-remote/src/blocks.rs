@@ -17,7 +17,7 @@ use crate::{Location, Options, runtime};
 /// something too (docs/remote.md, "Several threads").
 pub const BLOCK: usize = 1 << 20;
 /// Default blocks each reader fetches ahead of the block it reads.
-pub const AHEAD: usize = 2;
+pub const AHEAD: usize = 4;
 /// Default bytes of blocks held at most, all readers together: blocks
 /// fetched, being fetched and being read from (`WARCHEST_REMOTE_BUDGET`).
 pub const BUDGET: u64 = 6 << 20;
@@ -106,6 +106,12 @@ impl Pool {
         s.free.push(b);
         drop(s);
         self.back.notify_all();
+    }
+
+    /// Buffers free or not yet allocated.
+    fn available(&self) -> usize {
+        let s = lock(&self.state);
+        s.free.len() + (self.max - s.alive)
     }
 
     /// Waits until a buffer is free or `ROOM_POLL` has passed.
@@ -438,20 +444,79 @@ impl RemoteBlocks {
         most
     }
 
-    /// Drops held blocks that `give` allows, least recently used first and
-    /// never one still being fetched, until one buffer is free; whether one
-    /// is (a dropped block a reader is copying from frees its buffer when
-    /// the reader lets go).
+    /// Drops held blocks that `give` allows, never one still being
+    /// fetched, until one buffer is free; whether one is (a dropped block
+    /// a reader is copying from frees its buffer when the reader lets go).
+    /// Unkept blocks go least recently used first; kept ones the most
+    /// speculative first (a block read before, then the one furthest ahead
+    /// of its reader), so that a reader's next block stays.
     fn make_room(&self, h: &mut Held, give: Give) -> Option<Vec<u8>> {
         loop {
             if let Some(b) = self.pool.try_take() {
                 return Some(b);
             }
+            let droppable = |k: &u64, c: &Arc<Cell>| self.kept(h, *k) <= give && !c.pending();
             let k = h
                 .blocks
                 .iter()
-                .position(|(b, c)| self.kept(h, *b) <= give && !c.pending())?;
+                .position(|(k, c)| droppable(k, c) && self.kept(h, *k) == Give::Unkept)
+                .or_else(|| {
+                    (0..h.blocks.len())
+                        .filter(|&x| {
+                            let (k, c) = &h.blocks[x];
+                            droppable(k, c)
+                        })
+                        // The first (least recently used) of the furthest.
+                        .min_by_key(|&x| std::cmp::Reverse(self.distance(h, h.blocks[x].0)))
+                })?;
             h.blocks.remove(k);
+        }
+    }
+
+    /// How far block `k` is ahead of the nearest reader it is ahead of
+    /// (`ahead + 1` when it is only a block read before; 0 when a reader
+    /// is in it).
+    fn distance(&self, h: &Held, k: u64) -> u64 {
+        h.readers
+            .iter()
+            .filter(|r| k >= r.at && k - r.at <= self.ahead)
+            .map(|r| k - r.at)
+            .min()
+            .unwrap_or(self.ahead + 1)
+    }
+
+    /// A buffer for a read-ahead of the reader in block `i`: a free one,
+    /// while one stays free for each other reader, not reading near `i`,
+    /// whose next block is not held (it needs one soon, and would
+    /// otherwise take one of this reader's blocks), or one of a block no
+    /// reader keeps.
+    fn ahead_room(&self, h: &mut Held, me: ThreadId, i: u64) -> Option<Vec<u8>> {
+        let near = |at: u64| at + 1 >= i && at <= i + self.ahead;
+        let last = self.blocks().saturating_sub(1);
+        let reserve = h
+            .readers
+            .iter()
+            .filter(|r| {
+                r.thread != me
+                    && !near(r.at)
+                    && r.at < last
+                    && !h.blocks.iter().any(|(k, _)| *k == r.at + 1)
+            })
+            .count();
+        loop {
+            if self.pool.available() > reserve
+                && let Some(b) = self.pool.try_take()
+            {
+                return Some(b);
+            }
+            let k = h
+                .blocks
+                .iter()
+                .position(|(k, c)| self.kept(h, *k) == Give::Unkept && !c.pending())?;
+            h.blocks.remove(k);
+            if let Some(b) = self.pool.try_take() {
+                return Some(b);
+            }
         }
     }
 
@@ -460,7 +525,8 @@ impl RemoteBlocks {
     fn get(&self, i: u64) -> io::Result<Arc<Block>> {
         let cell = loop {
             let mut h = lock(&self.held);
-            self.note_reader(&mut h, std::thread::current().id(), i);
+            let me = std::thread::current().id();
+            self.note_reader(&mut h, me, i);
             let cell = match h.blocks.iter().position(|(k, _)| *k == i) {
                 Some(at) => {
                     let e = h.blocks.remove(at);
@@ -493,7 +559,7 @@ impl RemoteBlocks {
                 if h.blocks.iter().any(|(b, _)| *b == k) {
                     continue;
                 }
-                let Some(buf) = self.make_room(&mut h, Give::Unkept) else {
+                let Some(buf) = self.ahead_room(&mut h, me, i) else {
                     break;
                 };
                 let c = self.spawn(k, buf);
@@ -583,7 +649,7 @@ mod tests {
     }
 
     fn held(b: &RemoteBlocks) -> Vec<u64> {
-        lock(&b.held).blocks.iter().map(|(k, _)| *k).collect()
+        held_in(&lock(&b.held))
     }
 
     #[test]
@@ -670,6 +736,51 @@ mod tests {
             h.blocks.iter().map(|(k, _)| *k).collect::<Vec<_>>(),
             vec![50, 5]
         );
+    }
+
+    /// A read-ahead leaves a buffer free for another reader far away whose
+    /// next block is not held, and none for a reader near (the readers of a
+    /// gzip object walk it together and share their read-ahead); a
+    /// reader's own block takes the most speculative kept block first.
+    #[test]
+    fn a_read_ahead_leaves_room_for_a_far_reader_and_the_furthest_ahead_goes_first() {
+        let b = unreachable(100 * B, 4 * B);
+        let me = std::thread::current().id();
+        let other = other_threads(1)[0];
+        let mut h = lock(&b.held);
+        b.note_reader(&mut h, other, 50);
+        b.note_reader(&mut h, me, 0);
+        let mut taken = Vec::new();
+        for _ in 0..3 {
+            taken.push(b.ahead_room(&mut h, me, 0).expect("room"));
+        }
+        // One left: the far reader's.
+        assert_eq!(b.pool.available(), 1);
+        assert!(b.ahead_room(&mut h, me, 0).is_none());
+        // Near this reader, the other takes no reserve.
+        b.note_reader(&mut h, other, 1);
+        assert!(b.ahead_room(&mut h, me, 0).is_some());
+        drop(h);
+        drop(taken);
+        // Three blocks ahead of this reader, fetched in order (1 least
+        // recently used): the furthest goes first, the next block last.
+        let loc = Location::parse("http://127.0.0.1:9/x").unwrap();
+        let b = RemoteBlocks::open_sized(loc, Options::default(), 100 * B)
+            .with_blocks(B as usize, 3)
+            .with_budget(3 * B);
+        for i in 1..=3 {
+            ready(&b, i, 0);
+        }
+        let mut h = lock(&b.held);
+        b.note_reader(&mut h, me, 0);
+        let _room = b.make_room(&mut h, Give::Kept).unwrap();
+        assert_eq!(held_in(&h), vec![1, 2]);
+        let _more = b.make_room(&mut h, Give::Kept).unwrap();
+        assert_eq!(held_in(&h), vec![1]);
+    }
+
+    fn held_in(h: &Held) -> Vec<u64> {
+        h.blocks.iter().map(|(k, _)| *k).collect()
     }
 
     #[test]
