@@ -18,9 +18,14 @@ use crate::{Location, Options, runtime};
 pub const BLOCK: usize = 1 << 20;
 /// Default blocks each reader fetches ahead of the block it reads.
 pub const AHEAD: usize = 4;
-/// Default bytes of blocks held at most, all readers together: blocks
-/// fetched, being fetched and being read from (`WARCHEST_REMOTE_BUDGET`).
+/// Default bytes of blocks held at most at first, all readers together:
+/// blocks fetched, being fetched and being read from
+/// (`WARCHEST_REMOTE_BUDGET`). The budget grows from there, a block at a
+/// time, while the fetches' latency is what the readers wait for, up to
+/// [`BUDGET_MAX`].
 pub const BUDGET: u64 = 6 << 20;
+/// Default bytes the budget may grow to (`WARCHEST_REMOTE_BUDGET_MAX`).
+pub const BUDGET_MAX: u64 = 24 << 20;
 /// Bytes of the object's start kept once read: every reader opened at an
 /// offset reads the start for a zstd dictionary frame (a few bytes), and
 /// its first block would otherwise be fetched again for each.
@@ -63,16 +68,19 @@ impl Drop for Block {
 /// The block buffers: at most `max`, each of `size` bytes' capacity,
 /// allocated on first need and reused for block after block (one
 /// allocation each, its pages touched once: no page faults per block).
-/// The bound on memory is this count, whatever the readers do.
+/// The bound on memory is this count, whatever the readers do; it grows
+/// (`grow`) up to `cap`, never past it, and never shrinks.
 struct Pool {
     state: Mutex<PoolState>,
     back: Condvar,
-    max: usize,
+    cap: usize,
     size: usize,
 }
 
 #[derive(Default)]
 struct PoolState {
+    /// Buffers allowed now (the budget in blocks).
+    max: usize,
     free: Vec<Vec<u8>>,
     /// Buffers allocated (free or in use).
     alive: usize,
@@ -83,12 +91,28 @@ struct PoolState {
 }
 
 impl Pool {
+    /// A pool of buffers of `block` bytes: `budget` bytes of them at
+    /// first, growing up to `cap` bytes (whole blocks, at least one; the
+    /// cap never below the start).
+    fn new(budget: u64, cap: u64, block: u64) -> Arc<Pool> {
+        let max = buffers(budget, block);
+        Arc::new(Pool {
+            state: Mutex::new(PoolState {
+                max,
+                ..PoolState::default()
+            }),
+            back: Condvar::new(),
+            cap: buffers(cap, block).max(max),
+            size: usize::try_from(block).unwrap_or(usize::MAX),
+        })
+    }
+
     /// A buffer, when one is free or may still be allocated.
     fn try_take(&self) -> Option<Vec<u8>> {
         let mut s = lock(&self.state);
         let b = match s.free.pop() {
             Some(b) => b,
-            None if s.alive < self.max => {
+            None if s.alive < s.max => {
                 s.alive += 1;
                 Vec::with_capacity(self.size)
             }
@@ -111,13 +135,28 @@ impl Pool {
     /// Buffers free or not yet allocated.
     fn available(&self) -> usize {
         let s = lock(&self.state);
-        s.free.len() + (self.max - s.alive)
+        s.free.len() + s.max.saturating_sub(s.alive)
+    }
+
+    /// One buffer more allowed, unless at the cap: whether it grew.
+    fn grow(&self) -> bool {
+        let mut s = lock(&self.state);
+        if s.max >= self.cap {
+            return false;
+        }
+        s.max += 1;
+        true
+    }
+
+    /// Buffers allowed now.
+    fn max(&self) -> usize {
+        lock(&self.state).max
     }
 
     /// Waits until a buffer is free or `ROOM_POLL` has passed.
     fn wait(&self) {
         let s = lock(&self.state);
-        if s.free.is_empty() && s.alive >= self.max {
+        if s.free.is_empty() && s.alive >= s.max {
             drop(
                 self.back
                     .wait_timeout(s, ROOM_POLL)
@@ -269,7 +308,8 @@ impl std::fmt::Debug for RemoteBlocks {
             .field("url", &self.loc.url())
             .field("size", &self.size)
             .field("block", &self.block)
-            .field("buffers", &self.pool.max)
+            .field("buffers", &self.pool.max())
+            .field("cap", &self.pool.cap)
             .finish_non_exhaustive()
     }
 }
@@ -302,12 +342,7 @@ impl RemoteBlocks {
             block: BLOCK as u64,
             ahead: AHEAD as u64,
             held: Mutex::new(Held::default()),
-            pool: Arc::new(Pool {
-                state: Mutex::default(),
-                back: Condvar::new(),
-                max: buffers(BUDGET, BLOCK as u64),
-                size: BLOCK,
-            }),
+            pool: Pool::new(BUDGET, BUDGET_MAX, BLOCK as u64),
             head: OnceLock::new(),
             requests: AtomicU64::new(0),
         }
@@ -315,38 +350,49 @@ impl RemoteBlocks {
 
     /// The same with blocks of `block` bytes (at least 4 KiB) and `ahead`
     /// blocks read ahead by each reader (at most 16), within the same
-    /// budget of bytes (at least one block).
+    /// budget of bytes and the same cap (at least one block each).
     #[must_use]
     pub fn with_blocks(self, block: usize, ahead: usize) -> RemoteBlocks {
-        let budget = self.budget();
-        let mut b = self.with_pool(budget, (block as u64).clamp(4096, 1 << 30));
+        let (budget, cap) = (self.budget(), self.budget_max());
+        let mut b = self.with_pool(budget, cap, (block as u64).clamp(4096, 1 << 30));
         b.ahead = ahead.min(16) as u64;
         b
     }
 
-    /// The same holding at most `bytes` of blocks (default [`BUDGET`]),
-    /// all readers together; at least one block.
+    /// The same holding at most `bytes` of blocks, all readers together,
+    /// at least one block: a *fixed* budget, which does not grow (the cap
+    /// is `bytes` too; [`RemoteBlocks::with_budget_max`] after this lets
+    /// it grow).
     #[must_use]
     pub fn with_budget(self, bytes: u64) -> RemoteBlocks {
         let block = self.block;
-        self.with_pool(bytes, block)
+        self.with_pool(bytes, bytes, block)
     }
 
-    fn with_pool(mut self, budget: u64, block: u64) -> RemoteBlocks {
+    /// The same with a budget that may grow up to `bytes` (default
+    /// [`BUDGET_MAX`]; never below the budget it starts at).
+    #[must_use]
+    pub fn with_budget_max(self, bytes: u64) -> RemoteBlocks {
+        let (budget, block) = (self.budget(), self.block);
+        self.with_pool(budget, bytes, block)
+    }
+
+    fn with_pool(mut self, budget: u64, cap: u64, block: u64) -> RemoteBlocks {
         self.block = block;
-        self.pool = Arc::new(Pool {
-            state: Mutex::default(),
-            back: Condvar::new(),
-            max: buffers(budget, block),
-            size: usize::try_from(block).unwrap_or(usize::MAX),
-        });
+        self.pool = Pool::new(budget, cap, block);
         self
     }
 
-    /// The bytes of blocks held at most: the budget, rounded down to
-    /// whole blocks (at least one).
+    /// The bytes of blocks held at most now: the budget, rounded down to
+    /// whole blocks (at least one). It starts at [`BUDGET`] (or
+    /// `with_budget`'s) and grows up to [`RemoteBlocks::budget_max`].
     pub fn budget(&self) -> u64 {
-        self.pool.max as u64 * self.block
+        self.pool.max() as u64 * self.block
+    }
+
+    /// The bytes the budget may grow to, in whole blocks.
+    pub fn budget_max(&self) -> u64 {
+        self.pool.cap as u64 * self.block
     }
 
     /// The URL.
@@ -527,11 +573,20 @@ impl RemoteBlocks {
             let mut h = lock(&self.held);
             let me = std::thread::current().id();
             self.note_reader(&mut h, me, i);
+            // Whether this reader waits for a block it would have had
+            // fetched ahead: one on its way, or the next one in its scan
+            // that the read-ahead found no buffer for.
+            let next = h
+                .readers
+                .iter()
+                .any(|r| r.thread == me && r.at == i && r.before + 1 == i);
+            let mut caught_up = next;
             let cell = match h.blocks.iter().position(|(k, _)| *k == i) {
                 Some(at) => {
                     let e = h.blocks.remove(at);
                     let c = Arc::clone(&e.1);
                     h.blocks.push(e);
+                    caught_up = c.pending();
                     c
                 }
                 None => {
@@ -541,10 +596,14 @@ impl RemoteBlocks {
                         .into_iter()
                         .find_map(|g| self.make_room(&mut h, g));
                     let Some(buf) = buf else {
-                        // Every buffer is being fetched or read from:
-                        // wait for one, then look again.
-                        drop(h);
-                        self.pool.wait();
+                        // Every buffer is being fetched or read from: one
+                        // more when the budget may grow (the readers wait
+                        // for fetches, not for decoding), else wait for
+                        // one, then look again.
+                        if !self.pool.grow() {
+                            drop(h);
+                            self.pool.wait();
+                        }
                         continue;
                     };
                     let c = self.spawn(i, buf);
@@ -555,12 +614,29 @@ impl RemoteBlocks {
             let last = i
                 .saturating_add(self.ahead)
                 .min(self.blocks().saturating_sub(1));
+            // The budget grows by a block, once a call, when this reader
+            // caught up with its read-ahead (its block still on its way,
+            // or the next block of its scan not fetched at all) while the
+            // read-ahead finds no buffer: the fetches' latency, not the
+            // decoding, is the limit. A reader slower than the fetches
+            // finds its block fetched, and a reader jumping to a block
+            // not held (a new chunk) waits for one request whatever the
+            // budget: neither grows it.
+            let mut may_grow = caught_up;
             for k in i + 1..=last {
                 if h.blocks.iter().any(|(b, _)| *b == k) {
                     continue;
                 }
-                let Some(buf) = self.ahead_room(&mut h, me, i) else {
-                    break;
+                let buf = match self.ahead_room(&mut h, me, i) {
+                    Some(buf) => buf,
+                    None if may_grow && self.pool.grow() => {
+                        may_grow = false;
+                        match self.ahead_room(&mut h, me, i) {
+                            Some(buf) => buf,
+                            None => break,
+                        }
+                    }
+                    None => break,
                 };
                 let c = self.spawn(k, buf);
                 h.blocks.push((k, c));
@@ -846,6 +922,29 @@ mod tests {
         }
         assert_eq!(b.kept(&h, 500), Give::Unkept);
         assert_eq!(h.readers.len(), 8);
+    }
+
+    #[test]
+    fn the_pool_grows_a_buffer_at_a_time_up_to_its_cap_and_a_fixed_budget_does_not() {
+        let p = Pool::new(2 * B, 4 * B + 100, B);
+        assert_eq!((p.max(), p.cap), (2, 4));
+        let _held: Vec<_> = (0..2).map(|_| p.try_take().unwrap()).collect();
+        assert!(p.try_take().is_none());
+        assert!(p.grow());
+        assert!(p.try_take().is_some());
+        assert!(p.grow());
+        assert!(!p.grow(), "past the cap");
+        assert_eq!(p.max(), 4);
+        // A cap below the start is the start.
+        assert_eq!(Pool::new(3 * B, B, B).cap, 3);
+        let b = unreachable(100 * B, 5 * B);
+        assert_eq!((b.budget(), b.budget_max()), (5 * B, 5 * B));
+        assert!(!b.pool.grow());
+        let b = b.with_budget_max(9 * B);
+        assert_eq!((b.budget(), b.budget_max()), (5 * B, 9 * B));
+        // Other blocks keep the start and the cap, in bytes.
+        let b = b.with_blocks(B as usize / 2, 1);
+        assert_eq!((b.budget(), b.budget_max()), (5 * B, 9 * B));
     }
 
     #[test]

@@ -274,6 +274,119 @@ fn nine_readers_stay_within_the_budget_and_a_slow_one_keeps_its_blocks() {
     assert_eq!(src.peak_bytes(), 2 * B);
 }
 
+/// Reads all of `src` on one thread per `(from, to)` part, `piece` bytes
+/// a read, sleeping `pause` after each block of `block` bytes (a decoder's
+/// work): the parts' bytes.
+fn read_parts(
+    src: &RemoteBlocks,
+    parts: &[(u64, u64)],
+    block: u64,
+    pause: std::time::Duration,
+) -> Vec<Vec<u8>> {
+    std::thread::scope(|s| {
+        let hs: Vec<_> = parts
+            .iter()
+            .map(|&(from, to)| {
+                s.spawn(move || {
+                    let mut got = Vec::new();
+                    let mut at = from;
+                    while at < to {
+                        let mut buf = vec![0u8; (16 << 10).min(to - at) as usize];
+                        let n = src.read_at(&mut buf, at).unwrap();
+                        assert!(n > 0, "no bytes at {at}");
+                        got.extend_from_slice(&buf[..n]);
+                        at += n as u64;
+                        if at % block == 0 && !pause.is_zero() {
+                            std::thread::sleep(pause);
+                        }
+                    }
+                    got
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
+/// The budget adapts: with 20 ms a request and readers faster than the
+/// fetches, it grows from its start while readers catch up with blocks
+/// still on their way, every byte right; never past its cap (two readers
+/// want twelve blocks, the cap is eight); with one reader it stops
+/// growing once that reader's read-ahead fits (its own block, the one
+/// before and four ahead), well below a cap of sixteen.
+#[test]
+fn with_latency_the_budget_grows_up_to_its_cap_and_stops_once_the_read_ahead_fits() {
+    const B: u64 = 64 << 10;
+    const HALF: u64 = 24;
+    let dir = tempfile::tempdir().unwrap();
+    let data: Vec<u8> = (0..2 * HALF * B).map(|i| (i * 11 % 251) as u8).collect();
+    std::fs::write(dir.path().join("slow.bin"), &data).unwrap();
+    let srv = RangeServer::with_latency(dir.path(), 5.0, 20);
+    let opts = quick();
+    let loc = Location::parse_with(&srv.url("slow.bin"), &opts).unwrap();
+    let open = |budget: u64, cap: u64| {
+        RemoteBlocks::open(loc.clone(), opts.clone())
+            .unwrap()
+            .with_blocks(B as usize, 4)
+            .with_budget(budget)
+            .with_budget_max(cap)
+    };
+
+    let src = open(3 * B, 8 * B);
+    let parts = read_parts(
+        &src,
+        &[(0, HALF * B), (HALF * B, 2 * HALF * B)],
+        B,
+        std::time::Duration::ZERO,
+    );
+    assert!(parts.concat() == data);
+    assert_eq!(
+        src.budget(),
+        8 * B,
+        "grown to the cap, {} GETs",
+        srv.count().0
+    );
+    assert!(src.peak_bytes() <= 8 * B, "{} bytes held", src.peak_bytes());
+
+    let src = open(2 * B, 16 * B);
+    let parts = read_parts(&src, &[(0, 2 * HALF * B)], B, std::time::Duration::ZERO);
+    assert!(parts.concat() == data);
+    assert!(
+        (3 * B..=8 * B).contains(&src.budget()),
+        "{} bytes of budget",
+        src.budget()
+    );
+    assert!(src.peak_bytes() <= src.budget());
+}
+
+/// Without latency, a reader slower than the fetches (30 ms of decoding a
+/// block) finds its blocks fetched: the budget stays near its start (the
+/// first block is a jump, not a wait for a read-ahead), whatever the cap.
+#[test]
+fn without_latency_a_slow_reader_leaves_the_budget_near_its_start() {
+    const B: u64 = 64 << 10;
+    let dir = tempfile::tempdir().unwrap();
+    let data: Vec<u8> = (0..16 * B).map(|i| (i * 3 % 251) as u8).collect();
+    std::fs::write(dir.path().join("fast.bin"), &data).unwrap();
+    let srv = RangeServer::start(dir.path(), 5.0);
+    let opts = quick();
+    let loc = Location::parse_with(&srv.url("fast.bin"), &opts).unwrap();
+    let src = RemoteBlocks::open(loc, opts)
+        .unwrap()
+        .with_blocks(B as usize, 4)
+        .with_budget(3 * B)
+        .with_budget_max(16 * B);
+    let parts = read_parts(
+        &src,
+        &[(0, 16 * B)],
+        B,
+        std::time::Duration::from_millis(30),
+    );
+    assert!(parts.concat() == data);
+    assert!(src.budget() <= 5 * B, "{} bytes of budget", src.budget());
+    assert!(src.peak_bytes() <= 5 * B, "{} bytes held", src.peak_bytes());
+}
+
 /// Over S3 (called by `s3::s3_reads_lists_and_writes`, which owns the
 /// process's S3 endpoint): `url`, a copy of `path`, read by threads in
 /// blocks, gives its bytes, and decodes as the local file.
