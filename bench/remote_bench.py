@@ -141,6 +141,29 @@ def timed(cmd, env=None, stdout=subprocess.DEVNULL):
     return dt, int(rss[7:]) / 1024, float(u) + float(s)
 
 
+def server_cpu(pid):
+    """CPU seconds (user + system) a server has used so far: the process
+    `pid` and its children (nginx's worker), from /proc; None where /proc
+    cannot tell (not Linux)."""
+    if pid is None or not os.path.exists("/proc/%d/stat" % pid):
+        return None
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                st = f.read()
+        except OSError:
+            continue
+        # The fields after the command's closing parenthesis: state, ppid, ...
+        f = st[st.rindex(")") + 2:].split()
+        if int(d) == pid or int(f[1]) == pid:
+            total += int(f[11]) + int(f[12])
+    return total / tick
+
+
 def s3rver_bin():
     """s3rver 3 from the npm registry, installed once under ~/.cache."""
     d = os.environ.get("S3RVER_DIR", os.path.expanduser("~/.cache/warchest-bench/s3rver"))
@@ -238,6 +261,10 @@ class S3:
                             aws_secret_access_key=self.secret,
                             region_name=getattr(self, "region", "us-east-1"))
 
+    def pid(self):
+        """The local server's process id (None for an external store)."""
+        return None if self.proc is None else self.proc.pid
+
     def close(self):
         if self.proc is not None:
             self.proc.kill()
@@ -273,9 +300,12 @@ class Rows(list):
     interrupted run still shows what it measured."""
 
     def append(self, row):
+        if len(row) == 5:
+            row = row + (None,)
         super().append(row)
-        what, t, rate, mem, cpu = row
-        print("measured: %s: %.2f s, %s, %.0f MiB, %.2f CPU s" % (what, t, rate, mem, cpu),
+        what, t, rate, mem, cpu, srv = row
+        print("measured: %s: %.2f s, %s, %.0f MiB, %.2f CPU s%s"
+              % (what, t, rate, mem, cpu, "" if srv is None else ", server %.2f CPU s" % srv),
               file=sys.stderr, flush=True)
 
 
@@ -329,12 +359,14 @@ def main():
                 lt = scan_row(args, wbin, "scan local file (ls -j %d)" % j, ls + [args.file],
                               None, size, rows, ratios)
                 rt = scan_row(args, wbin, "scan from %s (ls -j %d)" % (s3.kind, j), ls + [url],
-                              s3.env, size, rows, ratios)
+                              s3.env, size, rows, ratios, server=s3.pid())
+                cpu_floor(rows, ratios, "scan from %s (ls -j %d)" % (s3.kind, j), lt)
                 ratios.append(("scan -j %d: S3 / local speed" % j, lt / rt, 0.8))
                 ratios.append(("scan -j %d: S3 (%s) / local time" % (j, s3.kind), rt / lt, ("<=", 1.10)))
                 if web is not None:
                     ht = scan_row(args, wbin, "scan from nginx over HTTP (ls -j %d)" % j,
-                                  ls + [web.url], None, size, rows, ratios)
+                                  ls + [web.url], None, size, rows, ratios, server=web.proc.pid)
+                    cpu_floor(rows, ratios, "scan from nginx over HTTP (ls -j %d)" % j, lt)
                     ratios.append(("scan -j %d: HTTP (nginx) / local speed" % j, lt / ht, None))
                     ratios.append(("scan -j %d: HTTP (nginx) / local time" % j, ht / lt, ("<=", 1.10)))
             scan_latency(args, wbin, size, rows, ratios)
@@ -448,7 +480,8 @@ def scan_latency(args, wbin, size, rows, ratios):
             port = int(srv.stdout.readline())
             url = "http://127.0.0.1:%d/%s" % (port, os.path.basename(args.file))
             res[ms] = scan_row(args, wbin, "scan from range_server.py, %g ms a request (ls -j %d)"
-                               % (ms, j), ["ls", "-j", str(j), url], None, size, rows, ratios)
+                               % (ms, j), ["ls", "-j", str(j), url], None, size, rows, ratios,
+                               server=srv.pid)
         finally:
             srv.kill()
             srv.wait()
@@ -456,22 +489,42 @@ def scan_latency(args, wbin, size, rows, ratios):
                    res[args.latency_ms] / res[0], ("<=", 1.10)))
 
 
-def scan_row(args, wbin, what, cmd, env, size, rows, ratios):
+def cpu_floor(rows, ratios, what, local):
+    """For the row `what`, whose server ran on the same cores: the client's
+    and the server's CPU seconds spread over every core, against the local
+    file's time. Over 1.10 the row cannot meet its target on this machine
+    whatever the client does (unless the client's own CPU falls)."""
+    row = next((r for r in rows if r[0] == what), None)
+    if row is None or row[5] is None:
+        return
+    cores = os.cpu_count() or 1
+    ratios.append(("%s: (client + server CPU) / %d cores / local time (a floor)" % (what, cores),
+                   (row[4] + row[5]) / cores / local, None))
+
+
+def scan_row(args, wbin, what, cmd, env, size, rows, ratios, server=None):
     """The row `what`: the median of --runs runs of `wbin CMD` (its time
-    returned). With --before, that binary runs alternately with `wbin`
-    (after, before, after, ...: a loaded machine moves both alike), its row
-    follows, and the ratios after / before of time and CPU are printed."""
+    returned), with the CPU the server (process id `server`, when given)
+    used during each run. With --before, that binary runs alternately with
+    `wbin` (after, before, after, ...: a loaded machine moves both alike),
+    its row follows, and the ratios after / before of time and CPU are
+    printed."""
     progs = [(what, wbin)] + ([(what + ", before", args.before)] if args.before else [])
     runs = [[] for _ in progs]
     for _ in range(args.runs):
         for k, (_, p) in enumerate(progs):
-            runs[k].append(timed([p] + cmd, env))
+            c0 = server_cpu(server)
+            r = timed([p] + cmd, env)
+            c1 = server_cpu(server)
+            runs[k].append(r + ((c1 - c0) if c0 is not None and c1 is not None else None,))
     got = []
     for (label, _), rs in zip(progs, runs):
         t, mem, cpu = (statistics.median(r[0] for r in rs), max(r[1] for r in rs),
                        statistics.median(r[2] for r in rs))
+        srv = [r[3] for r in rs if r[3] is not None]
         got.append((t, cpu))
-        rows.append((label, t, "%.0f MB/s" % (size / t / 1e6), mem, cpu))
+        rows.append((label, t, "%.0f MB/s" % (size / t / 1e6), mem, cpu,
+                     statistics.median(srv) if srv else None))
     if args.before:
         (t, cpu), (bt, bcpu) = got
         # A fixture's rows may take no measurable CPU: no ratio (nan).
@@ -482,10 +535,11 @@ def scan_row(args, wbin, what, cmd, env, size, rows, ratios):
 
 
 def report(rows, ratios):
-    print("| row | median s | rate | peak RSS MiB | CPU s |")
-    print("|---|---|---|---|---|")
-    for what, t, rate, mem, cpu in rows:
-        print("| %s | %.2f | %s | %.0f | %.2f |" % (what, t, rate, mem, cpu))
+    print("| row | median s | rate | peak RSS MiB | CPU s | server CPU s |")
+    print("|---|---|---|---|---|---|")
+    for what, t, rate, mem, cpu, srv in rows:
+        print("| %s | %.2f | %s | %.0f | %.2f | %s |"
+              % (what, t, rate, mem, cpu, "-" if srv is None else "%.2f" % srv))
     print()
     for what, r, goal in ratios:
         if goal is None:

@@ -5,37 +5,173 @@ use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::thread::ThreadId;
+use std::time::Duration;
 
 use warchest::io::ReadAt;
 
-use crate::request::{self, Pieces};
+use crate::request;
 use crate::{Location, Options, runtime};
 
-/// Default bytes per block: one range request each. Each request costs
-/// the server too: with s3rver, 8 MiB blocks took about a quarter less of
-/// its CPU than 4 MiB ones on the benchmark corpus (docs/performance.md).
-pub const BLOCK: usize = 8 << 20;
+/// Default bytes per block: one range request each. Smaller blocks hold
+/// less memory for the same read-ahead; each request costs the server
+/// something too (docs/remote.md, "Several threads").
+pub const BLOCK: usize = 1 << 20;
 /// Default blocks each reader fetches ahead of the block it reads.
-pub const AHEAD: usize = 2;
-/// Bytes of blocks held, when small blocks make `AHEAD + 2` of them less.
-const HELD_BYTES: u64 = 16 << 20;
+pub const AHEAD: usize = 4;
+/// Default bytes of blocks held at most at first, all readers together:
+/// blocks fetched, being fetched and being read from
+/// (`WARCHEST_REMOTE_BUDGET`). The budget grows from there, a block at a
+/// time, while the fetches' latency is what the readers wait for, up to
+/// [`BUDGET_MAX`].
+pub const BUDGET: u64 = 6 << 20;
+/// Default bytes the budget may grow to (`WARCHEST_REMOTE_BUDGET_MAX`).
+pub const BUDGET_MAX: u64 = 24 << 20;
 /// Bytes of the object's start kept once read: every reader opened at an
 /// offset reads the start for a zstd dictionary frame (a few bytes), and
 /// its first block would otherwise be fetched again for each.
 const HEAD_KEPT: u64 = 64 << 10;
 /// Readers remembered at most (the decoder has one a thread).
-const MAX_READERS: usize = 16;
+const MAX_READERS: usize = 64;
 /// A reader that has not read while the readers moved to another block
-/// this many times is taken as gone (a thread whose reading is over): its
-/// blocks are no longer kept for it.
+/// this many times *for each reader there is* is taken as gone (a thread
+/// whose reading is over): its blocks are no longer kept for it. Scaled by
+/// the readers, so that with many readers a slow one (a large record
+/// being decoded) keeps its blocks while each of the others moves on a
+/// few blocks.
 const STALE_MOVES: u64 = 8;
+/// How long a reader waiting for a buffer sleeps at most before looking
+/// again (a block whose request ends is put among the held ones, which
+/// room can then be made from; that wakes the waiters too).
+const ROOM_POLL: Duration = Duration::from_millis(20);
+
+/// A block's bytes, in one of the pool's buffers, which goes back to the
+/// pool when the last reader lets go of the block.
+struct Block {
+    buf: Vec<u8>,
+    pool: Arc<Pool>,
+}
+
+impl std::fmt::Debug for Block {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Block")
+            .field("len", &self.buf.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for Block {
+    fn drop(&mut self) {
+        self.pool.give(std::mem::take(&mut self.buf));
+    }
+}
+
+/// The block buffers: at most `max`, each of `size` bytes' capacity,
+/// allocated on first need and reused for block after block (one
+/// allocation each, its pages touched once: no page faults per block).
+/// The bound on memory is this count, whatever the readers do; it grows
+/// (`grow`) up to `cap`, never past it, and never shrinks.
+struct Pool {
+    state: Mutex<PoolState>,
+    back: Condvar,
+    cap: usize,
+    size: usize,
+}
+
+#[derive(Default)]
+struct PoolState {
+    /// Buffers allowed now (the budget in blocks).
+    max: usize,
+    free: Vec<Vec<u8>>,
+    /// Buffers allocated (free or in use).
+    alive: usize,
+    /// The most in use at once.
+    peak: usize,
+    /// Buffers in use now.
+    used: usize,
+}
+
+impl Pool {
+    /// A pool of buffers of `block` bytes: `budget` bytes of them at
+    /// first, growing up to `cap` bytes (whole blocks, at least one; the
+    /// cap never below the start).
+    fn new(budget: u64, cap: u64, block: u64) -> Arc<Pool> {
+        let max = buffers(budget, block);
+        Arc::new(Pool {
+            state: Mutex::new(PoolState {
+                max,
+                ..PoolState::default()
+            }),
+            back: Condvar::new(),
+            cap: buffers(cap, block).max(max),
+            size: usize::try_from(block).unwrap_or(usize::MAX),
+        })
+    }
+
+    /// A buffer, when one is free or may still be allocated.
+    fn try_take(&self) -> Option<Vec<u8>> {
+        let mut s = lock(&self.state);
+        let b = match s.free.pop() {
+            Some(b) => b,
+            None if s.alive < s.max => {
+                s.alive += 1;
+                Vec::with_capacity(self.size)
+            }
+            None => return None,
+        };
+        s.used += 1;
+        s.peak = s.peak.max(s.used);
+        Some(b)
+    }
+
+    fn give(&self, mut b: Vec<u8>) {
+        b.clear();
+        let mut s = lock(&self.state);
+        s.used -= 1;
+        s.free.push(b);
+        drop(s);
+        self.back.notify_all();
+    }
+
+    /// Buffers free or not yet allocated.
+    fn available(&self) -> usize {
+        let s = lock(&self.state);
+        s.free.len() + s.max.saturating_sub(s.alive)
+    }
+
+    /// One buffer more allowed, unless at the cap: whether it grew.
+    fn grow(&self) -> bool {
+        let mut s = lock(&self.state);
+        if s.max >= self.cap {
+            return false;
+        }
+        s.max += 1;
+        true
+    }
+
+    /// Buffers allowed now.
+    fn max(&self) -> usize {
+        lock(&self.state).max
+    }
+
+    /// Waits until a buffer is free or `ROOM_POLL` has passed.
+    fn wait(&self) {
+        let s = lock(&self.state);
+        if s.free.is_empty() && s.alive >= s.max {
+            drop(
+                self.back
+                    .wait_timeout(s, ROOM_POLL)
+                    .unwrap_or_else(PoisonError::into_inner),
+            );
+        }
+    }
+}
 
 /// A block's bytes, or its error (copied for each reader).
-type Answer = Result<Arc<Pieces>, io::Error>;
+type Answer = Result<Arc<Block>, io::Error>;
 
-/// One block: empty while its request runs, then its bytes (as the body's
-/// pieces came, never joined: no copy) or its error (copied for each
-/// reader with `copy_error`, as `io::Error` is not `Clone`).
+/// One block: empty while its request runs, then its bytes or its error
+/// (copied for each reader with `copy_error`, as `io::Error` is not
+/// `Clone`).
 #[derive(Default)]
 struct Cell {
     got: Mutex<Option<Answer>>,
@@ -43,14 +179,14 @@ struct Cell {
 }
 
 impl Cell {
-    fn set(&self, r: io::Result<Pieces>) {
+    fn set(&self, r: io::Result<Block>) {
         *lock(&self.got) = Some(r.map(Arc::new));
         self.ready.notify_all();
     }
 
     /// Waits for the block's request (which has its own timeouts and retry
     /// budget, so the wait ends).
-    fn wait(&self) -> io::Result<Arc<Pieces>> {
+    fn wait(&self) -> io::Result<Arc<Block>> {
         let mut g = lock(&self.got);
         loop {
             match &*g {
@@ -108,8 +244,18 @@ struct Held {
     /// Moves of readers from one block to another: the clock by which a
     /// reader that stopped reading is found.
     moves: u64,
-    /// The most bytes held at once (fetched or being fetched).
-    peak: u64,
+}
+
+/// Which held blocks room may be made from, in the order tried.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+enum Give {
+    /// Blocks no reader keeps (a read-ahead takes room from these only).
+    Unkept,
+    /// Also the blocks readers keep ahead of themselves or read before.
+    Kept,
+    /// Also the blocks readers are in (fetched again if read again): a
+    /// reader's own block needs a buffer, and every buffer is held.
+    Any,
 }
 
 /// An object read at explicit offsets ([`ReadAt`]), by several threads at
@@ -117,40 +263,40 @@ struct Held {
 /// scanned with more than one thread.
 ///
 /// The object is cut into blocks of [`BLOCK`] bytes, each fetched by one
-/// range request (with [`Options`]' retries, resumed where a fault cut it).
+/// range request (with [`Options`]' retries, resumed where a fault cut it)
+/// straight into a buffer of a pool: the body is copied once, as it
+/// comes, and the buffers are reused. **The pool holds at most
+/// [`BUDGET`] bytes of buffers** (`with_budget`), all readers together:
+/// blocks fetched, being fetched and being read from; that is the bound
+/// on the blocks' memory, whatever the readers do.
+///
 /// Each reading thread is a reader with a read-ahead of its own: a read
-/// in block `i` fetches `i` when no reader holds it and starts the
-/// requests for the [`AHEAD`] blocks after it, concurrently, so that a
-/// reader scanning on finds its next blocks fetched (the latency of a
-/// request is hidden while decoding `AHEAD` blocks takes longer than one
-/// request). A block is fetched once for all readers while it is held.
-/// A reader's own block, the one it read before and the blocks ahead of
-/// it are *its own*: no
-/// other reader's read-ahead drops them (the chunks of a plain file are
-/// read far apart, and a cache shared by recency dropped one reader's
-/// blocks for another's). Room is made from the other blocks, least
-/// recently used first, never one whose request is still running. At most
-/// `AHEAD + 2` blocks (or 16 MiB of smaller blocks) are held as a rule:
-/// 32 MiB with the default 8 MiB blocks, as before read-ahead was per
-/// reader; a read-ahead that finds no room is not started. Only a reader's own
-/// block, fetched even when no room can be made, and the one it read
-/// before go past it: memory is bounded by `(AHEAD + 2 + 2 * readers) *
-/// BLOCK` ([`RemoteBlocks::peak_bytes`] tells what was held). A thread
-/// that has not read while the readers moved on eight times is taken as
-/// gone, and its blocks become the others' room. A block that
-/// cannot be read within the retry budget, and an object found shorter
-/// than its size when opened (cut or replaced), are errors naming the URL
-/// and the offset; the error is kept, so every reader of that block sees
-/// it.
+/// in block `i` fetches `i` when it is not held and starts the requests
+/// for the [`AHEAD`] blocks after it, concurrently, so that a reader
+/// scanning on finds its next blocks fetched (the latency of a request is
+/// hidden while decoding `AHEAD` blocks takes longer than one request). A
+/// block is fetched once for all readers while it is held. A reader's own
+/// block, the one it read before and the blocks ahead of it are *its
+/// own*: no other reader's read-ahead drops them (the chunks of a plain
+/// file are read far apart, and a cache shared by recency dropped one
+/// reader's blocks for another's). A read-ahead takes a free buffer, or
+/// one of a block no reader keeps (least recently used first, never one
+/// still being fetched), or is not started. A reader's own block takes
+/// room from the others' kept blocks too when it must, and waits for a
+/// buffer when every one is being fetched or read from. A thread that has
+/// not read while the readers moved on eight blocks each is taken as gone,
+/// and its blocks become the others' room. A block that cannot be read
+/// within the retry budget, and an object found shorter than its size
+/// when opened (cut or replaced), are errors naming the URL and the
+/// offset; the error is kept, so every reader of that block sees it.
 pub struct RemoteBlocks {
     loc: Location,
     opts: Options,
     size: u64,
     block: u64,
     ahead: u64,
-    /// Bytes of blocks held as a rule.
-    held_bytes: u64,
     held: Mutex<Held>,
+    pool: Arc<Pool>,
     /// The object's first bytes ([`HEAD_KEPT`]), once block 0 is read.
     head: OnceLock<Vec<u8>>,
     requests: AtomicU64,
@@ -162,8 +308,17 @@ impl std::fmt::Debug for RemoteBlocks {
             .field("url", &self.loc.url())
             .field("size", &self.size)
             .field("block", &self.block)
+            .field("buffers", &self.pool.max())
+            .field("cap", &self.pool.cap)
             .finish_non_exhaustive()
     }
+}
+
+/// Buffers of `block` bytes that fit in `budget` (at least one).
+fn buffers(budget: u64, block: u64) -> usize {
+    usize::try_from(budget / block.max(1))
+        .unwrap_or(usize::MAX)
+        .max(1)
 }
 
 impl RemoteBlocks {
@@ -186,28 +341,58 @@ impl RemoteBlocks {
             size,
             block: BLOCK as u64,
             ahead: AHEAD as u64,
-            held_bytes: HELD_BYTES,
             held: Mutex::new(Held::default()),
+            pool: Pool::new(BUDGET, BUDGET_MAX, BLOCK as u64),
             head: OnceLock::new(),
             requests: AtomicU64::new(0),
         }
     }
 
     /// The same with blocks of `block` bytes (at least 4 KiB) and `ahead`
-    /// blocks read ahead by each reader (at most 16).
+    /// blocks read ahead by each reader (at most 16), within the same
+    /// budget of bytes and the same cap (at least one block each).
     #[must_use]
-    pub fn with_blocks(mut self, block: usize, ahead: usize) -> RemoteBlocks {
-        self.block = (block as u64).clamp(4096, 1 << 30);
-        self.ahead = ahead.min(16) as u64;
+    pub fn with_blocks(self, block: usize, ahead: usize) -> RemoteBlocks {
+        let (budget, cap) = (self.budget(), self.budget_max());
+        let mut b = self.with_pool(budget, cap, (block as u64).clamp(4096, 1 << 30));
+        b.ahead = ahead.min(16) as u64;
+        b
+    }
+
+    /// The same holding at most `bytes` of blocks, all readers together,
+    /// at least one block: a *fixed* budget, which does not grow (the cap
+    /// is `bytes` too; [`RemoteBlocks::with_budget_max`] after this lets
+    /// it grow).
+    #[must_use]
+    pub fn with_budget(self, bytes: u64) -> RemoteBlocks {
+        let block = self.block;
+        self.with_pool(bytes, bytes, block)
+    }
+
+    /// The same with a budget that may grow up to `bytes` (default
+    /// [`BUDGET_MAX`]; never below the budget it starts at).
+    #[must_use]
+    pub fn with_budget_max(self, bytes: u64) -> RemoteBlocks {
+        let (budget, block) = (self.budget(), self.block);
+        self.with_pool(budget, bytes, block)
+    }
+
+    fn with_pool(mut self, budget: u64, cap: u64, block: u64) -> RemoteBlocks {
+        self.block = block;
+        self.pool = Pool::new(budget, cap, block);
         self
     }
 
-    /// The same holding `bytes` of blocks as a rule (default 16 MiB), or
-    /// `ahead + 2` blocks when that is more.
-    #[must_use]
-    pub fn with_held_bytes(mut self, bytes: u64) -> RemoteBlocks {
-        self.held_bytes = bytes;
-        self
+    /// The bytes of blocks held at most now: the budget, rounded down to
+    /// whole blocks (at least one). It starts at [`BUDGET`] (or
+    /// `with_budget`'s) and grows up to [`RemoteBlocks::budget_max`].
+    pub fn budget(&self) -> u64 {
+        self.pool.max() as u64 * self.block
+    }
+
+    /// The bytes the budget may grow to, in whole blocks.
+    pub fn budget_max(&self) -> u64 {
+        self.pool.cap as u64 * self.block
     }
 
     /// The URL.
@@ -220,17 +405,11 @@ impl RemoteBlocks {
         self.requests.load(Ordering::Relaxed)
     }
 
-    /// The most bytes of blocks held at once so far (fetched or being
-    /// fetched): what the memory bound bounds.
+    /// The most bytes of blocks held at once so far (buffers fetched,
+    /// being fetched or being read from, counted as they are taken from
+    /// the pool): what [`RemoteBlocks::budget`] bounds.
     pub fn peak_bytes(&self) -> u64 {
-        lock(&self.held).peak
-    }
-
-    /// Blocks held at most, besides readers' own blocks fetched when no
-    /// room could be made.
-    fn cap(&self) -> usize {
-        let by_bytes = usize::try_from(self.held_bytes / self.block).unwrap_or(usize::MAX);
-        (self.ahead as usize + 2).max(by_bytes)
+        lock(&self.pool.state).peak as u64 * self.block
     }
 
     fn blocks(&self) -> u64 {
@@ -242,25 +421,33 @@ impl RemoteBlocks {
         self.block.min(self.size.saturating_sub(i * self.block))
     }
 
-    /// Starts the request for block `i`.
-    fn spawn(&self, i: u64) -> Arc<Cell> {
+    /// Starts the request for block `i` into `buf`.
+    fn spawn(&self, i: u64, buf: Vec<u8>) -> Arc<Cell> {
         let cell = Arc::new(Cell::default());
         let start = i * self.block;
         let len = self.len_of(i);
         let (loc, opts, size) = (self.loc.clone(), self.opts.clone(), self.size);
         let guard = SetOnDrop(Arc::clone(&cell));
+        let mut block = Block {
+            buf,
+            pool: Arc::clone(&self.pool),
+        };
         self.requests.fetch_add(1, Ordering::Relaxed);
         runtime().spawn(async move {
-            let got = request::fetch_pieces(&loc, &opts, start, len, Some(size)).await;
-            guard.0.set(got);
+            let got =
+                request::fetch_into(&loc, &opts, start, len, Some(size), &mut block.buf).await;
+            // A failed block's buffer goes back to the pool at once.
+            let pool = Arc::clone(&block.pool);
+            guard.0.set(got.map(|()| block));
+            // Its buffer may now be made room from by a reader waiting.
+            pool.back.notify_all();
         });
         cell
     }
 
-    /// Notes that the calling thread reads block `i`; readers gone (see
+    /// Notes that thread `me` reads block `i`; readers gone (see
     /// [`STALE_MOVES`]) are forgotten.
-    fn note_reader(&self, h: &mut Held, i: u64) {
-        let me = std::thread::current().id();
+    fn note_reader(&self, h: &mut Held, me: ThreadId, i: u64) {
         if let Some(r) = h.readers.iter_mut().find(|r| r.thread == me) {
             if r.at != i {
                 h.moves += 1;
@@ -283,53 +470,143 @@ impl RemoteBlocks {
                 seen: h.moves,
             });
         }
-        let now = h.moves;
-        h.readers.retain(|r| now - r.seen <= STALE_MOVES);
+        let (now, stale) = (h.moves, STALE_MOVES * h.readers.len() as u64);
+        h.readers.retain(|r| now - r.seen <= stale);
     }
 
-    /// Whether block `k` is a reader's own: the block it reads, the one it
-    /// read before, or one of the blocks ahead of it.
-    fn kept(&self, h: &Held, k: u64) -> bool {
+    /// How strongly block `k` is kept: `Any` when a reader is in it,
+    /// `Kept` when a reader read it before or has it ahead, else `Unkept`
+    /// (what [`Give`] level may drop it).
+    fn kept(&self, h: &Held, k: u64) -> Give {
+        let mut most = Give::Unkept;
+        for r in &h.readers {
+            if k == r.at {
+                return Give::Any;
+            }
+            if k == r.before || (k > r.at && k - r.at <= self.ahead) {
+                most = Give::Kept;
+            }
+        }
+        most
+    }
+
+    /// Drops held blocks that `give` allows, never one still being
+    /// fetched, until one buffer is free; whether one is (a dropped block
+    /// a reader is copying from frees its buffer when the reader lets go).
+    /// Unkept blocks go least recently used first; kept ones the most
+    /// speculative first (a block read before, then the one furthest ahead
+    /// of its reader), so that a reader's next block stays.
+    fn make_room(&self, h: &mut Held, give: Give) -> Option<Vec<u8>> {
+        loop {
+            if let Some(b) = self.pool.try_take() {
+                return Some(b);
+            }
+            let droppable = |k: &u64, c: &Arc<Cell>| self.kept(h, *k) <= give && !c.pending();
+            let k = h
+                .blocks
+                .iter()
+                .position(|(k, c)| droppable(k, c) && self.kept(h, *k) == Give::Unkept)
+                .or_else(|| {
+                    (0..h.blocks.len())
+                        .filter(|&x| {
+                            let (k, c) = &h.blocks[x];
+                            droppable(k, c)
+                        })
+                        // The first (least recently used) of the furthest.
+                        .min_by_key(|&x| std::cmp::Reverse(self.distance(h, h.blocks[x].0)))
+                })?;
+            h.blocks.remove(k);
+        }
+    }
+
+    /// How far block `k` is ahead of the nearest reader it is ahead of
+    /// (`ahead + 1` when it is only a block read before; 0 when a reader
+    /// is in it).
+    fn distance(&self, h: &Held, k: u64) -> u64 {
         h.readers
             .iter()
-            .any(|r| k == r.before || (k >= r.at && k - r.at <= self.ahead))
+            .filter(|r| k >= r.at && k - r.at <= self.ahead)
+            .map(|r| k - r.at)
+            .min()
+            .unwrap_or(self.ahead + 1)
     }
 
-    /// Drops blocks no reader keeps, least recently used first and never
-    /// one still being fetched, until `more` blocks fit within the cap;
-    /// whether they do.
-    fn make_room(&self, h: &mut Held, more: usize) -> bool {
-        let mut at = 0;
-        while h.blocks.len() + more > self.cap() {
-            let Some(k) = (at..h.blocks.len()).find(|&k| {
-                let (b, c) = &h.blocks[k];
-                !self.kept(h, *b) && !c.pending()
-            }) else {
-                return false;
-            };
+    /// A buffer for a read-ahead of the reader in block `i`: a free one,
+    /// while one stays free for each other reader, not reading near `i`,
+    /// whose next block is not held (it needs one soon, and would
+    /// otherwise take one of this reader's blocks), or one of a block no
+    /// reader keeps.
+    fn ahead_room(&self, h: &mut Held, me: ThreadId, i: u64) -> Option<Vec<u8>> {
+        let near = |at: u64| at + 1 >= i && at <= i + self.ahead;
+        let last = self.blocks().saturating_sub(1);
+        let reserve = h
+            .readers
+            .iter()
+            .filter(|r| {
+                r.thread != me
+                    && !near(r.at)
+                    && r.at < last
+                    && !h.blocks.iter().any(|(k, _)| *k == r.at + 1)
+            })
+            .count();
+        loop {
+            if self.pool.available() > reserve
+                && let Some(b) = self.pool.try_take()
+            {
+                return Some(b);
+            }
+            let k = h
+                .blocks
+                .iter()
+                .position(|(k, c)| self.kept(h, *k) == Give::Unkept && !c.pending())?;
             h.blocks.remove(k);
-            at = k;
+            if let Some(b) = self.pool.try_take() {
+                return Some(b);
+            }
         }
-        true
     }
 
     /// Block `i` (which is before the end), fetched or waited for; the
     /// calling thread's read-ahead started.
-    fn get(&self, i: u64) -> io::Result<Arc<Pieces>> {
-        let cell = {
+    fn get(&self, i: u64) -> io::Result<Arc<Block>> {
+        let cell = loop {
             let mut h = lock(&self.held);
-            self.note_reader(&mut h, i);
+            let me = std::thread::current().id();
+            self.note_reader(&mut h, me, i);
+            // Whether this reader waits for a block it would have had
+            // fetched ahead: one on its way, or the next one in its scan
+            // that the read-ahead found no buffer for.
+            let next = h
+                .readers
+                .iter()
+                .any(|r| r.thread == me && r.at == i && r.before + 1 == i);
+            let mut caught_up = next;
             let cell = match h.blocks.iter().position(|(k, _)| *k == i) {
                 Some(at) => {
                     let e = h.blocks.remove(at);
                     let c = Arc::clone(&e.1);
                     h.blocks.push(e);
+                    caught_up = c.pending();
                     c
                 }
                 None => {
-                    // Its own block: fetched even when no room is made.
-                    self.make_room(&mut h, 1);
-                    let c = self.spawn(i);
+                    // Its own block: room from the others' blocks too,
+                    // when there is no other way.
+                    let buf = [Give::Unkept, Give::Kept, Give::Any]
+                        .into_iter()
+                        .find_map(|g| self.make_room(&mut h, g));
+                    let Some(buf) = buf else {
+                        // Every buffer is being fetched or read from: one
+                        // more when the budget may grow (the readers wait
+                        // for fetches, not for decoding), else wait for
+                        // one, then look again.
+                        if !self.pool.grow() {
+                            drop(h);
+                            self.pool.wait();
+                        }
+                        continue;
+                    };
+                    let c = self.spawn(i, buf);
                     h.blocks.push((i, Arc::clone(&c)));
                     c
                 }
@@ -337,22 +614,47 @@ impl RemoteBlocks {
             let last = i
                 .saturating_add(self.ahead)
                 .min(self.blocks().saturating_sub(1));
+            // The budget grows by a block, once a call, when this reader
+            // caught up with its read-ahead (its block still on its way,
+            // or the next block of its scan not fetched at all) while the
+            // read-ahead finds no buffer: the fetches' latency, not the
+            // decoding, is the limit. A reader slower than the fetches
+            // finds its block fetched, and a reader jumping to a block
+            // not held (a new chunk) waits for one request whatever the
+            // budget: neither grows it.
+            let mut may_grow = caught_up;
             for k in i + 1..=last {
                 if h.blocks.iter().any(|(b, _)| *b == k) {
                     continue;
                 }
-                if !self.make_room(&mut h, 1) {
-                    break;
-                }
-                let c = self.spawn(k);
+                let buf = match self.ahead_room(&mut h, me, i) {
+                    Some(buf) => buf,
+                    None if may_grow && self.pool.grow() => {
+                        may_grow = false;
+                        match self.ahead_room(&mut h, me, i) {
+                            Some(buf) => buf,
+                            None => break,
+                        }
+                    }
+                    None => break,
+                };
+                let c = self.spawn(k, buf);
                 h.blocks.push((k, c));
             }
-            let bytes = h.blocks.iter().map(|(k, _)| self.len_of(*k)).sum();
-            h.peak = h.peak.max(bytes);
-            cell
+            break cell;
         };
         cell.wait()
     }
+}
+
+/// Copies the bytes of `block` from `at` on into `buf`: how many.
+fn copy_at(block: &Block, at: u64, buf: &mut [u8]) -> usize {
+    let Some(from) = usize::try_from(at).ok().filter(|&a| a < block.buf.len()) else {
+        return 0;
+    };
+    let n = buf.len().min(block.buf.len() - from);
+    buf[..n].copy_from_slice(&block.buf[from..from + n]);
+    n
 }
 
 impl ReadAt for RemoteBlocks {
@@ -372,13 +674,11 @@ impl ReadAt for RemoteBlocks {
         let bytes = self.get(i)?;
         if i == 0 {
             self.head.get_or_init(|| {
-                let mut head = vec![0u8; self.len_of(0).min(HEAD_KEPT) as usize];
-                let n = bytes.copy_at(0, &mut head);
-                head.truncate(n);
-                head
+                let n = bytes.buf.len().min(HEAD_KEPT as usize);
+                bytes.buf[..n].to_vec()
             });
         }
-        let n = bytes.copy_at(pos - i * self.block, buf);
+        let n = copy_at(&bytes, pos - i * self.block, buf);
         if n == 0 {
             return Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,
@@ -404,26 +704,33 @@ mod tests {
 
     /// An object on a server nobody listens on: only blocks never fetched
     /// would be asked for, so the cache logic is tested without requests.
-    fn unreachable(size: u64) -> RemoteBlocks {
+    fn unreachable(size: u64, budget: u64) -> RemoteBlocks {
         let loc = Location::parse("http://127.0.0.1:9/x").unwrap();
-        RemoteBlocks::open_sized(loc, Options::default(), size).with_blocks(B as usize, 1)
+        RemoteBlocks::open_sized(loc, Options::default(), size)
+            .with_blocks(B as usize, 1)
+            .with_budget(budget)
     }
 
+    /// Block `i` held as fetched, filled with `fill`, in a buffer of the
+    /// pool's.
     fn ready(b: &RemoteBlocks, i: u64, fill: u8) {
         let c = Arc::new(Cell::default());
-        let len = b.block.min(b.size - i * b.block) as usize;
-        let mut p = Pieces::default();
-        // In two pieces, as a body comes: reads cross them.
-        let half = len / 2;
-        p.push(bytes::Bytes::from(vec![fill; half]));
-        p.push(bytes::Bytes::from(vec![fill; len - half]));
-        c.set(Ok(p));
+        let mut buf = b.pool.try_take().expect("a buffer within the budget");
+        buf.resize(b.len_of(i) as usize, fill);
+        c.set(Ok(Block {
+            buf,
+            pool: Arc::clone(&b.pool),
+        }));
         lock(&b.held).blocks.push((i, c));
+    }
+
+    fn held(b: &RemoteBlocks) -> Vec<u64> {
+        held_in(&lock(&b.held))
     }
 
     #[test]
     fn held_blocks_serve_reads_across_boundaries_and_the_end() {
-        let b = unreachable(3 * B + 100);
+        let b = unreachable(3 * B + 100, 4 * B);
         for i in 0..4 {
             ready(&b, i, i as u8);
         }
@@ -438,7 +745,9 @@ mod tests {
         assert_eq!(b.read_at(&mut buf, u64::MAX).unwrap(), 0);
         assert_eq!(b.requests(), 0);
         assert_eq!(b.size().unwrap(), 3 * B + 100);
-        assert_eq!(b.peak_bytes(), 3 * B + 100);
+        // Buffers are counted whole, the last block's too.
+        assert_eq!(b.peak_bytes(), 4 * B);
+        assert_eq!(b.budget(), 4 * B);
         // The object's start, once read, is kept for the readers that look
         // at it: no block fetched again, no reader moved there.
         lock(&b.held).blocks.retain(|(k, _)| *k != 0);
@@ -449,66 +758,193 @@ mod tests {
         assert!(lock(&b.held).readers.iter().all(|r| r.at == 3));
     }
 
-    /// A reader in block 0 that is not the test's thread.
-    fn other_reader() -> Reader {
-        let thread = std::thread::spawn(|| std::thread::current().id())
-            .join()
-            .unwrap();
-        Reader {
-            thread,
-            at: 0,
-            before: 0,
-            seen: 0,
-        }
+    /// Thread ids of `n` threads other than the test's.
+    fn other_threads(n: usize) -> Vec<ThreadId> {
+        (0..n)
+            .map(|_| {
+                std::thread::spawn(|| std::thread::current().id())
+                    .join()
+                    .unwrap()
+            })
+            .collect()
     }
 
     #[test]
-    fn room_is_made_from_blocks_no_reader_keeps_never_running_ones() {
-        let b = unreachable(100 * B);
-        assert_eq!(b.cap(), 4);
+    fn room_is_made_from_unkept_blocks_then_kept_ones_never_running_ones() {
+        let b = unreachable(100 * B, 7 * B);
         for i in 0..6 {
             ready(&b, i, 0);
         }
-        // A running block stays whatever its age.
-        lock(&b.held)
-            .blocks
-            .insert(0, (50, Arc::new(Cell::default())));
+        // A running block stays whatever its age (its buffer is the 7th).
+        let running = Arc::new(Cell::default());
+        let _buf = b.pool.try_take().unwrap();
+        lock(&b.held).blocks.insert(0, (50, running));
+        assert!(b.pool.try_take().is_none());
+        let me = std::thread::current().id();
         let mut h = lock(&b.held);
         // Another reader in block 0 keeps 0 and 1 (one block ahead); this
         // thread, in block 5, keeps 5 and 6.
-        h.readers.push(other_reader());
-        b.note_reader(&mut h, 5);
-        assert!(b.make_room(&mut h, 0));
-        let kept: Vec<u64> = h.blocks.iter().map(|(k, _)| *k).collect();
-        assert_eq!(kept, vec![50, 0, 1, 5]);
-        // Nothing left to drop: no room for one more.
-        assert!(!b.make_room(&mut h, 1));
-        assert_eq!(h.blocks.len(), 4);
+        let other = other_threads(1)[0];
+        b.note_reader(&mut h, other, 0);
+        b.note_reader(&mut h, me, 5);
+        // Each buffer taken is kept, so the next call must make room again.
+        let mut taken = Vec::new();
+        for want in [
+            vec![50, 0, 1, 3, 4, 5],
+            vec![50, 0, 1, 4, 5],
+            vec![50, 0, 1, 5],
+        ] {
+            taken.push(b.make_room(&mut h, Give::Unkept).expect("an unkept block"));
+            assert_eq!(h.blocks.iter().map(|(k, _)| *k).collect::<Vec<_>>(), want);
+        }
+        assert!(b.make_room(&mut h, Give::Unkept).is_none());
+        // A reader's own block may take a kept block's room (1: ahead of
+        // the other reader), then a block a reader is in (0, the least
+        // recently used), never the running one.
+        taken.push(b.make_room(&mut h, Give::Kept).unwrap());
+        assert_eq!(
+            h.blocks.iter().map(|(k, _)| *k).collect::<Vec<_>>(),
+            vec![50, 0, 5]
+        );
+        assert!(b.make_room(&mut h, Give::Kept).is_none());
+        taken.push(b.make_room(&mut h, Give::Any).unwrap());
+        assert_eq!(
+            h.blocks.iter().map(|(k, _)| *k).collect::<Vec<_>>(),
+            vec![50, 5]
+        );
+    }
+
+    /// A read-ahead leaves a buffer free for another reader far away whose
+    /// next block is not held, and none for a reader near (the readers of a
+    /// gzip object walk it together and share their read-ahead); a
+    /// reader's own block takes the most speculative kept block first.
+    #[test]
+    fn a_read_ahead_leaves_room_for_a_far_reader_and_the_furthest_ahead_goes_first() {
+        let b = unreachable(100 * B, 4 * B);
+        let me = std::thread::current().id();
+        let other = other_threads(1)[0];
+        let mut h = lock(&b.held);
+        b.note_reader(&mut h, other, 50);
+        b.note_reader(&mut h, me, 0);
+        let mut taken = Vec::new();
+        for _ in 0..3 {
+            taken.push(b.ahead_room(&mut h, me, 0).expect("room"));
+        }
+        // One left: the far reader's.
+        assert_eq!(b.pool.available(), 1);
+        assert!(b.ahead_room(&mut h, me, 0).is_none());
+        // Near this reader, the other takes no reserve.
+        b.note_reader(&mut h, other, 1);
+        assert!(b.ahead_room(&mut h, me, 0).is_some());
+        drop(h);
+        drop(taken);
+        // Three blocks ahead of this reader, fetched in order (1 least
+        // recently used): the furthest goes first, the next block last.
+        let loc = Location::parse("http://127.0.0.1:9/x").unwrap();
+        let b = RemoteBlocks::open_sized(loc, Options::default(), 100 * B)
+            .with_blocks(B as usize, 3)
+            .with_budget(3 * B);
+        for i in 1..=3 {
+            ready(&b, i, 0);
+        }
+        let mut h = lock(&b.held);
+        b.note_reader(&mut h, me, 0);
+        let _room = b.make_room(&mut h, Give::Kept).unwrap();
+        assert_eq!(held_in(&h), vec![1, 2]);
+        let _more = b.make_room(&mut h, Give::Kept).unwrap();
+        assert_eq!(held_in(&h), vec![1]);
+    }
+
+    fn held_in(h: &Held) -> Vec<u64> {
+        h.blocks.iter().map(|(k, _)| *k).collect()
     }
 
     #[test]
     fn a_reader_that_stopped_reading_keeps_nothing_once_the_others_moved_on() {
-        let b = unreachable(100 * B);
+        let b = unreachable(100 * B, 8 * B);
+        let me = std::thread::current().id();
+        let other = other_threads(1)[0];
         let mut h = lock(&b.held);
-        h.readers.push(other_reader());
-        assert!(b.kept(&h, 1));
+        b.note_reader(&mut h, other, 0);
+        assert_eq!(b.kept(&h, 1), Give::Kept);
         // Reading on within one block is no move.
-        b.note_reader(&mut h, 20);
-        b.note_reader(&mut h, 20);
-        for i in 21..21 + STALE_MOVES {
-            assert!(b.kept(&h, 0), "at {i}");
-            b.note_reader(&mut h, i);
+        b.note_reader(&mut h, me, 20);
+        b.note_reader(&mut h, me, 20);
+        // Two readers: the other is gone after 2 x STALE_MOVES moves.
+        for i in 21..21 + 2 * STALE_MOVES {
+            assert_eq!(b.kept(&h, 0), Give::Any, "at {i}");
+            b.note_reader(&mut h, me, i);
         }
-        assert!(!b.kept(&h, 0) && !b.kept(&h, 1));
+        assert_eq!(b.kept(&h, 0), Give::Unkept);
+        assert_eq!(b.kept(&h, 1), Give::Unkept);
         assert_eq!(h.readers.len(), 1);
         // This reader keeps its block, the one before and the one ahead
         // only; after a look ahead and back, the block looked at too.
-        let at = 20 + STALE_MOVES;
-        assert!(b.kept(&h, at) && b.kept(&h, at + 1) && !b.kept(&h, at + 2));
-        assert!(b.kept(&h, at - 1) && !b.kept(&h, at - 2));
-        b.note_reader(&mut h, at + 5);
-        b.note_reader(&mut h, at);
-        assert!(b.kept(&h, at + 5) && b.kept(&h, at) && !b.kept(&h, at - 1));
+        let at = 20 + 2 * STALE_MOVES;
+        assert_eq!(b.kept(&h, at), Give::Any);
+        assert_eq!(b.kept(&h, at + 1), Give::Kept);
+        assert_eq!(b.kept(&h, at + 2), Give::Unkept);
+        assert_eq!(b.kept(&h, at - 1), Give::Kept);
+        assert_eq!(b.kept(&h, at - 2), Give::Unkept);
+        b.note_reader(&mut h, me, at + 5);
+        b.note_reader(&mut h, me, at);
+        assert_eq!(b.kept(&h, at + 5), Give::Kept);
+        assert_eq!(b.kept(&h, at - 1), Give::Unkept);
+    }
+
+    /// With nine readers, one slow (decoding a large record) keeps its
+    /// blocks while the eight others move on eight blocks each: with a
+    /// count of moves not scaled by the readers, it was taken as gone
+    /// after the others' first eight moves, one block each.
+    #[test]
+    fn a_slow_reader_among_nine_keeps_its_blocks_while_each_other_moves_eight() {
+        let b = unreachable(1000 * B, 8 * B);
+        let me = std::thread::current().id();
+        let others = other_threads(8);
+        let mut h = lock(&b.held);
+        b.note_reader(&mut h, me, 500);
+        for (k, &t) in others.iter().enumerate() {
+            b.note_reader(&mut h, t, 10 * k as u64);
+        }
+        for step in 1..=STALE_MOVES {
+            for (k, &t) in others.iter().enumerate() {
+                b.note_reader(&mut h, t, 10 * k as u64 + step);
+                assert_eq!(b.kept(&h, 500), Give::Any, "step {step}, reader {k}");
+                assert_eq!(b.kept(&h, 501), Give::Kept);
+            }
+        }
+        assert_eq!(h.readers.len(), 9);
+        // Gone only once the others moved on well past that.
+        for step in STALE_MOVES + 1..=STALE_MOVES + 2 {
+            for (k, &t) in others.iter().enumerate() {
+                b.note_reader(&mut h, t, 10 * k as u64 + step);
+            }
+        }
+        assert_eq!(b.kept(&h, 500), Give::Unkept);
+        assert_eq!(h.readers.len(), 8);
+    }
+
+    #[test]
+    fn the_pool_grows_a_buffer_at_a_time_up_to_its_cap_and_a_fixed_budget_does_not() {
+        let p = Pool::new(2 * B, 4 * B + 100, B);
+        assert_eq!((p.max(), p.cap), (2, 4));
+        let _held: Vec<_> = (0..2).map(|_| p.try_take().unwrap()).collect();
+        assert!(p.try_take().is_none());
+        assert!(p.grow());
+        assert!(p.try_take().is_some());
+        assert!(p.grow());
+        assert!(!p.grow(), "past the cap");
+        assert_eq!(p.max(), 4);
+        // A cap below the start is the start.
+        assert_eq!(Pool::new(3 * B, B, B).cap, 3);
+        let b = unreachable(100 * B, 5 * B);
+        assert_eq!((b.budget(), b.budget_max()), (5 * B, 5 * B));
+        assert!(!b.pool.grow());
+        let b = b.with_budget_max(9 * B);
+        assert_eq!((b.budget(), b.budget_max()), (5 * B, 9 * B));
+        // Other blocks keep the start and the cap, in bytes.
+        let b = b.with_blocks(B as usize / 2, 1);
+        assert_eq!((b.budget(), b.budget_max()), (5 * B, 9 * B));
     }
 
     #[test]
@@ -517,19 +953,28 @@ mod tests {
         drop(SetOnDrop(Arc::clone(&c)));
         let e = c.wait().unwrap_err().to_string();
         assert!(e.contains("without an answer"), "{e}");
-        // An answered cell keeps its answer.
+        // An answered cell keeps its answer; its buffer goes back to the
+        // pool when the last reader lets go.
+        let b = unreachable(2 * B, B);
         let c = Arc::new(Cell::default());
         let g = SetOnDrop(Arc::clone(&c));
-        let mut p = Pieces::default();
-        p.push(bytes::Bytes::from_static(b"ab"));
-        g.0.set(Ok(p));
+        let mut buf = b.pool.try_take().unwrap();
+        buf.extend_from_slice(b"ab");
+        g.0.set(Ok(Block {
+            buf,
+            pool: Arc::clone(&b.pool),
+        }));
         drop(g);
-        assert_eq!(c.wait().unwrap().len(), 2);
+        let got = c.wait().unwrap();
+        assert_eq!(got.buf.len(), 2);
+        assert!(b.pool.try_take().is_none());
+        drop((got, c));
+        assert!(b.pool.try_take().is_some());
     }
 
     #[test]
     fn an_error_is_kept_and_seen_by_every_reader() {
-        let b = unreachable(2 * B);
+        let b = unreachable(2 * B, 2 * B);
         let c = Arc::new(Cell::default());
         c.set(Err(io::Error::new(
             io::ErrorKind::UnexpectedEof,
@@ -542,5 +987,6 @@ mod tests {
             assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof);
             assert!(e.to_string().contains(&format!("at byte {B}")), "{e}");
         }
+        assert!(held(&b).contains(&1));
     }
 }

@@ -7,14 +7,14 @@ use bytes::Bytes;
 use futures_util::stream::BoxStream;
 use tokio::task::JoinHandle;
 
-use crate::request::{self, Failure, Pieces, Problem, remote_error};
+use crate::request::{self, Failure, Problem, remote_error};
 use crate::{Location, Options, runtime};
 
 /// A range being fetched ahead of the reader.
 struct Prefetch {
     start: u64,
     end: u64,
-    task: JoinHandle<io::Result<Pieces>>,
+    task: JoinHandle<io::Result<Vec<u8>>>,
 }
 
 /// An object read as a file: `Read + Seek`, its size from one HEAD request,
@@ -24,7 +24,9 @@ struct Prefetch {
 /// [`Options::min_chunk`] up to [`Options::chunk`], with the next range
 /// fetched while the current one is read; a seek outside what is held
 /// starts again at the small size. At most two ranges are held, so memory
-/// is bounded by twice [`Options::chunk`]. A range that cannot be read
+/// is bounded by twice [`Options::chunk`]: two buffers, each range's body
+/// copied into one as it comes and the buffers reused range after range
+/// (no allocation, and no fresh pages, per range). A range that cannot be read
 /// within the retry budget, and an object that turns out shorter than its
 /// size, are errors naming the URL and offset.
 pub struct RemoteFile {
@@ -32,8 +34,10 @@ pub struct RemoteFile {
     opts: Options,
     size: u64,
     pos: u64,
-    /// The range held, as its body's pieces came (never joined).
-    buf: Pieces,
+    /// The range held.
+    buf: Vec<u8>,
+    /// The buffer of the range read before, for the next request.
+    spare: Vec<u8>,
     buf_start: u64,
     next_len: usize,
     prefetch: Option<Prefetch>,
@@ -88,7 +92,8 @@ impl RemoteFile {
             opts,
             size,
             pos: 0,
-            buf: Pieces::default(),
+            buf: Vec::new(),
+            spare: Vec::new(),
             buf_start: 0,
             prefetch: None,
             requests: 0,
@@ -187,11 +192,17 @@ impl RemoteFile {
     fn spawn(&mut self, start: u64, end: u64) -> Prefetch {
         let (loc, opts, size) = (self.loc.clone(), self.opts.clone(), self.size);
         self.requests += 1;
+        let mut buf = std::mem::take(&mut self.spare);
+        buf.clear();
+        // Our own range's length (the object's size known): room for all
+        // of it at once, not grown by copies.
+        buf.reserve(usize::try_from(end - start).unwrap_or(0));
         Prefetch {
             start,
             end,
             task: runtime().spawn(async move {
-                request::fetch_pieces(&loc, &opts, start, end - start, Some(size)).await
+                request::fetch_into(&loc, &opts, start, end - start, Some(size), &mut buf).await?;
+                Ok(buf)
             }),
         }
     }
@@ -199,7 +210,7 @@ impl RemoteFile {
     /// Makes `buf` hold the byte at `pos` (which is before the end).
     fn fill(&mut self) -> io::Result<()> {
         let pos = self.pos;
-        let sequential = pos == self.buf_start + self.buf.len();
+        let sequential = pos == self.buf_start + self.buf.len() as u64;
         let pending = match self.prefetch.take() {
             Some(p) if p.start <= pos && pos < p.end => Some(p),
             Some(p) => {
@@ -231,11 +242,11 @@ impl RemoteFile {
             )
         })??;
         self.ranged = true;
-        self.buf = bytes;
+        self.spare = std::mem::replace(&mut self.buf, bytes);
         self.buf_start = start;
         // Read-ahead only while reading runs on: a reader that seeks about
         // (an index lookup) is not charged for ranges it will not read.
-        let end = start + self.buf.len();
+        let end = start + self.buf.len() as u64;
         if sequential || start == 0 {
             self.next_len = (self.next_len.saturating_mul(2)).min(self.opts.chunk);
             if end < self.size {
@@ -257,7 +268,8 @@ impl Read for RemoteFile {
         if self.whole.is_some() {
             return self.read_whole(out);
         }
-        let in_buf = self.pos >= self.buf_start && self.pos < self.buf_start + self.buf.len();
+        let in_buf =
+            self.pos >= self.buf_start && self.pos < self.buf_start + self.buf.len() as u64;
         if !in_buf {
             match self.fill() {
                 Ok(()) => {}
@@ -275,7 +287,7 @@ impl Read for RemoteFile {
                 Err(e) => return Err(e),
             }
         }
-        if self.pos < self.buf_start || self.pos >= self.buf_start + self.buf.len() {
+        if self.pos < self.buf_start || self.pos >= self.buf_start + self.buf.len() as u64 {
             return Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,
                 format!(
@@ -285,7 +297,9 @@ impl Read for RemoteFile {
                 ),
             ));
         }
-        let n = self.buf.copy_at(self.pos - self.buf_start, out);
+        let at = (self.pos - self.buf_start) as usize;
+        let n = out.len().min(self.buf.len() - at);
+        out[..n].copy_from_slice(&self.buf[at..at + n]);
         self.pos += n as u64;
         Ok(n)
     }

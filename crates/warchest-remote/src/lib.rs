@@ -42,7 +42,7 @@ use std::io;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-pub use blocks::{AHEAD, BLOCK, RemoteBlocks};
+pub use blocks::{AHEAD, BLOCK, BUDGET, BUDGET_MAX, RemoteBlocks};
 pub use coalesce::{
     DEFAULT_MAX_GAP, DEFAULT_MAX_REQUEST, DEFAULT_MEMORY, FetchPlan, FetchStats, fetch_ranges_with,
 };
@@ -91,7 +91,7 @@ impl Default for Options {
             max_backoff: Duration::from_secs(10),
             timeout: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(10),
-            chunk: 16 << 20,
+            chunk: 8 << 20,
             min_chunk: 1 << 20,
             part_size: 16 << 20,
             upload_concurrency: 4,
@@ -201,14 +201,30 @@ pub fn open(url: &str) -> io::Result<RemoteFile> {
 /// Opens `url` for reading at explicit offsets by several threads (one
 /// HEAD request for its size; then a range request per block). The block
 /// size is `WARCHEST_REMOTE_BLOCK` bytes when set (at least 4 KiB), else
-/// [`BLOCK`].
+/// [`BLOCK`]. The bytes of blocks held at most, all threads together,
+/// start at [`BUDGET`] and grow while the readers wait for fetches, up to
+/// `WARCHEST_REMOTE_BUDGET_MAX` when set, else [`BUDGET_MAX`].
+/// `WARCHEST_REMOTE_BUDGET` sets where it starts (at least one block);
+/// set alone, it is a fixed budget that does not grow.
 pub fn open_blocks(url: &str) -> io::Result<RemoteBlocks> {
     let b = RemoteBlocks::open(Location::parse(url)?, Options::from_env())?;
-    let block = std::env::var("WARCHEST_REMOTE_BLOCK")
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(BLOCK);
-    Ok(b.with_blocks(block, AHEAD))
+    let knob = |name: &str| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+    };
+    let block = knob("WARCHEST_REMOTE_BLOCK").map_or(BLOCK, |v| v as usize);
+    let (budget, max) = (
+        knob("WARCHEST_REMOTE_BUDGET"),
+        knob("WARCHEST_REMOTE_BUDGET_MAX"),
+    );
+    let b = b
+        .with_blocks(block, AHEAD)
+        .with_budget(budget.unwrap_or(BUDGET));
+    Ok(match (budget, max) {
+        (Some(_), None) => b,
+        (_, max) => b.with_budget_max(max.unwrap_or(BUDGET_MAX)),
+    })
 }
 
 /// The size of the object at `url` (one HEAD request).

@@ -468,9 +468,8 @@ pub(crate) async fn next_piece(
 }
 
 /// The bytes of one range as the body's pieces arrived: kept as they are,
-/// not joined, so that a scan costs no copy of each block into one buffer
-/// (nor the page faults of a fresh buffer per block). Readers copy out of
-/// it at any offset ([`Pieces::copy_at`]). Pieces smaller than
+/// not joined, so that a range that came in one piece costs no copy
+/// ([`fetch`]). Pieces smaller than
 /// [`SMALL_PIECE`] are copied together into parts of about that size, so
 /// that a server sending tiny pieces costs no bookkeeping per piece (nor
 /// holds the larger buffers they were cut from).
@@ -525,7 +524,10 @@ impl Pieces {
     }
 
     /// Copies the bytes from `pos` on into `buf`, as many as fit or are
-    /// held; how many (0 at or past the end).
+    /// held; how many (0 at or past the end). (The readers of blocks and
+    /// ranges copy each body into a buffer of their own now; the tests
+    /// read the parts' layout with it.)
+    #[cfg(test)]
     pub(crate) fn copy_at(&self, mut pos: u64, buf: &mut [u8]) -> usize {
         if pos >= self.len {
             return 0;
@@ -589,6 +591,37 @@ pub(crate) async fn fetch(
         .into_bytes())
 }
 
+/// Where the bytes of a range go as they arrive.
+pub(crate) trait Sink {
+    /// The bytes received so far.
+    fn len(&self) -> u64;
+    /// Appends a piece of the body.
+    fn push(&mut self, b: Bytes);
+}
+
+impl Sink for Pieces {
+    fn len(&self) -> u64 {
+        Pieces::len(self)
+    }
+
+    fn push(&mut self, b: Bytes) {
+        Pieces::push(self, b);
+    }
+}
+
+/// A buffer the body is copied into as it comes: the body's pieces are
+/// dropped at once, so the HTTP client reuses its read buffer in place,
+/// and a buffer reused for block after block costs no fresh pages.
+impl Sink for Vec<u8> {
+    fn len(&self) -> u64 {
+        Vec::len(self) as u64
+    }
+
+    fn push(&mut self, b: Bytes) {
+        self.extend_from_slice(&b);
+    }
+}
+
 /// [`fetch`], the bytes kept as the pieces they came in.
 pub(crate) async fn fetch_pieces(
     loc: &Location,
@@ -597,6 +630,21 @@ pub(crate) async fn fetch_pieces(
     len: u64,
     size: Option<u64>,
 ) -> io::Result<Pieces> {
+    let mut out = Pieces::default();
+    fetch_into(loc, opts, offset, len, size, &mut out).await?;
+    Ok(out)
+}
+
+/// [`fetch`] into `out` (empty when called), which receives exactly the
+/// `len` bytes when this returns `Ok`.
+pub(crate) async fn fetch_into<S: Sink + Send>(
+    loc: &Location,
+    opts: &Options,
+    offset: u64,
+    len: u64,
+    size: Option<u64>,
+    out: &mut S,
+) -> io::Result<()> {
     let end = offset.checked_add(len).ok_or_else(|| {
         io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -604,11 +652,10 @@ pub(crate) async fn fetch_pieces(
         )
     })?;
     if len == 0 {
-        return Ok(Pieces::default());
+        return Ok(());
     }
     // Grown as bytes arrive: a wrong length in an index costs no memory
     // beyond what the server actually sends.
-    let mut out = Pieces::default();
     let mut retries = 0u32;
     loop {
         let at = offset + out.len();
@@ -638,7 +685,7 @@ pub(crate) async fn fetch_pieces(
         }
         .await;
         match res {
-            Ok(()) => return Ok(out),
+            Ok(()) => return Ok(()),
             Err(f) if f.retry && retries < opts.retries => {
                 tracing::debug!(
                     "{}: at byte {}: {}; retrying",

@@ -239,8 +239,9 @@ fn two_threads_match_one_on_local_http_s3_and_wacz_sources() {
 /// Memory stays bounded whatever the source's size (ignored in the
 /// default run: it writes and serves a 165 MB file; docs/testing.md):
 /// `ls -j 2` and `check -j 2` of an uncompressed WARC file over HTTP,
-/// read in chunks from 8 MiB blocks, and of a WACZ member, peak RSS
-/// (from /usr/bin/time) under 100 MiB, less than half the file.
+/// read in chunks from 1 MiB blocks within the byte budget, and of a
+/// WACZ member, peak RSS (from /usr/bin/time) under 100 MiB, less than
+/// half the file.
 #[test]
 #[ignore]
 fn memory_stays_bounded_on_a_large_remote_or_wacz_source() {
