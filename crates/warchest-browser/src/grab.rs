@@ -232,6 +232,7 @@ pub(crate) async fn capture_page(
     o: &BrowserOptions,
     recorder: &Recorder,
     kept: Option<(Kept, usize)>,
+    early: Option<&tokio::sync::mpsc::UnboundedSender<crate::Early>>,
 ) -> (Result<PageResult, BrowserError>, Option<(Kept, usize)>) {
     let date = time::OffsetDateTime::now_utc();
     let t = Instant::now();
@@ -244,7 +245,7 @@ pub(crate) async fn capture_page(
     };
     let mut phases = Phases::default();
     phases.lap(how, t);
-    let r = drive(&tab, url, o, recorder, date, &mut phases).await;
+    let r = drive(&tab, url, o, recorder, date, &mut phases, early).await;
     let t = Instant::now();
     // Only a tab whose page loaded fully and failed nothing: a page still
     // loading could fire its load event into the next page's tracker.
@@ -280,12 +281,23 @@ async fn drive(
     recorder: &Recorder,
     date: time::OffsetDateTime,
     ph: &mut Phases,
+    early: Option<&tokio::sync::mpsc::UnboundedSender<crate::Early>>,
 ) -> Result<PageResult, BrowserError> {
     let start = Instant::now();
     let loaded = tab.navigate(url, o.load_timeout).await?;
     let lap = ph.lap("load", start);
     let mut behaviors = Vec::new();
-    let idle = tab.network_idle(o.idle_quiet, o.idle_timeout).await;
+    // The DOM's links as loaded go out at once (a crawl's other tabs
+    // start on them), read while the network goes idle.
+    let links_js = with_consts(LINKS_JS);
+    let early_links = async {
+        if let Some(tx) = early
+            && let Ok(v) = tab.eval(&links_js, crate::page::COMMAND).await
+        {
+            let _ = tx.send(crate::Early::Links(links_of(v)));
+        }
+    };
+    let (idle, ()) = tokio::join!(tab.network_idle(o.idle_quiet, o.idle_timeout), early_links);
     behaviors.push(Behavior {
         name: "idle",
         completed: idle,
@@ -344,17 +356,7 @@ async fn drive(
     if tab.crashed() {
         return Err(BrowserError::Crashed);
     }
-    let links: Vec<String> = match tab
-        .eval(&with_consts(LINKS_JS), crate::page::COMMAND)
-        .await?
-    {
-        Value::Array(a) => a
-            .into_iter()
-            .filter_map(|v| v.as_str().map(str::to_string))
-            .take(MAX_LINKS)
-            .collect(),
-        _ => Vec::new(),
-    };
+    let links = links_of(tab.eval(&links_js, crate::page::COMMAND).await?);
     ph.lap("links", lap);
     let (responses, _failures, dropped, lagged) = tab.seen();
     let status = document_status(&responses, url);
@@ -429,6 +431,18 @@ async fn drive(
         error: None,
         incomplete: dropped > 0 || lagged,
     })
+}
+
+/// The links `js/links.js` returned.
+fn links_of(v: Value) -> Vec<String> {
+    match v {
+        Value::Array(a) => a
+            .into_iter()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .take(MAX_LINKS)
+            .collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// The status of the page's own document: the response to its URL (after

@@ -604,3 +604,106 @@ fn host_parallel_loads_pages_of_one_host_in_several_tabs() {
         }
     }
 }
+
+/// A loopback site whose seed page is slow to end: its HTML links to
+/// /p/1.html, its script builds a link to /p/2.html, an image holds its
+/// load event back and a request after load holds its network idle back
+/// (`wait` each).
+fn slow_seed_site(wait: Duration) -> String {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    l.set_nonblocking(true).unwrap();
+    std::thread::spawn(move || {
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(120) {
+            let Ok((mut s, _)) = l.accept() else {
+                std::thread::sleep(Duration::from_millis(5));
+                continue;
+            };
+            std::thread::spawn(move || {
+                use std::io::Write;
+                let Some(path) = crate::browser::request_path(&mut s) else {
+                    return;
+                };
+                let (ct, body) = match path.as_str() {
+                    "/" => (
+                        HTML,
+                        "<!doctype html><title>seed</title><a href=\"/p/1.html\">one</a>\
+<img src=\"/slow.svg\" width=\"8\" height=\"8\"><script>\
+const a=document.createElement('a');a.href='/p/'+(1+1)+'.html';a.textContent='two';document.body.appendChild(a);\
+addEventListener('load',()=>fetch('/slow.json'));</script>"
+                            .to_string(),
+                    ),
+                    "/slow.svg" => {
+                        std::thread::sleep(wait);
+                        (
+                            "image/svg+xml",
+                            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"8\" height=\"8\"/>"
+                                .to_string(),
+                        )
+                    }
+                    "/slow.json" => {
+                        std::thread::sleep(wait);
+                        ("application/json", "{}".to_string())
+                    }
+                    p if p.starts_with("/p/") => {
+                        (HTML, format!("<!doctype html><title>{p}</title><p>{p}</p>"))
+                    }
+                    _ => ("text/plain", String::new()),
+                };
+                let status = if body.is_empty() {
+                    "404 Not Found"
+                } else {
+                    "200 OK"
+                };
+                let _ = s.write_all(
+                    format!(
+                        "HTTP/1.0 {status}\r\nContent-Type: {ct}\r\nContent-Length: {}\r\n\r\n{body}",
+                        body.len()
+                    )
+                    .as_bytes(),
+                );
+            });
+        }
+    });
+    addr
+}
+
+/// A page's links go to the frontier before the page ends: those of its
+/// HTML as the recording proxy recorded it, and those its script built
+/// once it loaded. A second tab starts on each while the first page
+/// still waits for its slow image and its slow request.
+#[test]
+fn a_second_tab_starts_before_the_first_page_ends() {
+    let Some(exe) = chromium() else {
+        eprintln!("skipped: WARCHEST_SKIP_BROWSER");
+        return;
+    };
+    let addr = slow_seed_site(Duration::from_millis(2500));
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("crawl");
+    let mut flags = browser_flags(&exe);
+    flags.extend(["--browsers", "2", "--host-parallel", "2", "--ignore-robots"].map(String::from));
+    let f: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let (code, err) = crawl(&dir, &[format!("http://{addr}/")], &f);
+    assert_eq!(code, 0, "{err}");
+    let log = std::fs::read_to_string(dir.join("logs/crawl.log")).unwrap();
+    let load = |path: &str| {
+        let uri = format!("http://{addr}{path}");
+        let line: Vec<&str> = log
+            .lines()
+            .filter(|l| l.split_whitespace().nth(3) == Some(uri.as_str()))
+            .collect();
+        assert_eq!(line.len(), 1, "{uri}:\n{log}");
+        let loads = page_loads(line[0]);
+        assert_eq!(loads.len(), 1, "{uri} not in the browser:\n{log}");
+        loads[0]
+    };
+    let seed = load("/");
+    // Load event after 2.5 s, idle after 5 s: the seed's page took both.
+    assert!(seed.1 - seed.0 >= 5000, "{seed:?}\n{log}");
+    for p in ["/p/1.html", "/p/2.html"] {
+        let (start, _) = load(p);
+        assert!(start < seed.1, "{p} started after the seed ended\n{log}");
+    }
+}
