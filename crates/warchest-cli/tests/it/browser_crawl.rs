@@ -489,54 +489,66 @@ struct Overlap {
 
 impl Overlap {
     fn start(n: usize, wait: Duration) -> Overlap {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = l.local_addr().unwrap().to_string();
-        l.set_nonblocking(true).unwrap();
         let (now, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
         let (now2, most2) = (now.clone(), most.clone());
-        std::thread::spawn(move || {
-            let start = Instant::now();
-            while start.elapsed() < Duration::from_secs(180) {
-                let Ok((mut s, _)) = l.accept() else {
-                    std::thread::sleep(Duration::from_millis(5));
-                    continue;
-                };
-                let (now, most) = (now2.clone(), most2.clone());
-                std::thread::spawn(move || {
-                    use std::io::Write;
-                    let Some(path) = crate::browser::request_path(&mut s) else {
-                        return;
-                    };
-                    let body = match path.strip_prefix("/p/") {
-                        Some(_) => {
-                            let k = now.fetch_add(1, Ordering::SeqCst) + 1;
-                            most.fetch_max(k, Ordering::SeqCst);
-                            std::thread::sleep(wait);
-                            now.fetch_sub(1, Ordering::SeqCst);
-                            let links: String = (0..n)
-                                .map(|i| format!("<a href=\"/p/{i}.html\">page {i}</a> "))
-                                .collect();
-                            format!("<!doctype html><title>{path}</title><p>{links}</p>")
-                        }
-                        None => String::new(),
-                    };
-                    let status = if body.is_empty() {
-                        "404 Not Found"
-                    } else {
-                        "200 OK"
-                    };
-                    let _ = s.write_all(
-                        format!(
-                            "HTTP/1.0 {status}\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\r\n{body}",
-                            body.len()
-                        )
-                        .as_bytes(),
-                    );
-                });
+        let addr = serve_paths(move |path| match path.strip_prefix("/p/") {
+            Some(_) => {
+                let k = now2.fetch_add(1, Ordering::SeqCst) + 1;
+                most2.fetch_max(k, Ordering::SeqCst);
+                std::thread::sleep(wait);
+                now2.fetch_sub(1, Ordering::SeqCst);
+                let links: String = (0..n)
+                    .map(|i| format!("<a href=\"/p/{i}.html\">page {i}</a> "))
+                    .collect();
+                (
+                    "text/html",
+                    format!("<!doctype html><title>{path}</title><p>{links}</p>"),
+                )
             }
+            None => ("text/html", String::new()),
         });
         Overlap { addr, now, most }
     }
+}
+
+/// A loopback server (three minutes at most) answering each request, on
+/// a thread of its own, with what `page` gives for its path: its
+/// Content-Type and body (an empty body: a 404).
+fn serve_paths(page: impl Fn(&str) -> (&'static str, String) + Send + Sync + 'static) -> String {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    l.set_nonblocking(true).unwrap();
+    let page = Arc::new(page);
+    std::thread::spawn(move || {
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(180) {
+            let Ok((mut s, _)) = l.accept() else {
+                std::thread::sleep(Duration::from_millis(5));
+                continue;
+            };
+            let page = page.clone();
+            std::thread::spawn(move || {
+                use std::io::Write;
+                let Some(path) = crate::browser::request_path(&mut s) else {
+                    return;
+                };
+                let (ct, body) = page(&path);
+                let status = if body.is_empty() {
+                    "404 Not Found"
+                } else {
+                    "200 OK"
+                };
+                let _ = s.write_all(
+                    format!(
+                        "HTTP/1.0 {status}\r\nContent-Type: {ct}\r\nContent-Length: {}\r\n\r\n{body}",
+                        body.len()
+                    )
+                    .as_bytes(),
+                );
+            });
+        }
+    });
+    addr
 }
 
 /// The pages' loads in the browser, from crawl.log: (start, end) in
@@ -610,63 +622,31 @@ fn host_parallel_loads_pages_of_one_host_in_several_tabs() {
 /// load event back and a request after load holds its network idle back
 /// (`wait` each).
 fn slow_seed_site(wait: Duration) -> String {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = l.local_addr().unwrap().to_string();
-    l.set_nonblocking(true).unwrap();
-    std::thread::spawn(move || {
-        let start = Instant::now();
-        while start.elapsed() < Duration::from_secs(120) {
-            let Ok((mut s, _)) = l.accept() else {
-                std::thread::sleep(Duration::from_millis(5));
-                continue;
-            };
-            std::thread::spawn(move || {
-                use std::io::Write;
-                let Some(path) = crate::browser::request_path(&mut s) else {
-                    return;
-                };
-                let (ct, body) = match path.as_str() {
-                    "/" => (
-                        HTML,
-                        "<!doctype html><title>seed</title><a href=\"/p/1.html\">one</a>\
+    serve_paths(move |path| {
+        match path {
+        "/" => (
+            HTML,
+            "<!doctype html><title>seed</title><a href=\"/p/1.html\">one</a>\
 <img src=\"/slow.svg\" width=\"8\" height=\"8\"><script>\
 const a=document.createElement('a');a.href='/p/'+(1+1)+'.html';a.textContent='two';document.body.appendChild(a);\
 addEventListener('load',()=>fetch('/slow.json'));</script>"
-                            .to_string(),
-                    ),
-                    "/slow.svg" => {
-                        std::thread::sleep(wait);
-                        (
-                            "image/svg+xml",
-                            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"8\" height=\"8\"/>"
-                                .to_string(),
-                        )
-                    }
-                    "/slow.json" => {
-                        std::thread::sleep(wait);
-                        ("application/json", "{}".to_string())
-                    }
-                    p if p.starts_with("/p/") => {
-                        (HTML, format!("<!doctype html><title>{p}</title><p>{p}</p>"))
-                    }
-                    _ => ("text/plain", String::new()),
-                };
-                let status = if body.is_empty() {
-                    "404 Not Found"
-                } else {
-                    "200 OK"
-                };
-                let _ = s.write_all(
-                    format!(
-                        "HTTP/1.0 {status}\r\nContent-Type: {ct}\r\nContent-Length: {}\r\n\r\n{body}",
-                        body.len()
-                    )
-                    .as_bytes(),
-                );
-            });
+                .to_string(),
+        ),
+        "/slow.svg" => {
+            std::thread::sleep(wait);
+            (
+                "image/svg+xml",
+                "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"8\" height=\"8\"/>".to_string(),
+            )
         }
-    });
-    addr
+        "/slow.json" => {
+            std::thread::sleep(wait);
+            ("application/json", "{}".to_string())
+        }
+        p if p.starts_with("/p/") => (HTML, format!("<!doctype html><title>{p}</title><p>{p}</p>")),
+        _ => ("text/plain", String::new()),
+    }
+    })
 }
 
 /// A page's links go to the frontier before the page ends: those of its
