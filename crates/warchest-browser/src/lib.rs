@@ -61,6 +61,10 @@ pub enum Early {
     Links(Vec<String>),
 }
 
+/// Browsers started at once when a run begins (more at once only slow
+/// each other on a small machine).
+const LAUNCHES_AT_ONCE: usize = 2;
+
 /// The most bytes of a page's document handed on as [`Early::Document`].
 pub const MAX_EARLY_DOCUMENT: u64 = 4 << 20;
 
@@ -280,30 +284,31 @@ impl Browsers {
                 })
                 .collect(),
         );
-        // The browsers start now, one after the other, each holding its
-        // slot: the first page waits for the first browser only, and in a
-        // crawl the others are up by the time pages give links (each
-        // started at its first page, they made those pages wait). A slot
-        // a page holds already starts its own; one that fails to start is
-        // tried again at its first page.
+        // The browsers start now, each holding its slot, two at a time
+        // (one after the other, a crawl's second tab waited a browser's
+        // start, about a second, for links its first page gave early),
+        // each with its first tab open: a fresh browser's first target
+        // takes longest (its first renderer). A slot a page holds already
+        // starts its own; one that fails to start is tried again at its
+        // first page.
         let (all, l) = (slots.clone(), launch.clone());
         let closing = Arc::new(AtomicBool::new(false));
         let stop = closing.clone();
         let launcher = rt.spawn(async move {
-            for s in all.iter() {
-                let Ok(mut slot) = s.try_lock() else {
-                    continue;
-                };
-                // Looked at under the slot's lock: `finish` sets it before
-                // it takes the slots.
-                if stop.load(Ordering::SeqCst) {
-                    break;
-                }
-                if slot.browser.is_none() {
-                    match chrome::Chromium::launch(&l).await {
+            use futures_util::StreamExt as _;
+            let (l, stop) = (&l, &stop);
+            futures_util::stream::iter(all.iter())
+                .for_each_concurrent(LAUNCHES_AT_ONCE, |s| async move {
+                    let Ok(mut slot) = s.try_lock() else {
+                        return;
+                    };
+                    // Looked at under the slot's lock: `finish` sets it
+                    // before it takes the slots.
+                    if stop.load(Ordering::SeqCst) || slot.browser.is_some() {
+                        return;
+                    }
+                    match chrome::Chromium::launch(l).await {
                         Ok(b) => {
-                            // Its first tab too: a fresh browser's first
-                            // target takes longest (its first renderer).
                             if let Ok(t) = grab::open_tab(&b.cdp).await {
                                 slot.tab = Some((t.keep(), 0));
                             }
@@ -311,8 +316,8 @@ impl Browsers {
                         }
                         Err(e) => tracing::warn!("{e}; tried again at its first page"),
                     }
-                }
-            }
+                })
+                .await;
         });
         Ok(Browsers {
             rt,
