@@ -620,9 +620,16 @@ fn host_parallel_loads_pages_of_one_host_in_several_tabs() {
 /// A loopback site whose seed page is slow to end: its HTML links to
 /// /p/1.html, its script builds a link to /p/2.html, an image holds its
 /// load event back and a request after load holds its network idle back
-/// (`wait` each).
-fn slow_seed_site(wait: Duration) -> String {
-    serve_paths(move |path| {
+/// (`wait` each). With it, when each path was asked for (and when
+/// /slow.svg was answered, as `answered /slow.svg`).
+type Events = Arc<std::sync::Mutex<Vec<(String, Instant)>>>;
+
+fn slow_seed_site(wait: Duration) -> (String, Events) {
+    let events = Events::default();
+    let ev = events.clone();
+    let note = move |what: String| ev.lock().unwrap().push((what, Instant::now()));
+    let addr = serve_paths(move |path| {
+        note(path.to_string());
         match path {
         "/" => (
             HTML,
@@ -634,6 +641,7 @@ addEventListener('load',()=>fetch('/slow.json'));</script>"
         ),
         "/slow.svg" => {
             std::thread::sleep(wait);
+            note("answered /slow.svg".into());
             (
                 "image/svg+xml",
                 "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"8\" height=\"8\"/>".to_string(),
@@ -646,7 +654,8 @@ addEventListener('load',()=>fetch('/slow.json'));</script>"
         p if p.starts_with("/p/") => (HTML, format!("<!doctype html><title>{p}</title><p>{p}</p>")),
         _ => ("text/plain", String::new()),
     }
-    })
+    });
+    (addr, events)
 }
 
 /// A page's links go to the frontier before the page ends: those of its
@@ -659,7 +668,9 @@ fn a_second_tab_starts_before_the_first_page_ends() {
         eprintln!("skipped: WARCHEST_SKIP_BROWSER");
         return;
     };
-    let addr = slow_seed_site(Duration::from_millis(2500));
+    // Room for the second browser (started beside the first) to be up.
+    let wait = Duration::from_secs(3);
+    let (addr, events) = slow_seed_site(wait);
     let work = tempfile::tempdir().unwrap();
     let dir = work.path().join("crawl");
     let mut flags = browser_flags(&exe);
@@ -680,10 +691,24 @@ fn a_second_tab_starts_before_the_first_page_ends() {
         loads[0]
     };
     let seed = load("/");
-    // Load event after 2.5 s, idle after 5 s: the seed's page took both.
-    assert!(seed.1 - seed.0 >= 5000, "{seed:?}\n{log}");
+    // Its load event after `wait`, its idle after twice that: the seed's
+    // page took both.
+    assert!(
+        seed.1 - seed.0 >= 2 * wait.as_millis() as u64,
+        "{seed:?}\n{log}"
+    );
     for p in ["/p/1.html", "/p/2.html"] {
         let (start, _) = load(p);
         assert!(start < seed.1, "{p} started after the seed ended\n{log}");
     }
+    // The HTML's link came from the recorded document: its page was
+    // asked for before the image that holds the seed's load event back
+    // was answered (the DOM's links come after that event).
+    let events = events.lock().unwrap().clone();
+    let at = |what: &str| events.iter().find(|e| e.0 == what).map(|e| e.1);
+    let (one, svg) = (at("/p/1.html"), at("answered /slow.svg"));
+    assert!(
+        one.is_some() && svg.is_some() && one < svg,
+        "/p/1.html waited for the seed's load event: {events:?}"
+    );
 }
