@@ -1,5 +1,6 @@
-//! One page captured in one tab: load, behaviours, screenshot, text,
-//! links, and the records that hold them.
+//! One page captured in one tab: load, the scroll beside the network-idle
+//! wait, screenshot, text, the other behaviours, links, and the records
+//! that hold them.
 
 use std::time::{Duration, Instant};
 
@@ -232,6 +233,7 @@ pub(crate) async fn capture_page(
     o: &BrowserOptions,
     recorder: &Recorder,
     kept: Option<(Kept, usize)>,
+    early: Option<&tokio::sync::mpsc::UnboundedSender<crate::Early>>,
 ) -> (Result<PageResult, BrowserError>, Option<(Kept, usize)>) {
     let date = time::OffsetDateTime::now_utc();
     let t = Instant::now();
@@ -244,7 +246,7 @@ pub(crate) async fn capture_page(
     };
     let mut phases = Phases::default();
     phases.lap(how, t);
-    let r = drive(&tab, url, o, recorder, date, &mut phases).await;
+    let r = drive(&tab, url, o, recorder, date, &mut phases, early).await;
     let t = Instant::now();
     // Only a tab whose page loaded fully and failed nothing: a page still
     // loading could fire its load event into the next page's tracker.
@@ -280,25 +282,61 @@ async fn drive(
     recorder: &Recorder,
     date: time::OffsetDateTime,
     ph: &mut Phases,
+    early: Option<&tokio::sync::mpsc::UnboundedSender<crate::Early>>,
 ) -> Result<PageResult, BrowserError> {
     let start = Instant::now();
     let loaded = tab.navigate(url, o.load_timeout).await?;
     let lap = ph.lap("load", start);
     let mut behaviors = Vec::new();
-    let idle = tab.network_idle(o.idle_quiet, o.idle_timeout).await;
+    // The DOM's links as loaded go out at once (a crawl's other tabs
+    // start on them), read while the network goes idle.
+    let links_js = with_consts(LINKS_JS);
+    let early_links = async {
+        if let Some(tx) = early
+            && let Ok(v) = tab.eval(&links_js, crate::page::COMMAND).await
+        {
+            let _ = tx.send(crate::Early::Links(links_of(v)));
+        }
+    };
+    // The scroll starts at the load event, while the load's network-idle
+    // clock runs, not after it: its passes each end in network idle
+    // counted from the end of the pass (and waiting for the load's
+    // requests still in flight), so the page's end is both the scroll
+    // ended and 500 ms of quiet measured across it. Without a scroll,
+    // load then network idle, as before.
+    let idle_lap = lap;
+    let idle = async {
+        let idle = tab.network_idle(o.idle_quiet, o.idle_timeout).await;
+        (idle, idle_lap.elapsed().as_millis() as u64)
+    };
+    let scrolled = async {
+        if o.scroll {
+            Some(scroll(tab, o).await)
+        } else {
+            None
+        }
+    };
+    let ((idle, idle_ms), scrolled, ()) = tokio::join!(idle, scrolled, early_links);
     behaviors.push(Behavior {
         name: "idle",
         completed: idle,
-        ms: lap.elapsed().as_millis() as u64,
-        note: String::new(),
+        ms: idle_ms,
+        note: if o.scroll {
+            "after load, across the scroll".into()
+        } else {
+            String::new()
+        },
     });
-    let lap = ph.lap("idle", lap);
+    if let Some(s) = scrolled {
+        behaviors.push(s?);
+    }
+    let lap = ph.lap(if o.scroll { "idle+scroll" } else { "idle" }, lap);
     if tab.crashed() {
         return Err(BrowserError::Crashed);
     }
-    // As Browsertrix: the view and the text as loaded, before behaviours
-    // change them (QA compares them with a replay loaded the same way).
-    // The three are asked at once.
+    // The view (the top of the page, scrolled back) and the text once the
+    // page loaded, went idle and was scrolled, before media and the user's
+    // script. The three are asked at once.
     let text_js = with_consts(TEXT_JS);
     let (png, text, title) = tokio::join!(
         tab.screenshot(),
@@ -312,10 +350,6 @@ async fn drive(
         .and_then(|v| v.as_str().map(str::to_string))
         .filter(|t| !t.is_empty());
     let mut lap = ph.lap("view+text", lap);
-    if o.scroll {
-        behaviors.push(scroll(tab, o).await?);
-        lap = ph.lap("scroll", lap);
-    }
     if o.media {
         let m = behave(tab, "media", MEDIA_JS, o.behavior_timeout).await?;
         if m.note != "0" {
@@ -344,17 +378,7 @@ async fn drive(
     if tab.crashed() {
         return Err(BrowserError::Crashed);
     }
-    let links: Vec<String> = match tab
-        .eval(&with_consts(LINKS_JS), crate::page::COMMAND)
-        .await?
-    {
-        Value::Array(a) => a
-            .into_iter()
-            .filter_map(|v| v.as_str().map(str::to_string))
-            .take(MAX_LINKS)
-            .collect(),
-        _ => Vec::new(),
-    };
+    let links = links_of(tab.eval(&links_js, crate::page::COMMAND).await?);
     ph.lap("links", lap);
     let (responses, _failures, dropped, lagged) = tab.seen();
     let status = document_status(&responses, url);
@@ -429,6 +453,18 @@ async fn drive(
         error: None,
         incomplete: dropped > 0 || lagged,
     })
+}
+
+/// The links `js/links.js` returned.
+fn links_of(v: Value) -> Vec<String> {
+    match v {
+        Value::Array(a) => a
+            .into_iter()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .take(MAX_LINKS)
+            .collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// The status of the page's own document: the response to its URL (after

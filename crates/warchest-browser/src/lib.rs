@@ -25,7 +25,8 @@ mod grab;
 pub mod page;
 pub mod qa;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
+use std::io::{Read as _, Seek as _};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -35,9 +36,78 @@ use std::time::{Duration, Instant};
 use sha2::Digest as _;
 use tokio::sync::Semaphore;
 use warchest_capture::Recorder;
-use warchest_capture::proxy::{Proxy, ProxyOptions};
+use warchest_capture::proxy::{Proxy, ProxyOptions, ResponseHook};
 
 pub use grab::{Behavior, LoadState, PageResult};
+
+/// What a page gives before it ends ([`Browsers::capture_early`]), so that
+/// a crawl's other tabs need not wait for its end to have work.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Early {
+    /// The page's document (a 2xx `text/html` response to its URL), as
+    /// the recording proxy recorded it: its payload, codings undone, at
+    /// most [`MAX_EARLY_DOCUMENT`] bytes.
+    Document {
+        /// The document's URL.
+        url: String,
+        /// Its `Content-Type`.
+        content_type: Option<String>,
+        /// Its payload.
+        body: Vec<u8>,
+    },
+    /// The rendered DOM's links (http and https) once the page's load
+    /// event fired (or its load bound passed).
+    Links(Vec<String>),
+}
+
+/// Browsers started at once when a run begins (more at once only slow
+/// each other on a small machine).
+const LAUNCHES_AT_ONCE: usize = 2;
+
+/// The most bytes of a page's document handed on as [`Early::Document`].
+pub const MAX_EARLY_DOCUMENT: u64 = 4 << 20;
+
+/// Pages whose early findings are awaited, by URL.
+type Waiting = Arc<Mutex<HashMap<String, tokio::sync::mpsc::UnboundedSender<Early>>>>;
+
+/// The proxy's hook: a recorded 2xx `text/html` response to a page that
+/// is awaited goes to its capture.
+fn document_hook(waiting: Waiting) -> ResponseHook {
+    ResponseHook(Arc::new(move |uri, resp| {
+        let Some(tx) = waiting.lock().ok().and_then(|w| w.get(uri).cloned()) else {
+            return;
+        };
+        let status = resp.head.status().unwrap_or(0);
+        let content_type = resp
+            .head
+            .content_type()
+            .map(|c| String::from_utf8_lossy(&c).trim().to_string());
+        let html = content_type
+            .as_deref()
+            .is_some_and(|c| c.to_ascii_lowercase().starts_with("text/html"));
+        if !(200..300).contains(&status) || !html {
+            return;
+        }
+        let head_len = resp.head.raw().len() as u64;
+        if resp.block.seek(std::io::SeekFrom::Start(head_len)).is_err() {
+            return;
+        }
+        let body = std::io::BufReader::new(&mut resp.block);
+        let Ok(r) = warchest::http::payload_reader(body, &resp.head, true) else {
+            return;
+        };
+        let mut payload = Vec::new();
+        // A payload that does not decode is cut where it stopped: the
+        // page's DOM links still come at its end.
+        let _ = r.take(MAX_EARLY_DOCUMENT).read_to_end(&mut payload);
+        let _ = tx.send(Early::Document {
+            url: uri.to_string(),
+            content_type,
+            body: payload,
+        });
+    }))
+}
 
 /// What went wrong with a browser or a page.
 #[derive(Debug, thiserror::Error)]
@@ -154,6 +224,11 @@ pub struct Browsers {
     proxy: Option<std::thread::JoinHandle<Result<(), warchest_capture::CaptureError>>>,
     proxy_addr: SocketAddr,
     restarts: std::sync::atomic::AtomicU64,
+    waiting: Waiting,
+    // The browsers started with the run, and the flag that stops it
+    // starting more once `finish` began.
+    launcher: Option<tokio::task::JoinHandle<()>>,
+    closing: Arc<AtomicBool>,
 }
 
 impl Browsers {
@@ -169,11 +244,13 @@ impl Browsers {
         proxy: ProxyOptions,
     ) -> Result<Browsers, BrowserError> {
         let spki = data_encoding::BASE64.encode(&sha2::Sha256::digest(proxy.ca.spki_der()));
+        let waiting = Waiting::default();
         let p = Proxy::bind(
             SocketAddr::from(([127, 0, 0, 1], 0)),
             recorder.clone(),
             proxy,
-        )?;
+        )?
+        .on_response(document_hook(waiting.clone()));
         let proxy_addr = p.local_addr()?;
         let proxy_stop = Arc::new(AtomicBool::new(false));
         let stop = proxy_stop.clone();
@@ -207,23 +284,31 @@ impl Browsers {
                 })
                 .collect(),
         );
-        // The browsers start now, one after the other, each holding its
-        // slot: the first page waits for the first browser only, and in a
-        // crawl the others are up by the time pages give links (each
-        // started at its first page, they made those pages wait). A slot
-        // a page holds already starts its own; one that fails to start is
-        // tried again at its first page.
+        // The browsers start now, each holding its slot, two at a time
+        // (one after the other, a crawl's second tab waited a browser's
+        // start, about a second, for links its first page gave early),
+        // each with its first tab open: a fresh browser's first target
+        // takes longest (its first renderer). A slot a page holds already
+        // starts its own; one that fails to start is tried again at its
+        // first page.
         let (all, l) = (slots.clone(), launch.clone());
-        rt.spawn(async move {
-            for s in all.iter() {
-                let Ok(mut slot) = s.try_lock() else {
-                    continue;
-                };
-                if slot.browser.is_none() {
-                    match chrome::Chromium::launch(&l).await {
+        let closing = Arc::new(AtomicBool::new(false));
+        let stop = closing.clone();
+        let launcher = rt.spawn(async move {
+            use futures_util::StreamExt as _;
+            let (l, stop) = (&l, &stop);
+            futures_util::stream::iter(all.iter())
+                .for_each_concurrent(LAUNCHES_AT_ONCE, |s| async move {
+                    let Ok(mut slot) = s.try_lock() else {
+                        return;
+                    };
+                    // Looked at under the slot's lock: `finish` sets it
+                    // before it takes the slots.
+                    if stop.load(Ordering::SeqCst) || slot.browser.is_some() {
+                        return;
+                    }
+                    match chrome::Chromium::launch(l).await {
                         Ok(b) => {
-                            // Its first tab too: a fresh browser's first
-                            // target takes longest (its first renderer).
                             if let Ok(t) = grab::open_tab(&b.cdp).await {
                                 slot.tab = Some((t.keep(), 0));
                             }
@@ -231,8 +316,8 @@ impl Browsers {
                         }
                         Err(e) => tracing::warn!("{e}; tried again at its first page"),
                     }
-                }
-            }
+                })
+                .await;
         });
         Ok(Browsers {
             rt,
@@ -246,6 +331,9 @@ impl Browsers {
             proxy: Some(handle),
             proxy_addr,
             restarts: std::sync::atomic::AtomicU64::new(0),
+            waiting,
+            launcher: Some(launcher),
+            closing,
         })
     }
 
@@ -264,7 +352,33 @@ impl Browsers {
     /// fresh browser after a hang or a browser crash), then reported
     /// failed.
     pub fn capture(&self, url: &str) -> PageResult {
-        self.rt.block_on(self.capture_async(url))
+        self.rt.block_on(self.capture_async(url, None))
+    }
+
+    /// [`Browsers::capture`], calling `early` (on the calling thread)
+    /// with what the page gives before it ends: its document as soon as
+    /// the proxy recorded it, and the rendered DOM's links once it loaded.
+    /// A crawl feeds its frontier with them, so that its other tabs start
+    /// before this page ends.
+    pub fn capture_early(&self, url: &str, early: &mut dyn FnMut(Early)) -> PageResult {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        if let Ok(mut w) = self.waiting.lock() {
+            w.insert(url.to_string(), tx.clone());
+        }
+        let r = self.rt.block_on(async {
+            let page = self.capture_async(url, Some(&tx));
+            tokio::pin!(page);
+            loop {
+                tokio::select! {
+                    r = &mut page => break r,
+                    Some(e) = rx.recv() => early(e),
+                }
+            }
+        });
+        if let Ok(mut w) = self.waiting.lock() {
+            w.remove(url);
+        }
+        r
     }
 
     /// Captures `urls`, [`BrowserOptions::browsers`] at once, calling
@@ -276,7 +390,7 @@ impl Browsers {
     ) -> Vec<PageResult> {
         self.rt.block_on(async {
             let futs = urls.iter().map(|u| async move {
-                let r = self.capture_async(u).await;
+                let r = self.capture_async(u, None).await;
                 each(&r);
                 r
             });
@@ -284,7 +398,11 @@ impl Browsers {
         })
     }
 
-    async fn capture_async(&self, url: &str) -> PageResult {
+    async fn capture_async(
+        &self,
+        url: &str,
+        early: Option<&tokio::sync::mpsc::UnboundedSender<Early>>,
+    ) -> PageResult {
         let Ok(_permit) = self.permits.clone().acquire_owned().await else {
             return PageResult::failed(url, "shutting down".into(), 0, Duration::ZERO);
         };
@@ -331,7 +449,7 @@ impl Browsers {
             let Some(b) = slot.browser.as_ref() else {
                 continue;
             };
-            let run = grab::capture_page(&b.cdp, url, &self.opts, &self.recorder, kept);
+            let run = grab::capture_page(&b.cdp, url, &self.opts, &self.recorder, kept, early);
             match tokio::time::timeout(self.opts.page_timeout, run).await {
                 Ok((Ok(mut r), kept)) => {
                     slot.tab = kept;
@@ -379,7 +497,14 @@ impl Browsers {
     /// The proxy failed.
     pub fn finish(mut self) -> Result<(), BrowserError> {
         let slots = self.slots.clone();
+        // No browser starts from now on; one starting is waited for (at
+        // most its launch bound) and closed with the others.
+        self.closing.store(true, Ordering::SeqCst);
+        let launcher = self.launcher.take();
         let browsers: Vec<chrome::Chromium> = self.rt.block_on(async {
+            if let Some(l) = launcher {
+                let _ = l.await;
+            }
             let mut all = Vec::new();
             for s in slots.iter() {
                 let mut slot = s.lock().await;

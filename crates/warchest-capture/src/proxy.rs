@@ -89,6 +89,22 @@ pub struct Access {
 /// A check of a request's URL (`Err`: why it is refused).
 pub type UrlCheck = dyn Fn(&str) -> Result<(), String> + Send + Sync;
 
+/// Told of each exchange the proxy recorded: its target URI and the
+/// captured response (head parsed, block as received). Called on the
+/// exchange's thread once the record is written and the client's copy
+/// ended, so it delays neither; it should return quickly.
+pub type ResponseCheck = dyn Fn(&str, &mut client::Captured) + Send + Sync;
+
+/// A shared [`ResponseCheck`], for [`Proxy::on_response`].
+#[derive(Clone)]
+pub struct ResponseHook(pub Arc<ResponseCheck>);
+
+impl std::fmt::Debug for ResponseHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ResponseHook")
+    }
+}
+
 /// A shared [`UrlCheck`], for [`Access::filter`].
 #[derive(Clone)]
 pub struct UrlFilter(pub Arc<UrlCheck>);
@@ -216,6 +232,7 @@ pub struct Proxy {
     recorder: Arc<Recorder>,
     opts: ProxyOptions,
     resolver: Arc<dns::Resolver>,
+    on_response: Option<ResponseHook>,
 }
 
 /// What every connection and exchange shares.
@@ -223,6 +240,7 @@ struct Shared {
     recorder: Arc<Recorder>,
     opts: ProxyOptions,
     resolver: Arc<dns::Resolver>,
+    on_response: Option<ResponseHook>,
     /// The proxy's own address, so a request for it is refused.
     me: SocketAddr,
     /// Upstream exchanges under way (shutdown waits for them).
@@ -252,7 +270,15 @@ impl Proxy {
             recorder,
             resolver: Arc::new(dns::Resolver::new(opts.resolver.clone())),
             opts,
+            on_response: None,
         })
+    }
+
+    /// Calls `hook` with each response recorded (a browser's capture
+    /// reads its page's document as soon as it is recorded).
+    pub fn on_response(mut self, hook: ResponseHook) -> Proxy {
+        self.on_response = Some(hook);
+        self
     }
 
     /// The address listened on (with the port the system chose for port 0).
@@ -297,6 +323,7 @@ impl Proxy {
             recorder: self.recorder,
             opts: self.opts,
             resolver: self.resolver,
+            on_response: self.on_response,
             me,
             busy: AtomicUsize::new(0),
             http1,
@@ -1130,8 +1157,9 @@ fn forward(shared: &Shared, mut job: Job, fwd: &mut Fwd) -> Result<(), CaptureEr
     upstream_req
         .seek(SeekFrom::Start(0))
         .map_err(|e| CaptureError::Io("spool".into(), e))?;
+    let target = url.to_string();
     let recorded = shared.recorder.record_http(HttpRecord {
-        target_uri: url.to_string(),
+        target_uri: target.clone(),
         ip: Some(ip),
         date: started,
         request: Body::Seekable {
@@ -1165,6 +1193,9 @@ fn forward(shared: &Shared, mut job: Job, fwd: &mut Fwd) -> Result<(), CaptureEr
         fwd.cut();
     }
     recorded?;
+    if let Some(h) = &shared.on_response {
+        (h.0)(&target, &mut resp);
+    }
     Ok(())
 }
 

@@ -1371,7 +1371,33 @@ impl Crawl {
         }
         let t0 = Instant::now();
         let started = time::OffsetDateTime::now_utc();
-        let got = r.render(&uri.url);
+        // Links given early are queued at once (the other tabs start on
+        // them); the page's own links at its end skip those.
+        let mut fed = std::collections::HashSet::new();
+        let mut early = |urls: Vec<Url>| {
+            let mut links: Vec<crate::links::Link> = urls
+                .into_iter()
+                .filter(|u| !fed.contains(u))
+                .map(|url| crate::links::Link {
+                    url,
+                    hop: Hop::Link,
+                    context: "browser/a",
+                })
+                .collect();
+            links.dedup_by(|a, b| a.url == b.url);
+            if links.is_empty() {
+                return;
+            }
+            match self
+                .scoped(uri, &links)
+                .and_then(|found| Ok(self.frontier.add(&found)?))
+            {
+                Ok(_) => fed.extend(links.into_iter().map(|l| l.url)),
+                // Left to the page's end, which queues them again.
+                Err(e) => tracing::warn!("{}: queuing the links found early: {e}", uri.url),
+            }
+        };
+        let got = r.render_early(&uri.url, &mut early);
         // The browser's records on disk before its URLs are marked seen:
         // a kill between the two must not leave a URL seen whose records
         // resume then cuts away.
@@ -1396,6 +1422,7 @@ impl Crawl {
         let links: Vec<crate::links::Link> = got
             .links
             .iter()
+            .filter(|u| !fed.contains(*u))
             .map(|u| crate::links::Link {
                 url: u.clone(),
                 hop: Hop::Link,

@@ -47,6 +47,16 @@ pub trait PageRenderer: Send + Sync {
     /// page (a failure is [`Rendered::error`]).
     fn render(&self, url: &Url) -> Rendered;
 
+    /// [`PageRenderer::render`], calling `early` (on the calling thread)
+    /// with links the page gives before it ends: those of its HTML as it
+    /// was recorded, and of its DOM once it loaded. The engine queues
+    /// them at once, so that the other tabs need not wait for this page's
+    /// end. By default, none are given early.
+    fn render_early(&self, url: &Url, early: &mut dyn FnMut(Vec<Url>)) -> Rendered {
+        let _ = early;
+        self.render(url)
+    }
+
     /// Closes the browsers and waits for the recording of their exchanges
     /// under way: called once the crawl's workers stopped, before the
     /// recorder closes its files.

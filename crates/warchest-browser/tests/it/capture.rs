@@ -364,9 +364,12 @@ pc.createDataChannel('x');pc.createOffer().then(o=>pc.setLocalDescription(o));</
 }
 
 /// Under a crawl's resolve-only (`ResolverOptions::loopback_only`), the
-/// recording proxy holds `localhost` to 127.0.0.0/8 as the crawl's HTTP
-/// client does: a server on `[::1]` alone is never reached through it,
-/// while without the rule the same request reaches it.
+/// recording proxy holds names to 127.0.0.0/8 as the crawl's HTTP client
+/// does: `localhost` reaches a server on 127.0.0.1, and a name whose only
+/// address is `::1` is refused by the resolver. The control (the rule
+/// off) shows the same name passing the resolver with `::1`; the proxy's
+/// deny list (`::/0`, in both runs) then refuses it, so that no request of
+/// this test ever leaves 127.0.0.0/8.
 #[test]
 fn the_proxy_holds_localhost_to_127_under_resolve_only() {
     use std::io::Write as _;
@@ -374,17 +377,17 @@ fn the_proxy_holds_localhost_to_127_under_resolve_only() {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use warchest_capture::proxy::Proxy;
 
-    // A server on ::1 only, answering every connection.
-    let v6 = TcpListener::bind("[::1]:0").unwrap();
-    let port = v6.local_addr().unwrap().port();
-    v6.set_nonblocking(true).unwrap();
+    // A server on 127.0.0.1, answering every connection.
+    let v4 = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = v4.local_addr().unwrap().port();
+    v4.set_nonblocking(true).unwrap();
     let reached = Arc::new(AtomicUsize::new(0));
     let done = Arc::new(AtomicBool::new(false));
     let (r2, d2) = (reached.clone(), done.clone());
     let server = std::thread::spawn(move || {
         let start = Instant::now();
         while !d2.load(Ordering::Relaxed) && start.elapsed() < Duration::from_secs(60) {
-            match v6.accept() {
+            match v4.accept() {
                 Ok((mut s, _)) => {
                     r2.fetch_add(1, Ordering::SeqCst);
                     let _ = s.set_nonblocking(false);
@@ -396,29 +399,25 @@ fn the_proxy_holds_localhost_to_127_under_resolve_only() {
                             Ok(n) => head.extend_from_slice(&b[..n]),
                         }
                     }
-                    let _ = s.write_all(b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nv6");
+                    let _ = s.write_all(b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nv4");
                 }
                 Err(_) => std::thread::sleep(Duration::from_millis(10)),
             }
         }
     });
-    let ask = |held: bool| -> String {
+    let ask = |held: bool, host: &str| -> String {
         let dir = tempfile::tempdir().unwrap();
         let (rec, mut opts) = recorder(&dir.path().join("out"), dir.path());
         // As `crawl --browser` sets it: every address allowed, the
-        // resolver holding the crawl's rule.
+        // resolver holding the crawl's rule; and, for this test only,
+        // no IPv6 destination at all.
         opts.access.allow = vec!["0.0.0.0/0".parse().unwrap(), "::/0".parse().unwrap()];
+        opts.access.deny = vec!["::/0".parse().unwrap()];
         opts.resolver.loopback_only = held;
-        let bind = || Proxy::bind("127.0.0.1:0".parse().unwrap(), rec.clone(), opts.clone());
-        let mut proxy = bind().unwrap();
-        // The system may give the proxy the server's port number (on
-        // another address); the proxy would then take the request for a
-        // loop.
-        let mut held_port = Vec::new();
-        while proxy.local_addr().unwrap().port() == port {
-            let again = bind().unwrap();
-            held_port.push(std::mem::replace(&mut proxy, again));
-        }
+        opts.resolver
+            .overrides
+            .insert("v6-only.test".into(), vec!["::1".parse().unwrap()]);
+        let proxy = Proxy::bind("127.0.0.1:0".parse().unwrap(), rec.clone(), opts).unwrap();
         let addr = proxy.local_addr().unwrap();
         let stop = Arc::new(AtomicBool::new(false));
         let stop2 = stop.clone();
@@ -426,7 +425,7 @@ fn the_proxy_holds_localhost_to_127_under_resolve_only() {
         let mut c = TcpStream::connect(addr).unwrap();
         c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
         c.write_all(
-            format!("GET http://localhost:{port}/ HTTP/1.1\r\nHost: localhost:{port}\r\nConnection: close\r\n\r\n")
+            format!("GET http://{host}:{port}/ HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n")
                 .as_bytes(),
         )
         .unwrap();
@@ -434,18 +433,29 @@ fn the_proxy_holds_localhost_to_127_under_resolve_only() {
         let _ = c.read_to_end(&mut got);
         stop.store(true, Ordering::Relaxed);
         serving.join().unwrap().unwrap();
-        drop(held_port);
         rec.finish().unwrap();
         String::from_utf8_lossy(&got).into_owned()
     };
-    // 127.0.0.1 at that port refuses: the proxy answers 502.
-    let answer = ask(true);
-    assert!(answer.starts_with("HTTP/1.1 502"), "{answer}");
-    assert_eq!(reached.load(Ordering::SeqCst), 0, "::1 reached: {answer}");
-    // The same request without the rule reaches ::1: the check above can fail.
-    let answer = ask(false);
+    // Held: localhost is 127.0.0.1 (whatever order the system gives ::1
+    // in), which answers.
+    let answer = ask(true, "localhost");
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
-    assert!(reached.load(Ordering::SeqCst) >= 1);
+    assert!(answer.ends_with("v4"), "{answer}");
+    assert_eq!(reached.load(Ordering::SeqCst), 1);
+    // Held: a name of ::1 alone has no address the crawl may reach.
+    let answer = ask(true, "v6-only.test");
+    assert!(answer.starts_with("HTTP/1.1 502"), "{answer}");
+    assert!(answer.contains("127.0.0.0/8"), "{answer}");
+    // The control: without the rule the resolver hands ::1 on (the check
+    // above can fail); the deny list, not the rule, stops it here.
+    let answer = ask(false, "v6-only.test");
+    assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+    assert!(answer.contains("::1"), "{answer}");
+    assert_eq!(
+        reached.load(Ordering::SeqCst),
+        1,
+        "only the first request reached a server"
+    );
     done.store(true, Ordering::Relaxed);
     server.join().unwrap();
 }

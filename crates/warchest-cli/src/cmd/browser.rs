@@ -268,12 +268,22 @@ pub fn run_qa(g: &Global, a: QaArgs) -> Result<Outcome> {
 /// before each connection.
 struct CrawlRenderer {
     browsers: std::sync::RwLock<Option<Browsers>>,
+    /// The crawl's link extraction, for a page's document as recorded.
+    extract: warchest_crawl::links::ExtractConfig,
     /// The CA's directory, removed when the crawl ends.
     _ca: tempfile::TempDir,
 }
 
 impl warchest_crawl::render::PageRenderer for CrawlRenderer {
     fn render(&self, url: &url::Url) -> warchest_crawl::render::Rendered {
+        self.render_early(url, &mut |_| {})
+    }
+
+    fn render_early(
+        &self,
+        url: &url::Url,
+        early: &mut dyn FnMut(Vec<url::Url>),
+    ) -> warchest_crawl::render::Rendered {
         use warchest_crawl::render::Rendered;
         let Ok(guard) = self.browsers.read() else {
             return Rendered {
@@ -287,8 +297,37 @@ impl warchest_crawl::render::PageRenderer for CrawlRenderer {
                 ..Rendered::default()
             };
         };
-        let p = b.capture(url.as_str());
         let urls = |v: &[String]| v.iter().filter_map(|u| url::Url::parse(u).ok()).collect();
+        let p = b.capture_early(url.as_str(), &mut |e| match e {
+            // The HTML's links (not its embeds: the browser fetches those
+            // itself), as the HTTP crawl extracts them.
+            warchest_browser::Early::Document {
+                url: doc,
+                content_type,
+                body,
+            } => {
+                let Ok(base) = url::Url::parse(&doc) else {
+                    return;
+                };
+                let x = warchest_crawl::links::extract(
+                    &base,
+                    content_type.as_deref(),
+                    &self.extract,
+                    &body,
+                );
+                if !x.nofollow {
+                    early(
+                        x.links
+                            .into_iter()
+                            .filter(|l| l.hop == warchest_crawl::uri::Hop::Link)
+                            .map(|l| l.url)
+                            .collect(),
+                    );
+                }
+            }
+            warchest_browser::Early::Links(v) => early(urls(&v)),
+            _ => {}
+        });
         Rendered {
             status: p.status,
             title: p.title.clone(),
@@ -351,6 +390,7 @@ pub fn crawl_renderer(
     let browsers = Browsers::start(o, crawl.recorder(), opts)?;
     Ok(Box::new(CrawlRenderer {
         browsers: std::sync::RwLock::new(Some(browsers)),
+        extract: crawl.config().extract.clone(),
         _ca: ca_dir,
     }))
 }

@@ -489,54 +489,66 @@ struct Overlap {
 
 impl Overlap {
     fn start(n: usize, wait: Duration) -> Overlap {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = l.local_addr().unwrap().to_string();
-        l.set_nonblocking(true).unwrap();
         let (now, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
         let (now2, most2) = (now.clone(), most.clone());
-        std::thread::spawn(move || {
-            let start = Instant::now();
-            while start.elapsed() < Duration::from_secs(180) {
-                let Ok((mut s, _)) = l.accept() else {
-                    std::thread::sleep(Duration::from_millis(5));
-                    continue;
-                };
-                let (now, most) = (now2.clone(), most2.clone());
-                std::thread::spawn(move || {
-                    use std::io::Write;
-                    let Some(path) = crate::browser::request_path(&mut s) else {
-                        return;
-                    };
-                    let body = match path.strip_prefix("/p/") {
-                        Some(_) => {
-                            let k = now.fetch_add(1, Ordering::SeqCst) + 1;
-                            most.fetch_max(k, Ordering::SeqCst);
-                            std::thread::sleep(wait);
-                            now.fetch_sub(1, Ordering::SeqCst);
-                            let links: String = (0..n)
-                                .map(|i| format!("<a href=\"/p/{i}.html\">page {i}</a> "))
-                                .collect();
-                            format!("<!doctype html><title>{path}</title><p>{links}</p>")
-                        }
-                        None => String::new(),
-                    };
-                    let status = if body.is_empty() {
-                        "404 Not Found"
-                    } else {
-                        "200 OK"
-                    };
-                    let _ = s.write_all(
-                        format!(
-                            "HTTP/1.0 {status}\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\r\n{body}",
-                            body.len()
-                        )
-                        .as_bytes(),
-                    );
-                });
+        let addr = serve_paths(move |path| match path.strip_prefix("/p/") {
+            Some(_) => {
+                let k = now2.fetch_add(1, Ordering::SeqCst) + 1;
+                most2.fetch_max(k, Ordering::SeqCst);
+                std::thread::sleep(wait);
+                now2.fetch_sub(1, Ordering::SeqCst);
+                let links: String = (0..n)
+                    .map(|i| format!("<a href=\"/p/{i}.html\">page {i}</a> "))
+                    .collect();
+                (
+                    "text/html",
+                    format!("<!doctype html><title>{path}</title><p>{links}</p>"),
+                )
             }
+            None => ("text/html", String::new()),
         });
         Overlap { addr, now, most }
     }
+}
+
+/// A loopback server (three minutes at most) answering each request, on
+/// a thread of its own, with what `page` gives for its path: its
+/// Content-Type and body (an empty body: a 404).
+fn serve_paths(page: impl Fn(&str) -> (&'static str, String) + Send + Sync + 'static) -> String {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    l.set_nonblocking(true).unwrap();
+    let page = Arc::new(page);
+    std::thread::spawn(move || {
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(180) {
+            let Ok((mut s, _)) = l.accept() else {
+                std::thread::sleep(Duration::from_millis(5));
+                continue;
+            };
+            let page = page.clone();
+            std::thread::spawn(move || {
+                use std::io::Write;
+                let Some(path) = crate::browser::request_path(&mut s) else {
+                    return;
+                };
+                let (ct, body) = page(&path);
+                let status = if body.is_empty() {
+                    "404 Not Found"
+                } else {
+                    "200 OK"
+                };
+                let _ = s.write_all(
+                    format!(
+                        "HTTP/1.0 {status}\r\nContent-Type: {ct}\r\nContent-Length: {}\r\n\r\n{body}",
+                        body.len()
+                    )
+                    .as_bytes(),
+                );
+            });
+        }
+    });
+    addr
 }
 
 /// The pages' loads in the browser, from crawl.log: (start, end) in
@@ -603,4 +615,100 @@ fn host_parallel_loads_pages_of_one_host_in_several_tabs() {
             assert_eq!(most, 1, "without host-parallel");
         }
     }
+}
+
+/// A loopback site whose seed page is slow to end: its HTML links to
+/// /p/1.html, its script builds a link to /p/2.html, an image holds its
+/// load event back and a request after load holds its network idle back
+/// (`wait` each). With it, when each path was asked for (and when
+/// /slow.svg was answered, as `answered /slow.svg`).
+type Events = Arc<std::sync::Mutex<Vec<(String, Instant)>>>;
+
+fn slow_seed_site(wait: Duration) -> (String, Events) {
+    let events = Events::default();
+    let ev = events.clone();
+    let note = move |what: String| ev.lock().unwrap().push((what, Instant::now()));
+    let addr = serve_paths(move |path| {
+        note(path.to_string());
+        match path {
+        "/" => (
+            HTML,
+            "<!doctype html><title>seed</title><a href=\"/p/1.html\">one</a>\
+<img src=\"/slow.svg\" width=\"8\" height=\"8\"><script>\
+const a=document.createElement('a');a.href='/p/'+(1+1)+'.html';a.textContent='two';document.body.appendChild(a);\
+addEventListener('load',()=>fetch('/slow.json'));</script>"
+                .to_string(),
+        ),
+        "/slow.svg" => {
+            std::thread::sleep(wait);
+            note("answered /slow.svg".into());
+            (
+                "image/svg+xml",
+                "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"8\" height=\"8\"/>".to_string(),
+            )
+        }
+        "/slow.json" => {
+            std::thread::sleep(wait);
+            ("application/json", "{}".to_string())
+        }
+        p if p.starts_with("/p/") => (HTML, format!("<!doctype html><title>{p}</title><p>{p}</p>")),
+        _ => ("text/plain", String::new()),
+    }
+    });
+    (addr, events)
+}
+
+/// A page's links go to the frontier before the page ends: those of its
+/// HTML as the recording proxy recorded it, and those its script built
+/// once it loaded. A second tab starts on each while the first page
+/// still waits for its slow image and its slow request.
+#[test]
+fn a_second_tab_starts_before_the_first_page_ends() {
+    let Some(exe) = chromium() else {
+        eprintln!("skipped: WARCHEST_SKIP_BROWSER");
+        return;
+    };
+    // Room for the second browser (started beside the first) to be up.
+    let wait = Duration::from_secs(3);
+    let (addr, events) = slow_seed_site(wait);
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("crawl");
+    let mut flags = browser_flags(&exe);
+    flags.extend(["--browsers", "2", "--host-parallel", "2", "--ignore-robots"].map(String::from));
+    let f: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let (code, err) = crawl(&dir, &[format!("http://{addr}/")], &f);
+    assert_eq!(code, 0, "{err}");
+    let log = std::fs::read_to_string(dir.join("logs/crawl.log")).unwrap();
+    let load = |path: &str| {
+        let uri = format!("http://{addr}{path}");
+        let line: Vec<&str> = log
+            .lines()
+            .filter(|l| l.split_whitespace().nth(3) == Some(uri.as_str()))
+            .collect();
+        assert_eq!(line.len(), 1, "{uri}:\n{log}");
+        let loads = page_loads(line[0]);
+        assert_eq!(loads.len(), 1, "{uri} not in the browser:\n{log}");
+        loads[0]
+    };
+    let seed = load("/");
+    // Its load event after `wait`, its idle after twice that: the seed's
+    // page took both.
+    assert!(
+        seed.1 - seed.0 >= 2 * wait.as_millis() as u64,
+        "{seed:?}\n{log}"
+    );
+    for p in ["/p/1.html", "/p/2.html"] {
+        let (start, _) = load(p);
+        assert!(start < seed.1, "{p} started after the seed ended\n{log}");
+    }
+    // The HTML's link came from the recorded document: its page was
+    // asked for before the image that holds the seed's load event back
+    // was answered (the DOM's links come after that event).
+    let events = events.lock().unwrap().clone();
+    let at = |what: &str| events.iter().find(|e| e.0 == what).map(|e| e.1);
+    let (one, svg) = (at("/p/1.html"), at("answered /slow.svg"));
+    assert!(
+        one.is_some() && svg.is_some() && one < svg,
+        "/p/1.html waited for the seed's load event: {events:?}"
+    );
 }
