@@ -139,7 +139,7 @@ class TestWeb:
         self.p.wait(timeout=30)
 
 
-def crawl_warchest(exe, web, out, workers):
+def crawl_warchest(exe, web, out, workers, extra=()):
     """The crawl, watched through --status-listen every 0.2 s: besides
     run_measured's figures, the mean and the most URIs in flight (taken
     from the frontier, not yet finished: at most one a host) and the mean
@@ -150,7 +150,7 @@ def crawl_warchest(exe, web, out, workers):
 
     cmd = [exe, "crawl", *web.seeds, "-o", out, "--delay-factor", "0", "--min-delay", "0",
            "--max-delay", "0", "--resolve-only", "--workers", str(workers),
-           "--status-listen", "127.0.0.1:0"]
+           "--status-listen", "127.0.0.1:0", *extra]
     for h, a in web.resolve:
         cmd += ["--resolve", f"{h}:{a}"]
     t0 = time.monotonic()
@@ -288,6 +288,9 @@ def main():
                     help="warchest's workers (default: one a host, at least 16)")
     ap.add_argument("--frontier-timeout", type=float, default=900,
                     help="seconds the frontier row may take at most")
+    ap.add_argument("--warchest-arg", action="append", default=[],
+                    help="one more argument for `warchest crawl` (repeatable), e.g. "
+                         "--warchest-arg=--config=FILE")
     ap.add_argument("--smoke", action="store_true",
                     help="a few hosts, a few hundred pages, a 20,000-URL frontier")
     a = ap.parse_args()
@@ -301,7 +304,8 @@ def main():
         rows, rates = {}, {}
         workers = a.workers or max(16, a.sites)
         for name, fn in [("warchest crawl",
-                          lambda: crawl_warchest(a.bin, web, f"{tmp}/w", workers)),
+                          lambda: crawl_warchest(a.bin, web, f"{tmp}/w", workers,
+                                                 a.warchest_arg)),
                          ("wget --mirror", lambda: crawl_wget(web, f"{tmp}/g"))]:
             c0 = web.cpu()
             code, wall, cpu, rss, err, flight = fn()

@@ -161,7 +161,8 @@ pub struct Crawl {
     cdxj: LineLog,
     indexed: Mutex<Vec<PathBuf>>,
     seeds: Vec<Url>,
-    retries: Mutex<HashMap<String, u32>>,
+    /// Connections kept open between a host's fetches (keep-alive).
+    conns: KeptConns,
     stop: std::sync::Arc<AtomicBool>,
     budget_hit: AtomicBool,
     started: Instant,
@@ -282,6 +283,58 @@ fn close_open_files(archive: &Path) -> Result<Vec<String>, CrawlError> {
         out.push(line);
     }
     Ok(out)
+}
+
+/// A host's connections left open by its last fetches, at most `cap` in
+/// all (one a host unless `host-parallel` lets more fetches at once); a
+/// connection idle longer than [`KEPT_IDLE`] is closed, not used.
+struct KeptConns {
+    /// The connections by host key, and how many in all.
+    by_host: Mutex<(HashMap<String, Vec<chttp::Kept>>, usize)>,
+    cap: usize,
+}
+
+/// The longest a kept connection is used after (servers close idle ones
+/// after 5 s to a few minutes; one closed meanwhile is replaced).
+const KEPT_IDLE: Duration = Duration::from_secs(4);
+
+impl KeptConns {
+    fn new(cap: usize) -> KeptConns {
+        KeptConns {
+            by_host: Mutex::new((HashMap::new(), 0)),
+            cap,
+        }
+    }
+
+    fn take(&self, host: &str) -> Option<chttp::Kept> {
+        let mut g = self.by_host.lock().unwrap_or_else(|p| p.into_inner());
+        let (m, n) = &mut *g;
+        let v = m.get_mut(host)?;
+        let k = v.pop();
+        if v.is_empty() {
+            m.remove(host);
+        }
+        *n -= usize::from(k.is_some());
+        k.filter(|k| k.idle() < KEPT_IDLE)
+    }
+
+    fn put(&self, host: String, k: chttp::Kept) {
+        let mut g = self.by_host.lock().unwrap_or_else(|p| p.into_inner());
+        let (m, n) = &mut *g;
+        if *n >= self.cap {
+            // Full: the idle ones go first; still full, this one closes.
+            m.retain(|_, v| {
+                v.retain(|k| k.idle() < KEPT_IDLE);
+                !v.is_empty()
+            });
+            *n = m.values().map(Vec::len).sum();
+            if *n >= self.cap {
+                return;
+            }
+        }
+        m.entry(host).or_default().push(k);
+        *n += 1;
+    }
 }
 
 /// Makes the database `path` when missing: `make` builds it under a
@@ -454,7 +507,7 @@ impl Crawl {
             DigestIndex::open(tmp)?;
             Ok(())
         })?;
-        // Its commits are synced with the frontier's group commits.
+        // Its commits are synced at the frontier's checkpoints.
         let index = DigestIndex::open(&idx_path)?.deferred();
         let mut notes = Vec::new();
         if let Some(p) = cdxj {
@@ -558,7 +611,7 @@ impl Crawl {
             Ok(())
         })?;
         let (mut frontier, requeued) = Frontier::open(&frontier_path)?;
-        // The dedupe index is synced with each group commit, before the
+        // The dedupe index is synced before each checkpoint of the
         // frontier (frontier.rs).
         let rec = recorder.clone();
         frontier.set_companion(
@@ -569,6 +622,10 @@ impl Crawl {
             }),
         );
         frontier.set_per_host(cfg.politeness.host_parallel);
+        frontier.set_checkpoint(
+            crate::politeness::secs(cfg.engine.checkpoint_interval),
+            frontier::CHECKPOINT_BYTES,
+        );
         let (status, status_addr) = match &e.status_listen {
             None => (None, None),
             #[cfg(feature = "status")]
@@ -613,8 +670,8 @@ impl Crawl {
             robots: Mutex::new(RobotsCache::new(10_000)),
             robots_fetching: (Mutex::new(HashSet::new()), std::sync::Condvar::new()),
             robots_policy: RobotsPolicy::default(),
+            conns: KeptConns::new(cfg.engine.workers.max(1) * 2 + 16),
             seeds,
-            retries: Mutex::new(HashMap::new()),
             stop,
             budget_hit: AtomicBool::new(false),
             started: Instant::now(),
@@ -1038,6 +1095,9 @@ impl Crawl {
             workers_done.store(true, Ordering::Relaxed);
         });
         tick(&self);
+        // Every change so far committed durably (also after a stop: the
+        // checkpoint SIGINT and SIGTERM promise).
+        let checkpoint = self.frontier.checkpoint();
         // The run's last stats line, whatever its length.
         if let Ok(l) = LineLog::open(&self.dir.join("logs/progress.log")) {
             let _ = l.line(&format!(
@@ -1051,7 +1111,12 @@ impl Crawl {
         {
             tracing::warn!("closing the browsers: {e}");
         }
-        if let Some(e) = fatal.into_inner().ok().flatten() {
+        let fatal = fatal
+            .into_inner()
+            .ok()
+            .flatten()
+            .or(checkpoint.err().map(CrawlError::from));
+        if let Some(e) = fatal {
             let _ = self.recorder.finish();
             if let Some(im) = &self.infomall {
                 let _ = im.finish();
@@ -1126,19 +1191,14 @@ impl Crawl {
         let delay = self.cfg.politeness.next_fetch_delay(elapsed, crawl_delay);
         // Tries of this URI so far, this one included (429 and 503 are
         // tried again): Heritrix's `Nt` annotation when above one.
-        let tries = self
-            .retries
-            .lock()
-            .map(|r| r.get(uri.url.as_str()).copied().unwrap_or(0))
-            .unwrap_or(0)
-            + 1;
+        let tries = uri.tries.saturating_add(1);
         let f = match fetched {
             Ok(f) => f,
             Err(CaptureError::Warc(w)) => return Err(w.into()),
             Err(err) => {
                 let code = error_code(&err);
                 let mut ann = vec![format!("err={err}").replace(' ', "_")];
-                ann.extend(self.finish_tries(uri, tries));
+                ann.extend(Self::finish_tries(tries));
                 self.log_outcome(thread, uri, code, None, ann);
                 self.frontier.complete(
                     lease,
@@ -1164,14 +1224,9 @@ impl Crawl {
                     .politeness
                     .retry_after(f.status, headers, tries, SystemTime::now())
             {
-                {
-                    let mut r = self.retries.lock().unwrap_or_else(|p| p.into_inner());
-                    if r.len() > 100_000 {
-                        r.clear();
-                    }
-                    r.insert(uri.url.to_string(), tries);
-                }
-                self.frontier.retry(lease, uri, wait.max(delay))?;
+                let mut again = uri.clone();
+                again.tries = tries;
+                self.frontier.retry(lease, &again, wait.max(delay))?;
                 return Ok(());
             }
         }
@@ -1217,7 +1272,7 @@ impl Crawl {
         if f.extracted.dropped > 0 {
             ann.push(format!("dol:{}", f.extracted.dropped));
         }
-        ann.extend(self.finish_tries(uri, tries));
+        ann.extend(Self::finish_tries(tries));
         let seed = self.seeds.get(uri.seed as usize).map(|s| s.to_string());
         let mut line = fetch_line(uri, &f, thread, seed.as_deref());
         line.annotations = ann;
@@ -1247,14 +1302,8 @@ impl Crawl {
         Ok(())
     }
 
-    /// Forgets the retries of a URI that is finished; Heritrix's `Nt`
-    /// annotation when it took more than one try.
-    fn finish_tries(&self, uri: &CrawlUri, tries: u32) -> Option<String> {
-        if tries > 1
-            && let Ok(mut r) = self.retries.lock()
-        {
-            r.remove(uri.url.as_str());
-        }
+    /// Heritrix's `Nt` annotation when a URI took more than one try.
+    fn finish_tries(tries: u32) -> Option<String> {
         (tries > 1).then(|| format!("{tries}t"))
     }
 
@@ -1627,8 +1676,19 @@ impl Crawl {
             }
             _ => (Vec::new(), None),
         };
-        let request = chttp::get_request(&url, &self.cfg.engine.user_agent, &extra);
-        let mut x = chttp::fetch(&url, &resolved.addrs, request, &self.fetch)?;
+        let mut x = if self.cfg.politeness.keep_alive {
+            let key = frontier::host_key(&uri.url);
+            let request = chttp::get_request_keep_alive(&url, &self.cfg.engine.user_agent, &extra);
+            let kept = self.conns.take(&key);
+            let (x, kept) = chttp::fetch_keep(&url, &resolved.addrs, request, &self.fetch, kept)?;
+            if let Some(k) = kept {
+                self.conns.put(key, k);
+            }
+            x
+        } else {
+            let request = chttp::get_request(&url, &self.cfg.engine.user_agent, &extra);
+            chttp::fetch(&url, &resolved.addrs, request, &self.fetch)?
+        };
         let status = x.response.head.status().unwrap_or(0);
         let content_type = x
             .response

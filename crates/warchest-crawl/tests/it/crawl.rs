@@ -759,3 +759,44 @@ fn host_ip(web: &warchest_crawl::testweb::TestWeb, host: &str) -> std::net::IpAd
         .1
         .ip()
 }
+
+/// Keep-alive per host: a crawl of one site makes far fewer connections
+/// than fetches; a server that closes each kept connection without notice
+/// after two answers costs no failure (each request it dropped is sent
+/// again on a new connection, once); with `keep-alive = false`, one
+/// connection a fetch.
+#[test]
+fn keep_alive_reuses_a_hosts_connection_and_survives_its_closing() {
+    use warchest_crawl::testweb::{TestWeb, TestWebConfig};
+    for (max, keep) in [(0, true), (2, true), (0, false)] {
+        let web = TestWeb::start(TestWebConfig {
+            sites: 1,
+            pages: 30,
+            special: false,
+            keep_alive_max: max,
+            ..TestWebConfig::default()
+        })
+        .unwrap();
+        let ip = host_ip(&web, "site0.test");
+        let toml = format!(
+            "seeds = [\"{}\"]\nmin-delay = 0.0\nmax-delay = 0.0\ndelay-factor = 0.0\ntimeout = 5.0\nworkers = 2\nkeep-alive = {keep}\nresolve-only = true\n[resolve]\n\"site0.test\" = \"{ip}\"\n",
+            web.seeds()[0]
+        );
+        let out = tempfile::tempdir().unwrap();
+        let s = crawl(&out.path().join("c"), &toml);
+        assert_eq!(s.ending, Ending::Finished);
+        let served = web.served_urls();
+        let fetched = served.len() as u64;
+        assert!(fetched > 30, "{fetched}");
+        assert_eq!(s.counts.failed, 0, "max {max} keep {keep}: {:?}", s.counts);
+        assert!(web.served_twice().is_empty(), "{:?}", web.served_twice());
+        let conns = web.connections();
+        let what = format!("max {max}, keep-alive {keep}: {conns} connections, {fetched} fetches");
+        match (max, keep) {
+            (0, true) => assert!(conns <= 3, "{what}"),
+            // Two answers a connection, and each drop costs one more.
+            (2, true) => assert!(conns >= fetched / 2 && conns < fetched, "{what}"),
+            _ => assert_eq!(conns, fetched, "{what}"),
+        }
+    }
+}
