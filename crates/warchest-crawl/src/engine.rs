@@ -1170,7 +1170,12 @@ impl Crawl {
         // robots.txt, fetched as a prerequisite, cached per host.
         let mut crawl_delay = None;
         if e.robots == RobotsMode::Obey {
-            let robots = self.robots_for(thread, uri)?;
+            let Some(robots) = self.robots_for(thread, uri)? else {
+                // Stopped while waiting for another worker's fetch of
+                // robots.txt: nothing was fetched; the URI stays in flight
+                // and goes back to its queue when the crawl resumes.
+                return Ok(());
+            };
             crawl_delay = robots.crawl_delay();
             if !robots.allowed(&uri.url) {
                 self.log_outcome(thread, uri, -9998, None, Vec::new());
@@ -1537,7 +1542,9 @@ impl Crawl {
 
     /// The robots.txt rules of `uri`'s host, fetching and recording
     /// robots.txt when not cached (following up to five redirects).
-    fn robots_for(&self, thread: usize, uri: &CrawlUri) -> Result<Robots, CrawlError> {
+    /// `None`: the crawl was stopped while this worker waited for another
+    /// one's fetch of the same robots.txt.
+    fn robots_for(&self, thread: usize, uri: &CrawlUri) -> Result<Option<Robots>, CrawlError> {
         let cached = || {
             self.robots
                 .lock()
@@ -1545,10 +1552,10 @@ impl Crawl {
                 .and_then(|c| c.get(&uri.url, Instant::now()).cloned())
         };
         if let Some(r) = cached() {
-            return Ok(r);
+            return Ok(Some(r));
         }
         let Some(mut r_url) = robots_url(&uri.url) else {
-            return Ok(Robots::allow_all());
+            return Ok(Some(Robots::allow_all()));
         };
         // One fetch of a host's robots.txt at a time: a worker that finds
         // it being fetched waits for it, then reads the cache.
@@ -1557,13 +1564,16 @@ impl Crawl {
         {
             let mut f = fetching.lock().unwrap_or_else(|p| p.into_inner());
             while f.contains(&key) {
+                if self.stopped() {
+                    return Ok(None);
+                }
                 f = done
                     .wait_timeout(f, Duration::from_millis(100))
                     .unwrap_or_else(|p| p.into_inner())
                     .0;
             }
             if let Some(r) = cached() {
-                return Ok(r);
+                return Ok(Some(r));
             }
             f.insert(key.clone());
         }
@@ -1639,7 +1649,7 @@ impl Crawl {
         if !maps.is_empty() {
             self.frontier.add(&maps)?;
         }
-        Ok(robots)
+        Ok(Some(robots))
     }
 
     /// The addresses of `host`; with `resolve-only`, a host outside the

@@ -800,3 +800,56 @@ fn keep_alive_reuses_a_hosts_connection_and_survives_its_closing() {
         }
     }
 }
+
+/// A stop while workers wait for another worker's fetch of their host's
+/// robots.txt lets them go at once: they fetch nothing, their URIs stay in
+/// flight and are fetched on resume (before, they waited for the fetch
+/// and then fetched their pages after the stop).
+#[test]
+fn a_stop_lets_robots_txt_waiters_go() {
+    use warchest_crawl::testweb::{TestWeb, TestWebConfig};
+    let web = TestWeb::start(TestWebConfig {
+        sites: 1,
+        pages: 2,
+        slow_delay: std::time::Duration::from_millis(1500),
+        ..TestWebConfig::default()
+    })
+    .unwrap();
+    let ip = host_ip(&web, "slow.test");
+    let seeds: Vec<String> = ["/", "/1.html", "/2.html"]
+        .iter()
+        .map(|p| format!("\"{}\"", web.url("slow.test", p)))
+        .collect();
+    let toml = format!(
+        "seeds = [{}]\nmin-delay = 0.0\nmax-delay = 0.0\ndelay-factor = 0.0\nmax-hops = 0\nextra-hops = 0\ntimeout = 10.0\nworkers = 3\nhost-parallel = 3\nresolve-only = true\n[resolve]\n\"slow.test\" = \"{ip}\"\n",
+        seeds.join(", ")
+    );
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("c");
+    let cfg = CrawlConfig::from_toml(&toml).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let c = Crawl::open(&dir, cfg, &toml, stop.clone()).unwrap();
+    let s2 = stop.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        s2.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+    let s = c.run(&|_| {}).unwrap();
+    assert_eq!(s.ending, Ending::Interrupted);
+    let served = web.served_urls();
+    // robots.txt and the fetching worker's own page; the two waiters
+    // fetched nothing.
+    assert_eq!(served.len(), 2, "{served:?}");
+    assert_eq!(s.counts.in_flight, 2, "{:?}", s.counts);
+    let s = resume(&dir, |t| t);
+    assert_eq!(s.ending, Ending::Finished);
+    let mut pages: Vec<String> = web
+        .served_urls()
+        .into_iter()
+        .filter(|u| !u.ends_with("/robots.txt"))
+        .collect();
+    pages.sort();
+    assert_eq!(pages.len(), 3, "each seed once: {pages:?}");
+    pages.dedup();
+    assert_eq!(pages.len(), 3, "each seed once");
+}
