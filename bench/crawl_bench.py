@@ -143,8 +143,8 @@ def crawl_warchest(exe, web, out, workers, extra=()):
     """The crawl, watched through --status-listen every 0.2 s: besides
     run_measured's figures, the mean and the most URIs in flight (taken
     from the frontier, not yet finished: at most one a host) and the mean
-    of workers busy (`hosts_active`: fetching, or waiting for the group
-    commit that makes their URI's end durable)."""
+    of workers busy (`hosts_active`: taking, fetching or finishing a
+    URI)."""
     import json
     import urllib.request
 
@@ -227,7 +227,7 @@ def sink_handler(links, port, slow):
     return H
 
 
-def frontier_row(exe, total, timeout, tmp):
+def frontier_row(exe, total, timeout, tmp, extra=()):
     """Peak RSS of a crawl once its frontier holds `total` queued URLs: the
     crawl is watched through --status-listen and interrupted (SIGINT, a
     clean stop) when every hub page's links are queued."""
@@ -248,7 +248,7 @@ def frontier_row(exe, total, timeout, tmp):
     cmd = [exe, "crawl", *[f"http://hub{k}.test:{port}/hub/{k}" for k in range(hubs)],
            "-o", out, "--scope", "any", "--max-hops", "1", "--delay-factor", "0",
            "--min-delay", "0", "--max-delay", "0", "--max-time", str(timeout),
-           "--status-listen", "127.0.0.1:0", "--resolve-only"]
+           "--status-listen", "127.0.0.1:0", "--resolve-only", *extra]
     for k in range(hubs):
         cmd += ["--resolve", f"hub{k}.test:127.0.0.1"]
     for s in range(100):
@@ -341,7 +341,8 @@ def main():
         most = None
         if a.frontier > 0:
             code, wall, cpu, rss, most, full, err = frontier_row(a.bin, a.frontier,
-                                                                 a.frontier_timeout, tmp)
+                                                                 a.frontier_timeout, tmp,
+                                                                 a.warchest_arg)
         if most is None:
             pass
         elif most == 0:

@@ -826,6 +826,23 @@ mod tests {
         assert_eq!(c.payload.payload_len, 7);
     }
 
+    /// Only an answer that says `keep-alive` (and not `close`) leaves its
+    /// connection open to an HTTP/1.0 client.
+    #[test]
+    fn keep_alive_is_what_the_server_says() {
+        let head = |h: &str| HttpHead::parse(h.as_bytes()).unwrap().unwrap().0;
+        assert!(keeps_alive(&head(
+            "HTTP/1.1 200 OK\r\nConnection: Keep-Alive\r\n\r\n"
+        )));
+        assert!(keeps_alive(&head(
+            "HTTP/1.0 200 OK\r\nconnection: foo, keep-alive\r\n\r\n"
+        )));
+        assert!(!keeps_alive(&head("HTTP/1.1 200 OK\r\n\r\n")));
+        assert!(!keeps_alive(&head(
+            "HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nConnection: close\r\n\r\n"
+        )));
+    }
+
     #[test]
     fn interim_responses_are_set_aside() {
         let wire = b"HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";

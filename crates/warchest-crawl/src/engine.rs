@@ -961,15 +961,29 @@ impl Crawl {
                 let me = &self;
                 handles.push(s.spawn(move || {
                     let mut was_idle = false;
+                    // A URI taken with the last one's end, not yet fetched.
+                    let mut held: Option<Lease> = None;
                     loop {
-                        if me.stopped() || finished.load(Ordering::Relaxed) {
+                        let stop = me.stopped() || finished.load(Ordering::Relaxed);
+                        let budget = !stop && me.budget_reached();
+                        if stop || budget {
+                            if budget {
+                                me.budget_hit.store(true, Ordering::Relaxed);
+                            }
+                            if let Some(l) = held.take()
+                                && let Err(e) = me.frontier.put_back(&l)
+                            {
+                                if let Ok(mut f) = fatal.lock() {
+                                    f.get_or_insert(e.into());
+                                }
+                            }
                             break;
                         }
-                        if me.budget_reached() {
-                            me.budget_hit.store(true, Ordering::Relaxed);
-                            break;
-                        }
-                        let next = match me.frontier.next() {
+                        let next = match held.take() {
+                            Some(l) => Ok(Next::Uri(Box::new(l))),
+                            None => me.frontier.next(),
+                        };
+                        let next = match next {
                             Ok(n) => n,
                             Err(e) => {
                                 if let Ok(mut f) = fatal.lock() {
@@ -989,12 +1003,15 @@ impl Crawl {
                                 me.live.active.fetch_add(1, Ordering::Relaxed);
                                 let r = me.process(t + 1, &lease);
                                 me.live.active.fetch_sub(1, Ordering::Relaxed);
-                                if let Err(e) = r {
-                                    if let Ok(mut f) = fatal.lock() {
-                                        f.get_or_insert(e);
+                                match r {
+                                    Ok(n) => held = n,
+                                    Err(e) => {
+                                        if let Ok(mut f) = fatal.lock() {
+                                            f.get_or_insert(e);
+                                        }
+                                        me.stop.store(true, Ordering::Relaxed);
+                                        break;
                                     }
-                                    me.stop.store(true, Ordering::Relaxed);
-                                    break;
                                 }
                             }
                             Next::Wait(d) => {
@@ -1152,7 +1169,7 @@ impl Crawl {
     }
 
     /// One URI: budgets, robots.txt, the fetch, its links.
-    fn process(&self, thread: usize, lease: &Lease) -> Result<(), CrawlError> {
+    fn process(&self, thread: usize, lease: &Lease) -> Result<Option<Lease>, CrawlError> {
         let uri = &lease.uri;
         let e = &self.cfg.engine;
         // Per-host budgets.
@@ -1164,7 +1181,7 @@ impl Crawl {
                 self.log_outcome(thread, uri, -5003, None, vec!["Q:host-budget".into()]);
                 self.frontier
                     .complete(lease, frontier::Outcome::default(), &[])?;
-                return Ok(());
+                return Ok(None);
             }
         }
         // robots.txt, fetched as a prerequisite, cached per host.
@@ -1172,9 +1189,10 @@ impl Crawl {
         if e.robots == RobotsMode::Obey {
             let Some(robots) = self.robots_for(thread, uri)? else {
                 // Stopped while waiting for another worker's fetch of
-                // robots.txt: nothing was fetched; the URI stays in flight
-                // and goes back to its queue when the crawl resumes.
-                return Ok(());
+                // robots.txt: nothing was fetched; the URI goes back to
+                // its queue.
+                self.frontier.put_back(lease)?;
+                return Ok(None);
             };
             crawl_delay = robots.crawl_delay();
             if !robots.allowed(&uri.url) {
@@ -1182,13 +1200,13 @@ impl Crawl {
                 self.frontier
                     .complete(lease, frontier::Outcome::default(), &[])?;
                 self.live.done.fetch_add(1, Ordering::Relaxed);
-                return Ok(());
+                return Ok(None);
             }
         }
         if let Some(r) = self.renderer.as_deref()
             && self.by_browser(thread, lease, r, crawl_delay)?
         {
-            return Ok(());
+            return Ok(None);
         }
         let t0 = Instant::now();
         let fetched = self.fetch_page(uri);
@@ -1205,7 +1223,7 @@ impl Crawl {
                 let mut ann = vec![format!("err={err}").replace(' ', "_")];
                 ann.extend(Self::finish_tries(tries));
                 self.log_outcome(thread, uri, code, None, ann);
-                self.frontier.complete(
+                let (_, next) = self.frontier.complete_and_next(
                     lease,
                     frontier::Outcome {
                         failed: true,
@@ -1216,7 +1234,7 @@ impl Crawl {
                 )?;
                 self.live.done.fetch_add(1, Ordering::Relaxed);
                 self.live.failed.fetch_add(1, Ordering::Relaxed);
-                return Ok(());
+                return Ok(next);
             }
         };
         self.live.bytes.fetch_add(f.body_len, Ordering::Relaxed);
@@ -1232,7 +1250,7 @@ impl Crawl {
                 let mut again = uri.clone();
                 again.tries = tries;
                 self.frontier.retry(lease, &again, wait.max(delay))?;
-                return Ok(());
+                return Ok(None);
             }
         }
         let page = f
@@ -1293,7 +1311,8 @@ impl Crawl {
             )?;
         }
         self.flush_records()?;
-        self.frontier.complete(
+        // The next URI taken in the same transaction: one commit, not two.
+        let (_, next) = self.frontier.complete_and_next(
             lease,
             frontier::Outcome {
                 failed: false,
@@ -1304,7 +1323,7 @@ impl Crawl {
             &found,
         )?;
         self.live.done.fetch_add(1, Ordering::Relaxed);
-        Ok(())
+        Ok(next)
     }
 
     /// Heritrix's `Nt` annotation when a URI took more than one try.

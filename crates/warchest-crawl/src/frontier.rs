@@ -705,13 +705,21 @@ impl Frontier {
     /// # Errors
     /// The database failed.
     pub fn next(&self) -> Result<Next> {
-        let now = now_ms();
         let mut txn = self.db.begin_write().map_err(|e| self.err(e))?;
-        // Not synced: if a crash loses this commit, the URI is still in
-        // its queue, as an in-flight one would be put back; the commit
-        // that finishes the URI (synced) makes this one durable too.
+        // Not synced nor journaled: if a crash loses this commit, the URI
+        // is still in its queue, as an in-flight one would be put back.
         txn.set_durability(redb::Durability::None)
             .map_err(|e| self.err(e))?;
+        let (next, changed) = self.next_in(&txn)?;
+        if changed {
+            txn.commit().map_err(|e| self.err(e))?;
+        }
+        Ok(next)
+    }
+
+    /// [`Frontier::next`] in `txn`; also whether it changed anything.
+    fn next_in(&self, txn: &redb::WriteTransaction) -> Result<(Next, bool)> {
+        let now = now_ms();
         let lease = {
             let mut ready = txn.open_table(READY).map_err(|e| self.err(e))?;
             let first = ready
@@ -719,11 +727,11 @@ impl Frontier {
                 .map_err(|e| self.err(e))?
                 .map(|(k, _)| k.value().to_vec());
             let Some(rk) = first else {
-                return Ok(Next::Empty);
+                return Ok((Next::Empty, false));
             };
             let when = u64::from_be_bytes(rk[..8].try_into().unwrap_or([0; 8]));
             if when > now {
-                return Ok(Next::Wait(Duration::from_millis(when - now)));
+                return Ok((Next::Wait(Duration::from_millis(when - now)), false));
             }
             let host = String::from_utf8_lossy(&rk[8..]).into_owned();
             ready.remove(rk.as_slice()).map_err(|e| self.err(e))?;
@@ -753,9 +761,7 @@ impl Frontier {
                 hosts
                     .insert(host.as_bytes(), st.encode().as_slice())
                     .map_err(|e| self.err(e))?;
-                drop((queue, hosts, inflight, meta, ready));
-                txn.commit().map_err(|e| self.err(e))?;
-                return Ok(Next::Wait(Duration::ZERO));
+                return Ok((Next::Wait(Duration::ZERO), true));
             };
             queue.remove(k.as_slice()).map_err(|e| self.err(e))?;
             inflight
@@ -787,8 +793,48 @@ impl Frontier {
             let uri = decode_uri(&v).ok_or_else(|| self.err("a queued URI does not decode"))?;
             Lease { uri, host, key: k }
         };
-        txn.commit().map_err(|e| self.err(e))?;
-        Ok(Next::Uri(Box::new(lease)))
+        Ok((Next::Uri(Box::new(lease)), true))
+    }
+
+    /// [`Frontier::complete`], then, in the same transaction, the next URI
+    /// to fetch when one may be fetched now: one commit for both, where
+    /// [`Frontier::complete`] then [`Frontier::next`] make two. Taking it
+    /// is not journaled, as [`Frontier::next`]'s is not. Give back a URI
+    /// that will not be fetched with [`Frontier::put_back`].
+    ///
+    /// # Errors
+    /// The database or the journal failed.
+    pub fn complete_and_next(
+        &self,
+        lease: &Lease,
+        outcome: Outcome,
+        found: &[CrawlUri],
+    ) -> Result<(u64, Option<Lease>)> {
+        self.journaled(
+            |b| journal::encode_complete(b, &lease.key, &lease.host, &outcome, found),
+            |txn| {
+                let n = self.complete_in(txn, &lease.key, &lease.host, outcome, found)?;
+                let next = match self.next_in(txn)?.0 {
+                    Next::Uri(l) => Some(*l),
+                    _ => None,
+                };
+                Ok((n, next))
+            },
+        )
+    }
+
+    /// Gives back a URI taken and not fetched (the crawl stopped): to its
+    /// queue, its host free, as a resume would put it back. Not journaled:
+    /// lost with a kill, the URI is still in flight and goes back then.
+    ///
+    /// # Errors
+    /// The database failed.
+    pub fn put_back(&self, lease: &Lease) -> Result<()> {
+        let mut txn = self.db.begin_write().map_err(|e| self.err(e))?;
+        txn.set_durability(redb::Durability::None)
+            .map_err(|e| self.err(e))?;
+        self.retry_in(&txn, &lease.key, &lease.host, &lease.uri, Duration::ZERO)?;
+        txn.commit().map_err(|e| self.err(e))
     }
 
     /// Finishes a lease: the host is free after `outcome.delay`, the
@@ -1137,6 +1183,36 @@ mod tests {
         assert_eq!(f.hosts_waiting().unwrap(), 1);
         let c = f.counts().unwrap();
         assert_eq!((c.queued, c.in_flight, c.done), (2, 0, 3));
+    }
+
+    /// Finishing a URI takes the next one in the same transaction (the
+    /// host that has waited longest first); a URI given back goes to its
+    /// queue with its host free.
+    #[test]
+    fn complete_and_next_takes_the_next_uri_and_put_back_returns_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (f, _) = Frontier::open(&dir.path().join("f.redb")).unwrap();
+        f.add(&[
+            uri("http://a.test/1"),
+            uri("http://b.test/1"),
+            uri("http://a.test/2"),
+        ])
+        .unwrap();
+        let l = take(&f);
+        assert_eq!(l.uri.url.as_str(), "http://a.test/1");
+        let (_, n) = f.complete_and_next(&l, Outcome::default(), &[]).unwrap();
+        let n = n.expect("a URI ready now");
+        assert_eq!(n.uri.url.as_str(), "http://b.test/1");
+        let c = f.counts().unwrap();
+        assert_eq!((c.done, c.in_flight, c.queued), (1, 1, 1));
+        f.put_back(&n).unwrap();
+        let c = f.counts().unwrap();
+        assert_eq!((c.done, c.in_flight, c.queued), (1, 0, 2));
+        let mut got: Vec<String> = (0..2).map(|_| take(&f).uri.url.to_string()).collect();
+        got.sort();
+        assert_eq!(got, ["http://a.test/2", "http://b.test/1"]);
+        // Both hosts busy: nothing to take.
+        assert!(matches!(f.next().unwrap(), Next::Empty));
     }
 
     #[test]

@@ -731,15 +731,7 @@ fn robots_txt_is_fetched_once_with_host_parallel() {
         ..TestWebConfig::default()
     })
     .unwrap();
-    let ip = host_ip(&web, "slow.test");
-    let seeds: Vec<String> = ["/", "/1.html", "/2.html"]
-        .iter()
-        .map(|p| format!("\"{}\"", web.url("slow.test", p)))
-        .collect();
-    let toml = format!(
-        "seeds = [{}]\nmin-delay = 0.0\nmax-delay = 0.0\ndelay-factor = 0.0\nmax-hops = 0\nextra-hops = 0\ntimeout = 5.0\nworkers = 3\nhost-parallel = 3\nresolve-only = true\n[resolve]\n\"slow.test\" = \"{ip}\"\n",
-        seeds.join(", ")
-    );
+    let toml = three_slow_seeds(&web, 5.0);
     let out = tempfile::tempdir().unwrap();
     let s = crawl(&out.path().join("c"), &toml);
     assert_eq!(s.ending, Ending::Finished);
@@ -748,6 +740,20 @@ fn robots_txt_is_fetched_once_with_host_parallel() {
     assert_eq!(robots, 1, "{served:?}");
     // Each seed fetched once.
     assert_eq!(served.len(), 4, "{served:?}");
+}
+
+/// A crawl of slow.test's home page and its two pages as seeds, no links
+/// followed, three workers on the host at once.
+fn three_slow_seeds(web: &warchest_crawl::testweb::TestWeb, timeout: f64) -> String {
+    let ip = host_ip(web, "slow.test");
+    let seeds: Vec<String> = ["/", "/1.html", "/2.html"]
+        .iter()
+        .map(|p| format!("\"{}\"", web.url("slow.test", p)))
+        .collect();
+    format!(
+        "seeds = [{}]\nmin-delay = 0.0\nmax-delay = 0.0\ndelay-factor = 0.0\nmax-hops = 0\nextra-hops = 0\ntimeout = {timeout:.1}\nworkers = 3\nhost-parallel = 3\nresolve-only = true\n[resolve]\n\"slow.test\" = \"{ip}\"\n",
+        seeds.join(", ")
+    )
 }
 
 /// The loopback address the test web serves `host` on.
@@ -802,9 +808,9 @@ fn keep_alive_reuses_a_hosts_connection_and_survives_its_closing() {
 }
 
 /// A stop while workers wait for another worker's fetch of their host's
-/// robots.txt lets them go at once: they fetch nothing, their URIs stay in
-/// flight and are fetched on resume (before, they waited for the fetch
-/// and then fetched their pages after the stop).
+/// robots.txt lets them go at once: they fetch nothing, their URIs go back
+/// to the queue and are fetched on resume (before, they waited for the
+/// fetch and then fetched their pages after the stop).
 #[test]
 fn a_stop_lets_robots_txt_waiters_go() {
     use warchest_crawl::testweb::{TestWeb, TestWebConfig};
@@ -815,15 +821,7 @@ fn a_stop_lets_robots_txt_waiters_go() {
         ..TestWebConfig::default()
     })
     .unwrap();
-    let ip = host_ip(&web, "slow.test");
-    let seeds: Vec<String> = ["/", "/1.html", "/2.html"]
-        .iter()
-        .map(|p| format!("\"{}\"", web.url("slow.test", p)))
-        .collect();
-    let toml = format!(
-        "seeds = [{}]\nmin-delay = 0.0\nmax-delay = 0.0\ndelay-factor = 0.0\nmax-hops = 0\nextra-hops = 0\ntimeout = 10.0\nworkers = 3\nhost-parallel = 3\nresolve-only = true\n[resolve]\n\"slow.test\" = \"{ip}\"\n",
-        seeds.join(", ")
-    );
+    let toml = three_slow_seeds(&web, 10.0);
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().join("c");
     let cfg = CrawlConfig::from_toml(&toml).unwrap();
@@ -840,7 +838,12 @@ fn a_stop_lets_robots_txt_waiters_go() {
     // robots.txt and the fetching worker's own page; the two waiters
     // fetched nothing.
     assert_eq!(served.len(), 2, "{served:?}");
-    assert_eq!(s.counts.in_flight, 2, "{:?}", s.counts);
+    assert_eq!(
+        (s.counts.in_flight, s.counts.queued),
+        (0, 2),
+        "{:?}",
+        s.counts
+    );
     let s = resume(&dir, |t| t);
     assert_eq!(s.ending, Ending::Finished);
     let mut pages: Vec<String> = web
