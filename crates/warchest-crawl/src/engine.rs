@@ -972,10 +972,9 @@ impl Crawl {
                             }
                             if let Some(l) = held.take()
                                 && let Err(e) = me.frontier.put_back(&l)
+                                && let Ok(mut f) = fatal.lock()
                             {
-                                if let Ok(mut f) = fatal.lock() {
-                                    f.get_or_insert(e.into());
-                                }
+                                f.get_or_insert(e.into());
                             }
                             break;
                         }
