@@ -139,18 +139,18 @@ class TestWeb:
         self.p.wait(timeout=30)
 
 
-def crawl_warchest(exe, web, out, workers):
+def crawl_warchest(exe, web, out, workers, extra=()):
     """The crawl, watched through --status-listen every 0.2 s: besides
     run_measured's figures, the mean and the most URIs in flight (taken
     from the frontier, not yet finished: at most one a host) and the mean
-    of workers busy (`hosts_active`: fetching, or waiting for the group
-    commit that makes their URI's end durable)."""
+    of workers busy (`hosts_active`: taking, fetching or finishing a
+    URI)."""
     import json
     import urllib.request
 
     cmd = [exe, "crawl", *web.seeds, "-o", out, "--delay-factor", "0", "--min-delay", "0",
            "--max-delay", "0", "--resolve-only", "--workers", str(workers),
-           "--status-listen", "127.0.0.1:0"]
+           "--status-listen", "127.0.0.1:0", *extra]
     for h, a in web.resolve:
         cmd += ["--resolve", f"{h}:{a}"]
     t0 = time.monotonic()
@@ -227,7 +227,7 @@ def sink_handler(links, port, slow):
     return H
 
 
-def frontier_row(exe, total, timeout, tmp):
+def frontier_row(exe, total, timeout, tmp, extra=()):
     """Peak RSS of a crawl once its frontier holds `total` queued URLs: the
     crawl is watched through --status-listen and interrupted (SIGINT, a
     clean stop) when every hub page's links are queued."""
@@ -248,7 +248,7 @@ def frontier_row(exe, total, timeout, tmp):
     cmd = [exe, "crawl", *[f"http://hub{k}.test:{port}/hub/{k}" for k in range(hubs)],
            "-o", out, "--scope", "any", "--max-hops", "1", "--delay-factor", "0",
            "--min-delay", "0", "--max-delay", "0", "--max-time", str(timeout),
-           "--status-listen", "127.0.0.1:0", "--resolve-only"]
+           "--status-listen", "127.0.0.1:0", "--resolve-only", *extra]
     for k in range(hubs):
         cmd += ["--resolve", f"hub{k}.test:127.0.0.1"]
     for s in range(100):
@@ -288,6 +288,9 @@ def main():
                     help="warchest's workers (default: one a host, at least 16)")
     ap.add_argument("--frontier-timeout", type=float, default=900,
                     help="seconds the frontier row may take at most")
+    ap.add_argument("--warchest-arg", action="append", default=[],
+                    help="one more argument for `warchest crawl` (repeatable), e.g. "
+                         "--warchest-arg=--config=FILE")
     ap.add_argument("--smoke", action="store_true",
                     help="a few hosts, a few hundred pages, a 20,000-URL frontier")
     a = ap.parse_args()
@@ -301,7 +304,8 @@ def main():
         rows, rates = {}, {}
         workers = a.workers or max(16, a.sites)
         for name, fn in [("warchest crawl",
-                          lambda: crawl_warchest(a.bin, web, f"{tmp}/w", workers)),
+                          lambda: crawl_warchest(a.bin, web, f"{tmp}/w", workers,
+                                                 a.warchest_arg)),
                          ("wget --mirror", lambda: crawl_wget(web, f"{tmp}/g"))]:
             c0 = web.cpu()
             code, wall, cpu, rss, err, flight = fn()
@@ -337,7 +341,8 @@ def main():
         most = None
         if a.frontier > 0:
             code, wall, cpu, rss, most, full, err = frontier_row(a.bin, a.frontier,
-                                                                 a.frontier_timeout, tmp)
+                                                                 a.frontier_timeout, tmp,
+                                                                 a.warchest_arg)
         if most is None:
             pass
         elif most == 0:

@@ -129,8 +129,23 @@ pub fn connect(
 /// (docs/capture.md). One request a connection loses nothing by it: the
 /// client closes each connection anyway.
 pub fn get_request(url: &Url, user_agent: &str, extra: &[(String, String)]) -> Vec<u8> {
+    request_with(url, user_agent, extra, "close")
+}
+
+/// [`get_request`] asking to keep the connection (`Connection:
+/// keep-alive`, HTTP/1.0's persistent connections): for [`fetch_keep`].
+pub fn get_request_keep_alive(url: &Url, user_agent: &str, extra: &[(String, String)]) -> Vec<u8> {
+    request_with(url, user_agent, extra, "keep-alive")
+}
+
+fn request_with(
+    url: &Url,
+    user_agent: &str,
+    extra: &[(String, String)],
+    connection: &str,
+) -> Vec<u8> {
     let mut r = format!(
-        "GET {} HTTP/1.0\r\nHost: {}\r\nUser-Agent: {user_agent}\r\nAccept: */*\r\nAccept-Encoding: gzip, deflate\r\nConnection: close\r\n",
+        "GET {} HTTP/1.0\r\nHost: {}\r\nUser-Agent: {user_agent}\r\nAccept: */*\r\nAccept-Encoding: gzip, deflate\r\nConnection: {connection}\r\n",
         url.path_and_query,
         url.authority()
     );
@@ -624,43 +639,135 @@ pub fn fetch(
     request: Vec<u8>,
     opts: &FetchOptions,
 ) -> Result<Exchange, CaptureError> {
-    let t0 = Instant::now();
-    let started = time::OffsetDateTime::now_utc();
-    let (mut conn, ip) = connect(url, addrs, &opts.tls, opts.timeout)?;
-    conn.write_all(&request)
-        .and_then(|_| conn.flush())
-        .map_err(|e| CaptureError::Io(url.to_string(), e))?;
-    let tls = conn.tls_info();
-    let mut buf = Vec::new();
-    let (head_len, interim) = read_response_head(&mut conn, &mut buf, opts.read.max_head)?
-        .ok_or_else(|| {
-            CaptureError::Http(format!(
-                "{url}: the server closed the connection without a response"
-            ))
-        })?;
-    let method = request
-        .split(|&b| b == b' ')
-        .next()
-        .unwrap_or(b"GET")
-        .to_vec();
-    let response = capture_message(
-        &mut conn,
-        buf,
-        head_len,
-        |h| response_framing(h, &method),
-        &opts.read,
-        &mut Tee::none(),
-    )?;
-    Ok(Exchange {
-        url: url.clone(),
-        ip,
-        request,
-        response,
-        started,
-        elapsed: t0.elapsed(),
-        tls,
-        interim,
-    })
+    fetch_keep(url, addrs, request, opts, None).map(|(x, _)| x)
+}
+
+/// A connection left open by a response (HTTP keep-alive), for the next
+/// request to the same host and port.
+pub struct Kept {
+    stream: Stream,
+    ip: IpAddr,
+    port: u16,
+    idle_since: Instant,
+}
+
+impl Kept {
+    /// How long it has been idle.
+    pub fn idle(&self) -> Duration {
+        self.idle_since.elapsed()
+    }
+}
+
+/// Whether a response leaves its connection open: the server said
+/// `Connection: keep-alive` (an HTTP/1.0 client's persistent connection,
+/// RFC 9112 section 9.3) and not `close`.
+fn keeps_alive(head: &HttpHead) -> bool {
+    let mut keep = false;
+    for v in head.header_all("connection") {
+        for t in v.split(|&b| b == b',') {
+            let t = t.trim_ascii();
+            if t.eq_ignore_ascii_case(b"close") {
+                return false;
+            }
+            keep |= t.eq_ignore_ascii_case(b"keep-alive");
+        }
+    }
+    keep
+}
+
+/// [`fetch`] over `kept`, a connection an earlier exchange with the same
+/// host left open, when it is to one of `addrs`; otherwise over a new one.
+/// Returns the connection for the next request when the response leaves
+/// it open (it asked to, and its body ended as its framing said).
+///
+/// A kept connection that the server closed or reset before the first
+/// byte of the response (an idle connection it dropped, as servers do) is
+/// replaced by a new one and the request sent again, once: the request
+/// cannot have been acted on. That is not a failure.
+///
+/// # Errors
+/// As [`fetch`].
+pub fn fetch_keep(
+    url: &Url,
+    addrs: &[IpAddr],
+    request: Vec<u8>,
+    opts: &FetchOptions,
+    kept: Option<Kept>,
+) -> Result<(Exchange, Option<Kept>), CaptureError> {
+    let port = url.port_or_default();
+    let mut reuse = kept.filter(|k| k.port == port && addrs.contains(&k.ip));
+    loop {
+        let t0 = Instant::now();
+        let started = time::OffsetDateTime::now_utc();
+        let (mut conn, ip, fresh) = match reuse.take() {
+            Some(k) => (k.stream, k.ip, false),
+            None => {
+                let (c, ip) = connect(url, addrs, &opts.tls, opts.timeout)?;
+                (c, ip, true)
+            }
+        };
+        if let Err(e) = conn.write_all(&request).and_then(|_| conn.flush()) {
+            if fresh {
+                return Err(CaptureError::Io(url.to_string(), e));
+            }
+            continue;
+        }
+        let tls = conn.tls_info();
+        let mut buf = Vec::new();
+        let (head_len, interim) = match read_response_head(&mut conn, &mut buf, opts.read.max_head)?
+        {
+            Some(h) => h,
+            // The kept connection was closed before any byte: again on
+            // a new one.
+            None if !fresh => continue,
+            None => {
+                return Err(CaptureError::Http(format!(
+                    "{url}: the server closed the connection without a response"
+                )));
+            }
+        };
+        let method = request
+            .split(|&b| b == b' ')
+            .next()
+            .unwrap_or(b"GET")
+            .to_vec();
+        let mut framing = Framing::Close;
+        let response = capture_message(
+            &mut conn,
+            buf,
+            head_len,
+            |h| {
+                framing = response_framing(h, &method);
+                framing
+            },
+            &opts.read,
+            &mut Tee::none(),
+        )?;
+        let keep = framing != Framing::Close
+            && response.complete
+            && response.truncated.is_none()
+            && keeps_alive(&response.head);
+        let elapsed = t0.elapsed();
+        let kept = keep.then(|| Kept {
+            stream: conn,
+            ip,
+            port,
+            idle_since: Instant::now(),
+        });
+        return Ok((
+            Exchange {
+                url: url.clone(),
+                ip,
+                request,
+                response,
+                started,
+                elapsed,
+                tls,
+                interim,
+            },
+            kept,
+        ));
+    }
 }
 
 #[cfg(test)]
@@ -717,6 +824,23 @@ mod tests {
         assert_eq!(c.truncated, Some(TruncatedReason::Disconnect));
         assert!(!c.complete);
         assert_eq!(c.payload.payload_len, 7);
+    }
+
+    /// Only an answer that says `keep-alive` (and not `close`) leaves its
+    /// connection open to an HTTP/1.0 client.
+    #[test]
+    fn keep_alive_is_what_the_server_says() {
+        let head = |h: &str| HttpHead::parse(h.as_bytes()).unwrap().unwrap().0;
+        assert!(keeps_alive(&head(
+            "HTTP/1.1 200 OK\r\nConnection: Keep-Alive\r\n\r\n"
+        )));
+        assert!(keeps_alive(&head(
+            "HTTP/1.0 200 OK\r\nconnection: foo, keep-alive\r\n\r\n"
+        )));
+        assert!(!keeps_alive(&head("HTTP/1.1 200 OK\r\n\r\n")));
+        assert!(!keeps_alive(&head(
+            "HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nConnection: close\r\n\r\n"
+        )));
     }
 
     #[test]

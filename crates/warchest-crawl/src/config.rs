@@ -116,6 +116,10 @@ pub struct EngineConfig {
     pub max_redirects: u32,
     /// Seconds between two stats lines in `logs/progress.log`.
     pub stats_interval: f64,
+    /// Seconds between two checkpoints of the frontier (redb committed
+    /// durably, its journal started afresh; docs/crawl.md "Frontier,
+    /// resume and crash safety").
+    pub checkpoint_interval: f64,
 }
 
 impl EngineConfig {
@@ -219,6 +223,7 @@ impl Default for EngineConfig {
             description: None,
             max_redirects: 20,
             stats_interval: 60.0,
+            checkpoint_interval: 10.0,
         }
     }
 }
@@ -332,6 +337,11 @@ impl CrawlConfig {
         if !(engine.stats_interval > 0.0 && engine.stats_interval.is_finite()) {
             return Err(ConfigError(
                 "stats-interval: a positive number of seconds".into(),
+            ));
+        }
+        if !(engine.checkpoint_interval > 0.0 && engine.checkpoint_interval.is_finite()) {
+            return Err(ConfigError(
+                "checkpoint-interval: a positive number of seconds".into(),
             ));
         }
         if engine.warc_size == 0 {

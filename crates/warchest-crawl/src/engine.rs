@@ -161,7 +161,8 @@ pub struct Crawl {
     cdxj: LineLog,
     indexed: Mutex<Vec<PathBuf>>,
     seeds: Vec<Url>,
-    retries: Mutex<HashMap<String, u32>>,
+    /// Connections kept open between a host's fetches (keep-alive).
+    conns: KeptConns,
     stop: std::sync::Arc<AtomicBool>,
     budget_hit: AtomicBool,
     started: Instant,
@@ -282,6 +283,58 @@ fn close_open_files(archive: &Path) -> Result<Vec<String>, CrawlError> {
         out.push(line);
     }
     Ok(out)
+}
+
+/// A host's connections left open by its last fetches, at most `cap` in
+/// all (one a host unless `host-parallel` lets more fetches at once); a
+/// connection idle longer than [`KEPT_IDLE`] is closed, not used.
+struct KeptConns {
+    /// The connections by host key, and how many in all.
+    by_host: Mutex<(HashMap<String, Vec<chttp::Kept>>, usize)>,
+    cap: usize,
+}
+
+/// The longest a kept connection is used after (servers close idle ones
+/// after 5 s to a few minutes; one closed meanwhile is replaced).
+const KEPT_IDLE: Duration = Duration::from_secs(4);
+
+impl KeptConns {
+    fn new(cap: usize) -> KeptConns {
+        KeptConns {
+            by_host: Mutex::new((HashMap::new(), 0)),
+            cap,
+        }
+    }
+
+    fn take(&self, host: &str) -> Option<chttp::Kept> {
+        let mut g = self.by_host.lock().unwrap_or_else(|p| p.into_inner());
+        let (m, n) = &mut *g;
+        let v = m.get_mut(host)?;
+        let k = v.pop();
+        if v.is_empty() {
+            m.remove(host);
+        }
+        *n -= usize::from(k.is_some());
+        k.filter(|k| k.idle() < KEPT_IDLE)
+    }
+
+    fn put(&self, host: String, k: chttp::Kept) {
+        let mut g = self.by_host.lock().unwrap_or_else(|p| p.into_inner());
+        let (m, n) = &mut *g;
+        if *n >= self.cap {
+            // Full: the idle ones go first; still full, this one closes.
+            m.retain(|_, v| {
+                v.retain(|k| k.idle() < KEPT_IDLE);
+                !v.is_empty()
+            });
+            *n = m.values().map(Vec::len).sum();
+            if *n >= self.cap {
+                return;
+            }
+        }
+        m.entry(host).or_default().push(k);
+        *n += 1;
+    }
 }
 
 /// Makes the database `path` when missing: `make` builds it under a
@@ -454,7 +507,7 @@ impl Crawl {
             DigestIndex::open(tmp)?;
             Ok(())
         })?;
-        // Its commits are synced with the frontier's group commits.
+        // Its commits are synced at the frontier's checkpoints.
         let index = DigestIndex::open(&idx_path)?.deferred();
         let mut notes = Vec::new();
         if let Some(p) = cdxj {
@@ -558,7 +611,7 @@ impl Crawl {
             Ok(())
         })?;
         let (mut frontier, requeued) = Frontier::open(&frontier_path)?;
-        // The dedupe index is synced with each group commit, before the
+        // The dedupe index is synced before each checkpoint of the
         // frontier (frontier.rs).
         let rec = recorder.clone();
         frontier.set_companion(
@@ -569,6 +622,10 @@ impl Crawl {
             }),
         );
         frontier.set_per_host(cfg.politeness.host_parallel);
+        frontier.set_checkpoint(
+            crate::politeness::secs(cfg.engine.checkpoint_interval),
+            frontier::CHECKPOINT_BYTES,
+        );
         let (status, status_addr) = match &e.status_listen {
             None => (None, None),
             #[cfg(feature = "status")]
@@ -613,8 +670,8 @@ impl Crawl {
             robots: Mutex::new(RobotsCache::new(10_000)),
             robots_fetching: (Mutex::new(HashSet::new()), std::sync::Condvar::new()),
             robots_policy: RobotsPolicy::default(),
+            conns: KeptConns::new(cfg.engine.workers.max(1) * 2 + 16),
             seeds,
-            retries: Mutex::new(HashMap::new()),
             stop,
             budget_hit: AtomicBool::new(false),
             started: Instant::now(),
@@ -904,15 +961,28 @@ impl Crawl {
                 let me = &self;
                 handles.push(s.spawn(move || {
                     let mut was_idle = false;
+                    // A URI taken with the last one's end, not yet fetched.
+                    let mut held: Option<Lease> = None;
                     loop {
-                        if me.stopped() || finished.load(Ordering::Relaxed) {
+                        let stop = me.stopped() || finished.load(Ordering::Relaxed);
+                        let budget = !stop && me.budget_reached();
+                        if stop || budget {
+                            if budget {
+                                me.budget_hit.store(true, Ordering::Relaxed);
+                            }
+                            if let Some(l) = held.take()
+                                && let Err(e) = me.frontier.put_back(&l)
+                                && let Ok(mut f) = fatal.lock()
+                            {
+                                f.get_or_insert(e.into());
+                            }
                             break;
                         }
-                        if me.budget_reached() {
-                            me.budget_hit.store(true, Ordering::Relaxed);
-                            break;
-                        }
-                        let next = match me.frontier.next() {
+                        let next = match held.take() {
+                            Some(l) => Ok(Next::Uri(Box::new(l))),
+                            None => me.frontier.next(),
+                        };
+                        let next = match next {
                             Ok(n) => n,
                             Err(e) => {
                                 if let Ok(mut f) = fatal.lock() {
@@ -932,12 +1002,15 @@ impl Crawl {
                                 me.live.active.fetch_add(1, Ordering::Relaxed);
                                 let r = me.process(t + 1, &lease);
                                 me.live.active.fetch_sub(1, Ordering::Relaxed);
-                                if let Err(e) = r {
-                                    if let Ok(mut f) = fatal.lock() {
-                                        f.get_or_insert(e);
+                                match r {
+                                    Ok(n) => held = n,
+                                    Err(e) => {
+                                        if let Ok(mut f) = fatal.lock() {
+                                            f.get_or_insert(e);
+                                        }
+                                        me.stop.store(true, Ordering::Relaxed);
+                                        break;
                                     }
-                                    me.stop.store(true, Ordering::Relaxed);
-                                    break;
                                 }
                             }
                             Next::Wait(d) => {
@@ -1038,6 +1111,9 @@ impl Crawl {
             workers_done.store(true, Ordering::Relaxed);
         });
         tick(&self);
+        // Every change so far committed durably (also after a stop: the
+        // checkpoint SIGINT and SIGTERM promise).
+        let checkpoint = self.frontier.checkpoint();
         // The run's last stats line, whatever its length.
         if let Ok(l) = LineLog::open(&self.dir.join("logs/progress.log")) {
             let _ = l.line(&format!(
@@ -1051,7 +1127,12 @@ impl Crawl {
         {
             tracing::warn!("closing the browsers: {e}");
         }
-        if let Some(e) = fatal.into_inner().ok().flatten() {
+        let fatal = fatal
+            .into_inner()
+            .ok()
+            .flatten()
+            .or(checkpoint.err().map(CrawlError::from));
+        if let Some(e) = fatal {
             let _ = self.recorder.finish();
             if let Some(im) = &self.infomall {
                 let _ = im.finish();
@@ -1087,7 +1168,7 @@ impl Crawl {
     }
 
     /// One URI: budgets, robots.txt, the fetch, its links.
-    fn process(&self, thread: usize, lease: &Lease) -> Result<(), CrawlError> {
+    fn process(&self, thread: usize, lease: &Lease) -> Result<Option<Lease>, CrawlError> {
         let uri = &lease.uri;
         let e = &self.cfg.engine;
         // Per-host budgets.
@@ -1099,26 +1180,32 @@ impl Crawl {
                 self.log_outcome(thread, uri, -5003, None, vec!["Q:host-budget".into()]);
                 self.frontier
                     .complete(lease, frontier::Outcome::default(), &[])?;
-                return Ok(());
+                return Ok(None);
             }
         }
         // robots.txt, fetched as a prerequisite, cached per host.
         let mut crawl_delay = None;
         if e.robots == RobotsMode::Obey {
-            let robots = self.robots_for(thread, uri)?;
+            let Some(robots) = self.robots_for(thread, uri)? else {
+                // Stopped while waiting for another worker's fetch of
+                // robots.txt: nothing was fetched; the URI goes back to
+                // its queue.
+                self.frontier.put_back(lease)?;
+                return Ok(None);
+            };
             crawl_delay = robots.crawl_delay();
             if !robots.allowed(&uri.url) {
                 self.log_outcome(thread, uri, -9998, None, Vec::new());
                 self.frontier
                     .complete(lease, frontier::Outcome::default(), &[])?;
                 self.live.done.fetch_add(1, Ordering::Relaxed);
-                return Ok(());
+                return Ok(None);
             }
         }
         if let Some(r) = self.renderer.as_deref()
             && self.by_browser(thread, lease, r, crawl_delay)?
         {
-            return Ok(());
+            return Ok(None);
         }
         let t0 = Instant::now();
         let fetched = self.fetch_page(uri);
@@ -1126,21 +1213,16 @@ impl Crawl {
         let delay = self.cfg.politeness.next_fetch_delay(elapsed, crawl_delay);
         // Tries of this URI so far, this one included (429 and 503 are
         // tried again): Heritrix's `Nt` annotation when above one.
-        let tries = self
-            .retries
-            .lock()
-            .map(|r| r.get(uri.url.as_str()).copied().unwrap_or(0))
-            .unwrap_or(0)
-            + 1;
+        let tries = uri.tries.saturating_add(1);
         let f = match fetched {
             Ok(f) => f,
             Err(CaptureError::Warc(w)) => return Err(w.into()),
             Err(err) => {
                 let code = error_code(&err);
                 let mut ann = vec![format!("err={err}").replace(' ', "_")];
-                ann.extend(self.finish_tries(uri, tries));
+                ann.extend(Self::finish_tries(tries));
                 self.log_outcome(thread, uri, code, None, ann);
-                self.frontier.complete(
+                let (_, next) = self.frontier.complete_and_next(
                     lease,
                     frontier::Outcome {
                         failed: true,
@@ -1151,7 +1233,7 @@ impl Crawl {
                 )?;
                 self.live.done.fetch_add(1, Ordering::Relaxed);
                 self.live.failed.fetch_add(1, Ordering::Relaxed);
-                return Ok(());
+                return Ok(next);
             }
         };
         self.live.bytes.fetch_add(f.body_len, Ordering::Relaxed);
@@ -1164,15 +1246,10 @@ impl Crawl {
                     .politeness
                     .retry_after(f.status, headers, tries, SystemTime::now())
             {
-                {
-                    let mut r = self.retries.lock().unwrap_or_else(|p| p.into_inner());
-                    if r.len() > 100_000 {
-                        r.clear();
-                    }
-                    r.insert(uri.url.to_string(), tries);
-                }
-                self.frontier.retry(lease, uri, wait.max(delay))?;
-                return Ok(());
+                let mut again = uri.clone();
+                again.tries = tries;
+                self.frontier.retry(lease, &again, wait.max(delay))?;
+                return Ok(None);
             }
         }
         let page = f
@@ -1217,7 +1294,7 @@ impl Crawl {
         if f.extracted.dropped > 0 {
             ann.push(format!("dol:{}", f.extracted.dropped));
         }
-        ann.extend(self.finish_tries(uri, tries));
+        ann.extend(Self::finish_tries(tries));
         let seed = self.seeds.get(uri.seed as usize).map(|s| s.to_string());
         let mut line = fetch_line(uri, &f, thread, seed.as_deref());
         line.annotations = ann;
@@ -1233,7 +1310,8 @@ impl Crawl {
             )?;
         }
         self.flush_records()?;
-        self.frontier.complete(
+        // The next URI taken in the same transaction: one commit, not two.
+        let (_, next) = self.frontier.complete_and_next(
             lease,
             frontier::Outcome {
                 failed: false,
@@ -1244,17 +1322,11 @@ impl Crawl {
             &found,
         )?;
         self.live.done.fetch_add(1, Ordering::Relaxed);
-        Ok(())
+        Ok(next)
     }
 
-    /// Forgets the retries of a URI that is finished; Heritrix's `Nt`
-    /// annotation when it took more than one try.
-    fn finish_tries(&self, uri: &CrawlUri, tries: u32) -> Option<String> {
-        if tries > 1
-            && let Ok(mut r) = self.retries.lock()
-        {
-            r.remove(uri.url.as_str());
-        }
+    /// Heritrix's `Nt` annotation when a URI took more than one try.
+    fn finish_tries(tries: u32) -> Option<String> {
         (tries > 1).then(|| format!("{tries}t"))
     }
 
@@ -1515,7 +1587,9 @@ impl Crawl {
 
     /// The robots.txt rules of `uri`'s host, fetching and recording
     /// robots.txt when not cached (following up to five redirects).
-    fn robots_for(&self, thread: usize, uri: &CrawlUri) -> Result<Robots, CrawlError> {
+    /// `None`: the crawl was stopped while this worker waited for another
+    /// one's fetch of the same robots.txt.
+    fn robots_for(&self, thread: usize, uri: &CrawlUri) -> Result<Option<Robots>, CrawlError> {
         let cached = || {
             self.robots
                 .lock()
@@ -1523,10 +1597,10 @@ impl Crawl {
                 .and_then(|c| c.get(&uri.url, Instant::now()).cloned())
         };
         if let Some(r) = cached() {
-            return Ok(r);
+            return Ok(Some(r));
         }
         let Some(mut r_url) = robots_url(&uri.url) else {
-            return Ok(Robots::allow_all());
+            return Ok(Some(Robots::allow_all()));
         };
         // One fetch of a host's robots.txt at a time: a worker that finds
         // it being fetched waits for it, then reads the cache.
@@ -1535,13 +1609,16 @@ impl Crawl {
         {
             let mut f = fetching.lock().unwrap_or_else(|p| p.into_inner());
             while f.contains(&key) {
+                if self.stopped() {
+                    return Ok(None);
+                }
                 f = done
                     .wait_timeout(f, Duration::from_millis(100))
                     .unwrap_or_else(|p| p.into_inner())
                     .0;
             }
             if let Some(r) = cached() {
-                return Ok(r);
+                return Ok(Some(r));
             }
             f.insert(key.clone());
         }
@@ -1617,7 +1694,7 @@ impl Crawl {
         if !maps.is_empty() {
             self.frontier.add(&maps)?;
         }
-        Ok(robots)
+        Ok(Some(robots))
     }
 
     /// The addresses of `host`; with `resolve-only`, a host outside the
@@ -1654,8 +1731,19 @@ impl Crawl {
             }
             _ => (Vec::new(), None),
         };
-        let request = chttp::get_request(&url, &self.cfg.engine.user_agent, &extra);
-        let mut x = chttp::fetch(&url, &resolved.addrs, request, &self.fetch)?;
+        let mut x = if self.cfg.politeness.keep_alive {
+            let key = frontier::host_key(&uri.url);
+            let request = chttp::get_request_keep_alive(&url, &self.cfg.engine.user_agent, &extra);
+            let kept = self.conns.take(&key);
+            let (x, kept) = chttp::fetch_keep(&url, &resolved.addrs, request, &self.fetch, kept)?;
+            if let Some(k) = kept {
+                self.conns.put(key, k);
+            }
+            x
+        } else {
+            let request = chttp::get_request(&url, &self.cfg.engine.user_agent, &extra);
+            chttp::fetch(&url, &resolved.addrs, request, &self.fetch)?
+        };
         let status = x.response.head.status().unwrap_or(0);
         let content_type = x
             .response

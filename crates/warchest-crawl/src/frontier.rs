@@ -1,19 +1,21 @@
 //! The frontier: what is queued, what is in flight and what was seen, on
 //! disk in one redb database (`frontier.redb` in the crawl directory).
 //!
-//! Every change is one write transaction, durable before the worker that
-//! made it goes on, so a `kill -9` at any moment loses nothing queued: on
-//! reopening, the URIs that were in flight go back to their queues (they
-//! are fetched again; nothing else is). Memory does not grow with the
+//! Every change is one write transaction, committed without a sync and
+//! journaled before it commits (`journal.rs`: one `write()` to
+//! `frontier.journal`), so a `kill -9` at any moment loses nothing queued:
+//! on reopening, the journal's changes since the last checkpoint are
+//! replayed over the database, and the URIs that were in flight go back to
+//! their queues (they are fetched again; nothing else is). No worker waits
+//! for a sync: the journal is synced on its own every second (what a power
+//! loss may lose), and a checkpoint (redb committed durably, the
+//! companion, the crawl's dedupe index, synced first, then the journal
+//! started afresh) comes every `checkpoint-interval` (10 s) or 16 MiB of
+//! journal, and when the crawl ends. Memory does not grow with the
 //! frontier: queues, the seen set and the ready list are B-trees on disk.
 //!
-//! Finishing a URI is a group commit: each worker commits its transaction
-//! without a sync, then waits until one synced commit covers it. One
-//! worker syncs for every worker whose commit came before (its companion,
-//! the crawl's dedupe index, first), so a crawl with many fetches at once
-//! pays one `fdatasync` per group, not one per URI. A worker goes on only
-//! once its URI's end is durable, so a kill still fetches again only the
-//! URIs in flight: at most one per worker.
+//! Taking a URI is not journaled: lost with a kill, the URI is still in
+//! its queue, where an in-flight one is put back anyway.
 //!
 //! Layout (all keys and values bytes):
 //! - `queue`: `host \0 level:u16 class:u8 seq:u64` -> URI. One queue per
@@ -31,12 +33,14 @@
 //! - `meta`: name -> u64 counters.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Condvar, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use url::Url;
 
+use crate::journal::{self, Journal, Op};
 use crate::uri::{CrawlUri, Hop};
 
 const QUEUE: TableDefinition<&[u8], &[u8]> = TableDefinition::new("queue");
@@ -45,6 +49,9 @@ const READY: TableDefinition<&[u8], ()> = TableDefinition::new("ready");
 const SEEN: TableDefinition<&[u8], ()> = TableDefinition::new("seen");
 const INFLIGHT: TableDefinition<&[u8], &[u8]> = TableDefinition::new("inflight");
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+/// The journal's epoch (`meta`): a journal of another epoch is not
+/// replayed.
+const EPOCH: &str = "journal_epoch";
 
 /// The frontier database's page cache.
 const CACHE_BYTES: usize = 64 << 20;
@@ -143,7 +150,7 @@ pub enum Next {
 }
 
 /// How a finished URI counts.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Outcome {
     /// It failed (error or status >= 400).
     pub failed: bool,
@@ -172,19 +179,29 @@ fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
-/// The URI as stored: `seed \n hops \n via \n url`.
-fn encode_uri(u: &CrawlUri) -> Vec<u8> {
+/// The URI as stored: `seed \n hops \n via \n url`, then `\n tries`
+/// when it was tried before (a URL holds no newline).
+pub(crate) fn encode_uri(u: &CrawlUri) -> Vec<u8> {
     let via = u.via.as_ref().map(|v| v.as_str()).unwrap_or("");
-    format!("{}\n{}\n{}\n{}", u.seed, u.hops, via, u.url.as_str()).into_bytes()
+    let mut s = format!("{}\n{}\n{}\n{}", u.seed, u.hops, via, u.url.as_str());
+    if u.tries > 0 {
+        s.push('\n');
+        s.push_str(&u.tries.to_string());
+    }
+    s.into_bytes()
 }
 
-fn decode_uri(b: &[u8]) -> Option<CrawlUri> {
+pub(crate) fn decode_uri(b: &[u8]) -> Option<CrawlUri> {
     let s = std::str::from_utf8(b).ok()?;
-    let mut it = s.splitn(4, '\n');
+    let mut it = s.splitn(5, '\n');
     let seed = it.next()?.parse().ok()?;
     let hops = it.next()?.to_string();
     let via = it.next()?;
     let url = Url::parse(it.next()?).ok()?;
+    let tries = match it.next() {
+        Some(t) => t.parse().ok()?,
+        None => 0,
+    };
     Some(CrawlUri {
         url,
         hops,
@@ -194,6 +211,7 @@ fn decode_uri(b: &[u8]) -> Option<CrawlUri> {
             Url::parse(via).ok()
         },
         seed,
+        tries,
     })
 }
 
@@ -226,29 +244,25 @@ fn ready_key(when: u64, host: &str) -> Vec<u8> {
     k
 }
 
-/// A database synced with the frontier's durable commits, before them:
-/// its sync returns whether it had anything to make durable.
+/// A database synced before each of the frontier's checkpoints (the
+/// crawl's dedupe index): its sync returns whether it had anything to
+/// make durable.
 pub type Companion = Box<dyn Fn() -> std::result::Result<bool, String> + Send + Sync>;
 
-/// Group commit's bookkeeping: commits made without a sync are numbered;
-/// `durable` is the last number a synced commit covers.
-#[derive(Default)]
-struct Group {
-    committed: u64,
-    durable: u64,
-    syncing: bool,
-}
+/// How often the journal is synced (what a power loss may lose).
+const SYNC_EVERY: Duration = Duration::from_secs(1);
+/// A checkpoint (redb committed durably, the journal started afresh) at
+/// least this often...
+const CHECKPOINT_EVERY: Duration = Duration::from_secs(10);
+/// ...or once the journal holds this much.
+pub const CHECKPOINT_BYTES: u64 = 16 << 20;
 
-/// Hands the sync back if the caller syncing for the group unwinds: the
-/// others would otherwise wait for it forever (the lock was not held, so
-/// nothing is poisoned).
-struct SyncTurn<'a>(&'a Frontier);
+/// Hands the checkpoint back if the caller making it unwinds.
+struct Turn<'a>(&'a AtomicBool);
 
-impl Drop for SyncTurn<'_> {
+impl Drop for Turn<'_> {
     fn drop(&mut self) {
-        let mut g = self.0.group.lock().unwrap_or_else(|p| p.into_inner());
-        g.syncing = false;
-        self.0.synced.notify_all();
+        self.0.store(false, Ordering::SeqCst);
     }
 }
 
@@ -257,20 +271,42 @@ impl Drop for SyncTurn<'_> {
 pub struct Frontier {
     db: Database,
     path: PathBuf,
-    group: Mutex<Group>,
-    synced: Condvar,
+    /// The journal; its lock is taken before redb's writer by every
+    /// journaled change and by checkpoints.
+    journal: Mutex<Journal>,
+    /// A second handle on the journal, synced without its lock.
+    journal_file: std::fs::File,
+    started: Instant,
+    /// Milliseconds from `started` of the last journal sync and
+    /// checkpoint.
+    synced_ms: AtomicU64,
+    checkpoint_ms: AtomicU64,
+    /// Someone is syncing the journal / making a checkpoint.
+    syncing: AtomicBool,
+    checkpointing: AtomicBool,
+    /// Checkpoint when the journal is this old or this large.
+    checkpoint_every: Duration,
+    checkpoint_bytes: u64,
     /// The companion and its file (named in its errors).
     companion: Option<(PathBuf, Companion)>,
     /// URIs of one host in flight at once.
     per_host: u8,
 }
 
+/// The journal of the frontier at `path`: `frontier.redb` ->
+/// `frontier.journal`.
+pub fn journal_path(path: &Path) -> PathBuf {
+    path.with_extension("journal")
+}
+
 impl Frontier {
-    /// Opens (or creates) the frontier at `path`. URIs left in flight by
+    /// Opens (or creates) the frontier at `path`. The journal's changes
+    /// since the last checkpoint are replayed, then URIs left in flight by
     /// an earlier run go back to their queues; the number is returned.
     ///
     /// # Errors
-    /// The database cannot be opened or is not a frontier.
+    /// The database cannot be opened or is not a frontier, or the journal
+    /// cannot be read or written.
     pub fn open(path: &Path) -> Result<(Frontier, u64)> {
         let err = |e: &dyn std::fmt::Display| FrontierError {
             what: "frontier",
@@ -284,79 +320,230 @@ impl Frontier {
             .set_cache_size(CACHE_BYTES)
             .create(path)
             .map_err(|e| err(&e))?;
-        let f = Frontier {
+        let jpath = journal_path(path);
+        let jerr = |e: &dyn std::fmt::Display| FrontierError {
+            what: "frontier journal",
+            path: jpath.clone(),
+            msg: e.to_string(),
+        };
+        let old = journal::read(&jpath).map_err(|e| jerr(&e))?;
+        // A placeholder journal until the replay's commit is durable: the
+        // old one stays on disk until then.
+        let scratch = jpath.with_extension("journal.new");
+        let j = Journal::create(&scratch, 0).map_err(|e| jerr(&e))?;
+        let journal_file = j.handle().map_err(|e| jerr(&e))?;
+        let mut f = Frontier {
             db,
             path: path.to_path_buf(),
-            group: Mutex::new(Group::default()),
-            synced: Condvar::new(),
+            journal: Mutex::new(j),
+            journal_file,
+            started: Instant::now(),
+            synced_ms: AtomicU64::new(0),
+            checkpoint_ms: AtomicU64::new(0),
+            syncing: AtomicBool::new(false),
+            checkpointing: AtomicBool::new(false),
+            checkpoint_every: CHECKPOINT_EVERY,
+            checkpoint_bytes: CHECKPOINT_BYTES,
             companion: None,
             per_host: 1,
         };
-        let requeued = f.recover()?;
+        let (requeued, epoch) = f.replay_and_recover(&old)?;
+        // The new journal replaces the old one only now: a kill before
+        // leaves the old one, whose epoch the database no longer has.
+        let j = Journal::create(&jpath, epoch).map_err(|e| jerr(&e))?;
+        f.journal_file = j.handle().map_err(|e| jerr(&e))?;
+        f.journal = Mutex::new(j);
+        let _ = std::fs::remove_file(&scratch);
+        if old.torn > 0 {
+            tracing::info!(
+                "{}: {} bytes of a cut last change ignored",
+                jpath.display(),
+                old.torn
+            );
+        }
         Ok((f, requeued))
     }
 
-    /// Syncs `c` (the database at `path`) with every durable commit,
-    /// before the frontier: what the frontier's durable state says was
-    /// fetched is then in `c` too.
+    /// Syncs `c` (the database at `path`) before each checkpoint: what the
+    /// frontier's checkpoint says was fetched is then in `c` too.
     pub fn set_companion(&mut self, path: &Path, c: Companion) {
         self.companion = Some((path.to_path_buf(), c));
     }
 
-    /// Commits `txn` without a sync, then returns once a synced commit
-    /// covers it: made by this caller, or by another one meanwhile.
-    fn commit_grouped(&self, mut txn: redb::WriteTransaction) -> Result<()> {
-        txn.set_durability(redb::Durability::None)
-            .map_err(|e| self.err(e))?;
-        txn.commit().map_err(|e| self.err(e))?;
-        let lock = || {
-            self.group
-                .lock()
-                .map_err(|_| self.err("a worker panicked during a commit"))
-        };
-        let mut g = lock()?;
-        g.committed += 1;
-        let mine = g.committed;
-        loop {
-            if g.durable >= mine {
-                return Ok(());
-            }
-            if g.syncing {
-                g = self
-                    .synced
-                    .wait(g)
-                    .map_err(|_| self.err("a worker panicked during a commit"))?;
-                continue;
-            }
-            // This caller syncs for every commit counted so far.
-            g.syncing = true;
-            let upto = g.committed;
-            drop(g);
-            let turn = SyncTurn(self);
-            let r = self.sync_now();
-            std::mem::forget(turn);
-            g = lock()?;
-            g.syncing = false;
-            if r.is_ok() {
-                g.durable = g.durable.max(upto);
-            }
-            self.synced.notify_all();
-            r?;
+    /// Sets how often a checkpoint is made: at least every `every`, or
+    /// once the journal holds `bytes` (10 s and 16 MiB by default).
+    pub fn set_checkpoint(&mut self, every: Duration, bytes: u64) {
+        self.checkpoint_every = every;
+        self.checkpoint_bytes = bytes;
+    }
+
+    fn ms(&self) -> u64 {
+        self.started.elapsed().as_millis() as u64
+    }
+
+    fn lock_journal(&self) -> std::sync::MutexGuard<'_, Journal> {
+        // A panic while it was held (a companion's, during a checkpoint)
+        // left it whole: records are appended with one write, and the
+        // checkpoint resets it only after its commit.
+        self.journal.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn jerr(&self, j: &Journal, e: impl std::fmt::Display) -> FrontierError {
+        FrontierError {
+            what: "frontier journal",
+            path: j.path().to_path_buf(),
+            msg: e.to_string(),
         }
     }
 
-    /// The companion's sync, then one synced (empty) commit, which makes
-    /// every commit before it durable.
-    fn sync_now(&self) -> Result<()> {
+    /// One journaled change: `apply` in a write transaction, its record
+    /// (`record` writes the payload) appended to the journal before the
+    /// transaction commits (unsynced), so no worker sees the change before
+    /// the journal holds it. Survives a `kill -9` once this returns; a
+    /// power loss, once the journal's next sync or checkpoint is made.
+    fn journaled<T>(
+        &self,
+        record: impl FnOnce(&mut Vec<u8>),
+        apply: impl FnOnce(&redb::WriteTransaction) -> Result<T>,
+    ) -> Result<T> {
+        let mut j = self.lock_journal();
+        let mut txn = self.db.begin_write().map_err(|e| self.err(e))?;
+        txn.set_durability(redb::Durability::None)
+            .map_err(|e| self.err(e))?;
+        let r = apply(&txn)?;
+        let mut payload = Vec::with_capacity(256);
+        record(&mut payload);
+        j.append(&payload).map_err(|e| self.jerr(&j, e))?;
+        txn.commit().map_err(|e| self.err(e))?;
+        let big = j.bytes >= self.checkpoint_bytes;
+        drop(j);
+        let now = self.ms();
+        if big
+            || now.saturating_sub(self.checkpoint_ms.load(Ordering::Relaxed))
+                >= self.checkpoint_every.as_millis() as u64
+        {
+            self.checkpoint_if_free()?;
+        } else if now.saturating_sub(self.synced_ms.load(Ordering::Relaxed))
+            >= SYNC_EVERY.as_millis() as u64
+            && !self.syncing.swap(true, Ordering::SeqCst)
+        {
+            let _turn = Turn(&self.syncing);
+            // Outside every lock: the other workers go on appending.
+            let r = self.journal_file.sync_data();
+            self.synced_ms.store(now, Ordering::Relaxed);
+            r.map_err(|e| FrontierError {
+                what: "frontier journal",
+                path: journal_path(&self.path),
+                msg: format!("syncing it: {e}"),
+            })?;
+        }
+        Ok(r)
+    }
+
+    /// A checkpoint, unless another caller is making one.
+    fn checkpoint_if_free(&self) -> Result<()> {
+        if self.checkpointing.swap(true, Ordering::SeqCst) {
+            return Ok(());
+        }
+        let _turn = Turn(&self.checkpointing);
+        self.checkpoint_now()
+    }
+
+    /// Makes a checkpoint: the companion synced, then every change so far
+    /// committed durably in redb, and the journal started afresh. Made on
+    /// its own every 10 s (or 16 MiB of journal) and at the end of a run.
+    ///
+    /// # Errors
+    /// The companion's sync, the commit or the journal's reset failed.
+    pub fn checkpoint(&self) -> Result<()> {
+        self.checkpoint_now()
+    }
+
+    fn checkpoint_now(&self) -> Result<()> {
+        let mut j = self.lock_journal();
         if let Some((path, c)) = &self.companion {
             c().map_err(|e| FrontierError {
                 what: "dedupe index",
                 path: path.clone(),
-                msg: format!("syncing it before the frontier's commit: {e}"),
+                msg: format!("syncing it before the frontier's checkpoint: {e}"),
             })?;
         }
+        let epoch = j.epoch.wrapping_add(1);
         let txn = self.db.begin_write().map_err(|e| self.err(e))?;
-        txn.commit().map_err(|e| self.err(e))
+        {
+            let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
+            meta.insert(EPOCH, epoch).map_err(|e| self.err(e))?;
+        }
+        txn.commit().map_err(|e| self.err(e))?;
+        // A kill here leaves a journal of the old epoch: not replayed.
+        j.reset(epoch).map_err(|e| self.jerr(&j, e))?;
+        let now = self.ms();
+        self.checkpoint_ms.store(now, Ordering::Relaxed);
+        self.synced_ms.store(now, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Replays `old` (the journal found on opening, when its epoch is the
+    /// database's), puts every in-flight URI back, and commits it all
+    /// durably under a new epoch, which is returned with the number of
+    /// URIs put back.
+    fn replay_and_recover(&self, old: &journal::Read0) -> Result<(u64, u64)> {
+        let txn = self.db.begin_write().map_err(|e| self.err(e))?;
+        let current = {
+            let meta = txn.open_table(META).map_err(|e| self.err(e))?;
+            meta.get(EPOCH).map_err(|e| self.err(e))?.map(|g| g.value())
+        };
+        if let (Some(e), Some(je)) = (current, old.epoch)
+            && e == je
+        {
+            for p in &old.records {
+                let op = journal::decode(p)
+                    .ok_or_else(|| self.err("a journal record that does not decode"))?;
+                self.apply(&txn, op)?;
+            }
+        }
+        let n = self.recover_in(&txn)?;
+        // A new database takes an epoch no leftover journal can have.
+        let epoch = match current {
+            Some(e) => e.wrapping_add(1),
+            None => SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(1),
+        };
+        {
+            let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
+            meta.insert(EPOCH, epoch).map_err(|e| self.err(e))?;
+        }
+        txn.commit().map_err(|e| self.err(e))?;
+        Ok((n, epoch))
+    }
+
+    /// Applies one journaled change again.
+    fn apply(&self, txn: &redb::WriteTransaction, op: Op) -> Result<()> {
+        match op {
+            Op::Add(uris) => {
+                self.add_in(txn, &uris)?;
+            }
+            Op::Complete {
+                key,
+                host,
+                outcome,
+                found,
+            } => {
+                self.complete_in(txn, &key, &host, outcome, &found)?;
+            }
+            Op::Retry {
+                key,
+                host,
+                uri,
+                delay,
+            } => self.retry_in(txn, &key, &host, &uri, delay)?,
+            Op::MarkSeen(urls) => {
+                self.mark_seen_in(txn, &urls)?;
+            }
+        }
+        Ok(())
     }
 
     /// Lets up to `n` URIs of one host be in flight at once (1 to 64; 1,
@@ -380,8 +567,7 @@ impl Frontier {
     }
 
     /// Puts every in-flight URI back and frees every host.
-    fn recover(&self) -> Result<u64> {
-        let txn = self.db.begin_write().map_err(|e| self.err(e))?;
+    fn recover_in(&self, txn: &redb::WriteTransaction) -> Result<u64> {
         let mut n = 0;
         {
             let mut queue = txn.open_table(QUEUE).map_err(|e| self.err(e))?;
@@ -444,21 +630,20 @@ impl Frontier {
                 meta.insert("queued", q + n).map_err(|e| self.err(e))?;
             }
         }
-        txn.commit().map_err(|e| self.err(e))?;
         Ok(n)
     }
 
     /// Queues `uris` not seen before; returns how many were new.
-    /// Durable when this returns: a group commit, the companion synced
-    /// first.
+    /// Journaled when this returns (it survives a kill; a power loss,
+    /// after the journal's next sync).
     ///
     /// # Errors
-    /// The database failed.
+    /// The database or the journal failed.
     pub fn add(&self, uris: &[CrawlUri]) -> Result<u64> {
-        let txn = self.db.begin_write().map_err(|e| self.err(e))?;
-        let n = self.add_in(&txn, uris)?;
-        self.commit_grouped(txn)?;
-        Ok(n)
+        self.journaled(
+            |b| journal::encode_add(b, uris),
+            |txn| self.add_in(txn, uris),
+        )
     }
 
     fn add_in(&self, txn: &redb::WriteTransaction, uris: &[CrawlUri]) -> Result<u64> {
@@ -520,13 +705,21 @@ impl Frontier {
     /// # Errors
     /// The database failed.
     pub fn next(&self) -> Result<Next> {
-        let now = now_ms();
         let mut txn = self.db.begin_write().map_err(|e| self.err(e))?;
-        // Not synced: if a crash loses this commit, the URI is still in
-        // its queue, as an in-flight one would be put back; the commit
-        // that finishes the URI (synced) makes this one durable too.
+        // Not synced nor journaled: if a crash loses this commit, the URI
+        // is still in its queue, as an in-flight one would be put back.
         txn.set_durability(redb::Durability::None)
             .map_err(|e| self.err(e))?;
+        let (next, changed) = self.next_in(&txn)?;
+        if changed {
+            txn.commit().map_err(|e| self.err(e))?;
+        }
+        Ok(next)
+    }
+
+    /// [`Frontier::next`] in `txn`; also whether it changed anything.
+    fn next_in(&self, txn: &redb::WriteTransaction) -> Result<(Next, bool)> {
+        let now = now_ms();
         let lease = {
             let mut ready = txn.open_table(READY).map_err(|e| self.err(e))?;
             let first = ready
@@ -534,11 +727,11 @@ impl Frontier {
                 .map_err(|e| self.err(e))?
                 .map(|(k, _)| k.value().to_vec());
             let Some(rk) = first else {
-                return Ok(Next::Empty);
+                return Ok((Next::Empty, false));
             };
             let when = u64::from_be_bytes(rk[..8].try_into().unwrap_or([0; 8]));
             if when > now {
-                return Ok(Next::Wait(Duration::from_millis(when - now)));
+                return Ok((Next::Wait(Duration::from_millis(when - now)), false));
             }
             let host = String::from_utf8_lossy(&rk[8..]).into_owned();
             ready.remove(rk.as_slice()).map_err(|e| self.err(e))?;
@@ -568,9 +761,7 @@ impl Frontier {
                 hosts
                     .insert(host.as_bytes(), st.encode().as_slice())
                     .map_err(|e| self.err(e))?;
-                drop((queue, hosts, inflight, meta, ready));
-                txn.commit().map_err(|e| self.err(e))?;
-                return Ok(Next::Wait(Duration::ZERO));
+                return Ok((Next::Wait(Duration::ZERO), true));
             };
             queue.remove(k.as_slice()).map_err(|e| self.err(e))?;
             inflight
@@ -602,86 +793,168 @@ impl Frontier {
             let uri = decode_uri(&v).ok_or_else(|| self.err("a queued URI does not decode"))?;
             Lease { uri, host, key: k }
         };
-        txn.commit().map_err(|e| self.err(e))?;
-        Ok(Next::Uri(Box::new(lease)))
+        Ok((Next::Uri(Box::new(lease)), true))
+    }
+
+    /// [`Frontier::complete`], then, in the same transaction, the next URI
+    /// to fetch when one may be fetched now: one commit for both, where
+    /// [`Frontier::complete`] then [`Frontier::next`] make two. Taking it
+    /// is not journaled, as [`Frontier::next`]'s is not. Give back a URI
+    /// that will not be fetched with [`Frontier::put_back`].
+    ///
+    /// # Errors
+    /// The database or the journal failed.
+    pub fn complete_and_next(
+        &self,
+        lease: &Lease,
+        outcome: Outcome,
+        found: &[CrawlUri],
+    ) -> Result<(u64, Option<Lease>)> {
+        self.journaled(
+            |b| journal::encode_complete(b, &lease.key, &lease.host, &outcome, found),
+            |txn| {
+                let n = self.complete_in(txn, &lease.key, &lease.host, outcome, found)?;
+                let next = match self.next_in(txn)?.0 {
+                    Next::Uri(l) => Some(*l),
+                    _ => None,
+                };
+                Ok((n, next))
+            },
+        )
+    }
+
+    /// Gives back a URI taken and not fetched (the crawl stopped): to its
+    /// queue, its host free, as a resume would put it back. Not journaled:
+    /// lost with a kill, the URI is still in flight and goes back then.
+    ///
+    /// # Errors
+    /// The database failed.
+    pub fn put_back(&self, lease: &Lease) -> Result<()> {
+        let mut txn = self.db.begin_write().map_err(|e| self.err(e))?;
+        txn.set_durability(redb::Durability::None)
+            .map_err(|e| self.err(e))?;
+        self.retry_in(&txn, &lease.key, &lease.host, &lease.uri, Duration::ZERO)?;
+        txn.commit().map_err(|e| self.err(e))
     }
 
     /// Finishes a lease: the host is free after `outcome.delay`, the
     /// counters move, and `found` (URIs the fetch discovered, already
-    /// scoped) are queued, all in one transaction, durable when this
-    /// returns (a group commit). Returns how many of `found` were new.
+    /// scoped) are queued, all in one transaction, journaled when this
+    /// returns. Returns how many of `found` were new.
     ///
     /// # Errors
-    /// The database failed.
+    /// The database or the journal failed.
     pub fn complete(&self, lease: &Lease, outcome: Outcome, found: &[CrawlUri]) -> Result<u64> {
-        let txn = self.db.begin_write().map_err(|e| self.err(e))?;
-        {
-            let mut inflight = txn.open_table(INFLIGHT).map_err(|e| self.err(e))?;
-            inflight
-                .remove(lease.key.as_slice())
+        self.journaled(
+            |b| journal::encode_complete(b, &lease.key, &lease.host, &outcome, found),
+            |txn| self.complete_in(txn, &lease.key, &lease.host, outcome, found),
+        )
+    }
+
+    /// Takes the URI at queue key `key` out of the in-flight table, or, when
+    /// a journal's replay finds it still queued (its taking was not
+    /// committed durably), out of its queue.
+    fn take_back(&self, txn: &redb::WriteTransaction, key: &[u8], host: &str) -> Result<()> {
+        let mut inflight = txn.open_table(INFLIGHT).map_err(|e| self.err(e))?;
+        let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
+        let counter = if inflight.remove(key).map_err(|e| self.err(e))?.is_some() {
+            "in_flight"
+        } else {
+            let mut queue = txn.open_table(QUEUE).map_err(|e| self.err(e))?;
+            if queue.remove(key).map_err(|e| self.err(e))?.is_none() {
+                return Ok(());
+            }
+            let mut hosts = txn.open_table(HOSTS).map_err(|e| self.err(e))?;
+            let mut st = hosts
+                .get(host.as_bytes())
+                .map_err(|e| self.err(e))?
+                .map(|g| HostState::decode(g.value()))
+                .unwrap_or_default();
+            st.queued = st.queued.saturating_sub(1);
+            hosts
+                .insert(host.as_bytes(), st.encode().as_slice())
                 .map_err(|e| self.err(e))?;
+            "queued"
+        };
+        let v = meta
+            .get(counter)
+            .map_err(|e| self.err(e))?
+            .map(|g| g.value())
+            .unwrap_or(0);
+        meta.insert(counter, v.saturating_sub(1))
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    fn complete_in(
+        &self,
+        txn: &redb::WriteTransaction,
+        key: &[u8],
+        host: &str,
+        outcome: Outcome,
+        found: &[CrawlUri],
+    ) -> Result<u64> {
+        self.take_back(txn, key, host)?;
+        {
             let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
-            let bump = |m: &mut redb::Table<&str, u64>, k: &str, d: u64, neg: bool| -> Result<()> {
+            let bump = |m: &mut redb::Table<&str, u64>, k: &str, d: u64| -> Result<()> {
                 let v = m
                     .get(k)
                     .map_err(|e| self.err(e))?
                     .map(|g| g.value())
                     .unwrap_or(0);
-                let v = if neg {
-                    v.saturating_sub(d)
-                } else {
-                    v.saturating_add(d)
-                };
-                m.insert(k, v).map_err(|e| self.err(e))?;
+                m.insert(k, v.saturating_add(d)).map_err(|e| self.err(e))?;
                 Ok(())
             };
-            bump(&mut meta, "in_flight", 1, true)?;
-            bump(&mut meta, "done", 1, false)?;
-            bump(&mut meta, "failed", outcome.failed as u64, false)?;
-            bump(&mut meta, "pages", outcome.page as u64, false)?;
-            bump(&mut meta, "bytes", outcome.bytes, false)?;
+            bump(&mut meta, "done", 1)?;
+            bump(&mut meta, "failed", outcome.failed as u64)?;
+            bump(&mut meta, "pages", outcome.page as u64)?;
+            bump(&mut meta, "bytes", outcome.bytes)?;
         }
-        self.release(&txn, &lease.host, outcome.delay, |st| {
+        self.release(txn, host, outcome.delay, |st| {
             st.pages += outcome.page as u64;
             st.bytes += outcome.bytes;
         })?;
-        let n = self.add_in(&txn, found)?;
-        self.commit_grouped(txn)?;
-        Ok(n)
+        self.add_in(txn, found)
     }
 
     /// Gives a lease back to its queue (a retry), the host asked again
-    /// after `delay`.
-    /// Durable when this returns: a group commit, the companion synced
-    /// first.
+    /// after `delay`; `uri` carries its tries so far
+    /// ([`CrawlUri::tries`]), which a resume keeps. Journaled when this
+    /// returns.
     ///
     /// # Errors
-    /// The database failed.
+    /// The database or the journal failed.
     pub fn retry(&self, lease: &Lease, uri: &CrawlUri, delay: Duration) -> Result<()> {
-        let txn = self.db.begin_write().map_err(|e| self.err(e))?;
+        self.journaled(
+            |b| journal::encode_retry(b, &lease.key, &lease.host, uri, delay),
+            |txn| self.retry_in(txn, &lease.key, &lease.host, uri, delay),
+        )
+    }
+
+    fn retry_in(
+        &self,
+        txn: &redb::WriteTransaction,
+        key: &[u8],
+        host: &str,
+        uri: &CrawlUri,
+        delay: Duration,
+    ) -> Result<()> {
+        self.take_back(txn, key, host)?;
         {
-            let mut inflight = txn.open_table(INFLIGHT).map_err(|e| self.err(e))?;
-            inflight
-                .remove(lease.key.as_slice())
-                .map_err(|e| self.err(e))?;
             let mut queue = txn.open_table(QUEUE).map_err(|e| self.err(e))?;
             queue
-                .insert(lease.key.as_slice(), encode_uri(uri).as_slice())
+                .insert(key, encode_uri(uri).as_slice())
                 .map_err(|e| self.err(e))?;
             let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
-            for (k, up) in [("in_flight", false), ("queued", true)] {
-                let v = meta
-                    .get(k)
-                    .map_err(|e| self.err(e))?
-                    .map(|g| g.value())
-                    .unwrap_or(0);
-                let v = if up { v + 1 } else { v.saturating_sub(1) };
-                meta.insert(k, v).map_err(|e| self.err(e))?;
-            }
+            let v = meta
+                .get("queued")
+                .map_err(|e| self.err(e))?
+                .map(|g| g.value())
+                .unwrap_or(0);
+            meta.insert("queued", v + 1).map_err(|e| self.err(e))?;
         }
-        self.release(&txn, &lease.host, delay, |st| st.queued += 1)?;
-        self.commit_grouped(txn)?;
-        Ok(())
+        self.release(txn, host, delay, |st| st.queued += 1)
     }
 
     fn release(
@@ -736,27 +1009,29 @@ impl Frontier {
 
     /// Marks `urls` seen without queuing them (a browser fetched them:
     /// they are never fetched again); returns how many were new.
-    /// Durable when this returns: a group commit, the companion synced
-    /// first.
+    /// Journaled when this returns.
     ///
     /// # Errors
-    /// The database failed.
+    /// The database or the journal failed.
     pub fn mark_seen(&self, urls: &[Url]) -> Result<u64> {
-        let txn = self.db.begin_write().map_err(|e| self.err(e))?;
+        self.journaled(
+            |b| journal::encode_mark_seen(b, urls),
+            |txn| self.mark_seen_in(txn, urls),
+        )
+    }
+
+    fn mark_seen_in(&self, txn: &redb::WriteTransaction, urls: &[Url]) -> Result<u64> {
         let mut n = 0;
-        {
-            let mut seen = txn.open_table(SEEN).map_err(|e| self.err(e))?;
-            for u in urls {
-                if seen
-                    .insert(u.as_str().as_bytes(), ())
-                    .map_err(|e| self.err(e))?
-                    .is_none()
-                {
-                    n += 1;
-                }
+        let mut seen = txn.open_table(SEEN).map_err(|e| self.err(e))?;
+        for u in urls {
+            if seen
+                .insert(u.as_str().as_bytes(), ())
+                .map_err(|e| self.err(e))?
+                .is_none()
+            {
+                n += 1;
             }
         }
-        self.commit_grouped(txn)?;
         Ok(n)
     }
 
@@ -811,6 +1086,19 @@ impl Frontier {
         let ready = txn.open_table(READY).map_err(|e| self.err(e))?;
         use redb::ReadableTableMetadata;
         ready.len().map_err(|e| self.err(e))
+    }
+}
+
+impl Drop for Frontier {
+    /// A last checkpoint; the journal, empty then, is removed (a missing
+    /// journal has nothing to replay).
+    fn drop(&mut self) {
+        match self.checkpoint_now() {
+            Ok(()) => {
+                let _ = std::fs::remove_file(journal_path(&self.path));
+            }
+            Err(e) => tracing::warn!("closing the frontier: {e}"),
+        }
     }
 }
 
@@ -897,6 +1185,36 @@ mod tests {
         assert_eq!((c.queued, c.in_flight, c.done), (2, 0, 3));
     }
 
+    /// Finishing a URI takes the next one in the same transaction (the
+    /// host that has waited longest first); a URI given back goes to its
+    /// queue with its host free.
+    #[test]
+    fn complete_and_next_takes_the_next_uri_and_put_back_returns_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (f, _) = Frontier::open(&dir.path().join("f.redb")).unwrap();
+        f.add(&[
+            uri("http://a.test/1"),
+            uri("http://b.test/1"),
+            uri("http://a.test/2"),
+        ])
+        .unwrap();
+        let l = take(&f);
+        assert_eq!(l.uri.url.as_str(), "http://a.test/1");
+        let (_, n) = f.complete_and_next(&l, Outcome::default(), &[]).unwrap();
+        let n = n.expect("a URI ready now");
+        assert_eq!(n.uri.url.as_str(), "http://b.test/1");
+        let c = f.counts().unwrap();
+        assert_eq!((c.done, c.in_flight, c.queued), (1, 1, 1));
+        f.put_back(&n).unwrap();
+        let c = f.counts().unwrap();
+        assert_eq!((c.done, c.in_flight, c.queued), (1, 0, 2));
+        let mut got: Vec<String> = (0..2).map(|_| take(&f).uri.url.to_string()).collect();
+        got.sort();
+        assert_eq!(got, ["http://a.test/2", "http://b.test/1"]);
+        // Both hosts busy: nothing to take.
+        assert!(matches!(f.next().unwrap(), Next::Empty));
+    }
+
     #[test]
     fn politeness_delay_holds_the_host() {
         let dir = tempfile::tempdir().unwrap();
@@ -932,15 +1250,17 @@ mod tests {
         assert_eq!(got, ["http://a.test/1", "http://b.test/2"]);
     }
 
-    /// Every durable commit syncs the companion (the dedupe index) first:
-    /// `add`, `retry` and `mark_seen` as well as `complete`; a failed
-    /// companion sync names the companion's file, not the frontier's.
+    /// A checkpoint syncs the companion (the dedupe index) first, and only
+    /// a checkpoint does: `add`, `complete`, `retry` and `mark_seen` are
+    /// journaled without it; a failed companion sync names the
+    /// companion's file, not the frontier's, and fails the checkpoint.
     #[test]
-    fn every_durable_commit_syncs_the_companion_first() {
+    fn a_checkpoint_syncs_the_companion_first() {
         use std::sync::Arc;
         use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
         let dir = tempfile::tempdir().unwrap();
         let (mut f, _) = Frontier::open(&dir.path().join("f.redb")).unwrap();
+        f.set_checkpoint(Duration::from_secs(3600), u64::MAX);
         let calls = Arc::new(AtomicU64::new(0));
         let fail = Arc::new(AtomicBool::new(false));
         let (c, x) = (calls.clone(), fail.clone());
@@ -959,34 +1279,59 @@ mod tests {
         let n = || calls.load(Ordering::SeqCst);
         f.add(&[uri("http://a.test/1"), uri("http://a.test/2")])
             .unwrap();
-        assert_eq!(n(), 1, "add");
         let l = take(&f);
         f.retry(&l, &l.uri, Duration::ZERO).unwrap();
-        assert_eq!(n(), 2, "retry");
         f.mark_seen(&[Url::parse("http://b.test/").unwrap()])
             .unwrap();
-        assert_eq!(n(), 3, "mark_seen");
         let l = take(&f);
         f.complete(&l, Outcome::default(), &[]).unwrap();
-        assert_eq!(n(), 4, "complete");
+        assert_eq!(n(), 0, "no change waits for a sync");
+        f.checkpoint().unwrap();
+        assert_eq!(n(), 1, "the checkpoint syncs the companion");
         fail.store(true, Ordering::SeqCst);
-        let e = f.add(&[uri("http://a.test/3")]).unwrap_err().to_string();
+        let e = f.checkpoint().unwrap_err().to_string();
         assert!(
             e.starts_with(&format!("dedupe index {}: ", idx.display())),
             "{e}"
         );
         assert!(e.contains("disk full"), "{e}");
+        fail.store(false, Ordering::SeqCst);
     }
 
-    /// A companion that panics while syncing for the group hands the sync
-    /// back: the next commit syncs and returns, where it used to wait for
-    /// the panicked one forever.
+    /// A checkpoint is made on its own once the journal is older than its
+    /// interval or larger than its size, and starts the journal afresh.
     #[test]
-    fn a_panic_while_syncing_leaves_no_commit_waiting() {
+    fn checkpoints_come_by_time_and_by_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f.redb");
+        let (mut f, _) = Frontier::open(&p).unwrap();
+        let jlen = || std::fs::metadata(journal_path(&p)).unwrap().len();
+        f.set_checkpoint(Duration::from_secs(3600), 2_000);
+        f.add(&[uri("http://a.test/1")]).unwrap();
+        let one = jlen();
+        assert!(one > 12, "the change is journaled");
+        for i in 2..40 {
+            f.add(&[uri(&format!("http://a.test/{i}"))]).unwrap();
+        }
+        assert!(jlen() < 2_000 + one, "reset by size: {}", jlen());
+        f.set_checkpoint(Duration::ZERO, u64::MAX);
+        f.add(&[uri("http://a.test/x")]).unwrap();
+        assert_eq!(jlen(), 12, "reset by time: the header alone");
+        drop(f);
+        assert!(!journal_path(&p).exists(), "closed: no journal left");
+        let (f, _) = Frontier::open(&p).unwrap();
+        assert_eq!(f.counts().unwrap().queued, 40);
+    }
+
+    /// A companion that panics during a checkpoint hands it back: the next
+    /// change and the next checkpoint go through.
+    #[test]
+    fn a_panic_while_checkpointing_leaves_no_change_waiting() {
         use std::sync::Arc;
         use std::sync::atomic::{AtomicBool, Ordering};
         let dir = tempfile::tempdir().unwrap();
         let (mut f, _) = Frontier::open(&dir.path().join("f.redb")).unwrap();
+        f.set_checkpoint(Duration::ZERO, u64::MAX);
         let panic = Arc::new(AtomicBool::new(true));
         let p = panic.clone();
         f.set_companion(
@@ -1000,7 +1345,7 @@ mod tests {
         let hit = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             f.add(&[uri("http://a.test/1")])
         }));
-        assert!(hit.is_err(), "the first commit's sync panics");
+        assert!(hit.is_err(), "the first change's checkpoint panics");
         panic.store(false, Ordering::SeqCst);
         let (tx, rx) = std::sync::mpsc::channel();
         let g = f.clone();
@@ -1008,16 +1353,124 @@ mod tests {
         assert_eq!(
             rx.recv_timeout(Duration::from_secs(10)),
             Ok(true),
-            "the next commit returns"
+            "the next change returns"
         );
+        f.checkpoint().unwrap();
+        assert_eq!(f.counts().unwrap().queued, 2);
+    }
+
+    /// The child of [`a_killed_frontier_keeps_its_journaled_changes`]:
+    /// changes after the opening's checkpoint, then `abort()` (no
+    /// destructor runs, as after `kill -9`).
+    #[test]
+    fn killed_child() {
+        let Ok(p) = std::env::var("WARCHEST_FRONTIER_CHILD") else {
+            return;
+        };
+        let stale = std::env::var("WARCHEST_FRONTIER_STALE").is_ok();
+        let p = PathBuf::from(p);
+        let (mut f, _) = Frontier::open(&p).unwrap();
+        f.set_checkpoint(Duration::from_secs(3600), u64::MAX);
+        if stale {
+            // A checkpoint whose journal reset a kill prevented: the old
+            // journal is put back after it.
+            f.add(&[uri("http://a.test/1")]).unwrap();
+            let l = take(&f);
+            f.complete(&l, Outcome::default(), &[]).unwrap();
+            let old = std::fs::read(journal_path(&p)).unwrap();
+            f.checkpoint().unwrap();
+            std::fs::write(journal_path(&p), old).unwrap();
+            std::process::abort();
+        }
+        f.add(&[uri("http://a.test/1"), uri("http://b.test/1")])
+            .unwrap();
+        let l = take(&f);
+        let found = l
+            .uri
+            .child(Url::parse("http://a.test/3").unwrap(), Hop::Link);
+        f.complete(
+            &l,
+            Outcome {
+                page: true,
+                bytes: 10,
+                ..Outcome::default()
+            },
+            &[found],
+        )
+        .unwrap();
+        let l = take(&f);
+        let mut again = l.uri.clone();
+        again.tries = 2;
+        f.retry(&l, &again, Duration::ZERO).unwrap();
+        // Taken, in flight at the kill.
+        let _l = take(&f);
+        std::process::abort();
+    }
+
+    fn run_child(p: &Path, stale: bool) {
+        let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
+        cmd.args(["--exact", "frontier::tests::killed_child", "--nocapture"])
+            .env("WARCHEST_FRONTIER_CHILD", p)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        if stale {
+            cmd.env("WARCHEST_FRONTIER_STALE", "1");
+        }
+        let st = cmd.status().unwrap();
+        assert!(!st.success(), "the child aborts");
+    }
+
+    /// A process killed after journaled changes: reopening replays them
+    /// (redb's own unsynced commits are lost with the process, as the
+    /// copy without its journal shows), the URI in flight goes back to its
+    /// queue, and a retried URI keeps its tries. A journal whose
+    /// checkpoint was committed is not replayed twice.
+    #[test]
+    fn a_killed_frontier_keeps_its_journaled_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f.redb");
+        run_child(&p, false);
+        // The control: the database alone has none of the changes.
+        let bare = dir.path().join("bare.redb");
+        std::fs::copy(&p, &bare).unwrap();
+        {
+            let (f, _) = Frontier::open(&bare).unwrap();
+            assert_eq!(f.counts().unwrap().seen, 0, "redb alone lost them");
+        }
+        let (f, _) = Frontier::open(&p).unwrap();
+        let c = f.counts().unwrap();
+        assert_eq!(
+            (c.seen, c.done, c.pages, c.bytes, c.queued, c.in_flight),
+            (3, 1, 1, 10, 2, 0),
+            "{c:?}"
+        );
+        let mut got: Vec<(String, u32)> = (0..2)
+            .map(|_| {
+                let l = take(&f);
+                (l.uri.url.to_string(), l.uri.tries)
+            })
+            .collect();
+        got.sort();
+        assert!(matches!(f.next().unwrap(), Next::Empty));
+        assert_eq!(got.len(), 2);
+        assert!(got.iter().any(|(_, t)| *t == 2), "tries kept: {got:?}");
+        drop(f);
+        let p = dir.path().join("g.redb");
+        run_child(&p, true);
+        let (f, _) = Frontier::open(&p).unwrap();
+        let c = f.counts().unwrap();
+        assert_eq!((c.seen, c.done, c.queued), (1, 1, 0), "{c:?}");
     }
 
     #[test]
     fn uris_round_trip() {
         let s = uri("http://a.test/");
         let c = s.child(Url::parse("http://b.test/x?y=1").unwrap(), Hop::Embed);
-        assert_eq!(decode_uri(&encode_uri(&c)), Some(c));
+        assert_eq!(decode_uri(&encode_uri(&c)), Some(c.clone()));
         assert_eq!(decode_uri(&encode_uri(&s)), Some(s));
+        let mut t = c;
+        t.tries = 3;
+        assert_eq!(decode_uri(&encode_uri(&t)), Some(t));
         assert_eq!(decode_uri(b"garbage"), None);
     }
 }

@@ -72,6 +72,7 @@ pub mod dedupe;
 pub mod engine;
 pub mod frontier;
 pub mod infomall;
+mod journal;
 // -- the browser hook --
 pub mod render;
 pub mod shard;

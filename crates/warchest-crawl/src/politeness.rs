@@ -43,6 +43,10 @@ pub struct PolitenessConfig {
     /// `browsers` tabs (Browsertrix's workers). The delays still hold: a
     /// fetch's end puts the host's next start back by its delay.
     pub host_parallel: u32,
+    /// Keep a host's connection open between its fetches (HTTP/1.0
+    /// `Connection: keep-alive`) where the server agrees; `false`: a new
+    /// connection for each request (`Connection: close`).
+    pub keep_alive: bool,
 }
 
 impl Default for PolitenessConfig {
@@ -57,6 +61,7 @@ impl Default for PolitenessConfig {
             retry_delay: 10.0,
             max_retry_delay: 3600.0,
             host_parallel: 1,
+            keep_alive: true,
         }
     }
 }

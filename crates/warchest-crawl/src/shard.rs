@@ -433,6 +433,7 @@ impl Handoff {
                     hops: v["hops"].as_str().unwrap_or("").to_string(),
                     via: v["via"].as_str().and_then(|u| Url::parse(u).ok()),
                     seed: v["seed"].as_u64().unwrap_or(0) as u32,
+                    tries: 0,
                 });
             }
         }

@@ -61,6 +61,10 @@ pub struct TestWebConfig {
     /// Serve the special hosts (robots, redirects, traps...) besides the
     /// generated sites.
     pub special: bool,
+    /// Close a kept-alive connection, without a word, after this many
+    /// answers on it (0: never), as a server's keep-alive limit or idle
+    /// timeout does while the client sends its next request.
+    pub keep_alive_max: u32,
 }
 
 impl Default for TestWebConfig {
@@ -71,6 +75,7 @@ impl Default for TestWebConfig {
             slow_delay: Duration::from_millis(300),
             big_size: 2 << 20,
             special: true,
+            keep_alive_max: 0,
         }
     }
 }
@@ -132,6 +137,8 @@ struct Shared {
     reset_port: u16,
     start: Instant,
     log: Mutex<Log>,
+    /// Connections accepted.
+    connections: std::sync::atomic::AtomicU64,
 }
 
 /// A running test web; stopped when dropped.
@@ -176,6 +183,7 @@ impl TestWeb {
             reset_port: reset_addr.port(),
             start: Instant::now(),
             log: Mutex::default(),
+            connections: Default::default(),
         });
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -433,6 +441,13 @@ impl TestWeb {
         n
     }
 
+    /// Connections accepted so far (both listeners).
+    pub fn connections(&self) -> u64 {
+        self.shared
+            .connections
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     /// Requests not recorded because the log was full.
     pub fn dropped(&self) -> u64 {
         lock(&self.shared.log).dropped
@@ -476,6 +491,7 @@ async fn accept_loop(
             _ = stop.changed() => return,
             r = l.accept() => {
                 let Ok((sock, _)) = r else { continue };
+                sh.connections.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 // Answers go out in one or a few writes; without this,
                 // Nagle's algorithm and delayed ACKs hold a keep-alive
                 // answer's second write back by 40 ms.
@@ -600,7 +616,12 @@ fn record(sh: &Shared, host: &str, req: &Request, status: u16) {
 
 async fn serve_conn(mut sock: TcpStream, sh: &Shared) -> io::Result<()> {
     let mut buf = Vec::new();
+    let mut answered = 0u32;
     loop {
+        if sh.cfg.keep_alive_max > 0 && answered >= sh.cfg.keep_alive_max {
+            // Closed without notice, whatever the last answer said.
+            return Ok(());
+        }
         let Ok(head) = tokio::time::timeout(IDLE, read_head(&mut sock, &mut buf)).await else {
             return Ok(());
         };
@@ -619,6 +640,7 @@ async fn serve_conn(mut sock: TcpStream, sh: &Shared) -> io::Result<()> {
         }
         let keep = req.keep_alive && !resp.close_delimited();
         resp.write(&mut sock, req.method == "HEAD", keep).await?;
+        answered += 1;
         if !keep {
             sock.shutdown().await?;
             return Ok(());

@@ -78,6 +78,10 @@ pub struct CrawlUri {
     pub via: Option<Url>,
     /// The index of the seed this URI descends from.
     pub seed: u32,
+    /// Fetches of it answered with 429 or 503 and tried again (0 for a
+    /// new URI): kept in the frontier, so a resume goes on counting
+    /// (crawl.log's `Nt`, the backoff).
+    pub tries: u32,
 }
 
 impl CrawlUri {
@@ -88,6 +92,7 @@ impl CrawlUri {
             hops: String::new(),
             via: None,
             seed: i,
+            tries: 0,
         }
     }
 
@@ -105,6 +110,7 @@ impl CrawlUri {
             hops,
             via: Some(self.url.clone()),
             seed: self.seed,
+            tries: 0,
         }
     }
 

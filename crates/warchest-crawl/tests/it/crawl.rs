@@ -731,15 +731,7 @@ fn robots_txt_is_fetched_once_with_host_parallel() {
         ..TestWebConfig::default()
     })
     .unwrap();
-    let ip = host_ip(&web, "slow.test");
-    let seeds: Vec<String> = ["/", "/1.html", "/2.html"]
-        .iter()
-        .map(|p| format!("\"{}\"", web.url("slow.test", p)))
-        .collect();
-    let toml = format!(
-        "seeds = [{}]\nmin-delay = 0.0\nmax-delay = 0.0\ndelay-factor = 0.0\nmax-hops = 0\nextra-hops = 0\ntimeout = 5.0\nworkers = 3\nhost-parallel = 3\nresolve-only = true\n[resolve]\n\"slow.test\" = \"{ip}\"\n",
-        seeds.join(", ")
-    );
+    let toml = three_slow_seeds(&web, 5.0);
     let out = tempfile::tempdir().unwrap();
     let s = crawl(&out.path().join("c"), &toml);
     assert_eq!(s.ending, Ending::Finished);
@@ -750,6 +742,20 @@ fn robots_txt_is_fetched_once_with_host_parallel() {
     assert_eq!(served.len(), 4, "{served:?}");
 }
 
+/// A crawl of slow.test's home page and its two pages as seeds, no links
+/// followed, three workers on the host at once.
+fn three_slow_seeds(web: &warchest_crawl::testweb::TestWeb, timeout: f64) -> String {
+    let ip = host_ip(web, "slow.test");
+    let seeds: Vec<String> = ["/", "/1.html", "/2.html"]
+        .iter()
+        .map(|p| format!("\"{}\"", web.url("slow.test", p)))
+        .collect();
+    format!(
+        "seeds = [{}]\nmin-delay = 0.0\nmax-delay = 0.0\ndelay-factor = 0.0\nmax-hops = 0\nextra-hops = 0\ntimeout = {timeout:.1}\nworkers = 3\nhost-parallel = 3\nresolve-only = true\n[resolve]\n\"slow.test\" = \"{ip}\"\n",
+        seeds.join(", ")
+    )
+}
+
 /// The loopback address the test web serves `host` on.
 fn host_ip(web: &warchest_crawl::testweb::TestWeb, host: &str) -> std::net::IpAddr {
     web.hosts()
@@ -758,4 +764,95 @@ fn host_ip(web: &warchest_crawl::testweb::TestWeb, host: &str) -> std::net::IpAd
         .unwrap()
         .1
         .ip()
+}
+
+/// Keep-alive per host: a crawl of one site makes far fewer connections
+/// than fetches; a server that closes each kept connection without notice
+/// after two answers costs no failure (each request it dropped is sent
+/// again on a new connection, once); with `keep-alive = false`, one
+/// connection a fetch.
+#[test]
+fn keep_alive_reuses_a_hosts_connection_and_survives_its_closing() {
+    use warchest_crawl::testweb::{TestWeb, TestWebConfig};
+    for (max, keep) in [(0, true), (2, true), (0, false)] {
+        let web = TestWeb::start(TestWebConfig {
+            sites: 1,
+            pages: 30,
+            special: false,
+            keep_alive_max: max,
+            ..TestWebConfig::default()
+        })
+        .unwrap();
+        let ip = host_ip(&web, "site0.test");
+        let toml = format!(
+            "seeds = [\"{}\"]\nmin-delay = 0.0\nmax-delay = 0.0\ndelay-factor = 0.0\ntimeout = 5.0\nworkers = 2\nkeep-alive = {keep}\nresolve-only = true\n[resolve]\n\"site0.test\" = \"{ip}\"\n",
+            web.seeds()[0]
+        );
+        let out = tempfile::tempdir().unwrap();
+        let s = crawl(&out.path().join("c"), &toml);
+        assert_eq!(s.ending, Ending::Finished);
+        let served = web.served_urls();
+        let fetched = served.len() as u64;
+        assert!(fetched > 30, "{fetched}");
+        assert_eq!(s.counts.failed, 0, "max {max} keep {keep}: {:?}", s.counts);
+        assert!(web.served_twice().is_empty(), "{:?}", web.served_twice());
+        let conns = web.connections();
+        let what = format!("max {max}, keep-alive {keep}: {conns} connections, {fetched} fetches");
+        match (max, keep) {
+            (0, true) => assert!(conns <= 3, "{what}"),
+            // Two answers a connection, and each drop costs one more.
+            (2, true) => assert!(conns >= fetched / 2 && conns < fetched, "{what}"),
+            _ => assert_eq!(conns, fetched, "{what}"),
+        }
+    }
+}
+
+/// A stop while workers wait for another worker's fetch of their host's
+/// robots.txt lets them go at once: they fetch nothing, their URIs go back
+/// to the queue and are fetched on resume (before, they waited for the
+/// fetch and then fetched their pages after the stop).
+#[test]
+fn a_stop_lets_robots_txt_waiters_go() {
+    use warchest_crawl::testweb::{TestWeb, TestWebConfig};
+    let web = TestWeb::start(TestWebConfig {
+        sites: 1,
+        pages: 2,
+        slow_delay: std::time::Duration::from_millis(1500),
+        ..TestWebConfig::default()
+    })
+    .unwrap();
+    let toml = three_slow_seeds(&web, 10.0);
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("c");
+    let cfg = CrawlConfig::from_toml(&toml).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let c = Crawl::open(&dir, cfg, &toml, stop.clone()).unwrap();
+    let s2 = stop.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        s2.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+    let s = c.run(&|_| {}).unwrap();
+    assert_eq!(s.ending, Ending::Interrupted);
+    let served = web.served_urls();
+    // robots.txt and the fetching worker's own page; the two waiters
+    // fetched nothing.
+    assert_eq!(served.len(), 2, "{served:?}");
+    assert_eq!(
+        (s.counts.in_flight, s.counts.queued),
+        (0, 2),
+        "{:?}",
+        s.counts
+    );
+    let s = resume(&dir, |t| t);
+    assert_eq!(s.ending, Ending::Finished);
+    let mut pages: Vec<String> = web
+        .served_urls()
+        .into_iter()
+        .filter(|u| !u.ends_with("/robots.txt"))
+        .collect();
+    pages.sort();
+    assert_eq!(pages.len(), 3, "each seed once: {pages:?}");
+    pages.dedup();
+    assert_eq!(pages.len(), 3, "each seed once");
 }
