@@ -132,6 +132,8 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--corpus", default=os.path.join(HERE, "corpus"))
     ap.add_argument("--smoke", action="store_true", help="one quick pass on a fixture, for CI")
+    ap.add_argument("--only", action="append", metavar="TEXT",
+                    help="only the rows whose name holds TEXT (repeatable): e.g. --only 'gzip skip  ls -j 2' --only validate")
     a = ap.parse_args()
     have_harness = bool(BENCH) and os.path.exists(BENCH)
     if a.smoke:
@@ -144,6 +146,10 @@ def main():
         files, runs, have_peers = ensure_corpus(a.corpus), a.runs, True
 
     table = rows(files, have_harness, have_peers)
+    if a.only:
+        table = [r for r in table if any(t in r[0] for t in a.only)]
+        if not table:
+            sys.exit(f"no row's name holds any of {a.only}")
     # Each distinct command is run once a turn and shared by the rows that
     # name it (ls -j 1 is both a row and index's yardstick).
     cmds = []
