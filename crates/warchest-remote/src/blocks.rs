@@ -138,10 +138,13 @@ impl Pool {
         s.free.len() + s.max.saturating_sub(s.alive)
     }
 
-    /// One buffer more allowed, unless at the cap: whether it grew.
-    fn grow(&self) -> bool {
+    /// One buffer more allowed, unless at the cap or at `floor` buffers,
+    /// whichever is more: whether it grew. (The floor is one buffer more
+    /// than the readers: with fewer, a reader's block could only take the
+    /// room of another's, and each would fetch its block again.)
+    fn grow(&self, floor: usize) -> bool {
         let mut s = lock(&self.state);
-        if s.max >= self.cap {
+        if s.max >= self.cap.max(floor) {
             return false;
         }
         s.max += 1;
@@ -268,7 +271,10 @@ enum Give {
 /// comes, and the buffers are reused. **The pool holds at most
 /// [`BUDGET`] bytes of buffers** (`with_budget`), all readers together:
 /// blocks fetched, being fetched and being read from; that is the bound
-/// on the blocks' memory, whatever the readers do.
+/// on the blocks' memory, whatever the readers do, except that the pool
+/// may always hold one buffer for each reader and one more (with fewer, a
+/// reader's block takes another's current block, and they refetch in
+/// turn).
 ///
 /// Each reading thread is a reader with a read-ahead of its own: a read
 /// in block `i` fetches `i` when it is not held and starts the requests
@@ -592,18 +598,26 @@ impl RemoteBlocks {
                 None => {
                     // Its own block: room from the others' blocks too,
                     // when there is no other way.
-                    let buf = [Give::Unkept, Give::Kept, Give::Any]
+                    let buf = [Give::Unkept, Give::Kept]
                         .into_iter()
                         .find_map(|g| self.make_room(&mut h, g));
-                    let Some(buf) = buf else {
-                        // Every buffer is being fetched or read from: one
-                        // more when the budget may grow (the readers wait
-                        // for fetches, not for decoding), else wait for
-                        // one, then look again.
-                        if !self.pool.grow() {
-                            drop(h);
-                            self.pool.wait();
+                    // Else one buffer more: while there are fewer than one
+                    // for each reader and one more (whatever the budget),
+                    // or when this reader caught up with its scan and the
+                    // budget may grow. Only then a block another reader is
+                    // in (it would fetch it again, and take another's),
+                    // else wait for a buffer, then look again.
+                    let floor = h.readers.len() + 1;
+                    let buf = match buf {
+                        Some(b) => Some(b),
+                        None if (next || self.pool.max() < floor) && self.pool.grow(floor) => {
+                            continue;
                         }
+                        None => self.make_room(&mut h, Give::Any),
+                    };
+                    let Some(buf) = buf else {
+                        drop(h);
+                        self.pool.wait();
                         continue;
                     };
                     let c = self.spawn(i, buf);
@@ -629,7 +643,7 @@ impl RemoteBlocks {
                 }
                 let buf = match self.ahead_room(&mut h, me, i) {
                     Some(buf) => buf,
-                    None if may_grow && self.pool.grow() => {
+                    None if may_grow && self.pool.grow(0) => {
                         may_grow = false;
                         match self.ahead_room(&mut h, me, i) {
                             Some(buf) => buf,
@@ -930,16 +944,20 @@ mod tests {
         assert_eq!((p.max(), p.cap), (2, 4));
         let _held: Vec<_> = (0..2).map(|_| p.try_take().unwrap()).collect();
         assert!(p.try_take().is_none());
-        assert!(p.grow());
+        assert!(p.grow(0));
         assert!(p.try_take().is_some());
-        assert!(p.grow());
-        assert!(!p.grow(), "past the cap");
+        assert!(p.grow(0));
+        assert!(!p.grow(0), "past the cap");
         assert_eq!(p.max(), 4);
+        // Past the cap up to the floor (one buffer a reader and one).
+        assert!(p.grow(5));
+        assert!(!p.grow(5));
+        assert_eq!(p.max(), 5);
         // A cap below the start is the start.
         assert_eq!(Pool::new(3 * B, B, B).cap, 3);
         let b = unreachable(100 * B, 5 * B);
         assert_eq!((b.budget(), b.budget_max()), (5 * B, 5 * B));
-        assert!(!b.pool.grow());
+        assert!(!b.pool.grow(0));
         let b = b.with_budget_max(9 * B);
         assert_eq!((b.budget(), b.budget_max()), (5 * B, 9 * B));
         // Other blocks keep the start and the cap, in bytes.
