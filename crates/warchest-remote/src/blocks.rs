@@ -178,7 +178,9 @@ type Answer = Result<Arc<Block>, io::Error>;
 #[derive(Default)]
 struct Cell {
     got: Mutex<Option<Answer>>,
-    ready: Condvar,
+    /// Shared, so that the request's task lets go of the cell before it
+    /// wakes the readers (see [`SetOnDrop::set`]).
+    ready: Arc<Condvar>,
 }
 
 impl Cell {
@@ -205,14 +207,49 @@ impl Cell {
     }
 }
 
+/// Whether dropping `c` from the held blocks frees its buffer now: its
+/// request is over and nothing but the held list refers to the cell or
+/// its block (a reader waiting for it or copying from it, the request's
+/// task not yet ended). Under the held lock these counts only fall, so a
+/// block found idle stays idle. Dropping a block still referenced lost
+/// its bytes and freed nothing.
+fn idle(c: &Arc<Cell>) -> bool {
+    Arc::strong_count(c) == 1
+        && match &*lock(&c.got) {
+            Some(Ok(b)) => Arc::strong_count(b) == 1,
+            Some(Err(_)) => true,
+            None => false,
+        }
+}
+
 /// Sets its cell when dropped unset: a request task cancelled (the
 /// runtime shutting down) or panicking must not leave readers waiting.
-struct SetOnDrop(Arc<Cell>);
+/// It holds the cell weakly: a request's task refers to its cell only
+/// while setting it, so a block set is [`idle`] at once, not when the
+/// task's thread next runs (on a loaded machine, many reads later).
+struct SetOnDrop(std::sync::Weak<Cell>);
+
+impl SetOnDrop {
+    /// Sets the cell, unless no one holds it any longer (the block, with
+    /// its buffer, is then dropped), and lets go of it before waking its
+    /// readers: a reader woken may look for room at once, and find this
+    /// block idle.
+    fn set(&self, r: io::Result<Block>) {
+        if let Some(c) = self.0.upgrade() {
+            let ready = Arc::clone(&c.ready);
+            *lock(&c.got) = Some(r.map(Arc::new));
+            drop(c);
+            ready.notify_all();
+        }
+    }
+}
 
 impl Drop for SetOnDrop {
     fn drop(&mut self) {
-        if self.0.pending() {
-            self.0.set(Err(io::Error::other(
+        if let Some(c) = self.0.upgrade()
+            && c.pending()
+        {
+            c.set(Err(io::Error::other(
                 "the block's request ended without an answer",
             )));
         }
@@ -433,7 +470,7 @@ impl RemoteBlocks {
         let start = i * self.block;
         let len = self.len_of(i);
         let (loc, opts, size) = (self.loc.clone(), self.opts.clone(), self.size);
-        let guard = SetOnDrop(Arc::clone(&cell));
+        let guard = SetOnDrop(Arc::downgrade(&cell));
         let mut block = Block {
             buf,
             pool: Arc::clone(&self.pool),
@@ -444,8 +481,10 @@ impl RemoteBlocks {
                 request::fetch_into(&loc, &opts, start, len, Some(size), &mut block.buf).await;
             // A failed block's buffer goes back to the pool at once.
             let pool = Arc::clone(&block.pool);
-            guard.0.set(got.map(|()| block));
-            // Its buffer may now be made room from by a reader waiting.
+            guard.set(got.map(|()| block));
+            // Its buffer may now be made room from by a reader waiting,
+            // once this task no longer refers to it.
+            drop(guard);
             pool.back.notify_all();
         });
         cell
@@ -496,9 +535,9 @@ impl RemoteBlocks {
         most
     }
 
-    /// Drops held blocks that `give` allows, never one still being
-    /// fetched, until one buffer is free; whether one is (a dropped block
-    /// a reader is copying from frees its buffer when the reader lets go).
+    /// Drops held blocks that `give` allows, only ones whose buffer comes
+    /// back at once ([`idle`]: never one being fetched, waited for or
+    /// copied from), until one buffer is free; whether one is.
     /// Unkept blocks go least recently used first; kept ones the most
     /// speculative first (a block read before, then the one furthest ahead
     /// of its reader), so that a reader's next block stays.
@@ -507,7 +546,7 @@ impl RemoteBlocks {
             if let Some(b) = self.pool.try_take() {
                 return Some(b);
             }
-            let droppable = |k: &u64, c: &Arc<Cell>| self.kept(h, *k) <= give && !c.pending();
+            let droppable = |k: &u64, c: &Arc<Cell>| self.kept(h, *k) <= give && idle(c);
             let k = h
                 .blocks
                 .iter()
@@ -564,7 +603,7 @@ impl RemoteBlocks {
             let k = h
                 .blocks
                 .iter()
-                .position(|(k, c)| self.kept(h, *k) == Give::Unkept && !c.pending())?;
+                .position(|(k, c)| self.kept(h, *k) == Give::Unkept && idle(c))?;
             h.blocks.remove(k);
             if let Some(b) = self.pool.try_take() {
                 return Some(b);
@@ -968,17 +1007,17 @@ mod tests {
     #[test]
     fn a_request_dropped_unanswered_wakes_its_readers_with_an_error() {
         let c = Arc::new(Cell::default());
-        drop(SetOnDrop(Arc::clone(&c)));
+        drop(SetOnDrop(Arc::downgrade(&c)));
         let e = c.wait().unwrap_err().to_string();
         assert!(e.contains("without an answer"), "{e}");
         // An answered cell keeps its answer; its buffer goes back to the
         // pool when the last reader lets go.
         let b = unreachable(2 * B, B);
         let c = Arc::new(Cell::default());
-        let g = SetOnDrop(Arc::clone(&c));
+        let g = SetOnDrop(Arc::downgrade(&c));
         let mut buf = b.pool.try_take().unwrap();
         buf.extend_from_slice(b"ab");
-        g.0.set(Ok(Block {
+        g.set(Ok(Block {
             buf,
             pool: Arc::clone(&b.pool),
         }));
