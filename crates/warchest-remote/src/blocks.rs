@@ -420,6 +420,18 @@ impl RemoteBlocks {
         self.with_pool(budget, bytes, block)
     }
 
+    /// The default budget's start and cap for blocks of `block` bytes:
+    /// [`BUDGET`] and [`BUDGET_MAX`], but at least two blocks to start
+    /// and room for a reader's block, the one before and [`AHEAD`] ahead
+    /// at the cap, so that large blocks (8 MiB) still get read ahead.
+    pub fn default_budget(block: u64) -> (u64, u64) {
+        let block = block.clamp(4096, 1 << 30);
+        (
+            BUDGET.max(2 * block),
+            BUDGET_MAX.max((AHEAD as u64 + 2) * block),
+        )
+    }
+
     fn with_pool(mut self, budget: u64, cap: u64, block: u64) -> RemoteBlocks {
         self.block = block;
         self.pool = Pool::new(budget, cap, block);

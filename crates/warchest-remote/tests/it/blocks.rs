@@ -462,3 +462,31 @@ pub fn blocks_over_s3_match_the_file(url: &str, path: &std::path::Path) {
     assert!(local.len() > 10);
     assert_eq!(remote, local);
 }
+
+/// Blocks of 8 MiB (a size docs/performance.md once recommended) with the
+/// default budget still get read ahead: the default starts at two blocks
+/// and may grow to a reader's block, the one before and four ahead. With
+/// the budget rounded down to whole blocks, 6 MiB left one buffer and no
+/// read-ahead.
+#[test]
+fn large_blocks_still_get_read_ahead_with_the_default_budget() {
+    const B: u64 = 8 << 20;
+    let dir = tempfile::tempdir().unwrap();
+    let data: Vec<u8> = (0..3 * B).map(|i| (i % 251) as u8).collect();
+    std::fs::write(dir.path().join("large.bin"), &data).unwrap();
+    let srv = RangeServer::start(dir.path(), 5.0);
+    let opts = quick();
+    let loc = Location::parse_with(&srv.url("large.bin"), &opts).unwrap();
+    let (start, cap) = RemoteBlocks::default_budget(B);
+    let src = RemoteBlocks::open(loc, opts)
+        .unwrap()
+        .with_blocks(B as usize, warchest_remote::AHEAD)
+        .with_budget(start)
+        .with_budget_max(cap);
+    assert!(src.budget() >= 2 * B && src.budget_max() >= 6 * B);
+    let mut buf = [0u8; 16 << 10];
+    assert_eq!(src.read_at(&mut buf, 0).unwrap(), buf.len());
+    assert!(buf[..] == data[..buf.len()]);
+    // The HEAD, block 0 and at least block 1 ahead.
+    assert!(src.requests() >= 3, "{} requests", src.requests());
+}
