@@ -138,10 +138,13 @@ impl Pool {
         s.free.len() + s.max.saturating_sub(s.alive)
     }
 
-    /// One buffer more allowed, unless at the cap: whether it grew.
-    fn grow(&self) -> bool {
+    /// One buffer more allowed, unless at the cap or at `floor` buffers,
+    /// whichever is more: whether it grew. (The floor is one buffer more
+    /// than the readers: with fewer, a reader's block could only take the
+    /// room of another's, and each would fetch its block again.)
+    fn grow(&self, floor: usize) -> bool {
         let mut s = lock(&self.state);
-        if s.max >= self.cap {
+        if s.max >= self.cap.max(floor) {
             return false;
         }
         s.max += 1;
@@ -175,7 +178,9 @@ type Answer = Result<Arc<Block>, io::Error>;
 #[derive(Default)]
 struct Cell {
     got: Mutex<Option<Answer>>,
-    ready: Condvar,
+    /// Shared, so that the request's task lets go of the cell before it
+    /// wakes the readers (see [`SetOnDrop::set`]).
+    ready: Arc<Condvar>,
 }
 
 impl Cell {
@@ -202,14 +207,49 @@ impl Cell {
     }
 }
 
+/// Whether dropping `c` from the held blocks frees its buffer now: its
+/// request is over and nothing but the held list refers to the cell or
+/// its block (a reader waiting for it or copying from it, the request's
+/// task not yet ended). Under the held lock these counts only fall, so a
+/// block found idle stays idle. Dropping a block still referenced lost
+/// its bytes and freed nothing.
+fn idle(c: &Arc<Cell>) -> bool {
+    Arc::strong_count(c) == 1
+        && match &*lock(&c.got) {
+            Some(Ok(b)) => Arc::strong_count(b) == 1,
+            Some(Err(_)) => true,
+            None => false,
+        }
+}
+
 /// Sets its cell when dropped unset: a request task cancelled (the
 /// runtime shutting down) or panicking must not leave readers waiting.
-struct SetOnDrop(Arc<Cell>);
+/// It holds the cell weakly: a request's task refers to its cell only
+/// while setting it, so a block set is [`idle`] at once, not when the
+/// task's thread next runs (on a loaded machine, many reads later).
+struct SetOnDrop(std::sync::Weak<Cell>);
+
+impl SetOnDrop {
+    /// Sets the cell, unless no one holds it any longer (the block, with
+    /// its buffer, is then dropped), and lets go of it before waking its
+    /// readers: a reader woken may look for room at once, and find this
+    /// block idle.
+    fn set(&self, r: io::Result<Block>) {
+        if let Some(c) = self.0.upgrade() {
+            let ready = Arc::clone(&c.ready);
+            *lock(&c.got) = Some(r.map(Arc::new));
+            drop(c);
+            ready.notify_all();
+        }
+    }
+}
 
 impl Drop for SetOnDrop {
     fn drop(&mut self) {
-        if self.0.pending() {
-            self.0.set(Err(io::Error::other(
+        if let Some(c) = self.0.upgrade()
+            && c.pending()
+        {
+            c.set(Err(io::Error::other(
                 "the block's request ended without an answer",
             )));
         }
@@ -268,7 +308,10 @@ enum Give {
 /// comes, and the buffers are reused. **The pool holds at most
 /// [`BUDGET`] bytes of buffers** (`with_budget`), all readers together:
 /// blocks fetched, being fetched and being read from; that is the bound
-/// on the blocks' memory, whatever the readers do.
+/// on the blocks' memory, whatever the readers do, except that the pool
+/// may always hold one buffer for each reader and one more (with fewer, a
+/// reader's block takes another's current block, and they refetch in
+/// turn).
 ///
 /// Each reading thread is a reader with a read-ahead of its own: a read
 /// in block `i` fetches `i` when it is not held and starts the requests
@@ -377,6 +420,18 @@ impl RemoteBlocks {
         self.with_pool(budget, bytes, block)
     }
 
+    /// The default budget's start and cap for blocks of `block` bytes:
+    /// [`BUDGET`] and [`BUDGET_MAX`], but at least two blocks to start
+    /// and room for a reader's block, the one before and [`AHEAD`] ahead
+    /// at the cap, so that large blocks (8 MiB) still get read ahead.
+    pub fn default_budget(block: u64) -> (u64, u64) {
+        let block = block.clamp(4096, 1 << 30);
+        (
+            BUDGET.max(2 * block),
+            BUDGET_MAX.max((AHEAD as u64 + 2) * block),
+        )
+    }
+
     fn with_pool(mut self, budget: u64, cap: u64, block: u64) -> RemoteBlocks {
         self.block = block;
         self.pool = Pool::new(budget, cap, block);
@@ -427,7 +482,7 @@ impl RemoteBlocks {
         let start = i * self.block;
         let len = self.len_of(i);
         let (loc, opts, size) = (self.loc.clone(), self.opts.clone(), self.size);
-        let guard = SetOnDrop(Arc::clone(&cell));
+        let guard = SetOnDrop(Arc::downgrade(&cell));
         let mut block = Block {
             buf,
             pool: Arc::clone(&self.pool),
@@ -438,8 +493,10 @@ impl RemoteBlocks {
                 request::fetch_into(&loc, &opts, start, len, Some(size), &mut block.buf).await;
             // A failed block's buffer goes back to the pool at once.
             let pool = Arc::clone(&block.pool);
-            guard.0.set(got.map(|()| block));
-            // Its buffer may now be made room from by a reader waiting.
+            guard.set(got.map(|()| block));
+            // Its buffer may now be made room from by a reader waiting,
+            // once this task no longer refers to it.
+            drop(guard);
             pool.back.notify_all();
         });
         cell
@@ -490,9 +547,9 @@ impl RemoteBlocks {
         most
     }
 
-    /// Drops held blocks that `give` allows, never one still being
-    /// fetched, until one buffer is free; whether one is (a dropped block
-    /// a reader is copying from frees its buffer when the reader lets go).
+    /// Drops held blocks that `give` allows, only ones whose buffer comes
+    /// back at once ([`idle`]: never one being fetched, waited for or
+    /// copied from), until one buffer is free; whether one is.
     /// Unkept blocks go least recently used first; kept ones the most
     /// speculative first (a block read before, then the one furthest ahead
     /// of its reader), so that a reader's next block stays.
@@ -501,7 +558,7 @@ impl RemoteBlocks {
             if let Some(b) = self.pool.try_take() {
                 return Some(b);
             }
-            let droppable = |k: &u64, c: &Arc<Cell>| self.kept(h, *k) <= give && !c.pending();
+            let droppable = |k: &u64, c: &Arc<Cell>| self.kept(h, *k) <= give && idle(c);
             let k = h
                 .blocks
                 .iter()
@@ -558,7 +615,7 @@ impl RemoteBlocks {
             let k = h
                 .blocks
                 .iter()
-                .position(|(k, c)| self.kept(h, *k) == Give::Unkept && !c.pending())?;
+                .position(|(k, c)| self.kept(h, *k) == Give::Unkept && idle(c))?;
             h.blocks.remove(k);
             if let Some(b) = self.pool.try_take() {
                 return Some(b);
@@ -592,18 +649,26 @@ impl RemoteBlocks {
                 None => {
                     // Its own block: room from the others' blocks too,
                     // when there is no other way.
-                    let buf = [Give::Unkept, Give::Kept, Give::Any]
+                    let buf = [Give::Unkept, Give::Kept]
                         .into_iter()
                         .find_map(|g| self.make_room(&mut h, g));
-                    let Some(buf) = buf else {
-                        // Every buffer is being fetched or read from: one
-                        // more when the budget may grow (the readers wait
-                        // for fetches, not for decoding), else wait for
-                        // one, then look again.
-                        if !self.pool.grow() {
-                            drop(h);
-                            self.pool.wait();
+                    // Else one buffer more: while there are fewer than one
+                    // for each reader and one more (whatever the budget),
+                    // or when this reader caught up with its scan and the
+                    // budget may grow. Only then a block another reader is
+                    // in (it would fetch it again, and take another's),
+                    // else wait for a buffer, then look again.
+                    let floor = h.readers.len() + 1;
+                    let buf = match buf {
+                        Some(b) => Some(b),
+                        None if (next || self.pool.max() < floor) && self.pool.grow(floor) => {
+                            continue;
                         }
+                        None => self.make_room(&mut h, Give::Any),
+                    };
+                    let Some(buf) = buf else {
+                        drop(h);
+                        self.pool.wait();
                         continue;
                     };
                     let c = self.spawn(i, buf);
@@ -629,7 +694,7 @@ impl RemoteBlocks {
                 }
                 let buf = match self.ahead_room(&mut h, me, i) {
                     Some(buf) => buf,
-                    None if may_grow && self.pool.grow() => {
+                    None if may_grow && self.pool.grow(0) => {
                         may_grow = false;
                         match self.ahead_room(&mut h, me, i) {
                             Some(buf) => buf,
@@ -930,16 +995,20 @@ mod tests {
         assert_eq!((p.max(), p.cap), (2, 4));
         let _held: Vec<_> = (0..2).map(|_| p.try_take().unwrap()).collect();
         assert!(p.try_take().is_none());
-        assert!(p.grow());
+        assert!(p.grow(0));
         assert!(p.try_take().is_some());
-        assert!(p.grow());
-        assert!(!p.grow(), "past the cap");
+        assert!(p.grow(0));
+        assert!(!p.grow(0), "past the cap");
         assert_eq!(p.max(), 4);
+        // Past the cap up to the floor (one buffer a reader and one).
+        assert!(p.grow(5));
+        assert!(!p.grow(5));
+        assert_eq!(p.max(), 5);
         // A cap below the start is the start.
         assert_eq!(Pool::new(3 * B, B, B).cap, 3);
         let b = unreachable(100 * B, 5 * B);
         assert_eq!((b.budget(), b.budget_max()), (5 * B, 5 * B));
-        assert!(!b.pool.grow());
+        assert!(!b.pool.grow(0));
         let b = b.with_budget_max(9 * B);
         assert_eq!((b.budget(), b.budget_max()), (5 * B, 9 * B));
         // Other blocks keep the start and the cap, in bytes.
@@ -950,17 +1019,17 @@ mod tests {
     #[test]
     fn a_request_dropped_unanswered_wakes_its_readers_with_an_error() {
         let c = Arc::new(Cell::default());
-        drop(SetOnDrop(Arc::clone(&c)));
+        drop(SetOnDrop(Arc::downgrade(&c)));
         let e = c.wait().unwrap_err().to_string();
         assert!(e.contains("without an answer"), "{e}");
         // An answered cell keeps its answer; its buffer goes back to the
         // pool when the last reader lets go.
         let b = unreachable(2 * B, B);
         let c = Arc::new(Cell::default());
-        let g = SetOnDrop(Arc::clone(&c));
+        let g = SetOnDrop(Arc::downgrade(&c));
         let mut buf = b.pool.try_take().unwrap();
         buf.extend_from_slice(b"ab");
-        g.0.set(Ok(Block {
+        g.set(Ok(Block {
             buf,
             pool: Arc::clone(&b.pool),
         }));

@@ -203,7 +203,9 @@ pub fn open(url: &str) -> io::Result<RemoteFile> {
 /// size is `WARCHEST_REMOTE_BLOCK` bytes when set (at least 4 KiB), else
 /// [`BLOCK`]. The bytes of blocks held at most, all threads together,
 /// start at [`BUDGET`] and grow while the readers wait for fetches, up to
-/// `WARCHEST_REMOTE_BUDGET_MAX` when set, else [`BUDGET_MAX`].
+/// `WARCHEST_REMOTE_BUDGET_MAX` when set, else [`BUDGET_MAX`] (unset, at
+/// least two blocks to start and six at the cap, so that large blocks
+/// still get read ahead: [`RemoteBlocks::default_budget`]).
 /// `WARCHEST_REMOTE_BUDGET` sets where it starts (at least one block);
 /// set alone, it is a fixed budget that does not grow.
 pub fn open_blocks(url: &str) -> io::Result<RemoteBlocks> {
@@ -218,12 +220,13 @@ pub fn open_blocks(url: &str) -> io::Result<RemoteBlocks> {
         knob("WARCHEST_REMOTE_BUDGET"),
         knob("WARCHEST_REMOTE_BUDGET_MAX"),
     );
+    let (start, cap) = RemoteBlocks::default_budget(block as u64);
     let b = b
         .with_blocks(block, AHEAD)
-        .with_budget(budget.unwrap_or(BUDGET));
+        .with_budget(budget.unwrap_or(start));
     Ok(match (budget, max) {
         (Some(_), None) => b,
-        (_, max) => b.with_budget_max(max.unwrap_or(BUDGET_MAX)),
+        (_, max) => b.with_budget_max(max.unwrap_or(cap)),
     })
 }
 
