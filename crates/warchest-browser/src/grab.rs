@@ -295,7 +295,15 @@ async fn drive(
         if let Some(tx) = early
             && let Ok(v) = tab.eval(&links_js, crate::page::COMMAND).await
         {
-            let _ = tx.send(crate::Early::Links(links_of(v)));
+            // Not what the page fetched already: another tab would load
+            // it as a page (a lightbox's image) before this page's end
+            // marks it fetched.
+            let (responses, _, _, _) = tab.seen();
+            let fetched: std::collections::HashSet<&str> =
+                responses.iter().map(|r| r.url.as_str()).collect();
+            let mut links = links_of(v);
+            links.retain(|u| !fetched.contains(u.as_str()));
+            let _ = tx.send(crate::Early::Links(links));
         }
     };
     // The scroll starts at the load event, while the load's network-idle

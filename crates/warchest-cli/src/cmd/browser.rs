@@ -297,7 +297,14 @@ impl warchest_crawl::render::PageRenderer for CrawlRenderer {
                 ..Rendered::default()
             };
         };
-        let urls = |v: &[String]| v.iter().filter_map(|u| url::Url::parse(u).ok()).collect();
+        let urls = |v: &[String]| -> Vec<url::Url> {
+            v.iter().filter_map(|u| url::Url::parse(u).ok()).collect()
+        };
+        // What the document embeds: the browser fetches it itself, so a
+        // link to it (a lightbox's <a href=x.jpg><img src=x.jpg>) is not
+        // given early, where another tab would load it as a page before
+        // this page's end marks it fetched (the end skips it then).
+        let mut embeds = std::collections::HashSet::new();
         let p = b.capture_early(url.as_str(), &mut |e| match e {
             // The HTML's links (not its embeds: the browser fetches those
             // itself), as the HTTP crawl extracts them.
@@ -315,17 +322,28 @@ impl warchest_crawl::render::PageRenderer for CrawlRenderer {
                     &self.extract,
                     &body,
                 );
+                let (links, embedded): (Vec<_>, Vec<_>) = x
+                    .links
+                    .into_iter()
+                    .partition(|l| l.hop == warchest_crawl::uri::Hop::Link);
+                embeds.extend(embedded.into_iter().map(|l| l.url));
+                embeds.extend(x.also_embedded);
                 if !x.nofollow {
                     early(
-                        x.links
+                        links
                             .into_iter()
-                            .filter(|l| l.hop == warchest_crawl::uri::Hop::Link)
                             .map(|l| l.url)
+                            .filter(|u| !embeds.contains(u))
                             .collect(),
                     );
                 }
             }
-            warchest_browser::Early::Links(v) => early(urls(&v)),
+            warchest_browser::Early::Links(v) => early(
+                urls(&v)
+                    .into_iter()
+                    .filter(|u: &url::Url| !embeds.contains(u))
+                    .collect(),
+            ),
             _ => {}
         });
         Rendered {

@@ -712,3 +712,61 @@ fn a_second_tab_starts_before_the_first_page_ends() {
         "/p/1.html waited for the seed's load event: {events:?}"
     );
 }
+
+/// How often each path of a [`serve_paths`] site was asked for.
+type Asked = Arc<std::sync::Mutex<std::collections::HashMap<String, usize>>>;
+
+fn asked(a: &Asked, path: &str) -> usize {
+    a.lock().unwrap().get(path).copied().unwrap_or(0)
+}
+
+/// A lightbox (`<a href=x.svg><img src=x.svg></a>`, the image slow to
+/// come) with a second tab free: the image is fetched once, by the page
+/// that embeds it, and never loaded as a page. Its link given early would
+/// have the other tab load it while the first still waits for it.
+#[test]
+fn a_page_linking_to_its_own_image_fetches_it_once() {
+    let Some(exe) = chromium() else {
+        eprintln!("skipped: WARCHEST_SKIP_BROWSER");
+        return;
+    };
+    let seen = Asked::default();
+    let s = seen.clone();
+    let addr = serve_paths(move |path| {
+        *s.lock().unwrap().entry(path.to_string()).or_default() += 1;
+        match path {
+            "/" => (
+                HTML,
+                "<!doctype html><title>lightbox</title><a href=\"/big.svg\">\
+<img src=\"/big.svg\" width=\"8\" height=\"8\"></a><a href=\"/p/1.html\">one</a>"
+                    .to_string(),
+            ),
+            "/big.svg" => {
+                std::thread::sleep(Duration::from_millis(1500));
+                (
+                    "image/svg+xml",
+                    "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"8\" height=\"8\"/>"
+                        .to_string(),
+                )
+            }
+            "/p/1.html" => (
+                HTML,
+                "<!doctype html><title>one</title><p>one</p>".to_string(),
+            ),
+            _ => ("text/plain", String::new()),
+        }
+    });
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("crawl");
+    let mut flags = browser_flags(&exe);
+    flags.extend(["--browsers", "2", "--host-parallel", "2", "--ignore-robots"].map(String::from));
+    let f: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let (code, err) = crawl(&dir, &[format!("http://{addr}/")], &f);
+    assert_eq!(code, 0, "{err}");
+    let log = std::fs::read_to_string(dir.join("logs/crawl.log")).unwrap();
+    assert_eq!(asked(&seen, "/big.svg"), 1, "{log}");
+    assert_eq!(asked(&seen, "/p/1.html"), 1, "{log}");
+    let pages = std::fs::read_to_string(dir.join("pages/pages.jsonl")).unwrap();
+    assert!(!pages.contains("/big.svg"), "{pages}");
+    assert!(pages.contains("/p/1.html"), "{pages}");
+}
