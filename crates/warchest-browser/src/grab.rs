@@ -140,6 +140,17 @@ async fn behave(
     }
 }
 
+/// Back to the top of the page, not animated, waiting (ten frames or
+/// 500 ms at most) until it is there.
+const TOP_JS: &str = "new Promise((r) => {\
+ window.scrollTo({ top: 0, left: 0, behavior: 'instant' });\
+ let frames = 0;\
+ const check = () => (window.scrollY === 0 || ++frames > 10)\
+ ? r(window.scrollY) : requestAnimationFrame(check);\
+ requestAnimationFrame(check);\
+ setTimeout(() => r(window.scrollY), 500);\
+})";
+
 /// The scroll behaviour: passes of `js/scroll.js` down to the end of the
 /// page, each followed by network idle (what the scroll made the page
 /// load), while the page grew, within the behaviour's bound; then back to
@@ -191,9 +202,10 @@ async fn scroll(tab: &Tab<'_>, o: &BrowserOptions) -> Result<Behavior, BrowserEr
             break;
         }
     }
-    let _ = tab
-        .eval("window.scrollTo(0, 0)", crate::page::COMMAND)
-        .await;
+    // Instantly (CSS `scroll-behavior: smooth`, which Bootstrap 5 sets,
+    // animates a plain scrollTo, and the screenshot follows), then a few
+    // frames at most until the page is at its top.
+    let _ = tab.eval(TOP_JS, crate::page::COMMAND).await;
     if tab.crashed() {
         return Err(BrowserError::Crashed);
     }
@@ -295,7 +307,15 @@ async fn drive(
         if let Some(tx) = early
             && let Ok(v) = tab.eval(&links_js, crate::page::COMMAND).await
         {
-            let _ = tx.send(crate::Early::Links(links_of(v)));
+            // Not what the page fetched already: another tab would load
+            // it as a page (a lightbox's image) before this page's end
+            // marks it fetched.
+            let (responses, _, _, _) = tab.seen();
+            let fetched: std::collections::HashSet<&str> =
+                responses.iter().map(|r| r.url.as_str()).collect();
+            let mut links = links_of(v);
+            links.retain(|u| !fetched.contains(u.as_str()));
+            let _ = tx.send(crate::Early::Links(links));
         }
     };
     // The scroll starts at the load event, while the load's network-idle

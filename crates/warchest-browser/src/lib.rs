@@ -69,13 +69,26 @@ const LAUNCHES_AT_ONCE: usize = 2;
 pub const MAX_EARLY_DOCUMENT: u64 = 4 << 20;
 
 /// Pages whose early findings are awaited, by URL.
-type Waiting = Arc<Mutex<HashMap<String, tokio::sync::mpsc::UnboundedSender<Early>>>>;
+/// Keyed by [`waiting_key`]; each capture of the URL under way has its
+/// own sender.
+type Waiting = Arc<Mutex<HashMap<String, Vec<tokio::sync::mpsc::UnboundedSender<Early>>>>>;
+
+/// A URL as the pages waiting for it are keyed: parsed and serialised
+/// (the proxy's and the caller's spellings of one URL meet), the text as
+/// it is when it does not parse.
+fn waiting_key(u: &str) -> String {
+    url::Url::parse(u).map_or_else(|_| u.to_string(), String::from)
+}
 
 /// The proxy's hook: a recorded 2xx `text/html` response to a page that
 /// is awaited goes to its capture.
 fn document_hook(waiting: Waiting) -> ResponseHook {
     ResponseHook(Arc::new(move |uri, resp| {
-        let Some(tx) = waiting.lock().ok().and_then(|w| w.get(uri).cloned()) else {
+        let Some(txs) = waiting
+            .lock()
+            .ok()
+            .and_then(|w| w.get(&waiting_key(uri)).cloned())
+        else {
             return;
         };
         let status = resp.head.status().unwrap_or(0);
@@ -101,11 +114,13 @@ fn document_hook(waiting: Waiting) -> ResponseHook {
         // A payload that does not decode is cut where it stopped: the
         // page's DOM links still come at its end.
         let _ = r.take(MAX_EARLY_DOCUMENT).read_to_end(&mut payload);
-        let _ = tx.send(Early::Document {
-            url: uri.to_string(),
-            content_type,
-            body: payload,
-        });
+        for tx in txs {
+            let _ = tx.send(Early::Document {
+                url: uri.to_string(),
+                content_type: content_type.clone(),
+                body: payload.clone(),
+            });
+        }
     }))
 }
 
@@ -362,8 +377,9 @@ impl Browsers {
     /// before this page ends.
     pub fn capture_early(&self, url: &str, early: &mut dyn FnMut(Early)) -> PageResult {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let key = waiting_key(url);
         if let Ok(mut w) = self.waiting.lock() {
-            w.insert(url.to_string(), tx.clone());
+            w.entry(key.clone()).or_default().push(tx.clone());
         }
         let r = self.rt.block_on(async {
             let page = self.capture_async(url, Some(&tx));
@@ -375,8 +391,14 @@ impl Browsers {
                 }
             }
         });
-        if let Ok(mut w) = self.waiting.lock() {
-            w.remove(url);
+        if let Ok(mut w) = self.waiting.lock()
+            && let Some(v) = w.get_mut(&key)
+        {
+            // Only this capture's: another of the URL may still run.
+            v.retain(|t| !t.same_channel(&tx));
+            if v.is_empty() {
+                w.remove(&key);
+            }
         }
         r
     }
@@ -547,4 +569,18 @@ pub fn fetched(pages: &[PageResult]) -> BTreeSet<String> {
         .iter()
         .flat_map(|p| p.fetched.iter().cloned())
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::waiting_key;
+
+    #[test]
+    fn waiting_keys_meet_across_spellings() {
+        assert_eq!(
+            waiting_key("HTTP://Example.ORG:80/a b?x=é"),
+            waiting_key("http://example.org/a%20b?x=%C3%A9")
+        );
+        assert_eq!(waiting_key("not a url"), "not a url");
+    }
 }

@@ -546,3 +546,59 @@ fn a_fragment_of_a_kept_tabs_page_is_loaded_at_once() {
     assert!(p.load_event, "{p:?}");
     assert!(took < Duration::from_secs(15), "{took:?}");
 }
+
+/// The page's screenshot shows its top after the scroll, even where CSS
+/// makes scrolling smooth (Bootstrap 5 sets `scroll-behavior: smooth` on
+/// `:root`): there the way back up is animated, and a screenshot right
+/// after it catches the page partway up. This headless Chromium applies
+/// the CSS at once, so the page's script animates `scrollTo` as the CSS
+/// does elsewhere (and as smooth-scroll scripts do), unless it is asked
+/// for `behavior: 'instant'`.
+#[test]
+fn the_screenshot_shows_the_top_of_a_smooth_scrolling_page() {
+    let Some(exe) = chromium() else { return };
+    let page = b"<!doctype html><html><head><title>smooth</title><style>\
+:root{scroll-behavior:smooth}body{margin:0}#top{height:300px;background:#f00}\
+.rest{height:12000px;background:#00f}</style></head><body><div id=top></div>\
+<div class=rest></div><script>\
+const orig=window.scrollTo.bind(window);\
+window.scrollTo=function(a,b){const o=typeof a==='object'?a:{left:a,top:b};\
+if(o.behavior==='instant')return orig(o);\
+const from=window.scrollY,to=o.top||0,t0=performance.now();\
+const f=(t)=>{const k=Math.min(1,(t-t0)/800);orig(0,from+(to-from)*k);if(k<1)requestAnimationFrame(f);};\
+requestAnimationFrame(f);};</script></body></html>"
+        .to_vec();
+    let s = Site::start(vec![("/", (200, HTML, Some(page)))]);
+    let dir = tempfile::tempdir().unwrap();
+    let (rec, proxy) = recorder(&dir.path().join("out"), dir.path());
+    let mut o = quick(exe);
+    o.behavior_timeout = Duration::from_secs(6);
+    let b = Browsers::start(o, rec.clone(), proxy).unwrap();
+    let url = format!("{}/", s.base);
+    let p = b.capture(&url);
+    b.finish().unwrap();
+    let files = rec.finish().unwrap();
+    assert!(p.ok(), "{p:?}");
+    let scroll = p.behaviors.iter().find(|b| b.name == "scroll").unwrap();
+    assert!(scroll.note.contains("\"steps\""), "{scroll:?}");
+    let recs = records(&files);
+    let view = recs
+        .iter()
+        .find(|r| r.1 == format!("urn:view:{url}"))
+        .expect("a screenshot record");
+    let mut d = png::Decoder::new(std::io::Cursor::new(&view.3));
+    d.set_transformations(png::Transformations::EXPAND | png::Transformations::STRIP_16);
+    let mut r = d.read_info().unwrap();
+    let mut buf = vec![0; r.output_buffer_size().unwrap()];
+    let info = r.next_frame(&mut buf).unwrap();
+    let channels = info.color_type.samples();
+    let row = info.line_size;
+    // Near the top-left corner and just above the red block's end.
+    for y in [10usize, 280] {
+        let px = &buf[y * row + 10 * channels..][..3];
+        assert!(
+            px[0] > 200 && px[1] < 60 && px[2] < 60,
+            "pixel (10, {y}) is {px:?}, not the page red top: {scroll:?}"
+        );
+    }
+}

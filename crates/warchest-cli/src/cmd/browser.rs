@@ -270,6 +270,8 @@ struct CrawlRenderer {
     browsers: std::sync::RwLock<Option<Browsers>>,
     /// The crawl's link extraction, for a page's document as recorded.
     extract: warchest_crawl::links::ExtractConfig,
+    /// `meta robots` nofollow is obeyed (robots `obey`).
+    obey_robots: bool,
     /// The CA's directory, removed when the crawl ends.
     _ca: tempfile::TempDir,
 }
@@ -297,10 +299,25 @@ impl warchest_crawl::render::PageRenderer for CrawlRenderer {
                 ..Rendered::default()
             };
         };
-        let urls = |v: &[String]| v.iter().filter_map(|u| url::Url::parse(u).ok()).collect();
+        let urls = |v: &[String]| -> Vec<url::Url> {
+            v.iter().filter_map(|u| url::Url::parse(u).ok()).collect()
+        };
+        // What the document embeds: the browser fetches it itself, so a
+        // link to it (a lightbox's <a href=x.jpg><img src=x.jpg>) is not
+        // given early, where another tab would load it as a page before
+        // this page's end marks it fetched (the end skips it then).
+        let mut embeds = std::collections::HashSet::new();
+        // The document's `meta robots` nofollow, obeyed as the HTTP crawl
+        // does (not under --ignore-robots) on the three paths: the HTML's
+        // links, the DOM's early and at the end. The DOM's early links
+        // wait for the document (the end gives them otherwise).
+        let mut nofollow = false;
+        let mut document = false;
         let p = b.capture_early(url.as_str(), &mut |e| match e {
-            // The HTML's links (not its embeds: the browser fetches those
-            // itself), as the HTTP crawl extracts them.
+            // The HTML's a/area links, the ones the DOM's links.js takes
+            // (not its embeds: the browser fetches those itself; nor
+            // <link rel> or form targets, which the browser path never
+            // loads as pages).
             warchest_browser::Early::Document {
                 url: doc,
                 content_type,
@@ -315,24 +332,38 @@ impl warchest_crawl::render::PageRenderer for CrawlRenderer {
                     &self.extract,
                     &body,
                 );
-                if !x.nofollow {
+                let (links, embedded): (Vec<_>, Vec<_>) = x
+                    .links
+                    .into_iter()
+                    .partition(|l| l.hop == warchest_crawl::uri::Hop::Link);
+                embeds.extend(embedded.into_iter().map(|l| l.url));
+                embeds.extend(x.also_embedded);
+                document = true;
+                nofollow = x.nofollow && self.obey_robots;
+                if !nofollow {
                     early(
-                        x.links
+                        links
                             .into_iter()
-                            .filter(|l| l.hop == warchest_crawl::uri::Hop::Link)
+                            .filter(|l| matches!(l.context, "a/@href" | "area/@href"))
                             .map(|l| l.url)
+                            .filter(|u| !embeds.contains(u))
                             .collect(),
                     );
                 }
             }
-            warchest_browser::Early::Links(v) => early(urls(&v)),
+            warchest_browser::Early::Links(v) if document && !nofollow => early(
+                urls(&v)
+                    .into_iter()
+                    .filter(|u: &url::Url| !embeds.contains(u))
+                    .collect(),
+            ),
             _ => {}
         });
         Rendered {
             status: p.status,
             title: p.title.clone(),
             load_state: p.load_state as u8,
-            links: urls(&p.links),
+            links: if nofollow { Vec::new() } else { urls(&p.links) },
             fetched: urls(&p.fetched),
             error: p.error.clone(),
             ms: p.ms,
@@ -391,6 +422,7 @@ pub fn crawl_renderer(
     Ok(Box::new(CrawlRenderer {
         browsers: std::sync::RwLock::new(Some(browsers)),
         extract: crawl.config().extract.clone(),
+        obey_robots: crawl.config().engine.robots == warchest_crawl::config::RobotsMode::Obey,
         _ca: ca_dir,
     }))
 }

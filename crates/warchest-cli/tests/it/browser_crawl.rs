@@ -712,3 +712,135 @@ fn a_second_tab_starts_before_the_first_page_ends() {
         "/p/1.html waited for the seed's load event: {events:?}"
     );
 }
+
+/// How often each path of a [`serve_paths`] site was asked for.
+type Asked = Arc<std::sync::Mutex<std::collections::HashMap<String, usize>>>;
+
+fn asked(a: &Asked, path: &str) -> usize {
+    a.lock().unwrap().get(path).copied().unwrap_or(0)
+}
+
+/// A lightbox (`<a href=x.svg><img src=x.svg></a>`, the image slow to
+/// come) with a second tab free: the image is fetched once, by the page
+/// that embeds it, and never loaded as a page. Its link given early would
+/// have the other tab load it while the first still waits for it.
+#[test]
+fn a_page_linking_to_its_own_image_fetches_it_once() {
+    let Some(exe) = chromium() else {
+        eprintln!("skipped: WARCHEST_SKIP_BROWSER");
+        return;
+    };
+    let seen = Asked::default();
+    let s = seen.clone();
+    let addr = serve_paths(move |path| {
+        *s.lock().unwrap().entry(path.to_string()).or_default() += 1;
+        match path {
+            "/" => (
+                HTML,
+                "<!doctype html><title>lightbox</title><a href=\"/big.svg\">\
+<img src=\"/big.svg\" width=\"8\" height=\"8\"></a><a href=\"/p/1.html\">one</a>"
+                    .to_string(),
+            ),
+            "/big.svg" => {
+                std::thread::sleep(Duration::from_millis(1500));
+                (
+                    "image/svg+xml",
+                    "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"8\" height=\"8\"/>"
+                        .to_string(),
+                )
+            }
+            "/p/1.html" => (
+                HTML,
+                "<!doctype html><title>one</title><p>one</p>".to_string(),
+            ),
+            _ => ("text/plain", String::new()),
+        }
+    });
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("crawl");
+    let mut flags = browser_flags(&exe);
+    flags.extend(["--browsers", "2", "--host-parallel", "2", "--ignore-robots"].map(String::from));
+    let f: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let (code, err) = crawl(&dir, &[format!("http://{addr}/")], &f);
+    assert_eq!(code, 0, "{err}");
+    let log = std::fs::read_to_string(dir.join("logs/crawl.log")).unwrap();
+    assert_eq!(asked(&seen, "/big.svg"), 1, "{log}");
+    assert_eq!(asked(&seen, "/p/1.html"), 1, "{log}");
+    let pages = std::fs::read_to_string(dir.join("pages/pages.jsonl")).unwrap();
+    assert!(!pages.contains("/big.svg"), "{pages}");
+    assert!(pages.contains("/p/1.html"), "{pages}");
+}
+
+/// The site of [`links_given_early_are_the_browsers_a_and_area_links`]:
+/// a seed with `<link rel>` and form GET targets and one `a` link, and a
+/// page with `meta robots` nofollow; each path's requests counted.
+fn link_kinds_site() -> (String, Asked) {
+    let seen = Asked::default();
+    let s = seen.clone();
+    let addr = serve_paths(move |path| {
+        *s.lock().unwrap().entry(path.to_string()).or_default() += 1;
+        let page = |body: &str| (HTML, format!("<!doctype html>{body}"));
+        match path {
+            "/" => page(
+                "<title>kinds</title><link rel=alternate type=application/rss+xml href=/feed/>\
+<link rel=canonical href=/canon.html><link rel=next href=/next.html>\
+<form method=get action=/search><input name=q></form><a href=/p/1.html>one</a>",
+            ),
+            "/nf.html" => page(
+                "<title>nofollow</title><meta name=robots content=nofollow>\
+<a href=/nf-link.html>not followed</a>",
+            ),
+            p if p.starts_with("/") && p.ends_with(".html") || p == "/feed/" => {
+                page(&format!("<title>{p}</title><p>{p}</p>"))
+            }
+            _ => ("text/plain", String::new()),
+        }
+    });
+    (addr, seen)
+}
+
+/// The links given early are those the browser's own links are (a and
+/// area hrefs): no `<link rel=alternate/canonical/next>` target, no form
+/// GET action (forms on), is loaded. A page's `meta robots` nofollow
+/// keeps its links out under robots `obey` on every path, and not under
+/// --ignore-robots, as in the HTTP crawl.
+#[test]
+fn links_given_early_are_the_browsers_a_and_area_links() {
+    let Some(exe) = chromium() else {
+        eprintln!("skipped: WARCHEST_SKIP_BROWSER");
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let config = work.path().join("forms.toml");
+    std::fs::write(&config, "forms = true\n").unwrap();
+    let mut flags = browser_flags(&exe);
+    flags.extend(["--browsers", "2", "--host-parallel", "2"].map(String::from));
+    flags.extend(["--config".into(), config.display().to_string()]);
+    for obey in [true, false] {
+        let (addr, seen) = link_kinds_site();
+        let dir = work.path().join(format!("crawl-{obey}"));
+        let mut f: Vec<&str> = flags.iter().map(String::as_str).collect();
+        if !obey {
+            f.push("--ignore-robots");
+        }
+        let seeds = [format!("http://{addr}/"), format!("http://{addr}/nf.html")];
+        let (code, err) = crawl(&dir, &seeds, &f);
+        assert_eq!(code, 0, "{err}");
+        let log = std::fs::read_to_string(dir.join("logs/crawl.log")).unwrap();
+        for p in [
+            "/feed/",
+            "/canon.html",
+            "/next.html",
+            "/search",
+            "/search?q=",
+        ] {
+            assert_eq!(asked(&seen, p), 0, "{p} (obey {obey}):\n{log}");
+        }
+        assert_eq!(asked(&seen, "/p/1.html"), 1, "obey {obey}:\n{log}");
+        assert_eq!(
+            asked(&seen, "/nf-link.html"),
+            usize::from(!obey),
+            "nofollow, obey {obey}:\n{log}"
+        );
+    }
+}

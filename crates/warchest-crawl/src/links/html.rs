@@ -647,6 +647,16 @@ mod tests {
     }
 
     #[test]
+    fn a_link_the_page_also_embeds_is_named() {
+        let e = x(r#"<a href="/big.jpg"><img src="/big.jpg"></a><a href="/a.html">a</a>"#);
+        let got = urls(&e);
+        assert_eq!(got[0], ("http://h.test/big.jpg".into(), 'L', "a/@href"));
+        assert_eq!(got.len(), 2);
+        let also: Vec<&str> = e.also_embedded.iter().map(|u| u.as_str()).collect();
+        assert_eq!(also, ["http://h.test/big.jpg"]);
+    }
+
+    #[test]
     fn forms_only_when_asked_and_only_get() {
         let page = r#"<form action="/search"><input name=q></form>
 <form method=POST action="/post"></form>"#;

@@ -85,6 +85,10 @@ pub struct Extracted {
     /// The `<base href>` the page's links were resolved against, when it
     /// has one.
     pub base: Option<Url>,
+    /// URLs found again as embeds after their first occurrence (kept in
+    /// [`Extracted::links`] as it was): a lightbox's
+    /// `<a href=x.jpg><img src=x.jpg></a>` is an embed of its page too.
+    pub also_embedded: Vec<Url>,
     /// Why extraction stopped early (lol_html's memory bound, a sitemap
     /// over its size), if it did: the links before are kept.
     pub stopped: Option<String>,
@@ -162,6 +166,11 @@ impl LinkSet {
     /// Adds `url` unless seen or over the bound.
     pub(crate) fn push(&mut self, url: Url, hop: Hop, context: &'static str) {
         if self.seen.contains(url.as_str()) {
+            // A link the page also embeds (a lightbox's image): a browser
+            // fetches it with the page, so it is not a page to load.
+            if hop == Hop::Embed && self.out.also_embedded.len() < self.max {
+                self.out.also_embedded.push(url);
+            }
             return;
         }
         if self.out.links.len() >= self.max || url.as_str().len() > MAX_URL_LEN {
