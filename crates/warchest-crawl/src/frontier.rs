@@ -291,6 +291,10 @@ pub struct Frontier {
     companion: Option<(PathBuf, Companion)>,
     /// URIs of one host in flight at once.
     per_host: u8,
+    /// The journal found on opening was replayed and replaced: until then
+    /// dropping the frontier must not checkpoint nor remove the journal
+    /// (a failed replay leaves it for the next open to fail on too).
+    ready: bool,
 }
 
 /// The journal of the frontier at `path`: `frontier.redb` ->
@@ -346,6 +350,7 @@ impl Frontier {
             checkpoint_bytes: CHECKPOINT_BYTES,
             companion: None,
             per_host: 1,
+            ready: false,
         };
         let (requeued, epoch) = f.replay_and_recover(&old)?;
         // The new journal replaces the old one only now: a kill before
@@ -353,6 +358,7 @@ impl Frontier {
         let j = Journal::create(&jpath, epoch).map_err(|e| jerr(&e))?;
         f.journal_file = j.handle().map_err(|e| jerr(&e))?;
         f.journal = Mutex::new(j);
+        f.ready = true;
         let _ = std::fs::remove_file(&scratch);
         if old.torn > 0 {
             tracing::info!(
@@ -1093,6 +1099,12 @@ impl Drop for Frontier {
     /// A last checkpoint; the journal, empty then, is removed (a missing
     /// journal has nothing to replay).
     fn drop(&mut self) {
+        if !self.ready {
+            // The replay failed (or its new journal could not be made):
+            // the old journal stays, the scratch one goes.
+            let _ = std::fs::remove_file(journal_path(&self.path).with_extension("journal.new"));
+            return;
+        }
         match self.checkpoint_now() {
             Ok(()) => {
                 let _ = std::fs::remove_file(journal_path(&self.path));
@@ -1321,6 +1333,34 @@ mod tests {
         assert!(!journal_path(&p).exists(), "closed: no journal left");
         let (f, _) = Frontier::open(&p).unwrap();
         assert_eq!(f.counts().unwrap().queued, 40);
+    }
+
+    /// A journal whose replay fails (a record that does not decode) makes
+    /// the open fail and stays on disk: the next open fails the same way,
+    /// rather than opening with the journal's changes lost.
+    #[test]
+    fn a_failed_replay_keeps_its_journal() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f.redb");
+        let (f, _) = Frontier::open(&p).unwrap();
+        f.add(&[uri("http://a.test/1")]).unwrap();
+        let epoch = journal::read(&journal_path(&p)).unwrap().epoch.unwrap();
+        drop(f);
+        // The checkpoint on closing took the next epoch: a journal of it
+        // is replayed, and its one record does not decode.
+        let mut j = Journal::create(&journal_path(&p), epoch + 1).unwrap();
+        j.append(&[99, 1, 2, 3]).unwrap();
+        drop(j);
+        let bad = std::fs::read(journal_path(&p)).unwrap();
+        for _ in 0..2 {
+            let e = Frontier::open(&p).err().expect("the replay fails");
+            assert!(e.to_string().contains("does not decode"), "{e}");
+            assert_eq!(
+                std::fs::read(journal_path(&p)).unwrap(),
+                bad,
+                "the journal is left as it was"
+            );
+        }
     }
 
     /// A companion that panics during a checkpoint hands it back: the next
