@@ -1705,7 +1705,8 @@ impl Crawl {
             _ => (Vec::new(), None),
         };
         let mut x = if self.cfg.politeness.keep_alive {
-            let key = frontier::host_key(&uri.url);
+            // The scheme too: http and https on one port are two servers.
+            let key = format!("{}://{}", uri.url.scheme(), frontier::host_key(&uri.url));
             let request = chttp::get_request_keep_alive(&url, &self.cfg.engine.user_agent, &extra);
             let kept = self.conns.take(&key);
             let (x, kept) = chttp::fetch_keep(&url, &resolved.addrs, request, &self.fetch, kept)?;
