@@ -863,12 +863,7 @@ mod tests {
         let mut conn = &wire[..];
         let mut buf = Vec::new();
         let n = read_head(&mut conn, &mut buf, 1 << 16).unwrap().unwrap();
-        let opts = ReadOptions {
-            limits: CaptureLimits::default(),
-            digest: Algorithm::Sha1,
-            spool_threshold: 1024,
-            max_head: 1 << 16,
-        };
+        let opts = read_opts();
         let c = capture_message(
             &mut conn,
             buf,
@@ -882,6 +877,33 @@ mod tests {
         assert_eq!(c.truncated, Some(TruncatedReason::Disconnect));
         assert!(!c.complete);
         assert_eq!(c.payload.payload_len, 7);
+    }
+
+    /// A body announced chunked that does not parse is read to the
+    /// connection's end: complete, but its connection is not reusable.
+    #[test]
+    fn a_bad_chunked_body_leaves_no_reusable_connection() {
+        let wire = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nnot chunked at all";
+        let mut conn = &wire[..];
+        let mut buf = Vec::new();
+        let n = read_head(&mut conn, &mut buf, 1 << 16).unwrap().unwrap();
+        let opts = read_opts();
+        let mut framing = Framing::Close;
+        let c = capture_message(
+            &mut conn,
+            buf,
+            n,
+            |h| {
+                framing = response_framing(h, b"GET");
+                framing
+            },
+            &opts,
+            &mut Tee::none(),
+        )
+        .unwrap();
+        assert_eq!(framing, Framing::Chunked);
+        assert_eq!(c.len, wire.len() as u64);
+        assert!(c.complete && !c.reusable);
     }
 
     /// Only an answer that says `keep-alive` (and not `close`) leaves its
@@ -988,12 +1010,7 @@ mod tests {
         let mut conn = Pieces(wire, piece);
         let mut buf = Vec::new();
         let n = read_head(&mut conn, &mut buf, 1 << 16).unwrap().unwrap();
-        let opts = ReadOptions {
-            limits: CaptureLimits::default(),
-            digest: Algorithm::Sha1,
-            spool_threshold: 1024,
-            max_head: 1 << 16,
-        };
+        let opts = read_opts();
         let mut got = Collect::default();
         let mut c = capture_message(
             &mut conn,
@@ -1104,12 +1121,16 @@ mod tests {
         FetchOptions {
             tls: crate::tls::client_config(true, &[]).unwrap(),
             timeout: Duration::from_secs(5),
-            read: ReadOptions {
-                limits: CaptureLimits::default(),
-                digest: Algorithm::Sha1,
-                spool_threshold: 1 << 16,
-                max_head: 1 << 16,
-            },
+            read: read_opts(),
+        }
+    }
+
+    fn read_opts() -> ReadOptions {
+        ReadOptions {
+            limits: CaptureLimits::default(),
+            digest: Algorithm::Sha1,
+            spool_threshold: 1024,
+            max_head: 1 << 16,
         }
     }
 

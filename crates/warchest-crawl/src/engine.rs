@@ -1076,6 +1076,11 @@ impl Crawl {
                 let every = Duration::from_secs_f64(me.cfg.engine.stats_interval);
                 loop {
                     tick(me);
+                    // The journal's once-a-second sync, also when no
+                    // change comes (every worker in a long fetch).
+                    if let Err(e) = me.frontier.sync_if_due() {
+                        tracing::warn!("{e}");
+                    }
                     if last_stats.elapsed() >= every {
                         if let Some(l) = &stats {
                             let _ = l.line(&format!(

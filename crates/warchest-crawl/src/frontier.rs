@@ -429,21 +429,36 @@ impl Frontier {
                 >= self.checkpoint_every.as_millis() as u64
         {
             self.checkpoint_if_free()?;
-        } else if now.saturating_sub(self.synced_ms.load(Ordering::Relaxed))
-            >= SYNC_EVERY.as_millis() as u64
-            && !self.syncing.swap(true, Ordering::SeqCst)
-        {
-            let _turn = Turn(&self.syncing);
-            // Outside every lock: the other workers go on appending.
-            let r = self.journal_file.sync_data();
-            self.synced_ms.store(now, Ordering::Relaxed);
-            r.map_err(|e| FrontierError {
-                what: "frontier journal",
-                path: journal_path(&self.path),
-                msg: format!("syncing it: {e}"),
-            })?;
+        } else {
+            self.sync_if_due()?;
         }
         Ok(r)
+    }
+
+    /// Syncs the journal when its last sync is a second old (unless
+    /// another caller is syncing it). Called after each change and by the
+    /// crawl's ticker, so that changes made before a quiet spell (every
+    /// worker in a long fetch) are synced too.
+    ///
+    /// # Errors
+    /// The sync failed.
+    pub fn sync_if_due(&self) -> Result<()> {
+        let now = self.ms();
+        if now.saturating_sub(self.synced_ms.load(Ordering::Relaxed))
+            < SYNC_EVERY.as_millis() as u64
+            || self.syncing.swap(true, Ordering::SeqCst)
+        {
+            return Ok(());
+        }
+        let _turn = Turn(&self.syncing);
+        // Outside every lock: the other workers go on appending.
+        let r = self.journal_file.sync_data();
+        self.synced_ms.store(now, Ordering::Relaxed);
+        r.map_err(|e| FrontierError {
+            what: "frontier journal",
+            path: journal_path(&self.path),
+            msg: format!("syncing it: {e}"),
+        })
     }
 
     /// A checkpoint, unless another caller is making one.
@@ -1322,17 +1337,32 @@ mod tests {
         f.add(&[uri("http://a.test/1")]).unwrap();
         let one = jlen();
         assert!(one > 12, "the change is journaled");
-        for i in 2..40 {
+        let epoch = || journal::read(&journal_path(&p)).unwrap().epoch.unwrap();
+        let e0 = epoch();
+        // Records of about 40 bytes: 100 of them pass 2,000.
+        for i in 2..100 {
             f.add(&[uri(&format!("http://a.test/{i}"))]).unwrap();
         }
-        assert!(jlen() < 2_000 + one, "reset by size: {}", jlen());
+        // A checkpoint gives the journal the next epoch.
+        assert!(epoch() > e0, "reset by size");
+        assert!(jlen() < 2_000 + one, "{}", jlen());
+        // No change for a second: the ticker's call syncs the journal.
+        let synced = f.synced_ms.load(Ordering::Relaxed);
+        f.sync_if_due().unwrap();
+        assert_eq!(f.synced_ms.load(Ordering::Relaxed), synced, "not due yet");
+        std::thread::sleep(SYNC_EVERY + Duration::from_millis(50));
+        f.sync_if_due().unwrap();
+        assert!(
+            f.synced_ms.load(Ordering::Relaxed) > synced,
+            "synced when due"
+        );
         f.set_checkpoint(Duration::ZERO, u64::MAX);
         f.add(&[uri("http://a.test/x")]).unwrap();
         assert_eq!(jlen(), 12, "reset by time: the header alone");
         drop(f);
         assert!(!journal_path(&p).exists(), "closed: no journal left");
         let (f, _) = Frontier::open(&p).unwrap();
-        assert_eq!(f.counts().unwrap().queued, 40);
+        assert_eq!(f.counts().unwrap().queued, 100);
     }
 
     /// A journal whose replay fails (a record that does not decode) makes
