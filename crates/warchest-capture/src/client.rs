@@ -319,6 +319,8 @@ pub struct FramedBody<'a> {
     left: u64,
     chunked: ChunkedDecoder,
     done: bool,
+    /// Bytes past the body's end were received with it.
+    extra: bool,
 }
 
 impl<'a> FramedBody<'a> {
@@ -336,7 +338,16 @@ impl<'a> FramedBody<'a> {
             left,
             chunked: ChunkedDecoder::new(),
             done: framing == Framing::Empty || framing == Framing::Length(0),
+            extra: false,
         }
+    }
+
+    /// True when the body ended by its framing, not by the connection's
+    /// end (a chunked body that did not parse is read to the end), and no
+    /// byte past it was received: the connection may carry another
+    /// response.
+    pub fn reusable(&self) -> bool {
+        self.done && self.framing != Framing::Close && !self.extra && self.pos >= self.pending.len()
     }
 
     /// True when the body ended as its framing says (not cut short).
@@ -396,6 +407,7 @@ impl Read for FramedBody<'_> {
                 Ok(used) => {
                     if self.chunked.is_done() {
                         self.done = true;
+                        self.extra = used < n;
                         // Bytes past the terminator belong to no one (one
                         // request per connection).
                         return Ok(used);
@@ -430,6 +442,9 @@ pub struct Captured {
     pub truncated: Option<TruncatedReason>,
     /// The body ended as its framing said.
     pub complete: bool,
+    /// The body ended by its framing (not the connection's end) with no
+    /// byte received past it: see [`FramedBody::reusable`].
+    pub reusable: bool,
 }
 
 /// Where a message goes as it is read, besides the record: the proxy's
@@ -587,6 +602,7 @@ pub fn capture_message(
     }
     let truncated = limited.truncated().cloned();
     let complete = body.complete();
+    let reusable = body.reusable();
     spool.seek(SeekFrom::Start(0)).map_err(io_err)?;
     Ok(Captured {
         head,
@@ -595,6 +611,7 @@ pub fn capture_message(
         payload: digester.finish(),
         truncated,
         complete,
+        reusable,
     })
 }
 
@@ -646,6 +663,10 @@ pub fn fetch(
 /// request to the same host and port.
 pub struct Kept {
     stream: Stream,
+    /// What it was opened for: a TLS stream serves only `https`, and only
+    /// the host its certificate was checked for.
+    scheme: Scheme,
+    host: String,
     ip: IpAddr,
     port: u16,
     idle_since: Instant,
@@ -655,6 +676,34 @@ impl Kept {
     /// How long it has been idle.
     pub fn idle(&self) -> Duration {
         self.idle_since.elapsed()
+    }
+
+    /// Whether it can carry a request for `url` at one of `addrs`.
+    fn serves(&self, url: &Url, addrs: &[IpAddr]) -> bool {
+        self.scheme == url.scheme
+            && self.host == url.host
+            && self.port == url.port_or_default()
+            && addrs.contains(&self.ip)
+    }
+
+    /// Whether it is idle and open: nothing waiting to be read (bytes the
+    /// server sent after its response, such as a body with a 304 or an
+    /// unsolicited 408, would be read as the next response) and not closed
+    /// by the server.
+    fn quiet(&mut self) -> bool {
+        if let Stream::Tls(s) = &mut self.stream {
+            match s.conn.process_new_packets() {
+                Ok(st) if st.plaintext_bytes_to_read() == 0 && !st.peer_has_closed() => {}
+                _ => return false,
+            }
+        }
+        let tcp = self.stream.tcp();
+        if tcp.set_nonblocking(true).is_err() {
+            return false;
+        }
+        let waiting = tcp.peek(&mut [0u8; 1]);
+        let back = tcp.set_nonblocking(false);
+        back.is_ok() && matches!(waiting, Err(e) if e.kind() == io::ErrorKind::WouldBlock)
     }
 }
 
@@ -680,10 +729,12 @@ fn keeps_alive(head: &HttpHead) -> bool {
 /// Returns the connection for the next request when the response leaves
 /// it open (it asked to, and its body ended as its framing said).
 ///
-/// A kept connection that the server closed or reset before the first
-/// byte of the response (an idle connection it dropped, as servers do) is
-/// replaced by a new one and the request sent again, once: the request
-/// cannot have been acted on. That is not a failure.
+/// A kept connection is used only for the scheme, host and port it was
+/// opened for, and only when nothing is waiting on it. One that the server
+/// closed or reset before the first byte of the response (an idle
+/// connection it dropped, as servers do) is replaced by a new one and a
+/// `GET` or `HEAD` sent again, once: the server may have acted on the
+/// request, which is why other methods are not retried but fail.
 ///
 /// # Errors
 /// As [`fetch`].
@@ -695,7 +746,15 @@ pub fn fetch_keep(
     kept: Option<Kept>,
 ) -> Result<(Exchange, Option<Kept>), CaptureError> {
     let port = url.port_or_default();
-    let mut reuse = kept.filter(|k| k.port == port && addrs.contains(&k.ip));
+    let mut reuse = kept
+        .filter(|k| k.serves(url, addrs))
+        .and_then(|mut k| k.quiet().then_some(k));
+    let method = request
+        .split(|&b| b == b' ')
+        .next()
+        .unwrap_or(b"GET")
+        .to_vec();
+    let retry = method == b"GET" || method == b"HEAD";
     loop {
         let t0 = Instant::now();
         let started = time::OffsetDateTime::now_utc();
@@ -707,7 +766,7 @@ pub fn fetch_keep(
             }
         };
         if let Err(e) = conn.write_all(&request).and_then(|_| conn.flush()) {
-            if fresh {
+            if fresh || !retry {
                 return Err(CaptureError::Io(url.to_string(), e));
             }
             continue;
@@ -719,18 +778,13 @@ pub fn fetch_keep(
             Some(h) => h,
             // The kept connection was closed before any byte: again on
             // a new one.
-            None if !fresh => continue,
+            None if !fresh && retry => continue,
             None => {
                 return Err(CaptureError::Http(format!(
                     "{url}: the server closed the connection without a response"
                 )));
             }
         };
-        let method = request
-            .split(|&b| b == b' ')
-            .next()
-            .unwrap_or(b"GET")
-            .to_vec();
         let mut framing = Framing::Close;
         let response = capture_message(
             &mut conn,
@@ -743,13 +797,17 @@ pub fn fetch_keep(
             &opts.read,
             &mut Tee::none(),
         )?;
+        // `reusable`, not `framing`: a chunked body that did not parse was
+        // read to the connection's end.
         let keep = framing != Framing::Close
-            && response.complete
+            && response.reusable
             && response.truncated.is_none()
             && keeps_alive(&response.head);
         let elapsed = t0.elapsed();
         let kept = keep.then(|| Kept {
             stream: conn,
+            scheme: url.scheme,
+            host: url.host.clone(),
             ip,
             port,
             idle_since: Instant::now(),
@@ -805,12 +863,7 @@ mod tests {
         let mut conn = &wire[..];
         let mut buf = Vec::new();
         let n = read_head(&mut conn, &mut buf, 1 << 16).unwrap().unwrap();
-        let opts = ReadOptions {
-            limits: CaptureLimits::default(),
-            digest: Algorithm::Sha1,
-            spool_threshold: 1024,
-            max_head: 1 << 16,
-        };
+        let opts = read_opts();
         let c = capture_message(
             &mut conn,
             buf,
@@ -824,6 +877,33 @@ mod tests {
         assert_eq!(c.truncated, Some(TruncatedReason::Disconnect));
         assert!(!c.complete);
         assert_eq!(c.payload.payload_len, 7);
+    }
+
+    /// A body announced chunked that does not parse is read to the
+    /// connection's end: complete, but its connection is not reusable.
+    #[test]
+    fn a_bad_chunked_body_leaves_no_reusable_connection() {
+        let wire = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nnot chunked at all";
+        let mut conn = &wire[..];
+        let mut buf = Vec::new();
+        let n = read_head(&mut conn, &mut buf, 1 << 16).unwrap().unwrap();
+        let opts = read_opts();
+        let mut framing = Framing::Close;
+        let c = capture_message(
+            &mut conn,
+            buf,
+            n,
+            |h| {
+                framing = response_framing(h, b"GET");
+                framing
+            },
+            &opts,
+            &mut Tee::none(),
+        )
+        .unwrap();
+        assert_eq!(framing, Framing::Chunked);
+        assert_eq!(c.len, wire.len() as u64);
+        assert!(c.complete && !c.reusable);
     }
 
     /// Only an answer that says `keep-alive` (and not `close`) leaves its
@@ -930,12 +1010,7 @@ mod tests {
         let mut conn = Pieces(wire, piece);
         let mut buf = Vec::new();
         let n = read_head(&mut conn, &mut buf, 1 << 16).unwrap().unwrap();
-        let opts = ReadOptions {
-            limits: CaptureLimits::default(),
-            digest: Algorithm::Sha1,
-            spool_threshold: 1024,
-            max_head: 1 << 16,
-        };
+        let opts = read_opts();
         let mut got = Collect::default();
         let mut c = capture_message(
             &mut conn,
@@ -981,5 +1056,129 @@ mod tests {
         let t = String::from_utf8(r).unwrap();
         assert!(t.starts_with("GET /p?q HTTP/1.0\r\nHost: h:8080\r\nUser-Agent: warchest/1\r\n"));
         assert!(t.ends_with("If-None-Match: \"x\"\r\n\r\n"));
+    }
+
+    /// A loopback server answering each request by its path: `/keep` with
+    /// a kept connection, `/304` a 304 then (later) a stray response,
+    /// `/extra` a body with a stray response right after it, anything
+    /// else `RIGHT`; stray responses say `WRONG`. Non-HTTP bytes (a TLS
+    /// hello) close the connection. Returns its port.
+    fn scripted_server() -> u16 {
+        use std::net::TcpListener;
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            for c in l.incoming().take(8) {
+                let Ok(mut c) = c else { return };
+                std::thread::spawn(move || {
+                    c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                    const STRAY: &[u8] =
+                        b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nWRONG";
+                    for _ in 0..4 {
+                        let mut req = Vec::new();
+                        let mut b = [0u8; 1];
+                        while !req.ends_with(b"\r\n\r\n") {
+                            if c.read(&mut b).unwrap_or(0) == 0
+                                || (req.len() == 4 && &req[..] != b"GET ")
+                            {
+                                return;
+                            }
+                            req.push(b[0]);
+                        }
+                        let path = req.split(|&b| b == b' ').nth(1).unwrap_or(b"").to_vec();
+                        let w = match &path[..] {
+                            b"/keep" => c.write_all(
+                                b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\nok",
+                            ),
+                            b"/304" => c
+                                .write_all(b"HTTP/1.1 304 Not Modified\r\nConnection: keep-alive\r\n\r\n")
+                                .and_then(|_| {
+                                    std::thread::sleep(Duration::from_millis(50));
+                                    c.write_all(STRAY)
+                                }),
+                            b"/extra" => c.write_all(
+                                &[
+                                    &b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\nok"[..],
+                                    STRAY,
+                                ]
+                                .concat(),
+                            ),
+                            _ => c.write_all(
+                                b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: keep-alive\r\n\r\nRIGHT",
+                            ),
+                        };
+                        if w.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        port
+    }
+
+    fn fetch_opts() -> FetchOptions {
+        FetchOptions {
+            tls: crate::tls::client_config(true, &[]).unwrap(),
+            timeout: Duration::from_secs(5),
+            read: read_opts(),
+        }
+    }
+
+    fn read_opts() -> ReadOptions {
+        ReadOptions {
+            limits: CaptureLimits::default(),
+            digest: Algorithm::Sha1,
+            spool_threshold: 1024,
+            max_head: 1 << 16,
+        }
+    }
+
+    fn get(url: &str, kept: Option<Kept>) -> Result<(Vec<u8>, Option<Kept>), CaptureError> {
+        let u = Url::parse(url).unwrap();
+        let req = get_request_keep_alive(&u, "t", &[]);
+        let lo: IpAddr = "127.0.0.1".parse().unwrap();
+        let (mut x, k) = fetch_keep(&u, &[lo], req, &fetch_opts(), kept)?;
+        let mut block = Vec::new();
+        x.response.block.read_to_end(&mut block).unwrap();
+        Ok((block, k))
+    }
+
+    /// A connection kept for `http` is not used for `https` on the same
+    /// host and port (nor the other way): the request goes to a new TLS
+    /// connection, which this plain server refuses.
+    #[test]
+    fn a_kept_connection_serves_only_its_scheme() {
+        let port = scripted_server();
+        let (b, k) = get(&format!("http://127.0.0.1:{port}/keep"), None).unwrap();
+        assert!(b.ends_with(b"ok"));
+        let k = k.expect("kept");
+        let r = get(&format!("https://127.0.0.1:{port}/x"), Some(k));
+        assert!(r.is_err(), "an https request over the plain connection");
+    }
+
+    /// Bytes a server sends after a response (a body with a 304, more
+    /// than Content-Length) are not read as the next URL's response: the
+    /// connection is not kept, or not used again.
+    #[test]
+    fn stray_bytes_after_a_response_end_its_connection() {
+        let port = scripted_server();
+        let (b, k) = get(&format!("http://127.0.0.1:{port}/extra"), None).unwrap();
+        assert!(
+            b.ends_with(b"\r\n\r\nok"),
+            "{}",
+            String::from_utf8_lossy(&b)
+        );
+        assert!(k.is_none(), "bytes past the body: not kept");
+        let (_, k) = get(&format!("http://127.0.0.1:{port}/304"), None).unwrap();
+        assert!(k.is_some(), "the 304 alone looks reusable");
+        std::thread::sleep(Duration::from_millis(300));
+        let (b, _) = get(&format!("http://127.0.0.1:{port}/next"), k).unwrap();
+        assert!(b.ends_with(b"RIGHT"), "{}", String::from_utf8_lossy(&b));
+        // A quiet kept connection is used again.
+        let (_, k) = get(&format!("http://127.0.0.1:{port}/keep"), None).unwrap();
+        let (b, k) = get(&format!("http://127.0.0.1:{port}/next"), k).unwrap();
+        assert!(b.ends_with(b"RIGHT"));
+        assert!(k.is_some());
     }
 }

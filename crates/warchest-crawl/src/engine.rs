@@ -1076,6 +1076,11 @@ impl Crawl {
                 let every = Duration::from_secs_f64(me.cfg.engine.stats_interval);
                 loop {
                     tick(me);
+                    // The journal's once-a-second sync, also when no
+                    // change comes (every worker in a long fetch).
+                    if let Err(e) = me.frontier.sync_if_due() {
+                        tracing::warn!("{e}");
+                    }
                     if last_stats.elapsed() >= every {
                         if let Some(l) = &stats {
                             let _ = l.line(&format!(
@@ -1732,7 +1737,8 @@ impl Crawl {
             _ => (Vec::new(), None),
         };
         let mut x = if self.cfg.politeness.keep_alive {
-            let key = frontier::host_key(&uri.url);
+            // The scheme too: http and https on one port are two servers.
+            let key = format!("{}://{}", uri.url.scheme(), frontier::host_key(&uri.url));
             let request = chttp::get_request_keep_alive(&url, &self.cfg.engine.user_agent, &extra);
             let kept = self.conns.take(&key);
             let (x, kept) = chttp::fetch_keep(&url, &resolved.addrs, request, &self.fetch, kept)?;

@@ -291,6 +291,10 @@ pub struct Frontier {
     companion: Option<(PathBuf, Companion)>,
     /// URIs of one host in flight at once.
     per_host: u8,
+    /// The journal found on opening was replayed and replaced: until then
+    /// dropping the frontier must not checkpoint nor remove the journal
+    /// (a failed replay leaves it for the next open to fail on too).
+    ready: bool,
 }
 
 /// The journal of the frontier at `path`: `frontier.redb` ->
@@ -346,6 +350,7 @@ impl Frontier {
             checkpoint_bytes: CHECKPOINT_BYTES,
             companion: None,
             per_host: 1,
+            ready: false,
         };
         let (requeued, epoch) = f.replay_and_recover(&old)?;
         // The new journal replaces the old one only now: a kill before
@@ -353,6 +358,7 @@ impl Frontier {
         let j = Journal::create(&jpath, epoch).map_err(|e| jerr(&e))?;
         f.journal_file = j.handle().map_err(|e| jerr(&e))?;
         f.journal = Mutex::new(j);
+        f.ready = true;
         let _ = std::fs::remove_file(&scratch);
         if old.torn > 0 {
             tracing::info!(
@@ -423,21 +429,36 @@ impl Frontier {
                 >= self.checkpoint_every.as_millis() as u64
         {
             self.checkpoint_if_free()?;
-        } else if now.saturating_sub(self.synced_ms.load(Ordering::Relaxed))
-            >= SYNC_EVERY.as_millis() as u64
-            && !self.syncing.swap(true, Ordering::SeqCst)
-        {
-            let _turn = Turn(&self.syncing);
-            // Outside every lock: the other workers go on appending.
-            let r = self.journal_file.sync_data();
-            self.synced_ms.store(now, Ordering::Relaxed);
-            r.map_err(|e| FrontierError {
-                what: "frontier journal",
-                path: journal_path(&self.path),
-                msg: format!("syncing it: {e}"),
-            })?;
+        } else {
+            self.sync_if_due()?;
         }
         Ok(r)
+    }
+
+    /// Syncs the journal when its last sync is a second old (unless
+    /// another caller is syncing it). Called after each change and by the
+    /// crawl's ticker, so that changes made before a quiet spell (every
+    /// worker in a long fetch) are synced too.
+    ///
+    /// # Errors
+    /// The sync failed.
+    pub fn sync_if_due(&self) -> Result<()> {
+        let now = self.ms();
+        if now.saturating_sub(self.synced_ms.load(Ordering::Relaxed))
+            < SYNC_EVERY.as_millis() as u64
+            || self.syncing.swap(true, Ordering::SeqCst)
+        {
+            return Ok(());
+        }
+        let _turn = Turn(&self.syncing);
+        // Outside every lock: the other workers go on appending.
+        let r = self.journal_file.sync_data();
+        self.synced_ms.store(now, Ordering::Relaxed);
+        r.map_err(|e| FrontierError {
+            what: "frontier journal",
+            path: journal_path(&self.path),
+            msg: format!("syncing it: {e}"),
+        })
     }
 
     /// A checkpoint, unless another caller is making one.
@@ -1093,6 +1114,12 @@ impl Drop for Frontier {
     /// A last checkpoint; the journal, empty then, is removed (a missing
     /// journal has nothing to replay).
     fn drop(&mut self) {
+        if !self.ready {
+            // The replay failed (or its new journal could not be made):
+            // the old journal stays, the scratch one goes.
+            let _ = std::fs::remove_file(journal_path(&self.path).with_extension("journal.new"));
+            return;
+        }
         match self.checkpoint_now() {
             Ok(()) => {
                 let _ = std::fs::remove_file(journal_path(&self.path));
@@ -1310,17 +1337,60 @@ mod tests {
         f.add(&[uri("http://a.test/1")]).unwrap();
         let one = jlen();
         assert!(one > 12, "the change is journaled");
-        for i in 2..40 {
+        let epoch = || journal::read(&journal_path(&p)).unwrap().epoch.unwrap();
+        let e0 = epoch();
+        // Records of about 40 bytes: 100 of them pass 2,000.
+        for i in 2..100 {
             f.add(&[uri(&format!("http://a.test/{i}"))]).unwrap();
         }
-        assert!(jlen() < 2_000 + one, "reset by size: {}", jlen());
+        // A checkpoint gives the journal the next epoch.
+        assert!(epoch() > e0, "reset by size");
+        assert!(jlen() < 2_000 + one, "{}", jlen());
+        // No change for a second: the ticker's call syncs the journal.
+        let synced = f.synced_ms.load(Ordering::Relaxed);
+        f.sync_if_due().unwrap();
+        assert_eq!(f.synced_ms.load(Ordering::Relaxed), synced, "not due yet");
+        std::thread::sleep(SYNC_EVERY + Duration::from_millis(50));
+        f.sync_if_due().unwrap();
+        assert!(
+            f.synced_ms.load(Ordering::Relaxed) > synced,
+            "synced when due"
+        );
         f.set_checkpoint(Duration::ZERO, u64::MAX);
         f.add(&[uri("http://a.test/x")]).unwrap();
         assert_eq!(jlen(), 12, "reset by time: the header alone");
         drop(f);
         assert!(!journal_path(&p).exists(), "closed: no journal left");
         let (f, _) = Frontier::open(&p).unwrap();
-        assert_eq!(f.counts().unwrap().queued, 40);
+        assert_eq!(f.counts().unwrap().queued, 100);
+    }
+
+    /// A journal whose replay fails (a record that does not decode) makes
+    /// the open fail and stays on disk: the next open fails the same way,
+    /// rather than opening with the journal's changes lost.
+    #[test]
+    fn a_failed_replay_keeps_its_journal() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f.redb");
+        let (f, _) = Frontier::open(&p).unwrap();
+        f.add(&[uri("http://a.test/1")]).unwrap();
+        let epoch = journal::read(&journal_path(&p)).unwrap().epoch.unwrap();
+        drop(f);
+        // The checkpoint on closing took the next epoch: a journal of it
+        // is replayed, and its one record does not decode.
+        let mut j = Journal::create(&journal_path(&p), epoch + 1).unwrap();
+        j.append(&[99, 1, 2, 3]).unwrap();
+        drop(j);
+        let bad = std::fs::read(journal_path(&p)).unwrap();
+        for _ in 0..2 {
+            let e = Frontier::open(&p).err().expect("the replay fails");
+            assert!(e.to_string().contains("does not decode"), "{e}");
+            assert_eq!(
+                std::fs::read(journal_path(&p)).unwrap(),
+                bad,
+                "the journal is left as it was"
+            );
+        }
     }
 
     /// A companion that panics during a checkpoint hands it back: the next

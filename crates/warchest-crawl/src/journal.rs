@@ -255,6 +255,13 @@ pub(crate) struct Journal {
     /// Bytes of records since the header.
     pub bytes: u64,
     frame: Vec<u8>,
+    /// A failed write could not be undone (or a reset failed): the file's
+    /// end is not a record's, so nothing more is appended until a reset
+    /// succeeds.
+    broken: bool,
+    /// Test seam: the next append writes this many bytes, then fails.
+    #[cfg(test)]
+    cut: Option<usize>,
 }
 
 impl Journal {
@@ -267,13 +274,21 @@ impl Journal {
             epoch,
             bytes: 0,
             frame: Vec::with_capacity(4096),
+            broken: true,
+            #[cfg(test)]
+            cut: None,
         };
         j.reset(epoch)?;
         Ok(j)
     }
 
     /// Empties the journal and writes the header of `epoch`.
+    ///
+    /// Until it has succeeded, appends are refused: a failed `set_len`
+    /// would leave an old epoch's records, a failed header write a file
+    /// with no header.
     pub fn reset(&mut self, epoch: u64) -> std::io::Result<()> {
+        self.broken = true;
         self.file.set_len(0)?;
         let mut h = [0u8; HEADER];
         h[..4].copy_from_slice(MAGIC);
@@ -281,21 +296,64 @@ impl Journal {
         self.file.write_all(&h)?;
         self.epoch = epoch;
         self.bytes = 0;
+        self.broken = false;
         Ok(())
     }
 
     /// Appends one record, whole, with one `write()` (unless the kernel
     /// cuts it short, when the rest follows).
+    ///
+    /// A failed write (a full disk) is cut back off the file, so that the
+    /// records appended after it are read back; when that fails too, every
+    /// later append fails until a [`reset`](Self::reset) succeeds.
+    ///
+    /// # Errors
+    /// The write failed, the journal is broken by an earlier failure, or
+    /// the record is larger than a reader accepts.
     pub fn append(&mut self, payload: &[u8]) -> std::io::Result<()> {
+        if self.broken {
+            return Err(std::io::Error::other(
+                "an earlier write to it failed and could not be undone: \
+                 no change is journaled until the next checkpoint",
+            ));
+        }
+        // The reader stops at a longer record (a damaged length), and
+        // every record after it would be lost.
+        let len = u32::try_from(payload.len())
+            .ok()
+            .filter(|&l| l as usize <= MAX_RECORD)
+            .ok_or_else(|| {
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    format!(
+                        "a change of {} bytes, more than a record holds ({MAX_RECORD})",
+                        payload.len()
+                    ),
+                )
+            })?;
         self.frame.clear();
-        self.frame
-            .extend_from_slice(&(payload.len() as u32).to_le_bytes());
+        self.frame.extend_from_slice(&len.to_le_bytes());
         self.frame
             .extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
         self.frame.extend_from_slice(payload);
-        self.file.write_all(&self.frame)?;
+        if let Err(e) = self.write_frame() {
+            if self.file.set_len(HEADER as u64 + self.bytes).is_err() {
+                self.broken = true;
+            }
+            return Err(e);
+        }
         self.bytes += self.frame.len() as u64;
         Ok(())
+    }
+
+    fn write_frame(&mut self) -> std::io::Result<()> {
+        #[cfg(test)]
+        if let Some(n) = self.cut.take() {
+            self.file
+                .write_all(&self.frame[..n.min(self.frame.len())])?;
+            return Err(std::io::Error::other("a write cut short (test)"));
+        }
+        self.file.write_all(&self.frame)
     }
 
     /// A second handle on the file, to sync it without the journal's lock.
@@ -392,5 +450,37 @@ mod tests {
         let r = read(&p).unwrap();
         assert_eq!((r.epoch, r.records.len(), r.torn), (Some(78), 0, 0));
         assert!(read(&dir.path().join("none")).unwrap().epoch.is_none());
+    }
+
+    /// A write that fails part way is cut back off: the records appended
+    /// after it are read back. One whose undoing fails too (a read-only
+    /// handle stands in for the failing disk) refuses every append until
+    /// a reset; a record larger than a reader takes is refused.
+    #[test]
+    fn a_failed_write_loses_no_later_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f.journal");
+        let mut j = Journal::create(&p, 5).unwrap();
+        j.append(b"one").unwrap();
+        j.cut = Some(6);
+        assert!(j.append(b"two, cut").is_err());
+        j.append(b"three").unwrap();
+        let r = read(&p).unwrap();
+        assert_eq!(r.records, vec![b"one".to_vec(), b"three".to_vec()]);
+        assert_eq!(r.torn, 0);
+
+        let writable = std::mem::replace(&mut j.file, File::open(&p).unwrap());
+        assert!(j.append(b"four").is_err(), "a read-only handle");
+        j.file = writable;
+        let e = j.append(b"five").unwrap_err();
+        assert!(e.to_string().contains("could not be undone"), "{e}");
+        assert_eq!(read(&p).unwrap().records.len(), 2);
+        j.reset(6).unwrap();
+        j.append(b"six").unwrap();
+        let r = read(&p).unwrap();
+        assert_eq!((r.epoch, r.records), (Some(6), vec![b"six".to_vec()]));
+        let e = j.append(&vec![0; MAX_RECORD + 1]).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
+        assert_eq!(read(&p).unwrap().records.len(), 1);
     }
 }
