@@ -15,7 +15,7 @@ use crate::{Location, Options, runtime};
 /// Default bytes per block: one range request each. Smaller blocks hold
 /// less memory for the same read-ahead; each request costs the server
 /// something too (docs/remote.md, "Several threads").
-pub const BLOCK: usize = 1 << 20;
+pub const BLOCK: usize = 2 << 20;
 /// Default blocks each reader fetches ahead of the block it reads.
 pub const AHEAD: usize = 4;
 /// Default bytes of blocks held at most at first, all readers together:
