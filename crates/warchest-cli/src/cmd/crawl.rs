@@ -147,6 +147,15 @@ pub struct Args {
     /// With --browser: your own behaviour script, run in each page.
     #[arg(long, value_name = "FILE")]
     behaviors: Option<PathBuf>,
+    /// A new connection for every request (key `keep-alive = false`);
+    /// by default a host's connection is kept between its fetches.
+    #[arg(long)]
+    no_keep_alive: bool,
+    /// Seconds between two checkpoints of the frontier (default 10): what
+    /// a power loss may take back (docs/crawl.md, "The journal and
+    /// checkpoints").
+    #[arg(long, value_name = "SECONDS")]
+    checkpoint_interval: Option<f64>,
 }
 
 /// The flags given, as TOML keys.
@@ -204,6 +213,11 @@ fn flags(a: &Args) -> Result<toml::Table> {
     put("chromium", p(&a.chromium));
     put("page-timeout", f(a.page_timeout));
     put("behaviors", p(&a.behaviors));
+    put(
+        "keep-alive",
+        a.no_keep_alive.then_some(Value::Boolean(false)),
+    );
+    put("checkpoint-interval", f(a.checkpoint_interval));
     if a.resolve_only {
         put("resolve-only", Some(Value::Boolean(true)));
     }
@@ -402,4 +416,39 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
             Outcome::Ok
         },
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    /// The flags added with the frontier journal and keep-alive reach
+    /// the configuration as the keys of the same meaning.
+    #[test]
+    fn keep_alive_and_checkpoint_flags_are_keys() {
+        let cli = Cli::try_parse_from([
+            "crawl",
+            "http://127.0.0.1/",
+            "--no-keep-alive",
+            "--checkpoint-interval",
+            "2.5",
+        ])
+        .unwrap();
+        let t = flags(&cli.args).unwrap();
+        assert_eq!(t.get("keep-alive"), Some(&toml::Value::Boolean(false)));
+        assert_eq!(t.get("checkpoint-interval"), Some(&toml::Value::Float(2.5)));
+        let c = CrawlConfig::from_toml(&toml::to_string(&t).unwrap()).unwrap();
+        assert!(!c.politeness.keep_alive);
+        assert_eq!(c.engine.checkpoint_interval, 2.5);
+        let none = Cli::try_parse_from(["crawl", "http://127.0.0.1/"]).unwrap();
+        let t = flags(&none.args).unwrap();
+        assert!(!t.contains_key("keep-alive") && !t.contains_key("checkpoint-interval"));
+    }
 }
