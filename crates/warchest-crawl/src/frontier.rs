@@ -517,9 +517,16 @@ impl Frontier {
         if let (Some(e), Some(je)) = (current, old.epoch)
             && e == je
         {
-            for p in &old.records {
-                let op = journal::decode(p)
-                    .ok_or_else(|| self.err("a journal record that does not decode"))?;
+            for (i, p) in old.records.iter().enumerate() {
+                let op = journal::decode(p).ok_or_else(|| FrontierError {
+                    what: "frontier journal",
+                    path: journal_path(&self.path),
+                    msg: format!(
+                        "record {} of {} does not decode (written by another version?)",
+                        i + 1,
+                        old.records.len()
+                    ),
+                })?;
                 self.apply(&txn, op)?;
             }
         }
@@ -1385,6 +1392,7 @@ mod tests {
         for _ in 0..2 {
             let e = Frontier::open(&p).err().expect("the replay fails");
             assert!(e.to_string().contains("does not decode"), "{e}");
+            assert!(e.to_string().contains(".journal: record 1 of 1"), "{e}");
             assert_eq!(
                 std::fs::read(journal_path(&p)).unwrap(),
                 bad,
