@@ -245,7 +245,7 @@ pub(crate) async fn capture_page(
     o: &BrowserOptions,
     recorder: &Recorder,
     kept: Option<(Kept, usize)>,
-    early: Option<&tokio::sync::mpsc::UnboundedSender<crate::Early>>,
+    early: Option<&tokio::sync::mpsc::Sender<crate::Early>>,
 ) -> (Result<PageResult, BrowserError>, Option<(Kept, usize)>) {
     let date = time::OffsetDateTime::now_utc();
     let t = Instant::now();
@@ -294,7 +294,7 @@ async fn drive(
     recorder: &Recorder,
     date: time::OffsetDateTime,
     ph: &mut Phases,
-    early: Option<&tokio::sync::mpsc::UnboundedSender<crate::Early>>,
+    early: Option<&tokio::sync::mpsc::Sender<crate::Early>>,
 ) -> Result<PageResult, BrowserError> {
     let start = Instant::now();
     let loaded = tab.navigate(url, o.load_timeout).await?;
@@ -307,15 +307,17 @@ async fn drive(
         if let Some(tx) = early
             && let Ok(v) = tab.eval(&links_js, crate::page::COMMAND).await
         {
-            // Not what the page fetched already: another tab would load
-            // it as a page (a lightbox's image) before this page's end
-            // marks it fetched.
-            let (responses, _, _, _) = tab.seen();
-            let fetched: std::collections::HashSet<&str> =
-                responses.iter().map(|r| r.url.as_str()).collect();
+            // Not what the page asked for already, answered or still in
+            // flight (a lightbox's image, a CSS background, a fetch the
+            // script started): another tab would load it as a page before
+            // this page's end marks it fetched, where the end would not
+            // queue it. Left to the end, which decides on what the page
+            // fetched in all.
+            let requested = tab.requested();
             let mut links = links_of(v);
-            links.retain(|u| !fetched.contains(u.as_str()));
-            let _ = tx.send(crate::Early::Links(links));
+            links.retain(|u| !requested.contains(u.as_str()));
+            // Waits while the queue is full (the callback behind).
+            let _ = tx.send(crate::Early::Links(links)).await;
         }
     };
     // The scroll starts at the load event, while the load's network-idle

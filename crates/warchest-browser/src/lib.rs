@@ -45,9 +45,10 @@ pub use grab::{Behavior, LoadState, PageResult};
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum Early {
-    /// The page's document (a 2xx `text/html` response to its URL), as
-    /// the recording proxy recorded it: its payload, codings undone, at
-    /// most [`MAX_EARLY_DOCUMENT`] bytes.
+    /// The page's document (a 2xx `text/html` response to its URL, or,
+    /// when that URL redirects, to where its HTTP redirects led), as the
+    /// recording proxy recorded it: its payload, codings undone, at most
+    /// [`MAX_EARLY_DOCUMENT`] bytes.
     Document {
         /// The document's URL.
         url: String,
@@ -68,10 +69,41 @@ const LAUNCHES_AT_ONCE: usize = 2;
 /// The most bytes of a page's document handed on as [`Early::Document`].
 pub const MAX_EARLY_DOCUMENT: u64 = 4 << 20;
 
+/// What a page gave early and its callback has not yet taken, at most
+/// (each a message; a document is at most [`MAX_EARLY_DOCUMENT`] bytes):
+/// past it the sender waits (the proxy's exchange thread for a document,
+/// the page for its links), so a slow callback costs memory no further.
+const EARLY_QUEUE: usize = 4;
+
 /// Pages whose early findings are awaited, by URL.
 /// Keyed by [`waiting_key`]; each capture of the URL under way has its
-/// own sender.
-type Waiting = Arc<Mutex<HashMap<String, Vec<tokio::sync::mpsc::UnboundedSender<Early>>>>>;
+/// own sender, also under the URLs its document's HTTP redirects led to.
+type Waiting = Arc<Mutex<HashMap<String, Vec<tokio::sync::mpsc::Sender<Early>>>>>;
+
+/// Takes a capture's sender out of every URL it waits under (its own and
+/// its redirects' targets) when dropped: its callback's loop ends once no
+/// sender is left, even after a panic.
+struct Unwait<'a> {
+    waiting: &'a Waiting,
+    tx: Option<tokio::sync::mpsc::Sender<Early>>,
+}
+
+impl Drop for Unwait<'_> {
+    fn drop(&mut self) {
+        let Some(tx) = self.tx.take() else {
+            return;
+        };
+        let mut w = match self.waiting.lock() {
+            Ok(w) => w,
+            Err(p) => p.into_inner(),
+        };
+        // Only this capture's: another of the URL may still run.
+        w.retain(|_, v| {
+            v.retain(|t| !t.same_channel(&tx));
+            !v.is_empty()
+        });
+    }
+}
 
 /// A URL as the pages waiting for it are keyed: parsed and serialised
 /// (the proxy's and the caller's spellings of one URL meet), the text as
@@ -84,14 +116,41 @@ fn waiting_key(u: &str) -> String {
 /// is awaited goes to its capture.
 fn document_hook(waiting: Waiting) -> ResponseHook {
     ResponseHook(Arc::new(move |uri, resp| {
-        let Some(txs) = waiting
-            .lock()
-            .ok()
-            .and_then(|w| w.get(&waiting_key(uri)).cloned())
-        else {
+        let key = waiting_key(uri);
+        let Some(txs) = waiting.lock().ok().and_then(|w| w.get(&key).cloned()) else {
             return;
         };
         let status = resp.head.status().unwrap_or(0);
+        if (300..400).contains(&status) {
+            // An awaited page that redirects: its captures await where it
+            // leads too (the browser follows it, and its document is
+            // there). Told here, once the redirect is recorded and sent to
+            // the browser, before the browser can have the target through
+            // this proxy: that needs another exchange, upstream and back.
+            let to = resp
+                .head
+                .header("location")
+                .and_then(|l| {
+                    url::Url::parse(uri)
+                        .ok()?
+                        .join(String::from_utf8_lossy(&l).trim())
+                        .ok()
+                })
+                .filter(|u| matches!(u.scheme(), "http" | "https"));
+            if let Some(to) = to
+                && let Ok(mut w) = waiting.lock()
+            {
+                // A chain is as long as the browser follows it (20 hops in
+                // Chromium); a loop adds nothing twice.
+                let v = w.entry(waiting_key(to.as_str())).or_default();
+                for tx in txs {
+                    if !v.iter().any(|t| t.same_channel(&tx)) {
+                        v.push(tx);
+                    }
+                }
+            }
+            return;
+        }
         let content_type = resp
             .head
             .content_type()
@@ -115,7 +174,10 @@ fn document_hook(waiting: Waiting) -> ResponseHook {
         // page's DOM links still come at its end.
         let _ = r.take(MAX_EARLY_DOCUMENT).read_to_end(&mut payload);
         for tx in txs {
-            let _ = tx.send(Early::Document {
+            // Waits while the capture's callback is behind (back-pressure
+            // on this exchange's thread, whose client has its copy); an
+            // error: that capture ended.
+            let _ = tx.blocking_send(Early::Document {
                 url: uri.to_string(),
                 content_type: content_type.clone(),
                 body: payload.clone(),
@@ -372,35 +434,56 @@ impl Browsers {
 
     /// [`Browsers::capture`], calling `early` (on the calling thread)
     /// with what the page gives before it ends: its document as soon as
-    /// the proxy recorded it, and the rendered DOM's links once it loaded.
-    /// A crawl feeds its frontier with them, so that its other tabs start
-    /// before this page ends.
+    /// the proxy recorded it (after HTTP redirects, the document they led
+    /// to), and the rendered DOM's links once it loaded. A crawl feeds its
+    /// frontier with them, so that its other tabs start before this page
+    /// ends.
+    ///
+    /// The page is driven on a thread of its own, `early` on the calling
+    /// thread from a queue of [`EARLY_QUEUE`] messages: a slow callback
+    /// (link extraction, frontier writes) delays none of the page's steps
+    /// until the queue is full, and then holds the senders back rather
+    /// than drop anything. Every message sent before the page ended is
+    /// given to `early` before this returns.
     pub fn capture_early(&self, url: &str, early: &mut dyn FnMut(Early)) -> PageResult {
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let key = waiting_key(url);
+        let (tx, mut rx) = tokio::sync::mpsc::channel(EARLY_QUEUE);
         if let Ok(mut w) = self.waiting.lock() {
-            w.entry(key.clone()).or_default().push(tx.clone());
+            w.entry(waiting_key(url)).or_default().push(tx.clone());
         }
-        let r = self.rt.block_on(async {
-            let page = self.capture_async(url, Some(&tx));
-            tokio::pin!(page);
-            loop {
-                tokio::select! {
-                    r = &mut page => break r,
-                    Some(e) = rx.recv() => early(e),
+        let unwait = Unwait {
+            waiting: &self.waiting,
+            tx: Some(tx),
+        };
+        std::thread::scope(|scope| {
+            let page = std::thread::Builder::new()
+                .name("browser-page".into())
+                .spawn_scoped(scope, move || {
+                    let r = self
+                        .rt
+                        .block_on(self.capture_async(url, unwait.tx.as_ref()));
+                    // The last senders go (the proxy's hook may hold a
+                    // clone a moment longer): the loop below ends.
+                    drop(unwait);
+                    r
+                });
+            let page = match page {
+                Ok(p) => p,
+                Err(e) => {
+                    return PageResult::failed(
+                        url,
+                        format!("starting the page's thread: {e}"),
+                        0,
+                        Duration::ZERO,
+                    );
                 }
+            };
+            while let Some(e) = rx.blocking_recv() {
+                early(e);
             }
-        });
-        if let Ok(mut w) = self.waiting.lock()
-            && let Some(v) = w.get_mut(&key)
-        {
-            // Only this capture's: another of the URL may still run.
-            v.retain(|t| !t.same_channel(&tx));
-            if v.is_empty() {
-                w.remove(&key);
-            }
-        }
-        r
+            page.join().unwrap_or_else(|_| {
+                PageResult::failed(url, "the page's thread panicked".into(), 0, Duration::ZERO)
+            })
+        })
     }
 
     /// Captures `urls`, [`BrowserOptions::browsers`] at once, calling
@@ -423,7 +506,7 @@ impl Browsers {
     async fn capture_async(
         &self,
         url: &str,
-        early: Option<&tokio::sync::mpsc::UnboundedSender<Early>>,
+        early: Option<&tokio::sync::mpsc::Sender<Early>>,
     ) -> PageResult {
         let Ok(_permit) = self.permits.clone().acquire_owned().await else {
             return PageResult::failed(url, "shutting down".into(), 0, Duration::ZERO);

@@ -352,6 +352,21 @@ impl<'a> Tab<'a> {
         }
     }
 
+    /// The http(s) URLs the page asked for so far, answered or still in
+    /// flight (requests past [`MAX_RESPONSES`] not counted), and those it
+    /// was answered from (a redirect's hops).
+    pub fn requested(&self) -> HashSet<String> {
+        match self.track.lock() {
+            Ok(t) => t
+                .urls
+                .values()
+                .cloned()
+                .chain(t.responses.iter().map(|r| r.url.clone()))
+                .collect(),
+            Err(_) => HashSet::new(),
+        }
+    }
+
     /// Keeps the tab open for another page ([`Tab::resume`]): its parts,
     /// free of the borrow of the connection.
     pub fn keep(self) -> Kept {

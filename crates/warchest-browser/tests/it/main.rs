@@ -3,6 +3,7 @@
 //! stderr) when WARCHEST_SKIP_BROWSER is set.
 
 mod capture;
+mod early;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -28,7 +29,7 @@ pub fn chromium() -> Option<PathBuf> {
 
 /// What a path answers: status, content type, body; `None` body: a
 /// response that never ends (a few bytes, then silence until the server
-/// stops).
+/// stops). A 3xx's body is its `Location`, sent with no body.
 pub type Route = (u16, &'static str, Option<Vec<u8>>);
 
 /// A loopback HTTP/1.x server with fixed routes that records every request
@@ -95,6 +96,15 @@ fn serve(mut s: TcpStream, routes: &[(&str, Route)], seen: &Mutex<Vec<String>>, 
         return;
     };
     match body {
+        Some(to) if (300..400).contains(status) => {
+            let _ = s.write_all(
+                format!(
+                    "HTTP/1.0 {status} X\r\nLocation: {}\r\nContent-Length: 0\r\n\r\n",
+                    String::from_utf8_lossy(to)
+                )
+                .as_bytes(),
+            );
+        }
         Some(b) => {
             let _ = s.write_all(
                 format!(

@@ -1,0 +1,186 @@
+//! What a page gives before it ends (`Browsers::capture_early`): given
+//! off the page's path, after redirects, and for two captures of one URL
+//! at once.
+
+use std::time::{Duration, Instant};
+
+use warchest_browser::{Browsers, Early};
+
+use crate::capture::{quick, recorder, records};
+use crate::{Site, chromium};
+
+const HTML: &str = "text/html; charset=utf-8";
+
+fn page(body: &str) -> Option<Vec<u8>> {
+    Some(format!("<!doctype html><html><body>{body}</body></html>").into_bytes())
+}
+
+/// The early messages' kinds and URLs: `document URL` or `links L1 L2...`.
+fn kinds(got: &[Early]) -> Vec<String> {
+    got.iter()
+        .map(|e| match e {
+            Early::Document { url, .. } => format!("document {url}"),
+            Early::Links(l) => format!("links {}", l.join(" ")),
+            _ => "other".into(),
+        })
+        .collect()
+}
+
+/// A callback that sleeps holds none of the page's steps back: the page
+/// ends while its first call still sleeps, and every message still
+/// reaches the callback (none lost) before `capture_early` returns.
+#[test]
+fn a_slow_early_callback_does_not_hold_the_page_back() {
+    let Some(exe) = chromium() else { return };
+    let s = Site::start(vec![(
+        "/",
+        (200, HTML, page("<title>p</title><a href=\"/a.html\">a</a>")),
+    )]);
+    let dir = tempfile::tempdir().unwrap();
+    let (rec, proxy) = recorder(&dir.path().join("out"), dir.path());
+    let mut o = quick(exe);
+    o.scroll = false;
+    o.media = false;
+    let b = Browsers::start(o, rec.clone(), proxy).unwrap();
+    let url = format!("{}/", s.base);
+    // Longer than the page takes after its document (its load, 500 ms of
+    // quiet, a screenshot), with room for a loaded machine.
+    let nap = Duration::from_secs(6);
+    let (mut got, mut back) = (Vec::new(), None);
+    let t0 = Instant::now();
+    let p = b.capture_early(&url, &mut |e| {
+        if got.is_empty() {
+            std::thread::sleep(nap);
+            back = Some(Instant::now());
+        }
+        got.push(e);
+    });
+    // When the page ended (its time counts from a moment after `t0`).
+    let ended = t0 + Duration::from_millis(p.ms);
+    b.finish().unwrap();
+    rec.finish().unwrap();
+    assert!(p.ok(), "{p:?}");
+    let k = kinds(&got);
+    assert_eq!(k.len(), 2, "{k:?}");
+    assert_eq!(k[0], format!("document {url}"));
+    assert!(k[1].contains(&format!("{}/a.html", s.base)), "{k:?}");
+    let back = back.unwrap();
+    assert!(
+        ended + Duration::from_secs(1) < back,
+        "the page ended {:?} after the start, its callback came back {:?} after it",
+        ended - t0,
+        back - t0
+    );
+}
+
+/// A URL that redirects gives the document its redirects led to, early,
+/// with the DOM's links.
+#[test]
+fn a_redirected_page_gives_its_document_early() {
+    let Some(exe) = chromium() else { return };
+    let s = Site::start(vec![
+        ("/r", (302, HTML, Some(b"/r2".to_vec()))),
+        ("/r2", (301, HTML, Some(b"/home".to_vec()))),
+        (
+            "/home",
+            (
+                200,
+                HTML,
+                page("<title>home</title><a href=\"/a.html\">a</a>"),
+            ),
+        ),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let (rec, proxy) = recorder(&dir.path().join("out"), dir.path());
+    let mut o = quick(exe);
+    o.scroll = false;
+    o.media = false;
+    let b = Browsers::start(o, rec.clone(), proxy).unwrap();
+    let mut got = Vec::new();
+    let p = b.capture_early(&format!("{}/r", s.base), &mut |e| got.push(e));
+    b.finish().unwrap();
+    rec.finish().unwrap();
+    assert!(p.ok(), "{p:?}");
+    let k = kinds(&got);
+    let home = format!("{}/home", s.base);
+    assert_eq!(k.first(), Some(&format!("document {home}")), "{k:?}");
+    match &got[0] {
+        Early::Document { body, .. } => {
+            assert!(String::from_utf8_lossy(body).contains("/a.html"))
+        }
+        e => panic!("{e:?}"),
+    }
+    assert!(
+        k.iter()
+            .any(|l| l.starts_with("links ") && l.contains("/a.html")),
+        "{k:?}"
+    );
+}
+
+/// Two captures of one URL at once (two tabs): each ends, each has its
+/// document early, and the URL is recorded twice, each capture whole (its
+/// exchange, screenshot, text and metadata).
+#[test]
+fn two_captures_of_one_url_at_once_both_end_and_are_recorded() {
+    let Some(exe) = chromium() else { return };
+    let s = Site::start(vec![(
+        "/",
+        (
+            200,
+            HTML,
+            page("<title>twice</title><a href=\"/a.html\">a</a>"),
+        ),
+    )]);
+    let dir = tempfile::tempdir().unwrap();
+    let (rec, proxy) = recorder(&dir.path().join("out"), dir.path());
+    let mut o = quick(exe);
+    o.scroll = false;
+    o.media = false;
+    o.browsers = 2;
+    let b = Browsers::start(o, rec.clone(), proxy).unwrap();
+    let url = format!("{}/", s.base);
+    let (done_tx, done) = std::sync::mpsc::channel();
+    let (br, url2) = (&b, &url);
+    std::thread::scope(|scope| {
+        for _ in 0..2 {
+            let done_tx = done_tx.clone();
+            scope.spawn(move || {
+                let mut got = Vec::new();
+                let p = br.capture_early(url2, &mut |e| got.push(e));
+                let _ = done_tx.send((p, kinds(&got)));
+            });
+        }
+        // Never a hang: both end within their page bound and then some.
+        for _ in 0..2 {
+            let (p, k) = done
+                .recv_timeout(Duration::from_secs(60))
+                .expect("a capture of the URL did not end");
+            assert!(p.ok(), "{p:?}");
+            assert!(k.contains(&format!("document {url}")), "{k:?}");
+            assert!(k.iter().any(|l| l.starts_with("links ")), "{k:?}");
+        }
+    });
+    b.finish().unwrap();
+    let files = rec.finish().unwrap();
+    assert_eq!(s.requests().iter().filter(|p| *p == "/").count(), 2);
+    let recs = records(&files);
+    let of = |kind: &[&str], uri: &str| {
+        recs.iter()
+            .filter(|r| kind.contains(&r.0.as_str()) && r.1 == uri)
+            .count()
+    };
+    // The second exchange's payload is the first's: a revisit, or a
+    // response when both were written before either was indexed.
+    assert_eq!(of(&["response", "revisit"], &url), 2);
+    assert_eq!(of(&["resource"], &format!("urn:view:{url}")), 2);
+    assert_eq!(of(&["resource"], &format!("urn:text:{url}")), 2);
+    // The page's own metadata records (the proxy writes one beside each
+    // exchange too).
+    let pages = recs
+        .iter()
+        .filter(|r| {
+            r.0 == "metadata" && r.1 == url && String::from_utf8_lossy(&r.3).contains("outlink:")
+        })
+        .count();
+    assert_eq!(pages, 2);
+}
