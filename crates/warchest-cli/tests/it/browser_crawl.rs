@@ -513,7 +513,8 @@ impl Overlap {
 
 /// A loopback server (three minutes at most) answering each request, on
 /// a thread of its own, with what `page` gives for its path: its
-/// Content-Type and body (an empty body: a 404).
+/// Content-Type and body (an empty body: a 404; the type `redirect`: a
+/// 302 to the body).
 fn serve_paths(page: impl Fn(&str) -> (&'static str, String) + Send + Sync + 'static) -> String {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap().to_string();
@@ -533,6 +534,15 @@ fn serve_paths(page: impl Fn(&str) -> (&'static str, String) + Send + Sync + 'st
                     return;
                 };
                 let (ct, body) = page(&path);
+                if ct == "redirect" {
+                    let _ = s.write_all(
+                        format!(
+                            "HTTP/1.0 302 Found\r\nLocation: {body}\r\nContent-Length: 0\r\n\r\n"
+                        )
+                        .as_bytes(),
+                    );
+                    return;
+                }
                 let status = if body.is_empty() {
                     "404 Not Found"
                 } else {
@@ -620,8 +630,8 @@ fn host_parallel_loads_pages_of_one_host_in_several_tabs() {
 /// A loopback site whose seed page is slow to end: its HTML links to
 /// /p/1.html, its script builds a link to /p/2.html, an image holds its
 /// load event back and a request after load holds its network idle back
-/// (`wait` each). With it, when each path was asked for (and when
-/// /slow.svg was answered, as `answered /slow.svg`).
+/// (`wait` each); /r redirects to it. With it, when each path was asked
+/// for (and when /slow.svg was answered, as `answered /slow.svg`).
 type Events = Arc<std::sync::Mutex<Vec<(String, Instant)>>>;
 
 fn slow_seed_site(wait: Duration) -> (String, Events) {
@@ -651,6 +661,7 @@ addEventListener('load',()=>fetch('/slow.json'));</script>"
             std::thread::sleep(wait);
             ("application/json", "{}".to_string())
         }
+        "/r" => ("redirect", "/".to_string()),
         p if p.starts_with("/p/") => (HTML, format!("<!doctype html><title>{p}</title><p>{p}</p>")),
         _ => ("text/plain", String::new()),
     }
@@ -664,6 +675,20 @@ addEventListener('load',()=>fetch('/slow.json'));</script>"
 /// still waits for its slow image and its slow request.
 #[test]
 fn a_second_tab_starts_before_the_first_page_ends() {
+    second_tab_starts_before_the_seed_ends("/");
+}
+
+/// [`a_second_tab_starts_before_the_first_page_ends`] with a seed that
+/// redirects to that page: the links of the document the redirect led to
+/// (its HTML's, and its DOM's once it loaded) come early too.
+#[test]
+fn a_redirecting_seed_gives_its_links_before_it_ends() {
+    second_tab_starts_before_the_seed_ends("/r");
+}
+
+/// The seed at `seed` (a path of [`slow_seed_site`]), crawled with two
+/// tabs: the pages its document links to start before it ends.
+fn second_tab_starts_before_the_seed_ends(seed: &str) {
     let Some(exe) = chromium() else {
         eprintln!("skipped: WARCHEST_SKIP_BROWSER");
         return;
@@ -676,7 +701,7 @@ fn a_second_tab_starts_before_the_first_page_ends() {
     let mut flags = browser_flags(&exe);
     flags.extend(["--browsers", "2", "--host-parallel", "2", "--ignore-robots"].map(String::from));
     let f: Vec<&str> = flags.iter().map(String::as_str).collect();
-    let (code, err) = crawl(&dir, &[format!("http://{addr}/")], &f);
+    let (code, err) = crawl(&dir, &[format!("http://{addr}{seed}")], &f);
     assert_eq!(code, 0, "{err}");
     let log = std::fs::read_to_string(dir.join("logs/crawl.log")).unwrap();
     let load = |path: &str| {
@@ -690,7 +715,7 @@ fn a_second_tab_starts_before_the_first_page_ends() {
         assert_eq!(loads.len(), 1, "{uri} not in the browser:\n{log}");
         loads[0]
     };
-    let seed = load("/");
+    let seed = load(seed);
     // Its load event after `wait`, its idle after twice that: the seed's
     // page took both.
     assert!(
@@ -843,4 +868,53 @@ fn links_given_early_are_the_browsers_a_and_area_links() {
             "nofollow, obey {obey}:\n{log}"
         );
     }
+}
+
+/// A link to a URL the page is still fetching by other means (here a
+/// script's request, slow to be answered, that the rendered DOM also links
+/// to) is not given early: another tab would load it as a page while the
+/// page waits for it, where the page's end, which marks what it fetched,
+/// does not queue it. It is fetched once, by the page, and is no page.
+#[test]
+fn a_link_the_page_is_still_fetching_is_not_loaded_as_a_page() {
+    let Some(exe) = chromium() else {
+        eprintln!("skipped: WARCHEST_SKIP_BROWSER");
+        return;
+    };
+    let seen = Asked::default();
+    let s = seen.clone();
+    let addr = serve_paths(move |path| {
+        *s.lock().unwrap().entry(path.to_string()).or_default() += 1;
+        match path {
+            "/" => (
+                HTML,
+                "<!doctype html><title>data</title><a href=\"/p/1.html\">one</a><script>\
+fetch('/data'+'.json');const a=document.createElement('a');a.href='/data'+'.json';\
+a.textContent='the data';document.body.appendChild(a);</script>"
+                    .to_string(),
+            ),
+            "/data.json" => {
+                std::thread::sleep(Duration::from_millis(2500));
+                ("application/json", "{\"a\":1}".to_string())
+            }
+            "/p/1.html" => (
+                HTML,
+                "<!doctype html><title>one</title><p>one</p>".to_string(),
+            ),
+            _ => ("text/plain", String::new()),
+        }
+    });
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("crawl");
+    let mut flags = browser_flags(&exe);
+    flags.extend(["--browsers", "2", "--host-parallel", "2", "--ignore-robots"].map(String::from));
+    let f: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let (code, err) = crawl(&dir, &[format!("http://{addr}/")], &f);
+    assert_eq!(code, 0, "{err}");
+    let log = std::fs::read_to_string(dir.join("logs/crawl.log")).unwrap();
+    assert_eq!(asked(&seen, "/data.json"), 1, "{log}");
+    assert_eq!(asked(&seen, "/p/1.html"), 1, "{log}");
+    let pages = std::fs::read_to_string(dir.join("pages/pages.jsonl")).unwrap();
+    assert!(!pages.contains("/data.json"), "{pages}");
+    assert!(pages.contains("/p/1.html"), "{pages}");
 }
