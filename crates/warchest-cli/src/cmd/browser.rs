@@ -346,7 +346,7 @@ impl warchest_crawl::render::PageRenderer for CrawlRenderer {
                             .into_iter()
                             .filter(|l| matches!(l.context, "a/@href" | "area/@href"))
                             .map(|l| l.url)
-                            .filter(|u| !embeds.contains(u))
+                            .filter(|u| !embeds.contains(u) && !named_as_a_resource(u))
                             .collect(),
                     );
                 }
@@ -354,7 +354,7 @@ impl warchest_crawl::render::PageRenderer for CrawlRenderer {
             warchest_browser::Early::Links(v) if document && !nofollow => early(
                 urls(&v)
                     .into_iter()
-                    .filter(|u: &url::Url| !embeds.contains(u))
+                    .filter(|u: &url::Url| !embeds.contains(u) && !named_as_a_resource(u))
                     .collect(),
             ),
             _ => {}
@@ -377,6 +377,23 @@ impl warchest_crawl::render::PageRenderer for CrawlRenderer {
             None => Ok(()),
         }
     }
+}
+
+/// Whether `u`'s path ends as a file a page loads rather than shows does
+/// (an image, a stylesheet, a script, a font, media, JSON): such a link is
+/// not given early but left to the page's end, which queues it only if
+/// the page did not fetch it. Given early, another tab would load it as a
+/// page while this page may still fetch it by other means than its HTML
+/// names (a CSS background of a stylesheet, a lazy image's `data-src`).
+fn named_as_a_resource(u: &url::Url) -> bool {
+    const EXTS: &[&str] = &[
+        "png", "jpg", "jpeg", "gif", "webp", "avif", "svg", "ico", "bmp", "tif", "tiff", "css",
+        "js", "mjs", "woff", "woff2", "ttf", "otf", "eot", "mp4", "webm", "mp3", "ogg", "oga",
+        "ogv", "wav", "m4a", "m4v", "m3u8", "mpd", "json",
+    ];
+    let last = u.path().rsplit('/').next().unwrap_or("");
+    last.rsplit_once('.')
+        .is_some_and(|(_, ext)| EXTS.iter().any(|e| ext.eq_ignore_ascii_case(e)))
 }
 
 /// The renderer `crawl --browser` sets on `crawl` (its `browser`,
@@ -425,4 +442,32 @@ pub fn crawl_renderer(
         obey_robots: crawl.config().engine.robots == warchest_crawl::config::RobotsMode::Obey,
         _ca: ca_dir,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::named_as_a_resource;
+
+    #[test]
+    fn resources_are_named_by_their_extension() {
+        let r = |u: &str| named_as_a_resource(&url::Url::parse(u).unwrap());
+        for u in [
+            "http://a.test/i/big.JPG",
+            "http://a.test/s.css?v=2",
+            "http://a.test/api/data.json",
+            "http://a.test/f/x.woff2#y",
+        ] {
+            assert!(r(u), "{u}");
+        }
+        for u in [
+            "http://a.test/",
+            "http://a.test/p/1.html",
+            "http://a.test/doc.pdf",
+            "http://a.test/svg/",
+            "http://a.test/page?img=x.png",
+            "http://a.test/v1.2/about",
+        ] {
+            assert!(!r(u), "{u}");
+        }
+    }
 }
