@@ -49,9 +49,12 @@ pub trait PageRenderer: Send + Sync {
 
     /// [`PageRenderer::render`], calling `early` (on the calling thread)
     /// with links the page gives before it ends: those of its HTML as it
-    /// was recorded, and of its DOM once it loaded. The engine queues
-    /// them at once, so that the other tabs need not wait for this page's
-    /// end. By default, none are given early.
+    /// was recorded (after its redirects), and of its DOM once it loaded.
+    /// The engine queues them at once, so that the other tabs need not
+    /// wait for this page's end. `early` may be slow (it writes to the
+    /// frontier): a renderer drives the page elsewhere meanwhile, and
+    /// makes every call before it returns. By default, none are given
+    /// early.
     fn render_early(&self, url: &Url, early: &mut dyn FnMut(Vec<Url>)) -> Rendered {
         let _ = early;
         self.render(url)

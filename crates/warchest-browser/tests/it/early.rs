@@ -2,9 +2,11 @@
 //! off the page's path, after redirects, and for two captures of one URL
 //! at once.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use warchest_browser::{Browsers, Early};
+use warchest_capture::Recorder;
 
 use crate::capture::{quick, recorder, records};
 use crate::{Site, chromium};
@@ -13,6 +15,21 @@ const HTML: &str = "text/html; charset=utf-8";
 
 fn page(body: &str) -> Option<Vec<u8>> {
     Some(format!("<!doctype html><html><body>{body}</body></html>").into_bytes())
+}
+
+/// `browsers` browsers recording into `dir`, quick, with neither scroll
+/// nor media (a page is its load, 500 ms of quiet and its records).
+fn start(
+    exe: std::path::PathBuf,
+    dir: &std::path::Path,
+    browsers: usize,
+) -> (Browsers, Arc<Recorder>) {
+    let (rec, proxy) = recorder(&dir.join("out"), dir);
+    let mut o = quick(exe);
+    o.scroll = false;
+    o.media = false;
+    o.browsers = browsers;
+    (Browsers::start(o, rec.clone(), proxy).unwrap(), rec)
 }
 
 /// The early messages' kinds and URLs: `document URL` or `links L1 L2...`.
@@ -37,11 +54,7 @@ fn a_slow_early_callback_does_not_hold_the_page_back() {
         (200, HTML, page("<title>p</title><a href=\"/a.html\">a</a>")),
     )]);
     let dir = tempfile::tempdir().unwrap();
-    let (rec, proxy) = recorder(&dir.path().join("out"), dir.path());
-    let mut o = quick(exe);
-    o.scroll = false;
-    o.media = false;
-    let b = Browsers::start(o, rec.clone(), proxy).unwrap();
+    let (b, rec) = start(exe, dir.path(), 1);
     let url = format!("{}/", s.base);
     // Longer than the page takes after its document (its load, 500 ms of
     // quiet, a screenshot), with room for a loaded machine.
@@ -91,11 +104,7 @@ fn a_redirected_page_gives_its_document_early() {
         ),
     ]);
     let dir = tempfile::tempdir().unwrap();
-    let (rec, proxy) = recorder(&dir.path().join("out"), dir.path());
-    let mut o = quick(exe);
-    o.scroll = false;
-    o.media = false;
-    let b = Browsers::start(o, rec.clone(), proxy).unwrap();
+    let (b, rec) = start(exe, dir.path(), 1);
     let mut got = Vec::new();
     let p = b.capture_early(&format!("{}/r", s.base), &mut |e| got.push(e));
     b.finish().unwrap();
@@ -132,12 +141,7 @@ fn two_captures_of_one_url_at_once_both_end_and_are_recorded() {
         ),
     )]);
     let dir = tempfile::tempdir().unwrap();
-    let (rec, proxy) = recorder(&dir.path().join("out"), dir.path());
-    let mut o = quick(exe);
-    o.scroll = false;
-    o.media = false;
-    o.browsers = 2;
-    let b = Browsers::start(o, rec.clone(), proxy).unwrap();
+    let (b, rec) = start(exe, dir.path(), 2);
     let url = format!("{}/", s.base);
     let (done_tx, done) = std::sync::mpsc::channel();
     let (br, url2) = (&b, &url);

@@ -745,6 +745,34 @@ fn asked(a: &Asked, path: &str) -> usize {
     a.lock().unwrap().get(path).copied().unwrap_or(0)
 }
 
+/// A [`serve_paths`] site whose requests are counted by path.
+fn counted(
+    page: impl Fn(&str) -> (&'static str, String) + Send + Sync + 'static,
+) -> (String, Asked) {
+    let seen = Asked::default();
+    let s = seen.clone();
+    let addr = serve_paths(move |path| {
+        *s.lock().unwrap().entry(path.to_string()).or_default() += 1;
+        page(path)
+    });
+    (addr, seen)
+}
+
+/// A small SVG image.
+fn svg() -> String {
+    "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"8\" height=\"8\"/>".to_string()
+}
+
+/// Asserts that `path` was asked for once and is no page of the crawl in
+/// `dir`, and that /p/1.html was loaded as a page once.
+fn once_and_no_page(seen: &Asked, dir: &Path, log: &str, path: &str) {
+    assert_eq!(asked(seen, path), 1, "{path}:\n{log}");
+    assert_eq!(asked(seen, "/p/1.html"), 1, "{log}");
+    let pages = std::fs::read_to_string(dir.join("pages/pages.jsonl")).unwrap();
+    assert!(!pages.contains(&format!("{path}\"")), "{pages}");
+    assert!(pages.contains("/p/1.html"), "{pages}");
+}
+
 /// A lightbox (`<a href=x.svg><img src=x.svg></a>`, the image slow to
 /// come) with a second tab free: the image is fetched once, by the page
 /// that embeds it, and never loaded as a page. Its link given early would
@@ -755,45 +783,25 @@ fn a_page_linking_to_its_own_image_fetches_it_once() {
         eprintln!("skipped: WARCHEST_SKIP_BROWSER");
         return;
     };
-    let seen = Asked::default();
-    let s = seen.clone();
-    let addr = serve_paths(move |path| {
-        *s.lock().unwrap().entry(path.to_string()).or_default() += 1;
-        match path {
-            "/" => (
-                HTML,
-                "<!doctype html><title>lightbox</title><a href=\"/big.svg\">\
+    let (addr, seen) = counted(|path| match path {
+        "/" => (
+            HTML,
+            "<!doctype html><title>lightbox</title><a href=\"/big.svg\">\
 <img src=\"/big.svg\" width=\"8\" height=\"8\"></a><a href=\"/p/1.html\">one</a>"
-                    .to_string(),
-            ),
-            "/big.svg" => {
-                std::thread::sleep(Duration::from_millis(1500));
-                (
-                    "image/svg+xml",
-                    "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"8\" height=\"8\"/>"
-                        .to_string(),
-                )
-            }
-            "/p/1.html" => (
-                HTML,
-                "<!doctype html><title>one</title><p>one</p>".to_string(),
-            ),
-            _ => ("text/plain", String::new()),
+                .to_string(),
+        ),
+        "/big.svg" => {
+            std::thread::sleep(Duration::from_millis(1500));
+            ("image/svg+xml", svg())
         }
+        "/p/1.html" => (
+            HTML,
+            "<!doctype html><title>one</title><p>one</p>".to_string(),
+        ),
+        _ => ("text/plain", String::new()),
     });
-    let work = tempfile::tempdir().unwrap();
-    let dir = work.path().join("crawl");
-    let mut flags = browser_flags(&exe);
-    flags.extend(["--browsers", "2", "--host-parallel", "2", "--ignore-robots"].map(String::from));
-    let f: Vec<&str> = flags.iter().map(String::as_str).collect();
-    let (code, err) = crawl(&dir, &[format!("http://{addr}/")], &f);
-    assert_eq!(code, 0, "{err}");
-    let log = std::fs::read_to_string(dir.join("logs/crawl.log")).unwrap();
-    assert_eq!(asked(&seen, "/big.svg"), 1, "{log}");
-    assert_eq!(asked(&seen, "/p/1.html"), 1, "{log}");
-    let pages = std::fs::read_to_string(dir.join("pages/pages.jsonl")).unwrap();
-    assert!(!pages.contains("/big.svg"), "{pages}");
-    assert!(pages.contains("/p/1.html"), "{pages}");
+    let (_work, dir, log) = two_tab_crawl(&exe, &addr);
+    once_and_no_page(&seen, &dir, &log, "/big.svg");
 }
 
 /// The site of [`links_given_early_are_the_browsers_a_and_area_links`]:
@@ -895,35 +903,26 @@ fn a_link_the_page_is_still_fetching_is_not_loaded_as_a_page() {
         eprintln!("skipped: WARCHEST_SKIP_BROWSER");
         return;
     };
-    let seen = Asked::default();
-    let s = seen.clone();
-    let addr = serve_paths(move |path| {
-        *s.lock().unwrap().entry(path.to_string()).or_default() += 1;
-        match path {
-            "/" => (
-                HTML,
-                "<!doctype html><title>data</title><a href=\"/p/1.html\">one</a><script>\
+    let (addr, seen) = counted(|path| match path {
+        "/" => (
+            HTML,
+            "<!doctype html><title>data</title><a href=\"/p/1.html\">one</a><script>\
 fetch('/da'+'ta');const a=document.createElement('a');a.href='/da'+'ta';\
 a.textContent='the data';document.body.appendChild(a);</script>"
-                    .to_string(),
-            ),
-            "/data" => {
-                std::thread::sleep(Duration::from_millis(2500));
-                ("application/json", "{\"a\":1}".to_string())
-            }
-            "/p/1.html" => (
-                HTML,
-                "<!doctype html><title>one</title><p>one</p>".to_string(),
-            ),
-            _ => ("text/plain", String::new()),
+                .to_string(),
+        ),
+        "/data" => {
+            std::thread::sleep(Duration::from_millis(2500));
+            ("application/json", "{\"a\":1}".to_string())
         }
+        "/p/1.html" => (
+            HTML,
+            "<!doctype html><title>one</title><p>one</p>".to_string(),
+        ),
+        _ => ("text/plain", String::new()),
     });
     let (_work, dir, log) = two_tab_crawl(&exe, &addr);
-    assert_eq!(asked(&seen, "/data"), 1, "{log}");
-    assert_eq!(asked(&seen, "/p/1.html"), 1, "{log}");
-    let pages = std::fs::read_to_string(dir.join("pages/pages.jsonl")).unwrap();
-    assert!(!pages.contains("/data\""), "{pages}");
-    assert!(pages.contains("/p/1.html"), "{pages}");
+    once_and_no_page(&seen, &dir, &log, "/data");
 }
 
 /// A link to the page's own CSS background, which its HTML does not name
@@ -936,36 +935,24 @@ fn a_link_to_the_pages_css_background_is_not_loaded_as_a_page() {
         eprintln!("skipped: WARCHEST_SKIP_BROWSER");
         return;
     };
-    let seen = Asked::default();
-    let s = seen.clone();
-    let addr = serve_paths(move |path| {
-        *s.lock().unwrap().entry(path.to_string()).or_default() += 1;
-        match path {
-            "/" => (
-                HTML,
-                "<!doctype html><title>bg</title><link rel=stylesheet href=/s.css>\
+    let (addr, seen) = counted(|path| match path {
+        "/" => (
+            HTML,
+            "<!doctype html><title>bg</title><link rel=stylesheet href=/s.css>\
 <a href=\"/bg.svg\">the background</a><a href=\"/p/1.html\">one</a>"
-                    .to_string(),
-            ),
-            "/s.css" => {
-                std::thread::sleep(Duration::from_millis(1500));
-                ("text/css", "body{background:url(/bg.svg)}".to_string())
-            }
-            "/bg.svg" => (
-                "image/svg+xml",
-                "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"8\" height=\"8\"/>".to_string(),
-            ),
-            "/p/1.html" => (
-                HTML,
-                "<!doctype html><title>one</title><p>one</p>".to_string(),
-            ),
-            _ => ("text/plain", String::new()),
+                .to_string(),
+        ),
+        "/s.css" => {
+            std::thread::sleep(Duration::from_millis(1500));
+            ("text/css", "body{background:url(/bg.svg)}".to_string())
         }
+        "/bg.svg" => ("image/svg+xml", svg()),
+        "/p/1.html" => (
+            HTML,
+            "<!doctype html><title>one</title><p>one</p>".to_string(),
+        ),
+        _ => ("text/plain", String::new()),
     });
     let (_work, dir, log) = two_tab_crawl(&exe, &addr);
-    assert_eq!(asked(&seen, "/bg.svg"), 1, "{log}");
-    assert_eq!(asked(&seen, "/p/1.html"), 1, "{log}");
-    let pages = std::fs::read_to_string(dir.join("pages/pages.jsonl")).unwrap();
-    assert!(!pages.contains("/bg.svg"), "{pages}");
-    assert!(pages.contains("/p/1.html"), "{pages}");
+    once_and_no_page(&seen, &dir, &log, "/bg.svg");
 }
