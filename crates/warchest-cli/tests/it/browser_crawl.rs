@@ -759,15 +759,35 @@ fn counted(
 }
 
 /// A small SVG image.
-fn svg() -> String {
-    "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"8\" height=\"8\"/>".to_string()
-}
+const SVG: &str = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"8\" height=\"8\"/>";
 
-/// Asserts that `path` was asked for once and is no page of the crawl in
-/// `dir`, and that /p/1.html was loaded as a page once.
-fn once_and_no_page(seen: &Asked, dir: &Path, log: &str, path: &str) {
-    assert_eq!(asked(seen, path), 1, "{path}:\n{log}");
-    assert_eq!(asked(seen, "/p/1.html"), 1, "{log}");
+/// A site of a seed page (`seed`, its body), /p/1.html, and `routes`
+/// (path, Content-Type, body, milliseconds before the answer), crawled
+/// with two tabs free: `path` is asked for once and is no page, /p/1.html
+/// is loaded as a page once.
+fn fetched_once_and_no_page(
+    exe: &Path,
+    seed: &'static str,
+    routes: &'static [(&'static str, &'static str, &'static str, u64)],
+    path: &str,
+) {
+    let (addr, seen) = counted(move |p| match p {
+        "/" => (HTML, format!("<!doctype html>{seed}")),
+        "/p/1.html" => (
+            HTML,
+            "<!doctype html><title>one</title><p>one</p>".to_string(),
+        ),
+        _ => match routes.iter().find(|r| r.0 == p) {
+            Some(&(_, ct, body, ms)) => {
+                std::thread::sleep(Duration::from_millis(ms));
+                (ct, body.to_string())
+            }
+            None => ("text/plain", String::new()),
+        },
+    });
+    let (_work, dir, log) = two_tab_crawl(exe, &addr);
+    assert_eq!(asked(&seen, path), 1, "{path}:\n{log}");
+    assert_eq!(asked(&seen, "/p/1.html"), 1, "{log}");
     let pages = std::fs::read_to_string(dir.join("pages/pages.jsonl")).unwrap();
     assert!(!pages.contains(&format!("{path}\"")), "{pages}");
     assert!(pages.contains("/p/1.html"), "{pages}");
@@ -783,25 +803,13 @@ fn a_page_linking_to_its_own_image_fetches_it_once() {
         eprintln!("skipped: WARCHEST_SKIP_BROWSER");
         return;
     };
-    let (addr, seen) = counted(|path| match path {
-        "/" => (
-            HTML,
-            "<!doctype html><title>lightbox</title><a href=\"/big.svg\">\
-<img src=\"/big.svg\" width=\"8\" height=\"8\"></a><a href=\"/p/1.html\">one</a>"
-                .to_string(),
-        ),
-        "/big.svg" => {
-            std::thread::sleep(Duration::from_millis(1500));
-            ("image/svg+xml", svg())
-        }
-        "/p/1.html" => (
-            HTML,
-            "<!doctype html><title>one</title><p>one</p>".to_string(),
-        ),
-        _ => ("text/plain", String::new()),
-    });
-    let (_work, dir, log) = two_tab_crawl(&exe, &addr);
-    once_and_no_page(&seen, &dir, &log, "/big.svg");
+    fetched_once_and_no_page(
+        &exe,
+        "<title>lightbox</title><a href=\"/big.svg\"><img src=\"/big.svg\" width=\"8\" \
+height=\"8\"></a><a href=\"/p/1.html\">one</a>",
+        &[("/big.svg", "image/svg+xml", SVG, 1500)],
+        "/big.svg",
+    );
 }
 
 /// The site of [`links_given_early_are_the_browsers_a_and_area_links`]:
@@ -903,26 +911,14 @@ fn a_link_the_page_is_still_fetching_is_not_loaded_as_a_page() {
         eprintln!("skipped: WARCHEST_SKIP_BROWSER");
         return;
     };
-    let (addr, seen) = counted(|path| match path {
-        "/" => (
-            HTML,
-            "<!doctype html><title>data</title><a href=\"/p/1.html\">one</a><script>\
-fetch('/da'+'ta');const a=document.createElement('a');a.href='/da'+'ta';\
-a.textContent='the data';document.body.appendChild(a);</script>"
-                .to_string(),
-        ),
-        "/data" => {
-            std::thread::sleep(Duration::from_millis(2500));
-            ("application/json", "{\"a\":1}".to_string())
-        }
-        "/p/1.html" => (
-            HTML,
-            "<!doctype html><title>one</title><p>one</p>".to_string(),
-        ),
-        _ => ("text/plain", String::new()),
-    });
-    let (_work, dir, log) = two_tab_crawl(&exe, &addr);
-    once_and_no_page(&seen, &dir, &log, "/data");
+    fetched_once_and_no_page(
+        &exe,
+        "<title>data</title><a href=\"/p/1.html\">one</a><script>fetch('/da'+'ta');\
+const a=document.createElement('a');a.href='/da'+'ta';a.textContent='the data';\
+document.body.appendChild(a);</script>",
+        &[("/data", "application/json", "{\"a\":1}", 2500)],
+        "/data",
+    );
 }
 
 /// A link to the page's own CSS background, which its HTML does not name
@@ -935,24 +931,14 @@ fn a_link_to_the_pages_css_background_is_not_loaded_as_a_page() {
         eprintln!("skipped: WARCHEST_SKIP_BROWSER");
         return;
     };
-    let (addr, seen) = counted(|path| match path {
-        "/" => (
-            HTML,
-            "<!doctype html><title>bg</title><link rel=stylesheet href=/s.css>\
-<a href=\"/bg.svg\">the background</a><a href=\"/p/1.html\">one</a>"
-                .to_string(),
-        ),
-        "/s.css" => {
-            std::thread::sleep(Duration::from_millis(1500));
-            ("text/css", "body{background:url(/bg.svg)}".to_string())
-        }
-        "/bg.svg" => ("image/svg+xml", svg()),
-        "/p/1.html" => (
-            HTML,
-            "<!doctype html><title>one</title><p>one</p>".to_string(),
-        ),
-        _ => ("text/plain", String::new()),
-    });
-    let (_work, dir, log) = two_tab_crawl(&exe, &addr);
-    once_and_no_page(&seen, &dir, &log, "/bg.svg");
+    fetched_once_and_no_page(
+        &exe,
+        "<title>bg</title><link rel=stylesheet href=/s.css>\
+<a href=\"/bg.svg\">the background</a><a href=\"/p/1.html\">one</a>",
+        &[
+            ("/s.css", "text/css", "body{background:url(/bg.svg)}", 1500),
+            ("/bg.svg", "image/svg+xml", SVG, 0),
+        ],
+        "/bg.svg",
+    );
 }
