@@ -446,7 +446,7 @@ impl Browsers {
     /// than drop anything. Every message sent before the page ended is
     /// given to `early` before this returns.
     pub fn capture_early(&self, url: &str, early: &mut dyn FnMut(Early)) -> PageResult {
-        let (tx, mut rx) = tokio::sync::mpsc::channel(EARLY_QUEUE);
+        let (tx, rx) = tokio::sync::mpsc::channel(EARLY_QUEUE);
         if let Ok(mut w) = self.waiting.lock() {
             w.entry(waiting_key(url)).or_default().push(tx.clone());
         }
@@ -455,6 +455,10 @@ impl Browsers {
             tx: Some(tx),
         };
         std::thread::scope(|scope| {
+            // Owned here: a callback that panics drops it as it unwinds, so
+            // the page's senders fail rather than wait on a full queue
+            // while the scope joins the page's thread.
+            let mut rx = rx;
             let page = std::thread::Builder::new()
                 .name("browser-page".into())
                 .spawn_scoped(scope, move || {
