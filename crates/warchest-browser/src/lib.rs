@@ -125,8 +125,9 @@ fn document_hook(waiting: Waiting) -> ResponseHook {
             // An awaited page that redirects: its captures await where it
             // leads too (the browser follows it, and its document is
             // there). Told here, once the redirect is recorded and sent to
-            // the browser, before the browser can have the target through
-            // this proxy: that needs another exchange, upstream and back.
+            // the browser; the target needs another exchange through this
+            // proxy, upstream and back, so it comes later (a thread held up
+            // longer than that leaves the page's links to its end).
             let to = resp
                 .head
                 .header("location")
