@@ -78,7 +78,10 @@ const EARLY_QUEUE: usize = 4;
 /// Pages whose early findings are awaited, by URL.
 /// Keyed by [`waiting_key`]; each capture of the URL under way has its
 /// own sender, also under the URLs its document's HTTP redirects led to.
-type Waiting = Arc<Mutex<HashMap<String, Vec<tokio::sync::mpsc::Sender<Early>>>>>;
+type Waiting = Arc<Mutex<HashMap<String, Vec<Sender>>>>;
+
+/// A capture's end of its early queue.
+type Sender = tokio::sync::mpsc::Sender<Early>;
 
 /// Takes a capture's sender out of every URL it waits under (its own and
 /// its redirects' targets) when dropped: its callback's loop ends once no
@@ -112,46 +115,62 @@ fn waiting_key(u: &str) -> String {
     url::Url::parse(u).map_or_else(|_| u.to_string(), String::from)
 }
 
+/// An awaited page (keyed `key`) answered with a redirect to `location`:
+/// its captures under way await where it leads too (the browser follows
+/// it, and its document is there). Called once the redirect is recorded
+/// and sent to the browser; the target needs another exchange through
+/// the proxy, upstream and back, so it comes later (a thread held up
+/// longer than that leaves the page's links to its end). Only http(s)
+/// targets; captures that ended (their receiver gone) are not filed.
+fn follow_redirect(w: &mut HashMap<String, Vec<Sender>>, key: &str, location: &str) {
+    let Some(txs) = w.get(key) else {
+        return;
+    };
+    let txs: Vec<Sender> = txs.iter().filter(|t| !t.is_closed()).cloned().collect();
+    let to = url::Url::parse(key)
+        .ok()
+        .and_then(|u| u.join(location.trim()).ok())
+        .filter(|u| matches!(u.scheme(), "http" | "https"));
+    let Some(to) = to else {
+        return;
+    };
+    if txs.is_empty() {
+        return;
+    }
+    // A chain is as long as the browser follows it (20 hops in Chromium);
+    // a loop adds nothing twice.
+    let v = w.entry(waiting_key(to.as_str())).or_default();
+    for tx in txs {
+        if !v.iter().any(|t| t.same_channel(&tx)) {
+            v.push(tx);
+        }
+    }
+}
+
 /// The proxy's hook: a recorded 2xx `text/html` response to a page that
 /// is awaited goes to its capture.
 fn document_hook(waiting: Waiting) -> ResponseHook {
     ResponseHook(Arc::new(move |uri, resp| {
         let key = waiting_key(uri);
-        let Some(txs) = waiting.lock().ok().and_then(|w| w.get(&key).cloned()) else {
+        let status = resp.head.status().unwrap_or(0);
+        let Ok(mut w) = waiting.lock() else {
             return;
         };
-        let status = resp.head.status().unwrap_or(0);
         if (300..400).contains(&status) {
-            // An awaited page that redirects: its captures await where it
-            // leads too (the browser follows it, and its document is
-            // there). Told here, once the redirect is recorded and sent to
-            // the browser; the target needs another exchange through this
-            // proxy, upstream and back, so it comes later (a thread held up
-            // longer than that leaves the page's links to its end).
-            let to = resp
-                .head
-                .header("location")
-                .and_then(|l| {
-                    url::Url::parse(uri)
-                        .ok()?
-                        .join(String::from_utf8_lossy(&l).trim())
-                        .ok()
-                })
-                .filter(|u| matches!(u.scheme(), "http" | "https"));
-            if let Some(to) = to
-                && let Ok(mut w) = waiting.lock()
-            {
-                // A chain is as long as the browser follows it (20 hops in
-                // Chromium); a loop adds nothing twice.
-                let v = w.entry(waiting_key(to.as_str())).or_default();
-                for tx in txs {
-                    if !v.iter().any(|t| t.same_channel(&tx)) {
-                        v.push(tx);
-                    }
-                }
+            // Looked up and filed under one guard: a capture's `Unwait`
+            // runs wholly before (its sender is not found) or wholly after
+            // (it takes the target's entry out too), so no sender of an
+            // ended capture is left filed, keeping its callback's loop
+            // waiting for ever.
+            if let Some(l) = resp.head.header("location") {
+                follow_redirect(&mut w, &key, &String::from_utf8_lossy(&l));
             }
             return;
         }
+        let Some(txs) = w.get(&key).cloned() else {
+            return;
+        };
+        drop(w);
         let content_type = resp
             .head
             .content_type()
@@ -661,7 +680,62 @@ pub fn fetched(pages: &[PageResult]) -> BTreeSet<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::waiting_key;
+    use super::{Early, Sender, Unwait, Waiting, follow_redirect, waiting_key};
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex};
+
+    fn queue() -> (Sender, tokio::sync::mpsc::Receiver<Early>) {
+        tokio::sync::mpsc::channel(1)
+    }
+
+    /// A redirect of an awaited page files its capture under the target,
+    /// relative `Location` joined; a capture that ended is not filed (its
+    /// loop would wait for ever on a sender nothing takes out).
+    #[test]
+    fn a_redirect_files_live_captures_under_its_target() {
+        let mut w = HashMap::new();
+        let (live, _rx) = queue();
+        let (ended, rx) = queue();
+        drop(rx);
+        w.insert(
+            "http://a.test/r".to_string(),
+            vec![live.clone(), ended.clone()],
+        );
+        follow_redirect(&mut w, "http://a.test/r", " /home ");
+        let v = &w["http://a.test/home"];
+        assert_eq!(v.len(), 1);
+        assert!(v[0].same_channel(&live));
+        // Filed once, however often the redirect is seen (a loop).
+        follow_redirect(&mut w, "http://a.test/r", "/home");
+        assert_eq!(w["http://a.test/home"].len(), 1);
+        // Not an http(s) target; not an awaited page.
+        follow_redirect(&mut w, "http://a.test/r", "ftp://a.test/x");
+        follow_redirect(&mut w, "http://a.test/other", "/elsewhere");
+        assert_eq!(w.len(), 2);
+        // Only ended captures: nothing filed.
+        let mut w = HashMap::new();
+        w.insert("http://a.test/r".to_string(), vec![ended]);
+        follow_redirect(&mut w, "http://a.test/r", "/home");
+        assert!(!w.contains_key("http://a.test/home"));
+    }
+
+    /// Once a capture's `Unwait` has run, a redirect of its URL files
+    /// nothing of it (the hook looks up and files under one guard).
+    #[test]
+    fn a_redirect_after_a_capture_ended_files_nothing() {
+        let waiting: Waiting = Arc::new(Mutex::new(HashMap::new()));
+        let (tx, _rx) = queue();
+        waiting
+            .lock()
+            .unwrap()
+            .insert("http://a.test/r".to_string(), vec![tx.clone()]);
+        drop(Unwait {
+            waiting: &waiting,
+            tx: Some(tx),
+        });
+        follow_redirect(&mut waiting.lock().unwrap(), "http://a.test/r", "/home");
+        assert!(waiting.lock().unwrap().is_empty());
+    }
 
     #[test]
     fn waiting_keys_meet_across_spellings() {
