@@ -109,10 +109,18 @@ impl Drop for Unwait<'_> {
 }
 
 /// A URL as the pages waiting for it are keyed: parsed and serialised
-/// (the proxy's and the caller's spellings of one URL meet), the text as
-/// it is when it does not parse.
+/// (the proxy's and the caller's spellings of one URL meet), without its
+/// fragment (no request carries one: a page `/#top` or a `Location:
+/// /home#main` is fetched as `/` or `/home`), the text as it is when it
+/// does not parse.
 fn waiting_key(u: &str) -> String {
-    url::Url::parse(u).map_or_else(|_| u.to_string(), String::from)
+    url::Url::parse(u).map_or_else(
+        |_| u.to_string(),
+        |mut u| {
+            u.set_fragment(None);
+            String::from(u)
+        },
+    )
 }
 
 /// An awaited page (keyed `key`) answered with a redirect to `location`:
@@ -708,6 +716,13 @@ mod tests {
         // Filed once, however often the redirect is seen (a loop).
         follow_redirect(&mut w, "http://a.test/r", "/home");
         assert_eq!(w["http://a.test/home"].len(), 1);
+        // A fragment is not part of what is fetched.
+        let (other, _rx2) = queue();
+        w.insert("http://a.test/f".to_string(), vec![other.clone()]);
+        follow_redirect(&mut w, "http://a.test/f", "/home#main");
+        assert_eq!(w["http://a.test/home"].len(), 2);
+        assert!(!w.contains_key("http://a.test/home#main"));
+        w.remove("http://a.test/f");
         // Not an http(s) target; not an awaited page.
         follow_redirect(&mut w, "http://a.test/r", "ftp://a.test/x");
         follow_redirect(&mut w, "http://a.test/other", "/elsewhere");
@@ -744,5 +759,6 @@ mod tests {
             waiting_key("http://example.org/a%20b?x=%C3%A9")
         );
         assert_eq!(waiting_key("not a url"), "not a url");
+        assert_eq!(waiting_key("http://a.test/home#main"), "http://a.test/home");
     }
 }
