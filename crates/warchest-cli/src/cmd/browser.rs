@@ -313,6 +313,9 @@ impl warchest_crawl::render::PageRenderer for CrawlRenderer {
         // wait for the document (the end gives them otherwise).
         let mut nofollow = false;
         let mut document = false;
+        // The HTML's links not given early (what it embeds, what is named
+        // as a resource): queued at the page's end unless it fetched them.
+        let mut deferred: Vec<url::Url> = Vec::new();
         let p = b.capture_early(url.as_str(), &mut |e| match e {
             // The HTML's a/area links, the ones the DOM's links.js takes
             // (not its embeds: the browser fetches those itself; nor
@@ -341,14 +344,16 @@ impl warchest_crawl::render::PageRenderer for CrawlRenderer {
                 document = true;
                 nofollow = x.nofollow && self.obey_robots;
                 if !nofollow {
-                    early(
-                        links
-                            .into_iter()
-                            .filter(|l| matches!(l.context, "a/@href" | "area/@href"))
-                            .map(|l| l.url)
-                            .filter(|u| !embeds.contains(u) && !named_as_a_resource(u))
-                            .collect(),
-                    );
+                    let (now, later): (Vec<_>, Vec<_>) = links
+                        .into_iter()
+                        .filter(|l| matches!(l.context, "a/@href" | "area/@href"))
+                        .map(|l| l.url)
+                        .partition(|u| !embeds.contains(u) && !named_as_a_resource(u));
+                    // Kept for the end: a link only the HTML has (inside
+                    // <noscript>, or one a script removed) is not among
+                    // the DOM's links there.
+                    deferred.extend(later);
+                    early(now);
                 }
             }
             warchest_browser::Early::Links(v) if document && !nofollow => early(
@@ -359,12 +364,26 @@ impl warchest_crawl::render::PageRenderer for CrawlRenderer {
             ),
             _ => {}
         });
+        let fetched = urls(&p.fetched);
+        let links = if nofollow {
+            Vec::new()
+        } else {
+            let mut links = urls(&p.links);
+            let mut have: std::collections::HashSet<url::Url> =
+                links.iter().chain(&fetched).cloned().collect();
+            for u in deferred {
+                if have.insert(u.clone()) {
+                    links.push(u);
+                }
+            }
+            links
+        };
         Rendered {
             status: p.status,
             title: p.title.clone(),
             load_state: p.load_state as u8,
-            links: if nofollow { Vec::new() } else { urls(&p.links) },
-            fetched: urls(&p.fetched),
+            links,
+            fetched,
             error: p.error.clone(),
             ms: p.ms,
         }
@@ -381,8 +400,9 @@ impl warchest_crawl::render::PageRenderer for CrawlRenderer {
 
 /// Whether `u`'s path ends as a file a page loads rather than shows does
 /// (an image, a stylesheet, a script, a font, media, JSON): such a link is
-/// not given early but left to the page's end, which queues it only if
-/// the page did not fetch it. Given early, another tab would load it as a
+/// not given early but left to the page's end, which queues it (from the
+/// DOM's links, or the HTML's kept aside) only if the page did not fetch
+/// it. Given early, another tab would load it as a
 /// page while this page may still fetch it by other means than its HTML
 /// names (a CSS background of a stylesheet, a lazy image's `data-src`).
 fn named_as_a_resource(u: &url::Url) -> bool {

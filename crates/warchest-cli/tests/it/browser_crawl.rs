@@ -942,3 +942,31 @@ fn a_link_to_the_pages_css_background_is_not_loaded_as_a_page() {
         "/bg.svg",
     );
 }
+
+/// Links only the HTML has, named as resources (so not given early): one
+/// inside a `<template>` (not in the document's DOM) and one a script
+/// removes. The page's end queues them, as it did not fetch them.
+#[test]
+fn links_only_the_html_has_are_queued_at_the_pages_end() {
+    let Some(exe) = chromium() else {
+        eprintln!("skipped: WARCHEST_SKIP_BROWSER");
+        return;
+    };
+    let (addr, seen) = counted(|p| match p {
+        "/" => (
+            HTML,
+            "<!doctype html><title>only html</title>\
+<template><a href=\"/gallery/1.jpg\">one</a></template>\
+<a id=gone href=\"/gone.png\">gone</a>\
+<script>document.getElementById('gone').remove()</script>\
+<a href=\"/p/1.html\">one</a>"
+                .to_string(),
+        ),
+        "/p/1.html" => (HTML, "<!doctype html><title>one</title>".to_string()),
+        _ => ("text/plain", "x".to_string()),
+    });
+    let (_work, _dir, log) = two_tab_crawl(&exe, &addr);
+    for p in ["/gallery/1.jpg", "/gone.png", "/p/1.html"] {
+        assert_eq!(asked(&seen, p), 1, "{p}:\n{log}");
+    }
+}
