@@ -63,6 +63,10 @@ pub struct Failure {
 struct Track {
     inflight: HashSet<String>,
     urls: std::collections::HashMap<String, String>,
+    /// Every http(s) URL asked for, never overwritten: `urls` is keyed by
+    /// request id, which a redirect's hops share, so it keeps only the
+    /// last hop.
+    asked: HashSet<String>,
     last_change: Option<Instant>,
     responses: Vec<Response>,
     failures: Vec<Failure>,
@@ -353,16 +357,11 @@ impl<'a> Tab<'a> {
     }
 
     /// The http(s) URLs the page asked for so far, answered or still in
-    /// flight (requests past [`MAX_RESPONSES`] not counted), and those it
-    /// was answered from (a redirect's hops).
+    /// flight, each hop of a redirect among them (at most
+    /// [`MAX_RESPONSES`] asked for), and those it was answered from.
     pub fn requested(&self) -> HashSet<String> {
         match self.track.lock() {
-            Ok(t) => t
-                .urls
-                .values()
-                .cloned()
-                .chain(t.responses.iter().map(|r| r.url.clone()))
-                .collect(),
+            Ok(t) => requested(&t),
             Err(_) => HashSet::new(),
         }
     }
@@ -429,6 +428,15 @@ impl Drop for Kept {
     }
 }
 
+/// [`Tab::requested`] of a tab's tracker.
+fn requested(t: &Track) -> HashSet<String> {
+    t.asked
+        .iter()
+        .cloned()
+        .chain(t.responses.iter().map(|r| r.url.clone()))
+        .collect()
+}
+
 fn observe(t: &mut Track, method: &str, p: &Value) {
     let id = || p["requestId"].as_str().unwrap_or("").to_string();
     match method {
@@ -441,6 +449,9 @@ fn observe(t: &mut Track, method: &str, p: &Value) {
                 t.inflight.insert(id());
                 if t.urls.len() < MAX_RESPONSES {
                     t.urls.insert(id(), url.to_string());
+                }
+                if t.asked.len() < MAX_RESPONSES {
+                    t.asked.insert(url.to_string());
                 }
                 t.last_change = Some(Instant::now());
             }
@@ -490,5 +501,38 @@ fn observe(t: &mut Track, method: &str, p: &Value) {
         "Page.loadEventFired" => t.loaded = true,
         "Inspector.targetCrashed" => t.crashed = true,
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Track, observe, requested};
+    use serde_json::json;
+
+    /// A redirect's hops share their request id: every URL asked for is
+    /// kept, the first hop's too.
+    #[test]
+    fn requested_keeps_every_hop_of_a_redirect() {
+        let mut t = Track::default();
+        let sent = |url: &str| json!({"requestId": "7", "request": {"url": url}});
+        observe(
+            &mut t,
+            "Network.requestWillBeSent",
+            &sent("http://a.test/img?id=1"),
+        );
+        observe(
+            &mut t,
+            "Network.requestWillBeSent",
+            &sent("http://a.test/cdn/1.jpg"),
+        );
+        observe(
+            &mut t,
+            "Network.requestWillBeSent",
+            &sent("data:image/png,x"),
+        );
+        let r = requested(&t);
+        assert!(r.contains("http://a.test/img?id=1"), "{r:?}");
+        assert!(r.contains("http://a.test/cdn/1.jpg"), "{r:?}");
+        assert_eq!(r.len(), 2, "{r:?}");
     }
 }
