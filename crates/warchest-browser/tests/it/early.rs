@@ -144,26 +144,35 @@ fn two_captures_of_one_url_at_once_both_end_and_are_recorded() {
     let (b, rec) = start(exe, dir.path(), 2);
     let url = format!("{}/", s.base);
     let (done_tx, done) = std::sync::mpsc::channel();
-    let (br, url2) = (&b, &url);
-    std::thread::scope(|scope| {
-        for _ in 0..2 {
-            let done_tx = done_tx.clone();
-            scope.spawn(move || {
+    // Detached threads, the time bound on this one: a capture that hung
+    // fails the test here (a scope would join the hung thread first).
+    let b = Arc::new(b);
+    let captures: Vec<_> = (0..2)
+        .map(|_| {
+            let (b, url, done_tx) = (b.clone(), url.clone(), done_tx.clone());
+            std::thread::spawn(move || {
                 let mut got = Vec::new();
-                let p = br.capture_early(url2, &mut |e| got.push(e));
+                let p = b.capture_early(&url, &mut |e| got.push(e));
                 let _ = done_tx.send((p, kinds(&got)));
-            });
-        }
-        // Never a hang: both end within their page bound and then some.
-        for _ in 0..2 {
-            let (p, k) = done
-                .recv_timeout(Duration::from_secs(60))
-                .expect("a capture of the URL did not end");
-            assert!(p.ok(), "{p:?}");
-            assert!(k.contains(&format!("document {url}")), "{k:?}");
-            assert!(k.iter().any(|l| l.starts_with("links ")), "{k:?}");
-        }
-    });
+            })
+        })
+        .collect();
+    // Never a hang: both end within their page bound and then some.
+    for _ in 0..2 {
+        let (p, k) = done
+            .recv_timeout(Duration::from_secs(60))
+            .expect("a capture of the URL did not end");
+        assert!(p.ok(), "{p:?}");
+        assert!(k.contains(&format!("document {url}")), "{k:?}");
+        assert!(k.iter().any(|l| l.starts_with("links ")), "{k:?}");
+    }
+    // Both sent their result: what is left of them is their return.
+    for c in captures {
+        c.join().unwrap();
+    }
+    let Ok(b) = Arc::try_unwrap(b) else {
+        panic!("a capture still holds the browsers");
+    };
     b.finish().unwrap();
     let files = rec.finish().unwrap();
     assert_eq!(s.requests().iter().filter(|p| *p == "/").count(), 2);
