@@ -108,6 +108,22 @@ impl Drop for Unwait<'_> {
     }
 }
 
+/// A browser's index, taken from the free list, put back when dropped.
+struct FreeSlot<'a> {
+    free: &'a Mutex<Vec<usize>>,
+    i: usize,
+}
+
+impl Drop for FreeSlot<'_> {
+    fn drop(&mut self) {
+        let mut f = match self.free.lock() {
+            Ok(f) => f,
+            Err(p) => p.into_inner(),
+        };
+        f.push(self.i);
+    }
+}
+
 /// A URL as the pages waiting for it are keyed: parsed and serialised
 /// (the proxy's and the caller's spellings of one URL meet), without its
 /// fragment (no request carries one: a page `/#top` or a `Location:
@@ -512,8 +528,19 @@ impl Browsers {
             while let Some(e) = rx.blocking_recv() {
                 early(e);
             }
-            page.join().unwrap_or_else(|_| {
-                PageResult::failed(url, "the page's thread panicked".into(), 0, Duration::ZERO)
+            page.join().unwrap_or_else(|p| {
+                let why = p
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| p.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                tracing::error!("{url}: the page's thread panicked: {why}");
+                PageResult::failed(
+                    url,
+                    format!("the page's thread panicked: {why}"),
+                    0,
+                    Duration::ZERO,
+                )
             })
         })
     }
@@ -545,6 +572,12 @@ impl Browsers {
         };
         let Some(i) = self.free.lock().ok().and_then(|mut f| f.pop()) else {
             return PageResult::failed(url, "no free browser".into(), 0, Duration::ZERO);
+        };
+        // Given back however this ends (a panic too): a lost index would
+        // leave its browser unused for the rest of the run.
+        let _free = FreeSlot {
+            free: &self.free,
+            i,
         };
         let start = Instant::now();
         let mut slot = self.slots[i].lock().await;
@@ -621,9 +654,6 @@ impl Browsers {
         }
         slot.last_end = Some(Instant::now());
         drop(slot);
-        if let Ok(mut f) = self.free.lock() {
-            f.push(i);
-        }
         result.unwrap_or_else(|| PageResult::failed(url, last, 2, start.elapsed()))
     }
 
@@ -688,9 +718,23 @@ pub fn fetched(pages: &[PageResult]) -> BTreeSet<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Early, Sender, Unwait, Waiting, follow_redirect, waiting_key};
+    use super::{Early, FreeSlot, Sender, Unwait, Waiting, follow_redirect, waiting_key};
     use std::collections::HashMap;
     use std::sync::{Arc, Mutex};
+
+    /// A browser's index goes back to the free list even when the page
+    /// that held it panicked.
+    #[test]
+    fn a_browser_is_freed_after_a_panic() {
+        let free = Mutex::new(vec![0, 1]);
+        let i = free.lock().unwrap().pop().unwrap();
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _free = FreeSlot { free: &free, i };
+            panic!("a page");
+        }));
+        assert!(r.is_err());
+        assert_eq!(*free.lock().unwrap(), vec![0, 1]);
+    }
 
     fn queue() -> (Sender, tokio::sync::mpsc::Receiver<Early>) {
         tokio::sync::mpsc::channel(1)
