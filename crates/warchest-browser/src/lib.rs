@@ -345,6 +345,7 @@ pub struct Browsers {
     proxy: Option<std::thread::JoinHandle<Result<(), warchest_capture::CaptureError>>>,
     proxy_addr: SocketAddr,
     restarts: std::sync::atomic::AtomicU64,
+    ended: std::sync::atomic::AtomicU64,
     waiting: Waiting,
     // The browsers started with the run, and the flag that stops it
     // starting more once `finish` began.
@@ -452,6 +453,7 @@ impl Browsers {
             proxy: Some(handle),
             proxy_addr,
             restarts: std::sync::atomic::AtomicU64::new(0),
+            ended: std::sync::atomic::AtomicU64::new(0),
             waiting,
             launcher: Some(launcher),
             closing,
@@ -467,6 +469,13 @@ impl Browsers {
     /// [`BrowserOptions::pages_per_browser`] pages).
     pub fn restarts(&self) -> u64 {
         self.restarts.load(Ordering::Relaxed)
+    }
+
+    /// Pages the browsers ended so far (captured, or failed after their
+    /// attempts; a page's records are written when it counts), for
+    /// progress.
+    pub fn pages_ended(&self) -> u64 {
+        self.ended.load(Ordering::Relaxed)
     }
 
     /// Captures one page (blocking): retried once in a fresh tab (and a
@@ -654,6 +663,7 @@ impl Browsers {
         }
         slot.last_end = Some(Instant::now());
         drop(slot);
+        self.ended.fetch_add(1, Ordering::Relaxed);
         result.unwrap_or_else(|| PageResult::failed(url, last, 2, start.elapsed()))
     }
 

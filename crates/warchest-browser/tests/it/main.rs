@@ -29,7 +29,8 @@ pub fn chromium() -> Option<PathBuf> {
 
 /// What a path answers: status, content type, body; `None` body: a
 /// response that never ends (a few bytes, then silence until the server
-/// stops). A 3xx's body is its `Location`, sent with no body.
+/// stops). A 3xx's body is its `Location`, sent with no body. A request
+/// whose query is `wait=MS` is answered MS milliseconds later.
 pub type Route = (u16, &'static str, Option<Vec<u8>>);
 
 /// A loopback HTTP/1.x server with fixed routes that records every request
@@ -91,6 +92,13 @@ fn serve(mut s: TcpStream, routes: &[(&str, Route)], seen: &Mutex<Vec<String>>, 
     let path = head.split_whitespace().nth(1).unwrap_or("/").to_string();
     seen.lock().unwrap().push(path.clone());
     let bare = path.split('?').next().unwrap_or("/");
+    // `?wait=MS`: the answer comes that much later.
+    if let Some(ms) = path
+        .split_once("?wait=")
+        .and_then(|(_, ms)| ms.parse::<u64>().ok())
+    {
+        std::thread::sleep(Duration::from_millis(ms.min(10_000)));
+    }
     let Some((_, (status, ctype, body))) = routes.iter().find(|(p, _)| *p == bare) else {
         let _ = s.write_all(b"HTTP/1.0 404 Not Found\r\nContent-Type: text/plain\r\nContent-Length: 10\r\n\r\nnot found\n");
         return;
