@@ -316,8 +316,14 @@ async fn drive(
             let requested = tab.requested();
             let mut links = links_of(v);
             links.retain(|u| !requested.contains(u.as_str()));
-            // Waits while the queue is full (the callback behind).
-            let _ = tx.send(crate::Early::Links(links)).await;
+            // Not waited for when the queue is full (the callback behind):
+            // that wait would count against the page's time bound. The
+            // page's result has the same links.
+            if let Err(tokio::sync::mpsc::error::TrySendError::Full(_)) =
+                tx.try_send(crate::Early::Links(links))
+            {
+                tracing::debug!("{url}: the early queue is full; the DOM's links come at the end");
+            }
         }
     };
     // The scroll starts at the load event, while the load's network-idle

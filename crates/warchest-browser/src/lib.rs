@@ -71,8 +71,9 @@ pub const MAX_EARLY_DOCUMENT: u64 = 4 << 20;
 
 /// What a page gave early and its callback has not yet taken, at most
 /// (each a message; a document is at most [`MAX_EARLY_DOCUMENT`] bytes):
-/// past it the sender waits (the proxy's exchange thread for a document,
-/// the page for its links), so a slow callback costs memory no further.
+/// past it the proxy's exchange thread waits with a document, and the
+/// page leaves its DOM's early links out, so a slow callback costs memory
+/// no further.
 const EARLY_QUEUE: usize = 4;
 
 /// Pages whose early findings are awaited, by URL.
@@ -493,11 +494,14 @@ impl Browsers {
     /// ends.
     ///
     /// The page is driven on a thread of its own, `early` on the calling
-    /// thread from a queue of [`EARLY_QUEUE`] messages: a slow callback
-    /// (link extraction, frontier writes) delays none of the page's steps
-    /// until the queue is full, and then holds the senders back rather
-    /// than drop anything. Every message sent before the page ended is
-    /// given to `early` before this returns.
+    /// thread from a queue of four messages: a slow callback (link
+    /// extraction, frontier writes) delays none of the page's steps. When
+    /// the queue is full, a document waits on the proxy's exchange thread
+    /// (the browser has its copy) rather than be dropped, while the DOM's
+    /// early links are left out (the same links come with the page's
+    /// result), so a stuck callback never eats the page's time bound.
+    /// Every message sent before the page ended is given to `early`
+    /// before this returns.
     pub fn capture_early(&self, url: &str, early: &mut dyn FnMut(Early)) -> PageResult {
         let (tx, rx) = tokio::sync::mpsc::channel(EARLY_QUEUE);
         if let Ok(mut w) = self.waiting.lock() {
