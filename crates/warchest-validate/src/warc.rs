@@ -426,10 +426,10 @@ struct Handover<'a> {
 /// on the checking thread: in glibc malloc such frees go to that thread's
 /// cache or lock the reading thread's arena, and the reading thread never
 /// gets its chunks back to reuse. Handing them back keeps the steady state
-/// free of allocations for these and for the header copy (made into the
-/// kept record's header with `clone_from`, which reuses its two buffers);
-/// the HTTP head is still made per record, but freed on the thread that
-/// made it.
+/// free of allocations for these, for the header copy (made into the
+/// kept record's header with `clone_from`, which reuses its two buffers)
+/// and for the HTTP head (parsed into the kept record's head, through
+/// [`Checker::with_spare_head`] or [`HttpHead::parse_reusing`]).
 #[derive(Default)]
 struct Spare {
     // The boxes themselves are what is reused: a message holds a box.
@@ -466,8 +466,14 @@ impl Spare {
                 if r.probe.bytes.capacity() > SPARE_PROBE {
                     r.probe.bytes = Vec::new();
                 }
-                // Not reused: freed now rather than held while kept.
-                r.head = None;
+                // Kept to parse the next head into when small (a head's
+                // buffers grow to the heads parsed into them).
+                if r.head
+                    .as_ref()
+                    .is_some_and(|h| h.fields().heap_bytes() > SPARE_HEADER)
+                {
+                    r.head = None;
+                }
                 r.warnings = Vec::new();
                 self.records.push(r);
             }
@@ -478,11 +484,13 @@ impl Spare {
     }
 
     /// A record box to fill, if one was kept, its probe's emptied buffer,
-    /// and `header` copied into the box's old header (no allocation when
-    /// that one's buffers are large enough) or else freshly.
-    fn record(&mut self, header: &WarcHeader) -> (Option<Box<ReadRecord>>, Vec<u8>, WarcHeader) {
+    /// `header` copied into the box's old header (no allocation when
+    /// that one's buffers are large enough) or else freshly, and the box's
+    /// old HTTP head to parse the next one into.
+    fn record(&mut self, header: &WarcHeader) -> SpareRecord {
         match self.records.pop() {
             Some(mut r) => {
+                let head = r.head.take();
                 let mut bytes = std::mem::take(&mut r.probe.bytes);
                 bytes.clear();
                 // An empty header holds no allocation; the box gets the
@@ -490,12 +498,21 @@ impl Spare {
                 let empty = WarcHeader::from_fields(Version::V1_1, Fields::default());
                 let mut copy = std::mem::replace(&mut r.started.header, empty);
                 copy.clone_from(header);
-                (Some(r), bytes, copy)
+                (Some(r), bytes, copy, head)
             }
-            None => (None, Vec::new(), header.clone()),
+            None => (None, Vec::new(), header.clone(), None),
         }
     }
 }
+
+/// What [`Spare::record`] gives: the box, the probe's buffer, the header
+/// copy and a head to parse into.
+type SpareRecord = (
+    Option<Box<ReadRecord>>,
+    Vec<u8>,
+    WarcHeader,
+    Option<HttpHead>,
+);
 
 impl Handover<'_> {
     /// Queues `msg`, which holds `bytes` bytes of block probes. False when
@@ -578,14 +595,14 @@ fn read_records<R: Read>(
                 tally.gzip_header(gz, loc.offset);
             }
         }
-        let (spare, probe_bytes, header) = hand.spare.record(rec.header());
+        let (spare, probe_bytes, header, spare_head) = hand.spare.record(rec.header());
         let started = Started {
             header,
             offset: loc.offset,
             codec: loc.codec,
             offset_in_member: loc.offset_in_member,
         };
-        let mut checker = Checker::new(&started.header, limits);
+        let mut checker = Checker::with_spare_head(&started.header, limits, spare_head);
         let mut probe = BlockProbe::for_header(&started.header, probe_bytes);
         let read = {
             let mut block = rec.block();
@@ -610,8 +627,8 @@ fn read_records<R: Read>(
                 return stop(hand, e, w, out);
             }
         };
-        let (check, mut head) = checker.finish_with_head();
-        probe.parse_head(&mut head);
+        let (check, mut head, spare_head) = checker.finish_with_spare();
+        probe.parse_head(&mut head, spare_head);
         let bytes = probe.bytes.capacity();
         let record = ReadRecord {
             started,
@@ -624,8 +641,8 @@ fn read_records<R: Read>(
         };
         let msg = Msg::Record(match spare {
             Some(mut b) => {
-                // The box's header was moved out to be copied into, and its
-                // head freed when it was kept: nothing is freed here.
+                // The box's header and head were moved out to be parsed
+                // and copied into: nothing is freed here.
                 *b = record;
                 b
             }
@@ -989,19 +1006,21 @@ impl BlockProbe {
     /// balances the two cores (with `-j 2` the checking thread shares one
     /// with the decoding pool, and that pair was the longer). The result
     /// is what [`BlockProbe::finish`] would have parsed.
-    fn parse_head(&mut self, head: &mut Option<HttpHead>) {
+    /// `spare`'s buffers are parsed into (see [`Spare`]).
+    fn parse_head(&mut self, head: &mut Option<HttpHead>, spare: Option<HttpHead>) {
         if head.is_some() || self.seen == 0 || !matches!(self.mode, Probe::Http { .. }) {
             return;
         }
-        self.parsed = match HttpHead::parse(&self.bytes) {
-            Ok(Some((h, _))) => {
-                *head = Some(h);
-                Parsed::Head
-            }
-            Ok(None) => Parsed::Unfinished,
-            Err(HttpError::NotHttp) => Parsed::NotHttp,
-            Err(_) => Parsed::Unfinished,
-        };
+        self.parsed =
+            match HttpHead::parse_reusing(&self.bytes, &warchest::Limits::default(), spare) {
+                Ok(Some((h, _))) => {
+                    *head = Some(h);
+                    Parsed::Head
+                }
+                Ok(None) => Parsed::Unfinished,
+                Err(HttpError::NotHttp) => Parsed::NotHttp,
+                Err(_) => Parsed::Unfinished,
+            };
     }
 
     fn update(&mut self, buf: &[u8]) {
@@ -2274,8 +2293,8 @@ fn spare_keeps_boxes_and_small_buffers_within_bounds() {
         WarcHeader::from_fields(Version::V1_0, fields)
     };
     // Nothing kept yet: a new box is made, with an empty buffer.
-    let (b, bytes, copy) = spare.record(&next);
-    assert!(b.is_none() && bytes.capacity() == 0);
+    let (b, bytes, copy, head) = spare.record(&next);
+    assert!(b.is_none() && bytes.capacity() == 0 && head.is_none());
     assert!(copy == next);
     let mut msgs = vec![
         record(100),
@@ -2296,6 +2315,12 @@ fn spare_keeps_boxes_and_small_buffers_within_bounds() {
         let fields = Fields::parse(raw, 10, false, 100, &mut Vec::new()).unwrap();
         r.started.header = WarcHeader::from_fields(Version::V1_1, fields);
     }
+    // A record with a large HTTP head: kept, its head not.
+    if let Some(Msg::Record(r)) = msgs.get_mut(4) {
+        let big = format!("GET / HTTP/1.1\r\nX: {}\r\n\r\n", "x".repeat(SPARE_HEADER));
+        let (head, _) = HttpHead::parse(big.as_bytes()).unwrap().unwrap();
+        r.head = Some(head);
+    }
     spare.keep(Group { msgs, bytes: 0 });
     assert_eq!(spare.records.len(), SPARE_RECORDS);
     assert!(
@@ -2304,8 +2329,8 @@ fn spare_keeps_boxes_and_small_buffers_within_bounds() {
             .iter()
             .all(|r| r.started.header.as_bytes().len() <= SPARE_HEADER)
     );
-    // Heads are not reused: none is held by a kept box.
-    assert!(spare.records.iter().all(|r| r.head.is_none()));
+    // Small heads are kept to parse into, large ones freed.
+    assert_eq!(spare.records.iter().filter(|r| r.head.is_some()).count(), 1);
     assert_eq!(spare.msgs.len(), 1);
     assert!(spare.msgs[0].is_empty() && spare.msgs[0].capacity() >= SPARE_RECORDS);
     // The oversized buffer was freed, the small ones kept, emptied on reuse.
@@ -2321,19 +2346,27 @@ fn spare_keeps_boxes_and_small_buffers_within_bounds() {
         .map(|r| r.probe.bytes.capacity())
         .collect();
     assert!(caps.contains(&100) && caps.contains(&0));
+    let mut heads = 0;
     while let Some(cap) = spare.records.last().map(|r| r.probe.bytes.capacity()) {
         let old = spare
             .records
             .last()
             .map(|r| r.started.header.as_bytes().as_ptr());
-        let (b, bytes, copy) = spare.record(&next);
+        let (b, bytes, copy, head) = spare.record(&next);
         assert!(b.is_some() && bytes.is_empty() && bytes.capacity() == cap);
+        // Taken out of the box, which is then filled: nothing freed there.
+        assert!(b.is_some_and(|b| b.head.is_none()));
+        if let Some(h) = head {
+            assert!(h.fields().heap_bytes() <= SPARE_HEADER);
+            heads += 1;
+        }
         // The kept header's buffer now holds a copy of `next`, field for field.
         assert!(copy == next && copy.as_bytes() == next.as_bytes());
         assert_eq!(Some(copy.as_bytes().as_ptr()), old);
         assert_eq!(copy.record_type(), RecordType::Request);
         assert_eq!(copy.content_length(), Some(12));
     }
+    assert_eq!(heads, 1);
     // Message vectors are kept up to a bound too.
     for _ in 0..QUEUE + 4 {
         spare.keep(Group::default());
@@ -2372,7 +2405,7 @@ fn spare_headers_stay_bounded_by_capacity_whatever_passed_through() {
                 100 + round * 90 + i % 7
             };
             let next = header(filler);
-            let (kept, bytes, copy) = spare.record(&next);
+            let (kept, bytes, copy, _) = spare.record(&next);
             assert!(copy == next);
             let exact = next.fields().clone().heap_bytes();
             let most = largest
@@ -2428,7 +2461,14 @@ fn head_parsed_on_the_reading_side_gives_the_same_findings() {
         b"",
         long.as_bytes(),
     ];
-    let findings = |t: &str, block: &[u8], cut: usize, on_reading_side: bool| {
+    // A head of another message with notes, whose buffers the reading
+    // side may parse into (as `Spare` gives them): nothing of it may show.
+    let spare = || {
+        let other = b"http/1.0 404\nX-Old: 1\nBad Name: 2\n\n";
+        HttpHead::parse(other).ok().flatten().map(|(h, _)| h)
+    };
+    assert!(spare().is_some_and(|h| !h.notes().is_empty()));
+    let findings = |t: &str, block: &[u8], cut: usize, side: Option<Option<HttpHead>>| {
         let h = header(t);
         let mut probe = BlockProbe::for_header(&h, Vec::new());
         assert!(matches!(probe.mode, Probe::Http { .. }));
@@ -2436,8 +2476,8 @@ fn head_parsed_on_the_reading_side_gives_the_same_findings() {
         probe.update(a);
         probe.update(b);
         let mut head = None;
-        if on_reading_side {
-            probe.parse_head(&mut head);
+        if let Some(spare) = side {
+            probe.parse_head(&mut head, spare);
         }
         let mut out = Batch::default();
         probe.finish(&h, true, head.as_ref(), &At::offset(0), &mut out);
@@ -2450,8 +2490,14 @@ fn head_parsed_on_the_reading_side_gives_the_same_findings() {
     for t in ["request", "response"] {
         for block in blocks {
             for cut in [0, block.len() / 2, block.len()] {
-                let here = findings(t, block, cut, false);
-                assert_eq!(findings(t, block, cut, true), here, "{t} {cut} {block:?}");
+                let here = findings(t, block, cut, None);
+                assert_eq!(
+                    findings(t, block, cut, Some(None)),
+                    here,
+                    "{t} {cut} {block:?}"
+                );
+                let reused = findings(t, block, cut, Some(spare()));
+                assert_eq!(reused, here, "reused: {t} {cut} {block:?}");
                 seen_findings += here.len();
             }
         }

@@ -275,8 +275,25 @@ impl HttpHead {
         bytes: &[u8],
         limits: &Limits,
     ) -> Result<Option<(HttpHead, usize)>, HttpError> {
-        match HttpHead::parse_found(bytes, limits) {
-            Some((head, end)) => Ok(Some((head?, end))),
+        HttpHead::parse_reusing(bytes, limits, None)
+    }
+
+    /// [`parse_with_limits`](HttpHead::parse_with_limits), parsing into
+    /// `spare` (a head of an earlier parse, whose buffers are reused) when
+    /// there is one: a caller that keeps the heads of many messages need
+    /// not allocate one per message. `spare` is lost when the head does
+    /// not parse.
+    ///
+    /// # Errors
+    /// As [`parse`](HttpHead::parse).
+    pub fn parse_reusing(
+        bytes: &[u8],
+        limits: &Limits,
+        spare: Option<HttpHead>,
+    ) -> Result<Option<(HttpHead, usize)>, HttpError> {
+        let mut head = spare.unwrap_or_else(HttpHead::empty);
+        match head.parse_in(bytes, limits) {
+            Some((parsed, end)) => parsed.map(|()| Some((head, end))),
             None if bytes.len() >= limits.max_http_head => Err(HttpError::TooLarge {
                 limit: limits.max_http_head,
             }),
