@@ -426,16 +426,24 @@ struct Handover<'a> {
 /// on the checking thread: in glibc malloc such frees go to that thread's
 /// cache or lock the reading thread's arena, and the reading thread never
 /// gets its chunks back to reuse. Handing them back keeps the steady state
-/// free of allocations for these, for the header copy (made into the
-/// kept record's header with `clone_from`, which reuses its two buffers)
-/// and for the HTTP head (parsed into the kept record's head, through
-/// [`Checker::with_spare_head`] or [`HttpHead::parse_reusing`]).
+/// free of allocations for these and for the header copy (made into the
+/// kept record's header with `clone_from`, which reuses its two buffers).
+/// HTTP heads are kept apart from the boxes (a box of a record without
+/// one would otherwise come back headless) and parsed into, through
+/// [`Checker::with_spare_head`] or [`HttpHead::parse_reusing`]; a head
+/// that did not parse, or was not needed, comes back to the same list.
+/// Heads are not free of allocations: one is made when the list is empty
+/// (at the start, or after heads over `SPARE_HEADER` were freed), and a
+/// head parsed into grows when a longer head, or more fields or notes,
+/// comes than it held.
 #[derive(Default)]
 struct Spare {
     // The boxes themselves are what is reused: a message holds a box.
     #[allow(clippy::vec_box)]
     records: Vec<Box<ReadRecord>>,
     msgs: Vec<Vec<Msg>>,
+    /// HTTP heads to parse into, at most `SPARE_RECORDS`.
+    heads: Vec<HttpHead>,
 }
 
 /// Record boxes kept for reuse: the records of the groups that can be in
@@ -450,29 +458,27 @@ const SPARE_PROBE: usize = 4 * 1024;
 /// reused. A kept header's buffers are reused by `clone_from`, which grows
 /// them to the copied header's size exactly, so kept boxes hold at most
 /// `SPARE_RECORDS` times this many header bytes (2 MiB), however large
-/// the headers that passed through them.
+/// the headers that passed through them. The same bound applies to a
+/// kept HTTP head (its fields' buffers and its notes), so the kept heads
+/// hold at most 2 MiB more: 4 MiB in all, besides the probe buffers'.
 const SPARE_HEADER: usize = 4 * 1024;
 
 impl Spare {
     /// Keeps what `group` holds for reuse, up to the bounds above.
     fn keep(&mut self, mut group: Group) {
         for msg in group.msgs.drain(..) {
-            if let Msg::Record(mut r) = msg
-                && self.records.len() < SPARE_RECORDS
-            {
+            let Msg::Record(mut r) = msg else {
+                continue;
+            };
+            if let Some(head) = r.head.take() {
+                self.give_head(head);
+            }
+            if self.records.len() < SPARE_RECORDS {
                 if r.started.header.fields().heap_bytes() > SPARE_HEADER {
                     continue;
                 }
                 if r.probe.bytes.capacity() > SPARE_PROBE {
                     r.probe.bytes = Vec::new();
-                }
-                // Kept to parse the next head into when small (a head's
-                // buffers grow to the heads parsed into them).
-                if r.head
-                    .as_ref()
-                    .is_some_and(|h| h.fields().heap_bytes() > SPARE_HEADER)
-                {
-                    r.head = None;
                 }
                 r.warnings = Vec::new();
                 self.records.push(r);
@@ -483,14 +489,23 @@ impl Spare {
         }
     }
 
+    /// Keeps `head` to parse a later head into, when it holds at most
+    /// `SPARE_HEADER` bytes and fewer than `SPARE_RECORDS` are kept (a
+    /// head's buffers grow to the heads parsed into them).
+    fn give_head(&mut self, head: HttpHead) {
+        if self.heads.len() < SPARE_RECORDS && head.heap_bytes() <= SPARE_HEADER {
+            self.heads.push(head);
+        }
+    }
+
     /// A record box to fill, if one was kept, its probe's emptied buffer,
     /// `header` copied into the box's old header (no allocation when
-    /// that one's buffers are large enough) or else freshly, and the box's
-    /// old HTTP head to parse the next one into.
+    /// that one's buffers are large enough) or else freshly, and a kept
+    /// HTTP head to parse the next one into.
     fn record(&mut self, header: &WarcHeader) -> SpareRecord {
+        let head = self.heads.pop();
         match self.records.pop() {
             Some(mut r) => {
-                let head = r.head.take();
                 let mut bytes = std::mem::take(&mut r.probe.bytes);
                 bytes.clear();
                 // An empty header holds no allocation; the box gets the
@@ -500,7 +515,7 @@ impl Spare {
                 copy.clone_from(header);
                 (Some(r), bytes, copy, head)
             }
-            None => (None, Vec::new(), header.clone(), None),
+            None => (None, Vec::new(), header.clone(), head),
         }
     }
 }
@@ -627,8 +642,13 @@ fn read_records<R: Read>(
                 return stop(hand, e, w, out);
             }
         };
-        let (check, mut head, spare_head) = checker.finish_with_spare();
-        probe.parse_head(&mut head, spare_head);
+        let (check, mut head, mut spare_head) = checker.finish_with_spare();
+        probe.parse_head(&mut head, &mut spare_head);
+        if let Some(h) = spare_head {
+            // Not parsed into, or emptied by a failed parse: kept for the
+            // next record, whatever its type.
+            hand.spare.give_head(h);
+        }
         let bytes = probe.bytes.capacity();
         let record = ReadRecord {
             started,
@@ -641,8 +661,9 @@ fn read_records<R: Read>(
         };
         let msg = Msg::Record(match spare {
             Some(mut b) => {
-                // The box's header and head were moved out to be parsed
-                // and copied into: nothing is freed here.
+                // The box's header was moved out to be copied into, and
+                // its head to the kept heads when it was kept: nothing is
+                // freed here.
                 *b = record;
                 b
             }
@@ -1006,8 +1027,9 @@ impl BlockProbe {
     /// balances the two cores (with `-j 2` the checking thread shares one
     /// with the decoding pool, and that pair was the longer). The result
     /// is what [`BlockProbe::finish`] would have parsed.
-    /// `spare`'s buffers are parsed into (see [`Spare`]).
-    fn parse_head(&mut self, head: &mut Option<HttpHead>, spare: Option<HttpHead>) {
+    /// The head in `spare` is parsed into (see [`Spare`]); it stays there
+    /// (emptied when parsed into) when no head comes of it.
+    fn parse_head(&mut self, head: &mut Option<HttpHead>, spare: &mut Option<HttpHead>) {
         if head.is_some() || self.seen == 0 || !matches!(self.mode, Probe::Http { .. }) {
             return;
         }
@@ -2315,7 +2337,8 @@ fn spare_keeps_boxes_and_small_buffers_within_bounds() {
         let fields = Fields::parse(raw, 10, false, 100, &mut Vec::new()).unwrap();
         r.started.header = WarcHeader::from_fields(Version::V1_1, fields);
     }
-    // A record with a large HTTP head: kept, its head not.
+    // A record with a large HTTP head: kept, its head not (as a head with
+    // small fields but many notes, below).
     if let Some(Msg::Record(r)) = msgs.get_mut(4) {
         let big = format!("GET / HTTP/1.1\r\nX: {}\r\n\r\n", "x".repeat(SPARE_HEADER));
         let (head, _) = HttpHead::parse(big.as_bytes()).unwrap().unwrap();
@@ -2329,8 +2352,10 @@ fn spare_keeps_boxes_and_small_buffers_within_bounds() {
             .iter()
             .all(|r| r.started.header.as_bytes().len() <= SPARE_HEADER)
     );
-    // Small heads are kept to parse into, large ones freed.
-    assert_eq!(spare.records.iter().filter(|r| r.head.is_some()).count(), 1);
+    // Small heads are kept apart to parse into, large ones freed; the
+    // boxes hold none.
+    assert!(spare.records.iter().all(|r| r.head.is_none()));
+    assert_eq!(spare.heads.len(), 1);
     assert_eq!(spare.msgs.len(), 1);
     assert!(spare.msgs[0].is_empty() && spare.msgs[0].capacity() >= SPARE_RECORDS);
     // The oversized buffer was freed, the small ones kept, emptied on reuse.
@@ -2354,10 +2379,10 @@ fn spare_keeps_boxes_and_small_buffers_within_bounds() {
             .map(|r| r.started.header.as_bytes().as_ptr());
         let (b, bytes, copy, head) = spare.record(&next);
         assert!(b.is_some() && bytes.is_empty() && bytes.capacity() == cap);
-        // Taken out of the box, which is then filled: nothing freed there.
+        // The box holds no head, and is then filled: nothing freed there.
         assert!(b.is_some_and(|b| b.head.is_none()));
         if let Some(h) = head {
-            assert!(h.fields().heap_bytes() <= SPARE_HEADER);
+            assert!(h.heap_bytes() <= SPARE_HEADER);
             heads += 1;
         }
         // The kept header's buffer now holds a copy of `next`, field for field.
@@ -2367,6 +2392,28 @@ fn spare_keeps_boxes_and_small_buffers_within_bounds() {
         assert_eq!(copy.content_length(), Some(12));
     }
     assert_eq!(heads, 1);
+    // A head with few fields but many notes (lines without a colon) holds
+    // more than the bound in its notes: not kept.
+    let lines = "a\r\n".repeat(SPARE_HEADER / std::mem::size_of::<warchest::http::HttpNote>() + 1);
+    let noted = format!("GET / HTTP/1.1\r\n{lines}\r\n");
+    let (noted, _) = HttpHead::parse(noted.as_bytes()).unwrap().unwrap();
+    assert!(noted.fields().heap_bytes() <= SPARE_HEADER && noted.heap_bytes() > SPARE_HEADER);
+    spare.give_head(noted);
+    assert!(spare.heads.is_empty());
+    // Heads given back whatever the record (a non-HTTP record's unused
+    // spare too) are kept up to the bound.
+    for _ in 0..SPARE_RECORDS + 3 {
+        spare.give_head(
+            HttpHead::parse(b"GET / HTTP/1.1\r\n\r\n")
+                .unwrap()
+                .unwrap()
+                .0,
+        );
+    }
+    assert_eq!(spare.heads.len(), SPARE_RECORDS);
+    // A box with no head kept behind it still gets a kept head.
+    let (b, _, _, head) = spare.record(&next);
+    assert!(b.is_none() && head.is_some());
     // Message vectors are kept up to a bound too.
     for _ in 0..QUEUE + 4 {
         spare.keep(Group::default());
@@ -2476,8 +2523,22 @@ fn head_parsed_on_the_reading_side_gives_the_same_findings() {
         probe.update(a);
         probe.update(b);
         let mut head = None;
-        if let Some(spare) = side {
-            probe.parse_head(&mut head, spare);
+        if let Some(mut spare) = side {
+            let given = spare.is_some();
+            probe.parse_head(&mut head, &mut spare);
+            match (&head, spare) {
+                (Some(_), left) => assert!(left.is_none()),
+                // Not parsed into: no block.
+                (None, left) if block.is_empty() => assert_eq!(left.is_some(), given),
+                // Parsed into and failed: given back emptied, whose
+                // accessors work.
+                (None, left) => {
+                    let left = left.expect("the head parsed into");
+                    assert!(left.start_line().is_empty() && left.notes().is_empty());
+                    assert_eq!(left.headers().count(), 0);
+                    assert!(!left.is_chunked() && left.status().is_none());
+                }
+            }
         }
         let mut out = Batch::default();
         probe.finish(&h, true, head.as_ref(), &At::offset(0), &mut out);

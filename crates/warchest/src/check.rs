@@ -266,10 +266,12 @@ impl Checker {
         (check, head)
     }
 
-    /// [`Checker::finish_with_head`], and the head given to
-    /// [`Checker::with_spare_head`] when no head was parsed into it (the
-    /// payload digest was not checked over an HTTP message, or its head
-    /// did not parse), for the caller to reuse.
+    /// [`Checker::finish_with_head`], and, for the caller to reuse, the
+    /// head given to [`Checker::with_spare_head`] when it does not come
+    /// back as the parsed head: untouched when the payload digest was not
+    /// checked over an HTTP message, emptied (no start line, no fields, no
+    /// notes; its buffers' capacity kept) when a head was parsed into it
+    /// and did not parse.
     pub fn finish_with_spare(self) -> (RecordCheck, Option<HttpHead>, Option<HttpHead>) {
         let mut head = None;
         let mut spare = self.spare;
@@ -443,6 +445,65 @@ mod tests {
             .unwrap();
         assert!(!h.notes().is_empty());
         h
+    }
+
+    /// The accessors of an emptied head work and give nothing.
+    fn assert_emptied(h: &HttpHead) {
+        assert_eq!(*h, HttpHead::empty());
+        assert!(h.start_line().is_empty() && h.raw().is_empty() && h.notes().is_empty());
+        assert_eq!(h.headers().count(), 0);
+        assert!(h.header("A").is_none() && h.status().is_none() && h.method().is_none());
+        assert!(!h.is_chunked() && h.content_length().is_none());
+    }
+
+    #[test]
+    fn a_spare_head_a_failed_parse_went_into_is_given_back_emptied() {
+        let limits = Limits {
+            max_fields: 3,
+            ..Limits::default()
+        };
+        let good = b"HTTP/1.1 200 OK\r\nA: 1\r\nTransfer-Encoding: chunked\r\n\r\n";
+        let (fresh, _) = HttpHead::parse(good).unwrap().unwrap();
+        let blocks: [&[u8]; 3] = [
+            // More fields than the limit (TooManyFields), terminated or not.
+            b"HTTP/1.1 200 OK\r\nA: 1\r\nB: 2\r\nC: 3\r\nD: 4\r\n\r\nbody",
+            b"HTTP/1.1 200 OK\r\nA: 1\r\nB: 2\r\nC: 3\r\nD: 4\r\n",
+            // Not HTTP.
+            b"hello world\r\n\r\nbody",
+        ];
+        for block in blocks {
+            let data = written(
+                &[
+                    ("Content-Type", "application/http; msgtype=response"),
+                    (
+                        "WARC-Payload-Digest",
+                        "sha1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+                    ),
+                ],
+                block,
+            );
+            let mut r = crate::archive::Reader::new(&data[..]).unwrap();
+            let rec = r.next_record().unwrap().unwrap();
+            for piece in [1, 7, block.len()] {
+                let mut c = Checker::with_spare_head(rec.header(), &limits, Some(old_head()));
+                for p in block.chunks(piece) {
+                    c.update(p);
+                }
+                let (_, head, left) = c.finish_with_spare();
+                assert!(head.is_none(), "{block:?}");
+                let left = left.expect("the head parsed into");
+                assert_emptied(&left);
+                // Parsed into again, it gives what a fresh parse gives.
+                let mut spare = Some(left);
+                let (again, _) = HttpHead::parse_reusing(good, &Limits::default(), &mut spare)
+                    .unwrap()
+                    .unwrap();
+                assert!(spare.is_none());
+                assert_eq!(again, fresh);
+                assert_eq!(again.notes(), fresh.notes());
+                assert!(again.is_chunked() && again.header("a").is_some());
+            }
+        }
     }
 
     #[test]

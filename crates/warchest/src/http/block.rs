@@ -184,10 +184,11 @@ impl BlockDigester {
         (head, digests)
     }
 
-    /// [`BlockDigester::finish`], and, when no head was parsed, the head
-    /// given to [`BlockDigester::set_spare_head`] (or one a head that did
-    /// not parse was parsed into), for the caller to give to the next
-    /// digester.
+    /// [`BlockDigester::finish`], and, when no head was parsed, a head to
+    /// give to the next digester: the one given to
+    /// [`BlockDigester::set_spare_head`], untouched when no head was
+    /// parsed into it, or else the head a failed parse went into, emptied
+    /// (no start line, no fields, no notes; its buffers' capacity kept).
     pub fn finish_with_spare(self) -> (Option<HttpHead>, PayloadDigests, Option<HttpHead>) {
         let empty = || PayloadDigester::new(self.algorithm, false).finish();
         let mut spare = self.head;
@@ -228,8 +229,9 @@ impl BlockDigester {
 }
 
 /// The state once the head (`head`, up to its blank line) has ended, fed
-/// the first body bytes, `first`. The head is parsed into `spare` (the spare head when there is one),
-/// which holds it after (or, when it does not parse, still the spare).
+/// the first body bytes, `first`. The head is parsed into `spare` (the
+/// spare head when there is one), which holds it after (or, when it does
+/// not parse, the spare emptied).
 fn body(
     alg: Algorithm,
     paired_sha1: bool,
