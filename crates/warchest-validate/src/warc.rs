@@ -427,15 +427,23 @@ struct Handover<'a> {
 /// cache or lock the reading thread's arena, and the reading thread never
 /// gets its chunks back to reuse. Handing them back keeps the steady state
 /// free of allocations for these and for the header copy (made into the
-/// kept record's header with `clone_from`, which reuses its two buffers);
-/// the HTTP head is still made per record, but freed on the thread that
-/// made it.
+/// kept record's header with `clone_from`, which reuses its two buffers).
+/// HTTP heads are kept apart from the boxes (a box of a record without
+/// one would otherwise come back headless) and parsed into, through
+/// [`Checker::with_spare_head`] or [`HttpHead::parse_reusing`]; a head
+/// that did not parse, or was not needed, comes back to the same list.
+/// Heads are not free of allocations: one is made when the list is empty
+/// (at the start, or after heads over `SPARE_HEADER` were freed), and a
+/// head parsed into grows when a longer head, or more fields or notes,
+/// comes than it held.
 #[derive(Default)]
 struct Spare {
     // The boxes themselves are what is reused: a message holds a box.
     #[allow(clippy::vec_box)]
     records: Vec<Box<ReadRecord>>,
     msgs: Vec<Vec<Msg>>,
+    /// HTTP heads to parse into, at most `SPARE_RECORDS`.
+    heads: Vec<HttpHead>,
 }
 
 /// Record boxes kept for reuse: the records of the groups that can be in
@@ -450,24 +458,28 @@ const SPARE_PROBE: usize = 4 * 1024;
 /// reused. A kept header's buffers are reused by `clone_from`, which grows
 /// them to the copied header's size exactly, so kept boxes hold at most
 /// `SPARE_RECORDS` times this many header bytes (2 MiB), however large
-/// the headers that passed through them.
+/// the headers that passed through them. The same bound applies to a
+/// kept HTTP head (its fields' buffers and its notes), so the kept heads
+/// hold at most 2 MiB more: 4 MiB in all, besides the probe buffers'.
 const SPARE_HEADER: usize = 4 * 1024;
 
 impl Spare {
     /// Keeps what `group` holds for reuse, up to the bounds above.
     fn keep(&mut self, mut group: Group) {
         for msg in group.msgs.drain(..) {
-            if let Msg::Record(mut r) = msg
-                && self.records.len() < SPARE_RECORDS
-            {
+            let Msg::Record(mut r) = msg else {
+                continue;
+            };
+            if let Some(head) = r.head.take() {
+                self.give_head(head);
+            }
+            if self.records.len() < SPARE_RECORDS {
                 if r.started.header.fields().heap_bytes() > SPARE_HEADER {
                     continue;
                 }
                 if r.probe.bytes.capacity() > SPARE_PROBE {
                     r.probe.bytes = Vec::new();
                 }
-                // Not reused: freed now rather than held while kept.
-                r.head = None;
                 r.warnings = Vec::new();
                 self.records.push(r);
             }
@@ -477,10 +489,21 @@ impl Spare {
         }
     }
 
+    /// Keeps `head` to parse a later head into, when it holds at most
+    /// `SPARE_HEADER` bytes and fewer than `SPARE_RECORDS` are kept (a
+    /// head's buffers grow to the heads parsed into them).
+    fn give_head(&mut self, head: HttpHead) {
+        if self.heads.len() < SPARE_RECORDS && head.heap_bytes() <= SPARE_HEADER {
+            self.heads.push(head);
+        }
+    }
+
     /// A record box to fill, if one was kept, its probe's emptied buffer,
-    /// and `header` copied into the box's old header (no allocation when
-    /// that one's buffers are large enough) or else freshly.
-    fn record(&mut self, header: &WarcHeader) -> (Option<Box<ReadRecord>>, Vec<u8>, WarcHeader) {
+    /// `header` copied into the box's old header (no allocation when
+    /// that one's buffers are large enough) or else freshly, and a kept
+    /// HTTP head to parse the next one into.
+    fn record(&mut self, header: &WarcHeader) -> SpareRecord {
+        let head = self.heads.pop();
         match self.records.pop() {
             Some(mut r) => {
                 let mut bytes = std::mem::take(&mut r.probe.bytes);
@@ -490,12 +513,21 @@ impl Spare {
                 let empty = WarcHeader::from_fields(Version::V1_1, Fields::default());
                 let mut copy = std::mem::replace(&mut r.started.header, empty);
                 copy.clone_from(header);
-                (Some(r), bytes, copy)
+                (Some(r), bytes, copy, head)
             }
-            None => (None, Vec::new(), header.clone()),
+            None => (None, Vec::new(), header.clone(), head),
         }
     }
 }
+
+/// What [`Spare::record`] gives: the box, the probe's buffer, the header
+/// copy and a head to parse into.
+type SpareRecord = (
+    Option<Box<ReadRecord>>,
+    Vec<u8>,
+    WarcHeader,
+    Option<HttpHead>,
+);
 
 impl Handover<'_> {
     /// Queues `msg`, which holds `bytes` bytes of block probes. False when
@@ -578,14 +610,14 @@ fn read_records<R: Read>(
                 tally.gzip_header(gz, loc.offset);
             }
         }
-        let (spare, probe_bytes, header) = hand.spare.record(rec.header());
+        let (spare, probe_bytes, header, spare_head) = hand.spare.record(rec.header());
         let started = Started {
             header,
             offset: loc.offset,
             codec: loc.codec,
             offset_in_member: loc.offset_in_member,
         };
-        let mut checker = Checker::new(&started.header, limits);
+        let mut checker = Checker::with_spare_head(&started.header, limits, spare_head);
         let mut probe = BlockProbe::for_header(&started.header, probe_bytes);
         let read = {
             let mut block = rec.block();
@@ -610,8 +642,13 @@ fn read_records<R: Read>(
                 return stop(hand, e, w, out);
             }
         };
-        let (check, mut head) = checker.finish_with_head();
-        probe.parse_head(&mut head);
+        let (check, mut head, mut spare_head) = checker.finish_with_spare();
+        probe.parse_head(&mut head, &mut spare_head);
+        if let Some(h) = spare_head {
+            // Not parsed into, or emptied by a failed parse: kept for the
+            // next record, whatever its type.
+            hand.spare.give_head(h);
+        }
         let bytes = probe.bytes.capacity();
         let record = ReadRecord {
             started,
@@ -624,8 +661,9 @@ fn read_records<R: Read>(
         };
         let msg = Msg::Record(match spare {
             Some(mut b) => {
-                // The box's header was moved out to be copied into, and its
-                // head freed when it was kept: nothing is freed here.
+                // The box's header was moved out to be copied into, and
+                // its head to the kept heads when it was kept: nothing is
+                // freed here.
                 *b = record;
                 b
             }
@@ -989,19 +1027,22 @@ impl BlockProbe {
     /// balances the two cores (with `-j 2` the checking thread shares one
     /// with the decoding pool, and that pair was the longer). The result
     /// is what [`BlockProbe::finish`] would have parsed.
-    fn parse_head(&mut self, head: &mut Option<HttpHead>) {
+    /// The head in `spare` is parsed into (see [`Spare`]); it stays there
+    /// (emptied when parsed into) when no head comes of it.
+    fn parse_head(&mut self, head: &mut Option<HttpHead>, spare: &mut Option<HttpHead>) {
         if head.is_some() || self.seen == 0 || !matches!(self.mode, Probe::Http { .. }) {
             return;
         }
-        self.parsed = match HttpHead::parse(&self.bytes) {
-            Ok(Some((h, _))) => {
-                *head = Some(h);
-                Parsed::Head
-            }
-            Ok(None) => Parsed::Unfinished,
-            Err(HttpError::NotHttp) => Parsed::NotHttp,
-            Err(_) => Parsed::Unfinished,
-        };
+        self.parsed =
+            match HttpHead::parse_reusing(&self.bytes, &warchest::Limits::default(), spare) {
+                Ok(Some((h, _))) => {
+                    *head = Some(h);
+                    Parsed::Head
+                }
+                Ok(None) => Parsed::Unfinished,
+                Err(HttpError::NotHttp) => Parsed::NotHttp,
+                Err(_) => Parsed::Unfinished,
+            };
     }
 
     fn update(&mut self, buf: &[u8]) {
@@ -2274,8 +2315,8 @@ fn spare_keeps_boxes_and_small_buffers_within_bounds() {
         WarcHeader::from_fields(Version::V1_0, fields)
     };
     // Nothing kept yet: a new box is made, with an empty buffer.
-    let (b, bytes, copy) = spare.record(&next);
-    assert!(b.is_none() && bytes.capacity() == 0);
+    let (b, bytes, copy, head) = spare.record(&next);
+    assert!(b.is_none() && bytes.capacity() == 0 && head.is_none());
     assert!(copy == next);
     let mut msgs = vec![
         record(100),
@@ -2296,6 +2337,13 @@ fn spare_keeps_boxes_and_small_buffers_within_bounds() {
         let fields = Fields::parse(raw, 10, false, 100, &mut Vec::new()).unwrap();
         r.started.header = WarcHeader::from_fields(Version::V1_1, fields);
     }
+    // A record with a large HTTP head: kept, its head not (as a head with
+    // small fields but many notes, below).
+    if let Some(Msg::Record(r)) = msgs.get_mut(4) {
+        let big = format!("GET / HTTP/1.1\r\nX: {}\r\n\r\n", "x".repeat(SPARE_HEADER));
+        let (head, _) = HttpHead::parse(big.as_bytes()).unwrap().unwrap();
+        r.head = Some(head);
+    }
     spare.keep(Group { msgs, bytes: 0 });
     assert_eq!(spare.records.len(), SPARE_RECORDS);
     assert!(
@@ -2304,8 +2352,10 @@ fn spare_keeps_boxes_and_small_buffers_within_bounds() {
             .iter()
             .all(|r| r.started.header.as_bytes().len() <= SPARE_HEADER)
     );
-    // Heads are not reused: none is held by a kept box.
+    // Small heads are kept apart to parse into, large ones freed; the
+    // boxes hold none.
     assert!(spare.records.iter().all(|r| r.head.is_none()));
+    assert_eq!(spare.heads.len(), 1);
     assert_eq!(spare.msgs.len(), 1);
     assert!(spare.msgs[0].is_empty() && spare.msgs[0].capacity() >= SPARE_RECORDS);
     // The oversized buffer was freed, the small ones kept, emptied on reuse.
@@ -2321,19 +2371,49 @@ fn spare_keeps_boxes_and_small_buffers_within_bounds() {
         .map(|r| r.probe.bytes.capacity())
         .collect();
     assert!(caps.contains(&100) && caps.contains(&0));
+    let mut heads = 0;
     while let Some(cap) = spare.records.last().map(|r| r.probe.bytes.capacity()) {
         let old = spare
             .records
             .last()
             .map(|r| r.started.header.as_bytes().as_ptr());
-        let (b, bytes, copy) = spare.record(&next);
+        let (b, bytes, copy, head) = spare.record(&next);
         assert!(b.is_some() && bytes.is_empty() && bytes.capacity() == cap);
+        // The box holds no head, and is then filled: nothing freed there.
+        assert!(b.is_some_and(|b| b.head.is_none()));
+        if let Some(h) = head {
+            assert!(h.heap_bytes() <= SPARE_HEADER);
+            heads += 1;
+        }
         // The kept header's buffer now holds a copy of `next`, field for field.
         assert!(copy == next && copy.as_bytes() == next.as_bytes());
         assert_eq!(Some(copy.as_bytes().as_ptr()), old);
         assert_eq!(copy.record_type(), RecordType::Request);
         assert_eq!(copy.content_length(), Some(12));
     }
+    assert_eq!(heads, 1);
+    // A head with few fields but many notes (lines without a colon) holds
+    // more than the bound in its notes: not kept.
+    let lines = "a\r\n".repeat(SPARE_HEADER / std::mem::size_of::<warchest::http::HttpNote>() + 1);
+    let noted = format!("GET / HTTP/1.1\r\n{lines}\r\n");
+    let (noted, _) = HttpHead::parse(noted.as_bytes()).unwrap().unwrap();
+    assert!(noted.fields().heap_bytes() <= SPARE_HEADER && noted.heap_bytes() > SPARE_HEADER);
+    spare.give_head(noted);
+    assert!(spare.heads.is_empty());
+    // Heads given back whatever the record (a non-HTTP record's unused
+    // spare too) are kept up to the bound.
+    for _ in 0..SPARE_RECORDS + 3 {
+        spare.give_head(
+            HttpHead::parse(b"GET / HTTP/1.1\r\n\r\n")
+                .unwrap()
+                .unwrap()
+                .0,
+        );
+    }
+    assert_eq!(spare.heads.len(), SPARE_RECORDS);
+    // A box with no head kept behind it still gets a kept head.
+    let (b, _, _, head) = spare.record(&next);
+    assert!(b.is_none() && head.is_some());
     // Message vectors are kept up to a bound too.
     for _ in 0..QUEUE + 4 {
         spare.keep(Group::default());
@@ -2372,7 +2452,7 @@ fn spare_headers_stay_bounded_by_capacity_whatever_passed_through() {
                 100 + round * 90 + i % 7
             };
             let next = header(filler);
-            let (kept, bytes, copy) = spare.record(&next);
+            let (kept, bytes, copy, _) = spare.record(&next);
             assert!(copy == next);
             let exact = next.fields().clone().heap_bytes();
             let most = largest
@@ -2428,7 +2508,14 @@ fn head_parsed_on_the_reading_side_gives_the_same_findings() {
         b"",
         long.as_bytes(),
     ];
-    let findings = |t: &str, block: &[u8], cut: usize, on_reading_side: bool| {
+    // A head of another message with notes, whose buffers the reading
+    // side may parse into (as `Spare` gives them): nothing of it may show.
+    let spare = || {
+        let other = b"http/1.0 404\nX-Old: 1\nBad Name: 2\n\n";
+        HttpHead::parse(other).ok().flatten().map(|(h, _)| h)
+    };
+    assert!(spare().is_some_and(|h| !h.notes().is_empty()));
+    let findings = |t: &str, block: &[u8], cut: usize, side: Option<Option<HttpHead>>| {
         let h = header(t);
         let mut probe = BlockProbe::for_header(&h, Vec::new());
         assert!(matches!(probe.mode, Probe::Http { .. }));
@@ -2436,8 +2523,22 @@ fn head_parsed_on_the_reading_side_gives_the_same_findings() {
         probe.update(a);
         probe.update(b);
         let mut head = None;
-        if on_reading_side {
-            probe.parse_head(&mut head);
+        if let Some(mut spare) = side {
+            let given = spare.is_some();
+            probe.parse_head(&mut head, &mut spare);
+            match (&head, spare) {
+                (Some(_), left) => assert!(left.is_none()),
+                // Not parsed into: no block.
+                (None, left) if block.is_empty() => assert_eq!(left.is_some(), given),
+                // Parsed into and failed: given back emptied, whose
+                // accessors work.
+                (None, left) => {
+                    let left = left.expect("the head parsed into");
+                    assert!(left.start_line().is_empty() && left.notes().is_empty());
+                    assert_eq!(left.headers().count(), 0);
+                    assert!(!left.is_chunked() && left.status().is_none());
+                }
+            }
         }
         let mut out = Batch::default();
         probe.finish(&h, true, head.as_ref(), &At::offset(0), &mut out);
@@ -2450,8 +2551,14 @@ fn head_parsed_on_the_reading_side_gives_the_same_findings() {
     for t in ["request", "response"] {
         for block in blocks {
             for cut in [0, block.len() / 2, block.len()] {
-                let here = findings(t, block, cut, false);
-                assert_eq!(findings(t, block, cut, true), here, "{t} {cut} {block:?}");
+                let here = findings(t, block, cut, None);
+                assert_eq!(
+                    findings(t, block, cut, Some(None)),
+                    here,
+                    "{t} {cut} {block:?}"
+                );
+                let reused = findings(t, block, cut, Some(spare()));
+                assert_eq!(reused, here, "reused: {t} {cut} {block:?}");
                 seen_findings += here.len();
             }
         }

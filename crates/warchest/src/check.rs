@@ -162,11 +162,25 @@ pub struct Checker {
     payload_status: Option<DigestStatus>,
     payload: PayloadCheck,
     len: u64,
+    /// The spare head, when the digester did not take it.
+    spare: Option<HttpHead>,
 }
 
 impl Checker {
     /// A checker for the record with header `h`.
     pub fn new(h: &WarcHeader, limits: &Limits) -> Checker {
+        Checker::with_spare_head(h, limits, None)
+    }
+
+    /// [`Checker::new`], with a head from an earlier record to parse this
+    /// block's HTTP head into (its buffers reused; see
+    /// [`Checker::finish_with_spare`]): a caller that keeps each record's
+    /// head beyond the record allocates none in the steady state.
+    pub fn with_spare_head(
+        h: &WarcHeader,
+        limits: &Limits,
+        mut spare: Option<HttpHead>,
+    ) -> Checker {
         let block_rec = recorded(h.block_digest());
         let block_alg = match &block_rec {
             Recorded::Check(d) => d.algorithm(),
@@ -185,7 +199,11 @@ impl Checker {
                 let alg = d.algorithm().unwrap_or(Algorithm::Sha1);
                 payload = match h.payload_kind() {
                     PayloadKind::HttpBody => {
-                        PayloadCheck::Http(d, Box::new(BlockDigester::paired(alg, *limits)))
+                        let mut http = Box::new(BlockDigester::paired(alg, *limits));
+                        if let Some(spare) = spare.take() {
+                            http.set_spare_head(spare);
+                        }
+                        PayloadCheck::Http(d, http)
                     }
                     // A payload digest on a record without a payload of its
                     // own (metadata, warcinfo) can only mean the whole block.
@@ -204,6 +222,7 @@ impl Checker {
             payload_status,
             payload,
             len: 0,
+            spare,
         }
     }
 
@@ -243,7 +262,19 @@ impl Checker {
     /// checked over an HTTP message: a caller that also looks at the head
     /// need not parse it again.
     pub fn finish_with_head(self) -> (RecordCheck, Option<HttpHead>) {
+        let (check, head, _) = self.finish_with_spare();
+        (check, head)
+    }
+
+    /// [`Checker::finish_with_head`], and, for the caller to reuse, the
+    /// head given to [`Checker::with_spare_head`] when it does not come
+    /// back as the parsed head: untouched when the payload digest was not
+    /// checked over an HTTP message, emptied (no start line, no fields, no
+    /// notes; its buffers' capacity kept) when a head was parsed into it
+    /// and did not parse.
+    pub fn finish_with_spare(self) -> (RecordCheck, Option<HttpHead>, Option<HttpHead>) {
         let mut head = None;
+        let mut spare = self.spare;
         let block_out = self.block.map(BlockHash::finalize);
         let block = match (self.block_rec, &block_out) {
             (Recorded::Check(d), Some(out)) => compare(&d, out),
@@ -261,8 +292,9 @@ impl Checker {
                     None => DigestStatus::Absent,
                 },
                 PayloadCheck::Http(d, http) => {
-                    let (h, digests) = http.finish();
+                    let (h, digests, left) = http.finish_with_spare();
                     head = h;
+                    spare = left;
                     match digests.check(&d) {
                         PayloadMatch::Payload => DigestStatus::Valid,
                         PayloadMatch::RawChunked => DigestStatus::ValidRawChunked,
@@ -276,7 +308,7 @@ impl Checker {
             payload,
             block_len: self.len,
         };
-        (check, head)
+        (check, head, spare)
     }
 
     /// Feeds all of `block` and gives the result.
@@ -388,15 +420,103 @@ mod tests {
     }
 
     /// The block of `data`'s first record fed to a [`Checker`] in pieces
-    /// of `piece` bytes, and through [`check_record`].
-    fn check_in_pieces(data: &[u8], body: &[u8], piece: usize) -> (RecordCheck, Option<HttpHead>) {
+    /// of `piece` bytes, with `spare` to parse the head into: the result,
+    /// the head and the spare when it was not used.
+    fn check_in_pieces(
+        data: &[u8],
+        body: &[u8],
+        piece: usize,
+        spare: Option<HttpHead>,
+    ) -> (RecordCheck, Option<HttpHead>, Option<HttpHead>) {
         let mut r = crate::archive::Reader::new(data).unwrap();
         let rec = r.next_record().unwrap().unwrap();
-        let mut c = Checker::new(rec.header(), &Limits::default());
+        let mut c = Checker::with_spare_head(rec.header(), &Limits::default(), spare);
         for p in body.chunks(piece) {
             c.update(p);
         }
-        c.finish_with_head()
+        c.finish_with_spare()
+    }
+
+    /// A head with notes and more fields than the tests' heads, to parse
+    /// into: nothing of it may show in what is parsed into it.
+    fn old_head() -> HttpHead {
+        let (h, _) = HttpHead::parse(b"http/1.0 404\nA: 1\nB: 2\nC: 3\nBad Name: 4\n\n")
+            .unwrap()
+            .unwrap();
+        assert!(!h.notes().is_empty());
+        h
+    }
+
+    /// The accessors of an emptied head work and give nothing.
+    fn assert_emptied(h: &HttpHead) {
+        assert_eq!(*h, HttpHead::empty());
+        assert!(h.start_line().is_empty() && h.raw().is_empty() && h.notes().is_empty());
+        assert_eq!(h.headers().count(), 0);
+        assert!(h.header("A").is_none() && h.status().is_none() && h.method().is_none());
+        assert!(!h.is_chunked() && h.content_length().is_none());
+    }
+
+    #[test]
+    fn a_spare_head_a_failed_parse_went_into_is_given_back_emptied() {
+        let limits = Limits {
+            max_fields: 3,
+            ..Limits::default()
+        };
+        let good = b"HTTP/1.1 200 OK\r\nA: 1\r\nTransfer-Encoding: chunked\r\n\r\n";
+        let (fresh, _) = HttpHead::parse(good).unwrap().unwrap();
+        let blocks: [&[u8]; 3] = [
+            // More fields than the limit (TooManyFields), terminated or not.
+            b"HTTP/1.1 200 OK\r\nA: 1\r\nB: 2\r\nC: 3\r\nD: 4\r\n\r\nbody",
+            b"HTTP/1.1 200 OK\r\nA: 1\r\nB: 2\r\nC: 3\r\nD: 4\r\n",
+            // Not HTTP.
+            b"hello world\r\n\r\nbody",
+        ];
+        for block in blocks {
+            let data = written(
+                &[
+                    ("Content-Type", "application/http; msgtype=response"),
+                    (
+                        "WARC-Payload-Digest",
+                        "sha1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+                    ),
+                ],
+                block,
+            );
+            let mut r = crate::archive::Reader::new(&data[..]).unwrap();
+            let rec = r.next_record().unwrap().unwrap();
+            for piece in [1, 7, block.len()] {
+                let mut c = Checker::with_spare_head(rec.header(), &limits, Some(old_head()));
+                for p in block.chunks(piece) {
+                    c.update(p);
+                }
+                let (_, head, left) = c.finish_with_spare();
+                assert!(head.is_none(), "{block:?}");
+                let left = left.expect("the head parsed into");
+                assert_emptied(&left);
+                // Parsed into again, it gives what a fresh parse gives.
+                let mut spare = Some(left);
+                let (again, _) = HttpHead::parse_reusing(good, &Limits::default(), &mut spare)
+                    .unwrap()
+                    .unwrap();
+                assert!(spare.is_none());
+                assert_eq!(again, fresh);
+                assert_eq!(again.notes(), fresh.notes());
+                assert!(again.is_chunked() && again.header("a").is_some());
+            }
+        }
+    }
+
+    #[test]
+    fn a_spare_head_not_parsed_into_is_given_back() {
+        let data = written(
+            &[("Content-Type", "text/plain")],
+            b"HTTP/1.1 200 OK\r\n\r\n",
+        );
+        let (c, head, left) =
+            check_in_pieces(&data, b"HTTP/1.1 200 OK\r\n\r\n", 5, Some(old_head()));
+        assert_eq!(c, check_first(&data));
+        assert!(head.is_none());
+        assert_eq!(left, Some(old_head()));
     }
 
     #[test]
@@ -439,13 +559,19 @@ mod tests {
                 let whole = check_first(&data);
                 assert_eq!(whole.block, DigestStatus::Valid);
                 for piece in [1, 2, 17, 47, 64, 65, 1000, body.len().max(1)] {
-                    let (c, h) = check_in_pieces(&data, body, piece);
-                    assert_eq!(c, whole, "{piece}-byte pieces of {:?}", &body[..20]);
                     // The head as BlockDigester, which this follows, finds it.
                     let mut reference = BlockDigester::new(alg, Limits::default());
                     reference.update(body);
                     let want = reference.finish().0;
-                    assert_eq!(format!("{h:?}"), format!("{want:?}"), "{piece}");
+                    assert!(want.is_some());
+                    for spare in [None, Some(old_head())] {
+                        let reused = spare.is_some();
+                        let (c, h, left) = check_in_pieces(&data, body, piece, spare);
+                        assert_eq!(c, whole, "{piece}-byte pieces of {:?}", &body[..20]);
+                        assert_eq!(format!("{h:?}"), format!("{want:?}"), "{piece} {reused}");
+                        // Parsed into, not handed back.
+                        assert!(left.is_none());
+                    }
                 }
                 if pd == wrong {
                     assert!(matches!(whole.payload, DigestStatus::Invalid { .. }));

@@ -590,6 +590,15 @@ impl Fields {
         Ok((walked.end, walked.blank_end))
     }
 
+    /// Empties the list (no start line, no fields), keeping the buffers'
+    /// capacity: what [`Fields::new`] gives, to parse into again.
+    pub(crate) fn clear(&mut self) {
+        self.buf.clear();
+        self.spans.clear();
+        self.start = 0;
+        self.end = 0;
+    }
+
     /// Keeps `block` as the bytes of the fields [`Fields::walk_in`] just
     /// walked: the chunk it walked, cut at or after the blank line.
     pub(crate) fn keep(&mut self, block: &[u8]) {

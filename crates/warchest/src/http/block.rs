@@ -19,6 +19,11 @@ pub struct BlockDigester {
     /// feeds (beside another stream: `check`'s block digest).
     paired_sha1: bool,
     state: State,
+    /// Before the head ends, a head from an earlier block whose buffers
+    /// the head is parsed into ([`BlockDigester::set_spare_head`]); after,
+    /// the parsed head (`State::Body`'s `parsed`), or else that spare,
+    /// given back by [`BlockDigester::finish_with_spare`].
+    head: Option<HttpHead>,
 }
 
 #[derive(Debug)]
@@ -28,7 +33,8 @@ enum State {
         finder: HeadFinder,
     },
     Body {
-        head: Option<Box<HttpHead>>,
+        /// The head parsed (into `BlockDigester::head`).
+        parsed: bool,
         body: Body,
     },
     /// The head passed the limit: the rest is ignored.
@@ -53,6 +59,7 @@ impl BlockDigester {
                 buf: Vec::new(),
                 finder: HeadFinder::new(),
             },
+            head: None,
         }
     }
 
@@ -64,6 +71,14 @@ impl BlockDigester {
             paired_sha1: true,
             ..BlockDigester::new(algorithm, limits)
         }
+    }
+
+    /// Gives the digester a head from an earlier block to parse this
+    /// block's head into, reusing its buffers (a caller that keeps the
+    /// heads of many records, made and freed on different threads, need
+    /// not allocate one per record).
+    pub fn set_spare_head(&mut self, spare: HttpHead) {
+        self.head = Some(spare);
     }
 
     /// Feeds the next bytes of the block.
@@ -111,6 +126,7 @@ impl BlockDigester {
                             self.algorithm,
                             self.paired_sha1,
                             &self.limits,
+                            &mut self.head,
                             &data[..end],
                             &[],
                         );
@@ -123,8 +139,14 @@ impl BlockDigester {
                 match finder.find(buf) {
                     Some(end) => {
                         let (head, first) = buf.split_at(end);
-                        self.state =
-                            body(self.algorithm, self.paired_sha1, &self.limits, head, first);
+                        self.state = body(
+                            self.algorithm,
+                            self.paired_sha1,
+                            &self.limits,
+                            &mut self.head,
+                            head,
+                            first,
+                        );
                         self.rest(data, take)
                     }
                     None => {
@@ -158,9 +180,20 @@ impl BlockDigester {
 
     /// The parsed head (when it ended and parsed) and the payload digests.
     pub fn finish(self) -> (Option<HttpHead>, PayloadDigests) {
+        let (head, digests, _) = self.finish_with_spare();
+        (head, digests)
+    }
+
+    /// [`BlockDigester::finish`], and, when no head was parsed, a head to
+    /// give to the next digester: the one given to
+    /// [`BlockDigester::set_spare_head`], untouched when no head was
+    /// parsed into it, or else the head a failed parse went into, emptied
+    /// (no start line, no fields, no notes; its buffers' capacity kept).
+    pub fn finish_with_spare(self) -> (Option<HttpHead>, PayloadDigests, Option<HttpHead>) {
         let empty = || PayloadDigester::new(self.algorithm, false).finish();
+        let mut spare = self.head;
         match self.state {
-            State::Body { head, body } => {
+            State::Body { parsed, body } => {
                 let digests = match body {
                     Body::Sha1(s) => {
                         let len = s.len();
@@ -177,25 +210,41 @@ impl BlockDigester {
                     }
                     Body::Digester(d) => (*d).finish(),
                 };
-                (head.map(|h| *h), digests)
+                match parsed {
+                    true => (spare, digests, None),
+                    false => (None, digests, spare),
+                }
             }
-            State::Head { buf, .. } => (
-                HttpHead::parse_unterminated(&buf, &self.limits).ok(),
-                empty(),
-            ),
-            State::Overlong => (None, empty()),
+            State::Head { buf, .. } => {
+                let mut h = spare.take().unwrap_or_else(HttpHead::empty);
+                match h.parse_unterminated_in(&buf, &self.limits) {
+                    Ok(()) => (Some(h), empty(), None),
+                    // Its buffers are still good to parse into.
+                    Err(_) => (None, empty(), Some(h)),
+                }
+            }
+            State::Overlong => (None, empty(), spare),
         }
     }
 }
 
 /// The state once the head (`head`, up to its blank line) has ended, fed
-/// the first body bytes, `first`.
-fn body(alg: Algorithm, paired_sha1: bool, limits: &Limits, head: &[u8], first: &[u8]) -> State {
-    let head = HttpHead::parse_with_limits(head, limits)
-        .ok()
-        .flatten()
-        .map(|(h, _)| Box::new(h));
-    let chunked = head.as_ref().is_some_and(|h| h.is_chunked());
+/// the first body bytes, `first`. The head is parsed into `spare` (the
+/// spare head when there is one), which holds it after (or, when it does
+/// not parse, the spare emptied).
+fn body(
+    alg: Algorithm,
+    paired_sha1: bool,
+    limits: &Limits,
+    spare: &mut Option<HttpHead>,
+    head: &[u8],
+    first: &[u8],
+) -> State {
+    let h = spare.get_or_insert_with(HttpHead::empty);
+    // What `HttpHead::parse_with_limits` gives on these bytes, which end
+    // at the blank line the finder found.
+    let parsed = matches!(h.parse_in(head, limits), Some((Ok(()), _)));
+    let chunked = parsed && h.is_chunked();
     let mut body = if paired_sha1 && !chunked && alg == Algorithm::Sha1 {
         Body::Sha1(Sha1Stream::new())
     } else {
@@ -205,7 +254,7 @@ fn body(alg: Algorithm, paired_sha1: bool, limits: &Limits, head: &[u8], first: 
         Body::Sha1(s) => s.update(first),
         Body::Digester(d) => d.update(first),
     }
-    State::Body { head, body }
+    State::Body { parsed, body }
 }
 
 #[cfg(test)]

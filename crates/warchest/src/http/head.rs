@@ -275,8 +275,28 @@ impl HttpHead {
         bytes: &[u8],
         limits: &Limits,
     ) -> Result<Option<(HttpHead, usize)>, HttpError> {
-        match HttpHead::parse_found(bytes, limits) {
-            Some((head, end)) => Ok(Some((head?, end))),
+        HttpHead::parse_reusing(bytes, limits, &mut None)
+    }
+
+    /// [`parse_with_limits`](HttpHead::parse_with_limits), parsing into
+    /// the head in `spare` (a head of an earlier parse, whose buffers are
+    /// reused) when there is one: a caller that keeps the heads of many
+    /// messages need not allocate one per message. The head is taken from
+    /// `spare` only when it parsed; otherwise `spare` holds the head parsed
+    /// into (the one given, or a new one), emptied: no start line, no
+    /// fields, no notes, its buffers' capacity kept for the next parse.
+    ///
+    /// # Errors
+    /// As [`parse`](HttpHead::parse).
+    pub fn parse_reusing(
+        bytes: &[u8],
+        limits: &Limits,
+        spare: &mut Option<HttpHead>,
+    ) -> Result<Option<(HttpHead, usize)>, HttpError> {
+        let head = spare.get_or_insert_with(HttpHead::empty);
+        match head.parse_in(bytes, limits) {
+            Some((Ok(()), end)) => Ok(spare.take().map(|h| (h, end))),
+            Some((Err(e), _)) => Err(e),
             None if bytes.len() >= limits.max_http_head => Err(HttpError::TooLarge {
                 limit: limits.max_http_head,
             }),
@@ -313,7 +333,8 @@ impl HttpHead {
         Ok(head)
     }
 
-    /// A head with no bytes, to parse into (never handed out as it is).
+    /// A head with no bytes, to parse into (handed out as it is only as a
+    /// spare: its accessors give no start line and no fields).
     pub(crate) fn empty() -> HttpHead {
         HttpHead {
             fields: Fields::new(),
@@ -331,9 +352,39 @@ impl HttpHead {
     /// head's end is found by the walk that parses its fields (a blank
     /// line is a line of nothing but CRs, as [`find_head_end`] has it),
     /// the line notes are taken in the same pass, and only the head is
-    /// copied. On an error `self` is left unusable: the caller parses
-    /// into it again before handing it out.
+    /// copied. When the head does not parse (an error, or its end not in
+    /// `bytes`) `self` is emptied, keeping its buffers' capacity: a head
+    /// half parsed into, with the old bytes gone, is never left behind.
     pub(crate) fn parse_in(
+        &mut self,
+        bytes: &[u8],
+        limits: &Limits,
+    ) -> Option<(Result<(), HttpError>, usize)> {
+        let parsed = self.walk_head(bytes, limits);
+        if !matches!(parsed, Some((Ok(()), _))) {
+            self.clear();
+        }
+        parsed
+    }
+
+    /// Empties `self`, keeping its buffers' capacity: what
+    /// [`HttpHead::empty`] gives.
+    fn clear(&mut self) {
+        self.fields.clear();
+        self.line = 0..0;
+        self.start = HttpHead::empty().start;
+        self.notes.clear();
+    }
+
+    /// The heap the head holds (its buffers' capacity, not the length of
+    /// what is in them): for a caller that keeps heads to parse into and
+    /// bounds what they hold.
+    pub fn heap_bytes(&self) -> usize {
+        self.fields.heap_bytes() + self.notes.capacity() * std::mem::size_of::<HttpNote>()
+    }
+
+    /// [`HttpHead::parse_in`], which empties `self` when this fails.
+    fn walk_head(
         &mut self,
         bytes: &[u8],
         limits: &Limits,
@@ -381,12 +432,23 @@ impl HttpHead {
         }
     }
 
-    /// [`HttpHead::parse_unterminated`] into `self`, reusing its buffers.
+    /// [`HttpHead::parse_unterminated`] into `self`, reusing its buffers;
+    /// on an error `self` is emptied, as by [`HttpHead::parse_in`].
     pub(crate) fn parse_unterminated_in(
         &mut self,
         bytes: &[u8],
         limits: &Limits,
     ) -> Result<(), HttpError> {
+        let parsed = self.walk_unterminated(bytes, limits);
+        if parsed.is_err() {
+            self.clear();
+        }
+        parsed
+    }
+
+    /// [`HttpHead::parse_unterminated_in`], which empties `self` when this
+    /// fails.
+    fn walk_unterminated(&mut self, bytes: &[u8], limits: &Limits) -> Result<(), HttpError> {
         if bytes.len() > limits.max_http_head || u32::try_from(bytes.len()).is_err() {
             return Err(HttpError::TooLarge {
                 limit: limits.max_http_head,
@@ -1299,6 +1361,60 @@ mod walk_tests {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_parse_leaves_the_spare_emptied_and_reusable() {
+        let limits = Limits {
+            max_fields: 3,
+            max_http_head: 64,
+            ..Limits::default()
+        };
+        let old = || {
+            let old = b"http/1.0 404\nA: 1\nB: 2\nBad Name: 4\n\n";
+            let (h, _) = HttpHead::parse(old).unwrap().unwrap();
+            assert!(!h.notes().is_empty());
+            h
+        };
+        let long = format!("HTTP/1.1 200 OK\r\nX: {}\r\n\r\n", "x".repeat(100));
+        let cases: [(&[u8], Result<(), HttpError>); 4] = [
+            (
+                b"HTTP/1.1 200 OK\r\nA: 1\r\nB: 2\r\nC: 3\r\nD: 4\r\n\r\n",
+                Err(HttpError::TooManyFields { limit: 3 }),
+            ),
+            (long.as_bytes(), Err(HttpError::TooLarge { limit: 64 })),
+            (b"hello world\r\n\r\n", Err(HttpError::NotHttp)),
+            // The end not in the bytes yet: read more.
+            (b"HTTP/1.1 200 OK\r\nA: 1\r\n", Ok(())),
+        ];
+        let good = b"HTTP/1.1 301 Moved\r\nLocation: /b\r\n\r\nrest";
+        let fresh = HttpHead::parse(good).unwrap().unwrap();
+        for (bytes, want) in cases {
+            let mut spare = Some(old());
+            let got = HttpHead::parse_reusing(bytes, &limits, &mut spare);
+            match want {
+                Err(e) => assert_eq!(format!("{:?}", got.unwrap_err()), format!("{e:?}")),
+                Ok(()) => assert!(got.unwrap().is_none()),
+            }
+            // Nothing of the old head, nor of the half-parsed one, is left,
+            // and no accessor panics.
+            let left = spare.take().expect("given back");
+            assert_eq!(left, HttpHead::empty());
+            assert!(left.start_line().is_empty() && left.raw().is_empty());
+            assert!(left.notes().is_empty() && left.headers().count() == 0);
+            assert!(left.header("A").is_none() && !left.is_chunked());
+            assert!(left.status().is_none() && left.version().is_none_or(<[u8]>::is_empty));
+            // The same head unterminated fails or parses the same way.
+            let mut again = left.clone();
+            if again.parse_unterminated_in(bytes, &limits).is_err() {
+                assert_eq!(again, HttpHead::empty());
+            }
+            // Parsed into again: what a fresh parse gives.
+            spare = Some(left);
+            let reused = HttpHead::parse_reusing(good, &Limits::default(), &mut spare).unwrap();
+            assert!(spare.is_none());
+            assert_eq!(reused, Some(fresh.clone()));
+        }
+    }
 
     /// Parses `input`, checking that it is found whole and at every split.
     fn parse_ok(input: &[u8]) -> (HttpHead, usize) {
