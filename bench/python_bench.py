@@ -186,13 +186,19 @@ def run_child(tool, path, threads):
     return r
 
 
-def spark_session():
+def spark_session(java_opts=None):
+    """local[2] with Spark's defaults; `java_opts`: extra options of the
+    driver JVM (in local mode also the executor), applied to every job
+    alike (the labelled row of a setting users of short jobs make)."""
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    b = SparkSession.builder
+    if java_opts:
+        b = b.config("spark.driver.extraJavaOptions", java_opts)
     return (
-        SparkSession.builder.master("local[2]")
+        b.master("local[2]")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
@@ -363,13 +369,14 @@ def _cpu(r):
     return r["python"] + r["jit"] + r["jvm"]
 
 
-def bench_spark(paths, runs, s3, fixed_records=10):
+def bench_spark(paths, runs, s3, fixed_records=10, java_opts=None):
     """The Spark rows: each job over the files, locally and from S3, then
     over a file of the first `fixed_records` records of the first file:
     the cost a job pays whatever it reads (planning, the JVM's JIT
     compiling the job's code, task start-up), printed apart so that the
     work per record can be compared without it."""
-    spark = spark_session()
+    spark = spark_session(java_opts)
+    label = f", JVM options {java_opts!r} (NOT Spark's defaults; every job alike)" if java_opts else ""
     tiny_dir = tempfile.mkdtemp(prefix="py-bench-spark-")
     tiny = cut(paths[0], fixed_records, tiny_dir)
     places = [("local", list(paths), [tiny], None)]
@@ -392,7 +399,7 @@ def bench_spark(paths, runs, s3, fixed_records=10):
             med = _spark_runs(spark, SPARK_JOBS, files, store, runs, server)
             # Three runs at least: a job over a few records takes a second.
             fixed = _spark_runs(spark, SPARK_JOBS, small, store, max(runs, 3), server)
-            print(f"spark local[2], responses by status and MIME type, {len(files)} files from {where} (median of {runs}; s)")
+            print(f"spark local[2], responses by status and MIME type, {len(files)} files from {where}{label} (median of {runs}; s)")
             extra = " (cpu: the JVM and Python workers; server: the S3 server's)" if server else ""
             print(f"  {'job':40s} {'wall':>7s} {'cpu':>7s}  ratio of cpu, of wall to FastWARC's{extra}")
             fw = med[FASTWARC_JOB]
@@ -573,6 +580,8 @@ def main():
     ap.add_argument("--fetch", type=int, metavar="N", help="add the fetch row: N records from an S3 server")
     ap.add_argument("--fetch-runs", type=int, help="runs of the fetch row (default --runs)")
     ap.add_argument("--spark-runs", type=int, help="runs of the Spark rows (default --runs)")
+    ap.add_argument("--spark-java-opts", metavar="OPTS", help="extra driver JVM options for every Spark job, e.g. -XX:TieredStopAtLevel=1 (a labelled row, not the primary one)")
+    ap.add_argument("--spark-local", action="store_true", help="the Spark rows over local files only (no S3 server)")
     ap.add_argument("--server", choices=["s3rver", "moto"], help="the S3 server (as bench/remote_bench.py)")
     ap.add_argument("--fetch-child", help=argparse.SUPPRESS)
     ap.add_argument("--fetch-out", help=argparse.SUPPRESS)
@@ -596,13 +605,16 @@ def main():
             bench_file(path, tools, args.runs, args.threads)
     if not (args.fetch or args.spark or args.spark_only):
         return
+    if args.spark_local and not args.fetch:
+        bench_spark(args.paths, args.spark_runs or args.runs, None, java_opts=args.spark_java_opts)
+        return
     with tempfile.TemporaryDirectory(prefix="py-bench-s3-") as tmp:
         s3 = Store(args, args.paths, tmp)
         try:
             if args.fetch:
                 bench_fetch(args.paths[0], args.fetch, args.fetch_runs or args.runs, s3)
             if args.spark or args.spark_only:
-                bench_spark(args.paths, args.spark_runs or args.runs, s3)
+                bench_spark(args.paths, args.spark_runs or args.runs, None if args.spark_local else s3, java_opts=args.spark_java_opts)
         finally:
             s3.close()
 

@@ -141,3 +141,27 @@ def test_text_mode_refuses_unknown_modes_and_urls(spark):
         spark.read.format("warc").option("mode", "FAILFAST").load(str(PYWB / "iana.warc.gz")).collect()
     with pytest.raises(Exception, match="text mode reads local files"):
         spark.read.format("warc").option("mode", "text").load("http://127.0.0.1:9/x.warc.gz").collect()
+
+
+def test_a_task_reads_on_one_thread_unless_told(monkeypatch):
+    # Spark runs a task on each core: a task's scan must not also read a
+    # whole uncompressed file in chunks on every core (more CPU for the
+    # same job); the `threads` option overrides it (0: every core).
+    from pyspark.sql.types import ShortType, StructField, StructType
+
+    seen = []
+    real = warchest.scan
+
+    def spy(*args, **kw):
+        seen.append(kw.get("threads", "missing"))
+        return real(*args, **kw)
+
+    monkeypatch.setattr(warchest, "scan", spy)
+    schema = StructType([StructField("http_status", ShortType())])
+    part = pyspark_warchest.WarcFiles([str(PYWB / "iana.warc.gz")])
+    rows = {}
+    for opts in ({}, {"threads": "0"}, {"threads": "2"}):
+        r = pyspark_warchest.WarcReader(dict(opts, columns="http_status"), schema)
+        rows[opts.get("threads")] = sum(b.num_rows for b in r.read(part))
+    assert seen == [1, None, 2]
+    assert len(set(rows.values())) == 1 and rows[None] > 40

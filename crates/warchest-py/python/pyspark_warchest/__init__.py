@@ -31,6 +31,9 @@ Options (case-insensitive):
   4 MiB; a single larger record is a batch of its own), which bounds an
   executor's memory with ``includePayload``.
 - ``filesPerPartition``: files read by one task (default 1).
+- ``threads``: threads a task reads with (default 1: Spark already runs a
+  task on each core, so a whole uncompressed file is not also read in
+  chunks on every core, which costs CPU for wall time; ``0``: every core).
 - ``splitSize``: bytes (default 134217728, 128 MiB, as Spark's
   ``maxPartitionBytes``): an uncompressed file larger than this is read
   as several partitions of byte ranges of about this size, each giving
@@ -276,6 +279,13 @@ def _split_size(options: Dict[str, str]) -> int:
     return n
 
 
+def _threads(options: Dict[str, str]) -> Optional[int]:
+    """The ``threads`` option: 1 by default (a task per core); 0 or less,
+    every core (``warchest.scan``'s ``None``)."""
+    n = int(str(options.get("threads", "1")).strip() or "1")
+    return n if n > 0 else None
+
+
 def plan_partitions(options: Dict[str, str]) -> List[WarcFiles]:
     """The partitions the options give: the byte ranges of each uncompressed
     file larger than ``splitSize`` (one partition each), and the other files
@@ -361,6 +371,7 @@ class WarcReader(DataSourceReader):
             strict=_flag(self.options, "strict"),
             byte_range=getattr(partition, "byte_range", None),
             batch_bytes=int(self.options.get("batchbytes", str(4 << 20))),
+            threads=_threads(self.options),
         )
         for batch in reader:
             yield pa.RecordBatch.from_arrays(
