@@ -17,8 +17,10 @@ use std::fs;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Instant;
 
-use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 
 use crate::revisit::{self, Location, Original, digest_key};
 use warchest::Limits;
@@ -170,7 +172,25 @@ pub struct DigestIndex {
     // commit, a sync could take redb's writer first, clear it, and leave
     // the commit that follows unsynced.)
     dirty: AtomicBool,
+    // Deferred: the write transaction kept open across batches, committed
+    // (unsynced) every `OPEN_BATCHES` batches or `OPEN_MS`, and at each
+    // sync. Every write and read goes through it.
+    open: Mutex<Open>,
 }
+
+/// A deferred index's open write transaction.
+#[derive(Default)]
+struct Open {
+    txn: Option<redb::WriteTransaction>,
+    batches: u32,
+    since: Option<Instant>,
+}
+
+/// A deferred index commits its open transaction after this many
+/// batches...
+const OPEN_BATCHES: u32 = 1024;
+/// ...or once it is this old (milliseconds).
+const OPEN_MS: u128 = 100;
 
 impl DigestIndex {
     /// Opens the index at `path`, creating it when missing.
@@ -193,6 +213,7 @@ impl DigestIndex {
             _temp: None,
             deferred: false,
             dirty: AtomicBool::new(false),
+            open: Mutex::new(Open::default()),
         };
         // Make the table exist so that lookups before any insert work.
         let txn = idx.db.begin_write().map_err(|e| db_error(e, &idx.path))?;
@@ -219,7 +240,10 @@ impl DigestIndex {
     /// (a crawl syncs once for a group of fetches, not once a fetch). A
     /// process killed before it loses the entries since the last sync:
     /// later duplicates of those payloads are then written whole, never
-    /// as revisits of a record that is not there.
+    /// as revisits of a record that is not there. Batches go into one
+    /// write transaction kept open, committed every 1,024 batches or
+    /// 100 ms and at each sync (redb's fixed cost a commit is paid once
+    /// for many fetches); lookups read it, so they see every batch.
     pub fn deferred(mut self) -> DigestIndex {
         self.deferred = true;
         self
@@ -237,15 +261,77 @@ impl DigestIndex {
             return Ok(false);
         }
         let p = &self.path;
-        let r = match self.db.begin_write() {
-            Ok(txn) => txn.commit().map_err(|e| db_error(e, p)),
-            Err(e) => Err(db_error(e, p)),
+        // The open transaction first (redb has one writer).
+        let mut open = self.lock_open();
+        let r = match open.txn.take().map(|t| t.commit()) {
+            Some(Err(e)) => Err(db_error(e, p)),
+            _ => match self.db.begin_write() {
+                Ok(txn) => txn.commit().map_err(|e| db_error(e, p)),
+                Err(e) => Err(db_error(e, p)),
+            },
         };
+        drop(open);
         if r.is_err() {
             // Still to be made durable.
             self.dirty.store(true, Ordering::SeqCst);
         }
         r.map(|()| true)
+    }
+
+    fn lock_open(&self) -> MutexGuard<'_, Open> {
+        self.open.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A deferred index's open transaction, begun (unsynced) if none is.
+    fn shared(&self) -> Result<MutexGuard<'_, Open>> {
+        let mut open = self.lock_open();
+        if open.txn.is_none() {
+            open.txn = Some(self.begin_write()?);
+            open.batches = 0;
+            open.since = Some(Instant::now());
+        }
+        Ok(open)
+    }
+
+    /// The value of `key` in table `def` (the open transaction's, when
+    /// deferred), and the table's length.
+    fn lookup(
+        &self,
+        def: TableDefinition<&str, &[u8]>,
+        key: Option<&str>,
+    ) -> Result<(Option<Vec<u8>>, u64)> {
+        fn get<T: ReadableTable<&'static str, &'static [u8]>>(
+            t: &T,
+            key: Option<&str>,
+            p: &Path,
+        ) -> Result<(Option<Vec<u8>>, u64)> {
+            match key {
+                Some(k) => Ok((
+                    t.get(k)
+                        .map_err(|e| db_error(e, p))?
+                        .map(|g| g.value().to_vec()),
+                    0,
+                )),
+                None => Ok((None, t.len().map_err(|e| db_error(e, p))?)),
+            }
+        }
+        let p = &self.path;
+        if self.deferred {
+            let open = self.shared()?;
+            let txn = open
+                .txn
+                .as_ref()
+                .ok_or_else(|| db_error("no open transaction", p))?;
+            let t = txn.open_table(def).map_err(|e| db_error(e, p))?;
+            return get(&t, key, p);
+        }
+        let txn = self.db.begin_read().map_err(|e| db_error(e, p))?;
+        match txn.open_table(def) {
+            Ok(t) => get(&t, key, p),
+            // An index made before URLs were kept.
+            Err(redb::TableError::TableDoesNotExist(_)) => Ok((None, 0)),
+            Err(e) => Err(db_error(e, p)),
+        }
     }
 
     fn begin_write(&self) -> Result<redb::WriteTransaction> {
@@ -278,9 +364,7 @@ impl DigestIndex {
     /// # Errors
     /// Reading the database failed.
     pub fn len(&self) -> Result<u64> {
-        let txn = self.db.begin_read().map_err(|e| db_error(e, &self.path))?;
-        let t = txn.open_table(TABLE).map_err(|e| db_error(e, &self.path))?;
-        t.len().map_err(|e| db_error(e, &self.path))
+        Ok(self.lookup(TABLE, None)?.1)
     }
 
     /// True when it holds no digest.
@@ -296,12 +380,8 @@ impl DigestIndex {
     /// # Errors
     /// Reading the database failed.
     pub fn get(&self, digest: &Digest) -> Result<Option<IndexEntry>> {
-        let txn = self.db.begin_read().map_err(|e| db_error(e, &self.path))?;
-        let t = txn.open_table(TABLE).map_err(|e| db_error(e, &self.path))?;
-        let v = t
-            .get(digest_key(digest).as_str())
-            .map_err(|e| db_error(e, &self.path))?;
-        Ok(v.and_then(|g| IndexEntry::decode(g.value())))
+        let v = self.lookup(TABLE, Some(digest_key(digest).as_str()))?.0;
+        Ok(v.and_then(|v| IndexEntry::decode(&v)))
     }
 
     /// A batch of lookups and inserts, committed together (one
@@ -310,7 +390,11 @@ impl DigestIndex {
     /// # Errors
     /// The database cannot start a transaction.
     pub fn batch(&self) -> Result<Batch<'_>> {
-        let txn = self.begin_write()?;
+        let txn = if self.deferred {
+            Txn::Shared(self.shared()?)
+        } else {
+            Txn::Own(Box::new(self.begin_write()?))
+        };
         Ok(Batch { txn, index: self })
     }
 
@@ -336,21 +420,25 @@ impl DigestIndex {
     }
 }
 
+impl Drop for DigestIndex {
+    /// A deferred index's open transaction is committed, durably. Its
+    /// owner syncs it before (a crawl's last checkpoint), where an error
+    /// is reported; this one only catches an owner that did not.
+    fn drop(&mut self) {
+        if self.deferred {
+            let _ = self.sync();
+        }
+    }
+}
+
 impl DigestIndex {
     /// The last capture of `uri` recorded with [`DigestIndex::put_url`].
     ///
     /// # Errors
     /// Reading the database failed.
     pub fn get_url(&self, uri: &str) -> Result<Option<UrlEntry>> {
-        let txn = self.db.begin_read().map_err(|e| db_error(e, &self.path))?;
-        let t = match txn.open_table(URLS) {
-            Ok(t) => t,
-            // An index made before URLs were kept.
-            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
-            Err(e) => return Err(db_error(e, &self.path)),
-        };
-        let v = t.get(uri).map_err(|e| db_error(e, &self.path))?;
-        Ok(v.and_then(|g| UrlEntry::decode(g.value())))
+        let v = self.lookup(URLS, Some(uri))?.0;
+        Ok(v.and_then(|v| UrlEntry::decode(&v)))
     }
 
     /// Records the capture of `uri` (replacing an earlier one).
@@ -358,31 +446,42 @@ impl DigestIndex {
     /// # Errors
     /// Writing the database failed.
     pub fn put_url(&self, uri: &str, entry: &UrlEntry) -> Result<()> {
-        let p = &self.path;
-        let txn = self.begin_write()?;
-        {
-            let mut t = txn.open_table(URLS).map_err(|e| db_error(e, p))?;
-            t.insert(uri, entry.encode().as_slice())
-                .map_err(|e| db_error(e, p))?;
-        }
-        self.commit(txn)
+        let mut b = self.batch()?;
+        b.put_url(uri, entry)?;
+        b.commit()
     }
 }
 
-/// Lookups and inserts in one transaction of a [`DigestIndex`].
+/// Lookups and inserts in one transaction of a [`DigestIndex`] (a
+/// deferred index's open one, held while the batch lives).
 pub struct Batch<'a> {
-    txn: redb::WriteTransaction,
+    txn: Txn<'a>,
     index: &'a DigestIndex,
 }
 
+enum Txn<'a> {
+    Own(Box<redb::WriteTransaction>),
+    Shared(MutexGuard<'a, Open>),
+}
+
 impl Batch<'_> {
+    fn txn(&self) -> Result<&redb::WriteTransaction> {
+        match &self.txn {
+            Txn::Own(t) => Ok(t),
+            Txn::Shared(o) => o
+                .txn
+                .as_ref()
+                .ok_or_else(|| db_error("no open transaction", &self.index.path)),
+        }
+    }
+
     /// The entry for a digest, inserts of this batch included.
     ///
     /// # Errors
     /// Reading the database failed.
     pub fn get(&self, digest: &Digest) -> Result<Option<IndexEntry>> {
         let p = &self.index.path;
-        let t = self.txn.open_table(TABLE).map_err(|e| db_error(e, p))?;
+        let t = self.txn()?.open_table(TABLE).map_err(|e| db_error(e, p))?;
         let v = t
             .get(digest_key(digest).as_str())
             .map_err(|e| db_error(e, p))?;
@@ -396,7 +495,7 @@ impl Batch<'_> {
     /// Writing the database failed.
     pub fn insert_if_absent(&mut self, digest: &Digest, entry: &IndexEntry) -> Result<bool> {
         let p = &self.index.path;
-        let mut t = self.txn.open_table(TABLE).map_err(|e| db_error(e, p))?;
+        let mut t = self.txn()?.open_table(TABLE).map_err(|e| db_error(e, p))?;
         let key = digest_key(digest);
         if t.get(key.as_str()).map_err(|e| db_error(e, p))?.is_some() {
             return Ok(false);
@@ -413,7 +512,7 @@ impl Batch<'_> {
     /// Writing the database failed.
     pub fn put_url(&mut self, uri: &str, entry: &UrlEntry) -> Result<()> {
         let p = &self.index.path;
-        let mut t = self.txn.open_table(URLS).map_err(|e| db_error(e, p))?;
+        let mut t = self.txn()?.open_table(URLS).map_err(|e| db_error(e, p))?;
         t.insert(uri, entry.encode().as_slice())
             .map_err(|e| db_error(e, p))?;
         Ok(())
@@ -424,7 +523,23 @@ impl Batch<'_> {
     /// # Errors
     /// Writing the database failed.
     pub fn commit(self) -> Result<()> {
-        self.index.commit(self.txn)
+        match self.txn {
+            Txn::Own(t) => self.index.commit(*t),
+            Txn::Shared(mut o) => {
+                o.batches += 1;
+                // Something to sync from now: the sync commits it.
+                self.index.dirty.store(true, Ordering::SeqCst);
+                let due = o.batches >= OPEN_BATCHES
+                    || o.since.is_some_and(|t| t.elapsed().as_millis() >= OPEN_MS);
+                match o.txn.take() {
+                    Some(t) if due => t.commit().map_err(|e| db_error(e, &self.index.path)),
+                    t => {
+                        o.txn = t;
+                        Ok(())
+                    }
+                }
+            }
+        }
     }
 }
 
