@@ -508,7 +508,7 @@ impl Crawl {
             Ok(())
         })?;
         // Its commits are synced at the frontier's checkpoints.
-        let index = DigestIndex::open(&idx_path)?.deferred();
+        let index = DigestIndex::open_deferred(&idx_path)?;
         let mut notes = Vec::new();
         if let Some(p) = cdxj {
             let n = crate::dedupe::load(&index, p)?;
