@@ -14,7 +14,9 @@
 //! ```text
 //! crawl.toml          the configuration (flags laid over --config)
 //! frontier.redb       queues, seen set, in-flight, counters
+//! frontier.journal    its changes since the last checkpoint (while running)
 //! dedupe.redb         payload digests and URL validators (revisits)
+//! dedupe.journal      its entries since the last checkpoint (while running)
 //! archive/            WARC files (Annex B names)
 //! indexes/index.cdxj  CDXJ of each closed WARC file
 //! pages/pages.jsonl   the HTML pages

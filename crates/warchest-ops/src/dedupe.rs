@@ -560,8 +560,11 @@ impl Drop for DigestIndex {
     /// owner syncs it before (a crawl's last checkpoint), where an error
     /// is reported; this one only catches an owner that did not.
     fn drop(&mut self) {
-        if self.deferred {
-            let _ = self.sync();
+        if self.deferred && self.sync().is_ok() {
+            // Empty now: a clean close leaves no journal.
+            if let Some((jp, _)) = self.lock_open().journal.take() {
+                let _ = fs::remove_file(jp);
+            }
         }
     }
 }
