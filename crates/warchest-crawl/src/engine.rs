@@ -14,7 +14,9 @@
 //! ```text
 //! crawl.toml          the configuration (flags laid over --config)
 //! frontier.redb       queues, seen set, in-flight, counters
+//! frontier.journal    its changes since the last checkpoint (while running)
 //! dedupe.redb         payload digests and URL validators (revisits)
+//! dedupe.journal      its entries since the last checkpoint (while running)
 //! archive/            WARC files (Annex B names)
 //! indexes/index.cdxj  CDXJ of each closed WARC file
 //! pages/pages.jsonl   the HTML pages
@@ -508,7 +510,7 @@ impl Crawl {
             Ok(())
         })?;
         // Its commits are synced at the frontier's checkpoints.
-        let index = DigestIndex::open(&idx_path)?.deferred();
+        let index = DigestIndex::open_deferred(&idx_path)?;
         let mut notes = Vec::new();
         if let Some(p) = cdxj {
             let n = crate::dedupe::load(&index, p)?;

@@ -1,9 +1,11 @@
 //! The frontier: what is queued, what is in flight and what was seen, on
 //! disk in one redb database (`frontier.redb` in the crawl directory).
 //!
-//! Every change is one write transaction, committed without a sync and
-//! journaled before it commits (`journal.rs`: one `write()` to
-//! `frontier.journal`), so a `kill -9` at any moment loses nothing queued:
+//! Every change is journaled (`journal.rs`: one `write()` to
+//! `frontier.journal`) and then applied to one write transaction kept
+//! open across many changes, committed without a sync every
+//! 1,024 changes or 100 ms (redb's fixed cost a commit
+//! paid once for many URIs), so a `kill -9` at any moment loses nothing queued:
 //! on reopening, the journal's changes since the last checkpoint are
 //! replayed over the database, and the URIs that were in flight go back to
 //! their queues (they are fetched again; nothing else is). No worker waits
@@ -37,7 +39,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+use redb::{Database, ReadableTable, TableDefinition};
 use url::Url;
 
 use crate::journal::{self, Journal, Op};
@@ -49,6 +51,18 @@ const READY: TableDefinition<&[u8], ()> = TableDefinition::new("ready");
 const SEEN: TableDefinition<&[u8], ()> = TableDefinition::new("seen");
 const INFLIGHT: TableDefinition<&[u8], &[u8]> = TableDefinition::new("inflight");
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+
+/// The frontier's tables, each opened once for a change: opening and
+/// closing a redb table costs a lookup in, and a write to, the
+/// transaction's table tree, and a URI's change used about 17 opens.
+struct Tables<'t> {
+    queue: redb::Table<'t, &'static [u8], &'static [u8]>,
+    hosts: redb::Table<'t, &'static [u8], &'static [u8]>,
+    ready: redb::Table<'t, &'static [u8], ()>,
+    seen: redb::Table<'t, &'static [u8], ()>,
+    inflight: redb::Table<'t, &'static [u8], &'static [u8]>,
+    meta: redb::Table<'t, &'static str, u64>,
+}
 /// The journal's epoch (`meta`): a journal of another epoch is not
 /// replayed.
 const EPOCH: &str = "journal_epoch";
@@ -266,14 +280,35 @@ impl Drop for Turn<'_> {
     }
 }
 
-/// The frontier; see the module documentation. Shared by the workers
-/// (redb serialises write transactions).
+/// Commit the open write transaction (unsynced) after this many changes...
+const BATCH_CHANGES: u32 = 1024;
+/// ...or once it is this old (milliseconds).
+const BATCH_MS: u64 = 100;
+
+/// The journal and redb's one write transaction, kept open across many
+/// changes (see [`Frontier::change`]), under one lock.
+struct Log {
+    j: Journal,
+    /// The write transaction every change, take and read goes into.
+    txn: Option<redb::WriteTransaction>,
+    /// Changes in `txn`, and when it was opened (ms from `started`).
+    pending: u32,
+    opened_ms: u64,
+    /// A change is being applied (set again when one unwinds).
+    in_change: bool,
+    /// A change failed part way: `txn` was dropped (aborted), so redb no
+    /// longer holds what the journal says; nothing more is applied or
+    /// committed, and reopening replays the journal.
+    broken: Option<String>,
+}
+
+/// The frontier; see the module documentation. Shared by the workers:
+/// every change goes through one lock (the journal and redb's writer).
 pub struct Frontier {
     db: Database,
     path: PathBuf,
-    /// The journal; its lock is taken before redb's writer by every
-    /// journaled change and by checkpoints.
-    journal: Mutex<Journal>,
+    /// The journal and the open write transaction.
+    journal: Mutex<Log>,
     /// A second handle on the journal, synced without its lock.
     journal_file: std::fs::File,
     started: Instant,
@@ -301,6 +336,19 @@ pub struct Frontier {
 /// `frontier.journal`.
 pub fn journal_path(path: &Path) -> PathBuf {
     path.with_extension("journal")
+}
+
+impl Log {
+    fn new(j: Journal) -> Log {
+        Log {
+            j,
+            txn: None,
+            pending: 0,
+            opened_ms: 0,
+            in_change: false,
+            broken: None,
+        }
+    }
 }
 
 impl Frontier {
@@ -339,7 +387,7 @@ impl Frontier {
         let mut f = Frontier {
             db,
             path: path.to_path_buf(),
-            journal: Mutex::new(j),
+            journal: Mutex::new(Log::new(j)),
             journal_file,
             started: Instant::now(),
             synced_ms: AtomicU64::new(0),
@@ -357,7 +405,7 @@ impl Frontier {
         // leaves the old one, whose epoch the database no longer has.
         let j = Journal::create(&jpath, epoch).map_err(|e| jerr(&e))?;
         f.journal_file = j.handle().map_err(|e| jerr(&e))?;
-        f.journal = Mutex::new(j);
+        f.journal = Mutex::new(Log::new(j));
         f.ready = true;
         let _ = std::fs::remove_file(&scratch);
         if old.torn > 0 {
@@ -387,10 +435,11 @@ impl Frontier {
         self.started.elapsed().as_millis() as u64
     }
 
-    fn lock_journal(&self) -> std::sync::MutexGuard<'_, Journal> {
+    fn lock_journal(&self) -> std::sync::MutexGuard<'_, Log> {
         // A panic while it was held (a companion's, during a checkpoint)
-        // left it whole: records are appended with one write, and the
-        // checkpoint resets it only after its commit.
+        // left the journal whole: records are appended with one write,
+        // and the checkpoint resets it only after its commit. A panic
+        // inside a change leaves `in_change` set: `change` refuses then.
         self.journal.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -402,27 +451,126 @@ impl Frontier {
         }
     }
 
-    /// One journaled change: `apply` in a write transaction, its record
-    /// (`record` writes the payload) appended to the journal before the
-    /// transaction commits (unsynced), so no worker sees the change before
-    /// the journal holds it. Survives a `kill -9` once this returns; a
-    /// power loss, once the journal's next sync or checkpoint is made.
+    /// The open write transaction, begun (unsynced) if none is.
+    fn open_txn<'a>(&self, g: &'a mut Log) -> Result<&'a redb::WriteTransaction> {
+        if let Some(m) = &g.broken {
+            return Err(self.err(format!(
+                "an earlier change failed part way ({m}); \
+                 reopening the frontier replays its journal"
+            )));
+        }
+        if g.txn.is_none() {
+            let mut txn = self.db.begin_write().map_err(|e| self.err(e))?;
+            // Lost with a kill: the journal holds every change (taking a
+            // URI, not journaled, leaves it in its queue).
+            txn.set_durability(redb::Durability::None)
+                .map_err(|e| self.err(e))?;
+            g.txn = Some(txn);
+            g.pending = 0;
+            g.opened_ms = self.ms();
+        }
+        g.txn
+            .as_ref()
+            .ok_or_else(|| self.err("no write transaction"))
+    }
+
+    /// `f` in the open write transaction (begun if none is), committed
+    /// unsynced once it holds [`BATCH_CHANGES`] changes or is
+    /// [`BATCH_MS`] old: redb's fixed cost a commit (table roots,
+    /// checksums, dirty pages written) is paid once for many URIs, where
+    /// it was paid for each. A change that fails (or unwinds) part way
+    /// breaks the frontier: the transaction is dropped, so redb is back at
+    /// its last commit, behind the journal; every later change fails, no
+    /// checkpoint is made, and reopening replays the journal.
+    fn change<T>(
+        &self,
+        g: &mut Log,
+        f: impl FnOnce(&redb::WriteTransaction) -> Result<T>,
+    ) -> Result<T> {
+        if g.in_change {
+            g.txn = None;
+            g.broken
+                .get_or_insert_with(|| "a change was cut by a panic".into());
+        }
+        self.open_txn(g)?;
+        g.in_change = true;
+        let r = match g.txn.as_ref() {
+            Some(txn) => f(txn),
+            None => Err(self.err("no write transaction")),
+        };
+        g.in_change = false;
+        match r {
+            Ok(v) => {
+                g.pending += 1;
+                if g.pending >= BATCH_CHANGES || self.ms().saturating_sub(g.opened_ms) >= BATCH_MS {
+                    self.commit_open(g)?;
+                }
+                Ok(v)
+            }
+            Err(e) => {
+                g.txn = None;
+                g.broken = Some(e.to_string());
+                Err(e)
+            }
+        }
+    }
+
+    /// Commits the open write transaction, if any (unsynced).
+    fn commit_open(&self, g: &mut Log) -> Result<()> {
+        if let Some(m) = &g.broken {
+            return Err(self.err(format!(
+                "an earlier change failed part way ({m}); \
+                 reopening the frontier replays its journal"
+            )));
+        }
+        if let Some(txn) = g.txn.take()
+            && let Err(e) = txn.commit()
+        {
+            g.broken = Some(e.to_string());
+            return Err(self.err(e));
+        }
+        g.pending = 0;
+        Ok(())
+    }
+
+    /// A read in the open write transaction (so it sees every change).
+    fn read<T>(&self, f: impl FnOnce(&redb::WriteTransaction) -> Result<T>) -> Result<T> {
+        let mut g = self.lock_journal();
+        let txn = self.open_txn(&mut g)?;
+        f(txn)
+    }
+
+    /// One journaled change: its record (`record` writes the payload)
+    /// appended to the journal, then `apply` in the open write transaction
+    /// ([`Frontier::change`]), both under the journal's lock, so no worker
+    /// sees the change before the journal holds it. A failed append
+    /// applies nothing. Survives a `kill -9` once this returns; a power
+    /// loss, once the journal's next sync or checkpoint is made.
     fn journaled<T>(
         &self,
         record: impl FnOnce(&mut Vec<u8>),
         apply: impl FnOnce(&redb::WriteTransaction) -> Result<T>,
     ) -> Result<T> {
-        let mut j = self.lock_journal();
-        let mut txn = self.db.begin_write().map_err(|e| self.err(e))?;
-        txn.set_durability(redb::Durability::None)
-            .map_err(|e| self.err(e))?;
-        let r = apply(&txn)?;
+        let mut g = self.lock_journal();
+        // Refused before it is journaled: a broken frontier takes nothing.
+        self.open_txn(&mut g)?;
         let mut payload = Vec::with_capacity(256);
         record(&mut payload);
-        j.append(&payload).map_err(|e| self.jerr(&j, e))?;
-        txn.commit().map_err(|e| self.err(e))?;
-        let big = j.bytes >= self.checkpoint_bytes;
-        drop(j);
+        let mut appended = g.j.append(&payload);
+        if appended.is_err() && g.j.is_broken() {
+            // A failed write whose undoing failed too: no change could be
+            // journaled until the next checkpoint, which a crawl makes
+            // only every `checkpoint-interval`. One now (everything so
+            // far durable in redb, the journal started afresh) lets the
+            // crawl go on; if it fails too, the first error is reported.
+            if self.checkpoint_locked(&mut g).is_ok() {
+                appended = g.j.append(&payload);
+            }
+        }
+        appended.map_err(|e| self.jerr(&g.j, e))?;
+        let r = self.change(&mut g, apply)?;
+        let big = g.j.bytes >= self.checkpoint_bytes;
+        drop(g);
         let now = self.ms();
         if big
             || now.saturating_sub(self.checkpoint_ms.load(Ordering::Relaxed))
@@ -481,7 +629,19 @@ impl Frontier {
     }
 
     fn checkpoint_now(&self) -> Result<()> {
-        let mut j = self.lock_journal();
+        let mut g = self.lock_journal();
+        self.checkpoint_locked(&mut g)
+    }
+
+    /// [`Frontier::checkpoint`], the journal's lock held.
+    fn checkpoint_locked(&self, g: &mut Log) -> Result<()> {
+        if g.in_change {
+            g.txn = None;
+            g.broken
+                .get_or_insert_with(|| "a change was cut by a panic".into());
+        }
+        // Refused when broken: redb is behind the journal.
+        self.commit_open(g)?;
         if let Some((path, c)) = &self.companion {
             c().map_err(|e| FrontierError {
                 what: "dedupe index",
@@ -489,7 +649,7 @@ impl Frontier {
                 msg: format!("syncing it before the frontier's checkpoint: {e}"),
             })?;
         }
-        let epoch = j.epoch.wrapping_add(1);
+        let epoch = g.j.epoch.wrapping_add(1);
         let txn = self.db.begin_write().map_err(|e| self.err(e))?;
         {
             let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
@@ -497,7 +657,8 @@ impl Frontier {
         }
         txn.commit().map_err(|e| self.err(e))?;
         // A kill here leaves a journal of the old epoch: not replayed.
-        j.reset(epoch).map_err(|e| self.jerr(&j, e))?;
+        let reset = g.j.reset(epoch);
+        reset.map_err(|e| self.jerr(&g.j, e))?;
         let now = self.ms();
         self.checkpoint_ms.store(now, Ordering::Relaxed);
         self.synced_ms.store(now, Ordering::Relaxed);
@@ -551,7 +712,7 @@ impl Frontier {
     fn apply(&self, txn: &redb::WriteTransaction, op: Op) -> Result<()> {
         match op {
             Op::Add(uris) => {
-                self.add_in(txn, &uris)?;
+                self.add_in(&mut self.tables(txn)?, &uris)?;
             }
             Op::Complete {
                 key,
@@ -559,19 +720,31 @@ impl Frontier {
                 outcome,
                 found,
             } => {
-                self.complete_in(txn, &key, &host, outcome, &found)?;
+                self.complete_in(&mut self.tables(txn)?, &key, &host, outcome, &found)?;
             }
             Op::Retry {
                 key,
                 host,
                 uri,
                 delay,
-            } => self.retry_in(txn, &key, &host, &uri, delay)?,
+            } => self.retry_in(&mut self.tables(txn)?, &key, &host, &uri, delay)?,
             Op::MarkSeen(urls) => {
                 self.mark_seen_in(txn, &urls)?;
             }
         }
         Ok(())
+    }
+
+    /// Opens the frontier's tables in `txn`, once for a change.
+    fn tables<'t>(&self, txn: &'t redb::WriteTransaction) -> Result<Tables<'t>> {
+        Ok(Tables {
+            queue: txn.open_table(QUEUE).map_err(|e| self.err(e))?,
+            hosts: txn.open_table(HOSTS).map_err(|e| self.err(e))?,
+            ready: txn.open_table(READY).map_err(|e| self.err(e))?,
+            seen: txn.open_table(SEEN).map_err(|e| self.err(e))?,
+            inflight: txn.open_table(INFLIGHT).map_err(|e| self.err(e))?,
+            meta: txn.open_table(META).map_err(|e| self.err(e))?,
+        })
     }
 
     /// Lets up to `n` URIs of one host be in flight at once (1 to 64; 1,
@@ -670,23 +843,26 @@ impl Frontier {
     pub fn add(&self, uris: &[CrawlUri]) -> Result<u64> {
         self.journaled(
             |b| journal::encode_add(b, uris),
-            |txn| self.add_in(txn, uris),
+            |txn| self.add_in(&mut self.tables(txn)?, uris),
         )
     }
 
-    fn add_in(&self, txn: &redb::WriteTransaction, uris: &[CrawlUri]) -> Result<u64> {
-        let mut queue = txn.open_table(QUEUE).map_err(|e| self.err(e))?;
-        let mut hosts = txn.open_table(HOSTS).map_err(|e| self.err(e))?;
-        let mut ready = txn.open_table(READY).map_err(|e| self.err(e))?;
-        let mut seen = txn.open_table(SEEN).map_err(|e| self.err(e))?;
-        let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
+    fn add_in(&self, t: &mut Tables<'_>, uris: &[CrawlUri]) -> Result<u64> {
+        let Tables {
+            queue,
+            hosts,
+            ready,
+            seen,
+            meta,
+            ..
+        } = t;
         let get = |m: &redb::Table<&str, u64>, k: &str| -> Result<u64> {
             Ok(m.get(k)
                 .map_err(|e| self.err(e))?
                 .map(|g| g.value())
                 .unwrap_or(0))
         };
-        let mut seq = get(&meta, "seq")?;
+        let mut seq = get(meta, "seq")?;
         let mut added = 0;
         for u in uris {
             let key = u.url.as_str().as_bytes();
@@ -720,9 +896,9 @@ impl Frontier {
             added += 1;
         }
         meta.insert("seq", seq).map_err(|e| self.err(e))?;
-        let q = get(&meta, "queued")?;
+        let q = get(meta, "queued")?;
         meta.insert("queued", q + added).map_err(|e| self.err(e))?;
-        let s = get(&meta, "seen")?;
+        let s = get(meta, "seen")?;
         meta.insert("seen", s + added).map_err(|e| self.err(e))?;
         Ok(added)
     }
@@ -733,23 +909,26 @@ impl Frontier {
     /// # Errors
     /// The database failed.
     pub fn next(&self) -> Result<Next> {
-        let mut txn = self.db.begin_write().map_err(|e| self.err(e))?;
-        // Not synced nor journaled: if a crash loses this commit, the URI
-        // is still in its queue, as an in-flight one would be put back.
-        txn.set_durability(redb::Durability::None)
-            .map_err(|e| self.err(e))?;
-        let (next, changed) = self.next_in(&txn)?;
-        if changed {
-            txn.commit().map_err(|e| self.err(e))?;
-        }
-        Ok(next)
+        // Not journaled: if a kill loses it, the URI is still in its
+        // queue, as an in-flight one would be put back.
+        let mut g = self.lock_journal();
+        Ok(self
+            .change(&mut g, |txn| self.next_in(&mut self.tables(txn)?))?
+            .0)
     }
 
     /// [`Frontier::next`] in `txn`; also whether it changed anything.
-    fn next_in(&self, txn: &redb::WriteTransaction) -> Result<(Next, bool)> {
+    fn next_in(&self, t: &mut Tables<'_>) -> Result<(Next, bool)> {
         let now = now_ms();
         let lease = {
-            let mut ready = txn.open_table(READY).map_err(|e| self.err(e))?;
+            let Tables {
+                queue,
+                hosts,
+                ready,
+                inflight,
+                meta,
+                ..
+            } = t;
             let first = ready
                 .first()
                 .map_err(|e| self.err(e))?
@@ -763,10 +942,6 @@ impl Frontier {
             }
             let host = String::from_utf8_lossy(&rk[8..]).into_owned();
             ready.remove(rk.as_slice()).map_err(|e| self.err(e))?;
-            let mut queue = txn.open_table(QUEUE).map_err(|e| self.err(e))?;
-            let mut hosts = txn.open_table(HOSTS).map_err(|e| self.err(e))?;
-            let mut inflight = txn.open_table(INFLIGHT).map_err(|e| self.err(e))?;
-            let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
             let mut lo = host.as_bytes().to_vec();
             lo.push(0);
             let mut hi = host.as_bytes().to_vec();
@@ -816,8 +991,8 @@ impl Frontier {
                     .map_err(|e| self.err(e))?;
                 Ok(())
             };
-            bump(&mut meta, "queued", -1)?;
-            bump(&mut meta, "in_flight", 1)?;
+            bump(meta, "queued", -1)?;
+            bump(meta, "in_flight", 1)?;
             let uri = decode_uri(&v).ok_or_else(|| self.err("a queued URI does not decode"))?;
             Lease { uri, host, key: k }
         };
@@ -841,8 +1016,9 @@ impl Frontier {
         self.journaled(
             |b| journal::encode_complete(b, &lease.key, &lease.host, &outcome, found),
             |txn| {
-                let n = self.complete_in(txn, &lease.key, &lease.host, outcome, found)?;
-                let next = match self.next_in(txn)?.0 {
+                let mut t = self.tables(txn)?;
+                let n = self.complete_in(&mut t, &lease.key, &lease.host, outcome, found)?;
+                let next = match self.next_in(&mut t)?.0 {
                     Next::Uri(l) => Some(*l),
                     _ => None,
                 };
@@ -858,11 +1034,16 @@ impl Frontier {
     /// # Errors
     /// The database failed.
     pub fn put_back(&self, lease: &Lease) -> Result<()> {
-        let mut txn = self.db.begin_write().map_err(|e| self.err(e))?;
-        txn.set_durability(redb::Durability::None)
-            .map_err(|e| self.err(e))?;
-        self.retry_in(&txn, &lease.key, &lease.host, &lease.uri, Duration::ZERO)?;
-        txn.commit().map_err(|e| self.err(e))
+        let mut g = self.lock_journal();
+        self.change(&mut g, |txn| {
+            self.retry_in(
+                &mut self.tables(txn)?,
+                &lease.key,
+                &lease.host,
+                &lease.uri,
+                Duration::ZERO,
+            )
+        })
     }
 
     /// Finishes a lease: the host is free after `outcome.delay`, the
@@ -875,24 +1056,35 @@ impl Frontier {
     pub fn complete(&self, lease: &Lease, outcome: Outcome, found: &[CrawlUri]) -> Result<u64> {
         self.journaled(
             |b| journal::encode_complete(b, &lease.key, &lease.host, &outcome, found),
-            |txn| self.complete_in(txn, &lease.key, &lease.host, outcome, found),
+            |txn| {
+                self.complete_in(
+                    &mut self.tables(txn)?,
+                    &lease.key,
+                    &lease.host,
+                    outcome,
+                    found,
+                )
+            },
         )
     }
 
     /// Takes the URI at queue key `key` out of the in-flight table, or, when
     /// a journal's replay finds it still queued (its taking was not
     /// committed durably), out of its queue.
-    fn take_back(&self, txn: &redb::WriteTransaction, key: &[u8], host: &str) -> Result<()> {
-        let mut inflight = txn.open_table(INFLIGHT).map_err(|e| self.err(e))?;
-        let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
+    fn take_back(&self, t: &mut Tables<'_>, key: &[u8], host: &str) -> Result<()> {
+        let Tables {
+            queue,
+            hosts,
+            inflight,
+            meta,
+            ..
+        } = t;
         let counter = if inflight.remove(key).map_err(|e| self.err(e))?.is_some() {
             "in_flight"
         } else {
-            let mut queue = txn.open_table(QUEUE).map_err(|e| self.err(e))?;
             if queue.remove(key).map_err(|e| self.err(e))?.is_none() {
                 return Ok(());
             }
-            let mut hosts = txn.open_table(HOSTS).map_err(|e| self.err(e))?;
             let mut st = hosts
                 .get(host.as_bytes())
                 .map_err(|e| self.err(e))?
@@ -916,15 +1108,15 @@ impl Frontier {
 
     fn complete_in(
         &self,
-        txn: &redb::WriteTransaction,
+        t: &mut Tables<'_>,
         key: &[u8],
         host: &str,
         outcome: Outcome,
         found: &[CrawlUri],
     ) -> Result<u64> {
-        self.take_back(txn, key, host)?;
+        self.take_back(t, key, host)?;
         {
-            let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
+            let meta = &mut t.meta;
             let bump = |m: &mut redb::Table<&str, u64>, k: &str, d: u64| -> Result<()> {
                 let v = m
                     .get(k)
@@ -934,16 +1126,16 @@ impl Frontier {
                 m.insert(k, v.saturating_add(d)).map_err(|e| self.err(e))?;
                 Ok(())
             };
-            bump(&mut meta, "done", 1)?;
-            bump(&mut meta, "failed", outcome.failed as u64)?;
-            bump(&mut meta, "pages", outcome.page as u64)?;
-            bump(&mut meta, "bytes", outcome.bytes)?;
+            bump(meta, "done", 1)?;
+            bump(meta, "failed", outcome.failed as u64)?;
+            bump(meta, "pages", outcome.page as u64)?;
+            bump(meta, "bytes", outcome.bytes)?;
         }
-        self.release(txn, host, outcome.delay, |st| {
+        self.release(t, host, outcome.delay, |st| {
             st.pages += outcome.page as u64;
             st.bytes += outcome.bytes;
         })?;
-        self.add_in(txn, found)
+        self.add_in(t, found)
     }
 
     /// Gives a lease back to its queue (a retry), the host asked again
@@ -956,25 +1148,24 @@ impl Frontier {
     pub fn retry(&self, lease: &Lease, uri: &CrawlUri, delay: Duration) -> Result<()> {
         self.journaled(
             |b| journal::encode_retry(b, &lease.key, &lease.host, uri, delay),
-            |txn| self.retry_in(txn, &lease.key, &lease.host, uri, delay),
+            |txn| self.retry_in(&mut self.tables(txn)?, &lease.key, &lease.host, uri, delay),
         )
     }
 
     fn retry_in(
         &self,
-        txn: &redb::WriteTransaction,
+        t: &mut Tables<'_>,
         key: &[u8],
         host: &str,
         uri: &CrawlUri,
         delay: Duration,
     ) -> Result<()> {
-        self.take_back(txn, key, host)?;
+        self.take_back(t, key, host)?;
         {
-            let mut queue = txn.open_table(QUEUE).map_err(|e| self.err(e))?;
-            queue
+            t.queue
                 .insert(key, encode_uri(uri).as_slice())
                 .map_err(|e| self.err(e))?;
-            let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
+            let meta = &mut t.meta;
             let v = meta
                 .get("queued")
                 .map_err(|e| self.err(e))?
@@ -982,18 +1173,17 @@ impl Frontier {
                 .unwrap_or(0);
             meta.insert("queued", v + 1).map_err(|e| self.err(e))?;
         }
-        self.release(txn, host, delay, |st| st.queued += 1)
+        self.release(t, host, delay, |st| st.queued += 1)
     }
 
     fn release(
         &self,
-        txn: &redb::WriteTransaction,
+        t: &mut Tables<'_>,
         host: &str,
         delay: Duration,
         f: impl FnOnce(&mut HostState),
     ) -> Result<()> {
-        let mut hosts = txn.open_table(HOSTS).map_err(|e| self.err(e))?;
-        let mut ready = txn.open_table(READY).map_err(|e| self.err(e))?;
+        let Tables { hosts, ready, .. } = t;
         let mut st = hosts
             .get(host.as_bytes())
             .map_err(|e| self.err(e))?
@@ -1025,14 +1215,15 @@ impl Frontier {
     /// # Errors
     /// The database failed.
     pub fn host_usage(&self, host: &str) -> Result<(u64, u64)> {
-        let txn = self.db.begin_read().map_err(|e| self.err(e))?;
-        let hosts = txn.open_table(HOSTS).map_err(|e| self.err(e))?;
-        let st = hosts
-            .get(host.as_bytes())
-            .map_err(|e| self.err(e))?
-            .map(|g| HostState::decode(g.value()))
-            .unwrap_or_default();
-        Ok((st.pages, st.bytes))
+        self.read(|txn| {
+            let hosts = txn.open_table(HOSTS).map_err(|e| self.err(e))?;
+            let st = hosts
+                .get(host.as_bytes())
+                .map_err(|e| self.err(e))?
+                .map(|g| HostState::decode(g.value()))
+                .unwrap_or_default();
+            Ok((st.pages, st.bytes))
+        })
     }
 
     /// Marks `urls` seen without queuing them (a browser fetched them:
@@ -1068,12 +1259,13 @@ impl Frontier {
     /// # Errors
     /// The database failed.
     pub fn seen(&self, url: &Url) -> Result<bool> {
-        let txn = self.db.begin_read().map_err(|e| self.err(e))?;
-        let seen = txn.open_table(SEEN).map_err(|e| self.err(e))?;
-        Ok(seen
-            .get(url.as_str().as_bytes())
-            .map_err(|e| self.err(e))?
-            .is_some())
+        self.read(|txn| {
+            let seen = txn.open_table(SEEN).map_err(|e| self.err(e))?;
+            Ok(seen
+                .get(url.as_str().as_bytes())
+                .map_err(|e| self.err(e))?
+                .is_some())
+        })
     }
 
     /// The counters.
@@ -1081,27 +1273,26 @@ impl Frontier {
     /// # Errors
     /// The database failed.
     pub fn counts(&self) -> Result<Counts> {
-        let txn = self.db.begin_read().map_err(|e| self.err(e))?;
-        let meta = match txn.open_table(META) {
-            Ok(m) => m,
-            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Counts::default()),
-            Err(e) => return Err(self.err(e)),
-        };
-        let g = |k: &str| -> Result<u64> {
-            Ok(meta
-                .get(k)
-                .map_err(|e| self.err(e))?
-                .map(|g| g.value())
-                .unwrap_or(0))
-        };
-        Ok(Counts {
-            queued: g("queued")?,
-            in_flight: g("in_flight")?,
-            done: g("done")?,
-            failed: g("failed")?,
-            pages: g("pages")?,
-            bytes: g("bytes")?,
-            seen: g("seen")?,
+        self.read(|txn| {
+            // Opening it in the write transaction makes it: the open made
+            // every table (`recover_in`).
+            let meta = txn.open_table(META).map_err(|e| self.err(e))?;
+            let g = |k: &str| -> Result<u64> {
+                Ok(meta
+                    .get(k)
+                    .map_err(|e| self.err(e))?
+                    .map(|g| g.value())
+                    .unwrap_or(0))
+            };
+            Ok(Counts {
+                queued: g("queued")?,
+                in_flight: g("in_flight")?,
+                done: g("done")?,
+                failed: g("failed")?,
+                pages: g("pages")?,
+                bytes: g("bytes")?,
+                seen: g("seen")?,
+            })
         })
     }
 
@@ -1110,10 +1301,11 @@ impl Frontier {
     /// # Errors
     /// The database failed.
     pub fn hosts_waiting(&self) -> Result<u64> {
-        let txn = self.db.begin_read().map_err(|e| self.err(e))?;
-        let ready = txn.open_table(READY).map_err(|e| self.err(e))?;
-        use redb::ReadableTableMetadata;
-        ready.len().map_err(|e| self.err(e))
+        self.read(|txn| {
+            let ready = txn.open_table(READY).map_err(|e| self.err(e))?;
+            use redb::ReadableTableMetadata;
+            ready.len().map_err(|e| self.err(e))
+        })
     }
 }
 
@@ -1435,6 +1627,73 @@ mod tests {
         );
         f.checkpoint().unwrap();
         assert_eq!(f.counts().unwrap().queued, 2);
+    }
+
+    /// A journal whose failed write could not be undone gets a checkpoint
+    /// at once: the change goes through, journaled in the fresh journal,
+    /// where every change used to fail until the next checkpoint.
+    #[test]
+    fn a_broken_journal_is_mended_by_a_checkpoint_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f.redb");
+        let (mut f, _) = Frontier::open(&p).unwrap();
+        f.set_checkpoint(Duration::from_secs(3600), u64::MAX);
+        f.add(&[uri("http://a.test/1")]).unwrap();
+        let e0 = journal::read(&journal_path(&p)).unwrap().epoch.unwrap();
+        f.lock_journal().j.break_for_test();
+        f.add(&[uri("http://a.test/2")]).unwrap();
+        let r = journal::read(&journal_path(&p)).unwrap();
+        assert_eq!(r.epoch, Some(e0 + 1), "a checkpoint was made");
+        assert_eq!(r.records.len(), 1, "the change is in the fresh journal");
+        assert_eq!(f.counts().unwrap().queued, 2);
+        drop(f);
+        let (f, _) = Frontier::open(&p).unwrap();
+        assert_eq!(f.counts().unwrap().queued, 2);
+    }
+
+    /// Changes go into one write transaction kept open, which reads see:
+    /// a URI queued is seen and counted before any commit, and a change
+    /// that fails part way breaks the frontier (nothing more is applied,
+    /// no checkpoint) until reopening replays the journal.
+    #[test]
+    fn changes_share_an_open_transaction_and_a_failed_one_breaks_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f.redb");
+        let (mut f, _) = Frontier::open(&p).unwrap();
+        f.set_checkpoint(Duration::from_secs(3600), u64::MAX);
+        f.add(&[uri("http://a.test/1")]).unwrap();
+        assert!(f.lock_journal().txn.is_some(), "left open");
+        assert!(f.seen(&Url::parse("http://a.test/1").unwrap()).unwrap());
+        assert_eq!(f.counts().unwrap().queued, 1);
+        let l = take(&f);
+        let e = f
+            .journaled(
+                |b| journal::encode_complete(b, &l.key, &l.host, &Outcome::default(), &[]),
+                |txn| {
+                    f.complete_in(
+                        &mut f.tables(txn)?,
+                        &l.key,
+                        &l.host,
+                        Outcome::default(),
+                        &[],
+                    )?;
+                    Err::<(), _>(f.err("a disk error (test)"))
+                },
+            )
+            .unwrap_err();
+        assert!(e.to_string().contains("disk error"), "{e}");
+        let e = f.add(&[uri("http://a.test/2")]).unwrap_err();
+        assert!(e.to_string().contains("failed part way"), "{e}");
+        assert!(
+            f.checkpoint().is_err(),
+            "no checkpoint of a broken frontier"
+        );
+        drop(f);
+        // The journal holds the change that failed: the replay makes it.
+        let (f, back) = Frontier::open(&p).unwrap();
+        assert_eq!(back, 0, "finished by the replay, not put back");
+        let c = f.counts().unwrap();
+        assert_eq!((c.done, c.queued, c.in_flight), (1, 0, 0), "{c:?}");
     }
 
     /// The child of [`a_killed_frontier_keeps_its_journaled_changes`]:

@@ -300,6 +300,18 @@ impl Journal {
         Ok(())
     }
 
+    /// Whether a failed write could not be undone: appends are refused
+    /// until a [`reset`](Self::reset).
+    pub fn is_broken(&self) -> bool {
+        self.broken
+    }
+
+    /// Breaks it as a failed write whose undoing failed does.
+    #[cfg(test)]
+    pub(crate) fn break_for_test(&mut self) {
+        self.broken = true;
+    }
+
     /// Appends one record, whole, with one `write()` (unless the kernel
     /// cuts it short, when the rest follows).
     ///

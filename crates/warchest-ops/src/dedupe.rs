@@ -17,8 +17,10 @@ use std::fs;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Instant;
 
-use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 
 use crate::revisit::{self, Location, Original, digest_key};
 use warchest::Limits;
@@ -170,7 +172,92 @@ pub struct DigestIndex {
     // commit, a sync could take redb's writer first, clear it, and leave
     // the commit that follows unsynced.)
     dirty: AtomicBool,
+    // Deferred: the write transaction kept open across batches, committed
+    // (unsynced) every `OPEN_BATCHES` batches or `OPEN_MS`, and at each
+    // sync. Every write and read goes through it.
+    open: Mutex<Open>,
 }
+
+/// A deferred index's open write transaction.
+#[derive(Default)]
+struct Open {
+    txn: Option<redb::WriteTransaction>,
+    batches: u32,
+    since: Option<Instant>,
+    /// The journal ([`DigestIndex::open_deferred`]): each batch's entries,
+    /// appended with one write as it commits, emptied at each sync.
+    journal: Option<(PathBuf, fs::File)>,
+}
+
+/// The journal of a deferred index at `path`: `dedupe.redb` ->
+/// `dedupe.journal`.
+pub fn journal_path(path: &Path) -> PathBuf {
+    path.with_extension("journal")
+}
+
+/// A journal record's entries: `tag:u8 key_len:u32 key value_len:u32
+/// value` (tag 0: a digest's entry, inserted if absent; 1: a URL's).
+fn journal_entry(buf: &mut Vec<u8>, tag: u8, key: &str, value: &[u8]) {
+    buf.push(tag);
+    buf.extend_from_slice(&(key.len() as u32).to_le_bytes());
+    buf.extend_from_slice(key.as_bytes());
+    buf.extend_from_slice(&(value.len() as u32).to_le_bytes());
+    buf.extend_from_slice(value);
+}
+
+fn crc(b: &[u8]) -> u32 {
+    let mut c = flate2::Crc::new();
+    c.update(b);
+    c.sum()
+}
+
+/// The whole records of a journal (`len:u32 crc:u32 payload`), up to the
+/// first cut or damaged one (a write cut by a kill).
+fn journal_records(data: &[u8]) -> Vec<&[u8]> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while let Some(h) = data.get(at..at + 8) {
+        let len = u32::from_le_bytes([h[0], h[1], h[2], h[3]]) as usize;
+        let sum = u32::from_le_bytes([h[4], h[5], h[6], h[7]]);
+        let Some(p) = data.get(at + 8..at + 8 + len) else {
+            break;
+        };
+        if crc(p) != sum {
+            break;
+        }
+        out.push(p);
+        at += 8 + len;
+    }
+    out
+}
+
+/// The entries of one journal record, or `None` when it does not decode.
+fn journal_ops(mut p: &[u8]) -> Option<Vec<(u8, &str, &[u8])>> {
+    fn take<'a>(p: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
+        let (a, b) = (p.get(..n)?, p.get(n..)?);
+        *p = b;
+        Some(a)
+    }
+    let mut out = Vec::new();
+    while !p.is_empty() {
+        let tag = take(&mut p, 1)?[0];
+        let kl = u32::from_le_bytes(take(&mut p, 4)?.try_into().ok()?) as usize;
+        let key = std::str::from_utf8(take(&mut p, kl)?).ok()?;
+        let vl = u32::from_le_bytes(take(&mut p, 4)?.try_into().ok()?) as usize;
+        let v = take(&mut p, vl)?;
+        if tag > 1 {
+            return None;
+        }
+        out.push((tag, key, v));
+    }
+    Some(out)
+}
+
+/// A deferred index commits its open transaction after this many
+/// batches...
+const OPEN_BATCHES: u32 = 1024;
+/// ...or once it is this old (milliseconds).
+const OPEN_MS: u128 = 100;
 
 impl DigestIndex {
     /// Opens the index at `path`, creating it when missing.
@@ -193,6 +280,7 @@ impl DigestIndex {
             _temp: None,
             deferred: false,
             dirty: AtomicBool::new(false),
+            open: Mutex::new(Open::default()),
         };
         // Make the table exist so that lookups before any insert work.
         let txn = idx.db.begin_write().map_err(|e| db_error(e, &idx.path))?;
@@ -219,10 +307,71 @@ impl DigestIndex {
     /// (a crawl syncs once for a group of fetches, not once a fetch). A
     /// process killed before it loses the entries since the last sync:
     /// later duplicates of those payloads are then written whole, never
-    /// as revisits of a record that is not there.
+    /// as revisits of a record that is not there. Batches go into one
+    /// write transaction kept open, committed every 1,024 batches or
+    /// 100 ms and at each sync (redb's fixed cost a commit is paid once
+    /// for many fetches); lookups read it, so they see every batch.
     pub fn deferred(mut self) -> DigestIndex {
         self.deferred = true;
         self
+    }
+
+    /// Opens the index at `path` deferred ([`DigestIndex::deferred`]),
+    /// with a journal beside it (`NAME.journal`): each batch's entries are
+    /// appended to it (one `write()`) as the batch commits, so a process
+    /// killed at any moment loses none of them: this replays the journal
+    /// found (its whole records), commits durably and empties it. A sync
+    /// empties it too. A power loss may lose the journal's last seconds
+    /// (it is not synced), as it loses the unsynced WARC data.
+    ///
+    /// # Errors
+    /// The database or the journal cannot be opened, read or written.
+    pub fn open_deferred(path: impl AsRef<Path>) -> Result<DigestIndex> {
+        let path = path.as_ref();
+        let idx = DigestIndex::open(path)?;
+        let jp = journal_path(path);
+        let jerr = |e: &dyn std::fmt::Display| db_error(e, &jp);
+        let data = match fs::read(&jp) {
+            Ok(d) => d,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(jerr(&e)),
+        };
+        let records = journal_records(&data);
+        if !records.is_empty() {
+            let p = &idx.path;
+            let txn = idx.db.begin_write().map_err(|e| db_error(e, p))?;
+            {
+                let mut digests = txn.open_table(TABLE).map_err(|e| db_error(e, p))?;
+                let mut urls = txn.open_table(URLS).map_err(|e| db_error(e, p))?;
+                for (i, r) in records.iter().enumerate() {
+                    let ops = journal_ops(r).ok_or_else(|| {
+                        jerr(&format!(
+                            "record {} of {} does not decode",
+                            i + 1,
+                            records.len()
+                        ))
+                    })?;
+                    for (tag, k, v) in ops {
+                        if tag == 1 {
+                            urls.insert(k, v).map_err(|e| db_error(e, p))?;
+                        } else if digests.get(k).map_err(|e| db_error(e, p))?.is_none() {
+                            digests.insert(k, v).map_err(|e| db_error(e, p))?;
+                        }
+                    }
+                }
+            }
+            txn.commit().map_err(|e| db_error(e, p))?;
+        }
+        let f = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&jp)
+            .map_err(|e| jerr(&e))?;
+        // Replayed and durable: the journal starts empty.
+        f.set_len(0).map_err(|e| jerr(&e))?;
+        let idx = idx.deferred();
+        idx.lock_open().journal = Some((jp, f));
+        Ok(idx)
     }
 
     /// Makes every commit so far durable (one synced commit). Returns
@@ -237,15 +386,83 @@ impl DigestIndex {
             return Ok(false);
         }
         let p = &self.path;
-        let r = match self.db.begin_write() {
-            Ok(txn) => txn.commit().map_err(|e| db_error(e, p)),
-            Err(e) => Err(db_error(e, p)),
+        // The open transaction first (redb has one writer).
+        let mut open = self.lock_open();
+        let mut r = match open.txn.take().map(|t| t.commit()) {
+            Some(Err(e)) => Err(db_error(e, p)),
+            _ => match self.db.begin_write() {
+                Ok(txn) => txn.commit().map_err(|e| db_error(e, p)),
+                Err(e) => Err(db_error(e, p)),
+            },
         };
+        // Durable in the database: the journal's entries are not needed.
+        if r.is_ok()
+            && let Some((jp, f)) = &open.journal
+        {
+            r = f.set_len(0).map_err(|e| db_error(e, jp));
+        }
+        drop(open);
         if r.is_err() {
             // Still to be made durable.
             self.dirty.store(true, Ordering::SeqCst);
         }
         r.map(|()| true)
+    }
+
+    fn lock_open(&self) -> MutexGuard<'_, Open> {
+        self.open.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A deferred index's open transaction, begun (unsynced) if none is.
+    fn shared(&self) -> Result<MutexGuard<'_, Open>> {
+        let mut open = self.lock_open();
+        if open.txn.is_none() {
+            open.txn = Some(self.begin_write()?);
+            open.batches = 0;
+            open.since = Some(Instant::now());
+        }
+        Ok(open)
+    }
+
+    /// The value of `key` in table `def` (the open transaction's, when
+    /// deferred), and the table's length.
+    fn lookup(
+        &self,
+        def: TableDefinition<&str, &[u8]>,
+        key: Option<&str>,
+    ) -> Result<(Option<Vec<u8>>, u64)> {
+        fn get<T: ReadableTable<&'static str, &'static [u8]>>(
+            t: &T,
+            key: Option<&str>,
+            p: &Path,
+        ) -> Result<(Option<Vec<u8>>, u64)> {
+            match key {
+                Some(k) => Ok((
+                    t.get(k)
+                        .map_err(|e| db_error(e, p))?
+                        .map(|g| g.value().to_vec()),
+                    0,
+                )),
+                None => Ok((None, t.len().map_err(|e| db_error(e, p))?)),
+            }
+        }
+        let p = &self.path;
+        if self.deferred {
+            let open = self.shared()?;
+            let txn = open
+                .txn
+                .as_ref()
+                .ok_or_else(|| db_error("no open transaction", p))?;
+            let t = txn.open_table(def).map_err(|e| db_error(e, p))?;
+            return get(&t, key, p);
+        }
+        let txn = self.db.begin_read().map_err(|e| db_error(e, p))?;
+        match txn.open_table(def) {
+            Ok(t) => get(&t, key, p),
+            // An index made before URLs were kept.
+            Err(redb::TableError::TableDoesNotExist(_)) => Ok((None, 0)),
+            Err(e) => Err(db_error(e, p)),
+        }
     }
 
     fn begin_write(&self) -> Result<redb::WriteTransaction> {
@@ -278,9 +495,7 @@ impl DigestIndex {
     /// # Errors
     /// Reading the database failed.
     pub fn len(&self) -> Result<u64> {
-        let txn = self.db.begin_read().map_err(|e| db_error(e, &self.path))?;
-        let t = txn.open_table(TABLE).map_err(|e| db_error(e, &self.path))?;
-        t.len().map_err(|e| db_error(e, &self.path))
+        Ok(self.lookup(TABLE, None)?.1)
     }
 
     /// True when it holds no digest.
@@ -296,12 +511,8 @@ impl DigestIndex {
     /// # Errors
     /// Reading the database failed.
     pub fn get(&self, digest: &Digest) -> Result<Option<IndexEntry>> {
-        let txn = self.db.begin_read().map_err(|e| db_error(e, &self.path))?;
-        let t = txn.open_table(TABLE).map_err(|e| db_error(e, &self.path))?;
-        let v = t
-            .get(digest_key(digest).as_str())
-            .map_err(|e| db_error(e, &self.path))?;
-        Ok(v.and_then(|g| IndexEntry::decode(g.value())))
+        let v = self.lookup(TABLE, Some(digest_key(digest).as_str()))?.0;
+        Ok(v.and_then(|v| IndexEntry::decode(&v)))
     }
 
     /// A batch of lookups and inserts, committed together (one
@@ -310,8 +521,16 @@ impl DigestIndex {
     /// # Errors
     /// The database cannot start a transaction.
     pub fn batch(&self) -> Result<Batch<'_>> {
-        let txn = self.begin_write()?;
-        Ok(Batch { txn, index: self })
+        let txn = if self.deferred {
+            Txn::Shared(self.shared()?)
+        } else {
+            Txn::Own(Box::new(self.begin_write()?))
+        };
+        Ok(Batch {
+            txn,
+            index: self,
+            log: Vec::new(),
+        })
     }
 
     /// Where the original of an identical-payload-digest `revisit` is,
@@ -336,21 +555,28 @@ impl DigestIndex {
     }
 }
 
+impl Drop for DigestIndex {
+    /// A deferred index's open transaction is committed, durably. Its
+    /// owner syncs it before (a crawl's last checkpoint), where an error
+    /// is reported; this one only catches an owner that did not.
+    fn drop(&mut self) {
+        if self.deferred && self.sync().is_ok() {
+            // Empty now: a clean close leaves no journal.
+            if let Some((jp, _)) = self.lock_open().journal.take() {
+                let _ = fs::remove_file(jp);
+            }
+        }
+    }
+}
+
 impl DigestIndex {
     /// The last capture of `uri` recorded with [`DigestIndex::put_url`].
     ///
     /// # Errors
     /// Reading the database failed.
     pub fn get_url(&self, uri: &str) -> Result<Option<UrlEntry>> {
-        let txn = self.db.begin_read().map_err(|e| db_error(e, &self.path))?;
-        let t = match txn.open_table(URLS) {
-            Ok(t) => t,
-            // An index made before URLs were kept.
-            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
-            Err(e) => return Err(db_error(e, &self.path)),
-        };
-        let v = t.get(uri).map_err(|e| db_error(e, &self.path))?;
-        Ok(v.and_then(|g| UrlEntry::decode(g.value())))
+        let v = self.lookup(URLS, Some(uri))?.0;
+        Ok(v.and_then(|v| UrlEntry::decode(&v)))
     }
 
     /// Records the capture of `uri` (replacing an earlier one).
@@ -358,31 +584,48 @@ impl DigestIndex {
     /// # Errors
     /// Writing the database failed.
     pub fn put_url(&self, uri: &str, entry: &UrlEntry) -> Result<()> {
-        let p = &self.path;
-        let txn = self.begin_write()?;
-        {
-            let mut t = txn.open_table(URLS).map_err(|e| db_error(e, p))?;
-            t.insert(uri, entry.encode().as_slice())
-                .map_err(|e| db_error(e, p))?;
-        }
-        self.commit(txn)
+        let mut b = self.batch()?;
+        b.put_url(uri, entry)?;
+        b.commit()
     }
 }
 
-/// Lookups and inserts in one transaction of a [`DigestIndex`].
+/// Lookups and inserts in one transaction of a [`DigestIndex`] (a
+/// deferred index's open one, held while the batch lives).
 pub struct Batch<'a> {
-    txn: redb::WriteTransaction,
+    txn: Txn<'a>,
     index: &'a DigestIndex,
+    /// Its entries for the journal (a journaled deferred index).
+    log: Vec<u8>,
+}
+
+enum Txn<'a> {
+    Own(Box<redb::WriteTransaction>),
+    Shared(MutexGuard<'a, Open>),
 }
 
 impl Batch<'_> {
+    fn journaled(&self) -> bool {
+        matches!(&self.txn, Txn::Shared(o) if o.journal.is_some())
+    }
+
+    fn txn(&self) -> Result<&redb::WriteTransaction> {
+        match &self.txn {
+            Txn::Own(t) => Ok(t),
+            Txn::Shared(o) => o
+                .txn
+                .as_ref()
+                .ok_or_else(|| db_error("no open transaction", &self.index.path)),
+        }
+    }
+
     /// The entry for a digest, inserts of this batch included.
     ///
     /// # Errors
     /// Reading the database failed.
     pub fn get(&self, digest: &Digest) -> Result<Option<IndexEntry>> {
         let p = &self.index.path;
-        let t = self.txn.open_table(TABLE).map_err(|e| db_error(e, p))?;
+        let t = self.txn()?.open_table(TABLE).map_err(|e| db_error(e, p))?;
         let v = t
             .get(digest_key(digest).as_str())
             .map_err(|e| db_error(e, p))?;
@@ -396,13 +639,19 @@ impl Batch<'_> {
     /// Writing the database failed.
     pub fn insert_if_absent(&mut self, digest: &Digest, entry: &IndexEntry) -> Result<bool> {
         let p = &self.index.path;
-        let mut t = self.txn.open_table(TABLE).map_err(|e| db_error(e, p))?;
         let key = digest_key(digest);
-        if t.get(key.as_str()).map_err(|e| db_error(e, p))?.is_some() {
-            return Ok(false);
+        let v = entry.encode();
+        {
+            let mut t = self.txn()?.open_table(TABLE).map_err(|e| db_error(e, p))?;
+            if t.get(key.as_str()).map_err(|e| db_error(e, p))?.is_some() {
+                return Ok(false);
+            }
+            t.insert(key.as_str(), v.as_slice())
+                .map_err(|e| db_error(e, p))?;
         }
-        t.insert(key.as_str(), entry.encode().as_slice())
-            .map_err(|e| db_error(e, p))?;
+        if self.journaled() {
+            journal_entry(&mut self.log, 0, &key, &v);
+        }
         Ok(true)
     }
 
@@ -413,9 +662,14 @@ impl Batch<'_> {
     /// Writing the database failed.
     pub fn put_url(&mut self, uri: &str, entry: &UrlEntry) -> Result<()> {
         let p = &self.index.path;
-        let mut t = self.txn.open_table(URLS).map_err(|e| db_error(e, p))?;
-        t.insert(uri, entry.encode().as_slice())
-            .map_err(|e| db_error(e, p))?;
+        let v = entry.encode();
+        {
+            let mut t = self.txn()?.open_table(URLS).map_err(|e| db_error(e, p))?;
+            t.insert(uri, v.as_slice()).map_err(|e| db_error(e, p))?;
+        }
+        if self.journaled() {
+            journal_entry(&mut self.log, 1, uri, &v);
+        }
         Ok(())
     }
 
@@ -424,7 +678,34 @@ impl Batch<'_> {
     /// # Errors
     /// Writing the database failed.
     pub fn commit(self) -> Result<()> {
-        self.index.commit(self.txn)
+        match self.txn {
+            Txn::Own(t) => self.index.commit(*t),
+            Txn::Shared(mut o) => {
+                if !self.log.is_empty()
+                    && let Some((jp, f)) = &mut o.journal
+                {
+                    // One write: a kill cuts at most this record, which
+                    // the replay's CRC check drops.
+                    let mut rec = Vec::with_capacity(8 + self.log.len());
+                    rec.extend_from_slice(&(self.log.len() as u32).to_le_bytes());
+                    rec.extend_from_slice(&crc(&self.log).to_le_bytes());
+                    rec.extend_from_slice(&self.log);
+                    io::Write::write_all(f, &rec).map_err(|e| db_error(e, jp))?;
+                }
+                o.batches += 1;
+                // Something to sync from now: the sync commits it.
+                self.index.dirty.store(true, Ordering::SeqCst);
+                let due = o.batches >= OPEN_BATCHES
+                    || o.since.is_some_and(|t| t.elapsed().as_millis() >= OPEN_MS);
+                match o.txn.take() {
+                    Some(t) if due => t.commit().map_err(|e| db_error(e, &self.index.path)),
+                    t => {
+                        o.txn = t;
+                        Ok(())
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -730,6 +1011,81 @@ mod tests {
             assert_eq!(during, Ok(false), "a sync during the batch");
         });
         assert!(idx.sync().unwrap(), "the batch's commit to make durable");
+    }
+
+    /// The child of [`a_killed_deferred_index_keeps_its_journaled_entries`]:
+    /// batches committed into the open transaction (none synced), then
+    /// `abort()` (no destructor runs, as after `kill -9`), with a cut
+    /// record at the journal's end.
+    #[test]
+    fn killed_index_child() {
+        let Ok(p) = std::env::var("WARCHEST_DEDUPE_CHILD") else {
+            return;
+        };
+        let journaled = std::env::var("WARCHEST_DEDUPE_BARE").is_err();
+        let idx = if journaled {
+            DigestIndex::open_deferred(&p).unwrap()
+        } else {
+            DigestIndex::open(&p).unwrap().deferred()
+        };
+        let d = Digest::parse("sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ").unwrap();
+        let mut b = idx.batch().unwrap();
+        assert!(b.insert_if_absent(&d, &url_entry(None).entry).unwrap());
+        b.put_url("http://a/", &url_entry(Some("\"v1\""))).unwrap();
+        b.commit().unwrap();
+        idx.put_url("http://b/", &url_entry(None)).unwrap();
+        if journaled {
+            let mut f = fs::OpenOptions::new()
+                .append(true)
+                .open(journal_path(Path::new(&p)))
+                .unwrap();
+            io::Write::write_all(&mut f, &[200, 0, 0, 0, 1, 2]).unwrap();
+        }
+        std::process::abort();
+    }
+
+    fn run_index_child(p: &Path, bare: bool) {
+        let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
+        cmd.args([
+            "--exact",
+            "dedupe::tests::killed_index_child",
+            "--nocapture",
+        ])
+        .env("WARCHEST_DEDUPE_CHILD", p)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+        if bare {
+            cmd.env("WARCHEST_DEDUPE_BARE", "1");
+        }
+        assert!(!cmd.status().unwrap().success(), "the child aborts");
+    }
+
+    /// A crawl's index killed before any sync: without the journal its
+    /// entries are gone (redb's open transaction dies with the process);
+    /// with it, reopening replays them (a cut last record is dropped) and
+    /// empties the journal.
+    #[test]
+    fn a_killed_deferred_index_keeps_its_journaled_entries() {
+        let dir = tempfile::tempdir().unwrap();
+        let bare = dir.path().join("bare.redb");
+        run_index_child(&bare, true);
+        let idx = DigestIndex::open(&bare).unwrap();
+        assert_eq!(idx.len().unwrap(), 0, "lost without a journal");
+        let p = dir.path().join("d.redb");
+        run_index_child(&p, false);
+        assert!(fs::metadata(journal_path(&p)).unwrap().len() > 6);
+        let idx = DigestIndex::open_deferred(&p).unwrap();
+        assert_eq!(fs::metadata(journal_path(&p)).unwrap().len(), 0);
+        let d = Digest::parse("sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ").unwrap();
+        assert_eq!(idx.get(&d).unwrap(), Some(url_entry(None).entry));
+        assert_eq!(
+            idx.get_url("http://a/").unwrap(),
+            Some(url_entry(Some("\"v1\"")))
+        );
+        assert_eq!(idx.get_url("http://b/").unwrap(), Some(url_entry(None)));
+        drop(idx);
+        // Durable: a plain open finds them.
+        assert_eq!(DigestIndex::open(&p).unwrap().len().unwrap(), 1);
     }
 
     #[test]
