@@ -500,8 +500,9 @@ impl Crawl {
         };
         if let Some(old) = &e.recrawl {
             let src = old.join("dedupe.redb");
+            // With the entries of its journal (a killed crawl's).
             create_whole(&idx_path, |tmp| {
-                std::fs::copy(&src, tmp).map_err(io_at(&src))?;
+                DigestIndex::copy(&src, tmp)?;
                 Ok(())
             })?;
         }
