@@ -616,11 +616,16 @@ impl Crawl {
         let (mut frontier, requeued) = Frontier::open(&frontier_path)?;
         // The dedupe index is synced before each checkpoint of the
         // frontier (frontier.rs).
+        // The open WARC file first: the entries made durable point into it
+        // (a power loss must not keep an entry whose record it lost).
         let rec = recorder.clone();
         frontier.set_companion(
             &idx_path,
             Box::new(move || match rec.index() {
-                Some(i) => i.sync().map_err(|e| e.to_string()),
+                Some(i) => {
+                    rec.sync_data().map_err(|e| e.to_string())?;
+                    i.sync().map_err(|e| e.to_string())
+                }
                 None => Ok(false),
             }),
         );
