@@ -3,17 +3,23 @@
 //!
 //! Every change is journaled (`journal.rs`: one `write()` to
 //! `frontier.journal`) and then applied to one write transaction kept
-//! open across many changes, committed without a sync every
-//! 1,024 changes or 100 ms (redb's fixed cost a commit
-//! paid once for many URIs), so a `kill -9` at any moment loses nothing queued:
-//! on reopening, the journal's changes since the last checkpoint are
-//! replayed over the database, and the URIs that were in flight go back to
-//! their queues (they are fetched again; nothing else is). No worker waits
-//! for a sync: the journal is synced on its own every second (what a power
-//! loss may lose), and a checkpoint (redb committed durably, the
-//! companion, the crawl's dedupe index, synced first, then the journal
-//! started afresh) comes every `checkpoint-interval` (10 s) or 16 MiB of
-//! journal, and when the crawl ends. Memory does not grow with the
+//! open across many changes, committed without a sync by the change or
+//! take that finds it holding 1,024 changes or 100 ms old (an idle
+//! frontier leaves it open until its next change or checkpoint), so
+//! redb's fixed cost a commit is paid once for many URIs. A `kill -9` at
+//! any moment loses nothing queued: on reopening, the journal's changes
+//! since the last checkpoint are replayed over the database, and the URIs
+//! that were in flight go back to their queues (they are fetched again;
+//! nothing else is). Each change writes its journal position (epoch,
+//! record number) in its own transaction, and the replay skips the
+//! records the database already holds: after a normal close redb has made
+//! its unsynced commits durable. No worker waits for a sync: the journal
+//! is synced on its own every second (what a power loss may lose), and a
+//! checkpoint (the open transaction committed, the companion synced: the
+//! crawl's open WARC file and its dedupe index; then the new epoch
+//! committed durably and the journal started afresh) comes every
+//! `checkpoint-interval` (10 s) or 16 MiB of journal, and when the crawl
+//! ends. Memory does not grow with the
 //! frontier: queues, the seen set and the ready list are B-trees on disk.
 //!
 //! Taking a URI is not journaled: lost with a kill, the URI is still in
@@ -32,7 +38,8 @@
 //!   asked.
 //! - `seen`: URL -> (): every URL ever queued.
 //! - `inflight`: queue key -> URI: taken, not finished.
-//! - `meta`: name -> u64 counters.
+//! - `meta`: name -> u64 counters, the journal's epoch and the position
+//!   of the last change applied (`journal_at_epoch`, `journal_at`).
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -512,8 +519,9 @@ impl Frontier {
     /// checksums, dirty pages written) is paid once for many URIs, where
     /// it was paid for each. A change that fails (or unwinds) part way
     /// breaks the frontier: the transaction is dropped, so redb is back at
-    /// its last commit, behind the journal; every later change fails, no
-    /// checkpoint is made, and reopening replays the journal.
+    /// its last commit; every later change, take and read fails, no
+    /// checkpoint is made, and reopening replays the journal's records
+    /// after the position that commit holds ([`AT`]).
     fn change<T>(
         &self,
         g: &mut Log,

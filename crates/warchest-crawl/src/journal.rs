@@ -9,6 +9,9 @@
 //! reopening, without an `fsync` on the workers' path; the journal is
 //! synced on its own timer (a power loss loses at most that interval).
 //! A checkpoint commits redb durably and starts the journal afresh.
+//! Records are numbered from 1 after the header; each change stores its
+//! record's number (and the epoch) in the database with the change, so a
+//! replay applies only the records after what the database holds.
 //!
 //! Layout: a 12-byte header, `WCFJ` and the epoch (u64, little-endian),
 //! then records: payload length (u32 LE), CRC-32 of the payload (u32 LE),
