@@ -473,13 +473,17 @@ impl DigestIndex {
         Ok(idx)
     }
 
-    /// Makes every commit so far durable (one synced commit). Returns
-    /// false, having written nothing, when no deferred commit was made
-    /// since the last sync (a crawl's group commit then pays no `fsync`
-    /// for an index that did not change).
+    /// Makes every batch committed so far durable: the open transaction
+    /// committed (rebuilt from the journal first when an error dropped
+    /// it), then one synced commit, and the journal emptied. Returns
+    /// false, having written nothing, when no batch was committed since
+    /// the last sync and no transaction is open (a checkpoint then pays
+    /// no `fsync` for an index that did not change); an open transaction
+    /// (lookups open one too) is committed whatever was written to it.
     ///
     /// # Errors
-    /// Writing the database failed.
+    /// Writing the database or emptying the journal failed, or the index
+    /// is broken (see [`DigestIndex::open_deferred`]).
     pub fn sync(&self) -> Result<bool> {
         // A batch in progress holds the lock: nothing of it is this sync's
         // to cover (its commit marks the index again), and with nothing
