@@ -630,6 +630,9 @@ impl Frontier {
             self.sync_now_if_due()
         };
         if let Err(e) = after {
+            // Not retried by every later change (the crawl's ticker stops
+            // the crawl on it: sync_if_due).
+            self.checkpoint_ms.store(now, Ordering::Relaxed);
             *self.failed_after.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
         }
         Ok(r)

@@ -501,6 +501,23 @@ impl DigestIndex {
         self.sync_locked(&mut open)
     }
 
+    /// [`DigestIndex::sync`] after `before`, both under the open
+    /// transaction's lock: no batch commits between them. A crawl syncs
+    /// its open WARC file in `before`, so that no entry made durable
+    /// names a record written after that file's sync. `before`'s error
+    /// is the outer one (the index then not synced).
+    ///
+    /// # Errors
+    /// `before` failed (outer), or as [`DigestIndex::sync`] (inner).
+    pub fn sync_with<E>(
+        &self,
+        before: impl FnOnce() -> std::result::Result<(), E>,
+    ) -> std::result::Result<Result<bool>, E> {
+        let mut open = self.lock_open();
+        before()?;
+        Ok(self.sync_locked(&mut open))
+    }
+
     /// [`DigestIndex::sync`], the open transaction's lock held (no batch
     /// runs: `dirty` and the open transaction are read together).
     fn sync_locked(&self, open: &mut Open) -> Result<bool> {
