@@ -201,6 +201,10 @@ struct Open {
     /// The transaction was dropped and there is no journal to rebuild it
     /// from, or the rebuild failed: every batch and sync fails.
     broken: Option<String>,
+    /// A sync made every entry durable but could not empty the journal:
+    /// it is emptied before the next record is appended (or by the next
+    /// sync); until then no batch is journaled (each fails).
+    stale: bool,
     /// Test seam: the next journal write writes this many bytes, then
     /// fails.
     #[cfg(test)]
@@ -447,7 +451,10 @@ impl DigestIndex {
     /// the other batches are kept and only the failed one (which returned
     /// the error) is lost. A failed journal write is cut back off the
     /// file; if that fails too, a sync is made at once (it empties the
-    /// journal), and if that fails, the index fails every later batch.
+    /// journal), and if that fails, the index fails every later batch. A
+    /// sync whose commit is durable but which cannot empty the journal
+    /// loses nothing: the journal is emptied before the next append (each
+    /// batch fails, not journaled, until it can be) or by the next sync.
     ///
     /// # Errors
     /// The database or the journal cannot be opened, read or written.
@@ -525,7 +532,7 @@ impl DigestIndex {
         let dirty = self.dirty.swap(false, Ordering::SeqCst);
         // An open transaction is committed whatever `dirty` says: a batch
         // dropped part way leaves inserts in it.
-        if self.deferred && !dirty && open.txn.is_none() && !open.rebuild {
+        if self.deferred && !dirty && open.txn.is_none() && !open.rebuild && !open.stale {
             return Ok(false);
         }
         let p = &self.path;
@@ -542,10 +549,17 @@ impl DigestIndex {
             }
             let txn = self.db.begin_write().map_err(|e| db_error(e, p))?;
             txn.commit().map_err(|e| db_error(e, p))?;
-            // Durable in the database: the journal's entries are not needed.
-            if let Some((jp, f)) = &open.journal {
-                f.set_len(0).map_err(|e| db_error(e, jp))?;
-                open.jlen = 0;
+            // Durable in the database: the journal's entries are not
+            // needed. Failing to empty it loses nothing (replaying them is
+            // idempotent): retried before the next append.
+            if let Some((_, f)) = &open.journal {
+                match f.set_len(0) {
+                    Ok(()) => {
+                        open.jlen = 0;
+                        open.stale = false;
+                    }
+                    Err(_) => open.stale = true,
+                }
             }
             Ok(())
         })();
@@ -911,6 +925,23 @@ impl DigestIndex {
         {
             // One write: a kill cuts at most this record, which the
             // replay's CRC check drops.
+            if o.stale {
+                // Records appended after a tail that is not a record's
+                // would not be read back.
+                if let Err(e) = f.set_len(0) {
+                    let e = db_error(
+                        format!(
+                            "emptying the journal (its entries are durable): {e}; \
+                             the batch is not journaled"
+                        ),
+                        jp,
+                    );
+                    self.drop_txn(o, &e);
+                    return Err(e);
+                }
+                o.jlen = 0;
+                o.stale = false;
+            }
             let mut rec = Vec::with_capacity(8 + log.len());
             rec.extend_from_slice(&(log.len() as u32).to_le_bytes());
             rec.extend_from_slice(&crc(log).to_le_bytes());
@@ -1309,11 +1340,12 @@ mod tests {
     }
 
     /// A failed journal write that cannot be cut back (a read-only handle
-    /// stands in for the failing disk) forces a sync; when that fails too,
-    /// the index fails every later batch and sync, and keeps its journal,
-    /// which the next open replays.
+    /// stands in for the failing disk) forces a sync, which makes every
+    /// entry durable; the journal it cannot empty does not break the
+    /// index: batches fail (not journaled) until the journal can be
+    /// emptied, then go on.
     #[test]
-    fn a_journal_that_cannot_be_mended_breaks_the_index() {
+    fn a_journal_that_cannot_be_emptied_is_emptied_later() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("d.redb");
         let idx = DigestIndex::open_deferred(&p).unwrap();
@@ -1327,14 +1359,22 @@ mod tests {
         };
         assert!(put(&idx, 2).is_err());
         let e = put(&idx, 3).unwrap_err().to_string();
-        assert!(e.contains("could not be rebuilt"), "{e}");
-        assert!(idx.sync().is_err());
-        drop(writable);
+        assert!(e.contains("its entries are durable"), "{e}");
+        assert!(idx.sync().is_ok(), "durable, the journal still to empty");
+        {
+            let mut o = idx.lock_open();
+            let (jp, _) = o.journal.take().unwrap();
+            o.journal = Some((jp, writable));
+        }
+        put(&idx, 4).unwrap();
+        assert!(idx.sync().unwrap());
+        assert_eq!(fs::metadata(journal_path(&p)).unwrap().len(), 0);
         drop(idx);
         let idx = DigestIndex::open(&p).unwrap();
-        assert_eq!(idx.replayed(), (1, 0));
+        assert_eq!(idx.replayed(), (0, 0));
         assert!(idx.get(&digest(1)).unwrap().is_some());
-        assert_eq!(idx.len().unwrap(), 1);
+        assert!(idx.get(&digest(4)).unwrap().is_some());
+        assert_eq!(idx.len().unwrap(), 2);
     }
 
     /// The child of [`a_killed_deferred_index_keeps_its_journaled_entries`]:
