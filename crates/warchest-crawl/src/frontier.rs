@@ -343,7 +343,7 @@ pub struct Frontier {
     batch_ms: u64,
     /// A checkpoint or sync that failed after its change was applied:
     /// the change returned Ok, and this is reported by the next
-    /// [`Frontier::sync_if_due`] (the crawl's ticker warns).
+    /// [`Frontier::sync_if_due`] (the crawl's ticker stops the crawl on it).
     failed_after: Mutex<Option<FrontierError>>,
     /// The companion and its file (named in its errors).
     companion: Option<(PathBuf, Companion)>,
@@ -1829,6 +1829,14 @@ mod tests {
             }
             // A normal close: its checkpoint fails too.
             drop(f);
+            // The control: the database alone holds the committed change
+            // (else a full replay would pass this test as well).
+            let bare = dir.path().join("bare.redb");
+            std::fs::copy(&p, &bare).unwrap();
+            {
+                let (b, _) = Frontier::open(&bare).unwrap();
+                assert!(b.counts().unwrap().done >= 1, "redb kept the commit");
+            }
             let (f, back) = Frontier::open(&p).unwrap();
             assert_eq!(back, 0, "nothing was in flight");
             let c = f.counts().unwrap();
