@@ -190,6 +190,19 @@ impl Recorder {
         Ok(w.closed_files().to_vec())
     }
 
+    /// Flushes and syncs (`fdatasync`) the open file
+    /// ([`RotatingWriter::sync_data`]): what was written survives a power
+    /// loss. A closed recorder has nothing to sync.
+    ///
+    /// # Errors
+    /// The write or the sync failed.
+    pub fn sync_data(&self) -> Result<(), CaptureError> {
+        match self.lock()?.as_mut() {
+            Some(w) => Ok(w.sync_data()?),
+            None => Ok(()),
+        }
+    }
+
     /// Closes the last file; returns every file written.
     ///
     /// # Errors

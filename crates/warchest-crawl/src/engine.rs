@@ -500,8 +500,9 @@ impl Crawl {
         };
         if let Some(old) = &e.recrawl {
             let src = old.join("dedupe.redb");
+            // With the entries of its journal (a killed crawl's).
             create_whole(&idx_path, |tmp| {
-                std::fs::copy(&src, tmp).map_err(io_at(&src))?;
+                DigestIndex::copy(&src, tmp)?;
                 Ok(())
             })?;
         }
@@ -615,11 +616,30 @@ impl Crawl {
         let (mut frontier, requeued) = Frontier::open(&frontier_path)?;
         // The dedupe index is synced before each checkpoint of the
         // frontier (frontier.rs).
+        // The open WARC file first: the entries made durable point into it
+        // (a power loss must not keep an entry whose record it lost).
         let rec = recorder.clone();
+        let warc_failed = AtomicBool::new(false);
         frontier.set_companion(
             &idx_path,
             Box::new(move || match rec.index() {
-                Some(i) => i.sync().map_err(|e| e.to_string()),
+                Some(i) => {
+                    // Never retried after a failure: a later fdatasync may
+                    // succeed although the pages it failed to write are lost.
+                    if warc_failed.load(Ordering::Relaxed) {
+                        return Err("the open WARC file's earlier sync failed".into());
+                    }
+                    // The WARC file synced under the index's lock: no
+                    // batch naming a later record gets in between (lock
+                    // order: frontier, index, writer).
+                    match i.sync_with(|| rec.sync_data()) {
+                        Ok(r) => r.map_err(|e| e.to_string()),
+                        Err(e) => {
+                            warc_failed.store(true, Ordering::Relaxed);
+                            Err(e.to_string())
+                        }
+                    }
+                }
                 None => Ok(false),
             }),
         );
@@ -1071,6 +1091,7 @@ impl Crawl {
             let me = &self;
             let finished = &finished;
             let idle = &idle;
+            let fatal = &fatal;
             s.spawn(move || {
                 let mut last_reload = Instant::now();
                 let mut last_stats = Instant::now();
@@ -1080,8 +1101,13 @@ impl Crawl {
                     tick(me);
                     // The journal's once-a-second sync, also when no
                     // change comes (every worker in a long fetch).
+                    // A failed sync or checkpoint is fatal (the engine's
+                    // promise: nothing durable names a lost record).
                     if let Err(e) = me.frontier.sync_if_due() {
-                        tracing::warn!("{e}");
+                        if let Ok(mut f) = fatal.lock() {
+                            f.get_or_insert(e.into());
+                        }
+                        me.stop.store(true, Ordering::Relaxed);
                     }
                     if last_stats.elapsed() >= every {
                         if let Some(l) = &stats {

@@ -3,17 +3,23 @@
 //!
 //! Every change is journaled (`journal.rs`: one `write()` to
 //! `frontier.journal`) and then applied to one write transaction kept
-//! open across many changes, committed without a sync every
-//! 1,024 changes or 100 ms (redb's fixed cost a commit
-//! paid once for many URIs), so a `kill -9` at any moment loses nothing queued:
-//! on reopening, the journal's changes since the last checkpoint are
-//! replayed over the database, and the URIs that were in flight go back to
-//! their queues (they are fetched again; nothing else is). No worker waits
-//! for a sync: the journal is synced on its own every second (what a power
-//! loss may lose), and a checkpoint (redb committed durably, the
-//! companion, the crawl's dedupe index, synced first, then the journal
-//! started afresh) comes every `checkpoint-interval` (10 s) or 16 MiB of
-//! journal, and when the crawl ends. Memory does not grow with the
+//! open across many changes, committed without a sync by the change or
+//! take that finds it holding 1,024 changes or 100 ms old (an idle
+//! frontier leaves it open until its next change or checkpoint), so
+//! redb's fixed cost a commit is paid once for many URIs. A `kill -9` at
+//! any moment loses nothing queued: on reopening, the journal's changes
+//! since the last checkpoint are replayed over the database, and the URIs
+//! that were in flight go back to their queues (they are fetched again;
+//! nothing else is). Each change writes its journal position (epoch,
+//! record number) in its own transaction, and the replay skips the
+//! records the database already holds: after a normal close redb has made
+//! its unsynced commits durable. No worker waits for a sync: the journal
+//! is synced on its own every second (what a power loss may lose), and a
+//! checkpoint (the open transaction committed, the companion synced: the
+//! crawl's open WARC file and its dedupe index; then the new epoch
+//! committed durably and the journal started afresh) comes every
+//! `checkpoint-interval` (10 s) or 16 MiB of journal, and when the crawl
+//! ends. Memory does not grow with the
 //! frontier: queues, the seen set and the ready list are B-trees on disk.
 //!
 //! Taking a URI is not journaled: lost with a kill, the URI is still in
@@ -32,7 +38,8 @@
 //!   asked.
 //! - `seen`: URL -> (): every URL ever queued.
 //! - `inflight`: queue key -> URI: taken, not finished.
-//! - `meta`: name -> u64 counters.
+//! - `meta`: name -> u64 counters, the journal's epoch and the position
+//!   of the last change applied (`journal_at_epoch`, `journal_at`).
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -66,6 +73,15 @@ struct Tables<'t> {
 /// The journal's epoch (`meta`): a journal of another epoch is not
 /// replayed.
 const EPOCH: &str = "journal_epoch";
+/// The journal position of the last change applied (`meta`): its epoch
+/// and record number (from 1), written in the change's own transaction.
+/// A commit redb made durable without a checkpoint (an unsynced one,
+/// which redb makes durable when the database is closed normally, as
+/// after a failed change or a failed checkpoint) holds the changes up to
+/// it: the replay skips them, where applying them again would count
+/// them twice.
+const AT_EPOCH: &str = "journal_at_epoch";
+const AT: &str = "journal_at";
 
 /// The frontier database's page cache.
 const CACHE_BYTES: usize = 64 << 20;
@@ -322,6 +338,13 @@ pub struct Frontier {
     /// Checkpoint when the journal is this old or this large.
     checkpoint_every: Duration,
     checkpoint_bytes: u64,
+    /// Commit the open transaction once it is this old ([`BATCH_MS`];
+    /// longer in tests that need it left open).
+    batch_ms: u64,
+    /// A checkpoint or sync that failed after its change was applied:
+    /// the change returned Ok, and this is reported by the next
+    /// [`Frontier::sync_if_due`] (the crawl's ticker stops the crawl on it).
+    failed_after: Mutex<Option<FrontierError>>,
     /// The companion and its file (named in its errors).
     companion: Option<(PathBuf, Companion)>,
     /// URIs of one host in flight at once.
@@ -396,6 +419,8 @@ impl Frontier {
             checkpointing: AtomicBool::new(false),
             checkpoint_every: CHECKPOINT_EVERY,
             checkpoint_bytes: CHECKPOINT_BYTES,
+            batch_ms: BATCH_MS,
+            failed_after: Mutex::new(None),
             companion: None,
             per_host: 1,
             ready: false,
@@ -451,8 +476,22 @@ impl Frontier {
         }
     }
 
-    /// The open write transaction, begun (unsynced) if none is.
+    /// A change cut by a panic (its unwinding left `in_change` set) broke
+    /// the frontier: its transaction, half applied, is dropped, so no read
+    /// sees it and nothing commits it.
+    fn cut_by_panic(g: &mut Log) {
+        if g.in_change {
+            g.txn = None;
+            g.in_change = false;
+            g.broken
+                .get_or_insert_with(|| "a change was cut by a panic".into());
+        }
+    }
+
+    /// The open write transaction, begun (unsynced) if none is; refused
+    /// when the frontier is broken.
     fn open_txn<'a>(&self, g: &'a mut Log) -> Result<&'a redb::WriteTransaction> {
+        Self::cut_by_panic(g);
         if let Some(m) = &g.broken {
             return Err(self.err(format!(
                 "an earlier change failed part way ({m}); \
@@ -480,18 +519,14 @@ impl Frontier {
     /// checksums, dirty pages written) is paid once for many URIs, where
     /// it was paid for each. A change that fails (or unwinds) part way
     /// breaks the frontier: the transaction is dropped, so redb is back at
-    /// its last commit, behind the journal; every later change fails, no
-    /// checkpoint is made, and reopening replays the journal.
+    /// its last commit; every later change, take and read fails, no
+    /// checkpoint is made, and reopening replays the journal's records
+    /// after the position that commit holds ([`AT`]).
     fn change<T>(
         &self,
         g: &mut Log,
         f: impl FnOnce(&redb::WriteTransaction) -> Result<T>,
     ) -> Result<T> {
-        if g.in_change {
-            g.txn = None;
-            g.broken
-                .get_or_insert_with(|| "a change was cut by a panic".into());
-        }
         self.open_txn(g)?;
         g.in_change = true;
         let r = match g.txn.as_ref() {
@@ -502,7 +537,9 @@ impl Frontier {
         match r {
             Ok(v) => {
                 g.pending += 1;
-                if g.pending >= BATCH_CHANGES || self.ms().saturating_sub(g.opened_ms) >= BATCH_MS {
+                if g.pending >= BATCH_CHANGES
+                    || self.ms().saturating_sub(g.opened_ms) >= self.batch_ms
+                {
                     self.commit_open(g)?;
                 }
                 Ok(v)
@@ -517,6 +554,7 @@ impl Frontier {
 
     /// Commits the open write transaction, if any (unsynced).
     fn commit_open(&self, g: &mut Log) -> Result<()> {
+        Self::cut_by_panic(g);
         if let Some(m) = &g.broken {
             return Err(self.err(format!(
                 "an earlier change failed part way ({m}); \
@@ -542,10 +580,14 @@ impl Frontier {
 
     /// One journaled change: its record (`record` writes the payload)
     /// appended to the journal, then `apply` in the open write transaction
-    /// ([`Frontier::change`]), both under the journal's lock, so no worker
-    /// sees the change before the journal holds it. A failed append
-    /// applies nothing. Survives a `kill -9` once this returns; a power
-    /// loss, once the journal's next sync or checkpoint is made.
+    /// ([`Frontier::change`]) with the record's position ([`AT`]), both
+    /// under the journal's lock, so no worker sees the change before the
+    /// journal holds it. A failed append applies nothing; an error means
+    /// nothing was applied. Survives a `kill -9` once this returns; a
+    /// power loss, once the journal's next sync or checkpoint is made. A
+    /// checkpoint or sync due after the change that fails does not fail
+    /// the change (it was applied): it is kept for
+    /// [`Frontier::sync_if_due`] to report.
     fn journaled<T>(
         &self,
         record: impl FnOnce(&mut Vec<u8>),
@@ -568,17 +610,30 @@ impl Frontier {
             }
         }
         appended.map_err(|e| self.jerr(&g.j, e))?;
-        let r = self.change(&mut g, apply)?;
+        let at = (g.j.epoch, g.j.records);
+        let r = self.change(&mut g, |txn| {
+            let r = apply(txn)?;
+            let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
+            meta.insert(AT_EPOCH, at.0).map_err(|e| self.err(e))?;
+            meta.insert(AT, at.1).map_err(|e| self.err(e))?;
+            Ok(r)
+        })?;
         let big = g.j.bytes >= self.checkpoint_bytes;
         drop(g);
         let now = self.ms();
-        if big
+        let after = if big
             || now.saturating_sub(self.checkpoint_ms.load(Ordering::Relaxed))
                 >= self.checkpoint_every.as_millis() as u64
         {
-            self.checkpoint_if_free()?;
+            self.checkpoint_if_free()
         } else {
-            self.sync_if_due()?;
+            self.sync_now_if_due()
+        };
+        if let Err(e) = after {
+            // Not retried by every later change (the crawl's ticker stops
+            // the crawl on it: sync_if_due).
+            self.checkpoint_ms.store(now, Ordering::Relaxed);
+            *self.failed_after.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
         }
         Ok(r)
     }
@@ -589,8 +644,22 @@ impl Frontier {
     /// worker in a long fetch) are synced too.
     ///
     /// # Errors
-    /// The sync failed.
+    /// The sync failed, or a checkpoint or sync a change made after it
+    /// was applied failed since the last call (reported once).
     pub fn sync_if_due(&self) -> Result<()> {
+        let earlier = self
+            .failed_after
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        let r = self.sync_now_if_due();
+        match earlier {
+            Some(e) => Err(e),
+            None => r,
+        }
+    }
+
+    fn sync_now_if_due(&self) -> Result<()> {
         let now = self.ms();
         if now.saturating_sub(self.synced_ms.load(Ordering::Relaxed))
             < SYNC_EVERY.as_millis() as u64
@@ -635,11 +704,6 @@ impl Frontier {
 
     /// [`Frontier::checkpoint`], the journal's lock held.
     fn checkpoint_locked(&self, g: &mut Log) -> Result<()> {
-        if g.in_change {
-            g.txn = None;
-            g.broken
-                .get_or_insert_with(|| "a change was cut by a panic".into());
-        }
         // Refused when broken: redb is behind the journal.
         self.commit_open(g)?;
         if let Some((path, c)) = &self.companion {
@@ -678,7 +742,21 @@ impl Frontier {
         if let (Some(e), Some(je)) = (current, old.epoch)
             && e == je
         {
+            // Changes a commit made durable without a checkpoint already
+            // holds (see [`AT`]) are not applied again.
+            let meta = txn.open_table(META).map_err(|e| self.err(e))?;
+            let got = |k| -> Result<Option<u64>> {
+                Ok(meta.get(k).map_err(|e| self.err(e))?.map(|g| g.value()))
+            };
+            let done = match (got(AT_EPOCH)?, got(AT)?) {
+                (Some(ae), Some(n)) if ae == je => n,
+                _ => 0,
+            };
+            drop(meta);
             for (i, p) in old.records.iter().enumerate() {
+                if (i as u64) < done {
+                    continue;
+                }
                 let op = journal::decode(p).ok_or_else(|| FrontierError {
                     what: "frontier journal",
                     path: journal_path(&self.path),
@@ -1661,6 +1739,8 @@ mod tests {
         let p = dir.path().join("f.redb");
         let (mut f, _) = Frontier::open(&p).unwrap();
         f.set_checkpoint(Duration::from_secs(3600), u64::MAX);
+        // Not committed by age, however slow the machine.
+        f.batch_ms = u64::MAX;
         f.add(&[uri("http://a.test/1")]).unwrap();
         assert!(f.lock_journal().txn.is_some(), "left open");
         assert!(f.seen(&Url::parse("http://a.test/1").unwrap()).unwrap());
@@ -1696,9 +1776,134 @@ mod tests {
         assert_eq!((c.done, c.queued, c.in_flight), (1, 0, 0), "{c:?}");
     }
 
+    /// A failed change whose frontier is then closed normally: redb makes
+    /// the open transaction's earlier unsynced commits durable on closing
+    /// (a failed checkpoint, refused by a broken frontier or failed in its
+    /// companion, leaves them so too). Reopening replays only the
+    /// journal's changes after them: nothing is counted twice, nothing
+    /// queued is lost, and the host's budgets are not spent twice.
+    #[test]
+    fn a_closed_frontier_replays_only_what_its_commits_lack() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        for companion_fails in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let p = dir.path().join("f.redb");
+            let (mut f, _) = Frontier::open(&p).unwrap();
+            f.set_checkpoint(Duration::from_secs(3600), u64::MAX);
+            f.batch_ms = u64::MAX;
+            let fail = Arc::new(AtomicBool::new(false));
+            let x = fail.clone();
+            f.set_companion(
+                &dir.path().join("dedupe.redb"),
+                Box::new(move || {
+                    if x.load(Ordering::SeqCst) {
+                        Err("disk full".into())
+                    } else {
+                        Ok(true)
+                    }
+                }),
+            );
+            let urls = ["http://a.test/1", "http://a.test/2", "http://a.test/3"];
+            f.add(&urls.map(uri)).unwrap();
+            let page = Outcome {
+                page: true,
+                bytes: 10,
+                ..Outcome::default()
+            };
+            let l = take(&f);
+            f.complete(&l, page, &[]).unwrap();
+            // Committed unsynced, as every 1,024 changes or 100 ms.
+            f.commit_open(&mut f.lock_journal()).unwrap();
+            let l = take(&f);
+            if companion_fails {
+                f.complete(&l, page, &[]).unwrap();
+                fail.store(true, Ordering::SeqCst);
+                assert!(f.checkpoint().is_err(), "the companion fails");
+            } else {
+                f.journaled(
+                    |b| journal::encode_complete(b, &l.key, &l.host, &page, &[]),
+                    |_| Err::<(), _>(f.err("a disk error (test)")),
+                )
+                .unwrap_err();
+            }
+            // A normal close: its checkpoint fails too.
+            drop(f);
+            // The control: the database alone holds the committed change
+            // (else a full replay would pass this test as well).
+            let bare = dir.path().join("bare.redb");
+            std::fs::copy(&p, &bare).unwrap();
+            {
+                let (b, _) = Frontier::open(&bare).unwrap();
+                assert!(b.counts().unwrap().done >= 1, "redb kept the commit");
+            }
+            let (f, back) = Frontier::open(&p).unwrap();
+            assert_eq!(back, 0, "nothing was in flight");
+            let c = f.counts().unwrap();
+            assert_eq!(
+                (c.done, c.pages, c.bytes, c.queued, c.in_flight),
+                (2, 2, 20, 1, 0),
+                "companion fails: {companion_fails}: {c:?}"
+            );
+            assert_eq!(f.host_usage("a.test").unwrap(), (2, 20));
+            assert_eq!(take(&f).uri.url.as_str(), urls[2], "still queued");
+        }
+    }
+
+    /// A checkpoint that fails after its change was applied does not fail
+    /// the change (its caller would take it as not made): the next
+    /// [`Frontier::sync_if_due`] reports it, once.
+    #[test]
+    fn a_failed_checkpoint_after_a_change_is_reported_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut f, _) = Frontier::open(&dir.path().join("f.redb")).unwrap();
+        f.set_checkpoint(Duration::ZERO, u64::MAX);
+        f.set_companion(
+            &dir.path().join("dedupe.redb"),
+            Box::new(|| Err("disk full".into())),
+        );
+        f.add(&[uri("http://a.test/1"), uri("http://a.test/2")])
+            .unwrap();
+        let l = take(&f);
+        let (_, next) = f.complete_and_next(&l, Outcome::default(), &[]).unwrap();
+        let next = next.expect("the next URI, taken with the change");
+        assert_eq!(f.counts().unwrap().done, 1);
+        let e = f.sync_if_due().unwrap_err().to_string();
+        assert!(e.contains("disk full"), "{e}");
+        assert!(f.sync_if_due().is_ok(), "reported once");
+        f.complete(&next, Outcome::default(), &[]).unwrap();
+        assert_eq!(f.counts().unwrap().done, 2);
+    }
+
+    /// A change cut by a panic breaks the frontier for reads too: they
+    /// would see its half-applied transaction.
+    #[test]
+    fn a_change_cut_by_a_panic_is_read_by_nobody() {
+        let dir = tempfile::tempdir().unwrap();
+        let (f, _) = Frontier::open(&dir.path().join("f.redb")).unwrap();
+        f.add(&[uri("http://a.test/1")]).unwrap();
+        let hit = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            f.journaled(
+                |b| journal::encode_add(b, &[uri("http://a.test/2")]),
+                |txn| {
+                    f.add_in(&mut f.tables(txn)?, &[uri("http://a.test/2")])?;
+                    panic!("a worker's bug (test)");
+                    #[allow(unreachable_code)]
+                    Ok(())
+                },
+            )
+        }));
+        assert!(hit.is_err());
+        let e = f.counts().unwrap_err().to_string();
+        assert!(e.contains("cut by a panic"), "{e}");
+        assert!(f.seen(&Url::parse("http://a.test/2").unwrap()).is_err());
+        assert!(f.add(&[uri("http://a.test/3")]).is_err());
+    }
+
     /// The child of [`a_killed_frontier_keeps_its_journaled_changes`]:
-    /// changes after the opening's checkpoint, then `abort()` (no
-    /// destructor runs, as after `kill -9`).
+    /// changes after the opening's checkpoint, one unsynced commit of
+    /// some of them, then `abort()` (no destructor runs, as after
+    /// `kill -9`).
     #[test]
     fn killed_child() {
         let Ok(p) = std::env::var("WARCHEST_FRONTIER_CHILD") else {
@@ -1735,6 +1940,9 @@ mod tests {
             &[found],
         )
         .unwrap();
+        // An unsynced commit (as every 1,024 changes or 100 ms): a kill
+        // rolls it back.
+        f.commit_open(&mut f.lock_journal()).unwrap();
         let l = take(&f);
         let mut again = l.uri.clone();
         again.tries = 2;
@@ -1758,8 +1966,8 @@ mod tests {
     }
 
     /// A process killed after journaled changes: reopening replays them
-    /// (redb's own unsynced commits are lost with the process, as the
-    /// copy without its journal shows), the URI in flight goes back to its
+    /// (redb's own unsynced commit is lost with the process, as the copy
+    /// without its journal shows), the URI in flight goes back to its
     /// queue, and a retried URI keeps its tries. A journal whose
     /// checkpoint was committed is not replayed twice.
     #[test]

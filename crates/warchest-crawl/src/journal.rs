@@ -9,6 +9,9 @@
 //! reopening, without an `fsync` on the workers' path; the journal is
 //! synced on its own timer (a power loss loses at most that interval).
 //! A checkpoint commits redb durably and starts the journal afresh.
+//! Records are numbered from 1 after the header; each change stores its
+//! record's number (and the epoch) in the database with the change, so a
+//! replay applies only the records after what the database holds.
 //!
 //! Layout: a 12-byte header, `WCFJ` and the epoch (u64, little-endian),
 //! then records: payload length (u32 LE), CRC-32 of the payload (u32 LE),
@@ -254,6 +257,10 @@ pub(crate) struct Journal {
     pub epoch: u64,
     /// Bytes of records since the header.
     pub bytes: u64,
+    /// Records since the header: the last one appended is record
+    /// `records` (from 1), the position the frontier stores with the
+    /// change it holds.
+    pub records: u64,
     frame: Vec<u8>,
     /// A failed write could not be undone (or a reset failed): the file's
     /// end is not a record's, so nothing more is appended until a reset
@@ -273,6 +280,7 @@ impl Journal {
             file,
             epoch,
             bytes: 0,
+            records: 0,
             frame: Vec::with_capacity(4096),
             broken: true,
             #[cfg(test)]
@@ -296,6 +304,7 @@ impl Journal {
         self.file.write_all(&h)?;
         self.epoch = epoch;
         self.bytes = 0;
+        self.records = 0;
         self.broken = false;
         Ok(())
     }
@@ -355,6 +364,7 @@ impl Journal {
             return Err(e);
         }
         self.bytes += self.frame.len() as u64;
+        self.records += 1;
         Ok(())
     }
 

@@ -176,6 +176,9 @@ pub struct DigestIndex {
     // (unsynced) every `OPEN_BATCHES` batches or `OPEN_MS`, and at each
     // sync. Every write and read goes through it.
     open: Mutex<Open>,
+    // What opening replayed from a journal left by an earlier process:
+    // whole records, and bytes of a cut last record (ignored).
+    replayed: (u64, u64),
 }
 
 /// A deferred index's open write transaction.
@@ -187,6 +190,25 @@ struct Open {
     /// The journal ([`DigestIndex::open_deferred`]): each batch's entries,
     /// appended with one write as it commits, emptied at each sync.
     journal: Option<(PathBuf, fs::File)>,
+    /// The journal's length: its whole records.
+    jlen: u64,
+    /// The open transaction was dropped after an error (its commit
+    /// failed, a batch was dropped part way, a batch's journal write
+    /// failed): redb is back at its last commit, and the next transaction
+    /// first replays the journal (every batch since the last sync, the
+    /// failed one's excepted).
+    rebuild: bool,
+    /// The transaction was dropped and there is no journal to rebuild it
+    /// from, or the rebuild failed: every batch and sync fails.
+    broken: Option<String>,
+    /// A sync made every entry durable but could not empty the journal:
+    /// it is emptied before the next record is appended (or by the next
+    /// sync); until then no batch is journaled (each fails).
+    stale: bool,
+    /// Test seam: the next journal write writes this many bytes, then
+    /// fails.
+    #[cfg(test)]
+    cut: Option<usize>,
 }
 
 /// The journal of a deferred index at `path`: `dedupe.redb` ->
@@ -212,8 +234,9 @@ fn crc(b: &[u8]) -> u32 {
 }
 
 /// The whole records of a journal (`len:u32 crc:u32 payload`), up to the
-/// first cut or damaged one (a write cut by a kill).
-fn journal_records(data: &[u8]) -> Vec<&[u8]> {
+/// first cut or damaged one (a write cut by a kill), and the bytes after
+/// them.
+fn journal_records(data: &[u8]) -> (Vec<&[u8]>, u64) {
     let mut out = Vec::new();
     let mut at = 0;
     while let Some(h) = data.get(at..at + 8) {
@@ -228,7 +251,40 @@ fn journal_records(data: &[u8]) -> Vec<&[u8]> {
         out.push(p);
         at += 8 + len;
     }
-    out
+    (out, (data.len() - at) as u64)
+}
+
+/// A journal's bytes (none when there is no journal).
+fn read_journal(jp: &Path) -> Result<Vec<u8>> {
+    match fs::read(jp) {
+        Ok(d) => Ok(d),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(db_error(e, jp)),
+    }
+}
+
+/// Applies a journal's records in `txn`, in order: digests inserted if
+/// absent, URLs replaced. Replaying records that a commit already holds
+/// changes nothing (a URL's last entry is the last one either way).
+fn replay(txn: &redb::WriteTransaction, records: &[&[u8]], p: &Path, jp: &Path) -> Result<()> {
+    let mut digests = txn.open_table(TABLE).map_err(|e| db_error(e, p))?;
+    let mut urls = txn.open_table(URLS).map_err(|e| db_error(e, p))?;
+    for (i, r) in records.iter().enumerate() {
+        let ops = journal_ops(r).ok_or_else(|| {
+            db_error(
+                format!("record {} of {} does not decode", i + 1, records.len()),
+                jp,
+            )
+        })?;
+        for (tag, k, v) in ops {
+            if tag == 1 {
+                urls.insert(k, v).map_err(|e| db_error(e, p))?;
+            } else if digests.get(k).map_err(|e| db_error(e, p))?.is_none() {
+                digests.insert(k, v).map_err(|e| db_error(e, p))?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The entries of one journal record, or `None` when it does not decode.
@@ -260,10 +316,16 @@ const OPEN_BATCHES: u32 = 1024;
 const OPEN_MS: u128 = 100;
 
 impl DigestIndex {
-    /// Opens the index at `path`, creating it when missing.
+    /// Opens the index at `path`, creating it when missing. A journal left
+    /// beside it by a deferred index whose process was killed
+    /// ([`DigestIndex::open_deferred`]) is replayed, committed durably and
+    /// removed: its entries are not lost, and no later open replays them
+    /// over newer ones. A cut last record is ignored with a warning on
+    /// stderr ([`DigestIndex::replayed`] counts it).
     ///
     /// # Errors
-    /// The file cannot be created or is not a digest index.
+    /// The file cannot be created or is not a digest index, or the
+    /// journal cannot be read, does not decode or cannot be removed.
     pub fn open(path: impl AsRef<Path>) -> Result<DigestIndex> {
         let path = path.as_ref().to_path_buf();
         // redb keeps the pages it writes in its cache, up to 1 GiB by
@@ -281,13 +343,67 @@ impl DigestIndex {
             deferred: false,
             dirty: AtomicBool::new(false),
             open: Mutex::new(Open::default()),
+            replayed: (0, 0),
         };
         // Make the table exist so that lookups before any insert work.
         let txn = idx.db.begin_write().map_err(|e| db_error(e, &idx.path))?;
         txn.open_table(TABLE).map_err(|e| db_error(e, &idx.path))?;
         txn.open_table(URLS).map_err(|e| db_error(e, &idx.path))?;
         txn.commit().map_err(|e| db_error(e, &idx.path))?;
+        let jp = journal_path(&idx.path);
+        let mut idx = idx;
+        if jp.exists() {
+            idx.replayed = idx.replay_journal(&jp)?;
+            // Durable in the database: the journal is not needed.
+            fs::remove_file(&jp).map_err(|e| db_error(e, &jp))?;
+        }
         Ok(idx)
+    }
+
+    /// Replays the journal at `jp` (its whole records) in one durable
+    /// commit; returns the records replayed and the bytes of a cut last
+    /// record, which is warned about on stderr.
+    fn replay_journal(&self, jp: &Path) -> Result<(u64, u64)> {
+        let data = read_journal(jp)?;
+        let (records, torn) = journal_records(&data);
+        if !records.is_empty() {
+            let p = &self.path;
+            let txn = self.db.begin_write().map_err(|e| db_error(e, p))?;
+            replay(&txn, &records, p, jp)?;
+            txn.commit().map_err(|e| db_error(e, p))?;
+        }
+        if torn > 0 {
+            eprintln!(
+                "warning: {}: {torn} bytes of a cut last record ignored \
+                 (a write cut by a kill: its entries are not in the index)",
+                jp.display()
+            );
+        }
+        Ok((records.len() as u64, torn))
+    }
+
+    /// What opening replayed from a journal an earlier process left: its
+    /// whole records, and the bytes of a cut last record (ignored, and
+    /// warned about on stderr).
+    pub fn replayed(&self) -> (u64, u64) {
+        self.replayed
+    }
+
+    /// Copies the index at `src` to `dst` (a new file) with the entries of
+    /// the journal beside `src`, which is left as it is: a copy of a
+    /// killed crawl's index (`--recrawl`) loses none of its entries since
+    /// its last checkpoint.
+    ///
+    /// # Errors
+    /// `src` cannot be read, or `dst` written.
+    pub fn copy(src: &Path, dst: &Path) -> Result<()> {
+        fs::copy(src, dst).map_err(|e| Error::from(e).in_file(src))?;
+        let idx = DigestIndex::open(dst)?;
+        let jp = journal_path(src);
+        if jp.exists() {
+            idx.replay_journal(&jp)?;
+        }
+        Ok(())
     }
 
     /// An index in a temporary directory, removed when dropped (for
@@ -304,13 +420,17 @@ impl DigestIndex {
 
     /// Commits from now on are not synced to disk, each one: they become
     /// durable at the next [`DigestIndex::sync`], which the owner calls
-    /// (a crawl syncs once for a group of fetches, not once a fetch). A
+    /// (a crawl syncs once for a group of fetches, not once a fetch).
+    /// Without a journal ([`DigestIndex::open_deferred`] keeps one), a
     /// process killed before it loses the entries since the last sync:
     /// later duplicates of those payloads are then written whole, never
     /// as revisits of a record that is not there. Batches go into one
-    /// write transaction kept open, committed every 1,024 batches or
-    /// 100 ms and at each sync (redb's fixed cost a commit is paid once
-    /// for many fetches); lookups read it, so they see every batch.
+    /// write transaction kept open, committed when a batch commits and
+    /// the transaction holds 1,024 batches or is 100 ms old, and at each
+    /// sync (redb's fixed cost a commit is paid once for many fetches);
+    /// lookups read it, so they see every batch. An error drops it (see
+    /// [`DigestIndex::open_deferred`]); without a journal the index then
+    /// fails every later batch and sync.
     pub fn deferred(mut self) -> DigestIndex {
         self.deferred = true;
         self
@@ -318,50 +438,32 @@ impl DigestIndex {
 
     /// Opens the index at `path` deferred ([`DigestIndex::deferred`]),
     /// with a journal beside it (`NAME.journal`): each batch's entries are
-    /// appended to it (one `write()`) as the batch commits, so a process
-    /// killed at any moment loses none of them: this replays the journal
-    /// found (its whole records), commits durably and empties it. A sync
-    /// empties it too. A power loss may lose the journal's last seconds
-    /// (it is not synced), as it loses the unsynced WARC data.
+    /// appended to it (one `write()`) as the batch commits (they went into
+    /// the open transaction before), so a process killed at any moment
+    /// loses none of the batches that committed: opening replays the
+    /// journal found (its whole records; [`DigestIndex::open`]), commits
+    /// durably and empties it. A sync empties it too. A power loss may
+    /// lose the journal's last seconds (it is not synced).
+    ///
+    /// An error in the open transaction (its commit fails, a batch is
+    /// dropped part way after an insert, a batch's journal write fails)
+    /// drops the transaction; the next one first replays the journal, so
+    /// the other batches are kept and only the failed one (which returned
+    /// the error) is lost. A failed journal write is cut back off the
+    /// file; if that fails too, a sync is made at once (it empties the
+    /// journal), and if that fails, the index fails every later batch. A
+    /// sync whose commit is durable but which cannot empty the journal
+    /// loses nothing: the journal is emptied before the next append (each
+    /// batch fails, not journaled, until it can be) or by the next sync.
     ///
     /// # Errors
     /// The database or the journal cannot be opened, read or written.
     pub fn open_deferred(path: impl AsRef<Path>) -> Result<DigestIndex> {
         let path = path.as_ref();
+        // Replays (and removes) a journal found.
         let idx = DigestIndex::open(path)?;
         let jp = journal_path(path);
         let jerr = |e: &dyn std::fmt::Display| db_error(e, &jp);
-        let data = match fs::read(&jp) {
-            Ok(d) => d,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => return Err(jerr(&e)),
-        };
-        let records = journal_records(&data);
-        if !records.is_empty() {
-            let p = &idx.path;
-            let txn = idx.db.begin_write().map_err(|e| db_error(e, p))?;
-            {
-                let mut digests = txn.open_table(TABLE).map_err(|e| db_error(e, p))?;
-                let mut urls = txn.open_table(URLS).map_err(|e| db_error(e, p))?;
-                for (i, r) in records.iter().enumerate() {
-                    let ops = journal_ops(r).ok_or_else(|| {
-                        jerr(&format!(
-                            "record {} of {} does not decode",
-                            i + 1,
-                            records.len()
-                        ))
-                    })?;
-                    for (tag, k, v) in ops {
-                        if tag == 1 {
-                            urls.insert(k, v).map_err(|e| db_error(e, p))?;
-                        } else if digests.get(k).map_err(|e| db_error(e, p))?.is_none() {
-                            digests.insert(k, v).map_err(|e| db_error(e, p))?;
-                        }
-                    }
-                }
-            }
-            txn.commit().map_err(|e| db_error(e, p))?;
-        }
         let f = fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -370,38 +472,97 @@ impl DigestIndex {
         // Replayed and durable: the journal starts empty.
         f.set_len(0).map_err(|e| jerr(&e))?;
         let idx = idx.deferred();
-        idx.lock_open().journal = Some((jp, f));
+        {
+            let mut o = idx.lock_open();
+            o.journal = Some((jp, f));
+            o.jlen = 0;
+        }
         Ok(idx)
     }
 
-    /// Makes every commit so far durable (one synced commit). Returns
-    /// false, having written nothing, when no deferred commit was made
-    /// since the last sync (a crawl's group commit then pays no `fsync`
-    /// for an index that did not change).
+    /// Makes every batch committed so far durable: the open transaction
+    /// committed (rebuilt from the journal first when an error dropped
+    /// it), then one synced commit, and the journal emptied. Returns
+    /// false, having written nothing, when no batch was committed since
+    /// the last sync and no transaction is open (a checkpoint then pays
+    /// no `fsync` for an index that did not change); an open transaction
+    /// (lookups open one too) is committed whatever was written to it.
     ///
     /// # Errors
-    /// Writing the database failed.
+    /// Writing the database or emptying the journal failed, or the index
+    /// is broken (see [`DigestIndex::open_deferred`]).
     pub fn sync(&self) -> Result<bool> {
-        if self.deferred && !self.dirty.swap(false, Ordering::SeqCst) {
+        // A batch in progress holds the lock: nothing of it is this sync's
+        // to cover (its commit marks the index again), and with nothing
+        // committed since the last sync, the sync does not wait for it.
+        if self.deferred
+            && !self.dirty.load(Ordering::SeqCst)
+            && matches!(
+                self.open.try_lock(),
+                Err(std::sync::TryLockError::WouldBlock)
+            )
+        {
+            return Ok(false);
+        }
+        let mut open = self.lock_open();
+        self.sync_locked(&mut open)
+    }
+
+    /// [`DigestIndex::sync`] after `before`, both under the open
+    /// transaction's lock: no batch commits between them. A crawl syncs
+    /// its open WARC file in `before`, so that no entry made durable
+    /// names a record written after that file's sync. `before`'s error
+    /// is the outer one (the index then not synced).
+    ///
+    /// # Errors
+    /// `before` failed (outer), or as [`DigestIndex::sync`] (inner).
+    pub fn sync_with<E>(
+        &self,
+        before: impl FnOnce() -> std::result::Result<(), E>,
+    ) -> std::result::Result<Result<bool>, E> {
+        let mut open = self.lock_open();
+        before()?;
+        Ok(self.sync_locked(&mut open))
+    }
+
+    /// [`DigestIndex::sync`], the open transaction's lock held (no batch
+    /// runs: `dirty` and the open transaction are read together).
+    fn sync_locked(&self, open: &mut Open) -> Result<bool> {
+        self.check_broken(open)?;
+        let dirty = self.dirty.swap(false, Ordering::SeqCst);
+        // An open transaction is committed whatever `dirty` says: a batch
+        // dropped part way leaves inserts in it.
+        if self.deferred && !dirty && open.txn.is_none() && !open.rebuild && !open.stale {
             return Ok(false);
         }
         let p = &self.path;
-        // The open transaction first (redb has one writer).
-        let mut open = self.lock_open();
-        let mut r = match open.txn.take().map(|t| t.commit()) {
-            Some(Err(e)) => Err(db_error(e, p)),
-            _ => match self.db.begin_write() {
-                Ok(txn) => txn.commit().map_err(|e| db_error(e, p)),
-                Err(e) => Err(db_error(e, p)),
-            },
-        };
-        // Durable in the database: the journal's entries are not needed.
-        if r.is_ok()
-            && let Some((jp, f)) = &open.journal
-        {
-            r = f.set_len(0).map_err(|e| db_error(e, jp));
-        }
-        drop(open);
+        let r = (|| -> Result<()> {
+            if open.rebuild {
+                self.ensure_txn(open)?;
+            }
+            // The open transaction first (redb has one writer).
+            if let Some(t) = open.txn.take()
+                && let Err(e) = t.commit()
+            {
+                self.drop_txn(open, &e);
+                return Err(db_error(e, p));
+            }
+            let txn = self.db.begin_write().map_err(|e| db_error(e, p))?;
+            txn.commit().map_err(|e| db_error(e, p))?;
+            // Durable in the database: the journal's entries are not
+            // needed. Failing to empty it loses nothing (replaying them is
+            // idempotent): retried before the next append.
+            if let Some((_, f)) = &open.journal {
+                match f.set_len(0) {
+                    Ok(()) => {
+                        open.jlen = 0;
+                        open.stale = false;
+                    }
+                    Err(_) => open.stale = true,
+                }
+            }
+            Ok(())
+        })();
         if r.is_err() {
             // Still to be made durable.
             self.dirty.store(true, Ordering::SeqCst);
@@ -413,14 +574,63 @@ impl DigestIndex {
         self.open.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    fn check_broken(&self, open: &Open) -> Result<()> {
+        match &open.broken {
+            Some(m) => Err(db_error(
+                format!(
+                    "an earlier write failed and its transaction could not be \
+                     rebuilt ({m}); the entries since the last sync are lost"
+                ),
+                &self.path,
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// Drops the open transaction after an error `why`: the next one
+    /// replays the journal first, or, with no journal, the index is
+    /// broken.
+    fn drop_txn(&self, open: &mut Open, why: &dyn std::fmt::Display) {
+        open.txn = None;
+        if open.journal.is_some() {
+            open.rebuild = true;
+        } else {
+            open.broken.get_or_insert_with(|| why.to_string());
+        }
+    }
+
+    /// Begins the open transaction if none is, replaying the journal's
+    /// whole records into it when an error dropped the last one.
+    fn ensure_txn(&self, open: &mut Open) -> Result<()> {
+        self.check_broken(open)?;
+        if open.txn.is_some() {
+            return Ok(());
+        }
+        let txn = self.begin_write()?;
+        if open.rebuild {
+            let r = match &open.journal {
+                Some((jp, _)) => read_journal(jp).and_then(|data| {
+                    let whole = data.get(..open.jlen as usize).unwrap_or(&data);
+                    replay(&txn, &journal_records(whole).0, &self.path, jp)
+                }),
+                None => Err(db_error("no journal to rebuild from", &self.path)),
+            };
+            if let Err(e) = r {
+                open.broken = Some(e.to_string());
+                return Err(e);
+            }
+            open.rebuild = false;
+        }
+        open.txn = Some(txn);
+        open.batches = 0;
+        open.since = Some(Instant::now());
+        Ok(())
+    }
+
     /// A deferred index's open transaction, begun (unsynced) if none is.
     fn shared(&self) -> Result<MutexGuard<'_, Open>> {
         let mut open = self.lock_open();
-        if open.txn.is_none() {
-            open.txn = Some(self.begin_write()?);
-            open.batches = 0;
-            open.since = Some(Instant::now());
-        }
+        self.ensure_txn(&mut open)?;
         Ok(open)
     }
 
@@ -527,9 +737,10 @@ impl DigestIndex {
             Txn::Own(Box::new(self.begin_write()?))
         };
         Ok(Batch {
-            txn,
+            txn: Some(txn),
             index: self,
             log: Vec::new(),
+            wrote: false,
         })
     }
 
@@ -593,10 +804,27 @@ impl DigestIndex {
 /// Lookups and inserts in one transaction of a [`DigestIndex`] (a
 /// deferred index's open one, held while the batch lives).
 pub struct Batch<'a> {
-    txn: Txn<'a>,
+    /// `None` once committed.
+    txn: Option<Txn<'a>>,
     index: &'a DigestIndex,
     /// Its entries for the journal (a journaled deferred index).
     log: Vec<u8>,
+    /// It wrote to the transaction (or tried to).
+    wrote: bool,
+}
+
+impl Drop for Batch<'_> {
+    /// A batch of a deferred index dropped uncommitted after a write (an
+    /// error part way) drops the open transaction: its inserts, not
+    /// journaled, must not be committed with the other batches (which the
+    /// next transaction replays from the journal).
+    fn drop(&mut self) {
+        if self.wrote
+            && let Some(Txn::Shared(o)) = &mut self.txn
+        {
+            self.index.drop_txn(o, &"a batch was dropped part way");
+        }
+    }
 }
 
 enum Txn<'a> {
@@ -606,16 +834,15 @@ enum Txn<'a> {
 
 impl Batch<'_> {
     fn journaled(&self) -> bool {
-        matches!(&self.txn, Txn::Shared(o) if o.journal.is_some())
+        matches!(&self.txn, Some(Txn::Shared(o)) if o.journal.is_some())
     }
 
     fn txn(&self) -> Result<&redb::WriteTransaction> {
+        let none = || db_error("no open transaction", &self.index.path);
         match &self.txn {
-            Txn::Own(t) => Ok(t),
-            Txn::Shared(o) => o
-                .txn
-                .as_ref()
-                .ok_or_else(|| db_error("no open transaction", &self.index.path)),
+            Some(Txn::Own(t)) => Ok(t),
+            Some(Txn::Shared(o)) => o.txn.as_ref().ok_or_else(none),
+            None => Err(none()),
         }
     }
 
@@ -641,6 +868,7 @@ impl Batch<'_> {
         let p = &self.index.path;
         let key = digest_key(digest);
         let v = entry.encode();
+        self.wrote = true;
         {
             let mut t = self.txn()?.open_table(TABLE).map_err(|e| db_error(e, p))?;
             if t.get(key.as_str()).map_err(|e| db_error(e, p))?.is_some() {
@@ -663,6 +891,7 @@ impl Batch<'_> {
     pub fn put_url(&mut self, uri: &str, entry: &UrlEntry) -> Result<()> {
         let p = &self.index.path;
         let v = entry.encode();
+        self.wrote = true;
         {
             let mut t = self.txn()?.open_table(URLS).map_err(|e| db_error(e, p))?;
             t.insert(uri, v.as_slice()).map_err(|e| db_error(e, p))?;
@@ -677,36 +906,92 @@ impl Batch<'_> {
     ///
     /// # Errors
     /// Writing the database failed.
-    pub fn commit(self) -> Result<()> {
-        match self.txn {
-            Txn::Own(t) => self.index.commit(*t),
-            Txn::Shared(mut o) => {
-                if !self.log.is_empty()
-                    && let Some((jp, f)) = &mut o.journal
-                {
-                    // One write: a kill cuts at most this record, which
-                    // the replay's CRC check drops.
-                    let mut rec = Vec::with_capacity(8 + self.log.len());
-                    rec.extend_from_slice(&(self.log.len() as u32).to_le_bytes());
-                    rec.extend_from_slice(&crc(&self.log).to_le_bytes());
-                    rec.extend_from_slice(&self.log);
-                    io::Write::write_all(f, &rec).map_err(|e| db_error(e, jp))?;
-                }
-                o.batches += 1;
-                // Something to sync from now: the sync commits it.
-                self.index.dirty.store(true, Ordering::SeqCst);
-                let due = o.batches >= OPEN_BATCHES
-                    || o.since.is_some_and(|t| t.elapsed().as_millis() >= OPEN_MS);
-                match o.txn.take() {
-                    Some(t) if due => t.commit().map_err(|e| db_error(e, &self.index.path)),
-                    t => {
-                        o.txn = t;
-                        Ok(())
-                    }
-                }
-            }
+    pub fn commit(mut self) -> Result<()> {
+        let index = self.index;
+        match self.txn.take() {
+            None => Err(db_error("no open transaction", &index.path)),
+            Some(Txn::Own(t)) => index.commit(*t),
+            Some(Txn::Shared(mut o)) => index.commit_shared(&mut o, &self.log),
         }
     }
+}
+
+impl DigestIndex {
+    /// Commits a batch of the open transaction: its entries journaled,
+    /// the transaction committed (unsynced) when due.
+    fn commit_shared(&self, o: &mut Open, log: &[u8]) -> Result<()> {
+        if !log.is_empty()
+            && let Some((jp, f)) = &mut o.journal
+        {
+            // One write: a kill cuts at most this record, which the
+            // replay's CRC check drops.
+            if o.stale {
+                // Records appended after a tail that is not a record's
+                // would not be read back.
+                if let Err(e) = f.set_len(0) {
+                    let e = db_error(
+                        format!(
+                            "emptying the journal (its entries are durable): {e}; \
+                             the batch is not journaled"
+                        ),
+                        jp,
+                    );
+                    self.drop_txn(o, &e);
+                    return Err(e);
+                }
+                o.jlen = 0;
+                o.stale = false;
+            }
+            let mut rec = Vec::with_capacity(8 + log.len());
+            rec.extend_from_slice(&(log.len() as u32).to_le_bytes());
+            rec.extend_from_slice(&crc(log).to_le_bytes());
+            rec.extend_from_slice(log);
+            #[cfg(test)]
+            let cut = o.cut.take();
+            #[cfg(not(test))]
+            let cut = None;
+            if let Err(e) = write_record(f, &rec, cut) {
+                let e = db_error(e, jp);
+                // Cut back, so records appended later are read back.
+                let cut = f.set_len(o.jlen);
+                // The batch's inserts are not journaled: the transaction
+                // holding them is dropped, the others' rebuilt.
+                self.drop_txn(o, &e);
+                if cut.is_err() {
+                    // The journal's end is not a record's: a sync now
+                    // makes everything durable and empties it.
+                    if let Err(s) = self.sync_locked(o) {
+                        o.broken.get_or_insert_with(|| s.to_string());
+                    }
+                }
+                return Err(e);
+            }
+            o.jlen += rec.len() as u64;
+        }
+        o.batches += 1;
+        // Something to sync from now: the sync commits it.
+        self.dirty.store(true, Ordering::SeqCst);
+        let due = o.batches >= OPEN_BATCHES
+            || o.since.is_some_and(|t| t.elapsed().as_millis() >= OPEN_MS);
+        if due
+            && let Some(t) = o.txn.take()
+            && let Err(e) = t.commit()
+        {
+            self.drop_txn(o, &e);
+            return Err(db_error(e, &self.path));
+        }
+        Ok(())
+    }
+}
+
+/// Writes a journal record; `cut` (a test seam): write this many bytes,
+/// then fail.
+fn write_record(f: &mut fs::File, rec: &[u8], cut: Option<usize>) -> io::Result<()> {
+    if let Some(n) = cut {
+        io::Write::write_all(f, &rec[..n.min(rec.len())])?;
+        return Err(io::Error::other("a write cut short (test)"));
+    }
+    io::Write::write_all(f, rec)
 }
 
 /// How [`dedupe`] runs.
@@ -1013,6 +1298,85 @@ mod tests {
         assert!(idx.sync().unwrap(), "the batch's commit to make durable");
     }
 
+    fn digest(n: u8) -> Digest {
+        Digest::new(Algorithm::Sha1, &[n; 20])
+    }
+
+    fn put(idx: &DigestIndex, n: u8) -> Result<()> {
+        let mut b = idx.batch()?;
+        b.insert_if_absent(&digest(n), &url_entry(None).entry)?;
+        b.commit()
+    }
+
+    /// A batch whose journal write fails is cut back off the journal and
+    /// its inserts dropped with the open transaction; the other batches,
+    /// before and after it, are kept (the next transaction replays the
+    /// journal) and read back from the journal after a kill. A batch
+    /// dropped part way is dropped so too.
+    #[test]
+    fn a_failed_batch_loses_no_other_batch() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("d.redb");
+        let idx = DigestIndex::open_deferred(&p).unwrap();
+        put(&idx, 1).unwrap();
+        idx.lock_open().cut = Some(5);
+        let e = put(&idx, 2).unwrap_err().to_string();
+        assert!(e.contains("cut short"), "{e}");
+        put(&idx, 3).unwrap();
+        let mut b = idx.batch().unwrap();
+        b.put_url("http://dropped/", &url_entry(None)).unwrap();
+        drop(b);
+        assert!(idx.get(&digest(1)).unwrap().is_some());
+        assert!(idx.get(&digest(2)).unwrap().is_none(), "the failed batch");
+        assert!(idx.get(&digest(3)).unwrap().is_some());
+        assert!(idx.get_url("http://dropped/").unwrap().is_none());
+        let data = fs::read(journal_path(&p)).unwrap();
+        let (records, torn) = journal_records(&data);
+        assert_eq!((records.len(), torn), (2, 0), "1 and 3, whole");
+        assert!(idx.sync().unwrap());
+        drop(idx);
+        let idx = DigestIndex::open(&p).unwrap();
+        assert_eq!(idx.len().unwrap(), 2);
+    }
+
+    /// A failed journal write that cannot be cut back (a read-only handle
+    /// stands in for the failing disk) forces a sync, which makes every
+    /// entry durable; the journal it cannot empty does not break the
+    /// index: batches fail (not journaled) until the journal can be
+    /// emptied, then go on.
+    #[test]
+    fn a_journal_that_cannot_be_emptied_is_emptied_later() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("d.redb");
+        let idx = DigestIndex::open_deferred(&p).unwrap();
+        put(&idx, 1).unwrap();
+        let writable = {
+            let mut o = idx.lock_open();
+            let ro = fs::File::open(journal_path(&p)).unwrap();
+            let (jp, f) = o.journal.take().unwrap();
+            o.journal = Some((jp, ro));
+            f
+        };
+        assert!(put(&idx, 2).is_err());
+        let e = put(&idx, 3).unwrap_err().to_string();
+        assert!(e.contains("its entries are durable"), "{e}");
+        assert!(idx.sync().is_ok(), "durable, the journal still to empty");
+        {
+            let mut o = idx.lock_open();
+            let (jp, _) = o.journal.take().unwrap();
+            o.journal = Some((jp, writable));
+        }
+        put(&idx, 4).unwrap();
+        assert!(idx.sync().unwrap());
+        assert_eq!(fs::metadata(journal_path(&p)).unwrap().len(), 0);
+        drop(idx);
+        let idx = DigestIndex::open(&p).unwrap();
+        assert_eq!(idx.replayed(), (0, 0));
+        assert!(idx.get(&digest(1)).unwrap().is_some());
+        assert!(idx.get(&digest(4)).unwrap().is_some());
+        assert_eq!(idx.len().unwrap(), 2);
+    }
+
     /// The child of [`a_killed_deferred_index_keeps_its_journaled_entries`]:
     /// batches committed into the open transaction (none synced), then
     /// `abort()` (no destructor runs, as after `kill -9`), with a cut
@@ -1074,7 +1438,13 @@ mod tests {
         let p = dir.path().join("d.redb");
         run_index_child(&p, false);
         assert!(fs::metadata(journal_path(&p)).unwrap().len() > 6);
+        // A copy (`--recrawl`) takes the journal's entries, leaving it.
+        let copy = dir.path().join("copy.redb");
+        DigestIndex::copy(&p, &copy).unwrap();
+        assert!(fs::metadata(journal_path(&p)).unwrap().len() > 6);
+        assert_eq!(DigestIndex::open(&copy).unwrap().len().unwrap(), 1);
         let idx = DigestIndex::open_deferred(&p).unwrap();
+        assert_eq!(idx.replayed(), (2, 6), "two records, a cut one counted");
         assert_eq!(fs::metadata(journal_path(&p)).unwrap().len(), 0);
         let d = Digest::parse("sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ").unwrap();
         assert_eq!(idx.get(&d).unwrap(), Some(url_entry(None).entry));
@@ -1086,6 +1456,13 @@ mod tests {
         drop(idx);
         // Durable: a plain open finds them.
         assert_eq!(DigestIndex::open(&p).unwrap().len().unwrap(), 1);
+        // A plain open replays a journal left too, and removes it.
+        let q = dir.path().join("q.redb");
+        run_index_child(&q, false);
+        let idx = DigestIndex::open(&q).unwrap();
+        assert_eq!(idx.replayed(), (2, 6));
+        assert_eq!(idx.len().unwrap(), 1);
+        assert!(!journal_path(&q).exists());
     }
 
     #[test]

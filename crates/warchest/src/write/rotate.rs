@@ -469,6 +469,24 @@ impl RotatingWriter {
         Ok(())
     }
 
+    /// [`RotatingWriter::flush`], then `fdatasync` of the open file: every
+    /// record written so far survives a power loss (a crawl does this
+    /// before it makes durable the dedupe entries that point into the
+    /// file).
+    ///
+    /// # Errors
+    /// The write or the sync failed.
+    pub fn sync_data(&mut self) -> Result<()> {
+        self.flush()?;
+        if let Some(f) = self.cur.as_ref() {
+            f.w.get_ref()
+                .get_ref()
+                .sync_data()
+                .map_err(|e| Error::from(e).in_file(&f.open_path))?;
+        }
+        Ok(())
+    }
+
     /// Closes the open file (renaming it to its final name); the next
     /// record starts a new one.
     ///
