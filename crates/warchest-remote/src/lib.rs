@@ -42,7 +42,7 @@ use std::io;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-pub use blocks::{AHEAD, BLOCK, BUDGET, BUDGET_MAX, RemoteBlocks};
+pub use blocks::{AHEAD, AHEAD_BYTES, BLOCK, BUDGET, BUDGET_MAX, RemoteBlocks};
 pub use coalesce::{
     DEFAULT_MAX_GAP, DEFAULT_MAX_REQUEST, DEFAULT_MEMORY, FetchPlan, FetchStats, fetch_ranges_with,
 };
@@ -204,8 +204,10 @@ pub fn open(url: &str) -> io::Result<RemoteFile> {
 /// [`BLOCK`]. The bytes of blocks held at most, all threads together,
 /// start at [`BUDGET`] and grow while the readers wait for fetches, up to
 /// `WARCHEST_REMOTE_BUDGET_MAX` when set, else [`BUDGET_MAX`] (unset, at
-/// least two blocks to start and six at the cap, so that large blocks
-/// still get read ahead: [`RemoteBlocks::default_budget`]).
+/// least two blocks to start and, at the cap, a reader's block, the one
+/// before and its read-ahead, so that large blocks still get read ahead:
+/// [`RemoteBlocks::default_budget`]). Each reader reads
+/// [`RemoteBlocks::ahead_for`] blocks ahead ([`AHEAD_BYTES`] of them).
 /// `WARCHEST_REMOTE_BUDGET` sets where it starts (at least one block);
 /// set alone, it is a fixed budget that does not grow.
 pub fn open_blocks(url: &str) -> io::Result<RemoteBlocks> {
@@ -222,7 +224,7 @@ pub fn open_blocks(url: &str) -> io::Result<RemoteBlocks> {
     );
     let (start, cap) = RemoteBlocks::default_budget(block as u64);
     let b = b
-        .with_blocks(block, AHEAD)
+        .with_blocks(block, RemoteBlocks::ahead_for(block as u64))
         .with_budget(budget.unwrap_or(start));
     Ok(match (budget, max) {
         (Some(_), None) => b,

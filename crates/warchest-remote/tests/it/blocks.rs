@@ -276,6 +276,13 @@ fn nine_readers_stay_within_the_budget_and_a_slow_one_keeps_its_blocks() {
         "{} bytes held",
         src.peak_bytes()
     );
+    // The bound is the larger of the budget and a block a reader and one
+    // more: the budget is raised to that floor, never past it.
+    assert!(
+        (2 * B..=(READERS + 1) * B).contains(&src.budget()),
+        "{} bytes of budget",
+        src.budget()
+    );
 }
 
 /// Sixteen readers far apart (a plain file's chunks on sixteen decode
@@ -436,6 +443,41 @@ fn without_latency_a_slow_reader_leaves_the_budget_near_its_start() {
     assert!(parts.concat() == data);
     assert!(src.budget() <= 5 * B, "{} bytes of budget", src.budget());
     assert!(src.peak_bytes() <= 5 * B, "{} bytes held", src.peak_bytes());
+}
+
+/// Two readers walking the same stretch (the decoding threads of a gzip
+/// object), each slower than a request: the second one's first read finds
+/// block 0 still on its way (20 ms a request), which is no sign of
+/// latency, so the budget stays at its start. Before, that first read
+/// counted as a reader catching up with its read-ahead and grew the
+/// budget by a block on every object read with two threads.
+#[test]
+fn a_readers_first_read_on_a_block_on_its_way_does_not_grow_the_budget() {
+    const B: u64 = 64 << 10;
+    let dir = tempfile::tempdir().unwrap();
+    let data: Vec<u8> = (0..8 * B).map(|i| (i * 7 % 251) as u8).collect();
+    std::fs::write(dir.path().join("two.bin"), &data).unwrap();
+    let srv = RangeServer::with_latency(dir.path(), 5.0, 20);
+    let opts = quick();
+    let loc = Location::parse_with(&srv.url("two.bin"), &opts).unwrap();
+    let src = RemoteBlocks::open(loc, opts)
+        .unwrap()
+        .with_blocks(B as usize, 4)
+        .with_budget(3 * B)
+        .with_budget_max(16 * B);
+    let parts = read_parts(
+        &src,
+        &[(0, 8 * B), (0, 8 * B)],
+        B,
+        std::time::Duration::from_millis(100),
+    );
+    assert!(parts[0] == data && parts[1] == data);
+    assert_eq!(src.budget(), 3 * B, "grown, {} GETs", srv.count().0);
+    assert!(src.peak_bytes() <= 3 * B, "{} bytes held", src.peak_bytes());
+    // Both waited for block 0 (one request), never again: the read-ahead
+    // hid the rest.
+    let (waits, _) = src.waits();
+    assert!((1..=2).contains(&waits), "{waits} reads waited");
 }
 
 /// Over S3 (called by `s3::s3_reads_lists_and_writes`, which owns the
