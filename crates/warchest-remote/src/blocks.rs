@@ -1097,6 +1097,25 @@ mod tests {
         assert_eq!((b.budget(), b.budget_max()), (5 * B, 9 * B));
     }
 
+    /// The read-ahead follows the bytes: 8 MiB of blocks, at least four,
+    /// at most sixteen; the default cap holds a reader's block, the one
+    /// before and its read-ahead.
+    #[test]
+    fn the_read_ahead_depth_follows_the_block_size() {
+        const M: u64 = 1 << 20;
+        assert_eq!(RemoteBlocks::ahead_for(BLOCK as u64), 8);
+        assert_eq!(RemoteBlocks::ahead_for(2 * M), 4);
+        assert_eq!(RemoteBlocks::ahead_for(8 * M), 4);
+        assert_eq!(RemoteBlocks::ahead_for(256 << 10), 16);
+        assert_eq!(RemoteBlocks::ahead_for(0), 16);
+        assert_eq!(RemoteBlocks::default_budget(M), (4 * M, 24 * M));
+        assert_eq!(RemoteBlocks::default_budget(8 * M), (16 * M, 48 * M));
+        let loc = Location::parse("http://127.0.0.1:9/x").unwrap();
+        let b = RemoteBlocks::open_sized(loc, Options::default(), 100 * M);
+        assert_eq!((b.block, b.ahead), (M, 8));
+        assert_eq!((b.budget(), b.budget_max()), (BUDGET, BUDGET_MAX));
+    }
+
     #[test]
     fn a_request_dropped_unanswered_wakes_its_readers_with_an_error() {
         let c = Arc::new(Cell::default());

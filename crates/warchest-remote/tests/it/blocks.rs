@@ -417,23 +417,35 @@ fn with_latency_the_budget_grows_up_to_its_cap_and_stops_once_the_read_ahead_fit
     assert!(src.peak_bytes() <= src.budget());
 }
 
+/// `data` served by range_server.py at `latency_ms` a request, read in
+/// blocks of `block` bytes, four ahead, with a budget of three blocks
+/// that may grow to sixteen (the directory and server kept alive).
+fn growing_blocks(
+    data: &[u8],
+    block: u64,
+    latency_ms: u64,
+) -> (tempfile::TempDir, RangeServer, RemoteBlocks) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("data.bin"), data).unwrap();
+    let srv = RangeServer::with_latency(dir.path(), 5.0, latency_ms);
+    let opts = quick();
+    let loc = Location::parse_with(&srv.url("data.bin"), &opts).unwrap();
+    let src = RemoteBlocks::open(loc, opts)
+        .unwrap()
+        .with_blocks(block as usize, 4)
+        .with_budget(3 * block)
+        .with_budget_max(16 * block);
+    (dir, srv, src)
+}
+
 /// Without latency, a reader slower than the fetches (30 ms of decoding a
 /// block) finds its blocks fetched: the budget stays near its start (the
 /// first block is a jump, not a wait for a read-ahead), whatever the cap.
 #[test]
 fn without_latency_a_slow_reader_leaves_the_budget_near_its_start() {
     const B: u64 = 64 << 10;
-    let dir = tempfile::tempdir().unwrap();
     let data: Vec<u8> = (0..16 * B).map(|i| (i * 3 % 251) as u8).collect();
-    std::fs::write(dir.path().join("fast.bin"), &data).unwrap();
-    let srv = RangeServer::start(dir.path(), 5.0);
-    let opts = quick();
-    let loc = Location::parse_with(&srv.url("fast.bin"), &opts).unwrap();
-    let src = RemoteBlocks::open(loc, opts)
-        .unwrap()
-        .with_blocks(B as usize, 4)
-        .with_budget(3 * B)
-        .with_budget_max(16 * B);
+    let (_dir, _srv, src) = growing_blocks(&data, B, 0);
     let parts = read_parts(
         &src,
         &[(0, 16 * B)],
@@ -454,17 +466,8 @@ fn without_latency_a_slow_reader_leaves_the_budget_near_its_start() {
 #[test]
 fn a_readers_first_read_on_a_block_on_its_way_does_not_grow_the_budget() {
     const B: u64 = 64 << 10;
-    let dir = tempfile::tempdir().unwrap();
     let data: Vec<u8> = (0..8 * B).map(|i| (i * 7 % 251) as u8).collect();
-    std::fs::write(dir.path().join("two.bin"), &data).unwrap();
-    let srv = RangeServer::with_latency(dir.path(), 5.0, 20);
-    let opts = quick();
-    let loc = Location::parse_with(&srv.url("two.bin"), &opts).unwrap();
-    let src = RemoteBlocks::open(loc, opts)
-        .unwrap()
-        .with_blocks(B as usize, 4)
-        .with_budget(3 * B)
-        .with_budget_max(16 * B);
+    let (_dir, srv, src) = growing_blocks(&data, B, 20);
     let parts = read_parts(
         &src,
         &[(0, 8 * B), (0, 8 * B)],
