@@ -164,15 +164,19 @@ impl Options {
     }
 }
 
-/// The Tokio runtime every blocking call of this crate runs on: two worker
-/// threads (requests wait on the network, not on the CPU). Made at first
-/// use, together with the TLS crypto provider (ring).
+/// The Tokio runtime every blocking call of this crate runs on: ONE worker
+/// thread. Requests wait on the network, not on the CPU, so the read-ahead's
+/// several requests in flight all fit on it; a second worker only added a
+/// malloc arena, a thread and wake-ups (docs/remote.md, "The runtime").
+/// Blocking threads (name resolution) are few and made only when asked for.
+/// Made at first use, together with the TLS crypto provider (ring).
 pub fn runtime() -> &'static tokio::runtime::Runtime {
     static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
     RT.get_or_init(|| {
         install_crypto();
         tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
+            .worker_threads(1)
+            .max_blocking_threads(4)
             .thread_name("warchest-remote")
             .enable_all()
             .build()
