@@ -1,7 +1,7 @@
 //! [`RemoteBlocks`]: an object read at explicit offsets by several threads
 //! at once (the format crate's [`ReadAt`]), for the parallel decoder.
 
-use std::io;
+use std::io::{self, Write as _};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::thread::ThreadId;
@@ -289,6 +289,9 @@ struct Held {
     /// Moves of readers from one block to another: the clock by which a
     /// reader that stopped reading is found.
     moves: u64,
+    /// The most readers remembered at once (the pool's floor is one
+    /// buffer more; for the stats line).
+    most_readers: usize,
 }
 
 /// Which held blocks room may be made from, in the order tried.
@@ -352,6 +355,8 @@ pub struct RemoteBlocks {
     /// and the time they waited (nanoseconds).
     waits: AtomicU64,
     waited_ns: AtomicU64,
+    /// Whether dropping it prints the stats line (`WARCHEST_REMOTE_STATS`).
+    stats: bool,
 }
 
 impl std::fmt::Debug for RemoteBlocks {
@@ -367,26 +372,39 @@ impl std::fmt::Debug for RemoteBlocks {
 }
 
 impl Drop for RemoteBlocks {
-    /// With `WARCHEST_REMOTE_STATS` set, one line on stderr: requests,
-    /// the budget reached, the bytes held at most and the waits (for
-    /// measuring; nothing else reads it).
+    /// With `WARCHEST_REMOTE_STATS` on (set, not empty, not `0`), one line on
+    /// stderr: requests, the budget reached and what bounds it, the bytes
+    /// held at most and the waits (for measuring; nothing else reads it).
+    /// Written with `writeln!`, its error ignored: a closed stderr must
+    /// not panic in a drop.
     fn drop(&mut self) {
-        if std::env::var_os("WARCHEST_REMOTE_STATS").is_some() {
-            let (waits, waited) = self.waits();
-            eprintln!(
-                "warchest: remote blocks of {}: {} requests, {} blocks of {} bytes, budget {} of at most {} bytes, {} bytes held at most, {} reads waited {:.1} ms",
-                self.loc.url(),
-                self.requests(),
-                self.blocks(),
-                self.block,
-                self.budget(),
-                self.budget_max(),
-                self.peak_bytes(),
-                waits,
-                waited.as_secs_f64() * 1000.0
-            );
+        if !self.stats {
+            return;
         }
+        let (waits, waited) = self.waits();
+        let readers = lock(&self.held).most_readers;
+        let _ = writeln!(
+            io::stderr(),
+            "warchest: remote blocks of {}: {} requests, {} blocks of {} bytes, budget reached {} bytes (cap {} bytes, or {} blocks if more: one for each of the {} readers and one), {} bytes held at most, {} reads waited {:.1} ms",
+            self.loc.url(),
+            self.requests(),
+            self.blocks(),
+            self.block,
+            self.budget(),
+            self.budget_max(),
+            readers + 1,
+            readers,
+            self.peak_bytes(),
+            waits,
+            waited.as_secs_f64() * 1000.0
+        );
     }
+}
+
+/// Whether a value of `WARCHEST_REMOTE_STATS` turns the stats line on:
+/// set, not empty and not `0`.
+fn stats_wanted(v: Option<&std::ffi::OsStr>) -> bool {
+    v.is_some_and(|v| !v.is_empty() && v != "0")
 }
 
 /// Buffers of `block` bytes that fit in `budget` (at least one).
@@ -422,6 +440,7 @@ impl RemoteBlocks {
             requests: AtomicU64::new(0),
             waits: AtomicU64::new(0),
             waited_ns: AtomicU64::new(0),
+            stats: stats_wanted(std::env::var_os("WARCHEST_REMOTE_STATS").as_deref()),
         }
     }
 
@@ -504,6 +523,14 @@ impl RemoteBlocks {
     /// The bytes the budget may grow to, in whole blocks.
     pub fn budget_max(&self) -> u64 {
         self.pool.cap as u64 * self.block
+    }
+
+    /// Whether dropping it prints the stats line on stderr (on when
+    /// `WARCHEST_REMOTE_STATS` is set, not empty and not `0`): off for an
+    /// object its caller reads another way instead (a server that answers
+    /// no ranges is streamed).
+    pub fn set_stats(&mut self, on: bool) {
+        self.stats = on;
     }
 
     /// The URL.
@@ -592,6 +619,7 @@ impl RemoteBlocks {
                 before: i,
                 seen: h.moves,
             });
+            h.most_readers = h.most_readers.max(h.readers.len());
         }
         let (now, stale) = (h.moves, STALE_MOVES * h.readers.len() as u64);
         h.readers.retain(|r| now - r.seen <= stale);
@@ -1114,6 +1142,17 @@ mod tests {
         let b = RemoteBlocks::open_sized(loc, Options::default(), 100 * M);
         assert_eq!((b.block, b.ahead), (M, 8));
         assert_eq!((b.budget(), b.budget_max()), (BUDGET, BUDGET_MAX));
+    }
+
+    /// `WARCHEST_REMOTE_STATS=0` or an empty value leaves the line off.
+    #[test]
+    fn the_stats_line_is_on_for_a_set_value_other_than_empty_or_zero() {
+        use std::ffi::OsStr;
+        assert!(!stats_wanted(None));
+        assert!(!stats_wanted(Some(OsStr::new(""))));
+        assert!(!stats_wanted(Some(OsStr::new("0"))));
+        assert!(stats_wanted(Some(OsStr::new("1"))));
+        assert!(stats_wanted(Some(OsStr::new("yes"))));
     }
 
     #[test]
