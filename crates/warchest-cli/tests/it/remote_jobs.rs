@@ -164,3 +164,43 @@ fn jobs_on_s3_and_http_match_the_local_files_through_faults_and_a_cut_is_named()
         );
     }
 }
+
+/// `WARCHEST_REMOTE_STATS=1` ends a `-j 2` read of an object with one
+/// stats line, `0` or an empty value with none; a size knob with a suffix
+/// is read (`256K`: the cap in the line), one that cannot be read is said
+/// once on stderr and its default used, the listing the same.
+#[test]
+fn remote_stats_line_and_size_knobs_with_suffixes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = big_members(tmp.path());
+    let name = path.file_name().unwrap().to_str().unwrap().to_owned();
+    let srv = RangeServer::start(tmp.path(), 5.0);
+    let url = srv.url(&name);
+    let ls = ["ls", "-j", "2", url.as_str()];
+    let lines = |err: &str, what: &str| err.lines().filter(|l| l.contains(what)).count();
+    let stats = "warchest: remote blocks of ";
+    let (rc, want, err) = run_env(&[("WARCHEST_REMOTE_STATS", "1".into())], &ls);
+    assert!(rc == 0 && !want.is_empty(), "{err}");
+    assert_eq!(lines(&err, stats), 1, "{err}");
+    assert!(err.contains("budget reached"), "{err}");
+    for off in ["0", ""] {
+        let (rc, out, err) = run_env(&[("WARCHEST_REMOTE_STATS", off.into())], &ls);
+        assert!(rc == 0 && out == want, "{off:?}: {err}");
+        assert_eq!(lines(&err, stats), 0, "{off:?}: {err}");
+    }
+    let env = [
+        ("WARCHEST_REMOTE_STATS", "1".into()),
+        ("WARCHEST_REMOTE_BUDGET", "256K".into()),
+        ("WARCHEST_REMOTE_BUDGET_MAX", "lots".into()),
+    ];
+    let (rc, out, err) = run_env(&env, &ls);
+    assert!(rc == 0 && out == want, "{err}");
+    assert_eq!(
+        lines(&err, "WARCHEST_REMOTE_BUDGET_MAX=\"lots\""),
+        1,
+        "{err}"
+    );
+    assert_eq!(lines(&err, "is not a byte count"), 1, "{err}");
+    // A budget set alone is fixed: its cap is the 256 KiB.
+    assert!(err.contains("cap 262144 bytes"), "{err}");
+}
