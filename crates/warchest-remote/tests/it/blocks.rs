@@ -352,11 +352,10 @@ fn read_parts(
                     let mut got = Vec::new();
                     let mut at = from;
                     while at < to {
-                        let mut buf = vec![0u8; (16 << 10).min(to - at) as usize];
-                        let n = src.read_at(&mut buf, at).unwrap();
-                        assert!(n > 0, "no bytes at {at}");
-                        got.extend_from_slice(&buf[..n]);
-                        at += n as u64;
+                        // To the block's end, then the pause.
+                        let end = ((at / block + 1) * block).min(to);
+                        got.extend(read_part(src, at, end));
+                        at = end;
                         if at % block == 0 && !pause.is_zero() {
                             std::thread::sleep(pause);
                         }
