@@ -45,13 +45,15 @@ pub fn open(url: &str) -> io::Result<File> {
 /// sequential read then streams the object ([`open`] does) instead.
 #[cfg(feature = "remote")]
 pub fn open_blocks(url: &str) -> io::Result<Option<warchest_remote::RemoteBlocks>> {
-    let b = warchest_remote::open_blocks(url)?;
+    let mut b = warchest_remote::open_blocks(url)?;
     let mut first = [0u8; 1];
     match warchest::io::ReadAt::read_at(&b, &mut first, 0) {
         Err(e)
             if warchest_remote::remote_error(&e)
                 .is_some_and(|r| *r.problem() == warchest_remote::Problem::NoRanges) =>
         {
+            // Streamed instead: no stats line for blocks not read.
+            b.set_stats(false);
             Ok(None)
         }
         _ => Ok(Some(b)),

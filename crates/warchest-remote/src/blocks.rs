@@ -1,7 +1,7 @@
 //! [`RemoteBlocks`]: an object read at explicit offsets by several threads
 //! at once (the format crate's [`ReadAt`]), for the parallel decoder.
 
-use std::io;
+use std::io::{self, Write as _};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::thread::ThreadId;
@@ -15,15 +15,20 @@ use crate::{Location, Options, runtime};
 /// Default bytes per block: one range request each. Smaller blocks hold
 /// less memory for the same read-ahead; each request costs the server
 /// something too (docs/remote.md, "Several threads").
-pub const BLOCK: usize = 2 << 20;
-/// Default blocks each reader fetches ahead of the block it reads.
+pub const BLOCK: usize = 1 << 20;
+/// Fewest blocks each reader fetches ahead of the block it reads.
 pub const AHEAD: usize = 4;
+/// Bytes each reader fetches ahead at the default block size: the
+/// read-ahead depth follows the bytes, not the blocks
+/// ([`RemoteBlocks::ahead_for`]), so that smaller blocks (less memory held
+/// while the fetches keep up) hide as much latency as larger ones.
+pub const AHEAD_BYTES: u64 = 8 << 20;
 /// Default bytes of blocks held at most at first, all readers together:
 /// blocks fetched, being fetched and being read from
 /// (`WARCHEST_REMOTE_BUDGET`). The budget grows from there, a block at a
 /// time, while the fetches' latency is what the readers wait for, up to
 /// [`BUDGET_MAX`].
-pub const BUDGET: u64 = 6 << 20;
+pub const BUDGET: u64 = 4 << 20;
 /// Default bytes the budget may grow to (`WARCHEST_REMOTE_BUDGET_MAX`).
 pub const BUDGET_MAX: u64 = 24 << 20;
 /// Bytes of the object's start kept once read: every reader opened at an
@@ -284,6 +289,9 @@ struct Held {
     /// Moves of readers from one block to another: the clock by which a
     /// reader that stopped reading is found.
     moves: u64,
+    /// The most readers remembered at once (the pool's floor is one
+    /// buffer more; for the stats line).
+    most_readers: usize,
 }
 
 /// Which held blocks room may be made from, in the order tried.
@@ -343,6 +351,12 @@ pub struct RemoteBlocks {
     /// The object's first bytes ([`HEAD_KEPT`]), once block 0 is read.
     head: OnceLock<Vec<u8>>,
     requests: AtomicU64,
+    /// Reads that found their block still on its way and waited for it,
+    /// and the time they waited (nanoseconds).
+    waits: AtomicU64,
+    waited_ns: AtomicU64,
+    /// Whether dropping it prints the stats line (`WARCHEST_REMOTE_STATS`).
+    stats: bool,
 }
 
 impl std::fmt::Debug for RemoteBlocks {
@@ -355,6 +369,42 @@ impl std::fmt::Debug for RemoteBlocks {
             .field("cap", &self.pool.cap)
             .finish_non_exhaustive()
     }
+}
+
+impl Drop for RemoteBlocks {
+    /// With `WARCHEST_REMOTE_STATS` on (set, not empty, not `0`), one line on
+    /// stderr: requests, the budget reached and what bounds it, the bytes
+    /// held at most and the waits (for measuring; nothing else reads it).
+    /// Written with `writeln!`, its error ignored: a closed stderr must
+    /// not panic in a drop.
+    fn drop(&mut self) {
+        if !self.stats {
+            return;
+        }
+        let (waits, waited) = self.waits();
+        let readers = lock(&self.held).most_readers;
+        let _ = writeln!(
+            io::stderr(),
+            "warchest: remote blocks of {}: {} requests, {} blocks of {} bytes, budget reached {} bytes (cap {} bytes, or {} blocks if more: one for each of the {} readers and one), {} bytes held at most, {} reads waited {:.1} ms",
+            self.loc.url(),
+            self.requests(),
+            self.blocks(),
+            self.block,
+            self.budget(),
+            self.budget_max(),
+            readers + 1,
+            readers,
+            self.peak_bytes(),
+            waits,
+            waited.as_secs_f64() * 1000.0
+        );
+    }
+}
+
+/// Whether a value of `WARCHEST_REMOTE_STATS` turns the stats line on:
+/// set, not empty and not `0`.
+fn stats_wanted(v: Option<&std::ffi::OsStr>) -> bool {
+    v.is_some_and(|v| !v.is_empty() && v != "0")
 }
 
 /// Buffers of `block` bytes that fit in `budget` (at least one).
@@ -383,11 +433,14 @@ impl RemoteBlocks {
             opts,
             size,
             block: BLOCK as u64,
-            ahead: AHEAD as u64,
+            ahead: RemoteBlocks::ahead_for(BLOCK as u64) as u64,
             held: Mutex::new(Held::default()),
             pool: Pool::new(BUDGET, BUDGET_MAX, BLOCK as u64),
             head: OnceLock::new(),
             requests: AtomicU64::new(0),
+            waits: AtomicU64::new(0),
+            waited_ns: AtomicU64::new(0),
+            stats: stats_wanted(std::env::var_os("WARCHEST_REMOTE_STATS").as_deref()),
         }
     }
 
@@ -406,6 +459,17 @@ impl RemoteBlocks {
     /// at least one block: a *fixed* budget, which does not grow (the cap
     /// is `bytes` too; [`RemoteBlocks::with_budget_max`] after this lets
     /// it grow).
+    ///
+    /// One floor stands above any budget: the pool may hold one block for
+    /// each reader and one more (at most 65 blocks, with the 64 readers
+    /// remembered), so the bytes held are bounded by the larger of the
+    /// budget and `(readers + 1)` blocks. A budget below that is not
+    /// enforced, on purpose: a reader whose block could only take the room
+    /// of the block another reader is in either fetches in turn with it
+    /// (each takes the other's block at its next read: 155 requests for
+    /// 64 blocks with sixteen readers), or, made to wait for a buffer,
+    /// waits for a reader that may itself be waiting for it (the decoder's
+    /// reading thread waits for the job a pool thread reads), for ever.
     #[must_use]
     pub fn with_budget(self, bytes: u64) -> RemoteBlocks {
         let block = self.block;
@@ -422,14 +486,25 @@ impl RemoteBlocks {
 
     /// The default budget's start and cap for blocks of `block` bytes:
     /// [`BUDGET`] and [`BUDGET_MAX`], but at least two blocks to start
-    /// and room for a reader's block, the one before and [`AHEAD`] ahead
-    /// at the cap, so that large blocks (8 MiB) still get read ahead.
+    /// and room for a reader's block, the one before and its read-ahead
+    /// ([`RemoteBlocks::ahead_for`]) at the cap, so that large blocks
+    /// (8 MiB) still get read ahead.
     pub fn default_budget(block: u64) -> (u64, u64) {
         let block = block.clamp(4096, 1 << 30);
         (
             BUDGET.max(2 * block),
-            BUDGET_MAX.max((AHEAD as u64 + 2) * block),
+            BUDGET_MAX.max((Self::ahead_for(block) as u64 + 2) * block),
         )
+    }
+
+    /// The default read-ahead for blocks of `block` bytes: [`AHEAD_BYTES`]
+    /// of blocks, at least [`AHEAD`] and at most 16 (8 for 1 MiB blocks,
+    /// 4 for 2 MiB). At a store's latency L a reader decoding at R needs
+    /// about `R x L` bytes on their way, whatever the block size.
+    pub fn ahead_for(block: u64) -> usize {
+        usize::try_from(AHEAD_BYTES / block.max(1))
+            .unwrap_or(16)
+            .clamp(AHEAD, 16)
     }
 
     fn with_pool(mut self, budget: u64, cap: u64, block: u64) -> RemoteBlocks {
@@ -450,6 +525,14 @@ impl RemoteBlocks {
         self.pool.cap as u64 * self.block
     }
 
+    /// Whether dropping it prints the stats line on stderr (on when
+    /// `WARCHEST_REMOTE_STATS` is set, not empty and not `0`): off for an
+    /// object its caller reads another way instead (a server that answers
+    /// no ranges is streamed).
+    pub fn set_stats(&mut self, on: bool) {
+        self.stats = on;
+    }
+
     /// The URL.
     pub fn url(&self) -> &str {
         self.loc.url()
@@ -458,6 +541,16 @@ impl RemoteBlocks {
     /// The requests made so far (HEAD and ranges, retries not counted).
     pub fn requests(&self) -> u64 {
         self.requests.load(Ordering::Relaxed)
+    }
+
+    /// Reads that waited for their block's request (it was on its way, or
+    /// not started), and how long they waited in all: what read-ahead did
+    /// not hide.
+    pub fn waits(&self) -> (u64, Duration) {
+        (
+            self.waits.load(Ordering::Relaxed),
+            Duration::from_nanos(self.waited_ns.load(Ordering::Relaxed)),
+        )
     }
 
     /// The most bytes of blocks held at once so far (buffers fetched,
@@ -526,6 +619,7 @@ impl RemoteBlocks {
                 before: i,
                 seen: h.moves,
             });
+            h.most_readers = h.most_readers.max(h.readers.len());
         }
         let (now, stale) = (h.moves, STALE_MOVES * h.readers.len() as u64);
         h.readers.retain(|r| now - r.seen <= stale);
@@ -643,7 +737,14 @@ impl RemoteBlocks {
                     let e = h.blocks.remove(at);
                     let c = Arc::clone(&e.1);
                     h.blocks.push(e);
-                    caught_up = c.pending();
+                    // Only a reader scanning on (from the block before)
+                    // that finds its block on its way has caught up. A
+                    // reader's first read, or a jump, that lands on a
+                    // block another reader started is no sign of latency:
+                    // at the start of a read the second decoding thread
+                    // always finds block 0 on its way, and grew the
+                    // budget by a block on every object.
+                    caught_up = next && c.pending();
                     c
                 }
                 None => {
@@ -708,7 +809,15 @@ impl RemoteBlocks {
             }
             break cell;
         };
-        cell.wait()
+        if !cell.pending() {
+            return cell.wait();
+        }
+        let t = std::time::Instant::now();
+        let got = cell.wait();
+        self.waits.fetch_add(1, Ordering::Relaxed);
+        let ns = u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.waited_ns.fetch_add(ns, Ordering::Relaxed);
+        got
     }
 }
 
@@ -1014,6 +1123,36 @@ mod tests {
         // Other blocks keep the start and the cap, in bytes.
         let b = b.with_blocks(B as usize / 2, 1);
         assert_eq!((b.budget(), b.budget_max()), (5 * B, 9 * B));
+    }
+
+    /// The read-ahead follows the bytes: 8 MiB of blocks, at least four,
+    /// at most sixteen; the default cap holds a reader's block, the one
+    /// before and its read-ahead.
+    #[test]
+    fn the_read_ahead_depth_follows_the_block_size() {
+        const M: u64 = 1 << 20;
+        assert_eq!(RemoteBlocks::ahead_for(BLOCK as u64), 8);
+        assert_eq!(RemoteBlocks::ahead_for(2 * M), 4);
+        assert_eq!(RemoteBlocks::ahead_for(8 * M), 4);
+        assert_eq!(RemoteBlocks::ahead_for(256 << 10), 16);
+        assert_eq!(RemoteBlocks::ahead_for(0), 16);
+        assert_eq!(RemoteBlocks::default_budget(M), (4 * M, 24 * M));
+        assert_eq!(RemoteBlocks::default_budget(8 * M), (16 * M, 48 * M));
+        let loc = Location::parse("http://127.0.0.1:9/x").unwrap();
+        let b = RemoteBlocks::open_sized(loc, Options::default(), 100 * M);
+        assert_eq!((b.block, b.ahead), (M, 8));
+        assert_eq!((b.budget(), b.budget_max()), (BUDGET, BUDGET_MAX));
+    }
+
+    /// `WARCHEST_REMOTE_STATS=0` or an empty value leaves the line off.
+    #[test]
+    fn the_stats_line_is_on_for_a_set_value_other_than_empty_or_zero() {
+        use std::ffi::OsStr;
+        assert!(!stats_wanted(None));
+        assert!(!stats_wanted(Some(OsStr::new(""))));
+        assert!(!stats_wanted(Some(OsStr::new("0"))));
+        assert!(stats_wanted(Some(OsStr::new("1"))));
+        assert!(stats_wanted(Some(OsStr::new("yes"))));
     }
 
     #[test]

@@ -38,11 +38,11 @@ mod location;
 mod request;
 mod writer;
 
-use std::io;
+use std::io::{self, Write as _};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-pub use blocks::{AHEAD, BLOCK, BUDGET, BUDGET_MAX, RemoteBlocks};
+pub use blocks::{AHEAD, AHEAD_BYTES, BLOCK, BUDGET, BUDGET_MAX, RemoteBlocks};
 pub use coalesce::{
     DEFAULT_MAX_GAP, DEFAULT_MAX_REQUEST, DEFAULT_MEMORY, FetchPlan, FetchStats, fetch_ranges_with,
 };
@@ -164,15 +164,19 @@ impl Options {
     }
 }
 
-/// The Tokio runtime every blocking call of this crate runs on: two worker
-/// threads (requests wait on the network, not on the CPU). Made at first
-/// use, together with the TLS crypto provider (ring).
+/// The Tokio runtime every blocking call of this crate runs on: ONE worker
+/// thread. Requests wait on the network, not on the CPU, so the read-ahead's
+/// several requests in flight all fit on it; a second worker only added a
+/// malloc arena, a thread and wake-ups (docs/remote.md, "The runtime").
+/// Blocking threads (name resolution) are few and made only when asked for.
+/// Made at first use, together with the TLS crypto provider (ring).
 pub fn runtime() -> &'static tokio::runtime::Runtime {
     static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
     RT.get_or_init(|| {
         install_crypto();
         tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
+            .worker_threads(1)
+            .max_blocking_threads(4)
             .thread_name("warchest-remote")
             .enable_all()
             .build()
@@ -204,17 +208,17 @@ pub fn open(url: &str) -> io::Result<RemoteFile> {
 /// [`BLOCK`]. The bytes of blocks held at most, all threads together,
 /// start at [`BUDGET`] and grow while the readers wait for fetches, up to
 /// `WARCHEST_REMOTE_BUDGET_MAX` when set, else [`BUDGET_MAX`] (unset, at
-/// least two blocks to start and six at the cap, so that large blocks
-/// still get read ahead: [`RemoteBlocks::default_budget`]).
+/// least two blocks to start and, at the cap, a reader's block, the one
+/// before and its read-ahead, so that large blocks still get read ahead:
+/// [`RemoteBlocks::default_budget`]). Each reader reads
+/// [`RemoteBlocks::ahead_for`] blocks ahead ([`AHEAD_BYTES`] of them).
 /// `WARCHEST_REMOTE_BUDGET` sets where it starts (at least one block);
-/// set alone, it is a fixed budget that does not grow.
+/// set alone, it is a fixed budget that does not grow. The three take a
+/// byte count, with a `K`, `M` or `G` suffix if wanted (`8M`, `8MiB`); one
+/// that cannot be read is said once on stderr and the default used.
 pub fn open_blocks(url: &str) -> io::Result<RemoteBlocks> {
     let b = RemoteBlocks::open(Location::parse(url)?, Options::from_env())?;
-    let knob = |name: &str| {
-        std::env::var(name)
-            .ok()
-            .and_then(|v| v.trim().parse::<u64>().ok())
-    };
+    let knob = size_knob;
     let block = knob("WARCHEST_REMOTE_BLOCK").map_or(BLOCK, |v| v as usize);
     let (budget, max) = (
         knob("WARCHEST_REMOTE_BUDGET"),
@@ -222,12 +226,58 @@ pub fn open_blocks(url: &str) -> io::Result<RemoteBlocks> {
     );
     let (start, cap) = RemoteBlocks::default_budget(block as u64);
     let b = b
-        .with_blocks(block, AHEAD)
+        .with_blocks(block, RemoteBlocks::ahead_for(block as u64))
         .with_budget(budget.unwrap_or(start));
     Ok(match (budget, max) {
         (Some(_), None) => b,
         (_, max) => b.with_budget_max(max.unwrap_or(cap)),
     })
+}
+
+/// The byte count in the environment variable `name` ([`parse_size`]);
+/// `None` when unset or empty, and when it cannot be read, which is said
+/// once a process on stderr (the default is used).
+fn size_knob(name: &str) -> Option<u64> {
+    let v = std::env::var(name).ok().filter(|v| !v.trim().is_empty())?;
+    let got = parse_size(&v);
+    if got.is_none() && first_warning(name) {
+        let _ = writeln!(
+            io::stderr(),
+            "warchest: {name}={v:?} is not a byte count (such as 8388608, 8M or 8MiB); the default is used"
+        );
+    }
+    got
+}
+
+/// A byte count: digits, then optionally `K`, `M` or `G` (or `KiB`,
+/// `MiB`, `GiB`), powers of 1024, any case. `KB`/`MB` are refused: they
+/// could mean powers of 1000.
+fn parse_size(v: &str) -> Option<u64> {
+    let v = v.trim();
+    let digits = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
+    let (n, unit) = v.split_at(digits);
+    let n: u64 = n.parse().ok()?;
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" => 0,
+        "k" | "kib" => 10,
+        "m" | "mib" => 20,
+        "g" | "gib" => 30,
+        _ => return None,
+    };
+    n.checked_mul(1 << shift)
+}
+
+/// Whether this is the first warning about `name` in this process.
+fn first_warning(name: &str) -> bool {
+    static WARNED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let mut w = WARNED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if w.iter().any(|n| n == name) {
+        return false;
+    }
+    w.push(name.to_owned());
+    true
 }
 
 /// The size of the object at `url` (one HEAD request).
@@ -312,4 +362,34 @@ pub fn list(url: &str) -> io::Result<Vec<(String, u64)>> {
 /// [`RemoteWriter::finish`] succeeds.
 pub fn create(url: &str) -> io::Result<RemoteWriter> {
     RemoteWriter::new(Location::parse(url)?, Options::from_env())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Byte counts take K, M and G (powers of 1024); anything else is not
+    /// read (and warned about once: `first_warning`).
+    #[test]
+    fn size_knobs_take_suffixes_and_refuse_the_rest() {
+        assert_eq!(parse_size("8388608"), Some(8 << 20));
+        assert_eq!(parse_size(" 8M "), Some(8 << 20));
+        assert_eq!(parse_size("8MiB"), Some(8 << 20));
+        assert_eq!(parse_size("512k"), Some(512 << 10));
+        assert_eq!(parse_size("2 GiB"), Some(2 << 30));
+        for bad in [
+            "",
+            "M",
+            "8MB",
+            "8 megabytes",
+            "-1",
+            "1.5M",
+            "99999999999999999999",
+        ] {
+            assert_eq!(parse_size(bad), None, "{bad:?}");
+        }
+        assert_eq!(parse_size("99999999999G"), None, "overflow");
+        assert!(first_warning("WARCHEST_REMOTE_TEST_KNOB"));
+        assert!(!first_warning("WARCHEST_REMOTE_TEST_KNOB"));
+    }
 }

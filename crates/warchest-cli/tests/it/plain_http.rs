@@ -184,6 +184,16 @@ fn a_server_without_ranges_is_probed_once_more_on_two_threads() {
             "{url}: GETs with -j 1, -j 2: {made:?}"
         );
     }
+    // The probe's blocks, given up for streaming, print no stats line.
+    let url = format!("{}example.warc.gz", srv.base());
+    let out = bin()
+        .args(["ls", "-j", "2", &url])
+        .env("WARCHEST_REMOTE_STATS", "1")
+        .output()
+        .expect("run warchest");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("remote blocks of"), "{err}");
 }
 
 #[test]

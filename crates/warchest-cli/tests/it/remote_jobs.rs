@@ -164,3 +164,54 @@ fn jobs_on_s3_and_http_match_the_local_files_through_faults_and_a_cut_is_named()
         );
     }
 }
+
+/// `WARCHEST_REMOTE_STATS` at `0` or empty prints no stats line (the
+/// line itself is printed when the object is dropped, which a decoding
+/// pool thread may still hold as the process exits: only its absence is
+/// checked here, its switch by a unit test); a size knob with a suffix is
+/// read (`64K` blocks: a GET each), one that cannot be read is said once
+/// on stderr and its default used, the listing the same.
+#[test]
+fn remote_stats_off_and_size_knobs_with_suffixes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = big_members(tmp.path());
+    let name = path.file_name().unwrap().to_str().unwrap().to_owned();
+    let srv = RangeServer::start(tmp.path(), 5.0);
+    let url = srv.url(&name);
+    let ls = ["ls", "-j", "2", url.as_str()];
+    let lines = |err: &str, what: &str| err.lines().filter(|l| l.contains(what)).count();
+    let (rc, want, err) = run_env(&[], &ls);
+    assert!(rc == 0 && !want.is_empty(), "{err}");
+    for off in ["0", ""] {
+        let (rc, out, err) = run_env(&[("WARCHEST_REMOTE_STATS", off.into())], &ls);
+        assert!(rc == 0 && out == want, "{off:?}: {err}");
+        assert_eq!(lines(&err, "remote blocks of"), 0, "{off:?}: {err}");
+    }
+    let env = [
+        ("WARCHEST_REMOTE_BLOCK", "1M".into()),
+        ("WARCHEST_REMOTE_BUDGET_MAX", "lots".into()),
+    ];
+    srv.reset_count();
+    let (rc, out, err) = run_env(&env, &ls);
+    assert!(rc == 0 && out == want, "{err}");
+    assert_eq!(
+        lines(&err, "WARCHEST_REMOTE_BUDGET_MAX=\"lots\""),
+        1,
+        "{err}"
+    );
+    assert_eq!(lines(&err, "is not a byte count"), 1, "{err}");
+    let blocks = |b: u64| std::fs::metadata(&path).unwrap().len().div_ceil(b);
+    let (big, _) = srv.count();
+    srv.reset_count();
+    let (rc, out, err) = run_env(&[("WARCHEST_REMOTE_BLOCK", "64K".into())], &ls);
+    assert!(rc == 0 && out == want, "{err}");
+    let (small, _) = srv.count();
+    // 1M blocks: a GET each (a few again at most); 64K: sixteen times as
+    // many blocks.
+    assert!(big <= 2 * blocks(1 << 20) + 4, "{big} GETs with 1M blocks");
+    assert!(small >= blocks(BLOCK), "{small} GETs with 64K blocks");
+    assert!(
+        small > 2 * big,
+        "{small} GETs with 64K blocks, {big} with 1M"
+    );
+}

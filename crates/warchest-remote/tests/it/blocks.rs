@@ -50,6 +50,20 @@ fn read_interleaved(src: &Arc<RemoteBlocks>, threads: u64, piece: u64) -> std::i
     Ok(out)
 }
 
+/// Bytes `from..to` of `src`, read in 16 KiB calls on this thread.
+fn read_part(src: &RemoteBlocks, from: u64, to: u64) -> Vec<u8> {
+    let mut got = Vec::new();
+    let mut at = from;
+    while at < to {
+        let mut buf = vec![0u8; (16 << 10).min(to - at) as usize];
+        let n = src.read_at(&mut buf, at).unwrap();
+        assert!(n > 0, "no bytes at {at}");
+        got.extend_from_slice(&buf[..n]);
+        at += n as u64;
+    }
+    got
+}
+
 fn open(url: &str, block: usize) -> Arc<RemoteBlocks> {
     let opts = quick();
     let loc = Location::parse_with(url, &opts).unwrap();
@@ -203,18 +217,6 @@ fn nine_readers_stay_within_the_budget_and_a_slow_one_keeps_its_blocks() {
             .with_blocks(B as usize, 1)
             .with_budget(budget),
     );
-    let read_part = |src: &RemoteBlocks, from: u64, to: u64| {
-        let mut got = Vec::new();
-        let mut at = from;
-        while at < to {
-            let mut buf = vec![0u8; (16 << 10).min(to - at) as usize];
-            let n = src.read_at(&mut buf, at).unwrap();
-            assert!(n > 0);
-            got.extend_from_slice(&buf[..n]);
-            at += n as u64;
-        }
-        got
-    };
     let (started, others_done) = (
         std::sync::Barrier::new(READERS as usize),
         std::sync::Barrier::new(READERS as usize),
@@ -275,6 +277,14 @@ fn nine_readers_stay_within_the_budget_and_a_slow_one_keeps_its_blocks() {
         src.peak_bytes() <= (READERS + 1) * B,
         "{} bytes held",
         src.peak_bytes()
+    );
+    // The bound is the larger of the budget and a block a reader and one
+    // more: the budget may be raised up to that floor (how far depends on
+    // how the nine threads interleave), never past it.
+    assert!(
+        (2 * B..=(READERS + 1) * B).contains(&src.budget()),
+        "{} bytes of budget",
+        src.budget()
     );
 }
 
@@ -342,11 +352,10 @@ fn read_parts(
                     let mut got = Vec::new();
                     let mut at = from;
                     while at < to {
-                        let mut buf = vec![0u8; (16 << 10).min(to - at) as usize];
-                        let n = src.read_at(&mut buf, at).unwrap();
-                        assert!(n > 0, "no bytes at {at}");
-                        got.extend_from_slice(&buf[..n]);
-                        at += n as u64;
+                        // To the block's end, then the pause.
+                        let end = ((at / block + 1) * block).min(to);
+                        got.extend(read_part(src, at, end));
+                        at = end;
                         if at % block == 0 && !pause.is_zero() {
                             std::thread::sleep(pause);
                         }
@@ -410,23 +419,35 @@ fn with_latency_the_budget_grows_up_to_its_cap_and_stops_once_the_read_ahead_fit
     assert!(src.peak_bytes() <= src.budget());
 }
 
+/// `data` served by range_server.py at `latency_ms` a request, read in
+/// blocks of `block` bytes, four ahead, with a budget of three blocks
+/// that may grow to sixteen (the directory and server kept alive).
+fn growing_blocks(
+    data: &[u8],
+    block: u64,
+    latency_ms: u64,
+) -> (tempfile::TempDir, RangeServer, RemoteBlocks) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("data.bin"), data).unwrap();
+    let srv = RangeServer::with_latency(dir.path(), 5.0, latency_ms);
+    let opts = quick();
+    let loc = Location::parse_with(&srv.url("data.bin"), &opts).unwrap();
+    let src = RemoteBlocks::open(loc, opts)
+        .unwrap()
+        .with_blocks(block as usize, 4)
+        .with_budget(3 * block)
+        .with_budget_max(16 * block);
+    (dir, srv, src)
+}
+
 /// Without latency, a reader slower than the fetches (30 ms of decoding a
 /// block) finds its blocks fetched: the budget stays near its start (the
 /// first block is a jump, not a wait for a read-ahead), whatever the cap.
 #[test]
 fn without_latency_a_slow_reader_leaves_the_budget_near_its_start() {
     const B: u64 = 64 << 10;
-    let dir = tempfile::tempdir().unwrap();
     let data: Vec<u8> = (0..16 * B).map(|i| (i * 3 % 251) as u8).collect();
-    std::fs::write(dir.path().join("fast.bin"), &data).unwrap();
-    let srv = RangeServer::start(dir.path(), 5.0);
-    let opts = quick();
-    let loc = Location::parse_with(&srv.url("fast.bin"), &opts).unwrap();
-    let src = RemoteBlocks::open(loc, opts)
-        .unwrap()
-        .with_blocks(B as usize, 4)
-        .with_budget(3 * B)
-        .with_budget_max(16 * B);
+    let (_dir, _srv, src) = growing_blocks(&data, B, 0);
     let parts = read_parts(
         &src,
         &[(0, 16 * B)],
@@ -436,6 +457,50 @@ fn without_latency_a_slow_reader_leaves_the_budget_near_its_start() {
     assert!(parts.concat() == data);
     assert!(src.budget() <= 5 * B, "{} bytes of budget", src.budget());
     assert!(src.peak_bytes() <= 5 * B, "{} bytes held", src.peak_bytes());
+}
+
+/// Two readers walking the same stretch (the decoding threads of a gzip
+/// object), started together on a barrier: the first read of one starts
+/// block 0 (300 ms a request, so the other's first read finds it still on
+/// its way however loaded the machine) and its read-ahead (two blocks, a
+/// budget of three); the other's first read waits for block 0 too. That
+/// is no sign of latency, so the budget stays at its start. Before, that
+/// first read counted as a reader catching up with its read-ahead and grew
+/// the budget by a block on every object read with two threads. Checked
+/// once both first reads are done, before either reads on.
+#[test]
+fn a_readers_first_read_on_a_block_on_its_way_does_not_grow_the_budget() {
+    use std::sync::{Barrier, OnceLock};
+    const B: u64 = 64 << 10;
+    let data: Vec<u8> = (0..4 * B).map(|i| (i * 7 % 251) as u8).collect();
+    let (_dir, srv, src) = growing_blocks(&data, B, 300);
+    let (start, first_done, checked) = (Barrier::new(2), Barrier::new(2), Barrier::new(2));
+    // Waits, budget and requests once both first reads are done.
+    let seen = OnceLock::new();
+    let parts: Vec<Vec<u8>> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..2)
+            .map(|_| {
+                s.spawn(|| {
+                    start.wait();
+                    let mut got = read_part(&src, 0, 100);
+                    if first_done.wait().is_leader() {
+                        let _ = seen.set((src.waits().0, src.budget(), src.requests()));
+                    }
+                    checked.wait();
+                    got.extend(read_part(&src, 100, 4 * B));
+                    got
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert!(parts[0] == data && parts[1] == data);
+    let (waits, budget, requests) = *seen.get().unwrap();
+    assert_eq!(waits, 2, "both first reads waited for block 0");
+    assert_eq!(budget, 3 * B, "grown at block 0, {} GETs", srv.count().0);
+    // The HEAD, block 0 and the first reader's read-ahead (1 and 2); the
+    // second found no room for more and did not grow the budget for it.
+    assert_eq!(requests, 4);
 }
 
 /// Over S3 (called by `s3::s3_reads_lists_and_writes`, which owns the
