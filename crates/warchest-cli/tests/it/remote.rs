@@ -1122,8 +1122,11 @@ fn serve_of_a_wacz_by_url_uses_its_own_index_with_far_fewer_requests() {
     assert!(gets[2] >= size / 16384, "{gets:?}");
     assert!(gets[0] * 5 < gets[2], "index.cdxj: {gets:?}");
     assert!(gets[1] * 5 < gets[2], "index.cdx.gz: {gets:?}");
-    // The cut index is not used (with a warning), its files scanned.
-    assert!(gets[3] >= gets[2], "{gets:?}");
+    // The cut index is not used (with a warning), its files scanned. A
+    // scan's count varies by a request or so between runs (read-ahead
+    // races the end of the file), so each is held to the scan's floor.
+    assert!(gets[3] >= size / 16384, "{gets:?}");
+    assert!(gets[0] * 5 < gets[3], "{gets:?}");
     // The log is gathered by a thread of its own: waited for.
     let log = servers[3].1.log_with("scanned");
     assert!(
@@ -1133,7 +1136,8 @@ fn serve_of_a_wacz_by_url_uses_its_own_index_with_far_fewer_requests() {
     let log = servers[2].1.log_with("no indexes/index.cdxj");
     assert!(log.contains("no indexes/index.cdxj"), "{log}");
     // An index with a line that is not CDXJ is not trusted either.
-    assert!(gets[4] >= gets[2], "{gets:?}");
+    assert!(gets[4] >= size / 16384, "{gets:?}");
+    assert!(gets[0] * 5 < gets[4], "{gets:?}");
     let log = servers[4].1.log_with("scanned");
     assert!(
         log.contains("index.cdxj is not used") && log.contains("1 lines are not CDXJ"),
