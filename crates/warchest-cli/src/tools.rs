@@ -14,57 +14,16 @@ use warchest::write::Compression;
 use crate::input;
 use crate::report::Global;
 
-/// Parses a size: a number of bytes, optionally with a fraction and a unit:
-/// `KB`, `MB`, `GB`, `TB` (or `K`, `M`, `G`, `T`) are powers of 1000,
-/// `KiB`, `MiB`, `GiB`, `TiB` powers of 1024; `B` is bytes. Case is ignored.
+/// Parses a size for a flag: [`warchest::size::parse_size`]'s units
+/// (`KB`, `MB`, `GB`, `TB`, or `K`, `M`, `G`, `T`, are powers of 1000,
+/// `KiB`, `MiB`, `GiB`, `TiB` powers of 1024; `B` is bytes; case is
+/// ignored), and more than 0.
 pub fn parse_size(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let unit = unit.trim().to_ascii_lowercase();
-    let mult: u64 = match unit.as_str() {
-        "" | "b" => 1,
-        "k" | "kb" => 1_000,
-        "m" | "mb" => 1_000_000,
-        "g" | "gb" => 1_000_000_000,
-        "t" | "tb" => 1_000_000_000_000,
-        "kib" => 1 << 10,
-        "mib" => 1 << 20,
-        "gib" => 1 << 30,
-        "tib" => 1 << 40,
-        _ => {
-            return Err(format!(
-                "unknown unit {unit:?} in {s:?}: use B, KB, MB, GB, TB, KiB, MiB, GiB or TiB"
-            ));
-        }
-    };
-    if num.is_empty() || num.matches('.').count() > 1 || num.starts_with('.') {
-        return Err(format!("{s:?} is not a size such as 1GB, 500MB or 1GiB"));
+    match warchest::size::parse_size(s) {
+        Ok(0) => Err(format!("{s:?}: the size must be more than 0")),
+        Ok(v) => Ok(v),
+        Err(e) => Err(e.to_string()),
     }
-    let (int, frac) = num.split_once('.').unwrap_or((num, ""));
-    let int: u64 = int
-        .parse()
-        .map_err(|_| format!("{s:?}: number too large"))?;
-    let mut v = int
-        .checked_mul(mult)
-        .ok_or_else(|| format!("{s:?}: size too large"))?;
-    if !frac.is_empty() {
-        // Exact decimal arithmetic: frac digits / 10^len * mult.
-        let digits = frac.len().min(18) as u32;
-        let f: u64 = frac[..digits as usize]
-            .parse()
-            .map_err(|_| format!("{s:?} is not a size"))?;
-        let add = u128::from(f) * u128::from(mult) / 10u128.pow(digits);
-        v = v
-            .checked_add(u64::try_from(add).unwrap_or(u64::MAX))
-            .ok_or_else(|| format!("{s:?}: size too large"))?;
-    }
-    if v == 0 {
-        return Err(format!("{s:?}: the size must be more than 0"));
-    }
-    Ok(v)
 }
 
 /// Threads one file is decoded on, for `-j N` (default: all cores).

@@ -234,37 +234,20 @@ pub fn open_blocks(url: &str) -> io::Result<RemoteBlocks> {
     })
 }
 
-/// The byte count in the environment variable `name` ([`parse_size`]);
+/// The byte count in the environment variable `name`
+/// ([`warchest::size::parse_size`], as the command's size flags read it);
 /// `None` when unset or empty, and when it cannot be read, which is said
 /// once a process on stderr (the default is used).
 fn size_knob(name: &str) -> Option<u64> {
     let v = std::env::var(name).ok().filter(|v| !v.trim().is_empty())?;
-    let got = parse_size(&v);
+    let got = warchest::size::parse_size(&v).ok();
     if got.is_none() && first_warning(name) {
         let _ = writeln!(
             io::stderr(),
-            "warchest: {name}={v:?} is not a byte count (such as 8388608, 8M or 8MiB); the default is used"
+            "warchest: {name}={v:?} is not a byte count (such as 8388608, 8MiB or 8MB); the default is used"
         );
     }
     got
-}
-
-/// A byte count: digits, then optionally `K`, `M` or `G` (or `KiB`,
-/// `MiB`, `GiB`), powers of 1024, any case. `KB`/`MB` are refused: they
-/// could mean powers of 1000.
-fn parse_size(v: &str) -> Option<u64> {
-    let v = v.trim();
-    let digits = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
-    let (n, unit) = v.split_at(digits);
-    let n: u64 = n.parse().ok()?;
-    let shift = match unit.trim().to_ascii_lowercase().as_str() {
-        "" => 0,
-        "k" | "kib" => 10,
-        "m" | "mib" => 20,
-        "g" | "gib" => 30,
-        _ => return None,
-    };
-    n.checked_mul(1 << shift)
 }
 
 /// Whether this is the first warning about `name` in this process.
@@ -368,27 +351,11 @@ pub fn create(url: &str) -> io::Result<RemoteWriter> {
 mod tests {
     use super::*;
 
-    /// Byte counts take K, M and G (powers of 1024); anything else is not
-    /// read (and warned about once: `first_warning`).
+    /// An unreadable size is warned about once a variable
+    /// (`first_warning`); the sizes themselves are the format crate's
+    /// (`warchest::size`, tested there; the CLI's test sets the variables).
     #[test]
-    fn size_knobs_take_suffixes_and_refuse_the_rest() {
-        assert_eq!(parse_size("8388608"), Some(8 << 20));
-        assert_eq!(parse_size(" 8M "), Some(8 << 20));
-        assert_eq!(parse_size("8MiB"), Some(8 << 20));
-        assert_eq!(parse_size("512k"), Some(512 << 10));
-        assert_eq!(parse_size("2 GiB"), Some(2 << 30));
-        for bad in [
-            "",
-            "M",
-            "8MB",
-            "8 megabytes",
-            "-1",
-            "1.5M",
-            "99999999999999999999",
-        ] {
-            assert_eq!(parse_size(bad), None, "{bad:?}");
-        }
-        assert_eq!(parse_size("99999999999G"), None, "overflow");
+    fn an_unreadable_size_knob_is_warned_about_once() {
         assert!(first_warning("WARCHEST_REMOTE_TEST_KNOB"));
         assert!(!first_warning("WARCHEST_REMOTE_TEST_KNOB"));
     }

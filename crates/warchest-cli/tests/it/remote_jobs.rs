@@ -168,9 +168,10 @@ fn jobs_on_s3_and_http_match_the_local_files_through_faults_and_a_cut_is_named()
 /// `WARCHEST_REMOTE_STATS` at `0` or empty prints no stats line (the
 /// line itself is printed when the object is dropped, which a decoding
 /// pool thread may still hold as the process exits: only its absence is
-/// checked here, its switch by a unit test); a size knob with a suffix is
-/// read (`64K` blocks: a GET each), one that cannot be read is said once
-/// on stderr and its default used, the listing the same.
+/// checked here, its switch by a unit test); a size knob with a unit is
+/// read as the command's size flags read one (`warchest::size`: `64KiB`
+/// blocks a GET each, `1MB` blocks of 1,000,000 bytes), one that cannot be
+/// read is said once on stderr and its default used, the listing the same.
 #[test]
 fn remote_stats_off_and_size_knobs_with_suffixes() {
     let tmp = tempfile::tempdir().unwrap();
@@ -188,7 +189,7 @@ fn remote_stats_off_and_size_knobs_with_suffixes() {
         assert_eq!(lines(&err, "remote blocks of"), 0, "{off:?}: {err}");
     }
     let env = [
-        ("WARCHEST_REMOTE_BLOCK", "1M".into()),
+        ("WARCHEST_REMOTE_BLOCK", "1MB".into()),
         ("WARCHEST_REMOTE_BUDGET_MAX", "lots".into()),
     ];
     srv.reset_count();
@@ -203,15 +204,18 @@ fn remote_stats_off_and_size_knobs_with_suffixes() {
     let blocks = |b: u64| std::fs::metadata(&path).unwrap().len().div_ceil(b);
     let (big, _) = srv.count();
     srv.reset_count();
-    let (rc, out, err) = run_env(&[("WARCHEST_REMOTE_BLOCK", "64K".into())], &ls);
+    let (rc, out, err) = run_env(&[("WARCHEST_REMOTE_BLOCK", "64KiB".into())], &ls);
     assert!(rc == 0 && out == want, "{err}");
     let (small, _) = srv.count();
-    // 1M blocks: a GET each (a few again at most); 64K: sixteen times as
-    // many blocks.
-    assert!(big <= 2 * blocks(1 << 20) + 4, "{big} GETs with 1M blocks");
-    assert!(small >= blocks(BLOCK), "{small} GETs with 64K blocks");
+    // 1MB blocks: a GET each (a few again at most); 64KiB: about fifteen
+    // times as many blocks.
+    assert!(
+        big <= 2 * blocks(1_000_000) + 4,
+        "{big} GETs with 1MB blocks"
+    );
+    assert!(small >= blocks(BLOCK), "{small} GETs with 64KiB blocks");
     assert!(
         small > 2 * big,
-        "{small} GETs with 64K blocks, {big} with 1M"
+        "{small} GETs with 64KiB blocks, {big} with 1MB"
     );
 }
