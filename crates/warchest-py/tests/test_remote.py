@@ -31,10 +31,28 @@ FILES = {
 }
 
 
+_GIVEN_PORTS = set()
+
+
 def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free port for a server a child process binds, below the kernel's
+    ephemeral range (32768-60999 on Linux), from which every bind to port 0
+    and every outgoing connection takes its port: such a port, released
+    here, could be taken before the child binds it. Remembered, so never
+    given twice."""
+    start = (os.getpid() ^ time.monotonic_ns()) % 12000
+    for i in range(12000):
+        port = 20000 + (start + i * 7919) % 12000
+        if port in _GIVEN_PORTS:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _GIVEN_PORTS.add(port)
+        return port
+    raise RuntimeError("no free port in 20000-31999")
 
 
 def _wait_for(port, proc, seconds=60):

@@ -5,10 +5,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use warchest_browser::{Browsers, Early};
-use warchest_capture::Recorder;
+use warchest_browser::Early;
 
-use crate::capture::{quick, recorder, records};
+use crate::common::{Rig, records};
 use crate::{Site, chromium};
 
 const HTML: &str = "text/html; charset=utf-8";
@@ -19,17 +18,12 @@ fn page(body: &str) -> Option<Vec<u8>> {
 
 /// `browsers` browsers recording into `dir`, quick, with neither scroll
 /// nor media (a page is its load, 500 ms of quiet and its records).
-fn start(
-    exe: std::path::PathBuf,
-    dir: &std::path::Path,
-    browsers: usize,
-) -> (Browsers, Arc<Recorder>) {
-    let (rec, proxy) = recorder(&dir.join("out"), dir);
-    let mut o = quick(exe);
-    o.scroll = false;
-    o.media = false;
-    o.browsers = browsers;
-    (Browsers::start(o, rec.clone(), proxy).unwrap(), rec)
+fn start(exe: std::path::PathBuf, dir: &std::path::Path, browsers: usize) -> Rig {
+    Rig::start(exe, dir, |o| {
+        o.scroll = false;
+        o.media = false;
+        o.browsers = browsers;
+    })
 }
 
 /// The early messages' kinds and URLs: `document URL` or `links L1 L2...`.
@@ -57,7 +51,7 @@ fn a_slow_early_callback_does_not_hold_the_page_back() {
         (200, HTML, page("<title>p</title><a href=\"/a.html\">a</a>")),
     )]);
     let dir = tempfile::tempdir().unwrap();
-    let (b, rec) = start(exe, dir.path(), 1);
+    let b = start(exe, dir.path(), 1);
     let url = format!("{}/", s.base);
     // A bound only for the failure: the page's own bound and then some.
     let bound = Duration::from_secs(60);
@@ -72,8 +66,7 @@ fn a_slow_early_callback_does_not_hold_the_page_back() {
         }
         got.push(e);
     });
-    b.finish().unwrap();
-    rec.finish().unwrap();
+    b.finish();
     assert!(p.ok(), "{p:?}");
     let (ended, w) = waited.unwrap();
     assert_eq!(
@@ -88,15 +81,16 @@ fn a_slow_early_callback_does_not_hold_the_page_back() {
 
 /// A URL that redirects gives the document its redirects led to, early,
 /// with the DOM's links; a `Location` with a fragment is awaited without
-/// it (no request carries one). The target is slow (300 ms), so the hook
-/// files it before its exchange ends on even a busy machine; the messages
-/// may come in either order.
+/// it (no request carries one). The target is slow (1 s: 300 ms left
+/// little margin on a loaded machine), so the hook files it before its
+/// exchange ends on even a busy machine; the messages may come in either
+/// order.
 #[test]
 fn a_redirected_page_gives_its_document_early() {
     let Some(exe) = chromium() else { return };
     let s = Site::start(vec![
         ("/r", (302, HTML, Some(b"/r2".to_vec()))),
-        ("/r2", (301, HTML, Some(b"/home?wait=300#main".to_vec()))),
+        ("/r2", (301, HTML, Some(b"/home?wait=1000#main".to_vec()))),
         (
             "/home",
             (
@@ -107,14 +101,13 @@ fn a_redirected_page_gives_its_document_early() {
         ),
     ]);
     let dir = tempfile::tempdir().unwrap();
-    let (b, rec) = start(exe, dir.path(), 1);
+    let b = start(exe, dir.path(), 1);
     let mut got = Vec::new();
     let p = b.capture_early(&format!("{}/r", s.base), &mut |e| got.push(e));
-    b.finish().unwrap();
-    rec.finish().unwrap();
+    b.finish();
     assert!(p.ok(), "{p:?}");
     let k = kinds(&got);
-    let home = format!("{}/home?wait=300", s.base);
+    let home = format!("{}/home?wait=1000", s.base);
     let doc = got.iter().find_map(|e| match e {
         Early::Document { url, body, .. } if *url == home => Some(body),
         _ => None,
@@ -145,7 +138,7 @@ fn two_captures_of_one_url_at_once_both_end_and_are_recorded() {
         ),
     )]);
     let dir = tempfile::tempdir().unwrap();
-    let (b, rec) = start(exe, dir.path(), 2);
+    let Rig { browsers: b, rec } = start(exe, dir.path(), 2);
     let url = format!("{}/", s.base);
     let (done_tx, done) = std::sync::mpsc::channel();
     // Detached threads, the time bound on this one: a capture that hung

@@ -3,6 +3,7 @@
 //! stderr) when WARCHEST_SKIP_BROWSER is set.
 
 mod capture;
+mod common;
 mod early;
 
 use std::io::{Read, Write};

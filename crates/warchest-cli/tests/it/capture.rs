@@ -1107,8 +1107,10 @@ fn sigterm_stops_a_capture_with_its_files_closed() {
     sigterm(&child);
     let t0 = std::time::Instant::now();
     let st = child.wait().unwrap();
-    // The fetch under way ends (at --max-time at the latest); no new one starts.
-    assert!(t0.elapsed() < Duration::from_secs(6), "{:?}", t0.elapsed());
+    // The fetch under way ends; no new one starts: one response record
+    // (below). The time bound only catches a hang: a loaded machine can take
+    // seconds to close the files (--max-time itself is tested above).
+    assert!(t0.elapsed() < Duration::from_secs(60), "{:?}", t0.elapsed());
     assert_eq!(st.code(), Some(0));
     let files = files_in(&out);
     validate(&files);

@@ -82,7 +82,13 @@ fn sigint_stops_a_crawl_that_resume_finishes() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1200));
+    // Once the crawl has fetched (its handler is set by then), not after a
+    // fixed time, which a slow machine can spend starting the process: a
+    // SIGINT before the handler kills it (no exit code).
+    let t0 = std::time::Instant::now();
+    while w.served_urls().len() < 2 && t0.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let st = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()

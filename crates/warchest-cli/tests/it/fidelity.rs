@@ -932,14 +932,6 @@ impl Drop for Pywb {
     }
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 fn start_pywb(dir: &Path, warc: &Path) -> Pywb {
     let root = dir.join("pywb");
     std::fs::create_dir_all(&root).unwrap();
@@ -966,7 +958,9 @@ fn start_pywb(dir: &Path, warc: &Path) -> Pywb {
     // Unframed: the page itself at the top, as warchest's `mp_` page is
     // (pywb's framed `mp_` page would reload itself into its frame).
     std::fs::write(root.join("config.yaml"), "framed_replay: false\n").unwrap();
-    let port = free_port();
+    // Outside the ephemeral range, remembered: no other test's listener
+    // takes it before pywb binds it.
+    let port = crate::remote::servers::free_port();
     let mut child = Command::new("python3")
         .args(["-c", "from pywb.apps.cli import wayback; wayback()"])
         .args(["-p", &port.to_string(), "-b", "127.0.0.1", "-t", "8"])

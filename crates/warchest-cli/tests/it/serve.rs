@@ -102,11 +102,11 @@ impl Server {
         self.log.lock().unwrap().clone()
     }
 
-    /// The log once it holds `needle`, or as it is after 10 s: the
+    /// The log once it holds `needle`, or as it is after 60 s: the
     /// server's stderr is gathered by a thread of its own, so a line logged
     /// while a response was sent may reach it after the response.
     pub(crate) fn log_with(&self, needle: &str) -> String {
-        let until = Instant::now() + Duration::from_secs(10);
+        let until = Instant::now() + Duration::from_secs(60);
         loop {
             let log = self.log();
             if log.contains(needle) || Instant::now() >= until {

@@ -181,7 +181,7 @@ fn shutdown_finishes_requests_under_way_and_takes_no_new_ones() {
     let t = Instant::now();
     while TcpStream::connect(&s.addr).is_ok() {
         assert!(
-            t.elapsed() < Duration::from_secs(10),
+            t.elapsed() < Duration::from_secs(60),
             "still accepting after stop"
         );
         std::thread::sleep(Duration::from_millis(50));
@@ -222,7 +222,7 @@ fn shutdown_finishes_requests_under_way_and_takes_no_new_ones() {
         if let Some(st) = s.child.try_wait().unwrap() {
             break st;
         }
-        assert!(t.elapsed() < Duration::from_secs(20), "serve did not stop");
+        assert!(t.elapsed() < Duration::from_secs(60), "serve did not stop");
         std::thread::sleep(Duration::from_millis(100));
     };
     assert!(code.success(), "{code:?}: {}", s.log());
@@ -322,7 +322,7 @@ fn chromium_keeps_archived_scripts_from_the_ui_and_the_live_web() {
             break l.to_string();
         }
         assert!(
-            t.elapsed() < Duration::from_secs(10),
+            t.elapsed() < Duration::from_secs(60),
             "no report from the page: {log}\n{}",
             String::from_utf8_lossy(&out.stderr)
         );

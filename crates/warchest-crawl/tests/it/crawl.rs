@@ -395,12 +395,21 @@ fn a_stop_request_finishes_in_flight_and_resume_goes_on() {
     let cfg = CrawlConfig::from_toml(&toml).unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let c = Crawl::open(&dir, cfg, &toml, stop.clone()).unwrap();
-    let s2 = stop.clone();
-    std::thread::spawn(move || {
-        std::thread::sleep(std::time::Duration::from_millis(150));
-        s2.store(true, std::sync::atomic::Ordering::Relaxed);
+    // Stopped once the first request reached the web, not after a fixed
+    // time: a fast machine could finish the crawl in that time, a slow one
+    // not have started it.
+    let s = std::thread::scope(|sc| {
+        let log = w.log.clone();
+        let s2 = stop.clone();
+        sc.spawn(move || {
+            let t0 = std::time::Instant::now();
+            while log.lock().unwrap().is_empty() && t0.elapsed().as_secs() < 60 {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            s2.store(true, std::sync::atomic::Ordering::Relaxed);
+        });
+        c.run(&|_| {}).unwrap()
     });
-    let s = c.run(&|_| {}).unwrap();
     assert_eq!(s.ending, Ending::Interrupted);
     assert_eq!(s.counts.in_flight, 0, "in-flight URIs finished");
     assert!(s.counts.queued > 0, "{:?}", s.counts);
@@ -559,14 +568,22 @@ fn status_listen_serves_json_and_metrics_while_crawling() {
     let addr = c.status_addr.unwrap();
     assert!(addr.ip().is_loopback());
     let h = std::thread::spawn(move || c.run(&|_| {}).unwrap());
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    let status = http_get(addr, "/status");
-    assert!(
-        status.starts_with("HTTP/1.0 200") || status.starts_with("HTTP/1.1 200"),
-        "{status}"
-    );
-    let body = &status[status.find("\r\n\r\n").unwrap() + 4..];
-    let v: serde_json::Value = serde_json::from_str(body).unwrap();
+    // Polled until a URI is done (a slow machine may take seconds to get
+    // there), not read once after a fixed wait.
+    let t0 = std::time::Instant::now();
+    let v = loop {
+        let status = http_get(addr, "/status");
+        assert!(
+            status.starts_with("HTTP/1.0 200") || status.starts_with("HTTP/1.1 200"),
+            "{status}"
+        );
+        let body = &status[status.find("\r\n\r\n").unwrap() + 4..];
+        let v: serde_json::Value = serde_json::from_str(body).unwrap();
+        if v["counts"]["done"].as_u64().unwrap() > 0 || t0.elapsed().as_secs() >= 60 {
+            break v;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
     assert!(v["counts"]["done"].as_u64().unwrap() > 0, "{v}");
     assert!(v["counts"]["queued"].as_u64().unwrap() > 0, "{v}");
     let metrics = http_get(addr, "/metrics");
@@ -817,7 +834,7 @@ fn a_stop_lets_robots_txt_waiters_go() {
     let web = TestWeb::start(TestWebConfig {
         sites: 1,
         pages: 2,
-        slow_delay: std::time::Duration::from_millis(1500),
+        slow_delay: std::time::Duration::from_millis(3000),
         ..TestWebConfig::default()
     })
     .unwrap();
@@ -827,12 +844,25 @@ fn a_stop_lets_robots_txt_waiters_go() {
     let cfg = CrawlConfig::from_toml(&toml).unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let c = Crawl::open(&dir, cfg, &toml, stop.clone()).unwrap();
-    let s2 = stop.clone();
-    std::thread::spawn(move || {
-        std::thread::sleep(std::time::Duration::from_millis(500));
-        s2.store(true, std::sync::atomic::Ordering::Relaxed);
+    // The stop comes while robots.txt is being answered: once the web has
+    // its request (recorded on arrival; the answer waits 3 s), and a moment
+    // for the other two workers to start waiting. A fixed time from the
+    // start could come before the request on a slow machine.
+    let s = std::thread::scope(|sc| {
+        let s2 = stop.clone();
+        let web = &web;
+        sc.spawn(move || {
+            let t0 = std::time::Instant::now();
+            while !web.served_urls().iter().any(|u| u.ends_with("/robots.txt"))
+                && t0.elapsed().as_secs() < 60
+            {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            s2.store(true, std::sync::atomic::Ordering::Relaxed);
+        });
+        c.run(&|_| {}).unwrap()
     });
-    let s = c.run(&|_| {}).unwrap();
     assert_eq!(s.ending, Ending::Interrupted);
     let served = web.served_urls();
     // robots.txt and the fetching worker's own page; the two waiters

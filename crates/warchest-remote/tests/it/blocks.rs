@@ -440,19 +440,21 @@ fn growing_blocks(
     (dir, srv, src)
 }
 
-/// Without latency, a reader slower than the fetches (30 ms of decoding a
-/// block) finds its blocks fetched: the budget stays near its start (the
+/// Without latency, a reader slower than the fetches (250 ms of decoding
+/// a block) finds its blocks fetched: the budget stays near its start (the
 /// first block is a jump, not a wait for a read-ahead), whatever the cap.
+/// (30 ms a block was not slower than the Python server's answers on a
+/// loaded machine: there the reader caught up and the budget grew.)
 #[test]
 fn without_latency_a_slow_reader_leaves_the_budget_near_its_start() {
     const B: u64 = 64 << 10;
-    let data: Vec<u8> = (0..16 * B).map(|i| (i * 3 % 251) as u8).collect();
+    let data: Vec<u8> = (0..10 * B).map(|i| (i * 3 % 251) as u8).collect();
     let (_dir, _srv, src) = growing_blocks(&data, B, 0);
     let parts = read_parts(
         &src,
-        &[(0, 16 * B)],
+        &[(0, 10 * B)],
         B,
-        std::time::Duration::from_millis(30),
+        std::time::Duration::from_millis(250),
     );
     assert!(parts.concat() == data);
     assert!(src.budget() <= 5 * B, "{} bytes of budget", src.budget());

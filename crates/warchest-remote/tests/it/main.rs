@@ -26,7 +26,10 @@ pub fn quick() -> warchest_remote::Options {
         retries: 3,
         backoff: std::time::Duration::from_millis(10),
         max_backoff: std::time::Duration::from_millis(50),
-        timeout: std::time::Duration::from_millis(1500),
+        // Short, for the stall tests (their stalls last 4 and 5 s), but
+        // not so short that a loaded machine's answer times out and is
+        // retried: the tests count requests.
+        timeout: std::time::Duration::from_secs(3),
         connect_timeout: std::time::Duration::from_secs(2),
         chunk: 16 << 10,
         min_chunk: 4 << 10,

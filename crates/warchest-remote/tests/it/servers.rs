@@ -121,13 +121,34 @@ impl RangeServer {
     }
 }
 
-/// A free port on 127.0.0.1 (bound, then released for the server).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+/// A free port on 127.0.0.1 for a server a child process binds (moto,
+/// pywb: they cannot report a port of their own choosing). Bound, then
+/// released for the server; taken below the kernel's ephemeral range
+/// (32768-60999 on Linux), from which every `bind(0)` and every outgoing
+/// connection takes its port: a port of that range, once released, could
+/// be taken by another test's listener or connection before the child
+/// binds it (tests run on threads of one process). Ports handed out are
+/// remembered, so that two tests of a binary never get the same one.
+pub fn free_port() -> u16 {
+    use std::sync::Mutex;
+    static GIVEN: Mutex<Vec<u16>> = Mutex::new(Vec::new());
+    const FROM: u32 = 20_000;
+    const SPAN: u32 = 12_000;
+    let mut given = GIVEN.lock().unwrap_or_else(|p| p.into_inner());
+    // A start of its own for each process, so that two test binaries at
+    // once do not walk the same ports.
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let start = (std::process::id() ^ nanos) % SPAN;
+    for i in 0..SPAN {
+        let port = (FROM + (start + i * 7919) % SPAN) as u16;
+        if !given.contains(&port) && std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            given.push(port);
+            return port;
+        }
+    }
+    panic!("no free port in {FROM}..{}", FROM + SPAN)
 }
 
 /// moto's S3 server, with a bucket.
