@@ -38,11 +38,13 @@ fn kinds(got: &[Early]) -> Vec<String> {
 }
 
 /// A callback that blocks holds none of the page's steps back: its first
-/// call (the document) waits until the page has ended (its load, 500 ms of
-/// quiet, screenshot, text and records), and every message still reaches
-/// the callback (none lost) before `capture_early` returns. Were the
-/// callback on the page's path, the page could not end while it waits,
-/// and the wait would run out.
+/// call waits until the page has ended (its load, 500 ms of quiet,
+/// screenshot, text and records), and every message still reaches the
+/// callback (none lost) before `capture_early` returns. Were the callback
+/// on the page's path, the page could not end while it waits, and the wait
+/// would run out. The first message is the document or the DOM's links:
+/// the proxy's exchange thread sends the one, the page the other, in
+/// either order (the links came first once at a load of 20).
 #[test]
 fn a_slow_early_callback_does_not_hold_the_page_back() {
     let Some(exe) = chromium() else { return };
@@ -75,8 +77,12 @@ fn a_slow_early_callback_does_not_hold_the_page_back() {
     );
     let k = kinds(&got);
     assert_eq!(k.len(), 2, "{k:?}");
-    assert_eq!(k[0], format!("document {url}"));
-    assert!(k[1].contains(&format!("{}/a.html", s.base)), "{k:?}");
+    assert!(k.contains(&format!("document {url}")), "{k:?}");
+    assert!(
+        k.iter()
+            .any(|l| l.starts_with("links ") && l.contains(&format!("{}/a.html", s.base))),
+        "{k:?}"
+    );
 }
 
 /// A URL that redirects gives the document its redirects led to, early,

@@ -1118,15 +1118,17 @@ fn serve_of_a_wacz_by_url_uses_its_own_index_with_far_fewer_requests() {
     eprintln!("GETs to index cdxj.wacz, gz.wacz, none.wacz, cut.wacz, garbled.wacz: {gets:?}");
     let size = std::fs::metadata(&iana).unwrap().len() + std::fs::metadata(&example).unwrap().len();
     // A scan reads every byte of the archive files in 16 KiB ranges; the
-    // index is one range request, besides the ZIP directory's few.
-    assert!(gets[2] >= size / 16384, "{gets:?}");
-    assert!(gets[0] * 5 < gets[2], "index.cdxj: {gets:?}");
-    assert!(gets[1] * 5 < gets[2], "index.cdx.gz: {gets:?}");
-    // The cut index is not used (with a warning), its files scanned. A
+    // index is one range request, besides the ZIP directory's few. A
     // scan's count varies by a request or so between runs (read-ahead
-    // races the end of the file), so each is held to the scan's floor.
-    assert!(gets[3] >= size / 16384, "{gets:?}");
-    assert!(gets[0] * 5 < gets[3], "{gets:?}");
+    // races the end of the file), so every count is held to the scan's
+    // floor, never to another run's count (6 and 6 against 55 to 56, a
+    // floor of 48, on 29 November 2026).
+    let floor = size / 16384;
+    assert!(gets[2] >= floor, "{gets:?}");
+    assert!(gets[0] * 5 < floor, "index.cdxj: {gets:?}");
+    assert!(gets[1] * 5 < floor, "index.cdx.gz: {gets:?}");
+    // The cut index is not used (with a warning), its files scanned.
+    assert!(gets[3] >= floor, "{gets:?}");
     // The log is gathered by a thread of its own: waited for.
     let log = servers[3].1.log_with("scanned");
     assert!(
@@ -1136,8 +1138,7 @@ fn serve_of_a_wacz_by_url_uses_its_own_index_with_far_fewer_requests() {
     let log = servers[2].1.log_with("no indexes/index.cdxj");
     assert!(log.contains("no indexes/index.cdxj"), "{log}");
     // An index with a line that is not CDXJ is not trusted either.
-    assert!(gets[4] >= size / 16384, "{gets:?}");
-    assert!(gets[0] * 5 < gets[4], "{gets:?}");
+    assert!(gets[4] >= floor, "{gets:?}");
     let log = servers[4].1.log_with("scanned");
     assert!(
         log.contains("index.cdxj is not used") && log.contains("1 lines are not CDXJ"),
