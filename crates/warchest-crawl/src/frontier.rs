@@ -1703,7 +1703,7 @@ mod tests {
         let g = f.clone();
         std::thread::spawn(move || tx.send(g.add(&[uri("http://a.test/2")]).is_ok()));
         assert_eq!(
-            rx.recv_timeout(Duration::from_secs(10)),
+            rx.recv_timeout(Duration::from_secs(60)),
             Ok(true),
             "the next change returns"
         );
