@@ -1061,6 +1061,10 @@ mod tests {
     /// Set once the scripted server has sent `/304`'s stray response.
     static STRAY_SENT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
+    /// Set by the test once its `/304` request has returned: the scripted
+    /// server sends the stray response only then.
+    static READ_304: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
     /// A loopback server answering each request by its path: `/keep` with
     /// a kept connection, `/304` a 304 then (later) a stray response,
     /// `/extra` a body with a stray response right after it, anything
@@ -1093,13 +1097,19 @@ mod tests {
                             b"/keep" => c.write_all(
                                 b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\nok",
                             ),
-                            // The stray response a second later (time for
-                            // the client to have read the 304 alone, even on
-                            // a loaded machine; 50 ms was not), then told.
+                            // The stray response once the test has read
+                            // the 304 alone (told by READ_304, not guessed
+                            // by a sleep), then told.
                             b"/304" => c
                                 .write_all(b"HTTP/1.1 304 Not Modified\r\nConnection: keep-alive\r\n\r\n")
                                 .and_then(|_| {
-                                    std::thread::sleep(Duration::from_secs(1));
+                                    let t0 = std::time::Instant::now();
+                                    while !READ_304.load(std::sync::atomic::Ordering::SeqCst) {
+                                        if t0.elapsed() > Duration::from_secs(60) {
+                                            return Err(std::io::ErrorKind::TimedOut.into());
+                                        }
+                                        std::thread::sleep(Duration::from_millis(10));
+                                    }
                                     c.write_all(STRAY)
                                 })
                                 .map(|_| STRAY_SENT.store(true, std::sync::atomic::Ordering::SeqCst)),
@@ -1179,13 +1189,17 @@ mod tests {
         assert!(k.is_none(), "bytes past the body: not kept");
         let (_, k) = get(&format!("http://127.0.0.1:{port}/304"), None).unwrap();
         assert!(k.is_some(), "the 304 alone looks reusable");
-        // Once the stray bytes are sent (not after a fixed time).
+        READ_304.store(true, std::sync::atomic::Ordering::SeqCst);
+        // Once the stray bytes are sent and have reached the kept
+        // connection (not after a fixed time).
+        let mut k = k;
         let t0 = std::time::Instant::now();
-        while !STRAY_SENT.load(std::sync::atomic::Ordering::SeqCst) {
+        while !STRAY_SENT.load(std::sync::atomic::Ordering::SeqCst)
+            || k.as_mut().is_some_and(|k| k.quiet())
+        {
             assert!(t0.elapsed() < Duration::from_secs(60), "no stray response");
             std::thread::sleep(Duration::from_millis(10));
         }
-        std::thread::sleep(Duration::from_millis(50));
         let (b, _) = get(&format!("http://127.0.0.1:{port}/next"), k).unwrap();
         assert!(b.ends_with(b"RIGHT"), "{}", String::from_utf8_lossy(&b));
         // A quiet kept connection is used again.
