@@ -45,9 +45,16 @@ pub(crate) fn pages() -> HashMap<&'static str, Vec<u8>> {
 pub(crate) struct Site {
     pub(crate) addr: SocketAddr,
     pub(crate) hits: Arc<Mutex<Vec<String>>>,
+    /// Closed (false) until a test opens it: `/gated` sends its head, then
+    /// holds `/slow`'s body until then (60 s at most).
+    pub(crate) gate: Arc<std::sync::atomic::AtomicBool>,
 }
 
-fn serve_one(mut s: impl Read + Write, hits: &Mutex<Vec<String>>) {
+fn serve_one(
+    mut s: impl Read + Write,
+    hits: &Mutex<Vec<String>>,
+    gate: &std::sync::atomic::AtomicBool,
+) {
     let mut head = Vec::new();
     let mut b = [0u8; 1];
     while !head.ends_with(b"\r\n\r\n") {
@@ -135,6 +142,18 @@ fn serve_one(mut s: impl Read + Write, hits: &Mutex<Vec<String>>) {
                 }
             }
         }
+        "/gated" => {
+            let body = &site["/slow"];
+            w(&mut s, format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len()).as_bytes());
+            let t0 = std::time::Instant::now();
+            while !gate.load(std::sync::atomic::Ordering::SeqCst) {
+                if t0.elapsed() > Duration::from_secs(60) {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            w(&mut s, body);
+        }
         "/drop" => {
             let body = &site["/drop"];
             let mut out = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len()).into_bytes();
@@ -150,24 +169,27 @@ pub(crate) fn start_site(tls: Option<Arc<rustls::ServerConfig>>) -> Site {
     let addr = l.local_addr().unwrap();
     let hits = Arc::new(Mutex::new(Vec::new()));
     let h = hits.clone();
+    let gate = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let g = gate.clone();
     std::thread::spawn(move || {
         for s in l.incoming() {
             let Ok(s) = s else { continue };
             let h = h.clone();
+            let g = g.clone();
             let tls = tls.clone();
             std::thread::spawn(move || match tls {
-                None => serve_one(s, &h),
+                None => serve_one(s, &h, &g),
                 Some(cfg) => {
                     let conn = rustls::ServerConnection::new(cfg).unwrap();
                     let mut st = rustls::StreamOwned::new(conn, s);
-                    serve_one(&mut st, &h);
+                    serve_one(&mut st, &h, &g);
                     st.conn.send_close_notify();
                     let _ = st.flush();
                 }
             });
         }
     });
-    Site { addr, hits }
+    Site { addr, hits, gate }
 }
 
 pub(crate) fn tls_config(names: &[&str]) -> (Arc<rustls::ServerConfig>, String) {

@@ -191,24 +191,24 @@ fn proxy_answers_failures_and_panics_and_goes_on() {
             ok(&p);
         }
     }
-    // SIGTERM while a slow response is under way: no new connection, the
-    // response completes, the record is written, exit 0.
+    // SIGTERM while a response is under way: no new connection, the
+    // response completes, the record is written, exit 0. The site holds
+    // the body of `/gated` until the test has seen the listener closed, so
+    // the listener closes while the response is under way by construction.
     let slow = {
         let (addr, host) = (p.addr, host.clone());
-        std::thread::spawn(move || get(addr, &format!("http://{host}/slow"), &host))
+        std::thread::spawn(move || get(addr, &format!("http://{host}/gated"), &host))
     };
-    for _ in 0..100 {
-        if site.hits.lock().unwrap().iter().any(|h| h == "/slow") {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
+    let t0 = std::time::Instant::now();
+    while !site.hits.lock().unwrap().iter().any(|h| h == "/gated") {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "/gated never reached the site"
+        );
+        std::thread::sleep(Duration::from_millis(20));
     }
-    std::thread::sleep(Duration::from_millis(300));
     let mut child = p.child;
     sigterm(&child);
-    // The listener closes while the slow response (5 s) is still under
-    // way: polled, not checked once after a fixed 500 ms, which a loaded
-    // machine can spend before the signal is handled.
     let t0 = std::time::Instant::now();
     while TcpStream::connect(p.addr).is_ok() {
         assert!(
@@ -219,8 +219,9 @@ fn proxy_answers_failures_and_panics_and_goes_on() {
     }
     assert!(
         !slow.is_finished(),
-        "the listener closed only after the slow response ended"
+        "the response ended before its body was let go"
     );
+    site.gate.store(true, std::sync::atomic::Ordering::SeqCst);
     let (h, body) = slow.join().unwrap();
     assert!(h.starts_with("HTTP/1.1 200"), "{h}");
     assert_eq!(body.as_deref(), Some(&pages()["/slow"][..]));
@@ -238,7 +239,7 @@ fn proxy_answers_failures_and_panics_and_goes_on() {
     let recs = records(&files);
     let drop = response(&recs, &format!("http://{host}/drop"));
     assert_eq!(drop.get("WARC-Truncated"), Some("disconnect"));
-    let slow = response(&recs, &format!("http://{host}/slow"));
+    let slow = response(&recs, &format!("http://{host}/gated"));
     assert!(slow.block.ends_with(&pages()["/slow"]));
     // Only what reached a server is recorded: no record of the panic path
     // or of the closed port.
