@@ -156,6 +156,8 @@ pub struct Crawl {
     /// robots.txt URLs being fetched now: with `host-parallel` above one,
     /// the other workers of a host wait for that one fetch.
     robots_fetching: (Mutex<HashSet<String>>, std::sync::Condvar),
+    /// Workers waiting now for another worker's robots.txt fetch.
+    robots_waiting: std::sync::atomic::AtomicUsize,
     robots_policy: RobotsPolicy,
     crawl_log: LineLog,
     scope_log: LineLog,
@@ -691,6 +693,7 @@ impl Crawl {
             scope: Arc::new(scope),
             robots: Mutex::new(RobotsCache::new(10_000)),
             robots_fetching: (Mutex::new(HashSet::new()), std::sync::Condvar::new()),
+            robots_waiting: std::sync::atomic::AtomicUsize::new(0),
             robots_policy: RobotsPolicy::default(),
             conns: KeptConns::new(cfg.engine.workers.max(1) * 2 + 16),
             seeds,
@@ -719,6 +722,13 @@ impl Crawl {
         crawl.frontier.add(&seeds)?;
         crawl.read_handoffs()?;
         Ok(crawl)
+    }
+
+    /// How many workers wait now for another worker's fetch of their
+    /// host's robots.txt (a stop lets them go at once).
+    pub fn robots_waiters(&self) -> usize {
+        self.robots_waiting
+            .load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// The configuration.
@@ -1641,7 +1651,20 @@ impl Crawl {
         let key = r_url.to_string();
         {
             let mut f = fetching.lock().unwrap_or_else(|p| p.into_inner());
+            // Counted while waiting (every way out of the loop uncounts).
+            struct Waiting<'a>(&'a std::sync::atomic::AtomicUsize);
+            impl Drop for Waiting<'_> {
+                fn drop(&mut self) {
+                    self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+                }
+            }
+            let mut waiting = None;
             while f.contains(&key) {
+                if waiting.is_none() {
+                    self.robots_waiting
+                        .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    waiting = Some(Waiting(&self.robots_waiting));
+                }
                 if self.stopped() {
                     return Ok(None);
                 }
@@ -1650,6 +1673,7 @@ impl Crawl {
                     .unwrap_or_else(|p| p.into_inner())
                     .0;
             }
+            drop(waiting);
             if let Some(r) = cached() {
                 return Ok(Some(r));
             }

@@ -139,6 +139,8 @@ struct Shared {
     log: Mutex<Log>,
     /// Connections accepted.
     connections: std::sync::atomic::AtomicU64,
+    /// While set, `slow.test` holds its answers (see [`TestWeb::hold_slow`]).
+    hold_slow: std::sync::atomic::AtomicBool,
 }
 
 /// A running test web; stopped when dropped.
@@ -184,6 +186,7 @@ impl TestWeb {
             start: Instant::now(),
             log: Mutex::default(),
             connections: Default::default(),
+            hold_slow: Default::default(),
         });
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -421,6 +424,16 @@ impl TestWeb {
         lock(&self.shared.log).served.clone()
     }
 
+    /// While `on`, `slow.test` holds each answer (after its request is
+    /// recorded and [`TestWebConfig::slow_delay`] has passed) until it is
+    /// called again with `false`, 60 s at most: a test lets an answer go
+    /// at the moment it chooses, not after a guessed time.
+    pub fn hold_slow(&self, on: bool) {
+        self.shared
+            .hold_slow
+            .store(on, std::sync::atomic::Ordering::SeqCst);
+    }
+
     /// The URLs answered so far (`http://host:port/target`), in order,
     /// repeats kept.
     pub fn served_urls(&self) -> Vec<String> {
@@ -637,6 +650,12 @@ async fn serve_conn(mut sock: TcpStream, sh: &Shared) -> io::Result<()> {
         record(sh, &req.host, &req, resp.status);
         if req.host == "slow.test" {
             tokio::time::sleep(sh.cfg.slow_delay).await;
+            let t0 = Instant::now();
+            while sh.hold_slow.load(std::sync::atomic::Ordering::SeqCst)
+                && t0.elapsed() < Duration::from_secs(60)
+            {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
         }
         let keep = req.keep_alive && !resp.close_delimited();
         resp.write(&mut sock, req.method == "HEAD", keep).await?;

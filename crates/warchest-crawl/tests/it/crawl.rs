@@ -834,7 +834,7 @@ fn a_stop_lets_robots_txt_waiters_go() {
     let web = TestWeb::start(TestWebConfig {
         sites: 1,
         pages: 2,
-        slow_delay: std::time::Duration::from_millis(3000),
+        slow_delay: std::time::Duration::ZERO,
         ..TestWebConfig::default()
     })
     .unwrap();
@@ -844,25 +844,34 @@ fn a_stop_lets_robots_txt_waiters_go() {
     let cfg = CrawlConfig::from_toml(&toml).unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let c = Crawl::open(&dir, cfg, &toml, stop.clone()).unwrap();
-    // The stop comes while robots.txt is being answered: once the web has
-    // its request (recorded on arrival; the answer waits 3 s), and a moment
-    // for the other two workers to start waiting. A fixed time from the
-    // start could come before the request on a slow machine.
-    let s = std::thread::scope(|sc| {
-        let s2 = stop.clone();
-        let web = &web;
-        sc.spawn(move || {
-            let t0 = std::time::Instant::now();
-            while !web.served_urls().iter().any(|u| u.ends_with("/robots.txt"))
-                && t0.elapsed().as_secs() < 60
-            {
-                std::thread::sleep(std::time::Duration::from_millis(5));
+    // robots.txt's answer is held; the stop comes once the web has the
+    // request and the other two workers wait for it, and the answer goes
+    // once they have left (events, not times), 60 s at most each. The
+    // ticker ends at the stop, so this tick waits for them itself.
+    web.hold_slow(true);
+    let t0 = std::time::Instant::now();
+    let s = c
+        .run(&|c| {
+            if stop.load(std::sync::atomic::Ordering::SeqCst) {
+                return;
             }
-            std::thread::sleep(std::time::Duration::from_millis(300));
-            s2.store(true, std::sync::atomic::Ordering::Relaxed);
-        });
-        c.run(&|_| {}).unwrap()
-    });
+            let asked = web.served_urls().iter().any(|u| u.ends_with("/robots.txt"));
+            assert!(
+                t0.elapsed().as_secs() < 60,
+                "robots.txt asked: {asked}, waiters: {}",
+                c.robots_waiters()
+            );
+            if asked && c.robots_waiters() == 2 {
+                stop.store(true, std::sync::atomic::Ordering::SeqCst);
+                let t1 = std::time::Instant::now();
+                while c.robots_waiters() > 0 {
+                    assert!(t1.elapsed().as_secs() < 60, "waiters kept after the stop");
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                web.hold_slow(false);
+            }
+        })
+        .unwrap();
     assert_eq!(s.ending, Ending::Interrupted);
     let served = web.served_urls();
     // robots.txt and the fetching worker's own page; the two waiters
