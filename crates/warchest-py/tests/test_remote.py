@@ -5,9 +5,11 @@ calls on the local files."""
 
 import hashlib
 import os
+import re
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
@@ -56,14 +58,29 @@ def _free_port():
 
 
 def _wait_for(port, proc, seconds=60):
+    """Waits until the child `proc` listens on `port`; fails at once, with
+    its stderr (a file), when it exits first, also when something answered
+    (another process holding the port)."""
+
+    def exited():
+        if proc.poll() is None:
+            return
+        err = ""
+        if getattr(proc, "stderr_file", None) is not None:
+            proc.stderr_file.seek(0)
+            err = proc.stderr_file.read().decode(errors="replace")
+        pytest.fail(f"the server exited ({proc.returncode}) before listening on {port}: {err}")
+
     t0 = time.monotonic()
     while time.monotonic() - t0 < seconds:
-        assert proc.poll() is None, "the server exited"
+        exited()
         try:
             socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
         except OSError:
             time.sleep(0.1)
+            continue
+        exited()
+        return
     pytest.fail(f"no server on port {port} after {seconds} s")
 
 
@@ -73,11 +90,14 @@ def s3():
     the environment points warchest's S3 client at it."""
     boto3 = pytest.importorskip("boto3")
     port = _free_port()
+    # stderr to a file (moto logs each request there; a pipe would fill).
+    err = tempfile.TemporaryFile()
     proc = subprocess.Popen(
         [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=err,
     )
+    proc.stderr_file = err
     try:
         _wait_for(port, proc)
         endpoint = f"http://127.0.0.1:{port}"
@@ -189,15 +209,18 @@ def plain_http_root(tmp_path_factory):
     root = tmp_path_factory.mktemp("plain-served")
     for name, path in FILES.items():
         (root / name).symlink_to(path)
-    port = _free_port()
+    # Port 0: the server binds a port of its own and says which on its
+    # first line ("Serving HTTP on 127.0.0.1 port N (...) ..."), unbuffered.
     proc = subprocess.Popen(
-        [sys.executable, "-m", "http.server", "-b", "127.0.0.1", "-d", str(root), str(port)],
-        stdout=subprocess.DEVNULL,
+        [sys.executable, "-u", "-m", "http.server", "-b", "127.0.0.1", "-d", str(root), "0"],
+        stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
     )
     try:
-        _wait_for(port, proc)
-        yield f"http://127.0.0.1:{port}/"
+        line = proc.stdout.readline().decode(errors="replace")
+        m = re.search(r" port (\d+) ", line)
+        assert m, f"http.server said: {line!r} (exit {proc.poll()})"
+        yield f"http://127.0.0.1:{m.group(1)}/"
     finally:
         proc.kill()
         proc.wait(timeout=30)

@@ -994,17 +994,11 @@ fn start_pywb(dir: &Path, warc: &Path) -> Pywb {
             }
         });
     }
-    let start = Instant::now();
-    loop {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            break;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "pywb did not start: {}",
-            log.lock().unwrap()
-        );
-        std::thread::sleep(Duration::from_millis(100));
+    // Fails fast, with pywb's output, when it exits before listening.
+    if let Err(e) = crate::remote::servers::wait_listening(&mut child, port, "pywb") {
+        // The reader threads end with the child's pipes.
+        std::thread::sleep(Duration::from_millis(200));
+        panic!("{e}: {}", log.lock().unwrap());
     }
     Pywb { child, port, log }
 }

@@ -151,6 +151,31 @@ pub fn free_port() -> u16 {
     panic!("no free port in {FROM}..{}", FROM + SPAN)
 }
 
+/// Waits (60 s at most, then panics) until `child` accepts connections
+/// on 127.0.0.1:`port`. An error when the child exits first (its port
+/// taken meanwhile, a module missing): the caller may try another port.
+pub fn wait_listening(child: &mut Child, port: u16, what: &str) -> Result<(), String> {
+    let t0 = Instant::now();
+    loop {
+        if let Ok(Some(st)) = child.try_wait() {
+            return Err(format!("{what} exited ({st}) before listening on {port}"));
+        }
+        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            // Once more: a child that exited (its port held by another
+            // process, which answered) is not the server.
+            if let Ok(Some(st)) = child.try_wait() {
+                return Err(format!("{what} exited ({st}); port {port} is another's"));
+            }
+            return Ok(());
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "{what} did not listen on {port} in 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// moto's S3 server, with a bucket.
 pub struct Moto {
     _child: Owned,
@@ -159,35 +184,46 @@ pub struct Moto {
 }
 
 impl Moto {
-    /// Starts the server (waiting at most 60 s for it to answer).
+    /// Starts the server (waiting at most 60 s for it to answer; on
+    /// another port when it exits first, 3 tries).
     pub fn start() -> Moto {
-        let port = free_port();
-        let child = Command::new("python3")
-            .args([
-                "-m",
-                "moto.server",
-                "-H",
-                "127.0.0.1",
-                "-p",
-                &port.to_string(),
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start python3 -m moto.server (pip install 'moto[server]')");
-        let moto = Moto {
-            _child: Owned(child),
-            port,
-        };
-        let t0 = Instant::now();
-        loop {
-            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                break;
+        let mut failures = Vec::new();
+        for _ in 0..3 {
+            let port = free_port();
+            // stderr to a file, not a pipe: moto logs every request there,
+            // and a pipe nobody reads would fill and stop it.
+            let mut err = tempfile::tempfile().expect("temporary file");
+            let child = Command::new("python3")
+                .args([
+                    "-m",
+                    "moto.server",
+                    "-H",
+                    "127.0.0.1",
+                    "-p",
+                    &port.to_string(),
+                ])
+                .stdout(Stdio::null())
+                .stderr(err.try_clone().expect("temporary file"))
+                .spawn()
+                .expect("start python3 -m moto.server (pip install 'moto[server]')");
+            let mut child = Owned(child);
+            match wait_listening(&mut child.0, port, "moto") {
+                Ok(()) => {
+                    return Moto {
+                        _child: child,
+                        port,
+                    };
+                }
+                Err(e) => {
+                    use std::io::Seek;
+                    let mut text = String::new();
+                    let _ = err.rewind();
+                    let _ = err.read_to_string(&mut text);
+                    failures.push(format!("{e}: {text}"));
+                }
             }
-            assert!(t0.elapsed() < Duration::from_secs(60), "moto did not start");
-            std::thread::sleep(Duration::from_millis(100));
         }
-        moto
+        panic!("moto did not start: {failures:#?}")
     }
 
     /// The endpoint URL.
