@@ -1142,6 +1142,13 @@ fn sigterm_stops_a_capture_with_its_files_closed() {
         .filter(|r| r.kind == RecordType::Response)
         .collect();
     assert_eq!(slow.len(), 1, "one fetch was under way");
+    // With no clock: the fetch under way was cut by --max-time 2 (its body
+    // takes 5 s), not waited for whole after the signal.
+    assert_eq!(
+        slow[0].get("WARC-Truncated"),
+        Some("time"),
+        "the slow fetch kept past --max-time"
+    );
     assert_eq!(
         site.hits.lock().unwrap().len(),
         1,
