@@ -214,8 +214,10 @@ pub fn open(url: &str) -> io::Result<RemoteFile> {
 /// [`RemoteBlocks::ahead_for`] blocks ahead ([`AHEAD_BYTES`] of them).
 /// `WARCHEST_REMOTE_BUDGET` sets where it starts (at least one block);
 /// set alone, it is a fixed budget that does not grow. The three take a
-/// byte count, with a `K`, `M` or `G` suffix if wanted (`8M`, `8MiB`); one
-/// that cannot be read is said once on stderr and the default used.
+/// byte count as the command's size flags do ([`warchest::size`]): `K`,
+/// `M`, `G` are powers of 1000 (`8M` is 8,000,000 bytes), `KiB`, `MiB`,
+/// `GiB` powers of 1024 (`8MiB` is 8,388,608); one that cannot be read is
+/// said once on stderr, with why, and the default used.
 pub fn open_blocks(url: &str) -> io::Result<RemoteBlocks> {
     let b = RemoteBlocks::open(Location::parse(url)?, Options::from_env())?;
     let knob = size_knob;
@@ -239,15 +241,27 @@ pub fn open_blocks(url: &str) -> io::Result<RemoteBlocks> {
 /// `None` when unset or empty, and when it cannot be read, which is said
 /// once a process on stderr (the default is used).
 fn size_knob(name: &str) -> Option<u64> {
-    let v = std::env::var(name).ok().filter(|v| !v.trim().is_empty())?;
-    let got = warchest::size::parse_size(&v).ok();
-    if got.is_none() && first_warning(name) {
-        let _ = writeln!(
-            io::stderr(),
-            "warchest: {name}={v:?} is not a byte count (such as 8388608, 8MiB or 8MB); the default is used"
-        );
+    let v = std::env::var(name).ok()?;
+    match size_knob_value(&v) {
+        Ok(got) => got,
+        Err(e) => {
+            if first_warning(name) {
+                let _ = writeln!(
+                    io::stderr(),
+                    "warchest: {name}={v:?} is not a byte count (such as 8388608, 8MiB or 8MB): {e}; the default is used"
+                );
+            }
+            None
+        }
     }
-    got
+}
+
+/// A size knob's value: `None` when empty (unset), else the byte count.
+fn size_knob_value(v: &str) -> Result<Option<u64>, warchest::size::ParseSizeError> {
+    if v.trim().is_empty() {
+        return Ok(None);
+    }
+    warchest::size::parse_size(v).map(Some)
 }
 
 /// Whether this is the first warning about `name` in this process.
@@ -358,5 +372,18 @@ mod tests {
     fn an_unreadable_size_knob_is_warned_about_once() {
         assert!(first_warning("WARCHEST_REMOTE_TEST_KNOB"));
         assert!(!first_warning("WARCHEST_REMOTE_TEST_KNOB"));
+    }
+
+    /// A knob's value reads as the command's sizes do: `M` is 1,000,000
+    /// bytes, `MiB` 1,048,576; empty is unset; a bad one says why.
+    #[test]
+    fn size_knob_values_read_as_sizes() {
+        assert_eq!(size_knob_value("1M"), Ok(Some(1_000_000)));
+        assert_eq!(size_knob_value("1MiB"), Ok(Some(1_048_576)));
+        assert_eq!(size_knob_value("8388608"), Ok(Some(8 << 20)));
+        assert_eq!(size_knob_value(" "), Ok(None));
+        assert_eq!(size_knob_value(""), Ok(None));
+        let e = size_knob_value("8 megabytes").unwrap_err().to_string();
+        assert!(e.contains("unit"), "{e}");
     }
 }
