@@ -290,7 +290,7 @@ mod tests {
     fn sizes() {
         assert_eq!(parse_size("500MB"), Ok(500_000_000));
         assert_eq!(parse_size("1.5GiB"), Ok(3 << 29));
-        for zero in ["0", "0KB", "0.0001B"] {
+        for zero in ["0", "0KB", "0.0001KB"] {
             let e = parse_size(zero).unwrap_err();
             assert!(e.contains("more than 0"), "{zero}: {e}");
         }

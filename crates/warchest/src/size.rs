@@ -7,8 +7,9 @@
 //! 1000 (as in SI, and as wget's and Heritrix's sizes read), `KiB`,
 //! `MiB`, `GiB` and `TiB` powers of 1024, `B` or no unit bytes. Case is
 //! ignored, a space may stand between the number and its unit, and the
-//! number may have a fraction (`1.5GiB`; the result is rounded down to a
-//! whole byte).
+//! number may have a fraction when it has a unit above bytes (`1.5GiB`;
+//! the result is rounded down to a whole byte; `1.5` or `1.5B` is an
+//! error, not a rounded byte count).
 
 use std::fmt;
 
@@ -39,6 +40,9 @@ impl std::error::Error for ParseSizeError {}
 /// `u64::MAX`. Zero is a size: callers that need more say so.
 pub fn parse_size(s: &str) -> Result<u64, ParseSizeError> {
     let t = s.trim();
+    if t.starts_with('-') {
+        return Err(ParseSizeError(format!("{s:?}: a size cannot be negative")));
+    }
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(t.len());
@@ -60,12 +64,18 @@ pub fn parse_size(s: &str) -> Result<u64, ParseSizeError> {
             )));
         }
     };
-    if num.is_empty() || num.matches('.').count() > 1 || num.starts_with('.') {
+    if num.is_empty() || num.matches('.').count() > 1 || num.starts_with('.') || num.ends_with('.')
+    {
         return Err(ParseSizeError(format!(
             "{s:?} is not a size such as 1GB, 500MB or 1GiB"
         )));
     }
     let (int, frac) = num.split_once('.').unwrap_or((num, ""));
+    if mult == 1 && num.contains('.') {
+        return Err(ParseSizeError(format!(
+            "{s:?}: a byte count is whole (a fraction needs a unit such as KB or MiB)"
+        )));
+    }
     let int: u64 = int
         .parse()
         .map_err(|_| ParseSizeError(format!("{s:?}: number too large")))?;
@@ -134,5 +144,30 @@ mod tests {
         }
         let e = parse_size("8XB").unwrap_err().to_string();
         assert!(e.contains("\"xb\"") && e.contains("KiB"), "{e}");
+    }
+
+    #[test]
+    fn a_trailing_point_is_an_error() {
+        for bad in ["1.", "1.GB", "2. MiB"] {
+            let e = parse_size(bad).unwrap_err().to_string();
+            assert!(e.contains("is not a size"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn bytes_have_no_fraction() {
+        for bad in ["1.5", "0.9", "1.5B", "2.0 b"] {
+            let e = parse_size(bad).unwrap_err().to_string();
+            assert!(e.contains("whole"), "{bad}: {e}");
+        }
+        assert_eq!(parse_size("1.5KB"), Ok(1_500));
+    }
+
+    #[test]
+    fn a_leading_minus_is_negative() {
+        for bad in ["-1", "-1GB", " -0.5KiB"] {
+            let e = parse_size(bad).unwrap_err().to_string();
+            assert!(e.contains("negative") && !e.contains("unit"), "{bad}: {e}");
+        }
     }
 }
