@@ -7,7 +7,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::thread::ThreadId;
 use std::time::Duration;
 
-use warchest::io::ReadAt;
+use warchest::io::{Lent, ReadAt};
 
 use crate::request;
 use crate::{Location, Options, runtime};
@@ -65,6 +65,14 @@ impl std::fmt::Debug for Block {
         f.debug_struct("Block")
             .field("len", &self.buf.len())
             .finish_non_exhaustive()
+    }
+}
+
+/// What a job borrows when the block is lent ([`ReadAt::lend`]): the
+/// buffer stays the block's (not reused) while the job holds it.
+impl AsRef<[u8]> for Block {
+    fn as_ref(&self) -> &[u8] {
+        &self.buf
     }
 }
 
@@ -958,6 +966,28 @@ impl ReadAt for RemoteBlocks {
 
     fn size(&self) -> io::Result<u64> {
         Ok(self.size)
+    }
+
+    /// The block's own bytes, lent to a decoding job instead of copied into
+    /// its buffer (one copy of every byte fewer): at most to the block's
+    /// end. A block that failed lends nothing; `read_at` then reports it.
+    fn lend(&self, pos: u64, len: usize) -> Option<Lent> {
+        if len == 0 || pos >= self.size {
+            return None;
+        }
+        let i = pos / self.block;
+        let bytes = self.get(i).ok()?;
+        if i == 0 {
+            self.head.get_or_init(|| {
+                let n = bytes.buf.len().min(HEAD_KEPT as usize);
+                bytes.buf[..n].to_vec()
+            });
+        }
+        let from = usize::try_from(pos - i * self.block).ok()?;
+        if from >= bytes.buf.len() {
+            return None;
+        }
+        Some(Lent::new(bytes, from, from.saturating_add(len)))
     }
 }
 

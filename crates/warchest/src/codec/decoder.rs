@@ -2294,10 +2294,22 @@ mod tests {
         (v, mapped)
     }
 
-    /// Bytes in memory read at offsets, failing from `fail_at` on.
+    /// Bytes in memory read at offsets, failing from `fail_at` on; with
+    /// `lend`, lent in blocks of that size (as an object's blocks are).
     struct Mem {
-        data: Vec<u8>,
+        data: Arc<Vec<u8>>,
         fail_at: u64,
+        lend: Option<usize>,
+        lent: std::sync::atomic::AtomicU64,
+    }
+
+    fn mem(data: &[u8], fail_at: u64, lend: Option<usize>) -> Arc<Mem> {
+        Arc::new(Mem {
+            data: Arc::new(data.to_vec()),
+            fail_at,
+            lend,
+            lent: Default::default(),
+        })
     }
 
     impl ReadAt for Mem {
@@ -2315,6 +2327,18 @@ mod tests {
 
         fn size(&self) -> io::Result<u64> {
             Ok(self.data.len() as u64)
+        }
+
+        fn lend(&self, pos: u64, len: usize) -> Option<crate::io::Lent> {
+            let block = self.lend?;
+            let from = usize::try_from(pos).ok()?;
+            let to = (from / block + 1) * block;
+            let to = to.min(from.saturating_add(len));
+            if to as u64 > self.fail_at || from >= self.data.len() {
+                return None;
+            }
+            self.lent.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Some(crate::io::Lent::new(self.data.clone(), from, to))
         }
     }
 
@@ -2336,30 +2360,30 @@ mod tests {
             .collect();
         let (file, _) = concat(&parts, gz);
         let want = decode_clean(&file);
-        for threads in [1, 2, 3] {
-            let src = Arc::new(Mem {
-                data: file.clone(),
-                fail_at: u64::MAX,
-            });
-            let opts = DecoderOptions {
-                threads,
-                ..DecoderOptions::default()
-            };
-            let mut d = Decoder::new_read_at(src, "mem://x", opts).unwrap();
-            let mut got = Vec::new();
-            collect(&mut d, &mut got).unwrap();
-            assert_eq!(got, want, "threads {threads}");
-            #[cfg(feature = "parallel")]
-            {
-                let served = d.par.as_ref().map_or(0, |p| p.served());
-                assert_eq!(served > 0, threads > 1, "threads {threads}: {served}");
+        // Lent in blocks (the jobs' chunks within a block and across two,
+        // read past the bytes lent), or copied.
+        for lend in [None, Some(300_000), Some(1 << 20)] {
+            for threads in [1, 2, 3] {
+                let src = mem(&file, u64::MAX, lend);
+                let opts = DecoderOptions {
+                    threads,
+                    ..DecoderOptions::default()
+                };
+                let mut d = Decoder::new_read_at(src.clone(), "mem://x", opts).unwrap();
+                let mut got = Vec::new();
+                collect(&mut d, &mut got).unwrap();
+                assert_eq!(got, want, "threads {threads}, {lend:?}");
+                #[cfg(feature = "parallel")]
+                {
+                    let served = d.par.as_ref().map_or(0, |p| p.served());
+                    assert_eq!(served > 0, threads > 1, "threads {threads}: {served}");
+                    let lent = src.lent.load(std::sync::atomic::Ordering::Relaxed);
+                    assert_eq!(lent > 0, threads > 1 && lend.is_some(), "{lend:?}");
+                }
             }
         }
-        for threads in [1, 2] {
-            let src = Arc::new(Mem {
-                data: file.clone(),
-                fail_at: file.len() as u64 / 2,
-            });
+        for (threads, lend) in [(1, None), (2, None), (2, Some(300_000))] {
+            let src = mem(&file, file.len() as u64 / 2, lend);
             let opts = DecoderOptions {
                 threads,
                 lenient: false,
