@@ -920,6 +920,16 @@ impl RemoteBlocks {
     }
 }
 
+impl RemoteBlocks {
+    /// Keeps the object's first bytes ([`HEAD_KEPT`]) from block 0.
+    fn keep_head(&self, block: &Block) {
+        self.head.get_or_init(|| {
+            let n = block.buf.len().min(HEAD_KEPT as usize);
+            block.buf[..n].to_vec()
+        });
+    }
+}
+
 /// Copies the bytes of `block` from `at` on into `buf`: how many.
 fn copy_at(block: &Block, at: u64, buf: &mut [u8]) -> usize {
     let Some(from) = usize::try_from(at).ok().filter(|&a| a < block.buf.len()) else {
@@ -946,10 +956,7 @@ impl ReadAt for RemoteBlocks {
         let i = pos / self.block;
         let bytes = self.get(i)?;
         if i == 0 {
-            self.head.get_or_init(|| {
-                let n = bytes.buf.len().min(HEAD_KEPT as usize);
-                bytes.buf[..n].to_vec()
-            });
+            self.keep_head(&bytes);
         }
         let n = copy_at(&bytes, pos - i * self.block, buf);
         if n == 0 {
@@ -978,10 +985,7 @@ impl ReadAt for RemoteBlocks {
         let i = pos / self.block;
         let bytes = self.get(i).ok()?;
         if i == 0 {
-            self.head.get_or_init(|| {
-                let n = bytes.buf.len().min(HEAD_KEPT as usize);
-                bytes.buf[..n].to_vec()
-            });
+            self.keep_head(&bytes);
         }
         let from = usize::try_from(pos - i * self.block).ok()?;
         if from >= bytes.buf.len() {
