@@ -251,15 +251,9 @@ impl Worker {
                     return true;
                 }
             }
-        } else if let Some(l) = self.lent.take() {
+        } else {
             // Reading on past the bytes lent: they are copied first.
-            let b = l.bytes();
-            if self.scan.len() < b.len() {
-                self.scan.resize(b.len(), 0);
-            }
-            if let Some(dst) = self.scan.get_mut(..b.len()) {
-                dst.copy_from_slice(b);
-            }
+            self.unlend();
         }
         let have = self.filled;
         let want = have.saturating_add(more);
@@ -278,6 +272,24 @@ impl Worker {
             self.eof = true;
         }
         got > 0
+    }
+
+    /// Copies the bytes lent into `scan` and gives the source's block back
+    /// (`filled` and `held` unchanged): before reading on past them, and
+    /// before the generic decoder reads other blocks, so that a job never
+    /// holds a block while it waits for another (the source's pool keeps
+    /// one block per reader, not more).
+    fn unlend(&mut self) {
+        let Some(l) = self.lent.take() else {
+            return;
+        };
+        let b = l.bytes();
+        if self.scan.len() < b.len() {
+            self.scan.resize(b.len(), 0);
+        }
+        if let Some(dst) = self.scan.get_mut(..b.len()) {
+            dst.copy_from_slice(b);
+        }
     }
 
     /// The generic decoder, with the job's zstd dictionary.
@@ -320,6 +332,12 @@ struct Shared {
     /// Buffers of served jobs, for the next ones.
     pool: Mutex<Vec<Done>>,
     cancel: AtomicBool,
+    /// Jobs that kept the bytes lent by the source (tests).
+    #[cfg(test)]
+    kept: std::sync::atomic::AtomicU64,
+    /// Generic decoder runs while a lent block was held (tests: none).
+    #[cfg(test)]
+    generic_lent: std::sync::atomic::AtomicU64,
 }
 
 /// Threads of the pool for `threads`: the reading thread runs jobs too
@@ -402,6 +420,10 @@ impl Engine {
                 idle: Mutex::new(Vec::new()),
                 pool: Mutex::new(Vec::new()),
                 cancel: AtomicBool::new(false),
+                #[cfg(test)]
+                kept: Default::default(),
+                #[cfg(test)]
+                generic_lent: Default::default(),
             }),
             workers: None,
             broken: false,
@@ -601,6 +623,10 @@ impl Engine {
                 }));
                 q.result = Some(run.unwrap_or_default());
             }
+            // A job that panicked left its state: the source's block goes
+            // back now, not at the next job.
+            w.lent = None;
+            w.filled = 0;
             self.own = Some(w);
         }
     }
@@ -608,6 +634,18 @@ impl Engine {
     #[cfg(test)]
     pub(crate) fn served(&self) -> u64 {
         self.served
+    }
+
+    /// Jobs that kept the bytes lent by the source.
+    #[cfg(test)]
+    pub(crate) fn lends_kept(&self) -> u64 {
+        self.shared.kept.load(Ordering::Relaxed)
+    }
+
+    /// Generic decoder runs while a job held a lent block (should be none).
+    #[cfg(test)]
+    pub(crate) fn generic_lent(&self) -> u64 {
+        self.shared.generic_lent.load(Ordering::Relaxed)
     }
 
     fn member(&self) -> Option<&Member> {
@@ -753,6 +791,10 @@ fn run_job(shared: &Shared, job: &Job, w: &mut Worker, done: &mut Done) {
     };
     let want = usize::try_from((job.b - job.a).saturating_add(slack)).unwrap_or(0);
     w.extend(&shared.file, job.a, want);
+    #[cfg(test)]
+    if w.lent.is_some() {
+        shared.kept.fetch_add(1, Ordering::Relaxed);
+    }
     if job.known {
         done.start = Some(job.a);
         decode_from(shared, job, w, job.a, done);
@@ -814,6 +856,13 @@ fn decode_from(shared: &Shared, job: &Job, w: &mut Worker, start: u64, done: &mu
                 Direct1::Other => break,
             }
         }
+    }
+    // The generic decoder reads through the source, maybe other blocks:
+    // the job's block goes back first.
+    w.unlend();
+    #[cfg(test)]
+    if w.lent.is_some() {
+        shared.generic_lent.fetch_add(1, Ordering::Relaxed);
     }
     let Some(dec) = w.decoder(shared, job.dict.as_ref()) else {
         return Outcome::Stopped;
