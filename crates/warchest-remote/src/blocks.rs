@@ -50,7 +50,8 @@ const MAX_READERS: usize = 64;
 const STALE_MOVES: u64 = 8;
 /// How long a reader waiting for a buffer sleeps at most before looking
 /// again (a block whose request ends is put among the held ones, which
-/// room can then be made from; that wakes the waiters too).
+/// room can then be made from; that wakes the waiters too, as does a job
+/// letting go of a block lent to it).
 const ROOM_POLL: Duration = Duration::from_millis(20);
 
 /// A block's bytes, in one of the pool's buffers, which goes back to the
@@ -79,6 +80,27 @@ impl AsRef<[u8]> for Block {
 impl Drop for Block {
     fn drop(&mut self) {
         self.pool.give(std::mem::take(&mut self.buf));
+    }
+}
+
+/// A block lent to a job: when the job lets go of it, the readers waiting
+/// for room are woken (the block, no longer in use, may now be evicted),
+/// not left to sleep out [`ROOM_POLL`].
+struct LentBlock(Option<Arc<Block>>);
+
+impl AsRef<[u8]> for LentBlock {
+    fn as_ref(&self) -> &[u8] {
+        self.0.as_deref().map_or(&[], |b| b.buf.as_slice())
+    }
+}
+
+impl Drop for LentBlock {
+    fn drop(&mut self) {
+        if let Some(b) = self.0.take() {
+            let pool = Arc::clone(&b.pool);
+            drop(b);
+            pool.back.notify_all();
+        }
     }
 }
 
@@ -991,7 +1013,8 @@ impl ReadAt for RemoteBlocks {
         if from >= bytes.buf.len() {
             return None;
         }
-        Some(Lent::new(bytes, from, from.saturating_add(len)))
+        let lent = Arc::new(LentBlock(Some(bytes)));
+        Some(Lent::new(lent, from, from.saturating_add(len)))
     }
 }
 
@@ -1025,6 +1048,35 @@ mod tests {
 
     fn held(b: &RemoteBlocks) -> Vec<u64> {
         held_in(&lock(&b.held))
+    }
+
+    /// A job letting go of a lent block wakes a reader waiting for room
+    /// (the block is still held by the cache: no buffer goes back, only
+    /// the lend ends).
+    #[test]
+    fn a_lent_block_let_go_of_wakes_the_readers_waiting_for_room() {
+        let pool = Pool::new(B, B, B);
+        let block = Arc::new(Block {
+            buf: pool.try_take().unwrap(),
+            pool: Arc::clone(&pool),
+        });
+        let lent = Lent::new(Arc::new(LentBlock(Some(Arc::clone(&block)))), 0, 0);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let waiter = {
+            let pool = Arc::clone(&pool);
+            std::thread::spawn(move || {
+                let s = lock(&pool.state);
+                tx.send(()).unwrap();
+                let (_s, r) = pool.back.wait_timeout(s, Duration::from_secs(20)).unwrap();
+                r.timed_out()
+            })
+        };
+        rx.recv().unwrap();
+        // Taken once the waiter waits (it lets go of the lock only then).
+        drop(lock(&pool.state));
+        drop(lent);
+        assert!(!waiter.join().unwrap(), "the waiter slept out its wait");
+        assert_eq!(Arc::strong_count(&block), 1);
     }
 
     #[test]
