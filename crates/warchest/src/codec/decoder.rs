@@ -2339,21 +2339,27 @@ mod tests {
         }
     }
 
+    /// `n` records, each followed by `len` bytes of noise.
+    fn noisy_records(n: u32, len: u32) -> Vec<Vec<u8>> {
+        (0..n)
+            .map(|i| {
+                let mut r = records()[i as usize % 4].clone();
+                r.extend(
+                    (0..len).map(|k| (k.wrapping_mul(2_654_435_761).wrapping_add(i) >> 13) as u8),
+                );
+                r
+            })
+            .collect()
+    }
+
     /// A `ReadAt` source decodes as the same bytes read in order, on one
     /// thread or several (whose jobs then serve members), and a read error
     /// names the source and the offset.
     #[test]
     fn read_at_sources_decode_as_a_reader_on_any_thread_count() {
         // Members big enough that several jobs' chunks hold some.
-        let parts: Vec<Vec<u8>> = (0..60u32)
-            .map(|i| {
-                let mut r = records()[i as usize % 4].clone();
-                r.extend(
-                    (0..20_000u32)
-                        .map(|k| (k.wrapping_mul(2_654_435_761).wrapping_add(i) >> 13) as u8),
-                );
-                r
-            })
+        let parts: Vec<Vec<u8>> = noisy_records(60, 20_000)
+            .into_iter()
             // Incompressible members of 100-200 KB: some run past the bytes
             // lent to their job, which are then copied.
             .chain((0..8u64).map(|i| {
@@ -2437,16 +2443,7 @@ mod tests {
     #[cfg(feature = "parallel")]
     #[test]
     fn the_generic_path_holds_no_lent_block() {
-        let parts: Vec<Vec<u8>> = (0..40u32)
-            .map(|i| {
-                let mut r = records()[i as usize % 4].clone();
-                r.extend(
-                    (0..30_000u32)
-                        .map(|k| (k.wrapping_mul(2_654_435_761).wrapping_add(i) >> 13) as u8),
-                );
-                r
-            })
-            .collect();
+        let parts = noisy_records(40, 30_000);
         let (file, _) = concat(&parts, zst);
         let want = decode_clean(&file);
         for threads in [2, 3] {
