@@ -207,6 +207,7 @@ fn main() -> ExitCode {
         Command::Search(a) => cmd::search::run_search(&global, a),
         Command::Qa(a) => cmd::browser::run_qa(&global, a),
     };
+    remote::print_stats();
     report::recovery_summary(&global);
     report::exit(outcome)
 }

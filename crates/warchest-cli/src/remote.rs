@@ -60,6 +60,14 @@ pub fn open_blocks(url: &str) -> io::Result<Option<warchest_remote::RemoteBlocks
     }
 }
 
+/// Prints the stats line (`WARCHEST_REMOTE_STATS`) of each object read at
+/// offsets whose line is not printed yet: called when the command is over,
+/// as a decoding pool thread may hold an object until the process exits.
+pub fn print_stats() {
+    #[cfg(feature = "remote")]
+    warchest_remote::print_stats();
+}
+
 /// [`open_blocks`] as the format crate's positional-read source (without
 /// the `remote` feature: the error that says so).
 pub fn open_read_at(url: &str) -> io::Result<Option<std::sync::Arc<dyn warchest::io::ReadAt>>> {

@@ -2,12 +2,12 @@
 //! at once (the format crate's [`ReadAt`]), for the parallel decoder.
 
 use std::io::{self, Write as _};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::thread::ThreadId;
 use std::time::Duration;
 
-use warchest::io::ReadAt;
+use warchest::io::{Lent, ReadAt};
 
 use crate::request;
 use crate::{Location, Options, runtime};
@@ -29,8 +29,12 @@ pub const AHEAD_BYTES: u64 = 8 << 20;
 /// time, while the fetches' latency is what the readers wait for, up to
 /// [`BUDGET_MAX`].
 pub const BUDGET: u64 = 4 << 20;
-/// Default bytes the budget may grow to (`WARCHEST_REMOTE_BUDGET_MAX`).
-pub const BUDGET_MAX: u64 = 24 << 20;
+/// Default bytes the budget may grow to (`WARCHEST_REMOTE_BUDGET_MAX`):
+/// enough for 20 ms a request at two cores' decoding rate (the budget
+/// reached 10-11 MiB there), not the 24 MiB it was, which a server slow
+/// for want of CPU (s3rver on the same cores) grew to without gain, at
+/// the cost of the peak memory bound.
+pub const BUDGET_MAX: u64 = 12 << 20;
 /// Bytes of the object's start kept once read: every reader opened at an
 /// offset reads the start for a zstd dictionary frame (a few bytes), and
 /// its first block would otherwise be fetched again for each.
@@ -46,7 +50,8 @@ const MAX_READERS: usize = 64;
 const STALE_MOVES: u64 = 8;
 /// How long a reader waiting for a buffer sleeps at most before looking
 /// again (a block whose request ends is put among the held ones, which
-/// room can then be made from; that wakes the waiters too).
+/// room can then be made from; that wakes the waiters too, as does a job
+/// letting go of a block lent to it).
 const ROOM_POLL: Duration = Duration::from_millis(20);
 
 /// A block's bytes, in one of the pool's buffers, which goes back to the
@@ -64,9 +69,38 @@ impl std::fmt::Debug for Block {
     }
 }
 
+/// What a job borrows when the block is lent ([`ReadAt::lend`]): the
+/// buffer stays the block's (not reused) while the job holds it.
+impl AsRef<[u8]> for Block {
+    fn as_ref(&self) -> &[u8] {
+        &self.buf
+    }
+}
+
 impl Drop for Block {
     fn drop(&mut self) {
         self.pool.give(std::mem::take(&mut self.buf));
+    }
+}
+
+/// A block lent to a job: when the job lets go of it, the readers waiting
+/// for room are woken (the block, no longer in use, may now be evicted),
+/// not left to sleep out [`ROOM_POLL`].
+struct LentBlock(Option<Arc<Block>>);
+
+impl AsRef<[u8]> for LentBlock {
+    fn as_ref(&self) -> &[u8] {
+        self.0.as_deref().map_or(&[], |b| b.buf.as_slice())
+    }
+}
+
+impl Drop for LentBlock {
+    fn drop(&mut self) {
+        if let Some(b) = self.0.take() {
+            let pool = Arc::clone(&b.pool);
+            drop(b);
+            pool.back.notify_all();
+        }
     }
 }
 
@@ -289,9 +323,6 @@ struct Held {
     /// Moves of readers from one block to another: the clock by which a
     /// reader that stopped reading is found.
     moves: u64,
-    /// The most readers remembered at once (the pool's floor is one
-    /// buffer more; for the stats line).
-    most_readers: usize,
 }
 
 /// Which held blocks room may be made from, in the order tried.
@@ -350,13 +381,96 @@ pub struct RemoteBlocks {
     pool: Arc<Pool>,
     /// The object's first bytes ([`HEAD_KEPT`]), once block 0 is read.
     head: OnceLock<Vec<u8>>,
+    counters: Arc<Counters>,
+    /// Whether the stats line is printed (`WARCHEST_REMOTE_STATS`).
+    stats: bool,
+    /// The stats line's meter, made and listed ([`print_stats`]) on the
+    /// first read when `stats` is on.
+    meter: OnceLock<Arc<Meter>>,
+}
+
+/// What the stats line counts.
+#[derive(Default)]
+struct Counters {
     requests: AtomicU64,
     /// Reads that found their block still on its way and waited for it,
     /// and the time they waited (nanoseconds).
     waits: AtomicU64,
     waited_ns: AtomicU64,
-    /// Whether dropping it prints the stats line (`WARCHEST_REMOTE_STATS`).
-    stats: bool,
+    /// The most readers remembered at once (the pool's floor is one
+    /// buffer more).
+    most_readers: AtomicUsize,
+}
+
+/// One object's stats line, printed once: by [`print_stats`], which the
+/// command line calls when its command is over, or when the object is
+/// dropped, whichever comes first. (Printed on drop only, it was missing
+/// with `-j 2` whenever the process exited while a decoding pool thread
+/// still held the object.) It holds the pool weakly: a line not printed
+/// keeps no buffer alive.
+struct Meter {
+    url: String,
+    block: u64,
+    blocks: u64,
+    counters: Arc<Counters>,
+    pool: Weak<Pool>,
+    printed: AtomicBool,
+}
+
+/// The meters whose line is not printed yet.
+fn meters() -> &'static Mutex<Vec<Arc<Meter>>> {
+    static METERS: OnceLock<Mutex<Vec<Arc<Meter>>>> = OnceLock::new();
+    METERS.get_or_init(Default::default)
+}
+
+impl Meter {
+    /// The line, unless printed already. Written with `writeln!`, its
+    /// error ignored: a closed stderr must not panic (this runs in a
+    /// drop).
+    fn print(&self) {
+        if self.printed.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let c = &self.counters;
+        let (max, cap, peak) = self.pool.upgrade().map_or((0, 0, 0), |p| {
+            let s = lock(&p.state);
+            (s.max as u64, p.cap as u64, s.peak as u64)
+        });
+        let readers = c.most_readers.load(Ordering::Relaxed);
+        let waited = c.waited_ns.load(Ordering::Relaxed) as f64 / 1e6;
+        let _ = writeln!(
+            io::stderr(),
+            "warchest: remote blocks of {}: {} requests, {} blocks of {} bytes, budget reached {} bytes (cap {} bytes, or {} blocks if more: one for each of the {} readers and one), {} bytes held at most, {} reads waited {waited:.1} ms",
+            self.url,
+            c.requests.load(Ordering::Relaxed),
+            self.blocks,
+            self.block,
+            max * self.block,
+            cap * self.block,
+            readers + 1,
+            readers,
+            peak * self.block,
+            c.waits.load(Ordering::Relaxed),
+        );
+    }
+
+    /// Prints the line and takes it off the list.
+    fn finish(this: &Arc<Meter>) {
+        this.print();
+        lock(meters()).retain(|m| !Arc::ptr_eq(m, this));
+    }
+}
+
+/// Prints the stats line (`WARCHEST_REMOTE_STATS`) of every object read
+/// at offsets whose line is not printed yet, the objects still open
+/// included: the command line calls it when its command is over, as a
+/// decoding pool thread may hold an object until after the process
+/// exits. Each object's line is printed once.
+pub fn print_stats() {
+    let left = std::mem::take(&mut *lock(meters()));
+    for m in left {
+        m.print();
+    }
 }
 
 impl std::fmt::Debug for RemoteBlocks {
@@ -373,31 +487,13 @@ impl std::fmt::Debug for RemoteBlocks {
 
 impl Drop for RemoteBlocks {
     /// With `WARCHEST_REMOTE_STATS` on (set, not empty, not `0`), one line on
-    /// stderr: requests, the budget reached and what bounds it, the bytes
-    /// held at most and the waits (for measuring; nothing else reads it).
-    /// Written with `writeln!`, its error ignored: a closed stderr must
-    /// not panic in a drop.
+    /// stderr, unless [`print_stats`] printed it: requests, the budget
+    /// reached and what bounds it, the bytes held at most and the waits
+    /// (for measuring; nothing else reads it).
     fn drop(&mut self) {
-        if !self.stats {
-            return;
+        if self.stats {
+            Meter::finish(self.meter());
         }
-        let (waits, waited) = self.waits();
-        let readers = lock(&self.held).most_readers;
-        let _ = writeln!(
-            io::stderr(),
-            "warchest: remote blocks of {}: {} requests, {} blocks of {} bytes, budget reached {} bytes (cap {} bytes, or {} blocks if more: one for each of the {} readers and one), {} bytes held at most, {} reads waited {:.1} ms",
-            self.loc.url(),
-            self.requests(),
-            self.blocks(),
-            self.block,
-            self.budget(),
-            self.budget_max(),
-            readers + 1,
-            readers,
-            self.peak_bytes(),
-            waits,
-            waited.as_secs_f64() * 1000.0
-        );
     }
 }
 
@@ -422,7 +518,7 @@ impl RemoteBlocks {
     pub fn open(loc: Location, opts: Options) -> io::Result<RemoteBlocks> {
         let size = runtime().block_on(request::head(&loc, &opts))?;
         let b = RemoteBlocks::open_sized(loc, opts, size);
-        b.requests.store(1, Ordering::Relaxed);
+        b.counters.requests.store(1, Ordering::Relaxed);
         Ok(b)
     }
 
@@ -437,10 +533,9 @@ impl RemoteBlocks {
             held: Mutex::new(Held::default()),
             pool: Pool::new(BUDGET, BUDGET_MAX, BLOCK as u64),
             head: OnceLock::new(),
-            requests: AtomicU64::new(0),
-            waits: AtomicU64::new(0),
-            waited_ns: AtomicU64::new(0),
+            counters: Arc::default(),
             stats: stats_wanted(std::env::var_os("WARCHEST_REMOTE_STATS").as_deref()),
+            meter: OnceLock::new(),
         }
     }
 
@@ -530,7 +625,28 @@ impl RemoteBlocks {
     /// object its caller reads another way instead (a server that answers
     /// no ranges is streamed).
     pub fn set_stats(&mut self, on: bool) {
+        if !on && let Some(m) = self.meter.get() {
+            m.printed.store(true, Ordering::Release);
+            lock(meters()).retain(|x| !Arc::ptr_eq(x, m));
+        }
         self.stats = on;
+    }
+
+    /// The stats line's meter, made and listed for [`print_stats`] on the
+    /// first call.
+    fn meter(&self) -> &Arc<Meter> {
+        self.meter.get_or_init(|| {
+            let m = Arc::new(Meter {
+                url: self.loc.url().to_string(),
+                block: self.block,
+                blocks: self.blocks(),
+                counters: Arc::clone(&self.counters),
+                pool: Arc::downgrade(&self.pool),
+                printed: AtomicBool::new(false),
+            });
+            lock(meters()).push(Arc::clone(&m));
+            m
+        })
     }
 
     /// The URL.
@@ -540,7 +656,7 @@ impl RemoteBlocks {
 
     /// The requests made so far (HEAD and ranges, retries not counted).
     pub fn requests(&self) -> u64 {
-        self.requests.load(Ordering::Relaxed)
+        self.counters.requests.load(Ordering::Relaxed)
     }
 
     /// Reads that waited for their block's request (it was on its way, or
@@ -548,8 +664,8 @@ impl RemoteBlocks {
     /// not hide.
     pub fn waits(&self) -> (u64, Duration) {
         (
-            self.waits.load(Ordering::Relaxed),
-            Duration::from_nanos(self.waited_ns.load(Ordering::Relaxed)),
+            self.counters.waits.load(Ordering::Relaxed),
+            Duration::from_nanos(self.counters.waited_ns.load(Ordering::Relaxed)),
         )
     }
 
@@ -580,7 +696,7 @@ impl RemoteBlocks {
             buf,
             pool: Arc::clone(&self.pool),
         };
-        self.requests.fetch_add(1, Ordering::Relaxed);
+        self.counters.requests.fetch_add(1, Ordering::Relaxed);
         runtime().spawn(async move {
             let got =
                 request::fetch_into(&loc, &opts, start, len, Some(size), &mut block.buf).await;
@@ -619,7 +735,9 @@ impl RemoteBlocks {
                 before: i,
                 seen: h.moves,
             });
-            h.most_readers = h.most_readers.max(h.readers.len());
+            self.counters
+                .most_readers
+                .fetch_max(h.readers.len(), Ordering::Relaxed);
         }
         let (now, stale) = (h.moves, STALE_MOVES * h.readers.len() as u64);
         h.readers.retain(|r| now - r.seen <= stale);
@@ -720,6 +838,9 @@ impl RemoteBlocks {
     /// Block `i` (which is before the end), fetched or waited for; the
     /// calling thread's read-ahead started.
     fn get(&self, i: u64) -> io::Result<Arc<Block>> {
+        if self.stats {
+            self.meter();
+        }
         let cell = loop {
             let mut h = lock(&self.held);
             let me = std::thread::current().id();
@@ -814,10 +935,20 @@ impl RemoteBlocks {
         }
         let t = std::time::Instant::now();
         let got = cell.wait();
-        self.waits.fetch_add(1, Ordering::Relaxed);
+        self.counters.waits.fetch_add(1, Ordering::Relaxed);
         let ns = u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        self.waited_ns.fetch_add(ns, Ordering::Relaxed);
+        self.counters.waited_ns.fetch_add(ns, Ordering::Relaxed);
         got
+    }
+}
+
+impl RemoteBlocks {
+    /// Keeps the object's first bytes ([`HEAD_KEPT`]) from block 0.
+    fn keep_head(&self, block: &Block) {
+        self.head.get_or_init(|| {
+            let n = block.buf.len().min(HEAD_KEPT as usize);
+            block.buf[..n].to_vec()
+        });
     }
 }
 
@@ -847,10 +978,7 @@ impl ReadAt for RemoteBlocks {
         let i = pos / self.block;
         let bytes = self.get(i)?;
         if i == 0 {
-            self.head.get_or_init(|| {
-                let n = bytes.buf.len().min(HEAD_KEPT as usize);
-                bytes.buf[..n].to_vec()
-            });
+            self.keep_head(&bytes);
         }
         let n = copy_at(&bytes, pos - i * self.block, buf);
         if n == 0 {
@@ -867,6 +995,26 @@ impl ReadAt for RemoteBlocks {
 
     fn size(&self) -> io::Result<u64> {
         Ok(self.size)
+    }
+
+    /// The block's own bytes, lent to a decoding job instead of copied into
+    /// its buffer (one copy of every byte fewer): at most to the block's
+    /// end. A block that failed lends nothing; `read_at` then reports it.
+    fn lend(&self, pos: u64, len: usize) -> Option<Lent> {
+        if len == 0 || pos >= self.size {
+            return None;
+        }
+        let i = pos / self.block;
+        let bytes = self.get(i).ok()?;
+        if i == 0 {
+            self.keep_head(&bytes);
+        }
+        let from = usize::try_from(pos - i * self.block).ok()?;
+        if from >= bytes.buf.len() {
+            return None;
+        }
+        let lent = Arc::new(LentBlock(Some(bytes)));
+        Some(Lent::new(lent, from, from.saturating_add(len)))
     }
 }
 
@@ -900,6 +1048,35 @@ mod tests {
 
     fn held(b: &RemoteBlocks) -> Vec<u64> {
         held_in(&lock(&b.held))
+    }
+
+    /// A job letting go of a lent block wakes a reader waiting for room
+    /// (the block is still held by the cache: no buffer goes back, only
+    /// the lend ends).
+    #[test]
+    fn a_lent_block_let_go_of_wakes_the_readers_waiting_for_room() {
+        let pool = Pool::new(B, B, B);
+        let block = Arc::new(Block {
+            buf: pool.try_take().unwrap(),
+            pool: Arc::clone(&pool),
+        });
+        let lent = Lent::new(Arc::new(LentBlock(Some(Arc::clone(&block)))), 0, 0);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let waiter = {
+            let pool = Arc::clone(&pool);
+            std::thread::spawn(move || {
+                let s = lock(&pool.state);
+                tx.send(()).unwrap();
+                let (_s, r) = pool.back.wait_timeout(s, Duration::from_secs(20)).unwrap();
+                r.timed_out()
+            })
+        };
+        rx.recv().unwrap();
+        // Taken once the waiter waits (it lets go of the lock only then).
+        drop(lock(&pool.state));
+        drop(lent);
+        assert!(!waiter.join().unwrap(), "the waiter slept out its wait");
+        assert_eq!(Arc::strong_count(&block), 1);
     }
 
     #[test]
@@ -1136,7 +1313,7 @@ mod tests {
         assert_eq!(RemoteBlocks::ahead_for(8 * M), 4);
         assert_eq!(RemoteBlocks::ahead_for(256 << 10), 16);
         assert_eq!(RemoteBlocks::ahead_for(0), 16);
-        assert_eq!(RemoteBlocks::default_budget(M), (4 * M, 24 * M));
+        assert_eq!(RemoteBlocks::default_budget(M), (4 * M, 12 * M));
         assert_eq!(RemoteBlocks::default_budget(8 * M), (16 * M, 48 * M));
         let loc = Location::parse("http://127.0.0.1:9/x").unwrap();
         let b = RemoteBlocks::open_sized(loc, Options::default(), 100 * M);
@@ -1153,6 +1330,33 @@ mod tests {
         assert!(!stats_wanted(Some(OsStr::new("0"))));
         assert!(stats_wanted(Some(OsStr::new("1"))));
         assert!(stats_wanted(Some(OsStr::new("yes"))));
+    }
+
+    /// The stats line is printed once: by `print_stats` (the command
+    /// line's end) while the object is still held, then not again when it
+    /// is dropped; an object whose line is turned off is not listed.
+    #[test]
+    fn the_stats_line_is_listed_on_the_first_read_and_printed_once() {
+        let listed = |m: &Arc<Meter>| lock(meters()).iter().any(|x| Arc::ptr_eq(x, m));
+        let mut b = unreachable(2 * B, 2 * B);
+        b.stats = true;
+        ready(&b, 0, 7);
+        let mut buf = [0u8; 4];
+        assert_eq!(b.read_at(&mut buf, 10).unwrap(), 4);
+        let m = Arc::clone(b.meter.get().expect("listed on the first read"));
+        assert!(listed(&m) && !m.printed.load(Ordering::Acquire));
+        print_stats();
+        assert!(!listed(&m) && m.printed.load(Ordering::Acquire));
+        drop(b);
+        assert!(!listed(&m));
+        // Turned off (a server without ranges, streamed instead).
+        let mut b = unreachable(2 * B, 2 * B);
+        b.stats = true;
+        ready(&b, 0, 7);
+        b.read_at(&mut buf, 0).unwrap();
+        let m = Arc::clone(b.meter.get().unwrap());
+        b.set_stats(false);
+        assert!(!listed(&m) && m.printed.load(Ordering::Acquire));
     }
 
     #[test]

@@ -42,7 +42,7 @@ use std::io::{self, Write as _};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-pub use blocks::{AHEAD, AHEAD_BYTES, BLOCK, BUDGET, BUDGET_MAX, RemoteBlocks};
+pub use blocks::{AHEAD, AHEAD_BYTES, BLOCK, BUDGET, BUDGET_MAX, RemoteBlocks, print_stats};
 pub use coalesce::{
     DEFAULT_MAX_GAP, DEFAULT_MAX_REQUEST, DEFAULT_MEMORY, FetchPlan, FetchStats, fetch_ranges_with,
 };

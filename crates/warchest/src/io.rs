@@ -23,6 +23,57 @@ pub trait ReadAt: Send + Sync {
     /// # Errors
     /// The length cannot be found.
     fn size(&self) -> io::Result<u64>;
+
+    /// Bytes from `pos` on that the source holds in memory already, lent
+    /// without a copy: at most `len` of them, fewer where what it holds
+    /// ends (a block's end), or `None` when it holds none there, cannot
+    /// read them, or is read by copying (a file: the default). A parallel
+    /// decoder's job reads its chunk this way when it can (an object's
+    /// block, fetched ahead), and by [`ReadAt::read_at`] otherwise, which
+    /// also reports any error.
+    fn lend(&self, pos: u64, len: usize) -> Option<Lent> {
+        let _ = (pos, len);
+        None
+    }
+}
+
+/// Bytes lent by a [`ReadAt`] ([`ReadAt::lend`]): a range of a buffer the
+/// source keeps alive (and does not reuse) while this is held.
+#[derive(Clone)]
+pub struct Lent {
+    buf: Arc<dyn AsRef<[u8]> + Send + Sync>,
+    from: usize,
+    to: usize,
+}
+
+impl std::fmt::Debug for Lent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lent")
+            .field("from", &self.from)
+            .field("to", &self.to)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Lent {
+    /// Bytes `from..to` of `buf` (cut to its length).
+    pub fn new(buf: Arc<dyn AsRef<[u8]> + Send + Sync>, from: usize, to: usize) -> Lent {
+        let len = (*buf).as_ref().len();
+        let to = to.min(len);
+        Lent {
+            buf,
+            from: from.min(to),
+            to,
+        }
+    }
+
+    /// The bytes.
+    pub fn bytes(&self) -> &[u8] {
+        (*self.buf)
+            .as_ref()
+            .get(self.from..self.to)
+            .unwrap_or_default()
+    }
 }
 
 impl ReadAt for std::fs::File {
@@ -88,6 +139,15 @@ impl ReadAt for Slice {
 
     fn size(&self) -> io::Result<u64> {
         Ok(self.len)
+    }
+
+    fn lend(&self, pos: u64, len: usize) -> Option<Lent> {
+        let left = usize::try_from(self.len.saturating_sub(pos)).unwrap_or(usize::MAX);
+        let want = left.min(len);
+        if want == 0 {
+            return None;
+        }
+        self.src.lend(self.start.checked_add(pos)?, want)
     }
 }
 
@@ -226,6 +286,31 @@ mod tests {
         assert_eq!(&buf[..n], b"bytes");
         assert_eq!(s.read_at(&mut buf, 10).unwrap(), 0);
         assert_eq!(s.read_at(&mut buf, u64::MAX).unwrap(), 0);
+        // A source that lends: the window's offsets and end, forwarded.
+        struct Lending(Arc<Vec<u8>>);
+        impl ReadAt for Lending {
+            fn read_at(&self, _: &mut [u8], _: u64) -> io::Result<usize> {
+                Err(io::Error::other("copying"))
+            }
+            fn size(&self) -> io::Result<u64> {
+                Ok(self.0.len() as u64)
+            }
+            fn lend(&self, pos: u64, len: usize) -> Option<Lent> {
+                let from = usize::try_from(pos).ok()?;
+                Some(Lent::new(self.0.clone(), from, from.saturating_add(len)))
+            }
+        }
+        assert!(s.lend(0, 4).is_none(), "a copying source lends nothing");
+        let l = Slice::new(
+            Arc::new(Lending(Arc::new(b"zipHEADwarc bytesTAIL".to_vec()))),
+            7,
+            10,
+        );
+        assert_eq!(l.lend(0, 4).unwrap().bytes(), b"warc");
+        assert_eq!(l.lend(5, 100).unwrap().bytes(), b"bytes");
+        assert!(l.lend(10, 4).is_none());
+        assert_eq!(Lent::new(Arc::new(vec![1u8, 2]), 1, 9).bytes(), [2]);
+        assert!(Lent::new(Arc::new(vec![1u8, 2]), 5, 9).bytes().is_empty());
         let mut c = AtCursor::new(Arc::new(s), "w.wacz#archive/x.warc", 0);
         let mut all = Vec::new();
         c.read_to_end(&mut all).unwrap();

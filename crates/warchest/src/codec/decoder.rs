@@ -2294,10 +2294,20 @@ mod tests {
         (v, mapped)
     }
 
-    /// Bytes in memory read at offsets, failing from `fail_at` on.
+    /// Bytes in memory read at offsets, failing from `fail_at` on; with
+    /// `lend`, lent in blocks of that size (as an object's blocks are).
     struct Mem {
-        data: Vec<u8>,
+        data: Arc<Vec<u8>>,
         fail_at: u64,
+        lend: Option<usize>,
+    }
+
+    fn mem(data: &[u8], fail_at: u64, lend: Option<usize>) -> Arc<Mem> {
+        Arc::new(Mem {
+            data: Arc::new(data.to_vec()),
+            fail_at,
+            lend,
+        })
     }
 
     impl ReadAt for Mem {
@@ -2316,6 +2326,30 @@ mod tests {
         fn size(&self) -> io::Result<u64> {
             Ok(self.data.len() as u64)
         }
+
+        fn lend(&self, pos: u64, len: usize) -> Option<crate::io::Lent> {
+            let block = self.lend?;
+            let from = usize::try_from(pos).ok()?;
+            let to = (from / block + 1) * block;
+            let to = to.min(from.saturating_add(len));
+            if to as u64 > self.fail_at || from >= self.data.len() {
+                return None;
+            }
+            Some(crate::io::Lent::new(self.data.clone(), from, to))
+        }
+    }
+
+    /// `n` records, each followed by `len` bytes of noise.
+    fn noisy_records(n: u32, len: u32) -> Vec<Vec<u8>> {
+        (0..n)
+            .map(|i| {
+                let mut r = records()[i as usize % 4].clone();
+                r.extend(
+                    (0..len).map(|k| (k.wrapping_mul(2_654_435_761).wrapping_add(i) >> 13) as u8),
+                );
+                r
+            })
+            .collect()
     }
 
     /// A `ReadAt` source decodes as the same bytes read in order, on one
@@ -2324,42 +2358,70 @@ mod tests {
     #[test]
     fn read_at_sources_decode_as_a_reader_on_any_thread_count() {
         // Members big enough that several jobs' chunks hold some.
-        let parts: Vec<Vec<u8>> = (0..60u32)
-            .map(|i| {
+        let parts: Vec<Vec<u8>> = noisy_records(60, 20_000)
+            .into_iter()
+            // Incompressible members of 100-200 KB: some run past the bytes
+            // lent to their job, which are then copied.
+            .chain((0..8u64).map(|i| {
                 let mut r = records()[i as usize % 4].clone();
-                r.extend(
-                    (0..20_000u32)
-                        .map(|k| (k.wrapping_mul(2_654_435_761).wrapping_add(i) >> 13) as u8),
-                );
+                let mut x = 0x9e37_79b9_7f4a_7c15u64 ^ i;
+                r.extend((0..100_000 + i * 13_000).map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x as u8
+                }));
                 r
-            })
+            }))
             .collect();
+        // The big members spread among the small ones.
+        let mut parts = parts;
+        for i in 0..8 {
+            let big = parts.remove(60);
+            parts.insert(4 + i * 8, big);
+        }
         let (file, _) = concat(&parts, gz);
         let want = decode_clean(&file);
-        for threads in [1, 2, 3] {
-            let src = Arc::new(Mem {
-                data: file.clone(),
-                fail_at: u64::MAX,
-            });
-            let opts = DecoderOptions {
-                threads,
-                ..DecoderOptions::default()
-            };
-            let mut d = Decoder::new_read_at(src, "mem://x", opts).unwrap();
-            let mut got = Vec::new();
-            collect(&mut d, &mut got).unwrap();
-            assert_eq!(got, want, "threads {threads}");
-            #[cfg(feature = "parallel")]
-            {
-                let served = d.par.as_ref().map_or(0, |p| p.served());
-                assert_eq!(served > 0, threads > 1, "threads {threads}: {served}");
+        // Members served by jobs when copied, per thread count: a job given
+        // lent bytes must serve the same ones.
+        #[cfg(feature = "parallel")]
+        let mut copied = std::collections::HashMap::new();
+        // Lent in blocks (the jobs' chunks within a block and across two,
+        // read past the bytes lent), or copied.
+        for lend in [None, Some(700_000), Some(1 << 20)] {
+            for threads in [1, 2, 3] {
+                let src = mem(&file, u64::MAX, lend);
+                let opts = DecoderOptions {
+                    threads,
+                    ..DecoderOptions::default()
+                };
+                let mut d = Decoder::new_read_at(src.clone(), "mem://x", opts).unwrap();
+                let mut got = Vec::new();
+                collect(&mut d, &mut got).unwrap();
+                assert_eq!(got, want, "threads {threads}, {lend:?}");
+                #[cfg(feature = "parallel")]
+                {
+                    let served = d.par.as_ref().map_or(0, |p| p.served());
+                    assert_eq!(served > 0, threads > 1, "threads {threads}: {served}");
+                    let kept = d.par.as_ref().map_or(0, |p| p.lends_kept());
+                    assert_eq!(kept > 0, threads > 1 && lend.is_some(), "{lend:?}");
+                    let generic = d.par.as_ref().map_or(0, |p| p.generic_lent());
+                    assert_eq!(generic, 0, "{lend:?}");
+                    match lend {
+                        None => {
+                            copied.insert(threads, served);
+                        }
+                        Some(_) => assert_eq!(
+                            Some(&served),
+                            copied.get(&threads),
+                            "threads {threads}, {lend:?}: members served"
+                        ),
+                    }
+                }
             }
         }
-        for threads in [1, 2] {
-            let src = Arc::new(Mem {
-                data: file.clone(),
-                fail_at: file.len() as u64 / 2,
-            });
+        for (threads, lend) in [(1, None), (2, None), (2, Some(300_000))] {
+            let src = mem(&file, file.len() as u64 / 2, lend);
             let opts = DecoderOptions {
                 threads,
                 lenient: false,
@@ -2371,6 +2433,33 @@ mod tests {
             assert!(e.contains("mem://x: at byte "), "{e}");
             assert!(e.contains("the network is down"), "{e}");
             assert!(got.len() < want.len());
+        }
+    }
+
+    /// Members the direct gzip path does not take (zstd, gzip headers
+    /// longer than the bytes read) go to the generic decoder, which reads
+    /// through the source: the job's lent block is given back first, so
+    /// that a job never holds a block while it waits for another.
+    #[cfg(feature = "parallel")]
+    #[test]
+    fn the_generic_path_holds_no_lent_block() {
+        let parts = noisy_records(40, 30_000);
+        let (file, _) = concat(&parts, zst);
+        let want = decode_clean(&file);
+        for threads in [2, 3] {
+            let src = mem(&file, u64::MAX, Some(1 << 20));
+            let opts = DecoderOptions {
+                threads,
+                ..DecoderOptions::default()
+            };
+            let mut d = Decoder::new_read_at(src, "mem://x", opts).unwrap();
+            let mut got = Vec::new();
+            collect(&mut d, &mut got).unwrap();
+            assert_eq!(got, want, "threads {threads}");
+            let p = d.par.as_ref().unwrap();
+            assert!(p.served() > 0, "threads {threads}");
+            assert!(p.lends_kept() > 0, "threads {threads}");
+            assert_eq!(p.generic_lent(), 0, "threads {threads}");
         }
     }
 

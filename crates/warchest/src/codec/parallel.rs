@@ -56,7 +56,7 @@ use super::decoder::{Kind, Probe, find_magic, probe};
 use super::gzip::{Fed, HeaderParser};
 use super::inflate::{FastInflater, Inflated, crc32};
 use super::{Codec, Decoder, DecoderOptions, GzipHeader, GzipTrailer, Source};
-use crate::io::{AtCursor, ReadAt};
+use crate::io::{AtCursor, Lent, ReadAt};
 
 /// Stored bytes per job. Small enough that a few jobs in flight stay far
 /// below the memory bound, large enough that the hand-over costs nothing.
@@ -95,6 +95,17 @@ const MAX_DIRECT_INPUT: usize = 4 << 20;
 /// one handle (unnamed: a job's read error is not reported by the job,
 /// the reading thread reads those bytes again and names it).
 pub(crate) type Pread = AtCursor;
+
+/// The bytes a worker holds for its job: lent by the source, or read into
+/// its buffer (fields apart, so that the direct path's state can be
+/// borrowed beside them).
+fn held<'a>(scan: &'a [u8], lent: &'a Option<Lent>, filled: usize) -> &'a [u8] {
+    let all = match lent {
+        Some(l) => l.bytes(),
+        None => scan,
+    };
+    all.get(..filled).unwrap_or_default()
+}
 
 /// One member decoded by a job.
 #[derive(Debug)]
@@ -171,6 +182,11 @@ struct Worker {
     /// jobs, so that the buffer is zeroed once, not at every job.
     scan: Vec<u8>,
     filled: usize,
+    /// The job's bytes lent by the source instead of `scan` (an object's
+    /// block, fetched ahead: no copy), when the whole first read lay in
+    /// what the source holds; copied into `scan` only when the job reads
+    /// past it. Let go of when the job ends.
+    lent: Option<Lent>,
     /// A member's `sl` size was false: this worker uses the hints no more.
     distrust_sl: bool,
     /// A member's `sl` size was true: a member declared too large for the
@@ -208,6 +224,7 @@ impl Worker {
             dict: None,
             scan: Vec::new(),
             filled: 0,
+            lent: None,
             distrust_sl: false,
             sl_confirmed: false,
             eof: false,
@@ -220,6 +237,23 @@ impl Worker {
     fn extend(&mut self, file: &Arc<dyn ReadAt>, base: u64, more: usize) -> bool {
         if self.eof {
             return false;
+        }
+        if self.filled == 0 {
+            // The first read of a job: lent whole, when the source holds
+            // all of it (fewer bytes than asked only at the file's end).
+            if let Some(l) = file.lend(base, more) {
+                let n = l.bytes().len();
+                let at_end = file.size().is_ok_and(|len| base + n as u64 >= len);
+                if n > 0 && (n == more || at_end) {
+                    self.filled = n;
+                    self.eof = n < more;
+                    self.lent = Some(l);
+                    return true;
+                }
+            }
+        } else {
+            // Reading on past the bytes lent: they are copied first.
+            self.unlend();
         }
         let have = self.filled;
         let want = have.saturating_add(more);
@@ -238,6 +272,24 @@ impl Worker {
             self.eof = true;
         }
         got > 0
+    }
+
+    /// Copies the bytes lent into `scan` and gives the source's block back
+    /// (`filled` and `held` unchanged): before reading on past them, and
+    /// before the generic decoder reads other blocks, so that a job never
+    /// holds a block while it waits for another (the source's pool keeps
+    /// one block per reader, not more).
+    fn unlend(&mut self) {
+        let Some(l) = self.lent.take() else {
+            return;
+        };
+        let b = l.bytes();
+        if self.scan.len() < b.len() {
+            self.scan.resize(b.len(), 0);
+        }
+        if let Some(dst) = self.scan.get_mut(..b.len()) {
+            dst.copy_from_slice(b);
+        }
     }
 
     /// The generic decoder, with the job's zstd dictionary.
@@ -280,6 +332,12 @@ struct Shared {
     /// Buffers of served jobs, for the next ones.
     pool: Mutex<Vec<Done>>,
     cancel: AtomicBool,
+    /// Jobs that kept the bytes lent by the source (tests).
+    #[cfg(test)]
+    kept: std::sync::atomic::AtomicU64,
+    /// Generic decoder runs while a lent block was held (tests: none).
+    #[cfg(test)]
+    generic_lent: std::sync::atomic::AtomicU64,
 }
 
 /// Threads of the pool for `threads`: the reading thread runs jobs too
@@ -362,6 +420,10 @@ impl Engine {
                 idle: Mutex::new(Vec::new()),
                 pool: Mutex::new(Vec::new()),
                 cancel: AtomicBool::new(false),
+                #[cfg(test)]
+                kept: Default::default(),
+                #[cfg(test)]
+                generic_lent: Default::default(),
             }),
             workers: None,
             broken: false,
@@ -561,6 +623,10 @@ impl Engine {
                 }));
                 q.result = Some(run.unwrap_or_default());
             }
+            // A job that panicked left its state: the source's block goes
+            // back now, not at the next job.
+            w.lent = None;
+            w.filled = 0;
             self.own = Some(w);
         }
     }
@@ -568,6 +634,18 @@ impl Engine {
     #[cfg(test)]
     pub(crate) fn served(&self) -> u64 {
         self.served
+    }
+
+    /// Jobs that kept the bytes lent by the source.
+    #[cfg(test)]
+    pub(crate) fn lends_kept(&self) -> u64 {
+        self.shared.kept.load(Ordering::Relaxed)
+    }
+
+    /// Generic decoder runs while a job held a lent block (should be none).
+    #[cfg(test)]
+    pub(crate) fn generic_lent(&self) -> u64 {
+        self.shared.generic_lent.load(Ordering::Relaxed)
     }
 
     fn member(&self) -> Option<&Member> {
@@ -677,6 +755,8 @@ fn run_claimed(shared: &Shared, job: &Job, w: &mut Worker) -> Done {
         super::inflate::advise_huge(&mut done.data);
     }
     run_job(shared, job, w, &mut done);
+    // The source's block goes back to it (its buffer is reused).
+    w.lent = None;
     // A member that ran far past its chunk grew the read buffer: give
     // the memory back.
     let usual = usize::try_from(CHUNK + SLACK).unwrap_or(usize::MAX);
@@ -700,6 +780,7 @@ fn run_job(shared: &Shared, job: &Job, w: &mut Worker, done: &mut Done) {
     // direct path work on these bytes.
     w.filled = 0;
     w.eof = false;
+    w.lent = None;
     // Once the `sl` sizes proved true, the member that runs past the chunk
     // is read to its declared end (`direct_member`): the slack is only for
     // its header, not 64 KiB read and copied again by the next job.
@@ -710,6 +791,10 @@ fn run_job(shared: &Shared, job: &Job, w: &mut Worker, done: &mut Done) {
     };
     let want = usize::try_from((job.b - job.a).saturating_add(slack)).unwrap_or(0);
     w.extend(&shared.file, job.a, want);
+    #[cfg(test)]
+    if w.lent.is_some() {
+        shared.kept.fetch_add(1, Ordering::Relaxed);
+    }
     if job.known {
         done.start = Some(job.a);
         decode_from(shared, job, w, job.a, done);
@@ -720,7 +805,8 @@ fn run_job(shared: &Shared, job: &Job, w: &mut Worker, done: &mut Done) {
     let mut at = 0;
     let mut tries = 0;
     while at < chunk_len && tries < MAX_CANDIDATES {
-        let Some(j) = find_magic(w.scan.get(at..w.filled).unwrap_or_default()) else {
+        let bytes = held(&w.scan, &w.lent, w.filled);
+        let Some(j) = find_magic(bytes.get(at..).unwrap_or_default()) else {
             return;
         };
         let c = at + j;
@@ -728,7 +814,7 @@ fn run_job(shared: &Shared, job: &Job, w: &mut Worker, done: &mut Done) {
             return;
         }
         at = c + 1;
-        let real = match probe(w.scan.get(c..w.filled).unwrap_or_default()) {
+        let real = match probe(bytes.get(c..).unwrap_or_default()) {
             Probe::Valid(k) | Probe::Short(Some(k)) => !matches!(k, Kind::Skippable(_)),
             _ => false,
         };
@@ -771,6 +857,13 @@ fn decode_from(shared: &Shared, job: &Job, w: &mut Worker, start: u64, done: &mu
             }
         }
     }
+    // The generic decoder reads through the source, maybe other blocks:
+    // the job's block goes back first.
+    w.unlend();
+    #[cfg(test)]
+    if w.lent.is_some() {
+        shared.generic_lent.fetch_add(1, Ordering::Relaxed);
+    }
     let Some(dec) = w.decoder(shared, job.dict.as_ref()) else {
         return Outcome::Stopped;
     };
@@ -806,7 +899,9 @@ fn direct_member(shared: &Shared, base: u64, at: u64, w: &mut Worker, done: &mut
     else {
         return Direct1::Stop;
     };
-    let s = w.scan.get(rel..w.filled).unwrap_or_default();
+    let s = held(&w.scan, &w.lent, w.filled)
+        .get(rel..)
+        .unwrap_or_default();
     if !s.starts_with(&[0x1f, 0x8b, 0x08]) {
         return Direct1::Other;
     }
@@ -843,7 +938,9 @@ fn direct_member(shared: &Shared, base: u64, at: u64, w: &mut Worker, done: &mut
         let Some(d) = w.direct.as_mut() else {
             return Direct1::Other;
         };
-        let input = w.scan.get(body..w.filled).unwrap_or_default();
+        let input = held(&w.scan, &w.lent, w.filled)
+            .get(body..)
+            .unwrap_or_default();
         match d.inflater.inflate_append(input, &mut done.data, room) {
             Inflated::Done { used, made } => break (used, made),
             Inflated::NoRoom => return Direct1::TooBig,
@@ -874,8 +971,7 @@ fn direct_member(shared: &Shared, base: u64, at: u64, w: &mut Worker, done: &mut
         done.data.truncate(from);
         return Direct1::Stop;
     }
-    let Some(&[c0, c1, c2, c3, i0, i1, i2, i3]) =
-        w.scan.get(..w.filled).and_then(|s| s.get(t..t + 8))
+    let Some(&[c0, c1, c2, c3, i0, i1, i2, i3]) = held(&w.scan, &w.lent, w.filled).get(t..t + 8)
     else {
         done.data.truncate(from);
         return Direct1::Stop;
