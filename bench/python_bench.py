@@ -46,7 +46,10 @@ compressed file is one task).
 Every run of a tool is a fresh interpreter (tools in turns, so load on the
 machine falls on all of them alike), which reports the CPU time (user+sys,
 all its threads) of its loop alone, without the interpreter's start and
-imports, and its peak RSS (VmHWM); the parent adds the child's wall time.
+imports, and its peak RSS (VmHWM) and the minor page faults of its loop
+(`faults`: fresh pages touched, the first touch of the memory a tool's
+loop holds at its peak; docs/performance.md, "Python rows, 29 November");
+the parent adds the child's wall time.
 Ratios are of CPU time against FastWARC's, the figure a loaded machine
 still measures. `--threads` is warchest's decoding threads (1, the issue's
 row: the calling thread decodes; 0: one per core).
@@ -61,6 +64,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -163,10 +167,12 @@ def child(tool, path, threads):
         import fastwarc.warc  # noqa: F401
     elif tool == "warcio":
         import warcio.archiveiterator  # noqa: F401
+    f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     c0 = time.process_time()
     n, size = TOOLS[tool](path, threads)
     cpu = time.process_time() - c0
-    print(json.dumps({"records": n, "bytes": size, "cpu": cpu, "rss": peak_rss()}))
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0
+    print(json.dumps({"records": n, "bytes": size, "cpu": cpu, "rss": peak_rss(), "faults": faults}))
 
 
 def run_child(tool, path, threads):
@@ -499,16 +505,17 @@ def bench_file(path, tools, runs, threads):
         for tool in tools:
             res[tool].append(run_child(tool, path, threads))
     print(f"python iteration over {path}, warchest threads={threads} (median of {runs}; s, MiB)")
-    print(f"  {'tool':21s} {'cpu':>7s} {'wall':>7s} {'MiB':>5s}  cpu runs")
+    print(f"  {'tool':21s} {'cpu':>7s} {'wall':>7s} {'MiB':>5s} {'faults':>7s}  cpu runs")
     base = statistics.median(r["cpu"] for r in res["fastwarc"]) if "fastwarc" in res else None
     for tool, rs in res.items():
         cpu = statistics.median(r["cpu"] for r in rs)
         wall = statistics.median(r["wall"] for r in rs)
         rss = max(r["rss"] for r in rs)
+        faults = statistics.median(r["faults"] for r in rs)
         runs_s = " ".join(f"{r['cpu']:.3f}" for r in rs)
         ratio = f"  {cpu / base:5.2f}x FastWARC cpu" if base else ""
         print(
-            f"  {tool:21s} {cpu:7.3f} {wall:7.3f} {rss:5.0f}  [{runs_s}]"
+            f"  {tool:21s} {cpu:7.3f} {wall:7.3f} {rss:5.0f} {faults:7.0f}  [{runs_s}]"
             f"  {rs[-1]['records']} records, {rs[-1]['bytes']} payload bytes{ratio}"
         )
 
