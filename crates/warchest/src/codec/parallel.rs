@@ -289,6 +289,17 @@ impl Worker {
         }
         if let Some(dst) = self.scan.get_mut(..b.len()) {
             dst.copy_from_slice(b);
+    /// A member that ran far past its chunk grew the read buffer: the
+    /// memory past a usual job's bytes is given back. Shrunk, not freed:
+    /// the usual part stays resident and written, so that the next job
+    /// neither faults its pages in (zeroed by the kernel) nor zero-fills
+    /// them again in [`Worker::extend`].
+    fn trim_scan(&mut self) {
+        let usual = usize::try_from(CHUNK + SLACK).unwrap_or(usize::MAX);
+        if self.scan.len() > 2 * usual {
+            self.scan.truncate(usual);
+            self.scan.shrink_to(usual);
+            self.filled = 0;
         }
     }
 
@@ -764,6 +775,7 @@ fn run_claimed(shared: &Shared, job: &Job, w: &mut Worker) -> Done {
         w.scan = Vec::new();
         w.filled = 0;
     }
+    w.trim_scan();
     done
 }
 
@@ -1070,6 +1082,26 @@ fn decode_generic(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A read buffer grown by a member far past its chunk is shrunk to a
+    /// usual job's bytes, not freed (its pages are reused by the next
+    /// job); one grown less is left as it is.
+    #[test]
+    fn a_grown_read_buffer_is_shrunk_not_freed() {
+        let usual = (CHUNK + SLACK) as usize;
+        let mut w = Worker::new(&DecoderOptions::default());
+        w.scan = vec![7; 3 * usual];
+        w.filled = 3 * usual;
+        w.trim_scan();
+        assert_eq!(w.scan.len(), usual);
+        assert!(w.scan.capacity() >= usual && w.scan.capacity() < 3 * usual);
+        assert_eq!(w.filled, 0);
+        assert!(w.scan.iter().all(|&b| b == 7));
+        w.scan = vec![0; 2 * usual];
+        w.filled = 100;
+        w.trim_scan();
+        assert_eq!((w.scan.len(), w.filled), (2 * usual, 100));
+    }
 
     /// Spare headers are kept only when small: a header's three fields may
     /// hold 192 KiB, and up to `MAX_SPARE` spares sit with each buffer.
