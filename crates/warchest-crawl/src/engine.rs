@@ -567,7 +567,12 @@ impl Crawl {
         let infomall = (e.format == OutputFormat::Infomall).then(|| {
             crate::infomall::InfomallFiles::new(&archive, &e.prefix, existing, e.warc_size)
         });
-        let recorder = Arc::new(Recorder::new(&archive, output, Some(index))?);
+        let recorder = Arc::new(Recorder::with_writers(
+            &archive,
+            output,
+            Some(index),
+            e.warc_writers,
+        )?);
         let limits = CaptureLimits {
             max_len: (e.max_size > 0).then_some(e.max_size),
             max_time: None,
@@ -949,13 +954,19 @@ impl Crawl {
 
     fn budget_reached(&self) -> bool {
         let e = &self.cfg.engine;
+        if e.max_time > 0.0 && self.started.elapsed().as_secs_f64() >= e.max_time {
+            return true;
+        }
+        // The counters are read (under the frontier's lock) only when a
+        // budget needs them: every worker asks before each URI.
+        if e.max_pages == 0 && e.max_bytes == 0 {
+            return false;
+        }
         let c = match self.frontier.counts() {
             Ok(c) => c,
             Err(_) => return false,
         };
-        (e.max_pages > 0 && c.pages >= e.max_pages)
-            || (e.max_bytes > 0 && c.bytes >= e.max_bytes)
-            || (e.max_time > 0.0 && self.started.elapsed().as_secs_f64() >= e.max_time)
+        (e.max_pages > 0 && c.pages >= e.max_pages) || (e.max_bytes > 0 && c.bytes >= e.max_bytes)
     }
 
     fn stopped(&self) -> bool {
@@ -1401,7 +1412,15 @@ impl Crawl {
     /// Records on disk (and closed files indexed) before a URI is marked
     /// done.
     fn flush_records(&self) -> Result<(), CrawlError> {
-        let mut closed = self.recorder.flush()?;
+        // Every record the recorder writes for a crawl is flushed before
+        // its writer is let go (the crawl always has a dedupe index), so
+        // no writer is waited for here; a browser's resource and metadata
+        // records are not, and are flushed.
+        let mut closed = if self.renderer.is_some() {
+            self.recorder.flush()?
+        } else {
+            self.recorder.closed_files()
+        };
         if let Some(im) = &self.infomall {
             closed.extend(im.flush()?);
         }

@@ -79,6 +79,12 @@ pub struct RotatingOptions {
     pub identify_payload_type: bool,
     /// Sync each file to disk before renaming it. Default true.
     pub sync: bool,
+    /// A serial counter shared by several writers filling one directory
+    /// at once (a crawler's pool of writers, as Heritrix's writers share
+    /// one serial number): each new file takes the counter's next value,
+    /// so no two files of the pool share a serial. `None` (the default):
+    /// the writer counts from `first_serial` on its own.
+    pub shared_serial: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 }
 
 impl Default for RotatingOptions {
@@ -96,6 +102,7 @@ impl Default for RotatingOptions {
             oversize: Oversize::Segment,
             identify_payload_type: false,
             sync: true,
+            shared_serial: None,
         }
     }
 }
@@ -908,15 +915,21 @@ impl RotatingWriter {
         // A name taken (same second, same serial, an earlier run) is not
         // overwritten: the next serial is tried.
         let (path, open_path, file) = loop {
+            let serial = match &self.opts.shared_serial {
+                Some(s) => s.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+                None => {
+                    self.serial += 1;
+                    self.serial - 1
+                }
+            };
             let name = file_name(
                 &self.opts.prefix,
                 &stamp,
-                self.serial,
+                serial,
                 self.opts.serial_digits,
                 &self.opts.crawlhost,
                 ext,
             );
-            self.serial += 1;
             let path = self.dir.join(&name);
             let open_path = self.dir.join(format!("{name}.open"));
             if path.exists() {
