@@ -1,5 +1,6 @@
-//! The recorder: turns captured exchanges into WARC records through the
-//! one rotating writer, shared by `warchest capture` and `warchest proxy`.
+//! The recorder: turns captured exchanges into WARC records through a
+//! rotating writer (or a pool of them), shared by `warchest capture`,
+//! `warchest proxy` and the crawler.
 //!
 //! Per HTTP exchange, in the order Heritrix and warcprox write them: the
 //! `response` (or a `revisit`), the `request` and a `metadata` record, the
