@@ -590,7 +590,12 @@ impl Recorder {
         }
         let id = rec.record_id();
         let mut guard = self.lock()?;
-        Self::writer(&mut guard)?.write(&mut rec, Body::Bytes(block))?;
+        let w = Self::writer(&mut guard)?;
+        w.write(&mut rec, Body::Bytes(block))?;
+        // In the file before its writer is let go (see `closed_files`).
+        if self.index.is_some() {
+            w.flush()?;
+        }
         drop(guard);
         self.count(|s| s.records += 1);
         Ok(id)
@@ -617,7 +622,11 @@ impl Recorder {
         let id = m.record_id();
         let block = records::warc_fields(fields.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
         let mut guard = self.lock()?;
-        Self::writer(&mut guard)?.write(&mut m, Body::Bytes(&block))?;
+        let w = Self::writer(&mut guard)?;
+        w.write(&mut m, Body::Bytes(&block))?;
+        if self.index.is_some() {
+            w.flush()?;
+        }
         drop(guard);
         self.count(|s| s.records += 1);
         Ok(id)
@@ -667,6 +676,9 @@ impl Recorder {
             },
         )?;
         w.write(&mut m, Body::Bytes(control))?;
+        if self.index.is_some() {
+            w.flush()?;
+        }
         drop(guard);
         self.count(|s| {
             s.records += 2;

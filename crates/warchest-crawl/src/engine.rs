@@ -1412,15 +1412,11 @@ impl Crawl {
     /// Records on disk (and closed files indexed) before a URI is marked
     /// done.
     fn flush_records(&self) -> Result<(), CrawlError> {
-        // Every record the recorder writes for a crawl is flushed before
+        // Every record the recorder writes for a crawl (exchanges, dns,
+        // FTP, a browser's resource and metadata records) is flushed before
         // its writer is let go (the crawl always has a dedupe index), so
-        // no writer is waited for here; a browser's resource and metadata
-        // records are not, and are flushed.
-        let mut closed = if self.renderer.is_some() {
-            self.recorder.flush()?
-        } else {
-            self.recorder.closed_files()
-        };
+        // no writer is waited for here.
+        let mut closed = self.recorder.closed_files();
         if let Some(im) = &self.infomall {
             closed.extend(im.flush()?);
         }
