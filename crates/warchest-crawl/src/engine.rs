@@ -525,9 +525,7 @@ impl Crawl {
                 n.malformed
             ));
         }
-        let existing = std::fs::read_dir(&archive)
-            .map(|r| r.filter(|e| e.is_ok()).count() as u64)
-            .unwrap_or(0);
+        let existing = next_serial(&archive, &e.prefix);
         let mut warcinfo = vec![
             (
                 "software".to_string(),
@@ -2052,5 +2050,94 @@ fn error_code(e: &CaptureError) -> i32 {
         CaptureError::Http(_) => -3,
         CaptureError::Url(_) => -7,
         _ => -5,
+    }
+}
+
+/// The serial a resumed crawl's next file takes: one past the highest
+/// serial among `dir`'s files of `prefix` (`.open` ones too), 0 when there
+/// are none. Not the number of files: with a pool of writers an empty
+/// `.open` file of a lower serial may have been removed while a higher one
+/// stayed, and a count would hand out a serial already taken.
+fn next_serial(dir: &Path, prefix: &str) -> u64 {
+    let prefix = warchest::write::rotate::sanitize_name_part(prefix);
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| serial_of(&e.file_name().to_string_lossy(), &prefix))
+        .map(|s| s.saturating_add(1))
+        .max()
+        .unwrap_or(0)
+}
+
+/// The serial of an Annex B file name `PREFIX-TIMESTAMP-SERIAL-HOST...`
+/// (`prefix` as sanitized for names; the timestamp 14 digits), or `None`
+/// for a name not of that form.
+fn serial_of(name: &str, prefix: &str) -> Option<u64> {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let rest = name.strip_prefix(prefix)?.strip_prefix('-')?;
+    let (stamp, rest) = rest.split_once('-')?;
+    let (serial, _) = rest.split_once('-')?;
+    if stamp.len() != 14 || !digits(stamp) || !digits(serial) {
+        return None;
+    }
+    serial.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serial_of_reads_annex_b_names_of_the_prefix_only() {
+        let p = "crawl";
+        assert_eq!(
+            serial_of("crawl-20261129021900-00007-host.warc.gz", p),
+            Some(7)
+        );
+        assert_eq!(
+            serial_of("crawl-20261129021900-00012-host.warc.gz.open", p),
+            Some(12)
+        );
+        assert_eq!(serial_of("crawl-20261129021900-00003-host.dat", p), Some(3));
+        // A prefix with dashes of its own.
+        assert_eq!(
+            serial_of("my-crawl-20261129021900-00004-h-1.warc.gz", "my-crawl"),
+            Some(4)
+        );
+        // Another prefix, a short stamp, a serial not all digits, no host.
+        assert_eq!(
+            serial_of("other-20261129021900-00009-host.warc.gz", p),
+            None
+        );
+        assert_eq!(
+            serial_of("crawlx-20261129021900-00009-host.warc.gz", p),
+            None
+        );
+        assert_eq!(serial_of("crawl-2026112902190-00009-host.warc.gz", p), None);
+        assert_eq!(
+            serial_of("crawl-20261129021900-+0009-host.warc.gz", p),
+            None
+        );
+        assert_eq!(serial_of("crawl-20261129021900-00009", p), None);
+        assert_eq!(serial_of("crawl.cdxj", p), None);
+    }
+
+    /// Serial 1's empty `.open` file was removed while serial 2's stayed:
+    /// two files, but the next serial is 3, not 2.
+    #[test]
+    fn next_serial_is_past_the_highest_not_the_count() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(next_serial(dir.path(), "crawl"), 0);
+        for n in [
+            "crawl-20261129021900-00000-host.warc.gz",
+            "crawl-20261129021901-00002-host.warc.gz.open",
+            "other-20261129021901-00009-host.warc.gz",
+            "notes.txt",
+        ] {
+            std::fs::write(dir.path().join(n), b"").unwrap();
+        }
+        assert_eq!(next_serial(dir.path(), "crawl"), 3);
+        assert_eq!(next_serial(dir.path().join("absent").as_path(), "crawl"), 0);
     }
 }
