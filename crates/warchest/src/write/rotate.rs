@@ -989,3 +989,54 @@ fn body_reader(body: Body<'_>) -> Box<dyn Read + '_> {
         Body::Stream { reader, len } => Box::new(reader.take(len.unwrap_or(u64::MAX))),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use super::*;
+
+    fn opts(host: &str, counter: &Arc<AtomicU64>) -> RotatingOptions {
+        RotatingOptions {
+            prefix: "pool".into(),
+            crawlhost: host.into(),
+            first_serial: 7,
+            shared_serial: Some(Arc::clone(counter)),
+            ..RotatingOptions::default()
+        }
+    }
+
+    fn write_one(w: &mut RotatingWriter) {
+        let mut r = NewRecord::new(RecordType::Resource);
+        r.set(field::TARGET_URI, "urn:x").unwrap();
+        w.write(&mut r, Body::Bytes(b"x")).unwrap();
+    }
+
+    fn serial(f: &Path) -> u64 {
+        // pool-TIMESTAMP-SERIAL-host.warc.gz
+        let name = f.file_name().unwrap().to_str().unwrap();
+        name.split('-').nth(2).unwrap().parse().unwrap()
+    }
+
+    /// Two writers on one counter: the first's file takes 7 and is closed
+    /// before the second opens one, which takes 8, and the counter reads 9.
+    /// The two name different hosts, so no taken name could push the
+    /// second past 7: only the counter does.
+    #[test]
+    fn writers_sharing_a_counter_take_its_serials_in_turn() {
+        let dir = tempfile::tempdir().unwrap();
+        let counter = Arc::new(AtomicU64::new(7));
+        let mut a = RotatingWriter::new(dir.path(), opts("a", &counter)).unwrap();
+        let mut b = RotatingWriter::new(dir.path(), opts("b", &counter)).unwrap();
+        write_one(&mut a);
+        let fa = a.finish().unwrap();
+        write_one(&mut b);
+        let fb = b.finish().unwrap();
+        assert_eq!(fa.len(), 1);
+        assert_eq!(fb.len(), 1);
+        assert_eq!(serial(&fa[0]), 7);
+        assert_eq!(serial(&fb[0]), 8);
+        assert_eq!(counter.load(Ordering::Relaxed), 9);
+    }
+}
