@@ -571,7 +571,9 @@ impl Recorder {
 
     /// Writes a `resource` record of `block` (section 6.4.3): what a
     /// browser made of a page (a screenshot at `urn:view:URL`, its text at
-    /// `urn:text:URL`), with more `fields`; returns its record id.
+    /// `urn:text:URL`), with more `fields`; returns its record id. Records
+    /// that must sit together in one file are written through
+    /// [`Recorder::hold`].
     ///
     /// # Errors
     /// Writing failed.
@@ -583,27 +585,14 @@ impl Recorder {
         block: &[u8],
         fields: &[(&str, &str)],
     ) -> Result<String, CaptureError> {
-        let mut rec = self.new_record(RecordType::Resource, uri, warc_date(date))?;
-        rec.set(field::CONTENT_TYPE, content_type)?;
-        for (k, v) in fields {
-            rec.append(k, v)?;
-        }
-        let id = rec.record_id();
-        let mut guard = self.lock()?;
-        let w = Self::writer(&mut guard)?;
-        w.write(&mut rec, Body::Bytes(block))?;
-        // In the file before its writer is let go (see `closed_files`).
-        if self.index.is_some() {
-            w.flush()?;
-        }
-        drop(guard);
-        self.count(|s| s.records += 1);
-        Ok(id)
+        self.hold()?
+            .record_resource(uri, date, content_type, block, fields)
     }
 
     /// Writes a `metadata` record of `fields` (`application/warc-fields`)
     /// about `uri`: a browser's page (its outlinks, what it loaded),
-    /// WARC-Concurrent-To `concurrent_to` when given.
+    /// WARC-Concurrent-To `concurrent_to` when given. Records that must sit
+    /// together in one file are written through [`Recorder::hold`].
     ///
     /// # Errors
     /// Writing failed.
@@ -614,22 +603,23 @@ impl Recorder {
         fields: &[(String, String)],
         concurrent_to: Option<&str>,
     ) -> Result<String, CaptureError> {
-        let mut m = self.new_record(RecordType::Metadata, uri, warc_date(date))?;
-        m.set(field::CONTENT_TYPE, records::WARC_FIELDS)?;
-        if let Some(c) = concurrent_to {
-            m.set(field::CONCURRENT_TO, c)?;
-        }
-        let id = m.record_id();
-        let block = records::warc_fields(fields.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
-        let mut guard = self.lock()?;
-        let w = Self::writer(&mut guard)?;
-        w.write(&mut m, Body::Bytes(&block))?;
-        if self.index.is_some() {
-            w.flush()?;
-        }
-        drop(guard);
-        self.count(|s| s.records += 1);
-        Ok(id)
+        self.hold()?
+            .record_metadata(uri, date, fields, concurrent_to)
+    }
+
+    /// One writer of the pool, held until the [`Hold`] is dropped: the
+    /// records written through it sit together in one file (unless the
+    /// file rotates between them), as a browser's page records (its
+    /// screenshot, text and metadata, WARC-Concurrent-To each other) must.
+    /// Other threads write through the pool's other writers meanwhile.
+    ///
+    /// # Errors
+    /// A capture thread panicked holding the writer.
+    pub fn hold(&self) -> Result<Hold<'_>, CaptureError> {
+        Ok(Hold {
+            r: self,
+            g: self.lock()?,
+        })
     }
 
     /// Writes an FTP retrieval (section 6.4.3): the file (or directory
@@ -687,6 +677,71 @@ impl Recorder {
                 s.truncated += 1;
             }
         });
+        Ok(id)
+    }
+}
+
+/// A writer of a [`Recorder`]'s pool, held: see [`Recorder::hold`].
+pub struct Hold<'a> {
+    r: &'a Recorder,
+    g: Held<'a>,
+}
+
+impl Hold<'_> {
+    /// [`Recorder::record_resource`] through the held writer.
+    ///
+    /// # Errors
+    /// Writing failed, or the recorder is closed.
+    pub fn record_resource(
+        &mut self,
+        uri: &str,
+        date: time::OffsetDateTime,
+        content_type: &str,
+        block: &[u8],
+        fields: &[(&str, &str)],
+    ) -> Result<String, CaptureError> {
+        let mut rec = self
+            .r
+            .new_record(RecordType::Resource, uri, warc_date(date))?;
+        rec.set(field::CONTENT_TYPE, content_type)?;
+        for (k, v) in fields {
+            rec.append(k, v)?;
+        }
+        self.put(&mut rec, block)
+    }
+
+    /// [`Recorder::record_metadata`] through the held writer.
+    ///
+    /// # Errors
+    /// Writing failed, or the recorder is closed.
+    pub fn record_metadata(
+        &mut self,
+        uri: &str,
+        date: time::OffsetDateTime,
+        fields: &[(String, String)],
+        concurrent_to: Option<&str>,
+    ) -> Result<String, CaptureError> {
+        let mut m = self
+            .r
+            .new_record(RecordType::Metadata, uri, warc_date(date))?;
+        m.set(field::CONTENT_TYPE, records::WARC_FIELDS)?;
+        if let Some(c) = concurrent_to {
+            m.set(field::CONCURRENT_TO, c)?;
+        }
+        let block = records::warc_fields(fields.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
+        self.put(&mut m, &block)
+    }
+
+    /// Writes `rec` and counts it; with a dedupe index the record is in the
+    /// file before the writer is let go (see [`Recorder::closed_files`]).
+    fn put(&mut self, rec: &mut NewRecord, block: &[u8]) -> Result<String, CaptureError> {
+        let id = rec.record_id();
+        let w = Recorder::writer(&mut self.g)?;
+        w.write(rec, Body::Bytes(block))?;
+        if self.r.index.is_some() {
+            w.flush()?;
+        }
+        self.r.count(|s| s.records += 1);
         Ok(id)
     }
 }
@@ -812,5 +867,48 @@ mod tests {
             .collect();
         want.sort();
         assert_eq!(uris, want);
+    }
+
+    /// A held writer keeps a page's records in its one file while another
+    /// record, written meanwhile, goes to the pool's other writer; the
+    /// metadata and the text, WARC-Concurrent-To the view, sit beside it.
+    #[test]
+    fn records_written_under_one_hold_sit_in_one_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = pool(dir.path(), 2, 1 << 30);
+        let now = time::OffsetDateTime::now_utc();
+        {
+            let mut h = r.hold().unwrap();
+            let view = h
+                .record_resource("urn:view:p", now, "image/png", b"png", &[])
+                .unwrap();
+            resource(&r, "urn:other");
+            h.record_resource(
+                "urn:text:p",
+                now,
+                "text/plain",
+                b"t",
+                &[("WARC-Concurrent-To", &view)],
+            )
+            .unwrap();
+            h.record_metadata("p", now, &[("a".into(), "b".into())], Some(&view))
+                .unwrap();
+        }
+        assert_eq!(r.stats().records, 4);
+        let files = r.finish().unwrap();
+        let mut got = contents(&files);
+        got.sort_by_key(|(_, s, _)| *s);
+        let got: Vec<Vec<String>> = got.into_iter().map(|(_, _, u)| u).collect();
+        assert_eq!(
+            got,
+            [
+                vec![
+                    "urn:view:p".to_string(),
+                    "urn:text:p".to_string(),
+                    "p".to_string()
+                ],
+                vec!["urn:other".to_string()],
+            ]
+        );
     }
 }
