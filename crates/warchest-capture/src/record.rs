@@ -289,26 +289,43 @@ impl Recorder {
         Ok(())
     }
 
-    /// Closes the last file; returns every file written.
+    /// Closes the last file of every writer; returns every file written.
     ///
     /// # Errors
-    /// Closing the file failed.
+    /// Closing a file failed: the first error is returned, every further
+    /// one logged (`tracing::warn!`); each writer is closed even after
+    /// another failed, and the files closed stay listed by
+    /// [`Recorder::closed_files`].
     pub fn finish(&self) -> Result<Vec<PathBuf>, CaptureError> {
         let mut files = Vec::new();
         let mut first_err = None;
-        // Every writer is closed, even after one failed.
         for i in 0..self.writers.len() {
             let taken = self.lock_at(i).map(|mut h| h.g.w.take());
-            match taken {
+            let err = match taken {
                 Ok(Some(w)) => match w.finish() {
-                    Ok(f) => files.extend(f),
-                    Err(e) => {
-                        first_err.get_or_insert(CaptureError::from(e));
+                    Ok(f) => {
+                        files.extend(f);
+                        None
                     }
+                    Err(e) => Some(CaptureError::from(e)),
                 },
-                Ok(None) => {}
-                Err(e) => {
-                    first_err.get_or_insert(e);
+                Ok(None) => None,
+                Err(e) => Some(e),
+            };
+            match (err, &first_err) {
+                (Some(e), None) => first_err = Some(e),
+                (Some(e), Some(_)) => {
+                    tracing::warn!("closing WARC writer {i} of the recorder failed as well: {e}")
+                }
+                (None, _) => {}
+            }
+        }
+        // The files the last closes made, listed with those rotation closed.
+        {
+            let mut c = self.closed.lock().unwrap_or_else(|p| p.into_inner());
+            for f in &files {
+                if !c.contains(f) {
+                    c.push(f.clone());
                 }
             }
         }
@@ -910,5 +927,35 @@ mod tests {
                 vec!["urn:other".to_string()],
             ]
         );
+    }
+
+    /// A writer whose file cannot be closed (its `.open` file is gone) makes
+    /// `finish` fail, but the other writer is still closed and its file
+    /// listed by `closed_files`.
+    #[test]
+    fn a_failed_close_keeps_the_other_writers_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = pool(dir.path(), 2, 1 << 30);
+        resource(&r, "urn:a");
+        {
+            let _busy = r.lock_at(0).unwrap();
+            resource(&r, "urn:b");
+        }
+        // Writer 0 opened serial 7, writer 1 serial 8.
+        let open: Vec<PathBuf> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(open.len(), 2);
+        let lost = open
+            .iter()
+            .find(|p| p.to_str().unwrap().contains("-00007-"))
+            .unwrap();
+        std::fs::remove_file(lost).unwrap();
+        assert!(r.finish().is_err());
+        let kept = r.closed_files();
+        assert_eq!(kept.len(), 1);
+        assert_eq!(contents(&kept)[0].1, 8);
+        assert_eq!(contents(&kept)[0].2, ["urn:b"]);
     }
 }
