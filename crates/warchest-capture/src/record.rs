@@ -813,18 +813,25 @@ mod tests {
         .unwrap();
     }
 
+    /// A pool of two: `urn:a` written by writer 0 (serial 7), `urn:b` by
+    /// writer 1 (serial 8), writer 0 being held.
+    fn a_and_b(dir: &Path) -> Recorder {
+        let r = pool(dir, 2, 1 << 30);
+        resource(&r, "urn:a");
+        {
+            let _busy = r.lock_at(0).unwrap();
+            resource(&r, "urn:b");
+        }
+        r
+    }
+
     /// A record goes to the first free writer: with writer 0 held, to
     /// writer 1, in a file of its own whose serial is the next of the one
     /// counter (two files opened in the same second never share a name).
     #[test]
     fn a_busy_writer_passes_the_record_to_the_next_with_the_next_serial() {
         let dir = tempfile::tempdir().unwrap();
-        let r = pool(dir.path(), 2, 1 << 30);
-        resource(&r, "urn:a");
-        {
-            let _busy = r.lock_at(0).unwrap();
-            resource(&r, "urn:b");
-        }
+        let r = a_and_b(dir.path());
         resource(&r, "urn:c");
         let files = r.finish().unwrap();
         let mut got = contents(&files);
@@ -935,12 +942,7 @@ mod tests {
     #[test]
     fn a_failed_close_keeps_the_other_writers_files() {
         let dir = tempfile::tempdir().unwrap();
-        let r = pool(dir.path(), 2, 1 << 30);
-        resource(&r, "urn:a");
-        {
-            let _busy = r.lock_at(0).unwrap();
-            resource(&r, "urn:b");
-        }
+        let r = a_and_b(dir.path());
         // Writer 0 opened serial 7, writer 1 serial 8.
         let open: Vec<PathBuf> = std::fs::read_dir(dir.path())
             .unwrap()
