@@ -427,20 +427,12 @@ async fn drive(
     let records_start = Instant::now();
     let view = format!("urn:view:{url}");
     let text_uri = format!("urn:text:{url}");
-    let view_id = recorder.record_resource(&view, date, "image/png", &png, &[])?;
-    recorder.record_resource(
-        &text_uri,
-        date,
-        "text/plain; charset=utf-8",
-        text.as_bytes(),
-        &[("WARC-Concurrent-To", &view_id)],
-    )?;
     let mut fields: Vec<(String, String)> = vec![
         ("browser".into(), "warchest (headless Chromium)".into()),
         ("load-state".into(), format!("{load_state:?}")),
         ("load-event".into(), loaded.to_string()),
-        ("screenshot".into(), view),
-        ("text".into(), text_uri),
+        ("screenshot".into(), view.clone()),
+        ("text".into(), text_uri.clone()),
         ("resources".into(), fetched.len().to_string()),
         (
             "duration-ms".into(),
@@ -465,7 +457,19 @@ async fn drive(
     for l in &links {
         fields.push(("outlink".into(), format!("{l} L a/@href")));
     }
-    recorder.record_metadata(url, date, &fields, Some(&view_id))?;
+    // The three under one writer of the pool: a URI's records sit together
+    // in one file, WARC-Concurrent-To naming a record beside them.
+    let mut h = recorder.hold()?;
+    let view_id = h.record_resource(&view, date, "image/png", &png, &[])?;
+    h.record_resource(
+        &text_uri,
+        date,
+        "text/plain; charset=utf-8",
+        text.as_bytes(),
+        &[("WARC-Concurrent-To", &view_id)],
+    )?;
+    h.record_metadata(url, date, &fields, Some(&view_id))?;
+    drop(h);
     ph.lap("records", records_start);
     Ok(PageResult {
         url: url.to_string(),

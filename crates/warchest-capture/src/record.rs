@@ -1,17 +1,24 @@
-//! The recorder: turns captured exchanges into WARC records through the
-//! one rotating writer, shared by `warchest capture` and `warchest proxy`.
+//! The recorder: turns captured exchanges into WARC records through a
+//! rotating writer (or a pool of them), shared by `warchest capture`,
+//! `warchest proxy` and the crawler.
 //!
 //! Per HTTP exchange, in the order Heritrix and warcprox write them: the
 //! `response` (or a `revisit`), the `request` and a `metadata` record, the
 //! last two WARC-Concurrent-To the first, all three with the date the
 //! request was sent. The three are written under one lock, so they sit
 //! together in one file (unless the file rotates between them).
+//!
+//! A recorder may hold a pool of writers ([`Recorder::with_writers`]), each
+//! filling a file of its own in the same directory, as Heritrix's writer
+//! pool does: a record goes to the first writer free, so two threads
+//! compress and write at once. The files share one serial counter.
 
 use std::collections::HashSet;
 use std::io::{Read, Seek, SeekFrom};
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use warchest::digest::{Algorithm, Digest};
 use warchest::warc::{DatePrecision, RecordType, TruncatedReason, Version, WarcDate, field};
@@ -113,10 +120,43 @@ pub struct RecorderStats {
     pub truncated: u64,
 }
 
+/// One writer of the pool, and how many of its closed files were
+/// published to [`Recorder::closed_files`].
+struct Slot {
+    // None once finished: a late proxy connection gets an error.
+    w: Option<RotatingWriter>,
+    published: usize,
+}
+
+/// A writer of the pool, held: its newly closed files are published when
+/// it is let go.
+struct Held<'a> {
+    g: MutexGuard<'a, Slot>,
+    closed: &'a Mutex<Vec<PathBuf>>,
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        let slot = &mut *self.g;
+        if let Some(w) = &slot.w {
+            let done = w.closed_files();
+            if done.len() > slot.published {
+                let mut c = self.closed.lock().unwrap_or_else(|p| p.into_inner());
+                c.extend_from_slice(&done[slot.published..]);
+                slot.published = done.len();
+            }
+        }
+    }
+}
+
 /// Writes captured exchanges; see the module documentation.
 pub struct Recorder {
-    // None once finished: a late proxy connection gets an error.
-    writer: Mutex<Option<RotatingWriter>>,
+    /// The pool of writers (one unless [`Recorder::with_writers`]).
+    writers: Vec<Mutex<Slot>>,
+    /// Files closed so far, by every writer, in the order they closed.
+    closed: Mutex<Vec<PathBuf>>,
+    /// Which writer a caller waits for when all are busy.
+    spread: AtomicU64,
     index: Option<DigestIndex>,
     digest: Algorithm,
     dns_seen: Mutex<HashSet<String>>,
@@ -141,14 +181,46 @@ impl Recorder {
         opts: RotatingOptions,
         index: Option<DigestIndex>,
     ) -> Result<Recorder, CaptureError> {
+        Self::with_writers(dir, opts, index, 1)
+    }
+
+    /// [`Recorder::new`] with a pool of `writers` writers (at least one),
+    /// each filling a file of its own in `dir` at the same time; their
+    /// files take their serials from one counter, starting at
+    /// `opts.first_serial` (unless `opts.shared_serial` is given). A
+    /// record goes to the first writer free: with several threads
+    /// recording, the compression of their records runs in parallel. The
+    /// records of one exchange still sit together in one file.
+    ///
+    /// # Errors
+    /// The directory cannot be made.
+    pub fn with_writers(
+        dir: &Path,
+        mut opts: RotatingOptions,
+        index: Option<DigestIndex>,
+        writers: usize,
+    ) -> Result<Recorder, CaptureError> {
         let digest = opts.writer.digest.unwrap_or(Algorithm::Sha1);
         let version = opts.version;
         std::fs::create_dir_all(dir).map_err(|e| CaptureError::Io(dir.display().to_string(), e))?;
         // Absolute, because the index names files by absolute path.
         let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-        let writer = RotatingWriter::new(&dir, opts)?;
+        let n = writers.max(1);
+        if n > 1 && opts.shared_serial.is_none() {
+            opts.shared_serial = Some(Arc::new(AtomicU64::new(opts.first_serial)));
+        }
+        let writers = (0..n)
+            .map(|_| {
+                Ok(Mutex::new(Slot {
+                    w: Some(RotatingWriter::new(&dir, opts.clone())?),
+                    published: 0,
+                }))
+            })
+            .collect::<Result<Vec<_>, CaptureError>>()?;
         Ok(Recorder {
-            writer: Mutex::new(Some(writer)),
+            writers,
+            closed: Mutex::new(Vec::new()),
+            spread: AtomicU64::new(0),
             index,
             digest,
             dns_seen: Mutex::new(HashSet::new()),
@@ -184,10 +256,22 @@ impl Recorder {
     /// # Errors
     /// The write failed, or the recorder is closed.
     pub fn flush(&self) -> Result<Vec<PathBuf>, CaptureError> {
-        let mut guard = self.lock()?;
-        let w = Self::writer(&mut guard)?;
-        w.flush()?;
-        Ok(w.closed_files().to_vec())
+        for i in 0..self.writers.len() {
+            let mut guard = self.lock_at(i)?;
+            Self::writer(&mut guard)?.flush()?;
+        }
+        Ok(self.closed_files())
+    }
+
+    /// The files closed so far by every writer of the pool, in the order
+    /// they were closed, without waiting for a writer (a record written
+    /// with a dedupe index is flushed before its writer is let go, so a
+    /// crawl needs no [`Recorder::flush`] per URI).
+    pub fn closed_files(&self) -> Vec<PathBuf> {
+        self.closed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Flushes and syncs (`fdatasync`) the open file
@@ -197,33 +281,97 @@ impl Recorder {
     /// # Errors
     /// The write or the sync failed.
     pub fn sync_data(&self) -> Result<(), CaptureError> {
-        match self.lock()?.as_mut() {
-            Some(w) => Ok(w.sync_data()?),
-            None => Ok(()),
+        for i in 0..self.writers.len() {
+            if let Some(w) = self.lock_at(i)?.g.w.as_mut() {
+                w.sync_data()?;
+            }
         }
+        Ok(())
     }
 
-    /// Closes the last file; returns every file written.
+    /// Closes the last file of every writer; returns every file written.
     ///
     /// # Errors
-    /// Closing the file failed.
+    /// Closing a file failed: the first error is returned, every further
+    /// one logged (`tracing::warn!`); each writer is closed even after
+    /// another failed, and the files closed stay listed by
+    /// [`Recorder::closed_files`].
     pub fn finish(&self) -> Result<Vec<PathBuf>, CaptureError> {
-        match self.lock()?.take() {
-            Some(w) => Ok(w.finish()?),
-            None => Ok(Vec::new()),
+        let mut files = Vec::new();
+        let mut first_err = None;
+        for i in 0..self.writers.len() {
+            let taken = self.lock_at(i).map(|mut h| h.g.w.take());
+            let err = match taken {
+                Ok(Some(w)) => match w.finish() {
+                    Ok(f) => {
+                        files.extend(f);
+                        None
+                    }
+                    Err(e) => Some(CaptureError::from(e)),
+                },
+                Ok(None) => None,
+                Err(e) => Some(e),
+            };
+            match (err, &first_err) {
+                (Some(e), None) => first_err = Some(e),
+                (Some(e), Some(_)) => {
+                    tracing::warn!("closing WARC writer {i} of the recorder failed as well: {e}")
+                }
+                (None, _) => {}
+            }
         }
+        // The files the last closes made, listed with those rotation closed.
+        {
+            let mut c = self.closed.lock().unwrap_or_else(|p| p.into_inner());
+            for f in &files {
+                if !c.contains(f) {
+                    c.push(f.clone());
+                }
+            }
+        }
+        if let Some(e) = first_err {
+            return Err(e);
+        }
+        // In name order (Annex B names: timestamp, then serial).
+        files.sort();
+        Ok(files)
     }
 
-    fn lock(&self) -> Result<std::sync::MutexGuard<'_, Option<RotatingWriter>>, CaptureError> {
-        self.writer
+    /// The first writer of the pool that is free, else one to wait for.
+    fn lock(&self) -> Result<Held<'_>, CaptureError> {
+        if self.writers.len() > 1 {
+            for slot in &self.writers {
+                match slot.try_lock() {
+                    Ok(g) => return Ok(self.held(g)),
+                    Err(TryLockError::WouldBlock) => {}
+                    Err(TryLockError::Poisoned(_)) => {
+                        return Err(CaptureError::Http("a capture thread panicked".into()));
+                    }
+                }
+            }
+        }
+        // All busy: wait for one, spreading the waiters over the pool.
+        let i = (self.spread.fetch_add(1, Ordering::Relaxed) % self.writers.len() as u64) as usize;
+        self.lock_at(i)
+    }
+
+    fn lock_at(&self, i: usize) -> Result<Held<'_>, CaptureError> {
+        self.writers[i]
             .lock()
+            .map(|g| self.held(g))
             .map_err(|_| CaptureError::Http("a capture thread panicked".into()))
     }
 
-    fn writer<'a>(
-        g: &'a mut std::sync::MutexGuard<'_, Option<RotatingWriter>>,
-    ) -> Result<&'a mut RotatingWriter, CaptureError> {
-        g.as_mut()
+    fn held<'a>(&'a self, g: MutexGuard<'a, Slot>) -> Held<'a> {
+        Held {
+            g,
+            closed: &self.closed,
+        }
+    }
+
+    fn writer<'a>(g: &'a mut Held<'_>) -> Result<&'a mut RotatingWriter, CaptureError> {
+        g.g.w
+            .as_mut()
             .ok_or_else(|| CaptureError::Http("the recorder is closed".into()))
     }
 
@@ -423,7 +571,14 @@ impl Recorder {
         rec.set(field::IP_ADDRESS, l.server.ip().to_string())?;
         let text = l.to_text();
         let mut guard = self.lock()?;
-        Self::writer(&mut guard)?.write(&mut rec, Body::Bytes(text.as_bytes()))?;
+        let w = Self::writer(&mut guard)?;
+        w.write(&mut rec, Body::Bytes(text.as_bytes()))?;
+        // In the file before its writer is let go, as an exchange's are
+        // (a crawl marks a URI done without flushing every writer).
+        if self.index.is_some() {
+            w.flush()?;
+        }
+        drop(guard);
         self.count(|s| {
             s.records += 1;
             s.dns += 1;
@@ -433,7 +588,9 @@ impl Recorder {
 
     /// Writes a `resource` record of `block` (section 6.4.3): what a
     /// browser made of a page (a screenshot at `urn:view:URL`, its text at
-    /// `urn:text:URL`), with more `fields`; returns its record id.
+    /// `urn:text:URL`), with more `fields`; returns its record id. Records
+    /// that must sit together in one file are written through
+    /// [`Recorder::hold`].
     ///
     /// # Errors
     /// Writing failed.
@@ -445,22 +602,14 @@ impl Recorder {
         block: &[u8],
         fields: &[(&str, &str)],
     ) -> Result<String, CaptureError> {
-        let mut rec = self.new_record(RecordType::Resource, uri, warc_date(date))?;
-        rec.set(field::CONTENT_TYPE, content_type)?;
-        for (k, v) in fields {
-            rec.append(k, v)?;
-        }
-        let id = rec.record_id();
-        let mut guard = self.lock()?;
-        Self::writer(&mut guard)?.write(&mut rec, Body::Bytes(block))?;
-        drop(guard);
-        self.count(|s| s.records += 1);
-        Ok(id)
+        self.hold()?
+            .record_resource(uri, date, content_type, block, fields)
     }
 
     /// Writes a `metadata` record of `fields` (`application/warc-fields`)
     /// about `uri`: a browser's page (its outlinks, what it loaded),
-    /// WARC-Concurrent-To `concurrent_to` when given.
+    /// WARC-Concurrent-To `concurrent_to` when given. Records that must sit
+    /// together in one file are written through [`Recorder::hold`].
     ///
     /// # Errors
     /// Writing failed.
@@ -471,18 +620,23 @@ impl Recorder {
         fields: &[(String, String)],
         concurrent_to: Option<&str>,
     ) -> Result<String, CaptureError> {
-        let mut m = self.new_record(RecordType::Metadata, uri, warc_date(date))?;
-        m.set(field::CONTENT_TYPE, records::WARC_FIELDS)?;
-        if let Some(c) = concurrent_to {
-            m.set(field::CONCURRENT_TO, c)?;
-        }
-        let id = m.record_id();
-        let block = records::warc_fields(fields.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
-        let mut guard = self.lock()?;
-        Self::writer(&mut guard)?.write(&mut m, Body::Bytes(&block))?;
-        drop(guard);
-        self.count(|s| s.records += 1);
-        Ok(id)
+        self.hold()?
+            .record_metadata(uri, date, fields, concurrent_to)
+    }
+
+    /// One writer of the pool, held until the [`Hold`] is dropped: the
+    /// records written through it sit together in one file (unless the
+    /// file rotates between them), as a browser's page records (its
+    /// screenshot, text and metadata, WARC-Concurrent-To each other) must.
+    /// Other threads write through the pool's other writers meanwhile.
+    ///
+    /// # Errors
+    /// A capture thread panicked holding the writer.
+    pub fn hold(&self) -> Result<Hold<'_>, CaptureError> {
+        Ok(Hold {
+            r: self,
+            g: self.lock()?,
+        })
     }
 
     /// Writes an FTP retrieval (section 6.4.3): the file (or directory
@@ -529,6 +683,9 @@ impl Recorder {
             },
         )?;
         w.write(&mut m, Body::Bytes(control))?;
+        if self.index.is_some() {
+            w.flush()?;
+        }
         drop(guard);
         self.count(|s| {
             s.records += 2;
@@ -538,5 +695,269 @@ impl Recorder {
             }
         });
         Ok(id)
+    }
+}
+
+/// A writer of a [`Recorder`]'s pool, held: see [`Recorder::hold`].
+pub struct Hold<'a> {
+    r: &'a Recorder,
+    g: Held<'a>,
+}
+
+impl Hold<'_> {
+    /// [`Recorder::record_resource`] through the held writer.
+    ///
+    /// # Errors
+    /// Writing failed, or the recorder is closed.
+    pub fn record_resource(
+        &mut self,
+        uri: &str,
+        date: time::OffsetDateTime,
+        content_type: &str,
+        block: &[u8],
+        fields: &[(&str, &str)],
+    ) -> Result<String, CaptureError> {
+        let mut rec = self
+            .r
+            .new_record(RecordType::Resource, uri, warc_date(date))?;
+        rec.set(field::CONTENT_TYPE, content_type)?;
+        for (k, v) in fields {
+            rec.append(k, v)?;
+        }
+        self.put(&mut rec, block)
+    }
+
+    /// [`Recorder::record_metadata`] through the held writer.
+    ///
+    /// # Errors
+    /// Writing failed, or the recorder is closed.
+    pub fn record_metadata(
+        &mut self,
+        uri: &str,
+        date: time::OffsetDateTime,
+        fields: &[(String, String)],
+        concurrent_to: Option<&str>,
+    ) -> Result<String, CaptureError> {
+        let mut m = self
+            .r
+            .new_record(RecordType::Metadata, uri, warc_date(date))?;
+        m.set(field::CONTENT_TYPE, records::WARC_FIELDS)?;
+        if let Some(c) = concurrent_to {
+            m.set(field::CONCURRENT_TO, c)?;
+        }
+        let block = records::warc_fields(fields.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
+        self.put(&mut m, &block)
+    }
+
+    /// Writes `rec` and counts it; with a dedupe index the record is in the
+    /// file before the writer is let go (see [`Recorder::closed_files`]).
+    fn put(&mut self, rec: &mut NewRecord, block: &[u8]) -> Result<String, CaptureError> {
+        let id = rec.record_id();
+        let w = Recorder::writer(&mut self.g)?;
+        w.write(rec, Body::Bytes(block))?;
+        if self.r.index.is_some() {
+            w.flush()?;
+        }
+        self.r.count(|s| s.records += 1);
+        Ok(id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `(file name, serial, target URIs of its records after the warcinfo)`.
+    fn contents(files: &[PathBuf]) -> Vec<(String, u64, Vec<String>)> {
+        files
+            .iter()
+            .map(|f| {
+                let name = f.file_name().unwrap().to_str().unwrap().to_string();
+                // prefix-TIMESTAMP-SERIAL-host.warc.gz
+                let serial = name.split('-').nth(2).unwrap().parse().unwrap();
+                let mut r = warchest::archive::Reader::open(f).unwrap();
+                let mut uris = Vec::new();
+                let mut first = true;
+                while let Some(rec) = r.next_record().unwrap() {
+                    let t = rec.header().record_type();
+                    assert_eq!(t == RecordType::Warcinfo, first, "{name}: warcinfo first");
+                    first = false;
+                    if let Some(u) = rec.header().target_uri() {
+                        uris.push(u.into_owned());
+                    }
+                }
+                (name, serial, uris)
+            })
+            .collect()
+    }
+
+    fn pool(dir: &Path, n: usize, max_size: u64) -> Recorder {
+        let opts = RotatingOptions {
+            prefix: "pool".into(),
+            crawlhost: "host".into(),
+            first_serial: 7,
+            max_size,
+            ..RotatingOptions::default()
+        };
+        Recorder::with_writers(dir, opts, None, n).unwrap()
+    }
+
+    fn resource(r: &Recorder, uri: &str) {
+        r.record_resource(
+            uri,
+            time::OffsetDateTime::now_utc(),
+            "text/plain",
+            b"x",
+            &[],
+        )
+        .unwrap();
+    }
+
+    /// A pool of two: `urn:a` written by writer 0 (serial 7), `urn:b` by
+    /// writer 1 (serial 8), writer 0 being held.
+    fn a_and_b(dir: &Path) -> Recorder {
+        let r = pool(dir, 2, 1 << 30);
+        resource(&r, "urn:a");
+        {
+            let _busy = r.lock_at(0).unwrap();
+            resource(&r, "urn:b");
+        }
+        r
+    }
+
+    /// A record goes to the first free writer: with writer 0 held, to
+    /// writer 1, in a file of its own whose serial is the next of the one
+    /// counter (two files opened in the same second never share a name).
+    #[test]
+    fn a_busy_writer_passes_the_record_to_the_next_with_the_next_serial() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = a_and_b(dir.path());
+        resource(&r, "urn:c");
+        let files = r.finish().unwrap();
+        let mut got = contents(&files);
+        got.sort_by_key(|(_, s, _)| *s);
+        let got: Vec<(u64, Vec<String>)> = got.into_iter().map(|(_, s, u)| (s, u)).collect();
+        assert_eq!(
+            got,
+            [
+                (7, vec!["urn:a".to_string(), "urn:c".to_string()]),
+                (8, vec!["urn:b".to_string()]),
+            ]
+        );
+        // A finished recorder refuses records.
+        assert!(
+            r.record_resource(
+                "urn:d",
+                time::OffsetDateTime::now_utc(),
+                "text/plain",
+                b"",
+                &[]
+            )
+            .is_err()
+        );
+    }
+
+    /// Threads recording at once through a pool: every record lands
+    /// whole, once, in a file that begins with its warcinfo; serials are
+    /// distinct; files closed by rotation are listed as they close.
+    #[test]
+    fn a_pool_written_by_threads_loses_and_repeats_no_record() {
+        let dir = tempfile::tempdir().unwrap();
+        // Small files: every few records a writer rotates.
+        let r = pool(dir.path(), 2, 2_000);
+        std::thread::scope(|s| {
+            for t in 0..4 {
+                let r = &r;
+                s.spawn(move || {
+                    for i in 0..25 {
+                        resource(r, &format!("urn:{t}:{i}"));
+                    }
+                });
+            }
+        });
+        let closed = r.closed_files();
+        assert!(!closed.is_empty(), "rotated files are listed");
+        let files = r.finish().unwrap();
+        assert!(closed.iter().all(|c| files.contains(c)));
+        let got = contents(&files);
+        let mut serials: Vec<u64> = got.iter().map(|(_, s, _)| *s).collect();
+        serials.sort();
+        serials.dedup();
+        assert_eq!(serials.len(), files.len(), "one serial a file");
+        let mut uris: Vec<String> = got.into_iter().flat_map(|(_, _, u)| u).collect();
+        uris.sort();
+        let mut want: Vec<String> = (0..4)
+            .flat_map(|t| (0..25).map(move |i| format!("urn:{t}:{i}")))
+            .collect();
+        want.sort();
+        assert_eq!(uris, want);
+    }
+
+    /// A held writer keeps a page's records in its one file while another
+    /// record, written meanwhile, goes to the pool's other writer; the
+    /// metadata and the text, WARC-Concurrent-To the view, sit beside it.
+    #[test]
+    fn records_written_under_one_hold_sit_in_one_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = pool(dir.path(), 2, 1 << 30);
+        let now = time::OffsetDateTime::now_utc();
+        {
+            let mut h = r.hold().unwrap();
+            let view = h
+                .record_resource("urn:view:p", now, "image/png", b"png", &[])
+                .unwrap();
+            resource(&r, "urn:other");
+            h.record_resource(
+                "urn:text:p",
+                now,
+                "text/plain",
+                b"t",
+                &[("WARC-Concurrent-To", &view)],
+            )
+            .unwrap();
+            h.record_metadata("p", now, &[("a".into(), "b".into())], Some(&view))
+                .unwrap();
+        }
+        assert_eq!(r.stats().records, 4);
+        let files = r.finish().unwrap();
+        let mut got = contents(&files);
+        got.sort_by_key(|(_, s, _)| *s);
+        let got: Vec<Vec<String>> = got.into_iter().map(|(_, _, u)| u).collect();
+        assert_eq!(
+            got,
+            [
+                vec![
+                    "urn:view:p".to_string(),
+                    "urn:text:p".to_string(),
+                    "p".to_string()
+                ],
+                vec!["urn:other".to_string()],
+            ]
+        );
+    }
+
+    /// A writer whose file cannot be closed (its `.open` file is gone) makes
+    /// `finish` fail, but the other writer is still closed and its file
+    /// listed by `closed_files`.
+    #[test]
+    fn a_failed_close_keeps_the_other_writers_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = a_and_b(dir.path());
+        // Writer 0 opened serial 7, writer 1 serial 8.
+        let open: Vec<PathBuf> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(open.len(), 2);
+        let lost = open
+            .iter()
+            .find(|p| p.to_str().unwrap().contains("-00007-"))
+            .unwrap();
+        std::fs::remove_file(lost).unwrap();
+        assert!(r.finish().is_err());
+        let kept = r.closed_files();
+        assert_eq!(kept.len(), 1);
+        assert_eq!(contents(&kept)[0].1, 8);
+        assert_eq!(contents(&kept)[0].2, ["urn:b"]);
     }
 }

@@ -108,6 +108,10 @@ pub struct EngineConfig {
     pub prefix: String,
     /// WARC files are closed before they pass this many bytes.
     pub warc_size: u64,
+    /// WARC files written at once: a pool of writers, each filling a file
+    /// of its own (as Heritrix's writer pool), so that workers compress
+    /// their records in parallel. The files share one serial counter.
+    pub warc_writers: usize,
     /// Warcinfo `operator`: who runs the crawl.
     pub operator: Option<String>,
     /// Warcinfo `description`.
@@ -219,6 +223,7 @@ impl Default for EngineConfig {
             handoff: None,
             prefix: "crawl".into(),
             warc_size: warchest::write::rotate::DEFAULT_MAX_SIZE,
+            warc_writers: 2,
             operator: None,
             description: None,
             max_redirects: 20,
@@ -327,6 +332,9 @@ impl CrawlConfig {
         let engine = EngineConfig::deserialize(e).map_err(err)?;
         if engine.workers == 0 || engine.workers > 1024 {
             return Err(ConfigError("workers: from 1 to 1024".into()));
+        }
+        if engine.warc_writers == 0 || engine.warc_writers > 64 {
+            return Err(ConfigError("warc-writers: from 1 to 64".into()));
         }
         if !(engine.timeout > 0.0 && engine.timeout.is_finite()) {
             return Err(ConfigError("timeout: a positive number of seconds".into()));

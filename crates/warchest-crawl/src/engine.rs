@@ -527,9 +527,7 @@ impl Crawl {
                 n.malformed
             ));
         }
-        let existing = std::fs::read_dir(&archive)
-            .map(|r| r.filter(|e| e.is_ok()).count() as u64)
-            .unwrap_or(0);
+        let existing = next_serial(&archive, &e.prefix);
         let mut warcinfo = vec![
             (
                 "software".to_string(),
@@ -569,7 +567,12 @@ impl Crawl {
         let infomall = (e.format == OutputFormat::Infomall).then(|| {
             crate::infomall::InfomallFiles::new(&archive, &e.prefix, existing, e.warc_size)
         });
-        let recorder = Arc::new(Recorder::new(&archive, output, Some(index))?);
+        let recorder = Arc::new(Recorder::with_writers(
+            &archive,
+            output,
+            Some(index),
+            e.warc_writers,
+        )?);
         let limits = CaptureLimits {
             max_len: (e.max_size > 0).then_some(e.max_size),
             max_time: None,
@@ -959,13 +962,19 @@ impl Crawl {
 
     fn budget_reached(&self) -> bool {
         let e = &self.cfg.engine;
+        if e.max_time > 0.0 && self.started.elapsed().as_secs_f64() >= e.max_time {
+            return true;
+        }
+        // The counters are read (under the frontier's lock) only when a
+        // budget needs them: every worker asks before each URI.
+        if e.max_pages == 0 && e.max_bytes == 0 {
+            return false;
+        }
         let c = match self.frontier.counts() {
             Ok(c) => c,
             Err(_) => return false,
         };
-        (e.max_pages > 0 && c.pages >= e.max_pages)
-            || (e.max_bytes > 0 && c.bytes >= e.max_bytes)
-            || (e.max_time > 0.0 && self.started.elapsed().as_secs_f64() >= e.max_time)
+        (e.max_pages > 0 && c.pages >= e.max_pages) || (e.max_bytes > 0 && c.bytes >= e.max_bytes)
     }
 
     fn stopped(&self) -> bool {
@@ -1411,7 +1420,11 @@ impl Crawl {
     /// Records on disk (and closed files indexed) before a URI is marked
     /// done.
     fn flush_records(&self) -> Result<(), CrawlError> {
-        let mut closed = self.recorder.flush()?;
+        // Every record the recorder writes for a crawl (exchanges, dns,
+        // FTP, a browser's resource and metadata records) is flushed before
+        // its writer is let go (the crawl always has a dedupe index), so
+        // no writer is waited for here.
+        let mut closed = self.recorder.closed_files();
         if let Some(im) = &self.infomall {
             closed.extend(im.flush()?);
         }
@@ -2061,5 +2074,94 @@ fn error_code(e: &CaptureError) -> i32 {
         CaptureError::Http(_) => -3,
         CaptureError::Url(_) => -7,
         _ => -5,
+    }
+}
+
+/// The serial a resumed crawl's next file takes: one past the highest
+/// serial among `dir`'s files of `prefix` (`.open` ones too), 0 when there
+/// are none. Not the number of files: with a pool of writers an empty
+/// `.open` file of a lower serial may have been removed while a higher one
+/// stayed, and a count would hand out a serial already taken.
+fn next_serial(dir: &Path, prefix: &str) -> u64 {
+    let prefix = warchest::write::rotate::sanitize_name_part(prefix);
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| serial_of(&e.file_name().to_string_lossy(), &prefix))
+        .map(|s| s.saturating_add(1))
+        .max()
+        .unwrap_or(0)
+}
+
+/// The serial of an Annex B file name `PREFIX-TIMESTAMP-SERIAL-HOST...`
+/// (`prefix` as sanitized for names; the timestamp 14 digits), or `None`
+/// for a name not of that form.
+fn serial_of(name: &str, prefix: &str) -> Option<u64> {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let rest = name.strip_prefix(prefix)?.strip_prefix('-')?;
+    let (stamp, rest) = rest.split_once('-')?;
+    let (serial, _) = rest.split_once('-')?;
+    if stamp.len() != 14 || !digits(stamp) || !digits(serial) {
+        return None;
+    }
+    serial.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serial_of_reads_annex_b_names_of_the_prefix_only() {
+        let p = "crawl";
+        assert_eq!(
+            serial_of("crawl-20261129021900-00007-host.warc.gz", p),
+            Some(7)
+        );
+        assert_eq!(
+            serial_of("crawl-20261129021900-00012-host.warc.gz.open", p),
+            Some(12)
+        );
+        assert_eq!(serial_of("crawl-20261129021900-00003-host.dat", p), Some(3));
+        // A prefix with dashes of its own.
+        assert_eq!(
+            serial_of("my-crawl-20261129021900-00004-h-1.warc.gz", "my-crawl"),
+            Some(4)
+        );
+        // Another prefix, a short stamp, a serial not all digits, no host.
+        assert_eq!(
+            serial_of("other-20261129021900-00009-host.warc.gz", p),
+            None
+        );
+        assert_eq!(
+            serial_of("crawlx-20261129021900-00009-host.warc.gz", p),
+            None
+        );
+        assert_eq!(serial_of("crawl-2026112902190-00009-host.warc.gz", p), None);
+        assert_eq!(
+            serial_of("crawl-20261129021900-+0009-host.warc.gz", p),
+            None
+        );
+        assert_eq!(serial_of("crawl-20261129021900-00009", p), None);
+        assert_eq!(serial_of("crawl.cdxj", p), None);
+    }
+
+    /// Serial 1's empty `.open` file was removed while serial 2's stayed:
+    /// two files, but the next serial is 3, not 2.
+    #[test]
+    fn next_serial_is_past_the_highest_not_the_count() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(next_serial(dir.path(), "crawl"), 0);
+        for n in [
+            "crawl-20261129021900-00000-host.warc.gz",
+            "crawl-20261129021901-00002-host.warc.gz.open",
+            "other-20261129021901-00009-host.warc.gz",
+            "notes.txt",
+        ] {
+            std::fs::write(dir.path().join(n), b"").unwrap();
+        }
+        assert_eq!(next_serial(dir.path(), "crawl"), 3);
+        assert_eq!(next_serial(dir.path().join("absent").as_path(), "crawl"), 0);
     }
 }

@@ -267,6 +267,32 @@ fn queue_key(host: &str, u: &CrawlUri, seq: u64) -> Vec<u8> {
     k
 }
 
+/// A URI to queue, its bytes made before the frontier's lock is taken
+/// (the lock covers only the table edits): its host key, its queue key
+/// (the sequence number, the last 8 bytes, is set under the lock) and
+/// its stored form.
+pub(crate) struct Queued<'a> {
+    url: &'a str,
+    host: String,
+    key: Vec<u8>,
+    value: Vec<u8>,
+}
+
+/// [`Queued`] forms of `uris`.
+pub(crate) fn prepare(uris: &[CrawlUri]) -> Vec<Queued<'_>> {
+    uris.iter()
+        .map(|u| {
+            let host = host_key(&u.url);
+            Queued {
+                url: u.url.as_str(),
+                key: queue_key(&host, u, 0),
+                host,
+                value: encode_uri(u),
+            }
+        })
+        .collect()
+}
+
 fn ready_key(when: u64, host: &str) -> Vec<u8> {
     let mut k = Vec::with_capacity(8 + host.len());
     k.extend_from_slice(&when.to_be_bytes());
@@ -593,11 +619,13 @@ impl Frontier {
         record: impl FnOnce(&mut Vec<u8>),
         apply: impl FnOnce(&redb::WriteTransaction) -> Result<T>,
     ) -> Result<T> {
+        // The record's bytes are made before the lock: only the append
+        // and the table edits are under it.
+        let mut payload = Vec::with_capacity(256);
+        record(&mut payload);
         let mut g = self.lock_journal();
         // Refused before it is journaled: a broken frontier takes nothing.
         self.open_txn(&mut g)?;
-        let mut payload = Vec::with_capacity(256);
-        record(&mut payload);
         let mut appended = g.j.append(&payload);
         if appended.is_err() && g.j.is_broken() {
             // A failed write whose undoing failed too: no change could be
@@ -790,7 +818,7 @@ impl Frontier {
     fn apply(&self, txn: &redb::WriteTransaction, op: Op) -> Result<()> {
         match op {
             Op::Add(uris) => {
-                self.add_in(&mut self.tables(txn)?, &uris)?;
+                self.add_in(&mut self.tables(txn)?, &mut prepare(&uris))?;
             }
             Op::Complete {
                 key,
@@ -798,7 +826,13 @@ impl Frontier {
                 outcome,
                 found,
             } => {
-                self.complete_in(&mut self.tables(txn)?, &key, &host, outcome, &found)?;
+                self.complete_in(
+                    &mut self.tables(txn)?,
+                    &key,
+                    &host,
+                    outcome,
+                    &mut prepare(&found),
+                )?;
             }
             Op::Retry {
                 key,
@@ -919,13 +953,14 @@ impl Frontier {
     /// # Errors
     /// The database or the journal failed.
     pub fn add(&self, uris: &[CrawlUri]) -> Result<u64> {
+        let mut q = prepare(uris);
         self.journaled(
             |b| journal::encode_add(b, uris),
-            |txn| self.add_in(&mut self.tables(txn)?, uris),
+            |txn| self.add_in(&mut self.tables(txn)?, &mut q),
         )
     }
 
-    fn add_in(&self, t: &mut Tables<'_>, uris: &[CrawlUri]) -> Result<u64> {
+    fn add_in(&self, t: &mut Tables<'_>, uris: &mut [Queued<'_>]) -> Result<u64> {
         let Tables {
             queue,
             hosts,
@@ -943,18 +978,17 @@ impl Frontier {
         let mut seq = get(meta, "seq")?;
         let mut added = 0;
         for u in uris {
-            let key = u.url.as_str().as_bytes();
+            let key = u.url.as_bytes();
             if seen.get(key).map_err(|e| self.err(e))?.is_some() {
                 continue;
             }
             seen.insert(key, ()).map_err(|e| self.err(e))?;
-            let host = host_key(&u.url);
+            let host = &u.host;
             seq += 1;
+            let n = u.key.len();
+            u.key[n - 8..].copy_from_slice(&seq.to_be_bytes());
             queue
-                .insert(
-                    queue_key(&host, u, seq).as_slice(),
-                    encode_uri(u).as_slice(),
-                )
+                .insert(u.key.as_slice(), u.value.as_slice())
                 .map_err(|e| self.err(e))?;
             let mut st = hosts
                 .get(host.as_bytes())
@@ -965,7 +999,7 @@ impl Frontier {
             st.queued += 1;
             if !was_ready && self.is_ready(&st) {
                 ready
-                    .insert(ready_key(st.next_ms, &host).as_slice(), ())
+                    .insert(ready_key(st.next_ms, host).as_slice(), ())
                     .map_err(|e| self.err(e))?;
             }
             hosts
@@ -1091,11 +1125,12 @@ impl Frontier {
         outcome: Outcome,
         found: &[CrawlUri],
     ) -> Result<(u64, Option<Lease>)> {
+        let mut q = prepare(found);
         self.journaled(
             |b| journal::encode_complete(b, &lease.key, &lease.host, &outcome, found),
             |txn| {
                 let mut t = self.tables(txn)?;
-                let n = self.complete_in(&mut t, &lease.key, &lease.host, outcome, found)?;
+                let n = self.complete_in(&mut t, &lease.key, &lease.host, outcome, &mut q)?;
                 let next = match self.next_in(&mut t)?.0 {
                     Next::Uri(l) => Some(*l),
                     _ => None,
@@ -1132,6 +1167,7 @@ impl Frontier {
     /// # Errors
     /// The database or the journal failed.
     pub fn complete(&self, lease: &Lease, outcome: Outcome, found: &[CrawlUri]) -> Result<u64> {
+        let mut q = prepare(found);
         self.journaled(
             |b| journal::encode_complete(b, &lease.key, &lease.host, &outcome, found),
             |txn| {
@@ -1140,7 +1176,7 @@ impl Frontier {
                     &lease.key,
                     &lease.host,
                     outcome,
-                    found,
+                    &mut q,
                 )
             },
         )
@@ -1190,7 +1226,7 @@ impl Frontier {
         key: &[u8],
         host: &str,
         outcome: Outcome,
-        found: &[CrawlUri],
+        found: &mut [Queued<'_>],
     ) -> Result<u64> {
         self.take_back(t, key, host)?;
         {
@@ -1759,7 +1795,7 @@ mod tests {
                         &l.key,
                         &l.host,
                         Outcome::default(),
-                        &[],
+                        &mut [],
                     )?;
                     Err::<(), _>(f.err("a disk error (test)"))
                 },
@@ -1890,7 +1926,7 @@ mod tests {
             f.journaled(
                 |b| journal::encode_add(b, &[uri("http://a.test/2")]),
                 |txn| {
-                    f.add_in(&mut f.tables(txn)?, &[uri("http://a.test/2")])?;
+                    f.add_in(&mut f.tables(txn)?, &mut prepare(&[uri("http://a.test/2")]))?;
                     panic!("a worker's bug (test)");
                     #[allow(unreachable_code)]
                     Ok(())

@@ -79,6 +79,12 @@ pub struct RotatingOptions {
     pub identify_payload_type: bool,
     /// Sync each file to disk before renaming it. Default true.
     pub sync: bool,
+    /// A serial counter shared by several writers filling one directory
+    /// at once (a crawler's pool of writers, as Heritrix's writers share
+    /// one serial number): each new file takes the counter's next value,
+    /// so no two files of the pool share a serial. `None` (the default):
+    /// the writer counts from `first_serial` on its own.
+    pub shared_serial: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 }
 
 impl Default for RotatingOptions {
@@ -96,6 +102,7 @@ impl Default for RotatingOptions {
             oversize: Oversize::Segment,
             identify_payload_type: false,
             sync: true,
+            shared_serial: None,
         }
     }
 }
@@ -908,15 +915,21 @@ impl RotatingWriter {
         // A name taken (same second, same serial, an earlier run) is not
         // overwritten: the next serial is tried.
         let (path, open_path, file) = loop {
+            let serial = match &self.opts.shared_serial {
+                Some(s) => s.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+                None => {
+                    self.serial += 1;
+                    self.serial - 1
+                }
+            };
             let name = file_name(
                 &self.opts.prefix,
                 &stamp,
-                self.serial,
+                serial,
                 self.opts.serial_digits,
                 &self.opts.crawlhost,
                 ext,
             );
-            self.serial += 1;
             let path = self.dir.join(&name);
             let open_path = self.dir.join(format!("{name}.open"));
             if path.exists() {
@@ -974,5 +987,56 @@ fn body_reader(body: Body<'_>) -> Box<dyn Read + '_> {
         Body::Bytes(b) => Box::new(b),
         Body::Seekable { reader, len } => Box::new(reader.take(len.unwrap_or(u64::MAX))),
         Body::Stream { reader, len } => Box::new(reader.take(len.unwrap_or(u64::MAX))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use super::*;
+
+    fn opts(host: &str, counter: &Arc<AtomicU64>) -> RotatingOptions {
+        RotatingOptions {
+            prefix: "pool".into(),
+            crawlhost: host.into(),
+            first_serial: 7,
+            shared_serial: Some(Arc::clone(counter)),
+            ..RotatingOptions::default()
+        }
+    }
+
+    fn write_one(w: &mut RotatingWriter) {
+        let mut r = NewRecord::new(RecordType::Resource);
+        r.set(field::TARGET_URI, "urn:x").unwrap();
+        w.write(&mut r, Body::Bytes(b"x")).unwrap();
+    }
+
+    fn serial(f: &Path) -> u64 {
+        // pool-TIMESTAMP-SERIAL-host.warc.gz
+        let name = f.file_name().unwrap().to_str().unwrap();
+        name.split('-').nth(2).unwrap().parse().unwrap()
+    }
+
+    /// Two writers on one counter: the first's file takes 7 and is closed
+    /// before the second opens one, which takes 8, and the counter reads 9.
+    /// The two name different hosts, so no taken name could push the
+    /// second past 7: only the counter does.
+    #[test]
+    fn writers_sharing_a_counter_take_its_serials_in_turn() {
+        let dir = tempfile::tempdir().unwrap();
+        let counter = Arc::new(AtomicU64::new(7));
+        let mut a = RotatingWriter::new(dir.path(), opts("a", &counter)).unwrap();
+        let mut b = RotatingWriter::new(dir.path(), opts("b", &counter)).unwrap();
+        write_one(&mut a);
+        let fa = a.finish().unwrap();
+        write_one(&mut b);
+        let fb = b.finish().unwrap();
+        assert_eq!(fa.len(), 1);
+        assert_eq!(fb.len(), 1);
+        assert_eq!(serial(&fa[0]), 7);
+        assert_eq!(serial(&fb[0]), 8);
+        assert_eq!(counter.load(Ordering::Relaxed), 9);
     }
 }
