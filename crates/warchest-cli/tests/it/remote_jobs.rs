@@ -165,20 +165,14 @@ fn jobs_on_s3_and_http_match_the_local_files_through_faults_and_a_cut_is_named()
     }
 }
 
-/// `WARCHEST_REMOTE_STATS` at `0` or empty prints no stats line (the
-/// line itself is printed when the object is dropped, which a decoding
-/// pool thread may still hold as the process exits: only its absence is
-/// checked here, its switch by a unit test); a size knob with a unit is
-/// read as the command's size flags read one (`warchest::size`: `64KiB`
-/// blocks a GET each, `1MB` blocks of 1,000,000 bytes), one that cannot be
-/// read is said once on stderr and its default used, the listing the same.
 /// `WARCHEST_REMOTE_STATS` at `0` or empty prints no stats line, and on
 /// prints exactly one for the object, every time (the command line prints
 /// it when its command is over: printed only when the object was dropped,
 /// it was missing whenever a decoding pool thread still held the object
-/// as the process exited); a size knob with a suffix is
-/// read (`64K` blocks: a GET each), one that cannot be read is said once
-/// on stderr and its default used, the listing the same.
+/// as the process exited); a size knob with a unit is read as the
+/// command's size flags read one (`warchest::size`: `64KiB` blocks a GET
+/// each, `1MB` blocks of 1,000,000 bytes), one that cannot be read is said
+/// once on stderr and its default used, the listing the same.
 #[test]
 fn remote_stats_off_and_size_knobs_with_suffixes() {
     let tmp = tempfile::tempdir().unwrap();

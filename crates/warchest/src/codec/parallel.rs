@@ -289,6 +289,9 @@ impl Worker {
         }
         if let Some(dst) = self.scan.get_mut(..b.len()) {
             dst.copy_from_slice(b);
+        }
+    }
+
     /// A member that ran far past its chunk grew the read buffer: the
     /// memory past a usual job's bytes is given back. Shrunk, not freed:
     /// the usual part stays resident and written, so that the next job
@@ -768,13 +771,6 @@ fn run_claimed(shared: &Shared, job: &Job, w: &mut Worker) -> Done {
     run_job(shared, job, w, &mut done);
     // The source's block goes back to it (its buffer is reused).
     w.lent = None;
-    // A member that ran far past its chunk grew the read buffer: give
-    // the memory back.
-    let usual = usize::try_from(CHUNK + SLACK).unwrap_or(usize::MAX);
-    if w.scan.len() > 2 * usual {
-        w.scan = Vec::new();
-        w.filled = 0;
-    }
     w.trim_scan();
     done
 }
