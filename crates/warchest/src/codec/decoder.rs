@@ -457,8 +457,16 @@ impl<R: Read + io::Seek> Decoder<R> {
         file: Option<std::fs::File>,
         opts: DecoderOptions,
     ) -> io::Result<Self> {
+        let map = file
+            .as_ref()
+            .filter(|_| opts.threads > 1 && super::parallel::ENABLED)
+            .and_then(FileMap::new);
         let file = file.map(|f| Arc::new(f) as Arc<dyn ReadAt>);
-        Decoder::new_seekable_shared(inner, file, opts)
+        let mut d = Decoder::new_seekable_shared(inner, file, opts)?;
+        if let (Some(p), Some(map)) = (d.par.as_mut(), map) {
+            p.set_map(map);
+        }
+        Ok(d)
     }
 
     /// [`Decoder::new_seekable_threaded`] with the threads reading `file`,
@@ -529,22 +537,27 @@ impl Decoder<std::fs::File> {
             None
         };
         let map = FileMap::new(&file);
-        let mut d = Decoder::new_seekable_threaded(file, par_file, opts)?;
+        let par_file = par_file.map(|f| Arc::new(f) as Arc<dyn ReadAt>);
+        let mut d = Decoder::new_seekable_shared(file, par_file, opts)?;
         // A plain file read from its start is served from a memory map (the
         // `mmap` feature): compressed files keep the buffer, which their
-        // codecs consume anyway.
+        // codecs consume anyway, and their jobs inflate from the map.
         let at = d.start_offset;
-        if let Some(map) = map
-            && d.input.inner_origin == at
-            && let Ok(i) = usize::try_from(at)
-            && Codec::sniff(
-                map.bytes()
-                    .get(i..i.saturating_add(4).min(map.bytes().len()))
-                    .unwrap_or_default(),
-            )
-            .is_none()
-        {
-            d.input.use_map(map, at);
+        if let Some(map) = map {
+            let plain = d.input.inner_origin == at
+                && usize::try_from(at).is_ok_and(|i| {
+                    let b = map.bytes();
+                    Codec::sniff(
+                        b.get(i..i.saturating_add(4).min(b.len()))
+                            .unwrap_or_default(),
+                    )
+                    .is_none()
+                });
+            if plain {
+                d.input.use_map(map, at);
+            } else if let Some(p) = d.par.as_mut() {
+                p.set_map(map);
+            }
         }
         Ok(d)
     }
@@ -642,10 +655,11 @@ impl<R: Read> Decoder<R> {
     }
 
     /// The jobs serve the member and a large member's output buffer is
-    /// still held.
+    /// still held (or a job buffer is still lent to this thread).
     #[cfg(all(test, feature = "parallel"))]
     pub(super) fn large_output_beside_jobs(&self) -> bool {
-        self.state == State::Par && self.out.buf.capacity() > KEEP_OUTPUT
+        let lent = self.par.as_ref().is_some_and(|p| p.outputs_lent().1);
+        self.state == State::Par && (self.out.buf.capacity() > KEEP_OUTPUT || lent)
     }
 
     /// Sets the largest output of a whole-member gzip attempt (a worker of
@@ -859,10 +873,10 @@ impl<R: Read> Decoder<R> {
                 && p.at_boundary(self.member_offset)
             {
                 // A large member's buffer is not needed while the jobs
-                // serve: given back now, not at the next member the
-                // reading thread decodes, so that it does not stay
-                // beside the job buffers.
-                if self.out.buf.capacity() > KEEP_OUTPUT {
+                // serve: given back now (a job buffer lent, to the jobs),
+                // not at the next member the reading thread decodes, so
+                // that it does not stay beside the job buffers.
+                if !p.take_output(&mut self.out.buf) && self.out.buf.capacity() > KEEP_OUTPUT {
                     self.out.buf = Vec::new();
                 }
                 self.state = State::Par;
@@ -881,6 +895,10 @@ impl<R: Read> Decoder<R> {
                 Kind::Zstd => Codec::Zstd,
                 Kind::Lz4 => Codec::Lz4,
             };
+            // Decoded here, beside the jobs: into an idle job buffer.
+            if let Some(p) = self.par.as_mut() {
+                p.lend_output(&mut self.out.buf);
+            }
             let mut cx = cx!(self);
             with_member!(self, m => m.begin(&mut cx))?;
             self.state = State::Member;

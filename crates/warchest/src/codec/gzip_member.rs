@@ -136,8 +136,11 @@ impl GzipMember {
             Ok(Fed::More) => cx.input.drop_buffered(),
             Ok(Fed::Done(k)) => {
                 cx.input.advance(k);
+                // Cut back, not freed: the pages kept are not faulted
+                // and zeroed again by the next large member.
                 if cx.out.buf.capacity() > KEEP_OUTPUT {
-                    cx.out.buf = Vec::new();
+                    cx.out.buf.clear();
+                    cx.out.buf.shrink_to(KEEP_OUTPUT);
                 }
                 self.inflate
                     .get_or_insert_with(|| Decompress::new(false))

@@ -62,6 +62,19 @@ pub(crate) fn prefetch(bytes: &[u8]) {
 #[cfg(not(all(target_os = "linux", feature = "mmap")))]
 pub(super) use off::FileMap;
 
+/// The environment variable that turns memory maps off when set to
+/// anything but `0` or nothing: every file is then read through a buffer
+/// (`pread`), as a file that is not a regular one always is.
+#[cfg_attr(not(all(target_os = "linux", feature = "mmap")), allow(dead_code))]
+pub(crate) const NO_MMAP: &str = "WARCHEST_NO_MMAP";
+
+/// The user turned maps off ([`NO_MMAP`]), read once.
+#[cfg(all(target_os = "linux", feature = "mmap"))]
+fn maps_refused() -> bool {
+    static REFUSED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *REFUSED.get_or_init(|| std::env::var_os(NO_MMAP).is_some_and(|v| !v.is_empty() && v != "0"))
+}
+
 #[cfg(all(target_os = "linux", feature = "mmap"))]
 #[allow(unsafe_code)]
 mod imp {
@@ -247,10 +260,13 @@ mod imp {
 
     impl FileMap {
         /// Maps `file` (a duplicate handle is kept for `fstat`). `None`
-        /// when it is empty, not a regular file, cannot be mapped, or the
-        /// handler cannot be installed or has no free slot: the caller
-        /// reads it instead.
+        /// when it is empty, not a regular file, cannot be mapped, the
+        /// handler cannot be installed or has no free slot, or the user
+        /// turned maps off (`WARCHEST_NO_MMAP`): the caller reads it instead.
         pub(in super::super) fn new(file: &File) -> Option<FileMap> {
+            if super::maps_refused() {
+                return None;
+            }
             let meta = file.metadata().ok()?;
             if !meta.is_file() || !install() {
                 return None;
@@ -315,19 +331,37 @@ mod imp {
             if upto < self.released.saturating_add(RELEASE_STEP) {
                 return;
             }
-            // SAFETY: `released..upto` lies within our own mapping (`upto <=
-            // len`, both page-aligned offsets from the page-aligned `ptr`);
-            // MADV_DONTNEED on a read-only shared file mapping only drops
-            // page-table entries, the contents read afterwards are the
-            // file's. No slice of the map is alive (`&mut self`).
+            self.released = self.forget(self.released, upto);
+        }
+
+        /// Drops the map's whole pages in `from..to` from this process, as
+        /// [`FileMap::release`] does, while other threads may be reading
+        /// the map (the parallel engine's jobs): a page read again, there
+        /// or elsewhere, faults back in with the file's bytes. Returns the
+        /// end of what was dropped (`to` rounded down to a page).
+        pub(in super::super) fn forget(&self, from: usize, to: usize) -> usize {
+            let page = PAGE.load(Ordering::Relaxed);
+            let a = from & !(page - 1);
+            let b = to.min(self.len) & !(page - 1);
+            if b <= a {
+                return a;
+            }
+            // SAFETY: `a..b` lies within our own mapping (`b <= len`, both
+            // page-aligned offsets from the page-aligned `ptr`), which lives
+            // as long as `self`. MADV_DONTNEED on a read-only shared file
+            // mapping only drops page-table entries: the bytes any reader
+            // sees afterwards, on this thread or another, are the file's
+            // (or the handler's zeros past a shrunk file's end, as
+            // before), so a `&[u8]` of the map alive meanwhile reads the
+            // same bytes it would have.
             unsafe {
                 libc::madvise(
-                    self.ptr.cast::<u8>().add(self.released).cast(),
-                    upto - self.released,
+                    self.ptr.cast::<u8>().add(a).cast(),
+                    b - a,
                     libc::MADV_DONTNEED,
                 );
             }
-            self.released = upto;
+            b
         }
 
         /// Bytes handed back so far (for tests).
@@ -363,6 +397,13 @@ mod imp {
                 self.slot.len.store(size, Ordering::Release);
             }
             Ok(self.len)
+        }
+    }
+
+    impl AsRef<[u8]> for FileMap {
+        /// [`FileMap::bytes`]: for a job's bytes lent from the map.
+        fn as_ref(&self) -> &[u8] {
+            self.bytes()
         }
     }
 
@@ -405,6 +446,17 @@ mod off {
         }
 
         pub(in super::super) fn release(&mut self, _below: usize) {
+            match *self {}
+        }
+
+        #[cfg_attr(not(feature = "parallel"), allow(dead_code))]
+        pub(in super::super) fn forget(&self, _from: usize, _to: usize) -> usize {
+            match *self {}
+        }
+    }
+
+    impl AsRef<[u8]> for FileMap {
+        fn as_ref(&self) -> &[u8] {
             match *self {}
         }
     }

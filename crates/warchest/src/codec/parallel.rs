@@ -30,7 +30,12 @@
 //! one fewer (one thread a core, not one more than the cores).
 //!
 //! A job reads its chunk and [`SLACK`] bytes once (more when a member's
-//! `sl` subfield says it runs past them). gzip members are decoded
+//! `sl` subfield says it runs past them): lent by the source when it holds
+//! them (a local file's read-only map, [`Engine::set_map`]: no copy; an
+//! object's block fetched ahead), read into the worker's buffer
+//! otherwise. A job over a map that faulted because the file shrank
+//! serves nothing (the bytes past the new end read as zeros, `map.rs`);
+//! the reading thread reads the file itself and reports it. gzip members are decoded
 //! from those bytes on the *direct path*: header parsed, deflate data
 //! inflated whole by libdeflate into the spare capacity of the job's buffer
 //! (no copy), CRC32, ISIZE and header CRC checked as the sequential decoder
@@ -42,8 +47,14 @@
 //! Memory: at most [`Engine::depth`] jobs are in flight, each holding at most
 //! `job_cap` decoded bytes, plus per worker (one per pool thread and the
 //! reading thread's) the bytes read for a job (usually [`CHUNK`] +
-//! [`SLACK`], at most [`MAX_DIRECT_INPUT`] more) and, once a job needed it,
-//! a decoder.
+//! [`SLACK`], at most [`MAX_DIRECT_INPUT`] more; none over a map, whose
+//! pages behind the jobs are dropped from the process in steps of
+//! [`FORGET_STEP`]) and, once a job needed it, a decoder. At most
+//! `depth + 1` job buffers exist at once: while the reading thread decodes
+//! members itself, it borrows an idle one as its output buffer
+//! ([`Engine::lend_output`]), so that a member larger than a job is
+//! inflated into pages already resident, not into a buffer of its own
+//! beside the jobs'.
 //!
 //! This module is compiled with the `parallel` feature (rayon); without it,
 //! `parallel_off` stands in and everything is decoded on the reading thread.
@@ -55,6 +66,7 @@ use std::sync::{Arc, Mutex, mpsc};
 use super::decoder::{Kind, Probe, find_magic, probe};
 use super::gzip::{Fed, HeaderParser};
 use super::inflate::{FastInflater, Inflated, crc32};
+use super::map::FileMap;
 use super::{Codec, Decoder, DecoderOptions, GzipHeader, GzipTrailer, Source};
 use crate::io::{AtCursor, Lent, ReadAt};
 
@@ -90,6 +102,9 @@ const SMALL_SLACK: u64 = 4 * 1024;
 /// Most stored bytes one gzip member may take on the direct path (past
 /// that, the job's decoder streams it).
 const MAX_DIRECT_INPUT: usize = 4 << 20;
+/// Pages of the file's map behind every job are dropped from the process
+/// in steps of this many bytes (resident memory, not the page cache).
+const FORGET_STEP: u64 = 2 << 20;
 
 /// A worker's view of the shared source: a cursor of its own over the
 /// one handle (unnamed: a job's read error is not reported by the job,
@@ -234,10 +249,16 @@ impl Worker {
 
     /// Reads `more` stored bytes onto the end of `scan` (whose first byte
     /// is at `base`); `false` when none could be read.
-    fn extend(&mut self, file: &Arc<dyn ReadAt>, base: u64, more: usize) -> bool {
+    fn extend(&mut self, shared: &Shared, base: u64, more: usize) -> bool {
         if self.eof {
             return false;
         }
+        if (self.filled == 0 || self.lent.is_some())
+            && let Some(got) = self.lend_mapped(shared, base, more)
+        {
+            return got;
+        }
+        let file = &shared.file;
         if self.filled == 0 {
             // The first read of a job: lent whole, when the source holds
             // all of it (fewer bytes than asked only at the file's end).
@@ -272,6 +293,29 @@ impl Worker {
             self.eof = true;
         }
         got > 0
+    }
+
+    /// Lends the job's bytes from the file's map, `more` past those held
+    /// (no copy, at the first read or reading on): `None` when there is no
+    /// map or it does not hold `base`, and the bytes are read instead.
+    fn lend_mapped(&mut self, shared: &Shared, base: u64, more: usize) -> Option<bool> {
+        let map = shared.map.as_ref()?;
+        if base >= shared.len {
+            return None;
+        }
+        let want = base
+            .saturating_add(self.filled as u64)
+            .saturating_add(more as u64);
+        let end = want.min(shared.len);
+        let from = usize::try_from(base).ok()?;
+        let to = usize::try_from(end).ok()?;
+        let got = to.saturating_sub(from + self.filled);
+        self.lent = Some(Lent::new(Arc::clone(map) as _, from, to));
+        self.filled = to - from;
+        if end < want {
+            self.eof = true;
+        }
+        Some(got > 0)
     }
 
     /// Copies the bytes lent into `scan` and gives the source's block back
@@ -337,6 +381,11 @@ impl Worker {
 /// What the jobs share with the engine.
 struct Shared {
     file: Arc<dyn ReadAt>,
+    /// The file's length (the engine's).
+    len: u64,
+    /// The file mapped read-only (a local regular file, [`Engine::set_map`]):
+    /// jobs lend their bytes from it instead of reading them.
+    map: Option<Arc<FileMap>>,
     /// Options of the jobs' decoders.
     opts: DecoderOptions,
     /// Decoded bytes one job may hold.
@@ -388,6 +437,15 @@ pub(crate) struct Engine {
     served: u64,
     /// The reading thread's own worker, for the jobs it runs itself.
     own: Option<Worker>,
+    /// The map's pages below this are dropped from the process.
+    forgotten: u64,
+    /// A job buffer lent to the reading thread as its output buffer while
+    /// it decodes members itself ([`Engine::lend_output`]), holding the
+    /// reading thread's own buffer meanwhile.
+    lent_out: Option<Done>,
+    /// Job buffers lent to the reading thread (tests).
+    #[cfg(test)]
+    outputs_lent: u64,
 }
 
 impl std::fmt::Debug for Engine {
@@ -429,6 +487,8 @@ impl Engine {
             depth,
             shared: Arc::new(Shared {
                 file,
+                len,
+                map: None,
                 opts: worker_opts,
                 cap: job_cap,
                 idle: Mutex::new(Vec::new()),
@@ -449,7 +509,76 @@ impl Engine {
             pos: 0,
             served: 0,
             own: None,
+            forgotten: 0,
+            lent_out: None,
+            #[cfg(test)]
+            outputs_lent: 0,
         })
+    }
+
+    /// Gives the jobs a read-only map of the file to inflate from, in
+    /// place of reading each chunk into a buffer (before the first job;
+    /// `false` when too late, or the map is shorter than the file).
+    pub(crate) fn set_map(&mut self, map: FileMap) -> bool {
+        if map.bytes().len() as u64 >= self.len
+            && let Some(shared) = Arc::get_mut(&mut self.shared)
+        {
+            shared.map = Some(Arc::new(map));
+            return true;
+        }
+        false
+    }
+
+    /// Lends an idle job buffer to the reading thread as its output
+    /// buffer `out` (whose own is kept until [`Engine::take_output`]), for
+    /// the members it decodes itself: a member larger than a job is then
+    /// inflated into pages a job already made resident, and its buffer is
+    /// not one more beside the jobs' (nothing when no buffer is idle).
+    pub(crate) fn lend_output(&mut self, out: &mut Vec<u8>) {
+        if self.lent_out.is_some() || out.capacity() >= self.shared.cap {
+            return;
+        }
+        let Some(mut d) = lock(&self.shared.pool).pop() else {
+            return;
+        };
+        std::mem::swap(out, &mut d.data);
+        self.lent_out = Some(d);
+        #[cfg(test)]
+        {
+            self.outputs_lent += 1;
+        }
+    }
+
+    /// The jobs serve again: the buffer lent by [`Engine::lend_output`]
+    /// goes back to them (cut back to a job's size: the pages a larger
+    /// member grew it by are given back), and `out` is the reading
+    /// thread's own again. `false` when none was lent.
+    pub(crate) fn take_output(&mut self, out: &mut Vec<u8>) -> bool {
+        let Some(mut d) = self.lent_out.take() else {
+            return false;
+        };
+        std::mem::swap(out, &mut d.data);
+        d.data.clear();
+        if d.data.capacity() > self.shared.cap {
+            d.data.shrink_to(self.shared.cap);
+        }
+        self.recycle(d);
+        true
+    }
+
+    /// Drops the map's pages behind every job in flight from the process:
+    /// resident memory stays that of the jobs' bytes, not of the whole
+    /// file read so far (a page read again faults back in).
+    fn forget_behind(&mut self) {
+        let Some(map) = &self.shared.map else {
+            return;
+        };
+        let low = self.pending.front().map_or(self.next_a, |q| q.a);
+        if low >= self.forgotten.saturating_add(FORGET_STEP)
+            && let (Ok(a), Ok(b)) = (usize::try_from(self.forgotten), usize::try_from(low))
+        {
+            self.forgotten = map.forget(a, b) as u64;
+        }
     }
 
     fn start_workers(&mut self) {
@@ -521,6 +650,7 @@ impl Engine {
             });
             self.next_a = b;
         }
+        self.forget_behind();
     }
 
     fn recycle(&self, mut d: Done) {
@@ -662,6 +792,19 @@ impl Engine {
         self.shared.generic_lent.load(Ordering::Relaxed)
     }
 
+    /// Job buffers lent to the reading thread so far, and whether one is
+    /// lent now.
+    #[cfg(test)]
+    pub(crate) fn outputs_lent(&self) -> (u64, bool) {
+        (self.outputs_lent, self.lent_out.is_some())
+    }
+
+    /// The map's pages below this were dropped from the process.
+    #[cfg(test)]
+    pub(crate) fn forgotten(&self) -> u64 {
+        self.forgotten
+    }
+
     fn member(&self) -> Option<&Member> {
         self.cur.as_ref().and_then(|d| d.members.get(self.idx))
     }
@@ -769,6 +912,13 @@ fn run_claimed(shared: &Shared, job: &Job, w: &mut Worker) -> Done {
         super::inflate::advise_huge(&mut done.data);
     }
     run_job(shared, job, w, &mut done);
+    // The file shrank under its map while the job read it: the bytes past
+    // its new end read as zeros (`map.rs`), so nothing of the job is
+    // served; the reading thread reads the file itself and says so.
+    if shared.map.as_ref().is_some_and(|m| m.check().is_err()) {
+        done.start = None;
+        done.members.clear();
+    }
     // The source's block goes back to it (its buffer is reused).
     w.lent = None;
     w.trim_scan();
@@ -798,7 +948,7 @@ fn run_job(shared: &Shared, job: &Job, w: &mut Worker, done: &mut Done) {
         SLACK
     };
     let want = usize::try_from((job.b - job.a).saturating_add(slack)).unwrap_or(0);
-    w.extend(&shared.file, job.a, want);
+    w.extend(shared, job.a, want);
     #[cfg(test)]
     if w.lent.is_some() {
         shared.kept.fetch_add(1, Ordering::Relaxed);
@@ -866,10 +1016,13 @@ fn decode_from(shared: &Shared, job: &Job, w: &mut Worker, start: u64, done: &mu
         }
     }
     // The generic decoder reads through the source, maybe other blocks:
-    // the job's block goes back first.
-    w.unlend();
+    // the job's block goes back first (bytes lent from the file's map are
+    // no block: kept).
+    if shared.map.is_none() {
+        w.unlend();
+    }
     #[cfg(test)]
-    if w.lent.is_some() {
+    if w.lent.is_some() && shared.map.is_none() {
         shared.generic_lent.fetch_add(1, Ordering::Relaxed);
     }
     let Some(dec) = w.decoder(shared, job.dict.as_ref()) else {
@@ -939,7 +1092,7 @@ fn direct_member(shared: &Shared, base: u64, at: u64, w: &mut Worker, done: &mut
         }
         let need = body.saturating_add(len).saturating_add(8);
         if need > w.filled && len < MAX_DIRECT_INPUT {
-            w.extend(&shared.file, base, need - w.filled);
+            w.extend(shared, base, need - w.filled);
         }
     }
     let (used, made) = loop {
@@ -963,7 +1116,7 @@ fn direct_member(shared: &Shared, base: u64, at: u64, w: &mut Worker, done: &mut
                     return Direct1::Other;
                 }
                 let more = have.max(CHUNK as usize).min(MAX_DIRECT_INPUT - have);
-                if !w.extend(&shared.file, base, more) {
+                if !w.extend(shared, base, more) {
                     return Direct1::Stop;
                 }
             }
@@ -975,7 +1128,7 @@ fn direct_member(shared: &Shared, base: u64, at: u64, w: &mut Worker, done: &mut
         None => {}
     }
     let t = body + used;
-    if w.filled < t + 8 && !w.extend(&shared.file, base, 8) {
+    if w.filled < t + 8 && !w.extend(shared, base, 8) {
         done.data.truncate(from);
         return Direct1::Stop;
     }
@@ -1218,6 +1371,78 @@ mod tests {
         (0..300u32)
             .map(|i| noise(1000 + (i as usize * 7919) % 30_000, i))
             .collect()
+    }
+
+    /// Jobs over a local file lend their bytes from its map (no copy) and
+    /// drop its pages behind them; a job that read past the end of a file
+    /// that shrank under the map (those bytes read as zeros) serves
+    /// nothing, nor does any job after it: the reading thread reads on.
+    #[cfg(all(target_os = "linux", feature = "mmap"))]
+    #[test]
+    fn jobs_read_the_files_map_and_serve_nothing_once_it_shrank() {
+        let file = parts()
+            .iter()
+            .flat_map(|p| gz(p))
+            .collect::<Vec<u8>>()
+            .repeat(2);
+        let len = file.len() as u64;
+        assert!(len > 2 * FORGET_STEP + 8 * CHUNK, "{len}");
+        let mut f = tempfile::tempfile().unwrap();
+        f.write_all(&file).unwrap();
+        f.seek(SeekFrom::Start(0)).unwrap();
+        let opts = DecoderOptions {
+            threads: 2,
+            ..DecoderOptions::default()
+        };
+        let mut d = Decoder::new_file(f.try_clone().unwrap(), opts.clone()).unwrap();
+        let mut n = 0;
+        while d.next_member().unwrap() {
+            while !d.fill_buf().unwrap().is_empty() {
+                let k = d.fill_buf().unwrap().len();
+                d.consume(k);
+            }
+            n += 1;
+        }
+        assert_eq!(n, 600);
+        let p = d.par.as_ref().unwrap();
+        assert!(p.served() > 500, "{}", p.served());
+        assert!(p.lends_kept() > 20, "{}", p.lends_kept());
+        // Dropped up to the last jobs' chunks, in steps.
+        assert!(
+            p.forgotten() + FORGET_STEP + 8 * CHUNK >= len,
+            "{}",
+            p.forgotten()
+        );
+
+        let map = FileMap::new(&f).unwrap();
+        let mut e = Engine::new(Arc::new(f.try_clone().unwrap()), len, 2, &opts).unwrap();
+        assert!(e.set_map(map));
+        let job = |a| Job {
+            a,
+            b: a + CHUNK,
+            known: false,
+            dict: None,
+            slot: Arc::new(AtomicBool::new(true)),
+            reply: None,
+        };
+        let mut w = Worker::new(&e.shared.opts);
+        let before = run_claimed(&e.shared, &job(CHUNK), &mut w);
+        assert!(before.members.len() > 5, "{}", before.members.len());
+        assert!(before.start.is_some_and(|s| s >= CHUNK));
+        // Too late for another map once a job may hold this one.
+        let held = Arc::clone(&e.shared);
+        assert!(!e.set_map(FileMap::new(&f).unwrap()));
+        drop(held);
+        f.set_len(2 * CHUNK).unwrap();
+        for a in [4 * CHUNK, CHUNK] {
+            let after = run_claimed(&e.shared, &job(a), &mut w);
+            assert!(
+                after.members.is_empty() && after.start.is_none(),
+                "job at {a}"
+            );
+        }
+        let m = e.shared.map.as_ref().unwrap();
+        assert!(m.check().is_err());
     }
 
     #[test]
@@ -1488,6 +1713,7 @@ mod tests {
             if d.large_output_beside_jobs() {
                 big_buffer_kept += 1;
             }
+
             loop {
                 let n = d.fill_buf().unwrap().len();
                 if n == 0 {
@@ -1506,6 +1732,10 @@ mod tests {
         assert_eq!(big_buffer_kept, 0);
         let served = d.par.as_ref().map_or(0, |p| p.served());
         assert!(served >= 40, "served {served}");
+        // The members larger than a job were inflated into an idle job
+        // buffer, given back whenever the jobs served.
+        let lent = d.par.as_ref().map_or(0, |p| p.outputs_lent().0);
+        assert!(lent >= 4, "lent {lent}");
     }
 
     /// Headers of every kind (name, comment, extra field, none) served by

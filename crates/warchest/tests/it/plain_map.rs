@@ -1,7 +1,9 @@
 //! Plain files opened by path are read through a memory map (the `mmap`
 //! feature): the same records as the buffered reader, and a file that
 //! shrinks under the reader is an error naming file and offset, never a
-//! crash (SIGBUS).
+//! crash (SIGBUS). The jobs of a gzip file read on several threads
+//! inflate from such a map too: a file that shrinks under them is
+//! reported the same way, and no bytes read as zeros are served.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
@@ -15,9 +17,15 @@ use crate::common;
 
 /// A plain WARC file of `n` records with blocks of 1..`max` bytes.
 fn plain_warc(n: usize, max: usize) -> Vec<u8> {
-    let mut v = Vec::new();
+    warc_records(n, max).concat()
+}
+
+/// The records of [`plain_warc`], each on its own.
+fn warc_records(n: usize, max: usize) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
     let mut seed = 7u32;
     for i in 0..n {
+        let mut v = Vec::new();
         seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12345);
         let len = 1 + (seed >> 8) as usize % max;
         let body: Vec<u8> = (0..len).map(|k| b'a' + ((k + i) % 26) as u8).collect();
@@ -29,8 +37,9 @@ fn plain_warc(n: usize, max: usize) -> Vec<u8> {
         .unwrap();
         v.extend(&body);
         v.extend(b"\r\n\r\n");
+        out.push(v);
     }
-    v
+    out
 }
 
 /// Every record as (offset, stored length, header, block), and the
@@ -186,4 +195,162 @@ fn records_appended_to_a_mapped_file_are_read() {
     }
     assert_eq!(n, 80);
     assert!(r.take_warnings().is_empty());
+}
+
+/// A gzip file read on two threads (jobs inflating from its map) that is
+/// cut short while the reader is paused: every record served before the
+/// end is the file's own, and the reader ends with an error or a warning
+/// about the cut member, never with bytes read as zeros and never by
+/// SIGBUS.
+#[test]
+fn a_gzip_file_that_shrinks_under_its_jobs_is_reported() {
+    use flate2::write::GzEncoder;
+    let dir = tempfile::tempdir().unwrap();
+    // Incompressible blocks, so that the file spans many jobs' chunks.
+    let records: Vec<Vec<u8>> = warc_records(300, 30_000)
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut r)| {
+            let noise = common::noise(r.len(), i as u64 + 1);
+            let head = r.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+            let n = r.len() - head - 4;
+            r[head..head + n].copy_from_slice(&noise[..n]);
+            r
+        })
+        .collect();
+    let gz: Vec<u8> = records
+        .iter()
+        .flat_map(|r| {
+            let mut e = GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            e.write_all(r).unwrap();
+            e.finish().unwrap()
+        })
+        .collect();
+    assert!(gz.len() > 3 << 20);
+    let two = ReaderOptions {
+        decoder: DecoderOptions {
+            threads: 2,
+            ..DecoderOptions::default()
+        },
+        ..ReaderOptions::default()
+    };
+    for cut in [0.3, 0.6] {
+        let path = dir.path().join("shrinking.warc.gz");
+        std::fs::write(&path, &gz).unwrap();
+        let mut r = Reader::open_with(&path, two.clone()).unwrap();
+        let mut seen = Vec::new();
+        for _ in 0..40 {
+            let mut rec = r.next_record().unwrap().unwrap();
+            seen.push(rec.read_block().unwrap());
+        }
+        let len = (gz.len() as f64 * cut) as u64;
+        truncate(&path, len);
+        let mut err = None;
+        for _ in 0..1000 {
+            match r.next_record() {
+                Ok(Some(mut rec)) => match rec.read_block() {
+                    Ok(b) => seen.push(b),
+                    Err(e) => {
+                        err = Some(e.to_string());
+                        break;
+                    }
+                },
+                Ok(None) => break,
+                Err(e) => {
+                    err = Some(e.to_string());
+                    break;
+                }
+            }
+        }
+        let warned = r.take_warnings().iter().any(|w| {
+            matches!(
+                w.kind,
+                warchest::WarningKind::TruncatedMember | warchest::WarningKind::DamagedMember
+            )
+        });
+        assert!(err.is_some() || warned, "cut at {len}: nothing said");
+        assert!(seen.len() < records.len(), "cut at {len}");
+        // Every record read whole is the file's own (the last one may be
+        // the cut one, its block shorter).
+        for (i, b) in seen.iter().enumerate() {
+            let r = &records[i];
+            let head = r.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+            let want = &r[head..r.len() - 4];
+            if i + 1 < seen.len() {
+                assert_eq!(b.as_slice(), want, "record {i}, cut at {len}");
+            } else {
+                assert!(want.starts_with(b), "record {i}, cut at {len}");
+            }
+        }
+    }
+}
+
+/// Whether `path` is mapped into this process now.
+#[cfg(target_os = "linux")]
+fn mapped(path: &Path) -> bool {
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    maps.contains(path.to_str().unwrap())
+}
+
+/// `WARCHEST_NO_MMAP=1` turns the maps off (run in a child process with
+/// it set): a plain file, and the jobs of a gzip file read on two threads,
+/// are read through buffers, with the same records. Without it both files
+/// are mapped while read.
+#[cfg(target_os = "linux")]
+#[test]
+fn warchest_no_mmap_reads_every_file_through_a_buffer() {
+    const VAR: &str = "WARCHEST_NO_MMAP";
+    let off = std::env::var_os(VAR).is_some();
+    if !off {
+        let name = common::test_path(
+            module_path!(),
+            "warchest_no_mmap_reads_every_file_through_a_buffer",
+        );
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([name.as_str(), "--exact", "--test-threads=1"])
+            .env(VAR, "1")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stdout}{stderr}");
+        assert!(
+            stdout.contains("1 passed"),
+            "the child ran no test: {stdout}"
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let records = warc_records(50, 3000);
+    let plain = dir.path().join("mapped.warc");
+    std::fs::write(&plain, records.concat()).unwrap();
+    let gz = dir.path().join("mapped.warc.gz");
+    let members: Vec<u8> = records
+        .iter()
+        .flat_map(|r| {
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            e.write_all(r).unwrap();
+            e.finish().unwrap()
+        })
+        .collect();
+    std::fs::write(&gz, members).unwrap();
+    let two = ReaderOptions {
+        decoder: DecoderOptions {
+            threads: 2,
+            ..DecoderOptions::default()
+        },
+        ..ReaderOptions::default()
+    };
+    let maps = !off && cfg!(feature = "mmap");
+    for (path, want) in [(&plain, maps), (&gz, maps && cfg!(feature = "parallel"))] {
+        let r = Reader::open_with(path, two.clone()).unwrap();
+        assert_eq!(
+            mapped(path),
+            want,
+            "{} with {VAR} set: {off}",
+            path.display()
+        );
+        let (recs, warnings) = listing(r, true);
+        assert_eq!(recs.len(), 50);
+        assert!(warnings.is_empty(), "{warnings:?}");
+    }
 }
