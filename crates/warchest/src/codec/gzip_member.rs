@@ -26,8 +26,10 @@ const FAST_INPUT: usize = 256 * 1024;
 /// (docs/performance.md, "gzip, round four").
 pub(super) const FAST_OUTPUT: usize = 16 * 1024 * 1024;
 /// An output buffer grown past this by a large member is given back when
-/// the next gzip member starts (LZ4's largest blocks and their history fit).
-pub(super) const KEEP_OUTPUT: usize = 5 * 1024 * 1024;
+/// the next gzip member starts (LZ4's largest blocks and their history fit,
+/// and so does a job buffer the parallel engine lends the reading thread:
+/// its members would otherwise free it and fault a new one in).
+pub(super) const KEEP_OUTPUT: usize = 6 * 1024 * 1024;
 
 /// Where in a gzip member the decoder is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -136,11 +138,8 @@ impl GzipMember {
             Ok(Fed::More) => cx.input.drop_buffered(),
             Ok(Fed::Done(k)) => {
                 cx.input.advance(k);
-                // Cut back, not freed: the pages kept are not faulted
-                // and zeroed again by the next large member.
                 if cx.out.buf.capacity() > KEEP_OUTPUT {
-                    cx.out.buf.clear();
-                    cx.out.buf.shrink_to(KEEP_OUTPUT);
+                    cx.out.buf = Vec::new();
                 }
                 self.inflate
                     .get_or_insert_with(|| Decompress::new(false))

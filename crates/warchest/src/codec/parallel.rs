@@ -77,6 +77,9 @@ const CHUNK: u64 = 256 * 1024;
 const BUDGET: usize = 24 << 20;
 /// Largest decoded size of one job.
 const MAX_JOB: usize = 6 << 20;
+// A job buffer lent to the reading thread is not freed by its next gzip
+// member's start ([`Engine::lend_output`]).
+const _: () = assert!(MAX_JOB <= super::gzip_member::KEEP_OUTPUT);
 /// Candidates a job tries before giving up on its chunk.
 const MAX_CANDIDATES: usize = 16;
 /// Bytes read past a chunk's end, so that the member that starts last in

@@ -67,6 +67,28 @@ fn listing<S: warchest::codec::Source>(mut r: Reader<S>, read_blocks: bool) -> L
     (out, w)
 }
 
+/// Reads on to the end (at most 1000 records) or the first error, which
+/// it returns; with `blocks`, each record's block is read onto it.
+fn read_on<S: warchest::codec::Source>(
+    r: &mut Reader<S>,
+    mut blocks: Option<&mut Vec<Vec<u8>>>,
+) -> Option<String> {
+    for _ in 0..1000 {
+        let mut rec = match r.next_record() {
+            Ok(Some(rec)) => rec,
+            Ok(None) => return None,
+            Err(e) => return Some(e.to_string()),
+        };
+        if let Some(bs) = blocks.as_deref_mut() {
+            match rec.read_block() {
+                Ok(b) => bs.push(b),
+                Err(e) => return Some(e.to_string()),
+            }
+        }
+    }
+    None
+}
+
 fn opts(buffer_size: usize) -> ReaderOptions {
     ReaderOptions {
         decoder: DecoderOptions {
@@ -142,22 +164,8 @@ fn a_file_that_shrinks_under_a_paused_reader_is_an_error() {
         rec.block().read_exact(&mut some).unwrap();
         let len = (data.len() as f64 * cut) as u64;
         truncate(&path, len);
-        let mut err = None;
-        for _ in 0..1000 {
-            match r.next_record() {
-                Ok(Some(mut rec)) => {
-                    if read_blocks && let Err(e) = rec.read_block() {
-                        err = Some(e.to_string());
-                        break;
-                    }
-                }
-                Ok(None) => break,
-                Err(e) => {
-                    err = Some(e.to_string());
-                    break;
-                }
-            }
-        }
+        let mut blocks = Vec::new();
+        let err = read_on(&mut r, read_blocks.then_some(&mut blocks));
         let e = err.unwrap_or_else(|| panic!("cut at {len}: no error"));
         assert!(e.contains("shrank"), "{e}");
         assert!(e.contains("shrinking.warc"), "{e}");
@@ -245,23 +253,7 @@ fn a_gzip_file_that_shrinks_under_its_jobs_is_reported() {
         }
         let len = (gz.len() as f64 * cut) as u64;
         truncate(&path, len);
-        let mut err = None;
-        for _ in 0..1000 {
-            match r.next_record() {
-                Ok(Some(mut rec)) => match rec.read_block() {
-                    Ok(b) => seen.push(b),
-                    Err(e) => {
-                        err = Some(e.to_string());
-                        break;
-                    }
-                },
-                Ok(None) => break,
-                Err(e) => {
-                    err = Some(e.to_string());
-                    break;
-                }
-            }
-        }
+        let err = read_on(&mut r, Some(&mut seen));
         let warned = r.take_warnings().iter().any(|w| {
             matches!(
                 w.kind,
