@@ -107,7 +107,7 @@ const SMALL_SLACK: u64 = 4 * 1024;
 const MAX_DIRECT_INPUT: usize = 4 << 20;
 /// Pages of the file's map behind every job are dropped from the process
 /// in steps of this many bytes (resident memory, not the page cache).
-const FORGET_STEP: u64 = 2 << 20;
+const FORGET_STEP: u64 = 1 << 20;
 
 /// A worker's view of the shared source: a cursor of its own over the
 /// one handle (unnamed: a job's read error is not reported by the job,
