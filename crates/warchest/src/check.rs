@@ -421,7 +421,8 @@ impl MemberDigests {
         // Only worth it for SHA-1 digests (nearly all); the reader's
         // Checker decides what is checked either way.
         let header = &member[..end];
-        if !header.windows(5).any(|w| w.eq_ignore_ascii_case(b"sha1:")) {
+        let sha1_at = |c: usize| c >= 4 && header[c - 4..c].eq_ignore_ascii_case(b"sha1");
+        if !memchr::memchr_iter(b':', header).any(sha1_at) {
             return None;
         }
         let block = member.get(end..member.len() - 4)?;
