@@ -635,6 +635,10 @@ fn open_file(
         // round six). Peak RSS stays under the 64 MiB bound because the
         // hand-over holds fewer records (see `warc::GROUP`).
         dopts.threads = threads;
+        // The jobs also hash each member's block: the reading thread,
+        // the critical one, frames and hands over, the pool inflates and
+        // digests (docs/performance.md, "validate, round eleven").
+        dopts.member_digests = true;
         let shared = f.try_clone()?;
         let src = container::Observed::unwatched(f);
         return Ok(Decoder::new_seekable_threaded(src, Some(shared), dopts)?);
@@ -654,8 +658,10 @@ fn open_read_at(
     let n = warchest::io::read_up_to(&mut cur, &mut magic)?;
     cur.seek(SeekFrom::Start(0))?;
     if threads > 1 && n == 2 && magic == [0x1f, 0x8b] {
-        // As for a file (see there): decoded as `check` decodes.
+        // As for a file (see there): decoded as `check` decodes, the
+        // jobs hashing each member's block.
         dopts.threads = threads;
+        dopts.member_digests = true;
         let obs = container::Observed::unwatched(cur);
         return Ok(Decoder::new_seekable_shared(obs, Some(src), dopts)?);
     }

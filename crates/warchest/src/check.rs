@@ -7,7 +7,7 @@ use crate::archive;
 use crate::codec::Source;
 use crate::digest::{Algorithm, Digest, Hasher, Output, Sha1Stream};
 use crate::error::{Error, Result};
-use crate::http::{BlockDigester, HttpHead, PayloadMatch};
+use crate::http::{BlockDigester, HeadFinder, HttpHead, PayloadMatch};
 use crate::limits::Limits;
 use crate::warc::{PayloadKind, RecordType, WarcHeader};
 
@@ -164,6 +164,9 @@ pub struct Checker {
     len: u64,
     /// The spare head, when the digester did not take it.
     spare: Option<HttpHead>,
+    /// SHA-1s a decoding job computed over this block ([`MemberDigests`]),
+    /// used when the whole block comes in the first piece.
+    pre: Option<MemberDigests>,
 }
 
 impl Checker {
@@ -223,28 +226,67 @@ impl Checker {
             payload,
             len: 0,
             spare,
+            pre: None,
         }
+    }
+
+    /// Takes the SHA-1s a decoding job computed over the member the
+    /// record starts (see [`MemberDigests`]), when they are of this block:
+    /// it starts `block_start` bytes into that member (the header's length
+    /// for a record at the member's start) and its Content-Length is the
+    /// bytes they cover. They are used only if the whole block then comes
+    /// in the first piece fed, as the parallel decoder serves a member;
+    /// otherwise every byte is hashed here as usual. The statuses are the
+    /// same either way.
+    pub fn use_member_digests(
+        &mut self,
+        h: &WarcHeader,
+        block_start: u64,
+        pre: Option<&MemberDigests>,
+    ) {
+        self.pre = pre
+            .filter(|p| p.block_start == block_start && h.content_length() == Some(p.block_len))
+            .cloned();
     }
 
     /// Feeds the next block bytes.
     pub fn update(&mut self, buf: &[u8]) {
-        self.len += buf.len() as u64;
+        // A job's SHA-1s stand for hashing `buf` when it is the whole block.
+        let len = buf.len() as u64;
+        let pre = self
+            .pre
+            .take()
+            .filter(|p| self.len == 0 && p.block_len == len);
+        self.len += len;
         // The usual HTTP record: block and payload SHA-1 side by side, from
         // the piece in which the head ends (often the whole block) on.
         if let (Some(BlockHash::Sha1(a)), PayloadCheck::Http(_, http)) =
             (&mut self.block, &mut self.payload)
         {
-            match http.feed(buf) {
-                Some(k) => match http.sha1_body() {
-                    Some(b) => Sha1Stream::update_two(a, buf, b, &buf[k..]),
-                    None => a.update(buf),
+            match (http.feed(buf), pre) {
+                (Some(k), pre) => match (http.sha1_body(), pre) {
+                    (Some(b), Some(p)) => {
+                        *a = p.block;
+                        // The job's body starts where the head parsed
+                        // here ends, or else the body is hashed here.
+                        match p.body {
+                            Some((at, s)) if at == k => *b = s,
+                            _ => b.update(&buf[k..]),
+                        }
+                    }
+                    (Some(b), None) => Sha1Stream::update_two(a, buf, b, &buf[k..]),
+                    (None, Some(p)) => *a = p.block,
+                    (None, None) => a.update(buf),
                 },
-                None => a.update(buf),
+                (None, Some(p)) => *a = p.block,
+                (None, None) => a.update(buf),
             }
             return;
         }
-        if let Some(h) = &mut self.block {
-            h.update(buf);
+        match (&mut self.block, pre) {
+            (Some(BlockHash::Sha1(a)), Some(p)) => *a = p.block,
+            (Some(h), _) => h.update(buf),
+            (None, _) => {}
         }
         match &mut self.payload {
             PayloadCheck::None | PayloadCheck::SameAsBlock(_) => {}
@@ -326,6 +368,84 @@ impl Checker {
             block.consume(n);
         }
         Ok(self.finish())
+    }
+}
+
+/// SHA-1s of the block of the one WARC record a decompressed member holds,
+/// computed where the member was inflated (a job of the parallel decoder,
+/// with [`DecoderOptions::member_digests`](crate::codec::DecoderOptions::member_digests)
+/// set), so that the thread reading the records need not hash its bytes
+/// again: the block digest's stream and, when the block starts with an
+/// HTTP status line, the stream of what follows its head (an unchunked
+/// SHA-1 payload digest). [`Checker::use_member_digests`] takes them only
+/// for a block at the place and of the length they cover, and only when
+/// it is fed that whole block at once: the bytes are then the ones the job
+/// hashed.
+#[derive(Clone)]
+pub struct MemberDigests {
+    /// Where the block starts in the member (the header's length).
+    block_start: u64,
+    /// The block's length: the member less header and the record's
+    /// trailer.
+    block_len: u64,
+    block: Sha1Stream,
+    /// Where the HTTP head ends in the block, and the stream of the bytes
+    /// after it.
+    body: Option<(usize, Sha1Stream)>,
+}
+
+impl std::fmt::Debug for MemberDigests {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemberDigests")
+            .field("block_start", &self.block_start)
+            .field("block_len", &self.block_len)
+            .field("body_at", &self.body.as_ref().map(|b| b.0))
+            .finish()
+    }
+}
+
+/// Longest WARC header a job looks through for its end.
+const MEMBER_HEADER_MAX: usize = 64 * 1024;
+
+impl MemberDigests {
+    /// The SHA-1s of `member`'s block, when `member` is one WARC record
+    /// (version line, header, block, `\r\n\r\n`) whose header names a
+    /// SHA-1 digest; `None` for anything else (the reading thread then
+    /// hashes as usual).
+    pub(crate) fn of(member: &[u8]) -> Option<MemberDigests> {
+        if !member.starts_with(b"WARC/") || !member.ends_with(b"\r\n\r\n") {
+            return None;
+        }
+        let look = &member[..member.len().min(MEMBER_HEADER_MAX)];
+        let end = memchr::memmem::find(look, b"\r\n\r\n")? + 4;
+        // Only worth it for SHA-1 digests (nearly all); the reader's
+        // Checker decides what is checked either way.
+        let header = &member[..end];
+        let sha1_at = |c: usize| c >= 4 && header[c - 4..c].eq_ignore_ascii_case(b"sha1");
+        if !memchr::memchr_iter(b':', header).any(sha1_at) {
+            return None;
+        }
+        let block = member.get(end..member.len() - 4)?;
+        let mut a = Sha1Stream::new();
+        let body = if block.starts_with(b"HTTP/") {
+            let window = &block[..block.len().min(Limits::default().max_http_head + 4)];
+            HeadFinder::new().find(window).map(|k| {
+                let mut b = Sha1Stream::new();
+                Sha1Stream::update_two(&mut a, block, &mut b, &block[k..]);
+                (k, b)
+            })
+        } else {
+            None
+        };
+        if body.is_none() {
+            a.update(block);
+        }
+        Some(MemberDigests {
+            block_start: end as u64,
+            block_len: block.len() as u64,
+            block: a,
+            body,
+        })
     }
 }
 
@@ -628,5 +748,94 @@ mod tests {
             body,
         );
         assert_eq!(check_first(&data).payload, DigestStatus::ValidRawChunked);
+    }
+
+    /// The SHA-1s a decoding job computes over a member ([`MemberDigests`])
+    /// give the statuses hashing here gives, are used (not recomputed) when
+    /// the whole block is fed at once, and are left alone when it comes in
+    /// pieces or they are of another place or length.
+    #[test]
+    fn member_digests_stand_for_hashing_the_whole_block() {
+        let alg = crate::digest::Algorithm::Sha1;
+        let sha1 = |b: &[u8]| Digest::new(alg, &Hasher::digest(alg, b)).to_string();
+        let long: Vec<u8> = (0..3000u32).map(|i| b'a' + (i % 26) as u8).collect();
+        let mut plain = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n".to_vec();
+        plain.extend_from_slice(&long);
+        let chunked =
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"
+                .to_vec();
+        let request = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n".to_vec();
+        let cases: [(&[u8], &[u8], &str); 4] = [
+            (&plain, &long, "application/http; msgtype=response"),
+            (&chunked, b"hello", "application/http; msgtype=response"),
+            (&request, b"", "application/http; msgtype=request"),
+            (b"key: value\r\n", b"key: value\r\n", "text/plain"),
+        ];
+        let mut used = 0;
+        for (body, payload, ct) in cases {
+            let wrong = sha1(b"other");
+            for (pd, bd) in [
+                (sha1(payload), sha1(body)),
+                (wrong.clone(), sha1(body)),
+                (sha1(payload), wrong.clone()),
+            ] {
+                let fields = [
+                    ("Content-Type", ct),
+                    ("WARC-Payload-Digest", pd.as_str()),
+                    ("WARC-Block-Digest", bd.as_str()),
+                ];
+                let data = written(&fields, body);
+                let whole = check_first(&data);
+                let md = MemberDigests::of(&data).expect("one record, SHA-1 digests");
+                let mut r = crate::archive::Reader::new(&data[..]).unwrap();
+                let rec = r.next_record().unwrap().unwrap();
+                let (h, at) = (rec.header().clone(), rec.location().header_len);
+                assert_eq!((md.block_start, md.block_len), (at, body.len() as u64));
+                let run = |md: &MemberDigests, start: u64, fed: &[u8], piece: usize| {
+                    let mut c = Checker::new(&h, &Limits::default());
+                    c.use_member_digests(&h, start, Some(md));
+                    for p in fed.chunks(piece) {
+                        c.update(p);
+                    }
+                    c.finish()
+                };
+                for piece in [1, 64, body.len()] {
+                    assert_eq!(
+                        run(&md, at, body, piece),
+                        whole,
+                        "{piece} of {ct} {pd} {bd}"
+                    );
+                }
+                // Another block of the same length: its SHA-1s stand for
+                // the bytes fed when the whole block comes at once...
+                let mut other = data.clone();
+                let flip = usize::try_from(at).unwrap() + body.len() / 2;
+                other[flip] ^= 0x20;
+                let md2 = MemberDigests::of(&other).unwrap();
+                let c = run(&md2, at, body, body.len());
+                if whole.block == DigestStatus::Valid {
+                    assert!(matches!(c.block, DigestStatus::Invalid { .. }), "{c:?}");
+                    used += 1;
+                }
+                // ...and not when it comes in pieces, or for another place.
+                assert_eq!(run(&md2, at, body, 1), whole);
+                assert_eq!(run(&md2, at + 1, body, body.len()), whole);
+            }
+        }
+        assert_eq!(used, 8);
+        // Two records in one member, or no SHA-1 digest: none, or not this
+        // block's.
+        let one = written(&[("WARC-Block-Digest", &sha1(b"x"))], b"x");
+        let two = [one.clone(), one.clone()].concat();
+        let md = MemberDigests::of(&two).unwrap();
+        let mut r = crate::archive::Reader::new(&two[..]).unwrap();
+        let rec = r.next_record().unwrap().unwrap();
+        let mut c = Checker::new(rec.header(), &Limits::default());
+        c.use_member_digests(rec.header(), rec.location().header_len, Some(&md));
+        assert!(c.pre.is_none());
+        let sha256 = b"WARC/1.1\r\nWARC-Type: resource\r\nWARC-Block-Digest: sha256:AAAA\r\nContent-Length: 1\r\n\r\nx\r\n\r\n";
+        assert!(MemberDigests::of(sha256).is_none());
+        let sha1 = String::from_utf8_lossy(sha256).replace("sha256:AAAA", "SHA1:AAAA");
+        assert!(MemberDigests::of(sha1.as_bytes()).is_some());
     }
 }

@@ -873,3 +873,101 @@ fn threads_change_no_finding() {
     assert!(found.len() >= 2, "{found:#?}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A gzip WARC of HTTP responses, one member each, many enough for the
+/// parallel decoder's jobs: right digests, a wrong block digest every 7th,
+/// a wrong payload digest every 11th, a chunked body every 13th.
+fn responses(dir: &std::path::Path) -> std::path::PathBuf {
+    use warchest::digest::{Algorithm, Digest, Hasher};
+    use warchest::warc::RecordType;
+    use warchest::write::{Body, Compression, NewRecord, Writer, WriterOptions};
+    let opts = WriterOptions {
+        compression: Compression::Gzip(1),
+        ..Default::default()
+    };
+    let sha1 =
+        |b: &[u8]| Digest::new(Algorithm::Sha1, &Hasher::digest(Algorithm::Sha1, b)).to_string();
+    let mut w = Writer::new(Vec::new(), opts).unwrap();
+    let mut rng = common::Rng(11);
+    for i in 0..2000u64 {
+        let mut r = NewRecord::new(RecordType::Response);
+        r.set("WARC-Target-URI", format!("http://example.com/{i}"))
+            .unwrap();
+        r.set("Content-Type", "application/http; msgtype=response")
+            .unwrap();
+        let payload: Vec<u8> = (0..100 + rng.below(3000))
+            .map(|_| b'a' + (rng.next() % 26) as u8)
+            .collect();
+        let mut block = if i % 13 == 0 {
+            let mut b = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+            b.extend_from_slice(format!("{:x}\r\n", payload.len()).as_bytes());
+            b.extend_from_slice(&payload);
+            b.extend_from_slice(b"\r\n0\r\n\r\n");
+            b
+        } else {
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n".to_vec()
+        };
+        if i % 13 != 0 {
+            block.extend_from_slice(&payload);
+        }
+        let bd = if i % 7 == 3 {
+            sha1(b"other")
+        } else {
+            sha1(&block)
+        };
+        let pd = if i % 11 == 5 {
+            sha1(b"other")
+        } else {
+            sha1(&payload)
+        };
+        r.set("WARC-Block-Digest", bd).unwrap();
+        r.set("WARC-Payload-Digest", pd).unwrap();
+        w.write(&mut r, Body::Bytes(&block)).unwrap();
+    }
+    let path = dir.join("responses.warc.gz");
+    std::fs::write(&path, w.finish().unwrap()).unwrap();
+    path
+}
+
+/// The block and payload SHA-1s hashed by the decoder's jobs (two or more
+/// threads) give the digest findings hashing on one thread gives, and
+/// the jobs did hash them.
+#[test]
+fn digests_hashed_by_the_decoding_jobs_give_the_same_findings() {
+    let dir = std::env::temp_dir().join(format!("warchest-vjobdig-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = responses(&dir);
+    let one = findings_with(&path, 1);
+    let count = |rule: &str| one.iter().filter(|f| f.contains(rule)).count();
+    assert_eq!(
+        count("[warc.digest.block-mismatch]"),
+        2000 / 7 + 1,
+        "{one:#?}"
+    );
+    assert_eq!(
+        count("[warc.digest.payload-mismatch]"),
+        2000 / 11 + 1,
+        "{one:#?}"
+    );
+    assert_eq!(findings_with(&path, 2), one);
+    assert_eq!(findings_with(&path, 3), one);
+    // The jobs computed them: the members served from jobs carry them.
+    let dopts = warchest::codec::DecoderOptions {
+        threads: 2,
+        member_digests: true,
+        ..Default::default()
+    };
+    let f = std::fs::File::open(&path).unwrap();
+    let shared = f.try_clone().unwrap();
+    let dec = warchest::codec::Decoder::new_seekable_threaded(f, Some(shared), dopts).unwrap();
+    let mut reader = warchest::archive::Reader::from_source(dec, Default::default()).unwrap();
+    let (mut records, mut hashed) = (0, 0);
+    while let Some(rec) = reader.next_record().unwrap() {
+        records += 1;
+        hashed += usize::from(rec.source().member_digests().is_some());
+        rec.finish().unwrap();
+    }
+    assert_eq!(records, 2000);
+    assert!(hashed > 1000, "{hashed} of {records}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -90,6 +90,12 @@ pub struct DecoderOptions {
     /// Without it this option is ignored: everything is decoded on the
     /// caller's thread, with the same output.
     pub threads: usize,
+    /// Have the threads that inflate gzip members ahead (see `threads`)
+    /// also compute the SHA-1s of each member's WARC block
+    /// ([`crate::check::MemberDigests`], read back with
+    /// [`Decoder::member_digests`]), so that the reading thread need not
+    /// hash those bytes (default `false`; `validate` sets it).
+    pub member_digests: bool,
 }
 
 impl Default for DecoderOptions {
@@ -104,6 +110,7 @@ impl Default for DecoderOptions {
             fast_inflate: true,
             start_offset: 0,
             threads: 1,
+            member_digests: false,
         }
     }
 }
@@ -480,7 +487,7 @@ impl<R: Read + io::Seek> Decoder<R> {
         file: Option<Arc<dyn ReadAt>>,
         opts: DecoderOptions,
     ) -> io::Result<Self> {
-        let threads = opts.threads;
+        let (threads, member_digests) = (opts.threads, opts.member_digests);
         let mut d = Decoder::new_seekable(inner, opts)?;
         let par_file = file.filter(|_| threads > 0);
         if let (Some(f), Some(len)) = (par_file, d.input.len) {
@@ -494,6 +501,7 @@ impl<R: Read + io::Seek> Decoder<R> {
                 zstd_dictionary: dict.cloned(),
                 fast_inflate: d.gzip.fast_inflate(),
                 buffer_size: d.input.capacity(),
+                member_digests,
                 ..DecoderOptions::default()
             };
             if d.start_offset == d.input.inner_origin {
@@ -618,6 +626,16 @@ impl<R: Read> Decoder<R> {
         (self.codec == Codec::Gzip && here)
             .then(|| self.gzip.header())
             .flatten()
+    }
+
+    /// The SHA-1s of the current member's WARC block, when a thread of
+    /// the parallel decoder inflated the member and computed them
+    /// ([`DecoderOptions::member_digests`]).
+    pub fn member_digests(&self) -> Option<&crate::check::MemberDigests> {
+        match (self.state, &self.par) {
+            (State::Par, Some(p)) => p.member_digests(),
+            _ => None,
+        }
     }
 
     /// The trailer of the current gzip member with the computed CRC32 and

@@ -68,6 +68,7 @@ use super::gzip::{Fed, HeaderParser};
 use super::inflate::{FastInflater, Inflated, crc32};
 use super::map::FileMap;
 use super::{Codec, Decoder, DecoderOptions, GzipHeader, GzipTrailer, Source};
+use crate::check::MemberDigests;
 use crate::io::{AtCursor, Lent, ReadAt};
 
 /// Stored bytes per job. Small enough that a few jobs in flight stay far
@@ -136,6 +137,8 @@ struct Member {
     to: usize,
     gz_header: Option<GzipHeader>,
     gz_trailer: Option<GzipTrailer>,
+    /// Its WARC block's SHA-1s, with `member_digests`.
+    digests: Option<MemberDigests>,
 }
 
 /// What a job gives back.
@@ -870,6 +873,10 @@ impl Engine {
         self.member().and_then(|m| m.gz_header.as_ref())
     }
 
+    pub(crate) fn member_digests(&self) -> Option<&MemberDigests> {
+        self.member().and_then(|m| m.digests.as_ref())
+    }
+
     pub(crate) fn gzip_trailer(&self) -> Option<&GzipTrailer> {
         self.member()
             .filter(|m| self.pos == m.to)
@@ -921,6 +928,12 @@ fn run_claimed(shared: &Shared, job: &Job, w: &mut Worker) -> Done {
     if shared.map.as_ref().is_some_and(|m| m.check().is_err()) {
         done.start = None;
         done.members.clear();
+    if shared.opts.member_digests {
+        // On the thread that inflated them (the pool's, mostly), so the
+        // reading thread need not hash these bytes.
+        for m in &mut done.members {
+            m.digests = done.data.get(m.from..m.to).and_then(MemberDigests::of);
+        }
     }
     // The source's block goes back to it (its buffer is reused).
     w.lent = None;
@@ -1164,6 +1177,7 @@ fn direct_member(shared: &Shared, base: u64, at: u64, w: &mut Worker, done: &mut
         to: done.data.len(),
         gz_header: header,
         gz_trailer: Some(trailer),
+        digests: None,
     });
     Direct1::Member(end)
 }
@@ -1226,6 +1240,7 @@ fn decode_generic(
             to: done.data.len(),
             gz_header: dec.gzip_header().cloned(),
             gz_trailer: dec.gzip_trailer().copied(),
+            digests: None,
         });
         expected = end;
     }

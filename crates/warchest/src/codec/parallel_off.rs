@@ -80,6 +80,10 @@ impl Engine {
         match *self {}
     }
 
+    pub(crate) fn member_digests(&self) -> Option<&crate::check::MemberDigests> {
+        None
+    }
+
     pub(crate) fn gzip_header(&self) -> Option<&GzipHeader> {
         match *self {}
     }
