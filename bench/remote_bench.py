@@ -57,6 +57,7 @@ its target.
 import argparse
 import json
 import os
+import re
 import shutil
 import socket
 import statistics
@@ -128,17 +129,31 @@ class Nginx:
 def timed(cmd, env=None, stdout=subprocess.DEVNULL):
     """Seconds, peak RSS (MiB, from /usr/bin/time) and CPU seconds of one
     run; exits loudly on a non-zero exit."""
+    return timed_more(cmd, env, stdout)[:3]
+
+
+def timed_more(cmd, env=None, stdout=subprocess.DEVNULL):
+    """`timed`, then the run's minor page faults and the remote blocks'
+    stats line (WARCHEST_REMOTE_STATS, when the run printed one) as a dict:
+    `budget` and `held` (MiB of blocks: the budget reached, the most held
+    at once), `waits` (reads that waited for their block) and `waited_ms`."""
     t0 = time.perf_counter()
-    p = subprocess.run(["/usr/bin/time", "-f", "maxrss=%M cpu=%U+%S"] + cmd, env=env,
+    p = subprocess.run(["/usr/bin/time", "-f", "maxrss=%M cpu=%U+%S minflt=%R"] + cmd, env=env,
                        stdout=stdout, stderr=subprocess.PIPE)
     dt = time.perf_counter() - t0
     err = p.stderr.decode(errors="replace")
     if p.returncode != 0:
         sys.exit("%s failed (%d): %s" % (" ".join(cmd), p.returncode, err[-2000:]))
     line = [l for l in err.splitlines() if l.startswith("maxrss=")][-1]
-    rss, cpu = line.split()
+    rss, cpu, flt = line.split()
     u, s = cpu[4:].split("+")
-    return dt, int(rss[7:]) / 1024, float(u) + float(s)
+    stats = None
+    m = re.search(r"remote blocks of .*budget reached (\d+) bytes.* (\d+) bytes held at most, "
+                  r"(\d+) reads waited ([0-9.]+) ms", err)
+    if m:
+        stats = {"budget": int(m.group(1)) / 2**20, "held": int(m.group(2)) / 2**20,
+                 "waits": int(m.group(3)), "waited_ms": float(m.group(4))}
+    return dt, int(rss[7:]) / 1024, float(u) + float(s), int(flt[7:]), stats
 
 
 def server_cpu(pid):
@@ -297,16 +312,31 @@ print(n)
 
 class Rows(list):
     """The rows, each also printed to stderr when measured, so that an
-    interrupted run still shows what it measured."""
+    interrupted run still shows what it measured. A row is (what, seconds,
+    rate, peak MiB, CPU s, server CPU s or None, extras): extras, for the
+    scan rows, hold the median minor faults (`minflt`) and, over a URL, the
+    remote blocks' stats (`timed_more`), else None."""
 
     def append(self, row):
-        if len(row) == 5:
-            row = row + (None,)
+        row = tuple(row) + (None,) * (7 - len(row))
         super().append(row)
-        what, t, rate, mem, cpu, srv = row
-        print("measured: %s: %.2f s, %s, %.0f MiB, %.2f CPU s%s"
-              % (what, t, rate, mem, cpu, "" if srv is None else ", server %.2f CPU s" % srv),
+        what, t, rate, mem, cpu, srv, extra = row
+        print("measured: %s: %.2f s, %s, %.0f MiB, %.2f CPU s%s%s"
+              % (what, t, rate, mem, cpu, "" if srv is None else ", server %.2f CPU s" % srv,
+                 "" if extra is None else ", %s" % extra_text(extra)),
               file=sys.stderr, flush=True)
+
+
+def extra_text(extra):
+    """The extras of a row, one cell: minor faults, then the blocks (MiB
+    of budget reached and held at most; reads that waited, how long)."""
+    if extra is None:
+        return "-"
+    out = "%d faults" % extra["minflt"]
+    if extra.get("budget") is not None:
+        out += "; blocks %.0f/%.0f MiB, %d waits %.0f ms" % (
+            extra["budget"], extra["held"], extra["waits"], extra["waited_ms"])
+    return out
 
 
 def main():
@@ -369,6 +399,8 @@ def main():
                     cpu_floor(rows, ratios, "scan from nginx over HTTP (ls -j %d)" % j, lt)
                     ratios.append(("scan -j %d: HTTP (nginx) / local speed" % j, lt / ht, None))
                     ratios.append(("scan -j %d: HTTP (nginx) / local time" % j, ht / lt, ("<=", 1.10)))
+                    memory_lines(rows, ratios, "scan from nginx over HTTP (ls -j %d)" % j,
+                                 "scan local file (ls -j %d)" % j)
             scan_latency(args, wbin, size, rows, ratios)
             if args.scan_only:
                 return report(rows, ratios)
@@ -487,6 +519,22 @@ def scan_latency(args, wbin, size, rows, ratios):
             srv.wait()
     ratios.append(("scan -j %d: %g ms a request / 0 ms (time)" % (j, args.latency_ms),
                    res[args.latency_ms] / res[0], ("<=", 1.10)))
+    for ms in (0, args.latency_ms):
+        memory_lines(rows, ratios, "scan from range_server.py, %g ms a request (ls -j %d)" % (ms, j),
+                     "scan local file (ls -j %d)" % j)
+
+
+def memory_lines(rows, ratios, what, local):
+    """Issue 33's memory lines for the row `what`: its peak RSS (at most
+    64 MiB) and its peak above the local file's row `local` (aim: at most
+    8 MiB: what the remote parts add)."""
+    row = next((r for r in rows if r[0] == what), None)
+    loc = next((r for r in rows if r[0] == local), None)
+    if row is None:
+        return
+    ratios.append(("%s: peak RSS" % what, row[3], ("MiB", 64)))
+    if loc is not None:
+        ratios.append(("%s: peak RSS above the local file's" % what, row[3] - loc[3], ("MiB", 8)))
 
 
 def cpu_floor(rows, ratios, what, local):
@@ -511,20 +559,31 @@ def scan_row(args, wbin, what, cmd, env, size, rows, ratios, server=None):
     printed."""
     progs = [(what, wbin)] + ([(what + ", before", args.before)] if args.before else [])
     runs = [[] for _ in progs]
+    # The remote blocks' stats line (budget reached, blocks held, waits).
+    env = dict(env if env is not None else os.environ, WARCHEST_REMOTE_STATS="1")
     for _ in range(args.runs):
         for k, (_, p) in enumerate(progs):
             c0 = server_cpu(server)
-            r = timed([p] + cmd, env)
+            r = timed_more([p] + cmd, env)
             c1 = server_cpu(server)
             runs[k].append(r + ((c1 - c0) if c0 is not None and c1 is not None else None,))
     got = []
     for (label, _), rs in zip(progs, runs):
         t, mem, cpu = (statistics.median(r[0] for r in rs), max(r[1] for r in rs),
                        statistics.median(r[2] for r in rs))
-        srv = [r[3] for r in rs if r[3] is not None]
+        srv = [r[5] for r in rs if r[5] is not None]
+        extra = {"minflt": statistics.median(r[3] for r in rs)}
+        stats = [r[4] for r in rs if r[4] is not None]
+        if stats:
+            # Budget and blocks held: the most in any run (as the peak
+            # RSS); waits: the median run's.
+            extra["budget"] = max(x["budget"] for x in stats)
+            extra["held"] = max(x["held"] for x in stats)
+            extra["waits"] = statistics.median(x["waits"] for x in stats)
+            extra["waited_ms"] = statistics.median(x["waited_ms"] for x in stats)
         got.append((t, cpu))
         rows.append((label, t, "%.0f MB/s" % (size / t / 1e6), mem, cpu,
-                     statistics.median(srv) if srv else None))
+                     statistics.median(srv) if srv else None, extra))
     if args.before:
         (t, cpu), (bt, bcpu) = got
         # A fixture's rows may take no measurable CPU: no ratio (nan).
@@ -535,15 +594,19 @@ def scan_row(args, wbin, what, cmd, env, size, rows, ratios, server=None):
 
 
 def report(rows, ratios):
-    print("| row | median s | rate | peak RSS MiB | CPU s | server CPU s |")
-    print("|---|---|---|---|---|---|")
-    for what, t, rate, mem, cpu, srv in rows:
-        print("| %s | %.2f | %s | %.0f | %.2f | %s |"
-              % (what, t, rate, mem, cpu, "-" if srv is None else "%.2f" % srv))
+    print("| row | median s | rate | peak RSS MiB | CPU s | server CPU s | faults; remote blocks |")
+    print("|---|---|---|---|---|---|---|")
+    for what, t, rate, mem, cpu, srv, extra in rows:
+        print("| %s | %.2f | %s | %.0f | %.2f | %s | %s |"
+              % (what, t, rate, mem, cpu, "-" if srv is None else "%.2f" % srv,
+                 extra_text(extra)))
     print()
     for what, r, goal in ratios:
         if goal is None:
             print("- %s: %.2fx" % (what, r))
+        elif isinstance(goal, tuple) and goal[0] == "MiB":
+            print("- %s: %.0f MiB (at most %g MiB: %s)" % (what, r, goal[1],
+                                                           "met" if r <= goal[1] else "NOT met"))
         elif isinstance(goal, tuple):
             print("- %s: %.2fx (target <= %gx: %s)" % (what, r, goal[1],
                                                        "met" if r <= goal[1] else "NOT met"))

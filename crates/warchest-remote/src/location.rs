@@ -46,9 +46,12 @@ pub struct Location {
     base: String,
     path: Path,
     store: Arc<dyn ObjectStore>,
-    /// The same store with object_store's own retries, for uploads (reads
-    /// retry in this crate, which resumes a range where it stopped).
-    write_store: Arc<dyn ObjectStore>,
+    /// What names the store (its bucket, container or server) among the
+    /// stores made, and the options it was made with: the store for
+    /// uploads is made from them when first asked for
+    /// ([`Location::write_store`]).
+    store_key: String,
+    opts: Options,
 }
 
 impl std::fmt::Debug for Location {
@@ -137,14 +140,14 @@ impl Location {
         };
         let path = Path::from_url_path(&key).map_err(|e| invalid(url, e))?;
         let store = store_for(scheme, &store_key, false, opts).map_err(|e| invalid(url, e))?;
-        let write_store = store_for(scheme, &store_key, true, opts).map_err(|e| invalid(url, e))?;
         Ok(Location {
             url: url.to_string(),
             scheme,
             base,
             path,
             store,
-            write_store,
+            store_key,
+            opts: opts.clone(),
         })
     }
 
@@ -176,12 +179,24 @@ impl Location {
         &self.store
     }
 
-    pub(crate) fn write_store(&self) -> &Arc<dyn ObjectStore> {
-        &self.write_store
+    /// The same store with object_store's own retries, for uploads (reads
+    /// retry in this crate, which resumes a range where it stopped). Made
+    /// on first use, not with the reading store: each client loads the
+    /// system's trust store (about 300 files, a few ms before the first
+    /// request), which a command that only reads paid twice.
+    pub(crate) fn write_store(&self) -> io::Result<Arc<dyn ObjectStore>> {
+        store_for(self.scheme, &self.store_key, true, &self.opts).map_err(|e| invalid(&self.url, e))
     }
 }
 
 type Stores = Mutex<HashMap<(Scheme, String, bool), Arc<dyn ObjectStore>>>;
+
+/// The stores made so far, by scheme, bucket (container, server) and
+/// whether for uploads.
+fn stores() -> &'static Stores {
+    static STORES: OnceLock<Stores> = OnceLock::new();
+    STORES.get_or_init(Default::default)
+}
 
 /// The store for one bucket (container, server), made once.
 fn store_for(
@@ -190,8 +205,7 @@ fn store_for(
     writing: bool,
     opts: &Options,
 ) -> object_store::Result<Arc<dyn ObjectStore>> {
-    static STORES: OnceLock<Stores> = OnceLock::new();
-    let stores = STORES.get_or_init(Default::default);
+    let stores = stores();
     let id = (scheme, key.to_string(), writing);
     if let Some(s) = stores.lock().unwrap_or_else(|e| e.into_inner()).get(&id) {
         return Ok(s.clone());
@@ -391,6 +405,21 @@ mod tests {
         assert!(!is_remote("/tmp/s3://x"));
         assert!(!is_remote("file.warc.gz"));
         assert!(!is_remote("-"));
+    }
+
+    /// Reading makes one client; the upload client (another trust store
+    /// loaded) is made only when asked for.
+    #[test]
+    fn the_upload_client_is_made_only_when_asked_for() {
+        let made = |writing: bool| {
+            let id = (Scheme::Http, "http://127.0.0.1:7".to_string(), writing);
+            stores().lock().unwrap().contains_key(&id)
+        };
+        let l = Location::parse("http://127.0.0.1:7/lazy/x.warc.gz").unwrap();
+        assert!(made(false));
+        assert!(!made(true));
+        l.write_store().unwrap();
+        assert!(made(true));
     }
 
     #[test]

@@ -37,6 +37,9 @@ impl RemoteWriter {
                 format!("{}: no object name to write to", loc.url()),
             ));
         }
+        // Its client made now, so that a store that cannot be made fails
+        // the command before anything is written.
+        loc.write_store()?;
         Ok(RemoteWriter {
             loc,
             opts,
@@ -67,8 +70,9 @@ impl RemoteWriter {
                 .map_err(|e| err(&loc, at, e)),
             None => {
                 let payload = PutPayload::from(std::mem::take(&mut self.head));
+                let store = loc.write_store()?;
                 runtime()
-                    .block_on(loc.write_store().put(loc.key(), payload))
+                    .block_on(store.put(loc.key(), payload))
                     .map(|_| ())
                     .map_err(|e| err(&loc, at, e))
             }
@@ -84,7 +88,7 @@ impl Write for RemoteWriter {
                 self.written += buf.len() as u64;
                 return Ok(buf.len());
             }
-            let store = self.loc.write_store().clone();
+            let store = self.loc.write_store()?;
             let key = self.loc.key().clone();
             let up = runtime()
                 .block_on(async move { store.put_multipart(&key).await })
