@@ -119,6 +119,8 @@ impl InfomallFiles {
             };
             let f = File::create_new(&open_path)
                 .map_err(|e| warchest::Error::from(e).in_file(&open_path))?;
+            // The new name durable, as the WARC writer's (docs/crawl.md).
+            warchest::write::sync_dir(&self.dir)?;
             g.cur = Some(Open {
                 path,
                 open_path,
@@ -142,6 +144,7 @@ impl InfomallFiles {
             drop(out);
             std::fs::rename(&o.open_path, &o.path)
                 .map_err(|e| warchest::Error::from(e).in_file(&o.open_path))?;
+            warchest::write::sync_dir(&self.dir)?;
             g.closed.push(o.path);
         }
         Ok(())

@@ -523,11 +523,10 @@ impl RotatingWriter {
             ))));
         }
         fs::rename(&open_path, &path).map_err(|e| Error::from(e).in_file(&open_path))?;
-        if self.opts.sync
-            && let Ok(d) = File::open(&self.dir)
-        {
-            // Makes the rename itself durable; not every platform allows it.
-            let _ = d.sync_all();
+        if self.opts.sync {
+            // Makes the rename itself durable: a crash after it must not
+            // bring the `.open` name back.
+            sync_dir(&self.dir)?;
         }
         self.done.push(path);
         Ok(())
@@ -945,6 +944,12 @@ impl RotatingWriter {
                 Err(e) => return Err(Error::from(e).in_file(&open_path)),
             }
         };
+        if self.opts.sync {
+            // The new name durable before any record in the file counts:
+            // a crawl's checkpoint syncs the file's data, which is no use
+            // if a power loss takes the directory entry that names it.
+            sync_dir(&self.dir)?;
+        }
         let mut w = Writer::new(
             BufWriter::with_capacity(256 << 10, file),
             self.opts.writer.clone(),
@@ -976,6 +981,39 @@ impl RotatingWriter {
         });
         Ok(())
     }
+}
+
+/// Syncs the directory `dir` itself (`fsync` of the directory), so that a
+/// file created or renamed in it survives a power loss under its new name.
+/// Where the platform or file system cannot sync a directory (Windows
+/// cannot open one; some file systems answer `EINVAL`), nothing is done.
+///
+/// # Errors
+/// The sync failed (an I/O error).
+pub fn sync_dir(dir: &Path) -> Result<()> {
+    #[cfg(test)]
+    DIR_SYNCS.with(|n| n.set(n.get() + 1));
+    let Ok(d) = File::open(dir) else {
+        return Ok(());
+    };
+    match d.sync_all() {
+        Ok(()) => Ok(()),
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::InvalidInput | io::ErrorKind::Unsupported
+            ) =>
+        {
+            Ok(())
+        }
+        Err(e) => Err(Error::from(e).in_file(dir)),
+    }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Directory syncs made by this thread (tests).
+    static DIR_SYNCS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 /// What a header may grow by when the writer adds Content-Length, the
@@ -1017,6 +1055,39 @@ mod tests {
         // pool-TIMESTAMP-SERIAL-host.warc.gz
         let name = f.file_name().unwrap().to_str().unwrap();
         name.split('-').nth(2).unwrap().parse().unwrap()
+    }
+
+    /// The directory is synced after a new `.open` file is made (its
+    /// name survives a power loss, so a checkpoint's sync of its data is
+    /// of use), and again after the rename to the final name; with
+    /// `sync = false`, never.
+    #[test]
+    fn a_new_file_and_its_rename_sync_the_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let syncs = || DIR_SYNCS.with(|n| n.get());
+        let counter = Arc::new(AtomicU64::new(0));
+        let mut w = RotatingWriter::new(dir.path(), opts("a", &counter)).unwrap();
+        let before = syncs();
+        write_one(&mut w);
+        assert!(w.current_file().is_some());
+        assert_eq!(syncs() - before, 1, "the new .open file's entry synced");
+        write_one(&mut w);
+        assert_eq!(syncs() - before, 1, "no sync for a record in the same file");
+        let files = w.finish().unwrap();
+        assert_eq!(files.len(), 1);
+        assert_eq!(syncs() - before, 2, "the rename synced");
+        let mut w = RotatingWriter::new(
+            dir.path(),
+            RotatingOptions {
+                sync: false,
+                ..opts("b", &counter)
+            },
+        )
+        .unwrap();
+        let before = syncs();
+        write_one(&mut w);
+        w.finish().unwrap();
+        assert_eq!(syncs(), before, "sync = false syncs nothing");
     }
 
     /// Two writers on one counter: the first's file takes 7 and is closed
