@@ -69,6 +69,27 @@ pub enum CrawlError {
     /// The WARC library.
     #[error(transparent)]
     Warc(#[from] warchest::Error),
+    /// Closing the WARC files at the end of a run failed; the files that
+    /// were closed (by the other writers, or by rotation) are indexed all
+    /// the same, and named here.
+    #[error("closing the WARC files failed: {error}; closed and indexed: {}", names(.closed))]
+    Closing {
+        /// The first error (any further one is logged).
+        error: Box<CrawlError>,
+        /// The files closed this run, each indexed.
+        closed: Vec<PathBuf>,
+    },
+}
+
+fn names(files: &[PathBuf]) -> String {
+    if files.is_empty() {
+        return "none".into();
+    }
+    files
+        .iter()
+        .map(|f| f.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// What reading the hand-off can fail on: the hand-off itself (its
@@ -950,6 +971,51 @@ impl Crawl {
         Ok(())
     }
 
+    /// Closes every WARC file (the recorder's writers, the Web InfoMall
+    /// files) and indexes each; returns them. When a close fails, every
+    /// other file is still closed, the files closed this run are indexed
+    /// all the same (they used to wait for a resume), and the error
+    /// ([`CrawlError::Closing`]) names them.
+    fn close_and_index(&self) -> Result<Vec<PathBuf>, CrawlError> {
+        let mut failed: Option<CrawlError> = None;
+        let mut fail = |e: CrawlError| match &failed {
+            None => failed = Some(e),
+            Some(_) => tracing::warn!("closing the WARC files failed as well: {e}"),
+        };
+        let mut files = self.recorder.finish().unwrap_or_else(|e| {
+            fail(e.into());
+            Vec::new()
+        });
+        if let Some(im) = &self.infomall {
+            match im.finish() {
+                Ok(f) => files.extend(f),
+                Err(e) => fail(e.into()),
+            }
+        }
+        let Some(error) = failed else {
+            for f in &files {
+                self.index_file(f)?;
+            }
+            return Ok(files);
+        };
+        // Every file closed this run, by rotation or by a close that worked.
+        let mut closed = self.recorder.closed_files();
+        if let Some(im) = &self.infomall {
+            closed.extend(im.flush().unwrap_or_default());
+        }
+        closed.sort();
+        closed.dedup();
+        for f in &closed {
+            if let Err(e) = self.index_file(f) {
+                tracing::warn!("indexing {} after a failed close: {e}", f.display());
+            }
+        }
+        Err(CrawlError::Closing {
+            error: Box::new(error),
+            closed,
+        })
+    }
+
     fn log_scope(&self, uri: &CrawlUri, rule: &str) {
         let _ = self.scope_log.line(&format!(
             "{} {} {} {} {rule}",
@@ -1185,19 +1251,14 @@ impl Crawl {
             .flatten()
             .or(checkpoint.err().map(CrawlError::from));
         if let Some(e) = fatal {
-            let _ = self.recorder.finish();
-            if let Some(im) = &self.infomall {
-                let _ = im.finish();
+            // The files are closed and indexed all the same (what a
+            // resume would do first).
+            if let Err(c) = self.close_and_index() {
+                tracing::warn!("after the crawl's error: {c}");
             }
             return Err(e);
         }
-        let mut files = self.recorder.finish()?;
-        if let Some(im) = &self.infomall {
-            files.extend(im.finish()?);
-        }
-        for f in &files {
-            self.index_file(f)?;
-        }
+        let files = self.close_and_index()?;
         let ending = if self.stop.load(Ordering::Relaxed) {
             Ending::Interrupted
         } else if self.budget_hit.load(Ordering::Relaxed) {

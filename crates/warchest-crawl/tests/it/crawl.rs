@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
+use std::sync::atomic::Ordering::SeqCst;
 
 use warchest_crawl::config::CrawlConfig;
 use warchest_crawl::engine::{Crawl, Ending, Summary};
@@ -894,4 +895,70 @@ fn a_stop_lets_robots_txt_waiters_go() {
     assert_eq!(pages.len(), 3, "each seed once: {pages:?}");
     pages.dedup();
     assert_eq!(pages.len(), 3, "each seed once");
+}
+
+/// Gives both writers of a crawl's pool (`warc-writers = 2`) a file of
+/// their own before it runs: writer 0 held while a record goes to writer
+/// 1 (serial 0), then one through the hold (writer 0, serial 1). A pool
+/// otherwise opens its second file only when two records meet.
+fn open_both_writers(c: &Crawl) {
+    let rec = c.recorder();
+    let now = time::OffsetDateTime::now_utc();
+    let mut h = rec.hold().unwrap();
+    rec.record_resource("urn:test:writer1", now, "text/plain", b"1", &[])
+        .unwrap();
+    h.record_resource("urn:test:writer0", now, "text/plain", b"0", &[])
+        .unwrap();
+}
+
+/// The `.open` files of a crawl directory, sorted.
+pub fn open_files(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir.join("archive"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "open"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// `Recorder::finish` failing at the end of a crawl (one writer's `.open`
+/// file removed under it once every URI is done): the crawl returns the
+/// error, and the file the other writer closed is indexed (CDXJ,
+/// `indexed.txt`) all the same and named in it. It used to wait, not
+/// indexed, for a resume.
+#[test]
+fn a_failed_close_at_the_end_still_indexes_the_other_writers_file() {
+    let w = web::start();
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("crawl");
+    let toml = config(&w, "warc-writers = 2");
+    let cfg = CrawlConfig::from_toml(&toml).unwrap();
+    let c = Crawl::open(&dir, cfg, &toml, Arc::new(AtomicBool::new(false))).unwrap();
+    open_both_writers(&c);
+    let open = open_files(&dir);
+    assert_eq!(open.len(), 2, "{open:?}");
+    assert!(open[1].to_string_lossy().contains("-00001-"), "{open:?}");
+    let removed = AtomicBool::new(false);
+    // Once nothing is queued or in flight (the run's last tick comes
+    // then, before the files are closed): writer 0's file goes.
+    let tick = |c: &Crawl| {
+        let n = c.frontier().counts().unwrap();
+        if n.done > 0 && n.queued == 0 && n.in_flight == 0 && !removed.swap(true, SeqCst) {
+            std::fs::remove_file(&open[1]).unwrap();
+        }
+    };
+    let err = c.run(&tick).unwrap_err().to_string();
+    assert!(removed.load(SeqCst));
+    let kept = open[0].with_extension("");
+    let name = kept.file_name().unwrap().to_str().unwrap();
+    assert!(err.contains("closing the WARC files failed"), "{err}");
+    assert!(err.contains(name), "the closed file named: {err}");
+    let listed = std::fs::read_to_string(dir.join("indexes/indexed.txt")).unwrap_or_default();
+    assert!(
+        listed.lines().any(|l| l.starts_with(&format!("{name}\t"))),
+        "{name} indexed: {listed:?}"
+    );
+    let cdxj = std::fs::read_to_string(dir.join("indexes/index.cdxj")).unwrap();
+    assert!(cdxj.lines().any(|l| l.contains(name)), "{cdxj}");
 }
