@@ -901,7 +901,7 @@ fn a_stop_lets_robots_txt_waiters_go() {
 /// their own before it runs: writer 0 held while a record goes to writer
 /// 1 (serial 0), then one through the hold (writer 0, serial 1). A pool
 /// otherwise opens its second file only when two records meet.
-fn open_both_writers(c: &Crawl) {
+pub fn open_both_writers(c: &Crawl) {
     let rec = c.recorder();
     let now = time::OffsetDateTime::now_utc();
     let mut h = rec.hold().unwrap();

@@ -5,6 +5,7 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -14,6 +15,9 @@ pub struct Web {
     pub log: Arc<Mutex<Vec<String>>>,
     /// URLs answered 304 Not Modified (a conditional request matched).
     pub not_modified: Arc<Mutex<Vec<String>>>,
+    /// While set, `e.test/hold` holds its answer (at most 60 s), so a
+    /// crawl of it is still running whatever the machine's speed.
+    pub hold: Arc<AtomicBool>,
 }
 
 impl Web {
@@ -29,7 +33,7 @@ impl Web {
 
     /// The `resolve` table of a crawl configuration.
     pub fn resolve_toml(&self) -> String {
-        "resolve-only = true\n[resolve]\n\"a.test\" = \"127.0.0.1\"\n\"b.test\" = \"127.0.0.1\"\n\"c.test\" = \"127.0.0.1\"\n\"d.test\" = \"127.0.0.1\"\n".into()
+        "resolve-only = true\n[resolve]\n\"a.test\" = \"127.0.0.1\"\n\"b.test\" = \"127.0.0.1\"\n\"c.test\" = \"127.0.0.1\"\n\"d.test\" = \"127.0.0.1\"\n\"e.test\" = \"127.0.0.1\"\n".into()
     }
 }
 
@@ -109,6 +113,7 @@ fn serve(
     port: u16,
     log: Arc<Mutex<Vec<String>>>,
     not_modified: Arc<Mutex<Vec<String>>>,
+    hold: Arc<AtomicBool>,
 ) {
     let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
     let mut r = BufReader::new(match s.try_clone() {
@@ -144,6 +149,12 @@ fn serve(
     let path = first.split_whitespace().nth(1).unwrap_or("/").to_string();
     let name = host.split(':').next().unwrap_or("").to_string();
     log.lock().unwrap().push(format!("http://{host}{path}"));
+    if name == "e.test" && path == "/hold" {
+        let t0 = std::time::Instant::now();
+        while hold.load(Ordering::SeqCst) && t0.elapsed() < Duration::from_secs(60) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
     let (mut status, mut headers, mut body) = page(&name, &path, port);
     let ct = headers
         .iter()
@@ -181,16 +192,18 @@ pub fn start() -> Web {
     let port = l.local_addr().unwrap().port();
     let log = Arc::new(Mutex::new(Vec::new()));
     let not_modified = Arc::new(Mutex::new(Vec::new()));
-    let (lg, nm) = (log.clone(), not_modified.clone());
+    let hold = Arc::new(AtomicBool::new(false));
+    let (lg, nm, hd) = (log.clone(), not_modified.clone(), hold.clone());
     std::thread::spawn(move || {
         for s in l.incoming().flatten() {
-            let (lg, nm) = (lg.clone(), nm.clone());
-            std::thread::spawn(move || serve(s, port, lg, nm));
+            let (lg, nm, hd) = (lg.clone(), nm.clone(), hd.clone());
+            std::thread::spawn(move || serve(s, port, lg, nm, hd));
         }
     });
     Web {
         port,
         log,
         not_modified,
+        hold,
     }
 }
