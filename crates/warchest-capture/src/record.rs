@@ -274,17 +274,34 @@ impl Recorder {
             .clone()
     }
 
-    /// Flushes and syncs (`fdatasync`) the open file
-    /// ([`RotatingWriter::sync_data`]): what was written survives a power
-    /// loss. A closed recorder has nothing to sync.
+    /// Flushes and syncs (`fdatasync`) every writer's open file: what was
+    /// written before the call survives a power loss. A writer's lock is
+    /// held only to flush its buffer and take a second handle of its file
+    /// ([`RotatingWriter::sync_handle`]); the syncs run with every writer
+    /// free, so a crawl's checkpoint does not stall the threads recording.
+    /// A closed recorder has nothing to sync.
     ///
     /// # Errors
     /// The write or the sync failed.
     pub fn sync_data(&self) -> Result<(), CaptureError> {
+        self.sync_data_with(|| {})
+    }
+
+    /// [`Recorder::sync_data`], `between` run after every handle is taken
+    /// and before the syncs (a test writes through the pool there).
+    fn sync_data_with(&self, between: impl FnOnce()) -> Result<(), CaptureError> {
+        let mut files = Vec::with_capacity(self.writers.len());
         for i in 0..self.writers.len() {
-            if let Some(w) = self.lock_at(i)?.g.w.as_mut() {
-                w.sync_data()?;
+            if let Some(w) = self.lock_at(i)?.g.w.as_mut()
+                && let Some(h) = w.sync_handle()?
+            {
+                files.push(h);
             }
+        }
+        between();
+        for (path, f) in files {
+            f.sync_data()
+                .map_err(|e| CaptureError::Io(path.display().to_string(), e))?;
         }
         Ok(())
     }
@@ -933,6 +950,48 @@ mod tests {
                 ],
                 vec!["urn:other".to_string()],
             ]
+        );
+    }
+
+    /// `sync_data` holds no writer while it syncs: between taking the
+    /// files' handles and syncing them, another thread writes through both
+    /// writers of the pool.
+    #[test]
+    fn sync_data_lets_the_writers_go_before_it_syncs() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = Arc::new(a_and_b(dir.path()));
+        let mut wrote = false;
+        r.sync_data_with(|| {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let r2 = r.clone();
+            std::thread::spawn(move || {
+                let date = warc_date(time::OffsetDateTime::now_utc());
+                for i in 0..2 {
+                    let mut rec = r2
+                        .new_record(RecordType::Resource, "urn:during", date)
+                        .unwrap();
+                    let mut h = r2.lock_at(i).unwrap();
+                    Recorder::writer(&mut h)
+                        .unwrap()
+                        .write(&mut rec, Body::Bytes(b"d"))
+                        .unwrap();
+                }
+                let _ = tx.send(());
+            });
+            // A writer held through the syncs would keep it waiting.
+            wrote = rx.recv_timeout(std::time::Duration::from_secs(60)).is_ok();
+        })
+        .unwrap();
+        assert!(wrote, "both writers were free while the files synced");
+        let files = r.finish().unwrap();
+        let uris: Vec<String> = contents(&files)
+            .into_iter()
+            .flat_map(|(_, _, u)| u)
+            .collect();
+        assert_eq!(
+            uris.iter().filter(|u| *u == "urn:during").count(),
+            2,
+            "{uris:?}"
         );
     }
 

@@ -644,8 +644,23 @@ impl Crawl {
         // frontier (frontier.rs).
         // The open WARC file first: the entries made durable point into it
         // (a power loss must not keep an entry whose record it lost).
+        let warc_failed = Arc::new(AtomicBool::new(false));
+        // The bulk of the WARC files' fdatasync, before the checkpoint
+        // takes any lock (the frontier's, the index's; each writer's only
+        // to take its file's handle): the workers fetch, record and finish
+        // URIs meanwhile. The companion then syncs, under the locks, only
+        // what they wrote in between.
+        let (rec, failed) = (recorder.clone(), warc_failed.clone());
+        frontier.set_presync(Box::new(move || {
+            if failed.load(Ordering::Relaxed) {
+                return Err("the open WARC file's earlier sync failed".into());
+            }
+            rec.sync_data().map(|()| true).map_err(|e| {
+                failed.store(true, Ordering::Relaxed);
+                e.to_string()
+            })
+        }));
         let rec = recorder.clone();
-        let warc_failed = AtomicBool::new(false);
         frontier.set_companion(
             &idx_path,
             Box::new(move || match rec.index() {
@@ -655,9 +670,11 @@ impl Crawl {
                     if warc_failed.load(Ordering::Relaxed) {
                         return Err("the open WARC file's earlier sync failed".into());
                     }
-                    // The WARC file synced under the index's lock: no
+                    // The WARC files synced under the index's lock: no
                     // batch naming a later record gets in between (lock
-                    // order: frontier, index, writer).
+                    // order: frontier, index, writer; the writers' locks
+                    // only to take the files' handles). The presync has
+                    // synced all but what came since.
                     match i.sync_with(|| rec.sync_data()) {
                         Ok(r) => r.map_err(|e| e.to_string()),
                         Err(e) => {

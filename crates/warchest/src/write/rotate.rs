@@ -494,6 +494,28 @@ impl RotatingWriter {
         Ok(())
     }
 
+    /// [`RotatingWriter::flush`], then a second handle of the open file,
+    /// with the file's name (as `NAME.open`); `None` when no file is open.
+    /// An `fdatasync` of the handle made later, without this writer
+    /// (another thread writes on meanwhile), makes every record written
+    /// before this call durable, also if the file is closed in between: a
+    /// crawl's checkpoint syncs so, outside the writer's lock.
+    ///
+    /// # Errors
+    /// The write failed, or the handle could not be made.
+    pub fn sync_handle(&mut self) -> Result<Option<(PathBuf, File)>> {
+        self.flush()?;
+        let Some(f) = self.cur.as_ref() else {
+            return Ok(None);
+        };
+        let h =
+            f.w.get_ref()
+                .get_ref()
+                .try_clone()
+                .map_err(|e| Error::from(e).in_file(&f.open_path))?;
+        Ok(Some((f.open_path.clone(), h)))
+    }
+
     /// Closes the open file (renaming it to its final name); the next
     /// record starts a new one.
     ///
