@@ -396,18 +396,24 @@ fn a_stop_request_finishes_in_flight_and_resume_goes_on() {
     let cfg = CrawlConfig::from_toml(&toml).unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let c = Crawl::open(&dir, cfg, &toml, stop.clone()).unwrap();
-    // Stopped once the first request reached the web, not after a fixed
-    // time: a fast machine could finish the crawl in that time, a slow one
-    // not have started it.
+    // d.test/gen/5 is held by the web until the stop is asked: d.test's
+    // later pages (one connection a host) wait behind it in their queue,
+    // so the crawl is stopped with URIs left and that one in flight
+    // whatever the machine's speed (it used to be stopped at the first
+    // request, and relied on the crawl not finishing before the stopper
+    // thread next ran).
+    let held = w.url("d.test", "/gen/5");
+    w.hold("d.test/gen/5");
     let s = std::thread::scope(|sc| {
-        let log = w.log.clone();
         let s2 = stop.clone();
+        let w = &w;
         sc.spawn(move || {
             let t0 = std::time::Instant::now();
-            while log.lock().unwrap().is_empty() && t0.elapsed().as_secs() < 60 {
+            while !w.requests().contains(&held) && t0.elapsed().as_secs() < 60 {
                 std::thread::sleep(std::time::Duration::from_millis(5));
             }
             s2.store(true, std::sync::atomic::Ordering::Relaxed);
+            w.release();
         });
         c.run(&|_| {}).unwrap()
     });

@@ -276,7 +276,7 @@ fn a_kill_with_both_writers_files_open_is_closed_on_resume() {
     let dir = out.path().join("c");
     // e.test/hold, a seed, is held until the kill: the crawl is still
     // running then, however fast or slow the machine.
-    w.hold.store(true, std::sync::atomic::Ordering::SeqCst);
+    w.hold("e.test/hold");
     let cfg = config(&w)
         .replace(
             "seeds = [",
@@ -343,7 +343,7 @@ fn a_kill_with_both_writers_files_open_is_closed_on_resume() {
         n.split('-').nth(2).unwrap().parse().unwrap()
     };
     let highest = opens.iter().map(|p| serial(p)).max().unwrap();
-    w.hold.store(false, std::sync::atomic::Ordering::SeqCst);
+    w.release();
     let s = resume(&dir, |t| t);
     assert_eq!(s.ending, Ending::Finished);
     // Both closed, each reported under its final name.

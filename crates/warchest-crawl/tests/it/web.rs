@@ -5,7 +5,6 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -15,9 +14,11 @@ pub struct Web {
     pub log: Arc<Mutex<Vec<String>>>,
     /// URLs answered 304 Not Modified (a conditional request matched).
     pub not_modified: Arc<Mutex<Vec<String>>>,
-    /// While set, `e.test/hold` holds its answer (at most 60 s), so a
-    /// crawl of it is still running whatever the machine's speed.
-    pub hold: Arc<AtomicBool>,
+    /// Requests held while listed here (`host/path`, as `e.test/hold`):
+    /// each waits for its entry to go (at most 60 s) before it is answered,
+    /// so a test can hold a crawl at a known point, whatever the machine's
+    /// speed.
+    pub held: Arc<Mutex<Vec<String>>>,
 }
 
 impl Web {
@@ -29,6 +30,16 @@ impl Web {
     /// Every request served, as `http://host:port/path`, in order.
     pub fn requests(&self) -> Vec<String> {
         self.log.lock().unwrap().clone()
+    }
+
+    /// Holds requests of `key` (`host/path`) until [`Web::release`].
+    pub fn hold(&self, key: &str) {
+        self.held.lock().unwrap().push(key.to_string());
+    }
+
+    /// Lets every held request go.
+    pub fn release(&self) {
+        self.held.lock().unwrap().clear();
     }
 
     /// The `resolve` table of a crawl configuration.
@@ -113,7 +124,7 @@ fn serve(
     port: u16,
     log: Arc<Mutex<Vec<String>>>,
     not_modified: Arc<Mutex<Vec<String>>>,
-    hold: Arc<AtomicBool>,
+    held: Arc<Mutex<Vec<String>>>,
 ) {
     let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
     let mut r = BufReader::new(match s.try_clone() {
@@ -149,11 +160,10 @@ fn serve(
     let path = first.split_whitespace().nth(1).unwrap_or("/").to_string();
     let name = host.split(':').next().unwrap_or("").to_string();
     log.lock().unwrap().push(format!("http://{host}{path}"));
-    if name == "e.test" && path == "/hold" {
-        let t0 = std::time::Instant::now();
-        while hold.load(Ordering::SeqCst) && t0.elapsed() < Duration::from_secs(60) {
-            std::thread::sleep(Duration::from_millis(10));
-        }
+    let key = format!("{name}{path}");
+    let t0 = std::time::Instant::now();
+    while held.lock().unwrap().contains(&key) && t0.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(10));
     }
     let (mut status, mut headers, mut body) = page(&name, &path, port);
     let ct = headers
@@ -192,8 +202,8 @@ pub fn start() -> Web {
     let port = l.local_addr().unwrap().port();
     let log = Arc::new(Mutex::new(Vec::new()));
     let not_modified = Arc::new(Mutex::new(Vec::new()));
-    let hold = Arc::new(AtomicBool::new(false));
-    let (lg, nm, hd) = (log.clone(), not_modified.clone(), hold.clone());
+    let held = Arc::new(Mutex::new(Vec::new()));
+    let (lg, nm, hd) = (log.clone(), not_modified.clone(), held.clone());
     std::thread::spawn(move || {
         for s in l.incoming().flatten() {
             let (lg, nm, hd) = (lg.clone(), nm.clone(), hd.clone());
@@ -204,6 +214,6 @@ pub fn start() -> Web {
         port,
         log,
         not_modified,
-        hold,
+        held,
     }
 }
