@@ -21,8 +21,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use warchest::digest::{Algorithm, Digest};
+use warchest::warc::WarcHeader;
 use warchest::warc::{DatePrecision, RecordType, TruncatedReason, Version, WarcDate, field};
-use warchest::write::{Body, NewRecord, RotatingOptions, RotatingWriter, records};
+use warchest::write::{Body, NewRecord, Placed, RotatingOptions, RotatingWriter, records};
 use warchest_ops::dedupe::{DigestIndex, IndexEntry, UrlEntry};
 use warchest_ops::revisit::{self, Location, Original, RevisitProfile};
 
@@ -103,6 +104,26 @@ impl<'a> HttpRecord<'a> {
     }
 }
 
+/// A record as the recorder wrote it, for an index made as the records
+/// are written ([`Recorder::set_on_written`]).
+pub struct WrittenRecord<'a> {
+    /// The header as written (Content-Length, digests and
+    /// WARC-Warcinfo-ID added).
+    pub header: &'a WarcHeader,
+    /// The block when `whole`, else its start: the HTTP head of a response
+    /// whose body was spooled.
+    pub block: &'a [u8],
+    /// Whether `block` is the whole block.
+    pub whole: bool,
+    /// Where it went: one place, or one a segment.
+    pub placed: &'a [Placed],
+}
+
+/// Called with the records of one write (an exchange's response, request
+/// and metadata; a `dns:` record; a resource...), in the order written,
+/// while their writer is held: before the file they went to can close.
+pub type OnWritten = Box<dyn Fn(&[WrittenRecord<'_>]) + Send + Sync>;
+
 /// Counts of what was written.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct RecorderStats {
@@ -162,6 +183,7 @@ pub struct Recorder {
     dns_seen: Mutex<HashSet<String>>,
     stats: Mutex<RecorderStats>,
     version: Version,
+    on_written: Option<OnWritten>,
 }
 
 fn warc_date(dt: time::OffsetDateTime) -> WarcDate {
@@ -226,7 +248,21 @@ impl Recorder {
             dns_seen: Mutex::new(HashSet::new()),
             stats: Mutex::new(RecorderStats::default()),
             version,
+            on_written: None,
         })
+    }
+
+    /// Calls `f` with every record written from now on (see [`OnWritten`]):
+    /// a crawl makes its CDXJ from them instead of reading each closed
+    /// file again.
+    pub fn set_on_written(&mut self, f: OnWritten) {
+        self.on_written = Some(f);
+    }
+
+    fn noted(&self, recs: &[WrittenRecord<'_>]) {
+        if let Some(f) = &self.on_written {
+            f(recs);
+        }
     }
 
     /// The dedupe index, if any.
@@ -477,8 +513,10 @@ impl Recorder {
         resp.block
             .seek(SeekFrom::Start(0))
             .map_err(|e| CaptureError::Io("spool".into(), e))?;
-        let placed = if matches!(kind, Kind::Revisit(RevisitProfile::IdenticalPayloadDigest)) {
-            // The head only: the payload is the original's.
+        // The head only for an identical-payload revisit: the payload is
+        // the original's.
+        let head_only = matches!(kind, Kind::Revisit(RevisitProfile::IdenticalPayloadDigest));
+        let placed = if head_only {
             let head = resp.head.raw().to_vec();
             w.write(&mut rec, Body::Bytes(&head))?
         } else {
@@ -492,11 +530,44 @@ impl Recorder {
         };
         let at = placed.first().map(|p| (p.path.clone(), p.written.offset));
         let mut records = 1;
-        w.write(&mut req, x.request)?;
+        let req_block = match &x.request {
+            Body::Bytes(b) => Some(*b),
+            _ => None,
+        };
+        let placed_req = w.write(&mut req, x.request)?;
         records += 1;
-        if let Some((m, block)) = &mut meta {
-            w.write(m, Body::Bytes(block))?;
-            records += 1;
+        let placed_meta = match &mut meta {
+            Some((m, block)) => {
+                records += 1;
+                w.write(m, Body::Bytes(block))?
+            }
+            None => Vec::new(),
+        };
+        if self.on_written.is_some() {
+            let head = resp.head.raw();
+            let mut noted = vec![
+                WrittenRecord {
+                    header: rec.header(),
+                    block: head,
+                    whole: head_only || head.len() as u64 == resp.len,
+                    placed: &placed,
+                },
+                WrittenRecord {
+                    header: req.header(),
+                    block: req_block.unwrap_or_default(),
+                    whole: req_block.is_some(),
+                    placed: &placed_req,
+                },
+            ];
+            if let Some((m, block)) = &meta {
+                noted.push(WrittenRecord {
+                    header: m.header(),
+                    block,
+                    whole: true,
+                    placed: &placed_meta,
+                });
+            }
+            self.noted(&noted);
         }
         // The records reach the file before the index names the response:
         // a sync of the index by another worker's group commit would
@@ -589,7 +660,13 @@ impl Recorder {
         let text = l.to_text();
         let mut guard = self.lock()?;
         let w = Self::writer(&mut guard)?;
-        w.write(&mut rec, Body::Bytes(text.as_bytes()))?;
+        let placed = w.write(&mut rec, Body::Bytes(text.as_bytes()))?;
+        self.noted(&[WrittenRecord {
+            header: rec.header(),
+            block: text.as_bytes(),
+            whole: true,
+            placed: &placed,
+        }]);
         // In the file before its writer is let go, as an exchange's are
         // (a crawl marks a URI done without flushing every writer).
         if self.index.is_some() {
@@ -692,14 +769,28 @@ impl Recorder {
         }
         let mut guard = self.lock()?;
         let w = Self::writer(&mut guard)?;
-        w.write(
+        let placed = w.write(
             &mut rec,
             Body::Seekable {
                 reader: file,
                 len: Some(len),
             },
         )?;
-        w.write(&mut m, Body::Bytes(control))?;
+        let placed_m = w.write(&mut m, Body::Bytes(control))?;
+        self.noted(&[
+            WrittenRecord {
+                header: rec.header(),
+                block: &[],
+                whole: len == 0,
+                placed: &placed,
+            },
+            WrittenRecord {
+                header: m.header(),
+                block: control,
+                whole: true,
+                placed: &placed_m,
+            },
+        ]);
         if self.index.is_some() {
             w.flush()?;
         }
@@ -771,7 +862,13 @@ impl Hold<'_> {
     fn put(&mut self, rec: &mut NewRecord, block: &[u8]) -> Result<String, CaptureError> {
         let id = rec.record_id();
         let w = Recorder::writer(&mut self.g)?;
-        w.write(rec, Body::Bytes(block))?;
+        let placed = w.write(rec, Body::Bytes(block))?;
+        self.r.noted(&[WrittenRecord {
+            header: rec.header(),
+            block,
+            whole: true,
+            placed: &placed,
+        }]);
         if self.r.index.is_some() {
             w.flush()?;
         }

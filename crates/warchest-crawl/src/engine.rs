@@ -139,6 +139,9 @@ pub struct Summary {
     pub recovered: Vec<String>,
     /// What opening the crawl read besides (CDXJ dedupe indexes loaded).
     pub notes: Vec<String>,
+    /// WARC files whose CDXJ this run made from their records as they
+    /// were written; the others it indexed were read again.
+    pub indexed_as_written: u64,
 }
 
 /// Live counters for progress displays and the status server.
@@ -185,6 +188,10 @@ pub struct Crawl {
     pages: LineLog,
     cdxj: LineLog,
     indexed: Mutex<Vec<PathBuf>>,
+    /// The CDXJ rows of the files being written (written.rs).
+    written: Arc<crate::written::WrittenRows>,
+    /// Files indexed from `written`.
+    indexed_as_written: AtomicU64,
     seeds: Vec<Url>,
     /// Connections kept open between a host's fetches (keep-alive).
     conns: KeptConns,
@@ -588,12 +595,12 @@ impl Crawl {
         let infomall = (e.format == OutputFormat::Infomall).then(|| {
             crate::infomall::InfomallFiles::new(&archive, &e.prefix, existing, e.warc_size)
         });
-        let recorder = Arc::new(Recorder::with_writers(
-            &archive,
-            output,
-            Some(index),
-            e.warc_writers,
-        )?);
+        let mut recorder = Recorder::with_writers(&archive, output, Some(index), e.warc_writers)?;
+        // The CDXJ made from the records as they are written.
+        let written = Arc::new(crate::written::WrittenRows::default());
+        let w = written.clone();
+        recorder.set_on_written(Box::new(move |recs| w.note(recs)));
+        let recorder = Arc::new(recorder);
         let limits = CaptureLimits {
             max_len: (e.max_size > 0).then_some(e.max_size),
             max_time: None,
@@ -722,6 +729,8 @@ impl Crawl {
             cdxj: open_log("indexes/index.cdxj")?,
             pages,
             indexed: Mutex::new(Vec::new()),
+            written,
+            indexed_as_written: AtomicU64::new(0),
             dir: dir.to_path_buf(),
             frontier,
             recorder,
@@ -968,11 +977,25 @@ impl Crawl {
             return Ok(());
         }
         ix.push(path.to_path_buf());
-        let mut reader = warchest::archive::Reader::open(path)?;
-        let mut out = IndexOutput::new(Vec::new(), &Format::Cdxj, false)?;
-        Indexer::new(name.clone(), IndexOptions::default()).index(&mut reader, |e| out.push(&e))?;
-        let text = String::from_utf8_lossy(&out.finish()?).into_owned();
-        let lines: Vec<&str> = text.lines().filter(|l| !l.is_empty()).collect();
+        let lines = match self.written.take(path) {
+            Some(lines) => {
+                self.indexed_as_written.fetch_add(1, Ordering::Relaxed);
+                lines
+            }
+            None => {
+                // A file of an earlier run, or one whose rows cannot be
+                // trusted (written.rs): read again.
+                let mut reader = warchest::archive::Reader::open(path)?;
+                let mut out = IndexOutput::new(Vec::new(), &Format::Cdxj, false)?;
+                Indexer::new(name.clone(), IndexOptions::default())
+                    .index(&mut reader, |e| out.push(&e))?;
+                String::from_utf8_lossy(&out.finish()?)
+                    .lines()
+                    .filter(|l| !l.is_empty())
+                    .map(str::to_string)
+                    .collect()
+            }
+        };
         if !lines.is_empty() {
             self.cdxj
                 .line(&lines.join("\n"))
@@ -1294,6 +1317,7 @@ impl Crawl {
             requeued: self.requeued,
             recovered: self.recovered.clone(),
             notes: self.notes.clone(),
+            indexed_as_written: self.indexed_as_written.load(Ordering::Relaxed),
         })
     }
 

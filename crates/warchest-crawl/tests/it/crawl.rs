@@ -968,3 +968,42 @@ fn a_failed_close_at_the_end_still_indexes_the_other_writers_file() {
     let cdxj = std::fs::read_to_string(dir.join("indexes/index.cdxj")).unwrap();
     assert!(cdxj.lines().any(|l| l.contains(name)), "{cdxj}");
 }
+
+/// The CDXJ of each file is made from its records as they were written
+/// (no file read again: `indexed_as_written` counts them all), and is the
+/// same bytes as `warchest index` of the closed file; with two writers and
+/// small files (rotation), a redirect, a revisit and the `dns:` records.
+#[test]
+fn the_cdxj_made_as_records_are_written_is_warchest_index_of_each_file() {
+    let w = web::start();
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("crawl");
+    let s = crawl(&dir, &config(&w, "warc-writers = 2\nwarc-size = 3000"));
+    assert_eq!(s.ending, Ending::Finished);
+    let files = warc_files(&dir);
+    assert!(files.len() > 2, "rotated: {files:?}");
+    assert_eq!(s.files.len(), files.len());
+    assert_eq!(
+        s.indexed_as_written,
+        files.len() as u64,
+        "every file indexed from its written records"
+    );
+    // In indexed.txt's order, each file's lines as `warchest index` makes them.
+    let listed = std::fs::read_to_string(dir.join("indexes/indexed.txt")).unwrap();
+    let mut want = String::new();
+    for name in listed.lines().map(|l| l.split('\t').next().unwrap()) {
+        let f = dir.join("archive").join(name);
+        let mut r = warchest::archive::Reader::open(&f).unwrap();
+        let mut o =
+            warchest_index::IndexOutput::new(Vec::new(), &warchest_index::Format::Cdxj, false)
+                .unwrap();
+        warchest_index::Indexer::new(name, warchest_index::IndexOptions::default())
+            .index(&mut r, |e| o.push(&e))
+            .unwrap();
+        want.push_str(&String::from_utf8(o.finish().unwrap()).unwrap());
+    }
+    let got = std::fs::read_to_string(dir.join("indexes/index.cdxj")).unwrap();
+    assert!(!got.is_empty());
+    assert_eq!(got, want);
+    check_files(&dir);
+}
