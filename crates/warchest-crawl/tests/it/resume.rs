@@ -60,22 +60,25 @@ fn config(w: &Web) -> String {
 /// The crawl in a child process (this binary's ignored `child_crawl`);
 /// `stderr` is kept for a failure's message or dropped.
 fn child(dir: &std::path::Path, cfg: &str, stderr: Stdio) -> std::process::Child {
-    Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--ignored",
-            "--exact",
-            "resume::child_crawl",
-            "--test-threads",
-            "1",
-            // A panic's message goes to stderr, kept for a failure.
-            "--nocapture",
-        ])
-        .env(DIR_VAR, dir)
-        .env(CONFIG_VAR, cfg)
-        .stdout(Stdio::null())
-        .stderr(stderr)
-        .spawn()
-        .unwrap()
+    child_cmd(dir, cfg).stderr(stderr).spawn().unwrap()
+}
+
+/// The command of [`child`], stdout dropped.
+fn child_cmd(dir: &std::path::Path, cfg: &str) -> Command {
+    let mut c = Command::new(std::env::current_exe().unwrap());
+    c.args([
+        "--ignored",
+        "--exact",
+        "resume::child_crawl",
+        "--test-threads",
+        "1",
+        // A panic's message goes to stderr, kept for a failure.
+        "--nocapture",
+    ])
+    .env(DIR_VAR, dir)
+    .env(CONFIG_VAR, cfg)
+    .stdout(Stdio::null());
+    c
 }
 
 /// A small pseudo-random sequence (the seed is printed to replay a failure).
@@ -287,19 +290,8 @@ fn a_kill_with_both_writers_files_open_is_closed_on_resume() {
     assert!(cfg.contains("warc-writers = 2") && cfg.contains("timeout = 120.0"));
     let err_path = out.path().join("child.err");
     let err_file = std::fs::File::create(&err_path).unwrap();
-    let mut c = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--ignored",
-            "--exact",
-            "resume::child_crawl",
-            "--test-threads",
-            "1",
-            "--nocapture",
-        ])
-        .env(DIR_VAR, &dir)
-        .env(CONFIG_VAR, &cfg)
+    let mut c = child_cmd(&dir, &cfg)
         .env(BOTH_VAR, "1")
-        .stdout(Stdio::null())
         .stderr(err_file)
         .spawn()
         .unwrap();
