@@ -20,6 +20,7 @@
 //! are indexed from bytes in memory.
 
 use std::collections::HashMap;
+use std::io::{Read, Seek};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -33,13 +34,28 @@ pub(crate) struct WrittenRows {
     files: Mutex<HashMap<PathBuf, FileRows>>,
 }
 
-#[derive(Default)]
+/// Rows of a file kept in memory up to this size, then in a temporary
+/// file: a 1 GB WARC file of small pages has some 100,000 rows (40 MB).
+const ROWS_IN_MEMORY: usize = 1 << 20;
+
 struct FileRows {
-    lines: Vec<String>,
+    /// The CDXJ lines so far, each ended by a newline.
+    lines: tempfile::SpooledTempFile,
     /// `(offset, stored length)` of every record noted.
     spans: Vec<(u64, u64)>,
-    /// A record of it could not be indexed from its write.
+    /// A record of it could not be indexed from its write (or its rows
+    /// could not be kept).
     broken: bool,
+}
+
+impl Default for FileRows {
+    fn default() -> Self {
+        FileRows {
+            lines: tempfile::SpooledTempFile::new(ROWS_IN_MEMORY),
+            spans: Vec::new(),
+            broken: false,
+        }
+    }
 }
 
 impl WrittenRows {
@@ -49,20 +65,34 @@ impl WrittenRows {
     /// spans two writes: a request pairs with the response it is
     /// WARC-Concurrent-To).
     pub(crate) fn note(&self, recs: &[WrittenRecord<'_>]) {
-        let mut m = self.files.lock().unwrap_or_else(|p| p.into_inner());
         if recs.iter().any(|r| r.placed.len() != 1) {
             // Segmented: the segments carry headers of their own.
+            let mut m = self.files.lock().unwrap_or_else(|p| p.into_inner());
             for p in recs.iter().flat_map(|r| r.placed) {
                 m.entry(p.path.clone()).or_default().broken = true;
             }
             return;
         }
-        for part in recs.chunk_by(|a, b| a.placed[0].path == b.placed[0].path) {
-            let path = &part[0].placed[0].path;
-            let f = m.entry(path.clone()).or_default();
-            match lines_of(part, path) {
+        // Indexed before the lock: the other writer's records meanwhile.
+        let parts: Vec<_> = recs
+            .chunk_by(|a, b| a.placed[0].path == b.placed[0].path)
+            .map(|part| (part, lines_of(part, &part[0].placed[0].path)))
+            .collect();
+        let mut m = self.files.lock().unwrap_or_else(|p| p.into_inner());
+        for (part, lines) in parts {
+            let f = m.entry(part[0].placed[0].path.clone()).or_default();
+            match lines {
                 Some(lines) => {
-                    f.lines.extend(lines);
+                    use std::io::Write as _;
+                    for l in lines {
+                        if f.lines
+                            .write_all(l.as_bytes())
+                            .and_then(|()| f.lines.write_all(b"\n"))
+                            .is_err()
+                        {
+                            f.broken = true;
+                        }
+                    }
                     f.spans.extend(
                         part.iter()
                             .map(|r| (r.placed[0].written.offset, r.placed[0].written.stored_len)),
@@ -102,7 +132,11 @@ impl WrittenRows {
         if info.finish().ok()?.stored_len? != first {
             return None;
         }
-        Some(f.lines)
+        let mut lines = f.lines;
+        let mut text = String::new();
+        lines.seek(std::io::SeekFrom::Start(0)).ok()?;
+        lines.read_to_string(&mut text).ok()?;
+        Some(text.lines().map(str::to_string).collect())
     }
 }
 
