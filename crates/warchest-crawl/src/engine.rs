@@ -1661,7 +1661,13 @@ impl Crawl {
             .collect();
         let found = self.scoped(uri, &links)?;
         let status = got.status.map_or(-1, i32::from);
-        let page = (200..300).contains(&status);
+        // Told apart by its own record: a URL whose document is not HTML
+        // is a resource a tab loaded, not a page (no pages.jsonl row).
+        let page = (200..300).contains(&status) && got.not_html.is_none();
+        let mime = got
+            .not_html
+            .as_deref()
+            .map(|c| crate::sidecar::mime_column(Some(c)));
         let seed = self.seeds.get(uri.seed as usize).map(|s| s.to_string());
         let mut ann = vec![
             "browser".to_string(),
@@ -1676,7 +1682,7 @@ impl Crawl {
             uri: uri.url.as_str(),
             hops: &uri.hops,
             via: uri.via.as_ref().map(|v| v.as_str()),
-            mime: None,
+            mime: mime.as_deref(),
             thread,
             fetch: Some((started, got.ms)),
             digest: None,

@@ -970,3 +970,45 @@ fn links_only_the_html_has_are_queued_at_the_pages_end() {
         assert_eq!(asked(&seen, p), 1, "{p}:\n{log}");
     }
 }
+
+/// A link to an extensionless URL that is not a page (JSON here, which a
+/// page could also fetch): a tab loads it, its own record says it is not
+/// HTML, so it is logged with its type and not listed as a page, where
+/// it used to be listed as an HTML page.
+#[test]
+fn a_linked_url_whose_document_is_not_html_is_no_page() {
+    let Some(exe) = chromium() else {
+        eprintln!("skipped: WARCHEST_SKIP_BROWSER");
+        return;
+    };
+    let addr = serve_paths(|p| match p {
+        "/" => (
+            "text/html",
+            "<html><title>home</title><a href=/data>data</a></html>".to_string(),
+        ),
+        "/data" => ("application/json", "{\"a\": 1}".to_string()),
+        _ => ("text/plain", String::new()),
+    });
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("crawl");
+    let mut f = browser_flags(&exe);
+    f.push("--ignore-robots".into());
+    let f: Vec<&str> = f.iter().map(String::as_str).collect();
+    let (code, err) = crawl(&dir, &[format!("http://{addr}/")], &f);
+    assert_eq!(code, 0, "{err}");
+    let log = std::fs::read_to_string(dir.join("logs/crawl.log")).unwrap();
+    let data = format!("http://{addr}/data");
+    let line = log
+        .lines()
+        .find(|l| l.split_whitespace().nth(3) == Some(data.as_str()))
+        .unwrap_or_else(|| panic!("no line of {data}: {log}"));
+    assert!(line.contains(" browser,"), "loaded in a tab: {line}");
+    assert!(line.contains(" application/json "), "{line}");
+    let pages = std::fs::read_to_string(dir.join("pages/pages.jsonl")).unwrap();
+    let urls: Vec<String> = pages
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["url"].to_string())
+        .collect();
+    assert_eq!(urls, [format!("\"http://{addr}/\"")], "{pages}");
+}
