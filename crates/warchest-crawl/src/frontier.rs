@@ -1615,6 +1615,17 @@ mod tests {
         assert_eq!(got, ["http://a.test/1", "http://b.test/2"]);
     }
 
+    /// A checkpoint fails naming the companion's file, not the frontier's,
+    /// with the companion's "disk full".
+    fn fails_as_the_companion(f: &Frontier, idx: &Path) {
+        let e = f.checkpoint().unwrap_err().to_string();
+        assert!(
+            e.starts_with(&format!("dedupe index {}: ", idx.display())),
+            "{e}"
+        );
+        assert!(e.contains("disk full"), "{e}");
+    }
+
     /// A checkpoint syncs the companion (the dedupe index) first, and only
     /// a checkpoint does: `add`, `complete`, `retry` and `mark_seen` are
     /// journaled without it; a failed companion sync names the
@@ -1654,12 +1665,7 @@ mod tests {
         f.checkpoint().unwrap();
         assert_eq!(n(), 1, "the checkpoint syncs the companion");
         fail.store(true, Ordering::SeqCst);
-        let e = f.checkpoint().unwrap_err().to_string();
-        assert!(
-            e.starts_with(&format!("dedupe index {}: ", idx.display())),
-            "{e}"
-        );
-        assert!(e.contains("disk full"), "{e}");
+        fails_as_the_companion(&f, &idx);
         fail.store(false, Ordering::SeqCst);
     }
 
@@ -1791,12 +1797,7 @@ mod tests {
         );
         assert_eq!(f.counts().unwrap().queued, 1);
         fail.store(true, Ordering::SeqCst);
-        let e = f.checkpoint().unwrap_err().to_string();
-        assert!(
-            e.starts_with(&format!("dedupe index {}: ", idx.display())),
-            "{e}"
-        );
-        assert!(e.contains("disk full"), "{e}");
+        fails_as_the_companion(&f, &idx);
         assert_eq!(order.lock().unwrap().len(), 2, "no companion after it");
         fail.store(false, Ordering::SeqCst);
     }
