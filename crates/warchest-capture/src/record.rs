@@ -17,7 +17,7 @@ use std::collections::HashSet;
 use std::io::{Read, Seek, SeekFrom};
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use warchest::digest::{Algorithm, Digest};
@@ -154,12 +154,16 @@ struct Slot {
 struct Held<'a> {
     g: MutexGuard<'a, Slot>,
     closed: &'a Mutex<Vec<PathBuf>>,
+    failed: &'a AtomicBool,
 }
 
 impl Drop for Held<'_> {
     fn drop(&mut self) {
         let slot = &mut *self.g;
         if let Some(w) = &slot.w {
+            if w.failed() {
+                self.failed.store(true, Ordering::SeqCst);
+            }
             let done = w.closed_files();
             if done.len() > slot.published {
                 let mut c = self.closed.lock().unwrap_or_else(|p| p.into_inner());
@@ -176,6 +180,8 @@ pub struct Recorder {
     writers: Vec<Mutex<Slot>>,
     /// Files closed so far, by every writer, in the order they closed.
     closed: Mutex<Vec<PathBuf>>,
+    /// A writer's sync or close failed (see [`Recorder::failed`]).
+    failed: AtomicBool,
     /// Which writer a caller waits for when all are busy.
     spread: AtomicU64,
     index: Option<DigestIndex>,
@@ -242,6 +248,7 @@ impl Recorder {
         Ok(Recorder {
             writers,
             closed: Mutex::new(Vec::new()),
+            failed: AtomicBool::new(false),
             spread: AtomicU64::new(0),
             index,
             digest,
@@ -310,6 +317,16 @@ impl Recorder {
             .clone()
     }
 
+    /// Whether a writer's sync or close failed (a rotation's sync, a
+    /// rename, an `fdatasync` of [`Recorder::sync_data`], a close of
+    /// [`Recorder::finish`]): records written may be lost on a power loss,
+    /// also in a file closed since (left as `NAME.open`). It stays set, and
+    /// [`Recorder::sync_data`] fails from then on: a crawl's checkpoint
+    /// must not make durable the dedupe entries that point at them.
+    pub fn failed(&self) -> bool {
+        self.failed.load(Ordering::SeqCst)
+    }
+
     /// Flushes and syncs (`fdatasync`) every writer's open file: what was
     /// written before the call survives a power loss. A writer's lock is
     /// held only to flush its buffer and take a second handle of its file
@@ -318,7 +335,7 @@ impl Recorder {
     /// A closed recorder has nothing to sync.
     ///
     /// # Errors
-    /// The write or the sync failed.
+    /// The write or the sync failed, now or earlier ([`Recorder::failed`]).
     pub fn sync_data(&self) -> Result<(), CaptureError> {
         self.sync_data_with(|| {})
     }
@@ -326,6 +343,16 @@ impl Recorder {
     /// [`Recorder::sync_data`], `between` run after every handle is taken
     /// and before the syncs (a test writes through the pool there).
     fn sync_data_with(&self, between: impl FnOnce()) -> Result<(), CaptureError> {
+        let r = self.sync_files(between);
+        if self.failed() {
+            return Err(r.err().unwrap_or_else(|| {
+                CaptureError::Http("an earlier sync or close of a WARC file failed".into())
+            }));
+        }
+        r
+    }
+
+    fn sync_files(&self, between: impl FnOnce()) -> Result<(), CaptureError> {
         let mut files = Vec::with_capacity(self.writers.len());
         for i in 0..self.writers.len() {
             if let Some(w) = self.lock_at(i)?.g.w.as_mut()
@@ -336,8 +363,10 @@ impl Recorder {
         }
         between();
         for (path, f) in files {
-            f.sync_data()
-                .map_err(|e| CaptureError::Io(path.display().to_string(), e))?;
+            f.sync_data().map_err(|e| {
+                self.failed.store(true, Ordering::SeqCst);
+                CaptureError::Io(path.display().to_string(), e)
+            })?;
         }
         Ok(())
     }
@@ -360,7 +389,10 @@ impl Recorder {
                         files.extend(f);
                         None
                     }
-                    Err(e) => Some(CaptureError::from(e)),
+                    Err(e) => {
+                        self.failed.store(true, Ordering::SeqCst);
+                        Some(CaptureError::from(e))
+                    }
                 },
                 Ok(None) => None,
                 Err(e) => Some(e),
@@ -419,6 +451,7 @@ impl Recorder {
         Held {
             g,
             closed: &self.closed,
+            failed: &self.failed,
         }
     }
 
@@ -1115,5 +1148,38 @@ mod tests {
         assert_eq!(kept.len(), 1);
         assert_eq!(contents(&kept)[0].1, 8);
         assert_eq!(contents(&kept)[0].2, ["urn:b"]);
+    }
+
+    /// A rotation whose close fails part way (here its rename: the final
+    /// name is taken; a failed sync leaves the writer in the same state)
+    /// leaves the file as `NAME.open` while the writer goes on: the
+    /// recorder remembers it, and every later `sync_data` fails, so a
+    /// crawl's checkpoint does not make durable dedupe entries that point
+    /// into that file. It used to sync only the new file and succeed.
+    #[test]
+    fn a_failed_close_at_a_rotation_fails_every_later_sync() {
+        let dir = tempfile::tempdir().unwrap();
+        // Small files: a few records each.
+        let r = pool(dir.path(), 1, 2000);
+        resource(&r, "urn:a");
+        let open: Vec<PathBuf> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(open.len(), 1);
+        std::fs::write(open[0].with_extension(""), b"").unwrap();
+        r.sync_data().unwrap();
+        assert!(!r.failed());
+        let now = time::OffsetDateTime::now_utc();
+        // Records until one rotates.
+        let failed = (0..100).find(|_| {
+            r.record_resource("urn:b", now, "text/plain", b"x", &[])
+                .is_err()
+        });
+        assert!(failed.is_some(), "a rotation came");
+        assert!(r.failed());
+        resource(&r, "urn:c");
+        assert!(r.sync_data().is_err(), "the failed close is not forgotten");
+        assert!(r.sync_data().is_err(), "nor later");
     }
 }

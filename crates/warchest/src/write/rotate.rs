@@ -207,6 +207,9 @@ pub struct RotatingWriter {
     /// Stored length of the last warcinfo record written.
     warcinfo_len: Option<u64>,
     done: Vec<PathBuf>,
+    /// A sync or a close of one of the files failed (see
+    /// [`RotatingWriter::failed`]).
+    failed: bool,
 }
 
 /// A body that can be read again from its start.
@@ -315,6 +318,7 @@ impl RotatingWriter {
             stage,
             warcinfo_len: None,
             done: Vec::new(),
+            failed: false,
         })
     }
 
@@ -326,6 +330,17 @@ impl RotatingWriter {
     /// The files closed so far, by their final names.
     pub fn closed_files(&self) -> &[PathBuf] {
         &self.done
+    }
+
+    /// Whether a sync or a close of one of this writer's files failed (an
+    /// `fdatasync`, the close's sync, its rename or the directory's sync):
+    /// records written may then not survive a power loss although the
+    /// call that wrote them returned (a failed close leaves its file as
+    /// `NAME.open`, and the writer goes on with a new file). Whoever makes
+    /// durable what points into the files (a crawl's dedupe index) checks
+    /// this first; it stays set.
+    pub fn failed(&self) -> bool {
+        self.failed
     }
 
     /// The file being written (its final name), if one is open.
@@ -485,11 +500,11 @@ impl RotatingWriter {
     /// The write or the sync failed.
     pub fn sync_data(&mut self) -> Result<()> {
         self.flush()?;
-        if let Some(f) = self.cur.as_ref() {
-            f.w.get_ref()
-                .get_ref()
-                .sync_data()
-                .map_err(|e| Error::from(e).in_file(&f.open_path))?;
+        if let Some(f) = self.cur.as_ref()
+            && let Err(e) = f.w.get_ref().get_ref().sync_data()
+        {
+            self.failed = true;
+            return Err(Error::from(e).in_file(&f.open_path));
         }
         Ok(())
     }
@@ -525,6 +540,16 @@ impl RotatingWriter {
         let Some(f) = self.cur.take() else {
             return Ok(());
         };
+        // The file is no longer this writer's: whatever fails now leaves
+        // it behind (as `NAME.open`, or not durably renamed).
+        let r = self.close(f);
+        if r.is_err() {
+            self.failed = true;
+        }
+        r
+    }
+
+    fn close(&mut self, f: OpenFile) -> Result<()> {
         let OpenFile {
             path, open_path, w, ..
         } = f;
@@ -534,6 +559,12 @@ impl RotatingWriter {
             .into_inner()
             .map_err(|e| Error::from(e.into_error()).in_file(&open_path))?;
         if self.opts.sync {
+            #[cfg(test)]
+            if FAIL_FILE_SYNC.with(|f| f.get()) {
+                return Err(
+                    Error::from(io::Error::other("injected sync failure")).in_file(&open_path)
+                );
+            }
             file.sync_all()
                 .map_err(|e| Error::from(e).in_file(&open_path))?;
         }
@@ -1036,6 +1067,8 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
 thread_local! {
     /// Directory syncs made by this thread (tests).
     static DIR_SYNCS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// While set, a close's file sync fails on this thread (tests).
+    static FAIL_FILE_SYNC: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// What a header may grow by when the writer adds Content-Length, the
@@ -1110,6 +1143,38 @@ mod tests {
         write_one(&mut w);
         w.finish().unwrap();
         assert_eq!(syncs(), before, "sync = false syncs nothing");
+    }
+
+    /// A close whose sync fails leaves its file as `NAME.open`, and the
+    /// writer says so ([`RotatingWriter::failed`], which a crawl checks
+    /// before its dedupe index's durable commit), also once it has gone on
+    /// to a new file.
+    #[test]
+    fn a_failed_sync_at_a_rotation_marks_the_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        let counter = Arc::new(AtomicU64::new(0));
+        let mut w = RotatingWriter::new(dir.path(), opts("a", &counter)).unwrap();
+        write_one(&mut w);
+        assert!(!w.failed());
+        FAIL_FILE_SYNC.with(|f| f.set(true));
+        let r = w.rotate();
+        FAIL_FILE_SYNC.with(|f| f.set(false));
+        assert!(r.is_err());
+        assert!(w.failed(), "the failed sync is remembered");
+        write_one(&mut w);
+        assert!(w.failed(), "still, with a new file open");
+        assert_eq!(w.closed_files().len(), 0);
+        let open = std::fs::read_dir(dir.path())
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .path()
+                    .extension()
+                    .is_some_and(|x| x == "open")
+            })
+            .count();
+        assert_eq!(open, 2, "the failed file left as .open, and the new one");
     }
 
     /// Two writers on one counter: the first's file takes 7 and is closed
