@@ -1291,9 +1291,17 @@ impl Crawl {
             .flatten()
             .or(checkpoint.err().map(CrawlError::from));
         if let Some(e) = fatal {
-            // The files are closed and indexed all the same (what a
-            // resume would do first).
-            if let Err(c) = self.close_and_index() {
+            if self.recorder.failed() {
+                // A WARC file's sync or close failed: closing now would
+                // sync again (which may succeed although the pages the
+                // first failed to write are lost), rename and index from
+                // the rows in memory. The `.open` files are left as they
+                // are: a resume reads their records back and keeps what is
+                // whole.
+                tracing::warn!("a WARC file's sync failed: the .open files are left for a resume");
+            } else if let Err(c) = self.close_and_index() {
+                // The files are closed and indexed all the same (what a
+                // resume would do first).
                 tracing::warn!("after the crawl's error: {c}");
             }
             return Err(e);

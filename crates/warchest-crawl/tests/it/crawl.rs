@@ -969,6 +969,45 @@ fn a_failed_close_at_the_end_still_indexes_the_other_writers_file() {
     assert!(cdxj.lines().any(|l| l.contains(name)), "{cdxj}");
 }
 
+/// A rotation whose close fails part way, before the crawl runs (the
+/// file's final name taken: the writer is left as a failed sync leaves
+/// it, the file `.open`, a new one begun): every checkpoint of the run
+/// fails, so the dedupe index never durably commits entries that point
+/// into that file (its end-of-run checkpoint used to, the presync and the
+/// companion syncing only the new file), and the run's error path leaves
+/// the `.open` files for a resume instead of syncing, renaming and
+/// indexing them.
+#[test]
+fn a_failed_close_at_a_rotation_fails_the_checkpoints_and_leaves_the_files_open() {
+    let w = web::start();
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("crawl");
+    let toml = config(&w, "warc-writers = 1\nwarc-size = 3000");
+    let cfg = CrawlConfig::from_toml(&toml).unwrap();
+    let c = Crawl::open(&dir, cfg, &toml, Arc::new(AtomicBool::new(false))).unwrap();
+    let rec = c.recorder();
+    let now = time::OffsetDateTime::now_utc();
+    rec.record_resource("urn:test:a", now, "text/plain", b"a", &[])
+        .unwrap();
+    let open = open_files(&dir);
+    assert_eq!(open.len(), 1, "{open:?}");
+    std::fs::write(open[0].with_extension(""), b"").unwrap();
+    let rotated = (0..100).any(|_| {
+        rec.record_resource("urn:test:b", now, "text/plain", b"b", &[])
+            .is_err()
+    });
+    assert!(rotated, "a rotation came and failed");
+    let err = c.run(&|_| {}).unwrap_err().to_string();
+    assert!(err.contains("earlier sync or close"), "{err}");
+    rec.flush().expect("the recorder is not closed");
+    let left = open_files(&dir);
+    assert!(left.contains(&open[0]), "{left:?}");
+    assert!(
+        left.len() >= 2,
+        "the run's last file left open too: {left:?}"
+    );
+}
+
 /// The CDXJ of each file is made from its records as they were written
 /// (no file read again: `indexed_as_written` counts them all), and is the
 /// same bytes as `warchest index` of the closed file; with two writers and
