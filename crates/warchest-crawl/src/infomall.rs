@@ -54,6 +54,15 @@ pub struct Capture<'a> {
     pub ip: Option<std::net::IpAddr>,
 }
 
+/// [`warchest::write::sync_dir`]; a test can make it fail.
+fn sync_dir(dir: &Path) -> warchest::Result<()> {
+    #[cfg(test)]
+    if tests::FAIL_DIR_SYNC.with(|f| f.get()) {
+        return Err(warchest::Error::from(std::io::Error::other("injected")).in_file(dir));
+    }
+    warchest::write::sync_dir(dir)
+}
+
 fn lock_err() -> warchest::Error {
     warchest::Error::from(std::io::Error::other("a crawl thread panicked"))
 }
@@ -120,7 +129,7 @@ impl InfomallFiles {
             let f = File::create_new(&open_path)
                 .map_err(|e| warchest::Error::from(e).in_file(&open_path))?;
             // The new name durable, as the WARC writer's (docs/crawl.md).
-            warchest::write::sync_dir(&self.dir)?;
+            sync_dir(&self.dir)?;
             g.cur = Some(Open {
                 path,
                 open_path,
@@ -144,8 +153,10 @@ impl InfomallFiles {
             drop(out);
             std::fs::rename(&o.open_path, &o.path)
                 .map_err(|e| warchest::Error::from(e).in_file(&o.open_path))?;
-            warchest::write::sync_dir(&self.dir)?;
+            // Listed before the directory's sync: a failed sync must not
+            // leave a closed file unlisted (not indexed, not named).
             g.closed.push(o.path);
+            sync_dir(&self.dir)?;
         }
         Ok(())
     }
@@ -170,5 +181,39 @@ impl InfomallFiles {
         let mut g = self.inner.lock().map_err(|_| lock_err())?;
         self.close(&mut g)?;
         Ok(std::mem::take(&mut g.closed))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    thread_local! {
+        /// While set, a directory sync fails on this thread.
+        pub(super) static FAIL_DIR_SYNC: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+
+    /// A directory sync failing after a close's rename: the file, under
+    /// its final name, is listed as closed all the same (so it is indexed
+    /// and named in the error). It used to be left out.
+    #[test]
+    fn a_failed_directory_sync_after_the_rename_still_lists_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let im = InfomallFiles::new(dir.path(), "im", 0, 1 << 20);
+        let c = Capture {
+            url: "http://a.test/",
+            origin: None,
+            date: time::OffsetDateTime::now_utc(),
+            ip: None,
+        };
+        let (path, _) = im
+            .write(&c, &mut &b"HTTP/1.1 200 OK\r\n\r\nx"[..], 20)
+            .unwrap();
+        FAIL_DIR_SYNC.with(|f| f.set(true));
+        let r = im.finish();
+        FAIL_DIR_SYNC.with(|f| f.set(false));
+        assert!(r.is_err());
+        assert!(path.exists(), "renamed");
+        assert_eq!(im.flush().unwrap(), [path], "listed as closed");
     }
 }

@@ -576,12 +576,15 @@ impl RotatingWriter {
             ))));
         }
         fs::rename(&open_path, &path).map_err(|e| Error::from(e).in_file(&open_path))?;
+        // Listed as soon as it has its final name: a failed directory sync
+        // below must not leave a closed file unlisted (not indexed, not
+        // named in the error).
+        self.done.push(path);
         if self.opts.sync {
             // Makes the rename itself durable: a crash after it must not
             // bring the `.open` name back.
             sync_dir(&self.dir)?;
         }
-        self.done.push(path);
         Ok(())
     }
 
@@ -1045,6 +1048,10 @@ impl RotatingWriter {
 /// The sync failed (an I/O error).
 pub fn sync_dir(dir: &Path) -> Result<()> {
     #[cfg(test)]
+    if FAIL_DIR_SYNC.with(|f| f.get()) {
+        return Err(Error::from(io::Error::other("injected directory sync failure")).in_file(dir));
+    }
+    #[cfg(test)]
     DIR_SYNCS.with(|n| n.set(n.get() + 1));
     let Ok(d) = File::open(dir) else {
         return Ok(());
@@ -1067,6 +1074,8 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
 thread_local! {
     /// Directory syncs made by this thread (tests).
     static DIR_SYNCS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// While set, a directory sync fails on this thread (tests).
+    static FAIL_DIR_SYNC: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     /// While set, a close's file sync fails on this thread (tests).
     static FAIL_FILE_SYNC: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
@@ -1175,6 +1184,26 @@ mod tests {
             })
             .count();
         assert_eq!(open, 2, "the failed file left as .open, and the new one");
+    }
+
+    /// A directory sync failing after the rename: the file, under its
+    /// final name with its data synced, is listed as closed all the same
+    /// (so it is indexed and named in the error), and the writer is
+    /// marked. It used to be left out of the list.
+    #[test]
+    fn a_failed_directory_sync_after_the_rename_still_lists_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let counter = Arc::new(AtomicU64::new(0));
+        let mut w = RotatingWriter::new(dir.path(), opts("a", &counter)).unwrap();
+        write_one(&mut w);
+        let path = w.current_file().unwrap().to_path_buf();
+        FAIL_DIR_SYNC.with(|f| f.set(true));
+        let r = w.rotate();
+        FAIL_DIR_SYNC.with(|f| f.set(false));
+        assert!(r.is_err());
+        assert!(path.exists(), "renamed");
+        assert_eq!(w.closed_files(), [path], "listed as closed");
+        assert!(w.failed());
     }
 
     /// Two writers on one counter: the first's file takes 7 and is closed
