@@ -1042,22 +1042,27 @@ impl RotatingWriter {
 /// Syncs the directory `dir` itself (`fsync` of the directory), so that a
 /// file created or renamed in it survives a power loss under its new name.
 /// Where the platform or file system cannot sync a directory (Windows
-/// cannot open one; some file systems answer `EINVAL`), nothing is done.
+/// cannot open one as a file; some file systems answer `EINVAL` to the
+/// sync), nothing is done.
 ///
 /// # Errors
-/// The sync failed (an I/O error).
+/// The directory cannot be opened (`EMFILE`, `EACCES`...; outside
+/// Windows), or the sync failed (an I/O error).
 pub fn sync_dir(dir: &Path) -> Result<()> {
     #[cfg(test)]
     if FAIL_DIR_SYNC.with(|f| f.get()) {
         return Err(Error::from(io::Error::other("injected directory sync failure")).in_file(dir));
     }
-    #[cfg(test)]
-    DIR_SYNCS.with(|n| n.set(n.get() + 1));
-    let Ok(d) = File::open(dir) else {
+    if cfg!(windows) {
         return Ok(());
-    };
+    }
+    let d = File::open(dir).map_err(|e| Error::from(e).in_file(dir))?;
     match d.sync_all() {
-        Ok(()) => Ok(()),
+        Ok(()) => {
+            #[cfg(test)]
+            DIR_SYNCS.with(|n| n.set(n.get() + 1));
+            Ok(())
+        }
         Err(e)
             if matches!(
                 e.kind(),
@@ -1072,7 +1077,7 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
 
 #[cfg(test)]
 thread_local! {
-    /// Directory syncs made by this thread (tests).
+    /// Directory syncs made (and returned `Ok`) by this thread (tests).
     static DIR_SYNCS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     /// While set, a directory sync fails on this thread (tests).
     static FAIL_DIR_SYNC: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
@@ -1184,6 +1189,18 @@ mod tests {
             })
             .count();
         assert_eq!(open, 2, "the failed file left as .open, and the new one");
+    }
+
+    /// A directory that cannot be opened is an error, not a silent no-op
+    /// (it used to be skipped: `EMFILE` or `EACCES` left the entry not
+    /// durable with no error).
+    #[test]
+    fn a_directory_that_cannot_be_opened_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(sync_dir(&dir.path().join("gone")).is_err());
+        let before = DIR_SYNCS.with(|n| n.get());
+        sync_dir(dir.path()).unwrap();
+        assert_eq!(DIR_SYNCS.with(|n| n.get()), before + 1);
     }
 
     /// A directory sync failing after the rename: the file, under its
