@@ -72,12 +72,18 @@ pub enum CrawlError {
     /// Closing the WARC files at the end of a run failed; the files that
     /// were closed (by the other writers, or by rotation) are indexed all
     /// the same, and named here.
-    #[error("closing the WARC files failed: {error}; closed and indexed: {}", names(.closed))]
+    #[error(
+        "closing the WARC files failed: {error}; closed and indexed: {}; closed, not indexed: {}",
+        names(.closed),
+        names(.unindexed)
+    )]
     Closing {
         /// The first error (any further one is logged).
         error: Box<CrawlError>,
-        /// The files closed this run, each indexed.
+        /// The files closed this run and indexed.
         closed: Vec<PathBuf>,
+        /// The files closed this run whose indexing failed (each logged).
+        unindexed: Vec<PathBuf>,
     },
 }
 
@@ -1029,7 +1035,15 @@ impl Crawl {
         if let Some(im) = &self.infomall {
             match im.finish() {
                 Ok(f) => files.extend(f),
-                Err(e) => fail(e.into()),
+                Err(e) => {
+                    fail(e.into());
+                    // The files it closed before (a failed finish keeps
+                    // them listed).
+                    match im.flush() {
+                        Ok(f) => files.extend(f),
+                        Err(e) => fail(e.into()),
+                    }
+                }
             }
         }
         let Some(error) = failed else {
@@ -1038,21 +1052,26 @@ impl Crawl {
             }
             return Ok(files);
         };
-        // Every file closed this run, by rotation or by a close that worked.
+        // Every file closed this run: by rotation or by a close that
+        // worked (the recorder's), and the InfoMall files gathered above
+        // (a successful finish hands them over once).
         let mut closed = self.recorder.closed_files();
-        if let Some(im) = &self.infomall {
-            closed.extend(im.flush().unwrap_or_default());
-        }
+        closed.extend(files);
         closed.sort();
         closed.dedup();
-        for f in &closed {
-            if let Err(e) = self.index_file(f) {
+        let mut unindexed = Vec::new();
+        closed.retain(|f| match self.index_file(f) {
+            Ok(()) => true,
+            Err(e) => {
                 tracing::warn!("indexing {} after a failed close: {e}", f.display());
+                unindexed.push(f.clone());
+                false
             }
-        }
+        });
         Err(CrawlError::Closing {
             error: Box::new(error),
             closed,
+            unindexed,
         })
     }
 

@@ -178,3 +178,54 @@ fn an_infomall_crawl_refuses_what_the_format_cannot_hold() {
         assert!(err.contains(why), "{extra}: {err}");
     }
 }
+
+/// `Recorder::finish` failing at the end of an InfoMall crawl (one of the
+/// recorder's `.open` files removed once every URI is done) while the
+/// InfoMall files close: those are still indexed and named in the error.
+/// Their close handed them over once, and the error path used to ask the
+/// emptied list again (none named).
+#[test]
+fn a_failed_close_of_the_recorder_still_names_the_infomall_files() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+    use warchest_crawl::config::CrawlConfig;
+    use warchest_crawl::engine::Crawl;
+
+    let w = web::start();
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("crawl");
+    let toml = config(
+        &w,
+        "format = \"infomall\"\nwarc-size = 3000\nmax-size = 10000\nwarc-writers = 2",
+    );
+    let cfg = CrawlConfig::from_toml(&toml).unwrap();
+    let c = Crawl::open(&dir, cfg, &toml, Arc::new(AtomicBool::new(false))).unwrap();
+    crate::crawl::open_both_writers(&c);
+    let open = crate::crawl::open_files(&dir);
+    assert_eq!(open.len(), 2, "{open:?}");
+    let removed = AtomicBool::new(false);
+    let tick = |c: &Crawl| {
+        let n = c.frontier().counts().unwrap();
+        if n.done > 0 && n.queued == 0 && n.in_flight == 0 && !removed.swap(true, SeqCst) {
+            std::fs::remove_file(&open[1]).unwrap();
+        }
+    };
+    let err = c.run(&tick).unwrap_err().to_string();
+    assert!(removed.load(SeqCst));
+    assert!(err.contains("closing the WARC files failed"), "{err}");
+    let dats: Vec<String> = std::fs::read_dir(dir.join("archive"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".dat"))
+        .collect();
+    assert!(dats.len() >= 2, "rotated: {dats:?}");
+    let listed = std::fs::read_to_string(dir.join("indexes/indexed.txt")).unwrap_or_default();
+    for d in &dats {
+        assert!(err.contains(d.as_str()), "{d} named: {err}");
+        assert!(
+            listed.lines().any(|l| l.starts_with(&format!("{d}\t"))),
+            "{d} indexed: {listed:?}"
+        );
+    }
+    assert!(err.contains("closed, not indexed: none"), "{err}");
+}
