@@ -112,6 +112,18 @@ impl From<std::io::Error> for Handed {
     }
 }
 
+/// [`Recorder::sync_data`], the checkpoint's sync of the WARC files.
+fn sync_warc(rec: &Recorder) -> Result<(), CaptureError> {
+    #[cfg(test)]
+    if tests::FAIL_HANDLE.with(|f| f.replace(false)) {
+        return Err(CaptureError::Io(
+            "a WARC file's handle".into(),
+            std::io::Error::from_raw_os_error(24),
+        ));
+    }
+    rec.sync_data()
+}
+
 fn io_at(p: &Path) -> impl FnOnce(std::io::Error) -> CrawlError + '_ {
     move |e| CrawlError::Io(p.to_path_buf(), e)
 }
@@ -657,45 +669,33 @@ impl Crawl {
         // frontier (frontier.rs).
         // The open WARC file first: the entries made durable point into it
         // (a power loss must not keep an entry whose record it lost).
-        let warc_failed = Arc::new(AtomicBool::new(false));
         // The bulk of the WARC files' fdatasync, before the checkpoint
         // takes any lock (the frontier's, the index's; each writer's only
         // to take its file's handle): the workers fetch, record and finish
         // URIs meanwhile. The companion then syncs, under the locks, only
-        // what they wrote in between.
-        let (rec, failed) = (recorder.clone(), warc_failed.clone());
+        // what they wrote in between. A failed fdatasync (or close) is
+        // never retried: the recorder remembers it and fails every later
+        // sync (a later fdatasync may succeed although the pages the first
+        // failed to write are lost). Another error (a flush, a handle that
+        // could not be made: no file descriptor left) fails this checkpoint
+        // only.
+        let rec = recorder.clone();
         frontier.set_presync(Box::new(move || {
-            if failed.load(Ordering::Relaxed) {
-                return Err("the open WARC file's earlier sync failed".into());
-            }
-            rec.sync_data().map(|()| true).map_err(|e| {
-                failed.store(true, Ordering::Relaxed);
-                e.to_string()
-            })
+            sync_warc(&rec).map(|()| true).map_err(|e| e.to_string())
         }));
         let rec = recorder.clone();
         frontier.set_companion(
             &idx_path,
             Box::new(move || match rec.index() {
-                Some(i) => {
-                    // Never retried after a failure: a later fdatasync may
-                    // succeed although the pages it failed to write are lost.
-                    if warc_failed.load(Ordering::Relaxed) {
-                        return Err("the open WARC file's earlier sync failed".into());
-                    }
-                    // The WARC files synced under the index's lock: no
-                    // batch naming a later record gets in between (lock
-                    // order: frontier, index, writer; the writers' locks
-                    // only to take the files' handles). The presync has
-                    // synced all but what came since.
-                    match i.sync_with(|| rec.sync_data()) {
-                        Ok(r) => r.map_err(|e| e.to_string()),
-                        Err(e) => {
-                            warc_failed.store(true, Ordering::Relaxed);
-                            Err(e.to_string())
-                        }
-                    }
-                }
+                // The WARC files synced under the index's lock: no batch
+                // naming a later record gets in between (lock order:
+                // frontier, index, writer; the writers' locks only to take
+                // the files' handles). The presync has synced all but what
+                // came since.
+                Some(i) => match i.sync_with(|| sync_warc(&rec)) {
+                    Ok(r) => r.map_err(|e| e.to_string()),
+                    Err(e) => Err(e.to_string()),
+                },
                 None => Ok(false),
             }),
         );
@@ -2246,6 +2246,44 @@ fn serial_of(name: &str, prefix: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    thread_local! {
+        /// When set, the next checkpoint sync of the WARC files fails as
+        /// a handle that could not be made would (`EMFILE`), not a sync.
+        pub(super) static FAIL_HANDLE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+
+    /// A checkpoint whose WARC sync fails on something else than the
+    /// fdatasync (a handle that could not be made, `EMFILE`) fails that
+    /// checkpoint only: the next one syncs and commits. Such an error
+    /// used to be latched like a failed fdatasync, failing every later
+    /// checkpoint.
+    #[test]
+    fn a_checkpoint_failing_on_a_handle_not_a_sync_does_not_fail_the_next() {
+        let out = tempfile::tempdir().unwrap();
+        let toml = "seeds = [\"http://a.test/\"]\n";
+        let cfg = CrawlConfig::from_toml(toml).unwrap();
+        let c = Crawl::open(
+            &out.path().join("crawl"),
+            cfg,
+            toml,
+            Arc::new(AtomicBool::new(false)),
+        )
+        .unwrap();
+        c.recorder()
+            .record_resource(
+                "urn:test:a",
+                time::OffsetDateTime::now_utc(),
+                "text/plain",
+                b"a",
+                &[],
+            )
+            .unwrap();
+        FAIL_HANDLE.with(|f| f.set(true));
+        assert!(c.frontier().checkpoint().is_err());
+        c.frontier().checkpoint().unwrap();
+        assert!(!c.recorder().failed());
+    }
 
     #[test]
     fn serial_of_reads_annex_b_names_of_the_prefix_only() {
