@@ -1044,5 +1044,36 @@ fn the_cdxj_made_as_records_are_written_is_warchest_index_of_each_file() {
     let got = std::fs::read_to_string(dir.join("indexes/index.cdxj")).unwrap();
     assert!(!got.is_empty());
     assert_eq!(got, want);
+    // What the comparison covered: an exchange whose records are split
+    // between two files, a redirect and a revisit.
+    let mut file_of = std::collections::HashMap::new();
+    let mut all = Vec::new();
+    for (i, f) in files.iter().enumerate() {
+        let mut d = flate2::read::MultiGzDecoder::new(std::fs::File::open(f).unwrap());
+        let mut b = Vec::new();
+        d.read_to_end(&mut b).unwrap();
+        for r in String::from_utf8_lossy(&b).split("WARC/1.1\r\n") {
+            if let Some(id) = r.lines().find_map(|l| l.strip_prefix("WARC-Record-ID: ")) {
+                file_of.insert(id.to_string(), i);
+                all.push((i, r.to_string()));
+            }
+        }
+    }
+    let split = all
+        .iter()
+        .filter(|(i, r)| {
+            r.lines()
+                .filter_map(|l| l.strip_prefix("WARC-Concurrent-To: "))
+                .any(|to| file_of.get(to).is_some_and(|j| j != i))
+        })
+        .count();
+    assert!(split > 0, "an exchange split between two files");
+    let recs: Vec<String> = all.into_iter().map(|(_, r)| r).collect();
+    assert!(
+        recs.iter().any(|r| r.contains("WARC-Type: revisit\r\n")),
+        "a revisit"
+    );
+    let old = record_of(&recs, "response", w.url("a.test", "/old").as_str());
+    assert!(old.contains("\r\n\r\nHTTP/1.0 301 "), "a redirect: {old}");
     check_files(&dir);
 }
