@@ -112,8 +112,12 @@ impl From<std::io::Error> for Handed {
     }
 }
 
-/// [`Recorder::sync_data`], the checkpoint's sync of the WARC files.
-fn sync_warc(rec: &Recorder) -> Result<(), CaptureError> {
+/// [`Recorder::sync_data`], then the Web InfoMall file's: the
+/// checkpoint's sync of the output files.
+fn sync_warc(
+    rec: &Recorder,
+    im: Option<&crate::infomall::InfomallFiles>,
+) -> Result<(), CaptureError> {
     #[cfg(test)]
     if tests::FAIL_HANDLE.with(|f| f.replace(false)) {
         return Err(CaptureError::Io(
@@ -121,7 +125,11 @@ fn sync_warc(rec: &Recorder) -> Result<(), CaptureError> {
             std::io::Error::from_raw_os_error(24),
         ));
     }
-    rec.sync_data()
+    rec.sync_data()?;
+    if let Some(im) = im {
+        im.sync_data()?;
+    }
+    Ok(())
 }
 
 fn io_at(p: &Path) -> impl FnOnce(std::io::Error) -> CrawlError + '_ {
@@ -184,7 +192,7 @@ pub struct Crawl {
     frontier: Frontier,
     recorder: Arc<Recorder>,
     /// `format = infomall`: responses go here instead of the recorder.
-    infomall: Option<crate::infomall::InfomallFiles>,
+    infomall: Option<Arc<crate::infomall::InfomallFiles>>,
     /// Pages loaded in a browser (`--browser`), when set.
     renderer: Option<Box<dyn PageRenderer>>,
     /// URLs the browser fetched this run, for URIs queued before it did
@@ -611,7 +619,12 @@ impl Crawl {
             ..RotatingOptions::default()
         };
         let infomall = (e.format == OutputFormat::Infomall).then(|| {
-            crate::infomall::InfomallFiles::new(&archive, &e.prefix, existing, e.warc_size)
+            Arc::new(crate::infomall::InfomallFiles::new(
+                &archive,
+                &e.prefix,
+                existing,
+                e.warc_size,
+            ))
         });
         let mut recorder = Recorder::with_writers(&archive, output, Some(index), e.warc_writers)?;
         // The CDXJ made from the records as they are written.
@@ -679,11 +692,15 @@ impl Crawl {
         // failed to write are lost). Another error (a flush, a handle that
         // could not be made: no file descriptor left) fails this checkpoint
         // only.
-        let rec = recorder.clone();
+        // The Web InfoMall file likewise (its URIs counted done by the
+        // checkpoint).
+        let (rec, im) = (recorder.clone(), infomall.clone());
         frontier.set_presync(Box::new(move || {
-            sync_warc(&rec).map(|()| true).map_err(|e| e.to_string())
+            sync_warc(&rec, im.as_deref())
+                .map(|()| true)
+                .map_err(|e| e.to_string())
         }));
-        let rec = recorder.clone();
+        let (rec, im) = (recorder.clone(), infomall.clone());
         frontier.set_companion(
             &idx_path,
             Box::new(move || match rec.index() {
@@ -692,7 +709,7 @@ impl Crawl {
                 // frontier, index, writer; the writers' locks only to take
                 // the files' handles). The presync has synced all but what
                 // came since.
-                Some(i) => match i.sync_with(|| sync_warc(&rec)) {
+                Some(i) => match i.sync_with(|| sync_warc(&rec, im.as_deref())) {
                     Ok(r) => r.map_err(|e| e.to_string()),
                     Err(e) => Err(e.to_string()),
                 },
@@ -1310,7 +1327,7 @@ impl Crawl {
             .flatten()
             .or(checkpoint.err().map(CrawlError::from));
         if let Some(e) = fatal {
-            if self.recorder.failed() {
+            if self.recorder.failed() || self.infomall.as_ref().is_some_and(|im| im.failed()) {
                 // A WARC file's sync or close failed: closing now would
                 // sync again (which may succeed although the pages the
                 // first failed to write are lost), rename and index from
@@ -2251,6 +2268,35 @@ mod tests {
         /// When set, the next checkpoint sync of the WARC files fails as
         /// a handle that could not be made would (`EMFILE`), not a sync.
         pub(super) static FAIL_HANDLE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+
+    /// A checkpoint syncs the open Web InfoMall file too (its URIs are
+    /// counted done): it used to sync only the recorder's WARC files.
+    #[test]
+    fn a_checkpoint_syncs_the_open_infomall_file() {
+        let out = tempfile::tempdir().unwrap();
+        let toml = "seeds = [\"http://a.test/\"]\nformat = \"infomall\"\n";
+        let cfg = CrawlConfig::from_toml(toml).unwrap();
+        let c = Crawl::open(
+            &out.path().join("crawl"),
+            cfg,
+            toml,
+            Arc::new(AtomicBool::new(false)),
+        )
+        .unwrap();
+        let im = c.infomall.as_ref().unwrap();
+        let cap = crate::infomall::Capture {
+            url: "http://a.test/",
+            origin: None,
+            date: time::OffsetDateTime::now_utc(),
+            ip: None,
+        };
+        im.write(&cap, &mut &b"HTTP/1.1 200 OK\r\n\r\nx"[..], 20)
+            .unwrap();
+        let syncs = || crate::infomall::tests::SYNCS.with(|n| n.get());
+        let before = syncs();
+        c.frontier().checkpoint().unwrap();
+        assert_eq!(syncs() - before, 2, "by the presync and the companion");
     }
 
     /// A checkpoint whose WARC sync fails on something else than the
