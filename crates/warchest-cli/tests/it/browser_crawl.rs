@@ -630,14 +630,27 @@ fn host_parallel_loads_pages_of_one_host_in_several_tabs() {
 /// A loopback site whose seed page is slow to end: its HTML links to
 /// /p/1.html, its script builds a link to /p/2.html, an image holds its
 /// load event back and a request after load holds its network idle back
-/// (`wait` each); /r redirects to it. With it, when each path was asked
-/// for (and when /slow.svg was answered, as `answered /slow.svg`).
+/// (each at least `wait`, and on a gate: the image until /p/1.html was
+/// asked for, the request until /p/2.html was, or 60 s); /r redirects to
+/// it. With it, when each path was asked for (and when /slow.svg was
+/// answered, as `answered /slow.svg`).
 type Events = Arc<std::sync::Mutex<Vec<(String, Instant)>>>;
 
 fn slow_seed_site(wait: Duration) -> (String, Events) {
     let events = Events::default();
     let ev = events.clone();
     let note = move |what: String| ev.lock().unwrap().push((what, Instant::now()));
+    let ev = events.clone();
+    // No clock decides the order: the seed's page cannot end before the
+    // linked page was asked for, however long the second browser takes to
+    // start (only a hang reaches the deadline, and fails the test).
+    let gate = move |path: &str| {
+        std::thread::sleep(wait);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline && !ev.lock().unwrap().iter().any(|e| e.0 == path) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
     let addr = serve_paths(move |path| {
         note(path.to_string());
         match path {
@@ -650,7 +663,7 @@ addEventListener('load',()=>fetch('/slow.json'));</script>"
                 .to_string(),
         ),
         "/slow.svg" => {
-            std::thread::sleep(wait);
+            gate("/p/1.html");
             note("answered /slow.svg".into());
             (
                 "image/svg+xml",
@@ -658,7 +671,7 @@ addEventListener('load',()=>fetch('/slow.json'));</script>"
             )
         }
         "/slow.json" => {
-            std::thread::sleep(wait);
+            gate("/p/2.html");
             ("application/json", "{}".to_string())
         }
         "/r" => ("redirect", "/".to_string()),
@@ -693,12 +706,18 @@ fn second_tab_starts_before_the_seed_ends(seed: &str) {
         eprintln!("skipped: WARCHEST_SKIP_BROWSER");
         return;
     };
-    // Room for the second browser (started beside the first) to be up.
-    let wait = Duration::from_secs(3);
+    // The seed's image and late request are held until the linked pages
+    // were asked for (slow_seed_site), not for a time the second browser
+    // (started beside the first) was given to be up: under load it once
+    // took longer than 3 s. The page timeout gives that hold room (the
+    // load timeout is half of it).
+    let wait = Duration::from_secs(1);
     let (addr, events) = slow_seed_site(wait);
     let work = tempfile::tempdir().unwrap();
     let dir = work.path().join("crawl");
     let mut flags = browser_flags(&exe);
+    let t = flags.iter().position(|f| f == "--page-timeout").unwrap() + 1;
+    flags[t] = "150".into();
     flags.extend(["--browsers", "2", "--host-parallel", "2", "--ignore-robots"].map(String::from));
     let f: Vec<&str> = flags.iter().map(String::as_str).collect();
     let (code, err) = crawl(&dir, &[format!("http://{addr}{seed}")], &f);
@@ -716,8 +735,8 @@ fn second_tab_starts_before_the_seed_ends(seed: &str) {
         loads[0]
     };
     let seed = load(seed);
-    // Its load event after `wait`, its idle after twice that: the seed's
-    // page took both.
+    // Its load event after `wait` (and the gate), its idle after twice
+    // that: the seed's page took both.
     assert!(
         seed.1 - seed.0 >= 2 * wait.as_millis() as u64,
         "{seed:?}\n{log}"
