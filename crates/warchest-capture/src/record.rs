@@ -1182,4 +1182,25 @@ mod tests {
         assert!(r.sync_data().is_err(), "the failed close is not forgotten");
         assert!(r.sync_data().is_err(), "nor later");
     }
+
+    /// `sync_data` flushes each writer's buffer before it syncs: the
+    /// record written (no dedupe index, so not flushed by the write) is
+    /// in the file when it returns.
+    #[test]
+    fn sync_data_flushes_before_it_syncs() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = pool(dir.path(), 1, 1 << 20);
+        resource(&r, "urn:a");
+        let open: Vec<PathBuf> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(open.len(), 1);
+        let before = std::fs::metadata(&open[0]).unwrap().len();
+        r.sync_data().unwrap();
+        let after = std::fs::metadata(&open[0]).unwrap().len();
+        assert!(after > before, "flushed: {before} then {after}");
+        let files = r.finish().unwrap();
+        assert_eq!(std::fs::metadata(&files[0]).unwrap().len(), after);
+    }
 }

@@ -129,6 +129,12 @@ fn sync_warc(
     if let Some(im) = im {
         im.sync_data()?;
     }
+    #[cfg(test)]
+    tests::ON_SYNC.with(|f| {
+        if let Some(f) = f.borrow_mut().as_mut() {
+            f();
+        }
+    });
     Ok(())
 }
 
@@ -2268,6 +2274,61 @@ mod tests {
         /// When set, the next checkpoint sync of the WARC files fails as
         /// a handle that could not be made would (`EMFILE`), not a sync.
         pub(super) static FAIL_HANDLE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+        /// Called after each checkpoint sync of the output files.
+        pub(super) static ON_SYNC: std::cell::RefCell<Option<Box<dyn FnMut()>>> = const { std::cell::RefCell::new(None) };
+    }
+
+    /// A record written between the presync and the companion is synced
+    /// by the companion, before the dedupe index's durable commit: the
+    /// length of the `.open` file at each sync (what was flushed to it,
+    /// and synced: nothing else writes meanwhile) is noted, and the last
+    /// sync's covers the record. Removing the companion's sync fails this.
+    #[test]
+    fn the_companion_syncs_what_was_written_after_the_presync() {
+        let out = tempfile::tempdir().unwrap();
+        let dir = out.path().join("crawl");
+        let toml = "seeds = [\"http://a.test/\"]\nwarc-writers = 1\n";
+        let cfg = CrawlConfig::from_toml(toml).unwrap();
+        let c = Crawl::open(&dir, cfg, toml, Arc::new(AtomicBool::new(false))).unwrap();
+        let rec = c.recorder();
+        let now = time::OffsetDateTime::now_utc();
+        rec.record_resource("urn:test:a", now, "text/plain", b"a", &[])
+            .unwrap();
+        let open_len = {
+            let archive = archive_dir(&dir);
+            move || -> u64 {
+                std::fs::read_dir(&archive)
+                    .unwrap()
+                    .map(|e| e.unwrap().path())
+                    .filter(|p| p.extension().is_some_and(|x| x == "open"))
+                    .map(|p| std::fs::metadata(p).unwrap().len())
+                    .sum()
+            }
+        };
+        let synced = Arc::new(Mutex::new(Vec::new()));
+        let (s, r, len) = (synced.clone(), rec.clone(), open_len.clone());
+        ON_SYNC.with(|f| {
+            *f.borrow_mut() = Some(Box::new(move || {
+                let mut s = s.lock().unwrap();
+                s.push(len());
+                if s.len() == 1 {
+                    // After the presync, before the companion.
+                    r.record_resource("urn:test:b", now, "text/plain", b"b", &[])
+                        .unwrap();
+                }
+            }))
+        });
+        c.frontier().checkpoint().unwrap();
+        ON_SYNC.with(|f| f.borrow_mut().take());
+        let synced = synced.lock().unwrap().clone();
+        rec.flush().unwrap();
+        let end = open_len();
+        assert_eq!(synced.len(), 2, "the presync and the companion");
+        assert!(
+            synced[0] < end,
+            "b written after the presync: {synced:?} {end}"
+        );
+        assert_eq!(synced[1], end, "the companion synced b: {synced:?}");
     }
 
     /// A checkpoint syncs the open Web InfoMall file too (its URIs are
