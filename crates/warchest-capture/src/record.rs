@@ -1150,6 +1150,16 @@ mod tests {
         assert_eq!(contents(&kept)[0].2, ["urn:b"]);
     }
 
+    /// The one file in `dir`.
+    fn the_file(dir: &Path) -> PathBuf {
+        let files: Vec<PathBuf> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(files.len(), 1, "{files:?}");
+        files[0].clone()
+    }
+
     /// A rotation whose close fails part way (here its rename: the final
     /// name is taken; a failed sync leaves the writer in the same state)
     /// leaves the file as `NAME.open` while the writer goes on: the
@@ -1162,11 +1172,7 @@ mod tests {
         // Small files: a few records each.
         let r = pool(dir.path(), 1, 2000);
         resource(&r, "urn:a");
-        let open: Vec<PathBuf> = std::fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .collect();
-        assert_eq!(open.len(), 1);
+        let open = [the_file(dir.path())];
         std::fs::write(open[0].with_extension(""), b"").unwrap();
         r.sync_data().unwrap();
         assert!(!r.failed());
@@ -1191,11 +1197,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let r = pool(dir.path(), 1, 1 << 20);
         resource(&r, "urn:a");
-        let open: Vec<PathBuf> = std::fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .collect();
-        assert_eq!(open.len(), 1);
+        let open = [the_file(dir.path())];
         let before = std::fs::metadata(&open[0]).unwrap().len();
         r.sync_data().unwrap();
         let after = std::fs::metadata(&open[0]).unwrap().len();

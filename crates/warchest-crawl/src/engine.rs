@@ -2278,6 +2278,12 @@ mod tests {
         pub(super) static ON_SYNC: std::cell::RefCell<Option<Box<dyn FnMut()>>> = const { std::cell::RefCell::new(None) };
     }
 
+    /// A crawl in `dir` configured by `toml`, opened (not run).
+    fn open_crawl(dir: &Path, toml: &str) -> Crawl {
+        let cfg = CrawlConfig::from_toml(toml).unwrap();
+        Crawl::open(dir, cfg, toml, Arc::new(AtomicBool::new(false))).unwrap()
+    }
+
     /// A record written between the presync and the companion is synced
     /// by the companion, before the dedupe index's durable commit: the
     /// length of the `.open` file at each sync (what was flushed to it,
@@ -2288,8 +2294,7 @@ mod tests {
         let out = tempfile::tempdir().unwrap();
         let dir = out.path().join("crawl");
         let toml = "seeds = [\"http://a.test/\"]\nwarc-writers = 1\n";
-        let cfg = CrawlConfig::from_toml(toml).unwrap();
-        let c = Crawl::open(&dir, cfg, toml, Arc::new(AtomicBool::new(false))).unwrap();
+        let c = open_crawl(&dir, toml);
         let rec = c.recorder();
         let now = time::OffsetDateTime::now_utc();
         rec.record_resource("urn:test:a", now, "text/plain", b"a", &[])
@@ -2337,14 +2342,7 @@ mod tests {
     fn a_checkpoint_syncs_the_open_infomall_file() {
         let out = tempfile::tempdir().unwrap();
         let toml = "seeds = [\"http://a.test/\"]\nformat = \"infomall\"\n";
-        let cfg = CrawlConfig::from_toml(toml).unwrap();
-        let c = Crawl::open(
-            &out.path().join("crawl"),
-            cfg,
-            toml,
-            Arc::new(AtomicBool::new(false)),
-        )
-        .unwrap();
+        let c = open_crawl(&out.path().join("crawl"), toml);
         let im = c.infomall.as_ref().unwrap();
         let cap = crate::infomall::Capture {
             url: "http://a.test/",
@@ -2369,14 +2367,7 @@ mod tests {
     fn a_checkpoint_failing_on_a_handle_not_a_sync_does_not_fail_the_next() {
         let out = tempfile::tempdir().unwrap();
         let toml = "seeds = [\"http://a.test/\"]\n";
-        let cfg = CrawlConfig::from_toml(toml).unwrap();
-        let c = Crawl::open(
-            &out.path().join("crawl"),
-            cfg,
-            toml,
-            Arc::new(AtomicBool::new(false)),
-        )
-        .unwrap();
+        let c = open_crawl(&out.path().join("crawl"), toml);
         c.recorder()
             .record_resource(
                 "urn:test:a",

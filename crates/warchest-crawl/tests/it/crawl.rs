@@ -928,6 +928,30 @@ pub fn open_files(dir: &Path) -> Vec<PathBuf> {
     v
 }
 
+/// Runs a crawl of `toml` (two WARC writers) in `dir`, both writers'
+/// files opened first ([`open_both_writers`]) and writer 0's removed once
+/// nothing is queued or in flight (the run's last tick comes then, before
+/// the files are closed); returns the run's error and the two `.open`
+/// files.
+pub fn run_losing_a_writers_file(dir: &Path, toml: &str) -> (String, Vec<PathBuf>) {
+    let cfg = CrawlConfig::from_toml(toml).unwrap();
+    let c = Crawl::open(dir, cfg, toml, Arc::new(AtomicBool::new(false))).unwrap();
+    open_both_writers(&c);
+    let open = open_files(dir);
+    assert_eq!(open.len(), 2, "{open:?}");
+    assert!(open[1].to_string_lossy().contains("-00001-"), "{open:?}");
+    let removed = AtomicBool::new(false);
+    let tick = |c: &Crawl| {
+        let n = c.frontier().counts().unwrap();
+        if n.done > 0 && n.queued == 0 && n.in_flight == 0 && !removed.swap(true, SeqCst) {
+            std::fs::remove_file(&open[1]).unwrap();
+        }
+    };
+    let err = c.run(&tick).unwrap_err().to_string();
+    assert!(removed.load(SeqCst));
+    (err, open)
+}
+
 /// `Recorder::finish` failing at the end of a crawl (one writer's `.open`
 /// file removed under it once every URI is done): the crawl returns the
 /// error, and the file the other writer closed is indexed (CDXJ,
@@ -938,24 +962,7 @@ fn a_failed_close_at_the_end_still_indexes_the_other_writers_file() {
     let w = web::start();
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().join("crawl");
-    let toml = config(&w, "warc-writers = 2");
-    let cfg = CrawlConfig::from_toml(&toml).unwrap();
-    let c = Crawl::open(&dir, cfg, &toml, Arc::new(AtomicBool::new(false))).unwrap();
-    open_both_writers(&c);
-    let open = open_files(&dir);
-    assert_eq!(open.len(), 2, "{open:?}");
-    assert!(open[1].to_string_lossy().contains("-00001-"), "{open:?}");
-    let removed = AtomicBool::new(false);
-    // Once nothing is queued or in flight (the run's last tick comes
-    // then, before the files are closed): writer 0's file goes.
-    let tick = |c: &Crawl| {
-        let n = c.frontier().counts().unwrap();
-        if n.done > 0 && n.queued == 0 && n.in_flight == 0 && !removed.swap(true, SeqCst) {
-            std::fs::remove_file(&open[1]).unwrap();
-        }
-    };
-    let err = c.run(&tick).unwrap_err().to_string();
-    assert!(removed.load(SeqCst));
+    let (err, open) = run_losing_a_writers_file(&dir, &config(&w, "warc-writers = 2"));
     let kept = open[0].with_extension("");
     let name = kept.file_name().unwrap().to_str().unwrap();
     assert!(err.contains("closing the WARC files failed"), "{err}");

@@ -186,32 +186,16 @@ fn an_infomall_crawl_refuses_what_the_format_cannot_hold() {
 /// emptied list again (none named).
 #[test]
 fn a_failed_close_of_the_recorder_still_names_the_infomall_files() {
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
-    use warchest_crawl::config::CrawlConfig;
-    use warchest_crawl::engine::Crawl;
-
     let w = web::start();
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().join("crawl");
-    let toml = config(
-        &w,
-        "format = \"infomall\"\nwarc-size = 3000\nmax-size = 10000\nwarc-writers = 2",
+    let (err, _) = crate::crawl::run_losing_a_writers_file(
+        &dir,
+        &config(
+            &w,
+            "format = \"infomall\"\nwarc-size = 3000\nmax-size = 10000\nwarc-writers = 2",
+        ),
     );
-    let cfg = CrawlConfig::from_toml(&toml).unwrap();
-    let c = Crawl::open(&dir, cfg, &toml, Arc::new(AtomicBool::new(false))).unwrap();
-    crate::crawl::open_both_writers(&c);
-    let open = crate::crawl::open_files(&dir);
-    assert_eq!(open.len(), 2, "{open:?}");
-    let removed = AtomicBool::new(false);
-    let tick = |c: &Crawl| {
-        let n = c.frontier().counts().unwrap();
-        if n.done > 0 && n.queued == 0 && n.in_flight == 0 && !removed.swap(true, SeqCst) {
-            std::fs::remove_file(&open[1]).unwrap();
-        }
-    };
-    let err = c.run(&tick).unwrap_err().to_string();
-    assert!(removed.load(SeqCst));
     assert!(err.contains("closing the WARC files failed"), "{err}");
     let dats: Vec<String> = std::fs::read_dir(dir.join("archive"))
         .unwrap()
