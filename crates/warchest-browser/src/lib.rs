@@ -60,6 +60,16 @@ pub enum Early {
     /// The rendered DOM's links (http and https) once the page's load
     /// event fired (or its load bound passed).
     Links(Vec<String>),
+    /// The page's URL (or where its redirects led) answered 2xx with
+    /// something that is not HTML (an image, JSON...), as the proxy
+    /// recorded it: the URL is a resource loaded in a tab, not a page (a
+    /// crawl tells it so from a page's fetch of the same URL).
+    NotHtml {
+        /// The document's URL.
+        url: String,
+        /// Its `Content-Type`.
+        content_type: Option<String>,
+    },
 }
 
 /// Browsers started at once when a run begins (more at once only slow
@@ -203,7 +213,16 @@ fn document_hook(waiting: Waiting) -> ResponseHook {
         let html = content_type
             .as_deref()
             .is_some_and(|c| c.to_ascii_lowercase().starts_with("text/html"));
-        if !(200..300).contains(&status) || !html {
+        if !(200..300).contains(&status) {
+            return;
+        }
+        if !html {
+            for tx in txs {
+                let _ = tx.blocking_send(Early::NotHtml {
+                    url: uri.to_string(),
+                    content_type: content_type.clone(),
+                });
+            }
             return;
         }
         let head_len = resp.head.raw().len() as u64;

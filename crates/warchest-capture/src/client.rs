@@ -690,21 +690,48 @@ impl Kept {
     /// server sent after its response, such as a body with a 304 or an
     /// unsolicited 408, would be read as the next response) and not closed
     /// by the server.
+    ///
+    /// On a TLS connection the records waiting are read and processed
+    /// first: a TLS 1.3 server may send a session ticket (or a key update)
+    /// after its response, which carries no data, and the connection stays
+    /// usable (it used to be dropped for it, costing a new connection and
+    /// handshake). Only data, or the server's close, makes it not quiet.
     fn quiet(&mut self) -> bool {
-        if let Stream::Tls(s) = &mut self.stream {
-            match s.conn.process_new_packets() {
-                Ok(st) if st.plaintext_bytes_to_read() == 0 && !st.peer_has_closed() => {}
-                _ => return false,
-            }
-        }
-        let tcp = self.stream.tcp();
-        if tcp.set_nonblocking(true).is_err() {
+        if self.stream.tcp().set_nonblocking(true).is_err() {
             return false;
         }
-        let waiting = tcp.peek(&mut [0u8; 1]);
-        let back = tcp.set_nonblocking(false);
-        back.is_ok() && matches!(waiting, Err(e) if e.kind() == io::ErrorKind::WouldBlock)
+        let quiet = match &mut self.stream {
+            Stream::Plain(tcp) => {
+                matches!(tcp.peek(&mut [0u8; 1]), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
+            }
+            Stream::Tls(s) => tls_quiet(s),
+        };
+        self.stream.tcp().set_nonblocking(false).is_ok() && quiet
     }
+}
+
+/// [`Kept::quiet`] of a TLS connection, its socket non-blocking: reads
+/// what waits (a bounded number of records) and processes it; quiet when
+/// that gave no data and no close.
+fn tls_quiet(s: &mut rustls::StreamOwned<rustls::ClientConnection, TcpStream>) -> bool {
+    for _ in 0..64 {
+        let st = match s.conn.process_new_packets() {
+            Ok(st) => st,
+            Err(_) => return false,
+        };
+        if st.plaintext_bytes_to_read() > 0 || st.peer_has_closed() {
+            return false;
+        }
+        match s.conn.read_tls(&mut s.sock) {
+            // The server closed it.
+            Ok(0) => return false,
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
+            Err(_) => return false,
+        }
+    }
+    // Still more records after that many: not an idle connection.
+    false
 }
 
 /// Whether a response leaves its connection open: the server said
@@ -1207,5 +1234,119 @@ mod tests {
         let (b, k) = get(&format!("http://127.0.0.1:{port}/next"), k).unwrap();
         assert!(b.ends_with(b"RIGHT"));
         assert!(k.is_some());
+    }
+
+    /// A TLS 1.3 server that sends a post-handshake message after each
+    /// response, once `go` is set (the client has read the response):
+    /// `refresh_traffic_keys`, a key update. rustls's server sends its
+    /// session tickets with the handshake; a late ticket from another
+    /// server is the same kind of record, one that carries no data.
+    /// Counts the connections it accepts; `sent` counts the messages sent.
+    /// Returns its port.
+    fn late_tls_server(
+        accepted: Arc<std::sync::atomic::AtomicU64>,
+        go: Arc<std::sync::atomic::AtomicBool>,
+        sent: Arc<std::sync::atomic::AtomicU64>,
+    ) -> u16 {
+        use std::net::TcpListener;
+        use std::sync::atomic::Ordering::SeqCst;
+        let (cert, key, _) = crate::tls::self_signed(&["localhost"]).unwrap();
+        let cfg = rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![cert.into()],
+            rustls::pki_types::PrivateKeyDer::try_from(key).unwrap(),
+        )
+        .unwrap();
+        let cfg = Arc::new(cfg);
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            for c in l.incoming().take(4) {
+                let Ok(c) = c else { return };
+                accepted.fetch_add(1, SeqCst);
+                let (cfg, go, sent) = (cfg.clone(), go.clone(), sent.clone());
+                std::thread::spawn(move || {
+                    c.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+                    let conn = rustls::ServerConnection::new(cfg).unwrap();
+                    let mut s = rustls::StreamOwned::new(conn, c);
+                    for _ in 0..4 {
+                        let mut req = Vec::new();
+                        let mut b = [0u8; 1];
+                        while !req.ends_with(b"\r\n\r\n") {
+                            if s.read(&mut b).unwrap_or(0) == 0 {
+                                return;
+                            }
+                            req.push(b[0]);
+                        }
+                        let ok = s
+                            .write_all(
+                                b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\nok",
+                            )
+                            .and_then(|()| s.flush());
+                        let t0 = Instant::now();
+                        while !go.swap(false, SeqCst) {
+                            if t0.elapsed() > Duration::from_secs(60) {
+                                return;
+                            }
+                            std::thread::sleep(Duration::from_millis(5));
+                        }
+                        if ok.is_err() || s.conn.refresh_traffic_keys().is_err() {
+                            return;
+                        }
+                        while s.conn.wants_write() {
+                            if s.conn.write_tls(&mut s.sock).is_err() {
+                                return;
+                            }
+                        }
+                        sent.fetch_add(1, SeqCst);
+                    }
+                });
+            }
+        });
+        port
+    }
+
+    /// A TLS record that arrives on a kept connection after its response
+    /// and carries no data (a late session ticket, a key update) is read
+    /// and the connection used again: the next request goes over it, not
+    /// over a new connection (it used to be dropped for it).
+    #[test]
+    fn a_late_tls_message_after_a_response_keeps_the_connection() {
+        use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
+        let (accepted, sent) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        let go = Arc::new(AtomicBool::new(false));
+        let port = late_tls_server(accepted.clone(), go.clone(), sent.clone());
+        let (b, k) = get(&format!("https://127.0.0.1:{port}/a"), None).unwrap();
+        assert!(b.ends_with(b"ok"));
+        let k = k.expect("kept");
+        // The response read: now the late message.
+        go.store(true, SeqCst);
+        // Once the message has reached this side's socket (not after a
+        // fixed time).
+        let t0 = Instant::now();
+        loop {
+            let tcp = k.stream.tcp();
+            tcp.set_nonblocking(true).unwrap();
+            let waiting = tcp.peek(&mut [0u8; 1]).is_ok_and(|n| n > 0);
+            tcp.set_nonblocking(false).unwrap();
+            if sent.load(SeqCst) >= 1 && waiting {
+                break;
+            }
+            assert!(t0.elapsed() < Duration::from_secs(60), "no late message");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let (b, k) = get(&format!("https://127.0.0.1:{port}/b"), Some(k)).unwrap();
+        assert!(b.ends_with(b"ok"));
+        assert!(k.is_some());
+        assert_eq!(
+            accepted.load(SeqCst),
+            1,
+            "the second request over the kept connection"
+        );
     }
 }

@@ -34,7 +34,9 @@ pub mod robots;
 pub mod tls;
 mod wire_url;
 
-pub use record::{Hold, HttpRecord, Kind, Recorded, Recorder, RecorderStats};
+pub use record::{
+    Hold, HttpRecord, Kind, OnWritten, Recorded, Recorder, RecorderStats, WrittenRecord,
+};
 pub use wire_url::Url;
 
 /// How much of each message in flight is held in memory before it is

@@ -17,12 +17,13 @@ use std::collections::HashSet;
 use std::io::{Read, Seek, SeekFrom};
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use warchest::digest::{Algorithm, Digest};
+use warchest::warc::WarcHeader;
 use warchest::warc::{DatePrecision, RecordType, TruncatedReason, Version, WarcDate, field};
-use warchest::write::{Body, NewRecord, RotatingOptions, RotatingWriter, records};
+use warchest::write::{Body, NewRecord, Placed, RotatingOptions, RotatingWriter, records};
 use warchest_ops::dedupe::{DigestIndex, IndexEntry, UrlEntry};
 use warchest_ops::revisit::{self, Location, Original, RevisitProfile};
 
@@ -103,6 +104,26 @@ impl<'a> HttpRecord<'a> {
     }
 }
 
+/// A record as the recorder wrote it, for an index made as the records
+/// are written ([`Recorder::set_on_written`]).
+pub struct WrittenRecord<'a> {
+    /// The header as written (Content-Length, digests and
+    /// WARC-Warcinfo-ID added).
+    pub header: &'a WarcHeader,
+    /// The block when `whole`, else its start: the HTTP head of a response
+    /// whose body was spooled.
+    pub block: &'a [u8],
+    /// Whether `block` is the whole block.
+    pub whole: bool,
+    /// Where it went: one place, or one a segment.
+    pub placed: &'a [Placed],
+}
+
+/// Called with the records of one write (an exchange's response, request
+/// and metadata; a `dns:` record; a resource...), in the order written,
+/// while their writer is held: before the file they went to can close.
+pub type OnWritten = Box<dyn Fn(&[WrittenRecord<'_>]) + Send + Sync>;
+
 /// Counts of what was written.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct RecorderStats {
@@ -133,12 +154,16 @@ struct Slot {
 struct Held<'a> {
     g: MutexGuard<'a, Slot>,
     closed: &'a Mutex<Vec<PathBuf>>,
+    failed: &'a AtomicBool,
 }
 
 impl Drop for Held<'_> {
     fn drop(&mut self) {
         let slot = &mut *self.g;
         if let Some(w) = &slot.w {
+            if w.failed() {
+                self.failed.store(true, Ordering::SeqCst);
+            }
             let done = w.closed_files();
             if done.len() > slot.published {
                 let mut c = self.closed.lock().unwrap_or_else(|p| p.into_inner());
@@ -155,6 +180,8 @@ pub struct Recorder {
     writers: Vec<Mutex<Slot>>,
     /// Files closed so far, by every writer, in the order they closed.
     closed: Mutex<Vec<PathBuf>>,
+    /// A writer's sync or close failed (see [`Recorder::failed`]).
+    failed: AtomicBool,
     /// Which writer a caller waits for when all are busy.
     spread: AtomicU64,
     index: Option<DigestIndex>,
@@ -162,6 +189,7 @@ pub struct Recorder {
     dns_seen: Mutex<HashSet<String>>,
     stats: Mutex<RecorderStats>,
     version: Version,
+    on_written: Option<OnWritten>,
 }
 
 fn warc_date(dt: time::OffsetDateTime) -> WarcDate {
@@ -220,13 +248,28 @@ impl Recorder {
         Ok(Recorder {
             writers,
             closed: Mutex::new(Vec::new()),
+            failed: AtomicBool::new(false),
             spread: AtomicU64::new(0),
             index,
             digest,
             dns_seen: Mutex::new(HashSet::new()),
             stats: Mutex::new(RecorderStats::default()),
             version,
+            on_written: None,
         })
+    }
+
+    /// Calls `f` with every record written from now on (see [`OnWritten`]):
+    /// a crawl makes its CDXJ from them instead of reading each closed
+    /// file again.
+    pub fn set_on_written(&mut self, f: OnWritten) {
+        self.on_written = Some(f);
+    }
+
+    fn noted(&self, recs: &[WrittenRecord<'_>]) {
+        if let Some(f) = &self.on_written {
+            f(recs);
+        }
     }
 
     /// The dedupe index, if any.
@@ -274,17 +317,56 @@ impl Recorder {
             .clone()
     }
 
-    /// Flushes and syncs (`fdatasync`) the open file
-    /// ([`RotatingWriter::sync_data`]): what was written survives a power
-    /// loss. A closed recorder has nothing to sync.
+    /// Whether a writer's sync or close failed (a rotation's sync, a
+    /// rename, an `fdatasync` of [`Recorder::sync_data`], a close of
+    /// [`Recorder::finish`]): records written may be lost on a power loss,
+    /// also in a file closed since (left as `NAME.open`). It stays set, and
+    /// [`Recorder::sync_data`] fails from then on: a crawl's checkpoint
+    /// must not make durable the dedupe entries that point at them.
+    pub fn failed(&self) -> bool {
+        self.failed.load(Ordering::SeqCst)
+    }
+
+    /// Flushes and syncs (`fdatasync`) every writer's open file: what was
+    /// written before the call survives a power loss. A writer's lock is
+    /// held only to flush its buffer and take a second handle of its file
+    /// ([`RotatingWriter::sync_handle`]); the syncs run with every writer
+    /// free, so a crawl's checkpoint does not stall the threads recording.
+    /// A closed recorder has nothing to sync.
     ///
     /// # Errors
-    /// The write or the sync failed.
+    /// The write or the sync failed, now or earlier ([`Recorder::failed`]).
     pub fn sync_data(&self) -> Result<(), CaptureError> {
+        self.sync_data_with(|| {})
+    }
+
+    /// [`Recorder::sync_data`], `between` run after every handle is taken
+    /// and before the syncs (a test writes through the pool there).
+    fn sync_data_with(&self, between: impl FnOnce()) -> Result<(), CaptureError> {
+        let r = self.sync_files(between);
+        if self.failed() {
+            return Err(r.err().unwrap_or_else(|| {
+                CaptureError::Http("an earlier sync or close of a WARC file failed".into())
+            }));
+        }
+        r
+    }
+
+    fn sync_files(&self, between: impl FnOnce()) -> Result<(), CaptureError> {
+        let mut files = Vec::with_capacity(self.writers.len());
         for i in 0..self.writers.len() {
-            if let Some(w) = self.lock_at(i)?.g.w.as_mut() {
-                w.sync_data()?;
+            if let Some(w) = self.lock_at(i)?.g.w.as_mut()
+                && let Some(h) = w.sync_handle()?
+            {
+                files.push(h);
             }
+        }
+        between();
+        for (path, f) in files {
+            f.sync_data().map_err(|e| {
+                self.failed.store(true, Ordering::SeqCst);
+                CaptureError::Io(path.display().to_string(), e)
+            })?;
         }
         Ok(())
     }
@@ -307,7 +389,10 @@ impl Recorder {
                         files.extend(f);
                         None
                     }
-                    Err(e) => Some(CaptureError::from(e)),
+                    Err(e) => {
+                        self.failed.store(true, Ordering::SeqCst);
+                        Some(CaptureError::from(e))
+                    }
                 },
                 Ok(None) => None,
                 Err(e) => Some(e),
@@ -366,6 +451,7 @@ impl Recorder {
         Held {
             g,
             closed: &self.closed,
+            failed: &self.failed,
         }
     }
 
@@ -460,8 +546,10 @@ impl Recorder {
         resp.block
             .seek(SeekFrom::Start(0))
             .map_err(|e| CaptureError::Io("spool".into(), e))?;
-        let placed = if matches!(kind, Kind::Revisit(RevisitProfile::IdenticalPayloadDigest)) {
-            // The head only: the payload is the original's.
+        // The head only for an identical-payload revisit: the payload is
+        // the original's.
+        let head_only = matches!(kind, Kind::Revisit(RevisitProfile::IdenticalPayloadDigest));
+        let placed = if head_only {
             let head = resp.head.raw().to_vec();
             w.write(&mut rec, Body::Bytes(&head))?
         } else {
@@ -475,11 +563,44 @@ impl Recorder {
         };
         let at = placed.first().map(|p| (p.path.clone(), p.written.offset));
         let mut records = 1;
-        w.write(&mut req, x.request)?;
+        let req_block = match &x.request {
+            Body::Bytes(b) => Some(*b),
+            _ => None,
+        };
+        let placed_req = w.write(&mut req, x.request)?;
         records += 1;
-        if let Some((m, block)) = &mut meta {
-            w.write(m, Body::Bytes(block))?;
-            records += 1;
+        let placed_meta = match &mut meta {
+            Some((m, block)) => {
+                records += 1;
+                w.write(m, Body::Bytes(block))?
+            }
+            None => Vec::new(),
+        };
+        if self.on_written.is_some() {
+            let head = resp.head.raw();
+            let mut noted = vec![
+                WrittenRecord {
+                    header: rec.header(),
+                    block: head,
+                    whole: head_only || head.len() as u64 == resp.len,
+                    placed: &placed,
+                },
+                WrittenRecord {
+                    header: req.header(),
+                    block: req_block.unwrap_or_default(),
+                    whole: req_block.is_some(),
+                    placed: &placed_req,
+                },
+            ];
+            if let Some((m, block)) = &meta {
+                noted.push(WrittenRecord {
+                    header: m.header(),
+                    block,
+                    whole: true,
+                    placed: &placed_meta,
+                });
+            }
+            self.noted(&noted);
         }
         // The records reach the file before the index names the response:
         // a sync of the index by another worker's group commit would
@@ -572,7 +693,13 @@ impl Recorder {
         let text = l.to_text();
         let mut guard = self.lock()?;
         let w = Self::writer(&mut guard)?;
-        w.write(&mut rec, Body::Bytes(text.as_bytes()))?;
+        let placed = w.write(&mut rec, Body::Bytes(text.as_bytes()))?;
+        self.noted(&[WrittenRecord {
+            header: rec.header(),
+            block: text.as_bytes(),
+            whole: true,
+            placed: &placed,
+        }]);
         // In the file before its writer is let go, as an exchange's are
         // (a crawl marks a URI done without flushing every writer).
         if self.index.is_some() {
@@ -675,14 +802,28 @@ impl Recorder {
         }
         let mut guard = self.lock()?;
         let w = Self::writer(&mut guard)?;
-        w.write(
+        let placed = w.write(
             &mut rec,
             Body::Seekable {
                 reader: file,
                 len: Some(len),
             },
         )?;
-        w.write(&mut m, Body::Bytes(control))?;
+        let placed_m = w.write(&mut m, Body::Bytes(control))?;
+        self.noted(&[
+            WrittenRecord {
+                header: rec.header(),
+                block: &[],
+                whole: len == 0,
+                placed: &placed,
+            },
+            WrittenRecord {
+                header: m.header(),
+                block: control,
+                whole: true,
+                placed: &placed_m,
+            },
+        ]);
         if self.index.is_some() {
             w.flush()?;
         }
@@ -754,7 +895,13 @@ impl Hold<'_> {
     fn put(&mut self, rec: &mut NewRecord, block: &[u8]) -> Result<String, CaptureError> {
         let id = rec.record_id();
         let w = Recorder::writer(&mut self.g)?;
-        w.write(rec, Body::Bytes(block))?;
+        let placed = w.write(rec, Body::Bytes(block))?;
+        self.r.noted(&[WrittenRecord {
+            header: rec.header(),
+            block,
+            whole: true,
+            placed: &placed,
+        }]);
         if self.r.index.is_some() {
             w.flush()?;
         }
@@ -936,6 +1083,48 @@ mod tests {
         );
     }
 
+    /// `sync_data` holds no writer while it syncs: between taking the
+    /// files' handles and syncing them, another thread writes through both
+    /// writers of the pool.
+    #[test]
+    fn sync_data_lets_the_writers_go_before_it_syncs() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = Arc::new(a_and_b(dir.path()));
+        let mut wrote = false;
+        r.sync_data_with(|| {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let r2 = r.clone();
+            std::thread::spawn(move || {
+                let date = warc_date(time::OffsetDateTime::now_utc());
+                for i in 0..2 {
+                    let mut rec = r2
+                        .new_record(RecordType::Resource, "urn:during", date)
+                        .unwrap();
+                    let mut h = r2.lock_at(i).unwrap();
+                    Recorder::writer(&mut h)
+                        .unwrap()
+                        .write(&mut rec, Body::Bytes(b"d"))
+                        .unwrap();
+                }
+                let _ = tx.send(());
+            });
+            // A writer held through the syncs would keep it waiting.
+            wrote = rx.recv_timeout(std::time::Duration::from_secs(60)).is_ok();
+        })
+        .unwrap();
+        assert!(wrote, "both writers were free while the files synced");
+        let files = r.finish().unwrap();
+        let uris: Vec<String> = contents(&files)
+            .into_iter()
+            .flat_map(|(_, _, u)| u)
+            .collect();
+        assert_eq!(
+            uris.iter().filter(|u| *u == "urn:during").count(),
+            2,
+            "{uris:?}"
+        );
+    }
+
     /// A writer whose file cannot be closed (its `.open` file is gone) makes
     /// `finish` fail, but the other writer is still closed and its file
     /// listed by `closed_files`.
@@ -959,5 +1148,61 @@ mod tests {
         assert_eq!(kept.len(), 1);
         assert_eq!(contents(&kept)[0].1, 8);
         assert_eq!(contents(&kept)[0].2, ["urn:b"]);
+    }
+
+    /// The one file in `dir`.
+    fn the_file(dir: &Path) -> PathBuf {
+        let files: Vec<PathBuf> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(files.len(), 1, "{files:?}");
+        files[0].clone()
+    }
+
+    /// A rotation whose close fails part way (here its rename: the final
+    /// name is taken; a failed sync leaves the writer in the same state)
+    /// leaves the file as `NAME.open` while the writer goes on: the
+    /// recorder remembers it, and every later `sync_data` fails, so a
+    /// crawl's checkpoint does not make durable dedupe entries that point
+    /// into that file. It used to sync only the new file and succeed.
+    #[test]
+    fn a_failed_close_at_a_rotation_fails_every_later_sync() {
+        let dir = tempfile::tempdir().unwrap();
+        // Small files: a few records each.
+        let r = pool(dir.path(), 1, 2000);
+        resource(&r, "urn:a");
+        let open = [the_file(dir.path())];
+        std::fs::write(open[0].with_extension(""), b"").unwrap();
+        r.sync_data().unwrap();
+        assert!(!r.failed());
+        let now = time::OffsetDateTime::now_utc();
+        // Records until one rotates.
+        let failed = (0..100).find(|_| {
+            r.record_resource("urn:b", now, "text/plain", b"x", &[])
+                .is_err()
+        });
+        assert!(failed.is_some(), "a rotation came");
+        assert!(r.failed());
+        resource(&r, "urn:c");
+        assert!(r.sync_data().is_err(), "the failed close is not forgotten");
+        assert!(r.sync_data().is_err(), "nor later");
+    }
+
+    /// `sync_data` flushes each writer's buffer before it syncs: the
+    /// record written (no dedupe index, so not flushed by the write) is
+    /// in the file when it returns.
+    #[test]
+    fn sync_data_flushes_before_it_syncs() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = pool(dir.path(), 1, 1 << 20);
+        resource(&r, "urn:a");
+        let open = [the_file(dir.path())];
+        let before = std::fs::metadata(&open[0]).unwrap().len();
+        r.sync_data().unwrap();
+        let after = std::fs::metadata(&open[0]).unwrap().len();
+        assert!(after > before, "flushed: {before} then {after}");
+        let files = r.finish().unwrap();
+        assert_eq!(std::fs::metadata(&files[0]).unwrap().len(), after);
     }
 }

@@ -69,6 +69,33 @@ pub enum CrawlError {
     /// The WARC library.
     #[error(transparent)]
     Warc(#[from] warchest::Error),
+    /// Closing the WARC files at the end of a run failed; the files that
+    /// were closed (by the other writers, or by rotation) are indexed all
+    /// the same, and named here.
+    #[error(
+        "closing the WARC files failed: {error}; closed and indexed: {}; closed, not indexed: {}",
+        names(.closed),
+        names(.unindexed)
+    )]
+    Closing {
+        /// The first error (any further one is logged).
+        error: Box<CrawlError>,
+        /// The files closed this run and indexed.
+        closed: Vec<PathBuf>,
+        /// The files closed this run whose indexing failed (each logged).
+        unindexed: Vec<PathBuf>,
+    },
+}
+
+fn names(files: &[PathBuf]) -> String {
+    if files.is_empty() {
+        return "none".into();
+    }
+    files
+        .iter()
+        .map(|f| f.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// What reading the hand-off can fail on: the hand-off itself (its
@@ -83,6 +110,32 @@ impl From<std::io::Error> for Handed {
     fn from(e: std::io::Error) -> Handed {
         Handed::Io(e)
     }
+}
+
+/// [`Recorder::sync_data`], then the Web InfoMall file's: the
+/// checkpoint's sync of the output files.
+fn sync_warc(
+    rec: &Recorder,
+    im: Option<&crate::infomall::InfomallFiles>,
+) -> Result<(), CaptureError> {
+    #[cfg(test)]
+    if tests::FAIL_HANDLE.with(|f| f.replace(false)) {
+        return Err(CaptureError::Io(
+            "a WARC file's handle".into(),
+            std::io::Error::from_raw_os_error(24),
+        ));
+    }
+    rec.sync_data()?;
+    if let Some(im) = im {
+        im.sync_data()?;
+    }
+    #[cfg(test)]
+    tests::ON_SYNC.with(|f| {
+        if let Some(f) = f.borrow_mut().as_mut() {
+            f();
+        }
+    });
+    Ok(())
 }
 
 fn io_at(p: &Path) -> impl FnOnce(std::io::Error) -> CrawlError + '_ {
@@ -118,6 +171,9 @@ pub struct Summary {
     pub recovered: Vec<String>,
     /// What opening the crawl read besides (CDXJ dedupe indexes loaded).
     pub notes: Vec<String>,
+    /// WARC files whose CDXJ this run made from their records as they
+    /// were written; the others it indexed were read again.
+    pub indexed_as_written: u64,
 }
 
 /// Live counters for progress displays and the status server.
@@ -142,7 +198,7 @@ pub struct Crawl {
     frontier: Frontier,
     recorder: Arc<Recorder>,
     /// `format = infomall`: responses go here instead of the recorder.
-    infomall: Option<crate::infomall::InfomallFiles>,
+    infomall: Option<Arc<crate::infomall::InfomallFiles>>,
     /// Pages loaded in a browser (`--browser`), when set.
     renderer: Option<Box<dyn PageRenderer>>,
     /// URLs the browser fetched this run, for URIs queued before it did
@@ -164,6 +220,10 @@ pub struct Crawl {
     pages: LineLog,
     cdxj: LineLog,
     indexed: Mutex<Vec<PathBuf>>,
+    /// The CDXJ rows of the files being written (written.rs).
+    written: Arc<crate::written::WrittenRows>,
+    /// Files indexed from `written`.
+    indexed_as_written: AtomicU64,
     seeds: Vec<Url>,
     /// Connections kept open between a host's fetches (keep-alive).
     conns: KeptConns,
@@ -565,14 +625,19 @@ impl Crawl {
             ..RotatingOptions::default()
         };
         let infomall = (e.format == OutputFormat::Infomall).then(|| {
-            crate::infomall::InfomallFiles::new(&archive, &e.prefix, existing, e.warc_size)
+            Arc::new(crate::infomall::InfomallFiles::new(
+                &archive,
+                &e.prefix,
+                existing,
+                e.warc_size,
+            ))
         });
-        let recorder = Arc::new(Recorder::with_writers(
-            &archive,
-            output,
-            Some(index),
-            e.warc_writers,
-        )?);
+        let mut recorder = Recorder::with_writers(&archive, output, Some(index), e.warc_writers)?;
+        // The CDXJ made from the records as they are written.
+        let written = Arc::new(crate::written::WrittenRows::default());
+        let w = written.clone();
+        recorder.set_on_written(Box::new(move |recs| w.note(recs)));
+        let recorder = Arc::new(recorder);
         let limits = CaptureLimits {
             max_len: (e.max_size > 0).then_some(e.max_size),
             max_time: None,
@@ -623,28 +688,37 @@ impl Crawl {
         // frontier (frontier.rs).
         // The open WARC file first: the entries made durable point into it
         // (a power loss must not keep an entry whose record it lost).
-        let rec = recorder.clone();
-        let warc_failed = AtomicBool::new(false);
+        // The bulk of the WARC files' fdatasync, before the checkpoint
+        // takes any lock (the frontier's, the index's; each writer's only
+        // to take its file's handle): the workers fetch, record and finish
+        // URIs meanwhile. The companion then syncs, under the locks, only
+        // what they wrote in between. A failed fdatasync (or close) is
+        // never retried: the recorder remembers it and fails every later
+        // sync (a later fdatasync may succeed although the pages the first
+        // failed to write are lost). Another error (a flush, a handle that
+        // could not be made: no file descriptor left) fails this checkpoint
+        // only.
+        // The Web InfoMall file likewise (its URIs counted done by the
+        // checkpoint).
+        let (rec, im) = (recorder.clone(), infomall.clone());
+        frontier.set_presync(Box::new(move || {
+            sync_warc(&rec, im.as_deref())
+                .map(|()| true)
+                .map_err(|e| e.to_string())
+        }));
+        let (rec, im) = (recorder.clone(), infomall.clone());
         frontier.set_companion(
             &idx_path,
             Box::new(move || match rec.index() {
-                Some(i) => {
-                    // Never retried after a failure: a later fdatasync may
-                    // succeed although the pages it failed to write are lost.
-                    if warc_failed.load(Ordering::Relaxed) {
-                        return Err("the open WARC file's earlier sync failed".into());
-                    }
-                    // The WARC file synced under the index's lock: no
-                    // batch naming a later record gets in between (lock
-                    // order: frontier, index, writer).
-                    match i.sync_with(|| rec.sync_data()) {
-                        Ok(r) => r.map_err(|e| e.to_string()),
-                        Err(e) => {
-                            warc_failed.store(true, Ordering::Relaxed);
-                            Err(e.to_string())
-                        }
-                    }
-                }
+                // The WARC files synced under the index's lock: no batch
+                // naming a later record gets in between (lock order:
+                // frontier, index, writer; the writers' locks only to take
+                // the files' handles). The presync has synced all but what
+                // came since.
+                Some(i) => match i.sync_with(|| sync_warc(&rec, im.as_deref())) {
+                    Ok(r) => r.map_err(|e| e.to_string()),
+                    Err(e) => Err(e.to_string()),
+                },
                 None => Ok(false),
             }),
         );
@@ -684,6 +758,8 @@ impl Crawl {
             cdxj: open_log("indexes/index.cdxj")?,
             pages,
             indexed: Mutex::new(Vec::new()),
+            written,
+            indexed_as_written: AtomicU64::new(0),
             dir: dir.to_path_buf(),
             frontier,
             recorder,
@@ -930,11 +1006,25 @@ impl Crawl {
             return Ok(());
         }
         ix.push(path.to_path_buf());
-        let mut reader = warchest::archive::Reader::open(path)?;
-        let mut out = IndexOutput::new(Vec::new(), &Format::Cdxj, false)?;
-        Indexer::new(name.clone(), IndexOptions::default()).index(&mut reader, |e| out.push(&e))?;
-        let text = String::from_utf8_lossy(&out.finish()?).into_owned();
-        let lines: Vec<&str> = text.lines().filter(|l| !l.is_empty()).collect();
+        let lines = match self.written.take(path) {
+            Some(lines) => {
+                self.indexed_as_written.fetch_add(1, Ordering::Relaxed);
+                lines
+            }
+            None => {
+                // A file of an earlier run, or one whose rows cannot be
+                // trusted (written.rs): read again.
+                let mut reader = warchest::archive::Reader::open(path)?;
+                let mut out = IndexOutput::new(Vec::new(), &Format::Cdxj, false)?;
+                Indexer::new(name.clone(), IndexOptions::default())
+                    .index(&mut reader, |e| out.push(&e))?;
+                String::from_utf8_lossy(&out.finish()?)
+                    .lines()
+                    .filter(|l| !l.is_empty())
+                    .map(str::to_string)
+                    .collect()
+            }
+        };
         if !lines.is_empty() {
             self.cdxj
                 .line(&lines.join("\n"))
@@ -948,6 +1038,64 @@ impl Crawl {
         log.line(&format!("{name}\t{end}"))
             .map_err(io_at(&listed))?;
         Ok(())
+    }
+
+    /// Closes every WARC file (the recorder's writers, the Web InfoMall
+    /// files) and indexes each; returns them. When a close fails, every
+    /// other file is still closed, the files closed this run are indexed
+    /// all the same (they used to wait for a resume), and the error
+    /// ([`CrawlError::Closing`]) names them.
+    fn close_and_index(&self) -> Result<Vec<PathBuf>, CrawlError> {
+        let mut failed: Option<CrawlError> = None;
+        let mut fail = |e: CrawlError| match &failed {
+            None => failed = Some(e),
+            Some(_) => tracing::warn!("closing the WARC files failed as well: {e}"),
+        };
+        let mut files = self.recorder.finish().unwrap_or_else(|e| {
+            fail(e.into());
+            Vec::new()
+        });
+        if let Some(im) = &self.infomall {
+            match im.finish() {
+                Ok(f) => files.extend(f),
+                Err(e) => {
+                    fail(e.into());
+                    // The files it closed before (a failed finish keeps
+                    // them listed).
+                    match im.flush() {
+                        Ok(f) => files.extend(f),
+                        Err(e) => fail(e.into()),
+                    }
+                }
+            }
+        }
+        let Some(error) = failed else {
+            for f in &files {
+                self.index_file(f)?;
+            }
+            return Ok(files);
+        };
+        // Every file closed this run: by rotation or by a close that
+        // worked (the recorder's), and the InfoMall files gathered above
+        // (a successful finish hands them over once).
+        let mut closed = self.recorder.closed_files();
+        closed.extend(files);
+        closed.sort();
+        closed.dedup();
+        let mut unindexed = Vec::new();
+        closed.retain(|f| match self.index_file(f) {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!("indexing {} after a failed close: {e}", f.display());
+                unindexed.push(f.clone());
+                false
+            }
+        });
+        Err(CrawlError::Closing {
+            error: Box::new(error),
+            closed,
+            unindexed,
+        })
     }
 
     fn log_scope(&self, uri: &CrawlUri, rule: &str) {
@@ -1185,19 +1333,22 @@ impl Crawl {
             .flatten()
             .or(checkpoint.err().map(CrawlError::from));
         if let Some(e) = fatal {
-            let _ = self.recorder.finish();
-            if let Some(im) = &self.infomall {
-                let _ = im.finish();
+            if self.recorder.failed() || self.infomall.as_ref().is_some_and(|im| im.failed()) {
+                // A WARC file's sync or close failed: closing now would
+                // sync again (which may succeed although the pages the
+                // first failed to write are lost), rename and index from
+                // the rows in memory. The `.open` files are left as they
+                // are: a resume reads their records back and keeps what is
+                // whole.
+                tracing::warn!("a WARC file's sync failed: the .open files are left for a resume");
+            } else if let Err(c) = self.close_and_index() {
+                // The files are closed and indexed all the same (what a
+                // resume would do first).
+                tracing::warn!("after the crawl's error: {c}");
             }
             return Err(e);
         }
-        let mut files = self.recorder.finish()?;
-        if let Some(im) = &self.infomall {
-            files.extend(im.finish()?);
-        }
-        for f in &files {
-            self.index_file(f)?;
-        }
+        let files = self.close_and_index()?;
         let ending = if self.stop.load(Ordering::Relaxed) {
             Ending::Interrupted
         } else if self.budget_hit.load(Ordering::Relaxed) {
@@ -1216,6 +1367,7 @@ impl Crawl {
             requeued: self.requeued,
             recovered: self.recovered.clone(),
             notes: self.notes.clone(),
+            indexed_as_written: self.indexed_as_written.load(Ordering::Relaxed),
         })
     }
 
@@ -1559,7 +1711,13 @@ impl Crawl {
             .collect();
         let found = self.scoped(uri, &links)?;
         let status = got.status.map_or(-1, i32::from);
-        let page = (200..300).contains(&status);
+        // Told apart by its own record: a URL whose document is not HTML
+        // is a resource a tab loaded, not a page (no pages.jsonl row).
+        let page = (200..300).contains(&status) && got.not_html.is_none();
+        let mime = got
+            .not_html
+            .as_deref()
+            .map(|c| crate::sidecar::mime_column(Some(c)));
         let seed = self.seeds.get(uri.seed as usize).map(|s| s.to_string());
         let mut ann = vec![
             "browser".to_string(),
@@ -1574,7 +1732,7 @@ impl Crawl {
             uri: uri.url.as_str(),
             hops: &uri.hops,
             via: uri.via.as_ref().map(|v| v.as_str()),
-            mime: None,
+            mime: mime.as_deref(),
             thread,
             fetch: Some((started, got.ms)),
             digest: None,
@@ -2111,6 +2269,119 @@ fn serial_of(name: &str, prefix: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    thread_local! {
+        /// When set, the next checkpoint sync of the WARC files fails as
+        /// a handle that could not be made would (`EMFILE`), not a sync.
+        pub(super) static FAIL_HANDLE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+        /// Called after each checkpoint sync of the output files.
+        pub(super) static ON_SYNC: std::cell::RefCell<Option<Box<dyn FnMut()>>> = const { std::cell::RefCell::new(None) };
+    }
+
+    /// A crawl in `dir` configured by `toml`, opened (not run).
+    fn open_crawl(dir: &Path, toml: &str) -> Crawl {
+        let cfg = CrawlConfig::from_toml(toml).unwrap();
+        Crawl::open(dir, cfg, toml, Arc::new(AtomicBool::new(false))).unwrap()
+    }
+
+    /// A record written between the presync and the companion is synced
+    /// by the companion, before the dedupe index's durable commit: the
+    /// length of the `.open` file at each sync (what was flushed to it,
+    /// and synced: nothing else writes meanwhile) is noted, and the last
+    /// sync's covers the record. Removing the companion's sync fails this.
+    #[test]
+    fn the_companion_syncs_what_was_written_after_the_presync() {
+        let out = tempfile::tempdir().unwrap();
+        let dir = out.path().join("crawl");
+        let toml = "seeds = [\"http://a.test/\"]\nwarc-writers = 1\n";
+        let c = open_crawl(&dir, toml);
+        let rec = c.recorder();
+        let now = time::OffsetDateTime::now_utc();
+        rec.record_resource("urn:test:a", now, "text/plain", b"a", &[])
+            .unwrap();
+        let open_len = {
+            let archive = archive_dir(&dir);
+            move || -> u64 {
+                std::fs::read_dir(&archive)
+                    .unwrap()
+                    .map(|e| e.unwrap().path())
+                    .filter(|p| p.extension().is_some_and(|x| x == "open"))
+                    .map(|p| std::fs::metadata(p).unwrap().len())
+                    .sum()
+            }
+        };
+        let synced = Arc::new(Mutex::new(Vec::new()));
+        let (s, r, len) = (synced.clone(), rec.clone(), open_len.clone());
+        ON_SYNC.with(|f| {
+            *f.borrow_mut() = Some(Box::new(move || {
+                let mut s = s.lock().unwrap();
+                s.push(len());
+                if s.len() == 1 {
+                    // After the presync, before the companion.
+                    r.record_resource("urn:test:b", now, "text/plain", b"b", &[])
+                        .unwrap();
+                }
+            }))
+        });
+        c.frontier().checkpoint().unwrap();
+        ON_SYNC.with(|f| f.borrow_mut().take());
+        let synced = synced.lock().unwrap().clone();
+        rec.flush().unwrap();
+        let end = open_len();
+        assert_eq!(synced.len(), 2, "the presync and the companion");
+        assert!(
+            synced[0] < end,
+            "b written after the presync: {synced:?} {end}"
+        );
+        assert_eq!(synced[1], end, "the companion synced b: {synced:?}");
+    }
+
+    /// A checkpoint syncs the open Web InfoMall file too (its URIs are
+    /// counted done): it used to sync only the recorder's WARC files.
+    #[test]
+    fn a_checkpoint_syncs_the_open_infomall_file() {
+        let out = tempfile::tempdir().unwrap();
+        let toml = "seeds = [\"http://a.test/\"]\nformat = \"infomall\"\n";
+        let c = open_crawl(&out.path().join("crawl"), toml);
+        let im = c.infomall.as_ref().unwrap();
+        let cap = crate::infomall::Capture {
+            url: "http://a.test/",
+            origin: None,
+            date: time::OffsetDateTime::now_utc(),
+            ip: None,
+        };
+        im.write(&cap, &mut &b"HTTP/1.1 200 OK\r\n\r\nx"[..], 20)
+            .unwrap();
+        let syncs = || crate::infomall::tests::SYNCS.with(|n| n.get());
+        let before = syncs();
+        c.frontier().checkpoint().unwrap();
+        assert_eq!(syncs() - before, 2, "by the presync and the companion");
+    }
+
+    /// A checkpoint whose WARC sync fails on something else than the
+    /// fdatasync (a handle that could not be made, `EMFILE`) fails that
+    /// checkpoint only: the next one syncs and commits. Such an error
+    /// used to be latched like a failed fdatasync, failing every later
+    /// checkpoint.
+    #[test]
+    fn a_checkpoint_failing_on_a_handle_not_a_sync_does_not_fail_the_next() {
+        let out = tempfile::tempdir().unwrap();
+        let toml = "seeds = [\"http://a.test/\"]\n";
+        let c = open_crawl(&out.path().join("crawl"), toml);
+        c.recorder()
+            .record_resource(
+                "urn:test:a",
+                time::OffsetDateTime::now_utc(),
+                "text/plain",
+                b"a",
+                &[],
+            )
+            .unwrap();
+        FAIL_HANDLE.with(|f| f.set(true));
+        assert!(c.frontier().checkpoint().is_err());
+        c.frontier().checkpoint().unwrap();
+        assert!(!c.recorder().failed());
+    }
 
     #[test]
     fn serial_of_reads_annex_b_names_of_the_prefix_only() {

@@ -373,6 +373,9 @@ pub struct Frontier {
     failed_after: Mutex<Option<FrontierError>>,
     /// The companion and its file (named in its errors).
     companion: Option<(PathBuf, Companion)>,
+    /// Run by a checkpoint before it takes the journal's lock
+    /// ([`Frontier::set_presync`]).
+    presync: Option<Companion>,
     /// URIs of one host in flight at once.
     per_host: u8,
     /// The journal found on opening was replayed and replaced: until then
@@ -448,6 +451,7 @@ impl Frontier {
             batch_ms: BATCH_MS,
             failed_after: Mutex::new(None),
             companion: None,
+            presync: None,
             per_host: 1,
             ready: false,
         };
@@ -473,6 +477,16 @@ impl Frontier {
     /// frontier's checkpoint says was fetched is then in `c` too.
     pub fn set_companion(&mut self, path: &Path, c: Companion) {
         self.companion = Some((path.to_path_buf(), c));
+    }
+
+    /// Runs `c` at the start of each checkpoint, before the frontier's
+    /// lock is taken: the slow part of the companion's sync (the crawl's:
+    /// the WARC files' `fdatasync`), so that no worker waits for it; the
+    /// companion, called under the lock, then syncs only what was written
+    /// meanwhile. A failure fails the checkpoint, named as the
+    /// companion's.
+    pub fn set_presync(&mut self, c: Companion) {
+        self.presync = Some(c);
     }
 
     /// Sets how often a checkpoint is made: at least every `every`, or
@@ -726,6 +740,17 @@ impl Frontier {
     }
 
     fn checkpoint_now(&self) -> Result<()> {
+        // Outside the lock: the workers go on meanwhile.
+        if let Some(p) = &self.presync {
+            p().map_err(|e| FrontierError {
+                what: "dedupe index",
+                path: self
+                    .companion
+                    .as_ref()
+                    .map_or_else(|| self.path.clone(), |(p, _)| p.clone()),
+                msg: format!("syncing before the frontier's checkpoint: {e}"),
+            })?;
+        }
         let mut g = self.lock_journal();
         self.checkpoint_locked(&mut g)
     }
@@ -1590,6 +1615,17 @@ mod tests {
         assert_eq!(got, ["http://a.test/1", "http://b.test/2"]);
     }
 
+    /// A checkpoint fails naming the companion's file, not the frontier's,
+    /// with the companion's "disk full".
+    fn fails_as_the_companion(f: &Frontier, idx: &Path) {
+        let e = f.checkpoint().unwrap_err().to_string();
+        assert!(
+            e.starts_with(&format!("dedupe index {}: ", idx.display())),
+            "{e}"
+        );
+        assert!(e.contains("disk full"), "{e}");
+    }
+
     /// A checkpoint syncs the companion (the dedupe index) first, and only
     /// a checkpoint does: `add`, `complete`, `retry` and `mark_seen` are
     /// journaled without it; a failed companion sync names the
@@ -1629,12 +1665,7 @@ mod tests {
         f.checkpoint().unwrap();
         assert_eq!(n(), 1, "the checkpoint syncs the companion");
         fail.store(true, Ordering::SeqCst);
-        let e = f.checkpoint().unwrap_err().to_string();
-        assert!(
-            e.starts_with(&format!("dedupe index {}: ", idx.display())),
-            "{e}"
-        );
-        assert!(e.contains("disk full"), "{e}");
+        fails_as_the_companion(&f, &idx);
         fail.store(false, Ordering::SeqCst);
     }
 
@@ -1709,6 +1740,66 @@ mod tests {
                 "the journal is left as it was"
             );
         }
+    }
+
+    /// A checkpoint runs its presync before it takes the frontier's lock
+    /// (another thread reads and changes the frontier meanwhile), and
+    /// before the companion; a failed presync fails the checkpoint, named
+    /// as the companion's.
+    #[test]
+    fn a_checkpoint_runs_its_presync_outside_the_lock_before_the_companion() {
+        use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+        use std::sync::{Arc, OnceLock, Weak};
+        let dir = tempfile::tempdir().unwrap();
+        let (mut f, _) = Frontier::open(&dir.path().join("f.redb")).unwrap();
+        f.set_checkpoint(Duration::from_secs(3600), u64::MAX);
+        let me: Arc<OnceLock<Weak<Frontier>>> = Arc::new(OnceLock::new());
+        let order = Arc::new(Mutex::new(Vec::<String>::new()));
+        let fail = Arc::new(AtomicBool::new(false));
+        let added = Arc::new(AtomicU64::new(0));
+        let (m, o, x, a) = (me.clone(), order.clone(), fail.clone(), added.clone());
+        f.set_presync(Box::new(move || {
+            if x.load(Ordering::SeqCst) {
+                return Err("disk full".into());
+            }
+            // None once the frontier is being dropped (its last checkpoint).
+            let Some(fr) = m.get().and_then(Weak::upgrade) else {
+                return Ok(true);
+            };
+            let a = a.clone();
+            let (tx, rx) = std::sync::mpsc::channel();
+            // Another worker's change: it waits if the lock is held.
+            std::thread::spawn(move || {
+                let n = a.fetch_add(1, Ordering::SeqCst);
+                let r = fr.add(&[uri(&format!("http://c.test/{n}"))]);
+                let _ = tx.send(r.is_ok());
+            });
+            let ok = rx.recv_timeout(Duration::from_secs(60));
+            o.lock().unwrap().push(format!("presync {ok:?}"));
+            Ok(true)
+        }));
+        let o = order.clone();
+        let idx = dir.path().join("dedupe.redb");
+        f.set_companion(
+            &idx,
+            Box::new(move || {
+                o.lock().unwrap().push("companion".into());
+                Ok(true)
+            }),
+        );
+        let f = Arc::new(f);
+        me.set(Arc::downgrade(&f)).unwrap();
+        f.checkpoint().unwrap();
+        assert_eq!(
+            *order.lock().unwrap(),
+            ["presync Ok(true)", "companion"],
+            "the presync's change was made while it ran, before the companion"
+        );
+        assert_eq!(f.counts().unwrap().queued, 1);
+        fail.store(true, Ordering::SeqCst);
+        fails_as_the_companion(&f, &idx);
+        assert_eq!(order.lock().unwrap().len(), 2, "no companion after it");
+        fail.store(false, Ordering::SeqCst);
     }
 
     /// A companion that panics during a checkpoint hands it back: the next

@@ -26,12 +26,17 @@ struct Open {
     path: PathBuf,
     open_path: PathBuf,
     w: Writer<BufWriter<File>>,
+    /// A second handle of the file, for [`InfomallFiles::sync_data`].
+    file: File,
 }
 
 struct Inner {
     cur: Option<Open>,
     serial: u64,
     closed: Vec<PathBuf>,
+    /// An `fdatasync` failed: never retried (see
+    /// [`InfomallFiles::sync_data`]).
+    failed: bool,
 }
 
 /// Rotating Web InfoMall files.
@@ -54,6 +59,15 @@ pub struct Capture<'a> {
     pub ip: Option<std::net::IpAddr>,
 }
 
+/// [`warchest::write::sync_dir`]; a test can make it fail.
+fn sync_dir(dir: &Path) -> warchest::Result<()> {
+    #[cfg(test)]
+    if tests::FAIL_DIR_SYNC.with(|f| f.get()) {
+        return Err(warchest::Error::from(std::io::Error::other("injected")).in_file(dir));
+    }
+    warchest::write::sync_dir(dir)
+}
+
 fn lock_err() -> warchest::Error {
     warchest::Error::from(std::io::Error::other("a crawl thread panicked"))
 }
@@ -71,6 +85,7 @@ impl InfomallFiles {
                 cur: None,
                 serial: first_serial,
                 closed: Vec::new(),
+                failed: false,
             }),
         }
     }
@@ -119,10 +134,16 @@ impl InfomallFiles {
             };
             let f = File::create_new(&open_path)
                 .map_err(|e| warchest::Error::from(e).in_file(&open_path))?;
+            // The new name durable, as the WARC writer's (docs/crawl.md).
+            sync_dir(&self.dir)?;
+            let file = f
+                .try_clone()
+                .map_err(|e| warchest::Error::from(e).in_file(&open_path))?;
             g.cur = Some(Open {
                 path,
                 open_path,
                 w: Writer::new(BufWriter::new(f)),
+                file,
             });
         }
         let o = g.cur.as_mut().ok_or_else(lock_err)?;
@@ -142,7 +163,10 @@ impl InfomallFiles {
             drop(out);
             std::fs::rename(&o.open_path, &o.path)
                 .map_err(|e| warchest::Error::from(e).in_file(&o.open_path))?;
+            // Listed before the directory's sync: a failed sync must not
+            // leave a closed file unlisted (not indexed, not named).
             g.closed.push(o.path);
+            sync_dir(&self.dir)?;
         }
         Ok(())
     }
@@ -159,6 +183,49 @@ impl InfomallFiles {
         Ok(g.closed.clone())
     }
 
+    /// Flushes the open file and syncs its data (`fdatasync`), the lock
+    /// held only to flush and take a handle: every record written before
+    /// the call survives a power loss (a crawl's checkpoint, which counts
+    /// their URIs done, does this as it syncs the WARC files). A failed
+    /// sync fails every later one (a later `fdatasync` may succeed
+    /// although the pages the first failed to write are lost).
+    ///
+    /// # Errors
+    /// The write or the sync failed, now or earlier.
+    pub fn sync_data(&self) -> warchest::Result<()> {
+        let (path, h) = {
+            let mut g = self.inner.lock().map_err(|_| lock_err())?;
+            if g.failed {
+                return Err(warchest::Error::from(std::io::Error::other(
+                    "an earlier sync of a Web InfoMall file failed",
+                )));
+            }
+            let Some(o) = g.cur.as_mut() else {
+                return Ok(());
+            };
+            o.w.flush().map_err(|e| e.in_file(&o.open_path))?;
+            let h = o
+                .file
+                .try_clone()
+                .map_err(|e| warchest::Error::from(e).in_file(&o.open_path))?;
+            (o.open_path.clone(), h)
+        };
+        if let Err(e) = h.sync_data() {
+            if let Ok(mut g) = self.inner.lock() {
+                g.failed = true;
+            }
+            return Err(warchest::Error::from(e).in_file(&path));
+        }
+        #[cfg(test)]
+        tests::SYNCS.with(|n| n.set(n.get() + 1));
+        Ok(())
+    }
+
+    /// Whether a sync of [`InfomallFiles::sync_data`] failed.
+    pub fn failed(&self) -> bool {
+        self.inner.lock().map_or(true, |g| g.failed)
+    }
+
     /// Closes the open file; returns every file written.
     ///
     /// # Errors
@@ -167,5 +234,41 @@ impl InfomallFiles {
         let mut g = self.inner.lock().map_err(|_| lock_err())?;
         self.close(&mut g)?;
         Ok(std::mem::take(&mut g.closed))
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    thread_local! {
+        /// While set, a directory sync fails on this thread.
+        pub(super) static FAIL_DIR_SYNC: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+        /// Data syncs of an open file made by this thread.
+        pub(crate) static SYNCS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    }
+
+    /// A directory sync failing after a close's rename: the file, under
+    /// its final name, is listed as closed all the same (so it is indexed
+    /// and named in the error). It used to be left out.
+    #[test]
+    fn a_failed_directory_sync_after_the_rename_still_lists_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let im = InfomallFiles::new(dir.path(), "im", 0, 1 << 20);
+        let c = Capture {
+            url: "http://a.test/",
+            origin: None,
+            date: time::OffsetDateTime::now_utc(),
+            ip: None,
+        };
+        let (path, _) = im
+            .write(&c, &mut &b"HTTP/1.1 200 OK\r\n\r\nx"[..], 20)
+            .unwrap();
+        FAIL_DIR_SYNC.with(|f| f.set(true));
+        let r = im.finish();
+        FAIL_DIR_SYNC.with(|f| f.set(false));
+        assert!(r.is_err());
+        assert!(path.exists(), "renamed");
+        assert_eq!(im.flush().unwrap(), [path], "listed as closed");
     }
 }

@@ -79,3 +79,4 @@ pub mod shard;
 pub mod sidecar;
 #[cfg(feature = "status")]
 pub mod status;
+mod written;

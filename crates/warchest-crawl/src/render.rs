@@ -37,6 +37,11 @@ pub struct Rendered {
     pub error: Option<String>,
     /// Milliseconds the page took.
     pub ms: u64,
+    /// Set when the page's own document (a 2xx answer to its URL, as
+    /// recorded) was not HTML: its Content-Type. The URL is then a
+    /// resource a tab loaded (a link to an image or to JSON that a page
+    /// also fetches), logged with that type and not listed as a page.
+    pub not_html: Option<String>,
 }
 
 /// Loads pages in a browser whose traffic the crawl's recorder records.

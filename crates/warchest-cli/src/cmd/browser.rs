@@ -313,6 +313,8 @@ impl warchest_crawl::render::PageRenderer for CrawlRenderer {
         // wait for the document (the end gives them otherwise).
         let mut nofollow = false;
         let mut document = false;
+        // The page's own document was not HTML: a resource, not a page.
+        let mut not_html: Option<String> = None;
         // The HTML's links not given early (what it embeds, what is named
         // as a resource): queued at the page's end unless it fetched them.
         let mut deferred: Vec<url::Url> = Vec::new();
@@ -356,6 +358,9 @@ impl warchest_crawl::render::PageRenderer for CrawlRenderer {
                     early(now);
                 }
             }
+            warchest_browser::Early::NotHtml { content_type, .. } => {
+                not_html = Some(content_type.unwrap_or_default());
+            }
             warchest_browser::Early::Links(v) if document && !nofollow => early(
                 urls(&v)
                     .into_iter()
@@ -386,6 +391,7 @@ impl warchest_crawl::render::PageRenderer for CrawlRenderer {
             fetched,
             error: p.error.clone(),
             ms: p.ms,
+            not_html,
         }
     }
 

@@ -630,14 +630,27 @@ fn host_parallel_loads_pages_of_one_host_in_several_tabs() {
 /// A loopback site whose seed page is slow to end: its HTML links to
 /// /p/1.html, its script builds a link to /p/2.html, an image holds its
 /// load event back and a request after load holds its network idle back
-/// (`wait` each); /r redirects to it. With it, when each path was asked
-/// for (and when /slow.svg was answered, as `answered /slow.svg`).
+/// (each at least `wait`, and on a gate: the image until /p/1.html was
+/// asked for, the request until /p/2.html was, or 60 s); /r redirects to
+/// it. With it, when each path was asked for (and when /slow.svg was
+/// answered, as `answered /slow.svg`).
 type Events = Arc<std::sync::Mutex<Vec<(String, Instant)>>>;
 
 fn slow_seed_site(wait: Duration) -> (String, Events) {
     let events = Events::default();
     let ev = events.clone();
     let note = move |what: String| ev.lock().unwrap().push((what, Instant::now()));
+    let ev = events.clone();
+    // No clock decides the order: the seed's page cannot end before the
+    // linked page was asked for, however long the second browser takes to
+    // start (only a hang reaches the deadline, and fails the test).
+    let gate = move |path: &str| {
+        std::thread::sleep(wait);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline && !ev.lock().unwrap().iter().any(|e| e.0 == path) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
     let addr = serve_paths(move |path| {
         note(path.to_string());
         match path {
@@ -650,7 +663,7 @@ addEventListener('load',()=>fetch('/slow.json'));</script>"
                 .to_string(),
         ),
         "/slow.svg" => {
-            std::thread::sleep(wait);
+            gate("/p/1.html");
             note("answered /slow.svg".into());
             (
                 "image/svg+xml",
@@ -658,7 +671,7 @@ addEventListener('load',()=>fetch('/slow.json'));</script>"
             )
         }
         "/slow.json" => {
-            std::thread::sleep(wait);
+            gate("/p/2.html");
             ("application/json", "{}".to_string())
         }
         "/r" => ("redirect", "/".to_string()),
@@ -693,12 +706,18 @@ fn second_tab_starts_before_the_seed_ends(seed: &str) {
         eprintln!("skipped: WARCHEST_SKIP_BROWSER");
         return;
     };
-    // Room for the second browser (started beside the first) to be up.
-    let wait = Duration::from_secs(3);
+    // The seed's image and late request are held until the linked pages
+    // were asked for (slow_seed_site), not for a time the second browser
+    // (started beside the first) was given to be up: under load it once
+    // took longer than 3 s. The page timeout gives that hold room (the
+    // load timeout is half of it).
+    let wait = Duration::from_secs(1);
     let (addr, events) = slow_seed_site(wait);
     let work = tempfile::tempdir().unwrap();
     let dir = work.path().join("crawl");
     let mut flags = browser_flags(&exe);
+    let t = flags.iter().position(|f| f == "--page-timeout").unwrap() + 1;
+    flags[t] = "150".into();
     flags.extend(["--browsers", "2", "--host-parallel", "2", "--ignore-robots"].map(String::from));
     let f: Vec<&str> = flags.iter().map(String::as_str).collect();
     let (code, err) = crawl(&dir, &[format!("http://{addr}{seed}")], &f);
@@ -716,8 +735,8 @@ fn second_tab_starts_before_the_seed_ends(seed: &str) {
         loads[0]
     };
     let seed = load(seed);
-    // Its load event after `wait`, its idle after twice that: the seed's
-    // page took both.
+    // Its load event after `wait` (and the gate), its idle after twice
+    // that: the seed's page took both.
     assert!(
         seed.1 - seed.0 >= 2 * wait.as_millis() as u64,
         "{seed:?}\n{log}"
@@ -969,4 +988,46 @@ fn links_only_the_html_has_are_queued_at_the_pages_end() {
     for p in ["/gallery/1.jpg", "/gone.png", "/p/1.html"] {
         assert_eq!(asked(&seen, p), 1, "{p}:\n{log}");
     }
+}
+
+/// A link to an extensionless URL that is not a page (JSON here, which a
+/// page could also fetch): a tab loads it, its own record says it is not
+/// HTML, so it is logged with its type and not listed as a page, where
+/// it used to be listed as an HTML page.
+#[test]
+fn a_linked_url_whose_document_is_not_html_is_no_page() {
+    let Some(exe) = chromium() else {
+        eprintln!("skipped: WARCHEST_SKIP_BROWSER");
+        return;
+    };
+    let addr = serve_paths(|p| match p {
+        "/" => (
+            "text/html",
+            "<html><title>home</title><a href=/data>data</a></html>".to_string(),
+        ),
+        "/data" => ("application/json", "{\"a\": 1}".to_string()),
+        _ => ("text/plain", String::new()),
+    });
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("crawl");
+    let mut f = browser_flags(&exe);
+    f.push("--ignore-robots".into());
+    let f: Vec<&str> = f.iter().map(String::as_str).collect();
+    let (code, err) = crawl(&dir, &[format!("http://{addr}/")], &f);
+    assert_eq!(code, 0, "{err}");
+    let log = std::fs::read_to_string(dir.join("logs/crawl.log")).unwrap();
+    let data = format!("http://{addr}/data");
+    let line = log
+        .lines()
+        .find(|l| l.split_whitespace().nth(3) == Some(data.as_str()))
+        .unwrap_or_else(|| panic!("no line of {data}: {log}"));
+    assert!(line.contains(" browser,"), "loaded in a tab: {line}");
+    assert!(line.contains(" application/json "), "{line}");
+    let pages = std::fs::read_to_string(dir.join("pages/pages.jsonl")).unwrap();
+    let urls: Vec<String> = pages
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["url"].to_string())
+        .collect();
+    assert_eq!(urls, [format!("\"http://{addr}/\"")], "{pages}");
 }

@@ -154,10 +154,15 @@ fn proxy_answers_failures_and_panics_and_goes_on() {
     // WARCHEST_PROXY_TEST_PANIC set (crates/warchest-capture/src/proxy.rs).
     let mut cmd = bin();
     cmd.env("WARCHEST_PROXY_TEST_PANIC", "1");
+    // The timeout bounds how long a stopped proxy waits for the exchanges
+    // under way (and a body's silence): longer than every wait of this
+    // test (60 s each), so the held `/gated` response below is never cut
+    // by it, however long the machine takes to close the listener after
+    // SIGTERM. No exchange here waits for it: the failures are at once.
     let p = ProxyProc::start_cmd(
         &out,
         &work.path().join("ca.pem"),
-        &["--timeout", "10"],
+        &["--timeout", "150"],
         cmd,
         Stdio::from(std::fs::File::create(&log).unwrap()),
     );

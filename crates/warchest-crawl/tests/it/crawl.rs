@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
+use std::sync::atomic::Ordering::SeqCst;
 
 use warchest_crawl::config::CrawlConfig;
 use warchest_crawl::engine::{Crawl, Ending, Summary};
@@ -395,18 +396,24 @@ fn a_stop_request_finishes_in_flight_and_resume_goes_on() {
     let cfg = CrawlConfig::from_toml(&toml).unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let c = Crawl::open(&dir, cfg, &toml, stop.clone()).unwrap();
-    // Stopped once the first request reached the web, not after a fixed
-    // time: a fast machine could finish the crawl in that time, a slow one
-    // not have started it.
+    // d.test/gen/5 is held by the web until the stop is asked: d.test's
+    // later pages (one connection a host) wait behind it in their queue,
+    // so the crawl is stopped with URIs left and that one in flight
+    // whatever the machine's speed (it used to be stopped at the first
+    // request, and relied on the crawl not finishing before the stopper
+    // thread next ran).
+    let held = w.url("d.test", "/gen/5");
+    w.hold("d.test/gen/5");
     let s = std::thread::scope(|sc| {
-        let log = w.log.clone();
         let s2 = stop.clone();
+        let w = &w;
         sc.spawn(move || {
             let t0 = std::time::Instant::now();
-            while log.lock().unwrap().is_empty() && t0.elapsed().as_secs() < 60 {
+            while !w.requests().contains(&held) && t0.elapsed().as_secs() < 60 {
                 std::thread::sleep(std::time::Duration::from_millis(5));
             }
             s2.store(true, std::sync::atomic::Ordering::Relaxed);
+            w.release();
         });
         c.run(&|_| {}).unwrap()
     });
@@ -894,4 +901,186 @@ fn a_stop_lets_robots_txt_waiters_go() {
     assert_eq!(pages.len(), 3, "each seed once: {pages:?}");
     pages.dedup();
     assert_eq!(pages.len(), 3, "each seed once");
+}
+
+/// Gives both writers of a crawl's pool (`warc-writers = 2`) a file of
+/// their own before it runs: writer 0 held while a record goes to writer
+/// 1 (serial 0), then one through the hold (writer 0, serial 1). A pool
+/// otherwise opens its second file only when two records meet.
+pub fn open_both_writers(c: &Crawl) {
+    let rec = c.recorder();
+    let now = time::OffsetDateTime::now_utc();
+    let mut h = rec.hold().unwrap();
+    rec.record_resource("urn:test:writer1", now, "text/plain", b"1", &[])
+        .unwrap();
+    h.record_resource("urn:test:writer0", now, "text/plain", b"0", &[])
+        .unwrap();
+}
+
+/// The `.open` files of a crawl directory, sorted.
+pub fn open_files(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir.join("archive"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "open"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Runs a crawl of `toml` (two WARC writers) in `dir`, both writers'
+/// files opened first ([`open_both_writers`]) and writer 0's removed once
+/// nothing is queued or in flight (the run's last tick comes then, before
+/// the files are closed); returns the run's error and the two `.open`
+/// files.
+pub fn run_losing_a_writers_file(dir: &Path, toml: &str) -> (String, Vec<PathBuf>) {
+    let cfg = CrawlConfig::from_toml(toml).unwrap();
+    let c = Crawl::open(dir, cfg, toml, Arc::new(AtomicBool::new(false))).unwrap();
+    open_both_writers(&c);
+    let open = open_files(dir);
+    assert_eq!(open.len(), 2, "{open:?}");
+    assert!(open[1].to_string_lossy().contains("-00001-"), "{open:?}");
+    let removed = AtomicBool::new(false);
+    let tick = |c: &Crawl| {
+        let n = c.frontier().counts().unwrap();
+        if n.done > 0 && n.queued == 0 && n.in_flight == 0 && !removed.swap(true, SeqCst) {
+            std::fs::remove_file(&open[1]).unwrap();
+        }
+    };
+    let err = c.run(&tick).unwrap_err().to_string();
+    assert!(removed.load(SeqCst));
+    (err, open)
+}
+
+/// `Recorder::finish` failing at the end of a crawl (one writer's `.open`
+/// file removed under it once every URI is done): the crawl returns the
+/// error, and the file the other writer closed is indexed (CDXJ,
+/// `indexed.txt`) all the same and named in it. It used to wait, not
+/// indexed, for a resume.
+#[test]
+fn a_failed_close_at_the_end_still_indexes_the_other_writers_file() {
+    let w = web::start();
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("crawl");
+    let (err, open) = run_losing_a_writers_file(&dir, &config(&w, "warc-writers = 2"));
+    let kept = open[0].with_extension("");
+    let name = kept.file_name().unwrap().to_str().unwrap();
+    assert!(err.contains("closing the WARC files failed"), "{err}");
+    assert!(err.contains(name), "the closed file named: {err}");
+    let listed = std::fs::read_to_string(dir.join("indexes/indexed.txt")).unwrap_or_default();
+    assert!(
+        listed.lines().any(|l| l.starts_with(&format!("{name}\t"))),
+        "{name} indexed: {listed:?}"
+    );
+    let cdxj = std::fs::read_to_string(dir.join("indexes/index.cdxj")).unwrap();
+    assert!(cdxj.lines().any(|l| l.contains(name)), "{cdxj}");
+}
+
+/// A rotation whose close fails part way, before the crawl runs (the
+/// file's final name taken: the writer is left as a failed sync leaves
+/// it, the file `.open`, a new one begun): every checkpoint of the run
+/// fails, so the dedupe index never durably commits entries that point
+/// into that file (its end-of-run checkpoint used to, the presync and the
+/// companion syncing only the new file), and the run's error path leaves
+/// the `.open` files for a resume instead of syncing, renaming and
+/// indexing them.
+#[test]
+fn a_failed_close_at_a_rotation_fails_the_checkpoints_and_leaves_the_files_open() {
+    let w = web::start();
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("crawl");
+    let toml = config(&w, "warc-writers = 1\nwarc-size = 3000");
+    let cfg = CrawlConfig::from_toml(&toml).unwrap();
+    let c = Crawl::open(&dir, cfg, &toml, Arc::new(AtomicBool::new(false))).unwrap();
+    let rec = c.recorder();
+    let now = time::OffsetDateTime::now_utc();
+    rec.record_resource("urn:test:a", now, "text/plain", b"a", &[])
+        .unwrap();
+    let open = open_files(&dir);
+    assert_eq!(open.len(), 1, "{open:?}");
+    std::fs::write(open[0].with_extension(""), b"").unwrap();
+    let rotated = (0..100).any(|_| {
+        rec.record_resource("urn:test:b", now, "text/plain", b"b", &[])
+            .is_err()
+    });
+    assert!(rotated, "a rotation came and failed");
+    let err = c.run(&|_| {}).unwrap_err().to_string();
+    assert!(err.contains("earlier sync or close"), "{err}");
+    rec.flush().expect("the recorder is not closed");
+    let left = open_files(&dir);
+    assert!(left.contains(&open[0]), "{left:?}");
+    assert!(
+        left.len() >= 2,
+        "the run's last file left open too: {left:?}"
+    );
+}
+
+/// The CDXJ of each file is made from its records as they were written
+/// (no file read again: `indexed_as_written` counts them all), and is the
+/// same bytes as `warchest index` of the closed file; with two writers and
+/// small files (rotation), a redirect, a revisit and the `dns:` records.
+#[test]
+fn the_cdxj_made_as_records_are_written_is_warchest_index_of_each_file() {
+    let w = web::start();
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("crawl");
+    let s = crawl(&dir, &config(&w, "warc-writers = 2\nwarc-size = 3000"));
+    assert_eq!(s.ending, Ending::Finished);
+    let files = warc_files(&dir);
+    assert!(files.len() > 2, "rotated: {files:?}");
+    assert_eq!(s.files.len(), files.len());
+    assert_eq!(
+        s.indexed_as_written,
+        files.len() as u64,
+        "every file indexed from its written records"
+    );
+    // In indexed.txt's order, each file's lines as `warchest index` makes them.
+    let listed = std::fs::read_to_string(dir.join("indexes/indexed.txt")).unwrap();
+    let mut want = String::new();
+    for name in listed.lines().map(|l| l.split('\t').next().unwrap()) {
+        let f = dir.join("archive").join(name);
+        let mut r = warchest::archive::Reader::open(&f).unwrap();
+        let mut o =
+            warchest_index::IndexOutput::new(Vec::new(), &warchest_index::Format::Cdxj, false)
+                .unwrap();
+        warchest_index::Indexer::new(name, warchest_index::IndexOptions::default())
+            .index(&mut r, |e| o.push(&e))
+            .unwrap();
+        want.push_str(&String::from_utf8(o.finish().unwrap()).unwrap());
+    }
+    let got = std::fs::read_to_string(dir.join("indexes/index.cdxj")).unwrap();
+    assert!(!got.is_empty());
+    assert_eq!(got, want);
+    // What the comparison covered: an exchange whose records are split
+    // between two files, a redirect and a revisit.
+    let mut file_of = std::collections::HashMap::new();
+    let mut all = Vec::new();
+    for (i, f) in files.iter().enumerate() {
+        let mut d = flate2::read::MultiGzDecoder::new(std::fs::File::open(f).unwrap());
+        let mut b = Vec::new();
+        d.read_to_end(&mut b).unwrap();
+        for r in String::from_utf8_lossy(&b).split("WARC/1.1\r\n") {
+            if let Some(id) = r.lines().find_map(|l| l.strip_prefix("WARC-Record-ID: ")) {
+                file_of.insert(id.to_string(), i);
+                all.push((i, r.to_string()));
+            }
+        }
+    }
+    let split = all
+        .iter()
+        .filter(|(i, r)| {
+            r.lines()
+                .filter_map(|l| l.strip_prefix("WARC-Concurrent-To: "))
+                .any(|to| file_of.get(to).is_some_and(|j| j != i))
+        })
+        .count();
+    assert!(split > 0, "an exchange split between two files");
+    let recs: Vec<String> = all.into_iter().map(|(_, r)| r).collect();
+    assert!(
+        recs.iter().any(|r| r.contains("WARC-Type: revisit\r\n")),
+        "a revisit"
+    );
+    let old = record_of(&recs, "response", w.url("a.test", "/old").as_str());
+    assert!(old.contains("\r\n\r\nHTTP/1.0 301 "), "a redirect: {old}");
+    check_files(&dir);
 }

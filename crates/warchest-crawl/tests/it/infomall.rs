@@ -178,3 +178,38 @@ fn an_infomall_crawl_refuses_what_the_format_cannot_hold() {
         assert!(err.contains(why), "{extra}: {err}");
     }
 }
+
+/// `Recorder::finish` failing at the end of an InfoMall crawl (one of the
+/// recorder's `.open` files removed once every URI is done) while the
+/// InfoMall files close: those are still indexed and named in the error.
+/// Their close handed them over once, and the error path used to ask the
+/// emptied list again (none named).
+#[test]
+fn a_failed_close_of_the_recorder_still_names_the_infomall_files() {
+    let w = web::start();
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("crawl");
+    let (err, _) = crate::crawl::run_losing_a_writers_file(
+        &dir,
+        &config(
+            &w,
+            "format = \"infomall\"\nwarc-size = 3000\nmax-size = 10000\nwarc-writers = 2",
+        ),
+    );
+    assert!(err.contains("closing the WARC files failed"), "{err}");
+    let dats: Vec<String> = std::fs::read_dir(dir.join("archive"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".dat"))
+        .collect();
+    assert!(dats.len() >= 2, "rotated: {dats:?}");
+    let listed = std::fs::read_to_string(dir.join("indexes/indexed.txt")).unwrap_or_default();
+    for d in &dats {
+        assert!(err.contains(d.as_str()), "{d} named: {err}");
+        assert!(
+            listed.lines().any(|l| l.starts_with(&format!("{d}\t"))),
+            "{d} indexed: {listed:?}"
+        );
+    }
+    assert!(err.contains("closed, not indexed: none"), "{err}");
+}

@@ -21,6 +21,8 @@ use crate::web::{self, GEN, Web};
 const DIR_VAR: &str = "WARCHEST_CRAWL_TEST_DIR";
 const CONFIG_VAR: &str = "WARCHEST_CRAWL_TEST_CONFIG";
 const WORKERS: usize = 3;
+/// Set: the child gives both writers of its pool a file before it runs.
+const BOTH_VAR: &str = "WARCHEST_CRAWL_TEST_BOTH_WRITERS";
 
 /// The child: opens the crawl in $DIR (new with $CONFIG, or resumed from
 /// its saved configuration) and runs it.
@@ -39,6 +41,9 @@ fn child_crawl() {
     };
     let cfg = CrawlConfig::from_toml(&text).unwrap();
     let c = Crawl::open(&dir, cfg, &text, Arc::new(AtomicBool::new(false))).unwrap();
+    if std::env::var_os(BOTH_VAR).is_some() {
+        crate::crawl::open_both_writers(&c);
+    }
     let s = c.run(&|_| {}).unwrap();
     assert_eq!(s.ending, Ending::Finished);
 }
@@ -55,22 +60,25 @@ fn config(w: &Web) -> String {
 /// The crawl in a child process (this binary's ignored `child_crawl`);
 /// `stderr` is kept for a failure's message or dropped.
 fn child(dir: &std::path::Path, cfg: &str, stderr: Stdio) -> std::process::Child {
-    Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--ignored",
-            "--exact",
-            "resume::child_crawl",
-            "--test-threads",
-            "1",
-            // A panic's message goes to stderr, kept for a failure.
-            "--nocapture",
-        ])
-        .env(DIR_VAR, dir)
-        .env(CONFIG_VAR, cfg)
-        .stdout(Stdio::null())
-        .stderr(stderr)
-        .spawn()
-        .unwrap()
+    child_cmd(dir, cfg).stderr(stderr).spawn().unwrap()
+}
+
+/// The command of [`child`], stdout dropped.
+fn child_cmd(dir: &std::path::Path, cfg: &str) -> Command {
+    let mut c = Command::new(std::env::current_exe().unwrap());
+    c.args([
+        "--ignored",
+        "--exact",
+        "resume::child_crawl",
+        "--test-threads",
+        "1",
+        // A panic's message goes to stderr, kept for a failure.
+        "--nocapture",
+    ])
+    .env(DIR_VAR, dir)
+    .env(CONFIG_VAR, cfg)
+    .stdout(Stdio::null());
+    c
 }
 
 /// A small pseudo-random sequence (the seed is printed to replay a failure).
@@ -255,5 +263,107 @@ fn a_kills_leftovers_are_repaired_when_the_crawl_resumes() {
         assert!(line.split_whitespace().count() >= 11, "{line}");
     }
     // The CDXJ equals cdxj-indexer's (a file indexed twice would not).
+    check_files(&dir);
+}
+
+/// A crawl with `warc-writers = 2` killed (SIGKILL) with both writers'
+/// files open: the resume closes both (each reported), every record in
+/// them reads back (warchest's validator, warcio, cdxj-indexer: the
+/// `check_files` of every test crawl), and the files the resumed run
+/// writes take serials above the higher of the two.
+#[test]
+fn a_kill_with_both_writers_files_open_is_closed_on_resume() {
+    use crate::crawl::{check_files, open_files, records, resume};
+    let w = web::start();
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("c");
+    // e.test/hold, a seed, is held until the kill: the crawl is still
+    // running then, however fast or slow the machine.
+    w.hold("e.test/hold");
+    let cfg = config(&w)
+        .replace(
+            "seeds = [",
+            &format!("seeds = [\"{}\", ", w.url("e.test", "/hold")),
+        )
+        .replace("timeout = 5.0", "timeout = 120.0")
+        .replace("max-size = 10000", "max-size = 10000\nwarc-writers = 2");
+    assert!(cfg.contains("warc-writers = 2") && cfg.contains("timeout = 120.0"));
+    let err_path = out.path().join("child.err");
+    let err_file = std::fs::File::create(&err_path).unwrap();
+    let mut c = child_cmd(&dir, &cfg)
+        .env(BOTH_VAR, "1")
+        .stderr(err_file)
+        .spawn()
+        .unwrap();
+    // Killed once both files are there and the crawl's first fetches are
+    // logged (their records are flushed before their log lines).
+    let log = dir.join("logs/crawl.log");
+    let t0 = Instant::now();
+    loop {
+        let opens = if dir.join("archive").exists() {
+            open_files(&dir)
+        } else {
+            Vec::new()
+        };
+        let lines = std::fs::read_to_string(&log)
+            .map(|t| t.lines().count())
+            .unwrap_or(0);
+        let held = w.requests().contains(&w.url("e.test", "/hold"));
+        if opens.len() == 2 && lines >= 2 && held {
+            break;
+        }
+        if let Some(st) = c.try_wait().unwrap() {
+            panic!(
+                "the crawl ended ({st}) before the kill: {}",
+                std::fs::read_to_string(&err_path).unwrap_or_default()
+            );
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "no two .open files and two fetches: {opens:?}, {lines} lines"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    c.kill().unwrap(); // SIGKILL
+    let st = c.wait().unwrap();
+    assert_eq!(st.code(), None, "killed, not ended");
+    let opens = open_files(&dir);
+    assert_eq!(opens.len(), 2, "{opens:?}");
+    let serial = |p: &std::path::Path| -> u64 {
+        // crawl-TIMESTAMP-SERIAL-host.warc.gz[.open]
+        let n = p.file_name().unwrap().to_str().unwrap();
+        n.split('-').nth(2).unwrap().parse().unwrap()
+    };
+    let highest = opens.iter().map(|p| serial(p)).max().unwrap();
+    w.release();
+    let s = resume(&dir, |t| t);
+    assert_eq!(s.ending, Ending::Finished);
+    // Both closed, each reported under its final name.
+    for o in &opens {
+        let fin = o.with_extension("");
+        assert!(fin.exists(), "{} closed", fin.display());
+        let name = fin.display().to_string();
+        assert!(
+            s.recovered
+                .iter()
+                .any(|r| r.starts_with(&name) && r.contains("closed")),
+            "{name}: {:#?}",
+            s.recovered
+        );
+    }
+    assert!(open_files(&dir).is_empty());
+    assert!(!s.files.is_empty());
+    for f in &s.files {
+        assert!(serial(f) > highest, "{} after {highest}", f.display());
+    }
+    // The records written before the kill, one in each file, read back.
+    let recs = records(&dir);
+    for u in ["urn:test:writer0", "urn:test:writer1"] {
+        assert!(
+            recs.iter()
+                .any(|r| r.contains(&format!("WARC-Target-URI: {u}\r\n"))),
+            "{u}"
+        );
+    }
     check_files(&dir);
 }

@@ -14,6 +14,11 @@ pub struct Web {
     pub log: Arc<Mutex<Vec<String>>>,
     /// URLs answered 304 Not Modified (a conditional request matched).
     pub not_modified: Arc<Mutex<Vec<String>>>,
+    /// Requests held while listed here (`host/path`, as `e.test/hold`):
+    /// each waits for its entry to go (at most 60 s) before it is answered,
+    /// so a test can hold a crawl at a known point, whatever the machine's
+    /// speed.
+    pub held: Arc<Mutex<Vec<String>>>,
 }
 
 impl Web {
@@ -27,9 +32,19 @@ impl Web {
         self.log.lock().unwrap().clone()
     }
 
+    /// Holds requests of `key` (`host/path`) until [`Web::release`].
+    pub fn hold(&self, key: &str) {
+        self.held.lock().unwrap().push(key.to_string());
+    }
+
+    /// Lets every held request go.
+    pub fn release(&self) {
+        self.held.lock().unwrap().clear();
+    }
+
     /// The `resolve` table of a crawl configuration.
     pub fn resolve_toml(&self) -> String {
-        "resolve-only = true\n[resolve]\n\"a.test\" = \"127.0.0.1\"\n\"b.test\" = \"127.0.0.1\"\n\"c.test\" = \"127.0.0.1\"\n\"d.test\" = \"127.0.0.1\"\n".into()
+        "resolve-only = true\n[resolve]\n\"a.test\" = \"127.0.0.1\"\n\"b.test\" = \"127.0.0.1\"\n\"c.test\" = \"127.0.0.1\"\n\"d.test\" = \"127.0.0.1\"\n\"e.test\" = \"127.0.0.1\"\n".into()
     }
 }
 
@@ -109,6 +124,7 @@ fn serve(
     port: u16,
     log: Arc<Mutex<Vec<String>>>,
     not_modified: Arc<Mutex<Vec<String>>>,
+    held: Arc<Mutex<Vec<String>>>,
 ) {
     let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
     let mut r = BufReader::new(match s.try_clone() {
@@ -144,6 +160,11 @@ fn serve(
     let path = first.split_whitespace().nth(1).unwrap_or("/").to_string();
     let name = host.split(':').next().unwrap_or("").to_string();
     log.lock().unwrap().push(format!("http://{host}{path}"));
+    let key = format!("{name}{path}");
+    let t0 = std::time::Instant::now();
+    while held.lock().unwrap().contains(&key) && t0.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let (mut status, mut headers, mut body) = page(&name, &path, port);
     let ct = headers
         .iter()
@@ -181,16 +202,18 @@ pub fn start() -> Web {
     let port = l.local_addr().unwrap().port();
     let log = Arc::new(Mutex::new(Vec::new()));
     let not_modified = Arc::new(Mutex::new(Vec::new()));
-    let (lg, nm) = (log.clone(), not_modified.clone());
+    let held = Arc::new(Mutex::new(Vec::new()));
+    let (lg, nm, hd) = (log.clone(), not_modified.clone(), held.clone());
     std::thread::spawn(move || {
         for s in l.incoming().flatten() {
-            let (lg, nm) = (lg.clone(), nm.clone());
-            std::thread::spawn(move || serve(s, port, lg, nm));
+            let (lg, nm, hd) = (lg.clone(), nm.clone(), hd.clone());
+            std::thread::spawn(move || serve(s, port, lg, nm, hd));
         }
     });
     Web {
         port,
         log,
         not_modified,
+        held,
     }
 }

@@ -16,7 +16,7 @@ pub mod records;
 pub mod rotate;
 pub mod truncate;
 
-pub use rotate::{Oversize, Placed, RotatingOptions, RotatingWriter};
+pub use rotate::{Oversize, Placed, RotatingOptions, RotatingWriter, sync_dir};
 pub use truncate::{CaptureLimits, LimitedReader};
 
 use crate::digest::{Algorithm, Digest, Hasher};

@@ -207,6 +207,9 @@ pub struct RotatingWriter {
     /// Stored length of the last warcinfo record written.
     warcinfo_len: Option<u64>,
     done: Vec<PathBuf>,
+    /// A sync or a close of one of the files failed (see
+    /// [`RotatingWriter::failed`]).
+    failed: bool,
 }
 
 /// A body that can be read again from its start.
@@ -315,6 +318,7 @@ impl RotatingWriter {
             stage,
             warcinfo_len: None,
             done: Vec::new(),
+            failed: false,
         })
     }
 
@@ -326,6 +330,17 @@ impl RotatingWriter {
     /// The files closed so far, by their final names.
     pub fn closed_files(&self) -> &[PathBuf] {
         &self.done
+    }
+
+    /// Whether a sync or a close of one of this writer's files failed (an
+    /// `fdatasync`, the close's sync, its rename or the directory's sync):
+    /// records written may then not survive a power loss although the
+    /// call that wrote them returned (a failed close leaves its file as
+    /// `NAME.open`, and the writer goes on with a new file). Whoever makes
+    /// durable what points into the files (a crawl's dedupe index) checks
+    /// this first; it stays set.
+    pub fn failed(&self) -> bool {
+        self.failed
     }
 
     /// The file being written (its final name), if one is open.
@@ -485,13 +500,35 @@ impl RotatingWriter {
     /// The write or the sync failed.
     pub fn sync_data(&mut self) -> Result<()> {
         self.flush()?;
-        if let Some(f) = self.cur.as_ref() {
-            f.w.get_ref()
-                .get_ref()
-                .sync_data()
-                .map_err(|e| Error::from(e).in_file(&f.open_path))?;
+        if let Some(f) = self.cur.as_ref()
+            && let Err(e) = f.w.get_ref().get_ref().sync_data()
+        {
+            self.failed = true;
+            return Err(Error::from(e).in_file(&f.open_path));
         }
         Ok(())
+    }
+
+    /// [`RotatingWriter::flush`], then a second handle of the open file,
+    /// with the file's name (as `NAME.open`); `None` when no file is open.
+    /// An `fdatasync` of the handle made later, without this writer
+    /// (another thread writes on meanwhile), makes every record written
+    /// before this call durable, also if the file is closed in between: a
+    /// crawl's checkpoint syncs so, outside the writer's lock.
+    ///
+    /// # Errors
+    /// The write failed, or the handle could not be made.
+    pub fn sync_handle(&mut self) -> Result<Option<(PathBuf, File)>> {
+        self.flush()?;
+        let Some(f) = self.cur.as_ref() else {
+            return Ok(None);
+        };
+        let h =
+            f.w.get_ref()
+                .get_ref()
+                .try_clone()
+                .map_err(|e| Error::from(e).in_file(&f.open_path))?;
+        Ok(Some((f.open_path.clone(), h)))
     }
 
     /// Closes the open file (renaming it to its final name); the next
@@ -503,6 +540,16 @@ impl RotatingWriter {
         let Some(f) = self.cur.take() else {
             return Ok(());
         };
+        // The file is no longer this writer's: whatever fails now leaves
+        // it behind (as `NAME.open`, or not durably renamed).
+        let r = self.close(f);
+        if r.is_err() {
+            self.failed = true;
+        }
+        r
+    }
+
+    fn close(&mut self, f: OpenFile) -> Result<()> {
         let OpenFile {
             path, open_path, w, ..
         } = f;
@@ -512,6 +559,12 @@ impl RotatingWriter {
             .into_inner()
             .map_err(|e| Error::from(e.into_error()).in_file(&open_path))?;
         if self.opts.sync {
+            #[cfg(test)]
+            if FAIL_FILE_SYNC.with(|f| f.get()) {
+                return Err(
+                    Error::from(io::Error::other("injected sync failure")).in_file(&open_path)
+                );
+            }
             file.sync_all()
                 .map_err(|e| Error::from(e).in_file(&open_path))?;
         }
@@ -523,13 +576,15 @@ impl RotatingWriter {
             ))));
         }
         fs::rename(&open_path, &path).map_err(|e| Error::from(e).in_file(&open_path))?;
-        if self.opts.sync
-            && let Ok(d) = File::open(&self.dir)
-        {
-            // Makes the rename itself durable; not every platform allows it.
-            let _ = d.sync_all();
-        }
+        // Listed as soon as it has its final name: a failed directory sync
+        // below must not leave a closed file unlisted (not indexed, not
+        // named in the error).
         self.done.push(path);
+        if self.opts.sync {
+            // Makes the rename itself durable: a crash after it must not
+            // bring the `.open` name back.
+            sync_dir(&self.dir)?;
+        }
         Ok(())
     }
 
@@ -945,6 +1000,12 @@ impl RotatingWriter {
                 Err(e) => return Err(Error::from(e).in_file(&open_path)),
             }
         };
+        if self.opts.sync {
+            // The new name durable before any record in the file counts:
+            // a crawl's checkpoint syncs the file's data, which is no use
+            // if a power loss takes the directory entry that names it.
+            sync_dir(&self.dir)?;
+        }
         let mut w = Writer::new(
             BufWriter::with_capacity(256 << 10, file),
             self.opts.writer.clone(),
@@ -976,6 +1037,52 @@ impl RotatingWriter {
         });
         Ok(())
     }
+}
+
+/// Syncs the directory `dir` itself (`fsync` of the directory), so that a
+/// file created or renamed in it survives a power loss under its new name.
+/// Where the platform or file system cannot sync a directory (Windows
+/// cannot open one as a file; some file systems answer `EINVAL` to the
+/// sync), nothing is done.
+///
+/// # Errors
+/// The directory cannot be opened (`EMFILE`, `EACCES`...; outside
+/// Windows), or the sync failed (an I/O error).
+pub fn sync_dir(dir: &Path) -> Result<()> {
+    #[cfg(test)]
+    if FAIL_DIR_SYNC.with(|f| f.get()) {
+        return Err(Error::from(io::Error::other("injected directory sync failure")).in_file(dir));
+    }
+    if cfg!(windows) {
+        return Ok(());
+    }
+    let d = File::open(dir).map_err(|e| Error::from(e).in_file(dir))?;
+    match d.sync_all() {
+        Ok(()) => {
+            #[cfg(test)]
+            DIR_SYNCS.with(|n| n.set(n.get() + 1));
+            Ok(())
+        }
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::InvalidInput | io::ErrorKind::Unsupported
+            ) =>
+        {
+            Ok(())
+        }
+        Err(e) => Err(Error::from(e).in_file(dir)),
+    }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Directory syncs made (and returned `Ok`) by this thread (tests).
+    static DIR_SYNCS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// While set, a directory sync fails on this thread (tests).
+    static FAIL_DIR_SYNC: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// While set, a close's file sync fails on this thread (tests).
+    static FAIL_FILE_SYNC: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// What a header may grow by when the writer adds Content-Length, the
@@ -1017,6 +1124,103 @@ mod tests {
         // pool-TIMESTAMP-SERIAL-host.warc.gz
         let name = f.file_name().unwrap().to_str().unwrap();
         name.split('-').nth(2).unwrap().parse().unwrap()
+    }
+
+    /// The directory is synced after a new `.open` file is made (its
+    /// name survives a power loss, so a checkpoint's sync of its data is
+    /// of use), and again after the rename to the final name; with
+    /// `sync = false`, never.
+    #[test]
+    fn a_new_file_and_its_rename_sync_the_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let syncs = || DIR_SYNCS.with(|n| n.get());
+        let counter = Arc::new(AtomicU64::new(0));
+        let mut w = RotatingWriter::new(dir.path(), opts("a", &counter)).unwrap();
+        let before = syncs();
+        write_one(&mut w);
+        assert!(w.current_file().is_some());
+        assert_eq!(syncs() - before, 1, "the new .open file's entry synced");
+        write_one(&mut w);
+        assert_eq!(syncs() - before, 1, "no sync for a record in the same file");
+        let files = w.finish().unwrap();
+        assert_eq!(files.len(), 1);
+        assert_eq!(syncs() - before, 2, "the rename synced");
+        let mut w = RotatingWriter::new(
+            dir.path(),
+            RotatingOptions {
+                sync: false,
+                ..opts("b", &counter)
+            },
+        )
+        .unwrap();
+        let before = syncs();
+        write_one(&mut w);
+        w.finish().unwrap();
+        assert_eq!(syncs(), before, "sync = false syncs nothing");
+    }
+
+    /// A close whose sync fails leaves its file as `NAME.open`, and the
+    /// writer says so ([`RotatingWriter::failed`], which a crawl checks
+    /// before its dedupe index's durable commit), also once it has gone on
+    /// to a new file.
+    #[test]
+    fn a_failed_sync_at_a_rotation_marks_the_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        let counter = Arc::new(AtomicU64::new(0));
+        let mut w = RotatingWriter::new(dir.path(), opts("a", &counter)).unwrap();
+        write_one(&mut w);
+        assert!(!w.failed());
+        FAIL_FILE_SYNC.with(|f| f.set(true));
+        let r = w.rotate();
+        FAIL_FILE_SYNC.with(|f| f.set(false));
+        assert!(r.is_err());
+        assert!(w.failed(), "the failed sync is remembered");
+        write_one(&mut w);
+        assert!(w.failed(), "still, with a new file open");
+        assert_eq!(w.closed_files().len(), 0);
+        let open = std::fs::read_dir(dir.path())
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .path()
+                    .extension()
+                    .is_some_and(|x| x == "open")
+            })
+            .count();
+        assert_eq!(open, 2, "the failed file left as .open, and the new one");
+    }
+
+    /// A directory that cannot be opened is an error, not a silent no-op
+    /// (it used to be skipped: `EMFILE` or `EACCES` left the entry not
+    /// durable with no error).
+    #[test]
+    fn a_directory_that_cannot_be_opened_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(sync_dir(&dir.path().join("gone")).is_err());
+        let before = DIR_SYNCS.with(|n| n.get());
+        sync_dir(dir.path()).unwrap();
+        assert_eq!(DIR_SYNCS.with(|n| n.get()), before + 1);
+    }
+
+    /// A directory sync failing after the rename: the file, under its
+    /// final name with its data synced, is listed as closed all the same
+    /// (so it is indexed and named in the error), and the writer is
+    /// marked. It used to be left out of the list.
+    #[test]
+    fn a_failed_directory_sync_after_the_rename_still_lists_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let counter = Arc::new(AtomicU64::new(0));
+        let mut w = RotatingWriter::new(dir.path(), opts("a", &counter)).unwrap();
+        write_one(&mut w);
+        let path = w.current_file().unwrap().to_path_buf();
+        FAIL_DIR_SYNC.with(|f| f.set(true));
+        let r = w.rotate();
+        FAIL_DIR_SYNC.with(|f| f.set(false));
+        assert!(r.is_err());
+        assert!(path.exists(), "renamed");
+        assert_eq!(w.closed_files(), [path], "listed as closed");
+        assert!(w.failed());
     }
 
     /// Two writers on one counter: the first's file takes 7 and is closed
