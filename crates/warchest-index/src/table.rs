@@ -1736,7 +1736,7 @@ impl BatchBuilder {
 mod tests {
 
     /// A batch that did not fill its reserved buffer hands the rest back:
-    /// a batch cut by rows keeps no 2 x batch_bytes allocation.
+    /// a batch cut by rows keeps no `batch_bytes` reservation.
     #[test]
     fn a_batch_keeps_no_reservation_it_did_not_fill() {
         let mut b = PayloadBuilder::new(4, 1 << 20, 1 << 20);
