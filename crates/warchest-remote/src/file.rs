@@ -22,8 +22,10 @@ struct Prefetch {
 ///
 /// Sequential reading asks for ranges that double from
 /// [`Options::min_chunk`] up to [`Options::chunk`], with the next range
-/// fetched while the current one is read; a seek outside what is held
-/// starts again at the small size. At most two ranges are held, so memory
+/// fetched while the current one is read. A skip forward into the range
+/// fetched ahead, or just past it, goes on as a scan (a reader skipping
+/// payloads); any other seek outside what is held starts again at the
+/// small size. At most two ranges are held, so memory
 /// is bounded by twice [`Options::chunk`]: two buffers, each range's body
 /// copied into one as it comes and the buffers reused range after range
 /// (no allocation, and no fresh pages, per range). A range that cannot be read
