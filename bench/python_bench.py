@@ -410,7 +410,9 @@ def bench_spark(paths, runs, s3, fixed_records=10, java_opts=None):
             print(f"  {'job':40s} {'wall':>7s} {'cpu':>7s}  ratio of cpu, of wall to FastWARC's{extra}")
             fw = med[FASTWARC_JOB]
             for name, r in med.items():
-                srv = f"  server {r['server']:5.2f} s" if server else ""
+                # From S3 the server's CPU is the job's too (ranges against
+                # one GET a file): the ratio of CPU with the server's.
+                srv = f"  server {r['server']:5.2f} s, cpu+server {(_cpu(r) + r['server']) / (_cpu(fw) + fw['server']):5.2f}x" if server else ""
                 print(f"  {name:40s} {r['wall']:7.2f} {_cpu(r):7.2f}  {_cpu(r) / _cpu(fw):5.2f}x cpu {r['wall'] / fw['wall']:5.2f}x wall  {sum(want.values())} responses{srv}")
             print("  cpu by part: Python workers, the JVM's JIT compiler threads, the JVM's other threads")
             for name, r in med.items():

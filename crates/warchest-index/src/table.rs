@@ -1407,12 +1407,19 @@ struct BatchBuilder {
 
 impl BatchBuilder {
     /// Builders for `capacity` rows. When `full` (the scanner's batches
-    /// reach `batch_bytes`), the payload column reserves twice `batch_bytes`
-    /// (up to 256 MiB) at once, room for the record read past the bound
-    /// before the batch is cut, so that it is not reallocated as it grows;
-    /// pages not written to take no memory. Otherwise it grows as needed.
+    /// reach `batch_bytes`), the payload column reserves `batch_bytes` (up
+    /// to 256 MiB) at once, so that it is not reallocated as it grows: a
+    /// batch is cut before a payload its block's length says would take it
+    /// over the bound, so its payloads fit unless one decodes larger than
+    /// its block. Every full batch's buffer is then the same size, and the
+    /// allocator hands the next batch the place of one pyarrow has freed;
+    /// with twice `batch_bytes` reserved and the unfilled half given back,
+    /// no freed place fitted the next reservation, the heap grew and was
+    /// trimmed in turns, and the payload copy wrote fresh pages (a page
+    /// fault and a zeroed page each 4 KiB; docs/performance.md, "Python
+    /// rows, 29 November, morning"). Otherwise it grows as needed.
     fn new(columns: &[Column], capacity: usize, batch_bytes: usize, full: bool) -> Self {
-        let payload_bytes = batch_bytes.saturating_mul(2).min(256 << 20);
+        let payload_bytes = batch_bytes.min(256 << 20);
         let now = if full { payload_bytes } else { 0 };
         let cols = columns
             .iter()
@@ -1729,7 +1736,7 @@ impl BatchBuilder {
 mod tests {
 
     /// A batch that did not fill its reserved buffer hands the rest back:
-    /// a batch cut by rows keeps no 2 x batch_bytes allocation.
+    /// a batch cut by rows keeps no `batch_bytes` reservation.
     #[test]
     fn a_batch_keeps_no_reservation_it_did_not_fill() {
         let mut b = PayloadBuilder::new(4, 1 << 20, 1 << 20);

@@ -97,8 +97,26 @@ def test_split_size_plans_byte_ranges(spark, tmp_path):
     got = [tuple(r) for r in split.select(*key).collect()]
     want = [tuple(r) for r in whole.select(*key).collect()]
     assert len(got) > 5 and got == want
-    # The default (128 MiB) leaves small files whole.
+    # The default (512 MiB) leaves small files whole.
     assert spark.read.format("warc").load(str(big)).rdd.getNumPartitions() == 1
+
+
+def test_default_split_size_is_512_mib(tmp_path):
+    # A sparse uncompressed file of 1.2 GiB (no disk used): ranges of 512
+    # MiB by default, of the size asked for otherwise. Planning reads only
+    # the first bytes (the sniff), so nothing of the holes is read.
+    big = tmp_path / "big.warc"
+    with open(big, "wb") as f:
+        f.write(b"WARC/1.1\r\n")
+        f.truncate(1200 << 20)
+    plan = pyspark_warchest.plan_partitions
+    assert [p.byte_range for p in plan({"path": str(big)})] == [
+        (0, 512 << 20),
+        (512 << 20, 1024 << 20),
+        (1024 << 20, 1200 << 20),
+    ]
+    assert len(plan({"path": str(big), "splitsize": str(128 << 20)})) == 10
+    assert [p.byte_range for p in plan({"path": str(big), "splitsize": "0"})] == [None]
 
 
 def test_text_mode_gives_the_rows_of_derive_text(spark):

@@ -499,7 +499,7 @@ impl Drop for RemoteBlocks {
 
 /// Whether a value of `WARCHEST_REMOTE_STATS` turns the stats line on:
 /// set, not empty and not `0`.
-fn stats_wanted(v: Option<&std::ffi::OsStr>) -> bool {
+pub(crate) fn stats_wanted(v: Option<&std::ffi::OsStr>) -> bool {
     v.is_some_and(|v| !v.is_empty() && v != "0")
 }
 

@@ -22,8 +22,10 @@ struct Prefetch {
 ///
 /// Sequential reading asks for ranges that double from
 /// [`Options::min_chunk`] up to [`Options::chunk`], with the next range
-/// fetched while the current one is read; a seek outside what is held
-/// starts again at the small size. At most two ranges are held, so memory
+/// fetched while the current one is read. A skip forward into the range
+/// fetched ahead, or just past it, goes on as a scan (a reader skipping
+/// payloads); any other seek outside what is held starts again at the
+/// small size. At most two ranges are held, so memory
 /// is bounded by twice [`Options::chunk`]: two buffers, each range's body
 /// copied into one as it comes and the buffers reused range after range
 /// (no allocation, and no fresh pages, per range). A range that cannot be read
@@ -42,6 +44,12 @@ pub struct RemoteFile {
     next_len: usize,
     prefetch: Option<Prefetch>,
     requests: u64,
+    /// The bytes the range requests asked for.
+    asked: u64,
+    /// Read-aheads dropped before they were read (a seek elsewhere).
+    abandoned: u64,
+    /// Whether dropping it prints the stats line (`WARCHEST_REMOTE_STATS`).
+    stats: bool,
     /// Whether a range has been read: the whole object is streamed
     /// instead only when the first read, at byte 0, finds that the server
     /// answers no ranges.
@@ -97,6 +105,11 @@ impl RemoteFile {
             buf_start: 0,
             prefetch: None,
             requests: 0,
+            asked: 0,
+            abandoned: 0,
+            stats: crate::blocks::stats_wanted(
+                std::env::var_os("WARCHEST_REMOTE_STATS").as_deref(),
+            ),
             ranged: false,
             whole: None,
             whole_retries: 0,
@@ -189,9 +202,15 @@ impl RemoteFile {
         self.requests
     }
 
+    /// The bytes the range requests asked for so far.
+    pub fn bytes_asked(&self) -> u64 {
+        self.asked
+    }
+
     fn spawn(&mut self, start: u64, end: u64) -> Prefetch {
         let (loc, opts, size) = (self.loc.clone(), self.opts.clone(), self.size);
         self.requests += 1;
+        self.asked += end - start;
         let mut buf = std::mem::take(&mut self.spare);
         buf.clear();
         // Our own range's length (the object's size known): room for all
@@ -208,18 +227,39 @@ impl RemoteFile {
     }
 
     /// Makes `buf` hold the byte at `pos` (which is before the end).
+    ///
+    /// A scan goes on, its ranges growing and the next one fetched ahead,
+    /// when the read is at the end of the range held, lands in the range
+    /// fetched ahead, or skips forward past it by no more than the next
+    /// range's length: a reader skipping payloads (`ls`, a scan without
+    /// the payload column) is still a scan. Counting only reads on from
+    /// the held range, every skip across a range's end started again at
+    /// 1 MiB with nothing fetched ahead: a scan of the 738 MB plain corpus
+    /// made 526 requests, where 8 MiB ranges make about a hundred. Any
+    /// other seek (backwards, or far ahead: an index lookup) starts again
+    /// at [`Options::min_chunk`] and fetches nothing ahead.
     fn fill(&mut self) -> io::Result<()> {
         let pos = self.pos;
-        let sequential = pos == self.buf_start + self.buf.len() as u64;
+        let held_end = self.buf_start + self.buf.len() as u64;
+        let sequential = pos == held_end;
+        // Where the scan's bytes asked for end (the read-ahead's end).
+        let asked_end = self.prefetch.as_ref().map_or(held_end, |p| p.end);
         let pending = match self.prefetch.take() {
             Some(p) if p.start <= pos && pos < p.end => Some(p),
             Some(p) => {
                 p.task.abort();
+                self.abandoned += 1;
                 None
             }
             None => None,
         };
-        if !sequential {
+        let scanning = sequential
+            || pending.is_some()
+            || (self.ranged
+                && pos >= asked_end
+                && pos > held_end
+                && pos - asked_end <= self.next_len as u64);
+        if !scanning {
             self.next_len = self.opts.min_chunk;
         }
         let p = match pending {
@@ -247,7 +287,7 @@ impl RemoteFile {
         // Read-ahead only while reading runs on: a reader that seeks about
         // (an index lookup) is not charged for ranges it will not read.
         let end = start + self.buf.len() as u64;
-        if sequential || start == 0 {
+        if scanning || start == 0 {
             self.next_len = (self.next_len.saturating_mul(2)).min(self.opts.chunk);
             if end < self.size {
                 let next_end = end
@@ -324,9 +364,22 @@ impl Seek for RemoteFile {
 }
 
 impl Drop for RemoteFile {
+    /// With `WARCHEST_REMOTE_STATS` on, one line on stderr for an object
+    /// read by ranges: its requests (the HEAD included), the bytes they
+    /// asked for and the read-aheads dropped unread (for measuring).
     fn drop(&mut self) {
         if let Some(p) = self.prefetch.take() {
             p.task.abort();
+            self.abandoned += 1;
+        }
+        if self.stats && self.ranged && self.whole.is_none() {
+            eprintln!(
+                "warchest: remote ranges of {}: {} requests, {} bytes asked, {} read-aheads dropped unread",
+                self.loc.url(),
+                self.requests,
+                self.asked,
+                self.abandoned
+            );
         }
     }
 }

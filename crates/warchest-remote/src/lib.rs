@@ -73,7 +73,8 @@ pub struct Options {
     /// How long connecting may take.
     pub connect_timeout: Duration,
     /// The largest range one sequential read asks for (read-ahead starts
-    /// at [`Options::min_chunk`] and doubles while reads are sequential).
+    /// at [`Options::min_chunk`] and doubles while reads go on as a scan,
+    /// a skip forward into the read-ahead included).
     pub chunk: usize,
     /// The first range after a seek elsewhere.
     pub min_chunk: usize,

@@ -34,8 +34,10 @@ Options (case-insensitive):
 - ``threads``: threads a task reads with (default 1: Spark already runs a
   task on each core, so a whole uncompressed file is not also read in
   chunks on every core, which costs CPU for wall time; ``0``: every core).
-- ``splitSize``: bytes (default 134217728, 128 MiB, as Spark's
-  ``maxPartitionBytes``): an uncompressed file larger than this is read
+- ``splitSize``: bytes (default 536870912, 512 MiB; Spark's own file
+  sources use 128 MiB, ``maxPartitionBytes``, but a partition of a Python
+  data source costs far more than one of the JVM's readers: about 0.12 s
+  of CPU each, docs/performance.md): an uncompressed file larger than this is read
   as several partitions of byte ranges of about this size, each giving
   the records that start in it (``warchest.split_ranges``); ``0`` never
   splits. Compressed files (sniffed from their first bytes) are one
@@ -130,8 +132,15 @@ def _mode(options: Dict[str, str]) -> str:
         raise ValueError(f"unknown warc mode {m!r}; the modes are {', '.join(_MODES)}")
     return m
 
-# Spark's default spark.sql.files.maxPartitionBytes.
-_DEFAULT_SPLIT_SIZE = 128 << 20
+# Four times Spark's spark.sql.files.maxPartitionBytes (128 MiB): each
+# partition of a Python data source pays a round trip to a Python worker
+# (the reader unpickled, an Arrow stream set up, the JVM's side of it
+# planned and compiled), about 0.12 s of CPU a partition on the bench's
+# machine, where a JVM file source pays next to nothing. The Spark row read
+# its 738 MB uncompressed file as six 128 MiB partitions and spent 0.85x
+# FastWARC's CPU; as two, 0.69x (docs/performance.md, "Spark: fewer
+# partitions"). Set splitSize lower for more tasks on a large cluster.
+_DEFAULT_SPLIT_SIZE = 512 << 20
 
 
 def _flag(options: Dict[str, str], name: str, default: bool = False) -> bool:

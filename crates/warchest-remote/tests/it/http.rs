@@ -1,7 +1,7 @@
 //! Reading over HTTP(S) with ranges, through faults: retried where they
 //! can be, reported with URL and offset where not, never silently shorter.
 
-use std::io::Read;
+use std::io::{Read, Seek, SeekFrom};
 
 use warchest_remote::{Location, RemoteFile};
 
@@ -218,4 +218,57 @@ fn coalesced_fetch_gives_the_same_records_with_fewer_requests_through_faults() {
     }
     let e = got[2].as_ref().unwrap_err();
     assert!(e.contains(&format!("at byte {cut}")), "{e}");
+}
+
+/// A reader that skips forward as it reads (a scan seeking past the
+/// payloads of a plain file) is still a scan: its ranges grow to the
+/// largest and the next is fetched ahead, so the requests are about the
+/// object's size over the largest range, not one per skip across a
+/// range's end; a seek back starts again at the small size. Every byte
+/// read is the object's.
+#[test]
+fn skipping_forward_is_still_a_scan() {
+    let dir = tempfile::tempdir().unwrap();
+    // 4 MiB of bytes that say where they are.
+    let data: Vec<u8> = (0..4u32 << 20).map(|i| (i % 251) as u8).collect();
+    std::fs::write(dir.path().join("plain.warc"), &data).unwrap();
+    let srv = RangeServer::start(dir.path(), 5.0);
+    let opts = warchest_remote::Options {
+        min_chunk: 64 << 10,
+        chunk: 256 << 10,
+        ..quick()
+    };
+    let loc = Location::parse_with(&srv.url("plain.warc"), &opts).unwrap();
+    let mut f = RemoteFile::open(loc, opts).unwrap();
+    let (mut pos, mut skips) = (0u64, 0u32);
+    let mut head = [0u8; 700];
+    while pos < data.len() as u64 {
+        let n = f.read(&mut head).unwrap();
+        assert!(n > 0, "at {pos}");
+        let at = pos as usize;
+        assert_eq!(&head[..n], &data[at..at + n], "at {pos}");
+        // Payloads of 20-90 KB skipped, more than a small range.
+        let skip = 20_000 + u64::from(skips % 8) * 10_000;
+        pos = f.seek(SeekFrom::Current(skip as i64)).unwrap();
+        skips += 1;
+    }
+    let (gets, heads) = srv.count();
+    assert_eq!(heads, 1);
+    assert!(skips > 60, "{skips} skips");
+    // 64, 128, then 256 KiB ranges: 18 for 4 MiB, and the HEAD. When a
+    // skip across a range's end started again at 64 KiB with nothing
+    // fetched ahead, this read made 48.
+    assert!(
+        f.requests() <= 21,
+        "{} requests for {skips} skips",
+        f.requests()
+    );
+    assert!(gets < f.requests(), "{gets} GETs");
+    assert!(f.bytes_asked() <= data.len() as u64, "{}", f.bytes_asked());
+    // A seek back is no scan: one small range, nothing fetched ahead.
+    let before = f.requests();
+    f.seek(SeekFrom::Start(1000)).unwrap();
+    let n = f.read(&mut head).unwrap();
+    assert_eq!(&head[..n], &data[1000..1000 + n]);
+    assert_eq!(f.requests(), before + 1);
 }
