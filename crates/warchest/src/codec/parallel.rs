@@ -928,6 +928,7 @@ fn run_claimed(shared: &Shared, job: &Job, w: &mut Worker) -> Done {
     if shared.map.as_ref().is_some_and(|m| m.check().is_err()) {
         done.start = None;
         done.members.clear();
+    }
     if shared.opts.member_digests {
         // On the thread that inflated them (the pool's, mostly), so the
         // reading thread need not hash these bytes.
