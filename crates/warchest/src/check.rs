@@ -405,6 +405,8 @@ impl std::fmt::Debug for MemberDigests {
 }
 
 /// Longest WARC header a job looks through for its end.
+// Only the parallel engine's jobs hash members (the unit tests too).
+#[cfg_attr(not(feature = "parallel"), allow(dead_code))]
 const MEMBER_HEADER_MAX: usize = 64 * 1024;
 
 impl MemberDigests {
@@ -412,6 +414,7 @@ impl MemberDigests {
     /// (version line, header, block, `\r\n\r\n`) whose header names a
     /// SHA-1 digest; `None` for anything else (the reading thread then
     /// hashes as usual).
+    #[cfg_attr(not(feature = "parallel"), allow(dead_code))]
     pub(crate) fn of(member: &[u8]) -> Option<MemberDigests> {
         if !member.starts_with(b"WARC/") || !member.ends_with(b"\r\n\r\n") {
             return None;
