@@ -343,6 +343,11 @@ pub struct Decoder<R> {
     /// A compressed member or skippable frame has been seen: non-member
     /// bytes are damage from then on, not a plain file.
     compressed_seen: bool,
+    /// The jobs' map of the file faulted (the file shrank while they read
+    /// it), found when they stopped serving: said at the end of the input
+    /// if the sequential decoder that took over finds no cut of its own
+    /// (the jobs may have read past the new end before the cut).
+    jobs_saw_shrink: Option<std::io::Error>,
     /// The member decoders, one per codec, reused member after member.
     plain: Plain,
     gzip: GzipMember,
@@ -588,6 +593,7 @@ impl<R: Read> Decoder<R> {
             member_pos: 0,
             end: opts.start_offset,
             compressed_seen: false,
+            jobs_saw_shrink: None,
             plain: Plain,
             gzip: GzipMember::new(opts.fast_inflate),
             zstd: ZstdMember::new(
@@ -670,6 +676,17 @@ impl<R: Read> Decoder<R> {
         self.zstd.abandon();
         self.lz4.abandon();
         Ok(())
+    }
+
+    /// [`Decoder::enter_member`], then at the end of the input the error
+    /// of a file that shrank under the jobs' map, if they saw one: never
+    /// a clean end for a file cut while it was read.
+    fn enter_member_after_jobs(&mut self) -> crate::Result<bool> {
+        let more = self.enter_member()?;
+        if !more && let Some(e) = self.jobs_saw_shrink.take() {
+            return Err(crate::Error::from(e).at(crate::Position::at(self.input.pos())));
+        }
+        Ok(more)
     }
 
     /// The jobs serve the member and a large member's output buffer is
@@ -998,13 +1015,14 @@ impl<R: Read> Source for Decoder<R> {
             return match p.advance() {
                 Ok(()) => Ok(true),
                 Err(end) => {
+                    self.jobs_saw_shrink = p.map_check().err();
                     self.restart_at(end)?;
-                    self.enter_member()
+                    self.enter_member_after_jobs()
                 }
             };
         }
         match self.state {
-            State::Start | State::Between => return self.enter_member(),
+            State::Start | State::Between => return self.enter_member_after_jobs(),
             State::End => return Ok(false),
             State::Member | State::Done if self.codec == Codec::None => {
                 // The plain member runs to the end of the input.

@@ -815,6 +815,12 @@ impl Engine {
         self.cur.as_ref().and_then(|d| d.members.get(self.idx))
     }
 
+    /// An error when a job's read of the file's map faulted because the
+    /// file shrank (`map.rs`); `Ok` without a map.
+    pub(crate) fn map_check(&self) -> std::io::Result<()> {
+        self.shared.map.as_ref().map_or(Ok(()), |m| m.check())
+    }
+
     /// Moves to the next member: `Ok` when it is served from a job, `Err`
     /// with the boundary where the sequential decoder must take over.
     pub(crate) fn advance(&mut self) -> Result<(), u64> {

@@ -52,6 +52,10 @@ impl Engine {
         match *self {}
     }
 
+    pub(crate) fn map_check(&self) -> std::io::Result<()> {
+        match *self {}
+    }
+
     pub(crate) fn fill(&self) -> &[u8] {
         match *self {}
     }
