@@ -1,7 +1,7 @@
 //! Objects read as files: [`RemoteFile`] (seekable, with read-ahead) and
 //! [`RangeReader`] (one range, streamed).
 
-use std::io::{self, Read, Seek, SeekFrom};
+use std::io::{self, Read, Seek, SeekFrom, Write};
 
 use bytes::Bytes;
 use futures_util::stream::BoxStream;
@@ -373,7 +373,10 @@ impl Drop for RemoteFile {
             self.abandoned += 1;
         }
         if self.stats && self.ranged && self.whole.is_none() {
-            eprintln!(
+            // `writeln!`, its error ignored: a closed stderr must not
+            // panic in a drop (`eprintln!` would).
+            let _ = writeln!(
+                io::stderr(),
                 "warchest: remote ranges of {}: {} requests, {} bytes asked, {} read-aheads dropped unread",
                 self.loc.url(),
                 self.requests,

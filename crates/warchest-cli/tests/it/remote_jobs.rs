@@ -230,3 +230,33 @@ fn remote_stats_off_and_size_knobs_with_suffixes() {
         "{small} GETs with 64KiB blocks, {big} with 1MB"
     );
 }
+
+/// `WARCHEST_REMOTE_STATS` on a read on one thread (an object read by
+/// ranges, not blocks): one line naming the object with its requests
+/// and bytes asked, none when the variable is off.
+#[test]
+fn remote_stats_of_a_read_by_ranges() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = big_members(tmp.path());
+    let name = path.file_name().unwrap().to_str().unwrap().to_owned();
+    let srv = RangeServer::start(tmp.path(), 5.0);
+    let url = srv.url(&name);
+    let ls = ["ls", "-j", "1", url.as_str()];
+    let lines = |err: &str, what: &str| err.lines().filter(|l| l.contains(what)).count();
+    let (rc, want, err) = run_env(&[("WARCHEST_REMOTE_STATS", "0".into())], &ls);
+    assert!(rc == 0 && !want.is_empty(), "{err}");
+    assert_eq!(lines(&err, "remote ranges of"), 0, "{err}");
+    let (rc, out, err) = run_env(&[("WARCHEST_REMOTE_STATS", "1".into())], &ls);
+    assert!(rc == 0 && out == want, "{err}");
+    let line = format!("remote ranges of {url}: ");
+    assert_eq!(lines(&err, &line), 1, "{err}");
+    // The bytes asked cover the object at least once.
+    let size = std::fs::metadata(&path).unwrap().len();
+    let asked: u64 = err
+        .lines()
+        .find(|l| l.contains(&line))
+        .and_then(|l| l.split(", ").find(|p| p.ends_with(" bytes asked")))
+        .and_then(|p| p.trim_end_matches(" bytes asked").parse().ok())
+        .unwrap_or_else(|| panic!("no bytes asked in: {err}"));
+    assert!(asked >= size, "{asked} bytes asked of {size}: {err}");
+}
