@@ -87,15 +87,23 @@ pub enum CrawlError {
     },
 }
 
+/// The files of a [`CrawlError::Closing`], kept to one short line: a long
+/// run closes hundreds (all of them are in `indexed.txt` and the log).
 fn names(files: &[PathBuf]) -> String {
+    const SHOWN: usize = 8;
     if files.is_empty() {
         return "none".into();
     }
-    files
+    let cut = if files.len() > SHOWN { 3 } else { files.len() };
+    let mut s = files[..cut]
         .iter()
         .map(|f| f.display().to_string())
         .collect::<Vec<_>>()
-        .join(", ")
+        .join(", ");
+    if cut < files.len() {
+        s.push_str(&format!(" and {} more", files.len() - cut));
+    }
+    s
 }
 
 /// What reading the hand-off can fail on: the hand-off itself (its
@@ -2268,6 +2276,22 @@ fn serial_of(name: &str, prefix: &str) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn closing_names_few_files_whole_and_many_in_short() {
+        let files = |n: usize| -> Vec<PathBuf> {
+            (0..n)
+                .map(|i| PathBuf::from(format!("a-{i}.warc.gz")))
+                .collect()
+        };
+        assert_eq!(super::names(&[]), "none");
+        assert_eq!(super::names(&files(2)), "a-0.warc.gz, a-1.warc.gz");
+        assert_eq!(super::names(&files(8)).matches(".warc.gz").count(), 8);
+        assert_eq!(
+            super::names(&files(300)),
+            "a-0.warc.gz, a-1.warc.gz, a-2.warc.gz and 297 more"
+        );
+    }
+
     use super::*;
 
     thread_local! {
