@@ -620,12 +620,7 @@ fn read_records<R: Read>(
         let mut checker = Checker::with_spare_head(&started.header, limits, spare_head);
         // A member the decoder's jobs inflated comes with its block's
         // SHA-1s, computed there (see `open_file`).
-        if loc.offset_in_member == 0 {
-            let src = rec.source();
-            if src.member_offset() == loc.offset {
-                checker.use_member_digests(&started.header, loc.header_len, src.member_digests());
-            }
-        }
+        checker.use_job_digests(&started.header, &rec);
         let mut probe = BlockProbe::for_header(&started.header, probe_bytes);
         let read = {
             let mut block = rec.block();

@@ -249,6 +249,17 @@ impl Checker {
             .cloned();
     }
 
+    /// [`Checker::use_member_digests`] with what `rec`'s source holds
+    /// ([`Source::member_digests`]), when `rec` starts the member it is
+    /// in; `h` is `rec`'s header (or a copy of it).
+    pub fn use_job_digests<S: Source>(&mut self, h: &WarcHeader, rec: &archive::Record<'_, S>) {
+        let loc = rec.location();
+        let src = rec.source();
+        if loc.offset_in_member == 0 && src.member_offset() == loc.offset {
+            self.use_member_digests(h, loc.header_len, src.member_digests());
+        }
+    }
+
     /// Feeds the next block bytes.
     pub fn update(&mut self, buf: &[u8]) {
         // A job's SHA-1s stand for hashing `buf` when it is the whole block.
@@ -461,7 +472,9 @@ pub fn check_record<S: Source>(
     rec: &mut archive::Record<'_, S>,
     limits: &Limits,
 ) -> Result<RecordCheck> {
-    Checker::new(rec.header(), limits).run(&mut rec.block())
+    let mut c = Checker::new(rec.header(), limits);
+    c.use_job_digests(rec.header(), rec);
+    c.run(&mut rec.block())
 }
 
 #[cfg(test)]

@@ -153,6 +153,9 @@ fn check_file(
     let mut opts = g.reader_options(name);
     let threads = crate::tools::file_threads(args.jobs);
     opts.decoder.threads = threads;
+    // The jobs that inflate gzip members ahead also hash their blocks, so
+    // the reading thread need not (as `validate` does; check::MemberDigests).
+    opts.decoder.member_digests = true;
     let tally = Check {
         name,
         json: args.json,

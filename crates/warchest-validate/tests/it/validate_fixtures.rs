@@ -952,6 +952,7 @@ fn digests_hashed_by_the_decoding_jobs_give_the_same_findings() {
     assert_eq!(findings_with(&path, 2), one);
     assert_eq!(findings_with(&path, 3), one);
     // The jobs computed them: the members served from jobs carry them.
+    use warchest::codec::Source as _;
     let dopts = warchest::codec::DecoderOptions {
         threads: 2,
         member_digests: true,

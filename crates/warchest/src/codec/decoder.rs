@@ -93,8 +93,8 @@ pub struct DecoderOptions {
     /// Have the threads that inflate gzip members ahead (see `threads`)
     /// also compute the SHA-1s of each member's WARC block
     /// ([`crate::check::MemberDigests`], read back with
-    /// [`Decoder::member_digests`]), so that the reading thread need not
-    /// hash those bytes (default `false`; `validate` sets it).
+    /// [`Source::member_digests`](super::Source::member_digests)), so that the reading thread need not
+    /// hash those bytes (default `false`; `validate` and `check` set it).
     pub member_digests: bool,
 }
 
@@ -634,16 +634,6 @@ impl<R: Read> Decoder<R> {
             .flatten()
     }
 
-    /// The SHA-1s of the current member's WARC block, when a thread of
-    /// the parallel decoder inflated the member and computed them
-    /// ([`DecoderOptions::member_digests`]).
-    pub fn member_digests(&self) -> Option<&crate::check::MemberDigests> {
-        match (self.state, &self.par) {
-            (State::Par, Some(p)) => p.member_digests(),
-            _ => None,
-        }
-    }
-
     /// The trailer of the current gzip member with the computed CRC32 and
     /// size, once the member's end has been read.
     pub fn gzip_trailer(&self) -> Option<&GzipTrailer> {
@@ -968,6 +958,13 @@ impl<R: Read> Decoder<R> {
 }
 
 impl<R: Read> Source for Decoder<R> {
+    fn member_digests(&self) -> Option<&crate::check::MemberDigests> {
+        match (self.state, &self.par) {
+            (State::Par, Some(p)) => p.member_digests(),
+            _ => None,
+        }
+    }
+
     fn fill_buf(&mut self) -> crate::Result<&[u8]> {
         self.report.check()?;
         self.input.check_map()?;

@@ -145,6 +145,14 @@ pub trait Source {
     /// Moves recoveries made since the last call into `out` (lenient mode).
     fn drain_warnings(&mut self, out: &mut Vec<crate::Warning>);
 
+    /// The SHA-1s a decoding job computed over the current member's WARC
+    /// block ([`DecoderOptions::member_digests`]), so that the reading
+    /// thread need not hash it ([`crate::check::Checker::use_job_digests`]);
+    /// `None` where no job did (the default).
+    fn member_digests(&self) -> Option<&crate::check::MemberDigests> {
+        None
+    }
+
     /// Skips up to `n` decompressed bytes of the current member, returning
     /// how many were skipped (fewer only at the member's end). Implementations
     /// may seek instead of reading.

@@ -169,3 +169,107 @@ proptest! {
         }
     }
 }
+
+/// `check_record` takes the SHA-1s the decoding jobs computed
+/// (`DecoderOptions::member_digests`, as `check -j N` and `validate` read)
+/// and gives every record the statuses hashing on one thread gives:
+/// wrong block and payload digests, chunked bodies; and the jobs did
+/// hash most records.
+#[test]
+fn check_record_with_the_jobs_digests_gives_the_same_statuses() {
+    use warchest::codec::{Decoder, Source as _};
+    use warchest::digest::{Algorithm, Digest, Hasher};
+    let sha1 =
+        |b: &[u8]| Digest::new(Algorithm::Sha1, &Hasher::digest(Algorithm::Sha1, b)).to_string();
+    let opts = WriterOptions {
+        compression: Compression::Gzip(1),
+        ..Default::default()
+    };
+    let mut w = Writer::new(Vec::new(), opts).unwrap();
+    let mut seed = 7u64;
+    for i in 0..2000u64 {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let payload: Vec<u8> = (0..100 + (seed >> 33) % 3000)
+            .map(|_| {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                b'a' + ((seed >> 33) % 26) as u8
+            })
+            .collect();
+        let block = if i % 13 == 0 {
+            let mut b = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+            b.extend_from_slice(format!("{:x}\r\n", payload.len()).as_bytes());
+            b.extend_from_slice(&payload);
+            b.extend_from_slice(b"\r\n0\r\n\r\n");
+            b
+        } else {
+            let mut b = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n".to_vec();
+            b.extend_from_slice(&payload);
+            b
+        };
+        let mut r = NewRecord::new(RecordType::Response);
+        r.set("WARC-Target-URI", format!("http://example.com/{i}"))
+            .unwrap();
+        r.set("Content-Type", "application/http; msgtype=response")
+            .unwrap();
+        let bd = if i % 7 == 3 {
+            b"other".to_vec()
+        } else {
+            block.clone()
+        };
+        let pd = if i % 11 == 5 {
+            b"other".to_vec()
+        } else {
+            payload
+        };
+        r.set("WARC-Block-Digest", sha1(&bd)).unwrap();
+        r.set("WARC-Payload-Digest", sha1(&pd)).unwrap();
+        w.write(&mut r, Body::Bytes(&block)).unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("responses.warc.gz");
+    let gz = w.finish().unwrap();
+    // Several of the parallel decoder's jobs' chunks (256 KiB).
+    assert!(gz.len() > 1 << 20, "{} bytes", gz.len());
+    std::fs::write(&path, gz).unwrap();
+    let statuses = |threads: usize, jobs: bool| {
+        let dopts = DecoderOptions {
+            threads,
+            member_digests: jobs,
+            ..Default::default()
+        };
+        let f = std::fs::File::open(&path).unwrap();
+        let shared = f.try_clone().unwrap();
+        let dec = Decoder::new_seekable_threaded(f, Some(shared), dopts).unwrap();
+        let mut reader = Reader::from_source(dec, Default::default()).unwrap();
+        let (mut got, mut hashed) = (Vec::new(), 0);
+        while let Some(mut rec) = reader.next_record().unwrap() {
+            hashed += usize::from(rec.source().member_digests().is_some());
+            let c = check_record(&mut rec, &Default::default()).unwrap();
+            got.push((c.block, c.payload));
+            rec.finish().unwrap();
+        }
+        (got, hashed)
+    };
+    let (one, none) = statuses(1, false);
+    assert_eq!(none, 0);
+    let bad = |f: fn(&(DigestStatus, DigestStatus)) -> &DigestStatus| {
+        one.iter()
+            .filter(|s| matches!(f(s), DigestStatus::Invalid { .. }))
+            .count()
+    };
+    assert_eq!(one.len(), 2000);
+    assert_eq!(bad(|s| &s.0), 2000 / 7 + 1);
+    assert_eq!(bad(|s| &s.1), 2000 / 11 + 1);
+    let (two, hashed) = statuses(2, true);
+    assert_eq!(two, one);
+    if cfg!(feature = "parallel") {
+        assert!(hashed > 1000, "{hashed} of 2000 hashed by the jobs");
+    } else {
+        // No jobs without the parallel decoder: all hashed on one thread.
+        assert_eq!(hashed, 0);
+    }
+}
