@@ -526,16 +526,17 @@ impl Validator {
         sink: &mut dyn FnMut(Finding),
     ) -> Result<FileSummary> {
         self.validate_with(name, sink, |dopts| {
-            Ok(Decoder::new(container::Observed::new(input), dopts))
+            Ok((Decoder::new(container::Observed::new(input), dopts), false))
         })
     }
 
-    /// Validates the file `open` gives a decoder over.
+    /// Validates the file `open` gives a decoder over (and whether that
+    /// decoder inflates on threads of its own).
     fn validate_with<R: Read>(
         &mut self,
         name: &str,
         sink: &mut dyn FnMut(Finding),
-        open: impl FnOnce(DecoderOptions) -> Result<Decoder<container::Observed<R>>>,
+        open: impl FnOnce(DecoderOptions) -> Result<Opened<R>>,
     ) -> Result<FileSummary> {
         let file = self.summary.files.len();
         self.summary.files.push(FileSummary {
@@ -573,17 +574,21 @@ impl Validator {
     }
 }
 
+/// A decoder over a file to validate, and whether it inflates on threads
+/// (the parallel member decoder) rather than on the reading one.
+type Opened<R> = (Decoder<container::Observed<R>>, bool);
+
 /// Reads one file and validates it.
 fn run_file<R: Read>(
     opts: &Options,
     index: &mut cross::Index,
     name: &str,
-    open: impl FnOnce(DecoderOptions) -> Result<Decoder<container::Observed<R>>>,
+    open: impl FnOnce(DecoderOptions) -> Result<Opened<R>>,
     out: &mut Out<'_>,
 ) -> Result<()> {
     let mut ropts = ReaderOptions::lenient().file(name);
     ropts.limits = opts.limits;
-    let mut src = open(ropts.decoder.clone())?;
+    let (mut src, decoded_on_threads) = open(ropts.decoder.clone())?;
     let first = src.fill_buf()?;
     let mut format = Format::sniff(first).unwrap_or(Format::Warc);
     // An ARC file that lost its version block starts with a record's
@@ -609,7 +614,17 @@ fn run_file<R: Read>(
         }
         _ => {
             let mut reader = archive::Reader::from_source_as(src, ropts, Format::Warc);
-            warc::validate_file(&mut reader, opts.threads() > 1, opts, index, out)
+            // The rules run on a thread of their own when there is a core
+            // for it. With `-j 2` and a gzip file decoded on both cores,
+            // there is none: the pool and the reading thread share out the
+            // inflate and the hashing (the reading thread takes a job when
+            // the pool has not started it), so the rules, judged on the
+            // reading thread, cost only their own CPU. A third thread cost
+            // more: the hand-over, its wake-ups and the headers read on
+            // another core (docs/performance.md, "Round twelve").
+            let threads = opts.threads();
+            let checking_thread = threads > 2 || (threads == 2 && !decoded_on_threads);
+            warc::validate_file(&mut reader, checking_thread, opts, index, out)
         }
     }
 }
@@ -617,23 +632,19 @@ fn run_file<R: Read>(
 /// A decoder over a file to validate. A gzip file is decoded ahead on
 /// `threads` threads (the reading one among them; the zstd frame walker, which must see every stored byte, has
 /// nothing to watch there); any other file is read in order, as a stream.
-fn open_file(
-    mut f: File,
-    threads: usize,
-    mut dopts: DecoderOptions,
-) -> Result<Decoder<container::Observed<File>>> {
+fn open_file(mut f: File, threads: usize, mut dopts: DecoderOptions) -> Result<Opened<File>> {
     let mut magic = [0u8; 2];
     let n = warchest::io::read_up_to(&mut f, &mut magic)?;
     f.seek(SeekFrom::Start(0))?;
     if threads > 1 && n == 2 && magic == [0x1f, 0x8b] {
         // Decoded as `check` decodes (`threads` jobs in flight and a
-        // pool of `threads - 1`), beside the thread that judges records:
-        // that one is light (a tenth of the CPU), and with `threads - 1`
-        // (half the jobs in flight on 2 cores) the reading thread, the
-        // critical one, ran more of the inflate jobs itself (0.1 s of CPU
-        // more on the benchmark corpus; see docs/performance.md, validate
-        // round six). Peak RSS stays under the 64 MiB bound because the
-        // hand-over holds fewer records (see `warc::GROUP`).
+        // pool of `threads - 1`): with `threads - 1` (half the jobs in
+        // flight on 2 cores) the reading thread ran more of the inflate
+        // jobs itself (0.1 s of CPU more on the benchmark corpus; see
+        // docs/performance.md, validate round six). The rules then run on
+        // the reading thread with `-j 2`, on a thread of their own with
+        // more (see `run_file`). Peak RSS stays under the 64 MiB bound
+        // because the hand-over holds fewer records (see `warc::GROUP`).
         dopts.threads = threads;
         // The jobs also hash each member's block: the reading thread,
         // the critical one, frames and hands over, the pool inflates and
@@ -641,9 +652,12 @@ fn open_file(
         dopts.member_digests = true;
         let shared = f.try_clone()?;
         let src = container::Observed::unwatched(f);
-        return Ok(Decoder::new_seekable_threaded(src, Some(shared), dopts)?);
+        return Ok((
+            Decoder::new_seekable_threaded(src, Some(shared), dopts)?,
+            true,
+        ));
     }
-    Ok(Decoder::new(container::Observed::new(f), dopts))
+    Ok((Decoder::new(container::Observed::new(f), dopts), false))
 }
 
 /// [`open_file`] for a [`warchest::io::ReadAt`] source.
@@ -652,7 +666,7 @@ fn open_read_at(
     name: &str,
     threads: usize,
     mut dopts: DecoderOptions,
-) -> Result<Decoder<container::Observed<warchest::io::AtCursor>>> {
+) -> Result<Opened<warchest::io::AtCursor>> {
     let mut magic = [0u8; 2];
     let mut cur = warchest::io::AtCursor::new(std::sync::Arc::clone(&src), name, 0);
     let n = warchest::io::read_up_to(&mut cur, &mut magic)?;
@@ -663,9 +677,9 @@ fn open_read_at(
         dopts.threads = threads;
         dopts.member_digests = true;
         let obs = container::Observed::unwatched(cur);
-        return Ok(Decoder::new_seekable_shared(obs, Some(src), dopts)?);
+        return Ok((Decoder::new_seekable_shared(obs, Some(src), dopts)?, true));
     }
-    Ok(Decoder::new(container::Observed::new(cur), dopts))
+    Ok((Decoder::new(container::Observed::new(cur), dopts), false))
 }
 
 /// Validates `paths` together and returns every finding. A file that cannot

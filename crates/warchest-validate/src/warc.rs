@@ -309,16 +309,17 @@ const QUEUE: usize = 2;
 
 /// Validates a WARC file read through `reader`.
 ///
-/// Two threads share the work: this one reads, decompresses and digests,
-/// as `check` does, and hands each record's header and what its block
-/// showed over; the other judges the records (the rules and the index of
-/// ids), in record order. Its findings come back here to be passed on, so
-/// they keep that order. No block byte crosses between the threads: the
-/// checking side's work is small beside the reading side's, so validating
-/// takes about as long as `check`.
+/// With `checking_thread`, two threads share the work: this one reads,
+/// decompresses and digests, as `check` does, and hands each record's
+/// header and what its block showed over; the other judges the records
+/// (the rules and the index of ids), in record order. Its findings come
+/// back here to be passed on, so they keep that order. No block byte
+/// crosses between the threads. Without it, the same groups are judged
+/// on this thread as they fill (one core, or a decoder whose threads
+/// already take the other cores: see `run_file`).
 pub(crate) fn validate_file<R: Read>(
     reader: &mut archive::Reader<Decoder<Observed<R>>>,
-    threaded: bool,
+    checking_thread: bool,
     opts: &Options,
     index: &mut cross::Index,
     out: &mut Out<'_>,
@@ -341,8 +342,9 @@ pub(crate) fn validate_file<R: Read>(
         infos: Vec::new(),
         file: out.file,
     };
-    // One thread: check each group as it is handed over, on this one.
-    let inline = !threaded;
+    // No checking thread: check each group as it is handed over, on this
+    // one.
+    let inline = !checking_thread;
     let (read, checked) = if inline {
         let mut hand = Handover {
             sink: Sink::Inline(Box::new(checking)),
@@ -1026,10 +1028,11 @@ impl BlockProbe {
     /// Parses the kept bytes of an HTTP block as its head, on the reading
     /// side, when the digest check did not (`head` is `None`: requests,
     /// which have no payload digest). The rules need the head of every
-    /// HTTP record; parsing it here rather than on the checking thread
-    /// balances the two cores (with `-j 2` the checking thread shares one
-    /// with the decoding pool, and that pair was the longer). The result
-    /// is what [`BlockProbe::finish`] would have parsed.
+    /// HTTP record; parsing it here rather than on a checking thread
+    /// balanced the cores when that thread shared one with the decoding
+    /// pool (round six; with `-j 2` and a gzip file there is no checking
+    /// thread since round twelve). The result is what
+    /// [`BlockProbe::finish`] would have parsed.
     /// The head in `spare` is parsed into (see [`Spare`]); it stays there
     /// (emptied when parsed into) when no head comes of it.
     fn parse_head(&mut self, head: &mut Option<HttpHead>, spare: &mut Option<HttpHead>) {
