@@ -10,6 +10,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::collections::hash_map::Entry as Slot;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use super::rules::{self, Rule};
@@ -222,6 +223,44 @@ pub(crate) struct Index {
     records: KeyMap<Entry>,
     pending: Vec<Ref<Box<str>>>,
     chains: KeyMap<Chain>,
+    keys: RecentKeys,
+}
+
+/// The last few ids given a [`key`], with their keys: most references name
+/// an id just seen (WARC-Warcinfo-ID the same warcinfo record, a
+/// response's WARC-Concurrent-To the request before it), and comparing
+/// the text costs less than hashing it twice.
+#[derive(Debug, Default)]
+struct RecentKeys {
+    ids: [String; RECENT_KEYS],
+    keys: [(u64, u32); RECENT_KEYS],
+    /// Slots filled so far (up to `RECENT_KEYS`).
+    filled: usize,
+    /// The slot the next new id goes to.
+    next: usize,
+}
+
+const RECENT_KEYS: usize = 4;
+/// Longer ids are not kept (a slot's text stays allocated).
+const RECENT_KEY_LEN: usize = 256;
+
+impl RecentKeys {
+    /// [`key`] of `id`.
+    fn key(&mut self, id: &str) -> (u64, u32) {
+        if let Some(i) = self.ids[..self.filled].iter().position(|s| s == id) {
+            return self.keys[i];
+        }
+        let k = key(id);
+        if id.len() <= RECENT_KEY_LEN {
+            let i = self.next;
+            self.next = (i + 1) % RECENT_KEYS;
+            self.filled = self.filled.max(i + 1);
+            self.ids[i].clear();
+            self.ids[i].push_str(id);
+            self.keys[i] = k;
+        }
+        k
+    }
 }
 
 impl Index {
@@ -237,9 +276,11 @@ impl Index {
         let uri = uri_hash(&info.target_uri);
         let first_segment = info.kind != RecordType::Continuation && info.segment_number == Some(1);
         if let Some(id) = id {
-            let k = key(id);
-            match self.records.get(&k.0) {
-                Some(e) if e.check == k.1 => {
+            let k = self.keys.key(id);
+            // One probe of the table for both the look-up and the insert.
+            match self.records.entry(k.0) {
+                Slot::Occupied(o) if o.get().check == k.1 => {
+                    let e = o.get();
                     let where_ = if e.file == file {
                         format!("offset {}", e.offset)
                     } else {
@@ -256,20 +297,17 @@ impl Index {
                         format!("WARC-Record-ID <{id}> is also the id of the record at {where_}"),
                     );
                 }
-                Some(_) => {}
-                None => {
-                    self.records.insert(
-                        k.0,
-                        Entry {
-                            offset: info.offset,
-                            file,
-                            check: k.1,
-                            date,
-                            uri,
-                            kind: info.kind,
-                            first_segment,
-                        },
-                    );
+                Slot::Occupied(_) => {}
+                Slot::Vacant(v) => {
+                    v.insert(Entry {
+                        offset: info.offset,
+                        file,
+                        check: k.1,
+                        date,
+                        uri,
+                        kind: info.kind,
+                        first_segment,
+                    });
                 }
             }
         }
@@ -295,7 +333,7 @@ impl Index {
         for (kind, target) in refs {
             let r = Ref {
                 kind,
-                target: key(target),
+                target: self.keys.key(target),
                 target_text: target,
                 file,
                 offset: info.offset,
@@ -586,4 +624,19 @@ fn hash64_separates_close_ids() {
         .map(|i| hash64(&i.to_le_bytes()) & 0xff)
         .collect();
     assert!(low.len() > 128, "{}", low.len());
+}
+
+#[cfg(test)]
+#[test]
+fn recent_keys_are_the_keys() {
+    let long = "x".repeat(RECENT_KEY_LEN + 1);
+    let ids = [
+        "", "a", "b", "a", "", "c", "d", "e", "a", "b", &long, "e", &long, "d", "", "f", "f",
+    ];
+    let mut recent = RecentKeys::default();
+    // Twice through, so that every id comes both fresh and remembered.
+    for id in ids.iter().chain(ids.iter()) {
+        assert_eq!(recent.key(id), key(id), "{id:?}");
+    }
+    assert!(recent.ids.iter().all(|s| s.len() <= RECENT_KEY_LEN));
 }
