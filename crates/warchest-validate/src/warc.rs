@@ -302,8 +302,8 @@ struct Group {
 const GROUP: usize = 128;
 /// ...or this many when they are checked on the reading thread (no
 /// checking thread): the records' header copies and probes are then
-/// judged while still in the core's cache (about 3 % of validate's CPU
-/// on the benchmark corpus against groups of `GROUP`, round twelve).
+/// judged while still in the core's cache (1-3 % of validate's CPU on
+/// the benchmark corpus against groups of `GROUP`, round twelve).
 const GROUP_INLINE: usize = 16;
 /// ...or its records' probes hold this many bytes.
 const GROUP_BYTES: usize = 1 << 19;
