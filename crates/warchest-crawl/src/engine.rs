@@ -1464,11 +1464,14 @@ impl Crawl {
                 return Ok(None);
             }
         }
+        // An HTML document is a page only where the crawl reached it as
+        // one: not an embedded frame's, nor a URL a script names.
         let page = f
             .content_type
             .as_deref()
             .is_some_and(|c| c.to_ascii_lowercase().starts_with("text/html"))
-            && (200..300).contains(&f.status);
+            && (200..300).contains(&f.status)
+            && uri.reached_as_page();
         // Links: from the headers (Location, Link, Refresh) and the body.
         let mut links = crate::links::headers::links_from_headers(
             &uri.url,
@@ -1719,9 +1722,12 @@ impl Crawl {
             .collect();
         let found = self.scoped(uri, &links)?;
         let status = got.status.map_or(-1, i32::from);
+        let answered = (200..300).contains(&status);
         // Told apart by its own record: a URL whose document is not HTML
-        // is a resource a tab loaded, not a page (no pages.jsonl row).
-        let page = (200..300).contains(&status) && got.not_html.is_none();
+        // is a resource a tab loaded (no screenshot or text), listed in
+        // pages.jsonl with its type as Browsertrix lists such a page URL,
+        // and not counted as a page by the budgets.
+        let page = answered && got.not_html.is_none();
         let mime = got
             .not_html
             .as_deref()
@@ -1749,12 +1755,12 @@ impl Crawl {
             extra: None,
         };
         self.log_line(&line)?;
-        if page {
+        if answered {
             self.page_row(
                 uri,
                 got.title.as_deref(),
                 started,
-                "text/html",
+                mime.as_deref().unwrap_or("text/html"),
                 status,
                 got.load_state,
             )?;

@@ -19,7 +19,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
-use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest as _, Sha256};
@@ -296,6 +296,15 @@ pub struct CreateOptions {
     pub title: Option<String>,
     /// `description` of the data package.
     pub description: Option<String>,
+    /// The pages as the crawler decided them: a json-pages-1.0 file (a
+    /// crawl's `pages/pages.jsonl`) whose rows are listed as they are (its
+    /// header line replaced), as Browsertrix Crawler hands its pages to
+    /// its WACZ. None: the pages a browser captured, by their screenshots
+    /// (`resource` records at `urn:view:URL`) when the records hold any;
+    /// else every HTML response with status 200 (a frame's, or a
+    /// fragment a script fetched, too: the responses alone do not tell a
+    /// page from what a page loaded).
+    pub pages: Option<PathBuf>,
 }
 
 /// What [`create`] wrote.
@@ -319,8 +328,8 @@ struct Resource {
 /// Writes `inputs` (WARC, ARC or Web InfoMall files, any compression) as
 /// the WACZ `out`: each file stored under `archive/` with its base name,
 /// indexed into `indexes/index.cdxj` (sorted CDXJ, as `warchest index`
-/// writes it), every HTML response with status 200 listed in
-/// `pages/pages.jsonl`, and the data package with SHA-256 hashes.
+/// writes it), the pages in `pages/pages.jsonl` (see
+/// [`CreateOptions::pages`]), and the data package with SHA-256 hashes.
 ///
 /// Memory stays bounded: files are copied and hashed as streams, index
 /// lines are sorted with spilling, pages are spooled.
@@ -336,8 +345,9 @@ pub fn create<P: AsRef<Path>>(
     let mut report = CreateReport::default();
     let mut names = BTreeSet::new();
     let mut index = IndexOutput::new(tempfile::SpooledTempFile::new(8 << 20), &Format::Cdxj, true)?;
-    let mut pages = tempfile::SpooledTempFile::new(8 << 20);
-    let mut main_page: Option<(String, String)> = None;
+    // Found in the records when no pages are given: HTML responses, and
+    // pages a browser captured (their `urn:view:` screenshots).
+    let (mut html, mut viewed) = (PageSpool::default(), PageSpool::default());
     for input in inputs {
         let input = input.as_ref();
         let base = input
@@ -352,28 +362,36 @@ pub fn create<P: AsRef<Path>>(
         }
         let mut reader = Reader::open_with(input, ReaderOptions::default().file(input))?;
         let indexer = Indexer::new(base.clone(), IndexOptions::default());
+        let detect = opts.pages.is_none();
         indexer.index(&mut reader, |e| {
             index.push(&e)?;
-            if is_page(&e) {
-                let url = e.url.clone().unwrap_or_default();
-                let ts = iso_date(&e.timestamp);
-                if main_page.is_none() {
-                    main_page = Some((url.clone(), ts.clone()));
-                }
-                let line = serde_json::json!({
-                    "id": uuid::Uuid::new_v4().simple().to_string(),
-                    "url": url,
-                    "ts": ts,
-                });
-                serde_json::to_writer(&mut pages, &line).map_err(io::Error::from)?;
-                pages.write_all(b"\n")?;
-                report.pages += 1;
+            if detect && is_page(&e) {
+                html.push(e.url.as_deref().unwrap_or_default(), &e.timestamp)?;
+            } else if let Some(url) = viewed_page(&e).filter(|_| detect) {
+                viewed.push(url, &e.timestamp)?;
             }
             report.index_entries += 1;
             Ok(())
         })?;
         report.archives += 1;
     }
+
+    let chosen = match &opts.pages {
+        Some(p) => {
+            let mut given = PageSpool::default();
+            let (n, main) = copy_pages(p, &mut given.rows)?;
+            (given.n, given.first) = (n, main);
+            given
+        }
+        // A browser's pages are the ones it screenshotted: not the HTML
+        // fragments and frames they loaded, nor a URL a tab loaded that
+        // was not HTML.
+        None if viewed.n > 0 => viewed,
+        None => html,
+    };
+    report.pages = chosen.n;
+    let main_page = chosen.first;
+    let mut pages = chosen.rows;
 
     let file = File::create(out).map_err(|e| Error::from(e).in_file(out))?;
     let mut zip = zip::ZipWriter::new(io::BufWriter::with_capacity(1 << 16, file));
@@ -482,6 +500,106 @@ pub fn create<P: AsRef<Path>>(
     let mut w = zip.finish().map_err(zerr)?;
     w.flush().map_err(|e| Error::from(e).in_file(out))?;
     Ok(report)
+}
+
+/// The longest line read from a pages file (a row with the page's text
+/// can be long; past this it is not a row).
+const MAX_PAGE_LINE: u64 = 16 << 20;
+
+/// Copies the rows of the json-pages-1.0 file `path` to `out` (its header
+/// and blank lines left out): how many, and the main page (the first seed,
+/// else the first row) as `(url, ts)`.
+fn copy_pages(path: &Path, out: &mut impl Write) -> Result<(u64, Option<(String, String)>)> {
+    let f = File::open(path).map_err(|e| Error::from(e).in_file(path))?;
+    let mut r = BufReader::new(f);
+    let (mut n, mut first, mut seed) = (0u64, None, None);
+    let mut line = Vec::new();
+    for number in 1u64.. {
+        line.clear();
+        let got = (&mut r)
+            .take(MAX_PAGE_LINE + 1)
+            .read_until(b'\n', &mut line)
+            .map_err(|e| Error::from(e).in_file(path))?;
+        if got == 0 {
+            break;
+        }
+        let bad = |why: &str| wacz_error(path, format!("line {number}: {why}"));
+        if got as u64 > MAX_PAGE_LINE {
+            return Err(bad("longer than 16 MiB"));
+        }
+        let text = line.trim_ascii();
+        if text.is_empty() {
+            continue;
+        }
+        let row: serde_json::Value =
+            serde_json::from_slice(text).map_err(|e| bad(&format!("not JSON: {e}")))?;
+        if row.get("format").is_some() {
+            continue;
+        }
+        let Some(url) = row.get("url").and_then(|u| u.as_str()) else {
+            return Err(bad("a page without a url"));
+        };
+        let ts = row.get("ts").and_then(|t| t.as_str()).unwrap_or_default();
+        let main = || Some((url.to_string(), ts.to_string()));
+        if first.is_none() {
+            first = main();
+        }
+        if seed.is_none() && row.get("seed").and_then(|s| s.as_bool()) == Some(true) {
+            seed = main();
+        }
+        out.write_all(text)?;
+        out.write_all(b"\n")?;
+        n += 1;
+    }
+    Ok((n, seed.or(first)))
+}
+
+/// Page rows spooled as they are found, counted, the first kept.
+struct PageSpool {
+    rows: tempfile::SpooledTempFile,
+    n: u64,
+    first: Option<(String, String)>,
+}
+
+impl Default for PageSpool {
+    fn default() -> PageSpool {
+        PageSpool {
+            rows: tempfile::SpooledTempFile::new(8 << 20),
+            n: 0,
+            first: None,
+        }
+    }
+}
+
+impl PageSpool {
+    /// A row of `url` captured at `timestamp` (14 digits).
+    fn push(&mut self, url: &str, timestamp: &str) -> io::Result<()> {
+        let ts = iso_date(timestamp);
+        if self.first.is_none() {
+            self.first = Some((url.to_string(), ts.clone()));
+        }
+        let line = serde_json::json!({
+            "id": uuid::Uuid::new_v4().simple().to_string(),
+            "url": url,
+            "ts": ts,
+        });
+        serde_json::to_writer(&mut self.rows, &line).map_err(io::Error::from)?;
+        self.rows.write_all(b"\n")?;
+        self.n += 1;
+        Ok(())
+    }
+}
+
+/// The page a browser's screenshot (`resource` record at `urn:view:URL`,
+/// as warchest and Browsertrix write them) shows.
+fn viewed_page(e: &Entry) -> Option<&str> {
+    e.record_type
+        .as_deref()
+        .filter(|t| t.eq_ignore_ascii_case("resource"))?;
+    e.url
+        .as_deref()?
+        .strip_prefix("urn:view:")
+        .filter(|u| u.starts_with("http"))
 }
 
 fn is_page(e: &Entry) -> bool {
@@ -1077,6 +1195,93 @@ mod tests {
         s.read_to_end(&mut v).unwrap();
         assert_eq!(v, b"6");
         assert!(s.seek(SeekFrom::Current(-10)).is_err());
+    }
+
+    /// A WARC response record of `url`: 200, HTML.
+    fn html_response(url: &str) -> Vec<u8> {
+        let http = "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 4\r\n\r\n<p>x";
+        format!(
+            "WARC/1.1\r\nWARC-Type: response\r\nWARC-Target-URI: {url}\r\n\
+WARC-Date: 2026-11-29T06:00:00Z\r\nWARC-Record-ID: <urn:uuid:{}>\r\n\
+Content-Type: application/http; msgtype=response\r\nContent-Length: {}\r\n\r\n{http}\r\n\r\n",
+            uuid::Uuid::new_v4(),
+            http.len()
+        )
+        .into_bytes()
+    }
+
+    /// The rows of the WACZ's pages/pages.jsonl after its header.
+    fn wacz_pages(wacz: &Path) -> Vec<serde_json::Value> {
+        let mut z = zip::ZipArchive::new(File::open(wacz).unwrap()).unwrap();
+        let mut text = String::new();
+        z.by_name("pages/pages.jsonl")
+            .unwrap()
+            .read_to_string(&mut text)
+            .unwrap();
+        let mut lines = text.lines();
+        assert!(lines.next().unwrap().contains("json-pages-1.0"), "{text}");
+        lines.map(|l| serde_json::from_str(l).unwrap()).collect()
+    }
+
+    /// Given the crawl's pages, the WACZ lists those (a fragment a page
+    /// fetched, an HTML response too, is not listed); without, every
+    /// HTML response is.
+    #[test]
+    fn the_pages_given_are_the_ones_listed() {
+        let d = tempfile::tempdir().unwrap();
+        let warc = d.path().join("a.warc");
+        let mut b = html_response("http://a.test/");
+        b.extend(html_response("http://a.test/frag.html"));
+        std::fs::write(&warc, b).unwrap();
+        let pages = d.path().join("pages.jsonl");
+        std::fs::write(
+            &pages,
+            "{\"format\":\"json-pages-1.0\",\"id\":\"pages\"}\n\n\
+{\"url\":\"http://a.test/\",\"ts\":\"2026-11-29T06:00:00.000Z\",\"seed\":true,\"title\":\"A\"}\n",
+        )
+        .unwrap();
+        let out = d.path().join("given.wacz");
+        let o = CreateOptions {
+            pages: Some(pages.clone()),
+            ..CreateOptions::default()
+        };
+        let r = create(&[&warc], &out, &o).unwrap();
+        assert_eq!(r.pages, 1);
+        let rows = wacz_pages(&out);
+        assert_eq!(rows.len(), 1, "{rows:?}");
+        assert_eq!(rows[0]["title"], "A");
+        assert!(validate(&out).unwrap().is_valid());
+        let out = d.path().join("detected.wacz");
+        let r = create(&[&warc], &out, &CreateOptions::default()).unwrap();
+        assert_eq!(r.pages, 2);
+        assert_eq!(wacz_pages(&out).len(), 2);
+        // A browser's capture: its screenshots name the pages, not the
+        // fragment its page fetched.
+        let mut b = html_response("http://a.test/");
+        b.extend(html_response("http://a.test/frag.html"));
+        let png = "\u{89}PNG";
+        b.extend(
+            format!(
+                "WARC/1.1\r\nWARC-Type: resource\r\nWARC-Target-URI: urn:view:http://a.test/\r\n\
+WARC-Date: 2026-11-29T06:00:01Z\r\nWARC-Record-ID: <urn:uuid:{}>\r\n\
+Content-Type: image/png\r\nContent-Length: {}\r\n\r\n{png}\r\n\r\n",
+                uuid::Uuid::new_v4(),
+                png.len()
+            )
+            .into_bytes(),
+        );
+        let browser = d.path().join("b.warc");
+        std::fs::write(&browser, b).unwrap();
+        let out = d.path().join("viewed.wacz");
+        let r = create(&[&browser], &out, &CreateOptions::default()).unwrap();
+        assert_eq!(r.pages, 1);
+        let rows = wacz_pages(&out);
+        assert_eq!(rows[0]["url"], "http://a.test/", "{rows:?}");
+        assert_eq!(rows[0]["ts"], "2026-11-29T06:00:01Z", "{rows:?}");
+        // A row that is not JSON is an error naming the file and line.
+        std::fs::write(&pages, "{\"url\":\"http://a.test/\"}\nnot json\n").unwrap();
+        let e = create(&[&warc], &d.path().join("bad.wacz"), &o).unwrap_err();
+        assert!(e.to_string().contains("line 2"), "{e}");
     }
 
     #[test]

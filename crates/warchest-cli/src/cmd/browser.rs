@@ -391,7 +391,10 @@ impl warchest_crawl::render::PageRenderer for CrawlRenderer {
             fetched,
             error: p.error.clone(),
             ms: p.ms,
-            not_html,
+            // The recorded answer's type, else the browser's (which sniffs
+            // a document sent without one).
+            not_html: not_html
+                .or_else(|| (!p.is_page()).then(|| p.mime.clone().unwrap_or_default())),
         }
     }
 

@@ -34,6 +34,11 @@ enum Sub {
         /// Description of the collection.
         #[arg(long)]
         description: Option<String>,
+        /// The pages to list: a json-pages-1.0 file (a crawl's
+        /// pages/pages.jsonl), its rows copied. Default: every HTML
+        /// response with status 200.
+        #[arg(long, value_name = "FILE")]
+        pages: Option<PathBuf>,
     },
     /// Check a WACZ: data package, hashes, digest, index and pages. Exits 1
     /// when a problem is found.
@@ -51,6 +56,7 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
             output,
             title,
             description,
+            pages,
         } => {
             if inputs.iter().any(|p| warchest_wacz::is_wacz(p)) {
                 bail!("a WACZ cannot go inside a WACZ; give its archive files");
@@ -58,7 +64,12 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
             for p in &inputs {
                 crate::input::require_records(&p.to_string_lossy())?;
             }
-            let r = create(&inputs, &output, &CreateOptions { title, description })?;
+            let o = CreateOptions {
+                title,
+                description,
+                pages,
+            };
+            let r = create(&inputs, &output, &o)?;
             if !g.quiet {
                 eprintln!(
                     "warchest: {}: {} archive files, {} index entries, {} pages",

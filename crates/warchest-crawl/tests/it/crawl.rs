@@ -358,6 +358,38 @@ pub fn resume(dir: &Path, change: impl Fn(String) -> String) -> Summary {
     crawl(dir, &text)
 }
 
+/// A page's frame and the HTML fragment its script names are fetched (an
+/// embed and a speculative hop) but are no pages of their own: only the
+/// page and what it links to are in pages.jsonl, and only they count
+/// against `max-pages`.
+#[test]
+fn a_frame_or_a_fragment_a_script_fetches_is_no_page() {
+    let w = web::start();
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("crawl");
+    let home = w.url("e.test", "/frames/");
+    // Script text read for URLs (`js`), as the fragment is named there.
+    let toml = config(&w, "js = true").replace(&w.url("a.test", "/"), &home);
+    let s = crawl(&dir, &toml);
+    let reqs = w.requests();
+    for p in ["frame.html", "frag.html", "linked.html"] {
+        let u = w.url("e.test", &format!("/frames/{p}"));
+        assert!(reqs.contains(&u), "{u} fetched: {reqs:?}");
+    }
+    let pages = std::fs::read_to_string(dir.join("pages/pages.jsonl")).unwrap();
+    let urls: BTreeSet<String> = pages
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["url"].to_string())
+        .collect();
+    let want: BTreeSet<String> = [home.clone(), w.url("e.test", "/frames/linked.html")]
+        .iter()
+        .map(|u| format!("\"{u}\""))
+        .collect();
+    assert_eq!(urls, want, "{pages}");
+    assert_eq!(s.counts.pages, 2, "{:?}", s.counts);
+}
+
 fn counted(reqs: &[String]) -> std::collections::BTreeMap<String, usize> {
     let mut m = std::collections::BTreeMap::new();
     for r in reqs.iter().filter(|r| !r.ends_with("/robots.txt")) {

@@ -89,6 +89,16 @@ fn page(host: &str, path: &str, port: u16) -> (u16, Vec<(String, String)>, Vec<u
         ("a.test", "/big") => other("application/octet-stream", vec![b'x'; 100_000]),
         ("c.test", "/img.png") => other("image/png", vec![0x89, b'P', b'N', b'G', 9, 9]),
         ("b.test", "/") => html("<html>elsewhere</html>".into()),
+        // A page with a frame, a fragment its script fetches, and a link.
+        ("e.test", "/frames/") => html(
+            "<html><title>Frames</title><iframe src=/frames/frame.html></iframe>\
+             <a href=/frames/linked.html>linked</a>\
+             <script>fetch(\"/frames/frag.html\")</script></html>"
+                .into(),
+        ),
+        ("e.test", "/frames/frame.html" | "/frames/frag.html" | "/frames/linked.html") => {
+            html(format!("<html><title>{path}</title>{path}</html>"))
+        }
         // A tree of GEN pages on d.test: page i links to 2i+1 and 2i+2.
         ("d.test", p) if p.starts_with("/gen/") => {
             match p[5..].parse::<usize>() {
