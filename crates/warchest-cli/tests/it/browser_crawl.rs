@@ -908,10 +908,17 @@ fn links_given_early_are_the_browsers_a_and_area_links() {
 /// A crawl of `addr`'s `/` with two tabs, both free for one host, into a
 /// new directory: it, and the crawl's log.
 fn two_tab_crawl(exe: &Path, addr: &str) -> (tempfile::TempDir, PathBuf, String) {
+    browser_crawl_of(exe, addr, &["--browsers", "2", "--host-parallel", "2"])
+}
+
+/// A browser crawl of `addr`'s `/` (robots.txt ignored) with `more`
+/// flags, into a new directory: it, and the crawl's log.
+fn browser_crawl_of(exe: &Path, addr: &str, more: &[&str]) -> (tempfile::TempDir, PathBuf, String) {
     let work = tempfile::tempdir().unwrap();
     let dir = work.path().join("crawl");
     let mut flags = browser_flags(exe);
-    flags.extend(["--browsers", "2", "--host-parallel", "2", "--ignore-robots"].map(String::from));
+    flags.push("--ignore-robots".into());
+    flags.extend(more.iter().map(|f| f.to_string()));
     let f: Vec<&str> = flags.iter().map(String::as_str).collect();
     let (code, err) = crawl(&dir, &[format!("http://{addr}/")], &f);
     assert_eq!(code, 0, "{err}");
@@ -1010,14 +1017,7 @@ fn a_linked_url_whose_document_is_not_html_gets_no_page_records() {
         "/data" => ("application/json", "{\"a\": 1}".to_string()),
         _ => ("text/plain", String::new()),
     });
-    let work = tempfile::tempdir().unwrap();
-    let dir = work.path().join("crawl");
-    let mut f = browser_flags(&exe);
-    f.push("--ignore-robots".into());
-    let f: Vec<&str> = f.iter().map(String::as_str).collect();
-    let (code, err) = crawl(&dir, &[format!("http://{addr}/")], &f);
-    assert_eq!(code, 0, "{err}");
-    let log = std::fs::read_to_string(dir.join("logs/crawl.log")).unwrap();
+    let (_work, dir, log) = browser_crawl_of(&exe, &addr, &[]);
     let (home, data) = (format!("http://{addr}/"), format!("http://{addr}/data"));
     let line = log
         .lines()
@@ -1102,14 +1102,7 @@ fn an_html_fragment_a_script_fetches_is_no_page_in_the_wacz() {
         "/p/1.html" => (HTML, "<!doctype html><title>one</title><p>one".to_string()),
         _ => ("text/plain", String::new()),
     });
-    let work = tempfile::tempdir().unwrap();
-    let dir = work.path().join("crawl");
-    let mut f = browser_flags(&exe);
-    f.extend(["--ignore-robots".into(), "--wacz".into()]);
-    let f: Vec<&str> = f.iter().map(String::as_str).collect();
-    let (code, err) = crawl(&dir, &[format!("http://{addr}/")], &f);
-    assert_eq!(code, 0, "{err}");
-    let log = std::fs::read_to_string(dir.join("logs/crawl.log")).unwrap();
+    let (_work, dir, log) = browser_crawl_of(&exe, &addr, &["--wacz"]);
     for p in ["/frag.html", "/frame.html", "/p/1.html"] {
         assert_eq!(asked(&seen, p), 1, "{p}:\n{log}");
     }
