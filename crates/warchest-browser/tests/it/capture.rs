@@ -555,7 +555,15 @@ requestAnimationFrame(f);};</script></body></html>"
     }
 }
 
-/// A URL whose document is not HTML (JSON, an image, plain text), loaded
+/// A one-page PDF (Chromium shows it in its viewer).
+fn pdf() -> Vec<u8> {
+    b"%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj 2 0 obj<</Type/Pages/Kids[3 0 R]\
+/Count 1>>endobj 3 0 obj<</Type/Page/MediaBox[0 0 3 3]/Parent 2 0 R>>endobj\n\
+trailer<</Root 1 0 R>>\n%%EOF\n"
+        .to_vec()
+}
+
+/// A URL whose document is not HTML (JSON, an image, plain text, a PDF), loaded
 /// in a tab, is a resource: its response is recorded, and it gets none of
 /// a page's derivatives (screenshot, text, metadata record), as
 /// Browsertrix Crawler does with such a page URL. An HTML and an XHTML
@@ -589,6 +597,7 @@ fn a_url_whose_document_is_not_html_gets_no_page_records() {
                 Some(b"plain notes".to_vec()),
             ),
         ),
+        ("/doc", (200, "application/pdf", Some(pdf()))),
     ]);
     let dir = tempfile::tempdir().unwrap();
     let b = Rig::start(exe, dir.path(), |o| {
@@ -596,7 +605,7 @@ fn a_url_whose_document_is_not_html_gets_no_page_records() {
         o.scroll = false;
         o.media = false;
     });
-    let urls: Vec<String> = ["/", "/page.xhtml", "/data", "/pic", "/notes"]
+    let urls: Vec<String> = ["/", "/page.xhtml", "/data", "/pic", "/notes", "/doc"]
         .iter()
         .map(|p| format!("{}{p}", s.base))
         .collect();
@@ -617,6 +626,7 @@ fn a_url_whose_document_is_not_html_gets_no_page_records() {
         "application/json",
         "image/svg+xml",
         "text/plain",
+        "application/pdf",
     ])) {
         assert!(p.ok(), "{p:?}");
         assert_eq!(p.status, Some(200), "{p:?}");
