@@ -1123,4 +1123,19 @@ fn an_html_fragment_a_script_fetches_is_no_page_in_the_wacz() {
         .collect();
     assert_eq!(listed, want, "{pages}");
     assert_eq!(wacz_page_urls(&dir.join("crawl.wacz")), want);
+    // `wacz create` of the crawl's WARC files: given its pages, or
+    // finding them by their screenshots, the same.
+    for given in [true, false] {
+        let out = dir.join(format!("again-{given}.wacz"));
+        let mut c = bin();
+        c.args(["wacz", "create", "-o"])
+            .arg(&out)
+            .args(archive(&dir));
+        if given {
+            c.arg("--pages").arg(dir.join("pages/pages.jsonl"));
+        }
+        let (code, _, err) = run(&mut c);
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(wacz_page_urls(&out), want, "pages given: {given}");
+    }
 }
