@@ -1465,13 +1465,14 @@ impl Crawl {
             }
         }
         // An HTML document is a page only where the crawl reached it as
-        // one: not an embedded frame's, nor a URL a script names.
+        // one: not an embedded frame's, nor a URL a script names, unless
+        // a link named it too before it was fetched.
         let page = f
             .content_type
             .as_deref()
             .is_some_and(|c| c.to_ascii_lowercase().starts_with("text/html"))
             && (200..300).contains(&f.status)
-            && uri.reached_as_page();
+            && (uri.reached_as_page() || self.frontier.linked_later(&uri.url)?);
         // Links: from the headers (Location, Link, Refresh) and the body.
         let mut links = crate::links::headers::links_from_headers(
             &uri.url,
@@ -1657,7 +1658,7 @@ impl Crawl {
             self.live.done.fetch_add(1, Ordering::Relaxed);
             return Ok(true);
         }
-        if !crate::render::is_page(&uri.hops) {
+        if !crate::render::is_page(&uri.hops) && !self.frontier.linked_later(&uri.url)? {
             return Ok(false);
         }
         let t0 = Instant::now();

@@ -390,6 +390,42 @@ fn a_frame_or_a_fragment_a_script_fetches_is_no_page() {
     assert_eq!(s.counts.pages, 2, "{:?}", s.counts);
 }
 
+/// The URLs of a crawl's pages.jsonl rows.
+fn page_urls(dir: &Path) -> BTreeSet<String> {
+    let pages = std::fs::read_to_string(dir.join("pages/pages.jsonl")).unwrap();
+    pages
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let row: serde_json::Value = serde_json::from_str(l).unwrap();
+            row["url"].as_str().unwrap().to_string()
+        })
+        .collect()
+}
+
+/// A frame the page (or another document, before the frame is fetched)
+/// also links to is a page: the link makes it one. A frame fetched before
+/// any link named it stays a frame (docs/crawl.md, "Pages and resources").
+#[test]
+fn a_frame_also_linked_is_a_page() {
+    let w = web::start();
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("crawl");
+    let home = w.url("e.test", "/framed/");
+    let toml = config(&w, "").replace(&w.url("a.test", "/"), &home);
+    let s = crawl(&dir, &toml);
+    let at = |p: &str| w.url("e.test", &format!("/framed/{p}"));
+    let reqs = w.requests();
+    for p in ["f.html", "x.html", "y.html", "later.html"] {
+        assert!(reqs.contains(&at(p)), "{p} fetched: {reqs:?}");
+    }
+    let want: BTreeSet<String> = [home.clone(), at("x.html"), at("y.html"), at("later.html")]
+        .into_iter()
+        .collect();
+    assert_eq!(page_urls(&dir), want);
+    assert_eq!(s.counts.pages, 4, "{:?}", s.counts);
+}
+
 fn counted(reqs: &[String]) -> std::collections::BTreeMap<String, usize> {
     let mut m = std::collections::BTreeMap::new();
     for r in reqs.iter().filter(|r| !r.ends_with("/robots.txt")) {

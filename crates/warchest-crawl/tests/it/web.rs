@@ -96,6 +96,23 @@ fn page(host: &str, path: &str, port: u16) -> (u16, Vec<(String, String)>, Vec<u
              <script>fetch(\"/frames/frag.html\")</script></html>"
                 .into(),
         ),
+        // Frames that are linked too: x.html by the page itself, y.html
+        // by the frame f.html (fetched before y.html, an embed of the
+        // same depth queued earlier), f.html by later.html (fetched after
+        // f.html: it stays a frame).
+        ("e.test", "/framed/") => html(
+            "<html><title>Framed</title><iframe src=/framed/f.html></iframe>\
+             <iframe src=/framed/x.html></iframe><iframe src=/framed/y.html></iframe>\
+             <a href=/framed/x.html>x</a><a href=/framed/later.html>later</a></html>"
+                .into(),
+        ),
+        ("e.test", "/framed/f.html") => html("<html><a href=/framed/y.html>y</a></html>".into()),
+        ("e.test", "/framed/later.html") => {
+            html("<html><a href=/framed/f.html>the frame</a></html>".into())
+        }
+        ("e.test", "/framed/x.html" | "/framed/y.html") => {
+            html(format!("<html><title>{path}</title>{path}</html>"))
+        }
         ("e.test", "/frames/frame.html" | "/frames/frag.html" | "/frames/linked.html") => {
             html(format!("<html><title>{path}</title>{path}</html>"))
         }
