@@ -528,6 +528,14 @@ impl Crawl {
             )
             .into());
         }
+        // `wacz` packs the crawl's WARC files: a Web InfoMall crawl has
+        // none with its responses, so its WACZ would list no capture.
+        if e.format == OutputFormat::Infomall && e.wacz {
+            return Err(crate::config::ConfigError(
+                "format = infomall cannot be given wacz: a WACZ holds WARC files (convert the .dat files with `warchest convert`, then `warchest wacz create`)".into(),
+            )
+            .into());
+        }
         let seeds: Vec<Url> = e
             .seeds
             .iter()

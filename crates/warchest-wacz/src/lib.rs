@@ -17,7 +17,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -316,6 +316,63 @@ pub struct CreateReport {
     pub index_entries: u64,
     /// Pages listed.
     pub pages: u64,
+    /// Page rows left out: their URL has no capture (a `response`,
+    /// `resource` or `revisit` record) in the archive files, as py-wacz
+    /// keeps only the rows that match one.
+    pub pages_without_capture: u64,
+    /// The first [`MAX_NAMED`] of those rows' URLs.
+    pub pages_without_capture_named: Vec<String>,
+    /// More URLs were captured than [`MAX_CAPTURED`]: the pages were
+    /// listed unchecked.
+    pub pages_unchecked: bool,
+}
+
+/// The most captured URLs remembered to check the pages against (a
+/// 16-byte hash each, about 400 MiB at most); past it the pages are
+/// listed unchecked, and the report says so.
+pub const MAX_CAPTURED: usize = 1 << 24;
+/// The most URLs of left-out pages the report names.
+pub const MAX_NAMED: usize = 1000;
+
+/// The URLs captured in the archive files, each as a 16-byte hash.
+#[derive(Default)]
+struct Captured {
+    set: HashSet<[u8; 16]>,
+    over: bool,
+}
+
+impl Captured {
+    fn key(url: &str) -> [u8; 16] {
+        let d = Sha256::digest(url.as_bytes());
+        let mut k = [0; 16];
+        k.copy_from_slice(&d[..16]);
+        k
+    }
+
+    /// Notes `e`'s URL when it is a capture: a response, resource or
+    /// revisit record (an ARC or Web InfoMall record, with no WARC-Type,
+    /// is a response).
+    fn add(&mut self, e: &Entry) {
+        let capture = e.record_type.as_deref().is_none_or(|t| {
+            ["response", "resource", "revisit"]
+                .iter()
+                .any(|c| t.eq_ignore_ascii_case(c))
+        });
+        let Some(url) = e.url.as_deref().filter(|_| capture && !self.over) else {
+            return;
+        };
+        if self.set.len() >= MAX_CAPTURED {
+            self.over = true;
+            self.set = HashSet::new();
+            return;
+        }
+        self.set.insert(Captured::key(url));
+    }
+
+    /// Whether `url` was captured (always, once over the bound).
+    fn has(&self, url: &str) -> bool {
+        self.over || self.set.contains(&Captured::key(url))
+    }
 }
 
 struct Resource {
@@ -348,6 +405,12 @@ pub fn create<P: AsRef<Path>>(
     // Found in the records when no pages are given: HTML responses, and
     // pages a browser captured (their `urn:view:` screenshots).
     let (mut html, mut viewed) = (PageSpool::default(), PageSpool::default());
+    let mut captured = Captured::default();
+    // Opened before the long indexing: a wrong name fails at once.
+    let given = match &opts.pages {
+        Some(p) => Some((p, File::open(p).map_err(|e| Error::from(e).in_file(p))?)),
+        None => None,
+    };
     for input in inputs {
         let input = input.as_ref();
         let base = input
@@ -365,6 +428,7 @@ pub fn create<P: AsRef<Path>>(
         let detect = opts.pages.is_none();
         indexer.index(&mut reader, |e| {
             index.push(&e)?;
+            captured.add(&e);
             if detect && is_page(&e) {
                 html.push(e.url.as_deref().unwrap_or_default(), &e.timestamp)?;
             } else if let Some(url) = viewed_page(&e).filter(|_| detect) {
@@ -376,22 +440,34 @@ pub fn create<P: AsRef<Path>>(
         report.archives += 1;
     }
 
-    let chosen = match &opts.pages {
-        Some(p) => {
-            let mut given = PageSpool::default();
-            let (n, main) = copy_pages(p, &mut given.rows)?;
-            (given.n, given.first) = (n, main);
-            given
+    // A browser's pages are the ones it screenshotted: not the HTML
+    // fragments and frames they loaded, nor a URL a tab loaded that was
+    // not HTML.
+    let (rows, from): (Box<dyn Read>, PathBuf) = match given {
+        Some((p, f)) => (Box::new(f), p.clone()),
+        None => {
+            let mut chosen = if viewed.n > 0 { viewed } else { html };
+            chosen.rows.rewind()?;
+            (Box::new(chosen.rows), PathBuf::from("(pages found)"))
         }
-        // A browser's pages are the ones it screenshotted: not the HTML
-        // fragments and frames they loaded, nor a URL a tab loaded that
-        // was not HTML.
-        None if viewed.n > 0 => viewed,
-        None => html,
     };
-    report.pages = chosen.n;
-    let main_page = chosen.first;
-    let mut pages = chosen.rows;
+    let mut pages = tempfile::SpooledTempFile::new(8 << 20);
+    let copied = copy_pages(&from, rows, &captured, &mut pages)?;
+    if copied.rows > 0 && copied.kept == 0 && opts.pages.is_some() {
+        return Err(wacz_error(
+            &from,
+            format!(
+                "none of its {} pages has a capture in the archive files (first: {})",
+                copied.rows,
+                copied.named.first().map_or("", |u| u.as_str())
+            ),
+        ));
+    }
+    report.pages = copied.kept;
+    report.pages_without_capture = copied.rows - copied.kept;
+    report.pages_without_capture_named = copied.named;
+    report.pages_unchecked = captured.over;
+    let main_page = copied.main;
 
     let file = File::create(out).map_err(|e| Error::from(e).in_file(out))?;
     let mut zip = zip::ZipWriter::new(io::BufWriter::with_capacity(1 << 16, file));
@@ -506,13 +582,35 @@ pub fn create<P: AsRef<Path>>(
 /// can be long; past this it is not a row).
 const MAX_PAGE_LINE: u64 = 16 << 20;
 
-/// Copies the rows of the json-pages-1.0 file `path` to `out` (its header
-/// and blank lines left out): how many, and the main page (the first seed,
-/// else the first row) as `(url, ts)`.
-fn copy_pages(path: &Path, out: &mut impl Write) -> Result<(u64, Option<(String, String)>)> {
-    let f = File::open(path).map_err(|e| Error::from(e).in_file(path))?;
-    let mut r = BufReader::new(f);
-    let (mut n, mut first, mut seed) = (0u64, None, None);
+/// What [`copy_pages`] copied.
+struct Copied {
+    /// Rows read (the header and blank lines not counted).
+    rows: u64,
+    /// Rows written: those with a capture.
+    kept: u64,
+    /// The first [`MAX_NAMED`] URLs of the rows left out.
+    named: Vec<String>,
+    /// The main page (the first seed, else the first row) as `(url, ts)`.
+    main: Option<(String, String)>,
+}
+
+/// Copies the rows of the json-pages-1.0 text `r` (the file `path`) to
+/// `out`, its header and blank lines left out, and the rows whose URL
+/// has no capture (`captured`).
+fn copy_pages(
+    path: &Path,
+    r: impl Read,
+    captured: &Captured,
+    out: &mut impl Write,
+) -> Result<Copied> {
+    let mut r = BufReader::new(r);
+    let mut c = Copied {
+        rows: 0,
+        kept: 0,
+        named: Vec::new(),
+        main: None,
+    };
+    let (mut first, mut seed) = (None, None);
     let mut line = Vec::new();
     for number in 1u64.. {
         line.clear();
@@ -539,6 +637,13 @@ fn copy_pages(path: &Path, out: &mut impl Write) -> Result<(u64, Option<(String,
         let Some(url) = row.get("url").and_then(|u| u.as_str()) else {
             return Err(bad("a page without a url"));
         };
+        c.rows += 1;
+        if !captured.has(url) {
+            if c.named.len() < MAX_NAMED {
+                c.named.push(url.to_string());
+            }
+            continue;
+        }
         let ts = row.get("ts").and_then(|t| t.as_str()).unwrap_or_default();
         let main = || Some((url.to_string(), ts.to_string()));
         if first.is_none() {
@@ -549,9 +654,10 @@ fn copy_pages(path: &Path, out: &mut impl Write) -> Result<(u64, Option<(String,
         }
         out.write_all(text)?;
         out.write_all(b"\n")?;
-        n += 1;
+        c.kept += 1;
     }
-    Ok((n, seed.or(first)))
+    c.main = seed.or(first);
+    Ok(c)
 }
 
 /// Page rows spooled as they are found, counted, the first kept.
@@ -1282,6 +1388,68 @@ Content-Type: image/png\r\nContent-Length: {}\r\n\r\n{png}\r\n\r\n",
         std::fs::write(&pages, "{\"url\":\"http://a.test/\"}\nnot json\n").unwrap();
         let e = create(&[&warc], &d.path().join("bad.wacz"), &o).unwrap_err();
         assert!(e.to_string().contains("line 2"), "{e}");
+    }
+
+    /// A WARC revisit record of `url` (its original elsewhere).
+    fn revisit(url: &str) -> Vec<u8> {
+        let http = "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n";
+        format!(
+            "WARC/1.1\r\nWARC-Type: revisit\r\nWARC-Target-URI: {url}\r\n\
+WARC-Date: 2026-11-29T06:00:00Z\r\nWARC-Record-ID: <urn:uuid:{}>\r\n\
+WARC-Profile: http://netpreserve.org/warc/1.1/revisit/identical-payload-digest\r\n\
+WARC-Refers-To-Target-URI: {url}\r\nWARC-Refers-To-Date: 2026-11-28T06:00:00Z\r\n\
+WARC-Payload-Digest: sha1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\r\n\
+Content-Type: application/http; msgtype=response\r\nContent-Length: {}\r\n\r\n{http}\r\n\r\n",
+            uuid::Uuid::new_v4(),
+            http.len()
+        )
+        .into_bytes()
+    }
+
+    /// A page row whose URL has no capture in the archive files is left
+    /// out, counted and named; a revisit is a capture; a pages file none
+    /// of whose rows has a capture is an error.
+    #[test]
+    fn pages_without_a_capture_are_left_out() {
+        let d = tempfile::tempdir().unwrap();
+        let warc = d.path().join("a.warc");
+        let mut b = html_response("http://a.test/");
+        b.extend(revisit("http://a.test/again"));
+        std::fs::write(&warc, b).unwrap();
+        let pages = d.path().join("pages.jsonl");
+        let row = |u: &str| format!("{{\"url\":\"{u}\",\"ts\":\"2026-11-29T06:00:00Z\"}}\n");
+        std::fs::write(
+            &pages,
+            format!(
+                "{{\"format\":\"json-pages-1.0\",\"id\":\"pages\"}}\n{}{}{}",
+                row("http://a.test/elsewhere"),
+                row("http://a.test/"),
+                row("http://a.test/again")
+            ),
+        )
+        .unwrap();
+        let o = CreateOptions {
+            pages: Some(pages.clone()),
+            ..CreateOptions::default()
+        };
+        let out = d.path().join("a.wacz");
+        let r = create(&[&warc], &out, &o).unwrap();
+        assert_eq!((r.pages, r.pages_without_capture), (2, 1), "{r:?}");
+        assert_eq!(r.pages_without_capture_named, ["http://a.test/elsewhere"]);
+        let urls: Vec<String> = wacz_pages(&out)
+            .iter()
+            .map(|p| p["url"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(urls, ["http://a.test/", "http://a.test/again"]);
+        assert!(validate(&out).unwrap().is_valid());
+        // No row with a capture: an error naming the file.
+        std::fs::write(&pages, row("http://b.test/")).unwrap();
+        let e = create(&[&warc], &d.path().join("b.wacz"), &o).unwrap_err();
+        assert!(e.to_string().contains("pages.jsonl"), "{e}");
+        assert!(e.to_string().contains("none of its 1 pages"), "{e}");
+        // A pages file that is not there fails before any indexing.
+        std::fs::remove_file(&pages).unwrap();
+        assert!(create(&[&warc], &d.path().join("c.wacz"), &o).is_err());
     }
 
     #[test]

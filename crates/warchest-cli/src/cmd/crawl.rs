@@ -409,6 +409,7 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
                 r.pages
             );
         }
+        crate::cmd::wacz::left_out(g, &out.to_string_lossy(), &r);
     }
     // 1: URIs failed (logged with negative codes), or stopped by a signal
     // before the end (resumable); a budget reached is an end as asked.

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use anyhow::{Result, bail};
-use warchest_wacz::{CreateOptions, create, validate};
+use warchest_wacz::{CreateOptions, CreateReport, create, validate};
 
 use crate::report::{Global, Outcome};
 
@@ -79,6 +79,7 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
                     r.pages
                 );
             }
+            left_out(g, &output.to_string_lossy(), &r);
             Ok(Outcome::Ok)
         }
         Sub::Validate { files } => {
@@ -112,5 +113,36 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
             }
             Ok(outcome)
         }
+    }
+}
+
+/// Says on stderr how many page rows `wacz` left out for want of a
+/// capture (each named under `-w`), or that the pages went unchecked.
+pub fn left_out(g: &Global, wacz: &str, r: &CreateReport) {
+    if r.pages_without_capture > 0 {
+        eprintln!(
+            "warchest: {wacz}: {} pages left out: no capture of their URL in the archive files{}",
+            r.pages_without_capture,
+            if g.show_warnings {
+                ":"
+            } else {
+                " (-w names them)"
+            }
+        );
+        if g.show_warnings {
+            for u in &r.pages_without_capture_named {
+                eprintln!("warchest: {wacz}: no capture of page {u}");
+            }
+            let more = r.pages_without_capture - r.pages_without_capture_named.len() as u64;
+            if more > 0 {
+                eprintln!("warchest: {wacz}: and {more} more");
+            }
+        }
+    }
+    if r.pages_unchecked {
+        eprintln!(
+            "warchest: {wacz}: more than {} URLs captured: the pages were listed without checking their captures",
+            warchest_wacz::MAX_CAPTURED
+        );
     }
 }
