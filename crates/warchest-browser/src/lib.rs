@@ -191,14 +191,7 @@ fn follow_redirect(w: &mut HashMap<String, Vec<Sender>>, key: &str, location: &s
 /// PDF, JSON, plain text) is a resource: it gets no page derivatives
 /// (docs/crawl.md, "What a tab makes of a URL").
 pub fn is_html_type(content_type: Option<&str>) -> bool {
-    let Some(c) = content_type else {
-        return true;
-    };
-    let mime = c.split(';').next().unwrap_or("").trim();
-    mime.is_empty()
-        || ["text/html", "application/xhtml+xml", "application/xhtml"]
-            .iter()
-            .any(|t| mime.eq_ignore_ascii_case(t))
+    warchest::http::is_html_type(content_type, true)
 }
 
 /// The proxy's hook: a recorded 2xx HTML response ([`is_html_type`]) to
@@ -855,6 +848,8 @@ mod tests {
             Some("text/html"),
             Some("Text/HTML; charset=utf-8"),
             Some("application/xhtml+xml"),
+            // A header written without its `;` (the crawl's rule too).
+            Some("text/html charset=UTF-8"),
             Some(""),
             None,
         ] {

@@ -19,7 +19,7 @@
 //! dedupe.journal      its entries since the last checkpoint (while running)
 //! archive/            WARC files (Annex B names)
 //! indexes/index.cdxj  CDXJ of each closed WARC file
-//! pages/pages.jsonl   the HTML pages
+//! pages/pages.jsonl   the pages: seeds and link targets (docs/crawl.md)
 //! logs/crawl.log      Heritrix's crawl.log
 //! logs/scope.log      rejected URIs and the rule that rejected them
 //! ```
@@ -1475,10 +1475,8 @@ impl Crawl {
         // An HTML document is a page only where the crawl reached it as
         // one: not an embedded frame's, nor a URL a script names, unless
         // a link named it too before it was fetched.
-        let page = f
-            .content_type
-            .as_deref()
-            .is_some_and(|c| c.to_ascii_lowercase().starts_with("text/html"))
+        // (Untyped is no page here: the HTTP client does not sniff.)
+        let page = warchest::http::is_html_type(f.content_type.as_deref(), false)
             && (200..300).contains(&f.status)
             && (uri.reached_as_page() || self.frontier.linked_later(&uri.url)?);
         // Links: from the headers (Location, Link, Refresh) and the body.

@@ -33,9 +33,6 @@ use warchest_index::{Entry, Format, IndexOptions, IndexOutput, Indexer};
 /// The WACZ version written.
 pub const WACZ_VERSION: &str = "1.1.1";
 
-/// The media types whose responses are listed as pages.
-const PAGE_TYPES: [&str; 2] = ["text/html", "application/xhtml+xml"];
-
 fn wacz_error(path: &Path, msg: impl Into<String>) -> Error {
     Error::new(ErrorKind::Syntax(msg.into())).in_file(path)
 }
@@ -713,9 +710,7 @@ fn is_page(e: &Entry) -> bool {
         && e.record_type
             .as_deref()
             .is_some_and(|t| t.eq_ignore_ascii_case("response"))
-        && e.mime
-            .as_deref()
-            .is_some_and(|m| PAGE_TYPES.iter().any(|p| m.eq_ignore_ascii_case(p)))
+        && warchest::http::is_html_type(e.mime.as_deref(), false)
         && e.url.as_deref().is_some_and(|u| u.starts_with("http"))
 }
 

@@ -395,10 +395,13 @@ impl warchest_crawl::render::PageRenderer for CrawlRenderer {
             fetched,
             error: p.error.clone(),
             ms: p.ms,
-            // The recorded answer's type, else the browser's (which sniffs
-            // a document sent without one).
-            not_html: not_html
-                .or_else(|| (!p.is_page()).then(|| p.mime.clone().unwrap_or_default())),
+            // The tab's document type when it has one (what the page
+            // shows, the one that decided its records), else the recorded
+            // answer's.
+            not_html: match &p.mime {
+                Some(m) => (!p.is_page()).then(|| m.clone()),
+                None => not_html,
+            },
         }
     }
 

@@ -123,14 +123,11 @@ impl ContentKind {
         let Some(ct) = content_type else {
             return xml_path.then_some(ContentKind::Sitemap);
         };
-        let mime = ct
-            .split(';')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .to_ascii_lowercase();
+        if warchest::http::is_html_type(Some(ct), false) {
+            return Some(ContentKind::Html);
+        }
+        let mime = warchest::http::media_type_token(ct).to_ascii_lowercase();
         Some(match mime.as_str() {
-            "text/html" | "application/xhtml+xml" => ContentKind::Html,
             "text/css" => ContentKind::Css,
             "application/javascript"
             | "text/javascript"

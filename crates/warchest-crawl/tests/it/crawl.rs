@@ -426,6 +426,24 @@ fn a_frame_also_linked_is_a_page() {
     assert_eq!(s.counts.pages, 4, "{:?}", s.counts);
 }
 
+/// XHTML, and HTML whose Content-Type lacks its `;`, are pages on the
+/// HTTP path (one rule for "is HTML": `warchest::http::is_html_type`).
+#[test]
+fn xhtml_and_html_of_a_loose_type_are_pages() {
+    let w = web::start();
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("crawl");
+    let home = w.url("e.test", "/types/");
+    let toml = config(&w, "").replace(&w.url("a.test", "/"), &home);
+    let s = crawl(&dir, &toml);
+    let at = |p: &str| w.url("e.test", &format!("/types/{p}"));
+    let want: BTreeSet<String> = [home.clone(), at("x.xhtml"), at("nosemi.html")]
+        .into_iter()
+        .collect();
+    assert_eq!(page_urls(&dir), want);
+    assert_eq!(s.counts.pages, 3, "{:?}", s.counts);
+}
+
 fn counted(reqs: &[String]) -> std::collections::BTreeMap<String, usize> {
     let mut m = std::collections::BTreeMap::new();
     for r in reqs.iter().filter(|r| !r.ends_with("/robots.txt")) {

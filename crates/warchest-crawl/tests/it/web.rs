@@ -100,6 +100,19 @@ fn page(host: &str, path: &str, port: u16) -> (u16, Vec<(String, String)>, Vec<u
         // by the frame f.html (fetched before y.html, an embed of the
         // same depth queued earlier), f.html by later.html (fetched after
         // f.html: it stays a frame).
+        // Pages of the other HTML types: XHTML, and a Content-Type
+        // written without its `;`.
+        ("e.test", "/types/") => html(
+            "<html><a href=/types/x.xhtml>x</a><a href=/types/nosemi.html>n</a></html>".into(),
+        ),
+        ("e.test", "/types/x.xhtml") => other(
+            "application/xhtml+xml",
+            b"<html xmlns=\"http://www.w3.org/1999/xhtml\"><title>X</title></html>".to_vec(),
+        ),
+        ("e.test", "/types/nosemi.html") => other(
+            "Text/HTML charset=UTF-8",
+            b"<html><title>N</title></html>".to_vec(),
+        ),
         ("e.test", "/framed/") => html(
             "<html><title>Framed</title><iframe src=/framed/f.html></iframe>\
              <iframe src=/framed/x.html></iframe><iframe src=/framed/y.html></iframe>\
