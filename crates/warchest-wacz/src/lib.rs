@@ -296,11 +296,12 @@ pub struct CreateOptions {
     /// The pages as the crawler decided them: a json-pages-1.0 file (a
     /// crawl's `pages/pages.jsonl`) whose rows are listed as they are (its
     /// header line replaced), as Browsertrix Crawler hands its pages to
-    /// its WACZ. None: the pages a browser captured, by their screenshots
-    /// (`resource` records at `urn:view:URL`) when the records hold any;
-    /// else every HTML response with status 200 (a frame's, or a
-    /// fragment a script fetched, too: the responses alone do not tell a
-    /// page from what a page loaded).
+    /// its WACZ. None: found in each input file on its own: the pages a
+    /// browser captured, by their screenshots (`resource` records at
+    /// `urn:view:URL`) when the file holds any; else its HTML responses
+    /// with status 200 (a frame's, or a fragment a script fetched, too:
+    /// the responses alone do not tell a page from what a page loaded).
+    /// Either way, rows with no capture in the inputs are left out.
     pub pages: Option<PathBuf>,
 }
 
@@ -322,6 +323,21 @@ pub struct CreateReport {
     /// More URLs were captured than [`MAX_CAPTURED`]: the pages were
     /// listed unchecked.
     pub pages_unchecked: bool,
+    /// With no pages given: the rows found by the screenshots of the
+    /// input files that have any (`urn:view:` records)...
+    pub found_by_screenshots: Found,
+    /// ...and by the HTML responses (status 200) of the others.
+    pub found_by_html: Found,
+}
+
+/// Pages found in the input files by one rule (before those with no
+/// capture are left out).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Found {
+    /// Input files the rule was used for (that gave a page).
+    pub files: usize,
+    /// Rows it gave.
+    pub pages: u64,
 }
 
 /// The most captured URLs remembered to check the pages against (a
@@ -401,7 +417,9 @@ pub fn create<P: AsRef<Path>>(
     let mut index = IndexOutput::new(tempfile::SpooledTempFile::new(8 << 20), &Format::Cdxj, true)?;
     // Found in the records when no pages are given: HTML responses, and
     // pages a browser captured (their `urn:view:` screenshots).
-    let (mut html, mut viewed) = (PageSpool::default(), PageSpool::default());
+    // Chosen per input file: its screenshots when it has any, else its
+    // HTML responses.
+    let mut detected = tempfile::SpooledTempFile::new(8 << 20);
     let mut captured = Captured::default();
     // Opened before the long indexing: a wrong name fails at once.
     let given = match &opts.pages {
@@ -423,6 +441,7 @@ pub fn create<P: AsRef<Path>>(
         let mut reader = Reader::open_with(input, ReaderOptions::default().file(input))?;
         let indexer = Indexer::new(base.clone(), IndexOptions::default());
         let detect = opts.pages.is_none();
+        let (mut html, mut viewed) = (PageSpool::default(), PageSpool::default());
         indexer.index(&mut reader, |e| {
             index.push(&e)?;
             captured.add(&e);
@@ -435,17 +454,27 @@ pub fn create<P: AsRef<Path>>(
             Ok(())
         })?;
         report.archives += 1;
+        // A browser's pages are the ones it screenshotted: not the HTML
+        // fragments and frames they loaded, nor a URL a tab loaded that
+        // was not HTML.
+        let (mut chosen, rule) = if viewed.n > 0 {
+            (viewed, &mut report.found_by_screenshots)
+        } else {
+            (html, &mut report.found_by_html)
+        };
+        if chosen.n > 0 {
+            rule.files += 1;
+            rule.pages += chosen.n;
+            chosen.rows.rewind()?;
+            io::copy(&mut chosen.rows, &mut detected)?;
+        }
     }
 
-    // A browser's pages are the ones it screenshotted: not the HTML
-    // fragments and frames they loaded, nor a URL a tab loaded that was
-    // not HTML.
     let (rows, from): (Box<dyn Read>, PathBuf) = match given {
         Some((p, f)) => (Box::new(f), p.clone()),
         None => {
-            let mut chosen = if viewed.n > 0 { viewed } else { html };
-            chosen.rows.rewind()?;
-            (Box::new(chosen.rows), PathBuf::from("(pages found)"))
+            detected.rewind()?;
+            (Box::new(detected), PathBuf::from("(pages found)"))
         }
     };
     let mut pages = tempfile::SpooledTempFile::new(8 << 20);
@@ -657,11 +686,10 @@ fn copy_pages(
     Ok(c)
 }
 
-/// Page rows spooled as they are found, counted, the first kept.
+/// Page rows spooled as they are found, counted.
 struct PageSpool {
     rows: tempfile::SpooledTempFile,
     n: u64,
-    first: Option<(String, String)>,
 }
 
 impl Default for PageSpool {
@@ -669,7 +697,6 @@ impl Default for PageSpool {
         PageSpool {
             rows: tempfile::SpooledTempFile::new(8 << 20),
             n: 0,
-            first: None,
         }
     }
 }
@@ -678,9 +705,6 @@ impl PageSpool {
     /// A row of `url` captured at `timestamp` (14 digits).
     fn push(&mut self, url: &str, timestamp: &str) -> io::Result<()> {
         let ts = iso_date(timestamp);
-        if self.first.is_none() {
-            self.first = Some((url.to_string(), ts.clone()));
-        }
         let line = serde_json::json!({
             "id": uuid::Uuid::new_v4().simple().to_string(),
             "url": url,
@@ -1383,6 +1407,51 @@ Content-Type: image/png\r\nContent-Length: {}\r\n\r\n{png}\r\n\r\n",
         std::fs::write(&pages, "{\"url\":\"http://a.test/\"}\nnot json\n").unwrap();
         let e = create(&[&warc], &d.path().join("bad.wacz"), &o).unwrap_err();
         assert!(e.to_string().contains("line 2"), "{e}");
+    }
+
+    /// A screenshot record of the page `url`, as a browser writes it.
+    fn screenshot(url: &str) -> Vec<u8> {
+        let png = "\u{89}PNG";
+        format!(
+            "WARC/1.1\r\nWARC-Type: resource\r\nWARC-Target-URI: urn:view:{url}\r\n\
+WARC-Date: 2026-11-29T06:00:01Z\r\nWARC-Record-ID: <urn:uuid:{}>\r\n\
+Content-Type: image/png\r\nContent-Length: {}\r\n\r\n{png}\r\n\r\n",
+            uuid::Uuid::new_v4(),
+            png.len()
+        )
+        .into_bytes()
+    }
+
+    /// With no pages given, each input file's pages are found on their
+    /// own: a browser capture's by its screenshots, a plain capture's by
+    /// its HTML responses, in one WACZ.
+    #[test]
+    fn pages_are_found_per_input_file() {
+        let d = tempfile::tempdir().unwrap();
+        let browser = d.path().join("browser.warc");
+        let mut b = html_response("http://b.test/");
+        b.extend(html_response("http://b.test/frag.html"));
+        b.extend(screenshot("http://b.test/"));
+        std::fs::write(&browser, b).unwrap();
+        let plain = d.path().join("plain.warc");
+        let mut b = html_response("http://p.test/");
+        b.extend(html_response("http://p.test/2.html"));
+        std::fs::write(&plain, b).unwrap();
+        let out = d.path().join("both.wacz");
+        let r = create(&[&browser, &plain], &out, &CreateOptions::default()).unwrap();
+        let found = |files, pages| Found { files, pages };
+        assert_eq!(r.found_by_screenshots, found(1, 1), "{r:?}");
+        assert_eq!(r.found_by_html, found(1, 2), "{r:?}");
+        assert_eq!(r.pages, 3);
+        let urls: BTreeSet<String> = wacz_pages(&out)
+            .iter()
+            .map(|p| p["url"].as_str().unwrap().to_string())
+            .collect();
+        let want: BTreeSet<String> = ["http://b.test/", "http://p.test/", "http://p.test/2.html"]
+            .map(String::from)
+            .into();
+        assert_eq!(urls, want);
+        assert!(validate(&out).unwrap().is_valid());
     }
 
     /// A WARC revisit record of `url` (its original elsewhere).

@@ -35,8 +35,10 @@ enum Sub {
         #[arg(long)]
         description: Option<String>,
         /// The pages to list: a json-pages-1.0 file (a crawl's
-        /// pages/pages.jsonl), its rows copied. Default: every HTML
-        /// response with status 200.
+        /// pages/pages.jsonl), its rows copied. Default: found in each
+        /// input on its own, its browser screenshots' pages (urn:view:
+        /// records) if it has any, else its HTML responses with status
+        /// 200. Rows whose URL has no capture in the inputs are left out.
         #[arg(long, value_name = "FILE")]
         pages: Option<PathBuf>,
     },
@@ -79,6 +81,9 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
                     r.pages
                 );
             }
+            if !g.quiet && o.pages.is_none() {
+                found(&output.to_string_lossy(), &r);
+            }
             left_out(g, &output.to_string_lossy(), &r);
             Ok(Outcome::Ok)
         }
@@ -114,6 +119,21 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
             Ok(outcome)
         }
     }
+}
+
+/// Says on stderr which rule found how many pages, per input file.
+fn found(wacz: &str, r: &CreateReport) {
+    let (s, h) = (r.found_by_screenshots, r.found_by_html);
+    let files = |n: usize| if n == 1 { "file" } else { "files" };
+    eprintln!(
+        "warchest: {wacz}: pages found: {} by browser screenshots (urn:view: records) in {} {}, {} by HTML responses in {} {} (--pages FILE to give them)",
+        s.pages,
+        s.files,
+        files(s.files),
+        h.pages,
+        h.files,
+        files(h.files)
+    );
 }
 
 /// Says on stderr how many page rows `wacz` left out for want of a
