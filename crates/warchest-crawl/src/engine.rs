@@ -1577,13 +1577,20 @@ impl Crawl {
             "mime": mime,
             "status": status,
             "depth": uri.links_hops(),
-            "seed": uri.hops.is_empty(),
+            // A seed, after its redirects too (Browsertrix marks the
+            // seed's final URL).
+            "seed": uri.hops.bytes().all(|c| c == b'R'),
             "loadState": load_state,
         });
         self.pages
             .line(&row.to_string())
             .map_err(io_at(self.pages.path()))?;
-        self.live.pages.fetch_add(1, Ordering::Relaxed);
+        // The progress line's pages are HTML pages, as the budgets count
+        // them (a browser crawl's row of a resource loaded in a tab is not
+        // one).
+        if warchest::http::is_html_type(Some(mime), false) {
+            self.live.pages.fetch_add(1, Ordering::Relaxed);
+        }
         Ok(())
     }
 

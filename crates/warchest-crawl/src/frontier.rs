@@ -1413,10 +1413,14 @@ impl Frontier {
     /// # Errors
     /// The database failed.
     pub fn seen(&self, url: &Url) -> Result<bool> {
+        self.holds(SEEN, url)
+    }
+
+    /// Whether the set `table` holds `url`.
+    fn holds(&self, table: TableDefinition<&[u8], ()>, url: &Url) -> Result<bool> {
         self.read(|txn| {
-            let seen = txn.open_table(SEEN).map_err(|e| self.err(e))?;
-            Ok(seen
-                .get(url.as_str().as_bytes())
+            let t = txn.open_table(table).map_err(|e| self.err(e))?;
+            Ok(t.get(url.as_str().as_bytes())
                 .map_err(|e| self.err(e))?
                 .is_some())
         })
@@ -1429,13 +1433,7 @@ impl Frontier {
     /// # Errors
     /// The database failed.
     pub fn linked_later(&self, url: &Url) -> Result<bool> {
-        self.read(|txn| {
-            let linked = txn.open_table(LINKED).map_err(|e| self.err(e))?;
-            Ok(linked
-                .get(url.as_str().as_bytes())
-                .map_err(|e| self.err(e))?
-                .is_some())
-        })
+        self.holds(LINKED, url)
     }
 
     /// The counters.

@@ -320,6 +320,8 @@ pub struct CreateReport {
     pub pages_without_capture: u64,
     /// The first [`MAX_NAMED`] of those rows' URLs.
     pub pages_without_capture_named: Vec<String>,
+    /// Page rows left out as a URL's second row (the first is kept).
+    pub pages_repeated: u64,
     /// More URLs were captured than [`MAX_CAPTURED`]: the pages were
     /// listed unchecked.
     pub pages_unchecked: bool,
@@ -490,7 +492,8 @@ pub fn create<P: AsRef<Path>>(
         ));
     }
     report.pages = copied.kept;
-    report.pages_without_capture = copied.rows - copied.kept;
+    report.pages_repeated = copied.repeated;
+    report.pages_without_capture = copied.rows - copied.kept - copied.repeated;
     report.pages_without_capture_named = copied.named;
     report.pages_unchecked = captured.over;
     let main_page = copied.main;
@@ -612,8 +615,11 @@ const MAX_PAGE_LINE: u64 = 16 << 20;
 struct Copied {
     /// Rows read (the header and blank lines not counted).
     rows: u64,
-    /// Rows written: those with a capture.
+    /// Rows written: those with a capture, each URL once.
     kept: u64,
+    /// Rows left out as a URL's second row (a crawl killed after writing
+    /// a row and resumed writes its URL's row again).
+    repeated: u64,
     /// The first [`MAX_NAMED`] URLs of the rows left out.
     named: Vec<String>,
     /// The main page (the first seed, else the first row) as `(url, ts)`.
@@ -633,10 +639,13 @@ fn copy_pages(
     let mut c = Copied {
         rows: 0,
         kept: 0,
+        repeated: 0,
         named: Vec::new(),
         main: None,
     };
     let (mut first, mut seed) = (None, None);
+    // The URLs listed (16-byte hashes, bounded as the captures are).
+    let mut listed = HashSet::new();
     let mut line = Vec::new();
     for number in 1u64.. {
         line.clear();
@@ -663,14 +672,20 @@ fn copy_pages(
         let Some(url) = row.get("url").and_then(|u| u.as_str()) else {
             return Err(bad("a page without a url"));
         };
+        let Some(ts) = row.get("ts").and_then(|t| t.as_str()) else {
+            return Err(bad("a page without a ts"));
+        };
         c.rows += 1;
+        if listed.len() < MAX_CAPTURED && !listed.insert(Captured::key(url)) {
+            c.repeated += 1;
+            continue;
+        }
         if !captured.has(url) {
             if c.named.len() < MAX_NAMED {
                 c.named.push(url.to_string());
             }
             continue;
         }
-        let ts = row.get("ts").and_then(|t| t.as_str()).unwrap_or_default();
         let main = || Some((url.to_string(), ts.to_string()));
         if first.is_none() {
             first = main();
@@ -1325,12 +1340,24 @@ mod tests {
     /// A WARC response record of `url`: 200, HTML.
     fn html_response(url: &str) -> Vec<u8> {
         let http = "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 4\r\n\r\n<p>x";
+        record(
+            "response",
+            url,
+            "",
+            "application/http; msgtype=response",
+            http,
+        )
+    }
+
+    /// A WARC record: its type, target, further header lines (each ending
+    /// in CRLF), content type and block.
+    fn record(typ: &str, url: &str, more: &str, content_type: &str, block: &str) -> Vec<u8> {
         format!(
-            "WARC/1.1\r\nWARC-Type: response\r\nWARC-Target-URI: {url}\r\n\
-WARC-Date: 2026-11-29T06:00:00Z\r\nWARC-Record-ID: <urn:uuid:{}>\r\n\
-Content-Type: application/http; msgtype=response\r\nContent-Length: {}\r\n\r\n{http}\r\n\r\n",
+            "WARC/1.1\r\nWARC-Type: {typ}\r\nWARC-Target-URI: {url}\r\n\
+WARC-Date: 2026-11-29T06:00:00Z\r\nWARC-Record-ID: <urn:uuid:{}>\r\n{more}\
+Content-Type: {content_type}\r\nContent-Length: {}\r\n\r\n{block}\r\n\r\n",
             uuid::Uuid::new_v4(),
-            http.len()
+            block.len()
         )
         .into_bytes()
     }
@@ -1384,17 +1411,7 @@ Content-Type: application/http; msgtype=response\r\nContent-Length: {}\r\n\r\n{h
         // fragment its page fetched.
         let mut b = html_response("http://a.test/");
         b.extend(html_response("http://a.test/frag.html"));
-        let png = "\u{89}PNG";
-        b.extend(
-            format!(
-                "WARC/1.1\r\nWARC-Type: resource\r\nWARC-Target-URI: urn:view:http://a.test/\r\n\
-WARC-Date: 2026-11-29T06:00:01Z\r\nWARC-Record-ID: <urn:uuid:{}>\r\n\
-Content-Type: image/png\r\nContent-Length: {}\r\n\r\n{png}\r\n\r\n",
-                uuid::Uuid::new_v4(),
-                png.len()
-            )
-            .into_bytes(),
-        );
+        b.extend(screenshot("http://a.test/"));
         let browser = d.path().join("b.warc");
         std::fs::write(&browser, b).unwrap();
         let out = d.path().join("viewed.wacz");
@@ -1404,22 +1421,31 @@ Content-Type: image/png\r\nContent-Length: {}\r\n\r\n{png}\r\n\r\n",
         assert_eq!(rows[0]["url"], "http://a.test/", "{rows:?}");
         assert_eq!(rows[0]["ts"], "2026-11-29T06:00:01Z", "{rows:?}");
         // A row that is not JSON is an error naming the file and line.
-        std::fs::write(&pages, "{\"url\":\"http://a.test/\"}\nnot json\n").unwrap();
+        std::fs::write(
+            &pages,
+            "{\"url\":\"http://a.test/\",\"ts\":\"2026-11-29T06:00:00Z\"}\nnot json\n",
+        )
+        .unwrap();
         let e = create(&[&warc], &d.path().join("bad.wacz"), &o).unwrap_err();
         assert!(e.to_string().contains("line 2"), "{e}");
+        // So is a row without its ts.
+        std::fs::write(&pages, "\n{\"url\":\"http://a.test/\"}\n").unwrap();
+        let e = create(&[&warc], &d.path().join("bad.wacz"), &o).unwrap_err();
+        assert!(e.to_string().contains("line 2: a page without a ts"), "{e}");
     }
 
     /// A screenshot record of the page `url`, as a browser writes it.
     fn screenshot(url: &str) -> Vec<u8> {
-        let png = "\u{89}PNG";
-        format!(
-            "WARC/1.1\r\nWARC-Type: resource\r\nWARC-Target-URI: urn:view:{url}\r\n\
-WARC-Date: 2026-11-29T06:00:01Z\r\nWARC-Record-ID: <urn:uuid:{}>\r\n\
-Content-Type: image/png\r\nContent-Length: {}\r\n\r\n{png}\r\n\r\n",
-            uuid::Uuid::new_v4(),
-            png.len()
-        )
-        .into_bytes()
+        let r = record(
+            "resource",
+            &format!("urn:view:{url}"),
+            "",
+            "image/png",
+            "\u{89}PNG",
+        );
+        // Dated a second after the page's response.
+        let r = String::from_utf8(r).unwrap();
+        r.replacen("06:00:00Z", "06:00:01Z", 1).into_bytes()
     }
 
     /// With no pages given, each input file's pages are found on their
@@ -1457,17 +1483,18 @@ Content-Type: image/png\r\nContent-Length: {}\r\n\r\n{png}\r\n\r\n",
     /// A WARC revisit record of `url` (its original elsewhere).
     fn revisit(url: &str) -> Vec<u8> {
         let http = "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n";
-        format!(
-            "WARC/1.1\r\nWARC-Type: revisit\r\nWARC-Target-URI: {url}\r\n\
-WARC-Date: 2026-11-29T06:00:00Z\r\nWARC-Record-ID: <urn:uuid:{}>\r\n\
-WARC-Profile: http://netpreserve.org/warc/1.1/revisit/identical-payload-digest\r\n\
+        let more = format!(
+            "WARC-Profile: http://netpreserve.org/warc/1.1/revisit/identical-payload-digest\r\n\
 WARC-Refers-To-Target-URI: {url}\r\nWARC-Refers-To-Date: 2026-11-28T06:00:00Z\r\n\
-WARC-Payload-Digest: sha1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\r\n\
-Content-Type: application/http; msgtype=response\r\nContent-Length: {}\r\n\r\n{http}\r\n\r\n",
-            uuid::Uuid::new_v4(),
-            http.len()
+WARC-Payload-Digest: sha1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\r\n"
+        );
+        record(
+            "revisit",
+            url,
+            &more,
+            "application/http; msgtype=response",
+            http,
         )
-        .into_bytes()
     }
 
     /// A page row whose URL has no capture in the archive files is left
@@ -1485,10 +1512,12 @@ Content-Type: application/http; msgtype=response\r\nContent-Length: {}\r\n\r\n{h
         std::fs::write(
             &pages,
             format!(
-                "{{\"format\":\"json-pages-1.0\",\"id\":\"pages\"}}\n{}{}{}",
+                "{{\"format\":\"json-pages-1.0\",\"id\":\"pages\"}}\n{}{}{}{}",
                 row("http://a.test/elsewhere"),
                 row("http://a.test/"),
-                row("http://a.test/again")
+                row("http://a.test/again"),
+                // Written again after a kill and a resume.
+                row("http://a.test/")
             ),
         )
         .unwrap();
@@ -1499,6 +1528,7 @@ Content-Type: application/http; msgtype=response\r\nContent-Length: {}\r\n\r\n{h
         let out = d.path().join("a.wacz");
         let r = create(&[&warc], &out, &o).unwrap();
         assert_eq!((r.pages, r.pages_without_capture), (2, 1), "{r:?}");
+        assert_eq!(r.pages_repeated, 1, "{r:?}");
         assert_eq!(r.pages_without_capture_named, ["http://a.test/elsewhere"]);
         let urls: Vec<String> = wacz_pages(&out)
             .iter()

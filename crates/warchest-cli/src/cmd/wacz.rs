@@ -139,6 +139,12 @@ fn found(wacz: &str, r: &CreateReport) {
 /// Says on stderr how many page rows `wacz` left out for want of a
 /// capture (each named under `-w`), or that the pages went unchecked.
 pub fn left_out(g: &Global, wacz: &str, r: &CreateReport) {
+    if r.pages_repeated > 0 {
+        eprintln!(
+            "warchest: {wacz}: {} page rows left out: a URL listed again (its first row kept)",
+            r.pages_repeated
+        );
+    }
     if r.pages_without_capture > 0 {
         eprintln!(
             "warchest: {wacz}: {} pages left out: no capture of their URL in the archive files{}",

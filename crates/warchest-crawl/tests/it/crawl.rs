@@ -390,6 +390,18 @@ fn a_frame_or_a_fragment_a_script_fetches_is_no_page() {
     assert_eq!(s.counts.pages, 2, "{:?}", s.counts);
 }
 
+/// A crawl of the test web from the seed `host` `path` (the default
+/// configuration): the web, the temporary directory, the crawl's, and its
+/// summary.
+fn crawl_from(host: &str, path: &str) -> (Web, tempfile::TempDir, PathBuf, Summary) {
+    let w = web::start();
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("crawl");
+    let toml = config(&w, "").replace(&w.url("a.test", "/"), &w.url(host, path));
+    let s = crawl(&dir, &toml);
+    (w, d, dir, s)
+}
+
 /// The URLs of a crawl's pages.jsonl rows.
 fn page_urls(dir: &Path) -> BTreeSet<String> {
     let pages = std::fs::read_to_string(dir.join("pages/pages.jsonl")).unwrap();
@@ -408,12 +420,8 @@ fn page_urls(dir: &Path) -> BTreeSet<String> {
 /// any link named it stays a frame (docs/crawl.md, "Pages and resources").
 #[test]
 fn a_frame_also_linked_is_a_page() {
-    let w = web::start();
-    let d = tempfile::tempdir().unwrap();
-    let dir = d.path().join("crawl");
+    let (w, _d, dir, s) = crawl_from("e.test", "/framed/");
     let home = w.url("e.test", "/framed/");
-    let toml = config(&w, "").replace(&w.url("a.test", "/"), &home);
-    let s = crawl(&dir, &toml);
     let at = |p: &str| w.url("e.test", &format!("/framed/{p}"));
     let reqs = w.requests();
     for p in ["f.html", "x.html", "y.html", "later.html"] {
@@ -430,18 +438,29 @@ fn a_frame_also_linked_is_a_page() {
 /// HTTP path (one rule for "is HTML": `warchest::http::is_html_type`).
 #[test]
 fn xhtml_and_html_of_a_loose_type_are_pages() {
-    let w = web::start();
-    let d = tempfile::tempdir().unwrap();
-    let dir = d.path().join("crawl");
+    let (w, _d, dir, s) = crawl_from("e.test", "/types/");
     let home = w.url("e.test", "/types/");
-    let toml = config(&w, "").replace(&w.url("a.test", "/"), &home);
-    let s = crawl(&dir, &toml);
     let at = |p: &str| w.url("e.test", &format!("/types/{p}"));
     let want: BTreeSet<String> = [home.clone(), at("x.xhtml"), at("nosemi.html")]
         .into_iter()
         .collect();
     assert_eq!(page_urls(&dir), want);
     assert_eq!(s.counts.pages, 3, "{:?}", s.counts);
+}
+
+/// A seed that redirects: its final URL's row is a seed's.
+#[test]
+fn a_redirected_seed_is_a_seed_in_pages() {
+    let (w, _d, dir, _) = crawl_from("a.test", "/old");
+    let pages = std::fs::read_to_string(dir.join("pages/pages.jsonl")).unwrap();
+    let rows: Vec<serde_json::Value> = pages
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 1, "{pages}");
+    assert_eq!(rows[0]["url"], w.url("a.test", "/p1new"), "{pages}");
+    assert_eq!(rows[0]["seed"], true, "{pages}");
 }
 
 fn counted(reqs: &[String]) -> std::collections::BTreeMap<String, usize> {
