@@ -463,6 +463,47 @@ fn a_redirected_seed_is_a_seed_in_pages() {
     assert_eq!(rows[0]["seed"], true, "{pages}");
 }
 
+/// A renderer that loads nothing: the seed links to `/data`, whose
+/// document is JSON (a resource loaded in a tab).
+struct JsonLinked;
+
+impl warchest_crawl::render::PageRenderer for JsonLinked {
+    fn render(&self, url: &url::Url) -> warchest_crawl::render::Rendered {
+        let json = url.path() == "/data";
+        warchest_crawl::render::Rendered {
+            status: Some(200),
+            load_state: 2,
+            links: if json {
+                vec![]
+            } else {
+                vec![url.join("/data").unwrap()]
+            },
+            not_html: json.then(|| "application/json".to_string()),
+            ..Default::default()
+        }
+    }
+}
+
+/// The progress line's and the status' pages are the HTML pages, as the
+/// budgets count them: a browser crawl's row of a resource loaded in a tab
+/// is in pages.jsonl but is no page there.
+#[test]
+fn a_resource_loaded_in_a_tab_is_no_page_in_the_counters() {
+    let w = web::start();
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("crawl");
+    let toml = config(&w, "robots = \"ignore\"");
+    let cfg = CrawlConfig::from_toml(&toml).unwrap();
+    let mut c = Crawl::open(&dir, cfg, &toml, Arc::new(AtomicBool::new(false))).unwrap();
+    c.set_renderer(Box::new(JsonLinked));
+    let last = std::sync::Mutex::new(String::new());
+    let s = c.run(&|c| *last.lock().unwrap() = c.snapshot().0).unwrap();
+    assert_eq!(page_urls(&dir).len(), 2, "the seed's row and the JSON's");
+    assert_eq!(s.counts.pages, 1, "{:?}", s.counts);
+    let status: serde_json::Value = serde_json::from_str(&last.lock().unwrap()).unwrap();
+    assert_eq!(status["pages_this_run"], 1, "{status}");
+}
+
 fn counted(reqs: &[String]) -> std::collections::BTreeMap<String, usize> {
     let mut m = std::collections::BTreeMap::new();
     for r in reqs.iter().filter(|r| !r.ends_with("/robots.txt")) {
