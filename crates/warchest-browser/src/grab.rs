@@ -80,6 +80,12 @@ pub struct PageResult {
     /// Events lost by a tracker that fell behind, or responses past its
     /// bound: `fetched` may then lack some URLs.
     pub incomplete: bool,
+    /// The media type of the document the tab showed, as Chromium took it
+    /// (none: not known). When it is not HTML ([`crate::is_html_type`]:
+    /// an image, a PDF, JSON, plain text), the URL was loaded as a
+    /// resource: no behaviour ran, and no screenshot, text or metadata
+    /// record was written for it.
+    pub mime: Option<String>,
 }
 
 impl PageResult {
@@ -97,12 +103,20 @@ impl PageResult {
             ms: took.as_millis() as u64,
             error: Some(error),
             incomplete: false,
+            mime: None,
         }
     }
 
     /// True when the page was captured (whatever its HTTP status).
     pub fn ok(&self) -> bool {
         self.error.is_none()
+    }
+
+    /// True when the tab's document was a page (HTML, or of no known
+    /// type), which gets its screenshot, text and metadata records; false
+    /// for a resource loaded in a tab (see [`PageResult::mime`]).
+    pub fn is_page(&self) -> bool {
+        crate::is_html_type(self.mime.as_deref())
     }
 }
 
@@ -299,6 +313,40 @@ async fn drive(
     let start = Instant::now();
     let loaded = tab.navigate(url, o.load_timeout).await?;
     let lap = ph.lap("load", start);
+    let mime = tab.document_type();
+    if !crate::is_html_type(mime.as_deref()) {
+        // Not a page: what Browsertrix Crawler does with a page URL that
+        // is not HTML (it fetches it directly, and for one loaded in the
+        // browser skips every post-load step): its response is recorded
+        // (by the proxy), and nothing is derived from it.
+        let idle = tab.network_idle(o.idle_quiet, o.idle_timeout).await;
+        ph.lap("idle", lap);
+        let (status, fetched, incomplete) = outcome(tab, url);
+        return Ok(PageResult {
+            url: url.to_string(),
+            status,
+            title: None,
+            load_state: if loaded {
+                LoadState::FullPageLoaded
+            } else {
+                LoadState::ContentLoaded
+            },
+            load_event: loaded,
+            links: Vec::new(),
+            fetched,
+            behaviors: vec![Behavior {
+                name: "idle",
+                completed: idle,
+                ms: lap.elapsed().as_millis() as u64,
+                note: "not a page: no other step".into(),
+            }],
+            attempts: 1,
+            ms: start.elapsed().as_millis() as u64,
+            error: None,
+            incomplete,
+            mime,
+        });
+    }
     let mut behaviors = Vec::new();
     // The DOM's links as loaded go out at once (a crawl's other tabs
     // start on them), read while the network goes idle.
@@ -408,15 +456,7 @@ async fn drive(
     }
     let links = links_of(tab.eval(&links_js, crate::page::COMMAND).await?);
     ph.lap("links", lap);
-    let (responses, _failures, dropped, lagged) = tab.seen();
-    let status = document_status(&responses, url);
-    let mut fetched: Vec<String> = responses
-        .iter()
-        .filter(|r| !r.cached)
-        .map(|r| r.url.clone())
-        .collect();
-    fetched.sort();
-    fetched.dedup();
+    let (status, fetched, incomplete) = outcome(tab, url);
     let load_state = if behaviors.len() > 1 {
         LoadState::BehaviorsDone
     } else if loaded {
@@ -483,8 +523,24 @@ async fn drive(
         attempts: 1,
         ms: start.elapsed().as_millis() as u64,
         error: None,
-        incomplete: dropped > 0 || lagged,
+        incomplete,
+        mime,
     })
+}
+
+/// The status of the page's document, the URLs the tab fetched from the
+/// network (each once, sorted), and whether its tracker lost any.
+fn outcome(tab: &Tab<'_>, url: &str) -> (Option<u16>, Vec<String>, bool) {
+    let (responses, _failures, dropped, lagged) = tab.seen();
+    let status = document_status(&responses, url);
+    let mut fetched: Vec<String> = responses
+        .iter()
+        .filter(|r| !r.cached)
+        .map(|r| r.url.clone())
+        .collect();
+    fetched.sort();
+    fetched.dedup();
+    (status, fetched, dropped > 0 || lagged)
 }
 
 /// The links `js/links.js` returned.

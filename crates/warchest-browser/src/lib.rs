@@ -45,7 +45,7 @@ pub use grab::{Behavior, LoadState, PageResult};
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum Early {
-    /// The page's document (a 2xx `text/html` response to its URL, or,
+    /// The page's document (a 2xx HTML response ([`is_html_type`]) to its URL, or,
     /// when that URL redirects, to where its HTTP redirects led), as the
     /// recording proxy recorded it: its payload, codings undone, at most
     /// [`MAX_EARLY_DOCUMENT`] bytes.
@@ -61,9 +61,11 @@ pub enum Early {
     /// event fired (or its load bound passed).
     Links(Vec<String>),
     /// The page's URL (or where its redirects led) answered 2xx with
-    /// something that is not HTML (an image, JSON...), as the proxy
-    /// recorded it: the URL is a resource loaded in a tab, not a page (a
-    /// crawl tells it so from a page's fetch of the same URL).
+    /// something that is not HTML (an image, JSON...; [`is_html_type`]),
+    /// as the proxy recorded it: the URL is a resource loaded in a tab,
+    /// which gets no screenshot, text or metadata record (a crawl lists
+    /// it with that type, as Browsertrix lists a page URL it fetched
+    /// directly).
     NotHtml {
         /// The document's URL.
         url: String,
@@ -182,8 +184,19 @@ fn follow_redirect(w: &mut HashMap<String, Vec<Sender>>, key: &str, location: &s
     }
 }
 
-/// The proxy's hook: a recorded 2xx `text/html` response to a page that
-/// is awaited goes to its capture.
+/// Whether a document of `content_type` (a `Content-Type` value, or a
+/// bare media type) is a page: HTML or XHTML, as Browsertrix Crawler's
+/// `HTML_TYPES`, or no type at all (the browser sniffs it, and Browsertrix
+/// loads it as a page too). Anything else loaded in a tab (an image, a
+/// PDF, JSON, plain text) is a resource: it gets no page derivatives
+/// (docs/crawl.md, "What a tab makes of a URL").
+pub fn is_html_type(content_type: Option<&str>) -> bool {
+    warchest::http::is_html_type(content_type, true)
+}
+
+/// The proxy's hook: a recorded 2xx HTML response ([`is_html_type`]) to
+/// a page that is awaited goes to its capture; any other 2xx answer is
+/// told as [`Early::NotHtml`].
 fn document_hook(waiting: Waiting) -> ResponseHook {
     ResponseHook(Arc::new(move |uri, resp| {
         let key = waiting_key(uri);
@@ -210,9 +223,7 @@ fn document_hook(waiting: Waiting) -> ResponseHook {
             .head
             .content_type()
             .map(|c| String::from_utf8_lossy(&c).trim().to_string());
-        let html = content_type
-            .as_deref()
-            .is_some_and(|c| c.to_ascii_lowercase().starts_with("text/html"));
+        let html = is_html_type(content_type.as_deref());
         if !(200..300).contains(&status) {
             return;
         }
@@ -751,7 +762,9 @@ pub fn fetched(pages: &[PageResult]) -> BTreeSet<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Early, FreeSlot, Sender, Unwait, Waiting, follow_redirect, waiting_key};
+    use super::{
+        Early, FreeSlot, Sender, Unwait, Waiting, follow_redirect, is_html_type, waiting_key,
+    };
     use std::collections::HashMap;
     use std::sync::{Arc, Mutex};
 
@@ -827,6 +840,30 @@ mod tests {
         });
         follow_redirect(&mut waiting.lock().unwrap(), "http://a.test/r", "/home");
         assert!(waiting.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn pages_are_html_xhtml_or_untyped() {
+        for c in [
+            Some("text/html"),
+            Some("Text/HTML; charset=utf-8"),
+            Some("application/xhtml+xml"),
+            // A header written without its `;` (the crawl's rule too).
+            Some("text/html charset=UTF-8"),
+            Some(""),
+            None,
+        ] {
+            assert!(is_html_type(c), "{c:?}");
+        }
+        for c in [
+            "application/json",
+            "image/png",
+            "application/pdf",
+            "text/plain; charset=utf-8",
+            "text/htmlx",
+        ] {
+            assert!(!is_html_type(Some(c)), "{c}");
+        }
     }
 
     #[test]

@@ -74,6 +74,10 @@ struct Track {
     loaded: bool,
     crashed: bool,
     lagged: bool,
+    /// The media type of the document the main frame last committed to
+    /// (`Page.frameNavigated`): Chromium's, from its `Content-Type` or
+    /// sniffed when it has none.
+    document_type: Option<String>,
 }
 
 /// An open tab.
@@ -366,6 +370,13 @@ impl<'a> Tab<'a> {
         }
     }
 
+    /// The media type of the document the tab's main frame shows, as
+    /// Chromium took it (none: not known, as after a same-document
+    /// navigation, which commits no new document).
+    pub fn document_type(&self) -> Option<String> {
+        self.track.lock().ok().and_then(|t| t.document_type.clone())
+    }
+
     /// Keeps the tab open for another page ([`Tab::resume`]): its parts,
     /// free of the borrow of the connection.
     pub fn keep(self) -> Kept {
@@ -498,6 +509,13 @@ fn observe(t: &mut Track, method: &str, p: &Value) {
                 t.failures.push(Failure { url, reason });
             }
         }
+        // The main frame (the one without a parent) committed a document.
+        "Page.frameNavigated" if p.pointer("/frame/parentId").is_none() => {
+            t.document_type = p
+                .pointer("/frame/mimeType")
+                .and_then(Value::as_str)
+                .map(str::to_string);
+        }
         "Page.loadEventFired" => t.loaded = true,
         "Inspector.targetCrashed" => t.crashed = true,
         _ => {}
@@ -534,5 +552,24 @@ mod tests {
         assert!(r.contains("http://a.test/img?id=1"), "{r:?}");
         assert!(r.contains("http://a.test/cdn/1.jpg"), "{r:?}");
         assert_eq!(r.len(), 2, "{r:?}");
+    }
+
+    /// The document's type is the main frame's; a frame inside the page
+    /// (an iframe, which has a parent) does not change it.
+    #[test]
+    fn the_document_type_is_the_main_frames() {
+        let mut t = Track::default();
+        let nav = |f: serde_json::Value| json!({ "frame": f });
+        observe(
+            &mut t,
+            "Page.frameNavigated",
+            &nav(json!({"id": "M", "mimeType": "image/png"})),
+        );
+        observe(
+            &mut t,
+            "Page.frameNavigated",
+            &nav(json!({"id": "F", "parentId": "M", "mimeType": "text/html"})),
+        );
+        assert_eq!(t.document_type.as_deref(), Some("image/png"));
     }
 }

@@ -19,7 +19,7 @@
 //! dedupe.journal      its entries since the last checkpoint (while running)
 //! archive/            WARC files (Annex B names)
 //! indexes/index.cdxj  CDXJ of each closed WARC file
-//! pages/pages.jsonl   the HTML pages
+//! pages/pages.jsonl   the pages: seeds and link targets (docs/crawl.md)
 //! logs/crawl.log      Heritrix's crawl.log
 //! logs/scope.log      rejected URIs and the rule that rejected them
 //! ```
@@ -525,6 +525,14 @@ impl Crawl {
         if e.format == OutputFormat::Infomall && cfg.render.browser {
             return Err(crate::config::ConfigError(
                 "format = infomall cannot be given browser: the browser's traffic is recorded as WARC".into(),
+            )
+            .into());
+        }
+        // `wacz` packs the crawl's WARC files: a Web InfoMall crawl has
+        // none with its responses, so its WACZ would list no capture.
+        if e.format == OutputFormat::Infomall && e.wacz {
+            return Err(crate::config::ConfigError(
+                "format = infomall cannot be given wacz: a WACZ holds WARC files (convert the .dat files with `warchest convert`, then `warchest wacz create`)".into(),
             )
             .into());
         }
@@ -1464,11 +1472,13 @@ impl Crawl {
                 return Ok(None);
             }
         }
-        let page = f
-            .content_type
-            .as_deref()
-            .is_some_and(|c| c.to_ascii_lowercase().starts_with("text/html"))
-            && (200..300).contains(&f.status);
+        // An HTML document is a page only where the crawl reached it as
+        // one: not an embedded frame's, nor a URL a script names, unless
+        // a link named it too before it was fetched.
+        // (Untyped is no page here: the HTTP client does not sniff.)
+        let page = warchest::http::is_html_type(f.content_type.as_deref(), false)
+            && (200..300).contains(&f.status)
+            && (uri.reached_as_page() || self.frontier.linked_later(&uri.url)?);
         // Links: from the headers (Location, Link, Refresh) and the body.
         let mut links = crate::links::headers::links_from_headers(
             &uri.url,
@@ -1567,13 +1577,20 @@ impl Crawl {
             "mime": mime,
             "status": status,
             "depth": uri.links_hops(),
-            "seed": uri.hops.is_empty(),
+            // A seed, after its redirects too (Browsertrix marks the
+            // seed's final URL).
+            "seed": uri.hops.bytes().all(|c| c == b'R'),
             "loadState": load_state,
         });
         self.pages
             .line(&row.to_string())
             .map_err(io_at(self.pages.path()))?;
-        self.live.pages.fetch_add(1, Ordering::Relaxed);
+        // The progress line's pages are HTML pages, as the budgets count
+        // them (a browser crawl's row of a resource loaded in a tab is not
+        // one).
+        if warchest::http::is_html_type(Some(mime), false) {
+            self.live.pages.fetch_add(1, Ordering::Relaxed);
+        }
         Ok(())
     }
 
@@ -1654,7 +1671,7 @@ impl Crawl {
             self.live.done.fetch_add(1, Ordering::Relaxed);
             return Ok(true);
         }
-        if !crate::render::is_page(&uri.hops) {
+        if !crate::render::is_page(&uri.hops) && !self.frontier.linked_later(&uri.url)? {
             return Ok(false);
         }
         let t0 = Instant::now();
@@ -1719,9 +1736,12 @@ impl Crawl {
             .collect();
         let found = self.scoped(uri, &links)?;
         let status = got.status.map_or(-1, i32::from);
+        let answered = (200..300).contains(&status);
         // Told apart by its own record: a URL whose document is not HTML
-        // is a resource a tab loaded, not a page (no pages.jsonl row).
-        let page = (200..300).contains(&status) && got.not_html.is_none();
+        // is a resource a tab loaded (no screenshot or text), listed in
+        // pages.jsonl with its type as Browsertrix lists such a page URL,
+        // and not counted as a page by the budgets.
+        let page = answered && got.not_html.is_none();
         let mime = got
             .not_html
             .as_deref()
@@ -1749,12 +1769,12 @@ impl Crawl {
             extra: None,
         };
         self.log_line(&line)?;
-        if page {
+        if answered {
             self.page_row(
                 uri,
                 got.title.as_deref(),
                 started,
-                "text/html",
+                mime.as_deref().unwrap_or("text/html"),
                 status,
                 got.load_state,
             )?;

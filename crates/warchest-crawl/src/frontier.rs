@@ -56,6 +56,10 @@ const QUEUE: TableDefinition<&[u8], &[u8]> = TableDefinition::new("queue");
 const HOSTS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("hosts");
 const READY: TableDefinition<&[u8], ()> = TableDefinition::new("ready");
 const SEEN: TableDefinition<&[u8], ()> = TableDefinition::new("seen");
+/// URLs queued first as no link (an embed, a script's URL) that a link
+/// or sitemap entry named later: pages when fetched (docs/crawl.md,
+/// "Pages and resources").
+const LINKED: TableDefinition<&[u8], ()> = TableDefinition::new("linked");
 const INFLIGHT: TableDefinition<&[u8], &[u8]> = TableDefinition::new("inflight");
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 
@@ -67,6 +71,7 @@ struct Tables<'t> {
     hosts: redb::Table<'t, &'static [u8], &'static [u8]>,
     ready: redb::Table<'t, &'static [u8], ()>,
     seen: redb::Table<'t, &'static [u8], ()>,
+    linked: redb::Table<'t, &'static [u8], ()>,
     inflight: redb::Table<'t, &'static [u8], &'static [u8]>,
     meta: redb::Table<'t, &'static str, u64>,
 }
@@ -276,6 +281,8 @@ pub(crate) struct Queued<'a> {
     host: String,
     key: Vec<u8>,
     value: Vec<u8>,
+    /// Reached by a link or sitemap entry (`CrawlUri::reached_as_page`).
+    linked: bool,
 }
 
 /// [`Queued`] forms of `uris`.
@@ -288,6 +295,7 @@ pub(crate) fn prepare(uris: &[CrawlUri]) -> Vec<Queued<'_>> {
                 key: queue_key(&host, u, 0),
                 host,
                 value: encode_uri(u),
+                linked: u.reached_as_page(),
             }
         })
         .collect()
@@ -879,6 +887,7 @@ impl Frontier {
             hosts: txn.open_table(HOSTS).map_err(|e| self.err(e))?,
             ready: txn.open_table(READY).map_err(|e| self.err(e))?,
             seen: txn.open_table(SEEN).map_err(|e| self.err(e))?,
+            linked: txn.open_table(LINKED).map_err(|e| self.err(e))?,
             inflight: txn.open_table(INFLIGHT).map_err(|e| self.err(e))?,
             meta: txn.open_table(META).map_err(|e| self.err(e))?,
         })
@@ -914,6 +923,7 @@ impl Frontier {
             let mut inflight = txn.open_table(INFLIGHT).map_err(|e| self.err(e))?;
             let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
             txn.open_table(SEEN).map_err(|e| self.err(e))?;
+            txn.open_table(LINKED).map_err(|e| self.err(e))?;
             while let Some((k, v)) = inflight.pop_first().map_err(|e| self.err(e))? {
                 let (k, v) = (k.value().to_vec(), v.value().to_vec());
                 queue
@@ -991,6 +1001,7 @@ impl Frontier {
             hosts,
             ready,
             seen,
+            linked,
             meta,
             ..
         } = t;
@@ -1005,6 +1016,10 @@ impl Frontier {
         for u in uris {
             let key = u.url.as_bytes();
             if seen.get(key).map_err(|e| self.err(e))?.is_some() {
+                // Named by a link now: a page if it is not fetched yet.
+                if u.linked {
+                    linked.insert(key, ()).map_err(|e| self.err(e))?;
+                }
                 continue;
             }
             seen.insert(key, ()).map_err(|e| self.err(e))?;
@@ -1398,13 +1413,27 @@ impl Frontier {
     /// # Errors
     /// The database failed.
     pub fn seen(&self, url: &Url) -> Result<bool> {
+        self.holds(SEEN, url)
+    }
+
+    /// Whether the set `table` holds `url`.
+    fn holds(&self, table: TableDefinition<&[u8], ()>, url: &Url) -> Result<bool> {
         self.read(|txn| {
-            let seen = txn.open_table(SEEN).map_err(|e| self.err(e))?;
-            Ok(seen
-                .get(url.as_str().as_bytes())
+            let t = txn.open_table(table).map_err(|e| self.err(e))?;
+            Ok(t.get(url.as_str().as_bytes())
                 .map_err(|e| self.err(e))?
                 .is_some())
         })
+    }
+
+    /// Whether `url`, queued first as no link (an embed, a URL in script
+    /// text), was named by a link or sitemap entry later: it is a page
+    /// when fetched, as a URI [`CrawlUri::reached_as_page`] is.
+    ///
+    /// # Errors
+    /// The database failed.
+    pub fn linked_later(&self, url: &Url) -> Result<bool> {
+        self.holds(LINKED, url)
     }
 
     /// The counters.

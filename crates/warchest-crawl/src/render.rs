@@ -38,9 +38,11 @@ pub struct Rendered {
     /// Milliseconds the page took.
     pub ms: u64,
     /// Set when the page's own document (a 2xx answer to its URL, as
-    /// recorded) was not HTML: its Content-Type. The URL is then a
-    /// resource a tab loaded (a link to an image or to JSON that a page
-    /// also fetches), logged with that type and not listed as a page.
+    /// recorded, or as the browser took it) was not HTML: its
+    /// Content-Type. The URL is then a resource a tab loaded (a link to
+    /// an image, a PDF or JSON), which got no screenshot or text: logged
+    /// and listed in pages.jsonl with that type, as Browsertrix lists
+    /// such a page URL, and not counted as a page by the budgets.
     pub not_html: Option<String>,
 }
 

@@ -3,7 +3,9 @@
 //!
 //! - `logs/crawl.log`: one line per finished URI, in Heritrix's format;
 //! - `logs/scope.log`: every URI the scope rejected, with the rule;
-//! - `pages/pages.jsonl`: the HTML pages, in Browsertrix's format;
+//! - `pages/pages.jsonl`: the pages (seeds and link targets, HTML; in a
+//!   browser crawl a page URL of another type too), in Browsertrix's
+//!   format;
 //! - `indexes/index.cdxj`: the CDXJ index of each WARC file once it is
 //!   closed (`indexes/indexed.txt` lists the files indexed).
 
@@ -133,9 +135,7 @@ pub struct LogLine<'a> {
 /// Heritrix's MIME column: Content-Type cut at the first space, `;` or
 /// `,`, `no-type` when absent.
 pub fn mime_column(ct: Option<&str>) -> String {
-    let m = ct
-        .map(|c| c.split([' ', ';', ',']).next().unwrap_or("").trim())
-        .unwrap_or("");
+    let m = ct.map_or("", warchest::http::media_type_token);
     if m.is_empty() {
         "no-type".into()
     } else {

@@ -129,6 +129,19 @@ impl CrawlUri {
             .count()
     }
 
+    /// Whether this URI is a page when it is an HTML document: a seed, or
+    /// reached by a link (`L`) or a sitemap entry or `Link` header (`I`),
+    /// after any redirects. An embed's document (a frame, an iframe: `E`)
+    /// is part of the page that embeds it, and a URL found in script text
+    /// (`X`, a fragment a script fetches) or a prerequisite (`P`) is no
+    /// page of its own, whatever its type (docs/crawl.md, "Pages").
+    pub fn reached_as_page(&self) -> bool {
+        matches!(
+            self.hops.trim_end_matches('R').chars().last(),
+            None | Some('L' | 'I')
+        )
+    }
+
     /// The trailing run of hops that are not links (`E`, `X`, `P`, `R`):
     /// `LEE` has 2, `LER` (an embed's redirect) 2, `LR` 1. `extra-hops`
     /// limits this count for URIs out of scope, as Heritrix's
@@ -185,6 +198,21 @@ mod tests {
         assert_eq!(i.links_hops(), 2);
         assert_eq!(i.trailing_embeds(), 0);
         assert_eq!(e2.last_hop(), Some(Hop::Embed));
+    }
+
+    #[test]
+    fn pages_are_seeds_links_and_sitemap_entries() {
+        let s = CrawlUri::seed(u("http://a.test/"), 0);
+        let at = |hops: &str| CrawlUri {
+            hops: hops.into(),
+            ..s.clone()
+        };
+        for h in ["", "R", "L", "LLR", "LI", "LEI", "LXL"] {
+            assert!(at(h).reached_as_page(), "{h}");
+        }
+        for h in ["LE", "LER", "LX", "LXR", "P", "LEE"] {
+            assert!(!at(h).reached_as_page(), "{h}");
+        }
     }
 
     #[test]

@@ -17,9 +17,9 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fs::File;
-use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest as _, Sha256};
@@ -32,9 +32,6 @@ use warchest_index::{Entry, Format, IndexOptions, IndexOutput, Indexer};
 
 /// The WACZ version written.
 pub const WACZ_VERSION: &str = "1.1.1";
-
-/// The media types whose responses are listed as pages.
-const PAGE_TYPES: [&str; 2] = ["text/html", "application/xhtml+xml"];
 
 fn wacz_error(path: &Path, msg: impl Into<String>) -> Error {
     Error::new(ErrorKind::Syntax(msg.into())).in_file(path)
@@ -296,6 +293,16 @@ pub struct CreateOptions {
     pub title: Option<String>,
     /// `description` of the data package.
     pub description: Option<String>,
+    /// The pages as the crawler decided them: a json-pages-1.0 file (a
+    /// crawl's `pages/pages.jsonl`) whose rows are listed as they are (its
+    /// header line replaced), as Browsertrix Crawler hands its pages to
+    /// its WACZ. None: found in each input file on its own: the pages a
+    /// browser captured, by their screenshots (`resource` records at
+    /// `urn:view:URL`) when the file holds any; else its HTML responses
+    /// with status 200 (a frame's, or a fragment a script fetched, too:
+    /// the responses alone do not tell a page from what a page loaded).
+    /// Either way, rows with no capture in the inputs are left out.
+    pub pages: Option<PathBuf>,
 }
 
 /// What [`create`] wrote.
@@ -307,6 +314,80 @@ pub struct CreateReport {
     pub index_entries: u64,
     /// Pages listed.
     pub pages: u64,
+    /// Page rows left out: their URL has no capture (a `response`,
+    /// `resource` or `revisit` record) in the archive files, as py-wacz
+    /// keeps only the rows that match one.
+    pub pages_without_capture: u64,
+    /// The first [`MAX_NAMED`] of those rows' URLs.
+    pub pages_without_capture_named: Vec<String>,
+    /// Page rows left out as a URL's second row (the first is kept).
+    pub pages_repeated: u64,
+    /// More URLs were captured than [`MAX_CAPTURED`]: the pages were
+    /// listed unchecked.
+    pub pages_unchecked: bool,
+    /// With no pages given: the rows found by the screenshots of the
+    /// input files that have any (`urn:view:` records)...
+    pub found_by_screenshots: Found,
+    /// ...and by the HTML responses (status 200) of the others.
+    pub found_by_html: Found,
+}
+
+/// Pages found in the input files by one rule (before those with no
+/// capture are left out).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Found {
+    /// Input files the rule was used for (that gave a page).
+    pub files: usize,
+    /// Rows it gave.
+    pub pages: u64,
+}
+
+/// The most captured URLs remembered to check the pages against (a
+/// 16-byte hash each, about 400 MiB at most); past it the pages are
+/// listed unchecked, and the report says so.
+pub const MAX_CAPTURED: usize = 1 << 24;
+/// The most URLs of left-out pages the report names.
+pub const MAX_NAMED: usize = 1000;
+
+/// The URLs captured in the archive files, each as a 16-byte hash.
+#[derive(Default)]
+struct Captured {
+    set: HashSet<[u8; 16]>,
+    over: bool,
+}
+
+impl Captured {
+    fn key(url: &str) -> [u8; 16] {
+        let d = Sha256::digest(url.as_bytes());
+        let mut k = [0; 16];
+        k.copy_from_slice(&d[..16]);
+        k
+    }
+
+    /// Notes `e`'s URL when it is a capture: a response, resource or
+    /// revisit record (an ARC or Web InfoMall record, with no WARC-Type,
+    /// is a response).
+    fn add(&mut self, e: &Entry) {
+        let capture = e.record_type.as_deref().is_none_or(|t| {
+            ["response", "resource", "revisit"]
+                .iter()
+                .any(|c| t.eq_ignore_ascii_case(c))
+        });
+        let Some(url) = e.url.as_deref().filter(|_| capture && !self.over) else {
+            return;
+        };
+        if self.set.len() >= MAX_CAPTURED {
+            self.over = true;
+            self.set = HashSet::new();
+            return;
+        }
+        self.set.insert(Captured::key(url));
+    }
+
+    /// Whether `url` was captured (always, once over the bound).
+    fn has(&self, url: &str) -> bool {
+        self.over || self.set.contains(&Captured::key(url))
+    }
 }
 
 struct Resource {
@@ -319,8 +400,8 @@ struct Resource {
 /// Writes `inputs` (WARC, ARC or Web InfoMall files, any compression) as
 /// the WACZ `out`: each file stored under `archive/` with its base name,
 /// indexed into `indexes/index.cdxj` (sorted CDXJ, as `warchest index`
-/// writes it), every HTML response with status 200 listed in
-/// `pages/pages.jsonl`, and the data package with SHA-256 hashes.
+/// writes it), the pages in `pages/pages.jsonl` (see
+/// [`CreateOptions::pages`]), and the data package with SHA-256 hashes.
 ///
 /// Memory stays bounded: files are copied and hashed as streams, index
 /// lines are sorted with spilling, pages are spooled.
@@ -336,8 +417,17 @@ pub fn create<P: AsRef<Path>>(
     let mut report = CreateReport::default();
     let mut names = BTreeSet::new();
     let mut index = IndexOutput::new(tempfile::SpooledTempFile::new(8 << 20), &Format::Cdxj, true)?;
-    let mut pages = tempfile::SpooledTempFile::new(8 << 20);
-    let mut main_page: Option<(String, String)> = None;
+    // Found in the records when no pages are given: HTML responses, and
+    // pages a browser captured (their `urn:view:` screenshots).
+    // Chosen per input file: its screenshots when it has any, else its
+    // HTML responses.
+    let mut detected = tempfile::SpooledTempFile::new(8 << 20);
+    let mut captured = Captured::default();
+    // Opened before the long indexing: a wrong name fails at once.
+    let given = match &opts.pages {
+        Some(p) => Some((p, File::open(p).map_err(|e| Error::from(e).in_file(p))?)),
+        None => None,
+    };
     for input in inputs {
         let input = input.as_ref();
         let base = input
@@ -352,28 +442,61 @@ pub fn create<P: AsRef<Path>>(
         }
         let mut reader = Reader::open_with(input, ReaderOptions::default().file(input))?;
         let indexer = Indexer::new(base.clone(), IndexOptions::default());
+        let detect = opts.pages.is_none();
+        let (mut html, mut viewed) = (PageSpool::default(), PageSpool::default());
         indexer.index(&mut reader, |e| {
             index.push(&e)?;
-            if is_page(&e) {
-                let url = e.url.clone().unwrap_or_default();
-                let ts = iso_date(&e.timestamp);
-                if main_page.is_none() {
-                    main_page = Some((url.clone(), ts.clone()));
-                }
-                let line = serde_json::json!({
-                    "id": uuid::Uuid::new_v4().simple().to_string(),
-                    "url": url,
-                    "ts": ts,
-                });
-                serde_json::to_writer(&mut pages, &line).map_err(io::Error::from)?;
-                pages.write_all(b"\n")?;
-                report.pages += 1;
+            captured.add(&e);
+            if detect && is_page(&e) {
+                html.push(e.url.as_deref().unwrap_or_default(), &e.timestamp)?;
+            } else if let Some(url) = viewed_page(&e).filter(|_| detect) {
+                viewed.push(url, &e.timestamp)?;
             }
             report.index_entries += 1;
             Ok(())
         })?;
         report.archives += 1;
+        // A browser's pages are the ones it screenshotted: not the HTML
+        // fragments and frames they loaded, nor a URL a tab loaded that
+        // was not HTML.
+        let (mut chosen, rule) = if viewed.n > 0 {
+            (viewed, &mut report.found_by_screenshots)
+        } else {
+            (html, &mut report.found_by_html)
+        };
+        if chosen.n > 0 {
+            rule.files += 1;
+            rule.pages += chosen.n;
+            chosen.rows.rewind()?;
+            io::copy(&mut chosen.rows, &mut detected)?;
+        }
     }
+
+    let (rows, from): (Box<dyn Read>, PathBuf) = match given {
+        Some((p, f)) => (Box::new(f), p.clone()),
+        None => {
+            detected.rewind()?;
+            (Box::new(detected), PathBuf::from("(pages found)"))
+        }
+    };
+    let mut pages = tempfile::SpooledTempFile::new(8 << 20);
+    let copied = copy_pages(&from, rows, &captured, &mut pages)?;
+    if copied.rows > 0 && copied.kept == 0 && opts.pages.is_some() {
+        return Err(wacz_error(
+            &from,
+            format!(
+                "none of its {} pages has a capture in the archive files (first: {})",
+                copied.rows,
+                copied.named.first().map_or("", |u| u.as_str())
+            ),
+        ));
+    }
+    report.pages = copied.kept;
+    report.pages_repeated = copied.repeated;
+    report.pages_without_capture = copied.rows - copied.kept - copied.repeated;
+    report.pages_without_capture_named = copied.named;
+    report.pages_unchecked = captured.over;
+    let main_page = copied.main;
 
     let file = File::create(out).map_err(|e| Error::from(e).in_file(out))?;
     let mut zip = zip::ZipWriter::new(io::BufWriter::with_capacity(1 << 16, file));
@@ -484,14 +607,149 @@ pub fn create<P: AsRef<Path>>(
     Ok(report)
 }
 
+/// The longest line read from a pages file (a row with the page's text
+/// can be long; past this it is not a row).
+const MAX_PAGE_LINE: u64 = 16 << 20;
+
+/// What [`copy_pages`] copied.
+struct Copied {
+    /// Rows read (the header and blank lines not counted).
+    rows: u64,
+    /// Rows written: those with a capture, each URL once.
+    kept: u64,
+    /// Rows left out as a URL's second row (a crawl killed after writing
+    /// a row and resumed writes its URL's row again).
+    repeated: u64,
+    /// The first [`MAX_NAMED`] URLs of the rows left out.
+    named: Vec<String>,
+    /// The main page (the first seed, else the first row) as `(url, ts)`.
+    main: Option<(String, String)>,
+}
+
+/// Copies the rows of the json-pages-1.0 text `r` (the file `path`) to
+/// `out`, its header and blank lines left out, and the rows whose URL
+/// has no capture (`captured`).
+fn copy_pages(
+    path: &Path,
+    r: impl Read,
+    captured: &Captured,
+    out: &mut impl Write,
+) -> Result<Copied> {
+    let mut r = BufReader::new(r);
+    let mut c = Copied {
+        rows: 0,
+        kept: 0,
+        repeated: 0,
+        named: Vec::new(),
+        main: None,
+    };
+    let (mut first, mut seed) = (None, None);
+    // The URLs listed (16-byte hashes, bounded as the captures are).
+    let mut listed = HashSet::new();
+    let mut line = Vec::new();
+    for number in 1u64.. {
+        line.clear();
+        let got = (&mut r)
+            .take(MAX_PAGE_LINE + 1)
+            .read_until(b'\n', &mut line)
+            .map_err(|e| Error::from(e).in_file(path))?;
+        if got == 0 {
+            break;
+        }
+        let bad = |why: &str| wacz_error(path, format!("line {number}: {why}"));
+        if got as u64 > MAX_PAGE_LINE {
+            return Err(bad("longer than 16 MiB"));
+        }
+        let text = line.trim_ascii();
+        if text.is_empty() {
+            continue;
+        }
+        let row: serde_json::Value =
+            serde_json::from_slice(text).map_err(|e| bad(&format!("not JSON: {e}")))?;
+        if row.get("format").is_some() {
+            continue;
+        }
+        let Some(url) = row.get("url").and_then(|u| u.as_str()) else {
+            return Err(bad("a page without a url"));
+        };
+        let Some(ts) = row.get("ts").and_then(|t| t.as_str()) else {
+            return Err(bad("a page without a ts"));
+        };
+        c.rows += 1;
+        if listed.len() < MAX_CAPTURED && !listed.insert(Captured::key(url)) {
+            c.repeated += 1;
+            continue;
+        }
+        if !captured.has(url) {
+            if c.named.len() < MAX_NAMED {
+                c.named.push(url.to_string());
+            }
+            continue;
+        }
+        let main = || Some((url.to_string(), ts.to_string()));
+        if first.is_none() {
+            first = main();
+        }
+        if seed.is_none() && row.get("seed").and_then(|s| s.as_bool()) == Some(true) {
+            seed = main();
+        }
+        out.write_all(text)?;
+        out.write_all(b"\n")?;
+        c.kept += 1;
+    }
+    c.main = seed.or(first);
+    Ok(c)
+}
+
+/// Page rows spooled as they are found, counted.
+struct PageSpool {
+    rows: tempfile::SpooledTempFile,
+    n: u64,
+}
+
+impl Default for PageSpool {
+    fn default() -> PageSpool {
+        PageSpool {
+            rows: tempfile::SpooledTempFile::new(8 << 20),
+            n: 0,
+        }
+    }
+}
+
+impl PageSpool {
+    /// A row of `url` captured at `timestamp` (14 digits).
+    fn push(&mut self, url: &str, timestamp: &str) -> io::Result<()> {
+        let ts = iso_date(timestamp);
+        let line = serde_json::json!({
+            "id": uuid::Uuid::new_v4().simple().to_string(),
+            "url": url,
+            "ts": ts,
+        });
+        serde_json::to_writer(&mut self.rows, &line).map_err(io::Error::from)?;
+        self.rows.write_all(b"\n")?;
+        self.n += 1;
+        Ok(())
+    }
+}
+
+/// The page a browser's screenshot (`resource` record at `urn:view:URL`,
+/// as warchest and Browsertrix write them) shows.
+fn viewed_page(e: &Entry) -> Option<&str> {
+    e.record_type
+        .as_deref()
+        .filter(|t| t.eq_ignore_ascii_case("resource"))?;
+    e.url
+        .as_deref()?
+        .strip_prefix("urn:view:")
+        .filter(|u| u.starts_with("http"))
+}
+
 fn is_page(e: &Entry) -> bool {
     e.status.as_deref() == Some("200")
         && e.record_type
             .as_deref()
             .is_some_and(|t| t.eq_ignore_ascii_case("response"))
-        && e.mime
-            .as_deref()
-            .is_some_and(|m| PAGE_TYPES.iter().any(|p| m.eq_ignore_ascii_case(p)))
+        && warchest::http::is_html_type(e.mime.as_deref(), false)
         && e.url.as_deref().is_some_and(|u| u.starts_with("http"))
 }
 
@@ -1077,6 +1335,215 @@ mod tests {
         s.read_to_end(&mut v).unwrap();
         assert_eq!(v, b"6");
         assert!(s.seek(SeekFrom::Current(-10)).is_err());
+    }
+
+    /// A WARC response record of `url`: 200, HTML.
+    fn html_response(url: &str) -> Vec<u8> {
+        let http = "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 4\r\n\r\n<p>x";
+        record(
+            "response",
+            url,
+            "",
+            "application/http; msgtype=response",
+            http,
+        )
+    }
+
+    /// A WARC record: its type, target, further header lines (each ending
+    /// in CRLF), content type and block.
+    fn record(typ: &str, url: &str, more: &str, content_type: &str, block: &str) -> Vec<u8> {
+        format!(
+            "WARC/1.1\r\nWARC-Type: {typ}\r\nWARC-Target-URI: {url}\r\n\
+WARC-Date: 2026-11-29T06:00:00Z\r\nWARC-Record-ID: <urn:uuid:{}>\r\n{more}\
+Content-Type: {content_type}\r\nContent-Length: {}\r\n\r\n{block}\r\n\r\n",
+            uuid::Uuid::new_v4(),
+            block.len()
+        )
+        .into_bytes()
+    }
+
+    /// The rows of the WACZ's pages/pages.jsonl after its header.
+    fn wacz_pages(wacz: &Path) -> Vec<serde_json::Value> {
+        let mut z = zip::ZipArchive::new(File::open(wacz).unwrap()).unwrap();
+        let mut text = String::new();
+        z.by_name("pages/pages.jsonl")
+            .unwrap()
+            .read_to_string(&mut text)
+            .unwrap();
+        let mut lines = text.lines();
+        assert!(lines.next().unwrap().contains("json-pages-1.0"), "{text}");
+        lines.map(|l| serde_json::from_str(l).unwrap()).collect()
+    }
+
+    /// Given the crawl's pages, the WACZ lists those (a fragment a page
+    /// fetched, an HTML response too, is not listed); without, every
+    /// HTML response is.
+    #[test]
+    fn the_pages_given_are_the_ones_listed() {
+        let d = tempfile::tempdir().unwrap();
+        let warc = d.path().join("a.warc");
+        let mut b = html_response("http://a.test/");
+        b.extend(html_response("http://a.test/frag.html"));
+        std::fs::write(&warc, b).unwrap();
+        let pages = d.path().join("pages.jsonl");
+        std::fs::write(
+            &pages,
+            "{\"format\":\"json-pages-1.0\",\"id\":\"pages\"}\n\n\
+{\"url\":\"http://a.test/\",\"ts\":\"2026-11-29T06:00:00.000Z\",\"seed\":true,\"title\":\"A\"}\n",
+        )
+        .unwrap();
+        let out = d.path().join("given.wacz");
+        let o = CreateOptions {
+            pages: Some(pages.clone()),
+            ..CreateOptions::default()
+        };
+        let r = create(&[&warc], &out, &o).unwrap();
+        assert_eq!(r.pages, 1);
+        let rows = wacz_pages(&out);
+        assert_eq!(rows.len(), 1, "{rows:?}");
+        assert_eq!(rows[0]["title"], "A");
+        assert!(validate(&out).unwrap().is_valid());
+        let out = d.path().join("detected.wacz");
+        let r = create(&[&warc], &out, &CreateOptions::default()).unwrap();
+        assert_eq!(r.pages, 2);
+        assert_eq!(wacz_pages(&out).len(), 2);
+        // A browser's capture: its screenshots name the pages, not the
+        // fragment its page fetched.
+        let mut b = html_response("http://a.test/");
+        b.extend(html_response("http://a.test/frag.html"));
+        b.extend(screenshot("http://a.test/"));
+        let browser = d.path().join("b.warc");
+        std::fs::write(&browser, b).unwrap();
+        let out = d.path().join("viewed.wacz");
+        let r = create(&[&browser], &out, &CreateOptions::default()).unwrap();
+        assert_eq!(r.pages, 1);
+        let rows = wacz_pages(&out);
+        assert_eq!(rows[0]["url"], "http://a.test/", "{rows:?}");
+        assert_eq!(rows[0]["ts"], "2026-11-29T06:00:01Z", "{rows:?}");
+        // A row that is not JSON is an error naming the file and line.
+        std::fs::write(
+            &pages,
+            "{\"url\":\"http://a.test/\",\"ts\":\"2026-11-29T06:00:00Z\"}\nnot json\n",
+        )
+        .unwrap();
+        let e = create(&[&warc], &d.path().join("bad.wacz"), &o).unwrap_err();
+        assert!(e.to_string().contains("line 2"), "{e}");
+        // So is a row without its ts.
+        std::fs::write(&pages, "\n{\"url\":\"http://a.test/\"}\n").unwrap();
+        let e = create(&[&warc], &d.path().join("bad.wacz"), &o).unwrap_err();
+        assert!(e.to_string().contains("line 2: a page without a ts"), "{e}");
+    }
+
+    /// A screenshot record of the page `url`, as a browser writes it.
+    fn screenshot(url: &str) -> Vec<u8> {
+        let r = record(
+            "resource",
+            &format!("urn:view:{url}"),
+            "",
+            "image/png",
+            "\u{89}PNG",
+        );
+        // Dated a second after the page's response.
+        let r = String::from_utf8(r).unwrap();
+        r.replacen("06:00:00Z", "06:00:01Z", 1).into_bytes()
+    }
+
+    /// With no pages given, each input file's pages are found on their
+    /// own: a browser capture's by its screenshots, a plain capture's by
+    /// its HTML responses, in one WACZ.
+    #[test]
+    fn pages_are_found_per_input_file() {
+        let d = tempfile::tempdir().unwrap();
+        let browser = d.path().join("browser.warc");
+        let mut b = html_response("http://b.test/");
+        b.extend(html_response("http://b.test/frag.html"));
+        b.extend(screenshot("http://b.test/"));
+        std::fs::write(&browser, b).unwrap();
+        let plain = d.path().join("plain.warc");
+        let mut b = html_response("http://p.test/");
+        b.extend(html_response("http://p.test/2.html"));
+        std::fs::write(&plain, b).unwrap();
+        let out = d.path().join("both.wacz");
+        let r = create(&[&browser, &plain], &out, &CreateOptions::default()).unwrap();
+        let found = |files, pages| Found { files, pages };
+        assert_eq!(r.found_by_screenshots, found(1, 1), "{r:?}");
+        assert_eq!(r.found_by_html, found(1, 2), "{r:?}");
+        assert_eq!(r.pages, 3);
+        let urls: BTreeSet<String> = wacz_pages(&out)
+            .iter()
+            .map(|p| p["url"].as_str().unwrap().to_string())
+            .collect();
+        let want: BTreeSet<String> = ["http://b.test/", "http://p.test/", "http://p.test/2.html"]
+            .map(String::from)
+            .into();
+        assert_eq!(urls, want);
+        assert!(validate(&out).unwrap().is_valid());
+    }
+
+    /// A WARC revisit record of `url` (its original elsewhere).
+    fn revisit(url: &str) -> Vec<u8> {
+        let http = "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n";
+        let more = format!(
+            "WARC-Profile: http://netpreserve.org/warc/1.1/revisit/identical-payload-digest\r\n\
+WARC-Refers-To-Target-URI: {url}\r\nWARC-Refers-To-Date: 2026-11-28T06:00:00Z\r\n\
+WARC-Payload-Digest: sha1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\r\n"
+        );
+        record(
+            "revisit",
+            url,
+            &more,
+            "application/http; msgtype=response",
+            http,
+        )
+    }
+
+    /// A page row whose URL has no capture in the archive files is left
+    /// out, counted and named; a revisit is a capture; a pages file none
+    /// of whose rows has a capture is an error.
+    #[test]
+    fn pages_without_a_capture_are_left_out() {
+        let d = tempfile::tempdir().unwrap();
+        let warc = d.path().join("a.warc");
+        let mut b = html_response("http://a.test/");
+        b.extend(revisit("http://a.test/again"));
+        std::fs::write(&warc, b).unwrap();
+        let pages = d.path().join("pages.jsonl");
+        let row = |u: &str| format!("{{\"url\":\"{u}\",\"ts\":\"2026-11-29T06:00:00Z\"}}\n");
+        std::fs::write(
+            &pages,
+            format!(
+                "{{\"format\":\"json-pages-1.0\",\"id\":\"pages\"}}\n{}{}{}{}",
+                row("http://a.test/elsewhere"),
+                row("http://a.test/"),
+                row("http://a.test/again"),
+                // Written again after a kill and a resume.
+                row("http://a.test/")
+            ),
+        )
+        .unwrap();
+        let o = CreateOptions {
+            pages: Some(pages.clone()),
+            ..CreateOptions::default()
+        };
+        let out = d.path().join("a.wacz");
+        let r = create(&[&warc], &out, &o).unwrap();
+        assert_eq!((r.pages, r.pages_without_capture), (2, 1), "{r:?}");
+        assert_eq!(r.pages_repeated, 1, "{r:?}");
+        assert_eq!(r.pages_without_capture_named, ["http://a.test/elsewhere"]);
+        let urls: Vec<String> = wacz_pages(&out)
+            .iter()
+            .map(|p| p["url"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(urls, ["http://a.test/", "http://a.test/again"]);
+        assert!(validate(&out).unwrap().is_valid());
+        // No row with a capture: an error naming the file.
+        std::fs::write(&pages, row("http://b.test/")).unwrap();
+        let e = create(&[&warc], &d.path().join("b.wacz"), &o).unwrap_err();
+        assert!(e.to_string().contains("pages.jsonl"), "{e}");
+        assert!(e.to_string().contains("none of its 1 pages"), "{e}");
+        // A pages file that is not there fails before any indexing.
+        std::fs::remove_file(&pages).unwrap();
+        assert!(create(&[&warc], &d.path().join("c.wacz"), &o).is_err());
     }
 
     #[test]

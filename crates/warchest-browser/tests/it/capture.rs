@@ -554,3 +554,94 @@ requestAnimationFrame(f);};</script></body></html>"
         );
     }
 }
+
+/// A one-page PDF (Chromium shows it in its viewer).
+fn pdf() -> Vec<u8> {
+    b"%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj 2 0 obj<</Type/Pages/Kids[3 0 R]\
+/Count 1>>endobj 3 0 obj<</Type/Page/MediaBox[0 0 3 3]/Parent 2 0 R>>endobj\n\
+trailer<</Root 1 0 R>>\n%%EOF\n"
+        .to_vec()
+}
+
+/// A URL whose document is not HTML (JSON, an image, plain text, a PDF), loaded
+/// in a tab, is a resource: its response is recorded, and it gets none of
+/// a page's derivatives (screenshot, text, metadata record), as
+/// Browsertrix Crawler does with such a page URL. An HTML and an XHTML
+/// page loaded in the same run get all three.
+#[test]
+fn a_url_whose_document_is_not_html_gets_no_page_records() {
+    let Some(exe) = chromium() else { return };
+    let xhtml = b"<?xml version=\"1.0\"?><html xmlns=\"http://www.w3.org/1999/xhtml\">\
+<head><title>xhtml</title></head><body><p>an XHTML page</p></body></html>"
+        .to_vec();
+    let s = Site::start(vec![
+        (
+            "/",
+            (
+                200,
+                HTML,
+                Some(b"<!doctype html><title>home</title><p>home".to_vec()),
+            ),
+        ),
+        ("/page.xhtml", (200, "application/xhtml+xml", Some(xhtml))),
+        (
+            "/data",
+            (200, "application/json", Some(b"{\"a\": 1}".to_vec())),
+        ),
+        ("/pic", (200, "image/svg+xml", Some(svg()))),
+        (
+            "/notes",
+            (
+                200,
+                "text/plain; charset=utf-8",
+                Some(b"plain notes".to_vec()),
+            ),
+        ),
+        ("/doc", (200, "application/pdf", Some(pdf()))),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let b = Rig::start(exe, dir.path(), |o| {
+        o.browsers = 1;
+        o.scroll = false;
+        o.media = false;
+    });
+    let urls: Vec<String> = ["/", "/page.xhtml", "/data", "/pic", "/notes", "/doc"]
+        .iter()
+        .map(|p| format!("{}{p}", s.base))
+        .collect();
+    let got = b.capture_all(&urls, &|_| {});
+    let files = b.finish();
+    let recs = records(&files);
+    let has = |t: &str, u: &str| recs.iter().any(|r| r.0 == t && r.1 == u);
+    // The page's own metadata record (each exchange has one too: its
+    // fetch time).
+    let page_meta = |u: &str| {
+        recs.iter().any(|r| {
+            r.0 == "metadata" && r.1 == u && String::from_utf8_lossy(&r.3).contains("load-state:")
+        })
+    };
+    for (p, (url, mime)) in got.iter().zip(urls.iter().zip([
+        "text/html",
+        "application/xhtml+xml",
+        "application/json",
+        "image/svg+xml",
+        "text/plain",
+        "application/pdf",
+    ])) {
+        assert!(p.ok(), "{p:?}");
+        assert_eq!(p.status, Some(200), "{p:?}");
+        assert_eq!(p.mime.as_deref(), Some(mime), "{p:?}");
+        assert!(has("response", url), "{url}: its response is recorded");
+        let page = mime.contains("html");
+        assert_eq!(p.is_page(), page, "{p:?}");
+        for derived in [format!("urn:view:{url}"), format!("urn:text:{url}")] {
+            assert_eq!(has("resource", &derived), page, "{derived}");
+        }
+        assert_eq!(page_meta(url), page, "{url}: the page's metadata record");
+        if !page {
+            // No behaviour ran on it, only the wait for its body.
+            let names: Vec<&str> = p.behaviors.iter().map(|b| b.name).collect();
+            assert_eq!(names, ["idle"], "{p:?}");
+        }
+    }
+}

@@ -113,13 +113,17 @@ pub fn run_capture(
         match &p.error {
             Some(e) => eprintln!("failed {} after {} attempts: {e}", p.url, p.attempts),
             None => eprintln!(
-                "{} {} {} resources, {} links, {} ms{}",
+                "{} {} {} resources, {} links, {} ms{}{}",
                 p.status.map_or("-".to_string(), |s| s.to_string()),
                 p.url,
                 p.fetched.len(),
                 p.links.len(),
                 p.ms,
-                if p.attempts > 1 { " (retried)" } else { "" }
+                if p.attempts > 1 { " (retried)" } else { "" },
+                match (&p.mime, p.is_page()) {
+                    (Some(m), false) => format!(" (not HTML: {m}; no screenshot or text)"),
+                    _ => String::new(),
+                }
             ),
         }
     };
@@ -391,7 +395,13 @@ impl warchest_crawl::render::PageRenderer for CrawlRenderer {
             fetched,
             error: p.error.clone(),
             ms: p.ms,
-            not_html,
+            // The tab's document type when it has one (what the page
+            // shows, the one that decided its records), else the recorded
+            // answer's.
+            not_html: match &p.mime {
+                Some(m) => (!p.is_page()).then(|| m.clone()),
+                None => not_html,
+            },
         }
     }
 

@@ -395,6 +395,9 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
             &warchest_wacz::CreateOptions {
                 title: Some(format!("warchest crawl of {}", seeds_text)),
                 description: None,
+                // The crawl's own pages (not every HTML response: a frame's
+                // or a fragment a script fetched are no pages).
+                pages: Some(dir.join("pages/pages.jsonl")),
             },
         )?;
         if !g.quiet {
@@ -406,6 +409,7 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
                 r.pages
             );
         }
+        crate::cmd::wacz::left_out(g, &out.to_string_lossy(), &r);
     }
     // 1: URIs failed (logged with negative codes), or stopped by a signal
     // before the end (resumable); a budget reached is an end as asked.

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use anyhow::{Result, bail};
-use warchest_wacz::{CreateOptions, create, validate};
+use warchest_wacz::{CreateOptions, CreateReport, create, validate};
 
 use crate::report::{Global, Outcome};
 
@@ -34,6 +34,13 @@ enum Sub {
         /// Description of the collection.
         #[arg(long)]
         description: Option<String>,
+        /// The pages to list: a json-pages-1.0 file (a crawl's
+        /// pages/pages.jsonl), its rows copied. Default: found in each
+        /// input on its own, its browser screenshots' pages (urn:view:
+        /// records) if it has any, else its HTML responses with status
+        /// 200. Rows whose URL has no capture in the inputs are left out.
+        #[arg(long, value_name = "FILE")]
+        pages: Option<PathBuf>,
     },
     /// Check a WACZ: data package, hashes, digest, index and pages. Exits 1
     /// when a problem is found.
@@ -51,6 +58,7 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
             output,
             title,
             description,
+            pages,
         } => {
             if inputs.iter().any(|p| warchest_wacz::is_wacz(p)) {
                 bail!("a WACZ cannot go inside a WACZ; give its archive files");
@@ -58,7 +66,12 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
             for p in &inputs {
                 crate::input::require_records(&p.to_string_lossy())?;
             }
-            let r = create(&inputs, &output, &CreateOptions { title, description })?;
+            let o = CreateOptions {
+                title,
+                description,
+                pages,
+            };
+            let r = create(&inputs, &output, &o)?;
             if !g.quiet {
                 eprintln!(
                     "warchest: {}: {} archive files, {} index entries, {} pages",
@@ -68,6 +81,10 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
                     r.pages
                 );
             }
+            if !g.quiet && o.pages.is_none() {
+                found(&output.to_string_lossy(), &r);
+            }
+            left_out(g, &output.to_string_lossy(), &r);
             Ok(Outcome::Ok)
         }
         Sub::Validate { files } => {
@@ -101,5 +118,57 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
             }
             Ok(outcome)
         }
+    }
+}
+
+/// Says on stderr which rule found how many pages, per input file.
+fn found(wacz: &str, r: &CreateReport) {
+    let (s, h) = (r.found_by_screenshots, r.found_by_html);
+    let files = |n: usize| if n == 1 { "file" } else { "files" };
+    eprintln!(
+        "warchest: {wacz}: pages found: {} by browser screenshots (urn:view: records) in {} {}, {} by HTML responses in {} {} (--pages FILE to give them)",
+        s.pages,
+        s.files,
+        files(s.files),
+        h.pages,
+        h.files,
+        files(h.files)
+    );
+}
+
+/// Says on stderr how many page rows `wacz` left out for want of a
+/// capture (each named under `-w`), or that the pages went unchecked.
+pub fn left_out(g: &Global, wacz: &str, r: &CreateReport) {
+    if r.pages_repeated > 0 {
+        eprintln!(
+            "warchest: {wacz}: {} page rows left out: a URL listed again (its first row kept)",
+            r.pages_repeated
+        );
+    }
+    if r.pages_without_capture > 0 {
+        eprintln!(
+            "warchest: {wacz}: {} pages left out: no capture of their URL in the archive files{}",
+            r.pages_without_capture,
+            if g.show_warnings {
+                ":"
+            } else {
+                " (-w names them)"
+            }
+        );
+        if g.show_warnings {
+            for u in &r.pages_without_capture_named {
+                eprintln!("warchest: {wacz}: no capture of page {u}");
+            }
+            let more = r.pages_without_capture - r.pages_without_capture_named.len() as u64;
+            if more > 0 {
+                eprintln!("warchest: {wacz}: and {more} more");
+            }
+        }
+    }
+    if r.pages_unchecked {
+        eprintln!(
+            "warchest: {wacz}: more than {} URLs captured: the pages were listed without checking their captures",
+            warchest_wacz::MAX_CAPTURED
+        );
     }
 }

@@ -908,10 +908,17 @@ fn links_given_early_are_the_browsers_a_and_area_links() {
 /// A crawl of `addr`'s `/` with two tabs, both free for one host, into a
 /// new directory: it, and the crawl's log.
 fn two_tab_crawl(exe: &Path, addr: &str) -> (tempfile::TempDir, PathBuf, String) {
+    browser_crawl_of(exe, addr, &["--browsers", "2", "--host-parallel", "2"])
+}
+
+/// A browser crawl of `addr`'s `/` (robots.txt ignored) with `more`
+/// flags, into a new directory: it, and the crawl's log.
+fn browser_crawl_of(exe: &Path, addr: &str, more: &[&str]) -> (tempfile::TempDir, PathBuf, String) {
     let work = tempfile::tempdir().unwrap();
     let dir = work.path().join("crawl");
     let mut flags = browser_flags(exe);
-    flags.extend(["--browsers", "2", "--host-parallel", "2", "--ignore-robots"].map(String::from));
+    flags.push("--ignore-robots".into());
+    flags.extend(more.iter().map(|f| f.to_string()));
     let f: Vec<&str> = flags.iter().map(String::as_str).collect();
     let (code, err) = crawl(&dir, &[format!("http://{addr}/")], &f);
     assert_eq!(code, 0, "{err}");
@@ -992,10 +999,12 @@ fn links_only_the_html_has_are_queued_at_the_pages_end() {
 
 /// A link to an extensionless URL that is not a page (JSON here, which a
 /// page could also fetch): a tab loads it, its own record says it is not
-/// HTML, so it is logged with its type and not listed as a page, where
-/// it used to be listed as an HTML page.
+/// HTML, so it gets no screenshot, text or metadata record, and is
+/// listed in pages.jsonl with its type, as Browsertrix Crawler lists a
+/// page URL that is not HTML (it used to get a screenshot and be listed
+/// as an HTML page).
 #[test]
-fn a_linked_url_whose_document_is_not_html_is_no_page() {
+fn a_linked_url_whose_document_is_not_html_gets_no_page_records() {
     let Some(exe) = chromium() else {
         eprintln!("skipped: WARCHEST_SKIP_BROWSER");
         return;
@@ -1008,15 +1017,8 @@ fn a_linked_url_whose_document_is_not_html_is_no_page() {
         "/data" => ("application/json", "{\"a\": 1}".to_string()),
         _ => ("text/plain", String::new()),
     });
-    let work = tempfile::tempdir().unwrap();
-    let dir = work.path().join("crawl");
-    let mut f = browser_flags(&exe);
-    f.push("--ignore-robots".into());
-    let f: Vec<&str> = f.iter().map(String::as_str).collect();
-    let (code, err) = crawl(&dir, &[format!("http://{addr}/")], &f);
-    assert_eq!(code, 0, "{err}");
-    let log = std::fs::read_to_string(dir.join("logs/crawl.log")).unwrap();
-    let data = format!("http://{addr}/data");
+    let (_work, dir, log) = browser_crawl_of(&exe, &addr, &[]);
+    let (home, data) = (format!("http://{addr}/"), format!("http://{addr}/data"));
     let line = log
         .lines()
         .find(|l| l.split_whitespace().nth(3) == Some(data.as_str()))
@@ -1024,10 +1026,120 @@ fn a_linked_url_whose_document_is_not_html_is_no_page() {
     assert!(line.contains(" browser,"), "loaded in a tab: {line}");
     assert!(line.contains(" application/json "), "{line}");
     let pages = std::fs::read_to_string(dir.join("pages/pages.jsonl")).unwrap();
-    let urls: Vec<String> = pages
+    // A set: the two rows' order is the tabs' (the link may be taken
+    // before its page ends).
+    let rows: std::collections::BTreeSet<(String, String)> = pages
         .lines()
         .skip(1)
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["url"].to_string())
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            (
+                v["url"].as_str().unwrap().into(),
+                v["mime"].as_str().unwrap().into(),
+            )
+        })
         .collect();
-    assert_eq!(urls, [format!("\"http://{addr}/\"")], "{pages}");
+    assert_eq!(pages.lines().count(), 3, "{pages}");
+    assert_eq!(
+        rows,
+        [
+            (home.clone(), "text/html".to_string()),
+            (data.clone(), "application/json".to_string())
+        ]
+        .into(),
+        "{pages}"
+    );
+    // The page's screenshot and text are there, none of the JSON's.
+    let cdxj = std::fs::read_to_string(dir.join("indexes/index.cdxj")).unwrap();
+    for (u, derived) in [(&home, true), (&data, false)] {
+        for kind in ["view", "text"] {
+            let rec = format!("\"url\": \"urn:{kind}:{u}\"");
+            assert_eq!(cdxj.contains(&rec), derived, "{rec}:\n{cdxj}");
+        }
+    }
+}
+
+/// The URLs a WACZ lists in its pages/pages.jsonl (python's zipfile reads
+/// it).
+fn wacz_page_urls(wacz: &Path) -> std::collections::BTreeSet<String> {
+    let o = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(
+            "import json, sys, zipfile\n\
+rows = zipfile.ZipFile(sys.argv[1]).read('pages/pages.jsonl').decode().splitlines()[1:]\n\
+print('\\n'.join(json.loads(l)['url'] for l in rows))",
+        )
+        .arg(wacz)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// An HTML fragment a page's script fetches, and the page's iframe, are
+/// recorded with the page and are no pages of their own: neither the
+/// crawl's pages.jsonl nor its WACZ lists them (the WACZ used to list
+/// every HTML response), while the page and the page it links to are.
+#[test]
+fn an_html_fragment_a_script_fetches_is_no_page_in_the_wacz() {
+    let Some(exe) = chromium() else {
+        eprintln!("skipped: WARCHEST_SKIP_BROWSER");
+        return;
+    };
+    let (addr, seen) = counted(|p| match p {
+        "/" => (
+            HTML,
+            "<!doctype html><title>home</title><a href=/p/1.html>one</a>\
+<iframe src=/frame.html></iframe><div id=x></div><script>fetch('/frag.html')\
+.then(r=>r.text()).then(t=>{document.getElementById('x').innerHTML=t})</script>"
+                .to_string(),
+        ),
+        "/frag.html" => (HTML, "<p>a fragment</p>".to_string()),
+        "/frame.html" => (
+            HTML,
+            "<!doctype html><title>frame</title><p>framed".to_string(),
+        ),
+        "/p/1.html" => (HTML, "<!doctype html><title>one</title><p>one".to_string()),
+        _ => ("text/plain", String::new()),
+    });
+    let (_work, dir, log) = browser_crawl_of(&exe, &addr, &["--wacz"]);
+    for p in ["/frag.html", "/frame.html", "/p/1.html"] {
+        assert_eq!(asked(&seen, p), 1, "{p}:\n{log}");
+    }
+    let want: std::collections::BTreeSet<String> = ["/", "/p/1.html"]
+        .iter()
+        .map(|p| format!("http://{addr}{p}"))
+        .collect();
+    let pages = std::fs::read_to_string(dir.join("pages/pages.jsonl")).unwrap();
+    let listed: std::collections::BTreeSet<String> = pages
+        .lines()
+        .skip(1)
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["url"]
+                .as_str()
+                .unwrap()
+                .into()
+        })
+        .collect();
+    assert_eq!(listed, want, "{pages}");
+    assert_eq!(wacz_page_urls(&dir.join("crawl.wacz")), want);
+    // `wacz create` of the crawl's WARC files: given its pages, or
+    // finding them by their screenshots, the same.
+    for given in [true, false] {
+        let out = dir.join(format!("again-{given}.wacz"));
+        let mut c = bin();
+        c.args(["wacz", "create", "-o"])
+            .arg(&out)
+            .args(archive(&dir));
+        if given {
+            c.arg("--pages").arg(dir.join("pages/pages.jsonl"));
+        }
+        let (code, _, err) = run(&mut c);
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(wacz_page_urls(&out), want, "pages given: {given}");
+    }
 }

@@ -123,3 +123,74 @@ fn sigint_stops_a_crawl_that_resume_finishes() {
         .collect();
     assert!(twice.is_empty(), "{twice:?}");
 }
+
+/// A WARC record, as text: its type, target, content type and block.
+fn warc_record(typ: &str, url: &str, content_type: &str, block: &str) -> String {
+    format!(
+        "WARC/1.1\r\nWARC-Type: {typ}\r\nWARC-Target-URI: {url}\r\n\
+WARC-Date: 2026-11-29T06:00:00Z\r\nWARC-Record-ID: <urn:uuid:{:032x}>\r\n\
+Content-Type: {content_type}\r\nContent-Length: {}\r\n\r\n{block}\r\n\r\n",
+        record_id(url, typ),
+        block.len()
+    )
+}
+
+/// A stable, distinct record id of (`url`, `typ`).
+fn record_id(url: &str, typ: &str) -> u128 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (url, typ).hash(&mut h);
+    u128::from(h.finish())
+}
+
+/// `wacz create` says which rule found how many pages in how many input
+/// files (a browser capture by its screenshots, a plain one by its HTML
+/// responses), and how many rows of a `--pages` file it left out for want
+/// of a capture, naming them under `-w`.
+#[test]
+fn wacz_create_says_how_it_found_its_pages_and_what_it_left_out() {
+    let d = tempfile::tempdir().unwrap();
+    let http = "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 4\r\n\r\n<p>x";
+    let resp = |u: &str| warc_record("response", u, "application/http; msgtype=response", http);
+    let browser = d.path().join("browser.warc");
+    let shot = warc_record("resource", "urn:view:http://b.test/", "image/png", "PNG");
+    let text = format!(
+        "{}{}{shot}",
+        resp("http://b.test/"),
+        resp("http://b.test/frag")
+    );
+    std::fs::write(&browser, text).unwrap();
+    let plain = d.path().join("plain.warc");
+    std::fs::write(&plain, resp("http://p.test/") + &resp("http://p.test/2")).unwrap();
+    let out = d.path().join("x.wacz");
+    let (code, _, err) = run(bin()
+        .args(["wacz", "create", "-o"])
+        .arg(&out)
+        .arg(&browser)
+        .arg(&plain));
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("pages found: 1 by browser screenshots (urn:view: records) in 1 file, 2 by HTML responses in 1 file"),
+        "{err}"
+    );
+    assert!(err.contains(", 3 pages"), "{err}");
+    let pages = d.path().join("pages.jsonl");
+    let row = |u: &str| format!("{{\"url\":\"{u}\",\"ts\":\"2026-11-29T06:00:00Z\"}}\n");
+    std::fs::write(&pages, row("http://p.test/") + &row("http://gone.test/")).unwrap();
+    let (code, _, err) = run(bin()
+        .args(["-w", "wacz", "create", "--pages"])
+        .arg(&pages)
+        .arg("-o")
+        .arg(&out)
+        .arg(&plain));
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("1 pages left out: no capture of their URL"),
+        "{err}"
+    );
+    assert!(
+        err.contains("no capture of page http://gone.test/"),
+        "{err}"
+    );
+    assert!(!err.contains("pages found"), "{err}");
+}

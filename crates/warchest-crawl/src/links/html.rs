@@ -656,6 +656,41 @@ mod tests {
         assert_eq!(also, ["http://h.test/big.jpg"]);
     }
 
+    /// A frame, a preload or a script's URL the page also links to takes
+    /// the link's hop (it is a page), where it first appeared; the frame
+    /// and the preload stay named as embedded for the browser path.
+    #[test]
+    fn an_embed_the_page_also_links_to_is_a_link() {
+        let opts = ExtractConfig {
+            js: true,
+            ..ExtractConfig::default()
+        };
+        let e = x_with(
+            r#"<iframe src="/x"></iframe><link rel=preload href="/p" as=document>
+<script>var u = "/s.html";</script><a href="/x">x</a><a href="/p">p</a><a href="/s.html">s</a>
+<a href="/y">y</a><iframe src="/y"></iframe>"#,
+            None,
+            &opts,
+        );
+        let got = urls(&e);
+        let hop = |u: &str| got.iter().find(|g| g.0 == u).map(|g| (g.1, g.2));
+        assert_eq!(hop("http://h.test/x"), Some(('L', "a/@href")), "{got:?}");
+        assert_eq!(hop("http://h.test/p"), Some(('L', "a/@href")), "{got:?}");
+        assert_eq!(
+            hop("http://h.test/s.html"),
+            Some(('L', "a/@href")),
+            "{got:?}"
+        );
+        assert_eq!(hop("http://h.test/y"), Some(('L', "a/@href")), "{got:?}");
+        assert_eq!(got[0].0, "http://h.test/x", "{got:?}");
+        let also: Vec<&str> = e.also_embedded.iter().map(|u| u.as_str()).collect();
+        // (a preload is an embed: the browser fetches it with the page)
+        assert_eq!(
+            also,
+            ["http://h.test/x", "http://h.test/p", "http://h.test/y"]
+        );
+    }
+
     #[test]
     fn forms_only_when_asked_and_only_get() {
         let page = r#"<form action="/search"><input name=q></form>

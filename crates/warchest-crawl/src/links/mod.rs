@@ -13,7 +13,7 @@
 //! only http and https URLs are kept.
 
 use std::borrow::Cow;
-use std::collections::HashSet;
+use std::collections::HashMap;
 
 use encoding_rs::{Encoding, UTF_8, WINDOWS_1252};
 use serde::Deserialize;
@@ -123,14 +123,11 @@ impl ContentKind {
         let Some(ct) = content_type else {
             return xml_path.then_some(ContentKind::Sitemap);
         };
-        let mime = ct
-            .split(';')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .to_ascii_lowercase();
+        if warchest::http::is_html_type(Some(ct), false) {
+            return Some(ContentKind::Html);
+        }
+        let mime = warchest::http::media_type_token(ct).to_ascii_lowercase();
         Some(match mime.as_str() {
-            "text/html" | "application/xhtml+xml" => ContentKind::Html,
             "text/css" => ContentKind::Css,
             "application/javascript"
             | "text/javascript"
@@ -150,7 +147,8 @@ impl ContentKind {
 #[derive(Debug)]
 pub(crate) struct LinkSet {
     max: usize,
-    seen: HashSet<String>,
+    /// Each URL kept, with its index in `out.links`.
+    seen: HashMap<String, usize>,
     pub(crate) out: Extracted,
 }
 
@@ -158,17 +156,29 @@ impl LinkSet {
     pub(crate) fn new(max: usize) -> LinkSet {
         LinkSet {
             max,
-            seen: HashSet::new(),
+            seen: HashMap::new(),
             out: Extracted::default(),
         }
     }
 
-    /// Adds `url` unless seen or over the bound.
+    /// Adds `url` unless seen or over the bound. A URL first found as an
+    /// embed, a prerequisite or in script text and then as a link (`L`,
+    /// `I`) takes the link's hop: a page may frame or preload what it also
+    /// links to, and the link makes it a page (docs/crawl.md, "Pages and
+    /// resources"); an embed stays in [`Extracted::also_embedded`].
     pub(crate) fn push(&mut self, url: Url, hop: Hop, context: &'static str) {
-        if self.seen.contains(url.as_str()) {
-            // A link the page also embeds (a lightbox's image): a browser
-            // fetches it with the page, so it is not a page to load.
-            if hop == Hop::Embed && self.out.also_embedded.len() < self.max {
+        if let Some(&i) = self.seen.get(url.as_str()) {
+            let first = &mut self.out.links[i];
+            let navigable = |h: Hop| matches!(h, Hop::Link | Hop::Inferred);
+            let was = first.hop;
+            if navigable(hop) && !navigable(was) && was != Hop::Redirect {
+                (first.hop, first.context) = (hop, context);
+            }
+            // A link the page also embeds (a lightbox's image), or an
+            // embed it also links to: a browser fetches it with the
+            // page, so it is not a page to load there.
+            let embedded = hop == Hop::Embed || (was == Hop::Embed && first.hop != Hop::Embed);
+            if embedded && self.out.also_embedded.len() < self.max {
                 self.out.also_embedded.push(url);
             }
             return;
@@ -177,7 +187,8 @@ impl LinkSet {
             self.out.dropped += 1;
             return;
         }
-        self.seen.insert(url.as_str().to_string());
+        self.seen
+            .insert(url.as_str().to_string(), self.out.links.len());
         self.out.links.push(Link { url, hop, context });
     }
 

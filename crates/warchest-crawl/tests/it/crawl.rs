@@ -358,6 +358,152 @@ pub fn resume(dir: &Path, change: impl Fn(String) -> String) -> Summary {
     crawl(dir, &text)
 }
 
+/// A page's frame and the HTML fragment its script names are fetched (an
+/// embed and a speculative hop) but are no pages of their own: only the
+/// page and what it links to are in pages.jsonl, and only they count
+/// against `max-pages`.
+#[test]
+fn a_frame_or_a_fragment_a_script_fetches_is_no_page() {
+    let w = web::start();
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("crawl");
+    let home = w.url("e.test", "/frames/");
+    // Script text read for URLs (`js`), as the fragment is named there.
+    let toml = config(&w, "js = true").replace(&w.url("a.test", "/"), &home);
+    let s = crawl(&dir, &toml);
+    let reqs = w.requests();
+    for p in ["frame.html", "frag.html", "linked.html"] {
+        let u = w.url("e.test", &format!("/frames/{p}"));
+        assert!(reqs.contains(&u), "{u} fetched: {reqs:?}");
+    }
+    let pages = std::fs::read_to_string(dir.join("pages/pages.jsonl")).unwrap();
+    let urls: BTreeSet<String> = pages
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["url"].to_string())
+        .collect();
+    let want: BTreeSet<String> = [home.clone(), w.url("e.test", "/frames/linked.html")]
+        .iter()
+        .map(|u| format!("\"{u}\""))
+        .collect();
+    assert_eq!(urls, want, "{pages}");
+    assert_eq!(s.counts.pages, 2, "{:?}", s.counts);
+}
+
+/// A crawl of the test web from the seed `host` `path` (the default
+/// configuration): the web, the temporary directory, the crawl's, and its
+/// summary.
+fn crawl_from(host: &str, path: &str) -> (Web, tempfile::TempDir, PathBuf, Summary) {
+    let w = web::start();
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("crawl");
+    let toml = config(&w, "").replace(&w.url("a.test", "/"), &w.url(host, path));
+    let s = crawl(&dir, &toml);
+    (w, d, dir, s)
+}
+
+/// The URLs of a crawl's pages.jsonl rows.
+fn page_urls(dir: &Path) -> BTreeSet<String> {
+    let pages = std::fs::read_to_string(dir.join("pages/pages.jsonl")).unwrap();
+    pages
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let row: serde_json::Value = serde_json::from_str(l).unwrap();
+            row["url"].as_str().unwrap().to_string()
+        })
+        .collect()
+}
+
+/// A frame the page (or another document, before the frame is fetched)
+/// also links to is a page: the link makes it one. A frame fetched before
+/// any link named it stays a frame (docs/crawl.md, "Pages and resources").
+#[test]
+fn a_frame_also_linked_is_a_page() {
+    let (w, _d, dir, s) = crawl_from("e.test", "/framed/");
+    let home = w.url("e.test", "/framed/");
+    let at = |p: &str| w.url("e.test", &format!("/framed/{p}"));
+    let reqs = w.requests();
+    for p in ["f.html", "x.html", "y.html", "later.html"] {
+        assert!(reqs.contains(&at(p)), "{p} fetched: {reqs:?}");
+    }
+    let want: BTreeSet<String> = [home.clone(), at("x.html"), at("y.html"), at("later.html")]
+        .into_iter()
+        .collect();
+    assert_eq!(page_urls(&dir), want);
+    assert_eq!(s.counts.pages, 4, "{:?}", s.counts);
+}
+
+/// XHTML, and HTML whose Content-Type lacks its `;`, are pages on the
+/// HTTP path (one rule for "is HTML": `warchest::http::is_html_type`).
+#[test]
+fn xhtml_and_html_of_a_loose_type_are_pages() {
+    let (w, _d, dir, s) = crawl_from("e.test", "/types/");
+    let home = w.url("e.test", "/types/");
+    let at = |p: &str| w.url("e.test", &format!("/types/{p}"));
+    let want: BTreeSet<String> = [home.clone(), at("x.xhtml"), at("nosemi.html")]
+        .into_iter()
+        .collect();
+    assert_eq!(page_urls(&dir), want);
+    assert_eq!(s.counts.pages, 3, "{:?}", s.counts);
+}
+
+/// A seed that redirects: its final URL's row is a seed's.
+#[test]
+fn a_redirected_seed_is_a_seed_in_pages() {
+    let (w, _d, dir, _) = crawl_from("a.test", "/old");
+    let pages = std::fs::read_to_string(dir.join("pages/pages.jsonl")).unwrap();
+    let rows: Vec<serde_json::Value> = pages
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 1, "{pages}");
+    assert_eq!(rows[0]["url"], w.url("a.test", "/p1new"), "{pages}");
+    assert_eq!(rows[0]["seed"], true, "{pages}");
+}
+
+/// A renderer that loads nothing: the seed links to `/data`, whose
+/// document is JSON (a resource loaded in a tab).
+struct JsonLinked;
+
+impl warchest_crawl::render::PageRenderer for JsonLinked {
+    fn render(&self, url: &url::Url) -> warchest_crawl::render::Rendered {
+        let json = url.path() == "/data";
+        warchest_crawl::render::Rendered {
+            status: Some(200),
+            load_state: 2,
+            links: if json {
+                vec![]
+            } else {
+                vec![url.join("/data").unwrap()]
+            },
+            not_html: json.then(|| "application/json".to_string()),
+            ..Default::default()
+        }
+    }
+}
+
+/// The progress line's and the status' pages are the HTML pages, as the
+/// budgets count them: a browser crawl's row of a resource loaded in a tab
+/// is in pages.jsonl but is no page there.
+#[test]
+fn a_resource_loaded_in_a_tab_is_no_page_in_the_counters() {
+    let w = web::start();
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("crawl");
+    let toml = config(&w, "robots = \"ignore\"");
+    let cfg = CrawlConfig::from_toml(&toml).unwrap();
+    let mut c = Crawl::open(&dir, cfg, &toml, Arc::new(AtomicBool::new(false))).unwrap();
+    c.set_renderer(Box::new(JsonLinked));
+    let last = std::sync::Mutex::new(String::new());
+    let s = c.run(&|c| *last.lock().unwrap() = c.snapshot().0).unwrap();
+    assert_eq!(page_urls(&dir).len(), 2, "the seed's row and the JSON's");
+    assert_eq!(s.counts.pages, 1, "{:?}", s.counts);
+    let status: serde_json::Value = serde_json::from_str(&last.lock().unwrap()).unwrap();
+    assert_eq!(status["pages_this_run"], 1, "{status}");
+}
+
 fn counted(reqs: &[String]) -> std::collections::BTreeMap<String, usize> {
     let mut m = std::collections::BTreeMap::new();
     for r in reqs.iter().filter(|r| !r.ends_with("/robots.txt")) {

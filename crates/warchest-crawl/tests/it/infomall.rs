@@ -163,6 +163,8 @@ fn an_infomall_crawl_refuses_what_the_format_cannot_hold() {
         ("recrawl = \"/nonexistent\"", "recrawl"),
         ("dedupe-index = \"/nonexistent.cdxj\"", "dedupe-index"),
         ("browser = true", "browser"),
+        // A WACZ holds the crawl's WARC files: none has its responses.
+        ("wacz = true", "wacz"),
     ] {
         let toml = config(&w, &format!("format = \"infomall\"\n{extra}"));
         let cfg = warchest_crawl::config::CrawlConfig::from_toml(&toml).unwrap();

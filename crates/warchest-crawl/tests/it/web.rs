@@ -89,6 +89,46 @@ fn page(host: &str, path: &str, port: u16) -> (u16, Vec<(String, String)>, Vec<u
         ("a.test", "/big") => other("application/octet-stream", vec![b'x'; 100_000]),
         ("c.test", "/img.png") => other("image/png", vec![0x89, b'P', b'N', b'G', 9, 9]),
         ("b.test", "/") => html("<html>elsewhere</html>".into()),
+        // A page with a frame, a fragment its script fetches, and a link.
+        ("e.test", "/frames/") => html(
+            "<html><title>Frames</title><iframe src=/frames/frame.html></iframe>\
+             <a href=/frames/linked.html>linked</a>\
+             <script>fetch(\"/frames/frag.html\")</script></html>"
+                .into(),
+        ),
+        // Frames that are linked too: x.html by the page itself, y.html
+        // by the frame f.html (fetched before y.html, an embed of the
+        // same depth queued earlier), f.html by later.html (fetched after
+        // f.html: it stays a frame).
+        // Pages of the other HTML types: XHTML, and a Content-Type
+        // written without its `;`.
+        ("e.test", "/types/") => html(
+            "<html><a href=/types/x.xhtml>x</a><a href=/types/nosemi.html>n</a></html>".into(),
+        ),
+        ("e.test", "/types/x.xhtml") => other(
+            "application/xhtml+xml",
+            b"<html xmlns=\"http://www.w3.org/1999/xhtml\"><title>X</title></html>".to_vec(),
+        ),
+        ("e.test", "/types/nosemi.html") => other(
+            "Text/HTML charset=UTF-8",
+            b"<html><title>N</title></html>".to_vec(),
+        ),
+        ("e.test", "/framed/") => html(
+            "<html><title>Framed</title><iframe src=/framed/f.html></iframe>\
+             <iframe src=/framed/x.html></iframe><iframe src=/framed/y.html></iframe>\
+             <a href=/framed/x.html>x</a><a href=/framed/later.html>later</a></html>"
+                .into(),
+        ),
+        ("e.test", "/framed/f.html") => html("<html><a href=/framed/y.html>y</a></html>".into()),
+        ("e.test", "/framed/later.html") => {
+            html("<html><a href=/framed/f.html>the frame</a></html>".into())
+        }
+        ("e.test", "/framed/x.html" | "/framed/y.html") => {
+            html(format!("<html><title>{path}</title>{path}</html>"))
+        }
+        ("e.test", "/frames/frame.html" | "/frames/frag.html" | "/frames/linked.html") => {
+            html(format!("<html><title>{path}</title>{path}</html>"))
+        }
         // A tree of GEN pages on d.test: page i links to 2i+1 and 2i+2.
         ("d.test", p) if p.starts_with("/gen/") => {
             match p[5..].parse::<usize>() {

@@ -147,6 +147,35 @@ pub fn media_type(content_type: &[u8]) -> Option<String> {
     Some(String::from_utf8_lossy(t).to_ascii_lowercase())
 }
 
+/// The media type of a Content-Type value as Heritrix cuts it: up to the
+/// first white space, `;` or `,` (`text/html` of `text/html
+/// charset=UTF-8`, a header written without its `;`), case kept. Empty
+/// when there is none.
+pub fn media_type_token(content_type: &str) -> &str {
+    let c = content_type.trim_start_matches(|c: char| c.is_ascii_whitespace());
+    let end = c
+        .find(|c: char| c.is_ascii_whitespace() || c == ';' || c == ',')
+        .unwrap_or(c.len());
+    &c[..end]
+}
+
+/// Whether a Content-Type names an HTML document: its media type
+/// ([`media_type_token`]), ASCII case ignored, is `text/html` or
+/// `application/xhtml+xml` (or `application/xhtml`, which Browsertrix
+/// Crawler's `HTML_TYPES` counts too). A missing or empty type gives `untyped`: a
+/// browser sniffs such a document (and loads it as a page), where a
+/// crawler's HTTP client may not count it as one. The one rule the
+/// crawl, the browser capture and WACZ pages use.
+pub fn is_html_type(content_type: Option<&str>, untyped: bool) -> bool {
+    let t = content_type.map_or("", media_type_token);
+    if t.is_empty() {
+        return untyped;
+    }
+    ["text/html", "application/xhtml+xml", "application/xhtml"]
+        .iter()
+        .any(|h| t.eq_ignore_ascii_case(h))
+}
+
 /// The value of parameter `name` (ASCII case ignored) of a Content-Type
 /// style value (`type/subtype; name=value; name="quoted \" value"`),
 /// unquoted. Borrowed unless the quoted string has escapes.
@@ -233,6 +262,36 @@ pub fn content_type_charset(content_type: &[u8]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn html_is_one_rule() {
+        for c in [
+            "text/html",
+            "Text/HTML; charset=utf-8",
+            "text/html charset=UTF-8",
+            "text/html,text/plain",
+            " text/html",
+            "application/xhtml+xml",
+            "APPLICATION/XHTML+XML;charset=utf-8",
+            "application/xhtml",
+        ] {
+            assert!(is_html_type(Some(c), false), "{c}");
+        }
+        for c in [
+            "application/json",
+            "image/png",
+            "text/plain; charset=utf-8",
+            "text/htmlx",
+            "text/plain text/html",
+        ] {
+            assert!(!is_html_type(Some(c), true), "{c}");
+        }
+        for c in [None, Some(""), Some(" ; charset=utf-8")] {
+            assert!(is_html_type(c, true), "{c:?}");
+            assert!(!is_html_type(c, false), "{c:?}");
+        }
+        assert_eq!(media_type_token("text/html charset=x"), "text/html");
+    }
 
     #[test]
     fn content_type_helpers() {
