@@ -112,6 +112,12 @@ pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
     // A file is written as NAME.open and renamed when complete: an index
     // cut short by a write error never passes for a whole one.
     let mut rename = None;
+    // Taken before anything is written to it.
+    let stdout_at = if args.output.is_none() {
+        stdout_file()
+    } else {
+        None
+    };
     let out: Box<dyn Write + Send> = match &args.output {
         Some(p) => {
             let f = warchest_ops::copy::OpenFile::create(p)
@@ -158,7 +164,6 @@ pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
         if let Some(e) = out_err {
             return Ok(file_error("output", &e));
         }
-        g.warnings(name, &warnings);
         match output.finish() {
             Ok(mut w) => {
                 if let Err(e) = w.flush() {
@@ -169,23 +174,35 @@ pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
         }
         if let Some(mut e) = error {
             if let Some(refusal) = e.downcast_mut::<NotAddressable>() {
-                match &rename {
-                    // The file we write: cut back to before the file's lines.
-                    Some((open, _)) => {
-                        let cut = std::fs::OpenOptions::new()
+                // A file (ours, or standard output redirected to one) is
+                // cut back to before the file's lines, before anything
+                // more (warnings, with 2>&1) is written to it.
+                let cut = match (&rename, &stdout_at) {
+                    (Some((open, _)), _) => Some((
+                        open.display().to_string(),
+                        std::fs::OpenOptions::new()
                             .write(true)
                             .open(open)
-                            .and_then(|f| f.set_len(legend));
-                        if let Err(e) = cut {
-                            return Ok(file_error(&open.display().to_string(), &e));
-                        }
+                            .and_then(|f| f.set_len(legend)),
+                    )),
+                    (None, Some((f, start))) => {
+                        Some(("standard output".to_string(), cut_back(f, start + legend)))
                     }
-                    // Standard output cannot be taken back: the error
-                    // says what is there.
-                    None => refusal.written = entries,
+                    // A pipe cannot be taken back: the error says what
+                    // is there.
+                    (None, None) => {
+                        refusal.written = entries;
+                        None
+                    }
+                };
+                if let Some((what, Err(e))) = cut {
+                    return Ok(file_error(&what, &e));
                 }
             }
+            g.warnings(name, &warnings);
             outcome = file_error(name, e.as_ref());
+        } else {
+            g.warnings(name, &warnings);
         }
         if let Some((open, path)) = rename {
             std::fs::rename(&open, &path)
@@ -325,6 +342,29 @@ fn index_into(
     })()
     .err();
     (warnings, error, entries)
+}
+
+/// Standard output when it is a regular file written at its end (`>` or
+/// `>>`): a handle on it and where the index begins there.
+#[cfg(unix)]
+fn stdout_file() -> Option<(std::fs::File, u64)> {
+    use std::os::fd::AsFd;
+    let f = std::fs::File::from(io::stdout().as_fd().try_clone_to_owned().ok()?);
+    let len = f.metadata().ok().filter(|m| m.is_file())?.len();
+    let at = (&f).stream_position().ok()?;
+    (at == len).then_some((f, at))
+}
+
+#[cfg(not(unix))]
+fn stdout_file() -> Option<(std::fs::File, u64)> {
+    None
+}
+
+/// Cuts standard output's file back to `len`, its offset too (shared with
+/// a standard error sent to the same file).
+fn cut_back(mut f: &std::fs::File, len: u64) -> io::Result<()> {
+    f.set_len(len)?;
+    f.seek(io::SeekFrom::Start(len)).map(|_| ())
 }
 
 /// The file was refused as a whole (no entry of it may stand).

@@ -926,9 +926,10 @@ fn refused_on_stdout(err: &str) -> usize {
 }
 
 /// A lone file's lines go straight to the output, not through the 8 MiB
-/// spool: a refused lone file leaves no entry in the file `-o` writes
-/// (cut back), and on standard output the error counts the entries
-/// already there; a good file's output is what a spooled run gives.
+/// spool: a refused lone file leaves no entry in the file `-o` writes or
+/// standard output is redirected to (cut back), and on a pipe the error
+/// counts the entries already there; a good file's output is what a
+/// spooled run gives.
 #[test]
 fn a_lone_file_goes_straight_to_the_output() {
     use std::io::{Read, Write};
@@ -967,6 +968,24 @@ fn a_lone_file_goes_straight_to_the_output() {
         let entries = lines.strip_prefix(legend).unwrap().lines().count();
         assert!(entries > 0, "the refusal came after some entries: {err}");
         assert_eq!(refused_on_stdout(&err), entries, "{err}");
+        // Standard output redirected to a file, standard error too (as
+        // `> FILE 2>&1`): cut back, the messages after the legend.
+        let redirected = dir.path().join(format!("redirected.{format}"));
+        let f = std::fs::File::create(&redirected).unwrap();
+        let status = common::bin()
+            .args(["index", "--format", format, whole])
+            .stdout(f.try_clone().unwrap())
+            .stderr(f)
+            .status()
+            .unwrap();
+        assert_eq!(status.code(), Some(2));
+        let text = std::fs::read_to_string(&redirected).unwrap();
+        let rest = text.strip_prefix(legend).expect("the legend first");
+        assert!(rest.contains("so none is written"), "{text}");
+        assert!(
+            rest.lines().all(|l| l.starts_with("warchest: ")),
+            "no entry, no hole: {text:?}"
+        );
     }
     // A good file of more than 8 MiB of CDXJ (the spool's memory): the
     // same lines alone (straight, to standard output and to a file) as
