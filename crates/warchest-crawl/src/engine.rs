@@ -1022,10 +1022,12 @@ impl Crawl {
             return Ok(());
         }
         ix.push(path.to_path_buf());
-        let lines = match self.written.take(path) {
-            Some(lines) => {
+        match self.written.take(path) {
+            Some(mut rows) => {
                 self.indexed_as_written.fetch_add(1, Ordering::Relaxed);
-                lines
+                self.cdxj
+                    .copy_lines(&mut rows)
+                    .map_err(io_at(self.cdxj.path()))?;
             }
             None => {
                 // A file of an earlier run, or one whose rows cannot be
@@ -1034,17 +1036,17 @@ impl Crawl {
                 let mut out = IndexOutput::new(Vec::new(), &Format::Cdxj, false)?;
                 Indexer::new(name.clone(), IndexOptions::default())
                     .index(&mut reader, |e| out.push(&e))?;
-                String::from_utf8_lossy(&out.finish()?)
+                let lines: Vec<String> = String::from_utf8_lossy(&out.finish()?)
                     .lines()
                     .filter(|l| !l.is_empty())
                     .map(str::to_string)
-                    .collect()
+                    .collect();
+                if !lines.is_empty() {
+                    self.cdxj
+                        .line(&lines.join("\n"))
+                        .map_err(io_at(self.cdxj.path()))?;
+                }
             }
-        };
-        if !lines.is_empty() {
-            self.cdxj
-                .line(&lines.join("\n"))
-                .map_err(io_at(self.cdxj.path()))?;
         }
         let end = std::fs::metadata(self.cdxj.path())
             .map_err(io_at(self.cdxj.path()))?

@@ -69,6 +69,21 @@ impl LineLog {
         o.flush()
     }
 
+    /// Appends what `lines` reads (whole lines, each ended by a newline)
+    /// and flushes it: a closed WARC file's CDXJ rows, copied from where
+    /// they were kept without holding them all in memory.
+    ///
+    /// # Errors
+    /// Reading or writing failed.
+    pub fn copy_lines(&self, lines: &mut dyn std::io::Read) -> std::io::Result<()> {
+        let mut o = self
+            .out
+            .lock()
+            .map_err(|_| std::io::Error::other("a worker panicked"))?;
+        std::io::copy(lines, &mut *o)?;
+        o.flush()
+    }
+
     /// The file.
     pub fn path(&self) -> &Path {
         &self.path

@@ -103,9 +103,12 @@ impl WrittenRows {
         }
     }
 
-    /// The CDXJ lines of the closed file `path`, forgotten here; `None`
-    /// when it is to be read again (see the module documentation).
-    pub(crate) fn take(&self, path: &Path) -> Option<Vec<String>> {
+    /// The CDXJ lines of the closed file `path` (whole lines, each ended
+    /// by a newline, read from where they were kept: they are not all
+    /// brought into memory at once, which made the crawl's peak at its
+    /// end), forgotten here; `None` when it is to be read again (see the
+    /// module documentation).
+    pub(crate) fn take(&self, path: &Path) -> Option<impl Read + use<>> {
         let f = self
             .files
             .lock()
@@ -124,7 +127,8 @@ impl WrittenRows {
             return None;
         }
         // Only the file's warcinfo record before the first noted one.
-        let mut r = warchest::archive::Reader::open(path).ok()?;
+        let mut r =
+            warchest::archive::Reader::open_with(path, reader_options(WARCINFO_BUFFER)).ok()?;
         let info = r.next_record().ok()??;
         if info.header().record_type() != RecordType::Warcinfo || info.location().offset != 0 {
             return None;
@@ -133,10 +137,8 @@ impl WrittenRows {
             return None;
         }
         let mut lines = f.lines;
-        let mut text = String::new();
         lines.seek(std::io::SeekFrom::Start(0)).ok()?;
-        lines.read_to_string(&mut text).ok()?;
-        Some(text.lines().map(str::to_string).collect())
+        Some(lines)
     }
 }
 
@@ -163,7 +165,8 @@ fn lines_of(recs: &[WrittenRecord<'_>], path: &Path) -> Option<Vec<String>> {
         at.insert(h.record_id()?.into_owned(), (w.offset, w.stored_len));
     }
     let name = path.file_name()?.to_str()?;
-    let mut reader = warchest::archive::Reader::new(&bytes[..]).ok()?;
+    let mut reader =
+        warchest::archive::Reader::with_options(&bytes[..], reader_options(bytes.len())).ok()?;
     let entries = Indexer::new(name, IndexOptions::default())
         .entries(&mut reader)
         .ok()?;
@@ -181,4 +184,40 @@ fn lines_of(recs: &[WrittenRecord<'_>], path: &Path) -> Option<Vec<String>> {
             .map(str::to_string)
             .collect(),
     )
+}
+
+/// Options of the reader over one write's bytes: an input buffer the size
+/// of those bytes, not the decoder's default 1 MiB. That buffer was zeroed
+/// for every write on 50 worker threads, and glibc kept such blocks in
+/// each thread's arena (up to 16 on two cores): with the rows' copies at
+/// the close, 35 MiB of the crawl row's peak RSS and some 20 % of its CPU
+/// (docs/crawl.md, "Memory").
+fn reader_options(len: usize) -> warchest::warc::ReaderOptions {
+    let mut opts = warchest::warc::ReaderOptions::default();
+    opts.decoder.buffer_size = len.clamp(MIN_BUFFER, MAX_BUFFER);
+    opts
+}
+
+/// The input buffer of the reader of a closed file's warcinfo record.
+const WARCINFO_BUFFER: usize = 64 << 10;
+/// The smallest input buffer of a write's reader.
+const MIN_BUFFER: usize = 4 << 10;
+/// The largest (the decoder's default): a larger write is read in pieces.
+const MAX_BUFFER: usize = 1 << 20;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A write's reader buffers about that write, not 1 MiB: the crawl
+    /// zeroed 1 MiB for each of its writes (docs/crawl.md, "Memory").
+    #[test]
+    fn a_writes_reader_buffer_is_the_size_of_the_write() {
+        let size = |len| reader_options(len).decoder.buffer_size;
+        assert_eq!(size(0), MIN_BUFFER);
+        assert_eq!(size(700), MIN_BUFFER);
+        assert_eq!(size(30_000), 30_000);
+        assert_eq!(size(50 << 20), MAX_BUFFER);
+        assert!(MAX_BUFFER <= warchest::codec::DecoderOptions::default().buffer_size);
+    }
 }

@@ -112,6 +112,12 @@ pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
     // A file is written as NAME.open and renamed when complete: an index
     // cut short by a write error never passes for a whole one.
     let mut rename = None;
+    // Taken before anything is written to it.
+    let stdout_at = if args.output.is_none() {
+        stdout_file()
+    } else {
+        None
+    };
     let out: Box<dyn Write + Send> = match &args.output {
         Some(p) => {
             let f = warchest_ops::copy::OpenFile::create(p)
@@ -137,6 +143,73 @@ pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
+    // A lone file's lines go straight to the output (docs/indexing.md,
+    // "A file refused as a whole"): nothing else is waiting for its turn,
+    // and a refusal is undone below (the file we write is cut back) or
+    // failed loudly (standard output), instead of every line passing
+    // through a spool that overflows to disk past 8 MiB.
+    let lone = args.files.len() == 1 && !args.sort && !matches!(format, Format::Parquet(_));
+    if lone {
+        let mut outcome = Outcome::Ok;
+        let name = &args.files[0];
+        let legend = encoder.legend().map_or(0, |l| l.len() as u64);
+        let mut out_err = None;
+        let (warnings, error, entries) = index_into(g, name, &encoder, &opts, jobs, &mut |b| {
+            output.push_encoded(b).map_err(|e| {
+                let msg = e.to_string();
+                out_err = Some(e);
+                io::Error::other(msg)
+            })
+        });
+        if let Some(e) = out_err {
+            return Ok(file_error("output", &e));
+        }
+        match output.finish() {
+            Ok(mut w) => {
+                if let Err(e) = w.flush() {
+                    return Ok(file_error("output", &e));
+                }
+            }
+            Err(e) => return Ok(file_error("output", &e)),
+        }
+        if let Some(mut e) = error {
+            if let Some(refusal) = e.downcast_mut::<NotAddressable>() {
+                // A file (ours, or standard output redirected to one) is
+                // cut back to before the file's lines, before anything
+                // more (warnings, with 2>&1) is written to it.
+                let cut = match (&rename, &stdout_at) {
+                    (Some((open, _)), _) => Some((
+                        open.display().to_string(),
+                        std::fs::OpenOptions::new()
+                            .write(true)
+                            .open(open)
+                            .and_then(|f| f.set_len(legend)),
+                    )),
+                    (None, Some((f, start))) => {
+                        Some(("standard output".to_string(), cut_back(f, start + legend)))
+                    }
+                    // A pipe cannot be taken back: the error says what
+                    // is there.
+                    (None, None) => {
+                        refusal.written = entries;
+                        None
+                    }
+                };
+                if let Some((what, Err(e))) = cut {
+                    return Ok(file_error(&what, &e));
+                }
+            }
+            g.warnings(name, &warnings);
+            outcome = file_error(name, e.as_ref());
+        } else {
+            g.warnings(name, &warnings);
+        }
+        if let Some((open, path)) = rename {
+            std::fs::rename(&open, &path)
+                .with_context(|| format!("rename {} to {}", open.display(), path.display()))?;
+        }
+        return Ok(outcome);
+    }
     let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs).build()?;
     // Threads left for each file when fewer files than threads are read.
     let file_threads = (jobs / args.files.len().clamp(1, jobs)).max(1);
@@ -210,30 +283,53 @@ fn index_file(
     threads: usize,
 ) -> FileResult {
     let mut spool = SpooledTempFile::new(SPOOL_MEMORY);
+    let (warnings, error, _) =
+        index_into(g, name, encoder, opts, threads, &mut |b| spool.write_all(b));
+    // A file refused as a whole writes no entry.
+    FileResult {
+        spool: (!refused(error.as_deref())).then_some(spool),
+        warnings,
+        error,
+    }
+}
+
+type FileError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Indexes the file `name`, handing its encoded lines to `sink` in large
+/// pieces (once a spool is on disk, each write is a system call): its
+/// warnings, its error, and the number of entries handed over.
+fn index_into(
+    g: &Global,
+    name: &str,
+    encoder: &Encoder,
+    opts: &IndexOptions,
+    threads: usize,
+    sink: &mut dyn FnMut(&[u8]) -> io::Result<()>,
+) -> (Vec<Warning>, Option<FileError>, u64) {
     let mut warnings = Vec::new();
-    let error = (|| -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let mut entries = 0u64;
+    let error = (|| -> Result<(), FileError> {
         input::require_records(name)?;
         let mut ropts = g.reader_options(name);
         ropts.decoder.threads = threads;
         // Files by path: seekable, and decoded on `threads` threads.
         let opened = input::open(name, ropts)?;
         let indexer = Indexer::new(index_name(name), opts.clone());
-        // Lines are gathered and written to the spool in large pieces: once
-        // it is on disk, each write is a system call.
         let mut lines = Vec::with_capacity(LINES_BUFFER + 4096);
         input::with_reader!(opened, reader => {
             let mut reader = reader;
             let r = indexer.index(&mut reader, |e| {
                 encoder.encode(&e, &mut lines);
+                entries += 1;
                 if lines.len() >= LINES_BUFFER {
-                    spool.write_all(&lines)?;
+                    sink(&lines)?;
                     lines.clear();
                 }
                 Ok(())
             });
             warnings = reader.take_warnings();
             // The entries before an error are kept, as with one thread.
-            spool.write_all(&lines)?;
+            sink(&lines)?;
             r?;
         });
         if let Some(w) = warnings
@@ -245,38 +341,88 @@ fn index_file(
         Ok(())
     })()
     .err();
-    // A file refused as a whole writes no entry.
-    let refused = error
-        .as_ref()
-        .is_some_and(|e| e.downcast_ref::<NotAddressable>().is_some());
-    FileResult {
-        spool: (!refused).then_some(spool),
-        warnings,
-        error,
-    }
+    (warnings, error, entries)
+}
+
+/// Standard output when it is a regular file written at its end (`>` or
+/// `>>`): a handle on it and where the index begins there.
+#[cfg(unix)]
+fn stdout_file() -> Option<(std::fs::File, u64)> {
+    use std::os::fd::AsFd;
+    let f = std::fs::File::from(io::stdout().as_fd().try_clone_to_owned().ok()?);
+    let len = f.metadata().ok().filter(|m| m.is_file())?.len();
+    let at = (&f).stream_position().ok()?;
+    (at == len).then_some((f, at))
+}
+
+#[cfg(not(unix))]
+fn stdout_file() -> Option<(std::fs::File, u64)> {
+    None
+}
+
+/// Cuts standard output's file back to `len`, its offset too (shared with
+/// a standard error sent to the same file).
+fn cut_back(mut f: &std::fs::File, len: u64) -> io::Result<()> {
+    f.set_len(len)?;
+    f.seek(io::SeekFrom::Start(len)).map(|_| ())
+}
+
+/// The file was refused as a whole (no entry of it may stand).
+fn refused(error: Option<&(dyn std::error::Error + Send + Sync + 'static)>) -> bool {
+    error.is_some_and(|e| e.downcast_ref::<NotAddressable>().is_some())
 }
 
 /// A compressed file whose records do not each start their own member
 /// (whole-file gzip, several records in a member): a CDX offset points at
 /// a member, so such records cannot be addressed, and the file is refused.
 #[derive(Debug)]
-struct NotAddressable(String);
+struct NotAddressable {
+    name: String,
+    offset: u64,
+    why: String,
+    /// Entries of it already on standard output (a lone file's, which go
+    /// there straight).
+    written: u64,
+}
 
 impl std::fmt::Display for NotAddressable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        let NotAddressable {
+            name,
+            offset,
+            why,
+            written,
+        } = self;
+        write!(
+            f,
+            "{name}: not compressed record at a time (offset {offset}: {why}): an index of it \
+             would not address its records, so "
+        )?;
+        if *written == 0 {
+            f.write_str("none is written")?;
+        } else {
+            write!(
+                f,
+                "the {written} entries of it written to standard output before this was found \
+                 are to be discarded"
+            )?;
+        }
+        write!(
+            f,
+            "; `warchest recompress {name} -o NEW.warc.gz` writes one gzip member per record"
+        )
     }
 }
 
 impl std::error::Error for NotAddressable {}
 
 fn not_addressable(name: &str, w: &Warning) -> NotAddressable {
-    NotAddressable(format!(
-        "{name}: not compressed record at a time (offset {}: {}): an index of it would \
-         not address its records, so none is written; \
-         `warchest recompress {name} -o NEW.warc.gz` writes one gzip member per record",
-        w.offset, w.message
-    ))
+    NotAddressable {
+        name: name.to_string(),
+        offset: w.offset,
+        why: w.message.clone(),
+        written: 0,
+    }
 }
 
 fn copy_spool(

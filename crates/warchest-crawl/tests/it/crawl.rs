@@ -1077,9 +1077,13 @@ pub fn open_files(dir: &Path) -> Vec<PathBuf> {
 /// Runs a crawl of `toml` (two WARC writers) in `dir`, both writers'
 /// files opened first ([`open_both_writers`]) and writer 0's removed once
 /// nothing is queued or in flight (the run's last tick comes then, before
-/// the files are closed); returns the run's error and the two `.open`
-/// files.
-pub fn run_losing_a_writers_file(dir: &Path, toml: &str) -> (String, Vec<PathBuf>) {
+/// the files are closed), `also` called with both just after; returns the
+/// run's error and the two `.open` files.
+pub fn run_losing_a_writers_file(
+    dir: &Path,
+    toml: &str,
+    also: &(dyn Fn(&[PathBuf]) + Sync),
+) -> (String, Vec<PathBuf>) {
     let cfg = CrawlConfig::from_toml(toml).unwrap();
     let c = Crawl::open(dir, cfg, toml, Arc::new(AtomicBool::new(false))).unwrap();
     open_both_writers(&c);
@@ -1091,6 +1095,7 @@ pub fn run_losing_a_writers_file(dir: &Path, toml: &str) -> (String, Vec<PathBuf
         let n = c.frontier().counts().unwrap();
         if n.done > 0 && n.queued == 0 && n.in_flight == 0 && !removed.swap(true, SeqCst) {
             std::fs::remove_file(&open[1]).unwrap();
+            also(&open);
         }
     };
     let err = c.run(&tick).unwrap_err().to_string();
@@ -1108,7 +1113,7 @@ fn a_failed_close_at_the_end_still_indexes_the_other_writers_file() {
     let w = web::start();
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().join("crawl");
-    let (err, open) = run_losing_a_writers_file(&dir, &config(&w, "warc-writers = 2"));
+    let (err, open) = run_losing_a_writers_file(&dir, &config(&w, "warc-writers = 2"), &|_| {});
     let kept = open[0].with_extension("");
     let name = kept.file_name().unwrap().to_str().unwrap();
     assert!(err.contains("closing the WARC files failed"), "{err}");
@@ -1120,6 +1125,36 @@ fn a_failed_close_at_the_end_still_indexes_the_other_writers_file() {
     );
     let cdxj = std::fs::read_to_string(dir.join("indexes/index.cdxj")).unwrap();
     assert!(cdxj.lines().any(|l| l.contains(name)), "{cdxj}");
+}
+
+/// A failed close at the end (one writer's `.open` file removed) whose
+/// other file then fails to index: that file's `.open` name is made a
+/// directory once every URI is done, so its close renames the directory
+/// and its index cannot trust its rows (the length differs) and cannot
+/// read it again. The error names it as closed, not indexed, and no line
+/// of it is in `index.cdxj` or `indexed.txt`.
+#[test]
+fn a_failed_close_whose_other_file_fails_to_index_names_it() {
+    let w = web::start();
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("crawl");
+    let (err, open) = run_losing_a_writers_file(&dir, &config(&w, "warc-writers = 2"), &|open| {
+        std::fs::remove_file(&open[0]).unwrap();
+        std::fs::create_dir(&open[0]).unwrap();
+    });
+    let kept = open[0].with_extension("");
+    let name = kept.file_name().unwrap().to_str().unwrap();
+    assert!(kept.is_dir(), "the close renamed the directory");
+    assert!(err.contains("closing the WARC files failed"), "{err}");
+    assert!(
+        err.contains(&format!("closed, not indexed: {}", kept.display())),
+        "the file whose indexing failed named: {err}"
+    );
+    assert!(err.contains("closed and indexed: none"), "{err}");
+    let listed = std::fs::read_to_string(dir.join("indexes/indexed.txt")).unwrap_or_default();
+    assert!(!listed.contains(name), "{listed:?}");
+    let cdxj = std::fs::read_to_string(dir.join("indexes/index.cdxj")).unwrap_or_default();
+    assert!(!cdxj.contains(name), "{cdxj}");
 }
 
 /// A rotation whose close fails part way, before the crawl runs (the

@@ -197,6 +197,7 @@ fn a_failed_close_of_the_recorder_still_names_the_infomall_files() {
             &w,
             "format = \"infomall\"\nwarc-size = 3000\nmax-size = 10000\nwarc-writers = 2",
         ),
+        &|_| {},
     );
     assert!(err.contains("closing the WARC files failed"), "{err}");
     let dats: Vec<String> = std::fs::read_dir(dir.join("archive"))
