@@ -648,6 +648,10 @@ fn recent_keys_are_the_keys() {
         assert_eq!(recent.key(id), key(id), "{id:?}");
     }
     assert!(recent.ids.iter().all(|s| s.len() <= RECENT_KEY_LEN));
+}
+
+#[cfg(test)]
+#[test]
 fn hash64_spreads_the_tag_bits_and_separates_near_ids() {
     use std::collections::HashSet;
     // Random v4 ids as writers make them, without `<>` as they are keyed.
