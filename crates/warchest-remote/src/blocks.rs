@@ -400,6 +400,26 @@ struct Counters {
     /// The most readers remembered at once (the pool's floor is one
     /// buffer more).
     most_readers: AtomicUsize,
+    /// The longest piece of a body received: the HTTP client's read
+    /// buffer bounds it.
+    largest_piece: AtomicUsize,
+}
+
+/// A block's buffer as the sink of its request, noting the longest piece.
+struct Noted<'a> {
+    buf: &'a mut Vec<u8>,
+    largest: &'a AtomicUsize,
+}
+
+impl request::Sink for Noted<'_> {
+    fn len(&self) -> u64 {
+        self.buf.len() as u64
+    }
+
+    fn push(&mut self, b: bytes::Bytes) {
+        self.largest.fetch_max(b.len(), Ordering::Relaxed);
+        request::Sink::push(self.buf, b);
+    }
 }
 
 /// One object's stats line, printed once: by [`print_stats`], which the
@@ -669,6 +689,13 @@ impl RemoteBlocks {
         )
     }
 
+    /// The longest piece of a response body received so far: over plain
+    /// HTTP at most the HTTP client's read buffer (64 KiB; docs/remote.md,
+    /// "What a remote read holds").
+    pub fn largest_piece(&self) -> usize {
+        self.counters.largest_piece.load(Ordering::Relaxed)
+    }
+
     /// The most bytes of blocks held at once so far (buffers fetched,
     /// being fetched or being read from, counted as they are taken from
     /// the pool): what [`RemoteBlocks::budget`] bounds.
@@ -691,6 +718,7 @@ impl RemoteBlocks {
         let start = i * self.block;
         let len = self.len_of(i);
         let (loc, opts, size) = (self.loc.clone(), self.opts.clone(), self.size);
+        let counters = Arc::clone(&self.counters);
         let guard = SetOnDrop(Arc::downgrade(&cell));
         let mut block = Block {
             buf,
@@ -698,8 +726,11 @@ impl RemoteBlocks {
         };
         self.counters.requests.fetch_add(1, Ordering::Relaxed);
         runtime().spawn(async move {
-            let got =
-                request::fetch_into(&loc, &opts, start, len, Some(size), &mut block.buf).await;
+            let mut sink = Noted {
+                buf: &mut block.buf,
+                largest: &counters.largest_piece,
+            };
+            let got = request::fetch_into(&loc, &opts, start, len, Some(size), &mut sink).await;
             // A failed block's buffer goes back to the pool at once.
             let pool = Arc::clone(&block.pool);
             guard.set(got.map(|()| block));

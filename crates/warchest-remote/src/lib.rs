@@ -35,6 +35,7 @@ mod blocks;
 mod coalesce;
 mod file;
 mod location;
+mod plain;
 mod request;
 mod writer;
 
