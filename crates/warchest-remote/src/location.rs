@@ -364,6 +364,7 @@ fn make_store(
 fn plain_connector(opts: &Options) -> crate::plain::PlainConnector {
     crate::plain::PlainConnector {
         connect_timeout: opts.connect_timeout,
+        read_buf: opts.read_buf,
     }
 }
 
