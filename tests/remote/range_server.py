@@ -18,6 +18,7 @@ Control, for the tests:
   "GET HEAD"; POST /_reset_count sets them to zero.
 - GET or HEAD /_loop/a and /_loop/b: each redirects (302) to the other, a
   redirect loop (counted as requests).
+- GET or HEAD /_to/PATH: redirects (302) to /PATH, once (counted).
 
 LATENCY_MS (environment): every GET of a file waits that long before it
 answers, as a real store's first byte does (bench/remote_bench.py).
@@ -77,10 +78,13 @@ class Handler(BaseHTTPRequestHandler):
         return path
 
     def loop(self):
-        # /_loop/a and /_loop/b redirect to each other.
-        if not self.path.startswith("/_loop/"):
+        # /_loop/a and /_loop/b redirect to each other; /_to/PATH to /PATH.
+        if self.path.startswith("/_to/"):
+            other = self.path[len("/_to"):]
+        elif self.path.startswith("/_loop/"):
+            other = "/_loop/b" if self.path.endswith("a") else "/_loop/a"
+        else:
             return False
-        other = "/_loop/b" if self.path.endswith("a") else "/_loop/a"
         self.send_response(302)
         self.send_header("Location", other)
         self.send_header("Content-Length", "0")

@@ -305,9 +305,9 @@ struct Reader {
     thread: ThreadId,
     /// The block it reads.
     at: u64,
-    /// The block it read before: kept too, as a reader may look a little
-    /// ahead and come back (a chunk's start is confirmed by the records
-    /// after it).
+    /// The block it read before: kept too once a reader came back
+    /// ([`Held::looks_back`]); a move from it to the next block is a scan,
+    /// which may grow the budget.
     before: u64,
     /// `Held::moves` at its last read.
     seen: u64,
@@ -323,6 +323,15 @@ struct Held {
     /// Moves of readers from one block to another: the clock by which a
     /// reader that stopped reading is found.
     moves: u64,
+    /// Whether a reader ever came back to a block before the one it was in
+    /// (a chunk reader of an uncompressed object confirms a chunk's start
+    /// by the records after it, then comes back): only then do readers
+    /// keep the block they read before. The decoding job threads of a
+    /// gzip object only move on, and their blocks before were 1-2 MiB of
+    /// the blocks held at `-j 2`. Counted for the object, not a reader: a
+    /// reader forgotten (gone stale) and come again would lose its block
+    /// before at its first look back each time.
+    looks_back: bool,
 }
 
 /// Which held blocks room may be made from, in the order tried.
@@ -358,7 +367,9 @@ enum Give {
 /// scanning on finds its next blocks fetched (the latency of a request is
 /// hidden while decoding `AHEAD` blocks takes longer than one request). A
 /// block is fetched once for all readers while it is held. A reader's own
-/// block, the one it read before and the blocks ahead of it are *its
+/// block, the one it read before (once a reader came back to a block
+/// behind it: the chunk readers of an uncompressed object do, a gzip
+/// object's decoding jobs never) and the blocks ahead of it are *its
 /// own*: no other reader's read-ahead drops them (the chunks of a plain
 /// file are read far apart, and a cache shared by recency dropped one
 /// reader's blocks for another's). A read-ahead takes a free buffer, or
@@ -400,6 +411,26 @@ struct Counters {
     /// The most readers remembered at once (the pool's floor is one
     /// buffer more).
     most_readers: AtomicUsize,
+    /// The longest piece of a body received: the HTTP client's read
+    /// buffer bounds it.
+    largest_piece: AtomicUsize,
+}
+
+/// A block's buffer as the sink of its request, noting the longest piece.
+struct Noted<'a> {
+    buf: &'a mut Vec<u8>,
+    largest: &'a AtomicUsize,
+}
+
+impl request::Sink for Noted<'_> {
+    fn len(&self) -> u64 {
+        self.buf.len() as u64
+    }
+
+    fn push(&mut self, b: bytes::Bytes) {
+        self.largest.fetch_max(b.len(), Ordering::Relaxed);
+        request::Sink::push(self.buf, b);
+    }
 }
 
 /// One object's stats line, printed once: by [`print_stats`], which the
@@ -669,6 +700,13 @@ impl RemoteBlocks {
         )
     }
 
+    /// The longest piece of a response body received so far: over plain
+    /// HTTP at most the HTTP client's read buffer (64 KiB; docs/remote.md,
+    /// "What a remote read holds").
+    pub fn largest_piece(&self) -> usize {
+        self.counters.largest_piece.load(Ordering::Relaxed)
+    }
+
     /// The most bytes of blocks held at once so far (buffers fetched,
     /// being fetched or being read from, counted as they are taken from
     /// the pool): what [`RemoteBlocks::budget`] bounds.
@@ -691,6 +729,7 @@ impl RemoteBlocks {
         let start = i * self.block;
         let len = self.len_of(i);
         let (loc, opts, size) = (self.loc.clone(), self.opts.clone(), self.size);
+        let counters = Arc::clone(&self.counters);
         let guard = SetOnDrop(Arc::downgrade(&cell));
         let mut block = Block {
             buf,
@@ -698,8 +737,11 @@ impl RemoteBlocks {
         };
         self.counters.requests.fetch_add(1, Ordering::Relaxed);
         runtime().spawn(async move {
-            let got =
-                request::fetch_into(&loc, &opts, start, len, Some(size), &mut block.buf).await;
+            let mut sink = Noted {
+                buf: &mut block.buf,
+                largest: &counters.largest_piece,
+            };
+            let got = request::fetch_into(&loc, &opts, start, len, Some(size), &mut sink).await;
             // A failed block's buffer goes back to the pool at once.
             let pool = Arc::clone(&block.pool);
             guard.set(got.map(|()| block));
@@ -717,6 +759,7 @@ impl RemoteBlocks {
         if let Some(r) = h.readers.iter_mut().find(|r| r.thread == me) {
             if r.at != i {
                 h.moves += 1;
+                h.looks_back |= i < r.at;
                 r.before = r.at;
                 r.at = i;
             }
@@ -744,15 +787,15 @@ impl RemoteBlocks {
     }
 
     /// How strongly block `k` is kept: `Any` when a reader is in it,
-    /// `Kept` when a reader read it before or has it ahead, else `Unkept`
-    /// (what [`Give`] level may drop it).
+    /// `Kept` when a reader has it ahead or read it before and looks back,
+    /// else `Unkept` (what [`Give`] level may drop it).
     fn kept(&self, h: &Held, k: u64) -> Give {
         let mut most = Give::Unkept;
         for r in &h.readers {
             if k == r.at {
                 return Give::Any;
             }
-            if k == r.before || (k > r.at && k - r.at <= self.ahead) {
+            if (k == r.before && h.looks_back) || (k > r.at && k - r.at <= self.ahead) {
                 most = Give::Kept;
             }
         }
@@ -1229,18 +1272,22 @@ mod tests {
         assert_eq!(b.kept(&h, 0), Give::Unkept);
         assert_eq!(b.kept(&h, 1), Give::Unkept);
         assert_eq!(h.readers.len(), 1);
-        // This reader keeps its block, the one before and the one ahead
-        // only; after a look ahead and back, the block looked at too.
+        // This reader keeps its block and the one ahead only: no reader
+        // came back yet, so not the block it read before (gzip job
+        // threads); after a look ahead and back, the block looked at too,
+        // and from then on each block a reader read before.
         let at = 20 + 2 * STALE_MOVES;
         assert_eq!(b.kept(&h, at), Give::Any);
         assert_eq!(b.kept(&h, at + 1), Give::Kept);
         assert_eq!(b.kept(&h, at + 2), Give::Unkept);
-        assert_eq!(b.kept(&h, at - 1), Give::Kept);
+        assert_eq!(b.kept(&h, at - 1), Give::Unkept);
         assert_eq!(b.kept(&h, at - 2), Give::Unkept);
         b.note_reader(&mut h, me, at + 5);
         b.note_reader(&mut h, me, at);
         assert_eq!(b.kept(&h, at + 5), Give::Kept);
         assert_eq!(b.kept(&h, at - 1), Give::Unkept);
+        b.note_reader(&mut h, me, at + 1);
+        assert_eq!(b.kept(&h, at), Give::Kept);
     }
 
     /// With nine readers, one slow (decoding a large record) keeps its

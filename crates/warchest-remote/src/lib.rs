@@ -35,6 +35,7 @@ mod blocks;
 mod coalesce;
 mod file;
 mod location;
+mod plain;
 mod request;
 mod writer;
 
@@ -82,6 +83,11 @@ pub struct Options {
     pub part_size: usize,
     /// Parts of one upload in flight at once.
     pub upload_concurrency: usize,
+    /// The most a plain-HTTP connection reads at a time (hyper's
+    /// `max_buf_size`, at least 16 KiB): a body's pieces, and the
+    /// connection's buffer, stay under twice this (docs/remote.md, "The
+    /// transport of plain-HTTP reads").
+    pub read_buf: usize,
 }
 
 impl Default for Options {
@@ -96,6 +102,7 @@ impl Default for Options {
             min_chunk: 1 << 20,
             part_size: 16 << 20,
             upload_concurrency: 4,
+            read_buf: plain::READ_BUF,
         }
     }
 }
@@ -105,7 +112,9 @@ impl Options {
     /// `WARCHEST_REMOTE_RETRIES` (count), `WARCHEST_REMOTE_BACKOFF_MS`,
     /// `WARCHEST_REMOTE_TIMEOUT` and `WARCHEST_REMOTE_CONNECT_TIMEOUT`
     /// (seconds, fractions allowed), `WARCHEST_REMOTE_CHUNK`,
-    /// `WARCHEST_REMOTE_MIN_CHUNK` and `WARCHEST_REMOTE_PART_SIZE` (bytes).
+    /// `WARCHEST_REMOTE_MIN_CHUNK` and `WARCHEST_REMOTE_PART_SIZE` (bytes),
+    /// `WARCHEST_REMOTE_READ_BUF` (a byte count as the size flags read it:
+    /// `256KiB`).
     /// A value that does not parse is ignored with a warning.
     pub fn from_env() -> Options {
         let mut o = Options::default();
@@ -144,6 +153,9 @@ impl Options {
         }
         if let Some(n) = var::<usize>("WARCHEST_REMOTE_PART_SIZE") {
             o.part_size = n.clamp(5 << 20, 1 << 30);
+        }
+        if let Some(n) = size_knob("WARCHEST_REMOTE_READ_BUF") {
+            o.read_buf = usize::try_from(n).unwrap_or(usize::MAX);
         }
         o.min_chunk = o.min_chunk.min(o.chunk);
         o

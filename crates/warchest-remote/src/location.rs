@@ -279,6 +279,9 @@ fn make_store(
                 .with_bucket_name(bucket)
                 .with_client_options(client)
                 .with_retry(retry);
+            if !writing {
+                b = b.with_http_connector(plain_connector(opts));
+            }
             if let Some(e) = endpoint {
                 b = b.with_endpoint(e);
             }
@@ -344,15 +347,25 @@ fn make_store(
         }
         Scheme::Http => {
             use object_store::http::HttpBuilder;
-            Arc::new(
-                HttpBuilder::new()
-                    .with_url(key)
-                    .with_client_options(client.with_allow_http(true))
-                    .with_retry(retry)
-                    .build()?,
-            )
+            let mut b = HttpBuilder::new()
+                .with_url(key)
+                .with_client_options(client.with_allow_http(true))
+                .with_retry(retry);
+            if !writing {
+                b = b.with_http_connector(plain_connector(opts));
+            }
+            Arc::new(b.build()?)
         }
     })
+}
+
+/// The transport of a reading store: hyper with a capped read buffer for
+/// plain-`http://` GETs and HEADs, reqwest for the rest (crate::plain).
+fn plain_connector(opts: &Options) -> crate::plain::PlainConnector {
+    crate::plain::PlainConnector {
+        connect_timeout: opts.connect_timeout,
+        read_buf: opts.read_buf,
+    }
 }
 
 /// Whether `name` (the last component of a key) matches `pattern`, where

@@ -317,3 +317,43 @@ fn a_redirect_loop_is_one_error_not_retried() {
     // One round of redirects (reqwest follows ten), not one per retry.
     assert!(gets + heads <= 12, "{gets} GET, {heads} HEAD");
 }
+
+/// A proxy in the environment is honoured for plain-HTTP reads, by one
+/// thread and by blocks, as reqwest honours it: the direct transport of
+/// the remote crate steps aside when `HTTP_PROXY` is set (docs/remote.md,
+/// "The transport of plain-HTTP reads"). Through a proxy that is not
+/// there, the read cannot connect and the server sees no request; without
+/// it, the same read works.
+#[test]
+fn a_proxy_in_the_environment_is_used_for_plain_http() {
+    let tmp = served(&["warcio/example.warc.gz"]);
+    let srv = RangeServer::start(tmp.path(), 5.0);
+    let url = srv.url("example.warc.gz");
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    for j in ["1", "2"] {
+        let out = bin()
+            .args(["ls", "-j", j, &url])
+            .env("HTTP_PROXY", format!("http://127.0.0.1:{closed}"))
+            .env_remove("NO_PROXY")
+            .env_remove("no_proxy")
+            .env("WARCHEST_REMOTE_RETRIES", "1")
+            .env("WARCHEST_REMOTE_BACKOFF_MS", "10")
+            .output()
+            .expect("run warchest");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "-j {j}: {err}");
+        assert!(err.contains("cannot connect"), "-j {j}: {err}");
+    }
+    assert_eq!(
+        srv.count(),
+        (0, 0),
+        "requests reached the server, not the proxy"
+    );
+    let (rc, out, err) = run(&["ls", "-j", "2", &url]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(out.lines().count() > 1, "{out}");
+}
