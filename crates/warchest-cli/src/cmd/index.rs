@@ -164,13 +164,9 @@ pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
         if let Some(e) = out_err {
             return Ok(file_error("output", &e));
         }
-        match output.finish() {
-            Ok(mut w) => {
-                if let Err(e) = w.flush() {
-                    return Ok(file_error("output", &e));
-                }
-            }
-            Err(e) => return Ok(file_error("output", &e)),
+        // Closed before a cut below, so that nothing buffered lands after it.
+        if let Err(failed) = finish_output(output) {
+            return Ok(failed);
         }
         if let Some(mut e) = error {
             if let Some(refusal) = e.downcast_mut::<NotAddressable>() {
@@ -204,10 +200,7 @@ pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
         } else {
             g.warnings(name, &warnings);
         }
-        if let Some((open, path)) = rename {
-            std::fs::rename(&open, &path)
-                .with_context(|| format!("rename {} to {}", open.display(), path.display()))?;
-        }
+        rename_done(rename)?;
         return Ok(outcome);
     }
     let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs).build()?;
@@ -250,19 +243,27 @@ pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
         }
     }
     progress.finish_and_clear();
-    match output.finish() {
-        Ok(mut w) => {
-            if let Err(e) = w.flush() {
-                return Ok(outcome.and(file_error("output", &e)));
-            }
-        }
-        Err(e) => return Ok(outcome.and(file_error("output", &e))),
+    if let Err(failed) = finish_output(output) {
+        return Ok(outcome.and(failed));
     }
+    rename_done(rename)?;
+    Ok(outcome)
+}
+
+/// Writes the output's last lines and flushes it (and closes it: `-o`'s
+/// file is dropped here); a failure is the command's outcome.
+fn finish_output(output: IndexOutput<Box<dyn Write + Send>>) -> std::result::Result<(), Outcome> {
+    let mut w = output.finish().map_err(|e| file_error("output", &e))?;
+    w.flush().map_err(|e| file_error("output", &e))
+}
+
+/// Gives `-o FILE`, written as `FILE.open`, its name once it is whole.
+fn rename_done(rename: Option<(PathBuf, PathBuf)>) -> Result<()> {
     if let Some((open, path)) = rename {
         std::fs::rename(&open, &path)
             .with_context(|| format!("rename {} to {}", open.display(), path.display()))?;
     }
-    Ok(outcome)
+    Ok(())
 }
 
 /// The name an index gives a file: its base name, as cdxj-indexer does.

@@ -150,7 +150,10 @@ pub fn media_type(content_type: &[u8]) -> Option<String> {
 /// The media type of a Content-Type value as Heritrix cuts it: up to the
 /// first white space, `;` or `,` (`text/html` of `text/html
 /// charset=UTF-8`, a header written without its `;`), case kept. Empty
-/// when there is none.
+/// when there is none. [`media_type`] cuts at `;` only, as the
+/// specification reads a value (filters, stats and the index use it);
+/// this cut is for what crawlers log and decide pages by, where a
+/// malformed header should still count as the type it starts with.
 pub fn media_type_token(content_type: &str) -> &str {
     let c = content_type.trim_start_matches(|c: char| c.is_ascii_whitespace());
     let end = c
