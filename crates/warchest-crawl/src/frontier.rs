@@ -56,9 +56,11 @@ const QUEUE: TableDefinition<&[u8], &[u8]> = TableDefinition::new("queue");
 const HOSTS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("hosts");
 const READY: TableDefinition<&[u8], ()> = TableDefinition::new("ready");
 const SEEN: TableDefinition<&[u8], ()> = TableDefinition::new("seen");
-/// URLs queued first as no link (an embed, a script's URL) that a link
-/// or sitemap entry named later: pages when fetched (docs/crawl.md,
-/// "Pages and resources").
+/// URLs a link or sitemap entry named when they were seen already: those
+/// queued first as no link (an embed, a script's URL) are pages when
+/// fetched (docs/crawl.md, "Pages and resources"); for the others (seen
+/// first as links) the entry changes nothing. At most one entry a URL
+/// seen, so it is bounded as `seen` is.
 const LINKED: TableDefinition<&[u8], ()> = TableDefinition::new("linked");
 const INFLIGHT: TableDefinition<&[u8], &[u8]> = TableDefinition::new("inflight");
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
@@ -1017,7 +1019,9 @@ impl Frontier {
             let key = u.url.as_bytes();
             if seen.get(key).map_err(|e| self.err(e))?.is_some() {
                 // Named by a link now: a page if it is not fetched yet.
-                if u.linked {
+                // Most repeated links name a URL noted already: a read,
+                // not a write of the table's page, for those.
+                if u.linked && linked.get(key).map_err(|e| self.err(e))?.is_none() {
                     linked.insert(key, ()).map_err(|e| self.err(e))?;
                 }
                 continue;
