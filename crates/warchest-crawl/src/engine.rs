@@ -1033,19 +1033,17 @@ impl Crawl {
                 // A file of an earlier run, or one whose rows cannot be
                 // trusted (written.rs): read again.
                 let mut reader = warchest::archive::Reader::open(path)?;
-                let mut out = IndexOutput::new(Vec::new(), &Format::Cdxj, false)?;
+                // Spooled and copied as the written rows are: a large file's
+                // rows are not held whole (each ends with its newline).
+                let spool = tempfile::SpooledTempFile::new(1 << 20);
+                let mut out = IndexOutput::new(spool, &Format::Cdxj, false)?;
                 Indexer::new(name.clone(), IndexOptions::default())
                     .index(&mut reader, |e| out.push(&e))?;
-                let lines: Vec<String> = String::from_utf8_lossy(&out.finish()?)
-                    .lines()
-                    .filter(|l| !l.is_empty())
-                    .map(str::to_string)
-                    .collect();
-                if !lines.is_empty() {
-                    self.cdxj
-                        .line(&lines.join("\n"))
-                        .map_err(io_at(self.cdxj.path()))?;
-                }
+                let mut rows = out.finish()?;
+                rows.rewind().map_err(io_at(path))?;
+                self.cdxj
+                    .copy_lines(&mut rows)
+                    .map_err(io_at(self.cdxj.path()))?;
             }
         }
         let end = std::fs::metadata(self.cdxj.path())
