@@ -701,7 +701,7 @@ impl RemoteBlocks {
     }
 
     /// The longest piece of a response body received so far: over plain
-    /// HTTP at most the HTTP client's read buffer (64 KiB; docs/remote.md,
+    /// HTTP at most twice the HTTP client's read buffer ([`Options::read_buf`]; docs/remote.md,
     /// "What a remote read holds").
     pub fn largest_piece(&self) -> usize {
         self.counters.largest_piece.load(Ordering::Relaxed)
