@@ -295,6 +295,53 @@ impl Drop for SetOnDrop {
     }
 }
 
+/// A block's request, made under the held lock and started after it is
+/// let go of: starting it wakes the runtime's thread, which then ran while
+/// the reader still held the lock, and the other decoding thread waited
+/// for the lock meanwhile (docs/performance.md, "Round thirteen": the
+/// remote reads' idle time). Dropped unstarted, its cell gets an error
+/// ([`SetOnDrop`]).
+struct Launch {
+    start: u64,
+    len: u64,
+    loc: Location,
+    opts: Options,
+    size: u64,
+    counters: Arc<Counters>,
+    guard: SetOnDrop,
+    block: Block,
+}
+
+impl Launch {
+    /// Starts the request on the runtime.
+    fn start(self) {
+        let Launch {
+            start,
+            len,
+            loc,
+            opts,
+            size,
+            counters,
+            guard,
+            mut block,
+        } = self;
+        runtime().spawn(async move {
+            let mut sink = Noted {
+                buf: &mut block.buf,
+                largest: &counters.largest_piece,
+            };
+            let got = request::fetch_into(&loc, &opts, start, len, Some(size), &mut sink).await;
+            // A failed block's buffer goes back to the pool at once.
+            let pool = Arc::clone(&block.pool);
+            guard.set(got.map(|()| block));
+            // Its buffer may now be made room from by a reader waiting,
+            // once this task no longer refers to it.
+            drop(guard);
+            pool.back.notify_all();
+        });
+    }
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -723,34 +770,26 @@ impl RemoteBlocks {
         self.block.min(self.size.saturating_sub(i * self.block))
     }
 
-    /// Starts the request for block `i` into `buf`.
-    fn spawn(&self, i: u64, buf: Vec<u8>) -> Arc<Cell> {
+    /// The request for block `i` into `buf`: its cell, to be put among the
+    /// held blocks, and its [`Launch`], to be started once the held lock
+    /// is let go of ([`Launch::start`]).
+    fn spawn(&self, i: u64, buf: Vec<u8>) -> (Arc<Cell>, Launch) {
         let cell = Arc::new(Cell::default());
-        let start = i * self.block;
-        let len = self.len_of(i);
-        let (loc, opts, size) = (self.loc.clone(), self.opts.clone(), self.size);
-        let counters = Arc::clone(&self.counters);
-        let guard = SetOnDrop(Arc::downgrade(&cell));
-        let mut block = Block {
-            buf,
-            pool: Arc::clone(&self.pool),
+        let launch = Launch {
+            start: i * self.block,
+            len: self.len_of(i),
+            loc: self.loc.clone(),
+            opts: self.opts.clone(),
+            size: self.size,
+            counters: Arc::clone(&self.counters),
+            guard: SetOnDrop(Arc::downgrade(&cell)),
+            block: Block {
+                buf,
+                pool: Arc::clone(&self.pool),
+            },
         };
         self.counters.requests.fetch_add(1, Ordering::Relaxed);
-        runtime().spawn(async move {
-            let mut sink = Noted {
-                buf: &mut block.buf,
-                largest: &counters.largest_piece,
-            };
-            let got = request::fetch_into(&loc, &opts, start, len, Some(size), &mut sink).await;
-            // A failed block's buffer goes back to the pool at once.
-            let pool = Arc::clone(&block.pool);
-            guard.set(got.map(|()| block));
-            // Its buffer may now be made room from by a reader waiting,
-            // once this task no longer refers to it.
-            drop(guard);
-            pool.back.notify_all();
-        });
-        cell
+        (cell, launch)
     }
 
     /// Notes that thread `me` reads block `i`; readers gone (see
@@ -884,6 +923,9 @@ impl RemoteBlocks {
         if self.stats {
             self.meter();
         }
+        // The requests this call makes, started once the held lock is let
+        // go of (the loop's end drops it): the reader's own block first.
+        let mut launches = Vec::new();
         let cell = loop {
             let mut h = lock(&self.held);
             let me = std::thread::current().id();
@@ -936,7 +978,8 @@ impl RemoteBlocks {
                         self.pool.wait();
                         continue;
                     };
-                    let c = self.spawn(i, buf);
+                    let (c, launch) = self.spawn(i, buf);
+                    launches.push(launch);
                     h.blocks.push((i, Arc::clone(&c)));
                     c
                 }
@@ -968,11 +1011,15 @@ impl RemoteBlocks {
                     }
                     None => break,
                 };
-                let c = self.spawn(k, buf);
+                let (c, launch) = self.spawn(k, buf);
+                launches.push(launch);
                 h.blocks.push((k, c));
             }
             break cell;
         };
+        for launch in launches {
+            launch.start();
+        }
         if !cell.pending() {
             return cell.wait();
         }
@@ -1429,6 +1476,47 @@ mod tests {
         assert!(b.pool.try_take().is_none());
         drop((got, c));
         assert!(b.pool.try_take().is_some());
+    }
+
+    /// A block's request is made only when its launch is started (after
+    /// the held lock is let go of), not when the block is put among the
+    /// held ones; a launch dropped unstarted wakes its readers with an
+    /// error.
+    #[test]
+    fn a_blocks_request_is_sent_when_started_not_when_made() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let url = format!("http://{}/x", listener.local_addr().unwrap());
+        let b = RemoteBlocks::open_sized(Location::parse(&url).unwrap(), Options::default(), B)
+            .with_blocks(B as usize, 1)
+            .with_budget(2 * B);
+        let (cell, launch) = b.spawn(0, b.pool.try_take().unwrap());
+        std::thread::sleep(Duration::from_millis(100));
+        let e = listener.accept().map(|_| ()).unwrap_err();
+        assert_eq!(
+            e.kind(),
+            io::ErrorKind::WouldBlock,
+            "a request before start"
+        );
+        assert!(cell.pending());
+        launch.start();
+        let t = std::time::Instant::now();
+        let conn = loop {
+            match listener.accept() {
+                Ok(c) => break c,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    assert!(t.elapsed() < Duration::from_secs(20), "no request");
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err(e) => panic!("{e}"),
+            }
+        };
+        drop(conn);
+        // Unstarted: the cell is set, its readers are not left waiting.
+        let (cell, launch) = b.spawn(1, b.pool.try_take().unwrap());
+        drop(launch);
+        let e = cell.wait().unwrap_err().to_string();
+        assert!(e.contains("without an answer"), "{e}");
     }
 
     #[test]
