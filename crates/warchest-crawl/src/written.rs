@@ -26,7 +26,7 @@ use std::sync::Mutex;
 
 use warchest::warc::{RecordType, field};
 use warchest_capture::WrittenRecord;
-use warchest_index::{Encoder, Format, IndexOptions, Indexer};
+use warchest_index::{Format, IndexOptions, IndexOutput, Indexer};
 
 /// The rows of the files being written; see the module documentation.
 #[derive(Default)]
@@ -84,8 +84,14 @@ impl WrittenRows {
             match lines {
                 Some(lines) => {
                     use std::io::Write as _;
-                    if f.lines.write_all(&lines).is_err() {
-                        f.broken = true;
+                    for l in lines {
+                        if f.lines
+                            .write_all(l.as_bytes())
+                            .and_then(|()| f.lines.write_all(b"\n"))
+                            .is_err()
+                        {
+                            f.broken = true;
+                        }
                     }
                     f.spans.extend(
                         part.iter()
@@ -136,11 +142,8 @@ impl WrittenRows {
     }
 }
 
-/// The CDXJ lines of one write's records, all in the file `path`, each
-/// ended by a newline: the encoder's bytes as they are (they used to be
-/// made into a string, split into a `String` a line and written back a
-/// line and a newline at a time, under the writer's lock).
-fn lines_of(recs: &[WrittenRecord<'_>], path: &Path) -> Option<Vec<u8>> {
+/// The CDXJ lines of one write's records, all in the file `path`.
+fn lines_of(recs: &[WrittenRecord<'_>], path: &Path) -> Option<Vec<String>> {
     let mut bytes = Vec::new();
     let mut at = HashMap::new();
     for r in recs {
@@ -167,17 +170,20 @@ fn lines_of(recs: &[WrittenRecord<'_>], path: &Path) -> Option<Vec<u8>> {
     let entries = Indexer::new(name, IndexOptions::default())
         .entries(&mut reader)
         .ok()?;
-    let enc = Encoder::new(&Format::Cdxj);
-    let mut out = Vec::with_capacity(512 * entries.len());
+    let mut out = IndexOutput::new(Vec::new(), &Format::Cdxj, false).ok()?;
     for mut e in entries {
         let (offset, len) = *at.get(e.record_id.as_deref()?)?;
         e.offset = offset;
         e.length = Some(len);
-        enc.encode(&e, &mut out);
+        out.push(&e).ok()?;
     }
-    // Text of whole lines, as the file's own index would be (else it is
-    // read again).
-    (std::str::from_utf8(&out).is_ok() && (out.is_empty() || out.ends_with(b"\n"))).then_some(out)
+    let text = String::from_utf8(out.finish().ok()?).ok()?;
+    Some(
+        text.lines()
+            .filter(|l| !l.is_empty())
+            .map(str::to_string)
+            .collect(),
+    )
 }
 
 /// Options of the reader over one write's bytes: an input buffer the size
