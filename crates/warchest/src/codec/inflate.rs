@@ -10,6 +10,9 @@
 //! Without the `libdeflate` feature the same whole-buffer attempt is made
 //! with flate2 (zlib-rs): the same results, without the speed-up.
 //!
+//! The writer deflates a small gzip member with libdeflate too
+//! ([`FastDeflater`]): its bytes are gathered and compressed in one call.
+//!
 //! With libdeflate, the one module of the library with `unsafe`: the FFI
 //! calls, each with its safety argument (and, on Linux, the `madvise` of
 //! `advise_huge`).
@@ -20,8 +23,10 @@ use std::ptr::NonNull;
 
 #[cfg(feature = "libdeflate")]
 use libdeflate_sys::{
-    libdeflate_alloc_decompressor, libdeflate_crc32, libdeflate_decompressor,
-    libdeflate_deflate_decompress_ex, libdeflate_free_decompressor,
+    libdeflate_alloc_compressor, libdeflate_alloc_decompressor, libdeflate_compressor,
+    libdeflate_crc32, libdeflate_decompressor, libdeflate_deflate_compress,
+    libdeflate_deflate_compress_bound, libdeflate_deflate_decompress_ex,
+    libdeflate_free_compressor, libdeflate_free_decompressor,
     libdeflate_result_LIBDEFLATE_INSUFFICIENT_SPACE, libdeflate_result_LIBDEFLATE_SUCCESS,
 };
 
@@ -149,6 +154,74 @@ pub(crate) fn crc32(crc: u32, data: &[u8]) -> u32 {
     h.finalize()
 }
 
+/// A libdeflate compressor, reused across members: the writer deflates a
+/// member whose bytes it has gathered in one call. For a crawl's small
+/// records (about 1 KiB) that took about 40 % less CPU than zlib-rs's
+/// streaming deflate at the same level, whose per-member reset and
+/// Huffman trees cost most (docs/performance.md, the crawl section).
+#[cfg(feature = "libdeflate")]
+pub(crate) struct FastDeflater {
+    c: NonNull<libdeflate_compressor>,
+}
+
+// SAFETY: a libdeflate compressor has no thread affinity; it is only used
+// through &mut self, never shared.
+#[cfg(feature = "libdeflate")]
+unsafe impl Send for FastDeflater {}
+
+#[cfg(feature = "libdeflate")]
+impl FastDeflater {
+    /// A compressor at `level` (0-9, as zlib's), or `None` when libdeflate
+    /// cannot allocate one.
+    pub(crate) fn new(level: u32) -> Option<Self> {
+        let level = i32::try_from(level.min(9)).ok()?;
+        // SAFETY: a level in libdeflate's range (0-12); returns null on an
+        // allocation failure.
+        let c = unsafe { libdeflate_alloc_compressor(level) };
+        NonNull::new(c).map(|c| FastDeflater { c })
+    }
+
+    /// Deflates `input` whole (one raw deflate stream, final block set)
+    /// onto the end of `out`, into its spare capacity (reserved here to
+    /// libdeflate's bound). False, and `out` unchanged, when libdeflate
+    /// made nothing (it cannot, given its bound: the caller then streams).
+    pub(crate) fn deflate_append(&mut self, input: &[u8], out: &mut Vec<u8>) -> bool {
+        // SAFETY: a live compressor; the bound depends on the length only.
+        let bound = unsafe { libdeflate_deflate_compress_bound(self.c.as_ptr(), input.len()) };
+        out.reserve(bound);
+        let len = out.len();
+        let spare = out.spare_capacity_mut();
+        let room = spare.len();
+        // SAFETY: reads `input.len()` bytes of a live slice and writes at
+        // most `room` bytes into the vector's spare capacity (never reading
+        // it); returns how many it wrote, 0 when they did not fit.
+        let made = unsafe {
+            libdeflate_deflate_compress(
+                self.c.as_ptr(),
+                input.as_ptr().cast(),
+                input.len(),
+                spare.as_mut_ptr().cast(),
+                room,
+            )
+        };
+        if made == 0 || made > room {
+            return false;
+        }
+        // SAFETY: libdeflate initialised the first `made` bytes of the spare
+        // capacity, and `len + made` is within the capacity.
+        unsafe { out.set_len(len + made) };
+        true
+    }
+}
+
+#[cfg(feature = "libdeflate")]
+impl Drop for FastDeflater {
+    fn drop(&mut self) {
+        // SAFETY: allocated by libdeflate_alloc_compressor, freed once.
+        unsafe { libdeflate_free_compressor(self.c.as_ptr()) }
+    }
+}
+
 #[cfg(feature = "libdeflate")]
 impl Drop for FastInflater {
     fn drop(&mut self) {
@@ -215,6 +288,20 @@ impl FastInflater {
 mod tests {
     use super::*;
     use std::io::Write;
+
+    /// A compressor's raw deflate stream inflates back to its input.
+    #[cfg(feature = "libdeflate")]
+    #[test]
+    fn a_deflated_buffer_inflates_back() {
+        let mut c = FastDeflater::new(6).unwrap();
+        let mut out = b"kept".to_vec();
+        assert!(c.deflate_append(b"hello hello hello", &mut out));
+        assert_eq!(&out[..4], b"kept");
+        let mut d = flate2::read::DeflateDecoder::new(&out[4..]);
+        let mut back = Vec::new();
+        std::io::Read::read_to_end(&mut d, &mut back).unwrap();
+        assert_eq!(back, b"hello hello hello");
+    }
 
     fn deflate(data: &[u8]) -> Vec<u8> {
         let mut e = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());

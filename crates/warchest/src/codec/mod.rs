@@ -38,6 +38,8 @@ mod zstd_member;
 
 pub use decoder::{Decoder, DecoderOptions};
 pub use gzip::{GzipHeader, GzipTrailer, MAX_KEPT_FIELD, parse_gzip_header};
+#[cfg(feature = "libdeflate")]
+pub(crate) use inflate::FastDeflater;
 #[cfg(feature = "lz4")]
 pub(crate) use lz4::{MAGIC as LZ4_MAGIC, Xxh32, xxh32};
 pub(crate) use map::prefetch;

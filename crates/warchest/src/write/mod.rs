@@ -251,6 +251,13 @@ enum Compressor {
         crc: crc32fast::Hasher,
         size: u32,
         buf: Vec<u8>,
+        /// Deflates a member of at most [`WHOLE_MAX`] bytes in one call.
+        #[cfg(feature = "libdeflate")]
+        fast: Option<crate::codec::FastDeflater>,
+        /// The member's bytes, gathered for `fast`.
+        whole: Vec<u8>,
+        /// The member is gathered in `whole`, not streamed through `deflate`.
+        gathering: bool,
     },
     #[cfg(feature = "zstd")]
     Zstd {
@@ -287,10 +294,40 @@ fn lz4_block<W: Write>(out: &mut W, data: &[u8], buf: &mut [u8]) -> io::Result<(
 
 const GZIP_HEADER: [u8; 10] = [0x1f, 0x8b, 0x08, 0, 0, 0, 0, 0, 0, 0xff];
 
+/// The largest gzip member gathered and deflated in one call (libdeflate);
+/// a larger one is streamed through zlib-rs, so the gathered bytes stay
+/// bounded.
+const WHOLE_MAX: usize = 256 << 10;
+
+/// Streams `data` through zlib-rs's `deflate` (no flush), writing what it
+/// makes.
+fn deflate_stream<W: Write>(
+    deflate: &mut flate2::Compress,
+    buf: &mut Vec<u8>,
+    out: &mut W,
+    mut data: &[u8],
+) -> io::Result<()> {
+    while !data.is_empty() {
+        let before_in = deflate.total_in();
+        let before_out = deflate.total_out();
+        buf.clear();
+        deflate
+            .compress_vec(data, buf, flate2::FlushCompress::None)
+            .map_err(io::Error::other)?;
+        let used = (deflate.total_in() - before_in) as usize;
+        data = &data[used..];
+        if deflate.total_out() > before_out {
+            out.write_all(buf)?;
+        }
+    }
+    Ok(())
+}
+
 impl Compressor {
     /// Starts a member for a record of `total` uncompressed bytes.
     fn begin<W: Write>(&mut self, out: &mut W, total: u64) -> io::Result<()> {
-        // Only zstd and LZ4 frames declare the size.
+        // Only zstd and LZ4 frames declare the size; gzip takes the one-call
+        // path by it.
         #[cfg(not(any(feature = "zstd", feature = "lz4")))]
         let _ = total;
         match self {
@@ -300,9 +337,30 @@ impl Compressor {
                 deflate,
                 crc,
                 size,
+                #[cfg(feature = "libdeflate")]
+                fast,
+                whole,
+                gathering,
                 ..
             } => {
-                deflate.reset();
+                // A member whose size is known to be small is gathered and
+                // deflated whole with libdeflate (zlib-rs's reset and
+                // Huffman trees cost most of a small member's deflate).
+                #[cfg(feature = "libdeflate")]
+                {
+                    *gathering = total <= WHOLE_MAX as u64;
+                    if *gathering && fast.is_none() {
+                        // Taken at the first such member: a writer that
+                        // makes none holds no compressor.
+                        *fast = crate::codec::FastDeflater::new(*level);
+                    }
+                    *gathering &= fast.is_some();
+                }
+                if *gathering {
+                    whole.clear();
+                } else {
+                    deflate.reset();
+                }
                 *crc = crc32fast::Hasher::new();
                 *size = 0;
                 let mut h = GZIP_HEADER;
@@ -347,24 +405,25 @@ impl Compressor {
                 crc,
                 size,
                 buf,
+                whole,
+                gathering,
                 ..
             } => {
                 crc.update(data);
                 *size = size.wrapping_add(data.len() as u32);
-                while !data.is_empty() {
-                    let before_in = deflate.total_in();
-                    let before_out = deflate.total_out();
-                    buf.clear();
-                    deflate
-                        .compress_vec(data, buf, flate2::FlushCompress::None)
-                        .map_err(io::Error::other)?;
-                    let used = (deflate.total_in() - before_in) as usize;
-                    data = &data[used..];
-                    if deflate.total_out() > before_out {
-                        out.write_all(buf)?;
+                if *gathering {
+                    if whole.len() + data.len() <= WHOLE_MAX {
+                        whole.extend_from_slice(data);
+                        return Ok(());
                     }
+                    // More than the member's size said: streamed from here,
+                    // the bytes gathered first.
+                    *gathering = false;
+                    deflate.reset();
+                    deflate_stream(deflate, buf, out, whole)?;
+                    whole.clear();
                 }
-                Ok(())
+                deflate_stream(deflate, buf, out, data)
             }
             #[cfg(feature = "zstd")]
             Compressor::Zstd { enc, buf } => {
@@ -407,17 +466,36 @@ impl Compressor {
                 crc,
                 size,
                 buf,
+                #[cfg(feature = "libdeflate")]
+                fast,
+                whole,
+                gathering,
                 ..
             } => {
-                loop {
+                let mut done = false;
+                if *gathering {
+                    *gathering = false;
+                    buf.clear();
+                    #[cfg(feature = "libdeflate")]
+                    if let Some(f) = fast
+                        && f.deflate_append(whole, buf)
+                    {
+                        out.write_all(buf)?;
+                        done = true;
+                    }
+                    if !done {
+                        deflate.reset();
+                        deflate_stream(deflate, buf, out, whole)?;
+                    }
+                    whole.clear();
+                }
+                while !done {
                     buf.clear();
                     let status = deflate
                         .compress_vec(&[], buf, flate2::FlushCompress::Finish)
                         .map_err(io::Error::other)?;
                     out.write_all(buf)?;
-                    if status == flate2::Status::StreamEnd {
-                        break;
-                    }
+                    done = status == flate2::Status::StreamEnd;
                 }
                 let crc = std::mem::replace(crc, crc32fast::Hasher::new()).finalize();
                 out.write_all(&crc.to_le_bytes())?;
@@ -525,6 +603,10 @@ impl<W: Write> Writer<W> {
                 crc: crc32fast::Hasher::new(),
                 size: 0,
                 buf: Vec::with_capacity(64 << 10),
+                #[cfg(feature = "libdeflate")]
+                fast: None,
+                whole: Vec::new(),
+                gathering: false,
             },
             #[cfg(not(feature = "zstd"))]
             Compression::Zstd { .. } => {
@@ -972,6 +1054,115 @@ mod tests {
             }
             assert_eq!(at, data.len() as u64);
         }
+    }
+
+    /// Inflates one gzip member with flate2 (not the reader under test):
+    /// (the bytes, the member's length).
+    fn gunzip_member(data: &[u8]) -> (Vec<u8>, usize) {
+        let mut d = flate2::bufread::GzDecoder::new(data);
+        let mut out = Vec::new();
+        io::Read::read_to_end(&mut d, &mut out).unwrap();
+        let rest = d.into_inner().len();
+        (out, data.len() - rest)
+    }
+
+    /// Small members (deflated whole by libdeflate) and a member over
+    /// `WHOLE_MAX` (streamed by zlib-rs) written in turn through one writer
+    /// each inflate to their record, with gzip's CRC and size checked, and
+    /// the reader reads every record back.
+    #[test]
+    fn gzip_members_small_and_large_read_back() {
+        let mut big = Vec::with_capacity(WHOLE_MAX + 10_000);
+        let mut x = 1u32;
+        while big.len() < WHOLE_MAX + 10_000 {
+            // Not too compressible, so the member really spans blocks.
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            big.extend_from_slice(format!("{} ", x >> 16).as_bytes());
+        }
+        let mut all = bodies()[..3].to_vec();
+        all.push(big.clone());
+        all.push(bodies()[3].clone());
+        all.push(Vec::new());
+        let (data, written) = write_all(
+            WriterOptions {
+                compression: Compression::Gzip(6),
+                ..WriterOptions::default()
+            },
+            &all,
+        );
+        for (w, body) in written.iter().zip(&all) {
+            let at = w.offset as usize;
+            let (rec, len) = gunzip_member(&data[at..]);
+            assert_eq!(len as u64, w.stored_len);
+            assert!(rec.ends_with(&[&body[..], b"\r\n\r\n"].concat()));
+        }
+        let mut r = crate::archive::Reader::new(&data[..]).unwrap();
+        let mut n = 0;
+        while let Some(mut rec) = r.next_record().unwrap() {
+            assert_eq!(rec.read_block().unwrap(), all[n]);
+            n += 1;
+        }
+        assert_eq!(n, all.len());
+    }
+
+    /// A small member is deflated in one call by libdeflate (the same
+    /// bytes as libdeflate gives for the record), not streamed by zlib-rs.
+    #[cfg(feature = "libdeflate")]
+    #[test]
+    fn a_small_gzip_member_is_deflated_whole_by_libdeflate() {
+        let body = bodies()[7].clone();
+        let (data, written) = write_all(
+            WriterOptions {
+                compression: Compression::Gzip(6),
+                ..WriterOptions::default()
+            },
+            std::slice::from_ref(&body),
+        );
+        let member = &data[..written[0].stored_len as usize];
+        let (rec, _) = gunzip_member(member);
+        let mut expect = Vec::new();
+        assert!(
+            crate::codec::FastDeflater::new(6)
+                .unwrap()
+                .deflate_append(&rec, &mut expect)
+        );
+        // Header (10 bytes), deflate stream, CRC and size (8 bytes).
+        assert_eq!(&member[10..member.len() - 8], &expect[..]);
+    }
+
+    /// A member that turns out larger than `begin` was told (past
+    /// `WHOLE_MAX`) is streamed from there, its gathered start first: one
+    /// valid member of every byte, the gathered bytes bounded.
+    #[test]
+    fn a_member_larger_than_announced_is_streamed_whole() {
+        let mut c = match Writer::new(Vec::new(), WriterOptions::default())
+            .unwrap()
+            .comp
+        {
+            c @ Compressor::Gzip { .. } => c,
+            _ => unreachable!("gzip is the default"),
+        };
+        let mut out = Vec::new();
+        let part: Vec<u8> = (0..50_000u32).map(|i| (i % 251) as u8).collect();
+        c.begin(&mut out, 100).unwrap();
+        let mut sent = Vec::new();
+        for _ in 0..(WHOLE_MAX / part.len() + 2) {
+            c.write(&mut out, &part).unwrap();
+            sent.extend_from_slice(&part);
+            if let Compressor::Gzip { whole, .. } = &c {
+                assert!(whole.len() <= WHOLE_MAX);
+            }
+        }
+        c.end(&mut out).unwrap();
+        let (back, len) = gunzip_member(&out);
+        assert_eq!(len, out.len());
+        assert_eq!(back, sent);
+        // And the next member, small, is right too.
+        let mut next = Vec::new();
+        c.begin(&mut next, 5).unwrap();
+        c.write(&mut next, b"hello").unwrap();
+        c.end(&mut next).unwrap();
+        assert_eq!(gunzip_member(&next).0, b"hello");
     }
 
     /// zstd and LZ4 without their features: refused when the writer is
