@@ -162,6 +162,10 @@ if [[ " $* " == *" --smoke "* ]]; then
         python3 "$here/load.py" --bin "$WARCHEST_BIN" --secs 1 --idle 20 --no-pywb
     fi
 else
+    # The inflate floor's rows need libdeflate's own gunzip.
+    command -v libdeflate-gunzip >/dev/null || {
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libdeflate-tools >/dev/null
+    }
     cargo build -q --release -p warchest-cli --manifest-path "$root/Cargo.toml"
     cargo build -q --release --manifest-path "$here/harness/Cargo.toml"
     export WARCHEST_BIN=$CARGO_TARGET_DIR/release/warchest
