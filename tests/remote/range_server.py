@@ -19,6 +19,9 @@ Control, for the tests:
 - GET or HEAD /_loop/a and /_loop/b: each redirects (302) to the other, a
   redirect loop (counted as requests).
 - GET or HEAD /_to/PATH: redirects (302) to /PATH, once (counted).
+- GET /_agents: the User-Agent values of the GET and HEAD requests so far
+  (but to /_count and /_agents), one a line, each once, in the order seen
+  ("-" for a request without one).
 
 LATENCY_MS (environment): every GET of a file waits that long before it
 answers, as a real store's first byte does (bench/remote_bench.py).
@@ -39,6 +42,7 @@ LOCK = threading.Lock()
 FAULTS = []
 CUTS = {}
 COUNT = {"GET": 0, "HEAD": 0}
+AGENTS = []
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -91,9 +95,15 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         return True
 
+    def agent(self):
+        ua = self.headers.get("User-Agent") or "-"
+        if ua not in AGENTS:
+            AGENTS.append(ua)
+
     def do_HEAD(self):
         with LOCK:
             COUNT["HEAD"] += 1
+            self.agent()
         if self.loop():
             return
         path = self.file()
@@ -117,8 +127,12 @@ class Handler(BaseHTTPRequestHandler):
         if self.path == "/_count":
             with LOCK:
                 return self.small(200, "%d %d" % (COUNT["GET"], COUNT["HEAD"]))
+        if self.path == "/_agents":
+            with LOCK:
+                return self.small(200, "".join(a + "\n" for a in AGENTS))
         with LOCK:
             COUNT["GET"] += 1
+            self.agent()
         if self.loop():
             return
         if LATENCY > 0:

@@ -18,16 +18,18 @@ use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use http::HeaderValue;
+use http::header::USER_AGENT;
 use http_body_util::BodyExt;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
-use object_store::ClientOptions;
 use object_store::client::HttpConnector as _;
 use object_store::client::{
     HttpClient, HttpError, HttpErrorKind, HttpRequest, HttpRequestBody, HttpResponse,
     HttpResponseBody, HttpService, ReqwestConnector,
 };
+use object_store::{ClientConfigKey, ClientOptions};
 
 /// hyper's `max_buf_size` for a connection by default
 /// ([`crate::Options::read_buf`]): it reads at most this much at a time,
@@ -40,6 +42,12 @@ use object_store::client::{
 /// 128 KiB 1.11x, 256 KiB 0.92x (gzip 0.96x), 512 KiB 0.93x with 7 MiB
 /// more held.
 pub(crate) const READ_BUF: usize = 256 * 1024;
+
+/// The User-Agent of every request, on either transport, unless the
+/// options name one: hyper's client sends none of its own, where
+/// object_store gives reqwest's client one (some servers refuse a
+/// request without it).
+const AGENT: &str = concat!("warchest/", env!("CARGO_PKG_VERSION"));
 
 /// The variables reqwest takes a proxy from: with any of them set, every
 /// request goes through reqwest, which honours them (and `NO_PROXY`).
@@ -70,9 +78,14 @@ impl object_store::client::HttpConnector for PlainConnector {
                 .pool_idle_timeout(Duration::from_secs(90))
                 .build(connector)
         });
+        let agent = options
+            .get_config_value(&ClientConfigKey::UserAgent)
+            .and_then(|a| HeaderValue::from_str(&a).ok())
+            .unwrap_or(HeaderValue::from_static(AGENT));
         Ok(HttpClient::new(Plain {
             direct,
-            options: options.clone(),
+            options: options.clone().with_user_agent(agent.clone()),
+            agent,
             fallback: Arc::new(OnceLock::new()),
         }))
     }
@@ -83,7 +96,11 @@ impl object_store::client::HttpConnector for PlainConnector {
 struct Plain {
     /// `None` when a proxy is set.
     direct: Option<Client<HttpConnector, HttpRequestBody>>,
+    /// reqwest's options, with [`Plain::agent`] as their User-Agent.
     options: ClientOptions,
+    /// The User-Agent hyper's requests get ([`AGENT`] unless the options
+    /// name one), as reqwest's do.
+    agent: HeaderValue,
     fallback: Arc<OnceLock<Result<HttpClient, String>>>,
 }
 
@@ -100,7 +117,7 @@ impl Plain {
             .map_err(|e| HttpError::new(HttpErrorKind::Unknown, std::io::Error::other(e)))
     }
 
-    async fn call(&self, req: HttpRequest) -> Result<HttpResponse, HttpError> {
+    async fn call(&self, mut req: HttpRequest) -> Result<HttpResponse, HttpError> {
         let direct = match &self.direct {
             Some(c)
                 if req.uri().scheme_str() == Some("http")
@@ -111,6 +128,9 @@ impl Plain {
             }
             _ => return self.fallback()?.execute(req).await,
         };
+        if !req.headers().contains_key(USER_AGENT) {
+            req.headers_mut().insert(USER_AGENT, self.agent.clone());
+        }
         // Kept to ask again through reqwest if the answer is a redirect.
         let again = {
             let mut r = http::Request::new(HttpRequestBody::empty());

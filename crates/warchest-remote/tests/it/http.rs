@@ -90,6 +90,25 @@ fn faults_are_retried() {
     assert_eq!(got, &data[10..3010]);
 }
 
+/// Every request carries warchest's User-Agent: the direct reads (hyper,
+/// which sends none of its own) and those after a redirect (reqwest) alike.
+#[test]
+fn every_request_names_warchest_as_its_agent() {
+    let (dir, data) = served();
+    let srv = RangeServer::start(dir.path(), 5.0);
+    assert_eq!(
+        read_all(&srv.url("example.warc.gz"), quick()).unwrap(),
+        data
+    );
+    let agent = concat!("warchest/", env!("CARGO_PKG_VERSION"));
+    assert_eq!(srv.agents(), [agent]);
+    assert_eq!(
+        read_all(&srv.url("_to/example.warc.gz"), quick()).unwrap(),
+        data
+    );
+    assert_eq!(srv.agents(), [agent]);
+}
+
 #[test]
 fn spent_budget_names_url_and_offset() {
     let (dir, _) = served();

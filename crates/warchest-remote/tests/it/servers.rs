@@ -119,6 +119,12 @@ impl RangeServer {
     pub fn reset_count(&self) {
         http(self.port, "POST", "/_reset_count", "");
     }
+
+    /// The User-Agent values the server has seen, each once ("-": none).
+    pub fn agents(&self) -> Vec<String> {
+        let (_, body) = http(self.port, "GET", "/_agents", "");
+        body.lines().map(str::to_string).collect()
+    }
 }
 
 /// A free port on 127.0.0.1 for a server a child process binds (moto,
