@@ -343,9 +343,12 @@ pub struct Found {
 }
 
 /// The most captured URLs remembered to check the pages against (a
-/// 16-byte hash each, about 400 MiB at most); past it the pages are
-/// listed unchecked, and the report says so.
-pub const MAX_CAPTURED: usize = 1 << 24;
+/// 16-byte hash each); past it the pages are listed unchecked, and the
+/// report says so. A hash set's table is about 17 bytes a slot, at most
+/// twice the entries, and the old table is held while it doubles: up to
+/// about 400 MiB at this bound, and as much again for the page rows'
+/// URLs (each URL listed once).
+pub const MAX_CAPTURED: usize = 1 << 23;
 /// The most URLs of left-out pages the report names.
 pub const MAX_NAMED: usize = 1000;
 
@@ -497,6 +500,9 @@ pub fn create<P: AsRef<Path>>(
     report.pages_without_capture_named = copied.named;
     report.pages_unchecked = captured.over;
     let main_page = copied.main;
+    // The captured URLs are not needed past this: given back before the
+    // ZIP is written.
+    drop(captured);
 
     let file = File::create(out).map_err(|e| Error::from(e).in_file(out))?;
     let mut zip = zip::ZipWriter::new(io::BufWriter::with_capacity(1 << 16, file));
@@ -973,15 +979,14 @@ pub fn validate(path: &Path) -> Result<ValidationReport> {
         rep.problems
             .push("no index: indexes/index.cdxj, index.cdx or index.cdx.gz".into());
     }
-    match read_small(&mut zip, path, "pages/pages.jsonl", &mut rep)? {
+    match first_line(&mut zip, path, "pages/pages.jsonl")? {
         // The WACZ spec does not require pages (py-wacz writes none by
         // default): a note, not a problem.
         None => rep
             .notes
             .push("no pages/pages.jsonl (optional): no page list".into()),
-        Some(b) => {
-            let first = b.split(|&c| c == b'\n').next().unwrap_or_default();
-            let format = serde_json::from_slice::<serde_json::Value>(first)
+        Some(first) => {
+            let format = serde_json::from_slice::<serde_json::Value>(&first)
                 .ok()
                 .and_then(|v| v.get("format").and_then(|f| f.as_str()).map(str::to_owned));
             if format.as_deref() != Some("json-pages-1.0") {
@@ -996,6 +1001,26 @@ pub fn validate(path: &Path) -> Result<ValidationReport> {
         check_compressed_index(path, &mut zip, &by_name, &mut rep)?;
     }
     Ok(rep)
+}
+
+/// The first line of an entry (its header; at most 1 MiB read), `None`
+/// when absent: only the header is checked, and the rows after it may be
+/// long (a crawl's rows can carry the page's text) and many.
+fn first_line(
+    zip: &mut zip::ZipArchive<BufReader<File>>,
+    path: &Path,
+    name: &str,
+) -> Result<Option<Vec<u8>>> {
+    let f = match zip.by_name(name) {
+        Ok(f) => f,
+        Err(zip::result::ZipError::FileNotFound) => return Ok(None),
+        Err(e) => return Err(zip_error(path, e)),
+    };
+    let mut line = Vec::new();
+    BufReader::new(f.take(1 << 20))
+        .read_until(b'\n', &mut line)
+        .map_err(|e| Error::from(e).in_file(path))?;
+    Ok(Some(line))
 }
 
 /// Reads a small entry (at most 64 MiB) whole; `None` when absent.
@@ -1373,6 +1398,45 @@ Content-Type: {content_type}\r\nContent-Length: {}\r\n\r\n{block}\r\n\r\n",
         let mut lines = text.lines();
         assert!(lines.next().unwrap().contains("json-pages-1.0"), "{text}");
         lines.map(|l| serde_json::from_str(l).unwrap()).collect()
+    }
+
+    /// The main page is the first seed row, not the first row; and the
+    /// pages file may be larger than the 64 MiB an entry is read whole to
+    /// (rows with the page's text): the WACZ is still valid, since only the
+    /// header line is read to check it.
+    #[test]
+    fn the_first_seed_is_the_main_page_and_a_large_pages_file_validates() {
+        let d = tempfile::tempdir().unwrap();
+        let warc = d.path().join("a.warc");
+        let urls: Vec<String> = (0..6).map(|i| format!("http://a.test/{i}")).collect();
+        let b: Vec<u8> = urls.iter().flat_map(|u| html_response(u)).collect();
+        std::fs::write(&warc, b).unwrap();
+        let text = "word ".repeat((12 << 20) / 5); // 12 MiB a row: 72 MiB in all
+        let mut rows = String::new();
+        for (i, u) in urls.iter().enumerate() {
+            let row = serde_json::json!({
+                "url": u, "ts": "2026-11-29T06:00:00Z", "seed": i == 2, "text": text,
+            });
+            rows.push_str(&format!("{row}\n"));
+        }
+        let pages = d.path().join("pages.jsonl");
+        std::fs::write(&pages, rows).unwrap();
+        let out = d.path().join("big.wacz");
+        let o = CreateOptions {
+            pages: Some(pages),
+            ..CreateOptions::default()
+        };
+        assert_eq!(create(&[&warc], &out, &o).unwrap().pages, 6);
+        let mut z = zip::ZipArchive::new(File::open(&out).unwrap()).unwrap();
+        let mut package = String::new();
+        z.by_name("datapackage.json")
+            .unwrap()
+            .read_to_string(&mut package)
+            .unwrap();
+        let package: serde_json::Value = serde_json::from_str(&package).unwrap();
+        assert_eq!(package["mainPageURL"], "http://a.test/2", "{package}");
+        let rep = validate(&out).unwrap();
+        assert!(rep.is_valid(), "{:?}", rep.problems);
     }
 
     /// Given the crawl's pages, the WACZ lists those (a fragment a page
