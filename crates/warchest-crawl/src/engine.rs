@@ -1474,11 +1474,12 @@ impl Crawl {
         }
         // An HTML document is a page only where the crawl reached it as
         // one: not an embedded frame's, nor a URL a script names, unless
-        // a link named it too before it was fetched.
+        // a link named it too before it was fetched (the frontier gave
+        // such a lease a page's hops when it was taken).
         // (Untyped is no page here: the HTTP client does not sniff.)
         let page = warchest::http::is_html_type(f.content_type.as_deref(), false)
             && (200..300).contains(&f.status)
-            && (uri.reached_as_page() || self.frontier.linked_later(&uri.url)?);
+            && uri.reached_as_page();
         // Links: from the headers (Location, Link, Refresh) and the body.
         let mut links = crate::links::headers::links_from_headers(
             &uri.url,
@@ -1671,7 +1672,10 @@ impl Crawl {
             self.live.done.fetch_add(1, Ordering::Relaxed);
             return Ok(true);
         }
-        if !crate::render::is_page(&uri.hops) && !self.frontier.linked_later(&uri.url)? {
+        // A resource goes to the HTTP client without asking the frontier
+        // anything: a link that named it after it was queued gave its
+        // lease a page's hops when it was taken.
+        if !crate::render::is_page(&uri.hops) {
             return Ok(false);
         }
         let t0 = Instant::now();

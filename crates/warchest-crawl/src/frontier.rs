@@ -37,6 +37,9 @@
 //!   the `host-parallel` key; 1 by default), by the time they may next be
 //!   asked.
 //! - `seen`: URL -> (): every URL ever queued.
+//! - `linked`: URL -> (): seen URLs a link or sitemap entry named again;
+//!   consulted when a URI queued as no link is taken
+//!   ([`CrawlUri::take_page_standing`]).
 //! - `inflight`: queue key -> URI: taken, not finished.
 //! - `meta`: name -> u64 counters, the journal's epoch and the position
 //!   of the last change applied (`journal_at_epoch`, `journal_at`).
@@ -1081,6 +1084,7 @@ impl Frontier {
                 queue,
                 hosts,
                 ready,
+                linked,
                 inflight,
                 meta,
                 ..
@@ -1149,7 +1153,20 @@ impl Frontier {
             };
             bump(meta, "queued", -1)?;
             bump(meta, "in_flight", 1)?;
-            let uri = decode_uri(&v).ok_or_else(|| self.err("a queued URI does not decode"))?;
+            let mut uri = decode_uri(&v).ok_or_else(|| self.err("a queued URI does not decode"))?;
+            // A URI queued as no link that a link named since is a page:
+            // its lease says so, once, here, so that the fetch, the
+            // browser and a redirect's target need not ask. Only such a
+            // URI is looked up; the queue keeps what was queued, and a
+            // resume asks again.
+            if !uri.reached_as_page()
+                && linked
+                    .get(uri.url.as_str().as_bytes())
+                    .map_err(|e| self.err(e))?
+                    .is_some()
+            {
+                uri.take_page_standing();
+            }
             Lease { uri, host, key: k }
         };
         Ok((Next::Uri(Box::new(lease)), true))

@@ -142,6 +142,24 @@ impl CrawlUri {
         )
     }
 
+    /// Gives a URI queued first as no link (an embed, a URL in script
+    /// text) the standing of a page, as a link or sitemap entry that named
+    /// it before it was fetched does: its last hop before any redirects
+    /// becomes `L` (`LE` -> `LL`, `LER` -> `LLR`). Its redirects' targets
+    /// are then pages too, and it counts one link hop more, as a link's
+    /// target does. A seed, or a URI reached as a page, is left as it is.
+    pub fn take_page_standing(&mut self) {
+        if self.reached_as_page() {
+            return;
+        }
+        let redirects = self.hops.len() - self.hops.trim_end_matches('R').len();
+        // The hop letters are ASCII, so the byte before the redirects is a
+        // whole letter.
+        if let Some(at) = self.hops.len().checked_sub(redirects + 1) {
+            self.hops.replace_range(at..=at, "L");
+        }
+    }
+
     /// The trailing run of hops that are not links (`E`, `X`, `P`, `R`):
     /// `LEE` has 2, `LER` (an embed's redirect) 2, `LR` 1. `extra-hops`
     /// limits this count for URIs out of scope, as Heritrix's
@@ -213,6 +231,39 @@ mod tests {
         for h in ["LE", "LER", "LX", "LXR", "P", "LEE"] {
             assert!(!at(h).reached_as_page(), "{h}");
         }
+    }
+
+    #[test]
+    fn a_linked_embed_takes_a_pages_standing() {
+        let s = CrawlUri::seed(u("http://a.test/"), 0);
+        let at = |hops: &str| CrawlUri {
+            hops: hops.into(),
+            ..s.clone()
+        };
+        for (from, to) in [
+            ("LE", "LL"),
+            ("LER", "LLR"),
+            ("E", "L"),
+            ("LXRR", "LLRR"),
+            ("LEE", "LEL"),
+            // Pages already: unchanged.
+            ("", ""),
+            ("R", "R"),
+            ("LLR", "LLR"),
+            ("LEI", "LEI"),
+        ] {
+            let mut c = at(from);
+            c.take_page_standing();
+            assert_eq!(c.hops, to, "{from}");
+            assert!(c.reached_as_page(), "{from}");
+            assert!(crate::render::is_page(&c.hops) || c.hops.ends_with('I'));
+            // A redirect's target is a page too.
+            let r = c.child(u("http://a.test/to"), Hop::Redirect);
+            assert!(r.reached_as_page(), "{from} -> {}", r.hops);
+        }
+        let mut e = at("LE");
+        e.take_page_standing();
+        assert_eq!(e.links_hops(), 2);
     }
 
     #[test]

@@ -403,7 +403,7 @@ fn crawl_from(host: &str, path: &str) -> (Web, tempfile::TempDir, PathBuf, Summa
 }
 
 /// The URLs of a crawl's pages.jsonl rows.
-fn page_urls(dir: &Path) -> BTreeSet<String> {
+pub fn page_urls(dir: &Path) -> BTreeSet<String> {
     let pages = std::fs::read_to_string(dir.join("pages/pages.jsonl")).unwrap();
     pages
         .lines()
@@ -432,6 +432,38 @@ fn a_frame_also_linked_is_a_page() {
         .collect();
     assert_eq!(page_urls(&dir), want);
     assert_eq!(s.counts.pages, 4, "{:?}", s.counts);
+}
+
+/// A frame a link names before it is fetched, and that redirects: the
+/// redirect's target is a page, as the target of a linked URL's redirect
+/// is (the frame's lease took a page's standing when it was taken). It
+/// used to get the frame's hops, `ER`, and no page.
+#[test]
+fn a_linked_frame_that_redirects_passes_its_page_standing_on() {
+    let (w, _d, dir, s) = crawl_from("e.test", "/relinked/");
+    let at = |p: &str| w.url("e.test", &format!("/relinked/{p}"));
+    let reqs = w.requests();
+    for p in ["f.html", "r", "t.html"] {
+        assert!(reqs.contains(&at(p)), "{p} fetched: {reqs:?}");
+    }
+    let want: BTreeSet<String> = [w.url("e.test", "/relinked/"), at("t.html")]
+        .into_iter()
+        .collect();
+    assert_eq!(page_urls(&dir), want);
+    assert_eq!(s.counts.pages, 2, "{:?}", s.counts);
+    // crawl.log: the frame's path is a link's, its target's a link's
+    // redirect.
+    let log = std::fs::read_to_string(dir.join("logs/crawl.log")).unwrap();
+    let hops = |u: &str| -> String {
+        let line = log
+            .lines()
+            .find(|l| l.split_whitespace().nth(3) == Some(u))
+            .unwrap_or_else(|| panic!("{u} in {log}"));
+        line.split_whitespace().nth(4).unwrap().to_string()
+    };
+    assert_eq!(hops(&at("f.html")), "E");
+    assert_eq!(hops(&at("r")), "L");
+    assert_eq!(hops(&at("t.html")), "LR");
 }
 
 /// XHTML, and HTML whose Content-Type lacks its `;`, are pages on the

@@ -100,6 +100,21 @@ fn page(host: &str, path: &str, port: u16) -> (u16, Vec<(String, String)>, Vec<u
         // by the frame f.html (fetched before y.html, an embed of the
         // same depth queued earlier), f.html by later.html (fetched after
         // f.html: it stays a frame).
+        // A frame (r) that another frame (f.html, fetched first) links
+        // to, and that redirects to t.html: the link's page standing
+        // carries over the redirect.
+        ("e.test", "/relinked/") => html(
+            "<html><title>Relinked</title><iframe src=/relinked/f.html></iframe>\
+             <iframe src=/relinked/r></iframe></html>"
+                .into(),
+        ),
+        ("e.test", "/relinked/f.html") => html("<html><a href=/relinked/r>r</a></html>".into()),
+        ("e.test", "/relinked/r") => (
+            302,
+            vec![("Location".to_string(), "/relinked/t.html".to_string())],
+            Vec::new(),
+        ),
+        ("e.test", "/relinked/t.html") => html("<html><title>T</title>moved here</html>".into()),
         // Pages of the other HTML types: XHTML, and a Content-Type
         // written without its `;`.
         ("e.test", "/types/") => html(
