@@ -36,9 +36,15 @@
 //!   fewer in flight than the per-host limit ([`Frontier::set_per_host`],
 //!   the `host-parallel` key; 1 by default), by the time they may next be
 //!   asked.
-//! - `seen`: URL -> (): every URL ever queued.
-//! - `linked`: URL -> (): seen URLs a link or sitemap entry named again;
-//!   consulted when a URI queued as no link is taken
+//! - `seen`: URL -> (): every URL ever queued, but for those in
+//!   `seen_embed`.
+//! - `seen_embed`: URL -> (): the URLs queued first as no link (an embed,
+//!   a URL in script text, a redirect of such), kept apart so that a link
+//!   naming one later is noted in `linked` (it makes the URL a page) and a
+//!   link naming any other seen URL writes nothing. A frontier made before
+//!   this table (no [`SPLIT`] in `meta`) keeps every URL in `seen`.
+//! - `linked`: URL -> (): the URLs of `seen_embed` a link or sitemap entry
+//!   named later; consulted when such a URL is taken
 //!   ([`CrawlUri::take_page_standing`]).
 //! - `inflight`: queue key -> URI: taken, not finished.
 //! - `meta`: name -> u64 counters, the journal's epoch and the position
@@ -59,11 +65,13 @@ const QUEUE: TableDefinition<&[u8], &[u8]> = TableDefinition::new("queue");
 const HOSTS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("hosts");
 const READY: TableDefinition<&[u8], ()> = TableDefinition::new("ready");
 const SEEN: TableDefinition<&[u8], ()> = TableDefinition::new("seen");
-/// URLs a link or sitemap entry named when they were seen already: those
-/// queued first as no link (an embed, a script's URL) are pages when
-/// fetched (docs/crawl.md, "Pages and resources"); for the others (seen
-/// first as links) the entry changes nothing. At most one entry a URL
-/// seen, so it is bounded as `seen` is.
+/// URLs queued first as no link (see the module documentation).
+const SEEN_EMBED: TableDefinition<&[u8], ()> = TableDefinition::new("seen_embed");
+/// URLs queued first as no link (an embed, a script's URL) that a link or
+/// sitemap entry named later: they are pages when fetched (docs/crawl.md,
+/// "Pages and resources"). At most one entry a URL of `seen_embed`, so it
+/// is bounded as the seen URLs are. (In a frontier made before
+/// `seen_embed`, any seen URL a link named again.)
 const LINKED: TableDefinition<&[u8], ()> = TableDefinition::new("linked");
 const INFLIGHT: TableDefinition<&[u8], &[u8]> = TableDefinition::new("inflight");
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
@@ -76,6 +84,7 @@ struct Tables<'t> {
     hosts: redb::Table<'t, &'static [u8], &'static [u8]>,
     ready: redb::Table<'t, &'static [u8], ()>,
     seen: redb::Table<'t, &'static [u8], ()>,
+    seen_embed: redb::Table<'t, &'static [u8], ()>,
     linked: redb::Table<'t, &'static [u8], ()>,
     inflight: redb::Table<'t, &'static [u8], &'static [u8]>,
     meta: redb::Table<'t, &'static str, u64>,
@@ -92,6 +101,9 @@ const EPOCH: &str = "journal_epoch";
 /// them twice.
 const AT_EPOCH: &str = "journal_at_epoch";
 const AT: &str = "journal_at";
+/// Set (`meta`, 1) in a frontier made with `seen_embed`: its seen URLs
+/// queued first as no link are there, not in `seen`.
+const SPLIT: &str = "seen_embed";
 
 /// The frontier database's page cache.
 const CACHE_BYTES: usize = 64 << 20;
@@ -391,6 +403,10 @@ pub struct Frontier {
     presync: Option<Companion>,
     /// URIs of one host in flight at once.
     per_host: u8,
+    /// The seen URLs queued first as no link are in `seen_embed` (a
+    /// frontier made with it, [`SPLIT`]); false for an older frontier,
+    /// whose `linked` notes any seen URL a link names again.
+    split: bool,
     /// The journal found on opening was replayed and replaced: until then
     /// dropping the frontier must not checkpoint nor remove the journal
     /// (a failed replay leaves it for the next open to fail on too).
@@ -466,6 +482,7 @@ impl Frontier {
             companion: None,
             presync: None,
             per_host: 1,
+            split: false,
             ready: false,
         };
         let (requeued, epoch) = f.replay_and_recover(&old)?;
@@ -799,11 +816,18 @@ impl Frontier {
     /// database's), puts every in-flight URI back, and commits it all
     /// durably under a new epoch, which is returned with the number of
     /// URIs put back.
-    fn replay_and_recover(&self, old: &journal::Read0) -> Result<(u64, u64)> {
+    fn replay_and_recover(&mut self, old: &journal::Read0) -> Result<(u64, u64)> {
         let txn = self.db.begin_write().map_err(|e| self.err(e))?;
         let current = {
-            let meta = txn.open_table(META).map_err(|e| self.err(e))?;
-            meta.get(EPOCH).map_err(|e| self.err(e))?.map(|g| g.value())
+            let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
+            let current = meta.get(EPOCH).map_err(|e| self.err(e))?.map(|g| g.value());
+            // Known before the replay, which applies changes as this
+            // frontier's kind does.
+            if current.is_none() {
+                meta.insert(SPLIT, 1).map_err(|e| self.err(e))?;
+            }
+            self.split = meta.get(SPLIT).map_err(|e| self.err(e))?.is_some();
+            current
         };
         if let (Some(e), Some(je)) = (current, old.epoch)
             && e == je
@@ -892,6 +916,7 @@ impl Frontier {
             hosts: txn.open_table(HOSTS).map_err(|e| self.err(e))?,
             ready: txn.open_table(READY).map_err(|e| self.err(e))?,
             seen: txn.open_table(SEEN).map_err(|e| self.err(e))?,
+            seen_embed: txn.open_table(SEEN_EMBED).map_err(|e| self.err(e))?,
             linked: txn.open_table(LINKED).map_err(|e| self.err(e))?,
             inflight: txn.open_table(INFLIGHT).map_err(|e| self.err(e))?,
             meta: txn.open_table(META).map_err(|e| self.err(e))?,
@@ -928,6 +953,7 @@ impl Frontier {
             let mut inflight = txn.open_table(INFLIGHT).map_err(|e| self.err(e))?;
             let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
             txn.open_table(SEEN).map_err(|e| self.err(e))?;
+            txn.open_table(SEEN_EMBED).map_err(|e| self.err(e))?;
             txn.open_table(LINKED).map_err(|e| self.err(e))?;
             while let Some((k, v)) = inflight.pop_first().map_err(|e| self.err(e))? {
                 let (k, v) = (k.value().to_vec(), v.value().to_vec());
@@ -1006,6 +1032,7 @@ impl Frontier {
             hosts,
             ready,
             seen,
+            seen_embed,
             linked,
             meta,
             ..
@@ -1018,18 +1045,41 @@ impl Frontier {
         };
         let mut seq = get(meta, "seq")?;
         let mut added = 0;
+        let has = |t: &redb::Table<&[u8], ()>, k: &[u8]| -> Result<bool> {
+            Ok(t.get(k).map_err(|e| self.err(e))?.is_some())
+        };
         for u in uris {
             let key = u.url.as_bytes();
-            if seen.get(key).map_err(|e| self.err(e))?.is_some() {
-                // Named by a link now: a page if it is not fetched yet.
-                // Most repeated links name a URL noted already: a read,
-                // not a write of the table's page, for those.
-                if u.linked && linked.get(key).map_err(|e| self.err(e))?.is_none() {
+            // The table a URL of this kind is likeliest in is read first:
+            // most URIs found name a URL seen already, as the same kind.
+            let (in_seen, in_embed) = if !self.split {
+                (has(seen, key)?, false)
+            } else if u.linked {
+                let s = has(seen, key)?;
+                (s, !s && has(seen_embed, key)?)
+            } else {
+                let e = has(seen_embed, key)?;
+                (!e && has(seen, key)?, e)
+            };
+            if in_seen || in_embed {
+                // A link naming a URL queued first as no link makes it a
+                // page if it is not fetched yet; naming any other URL
+                // changes nothing, and writes nothing. Most repeated links
+                // name a URL noted already: a read, not a write of the
+                // table's page, for those.
+                if u.linked
+                    && (in_embed || !self.split)
+                    && linked.get(key).map_err(|e| self.err(e))?.is_none()
+                {
                     linked.insert(key, ()).map_err(|e| self.err(e))?;
                 }
                 continue;
             }
-            seen.insert(key, ()).map_err(|e| self.err(e))?;
+            if u.linked || !self.split {
+                seen.insert(key, ()).map_err(|e| self.err(e))?;
+            } else {
+                seen_embed.insert(key, ()).map_err(|e| self.err(e))?;
+            }
             let host = &u.host;
             seq += 1;
             let n = u.key.len();
@@ -1417,11 +1467,13 @@ impl Frontier {
     fn mark_seen_in(&self, txn: &redb::WriteTransaction, urls: &[Url]) -> Result<u64> {
         let mut n = 0;
         let mut seen = txn.open_table(SEEN).map_err(|e| self.err(e))?;
+        let embed = txn.open_table(SEEN_EMBED).map_err(|e| self.err(e))?;
         for u in urls {
-            if seen
-                .insert(u.as_str().as_bytes(), ())
-                .map_err(|e| self.err(e))?
-                .is_none()
+            let key = u.as_str().as_bytes();
+            // Into `seen` even when queued as an embed: fetched, a link
+            // naming it later changes nothing.
+            if seen.insert(key, ()).map_err(|e| self.err(e))?.is_none()
+                && embed.get(key).map_err(|e| self.err(e))?.is_none()
             {
                 n += 1;
             }
@@ -1434,7 +1486,7 @@ impl Frontier {
     /// # Errors
     /// The database failed.
     pub fn seen(&self, url: &Url) -> Result<bool> {
-        self.holds(SEEN, url)
+        Ok(self.holds(SEEN, url)? || self.holds(SEEN_EMBED, url)?)
     }
 
     /// Whether the set `table` holds `url`.
@@ -1530,6 +1582,101 @@ mod tests {
             Next::Uri(l) => *l,
             other => panic!("expected a URI, got {other:?}"),
         }
+    }
+
+    /// The number of entries of the `linked` table.
+    fn linked_len(f: &Frontier) -> usize {
+        f.read(|txn| {
+            let t = txn.open_table(LINKED).map_err(|e| f.err(e))?;
+            Ok(t.iter().map_err(|e| f.err(e))?.count())
+        })
+        .unwrap()
+    }
+
+    /// A link naming a seen URL writes to `linked` only when it changes
+    /// the URL's standing: one queued first as an embed, not one queued
+    /// as a link or a seed. The embed's lease then has a page's hops, and
+    /// so has its redirect's target, also after a reopen.
+    #[test]
+    fn linked_notes_only_urls_queued_first_as_no_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.redb");
+        let (f, _) = Frontier::open(&path).unwrap();
+        let at = |p: &str| Url::parse(&format!("http://a.test/{p}")).unwrap();
+        let seed = uri("http://a.test/");
+        let other = seed.child(at("o"), Hop::Link);
+        f.add(&[
+            seed.clone(),
+            seed.child(at("p"), Hop::Link),
+            seed.child(at("f"), Hop::Embed),
+        ])
+        .unwrap();
+        // Named again: the seed and the page by links, the frame by an
+        // embed: nothing changes, nothing is written.
+        let again = [
+            other.child(at(""), Hop::Link),
+            other.child(at("p"), Hop::Link),
+            other.child(at("p"), Hop::Inferred),
+            other.child(at("f"), Hop::Embed),
+        ];
+        assert_eq!(f.add(&again).unwrap(), 0);
+        assert_eq!(linked_len(&f), 0);
+        assert!(f.seen(&at("f")).unwrap() && f.seen(&at("p")).unwrap());
+        // The frame named by a link, twice: one entry.
+        let link = other.child(at("f"), Hop::Link);
+        assert_eq!(f.add(&[link.clone(), link]).unwrap(), 0);
+        assert_eq!(linked_len(&f), 1);
+        assert!(f.linked_later(&at("f")).unwrap());
+        assert_eq!(f.counts().unwrap().seen, 3);
+        drop(f);
+        let (f, _) = Frontier::open(&path).unwrap();
+        assert_eq!(linked_len(&f), 1);
+        // The frame comes first (an embed of level 0), a page now.
+        let l = take(&f);
+        assert_eq!(l.uri.url, at("f"));
+        assert_eq!(l.uri.hops, "L");
+        assert!(l.uri.reached_as_page());
+        let to = l.uri.child(at("t"), Hop::Redirect);
+        assert!(to.reached_as_page());
+        f.complete(&l, Outcome::default(), &[to]).unwrap();
+        // Named by a link again: its entry is there, nothing is written.
+        f.add(&[other.child(at("f"), Hop::Link)]).unwrap();
+        assert_eq!(linked_len(&f), 1);
+    }
+
+    /// A frontier made before `seen_embed` (no [`SPLIT`] in `meta`) keeps
+    /// its seen URLs in `seen` and notes every seen URL a link names
+    /// again, as it did: an embed queued then still becomes a page.
+    #[test]
+    fn a_frontier_made_before_seen_embed_notes_every_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.redb");
+        let at = |p: &str| Url::parse(&format!("http://a.test/{p}")).unwrap();
+        let seed = uri("http://a.test/");
+        {
+            let (f, _) = Frontier::open(&path).unwrap();
+            assert!(f.split);
+            f.checkpoint().unwrap();
+        }
+        {
+            // As an older version made it.
+            let db = Database::open(&path).unwrap();
+            let txn = db.begin_write().unwrap();
+            txn.open_table(META).unwrap().remove(SPLIT).unwrap();
+            txn.commit().unwrap();
+        }
+        let (f, _) = Frontier::open(&path).unwrap();
+        assert!(!f.split);
+        f.add(&[seed.clone(), seed.child(at("f"), Hop::Embed)])
+            .unwrap();
+        f.add(&[
+            seed.child(at(""), Hop::Link),
+            seed.child(at("f"), Hop::Link),
+        ])
+        .unwrap();
+        assert_eq!(linked_len(&f), 2);
+        let l = take(&f);
+        assert_eq!((l.uri.url.clone(), l.uri.hops.as_str()), (at("f"), "L"));
     }
 
     #[test]
