@@ -367,3 +367,62 @@ fn a_kill_with_both_writers_files_open_is_closed_on_resume() {
     }
     check_files(&dir);
 }
+
+/// A frame queued behind a held request gains a page's standing (another
+/// host's page links to it) and the crawl is killed (SIGKILL) before it is
+/// fetched: the resumed crawl fetches it as a page (the frontier's
+/// `linked` table, journaled, survives the kill).
+#[test]
+fn a_frames_page_standing_survives_a_kill() {
+    use crate::crawl::{page_urls, resume};
+    let w = web::start();
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("c");
+    // e.test/kill/held, a frame of the seed queued before x.html, is held
+    // until the kill: x.html (one connection a host) waits behind it.
+    w.hold("e.test/kill/held");
+    let cfg = format!(
+        "seeds = [\"{}\", \"{}\"]\nmin-delay = 0.0\nmax-delay = 0.0\ndelay-factor = 0.0\nworkers = {WORKERS}\ntimeout = 120.0\n{}",
+        w.url("e.test", "/kill/"),
+        w.url("b.test", "/kill/"),
+        w.resolve_toml()
+    );
+    let err_path = out.path().join("child.err");
+    let mut c = child(&dir, &cfg, std::fs::File::create(&err_path).unwrap().into());
+    // b.test/kill/after is taken only once its host's previous URI,
+    // linker, is complete: the link to x.html is journaled by then.
+    let after = w.url("b.test", "/kill/after");
+    let t0 = Instant::now();
+    while !w.requests().contains(&after) {
+        if let Some(st) = c.try_wait().unwrap() {
+            panic!(
+                "the crawl ended ({st}) before the kill: {}",
+                std::fs::read_to_string(&err_path).unwrap_or_default()
+            );
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "{after} not fetched: {:?}",
+            w.requests()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    c.kill().unwrap(); // SIGKILL
+    assert_eq!(c.wait().unwrap().code(), None, "killed, not ended");
+    let x = w.url("e.test", "/kill/x.html");
+    assert!(!w.requests().contains(&x), "x.html fetched before the kill");
+    w.release();
+    let s = resume(&dir, |t| t);
+    assert_eq!(s.ending, Ending::Finished);
+    assert!(w.requests().contains(&x), "x.html fetched after the resume");
+    let pages = page_urls(&dir);
+    assert!(pages.contains(&x), "{pages:?}");
+    assert!(!pages.contains(&w.url("e.test", "/kill/held")), "{pages:?}");
+    // x.html's crawl.log line gives it a page's path.
+    let log = std::fs::read_to_string(dir.join("logs/crawl.log")).unwrap();
+    let line = log
+        .lines()
+        .find(|l| l.split_whitespace().nth(3) == Some(x.as_str()))
+        .unwrap_or_else(|| panic!("no line for {x} in\n{log}"));
+    assert_eq!(line.split_whitespace().nth(4), Some("L"), "{line}");
+}

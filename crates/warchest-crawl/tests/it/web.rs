@@ -115,6 +115,21 @@ fn page(host: &str, path: &str, port: u16) -> (u16, Vec<(String, String)>, Vec<u
             Vec::new(),
         ),
         ("e.test", "/relinked/t.html") => html("<html><title>T</title>moved here</html>".into()),
+        // The kill test of a frame's page standing: x.html, a frame of
+        // /kill/ queued behind /kill/held (which the test holds), is
+        // linked by b.test's linker, which /kill/ links to.
+        ("e.test", "/kill/") => html(format!(
+            "<html><iframe src=/kill/held></iframe><iframe src=/kill/x.html></iframe>\
+             <a href=http://b.test:{port}/kill/linker>linker</a></html>"
+        )),
+        ("e.test", "/kill/held" | "/kill/x.html") => {
+            html(format!("<html><title>{path}</title>{path}</html>"))
+        }
+        ("b.test", "/kill/") => html("<html>b.test's seed</html>".into()),
+        ("b.test", "/kill/linker") => html(format!(
+            "<html><a href=http://e.test:{port}/kill/x.html>x</a><a href=/kill/after>after</a></html>"
+        )),
+        ("b.test", "/kill/after") => html("<html>after</html>".into()),
         // Pages of the other HTML types: XHTML, and a Content-Type
         // written without its `;`.
         ("e.test", "/types/") => html(
