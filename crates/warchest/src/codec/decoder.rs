@@ -2586,13 +2586,13 @@ mod tests {
             let mut direct = 0;
             loop {
                 turn += 1;
-                if turn % 7 == 0 {
+                if turn.is_multiple_of(7) {
                     let k = d.skip(12_345).unwrap();
                     let at = got.len();
                     got.extend_from_slice(&data[at..at + k as usize]);
                     continue;
                 }
-                if turn % 3 == 0 {
+                if turn.is_multiple_of(3) {
                     let b = d.fill_buf().unwrap();
                     if b.is_empty() {
                         break;

@@ -113,8 +113,11 @@ fn blocks_read_in_turns<R: Read>(mut r: Reader<warchest::codec::Decoder<R>>) -> 
         };
         let mut block = Vec::new();
         let mut b = rec.block();
-        while want > 0 {
-            let n = b.read(&mut buf[..want]).expect("read");
+        loop {
+            let n = match want {
+                0 => 0,
+                w => b.read(&mut buf[..w]).expect("read"),
+            };
             if n == 0 {
                 break;
             }
