@@ -22,8 +22,9 @@
 //! twice that many chunks (16 at most) read ahead of the writing thread,
 //! each chunk's output bounded: memory stays bounded whatever the file.
 //!
-//! Sources: a local file by path ([`plan`], [`Input::Path`]: served from its
-//! memory map), or any source read at offsets with a known length
+//! Sources: a local file by path ([`plan`], [`Input::Path`]: each chunk
+//! read with `read` calls into a small buffer, its large payloads sought
+//! past), or any source read at offsets with a known length
 //! ([`plan_at`], [`Input::At`]: an object in a store, whose reads the
 //! source fetches ahead in blocks, or a WARC file stored in a WACZ, a
 //! byte range of the ZIP). The rule and the output are the same.
@@ -55,8 +56,9 @@ const MAX_CHUNKS: u64 = 1 << 20;
 /// (chunks in flight times this) whatever the records look like; the main
 /// thread reads on from where it stopped.
 const MAX_OUTPUT: usize = 4 << 20;
-/// Decoder buffer of a chunk's reader (used only where the file cannot be
-/// mapped).
+/// Decoder buffer of a chunk's reader: reads of this size, and a payload
+/// that runs past what is buffered is sought past (16 KiB and 256 KiB
+/// cost the same CPU on the benchmark corpus).
 const CHUNK_BUFFER: usize = 64 << 10;
 /// Output reserved per chunk buffer, as a share of the chunk's bytes
 /// (`ls` writes about 2 %, 5 % as JSON, on the benchmark corpus): most
@@ -350,8 +352,7 @@ fn chunk_options(offset: u64, opts: &ReaderOptions) -> ReaderOptions {
     let mut opts = opts.clone();
     opts.decoder.start_offset = offset;
     opts.decoder.threads = 1;
-    // A plain file is served from its memory map: the decoder's buffer
-    // (1 MiB by default, zeroed) would only be allocated per chunk.
+    // Not the default 1 MiB: the buffer is made (zeroed) per chunk.
     opts.decoder.buffer_size = CHUNK_BUFFER;
     opts
 }
@@ -366,7 +367,12 @@ impl Origin for Local<'_> {
         let mut f = File::open(self.0)?;
         f.seek(SeekFrom::Start(offset))?;
         let opts = chunk_options(offset, opts);
-        let src = Decoder::new_file(f, opts.decoder.clone())?;
+        // Read, not mapped: with two or more threads on one map, the
+        // faults, the pages mapped around them and the pages dropped
+        // behind each reader (`MADV_DONTNEED`, seen by every thread) cost
+        // 12 % more CPU than these `read` calls, and twice the memory
+        // (docs/performance.md, round fourteen, plain files).
+        let src = Decoder::new_seekable(f, opts.decoder.clone())?;
         Ok(Reader::from_source_as(src, opts, Format::Warc))
     }
 

@@ -51,6 +51,14 @@ mod sealed {
         /// Marks `n` bytes of the last `block_fill` as read.
         fn block_consume(&mut self, n: usize);
 
+        /// Reads block bytes straight into `out` when the source can
+        /// ([`crate::codec::Source::read_direct`]); `None` otherwise (the
+        /// default), and the caller goes through `block_fill`.
+        fn block_read_direct(&mut self, out: &mut [u8]) -> Result<Option<usize>> {
+            let _ = out;
+            Ok(None)
+        }
+
         /// The record's header as WARC fields.
         fn view(&self) -> &WarcHeader;
 
@@ -263,8 +271,25 @@ pub struct BlockReader<'a, R> {
     reader: &'a mut R,
 }
 
+/// Reads at least this large go straight from a plain file into the
+/// caller's buffer when nothing is buffered (one copy, not two); smaller
+/// ones are served from the reader's buffer.
+const DIRECT_READ: usize = 16 << 10;
+
 impl<R: Framing> Read for BlockReader<'_, R> {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        if out.len() >= DIRECT_READ {
+            let r = &mut *self.reader;
+            match r.block_read_direct(out) {
+                Ok(Some(n)) => return Ok(n),
+                Ok(None) => {}
+                Err(e) => {
+                    let e = r.locate(e);
+                    r.fuse();
+                    return Err(e.into());
+                }
+            }
+        }
         read_buffered(self, out)
     }
 }

@@ -1073,6 +1073,19 @@ impl<R: Read> Source for Decoder<R> {
         }
     }
 
+    fn read_direct(&mut self, out: &mut [u8]) -> crate::Result<Option<usize>> {
+        if self.state != State::Member || self.codec != Codec::None {
+            return Ok(None);
+        }
+        self.report.check()?;
+        self.input.check_map()?;
+        let n = self.input.read_direct(out)?;
+        if let Some(n) = n {
+            self.member_pos += n as u64;
+        }
+        Ok(n)
+    }
+
     fn skip(&mut self, n: u64) -> crate::Result<u64> {
         if let (State::Par, Some(p)) = (self.state, self.par.as_mut()) {
             return Ok(p.skip(n));
@@ -2550,6 +2563,79 @@ mod tests {
         assert_eq!(d.skip(u64::MAX).unwrap(), rest);
         assert!(d.fill_buf().unwrap().is_empty());
         assert_eq!(d.member_end(), Some(plain.len() as u64));
+    }
+
+    /// Direct reads of a plain file (a mapped one or one read through the
+    /// buffer) give the file's bytes, mixed with buffered reads and skips;
+    /// the first one lets the map go, and none is made while bytes are
+    /// buffered or in a compressed member.
+    #[test]
+    fn direct_reads_give_the_files_bytes_and_let_the_map_go() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big.warc");
+        let data: Vec<u8> = (0..3u32 << 20).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, &data).unwrap();
+        for size in [64, 100_000, 1 << 20] {
+            let f = std::fs::File::open(&path).unwrap();
+            let mut d = Decoder::new_file(f, small(size)).unwrap();
+            let mapped = d.input.is_mapped();
+            assert_eq!(mapped, cfg!(all(target_os = "linux", feature = "mmap")));
+            let mut got = Vec::new();
+            let mut out = vec![0u8; 70_000];
+            let mut turn = 0u32;
+            let mut direct = 0;
+            loop {
+                turn += 1;
+                if turn.is_multiple_of(7) {
+                    let k = d.skip(12_345).unwrap();
+                    let at = got.len();
+                    got.extend_from_slice(&data[at..at + k as usize]);
+                    continue;
+                }
+                if turn.is_multiple_of(3) {
+                    let b = d.fill_buf().unwrap();
+                    if b.is_empty() {
+                        break;
+                    }
+                    let n = b.len().min(5_000);
+                    got.extend_from_slice(&b[..n]);
+                    d.consume(n);
+                    continue;
+                }
+                match d.read_direct(&mut out).unwrap() {
+                    Some(n) => {
+                        assert!(n > 0 && n <= out.len());
+                        assert!(!d.input.is_mapped(), "{size}");
+                        got.extend_from_slice(&out[..n]);
+                        direct += 1;
+                    }
+                    None => {
+                        // Only while bytes are buffered, or at the end.
+                        let b = d.fill_buf().unwrap();
+                        if b.is_empty() {
+                            break;
+                        }
+                        let n = b.len();
+                        got.extend_from_slice(b);
+                        d.consume(n);
+                    }
+                }
+                assert_eq!(d.member_pos(), got.len() as u64, "{size}");
+            }
+            assert_eq!(got.len(), data.len(), "{size}");
+            assert!(got == data, "{size}");
+            assert!(direct >= 2, "{size}: {direct} direct reads");
+            assert_eq!(d.member_end(), Some(data.len() as u64));
+        }
+        // Compressed members are never read directly.
+        let (gzip, _) = concat(&records(), gz);
+        let path = dir.path().join("members.warc.gz");
+        std::fs::write(&path, &gzip).unwrap();
+        let f = std::fs::File::open(&path).unwrap();
+        let mut d = Decoder::new_file(f, small(1 << 20)).unwrap();
+        assert!(!d.fill_buf().unwrap().is_empty());
+        d.consume(1);
+        assert_eq!(d.read_direct(&mut [0u8; 1 << 16]).unwrap(), None);
     }
 
     /// A scan through a mapped file hands consumed pages back, so its

@@ -250,11 +250,13 @@ impl GzipMember {
             // Inflated into the buffer's spare capacity: pages are touched
             // only as written, so reserving FAST_OUTPUT costs little; in
             // huge pages when the buffer grows (a large member: 2 MiB a
-            // fault, not 4 KiB).
+            // fault, not 4 KiB). Exact: a doubled capacity would pass
+            // KEEP_OUTPUT, and the buffer be given back and its pages
+            // zeroed again for the next large member (4 % of a gzip read).
             cx.out.clear();
             cx.out.buf.clear();
             let had = cx.out.buf.capacity();
-            cx.out.buf.reserve(room);
+            cx.out.buf.reserve_exact(room);
             if cx.out.buf.capacity() != had {
                 super::inflate::advise_huge(&mut cx.out.buf);
             }

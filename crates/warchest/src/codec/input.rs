@@ -236,6 +236,58 @@ impl<R: Read> Input<R> {
         Ok(false)
     }
 
+    /// Reads plain bytes straight into `out` when nothing is buffered: a
+    /// large read of a payload then costs the kernel's copy alone, not a
+    /// second one out of the buffer. A map is given up first, for good
+    /// ([`Input::unmap`]): when payloads are read, its faults cost more
+    /// than the `read` calls (docs/performance.md, round fourteen, plain
+    /// files). `None` when bytes are buffered, the input ended or a map
+    /// cannot be given up: the caller reads through the buffer.
+    pub(super) fn read_direct(&mut self, out: &mut [u8]) -> crate::Result<Option<usize>> {
+        if self.map.is_some() && !self.unmap()? {
+            return Ok(None);
+        }
+        if self.avail() > 0 || self.eof || out.is_empty() {
+            return Ok(None);
+        }
+        let at = self.pos();
+        let n = loop {
+            match self.inner.read(out) {
+                Ok(n) => break n.min(out.len()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(crate::Error::from(e).at(Position::at(at))),
+            }
+        };
+        // The end (or a truncation) is found, and reported, the usual way.
+        if n == 0 {
+            return Ok(None);
+        }
+        self.base = at + n as u64;
+        self.start = 0;
+        self.end = 0;
+        Ok(Some(n))
+    }
+
+    /// Serves the rest of a mapped file through the buffer: the reader is
+    /// sought to where the map was read to, and the map is let go. `false`
+    /// when the reader cannot seek (the map is kept).
+    fn unmap(&mut self) -> crate::Result<bool> {
+        let Some(seek) = self.seek_to else {
+            return Ok(false);
+        };
+        // Map offsets are the reader's ([`Input::use_map`] is only given a
+        // file read from its start offset).
+        let at = self.pos();
+        seek(&mut self.inner, at).map_err(|e| crate::Error::from(e).at(Position::at(at)))?;
+        self.map = None;
+        self.buf = vec![0; self.cap];
+        self.base = at;
+        self.start = 0;
+        self.end = 0;
+        self.eof = false;
+        Ok(true)
+    }
+
     /// One read into the free end of the buffer (which is not empty).
     fn read_some(&mut self) -> crate::Result<usize> {
         loop {

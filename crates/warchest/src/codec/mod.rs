@@ -155,6 +155,19 @@ pub trait Source {
         None
     }
 
+    /// Reads bytes of the current member straight into `out`, when the
+    /// source can do it without a copy of its own (a plain member with
+    /// nothing buffered: one `read` into `out`), as `fill_buf`, a copy and
+    /// `consume` would; at most `out.len()` bytes. `None` when it cannot
+    /// (the default): the caller goes through [`Source::fill_buf`].
+    ///
+    /// # Errors
+    /// As [`Source::fill_buf`].
+    fn read_direct(&mut self, out: &mut [u8]) -> crate::Result<Option<usize>> {
+        let _ = out;
+        Ok(None)
+    }
+
     /// Skips up to `n` decompressed bytes of the current member, returning
     /// how many were skipped (fewer only at the member's end). Implementations
     /// may seek instead of reading.

@@ -1096,6 +1096,26 @@ impl<S: Source> Framing for Reader<S> {
         }
     }
 
+    fn block_read_direct(&mut self, out: &mut [u8]) -> Result<Option<usize>> {
+        let Some(cur) = self.cur.as_ref() else {
+            return Ok(None);
+        };
+        let k = usize::try_from(cur.remaining)
+            .unwrap_or(usize::MAX)
+            .min(out.len());
+        let Some(into) = out.get_mut(..k).filter(|o| !o.is_empty()) else {
+            return Ok(None);
+        };
+        let Some(n) = self.src.read_direct(into)? else {
+            return Ok(None);
+        };
+        if let Some(cur) = self.cur.as_mut() {
+            cur.remaining -= n as u64;
+            cur.read += n as u64;
+        }
+        Ok(Some(n))
+    }
+
     fn view(&self) -> &WarcHeader {
         &self.header
     }
