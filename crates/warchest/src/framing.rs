@@ -274,7 +274,7 @@ pub struct BlockReader<'a, R> {
 /// Reads at least this large go straight from a plain file into the
 /// caller's buffer when nothing is buffered (one copy, not two); smaller
 /// ones are served from the reader's buffer.
-const DIRECT_READ: usize = 16 << 10;
+pub(crate) const DIRECT_READ: usize = 16 << 10;
 
 impl<R: Framing> Read for BlockReader<'_, R> {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {

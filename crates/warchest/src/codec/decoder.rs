@@ -449,6 +449,12 @@ impl<R: Read + io::Seek> Decoder<R> {
         });
         d.input.inner_origin = here;
         d.input.seek_to = Some(|r, at| r.seek(io::SeekFrom::Start(at)).map(|_| ()));
+        d.input.rest = Some(|r| {
+            let here = r.stream_position()?;
+            let end = r.seek(io::SeekFrom::End(0))?;
+            r.seek(io::SeekFrom::Start(here))?;
+            Ok(end.saturating_sub(here))
+        });
         Ok(d)
     }
 }
@@ -1676,6 +1682,31 @@ mod tests {
         }
         assert_eq!(count, n as u64);
         assert_eq!(d.buffer_sizes().0, 1 << 20, "the input buffer did not grow");
+    }
+
+    /// Whole-member output buffers are reserved exactly: a large member
+    /// after a smaller one does not double the buffer past what is kept
+    /// between members (it would be given back, and the next large
+    /// member's pages zeroed again).
+    #[test]
+    fn a_large_members_buffer_is_reserved_exactly() {
+        let member = |n: usize| {
+            let data: Vec<u8> = (0..n).map(|i| (i % 251) as u8).collect();
+            super::super::gz_sl(&data, |s| s, n as u32)
+        };
+        let (a, b) = (7 << 19, 4 << 20);
+        let file = [member(a), member(b)].concat();
+        let mut d = Decoder::new(&file[..], DecoderOptions::default());
+        for want in [a, b] {
+            // One `fill_buf`: the member inflated whole.
+            assert_eq!(d.fill_buf().unwrap().len(), want);
+            assert!(
+                d.out.buf.capacity() < KEEP_OUTPUT,
+                "{}",
+                d.out.buf.capacity()
+            );
+            assert!(d.next_member().unwrap() || want == b);
+        }
     }
 
     /// A member of 14 MiB is inflated whole by a decoder alone (one

@@ -11,6 +11,9 @@ use std::io::{self, Read};
 /// Seeks a reader (forward by, or to, a number of bytes).
 pub(super) type SeekFn<R> = fn(&mut R, u64) -> io::Result<()>;
 
+/// Measures the bytes a reader has left from where it stands.
+pub(super) type RestFn<R> = fn(&mut R) -> io::Result<u64>;
+
 /// Stored bytes read ahead from a reader.
 ///
 /// `buf[start..end]` is read and not consumed; `buf[0]` is at stored offset
@@ -31,6 +34,9 @@ pub(super) struct Input<R> {
     /// Seeks the reader to an absolute position, for readers that can: the
     /// parallel engine hands members back to the sequential path there.
     pub(super) seek_to: Option<SeekFn<R>>,
+    /// Measures what the reader has left, for readers that can: a skip
+    /// past `len` measures it again (the file grew).
+    pub(super) rest: Option<RestFn<R>>,
     /// Position of the reader where stored offset `start_offset` is.
     pub(super) inner_origin: u64,
     /// Stored length of the input, when known (seekable inputs): skips stop
@@ -56,6 +62,7 @@ impl<R> Input<R> {
             eof: false,
             seek_forward: None,
             seek_to: None,
+            rest: None,
             inner_origin: 0,
             len: None,
             map: None,
@@ -278,7 +285,16 @@ impl<R: Read> Input<R> {
         // Map offsets are the reader's ([`Input::use_map`] is only given a
         // file read from its start offset).
         let at = self.pos();
+        let size = match self.map.as_mut() {
+            Some(m) => m
+                .refresh()
+                .map_err(|e| crate::Error::from(e).at(Position::at(at)))?,
+            None => return Ok(false),
+        };
         seek(&mut self.inner, at).map_err(|e| crate::Error::from(e).at(Position::at(at)))?;
+        // The file's size now bounds skips from here ([`Input::seek_skip`]
+        // measures it again when one would pass it).
+        self.len = Some(size as u64);
         self.map = None;
         self.buf = vec![0; self.cap];
         self.base = at;
@@ -300,6 +316,7 @@ impl<R: Read> Input<R> {
                     let n = n.min(room);
                     if n == 0 {
                         self.eof = true;
+                        self.shrank()?;
                     }
                     self.end += n;
                     return Ok(n);
@@ -310,6 +327,31 @@ impl<R: Read> Input<R> {
                     return Err(crate::Error::from(e).at(Position::at(at)));
                 }
             }
+        }
+    }
+
+    /// The input's length now, for a reader at stored offset `at` that can
+    /// measure it; `None` when it cannot.
+    fn measure(&mut self, at: u64) -> crate::Result<Option<u64>> {
+        let Some(rest) = self.rest else {
+            return Ok(None);
+        };
+        let n = rest(&mut self.inner).map_err(|e| crate::Error::from(e).at(Position::at(at)))?;
+        Ok(Some(at.saturating_add(n)))
+    }
+
+    /// An error when the input ended before the length it had when it was
+    /// measured: the file shrank while it was read (a read past a skip
+    /// sought beyond its new end, or a read of bytes no longer there).
+    fn shrank(&self) -> crate::Result<()> {
+        let at = self.base + self.end as u64;
+        match self.len {
+            Some(len) if at < len => Err(crate::Error::from(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!("the file shrank while it was being read: it had {len} bytes, it ends at {at} now or before"),
+            ))
+            .at(Position::at(at))),
+            _ => Ok(()),
         }
     }
 
@@ -339,6 +381,15 @@ impl<R: Read> Input<R> {
             return Ok(None);
         }
         let at = self.base + self.end as u64;
+        let mut len = len;
+        if at.saturating_add(n - avail) > len
+            && let Some(now) = self.measure(at)?
+        {
+            // The file grew since it was measured: the skip goes on into
+            // what was appended.
+            len = now;
+            self.len = Some(now);
+        }
         let rest = (n - avail).min(len.saturating_sub(at));
         seek(&mut self.inner, rest).map_err(|e| crate::Error::from(e).at(Position::at(at)))?;
         self.base = at + rest;

@@ -194,3 +194,20 @@ pub trait Source {
 pub fn decode<R: Read>(reader: R) -> Decoder<R> {
     Decoder::new(reader, DecoderOptions::default())
 }
+
+/// A gzip member with an `sl` subfield (stored and decoded length), the
+/// sizes patched in after compression (tests).
+#[cfg(test)]
+fn gz_sl(data: &[u8], stored: impl Fn(u32) -> u32, decoded: u32) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = flate2::GzBuilder::new()
+        .extra(b"sl\x08\x00\0\0\0\0\0\0\0\0".to_vec())
+        .write(Vec::new(), flate2::Compression::fast());
+    e.write_all(data).unwrap();
+    let mut m = e.finish().unwrap();
+    assert_eq!(&m[12..14], b"sl");
+    let s = stored(m.len() as u32).to_le_bytes();
+    m[16..20].copy_from_slice(&s);
+    m[20..24].copy_from_slice(&decoded.to_le_bytes());
+    m
+}

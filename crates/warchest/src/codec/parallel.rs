@@ -1645,21 +1645,6 @@ mod tests {
         }
     }
 
-    /// A member with an `sl` subfield (stored and decoded length), the
-    /// sizes patched in after compression.
-    fn gz_sl(data: &[u8], stored: impl Fn(u32) -> u32, decoded: u32) -> Vec<u8> {
-        let mut e = flate2::GzBuilder::new()
-            .extra(b"sl\x08\x00\0\0\0\0\0\0\0\0".to_vec())
-            .write(Vec::new(), flate2::Compression::fast());
-        e.write_all(data).unwrap();
-        let mut m = e.finish().unwrap();
-        assert_eq!(&m[12..14], b"sl");
-        let s = stored(m.len() as u32).to_le_bytes();
-        m[16..20].copy_from_slice(&s);
-        m[20..24].copy_from_slice(&decoded.to_le_bytes());
-        m
-    }
-
     /// The `sl` sizes are only a hint: true ones, and false ones (too
     /// small or too large, a stored length off either way; a file of each,
     /// as the first false one turns the hints off), give the same members
@@ -1686,7 +1671,7 @@ mod tests {
                 // as it is, smaller, larger).
                 let p = if i == 7 && k < 3 { &big } else { p };
                 let n = p.len() as u32;
-                file.extend(gz_sl(p, |s| hint(s, n).0, hint(0, n).1));
+                file.extend(super::super::gz_sl(p, |s| hint(s, n).0, hint(0, n).1));
                 want.push(p);
             }
             let ms = same_as_sequential(&file);
@@ -1716,7 +1701,7 @@ mod tests {
             .collect();
         let file: Vec<u8> = ps
             .iter()
-            .flat_map(|p| gz_sl(p, |s| s, p.len() as u32))
+            .flat_map(|p| super::super::gz_sl(p, |s| s, p.len() as u32))
             .collect();
         let ms = same_as_sequential(&file);
         assert_eq!(ms.len(), ps.len());

@@ -125,6 +125,14 @@ struct Current {
     spans_members: bool,
 }
 
+impl Current {
+    /// `n` block bytes were read.
+    fn advance(&mut self, n: u64) {
+        self.remaining -= n;
+        self.read += n;
+    }
+}
+
 /// Reads WARC records one at a time.
 ///
 /// ```
@@ -1024,8 +1032,7 @@ impl<S: Source> Framing for Reader<S> {
             let want = cur.remaining;
             let n = self.src.skip(want)?;
             if let Some(cur) = self.cur.as_mut() {
-                cur.remaining -= n;
-                cur.read += n;
+                cur.advance(n);
             }
             if n < want {
                 self.block_member_end()?;
@@ -1091,8 +1098,7 @@ impl<S: Source> Framing for Reader<S> {
     fn block_consume(&mut self, n: usize) {
         self.src.consume(n);
         if let Some(cur) = self.cur.as_mut() {
-            cur.remaining -= n as u64;
-            cur.read += n as u64;
+            cur.advance(n as u64);
         }
     }
 
@@ -1100,18 +1106,20 @@ impl<S: Source> Framing for Reader<S> {
         let Some(cur) = self.cur.as_ref() else {
             return Ok(None);
         };
+        // Only a large piece: a small block (or a payload's last bytes)
+        // comes with the trailer and the next header in one refill, and a
+        // mapped file keeps its map for it.
         let k = usize::try_from(cur.remaining)
             .unwrap_or(usize::MAX)
             .min(out.len());
-        let Some(into) = out.get_mut(..k).filter(|o| !o.is_empty()) else {
+        let Some(into) = out.get_mut(..k).filter(|o| o.len() >= framing::DIRECT_READ) else {
             return Ok(None);
         };
         let Some(n) = self.src.read_direct(into)? else {
             return Ok(None);
         };
         if let Some(cur) = self.cur.as_mut() {
-            cur.remaining -= n as u64;
-            cur.read += n as u64;
+            cur.advance(n as u64);
         }
         Ok(Some(n))
     }

@@ -101,14 +101,19 @@ fn opts(buffer_size: usize) -> ReaderOptions {
 
 /// Every third record's block skipped, the others read with `read` calls
 /// of 64 KiB (straight from the file into the caller's buffer, the map let
-/// go) or of 1,000 bytes (through the reader's buffer), in turns.
-fn blocks_read_in_turns<R: Read>(mut r: Reader<warchest::codec::Decoder<R>>) -> Vec<Vec<u8>> {
+/// go) or of 1,000 bytes (through the reader's buffer), in turns; with
+/// `large` false, every read of 1,000 bytes. Each record's offset, stored
+/// length and block read, and the warnings.
+fn blocks_read_in_turns<R: Read>(
+    mut r: Reader<warchest::codec::Decoder<R>>,
+    large: bool,
+) -> (Vec<(u64, Option<u64>, Vec<u8>)>, usize) {
     let mut out = Vec::new();
     let mut buf = vec![0u8; 64 << 10];
     while let Some(mut rec) = r.next_record().expect("record") {
         let want = match out.len() % 3 {
             0 => 0,
-            1 => buf.len(),
+            1 if large => buf.len(),
             _ => 1000,
         };
         let mut block = Vec::new();
@@ -123,19 +128,23 @@ fn blocks_read_in_turns<R: Read>(mut r: Reader<warchest::codec::Decoder<R>>) -> 
             }
             block.extend_from_slice(&buf[..n]);
         }
-        out.push(block);
+        let offset = rec.location().offset;
+        let end = rec.finish().expect("finish");
+        out.push((offset, end.stored_len, block));
     }
-    out
+    (out, r.take_warnings().len())
 }
 
 /// Large reads of blocks from a mapped file, from a file read through the
-/// buffer and from a slice give the blocks written.
+/// buffer and from a slice give the blocks written, at the offsets and
+/// with the stored lengths small reads give, and no warning.
 #[test]
 fn large_reads_of_blocks_give_the_blocks_written() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("big.warc");
     let records = warc_records(60, 300_000);
-    std::fs::write(&path, records.concat()).unwrap();
+    let bytes = records.concat();
+    std::fs::write(&path, &bytes).unwrap();
     let want: Vec<Vec<u8>> = records
         .iter()
         .enumerate()
@@ -149,11 +158,26 @@ fn large_reads_of_blocks_give_the_blocks_written() {
         })
         .collect();
     assert!(want.iter().map(Vec::len).sum::<usize>() > 2_000_000);
-    assert!(blocks_read_in_turns(Reader::open(&path).unwrap()) == want);
+    let (small, warnings) = blocks_read_in_turns(Reader::open(&path).unwrap(), false);
+    assert_eq!(warnings, 0);
+    let blocks: Vec<Vec<u8>> = small.iter().map(|x| x.2.clone()).collect();
+    assert!(blocks == want);
+    let mut at = 0;
+    for (x, r) in small.iter().zip(&records) {
+        assert_eq!((x.0, x.1), (at, Some(r.len() as u64)));
+        at += r.len() as u64;
+    }
     let file = File::open(&path).unwrap();
-    assert!(blocks_read_in_turns(Reader::with_options(file, opts(1 << 20)).unwrap()) == want);
-    let bytes = records.concat();
-    assert!(blocks_read_in_turns(Reader::with_options(&bytes[..], opts(100_000)).unwrap()) == want);
+    for got in [
+        blocks_read_in_turns(Reader::open(&path).unwrap(), true),
+        blocks_read_in_turns(Reader::with_options(file, opts(1 << 20)).unwrap(), true),
+        blocks_read_in_turns(
+            Reader::with_options(&bytes[..], opts(100_000)).unwrap(),
+            true,
+        ),
+    ] {
+        assert!(got == (small.clone(), 0));
+    }
 }
 
 /// The mapped reader (by path) and the buffered one (a reader that
@@ -194,27 +218,67 @@ fn truncate(path: &Path, len: u64) {
         .unwrap();
 }
 
+/// A record whose block is `len` bytes of `b'x'`.
+fn record_of(len: usize) -> Vec<u8> {
+    let mut v = format!(
+        "WARC/1.1\r\nWARC-Type: resource\r\nWARC-Target-URI: http://example.com/big\r\n\
+         Content-Length: {len}\r\n\r\n"
+    )
+    .into_bytes();
+    v.resize(v.len() + len, b'x');
+    v.extend(b"\r\n\r\n");
+    v
+}
+
+/// How a test reads the records before it pauses.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Blocks {
+    /// Skipped.
+    Skip,
+    /// Read whole (`read_block`: large reads, straight into the caller's
+    /// buffer, the map let go).
+    Read,
+    /// One large read of a large block, then skipped: the map is let go,
+    /// and the skips after it are sought over.
+    OneLargeRead,
+}
+
 /// A reader paused in the middle of a plain file that is then cut short
 /// (before or after where it stands) goes on with an error that names the
-/// file and says it shrank; the process does not die of SIGBUS. A reader
-/// that read blocks with large reads has let the map go (they go straight
-/// from the file into the caller's buffer): it reads a file cut short, a
-/// truncated record.
+/// file and says it shrank; the process does not die of SIGBUS. Mapped,
+/// the map's guards say so; a reader that let the map go (a large read)
+/// says so where the file ends before the length it had.
 #[test]
 fn a_file_that_shrinks_under_a_paused_reader_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
-    let data = plain_warc(400, 20_000);
+    let mut data = record_of(40_000);
+    data.extend(plain_warc(400, 20_000));
     assert!(data.len() > 3 << 20);
     let mut kinds = Vec::new();
-    for (cut, read_blocks) in [(0.5, false), (0.5, true), (0.05, false), (0.2, true)] {
+    for (cut, blocks) in [
+        (0.5, Blocks::Skip),
+        (0.5, Blocks::Read),
+        (0.05, Blocks::Skip),
+        (0.2, Blocks::Read),
+        (0.5, Blocks::OneLargeRead),
+        (0.05, Blocks::OneLargeRead),
+    ] {
         let path = dir.path().join("shrinking.warc");
         std::fs::write(&path, &data).unwrap();
         let mut r = Reader::open(&path).unwrap();
         let mut n = 0;
         while n < 60 {
             let mut rec = r.next_record().unwrap().unwrap();
-            if read_blocks {
-                rec.read_block().unwrap();
+            match blocks {
+                Blocks::Skip => {}
+                Blocks::Read => {
+                    rec.read_block().unwrap();
+                }
+                Blocks::OneLargeRead if n == 0 => {
+                    let got = rec.block().read(&mut [0u8; 64 << 10]).unwrap();
+                    assert!(got >= 16 << 10, "{got}");
+                }
+                Blocks::OneLargeRead => {}
             }
             n += 1;
         }
@@ -224,55 +288,54 @@ fn a_file_that_shrinks_under_a_paused_reader_is_an_error() {
         rec.block().read_exact(&mut some).unwrap();
         let len = (data.len() as f64 * cut) as u64;
         truncate(&path, len);
-        let mut blocks = Vec::new();
-        let err = read_on(&mut r, read_blocks.then_some(&mut blocks));
-        if read_blocks {
-            assert_eq!(err, None);
-            let w = r.take_warnings();
-            assert!(
-                w.iter()
-                    .any(|w| w.kind == warchest::WarningKind::TruncatedRecord),
-                "cut at {len}: {w:?}"
-            );
-            continue;
-        }
-        let e = err.unwrap_or_else(|| panic!("cut at {len}: no error"));
+        let mut read = Vec::new();
+        let err = read_on(&mut r, (blocks == Blocks::Read).then_some(&mut read));
+        let e = err.unwrap_or_else(|| panic!("{blocks:?} cut at {len}: no error"));
         assert!(e.contains("shrank"), "{e}");
         assert!(e.contains("shrinking.warc"), "{e}");
         // After the error the reader is done, not crashed.
         assert!(matches!(r.next_record(), Ok(None) | Err(_)));
         kinds.push(e.contains("read as zeros"));
     }
-    // Both guards were met: the size check when the window grows (cut
-    // past it), the SIGBUS handler (cut inside the window already checked).
+    // Both guards of the map were met: the size check when the window
+    // grows (cut past it), the SIGBUS handler (cut inside the window
+    // already checked).
     assert!(kinds.contains(&true) && kinds.contains(&false), "{kinds:?}");
 }
 
 /// Records appended while the reader is paused are read: the map grows
-/// with the file.
+/// with the file, and a reader that let the map go (a large read) skips
+/// into what was appended.
 #[test]
 fn records_appended_to_a_mapped_file_are_read() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("growing.warc");
-    let first = plain_warc(50, 3000);
-    std::fs::write(&path, &first).unwrap();
-    let mut r = Reader::open_with(&path, opts(4096)).unwrap();
-    for _ in 0..49 {
-        r.next_record().unwrap().unwrap();
+    for large_read in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("growing.warc");
+        let mut first = record_of(40_000);
+        first.extend(plain_warc(50, 3000));
+        std::fs::write(&path, &first).unwrap();
+        let mut r = Reader::open_with(&path, opts(4096)).unwrap();
+        for i in 0..50 {
+            let mut rec = r.next_record().unwrap().unwrap();
+            if large_read && i == 0 {
+                let got = rec.block().read(&mut [0u8; 64 << 10]).unwrap();
+                assert!(got >= 16 << 10, "{got}");
+            }
+        }
+        let more = [plain_warc(30, 3000), record_of(50_000)].concat();
+        OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap()
+            .write_all(&more)
+            .unwrap();
+        let mut n = 50;
+        while r.next_record().unwrap().is_some() {
+            n += 1;
+        }
+        assert_eq!(n, 82, "large read {large_read}");
+        assert!(r.take_warnings().is_empty(), "large read {large_read}");
     }
-    let more = plain_warc(30, 3000);
-    OpenOptions::new()
-        .append(true)
-        .open(&path)
-        .unwrap()
-        .write_all(&more)
-        .unwrap();
-    let mut n = 49;
-    while r.next_record().unwrap().is_some() {
-        n += 1;
-    }
-    assert_eq!(n, 80);
-    assert!(r.take_warnings().is_empty());
 }
 
 /// A gzip file read on two threads (jobs inflating from its map) that is
