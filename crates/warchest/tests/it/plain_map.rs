@@ -99,6 +99,9 @@ fn opts(buffer_size: usize) -> ReaderOptions {
     }
 }
 
+/// A record's offset, stored length and the block bytes read.
+type Read1 = (u64, Option<u64>, Vec<u8>);
+
 /// Every third record's block skipped, the others read with `read` calls
 /// of 64 KiB (straight from the file into the caller's buffer, the map let
 /// go) or of 1,000 bytes (through the reader's buffer), in turns; with
@@ -107,7 +110,7 @@ fn opts(buffer_size: usize) -> ReaderOptions {
 fn blocks_read_in_turns<R: Read>(
     mut r: Reader<warchest::codec::Decoder<R>>,
     large: bool,
-) -> (Vec<(u64, Option<u64>, Vec<u8>)>, usize) {
+) -> (Vec<Read1>, usize) {
     let mut out = Vec::new();
     let mut buf = vec![0u8; 64 << 10];
     while let Some(mut rec) = r.next_record().expect("record") {
