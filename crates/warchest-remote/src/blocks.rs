@@ -29,7 +29,7 @@ pub const AHEAD_BYTES: u64 = 8 << 20;
 /// store's latency L a reader decoding at R needs about `R x L` bytes on
 /// their way (10 MiB at 20 ms and the 460 MB/s two cores inflate), more
 /// than a fixed 8 MiB. The budget ([`BUDGET_MAX`]) still bounds the
-/// bytes held.
+/// bytes held: with two readers it, not the depth, stops the growth.
 pub const AHEAD_MAX_BYTES: u64 = 16 << 20;
 /// Default bytes of blocks held at most at first, all readers together:
 /// blocks fetched, being fetched and being read from
@@ -38,13 +38,15 @@ pub const AHEAD_MAX_BYTES: u64 = 16 << 20;
 /// [`BUDGET_MAX`].
 pub const BUDGET: u64 = 4 << 20;
 /// Default bytes the budget may grow to (`WARCHEST_REMOTE_BUDGET_MAX`):
-/// enough for 20 ms a request at two cores' decoding rate, about 10 MiB
-/// on their way (460 MB/s) besides the blocks being read and lent to the
-/// jobs. It was 12 MiB while each reader's read-ahead was a fixed 8 MiB,
-/// which held the budget at 10-11 MiB whatever the cap; 24 MiB before
-/// that, which a server slow for want of CPU (s3rver on the same cores)
-/// grew to without gain. A store fast enough never grows the budget.
-pub const BUDGET_MAX: u64 = 16 << 20;
+/// about what 20 ms a request at two cores' decoding rate needs on its
+/// way (9-10 MiB at 460 MB/s) besides the blocks being read. 16 MiB, with
+/// the read-ahead deepening, made no faster 20 ms row than 12 and held
+/// 10 MiB more at its peak (a connection and its read buffer a request in
+/// flight besides the blocks: docs/performance.md, "Round fourteen",
+/// remote); 24 MiB, once, a server slow for want of CPU (s3rver on the
+/// same cores) grew to without gain. A store fast enough never grows the
+/// budget.
+pub const BUDGET_MAX: u64 = 12 << 20;
 /// Bytes of the object's start kept once read: every reader opened at an
 /// offset reads the start for a zstd dictionary frame (a few bytes), and
 /// its first block would otherwise be fetched again for each.
@@ -1490,7 +1492,7 @@ mod tests {
         assert_eq!(RemoteBlocks::ahead_max_for(2 * M), 8);
         assert_eq!(RemoteBlocks::ahead_max_for(8 * M), 4);
         assert_eq!(RemoteBlocks::ahead_max_for(256 << 10), 32);
-        assert_eq!(RemoteBlocks::default_budget(M), (4 * M, 16 * M));
+        assert_eq!(RemoteBlocks::default_budget(M), (4 * M, 12 * M));
         assert_eq!(RemoteBlocks::default_budget(8 * M), (16 * M, 48 * M));
         let loc = Location::parse("http://127.0.0.1:9/x").unwrap();
         let b = RemoteBlocks::open_sized(loc, Options::default(), 100 * M);
