@@ -23,6 +23,14 @@ pub const AHEAD: usize = 4;
 /// ([`RemoteBlocks::ahead_for`]), so that smaller blocks (less memory held
 /// while the fetches keep up) hide as much latency as larger ones.
 pub const AHEAD_BYTES: u64 = 8 << 20;
+/// Bytes each reader's read-ahead may grow to, from [`AHEAD_BYTES`], a
+/// block at a time while a reader scanning on finds its block still on
+/// its way with every block of its read-ahead already asked for: at a
+/// store's latency L a reader decoding at R needs about `R x L` bytes on
+/// their way (10 MiB at 20 ms and the 460 MB/s two cores inflate), more
+/// than a fixed 8 MiB. The budget ([`BUDGET_MAX`]) still bounds the
+/// bytes held: with two readers it, not the depth, stops the growth.
+pub const AHEAD_MAX_BYTES: u64 = 16 << 20;
 /// Default bytes of blocks held at most at first, all readers together:
 /// blocks fetched, being fetched and being read from
 /// (`WARCHEST_REMOTE_BUDGET`). The budget grows from there, a block at a
@@ -30,10 +38,14 @@ pub const AHEAD_BYTES: u64 = 8 << 20;
 /// [`BUDGET_MAX`].
 pub const BUDGET: u64 = 4 << 20;
 /// Default bytes the budget may grow to (`WARCHEST_REMOTE_BUDGET_MAX`):
-/// enough for 20 ms a request at two cores' decoding rate (the budget
-/// reached 10-11 MiB there), not the 24 MiB it was, which a server slow
-/// for want of CPU (s3rver on the same cores) grew to without gain, at
-/// the cost of the peak memory bound.
+/// about what 20 ms a request at two cores' decoding rate needs on its
+/// way (9-10 MiB at 460 MB/s) besides the blocks being read. 16 MiB, with
+/// the read-ahead deepening, made no faster 20 ms row than 12 and held
+/// 10 MiB more at its peak (a connection and its read buffer a request in
+/// flight besides the blocks: docs/performance.md, "Round fourteen",
+/// remote); 24 MiB, once, a server slow for want of CPU (s3rver on the
+/// same cores) grew to without gain. A store fast enough never grows the
+/// budget.
 pub const BUDGET_MAX: u64 = 12 << 20;
 /// Bytes of the object's start kept once read: every reader opened at an
 /// offset reads the start for a zstd dictionary frame (a few bytes), and
@@ -379,6 +391,9 @@ struct Held {
     /// reader forgotten (gone stale) and come again would lose its block
     /// before at its first look back each time.
     looks_back: bool,
+    /// Blocks each reader reads ahead now: from `RemoteBlocks::ahead` up
+    /// to `RemoteBlocks::ahead_max` ([`AHEAD_MAX_BYTES`]).
+    depth: u64,
 }
 
 /// Which held blocks room may be made from, in the order tried.
@@ -410,9 +425,12 @@ enum Give {
 ///
 /// Each reading thread is a reader with a read-ahead of its own: a read
 /// in block `i` fetches `i` when it is not held and starts the requests
-/// for the [`AHEAD`] blocks after it, concurrently, so that a reader
-/// scanning on finds its next blocks fetched (the latency of a request is
-/// hidden while decoding `AHEAD` blocks takes longer than one request). A
+/// for the blocks after it ([`AHEAD_BYTES`] of them at first),
+/// concurrently, so that a reader scanning on finds its next blocks
+/// fetched (the latency of a request is hidden while decoding them takes
+/// longer than one request). The read-ahead deepens by a block, up to
+/// [`AHEAD_MAX_BYTES`], each time a reader scanning on finds its block
+/// still on its way with the whole read-ahead asked for. A
 /// block is fetched once for all readers while it is held. A reader's own
 /// block, the one it read before (once a reader came back to a block
 /// behind it: the chunk readers of an uncompressed object do, a gzip
@@ -434,7 +452,10 @@ pub struct RemoteBlocks {
     opts: Options,
     size: u64,
     block: u64,
+    /// Blocks each reader reads ahead at first.
     ahead: u64,
+    /// Blocks the read-ahead may grow to (`ahead` when fixed).
+    ahead_max: u64,
     held: Mutex<Held>,
     pool: Arc<Pool>,
     /// The object's first bytes ([`HEAD_KEPT`]), once block 0 is read.
@@ -461,6 +482,9 @@ struct Counters {
     /// The longest piece of a body received: the HTTP client's read
     /// buffer bounds it.
     largest_piece: AtomicUsize,
+    /// Blocks each reader reads ahead now (the read-ahead's depth, which
+    /// grows: [`AHEAD_MAX_BYTES`]).
+    depth: AtomicU64,
 }
 
 /// A block's buffer as the sink of its request, noting the longest piece.
@@ -518,7 +542,7 @@ impl Meter {
         let waited = c.waited_ns.load(Ordering::Relaxed) as f64 / 1e6;
         let _ = writeln!(
             io::stderr(),
-            "warchest: remote blocks of {}: {} requests, {} blocks of {} bytes, budget reached {} bytes (cap {} bytes, or {} blocks if more: one for each of the {} readers and one), {} bytes held at most, {} reads waited {waited:.1} ms",
+            "warchest: remote blocks of {}: {} requests, {} blocks of {} bytes, budget reached {} bytes (cap {} bytes, or {} blocks if more: one for each of the {} readers and one), {} bytes held at most, {} reads waited {waited:.1} ms, read-ahead {} blocks a reader",
             self.url,
             c.requests.load(Ordering::Relaxed),
             self.blocks,
@@ -529,6 +553,7 @@ impl Meter {
             readers,
             peak * self.block,
             c.waits.load(Ordering::Relaxed),
+            c.depth.load(Ordering::Relaxed),
         );
     }
 
@@ -608,24 +633,46 @@ impl RemoteBlocks {
             size,
             block: BLOCK as u64,
             ahead: RemoteBlocks::ahead_for(BLOCK as u64) as u64,
-            held: Mutex::new(Held::default()),
+            ahead_max: RemoteBlocks::ahead_max_for(BLOCK as u64) as u64,
+            held: Mutex::new(Held {
+                depth: RemoteBlocks::ahead_for(BLOCK as u64) as u64,
+                ..Held::default()
+            }),
             pool: Pool::new(BUDGET, BUDGET_MAX, BLOCK as u64),
             head: OnceLock::new(),
-            counters: Arc::default(),
+            counters: Arc::new(Counters {
+                depth: AtomicU64::new(RemoteBlocks::ahead_for(BLOCK as u64) as u64),
+                ..Counters::default()
+            }),
             stats: stats_wanted(std::env::var_os("WARCHEST_REMOTE_STATS").as_deref()),
             meter: OnceLock::new(),
         }
     }
 
     /// The same with blocks of `block` bytes (at least 4 KiB) and `ahead`
-    /// blocks read ahead by each reader (at most 16), within the same
-    /// budget of bytes and the same cap (at least one block each).
+    /// blocks read ahead by each reader (at most 16, a fixed depth:
+    /// [`RemoteBlocks::with_ahead_max`] after this lets it grow), within
+    /// the same budget of bytes and the same cap (at least one block
+    /// each).
     #[must_use]
     pub fn with_blocks(self, block: usize, ahead: usize) -> RemoteBlocks {
         let (budget, cap) = (self.budget(), self.budget_max());
         let mut b = self.with_pool(budget, cap, (block as u64).clamp(4096, 1 << 30));
         b.ahead = ahead.min(16) as u64;
+        b.ahead_max = b.ahead;
+        lock(&b.held).depth = b.ahead;
+        b.counters.depth.store(b.ahead, Ordering::Relaxed);
         b
+    }
+
+    /// The same with a read-ahead that may grow up to `blocks` blocks a
+    /// reader (at most 32; never below the depth it starts at), a block
+    /// at a time while a reader scanning on finds its block still on its
+    /// way with its whole read-ahead asked for.
+    #[must_use]
+    pub fn with_ahead_max(mut self, blocks: usize) -> RemoteBlocks {
+        self.ahead_max = (blocks.min(32) as u64).max(self.ahead);
+        self
     }
 
     /// The same holding at most `bytes` of blocks, all readers together,
@@ -678,6 +725,16 @@ impl RemoteBlocks {
         usize::try_from(AHEAD_BYTES / block.max(1))
             .unwrap_or(16)
             .clamp(AHEAD, 16)
+    }
+
+    /// The most blocks a reader's read-ahead may grow to for blocks of
+    /// `block` bytes: [`AHEAD_MAX_BYTES`] of them, at least
+    /// [`RemoteBlocks::ahead_for`] and at most 32 (16 for 1 MiB blocks, 8
+    /// for 2 MiB).
+    pub fn ahead_max_for(block: u64) -> usize {
+        usize::try_from(AHEAD_MAX_BYTES / block.max(1))
+            .unwrap_or(32)
+            .clamp(Self::ahead_for(block), 32)
     }
 
     fn with_pool(mut self, budget: u64, cap: u64, block: u64) -> RemoteBlocks {
@@ -745,6 +802,15 @@ impl RemoteBlocks {
             self.counters.waits.load(Ordering::Relaxed),
             Duration::from_nanos(self.counters.waited_ns.load(Ordering::Relaxed)),
         )
+    }
+
+    /// Blocks each reader reads ahead now: [`RemoteBlocks::ahead_for`] at
+    /// first, grown a block at a time (up to
+    /// [`RemoteBlocks::with_ahead_max`]'s) each time a reader scanning on
+    /// found its block still on its way with its whole read-ahead asked
+    /// for.
+    pub fn read_ahead(&self) -> usize {
+        usize::try_from(lock(&self.held).depth).unwrap_or(usize::MAX)
     }
 
     /// The longest piece of a response body received so far: over plain
@@ -834,7 +900,7 @@ impl RemoteBlocks {
             if k == r.at {
                 return Give::Any;
             }
-            if (k == r.before && h.looks_back) || (k > r.at && k - r.at <= self.ahead) {
+            if (k == r.before && h.looks_back) || (k > r.at && k - r.at <= h.depth) {
                 most = Give::Kept;
             }
         }
@@ -876,10 +942,10 @@ impl RemoteBlocks {
     fn distance(&self, h: &Held, k: u64) -> u64 {
         h.readers
             .iter()
-            .filter(|r| k >= r.at && k - r.at <= self.ahead)
+            .filter(|r| k >= r.at && k - r.at <= h.depth)
             .map(|r| k - r.at)
             .min()
-            .unwrap_or(self.ahead + 1)
+            .unwrap_or(h.depth + 1)
     }
 
     /// A buffer for a read-ahead of the reader in block `i`: a free one,
@@ -888,7 +954,8 @@ impl RemoteBlocks {
     /// otherwise take one of this reader's blocks), or one of a block no
     /// reader keeps.
     fn ahead_room(&self, h: &mut Held, me: ThreadId, i: u64) -> Option<Vec<u8>> {
-        let near = |at: u64| at + 1 >= i && at <= i + self.ahead;
+        let depth = h.depth;
+        let near = |at: u64| at + 1 >= i && at <= i + depth;
         let last = self.blocks().saturating_sub(1);
         let reserve = h
             .readers
@@ -938,6 +1005,7 @@ impl RemoteBlocks {
                 .iter()
                 .any(|r| r.thread == me && r.at == i && r.before + 1 == i);
             let mut caught_up = next;
+            let mut on_way = false;
             let cell = match h.blocks.iter().position(|(k, _)| *k == i) {
                 Some(at) => {
                     let e = h.blocks.remove(at);
@@ -951,6 +1019,7 @@ impl RemoteBlocks {
                     // always finds block 0 on its way, and grew the
                     // budget by a block on every object.
                     caught_up = next && c.pending();
+                    on_way = caught_up;
                     c
                 }
                 None => {
@@ -984,9 +1053,20 @@ impl RemoteBlocks {
                     c
                 }
             };
-            let last = i
-                .saturating_add(self.ahead)
-                .min(self.blocks().saturating_sub(1));
+            let end = self.blocks().saturating_sub(1);
+            // The read-ahead grows by a block when this reader scanning on
+            // finds its block on its way while the read-ahead its last
+            // read asked for (up to `i - 1 + depth`) is all asked for: its
+            // depth, not the budget, is what fell short of the latency.
+            if on_way
+                && h.depth < self.ahead_max
+                && i.saturating_add(h.depth) < end
+                && (i + 1..i + h.depth).all(|k| h.blocks.iter().any(|(b, _)| *b == k))
+            {
+                h.depth += 1;
+                self.counters.depth.store(h.depth, Ordering::Relaxed);
+            }
+            let last = i.saturating_add(h.depth).min(end);
             // The budget grows by a block, once a call, when this reader
             // caught up with its read-ahead (its block still on its way,
             // or the next block of its scan not fetched at all) while the
@@ -1407,11 +1487,17 @@ mod tests {
         assert_eq!(RemoteBlocks::ahead_for(8 * M), 4);
         assert_eq!(RemoteBlocks::ahead_for(256 << 10), 16);
         assert_eq!(RemoteBlocks::ahead_for(0), 16);
+        // The most it may grow to: 16 MiB of blocks, never below the start.
+        assert_eq!(RemoteBlocks::ahead_max_for(BLOCK as u64), 16);
+        assert_eq!(RemoteBlocks::ahead_max_for(2 * M), 8);
+        assert_eq!(RemoteBlocks::ahead_max_for(8 * M), 4);
+        assert_eq!(RemoteBlocks::ahead_max_for(256 << 10), 32);
         assert_eq!(RemoteBlocks::default_budget(M), (4 * M, 12 * M));
         assert_eq!(RemoteBlocks::default_budget(8 * M), (16 * M, 48 * M));
         let loc = Location::parse("http://127.0.0.1:9/x").unwrap();
         let b = RemoteBlocks::open_sized(loc, Options::default(), 100 * M);
-        assert_eq!((b.block, b.ahead), (M, 8));
+        assert_eq!((b.block, b.ahead, b.ahead_max), (M, 8, 16));
+        assert_eq!(b.read_ahead(), 8);
         assert_eq!((b.budget(), b.budget_max()), (BUDGET, BUDGET_MAX));
     }
 

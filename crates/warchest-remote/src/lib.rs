@@ -43,7 +43,9 @@ use std::io::{self, Write as _};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-pub use blocks::{AHEAD, AHEAD_BYTES, BLOCK, BUDGET, BUDGET_MAX, RemoteBlocks, print_stats};
+pub use blocks::{
+    AHEAD, AHEAD_BYTES, AHEAD_MAX_BYTES, BLOCK, BUDGET, BUDGET_MAX, RemoteBlocks, print_stats,
+};
 pub use coalesce::{
     DEFAULT_MAX_GAP, DEFAULT_MAX_REQUEST, DEFAULT_MEMORY, FetchPlan, FetchStats, fetch_ranges_with,
 };
@@ -224,7 +226,9 @@ pub fn open(url: &str) -> io::Result<RemoteFile> {
 /// least two blocks to start and, at the cap, a reader's block, the one
 /// before and its read-ahead, so that large blocks still get read ahead:
 /// [`RemoteBlocks::default_budget`]). Each reader reads
-/// [`RemoteBlocks::ahead_for`] blocks ahead ([`AHEAD_BYTES`] of them).
+/// [`RemoteBlocks::ahead_for`] blocks ahead ([`AHEAD_BYTES`] of them) at
+/// first, deepening while the latency is the limit up to
+/// [`RemoteBlocks::ahead_max_for`] ([`AHEAD_MAX_BYTES`]).
 /// `WARCHEST_REMOTE_BUDGET` sets where it starts (at least one block);
 /// set alone, it is a fixed budget that does not grow. The three take a
 /// byte count as the command's size flags do ([`warchest::size`]): `K`,
@@ -242,6 +246,7 @@ pub fn open_blocks(url: &str) -> io::Result<RemoteBlocks> {
     let (start, cap) = RemoteBlocks::default_budget(block as u64);
     let b = b
         .with_blocks(block, RemoteBlocks::ahead_for(block as u64))
+        .with_ahead_max(RemoteBlocks::ahead_max_for(block as u64))
         .with_budget(budget.unwrap_or(start));
     Ok(match (budget, max) {
         (Some(_), None) => b,

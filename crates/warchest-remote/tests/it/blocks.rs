@@ -419,6 +419,49 @@ fn with_latency_the_budget_grows_up_to_its_cap_and_stops_once_the_read_ahead_fit
     assert!(src.peak_bytes() <= src.budget());
 }
 
+/// The read-ahead deepens to cover the latency: one reader decoding a
+/// block in about 4 ms, at 20 ms a request, needs five or more blocks on
+/// their way. With a fixed depth of two (what a fixed 8 MiB was to the
+/// quiet machine's 20 ms row) nearly every read waits for its block; a
+/// depth that may grow to twelve grows past two and at most half as many
+/// reads wait. The bytes held stay within the budget's cap either way.
+#[test]
+fn with_latency_the_read_ahead_deepens_and_fewer_reads_wait() {
+    const B: u64 = 64 << 10;
+    const N: u64 = 64;
+    let dir = tempfile::tempdir().unwrap();
+    let data: Vec<u8> = (0..N * B).map(|i| (i * 13 % 251) as u8).collect();
+    std::fs::write(dir.path().join("deep.bin"), &data).unwrap();
+    let srv = RangeServer::with_latency(dir.path(), 5.0, 20);
+    let opts = quick();
+    let loc = Location::parse_with(&srv.url("deep.bin"), &opts).unwrap();
+    let read = |grows: bool| {
+        let src = RemoteBlocks::open(loc.clone(), opts.clone())
+            .unwrap()
+            .with_blocks(B as usize, 2)
+            .with_budget(4 * B)
+            .with_budget_max(20 * B);
+        let src = if grows { src.with_ahead_max(12) } else { src };
+        let parts = read_parts(&src, &[(0, N * B)], B, std::time::Duration::from_millis(4));
+        assert!(parts.concat() == data, "grows: {grows}");
+        assert!(
+            src.peak_bytes() <= 20 * B,
+            "{} bytes held",
+            src.peak_bytes()
+        );
+        (src.read_ahead(), src.waits().0)
+    };
+    let (fixed_depth, fixed_waits) = read(false);
+    let (depth, waits) = read(true);
+    assert_eq!(fixed_depth, 2);
+    assert!((3..=12).contains(&depth), "read-ahead of {depth} blocks");
+    // 38-42 against 5, loaded.
+    assert!(
+        2 * waits <= fixed_waits,
+        "{waits} reads waited with a growing read-ahead, {fixed_waits} with a fixed one"
+    );
+}
+
 /// `data` served by range_server.py at `latency_ms` a request, read in
 /// blocks of `block` bytes, four ahead, with a budget of three blocks
 /// that may grow to sixteen (the directory and server kept alive).
