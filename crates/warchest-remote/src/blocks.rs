@@ -519,6 +519,9 @@ struct Meter {
     printed: AtomicBool,
 }
 
+/// Held while a stats line is written ([`Meter::print`]).
+static PRINTING: Mutex<()> = Mutex::new(());
+
 /// The meters whose line is not printed yet.
 fn meters() -> &'static Mutex<Vec<Arc<Meter>>> {
     static METERS: OnceLock<Mutex<Vec<Arc<Meter>>>> = OnceLock::new();
@@ -526,10 +529,13 @@ fn meters() -> &'static Mutex<Vec<Arc<Meter>>> {
 }
 
 impl Meter {
-    /// The line, unless printed already. Written with `writeln!`, its
-    /// error ignored: a closed stderr must not panic (this runs in a
-    /// drop).
+    /// The line, unless printed already: formatted whole and written in
+    /// one call, under [`PRINTING`], so that the command line's last call
+    /// ([`print_stats`]) waits for a line a pool thread is writing and the
+    /// process never ends mid-line. Its error ignored: a closed stderr
+    /// must not panic (this runs in a drop).
     fn print(&self) {
+        let _one_at_a_time = lock(&PRINTING);
         if self.printed.swap(true, Ordering::AcqRel) {
             return;
         }
@@ -540,9 +546,8 @@ impl Meter {
         });
         let readers = c.most_readers.load(Ordering::Relaxed);
         let waited = c.waited_ns.load(Ordering::Relaxed) as f64 / 1e6;
-        let _ = writeln!(
-            io::stderr(),
-            "warchest: remote blocks of {}: {} requests, {} blocks of {} bytes, budget reached {} bytes (cap {} bytes, or {} blocks if more: one for each of the {} readers and one), {} bytes held at most, {} reads waited {waited:.1} ms, read-ahead {} blocks a reader",
+        let line = format!(
+            "warchest: remote blocks of {}: {} requests, {} blocks of {} bytes, budget reached {} bytes (cap {} bytes, or {} blocks if more: one for each of the {} readers and one), {} bytes held at most, {} reads waited {waited:.1} ms, read-ahead {} blocks a reader\n",
             self.url,
             c.requests.load(Ordering::Relaxed),
             self.blocks,
@@ -555,6 +560,7 @@ impl Meter {
             c.waits.load(Ordering::Relaxed),
             c.depth.load(Ordering::Relaxed),
         );
+        let _ = io::stderr().write_all(line.as_bytes());
     }
 
     /// Prints the line and takes it off the list.
