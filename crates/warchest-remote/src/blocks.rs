@@ -48,6 +48,12 @@ pub const BUDGET: u64 = 4 << 20;
 /// same cores) grew to without gain. A store fast enough never grows the
 /// budget.
 pub const BUDGET_MAX: u64 = 12 << 20;
+/// Bytes a second the readers are taken to decode at when the first
+/// answer's wait seeds the budget ([`RemoteBlocks::open_with`]): two
+/// cores inflating gzip (370-460 MB/s measured; docs/remote.md). Too
+/// high only starts the budget nearer its cap, which a store that slow
+/// grows it to anyway.
+pub const SEED_RATE: u64 = 460_000_000;
 /// Bytes of the object's start kept once read: every reader opened at an
 /// offset reads the start for a zstd dictionary frame (a few bytes), and
 /// its first block would otherwise be fetched again for each.
@@ -500,6 +506,9 @@ struct Counters {
     /// Blocks each reader reads ahead now (the read-ahead's depth, which
     /// grows: [`AHEAD_MAX_BYTES`]).
     depth: AtomicU64,
+    /// How long the first block's answer took to come (nanoseconds; 0
+    /// when opened otherwise).
+    first_ns: AtomicU64,
 }
 
 /// A block's buffer as the sink of its request, noting the longest piece.
@@ -555,9 +564,10 @@ impl Meter {
         });
         let readers = c.most_readers.load(Ordering::Relaxed);
         let waited = c.waited_ns.load(Ordering::Relaxed) as f64 / 1e6;
+        let first = c.first_ns.load(Ordering::Relaxed) as f64 / 1e6;
         let _ = writeln!(
             io::stderr(),
-            "warchest: remote blocks of {}: {} requests, {} blocks of {} bytes, budget reached {} bytes (cap {} bytes, or {} blocks if more: one for each of the {} readers and one), {} bytes held at most, {} reads waited {waited:.1} ms, read-ahead {} blocks a reader",
+            "warchest: remote blocks of {}: {} requests, {} blocks of {} bytes, budget reached {} bytes (cap {} bytes, or {} blocks if more: one for each of the {} readers and one), {} bytes held at most, {} reads waited {waited:.1} ms, read-ahead {} blocks a reader, first answer {first:.1} ms",
             self.url,
             c.requests.load(Ordering::Relaxed),
             self.blocks,
@@ -664,10 +674,12 @@ impl RemoteBlocks {
         setup: impl FnOnce(RemoteBlocks) -> RemoteBlocks,
     ) -> io::Result<RemoteBlocks> {
         let mut b = setup(RemoteBlocks::open_sized(loc, opts, 0));
+        let t = std::time::Instant::now();
         let first = runtime().block_on(request::start_first(&b.loc, &b.opts, b.block));
         match first {
             Ok((size, stream)) => {
                 b.size = size;
+                b.seed(t.elapsed());
                 let Some(buf) = (size > 0).then(|| b.pool.try_take()).flatten() else {
                     b.counters.requests.store(1, Ordering::Relaxed);
                     return Ok(b);
@@ -695,6 +707,32 @@ impl RemoteBlocks {
             }
         }
         Ok(b)
+    }
+
+    /// Starts the budget and the read-ahead where the first answer's wait
+    /// says they will grow to: about `R x L` bytes on their way
+    /// ([`SEED_RATE`] times the wait for the answer's head) and a block
+    /// for each of two readers, whole blocks, within the cap (a fixed
+    /// budget does not grow). At 20 ms a request that is 11 blocks of
+    /// 1 MiB and nine ahead, which the growth, a block a read that waited,
+    /// reached only after about 40 reads had waited; a fast store (nginx
+    /// on loopback answers in well under 1 ms: one block) starts where it
+    /// did.
+    fn seed(&self, wait: Duration) {
+        self.counters.first_ns.store(
+            u64::try_from(wait.as_nanos()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
+        let bytes = u64::try_from(u128::from(SEED_RATE) * wait.as_nanos() / 1_000_000_000)
+            .unwrap_or(u64::MAX);
+        let blocks = bytes.div_ceil(self.block.max(1));
+        while (self.pool.max() as u64) < blocks.saturating_add(2) && self.pool.grow(0) {}
+        let depth = blocks.clamp(self.ahead, self.ahead_max);
+        let mut h = lock(&self.held);
+        if depth > h.depth {
+            h.depth = depth;
+            self.counters.depth.store(depth, Ordering::Relaxed);
+        }
     }
 
     /// `loc` read as `size` bytes, the size known already (no request).

@@ -44,7 +44,8 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 pub use blocks::{
-    AHEAD, AHEAD_BYTES, AHEAD_MAX_BYTES, BLOCK, BUDGET, BUDGET_MAX, RemoteBlocks, print_stats,
+    AHEAD, AHEAD_BYTES, AHEAD_MAX_BYTES, BLOCK, BUDGET, BUDGET_MAX, RemoteBlocks, SEED_RATE,
+    print_stats,
 };
 pub use coalesce::{
     DEFAULT_MAX_GAP, DEFAULT_MAX_REQUEST, DEFAULT_MEMORY, FetchPlan, FetchStats, fetch_ranges_with,

@@ -672,6 +672,42 @@ fn a_first_answer_without_the_size_falls_back_to_a_head() {
     assert_eq!(srv.count(), (1, 1), "{:?}", srv.log());
 }
 
+/// At 20 ms a request the first block's answer seeds the budget and the
+/// read-ahead: opened, before any read, they are where the growth would
+/// take them (about `R x L` bytes: many 64 KiB blocks, so the cap and the
+/// deepest read-ahead), and the bytes held stay within the cap; a fixed
+/// budget stays fixed.
+#[test]
+fn the_first_answers_wait_seeds_the_budget_and_the_read_ahead() {
+    const B: u64 = 64 << 10;
+    let dir = tempfile::tempdir().unwrap();
+    let data: Vec<u8> = (0..24 * B).map(|i| (i * 5 % 251) as u8).collect();
+    std::fs::write(dir.path().join("d.bin"), &data).unwrap();
+    let srv = RangeServer::with_latency(dir.path(), 5.0, 20);
+    let opts = quick();
+    let loc = Location::parse_with(&srv.url("d.bin"), &opts).unwrap();
+    let src = RemoteBlocks::open_with(loc.clone(), opts.clone(), |b| {
+        b.with_blocks(B as usize, 2)
+            .with_ahead_max(6)
+            .with_budget(3 * B)
+            .with_budget_max(10 * B)
+    })
+    .unwrap();
+    assert_eq!((src.budget(), src.read_ahead()), (10 * B, 6));
+    assert!(read_part(&src, 0, data.len() as u64) == data);
+    assert!(
+        src.peak_bytes() <= 10 * B,
+        "{} bytes held",
+        src.peak_bytes()
+    );
+
+    let fixed = RemoteBlocks::open_with(loc, opts, |b| {
+        b.with_blocks(B as usize, 2).with_budget(3 * B)
+    })
+    .unwrap();
+    assert_eq!((fixed.budget(), fixed.read_ahead()), (3 * B, 2));
+}
+
 /// Over S3 (called by `s3::s3_reads_lists_and_writes`, which owns the
 /// process's S3 endpoint): `url`, a copy of `path`, read by threads in
 /// blocks, gives its bytes, and decodes as the local file.
