@@ -30,6 +30,8 @@ Control, for the tests:
 
 LATENCY_MS (environment): every GET of a file waits that long before it
 answers, as a real store's first byte does (bench/remote_bench.py).
+LATENCY_HEAD=1: every HEAD waits that long too, as a real store's does
+(off by default, as the rows measured before it were).
 """
 
 import os
@@ -43,6 +45,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 ROOT = os.path.abspath(sys.argv[1])
 STALL = float(os.environ.get("STALL_SECONDS", "5"))
 LATENCY = float(os.environ.get("LATENCY_MS", "0")) / 1000
+LATENCY_HEAD = os.environ.get("LATENCY_HEAD", "") == "1"
 LOCK = threading.Lock()
 FAULTS = []
 CUTS = {}
@@ -114,6 +117,8 @@ class Handler(BaseHTTPRequestHandler):
             self.agent()
         if self.loop():
             return
+        if LATENCY > 0 and LATENCY_HEAD:
+            time.sleep(LATENCY)
         path = self.file()
         if path is None:
             return self.small(404)

@@ -658,16 +658,18 @@ impl RemoteBlocks {
     /// still arriving when this returns (the first read finds it on its
     /// way, and starts its read-ahead at once). A HEAD and then block 0
     /// cost two round trips before any byte: 40 ms at 20 ms a request.
-    /// When that request fails in any way (a server answering ranges with
-    /// the whole object, an empty object's 416, an answer without the
-    /// total, an error), the object is opened with a HEAD as
-    /// [`RemoteBlocks::open`] does, and block 0 fetched when first read;
+    /// When that request fails otherwise than for the whole object (a
+    /// server answering ranges with the whole object, an empty object's
+    /// 416, an answer without the total, a 5xx, the network), the object
+    /// is opened with a HEAD as [`RemoteBlocks::open`] does, and block 0
+    /// fetched when first read;
     /// a server without ranges keeps that answer's error as block 0's,
     /// which is what the first read of block 0 would get again.
     ///
     /// # Errors
-    /// The HEAD request, made when the first failed, fails within the
-    /// retry budget.
+    /// The first request finds the object missing or refused (401, 403,
+    /// 404, 410) or its redirects looping; the HEAD request, made when
+    /// the first failed otherwise, fails within the retry budget.
     pub fn open_with(
         loc: Location,
         opts: Options,
@@ -697,6 +699,12 @@ impl RemoteBlocks {
                 );
                 let no_ranges = f.problem == request::Problem::NoRanges;
                 let e = f.into_error(b.loc.url(), 0, 0);
+                // A missing or refused object, or a redirect loop, is the
+                // HEAD's answer too (a loop cost a second round of
+                // redirects).
+                if !no_ranges && request::remote_error(&e).is_some_and(|r| r.whole_object()) {
+                    return Err(e);
+                }
                 b.size = runtime().block_on(request::head(&b.loc, &b.opts))?;
                 b.counters.requests.store(2, Ordering::Relaxed);
                 if no_ranges && b.size > 0 {
@@ -713,11 +721,11 @@ impl RemoteBlocks {
     /// says they will grow to: about `R x L` bytes on their way
     /// ([`SEED_RATE`] times the wait for the answer's head) and a block
     /// for each of two readers, whole blocks, within the cap (a fixed
-    /// budget does not grow). At 20 ms a request that is 11 blocks of
-    /// 1 MiB and nine ahead, which the growth, a block a read that waited,
-    /// reached only after about 40 reads had waited; a fast store (nginx
-    /// on loopback answers in well under 1 ms: one block) starts where it
-    /// did.
+    /// budget does not grow). At 20 ms a request (about 22 ms to the
+    /// answer's head) that is the 12 MiB cap and ten blocks of 1 MiB
+    /// ahead, which the growth, a block a read that waited, reached only
+    /// after some 20-40 reads had waited; a fast store (nginx on loopback
+    /// answers in about 1 ms: one block) starts where it did.
     fn seed(&self, wait: Duration) {
         self.counters.first_ns.store(
             u64::try_from(wait.as_nanos()).unwrap_or(u64::MAX),

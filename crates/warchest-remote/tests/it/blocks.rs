@@ -628,6 +628,17 @@ fn opening_with_the_first_blocks_request_saves_the_head_and_fetches_block_0_once
     assert!(read_part(&src, 0, 1000) == data[..1000]);
     assert_eq!(srv.count(), (1, 0));
 
+    // Missing: the first answer's 404 is the error, no HEAD after it.
+    srv.reset_count();
+    let opts = quick();
+    let loc = Location::parse_with(&srv.url("none.bin"), &opts).unwrap();
+    let Err(e) = RemoteBlocks::open_with(loc, opts, |b| b) else {
+        panic!("a missing object opened");
+    };
+    assert_eq!(e.kind(), std::io::ErrorKind::NotFound, "{e}");
+    assert!(e.to_string().contains("none.bin: at byte 0: 404"), "{e}");
+    assert_eq!(srv.count(), (1, 0));
+
     // Empty: the range is not satisfiable (416), the HEAD says 0 bytes.
     srv.reset_count();
     let src = open_folded(&srv.url("empty.bin"));
