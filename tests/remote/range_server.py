@@ -11,11 +11,16 @@ Control, for the tests:
   requests take them in order (then answer normally). Names: 500, 503
   (that status), reset (half the body, then the connection is reset),
   stall (part of the body, then silence for STALL seconds), short (a 206
-  whose Content-Length and body are half the range asked for).
+  whose Content-Length and body are half the range asked for), whole
+  (a 200 with the whole file, the range ignored, as a server without
+  ranges answers), star (a 206 whose Content-Range has no total:
+  "bytes A-B/*"), nocr (a 206 without Content-Range).
 - POST /_cut/PATH with a body N: PATH's GET answers never send a byte at
   or past N (the connection is reset there), as an object cut short.
 - GET /_count: the number of GET and HEAD requests (but to /_count) so far, as
-  "GET HEAD"; POST /_reset_count sets them to zero.
+  "GET HEAD"; POST /_reset_count sets them to zero and empties the log.
+- GET /_log: those requests, one a line: "METHOD PATH RANGE" ("-" for no
+  Range header).
 - GET or HEAD /_loop/a and /_loop/b: each redirects (302) to the other, a
   redirect loop (counted as requests).
 - GET or HEAD /_to/PATH: redirects (302) to /PATH, once (counted).
@@ -25,6 +30,8 @@ Control, for the tests:
 
 LATENCY_MS (environment): every GET of a file waits that long before it
 answers, as a real store's first byte does (bench/remote_bench.py).
+LATENCY_HEAD=1: every HEAD waits that long too, as a real store's does
+(off by default, as the rows measured before it were).
 """
 
 import os
@@ -38,10 +45,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 ROOT = os.path.abspath(sys.argv[1])
 STALL = float(os.environ.get("STALL_SECONDS", "5"))
 LATENCY = float(os.environ.get("LATENCY_MS", "0")) / 1000
+LATENCY_HEAD = os.environ.get("LATENCY_HEAD", "") == "1"
 LOCK = threading.Lock()
 FAULTS = []
 CUTS = {}
 COUNT = {"GET": 0, "HEAD": 0}
+LOG = []
 AGENTS = []
 
 
@@ -71,6 +80,7 @@ class Handler(BaseHTTPRequestHandler):
                 CUTS[self.path[len("/_cut"):]] = int(body)
             elif self.path == "/_reset_count":
                 COUNT["GET"] = COUNT["HEAD"] = 0
+                del LOG[:]
             else:
                 return self.small(404)
         self.small(200, "ok")
@@ -96,6 +106,7 @@ class Handler(BaseHTTPRequestHandler):
         return True
 
     def agent(self):
+        LOG.append("%s %s %s" % (self.command, self.path, self.headers.get("Range") or "-"))
         ua = self.headers.get("User-Agent") or "-"
         if ua not in AGENTS:
             AGENTS.append(ua)
@@ -106,6 +117,8 @@ class Handler(BaseHTTPRequestHandler):
             self.agent()
         if self.loop():
             return
+        if LATENCY > 0 and LATENCY_HEAD:
+            time.sleep(LATENCY)
         path = self.file()
         if path is None:
             return self.small(404)
@@ -127,6 +140,9 @@ class Handler(BaseHTTPRequestHandler):
         if self.path == "/_count":
             with LOCK:
                 return self.small(200, "%d %d" % (COUNT["GET"], COUNT["HEAD"]))
+        if self.path == "/_log":
+            with LOCK:
+                return self.small(200, "".join(x + "\n" for x in LOG))
         if self.path == "/_agents":
             with LOCK:
                 return self.small(200, "".join(a + "\n" for a in AGENTS))
@@ -146,6 +162,8 @@ class Handler(BaseHTTPRequestHandler):
         size = os.path.getsize(path)
         start, end = 0, size - 1
         rng = self.headers.get("Range")
+        if fault == "whole":
+            rng = None
         if rng and rng.startswith("bytes="):
             a, _, b = rng[6:].partition("-")
             start = int(a) if a else max(0, size - int(b))
@@ -167,8 +185,9 @@ class Handler(BaseHTTPRequestHandler):
             length = len(data)
         self.send_response(206 if rng else 200)
         self.send_header("Content-Length", str(length))
-        if rng:
-            self.send_header("Content-Range", "bytes %d-%d/%d" % (start, end, size))
+        if rng and fault != "nocr":
+            total = "*" if fault == "star" else str(size)
+            self.send_header("Content-Range", "bytes %d-%d/%s" % (start, end, total))
         self.send_header("Accept-Ranges", "bytes")
         self.send_header("ETag", '"%d"' % os.path.getmtime(path))
         self.send_header("Last-Modified", self.date_time_string(os.path.getmtime(path)))

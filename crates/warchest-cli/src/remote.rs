@@ -39,9 +39,11 @@ pub fn open(url: &str) -> io::Result<File> {
 }
 
 /// Opens the object at `url` for reading at offsets by several threads
-/// (its size from one HEAD request; then one range request per block);
-/// `None` when its server answers no byte ranges, found by reading the
-/// first block (which a decoder reads first anyway: it is kept). A
+/// (one range request per block, the first one's answer giving its size;
+/// a HEAD when that answer does not); `None` when its server answers no
+/// byte ranges, found by reading the first block (which a decoder reads
+/// first anyway: it is kept; a server that answered the first block's
+/// request with the whole object has it kept as that block's error). A
 /// sequential read then streams the object ([`open`] does) instead.
 #[cfg(feature = "remote")]
 pub fn open_blocks(url: &str) -> io::Result<Option<warchest_remote::RemoteBlocks>> {

@@ -7,6 +7,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::thread::ThreadId;
 use std::time::Duration;
 
+use futures_util::stream::BoxStream;
 use warchest::io::{Lent, ReadAt};
 
 use crate::request;
@@ -47,6 +48,12 @@ pub const BUDGET: u64 = 4 << 20;
 /// same cores) grew to without gain. A store fast enough never grows the
 /// budget.
 pub const BUDGET_MAX: u64 = 12 << 20;
+/// Bytes a second the readers are taken to decode at when the first
+/// answer's wait seeds the budget ([`RemoteBlocks::open_with`]): two
+/// cores inflating gzip (370-460 MB/s measured; docs/remote.md). Too
+/// high only starts the budget nearer its cap, which a store that slow
+/// grows it to anyway.
+pub const SEED_RATE: u64 = 460_000_000;
 /// Bytes of the object's start kept once read: every reader opened at an
 /// offset reads the start for a zstd dictionary frame (a few bytes), and
 /// its first block would otherwise be fetched again for each.
@@ -256,6 +263,10 @@ impl Cell {
     fn pending(&self) -> bool {
         lock(&self.got).is_none()
     }
+
+    fn failed(&self) -> bool {
+        matches!(*lock(&self.got), Some(Err(_)))
+    }
 }
 
 /// Whether dropping `c` from the held blocks frees its buffer now: its
@@ -322,6 +333,10 @@ struct Launch {
     counters: Arc<Counters>,
     guard: SetOnDrop,
     block: Block,
+    /// The answer already on its way, for the first block fetched at
+    /// opening ([`RemoteBlocks::open_with`]): its body is read instead of
+    /// a request made.
+    first: Option<BoxStream<'static, object_store::Result<bytes::Bytes>>>,
 }
 
 impl Launch {
@@ -336,13 +351,19 @@ impl Launch {
             counters,
             guard,
             mut block,
+            first,
         } = self;
         runtime().spawn(async move {
             let mut sink = Noted {
                 buf: &mut block.buf,
                 largest: &counters.largest_piece,
             };
-            let got = request::fetch_into(&loc, &opts, start, len, Some(size), &mut sink).await;
+            let got = match first {
+                Some(stream) => {
+                    request::finish_first(&loc, &opts, stream, len, size, &mut sink).await
+                }
+                None => request::fetch_into(&loc, &opts, start, len, Some(size), &mut sink).await,
+            };
             // A failed block's buffer goes back to the pool at once.
             let pool = Arc::clone(&block.pool);
             guard.set(got.map(|()| block));
@@ -485,6 +506,9 @@ struct Counters {
     /// Blocks each reader reads ahead now (the read-ahead's depth, which
     /// grows: [`AHEAD_MAX_BYTES`]).
     depth: AtomicU64,
+    /// How long the first block's answer took to come (nanoseconds; 0
+    /// when opened otherwise).
+    first_ns: AtomicU64,
 }
 
 /// A block's buffer as the sink of its request, noting the longest piece.
@@ -546,8 +570,9 @@ impl Meter {
         });
         let readers = c.most_readers.load(Ordering::Relaxed);
         let waited = c.waited_ns.load(Ordering::Relaxed) as f64 / 1e6;
+        let first = c.first_ns.load(Ordering::Relaxed) as f64 / 1e6;
         let line = format!(
-            "warchest: remote blocks of {}: {} requests, {} blocks of {} bytes, budget reached {} bytes (cap {} bytes, or {} blocks if more: one for each of the {} readers and one), {} bytes held at most, {} reads waited {waited:.1} ms, read-ahead {} blocks a reader\n",
+            "warchest: remote blocks of {}: {} requests, {} blocks of {} bytes, budget reached {} bytes (cap {} bytes, or {} blocks if more: one for each of the {} readers and one), {} bytes held at most, {} reads waited {waited:.1} ms, read-ahead {} blocks a reader, first answer {first:.1} ms\n",
             self.url,
             c.requests.load(Ordering::Relaxed),
             self.blocks,
@@ -620,7 +645,8 @@ fn buffers(budget: u64, block: u64) -> usize {
 }
 
 impl RemoteBlocks {
-    /// Opens `loc` (one HEAD request for its size).
+    /// Opens `loc` (one HEAD request for its size), to be set up with the
+    /// `with_*` methods; [`RemoteBlocks::open_with`] saves the HEAD.
     ///
     /// # Errors
     /// The HEAD request fails within the retry budget.
@@ -629,6 +655,98 @@ impl RemoteBlocks {
         let b = RemoteBlocks::open_sized(loc, opts, size);
         b.counters.requests.store(1, Ordering::Relaxed);
         Ok(b)
+    }
+
+    /// Opens `loc` set up by `setup` (the `with_*` methods, which it is
+    /// given the object with, its size not known yet) with one request:
+    /// a range request for the first block, whose answer gives the size
+    /// (`Content-Range: bytes 0-N/SIZE`) and whose body becomes block 0,
+    /// still arriving when this returns (the first read finds it on its
+    /// way, and starts its read-ahead at once). A HEAD and then block 0
+    /// cost two round trips before any byte: 40 ms at 20 ms a request.
+    /// When that request fails otherwise than for the whole object (a
+    /// server answering ranges with the whole object, an empty object's
+    /// 416, an answer without the total, a 5xx, the network), the object
+    /// is opened with a HEAD as [`RemoteBlocks::open`] does, and block 0
+    /// fetched when first read;
+    /// a server without ranges keeps that answer's error as block 0's,
+    /// which is what the first read of block 0 would get again.
+    ///
+    /// # Errors
+    /// The first request finds the object missing or refused (401, 403,
+    /// 404, 410) or its redirects looping; the HEAD request, made when
+    /// the first failed otherwise, fails within the retry budget.
+    pub fn open_with(
+        loc: Location,
+        opts: Options,
+        setup: impl FnOnce(RemoteBlocks) -> RemoteBlocks,
+    ) -> io::Result<RemoteBlocks> {
+        let mut b = setup(RemoteBlocks::open_sized(loc, opts, 0));
+        let t = std::time::Instant::now();
+        let first = runtime().block_on(request::start_first(&b.loc, &b.opts, b.block));
+        match first {
+            Ok((size, stream)) => {
+                b.size = size;
+                b.seed(t.elapsed());
+                let Some(buf) = (size > 0).then(|| b.pool.try_take()).flatten() else {
+                    b.counters.requests.store(1, Ordering::Relaxed);
+                    return Ok(b);
+                };
+                let (cell, mut launch) = b.spawn(0, buf);
+                launch.first = Some(stream);
+                lock(&b.held).blocks.push((0, cell));
+                launch.start();
+            }
+            Err(f) => {
+                tracing::debug!(
+                    "{}: the first block's request: {}; asking with HEAD",
+                    b.loc.url(),
+                    f.message
+                );
+                let no_ranges = f.problem == request::Problem::NoRanges;
+                let e = f.into_error(b.loc.url(), 0, 0);
+                // A missing or refused object, or a redirect loop, is the
+                // HEAD's answer too (a loop cost a second round of
+                // redirects).
+                if !no_ranges && request::remote_error(&e).is_some_and(|r| r.whole_object()) {
+                    return Err(e);
+                }
+                b.size = runtime().block_on(request::head(&b.loc, &b.opts))?;
+                b.counters.requests.store(2, Ordering::Relaxed);
+                if no_ranges && b.size > 0 {
+                    let cell = Arc::new(Cell::default());
+                    cell.set(Err(e));
+                    lock(&b.held).blocks.push((0, cell));
+                }
+            }
+        }
+        Ok(b)
+    }
+
+    /// Starts the budget and the read-ahead where the first answer's wait
+    /// says they will grow to: about `R x L` bytes on their way
+    /// ([`SEED_RATE`] times the wait for the answer's head) and a block
+    /// for each of two readers, whole blocks, within the cap (a fixed
+    /// budget does not grow). At 20 ms a request (about 22 ms to the
+    /// answer's head) that is the 12 MiB cap and ten blocks of 1 MiB
+    /// ahead, which the growth, a block a read that waited, reached only
+    /// after some 20-40 reads had waited; a fast store (nginx on loopback
+    /// answers in about 1 ms: one block) starts where it did.
+    fn seed(&self, wait: Duration) {
+        self.counters.first_ns.store(
+            u64::try_from(wait.as_nanos()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
+        let bytes = u64::try_from(u128::from(SEED_RATE) * wait.as_nanos() / 1_000_000_000)
+            .unwrap_or(u64::MAX);
+        let blocks = bytes.div_ceil(self.block.max(1));
+        while (self.pool.max() as u64) < blocks.saturating_add(2) && self.pool.grow(0) {}
+        let depth = blocks.clamp(self.ahead, self.ahead_max);
+        let mut h = lock(&self.held);
+        if depth > h.depth {
+            h.depth = depth;
+            self.counters.depth.store(depth, Ordering::Relaxed);
+        }
     }
 
     /// `loc` read as `size` bytes, the size known already (no request).
@@ -859,6 +977,7 @@ impl RemoteBlocks {
                 buf,
                 pool: Arc::clone(&self.pool),
             },
+            first: None,
         };
         self.counters.requests.fetch_add(1, Ordering::Relaxed);
         (cell, launch)
@@ -1026,6 +1145,13 @@ impl RemoteBlocks {
                     // budget by a block on every object.
                     caught_up = next && c.pending();
                     on_way = caught_up;
+                    // A block that failed is the reader's answer: no
+                    // read-ahead for a reader that stops here (a server
+                    // without ranges would answer each with the whole
+                    // object).
+                    if c.failed() {
+                        break c;
+                    }
                     c
                 }
                 None => {

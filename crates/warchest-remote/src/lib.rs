@@ -44,7 +44,8 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 pub use blocks::{
-    AHEAD, AHEAD_BYTES, AHEAD_MAX_BYTES, BLOCK, BUDGET, BUDGET_MAX, RemoteBlocks, print_stats,
+    AHEAD, AHEAD_BYTES, AHEAD_MAX_BYTES, BLOCK, BUDGET, BUDGET_MAX, RemoteBlocks, SEED_RATE,
+    print_stats,
 };
 pub use coalesce::{
     DEFAULT_MAX_GAP, DEFAULT_MAX_REQUEST, DEFAULT_MEMORY, FetchPlan, FetchStats, fetch_ranges_with,
@@ -218,7 +219,8 @@ pub fn open(url: &str) -> io::Result<RemoteFile> {
 }
 
 /// Opens `url` for reading at explicit offsets by several threads (one
-/// HEAD request for its size; then a range request per block). The block
+/// range request per block, the first one's answer giving the size:
+/// [`RemoteBlocks::open_with`]; a HEAD when that fails). The block
 /// size is `WARCHEST_REMOTE_BLOCK` bytes when set (at least 4 KiB), else
 /// [`BLOCK`]. The bytes of blocks held at most, all threads together,
 /// start at [`BUDGET`] and grow while the readers wait for fetches, up to
@@ -236,7 +238,6 @@ pub fn open(url: &str) -> io::Result<RemoteFile> {
 /// `GiB` powers of 1024 (`8MiB` is 8,388,608); one that cannot be read is
 /// said once on stderr, with why, and the default used.
 pub fn open_blocks(url: &str) -> io::Result<RemoteBlocks> {
-    let b = RemoteBlocks::open(Location::parse(url)?, Options::from_env())?;
     let knob = size_knob;
     let block = knob("WARCHEST_REMOTE_BLOCK").map_or(BLOCK, |v| v as usize);
     let (budget, max) = (
@@ -244,13 +245,15 @@ pub fn open_blocks(url: &str) -> io::Result<RemoteBlocks> {
         knob("WARCHEST_REMOTE_BUDGET_MAX"),
     );
     let (start, cap) = RemoteBlocks::default_budget(block as u64);
-    let b = b
-        .with_blocks(block, RemoteBlocks::ahead_for(block as u64))
-        .with_ahead_max(RemoteBlocks::ahead_max_for(block as u64))
-        .with_budget(budget.unwrap_or(start));
-    Ok(match (budget, max) {
-        (Some(_), None) => b,
-        (_, max) => b.with_budget_max(max.unwrap_or(cap)),
+    RemoteBlocks::open_with(Location::parse(url)?, Options::from_env(), |b| {
+        let b = b
+            .with_blocks(block, RemoteBlocks::ahead_for(block as u64))
+            .with_ahead_max(RemoteBlocks::ahead_max_for(block as u64))
+            .with_budget(budget.unwrap_or(start));
+        match (budget, max) {
+            (Some(_), None) => b,
+            (_, max) => b.with_budget_max(max.unwrap_or(cap)),
+        }
     })
 }
 

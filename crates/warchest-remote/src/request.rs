@@ -428,6 +428,93 @@ pub(crate) async fn start_range(
     Ok(got.into_stream())
 }
 
+/// The request for the object's first `len` bytes made at opening, in
+/// place of a HEAD: one attempt (no retries), its answer's
+/// `Content-Range` giving the object's size (`bytes 0-N/SIZE`, which
+/// object_store reads into the result's size, for HTTP and S3 alike).
+/// The size, and the body's stream for the first `min(len, size)` bytes.
+/// Any failure (a server answering ranges with the whole object, an empty
+/// object's 416, a `Content-Range` without a total (`*`) or none, an
+/// error status, the network) is returned for the caller to open the
+/// object as before, with a HEAD and its retries.
+pub(crate) async fn start_first(
+    loc: &Location,
+    opts: &Options,
+    len: u64,
+) -> Result<(u64, BoxStream<'static, object_store::Result<Bytes>>), Failure> {
+    let options = GetOptions {
+        range: Some(GetRange::Bounded(0..len.max(1))),
+        ..Default::default()
+    };
+    let got =
+        match tokio::time::timeout(opts.timeout, loc.store().get_opts(loc.key(), options)).await {
+            Err(_) => {
+                return Err(Failure::retryable(
+                    io::ErrorKind::TimedOut,
+                    format!("no answer in {:?}", opts.timeout),
+                ));
+            }
+            Ok(Err(e)) => return Err(classify(e)),
+            Ok(Ok(g)) => g,
+        };
+    let size = got.meta.size;
+    // object_store checked the range against the one asked for, cut at
+    // the size: anything else is no first block.
+    if got.range != (0..len.max(1).min(size)) {
+        return Err(Failure::fatal(
+            io::ErrorKind::InvalidData,
+            format!(
+                "asked for bytes 0..{len} of an object of {size} bytes, the answer is bytes {}..{}",
+                got.range.start, got.range.end
+            ),
+        ));
+    }
+    Ok((size, got.into_stream()))
+}
+
+/// The rest of the first block's answer ([`start_first`]) copied into
+/// `out` (empty when called) until it holds `len` bytes; what the body
+/// lacked (cut, stalled) is asked for again from where it stopped, with
+/// [`fetch_into`]'s retries. `size` is the object's size from the answer.
+pub(crate) async fn finish_first<S: Sink + Send>(
+    loc: &Location,
+    opts: &Options,
+    mut stream: BoxStream<'static, object_store::Result<Bytes>>,
+    len: u64,
+    size: u64,
+    out: &mut S,
+) -> io::Result<()> {
+    loop {
+        match next_piece(&mut stream, opts).await {
+            Ok(Some(piece)) => {
+                if out.len() + piece.len() as u64 > len {
+                    return Err(Failure::fatal(
+                        io::ErrorKind::InvalidData,
+                        format!("the server sent more than the {len} bytes asked for"),
+                    )
+                    .into_error(loc.url(), out.len(), 0));
+                }
+                out.push(piece);
+            }
+            Ok(None) => break,
+            Err(f) => {
+                tracing::debug!(
+                    "{}: at byte {}: {}; asked for again",
+                    loc.url(),
+                    out.len(),
+                    f.message
+                );
+                break;
+            }
+        }
+    }
+    drop(stream);
+    if out.len() < len {
+        fetch_into(loc, opts, 0, len, Some(size), out).await?;
+    }
+    Ok(())
+}
+
 /// Starts a request for the whole object, without a range (for a server
 /// that answers none).
 pub(crate) async fn start_whole(
@@ -635,8 +722,9 @@ pub(crate) async fn fetch_pieces(
     Ok(out)
 }
 
-/// [`fetch`] into `out` (empty when called), which receives exactly the
-/// `len` bytes when this returns `Ok`.
+/// [`fetch`] into `out`, which receives exactly the `len` bytes when this
+/// returns `Ok` (what it holds when called is the range's start, as a
+/// cut body's bytes are: the request resumes after them).
 pub(crate) async fn fetch_into<S: Sink + Send>(
     loc: &Location,
     opts: &Options,

@@ -548,6 +548,177 @@ fn a_readers_first_read_on_a_block_on_its_way_does_not_grow_the_budget() {
     assert_eq!(requests, 4);
 }
 
+/// Opened with [`RemoteBlocks::open_with`]: blocks of 64 KiB, two ahead.
+fn open_folded(url: &str) -> RemoteBlocks {
+    let opts = quick();
+    let loc = Location::parse_with(url, &opts).unwrap();
+    RemoteBlocks::open_with(loc, opts, |b| b.with_blocks(64 << 10, 2)).unwrap()
+}
+
+/// Opening with the first block's request instead of a HEAD: one request
+/// fewer than opening with a HEAD (no HEAD at all), the first block asked
+/// for once (its answer's body is block 0, not fetched again), every byte
+/// right; a first answer cut halfway is asked for again from where it
+/// stopped; an object smaller than a block and an empty one (a 416, then
+/// a HEAD) read right.
+#[test]
+fn opening_with_the_first_blocks_request_saves_the_head_and_fetches_block_0_once() {
+    const B: u64 = 64 << 10;
+    let dir = tempfile::tempdir().unwrap();
+    let data: Vec<u8> = (0..10 * B + 123).map(|i| (i * 7 % 251) as u8).collect();
+    std::fs::write(dir.path().join("d.bin"), &data).unwrap();
+    std::fs::write(dir.path().join("small.bin"), &data[..1000]).unwrap();
+    std::fs::write(dir.path().join("empty.bin"), b"").unwrap();
+    let srv = RangeServer::start(dir.path(), 5.0);
+    let url = srv.url("d.bin");
+    let blocks = data.len().div_ceil(B as usize) as u64;
+
+    // Before: a HEAD, then each block.
+    let src = open(&url, B as usize);
+    assert!(read_part(&src, 0, data.len() as u64) == data);
+    let head_opened = srv.count();
+    assert_eq!(head_opened, (blocks, 1));
+    assert_eq!(src.requests(), blocks + 1);
+
+    srv.reset_count();
+    let src = open_folded(&url);
+    assert_eq!(src.size().unwrap(), data.len() as u64);
+    assert!(read_part(&src, 0, data.len() as u64) == data);
+    let (gets, heads) = srv.count();
+    assert_eq!((gets, heads), (blocks, 0), "{:?}", srv.log());
+    assert_eq!(gets + heads + 1, head_opened.0 + head_opened.1);
+    assert_eq!(src.requests(), blocks);
+    let log = srv.log();
+    let first = format!("GET /d.bin bytes=0-{}", B - 1);
+    assert_eq!(log[0], first);
+    assert_eq!(
+        log.iter().filter(|l| **l == first).count(),
+        1,
+        "block 0 asked for twice: {log:?}"
+    );
+
+    // The first answer reset halfway: the rest asked for from there.
+    srv.reset_count();
+    srv.faults(&["reset"]);
+    let src = open_folded(&url);
+    assert!(read_part(&src, 0, data.len() as u64) == data);
+    let log = srv.log();
+    assert_eq!(srv.count(), (blocks + 1, 0), "{log:?}");
+    // (How much of the half sent arrives before the reset varies.)
+    let block_0 = |l: &&String| {
+        l.strip_prefix("GET /d.bin bytes=")
+            .and_then(|r| r.split_once('-'))
+            .is_some_and(|(a, b)| a.parse::<u64>().unwrap() <= B / 2 && b == (B - 1).to_string())
+    };
+    assert_eq!(log.iter().filter(block_0).count(), 2, "{log:?}");
+
+    // Through a redirect (followed by reqwest, as before): the same.
+    srv.reset_count();
+    let src = open_folded(&srv.url("_to/d.bin"));
+    assert!(read_part(&src, 0, data.len() as u64) == data);
+    // (Each redirect is asked again through reqwest: three GETs a block.)
+    let log = srv.log();
+    assert_eq!(srv.count(), (3 * blocks, 0), "{log:?}");
+    assert_eq!(log.iter().filter(|l| **l == first).count(), 1, "{log:?}");
+
+    // Smaller than a block: one request in all.
+    srv.reset_count();
+    let src = open_folded(&srv.url("small.bin"));
+    assert_eq!(src.size().unwrap(), 1000);
+    assert!(read_part(&src, 0, 1000) == data[..1000]);
+    assert_eq!(srv.count(), (1, 0));
+
+    // Missing: the first answer's 404 is the error, no HEAD after it.
+    srv.reset_count();
+    let opts = quick();
+    let loc = Location::parse_with(&srv.url("none.bin"), &opts).unwrap();
+    let Err(e) = RemoteBlocks::open_with(loc, opts, |b| b) else {
+        panic!("a missing object opened");
+    };
+    assert_eq!(e.kind(), std::io::ErrorKind::NotFound, "{e}");
+    assert!(e.to_string().contains("none.bin: at byte 0: 404"), "{e}");
+    assert_eq!(srv.count(), (1, 0));
+
+    // Empty: the range is not satisfiable (416), the HEAD says 0 bytes.
+    srv.reset_count();
+    let src = open_folded(&srv.url("empty.bin"));
+    assert_eq!(src.size().unwrap(), 0);
+    assert_eq!(src.read_at(&mut [0u8; 16], 0).unwrap(), 0);
+    assert_eq!(srv.count(), (1, 1));
+}
+
+/// A first answer that gives no size is no harm: without a total in its
+/// `Content-Range` (`*`) or without the header, the object is opened with
+/// a HEAD as before and read right (block 0 asked for again). A server
+/// that answers the range with the whole object (a 200) is found at
+/// once: the HEAD gives the size, and block 0 keeps that answer's "no
+/// byte ranges" error, which the command line takes as the sign to stream
+/// the object, with no third request.
+#[test]
+fn a_first_answer_without_the_size_falls_back_to_a_head() {
+    const B: u64 = 64 << 10;
+    let dir = tempfile::tempdir().unwrap();
+    let data: Vec<u8> = (0..5 * B + 7).map(|i| (i * 13 % 251) as u8).collect();
+    std::fs::write(dir.path().join("d.bin"), &data).unwrap();
+    let srv = RangeServer::start(dir.path(), 5.0);
+    let url = srv.url("d.bin");
+    let blocks = data.len().div_ceil(B as usize) as u64;
+    for fault in ["star", "nocr"] {
+        srv.reset_count();
+        srv.faults(&[fault]);
+        let src = open_folded(&url);
+        assert_eq!(src.size().unwrap(), data.len() as u64, "{fault}");
+        assert!(read_part(&src, 0, data.len() as u64) == data, "{fault}");
+        assert_eq!(srv.count(), (blocks + 1, 1), "{fault}: {:?}", srv.log());
+        assert_eq!(src.requests(), blocks + 2, "{fault}");
+    }
+
+    srv.reset_count();
+    srv.faults(&["whole"]);
+    let src = open_folded(&url);
+    assert_eq!(src.size().unwrap(), data.len() as u64);
+    let e = src.read_at(&mut [0u8; 16], 0).unwrap_err();
+    let r = warchest_remote::remote_error(&e).expect("a RemoteError");
+    assert_eq!(*r.problem(), warchest_remote::Problem::NoRanges, "{e}");
+    assert_eq!(srv.count(), (1, 1), "{:?}", srv.log());
+}
+
+/// At 20 ms a request the first block's answer seeds the budget and the
+/// read-ahead: opened, before any read, they are where the growth would
+/// take them (about `R x L` bytes: many 64 KiB blocks, so the cap and the
+/// deepest read-ahead), and the bytes held stay within the cap; a fixed
+/// budget stays fixed.
+#[test]
+fn the_first_answers_wait_seeds_the_budget_and_the_read_ahead() {
+    const B: u64 = 64 << 10;
+    let dir = tempfile::tempdir().unwrap();
+    let data: Vec<u8> = (0..24 * B).map(|i| (i * 5 % 251) as u8).collect();
+    std::fs::write(dir.path().join("d.bin"), &data).unwrap();
+    let srv = RangeServer::with_latency(dir.path(), 5.0, 20);
+    let opts = quick();
+    let loc = Location::parse_with(&srv.url("d.bin"), &opts).unwrap();
+    let src = RemoteBlocks::open_with(loc.clone(), opts.clone(), |b| {
+        b.with_blocks(B as usize, 2)
+            .with_ahead_max(6)
+            .with_budget(3 * B)
+            .with_budget_max(10 * B)
+    })
+    .unwrap();
+    assert_eq!((src.budget(), src.read_ahead()), (10 * B, 6));
+    assert!(read_part(&src, 0, data.len() as u64) == data);
+    assert!(
+        src.peak_bytes() <= 10 * B,
+        "{} bytes held",
+        src.peak_bytes()
+    );
+
+    let fixed = RemoteBlocks::open_with(loc, opts, |b| {
+        b.with_blocks(B as usize, 2).with_budget(3 * B)
+    })
+    .unwrap();
+    assert_eq!((fixed.budget(), fixed.read_ahead()), (3 * B, 2));
+}
+
 /// Over S3 (called by `s3::s3_reads_lists_and_writes`, which owns the
 /// process's S3 endpoint): `url`, a copy of `path`, read by threads in
 /// blocks, gives its bytes, and decodes as the local file.
@@ -561,6 +732,18 @@ pub fn blocks_over_s3_match_the_file(url: &str, path: &std::path::Path) {
             .with_blocks(100_000, 3),
     );
     assert!(read_interleaved(&src, 4, 33_333).unwrap() == data, "{url}");
+
+    // Opened with the first block's request: S3's answer gives the size
+    // (object_store reads its Content-Range), so no HEAD, and each block
+    // is asked for once, block 0 with the opening.
+    let folded =
+        RemoteBlocks::open_with(Location::parse_with(url, &quick()).unwrap(), quick(), |b| {
+            b.with_blocks(100_000, 3)
+        })
+        .unwrap();
+    assert_eq!(folded.size().unwrap(), data.len() as u64);
+    assert!(read_part(&folded, 0, data.len() as u64) == data, "{url}");
+    assert_eq!(folded.requests(), data.len().div_ceil(100_000) as u64);
 
     use warchest::archive::Reader;
     use warchest::codec::Decoder;

@@ -115,7 +115,14 @@ impl RangeServer {
         (it.next().unwrap(), it.next().unwrap())
     }
 
-    /// Sets the counts to zero.
+    /// The GET and HEAD requests to files so far, in order: "METHOD PATH
+    /// RANGE" ("-" without a Range header).
+    pub fn log(&self) -> Vec<String> {
+        let (_, body) = http(self.port, "GET", "/_log", "");
+        body.lines().map(str::to_string).collect()
+    }
+
+    /// Sets the counts to zero and empties the log.
     pub fn reset_count(&self) {
         http(self.port, "POST", "/_reset_count", "");
     }
