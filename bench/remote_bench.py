@@ -11,15 +11,15 @@ on 127.0.0.1:
    Python loop), and against `warchest fetch -j 1` (target: at least 10x
    the cc-pyspark way), with each run's peak RSS;
 3. latency: the same fetch (--max-gap 0: a request per record) from
-   tests/remote/range_server.py answering every request after LATENCY ms
-   (a real store's first byte), -j 64 against -j 1: what concurrency buys
+   tests/remote/range_server.py answering every request, HEAD too, after
+   LATENCY ms (a real store's first byte), -j 64 against -j 1: what concurrency buys
    where requests wait.
 
 The scan rows of issue 33 (the parallel engine on a remote source) are
 `ls -j 1` and `ls -j 2` over HTTP (nginx) and over the S3 server against
 the local file (target: at most 1.10x its time), and `ls -j 2` from
-range_server.py answering every request after LATENCY ms against the same
-server at 0 ms (target: at most 1.10x: the blocks fetched ahead hide the
+range_server.py answering every request (HEAD too) after LATENCY ms
+against the same server at 0 ms (target: at most 1.10x: the blocks fetched ahead hide the
 latency). --scan-only measures these alone (no fetch rows); run it on the
 plain corpus file too (rustdocs.warc: read in chunks) besides the gzip one.
 --smoke: one run of each scan row on a fixture with moto (checks the
@@ -468,7 +468,7 @@ def main():
             [sys.executable, os.path.join(ROOT, "tests/remote/range_server.py"),
              os.path.dirname(os.path.abspath(args.file))],
             stdout=subprocess.PIPE, env=dict(os.environ, LATENCY_MS=str(args.latency_ms),
-                                             MAX_SECONDS="600"))
+                                             LATENCY_HEAD="1", MAX_SECONDS="600"))
         try:
             port = int(srv.stdout.readline())
             m = args.latency_records
@@ -507,7 +507,9 @@ def scan_latency(args, wbin, size, rows, ratios):
         srv = subprocess.Popen(
             [sys.executable, os.path.join(ROOT, "tests/remote/range_server.py"),
              os.path.dirname(os.path.abspath(args.file))],
-            stdout=subprocess.PIPE, env=dict(os.environ, LATENCY_MS=str(ms), MAX_SECONDS="600"))
+            # Every request waits, HEAD too, as a real store's does.
+            stdout=subprocess.PIPE,
+            env=dict(os.environ, LATENCY_MS=str(ms), LATENCY_HEAD="1", MAX_SECONDS="600"))
         try:
             port = int(srv.stdout.readline())
             url = "http://127.0.0.1:%d/%s" % (port, os.path.basename(args.file))
