@@ -195,6 +195,33 @@ fn killed_and_resumed(times: usize) {
     check_files(&dir);
 }
 
+/// Kills the crawl (SIGKILL) once `ready` holds, waiting at most 60 s
+/// (its `Err` says what is missing then); the crawl ending before fails
+/// the test with its standard error.
+fn kill_when(
+    c: &mut std::process::Child,
+    err_path: &std::path::Path,
+    mut ready: impl FnMut() -> Result<(), String>,
+) {
+    let t0 = Instant::now();
+    loop {
+        let missing = match ready() {
+            Ok(()) => break,
+            Err(m) => m,
+        };
+        if let Some(st) = c.try_wait().unwrap() {
+            panic!(
+                "the crawl ended ({st}) before the kill: {}",
+                std::fs::read_to_string(err_path).unwrap_or_default()
+            );
+        }
+        assert!(t0.elapsed() < Duration::from_secs(60), "{missing}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    c.kill().unwrap(); // SIGKILL
+    assert_eq!(c.wait().unwrap().code(), None, "killed, not ended");
+}
+
 fn strip_port(u: &str) -> String {
     let (scheme, rest) = u.split_once("://").unwrap();
     let (auth, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
@@ -298,8 +325,7 @@ fn a_kill_with_both_writers_files_open_is_closed_on_resume() {
     // Killed once both files are there and the crawl's first fetches are
     // logged (their records are flushed before their log lines).
     let log = dir.join("logs/crawl.log");
-    let t0 = Instant::now();
-    loop {
+    kill_when(&mut c, &err_path, || {
         let opens = if dir.join("archive").exists() {
             open_files(&dir)
         } else {
@@ -309,24 +335,10 @@ fn a_kill_with_both_writers_files_open_is_closed_on_resume() {
             .map(|t| t.lines().count())
             .unwrap_or(0);
         let held = w.requests().contains(&w.url("e.test", "/hold"));
-        if opens.len() == 2 && lines >= 2 && held {
-            break;
-        }
-        if let Some(st) = c.try_wait().unwrap() {
-            panic!(
-                "the crawl ended ({st}) before the kill: {}",
-                std::fs::read_to_string(&err_path).unwrap_or_default()
-            );
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(60),
-            "no two .open files and two fetches: {opens:?}, {lines} lines"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    c.kill().unwrap(); // SIGKILL
-    let st = c.wait().unwrap();
-    assert_eq!(st.code(), None, "killed, not ended");
+        (opens.len() == 2 && lines >= 2 && held)
+            .then_some(())
+            .ok_or_else(|| format!("no two .open files and two fetches: {opens:?}, {lines} lines"))
+    });
     let opens = open_files(&dir);
     assert_eq!(opens.len(), 2, "{opens:?}");
     let serial = |p: &std::path::Path| -> u64 {
@@ -392,23 +404,12 @@ fn a_frames_page_standing_survives_a_kill() {
     // b.test/kill/after is taken only once its host's previous URI,
     // linker, is complete: the link to x.html is journaled by then.
     let after = w.url("b.test", "/kill/after");
-    let t0 = Instant::now();
-    while !w.requests().contains(&after) {
-        if let Some(st) = c.try_wait().unwrap() {
-            panic!(
-                "the crawl ended ({st}) before the kill: {}",
-                std::fs::read_to_string(&err_path).unwrap_or_default()
-            );
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(60),
-            "{after} not fetched: {:?}",
-            w.requests()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    c.kill().unwrap(); // SIGKILL
-    assert_eq!(c.wait().unwrap().code(), None, "killed, not ended");
+    kill_when(&mut c, &err_path, || {
+        let r = w.requests();
+        r.contains(&after)
+            .then_some(())
+            .ok_or_else(|| format!("{after} not fetched: {r:?}"))
+    });
     let x = w.url("e.test", "/kill/x.html");
     assert!(!w.requests().contains(&x), "x.html fetched before the kill");
     w.release();
