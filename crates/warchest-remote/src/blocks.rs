@@ -254,6 +254,12 @@ struct Cell {
     /// Shared, so that the request's task lets go of the cell before it
     /// wakes the readers (see [`SetOnDrop::set`]).
     ready: Arc<Condvar>,
+    /// Whether its request was started by a reader scanning on (a read
+    /// that moved from the block before): only then could a deeper
+    /// read-ahead have started it sooner. A reader's first read, or a
+    /// jump, starts its read-ahead all at once, so its blocks found on
+    /// their way say nothing of the depth.
+    scanned: bool,
 }
 
 impl Cell {
@@ -710,7 +716,7 @@ impl RemoteBlocks {
                 b.seed(t.elapsed());
                 // Block 0 is the answer's body (an empty block for an
                 // empty object, never read).
-                let (cell, mut launch) = b.spawn(0, b.pool.take_first());
+                let (cell, mut launch) = b.spawn(0, b.pool.take_first(), false);
                 launch.first = Some(body);
                 lock(&b.held).blocks.push((0, cell));
                 launch.start();
@@ -1005,8 +1011,11 @@ impl RemoteBlocks {
     /// The request for block `i` into `buf`: its cell, to be put among the
     /// held blocks, and its [`Launch`], to be started once the held lock
     /// is let go of ([`Launch::start`]).
-    fn spawn(&self, i: u64, buf: Vec<u8>) -> (Arc<Cell>, Launch) {
-        let cell = Arc::new(Cell::default());
+    fn spawn(&self, i: u64, buf: Vec<u8>, scanned: bool) -> (Arc<Cell>, Launch) {
+        let cell = Arc::new(Cell {
+            scanned,
+            ..Cell::default()
+        });
         let launch = Launch {
             start: i * self.block,
             len: self.len_of(i),
@@ -1186,7 +1195,13 @@ impl RemoteBlocks {
                     // always finds block 0 on its way, and grew the
                     // budget by a block on every object.
                     caught_up = next && c.pending();
-                    on_way = caught_up;
+                    // The depth fell short only if a deeper read-ahead
+                    // would have asked for the block sooner: not for one
+                    // a reader's first read or a jump asked for together
+                    // with the blocks after it (the first step of every
+                    // scan found its block so, and deepened the
+                    // read-ahead by a block on every object).
+                    on_way = caught_up && c.scanned;
                     // A block that failed is the reader's answer: no
                     // read-ahead for a reader that stops here (a server
                     // without ranges would answer each with the whole
@@ -1221,7 +1236,7 @@ impl RemoteBlocks {
                         self.pool.wait();
                         continue;
                     };
-                    let (c, launch) = self.spawn(i, buf);
+                    let (c, launch) = self.spawn(i, buf, next);
                     launches.push(launch);
                     h.blocks.push((i, Arc::clone(&c)));
                     c
@@ -1265,7 +1280,7 @@ impl RemoteBlocks {
                     }
                     None => break,
                 };
-                let (c, launch) = self.spawn(k, buf);
+                let (c, launch) = self.spawn(k, buf, next);
                 launches.push(launch);
                 h.blocks.push((k, c));
             }
@@ -1784,7 +1799,7 @@ mod tests {
         let b = RemoteBlocks::open_sized(Location::parse(&url).unwrap(), Options::default(), B)
             .with_blocks(B as usize, 1)
             .with_budget(2 * B);
-        let (cell, launch) = b.spawn(0, b.pool.try_take().unwrap());
+        let (cell, launch) = b.spawn(0, b.pool.try_take().unwrap(), false);
         std::thread::sleep(Duration::from_millis(100));
         let e = listener.accept().map(|_| ()).unwrap_err();
         assert_eq!(
@@ -1807,7 +1822,7 @@ mod tests {
         };
         drop(conn);
         // Unstarted: the cell is set, its readers are not left waiting.
-        let (cell, launch) = b.spawn(1, b.pool.try_take().unwrap());
+        let (cell, launch) = b.spawn(1, b.pool.try_take().unwrap(), false);
         drop(launch);
         let e = cell.wait().unwrap_err().to_string();
         assert!(e.contains("without an answer"), "{e}");

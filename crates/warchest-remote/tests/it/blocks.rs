@@ -825,6 +825,38 @@ fn with_two_readers_the_read_ahead_deepens_up_to_its_cap_and_stops() {
     );
 }
 
+/// A scan's first step finds its next block on its way (a reader's first
+/// read asked for it together with the blocks after it): that says
+/// nothing of the read-ahead's depth, which no deeper read-ahead would
+/// have changed, so the depth stays at two. Blocks 1 and 2 stall (then
+/// are asked for again), so the step from block 0 finds block 1 on its
+/// way however fast the machine; before, it deepened the read-ahead by a
+/// block.
+#[test]
+fn a_scans_first_step_does_not_deepen_the_read_ahead() {
+    const B: u64 = 64 << 10;
+    let dir = tempfile::tempdir().unwrap();
+    let data: Vec<u8> = (0..8 * B).map(|i| (i * 29 % 251) as u8).collect();
+    std::fs::write(dir.path().join("d.bin"), &data).unwrap();
+    let srv = RangeServer::start(dir.path(), 3.0);
+    let opts = warchest_remote::Options {
+        timeout: std::time::Duration::from_secs(1),
+        ..quick()
+    };
+    // Block 0 at opening as it is; the next two GETs stall.
+    srv.faults(&["none", "stall", "stall"]);
+    // Its depth may grow once opened (its seed left at two).
+    let src = open_folded_with(&srv.url("d.bin"), opts)
+        .unwrap()
+        .with_ahead_max(6);
+    // 200 ms of decoding a block: the blocks a scan asks for come in time.
+    let pause = std::time::Duration::from_millis(200);
+    let parts = read_parts(&src, &[(0, data.len() as u64)], B, pause);
+    assert!(parts[0] == data);
+    assert!(src.waits().0 >= 1, "no read waited: {:?}", srv.log());
+    assert_eq!(src.read_ahead(), 2, "{:?}", srv.log());
+}
+
 /// At 20 ms a request the first block's answer seeds the budget and the
 /// read-ahead: opened, before any read, they are where the growth would
 /// take them (about `R x L` bytes: many 64 KiB blocks, so the cap and the
