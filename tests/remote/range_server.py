@@ -8,8 +8,9 @@ line of stdout). GET and HEAD answer ranges (206 with Content-Range).
 
 Control, for the tests:
 - POST /_faults with a body of fault names, one per line: the next GET
-  requests take them in order (then answer normally). Names: 500, 503
-  (that status), reset (half the body, then the connection is reset),
+  requests take them in order (then answer normally). Names: 401, 403,
+  500, 503 (that status), hang (no answer at all for STALL seconds, then
+  the connection is reset), reset (half the body, then the connection is reset),
   stall (part of the body, then silence for STALL seconds), short (a 206
   whose Content-Length and body are half the range asked for), whole
   (a 200 with the whole file, the range ignored, as a server without
@@ -174,8 +175,11 @@ class Handler(BaseHTTPRequestHandler):
                 self.send_header("Content-Length", "0")
                 self.end_headers()
                 return
-        if fault in ("500", "503"):
+        if fault in ("401", "403", "500", "503"):
             return self.small(int(fault), "injected fault")
+        if fault == "hang":
+            time.sleep(STALL)
+            return self.reset()
         with open(path, "rb") as f:
             f.seek(start)
             data = f.read(end - start + 1)

@@ -7,7 +7,6 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::thread::ThreadId;
 use std::time::Duration;
 
-use futures_util::stream::BoxStream;
 use warchest::io::{Lent, ReadAt};
 
 use crate::request;
@@ -24,9 +23,11 @@ pub const AHEAD: usize = 4;
 /// ([`RemoteBlocks::ahead_for`]), so that smaller blocks (less memory held
 /// while the fetches keep up) hide as much latency as larger ones.
 pub const AHEAD_BYTES: u64 = 8 << 20;
-/// Bytes each reader's read-ahead may grow to, from [`AHEAD_BYTES`], a
-/// block at a time while a reader scanning on finds its block still on
-/// its way with every block of its read-ahead already asked for: at a
+/// Bytes the read-ahead may grow to, from [`AHEAD_BYTES`], a block at a
+/// time while a reader scanning on finds its block still on its way with
+/// every block of its read-ahead already asked for. The depth is one for
+/// all the readers of an object (each reads that many blocks ahead of its
+/// own block), grown by whichever reader finds that: at a
 /// store's latency L a reader decoding at R needs about `R x L` bytes on
 /// their way (10 MiB at 20 ms and the 460 MB/s two cores inflate), more
 /// than a fixed 8 MiB. The budget ([`BUDGET_MAX`]) still bounds the
@@ -165,6 +166,20 @@ impl Pool {
         })
     }
 
+    /// The first buffer of a pool none was taken from yet (an object just
+    /// opened: [`RemoteBlocks::open_with`]): always within the budget, as a
+    /// pool allows one buffer at least.
+    fn take_first(&self) -> Vec<u8> {
+        let mut s = lock(&self.state);
+        let b = s.free.pop().unwrap_or_else(|| {
+            s.alive += 1;
+            Vec::with_capacity(self.size)
+        });
+        s.used += 1;
+        s.peak = s.peak.max(s.used);
+        b
+    }
+
     /// A buffer, when one is free or may still be allocated.
     fn try_take(&self) -> Option<Vec<u8>> {
         let mut s = lock(&self.state);
@@ -239,6 +254,12 @@ struct Cell {
     /// Shared, so that the request's task lets go of the cell before it
     /// wakes the readers (see [`SetOnDrop::set`]).
     ready: Arc<Condvar>,
+    /// Whether its request was started by a reader scanning on (a read
+    /// that moved from the block before): only then could a deeper
+    /// read-ahead have started it sooner. A reader's first read, or a
+    /// jump, starts its read-ahead all at once, so its blocks found on
+    /// their way say nothing of the depth.
+    scanned: bool,
 }
 
 impl Cell {
@@ -336,7 +357,7 @@ struct Launch {
     /// The answer already on its way, for the first block fetched at
     /// opening ([`RemoteBlocks::open_with`]): its body is read instead of
     /// a request made.
-    first: Option<BoxStream<'static, object_store::Result<bytes::Bytes>>>,
+    first: Option<request::Body>,
 }
 
 impl Launch {
@@ -358,12 +379,8 @@ impl Launch {
                 buf: &mut block.buf,
                 largest: &counters.largest_piece,
             };
-            let got = match first {
-                Some(stream) => {
-                    request::finish_first(&loc, &opts, stream, len, size, &mut sink).await
-                }
-                None => request::fetch_into(&loc, &opts, start, len, Some(size), &mut sink).await,
-            };
+            let got =
+                request::fetch_into(&loc, &opts, start, len, Some(size), &mut sink, first).await;
             // A failed block's buffer goes back to the pool at once.
             let pool = Arc::clone(&block.pool);
             guard.set(got.map(|()| block));
@@ -413,7 +430,8 @@ struct Held {
     /// before at its first look back each time.
     looks_back: bool,
     /// Blocks each reader reads ahead now: from `RemoteBlocks::ahead` up
-    /// to `RemoteBlocks::ahead_max` ([`AHEAD_MAX_BYTES`]).
+    /// to `RemoteBlocks::ahead_max` ([`AHEAD_MAX_BYTES`]). One depth for
+    /// all the readers, grown by any of them (not a depth a reader).
     depth: u64,
 }
 
@@ -451,7 +469,8 @@ enum Give {
 /// fetched (the latency of a request is hidden while decoding them takes
 /// longer than one request). The read-ahead deepens by a block, up to
 /// [`AHEAD_MAX_BYTES`], each time a reader scanning on finds its block
-/// still on its way with the whole read-ahead asked for. A
+/// still on its way with the whole read-ahead asked for: one depth for
+/// all the readers, which any of them deepens. A
 /// block is fetched once for all readers while it is held. A reader's own
 /// block, the one it read before (once a reader came back to a block
 /// behind it: the chunk readers of an uncompressed object do, a gzip
@@ -503,8 +522,8 @@ struct Counters {
     /// The longest piece of a body received: the HTTP client's read
     /// buffer bounds it.
     largest_piece: AtomicUsize,
-    /// Blocks each reader reads ahead now (the read-ahead's depth, which
-    /// grows: [`AHEAD_MAX_BYTES`]).
+    /// Blocks each reader reads ahead now (the read-ahead's depth, one for
+    /// all the readers, which grows: [`AHEAD_MAX_BYTES`]).
     depth: AtomicU64,
     /// How long the first block's answer took to come (nanoseconds; 0
     /// when opened otherwise).
@@ -682,18 +701,23 @@ impl RemoteBlocks {
         setup: impl FnOnce(RemoteBlocks) -> RemoteBlocks,
     ) -> io::Result<RemoteBlocks> {
         let mut b = setup(RemoteBlocks::open_sized(loc, opts, 0));
+        // Made (with the TLS provider) before the clock starts: a process's
+        // first remote read builds it, which is no part of the store's
+        // latency.
+        let rt = runtime();
         let t = std::time::Instant::now();
-        let first = runtime().block_on(request::start_first(&b.loc, &b.opts, b.block));
+        let ends = request::Ends::AtObjectEnd;
+        let first = rt.block_on(request::start_range(
+            &b.loc, &b.opts, 0, b.block, None, ends,
+        ));
         match first {
-            Ok((size, stream)) => {
+            Ok((size, body)) => {
                 b.size = size;
                 b.seed(t.elapsed());
-                let Some(buf) = (size > 0).then(|| b.pool.try_take()).flatten() else {
-                    b.counters.requests.store(1, Ordering::Relaxed);
-                    return Ok(b);
-                };
-                let (cell, mut launch) = b.spawn(0, buf);
-                launch.first = Some(stream);
+                // Block 0 is the answer's body (an empty block for an
+                // empty object, never read).
+                let (cell, mut launch) = b.spawn(0, b.pool.take_first(), false);
+                launch.first = Some(body);
                 lock(&b.held).blocks.push((0, cell));
                 launch.start();
             }
@@ -731,7 +755,12 @@ impl RemoteBlocks {
     /// answer's head) that is the 12 MiB cap and ten blocks of 1 MiB
     /// ahead, which the growth, a block a read that waited, reached only
     /// after some 20-40 reads had waited; a fast store (nginx on loopback
-    /// answers in about 1 ms: one block) starts where it did.
+    /// answers in about 1 ms: one block) starts where it did. The wait
+    /// counts the connection's setup too (name lookup, TCP's handshake
+    /// and, over https, TLS's: on a cold connection two or three round
+    /// trips besides the request's), so an https store seeds up to 2-3x
+    /// its `R x L`: within the cap, which a store that slow grows the
+    /// budget to anyway.
     fn seed(&self, wait: Duration) {
         self.counters.first_ns.store(
             u64::try_from(wait.as_nanos()).unwrap_or(u64::MAX),
@@ -774,7 +803,8 @@ impl RemoteBlocks {
     }
 
     /// The same with blocks of `block` bytes (at least 4 KiB) and `ahead`
-    /// blocks read ahead by each reader (at most 16, a fixed depth:
+    /// blocks read ahead by each reader (at most 16, a fixed depth, whatever
+    /// [`RemoteBlocks::with_ahead_max`] set before:
     /// [`RemoteBlocks::with_ahead_max`] after this lets it grow), within
     /// the same budget of bytes and the same cap (at least one block
     /// each).
@@ -792,7 +822,9 @@ impl RemoteBlocks {
     /// The same with a read-ahead that may grow up to `blocks` blocks a
     /// reader (at most 32; never below the depth it starts at), a block
     /// at a time while a reader scanning on finds its block still on its
-    /// way with its whole read-ahead asked for.
+    /// way with its whole read-ahead asked for. The depth is one for all
+    /// the readers, whichever grows it. Call it after
+    /// [`RemoteBlocks::with_blocks`], which sets a fixed depth again.
     #[must_use]
     pub fn with_ahead_max(mut self, blocks: usize) -> RemoteBlocks {
         self.ahead_max = (blocks.min(32) as u64).max(self.ahead);
@@ -929,12 +961,28 @@ impl RemoteBlocks {
     }
 
     /// Blocks each reader reads ahead now: [`RemoteBlocks::ahead_for`] at
-    /// first, grown a block at a time (up to
-    /// [`RemoteBlocks::with_ahead_max`]'s) each time a reader scanning on
-    /// found its block still on its way with its whole read-ahead asked
-    /// for.
+    /// first (or where the first answer's wait seeded it), grown a block
+    /// at a time (up to [`RemoteBlocks::with_ahead_max`]'s) each time a
+    /// reader scanning on found its block still on its way with its whole
+    /// read-ahead asked for. One depth for all the readers.
     pub fn read_ahead(&self) -> usize {
         usize::try_from(lock(&self.held).depth).unwrap_or(usize::MAX)
+    }
+
+    /// The most blocks the read-ahead may grow to
+    /// ([`RemoteBlocks::with_ahead_max`]; the depth it starts at when
+    /// fixed).
+    pub fn read_ahead_max(&self) -> usize {
+        usize::try_from(self.ahead_max).unwrap_or(usize::MAX)
+    }
+
+    /// How long the first block's answer took to come (its status and
+    /// headers), which seeded the budget and the read-ahead, when opened
+    /// with [`RemoteBlocks::open_with`] and that request was answered;
+    /// else `None`.
+    pub fn first_answer(&self) -> Option<Duration> {
+        let ns = self.counters.first_ns.load(Ordering::Relaxed);
+        (ns > 0).then(|| Duration::from_nanos(ns))
     }
 
     /// The longest piece of a response body received so far: over plain
@@ -963,8 +1011,11 @@ impl RemoteBlocks {
     /// The request for block `i` into `buf`: its cell, to be put among the
     /// held blocks, and its [`Launch`], to be started once the held lock
     /// is let go of ([`Launch::start`]).
-    fn spawn(&self, i: u64, buf: Vec<u8>) -> (Arc<Cell>, Launch) {
-        let cell = Arc::new(Cell::default());
+    fn spawn(&self, i: u64, buf: Vec<u8>, scanned: bool) -> (Arc<Cell>, Launch) {
+        let cell = Arc::new(Cell {
+            scanned,
+            ..Cell::default()
+        });
         let launch = Launch {
             start: i * self.block,
             len: self.len_of(i),
@@ -1144,7 +1195,13 @@ impl RemoteBlocks {
                     // always finds block 0 on its way, and grew the
                     // budget by a block on every object.
                     caught_up = next && c.pending();
-                    on_way = caught_up;
+                    // The depth fell short only if a deeper read-ahead
+                    // would have asked for the block sooner: not for one
+                    // a reader's first read or a jump asked for together
+                    // with the blocks after it (the first step of every
+                    // scan found its block so, and deepened the
+                    // read-ahead by a block on every object).
+                    on_way = caught_up && c.scanned;
                     // A block that failed is the reader's answer: no
                     // read-ahead for a reader that stops here (a server
                     // without ranges would answer each with the whole
@@ -1179,7 +1236,7 @@ impl RemoteBlocks {
                         self.pool.wait();
                         continue;
                     };
-                    let (c, launch) = self.spawn(i, buf);
+                    let (c, launch) = self.spawn(i, buf, next);
                     launches.push(launch);
                     h.blocks.push((i, Arc::clone(&c)));
                     c
@@ -1223,7 +1280,7 @@ impl RemoteBlocks {
                     }
                     None => break,
                 };
-                let (c, launch) = self.spawn(k, buf);
+                let (c, launch) = self.spawn(k, buf, next);
                 launches.push(launch);
                 h.blocks.push((k, c));
             }
@@ -1633,6 +1690,40 @@ mod tests {
         assert_eq!((b.budget(), b.budget_max()), (BUDGET, BUDGET_MAX));
     }
 
+    /// The first answer's wait seeds the budget and the read-ahead: the
+    /// nginx row's first answers (0.7-1.7 ms) leave them where they start;
+    /// 22 ms (20 ms a request) starts them at the cap and ten blocks; a
+    /// fixed budget and depth stay fixed. The depth's cap is the one
+    /// `with_ahead_max` set after `with_blocks`, which resets it.
+    #[test]
+    fn the_first_answers_wait_seeds_nothing_for_a_fast_store() {
+        const M: u64 = 1 << 20;
+        let loc = Location::parse("http://127.0.0.1:9/x").unwrap();
+        let sized = || RemoteBlocks::open_sized(loc.clone(), Options::default(), 100 * M);
+        let growing = || {
+            sized()
+                .with_blocks(BLOCK, 8)
+                .with_ahead_max(16)
+                .with_budget(BUDGET)
+                .with_budget_max(BUDGET_MAX)
+        };
+        for us in [700, 1700, 4000] {
+            let b = growing();
+            b.seed(Duration::from_micros(us));
+            assert_eq!((b.budget(), b.read_ahead()), (4 * M, 8), "{us} us");
+            assert_eq!(b.first_answer(), Some(Duration::from_micros(us)));
+        }
+        let b = growing();
+        b.seed(Duration::from_millis(22));
+        assert_eq!((b.budget(), b.read_ahead()), (12 * M, 10));
+        let fixed = sized().with_blocks(BLOCK, 8).with_budget(BUDGET);
+        fixed.seed(Duration::from_millis(22));
+        assert_eq!((fixed.budget(), fixed.read_ahead()), (4 * M, 8));
+        let reset = sized().with_ahead_max(16).with_blocks(BLOCK, 8);
+        assert_eq!(reset.read_ahead_max(), 8);
+        assert_eq!(sized().first_answer(), None);
+    }
+
     /// `WARCHEST_REMOTE_STATS=0` or an empty value leaves the line off.
     #[test]
     fn the_stats_line_is_on_for_a_set_value_other_than_empty_or_zero() {
@@ -1708,7 +1799,7 @@ mod tests {
         let b = RemoteBlocks::open_sized(Location::parse(&url).unwrap(), Options::default(), B)
             .with_blocks(B as usize, 1)
             .with_budget(2 * B);
-        let (cell, launch) = b.spawn(0, b.pool.try_take().unwrap());
+        let (cell, launch) = b.spawn(0, b.pool.try_take().unwrap(), false);
         std::thread::sleep(Duration::from_millis(100));
         let e = listener.accept().map(|_| ()).unwrap_err();
         assert_eq!(
@@ -1731,7 +1822,7 @@ mod tests {
         };
         drop(conn);
         // Unstarted: the cell is set, its readers are not left waiting.
-        let (cell, launch) = b.spawn(1, b.pool.try_take().unwrap());
+        let (cell, launch) = b.spawn(1, b.pool.try_take().unwrap(), false);
         drop(launch);
         let e = cell.wait().unwrap_err().to_string();
         assert!(e.contains("without an answer"), "{e}");

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use bytes::{Buf, Bytes, BytesMut};
 use tokio::sync::Semaphore;
 
-use crate::request::{Failure, copy_error, next_piece, remote_error, start_range};
+use crate::request::{Ends, Failure, copy_error, next_piece, remote_error, start_range};
 use crate::{Location, Options, RangeRequest, runtime};
 
 /// The largest gap between two ranges read with one request by default:
@@ -187,7 +187,7 @@ async fn read_merged(
         }
         let res = async {
             counters.requests.fetch_add(1, Ordering::Relaxed);
-            let mut stream = start_range(loc, opts, pos, end, None).await?;
+            let (_, mut stream) = start_range(loc, opts, pos, end, None, Ends::AsAsked).await?;
             while let Some(mut piece) = next_piece(&mut stream, opts).await? {
                 counters
                     .bytes

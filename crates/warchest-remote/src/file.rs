@@ -220,7 +220,8 @@ impl RemoteFile {
             start,
             end,
             task: runtime().spawn(async move {
-                request::fetch_into(&loc, &opts, start, end - start, Some(size), &mut buf).await?;
+                request::fetch_into(&loc, &opts, start, end - start, Some(size), &mut buf, None)
+                    .await?;
                 Ok(buf)
             }),
         }
@@ -423,8 +424,10 @@ impl RangeReader {
             let (pos, end) = (self.pos, self.end);
             let res = runtime().block_on(async {
                 if self.stream.is_none() {
-                    self.stream =
-                        Some(request::start_range(&self.loc, &self.opts, pos, end, None).await?);
+                    let ends = request::Ends::AsAsked;
+                    let (_, body) =
+                        request::start_range(&self.loc, &self.opts, pos, end, None, ends).await?;
+                    self.stream = Some(body);
                 }
                 let stream = self.stream.as_mut().expect("just set");
                 match request::next_piece(stream, &self.opts).await? {

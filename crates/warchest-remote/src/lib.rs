@@ -230,9 +230,10 @@ pub fn open(url: &str) -> io::Result<RemoteFile> {
 /// [`RemoteBlocks::default_budget`]). Each reader reads
 /// [`RemoteBlocks::ahead_for`] blocks ahead ([`AHEAD_BYTES`] of them) at
 /// first, deepening while the latency is the limit up to
-/// [`RemoteBlocks::ahead_max_for`] ([`AHEAD_MAX_BYTES`]).
-/// `WARCHEST_REMOTE_BUDGET` sets where it starts (at least one block);
-/// set alone, it is a fixed budget that does not grow. The three take a
+/// [`RemoteBlocks::ahead_max_for`] ([`AHEAD_MAX_BYTES`]; one depth for
+/// all the readers). `WARCHEST_REMOTE_BUDGET` sets where the budget
+/// starts (at least one block); set alone, it is a fixed budget that does
+/// not grow, and the read-ahead's depth is fixed too. The three take a
 /// byte count as the command's size flags do ([`warchest::size`]): `K`,
 /// `M`, `G` are powers of 1000 (`8M` is 8,000,000 bytes), `KiB`, `MiB`,
 /// `GiB` powers of 1024 (`8MiB` is 8,388,608); one that cannot be read is
@@ -244,17 +245,34 @@ pub fn open_blocks(url: &str) -> io::Result<RemoteBlocks> {
         knob("WARCHEST_REMOTE_BUDGET"),
         knob("WARCHEST_REMOTE_BUDGET_MAX"),
     );
-    let (start, cap) = RemoteBlocks::default_budget(block as u64);
     RemoteBlocks::open_with(Location::parse(url)?, Options::from_env(), |b| {
-        let b = b
-            .with_blocks(block, RemoteBlocks::ahead_for(block as u64))
-            .with_ahead_max(RemoteBlocks::ahead_max_for(block as u64))
-            .with_budget(budget.unwrap_or(start));
-        match (budget, max) {
-            (Some(_), None) => b,
-            (_, max) => b.with_budget_max(max.unwrap_or(cap)),
-        }
+        set_up_blocks(b, block, budget, max)
     })
+}
+
+/// `b` set up as [`open_blocks`] sets it up: blocks of `block` bytes, the
+/// budget from `WARCHEST_REMOTE_BUDGET` and `WARCHEST_REMOTE_BUDGET_MAX`
+/// (`budget`, `max`) or the defaults. A fixed budget (`budget` alone)
+/// keeps the read-ahead's depth fixed too: it asks for the bytes held
+/// not to move, and a depth grown past what they hold would only make the
+/// readers' read-aheads take each other's room.
+fn set_up_blocks(
+    b: RemoteBlocks,
+    block: usize,
+    budget: Option<u64>,
+    max: Option<u64>,
+) -> RemoteBlocks {
+    let (start, cap) = RemoteBlocks::default_budget(block as u64);
+    // `with_blocks` sets a fixed depth: the depth's cap comes after it.
+    let b = b
+        .with_blocks(block, RemoteBlocks::ahead_for(block as u64))
+        .with_budget(budget.unwrap_or(start));
+    match (budget, max) {
+        (Some(_), None) => b,
+        (_, max) => b
+            .with_budget_max(max.unwrap_or(cap))
+            .with_ahead_max(RemoteBlocks::ahead_max_for(block as u64)),
+    }
 }
 
 /// The byte count in the environment variable `name`
@@ -393,6 +411,32 @@ mod tests {
     fn an_unreadable_size_knob_is_warned_about_once() {
         assert!(first_warning("WARCHEST_REMOTE_TEST_KNOB"));
         assert!(!first_warning("WARCHEST_REMOTE_TEST_KNOB"));
+    }
+
+    /// The knobs' set-up: by default the budget and the read-ahead grow
+    /// (4 to 12 MiB, 8 to 16 blocks of 1 MiB); a budget set alone is fixed
+    /// and so is the depth; set with a cap, both grow again.
+    #[test]
+    fn a_fixed_budget_keeps_a_fixed_read_ahead() {
+        const M: u64 = 1 << 20;
+        let loc = Location::parse("http://127.0.0.1:9/x").unwrap();
+        let sized = || RemoteBlocks::open_sized(loc.clone(), Options::default(), 100 * M);
+        let got = |b: RemoteBlocks| {
+            (
+                b.budget(),
+                b.budget_max(),
+                b.read_ahead(),
+                b.read_ahead_max(),
+            )
+        };
+        let b = set_up_blocks(sized(), BLOCK, None, None);
+        assert_eq!(got(b), (4 * M, 12 * M, 8, 16));
+        let b = set_up_blocks(sized(), BLOCK, Some(6 * M), None);
+        assert_eq!(got(b), (6 * M, 6 * M, 8, 8));
+        let b = set_up_blocks(sized(), BLOCK, Some(6 * M), Some(20 * M));
+        assert_eq!(got(b), (6 * M, 20 * M, 8, 16));
+        let b = set_up_blocks(sized(), 2 << 20, None, Some(20 * M));
+        assert_eq!(got(b), (4 * M, 20 * M, 4, 8));
     }
 
     /// A knob's value reads as the command's sizes do: `M` is 1,000,000

@@ -372,15 +372,36 @@ pub(crate) async fn head(loc: &Location, opts: &Options) -> io::Result<u64> {
     .await
 }
 
+/// A body as object_store streams it.
+pub(crate) type Body = BoxStream<'static, object_store::Result<Bytes>>;
+
+/// How much of the range asked for an answer must hold ([`start_range`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Ends {
+    /// All of it: the object is known to hold the whole range, and an
+    /// answer ending before its end is an error.
+    AsAsked,
+    /// Up to the object's end, which may come first: the object's size is
+    /// not known yet (the first block's request, made at opening in place
+    /// of a HEAD, asks for a block of an object that may be smaller).
+    /// object_store has already checked the answer's `Content-Range`
+    /// against the range asked for, cut at the size it gives.
+    AtObjectEnd,
+}
+
 /// Starts a request for bytes `start..end`; checks that the answer is that
-/// range of an object of `size` bytes (when known).
+/// range (or, with [`Ends::AtObjectEnd`], its part before the object's
+/// end) of an object of `size` bytes (when known). The object's size, from
+/// the answer's `Content-Range` (`bytes A-B/SIZE`, which object_store reads
+/// for HTTP and S3 alike), and the body.
 pub(crate) async fn start_range(
     loc: &Location,
     opts: &Options,
     start: u64,
     end: u64,
     size: Option<u64>,
-) -> Result<BoxStream<'static, object_store::Result<Bytes>>, Failure> {
+    ends: Ends,
+) -> Result<(u64, Body), Failure> {
     let options = GetOptions {
         range: Some(GetRange::Bounded(start..end)),
         ..Default::default()
@@ -416,7 +437,7 @@ pub(crate) async fn start_range(
             ),
         ));
     }
-    if got.range.end < end {
+    if ends == Ends::AsAsked && got.range.end < end {
         return Err(Failure::fatal(
             io::ErrorKind::UnexpectedEof,
             format!(
@@ -425,102 +446,12 @@ pub(crate) async fn start_range(
             ),
         ));
     }
-    Ok(got.into_stream())
-}
-
-/// The request for the object's first `len` bytes made at opening, in
-/// place of a HEAD: one attempt (no retries), its answer's
-/// `Content-Range` giving the object's size (`bytes 0-N/SIZE`, which
-/// object_store reads into the result's size, for HTTP and S3 alike).
-/// The size, and the body's stream for the first `min(len, size)` bytes.
-/// Any failure (a server answering ranges with the whole object, an empty
-/// object's 416, a `Content-Range` without a total (`*`) or none, an
-/// error status, the network) is returned for the caller to open the
-/// object as before, with a HEAD and its retries.
-pub(crate) async fn start_first(
-    loc: &Location,
-    opts: &Options,
-    len: u64,
-) -> Result<(u64, BoxStream<'static, object_store::Result<Bytes>>), Failure> {
-    let options = GetOptions {
-        range: Some(GetRange::Bounded(0..len.max(1))),
-        ..Default::default()
-    };
-    let got =
-        match tokio::time::timeout(opts.timeout, loc.store().get_opts(loc.key(), options)).await {
-            Err(_) => {
-                return Err(Failure::retryable(
-                    io::ErrorKind::TimedOut,
-                    format!("no answer in {:?}", opts.timeout),
-                ));
-            }
-            Ok(Err(e)) => return Err(classify(e)),
-            Ok(Ok(g)) => g,
-        };
-    let size = got.meta.size;
-    // object_store checked the range against the one asked for, cut at
-    // the size: anything else is no first block.
-    if got.range != (0..len.max(1).min(size)) {
-        return Err(Failure::fatal(
-            io::ErrorKind::InvalidData,
-            format!(
-                "asked for bytes 0..{len} of an object of {size} bytes, the answer is bytes {}..{}",
-                got.range.start, got.range.end
-            ),
-        ));
-    }
-    Ok((size, got.into_stream()))
-}
-
-/// The rest of the first block's answer ([`start_first`]) copied into
-/// `out` (empty when called) until it holds `len` bytes; what the body
-/// lacked (cut, stalled) is asked for again from where it stopped, with
-/// [`fetch_into`]'s retries. `size` is the object's size from the answer.
-pub(crate) async fn finish_first<S: Sink + Send>(
-    loc: &Location,
-    opts: &Options,
-    mut stream: BoxStream<'static, object_store::Result<Bytes>>,
-    len: u64,
-    size: u64,
-    out: &mut S,
-) -> io::Result<()> {
-    loop {
-        match next_piece(&mut stream, opts).await {
-            Ok(Some(piece)) => {
-                if out.len() + piece.len() as u64 > len {
-                    return Err(Failure::fatal(
-                        io::ErrorKind::InvalidData,
-                        format!("the server sent more than the {len} bytes asked for"),
-                    )
-                    .into_error(loc.url(), out.len(), 0));
-                }
-                out.push(piece);
-            }
-            Ok(None) => break,
-            Err(f) => {
-                tracing::debug!(
-                    "{}: at byte {}: {}; asked for again",
-                    loc.url(),
-                    out.len(),
-                    f.message
-                );
-                break;
-            }
-        }
-    }
-    drop(stream);
-    if out.len() < len {
-        fetch_into(loc, opts, 0, len, Some(size), out).await?;
-    }
-    Ok(())
+    Ok((got.meta.size, got.into_stream()))
 }
 
 /// Starts a request for the whole object, without a range (for a server
 /// that answers none).
-pub(crate) async fn start_whole(
-    loc: &Location,
-    opts: &Options,
-) -> Result<BoxStream<'static, object_store::Result<Bytes>>, Failure> {
+pub(crate) async fn start_whole(loc: &Location, opts: &Options) -> Result<Body, Failure> {
     let get = loc.store().get_opts(loc.key(), GetOptions::default());
     match tokio::time::timeout(opts.timeout, get).await {
         Err(_) => Err(Failure::retryable(
@@ -534,7 +465,7 @@ pub(crate) async fn start_whole(
 
 /// The next piece of a body, or `None` at its end; a stall is a timeout.
 pub(crate) async fn next_piece(
-    stream: &mut BoxStream<'static, object_store::Result<Bytes>>,
+    stream: &mut Body,
     opts: &Options,
 ) -> Result<Option<Bytes>, Failure> {
     match tokio::time::timeout(opts.timeout, stream.next()).await {
@@ -718,13 +649,17 @@ pub(crate) async fn fetch_pieces(
     size: Option<u64>,
 ) -> io::Result<Pieces> {
     let mut out = Pieces::default();
-    fetch_into(loc, opts, offset, len, size, &mut out).await?;
+    fetch_into(loc, opts, offset, len, size, &mut out, None).await?;
     Ok(out)
 }
 
 /// [`fetch`] into `out`, which receives exactly the `len` bytes when this
 /// returns `Ok` (what it holds when called is the range's start, as a
-/// cut body's bytes are: the request resumes after them).
+/// cut body's bytes are: the request resumes after them). `first`, when
+/// given, is the body of a request for the range already answered (the
+/// first block's, made at opening): read as the first attempt, no request
+/// made for it; what it lacks (cut, stalled) is asked for again from
+/// where it stopped, as for any attempt.
 pub(crate) async fn fetch_into<S: Sink + Send>(
     loc: &Location,
     opts: &Options,
@@ -732,6 +667,7 @@ pub(crate) async fn fetch_into<S: Sink + Send>(
     len: u64,
     size: Option<u64>,
     out: &mut S,
+    mut first: Option<Body>,
 ) -> io::Result<()> {
     let end = offset.checked_add(len).ok_or_else(|| {
         io::Error::new(
@@ -748,7 +684,14 @@ pub(crate) async fn fetch_into<S: Sink + Send>(
     loop {
         let at = offset + out.len();
         let res = async {
-            let mut stream = start_range(loc, opts, at, end, size).await?;
+            let mut stream = match first.take() {
+                Some(body) => body,
+                None => {
+                    start_range(loc, opts, at, end, size, Ends::AsAsked)
+                        .await?
+                        .1
+                }
+            };
             while let Some(piece) = next_piece(&mut stream, opts).await? {
                 let room = end - offset - out.len();
                 if piece.len() as u64 > room {

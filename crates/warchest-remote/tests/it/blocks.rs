@@ -550,9 +550,13 @@ fn a_readers_first_read_on_a_block_on_its_way_does_not_grow_the_budget() {
 
 /// Opened with [`RemoteBlocks::open_with`]: blocks of 64 KiB, two ahead.
 fn open_folded(url: &str) -> RemoteBlocks {
-    let opts = quick();
+    open_folded_with(url, quick()).unwrap()
+}
+
+/// [`open_folded`] with `opts`.
+fn open_folded_with(url: &str, opts: warchest_remote::Options) -> std::io::Result<RemoteBlocks> {
     let loc = Location::parse_with(url, &opts).unwrap();
-    RemoteBlocks::open_with(loc, opts, |b| b.with_blocks(64 << 10, 2)).unwrap()
+    RemoteBlocks::open_with(loc, opts, |b| b.with_blocks(64 << 10, 2))
 }
 
 /// Opening with the first block's request instead of a HEAD: one request
@@ -681,6 +685,176 @@ fn a_first_answer_without_the_size_falls_back_to_a_head() {
     let r = warchest_remote::remote_error(&e).expect("a RemoteError");
     assert_eq!(*r.problem(), warchest_remote::Problem::NoRanges, "{e}");
     assert_eq!(srv.count(), (1, 1), "{:?}", srv.log());
+}
+
+/// A first request answered with a 5xx, or not answered at all (no
+/// status line within the timeout), is no error: the object is opened
+/// with a HEAD and read right, block 0 asked for again. A first answer
+/// whose body stalls after its first bytes is resumed from where it
+/// stopped (no HEAD). A 401 or a 403 is the error at once, naming the
+/// URL, with no HEAD after it (the HEAD would be refused too).
+#[test]
+fn a_failed_first_request_falls_back_to_a_head_unless_refused() {
+    const B: u64 = 64 << 10;
+    let dir = tempfile::tempdir().unwrap();
+    let data: Vec<u8> = (0..5 * B + 7).map(|i| (i * 17 % 251) as u8).collect();
+    std::fs::write(dir.path().join("d.bin"), &data).unwrap();
+    // Stalls of 4 s, noticed after 1.5 s.
+    let srv = RangeServer::start(dir.path(), 4.0);
+    let url = srv.url("d.bin");
+    let opts = warchest_remote::Options {
+        timeout: std::time::Duration::from_millis(1500),
+        ..quick()
+    };
+    let blocks = data.len().div_ceil(B as usize) as u64;
+    for fault in ["500", "503", "hang"] {
+        srv.reset_count();
+        srv.faults(&[fault]);
+        let src = open_folded_with(&url, opts.clone()).unwrap();
+        assert_eq!(src.size().unwrap(), data.len() as u64, "{fault}");
+        assert!(src.first_answer().is_none(), "{fault}");
+        assert!(read_part(&src, 0, data.len() as u64) == data, "{fault}");
+        assert_eq!(srv.count(), (blocks + 1, 1), "{fault}: {:?}", srv.log());
+        assert_eq!(src.requests(), blocks + 2, "{fault}");
+    }
+
+    srv.reset_count();
+    srv.faults(&["stall"]);
+    let src = open_folded_with(&url, opts.clone()).unwrap();
+    assert!(src.first_answer().is_some());
+    assert!(read_part(&src, 0, data.len() as u64) == data);
+    let log = srv.log();
+    assert_eq!(srv.count(), (blocks + 1, 0), "{log:?}");
+    let again = format!("GET /d.bin bytes={}-{}", B / 4, B - 1);
+    assert!(log.contains(&again), "{log:?}");
+
+    for fault in ["401", "403"] {
+        srv.reset_count();
+        srv.faults(&[fault]);
+        let Err(e) = open_folded_with(&url, opts.clone()) else {
+            panic!("opened through a {fault}");
+        };
+        assert_eq!(e.kind(), std::io::ErrorKind::PermissionDenied, "{e}");
+        assert!(
+            e.to_string()
+                .contains(&format!("{url}: at byte 0: {fault}")),
+            "{e}"
+        );
+        assert_eq!(srv.count(), (1, 0), "{fault}");
+    }
+}
+
+/// Over a fast server (range_server.py without latency, as nginx on
+/// loopback, whose first answer comes in about 1 ms) the first answer
+/// seeds nothing: the budget and the read-ahead start where they would
+/// without it, at `open_blocks`' defaults (4 MiB, eight blocks of 1 MiB
+/// ahead). It would take a wait of 4.5 ms (two blocks at 460 MB/s) to
+/// grow the budget; the fastest of three opens is checked, as a loaded
+/// machine may delay one answer.
+#[test]
+fn a_fast_servers_first_answer_leaves_the_budget_and_read_ahead_where_they_start() {
+    use warchest_remote::{BLOCK, BUDGET, BUDGET_MAX};
+    let dir = tempfile::tempdir().unwrap();
+    let data: Vec<u8> = (0..3 * BLOCK as u64 + 5)
+        .map(|i| (i * 19 % 251) as u8)
+        .collect();
+    std::fs::write(dir.path().join("d.bin"), &data).unwrap();
+    let srv = RangeServer::start(dir.path(), 5.0);
+    let opts = quick();
+    let loc = Location::parse_with(&srv.url("d.bin"), &opts).unwrap();
+    let block = BLOCK as u64;
+    let src = (0..3)
+        .map(|_| {
+            RemoteBlocks::open_with(loc.clone(), opts.clone(), |b| {
+                b.with_blocks(BLOCK, RemoteBlocks::ahead_for(block))
+                    .with_ahead_max(RemoteBlocks::ahead_max_for(block))
+                    .with_budget(BUDGET)
+                    .with_budget_max(BUDGET_MAX)
+            })
+            .unwrap()
+        })
+        .min_by_key(|b| b.first_answer().expect("opened by the first block"))
+        .unwrap();
+    let wait = src.first_answer().unwrap();
+    assert_eq!(
+        (src.budget(), src.read_ahead(), src.read_ahead_max()),
+        (BUDGET, 8, 16),
+        "first answer in {wait:?}"
+    );
+    assert!(read_part(&src, 0, data.len() as u64) == data);
+}
+
+/// Two readers walking the same stretch (the decoding threads of a gzip
+/// object) at 20 ms a request, each decoding a block in 2 ms: the
+/// read-ahead, one depth for both, deepens from two blocks and stops at
+/// its cap of four, never past it; the bytes held stay within the
+/// budget's cap.
+#[test]
+fn with_two_readers_the_read_ahead_deepens_up_to_its_cap_and_stops() {
+    const B: u64 = 64 << 10;
+    const N: u64 = 40;
+    let dir = tempfile::tempdir().unwrap();
+    let data: Vec<u8> = (0..N * B).map(|i| (i * 23 % 251) as u8).collect();
+    std::fs::write(dir.path().join("two.bin"), &data).unwrap();
+    let srv = RangeServer::with_latency(dir.path(), 5.0, 20);
+    let opts = quick();
+    let loc = Location::parse_with(&srv.url("two.bin"), &opts).unwrap();
+    let src = RemoteBlocks::open(loc, opts)
+        .unwrap()
+        .with_blocks(B as usize, 2)
+        .with_ahead_max(4)
+        .with_budget(4 * B)
+        .with_budget_max(24 * B);
+    let parts = read_parts(
+        &src,
+        &[(0, N * B), (0, N * B)],
+        B,
+        std::time::Duration::from_millis(2),
+    );
+    assert!(parts[0] == data && parts[1] == data);
+    assert_eq!(
+        (src.read_ahead(), src.read_ahead_max()),
+        (4, 4),
+        "{} reads waited",
+        src.waits().0
+    );
+    assert!(
+        src.peak_bytes() <= 24 * B,
+        "{} bytes held",
+        src.peak_bytes()
+    );
+}
+
+/// A scan's first step finds its next block on its way (a reader's first
+/// read asked for it together with the blocks after it): that says
+/// nothing of the read-ahead's depth, which no deeper read-ahead would
+/// have changed, so the depth stays at two. Blocks 1 and 2 stall (then
+/// are asked for again), so the step from block 0 finds block 1 on its
+/// way however fast the machine; before, it deepened the read-ahead by a
+/// block.
+#[test]
+fn a_scans_first_step_does_not_deepen_the_read_ahead() {
+    const B: u64 = 64 << 10;
+    let dir = tempfile::tempdir().unwrap();
+    let data: Vec<u8> = (0..8 * B).map(|i| (i * 29 % 251) as u8).collect();
+    std::fs::write(dir.path().join("d.bin"), &data).unwrap();
+    let srv = RangeServer::start(dir.path(), 3.0);
+    let opts = warchest_remote::Options {
+        timeout: std::time::Duration::from_secs(1),
+        ..quick()
+    };
+    // Block 0 at opening as it is; the next two GETs stall.
+    srv.faults(&["none", "stall", "stall"]);
+    // Its depth may grow once opened (its seed left at two).
+    let src = open_folded_with(&srv.url("d.bin"), opts)
+        .unwrap()
+        .with_ahead_max(6);
+    // 200 ms of decoding a block: the blocks a scan asks for come in time.
+    let pause = std::time::Duration::from_millis(200);
+    let parts = read_parts(&src, &[(0, data.len() as u64)], B, pause);
+    assert!(parts[0] == data);
+    assert!(src.waits().0 >= 1, "no read waited: {:?}", srv.log());
+    assert_eq!(src.read_ahead(), 2, "{:?}", srv.log());
 }
 
 /// At 20 ms a request the first block's answer seeds the budget and the
