@@ -749,8 +749,10 @@ fn a_failed_first_request_falls_back_to_a_head_unless_refused() {
 /// seeds nothing: the budget and the read-ahead start where they would
 /// without it, at `open_blocks`' defaults (4 MiB, eight blocks of 1 MiB
 /// ahead). It would take a wait of 4.5 ms (two blocks at 460 MB/s) to
-/// grow the budget; the fastest of three opens is checked, as a loaded
-/// machine may delay one answer.
+/// grow the budget; the fastest of up to ten opens is checked, as a
+/// loaded machine may delay an answer, and one that no open answered
+/// within 4 ms checks only the bytes (the seed's rule for such waits is
+/// `seed`'s unit test's).
 #[test]
 fn a_fast_servers_first_answer_leaves_the_budget_and_read_ahead_where_they_start() {
     use warchest_remote::{BLOCK, BUDGET, BUDGET_MAX};
@@ -763,24 +765,33 @@ fn a_fast_servers_first_answer_leaves_the_budget_and_read_ahead_where_they_start
     let opts = quick();
     let loc = Location::parse_with(&srv.url("d.bin"), &opts).unwrap();
     let block = BLOCK as u64;
-    let src = (0..3)
-        .map(|_| {
-            RemoteBlocks::open_with(loc.clone(), opts.clone(), |b| {
-                b.with_blocks(BLOCK, RemoteBlocks::ahead_for(block))
-                    .with_ahead_max(RemoteBlocks::ahead_max_for(block))
-                    .with_budget(BUDGET)
-                    .with_budget_max(BUDGET_MAX)
-            })
-            .unwrap()
+    let open = || {
+        RemoteBlocks::open_with(loc.clone(), opts.clone(), |b| {
+            b.with_blocks(BLOCK, RemoteBlocks::ahead_for(block))
+                .with_ahead_max(RemoteBlocks::ahead_max_for(block))
+                .with_budget(BUDGET)
+                .with_budget_max(BUDGET_MAX)
         })
-        .min_by_key(|b| b.first_answer().expect("opened by the first block"))
-        .unwrap();
+        .unwrap()
+    };
+    let fast = std::time::Duration::from_millis(4);
+    let mut src = open();
+    for _ in 1..10 {
+        if src.first_answer().expect("opened by the first block") < fast {
+            break;
+        }
+        src = open();
+    }
     let wait = src.first_answer().unwrap();
-    assert_eq!(
-        (src.budget(), src.read_ahead(), src.read_ahead_max()),
-        (BUDGET, 8, 16),
-        "first answer in {wait:?}"
-    );
+    if wait < fast {
+        assert_eq!(
+            (src.budget(), src.read_ahead(), src.read_ahead_max()),
+            (BUDGET, 8, 16),
+            "first answer in {wait:?}"
+        );
+    } else {
+        eprintln!("no first answer within {fast:?} in ten opens (a loaded machine): bytes only");
+    }
     assert!(read_part(&src, 0, data.len() as u64) == data);
 }
 
