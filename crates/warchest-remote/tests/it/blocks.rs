@@ -70,6 +70,26 @@ fn open(url: &str, block: usize) -> Arc<RemoteBlocks> {
     Arc::new(RemoteBlocks::open(loc, opts).unwrap().with_blocks(block, 2))
 }
 
+/// `data` served by range_server.py (stalls cut at 5 s) answering every
+/// request after `latency_ms`: its folder (kept while the test runs), the
+/// server, the object's location and the quick options it was parsed with.
+fn served(
+    data: &[u8],
+    latency_ms: u64,
+) -> (
+    tempfile::TempDir,
+    RangeServer,
+    Location,
+    warchest_remote::Options,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("d.bin"), data).unwrap();
+    let srv = RangeServer::with_latency(dir.path(), 5.0, latency_ms);
+    let opts = quick();
+    let loc = Location::parse_with(&srv.url("d.bin"), &opts).unwrap();
+    (dir, srv, loc, opts)
+}
+
 #[test]
 fn threads_reading_blocks_over_http_get_the_bytes_through_faults_and_a_cut_is_named() {
     let dir = tempfile::tempdir().unwrap();
@@ -118,12 +138,8 @@ fn threads_reading_blocks_over_http_get_the_bytes_through_faults_and_a_cut_is_na
 fn each_reader_reads_ahead_of_itself_and_no_reader_drops_anothers_blocks() {
     const B: u64 = 64 << 10;
     const HALF: u64 = 20;
-    let dir = tempfile::tempdir().unwrap();
     let data: Vec<u8> = (0..2 * HALF * B).map(|i| (i * 7 % 251) as u8).collect();
-    std::fs::write(dir.path().join("blocks.bin"), &data).unwrap();
-    let srv = RangeServer::start(dir.path(), 5.0);
-    let opts = quick();
-    let loc = Location::parse_with(&srv.url("blocks.bin"), &opts).unwrap();
+    let (_dir, srv, loc, opts) = served(&data, 0);
     // One block ahead each, a budget of six blocks: both readers' own
     // (the block read, the one before and the one ahead) fit. (A block
     // dropped for room while still referenced, by the request's task
@@ -202,14 +218,10 @@ fn nine_readers_stay_within_the_budget_and_a_slow_one_keeps_its_blocks() {
     const B: u64 = 64 << 10;
     const PART: u64 = 8;
     const READERS: u64 = 9;
-    let dir = tempfile::tempdir().unwrap();
     let data: Vec<u8> = (0..READERS * PART * B)
         .map(|i| (i * 13 % 251) as u8)
         .collect();
-    std::fs::write(dir.path().join("nine.bin"), &data).unwrap();
-    let srv = RangeServer::start(dir.path(), 5.0);
-    let opts = quick();
-    let loc = Location::parse_with(&srv.url("nine.bin"), &opts).unwrap();
+    let (_dir, _srv, loc, opts) = served(&data, 0);
     let budget = 30 * B;
     let src = Arc::new(
         RemoteBlocks::open(loc.clone(), opts.clone())
@@ -300,14 +312,10 @@ fn many_readers_and_a_small_budget_fetch_each_block_about_once() {
     const B: u64 = 64 << 10;
     const PART: u64 = 4;
     const READERS: u64 = 16;
-    let dir = tempfile::tempdir().unwrap();
     let data: Vec<u8> = (0..READERS * PART * B)
         .map(|i| (i * 11 % 251) as u8)
         .collect();
-    std::fs::write(dir.path().join("many.bin"), &data).unwrap();
-    let srv = RangeServer::start(dir.path(), 5.0);
-    let opts = quick();
-    let loc = Location::parse_with(&srv.url("many.bin"), &opts).unwrap();
+    let (_dir, srv, loc, opts) = served(&data, 0);
     let src = Arc::new(
         RemoteBlocks::open(loc, opts)
             .unwrap()
@@ -378,12 +386,8 @@ fn read_parts(
 fn with_latency_the_budget_grows_up_to_its_cap_and_stops_once_the_read_ahead_fits() {
     const B: u64 = 64 << 10;
     const HALF: u64 = 24;
-    let dir = tempfile::tempdir().unwrap();
     let data: Vec<u8> = (0..2 * HALF * B).map(|i| (i * 11 % 251) as u8).collect();
-    std::fs::write(dir.path().join("slow.bin"), &data).unwrap();
-    let srv = RangeServer::with_latency(dir.path(), 5.0, 20);
-    let opts = quick();
-    let loc = Location::parse_with(&srv.url("slow.bin"), &opts).unwrap();
+    let (_dir, srv, loc, opts) = served(&data, 20);
     let open = |budget: u64, cap: u64| {
         RemoteBlocks::open(loc.clone(), opts.clone())
             .unwrap()
@@ -429,12 +433,8 @@ fn with_latency_the_budget_grows_up_to_its_cap_and_stops_once_the_read_ahead_fit
 fn with_latency_the_read_ahead_deepens_and_fewer_reads_wait() {
     const B: u64 = 64 << 10;
     const N: u64 = 64;
-    let dir = tempfile::tempdir().unwrap();
     let data: Vec<u8> = (0..N * B).map(|i| (i * 13 % 251) as u8).collect();
-    std::fs::write(dir.path().join("deep.bin"), &data).unwrap();
-    let srv = RangeServer::with_latency(dir.path(), 5.0, 20);
-    let opts = quick();
-    let loc = Location::parse_with(&srv.url("deep.bin"), &opts).unwrap();
+    let (_dir, _srv, loc, opts) = served(&data, 20);
     let read = |grows: bool| {
         let src = RemoteBlocks::open(loc.clone(), opts.clone())
             .unwrap()
@@ -470,11 +470,7 @@ fn growing_blocks(
     block: u64,
     latency_ms: u64,
 ) -> (tempfile::TempDir, RangeServer, RemoteBlocks) {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("data.bin"), data).unwrap();
-    let srv = RangeServer::with_latency(dir.path(), 5.0, latency_ms);
-    let opts = quick();
-    let loc = Location::parse_with(&srv.url("data.bin"), &opts).unwrap();
+    let (dir, srv, loc, opts) = served(data, latency_ms);
     let src = RemoteBlocks::open(loc, opts)
         .unwrap()
         .with_blocks(block as usize, 4)
@@ -756,14 +752,10 @@ fn a_failed_first_request_falls_back_to_a_head_unless_refused() {
 #[test]
 fn a_fast_servers_first_answer_leaves_the_budget_and_read_ahead_where_they_start() {
     use warchest_remote::{BLOCK, BUDGET, BUDGET_MAX};
-    let dir = tempfile::tempdir().unwrap();
     let data: Vec<u8> = (0..3 * BLOCK as u64 + 5)
         .map(|i| (i * 19 % 251) as u8)
         .collect();
-    std::fs::write(dir.path().join("d.bin"), &data).unwrap();
-    let srv = RangeServer::start(dir.path(), 5.0);
-    let opts = quick();
-    let loc = Location::parse_with(&srv.url("d.bin"), &opts).unwrap();
+    let (_dir, _srv, loc, opts) = served(&data, 0);
     let block = BLOCK as u64;
     let open = || {
         RemoteBlocks::open_with(loc.clone(), opts.clone(), |b| {
@@ -804,12 +796,8 @@ fn a_fast_servers_first_answer_leaves_the_budget_and_read_ahead_where_they_start
 fn with_two_readers_the_read_ahead_deepens_up_to_its_cap_and_stops() {
     const B: u64 = 64 << 10;
     const N: u64 = 40;
-    let dir = tempfile::tempdir().unwrap();
     let data: Vec<u8> = (0..N * B).map(|i| (i * 23 % 251) as u8).collect();
-    std::fs::write(dir.path().join("two.bin"), &data).unwrap();
-    let srv = RangeServer::with_latency(dir.path(), 5.0, 20);
-    let opts = quick();
-    let loc = Location::parse_with(&srv.url("two.bin"), &opts).unwrap();
+    let (_dir, _srv, loc, opts) = served(&data, 20);
     let src = RemoteBlocks::open(loc, opts)
         .unwrap()
         .with_blocks(B as usize, 2)
@@ -876,12 +864,8 @@ fn a_scans_first_step_does_not_deepen_the_read_ahead() {
 #[test]
 fn the_first_answers_wait_seeds_the_budget_and_the_read_ahead() {
     const B: u64 = 64 << 10;
-    let dir = tempfile::tempdir().unwrap();
     let data: Vec<u8> = (0..24 * B).map(|i| (i * 5 % 251) as u8).collect();
-    std::fs::write(dir.path().join("d.bin"), &data).unwrap();
-    let srv = RangeServer::with_latency(dir.path(), 5.0, 20);
-    let opts = quick();
-    let loc = Location::parse_with(&srv.url("d.bin"), &opts).unwrap();
+    let (_dir, _srv, loc, opts) = served(&data, 20);
     let src = RemoteBlocks::open_with(loc.clone(), opts.clone(), |b| {
         b.with_blocks(B as usize, 2)
             .with_ahead_max(6)
@@ -949,12 +933,8 @@ pub fn blocks_over_s3_match_the_file(url: &str, path: &std::path::Path) {
 #[test]
 fn large_blocks_still_get_read_ahead_with_the_default_budget() {
     const B: u64 = 8 << 20;
-    let dir = tempfile::tempdir().unwrap();
     let data: Vec<u8> = (0..3 * B).map(|i| (i % 251) as u8).collect();
-    std::fs::write(dir.path().join("large.bin"), &data).unwrap();
-    let srv = RangeServer::start(dir.path(), 5.0);
-    let opts = quick();
-    let loc = Location::parse_with(&srv.url("large.bin"), &opts).unwrap();
+    let (_dir, _srv, loc, opts) = served(&data, 0);
     let (start, cap) = RemoteBlocks::default_budget(B);
     let src = RemoteBlocks::open(loc, opts)
         .unwrap()
