@@ -1500,12 +1500,10 @@ impl Frontier {
     }
 
     /// Whether `url`, queued first as no link (an embed, a URL in script
-    /// text), was named by a link or sitemap entry later: it is a page
-    /// when fetched, as a URI [`CrawlUri::reached_as_page`] is.
-    ///
-    /// # Errors
-    /// The database failed.
-    pub fn linked_later(&self, url: &Url) -> Result<bool> {
+    /// text), was named by a link or sitemap entry later (tests: the
+    /// crawl asks the table once, when it takes the URI).
+    #[cfg(test)]
+    fn linked_later(&self, url: &Url) -> Result<bool> {
         self.holds(LINKED, url)
     }
 
