@@ -39,6 +39,25 @@ def warm(cmd):
                     pass
 
 
+def settle(paths):
+    """Drops each file from the page cache and reads it back once, so that
+    every run finds it held as a read from disk leaves it (the page cache's
+    large folios, filled by readahead). How a file came into the cache moves
+    the plain rows by up to a fifth, for every tool: the plain corpus just
+    written by `gzip -dc` (small writes) read 0.128 s with FastWARC and
+    0.111 s with warchest, the same file dropped and read back 0.113 and
+    0.096 s (docs/performance.md, round fifteen). Either state can be what
+    a run finds (this machine's kernel pages idle memory out, and `warm`
+    reads it back), so the runs fix it first."""
+    buf = bytearray(1 << 20)
+    for p in paths:
+        with open(p, "rb", buffering=0) as f:
+            os.fsync(f.fileno())
+            os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+            while f.readinto(buf):
+                pass
+
+
 def run(cmd):
     """Runs cmd with its output discarded: (wall s, cpu s, peak KiB)."""
     warm(cmd)
@@ -134,6 +153,8 @@ def main():
     ap.add_argument("--smoke", action="store_true", help="one quick pass on a fixture, for CI")
     ap.add_argument("--only", action="append", metavar="TEXT",
                     help="only the rows whose name holds TEXT (repeatable): e.g. --only 'gzip skip  ls -j 2' --only validate")
+    ap.add_argument("--keep-cache", action="store_true",
+                    help="leave the corpus in the page cache as it is (by default each file is dropped and read back first)")
     a = ap.parse_args()
     have_harness = bool(BENCH) and os.path.exists(BENCH)
     if a.smoke:
@@ -145,6 +166,8 @@ def main():
     else:
         files, runs, have_peers = ensure_corpus(a.corpus), a.runs, True
 
+    if not a.keep_cache:
+        settle(sorted(set(files.values())))
     table = rows(files, have_harness, have_peers)
     if a.only:
         table = [r for r in table if any(t in r[0] for t in a.only)]

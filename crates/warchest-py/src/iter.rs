@@ -39,6 +39,10 @@ pub(crate) trait RecordSource: Send {
     fn block_chunk(&mut self, take: &mut dyn FnMut(&[u8]) -> usize) -> std::io::Result<usize>;
     /// Finishes the current record.
     fn finish(&mut self) -> warchest::Result<Option<RecordEnd>>;
+    /// The caller reads payloads whole ([`Source::prefer_reads`]).
+    fn prefer_reads(&mut self) -> warchest::Result<()> {
+        Ok(())
+    }
 }
 
 pub(crate) struct Next {
@@ -107,6 +111,10 @@ impl<S: Source + Send> RecordSource for Reader<S> {
     fn finish(&mut self) -> warchest::Result<Option<RecordEnd>> {
         self.finish_record()
     }
+
+    fn prefer_reads(&mut self) -> warchest::Result<()> {
+        Reader::prefer_reads(self).map(|_| ())
+    }
 }
 
 /// The reader and the state of its current record.
@@ -121,6 +129,8 @@ struct Core {
     offset: Option<u64>,
     end: Option<RecordEnd>,
     closed: bool,
+    /// [`BlockHandle::prefer_reads`] was called.
+    prefers_reads: bool,
 }
 
 fn stale() -> std::io::Error {
@@ -216,6 +226,17 @@ impl BlockHandle {
     fn chunk(&mut self, take: &mut dyn FnMut(&[u8]) -> usize) -> std::io::Result<usize> {
         self.core()?.chunk(self.generation, take)
     }
+
+    /// Tells the reader that payloads are read whole
+    /// ([`RecordSource::prefer_reads`]), once per iterator.
+    fn prefer_reads(&mut self) -> std::io::Result<()> {
+        let mut core = self.core()?;
+        if !core.prefers_reads {
+            core.prefers_reads = true;
+            core.src.prefer_reads().map_err(std::io::Error::from)?;
+        }
+        Ok(())
+    }
 }
 
 impl Read for BlockHandle {
@@ -262,6 +283,7 @@ impl ArchiveIterator {
                 offset: None,
                 end: None,
                 closed: false,
+                prefers_reads: false,
             })),
             parse_http,
             record_types: record_types
@@ -857,6 +879,11 @@ const CHUNK: usize = 16 << 10;
 /// back (see docs/performance.md, issue 20).
 const HOLD_MAX: usize = 64 << 10;
 
+/// A payload read whole from this size on tells the reader so
+/// ([`BlockHandle::prefer_reads`]): a plain file's map is then let go, as
+/// a library read that large lets it go (`Source::read_direct`).
+const LARGE_PAYLOAD: usize = 16 << 10;
+
 /// Largest scratch buffer a thread keeps between reads of unknown length.
 const SCRATCH_MAX: usize = 4 << 20;
 
@@ -919,6 +946,11 @@ impl StreamState {
     fn fill_raw(&mut self, out: &mut Filling<'_>) -> std::io::Result<()> {
         let n = out.push(&self.buf[self.pos..]);
         self.pos += n;
+        if out.room() >= LARGE_PAYLOAD
+            && let Src::Block(b) = &mut self.reader.inner
+        {
+            b.prefer_reads()?;
+        }
         while out.room() > 0 && !self.eof {
             let m = match &mut self.reader.inner {
                 Src::Block(b) => b.chunk(&mut |c| out.push(c))?,

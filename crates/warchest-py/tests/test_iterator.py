@@ -3,6 +3,7 @@ fixture: the same records at the same offsets and lengths, the same WARC
 and HTTP headers, the same payload bytes from content_stream()."""
 
 import io
+import sys
 import threading
 
 import pytest
@@ -459,3 +460,31 @@ def test_offset_and_close_while_another_thread_iterates_do_not_deadlock():
     assert offsets and offsets == sorted(offsets)
     it.close()
     assert list(it) == []
+
+
+def mapped(path):
+    with open("/proc/self/maps") as f:
+        return str(path) in f.read()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/maps")
+def test_a_large_payload_read_lets_a_plain_files_map_go(tmp_path):
+    # A plain file by path is mapped; the first payload of 16 KiB or more
+    # read whole lets the map go (read calls from there: docs/python.md),
+    # and every payload, before and after, is the one a file object gives.
+    big = b"HTTP/1.1 200 OK\r\n\r\n" + bytes(range(256)) * 400
+    data = b""
+    for i in range(30):
+        block = big if i == 10 else HTTP_BLOCK
+        data += warc_record(b"response", block, extra=b"WARC-Target-URI: http://a.example/\r\n") + b"\r\n\r\n"
+    path = tmp_path / "plain.warc"
+    path.write_bytes(data)
+    want = [r.content_stream().read() for r in warchest.ArchiveIterator(io.BytesIO(data))]
+    assert len(want[10]) == 256 * 400
+    got, seen = [], []
+    for i, r in enumerate(warchest.ArchiveIterator(str(path))):
+        got.append(r.content_stream().read())
+        seen.append(mapped(path))
+    assert got == want
+    assert seen[:10] == [True] * 10
+    assert seen[10:] == [False] * 20

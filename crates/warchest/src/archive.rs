@@ -236,6 +236,21 @@ impl<S: Source> Reader<S> {
         }
     }
 
+    /// Tells the source that payloads are read whole from here on
+    /// ([`Source::prefer_reads`]: a plain file's memory map is let go for
+    /// `read` calls); `true` when that changed how it reads. What is read
+    /// does not change, the current record's block included.
+    ///
+    /// # Errors
+    /// As [`Source::prefer_reads`].
+    pub fn prefer_reads(&mut self) -> Result<bool> {
+        match &mut self.inner {
+            Inner::Warc(r) => r.prefer_reads(),
+            Inner::Arc(r) => r.prefer_reads(),
+            Inner::InfoMall(r) => r.prefer_reads(),
+        }
+    }
+
     /// The WARC reader, when the file is WARC.
     pub fn as_warc(&mut self) -> Option<&mut warc::Reader<S>> {
         match &mut self.inner {

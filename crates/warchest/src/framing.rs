@@ -111,6 +111,16 @@ macro_rules! reader_api {
                 self.diag.take(|w| src.drain_warnings(w))
             }
 
+            /// Tells the source that payloads are read whole from here on
+            /// ([`Source::prefer_reads`]($crate::codec::Source::prefer_reads));
+            /// what is read does not change.
+            ///
+            /// # Errors
+            /// As [`Source::prefer_reads`]($crate::codec::Source::prefer_reads).
+            pub fn prefer_reads(&mut self) -> $crate::error::Result<bool> {
+                $crate::codec::Source::prefer_reads(&mut self.$($src).+)
+            }
+
             /// What the last finished record's end looked like (set when it
             /// was finished explicitly or by reading the next one).
             pub fn last_end(&self) -> Option<$crate::warc::RecordEnd> {

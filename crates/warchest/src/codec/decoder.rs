@@ -1079,6 +1079,11 @@ impl<R: Read> Source for Decoder<R> {
         }
     }
 
+    fn prefer_reads(&mut self) -> crate::Result<bool> {
+        // Only a plain file is mapped (`Decoder::new_file`).
+        self.input.unmap()
+    }
+
     fn read_direct(&mut self, out: &mut [u8]) -> crate::Result<Option<usize>> {
         if self.state != State::Member || self.codec != Codec::None {
             return Ok(None);

@@ -277,8 +277,11 @@ impl<R: Read> Input<R> {
 
     /// Serves the rest of a mapped file through the buffer: the reader is
     /// sought to where the map was read to, and the map is let go. `false`
-    /// when the reader cannot seek (the map is kept).
-    fn unmap(&mut self) -> crate::Result<bool> {
+    /// when nothing is mapped or the reader cannot seek (the map is kept).
+    pub(super) fn unmap(&mut self) -> crate::Result<bool> {
+        if self.map.is_none() {
+            return Ok(false);
+        }
         let Some(seek) = self.seek_to else {
             return Ok(false);
         };

@@ -168,6 +168,21 @@ pub trait Source {
         Ok(None)
     }
 
+    /// Tells the source that its caller reads payloads whole from here on,
+    /// each into a buffer of its own (as a Python loop does): a plain file
+    /// served from a memory map is then read with `read` calls. Once every
+    /// page is touched, the map's faults cost from a twentieth less to a
+    /// fifth more than those calls, by how the page cache holds the file
+    /// (docs/performance.md, round fifteen). What is read does not change.
+    /// `true` when the source changed how it reads; the default does
+    /// nothing.
+    ///
+    /// # Errors
+    /// The file cannot be sought to where the map was read to.
+    fn prefer_reads(&mut self) -> crate::Result<bool> {
+        Ok(false)
+    }
+
     /// Skips up to `n` decompressed bytes of the current member, returning
     /// how many were skipped (fewer only at the member's end). Implementations
     /// may seek instead of reading.

@@ -482,3 +482,52 @@ fn warchest_no_mmap_reads_every_file_through_a_buffer() {
         assert!(warnings.is_empty(), "{warnings:?}");
     }
 }
+
+/// `prefer_reads` in the middle of a block lets a plain file's map go (the
+/// next block reads come from `read` calls) and changes nothing read: the
+/// rest of that block, the next records, offsets and stored lengths are
+/// those of a reader that kept the map. A second call has nothing to let
+/// go.
+#[cfg(target_os = "linux")]
+#[test]
+fn prefer_reads_lets_the_map_go_and_reads_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("prefer.warc");
+    std::fs::write(&path, plain_warc(40, 50_000)).unwrap();
+    let kept = listing(Reader::open(&path).unwrap(), true);
+    assert_eq!(kept.0.len(), 40);
+
+    let mut r = Reader::open(&path).unwrap();
+    assert_eq!(mapped(&path), cfg!(feature = "mmap"));
+    let mut out = Vec::new();
+    for i in 0..40 {
+        let mut rec = r.next_record().unwrap().unwrap();
+        let header = rec.raw_header().to_vec();
+        let offset = rec.location().offset;
+        let mut block = vec![0u8; 7];
+        let n = rec.block().read(&mut block).unwrap();
+        block.truncate(n);
+        drop(rec);
+        if i == 5 {
+            // Half-way through a block, after reads through the map (small
+            // ones: a large one would let it go).
+            assert_eq!(mapped(&path), cfg!(feature = "mmap"));
+            assert_eq!(r.prefer_reads().unwrap(), cfg!(feature = "mmap"));
+            assert!(!mapped(&path));
+            assert!(!r.prefer_reads().unwrap());
+        }
+        let mut b = r.current_block().unwrap();
+        let mut buf = [0u8; 1000];
+        loop {
+            let n = b.read(&mut buf).unwrap();
+            if n == 0 {
+                break;
+            }
+            block.extend_from_slice(&buf[..n]);
+        }
+        let end = r.finish_record().unwrap().unwrap();
+        out.push((offset, end.stored_len, header, block));
+    }
+    assert!(r.next_record().unwrap().is_none());
+    assert!(out == kept.0, "records differ after the map was let go");
+}
