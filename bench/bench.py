@@ -25,37 +25,32 @@ BENCH = os.environ.get("BENCH_BIN")
 WARCHEST = os.environ["WARCHEST_BIN"]
 
 
+KEEP_CACHE = False
+
+
 def warm(cmd):
     """Reads every file cmd names, so each timed run starts from the page
     cache as the table assumes. This machine's kernel pages out memory that
     was not touched for a few seconds (a DAMON `pageout` scheme), so without
     this a run could find part of its input on disk and time the disk: a
-    plain `ls` run took 0.295 s of wall time for 0.152 s of CPU that way."""
+    plain `ls` run took 0.295 s of wall time for 0.152 s of CPU that way.
+
+    Each file is first dropped from the page cache (unless --keep-cache), so
+    that every run finds it held as a read from disk leaves it (readahead's
+    large folios). How a file came into the cache moves the plain rows by up
+    to a third, for every tool: FastWARC read the plain corpus in 0.128 s as
+    `gzip -dc`'s small writes left it, 0.093 s dropped and read back
+    (docs/performance.md, round fifteen). Pages that were paged out and
+    read back piecemeal are a third state; dropping the whole file first
+    leaves one."""
     buf = bytearray(1 << 20)
     for a in cmd[1:]:
         if os.path.isfile(a):
             with open(a, "rb", buffering=0) as f:
+                if not KEEP_CACHE:
+                    os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
                 while f.readinto(buf):
                     pass
-
-
-def settle(paths):
-    """Drops each file from the page cache and reads it back once, so that
-    every run finds it held as a read from disk leaves it (the page cache's
-    large folios, filled by readahead). How a file came into the cache moves
-    the plain rows by up to a fifth, for every tool: the plain corpus just
-    written by `gzip -dc` (small writes) read 0.128 s with FastWARC and
-    0.111 s with warchest, the same file dropped and read back 0.113 and
-    0.096 s (docs/performance.md, round fifteen). Either state can be what
-    a run finds (this machine's kernel pages idle memory out, and `warm`
-    reads it back), so the runs fix it first."""
-    buf = bytearray(1 << 20)
-    for p in paths:
-        with open(p, "rb", buffering=0) as f:
-            os.fsync(f.fileno())
-            os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
-            while f.readinto(buf):
-                pass
 
 
 def run(cmd):
@@ -154,7 +149,7 @@ def main():
     ap.add_argument("--only", action="append", metavar="TEXT",
                     help="only the rows whose name holds TEXT (repeatable): e.g. --only 'gzip skip  ls -j 2' --only validate")
     ap.add_argument("--keep-cache", action="store_true",
-                    help="leave the corpus in the page cache as it is (by default each file is dropped and read back first)")
+                    help="leave the corpus in the page cache as it is (by default each file is dropped and read back before each run)")
     a = ap.parse_args()
     have_harness = bool(BENCH) and os.path.exists(BENCH)
     if a.smoke:
@@ -166,8 +161,12 @@ def main():
     else:
         files, runs, have_peers = ensure_corpus(a.corpus), a.runs, True
 
-    if not a.keep_cache:
-        settle(sorted(set(files.values())))
+    global KEEP_CACHE
+    KEEP_CACHE = a.keep_cache
+    for p in sorted(set(files.values())):
+        # Written pages are dropped only once on disk.
+        with open(p, "rb") as f:
+            os.fsync(f.fileno())
     table = rows(files, have_harness, have_peers)
     if a.only:
         table = [r for r in table if any(t in r[0] for t in a.only)]
