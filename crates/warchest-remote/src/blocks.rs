@@ -1356,6 +1356,10 @@ impl ReadAt for RemoteBlocks {
         Ok(self.size)
     }
 
+    fn fetches_ahead(&self) -> bool {
+        true
+    }
+
     /// The block's own bytes, lent to a decoding job instead of copied into
     /// its buffer (one copy of every byte fewer): at most to the block's
     /// end. A block that failed lends nothing; `read_at` then reports it.

@@ -35,6 +35,15 @@ pub trait ReadAt: Send + Sync {
         let _ = (pos, len);
         None
     }
+
+    /// True when the source fetches ahead of its readers into buffers of
+    /// its own (an object in a store, read in blocks): a parallel decoder
+    /// over it then keeps fewer decoded bytes in flight, as the blocks
+    /// fetched ahead already hold its read-ahead (docs/performance.md,
+    /// round fifteen). False by default (a file).
+    fn fetches_ahead(&self) -> bool {
+        false
+    }
 }
 
 /// Bytes lent by a [`ReadAt`] ([`ReadAt::lend`]): a range of a buffer the
