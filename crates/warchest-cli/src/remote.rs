@@ -32,7 +32,8 @@ fn unsupported(name: &str) -> io::Error {
 #[cfg(feature = "remote")]
 pub type File = warchest_remote::RemoteFile;
 
-/// Opens the object at `url` (its size from one HEAD request).
+/// Opens the object at `url` (its size from the answer to its first range
+/// request, or a HEAD).
 #[cfg(feature = "remote")]
 pub fn open(url: &str) -> io::Result<File> {
     warchest_remote::open(url)
@@ -115,7 +116,8 @@ pub fn open_stream(url: &str) -> io::Result<Box<dyn io::Read + Send>> {
 pub trait ReadSeek: io::Read + io::Seek + Send {}
 impl<T: io::Read + io::Seek + Send> ReadSeek for T {}
 
-/// Opens `url` as a seekable stream (one HEAD request, then ranges).
+/// Opens `url` as a seekable stream (ranges, the first one's answer giving
+/// its size).
 pub fn open_seekable(url: &str) -> io::Result<Box<dyn ReadSeek>> {
     #[cfg(feature = "remote")]
     {

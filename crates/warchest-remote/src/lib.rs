@@ -9,8 +9,9 @@
 //! - [`Location::parse`] recognises `s3://BUCKET/KEY`, `gs://BUCKET/KEY`,
 //!   `az://CONTAINER/KEY` (and `azure://`, `abfs[s]://CONTAINER@ACCOUNT.dfs.core.windows.net/KEY`,
 //!   `https://ACCOUNT.blob.core.windows.net/CONTAINER/KEY`) and `http(s)://` URLs.
-//! - [`open`] gives a [`RemoteFile`]: `Read + Seek`, its size known from one
-//!   HEAD request, read through range requests with read-ahead.
+//! - [`open`] gives a [`RemoteFile`]: `Read + Seek`, its size known from the
+//!   answer to its first range request, read through range requests with
+//!   read-ahead.
 //! - [`open_blocks`] gives a [`RemoteBlocks`]: the object read at explicit
 //!   offsets by several threads at once (`warchest::io::ReadAt`), in blocks
 //!   fetched concurrently ahead of a scan, for the parallel decoder.
@@ -212,7 +213,8 @@ pub(crate) fn install_crypto() {
     });
 }
 
-/// Opens `url` for reading: one HEAD request for its size, then range
+/// Opens `url` for reading: the request for its first range gives its size
+/// ([`RemoteFile::open`]; a HEAD when that answer does not), then range
 /// requests as it is read.
 pub fn open(url: &str) -> io::Result<RemoteFile> {
     RemoteFile::open(Location::parse(url)?, Options::from_env())

@@ -192,8 +192,8 @@ impl Fetched {
     }
 }
 
-/// The object at `url` read from its start (one HEAD, then ranges with
-/// read-ahead): an index given by URL.
+/// The object at `url` read from its start (ranges with read-ahead, the
+/// first one's answer giving its size): an index given by URL.
 pub(crate) fn read_object(url: &str) -> io::Result<Box<dyn Read + Send>> {
     #[cfg(feature = "remote")]
     {

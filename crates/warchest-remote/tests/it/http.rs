@@ -37,7 +37,8 @@ fn reads_whole_and_by_record_like_the_local_file() {
     };
     assert_eq!(read_all(&url, tiny).unwrap(), data);
     let (gets, heads) = srv.count();
-    assert_eq!(heads, 1);
+    // No HEAD: the first range's answer gives the size.
+    assert_eq!(heads, 0);
     // 512 bytes, then 1 KiB, then 2 KiB ranges: a few ranges, not one per
     // read call, and the ranges grow.
     assert!(
@@ -123,7 +124,8 @@ fn spent_budget_names_url_and_offset() {
     srv.reset_count();
     let e = read_all(&srv.url("nothing.warc"), quick()).unwrap_err();
     assert_eq!(e.kind(), std::io::ErrorKind::NotFound, "{e}");
-    assert_eq!(srv.count(), (0, 1));
+    // The first range's 404, no HEAD after it.
+    assert_eq!(srv.count(), (1, 0));
 }
 
 #[test]
@@ -272,17 +274,17 @@ fn skipping_forward_is_still_a_scan() {
         skips += 1;
     }
     let (gets, heads) = srv.count();
-    assert_eq!(heads, 1);
+    assert_eq!(heads, 0);
     assert!(skips > 60, "{skips} skips");
-    // 64, 128, then 256 KiB ranges: 18 for 4 MiB, and the HEAD. When a
-    // skip across a range's end started again at 64 KiB with nothing
-    // fetched ahead, this read made 48.
+    // 64, 128, then 256 KiB ranges: 18 for 4 MiB (the first asked for
+    // at opening). When a skip across a range's end started again at
+    // 64 KiB with nothing fetched ahead, this read made 48.
     assert!(
-        f.requests() <= 21,
+        f.requests() <= 20,
         "{} requests for {skips} skips",
         f.requests()
     );
-    assert!(gets < f.requests(), "{gets} GETs");
+    assert_eq!(gets, f.requests());
     assert!(f.bytes_asked() <= data.len() as u64, "{}", f.bytes_asked());
     // A seek back is no scan: one small range, nothing fetched ahead.
     let before = f.requests();
@@ -290,4 +292,62 @@ fn skipping_forward_is_still_a_scan() {
     let n = f.read(&mut head).unwrap();
     assert_eq!(&head[..n], &data[1000..1000 + n]);
     assert_eq!(f.requests(), before + 1);
+}
+
+/// `RemoteFile::open` asks for the first range, not for a HEAD: the
+/// answer gives the size and its body is the first range read (asked for
+/// once). An answer that is no range with a size (a `*` total, no
+/// `Content-Range`, the whole object) or a 5xx falls back to a HEAD, and
+/// the same bytes are read; an empty object (416) too. A missing object
+/// is the error at once, with no HEAD.
+#[test]
+fn opening_asks_for_the_first_range_not_a_head() {
+    let dir = tempfile::tempdir().unwrap();
+    let data: Vec<u8> = (0..300_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    std::fs::write(dir.path().join("d.bin"), &data).unwrap();
+    std::fs::write(dir.path().join("empty.bin"), b"").unwrap();
+    let srv = RangeServer::start(dir.path(), 5.0);
+    let opts = warchest_remote::Options {
+        min_chunk: 64 << 10,
+        chunk: 128 << 10,
+        ..quick()
+    };
+    let read = |name: &str| -> std::io::Result<(Vec<u8>, u64, u64)> {
+        let loc = Location::parse_with(&srv.url(name), &opts)?;
+        let mut f = RemoteFile::open(loc, opts.clone())?;
+        let size = f.size();
+        let mut out = Vec::new();
+        f.read_to_end(&mut out)?;
+        Ok((out, size, f.requests()))
+    };
+
+    srv.reset_count();
+    let (got, size, requests) = read("d.bin").unwrap();
+    assert!(got == data);
+    assert_eq!(size, data.len() as u64);
+    let log = srv.log();
+    assert_eq!(srv.count(), (requests, 0), "{log:?}");
+    assert_eq!(log[0], "GET /d.bin bytes=0-65535");
+    assert_eq!(log.iter().filter(|l| **l == log[0]).count(), 1, "{log:?}");
+
+    for fault in ["star", "nocr", "whole", "503"] {
+        srv.reset_count();
+        srv.faults(&[fault]);
+        let (got, size, requests) = read("d.bin").unwrap();
+        assert!(got == data, "{fault}");
+        assert_eq!(size, data.len() as u64, "{fault}");
+        let (gets, heads) = srv.count();
+        assert_eq!(heads, 1, "{fault}: {:?}", srv.log());
+        assert_eq!(gets + heads, requests, "{fault}: {:?}", srv.log());
+    }
+
+    srv.reset_count();
+    let (got, size, _) = read("empty.bin").unwrap();
+    assert!(got.is_empty() && size == 0);
+    assert_eq!(srv.count(), (1, 1), "{:?}", srv.log());
+
+    srv.reset_count();
+    let e = read("nothing.bin").unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::NotFound, "{e}");
+    assert_eq!(srv.count(), (1, 0));
 }
