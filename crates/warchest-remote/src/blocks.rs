@@ -706,12 +706,8 @@ impl RemoteBlocks {
         // latency.
         let rt = runtime();
         let t = std::time::Instant::now();
-        let ends = request::Ends::AtObjectEnd;
-        let first = rt.block_on(request::start_range(
-            &b.loc, &b.opts, 0, b.block, None, ends,
-        ));
-        match first {
-            Ok((size, body)) => {
+        match rt.block_on(request::open_first(&b.loc, &b.opts, b.block))? {
+            request::Opened::Range(size, body) => {
                 b.size = size;
                 b.seed(t.elapsed());
                 // Block 0 is the answer's body (an empty block for an
@@ -721,23 +717,12 @@ impl RemoteBlocks {
                 lock(&b.held).blocks.push((0, cell));
                 launch.start();
             }
-            Err(f) => {
-                tracing::debug!(
-                    "{}: the first block's request: {}; asking with HEAD",
-                    b.loc.url(),
-                    f.message
-                );
-                let no_ranges = f.problem == request::Problem::NoRanges;
-                let e = f.into_error(b.loc.url(), 0, 0);
-                // A missing or refused object, or a redirect loop, is the
-                // HEAD's answer too (a loop cost a second round of
-                // redirects).
-                if !no_ranges && request::remote_error(&e).is_some_and(|r| r.whole_object()) {
-                    return Err(e);
-                }
-                b.size = runtime().block_on(request::head(&b.loc, &b.opts))?;
+            request::Opened::Head(size, no_ranges) => {
+                b.size = size;
                 b.counters.requests.store(2, Ordering::Relaxed);
-                if no_ranges && b.size > 0 {
+                // A server without ranges: that answer's error is block
+                // 0's, which its first read would get again.
+                if let Some(e) = no_ranges.filter(|_| size > 0) {
                     let cell = Arc::new(Cell::default());
                     cell.set(Err(e));
                     lock(&b.held).blocks.push((0, cell));

@@ -100,16 +100,8 @@ impl RemoteFile {
     /// first failed otherwise, fails within the retry budget.
     pub fn open(loc: Location, opts: Options) -> io::Result<RemoteFile> {
         let want = opts.min_chunk.max(1) as u64;
-        let first = runtime().block_on(request::start_range(
-            &loc,
-            &opts,
-            0,
-            want,
-            None,
-            request::Ends::AtObjectEnd,
-        ));
-        match first {
-            Ok((size, body)) => {
+        match runtime().block_on(request::open_first(&loc, &opts, want))? {
+            request::Opened::Range(size, body) => {
                 let mut f = RemoteFile::open_sized(loc, opts, size);
                 if size == 0 {
                     // Nothing to read: the answer is all there is.
@@ -119,18 +111,9 @@ impl RemoteFile {
                 }
                 Ok(f)
             }
-            Err(fail) => {
-                tracing::debug!(
-                    "{}: the first range's request: {}; asking with HEAD",
-                    loc.url(),
-                    fail.message
-                );
-                let no_ranges = fail.problem == Problem::NoRanges;
-                let e = fail.into_error(loc.url(), 0, 0);
-                if !no_ranges && remote_error(&e).is_some_and(|r| r.whole_object()) {
-                    return Err(e);
-                }
-                let size = runtime().block_on(request::head(&loc, &opts))?;
+            // A server without ranges is found again by the first read,
+            // which then streams the object whole.
+            request::Opened::Head(size, _) => {
                 let mut f = RemoteFile::open_sized(loc, opts, size);
                 f.requests = 2; // the range and the HEAD
                 Ok(f)

@@ -389,6 +389,52 @@ pub(crate) enum Ends {
     AtObjectEnd,
 }
 
+/// How an object opened with the request for its first bytes
+/// ([`open_first`]).
+pub(crate) enum Opened {
+    /// The range's answer: the object's size (from its `Content-Range`)
+    /// and the body, its first bytes (fewer at the object's end).
+    Range(u64, Body),
+    /// The answer was no range with a size: the object's size from a HEAD
+    /// made after it, and, when its server answers no ranges, that
+    /// answer's error.
+    Head(u64, Option<io::Error>),
+}
+
+/// Opens `loc` with a request for its first `want` bytes instead of a
+/// HEAD (one round trip before the first byte, not two): the answer gives
+/// the size and its body is the first range read. When that request fails
+/// otherwise than for the whole object (a server answering ranges with
+/// the whole object, an empty object's 416, an answer without the total,
+/// a 5xx, the network), a HEAD gives the size as before. The first request
+/// is made once (no retries); its body, read by [`fetch_into`], resumes
+/// from where it stops within the retry budget.
+///
+/// # Errors
+/// The first request finds the object missing or refused (401, 403, 404,
+/// 410) or its redirects looping (the HEAD's answer would be the same);
+/// the HEAD, made when the first failed otherwise, fails within the retry
+/// budget.
+pub(crate) async fn open_first(loc: &Location, opts: &Options, want: u64) -> io::Result<Opened> {
+    match start_range(loc, opts, 0, want.max(1), None, Ends::AtObjectEnd).await {
+        Ok((size, body)) => Ok(Opened::Range(size, body)),
+        Err(f) => {
+            tracing::debug!(
+                "{}: the first range's request: {}; asking with HEAD",
+                loc.url(),
+                f.message
+            );
+            let no_ranges = f.problem == Problem::NoRanges;
+            let e = f.into_error(loc.url(), 0, 0);
+            if !no_ranges && remote_error(&e).is_some_and(|r| r.whole_object()) {
+                return Err(e);
+            }
+            let size = head(loc, opts).await?;
+            Ok(Opened::Head(size, no_ranges.then_some(e)))
+        }
+    }
+}
+
 /// Starts a request for bytes `start..end`; checks that the answer is that
 /// range (or, with [`Ends::AtObjectEnd`], its part before the object's
 /// end) of an object of `size` bytes (when known). The object's size, from
