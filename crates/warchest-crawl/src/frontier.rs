@@ -42,7 +42,7 @@
 //!   a URL in script text, a redirect of such), kept apart so that a link
 //!   naming one later is noted in `linked` (it makes the URL a page) and a
 //!   link naming any other seen URL writes nothing. A frontier made before
-//!   this table (no [`SPLIT`] in `meta`) keeps every URL in `seen`.
+//!   this table (no `SPLIT` in `meta`) keeps every URL in `seen`.
 //! - `linked`: URL -> (): the URLs of `seen_embed` a link or sitemap entry
 //!   named later; consulted when such a URL is taken
 //!   ([`CrawlUri::take_page_standing`]).

@@ -38,7 +38,7 @@
 //! );
 //! ```
 //!
-//! With the `testweb` feature, [`testweb`] serves a generated many-host web
+//! With the `testweb` feature, `testweb` serves a generated many-host web
 //! on loopback addresses for the tests and the benchmark.
 
 #![deny(missing_docs)]

@@ -46,8 +46,8 @@ struct Current {
 /// `resource` (`dns:` as `text/dns`, other documents with their ARC
 /// content-type). [`Record::arc_header`] is the line as written.
 ///
-/// Lenient reading (the default) accepts, each with a [`Warning`]: extra
-/// newlines between records and a missing one before a member end
+/// Lenient reading (the default) accepts, each with a
+/// [`Warning`](crate::Warning): extra newlines between records and a missing one before a member end
 /// ([`WarningKind::BadTrailer`], the latter silently); Archive-length that
 /// is not a number (block empty, [`WarningKind::BadContentLength`]) or too
 /// large for its gzip member (block cut at the member's end); dates of

@@ -74,8 +74,8 @@ enum Ready {
 /// content as block: decompressed, streamed, in bounded memory. The
 /// properties as written are [`Record::infomall_header`].
 ///
-/// Lenient reading (the default) accepts, each with a [`Warning`]:
-/// CR LF header lines ([`WarningKind::LineEnd`]); properties out of order,
+/// Lenient reading (the default) accepts, each with a
+/// [`Warning`](crate::Warning): CR LF header lines ([`WarningKind::LineEnd`]); properties out of order,
 /// in upper case, without a colon, or a missing `url` / `date`
 /// ([`WarningKind::Grammar`]); dates that do not parse
 /// ([`WarningKind::BadDate`]); a missing or extra blank line after the
