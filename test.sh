@@ -53,6 +53,9 @@ phase "fmt and clippy"
 cargo clippy -p warchest --no-default-features -- -D warnings
 cargo clippy -p warchest-index --no-default-features --all-targets -- -D warnings
 phase "clippy without default features"
+# The API documentation builds and every intra-doc link in it resolves.
+env -u RUSTC_WORKSPACE_WRAPPER RUSTDOCFLAGS="-D warnings" cargo doc -q --no-deps --workspace
+phase "rustdoc"
 cargo test --workspace --no-run
 phase "test build"
 cargo test --workspace
