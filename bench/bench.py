@@ -19,6 +19,8 @@ import sys
 import tempfile
 import time
 
+import pagecache
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 BENCH = os.environ.get("BENCH_BIN")
@@ -29,28 +31,8 @@ KEEP_CACHE = False
 
 
 def warm(cmd):
-    """Reads every file cmd names, so each timed run starts from the page
-    cache as the table assumes. This machine's kernel pages out memory that
-    was not touched for a few seconds (a DAMON `pageout` scheme), so without
-    this a run could find part of its input on disk and time the disk: a
-    plain `ls` run took 0.295 s of wall time for 0.152 s of CPU that way.
-
-    Each file is first dropped from the page cache (unless --keep-cache), so
-    that every run finds it held as a read from disk leaves it (readahead's
-    large folios). How a file came into the cache moves the plain rows by up
-    to a third, for every tool: FastWARC read the plain corpus in 0.128 s as
-    `gzip -dc`'s small writes left it, 0.093 s dropped and read back
-    (docs/performance.md, round fifteen). Pages that were paged out and
-    read back piecemeal are a third state; dropping the whole file first
-    leaves one."""
-    buf = bytearray(1 << 20)
-    for a in cmd[1:]:
-        if os.path.isfile(a):
-            with open(a, "rb", buffering=0) as f:
-                if not KEEP_CACHE:
-                    os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
-                while f.readinto(buf):
-                    pass
+    """Settles every file cmd names in the page cache (pagecache.py)."""
+    pagecache.settle([a for a in cmd[1:] if os.path.isfile(a)], drop=not KEEP_CACHE)
 
 
 def run(cmd):
@@ -163,10 +145,6 @@ def main():
 
     global KEEP_CACHE
     KEEP_CACHE = a.keep_cache
-    for p in sorted(set(files.values())):
-        # Written pages are dropped only once on disk.
-        with open(p, "rb") as f:
-            os.fsync(f.fileno())
     table = rows(files, have_harness, have_peers)
     if a.only:
         table = [r for r in table if any(t in r[0] for t in a.only)]

@@ -43,8 +43,10 @@ records of the first file) and the per-record work without it. The
 counts must agree. Several files let local[2] use both cores (one
 compressed file is one task).
 
-Every run of a tool is a fresh interpreter (tools in turns, so load on the
-machine falls on all of them alike), which reports the CPU time (user+sys,
+Before each run its input is dropped from the page cache and read back
+(bench/pagecache.py; --keep-cache only reads it). Every run of a tool is
+a fresh interpreter (tools in turns, so load on the machine falls on all
+of them alike), which reports the CPU time (user+sys,
 all its threads) of its loop alone, without the interpreter's start and
 imports, and its peak RSS (VmHWM) and the minor page faults of its loop
 (`faults`: fresh pages touched, the first touch of the memory a tool's
@@ -71,6 +73,11 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import pagecache
+
+# --keep-cache: each input is only read before a run, not dropped first.
+KEEP_CACHE = False
 
 
 def with_warchest(path, threads):
@@ -175,21 +182,8 @@ def child(tool, path, threads):
     print(json.dumps({"records": n, "bytes": size, "cpu": cpu, "rss": peak_rss(), "faults": faults}))
 
 
-def settle(path):
-    """Drops `path` from the page cache and reads it back, so that every
-    run finds it held as a read from disk leaves it (bench.py's `warm`: how
-    a file came into the cache moves the plain rows by up to a third, for
-    every tool)."""
-    buf = bytearray(1 << 20)
-    with open(path, "rb", buffering=0) as f:
-        os.fsync(f.fileno())
-        os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
-        while f.readinto(buf):
-            pass
-
-
 def run_child(tool, path, threads):
-    settle(path)
+    pagecache.settle([path], drop=not KEEP_CACHE)
     t0 = time.perf_counter()
     p = subprocess.Popen(
         [sys.executable, __file__, "--child", tool, "--threads", str(threads), path],
@@ -610,8 +604,12 @@ def main():
     ap.add_argument("--fetch-out", help=argparse.SUPPRESS)
     ap.add_argument("--tools", default=",".join(TOOLS))
     ap.add_argument("--callgrind", type=int, metavar="N", help="instructions of the first N records instead")
+    ap.add_argument("--keep-cache", action="store_true",
+                    help="leave each input in the page cache as it is (by default it is dropped and read back before each run: bench/pagecache.py)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    global KEEP_CACHE
+    KEEP_CACHE = args.keep_cache
     if args.child:
         child(args.child, args.paths[0], args.threads)
         return

@@ -129,8 +129,6 @@ struct Core {
     offset: Option<u64>,
     end: Option<RecordEnd>,
     closed: bool,
-    /// [`BlockHandle::prefer_reads`] was called.
-    prefers_reads: bool,
 }
 
 fn stale() -> std::io::Error {
@@ -228,14 +226,12 @@ impl BlockHandle {
     }
 
     /// Tells the reader that payloads are read whole
-    /// ([`RecordSource::prefer_reads`]), once per iterator.
+    /// ([`RecordSource::prefer_reads`]; nothing to do after the first).
     fn prefer_reads(&mut self) -> std::io::Result<()> {
-        let mut core = self.core()?;
-        if !core.prefers_reads {
-            core.prefers_reads = true;
-            core.src.prefer_reads().map_err(std::io::Error::from)?;
-        }
-        Ok(())
+        self.core()?
+            .src
+            .prefer_reads()
+            .map_err(std::io::Error::from)
     }
 }
 
@@ -283,7 +279,6 @@ impl ArchiveIterator {
                 offset: None,
                 end: None,
                 closed: false,
-                prefers_reads: false,
             })),
             parse_http,
             record_types: record_types

@@ -279,21 +279,15 @@ impl<R: Read> Input<R> {
     /// sought to where the map was read to, and the map is let go. `false`
     /// when nothing is mapped or the reader cannot seek (the map is kept).
     pub(super) fn unmap(&mut self) -> crate::Result<bool> {
-        if self.map.is_none() {
-            return Ok(false);
-        }
-        let Some(seek) = self.seek_to else {
-            return Ok(false);
-        };
         // Map offsets are the reader's ([`Input::use_map`] is only given a
         // file read from its start offset).
         let at = self.pos();
-        let size = match self.map.as_mut() {
-            Some(m) => m
-                .refresh()
-                .map_err(|e| crate::Error::from(e).at(Position::at(at)))?,
-            None => return Ok(false),
+        let (Some(seek), Some(map)) = (self.seek_to, self.map.as_mut()) else {
+            return Ok(false);
         };
+        let size = map
+            .refresh()
+            .map_err(|e| crate::Error::from(e).at(Position::at(at)))?;
         seek(&mut self.inner, at).map_err(|e| crate::Error::from(e).at(Position::at(at)))?;
         // The file's size now bounds skips from here ([`Input::seek_skip`]
         // measures it again when one would pass it).
