@@ -36,8 +36,9 @@
 //!   fewer in flight than the per-host limit ([`Frontier::set_per_host`],
 //!   the `host-parallel` key; 1 by default), by the time they may next be
 //!   asked.
-//! - `seen`: URL -> (): every URL ever queued, but for those in
-//!   `seen_embed`.
+//! - `seen`: URL -> (): every URL queued as a link (or as anything, in a
+//!   frontier made before `seen_embed`), and every URL a browser fetched
+//!   ([`Frontier::mark_seen`]).
 //! - `seen_embed`: URL -> (): the URLs queued first as no link (an embed,
 //!   a URL in script text, a redirect of such), kept apart so that a link
 //!   naming one later is noted in `linked` (it makes the URL a page) and a
@@ -822,8 +823,14 @@ impl Frontier {
             let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
             let current = meta.get(EPOCH).map_err(|e| self.err(e))?.map(|g| g.value());
             // Known before the replay, which applies changes as this
-            // frontier's kind does.
-            if current.is_none() {
+            // frontier's kind does. Only a new frontier is split: one made
+            // before the journal has no epoch either, and its URLs are all
+            // in `seen`.
+            let new = current.is_none() && {
+                let seen = txn.open_table(SEEN).map_err(|e| self.err(e))?;
+                seen.first().map_err(|e| self.err(e))?.is_none()
+            };
+            if new {
                 meta.insert(SPLIT, 1).map_err(|e| self.err(e))?;
             }
             self.split = meta.get(SPLIT).map_err(|e| self.err(e))?.is_some();
@@ -1675,6 +1682,42 @@ mod tests {
         assert_eq!(linked_len(&f), 2);
         let l = take(&f);
         assert_eq!((l.uri.url.clone(), l.uri.hops.as_str()), (at("f"), "L"));
+    }
+
+    /// A frontier made before the journal (no epoch, no [`SPLIT`], its
+    /// URLs in `seen`) is no new frontier: it keeps the old rule, so an
+    /// embed it queued, linked later, becomes a page.
+    #[test]
+    fn a_frontier_made_before_the_journal_keeps_the_old_rule() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.redb");
+        let at = |p: &str| Url::parse(&format!("http://a.test/{p}")).unwrap();
+        let seed = uri("http://a.test/");
+        {
+            let (f, _) = Frontier::open(&path).unwrap();
+            f.add(std::slice::from_ref(&seed)).unwrap();
+            f.checkpoint().unwrap();
+        }
+        {
+            // As a version before the journal made it: the embed in
+            // `seen`, nothing about the journal or the split in `meta`.
+            let db = Database::open(&path).unwrap();
+            let txn = db.begin_write().unwrap();
+            txn.open_table(SEEN)
+                .unwrap()
+                .insert(at("f").as_str().as_bytes(), ())
+                .unwrap();
+            let mut meta = txn.open_table(META).unwrap();
+            for k in [SPLIT, EPOCH, AT_EPOCH, AT] {
+                meta.remove(k).unwrap();
+            }
+            drop(meta);
+            txn.commit().unwrap();
+        }
+        let (f, _) = Frontier::open(&path).unwrap();
+        assert!(!f.split);
+        f.add(&[seed.child(at("f"), Hop::Link)]).unwrap();
+        assert_eq!(linked_len(&f), 1);
     }
 
     #[test]
