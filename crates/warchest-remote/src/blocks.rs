@@ -930,7 +930,8 @@ impl RemoteBlocks {
         self.loc.url()
     }
 
-    /// The requests made so far (HEAD and ranges, retries not counted).
+    /// The requests made so far (ranges, and the HEAD when opening made
+    /// one; retries not counted).
     pub fn requests(&self) -> u64 {
         self.counters.requests.load(Ordering::Relaxed)
     }

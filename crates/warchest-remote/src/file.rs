@@ -59,6 +59,10 @@ pub struct RemoteFile {
     whole: Option<Whole>,
     /// Retries spent on the whole stream.
     whole_retries: u32,
+    /// The first range's request, at opening, was answered with the whole
+    /// object: a read from byte 0 streams it at once, without asking for
+    /// a range again.
+    no_ranges: bool,
 }
 
 /// The object's body streamed from byte 0, for a server that answers no
@@ -111,11 +115,10 @@ impl RemoteFile {
                 }
                 Ok(f)
             }
-            // A server without ranges is found again by the first read,
-            // which then streams the object whole.
-            request::Opened::Head(size, _) => {
+            request::Opened::Head(size, no_ranges) => {
                 let mut f = RemoteFile::open_sized(loc, opts, size);
                 f.requests = 2; // the range and the HEAD
+                f.no_ranges = no_ranges.is_some();
                 Ok(f)
             }
         }
@@ -145,6 +148,7 @@ impl RemoteFile {
             ranged: false,
             whole: None,
             whole_retries: 0,
+            no_ranges: false,
         }
     }
 
@@ -345,7 +349,7 @@ impl Read for RemoteFile {
         if out.is_empty() || self.pos >= self.size {
             return Ok(0);
         }
-        if self.whole.is_some() {
+        if self.whole.is_some() || (self.no_ranges && self.pos == 0) {
             return self.read_whole(out);
         }
         let in_buf =

@@ -705,7 +705,8 @@ pub(crate) async fn fetch_pieces(
 /// given, is the body of a request for the range already answered (the
 /// first block's, made at opening): read as the first attempt, no request
 /// made for it; what it lacks (cut, stalled) is asked for again from
-/// where it stopped, as for any attempt.
+/// where it stopped, as for any attempt. With `first`, `out` is empty when
+/// called (that body starts at `offset`).
 pub(crate) async fn fetch_into<S: Sink + Send>(
     loc: &Location,
     opts: &Options,
@@ -724,6 +725,10 @@ pub(crate) async fn fetch_into<S: Sink + Send>(
     if len == 0 {
         return Ok(());
     }
+    debug_assert!(
+        first.is_none() || out.len() == 0,
+        "a first body after bytes held"
+    );
     // Grown as bytes arrive: a wrong length in an index costs no memory
     // beyond what the server actually sends.
     let mut retries = 0u32;

@@ -158,6 +158,10 @@ impl ReadAt for Slice {
         }
         self.src.lend(self.start.checked_add(pos)?, want)
     }
+
+    fn fetches_ahead(&self) -> bool {
+        self.src.fetches_ahead()
+    }
 }
 
 /// A [`ReadAt`] read as a stream: `Read + Seek` with a position of its own
@@ -308,8 +312,12 @@ mod tests {
                 let from = usize::try_from(pos).ok()?;
                 Some(Lent::new(self.0.clone(), from, from.saturating_add(len)))
             }
+            fn fetches_ahead(&self) -> bool {
+                true
+            }
         }
         assert!(s.lend(0, 4).is_none(), "a copying source lends nothing");
+        assert!(!s.fetches_ahead());
         let l = Slice::new(
             Arc::new(Lending(Arc::new(b"zipHEADwarc bytesTAIL".to_vec()))),
             7,
@@ -318,6 +326,8 @@ mod tests {
         assert_eq!(l.lend(0, 4).unwrap().bytes(), b"warc");
         assert_eq!(l.lend(5, 100).unwrap().bytes(), b"bytes");
         assert!(l.lend(10, 4).is_none());
+        // And whether it fetches ahead (the decoding jobs' budget).
+        assert!(l.fetches_ahead());
         assert_eq!(Lent::new(Arc::new(vec![1u8, 2]), 1, 9).bytes(), [2]);
         assert!(Lent::new(Arc::new(vec![1u8, 2]), 5, 9).bytes().is_empty());
         let mut c = AtCursor::new(Arc::new(s), "w.wacz#archive/x.warc", 0);

@@ -298,8 +298,9 @@ fn skipping_forward_is_still_a_scan() {
 /// answer gives the size and its body is the first range read (asked for
 /// once). An answer that is no range with a size (a `*` total, no
 /// `Content-Range`, the whole object) or a 5xx falls back to a HEAD, and
-/// the same bytes are read; an empty object (416) too. A missing object
-/// is the error at once, with no HEAD.
+/// the same bytes are read (a server without ranges streamed at once); an
+/// empty object (416) too. A missing object is the error at once, with no
+/// HEAD.
 #[test]
 fn opening_asks_for_the_first_range_not_a_head() {
     let dir = tempfile::tempdir().unwrap();
@@ -340,6 +341,14 @@ fn opening_asks_for_the_first_range_not_a_head() {
         assert_eq!(heads, 1, "{fault}: {:?}", srv.log());
         assert_eq!(gets + heads, requests, "{fault}: {:?}", srv.log());
     }
+
+    // A server without ranges: streamed whole from the first read, with
+    // no range asked for again (a GET, the HEAD, the whole GET).
+    srv.reset_count();
+    srv.faults(&["whole", "whole"]);
+    let (got, _, requests) = read("d.bin").unwrap();
+    assert!(got == data);
+    assert_eq!((srv.count(), requests), ((2, 1), 3), "{:?}", srv.log());
 
     srv.reset_count();
     let (got, size, _) = read("empty.bin").unwrap();
