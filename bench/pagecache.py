@@ -6,7 +6,7 @@ run, so that the run finds it held as a read from disk leaves it
 (readahead's large folios), the same on every run. How a file came into
 the cache moves the plain rows by up to a third, for every tool: FastWARC
 read the plain corpus in 0.128 s as `gzip -dc`'s small writes left it,
-0.093 s dropped and read back (docs/performance.md, round fifteen). The
+0.093 s dropped and read back (docs/performance-history.md, round fifteen). The
 read back also matters by itself: this machine's kernel pages out memory
 not touched for a few seconds (a DAMON `pageout` scheme), and a run that
 found part of its input on disk would time the disk (a plain `ls` took

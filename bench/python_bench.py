@@ -50,7 +50,7 @@ of them alike), which reports the CPU time (user+sys,
 all its threads) of its loop alone, without the interpreter's start and
 imports, and its peak RSS (VmHWM) and the minor page faults of its loop
 (`faults`: fresh pages touched, the first touch of the memory a tool's
-loop holds at its peak; docs/performance.md, "Python rows, 29 November");
+loop holds at its peak; docs/performance-history.md, "Python rows, 29 November");
 the parent adds the child's wall time.
 Ratios are of CPU time against FastWARC's, the figure a loaded machine
 still measures. `--threads` is warchest's decoding threads (1, the issue's

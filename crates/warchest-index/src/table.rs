@@ -1416,7 +1416,7 @@ impl BatchBuilder {
     /// with twice `batch_bytes` reserved and the unfilled half given back,
     /// no freed place fitted the next reservation, the heap grew and was
     /// trimmed in turns, and the payload copy wrote fresh pages (a page
-    /// fault and a zeroed page each 4 KiB; docs/performance.md, "Python
+    /// fault and a zeroed page each 4 KiB; docs/performance-history.md, "Python
     /// rows, 29 November, morning"). Otherwise it grows as needed.
     fn new(columns: &[Column], capacity: usize, batch_bytes: usize, full: bool) -> Self {
         let payload_bytes = batch_bytes.min(256 << 20);

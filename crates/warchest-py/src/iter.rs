@@ -871,7 +871,7 @@ const CHUNK: usize = 16 << 10;
 /// Longest read of known length done holding the interpreter lock: the
 /// bytes are then nearly always in the decoder's buffer already, and
 /// copying them takes about as long as releasing the lock and taking it
-/// back (see docs/performance.md, issue 20).
+/// back (see docs/performance-history.md, issue 20).
 const HOLD_MAX: usize = 64 << 10;
 
 /// A payload read whole from this size on tells the reader so

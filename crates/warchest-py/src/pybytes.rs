@@ -3,7 +3,7 @@
 //!
 //! Why: PyO3's safe `PyBytes::new_with` zeroes the object before handing
 //! it out, and for payloads read to the end that memset measured 8.5 % of
-//! all instructions of an iteration (callgrind, docs/performance.md,
+//! all instructions of an iteration (callgrind, docs/performance-history.md,
 //! issue 20), more than the copy that then overwrites it. Here the object
 //! is made uninitialised (`PyBytes_FromStringAndSize(NULL, n)`, CPython's
 //! documented way) and filled only by copying slices into it, so no

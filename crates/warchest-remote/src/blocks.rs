@@ -44,7 +44,7 @@ pub const BUDGET: u64 = 4 << 20;
 /// way (9-10 MiB at 460 MB/s) besides the blocks being read. 16 MiB, with
 /// the read-ahead deepening, made no faster 20 ms row than 12 and held
 /// 10 MiB more at its peak (a connection and its read buffer a request in
-/// flight besides the blocks: docs/performance.md, "Round fourteen",
+/// flight besides the blocks: docs/performance-history.md, "Round fourteen",
 /// remote); 24 MiB, once, a server slow for want of CPU (s3rver on the
 /// same cores) grew to without gain. A store fast enough never grows the
 /// budget.
@@ -343,7 +343,7 @@ impl Drop for SetOnDrop {
 /// let go of: starting it wakes the runtime's thread, which then ran while
 /// the reader still held the lock, and the other decoding thread waited
 /// for the lock meanwhile: 25-27 sleeps a gzip `ls -j 2` over nginx
-/// (docs/performance.md, "Round thirteen", remote `ls -j 2`). Dropped
+/// (docs/performance-history.md, "Round thirteen", remote `ls -j 2`). Dropped
 /// unstarted, its cell gets an error ([`SetOnDrop`]).
 struct Launch {
     start: u64,

@@ -621,7 +621,7 @@ fn run_file<R: Read>(
             // the pool has not started it), so the rules, judged on the
             // reading thread, cost only their own CPU. A third thread cost
             // more: the hand-over, its wake-ups and the headers read on
-            // another core (docs/performance.md, "Round twelve").
+            // another core (docs/performance-history.md, "Round twelve").
             let threads = opts.threads();
             let checking_thread = threads > 2 || (threads == 2 && !decoded_on_threads);
             warc::validate_file(&mut reader, checking_thread, opts, index, out)
@@ -641,14 +641,14 @@ fn open_file(mut f: File, threads: usize, mut dopts: DecoderOptions) -> Result<O
         // pool of `threads - 1`): with `threads - 1` (half the jobs in
         // flight on 2 cores) the reading thread ran more of the inflate
         // jobs itself (0.1 s of CPU more on the benchmark corpus; see
-        // docs/performance.md, validate round six). The rules then run on
+        // docs/performance-history.md, validate round six). The rules then run on
         // the reading thread with `-j 2`, on a thread of their own with
         // more (see `run_file`). Peak RSS stays under the 64 MiB bound
         // because the hand-over holds fewer records (see `warc::GROUP`).
         dopts.threads = threads;
         // The jobs also hash each member's block: the reading thread,
         // the critical one, frames and hands over, the pool inflates and
-        // digests (docs/performance.md, "validate, round eleven").
+        // digests (docs/performance-history.md, "validate, round eleven").
         dopts.member_digests = true;
         let shared = f.try_clone()?;
         let src = container::Observed::unwatched(f);

@@ -371,7 +371,7 @@ impl Origin for Local<'_> {
         // faults, the pages mapped around them and the pages dropped
         // behind each reader (`MADV_DONTNEED`, seen by every thread) cost
         // 12 % more CPU than these `read` calls, and twice the memory
-        // (docs/performance.md, round fourteen, plain files).
+        // (docs/performance-history.md, round fourteen, plain files).
         let src = Decoder::new_seekable(f, opts.decoder.clone())?;
         Ok(Reader::from_source_as(src, opts, Format::Warc))
     }

@@ -835,7 +835,7 @@ impl<W: Write> Write for DigestWriter<W> {
 /// digest of its HTTP body are two SHA-1s over nearly the same bytes, and
 /// SHA-1 is bound by the latency of its rounds, so the rounds of two
 /// independent blocks issued side by side run in about 60 % of the time of
-/// one after the other (docs/performance.md, "check and validate, round
+/// one after the other (docs/performance-history.md, "check and validate, round
 /// three"). Its digests are the `sha1` crate's (tests below).
 #[derive(Clone)]
 pub(crate) struct Sha1Stream {

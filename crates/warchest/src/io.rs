@@ -39,7 +39,7 @@ pub trait ReadAt: Send + Sync {
     /// True when the source fetches ahead of its readers into buffers of
     /// its own (an object in a store, read in blocks): a parallel decoder
     /// over it then keeps fewer decoded bytes in flight, as the blocks
-    /// fetched ahead already hold its read-ahead (docs/performance.md,
+    /// fetched ahead already hold its read-ahead (docs/performance-history.md,
     /// round fifteen). False by default (a file).
     fn fetches_ahead(&self) -> bool {
         false

@@ -37,7 +37,7 @@ Options (case-insensitive):
 - ``splitSize``: bytes (default 536870912, 512 MiB; Spark's own file
   sources use 128 MiB, ``maxPartitionBytes``, but a partition of a Python
   data source costs far more than one of the JVM's readers: about 0.12 s
-  of CPU each, docs/performance.md): an uncompressed file larger than this is read
+  of CPU each, docs/performance-history.md): an uncompressed file larger than this is read
   as several partitions of byte ranges of about this size, each giving
   the records that start in it (``warchest.split_ranges``); ``0`` never
   splits. Compressed files (sniffed from their first bytes) are one
@@ -138,7 +138,7 @@ def _mode(options: Dict[str, str]) -> str:
 # planned and compiled), about 0.12 s of CPU a partition on the bench's
 # machine, where a JVM file source pays next to nothing. The Spark row read
 # its 738 MB uncompressed file as six 128 MiB partitions and spent 0.85x
-# FastWARC's CPU; as two, 0.69x (docs/performance.md, "Spark: fewer
+# FastWARC's CPU; as two, 0.69x (docs/performance-history.md, "Spark: fewer
 # partitions"). Set splitSize lower for more tasks on a large cluster.
 _DEFAULT_SPLIT_SIZE = 512 << 20
 

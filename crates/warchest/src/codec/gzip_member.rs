@@ -19,11 +19,11 @@ const FAST_INPUT: usize = 256 * 1024;
 /// member that misses the attempt is inflated twice (the attempt is lost),
 /// and large records (the corpus's search indexes, 1-15 MiB) are worth
 /// inflating whole, as streaming costs more: 16 MiB takes the corpus's
-/// largest record whole (docs/performance.md, "gzip, round three"). With
+/// largest record whole (docs/performance-history.md, "gzip, round three"). With
 /// threads the reading thread inflates such a member while the jobs decode
 /// ahead; its buffer is given back as soon as the jobs serve the next
 /// member, and the peak of both stayed under the 64 MiB bound
-/// (docs/performance.md, "gzip, round four").
+/// (docs/performance-history.md, "gzip, round four").
 pub(super) const FAST_OUTPUT: usize = 16 * 1024 * 1024;
 /// An output buffer grown past this by a large member is given back when
 /// the next gzip member starts (LZ4's largest blocks and their history fit,
@@ -276,7 +276,7 @@ impl GzipMember {
                 // buffered (or damaged): once more, with all the room and
                 // as much input as the buffer holds, since streaming a
                 // large member with zlib-rs costs more than libdeflate
-                // (docs/performance.md, issue 20).
+                // (docs/performance-history.md, issue 20).
                 r @ (Inflated::NoRoom | Inflated::Invalid) if !grown => {
                     let all = cx.input.capacity();
                     let more_input = !cx.input.eof && cx.input.avail() < all;

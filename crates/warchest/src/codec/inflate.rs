@@ -1,6 +1,6 @@
 //! Whole-member inflation with libdeflate.
 //!
-//! libdeflate inflates about twice as fast as zlib (docs/performance.md),
+//! libdeflate inflates about twice as fast as zlib (docs/performance-history.md),
 //! but only whole buffers: it must be given the complete deflate stream and
 //! room for all its output. A gzip member of a WARC file is usually small
 //! (a record), so the decoder tries this first when the member may fit in
@@ -158,7 +158,8 @@ pub(crate) fn crc32(crc: u32, data: &[u8]) -> u32 {
 /// member whose bytes it has gathered in one call. For a crawl's small
 /// records (about 1 KiB) that took about 40 % less CPU than zlib-rs's
 /// streaming deflate at the same level, whose per-member reset and
-/// Huffman trees cost most (docs/performance.md, the crawl section).
+/// Huffman trees cost most (docs/performance-history.md, "Round thirteen
+/// (...): the crawl's CPU a URL").
 #[cfg(feature = "libdeflate")]
 pub(crate) struct FastDeflater {
     c: NonNull<libdeflate_compressor>,

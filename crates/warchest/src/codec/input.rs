@@ -247,7 +247,7 @@ impl<R: Read> Input<R> {
     /// large read of a payload then costs the kernel's copy alone, not a
     /// second one out of the buffer. A map is given up first, for good
     /// ([`Input::unmap`]): when payloads are read, its faults cost more
-    /// than the `read` calls (docs/performance.md, round fourteen, plain
+    /// than the `read` calls (docs/performance-history.md, round fourteen, plain
     /// files). `None` when bytes are buffered, the input ended or a map
     /// cannot be given up: the caller reads through the buffer.
     pub(super) fn read_direct(&mut self, out: &mut [u8]) -> crate::Result<Option<usize>> {

@@ -20,7 +20,7 @@
 //!   default one ends the process as it would have). The handler is
 //!   installed when the first map is made.
 //!
-//! The choice is in docs/performance.md (Issue 20, Plain files). This is
+//! The choice is in docs/performance-history.md (Issue 20, Plain files). This is
 //! the crate's one `unsafe` module besides the libdeflate bindings
 //! (`inflate.rs`), behind the default `mmap` feature on Linux; without it
 //! [`FileMap`] cannot be made and every file is read through the buffer.
@@ -34,7 +34,7 @@ pub(super) use imp::FileMap;
 /// without waiting for them: for bytes the reader will look at soon (the
 /// trailer after a skipped payload and the next header, which in a map are
 /// not in the cache), so that the wait for memory overlaps the work in
-/// between instead of stalling the read (docs/performance.md, Plain
+/// between instead of stalling the read (docs/performance-history.md, Plain
 /// files). A hint: nothing is read into the program and nothing faults (a
 /// page not mapped yet is left alone).
 #[inline]

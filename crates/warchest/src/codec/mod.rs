@@ -173,7 +173,7 @@ pub trait Source {
     /// served from a memory map is then read with `read` calls. Once every
     /// page is touched, a map costs from a fifth less to a fifth more than
     /// those calls, by how the page cache holds the file; the calls' worst
-    /// case is the milder (docs/performance.md, round fifteen). What is
+    /// case is the milder (docs/performance-history.md, round fifteen). What is
     /// read does not change.
     /// `true` when the source changed how it reads; the default does
     /// nothing.

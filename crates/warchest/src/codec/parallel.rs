@@ -80,7 +80,7 @@ const BUDGET: usize = 24 << 20;
 /// ([`ReadAt::fetches_ahead`]: a remote object's blocks, up to 12 MiB):
 /// over HTTP at `-j 2`, 16 MiB took 8-13 MiB off the peak at the same
 /// speed, where over a file (whose read-ahead is the page cache's) it cost
-/// 2 % of the time (docs/performance.md, round fifteen).
+/// 2 % of the time (docs/performance-history.md, round fifteen).
 const BUDGET_BESIDE_FETCHES: usize = 16 << 20;
 /// Largest decoded size of one job.
 const MAX_JOB: usize = 6 << 20;
