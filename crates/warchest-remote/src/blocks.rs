@@ -168,16 +168,11 @@ impl Pool {
 
     /// The first buffer of a pool none was taken from yet (an object just
     /// opened: [`RemoteBlocks::open_with`]): always within the budget, as a
-    /// pool allows one buffer at least.
+    /// pool allows one buffer at least ([`buffers`]): [`Pool::try_take`]
+    /// cannot fail there.
     fn take_first(&self) -> Vec<u8> {
-        let mut s = lock(&self.state);
-        let b = s.free.pop().unwrap_or_else(|| {
-            s.alive += 1;
-            Vec::with_capacity(self.size)
-        });
-        s.used += 1;
-        s.peak = s.peak.max(s.used);
-        b
+        self.try_take()
+            .expect("a pool none was taken from allows one buffer")
     }
 
     /// A buffer, when one is free or may still be allocated.
