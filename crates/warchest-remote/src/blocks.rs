@@ -662,18 +662,6 @@ fn buffers(budget: u64, block: u64) -> usize {
 }
 
 impl RemoteBlocks {
-    /// Opens `loc` (one HEAD request for its size), to be set up with the
-    /// `with_*` methods; [`RemoteBlocks::open_with`] saves the HEAD.
-    ///
-    /// # Errors
-    /// The HEAD request fails within the retry budget.
-    pub fn open(loc: Location, opts: Options) -> io::Result<RemoteBlocks> {
-        let size = runtime().block_on(request::head(&loc, &opts))?;
-        let b = RemoteBlocks::open_sized(loc, opts, size);
-        b.counters.requests.store(1, Ordering::Relaxed);
-        Ok(b)
-    }
-
     /// Opens `loc` set up by `setup` (the `with_*` methods, which it is
     /// given the object with, its size not known yet) with one request:
     /// a range request for the first block, whose answer gives the size
@@ -684,10 +672,9 @@ impl RemoteBlocks {
     /// When that request fails otherwise than for the whole object (a
     /// server answering ranges with the whole object, an empty object's
     /// 416, an answer without the total, a 5xx, the network), the object
-    /// is opened with a HEAD as [`RemoteBlocks::open`] does, and block 0
-    /// fetched when first read;
-    /// a server without ranges keeps that answer's error as block 0's,
-    /// which is what the first read of block 0 would get again.
+    /// is opened with a HEAD for its size, and block 0 fetched when first
+    /// read; a server without ranges keeps that answer's error as block
+    /// 0's, which is what the first read of block 0 would get again.
     ///
     /// # Errors
     /// The first request finds the object missing or refused (401, 403,

@@ -64,10 +64,12 @@ fn read_part(src: &RemoteBlocks, from: u64, to: u64) -> Vec<u8> {
     got
 }
 
-fn open(url: &str, block: usize) -> Arc<RemoteBlocks> {
-    let opts = quick();
-    let loc = Location::parse_with(url, &opts).unwrap();
-    Arc::new(RemoteBlocks::open(loc, opts).unwrap().with_blocks(block, 2))
+/// `data` at `loc` opened with its size known
+/// ([`RemoteBlocks::open_sized`]): no request at opening, so no first
+/// answer seeds the budget or the read-ahead, and block 0 is fetched by
+/// the first read. For the tests of their growth from where they start.
+fn open_unseeded(loc: &Location, opts: &warchest_remote::Options, data: &[u8]) -> RemoteBlocks {
+    RemoteBlocks::open_sized(loc.clone(), opts.clone(), data.len() as u64)
 }
 
 /// `data` served by range_server.py (stalls cut at 5 s) answering every
@@ -98,10 +100,11 @@ fn threads_reading_blocks_over_http_get_the_bytes_through_faults_and_a_cut_is_na
     let srv = RangeServer::start(dir.path(), 5.0);
     let url = srv.url("iana.warc.gz");
 
-    let src = open(&url, 64 << 10);
+    let src = Arc::new(open_folded(&url));
     assert!(read_interleaved(&src, 3, 20_000).unwrap() == data);
     let (gets, heads) = srv.count();
-    assert_eq!(heads, 1);
+    // No HEAD: block 0's request gave the size.
+    assert_eq!(heads, 0);
     let blocks = data.len().div_ceil(64 << 10) as u64;
     // Each block once (a few dropped and fetched again at most), not one
     // request per read.
@@ -109,18 +112,20 @@ fn threads_reading_blocks_over_http_get_the_bytes_through_faults_and_a_cut_is_na
         (blocks..=blocks + 6).contains(&gets),
         "{gets} GETs, {blocks} blocks"
     );
-    assert_eq!(src.requests(), gets + 1);
+    assert_eq!(src.requests(), gets);
 
-    // Faults are retried: the same bytes.
+    // Faults are retried: the same bytes. (Queued once opened: the
+    // opening's request, made once, would take the first and open with
+    // a HEAD instead.)
+    let src = Arc::new(open_folded(&url));
     srv.faults(&["503", "reset", "500", "short"]);
-    let src = open(&url, 64 << 10);
     assert!(read_interleaved(&src, 2, 50_000).unwrap() == data);
 
     // A cut object: an error naming the URL and the byte, for every
     // thread that needs that block, never fewer bytes.
     let cut = 300_001;
     srv.cut("iana.warc.gz", cut);
-    let src = open(&url, 64 << 10);
+    let src = Arc::new(open_folded(&url));
     let e = read_interleaved(&src, 2, 30_000).unwrap_err().to_string();
     assert!(
         e.contains(&url) && e.contains(&format!("at byte {cut}")),
@@ -146,10 +151,10 @@ fn each_reader_reads_ahead_of_itself_and_no_reader_drops_anothers_blocks() {
     // that had just set it or by a reader, freed no buffer and lost its
     // bytes: a read-ahead was skipped in about 1 of 12 runs.)
     let src = Arc::new(
-        RemoteBlocks::open(loc, opts)
-            .unwrap()
-            .with_blocks(B as usize, 1)
-            .with_budget(6 * B),
+        RemoteBlocks::open_with(loc, opts, |b| {
+            b.with_blocks(B as usize, 1).with_budget(6 * B)
+        })
+        .unwrap(),
     );
     let barrier = std::sync::Barrier::new(2);
     let seen = std::sync::Mutex::new(Vec::new());
@@ -183,23 +188,23 @@ fn each_reader_reads_ahead_of_itself_and_no_reader_drops_anothers_blocks() {
     });
     assert!(halves.concat() == data);
     // After step j, each reader's blocks up to one past its own were asked
-    // for (the HEAD request besides). The first reader's read-ahead at its
-    // last block asks for the second reader's first block again, which
-    // that reader passed long before.
+    // for (block 0 with the opening, no HEAD). The first reader's
+    // read-ahead at its last block asks for the second reader's first
+    // block again, which that reader passed long before.
     for (j, requests) in seen.into_inner().unwrap() {
         let want = if j + 1 < HALF {
-            1 + 2 * (j + 2)
+            2 * (j + 2)
         } else {
-            2 + 2 * HALF
+            1 + 2 * HALF
         };
         assert_eq!(requests, want, "after step {j}");
     }
     // Every other block once: none dropped while a reader still needed it
     // (the last read-ahead may not have reached the server yet).
-    assert_eq!(src.requests(), 2 * HALF + 2);
+    assert_eq!(src.requests(), 2 * HALF + 1);
     let (gets, heads) = srv.count();
     assert!(
-        (2 * HALF..=2 * HALF + 1).contains(&gets) && heads == 1,
+        (2 * HALF..=2 * HALF + 1).contains(&gets) && heads == 0,
         "{gets} GETs"
     );
     assert!(src.peak_bytes() <= 6 * B, "{} bytes held", src.peak_bytes());
@@ -224,10 +229,10 @@ fn nine_readers_stay_within_the_budget_and_a_slow_one_keeps_its_blocks() {
     let (_dir, _srv, loc, opts) = served(&data, 0);
     let budget = 30 * B;
     let src = Arc::new(
-        RemoteBlocks::open(loc.clone(), opts.clone())
-            .unwrap()
-            .with_blocks(B as usize, 1)
-            .with_budget(budget),
+        RemoteBlocks::open_with(loc.clone(), opts.clone(), |b| {
+            b.with_blocks(B as usize, 1).with_budget(budget)
+        })
+        .unwrap(),
     );
     let (started, others_done) = (
         std::sync::Barrier::new(READERS as usize),
@@ -279,10 +284,10 @@ fn nine_readers_stay_within_the_budget_and_a_slow_one_keeps_its_blocks() {
     // Two blocks for nine readers: the pool holds one buffer for each
     // reader and one more whatever the budget, and every byte comes.
     let src = Arc::new(
-        RemoteBlocks::open(loc, opts)
-            .unwrap()
-            .with_blocks(B as usize, 1)
-            .with_budget(2 * B),
+        RemoteBlocks::open_with(loc, opts, |b| {
+            b.with_blocks(B as usize, 1).with_budget(2 * B)
+        })
+        .unwrap(),
     );
     assert!(read_interleaved(&src, READERS, B / 2).unwrap() == data);
     assert!(
@@ -317,10 +322,10 @@ fn many_readers_and_a_small_budget_fetch_each_block_about_once() {
         .collect();
     let (_dir, srv, loc, opts) = served(&data, 0);
     let src = Arc::new(
-        RemoteBlocks::open(loc, opts)
-            .unwrap()
-            .with_blocks(B as usize, 1)
-            .with_budget(2 * B),
+        RemoteBlocks::open_with(loc, opts, |b| {
+            b.with_blocks(B as usize, 1).with_budget(2 * B)
+        })
+        .unwrap(),
     );
     let parts: Vec<(u64, u64)> = (0..READERS)
         .map(|r| (r * PART * B, (r + 1) * PART * B))
@@ -335,7 +340,7 @@ fn many_readers_and_a_small_budget_fetch_each_block_about_once() {
         gets <= blocks + 2 * READERS,
         "{gets} GETs for {blocks} blocks"
     );
-    assert_eq!(heads, 1);
+    assert_eq!(heads, 0);
     assert!(
         src.peak_bytes() <= (READERS + 1) * B,
         "{} bytes held",
@@ -389,8 +394,7 @@ fn with_latency_the_budget_grows_up_to_its_cap_and_stops_once_the_read_ahead_fit
     let data: Vec<u8> = (0..2 * HALF * B).map(|i| (i * 11 % 251) as u8).collect();
     let (_dir, srv, loc, opts) = served(&data, 20);
     let open = |budget: u64, cap: u64| {
-        RemoteBlocks::open(loc.clone(), opts.clone())
-            .unwrap()
+        open_unseeded(&loc, &opts, &data)
             .with_blocks(B as usize, 4)
             .with_budget(budget)
             .with_budget_max(cap)
@@ -436,8 +440,7 @@ fn with_latency_the_read_ahead_deepens_and_fewer_reads_wait() {
     let data: Vec<u8> = (0..N * B).map(|i| (i * 13 % 251) as u8).collect();
     let (_dir, _srv, loc, opts) = served(&data, 20);
     let read = |grows: bool| {
-        let src = RemoteBlocks::open(loc.clone(), opts.clone())
-            .unwrap()
+        let src = open_unseeded(&loc, &opts, &data)
             .with_blocks(B as usize, 2)
             .with_budget(4 * B)
             .with_budget_max(20 * B);
@@ -464,15 +467,15 @@ fn with_latency_the_read_ahead_deepens_and_fewer_reads_wait() {
 
 /// `data` served by range_server.py at `latency_ms` a request, read in
 /// blocks of `block` bytes, four ahead, with a budget of three blocks
-/// that may grow to sixteen (the directory and server kept alive).
+/// that may grow to sixteen, not seeded (the directory and server kept
+/// alive).
 fn growing_blocks(
     data: &[u8],
     block: u64,
     latency_ms: u64,
 ) -> (tempfile::TempDir, RangeServer, RemoteBlocks) {
     let (dir, srv, loc, opts) = served(data, latency_ms);
-    let src = RemoteBlocks::open(loc, opts)
-        .unwrap()
+    let src = open_unseeded(&loc, &opts, data)
         .with_blocks(block as usize, 4)
         .with_budget(3 * block)
         .with_budget_max(16 * block);
@@ -539,9 +542,9 @@ fn a_readers_first_read_on_a_block_on_its_way_does_not_grow_the_budget() {
     let (waits, budget, requests) = *seen.get().unwrap();
     assert_eq!(waits, 2, "both first reads waited for block 0");
     assert_eq!(budget, 3 * B, "grown at block 0, {} GETs", srv.count().0);
-    // The HEAD, block 0 and the first reader's read-ahead (1 and 2); the
-    // second found no room for more and did not grow the budget for it.
-    assert_eq!(requests, 4);
+    // Block 0 and the first reader's read-ahead (1 and 2); the second
+    // found no room for more and did not grow the budget for it.
+    assert_eq!(requests, 3);
 }
 
 /// Opened with [`RemoteBlocks::open_with`]: blocks of 64 KiB, two ahead.
@@ -555,10 +558,10 @@ fn open_folded_with(url: &str, opts: warchest_remote::Options) -> std::io::Resul
     RemoteBlocks::open_with(loc, opts, |b| b.with_blocks(64 << 10, 2))
 }
 
-/// Opening with the first block's request instead of a HEAD: one request
-/// fewer than opening with a HEAD (no HEAD at all), the first block asked
-/// for once (its answer's body is block 0, not fetched again), every byte
-/// right; a first answer cut halfway is asked for again from where it
+/// Opening with the first block's request instead of a HEAD: two requests
+/// fewer than the HEAD way it falls back to when that answer gives no size
+/// (no HEAD at all, and the first block asked for once: its answer's body
+/// is block 0, not fetched again), every byte right; a first answer cut halfway is asked for again from where it
 /// stopped; an object smaller than a block and an empty one (a 416, then
 /// a HEAD) read right.
 #[test]
@@ -573,12 +576,14 @@ fn opening_with_the_first_blocks_request_saves_the_head_and_fetches_block_0_once
     let url = srv.url("d.bin");
     let blocks = data.len().div_ceil(B as usize) as u64;
 
-    // Before: a HEAD, then each block.
-    let src = open(&url, B as usize);
+    // The HEAD way, for comparison: the first answer without a size (a
+    // `*` total), a HEAD, then each block, block 0 again.
+    srv.faults(&["star"]);
+    let src = open_folded(&url);
     assert!(read_part(&src, 0, data.len() as u64) == data);
     let head_opened = srv.count();
-    assert_eq!(head_opened, (blocks, 1));
-    assert_eq!(src.requests(), blocks + 1);
+    assert_eq!(head_opened, (blocks + 1, 1));
+    assert_eq!(src.requests(), blocks + 2);
 
     srv.reset_count();
     let src = open_folded(&url);
@@ -586,7 +591,7 @@ fn opening_with_the_first_blocks_request_saves_the_head_and_fetches_block_0_once
     assert!(read_part(&src, 0, data.len() as u64) == data);
     let (gets, heads) = srv.count();
     assert_eq!((gets, heads), (blocks, 0), "{:?}", srv.log());
-    assert_eq!(gets + heads + 1, head_opened.0 + head_opened.1);
+    assert_eq!(gets + heads + 2, head_opened.0 + head_opened.1);
     assert_eq!(src.requests(), blocks);
     let log = srv.log();
     let first = format!("GET /d.bin bytes=0-{}", B - 1);
@@ -798,8 +803,7 @@ fn with_two_readers_the_read_ahead_deepens_up_to_its_cap_and_stops() {
     const N: u64 = 40;
     let data: Vec<u8> = (0..N * B).map(|i| (i * 23 % 251) as u8).collect();
     let (_dir, _srv, loc, opts) = served(&data, 20);
-    let src = RemoteBlocks::open(loc, opts)
-        .unwrap()
+    let src = open_unseeded(&loc, &opts, &data)
         .with_blocks(B as usize, 2)
         .with_ahead_max(4)
         .with_budget(4 * B)
@@ -893,23 +897,19 @@ fn the_first_answers_wait_seeds_the_budget_and_the_read_ahead() {
 /// blocks, gives its bytes, and decodes as the local file.
 pub fn blocks_over_s3_match_the_file(url: &str, path: &std::path::Path) {
     let data = std::fs::read(path).unwrap();
-    let opts = quick();
-    let loc = Location::parse_with(url, &opts).unwrap();
-    let src = Arc::new(
-        RemoteBlocks::open(loc, opts)
-            .unwrap()
-            .with_blocks(100_000, 3),
-    );
+    let open = || {
+        RemoteBlocks::open_with(Location::parse_with(url, &quick()).unwrap(), quick(), |b| {
+            b.with_blocks(100_000, 3)
+        })
+        .unwrap()
+    };
+    let src = Arc::new(open());
     assert!(read_interleaved(&src, 4, 33_333).unwrap() == data, "{url}");
 
     // Opened with the first block's request: S3's answer gives the size
     // (object_store reads its Content-Range), so no HEAD, and each block
     // is asked for once, block 0 with the opening.
-    let folded =
-        RemoteBlocks::open_with(Location::parse_with(url, &quick()).unwrap(), quick(), |b| {
-            b.with_blocks(100_000, 3)
-        })
-        .unwrap();
+    let folded = open();
     assert_eq!(folded.size().unwrap(), data.len() as u64);
     assert!(read_part(&folded, 0, data.len() as u64) == data, "{url}");
     assert_eq!(folded.requests(), data.len().div_ceil(100_000) as u64);
@@ -936,8 +936,7 @@ fn large_blocks_still_get_read_ahead_with_the_default_budget() {
     let data: Vec<u8> = (0..3 * B).map(|i| (i % 251) as u8).collect();
     let (_dir, _srv, loc, opts) = served(&data, 0);
     let (start, cap) = RemoteBlocks::default_budget(B);
-    let src = RemoteBlocks::open(loc, opts)
-        .unwrap()
+    let src = open_unseeded(&loc, &opts, &data)
         .with_blocks(B as usize, warchest_remote::AHEAD)
         .with_budget(start)
         .with_budget_max(cap);
@@ -945,8 +944,8 @@ fn large_blocks_still_get_read_ahead_with_the_default_budget() {
     let mut buf = [0u8; 16 << 10];
     assert_eq!(src.read_at(&mut buf, 0).unwrap(), buf.len());
     assert!(buf[..] == data[..buf.len()]);
-    // The HEAD, block 0 and at least block 1 ahead.
-    assert!(src.requests() >= 3, "{} requests", src.requests());
+    // Block 0 and at least block 1 ahead.
+    assert!(src.requests() >= 2, "{} requests", src.requests());
 }
 
 /// Over plain HTTP, a body arrives in pieces no longer than twice the
@@ -968,7 +967,7 @@ fn plain_http_bodies_come_in_pieces_of_the_capped_read_buffer() {
             ..quick()
         };
         let loc = Location::parse_with(&srv.url(name), &opts).unwrap();
-        let src = RemoteBlocks::open(loc, opts).unwrap();
+        let src = RemoteBlocks::open_with(loc, opts, |b| b).unwrap();
         assert_eq!(read_part(&src, 0, data.len() as u64), data, "{name}");
         let largest = src.largest_piece();
         assert!(largest > 0, "{name}");
