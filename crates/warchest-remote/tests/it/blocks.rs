@@ -73,31 +73,19 @@ fn open_unseeded(loc: &Location, opts: &warchest_remote::Options, data: &[u8]) -
 }
 
 /// `data` served by range_server.py (stalls cut at 5 s) answering every
-/// request after `latency_ms`: its folder (kept while the test runs), the
-/// server, the object's location and the quick options it was parsed with.
-fn served(
-    data: &[u8],
-    latency_ms: u64,
-) -> (
-    tempfile::TempDir,
-    RangeServer,
-    Location,
-    warchest_remote::Options,
-) {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("d.bin"), data).unwrap();
-    let srv = RangeServer::with_latency(dir.path(), 5.0, latency_ms);
+/// request after `latency_ms`: the server, the object's location and the
+/// quick options it was parsed with.
+fn served(data: &[u8], latency_ms: u64) -> (RangeServer, Location, warchest_remote::Options) {
+    let srv = RangeServer::serving_with_latency(&[("d.bin", data)], 5.0, latency_ms);
     let opts = quick();
     let loc = Location::parse_with(&srv.url("d.bin"), &opts).unwrap();
-    (dir, srv, loc, opts)
+    (srv, loc, opts)
 }
 
 #[test]
 fn threads_reading_blocks_over_http_get_the_bytes_through_faults_and_a_cut_is_named() {
-    let dir = tempfile::tempdir().unwrap();
     let data = std::fs::read(fixture("pywb/iana.warc.gz")).unwrap();
-    std::fs::write(dir.path().join("iana.warc.gz"), &data).unwrap();
-    let srv = RangeServer::start(dir.path(), 5.0);
+    let srv = RangeServer::serving(&[("iana.warc.gz", &data)], 5.0);
     let url = srv.url("iana.warc.gz");
 
     let src = Arc::new(open_folded(&url));
@@ -144,7 +132,7 @@ fn each_reader_reads_ahead_of_itself_and_no_reader_drops_anothers_blocks() {
     const B: u64 = 64 << 10;
     const HALF: u64 = 20;
     let data: Vec<u8> = (0..2 * HALF * B).map(|i| (i * 7 % 251) as u8).collect();
-    let (_dir, srv, loc, opts) = served(&data, 0);
+    let (srv, loc, opts) = served(&data, 0);
     // One block ahead each, a budget of six blocks: both readers' own
     // (the block read, the one before and the one ahead) fit. (A block
     // dropped for room while still referenced, by the request's task
@@ -226,7 +214,7 @@ fn nine_readers_stay_within_the_budget_and_a_slow_one_keeps_its_blocks() {
     let data: Vec<u8> = (0..READERS * PART * B)
         .map(|i| (i * 13 % 251) as u8)
         .collect();
-    let (_dir, _srv, loc, opts) = served(&data, 0);
+    let (_srv, loc, opts) = served(&data, 0);
     let budget = 30 * B;
     let src = Arc::new(
         RemoteBlocks::open_with(loc.clone(), opts.clone(), |b| {
@@ -320,7 +308,7 @@ fn many_readers_and_a_small_budget_fetch_each_block_about_once() {
     let data: Vec<u8> = (0..READERS * PART * B)
         .map(|i| (i * 11 % 251) as u8)
         .collect();
-    let (_dir, srv, loc, opts) = served(&data, 0);
+    let (srv, loc, opts) = served(&data, 0);
     let src = Arc::new(
         RemoteBlocks::open_with(loc, opts, |b| {
             b.with_blocks(B as usize, 1).with_budget(2 * B)
@@ -392,7 +380,7 @@ fn with_latency_the_budget_grows_up_to_its_cap_and_stops_once_the_read_ahead_fit
     const B: u64 = 64 << 10;
     const HALF: u64 = 24;
     let data: Vec<u8> = (0..2 * HALF * B).map(|i| (i * 11 % 251) as u8).collect();
-    let (_dir, srv, loc, opts) = served(&data, 20);
+    let (srv, loc, opts) = served(&data, 20);
     let open = |budget: u64, cap: u64| {
         open_unseeded(&loc, &opts, &data)
             .with_blocks(B as usize, 4)
@@ -438,7 +426,7 @@ fn with_latency_the_read_ahead_deepens_and_fewer_reads_wait() {
     const B: u64 = 64 << 10;
     const N: u64 = 64;
     let data: Vec<u8> = (0..N * B).map(|i| (i * 13 % 251) as u8).collect();
-    let (_dir, _srv, loc, opts) = served(&data, 20);
+    let (_srv, loc, opts) = served(&data, 20);
     let read = |grows: bool| {
         let src = open_unseeded(&loc, &opts, &data)
             .with_blocks(B as usize, 2)
@@ -467,19 +455,14 @@ fn with_latency_the_read_ahead_deepens_and_fewer_reads_wait() {
 
 /// `data` served by range_server.py at `latency_ms` a request, read in
 /// blocks of `block` bytes, four ahead, with a budget of three blocks
-/// that may grow to sixteen, not seeded (the directory and server kept
-/// alive).
-fn growing_blocks(
-    data: &[u8],
-    block: u64,
-    latency_ms: u64,
-) -> (tempfile::TempDir, RangeServer, RemoteBlocks) {
-    let (dir, srv, loc, opts) = served(data, latency_ms);
+/// that may grow to sixteen, not seeded (the server kept alive).
+fn growing_blocks(data: &[u8], block: u64, latency_ms: u64) -> (RangeServer, RemoteBlocks) {
+    let (srv, loc, opts) = served(data, latency_ms);
     let src = open_unseeded(&loc, &opts, data)
         .with_blocks(block as usize, 4)
         .with_budget(3 * block)
         .with_budget_max(16 * block);
-    (dir, srv, src)
+    (srv, src)
 }
 
 /// Without latency, a reader slower than the fetches (250 ms of decoding
@@ -491,7 +474,7 @@ fn growing_blocks(
 fn without_latency_a_slow_reader_leaves_the_budget_near_its_start() {
     const B: u64 = 64 << 10;
     let data: Vec<u8> = (0..10 * B).map(|i| (i * 3 % 251) as u8).collect();
-    let (_dir, _srv, src) = growing_blocks(&data, B, 0);
+    let (_srv, src) = growing_blocks(&data, B, 0);
     let parts = read_parts(
         &src,
         &[(0, 10 * B)],
@@ -517,7 +500,7 @@ fn a_readers_first_read_on_a_block_on_its_way_does_not_grow_the_budget() {
     use std::sync::{Barrier, OnceLock};
     const B: u64 = 64 << 10;
     let data: Vec<u8> = (0..4 * B).map(|i| (i * 7 % 251) as u8).collect();
-    let (_dir, srv, src) = growing_blocks(&data, B, 300);
+    let (srv, src) = growing_blocks(&data, B, 300);
     let (start, first_done, checked) = (Barrier::new(2), Barrier::new(2), Barrier::new(2));
     // Waits, budget and requests once both first reads are done.
     let seen = OnceLock::new();
@@ -567,12 +550,15 @@ fn open_folded_with(url: &str, opts: warchest_remote::Options) -> std::io::Resul
 #[test]
 fn opening_with_the_first_blocks_request_saves_the_head_and_fetches_block_0_once() {
     const B: u64 = 64 << 10;
-    let dir = tempfile::tempdir().unwrap();
     let data: Vec<u8> = (0..10 * B + 123).map(|i| (i * 7 % 251) as u8).collect();
-    std::fs::write(dir.path().join("d.bin"), &data).unwrap();
-    std::fs::write(dir.path().join("small.bin"), &data[..1000]).unwrap();
-    std::fs::write(dir.path().join("empty.bin"), b"").unwrap();
-    let srv = RangeServer::start(dir.path(), 5.0);
+    let srv = RangeServer::serving(
+        &[
+            ("d.bin", &data),
+            ("small.bin", &data[..1000]),
+            ("empty.bin", b""),
+        ],
+        5.0,
+    );
     let url = srv.url("d.bin");
     let blocks = data.len().div_ceil(B as usize) as u64;
 
@@ -652,6 +638,18 @@ fn opening_with_the_first_blocks_request_saves_the_head_and_fetches_block_0_once
     assert_eq!(srv.count(), (1, 1));
 }
 
+/// `data` as d.bin behind a server whose hangs and stalls last 4 s, its
+/// URL, and quick options that notice them after 1.5 s.
+fn served_stalling(data: &[u8]) -> (RangeServer, String, warchest_remote::Options) {
+    let srv = RangeServer::serving(&[("d.bin", data)], 4.0);
+    let url = srv.url("d.bin");
+    let opts = warchest_remote::Options {
+        timeout: std::time::Duration::from_millis(1500),
+        ..quick()
+    };
+    (srv, url, opts)
+}
+
 /// A first answer that gives no size is no harm: without a total in its
 /// `Content-Range` (`*`) or without the header, answered with a 5xx, or
 /// not answered at all (no status line within the timeout), the object is
@@ -663,16 +661,8 @@ fn opening_with_the_first_blocks_request_saves_the_head_and_fetches_block_0_once
 #[test]
 fn a_first_answer_without_a_size_falls_back_to_a_head() {
     const B: u64 = 64 << 10;
-    let dir = tempfile::tempdir().unwrap();
     let data: Vec<u8> = (0..5 * B + 7).map(|i| (i * 13 % 251) as u8).collect();
-    std::fs::write(dir.path().join("d.bin"), &data).unwrap();
-    // A hang of 4 s, noticed after 1.5 s.
-    let srv = RangeServer::start(dir.path(), 4.0);
-    let url = srv.url("d.bin");
-    let opts = warchest_remote::Options {
-        timeout: std::time::Duration::from_millis(1500),
-        ..quick()
-    };
+    let (srv, url, opts) = served_stalling(&data);
     let blocks = data.len().div_ceil(B as usize) as u64;
     for fault in ["star", "nocr", "500", "503", "hang"] {
         srv.reset_count();
@@ -701,16 +691,8 @@ fn a_first_answer_without_a_size_falls_back_to_a_head() {
 #[test]
 fn a_stalled_first_answer_is_resumed_and_a_refused_one_is_the_error() {
     const B: u64 = 64 << 10;
-    let dir = tempfile::tempdir().unwrap();
     let data: Vec<u8> = (0..5 * B + 7).map(|i| (i * 17 % 251) as u8).collect();
-    std::fs::write(dir.path().join("d.bin"), &data).unwrap();
-    // Stalls of 4 s, noticed after 1.5 s.
-    let srv = RangeServer::start(dir.path(), 4.0);
-    let url = srv.url("d.bin");
-    let opts = warchest_remote::Options {
-        timeout: std::time::Duration::from_millis(1500),
-        ..quick()
-    };
+    let (srv, url, opts) = served_stalling(&data);
     let blocks = data.len().div_ceil(B as usize) as u64;
     srv.faults(&["stall"]);
     let src = open_folded_with(&url, opts.clone()).unwrap();
@@ -752,7 +734,7 @@ fn a_fast_servers_first_answer_leaves_the_budget_and_read_ahead_where_they_start
     let data: Vec<u8> = (0..3 * BLOCK as u64 + 5)
         .map(|i| (i * 19 % 251) as u8)
         .collect();
-    let (_dir, _srv, loc, opts) = served(&data, 0);
+    let (_srv, loc, opts) = served(&data, 0);
     let block = BLOCK as u64;
     let open = || {
         RemoteBlocks::open_with(loc.clone(), opts.clone(), |b| {
@@ -794,7 +776,7 @@ fn with_two_readers_the_read_ahead_deepens_up_to_its_cap_and_stops() {
     const B: u64 = 64 << 10;
     const N: u64 = 40;
     let data: Vec<u8> = (0..N * B).map(|i| (i * 23 % 251) as u8).collect();
-    let (_dir, _srv, loc, opts) = served(&data, 20);
+    let (_srv, loc, opts) = served(&data, 20);
     let src = open_unseeded(&loc, &opts, &data)
         .with_blocks(B as usize, 2)
         .with_ahead_max(4)
@@ -830,10 +812,8 @@ fn with_two_readers_the_read_ahead_deepens_up_to_its_cap_and_stops() {
 #[test]
 fn a_scans_first_step_does_not_deepen_the_read_ahead() {
     const B: u64 = 64 << 10;
-    let dir = tempfile::tempdir().unwrap();
     let data: Vec<u8> = (0..8 * B).map(|i| (i * 29 % 251) as u8).collect();
-    std::fs::write(dir.path().join("d.bin"), &data).unwrap();
-    let srv = RangeServer::start(dir.path(), 3.0);
+    let srv = RangeServer::serving(&[("d.bin", &data)], 3.0);
     let opts = warchest_remote::Options {
         timeout: std::time::Duration::from_secs(1),
         ..quick()
@@ -861,7 +841,7 @@ fn a_scans_first_step_does_not_deepen_the_read_ahead() {
 fn the_first_answers_wait_seeds_the_budget_and_the_read_ahead() {
     const B: u64 = 64 << 10;
     let data: Vec<u8> = (0..24 * B).map(|i| (i * 5 % 251) as u8).collect();
-    let (_dir, _srv, loc, opts) = served(&data, 20);
+    let (_srv, loc, opts) = served(&data, 20);
     let src = RemoteBlocks::open_with(loc.clone(), opts.clone(), |b| {
         b.with_blocks(B as usize, 2)
             .with_ahead_max(6)
@@ -926,7 +906,7 @@ pub fn blocks_over_s3_match_the_file(url: &str, path: &std::path::Path) {
 fn large_blocks_still_get_read_ahead_with_the_default_budget() {
     const B: u64 = 8 << 20;
     let data: Vec<u8> = (0..3 * B).map(|i| (i % 251) as u8).collect();
-    let (_dir, _srv, loc, opts) = served(&data, 0);
+    let (_srv, loc, opts) = served(&data, 0);
     let (start, cap) = RemoteBlocks::default_budget(B);
     let src = open_unseeded(&loc, &opts, &data)
         .with_blocks(B as usize, warchest_remote::AHEAD)
@@ -949,10 +929,8 @@ fn large_blocks_still_get_read_ahead_with_the_default_budget() {
 /// reqwest), with the same bytes.
 #[test]
 fn plain_http_bodies_come_in_pieces_of_the_capped_read_buffer() {
-    let dir = tempfile::tempdir().unwrap();
     let data: Vec<u8> = (0..(4u32 << 20)).map(|i| (i * 7 % 251) as u8).collect();
-    std::fs::write(dir.path().join("big.bin"), &data).unwrap();
-    let srv = RangeServer::start(dir.path(), 5.0);
+    let srv = RangeServer::serving(&[("big.bin", &data)], 5.0);
     for name in ["big.bin", "_to/big.bin"] {
         let opts = warchest_remote::Options {
             read_buf: 64 << 10,
