@@ -168,16 +168,11 @@ impl Pool {
 
     /// The first buffer of a pool none was taken from yet (an object just
     /// opened: [`RemoteBlocks::open_with`]): always within the budget, as a
-    /// pool allows one buffer at least.
+    /// pool allows one buffer at least ([`buffers`]): [`Pool::try_take`]
+    /// cannot fail there.
     fn take_first(&self) -> Vec<u8> {
-        let mut s = lock(&self.state);
-        let b = s.free.pop().unwrap_or_else(|| {
-            s.alive += 1;
-            Vec::with_capacity(self.size)
-        });
-        s.used += 1;
-        s.peak = s.peak.max(s.used);
-        b
+        self.try_take()
+            .expect("a pool none was taken from allows one buffer")
     }
 
     /// A buffer, when one is free or may still be allocated.
@@ -431,7 +426,9 @@ struct Held {
     looks_back: bool,
     /// Blocks each reader reads ahead now: from `RemoteBlocks::ahead` up
     /// to `RemoteBlocks::ahead_max` ([`AHEAD_MAX_BYTES`]). One depth for
-    /// all the readers, grown by any of them (not a depth a reader).
+    /// all the readers, grown by any of them (not a depth a reader). Its
+    /// only home: the readers use it under this lock, and the stats line
+    /// takes the lock once to print it ([`Meter::print`]).
     depth: u64,
 }
 
@@ -496,7 +493,8 @@ pub struct RemoteBlocks {
     ahead: u64,
     /// Blocks the read-ahead may grow to (`ahead` when fixed).
     ahead_max: u64,
-    held: Mutex<Held>,
+    /// Shared with the stats line's meter (weakly), which reads the depth.
+    held: Arc<Mutex<Held>>,
     pool: Arc<Pool>,
     /// The object's first bytes ([`HEAD_KEPT`]), once block 0 is read.
     head: OnceLock<Vec<u8>>,
@@ -522,9 +520,6 @@ struct Counters {
     /// The longest piece of a body received: the HTTP client's read
     /// buffer bounds it.
     largest_piece: AtomicUsize,
-    /// Blocks each reader reads ahead now (the read-ahead's depth, one for
-    /// all the readers, which grows: [`AHEAD_MAX_BYTES`]).
-    depth: AtomicU64,
     /// How long the first block's answer took to come (nanoseconds; 0
     /// when opened otherwise).
     first_ns: AtomicU64,
@@ -551,14 +546,16 @@ impl request::Sink for Noted<'_> {
 /// command line calls when its command is over, or when the object is
 /// dropped, whichever comes first. (Printed on drop only, it was missing
 /// with `-j 2` whenever the process exited while a decoding pool thread
-/// still held the object.) It holds the pool weakly: a line not printed
-/// keeps no buffer alive.
+/// still held the object.) It holds the pool and the held blocks weakly:
+/// a line not printed keeps no buffer alive.
 struct Meter {
     url: String,
     block: u64,
     blocks: u64,
     counters: Arc<Counters>,
     pool: Weak<Pool>,
+    /// For the read-ahead's depth ([`Held::depth`]).
+    held: Weak<Mutex<Held>>,
     printed: AtomicBool,
 }
 
@@ -587,6 +584,7 @@ impl Meter {
             let s = lock(&p.state);
             (s.max as u64, p.cap as u64, s.peak as u64)
         });
+        let depth = self.held.upgrade().map_or(0, |h| lock(&h).depth);
         let readers = c.most_readers.load(Ordering::Relaxed);
         let waited = c.waited_ns.load(Ordering::Relaxed) as f64 / 1e6;
         let first = c.first_ns.load(Ordering::Relaxed) as f64 / 1e6;
@@ -602,7 +600,7 @@ impl Meter {
             readers,
             peak * self.block,
             c.waits.load(Ordering::Relaxed),
-            c.depth.load(Ordering::Relaxed),
+            depth,
         );
         let _ = io::stderr().write_all(line.as_bytes());
     }
@@ -664,18 +662,6 @@ fn buffers(budget: u64, block: u64) -> usize {
 }
 
 impl RemoteBlocks {
-    /// Opens `loc` (one HEAD request for its size), to be set up with the
-    /// `with_*` methods; [`RemoteBlocks::open_with`] saves the HEAD.
-    ///
-    /// # Errors
-    /// The HEAD request fails within the retry budget.
-    pub fn open(loc: Location, opts: Options) -> io::Result<RemoteBlocks> {
-        let size = runtime().block_on(request::head(&loc, &opts))?;
-        let b = RemoteBlocks::open_sized(loc, opts, size);
-        b.counters.requests.store(1, Ordering::Relaxed);
-        Ok(b)
-    }
-
     /// Opens `loc` set up by `setup` (the `with_*` methods, which it is
     /// given the object with, its size not known yet) with one request:
     /// a range request for the first block, whose answer gives the size
@@ -686,10 +672,9 @@ impl RemoteBlocks {
     /// When that request fails otherwise than for the whole object (a
     /// server answering ranges with the whole object, an empty object's
     /// 416, an answer without the total, a 5xx, the network), the object
-    /// is opened with a HEAD as [`RemoteBlocks::open`] does, and block 0
-    /// fetched when first read;
-    /// a server without ranges keeps that answer's error as block 0's,
-    /// which is what the first read of block 0 would get again.
+    /// is opened with a HEAD for its size, and block 0 fetched when first
+    /// read; a server without ranges keeps that answer's error as block
+    /// 0's, which is what the first read of block 0 would get again.
     ///
     /// # Errors
     /// The first request finds the object missing or refused (401, 403,
@@ -757,10 +742,7 @@ impl RemoteBlocks {
         while (self.pool.max() as u64) < blocks.saturating_add(2) && self.pool.grow(0) {}
         let depth = blocks.clamp(self.ahead, self.ahead_max);
         let mut h = lock(&self.held);
-        if depth > h.depth {
-            h.depth = depth;
-            self.counters.depth.store(depth, Ordering::Relaxed);
-        }
+        h.depth = h.depth.max(depth);
     }
 
     /// `loc` read as `size` bytes, the size known already (no request).
@@ -772,16 +754,13 @@ impl RemoteBlocks {
             block: BLOCK as u64,
             ahead: RemoteBlocks::ahead_for(BLOCK as u64) as u64,
             ahead_max: RemoteBlocks::ahead_max_for(BLOCK as u64) as u64,
-            held: Mutex::new(Held {
+            held: Arc::new(Mutex::new(Held {
                 depth: RemoteBlocks::ahead_for(BLOCK as u64) as u64,
                 ..Held::default()
-            }),
+            })),
             pool: Pool::new(BUDGET, BUDGET_MAX, BLOCK as u64),
             head: OnceLock::new(),
-            counters: Arc::new(Counters {
-                depth: AtomicU64::new(RemoteBlocks::ahead_for(BLOCK as u64) as u64),
-                ..Counters::default()
-            }),
+            counters: Arc::default(),
             stats: stats_wanted(std::env::var_os("WARCHEST_REMOTE_STATS").as_deref()),
             meter: OnceLock::new(),
         }
@@ -800,7 +779,6 @@ impl RemoteBlocks {
         b.ahead = ahead.min(16) as u64;
         b.ahead_max = b.ahead;
         lock(&b.held).depth = b.ahead;
-        b.counters.depth.store(b.ahead, Ordering::Relaxed);
         b
     }
 
@@ -918,6 +896,7 @@ impl RemoteBlocks {
                 blocks: self.blocks(),
                 counters: Arc::clone(&self.counters),
                 pool: Arc::downgrade(&self.pool),
+                held: Arc::downgrade(&self.held),
                 printed: AtomicBool::new(false),
             });
             lock(meters()).push(Arc::clone(&m));
@@ -1239,7 +1218,6 @@ impl RemoteBlocks {
                 && (i + 1..i + h.depth).all(|k| h.blocks.iter().any(|(b, _)| *b == k))
             {
                 h.depth += 1;
-                self.counters.depth.store(h.depth, Ordering::Relaxed);
             }
             let last = i.saturating_add(h.depth).min(end);
             // The budget grows by a block, once a call, when this reader

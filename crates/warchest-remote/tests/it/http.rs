@@ -8,13 +8,13 @@ use warchest_remote::{Location, RemoteFile};
 use crate::servers::RangeServer;
 use crate::{fixture, quick, record_spans};
 
-/// A directory with the fixtures the tests read, copied for the server
-/// (the server serves a directory; the fixtures stay where they are).
-fn served() -> (tempfile::TempDir, Vec<u8>) {
-    let dir = tempfile::tempdir().unwrap();
+/// The fixture the tests read, served from a copy (the server serves a
+/// directory; the fixtures stay where they are) with stalls of `stall`
+/// seconds, and its bytes.
+fn served(stall: f64) -> (RangeServer, Vec<u8>) {
     let data = std::fs::read(fixture("warcio/example.warc.gz")).unwrap();
-    std::fs::write(dir.path().join("example.warc.gz"), &data).unwrap();
-    (dir, data)
+    let srv = RangeServer::serving(&[("example.warc.gz", &data)], stall);
+    (srv, data)
 }
 
 fn read_all(url: &str, opts: warchest_remote::Options) -> std::io::Result<Vec<u8>> {
@@ -27,8 +27,7 @@ fn read_all(url: &str, opts: warchest_remote::Options) -> std::io::Result<Vec<u8
 
 #[test]
 fn reads_whole_and_by_record_like_the_local_file() {
-    let (dir, data) = served();
-    let srv = RangeServer::start(dir.path(), 5.0);
+    let (srv, data) = served(5.0);
     let url = srv.url("example.warc.gz");
     let tiny = warchest_remote::Options {
         min_chunk: 512,
@@ -56,8 +55,7 @@ fn reads_whole_and_by_record_like_the_local_file() {
 
 #[test]
 fn get_range_is_one_request() {
-    let (dir, data) = served();
-    let srv = RangeServer::start(dir.path(), 5.0);
+    let (srv, data) = served(5.0);
     let opts = quick();
     let loc = Location::parse_with(&srv.url("example.warc.gz"), &opts).unwrap();
     let got = warchest_remote::get_range_with(&loc, &opts, 100, 900).unwrap();
@@ -67,8 +65,7 @@ fn get_range_is_one_request() {
 
 #[test]
 fn faults_are_retried() {
-    let (dir, data) = served();
-    let srv = RangeServer::start(dir.path(), 4.0);
+    let (srv, data) = served(4.0);
     // Each kind of fault on the first GET, then the read must still be whole.
     for fault in ["500", "503", "reset", "short", "stall"] {
         srv.faults(&[fault, fault]);
@@ -95,8 +92,7 @@ fn faults_are_retried() {
 /// which sends none of its own) and those after a redirect (reqwest) alike.
 #[test]
 fn every_request_names_warchest_as_its_agent() {
-    let (dir, data) = served();
-    let srv = RangeServer::start(dir.path(), 5.0);
+    let (srv, data) = served(5.0);
     assert_eq!(
         read_all(&srv.url("example.warc.gz"), quick()).unwrap(),
         data
@@ -112,8 +108,7 @@ fn every_request_names_warchest_as_its_agent() {
 
 #[test]
 fn spent_budget_names_url_and_offset() {
-    let (dir, _) = served();
-    let srv = RangeServer::start(dir.path(), 5.0);
+    let (srv, _) = served(5.0);
     let url = srv.url("example.warc.gz");
     srv.faults(&["503"; 10]);
     let e = read_all(&url, quick()).unwrap_err();
@@ -130,8 +125,7 @@ fn spent_budget_names_url_and_offset() {
 
 #[test]
 fn cut_object_is_an_error_not_a_shorter_archive() {
-    let (dir, data) = served();
-    let srv = RangeServer::start(dir.path(), 5.0);
+    let (srv, data) = served(5.0);
     let url = srv.url("example.warc.gz");
     let cut = data.len() as u64 / 2;
     srv.cut("example.warc.gz", cut);
@@ -175,8 +169,7 @@ fn fetch_all(
 
 #[test]
 fn coalesced_fetch_gives_the_same_records_with_fewer_requests_through_faults() {
-    let (dir, data) = served();
-    let srv = RangeServer::start(dir.path(), 4.0);
+    let (srv, data) = served(4.0);
     let url = srv.url("example.warc.gz");
     // Every other record: gaps between the ranges, which are read and dropped.
     let all = record_spans(std::io::Cursor::new(data.clone()));
@@ -249,11 +242,9 @@ fn coalesced_fetch_gives_the_same_records_with_fewer_requests_through_faults() {
 /// read is the object's.
 #[test]
 fn skipping_forward_is_still_a_scan() {
-    let dir = tempfile::tempdir().unwrap();
     // 4 MiB of bytes that say where they are.
     let data: Vec<u8> = (0..4u32 << 20).map(|i| (i % 251) as u8).collect();
-    std::fs::write(dir.path().join("plain.warc"), &data).unwrap();
-    let srv = RangeServer::start(dir.path(), 5.0);
+    let srv = RangeServer::serving(&[("plain.warc", &data)], 5.0);
     let opts = warchest_remote::Options {
         min_chunk: 64 << 10,
         chunk: 256 << 10,
@@ -303,11 +294,8 @@ fn skipping_forward_is_still_a_scan() {
 /// HEAD.
 #[test]
 fn opening_asks_for_the_first_range_not_a_head() {
-    let dir = tempfile::tempdir().unwrap();
     let data: Vec<u8> = (0..300_000u32).map(|i| (i * 7 % 251) as u8).collect();
-    std::fs::write(dir.path().join("d.bin"), &data).unwrap();
-    std::fs::write(dir.path().join("empty.bin"), b"").unwrap();
-    let srv = RangeServer::start(dir.path(), 5.0);
+    let srv = RangeServer::serving(&[("d.bin", &data), ("empty.bin", b"")], 5.0);
     let opts = warchest_remote::Options {
         min_chunk: 64 << 10,
         chunk: 128 << 10,

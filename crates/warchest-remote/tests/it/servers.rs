@@ -57,6 +57,9 @@ pub struct RangeServer {
     _child: Owned,
     /// Where it listens.
     pub port: u16,
+    /// The directory it serves when it made it ([`RangeServer::serving`]):
+    /// removed when dropped, after the server (fields drop in order).
+    _dir: Option<tempfile::TempDir>,
 }
 
 impl RangeServer {
@@ -86,7 +89,30 @@ impl RangeServer {
         RangeServer {
             _child: Owned(child),
             port,
+            _dir: None,
         }
+    }
+
+    /// Serves `files` (name, bytes), written to a directory of its own
+    /// that lives as long as the server; a stall lasts `stall` seconds.
+    pub fn serving(files: &[(&str, &[u8])], stall: f64) -> RangeServer {
+        RangeServer::serving_with_latency(files, stall, 0)
+    }
+
+    /// [`RangeServer::serving`], every GET of a file answered after
+    /// `latency_ms` ([`RangeServer::with_latency`]).
+    pub fn serving_with_latency(
+        files: &[(&str, &[u8])],
+        stall: f64,
+        latency_ms: u64,
+    ) -> RangeServer {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        for (name, bytes) in files {
+            std::fs::write(dir.path().join(name), bytes).expect("write a served file");
+        }
+        let mut srv = RangeServer::with_latency(dir.path(), stall, latency_ms);
+        srv._dir = Some(dir);
+        srv
     }
 
     /// The URL of `name` under the served directory.
