@@ -1853,6 +1853,64 @@ mod tests {
         assert_eq!(format_of(&f), None);
     }
 
+    /// The split is known before the journal is replayed: a change
+    /// replayed after a kill (a page finished with the frame it embeds)
+    /// is applied by the split rule, the frame into `seen_embed`, so a
+    /// link naming it later makes it a page. Read after the replay, the
+    /// split would have the replay put the frame in `seen`, where a link
+    /// changes nothing, and the frame would be fetched as an embed.
+    #[test]
+    fn the_split_is_known_before_the_journal_is_replayed() {
+        let dir = tempfile::tempdir().unwrap();
+        let (p, snap) = (dir.path().join("f.redb"), dir.path().join("snap.redb"));
+        let at = |p: &str| Url::parse(&format!("http://a.test/{p}")).unwrap();
+        let seed = uri("http://a.test/");
+        let frame = seed.child(at("frame"), Hop::Embed);
+        {
+            let (mut f, _) = Frontier::open(&p).unwrap();
+            assert!(f.split);
+            f.set_checkpoint(Duration::from_secs(3600), u64::MAX);
+            f.batch_ms = u64::MAX;
+            f.add(std::slice::from_ref(&seed)).unwrap();
+            let l = take(&f);
+            f.checkpoint().unwrap();
+            // The database as a kill after this change leaves it: its
+            // last checkpoint (the change is in the open transaction
+            // only), and the journal holding the change.
+            std::fs::copy(&p, &snap).unwrap();
+            let page = Outcome {
+                page: true,
+                ..Outcome::default()
+            };
+            f.complete(&l, page, std::slice::from_ref(&frame)).unwrap();
+            std::fs::copy(journal_path(&p), journal_path(&snap)).unwrap();
+        }
+        // The control: the database alone has not the change.
+        let bare = dir.path().join("bare.redb");
+        std::fs::copy(&snap, &bare).unwrap();
+        {
+            let (b, back) = Frontier::open(&bare).unwrap();
+            assert_eq!(back, 1, "the seed was in flight");
+            assert!(!b.seen(&frame.url).unwrap());
+        }
+        let (f, back) = Frontier::open(&snap).unwrap();
+        assert_eq!(back, 0, "the replay finished the seed");
+        assert!(f.split);
+        assert_eq!(f.counts().unwrap().done, 1);
+        assert!(
+            f.holds(SEEN_EMBED, &frame.url).unwrap(),
+            "replayed as split"
+        );
+        assert!(!f.holds(SEEN, &frame.url).unwrap());
+        // Linked from another page: a page when taken.
+        let other = seed.child(at("other"), Hop::Link);
+        f.add(&[other.child(at("frame"), Hop::Link)]).unwrap();
+        assert_eq!(linked_len(&f), 1);
+        let l = take(&f);
+        assert_eq!((l.uri.url.clone(), l.uri.hops.as_str()), (at("frame"), "L"));
+        assert!(l.uri.reached_as_page());
+    }
+
     #[test]
     fn breadth_first_embeds_first_and_seen_once() {
         let dir = tempfile::tempdir().unwrap();
