@@ -49,14 +49,17 @@
 //!   ([`CrawlUri::take_page_standing`]).
 //! - `inflight`: queue key -> URI: taken, not finished.
 //! - `meta`: name -> u64 counters, the journal's epoch and the position
-//!   of the last change applied (`journal_at_epoch`, `journal_at`).
+//!   of the last change applied (`journal_at_epoch`, `journal_at`), and
+//!   the frontier's format version (`format`, [`FORMAT_VERSION`]; none in
+//!   a frontier made before it): a frontier of a newer format is refused,
+//!   where an older binary would misread it.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use redb::{Database, ReadableTable, TableDefinition};
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use url::Url;
 
 use crate::journal::{self, Journal, Op};
@@ -105,6 +108,17 @@ const AT: &str = "journal_at";
 /// Set (`meta`, 1) in a frontier made with `seen_embed`: its seen URLs
 /// queued first as no link are there, not in `seen`.
 const SPLIT: &str = "seen_embed";
+/// The frontier's format version (`meta`), written when a frontier is
+/// made. A frontier without it was made before it, and is read by its
+/// other marks ([`SPLIT`], the epoch) as before.
+const FORMAT: &str = "format";
+/// The frontier format this version makes, and the newest it reads: one
+/// with the `seen_embed` table and the journal. A frontier of a higher
+/// version (a change of its tables' meaning by a later version) is
+/// refused on opening: read by the rules of this one, it would be
+/// misread with no error, as an older binary misreads `seen_embed`,
+/// which it does not know.
+pub const FORMAT_VERSION: u64 = 1;
 
 /// The frontier database's page cache.
 const CACHE_BYTES: usize = 64 << 20;
@@ -414,6 +428,26 @@ pub struct Frontier {
     ready: bool,
 }
 
+/// Refuses a frontier whose format ([`FORMAT`]) is newer than
+/// [`FORMAT_VERSION`]; one without it (made before it) passes.
+fn check_format(db: &Database) -> std::result::Result<(), String> {
+    let txn = db.begin_read().map_err(|e| e.to_string())?;
+    let meta = match txn.open_table(META) {
+        Ok(m) => m,
+        // A new database: no table yet.
+        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(()),
+        Err(e) => return Err(e.to_string()),
+    };
+    match meta.get(FORMAT).map_err(|e| e.to_string())? {
+        Some(v) if v.value() > FORMAT_VERSION => Err(format!(
+            "format version {}, newer than this warchest reads (version {FORMAT_VERSION} \
+             at most): a later version made it, and only such a version can go on with it",
+            v.value()
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// The journal of the frontier at `path`: `frontier.redb` ->
 /// `frontier.journal`.
 pub fn journal_path(path: &Path) -> PathBuf {
@@ -439,8 +473,9 @@ impl Frontier {
     /// an earlier run go back to their queues; the number is returned.
     ///
     /// # Errors
-    /// The database cannot be opened or is not a frontier, or the journal
-    /// cannot be read or written.
+    /// The database cannot be opened or is not a frontier, its format is
+    /// newer than [`FORMAT_VERSION`] (nothing is read or written then), or
+    /// the journal cannot be read or written.
     pub fn open(path: &Path) -> Result<(Frontier, u64)> {
         let err = |e: &dyn std::fmt::Display| FrontierError {
             what: "frontier",
@@ -454,6 +489,9 @@ impl Frontier {
             .set_cache_size(CACHE_BYTES)
             .create(path)
             .map_err(|e| err(&e))?;
+        // Before the journal is read or anything written: a newer
+        // version's frontier (and journal) are left as they are.
+        check_format(&db).map_err(|e| err(&e))?;
         let jpath = journal_path(path);
         let jerr = |e: &dyn std::fmt::Display| FrontierError {
             what: "frontier journal",
@@ -823,15 +861,18 @@ impl Frontier {
             let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
             let current = meta.get(EPOCH).map_err(|e| self.err(e))?.map(|g| g.value());
             // Known before the replay, which applies changes as this
-            // frontier's kind does. Only a new frontier is split: one made
-            // before the journal has no epoch either, and its URLs are all
-            // in `seen`.
+            // frontier's kind does. Only a new frontier is split, and gets
+            // the format version: one made before the journal has no epoch
+            // either, and its URLs are all in `seen`; an older frontier is
+            // not upgraded (it keeps its rule, and no version).
             let new = current.is_none() && {
                 let seen = txn.open_table(SEEN).map_err(|e| self.err(e))?;
                 seen.first().map_err(|e| self.err(e))?.is_none()
             };
             if new {
                 meta.insert(SPLIT, 1).map_err(|e| self.err(e))?;
+                meta.insert(FORMAT, FORMAT_VERSION)
+                    .map_err(|e| self.err(e))?;
             }
             self.split = meta.get(SPLIT).map_err(|e| self.err(e))?.is_some();
             current
@@ -1598,6 +1639,86 @@ mod tests {
         .unwrap()
     }
 
+    /// The frontier's format version ([`FORMAT`] in `meta`), if any.
+    fn format_of(f: &Frontier) -> Option<u64> {
+        f.read(|txn| {
+            let meta = txn.open_table(META).map_err(|e| f.err(e))?;
+            Ok(meta.get(FORMAT).map_err(|e| f.err(e))?.map(|g| g.value()))
+        })
+        .unwrap()
+    }
+
+    /// A new frontier gets the format version, kept across a reopen; one
+    /// of a newer version is refused with an error naming the file, its
+    /// version and this binary's, before anything is read or written: a
+    /// second open fails the same way, the file and the journal the newer
+    /// version left are as they were, and no scratch journal is left.
+    #[test]
+    fn a_frontier_of_a_newer_format_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.redb");
+        {
+            let (f, _) = Frontier::open(&path).unwrap();
+            assert_eq!(format_of(&f), Some(FORMAT_VERSION));
+            f.add(&[uri("http://a.test/")]).unwrap();
+        }
+        {
+            let (f, _) = Frontier::open(&path).unwrap();
+            assert_eq!(format_of(&f), Some(FORMAT_VERSION));
+            assert_eq!(f.counts().unwrap().queued, 1);
+        }
+        let newer = FORMAT_VERSION + 1;
+        {
+            // As a later version would leave it: its format, and a
+            // journal of its own.
+            let db = Database::open(&path).unwrap();
+            let txn = db.begin_write().unwrap();
+            txn.open_table(META).unwrap().insert(FORMAT, newer).unwrap();
+            txn.commit().unwrap();
+        }
+        let mut j = Journal::create(&journal_path(&path), 7).unwrap();
+        j.append(&[200, 1, 2, 3]).unwrap();
+        drop(j);
+        // Its `meta` (redb itself marks the file open and closed).
+        let meta = || -> Vec<(String, u64)> {
+            let db = Database::open(&path).unwrap();
+            let txn = db.begin_read().unwrap();
+            let t = txn.open_table(META).unwrap();
+            t.iter()
+                .unwrap()
+                .map(|r| r.unwrap())
+                .map(|(k, v)| (k.value().to_string(), v.value()))
+                .collect()
+        };
+        let (before, journal) = (meta(), std::fs::read(journal_path(&path)).unwrap());
+        assert!(before.contains(&(FORMAT.to_string(), newer)));
+        for _ in 0..2 {
+            let e = Frontier::open(&path).err().expect("refused").to_string();
+            assert!(e.contains(&path.display().to_string()), "{e}");
+            assert!(e.contains(&format!("format version {newer},")), "{e}");
+            assert!(
+                e.contains(&format!("(version {FORMAT_VERSION} at most)")),
+                "{e}"
+            );
+            assert!(meta() == before, "nothing written");
+            assert!(std::fs::read(journal_path(&path)).unwrap() == journal);
+            assert!(!journal_path(&path).with_extension("journal.new").exists());
+        }
+        // Its own version, or an older one, opens (the journal, of another
+        // epoch, is not replayed).
+        {
+            let db = Database::open(&path).unwrap();
+            let txn = db.begin_write().unwrap();
+            txn.open_table(META)
+                .unwrap()
+                .insert(FORMAT, FORMAT_VERSION)
+                .unwrap();
+            txn.commit().unwrap();
+        }
+        let (f, _) = Frontier::open(&path).unwrap();
+        assert_eq!(f.counts().unwrap().queued, 1);
+    }
+
     /// A link naming a seen URL writes to `linked` only when it changes
     /// the URL's standing: one queued first as an embed, not one queued
     /// as a link or a seed. The embed's lease then has a page's hops, and
@@ -1649,9 +1770,10 @@ mod tests {
         assert_eq!(linked_len(&f), 1);
     }
 
-    /// A frontier made before `seen_embed` (no [`SPLIT`] in `meta`) keeps
-    /// its seen URLs in `seen` and notes every seen URL a link names
-    /// again, as it did: an embed queued then still becomes a page.
+    /// A frontier made before `seen_embed` (no [`SPLIT`] in `meta`, nor
+    /// a [`FORMAT`]) keeps its seen URLs in `seen` and notes every seen
+    /// URL a link names again, as it did: an embed queued then still
+    /// becomes a page. It is not upgraded: no version is written.
     #[test]
     fn a_frontier_made_before_seen_embed_notes_every_link() {
         let dir = tempfile::tempdir().unwrap();
@@ -1667,11 +1789,16 @@ mod tests {
             // As an older version made it.
             let db = Database::open(&path).unwrap();
             let txn = db.begin_write().unwrap();
-            txn.open_table(META).unwrap().remove(SPLIT).unwrap();
+            let mut meta = txn.open_table(META).unwrap();
+            for k in [SPLIT, FORMAT] {
+                meta.remove(k).unwrap();
+            }
+            drop(meta);
             txn.commit().unwrap();
         }
         let (f, _) = Frontier::open(&path).unwrap();
         assert!(!f.split);
+        assert_eq!(format_of(&f), None);
         f.add(&[seed.clone(), seed.child(at("f"), Hop::Embed)])
             .unwrap();
         f.add(&[
@@ -1708,7 +1835,7 @@ mod tests {
                 .insert(at("f").as_str().as_bytes(), ())
                 .unwrap();
             let mut meta = txn.open_table(META).unwrap();
-            for k in [SPLIT, EPOCH, AT_EPOCH, AT] {
+            for k in [SPLIT, FORMAT, EPOCH, AT_EPOCH, AT] {
                 meta.remove(k).unwrap();
             }
             drop(meta);
@@ -1716,8 +1843,72 @@ mod tests {
         }
         let (f, _) = Frontier::open(&path).unwrap();
         assert!(!f.split);
+        assert_eq!(format_of(&f), None, "not upgraded");
         f.add(&[seed.child(at("f"), Hop::Link)]).unwrap();
         assert_eq!(linked_len(&f), 1);
+        drop(f);
+        // Still so once it has an epoch (this open gave it one).
+        let (f, _) = Frontier::open(&path).unwrap();
+        assert!(!f.split);
+        assert_eq!(format_of(&f), None);
+    }
+
+    /// The split is known before the journal is replayed: a change
+    /// replayed after a kill (a page finished with the frame it embeds)
+    /// is applied by the split rule, the frame into `seen_embed`, so a
+    /// link naming it later makes it a page. Read after the replay, the
+    /// split would have the replay put the frame in `seen`, where a link
+    /// changes nothing, and the frame would be fetched as an embed.
+    #[test]
+    fn the_split_is_known_before_the_journal_is_replayed() {
+        let dir = tempfile::tempdir().unwrap();
+        let (p, snap) = (dir.path().join("f.redb"), dir.path().join("snap.redb"));
+        let at = |p: &str| Url::parse(&format!("http://a.test/{p}")).unwrap();
+        let seed = uri("http://a.test/");
+        let frame = seed.child(at("frame"), Hop::Embed);
+        {
+            let (mut f, _) = Frontier::open(&p).unwrap();
+            assert!(f.split);
+            f.set_checkpoint(Duration::from_secs(3600), u64::MAX);
+            f.batch_ms = u64::MAX;
+            f.add(std::slice::from_ref(&seed)).unwrap();
+            let l = take(&f);
+            f.checkpoint().unwrap();
+            // The database as a kill after this change leaves it: its
+            // last checkpoint (the change is in the open transaction
+            // only), and the journal holding the change.
+            std::fs::copy(&p, &snap).unwrap();
+            let page = Outcome {
+                page: true,
+                ..Outcome::default()
+            };
+            f.complete(&l, page, std::slice::from_ref(&frame)).unwrap();
+            std::fs::copy(journal_path(&p), journal_path(&snap)).unwrap();
+        }
+        // The control: the database alone has not the change.
+        let bare = dir.path().join("bare.redb");
+        std::fs::copy(&snap, &bare).unwrap();
+        {
+            let (b, back) = Frontier::open(&bare).unwrap();
+            assert_eq!(back, 1, "the seed was in flight");
+            assert!(!b.seen(&frame.url).unwrap());
+        }
+        let (f, back) = Frontier::open(&snap).unwrap();
+        assert_eq!(back, 0, "the replay finished the seed");
+        assert!(f.split);
+        assert_eq!(f.counts().unwrap().done, 1);
+        assert!(
+            f.holds(SEEN_EMBED, &frame.url).unwrap(),
+            "replayed as split"
+        );
+        assert!(!f.holds(SEEN, &frame.url).unwrap());
+        // Linked from another page: a page when taken.
+        let other = seed.child(at("other"), Hop::Link);
+        f.add(&[other.child(at("frame"), Hop::Link)]).unwrap();
+        assert_eq!(linked_len(&f), 1);
+        let l = take(&f);
+        assert_eq!((l.uri.url.clone(), l.uri.hops.as_str()), (at("frame"), "L"));
+        assert!(l.uri.reached_as_page());
     }
 
     #[test]

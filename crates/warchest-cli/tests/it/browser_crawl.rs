@@ -997,6 +997,21 @@ fn links_only_the_html_has_are_queued_at_the_pages_end() {
     }
 }
 
+/// The rows of a pages.jsonl (its header line left out): URL and MIME.
+fn page_rows(pages: &str) -> std::collections::BTreeSet<(String, String)> {
+    pages
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            (
+                v["url"].as_str().unwrap().into(),
+                v["mime"].as_str().unwrap().into(),
+            )
+        })
+        .collect()
+}
+
 /// A link to an extensionless URL that is not a page (JSON here, which a
 /// page could also fetch): a tab loads it, its own record says it is not
 /// HTML, so it gets no screenshot, text or metadata record, and is
@@ -1028,17 +1043,7 @@ fn a_linked_url_whose_document_is_not_html_gets_no_page_records() {
     let pages = std::fs::read_to_string(dir.join("pages/pages.jsonl")).unwrap();
     // A set: the two rows' order is the tabs' (the link may be taken
     // before its page ends).
-    let rows: std::collections::BTreeSet<(String, String)> = pages
-        .lines()
-        .skip(1)
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap();
-            (
-                v["url"].as_str().unwrap().into(),
-                v["mime"].as_str().unwrap().into(),
-            )
-        })
-        .collect();
+    let rows = page_rows(&pages);
     assert_eq!(pages.lines().count(), 3, "{pages}");
     assert_eq!(
         rows,
@@ -1141,5 +1146,93 @@ fn an_html_fragment_a_script_fetches_is_no_page_in_the_wacz() {
         let (code, _, err) = run(&mut c);
         assert_eq!(code, 0, "{err}");
         assert_eq!(wacz_page_urls(&out), want, "pages given: {given}");
+    }
+}
+
+/// A frame whose document a page also links to, in a browser crawl
+/// (docs/crawl.md, "Pages and resources"): a linked URL is a page unless
+/// a page fetched it before its turn. The seed links to /frame.html and
+/// to /framer.html, which frames it, one tab loading one page at a time:
+/// - the link to the frame first: its turn comes first, so /frame.html is
+///   loaded as a page, at the link's hops (`L`, from the seed; no frame
+///   hop on this path: the browser fetches a page's frames itself, none
+///   is queued as an embed), with its screenshot, text and pages.jsonl
+///   row; /framer.html then loads it again as its frame;
+/// - the framer first: it fetches the frame, whose turn then comes as
+///   `browser-fetched` (-5003, at the link's hops): fetched once, no page.
+///
+/// Either way the seed's own frame, /own.html, which the seed also links
+/// to, is fetched by the seed as its frame before a link to it could be
+/// taken: it is never queued, fetched once, and no page.
+#[test]
+fn a_frame_also_linked_is_a_page_unless_a_page_fetched_it_first() {
+    let Some(exe) = chromium() else {
+        eprintln!("skipped: WARCHEST_SKIP_BROWSER");
+        return;
+    };
+    for frame_first in [true, false] {
+        let (addr, seen) = counted(move |p| {
+            let page = |body: &str| (HTML, format!("<!doctype html>{body}"));
+            let (frame, framer) = (
+                "<a href=/frame.html>the frame</a>",
+                "<a href=/framer.html>a page framing it</a>",
+            );
+            match p {
+                "/" => page(&format!(
+                    "<title>home</title>{} {} <iframe src=/own.html></iframe> \
+<a href=/own.html>our own frame</a>",
+                    if frame_first { frame } else { framer },
+                    if frame_first { framer } else { frame },
+                )),
+                "/frame.html" => page("<title>frame</title><p>framed"),
+                "/framer.html" => page("<title>framer</title><iframe src=/frame.html></iframe>"),
+                "/own.html" => page("<title>own</title><p>our own frame"),
+                _ => ("text/plain", String::new()),
+            }
+        });
+        let (_work, dir, log) = browser_crawl_of(&exe, &addr, &[]);
+        let url = |p: &str| format!("http://{addr}{p}");
+        // crawl.log's columns: status 2nd, URI 4th, hops and via after it,
+        // annotations last.
+        let line = |p: &str| {
+            log.lines()
+                .map(|l| l.split_whitespace().collect::<Vec<_>>())
+                .find(|f| f.get(3) == Some(&url(p).as_str()))
+        };
+        let frame = line("/frame.html").unwrap_or_else(|| panic!("no line of the frame:\n{log}"));
+        assert_eq!(
+            (frame[4], frame[5]),
+            ("L", url("/").as_str()),
+            "the link's hops:\n{log}"
+        );
+        let (status, note) = (frame[1], frame[frame.len() - 1]);
+        if frame_first {
+            assert_eq!(status, "200", "{log}");
+            assert!(note.starts_with("browser,"), "loaded as a page:\n{log}");
+        } else {
+            assert_eq!((status, note), ("-5003", "browser-fetched"), "{log}");
+        }
+        let framer = line("/framer.html").unwrap_or_else(|| panic!("no framer:\n{log}"));
+        assert!(framer[framer.len() - 1].starts_with("browser,"), "{log}");
+        assert!(line("/own.html").is_none(), "never queued:\n{log}");
+        assert_eq!(asked(&seen, "/own.html"), 1, "{log}");
+        // As its page, then as the framer's frame; or as the frame only.
+        let times = if frame_first { 2 } else { 1 };
+        assert_eq!(asked(&seen, "/frame.html"), times, "{log}");
+        let pages = std::fs::read_to_string(dir.join("pages/pages.jsonl")).unwrap();
+        let rows = page_rows(&pages);
+        let html = |p: &str| (url(p), "text/html".to_string());
+        let mut want: std::collections::BTreeSet<_> = [html("/"), html("/framer.html")].into();
+        if frame_first {
+            want.insert(html("/frame.html"));
+        }
+        assert_eq!(rows, want, "{pages}");
+        let cdxj = std::fs::read_to_string(dir.join("indexes/index.cdxj")).unwrap();
+        for (p, page) in [("/frame.html", frame_first), ("/own.html", false)] {
+            for kind in ["view", "text"] {
+                let rec = format!("\"url\": \"urn:{kind}:{}\"", url(p));
+                assert_eq!(cdxj.contains(&rec), page, "{rec}:\n{cdxj}");
+            }
+        }
     }
 }
