@@ -71,10 +71,13 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
     let prefix = args
         .prefix
         .clone()
-        .unwrap_or_else(|| default_prefix(&args.files[0]));
+        .unwrap_or_else(|| super::write_flags::prefix_from(&args.files[0]));
     let naming = SplitNaming {
         prefix,
-        crawl_host: args.host.clone().unwrap_or_else(host_name),
+        crawl_host: args
+            .host
+            .clone()
+            .unwrap_or_else(warchest::write::rotate::hostname),
         extension: comp.extension().to_string(),
     };
     let version = if args.files[0] == "-" {
@@ -192,21 +195,4 @@ impl SplitFile for RemotePart {
         w.finish().map_err(|e| remote_error(&url, e))?;
         Ok(self.path)
     }
-}
-
-fn default_prefix(input: &str) -> String {
-    let p = crate::tools::output_name_in(Path::new(""), input, &warchest::write::Compression::None);
-    let s = p.to_string_lossy();
-    s.strip_suffix(".warc").unwrap_or(&s).to_string()
-}
-
-/// This machine's host name, or `localhost` when it cannot be told.
-fn host_name() -> String {
-    ["/proc/sys/kernel/hostname", "/etc/hostname"]
-        .iter()
-        .find_map(|p| std::fs::read_to_string(p).ok())
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "localhost".to_string())
 }

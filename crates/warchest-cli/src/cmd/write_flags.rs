@@ -57,8 +57,13 @@ pub fn compression(name: &str) -> Result<Compression> {
 }
 
 /// A prefix from an input file name: its name without the `.warc...`
-/// suffix.
+/// suffix (or from its first `.`: `x.arc.gz` is `x`); `stdin` for
+/// standard input (`-`). The one rule of every command that names its
+/// output files after an input (`split`, `segment`, `pack`, `dedupe`).
 pub fn prefix_from(input: &str) -> String {
+    if input == "-" {
+        return "stdin".into();
+    }
     let name = std::path::Path::new(input)
         .file_name()
         .and_then(|n| n.to_str())
@@ -213,5 +218,9 @@ mod tests {
         assert_eq!(prefix_from("/a/iana.warc.gz"), "iana");
         assert_eq!(prefix_from("x.arc"), "x");
         assert_eq!(prefix_from(".hidden"), ".hidden");
+        // What `split` named `x.arc` before it took this rule.
+        assert_eq!(prefix_from("d/x.arc.gz"), "x");
+        assert_eq!(prefix_from("x.warc.open"), "x");
+        assert_eq!(prefix_from("-"), "stdin");
     }
 }
