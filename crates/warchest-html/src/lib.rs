@@ -13,9 +13,17 @@
 //!   elements), past which lol_html gives up gracefully, as it does when a
 //!   handler fails, so that the caller can keep what it had.
 //!
+//! It is also the one home of the readings of attribute values both
+//! must agree on, so that what the crawler finds (and archives) is what
+//! replay rewrites: character references ([`decode_references`]).
+//!
 //! A crate of its own, below both users, because the crawler must not
 //! depend on replay nor replay on the crawler (docs/architecture.md).
 #![forbid(unsafe_code)]
+
+mod refs;
+
+pub use refs::decode_references;
 
 use encoding_rs::WINDOWS_1252;
 use lol_html::send::Settings;

@@ -37,7 +37,7 @@ use lol_html::html_content::{ContentType, TextChunk};
 use lol_html::send::{Element, HtmlRewriter};
 use lol_html::{OutputSink, element, text};
 use regex::bytes::{Captures, Regex};
-use warchest_html::{lol_bytes, lol_str};
+use warchest_html::{decode_references, lol_bytes, lol_str};
 
 use super::archive_url::{modifier, resolve, scheme};
 
@@ -487,7 +487,7 @@ fn rewrite_attributes(page: &mut Page, el: &mut Element<'_, '_>, tag: &str) {
 /// that are not UTF-8 percent-encoded (they can only be part of a URL in
 /// the page's legacy charset, and that is how a browser sends them).
 fn attr_text(raw: &str) -> String {
-    decode_references(&url_text(&lol_bytes(raw)))
+    decode_references(&url_text(&lol_bytes(raw))).into_owned()
 }
 
 /// `bytes` as text, bytes that are not UTF-8 percent-encoded.
@@ -539,90 +539,6 @@ fn quotes_unescaped(b: &[u8]) -> Vec<u8> {
         out.push(b[i]);
         i += 1;
     }
-    out
-}
-
-/// Character references decoded (HTML's rules for attribute values): all
-/// numeric ones, and the named ones URLs and code are likely to hold; a
-/// named one without its `;` only when what follows cannot continue a
-/// name (`?a=1&copy=2` keeps its `&copy`).
-fn decode_references(s: &str) -> String {
-    if !s.contains('&') {
-        return s.to_string();
-    }
-    const NAMED: [(&str, char); 16] = [
-        ("amp", '&'),
-        ("lt", '<'),
-        ("gt", '>'),
-        ("quot", '"'),
-        ("apos", '\''),
-        ("nbsp", '\u{a0}'),
-        ("sol", '/'),
-        ("colon", ':'),
-        ("period", '.'),
-        ("comma", ','),
-        ("equals", '='),
-        ("quest", '?'),
-        ("num", '#'),
-        ("percnt", '%'),
-        ("lpar", '('),
-        ("rpar", ')'),
-    ];
-    let mut out = String::with_capacity(s.len());
-    let mut rest = s;
-    while let Some(p) = rest.find('&') {
-        out.push_str(&rest[..p]);
-        rest = &rest[p..];
-        let after = &rest[1..];
-        if let Some(num) = after.strip_prefix('#') {
-            let (hex, digits) = match num.strip_prefix(['x', 'X']) {
-                Some(h) => (true, h),
-                None => (false, num),
-            };
-            let n = digits
-                .bytes()
-                .take_while(|b| {
-                    if hex {
-                        b.is_ascii_hexdigit()
-                    } else {
-                        b.is_ascii_digit()
-                    }
-                })
-                .count();
-            if n > 0 {
-                let v = if n > 8 {
-                    u32::MAX
-                } else {
-                    u32::from_str_radix(&digits[..n], if hex { 16 } else { 10 }).unwrap_or(u32::MAX)
-                };
-                out.push(
-                    char::from_u32(v)
-                        .filter(|&c| c != '\0')
-                        .unwrap_or('\u{fffd}'),
-                );
-                let used = 1 + 1 + usize::from(hex) + n;
-                rest = &rest[used..];
-                rest = rest.strip_prefix(';').unwrap_or(rest);
-                continue;
-            }
-        } else if let Some((name, c)) = NAMED.iter().find(|(n, _)| after.starts_with(n)) {
-            let tail = &after[name.len()..];
-            if let Some(t) = tail.strip_prefix(';') {
-                out.push(*c);
-                rest = t;
-                continue;
-            }
-            let legacy = matches!(*name, "amp" | "lt" | "gt" | "quot");
-            if legacy && !tail.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '=') {
-                out.push(*c);
-                rest = tail;
-                continue;
-            }
-        }
-        out.push('&');
-        rest = after;
-    }
-    out.push_str(rest);
     out
 }
 
@@ -727,7 +643,7 @@ pub fn rewrite_css(text: &[u8], ctx: &UrlContext, out: &mut Vec<u8>) {
 fn css_url(url: &[u8], in_attr: bool) -> String {
     let url = url_text(url);
     if in_attr {
-        decode_references(&url)
+        decode_references(&url).into_owned()
     } else {
         url
     }
@@ -1074,6 +990,18 @@ onclick='location=\"https://y.com/\"' data-x=\"http://z.com/\">\
             "<&ltx\u{fffd}\u{fffd}&"
         );
         assert_eq!(decode_references("&#99999999999;&#;&x"), "\u{fffd}&#;&x");
+    }
+
+    /// References the crawler did not decode (`&sol;`, `&colon;`) are
+    /// read as the browser reads them, as the crawler now reads them too.
+    #[test]
+    fn references_read_as_the_crawler_reads_them() {
+        let out = html(
+            "<a href=\"&sol;&sol;o.test&#x2F;p\">o</a><a href=\"javascript&colon;go()\">j</a>",
+            3,
+        );
+        assert!(out.contains("href=\"/c/2014/http://o.test/p\""), "{out}");
+        assert!(out.contains("href=\"javascript&colon;go()\""), "{out}");
     }
 
     #[test]

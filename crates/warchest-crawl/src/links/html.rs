@@ -28,7 +28,7 @@ use lol_html::html_content::TextChunk;
 use lol_html::send::{Element, HtmlRewriter};
 use lol_html::{OutputSink, element, text};
 use url::Url;
-use warchest_html::lol_bytes;
+use warchest_html::{decode_references, lol_bytes};
 
 use super::{ExtractConfig, LinkSet, css, encoding_for_label, js};
 use crate::uri::Hop;
@@ -135,7 +135,7 @@ impl HtmlExtractor {
         let enc = page.enc;
         let title = page.title.take().map(|raw| {
             let bytes = lol_bytes(&raw);
-            let mut t = collapse(&decode_entities(&super::decode(&bytes, enc)));
+            let mut t = collapse(&decode_references(&super::decode(&bytes, enc)));
             let mut cut = t.len().min(MAX_TITLE);
             while !t.is_char_boundary(cut) {
                 cut -= 1;
@@ -176,7 +176,7 @@ impl Page {
         let raw = el.get_attribute(name)?;
         let bytes = lol_bytes(&raw);
         let text = super::decode(&bytes, self.enc);
-        Some(decode_entities(&text))
+        Some(decode_references(&text).into_owned())
     }
 
     /// The encoding a URL's query is written in.
@@ -453,60 +453,6 @@ pub fn srcset_urls(s: &str) -> Vec<&str> {
             i += 1;
         }
     }
-    out
-}
-
-/// `s` with character references decoded: the numeric ones and the named
-/// ones URLs meet (`&amp;`, `&lt;`, `&gt;`, `&quot;`, `&apos;`, `&nbsp;`);
-/// others are kept as written.
-pub fn decode_entities(s: &str) -> String {
-    if !s.contains('&') {
-        return s.to_string();
-    }
-    let mut out = String::with_capacity(s.len());
-    let mut rest = s;
-    while let Some(i) = rest.find('&') {
-        out.push_str(&rest[..i]);
-        rest = &rest[i..];
-        let end = rest[1..]
-            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '#'))
-            .map_or(rest.len(), |j| j + 1);
-        let name = &rest[1..end];
-        let semi = rest[end..].starts_with(';');
-        let ch = if let Some(num) = name.strip_prefix('#') {
-            let v = if let Some(h) = num.strip_prefix(['x', 'X']) {
-                u32::from_str_radix(h, 16).ok()
-            } else {
-                num.parse::<u32>().ok()
-            };
-            v.map(|v| {
-                char::from_u32(v)
-                    .filter(|&c| c != '\0')
-                    .unwrap_or('\u{FFFD}')
-            })
-        } else {
-            match name {
-                "amp" | "AMP" => Some('&'),
-                "lt" | "LT" => Some('<'),
-                "gt" | "GT" => Some('>'),
-                "quot" | "QUOT" => Some('"'),
-                "apos" => Some('\''),
-                "nbsp" => Some('\u{A0}'),
-                _ => None,
-            }
-        };
-        match ch {
-            Some(c) if name.len() > 1 || !name.starts_with('#') => {
-                out.push(c);
-                rest = &rest[end + usize::from(semi)..];
-            }
-            _ => {
-                out.push('&');
-                rest = &rest[1..];
-            }
-        }
-    }
-    out.push_str(rest);
     out
 }
 
@@ -802,6 +748,25 @@ mod tests {
         assert_eq!(e.dropped, 40);
     }
 
+    /// References replay decoded and the crawler did not: the URL found
+    /// is the one a browser (and replay) reads, and a `javascript&colon;`
+    /// link is no page.
+    #[test]
+    fn references_read_as_replay_reads_them() {
+        let e = x(
+            r#"<a href="&sol;&sol;o.test&#x2F;p&quest;a=1&amp;b=&#150;">o</a>
+<a href="javascript&colon;go()">j</a><img src="i.png?a=1&amp=2">"#,
+        );
+        let got: Vec<String> = e.links.iter().map(|l| l.url.to_string()).collect();
+        assert_eq!(
+            got,
+            [
+                "http://o.test/p?a=1&b=%E2%80%93",
+                "http://h.test/dir/i.png?a=1&amp=2"
+            ]
+        );
+    }
+
     #[test]
     fn srcset_parsing() {
         assert_eq!(srcset_urls("a.png 1x, b.png 2x"), ["a.png", "b.png"]);
@@ -820,14 +785,5 @@ mod tests {
         assert_eq!(refresh_url("0;URL='x y'").as_deref(), Some("x y"));
         assert_eq!(refresh_url("3, other").as_deref(), Some("other"));
         assert_eq!(refresh_url("10"), None);
-    }
-
-    #[test]
-    fn entities() {
-        assert_eq!(
-            decode_entities("a?b=1&amp;c=2&#38;d&#x26;e"),
-            "a?b=1&c=2&d&e"
-        );
-        assert_eq!(decode_entities("&unknown; & &#xZZ;"), "&unknown; & &#xZZ;");
     }
 }
