@@ -37,7 +37,7 @@ use lol_html::html_content::{ContentType, TextChunk};
 use lol_html::send::{Element, HtmlRewriter};
 use lol_html::{OutputSink, element, text};
 use regex::bytes::{Captures, Regex};
-use warchest_html::{decode_references, lol_bytes, lol_str};
+use warchest_html::{decode_references, lol_bytes, lol_str, srcset_urls};
 
 use super::archive_url::{modifier, resolve, scheme};
 
@@ -573,27 +573,23 @@ fn url_modifier(
     })
 }
 
+/// A `srcset` value with each candidate's URL rewritten in place (the
+/// URLs found as the crawler finds them, warchest-html's reading): the
+/// descriptors, commas and white space kept as written.
 fn rewrite_srcset(value: &str, ctx: &UrlContext) -> Option<String> {
-    let mut changed = false;
-    let parts: Vec<String> = value
-        .split(',')
-        .map(|item| {
-            let t = item.trim();
-            let (url, desc) = t.split_once(char::is_whitespace).unwrap_or((t, ""));
-            match ctx.archive_url(url, modifier::IMAGE) {
-                Some(u) => {
-                    changed = true;
-                    if desc.is_empty() {
-                        u
-                    } else {
-                        format!("{u} {}", desc.trim())
-                    }
-                }
-                None => t.to_string(),
-            }
-        })
-        .collect();
-    changed.then(|| parts.join(", "))
+    let mut out = String::new();
+    let mut done = 0;
+    for r in srcset_urls(value) {
+        if let Some(u) = ctx.archive_url(&value[r.clone()], modifier::IMAGE) {
+            out.push_str(&value[done..r.start]);
+            out.push_str(&u);
+            done = r.end;
+        }
+    }
+    (done > 0).then(|| {
+        out.push_str(&value[done..]);
+        out
+    })
 }
 
 fn rewrite_refresh(value: &str, ctx: &UrlContext) -> Option<String> {
@@ -831,6 +827,33 @@ mod tests {
         );
         assert!(want.contains("<!-- <img src=\"no.png\"> -->"), "{want}");
         assert!(!want.contains("integrity"));
+    }
+
+    /// A URL with a comma in a srcset: rewritten whole (the old split on
+    /// every comma cut it in two), the rest of the value byte for byte.
+    #[test]
+    fn srcset_urls_with_commas() {
+        let out = html(
+            "<img srcset=\"a,b.jpg 1x,  /c.jpg?w=1,2\t2x ,d.jpg,#f 3x\">\
+<link rel=preload as=image imagesrcset=\"e,f.png 100w\">",
+            3,
+        );
+        assert!(
+            out.contains(
+                "srcset=\"/c/2014im_/http://ex.com/dir/a,b.jpg 1x,  \
+/c/2014im_/http://ex.com/c.jpg?w=1,2\t2x ,/c/2014im_/http://ex.com/dir/d.jpg,#f 3x\""
+            ),
+            "{out}"
+        );
+        assert!(
+            out.contains("imagesrcset=\"/c/2014im_/http://ex.com/dir/e,f.png 100w\""),
+            "{out}"
+        );
+        // Nothing to rewrite: the tag as written.
+        assert!(
+            html("<img srcset=\"#a 1x, data:x 2x\">", 2)
+                .contains("<img srcset=\"#a 1x, data:x 2x\">")
+        );
     }
 
     #[test]

@@ -241,7 +241,7 @@ fn on_start_tag(page: &mut Page, el: &mut Element<'_, '_>) {
                 page.add(&h, if embed { Hop::Embed } else { Hop::Link }, "link/@href");
             }
             if let Some(s) = page.attr(el, "imagesrcset") {
-                for u in srcset_urls(&s) {
+                for u in srcset(&s) {
                     page.add(u, Hop::Embed, "link/@imagesrcset");
                 }
             }
@@ -327,7 +327,7 @@ fn on_start_tag(page: &mut Page, el: &mut Element<'_, '_>) {
                 && let Some(s) = page.attr(el, "srcset")
             {
                 let c = ctx("srcset");
-                for u in srcset_urls(&s) {
+                for u in srcset(&s) {
                     page.add(u, Hop::Embed, c);
                 }
             }
@@ -411,49 +411,15 @@ pub fn refresh_url(content: &str) -> Option<String> {
     (!s.is_empty()).then(|| s.to_string())
 }
 
-/// The URLs of a `srcset` value (HTML's "parse a srcset attribute": a URL
-/// is a run of non-space characters, a trailing comma not part of it; the
-/// descriptors run to the next comma outside parentheses).
-pub fn srcset_urls(s: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let b = s.as_bytes();
-    let mut i = 0;
-    while i < b.len() && out.len() < 1000 {
-        while i < b.len() && (b[i].is_ascii_whitespace() || b[i] == b',') {
-            i += 1;
-        }
-        if i >= b.len() {
-            break;
-        }
-        let start = i;
-        while i < b.len() && !b[i].is_ascii_whitespace() {
-            i += 1;
-        }
-        let mut url = &s[start..i];
-        let ended_with_comma = url.ends_with(',');
-        url = url.trim_end_matches(',');
-        if !url.is_empty() {
-            out.push(url);
-        }
-        if ended_with_comma {
-            continue;
-        }
-        // Skip the descriptors.
-        let mut depth = 0u32;
-        while i < b.len() {
-            match b[i] {
-                b'(' => depth += 1,
-                b')' => depth = depth.saturating_sub(1),
-                b',' if depth == 0 => {
-                    i += 1;
-                    break;
-                }
-                _ => {}
-            }
-            i += 1;
-        }
-    }
-    out
+/// The most URLs taken from one `srcset` value.
+const MAX_SRCSET_URLS: usize = 1000;
+
+/// The URLs of a `srcset` value (warchest-html's reading, the one replay
+/// rewrites by).
+fn srcset(value: &str) -> impl Iterator<Item = &str> {
+    warchest_html::srcset_urls(value)
+        .take(MAX_SRCSET_URLS)
+        .map(move |r| &value[r])
 }
 
 fn on_text_chunk(page: &mut Page, t: &mut TextChunk<'_>) {
@@ -767,16 +733,22 @@ mod tests {
         );
     }
 
+    /// A URL with a comma in a srcset (which replay's old split on every
+    /// comma cut in two): found whole.
     #[test]
-    fn srcset_parsing() {
-        assert_eq!(srcset_urls("a.png 1x, b.png 2x"), ["a.png", "b.png"]);
-        assert_eq!(srcset_urls("a.png,b.png"), ["a.png,b.png"]);
-        assert_eq!(srcset_urls("a.png, b.png"), ["a.png", "b.png"]);
+    fn srcset_urls_with_commas() {
+        let e = x(r#"<img srcset="a,b.jpg 1x, /c.jpg?w=1,2 2x,d.jpg">
+<link rel=preload as=image imagesrcset="e,f.png 100w">"#);
+        let got: Vec<String> = e.links.iter().map(|l| l.url.to_string()).collect();
         assert_eq!(
-            srcset_urls("x.jpg?w=1,2 100w, y.jpg 200w"),
-            ["x.jpg?w=1,2", "y.jpg"]
+            got,
+            [
+                "http://h.test/dir/a,b.jpg",
+                "http://h.test/c.jpg?w=1,2",
+                "http://h.test/dir/d.jpg",
+                "http://h.test/dir/e,f.png"
+            ]
         );
-        assert_eq!(srcset_urls("  "), Vec::<&str>::new());
     }
 
     #[test]
