@@ -16,15 +16,18 @@
 //! It is also the one home of the readings of attribute values both
 //! must agree on, so that what the crawler finds (and archives) is what
 //! replay rewrites: character references ([`decode_references`]), the
-//! URLs of a `srcset` ([`srcset_urls`]).
+//! URLs of a `srcset` ([`srcset_urls`]), the URL of a refresh
+//! ([`refresh_url`]).
 //!
 //! A crate of its own, below both users, because the crawler must not
 //! depend on replay nor replay on the crawler (docs/architecture.md).
 #![forbid(unsafe_code)]
 
+mod refresh;
 mod refs;
 mod srcset;
 
+pub use refresh::refresh_url;
 pub use refs::decode_references;
 pub use srcset::{SrcsetUrls, srcset_urls};
 

@@ -37,7 +37,7 @@ use lol_html::html_content::{ContentType, TextChunk};
 use lol_html::send::{Element, HtmlRewriter};
 use lol_html::{OutputSink, element, text};
 use regex::bytes::{Captures, Regex};
-use warchest_html::{decode_references, lol_bytes, lol_str, srcset_urls};
+use warchest_html::{decode_references, lol_bytes, lol_str, refresh_url, srcset_urls};
 
 use super::archive_url::{modifier, resolve, scheme};
 
@@ -592,14 +592,13 @@ fn rewrite_srcset(value: &str, ctx: &UrlContext) -> Option<String> {
     })
 }
 
+/// A refresh value with its URL rewritten in place (found as the crawler
+/// finds it, warchest-html's reading: `url=` or not, quoted or not), the
+/// rest as written.
 fn rewrite_refresh(value: &str, ctx: &UrlContext) -> Option<String> {
-    let lower = value.to_ascii_lowercase();
-    let p = lower.find("url=")?;
-    let url = value[p + 4..]
-        .trim()
-        .trim_matches(|c| c == '\'' || c == '"');
-    let new = ctx.archive_url(url, "")?;
-    Some(format!("{}{new}", &value[..p + 4]))
+    let r = refresh_url(value)?;
+    let new = ctx.archive_url(&value[r.clone()], "")?;
+    Some(format!("{}{new}{}", &value[..r.start], &value[r.end..]))
 }
 
 /// Where to cut `b` so that the tail held back starts a line (at most
@@ -854,6 +853,32 @@ mod tests {
             html("<img srcset=\"#a 1x, data:x 2x\">", 2)
                 .contains("<img srcset=\"#a 1x, data:x 2x\">")
         );
+    }
+
+    /// A refresh without `url=` (the old search for `url=` left it
+    /// alone: a leak to the live web), and one with quotes: the URL
+    /// rewritten in place, the rest as written.
+    #[test]
+    fn refresh_without_url_equals() {
+        for (content, want) in [
+            ("5; http://x.test/", "5; /c/2014/http://x.test/"),
+            ("3, other.html", "3, /c/2014/http://ex.com/dir/other.html"),
+            (
+                "0;URL = &#39;q.html&#39; ",
+                "0;URL = '/c/2014/http://ex.com/dir/q.html' ",
+            ),
+            ("10", "10"),
+            ("; url=no.html", "; url=no.html"),
+        ] {
+            let out = html(
+                &format!("<meta http-equiv=refresh content=\"{content}\">"),
+                4,
+            );
+            assert!(
+                out.contains(&format!("content=\"{want}\"")),
+                "{content}: {out}"
+            );
+        }
     }
 
     #[test]

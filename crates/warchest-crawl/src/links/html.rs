@@ -358,9 +358,10 @@ fn on_meta(page: &mut Page, el: &mut Element<'_, '_>) {
         }
     }
     if equiv.as_deref() == Some("refresh")
-        && let Some(u) = content.as_deref().and_then(refresh_url)
+        && let Some(c) = content.as_deref()
+        && let Some(r) = warchest_html::refresh_url(c)
     {
-        page.add(&u, Hop::Redirect, "meta/@content");
+        page.add(&c[r], Hop::Redirect, "meta/@content");
     }
     if matches!(name.as_deref(), Some("robots" | "warchest"))
         && let Some(c) = content
@@ -386,29 +387,6 @@ fn charset_label(content: &str) -> Option<String> {
             .eq_ignore_ascii_case("charset")
             .then(|| v.trim().to_string())
     })
-}
-
-/// The URL of a refresh value (`5; url=/next`, `0;URL='x'`, `3, x`).
-pub fn refresh_url(content: &str) -> Option<String> {
-    let s = content.trim_start();
-    let s = s.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.');
-    let s = s.trim_start();
-    let s = s.strip_prefix([';', ','])?.trim_start();
-    let s = if s.len() >= 3 && s[..3].eq_ignore_ascii_case("url") {
-        let t = s[3..].trim_start();
-        t.strip_prefix('=').map_or(s, str::trim_start)
-    } else {
-        s
-    };
-    let s = match s.chars().next() {
-        Some(q @ ('"' | '\'')) => {
-            let inner = &s[1..];
-            inner.split(q).next().unwrap_or(inner)
-        }
-        _ => s,
-    };
-    let s = s.trim();
-    (!s.is_empty()).then(|| s.to_string())
 }
 
 /// The most URLs taken from one `srcset` value.
@@ -751,11 +729,27 @@ mod tests {
         );
     }
 
+    /// A refresh without `url=` (which replay's old search for `url=`
+    /// missed): found.
     #[test]
-    fn refresh_values() {
-        assert_eq!(refresh_url("5; url=/next").as_deref(), Some("/next"));
-        assert_eq!(refresh_url("0;URL='x y'").as_deref(), Some("x y"));
-        assert_eq!(refresh_url("3, other").as_deref(), Some("other"));
-        assert_eq!(refresh_url("10"), None);
+    fn refresh_without_url_equals() {
+        for (content, want) in [
+            ("5; http://x.test/", Some("http://x.test/")),
+            ("3, other.html", Some("http://h.test/dir/other.html")),
+            ("0 'q.html'", Some("http://h.test/dir/q.html")),
+            (
+                "0;URL = &quot;n.html&quot;",
+                Some("http://h.test/dir/n.html"),
+            ),
+            ("10", None),
+            ("; url=no.html", None),
+        ] {
+            let e = x(&format!("<meta http-equiv=refresh content=\"{content}\">"));
+            let got = urls(&e);
+            match want {
+                Some(u) => assert_eq!(got, [(u.into(), 'R', "meta/@content")], "{content}"),
+                None => assert!(got.is_empty(), "{content}: {got:?}"),
+            }
+        }
     }
 }
