@@ -37,7 +37,10 @@ use lol_html::html_content::{ContentType, TextChunk};
 use lol_html::send::{Element, HtmlRewriter};
 use lol_html::{OutputSink, element, text};
 use regex::bytes::{Captures, Regex};
-use warchest_html::{decode_references, lol_bytes, lol_str, refresh_url, srcset_urls};
+use warchest_html::{
+    CssUrlForm, css_escape, css_unescape, css_urls, decode_references, lol_bytes, lol_str,
+    refresh_url, srcset_urls,
+};
 
 use super::archive_url::{modifier, resolve, scheme};
 
@@ -612,87 +615,54 @@ fn line_cut(b: &[u8], keep: usize) -> usize {
     }
 }
 
-static CSS_URL: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"(?i)(url\(\s*)(?:"([^"]*)"|'([^']*)'|([^)"'\s]*))(\s*\))"#).expect("valid regex")
-});
-static CSS_IMPORT: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"(?i)(@import\s+)(?:"([^"]*)"|'([^']*)')"#).expect("valid regex")
-});
 static JS_URL: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)\bhttps?:(?:\\?/){2}[a-z0-9][-a-z0-9.]*(?::[0-9]+)?").expect("valid regex")
 });
-
-fn group_url<'a>(c: &'a Captures<'_>, groups: &[usize]) -> Option<(usize, &'a [u8])> {
-    groups
-        .iter()
-        .find_map(|&g| c.get(g).map(|m| (g, m.as_bytes())))
-}
 
 /// Rewrites `url(...)` and `@import` in CSS text.
 pub fn rewrite_css(text: &[u8], ctx: &UrlContext, out: &mut Vec<u8>) {
     rewrite_css_in(text, ctx, false, out);
 }
 
-/// The URL a CSS rule names: in an attribute (`in_attr`), with its
-/// character references decoded.
+/// The URL a CSS rule names, its escapes resolved: in an attribute
+/// (`in_attr`), its character references decoded first (the HTML parser's
+/// work before CSS sees it).
 fn css_url(url: &[u8], in_attr: bool) -> String {
     let url = url_text(url);
-    if in_attr {
+    let url = if in_attr {
         decode_references(&url).into_owned()
     } else {
         url
-    }
+    };
+    css_unescape(&url).into_owned()
 }
 
 /// [`rewrite_css`], in an attribute's value when `in_attr`: URLs are
 /// read with their character references decoded and written with `&`
-/// escaped.
+/// escaped. Each URL (found as the crawler finds it, warchest-html's
+/// matcher) is replaced in place, escaped for where it is written; the
+/// rest is copied as it is.
 fn rewrite_css_in(text: &[u8], ctx: &UrlContext, in_attr: bool, out: &mut Vec<u8>) {
-    let fix = |new: String| {
+    let mut done = 0;
+    for u in css_urls(text) {
+        // `@import url(...)` keeps the image modifier it always had.
+        let m = match u.form {
+            CssUrlForm::Import => modifier::STYLE,
+            CssUrlForm::Url | CssUrlForm::ImportUrl => modifier::IMAGE,
+        };
+        let Some(new) = ctx.archive_url(&css_url(&text[u.range.clone()], in_attr), m) else {
+            continue;
+        };
+        let new = css_escape(&new, u.quote);
+        out.extend_from_slice(&text[done..u.range.start]);
         if in_attr {
-            new.replace('&', "&amp;")
+            out.extend_from_slice(new.replace('&', "&amp;").as_bytes());
         } else {
-            new
+            out.extend_from_slice(new.as_bytes());
         }
-    };
-    let step1 = CSS_URL.replace_all(text, |c: &Captures<'_>| {
-        let whole = c.get(0).map_or(&[][..], |m| m.as_bytes()).to_vec();
-        let Some((g, url)) = group_url(c, &[2, 3, 4]) else {
-            return whole;
-        };
-        let Some(new) = ctx
-            .archive_url(&css_url(url, in_attr), modifier::IMAGE)
-            .map(fix)
-        else {
-            return whole;
-        };
-        let q = match g {
-            2 => "\"",
-            3 => "'",
-            _ => "",
-        };
-        let mut v = c.get(1).map_or(&[][..], |m| m.as_bytes()).to_vec();
-        v.extend_from_slice(format!("{q}{new}{q}").as_bytes());
-        v.extend_from_slice(c.get(5).map_or(&[][..], |m| m.as_bytes()));
-        v
-    });
-    let step2 = CSS_IMPORT.replace_all(&step1, |c: &Captures<'_>| {
-        let whole = c.get(0).map_or(&[][..], |m| m.as_bytes()).to_vec();
-        let Some((g, url)) = group_url(c, &[2, 3]) else {
-            return whole;
-        };
-        let Some(new) = ctx
-            .archive_url(&css_url(url, in_attr), modifier::STYLE)
-            .map(fix)
-        else {
-            return whole;
-        };
-        let q = if g == 2 { "\"" } else { "'" };
-        let mut v = c.get(1).map_or(&[][..], |m| m.as_bytes()).to_vec();
-        v.extend_from_slice(format!("{q}{new}{q}").as_bytes());
-        v
-    });
-    out.extend_from_slice(&step2);
+        done = u.range.end;
+    }
+    out.extend_from_slice(&text[done..]);
 }
 
 /// Hosts whose URLs in scripts are names, not addresses (XML namespaces).
@@ -929,6 +899,30 @@ mod tests {
         assert_eq!(
             s,
             "f('http://h:1/c/2014mp_/http://x.com/a'); ns='http://www.w3.org/2000/svg'"
+        );
+    }
+
+    /// CSS escapes (replay's old pattern cut `url(a\)b.png)` at the
+    /// escaped parenthesis and rewrote `a\`): the URL read as the crawler
+    /// reads it, written back escaped, the rest byte for byte.
+    #[test]
+    fn css_escapes_and_imports_without_space() {
+        let mut o = Vec::new();
+        rewrite_css(
+            br#"a{b:url(a\)b.png)} c{d:url( "x\"y.png" )} @import"n.css";"#,
+            &ctx(),
+            &mut o,
+        );
+        assert_eq!(
+            String::from_utf8(o).unwrap(),
+            r#"a{b:url(/c/2014im_/http://ex.com/dir/a\)b.png)} c{d:url( "/c/2014im_/http://ex.com/dir/x%22y.png" )} @import"/c/2014cs_/http://ex.com/dir/n.css";"#
+        );
+        let out = html("<p style=\"background:url(s\\ p.png?a=1&amp;b=2)\">", 3);
+        assert!(
+            out.contains(
+                "style=\"background:url(/c/2014im_/http://ex.com/dir/s%20p.png?a=1&amp;b=2)\""
+            ),
+            "{out}"
         );
     }
 
