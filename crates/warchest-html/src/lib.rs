@@ -117,4 +117,52 @@ mod tests {
         let _ = rw.end();
         assert_eq!(*seen.lock().unwrap(), ["/x"]);
     }
+
+    /// Every string of up to four characters from the ones the value
+    /// parsers treat specially: no panic, every range inside the text on
+    /// char boundaries, and a CSS URL written back with [`css_escape`]
+    /// read again as itself.
+    #[test]
+    fn value_parsers_take_any_text() {
+        const ALPHABET: [&str; 16] = [
+            "&", "#", "x", "1", ";", ",", " ", "(", ")", "'", "\\", "\n", "u", "=", "é", "\"",
+        ];
+        let mut strings = vec![String::new()];
+        let mut last = vec![String::new()];
+        for _ in 0..4 {
+            last = last
+                .iter()
+                .flat_map(|s| ALPHABET.iter().map(move |c| format!("{s}{c}")))
+                .collect();
+            strings.extend(last.iter().cloned());
+        }
+        for s in &strings {
+            let _ = decode_references(s);
+            let _ = css_unescape(s);
+            let mut prev = 0;
+            for r in srcset_urls(s) {
+                assert!(r.start >= prev && r.start < r.end, "{s:?}");
+                prev = r.end;
+                let _ = &s[r];
+            }
+            if let Some(r) = refresh_url(s) {
+                let _ = &s[r];
+            }
+            for u in css_urls(s.as_bytes()) {
+                let _ = s.get(u.range.clone()).expect("a char boundary");
+            }
+            for quote in [None, Some(b'"'), Some(b'\'')] {
+                let text = match quote {
+                    None => format!("url({})", css_escape(s, None)),
+                    Some(q) => {
+                        let q = char::from(q);
+                        format!("url({q}{}{q})", css_escape(s, quote))
+                    }
+                };
+                let found: Vec<_> = css_urls(text.as_bytes()).collect();
+                assert_eq!(found.len(), 1, "{text:?}");
+                assert_eq!(css_unescape(&text[found[0].range.clone()]), *s, "{text:?}");
+            }
+        }
+    }
 }

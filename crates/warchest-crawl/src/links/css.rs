@@ -92,6 +92,17 @@ mod tests {
     use super::super::{ExtractConfig, extract};
     use super::*;
 
+    /// The links of a style sheet at `http://h.test/s/main.css`, with
+    /// their contexts.
+    fn found(css: &[u8]) -> Vec<(String, &'static str)> {
+        let base = Url::parse("http://h.test/s/main.css").unwrap();
+        let e = extract(&base, Some("text/css"), &ExtractConfig::default(), css);
+        e.links
+            .iter()
+            .map(|l| (l.url.to_string(), l.context))
+            .collect()
+    }
+
     #[test]
     fn urls_and_imports_in_files() {
         let css = b"@import url(\"a.css\");\n@import 'b.css' screen;\n@IMPORT \"c.css\";\n\
@@ -99,13 +110,8 @@ body { background: url(bg.png) } .x{background-image:URL( \"/i/x.gif\" )}\n\
 .f{src:url(data:font/woff;base64,AAAA)} .e{x:url()}\n.esc{background:url(a\\(1\\).png)}";
         let base = Url::parse("http://h.test/s/main.css").unwrap();
         let e = extract(&base, Some("text/css"), &ExtractConfig::default(), css);
-        let got: Vec<(String, &str)> = e
-            .links
-            .iter()
-            .map(|l| (l.url.to_string(), l.context))
-            .collect();
         assert_eq!(
-            got,
+            found(css),
             [
                 ("http://h.test/s/a.css".to_string(), "css/@import"),
                 ("http://h.test/s/b.css".to_string(), "css/@import"),
@@ -130,15 +136,8 @@ body { background: url(bg.png) } .x{background-image:URL( \"/i/x.gif\" )}\n\
     #[test]
     fn escaped_quotes_and_tight_imports() {
         let css = br#"@import"n.css"; a{b:url("x\"y.png")} c{d:url(s\ p.png)}"#;
-        let base = Url::parse("http://h.test/s/main.css").unwrap();
-        let e = extract(&base, Some("text/css"), &ExtractConfig::default(), css);
-        let got: Vec<(String, &str)> = e
-            .links
-            .iter()
-            .map(|l| (l.url.to_string(), l.context))
-            .collect();
         assert_eq!(
-            got,
+            found(css),
             [
                 ("http://h.test/s/n.css".to_string(), "css/@import"),
                 ("http://h.test/s/x%22y.png".to_string(), "css/url()"),
