@@ -13,9 +13,25 @@
 //!   elements), past which lol_html gives up gracefully, as it does when a
 //!   handler fails, so that the caller can keep what it had.
 //!
+//! It is also the one home of the readings of attribute values both
+//! must agree on, so that what the crawler finds (and archives) is what
+//! replay rewrites: character references ([`decode_references`]), the
+//! URLs of a `srcset` ([`srcset_urls`]), the URL of a refresh
+//! ([`refresh_url`]), the URLs of CSS ([`css_urls`]).
+//!
 //! A crate of its own, below both users, because the crawler must not
 //! depend on replay nor replay on the crawler (docs/architecture.md).
 #![forbid(unsafe_code)]
+
+mod css;
+mod refresh;
+mod refs;
+mod srcset;
+
+pub use css::{CssUrl, CssUrlForm, css_escape, css_unescape, css_urls};
+pub use refresh::refresh_url;
+pub use refs::decode_references;
+pub use srcset::{SrcsetUrls, srcset_urls};
 
 use encoding_rs::WINDOWS_1252;
 use lol_html::send::Settings;
@@ -100,5 +116,53 @@ mod tests {
         }
         let _ = rw.end();
         assert_eq!(*seen.lock().unwrap(), ["/x"]);
+    }
+
+    /// Every string of up to four characters from the ones the value
+    /// parsers treat specially: no panic, every range inside the text on
+    /// char boundaries, and a CSS URL written back with [`css_escape`]
+    /// read again as itself.
+    #[test]
+    fn value_parsers_take_any_text() {
+        const ALPHABET: [&str; 16] = [
+            "&", "#", "x", "1", ";", ",", " ", "(", ")", "'", "\\", "\n", "u", "=", "é", "\"",
+        ];
+        let mut strings = vec![String::new()];
+        let mut last = vec![String::new()];
+        for _ in 0..4 {
+            last = last
+                .iter()
+                .flat_map(|s| ALPHABET.iter().map(move |c| format!("{s}{c}")))
+                .collect();
+            strings.extend(last.iter().cloned());
+        }
+        for s in &strings {
+            let _ = decode_references(s);
+            let _ = css_unescape(s);
+            let mut prev = 0;
+            for r in srcset_urls(s) {
+                assert!(r.start >= prev && r.start < r.end, "{s:?}");
+                prev = r.end;
+                let _ = &s[r];
+            }
+            if let Some(r) = refresh_url(s) {
+                let _ = &s[r];
+            }
+            for u in css_urls(s.as_bytes()) {
+                let _ = s.get(u.range.clone()).expect("a char boundary");
+            }
+            for quote in [None, Some(b'"'), Some(b'\'')] {
+                let text = match quote {
+                    None => format!("url({})", css_escape(s, None)),
+                    Some(q) => {
+                        let q = char::from(q);
+                        format!("url({q}{}{q})", css_escape(s, quote))
+                    }
+                };
+                let found: Vec<_> = css_urls(text.as_bytes()).collect();
+                assert_eq!(found.len(), 1, "{text:?}");
+                assert_eq!(css_unescape(&text[found[0].range.clone()]), *s, "{text:?}");
+            }
+        }
     }
 }

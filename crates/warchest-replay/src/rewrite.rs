@@ -37,7 +37,10 @@ use lol_html::html_content::{ContentType, TextChunk};
 use lol_html::send::{Element, HtmlRewriter};
 use lol_html::{OutputSink, element, text};
 use regex::bytes::{Captures, Regex};
-use warchest_html::{lol_bytes, lol_str};
+use warchest_html::{
+    CssUrlForm, css_escape, css_unescape, css_urls, decode_references, lol_bytes, lol_str,
+    refresh_url, srcset_urls,
+};
 
 use super::archive_url::{modifier, resolve, scheme};
 
@@ -487,7 +490,7 @@ fn rewrite_attributes(page: &mut Page, el: &mut Element<'_, '_>, tag: &str) {
 /// that are not UTF-8 percent-encoded (they can only be part of a URL in
 /// the page's legacy charset, and that is how a browser sends them).
 fn attr_text(raw: &str) -> String {
-    decode_references(&url_text(&lol_bytes(raw)))
+    decode_references(&url_text(&lol_bytes(raw))).into_owned()
 }
 
 /// `bytes` as text, bytes that are not UTF-8 percent-encoded.
@@ -542,90 +545,6 @@ fn quotes_unescaped(b: &[u8]) -> Vec<u8> {
     out
 }
 
-/// Character references decoded (HTML's rules for attribute values): all
-/// numeric ones, and the named ones URLs and code are likely to hold; a
-/// named one without its `;` only when what follows cannot continue a
-/// name (`?a=1&copy=2` keeps its `&copy`).
-fn decode_references(s: &str) -> String {
-    if !s.contains('&') {
-        return s.to_string();
-    }
-    const NAMED: [(&str, char); 16] = [
-        ("amp", '&'),
-        ("lt", '<'),
-        ("gt", '>'),
-        ("quot", '"'),
-        ("apos", '\''),
-        ("nbsp", '\u{a0}'),
-        ("sol", '/'),
-        ("colon", ':'),
-        ("period", '.'),
-        ("comma", ','),
-        ("equals", '='),
-        ("quest", '?'),
-        ("num", '#'),
-        ("percnt", '%'),
-        ("lpar", '('),
-        ("rpar", ')'),
-    ];
-    let mut out = String::with_capacity(s.len());
-    let mut rest = s;
-    while let Some(p) = rest.find('&') {
-        out.push_str(&rest[..p]);
-        rest = &rest[p..];
-        let after = &rest[1..];
-        if let Some(num) = after.strip_prefix('#') {
-            let (hex, digits) = match num.strip_prefix(['x', 'X']) {
-                Some(h) => (true, h),
-                None => (false, num),
-            };
-            let n = digits
-                .bytes()
-                .take_while(|b| {
-                    if hex {
-                        b.is_ascii_hexdigit()
-                    } else {
-                        b.is_ascii_digit()
-                    }
-                })
-                .count();
-            if n > 0 {
-                let v = if n > 8 {
-                    u32::MAX
-                } else {
-                    u32::from_str_radix(&digits[..n], if hex { 16 } else { 10 }).unwrap_or(u32::MAX)
-                };
-                out.push(
-                    char::from_u32(v)
-                        .filter(|&c| c != '\0')
-                        .unwrap_or('\u{fffd}'),
-                );
-                let used = 1 + 1 + usize::from(hex) + n;
-                rest = &rest[used..];
-                rest = rest.strip_prefix(';').unwrap_or(rest);
-                continue;
-            }
-        } else if let Some((name, c)) = NAMED.iter().find(|(n, _)| after.starts_with(n)) {
-            let tail = &after[name.len()..];
-            if let Some(t) = tail.strip_prefix(';') {
-                out.push(*c);
-                rest = t;
-                continue;
-            }
-            let legacy = matches!(*name, "amp" | "lt" | "gt" | "quot");
-            if legacy && !tail.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '=') {
-                out.push(*c);
-                rest = tail;
-                continue;
-            }
-        }
-        out.push('&');
-        rest = after;
-    }
-    out.push_str(rest);
-    out
-}
-
 /// Which modifier a URL attribute gets, `None` when it holds no URL.
 fn url_modifier(
     tag: &str,
@@ -657,37 +576,32 @@ fn url_modifier(
     })
 }
 
+/// A `srcset` value with each candidate's URL rewritten in place (the
+/// URLs found as the crawler finds them, warchest-html's reading): the
+/// descriptors, commas and white space kept as written.
 fn rewrite_srcset(value: &str, ctx: &UrlContext) -> Option<String> {
-    let mut changed = false;
-    let parts: Vec<String> = value
-        .split(',')
-        .map(|item| {
-            let t = item.trim();
-            let (url, desc) = t.split_once(char::is_whitespace).unwrap_or((t, ""));
-            match ctx.archive_url(url, modifier::IMAGE) {
-                Some(u) => {
-                    changed = true;
-                    if desc.is_empty() {
-                        u
-                    } else {
-                        format!("{u} {}", desc.trim())
-                    }
-                }
-                None => t.to_string(),
-            }
-        })
-        .collect();
-    changed.then(|| parts.join(", "))
+    let mut out = String::new();
+    let mut done = 0;
+    for r in srcset_urls(value) {
+        if let Some(u) = ctx.archive_url(&value[r.clone()], modifier::IMAGE) {
+            out.push_str(&value[done..r.start]);
+            out.push_str(&u);
+            done = r.end;
+        }
+    }
+    (done > 0).then(|| {
+        out.push_str(&value[done..]);
+        out
+    })
 }
 
+/// A refresh value with its URL rewritten in place (found as the crawler
+/// finds it, warchest-html's reading: `url=` or not, quoted or not), the
+/// rest as written.
 fn rewrite_refresh(value: &str, ctx: &UrlContext) -> Option<String> {
-    let lower = value.to_ascii_lowercase();
-    let p = lower.find("url=")?;
-    let url = value[p + 4..]
-        .trim()
-        .trim_matches(|c| c == '\'' || c == '"');
-    let new = ctx.archive_url(url, "")?;
-    Some(format!("{}{new}", &value[..p + 4]))
+    let r = refresh_url(value)?;
+    let new = ctx.archive_url(&value[r.clone()], "")?;
+    Some(format!("{}{new}{}", &value[..r.start], &value[r.end..]))
 }
 
 /// Where to cut `b` so that the tail held back starts a line (at most
@@ -701,87 +615,54 @@ fn line_cut(b: &[u8], keep: usize) -> usize {
     }
 }
 
-static CSS_URL: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"(?i)(url\(\s*)(?:"([^"]*)"|'([^']*)'|([^)"'\s]*))(\s*\))"#).expect("valid regex")
-});
-static CSS_IMPORT: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"(?i)(@import\s+)(?:"([^"]*)"|'([^']*)')"#).expect("valid regex")
-});
 static JS_URL: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)\bhttps?:(?:\\?/){2}[a-z0-9][-a-z0-9.]*(?::[0-9]+)?").expect("valid regex")
 });
-
-fn group_url<'a>(c: &'a Captures<'_>, groups: &[usize]) -> Option<(usize, &'a [u8])> {
-    groups
-        .iter()
-        .find_map(|&g| c.get(g).map(|m| (g, m.as_bytes())))
-}
 
 /// Rewrites `url(...)` and `@import` in CSS text.
 pub fn rewrite_css(text: &[u8], ctx: &UrlContext, out: &mut Vec<u8>) {
     rewrite_css_in(text, ctx, false, out);
 }
 
-/// The URL a CSS rule names: in an attribute (`in_attr`), with its
-/// character references decoded.
+/// The URL a CSS rule names, its escapes resolved: in an attribute
+/// (`in_attr`), its character references decoded first (the HTML parser's
+/// work before CSS sees it).
 fn css_url(url: &[u8], in_attr: bool) -> String {
     let url = url_text(url);
-    if in_attr {
-        decode_references(&url)
+    let url = if in_attr {
+        decode_references(&url).into_owned()
     } else {
         url
-    }
+    };
+    css_unescape(&url).into_owned()
 }
 
 /// [`rewrite_css`], in an attribute's value when `in_attr`: URLs are
 /// read with their character references decoded and written with `&`
-/// escaped.
+/// escaped. Each URL (found as the crawler finds it, warchest-html's
+/// matcher) is replaced in place, escaped for where it is written; the
+/// rest is copied as it is.
 fn rewrite_css_in(text: &[u8], ctx: &UrlContext, in_attr: bool, out: &mut Vec<u8>) {
-    let fix = |new: String| {
+    let mut done = 0;
+    for u in css_urls(text) {
+        // `@import url(...)` keeps the image modifier it always had.
+        let m = match u.form {
+            CssUrlForm::Import => modifier::STYLE,
+            CssUrlForm::Url | CssUrlForm::ImportUrl => modifier::IMAGE,
+        };
+        let Some(new) = ctx.archive_url(&css_url(&text[u.range.clone()], in_attr), m) else {
+            continue;
+        };
+        let new = css_escape(&new, u.quote);
+        out.extend_from_slice(&text[done..u.range.start]);
         if in_attr {
-            new.replace('&', "&amp;")
+            out.extend_from_slice(new.replace('&', "&amp;").as_bytes());
         } else {
-            new
+            out.extend_from_slice(new.as_bytes());
         }
-    };
-    let step1 = CSS_URL.replace_all(text, |c: &Captures<'_>| {
-        let whole = c.get(0).map_or(&[][..], |m| m.as_bytes()).to_vec();
-        let Some((g, url)) = group_url(c, &[2, 3, 4]) else {
-            return whole;
-        };
-        let Some(new) = ctx
-            .archive_url(&css_url(url, in_attr), modifier::IMAGE)
-            .map(fix)
-        else {
-            return whole;
-        };
-        let q = match g {
-            2 => "\"",
-            3 => "'",
-            _ => "",
-        };
-        let mut v = c.get(1).map_or(&[][..], |m| m.as_bytes()).to_vec();
-        v.extend_from_slice(format!("{q}{new}{q}").as_bytes());
-        v.extend_from_slice(c.get(5).map_or(&[][..], |m| m.as_bytes()));
-        v
-    });
-    let step2 = CSS_IMPORT.replace_all(&step1, |c: &Captures<'_>| {
-        let whole = c.get(0).map_or(&[][..], |m| m.as_bytes()).to_vec();
-        let Some((g, url)) = group_url(c, &[2, 3]) else {
-            return whole;
-        };
-        let Some(new) = ctx
-            .archive_url(&css_url(url, in_attr), modifier::STYLE)
-            .map(fix)
-        else {
-            return whole;
-        };
-        let q = if g == 2 { "\"" } else { "'" };
-        let mut v = c.get(1).map_or(&[][..], |m| m.as_bytes()).to_vec();
-        v.extend_from_slice(format!("{q}{new}{q}").as_bytes());
-        v
-    });
-    out.extend_from_slice(&step2);
+        done = u.range.end;
+    }
+    out.extend_from_slice(&text[done..]);
 }
 
 /// Hosts whose URLs in scripts are names, not addresses (XML namespaces).
@@ -917,6 +798,59 @@ mod tests {
         assert!(!want.contains("integrity"));
     }
 
+    /// A URL with a comma in a srcset: rewritten whole (the old split on
+    /// every comma cut it in two), the rest of the value byte for byte.
+    #[test]
+    fn srcset_urls_with_commas() {
+        let out = html(
+            "<img srcset=\"a,b.jpg 1x,  /c.jpg?w=1,2\t2x ,d.jpg,#f 3x\">\
+<link rel=preload as=image imagesrcset=\"e,f.png 100w\">",
+            3,
+        );
+        assert!(
+            out.contains(
+                "srcset=\"/c/2014im_/http://ex.com/dir/a,b.jpg 1x,  \
+/c/2014im_/http://ex.com/c.jpg?w=1,2\t2x ,/c/2014im_/http://ex.com/dir/d.jpg,#f 3x\""
+            ),
+            "{out}"
+        );
+        assert!(
+            out.contains("imagesrcset=\"/c/2014im_/http://ex.com/dir/e,f.png 100w\""),
+            "{out}"
+        );
+        // Nothing to rewrite: the tag as written.
+        assert!(
+            html("<img srcset=\"#a 1x, data:x 2x\">", 2)
+                .contains("<img srcset=\"#a 1x, data:x 2x\">")
+        );
+    }
+
+    /// A refresh without `url=` (the old search for `url=` left it
+    /// alone: a leak to the live web), and one with quotes: the URL
+    /// rewritten in place, the rest as written.
+    #[test]
+    fn refresh_without_url_equals() {
+        for (content, want) in [
+            ("5; http://x.test/", "5; /c/2014/http://x.test/"),
+            ("3, other.html", "3, /c/2014/http://ex.com/dir/other.html"),
+            (
+                "0;URL = &#39;q.html&#39; ",
+                "0;URL = '/c/2014/http://ex.com/dir/q.html' ",
+            ),
+            ("10", "10"),
+            ("; url=no.html", "; url=no.html"),
+        ] {
+            let out = html(
+                &format!("<meta http-equiv=refresh content=\"{content}\">"),
+                4,
+            );
+            assert!(
+                out.contains(&format!("content=\"{want}\"")),
+                "{content}: {out}"
+            );
+        }
+    }
+
     #[test]
     fn base_href_changes_resolution() {
         let out = html(
@@ -965,6 +899,30 @@ mod tests {
         assert_eq!(
             s,
             "f('http://h:1/c/2014mp_/http://x.com/a'); ns='http://www.w3.org/2000/svg'"
+        );
+    }
+
+    /// CSS escapes (replay's old pattern cut `url(a\)b.png)` at the
+    /// escaped parenthesis and rewrote `a\`): the URL read as the crawler
+    /// reads it, written back escaped, the rest byte for byte.
+    #[test]
+    fn css_escapes_and_imports_without_space() {
+        let mut o = Vec::new();
+        rewrite_css(
+            br#"a{b:url(a\)b.png)} c{d:url( "x\"y.png" )} @import"n.css";"#,
+            &ctx(),
+            &mut o,
+        );
+        assert_eq!(
+            String::from_utf8(o).unwrap(),
+            r#"a{b:url(/c/2014im_/http://ex.com/dir/a\)b.png)} c{d:url( "/c/2014im_/http://ex.com/dir/x%22y.png" )} @import"/c/2014cs_/http://ex.com/dir/n.css";"#
+        );
+        let out = html("<p style=\"background:url(s\\ p.png?a=1&amp;b=2)\">", 3);
+        assert!(
+            out.contains(
+                "style=\"background:url(/c/2014im_/http://ex.com/dir/s%20p.png?a=1&amp;b=2)\""
+            ),
+            "{out}"
         );
     }
 
@@ -1074,6 +1032,18 @@ onclick='location=\"https://y.com/\"' data-x=\"http://z.com/\">\
             "<&ltx\u{fffd}\u{fffd}&"
         );
         assert_eq!(decode_references("&#99999999999;&#;&x"), "\u{fffd}&#;&x");
+    }
+
+    /// References the crawler did not decode (`&sol;`, `&colon;`) are
+    /// read as the browser reads them, as the crawler now reads them too.
+    #[test]
+    fn references_read_as_the_crawler_reads_them() {
+        let out = html(
+            "<a href=\"&sol;&sol;o.test&#x2F;p\">o</a><a href=\"javascript&colon;go()\">j</a>",
+            3,
+        );
+        assert!(out.contains("href=\"/c/2014/http://o.test/p\""), "{out}");
+        assert!(out.contains("href=\"javascript&colon;go()\""), "{out}");
     }
 
     #[test]

@@ -3,25 +3,15 @@
 //! is scanned up to its last `;`, `}` or newline, the rest carried to the
 //! next piece (at most [`MAX_CARRY`]).
 
-use std::sync::LazyLock;
-
 use encoding_rs::{Encoding, UTF_8};
-use regex::bytes::Regex;
 use url::Url;
+use warchest_html::{CssUrlForm, css_unescape, css_urls};
 
 use super::LinkSet;
 use crate::uri::Hop;
 
 /// The longest CSS statement held back while waiting for its end.
 pub const MAX_CARRY: usize = 64 << 10;
-
-static URL_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"(?i)(@import\s+)?url\(\s*(?:"([^"\n]*)"|'([^'\n]*)'|((?:\\.|[^)"'\s\\])*))\s*\)"#)
-        .expect("static regex")
-});
-static IMPORT_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"(?i)@import\s+(?:"([^"\n]*)"|'([^'\n]*)')"#).expect("static regex")
-});
 
 /// A streaming CSS link extractor.
 #[derive(Debug)]
@@ -81,72 +71,37 @@ impl CssExtractor {
             ("css/url()", "css/@import")
         };
         let enc = self.enc.unwrap_or(UTF_8);
-        // In document order: both regexes' matches, sorted by position.
-        let mut found: Vec<(usize, &[u8], &'static str)> = Vec::new();
-        for c in URL_RE.captures_iter(text) {
-            let Some(m) = c.get(2).or_else(|| c.get(3)).or_else(|| c.get(4)) else {
-                continue;
-            };
-            let ctx = if c.get(1).is_some() {
-                ctx_import
-            } else {
-                ctx_url
-            };
-            found.push((m.start(), m.as_bytes(), ctx));
-        }
-        for c in IMPORT_RE.captures_iter(text) {
-            if let Some(m) = c.get(1).or_else(|| c.get(2)) {
-                found.push((m.start(), m.as_bytes(), ctx_import));
-            }
-        }
-        found.sort_by_key(|f| f.0);
-        for (_, raw, ctx) in found {
+        // warchest-html's matcher: the URLs replay rewrites.
+        for u in css_urls(text) {
+            let raw = &text[u.range];
             if raw.is_empty() || raw.starts_with(b"data:") {
                 continue;
             }
+            let ctx = match u.form {
+                CssUrlForm::Url => ctx_url,
+                CssUrlForm::ImportUrl | CssUrlForm::Import => ctx_import,
+            };
             let s = super::decode(raw, self.enc);
-            links.add(&self.base, &unescape_css(&s), enc, Hop::Embed, ctx);
+            links.add(&self.base, &css_unescape(&s), enc, Hop::Embed, ctx);
         }
     }
-}
-
-/// CSS escapes in a URL taken out (`\(`, `\ `, `\26 `).
-fn unescape_css(s: &str) -> String {
-    if !s.contains('\\') {
-        return s.to_string();
-    }
-    let mut out = String::with_capacity(s.len());
-    let mut it = s.chars().peekable();
-    while let Some(c) = it.next() {
-        if c != '\\' {
-            out.push(c);
-            continue;
-        }
-        let mut hex = String::new();
-        while hex.len() < 6 && it.peek().is_some_and(char::is_ascii_hexdigit) {
-            hex.extend(it.next());
-        }
-        if hex.is_empty() {
-            out.extend(it.next());
-        } else {
-            out.push(
-                u32::from_str_radix(&hex, 16)
-                    .ok()
-                    .and_then(char::from_u32)
-                    .unwrap_or('\u{FFFD}'),
-            );
-            if it.peek().is_some_and(|c| c.is_ascii_whitespace()) {
-                it.next();
-            }
-        }
-    }
-    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::{ExtractConfig, extract};
     use super::*;
+
+    /// The links of a style sheet at `http://h.test/s/main.css`, with
+    /// their contexts.
+    fn found(css: &[u8]) -> Vec<(String, &'static str)> {
+        let base = Url::parse("http://h.test/s/main.css").unwrap();
+        let e = extract(&base, Some("text/css"), &ExtractConfig::default(), css);
+        e.links
+            .iter()
+            .map(|l| (l.url.to_string(), l.context))
+            .collect()
+    }
 
     #[test]
     fn urls_and_imports_in_files() {
@@ -155,13 +110,8 @@ body { background: url(bg.png) } .x{background-image:URL( \"/i/x.gif\" )}\n\
 .f{src:url(data:font/woff;base64,AAAA)} .e{x:url()}\n.esc{background:url(a\\(1\\).png)}";
         let base = Url::parse("http://h.test/s/main.css").unwrap();
         let e = extract(&base, Some("text/css"), &ExtractConfig::default(), css);
-        let got: Vec<(String, &str)> = e
-            .links
-            .iter()
-            .map(|l| (l.url.to_string(), l.context))
-            .collect();
         assert_eq!(
-            got,
+            found(css),
             [
                 ("http://h.test/s/a.css".to_string(), "css/@import"),
                 ("http://h.test/s/b.css".to_string(), "css/@import"),
@@ -179,6 +129,21 @@ body { background: url(bg.png) } .x{background-image:URL( \"/i/x.gif\" )}\n\
             x.write(std::slice::from_ref(b));
         }
         assert_eq!(x.finish(), e);
+    }
+
+    /// Escaped quotes in strings and `@import` without a space: found as
+    /// replay rewrites them (warchest-html's matcher).
+    #[test]
+    fn escaped_quotes_and_tight_imports() {
+        let css = br#"@import"n.css"; a{b:url("x\"y.png")} c{d:url(s\ p.png)}"#;
+        assert_eq!(
+            found(css),
+            [
+                ("http://h.test/s/n.css".to_string(), "css/@import"),
+                ("http://h.test/s/x%22y.png".to_string(), "css/url()"),
+                ("http://h.test/s/s%20p.png".to_string(), "css/url()"),
+            ]
+        );
     }
 
     #[test]

@@ -5,7 +5,7 @@
 use encoding_rs::UTF_8;
 use url::Url;
 
-use super::{Link, LinkSet, html::refresh_url};
+use super::{Link, LinkSet};
 use crate::uri::Hop;
 
 /// The most links taken from one response's headers.
@@ -27,8 +27,8 @@ where
         if name.eq_ignore_ascii_case("location") {
             links.add(base, &value, UTF_8, Hop::Redirect, "header/Location");
         } else if name.eq_ignore_ascii_case("refresh") {
-            if let Some(u) = refresh_url(&value) {
-                links.add(base, &u, UTF_8, Hop::Redirect, "header/Refresh");
+            if let Some(r) = warchest_html::refresh_url(&value) {
+                links.add(base, &value[r], UTF_8, Hop::Redirect, "header/Refresh");
             }
         } else if name.eq_ignore_ascii_case("link") {
             for (target, rel) in parse_link_header(&value) {

@@ -28,7 +28,7 @@ use lol_html::html_content::TextChunk;
 use lol_html::send::{Element, HtmlRewriter};
 use lol_html::{OutputSink, element, text};
 use url::Url;
-use warchest_html::lol_bytes;
+use warchest_html::{decode_references, lol_bytes};
 
 use super::{ExtractConfig, LinkSet, css, encoding_for_label, js};
 use crate::uri::Hop;
@@ -135,7 +135,7 @@ impl HtmlExtractor {
         let enc = page.enc;
         let title = page.title.take().map(|raw| {
             let bytes = lol_bytes(&raw);
-            let mut t = collapse(&decode_entities(&super::decode(&bytes, enc)));
+            let mut t = collapse(&decode_references(&super::decode(&bytes, enc)));
             let mut cut = t.len().min(MAX_TITLE);
             while !t.is_char_boundary(cut) {
                 cut -= 1;
@@ -176,7 +176,7 @@ impl Page {
         let raw = el.get_attribute(name)?;
         let bytes = lol_bytes(&raw);
         let text = super::decode(&bytes, self.enc);
-        Some(decode_entities(&text))
+        Some(decode_references(&text).into_owned())
     }
 
     /// The encoding a URL's query is written in.
@@ -241,7 +241,7 @@ fn on_start_tag(page: &mut Page, el: &mut Element<'_, '_>) {
                 page.add(&h, if embed { Hop::Embed } else { Hop::Link }, "link/@href");
             }
             if let Some(s) = page.attr(el, "imagesrcset") {
-                for u in srcset_urls(&s) {
+                for u in srcset(&s) {
                     page.add(u, Hop::Embed, "link/@imagesrcset");
                 }
             }
@@ -327,7 +327,7 @@ fn on_start_tag(page: &mut Page, el: &mut Element<'_, '_>) {
                 && let Some(s) = page.attr(el, "srcset")
             {
                 let c = ctx("srcset");
-                for u in srcset_urls(&s) {
+                for u in srcset(&s) {
                     page.add(u, Hop::Embed, c);
                 }
             }
@@ -358,9 +358,10 @@ fn on_meta(page: &mut Page, el: &mut Element<'_, '_>) {
         }
     }
     if equiv.as_deref() == Some("refresh")
-        && let Some(u) = content.as_deref().and_then(refresh_url)
+        && let Some(c) = content.as_deref()
+        && let Some(r) = warchest_html::refresh_url(c)
     {
-        page.add(&u, Hop::Redirect, "meta/@content");
+        page.add(&c[r], Hop::Redirect, "meta/@content");
     }
     if matches!(name.as_deref(), Some("robots" | "warchest"))
         && let Some(c) = content
@@ -388,126 +389,15 @@ fn charset_label(content: &str) -> Option<String> {
     })
 }
 
-/// The URL of a refresh value (`5; url=/next`, `0;URL='x'`, `3, x`).
-pub fn refresh_url(content: &str) -> Option<String> {
-    let s = content.trim_start();
-    let s = s.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.');
-    let s = s.trim_start();
-    let s = s.strip_prefix([';', ','])?.trim_start();
-    let s = if s.len() >= 3 && s[..3].eq_ignore_ascii_case("url") {
-        let t = s[3..].trim_start();
-        t.strip_prefix('=').map_or(s, str::trim_start)
-    } else {
-        s
-    };
-    let s = match s.chars().next() {
-        Some(q @ ('"' | '\'')) => {
-            let inner = &s[1..];
-            inner.split(q).next().unwrap_or(inner)
-        }
-        _ => s,
-    };
-    let s = s.trim();
-    (!s.is_empty()).then(|| s.to_string())
-}
+/// The most URLs taken from one `srcset` value.
+const MAX_SRCSET_URLS: usize = 1000;
 
-/// The URLs of a `srcset` value (HTML's "parse a srcset attribute": a URL
-/// is a run of non-space characters, a trailing comma not part of it; the
-/// descriptors run to the next comma outside parentheses).
-pub fn srcset_urls(s: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let b = s.as_bytes();
-    let mut i = 0;
-    while i < b.len() && out.len() < 1000 {
-        while i < b.len() && (b[i].is_ascii_whitespace() || b[i] == b',') {
-            i += 1;
-        }
-        if i >= b.len() {
-            break;
-        }
-        let start = i;
-        while i < b.len() && !b[i].is_ascii_whitespace() {
-            i += 1;
-        }
-        let mut url = &s[start..i];
-        let ended_with_comma = url.ends_with(',');
-        url = url.trim_end_matches(',');
-        if !url.is_empty() {
-            out.push(url);
-        }
-        if ended_with_comma {
-            continue;
-        }
-        // Skip the descriptors.
-        let mut depth = 0u32;
-        while i < b.len() {
-            match b[i] {
-                b'(' => depth += 1,
-                b')' => depth = depth.saturating_sub(1),
-                b',' if depth == 0 => {
-                    i += 1;
-                    break;
-                }
-                _ => {}
-            }
-            i += 1;
-        }
-    }
-    out
-}
-
-/// `s` with character references decoded: the numeric ones and the named
-/// ones URLs meet (`&amp;`, `&lt;`, `&gt;`, `&quot;`, `&apos;`, `&nbsp;`);
-/// others are kept as written.
-pub fn decode_entities(s: &str) -> String {
-    if !s.contains('&') {
-        return s.to_string();
-    }
-    let mut out = String::with_capacity(s.len());
-    let mut rest = s;
-    while let Some(i) = rest.find('&') {
-        out.push_str(&rest[..i]);
-        rest = &rest[i..];
-        let end = rest[1..]
-            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '#'))
-            .map_or(rest.len(), |j| j + 1);
-        let name = &rest[1..end];
-        let semi = rest[end..].starts_with(';');
-        let ch = if let Some(num) = name.strip_prefix('#') {
-            let v = if let Some(h) = num.strip_prefix(['x', 'X']) {
-                u32::from_str_radix(h, 16).ok()
-            } else {
-                num.parse::<u32>().ok()
-            };
-            v.map(|v| {
-                char::from_u32(v)
-                    .filter(|&c| c != '\0')
-                    .unwrap_or('\u{FFFD}')
-            })
-        } else {
-            match name {
-                "amp" | "AMP" => Some('&'),
-                "lt" | "LT" => Some('<'),
-                "gt" | "GT" => Some('>'),
-                "quot" | "QUOT" => Some('"'),
-                "apos" => Some('\''),
-                "nbsp" => Some('\u{A0}'),
-                _ => None,
-            }
-        };
-        match ch {
-            Some(c) if name.len() > 1 || !name.starts_with('#') => {
-                out.push(c);
-                rest = &rest[end + usize::from(semi)..];
-            }
-            _ => {
-                out.push('&');
-                rest = &rest[1..];
-            }
-        }
-    }
-    out.push_str(rest);
-    out
+/// The URLs of a `srcset` value (warchest-html's reading, the one replay
+/// rewrites by).
+fn srcset(value: &str) -> impl Iterator<Item = &str> {
+    warchest_html::srcset_urls(value)
+        .take(MAX_SRCSET_URLS)
+        .map(move |r| &value[r])
 }
 
 fn on_text_chunk(page: &mut Page, t: &mut TextChunk<'_>) {
@@ -802,32 +692,64 @@ mod tests {
         assert_eq!(e.dropped, 40);
     }
 
+    /// References replay decoded and the crawler did not: the URL found
+    /// is the one a browser (and replay) reads, and a `javascript&colon;`
+    /// link is no page.
     #[test]
-    fn srcset_parsing() {
-        assert_eq!(srcset_urls("a.png 1x, b.png 2x"), ["a.png", "b.png"]);
-        assert_eq!(srcset_urls("a.png,b.png"), ["a.png,b.png"]);
-        assert_eq!(srcset_urls("a.png, b.png"), ["a.png", "b.png"]);
-        assert_eq!(
-            srcset_urls("x.jpg?w=1,2 100w, y.jpg 200w"),
-            ["x.jpg?w=1,2", "y.jpg"]
+    fn references_read_as_replay_reads_them() {
+        let e = x(
+            r#"<a href="&sol;&sol;o.test&#x2F;p&quest;a=1&amp;b=&#150;">o</a>
+<a href="javascript&colon;go()">j</a><img src="i.png?a=1&amp=2">"#,
         );
-        assert_eq!(srcset_urls("  "), Vec::<&str>::new());
+        let got: Vec<String> = e.links.iter().map(|l| l.url.to_string()).collect();
+        assert_eq!(
+            got,
+            [
+                "http://o.test/p?a=1&b=%E2%80%93",
+                "http://h.test/dir/i.png?a=1&amp=2"
+            ]
+        );
     }
 
+    /// A URL with a comma in a srcset (which replay's old split on every
+    /// comma cut in two): found whole.
     #[test]
-    fn refresh_values() {
-        assert_eq!(refresh_url("5; url=/next").as_deref(), Some("/next"));
-        assert_eq!(refresh_url("0;URL='x y'").as_deref(), Some("x y"));
-        assert_eq!(refresh_url("3, other").as_deref(), Some("other"));
-        assert_eq!(refresh_url("10"), None);
+    fn srcset_urls_with_commas() {
+        let e = x(r#"<img srcset="a,b.jpg 1x, /c.jpg?w=1,2 2x,d.jpg">
+<link rel=preload as=image imagesrcset="e,f.png 100w">"#);
+        let got: Vec<String> = e.links.iter().map(|l| l.url.to_string()).collect();
+        assert_eq!(
+            got,
+            [
+                "http://h.test/dir/a,b.jpg",
+                "http://h.test/c.jpg?w=1,2",
+                "http://h.test/dir/d.jpg",
+                "http://h.test/dir/e,f.png"
+            ]
+        );
     }
 
+    /// A refresh without `url=` (which replay's old search for `url=`
+    /// missed): found.
     #[test]
-    fn entities() {
-        assert_eq!(
-            decode_entities("a?b=1&amp;c=2&#38;d&#x26;e"),
-            "a?b=1&c=2&d&e"
-        );
-        assert_eq!(decode_entities("&unknown; & &#xZZ;"), "&unknown; & &#xZZ;");
+    fn refresh_without_url_equals() {
+        for (content, want) in [
+            ("5; http://x.test/", Some("http://x.test/")),
+            ("3, other.html", Some("http://h.test/dir/other.html")),
+            ("0 'q.html'", Some("http://h.test/dir/q.html")),
+            (
+                "0;URL = &quot;n.html&quot;",
+                Some("http://h.test/dir/n.html"),
+            ),
+            ("10", None),
+            ("; url=no.html", None),
+        ] {
+            let e = x(&format!("<meta http-equiv=refresh content=\"{content}\">"));
+            let got = urls(&e);
+            match want {
+                Some(u) => assert_eq!(got, [(u.into(), 'R', "meta/@content")], "{content}"),
+                None => assert!(got.is_empty(), "{content}: {got:?}"),
+            }
+        }
     }
 }

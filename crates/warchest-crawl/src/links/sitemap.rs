@@ -9,8 +9,9 @@ use std::io::Write;
 use encoding_rs::UTF_8;
 use flate2::write::GzDecoder;
 use url::Url;
+use warchest_html::decode_references;
 
-use super::{Extracted, LinkSet, html::decode_entities};
+use super::{Extracted, LinkSet};
 use crate::uri::Hop;
 
 /// The most bytes of one sitemap read, inflated (the protocol allows 50
@@ -129,7 +130,7 @@ impl Scanner {
                 let text = text
                     .strip_prefix("<![CDATA[")
                     .and_then(|t| t.strip_suffix("]]>"))
-                    .map_or_else(|| decode_entities(text), str::to_string);
+                    .map_or_else(|| decode_references(text).into_owned(), str::to_string);
                 self.found.push((text, self.index == Some(true)));
             } else {
                 self.full = true;

@@ -1,0 +1,259 @@
+//! The URLs of CSS: `url(...)` and `@import "..."`, in style sheets,
+//! `<style>` elements and `style` attributes.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+use std::ops::Range;
+use std::sync::LazyLock;
+
+use regex::bytes::Regex;
+
+/// `url(...)` (after `@import` or not) or `@import` with a string. Bytes,
+/// not Unicode (`-u`): a URL in a legacy charset is matched too, and CSS
+/// white space is ASCII's. A backslash escapes the next character (any,
+/// in a string: there a newline after it continues the string), or up to
+/// six hex digits and one white space. No raw newline inside a string or
+/// a bare URL: CSS ends them there.
+static CSS_URL: LazyLock<Regex> = LazyLock::new(|| {
+    let ws = r"[\t\n\x0C\r ]";
+    let dq = r#""((?:\\(?s:.)|[^"\\\n\r\x0C])*)""#;
+    let sq = r#"'((?:\\(?s:.)|[^'\\\n\r\x0C])*)'"#;
+    // A hex escape takes one white space after it, even in a bare URL.
+    let bare =
+        r#"((?:\\[0-9A-Fa-f]{1,6}(?:\r\n|[\t\n\x0C\r ])?|\\[^\n\r\x0C]|[^)"'\\\t\n\x0C\r ])*)"#;
+    Regex::new(&format!(
+        r"(?i-u)(@import{ws}*)?url\({ws}*(?:{dq}|{sq}|{bare}){ws}*\)|@import{ws}*(?:{dq}|{sq})"
+    ))
+    .expect("a valid constant pattern")
+});
+
+/// How a stylesheet names a URL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CssUrlForm {
+    /// `url(...)`, not after `@import`: an image, a font...
+    Url,
+    /// `@import url(...)`: a stylesheet.
+    ImportUrl,
+    /// `@import "..."`: a stylesheet.
+    Import,
+}
+
+/// A URL that CSS names, found by [`css_urls`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CssUrl {
+    /// Where the URL lies in the text: inside its quotes, or between the
+    /// parentheses of a bare `url()` without the white space around it;
+    /// escapes as written (see [`css_unescape`]). May be empty (`url()`).
+    pub range: Range<usize>,
+    /// The quote it is written between (`"` or `'`), `None` for a bare
+    /// `url(...)`: what [`css_escape`] must escape to write one back.
+    pub quote: Option<u8>,
+    /// How it is named.
+    pub form: CssUrlForm,
+}
+
+/// The URLs of CSS `text`, in order: `url(...)` in any case, with or
+/// without quotes, white space inside the parentheses, backslash escapes
+/// (`url(a\)b.png)` names `a)b.png`), and `@import "..."` / `@import '...'`
+/// without `url()`. The same matcher for the crawler (what it archives)
+/// and replay (what it rewrites), so that the two agree.
+///
+/// Not a CSS tokenizer: comments and strings are not skipped (a URL in a
+/// comment is found too, which costs at most a fetch), a string or a bare
+/// URL with a raw newline in it is not matched (CSS ends it there). Bytes
+/// in any ASCII-compatible charset. Linear time (the `regex` crate), no
+/// allocation per match beyond the iterator's.
+pub fn css_urls(text: &[u8]) -> impl Iterator<Item = CssUrl> + '_ {
+    CSS_URL.captures_iter(text).filter_map(|c| {
+        let (g, m) = (2..=6).find_map(|g| c.get(g).map(|m| (g, m)))?;
+        let quote = match g {
+            2 | 5 => Some(b'"'),
+            3 | 6 => Some(b'\''),
+            _ => None,
+        };
+        let form = if g >= 5 {
+            CssUrlForm::Import
+        } else if c.get(1).is_some() {
+            CssUrlForm::ImportUrl
+        } else {
+            CssUrlForm::Url
+        };
+        Some(CssUrl {
+            range: m.range(),
+            quote,
+            form,
+        })
+    })
+}
+
+/// `raw`, a URL as [`css_urls`] found it, with its CSS escapes resolved:
+/// `\)` is `)`, `\26 ` (up to six hex digits and one white space after) is
+/// `&`, a backslash before a newline (a string's line continuation) is
+/// nothing; `\0`, surrogates and values past U+10FFFF are U+FFFD.
+/// Borrowed when `raw` holds no backslash.
+pub fn css_unescape(raw: &str) -> Cow<'_, str> {
+    if !raw.contains('\\') {
+        return Cow::Borrowed(raw);
+    }
+    let mut out = String::with_capacity(raw.len());
+    let mut it = raw.chars().peekable();
+    while let Some(c) = it.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        let mut v = 0u32;
+        let mut digits = 0;
+        while digits < 6
+            && let Some(d) = it.peek().and_then(|d| d.to_digit(16))
+        {
+            v = v * 16 + d;
+            digits += 1;
+            it.next();
+        }
+        if digits == 0 {
+            match it.next() {
+                // Escaped newlines vanish (`\r\n` is one newline).
+                Some('\r') => {
+                    it.next_if_eq(&'\n');
+                }
+                Some('\n' | '\x0C') | None => {}
+                Some(e) => out.push(e),
+            }
+            continue;
+        }
+        out.push(match char::from_u32(v) {
+            Some('\0') | None => '\u{fffd}',
+            Some(ch) => ch,
+        });
+        // One white space ends the escape (`\r\n` counting as one).
+        match it.peek() {
+            Some('\r') => {
+                it.next();
+                it.next_if_eq(&'\n');
+            }
+            Some(' ' | '\t' | '\n' | '\x0C') => {
+                it.next();
+            }
+            _ => {}
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// `url` escaped to be written back where [`css_urls`] found one with
+/// `quote` (`None`: a bare `url(...)`), so that CSS reads `url` again:
+/// backslashes and the quote (in a bare URL: quotes, parentheses and
+/// white space) escaped, control characters as hex escapes. Borrowed when
+/// nothing needs escaping, as for the URLs a URL parser serializes.
+pub fn css_escape(url: &str, quote: Option<u8>) -> Cow<'_, str> {
+    let needs = |c: char| match quote {
+        Some(q) => c == '\\' || c == char::from(q) || c.is_ascii_control(),
+        None => matches!(c, '\\' | '"' | '\'' | '(' | ')' | ' ') || c.is_ascii_control(),
+    };
+    if !url.chars().any(needs) {
+        return Cow::Borrowed(url);
+    }
+    let mut out = String::with_capacity(url.len() + 8);
+    for c in url.chars() {
+        if !needs(c) {
+            out.push(c);
+        } else if c.is_ascii_control() || c == ' ' {
+            // A hex escape and the space that ends it: no character
+            // after it can be read as one more hex digit.
+            let _ = write!(out, "\\{:X} ", u32::from(c));
+        } else {
+            out.push('\\');
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn found(text: &str) -> Vec<(&str, Option<u8>, CssUrlForm)> {
+        css_urls(text.as_bytes())
+            .map(|u| (&text[u.range], u.quote, u.form))
+            .collect()
+    }
+
+    #[test]
+    fn forms() {
+        use CssUrlForm::*;
+        let css = "@import url(\"a.css\");\n@import 'b.css' screen;@IMPORT\"c.css\";\
+body{background:url(bg.png)} .x{background:URL( \"/i/x.gif\" )} .e{x:url()}\
+.s{x:url( 'q r.png' )}";
+        assert_eq!(
+            found(css),
+            [
+                ("a.css", Some(b'"'), ImportUrl),
+                ("b.css", Some(b'\''), Import),
+                ("c.css", Some(b'"'), Import),
+                ("bg.png", None, Url),
+                ("/i/x.gif", Some(b'"'), Url),
+                ("", None, Url),
+                ("q r.png", Some(b'\''), Url),
+            ]
+        );
+    }
+
+    /// What replay's old pattern missed: escapes. `url(a\)b.png)` was cut
+    /// at the escaped parenthesis.
+    #[test]
+    fn escapes() {
+        let css = r#"a{b:url(a\)b.png)} c{d:url("x\"y.png")} e{f:url(s\ p.png)}"#;
+        let got = found(css);
+        assert_eq!(
+            got.iter().map(|g| g.0).collect::<Vec<_>>(),
+            [r"a\)b.png", r#"x\"y.png"#, r"s\ p.png"]
+        );
+        assert_eq!(css_unescape(r"a\)b.png"), "a)b.png");
+        assert_eq!(css_unescape(r#"x\"y.png"#), "x\"y.png");
+        assert_eq!(css_unescape(r"s\ p.png"), "s p.png");
+        assert_eq!(
+            css_unescape(r"\26 x\000026y\0 \110000z"),
+            "&x&y\u{fffd}\u{fffd}z"
+        );
+        assert_eq!(css_unescape("a\\\r\nb\\\nc\\"), "abc");
+        assert!(matches!(css_unescape("plain"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn not_urls() {
+        // A raw newline ends a string or a bare URL: no match.
+        assert!(found("a{b:url(\"x\ny\")} c{d:url(x\ny)} @import \"a\nb\";").is_empty());
+        // A quote inside a bare URL.
+        assert!(found("a{b:url(x\"y)}").is_empty());
+        assert!(found("url(").is_empty() && found("@import").is_empty());
+    }
+
+    #[test]
+    fn legacy_bytes() {
+        let css = b"a{b:url(caf\xe9.png)} @import '\xe9.css';";
+        let got: Vec<_> = css_urls(css).map(|u| css[u.range].to_vec()).collect();
+        assert_eq!(got, [b"caf\xe9.png".to_vec(), b"\xe9.css".to_vec()]);
+    }
+
+    #[test]
+    fn escaping_round_trips() {
+        let nasty = "/a b(c)'d\"e\\f\ng\u{7f}é.png";
+        for (quote, wrap) in [
+            (None, ("url(", ")")),
+            (Some(b'"'), ("url(\"", "\")")),
+            (Some(b'\''), ("@import '", "'")),
+        ] {
+            let text = format!("{}{}{}", wrap.0, css_escape(nasty, quote), wrap.1);
+            let urls: Vec<_> = css_urls(text.as_bytes()).collect();
+            assert_eq!(urls.len(), 1, "{text}");
+            assert_eq!(urls[0].quote, quote);
+            assert_eq!(css_unescape(&text[urls[0].range.clone()]), nasty, "{text}");
+        }
+        assert!(matches!(
+            css_escape("http://x.test/a?b=1&c", None),
+            Cow::Borrowed(_)
+        ));
+    }
+}
