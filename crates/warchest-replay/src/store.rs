@@ -28,6 +28,7 @@ use warchest::archive::{Format, Reader};
 use warchest::codec::{Decoder, DecoderOptions};
 use warchest::digest::lookup_key;
 use warchest::error::{Error, ErrorKind, Result};
+use warchest::http::date::timestamp_seconds;
 use warchest::warc::ReaderOptions;
 use warchest_index::{Entry, IndexOptions, Indexer};
 use warchest_wacz::{self as wacz, Section};
@@ -1388,7 +1389,7 @@ impl Store {
         let p = &self.path;
         let key = warchest_index::surt::url_key(url);
         let ts = super::archive_url::pad_timestamp(timestamp);
-        let target = super::archive_url::timestamp_seconds(&ts);
+        let target = timestamp_seconds(&ts);
         let txn = self.db.begin_read().map_err(|e| db_error(e, p))?;
         let t = txn.open_table(CAPTURES).map_err(|e| db_error(e, p))?;
         let lo = format!("{key} ");
@@ -1418,10 +1419,8 @@ impl Store {
                 (Some(_), None) => true,
                 (None, Some(_)) => false,
                 (Some(f), Some(b)) => {
-                    let df =
-                        (super::archive_url::timestamp_seconds(&f.entry.timestamp) - target).abs();
-                    let db =
-                        (super::archive_url::timestamp_seconds(&b.entry.timestamp) - target).abs();
+                    let df = (timestamp_seconds(&f.entry.timestamp) - target).abs();
+                    let db = (timestamp_seconds(&b.entry.timestamp) - target).abs();
                     df <= db
                 }
             };

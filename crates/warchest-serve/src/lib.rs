@@ -50,6 +50,7 @@ use std::time::Duration;
 use exchange::{Request, Responder};
 pub use net::{BODY_TIMEOUT, GRACE, HEAD_TIMEOUT, STALL};
 use warchest::error::{Error, ErrorKind, Result};
+use warchest::http::date::{http_date, parse_http_date};
 use warchest::http::payload_reader;
 use warchest_replay::archive_url::{self, TimeSpec, modifier};
 use warchest_replay::rewrite::{Kind, Rewriter, UrlContext, copy_rewritten};
@@ -788,10 +789,7 @@ fn framed(
     let base = cap.entry.url.clone().unwrap_or(target.clone());
     let body = pages::frame(&coll.name, &cap, &base, &src, &req.origin.replay_base);
     let mut h = text_html();
-    h.push((
-        "Memento-Datetime".into(),
-        archive_url::http_date(&cap.entry.timestamp),
-    ));
+    h.push(("Memento-Datetime".into(), http_date(&cap.entry.timestamp)));
     h.push(links);
     // The UI page runs no archived script; it frames only the replay
     // origin.
@@ -864,7 +862,7 @@ fn timegate(coll: &Collection, req: &Request, resp: &mut Responder<'_>, raw_url:
     resp.source = "api";
     let target = archive_url::normalize_target(raw_url);
     let want = match req.header("accept-datetime") {
-        Some(d) => match archive_url::parse_http_date(d) {
+        Some(d) => match parse_http_date(d) {
             Some(ts) => ts,
             None => {
                 resp.send(400, &text_plain(), b"Accept-Datetime is not an HTTP date\n")?;
@@ -915,8 +913,8 @@ fn timemap(coll: &Collection, req: &Request, resp: &mut Responder<'_>, raw_url: 
     out.push_str(&format!("<{target}>; rel=\"original\",\n"));
     out.push_str(&format!(
         "<{h}/{name}/timemap/link/{target}>; rel=\"self\"; type=\"application/link-format\"; from=\"{}\"; until=\"{}\",\n",
-        archive_url::http_date(&caps[0].0),
-        archive_url::http_date(&caps[caps.len() - 1].0)
+        http_date(&caps[0].0),
+        http_date(&caps[caps.len() - 1].0)
     ));
     out.push_str(&format!("<{h}/{name}/{target}>; rel=\"timegate\""));
     let n = caps.len();
@@ -929,7 +927,7 @@ fn timemap(coll: &Collection, req: &Request, resp: &mut Responder<'_>, raw_url: 
         };
         out.push_str(&format!(
             ",\n<{h}/{name}/{ts}/{target}>; rel=\"{rel}\"; datetime=\"{}\"",
-            archive_url::http_date(ts)
+            http_date(ts)
         ));
     }
     out.push('\n');
@@ -1595,14 +1593,14 @@ fn replay_headers(r: &Replay<'_>, raw: bool) -> Vec<(String, String)> {
         ));
     }
     let (coll, ts, target) = (&r.coll.name, &r.cap.entry.timestamp, r.target);
-    headers.push(("Memento-Datetime".into(), archive_url::http_date(ts)));
+    headers.push(("Memento-Datetime".into(), http_date(ts)));
     headers.push((
         "Link".into(),
         format!(
             "{}, <{}/{coll}/{ts}/{target}>; rel=\"memento\"; datetime=\"{}\"",
             memento_links(r.req, coll, target),
             host_prefix(r.req),
-            archive_url::http_date(ts)
+            http_date(ts)
         ),
     ));
     headers.push(("Cache-Control".into(), "no-cache".into()));
