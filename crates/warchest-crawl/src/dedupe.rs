@@ -135,14 +135,10 @@ fn entry(line: &str) -> Line {
         return Line::Skip;
     };
     // pywb writes the SHA-1 in base32 without its label.
-    let labelled = if digest.contains(':') {
-        digest
-    } else {
-        format!("sha1:{digest}")
-    };
-    let Ok(d) = Digest::parse(&labelled) else {
+    let Ok(d) = Digest::parse_indexed(&digest) else {
         return Line::Malformed;
     };
+    let payload_digest = d.as_str().to_owned();
     if d.algorithm().is_none() {
         return Line::Malformed;
     }
@@ -154,7 +150,7 @@ fn entry(line: &str) -> Line {
                 record_id: String::new(),
                 target_uri: url,
                 date,
-                payload_digest: labelled,
+                payload_digest,
             },
             location: Location {
                 file: PathBuf::from(s("filename").unwrap_or_default()),

@@ -10,10 +10,10 @@
 
 use std::io::{BufRead, Read};
 
-use data_encoding::BASE32;
 use sha1::{Digest as _, Sha1};
 use warchest::archive::{Reader, Record};
 use warchest::codec::{Codec, Decoder};
+use warchest::digest::{Algorithm, Digest};
 use warchest::http::{Coding, HttpHead};
 use warchest::warc::RecordType;
 
@@ -140,8 +140,9 @@ fn payload_type(fields: &[(String, String)], http: Option<&HttpHead>) -> Option<
     .or_else(|| field("WARC-Identified-Payload-Type"))
 }
 
+/// The `sha1:BASE32` digest field of a finished hash, as WARC writes it.
 fn sha1_label(h: Sha1) -> String {
-    format!("sha1:{}", BASE32.encode(&h.finalize()))
+    Digest::new(Algorithm::Sha1, &h.finalize()).to_string()
 }
 
 /// Reads the current record into a [`SourceRecord`], for

@@ -1,8 +1,8 @@
 //! WET: one `conversion` record per HTML or plain-text response, holding
 //! its text in Common Crawl's layout, headers in Common Crawl's order.
 
-use data_encoding::BASE32;
 use sha1::{Digest as _, Sha1};
+use warchest::digest::{Algorithm, Digest};
 use warchest::fields::Fields;
 use warchest::warc::{RecordType, Version, WarcHeader};
 use warchest::write::NewRecord;
@@ -30,7 +30,7 @@ pub fn conversion(rec: &SourceRecord) -> warchest::Result<Option<(NewRecord, Str
         return Ok(None);
     }
     let body = doc.text.clone();
-    let digest = format!("sha1:{}", BASE32.encode(&Sha1::digest(body.as_bytes())));
+    let digest = Digest::new(Algorithm::Sha1, &Sha1::digest(body.as_bytes())).to_string();
     // WARC/1.0 as Common Crawl writes; a capture date with a fraction of
     // a second (WARC 1.1) needs WARC/1.1 to be valid.
     let date = rec.field("WARC-Date");

@@ -39,7 +39,7 @@ use std::io::{BufRead, Read};
 
 #[cfg(feature = "parquet")]
 pub use parquet::{ParquetOptions, parquet_schema};
-pub use writer::{CdxField, Encoder, Format, IndexOutput, LegendError, push_u64};
+pub use writer::{CdxField, Encoder, Format, IndexOutput, LegendError, push_u64, py_json_str};
 
 use warchest::Limits;
 use warchest::archive::{FormatRecord, Reader, Record};

@@ -334,8 +334,15 @@ pub fn push_u64(out: &mut Vec<u8>, mut v: u64) {
     out.extend_from_slice(&digits[i..]);
 }
 
-/// A JSON string as python's `json.dumps` (ensure_ascii) writes it.
-pub(crate) fn py_json_str(s: &str, out: &mut Vec<u8>) {
+/// Appends `s` as a JSON string (quotes included) the way python's
+/// `json.dumps` writes it with its default `ensure_ascii`: non-ASCII as
+/// `\uXXXX` (surrogate pairs beyond the BMP), the short escapes for quote,
+/// backslash and `\n\r\t\b\f`, other controls as `\u00XX`.
+///
+/// The one string encoder of the CDXJ and JSON index lines ([`Encoder`]);
+/// other writers of those objects (the CDX server's `fl=` lines) use it so
+/// that the same value is written the same way, as cdxj-indexer and pywb do.
+pub fn py_json_str(s: &str, out: &mut Vec<u8>) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let u = |out: &mut Vec<u8>, c: u16| {
         out.extend_from_slice(b"\\u");

@@ -22,7 +22,7 @@ use std::time::Instant;
 
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 
-use crate::revisit::{self, Location, Original, digest_key};
+use crate::revisit::{self, Location, Original};
 use warchest::Limits;
 use warchest::digest::{Algorithm, Digest};
 use warchest::error::{Error, ErrorKind, Result, Warning};
@@ -721,7 +721,7 @@ impl DigestIndex {
     /// # Errors
     /// Reading the database failed.
     pub fn get(&self, digest: &Digest) -> Result<Option<IndexEntry>> {
-        let v = self.lookup(TABLE, Some(digest_key(digest).as_str()))?.0;
+        let v = self.lookup(TABLE, Some(digest.lookup_key().as_str()))?.0;
         Ok(v.and_then(|v| IndexEntry::decode(&v)))
     }
 
@@ -854,7 +854,7 @@ impl Batch<'_> {
         let p = &self.index.path;
         let t = self.txn()?.open_table(TABLE).map_err(|e| db_error(e, p))?;
         let v = t
-            .get(digest_key(digest).as_str())
+            .get(digest.lookup_key().as_str())
             .map_err(|e| db_error(e, p))?;
         Ok(v.and_then(|g| IndexEntry::decode(g.value())))
     }
@@ -866,7 +866,7 @@ impl Batch<'_> {
     /// Writing the database failed.
     pub fn insert_if_absent(&mut self, digest: &Digest, entry: &IndexEntry) -> Result<bool> {
         let p = &self.index.path;
-        let key = digest_key(digest);
+        let key = digest.lookup_key();
         let v = entry.encode();
         self.wrote = true;
         {

@@ -276,7 +276,7 @@ impl Resolver {
         }
         if let Ok(d) = Digest::parse(&original.payload_digest) {
             self.by_digest
-                .entry(digest_key(&d))
+                .entry(d.lookup_key())
                 .or_insert_with(|| id.clone());
         }
         self.by_id.entry(id).or_insert(loc);
@@ -304,7 +304,7 @@ impl Resolver {
             == Some(RevisitProfile::IdenticalPayloadDigest);
         if identical
             && let Some(Ok(d)) = revisit.parsed_payload_digest()
-            && let Some(id) = self.by_digest.get(&digest_key(&d))
+            && let Some(id) = self.by_digest.get(&d.lookup_key())
         {
             return self.by_id.get(id);
         }
@@ -343,18 +343,6 @@ pub fn payload_at(loc: &Location, revisit: &WarcHeader, decode: bool) -> Result<
         _ => None,
     };
     ResolvedPayload::open(loc, expect, decode)
-}
-
-/// A digest's key for lookups: algorithm and bytes, whatever the encoding.
-pub(crate) fn digest_key(d: &Digest) -> String {
-    match d.algorithm() {
-        Some(a) => format!(
-            "{}:{}",
-            a.label(),
-            data_encoding::BASE32_NOPAD.encode(d.bytes())
-        ),
-        None => d.as_str().to_ascii_lowercase(),
-    }
 }
 
 /// The payload of an original record, read in place and checked against

@@ -95,73 +95,6 @@ pub fn pad_timestamp(ts: &str) -> String {
     s
 }
 
-/// Seconds since 1970 of a 14-digit timestamp (out-of-range parts clamped).
-pub fn timestamp_seconds(ts: &str) -> i64 {
-    let p = pad_timestamp(ts);
-    let n = |a: usize, b: usize| p[a..b].parse::<i64>().unwrap_or(0);
-    let (y, mo, d) = (n(0, 4), n(4, 6).clamp(1, 12), n(6, 8).clamp(1, 31));
-    let (h, mi, s) = (n(8, 10).min(23), n(10, 12).min(59), n(12, 14).min(59));
-    days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + s
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date.
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-const MONTHS: [&str; 12] = [
-    "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-];
-const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
-
-/// A 14-digit timestamp as an HTTP date (`Sun, 26 Jan 2014 20:06:24 GMT`),
-/// as Memento-Datetime wants it.
-pub fn http_date(ts: &str) -> String {
-    let p = pad_timestamp(ts);
-    let secs = timestamp_seconds(ts);
-    let dow = DAYS[secs.div_euclid(86_400).rem_euclid(7) as usize];
-    let mo = p[4..6].parse::<usize>().unwrap_or(1).clamp(1, 12);
-    format!(
-        "{dow}, {} {} {} {}:{}:{} GMT",
-        &p[6..8],
-        MONTHS[mo - 1],
-        &p[..4],
-        &p[8..10],
-        &p[10..12],
-        &p[12..14]
-    )
-}
-
-/// Parses an HTTP date (`Sun, 26 Jan 2014 20:06:24 GMT`, as in
-/// Accept-Datetime) into a 14-digit timestamp.
-pub fn parse_http_date(s: &str) -> Option<String> {
-    let s = s.trim();
-    let s = s.split_once(',').map_or(s, |(_, r)| r).trim();
-    let mut it = s.split_ascii_whitespace();
-    let day: u32 = it.next()?.parse().ok()?;
-    let mon = it.next()?;
-    let mo = MONTHS.iter().position(|m| m.eq_ignore_ascii_case(mon))? + 1;
-    let year: u32 = it.next()?.parse().ok()?;
-    let hms: Vec<u32> = it
-        .next()?
-        .split(':')
-        .map(|x| x.parse().ok())
-        .collect::<Option<Vec<u32>>>()?;
-    if hms.len() != 3 || day == 0 || day > 31 || year > 9999 {
-        return None;
-    }
-    Some(format!(
-        "{year:04}{mo:02}{day:02}{:02}{:02}{:02}",
-        hms[0], hms[1], hms[2]
-    ))
-}
-
 /// The URL part of a replay path, made absolute the way browsers and
 /// proxies may have mangled it: `http:/x` (slashes merged) becomes
 /// `http://x`, and a URL without a scheme gets `http://`.
@@ -230,16 +163,10 @@ mod tests {
     }
 
     #[test]
-    fn timestamps_and_dates() {
+    fn timestamps_are_padded() {
+        // Seconds and HTTP dates are warchest::http::date's.
         assert_eq!(pad_timestamp("2014"), "20140101000000");
-        assert_eq!(timestamp_seconds("19700101000000"), 0);
-        assert_eq!(timestamp_seconds("20140126200624"), 1_390_766_784);
-        assert_eq!(http_date("20140126200624"), "Sun, 26 Jan 2014 20:06:24 GMT");
-        assert_eq!(
-            parse_http_date("Sun, 26 Jan 2014 20:06:24 GMT").as_deref(),
-            Some("20140126200624")
-        );
-        assert_eq!(parse_http_date("yesterday"), None);
+        assert_eq!(pad_timestamp(""), "10000101000000");
     }
 
     #[test]

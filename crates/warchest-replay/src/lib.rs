@@ -26,6 +26,7 @@ use std::path::PathBuf;
 use store::{Capture, Store};
 use warchest::error::{Error, ErrorKind, Result};
 use warchest::http::HttpHead;
+use warchest::http::date::timestamp_seconds;
 use warchest::warc::WarcHeader;
 
 /// How many captures around a time are looked at to find one that fits.
@@ -100,7 +101,7 @@ impl Collection {
         ) else {
             return Ok(None);
         };
-        let at = archive_url::timestamp_seconds(&archive_url::pad_timestamp(timestamp));
+        let at = timestamp_seconds(&archive_url::pad_timestamp(timestamp));
         let mut best: Option<(i64, Capture)> = None;
         // The path itself, with a query, with path parameters: not the
         // paths below it (`/` would be the whole site).
@@ -127,7 +128,7 @@ impl Collection {
                     .and_then(|u| self.fuzzy.key(u))
                     .is_some_and(|k| k == want);
                 if fits {
-                    let d = (archive_url::timestamp_seconds(&c.entry.timestamp) - at).abs();
+                    let d = (timestamp_seconds(&c.entry.timestamp) - at).abs();
                     if best.as_ref().is_none_or(|(bd, _)| d < *bd) {
                         best = Some((d, c));
                     }

@@ -26,7 +26,9 @@ use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use crate::remote::{self, Fetched, Streamed};
 use warchest::archive::{Format, Reader};
 use warchest::codec::{Decoder, DecoderOptions};
+use warchest::digest::lookup_key;
 use warchest::error::{Error, ErrorKind, Result};
+use warchest::http::date::timestamp_seconds;
 use warchest::warc::ReaderOptions;
 use warchest_index::{Entry, IndexOptions, Indexer};
 use warchest_wacz::{self as wacz, Section};
@@ -34,7 +36,11 @@ use warchest_wacz::{self as wacz, Section};
 const CAPTURES: TableDefinition<&str, &[u8]> = TableDefinition::new("captures");
 const SOURCES: TableDefinition<u32, &[u8]> = TableDefinition::new("sources");
 const RECORD_IDS: TableDefinition<&str, &[u8]> = TableDefinition::new("record-ids");
-const DIGESTS: TableDefinition<&str, &[u8]> = TableDefinition::new("digests");
+/// Payload digest ([`lookup_key`]) to the first original record with it.
+const DIGESTS: TableDefinition<&str, &[u8]> = TableDefinition::new("digest-keys");
+/// The digest table of stores written before [`lookup_key`]: keyed by the
+/// bare upper-cased value; re-keyed into [`DIGESTS`] when opened.
+const OLD_DIGESTS: TableDefinition<&str, &[u8]> = TableDefinition::new("digests");
 
 /// Entries written per transaction while indexing: bounds what redb holds
 /// uncommitted.
@@ -557,9 +563,29 @@ impl Store {
         {
             txn.open_table(CAPTURES).map_err(|e| db_error(e, &path))?;
             txn.open_table(RECORD_IDS).map_err(|e| db_error(e, &path))?;
-            txn.open_table(DIGESTS).map_err(|e| db_error(e, &path))?;
+            let mut digests = txn.open_table(DIGESTS).map_err(|e| db_error(e, &path))?;
             txn.open_table(SOURCES).map_err(|e| db_error(e, &path))?;
+            // An older store's revisits must still find their originals
+            // without indexing its sources again.
+            let old = txn
+                .open_table(OLD_DIGESTS)
+                .map_err(|e| db_error(e, &path))?;
+            for item in old.iter().map_err(|e| db_error(e, &path))? {
+                let (k, v) = item.map_err(|e| db_error(e, &path))?;
+                let key = lookup_key(k.value());
+                if digests
+                    .get(key.as_str())
+                    .map_err(|e| db_error(e, &path))?
+                    .is_none()
+                {
+                    digests
+                        .insert(key.as_str(), v.value())
+                        .map_err(|e| db_error(e, &path))?;
+                }
+            }
         }
+        txn.delete_table(OLD_DIGESTS)
+            .map_err(|e| db_error(e, &path))?;
         txn.commit().map_err(|e| db_error(e, &path))?;
         let mut sources = Vec::new();
         {
@@ -1124,7 +1150,7 @@ impl Store {
                     t.eq_ignore_ascii_case("response") || t.eq_ignore_ascii_case("resource")
                 });
                 if original && let Some(d) = &e.digest {
-                    let k = digest_key(d);
+                    let k = lookup_key(d);
                     if digests
                         .get(k.as_str())
                         .map_err(|e| db_error(e, p))?
@@ -1363,7 +1389,7 @@ impl Store {
         let p = &self.path;
         let key = warchest_index::surt::url_key(url);
         let ts = super::archive_url::pad_timestamp(timestamp);
-        let target = super::archive_url::timestamp_seconds(&ts);
+        let target = timestamp_seconds(&ts);
         let txn = self.db.begin_read().map_err(|e| db_error(e, p))?;
         let t = txn.open_table(CAPTURES).map_err(|e| db_error(e, p))?;
         let lo = format!("{key} ");
@@ -1393,10 +1419,8 @@ impl Store {
                 (Some(_), None) => true,
                 (None, Some(_)) => false,
                 (Some(f), Some(b)) => {
-                    let df =
-                        (super::archive_url::timestamp_seconds(&f.entry.timestamp) - target).abs();
-                    let db =
-                        (super::archive_url::timestamp_seconds(&b.entry.timestamp) - target).abs();
+                    let df = (timestamp_seconds(&f.entry.timestamp) - target).abs();
+                    let db = (timestamp_seconds(&b.entry.timestamp) - target).abs();
                     df <= db
                 }
             };
@@ -1459,7 +1483,7 @@ impl Store {
         let p = &self.path;
         let txn = self.db.begin_read().map_err(|e| db_error(e, p))?;
         let t = txn.open_table(DIGESTS).map_err(|e| db_error(e, p))?;
-        Ok(t.get(digest_key(digest).as_str())
+        Ok(t.get(lookup_key(digest).as_str())
             .map_err(|e| db_error(e, p))?
             .and_then(|v| loc_from(v.value())))
     }
@@ -1483,16 +1507,6 @@ impl Store {
     pub fn is_empty(&self) -> Result<bool> {
         Ok(self.len()? == 0)
     }
-}
-
-/// A digest as the index writes it (`sha1:` label dropped), upper-case.
-fn digest_key(d: &str) -> String {
-    let d = d.trim();
-    let d = d
-        .strip_prefix("sha1:")
-        .or_else(|| d.strip_prefix("SHA1:"))
-        .unwrap_or(d);
-    d.to_ascii_uppercase()
 }
 
 /// The smallest string greater than every string starting with `prefix`.
@@ -1691,6 +1705,70 @@ mod tests {
         assert!(!is_archive_name("index.cdxj"));
         assert_eq!(upper_bound("ab").as_deref(), Some("ac"));
         assert_eq!(pad_up("2014"), "20141231235959");
-        assert_eq!(digest_key("sha1:abc"), "ABC");
+    }
+
+    #[test]
+    fn a_revisit_finds_its_original_whatever_the_digest_s_writing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("index.redb")).unwrap();
+        // The original as pywb's index writes it: base32, no label.
+        let original = Entry {
+            urlkey: "com,example)/".into(),
+            timestamp: "20240101000000".into(),
+            digest: Some("3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ".into()),
+            offset: 7,
+            length: Some(100),
+            record_type: Some("response".into()),
+            ..Entry::default()
+        };
+        store.insert(0, &[original]).unwrap();
+        // A revisit's WARC-Payload-Digest in hex, or another label case.
+        for asked in [
+            "sha1:da39a3ee5e6b4b0d3255bfef95601890afd80709",
+            "Sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ",
+            "SHA1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ",
+        ] {
+            assert_eq!(
+                store.record_of_digest(asked).unwrap(),
+                Some((0, 7, Some(100))),
+                "{asked}"
+            );
+        }
+        assert_eq!(store.record_of_digest("sha1:abc").unwrap(), None);
+    }
+
+    #[test]
+    fn an_older_store_s_digests_are_re_keyed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.redb");
+        {
+            let db = Database::create(&path).unwrap();
+            let txn = db.begin_write().unwrap();
+            {
+                let mut t = txn.open_table(OLD_DIGESTS).unwrap();
+                t.insert(
+                    "3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ",
+                    loc_bytes(2, 9, None).as_slice(),
+                )
+                .unwrap();
+            }
+            txn.commit().unwrap();
+        }
+        let store = Store::open(&path).unwrap();
+        assert_eq!(
+            store
+                .record_of_digest("sha1:da39a3ee5e6b4b0d3255bfef95601890afd80709")
+                .unwrap(),
+            Some((2, 9, None))
+        );
+        drop(store);
+        // Once: the old table is gone, the new one kept.
+        let store = Store::open(&path).unwrap();
+        assert!(
+            store
+                .location_of_digest("3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ")
+                .unwrap()
+                .is_some()
+        );
     }
 }

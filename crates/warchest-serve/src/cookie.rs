@@ -15,7 +15,7 @@
 //! `Secure` and `SameSite=None` are dropped (the replay origin may be
 //! plain HTTP; the cookie never leaves it), `HttpOnly` kept.
 
-use warchest_replay::archive_url;
+use warchest::http::date::parse_http_date;
 
 /// The prefix of replayed cookies' names.
 const MARK: &str = "wc";
@@ -78,7 +78,7 @@ pub(crate) fn rewrite(
             "max-age" if av.parse::<i64>().is_ok_and(|n| n <= 0) => gone = true,
             "expires" => {
                 // `Wed, 21-Nov-2012 12:00:00 GMT` as well as RFC 1123.
-                if let Some(t) = archive_url::parse_http_date(&av.replace('-', " "))
+                if let Some(t) = parse_http_date(&av.replace('-', " "))
                     // A two-digit year is not guessed at.
                     && !t.starts_with("00")
                     && t.as_str() < capture
@@ -161,6 +161,15 @@ mod tests {
             )
             .unwrap(),
             "wc~h.example~/~old=; Path=/archive/; Max-Age=0"
+        );
+        // An Expires whose time is out of range is no date: not deleted.
+        assert_eq!(
+            rw(
+                "odd=1; expires=Thu, 01 Jan 1970 99:99:99 GMT",
+                "http://h.example/x"
+            )
+            .unwrap(),
+            "wc~h.example~/~odd=1; Path=/archive/"
         );
         assert_eq!(
             rw("old=1; Max-Age=0", "http://h.example/x").unwrap(),

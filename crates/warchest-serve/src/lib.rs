@@ -50,6 +50,7 @@ use std::time::Duration;
 use exchange::{Request, Responder};
 pub use net::{BODY_TIMEOUT, GRACE, HEAD_TIMEOUT, STALL};
 use warchest::error::{Error, ErrorKind, Result};
+use warchest::http::date::{http_date, parse_http_date};
 use warchest::http::payload_reader;
 use warchest_replay::archive_url::{self, TimeSpec, modifier};
 use warchest_replay::rewrite::{Kind, Rewriter, UrlContext, copy_rewritten};
@@ -788,10 +789,7 @@ fn framed(
     let base = cap.entry.url.clone().unwrap_or(target.clone());
     let body = pages::frame(&coll.name, &cap, &base, &src, &req.origin.replay_base);
     let mut h = text_html();
-    h.push((
-        "Memento-Datetime".into(),
-        archive_url::http_date(&cap.entry.timestamp),
-    ));
+    h.push(("Memento-Datetime".into(), http_date(&cap.entry.timestamp)));
     h.push(links);
     // The UI page runs no archived script; it frames only the replay
     // origin.
@@ -864,7 +862,7 @@ fn timegate(coll: &Collection, req: &Request, resp: &mut Responder<'_>, raw_url:
     resp.source = "api";
     let target = archive_url::normalize_target(raw_url);
     let want = match req.header("accept-datetime") {
-        Some(d) => match archive_url::parse_http_date(d) {
+        Some(d) => match parse_http_date(d) {
             Some(ts) => ts,
             None => {
                 resp.send(400, &text_plain(), b"Accept-Datetime is not an HTTP date\n")?;
@@ -915,8 +913,8 @@ fn timemap(coll: &Collection, req: &Request, resp: &mut Responder<'_>, raw_url: 
     out.push_str(&format!("<{target}>; rel=\"original\",\n"));
     out.push_str(&format!(
         "<{h}/{name}/timemap/link/{target}>; rel=\"self\"; type=\"application/link-format\"; from=\"{}\"; until=\"{}\",\n",
-        archive_url::http_date(&caps[0].0),
-        archive_url::http_date(&caps[caps.len() - 1].0)
+        http_date(&caps[0].0),
+        http_date(&caps[caps.len() - 1].0)
     ));
     out.push_str(&format!("<{h}/{name}/{target}>; rel=\"timegate\""));
     let n = caps.len();
@@ -929,7 +927,7 @@ fn timemap(coll: &Collection, req: &Request, resp: &mut Responder<'_>, raw_url: 
         };
         out.push_str(&format!(
             ",\n<{h}/{name}/{ts}/{target}>; rel=\"{rel}\"; datetime=\"{}\"",
-            archive_url::http_date(ts)
+            http_date(ts)
         ));
     }
     out.push('\n');
@@ -994,7 +992,7 @@ fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResul
     let mut werr: Option<io::Error> = None;
     let mut write_line = |c: &Capture| -> bool {
         let line = cdx_line(c, json, fields.as_deref());
-        match body.write_all(line.as_bytes()) {
+        match body.write_all(&line) {
             Ok(()) => true,
             Err(e) => {
                 werr = Some(e);
@@ -1119,38 +1117,44 @@ fn application_json() -> Vec<(String, String)> {
     vec![("Content-Type".into(), "application/json".into())]
 }
 
-/// One line of the CDX API: JSON (`output=json` or `fl=`), else CDXJ.
-fn cdx_line(c: &Capture, json: bool, fields: Option<&[String]>) -> String {
-    let obj = cdx_object(c);
-    let obj: Vec<(&str, String)> = match fields {
-        Some(f) => f
-            .iter()
-            .filter_map(|k| obj.iter().find(|(n, _)| n == k).cloned())
-            .collect(),
-        None => obj,
+/// One line of the CDX API. Without `fl=` it is the index line itself,
+/// from the index crate's one encoder: CDXJ (pywb passes the index line
+/// through), or with `output=json` the object with `urlkey` and
+/// `timestamp` first (pywb re-encodes it with `json.dumps`), so a capture
+/// is answered as `warchest index` writes it. With `fl=` only the fields
+/// named, in that order, as a JSON object whatever the output (pywb's text
+/// output would be space-separated; serve's `fl=` has always been JSON);
+/// its values go through the same string encoder.
+fn cdx_line(c: &Capture, json: bool, fields: Option<&[String]>) -> Vec<u8> {
+    let mut line = Vec::new();
+    let Some(fields) = fields else {
+        let format = if json {
+            warchest_index::Format::Json
+        } else {
+            warchest_index::Format::Cdxj
+        };
+        warchest_index::Encoder::new(&format).encode(&c.entry, &mut line);
+        return line;
     };
-    let skip_key = !json && fields.is_none();
-    let mut line = String::new();
-    if skip_key {
-        line.push_str(&format!("{} {} ", c.entry.urlkey, c.entry.timestamp));
-    }
-    line.push('{');
+    let obj = cdx_object(c);
+    line.push(b'{');
     let mut first = true;
-    for (k, v) in &obj {
-        if skip_key && (*k == "urlkey" || *k == "timestamp") {
+    for k in fields {
+        let Some((k, v)) = obj.iter().find(|(n, _)| n == k) else {
             continue;
-        }
+        };
         if !first {
-            line.push_str(", ");
+            line.extend_from_slice(b", ");
         }
         first = false;
-        // As python's json.dumps writes it, the way pywb answers.
-        line.push_str(&format!(
-            "\"{k}\": {}",
-            serde_json::Value::String(v.clone())
-        ));
+        warchest_index::py_json_str(k, &mut line);
+        line.extend_from_slice(b": ");
+        match v {
+            Some(v) => warchest_index::py_json_str(v, &mut line),
+            None => line.extend_from_slice(b"null"),
+        }
     }
-    line.push_str("}\n");
+    line.extend_from_slice(b"}\n");
     line
 }
 
@@ -1182,11 +1186,12 @@ impl CdxFilter {
         })
     }
 
-    fn accepts(&self, fields: &[(&str, String)]) -> bool {
+    fn accepts(&self, fields: &[(&str, Option<String>)]) -> bool {
         let v = fields
             .iter()
             .find(|(k, _)| *k == self.field)
-            .map_or("", |(_, v)| v.as_str());
+            .and_then(|(_, v)| v.as_deref())
+            .unwrap_or("");
         let hit = if self.contains {
             v.contains(&self.value)
         } else {
@@ -1196,17 +1201,18 @@ impl CdxFilter {
     }
 }
 
-/// A capture as pywb's CDX server gives it: its fields in pywb's order,
-/// every value a string.
-fn cdx_object(c: &Capture) -> Vec<(&'static str, String)> {
+/// A capture as pywb's CDX server gives it: its fields in pywb's order
+/// (the index line's), every value a string; `None` is a JSON `null` (a
+/// POST whose body gave no query, cdxj-indexer's `"requestBody": null`).
+fn cdx_object(c: &Capture) -> Vec<(&'static str, Option<String>)> {
     let e = &c.entry;
     let mut m = vec![
-        ("urlkey", e.urlkey.clone()),
-        ("timestamp", e.timestamp.clone()),
+        ("urlkey", Some(e.urlkey.clone())),
+        ("timestamp", Some(e.timestamp.clone())),
     ];
     let mut put = |k: &'static str, v: Option<String>| {
         if let Some(v) = v {
-            m.push((k, v));
+            m.push((k, Some(v)));
         }
     };
     put("url", e.url.clone());
@@ -1216,8 +1222,12 @@ fn cdx_object(c: &Capture) -> Vec<(&'static str, String)> {
     put("length", e.length.map(|l| l.to_string()));
     put("offset", Some(e.offset.to_string()));
     put("filename", Some(e.filename.clone()));
-    put("requestBody", e.request_body.clone().flatten());
-    put("method", e.method.clone());
+    if let Some(body) = &e.request_body {
+        m.push(("requestBody", body.clone()));
+    }
+    if let Some(method) = &e.method {
+        m.push(("method", Some(method.clone())));
+    }
     m
 }
 
@@ -1583,14 +1593,14 @@ fn replay_headers(r: &Replay<'_>, raw: bool) -> Vec<(String, String)> {
         ));
     }
     let (coll, ts, target) = (&r.coll.name, &r.cap.entry.timestamp, r.target);
-    headers.push(("Memento-Datetime".into(), archive_url::http_date(ts)));
+    headers.push(("Memento-Datetime".into(), http_date(ts)));
     headers.push((
         "Link".into(),
         format!(
             "{}, <{}/{coll}/{ts}/{target}>; rel=\"memento\"; datetime=\"{}\"",
             memento_links(r.req, coll, target),
             host_prefix(r.req),
-            archive_url::http_date(ts)
+            http_date(ts)
         ),
     ));
     headers.push(("Cache-Control".into(), "no-cache".into()));
@@ -1750,6 +1760,74 @@ mod sw_tests {
         assert_eq!(
             sw_allowed("archive", "2012", "ftp://s.example/x.js", None),
             None
+        );
+    }
+}
+
+#[cfg(test)]
+mod cdx_tests {
+    use super::{Capture, cdx_line};
+    use warchest_index::{Encoder, Entry, Format};
+
+    fn capture(url: &str, request_body: Option<Option<String>>) -> Capture {
+        Capture {
+            src: 0,
+            entry: Entry {
+                urlkey: "com,example)/caf%c3%a9".into(),
+                timestamp: "20240101000000".into(),
+                url: Some(url.into()),
+                mime: Some("text/html".into()),
+                status: Some("200".into()),
+                digest: Some("sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ".into()),
+                length: Some(10),
+                offset: 0,
+                filename: "a.warc.gz".into(),
+                request_body,
+                ..Entry::default()
+            },
+        }
+    }
+
+    /// What `warchest index` writes for the entry, in `format`.
+    fn indexed(c: &Capture, format: &Format) -> String {
+        let mut out = Vec::new();
+        Encoder::new(format).encode(&c.entry, &mut out);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn cdx_lines_are_the_index_lines() {
+        // A non-ASCII URL is written `\uXXXX`, as json.dumps and the index.
+        let c = capture("http://example.com/caf\u{e9}", None);
+        let line = String::from_utf8(cdx_line(&c, false, None)).unwrap();
+        assert_eq!(
+            line,
+            "com,example)/caf%c3%a9 20240101000000 {\"url\": \"http://example.com/caf\\u00e9\", \
+             \"mime\": \"text/html\", \"status\": \"200\", \
+             \"digest\": \"sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ\", \"length\": \"10\", \
+             \"offset\": \"0\", \"filename\": \"a.warc.gz\"}\n"
+        );
+        assert_eq!(line, indexed(&c, &Format::Cdxj));
+        let json = String::from_utf8(cdx_line(&c, true, None)).unwrap();
+        assert!(json.starts_with(
+            "{\"urlkey\": \"com,example)/caf%c3%a9\", \"timestamp\": \"20240101000000\", \
+             \"url\": \"http://example.com/caf\\u00e9\""
+        ));
+        assert_eq!(json, indexed(&c, &Format::Json));
+
+        // A POST whose body gave no query keeps its `"requestBody": null`.
+        let mut post = capture("http://example.com/caf\u{e9}", Some(None));
+        post.entry.method = Some("POST".into());
+        let line = String::from_utf8(cdx_line(&post, false, None)).unwrap();
+        assert!(line.ends_with("\"requestBody\": null, \"method\": \"POST\"}\n"));
+        assert_eq!(line, indexed(&post, &Format::Cdxj));
+
+        // `fl=`: the fields named, in that order, with the same escaping.
+        let fl = ["url".to_string(), "requestBody".into(), "nope".into()];
+        let line = String::from_utf8(cdx_line(&post, false, Some(&fl))).unwrap();
+        assert_eq!(
+            line,
+            "{\"url\": \"http://example.com/caf\\u00e9\", \"requestBody\": null}\n"
         );
     }
 }

@@ -636,6 +636,57 @@ impl Digest {
     pub fn is_canonical(&self) -> bool {
         self.is_known() && self.raw == self.to_string()
     }
+
+    /// Parses a digest field of an index (CDXJ, CDX): like
+    /// [`parse`](Digest::parse), but a value without a label is a SHA-1,
+    /// as pywb and cdxj-indexer write it (base32, no `sha1:`). The value
+    /// built keeps the `sha1:` it was given in [`as_str`](Digest::as_str).
+    ///
+    /// # Errors
+    /// As [`parse`](Digest::parse).
+    pub fn parse_indexed(text: &str) -> Result<Digest, DigestError> {
+        if text.contains(':') {
+            Digest::parse(text)
+        } else {
+            Digest::parse(&format!("sha1:{text}"))
+        }
+    }
+
+    /// The key this digest is looked up by: the canonical label and the
+    /// value in unpadded upper-case base32, whatever label spelling
+    /// (`SHA-1`, `Sha1`) and encoding (base16, base32, base64) it was
+    /// written in, so two writings of one digest meet. Unknown algorithms:
+    /// the text as given, trimmed and lower-cased.
+    ///
+    /// Only for lookups: what is written to disk keeps its own form.
+    pub fn lookup_key(&self) -> String {
+        match self.algorithm {
+            Some(alg) => format!(
+                "{}:{}",
+                alg.label(),
+                data_encoding::BASE32_NOPAD.encode(&self.bytes)
+            ),
+            None => self.raw.trim().to_ascii_lowercase(),
+        }
+    }
+}
+
+/// The lookup key ([`Digest::lookup_key`]) of a digest as found in a WARC
+/// header or an index ([`Digest::parse_indexed`]: no label is SHA-1); a
+/// value that does not parse is its own key, trimmed and lower-cased.
+///
+/// ```
+/// use warchest::digest::lookup_key;
+/// let key = "sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ";
+/// assert_eq!(lookup_key("3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ"), key);
+/// assert_eq!(lookup_key("SHA-1:da39a3ee5e6b4b0d3255bfef95601890afd80709"), key);
+/// assert_eq!(lookup_key("Sha1:2jmj7l5rSw0yVb/vlWAYkK/YBwk="), key);
+/// ```
+pub fn lookup_key(text: &str) -> String {
+    match Digest::parse_indexed(text.trim()) {
+        Ok(d) => d.lookup_key(),
+        Err(_) => text.trim().to_ascii_lowercase(),
+    }
 }
 
 impl fmt::Display for Digest {
@@ -1386,5 +1437,41 @@ mod tests {
         let (inner, d) = w.finish();
         assert_eq!(inner.0, b"hello, world");
         assert_eq!(d[0], Hasher::digest(Algorithm::Sha1, b"hello, world"));
+    }
+
+    #[test]
+    fn lookup_keys_meet_whatever_the_writing() {
+        let key = "sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ";
+        for written in [
+            "sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ",
+            "SHA1:3i42h3s6nnfq2msvx7xzkyayscx5qbyj",
+            "Sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ",
+            "SHA-1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ",
+            " sha1: 3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ ",
+            // An index's field: no label.
+            "3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ",
+            "sha1:da39a3ee5e6b4b0d3255bfef95601890afd80709",
+            "sha1:DA39A3EE5E6B4B0D3255BFEF95601890AFD80709",
+            "da39a3ee5e6b4b0d3255bfef95601890afd80709",
+            "sha1:2jmj7l5rSw0yVb/vlWAYkK/YBwk=",
+            "sha1:2jmj7l5rSw0yVb/vlWAYkK/YBwk",
+        ] {
+            assert_eq!(lookup_key(written), key, "{written}");
+        }
+        let d = Digest::parse("SHA-1:da39a3ee5e6b4b0d3255bfef95601890afd80709").unwrap();
+        assert_eq!(d.lookup_key(), key);
+        // Padding is not part of the key (sha256 base32 is padded).
+        let bytes = Hasher::digest(Algorithm::Sha256, b"");
+        let padded = Digest::new(Algorithm::Sha256, bytes.as_bytes());
+        assert!(padded.as_str().ends_with('='));
+        assert!(!padded.lookup_key().ends_with('='));
+        let hex = Digest::with_encoding(Algorithm::Sha256, bytes.as_bytes(), Encoding::Base16);
+        assert_eq!(lookup_key(hex.as_str()), padded.lookup_key());
+        // Unknown or malformed: the text itself, trimmed, lower-cased.
+        assert_eq!(lookup_key(" X-Custom:AbC "), "x-custom:abc");
+        assert_eq!(lookup_key("sha1:abc"), "sha1:abc");
+        // An index's field keeps the label it was given.
+        let d = Digest::parse_indexed("3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ").unwrap();
+        assert_eq!(d.as_str(), key);
     }
 }

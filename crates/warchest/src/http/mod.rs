@@ -23,6 +23,7 @@
 //!   feeds the rest to a [`PayloadDigester`].
 //! - [`PayloadDigester`] computes the WARC payload digest (transfer coding
 //!   removed, content coding kept) and the digest of the raw bytes at once.
+//! - [`date`] converts HTTP dates and 14-digit timestamps.
 
 use std::borrow::Cow;
 use std::io;
@@ -30,6 +31,7 @@ use std::io;
 mod block;
 mod chunked;
 mod coding;
+pub mod date;
 #[cfg(test)]
 mod fixture_tests;
 mod head;

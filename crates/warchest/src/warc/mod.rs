@@ -6,7 +6,7 @@
 //! is streamed, never loaded whole; [`WarcHeader`] gives typed access to every
 //! named field of WARC 1.1 section 5 and keeps the raw bytes.
 
-mod date;
+pub(crate) mod date;
 mod header;
 mod reader;
 

@@ -1,0 +1,147 @@
+//! HTTP dates (`Sun, 26 Jan 2014 20:06:24 GMT`, RFC 9110's IMF-fixdate)
+//! and the 14-digit timestamps of indexes and archival URLs
+//! (`20140126200624`, UTC), converted into each other for Memento
+//! (`Memento-Datetime`, `Accept-Datetime`) and replayed cookies.
+//!
+//! The calendar arithmetic is [`WarcDate`](crate::warc::WarcDate)'s.
+
+use crate::warc::date::{days_from_civil, days_in_month};
+
+const MONTHS: [&str; 12] = [
+    "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+];
+/// From 1970-01-01, a Thursday.
+const WEEKDAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+
+/// The parts of a timestamp: its first 14 digits, the missing trailing
+/// ones the earliest (`2014` is 2014-01-01 00:00:00), each part clamped
+/// into its range (month 1-12, day 1-31, hour 0-23, minute and second
+/// 0-59) so any text gives a date.
+fn parts(ts: &str) -> [u32; 6] {
+    const LOW: &[u8; 14] = b"00000101000000";
+    let mut d = *LOW;
+    for (slot, b) in d.iter_mut().zip(ts.bytes().filter(u8::is_ascii_digit)) {
+        *slot = b;
+    }
+    let n = |a: usize, b: usize| {
+        d[a..b]
+            .iter()
+            .fold(0u32, |v, c| v * 10 + u32::from(c - b'0'))
+    };
+    [
+        n(0, 4),
+        n(4, 6).clamp(1, 12),
+        n(6, 8).clamp(1, 31),
+        n(8, 10).min(23),
+        n(10, 12).min(59),
+        n(12, 14).min(59),
+    ]
+}
+
+/// Seconds since 1970-01-01T00:00:00Z of a 14-digit timestamp; a partial
+/// one (`2014`, `201401`) is its earliest second, and out-of-range parts
+/// are clamped (month 13 is December), so closeness can be measured for
+/// any timestamp an index holds.
+pub fn timestamp_seconds(ts: &str) -> i64 {
+    let [y, mo, d, h, mi, s] = parts(ts);
+    days_from_civil(i64::from(y), mo, d) * 86_400
+        + i64::from(h) * 3600
+        + i64::from(mi) * 60
+        + i64::from(s)
+}
+
+/// A 14-digit timestamp as an HTTP date (`Sun, 26 Jan 2014 20:06:24
+/// GMT`), as `Memento-Datetime` wants it; partial or out-of-range parts as
+/// [`timestamp_seconds`] reads them.
+pub fn http_date(ts: &str) -> String {
+    let [y, mo, d, h, mi, s] = parts(ts);
+    let days = timestamp_seconds(ts).div_euclid(86_400);
+    let dow = WEEKDAYS[days.rem_euclid(7) as usize];
+    format!(
+        "{dow}, {d:02} {} {y:04} {h:02}:{mi:02}:{s:02} GMT",
+        MONTHS[mo as usize - 1]
+    )
+}
+
+/// Parses an HTTP date (`Sun, 26 Jan 2014 20:06:24 GMT`, as in
+/// `Accept-Datetime` and a cookie's `Expires` once its `-`s are spaces)
+/// into a 14-digit timestamp. The weekday is optional and not checked;
+/// the time zone is taken to be GMT, as HTTP dates always are.
+///
+/// `None` unless each part is in its range: a day the month has, hours
+/// 0-23, minutes 0-59, seconds 0-60 (a leap second is read as second 59,
+/// which a timestamp can hold), a year of at most four digits.
+pub fn parse_http_date(s: &str) -> Option<String> {
+    let s = s.trim();
+    let s = s.split_once(',').map_or(s, |(_, r)| r).trim();
+    let mut it = s.split_ascii_whitespace();
+    let day: u32 = it.next()?.parse().ok()?;
+    let mon = it.next()?;
+    let mo = MONTHS.iter().position(|m| m.eq_ignore_ascii_case(mon))? + 1;
+    let year: u32 = it.next()?.parse().ok()?;
+    let mut hms = it.next()?.split(':').map(|x| x.parse::<u32>().ok());
+    let (h, mi, sec) = (hms.next()??, hms.next()??, hms.next()??);
+    if hms.next().is_some() || year > 9999 || h > 23 || mi > 59 || sec > 60 {
+        return None;
+    }
+    if day == 0 || day > u32::from(days_in_month(year as u16, mo as u8)) {
+        return None;
+    }
+    let sec = sec.min(59);
+    Some(format!("{year:04}{mo:02}{day:02}{h:02}{mi:02}{sec:02}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_and_http_dates() {
+        assert_eq!(timestamp_seconds("19700101000000"), 0);
+        assert_eq!(timestamp_seconds("20140126200624"), 1_390_766_784);
+        assert_eq!(
+            timestamp_seconds("2014"),
+            timestamp_seconds("20140101000000")
+        );
+        // Out-of-range parts clamped: month 13 is December, 99:99:99 the
+        // day's last second.
+        assert_eq!(
+            timestamp_seconds("20141301999999"),
+            timestamp_seconds("20141201235959")
+        );
+        assert_eq!(http_date("20140126200624"), "Sun, 26 Jan 2014 20:06:24 GMT");
+        assert_eq!(http_date("19700101"), "Thu, 01 Jan 1970 00:00:00 GMT");
+        assert_eq!(
+            parse_http_date("Sun, 26 Jan 2014 20:06:24 GMT").as_deref(),
+            Some("20140126200624")
+        );
+        assert_eq!(
+            parse_http_date("26 jan 2014 20:06:24").as_deref(),
+            Some("20140126200624")
+        );
+        assert_eq!(
+            parse_http_date("Tue, 31 Dec 2016 23:59:60 GMT").as_deref(),
+            Some("20161231235959")
+        );
+        assert_eq!(parse_http_date("yesterday"), None);
+    }
+
+    #[test]
+    fn out_of_range_http_dates_are_refused() {
+        for bad in [
+            "Sun, 26 Jan 2014 99:99:99 GMT",
+            "Sun, 26 Jan 2014 24:00:00 GMT",
+            "Sun, 26 Jan 2014 20:60:00 GMT",
+            "Sun, 26 Jan 2014 20:06:61 GMT",
+            "Sun, 26 Jan 2014 20:06 GMT",
+            "Sun, 26 Jan 2014 20:06:24:00 GMT",
+            "Sun, 00 Jan 2014 20:06:24 GMT",
+            "Sun, 32 Jan 2014 20:06:24 GMT",
+            "Sat, 29 Feb 2014 20:06:24 GMT",
+            "Sun, 26 Jan 10000 20:06:24 GMT",
+        ] {
+            assert_eq!(parse_http_date(bad), None, "{bad}");
+        }
+        assert!(parse_http_date("Sat, 29 Feb 2020 20:06:24 GMT").is_some());
+    }
+}
