@@ -1,7 +1,9 @@
-//! Field value grammars: dates, digests, versions, record types.
+//! Field value grammars: dates (WARC and HTTP), digests and their lookup
+//! keys, versions, record types.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use warchest::digest::Digest;
+use warchest::digest::{Digest, lookup_key};
+use warchest::http::date::{http_date, parse_http_date, timestamp_seconds};
 use warchest::warc::{RecordType, Version, WarcDate};
 
 fuzz_target!(|data: &[u8]| {
@@ -16,6 +18,19 @@ fuzz_target!(|data: &[u8]| {
         let _ = WarcDate::from_timestamp14(s);
         if let Ok(d) = Digest::parse(s) {
             let _ = d.matches(&[0u8; 20]);
+        }
+        if let Ok(d) = Digest::parse_indexed(s) {
+            // A digest's key is its own key's key (one spelling a digest).
+            let key = d.lookup_key();
+            assert_eq!(lookup_key(&key), key);
+        }
+        let _ = lookup_key(s);
+        let _ = timestamp_seconds(s);
+        let _ = http_date(s);
+        if let Some(ts) = parse_http_date(s) {
+            // A date read is a 14-digit timestamp, which prints as a date.
+            assert_eq!(ts.len(), 14, "{ts}");
+            let _ = http_date(&ts);
         }
     }
 });
