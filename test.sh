@@ -56,6 +56,13 @@ phase "clippy without default features"
 # The API documentation builds and every intra-doc link in it resolves.
 env -u RUSTC_WORKSPACE_WRAPPER RUSTDOCFLAGS="-D warnings" cargo doc -q --no-deps --workspace
 phase "rustdoc"
+# The fuzz targets (a cargo-fuzz workspace of its own, fuzz/) type-check
+# against today's API: a rename once left one that no longer built, and
+# nothing noticed (docs/testing.md, "Fuzzing"). Checked, not run or
+# instrumented: that needs nightly and time.
+env -u RUSTC_WORKSPACE_WRAPPER CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}/fuzz-check" \
+  cargo check -q --locked --manifest-path fuzz/Cargo.toml --bins
+phase "fuzz targets check"
 cargo test --workspace --no-run
 phase "test build"
 cargo test --workspace

@@ -6,7 +6,7 @@
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use url::Url;
-use warchest_crawl::extract::{ExtractConfig, Extracted, Extractor, headers};
+use warchest_crawl::links::{ExtractConfig, Extracted, Extractor, headers};
 use warchest_crawl::robots::Robots;
 use warchest_crawl::scope::{Scope, ScopeConfig};
 use warchest_crawl::uri::{CrawlUri, Hop};
