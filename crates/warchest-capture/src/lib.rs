@@ -158,6 +158,10 @@ pub struct Event {
     pub ms: u64,
     /// The error, for `error`.
     pub error: Option<String>,
+    /// Why, for `robots-disallowed`: the rules, or robots.txt could not
+    /// be read (then everything there is disallowed, RFC 9309).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// What a run did.
@@ -177,13 +181,17 @@ pub struct Summary {
     pub files: Vec<PathBuf>,
 }
 
+/// An origin's robots.txt rules, and the reason given for a URL they
+/// disallow (which says when robots.txt could not be read).
+type OriginRobots = (robots::Robots, String);
+
 /// A crawl of a list of URLs into one series of WARC files.
 pub struct Capturer {
     opts: CaptureOptions,
     recorder: Recorder,
     resolver: dns::Resolver,
     fetch: client::FetchOptions,
-    robots: Mutex<HashMap<String, Arc<Mutex<Option<robots::Robots>>>>>,
+    robots: Mutex<HashMap<String, Arc<Mutex<Option<OriginRobots>>>>>,
     next_slot: Mutex<HashMap<String, Instant>>,
 }
 
@@ -371,15 +379,16 @@ impl Capturer {
         }
     }
 
-    /// The robots rules of `url`'s origin, fetching (and recording)
-    /// /robots.txt the first time.
-    fn robots_allow(&self, url: &Url) -> Result<bool, CaptureError> {
+    /// Why robots.txt keeps us from `url` (`None`: it does not), fetching
+    /// (and recording) its origin's /robots.txt the first time, through
+    /// the loop the crawler uses too ([`robots::fetch_robots`]).
+    fn robots_refusal(&self, url: &Url) -> Result<Option<String>, CaptureError> {
         let origin = url.origin();
         let cell = {
             let Ok(mut m) = self.robots.lock() else {
-                return Ok(true);
+                return Ok(None);
             };
-            m.entry(origin).or_default().clone()
+            m.entry(origin.clone()).or_default().clone()
         };
         // Held while fetching, so one worker fetches and the others wait.
         let mut slot = cell
@@ -388,40 +397,56 @@ impl Capturer {
         if slot.is_none() {
             let mut r = url.clone();
             r.path_and_query = "/robots.txt".into();
-            // RFC 9309 2.3.1.2: follow at least five redirects.
-            let mut rules = robots::Robots::allow_all();
-            for _ in 0..=5 {
-                match self.fetch_and_record(&r, true, &[]) {
-                    Ok((_, _, status, Some(loc))) if (300..400).contains(&status) => {
-                        match r.join(&loc) {
-                            Ok(next) if next.scheme != wire_url::Scheme::Ftp => {
-                                r = next;
-                                continue;
-                            }
-                            _ => {}
+            // What the last request gave: the reason given for every URL
+            // of the origin when robots.txt could not be read.
+            let mut last = String::new();
+            let (rules, _) = robots::fetch_robots(
+                r,
+                &self.opts.robots_agent,
+                &robots::RobotsPolicy::default(),
+                |r: &Url| match self.fetch_and_record(r, true, &[]) {
+                    Ok((_, text, status, loc)) => {
+                        let next = loc
+                            .filter(|_| (300..400).contains(&status))
+                            .and_then(|l| r.join(&l).ok())
+                            .filter(|n| n.scheme != wire_url::Scheme::Ftp);
+                        if let Some(next) = next {
+                            last = format!(
+                                "{r} redirected more than {} times",
+                                robots::MAX_ROBOTS_REDIRECTS
+                            );
+                            return Ok(robots::RobotsStep::Redirect(next));
                         }
+                        last = format!("{r} answered {status}");
+                        Ok(robots::RobotsStep::Answer {
+                            status,
+                            body: text.unwrap_or_default().into_bytes(),
+                        })
                     }
-                    // The crawler's rule (RFC 9309 2.3.1): 2xx its rules,
-                    // 4xx everything allowed, 5xx and 429 nothing.
-                    Ok((_, text, status, _)) => {
-                        let body = text.as_deref().unwrap_or_default().as_bytes();
-                        let answer = robots::RobotsFetch::Answer { status, body };
-                        rules = robots::RobotsPolicy::default()
-                            .decide(answer, &self.opts.robots_agent)
-                            .0;
+                    Err(e @ CaptureError::Warc(_)) => Err(e),
+                    Err(e) => {
+                        last = format!("{r}: {e}");
+                        Ok(robots::RobotsStep::Unreachable)
                     }
-                    Err(e @ CaptureError::Warc(_)) => return Err(e),
-                    Err(e) => tracing::warn!("{r}: {e}; no robots.txt rules"),
-                }
-                break;
-            }
-            *slot = Some(rules);
+                },
+            )?;
+            let why = if rules.is_disallow_all() {
+                // RFC 9309 2.3.1.4: an unreachable robots.txt disallows
+                // everything; said once here and on each URL's event.
+                let why = format!("robots.txt unreachable ({last}): everything disallowed");
+                tracing::warn!("{origin}: {why}");
+                why
+            } else {
+                "disallowed by robots.txt".to_string()
+            };
+            *slot = Some((rules, why));
         }
         // The rules match on the url crate's view of the URL (its path
         // and query as a browser would send them).
-        Ok(slot
-            .as_ref()
-            .is_none_or(|r| ::url::Url::parse(&url.to_string()).map_or(true, |u| r.allowed(&u))))
+        Ok(slot.as_ref().and_then(|(rules, why)| {
+            let allowed = ::url::Url::parse(&url.to_string()).map_or(true, |u| rules.allowed(&u));
+            (!allowed).then(|| why.clone())
+        }))
     }
 
     fn capture_http(
@@ -430,7 +455,9 @@ impl Capturer {
         via: Option<&str>,
         hop: u32,
     ) -> Result<(Event, Option<String>), CaptureError> {
-        if self.opts.robots && !self.robots_allow(url)? {
+        if self.opts.robots
+            && let Some(why) = self.robots_refusal(url)?
+        {
             return Ok((
                 Event {
                     url: url.to_string(),
@@ -440,6 +467,7 @@ impl Capturer {
                     truncated: None,
                     ms: 0,
                     error: None,
+                    reason: Some(why),
                 },
                 None,
             ));
@@ -522,6 +550,7 @@ impl Capturer {
                 truncated,
                 ms,
                 error: None,
+                reason: None,
             },
             robots_text,
             status,
@@ -565,6 +594,7 @@ impl Capturer {
             truncated: got.truncated.map(|t| t.as_str().to_string()),
             ms: t0.elapsed().as_millis() as u64,
             error: None,
+            reason: None,
         })
     }
 }
@@ -604,6 +634,7 @@ fn error_event(url: &str, e: &CaptureError) -> Event {
         truncated: None,
         ms: 0,
         error: Some(e.to_string()),
+        reason: None,
     }
 }
 
@@ -648,5 +679,85 @@ mod tests {
                 ("robots".to_string(), "obey".to_string())
             ]
         );
+    }
+
+    /// A loopback server answering `/robots.txt` with `robots_status` and
+    /// anything else with a 200, one request a connection. Returns its
+    /// port.
+    fn robots_server(robots_status: u16) -> u16 {
+        use std::io::{Read, Write};
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            for c in l.incoming().take(8) {
+                let Ok(mut c) = c else { return };
+                c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                let mut req = Vec::new();
+                let mut b = [0u8; 1];
+                while !req.ends_with(b"\r\n\r\n") {
+                    if c.read(&mut b).unwrap_or(0) == 0 {
+                        break;
+                    }
+                    req.push(b[0]);
+                }
+                let robots = req.starts_with(b"GET /robots.txt ");
+                let status = if robots { robots_status } else { 200 };
+                let _ = write!(
+                    c,
+                    "HTTP/1.1 {status} X\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+                );
+            }
+        });
+        port
+    }
+
+    /// The events of capturing `url` (robots.txt obeyed).
+    fn captured(url: String) -> (Vec<Event>, Summary) {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = CaptureOptions {
+            timeout: Duration::from_secs(5),
+            ..CaptureOptions::default()
+        };
+        let events = Mutex::new(Vec::new());
+        let summary = Capturer::new(dir.path(), opts)
+            .unwrap()
+            .run(vec![url], &|e: &Event| {
+                events.lock().unwrap().push(e.clone())
+            })
+            .unwrap();
+        (events.into_inner().unwrap(), summary)
+    }
+
+    /// RFC 9309 2.3.1: robots.txt unreachable (5xx, or no answer at all)
+    /// disallows everything, and the URL's event says why; unavailable
+    /// (4xx) allows everything. The crawler decides the same way.
+    #[test]
+    fn unreachable_robots_disallow_and_say_so_unavailable_allow() {
+        // A closed port: nothing answers robots.txt (nor the page).
+        let closed = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        for (port, what) in [(closed, "no answer"), (robots_server(503), "answered 503")] {
+            let (events, summary) = captured(format!("http://127.0.0.1:{port}/page"));
+            assert_eq!(events.len(), 1, "{what}: {events:?}");
+            let e = &events[0];
+            assert_eq!(e.outcome, "robots-disallowed", "{what}: {e:?}");
+            let reason = e.reason.as_deref().unwrap_or_default();
+            assert!(
+                reason.contains("robots.txt unreachable"),
+                "{what}: {reason}"
+            );
+            assert!(e.error.is_none(), "{what}: {e:?}");
+            assert_eq!((summary.disallowed, summary.failed), (1, 0), "{what}");
+        }
+        let (events, summary) = captured(format!("http://127.0.0.1:{}/page", robots_server(404)));
+        assert_eq!(events.len(), 1, "{events:?}");
+        assert_eq!(
+            (events[0].outcome.as_str(), events[0].status),
+            ("response", Some(200))
+        );
+        assert!(events[0].reason.is_none());
+        assert_eq!((summary.fetched, summary.disallowed), (1, 0));
     }
 }

@@ -143,6 +143,67 @@ impl RobotsPolicy {
     }
 }
 
+/// The most redirects followed to robots.txt (RFC 9309 2.3.1.2 asks for
+/// at least five).
+pub const MAX_ROBOTS_REDIRECTS: usize = 5;
+
+/// What one request for robots.txt gave, as its fetcher reports it to
+/// [`fetch_robots`]. `U` is the fetcher's URL type (capture and the
+/// crawler each have their own).
+#[derive(Debug, Clone)]
+pub enum RobotsStep<U> {
+    /// A redirect to this URL (resolved, and of a scheme the fetcher
+    /// takes). A 3xx without a usable `Location` is an [`Answer`].
+    ///
+    /// [`Answer`]: RobotsStep::Answer
+    Redirect(U),
+    /// A final answer: its status and (for 2xx) its body.
+    Answer {
+        /// The status code.
+        status: u16,
+        /// The body, at most [`MAX_ROBOTS`] (only read for 2xx).
+        body: Vec<u8>,
+    },
+    /// No answer (DNS, connection or timeout failure); the fetcher has
+    /// reported why.
+    Unreachable,
+}
+
+/// Fetches robots.txt from `url` with `fetch`, following up to
+/// [`MAX_ROBOTS_REDIRECTS`] redirects, and decides with `policy` what the
+/// outcome means for product token `agent` (RFC 9309 2.3.1: 2xx its
+/// rules, 4xx everything allowed, 5xx, 429 or no answer everything
+/// disallowed for a while). More redirects than that count as no answer.
+/// The one loop `capture` and the crawler share, so they decide alike.
+///
+/// # Errors
+/// Whatever `fetch` returns as an error (a failure to record, which
+/// stops the caller; a failed request is [`RobotsStep::Unreachable`]).
+pub fn fetch_robots<U, E>(
+    url: U,
+    agent: &str,
+    policy: &RobotsPolicy,
+    mut fetch: impl FnMut(&U) -> Result<RobotsStep<U>, E>,
+) -> Result<(Robots, Duration), E> {
+    let mut url = url;
+    for _ in 0..=MAX_ROBOTS_REDIRECTS {
+        match fetch(&url)? {
+            RobotsStep::Redirect(next) => url = next,
+            RobotsStep::Answer { status, body } => {
+                return Ok(policy.decide(
+                    RobotsFetch::Answer {
+                        status,
+                        body: &body,
+                    },
+                    agent,
+                ));
+            }
+            RobotsStep::Unreachable => break,
+        }
+    }
+    Ok(policy.decide(RobotsFetch::Unreachable, agent))
+}
+
 /// The robots.txt URL of `url`'s host (scheme, host and port).
 pub fn robots_url(url: &Url) -> Option<Url> {
     if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
@@ -352,5 +413,83 @@ Sitemap: http://a.test/sitemap.xml\n";
         let r = Robots::parse(&many, "warchest");
         let long = format!("http://a.test/{}", "a".repeat(20_000));
         assert!(r.allowed(&u(&long)));
+    }
+
+    /// Fetches robots.txt from a table of answers, one per URL.
+    fn fetched(answers: &[(&str, RobotsStep<String>)]) -> (Robots, Vec<String>) {
+        let mut asked = Vec::new();
+        let r = fetch_robots(
+            "http://a.test/robots.txt".to_string(),
+            "warchest",
+            &RobotsPolicy::default(),
+            |u: &String| -> Result<_, ()> {
+                asked.push(u.clone());
+                Ok(answers
+                    .iter()
+                    .find(|(a, _)| a == u)
+                    .map_or(RobotsStep::Unreachable, |(_, s)| s.clone()))
+            },
+        )
+        .unwrap()
+        .0;
+        (r, asked)
+    }
+
+    #[test]
+    fn the_fetch_loop_follows_five_redirects_then_gives_up() {
+        let page = u("http://a.test/x");
+        let ok = RobotsStep::Answer {
+            status: 200,
+            body: b"User-agent: *\nDisallow: /x\n".to_vec(),
+        };
+        let (r, asked) = fetched(&[
+            ("http://a.test/robots.txt", RobotsStep::Redirect("1".into())),
+            ("1", ok.clone()),
+        ]);
+        assert!(!r.allowed(&page) && !r.is_disallow_all());
+        assert_eq!(asked, ["http://a.test/robots.txt", "1"]);
+        // 4xx allows everything; 5xx and no answer disallow everything.
+        let (r, _) = fetched(&[(
+            "http://a.test/robots.txt",
+            RobotsStep::Answer {
+                status: 404,
+                body: Vec::new(),
+            },
+        )]);
+        assert!(r.allowed(&page));
+        let (r, _) = fetched(&[(
+            "http://a.test/robots.txt",
+            RobotsStep::Answer {
+                status: 503,
+                body: Vec::new(),
+            },
+        )]);
+        assert!(r.is_disallow_all());
+        let (r, _) = fetched(&[]);
+        assert!(r.is_disallow_all());
+        // Five redirects are followed; a sixth is not.
+        let chain: Vec<(String, RobotsStep<String>)> = (0..6)
+            .map(|i| {
+                let from = if i == 0 {
+                    "http://a.test/robots.txt".to_string()
+                } else {
+                    i.to_string()
+                };
+                (from, RobotsStep::Redirect((i + 1).to_string()))
+            })
+            .collect();
+        let mut five: Vec<(&str, RobotsStep<String>)> = chain[..5]
+            .iter()
+            .map(|(a, s)| (a.as_str(), s.clone()))
+            .collect();
+        five.push(("5", ok));
+        let (r, asked) = fetched(&five);
+        assert!(!r.allowed(&page) && !r.is_disallow_all());
+        assert_eq!(asked.len(), 6);
+        let six: Vec<(&str, RobotsStep<String>)> =
+            chain.iter().map(|(a, s)| (a.as_str(), s.clone())).collect();
+        let (r, asked) = fetched(&six);
+        assert!(r.is_disallow_all());
+        assert_eq!(asked.len(), 6);
     }
 }

@@ -76,6 +76,10 @@ pub struct EngineConfig {
     pub user_agent: String,
     /// robots.txt: `obey` or `ignore`.
     pub robots: RobotsMode,
+    /// The product token robots.txt groups are matched against (`warchest`),
+    /// apart from the User-Agent as in `capture`: a site names one token
+    /// for the tool, whatever contact URL the operator puts in the agent.
+    pub robots_agent: String,
     /// Connect and read timeout, seconds.
     pub timeout: f64,
     /// `HOST = "ADDR"` answers instead of DNS (tests, private crawls).
@@ -211,6 +215,7 @@ impl Default for EngineConfig {
             workers: 8,
             user_agent: default_user_agent(),
             robots: RobotsMode::Obey,
+            robots_agent: "warchest".into(),
             timeout: 30.0,
             resolve: BTreeMap::new(),
             resolve_only: false,
@@ -483,10 +488,12 @@ mod tests {
     #[test]
     fn keys_go_to_their_parts() {
         let c = CrawlConfig::from_toml(
-            "seeds = [\"http://a.test/\"]\nworkers = 3\nmax-hops = 4\ndelay-factor = 0.5\nmax-size = 1000\n",
+            "seeds = [\"http://a.test/\"]\nworkers = 3\nmax-hops = 4\ndelay-factor = 0.5\nmax-size = 1000\nrobots-agent = \"mybot\"\n",
         )
         .unwrap();
         assert_eq!(c.engine.seeds, ["http://a.test/"]);
+        assert_eq!(c.engine.robots_agent, "mybot");
+        assert_eq!(CrawlConfig::default().engine.robots_agent, "warchest");
         assert_eq!(c.engine.workers, 3);
         assert_eq!(c.engine.max_size, 1000);
         assert_eq!(c.scope.max_hops, 4);

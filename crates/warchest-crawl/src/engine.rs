@@ -42,7 +42,7 @@ use crate::config::{CrawlConfig, OutputFormat, RobotsMode, SAVED_CONFIG};
 use crate::frontier::{self, Frontier, Lease, Next};
 use crate::links::{Extracted, Extractor};
 use crate::render::PageRenderer;
-use crate::robots::{Robots, RobotsCache, RobotsFetch, RobotsPolicy, robots_url};
+use crate::robots::{self, Robots, RobotsCache, RobotsPolicy, RobotsStep, robots_url};
 use crate::scope::Scope;
 use crate::sidecar::{LineLog, LogLine, PAGES_HEADER, iso_time};
 use crate::uri::{CrawlUri, Hop};
@@ -1845,7 +1845,7 @@ impl Crawl {
         if let Some(r) = cached() {
             return Ok(Some(r));
         }
-        let Some(mut r_url) = robots_url(&uri.url) else {
+        let Some(r_url) = robots_url(&uri.url) else {
             return Ok(Some(Robots::allow_all()));
         };
         // One fetch of a host's robots.txt at a time: a worker that finds
@@ -1893,45 +1893,52 @@ impl Crawl {
         }
         let fetch_turn = Fetching(&self.robots_fetching, key);
         let now = Instant::now();
-        let agent = "warchest";
-        let mut result = None;
+        // The fetch loop is capture's (robots::fetch_robots): each request
+        // is a CrawlUri of its own, a P hop then R hops, logged.
         let mut ru = uri.child(r_url.clone(), Hop::Prerequisite);
-        for _ in 0..=5 {
-            match self.fetch_page(&ru) {
-                Ok(f) => {
-                    let line = fetch_line(&ru, &f, thread, None);
-                    let _ = self
-                        .crawl_log
-                        .line(&line.format(time::OffsetDateTime::now_utc()));
-                    if (300..400).contains(&f.status)
-                        && let Some((_, loc)) = f
-                            .headers
-                            .iter()
-                            .find(|(n, _)| n.eq_ignore_ascii_case("location"))
-                        && let Ok(next) = r_url.join(String::from_utf8_lossy(loc).trim())
-                    {
-                        r_url = next.clone();
-                        ru = ru.child(next, Hop::Redirect);
-                        continue;
-                    }
-                    let body = f.robots_body.unwrap_or_default();
-                    result = Some(self.robots_policy.decide(
-                        RobotsFetch::Answer {
+        let mut first = true;
+        let (robots, ttl) = robots::fetch_robots(
+            r_url,
+            &self.cfg.engine.robots_agent,
+            &self.robots_policy,
+            |u: &Url| -> Result<_, CrawlError> {
+                if !std::mem::take(&mut first) {
+                    ru = ru.child(u.clone(), Hop::Redirect);
+                }
+                match self.fetch_page(&ru) {
+                    Ok(f) => {
+                        let line = fetch_line(&ru, &f, thread, None);
+                        let _ = self
+                            .crawl_log
+                            .line(&line.format(time::OffsetDateTime::now_utc()));
+                        if (300..400).contains(&f.status)
+                            && let Some((_, loc)) = f
+                                .headers
+                                .iter()
+                                .find(|(n, _)| n.eq_ignore_ascii_case("location"))
+                            && let Ok(next) = u.join(String::from_utf8_lossy(loc).trim())
+                        {
+                            return Ok(RobotsStep::Redirect(next));
+                        }
+                        Ok(RobotsStep::Answer {
                             status: f.status,
-                            body: &body,
-                        },
-                        agent,
-                    ));
+                            body: f.robots_body.unwrap_or_default(),
+                        })
+                    }
+                    Err(CaptureError::Warc(w)) => Err(w.into()),
+                    Err(err) => {
+                        self.log_outcome(
+                            thread,
+                            &ru,
+                            error_code(&err),
+                            None,
+                            vec!["robots".into()],
+                        );
+                        Ok(RobotsStep::Unreachable)
+                    }
                 }
-                Err(CaptureError::Warc(w)) => return Err(w.into()),
-                Err(err) => {
-                    self.log_outcome(thread, &ru, error_code(&err), None, vec!["robots".into()]);
-                }
-            }
-            break;
-        }
-        let (robots, ttl) =
-            result.unwrap_or_else(|| self.robots_policy.decide(RobotsFetch::Unreachable, agent));
+            },
+        )?;
         if let Ok(mut c) = self.robots.lock() {
             c.insert(&uri.url, robots.clone(), now, ttl);
         }

@@ -69,9 +69,21 @@ pub struct Decoded<'a> {
 }
 
 /// The `charset` parameter of a `Content-Type` value, as an encoding
-/// (unknown labels give `None`).
+/// (unknown labels give `None`). The parameter is found as
+/// [`warchest::http::content_type_charset`] finds it (by name, quoted
+/// strings read whole), so every reader of a header agrees on it.
 pub fn from_content_type(content_type: &str) -> Option<&'static Encoding> {
-    let lower = content_type.to_ascii_lowercase();
+    let label = warchest::http::content_type_charset(content_type.as_bytes())?;
+    Encoding::for_label(label.as_bytes())
+}
+
+/// The charset a `<meta http-equiv=content-type>` tag's `content` names,
+/// found as the WHATWG "extract a character encoding from a meta element"
+/// algorithm does: after the first `charset`, anywhere, then `=` and a
+/// value quoted with either quote or bare. That is what browsers read in
+/// a page, which is looser than a header's parameter syntax.
+fn from_meta_content(content: &str) -> Option<&'static Encoding> {
+    let lower = content.to_ascii_lowercase();
     let at = lower.find("charset")?;
     let rest = lower[at + 7..].trim_start();
     let rest = rest.strip_prefix('=')?.trim_start();
@@ -109,7 +121,7 @@ pub fn from_meta(body: &[u8]) -> Option<&'static Encoding> {
             .attr("http-equiv")
             .is_some_and(|v| v.trim().eq_ignore_ascii_case("content-type"))
         {
-            tag.attr("content").and_then(|c| from_content_type(&c))
+            tag.attr("content").and_then(|c| from_meta_content(&c))
         } else {
             None
         };
@@ -256,6 +268,28 @@ mod tests {
         );
         assert_eq!(from_content_type("text/html"), None);
         assert_eq!(from_content_type("text/html; charset=no-such"), None);
+    }
+
+    /// The header's parameter is found by name, as every other reader of
+    /// a Content-Type finds it: not inside another parameter's name or
+    /// quoted value.
+    #[test]
+    fn content_type_parameter_by_name() {
+        assert_eq!(
+            from_content_type("text/html; xcharset=koi8-r; charset=utf-8"),
+            Some(UTF_8)
+        );
+        assert_eq!(
+            from_content_type("text/html; note=\"charset=koi8-r\"; charset=gbk"),
+            Some(encoding_rs::GBK)
+        );
+        assert_eq!(from_content_type("text/html; xcharset=koi8-r"), None);
+        let d = decode(
+            b"caf\xe9",
+            Some("text/plain; xcharset=koi8-r; charset=iso-8859-1"),
+            false,
+        );
+        assert_eq!((d.source, &*d.text), (Source::Header, "café"));
     }
 
     #[test]

@@ -54,21 +54,11 @@ pub struct Document {
     pub truncated: bool,
 }
 
-/// The media type of a `Content-Type` value, lower-cased, no parameters.
-fn media_type(content_type: &str) -> String {
-    content_type
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase()
-}
-
 /// Whether a body is HTML, plain text or neither (`None`): by its media
 /// type when there is one (a type containing `html` is HTML, as Common
 /// Crawl's rule says), else by its first bytes.
 pub fn kind_of(body: &[u8], content_type: Option<&str>) -> Option<Kind> {
-    if let Some(ct) = content_type.map(media_type).filter(|m| !m.is_empty()) {
+    if let Some(ct) = content_type.and_then(warchest::http::media_type_str) {
         return if ct.contains("html") {
             Some(Kind::Html)
         } else if ct == "text/plain" {

@@ -107,7 +107,9 @@ pub fn capture<S: Source>(
         .and_then(|d| d.to_unix_nanos())
         .and_then(|n| i64::try_from(n / 1_000_000).ok());
     let timestamp = date.as_ref().map(|d| d.timestamp14()).unwrap_or_default();
-    let record_mime = h.content_type().map(|c| media_type(&c));
+    let record_mime = h
+        .content_type()
+        .and_then(|c| warchest::http::media_type_str(&c));
     let offset = record.location().offset;
     let mut doc = Document {
         surt: warchest_index::surt::url_key(&url),
@@ -198,15 +200,6 @@ pub fn cut_at_char(s: &mut String, max: usize) -> bool {
     }
     s.truncate(end);
     true
-}
-
-/// A media type without parameters, lower case.
-fn media_type(ct: &str) -> String {
-    ct.split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase()
 }
 
 /// The host of `url`, lower case, without a port; empty when none.

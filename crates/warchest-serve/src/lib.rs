@@ -1398,18 +1398,26 @@ fn archived_status(p: &Payload<'_>) -> (u16, String) {
     }
 }
 
+/// The media type of an archived payload: its HTTP head's, else (a
+/// record with no head, such as a resource) the record's own
+/// Content-Type. Replay and the record pages both type a payload so.
+fn payload_media_type(
+    head: Option<&warchest::http::HttpHead>,
+    record: &warchest::warc::WarcHeader,
+) -> Option<String> {
+    match head {
+        Some(h) => h.media_type(),
+        None => record
+            .content_type()
+            .and_then(|c| warchest::http::media_type_str(&c)),
+    }
+}
+
 /// Whether and as what the payload is rewritten: as its modifier or media
 /// type says, unless asked for as archived (`id_`), in a coding that
 /// cannot be undone, or in UTF-16 (which ASCII inserts would break).
 fn treatment(ts: &TimeSpec, p: &Payload<'_>) -> Treatment {
-    let mime = match &p.head {
-        Some(h) => h.media_type(),
-        None => p
-            .source_header
-            .content_type()
-            .and_then(|c| warchest::http::media_type(c.as_bytes())),
-    }
-    .unwrap_or_default();
+    let mime = payload_media_type(p.head.as_ref(), &p.source_header).unwrap_or_default();
     let raw = ts.modifier == modifier::IDENTITY;
     let kind = if raw {
         None

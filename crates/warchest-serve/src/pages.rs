@@ -463,12 +463,7 @@ fn head_and_media_type<S: Source>(
     header: &WarcHeader,
 ) -> warchest::Result<(Option<HttpHead>, Option<String>)> {
     let head = rec.http()?.cloned();
-    let mime = match &head {
-        Some(h) => h.media_type(),
-        None => header
-            .content_type()
-            .and_then(|c| warchest::http::media_type(c.as_bytes())),
-    };
+    let mime = super::payload_media_type(head.as_ref(), header);
     Ok((head, mime))
 }
 

@@ -243,15 +243,12 @@ pub fn encoding_for_label(label: &str) -> Option<&'static Encoding> {
         .map(Encoding::output_encoding)
 }
 
-/// The `charset` parameter of a Content-Type value.
+/// The encoding the `charset` parameter of a Content-Type value names,
+/// for reading URLs (UTF-16 means UTF-8: [`encoding_for_label`]). The
+/// parameter is found as [`warchest::http::content_type_charset`] finds
+/// it, so the crawler reads a header as every other reader does.
 pub fn charset_of_content_type(ct: &str) -> Option<&'static Encoding> {
-    ct.split(';').skip(1).find_map(|p| {
-        let (k, v) = p.split_once('=')?;
-        k.trim()
-            .eq_ignore_ascii_case("charset")
-            .then(|| encoding_for_label(v))
-            .flatten()
-    })
+    encoding_for_label(&warchest::http::content_type_charset(ct.as_bytes())?)
 }
 
 /// Text of `bytes` in `enc`; invalid UTF-8 with no charset given is read
@@ -487,5 +484,24 @@ mod tests {
             Some(encoding_rs::SHIFT_JIS)
         );
         assert_eq!(encoding_for_label("utf-16le"), Some(UTF_8));
+    }
+
+    /// The parameter is found by name, as every other reader of a
+    /// Content-Type finds it: a `;` or `charset=` inside another
+    /// parameter's quoted value is part of that value.
+    #[test]
+    fn charset_parameter_as_the_format_crate_reads_it() {
+        assert_eq!(
+            charset_of_content_type("text/html; note=\"a;charset=koi8-r\"; charset=gbk"),
+            Some(encoding_rs::GBK)
+        );
+        assert_eq!(
+            charset_of_content_type("text/html; note=\"a;charset=koi8-r\""),
+            None
+        );
+        assert_eq!(
+            charset_of_content_type("text/html; xcharset=koi8-r; charset=utf-16"),
+            Some(UTF_8)
+        );
     }
 }

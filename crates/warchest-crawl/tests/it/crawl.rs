@@ -1297,3 +1297,36 @@ fn the_cdxj_made_as_records_are_written_is_warchest_index_of_each_file() {
     assert!(old.contains("\r\n\r\nHTTP/1.0 301 "), "a redirect: {old}");
     check_files(&dir);
 }
+
+/// The product token robots.txt groups are matched against is the
+/// `robots-agent` key, as capture's is its option: `warchest` by default,
+/// whose group keeps /not-for-warchest.html out; another token gets the
+/// `*` group, which does not.
+#[test]
+fn the_robots_agent_key_names_the_group_obeyed() {
+    use warchest_crawl::testweb::{TestWeb, TestWebConfig};
+    let web = TestWeb::start(TestWebConfig {
+        sites: 1,
+        pages: 1,
+        ..TestWebConfig::default()
+    })
+    .unwrap();
+    let host = "robots-disallow.test";
+    let ip = host_ip(&web, host);
+    let page = web.url(host, "/not-for-warchest.html").to_string();
+    for (extra, fetched) in [("", false), ("robots-agent = \"otherbot\"\n", true)] {
+        let toml = format!(
+            "seeds = [\"{}\"]\nmin-delay = 0.0\nmax-delay = 0.0\ndelay-factor = 0.0\ntimeout = 5.0\nresolve-only = true\n{extra}[resolve]\n\"{host}\" = \"{ip}\"\n",
+            web.url(host, "/")
+        );
+        let out = tempfile::tempdir().unwrap();
+        let s = crawl(&out.path().join("c"), &toml);
+        assert_eq!(s.ending, Ending::Finished);
+        let served = web.served_urls();
+        assert_eq!(served.contains(&page), fetched, "{extra:?}: {served:?}");
+        assert!(
+            !served.iter().any(|u| u.ends_with("/private/secret.html")),
+            "{served:?}"
+        );
+    }
+}

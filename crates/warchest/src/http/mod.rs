@@ -149,6 +149,13 @@ pub fn media_type(content_type: &[u8]) -> Option<String> {
     Some(String::from_utf8_lossy(t).to_ascii_lowercase())
 }
 
+/// [`media_type`] of a Content-Type held as text (a WARC header's, a
+/// caller's option): `text/html` for `Text/HTML; charset=UTF-8`. `None`
+/// when empty.
+pub fn media_type_str(content_type: &str) -> Option<String> {
+    media_type(content_type.as_bytes())
+}
+
 /// The media type of a Content-Type value as Heritrix cuts it: up to the
 /// first white space, `;` or `,` (`text/html` of `text/html
 /// charset=UTF-8`, a header written without its `;`), case kept. Empty
@@ -296,6 +303,11 @@ mod tests {
             assert!(!is_html_type(c, false), "{c:?}");
         }
         assert_eq!(media_type_token("text/html charset=x"), "text/html");
+        assert_eq!(
+            media_type_str(" Text/HTML ; charset=x").as_deref(),
+            Some("text/html")
+        );
+        assert_eq!(media_type_str(" ; charset=x"), None);
     }
 
     #[test]
