@@ -69,6 +69,13 @@ pub enum CaptureError {
     /// Writing the WARC files or the index failed.
     #[error(transparent)]
     Warc(#[from] warchest::Error),
+    /// Nothing answered for the origin's robots.txt (DNS, refused
+    /// connection, timeout): RFC 9309 disallows everything there, and the
+    /// URL was not captured. An error, not a skip by the site's rules: the
+    /// host could not be reached, and a run that reached none of its URLs
+    /// must not end as a success.
+    #[error("{0}")]
+    RobotsUnreachable(String),
 }
 
 /// How a capture runs.
@@ -181,9 +188,17 @@ pub struct Summary {
     pub files: Vec<PathBuf>,
 }
 
-/// An origin's robots.txt rules, and the reason given for a URL they
-/// disallow (which says when robots.txt could not be read).
-type OriginRobots = (robots::Robots, String);
+/// An origin's robots.txt rules, the reason given for a URL they
+/// disallow (which says when robots.txt could not be read), and whether
+/// nothing answered at all (the refusal is then an error).
+type OriginRobots = (robots::Robots, String, bool);
+
+/// Why robots.txt keeps a URL out.
+struct Refusal {
+    why: String,
+    /// Nothing answered for robots.txt ([`CaptureError::RobotsUnreachable`]).
+    no_answer: bool,
+}
 
 /// A crawl of a list of URLs into one series of WARC files.
 pub struct Capturer {
@@ -382,7 +397,7 @@ impl Capturer {
     /// Why robots.txt keeps us from `url` (`None`: it does not), fetching
     /// (and recording) its origin's /robots.txt the first time, through
     /// the loop the crawler uses too ([`robots::fetch_robots`]).
-    fn robots_refusal(&self, url: &Url) -> Result<Option<String>, CaptureError> {
+    fn robots_refusal(&self, url: &Url) -> Result<Option<Refusal>, CaptureError> {
         let origin = url.origin();
         let cell = {
             let Ok(mut m) = self.robots.lock() else {
@@ -400,12 +415,15 @@ impl Capturer {
             // What the last request gave: the reason given for every URL
             // of the origin when robots.txt could not be read.
             let mut last = String::new();
+            // Whether the last request got no answer at all.
+            let mut no_answer = false;
             let (rules, _) = robots::fetch_robots(
                 r,
                 &self.opts.robots_agent,
                 &robots::RobotsPolicy::default(),
                 |r: &Url| match self.fetch_and_record(r, true, &[]) {
                     Ok((_, text, status, loc)) => {
+                        no_answer = false;
                         let next = loc
                             .filter(|_| (300..400).contains(&status))
                             .and_then(|l| r.join(&l).ok())
@@ -426,6 +444,7 @@ impl Capturer {
                     Err(e @ CaptureError::Warc(_)) => Err(e),
                     Err(e) => {
                         last = format!("{r}: {e}");
+                        no_answer = true;
                         Ok(robots::RobotsStep::Unreachable)
                     }
                 },
@@ -439,13 +458,17 @@ impl Capturer {
             } else {
                 "disallowed by robots.txt".to_string()
             };
-            *slot = Some((rules, why));
+            let no_answer = no_answer && rules.is_disallow_all();
+            *slot = Some((rules, why, no_answer));
         }
         // The rules match on the url crate's view of the URL (its path
         // and query as a browser would send them).
-        Ok(slot.as_ref().and_then(|(rules, why)| {
+        Ok(slot.as_ref().and_then(|(rules, why, no_answer)| {
             let allowed = ::url::Url::parse(&url.to_string()).map_or(true, |u| rules.allowed(&u));
-            (!allowed).then(|| why.clone())
+            (!allowed).then(|| Refusal {
+                why: why.clone(),
+                no_answer: *no_answer,
+            })
         }))
     }
 
@@ -456,8 +479,11 @@ impl Capturer {
         hop: u32,
     ) -> Result<(Event, Option<String>), CaptureError> {
         if self.opts.robots
-            && let Some(why) = self.robots_refusal(url)?
+            && let Some(Refusal { why, no_answer }) = self.robots_refusal(url)?
         {
+            if no_answer {
+                return Err(CaptureError::RobotsUnreachable(why));
+            }
             return Ok((
                 Event {
                     url: url.to_string(),
@@ -729,8 +755,11 @@ mod tests {
     }
 
     /// RFC 9309 2.3.1: robots.txt unreachable (5xx, or no answer at all)
-    /// disallows everything, and the URL's event says why; unavailable
-    /// (4xx) allows everything. The crawler decides the same way.
+    /// disallows everything; unavailable (4xx) allows everything. The
+    /// crawler decides the same way. A 5xx is the site's answer: the URL
+    /// is skipped, its event saying why. No answer at all is an error (the
+    /// host could not be reached), counted failed, so that a run that
+    /// reached nothing does not end as a success.
     #[test]
     fn unreachable_robots_disallow_and_say_so_unavailable_allow() {
         // A closed port: nothing answers robots.txt (nor the page).
@@ -738,19 +767,25 @@ mod tests {
             let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
             l.local_addr().unwrap().port()
         };
-        for (port, what) in [(closed, "no answer"), (robots_server(503), "answered 503")] {
-            let (events, summary) = captured(format!("http://127.0.0.1:{port}/page"));
-            assert_eq!(events.len(), 1, "{what}: {events:?}");
-            let e = &events[0];
-            assert_eq!(e.outcome, "robots-disallowed", "{what}: {e:?}");
-            let reason = e.reason.as_deref().unwrap_or_default();
-            assert!(
-                reason.contains("robots.txt unreachable"),
-                "{what}: {reason}"
-            );
-            assert!(e.error.is_none(), "{what}: {e:?}");
-            assert_eq!((summary.disallowed, summary.failed), (1, 0), "{what}");
-        }
+        let (events, summary) = captured(format!("http://127.0.0.1:{closed}/page"));
+        assert_eq!(events.len(), 1, "{events:?}");
+        let e = &events[0];
+        assert_eq!(e.outcome, "error", "{e:?}");
+        let error = e.error.as_deref().unwrap_or_default();
+        assert!(error.contains("robots.txt unreachable"), "{error}");
+        assert!(error.contains("/robots.txt"), "{error}");
+        assert_eq!((summary.disallowed, summary.failed), (0, 1));
+
+        let (events, summary) = captured(format!("http://127.0.0.1:{}/page", robots_server(503)));
+        assert_eq!(events.len(), 1, "{events:?}");
+        let e = &events[0];
+        assert_eq!(e.outcome, "robots-disallowed", "{e:?}");
+        let reason = e.reason.as_deref().unwrap_or_default();
+        assert!(reason.contains("robots.txt unreachable"), "{reason}");
+        assert!(reason.contains("answered 503"), "{reason}");
+        assert!(e.error.is_none(), "{e:?}");
+        assert_eq!((summary.disallowed, summary.failed), (1, 0));
+
         let (events, summary) = captured(format!("http://127.0.0.1:{}/page", robots_server(404)));
         assert_eq!(events.len(), 1, "{events:?}");
         assert_eq!(
