@@ -9,7 +9,6 @@ use std::io::Write;
 use encoding_rs::UTF_8;
 use flate2::write::GzDecoder;
 use url::Url;
-use warchest_html::decode_references;
 
 use super::{Extracted, LinkSet};
 use crate::uri::Hop;
@@ -130,7 +129,7 @@ impl Scanner {
                 let text = text
                     .strip_prefix("<![CDATA[")
                     .and_then(|t| t.strip_suffix("]]>"))
-                    .map_or_else(|| decode_references(text).into_owned(), str::to_string);
+                    .map_or_else(|| xml_references(text), str::to_string);
                 self.found.push((text, self.index == Some(true)));
             } else {
                 self.full = true;
@@ -244,8 +243,88 @@ impl SitemapExtractor {
     }
 }
 
+/// `text` with XML's character references decoded: the five predefined
+/// names and numeric references (a code point XML does not allow, or
+/// none, stays as written). Not HTML's rules (`decode_references` in
+/// warchest-html): a sitemap is XML, where `&#150;` is U+0096, not
+/// windows-1252's dash, and `&amp` without its `;` is no reference.
+fn xml_references(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(amp) = rest.find('&') {
+        out.push_str(&rest[..amp]);
+        let after = &rest[amp + 1..];
+        let decoded = xml_reference(after);
+        match decoded {
+            Some((c, used)) => {
+                out.push(c);
+                rest = &after[used..];
+            }
+            None => {
+                out.push('&');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The reference at the start of `after` (the text after a `&`): its
+/// character and the bytes it takes, `;` included.
+fn xml_reference(after: &str) -> Option<(char, usize)> {
+    // The longest is `#x10FFFF`: 8 bytes before the `;`.
+    let semi = after.bytes().take(10).position(|b| b == b';')?;
+    let name = &after[..semi];
+    let c = match name {
+        "amp" => '&',
+        "lt" => '<',
+        "gt" => '>',
+        "quot" => '"',
+        "apos" => '\'',
+        _ => {
+            let num = name.strip_prefix('#')?;
+            let (digits, radix) = match num.strip_prefix(['x', 'X']) {
+                Some(h) => (h, 16),
+                None => (num, 10),
+            };
+            if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return None;
+            }
+            let n = u32::from_str_radix(digits, radix).ok()?;
+            char::from_u32(n).filter(|&c| c != '\0')?
+        }
+    };
+    Some((c, semi + 1))
+}
+
 #[cfg(test)]
 mod tests {
+
+    /// XML's references, not HTML's: the five names and numeric ones as
+    /// code points; anything else as written.
+    #[test]
+    fn xml_references_are_xml_s() {
+        assert_eq!(
+            xml_references("a?x=1&amp;y=2&lt;&gt;&quot;&apos;"),
+            "a?x=1&y=2<>\"'"
+        );
+        assert_eq!(xml_references("&#150;&#x41;&#X42;"), "\u{96}AB");
+        for kept in [
+            "&amp",
+            "&nbsp;",
+            "&#0;",
+            "&#xD800;",
+            "&#;",
+            "&",
+            "a&b",
+            "&#99999999999;",
+        ] {
+            assert_eq!(xml_references(kept), kept);
+        }
+        assert_eq!(xml_references("é&amp;é"), "é&é");
+        assert_eq!(xml_references("&amp;ééééé"), "&ééééé");
+    }
     use super::*;
 
     const INDEX: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
