@@ -56,10 +56,13 @@ pub fn compression(name: &str) -> Result<Compression> {
     })
 }
 
-/// A prefix from an input file name: its name without the `.warc...`
-/// suffix (or from its first `.`: `x.arc.gz` is `x`); `stdin` for
-/// standard input (`-`). The one rule of every command that names its
-/// output files after an input (`split`, `segment`, `pack`, `dedupe`).
+/// A prefix from an input file name: its name without the archive's
+/// suffixes (`.warc`, `.arc`, their compressions, `.open`, `.bad`, in any
+/// order: `x.arc.gz` is `x`), the rest of the name kept (`www.a.test.gz` is
+/// `www.a.test`), or, with none of them, without its last extension
+/// (`page.dat` is `page`); `stdin` for standard input (`-`). The one rule of every
+/// command that names its output files after an input (`split`,
+/// `segment`, `pack`, `dedupe`).
 pub fn prefix_from(input: &str) -> String {
     if input == "-" {
         return "stdin".into();
@@ -68,15 +71,26 @@ pub fn prefix_from(input: &str) -> String {
         .file_name()
         .and_then(|n| n.to_str())
         .unwrap_or("warchest");
-    let stem = match name.find(".warc").or_else(|| name.find('.')) {
-        Some(0) | None => name,
-        Some(i) => &name[..i],
-    };
-    if stem.is_empty() {
-        "warchest".into()
-    } else {
-        stem.into()
+    let mut stem = name;
+    loop {
+        let before = stem;
+        for suffix in [".open", ".bad", ".gz", ".zst", ".lz4", ".warc", ".arc"] {
+            if let Some(s) = stem.strip_suffix(suffix).filter(|s| !s.is_empty()) {
+                stem = s;
+            }
+        }
+        if stem == before {
+            break;
+        }
     }
+    // A name with none of them (a Web InfoMall `page.dat`) loses its last
+    // extension, as a name with them loses those.
+    if stem == name
+        && let Some((s, _)) = stem.rsplit_once('.').filter(|(s, _)| !s.is_empty())
+    {
+        stem = s;
+    }
+    stem.into()
 }
 
 impl OutputArgs {
@@ -222,5 +236,11 @@ mod tests {
         assert_eq!(prefix_from("d/x.arc.gz"), "x");
         assert_eq!(prefix_from("x.warc.open"), "x");
         assert_eq!(prefix_from("-"), "stdin");
+        // Only the archive's suffixes go: the rest of a name is kept.
+        assert_eq!(prefix_from("www.a.test.gz"), "www.a.test");
+        assert_eq!(prefix_from("crawl.001.warc.gz"), "crawl.001");
+        assert_eq!(prefix_from("x.gz.bad"), "x");
+        assert_eq!(prefix_from(".warc"), ".warc");
+        assert_eq!(prefix_from("t/page.dat"), "page");
     }
 }
