@@ -188,17 +188,11 @@ pub struct Summary {
     pub files: Vec<PathBuf>,
 }
 
-/// An origin's robots.txt rules, the reason given for a URL they
-/// disallow (which says when robots.txt could not be read), and whether
-/// nothing answered at all (the refusal is then an error).
-type OriginRobots = (robots::Robots, String, bool);
-
-/// Why robots.txt keeps a URL out.
-struct Refusal {
-    why: String,
-    /// Nothing answered for robots.txt ([`CaptureError::RobotsUnreachable`]).
-    no_answer: bool,
-}
+/// An origin's robots.txt rules and the reason given for a URL they
+/// disallow (which says when robots.txt could not be read); `Err` with the
+/// reason when nothing answered at all: each URL there is then an error
+/// ([`CaptureError::RobotsUnreachable`]).
+type OriginRobots = Result<(robots::Robots, String), String>;
 
 /// A crawl of a list of URLs into one series of WARC files.
 pub struct Capturer {
@@ -397,13 +391,16 @@ impl Capturer {
     /// Why robots.txt keeps us from `url` (`None`: it does not), fetching
     /// (and recording) its origin's /robots.txt the first time, through
     /// the loop the crawler uses too ([`robots::fetch_robots`]).
-    fn robots_refusal(&self, url: &Url) -> Result<Option<Refusal>, CaptureError> {
-        let origin = url.origin();
+    ///
+    /// # Errors
+    /// [`CaptureError::RobotsUnreachable`] when nothing answered for
+    /// robots.txt; a failure to record its fetch.
+    fn robots_refusal(&self, url: &Url) -> Result<Option<String>, CaptureError> {
         let cell = {
             let Ok(mut m) = self.robots.lock() else {
                 return Ok(None);
             };
-            m.entry(origin.clone()).or_default().clone()
+            m.entry(url.origin()).or_default().clone()
         };
         // Held while fetching, so one worker fetches and the others wait.
         let mut slot = cell
@@ -415,7 +412,8 @@ impl Capturer {
             // What the last request gave: the reason given for every URL
             // of the origin when robots.txt could not be read.
             let mut last = String::new();
-            // Whether the last request got no answer at all.
+            // The last request got no answer at all (that step ends the
+            // loop: everything is then disallowed).
             let mut no_answer = false;
             let (rules, _) = robots::fetch_robots(
                 r,
@@ -423,7 +421,6 @@ impl Capturer {
                 &robots::RobotsPolicy::default(),
                 |r: &Url| match self.fetch_and_record(r, true, &[]) {
                     Ok((_, text, status, loc)) => {
-                        no_answer = false;
                         let next = loc
                             .filter(|_| (300..400).contains(&status))
                             .and_then(|l| r.join(&l).ok())
@@ -453,23 +450,28 @@ impl Capturer {
                 // RFC 9309 2.3.1.4: an unreachable robots.txt disallows
                 // everything; said once here and on each URL's event.
                 let why = format!("robots.txt unreachable ({last}): everything disallowed");
-                tracing::warn!("{origin}: {why}");
+                tracing::warn!("{}: {why}", url.origin());
                 why
             } else {
                 "disallowed by robots.txt".to_string()
             };
-            let no_answer = no_answer && rules.is_disallow_all();
-            *slot = Some((rules, why, no_answer));
+            *slot = Some(if no_answer {
+                Err(why)
+            } else {
+                Ok((rules, why))
+            });
         }
-        // The rules match on the url crate's view of the URL (its path
-        // and query as a browser would send them).
-        Ok(slot.as_ref().and_then(|(rules, why, no_answer)| {
-            let allowed = ::url::Url::parse(&url.to_string()).map_or(true, |u| rules.allowed(&u));
-            (!allowed).then(|| Refusal {
-                why: why.clone(),
-                no_answer: *no_answer,
-            })
-        }))
+        match slot.as_ref() {
+            None => Ok(None),
+            Some(Err(why)) => Err(CaptureError::RobotsUnreachable(why.clone())),
+            // The rules match on the url crate's view of the URL (its path
+            // and query as a browser would send them).
+            Some(Ok((rules, why))) => {
+                let allowed =
+                    ::url::Url::parse(&url.to_string()).map_or(true, |u| rules.allowed(&u));
+                Ok((!allowed).then(|| why.clone()))
+            }
+        }
     }
 
     fn capture_http(
@@ -479,11 +481,8 @@ impl Capturer {
         hop: u32,
     ) -> Result<(Event, Option<String>), CaptureError> {
         if self.opts.robots
-            && let Some(Refusal { why, no_answer }) = self.robots_refusal(url)?
+            && let Some(why) = self.robots_refusal(url)?
         {
-            if no_answer {
-                return Err(CaptureError::RobotsUnreachable(why));
-            }
             return Ok((
                 Event {
                     url: url.to_string(),
@@ -728,9 +727,15 @@ mod tests {
                 }
                 let robots = req.starts_with(b"GET /robots.txt ");
                 let status = if robots { robots_status } else { 200 };
+                // A 3xx for robots.txt redirects it to itself (a loop).
+                let loc = if (300..400).contains(&status) {
+                    "Location: /robots.txt\r\n"
+                } else {
+                    ""
+                };
                 let _ = write!(
                     c,
-                    "HTTP/1.1 {status} X\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+                    "HTTP/1.1 {status} X\r\n{loc}Content-Length: 2\r\nConnection: close\r\n\r\nok"
                 );
             }
         });
@@ -784,6 +789,15 @@ mod tests {
         assert!(reason.contains("robots.txt unreachable"), "{reason}");
         assert!(reason.contains("answered 503"), "{reason}");
         assert!(e.error.is_none(), "{e:?}");
+        assert_eq!((summary.disallowed, summary.failed), (1, 0));
+
+        // Redirected round and round: skipped as for a 5xx, not an error.
+        let (events, summary) = captured(format!("http://127.0.0.1:{}/page", robots_server(302)));
+        assert_eq!(events.len(), 1, "{events:?}");
+        let e = &events[0];
+        assert_eq!(e.outcome, "robots-disallowed", "{e:?}");
+        let reason = e.reason.as_deref().unwrap_or_default();
+        assert!(reason.contains("redirected more than 5 times"), "{reason}");
         assert_eq!((summary.disallowed, summary.failed), (1, 0));
 
         let (events, summary) = captured(format!("http://127.0.0.1:{}/page", robots_server(404)));

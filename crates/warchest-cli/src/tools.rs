@@ -265,19 +265,26 @@ pub fn output_name_in(dir: &Path, input: &str, c: &Compression) -> PathBuf {
         .and_then(|n| n.to_str())
         .filter(|_| input != "-")
         .unwrap_or("stdin");
-    let mut stem = base;
+    let stem = strip_suffixes(base, &[".open", ".bad", ".gz", ".zst", ".lz4", ".warc"]);
+    dir.join(format!("{stem}{}", c.extension()))
+}
+
+/// `name` without any of `suffixes` at its end, taken off in any order
+/// and as often as they come (`x.warc.gz.open` is `x`): the one way
+/// output names drop an input's suffixes.
+pub fn strip_suffixes<'a>(name: &'a str, suffixes: &[&str]) -> &'a str {
+    let mut stem = name;
     loop {
         let before = stem;
-        for suf in [".open", ".bad", ".gz", ".zst", ".lz4", ".warc"] {
-            if let Some(s) = stem.strip_suffix(suf) {
+        for suffix in suffixes {
+            if let Some(s) = stem.strip_suffix(suffix) {
                 stem = s;
             }
         }
         if stem == before {
-            break;
+            return stem;
         }
     }
-    dir.join(format!("{stem}{}", c.extension()))
 }
 
 #[cfg(test)]

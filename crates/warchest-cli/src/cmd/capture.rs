@@ -157,7 +157,10 @@ impl CaptureOutput {
 /// request and a metadata record (redirects followed, each hop recorded),
 /// each host lookup as a `dns:` record, each ftp:// file as a resource
 /// record with its control conversation. robots.txt is obeyed unless
-/// --ignore-robots. Progress on stderr, one line per fetch.
+/// --ignore-robots (RFC 9309): a 4xx allows everything; a 5xx, a 429 or
+/// more than 5 redirects skips the origin's URLs (robots-disallowed); no
+/// answer at all fails them (exit 1). Progress on stderr, one line per
+/// fetch.
 ///
 /// Example: `warchest capture https://example.com/ -o crawl/ -j 4 --delay 1`
 #[derive(clap::Args, Debug)]

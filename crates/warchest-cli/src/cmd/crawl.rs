@@ -100,6 +100,8 @@ pub struct Args {
     #[arg(long, value_name = "DIR|URL")]
     handoff: Option<PathBuf>,
     /// The User-Agent header; put a contact URL in it (`+https://...`).
+    /// robots.txt groups are matched against the config key `robots-agent`
+    /// (default `warchest`), not this.
     #[arg(long)]
     user_agent: Option<String>,
     /// Worker threads (hosts fetched at once; default 8).

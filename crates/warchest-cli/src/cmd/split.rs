@@ -43,7 +43,8 @@ pub struct Args {
     #[arg(short, long, value_name = "DIR")]
     output: String,
     /// File name prefix (default: the first input's name without its
-    /// extensions).
+    /// archive suffixes, `.warc`, `.arc`, `.gz`, `.zst`, `.lz4`: `x.arc.gz`
+    /// gives `x`; `stdin` for standard input).
     #[arg(long)]
     prefix: Option<String>,
     /// Crawl host in the file names (default: this machine's host name).

@@ -71,18 +71,11 @@ pub fn prefix_from(input: &str) -> String {
         .file_name()
         .and_then(|n| n.to_str())
         .unwrap_or("warchest");
-    let mut stem = name;
-    loop {
-        let before = stem;
-        for suffix in [".open", ".bad", ".gz", ".zst", ".lz4", ".warc", ".arc"] {
-            if let Some(s) = stem.strip_suffix(suffix).filter(|s| !s.is_empty()) {
-                stem = s;
-            }
-        }
-        if stem == before {
-            break;
-        }
-    }
+    let archive = [".open", ".bad", ".gz", ".zst", ".lz4", ".warc", ".arc"];
+    let mut stem = match crate::tools::strip_suffixes(name, &archive) {
+        "" => name,
+        s => s,
+    };
     // A name with none of them (a Web InfoMall `page.dat`) loses its last
     // extension, as a name with them loses those.
     if stem == name
