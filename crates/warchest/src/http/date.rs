@@ -4,6 +4,9 @@
 //! (`Memento-Datetime`, `Accept-Datetime`) and replayed cookies.
 //!
 //! The calendar arithmetic is [`WarcDate`](crate::warc::WarcDate)'s.
+//! The crawler's `Retry-After` is read with the `httpdate` crate instead,
+//! on purpose: a server may send RFC 850 or asctime dates there, which
+//! archives' own headers and indexes never hold.
 
 use crate::warc::date::{days_from_civil, days_in_month};
 
@@ -15,8 +18,8 @@ const WEEKDAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
 
 /// The parts of a timestamp: its first 14 digits, the missing trailing
 /// ones the earliest (`2014` is 2014-01-01 00:00:00), each part clamped
-/// into its range (month 1-12, day 1-31, hour 0-23, minute and second
-/// 0-59) so any text gives a date.
+/// into its range (month 1-12, day 1 to the month's last, hour 0-23,
+/// minute and second 0-59) so any text gives a date.
 fn parts(ts: &str) -> [u32; 6] {
     const LOW: &[u8; 14] = b"00000101000000";
     let mut d = *LOW;
@@ -28,10 +31,14 @@ fn parts(ts: &str) -> [u32; 6] {
             .iter()
             .fold(0u32, |v, c| v * 10 + u32::from(c - b'0'))
     };
+    let (y, mo) = (n(0, 4), n(4, 6).clamp(1, 12));
+    // The month's own last day, so that a date printed is one that parses
+    // back (`20140231` is 28 February, not "31 Feb" or 3 March).
+    let last = u32::from(days_in_month(y as u16, mo as u8));
     [
-        n(0, 4),
-        n(4, 6).clamp(1, 12),
-        n(6, 8).clamp(1, 31),
+        y,
+        mo,
+        n(6, 8).clamp(1, last),
         n(8, 10).min(23),
         n(10, 12).min(59),
         n(12, 14).min(59),
@@ -98,6 +105,14 @@ mod tests {
     #[test]
     fn timestamps_and_http_dates() {
         assert_eq!(timestamp_seconds("19700101000000"), 0);
+        // A day past its month's end is that month's last, and prints as
+        // a date that parses back.
+        assert_eq!(http_date("20140231120000"), "Fri, 28 Feb 2014 12:00:00 GMT");
+        assert_eq!(timestamp_seconds("20140231"), timestamp_seconds("20140228"));
+        assert_eq!(
+            parse_http_date(&http_date("20160231")).as_deref(),
+            Some("20160229000000")
+        );
         assert_eq!(timestamp_seconds("20140126200624"), 1_390_766_784);
         assert_eq!(
             timestamp_seconds("2014"),
