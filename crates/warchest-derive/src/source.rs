@@ -142,7 +142,9 @@ fn payload_type(fields: &[(String, String)], http: Option<&HttpHead>) -> Option<
 
 /// The `sha1:BASE32` digest field of a finished hash, as WARC writes it.
 fn sha1_label(h: Sha1) -> String {
-    Digest::new(Algorithm::Sha1, &h.finalize()).to_string()
+    Digest::new(Algorithm::Sha1, &h.finalize())
+        .as_str()
+        .to_owned()
 }
 
 /// Reads the current record into a [`SourceRecord`], for

@@ -30,7 +30,9 @@ pub fn conversion(rec: &SourceRecord) -> warchest::Result<Option<(NewRecord, Str
         return Ok(None);
     }
     let body = doc.text.clone();
-    let digest = Digest::new(Algorithm::Sha1, &Sha1::digest(body.as_bytes())).to_string();
+    let digest = Digest::new(Algorithm::Sha1, &Sha1::digest(body.as_bytes()))
+        .as_str()
+        .to_owned();
     // WARC/1.0 as Common Crawl writes; a capture date with a fraction of
     // a second (WARC 1.1) needs WARC/1.1 to be valid.
     let date = rec.field("WARC-Date");

@@ -639,8 +639,8 @@ impl Digest {
 
     /// Parses a digest field of an index (CDXJ, CDX): like
     /// [`parse`](Digest::parse), but a value without a label is a SHA-1,
-    /// as pywb and cdxj-indexer write it (base32, no `sha1:`). The value
-    /// built keeps the `sha1:` it was given in [`as_str`](Digest::as_str).
+    /// as pywb and cdxj-indexer write it (base32, no `sha1:`). Such a value
+    /// gains the `sha1:` label in [`as_str`](Digest::as_str).
     ///
     /// # Errors
     /// As [`parse`](Digest::parse).
@@ -683,9 +683,24 @@ impl Digest {
 /// assert_eq!(lookup_key("Sha1:2jmj7l5rSw0yVb/vlWAYkK/YBwk="), key);
 /// ```
 pub fn lookup_key(text: &str) -> String {
-    match Digest::parse_indexed(text.trim()) {
+    let text = text.trim();
+    // The usual writing (an index's SHA-1 in base32, labelled or not) is
+    // its own key: no parse, no decode and encode again, for each record
+    // a store indexes.
+    let value = match text.get(..5) {
+        Some(l) if l.eq_ignore_ascii_case("sha1:") => &text[5..],
+        _ => text,
+    };
+    if value.len() == 32
+        && value
+            .bytes()
+            .all(|b| matches!(b, b'A'..=b'Z' | b'2'..=b'7'))
+    {
+        return format!("sha1:{value}");
+    }
+    match Digest::parse_indexed(text) {
         Ok(d) => d.lookup_key(),
-        Err(_) => text.trim().to_ascii_lowercase(),
+        Err(_) => text.to_ascii_lowercase(),
     }
 }
 
