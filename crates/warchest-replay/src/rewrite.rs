@@ -490,7 +490,12 @@ fn rewrite_attributes(page: &mut Page, el: &mut Element<'_, '_>, tag: &str) {
 /// that are not UTF-8 percent-encoded (they can only be part of a URL in
 /// the page's legacy charset, and that is how a browser sends them).
 fn attr_text(raw: &str) -> String {
-    decode_references(&url_text(&lol_bytes(raw))).into_owned()
+    let text = url_text(&lol_bytes(raw));
+    // Most values hold no reference: the text made above is the value.
+    match decode_references(&text) {
+        std::borrow::Cow::Owned(decoded) => decoded,
+        std::borrow::Cow::Borrowed(_) => text,
+    }
 }
 
 /// `bytes` as text, bytes that are not UTF-8 percent-encoded.

@@ -1007,7 +1007,7 @@ fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResul
         let found = coll
             .store
             .closest(&archive_url::normalize_target(&u), &ts, limit, |c| {
-                filters.iter().all(|f| f.accepts(&cdx_object(c)))
+                accepted(&filters, c)
             })?;
         for c in &found {
             if !write_line(c) {
@@ -1029,7 +1029,7 @@ fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResul
         };
         let mut n = 0usize;
         coll.store.query(&q, |c| {
-            if filters.iter().all(|f| f.accepts(&cdx_object(&c))) {
+            if accepted(&filters, &c) {
                 n += 1;
                 if !write_line(&c) {
                     return false;
@@ -1115,6 +1115,15 @@ fn fulltext(app: &App, req: &Request, resp: &mut Responder<'_>) -> HResult {
 
 fn application_json() -> Vec<(String, String)> {
     vec![("Content-Type".into(), "application/json".into())]
+}
+
+/// Whether every filter accepts `c`: its fields made once for all the
+/// filters, and not at all when there are none.
+fn accepted(filters: &[CdxFilter], c: &Capture) -> bool {
+    filters.is_empty() || {
+        let fields = cdx_object(c);
+        filters.iter().all(|f| f.accepts(&fields))
+    }
 }
 
 /// One line of the CDX API. Without `fl=` it is the index line itself,
