@@ -129,6 +129,9 @@ struct Core {
     offset: Option<u64>,
     end: Option<RecordEnd>,
     closed: bool,
+    /// The reader was told payloads are read whole
+    /// ([`RecordSource::prefer_reads`]): once is enough.
+    prefers_reads: bool,
 }
 
 fn stale() -> std::io::Error {
@@ -226,12 +229,14 @@ impl BlockHandle {
     }
 
     /// Tells the reader that payloads are read whole
-    /// ([`RecordSource::prefer_reads`]; nothing to do after the first).
+    /// ([`RecordSource::prefer_reads`]), once for the reader.
     fn prefer_reads(&mut self) -> std::io::Result<()> {
-        self.core()?
-            .src
-            .prefer_reads()
-            .map_err(std::io::Error::from)
+        let mut core = self.core()?;
+        if !core.prefers_reads {
+            core.src.prefer_reads().map_err(std::io::Error::from)?;
+            core.prefers_reads = true;
+        }
+        Ok(())
     }
 }
 
@@ -279,6 +284,7 @@ impl ArchiveIterator {
                 offset: None,
                 end: None,
                 closed: false,
+                prefers_reads: false,
             })),
             parse_http,
             record_types: record_types

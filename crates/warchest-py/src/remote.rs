@@ -106,15 +106,17 @@ pub(crate) fn scanner(
 /// The byte ranges to read the object at `url` in (as `split_ranges` does
 /// for a file): `split_size` ranges for an uncompressed object larger than
 /// that, the whole object otherwise.
+///
+/// A HEAD for the size, and only for an object that may be split, a GET of
+/// its first 8 bytes (its magic number): not an opening, whose first range
+/// (a block) would be fetched for nothing on the driver.
 pub(crate) fn split_ranges(url: &str, split_size: u64) -> Result<Vec<Range<u64>>> {
-    let mut f = warchest_remote::open(url)?;
-    let len = f.size();
+    let len = warchest_remote::size(url)?;
     if split_size == 0 || len <= split_size {
         return Ok(split::plan(len, 0));
     }
-    let mut head = [0u8; 8];
-    let n = warchest::io::read_up_to(&mut f, &mut head)?;
-    if split::is_compressed(&head[..n]) {
+    let head = warchest_remote::get_range(url, 0, len.min(8))?;
+    if split::is_compressed(&head) {
         return Ok(split::plan(len, 0));
     }
     Ok(split::plan(len, split_size))
