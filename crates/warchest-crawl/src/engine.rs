@@ -1896,15 +1896,11 @@ impl Crawl {
         // The fetch loop is capture's (robots::fetch_robots): each request
         // is a CrawlUri of its own, a P hop then R hops, logged.
         let mut ru = uri.child(r_url.clone(), Hop::Prerequisite);
-        let mut first = true;
         let (robots, ttl) = robots::fetch_robots(
             r_url,
             &self.cfg.engine.robots_agent,
             &self.robots_policy,
             |u: &Url| -> Result<_, CrawlError> {
-                if !std::mem::take(&mut first) {
-                    ru = ru.child(u.clone(), Hop::Redirect);
-                }
                 match self.fetch_page(&ru) {
                     Ok(f) => {
                         let line = fetch_line(&ru, &f, thread, None);
@@ -1918,6 +1914,8 @@ impl Crawl {
                                 .find(|(n, _)| n.eq_ignore_ascii_case("location"))
                             && let Ok(next) = u.join(String::from_utf8_lossy(loc).trim())
                         {
+                            // The next request is a hop of its own.
+                            ru = ru.child(next.clone(), Hop::Redirect);
                             return Ok(RobotsStep::Redirect(next));
                         }
                         Ok(RobotsStep::Answer {

@@ -300,6 +300,7 @@ fn xml_reference(after: &str) -> Option<(char, usize)> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
 
     /// XML's references, not HTML's: the five names and numeric ones as
     /// code points; anything else as written.
@@ -319,13 +320,16 @@ mod tests {
             "&",
             "a&b",
             "&#99999999999;",
+            "&#+65;",
+            "&#x+41;",
+            "&#1a;",
+            "&#x;",
         ] {
             assert_eq!(xml_references(kept), kept);
         }
         assert_eq!(xml_references("é&amp;é"), "é&é");
         assert_eq!(xml_references("&amp;ééééé"), "&ééééé");
     }
-    use super::*;
 
     const INDEX: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
 <sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
