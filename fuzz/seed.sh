@@ -93,4 +93,20 @@ for q in 'q=sea+level&page=2&n=1' 'q=%22sea+level%22&host=a.example&year=2014' \
     'host:a.example AND year:2014' 'surt:"a,example)/" OR mime:text/plain'; do
     printf '%s' "$q" > "$corpus/search_request/$i"; i=$((i + 1))
 done
+# serve_request: the first byte picks the origin (bit 0: replay) and the
+# method (bits 1-2: GET, HEAD, POST, OPTIONS); then the target and header
+# lines, over the collection the target writes.
+mkdir -p "$corpus/serve_request"
+i=0
+for r in '\x00/' '\x00/archive/cdx?url=a.example/&matchType=domain&output=json&fl=url,status&filter=!mime:text/css&limit=5' \
+    '\x00/archive/cdx?url=*.example&from=2014&to=2015&sort=reverse&page=0&pageSize=3' \
+    '\x00/archive/timemap/link/http://a.example/' '\x01/archive/2015id_/http://a.example/' \
+    '\x01/archive/2014mp_/http://a.example/\nCookie: __wb_cookie=s%3D1\nReferer: http://localhost/archive/2014mp_/http://a.example/' \
+    '\x01/archive/20140126200625cs_/http://a.example/d/s.css' '\x01/archive/2014js_/http://a.example/app.js' \
+    '\x01/archive/2014id_/http://a.example/x?b=2&a=1' '\x01/archive/2014sw_/http://a.example/app.js\nService-Worker: script' \
+    '\x00/archive/http://a.example/r\nAccept-Datetime: Sun, 26 Jan 2014 20:06:24 GMT' '\x00/archive/*/a.example*' \
+    '\x00/archive/record/fuzz.warc/0' '\x00/archive/file/fuzz.warc\nRange: bytes=10-20' \
+    '\x02/archive/2014id_/http://b.example/doc.txt' '\x05/archive/2014id_/http://a.example/api'; do
+    printf '%b' "$r" > "$corpus/serve_request/$i"; i=$((i + 1))
+done
 for t in "$corpus"/*; do echo "$(basename "$t"): $(ls "$t" | wc -l) inputs"; done

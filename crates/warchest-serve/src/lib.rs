@@ -353,7 +353,62 @@ fn bind(addr: &str) -> Result<TcpListener> {
     Ok(l)
 }
 
+/// What [`Server::answer`] gives: the response a client would get.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    /// The status code.
+    pub status: u16,
+    /// The header fields, in the handler's order (without those the
+    /// connection adds: `Content-Length`, `Date`, `Connection`).
+    pub headers: Vec<(String, String)>,
+    /// The body, up to the limit asked for.
+    pub body: Vec<u8>,
+    /// The body went past the limit and was cut there (the handler saw
+    /// the client go away), or the handler cut it.
+    pub cut: bool,
+}
+
+impl Answer {
+    /// The first value of header field `name` (any case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
 impl Server {
+    /// Answers one request in process, without a connection: the same
+    /// handlers, host check and origins as a request reaching the UI's
+    /// listener (or the replay origin's, `to_replay`), header names in
+    /// any case, reading at most `max_body` bytes of the body. A
+    /// handler's panic is not caught here (a served request's is, and
+    /// answers 500): this is for tests and fuzzing, which must see it.
+    pub fn answer(
+        &self,
+        to_replay: bool,
+        method: &str,
+        target: &str,
+        headers: &[(&str, &str)],
+        max_body: usize,
+    ) -> Answer {
+        let local = if to_replay {
+            self.replay_listener.as_ref().unwrap_or(&self.listener)
+        } else {
+            &self.listener
+        };
+        net::answer(
+            &self.app,
+            to_replay,
+            local.local_addr().ok(),
+            method,
+            target,
+            headers,
+            max_body,
+        )
+    }
+
     /// Opens (or creates) the store, indexes what is new in the files (or
     /// loads the CDXJ given), and binds the addresses (the UI's and the
     /// replay origin's).

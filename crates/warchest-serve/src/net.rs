@@ -415,11 +415,22 @@ async fn respond(
 /// Runs the handler for one request, answers 500 when it fails (or
 /// panics) before answering, and writes the access log line.
 fn run_handler(app: &App, req: &Request, ex: &mut Exchange) {
+    run_handler_with(app, req, ex, true);
+}
+
+/// [`run_handler`], with a panic caught (the server) or let through
+/// (`Server::answer`: tests and fuzzing must see it).
+fn run_handler_with(app: &App, req: &Request, ex: &mut Exchange, catch: bool) {
     let mut resp = Responder::new(ex, req);
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    let mut run = || {
         let r = super::handle(app, req, &mut resp);
         (r, resp.status, resp.source)
-    }));
+    };
+    let result = if catch {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(run))
+    } else {
+        Ok(run())
+    };
     let (status, source, error) = match result {
         Ok((Ok(()), status, source)) => (status, source, None),
         Ok((Err(e), status, source)) => (status, source, Some(e.to_string())),
@@ -460,6 +471,96 @@ fn run_handler(app: &App, req: &Request, ex: &mut Exchange) {
         req.target,
         status.unwrap_or(0)
     );
+}
+
+/// One request answered in process (`Server::answer`): the request as
+/// the connection's task makes it from hyper's (names lower-case, `host`
+/// deciding the origin), answered on a thread of its own as on a blocking
+/// thread, its streamed body read here up to `max_body` bytes (then the
+/// channel is dropped, as a client going away drops it).
+pub(crate) fn answer(
+    app: &App,
+    to_replay: bool,
+    local: Option<SocketAddr>,
+    method: &str,
+    target: &str,
+    headers: &[(&str, &str)],
+    max_body: usize,
+) -> super::Answer {
+    let whole = |status: u16, body: &str| super::Answer {
+        status,
+        headers: text_plain(),
+        body: body.as_bytes().to_vec(),
+        cut: false,
+    };
+    if !target.starts_with('/') {
+        return whole(400, "bad request target\n");
+    }
+    let headers: Vec<(String, String)> = headers
+        .iter()
+        .map(|(n, v)| (n.to_ascii_lowercase(), (*v).to_string()))
+        .collect();
+    let proto = headers
+        .iter()
+        .find(|(n, _)| n == "x-forwarded-proto")
+        .map(|(_, v)| v.trim().to_ascii_lowercase())
+        .filter(|p| p == "https")
+        .unwrap_or_else(|| "http".into());
+    let host = headers
+        .iter()
+        .find(|(n, _)| n == "host")
+        .map(|(_, v)| v.clone());
+    let origin = origin(app, to_replay, host.as_deref(), local, &proto);
+    let req = Request {
+        method: method.to_string(),
+        target: target.to_string(),
+        http10: false,
+        headers,
+        peer: Some(IpAddr::from([127, 0, 0, 1])),
+        origin,
+    };
+    let (htx, hrx) = oneshot::channel();
+    let (btx, mut brx) = mpsc::channel(QUEUED_CHUNKS);
+    std::thread::scope(|s| {
+        let handler = s.spawn(|| {
+            let mut ex = Exchange::new(htx, btx);
+            run_handler_with(app, &req, &mut ex, false);
+        });
+        let answer = match hrx.blocking_recv() {
+            Err(_) => whole(500, "the handler sent no answer\n"),
+            Ok(head) => {
+                let streamed = head.body.is_none();
+                let mut a = super::Answer {
+                    status: head.status,
+                    headers: head.headers,
+                    body: head.body.unwrap_or_default(),
+                    cut: false,
+                };
+                if streamed {
+                    loop {
+                        match brx.blocking_recv() {
+                            Some(Chunk::Data(d)) if a.body.len() + d.len() <= max_body => {
+                                a.body.extend_from_slice(&d);
+                            }
+                            Some(Chunk::End) => break,
+                            // Past the limit, or a body the handler cut.
+                            Some(Chunk::Data(_)) | None => {
+                                a.cut = true;
+                                break;
+                            }
+                        }
+                    }
+                }
+                a
+            }
+        };
+        // A handler still writing finds the client gone and stops.
+        drop(brx);
+        if let Err(panic) = handler.join() {
+            std::panic::resume_unwind(panic);
+        }
+        answer
+    })
 }
 
 /// hyper's response for a handler's head (and body channel).

@@ -4,6 +4,7 @@
 //! its log and signals, WACZ, Chromium) are the CLI's
 //! (crates/warchest-cli/tests/it/serve.rs and serve_limits.rs).
 
+mod answer;
 #[path = "../../../warchest/tests/it/common.rs"]
 mod common;
 mod limits;
