@@ -17,20 +17,24 @@
 //! must agree on, so that what the crawler finds (and archives) is what
 //! replay rewrites: character references ([`decode_references`]), the
 //! URLs of a `srcset` ([`srcset_urls`]), the URL of a refresh
-//! ([`refresh_url`]), the URLs of CSS ([`css_urls`]).
+//! ([`refresh_url`]), the URLs of CSS ([`css_urls`]). Its character
+//! references are the workspace's one decoder, with the HTML standard's
+//! whole table of names, in text too ([`decode_text_references`]: text
+//! extraction in `warchest-derive` reads them with it).
 //!
 //! A crate of its own, below both users, because the crawler must not
 //! depend on replay nor replay on the crawler (docs/architecture.md).
 #![forbid(unsafe_code)]
 
 mod css;
+mod entities;
 mod refresh;
 mod refs;
 mod srcset;
 
 pub use css::{CssUrl, CssUrlForm, css_escape, css_unescape, css_urls};
 pub use refresh::refresh_url;
-pub use refs::decode_references;
+pub use refs::{decode_references, decode_text_references};
 pub use srcset::{SrcsetUrls, srcset_urls};
 
 use encoding_rs::WINDOWS_1252;
