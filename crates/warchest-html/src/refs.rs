@@ -71,10 +71,12 @@ fn lookup(name: &str) -> Option<&'static str> {
 
 /// [`decode_text_references`], or [`decode_references`] when `in_attr`.
 fn decode(s: &str, in_attr: bool) -> Cow<'_, str> {
-    let b = s.as_bytes();
-    let Some(first) = b.iter().position(|&c| c == b'&') else {
+    // `str::find` of a char searches a word at a time (core's memchr), and
+    // text extraction runs this over every page of a corpus.
+    let Some(first) = s.find('&') else {
         return Cow::Borrowed(s);
     };
+    let b = s.as_bytes();
     let mut out = String::with_capacity(s.len());
     out.push_str(&s[..first]);
     let mut i = first;
@@ -95,10 +97,7 @@ fn decode(s: &str, in_attr: bool) -> Cow<'_, str> {
                 i += 1;
             }
         }
-        let next = b[i..]
-            .iter()
-            .position(|&c| c == b'&')
-            .map_or(b.len(), |n| i + n);
+        let next = s[i..].find('&').map_or(b.len(), |n| i + n);
         out.push_str(&s[i..next]);
         i = next;
     }
