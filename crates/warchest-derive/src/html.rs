@@ -20,7 +20,7 @@
 
 use std::borrow::Cow;
 
-use crate::entities::ENTITIES;
+use warchest_html::decode_references;
 
 /// One token of a page.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -147,7 +147,7 @@ impl<'a> Iterator for Attrs<'a> {
         match scan_attr(self.src.as_bytes(), &mut self.pos) {
             AttrStep::Attr { name, value } => {
                 let value = match value {
-                    Some((s, e)) => decode_entities_in(&self.src[s..e], true),
+                    Some((s, e)) => decode_references(&self.src[s..e]),
                     None => Cow::Borrowed(""),
                 };
                 Some((&self.src[name.0..name.1], value))
@@ -442,137 +442,11 @@ impl<'a> Iterator for Tokenizer<'a> {
     }
 }
 
-/// Decodes character references (`&amp;`, `&#233;`, `&#xE9;`) in text.
-pub fn decode_entities(s: &str) -> Cow<'_, str> {
-    decode_entities_in(s, false)
-}
-
-/// The Windows-1252 characters that numeric references to 0x80-0x9F mean
-/// (the WHATWG table).
-const C1: [char; 32] = [
-    '\u{20AC}', '\u{81}', '\u{201A}', '\u{0192}', '\u{201E}', '\u{2026}', '\u{2020}', '\u{2021}',
-    '\u{02C6}', '\u{2030}', '\u{0160}', '\u{2039}', '\u{0152}', '\u{8D}', '\u{017D}', '\u{8F}',
-    '\u{90}', '\u{2018}', '\u{2019}', '\u{201C}', '\u{201D}', '\u{2022}', '\u{2013}', '\u{2014}',
-    '\u{02DC}', '\u{2122}', '\u{0161}', '\u{203A}', '\u{0153}', '\u{9D}', '\u{017E}', '\u{0178}',
-];
-
-fn lookup(name: &str) -> Option<&'static str> {
-    ENTITIES
-        .binary_search_by(|(n, _)| n.as_bytes().cmp(name.as_bytes()))
-        .ok()
-        .map(|i| ENTITIES[i].1)
-}
-
-/// Decodes references; in an attribute value a legacy name without `;`
-/// followed by `=` or an alphanumeric is left as written (the spec's rule
-/// that keeps `?a=1&copy=2` in URLs intact).
-fn decode_entities_in(s: &str, in_attr: bool) -> Cow<'_, str> {
-    let Some(first) = memchr::memchr(b'&', s.as_bytes()) else {
-        return Cow::Borrowed(s);
-    };
-    let b = s.as_bytes();
-    let mut out = String::with_capacity(s.len());
-    out.push_str(&s[..first]);
-    let mut i = first;
-    while i < b.len() {
-        // `b[i]` is `&`.
-        let (replacement, used) = reference(&s[i + 1..], in_attr);
-        match replacement {
-            Some(r) => {
-                r.push_to(&mut out);
-                i += 1 + used;
-            }
-            None => {
-                out.push('&');
-                i += 1;
-            }
-        }
-        let next = memchr::memchr(b'&', &b[i..]).map_or(b.len(), |n| i + n);
-        out.push_str(&s[i..next]);
-        i = next;
-    }
-    Cow::Owned(out)
-}
-
-enum Replacement {
-    Char(char),
-    Str(&'static str),
-}
-
-impl Replacement {
-    fn push_to(self, out: &mut String) {
-        match self {
-            Replacement::Char(c) => out.push(c),
-            Replacement::Str(s) => out.push_str(s),
-        }
-    }
-}
-
-/// The reference at the start of `s` (just after `&`) and how many bytes
-/// of `s` it takes.
-fn reference(s: &str, in_attr: bool) -> (Option<Replacement>, usize) {
-    let b = s.as_bytes();
-    if b.first() == Some(&b'#') {
-        let (hex, digits_at) = match b.get(1) {
-            Some(b'x') | Some(b'X') => (true, 2),
-            _ => (false, 1),
-        };
-        let mut j = digits_at;
-        let mut value: u32 = 0;
-        while let Some(&c) = b.get(j) {
-            let d = match (hex, c) {
-                (_, b'0'..=b'9') => u32::from(c - b'0'),
-                (true, b'a'..=b'f') => u32::from(c - b'a' + 10),
-                (true, b'A'..=b'F') => u32::from(c - b'A' + 10),
-                _ => break,
-            };
-            // Saturate: anything past U+10FFFF is U+FFFD anyway.
-            value = value
-                .saturating_mul(if hex { 16 } else { 10 })
-                .saturating_add(d)
-                .min(0x11_0000);
-            j += 1;
-        }
-        if j == digits_at {
-            return (None, 0);
-        }
-        if b.get(j) == Some(&b';') {
-            j += 1;
-        }
-        let c = match value {
-            0 => '\u{FFFD}',
-            0x80..=0x9F => C1[(value - 0x80) as usize],
-            v => char::from_u32(v).unwrap_or('\u{FFFD}'),
-        };
-        return (Some(Replacement::Char(c)), j);
-    }
-    let mut j = 0;
-    // The longest name is 32 bytes with its `;`.
-    while j < 40 && b.get(j).is_some_and(u8::is_ascii_alphanumeric) {
-        j += 1;
-    }
-    if j == 0 {
-        return (None, 0);
-    }
-    if b.get(j) == Some(&b';')
-        && let Some(r) = lookup(&s[..=j])
-    {
-        return (Some(Replacement::Str(r)), j + 1);
-    }
-    // Legacy names without `;`: the longest that is a prefix (at most 6).
-    for k in (2..=j.min(6)).rev() {
-        if let Some(r) = lookup(&s[..k]) {
-            if in_attr
-                && b.get(k)
-                    .is_some_and(|&c| c == b'=' || c.is_ascii_alphanumeric())
-            {
-                return (None, 0);
-            }
-            return (Some(Replacement::Str(r)), k);
-        }
-    }
-    (None, 0)
-}
+/// Decodes character references (`&amp;`, `&#233;`, `&#xE9;`, all the
+/// names of HTML's table) in text: warchest-html's decoder, the
+/// workspace's one, so that text extraction reads a reference as the
+/// crawler and replay read it.
+pub use warchest_html::decode_text_references as decode_entities;
 
 #[cfg(test)]
 mod tests {

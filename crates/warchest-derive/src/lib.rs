@@ -26,7 +26,6 @@
 
 pub mod charset;
 pub mod derive;
-mod entities;
 pub mod html;
 pub mod html2text;
 pub mod json;

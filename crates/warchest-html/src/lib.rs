@@ -17,28 +17,40 @@
 //! must agree on, so that what the crawler finds (and archives) is what
 //! replay rewrites: character references ([`decode_references`]), the
 //! URLs of a `srcset` ([`srcset_urls`]), the URL of a refresh
-//! ([`refresh_url`]), the URLs of CSS ([`css_urls`]).
+//! ([`refresh_url`]), the URLs of CSS ([`css_urls`]). Its character
+//! references are the workspace's one decoder, with the HTML standard's
+//! whole table of names, in text too ([`decode_text_references`]: text
+//! extraction in `warchest-derive` reads them with it).
 //!
 //! A crate of its own, below both users, because the crawler must not
 //! depend on replay nor replay on the crawler (docs/architecture.md).
+//! Without its default feature `rewrite` the crate is the character
+//! references, `srcset` and refresh readings alone, with no dependency.
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "rewrite")]
 mod css;
+mod entities;
 mod refresh;
 mod refs;
 mod srcset;
 
+#[cfg(feature = "rewrite")]
 pub use css::{CssUrl, CssUrlForm, css_escape, css_unescape, css_urls};
 pub use refresh::refresh_url;
-pub use refs::decode_references;
+pub use refs::{decode_references, decode_text_references};
 pub use srcset::{SrcsetUrls, srcset_urls};
 
+#[cfg(feature = "rewrite")]
 use encoding_rs::WINDOWS_1252;
+#[cfg(feature = "rewrite")]
 use lol_html::send::Settings;
+#[cfg(feature = "rewrite")]
 use lol_html::{AsciiCompatibleEncoding, MemorySettings};
 
 /// lol_html settings for a page's bytes, with at most `max_memory` bytes
 /// of parser memory; the caller appends its content handlers.
+#[cfg(feature = "rewrite")]
 pub fn settings<'h, 's>(max_memory: usize) -> Settings<'h, 's> {
     Settings::new_send()
         .with_encoding(
@@ -56,6 +68,7 @@ pub fn settings<'h, 's>(max_memory: usize) -> Settings<'h, 's> {
 }
 
 /// A lol_html string (windows-1252: one character a byte) of `bytes`.
+#[cfg(feature = "rewrite")]
 pub fn lol_str(bytes: &[u8]) -> String {
     WINDOWS_1252
         .decode_without_bom_handling(bytes)
@@ -64,11 +77,12 @@ pub fn lol_str(bytes: &[u8]) -> String {
 }
 
 /// The bytes of a lol_html string: the inverse of [`lol_str`].
+#[cfg(feature = "rewrite")]
 pub fn lol_bytes(s: &str) -> Vec<u8> {
     WINDOWS_1252.encode(s).0.into_owned()
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "rewrite"))]
 mod tests {
     use super::*;
     use lol_html::send::HtmlRewriter;

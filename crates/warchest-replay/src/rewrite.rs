@@ -1051,6 +1051,28 @@ onclick='location=\"https://y.com/\"' data-x=\"http://z.com/\">\
         assert!(out.contains("href=\"javascript&colon;go()\""), "{out}");
     }
 
+    /// Any of HTML's named references in a URL, not only those of URL
+    /// punctuation, read as the crawler reads them (the attribute rule:
+    /// `&copy=` before `=` is no reference); values holding references
+    /// but no URL are written back as they were, byte for byte.
+    #[test]
+    fn all_named_references_in_urls() {
+        let page = "<a href=\"/s?q=caf&eacute;&amp;r=&rarr;\" title=\"&copy;&hellip;&copy2\" \
+data-x=\"&amp=&rarr\">a</a><a href=\"/t?a=1&copy=2&not\">b</a>";
+        let out = html(page, 5);
+        assert!(
+            out.contains(
+                "<a href=\"/c/2014/http://ex.com/s?q=caf%C3%A9&amp;r=%E2%86%92\" \
+title=\"&copy;&hellip;&copy2\" data-x=\"&amp=&rarr\">"
+            ),
+            "{out}"
+        );
+        assert!(
+            out.contains("href=\"/c/2014/http://ex.com/t?a=1&amp;copy=2%C2%AC\""),
+            "{out}"
+        );
+    }
+
     #[test]
     fn bytes_of_any_charset_pass_through() {
         // Every byte value in text, in a comment, in attributes left alone

@@ -28,7 +28,7 @@ use lol_html::html_content::TextChunk;
 use lol_html::send::{Element, HtmlRewriter};
 use lol_html::{OutputSink, element, text};
 use url::Url;
-use warchest_html::{decode_references, lol_bytes};
+use warchest_html::{decode_references, decode_text_references, lol_bytes};
 
 use super::{ExtractConfig, LinkSet, css, encoding_for_label, js};
 use crate::uri::Hop;
@@ -135,7 +135,9 @@ impl HtmlExtractor {
         let enc = page.enc;
         let title = page.title.take().map(|raw| {
             let bytes = lol_bytes(&raw);
-            let mut t = collapse(&decode_references(&super::decode(&bytes, enc)));
+            // A title is text (RCDATA), not an attribute value: `&copy2026`
+            // is `©2026` there.
+            let mut t = collapse(&decode_text_references(&super::decode(&bytes, enc)));
             let mut cut = t.len().min(MAX_TITLE);
             while !t.is_char_boundary(cut) {
                 cut -= 1;
@@ -171,7 +173,8 @@ fn collapse(s: &str) -> String {
 }
 
 impl Page {
-    /// An attribute's value read in the page's charset, entities decoded.
+    /// An attribute's value read in the page's charset, entities decoded
+    /// as in an attribute (all of HTML's names; `?a=1&copy=2` kept).
     fn attr(&self, el: &Element<'_, '_>, name: &str) -> Option<String> {
         let raw = el.get_attribute(name)?;
         let bytes = lol_bytes(&raw);
@@ -707,6 +710,25 @@ mod tests {
             [
                 "http://o.test/p?a=1&b=%E2%80%93",
                 "http://h.test/dir/i.png?a=1&amp=2"
+            ]
+        );
+    }
+
+    /// Any of HTML's named references, not only those of URL punctuation:
+    /// the URL a browser follows; in an attribute a legacy name without
+    /// its `;` before a name character or `=` stays as written, while the
+    /// title (text) decodes it.
+    #[test]
+    fn all_named_references() {
+        let e = x(r#"<title>&copy2026 &hellip;&rarr;</title>
+<a href="/s?q=caf&eacute;&amp;r=&rarr;">a</a><a href="/t?a=1&copy=2&not">b</a>"#);
+        assert_eq!(e.title.as_deref(), Some("\u{a9}2026 \u{2026}\u{2192}"));
+        let got: Vec<String> = e.links.iter().map(|l| l.url.to_string()).collect();
+        assert_eq!(
+            got,
+            [
+                "http://h.test/s?q=caf%C3%A9&r=%E2%86%92",
+                "http://h.test/t?a=1&copy=2%C2%AC"
             ]
         );
     }
