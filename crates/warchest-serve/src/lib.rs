@@ -50,7 +50,7 @@ use std::time::Duration;
 use exchange::{Request, Responder};
 pub use net::{BODY_TIMEOUT, GRACE, HEAD_TIMEOUT, STALL};
 use warchest::error::{Error, ErrorKind, Result};
-use warchest::http::date::{http_date, parse_http_date};
+use warchest::http::date::{http_date, pad_timestamp, parse_http_date};
 use warchest::http::payload_reader;
 use warchest_replay::archive_url::{self, TimeSpec, modifier};
 use warchest_replay::rewrite::{Kind, Rewriter, UrlContext, copy_rewritten};
@@ -777,7 +777,7 @@ fn framed(
     };
     let links = ("Link".to_string(), memento_links(req, &coll.name, &target));
     // Asked for at another time: to the capture's own, as replay does.
-    if archive_url::pad_timestamp(&ts.timestamp) != cap.entry.timestamp {
+    if pad_timestamp(&ts.timestamp) != cap.entry.timestamp {
         resp.source = "frame";
         let loc = format!("/{}/{}/{target}", coll.name, cap.entry.timestamp);
         return redirect(resp, &loc, vec![links]);
@@ -1330,7 +1330,7 @@ fn replay(
     // A page asked for at another time is redirected to its capture's
     // timestamp (the banner and links then name the capture shown), as
     // pywb does; embedded resources are served from the nearest capture.
-    if ts.modifier.is_empty() && archive_url::pad_timestamp(&ts.timestamp) != cap.entry.timestamp {
+    if ts.modifier.is_empty() && pad_timestamp(&ts.timestamp) != cap.entry.timestamp {
         resp.source = "archive";
         let loc = format!("/{}/{}/{target}", coll.name, cap.entry.timestamp);
         return redirect(
@@ -1662,11 +1662,7 @@ fn write_rewritten(
     if sw {
         // The client script runs first in the worker, with the worker's
         // archived URL and the page's time.
-        let prelude = pages::worker_prelude(
-            coll,
-            &archive_url::pad_timestamp(&r.ts.timestamp),
-            &ctx.base,
-        );
+        let prelude = pages::worker_prelude(coll, &pad_timestamp(&r.ts.timestamp), &ctx.base);
         body.write_all(prelude.as_bytes())?;
         body.write_all(CLIENT_JS.as_bytes())?;
         body.write_all(b"\n")?;
