@@ -410,7 +410,9 @@ impl KeptConns {
 }
 
 /// Makes the database `path` when missing: `make` builds it under a
-/// temporary name, which is renamed when whole. A kill while a database
+/// temporary name, which is renamed when whole
+/// ([`warchest::write::atomic::commit_path`]: synced first, the directory
+/// after). A kill while a database
 /// file was being created (or copied) would otherwise leave one that does
 /// not open.
 fn create_whole(
@@ -427,26 +429,26 @@ fn create_whole(
         std::fs::remove_file(&tmp).map_err(io_at(&tmp))?;
     }
     make(&tmp)?;
-    std::fs::rename(&tmp, path).map_err(io_at(path))
+    // Synced, renamed and the name synced: a power loss after this must
+    // not take the name back (and with it the file on resume).
+    warchest::write::atomic::commit_path(&tmp, path)?;
+    Ok(())
 }
 
 /// Writes the configuration `--resume` reads: to a temporary file, synced,
-/// then renamed over `crawl.toml`, so a kill at any moment leaves the old
-/// one or the new one whole (a kill while it was written in place once
+/// then renamed over `crawl.toml` and the directory synced
+/// ([`warchest::write::atomic::write_whole`]), so a kill (or a power loss)
+/// at any moment leaves the old one or the new one whole (a kill while it was written in place once
 /// left it empty, and the next run a crawl with no seeds). Unchanged, it
 /// is not written at all.
 fn save_config(dir: &Path, saved: &str) -> Result<(), CrawlError> {
-    use std::io::Write;
     let path = dir.join(SAVED_CONFIG);
     if std::fs::read_to_string(&path).is_ok_and(|old| old == saved) {
         return Ok(());
     }
     let tmp = dir.join(format!("{SAVED_CONFIG}.tmp"));
-    let mut f = std::fs::File::create(&tmp).map_err(io_at(&tmp))?;
-    f.write_all(saved.as_bytes())
-        .and_then(|()| f.sync_all())
-        .map_err(io_at(&tmp))?;
-    std::fs::rename(&tmp, &path).map_err(io_at(&path))
+    warchest::write::atomic::write_whole(&path, &tmp, saved.as_bytes())?;
+    Ok(())
 }
 
 /// The list of WARC files indexed, each with the CDXJ's length after it.

@@ -103,8 +103,7 @@ impl Store {
                     std::fs::create_dir_all(parent)?;
                 }
                 let tmp = p.with_extension(format!("tmp{}", std::process::id()));
-                std::fs::write(&tmp, bytes)?;
-                std::fs::rename(&tmp, &p)
+                warchest::write::atomic::write_whole(&p, &tmp, bytes).map_err(io::Error::from)
             }
             #[cfg(feature = "remote")]
             Store::Remote(prefix) => {
@@ -442,11 +441,9 @@ impl Handoff {
             c.received.insert(*from, *seq);
         }
         let tmp = self.read_state.with_extension("tmp");
-        std::fs::write(
-            &tmp,
-            serde_json::to_vec(&c.received).map_err(io::Error::other)?,
-        )?;
-        std::fs::rename(&tmp, &self.read_state)?;
+        let state = serde_json::to_vec(&c.received).map_err(io::Error::other)?;
+        warchest::write::atomic::write_whole(&self.read_state, &tmp, &state)
+            .map_err(io::Error::from)?;
         Ok(uris.len())
     }
 

@@ -39,7 +39,10 @@ use std::io::{BufRead, Read};
 
 #[cfg(feature = "parquet")]
 pub use parquet::{ParquetOptions, parquet_schema};
-pub use writer::{CdxField, Encoder, Format, IndexOutput, LegendError, push_u64, py_json_str};
+pub use writer::{
+    CdxField, Encoder, FieldValue, Format, IndexOutput, LegendError, entry_fields, push_u64,
+    py_json_str,
+};
 
 use warchest::Limits;
 use warchest::archive::{FormatRecord, Reader, Record};

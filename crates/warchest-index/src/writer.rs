@@ -1,5 +1,6 @@
 //! Index formats and the writer that sorts and writes them.
 
+use std::borrow::Cow;
 use std::fmt;
 #[cfg(feature = "parquet")]
 use std::io;
@@ -245,59 +246,97 @@ impl Encoder {
     }
 }
 
-/// The JSON object of a CDXJ line, as python's `json.dumps` writes it:
-/// `", "` and `": "` separators, non-ASCII as `\uXXXX`, every value a string.
-fn cdxj_json(e: &Entry, with_key: bool, out: &mut Vec<u8>) {
-    let mut first = true;
-    // `{"name": ` or `, "name": `; the value follows.
-    let mut key = |out: &mut Vec<u8>, name: &str| {
-        out.extend_from_slice(if first { b"{\"" } else { b", \"" });
-        first = false;
-        out.extend_from_slice(name.as_bytes());
-        out.extend_from_slice(b"\": ");
-    };
-    let text = |out: &mut Vec<u8>, v: Option<&str>| match v {
-        Some(v) => py_json_str(v, out),
-        None => out.extend_from_slice(b"null"),
-    };
-    // Numbers are written as JSON strings of digits (nothing to escape).
-    let num = |out: &mut Vec<u8>, v: u64| {
-        out.push(b'"');
-        push_u64(out, v);
-        out.push(b'"');
-    };
-    if with_key {
-        key(out, "urlkey");
-        text(out, Some(&e.urlkey));
-        key(out, "timestamp");
-        text(out, Some(&e.timestamp));
-    }
-    for (name, v) in [
-        ("url", e.url.as_deref()),
-        ("mime", e.mime.as_deref()),
-        ("status", e.status.as_deref()),
-        ("digest", e.digest.as_deref()),
-    ] {
-        if v.is_some() {
-            key(out, name);
-            text(out, v);
+/// The value of one of an entry's JSON fields (see [`entry_fields`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FieldValue<'a> {
+    /// Text, written as a JSON string.
+    Text(&'a str),
+    /// A number, written (as cdxj-indexer writes it) as a JSON string of
+    /// its decimal digits.
+    Number(u64),
+    /// JSON `null` (cdxj-indexer's `"requestBody": null`, a POST whose
+    /// body gave no query).
+    Null,
+}
+
+impl FieldValue<'_> {
+    /// Appends the value as JSON, as python's `json.dumps` writes it
+    /// (see [`py_json_str`]); every value but `null` is a string.
+    pub fn write_json(&self, out: &mut Vec<u8>) {
+        match *self {
+            FieldValue::Text(v) => py_json_str(v, out),
+            FieldValue::Number(v) => {
+                // Digits: nothing to escape.
+                out.push(b'"');
+                push_u64(out, v);
+                out.push(b'"');
+            }
+            FieldValue::Null => out.extend_from_slice(b"null"),
         }
     }
-    if let Some(l) = e.length {
-        key(out, "length");
-        num(out, l);
+
+    /// The value as text: a number in decimal, `None` for `null`.
+    pub fn text(&self) -> Option<Cow<'_, str>> {
+        match *self {
+            FieldValue::Text(v) => Some(Cow::Borrowed(v)),
+            FieldValue::Number(v) => Some(Cow::Owned(v.to_string())),
+            FieldValue::Null => None,
+        }
     }
-    key(out, "offset");
-    num(out, e.offset);
-    key(out, "filename");
-    text(out, Some(&e.filename));
-    if let Some(body) = &e.request_body {
-        key(out, "requestBody");
-        text(out, body.as_deref());
-    }
-    if let Some(m) = &e.method {
-        key(out, "method");
-        text(out, Some(m));
+}
+
+/// The fields of an entry's JSON object, in their order, the one list of
+/// them: the JSON of a CDXJ line (after its `urlkey timestamp` key, so
+/// without those two), and with `with_key` the object of [`Format::Json`]
+/// and of a CDX server's answers (`urlkey` and `timestamp` first, as pywb
+/// gives them). A field an entry does not have is left out, as
+/// cdxj-indexer leaves it out; a field added here is written by every
+/// format and answered by every server built on it.
+pub fn entry_fields(
+    e: &Entry,
+    with_key: bool,
+) -> impl Iterator<Item = (&'static str, FieldValue<'_>)> {
+    use FieldValue::{Null, Number, Text};
+    let key = [
+        ("urlkey", Some(Text(&e.urlkey))),
+        ("timestamp", Some(Text(&e.timestamp))),
+    ];
+    let rest = [
+        ("url", e.url.as_deref().map(Text)),
+        ("mime", e.mime.as_deref().map(Text)),
+        ("status", e.status.as_deref().map(Text)),
+        ("digest", e.digest.as_deref().map(Text)),
+        ("length", e.length.map(Number)),
+        ("offset", Some(Number(e.offset))),
+        ("filename", Some(Text(&e.filename))),
+        (
+            "requestBody",
+            e.request_body
+                .as_ref()
+                .map(|b| b.as_deref().map_or(Null, Text)),
+        ),
+        ("method", e.method.as_deref().map(Text)),
+    ];
+    key.into_iter()
+        .filter(move |_| with_key)
+        .chain(rest)
+        .filter_map(|(name, v)| Some((name, v?)))
+}
+
+/// The JSON object of a CDXJ line, as python's `json.dumps` writes it:
+/// `", "` and `": "` separators, non-ASCII as `\uXXXX`, every value a
+/// string but `null`; the fields are [`entry_fields`].
+fn cdxj_json(e: &Entry, with_key: bool, out: &mut Vec<u8>) {
+    out.push(b'{');
+    for (i, (name, v)) in entry_fields(e, with_key).enumerate() {
+        if i > 0 {
+            out.extend_from_slice(b", ");
+        }
+        // Names are ASCII letters: nothing to escape.
+        out.push(b'"');
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(b"\": ");
+        v.write_json(out);
     }
     out.push(b'}');
 }
@@ -579,5 +618,84 @@ mod tests {
             String::from_utf8(out).unwrap(),
             "k t {\"url\": \"u\", \"mime\": \"m\", \"digest\": \"d\", \"length\": \"3\", \"offset\": \"4\", \"filename\": \"f\", \"requestBody\": null, \"method\": \"POST\"}\n"
         );
+    }
+
+    #[test]
+    fn entry_fields_are_the_json_objects_fields() {
+        let mut e = Entry {
+            urlkey: "k".into(),
+            timestamp: "t".into(),
+            url: Some("u\u{e9}".into()),
+            mime: Some("m".into()),
+            status: Some("200".into()),
+            digest: Some("d".into()),
+            length: Some(3),
+            offset: 4,
+            filename: "f".into(),
+            request_body: Some(None),
+            method: Some("POST".into()),
+            ..Entry::default()
+        };
+        let names = |e: &Entry, with_key| {
+            entry_fields(e, with_key)
+                .map(|(n, _)| n)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            names(&e, true),
+            [
+                "urlkey",
+                "timestamp",
+                "url",
+                "mime",
+                "status",
+                "digest",
+                "length",
+                "offset",
+                "filename",
+                "requestBody",
+                "method"
+            ]
+        );
+        assert_eq!(names(&e, false), names(&e, true)[2..]);
+        // The fields, in order, written one by one.
+        let object = |e: &Entry, with_key| {
+            let mut out = vec![b'{'];
+            for (i, (n, v)) in entry_fields(e, with_key).enumerate() {
+                if i > 0 {
+                    out.extend_from_slice(b", ");
+                }
+                py_json_str(n, &mut out);
+                out.extend_from_slice(b": ");
+                v.write_json(&mut out);
+            }
+            out.extend_from_slice(b"}\n");
+            out
+        };
+        // Both JSON forms are the fields and nothing else: the JSON line's
+        // object, and the CDXJ line's after its key; and they parse to the
+        // fields' values.
+        for entry in [e.clone(), {
+            e.request_body = Some(Some("a=1".into()));
+            e.length = None;
+            e.status = None;
+            e
+        }] {
+            let mut json = Vec::new();
+            Encoder::new(&Format::Json).encode(&entry, &mut json);
+            assert_eq!(json, object(&entry, true));
+            let mut cdxj = Vec::new();
+            Encoder::new(&Format::Cdxj).encode(&entry, &mut cdxj);
+            assert_eq!(cdxj, [&b"k t "[..], &object(&entry, false)].concat());
+            let parsed: serde_json::Map<String, serde_json::Value> =
+                serde_json::from_slice(&json).unwrap();
+            assert_eq!(parsed.len(), entry_fields(&entry, true).count());
+            for (n, v) in entry_fields(&entry, true) {
+                let v = v
+                    .text()
+                    .map_or(serde_json::Value::Null, |t| t.into_owned().into());
+                assert_eq!(parsed[n], v, "{n}");
+            }
+        }
     }
 }

@@ -307,15 +307,17 @@ impl OpenFile {
         &self.open
     }
 
-    /// Flushes and renames it to its final name.
+    /// Flushes, syncs and renames it to its final name, and syncs the
+    /// directory ([`warchest::write::atomic::commit`]), as the rotating
+    /// writer closes its files.
     ///
     /// # Errors
-    /// Flushing or renaming failed.
+    /// Flushing, syncing or renaming failed.
     pub fn finish(mut self) -> Result<PathBuf> {
         self.file
             .flush()
             .map_err(|e| Error::from(e).in_file(&self.open))?;
-        std::fs::rename(&self.open, &self.path).map_err(|e| Error::from(e).in_file(&self.path))?;
+        warchest::write::atomic::commit(self.file.get_ref(), &self.open, &self.path)?;
         Ok(self.path)
     }
 }

@@ -880,11 +880,6 @@ const CHUNK: usize = 16 << 10;
 /// back (see docs/performance-history.md, issue 20).
 const HOLD_MAX: usize = 64 << 10;
 
-/// A payload read whole from this size on tells the reader so
-/// ([`BlockHandle::prefer_reads`]): a plain file's map is then let go, as
-/// a library read that large lets it go (`Source::read_direct`).
-const LARGE_PAYLOAD: usize = 16 << 10;
-
 /// Largest scratch buffer a thread keeps between reads of unknown length.
 const SCRATCH_MAX: usize = 4 << 20;
 
@@ -947,7 +942,10 @@ impl StreamState {
     fn fill_raw(&mut self, out: &mut Filling<'_>) -> std::io::Result<()> {
         let n = out.push(&self.buf[self.pos..]);
         self.pos += n;
-        if out.room() >= LARGE_PAYLOAD
+        // A payload read whole from the library's large-read size on tells
+        // the reader so ([`BlockHandle::prefer_reads`]): a plain file's map
+        // is then let go, as a library read that large lets it go.
+        if out.room() >= warchest::framing::DIRECT_READ
             && let Src::Block(b) = &mut self.reader.inner
         {
             b.prefer_reads()?;

@@ -1,6 +1,7 @@
 //! URLs in replay: resolving references against a page's URL (RFC 3986
 //! section 5.2, enough of it for web pages), archive URLs
-//! (`/{collection}/{timestamp}{modifier}/{url}`), and timestamps.
+//! (`/{collection}/{timestamp}{modifier}/{url}`) and their timestamps
+//! (padded by `warchest::http::date::pad_timestamp`).
 
 /// The scheme of `s` when it starts with one (`http:`, `data:`), lower-case.
 pub fn scheme(s: &str) -> Option<String> {
@@ -82,19 +83,6 @@ impl TimeSpec {
     }
 }
 
-/// Pads a partial timestamp to 14 digits with the earliest values
-/// (`2014` -> `20140101000000`).
-pub fn pad_timestamp(ts: &str) -> String {
-    const LOW: &str = "00000101000000";
-    let digits: String = ts.chars().filter(char::is_ascii_digit).take(14).collect();
-    let mut s = digits.clone();
-    s.push_str(&LOW[digits.len()..]);
-    if s.starts_with("0000") {
-        s.replace_range(..4, "1000");
-    }
-    s
-}
-
 /// The URL part of a replay path, made absolute the way browsers and
 /// proxies may have mangled it: `http:/x` (slashes merged) becomes
 /// `http://x`, and a URL without a scheme gets `http://`.
@@ -160,13 +148,6 @@ mod tests {
         assert!(TimeSpec::parse("2014xx_").is_none());
         assert!(TimeSpec::parse("http:").is_none());
         assert!(TimeSpec::parse("123456789012345").is_none());
-    }
-
-    #[test]
-    fn timestamps_are_padded() {
-        // Seconds and HTTP dates are warchest::http::date's.
-        assert_eq!(pad_timestamp("2014"), "20140101000000");
-        assert_eq!(pad_timestamp(""), "10000101000000");
     }
 
     #[test]

@@ -26,7 +26,7 @@ use std::path::PathBuf;
 use store::{Capture, Store};
 use warchest::error::{Error, ErrorKind, Result};
 use warchest::http::HttpHead;
-use warchest::http::date::timestamp_seconds;
+use warchest::http::date::{pad_timestamp, timestamp_seconds};
 use warchest::warc::WarcHeader;
 
 /// How many captures around a time are looked at to find one that fits.
@@ -101,7 +101,7 @@ impl Collection {
         ) else {
             return Ok(None);
         };
-        let at = timestamp_seconds(&archive_url::pad_timestamp(timestamp));
+        let at = timestamp_seconds(&pad_timestamp(timestamp));
         let mut best: Option<(i64, Capture)> = None;
         // The path itself, with a query, with path parameters: not the
         // paths below it (`/` would be the whole site).

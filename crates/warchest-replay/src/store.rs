@@ -28,7 +28,7 @@ use warchest::archive::{Format, Reader};
 use warchest::codec::{Decoder, DecoderOptions};
 use warchest::digest::lookup_key;
 use warchest::error::{Error, ErrorKind, Result};
-use warchest::http::date::timestamp_seconds;
+use warchest::http::date::{pad_timestamp, pad_timestamp_up, timestamp_seconds};
 use warchest::warc::ReaderOptions;
 use warchest_index::{Entry, IndexOptions, Indexer};
 use warchest_wacz::{self as wacz, Section};
@@ -1292,8 +1292,8 @@ impl Store {
             None => t.range::<&str>(start..),
         }
         .map_err(|e| db_error(e, p))?;
-        let from = q.from.as_deref().map(super::archive_url::pad_timestamp);
-        let to = q.to.as_deref().map(pad_up);
+        let from = q.from.as_deref().map(pad_timestamp);
+        let to = q.to.as_deref().map(pad_timestamp_up);
         let mut n = 0usize;
         let mut visit = |k: &str, v: &[u8]| -> bool {
             if !q.range.contains(k) {
@@ -1388,7 +1388,7 @@ impl Store {
     ) -> Result<Vec<Capture>> {
         let p = &self.path;
         let key = warchest_index::surt::url_key(url);
-        let ts = super::archive_url::pad_timestamp(timestamp);
+        let ts = pad_timestamp(timestamp);
         let target = timestamp_seconds(&ts);
         let txn = self.db.begin_read().map_err(|e| db_error(e, p))?;
         let t = txn.open_table(CAPTURES).map_err(|e| db_error(e, p))?;
@@ -1519,15 +1519,6 @@ fn upper_bound(prefix: &str) -> Option<String> {
         }
     }
     None
-}
-
-/// Pads a partial timestamp up (`2014` -> `20141231235959`).
-fn pad_up(ts: &str) -> String {
-    const HIGH: &str = "99991231235959";
-    let digits: String = ts.chars().filter(char::is_ascii_digit).take(14).collect();
-    let mut s = digits.clone();
-    s.push_str(&HIGH[digits.len()..]);
-    s
 }
 
 /// The index entry a CDXJ line stands for, its file named `filename`. The
@@ -1704,7 +1695,6 @@ mod tests {
         assert!(!is_archive_name("a.warc.gz.open"));
         assert!(!is_archive_name("index.cdxj"));
         assert_eq!(upper_bound("ab").as_deref(), Some("ac"));
-        assert_eq!(pad_up("2014"), "20141231235959");
     }
 
     #[test]

@@ -50,7 +50,7 @@ use std::time::Duration;
 use exchange::{Request, Responder};
 pub use net::{BODY_TIMEOUT, GRACE, HEAD_TIMEOUT, STALL};
 use warchest::error::{Error, ErrorKind, Result};
-use warchest::http::date::{http_date, parse_http_date};
+use warchest::http::date::{http_date, pad_timestamp, parse_http_date};
 use warchest::http::payload_reader;
 use warchest_replay::archive_url::{self, TimeSpec, modifier};
 use warchest_replay::rewrite::{Kind, Rewriter, UrlContext, copy_rewritten};
@@ -832,7 +832,7 @@ fn framed(
     };
     let links = ("Link".to_string(), memento_links(req, &coll.name, &target));
     // Asked for at another time: to the capture's own, as replay does.
-    if archive_url::pad_timestamp(&ts.timestamp) != cap.entry.timestamp {
+    if pad_timestamp(&ts.timestamp) != cap.entry.timestamp {
         resp.source = "frame";
         let loc = format!("/{}/{}/{target}", coll.name, cap.entry.timestamp);
         return redirect(resp, &loc, vec![links]);
@@ -1213,10 +1213,7 @@ fn cdx_line(c: &Capture, json: bool, fields: Option<&[String]>) -> Vec<u8> {
         first = false;
         warchest_index::py_json_str(k, &mut line);
         line.extend_from_slice(b": ");
-        match v {
-            Some(v) => warchest_index::py_json_str(v, &mut line),
-            None => line.extend_from_slice(b"null"),
-        }
+        v.write_json(&mut line);
     }
     line.extend_from_slice(b"}\n");
     line
@@ -1250,12 +1247,14 @@ impl CdxFilter {
         })
     }
 
-    fn accepts(&self, fields: &[(&str, Option<String>)]) -> bool {
+    /// A field missing or `null` is matched as empty.
+    fn accepts(&self, fields: &[(&str, warchest_index::FieldValue<'_>)]) -> bool {
         let v = fields
             .iter()
             .find(|(k, _)| *k == self.field)
-            .and_then(|(_, v)| v.as_deref())
-            .unwrap_or("");
+            .and_then(|(_, v)| v.text())
+            .unwrap_or_default();
+        let v = v.as_ref();
         let hit = if self.contains {
             v.contains(&self.value)
         } else {
@@ -1265,34 +1264,13 @@ impl CdxFilter {
     }
 }
 
-/// A capture as pywb's CDX server gives it: its fields in pywb's order
-/// (the index line's), every value a string; `None` is a JSON `null` (a
-/// POST whose body gave no query, cdxj-indexer's `"requestBody": null`).
-fn cdx_object(c: &Capture) -> Vec<(&'static str, Option<String>)> {
-    let e = &c.entry;
-    let mut m = vec![
-        ("urlkey", Some(e.urlkey.clone())),
-        ("timestamp", Some(e.timestamp.clone())),
-    ];
-    let mut put = |k: &'static str, v: Option<String>| {
-        if let Some(v) = v {
-            m.push((k, Some(v)));
-        }
-    };
-    put("url", e.url.clone());
-    put("mime", e.mime.clone());
-    put("status", e.status.clone());
-    put("digest", e.digest.clone());
-    put("length", e.length.map(|l| l.to_string()));
-    put("offset", Some(e.offset.to_string()));
-    put("filename", Some(e.filename.clone()));
-    if let Some(body) = &e.request_body {
-        m.push(("requestBody", body.clone()));
-    }
-    if let Some(method) = &e.method {
-        m.push(("method", Some(method.clone())));
-    }
-    m
+/// A capture as pywb's CDX server gives it: the index's fields
+/// ([`warchest_index::entry_fields`], the one list the index lines are
+/// written from) with `urlkey` and `timestamp` first, in the index line's
+/// order, every value a string but `null` (a POST whose body gave no
+/// query, cdxj-indexer's `"requestBody": null`).
+fn cdx_object(c: &Capture) -> Vec<(&'static str, warchest_index::FieldValue<'_>)> {
+    warchest_index::entry_fields(&c.entry, true).collect()
 }
 
 fn search(coll: &Collection, fulltext: bool, req: &Request, resp: &mut Responder<'_>) -> HResult {
@@ -1407,7 +1385,7 @@ fn replay(
     // A page asked for at another time is redirected to its capture's
     // timestamp (the banner and links then name the capture shown), as
     // pywb does; embedded resources are served from the nearest capture.
-    if ts.modifier.is_empty() && archive_url::pad_timestamp(&ts.timestamp) != cap.entry.timestamp {
+    if ts.modifier.is_empty() && pad_timestamp(&ts.timestamp) != cap.entry.timestamp {
         resp.source = "archive";
         let loc = format!("/{}/{}/{target}", coll.name, cap.entry.timestamp);
         return redirect(
@@ -1739,11 +1717,7 @@ fn write_rewritten(
     if sw {
         // The client script runs first in the worker, with the worker's
         // archived URL and the page's time.
-        let prelude = pages::worker_prelude(
-            coll,
-            &archive_url::pad_timestamp(&r.ts.timestamp),
-            &ctx.base,
-        );
+        let prelude = pages::worker_prelude(coll, &pad_timestamp(&r.ts.timestamp), &ctx.base);
         body.write_all(prelude.as_bytes())?;
         body.write_all(CLIENT_JS.as_bytes())?;
         body.write_all(b"\n")?;
@@ -1838,8 +1812,8 @@ mod sw_tests {
 
 #[cfg(test)]
 mod cdx_tests {
-    use super::{Capture, cdx_line};
-    use warchest_index::{Encoder, Entry, Format};
+    use super::{Capture, CdxFilter, accepted, cdx_line};
+    use warchest_index::{Encoder, Entry, Format, entry_fields};
 
     fn capture(url: &str, request_body: Option<Option<String>>) -> Capture {
         Capture {
@@ -1901,5 +1875,40 @@ mod cdx_tests {
             line,
             "{\"url\": \"http://example.com/caf\\u00e9\", \"requestBody\": null}\n"
         );
+    }
+
+    #[test]
+    fn cdx_fields_are_the_index_fields() {
+        // Every field the index writes is answered by `fl=`, with the same
+        // names, order and values: `fl=` naming all of them is the JSON line.
+        let mut post = capture("http://example.com/caf\u{e9}", Some(None));
+        post.entry.method = Some("POST".into());
+        for c in [capture("http://example.com/", None), post] {
+            let all: Vec<String> = entry_fields(&c.entry, true)
+                .map(|(n, _)| n.to_string())
+                .collect();
+            assert!(all.len() >= 9, "{all:?}");
+            let line = cdx_line(&c, false, Some(&all));
+            assert_eq!(String::from_utf8(line).unwrap(), indexed(&c, &Format::Json));
+        }
+    }
+
+    #[test]
+    fn cdx_filters_see_the_index_fields() {
+        let mut c = capture("http://example.com/a", Some(None));
+        c.entry.length = Some(1234);
+        let f = |s: &str| vec![CdxFilter::parse(s).unwrap()];
+        // A number is matched as its digits, a string as itself.
+        assert!(accepted(&f("length:1234"), &c));
+        assert!(accepted(&f("~length:23"), &c));
+        assert!(accepted(&f("offset:0"), &c));
+        assert!(accepted(&f("urlkey:com,example)/caf%c3%a9"), &c));
+        assert!(accepted(&f("!status:404"), &c));
+        assert!(!accepted(&f("mime:text/plain"), &c));
+        // `null` and a field the capture lacks are matched as empty.
+        assert!(accepted(&f("requestBody:"), &c));
+        assert!(accepted(&f("method:"), &c));
+        assert!(!accepted(&f("!method:"), &c));
+        assert!(accepted(&[], &c));
     }
 }

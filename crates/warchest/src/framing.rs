@@ -281,10 +281,18 @@ pub struct BlockReader<'a, R> {
     reader: &'a mut R,
 }
 
-/// Reads at least this large go straight from a plain file into the
-/// caller's buffer when nothing is buffered (one copy, not two); smaller
-/// ones are served from the reader's buffer.
-pub(crate) const DIRECT_READ: usize = 16 << 10;
+/// The size from which a read of a record's block is a large one: a read
+/// into a buffer of at least this many bytes (and with at least that many
+/// left in the block) goes straight from a plain file into the caller's
+/// buffer when nothing is buffered (one copy, not two), and a plain file's
+/// memory map is let go for good before it, as [`Source::prefer_reads`]
+/// lets it go. Smaller reads are served from the reader's buffer (or map).
+///
+/// Public so that a caller reading payloads whole into buffers of its own
+/// (the Python binding) can tell the reader so (`prefer_reads`) from the
+/// same size on as the library itself would: one threshold, not two that
+/// could drift apart.
+pub const DIRECT_READ: usize = 16 << 10;
 
 impl<R: Framing> Read for BlockReader<'_, R> {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {

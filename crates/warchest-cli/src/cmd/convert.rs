@@ -85,7 +85,8 @@ fn compression(args: &Args) -> Compression {
 }
 
 /// What closing the output does: for a file, rename it from `NAME.open`
-/// (and `NAME`) when every input was converted, so that a write error (a
+/// (and `NAME`) when every input was converted, synced
+/// ([`warchest::write::atomic::commit_path`]), so that a write error (a
 /// full disk) leaves no short file under its final name; for an object,
 /// complete its upload (or abort it: nothing appears).
 enum Close {
@@ -166,7 +167,7 @@ fn close_output(close: Close, outcome: Outcome) -> Result<()> {
                 );
                 return Ok(());
             }
-            std::fs::rename(&open, &path)
+            warchest::write::atomic::commit_path(&open, &path)
                 .with_context(|| format!("rename {} to {}", open.display(), path.display()))
         }
     }

@@ -114,8 +114,7 @@ impl Sink {
         match self {
             Sink::File { file, open, path } => {
                 let f = file.into_inner().map_err(|e| e.into_error())?;
-                f.sync_all()?;
-                std::fs::rename(&open, &path)
+                warchest::write::atomic::commit(&f, &open, &path)
                     .with_context(|| format!("rename {}", open.display()))?;
             }
             Sink::Remote(w) => w.into_inner().map_err(|e| e.into_error())?.finish()?,

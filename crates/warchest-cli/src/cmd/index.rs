@@ -257,10 +257,12 @@ fn finish_output(output: IndexOutput<Box<dyn Write + Send>>) -> std::result::Res
     w.flush().map_err(|e| file_error("output", &e))
 }
 
-/// Gives `-o FILE`, written as `FILE.open`, its name once it is whole.
+/// Gives `-o FILE`, written as `FILE.open`, its name once it is whole
+/// (synced, renamed, the directory synced:
+/// [`warchest::write::atomic::commit_path`]).
 fn rename_done(rename: Option<(PathBuf, PathBuf)>) -> Result<()> {
     if let Some((open, path)) = rename {
-        std::fs::rename(&open, &path)
+        warchest::write::atomic::commit_path(&open, &path)
             .with_context(|| format!("rename {} to {}", open.display(), path.display()))?;
     }
     Ok(())

@@ -191,16 +191,16 @@ impl OutFile {
         Ok(rec.record_id())
     }
 
-    /// Flushes, syncs and renames the file to its name.
+    /// Flushes, syncs and renames the file to its name, and syncs the
+    /// directory ([`warchest::write::atomic::commit`]).
     pub fn finish(self) -> Result<std::path::PathBuf> {
         use anyhow::Context;
         use std::io::Write;
         let mut out = self.writer.finish()?;
         out.flush()?;
-        out.get_ref().sync_all()?;
-        drop(out);
-        std::fs::rename(&self.open_path, &self.path)
+        warchest::write::atomic::commit(out.get_ref(), &self.open_path, &self.path)
             .with_context(|| format!("rename {}", self.open_path.display()))?;
+        drop(out);
         Ok(self.path)
     }
 }

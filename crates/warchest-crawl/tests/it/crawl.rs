@@ -1330,3 +1330,93 @@ fn the_robots_agent_key_names_the_group_obeyed() {
         );
     }
 }
+
+/// A host's robots.txt that redirects (301) twice, with relative
+/// Locations (r.test), or once to an absolute URL (s.test), is followed
+/// to the rules at the end (`robots::fetch_robots`): the path they
+/// disallow is not fetched, the one they do not is. Each request is a hop
+/// of its own in crawl.log: robots.txt a prerequisite (`P`) of the seed,
+/// each redirect target one more `R` by way of the URL that redirected to
+/// it, with its status; each is recorded in the WARC files and asked for
+/// once.
+#[test]
+fn robots_txt_redirect_hops_are_followed_and_logged() {
+    let w = web::start();
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("c");
+    let toml = format!(
+        "seeds = [\"{}\", \"{}\"]\nmin-delay = 0.0\nmax-delay = 0.0\ndelay-factor = 0.0\n\
+         workers = 2\ntimeout = 5.0\nresolve-only = true\n\
+         [resolve]\n\"r.test\" = \"127.0.0.1\"\n\"s.test\" = \"127.0.0.1\"\n",
+        w.url("r.test", "/"),
+        w.url("s.test", "/")
+    );
+    let s = crawl(&dir, &toml);
+    assert_eq!(s.ending, Ending::Finished);
+    let reqs = w.requests();
+    let log = std::fs::read_to_string(dir.join("logs/crawl.log")).unwrap();
+    let lines_of = |uri: &str| -> Vec<Vec<String>> {
+        log.lines()
+            .filter(|l| l.split_whitespace().nth(3) == Some(uri))
+            .map(|l| l.split_whitespace().map(str::to_string).collect())
+            .collect()
+    };
+    let line = |uri: &str| -> Vec<String> {
+        let mut v = lines_of(uri);
+        assert_eq!(v.len(), 1, "one line for {uri} in\n{log}");
+        v.remove(0)
+    };
+    let recs = records(&dir);
+    for (host, hops) in [
+        (
+            "r.test",
+            &["/robots.txt", "/robots-moved.txt", "/rules/robots.txt"][..],
+        ),
+        ("s.test", &["/robots.txt", "/rules/robots.txt"][..]),
+    ] {
+        let seed = w.url(host, "/");
+        // (a) The rules were the moved ones: /secret/ is not fetched but
+        // logged as kept out by robots.txt; the rest is.
+        let secret = w.url(host, "/secret/page.html");
+        assert!(!reqs.contains(&secret), "{reqs:?}");
+        assert_eq!(line(&secret)[1], "-9998", "{log}");
+        assert!(reqs.contains(&w.url(host, "/open.html")), "{reqs:?}");
+        assert_eq!(line(&w.url(host, "/open.html"))[1], "200");
+        // (b) Each hop: asked for once, one crawl.log line with its
+        // status, its hop path and the URL it came by, and a response
+        // record.
+        let mut via = seed.clone();
+        for (i, path) in hops.iter().enumerate() {
+            let uri = w.url(host, path);
+            let last = i + 1 == hops.len();
+            assert_eq!(
+                reqs.iter().filter(|r| **r == uri).count(),
+                1,
+                "{uri}: {reqs:?}"
+            );
+            let l = line(&uri);
+            let want_hops = format!("P{}", "R".repeat(i));
+            assert_eq!(
+                (l[1].as_str(), l[4].as_str(), l[5].as_str()),
+                (
+                    if last { "200" } else { "301" },
+                    want_hops.as_str(),
+                    via.as_str()
+                ),
+                "{uri}: {l:?}"
+            );
+            if last {
+                assert_eq!(l[6], "text/plain", "{l:?}");
+            }
+            let rec = record_of(&recs, "response", &uri);
+            let status = if last { "200" } else { "301" };
+            assert!(
+                rec.contains(&format!("\r\n\r\nHTTP/1.0 {status} ")),
+                "{rec}"
+            );
+            via = uri;
+        }
+    }
+    // Nothing else: each host's two pages and its robots.txt hops.
+    assert_eq!(reqs.len(), 2 * 2 + 3 + 2, "{reqs:?}");
+}

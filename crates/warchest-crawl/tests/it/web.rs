@@ -1,6 +1,6 @@
-//! A small web on loopback for the engine's tests: three hosts (a.test,
-//! b.test, c.test) on one port, told apart by the Host header, with every
-//! request recorded. (The generated many-host test web of the rules'
+//! A small web on loopback for the engine's tests: a few hosts (a.test,
+//! b.test, c.test and others for single tests) on one port, told apart by
+//! the Host header, with every request recorded. (The generated many-host test web of the rules'
 //! `testweb` module serves the larger crawls.)
 
 use std::io::{BufRead, BufReader, Write};
@@ -72,6 +72,7 @@ fn page(host: &str, path: &str, port: u16) -> (u16, Vec<(String, String)>, Vec<u
             b"not found".to_vec(),
         )
     };
+    let moved = |to: String| (301, vec![("Location".to_string(), to)], Vec::new());
     match (host, path) {
         ("a.test", "/robots.txt") => other("text/plain", b"User-agent: *\nDisallow: /private\n".to_vec()),
         ("a.test", "/") => html(format!(
@@ -157,6 +158,24 @@ fn page(host: &str, path: &str, port: u16) -> (u16, Vec<(String, String)>, Vec<u
             html(format!("<html><title>{path}</title>{path}</html>"))
         }
         ("e.test", "/frames/frame.html" | "/frames/frag.html" | "/frames/linked.html") => {
+            html(format!("<html><title>{path}</title>{path}</html>"))
+        }
+        // robots.txt moved: r.test's redirects twice (relative Locations),
+        // s.test's once (an absolute one); the rules at the end keep
+        // /secret/ out (each host's its own bytes, so neither is recorded
+        // as a revisit of the other).
+        ("r.test", "/robots.txt") => moved("/robots-moved.txt".into()),
+        ("r.test", "/robots-moved.txt") => moved("/rules/robots.txt".into()),
+        ("s.test", "/robots.txt") => moved(format!("http://s.test:{port}/rules/robots.txt")),
+        ("r.test" | "s.test", "/rules/robots.txt") => {
+            other("text/plain", format!("# {host}\nUser-agent: *\nDisallow: /secret/\n").into_bytes())
+        }
+        ("r.test" | "s.test", "/") => html(
+            "<html><title>Moved rules</title><a href=/open.html>open</a>\
+             <a href=/secret/page.html>secret</a></html>"
+                .into(),
+        ),
+        ("r.test" | "s.test", "/open.html" | "/secret/page.html") => {
             html(format!("<html><title>{path}</title>{path}</html>"))
         }
         // A tree of GEN pages on d.test: page i links to 2i+1 and 2i+2.

@@ -1,7 +1,10 @@
 //! HTTP dates (`Sun, 26 Jan 2014 20:06:24 GMT`, RFC 9110's IMF-fixdate)
 //! and the 14-digit timestamps of indexes and archival URLs
 //! (`20140126200624`, UTC), converted into each other for Memento
-//! (`Memento-Datetime`, `Accept-Datetime`) and replayed cookies.
+//! (`Memento-Datetime`, `Accept-Datetime`) and replayed cookies; and the
+//! one rule by which a partial timestamp (`2014`) is padded to 14 digits
+//! ([`pad_timestamp`], [`pad_timestamp_up`]), which replay and its CDX
+//! API use too.
 //!
 //! The calendar arithmetic is [`WarcDate`](crate::warc::WarcDate)'s.
 //! The crawler's `Retry-After` is read with the `httpdate` crate instead,
@@ -16,16 +19,57 @@ const MONTHS: [&str; 12] = [
 /// From 1970-01-01, a Thursday.
 const WEEKDAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
 
-/// The parts of a timestamp: its first 14 digits, the missing trailing
-/// ones the earliest (`2014` is 2014-01-01 00:00:00), each part clamped
-/// into its range (month 1-12, day 1 to the month's last, hour 0-23,
-/// minute and second 0-59) so any text gives a date.
-fn parts(ts: &str) -> [u32; 6] {
-    const LOW: &[u8; 14] = b"00000101000000";
-    let mut d = *LOW;
+/// The earliest values of a timestamp's digits: January 1st, 00:00:00.
+const LOW: &[u8; 14] = b"00000101000000";
+/// The latest values of a timestamp's digits, as a bound compared as
+/// text: not a date (day 31 of every month).
+const HIGH: &[u8; 14] = b"99991231235959";
+
+/// The padding rule of timestamps, in one place: the first 14 digits of
+/// `ts` (anything else in it skipped), and where it has fewer, `fill`'s
+/// digits at the same places.
+fn fill14(ts: &str, fill: &[u8; 14]) -> [u8; 14] {
+    let mut d = *fill;
     for (slot, b) in d.iter_mut().zip(ts.bytes().filter(u8::is_ascii_digit)) {
         *slot = b;
     }
+    d
+}
+
+/// A partial timestamp padded to 14 digits with the earliest values, as
+/// an archival URL's timestamp is read (`2014` is `20140101000000`).
+///
+/// The rule, shared with [`timestamp_seconds`] and [`http_date`]: only
+/// digits count (`2014-01-26` is `20140126000000`), and only the first 14
+/// of them; the missing trailing digits are the earliest's, each in its
+/// place, so an odd count completes its pair with the earliest's digit
+/// (`2014013` is the 31st, `20140` is `20140101000000`). Unlike those two,
+/// a year of `0000` (no digits, or zeros) is `1000`, so that an empty
+/// timestamp is `10000101000000` (as in pywb); the text is not checked
+/// otherwise (`20141399` stays month 13, day 99).
+pub fn pad_timestamp(ts: &str) -> String {
+    let mut d = fill14(ts, LOW);
+    if d[..4] == *b"0000" {
+        d[..4].copy_from_slice(b"1000");
+    }
+    d.iter().map(|&b| char::from(b)).collect()
+}
+
+/// A partial timestamp padded to 14 digits with the latest values
+/// (`2014` is `20141231235959`), as the upper bound of a range compared
+/// as text (a `to=`): the same rule as [`pad_timestamp`] with `9999` 12
+/// 31 23:59:59 as the fill, so `201402` is `20140231235959`, after every
+/// second of February without being a date.
+pub fn pad_timestamp_up(ts: &str) -> String {
+    fill14(ts, HIGH).iter().map(|&b| char::from(b)).collect()
+}
+
+/// The parts of a timestamp: its first 14 digits, the missing trailing
+/// ones the earliest (`2014` is 2014-01-01 00:00:00; [`fill14`]), each
+/// part clamped into its range (month 1-12, day 1 to the month's last,
+/// hour 0-23, minute and second 0-59) so any text gives a date.
+fn parts(ts: &str) -> [u32; 6] {
+    let d = fill14(ts, LOW);
     let n = |a: usize, b: usize| {
         d[a..b]
             .iter()
@@ -139,6 +183,44 @@ mod tests {
             Some("20161231235959")
         );
         assert_eq!(parse_http_date("yesterday"), None);
+    }
+
+    #[test]
+    fn timestamps_are_padded() {
+        for (ts, down, up) in [
+            // Short, and each length up to 14.
+            ("2014", "20140101000000", "20141231235959"),
+            ("201401", "20140101000000", "20140131235959"),
+            ("20140126200624", "20140126200624", "20140126200624"),
+            // An odd count: the pair is completed with the fill's digit.
+            ("201", "20100101000000", "20191231235959"),
+            ("20140", "20140101000000", "20140231235959"),
+            ("2014013", "20140131000000", "20140131235959"),
+            // Only digits count, wherever they are.
+            ("2014-01-26", "20140126000000", "20140126235959"),
+            ("x2014y01", "20140101000000", "20140131235959"),
+            ("2014-01-26T20:06:24Z", "20140126200624", "20140126200624"),
+            // Only the first 14.
+            ("201401262006249", "20140126200624", "20140126200624"),
+            ("2014012620062499999", "20140126200624", "20140126200624"),
+            // Nothing, or a year of zeros, is the year 1000 going down.
+            ("", "10000101000000", "99991231235959"),
+            ("abc", "10000101000000", "99991231235959"),
+            ("0", "10000101000000", "09991231235959"),
+            ("000012", "10001201000000", "00001231235959"),
+            // Not checked: month 13 stays 13.
+            ("201413", "20141301000000", "20141331235959"),
+        ] {
+            assert_eq!(pad_timestamp(ts), down, "{ts:?}");
+            assert_eq!(pad_timestamp_up(ts), up, "{ts:?}");
+            assert_eq!(pad_timestamp(&pad_timestamp(ts)), down, "{ts:?}");
+            // Seconds and HTTP dates read a timestamp by the same rule
+            // (the year-0000 rule aside).
+            if !down.starts_with("1000") {
+                assert_eq!(timestamp_seconds(ts), timestamp_seconds(down), "{ts:?}");
+                assert_eq!(http_date(ts), http_date(down), "{ts:?}");
+            }
+        }
     }
 
     #[test]

@@ -10,6 +10,7 @@
 
 use std::io::{self, Read, Seek, SeekFrom, Write};
 
+pub mod atomic;
 #[cfg(feature = "identify")]
 pub mod identify;
 pub mod records;

@@ -1078,7 +1078,7 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
 #[cfg(test)]
 thread_local! {
     /// Directory syncs made (and returned `Ok`) by this thread (tests).
-    static DIR_SYNCS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    pub(super) static DIR_SYNCS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     /// While set, a directory sync fails on this thread (tests).
     static FAIL_DIR_SYNC: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     /// While set, a close's file sync fails on this thread (tests).

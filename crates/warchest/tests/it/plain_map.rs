@@ -531,3 +531,51 @@ fn prefer_reads_lets_the_map_go_and_reads_the_same() {
     assert!(r.next_record().unwrap().is_none());
     assert!(out == kept.0, "records differ after the map was let go");
 }
+
+/// A read of a block into a buffer of [`DIRECT_READ`] bytes is a large
+/// one: it lets a plain file's map go (as `prefer_reads` does); reads one
+/// byte shorter are served from the map. The Python binding tells its
+/// reader `prefer_reads` from that same public size on, so this is the one
+/// threshold both act on. The bytes read are the block's either way.
+///
+/// [`DIRECT_READ`]: warchest::framing::DIRECT_READ
+#[cfg(target_os = "linux")]
+#[test]
+fn a_block_read_of_direct_read_bytes_lets_the_map_go_and_a_shorter_one_does_not() {
+    use warchest::framing::DIRECT_READ;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("direct.warc");
+    let len = 4 * DIRECT_READ;
+    std::fs::write(&path, [record_of(len), record_of(len)].concat()).unwrap();
+    let mut r = Reader::open(&path).unwrap();
+    let mut rec = r.next_record().unwrap().unwrap();
+    let mut block = rec.block();
+    let mut buf = vec![0u8; DIRECT_READ];
+    let mut got = 0;
+    for _ in 0..2 {
+        let n = block.read(&mut buf[..DIRECT_READ - 1]).unwrap();
+        assert!(n > 0);
+        assert!(buf[..n].iter().all(|&b| b == b'x'));
+        got += n;
+        assert_eq!(mapped(&path), cfg!(feature = "mmap"), "after {got} bytes");
+    }
+    let n = block.read(&mut buf).unwrap();
+    assert!(n > 0);
+    assert!(buf[..n].iter().all(|&b| b == b'x'));
+    got += n;
+    assert!(!mapped(&path), "a read of DIRECT_READ bytes keeps the map");
+    loop {
+        let n = block.read(&mut buf).unwrap();
+        if n == 0 {
+            break;
+        }
+        assert!(buf[..n].iter().all(|&b| b == b'x'));
+        got += n;
+    }
+    assert_eq!(got, len);
+    drop(rec);
+    let mut rec = r.next_record().unwrap().unwrap();
+    assert_eq!(rec.read_block().unwrap(), vec![b'x'; len]);
+    drop(rec);
+    assert!(r.next_record().unwrap().is_none());
+}
