@@ -275,6 +275,27 @@ fn host_name(host: &str) -> Option<&str> {
     .then_some(name)
 }
 
+/// The origin a request came to, from its `Host` and a proxy's
+/// `X-Forwarded-Proto` (names lower-case): [`origin`].
+fn request_origin(
+    app: &App,
+    replay_listener: bool,
+    headers: &[(String, String)],
+    local: Option<SocketAddr>,
+) -> Origin {
+    let value = |name: &str| {
+        headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    };
+    let proto = match value("x-forwarded-proto") {
+        Some(p) if p.trim().eq_ignore_ascii_case("https") => "https",
+        _ => "http",
+    };
+    origin(app, replay_listener, value("host"), local, proto)
+}
+
 /// The origins as seen by the client of a request with this Host.
 fn origin(
     app: &App,
@@ -366,17 +387,7 @@ async fn respond(
             Err(_) => return simple(408, "request body too slow\n", true),
         }
     }
-    let proto = headers
-        .iter()
-        .find(|(n, _)| n == "x-forwarded-proto")
-        .map(|(_, v)| v.trim().to_ascii_lowercase())
-        .filter(|p| p == "https")
-        .unwrap_or_else(|| "http".into());
-    let host = headers
-        .iter()
-        .find(|(n, _)| n == "host")
-        .map(|(_, v)| v.clone());
-    let origin = origin(&ctx.app, ctx.replay, host.as_deref(), local, &proto);
+    let origin = request_origin(&ctx.app, ctx.replay, &headers, local);
     let req = Request {
         method: parts.method.as_str().to_string(),
         target,
@@ -500,17 +511,7 @@ pub(crate) fn answer(
         .iter()
         .map(|(n, v)| (n.to_ascii_lowercase(), (*v).to_string()))
         .collect();
-    let proto = headers
-        .iter()
-        .find(|(n, _)| n == "x-forwarded-proto")
-        .map(|(_, v)| v.trim().to_ascii_lowercase())
-        .filter(|p| p == "https")
-        .unwrap_or_else(|| "http".into());
-    let host = headers
-        .iter()
-        .find(|(n, _)| n == "host")
-        .map(|(_, v)| v.clone());
-    let origin = origin(app, to_replay, host.as_deref(), local, &proto);
+    let origin = request_origin(app, to_replay, &headers, local);
     let req = Request {
         method: method.to_string(),
         target: target.to_string(),
