@@ -103,7 +103,14 @@ impl Store {
                     std::fs::create_dir_all(parent)?;
                 }
                 let tmp = p.with_extension(format!("tmp{}", std::process::id()));
-                warchest::write::atomic::write_whole(&p, &tmp, bytes).map_err(io::Error::from)
+                // Renamed whole, not synced: a batch goes out for nearly
+                // every page fetched, under the hand-off's lock, and two
+                // syncs each would hold every worker behind the disk. A
+                // kill loses nothing (the page cache keeps the file); a
+                // power loss may lose the last batches, as the pages
+                // fetched since the last checkpoint are lost anyway.
+                std::fs::write(&tmp, bytes)?;
+                std::fs::rename(&tmp, &p)
             }
             #[cfg(feature = "remote")]
             Store::Remote(prefix) => {

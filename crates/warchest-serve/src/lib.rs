@@ -358,13 +358,14 @@ fn bind(addr: &str) -> Result<TcpListener> {
 pub struct Answer {
     /// The status code.
     pub status: u16,
-    /// The header fields, in the handler's order (without those the
-    /// connection adds: `Content-Length`, `Date`, `Connection`).
+    /// The header fields, in the handler's order, without those the
+    /// connection adds (`Date`, `Connection`, and `Content-Length` but on
+    /// a HEAD answer, whose handler gives the length a GET would have).
     pub headers: Vec<(String, String)>,
-    /// The body, up to the limit asked for.
+    /// The body, its first `max_body` bytes at most.
     pub body: Vec<u8>,
-    /// The body went past the limit and was cut there (the handler saw
-    /// the client go away), or the handler cut it.
+    /// The body went past the limit and was cut there (a streaming
+    /// handler then sees the client go away), or the handler cut it.
     pub cut: bool,
 }
 
@@ -381,10 +382,18 @@ impl Answer {
 impl Server {
     /// Answers one request in process, without a connection: the same
     /// handlers, host check and origins as a request reaching the UI's
-    /// listener (or the replay origin's, `to_replay`), header names in
-    /// any case, reading at most `max_body` bytes of the body. A
-    /// handler's panic is not caught here (a served request's is, and
-    /// answers 500): this is for tests and fuzzing, which must see it.
+    /// listener (or the replay origin's, `to_replay`; without a listener
+    /// of its own the Host names the origin, as on the one listener),
+    /// header names in any case, keeping at most `max_body` bytes of the
+    /// body. What hyper refuses on a connection is refused here too: 400
+    /// for a method, target, header name or value that is not HTTP's,
+    /// 413 for a declared body over 1 MiB (as served). A handler's
+    /// panic is not caught here (a served request's is, and answers 500):
+    /// this is for tests and fuzzing, which must see it.
+    ///
+    /// # Panics
+    /// Called from within an async runtime (it blocks on the handler's
+    /// channels), or when a handler panics.
     pub fn answer(
         &self,
         to_replay: bool,
@@ -393,10 +402,10 @@ impl Server {
         headers: &[(&str, &str)],
         max_body: usize,
     ) -> Answer {
-        let local = if to_replay {
-            self.replay_listener.as_ref().unwrap_or(&self.listener)
-        } else {
-            &self.listener
+        let to_replay = to_replay && self.replay_listener.is_some();
+        let local = match &self.replay_listener {
+            Some(r) if to_replay => r,
+            _ => &self.listener,
         };
         net::answer(
             &self.app,
@@ -924,7 +933,7 @@ fn timegate(coll: &Collection, req: &Request, resp: &mut Responder<'_>, raw_url:
                 return Ok(());
             }
         },
-        None => "99991231235959".to_string(),
+        None => warchest::http::date::pad_timestamp_up(""),
     };
     let Some(cap) = coll.find(&target, &want)? else {
         resp.source = "miss";
@@ -1058,7 +1067,7 @@ fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResul
     if sort == "closest" {
         let ts = req
             .param("closest")
-            .unwrap_or_else(|| "99991231235959".into());
+            .unwrap_or_else(|| warchest::http::date::pad_timestamp_up(""));
         let found = coll
             .store
             .closest(&archive_url::normalize_target(&u), &ts, limit, |c| {

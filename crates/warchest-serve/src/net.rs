@@ -504,13 +504,31 @@ pub(crate) fn answer(
         body: body.as_bytes().to_vec(),
         cut: false,
     };
-    if !target.starts_with('/') {
-        return whole(400, "bad request target\n");
+    // What hyper refuses before a handler sees it is refused here too, so
+    // that a fuzzer finds only what a client can send: a method, target,
+    // header name or value that is not HTTP's, a body too large.
+    let target_ok = target.starts_with('/')
+        && hyper::http::uri::PathAndQuery::try_from(target).is_ok_and(|p| p.as_str() == target);
+    if !target_ok || hyper::Method::from_bytes(method.as_bytes()).is_err() {
+        return whole(400, "bad request\n");
     }
-    let headers: Vec<(String, String)> = headers
+    let mut lower = Vec::with_capacity(headers.len());
+    for (n, v) in headers {
+        let name = hyper::header::HeaderName::from_bytes(n.as_bytes());
+        let value = hyper::header::HeaderValue::from_str(v);
+        let (Ok(name), Ok(_)) = (name, value) else {
+            return whole(400, "bad request\n");
+        };
+        lower.push((name.as_str().to_string(), (*v).to_string()));
+    }
+    let declared = lower
         .iter()
-        .map(|(n, v)| (n.to_ascii_lowercase(), (*v).to_string()))
-        .collect();
+        .find(|(n, _)| n == "content-length")
+        .and_then(|(_, v)| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > exchange::MAX_BODY) {
+        return whole(413, "request body too large\n");
+    }
+    let headers = lower;
     let origin = request_origin(app, to_replay, &headers, local);
     let req = Request {
         method: method.to_string(),
@@ -530,27 +548,36 @@ pub(crate) fn answer(
         let answer = match hrx.blocking_recv() {
             Err(_) => whole(500, "the handler sent no answer\n"),
             Ok(head) => {
-                let streamed = head.body.is_none();
                 let mut a = super::Answer {
                     status: head.status,
                     headers: head.headers,
-                    body: head.body.unwrap_or_default(),
+                    body: Vec::new(),
                     cut: false,
                 };
-                if streamed {
-                    loop {
+                // Whole or streamed, at most `max_body` bytes are kept.
+                let keep = |a: &mut super::Answer, d: &[u8]| {
+                    let room = max_body - a.body.len();
+                    a.body.extend_from_slice(&d[..d.len().min(room)]);
+                    a.cut |= d.len() > room;
+                };
+                match head.body {
+                    Some(b) => keep(&mut a, &b),
+                    None => loop {
                         match brx.blocking_recv() {
-                            Some(Chunk::Data(d)) if a.body.len() + d.len() <= max_body => {
-                                a.body.extend_from_slice(&d);
+                            Some(Chunk::Data(d)) => {
+                                keep(&mut a, &d);
+                                if a.cut {
+                                    break;
+                                }
                             }
                             Some(Chunk::End) => break,
-                            // Past the limit, or a body the handler cut.
-                            Some(Chunk::Data(_)) | None => {
+                            // A body the handler cut.
+                            None => {
                                 a.cut = true;
                                 break;
                             }
                         }
-                    }
+                    },
                 }
                 a
             }

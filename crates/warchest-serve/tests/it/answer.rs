@@ -141,14 +141,27 @@ fn a_body_past_the_limit_is_cut() {
     let cut = server.answer(true, "GET", target, &[], 100);
     assert_eq!(cut.status, 200);
     assert!(cut.cut);
-    assert!(cut.body.len() <= 100);
-    assert!(whole.body.starts_with(&cut.body));
-    // A target that is not a path is refused before any handler, and a
-    // foreign Host by the host check, as over a socket.
-    assert_eq!(
-        server.answer(false, "GET", "http://x/", &[], 10).status,
-        400
-    );
+    assert_eq!(cut.body, whole.body[..100]);
+    // A whole (not streamed) answer is kept to the limit too.
+    let page = server.answer(false, "GET", "/", &[], 1 << 24);
+    assert!(!page.cut && page.body.len() > 64, "{}", page.body.len());
+    let short = server.answer(false, "GET", "/", &[], 64);
+    assert!(short.cut);
+    assert_eq!(short.body, page.body[..64]);
+    // What a connection refuses is refused before any handler (a target
+    // that is not a path or not HTTP's, a bad method, header name or
+    // value, a body declared too large), and a foreign Host by the host
+    // check, as over a socket.
+    let status = |method: &str, target: &str, headers: &[(&str, &str)]| {
+        server.answer(false, method, target, headers, 10).status
+    };
+    assert_eq!(status("GET", "http://x/", &[]), 400);
+    assert_eq!(status("GET", "/a b", &[]), 400);
+    assert_eq!(status("G T", "/", &[]), 400);
+    assert_eq!(status("GET", "/", &[("a b", "1")]), 400);
+    assert_eq!(status("GET", "/", &[("x", "a\nb")]), 400);
+    assert_eq!(status("GET", "/", &[("Content-Length", "2000000")]), 413);
+    assert_eq!(status("GET", "/", &[("X-Any", "fine")]), 200);
     let foreign = [("Host", "rebound.example")];
     assert_eq!(server.answer(false, "GET", "/", &foreign, 10).status, 421);
     assert_eq!(server.answer(true, "GET", target, &foreign, 10).status, 421);
