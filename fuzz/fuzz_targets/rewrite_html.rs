@@ -11,6 +11,7 @@ fn run(kind: Kind, data: &[u8], piece: usize) -> Vec<u8> {
         abs_prefix: "http://h:1/c/".into(),
         timestamp: "2014".into(),
         base: "http://ex.com/dir/page.html".into(),
+        encoding: None,
     };
     let mut rw = Rewriter::new(
         kind,

@@ -17,7 +17,10 @@
 //! must agree on, so that what the crawler finds (and archives) is what
 //! replay rewrites: character references ([`decode_references`]), the
 //! URLs of a `srcset` ([`srcset_urls`]), the URL of a refresh
-//! ([`refresh_url`]), the URLs of CSS ([`css_urls`]). Its character
+//! ([`refresh_url`]), the URLs of CSS ([`css_urls`]); and how a page's
+//! charset is found and its URLs resolved in it (`page_text`,
+//! `meta_charset`, `resolve_url`: queries in the page's encoding, as
+//! browsers send them). Its character
 //! references are the workspace's one decoder, with the HTML standard's
 //! whole table of names, in text too ([`decode_text_references`]: text
 //! extraction in `warchest-derive` reads them with it).
@@ -31,12 +34,16 @@
 #[cfg(feature = "rewrite")]
 mod css;
 mod entities;
+#[cfg(feature = "rewrite")]
+mod page_url;
 mod refresh;
 mod refs;
 mod srcset;
 
 #[cfg(feature = "rewrite")]
 pub use css::{CssUrl, CssUrlForm, css_escape, css_unescape, css_urls};
+#[cfg(feature = "rewrite")]
+pub use page_url::{encoding_for_label, meta_charset, page_text, resolve_url};
 pub use refresh::refresh_url;
 pub use refs::{decode_references, decode_text_references};
 pub use srcset::{SrcsetUrls, srcset_urls};

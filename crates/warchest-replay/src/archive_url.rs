@@ -3,6 +3,8 @@
 //! (`/{collection}/{timestamp}{modifier}/{url}`) and their timestamps
 //! (padded by `warchest::http::date::pad_timestamp`).
 
+use encoding_rs::{Encoding, UTF_8};
+
 /// The scheme of `s` when it starts with one (`http:`, `data:`), lower-case.
 pub fn scheme(s: &str) -> Option<String> {
     let end = s.find(':')?;
@@ -20,14 +22,37 @@ pub fn scheme(s: &str) -> Option<String> {
 /// Resolves `reference` against the absolute URL `base` (RFC 3986 section
 /// 5.2, as browsers do it: the `url` crate). A reference with a scheme of
 /// its own (`https:`, `data:`, `javascript:`) is returned as written.
-/// `None` when the base is not absolute.
+/// `None` when the base is not absolute. The query is UTF-8: see
+/// [`resolve_in`] for a page in another charset.
 pub fn resolve(base: &str, reference: &str) -> Option<String> {
+    resolve_in(base, reference, UTF_8)
+}
+
+/// [`resolve`] for a reference in a page in `enc`: as a browser (and the
+/// crawler, through the same `warchest_html::resolve_url`) resolves it,
+/// the query encoded in `enc`, so that the URL is the one archived. In a
+/// UTF-8 page an absolute reference is returned as written, as by
+/// [`resolve`]; in another, an `http(s):` one is parsed too, for its
+/// query.
+pub fn resolve_in(base: &str, reference: &str, enc: &'static Encoding) -> Option<String> {
     let r = reference.trim_matches(|c: char| c.is_ascii_whitespace());
-    if scheme(r).is_some() {
+    if let Some(s) = scheme(r)
+        && (enc == UTF_8 || (s != "http" && s != "https"))
+    {
         return Some(r.to_string());
     }
-    let base = url::Url::parse(base).ok()?;
-    base.join(r).ok().map(String::from)
+    let base = url::Url::parse(base).ok();
+    if base.is_none() && scheme(r).is_none() {
+        return None;
+    }
+    warchest_html::resolve_url(base.as_ref(), r, enc).map(String::from)
+}
+
+/// The encoding the `charset` of a Content-Type value names, for a page's
+/// URLs (UTF-16 read as UTF-8, as browsers and the crawler read it); the
+/// parameter found as `warchest::http::content_type_charset` finds it.
+pub fn content_type_encoding(content_type: &[u8]) -> Option<&'static Encoding> {
+    warchest_html::encoding_for_label(&warchest::http::content_type_charset(content_type)?)
 }
 
 /// Modifiers of archive URLs, as pywb names them.

@@ -6,8 +6,12 @@
 //!
 //! HTML is tokenized by lol_html, as windows-1252: every byte is a
 //! character of it and back, so pages in any ASCII-compatible charset pass
-//! through byte for byte outside what is rewritten (URLs are read as
-//! UTF-8, bytes that are not percent-encoded). Rewritten: URL attributes
+//! through byte for byte outside what is rewritten. URLs are read as the
+//! crawler reads them (warchest-html): in the page's charset (the
+//! Content-Type's, [`UrlContext::encoding`], else the first `<meta>`
+//! declaring one, for the URLs after it; without one, UTF-8 when valid,
+//! else windows-1252), their queries encoded in it as browsers send
+//! them, so that the URL rewritten to is the one archived. Rewritten: URL attributes
 //! (`href`, `src`, `srcset`, `action`, `formaction`, `poster`, `data`,
 //! `background`), `style` attributes and `<style>` elements as CSS, inline
 //! scripts and event handler attributes (`onclick`...) as JavaScript,
@@ -39,10 +43,12 @@ use lol_html::{OutputSink, element, text};
 use regex::bytes::{Captures, Regex};
 use warchest_html::{
     CssUrlForm, css_escape, css_unescape, css_urls, decode_references, lol_bytes, lol_str,
-    refresh_url, srcset_urls,
+    meta_charset, page_text, refresh_url, srcset_urls,
 };
 
-use super::archive_url::{modifier, resolve, scheme};
+use encoding_rs::{Encoding, UTF_8};
+
+use super::archive_url::{modifier, resolve_in, scheme};
 
 /// Longest line of CSS or JavaScript held back while waiting for its end.
 pub const MAX_CARRY: usize = 256 << 10;
@@ -89,6 +95,12 @@ pub struct UrlContext {
     /// The URL of the archived document: relative references resolve
     /// against it (or its `<base href>`).
     pub base: String,
+    /// The charset of the resource's URLs: the archived Content-Type's
+    /// (`archive_url::content_type_encoding`), `None` when it names none
+    /// (then a page's first `<meta>` declaring one sets it for the URLs
+    /// after). Queries are encoded in it, as the crawler and browsers
+    /// encode them; `None` reads as UTF-8.
+    pub encoding: Option<&'static Encoding>,
 }
 
 impl UrlContext {
@@ -110,7 +122,7 @@ impl UrlContext {
         {
             return None;
         }
-        let abs = resolve(&self.base, r)?;
+        let abs = resolve_in(&self.base, r, self.encoding.unwrap_or(UTF_8))?;
         if !(abs.starts_with("http://") || abs.starts_with("https://")) {
             return None;
         }
@@ -425,12 +437,21 @@ fn rewrite_attributes(page: &mut Page, el: &mut Element<'_, '_>, tag: &str) {
         attrs
             .iter()
             .find(|(k, _)| k == n)
-            .map(|(_, v)| attr_text(v).to_ascii_lowercase())
+            .map(|(_, v)| attr_text(v, page.ctx.encoding).to_ascii_lowercase())
     };
     let rel = get("rel");
     let as_ = get("as");
     let refresh = tag == "meta"
         && get("http-equiv").is_some_and(|h| h.trim().eq_ignore_ascii_case("refresh"));
+    if tag == "meta" && page.ctx.encoding.is_none() {
+        // The first `<meta>` declaring a known charset sets the one the
+        // URLs after it are read in (a Content-Type's wins), as in the
+        // crawler and browsers.
+        let (charset, equiv) = (get("charset"), get("http-equiv"));
+        let content = get("content");
+        page.ctx.encoding = meta_charset(charset.as_deref(), equiv.as_deref(), content.as_deref());
+    }
+    let enc = page.ctx.encoding;
     let mut edits: Vec<(String, Option<Vec<u8>>)> = Vec::new();
     for (name, raw) in &attrs {
         let ctx = &page.ctx;
@@ -453,10 +474,10 @@ fn rewrite_attributes(page: &mut Page, el: &mut Element<'_, '_>, tag: &str) {
                 rewrite_js(&code, ctx, &mut o);
                 (o != code).then_some(o)
             }
-            "srcset" | "imagesrcset" => rewrite_srcset(&attr_text(raw), ctx).map(escaped),
+            "srcset" | "imagesrcset" => rewrite_srcset(&attr_text(raw, enc), ctx).map(escaped),
             "href" if tag == "base" => {
-                let value = attr_text(raw);
-                match resolve(&ctx.base, &value) {
+                let value = attr_text(raw, enc);
+                match resolve_in(&ctx.base, &value, enc.unwrap_or(UTF_8)) {
                     Some(abs) if abs.starts_with("http") && abs.len() <= MAX_BASE => {
                         let new = ctx.archive_url(&abs, "");
                         page.ctx.base = abs;
@@ -465,9 +486,9 @@ fn rewrite_attributes(page: &mut Page, el: &mut Element<'_, '_>, tag: &str) {
                     _ => None,
                 }
             }
-            "content" if refresh => rewrite_refresh(&attr_text(raw), ctx).map(escaped),
+            "content" if refresh => rewrite_refresh(&attr_text(raw, enc), ctx).map(escaped),
             _ => url_modifier(tag, name, rel.as_deref(), as_.as_deref())
-                .and_then(|m| ctx.archive_url(&attr_text(raw), m))
+                .and_then(|m| ctx.archive_url(&attr_text(raw, enc), m))
                 .map(escaped),
         };
         if let Some(n) = new {
@@ -486,28 +507,17 @@ fn rewrite_attributes(page: &mut Page, el: &mut Element<'_, '_>, tag: &str) {
 }
 
 /// The text of an attribute value as lol_html gives it (the bytes as
-/// written, character references not decoded): references decoded, bytes
-/// that are not UTF-8 percent-encoded (they can only be part of a URL in
-/// the page's legacy charset, and that is how a browser sends them).
-fn attr_text(raw: &str) -> String {
-    let text = url_text(&lol_bytes(raw));
+/// written, character references not decoded), read as the crawler reads
+/// it: in the page's charset `enc` (warchest-html's `page_text`), then
+/// references decoded.
+fn attr_text(raw: &str, enc: Option<&'static Encoding>) -> String {
+    let bytes = lol_bytes(raw);
+    let text = page_text(&bytes, enc);
     // Most values hold no reference: the text made above is the value.
     match decode_references(&text) {
         std::borrow::Cow::Owned(decoded) => decoded,
-        std::borrow::Cow::Borrowed(_) => text,
+        std::borrow::Cow::Borrowed(_) => text.into_owned(),
     }
-}
-
-/// `bytes` as text, bytes that are not UTF-8 percent-encoded.
-fn url_text(bytes: &[u8]) -> String {
-    let mut s = String::with_capacity(bytes.len());
-    for chunk in bytes.utf8_chunks() {
-        s.push_str(chunk.valid());
-        for b in chunk.invalid() {
-            s.push_str(&format!("%{b:02X}"));
-        }
-    }
-    s
 }
 
 /// A value for `set_attribute`, which escapes `"` (as `&quot;`) but not
@@ -631,13 +641,14 @@ pub fn rewrite_css(text: &[u8], ctx: &UrlContext, out: &mut Vec<u8>) {
 
 /// The URL a CSS rule names, its escapes resolved: in an attribute
 /// (`in_attr`), its character references decoded first (the HTML parser's
-/// work before CSS sees it).
-fn css_url(url: &[u8], in_attr: bool) -> String {
-    let url = url_text(url);
+/// work before CSS sees it). Read in the charset `enc`, as the crawler
+/// reads it.
+fn css_url(url: &[u8], in_attr: bool, enc: Option<&'static Encoding>) -> String {
+    let url = page_text(url, enc);
     let url = if in_attr {
         decode_references(&url).into_owned()
     } else {
-        url
+        url.into_owned()
     };
     css_unescape(&url).into_owned()
 }
@@ -655,7 +666,8 @@ fn rewrite_css_in(text: &[u8], ctx: &UrlContext, in_attr: bool, out: &mut Vec<u8
             CssUrlForm::Import => modifier::STYLE,
             CssUrlForm::Url | CssUrlForm::ImportUrl => modifier::IMAGE,
         };
-        let Some(new) = ctx.archive_url(&css_url(&text[u.range.clone()], in_attr), m) else {
+        let Some(new) = ctx.archive_url(&css_url(&text[u.range.clone()], in_attr, ctx.encoding), m)
+        else {
             continue;
         };
         let new = css_escape(&new, u.quote);
@@ -737,6 +749,7 @@ mod tests {
             abs_prefix: "http://h:1/c/".into(),
             timestamp: "2014".into(),
             base: "http://ex.com/dir/page.html".into(),
+            encoding: None,
         }
     }
 
@@ -1090,10 +1103,12 @@ title=\"&copy;&hellip;&copy2\" data-x=\"&amp=&rarr\">"
         let out = html_bytes(&page, 7);
         let want = [b"<script>X</script>".as_slice(), &page, b"<div id=B></div>"].concat();
         assert_eq!(out, want);
-        // A URL in Latin-1: its other bytes kept as the browser sends
-        // them, percent-encoded; the rest of the tag untouched.
+        // A URL in Latin-1 in a page naming no charset: read as the
+        // crawler reads it (not UTF-8, so windows-1252), its path sent as
+        // UTF-8; the rest of the tag untouched.
         let out = html_bytes(b"<a title=\"caf\xe9\" href=\"/caf\xe9\">", 2);
-        let want = b"<script>X</script><a title=\"caf\xe9\" href=\"/c/2014/http://ex.com/caf%E9\">";
+        let want =
+            b"<script>X</script><a title=\"caf\xe9\" href=\"/c/2014/http://ex.com/caf%C3%A9\">";
         assert!(out.starts_with(want), "{}", String::from_utf8_lossy(&out));
         // UTF-8 kept as UTF-8 in the inserts and in the rewritten URL.
         let out = html("<a href=\"http://ex.com/café\">é</a>", 1);
@@ -1101,6 +1116,82 @@ title=\"&copy;&hellip;&copy2\" data-x=\"&amp=&rarr\">"
             out.contains("href=\"/c/2014/http://ex.com/café\">é</a>"),
             "{out}"
         );
+    }
+
+    /// `page` rewritten with the Content-Type charset `encoding`.
+    fn html_in(page: &[u8], encoding: Option<&'static Encoding>) -> String {
+        let mut rw = Rewriter::new(Kind::Html, UrlContext { encoding, ..ctx() }, None, None)
+            .without_gathering();
+        let mut out = Vec::new();
+        for ch in page.chunks(3) {
+            rw.feed(ch, &mut out);
+        }
+        rw.finish(&mut out);
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    /// A URL's query is encoded in the page's charset, as the crawler
+    /// (and browsers) encode it: on a windows-1252 page `&eacute;` is
+    /// `%E9`, the capture made, not UTF-8's `%C3%A9`; the path stays
+    /// UTF-8.
+    #[test]
+    fn queries_in_the_page_charset() {
+        let page = b"<a href=\"/s?q=caf&eacute;&amp;x=&#233;\">a</a>";
+        let w1252 = Some(encoding_rs::WINDOWS_1252);
+        let out = html_in(page, w1252);
+        assert!(
+            out.contains("href=\"/c/2014/http://ex.com/s?q=caf%E9&amp;x=%E9\""),
+            "{out}"
+        );
+        for utf8 in [None, Some(UTF_8)] {
+            let out = html_in(page, utf8);
+            assert!(
+                out.contains("href=\"/c/2014/http://ex.com/s?q=caf%C3%A9&amp;x=%C3%A9\""),
+                "{out}"
+            );
+        }
+        // Raw bytes in the page's charset: the path in UTF-8, the query
+        // in the charset; an absolute URL's query too, and in CSS.
+        let out = html_in(
+            b"<a href=\"caf\xe9?q=\xe9\">a</a><img src=\"http://o.test/i?q=&eacute;\">\
+<p style=\"background:url(b?q=\xe9)\">",
+            w1252,
+        );
+        assert!(
+            out.contains("href=\"/c/2014/http://ex.com/dir/caf%C3%A9?q=%E9\""),
+            "{out}"
+        );
+        assert!(
+            out.contains("src=\"/c/2014im_/http://o.test/i?q=%E9\""),
+            "{out}"
+        );
+        assert!(
+            out.contains("url(/c/2014im_/http://ex.com/dir/b?q=%E9)"),
+            "{out}"
+        );
+    }
+
+    /// Without a Content-Type charset, the first `<meta>` declaring one
+    /// sets it for the URLs after it; a header's charset is not overridden
+    /// by one.
+    #[test]
+    fn meta_charset_switches_the_urls_after_it() {
+        let link = "<a href=\"/s?q=caf&eacute;\">a</a>";
+        for meta in [
+            "<meta charset=windows-1252>",
+            "<meta http-equiv=Content-Type content=\"text/html; charset=iso-8859-1\">",
+        ] {
+            let page = format!("{link}{meta}<meta charset=utf-8>{link}");
+            let out = html_in(page.as_bytes(), None);
+            let before = out.find("q=caf%C3%A9").unwrap_or(usize::MAX);
+            let after = out.find("q=caf%E9").unwrap_or(0);
+            assert!(before < after, "{out}");
+        }
+        let out = html_in(
+            format!("<meta charset=windows-1252>{link}").as_bytes(),
+            Some(UTF_8),
+        );
+        assert!(out.contains("q=caf%C3%A9"), "{out}");
     }
 
     #[test]

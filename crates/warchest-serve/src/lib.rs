@@ -1374,6 +1374,10 @@ struct Treatment {
     encoded: bool,
     /// The media type ("" when unknown).
     mime: String,
+    /// The encoding the archived Content-Type's charset names (`None`
+    /// without one): the rewriter encodes queries in it, as the crawler
+    /// did.
+    encoding: Option<&'static encoding_rs::Encoding>,
 }
 
 /// Replays a capture: 404 without one; a page asked for at another time
@@ -1431,7 +1435,7 @@ fn send_capture(r: &Replay<'_>, mut p: Payload<'_>, resp: &mut Responder<'_>) ->
         None => {
             io::copy(&mut payload, &mut body).map_err(map_io)?;
         }
-        Some(k) => write_rewritten(r, k, t.sw, &mut payload, &mut body).map_err(map_io)?,
+        Some(k) => write_rewritten(r, k, &t, &mut payload, &mut body).map_err(map_io)?,
     }
     body.finish().map_err(map_io)?;
     Ok(())
@@ -1500,12 +1504,24 @@ fn treatment(ts: &TimeSpec, p: &Payload<'_>) -> Treatment {
                 .to_ascii_lowercase()
                 .contains("utf-16")
         });
+    // The Content-Type the payload is typed by (the one the crawler read
+    // a page's charset from).
+    let encoding = match &p.head {
+        Some(h) => h
+            .content_type()
+            .and_then(|c| archive_url::content_type_encoding(&c)),
+        None => p
+            .source_header
+            .content_type()
+            .and_then(|c| archive_url::content_type_encoding(c.as_bytes())),
+    };
     Treatment {
         raw,
         sw: ts.modifier == modifier::SERVICE_WORKER,
         kind: if decodable && !utf16 { kind } else { None },
         encoded,
         mime,
+        encoding,
     }
 }
 
@@ -1702,7 +1718,7 @@ fn payload_to_send<'p>(
 fn write_rewritten(
     r: &Replay<'_>,
     k: Kind,
-    sw: bool,
+    t: &Treatment,
     payload: &mut dyn Read,
     body: &mut dyn Write,
 ) -> io::Result<()> {
@@ -1713,6 +1729,7 @@ fn write_rewritten(
         abs_prefix: format!("{}/{coll}/", r.req.origin.replay_base),
         timestamp: cap.entry.timestamp.clone(),
         base: cap.entry.url.clone().unwrap_or(r.target.to_string()),
+        encoding: t.encoding,
     };
     let top = r.ts.modifier.is_empty();
     let (insert, banner) = if k == Kind::Html {
@@ -1723,7 +1740,7 @@ fn write_rewritten(
     } else {
         (None, None)
     };
-    if sw {
+    if t.sw {
         // The client script runs first in the worker, with the worker's
         // archived URL and the page's time.
         let prelude = pages::worker_prelude(coll, &pad_timestamp(&r.ts.timestamp), &ctx.base);

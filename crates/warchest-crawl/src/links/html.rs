@@ -30,7 +30,7 @@ use lol_html::{OutputSink, element, text};
 use url::Url;
 use warchest_html::{decode_references, decode_text_references, lol_bytes};
 
-use super::{ExtractConfig, LinkSet, css, encoding_for_label, js};
+use super::{ExtractConfig, LinkSet, css, js};
 use crate::uri::Hop;
 
 /// lol_html's memory bound for one page (a tag of megabytes stops
@@ -349,12 +349,10 @@ fn on_meta(page: &mut Page, el: &mut Element<'_, '_>) {
     let name = page.attr(el, "name").map(|s| s.to_ascii_lowercase());
     let content = page.attr(el, "content");
     if !page.enc_from_header {
-        let label = page.attr(el, "charset").or_else(|| {
-            (equiv.as_deref() == Some("content-type"))
-                .then(|| content.as_deref().and_then(charset_label))
-                .flatten()
-        });
-        if let Some(e) = label.as_deref().and_then(encoding_for_label) {
+        let charset = page.attr(el, "charset");
+        let e =
+            warchest_html::meta_charset(charset.as_deref(), equiv.as_deref(), content.as_deref());
+        if let Some(e) = e {
             // The first declaration wins, as in browsers.
             page.enc = Some(e);
             page.enc_from_header = true;
@@ -381,15 +379,6 @@ fn on_meta(page: &mut Page, el: &mut Element<'_, '_>) {
             }
         }
     }
-}
-
-fn charset_label(content: &str) -> Option<String> {
-    content.split(';').find_map(|p| {
-        let (k, v) = p.split_once('=')?;
-        k.trim()
-            .eq_ignore_ascii_case("charset")
-            .then(|| v.trim().to_string())
-    })
 }
 
 /// The most URLs taken from one `srcset` value.

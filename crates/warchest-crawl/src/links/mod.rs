@@ -15,7 +15,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use encoding_rs::{Encoding, UTF_8, WINDOWS_1252};
+use encoding_rs::Encoding;
 use serde::Deserialize;
 use url::Url;
 
@@ -212,8 +212,9 @@ impl LinkSet {
 }
 
 /// `raw` (an attribute value, entities decoded) resolved against `base` as
-/// a browser does, the query encoded in `enc`; `None` for non-http(s)
-/// results, empty references and fragments of the page itself.
+/// a browser does, the query encoded in `enc` (warchest-html's
+/// [`warchest_html::resolve_url`], the one replay rewrites by); `None` for
+/// non-http(s) results, empty references and fragments of the page itself.
 pub fn resolve(base: &Url, raw: &str, enc: &'static Encoding) -> Option<Url> {
     // HTML strips ASCII white space around URLs, and removes tabs and
     // newlines inside (the url crate does the latter).
@@ -221,14 +222,7 @@ pub fn resolve(base: &Url, raw: &str, enc: &'static Encoding) -> Option<Url> {
     if raw.is_empty() || raw.starts_with('#') {
         return None;
     }
-    let encode: &dyn Fn(&str) -> Cow<'_, [u8]> = &|s| enc.encode(s).0;
-    let opts = Url::options().base_url(Some(base));
-    let opts = if enc == UTF_8 {
-        opts
-    } else {
-        opts.encoding_override(Some(encode))
-    };
-    let mut u = opts.parse(raw).ok()?;
+    let mut u = warchest_html::resolve_url(Some(base), raw, enc)?;
     if !matches!(u.scheme(), "http" | "https") || u.host_str().is_none_or(str::is_empty) {
         return None;
     }
@@ -237,11 +231,9 @@ pub fn resolve(base: &Url, raw: &str, enc: &'static Encoding) -> Option<Url> {
 }
 
 /// The encoding a `charset` label names, if encoding_rs knows it. UTF-16
-/// labels mean UTF-8 for URLs, as in browsers.
-pub fn encoding_for_label(label: &str) -> Option<&'static Encoding> {
-    Encoding::for_label(label.trim().trim_matches(['"', '\'']).as_bytes())
-        .map(Encoding::output_encoding)
-}
+/// labels mean UTF-8 for URLs, as in browsers (warchest-html's, which
+/// replay reads labels with too).
+pub use warchest_html::encoding_for_label;
 
 /// The encoding the `charset` parameter of a Content-Type value names,
 /// for reading URLs (UTF-16 means UTF-8: [`encoding_for_label`]). The
@@ -252,15 +244,10 @@ pub fn charset_of_content_type(ct: &str) -> Option<&'static Encoding> {
 }
 
 /// Text of `bytes` in `enc`; invalid UTF-8 with no charset given is read
-/// as windows-1252, as browsers do for unlabelled pages.
+/// as windows-1252, as browsers do for unlabelled pages (warchest-html's
+/// reading, replay's too).
 pub(crate) fn decode<'a>(bytes: &'a [u8], enc: Option<&'static Encoding>) -> Cow<'a, str> {
-    match enc {
-        Some(e) => e.decode_without_bom_handling(bytes).0,
-        None => match std::str::from_utf8(bytes) {
-            Ok(s) => Cow::Borrowed(s),
-            Err(_) => WINDOWS_1252.decode_without_bom_handling(bytes).0,
-        },
-    }
+    warchest_html::page_text(bytes, enc)
 }
 
 /// A streaming link extractor for one payload.
@@ -378,6 +365,7 @@ pub fn extract(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use encoding_rs::UTF_8;
     use proptest::prelude::*;
 
     const PAGES: [(&str, &str); 4] = [

@@ -1,0 +1,116 @@
+//! The crawler and replay read a page's URLs alike: for each link of a
+//! page, the URL the crawler's extractor finds (and archives) is the one
+//! replay's rewriter links to, in UTF-8 and windows-1252 pages, with the
+//! charset from the Content-Type, from a `<meta>`, or from neither.
+
+use url::Url;
+use warchest_crawl::links::{ExtractConfig, extract};
+use warchest_replay::archive_url::content_type_encoding;
+use warchest_replay::rewrite::{Kind, Rewriter, UrlContext};
+
+const BASE: &str = "http://h.test/dir/page.html";
+
+/// The links of `body` as the crawler finds them.
+fn crawled(ct: &str, body: &[u8]) -> Vec<String> {
+    let base = Url::parse(BASE).unwrap();
+    extract(&base, Some(ct), &ExtractConfig::default(), body)
+        .links
+        .into_iter()
+        .map(|l| l.url.to_string())
+        .collect()
+}
+
+/// The targets of the `href`s replay rewrites `body` to, each read as a
+/// browser sends it (parsed, which changes nothing in an encoded URL)
+/// without its fragment, as the crawler keeps URLs.
+fn replayed(ct: &str, body: &[u8]) -> Vec<String> {
+    let ctx = UrlContext {
+        prefix: "/c/".into(),
+        abs_prefix: "http://replay.test/c/".into(),
+        timestamp: "2014".into(),
+        base: BASE.into(),
+        encoding: content_type_encoding(ct.as_bytes()),
+    };
+    let mut rw = Rewriter::new(Kind::Html, ctx, None, None);
+    let mut out = Vec::new();
+    rw.feed(body, &mut out);
+    rw.finish(&mut out);
+    let out = String::from_utf8_lossy(&out);
+    out.split("href=\"")
+        .skip(1)
+        .map(|v| {
+            let v = &v[..v.find('"').unwrap()];
+            let target = v
+                .strip_prefix("/c/2014/")
+                .unwrap_or(v)
+                .replace("&amp;", "&");
+            let mut u = Url::parse(&target).unwrap();
+            u.set_fragment(None);
+            u.to_string()
+        })
+        .collect()
+}
+
+/// Links whose URLs depend on the page's charset: references to
+/// characters past ASCII, raw bytes, relative and absolute, percent
+/// escapes kept.
+fn links(e_acute: &[u8]) -> Vec<u8> {
+    let mut page = Vec::new();
+    for href in [
+        &b"/s?q=caf&eacute;&amp;x=&#233;"[..],
+        b"caf@.html?q=@",
+        b"http://o.test/p?q=&eacute;#f@",
+        b"../up?a=%E9&b=&rarr;",
+        b"/t?a=1&copy=2&not",
+    ] {
+        page.extend_from_slice(b"<a href=\"");
+        for &b in href {
+            match b {
+                b'@' => page.extend_from_slice(e_acute),
+                _ => page.push(b),
+            }
+        }
+        page.extend_from_slice(b"\">x</a>\n");
+    }
+    page
+}
+
+#[test]
+fn replay_links_to_what_the_crawler_found() {
+    let latin = links(b"\xe9");
+    let utf8 = links("\u{e9}".as_bytes());
+    let meta = [b"<meta charset=windows-1252>".as_slice(), &latin].concat();
+    let equiv = [
+        b"<meta http-equiv=content-type content='text/html; charset=iso-8859-1'>".as_slice(),
+        &latin,
+    ]
+    .concat();
+    for (ct, body) in [
+        ("text/html; charset=windows-1252", &latin),
+        ("text/html; charset=utf-8", &utf8),
+        ("text/html", &utf8),
+        // A header's charset wins over a page's `<meta>`.
+        ("text/html; charset=utf-8", &meta),
+        ("text/html", &meta),
+        ("text/html", &equiv),
+        // No charset at all, bytes not UTF-8: windows-1252 for the text,
+        // UTF-8 for the query (the crawler's rule).
+        ("text/html", &latin),
+    ] {
+        let found = crawled(ct, body);
+        assert_eq!(found.len(), 5, "{ct}: {found:?}");
+        assert_eq!(
+            replayed(ct, body),
+            found,
+            "{ct}: {}",
+            String::from_utf8_lossy(body)
+        );
+    }
+    // And the URLs are the ones a browser sends, the query in the page's
+    // charset.
+    let found = crawled("text/html; charset=windows-1252", &latin);
+    assert_eq!(found[0], "http://h.test/s?q=caf%E9&x=%E9");
+    assert_eq!(found[1], "http://h.test/dir/caf%C3%A9.html?q=%E9");
+    let found = crawled("text/html", &utf8);
+    assert_eq!(found[0], "http://h.test/s?q=caf%C3%A9&x=%C3%A9");
+}
