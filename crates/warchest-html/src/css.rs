@@ -50,6 +50,10 @@ pub struct CssUrl {
     pub quote: Option<u8>,
     /// How it is named.
     pub form: CssUrlForm,
+    /// The whole of what names it: `url(...)` with its parentheses, or
+    /// `@import` and its string (a reader of CSS in pieces must not cut
+    /// inside it).
+    pub token: Range<usize>,
 }
 
 /// The URLs of CSS `text`, in order: `url(...)` in any case, with or
@@ -82,7 +86,57 @@ pub fn css_urls(text: &[u8]) -> impl Iterator<Item = CssUrl> + '_ {
             range: m.range(),
             quote,
             form,
+            token: c.get(0).map_or(m.range(), |t| t.range()),
         })
+    })
+}
+
+/// Where CSS that comes in pieces may be cut, the part before the cut read
+/// now and the rest held back for the next piece (0: hold it all), so that
+/// [`css_urls`] of the parts finds what it finds in the whole: after a
+/// `;`, a `}` or a line end, but never inside a URL's token (white space
+/// may stand inside `url( ... )` and after `@import`, and `;` in a bare
+/// `url()`) nor after an `url(` or `@import` (in any case) whose URL is
+/// not found yet: there the cut goes back before it. The crawler's link
+/// extractor and replay's rewriter cut CSS with it, so both read a
+/// stylesheet in pieces as whole. Linear in `b` for each of at most 16
+/// steps back; a caller bounds what it holds.
+pub fn css_cut(b: &[u8]) -> usize {
+    let boundary_before = |at: usize| {
+        b[..at]
+            .iter()
+            .rposition(|&c| matches!(c, b';' | b'}' | b'\n'))
+            .map_or(0, |i| i + 1)
+    };
+    let mut cut = boundary_before(b.len());
+    if cut == 0 {
+        return 0;
+    }
+    let tokens: Vec<Range<usize>> = css_urls(b).map(|u| u.token).collect();
+    for _ in 0..16 {
+        if cut == 0 {
+            return 0;
+        }
+        if let Some(t) = tokens.iter().find(|t| t.start < cut && cut < t.end) {
+            cut = boundary_before(t.start);
+            continue;
+        }
+        match last_opening(&b[..cut]) {
+            Some(p) if !tokens.iter().any(|t| t.start <= p && p < t.end) => {
+                cut = boundary_before(p);
+            }
+            _ => return cut,
+        }
+    }
+    0
+}
+
+/// Where the last `url(` or `@import` (in any case) of CSS `b` starts.
+fn last_opening(b: &[u8]) -> Option<usize> {
+    (0..b.len()).rev().find(|&i| {
+        let rest = &b[i..];
+        (rest.len() >= 4 && rest[..4].eq_ignore_ascii_case(b"url("))
+            || (rest.len() >= 7 && rest[..7].eq_ignore_ascii_case(b"@import"))
     })
 }
 
@@ -172,6 +226,23 @@ pub fn css_escape(url: &str, quote: Option<u8>) -> Cow<'_, str> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn cuts_never_split_a_url() {
+        for (css, cut) in [
+            (&b"a{b:url(x.png)}\nc{"[..], 16),
+            (b"a{b:url(\n x.png\n)}", 18),
+            (b"a{b:url(\n x.png\n", 0),
+            (b"p{}\na{b:url(y;z", 4),
+            (b"p{}\n@import\n", 4),
+            (b"p{}\n@import\n'i.css';q{", 20),
+            (b"/* url( */\np{};", 0),
+            (b"no boundary", 0),
+        ] {
+            assert_eq!(css_cut(css), cut, "{}", String::from_utf8_lossy(css));
+        }
+    }
+
     use super::*;
 
     fn found(text: &str) -> Vec<(&str, Option<u8>, CssUrlForm)> {

@@ -42,7 +42,7 @@ use lol_html::send::{Element, HtmlRewriter};
 use lol_html::{OutputSink, element, text};
 use regex::bytes::{Captures, Regex};
 use warchest_html::{
-    CssUrlForm, css_escape, css_unescape, css_urls, decode_references, lol_bytes, lol_str,
+    CssUrlForm, css_cut, css_escape, css_unescape, css_urls, decode_references, lol_bytes, lol_str,
     meta_charset, page_text, refresh_url, srcset_urls,
 };
 
@@ -260,7 +260,7 @@ impl Rewriter {
             }
             Kind::Css | Kind::Js => {
                 self.carry.extend_from_slice(input);
-                let cut = line_cut(&self.carry, 0);
+                let cut = code_cut(self.kind, &self.carry);
                 let page = lock(&self.page);
                 rewrite_code(self.kind, &self.carry[..cut], &page.ctx, out);
                 drop(page);
@@ -389,8 +389,8 @@ fn on_start_tag(page: &mut Page, el: &mut Element<'_, '_>) {
 }
 
 /// The text of a `<script>` or `<style>`, in the pieces lol_html gives:
-/// rewritten a line at a time (no URL spans lines), the unfinished line
-/// held back up to [`MAX_CARRY`].
+/// rewritten a line at a time ([`code_cut`]), the unfinished line held
+/// back up to [`MAX_CARRY`].
 fn on_code_text(page: &mut Page, t: &mut TextChunk<'_>) {
     let Some(kind) = page.code else {
         return;
@@ -399,7 +399,7 @@ fn on_code_text(page: &mut Page, t: &mut TextChunk<'_>) {
     let cut = if t.last_in_text_node() {
         page.code_carry.len()
     } else {
-        line_cut(&page.code_carry, 0)
+        code_cut(kind, &page.code_carry)
     };
     let mut o = Vec::new();
     rewrite_code(kind, &page.code_carry[..cut], &page.ctx, &mut o);
@@ -620,13 +620,26 @@ fn rewrite_refresh(value: &str, ctx: &UrlContext) -> Option<String> {
 }
 
 /// Where to cut `b` so that the tail held back starts a line (at most
-/// [`MAX_CARRY`] held), keeping the last `keep` bytes back in any case.
-fn line_cut(b: &[u8], keep: usize) -> usize {
-    let limit = b.len().saturating_sub(keep);
-    match memchr::memrchr(b'\n', &b[..limit]) {
+/// [`MAX_CARRY`] held).
+fn line_cut(b: &[u8]) -> usize {
+    match memchr::memrchr(b'\n', b) {
         Some(p) => p + 1,
-        None if b.len() > MAX_CARRY => limit,
+        None if b.len() > MAX_CARRY => b.len(),
         None => 0,
+    }
+}
+
+/// Where to cut code held back so that what is rewritten now reads every
+/// URL as the whole text would: a script at a line's start ([`line_cut`];
+/// a URL in a script never spans lines), CSS where warchest-html's
+/// [`css_cut`] allows (never inside `url( ... )` or after an unfinished
+/// one, which may span lines), as the crawler cuts it; past
+/// [`MAX_CARRY`] held, as [`line_cut`]. So a stylesheet fed in pieces is
+/// rewritten as when whole.
+fn code_cut(kind: Kind, b: &[u8]) -> usize {
+    match kind {
+        Kind::Css if b.len() <= MAX_CARRY => css_cut(b),
+        _ => line_cut(b),
     }
 }
 
@@ -772,6 +785,44 @@ mod tests {
 
     fn html(input: &str, piece: usize) -> String {
         String::from_utf8(html_bytes(input.as_bytes(), piece)).unwrap()
+    }
+
+    /// CSS whose URLs span lines (white space inside `url( ... )` and
+    /// after `@import`), an `url(` in a comment never closed, and the
+    /// fuzzer's `url(>\n)`: fed in pieces of every size, in a stylesheet
+    /// and in a `<style>` element, rewritten as when whole; before, a
+    /// piece ending after the line of `url(` left that URL unrewritten.
+    #[test]
+    fn css_urls_across_lines_are_rewritten_in_any_pieces() {
+        let css = "a{background:url(\n  'x.png'\n)}\n@import\n  \"i.css\";\n\
+/* url( is not closed here */\nb{background:URL(\ny.png )}\nurl(>\n)\n";
+        let rewrite = |piece: usize| {
+            let mut rw = Rewriter::new(Kind::Css, ctx(), None, None);
+            let mut out = Vec::new();
+            for ch in css.as_bytes().chunks(piece) {
+                rw.feed(ch, &mut out);
+            }
+            rw.finish(&mut out);
+            String::from_utf8(out).unwrap()
+        };
+        let whole = rewrite(css.len());
+        for u in [
+            "2014im_/http://ex.com/dir/x.png",
+            "2014cs_/http://ex.com/dir/i.css",
+            "2014im_/http://ex.com/dir/y.png",
+            "2014im_/http://ex.com/dir/%3E",
+        ] {
+            assert!(whole.contains(u), "{u} in {whole}");
+        }
+        for piece in 1..=css.len() {
+            assert_eq!(rewrite(piece), whole, "pieces of {piece}");
+        }
+        let page = format!("<style>{css}</style>");
+        let want = html(&page, page.len());
+        assert!(want.contains("2014im_/http://ex.com/dir/x.png"), "{want}");
+        for piece in 1..=page.len() {
+            assert_eq!(html(&page, piece), want, "page in pieces of {piece}");
+        }
     }
 
     #[test]

@@ -38,11 +38,9 @@ impl CssExtractor {
     /// The next piece of CSS.
     pub(crate) fn write(&mut self, chunk: &[u8], links: &mut LinkSet) {
         self.carry.extend_from_slice(chunk);
-        let cut = self
-            .carry
-            .iter()
-            .rposition(|&b| matches!(b, b';' | b'}' | b'\n'))
-            .map(|i| i + 1);
+        // Cut where replay's rewriter cuts too (warchest-html's rule), so
+        // that a URL spanning lines is found in pieces as when whole.
+        let cut = Some(warchest_html::css_cut(&self.carry)).filter(|&c| c > 0);
         match cut {
             Some(cut) => {
                 let text = std::mem::take(&mut self.carry);
@@ -144,6 +142,33 @@ body { background: url(bg.png) } .x{background-image:URL( \"/i/x.gif\" )}\n\
                 ("http://h.test/s/s%20p.png".to_string(), "css/url()"),
             ]
         );
+    }
+
+    /// URLs spanning lines (white space inside `url( ... )` and after
+    /// `@import`) and a `;` in a bare `url()`: found byte at a time as
+    /// whole. Before, a piece cut after the line of `url(` (or its `;`)
+    /// lost the URL.
+    #[test]
+    fn urls_across_lines_and_semicolons_in_pieces() {
+        let css = b"a{background:url(\n  'x.png'\n)}\n@import\n  \"i.css\";\n\
+b{background:url(y;z.png)} /* url( never closed */\nc{background:url(w.png)}";
+        let base = Url::parse("http://h.test/s/main.css").unwrap();
+        let e = extract(&base, Some("text/css"), &ExtractConfig::default(), css);
+        assert_eq!(
+            found(css),
+            [
+                ("http://h.test/s/x.png".to_string(), "css/url()"),
+                ("http://h.test/s/i.css".to_string(), "css/@import"),
+                ("http://h.test/s/y;z.png".to_string(), "css/url()"),
+                ("http://h.test/s/w.png".to_string(), "css/url()"),
+            ]
+        );
+        let mut x =
+            super::super::Extractor::new(&base, Some("text/css"), &ExtractConfig::default());
+        for b in css {
+            x.write(std::slice::from_ref(b));
+        }
+        assert_eq!(x.finish(), e);
     }
 
     #[test]
