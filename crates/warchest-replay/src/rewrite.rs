@@ -28,10 +28,12 @@
 //!
 //! CSS: `url(...)` and `@import "..."`. JavaScript: absolute `http(s)://`
 //! URLs, slashes escaped or not, become absolute archive URLs; the client
-//! script handles URLs that are only made at run time. Both are rewritten
-//! a line at a time (no URL they match spans lines), the unfinished line
-//! held back up to [`MAX_CARRY`], in stylesheets, scripts and the
-//! `<style>` and `<script>` elements of pages alike.
+//! script handles URLs that are only made at run time. Scripts are
+//! rewritten a line at a time (no URL they match spans lines), CSS up to
+//! where warchest-html's `css_cut` allows (never inside `url( ... )`,
+//! which may span lines), the rest held back up to [`MAX_CARRY`], in
+//! stylesheets, scripts and the `<style>` and `<script>` elements of pages
+//! alike.
 
 use std::io::{self, Read, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -389,8 +391,8 @@ fn on_start_tag(page: &mut Page, el: &mut Element<'_, '_>) {
 }
 
 /// The text of a `<script>` or `<style>`, in the pieces lol_html gives:
-/// rewritten a line at a time ([`code_cut`]), the unfinished line held
-/// back up to [`MAX_CARRY`].
+/// rewritten up to where [`code_cut`] allows, the rest held back up to
+/// [`MAX_CARRY`].
 fn on_code_text(page: &mut Page, t: &mut TextChunk<'_>) {
     let Some(kind) = page.code else {
         return;

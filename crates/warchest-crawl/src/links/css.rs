@@ -1,6 +1,8 @@
 //! Links from CSS: `url(...)` and `@import`, in style sheets, `<style>`
 //! elements and `style` attributes. Streamed a statement at a time: text
-//! is scanned up to its last `;`, `}` or newline, the rest carried to the
+//! is scanned up to where warchest-html's `css_cut` allows (its last `;`,
+//! `}` or newline not inside an `url( ... )` or `@import`, nor after one
+//! not finished), as replay's rewriter cuts it, the rest carried to the
 //! next piece (at most [`MAX_CARRY`]).
 
 use encoding_rs::{Encoding, UTF_8};
