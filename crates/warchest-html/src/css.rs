@@ -97,10 +97,11 @@ pub fn css_urls(text: &[u8]) -> impl Iterator<Item = CssUrl> + '_ {
 /// `;`, a `}` or a line end, but never inside a URL's token (white space
 /// may stand inside `url( ... )` and after `@import`, and `;` in a bare
 /// `url()`) nor after an `url(` or `@import` (in any case) whose URL is
-/// not found yet: there the cut goes back before it. The crawler's link
-/// extractor and replay's rewriter cut CSS with it, so both read a
-/// stylesheet in pieces as whole. Linear in `b` for each of at most 16
-/// steps back; a caller bounds what it holds.
+/// not found yet (or found only inside another's string not yet closed):
+/// there the cut goes back before it. The crawler's link extractor and
+/// replay's rewriter cut CSS with it, so both read a stylesheet in pieces
+/// as whole. Linear in `b` for each of at most 16 steps back; a caller
+/// bounds what it holds.
 pub fn css_cut(b: &[u8]) -> usize {
     let boundary_before = |at: usize| {
         b[..at]
@@ -121,22 +122,31 @@ pub fn css_cut(b: &[u8]) -> usize {
             cut = boundary_before(t.start);
             continue;
         }
-        match last_opening(&b[..cut]) {
-            Some(p) if !tokens.iter().any(|t| t.start <= p && p < t.end) => {
-                cut = boundary_before(p);
-            }
-            _ => return cut,
+        match first_unfinished(&b[..cut], &tokens) {
+            Some(p) => cut = boundary_before(p),
+            None => return cut,
         }
     }
     0
 }
 
-/// Where the last `url(` or `@import` (in any case) of CSS `b` starts.
-fn last_opening(b: &[u8]) -> Option<usize> {
-    (0..b.len()).rev().find(|&i| {
+/// Where the first `url(` or `@import` (in any case) of CSS `b` starts
+/// that none of `tokens` (in order, apart) holds: one whose URL is not
+/// found yet, or not as itself (an `url(` in an `@import` string not yet
+/// closed).
+fn first_unfinished(b: &[u8], tokens: &[Range<usize>]) -> Option<usize> {
+    let mut k = 0;
+    (0..b.len()).find(|&i| {
         let rest = &b[i..];
-        (rest.len() >= 4 && rest[..4].eq_ignore_ascii_case(b"url("))
-            || (rest.len() >= 7 && rest[..7].eq_ignore_ascii_case(b"@import"))
+        let opens = (rest.len() >= 4 && rest[..4].eq_ignore_ascii_case(b"url("))
+            || (rest.len() >= 7 && rest[..7].eq_ignore_ascii_case(b"@import"));
+        if !opens {
+            return false;
+        }
+        while tokens.get(k).is_some_and(|t| t.end <= i) {
+            k += 1;
+        }
+        tokens.get(k).is_none_or(|t| t.start > i)
     })
 }
 
@@ -238,6 +248,9 @@ mod tests {
             (b"p{}\n@import\n'i.css';q{", 20),
             (b"/* url( */\np{};", 0),
             (b"no boundary", 0),
+            // An `url(` inside an `@import` string not closed yet.
+            (b"T@import \"/curl(ng);", 0),
+            (b"T@import \"/curl(ng);\";", 22),
         ] {
             assert_eq!(css_cut(css), cut, "{}", String::from_utf8_lossy(css));
         }

@@ -819,6 +819,25 @@ mod tests {
         for piece in 1..=css.len() {
             assert_eq!(rewrite(piece), whole, "pieces of {piece}");
         }
+        // The fuzzer's second: an `url(` inside an `@import` string.
+        let import = "T@import \"/curl(ng);\"";
+        let whole_import = {
+            let mut rw = Rewriter::new(Kind::Css, ctx(), None, None);
+            let mut out = Vec::new();
+            rw.feed(import.as_bytes(), &mut out);
+            rw.finish(&mut out);
+            out
+        };
+        assert!(String::from_utf8_lossy(&whole_import).contains("2014cs_/http://ex.com/curl(ng);"));
+        for piece in 1..=import.len() {
+            let mut rw = Rewriter::new(Kind::Css, ctx(), None, None);
+            let mut out = Vec::new();
+            for ch in import.as_bytes().chunks(piece) {
+                rw.feed(ch, &mut out);
+            }
+            rw.finish(&mut out);
+            assert_eq!(out, whole_import, "@import in pieces of {piece}");
+        }
         let page = format!("<style>{css}</style>");
         let want = html(&page, page.len());
         assert!(want.contains("2014im_/http://ex.com/dir/x.png"), "{want}");
