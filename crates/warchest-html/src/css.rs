@@ -100,9 +100,13 @@ pub fn css_urls(text: &[u8]) -> impl Iterator<Item = CssUrl> + '_ {
 /// not found yet (or found only inside another's string not yet closed):
 /// there the cut goes back before it. The crawler's link extractor and
 /// replay's rewriter cut CSS with it, so both read a stylesheet in pieces
-/// as whole. Linear in `b` for each of at most 16 steps back; a caller
-/// bounds what it holds.
-pub fn css_cut(b: &[u8]) -> usize {
+/// as whole. Linear in `b` for each of at most 16 steps back.
+///
+/// A caller bounds what it holds: past its bound it passes `hold_open`
+/// false, and an `url(` or `@import` never finished (`@import` named in a
+/// comment) no longer holds the rest back; the cut still falls outside
+/// every URL found.
+pub fn css_cut(b: &[u8], hold_open: bool) -> usize {
     let boundary_before = |at: usize| {
         b[..at]
             .iter()
@@ -122,7 +126,7 @@ pub fn css_cut(b: &[u8]) -> usize {
             cut = boundary_before(t.start);
             continue;
         }
-        match first_unfinished(&b[..cut], &tokens) {
+        match first_unfinished(&b[..cut], &tokens).filter(|_| hold_open) {
             Some(p) => cut = boundary_before(p),
             None => return cut,
         }
@@ -252,8 +256,13 @@ mod tests {
             (b"T@import \"/curl(ng);", 0),
             (b"T@import \"/curl(ng);\";", 22),
         ] {
-            assert_eq!(css_cut(css), cut, "{}", String::from_utf8_lossy(css));
+            assert_eq!(css_cut(css, true), cut, "{}", String::from_utf8_lossy(css));
         }
+        // Past a caller's bound, an opening never finished holds nothing
+        // back; a URL found is still never cut.
+        assert_eq!(css_cut(b"/* @import */\np{};", false), 18);
+        assert_eq!(css_cut(b"/* @import */\np{};", true), 0);
+        assert_eq!(css_cut(b"p{}\na{b:url(\n x.png\n)}", false), 22);
     }
 
     use super::*;

@@ -636,11 +636,18 @@ fn line_cut(b: &[u8]) -> usize {
 /// a URL in a script never spans lines), CSS where warchest-html's
 /// [`css_cut`] allows (never inside `url( ... )` or after an unfinished
 /// one, which may span lines), as the crawler cuts it; past
-/// [`MAX_CARRY`] held, as [`line_cut`]. So a stylesheet fed in pieces is
+/// [`MAX_CARRY`] held, an unfinished one no longer holds the rest, and
+/// where `css_cut` finds no place, as [`line_cut`]. So a stylesheet fed in pieces is
 /// rewritten as when whole.
 fn code_cut(kind: Kind, b: &[u8]) -> usize {
     match kind {
-        Kind::Css if b.len() <= MAX_CARRY => css_cut(b),
+        Kind::Css => {
+            let held = b.len() <= MAX_CARRY;
+            match css_cut(b, held) {
+                0 if !held => line_cut(b),
+                cut => cut,
+            }
+        }
         _ => line_cut(b),
     }
 }

@@ -42,7 +42,8 @@ impl CssExtractor {
         self.carry.extend_from_slice(chunk);
         // Cut where replay's rewriter cuts too (warchest-html's rule), so
         // that a URL spanning lines is found in pieces as when whole.
-        let cut = Some(warchest_html::css_cut(&self.carry)).filter(|&c| c > 0);
+        let held = self.carry.len() <= MAX_CARRY;
+        let cut = Some(warchest_html::css_cut(&self.carry, held)).filter(|&c| c > 0);
         match cut {
             Some(cut) => {
                 let text = std::mem::take(&mut self.carry);
