@@ -94,7 +94,9 @@ impl Store {
         Ok(Store::Dir(h.to_path_buf()))
     }
 
-    /// Writes `rel` whole: it appears complete or not at all.
+    /// Writes `rel` whole: after a kill it appears complete or not at all
+    /// (a directory's file is renamed into place, not synced: after a
+    /// power loss it may be empty or missing, docs/crawl.md).
     fn put(&self, rel: &str, bytes: &[u8]) -> io::Result<()> {
         match self {
             Store::Dir(d) => {
