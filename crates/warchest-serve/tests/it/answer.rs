@@ -166,3 +166,65 @@ fn a_body_past_the_limit_is_cut() {
     assert_eq!(server.answer(false, "GET", "/", &foreign, 10).status, 421);
     assert_eq!(server.answer(true, "GET", target, &foreign, 10).status, 421);
 }
+
+/// The archived page's charset reaches the rewriter: on a windows-1252
+/// page (its Content-Type says so, or only its `<meta>` does) a query's
+/// `é` is linked as `%E9`, the URL the crawler archives and a browser
+/// asks for; on a UTF-8 page as `%C3%A9`.
+#[test]
+fn rewritten_links_keep_the_pages_charset() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut warc = Vec::new();
+    for (path, ctype, body) in [
+        (
+            "latin",
+            "text/html; charset=windows-1252",
+            &b"<a href=\"/s?q=caf\xe9\">x</a>"[..],
+        ),
+        (
+            "meta",
+            "text/html",
+            b"<meta charset=windows-1252><a href=\"/s?q=caf&eacute;\">x</a>",
+        ),
+        (
+            "utf8",
+            "text/html; charset=utf-8",
+            "<a href=\"/s?q=caf\u{e9}\">x</a>".as_bytes(),
+        ),
+    ] {
+        let mut http = format!("HTTP/1.1 200 OK\r\nContent-Type: {ctype}\r\n\r\n").into_bytes();
+        http.extend_from_slice(body);
+        warc.extend_from_slice(
+            format!(
+                "WARC/1.1\r\nWARC-Type: response\r\nWARC-Date: 2014-01-26T20:06:24Z\r\n\
+                 WARC-Target-URI: http://a.example/{path}\r\n\
+                 Content-Type: application/http; msgtype=response\r\nContent-Length: {}\r\n\r\n",
+                http.len()
+            )
+            .as_bytes(),
+        );
+        warc.extend_from_slice(&http);
+        warc.extend_from_slice(b"\r\n\r\n");
+    }
+    let file = dir.path().join("pages.warc");
+    std::fs::write(&file, &warc).unwrap();
+    let mut opts = ServeOptions::new(vec![file]);
+    opts.listen = "127.0.0.1:0".into();
+    opts.store = Some(dir.path().join("index.redb"));
+    opts.poll = None;
+    let server = Server::bind(opts).unwrap();
+    for (path, want) in [
+        ("latin", "q=caf%E9"),
+        ("meta", "q=caf%E9"),
+        ("utf8", "q=caf%C3%A9"),
+    ] {
+        let target = format!("/archive/20140126200624mp_/http://a.example/{path}");
+        let a = server.answer(true, "GET", &target, &[], 1 << 20);
+        assert_eq!(a.status, 200, "{path}");
+        let body = String::from_utf8_lossy(&a.body);
+        assert!(
+            body.contains(&format!("http://a.example/s?{want}\"")),
+            "{path}: {body}"
+        );
+    }
+}
