@@ -844,6 +844,40 @@ mod tests {
         }
     }
 
+    /// An `url(` never closed (in a comment) holds a stylesheet back only
+    /// up to [`MAX_CARRY`]: past it what is held goes out up to its last
+    /// cut outside every URL, so what is held stays bounded, and the
+    /// output is the whole's.
+    #[test]
+    fn an_unclosed_url_holds_back_only_up_to_the_bound() {
+        let mut css = b"/* url( */\n".to_vec();
+        while css.len() < 2 * MAX_CARRY {
+            css.extend_from_slice(b"p{}\n");
+        }
+        css.extend_from_slice(b"b{c:url(z.png)}");
+        let run = |piece: usize| {
+            let mut rw = Rewriter::new(Kind::Css, ctx(), None, None);
+            let (mut out, mut most) = (Vec::new(), 0);
+            for ch in css.chunks(piece) {
+                rw.feed(ch, &mut out);
+                most = most.max(rw.carry.len());
+            }
+            rw.finish(&mut out);
+            (out, most)
+        };
+        let (whole, _) = run(css.len());
+        let (pieces, most) = run(1000);
+        assert!(most <= MAX_CARRY + 1000, "{most} bytes held");
+        assert!(
+            most > MAX_CARRY / 2,
+            "the unclosed url( held nothing back: {most}"
+        );
+        assert!(pieces == whole);
+        assert!(
+            String::from_utf8_lossy(&whole).contains("url(/c/2014im_/http://ex.com/dir/z.png)")
+        );
+    }
+
     #[test]
     fn rewrites_html_in_any_pieces() {
         let page = "<!doctype html><html><head><link rel=stylesheet href=\"/s.css\" integrity=\"sha-x\">\

@@ -174,6 +174,34 @@ b{background:url(y;z.png)} /* url( never closed */\nc{background:url(w.png)}";
         assert_eq!(x.finish(), e);
     }
 
+    /// An `url(` never closed (in a comment) holds the rest back only up
+    /// to the bound: past it the text is read up to its last cut outside
+    /// every URL, what is held stays bounded, and a URL after it is found.
+    #[test]
+    fn an_unclosed_url_holds_back_only_up_to_the_bound() {
+        let mut css = b"/* url( */\n".to_vec();
+        while css.len() < 2 * MAX_CARRY {
+            css.extend_from_slice(b"p{}\n");
+        }
+        css.extend_from_slice(b"b{c:url(z.png)}");
+        let base = Url::parse("http://h.test/").unwrap();
+        let mut links = LinkSet::new(10);
+        let mut x = CssExtractor::new(&base, None, "css");
+        let mut most = 0;
+        for c in css.chunks(1000) {
+            x.write(c, &mut links);
+            most = most.max(x.carry.len());
+        }
+        assert!(most <= MAX_CARRY + 1000, "{most} bytes held");
+        assert!(
+            most > MAX_CARRY / 2,
+            "the unclosed url( held nothing back: {most}"
+        );
+        x.finish(&mut links);
+        let found: Vec<String> = links.out.links.iter().map(|l| l.url.to_string()).collect();
+        assert_eq!(found, ["http://h.test/z.png"]);
+    }
+
     #[test]
     fn carry_is_bounded() {
         let mut css = vec![b'a'; MAX_CARRY * 3];
