@@ -43,7 +43,7 @@ mod srcset;
 #[cfg(feature = "rewrite")]
 pub use css::{CssUrl, CssUrlForm, css_cut, css_escape, css_unescape, css_urls};
 #[cfg(feature = "rewrite")]
-pub use page_url::{encoding_for_label, meta_charset, page_text, resolve_url};
+pub use page_url::{attr_value, encoding_for_label, meta_charset, page_text, resolve_url};
 pub use refresh::refresh_url;
 pub use refs::{decode_references, decode_text_references};
 pub use srcset::{SrcsetUrls, srcset_urls};

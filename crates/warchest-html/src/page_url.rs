@@ -38,6 +38,22 @@ pub fn meta_charset(
     encoding_for_label(label)
 }
 
+/// An attribute's value as lol_html gives it (its bytes as written, one
+/// windows-1252 character a byte: [`crate::lol_str`]) read as a browser
+/// reads it: in the page's charset `enc` ([`page_text`]), then its
+/// character references decoded as in an attribute
+/// ([`crate::decode_references`]). The crawler finds URLs in it and
+/// replay rewrites them, so both read a value alike.
+pub fn attr_value(raw: &str, enc: Option<&'static Encoding>) -> String {
+    let bytes = crate::lol_bytes(raw);
+    let text = page_text(&bytes, enc);
+    // Most values hold no reference: the text made above is the value.
+    match crate::decode_references(&text) {
+        Cow::Owned(decoded) => decoded,
+        Cow::Borrowed(_) => text.into_owned(),
+    }
+}
+
 /// Text of a page's `bytes` in `enc`, the page's charset when known;
 /// without one, UTF-8 when valid, else windows-1252 (as browsers read an
 /// unlabelled page).

@@ -44,8 +44,8 @@ use lol_html::send::{Element, HtmlRewriter};
 use lol_html::{OutputSink, element, text};
 use regex::bytes::{Captures, Regex};
 use warchest_html::{
-    CssUrlForm, css_cut, css_escape, css_unescape, css_urls, decode_references, lol_bytes, lol_str,
-    meta_charset, page_text, refresh_url, srcset_urls,
+    CssUrlForm, attr_value, css_cut, css_escape, css_unescape, css_urls, decode_references,
+    lol_bytes, lol_str, meta_charset, page_text, refresh_url, srcset_urls,
 };
 
 use encoding_rs::{Encoding, UTF_8};
@@ -439,7 +439,7 @@ fn rewrite_attributes(page: &mut Page, el: &mut Element<'_, '_>, tag: &str) {
         attrs
             .iter()
             .find(|(k, _)| k == n)
-            .map(|(_, v)| attr_text(v, page.ctx.encoding).to_ascii_lowercase())
+            .map(|(_, v)| attr_value(v, page.ctx.encoding).to_ascii_lowercase())
     };
     let rel = get("rel");
     let as_ = get("as");
@@ -476,9 +476,9 @@ fn rewrite_attributes(page: &mut Page, el: &mut Element<'_, '_>, tag: &str) {
                 rewrite_js(&code, ctx, &mut o);
                 (o != code).then_some(o)
             }
-            "srcset" | "imagesrcset" => rewrite_srcset(&attr_text(raw, enc), ctx).map(escaped),
+            "srcset" | "imagesrcset" => rewrite_srcset(&attr_value(raw, enc), ctx).map(escaped),
             "href" if tag == "base" => {
-                let value = attr_text(raw, enc);
+                let value = attr_value(raw, enc);
                 match resolve_in(&ctx.base, &value, enc.unwrap_or(UTF_8)) {
                     Some(abs) if abs.starts_with("http") && abs.len() <= MAX_BASE => {
                         let new = ctx.archive_url(&abs, "");
@@ -488,9 +488,9 @@ fn rewrite_attributes(page: &mut Page, el: &mut Element<'_, '_>, tag: &str) {
                     _ => None,
                 }
             }
-            "content" if refresh => rewrite_refresh(&attr_text(raw, enc), ctx).map(escaped),
+            "content" if refresh => rewrite_refresh(&attr_value(raw, enc), ctx).map(escaped),
             _ => url_modifier(tag, name, rel.as_deref(), as_.as_deref())
-                .and_then(|m| ctx.archive_url(&attr_text(raw, enc), m))
+                .and_then(|m| ctx.archive_url(&attr_value(raw, enc), m))
                 .map(escaped),
         };
         if let Some(n) = new {
@@ -505,20 +505,6 @@ fn rewrite_attributes(page: &mut Page, el: &mut Element<'_, '_>, tag: &str) {
                 let _ = el.set_attribute(&name, &lol_str(&v));
             }
         }
-    }
-}
-
-/// The text of an attribute value as lol_html gives it (the bytes as
-/// written, character references not decoded), read as the crawler reads
-/// it: in the page's charset `enc` (warchest-html's `page_text`), then
-/// references decoded.
-fn attr_text(raw: &str, enc: Option<&'static Encoding>) -> String {
-    let bytes = lol_bytes(raw);
-    let text = page_text(&bytes, enc);
-    // Most values hold no reference: the text made above is the value.
-    match decode_references(&text) {
-        std::borrow::Cow::Owned(decoded) => decoded,
-        std::borrow::Cow::Borrowed(_) => text.into_owned(),
     }
 }
 

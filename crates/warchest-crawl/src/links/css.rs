@@ -82,7 +82,7 @@ impl CssExtractor {
                 CssUrlForm::Url => ctx_url,
                 CssUrlForm::ImportUrl | CssUrlForm::Import => ctx_import,
             };
-            let s = super::decode(raw, self.enc);
+            let s = warchest_html::page_text(raw, self.enc);
             links.add(&self.base, &css_unescape(&s), enc, Hop::Embed, ctx);
         }
     }

@@ -23,7 +23,7 @@ where
     let mut links = LinkSet::new(MAX_HEADER_LINKS);
     for (name, value) in headers {
         let name = name.as_ref();
-        let value = super::decode(value.as_ref(), None);
+        let value = warchest_html::page_text(value.as_ref(), None);
         if name.eq_ignore_ascii_case("location") {
             links.add(base, &value, UTF_8, Hop::Redirect, "header/Location");
         } else if name.eq_ignore_ascii_case("refresh") {

@@ -28,7 +28,7 @@ use lol_html::html_content::TextChunk;
 use lol_html::send::{Element, HtmlRewriter};
 use lol_html::{OutputSink, element, text};
 use url::Url;
-use warchest_html::{decode_references, decode_text_references, lol_bytes};
+use warchest_html::{decode_text_references, lol_bytes};
 
 use super::{ExtractConfig, LinkSet, css, js};
 use crate::uri::Hop;
@@ -137,7 +137,9 @@ impl HtmlExtractor {
             let bytes = lol_bytes(&raw);
             // A title is text (RCDATA), not an attribute value: `&copy2026`
             // is `©2026` there.
-            let mut t = collapse(&decode_text_references(&super::decode(&bytes, enc)));
+            let mut t = collapse(&decode_text_references(&warchest_html::page_text(
+                &bytes, enc,
+            )));
             let mut cut = t.len().min(MAX_TITLE);
             while !t.is_char_boundary(cut) {
                 cut -= 1;
@@ -176,10 +178,10 @@ impl Page {
     /// An attribute's value read in the page's charset, entities decoded
     /// as in an attribute (all of HTML's names; `?a=1&copy=2` kept).
     fn attr(&self, el: &Element<'_, '_>, name: &str) -> Option<String> {
-        let raw = el.get_attribute(name)?;
-        let bytes = lol_bytes(&raw);
-        let text = super::decode(&bytes, self.enc);
-        Some(decode_references(&text).into_owned())
+        Some(warchest_html::attr_value(
+            &el.get_attribute(name)?,
+            self.enc,
+        ))
     }
 
     /// The encoding a URL's query is written in.

@@ -12,7 +12,6 @@
 //! UTF-8 (percent-encoded, and IDNA for hosts). Fragments are dropped;
 //! only http and https URLs are kept.
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 
 use encoding_rs::Encoding;
@@ -241,13 +240,6 @@ pub use warchest_html::encoding_for_label;
 /// it, so the crawler reads a header as every other reader does.
 pub fn charset_of_content_type(ct: &str) -> Option<&'static Encoding> {
     encoding_for_label(&warchest::http::content_type_charset(ct.as_bytes())?)
-}
-
-/// Text of `bytes` in `enc`; invalid UTF-8 with no charset given is read
-/// as windows-1252, as browsers do for unlabelled pages (warchest-html's
-/// reading, replay's too).
-pub(crate) fn decode<'a>(bytes: &'a [u8], enc: Option<&'static Encoding>) -> Cow<'a, str> {
-    warchest_html::page_text(bytes, enc)
 }
 
 /// A streaming link extractor for one payload.
