@@ -118,6 +118,13 @@ pub fn css_cut(b: &[u8], hold_open: bool) -> usize {
         return 0;
     }
     let tokens: Vec<Range<usize>> = css_urls(b).map(|u| u.token).collect();
+    // The first opening no URL was found for, in all of `b`: before any
+    // cut, it is the first before that cut too (one scan, not one a step).
+    let open = if hold_open {
+        first_unfinished(b, &tokens)
+    } else {
+        None
+    };
     for _ in 0..16 {
         if cut == 0 {
             return 0;
@@ -126,7 +133,7 @@ pub fn css_cut(b: &[u8], hold_open: bool) -> usize {
             cut = boundary_before(t.start);
             continue;
         }
-        match first_unfinished(&b[..cut], &tokens).filter(|_| hold_open) {
+        match open.filter(|&p| p < cut) {
             Some(p) => cut = boundary_before(p),
             None => return cut,
         }
