@@ -402,11 +402,9 @@ impl Server {
         headers: &[(&str, &str)],
         max_body: usize,
     ) -> Answer {
-        let to_replay = to_replay && self.replay_listener.is_some();
-        let local = match &self.replay_listener {
-            Some(r) if to_replay => r,
-            _ => &self.listener,
-        };
+        let replay = self.replay_listener.as_ref().filter(|_| to_replay);
+        let to_replay = replay.is_some();
+        let local = replay.unwrap_or(&self.listener);
         net::answer(
             &self.app,
             to_replay,
