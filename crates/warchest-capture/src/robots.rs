@@ -2,8 +2,9 @@
 //! docs/crawl.md, "robots.txt"): the rules for our product token, its
 //! `Crawl-delay` and `Sitemap:` lines; what a fetch outcome for robots.txt
 //! means (2xx: its rules; 4xx: everything allowed; 5xx, 429 or no answer:
-//! everything disallowed for a while, RFC 9309 2.3.1); and a per-host
-//! cache with expiry, bounded in entries.
+//! everything disallowed for a while, RFC 9309 2.3.1); how long an
+//! answer is kept ([`Kept`]); and a per-host cache with that expiry,
+//! bounded in entries.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -107,13 +108,16 @@ pub enum RobotsFetch<'a> {
     Unreachable,
 }
 
-/// How long robots.txt answers are trusted.
+/// How long robots.txt answers are trusted, for `capture`
+/// (`CaptureOptions::robots_policy`) and the crawler alike.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RobotsPolicy {
     /// A 2xx or 4xx answer (RFC 9309 2.4: no more than 24 hours).
+    /// Default 24 hours.
     pub ttl: Duration,
-    /// A 5xx, 429 or no answer: the host is disallowed this long, then
-    /// robots.txt is fetched again.
+    /// The back-off after a 5xx, 429 or no answer: the host is disallowed
+    /// this long, then robots.txt is fetched again (RFC 9309 2.3.1.4
+    /// wants the disallow, not for ever). Default 10 minutes.
     pub unreachable_ttl: Duration,
 }
 
@@ -229,12 +233,45 @@ pub fn robots_key(url: &Url) -> String {
     )
 }
 
+/// A robots.txt answer (`T`: the rules, or what the caller keeps of them)
+/// and when it expires: the one expiry rule of [`RobotsCache`] and of
+/// capture's per-origin rules. The caller passes the time in.
+#[derive(Debug, Clone)]
+pub struct Kept<T> {
+    value: T,
+    expires: Instant,
+}
+
+impl<T> Kept<T> {
+    /// `value`, trusted from `now` for `ttl` (the `Duration` of
+    /// [`RobotsPolicy::decide`]); a `ttl` past what `Instant` can hold is
+    /// a year.
+    pub fn new(value: T, now: Instant, ttl: Duration) -> Kept<T> {
+        let expires = now
+            .checked_add(ttl)
+            .unwrap_or(now + Duration::from_secs(86400 * 365));
+        Kept { value, expires }
+    }
+
+    /// The value, unless it has expired at `now` (then robots.txt is to
+    /// be fetched again).
+    pub fn get(&self, now: Instant) -> Option<&T> {
+        (now < self.expires).then_some(&self.value)
+    }
+
+    /// The value, expired or not (the answer just fetched applies to the
+    /// URL that asked for it, even with a zero `ttl`).
+    pub fn value(&self) -> &T {
+        &self.value
+    }
+}
+
 /// Robots rules per host, with expiry, at most `capacity` hosts (the
 /// oldest entry goes first). The caller passes the time in.
 #[derive(Debug)]
 pub struct RobotsCache {
     capacity: usize,
-    map: HashMap<String, (Robots, Instant)>,
+    map: HashMap<String, Kept<Robots>>,
     order: VecDeque<String>,
 }
 
@@ -251,19 +288,17 @@ impl RobotsCache {
     /// The rules for `url`'s host, unless missing or expired at `now`
     /// (then robots.txt is to be fetched).
     pub fn get(&self, url: &Url, now: Instant) -> Option<&Robots> {
-        self.map
-            .get(&robots_key(url))
-            .filter(|(_, expires)| now < *expires)
-            .map(|(r, _)| r)
+        self.map.get(&robots_key(url)).and_then(|k| k.get(now))
     }
 
     /// Keeps `robots` for `url`'s host until `now + ttl`.
     pub fn insert(&mut self, url: &Url, robots: Robots, now: Instant, ttl: Duration) {
         let key = robots_key(url);
-        let expires = now
-            .checked_add(ttl)
-            .unwrap_or(now + Duration::from_secs(86400 * 365));
-        if self.map.insert(key.clone(), (robots, expires)).is_none() {
+        if self
+            .map
+            .insert(key.clone(), Kept::new(robots, now, ttl))
+            .is_none()
+        {
             self.order.push_back(key);
             while self.map.len() > self.capacity {
                 let Some(old) = self.order.pop_front() else {
@@ -385,6 +420,30 @@ Sitemap: http://a.test/sitemap.xml\n";
         assert_eq!(c.len(), 2);
         assert!(c.get(&u("http://a.test/"), t0).is_none());
         assert!(c.get(&u("http://c.test/"), t0).is_some());
+    }
+
+    /// The back-off: a failed robots.txt holds until `now + ttl`, not a
+    /// moment longer, and an absurd `ttl` does not overflow `Instant`.
+    #[test]
+    fn a_kept_answer_expires_at_its_ttl() {
+        let p = RobotsPolicy {
+            unreachable_ttl: Duration::from_millis(250),
+            ..RobotsPolicy::default()
+        };
+        let (r, ttl) = p.decide(RobotsFetch::Unreachable, "warchest");
+        assert_eq!(ttl, Duration::from_millis(250));
+        let t0 = Instant::now();
+        let k = Kept::new(r, t0, ttl);
+        assert!(k.get(t0).is_some_and(Robots::is_disallow_all));
+        assert!(k.get(t0 + ttl - Duration::from_nanos(1)).is_some());
+        assert!(k.get(t0 + ttl).is_none());
+        assert!(k.value().is_disallow_all());
+        // A zero ttl is expired at once, yet its value is still there.
+        let z = Kept::new(1, t0, Duration::ZERO);
+        assert!(z.get(t0).is_none());
+        assert_eq!(*z.value(), 1);
+        let far = Kept::new((), t0, Duration::MAX);
+        assert!(far.get(t0 + Duration::from_secs(86400 * 300)).is_some());
     }
 
     #[test]
