@@ -105,6 +105,13 @@ pub struct CaptureOptions {
     pub conditional: bool,
     /// Obey robots.txt.
     pub robots: bool,
+    /// How long an origin's robots.txt answer holds before it is fetched
+    /// again: the crawler's policy (24 hours for rules or a 4xx). Its
+    /// `unreachable_ttl` is the back-off after a robots.txt that could not
+    /// be read (a 5xx, a 429, no answer): the origin is disallowed that
+    /// long (10 minutes by default), then robots.txt is asked again, so a
+    /// passing failure does not disallow it for the rest of a long run.
+    pub robots_policy: robots::RobotsPolicy,
     /// Wait between two requests to one host.
     pub delay: Duration,
     /// Parallel connections.
@@ -132,6 +139,7 @@ impl Default for CaptureOptions {
             dedupe_index: None,
             conditional: false,
             robots: true,
+            robots_policy: robots::RobotsPolicy::default(),
             delay: Duration::ZERO,
             jobs: 1,
             stop: None,
@@ -191,8 +199,14 @@ pub struct Summary {
 /// An origin's robots.txt rules and the reason given for a URL they
 /// disallow (which says when robots.txt could not be read); `Err` with the
 /// reason when nothing answered at all: each URL there is then an error
-/// ([`CaptureError::RobotsUnreachable`]).
+/// ([`CaptureError::RobotsUnreachable`]). Kept as long as
+/// [`CaptureOptions::robots_policy`] says.
 type OriginRobots = Result<(robots::Robots, String), String>;
+
+/// An origin's robots.txt state: `None` until first asked, then the last
+/// answer until it expires. Locked while robots.txt is fetched, so one
+/// worker fetches and the others wait.
+type OriginCell = Arc<Mutex<Option<robots::Kept<OriginRobots>>>>;
 
 /// A crawl of a list of URLs into one series of WARC files.
 pub struct Capturer {
@@ -200,7 +214,7 @@ pub struct Capturer {
     recorder: Recorder,
     resolver: dns::Resolver,
     fetch: client::FetchOptions,
-    robots: Mutex<HashMap<String, Arc<Mutex<Option<OriginRobots>>>>>,
+    robots: Mutex<HashMap<String, OriginCell>>,
     next_slot: Mutex<HashMap<String, Instant>>,
 }
 
@@ -389,8 +403,9 @@ impl Capturer {
     }
 
     /// Why robots.txt keeps us from `url` (`None`: it does not), fetching
-    /// (and recording) its origin's /robots.txt the first time, through
-    /// the loop the crawler uses too ([`robots::fetch_robots`]).
+    /// (and recording) its origin's /robots.txt the first time and again
+    /// once the last answer has expired ([`CaptureOptions::robots_policy`]),
+    /// through the loop the crawler uses too ([`robots::fetch_robots`]).
     ///
     /// # Errors
     /// [`CaptureError::RobotsUnreachable`] when nothing answered for
@@ -406,7 +421,10 @@ impl Capturer {
         let mut slot = cell
             .lock()
             .map_err(|_| CaptureError::Http("poisoned".into()))?;
-        if slot.is_none() {
+        let fresh = slot
+            .as_ref()
+            .is_some_and(|k| k.get(Instant::now()).is_some());
+        if !fresh {
             let mut r = url.clone();
             r.path_and_query = "/robots.txt".into();
             // What the last request gave: the reason given for every URL
@@ -415,10 +433,10 @@ impl Capturer {
             // The last request got no answer at all (that step ends the
             // loop: everything is then disallowed).
             let mut no_answer = false;
-            let (rules, _) = robots::fetch_robots(
+            let (rules, ttl) = robots::fetch_robots(
                 r,
                 &self.opts.robots_agent,
-                &robots::RobotsPolicy::default(),
+                &self.opts.robots_policy,
                 |r: &Url| match self.fetch_and_record(r, true, &[]) {
                     Ok((_, text, status, loc)) => {
                         let next = loc
@@ -449,19 +467,25 @@ impl Capturer {
             let why = if rules.is_disallow_all() {
                 // RFC 9309 2.3.1.4: an unreachable robots.txt disallows
                 // everything; said once here and on each URL's event.
-                let why = format!("robots.txt unreachable ({last}): everything disallowed");
+                let why = format!(
+                    "robots.txt unreachable ({last}): everything disallowed, \
+                     asked again after {ttl:?}"
+                );
                 tracing::warn!("{}: {why}", url.origin());
                 why
             } else {
                 "disallowed by robots.txt".to_string()
             };
-            *slot = Some(if no_answer {
+            let state = if no_answer {
                 Err(why)
             } else {
                 Ok((rules, why))
-            });
+            };
+            // Timed from the answer, so the back-off is a full one however
+            // long the fetch took.
+            *slot = Some(robots::Kept::new(state, Instant::now(), ttl));
         }
-        match slot.as_ref() {
+        match slot.as_ref().map(robots::Kept::value) {
             None => Ok(None),
             Some(Err(why)) => Err(CaptureError::RobotsUnreachable(why.clone())),
             // The rules match on the url crate's view of the URL (its path

@@ -1,0 +1,4 @@
+//! The integration tests of `warchest-capture`, one binary
+//! (docs/testing.md).
+
+mod robots;
