@@ -466,7 +466,8 @@ impl Capturer {
             )?;
             let why = if rules.is_disallow_all() {
                 // RFC 9309 2.3.1.4: an unreachable robots.txt disallows
-                // everything; said once here and on each URL's event.
+                // everything; said here once per failed fetch and on each URL's
+                // event.
                 let why = format!(
                     "robots.txt unreachable ({last}): everything disallowed, \
                      asked again after {ttl:?}"
