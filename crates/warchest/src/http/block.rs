@@ -790,6 +790,7 @@ mod read_tests {
         // Cut short by a failure of the archive, not by its end: an error.
         let failing = BufReader::new(cut.chain(Shrank));
         let e = read(&mut payload_reader_lenient(failing, &gz)).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::UnexpectedEof);
         assert!(e.to_string().contains("a.warc: offset 99"), "{e}");
         let odd = parse(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: rot13\r\n\r\n");
         assert_eq!(
