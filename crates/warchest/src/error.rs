@@ -252,15 +252,29 @@ impl From<crate::codec::CodecError> for Error {
     }
 }
 
+/// The kind an I/O failure keeps when it leaves as an `io::Error`, so that
+/// callers can still tell a full disk, a broken pipe or a timeout from bad
+/// bytes. `Interrupted` and `WouldBlock` say "call again", which a reader
+/// that has given up (the record readers stop after an error) cannot
+/// honour: `read_to_end` and `io::copy` would retry and see a silent end.
+fn io_kind(kind: io::ErrorKind) -> io::ErrorKind {
+    match kind {
+        io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock => io::ErrorKind::Other,
+        k => k,
+    }
+}
+
 impl From<Error> for io::Error {
+    /// An I/O cause keeps its kind (see `io_kind`); anything else (bad
+    /// bytes, a codec failure, a limit) is `InvalidData`. The whole
+    /// [`Error`] is the payload, so the message names the file and offset,
+    /// and `From<io::Error>` gives it back as it was.
     fn from(e: Error) -> Self {
+        let located = e.0.position.is_some() || e.0.file.is_some() || e.0.record_id.is_some();
         match e.0.kind {
-            ErrorKind::Io(_) if e.0.position.is_none() && e.0.file.is_none() => {
-                let ErrorKind::Io(io) = e.0.kind else {
-                    unreachable!()
-                };
-                io
-            }
+            // Nothing to lose: the I/O error as it came.
+            ErrorKind::Io(io) if !located => io,
+            ErrorKind::Io(ref io) => io::Error::new(io_kind(io.kind()), e),
             _ => io::Error::new(io::ErrorKind::InvalidData, e),
         }
     }
@@ -488,5 +502,117 @@ impl Diagnostics {
     pub(crate) fn take(&mut self, codec: impl FnOnce(&mut Vec<Warning>)) -> Vec<Warning> {
         codec(&mut self.warnings);
         std::mem::take(&mut self.warnings)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An I/O failure of `kind` at offset 1234 of record 5 of `a.warc.gz`.
+    fn located_io(kind: io::ErrorKind) -> Error {
+        Error::new(ErrorKind::Io(io::Error::new(kind, "the cause")))
+            .at(Position::at(1234).in_record(5))
+            .in_file("a.warc.gz")
+            .with_record_id("<urn:uuid:1>")
+    }
+
+    #[test]
+    fn a_located_io_error_keeps_its_kind_and_comes_back_whole() {
+        for kind in [
+            io::ErrorKind::StorageFull,
+            io::ErrorKind::BrokenPipe,
+            io::ErrorKind::NotFound,
+            io::ErrorKind::TimedOut,
+            io::ErrorKind::ConnectionReset,
+            io::ErrorKind::UnexpectedEof,
+        ] {
+            let io = io::Error::from(located_io(kind));
+            assert_eq!(io.kind(), kind);
+            let msg = io.to_string();
+            assert_eq!(
+                msg,
+                "a.warc.gz: offset 1234 (record 5, <urn:uuid:1>): I/O error: the cause"
+            );
+            // The cause is still found walking the chain.
+            let cause = std::error::Error::source(&io)
+                .and_then(|s| s.downcast_ref::<io::Error>())
+                .expect("the I/O cause");
+            assert_eq!(cause.kind(), kind);
+
+            let back = Error::from(io);
+            assert_eq!(back.position(), Some(Position::at(1234).in_record(5)));
+            assert_eq!(back.file(), Some(Path::new("a.warc.gz")));
+            assert_eq!(back.record_id(), Some("<urn:uuid:1>"));
+            assert!(matches!(back.kind(), ErrorKind::Io(e) if e.kind() == kind));
+            assert_eq!(back.to_string(), msg);
+        }
+    }
+
+    #[test]
+    fn a_file_name_alone_is_kept_too() {
+        let e = Error::from(io::Error::from(io::ErrorKind::PermissionDenied)).in_file("b.warc");
+        let io = io::Error::from(e);
+        assert_eq!(io.kind(), io::ErrorKind::PermissionDenied);
+        assert!(io.to_string().starts_with("b.warc: "), "{io}");
+        assert_eq!(Error::from(io).file(), Some(Path::new("b.warc")));
+    }
+
+    #[test]
+    fn a_record_id_alone_is_not_dropped() {
+        let e = Error::from(io::Error::from(io::ErrorKind::StorageFull)).with_record_id("<urn:x>");
+        let io = io::Error::from(e);
+        assert_eq!(io.kind(), io::ErrorKind::StorageFull);
+        assert_eq!(Error::from(io).record_id(), Some("<urn:x>"));
+    }
+
+    #[test]
+    fn an_unlocated_io_error_is_handed_back_as_it_came() {
+        let e = Error::from(io::Error::new(io::ErrorKind::BrokenPipe, "gone"));
+        let io = io::Error::from(e);
+        assert_eq!(io.kind(), io::ErrorKind::BrokenPipe);
+        assert_eq!(io.to_string(), "gone");
+        // Not wrapped: the payload is the original message, not our Error.
+        assert!(!io.get_ref().is_some_and(|i| i.is::<Error>()));
+    }
+
+    #[test]
+    fn a_located_call_again_is_not_handed_out_as_one() {
+        for kind in [io::ErrorKind::Interrupted, io::ErrorKind::WouldBlock] {
+            let io = io::Error::from(located_io(kind));
+            assert_eq!(io.kind(), io::ErrorKind::Other, "{kind:?}");
+            let back = Error::from(io);
+            assert!(matches!(back.kind(), ErrorKind::Io(e) if e.kind() == kind));
+            assert_eq!(back.position().map(|p| p.offset), Some(1234));
+        }
+    }
+
+    #[test]
+    fn format_and_codec_errors_stay_invalid_data() {
+        let codec = Error::from(crate::codec::CodecError {
+            codec: "gzip",
+            offset: 77,
+            message: "bad deflate block".into(),
+        })
+        .in_file("c.warc.gz");
+        let errors = [
+            codec,
+            Error::syntax("no version line", Position::at(3)).in_file("c.warc"),
+            Error::new(ErrorKind::Truncated("block".into())).at(Position::at(9)),
+            Error::new(ErrorKind::TooLarge {
+                what: "header",
+                limit: 10,
+            }),
+        ];
+        for e in errors {
+            let msg = e.to_string();
+            let pos = e.position();
+            let io = io::Error::from(e);
+            assert_eq!(io.kind(), io::ErrorKind::InvalidData, "{msg}");
+            assert_eq!(io.to_string(), msg);
+            let back = Error::from(io);
+            assert!(!back.is_io_error(), "{msg}");
+            assert_eq!(back.position(), pos);
+        }
     }
 }

@@ -643,8 +643,12 @@ impl std::io::Read for Fallback<'_> {
                 let mut t = self.tap.lock().unwrap_or_else(|p| p.into_inner());
                 if !t.recording {
                     // A body cut short after it decoded (a truncated
-                    // record) ends where the data ends, as in warcio.
-                    if e.kind() == std::io::ErrorKind::UnexpectedEof && self.produced {
+                    // record) ends where the data ends, as in warcio. An
+                    // end that is the archive's own failure (a file that
+                    // shrank, a remote source cut off: our Error inside,
+                    // which keeps its I/O kind) is no such end.
+                    let ours = e.get_ref().is_some_and(|i| i.is::<crate::Error>());
+                    if e.kind() == std::io::ErrorKind::UnexpectedEof && self.produced && !ours {
                         return Ok(0);
                     }
                     return Err(e);
@@ -783,10 +787,29 @@ mod read_tests {
             read(&mut payload_reader_lenient(&b"\n<html>"[..], &not_chunked)).unwrap(),
             b"\n<html>"
         );
+        // Cut short by a failure of the archive, not by its end: an error.
+        let failing = BufReader::new(cut.chain(Shrank));
+        let e = read(&mut payload_reader_lenient(failing, &gz)).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::UnexpectedEof);
+        assert!(e.to_string().contains("a.warc: offset 99"), "{e}");
         let odd = parse(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: rot13\r\n\r\n");
         assert_eq!(
             read(&mut payload_reader_lenient(&b"abc"[..], &odd)).unwrap(),
             b"abc"
         );
+    }
+
+    /// A source whose file shrank under the reader: the error a record's
+    /// block gives then.
+    struct Shrank;
+
+    impl Read for Shrank {
+        fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
+            let e = crate::Error::from(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "the file shrank while it was being read",
+            ));
+            Err(e.at(crate::Position::at(99)).in_file("a.warc").into())
+        }
     }
 }

@@ -23,7 +23,9 @@ pub struct CaptureLimits {
 ///
 /// A source error of kind `ConnectionReset`, `ConnectionAborted`,
 /// `BrokenPipe` or `UnexpectedEof` ends the body with `disconnect`;
-/// `TimedOut` and `WouldBlock` with `time`. Other errors pass through.
+/// `TimedOut` and `WouldBlock` with `time`. Other errors pass through, and
+/// so does any error carrying a warchest [`Error`](crate::Error) (a body
+/// read from an archive): that is the archive failing, not the peer.
 #[derive(Debug)]
 pub struct LimitedReader<R> {
     inner: R,
@@ -114,6 +116,11 @@ impl<R: Read> Read for LimitedReader<R> {
 impl<R: Read> LimitedReader<R> {
     fn failed(&mut self, e: io::Error) -> io::Result<usize> {
         use io::ErrorKind as K;
+        // A located archive error keeps its I/O kind (a remote WARC cut
+        // off is ConnectionReset too), yet no capture was cut short.
+        if e.get_ref().is_some_and(|i| i.is::<crate::Error>()) {
+            return Err(e);
+        }
         match e.kind() {
             K::Interrupted => Err(e),
             K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe | K::UnexpectedEof => {
@@ -187,5 +194,18 @@ mod tests {
         }
         let mut r = LimitedReader::new(Broken, CaptureLimits::default());
         assert!(r.read(&mut [0u8; 4]).is_err());
+        // An archive's read failure, even of a disconnect's kind, is an
+        // error: no WARC-Truncated for it.
+        struct ArchiveCut;
+        impl Read for ArchiveCut {
+            fn read(&mut self, _: &mut [u8]) -> io::Result<usize> {
+                let e = crate::Error::from(io::Error::from(io::ErrorKind::ConnectionReset));
+                Err(e.at(crate::Position::at(7)).in_file("a.warc").into())
+            }
+        }
+        let mut r = LimitedReader::new(ArchiveCut, CaptureLimits::default());
+        let e = r.read(&mut [0u8; 4]).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::ConnectionReset);
+        assert_eq!(r.truncated(), None);
     }
 }
