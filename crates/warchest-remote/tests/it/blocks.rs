@@ -449,10 +449,11 @@ fn a_store_short_of_rate_does_not_grow_the_budget_to_its_cap() {
     // Readers faster than the store wait for most blocks: growth was
     // asked for all along.
     assert!(waits >= HALF, "{waits} reads waited");
-    // Three windows at least (a start, a pace to beat, two no faster):
-    // five blocks; a window's spread may pass one more.
+    // Two growths come before two windows no faster can stop it: five
+    // blocks at least; six to eight were seen with four such runs at once
+    // on two cores, where a window's pace spreads more.
     assert!(
-        (4 * B..=8 * B).contains(&src.budget()),
+        (5 * B..=10 * B).contains(&src.budget()),
         "{} bytes of budget, {} GETs",
         src.budget(),
         srv.count().0
