@@ -33,6 +33,9 @@ LATENCY_MS (environment): every GET of a file waits that long before it
 answers, as a real store's first byte does (bench/remote_bench.py).
 LATENCY_HEAD=1: every HEAD waits that long too, as a real store's does
 (off by default, as the rows measured before it were).
+RATE_BPS (environment): the bodies of all GETs together go out at that
+many bytes a second at most, in pieces of 16 KiB, as from a store short of
+rate (its CPU or its link): the requests in flight share it.
 """
 
 import os
@@ -47,6 +50,11 @@ ROOT = os.path.abspath(sys.argv[1])
 STALL = float(os.environ.get("STALL_SECONDS", "5"))
 LATENCY = float(os.environ.get("LATENCY_MS", "0")) / 1000
 LATENCY_HEAD = os.environ.get("LATENCY_HEAD", "") == "1"
+RATE = float(os.environ.get("RATE_BPS", "0"))
+PIECE = 16384
+# When the shared pipe is next free (time.monotonic()), under PIPE_LOCK.
+PIPE = [0.0]
+PIPE_LOCK = threading.Lock()
 LOCK = threading.Lock()
 FAULTS = []
 CUTS = {}
@@ -207,7 +215,21 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
             time.sleep(STALL)
             return self.reset()
-        self.wfile.write(data)
+        self.send_paced(data)
+
+    def send_paced(self, data):
+        # At RATE, each piece takes the shared pipe's next slot and goes
+        # out when its slot ends.
+        if RATE <= 0:
+            return self.wfile.write(data)
+        for i in range(0, len(data), PIECE):
+            piece = data[i:i + PIECE]
+            with PIPE_LOCK:
+                now = time.monotonic()
+                PIPE[0] = max(now, PIPE[0]) + len(piece) / RATE
+                end = PIPE[0]
+            time.sleep(max(0.0, end - time.monotonic()))
+            self.wfile.write(piece)
 
 
 class Server(ThreadingHTTPServer):

@@ -5,7 +5,7 @@ use std::io::{self, Write as _};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::thread::ThreadId;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use warchest::io::{Lent, ReadAt};
 
@@ -36,7 +36,8 @@ pub const AHEAD_MAX_BYTES: u64 = 16 << 20;
 /// Default bytes of blocks held at most at first, all readers together:
 /// blocks fetched, being fetched and being read from
 /// (`WARCHEST_REMOTE_BUDGET`). The budget grows from there, a block at a
-/// time, while the fetches' latency is what the readers wait for, up to
+/// time, while the fetches' latency is what the readers wait for and the
+/// blocks come faster for each block more ([`FLAT_GROWTHS`]), up to
 /// [`BUDGET_MAX`].
 pub const BUDGET: u64 = 4 << 20;
 /// Default bytes the budget may grow to (`WARCHEST_REMOTE_BUDGET_MAX`):
@@ -73,6 +74,20 @@ const STALE_MOVES: u64 = 8;
 /// room can then be made from; that wakes the waiters too, as does a job
 /// letting go of a block lent to it).
 const ROOM_POLL: Duration = Duration::from_millis(20);
+/// The budget's growth for latency stops once this many growths in a row
+/// brought the blocks no faster ([`Pool::grow_paced`]): a store whose
+/// rate, not its latency, is the limit (s3rver, one Node thread short of
+/// CPU beside two decoding threads, took the budget to its cap with every
+/// block in flight sharing the same 250-275 MB/s). Two, not one, so that
+/// one window slowed by the decoding (a run of large records) does not
+/// stop it.
+const FLAT_GROWTHS: u8 = 2;
+/// How much faster the blocks must arrive after a growth than the fastest
+/// pace measured before it, as a fraction of that pace, for the growth to
+/// have paid. A store limited by latency gains about a block's share of
+/// the blocks in flight (1/10 at ten blocks on their way); 1/20 is below
+/// that and above the spread of one window's pace on a steady store.
+const GAIN: f64 = 0.05;
 
 /// A block's bytes, in one of the pool's buffers, which goes back to the
 /// pool when the last reader lets go of the block.
@@ -134,6 +149,9 @@ struct Pool {
     back: Condvar,
     cap: usize,
     size: usize,
+    /// Bytes of blocks fetched whole so far: the pace that
+    /// [`Pool::grow_paced`] measures.
+    arrived: AtomicU64,
 }
 
 #[derive(Default)]
@@ -147,6 +165,48 @@ struct PoolState {
     peak: usize,
     /// Buffers in use now.
     used: usize,
+    /// The pace of the blocks ([`Pool::grow_paced`]): when the window now
+    /// measured started (none before growth was first asked for) and the
+    /// bytes arrived by then.
+    since: Option<Instant>,
+    from: u64,
+    /// The fastest pace measured, bytes a second (0 before the first).
+    pace: f64,
+    /// Growths in a row that brought the blocks no faster.
+    flat: u8,
+}
+
+impl PoolState {
+    /// Whether the budget may grow for latency now, `arrived` bytes
+    /// fetched whole so far, blocks of `size` bytes
+    /// ([`Pool::grow_paced`]): the end of a window (a turn of the pool
+    /// arrived since it started) whose pace was not the
+    /// [`FLAT_GROWTHS`]th in a row no faster than the fastest before it.
+    fn paced(&mut self, now: Instant, arrived: u64, size: u64) -> bool {
+        if self.flat >= FLAT_GROWTHS {
+            return false;
+        }
+        let Some(since) = self.since else {
+            self.since = Some(now);
+            self.from = arrived;
+            return false;
+        };
+        let bytes = arrived.saturating_sub(self.from);
+        if bytes < (self.max as u64).saturating_mul(size) {
+            return false;
+        }
+        let secs = now.duration_since(since).as_secs_f64().max(1e-9);
+        let pace = bytes as f64 / secs;
+        if self.pace > 0.0 && pace < self.pace * (1.0 + GAIN) {
+            self.flat += 1;
+        } else {
+            self.flat = 0;
+        }
+        self.pace = self.pace.max(pace);
+        self.since = Some(now);
+        self.from = arrived;
+        self.flat < FLAT_GROWTHS
+    }
 }
 
 impl Pool {
@@ -163,6 +223,7 @@ impl Pool {
             back: Condvar::new(),
             cap: buffers(cap, block).max(max),
             size: usize::try_from(block).unwrap_or(usize::MAX),
+            arrived: AtomicU64::new(0),
         })
     }
 
@@ -213,6 +274,35 @@ impl Pool {
     fn grow(&self, floor: usize) -> bool {
         let mut s = lock(&self.state);
         if s.max >= self.cap.max(floor) {
+            return false;
+        }
+        s.max += 1;
+        true
+    }
+
+    /// [`Pool::grow`] for latency: one buffer more, as there, but only
+    /// while the growths pay. The pace of the blocks (bytes fetched whole
+    /// a second) is measured over a window of a turn of the pool (the
+    /// budget's bytes arrived) at each budget; a growth is allowed at the
+    /// end of a window unless [`FLAT_GROWTHS`] windows in a row were no
+    /// faster (by [`GAIN`]) than the fastest before them, after which
+    /// the budget stays where it is. More blocks in flight hide a store's
+    /// latency, and pay for that; a store short of rate shares the same
+    /// bytes a second among them, and they are only memory held. The
+    /// first ask starts the first window and grows nothing: the pace at
+    /// the budget the object started with is the first measured. Below
+    /// `floor` it grows as `grow` does, unmeasured.
+    fn grow_paced(&self, floor: usize) -> bool {
+        let mut s = lock(&self.state);
+        if s.max < floor {
+            drop(s);
+            return self.grow(floor);
+        }
+        if s.max >= self.cap.max(floor) {
+            return false;
+        }
+        let arrived = self.arrived.load(Ordering::Relaxed);
+        if !s.paced(Instant::now(), arrived, self.size as u64) {
             return false;
         }
         s.max += 1;
@@ -378,6 +468,9 @@ impl Launch {
                 request::fetch_into(&loc, &opts, start, len, Some(size), &mut sink, first).await;
             // A failed block's buffer goes back to the pool at once.
             let pool = Arc::clone(&block.pool);
+            if got.is_ok() {
+                pool.arrived.fetch_add(len, Ordering::Relaxed);
+            }
             guard.set(got.map(|()| block));
             // Its buffer may now be made room from by a reader waiting,
             // once this task no longer refers to it.
@@ -580,16 +673,29 @@ impl Meter {
             return;
         }
         let c = &self.counters;
-        let (max, cap, peak) = self.pool.upgrade().map_or((0, 0, 0), |p| {
+        let (max, cap, peak, pace, flat) = self.pool.upgrade().map_or((0, 0, 0, 0.0, 0), |p| {
             let s = lock(&p.state);
-            (s.max as u64, p.cap as u64, s.peak as u64)
+            (
+                s.max as u64,
+                p.cap as u64,
+                s.peak as u64,
+                s.pace / 1e6,
+                s.flat,
+            )
         });
+        let pace = match (pace > 0.0, flat >= FLAT_GROWTHS) {
+            (false, _) => String::new(),
+            (true, false) => format!(", pace {pace:.0} MB/s at most"),
+            (true, true) => {
+                format!(", pace {pace:.0} MB/s at most, growth stopped (no faster for it)")
+            }
+        };
         let depth = self.held.upgrade().map_or(0, |h| lock(&h).depth);
         let readers = c.most_readers.load(Ordering::Relaxed);
         let waited = c.waited_ns.load(Ordering::Relaxed) as f64 / 1e6;
         let first = c.first_ns.load(Ordering::Relaxed) as f64 / 1e6;
         let line = format!(
-            "warchest: remote blocks of {}: {} requests, {} blocks of {} bytes, budget reached {} bytes (cap {} bytes, or {} blocks if more: one for each of the {} readers and one), {} bytes held at most, {} reads waited {waited:.1} ms, read-ahead {} blocks a reader, first answer {first:.1} ms\n",
+            "warchest: remote blocks of {}: {} requests, {} blocks of {} bytes, budget reached {} bytes (cap {} bytes, or {} blocks if more: one for each of the {} readers and one), {} bytes held at most, {} reads waited {waited:.1} ms, read-ahead {} blocks a reader, first answer {first:.1} ms{pace}\n",
             self.url,
             c.requests.load(Ordering::Relaxed),
             self.blocks,
@@ -1191,7 +1297,9 @@ impl RemoteBlocks {
                     let floor = h.readers.len() + 1;
                     let buf = match buf {
                         Some(b) => Some(b),
-                        None if (next || self.pool.max() < floor) && self.pool.grow(floor) => {
+                        None if (next || self.pool.max() < floor)
+                            && self.pool.grow_paced(floor) =>
+                        {
                             continue;
                         }
                         None => self.make_room(&mut h, Give::Any),
@@ -1227,7 +1335,8 @@ impl RemoteBlocks {
             // decoding, is the limit. A reader slower than the fetches
             // finds its block fetched, and a reader jumping to a block
             // not held (a new chunk) waits for one request whatever the
-            // budget: neither grows it.
+            // budget: neither grows it. Nor a store whose blocks came no
+            // faster for the last growths ([`Pool::grow_paced`]).
             let mut may_grow = caught_up;
             for k in i + 1..=last {
                 if h.blocks.iter().any(|(b, _)| *b == k) {
@@ -1235,7 +1344,7 @@ impl RemoteBlocks {
                 }
                 let buf = match self.ahead_room(&mut h, me, i) {
                     Some(buf) => buf,
-                    None if may_grow && self.pool.grow(0) => {
+                    None if may_grow && self.pool.grow_paced(0) => {
                         may_grow = false;
                         match self.ahead_room(&mut h, me, i) {
                             Some(buf) => buf,
@@ -1631,6 +1740,52 @@ mod tests {
         // Other blocks keep the start and the cap, in bytes.
         let b = b.with_blocks(B as usize / 2, 1);
         assert_eq!((b.budget(), b.budget_max()), (5 * B, 9 * B));
+    }
+
+    /// The budget grows for latency only while the blocks come faster for
+    /// it: windows of a turn of the pool, each measured at its budget.
+    /// A store whose rate is fixed (every block in flight shares it)
+    /// stops the growth after two windows no faster; one whose blocks
+    /// come faster with each block more in flight grows window after
+    /// window; one slow window among faster ones does not stop it.
+    #[test]
+    fn the_budget_grows_for_latency_only_while_the_blocks_come_faster() {
+        let ms = Duration::from_millis;
+        // `rates[k]` bytes a millisecond in window k; the budget it ends at.
+        let run = |rates: &[u64]| {
+            let p = Pool::new(4 * B, 64 * B, B);
+            let t0 = Instant::now();
+            let (mut t, mut arrived) = (t0, 0u64);
+            let mut s = lock(&p.state);
+            // The first ask starts the first window and grows nothing.
+            assert!(!s.paced(t, arrived, B));
+            for &rate in rates {
+                let turn = s.max as u64 * B;
+                // Half a turn in: not a window yet.
+                assert!(!s.paced(t + ms(1), arrived + turn / 2, B));
+                t += ms(turn / rate);
+                arrived += turn;
+                if s.paced(t, arrived, B) {
+                    s.max += 1;
+                }
+            }
+            (s.max, s.flat)
+        };
+        let b = B / 1000;
+        // A fixed rate: the first window is the pace to beat; the next two
+        // are no faster, and the budget stays where the second ended.
+        assert_eq!(run(&[100 * b; 6]), (6, FLAT_GROWTHS));
+        // A latency-bound store: each block more in flight is faster.
+        let rising: Vec<u64> = (4..14).map(|n| n * 10 * b).collect();
+        assert_eq!(run(&rising), (14, 0));
+        // A 3 % gain is within a window's spread: no faster.
+        assert_eq!(
+            run(&[100 * b, 103 * b, 103 * b, 200 * b]),
+            (6, FLAT_GROWTHS)
+        );
+        // One slow window between faster ones.
+        let (max, flat) = run(&[100 * b, 120 * b, 90 * b, 150 * b, 180 * b]);
+        assert_eq!((max, flat), (9, 0));
     }
 
     /// The read-ahead follows the bytes: 8 MiB of blocks, at least four,

@@ -371,8 +371,9 @@ fn read_parts(
 
 /// The budget adapts: with 20 ms a request and readers faster than the
 /// fetches, it grows from its start while readers catch up with blocks
-/// still on their way, every byte right; never past its cap (two readers
-/// want twelve blocks, the cap is eight); with one reader it stops
+/// still on their way and the blocks come faster for it, every byte
+/// right; never past its cap (two readers want twelve blocks, the cap is
+/// eight); with one reader it stops
 /// growing once that reader's read-ahead fits (its own block, the one
 /// before and four ahead), well below a cap of sixteen.
 #[test]
@@ -396,10 +397,14 @@ fn with_latency_the_budget_grows_up_to_its_cap_and_stops_once_the_read_ahead_fit
         std::time::Duration::ZERO,
     );
     assert!(parts.concat() == data);
-    assert_eq!(
+    // Each block more in flight brings the blocks faster here, so the
+    // growth goes on (to the cap of eight on a quiet machine; five to
+    // seven were seen with four such runs at once on two cores, where a
+    // window's pace spreads by more than a block's share).
+    assert!(
+        (5 * B..=8 * B).contains(&src.budget()),
+        "{} bytes of budget, {} GETs",
         src.budget(),
-        8 * B,
-        "grown to the cap, {} GETs",
         srv.count().0
     );
     assert!(src.peak_bytes() <= 8 * B, "{} bytes held", src.peak_bytes());
@@ -411,6 +416,47 @@ fn with_latency_the_budget_grows_up_to_its_cap_and_stops_once_the_read_ahead_fit
         (3 * B..=8 * B).contains(&src.budget()),
         "{} bytes of budget",
         src.budget()
+    );
+    assert!(src.peak_bytes() <= src.budget());
+}
+
+/// A store short of rate (6 MB/s for all its requests together, no
+/// latency) with two readers faster than it: every read waits for its
+/// block, which grew the budget to its cap a block a wait, yet more blocks
+/// in flight only share the same bytes a second. The budget now grows only
+/// while the blocks come faster for it: it stops a few blocks above its
+/// start, far below the cap, and every byte comes right.
+#[test]
+fn a_store_short_of_rate_does_not_grow_the_budget_to_its_cap() {
+    const B: u64 = 64 << 10;
+    const HALF: u64 = 24;
+    let data: Vec<u8> = (0..2 * HALF * B).map(|i| (i * 7 % 251) as u8).collect();
+    let srv = RangeServer::serving_paced(&[("d.bin", &data)], 5.0, 6_000_000);
+    let opts = quick();
+    let loc = Location::parse_with(&srv.url("d.bin"), &opts).unwrap();
+    let src = open_unseeded(&loc, &opts, &data)
+        .with_blocks(B as usize, 4)
+        .with_budget(3 * B)
+        .with_budget_max(16 * B);
+    let parts = read_parts(
+        &src,
+        &[(0, HALF * B), (HALF * B, 2 * HALF * B)],
+        B,
+        std::time::Duration::ZERO,
+    );
+    assert!(parts.concat() == data);
+    let (waits, _) = src.waits();
+    // Readers faster than the store wait for most blocks: growth was
+    // asked for all along.
+    assert!(waits >= HALF, "{waits} reads waited");
+    // Two growths come before two windows no faster can stop it: five
+    // blocks at least; six to eight were seen with four such runs at once
+    // on two cores, where a window's pace spreads more.
+    assert!(
+        (5 * B..=10 * B).contains(&src.budget()),
+        "{} bytes of budget, {} GETs",
+        src.budget(),
+        srv.count().0
     );
     assert!(src.peak_bytes() <= src.budget());
 }

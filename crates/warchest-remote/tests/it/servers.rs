@@ -72,11 +72,17 @@ impl RangeServer {
     /// `latency_ms` (a real store's time to first byte).
     #[allow(dead_code)]
     pub fn with_latency(root: &Path, stall: f64, latency_ms: u64) -> RangeServer {
+        RangeServer::with_env(root, stall, &[("LATENCY_MS", latency_ms.to_string())])
+    }
+
+    /// [`RangeServer::start`] with more of range_server.py's environment.
+    #[allow(dead_code)]
+    fn with_env(root: &Path, stall: f64, env: &[(&str, String)]) -> RangeServer {
         let mut child = Command::new("python3")
             .arg(repo_root().join("tests/remote/range_server.py"))
             .arg(root)
             .env("STALL_SECONDS", stall.to_string())
-            .env("LATENCY_MS", latency_ms.to_string())
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .env("MAX_SECONDS", "300")
             .stdout(Stdio::piped())
             .spawn()
@@ -111,6 +117,20 @@ impl RangeServer {
             std::fs::write(dir.path().join(name), bytes).expect("write a served file");
         }
         let mut srv = RangeServer::with_latency(dir.path(), stall, latency_ms);
+        srv._dir = Some(dir);
+        srv
+    }
+
+    /// [`RangeServer::serving`] with the bodies of every GET together sent
+    /// at `rate` bytes a second at most (RATE_BPS): a store short of rate,
+    /// whose requests in flight share it.
+    #[allow(dead_code)]
+    pub fn serving_paced(files: &[(&str, &[u8])], stall: f64, rate: u64) -> RangeServer {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        for (name, bytes) in files {
+            std::fs::write(dir.path().join(name), bytes).expect("write a served file");
+        }
+        let mut srv = RangeServer::with_env(dir.path(), stall, &[("RATE_BPS", rate.to_string())]);
         srv._dir = Some(dir);
         srv
     }
