@@ -23,7 +23,8 @@ enum Robots {
 
 /// A loopback site, one request a connection (`Connection: close`): its
 /// n-th request for /robots.txt gets `robots[n]` (the last one for every
-/// later request), anything else a 200. Serves at most 64 connections,
+/// later request; a 3xx redirects to /robots.txt again), anything else a
+/// 200. Serves at most 64 connections,
 /// each read for at most 5 s, so a failing test cannot hang on it.
 struct Site {
     port: u16,
@@ -64,9 +65,15 @@ impl Site {
                 } else {
                     (200, "page")
                 };
+                // A 3xx redirects to robots.txt itself (a loop).
+                let loc = if (300..400).contains(&status) {
+                    "Location: /robots.txt\r\n"
+                } else {
+                    ""
+                };
                 let _ = write!(
                     c,
-                    "HTTP/1.1 {status} X\r\nContent-Type: text/plain\r\n\
+                    "HTTP/1.1 {status} X\r\n{loc}Content-Type: text/plain\r\n\
                      Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
                     body.len()
                 );
@@ -234,4 +241,67 @@ fn a_robots_txt_nothing_answered_is_asked_again_after_the_back_off() {
         (summary.fetched, summary.disallowed, summary.failed),
         (1, 0, 1)
     );
+}
+
+/// RFC 9309 2.3.1: robots.txt unreachable (5xx, or no answer at all)
+/// disallows everything; unavailable (4xx) allows everything. The
+/// crawler decides the same way. A 5xx is the site's answer: the URL
+/// is skipped, its event saying why. No answer at all is an error (the
+/// host could not be reached), counted failed, so that a run that
+/// reached nothing does not end as a success.
+#[test]
+fn unreachable_robots_disallow_and_say_so_unavailable_allow() {
+    let once = |url: String| {
+        capture(
+            vec![url],
+            RobotsPolicy::default().unreachable_ttl,
+            &[],
+            Duration::ZERO,
+        )
+    };
+    // A closed port: nothing answers robots.txt (nor the page).
+    let closed = {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let (events, summary) = once(format!("http://127.0.0.1:{closed}/page"));
+    assert_eq!(events.len(), 1, "{events:?}");
+    let e = &events[0];
+    assert_eq!(e.outcome, "error", "{e:?}");
+    let error = e.error.as_deref().unwrap_or_default();
+    assert!(error.contains("robots.txt unreachable"), "{error}");
+    assert!(error.contains("/robots.txt"), "{error}");
+    assert_eq!((summary.disallowed, summary.failed), (0, 1));
+
+    let site = Site::start(vec![Robots::Status(503)]);
+    let (events, summary) = once(site.url("/page"));
+    assert_eq!(events.len(), 1, "{events:?}");
+    let e = &events[0];
+    assert_eq!(e.outcome, "robots-disallowed", "{e:?}");
+    let reason = e.reason.as_deref().unwrap_or_default();
+    assert!(reason.contains("robots.txt unreachable"), "{reason}");
+    assert!(reason.contains("answered 503"), "{reason}");
+    assert!(e.error.is_none(), "{e:?}");
+    assert_eq!((summary.disallowed, summary.failed), (1, 0));
+
+    // Redirected round and round: skipped as for a 5xx, not an error.
+    let site = Site::start(vec![Robots::Status(302)]);
+    let (events, summary) = once(site.url("/page"));
+    assert_eq!(events.len(), 1, "{events:?}");
+    let e = &events[0];
+    assert_eq!(e.outcome, "robots-disallowed", "{e:?}");
+    let reason = e.reason.as_deref().unwrap_or_default();
+    assert!(reason.contains("redirected more than 5 times"), "{reason}");
+    assert_eq!((summary.disallowed, summary.failed), (1, 0));
+    assert_eq!(site.count("/page"), 0);
+
+    let site = Site::start(vec![Robots::Status(404)]);
+    let (events, summary) = once(site.url("/page"));
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(
+        (events[0].outcome.as_str(), events[0].status),
+        ("response", Some(200))
+    );
+    assert!(events[0].reason.is_none());
+    assert_eq!((summary.fetched, summary.disallowed), (1, 0));
 }
