@@ -127,13 +127,6 @@ pub(crate) fn no_remote(url: &str) -> PyErr {
     ))
 }
 
-/// An I/O error of a remote source as a Python `OSError` (its message names
-/// the URL and offset).
-#[cfg(feature = "remote")]
-pub(crate) fn remote_err(e: io::Error) -> PyErr {
-    pyo3::exceptions::PyOSError::new_err(e.to_string())
-}
-
 /// What a Python argument naming an input is.
 pub(crate) enum Input {
     /// A path (`str` or `os.PathLike`).

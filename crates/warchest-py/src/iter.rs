@@ -25,7 +25,7 @@ use warchest_index::table::may_have_http_head;
 
 use crate::io::{Input, PyReader};
 use crate::pybytes::{self, Filling};
-use crate::to_py;
+use crate::{io_to_py, to_py};
 
 /// What the iterator needs of a reader, whatever it reads from.
 pub(crate) trait RecordSource: Send {
@@ -820,7 +820,9 @@ impl StatusAndHeaders {
 }
 
 /// A stream over a record's block or payload: `read`, `readline`,
-/// iteration by lines. Reads release the interpreter lock.
+/// iteration by lines. Reads release the interpreter lock. Damage met
+/// while reading (a corrupt member, a record cut short) raises
+/// `ArchiveError`, a failure of the source `OSError`.
 #[pyclass(module = "warchest._warchest", frozen)]
 pub(crate) struct RecordStream {
     inner: Mutex<StreamState>,
@@ -1067,10 +1069,6 @@ impl StreamState {
     }
 }
 
-fn os_error(e: std::io::Error) -> PyErr {
-    pyo3::exceptions::PyOSError::new_err(e.to_string())
-}
-
 impl RecordStream {
     /// A stream over `reader`; `hint` is the record's Content-Length, `left`
     /// the exact number of bytes `reader` holds when known.
@@ -1101,7 +1099,7 @@ impl RecordStream {
         py: Python<'_>,
         f: impl FnOnce(&mut StreamState) -> std::io::Result<T> + Send,
     ) -> PyResult<T> {
-        py.detach(|| f(&mut self.lock())).map_err(os_error)
+        py.detach(|| f(&mut self.lock())).map_err(io_to_py)
     }
 
     /// `read` and `read1`. When the length is known, the `bytes` object is
@@ -1135,11 +1133,11 @@ impl RecordStream {
                     match r {
                         Ok(more) => return Ok(more),
                         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                        Err(e) => return Err(os_error(e)),
+                        Err(e) => return Err(io_to_py(e)),
                     }
                 }
                 py.detach(|| self.lock().fill_to(out, to_end))
-                    .map_err(os_error)
+                    .map_err(io_to_py)
             })?;
             if !more {
                 return Ok(b);

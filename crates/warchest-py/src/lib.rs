@@ -27,11 +27,30 @@ pyo3::create_exception!(
 
 /// Converts a library error to a Python exception: `OSError` for I/O,
 /// `ArchiveError` (a `ValueError`) for everything the bytes did wrong.
+/// The binding's one place that picks the class; [`io_to_py`] comes here.
 pub(crate) fn to_py(e: warchest::Error) -> PyErr {
     if e.is_io_error() {
         pyo3::exceptions::PyOSError::new_err(e.to_string())
     } else {
         ArchiveError::new_err(e.to_string())
+    }
+}
+
+/// Converts an `io::Error` to a Python exception. The library's readers
+/// (a record's block, a payload decoder) report through `io::Read` with
+/// their [`warchest::Error`] as the payload: that one goes through
+/// [`to_py`], so a corrupt member or a truncated record is an
+/// `ArchiveError` with the library's message (file, offset, record as
+/// known), and an I/O failure an `OSError`. Any other `io::Error` is an
+/// `OSError`.
+pub(crate) fn io_to_py(e: std::io::Error) -> PyErr {
+    if e.get_ref()
+        .is_some_and(|inner| inner.is::<warchest::Error>())
+    {
+        // From<io::Error> hands the payload back whole.
+        to_py(warchest::Error::from(e))
+    } else {
+        pyo3::exceptions::PyOSError::new_err(e.to_string())
     }
 }
 

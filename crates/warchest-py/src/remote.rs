@@ -24,7 +24,8 @@ use warchest::{Error, Result};
 use warchest_index::table::{ScanOptions, Scanner};
 use warchest_remote::{Location, RangeRequest, RemoteFile};
 
-use crate::io::{is_url, remote_err};
+use crate::io::is_url;
+use crate::io_to_py;
 use crate::iter::ArchiveIterator;
 use crate::scan::ScanStream;
 
@@ -126,7 +127,7 @@ pub(crate) fn split_ranges(url: &str, split_size: u64) -> Result<Vec<Range<u64>>
 /// component, or one object) as `(url, size)` pairs, sorted by URL.
 #[pyfunction]
 pub(crate) fn list_urls(py: Python<'_>, url: &str) -> PyResult<Vec<(String, u64)>> {
-    py.detach(|| warchest_remote::list(url)).map_err(remote_err)
+    py.detach(|| warchest_remote::list(url)).map_err(io_to_py)
 }
 
 /// One row of a fetch: where its bytes come from.

@@ -144,7 +144,7 @@ impl WARCWriter {
                 target
                     .py()
                     .detach(|| warchest_remote::create(&u))
-                    .map_err(crate::io::remote_err)?,
+                    .map_err(crate::io_to_py)?,
             )),
             #[cfg(not(feature = "remote"))]
             Ok(Input::Url(u)) => return Err(crate::io::no_remote(&u)),
@@ -319,8 +319,7 @@ impl WARCWriter {
         if let Some(w) = w {
             py.detach(|| -> PyResult<()> {
                 let out = w.finish().map_err(to_py)?;
-                out.finish()
-                    .map_err(|e| pyo3::exceptions::PyOSError::new_err(e.to_string()))?;
+                out.finish().map_err(crate::io_to_py)?;
                 Ok(())
             })?;
         }
