@@ -44,9 +44,7 @@ pub(crate) fn to_py(e: warchest::Error) -> PyErr {
 /// known), and an I/O failure an `OSError`. Any other `io::Error` is an
 /// `OSError`.
 pub(crate) fn io_to_py(e: std::io::Error) -> PyErr {
-    if e.get_ref()
-        .is_some_and(|inner| inner.is::<warchest::Error>())
-    {
+    if warchest::Error::carried_by(&e).is_some() {
         // From<io::Error> hands the payload back whole.
         to_py(warchest::Error::from(e))
     } else {

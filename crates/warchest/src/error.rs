@@ -124,6 +124,14 @@ impl Error {
         Error::new(ErrorKind::Syntax(msg.into())).at(position)
     }
 
+    /// The error of ours an `io::Error` carries, when it carries one: an
+    /// archive's own failure handed through an `io::Read` (a codec error, or
+    /// an I/O failure with its file and offset), as told from a peer's or
+    /// a caller's I/O error, which may be of the same kind.
+    pub fn carried_by(e: &io::Error) -> Option<&Error> {
+        e.get_ref().and_then(|inner| inner.downcast_ref::<Error>())
+    }
+
     /// What went wrong.
     pub fn kind(&self) -> &ErrorKind {
         &self.0.kind
@@ -237,7 +245,7 @@ impl From<io::Error> for Error {
     fn from(e: io::Error) -> Self {
         // An io::Error that wraps one of ours (a body reader reporting a codec
         // failure) is unwrapped so the position survives.
-        if e.get_ref().is_some_and(|inner| inner.is::<Error>()) {
+        if Error::carried_by(&e).is_some() {
             let inner = e.into_inner().expect("checked above");
             return *inner.downcast::<Error>().expect("checked above");
         }
@@ -573,7 +581,7 @@ mod tests {
         assert_eq!(io.kind(), io::ErrorKind::BrokenPipe);
         assert_eq!(io.to_string(), "gone");
         // Not wrapped: the payload is the original message, not our Error.
-        assert!(!io.get_ref().is_some_and(|i| i.is::<Error>()));
+        assert!(Error::carried_by(&io).is_none());
     }
 
     #[test]

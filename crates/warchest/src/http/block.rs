@@ -647,8 +647,10 @@ impl std::io::Read for Fallback<'_> {
                     // end that is the archive's own failure (a file that
                     // shrank, a remote source cut off: our Error inside,
                     // which keeps its I/O kind) is no such end.
-                    let ours = e.get_ref().is_some_and(|i| i.is::<crate::Error>());
-                    if e.kind() == std::io::ErrorKind::UnexpectedEof && self.produced && !ours {
+                    if e.kind() == std::io::ErrorKind::UnexpectedEof
+                        && self.produced
+                        && crate::Error::carried_by(&e).is_none()
+                    {
                         return Ok(0);
                     }
                     return Err(e);

@@ -118,7 +118,7 @@ impl<R: Read> LimitedReader<R> {
         use io::ErrorKind as K;
         // A located archive error keeps its I/O kind (a remote WARC cut
         // off is ConnectionReset too), yet no capture was cut short.
-        if e.get_ref().is_some_and(|i| i.is::<crate::Error>()) {
+        if crate::Error::carried_by(&e).is_some() {
             return Err(e);
         }
         match e.kind() {
