@@ -37,8 +37,8 @@ pub const AHEAD_MAX_BYTES: u64 = 16 << 20;
 /// blocks fetched, being fetched and being read from
 /// (`WARCHEST_REMOTE_BUDGET`). The budget grows from there, a block at a
 /// time, while the fetches' latency is what the readers wait for and the
-/// blocks come faster for each block more ([`FLAT_GROWTHS`]), up to
-/// [`BUDGET_MAX`].
+/// blocks come faster for each block more (docs/remote.md, "The s3rver
+/// `-j 2` row"), up to [`BUDGET_MAX`].
 pub const BUDGET: u64 = 4 << 20;
 /// Default bytes the budget may grow to (`WARCHEST_REMOTE_BUDGET_MAX`):
 /// about what 20 ms a request at two cores' decoding rate needs on its
@@ -1029,6 +1029,13 @@ impl RemoteBlocks {
             self.counters.waits.load(Ordering::Relaxed),
             Duration::from_nanos(self.counters.waited_ns.load(Ordering::Relaxed)),
         )
+    }
+
+    /// Whether the budget's growth for latency stopped because two growths
+    /// in a row brought the blocks no faster (docs/remote.md, "The s3rver
+    /// `-j 2` row"): the budget then stays where it is for this object.
+    pub fn growth_stopped(&self) -> bool {
+        lock(&self.pool.state).flat >= FLAT_GROWTHS
     }
 
     /// Blocks each reader reads ahead now: [`RemoteBlocks::ahead_for`] at
