@@ -249,7 +249,8 @@ impl<T> Kept<T> {
     pub fn new(value: T, now: Instant, ttl: Duration) -> Kept<T> {
         let expires = now
             .checked_add(ttl)
-            .unwrap_or(now + Duration::from_secs(86400 * 365));
+            .or_else(|| now.checked_add(Duration::from_secs(86400 * 365)))
+            .unwrap_or(now);
         Kept { value, expires }
     }
 

@@ -108,10 +108,21 @@ fn capture(
     pause_after: &[String],
     pause: Duration,
 ) -> (Vec<Event>, Summary) {
+    capture_on(1, urls, backoff, pause_after, pause)
+}
+
+/// [`capture`] with `jobs` workers.
+fn capture_on(
+    jobs: usize,
+    urls: Vec<String>,
+    backoff: Duration,
+    pause_after: &[String],
+    pause: Duration,
+) -> (Vec<Event>, Summary) {
     let dir = tempfile::tempdir().unwrap();
     let opts = CaptureOptions {
         timeout: Duration::from_secs(5),
-        jobs: 1,
+        jobs,
         robots_policy: RobotsPolicy {
             unreachable_ttl: backoff,
             ..RobotsPolicy::default()
@@ -211,6 +222,24 @@ fn within_the_back_off_robots_txt_is_not_asked_again() {
     assert_eq!(site.count("/robots.txt"), 1, "{:?}", site.asked);
     assert_eq!(site.asked.lock().unwrap().len(), 1);
     assert_eq!((summary.disallowed, summary.failed), (3, 0));
+
+    // Four workers on the one origin: they wait for the one robots.txt
+    // answer, not ask for it each.
+    let site = Site::start(vec![Robots::Status(503), Robots::File(RULES)]);
+    let urls: Vec<String> = (0..8).map(|k| site.url(&format!("/p{k}"))).collect();
+    let (events, summary) = capture_on(
+        4,
+        urls.clone(),
+        RobotsPolicy::default().unreachable_ttl,
+        &[],
+        Duration::ZERO,
+    );
+    assert_eq!(events.len(), 8, "{events:?}");
+    for u in &urls {
+        assert_eq!(event(&events, u).outcome, "robots-disallowed");
+    }
+    assert_eq!(site.count("/robots.txt"), 1, "{:?}", site.asked);
+    assert_eq!((summary.disallowed, summary.failed), (8, 0));
 }
 
 /// A robots.txt request that got no answer at all (the connection closed
