@@ -525,8 +525,8 @@ impl ArchiveIterator {
     /// record's number from 0, or `None` when the recovery belongs to no
     /// record, as damage to a member), `record_id` (its WARC-Record-ID, when
     /// known) and `message`. Only the first 1000 are kept; `warning_counts`
-    /// counts them all. Empty with `strict=True`, where each would have
-    /// been an error.
+    /// counts them all. With `strict=True` a deviation is an error
+    /// instead.
     #[getter]
     fn warnings<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let kept = py.detach(|| {
