@@ -15,12 +15,12 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, TryLockError};
 use pyo3::exceptions::{PyStopIteration, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 use warchest::archive::{Format, FormatRecord, Reader};
 use warchest::codec::{Decoder, DecoderOptions, Source};
 use warchest::http::{self, HttpHead};
 use warchest::warc::{ReaderOptions, RecordEnd, RecordType, WarcHeader};
-use warchest::{Error, Limits};
+use warchest::{Error, Limits, Warning, WarningKind};
 use warchest_index::table::may_have_http_head;
 
 use crate::io::{Input, PyReader};
@@ -43,6 +43,10 @@ pub(crate) trait RecordSource: Send {
     fn prefer_reads(&mut self) -> warchest::Result<()> {
         Ok(())
     }
+    /// Moves the lenient recoveries reported since the last call into
+    /// `out` (the reader's and its decoder's, as `take_warnings` gives
+    /// them).
+    fn drain_warnings(&mut self, out: &mut Vec<Warning>);
 }
 
 pub(crate) struct Next {
@@ -115,6 +119,42 @@ impl<S: Source + Send> RecordSource for Reader<S> {
     fn prefer_reads(&mut self) -> warchest::Result<()> {
         Reader::prefer_reads(self).map(|_| ())
     }
+
+    fn drain_warnings(&mut self, out: &mut Vec<Warning>) {
+        out.append(&mut self.take_warnings());
+    }
+}
+
+/// Most recoveries an iterator keeps whole ([`Recoveries`]); past this
+/// they are only counted.
+const MAX_KEPT_WARNINGS: usize = 1000;
+
+/// The lenient recoveries of an iterator: every one counted by kind, the
+/// first [`MAX_KEPT_WARNINGS`] kept whole, so a badly damaged file costs
+/// counts, not memory.
+#[derive(Default)]
+struct Recoveries {
+    /// Per kind, in the order kinds were first met (a handful at most).
+    counts: Vec<(WarningKind, u64)>,
+    kept: Vec<Warning>,
+    /// Scratch for draining the reader, reused.
+    drained: Vec<Warning>,
+}
+
+impl Recoveries {
+    /// Takes what `src` reported since the last call.
+    fn collect(&mut self, src: &mut dyn RecordSource) {
+        src.drain_warnings(&mut self.drained);
+        for w in self.drained.drain(..) {
+            match self.counts.iter_mut().find(|(k, _)| *k == w.kind) {
+                Some((_, n)) => *n += 1,
+                None => self.counts.push((w.kind, 1)),
+            }
+            if self.kept.len() < MAX_KEPT_WARNINGS {
+                self.kept.push(w);
+            }
+        }
+    }
 }
 
 /// The reader and the state of its current record.
@@ -132,6 +172,10 @@ struct Core {
     /// The reader was told payloads are read whole
     /// ([`RecordSource::prefer_reads`]): once is enough.
     prefers_reads: bool,
+    /// What the lenient reader recovered from so far. Taken from the
+    /// reader on each record and when asked, so that its own list stays
+    /// short and recoveries met by a stream are seen before the next one.
+    recoveries: Recoveries,
 }
 
 fn stale() -> std::io::Error {
@@ -141,6 +185,11 @@ fn stale() -> std::io::Error {
 }
 
 impl Core {
+    /// Takes the reader's new warnings into [`Core::recoveries`].
+    fn collect_warnings(&mut self) {
+        self.recoveries.collect(self.src.as_mut());
+    }
+
     /// Block bytes of record `generation` handed to `take` where they lie
     /// (the bytes looked at for a head first): 0 at the end.
     fn chunk(
@@ -285,6 +334,7 @@ impl ArchiveIterator {
                 end: None,
                 closed: false,
                 prefers_reads: false,
+                recoveries: Recoveries::default(),
             })),
             parse_http,
             record_types: record_types
@@ -402,7 +452,11 @@ impl ArchiveIterator {
                 c.prefix_pos = 0;
                 c.offset = None;
                 c.end = None;
-                let Some(mut n) = c.src.next(parse_http, &limits)? else {
+                let got = c.src.next(parse_http, &limits);
+                // Before the error, if any: what was recovered from on the
+                // way there counts too.
+                c.collect_warnings();
+                let Some(mut n) = got? else {
                     return Ok(None);
                 };
                 if let Some(t) = &types {
@@ -455,11 +509,59 @@ impl ArchiveIterator {
                 return Err(PyValueError::new_err("no current record"));
             }
             if c.end.is_none() {
-                let end = c.src.finish().map_err(to_py)?;
-                c.end = end;
+                let end = c.src.finish();
+                c.collect_warnings();
+                c.end = end.map_err(to_py)?;
             }
             Ok(c.end.and_then(|e| e.stored_len))
         })
+    }
+
+    /// The lenient recoveries met so far (reading records and their
+    /// streams), in the order the reader reported them: each a dict with
+    /// `kind` (the name `warchest -w` prints, e.g. `"bare-lf"`,
+    /// `"damaged-member"`), `offset` (the stored offset where it was seen:
+    /// a compressed member's start for damage to the member), `record` (the
+    /// record's number from 0, or `None` when the recovery belongs to no
+    /// record, as damage to a member), `record_id` (its WARC-Record-ID, when
+    /// known) and `message`. Only the first 1000 are kept; `warning_counts`
+    /// counts them all. With `strict=True` a deviation is an error
+    /// instead.
+    #[getter]
+    fn warnings<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let kept = py.detach(|| {
+            let mut c = lock(&self.core);
+            c.collect_warnings();
+            c.recoveries.kept.clone()
+        });
+        let list = PyList::empty(py);
+        for w in kept {
+            let d = PyDict::new(py);
+            d.set_item(intern!(py, "kind"), w.kind.name())?;
+            d.set_item(intern!(py, "offset"), w.offset)?;
+            d.set_item(intern!(py, "record"), w.record)?;
+            d.set_item(intern!(py, "record_id"), w.record_id)?;
+            d.set_item(intern!(py, "message"), w.message)?;
+            list.append(d)?;
+        }
+        Ok(list)
+    }
+
+    /// Every lenient recovery met so far, counted by kind: a dict of kind
+    /// name (as in `warnings`) to count, kinds in the order first met.
+    /// Counts all of them, beyond the 1000 `warnings` keeps.
+    #[getter]
+    fn warning_counts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let counts = py.detach(|| {
+            let mut c = lock(&self.core);
+            c.collect_warnings();
+            c.recoveries.counts.clone()
+        });
+        let d = PyDict::new(py);
+        for (kind, n) in counts {
+            d.set_item(kind.name(), n)?;
+        }
+        Ok(d)
     }
 
     /// Stops iterating; the file stays open until the iterator is dropped

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use warchest::archive::Reader;
 use warchest::codec::Decoder;
 use warchest::warc::{ReaderOptions, RecordEnd};
-use warchest::{Limits, Result};
+use warchest::{Limits, Result, Warning};
 use warchest_wacz::{Section, ZipEntry};
 
 use crate::iter::{Next, RecordSource};
@@ -19,6 +19,9 @@ pub(crate) struct WaczSource {
     entries: std::vec::IntoIter<ZipEntry>,
     current: Option<Reader<Decoder<Section>>>,
     opts: ReaderOptions,
+    /// Warnings of archive files read to their end, not yet drained: they
+    /// would go with their reader otherwise.
+    finished: Vec<Warning>,
 }
 
 impl WaczSource {
@@ -36,6 +39,7 @@ impl WaczSource {
             entries: entries.into_iter(),
             current: None,
             opts,
+            finished: Vec::new(),
         })
     }
 }
@@ -47,6 +51,9 @@ impl RecordSource for WaczSource {
                 && let Some(n) = RecordSource::next(r, parse_http, limits)?
             {
                 return Ok(Some(n));
+            }
+            if let Some(r) = &mut self.current {
+                self.finished.append(&mut r.take_warnings());
             }
             let Some(e) = self.entries.next() else {
                 self.current = None;
@@ -76,6 +83,13 @@ impl RecordSource for WaczSource {
         match &mut self.current {
             Some(r) => RecordSource::finish(r),
             None => Ok(None),
+        }
+    }
+
+    fn drain_warnings(&mut self, out: &mut Vec<Warning>) {
+        out.append(&mut self.finished);
+        if let Some(r) = &mut self.current {
+            RecordSource::drain_warnings(r, out);
         }
     }
 }

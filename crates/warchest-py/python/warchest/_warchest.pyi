@@ -1,7 +1,7 @@
 """Type stubs of the Rust extension module."""
 
 import os
-from typing import Any, BinaryIO, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, BinaryIO, Dict, Iterator, List, Optional, Sequence, Tuple, TypedDict, Union
 
 _Path = Union[str, "os.PathLike[str]"]
 _Paths = Union[_Path, Sequence[_Path]]
@@ -57,6 +57,16 @@ class Record:
     def raw_stream(self) -> RecordStream: ...
     def content_stream(self) -> RecordStream: ...
 
+class _ReadWarning(TypedDict):
+    """One lenient recovery of an ArchiveIterator (its ``warnings``): a dict;
+    this name is for type checkers only."""
+
+    kind: str  # as `warchest -w` prints it: "bare-lf", "damaged-member"...
+    offset: int  # stored offset where it was seen
+    record: Optional[int]  # record number from 0; None when it belongs to none
+    record_id: Optional[str]
+    message: str
+
 class ArchiveIterator:
     def __init__(
         self,
@@ -70,6 +80,10 @@ class ArchiveIterator:
     def __next__(self) -> Record: ...
     def get_record_offset(self) -> int: ...
     def get_record_length(self) -> Optional[int]: ...
+    @property
+    def warnings(self) -> List[_ReadWarning]: ...
+    @property
+    def warning_counts(self) -> Dict[str, int]: ...
     def close(self) -> None: ...
     def __enter__(self) -> "ArchiveIterator": ...
     def __exit__(self, *args: Any) -> bool: ...
