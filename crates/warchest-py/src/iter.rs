@@ -360,6 +360,16 @@ impl ArchiveIterator {
         .limits;
         ArchiveIterator::with_source(src, record_types, parse_http, limits)
     }
+
+    /// `take` of the recoveries, the reader's new ones collected first,
+    /// without the GIL (the reader's lock may be held by a reading thread).
+    fn recovered<T: Send>(&self, py: Python<'_>, take: impl FnOnce(&Recoveries) -> T + Send) -> T {
+        py.detach(|| {
+            let mut c = lock(&self.core);
+            c.collect_warnings();
+            take(&c.recoveries)
+        })
+    }
 }
 
 #[pymethods]
@@ -529,11 +539,7 @@ impl ArchiveIterator {
     /// instead.
     #[getter]
     fn warnings<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let kept = py.detach(|| {
-            let mut c = lock(&self.core);
-            c.collect_warnings();
-            c.recoveries.kept.clone()
-        });
+        let kept = self.recovered(py, |r| r.kept.clone());
         let list = PyList::empty(py);
         for w in kept {
             let d = PyDict::new(py);
@@ -552,11 +558,7 @@ impl ArchiveIterator {
     /// Counts all of them, beyond the 1000 `warnings` keeps.
     #[getter]
     fn warning_counts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let counts = py.detach(|| {
-            let mut c = lock(&self.core);
-            c.collect_warnings();
-            c.recoveries.counts.clone()
-        });
+        let counts = self.recovered(py, |r| r.counts.clone());
         let d = PyDict::new(py);
         for (kind, n) in counts {
             d.set_item(kind.name(), n)?;
