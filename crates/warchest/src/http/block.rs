@@ -689,6 +689,11 @@ impl PayloadFallbacks {
         self.0 |= f.bit();
     }
 
+    /// Takes `f` out.
+    pub fn remove(&mut self, f: PayloadFallback) {
+        self.0 &= !f.bit();
+    }
+
     /// The fallbacks in the set, in [`PayloadFallback::ALL`]'s order.
     pub fn iter(self) -> impl Iterator<Item = PayloadFallback> {
         PayloadFallback::ALL
