@@ -582,10 +582,20 @@ pub fn payload_reader_lenient_noted<'a, R: std::io::BufRead + Send + 'a>(
         transfer.retain(|c| *c != super::Coding::Chunked);
         notes.set(PayloadFallback::NotChunked);
     }
-    let raw = match super::coding::decode_content_send(body, &transfer) {
-        Ok(r) => r,
-        // Unreachable: the codings were checked above.
-        Err(_) => return noted(Box::new(std::io::empty()), None),
+    // Plain chunking (nearly every chunked body) is undone here, not in
+    // decode_content_send, so the reader can say how it ended; the same
+    // lenient reader, so the same bytes.
+    let raw: Box<dyn std::io::Read + Send + 'a> = if transfer == [super::Coding::Chunked] {
+        Box::new(ChunkNoting {
+            inner: super::ChunkedReader::lenient(body),
+            notes: notes.clone(),
+        })
+    } else {
+        match super::coding::decode_content_send(body, &transfer) {
+            Ok(r) => r,
+            // Unreachable: the codings were checked above.
+            Err(_) => return noted(Box::new(std::io::empty()), None),
+        }
     };
     let content = head.content_encoding();
     let content: Vec<_> = content
@@ -610,14 +620,17 @@ pub enum PayloadFallback {
     TransferKept,
     /// Announced as chunked but not chunked: the body given whole.
     NotChunked,
+    /// Chunked at first, then not (a bad chunk size line): the rest of
+    /// the body given as stored after the chunks before.
+    ChunkingAbandoned,
     /// A content coding warchest does not know: the de-chunked bytes
     /// given as stored.
     ContentUnknown,
     /// The content coding did not decode before its first byte (a body
     /// not compressed after all): the de-chunked bytes given as stored.
     ContentUndecoded,
-    /// The decoded body was cut short (a truncated record): it ends where
-    /// its data ends.
+    /// The body was cut short (a truncated record: before its last chunk,
+    /// or inside its compressed data): it ends where its data ends.
     CutShort,
     /// A read error ended the payload (the reader returned it).
     ReadError,
@@ -625,9 +638,10 @@ pub enum PayloadFallback {
 
 impl PayloadFallback {
     /// Every fallback, in the order reports list them.
-    pub const ALL: [PayloadFallback; 6] = [
+    pub const ALL: [PayloadFallback; 7] = [
         PayloadFallback::TransferKept,
         PayloadFallback::NotChunked,
+        PayloadFallback::ChunkingAbandoned,
         PayloadFallback::ContentUnknown,
         PayloadFallback::ContentUndecoded,
         PayloadFallback::CutShort,
@@ -639,6 +653,7 @@ impl PayloadFallback {
         match self {
             PayloadFallback::TransferKept => "transfer-coding-kept",
             PayloadFallback::NotChunked => "not-chunked",
+            PayloadFallback::ChunkingAbandoned => "chunking-abandoned",
             PayloadFallback::ContentUnknown => "content-coding-unknown",
             PayloadFallback::ContentUndecoded => "content-coding-undecoded",
             PayloadFallback::CutShort => "cut-short",
@@ -651,9 +666,10 @@ impl PayloadFallback {
         match self {
             PayloadFallback::TransferKept => "transfer coding unknown, body as stored",
             PayloadFallback::NotChunked => "announced as chunked but not chunked",
+            PayloadFallback::ChunkingAbandoned => "chunking given up, the rest as stored",
             PayloadFallback::ContentUnknown => "content coding unknown, bytes as stored",
             PayloadFallback::ContentUndecoded => "content coding did not decode, bytes as stored",
-            PayloadFallback::CutShort => "decoded body cut short",
+            PayloadFallback::CutShort => "body cut short",
             PayloadFallback::ReadError => "a read error ended it",
         }
     }
@@ -717,6 +733,31 @@ impl PayloadNotes {
     fn set(&self, f: PayloadFallback) {
         self.0
             .fetch_or(f.bit(), std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// A lenient chunked reader that notes where it gave up on chunking, and
+/// a body that ended before its last chunk.
+struct ChunkNoting<R> {
+    inner: super::ChunkedReader<R>,
+    notes: PayloadNotes,
+}
+
+impl<R: std::io::BufRead> std::io::Read for ChunkNoting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if self.inner.fell_back().is_some() {
+            self.notes.set(PayloadFallback::ChunkingAbandoned);
+        } else if n == 0
+            && !buf.is_empty()
+            && self.inner.decoder().end() == super::ChunkedEnd::Truncated
+            // An empty body lacks its last chunk too, but comes out the
+            // same: nothing is missing that was there.
+            && self.inner.decoder().position() > 0
+        {
+            self.notes.set(PayloadFallback::CutShort);
+        }
+        Ok(n)
     }
 }
 
@@ -1063,6 +1104,35 @@ mod read_tests {
             let (got, notes) = noted(BufReader::with_capacity(cap, &chunked[..]), &both);
             assert_eq!(got.unwrap(), b"hello", "cap {cap}");
             assert_eq!(notes, [], "cap {cap}");
+        }
+        // Chunking: cut before its last chunk; given up after a chunk (seen
+        // whole, the sniff finds it is not chunked: given whole); a missing
+        // final line end (harmless) and an empty body note nothing.
+        let chunked_only = parse(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
+        let odd: &[u8] = b"3\r\nabc\r\nzz\r\nrest";
+        for (body, cap, want, notes_want) in [
+            (&b"5\r\nhel"[..], 1, &b"hel"[..], &[CutShort][..]),
+            (b"5\r\nhel", 4096, b"hel", &[CutShort]),
+            (odd, 1, b"abczz\r\nrest", &[ChunkingAbandoned]),
+            (odd, 4096, odd, &[NotChunked]),
+            (b"3\r\nabc\r\n0\r\n", 1, b"abc", &[]),
+            (b"3\r\nabc\r\n0\r\n", 4096, b"abc", &[]),
+            (b"", 1, b"", &[]),
+        ] {
+            let (got, notes) = noted(BufReader::with_capacity(cap, body), &chunked_only);
+            assert_eq!(got.unwrap(), want, "{body:?} cap {cap}");
+            assert_eq!(notes, notes_want, "{body:?} cap {cap}");
+            // The same bytes as the stack of decoders gives, which undid
+            // chunking before.
+            if notes_want != [NotChunked] {
+                let mut plain = Vec::new();
+                let chunked = [crate::http::Coding::Chunked];
+                crate::http::decode_content_send(BufReader::with_capacity(cap, body), &chunked)
+                    .unwrap()
+                    .read_to_end(&mut plain)
+                    .unwrap();
+                assert_eq!(plain, want, "{body:?} cap {cap}");
+            }
         }
         // Chunked, then not gzip inside: the de-chunked bytes, noted.
         let (got, notes) = noted(&b"3\r\nabc\r\n0\r\n\r\n"[..], &both);
