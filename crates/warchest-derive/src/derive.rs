@@ -2,11 +2,13 @@
 //! bounded batches ([`crate::source`]), derived in parallel (rayon), and
 //! written in the input's order.
 
+use std::collections::BTreeMap;
 use std::io::{Read, Write};
 
 use rayon::prelude::*;
 use warchest::archive::Reader;
 use warchest::codec::Decoder;
+use warchest::http::{PayloadFallback, PayloadFallbacks};
 use warchest::warc::{RecordType, Version, WarcHeader};
 use warchest::write::{Body, NewRecord, Writer};
 
@@ -20,6 +22,65 @@ pub struct Summary {
     pub records_in: u64,
     /// Records (or rows) written.
     pub records_out: u64,
+    /// Payloads not decoded as their HTTP head says, which derived from
+    /// what the lenient reader gave instead (bytes as stored, a body cut
+    /// short, what decoded before an error): see [`PayloadFallback`].
+    pub payload_fallbacks: u64,
+    /// Those payloads per fallback (a payload may take two: chunking given
+    /// up, then a content coding that did not decode).
+    pub fallback_counts: BTreeMap<PayloadFallback, u64>,
+    /// The first [`MAX_FALLBACK_EXAMPLES`] of those payloads: where they
+    /// are and what they fell back on.
+    pub fallback_examples: Vec<FallbackExample>,
+}
+
+/// Most [`FallbackExample`]s a [`Summary`] keeps; the counts go on.
+pub const MAX_FALLBACK_EXAMPLES: usize = 1000;
+
+/// A payload that fell back, for listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FallbackExample {
+    /// The archive, as named to the derivation.
+    pub file: String,
+    /// The record's offset in it, as stored.
+    pub offset: u64,
+    /// What its payload fell back on.
+    pub fallbacks: PayloadFallbacks,
+}
+
+impl Summary {
+    /// Counts `rec`'s payload fallbacks, if any (it is in `file`).
+    fn note_payload(&mut self, rec: &SourceRecord, file: &str) {
+        let f = rec.payload_fallbacks;
+        if f.is_empty() {
+            return;
+        }
+        self.payload_fallbacks += 1;
+        for k in f.iter() {
+            *self.fallback_counts.entry(k).or_default() += 1;
+        }
+        if self.fallback_examples.len() < MAX_FALLBACK_EXAMPLES {
+            self.fallback_examples.push(FallbackExample {
+                file: file.to_string(),
+                offset: rec.offset,
+                fallbacks: f,
+            });
+        }
+    }
+
+    /// Adds `other`'s counts to these, and its examples while there is
+    /// room.
+    pub fn add(&mut self, other: Summary) {
+        self.records_in += other.records_in;
+        self.records_out += other.records_out;
+        self.payload_fallbacks += other.payload_fallbacks;
+        for (k, n) in other.fallback_counts {
+            *self.fallback_counts.entry(k).or_default() += n;
+        }
+        let room = MAX_FALLBACK_EXAMPLES.saturating_sub(self.fallback_examples.len());
+        self.fallback_examples
+            .extend(other.fallback_examples.into_iter().take(room));
+    }
 }
 
 /// The software named in the derivatives' warcinfo records.
@@ -159,6 +220,9 @@ pub fn write_warc<R: Read, W: Write>(
             break;
         }
         summary.records_in += batch.len() as u64;
+        for rec in &batch {
+            summary.note_payload(rec, filename);
+        }
         let derived: Vec<warchest::Result<Option<Derived>>> = batch
             .par_iter()
             .map(|rec| match kind {
@@ -220,6 +284,9 @@ pub fn text_rows_with<R: Read, E: From<warchest::Error>>(
             break;
         }
         summary.records_in += batch.len() as u64;
+        for rec in &batch {
+            summary.note_payload(rec, filename);
+        }
         let rows: Vec<Row> = batch
             .par_iter()
             .filter_map(|rec| Row::of_columns(rec, filename, columns))

@@ -14,7 +14,7 @@ use sha1::{Digest as _, Sha1};
 use warchest::archive::{Reader, Record};
 use warchest::codec::{Codec, Decoder};
 use warchest::digest::{Algorithm, Digest};
-use warchest::http::{Coding, HttpHead};
+use warchest::http::{Coding, HttpHead, PayloadFallback, PayloadFallbacks};
 use warchest::warc::RecordType;
 
 use crate::text::MAX_BODY;
@@ -73,6 +73,11 @@ pub struct SourceRecord {
     /// The payload (codings removed), at most [`MAX_BODY`] bytes + 1;
     /// empty when read for [`Purpose::Text`] and it cannot give text.
     pub payload: Vec<u8>,
+    /// What decoding the payload fell back on (a content coding that did
+    /// not decode, a decoder error, ...): empty when it decoded as its
+    /// HTTP head says, or needed no decoding. A body cut at [`MAX_BODY`]
+    /// by this reader is not counted as cut short.
+    pub payload_fallbacks: PayloadFallbacks,
     /// The block was cut short by the end of input.
     pub truncated: bool,
     /// The CRC-32 of the record as stored uncompressed (header, block and
@@ -236,6 +241,7 @@ pub fn read_record_for<R: Read>(
             block.consume(n);
         }
     }
+    let mut payload_fallbacks = PayloadFallbacks::default();
     let payload = match &http {
         Some(_) if !keep => Vec::new(),
         // No coding to undo (most responses): the kept bytes are the
@@ -251,15 +257,24 @@ pub fn read_record_for<R: Read>(
         // Lenient decoding of what was kept: a body cut at MAX_BODY still
         // gives its decoded start.
         Some(h) => {
-            let mut r =
-                warchest::http::payload_reader_lenient(&kept[..], h).take(MAX_BODY as u64 + 1);
+            let (r, notes) = warchest::http::payload_reader_lenient_noted(&kept[..], h);
+            let mut r = r.take(MAX_BODY as u64 + 1);
             let mut out = Vec::new();
             let mut buf = [0u8; 16 * 1024];
             loop {
+                // An error ends the payload with what decoded before it;
+                // the notes count it (ReadError).
                 match r.read(&mut buf) {
                     Ok(0) | Err(_) => break,
                     Ok(n) => out.extend_from_slice(&buf[..n]),
                 }
+            }
+            payload_fallbacks = notes.get();
+            // Kept bytes end at MAX_BODY + 1: a decoder running out there
+            // ran into this reader's limit (docs/derive.md), not into the
+            // end of a record cut short.
+            if kept.len() > MAX_BODY {
+                payload_fallbacks.remove(PayloadFallback::CutShort);
             }
             out
         }
@@ -286,6 +301,7 @@ pub fn read_record_for<R: Read>(
         entity_len,
         entity_digest: label(entity_hash),
         payload,
+        payload_fallbacks,
         truncated: end.truncated,
         inflated_crc: if full { crc.finalize() } else { 0 },
         inflated_len: raw_header_len + block_len + 4,

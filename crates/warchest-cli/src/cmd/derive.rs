@@ -189,15 +189,68 @@ fn each_file(
             Ok(s) if s.records_in == 0 => {
                 outcome = outcome.and(file_error(name, &crate::input::NoRecords::new(name)))
             }
-            Ok(s) => {
-                total.records_in += s.records_in;
-                total.records_out += s.records_out;
+            Ok(mut s) => {
+                // Listed under the name the file was given as, as the
+                // reader's warnings are.
+                for e in &mut s.fallback_examples {
+                    e.file.clone_from(name);
+                }
+                total.add(s);
             }
             Err(e) => outcome = outcome.and(file_error(name, e.as_ref())),
         }
     }
     bar.finish_and_clear();
+    fallback_report(g, &total);
     (outcome, total)
+}
+
+/// The payloads derived from other bytes than their HTTP head says
+/// (warchest::http::PayloadFallback): with `-w` each one kept, and
+/// unless `-q` one line of counts per kind.
+fn fallback_report(g: &Global, total: &Summary) {
+    if g.show_warnings {
+        for e in &total.fallback_examples {
+            for f in e.fallbacks.iter() {
+                eprintln!(
+                    "warchest: {}: warning: offset {}: {}: payload {}",
+                    e.file,
+                    e.offset,
+                    f.name(),
+                    f.describe()
+                );
+            }
+        }
+        let more = total.payload_fallbacks - total.fallback_examples.len() as u64;
+        if more > 0 {
+            eprintln!(
+                "warchest: {more} more payloads not decoded as their HTTP head says, not listed"
+            );
+        }
+    }
+    let n = total.payload_fallbacks;
+    if g.quiet || n == 0 {
+        return;
+    }
+    let kinds: Vec<String> = total
+        .fallback_counts
+        .iter()
+        .map(|(f, k)| format!("{} ({k})", f.describe()))
+        .collect();
+    let (what, them) = if n == 1 {
+        ("payload not decoded as its HTTP head says", "it")
+    } else {
+        ("payloads not decoded as their HTTP head says", "them")
+    };
+    eprintln!(
+        "warchest: {n} {what}: {}{}",
+        kinds.join(", "),
+        if g.show_warnings {
+            String::new()
+        } else {
+            format!("; -w lists {them}")
+        }
+    );
 }
 
 fn run_warc(g: &Global, kind: WarcKind, args: WarcArgs) -> Result<Outcome> {

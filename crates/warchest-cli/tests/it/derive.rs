@@ -532,3 +532,103 @@ fn input_without_records_is_an_error_and_leaves_no_output() {
     assert!(!out.exists());
     assert!(!dir.path().join("out.wet.gz.open").exists());
 }
+
+/// A response announcing gzip whose body is plain HTML: its text is
+/// derived from the bytes as stored (as warcio gives them), and the run
+/// says so on stderr; `-w` names the record; a clean archive (gzip that
+/// decodes) prints no such line.
+#[test]
+fn payload_fallbacks_are_counted_and_listed() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |path: &Path, undecodable: bool| {
+        let file = std::fs::File::create(path).unwrap();
+        let mut w = Writer::new(file, WriterOptions::default()).unwrap();
+        let mut put = |uri: &str, block: &[u8]| {
+            let mut r = NewRecord::new(RecordType::Response);
+            r.set("WARC-Target-URI", uri).unwrap();
+            r.set("Content-Type", "application/http; msgtype=response")
+                .unwrap();
+            w.write(&mut r, Body::Bytes(block)).unwrap();
+        };
+        let head = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Encoding: gzip\r\n\r\n";
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut gz, b"<html><body><p>Clean page</p></body></html>").unwrap();
+        put(
+            "http://a.example/clean",
+            &[&head[..], &gz.finish().unwrap()].concat(),
+        );
+        if undecodable {
+            put(
+                "http://a.example/plain",
+                &[
+                    &head[..],
+                    b"<html><body><p>Not gzip at all</p></body></html>",
+                ]
+                .concat(),
+            );
+        }
+    };
+    let bad = dir.path().join("bad.warc.gz");
+    let clean = dir.path().join("clean.warc.gz");
+    write(&bad, true);
+    write(&clean, false);
+    let text = |args: &[&str], src: &Path| {
+        let (code, out, err) = run(crate::common::bin()
+            .args(args)
+            .args(["derive", "text"])
+            .arg(src)
+            .args(["-o", "-"]));
+        assert_eq!(code, 0, "{err}");
+        let rows: Vec<serde_json::Value> = out
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(|l| serde_json::from_slice(l).unwrap())
+            .collect();
+        (out, rows, err)
+    };
+    let (out, rows, err) = text(&[], &bad);
+    // The bytes as stored give the text, as before.
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0]["text"], "Clean page");
+    assert_eq!(rows[1]["text"], "Not gzip at all");
+    assert_eq!(
+        err.lines()
+            .filter(|l| l.contains("not decoded"))
+            .collect::<Vec<_>>(),
+        [
+            "warchest: 1 payload not decoded as its HTTP head says: content coding did not decode, bytes as stored (1); -w lists it"
+        ],
+        "{err}"
+    );
+    let (quiet_out, _, quiet_err) = text(&["-q"], &bad);
+    assert_eq!(quiet_out, out);
+    assert!(!quiet_err.contains("not decoded"), "{quiet_err}");
+    let (_, _, listed) = text(&["-w"], &bad);
+    let offset = &rows[1]["warc_offset"];
+    assert!(
+        listed.contains(&format!(
+            "warchest: {}: warning: offset {offset}: content-coding-undecoded: payload content coding did not decode, bytes as stored\n",
+            bad.display()
+        )),
+        "{listed}"
+    );
+    assert!(
+        listed.contains("warchest: 1 payload not decoded as its HTTP head says: content coding did not decode, bytes as stored (1)\n"),
+        "{listed}"
+    );
+    let (_, rows, err) = text(&[], &clean);
+    assert_eq!(rows.len(), 1);
+    assert!(!err.contains("not decoded"), "{err}");
+    // The WAT reads every payload: the same count.
+    let wat = dir.path().join("bad.wat.gz");
+    let (code, _, err) = run(crate::common::bin()
+        .args(["derive", "wat"])
+        .arg(&bad)
+        .arg("-o")
+        .arg(&wat));
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("warchest: 1 payload not decoded as its HTTP head says: content coding did not decode, bytes as stored (1); -w lists it\n"),
+        "{err}"
+    );
+}

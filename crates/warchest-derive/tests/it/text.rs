@@ -64,3 +64,85 @@ fn text_of_responses_and_resources_only() {
     );
     assert!(docs[3].is_none(), "an image has no text");
 }
+
+/// A response announcing gzip whose body is not gzip gives its text from
+/// the bytes as stored, and the summary counts it, with its offset; one
+/// whose body is cut inside the gzip data counts as cut short; a clean
+/// one counts nothing.
+#[test]
+fn text_rows_count_payload_fallbacks() {
+    use warchest::http::PayloadFallback;
+    use warchest_derive::derive::{FallbackExample, Summary, text_rows};
+    let head = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Encoding: gzip\r\n\r\n";
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut gz, "clean text ".repeat(50).as_bytes()).unwrap();
+    let gz = gz.finish().unwrap();
+    let response = |body: &[u8]| {
+        record(
+            RecordType::Response,
+            "http://a.example/",
+            "application/http; msgtype=response",
+            &[&head[..], body].concat(),
+        )
+    };
+    let mut warc = response(&gz);
+    let plain_at = warc.len() as u64;
+    warc.extend(response(b"plain text"));
+    let cut_at = warc.len() as u64;
+    warc.extend(response(&gz[..gz.len() - 10]));
+    let mut reader = Reader::new(&warc[..]).unwrap();
+    let mut texts = Vec::new();
+    let summary = text_rows(
+        &mut reader,
+        "a.warc",
+        |rows| -> Result<(), warchest::Error> {
+            texts.extend(rows.into_iter().map(|r| r.text));
+            Ok(())
+        },
+    )
+    .unwrap();
+    assert_eq!(texts.len(), 3);
+    assert_eq!(texts[1], "plain text");
+    assert_eq!(summary.payload_fallbacks, 2);
+    assert_eq!(
+        summary.fallback_counts.into_iter().collect::<Vec<_>>(),
+        [
+            (PayloadFallback::ContentUndecoded, 1),
+            (PayloadFallback::CutShort, 1)
+        ]
+    );
+    let at: Vec<(&str, u64, Vec<PayloadFallback>)> = summary
+        .fallback_examples
+        .iter()
+        .map(|e: &FallbackExample| (e.file.as_str(), e.offset, e.fallbacks.iter().collect()))
+        .collect();
+    assert_eq!(
+        at,
+        [
+            ("a.warc", plain_at, vec![PayloadFallback::ContentUndecoded]),
+            ("a.warc", cut_at, vec![PayloadFallback::CutShort]),
+        ]
+    );
+    // Added up, examples stay bounded and counts go on.
+    let mut total = Summary::default();
+    let one = Summary {
+        payload_fallbacks: 1,
+        fallback_examples: vec![FallbackExample {
+            file: "a.warc".into(),
+            offset: 0,
+            fallbacks: Default::default(),
+        }],
+        ..Summary::default()
+    };
+    for _ in 0..warchest_derive::derive::MAX_FALLBACK_EXAMPLES + 5 {
+        total.add(one.clone());
+    }
+    assert_eq!(
+        total.fallback_examples.len(),
+        warchest_derive::derive::MAX_FALLBACK_EXAMPLES
+    );
+    assert_eq!(
+        total.payload_fallbacks,
+        warchest_derive::derive::MAX_FALLBACK_EXAMPLES as u64 + 5
+    );
+}

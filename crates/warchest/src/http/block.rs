@@ -523,17 +523,56 @@ pub fn payload_reader_send<'a, R: std::io::BufRead + Send + 'a>(
 /// with `Content-Encoding: gzip`, as revisits have; a body that was not
 /// compressed after all), leaves the de-chunked bytes as they are. This is
 /// what warcio's `content_stream()` gives.
+///
+/// [`payload_reader_lenient_noted`] gives the same bytes and tells what
+/// the reader fell back on.
 pub fn payload_reader_lenient<'a, R: std::io::BufRead + Send + 'a>(
-    mut body: R,
+    body: R,
     head: &HttpHead,
 ) -> Box<dyn std::io::Read + Send + 'a> {
+    payload_reader_lenient_noted(body, head).0
+}
+
+/// [`payload_reader_lenient`], with the [`PayloadNotes`] that say, once
+/// the reader has been read, which [`PayloadFallback`]s it took (none for
+/// a payload decoded as its head says).
+///
+/// ```
+/// use std::io::Read;
+/// use warchest::http::{HttpHead, PayloadFallback, payload_reader_lenient_noted};
+///
+/// let head = HttpHead::parse(b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\n\r\n")
+///     .unwrap()
+///     .unwrap()
+///     .0;
+/// let (mut r, notes) = payload_reader_lenient_noted(&b"not gzip"[..], &head);
+/// let mut body = Vec::new();
+/// r.read_to_end(&mut body).unwrap();
+/// assert_eq!(body, b"not gzip");
+/// assert!(notes.get().contains(PayloadFallback::ContentUndecoded));
+/// ```
+pub fn payload_reader_lenient_noted<'a, R: std::io::BufRead + Send + 'a>(
+    mut body: R,
+    head: &HttpHead,
+) -> (Box<dyn std::io::Read + Send + 'a>, PayloadNotes) {
+    let notes = PayloadNotes::default();
+    // Notes a fallback on the first byte given, so an empty body (which
+    // comes out the same either way) notes nothing; and any read error.
+    let noted = |inner: Box<dyn std::io::Read + Send + 'a>, on_bytes| {
+        let r: Box<dyn std::io::Read + Send + 'a> = Box::new(Noted {
+            inner,
+            notes: notes.clone(),
+            on_bytes,
+        });
+        (r, notes.clone())
+    };
     let mut transfer = head.transfer_encoding();
     // Codings it cannot undo, or more than it will stack: the body as
     // stored (lenient, as for any other undecodable body).
     if !transfer.iter().all(|c| c.is_supported())
         || transfer.len() + head.content_encoding().len() > super::coding::MAX_CODINGS
     {
-        return Box::new(body);
+        return noted(Box::new(body), Some(PayloadFallback::TransferKept));
     }
     // A body announced as chunked that is not (its first line is no chunk
     // size) is given whole, as warcio gives it, stray line ends included.
@@ -541,21 +580,213 @@ pub fn payload_reader_lenient<'a, R: std::io::BufRead + Send + 'a>(
         && body.fill_buf().ok().and_then(super::sniff_chunked) == Some(false)
     {
         transfer.retain(|c| *c != super::Coding::Chunked);
+        notes.set(PayloadFallback::NotChunked);
     }
-    let raw = match super::coding::decode_content_send(body, &transfer) {
-        Ok(r) => r,
-        // Unreachable: the codings were checked above.
-        Err(_) => return Box::new(std::io::empty()),
+    // Plain chunking (nearly every chunked body) is undone here, not in
+    // decode_content_send, so the reader can say how it ended; the same
+    // lenient reader, so the same bytes.
+    let raw: Box<dyn std::io::Read + Send + 'a> = if transfer == [super::Coding::Chunked] {
+        Box::new(ChunkNoting {
+            inner: super::ChunkedReader::lenient(body),
+            notes: notes.clone(),
+        })
+    } else {
+        match super::coding::decode_content_send(body, &transfer) {
+            Ok(r) => r,
+            // Unreachable: the codings were checked above.
+            Err(_) => return noted(Box::new(std::io::empty()), None),
+        }
     };
     let content = head.content_encoding();
     let content: Vec<_> = content
         .into_iter()
         .filter(|c| *c != super::Coding::Identity)
         .collect();
-    if content.is_empty() || !content.iter().all(|c| c.is_supported()) {
-        return raw;
+    if content.is_empty() {
+        return noted(raw, None);
     }
-    Box::new(Fallback::new(raw, &content))
+    if !content.iter().all(|c| c.is_supported()) {
+        return noted(raw, Some(PayloadFallback::ContentUnknown));
+    }
+    noted(Box::new(Fallback::new(raw, &content, notes.clone())), None)
+}
+
+/// A way a lenient payload reader ([`payload_reader_lenient_noted`]) gave
+/// other bytes than a payload decoded as its head says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum PayloadFallback {
+    /// A transfer coding warchest does not know (or more codings than
+    /// [`MAX_CODINGS`](super::MAX_CODINGS)): the body given as stored.
+    TransferKept,
+    /// Announced as chunked but not chunked: the body given whole.
+    NotChunked,
+    /// Chunked at first, then not (a bad chunk size line): the rest of
+    /// the body given as stored after the chunks before.
+    ChunkingAbandoned,
+    /// A content coding warchest does not know: the de-chunked bytes
+    /// given as stored.
+    ContentUnknown,
+    /// The content coding did not decode before its first byte (a body
+    /// not compressed after all): the de-chunked bytes given as stored.
+    ContentUndecoded,
+    /// The body was cut short (a truncated record: before its last chunk,
+    /// or inside its compressed data): it ends where its data ends.
+    CutShort,
+    /// A read error ended the payload (the reader returned it).
+    ReadError,
+}
+
+impl PayloadFallback {
+    /// Every fallback, in the order reports list them.
+    pub const ALL: [PayloadFallback; 7] = [
+        PayloadFallback::TransferKept,
+        PayloadFallback::NotChunked,
+        PayloadFallback::ChunkingAbandoned,
+        PayloadFallback::ContentUnknown,
+        PayloadFallback::ContentUndecoded,
+        PayloadFallback::CutShort,
+        PayloadFallback::ReadError,
+    ];
+
+    /// The kebab-case name used in reports and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            PayloadFallback::TransferKept => "transfer-coding-kept",
+            PayloadFallback::NotChunked => "not-chunked",
+            PayloadFallback::ChunkingAbandoned => "chunking-abandoned",
+            PayloadFallback::ContentUnknown => "content-coding-unknown",
+            PayloadFallback::ContentUndecoded => "content-coding-undecoded",
+            PayloadFallback::CutShort => "cut-short",
+            PayloadFallback::ReadError => "read-error",
+        }
+    }
+
+    /// A short phrase for messages: "content coding did not decode".
+    pub fn describe(self) -> &'static str {
+        match self {
+            PayloadFallback::TransferKept => "transfer coding unknown, body as stored",
+            PayloadFallback::NotChunked => "announced as chunked but not chunked",
+            PayloadFallback::ChunkingAbandoned => "chunking given up, the rest as stored",
+            PayloadFallback::ContentUnknown => "content coding unknown, bytes as stored",
+            PayloadFallback::ContentUndecoded => "content coding did not decode, bytes as stored",
+            PayloadFallback::CutShort => "body cut short",
+            PayloadFallback::ReadError => "a read error ended it",
+        }
+    }
+
+    fn bit(self) -> u8 {
+        1 << self as u8
+    }
+}
+
+impl std::fmt::Display for PayloadFallback {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.describe())
+    }
+}
+
+/// A set of [`PayloadFallback`]s.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct PayloadFallbacks(u8);
+
+impl PayloadFallbacks {
+    /// No fallback: the payload was decoded as its head says.
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// Whether `f` is in the set.
+    pub fn contains(self, f: PayloadFallback) -> bool {
+        self.0 & f.bit() != 0
+    }
+
+    /// Adds `f`.
+    pub fn insert(&mut self, f: PayloadFallback) {
+        self.0 |= f.bit();
+    }
+
+    /// Takes `f` out.
+    pub fn remove(&mut self, f: PayloadFallback) {
+        self.0 &= !f.bit();
+    }
+
+    /// The fallbacks in the set, in [`PayloadFallback::ALL`]'s order.
+    pub fn iter(self) -> impl Iterator<Item = PayloadFallback> {
+        PayloadFallback::ALL
+            .into_iter()
+            .filter(move |f| self.contains(*f))
+    }
+}
+
+/// What a reader from [`payload_reader_lenient_noted`] fell back on so
+/// far; shared with the reader, so it can be asked after reading (or
+/// while).
+#[derive(Debug, Clone, Default)]
+pub struct PayloadNotes(std::sync::Arc<std::sync::atomic::AtomicU8>);
+
+impl PayloadNotes {
+    /// The fallbacks taken so far.
+    pub fn get(&self) -> PayloadFallbacks {
+        PayloadFallbacks(self.0.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
+    fn set(&self, f: PayloadFallback) {
+        self.0
+            .fetch_or(f.bit(), std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// A lenient chunked reader that notes where it gave up on chunking, and
+/// a body that ended before its last chunk.
+struct ChunkNoting<R> {
+    inner: super::ChunkedReader<R>,
+    notes: PayloadNotes,
+}
+
+impl<R: std::io::BufRead> std::io::Read for ChunkNoting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if self.inner.fell_back().is_some() {
+            self.notes.set(PayloadFallback::ChunkingAbandoned);
+        } else if n == 0
+            && !buf.is_empty()
+            && self.inner.decoder().end() == super::ChunkedEnd::Truncated
+            // An empty body lacks its last chunk too, but comes out the
+            // same: nothing is missing that was there.
+            && self.inner.decoder().position() > 0
+        {
+            self.notes.set(PayloadFallback::CutShort);
+        }
+        Ok(n)
+    }
+}
+
+/// The reader handed out: notes `on_bytes` at its first byte, and errors.
+struct Noted<'a> {
+    inner: Box<dyn std::io::Read + Send + 'a>,
+    notes: PayloadNotes,
+    on_bytes: Option<PayloadFallback>,
+}
+
+impl std::io::Read for Noted<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self.inner.read(buf) {
+            Ok(n) => {
+                if n > 0
+                    && let Some(f) = self.on_bytes.take()
+                {
+                    self.notes.set(f);
+                }
+                Ok(n)
+            }
+            Err(e) => {
+                if e.kind() != std::io::ErrorKind::Interrupted {
+                    self.notes.set(PayloadFallback::ReadError);
+                }
+                Err(e)
+            }
+        }
+    }
 }
 
 /// Raw bytes a decoder took before its first output, kept (up to
@@ -596,10 +827,15 @@ struct Fallback<'a> {
     replay: Option<std::io::Cursor<Vec<u8>>>,
     /// The decoder gave bytes.
     produced: bool,
+    notes: PayloadNotes,
 }
 
 impl<'a> Fallback<'a> {
-    fn new(raw: Box<dyn std::io::Read + Send + 'a>, codings: &[super::Coding]) -> Self {
+    fn new(
+        raw: Box<dyn std::io::Read + Send + 'a>,
+        codings: &[super::Coding],
+        notes: PayloadNotes,
+    ) -> Self {
         let tap = std::sync::Arc::new(std::sync::Mutex::new(Tap {
             inner: raw,
             log: Vec::new(),
@@ -612,6 +848,7 @@ impl<'a> Fallback<'a> {
             decoder,
             replay,
             produced: false,
+            notes,
         }
     }
 }
@@ -619,12 +856,17 @@ impl<'a> Fallback<'a> {
 impl std::io::Read for Fallback<'_> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         if let Some(r) = &mut self.replay {
-            let n = r.read(buf)?;
-            if n > 0 || buf.is_empty() {
-                return Ok(n);
+            let mut n = r.read(buf)?;
+            if n == 0 && !buf.is_empty() {
+                let mut t = self.tap.lock().unwrap_or_else(|p| p.into_inner());
+                n = t.inner.read(buf)?;
             }
-            let mut t = self.tap.lock().unwrap_or_else(|p| p.into_inner());
-            return t.inner.read(buf);
+            // Only bytes given as stored are a fallback: an empty body
+            // (a revisit's) is empty decoded or not.
+            if n > 0 {
+                self.notes.set(PayloadFallback::ContentUndecoded);
+            }
+            return Ok(n);
         }
         let Some(d) = self.decoder.as_mut() else {
             return Ok(0);
@@ -651,6 +893,7 @@ impl std::io::Read for Fallback<'_> {
                         && self.produced
                         && crate::Error::carried_by(&e).is_none()
                     {
+                        self.notes.set(PayloadFallback::CutShort);
                         return Ok(0);
                     }
                     return Err(e);
@@ -799,6 +1042,102 @@ mod read_tests {
             read(&mut payload_reader_lenient(&b"abc"[..], &odd)).unwrap(),
             b"abc"
         );
+    }
+
+    /// The cases above, each with what the reader notes it fell back on.
+    #[test]
+    fn lenient_payloads_note_their_fallbacks() {
+        use PayloadFallback::*;
+        let parse = |h: &[u8]| HttpHead::parse(h).unwrap().unwrap().0;
+        let gz = parse(b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\n\r\n");
+        // The bytes read (or the error) and the notes after reading.
+        fn noted<R: std::io::BufRead + Send>(
+            body: R,
+            head: &HttpHead,
+        ) -> (std::io::Result<Vec<u8>>, Vec<PayloadFallback>) {
+            let (mut r, notes) = payload_reader_lenient_noted(body, head);
+            let mut v = Vec::new();
+            let got = r.read_to_end(&mut v).map(|_| v);
+            (got, notes.get().iter().collect())
+        }
+        // An empty body comes out the same decoded or not: nothing noted.
+        let (got, notes) = noted(&b""[..], &gz);
+        assert_eq!(got.unwrap(), b"");
+        assert_eq!(notes, []);
+        let (got, notes) = noted(&b"plain text"[..], &gz);
+        assert_eq!(got.unwrap(), b"plain text");
+        assert_eq!(notes, [ContentUndecoded]);
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut enc, b"hello").unwrap();
+        let body = enc.finish().unwrap();
+        let (got, notes) = noted(&body[..], &gz);
+        assert_eq!(got.unwrap(), b"hello");
+        assert_eq!(notes, []);
+        let cut = &body[..body.len() - 6];
+        let (got, notes) = noted(cut, &gz);
+        assert!(b"hello".starts_with(&got.unwrap()));
+        assert_eq!(notes, [CutShort]);
+        let not_chunked = parse(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
+        let (got, notes) = noted(&b"\n<html>"[..], &not_chunked);
+        assert_eq!(got.unwrap(), b"\n<html>");
+        assert_eq!(notes, [NotChunked]);
+        let failing = BufReader::new(cut.chain(Shrank));
+        let (got, notes) = noted(failing, &gz);
+        assert_eq!(got.unwrap_err().kind(), std::io::ErrorKind::UnexpectedEof);
+        assert_eq!(notes, [ReadError]);
+        let odd = parse(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: rot13\r\n\r\n");
+        let (got, notes) = noted(&b"abc"[..], &odd);
+        assert_eq!(got.unwrap(), b"abc");
+        assert_eq!(notes, [TransferKept]);
+        let unknown = parse(b"HTTP/1.1 200 OK\r\nContent-Encoding: x-rot13\r\n\r\n");
+        let (got, notes) = noted(&b"abc"[..], &unknown);
+        assert_eq!(got.unwrap(), b"abc");
+        assert_eq!(notes, [ContentUnknown]);
+        // Clean gzip inside clean chunking: nothing noted.
+        let both = parse(
+            b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n",
+        );
+        let mut chunked = format!("{:x}\r\n", body.len()).into_bytes();
+        chunked.extend(&body);
+        chunked.extend(b"\r\n0\r\n\r\n");
+        for cap in [1, 7, 4096] {
+            let (got, notes) = noted(BufReader::with_capacity(cap, &chunked[..]), &both);
+            assert_eq!(got.unwrap(), b"hello", "cap {cap}");
+            assert_eq!(notes, [], "cap {cap}");
+        }
+        // Chunking: cut before its last chunk; given up after a chunk (seen
+        // whole, the sniff finds it is not chunked: given whole); a missing
+        // final line end (harmless) and an empty body note nothing.
+        let chunked_only = parse(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
+        let odd: &[u8] = b"3\r\nabc\r\nzz\r\nrest";
+        for (body, cap, want, notes_want) in [
+            (&b"5\r\nhel"[..], 1, &b"hel"[..], &[CutShort][..]),
+            (b"5\r\nhel", 4096, b"hel", &[CutShort]),
+            (odd, 1, b"abczz\r\nrest", &[ChunkingAbandoned]),
+            (odd, 4096, odd, &[NotChunked]),
+            (b"3\r\nabc\r\n0\r\n", 1, b"abc", &[]),
+            (b"3\r\nabc\r\n0\r\n", 4096, b"abc", &[]),
+            (b"", 1, b"", &[]),
+        ] {
+            let (got, notes) = noted(BufReader::with_capacity(cap, body), &chunked_only);
+            assert_eq!(got.unwrap(), want, "{body:?} cap {cap}");
+            assert_eq!(notes, notes_want, "{body:?} cap {cap}");
+            // The same bytes as the stack of decoders gives, which undid
+            // chunking before.
+            if notes_want != [NotChunked] {
+                let mut plain = Vec::new();
+                let chunked = [crate::http::Coding::Chunked];
+                crate::http::decode_content_send(BufReader::with_capacity(cap, body), &chunked)
+                    .unwrap()
+                    .read_to_end(&mut plain)
+                    .unwrap();
+                assert_eq!(plain, want, "{body:?} cap {cap}");
+            }
+        }
+        // Chunked, then not gzip inside: the de-chunked bytes, noted.
+        let (got, notes) = noted(&b"3\r\nabc\r\n0\r\n\r\n"[..], &both);
+        assert_eq!(got.unwrap(), b"abc");
+        assert_eq!(notes, [ContentUndecoded]);
     }
 
     /// A source whose file shrank under the reader: the error a record's

@@ -38,8 +38,9 @@ mod head;
 mod payload;
 
 pub use block::{
-    BlockDigester, HeadReader, payload_reader, payload_reader_lenient, payload_reader_send,
-    read_head, read_head_or_bytes,
+    BlockDigester, HeadReader, PayloadFallback, PayloadFallbacks, PayloadNotes, payload_reader,
+    payload_reader_lenient, payload_reader_lenient_noted, payload_reader_send, read_head,
+    read_head_or_bytes,
 };
 pub use chunked::{
     ChunkedDecoder, ChunkedEnd, ChunkedError, ChunkedErrorKind, ChunkedReader, sniff_chunked,
