@@ -358,11 +358,7 @@ fn text_rows_as_json_lines_and_parquet() {
         .arg(&src)
         .args(["-o", "-"]));
     assert_eq!(code, 0, "{err}");
-    let rows: Vec<serde_json::Value> = out
-        .split(|&b| b == b'\n')
-        .filter(|l| !l.is_empty())
-        .map(|l| serde_json::from_slice(l).unwrap())
-        .collect();
+    let rows = crate::serve::json_lines(std::str::from_utf8(&out).unwrap());
     // The HTML response and the text resource.
     assert_eq!(rows.len(), 2);
     let page = &rows[0];
@@ -579,11 +575,7 @@ fn payload_fallbacks_are_counted_and_listed() {
             .arg(src)
             .args(["-o", "-"]));
         assert_eq!(code, 0, "{err}");
-        let rows: Vec<serde_json::Value> = out
-            .split(|&b| b == b'\n')
-            .filter(|l| !l.is_empty())
-            .map(|l| serde_json::from_slice(l).unwrap())
-            .collect();
+        let rows = crate::serve::json_lines(std::str::from_utf8(&out).unwrap());
         (out, rows, err)
     };
     let (out, rows, err) = text(&[], &bad);

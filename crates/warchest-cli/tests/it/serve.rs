@@ -208,7 +208,8 @@ pub(crate) fn iana_server(dir: &tempfile::TempDir) -> Server {
     )
 }
 
-fn json_lines(text: &str) -> Vec<serde_json::Value> {
+/// Each line of `text` as JSON (the derive tests' rows too).
+pub(crate) fn json_lines(text: &str) -> Vec<serde_json::Value> {
     text.lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
         .collect()
