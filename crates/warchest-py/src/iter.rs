@@ -721,8 +721,8 @@ impl Record {
     /// The payload: for HTTP records the body with chunking and content
     /// coding (gzip, deflate, br, zstd) removed, as warcio's
     /// `content_stream()`; otherwise the block. A coding warchest cannot
-    /// decode, or a body that does not decode, is given as stored. Every
-    /// call returns the same stream.
+    /// decode, or a body that does not decode, is given as stored (the
+    /// stream's `fallbacks` say so). Every call returns the same stream.
     fn content_stream(&self, py: Python<'_>) -> PyResult<Py<RecordStream>> {
         if let Some(s) = self.content.get() {
             return Ok(s.clone_ref(py));
@@ -735,8 +735,10 @@ impl Record {
                 if !head.transfer_encoding().is_empty() || !head.content_encoding().is_empty() =>
             {
                 let body = BufReader::with_capacity(64 << 10, block);
-                let payload = http::payload_reader_lenient(body, head);
-                RecordStream::new(Src::Decoded(payload), hint, None)
+                let (payload, notes) = http::payload_reader_lenient_noted(body, head);
+                let mut s = RecordStream::new(Src::Decoded(payload), hint, None);
+                s.notes = Some(notes);
+                s
             }
             _ => RecordStream::new(Src::Block(block), hint, self.left),
         };
@@ -930,6 +932,10 @@ impl StatusAndHeaders {
 #[pyclass(module = "warchest._warchest", frozen)]
 pub(crate) struct RecordStream {
     inner: Mutex<StreamState>,
+    /// What the lenient payload decoder fell back on (a decoded
+    /// `content_stream()` only); shared with the decoder, so read without
+    /// the stream's lock.
+    notes: Option<http::PayloadNotes>,
 }
 
 /// What a stream reads: the block itself, or a decoder over it.
@@ -1191,6 +1197,7 @@ impl RecordStream {
                 pos: 0,
                 eof: false,
             }),
+            notes: None,
         }
     }
 
@@ -1307,6 +1314,21 @@ impl RecordStream {
     #[getter]
     fn closed(&self) -> bool {
         false
+    }
+
+    /// What the lenient payload decoding fell back on so far, as names
+    /// (`"not-chunked"`, `"content-coding-undecoded"`, `"cut-short"`...,
+    /// in the order `warchest derive` lists them): the bytes then differ
+    /// from a payload decoded as its HTTP head says (they are what warcio
+    /// gives). Empty for a payload decoded as its head says and for a
+    /// stream without codings to undo (`raw_stream`, a record without
+    /// HTTP codings). Complete once the stream has been read to its end.
+    #[getter]
+    fn fallbacks(&self) -> Vec<&'static str> {
+        self.notes
+            .as_ref()
+            .map(|n| n.get().iter().map(|f| f.name()).collect())
+            .unwrap_or_default()
     }
 
     fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
