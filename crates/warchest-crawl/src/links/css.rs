@@ -104,6 +104,15 @@ mod tests {
             .collect()
     }
 
+    /// What the extractor gives `css` fed a byte at a time.
+    fn byte_at_a_time(base: &Url, css: &[u8]) -> super::super::Extracted {
+        let mut x = super::super::Extractor::new(base, Some("text/css"), &ExtractConfig::default());
+        for b in css {
+            x.write(std::slice::from_ref(b));
+        }
+        x.finish()
+    }
+
     #[test]
     fn urls_and_imports_in_files() {
         let css = b"@import url(\"a.css\");\n@import 'b.css' screen;\n@IMPORT \"c.css\";\n\
@@ -124,12 +133,7 @@ body { background: url(bg.png) } .x{background-image:URL( \"/i/x.gif\" )}\n\
         );
         assert!(e.links.iter().all(|l| l.hop == Hop::Embed));
         // Byte at a time: the same.
-        let mut x =
-            super::super::Extractor::new(&base, Some("text/css"), &ExtractConfig::default());
-        for b in css {
-            x.write(std::slice::from_ref(b));
-        }
-        assert_eq!(x.finish(), e);
+        assert_eq!(byte_at_a_time(&base, css), e);
     }
 
     /// Escaped quotes in strings and `@import` without a space: found as
@@ -166,12 +170,7 @@ b{background:url(y;z.png)} /* url( never closed */\nc{background:url(w.png)}";
                 ("http://h.test/s/w.png".to_string(), "css/url()"),
             ]
         );
-        let mut x =
-            super::super::Extractor::new(&base, Some("text/css"), &ExtractConfig::default());
-        for b in css {
-            x.write(std::slice::from_ref(b));
-        }
-        assert_eq!(x.finish(), e);
+        assert_eq!(byte_at_a_time(&base, css), e);
     }
 
     /// An `url(` never closed (in a comment) holds the rest back only up
