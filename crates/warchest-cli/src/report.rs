@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use std::sync::Mutex;
 
 use warchest::Warning;
+use warchest::recoveries::Recoveries;
 
 /// Options every command gets.
 #[derive(Debug, Clone, Copy)]
@@ -55,36 +56,36 @@ pub fn tally_only(file: &str, warnings: &[Warning]) {
     tally(file, warnings);
 }
 
-/// Recoveries counted per file: (file, count, first offset), in the order
-/// files were first reported.
-static RECOVERIES: Mutex<Vec<(String, u64, u64)>> = Mutex::new(Vec::new());
+/// Recoveries counted per file (none kept: `-w` prints them as met).
+static RECOVERIES: Mutex<Option<Recoveries>> = Mutex::new(None);
 
 fn tally(file: &str, warnings: &[Warning]) {
-    let Some(first) = warnings.iter().map(|w| w.offset).min() else {
+    if warnings.is_empty() {
         return;
-    };
-    let mut t = RECOVERIES.lock().unwrap_or_else(|e| e.into_inner());
-    match t.iter_mut().find(|(f, _, _)| f == file) {
-        Some((_, n, at)) => {
-            *n += warnings.len() as u64;
-            *at = (*at).min(first);
-        }
-        None => t.push((file.to_string(), warnings.len() as u64, first)),
     }
+    let mut t = RECOVERIES.lock().unwrap_or_else(|e| e.into_inner());
+    t.get_or_insert_with(|| Recoveries::keeping(0))
+        .add_all(file, warnings);
 }
 
 /// One line per file: "FILE: 3 recoveries, the first at offset N; -w lists
 /// them".
 fn summary_lines() -> Vec<String> {
     let t = RECOVERIES.lock().unwrap_or_else(|e| e.into_inner());
-    t.iter()
-        .map(|(file, n, at)| {
-            let (what, them) = if *n == 1 {
+    let files = t.as_ref().map_or(&[][..], |t| t.by_file());
+    files
+        .iter()
+        .map(|f| {
+            let (n, at) = (f.count, f.first_offset);
+            let (what, them) = if n == 1 {
                 ("recovery", "it")
             } else {
                 ("recoveries", "them")
             };
-            format!("warchest: {file}: {n} {what}, the first at offset {at}; -w lists {them}")
+            format!(
+                "warchest: {}: {n} {what}, the first at offset {at}; -w lists {them}",
+                f.file
+            )
         })
         .collect()
 }

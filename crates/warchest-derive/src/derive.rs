@@ -2,13 +2,12 @@
 //! bounded batches ([`crate::source`]), derived in parallel (rayon), and
 //! written in the input's order.
 
-use std::collections::BTreeMap;
 use std::io::{Read, Write};
 
 use rayon::prelude::*;
 use warchest::archive::Reader;
 use warchest::codec::Decoder;
-use warchest::http::{PayloadFallback, PayloadFallbacks};
+use warchest::recoveries::{PayloadFallbackAt, Recoveries};
 use warchest::warc::{RecordType, Version, WarcHeader};
 use warchest::write::{Body, NewRecord, Writer};
 
@@ -16,7 +15,7 @@ use crate::source::{Purpose, SourceRecord, read_batch_for};
 use crate::table::{Columns, Row};
 
 /// What a derivation did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct Summary {
     /// Records read.
     pub records_in: u64,
@@ -24,62 +23,33 @@ pub struct Summary {
     pub records_out: u64,
     /// Payloads not decoded as their HTTP head says, which derived from
     /// what the lenient reader gave instead (bytes as stored, a body cut
-    /// short, what decoded before an error): see [`PayloadFallback`].
-    pub payload_fallbacks: u64,
-    /// Those payloads per fallback (a payload may take two: chunking given
-    /// up, then a content coding that did not decode).
-    pub fallback_counts: BTreeMap<PayloadFallback, u64>,
-    /// The first [`MAX_FALLBACK_EXAMPLES`] of those payloads: where they
-    /// are and what they fell back on.
-    pub fallback_examples: Vec<FallbackExample>,
-}
-
-/// Most [`FallbackExample`]s a [`Summary`] keeps; the counts go on.
-pub const MAX_FALLBACK_EXAMPLES: usize = 1000;
-
-/// A payload that fell back, for listing.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FallbackExample {
-    /// The archive, as named to the derivation.
-    pub file: String,
-    /// The record's offset in it, as stored.
-    pub offset: u64,
-    /// What its payload fell back on.
-    pub fallbacks: PayloadFallbacks,
+    /// short, what decoded before an error; see
+    /// [`PayloadFallback`](warchest::http::PayloadFallback)): each
+    /// counted, per kind and file, the first 1000 kept with their offsets.
+    pub payload_fallbacks: Recoveries<PayloadFallbackAt>,
 }
 
 impl Summary {
     /// Counts `rec`'s payload fallbacks, if any (it is in `file`).
     fn note_payload(&mut self, rec: &SourceRecord, file: &str) {
-        let f = rec.payload_fallbacks;
-        if f.is_empty() {
-            return;
-        }
-        self.payload_fallbacks += 1;
-        for k in f.iter() {
-            *self.fallback_counts.entry(k).or_default() += 1;
-        }
-        if self.fallback_examples.len() < MAX_FALLBACK_EXAMPLES {
-            self.fallback_examples.push(FallbackExample {
-                file: file.to_string(),
-                offset: rec.offset,
-                fallbacks: f,
-            });
+        let fallbacks = rec.payload_fallbacks;
+        if !fallbacks.is_empty() {
+            self.payload_fallbacks.add(
+                file,
+                PayloadFallbackAt {
+                    offset: rec.offset,
+                    fallbacks,
+                },
+            );
         }
     }
 
-    /// Adds `other`'s counts to these, and its examples while there is
-    /// room.
+    /// Adds `other`'s counts to these, and its kept fallbacks while there
+    /// is room.
     pub fn add(&mut self, other: Summary) {
         self.records_in += other.records_in;
         self.records_out += other.records_out;
-        self.payload_fallbacks += other.payload_fallbacks;
-        for (k, n) in other.fallback_counts {
-            *self.fallback_counts.entry(k).or_default() += n;
-        }
-        let room = MAX_FALLBACK_EXAMPLES.saturating_sub(self.fallback_examples.len());
-        self.fallback_examples
-            .extend(other.fallback_examples.into_iter().take(room));
+        self.payload_fallbacks.append(other.payload_fallbacks);
     }
 }
 

@@ -19,8 +19,9 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 use warchest::archive::{Format, FormatRecord, Reader};
 use warchest::codec::{Decoder, DecoderOptions, Source};
 use warchest::http::{self, HttpHead};
+use warchest::recoveries::Recoveries;
 use warchest::warc::{ReaderOptions, RecordEnd, RecordType, WarcHeader};
-use warchest::{Error, Limits, Warning, WarningKind};
+use warchest::{Error, Limits, Warning};
 use warchest_index::table::may_have_http_head;
 
 use crate::io::{Input, PyReader};
@@ -125,34 +126,23 @@ impl<S: Source + Send> RecordSource for Reader<S> {
     }
 }
 
-/// Most recoveries an iterator keeps whole ([`Recoveries`]); past this
-/// they are only counted.
-const MAX_KEPT_WARNINGS: usize = 1000;
-
 /// The lenient recoveries of an iterator: every one counted by kind, the
-/// first [`MAX_KEPT_WARNINGS`] kept whole, so a badly damaged file costs
-/// counts, not memory.
+/// first [`DEFAULT_KEPT`](warchest::recoveries::DEFAULT_KEPT) kept whole,
+/// so a badly damaged file costs counts, not memory.
 #[derive(Default)]
-struct Recoveries {
-    /// Per kind, in the order kinds were first met (a handful at most).
-    counts: Vec<(WarningKind, u64)>,
-    kept: Vec<Warning>,
+struct Recovered {
+    tally: Recoveries,
     /// Scratch for draining the reader, reused.
     drained: Vec<Warning>,
 }
 
-impl Recoveries {
+impl Recovered {
     /// Takes what `src` reported since the last call.
     fn collect(&mut self, src: &mut dyn RecordSource) {
         src.drain_warnings(&mut self.drained);
         for w in self.drained.drain(..) {
-            match self.counts.iter_mut().find(|(k, _)| *k == w.kind) {
-                Some((_, n)) => *n += 1,
-                None => self.counts.push((w.kind, 1)),
-            }
-            if self.kept.len() < MAX_KEPT_WARNINGS {
-                self.kept.push(w);
-            }
+            // One file: the iterator's.
+            self.tally.add("", w);
         }
     }
 }
@@ -175,7 +165,7 @@ struct Core {
     /// What the lenient reader recovered from so far. Taken from the
     /// reader on each record and when asked, so that its own list stays
     /// short and recoveries met by a stream are seen before the next one.
-    recoveries: Recoveries,
+    recoveries: Recovered,
 }
 
 fn stale() -> std::io::Error {
@@ -334,7 +324,7 @@ impl ArchiveIterator {
                 end: None,
                 closed: false,
                 prefers_reads: false,
-                recoveries: Recoveries::default(),
+                recoveries: Recovered::default(),
             })),
             parse_http,
             record_types: record_types
@@ -367,7 +357,7 @@ impl ArchiveIterator {
         py.detach(|| {
             let mut c = lock(&self.core);
             c.collect_warnings();
-            take(&c.recoveries)
+            take(&c.recoveries.tally)
         })
     }
 }
@@ -539,7 +529,7 @@ impl ArchiveIterator {
     /// instead.
     #[getter]
     fn warnings<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let kept = self.recovered(py, |r| r.kept.clone());
+        let kept: Vec<Warning> = self.recovered(py, |r| r.kept().map(|(_, w)| w.clone()).collect());
         let list = PyList::empty(py);
         for w in kept {
             let d = PyDict::new(py);
@@ -558,7 +548,7 @@ impl ArchiveIterator {
     /// Counts all of them, beyond the 1000 `warnings` keeps.
     #[getter]
     fn warning_counts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let counts = self.recovered(py, |r| r.counts.clone());
+        let counts = self.recovered(py, |r| r.by_kind().to_vec());
         let d = PyDict::new(py);
         for (kind, n) in counts {
             d.set_item(kind.name(), n)?;

@@ -107,6 +107,7 @@ pub mod io;
 mod leniency;
 mod limits;
 mod pushback;
+pub mod recoveries;
 pub mod size;
 pub mod split;
 #[cfg(test)]

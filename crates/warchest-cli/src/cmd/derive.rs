@@ -192,9 +192,7 @@ fn each_file(
             Ok(mut s) => {
                 // Listed under the name the file was given as, as the
                 // reader's warnings are.
-                for e in &mut s.fallback_examples {
-                    e.file.clone_from(name);
-                }
+                s.payload_fallbacks = s.payload_fallbacks.in_file(name);
                 total.add(s);
             }
             Err(e) => outcome = outcome.and(file_error(name, e.as_ref())),
@@ -209,42 +207,31 @@ fn each_file(
 /// (warchest::http::PayloadFallback): with `-w` each one kept, and
 /// unless `-q` one line of counts per kind.
 fn fallback_report(g: &Global, total: &Summary) {
+    let tally = &total.payload_fallbacks;
     if g.show_warnings {
-        for e in &total.fallback_examples {
+        for (file, e) in tally.kept() {
             for f in e.fallbacks.iter() {
                 eprintln!(
-                    "warchest: {}: warning: offset {}: {}: payload {}",
-                    e.file,
+                    "warchest: {file}: warning: offset {}: {}: payload {}",
                     e.offset,
                     f.name(),
                     f.describe()
                 );
             }
         }
-        let more = total.payload_fallbacks - total.fallback_examples.len() as u64;
+        let more = tally.total() - tally.kept().len() as u64;
         if more > 0 {
             eprintln!(
                 "warchest: {more} more payloads not decoded as their HTTP head says, not listed"
             );
         }
     }
-    let n = total.payload_fallbacks;
-    if g.quiet || n == 0 {
+    let Some(line) = tally.summary().filter(|_| !g.quiet) else {
         return;
-    }
-    let kinds: Vec<String> = total
-        .fallback_counts
-        .iter()
-        .map(|(f, k)| format!("{} ({k})", f.describe()))
-        .collect();
-    let (what, them) = if n == 1 {
-        ("payload not decoded as its HTTP head says", "it")
-    } else {
-        ("payloads not decoded as their HTTP head says", "them")
     };
+    let them = if tally.total() == 1 { "it" } else { "them" };
     eprintln!(
-        "warchest: {n} {what}: {}{}",
-        kinds.join(", "),
+        "warchest: {line}{}",
         if g.show_warnings {
             String::new()
         } else {

@@ -72,7 +72,8 @@ fn text_of_responses_and_resources_only() {
 #[test]
 fn text_rows_count_payload_fallbacks() {
     use warchest::http::PayloadFallback;
-    use warchest_derive::derive::{FallbackExample, Summary, text_rows};
+    use warchest::recoveries::DEFAULT_KEPT;
+    use warchest_derive::derive::{Summary, text_rows};
     let head = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Encoding: gzip\r\n\r\n";
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     std::io::Write::write_all(&mut gz, "clean text ".repeat(50).as_bytes()).unwrap();
@@ -103,18 +104,18 @@ fn text_rows_count_payload_fallbacks() {
     .unwrap();
     assert_eq!(texts.len(), 3);
     assert_eq!(texts[1], "plain text");
-    assert_eq!(summary.payload_fallbacks, 2);
+    let tally = &summary.payload_fallbacks;
+    assert_eq!(tally.total(), 2);
     assert_eq!(
-        summary.fallback_counts.into_iter().collect::<Vec<_>>(),
+        tally.by_kind(),
         [
             (PayloadFallback::ContentUndecoded, 1),
             (PayloadFallback::CutShort, 1)
         ]
     );
-    let at: Vec<(&str, u64, Vec<PayloadFallback>)> = summary
-        .fallback_examples
-        .iter()
-        .map(|e: &FallbackExample| (e.file.as_str(), e.offset, e.fallbacks.iter().collect()))
+    let at: Vec<(&str, u64, Vec<PayloadFallback>)> = tally
+        .kept()
+        .map(|(file, e)| (file, e.offset, e.fallbacks.iter().collect()))
         .collect();
     assert_eq!(
         at,
@@ -123,26 +124,15 @@ fn text_rows_count_payload_fallbacks() {
             ("a.warc", cut_at, vec![PayloadFallback::CutShort]),
         ]
     );
-    // Added up, examples stay bounded and counts go on.
+    // Added up, the kept ones stay bounded and counts go on.
     let mut total = Summary::default();
-    let one = Summary {
-        payload_fallbacks: 1,
-        fallback_examples: vec![FallbackExample {
-            file: "a.warc".into(),
-            offset: 0,
-            fallbacks: Default::default(),
-        }],
-        ..Summary::default()
-    };
-    for _ in 0..warchest_derive::derive::MAX_FALLBACK_EXAMPLES + 5 {
-        total.add(one.clone());
+    for _ in 0..DEFAULT_KEPT + 5 {
+        total.add(summary.clone());
     }
+    assert_eq!(total.payload_fallbacks.kept().len(), DEFAULT_KEPT);
     assert_eq!(
-        total.fallback_examples.len(),
-        warchest_derive::derive::MAX_FALLBACK_EXAMPLES
+        total.payload_fallbacks.total(),
+        2 * (DEFAULT_KEPT as u64 + 5)
     );
-    assert_eq!(
-        total.payload_fallbacks,
-        warchest_derive::derive::MAX_FALLBACK_EXAMPLES as u64 + 5
-    );
+    assert_eq!(total.records_in, 3 * (DEFAULT_KEPT as u64 + 5));
 }

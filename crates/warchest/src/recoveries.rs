@@ -1,0 +1,358 @@
+//! Tallies of what lenient reading recovered from: every recovery counted
+//! by kind and by file, the first few kept whole.
+//!
+//! A lenient read of a damaged archive can meet millions of recoveries
+//! (every bare LF of a file written with them): a [`Recoveries`] costs
+//! counts, not memory, past its limit. The command line's summary line per
+//! file, `derive`'s count of payloads given as stored, and the Python
+//! binding's `warnings` all keep their tally in one.
+
+use crate::error::{Warning, WarningKind};
+use crate::http::{PayloadFallback, PayloadFallbacks};
+
+/// How many recoveries a [`Recoveries`] keeps whole unless told otherwise.
+pub const DEFAULT_KEPT: usize = 1000;
+
+/// Something a [`Recoveries`] tallies: where it was met, and its kinds.
+pub trait Recovery: Clone {
+    /// What kind of recovery it is.
+    type Kind: Copy + Eq;
+
+    /// The offset in the file as stored where it was met.
+    fn offset(&self) -> u64;
+
+    /// Its kinds (one for a [`Warning`]; a payload may fall back on two).
+    fn kinds(&self) -> impl Iterator<Item = Self::Kind>;
+}
+
+impl Recovery for Warning {
+    type Kind = WarningKind;
+
+    fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    fn kinds(&self) -> impl Iterator<Item = WarningKind> {
+        std::iter::once(self.kind)
+    }
+}
+
+/// A payload not decoded as its HTTP head says (see
+/// [`payload_reader_lenient_noted`](crate::http::payload_reader_lenient_noted)):
+/// its record's offset, and what it fell back on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PayloadFallbackAt {
+    /// The record's offset in the file, as stored.
+    pub offset: u64,
+    /// What its payload fell back on.
+    pub fallbacks: PayloadFallbacks,
+}
+
+impl Recovery for PayloadFallbackAt {
+    type Kind = PayloadFallback;
+
+    fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    fn kinds(&self) -> impl Iterator<Item = PayloadFallback> {
+        self.fallbacks.iter()
+    }
+}
+
+impl Recoveries<PayloadFallbackAt> {
+    /// One sentence of the counts, kinds in [`PayloadFallback::ALL`]'s
+    /// order: "16 payloads not decoded as their HTTP head says: announced
+    /// as chunked but not chunked (16)"; `None` when there are none.
+    pub fn summary(&self) -> Option<String> {
+        let n = self.total();
+        if n == 0 {
+            return None;
+        }
+        let mut kinds = self.by_kind().to_vec();
+        kinds.sort();
+        let kinds: Vec<String> = kinds
+            .iter()
+            .map(|(f, k)| format!("{} ({k})", f.describe()))
+            .collect();
+        let what = if n == 1 {
+            "payload not decoded as its HTTP head says"
+        } else {
+            "payloads not decoded as their HTTP head says"
+        };
+        Some(format!("{n} {what}: {}", kinds.join(", ")))
+    }
+}
+
+/// The recoveries of one file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileRecoveries {
+    /// The file, as the reader named it.
+    pub file: String,
+    /// How many.
+    pub count: u64,
+    /// The smallest offset of any.
+    pub first_offset: u64,
+}
+
+/// Recoveries counted by kind (in the order kinds were first met) and by
+/// file (in the order files were), the first [`DEFAULT_KEPT`] (or the
+/// limit given) kept whole with their file.
+#[derive(Debug, Clone)]
+pub struct Recoveries<T: Recovery = Warning> {
+    limit: usize,
+    total: u64,
+    kinds: Vec<(T::Kind, u64)>,
+    files: Vec<FileRecoveries>,
+    /// Each with the index of its file in `files`.
+    kept: Vec<(usize, T)>,
+}
+
+impl<T: Recovery> Default for Recoveries<T> {
+    fn default() -> Self {
+        Recoveries::keeping(DEFAULT_KEPT)
+    }
+}
+
+impl<T: Recovery> Recoveries<T> {
+    /// An empty tally keeping the first [`DEFAULT_KEPT`] whole.
+    pub fn new() -> Self {
+        Recoveries::default()
+    }
+
+    /// An empty tally keeping the first `limit` whole (0: counts only).
+    pub fn keeping(limit: usize) -> Self {
+        Recoveries {
+            limit,
+            total: 0,
+            kinds: Vec::new(),
+            files: Vec::new(),
+            kept: Vec::new(),
+        }
+    }
+
+    /// Counts `r`, met in `file`, and keeps it while there is room.
+    pub fn add(&mut self, file: &str, r: T) {
+        let at = self.count(file, &r);
+        if self.kept.len() < self.limit {
+            self.kept.push((at, r));
+        }
+    }
+
+    /// [`Recoveries::add`] for each of `rs`, each cloned only if kept.
+    pub fn add_all<'a>(&mut self, file: &str, rs: impl IntoIterator<Item = &'a T>)
+    where
+        T: 'a,
+    {
+        for r in rs {
+            let at = self.count(file, r);
+            if self.kept.len() < self.limit {
+                self.kept.push((at, r.clone()));
+            }
+        }
+    }
+
+    /// Adds `other`'s counts to these, and its kept recoveries while there
+    /// is room.
+    pub fn append(&mut self, other: Recoveries<T>) {
+        let mut index = Vec::with_capacity(other.files.len());
+        for f in &other.files {
+            index.push(self.file_index(&f.file, f.first_offset, f.count));
+        }
+        for (k, n) in other.kinds {
+            self.count_kind(k, n);
+        }
+        self.total += other.total;
+        let room = self.limit.saturating_sub(self.kept.len());
+        self.kept.extend(
+            other
+                .kept
+                .into_iter()
+                .take(room)
+                .map(|(i, r)| (index[i], r)),
+        );
+    }
+
+    /// The same recoveries, all as met in `file` (a reader that names its
+    /// file otherwise than its caller does).
+    pub fn in_file(self, file: &str) -> Recoveries<T> {
+        let files = match self.files.iter().map(|f| f.first_offset).min() {
+            Some(first_offset) => vec![FileRecoveries {
+                file: file.to_string(),
+                count: self.total,
+                first_offset,
+            }],
+            None => Vec::new(),
+        };
+        Recoveries {
+            files,
+            kept: self.kept.into_iter().map(|(_, r)| (0, r)).collect(),
+            ..self
+        }
+    }
+
+    /// Takes everything out, leaving an empty tally with the same limit.
+    pub fn take(&mut self) -> Recoveries<T> {
+        std::mem::replace(self, Recoveries::keeping(self.limit))
+    }
+
+    /// How many recoveries were counted.
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+
+    /// Whether none was.
+    pub fn is_empty(&self) -> bool {
+        self.total == 0
+    }
+
+    /// Counts per kind, kinds in the order first met.
+    pub fn by_kind(&self) -> &[(T::Kind, u64)] {
+        &self.kinds
+    }
+
+    /// Counts per file, files in the order first met.
+    pub fn by_file(&self) -> &[FileRecoveries] {
+        &self.files
+    }
+
+    /// The recoveries kept whole, in the order met, each with its file.
+    pub fn kept(&self) -> impl ExactSizeIterator<Item = (&str, &T)> {
+        self.kept
+            .iter()
+            .map(|(i, r)| (self.files[*i].file.as_str(), r))
+    }
+
+    /// The index of `file` in `files`, its count raised by `n` and its
+    /// first offset lowered to `offset`. The file last met is looked at
+    /// first: reads meet one file after another.
+    fn file_index(&mut self, file: &str, offset: u64, n: u64) -> usize {
+        let found = match self.files.last() {
+            Some(f) if f.file == file => Some(self.files.len() - 1),
+            _ => self.files.iter().position(|f| f.file == file),
+        };
+        let i = found.unwrap_or_else(|| {
+            self.files.push(FileRecoveries {
+                file: file.to_string(),
+                count: 0,
+                first_offset: offset,
+            });
+            self.files.len() - 1
+        });
+        let f = &mut self.files[i];
+        f.count += n;
+        f.first_offset = f.first_offset.min(offset);
+        i
+    }
+
+    /// Counts `r` (in `file`, by kind, in all); its file's index.
+    fn count(&mut self, file: &str, r: &T) -> usize {
+        for k in r.kinds() {
+            self.count_kind(k, 1);
+        }
+        self.total += 1;
+        self.file_index(file, r.offset(), 1)
+    }
+
+    fn count_kind(&mut self, k: T::Kind, n: u64) {
+        match self.kinds.iter_mut().find(|(kind, _)| *kind == k) {
+            Some((_, c)) => *c += n,
+            None => self.kinds.push((k, n)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn w(kind: WarningKind, offset: u64) -> Warning {
+        Warning::new(kind, offset, "x")
+    }
+
+    #[test]
+    fn counts_every_one_and_keeps_the_first() {
+        let mut r = Recoveries::keeping(2);
+        r.add("a", w(WarningKind::BareLf, 30));
+        r.add("a", w(WarningKind::BareLf, 10));
+        r.add("b", w(WarningKind::DamagedMember, 5));
+        r.add("a", w(WarningKind::BadTrailer, 40));
+        assert_eq!(r.total(), 4);
+        assert_eq!(
+            r.by_kind(),
+            [
+                (WarningKind::BareLf, 2),
+                (WarningKind::DamagedMember, 1),
+                (WarningKind::BadTrailer, 1)
+            ]
+        );
+        let files: Vec<_> = r
+            .by_file()
+            .iter()
+            .map(|f| (f.file.as_str(), f.count, f.first_offset))
+            .collect();
+        assert_eq!(files, [("a", 3, 10), ("b", 1, 5)]);
+        let kept: Vec<_> = r.kept().map(|(f, w)| (f, w.offset)).collect();
+        assert_eq!(kept, [("a", 30), ("a", 10)]);
+    }
+
+    #[test]
+    fn append_merges_files_and_keeps_within_the_limit() {
+        let mut a = Recoveries::keeping(3);
+        a.add("x", w(WarningKind::BareLf, 7));
+        a.add("y", w(WarningKind::BareLf, 8));
+        let mut b = Recoveries::new();
+        b.add("y", w(WarningKind::SkippedBytes, 2));
+        b.add("z", w(WarningKind::BareLf, 9));
+        b.add("z", w(WarningKind::BareLf, 10));
+        a.append(b);
+        assert_eq!(a.total(), 5);
+        assert_eq!(
+            a.by_kind(),
+            [(WarningKind::BareLf, 4), (WarningKind::SkippedBytes, 1)]
+        );
+        let files: Vec<_> = a
+            .by_file()
+            .iter()
+            .map(|f| (f.file.as_str(), f.count, f.first_offset))
+            .collect();
+        assert_eq!(files, [("x", 1, 7), ("y", 2, 2), ("z", 2, 9)]);
+        let kept: Vec<_> = a.kept().map(|(f, w)| (f, w.offset)).collect();
+        assert_eq!(kept, [("x", 7), ("y", 8), ("y", 2)]);
+        let taken = a.take();
+        assert!(a.is_empty() && a.kept().len() == 0 && a.by_file().is_empty());
+        assert_eq!(taken.total(), 5);
+    }
+
+    #[test]
+    fn a_payload_counts_once_and_each_of_its_fallbacks() {
+        let mut f = PayloadFallbacks::default();
+        f.insert(PayloadFallback::ChunkingAbandoned);
+        f.insert(PayloadFallback::ContentUndecoded);
+        let mut r = Recoveries::keeping(0);
+        r.add(
+            "a",
+            PayloadFallbackAt {
+                offset: 3,
+                fallbacks: f,
+            },
+        );
+        assert_eq!(r.total(), 1);
+        assert_eq!(r.kept().len(), 0);
+        assert_eq!(
+            r.summary().as_deref(),
+            Some(
+                "1 payload not decoded as its HTTP head says: chunking given up, the rest \
+                 as stored (1), content coding did not decode, bytes as stored (1)"
+            )
+        );
+        assert_eq!(Recoveries::<PayloadFallbackAt>::new().summary(), None);
+        assert_eq!(
+            r.by_kind(),
+            [
+                (PayloadFallback::ChunkingAbandoned, 1),
+                (PayloadFallback::ContentUndecoded, 1)
+            ]
+        );
+    }
+}
