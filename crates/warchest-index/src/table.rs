@@ -18,6 +18,12 @@
 //! uncompressed file gives the records between the record boundaries at or
 //! after its ends, with offsets in the whole file (see [`warchest::split`]).
 //!
+//! Recoveries: what the lenient reader recovered from, and the payloads
+//! not decoded as their HTTP head says (given as stored, or cut short:
+//! [`http::payload_reader_lenient_noted`]), are tallied per scanner in its
+//! [`ScanNotes`], which the caller takes as it goes
+//! ([`Scanner::take_notes`]); a scan is never silent about them.
+//!
 //! Errors: with [`ScanOptions::skip_errors`] a file that cannot be opened
 //! or read on gives one row whose `error` column says why (its offset is
 //! where reading stopped), and the scan goes on with the next file; a
@@ -38,11 +44,13 @@ use arrow_schema::{
     ArrowError, DataType, Field, Fields as ArrowFields, Schema, SchemaRef, TimeUnit,
 };
 
+use warchest::Warning;
 use warchest::archive::Reader;
 use warchest::codec::{Decoder, DecoderOptions, Source};
 use warchest::error::{Error, ErrorKind, Result};
 use warchest::fields::Fields;
-use warchest::http::{self, HttpHead};
+use warchest::http::{self, HttpHead, PayloadFallback, PayloadFallbacks};
+use warchest::recoveries::{PayloadFallbackAt, Recoveries};
 use warchest::split;
 use warchest::warc::{self, ReaderOptions, WarcHeader};
 
@@ -292,6 +300,36 @@ impl ScanOptions {
     }
 }
 
+/// What a scan recovered from: the lenient reader's recoveries, and the
+/// payloads not decoded as their HTTP head says. Each counted, the first
+/// 1000 of each kept whole with their file.
+#[derive(Debug, Clone, Default)]
+pub struct ScanNotes {
+    /// The reader's recoveries ([`warchest::Warning`]).
+    pub recoveries: Recoveries<Warning>,
+    /// Payloads given otherwise than decoded as their head says (read
+    /// errors excepted: those are the row's `error`).
+    pub payload_fallbacks: Recoveries<PayloadFallbackAt>,
+}
+
+impl ScanNotes {
+    /// Whether there is nothing to tell.
+    pub fn is_empty(&self) -> bool {
+        self.recoveries.is_empty() && self.payload_fallbacks.is_empty()
+    }
+
+    /// Adds `other`'s to these.
+    pub fn append(&mut self, other: ScanNotes) {
+        self.recoveries.append(other.recoveries);
+        self.payload_fallbacks.append(other.payload_fallbacks);
+    }
+
+    /// Takes everything out.
+    pub fn take(&mut self) -> ScanNotes {
+        std::mem::take(self)
+    }
+}
+
 /// Reads one file into record batches.
 pub struct Scanner<S> {
     reader: Option<Reader<S>>,
@@ -313,6 +351,8 @@ pub struct Scanner<S> {
     /// buffer whole at once (a scanner of one small record, as `fetch`
     /// makes, does not).
     full: bool,
+    /// What was recovered from, as far as taken from the reader.
+    notes: ScanNotes,
 }
 
 impl Scanner<Decoder<File>> {
@@ -434,6 +474,23 @@ impl<S: Source + Send> Scanner<S> {
             carry: None,
             ready: None,
             full: false,
+            notes: ScanNotes::default(),
+        }
+    }
+
+    /// What the scan recovered from since the last call: the reader's
+    /// recoveries up to now, and the payloads read so far that were not
+    /// decoded as their HTTP head says.
+    pub fn take_notes(&mut self) -> ScanNotes {
+        self.collect_warnings();
+        self.notes.take()
+    }
+
+    fn collect_warnings(&mut self) {
+        if let Some(r) = self.reader.as_mut() {
+            for w in r.take_warnings() {
+                self.notes.recoveries.add(&self.filename, w);
+            }
         }
     }
 
@@ -482,6 +539,7 @@ impl<S: Source + Send> Scanner<S> {
                 needs_http: self.needs_http,
                 filename: &self.filename,
                 stop: self.stop,
+                fallbacks: &mut self.notes.payload_fallbacks,
             };
             match row.read(reader) {
                 Ok(true) => {}
@@ -498,6 +556,8 @@ impl<S: Source + Send> Scanner<S> {
                 break;
             }
         }
+        // Taken as the reader goes, so its own list stays short.
+        self.collect_warnings();
         if let Some(r) = self.ready.take() {
             self.full = true;
             self.carry = Some(b);
@@ -540,6 +600,8 @@ pub struct FilesScanner {
     current: Option<Scanner<Decoder<File>>>,
     opts: ScanOptions,
     schema: SchemaRef,
+    /// The notes of the files finished.
+    notes: ScanNotes,
 }
 
 impl FilesScanner {
@@ -555,7 +617,17 @@ impl FilesScanner {
             current: None,
             schema: schema(&opts.columns),
             opts,
+            notes: ScanNotes::default(),
         }
+    }
+
+    /// What the scan recovered from since the last call, in every file
+    /// read so far ([`Scanner::take_notes`]).
+    pub fn take_notes(&mut self) -> ScanNotes {
+        if let Some(s) = self.current.as_mut() {
+            self.notes.append(s.take_notes());
+        }
+        self.notes.take()
     }
 
     /// The schema of the batches.
@@ -573,6 +645,7 @@ impl FilesScanner {
                 if let Some(b) = s.next_batch()? {
                     return Ok(Some(b));
                 }
+                self.notes.append(s.take_notes());
                 self.current = None;
             }
             let Some(p) = self.paths.pop_front() else {
@@ -649,6 +722,8 @@ pub struct ChunkedScanner {
     finished: bool,
     /// The file, for the error of a reading thread that died.
     file: PathBuf,
+    /// What the reading thread noted so far.
+    notes: Arc<std::sync::Mutex<ScanNotes>>,
 }
 
 impl ChunkedScanner {
@@ -678,12 +753,14 @@ impl ChunkedScanner {
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let schema = schema(&opts.columns);
         let trace = Arc::new(std::sync::Mutex::new(None));
+        let notes = Arc::new(std::sync::Mutex::new(ScanNotes::default()));
         let worker = {
             let stop = Arc::clone(&stop);
             let schema = schema.clone();
             let trace = Arc::clone(&trace);
+            let notes = Arc::clone(&notes);
             move || {
-                let t = scan_chunks(&path, opts, schema, plan, tx, stop);
+                let t = scan_chunks(&path, opts, schema, plan, tx, stop, &notes);
                 *trace.lock().unwrap_or_else(|e| e.into_inner()) = Some(t);
             }
         };
@@ -699,7 +776,15 @@ impl ChunkedScanner {
             trace,
             finished: false,
             file,
+            notes,
         })
+    }
+
+    /// What the scan recovered from since the last call, as far as the
+    /// batches handed out so far (and a little beyond: the reading thread
+    /// runs ahead); once every batch was taken, all of it.
+    pub fn take_notes(&mut self) -> ScanNotes {
+        lock(&self.notes).take()
     }
 
     /// What the chunked read did, once every batch was taken (`None`
@@ -782,6 +867,8 @@ struct Batches {
     /// stored bytes: a running count, since `held` is asked on each
     /// record.
     done_bytes: usize,
+    /// Payloads of these rows not decoded as their head says.
+    fallbacks: Recoveries<PayloadFallbackAt>,
 }
 
 impl Batches {
@@ -801,7 +888,12 @@ impl Batches {
             return rec.finish();
         }
         let opts = t.opts;
-        let Batches { b, ready, .. } = self;
+        let Batches {
+            b,
+            ready,
+            fallbacks,
+            ..
+        } = self;
         let b = b.get_or_insert_with(|| new_chunk_builder(opts));
         // A batch cut before this row holds the rows before it.
         let before = b.bytes;
@@ -813,6 +905,7 @@ impl Batches {
             needs_http: t.needs_http,
             filename: t.filename,
             stop: u64::MAX,
+            fallbacks,
         }
         .row(rec);
         if let Some(x) = self.ready.take() {
@@ -895,6 +988,9 @@ struct ScanChunks<'a> {
     main_rows: std::sync::Mutex<Batches>,
     tx: std::sync::mpsc::SyncSender<Result<RecordBatch>>,
     stop: &'a std::sync::atomic::AtomicBool,
+    /// The scanner's notes, which rows' payload fallbacks join in file
+    /// order (and the reader's recoveries as reported: [`Noting`]).
+    notes: &'a std::sync::Mutex<ScanNotes>,
 }
 
 /// The consumer went away: the read stops.
@@ -912,6 +1008,15 @@ impl std::error::Error for Stopped {}
 impl ScanChunks<'_> {
     fn main_rows(&self) -> std::sync::MutexGuard<'_, Batches> {
         self.main_rows.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Moves the payload fallbacks of `rows` into the scanner's notes.
+    fn note(&self, rows: &mut Batches) {
+        if !rows.fallbacks.is_empty() {
+            lock(self.notes)
+                .payload_fallbacks
+                .append(rows.fallbacks.take());
+        }
     }
 
     /// Sends the complete batches of `rows`.
@@ -957,6 +1062,8 @@ impl warchest::chunks::Tally for ScanChunks<'_> {
         }
         self.send(&mut rows);
         self.send(&mut part);
+        self.note(&mut rows);
+        self.note(&mut part);
     }
 
     fn full(&self, sum: &Batches) -> bool {
@@ -964,11 +1071,21 @@ impl warchest::chunks::Tally for ScanChunks<'_> {
     }
 }
 
-/// Warnings are not reported by a scan (as [`Scanner`] reports none).
-struct Quiet;
+/// The chunked read's recoveries, into a [`ChunkedScanner`]'s notes.
+struct Noting<'a>(&'a std::sync::Mutex<ScanNotes>);
 
-impl warchest::chunks::Report for Quiet {
-    fn warnings(&self, _: &str, _: &[warchest::Warning]) {}
+impl warchest::chunks::Report for Noting<'_> {
+    fn warnings(&self, file: &str, warnings: &[Warning]) {
+        if !warnings.is_empty() {
+            lock(self.0).recoveries.add_all(file, warnings);
+        }
+    }
+}
+
+/// `m` locked, whether or not a thread panicked holding it (the notes
+/// stay counts either way).
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The thread of a [`ChunkedScanner`]: reads the file as `plan` says,
@@ -981,6 +1098,7 @@ fn scan_chunks(
     plan: warchest::chunks::Plan,
     tx: std::sync::mpsc::SyncSender<Result<RecordBatch>>,
     stop: Arc<std::sync::atomic::AtomicBool>,
+    notes: &std::sync::Mutex<ScanNotes>,
 ) -> warchest::chunks::Trace {
     let filename = path.to_string_lossy().into_owned();
     let reader = match opts.reader.file.is_some() {
@@ -998,11 +1116,19 @@ fn scan_chunks(
         main_rows: std::sync::Mutex::new(Batches::default()),
         tx,
         stop: &stop,
+        notes,
     };
     let input = warchest::chunks::Input::Path(path);
     MERGING.set(true);
-    let (r, trace) =
-        warchest::chunks::read_tally(&Quiet, &filename, input, &t, &reader, plan, &mut io::sink());
+    let (r, trace) = warchest::chunks::read_tally(
+        &Noting(notes),
+        &filename,
+        input,
+        &t,
+        &reader,
+        plan,
+        &mut io::sink(),
+    );
     MERGING.set(false);
     let mut rows = std::mem::take(&mut *t.main_rows());
     let e = match r {
@@ -1022,6 +1148,7 @@ fn scan_chunks(
         Some(e) => Err(e),
     };
     t.send(&mut rows);
+    t.note(&mut rows);
     if let Err(e) = last {
         let _ = t.tx.send(Err(e));
     }
@@ -1038,6 +1165,8 @@ struct RowCtx<'a> {
     needs_http: bool,
     filename: &'a str,
     stop: u64,
+    /// Where a payload not decoded as its head says is counted.
+    fallbacks: &'a mut Recoveries<PayloadFallbackAt>,
 }
 
 impl RowCtx<'_> {
@@ -1101,6 +1230,15 @@ impl RowCtx<'_> {
                     .read_http(&mut block, candidate, &limits, opts.max_payload, &mut cut);
             http = got;
             failure = err;
+            if !http.fallbacks.is_empty() {
+                self.fallbacks.add(
+                    self.filename,
+                    PayloadFallbackAt {
+                        offset: loc.offset,
+                        fallbacks: http.fallbacks,
+                    },
+                );
+            }
         }
         let row_bytes = header_bytes + self.b.pending_bytes(&http);
         if self.b.rows > 0 && self.b.bytes + row_bytes > opts.batch_bytes {
@@ -1160,6 +1298,8 @@ struct HttpRead {
     /// end of the payload column; `cut`: it was longer than `max_payload`),
     /// `Ok(None)` when it was not, `Err` when reading it failed.
     payload: Option<io::Result<bool>>,
+    /// What the payload's decoding fell back on.
+    fallbacks: PayloadFallbacks,
 }
 
 /// Where a row's payload is read from.
@@ -1507,7 +1647,7 @@ impl BatchBuilder {
         let expect = usize::try_from(cut.hint.min(max)).unwrap_or(usize::MAX);
         let fields = HttpRead {
             head,
-            payload: None,
+            ..HttpRead::default()
         };
         let expect_row = cut.header_bytes + self.pending_bytes(&fields) + expect;
         let head = fields.head;
@@ -1518,28 +1658,52 @@ impl BatchBuilder {
                     return (
                         HttpRead {
                             head,
-                            payload: None,
+                            ..HttpRead::default()
                         },
                         Some(e),
                     );
                 }
             }
         }
+        let mut fallbacks = PayloadFallbacks::default();
         let payload = match &head {
+            // Neither payload column: no decoder is built.
+            _ if !self.wants_payload() => None,
             // Codings to undo.
             Some(h) if !h.transfer_encoding().is_empty() || !h.content_encoding().is_empty() => {
-                let mut r = http::payload_reader_lenient(&mut *block, h);
-                self.read_payload(PayloadSrc::Decoded(&mut r), max, expect)
+                let (mut r, notes) = http::payload_reader_lenient_noted(&mut *block, h);
+                let p = self.read_payload(PayloadSrc::Decoded(&mut r), max, expect);
+                fallbacks = notes.get();
+                p
             }
             // No coding to undo (`payload_reader_lenient` would give the
             // body as stored): straight from the block's buffer.
             _ => self.read_payload(PayloadSrc::Stored(&prefix, block), max, expect),
         };
         let err = match &payload {
-            Some(Err(e)) => Some(Error::from(io::Error::new(e.kind(), e.to_string()))),
+            Some(Err(e)) => {
+                // The row's error says so.
+                fallbacks.remove(PayloadFallback::ReadError);
+                Some(Error::from(io::Error::new(e.kind(), e.to_string())))
+            }
             _ => None,
         };
-        (HttpRead { head, payload }, err)
+        (
+            HttpRead {
+                head,
+                payload,
+                fallbacks,
+            },
+            err,
+        )
+    }
+
+    /// Whether a payload column (`payload` or `payload_truncated`) is
+    /// chosen.
+    fn wants_payload(&self) -> bool {
+        self.cols
+            .iter()
+            .any(|(c, _)| matches!(c, Column::Payload | Column::PayloadTruncated))
     }
 
     /// Whether a payload column is chosen.

@@ -5,5 +5,7 @@ mod common;
 #[cfg(feature = "parquet")]
 mod scan_chunks;
 #[cfg(feature = "parquet")]
+mod scan_notes;
+#[cfg(feature = "parquet")]
 mod split;
 mod surt_differential;

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use arrow_array::RecordBatch;
 use warchest::chunks::Trace;
 use warchest::warc::ReaderOptions;
-use warchest_index::table::{ChunkedScanner, Column, ScanOptions, Scanner};
+use warchest_index::table::{ChunkedScanner, Column, ScanNotes, ScanOptions, Scanner};
 
 use crate::common;
 
@@ -80,12 +80,46 @@ fn configs() -> Vec<(&'static str, ScanOptions)> {
     ]
 }
 
-/// Compares both scans of `path` in every config and chunk size; the
-/// chunked reads' traces, summed (`None`: not read in chunks).
-fn compare(path: &Path) -> Option<Trace> {
+/// A scan's notes, comparable: each recovery kept (file, offset, kind)
+/// and the counts by kind; each payload fallback kept (offset, kinds).
+type Noted = (
+    Vec<(String, u64, &'static str)>,
+    Vec<(&'static str, u64)>,
+    Vec<(u64, Vec<&'static str>)>,
+);
+
+fn noted(n: ScanNotes) -> Noted {
+    let kept = n
+        .recoveries
+        .kept()
+        .map(|(f, w)| (f.to_string(), w.offset, w.kind.name()))
+        .collect();
+    let kinds = n
+        .recoveries
+        .by_kind()
+        .iter()
+        .map(|(k, c)| (k.name(), *c))
+        .collect();
+    let payloads = n
+        .payload_fallbacks
+        .kept()
+        .map(|(_, p)| (p.offset, p.fallbacks.iter().map(|f| f.name()).collect()))
+        .collect();
+    (kept, kinds, payloads)
+}
+
+/// Compares both scans of `path` in every config and chunk size, their
+/// rows and their notes (recoveries, payload fallbacks); the chunked
+/// reads' traces, summed (`None`: not read in chunks), and whether any
+/// scan noted anything.
+fn compare(path: &Path) -> (Option<Trace>, bool) {
     let mut chunked: Option<Trace> = None;
+    let mut any_notes = false;
     for (what, opts) in configs() {
-        let (want, want_err, _) = rows(&mut Scanner::open(path, opts.clone()));
+        let mut seq = Scanner::open(path, opts.clone());
+        let (want, want_err, _) = rows(&mut seq);
+        let want_notes = noted(seq.take_notes());
+        any_notes |= want_notes != Noted::default();
         for chunk in [97, 2048] {
             let Some(mut s) = ChunkedScanner::open(path, opts.clone(), 3, Some(chunk)) else {
                 continue;
@@ -106,6 +140,7 @@ fn compare(path: &Path) -> Option<Trace> {
                 for (i, (g, w)) in got.iter().zip(&want).enumerate() {
                     assert_eq!(g, w, "{at}: row {i}");
                 }
+                assert_eq!(noted(s.take_notes()), want_notes, "{at}: notes");
             }
             assert!(
                 sizes.iter().all(|&n| n >= 1 && n <= opts.batch_rows),
@@ -113,7 +148,7 @@ fn compare(path: &Path) -> Option<Trace> {
             );
         }
     }
-    chunked
+    (chunked, any_notes)
 }
 
 /// A resource record of `body`.
@@ -165,9 +200,12 @@ fn chunked_scan_gives_the_sequential_rows_on_every_fixture() {
     files.push(nested_path);
 
     let mut read = 0;
+    let mut noting = 0;
     let mut total = Trace::default();
     for f in &files {
-        if let Some(t) = compare(f) {
+        let (trace, notes) = compare(f);
+        noting += usize::from(notes);
+        if let Some(t) = trace {
             read += 1;
             total.used += t.used;
             total.sequential_runs += t.sequential_runs;
@@ -184,6 +222,9 @@ fn chunked_scan_gives_the_sequential_rows_on_every_fixture() {
     // Every WARC file is planned in chunks (none is compressed now).
     assert_eq!(read, files.len(), "files read in chunks");
     assert!(total.used > 0 && total.sequential_runs > 0, "{total:?}");
+    // Damaged fixtures and iana's chunked header on de-chunked bodies:
+    // notes to compare.
+    assert!(noting >= 3, "{noting} files with notes");
 }
 
 #[test]

@@ -1,0 +1,153 @@
+//! A scan tells what it recovered from ([`ScanNotes`]): the lenient
+//! reader's recoveries and the payloads not decoded as their HTTP head
+//! says, each with its file and offset.
+
+use std::io::Write;
+
+use warchest::WarningKind;
+use warchest::http::PayloadFallback;
+use warchest_index::table::{Column, FilesScanner, ScanNotes, ScanOptions, Scanner};
+
+use crate::common;
+
+/// Every batch of `s` read (each must read), then its notes.
+fn scan_notes(mut s: Scanner<warchest::codec::Decoder<std::fs::File>>) -> ScanNotes {
+    for b in &mut s {
+        b.unwrap();
+    }
+    s.take_notes()
+}
+
+fn with(columns: &[Column]) -> ScanOptions {
+    let mut o = ScanOptions::default();
+    o.columns.extend_from_slice(columns);
+    o
+}
+
+/// A response record whose block is `head` and `body`.
+fn response(uri: &str, head: &str, body: &[u8]) -> Vec<u8> {
+    let block = [head.as_bytes(), body].concat();
+    let mut v = format!(
+        "WARC/1.1\r\nWARC-Type: response\r\nWARC-Target-URI: {uri}\r\n\
+         Content-Type: application/http; msgtype=response\r\nContent-Length: {}\r\n\r\n",
+        block.len()
+    )
+    .into_bytes();
+    v.extend_from_slice(&block);
+    v.extend_from_slice(b"\r\n\r\n");
+    v
+}
+
+#[test]
+fn payloads_given_as_stored_are_noted_with_their_offsets() {
+    // pywb's iana.warc.gz stores de-chunked bodies under a chunked header:
+    // 25 records with a body (warcio's raw streams, none starting with a
+    // chunk size line; `derive text` counts the 16 it reads).
+    let iana = common::fixture("pywb/iana.warc.gz");
+    let n = scan_notes(Scanner::open(&iana, with(&[Column::Payload])));
+    assert!(n.recoveries.is_empty(), "{:?}", n.recoveries);
+    assert_eq!(
+        n.payload_fallbacks.by_kind(),
+        [(PayloadFallback::NotChunked, 25)]
+    );
+    assert_eq!(n.payload_fallbacks.kept().len(), 25);
+    let name = iana.to_string_lossy();
+    assert!(n.payload_fallbacks.kept().all(|(f, _)| f == name));
+    // A lone `payload_truncated` reads the payloads too.
+    let only_flag = scan_notes(Scanner::open(&iana, with(&[Column::PayloadTruncated])));
+    assert_eq!(only_flag.payload_fallbacks.total(), 25);
+    // Without a payload column no payload is decoded, so none falls back.
+    let heads = scan_notes(Scanner::open(&iana, with(&[Column::HttpStatus])));
+    assert!(heads.is_empty());
+}
+
+#[test]
+fn a_bad_content_coding_and_a_cut_body_are_noted_and_a_clean_one_is_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let gz_head = "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\n\r\n";
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&b"clean ".repeat(100)).unwrap();
+    let gz = gz.finish().unwrap();
+    let mut warc = response("http://a.example/clean", gz_head, &gz);
+    let plain_at = warc.len() as u64;
+    warc.extend(response(
+        "http://a.example/plain",
+        gz_head,
+        b"not gzip at all",
+    ));
+    let cut_at = warc.len() as u64;
+    warc.extend(response(
+        "http://a.example/cut",
+        gz_head,
+        &gz[..gz.len() - 12],
+    ));
+    let path = dir.path().join("codings.warc");
+    std::fs::write(&path, &warc).unwrap();
+    let n = scan_notes(Scanner::open(&path, with(&[Column::Payload])));
+    let kept: Vec<(u64, Vec<PayloadFallback>)> = n
+        .payload_fallbacks
+        .kept()
+        .map(|(_, p)| (p.offset, p.fallbacks.iter().collect()))
+        .collect();
+    assert_eq!(
+        kept,
+        [
+            (plain_at, vec![PayloadFallback::ContentUndecoded]),
+            (cut_at, vec![PayloadFallback::CutShort]),
+        ]
+    );
+    assert!(n.recoveries.is_empty());
+}
+
+#[test]
+fn the_readers_recoveries_are_noted_per_file_and_taken_once() {
+    let dir = tempfile::tempdir().unwrap();
+    // Bare LF line ends in the WARC header.
+    let body = b"hello";
+    let bare = format!(
+        "WARC/1.1\nWARC-Type: resource\nWARC-Target-URI: http://b.example/\n\
+         Content-Length: {}\n\n",
+        body.len()
+    );
+    let mut warc = bare.into_bytes();
+    warc.extend_from_slice(body);
+    warc.extend_from_slice(b"\r\n\r\n");
+    let bad = dir.path().join("bare.warc");
+    std::fs::write(&bad, &warc).unwrap();
+    let clean = common::fixture("pywb/example.warc.gz");
+    let mut s = FilesScanner::new(
+        [clean.clone(), bad.clone(), clean.clone()],
+        ScanOptions::default(),
+    );
+    let mut rows = 0;
+    while let Some(b) = s.next_batch().unwrap() {
+        rows += b.num_rows();
+    }
+    assert!(rows > 1);
+    let n = s.take_notes();
+    assert!(!n.recoveries.is_empty());
+    assert!(
+        n.recoveries
+            .by_kind()
+            .iter()
+            .any(|(k, _)| *k == WarningKind::BareLf),
+        "{:?}",
+        n.recoveries.by_kind()
+    );
+    let files: Vec<&str> = n
+        .recoveries
+        .by_file()
+        .iter()
+        .map(|f| f.file.as_str())
+        .collect();
+    assert_eq!(files, [bad.to_string_lossy()]);
+    assert!(s.take_notes().is_empty(), "taken once");
+    // The same file, strict: no recovery, an error.
+    let strict = ScanOptions {
+        reader: warchest::warc::ReaderOptions::strict(),
+        ..ScanOptions::default()
+    };
+    let mut s = Scanner::open(&bad, strict);
+    assert!(s.next_batch().is_err());
+    assert!(s.take_notes().recoveries.is_empty());
+}
