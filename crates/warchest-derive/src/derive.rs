@@ -32,15 +32,8 @@ pub struct Summary {
 impl Summary {
     /// Counts `rec`'s payload fallbacks, if any (it is in `file`).
     fn note_payload(&mut self, rec: &SourceRecord, file: &str) {
-        let fallbacks = rec.payload_fallbacks;
-        if !fallbacks.is_empty() {
-            self.payload_fallbacks.add(
-                file,
-                PayloadFallbackAt {
-                    offset: rec.offset,
-                    fallbacks,
-                },
-            );
+        if let Some(p) = rec.payload_fallback() {
+            self.payload_fallbacks.add(file, p);
         }
     }
 

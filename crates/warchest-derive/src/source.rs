@@ -112,6 +112,15 @@ pub struct ArcLine {
 }
 
 impl SourceRecord {
+    /// Its payload's fallbacks with its offset, when it has any (for a
+    /// [`Recoveries`](warchest::recoveries::Recoveries) tally).
+    pub fn payload_fallback(&self) -> Option<warchest::recoveries::PayloadFallbackAt> {
+        (!self.payload_fallbacks.is_empty()).then_some(warchest::recoveries::PayloadFallbackAt {
+            offset: self.offset,
+            fallbacks: self.payload_fallbacks,
+        })
+    }
+
     /// The first WARC field named `name` (ASCII case-insensitive).
     pub fn field(&self, name: &str) -> Option<&str> {
         self.fields

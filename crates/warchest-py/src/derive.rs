@@ -19,7 +19,7 @@ use warchest_derive::source::{Purpose, read_batch_for};
 use warchest_derive::table::{Columns, Row, schema_of, to_batch_of};
 
 use crate::io::{Target, targets_from_py};
-use crate::scan::ScanStream;
+use crate::scan::{ScanStream, SharedNotes, external, lock, warn_recovered};
 
 /// The names of every column `derive_text` can give, in table order (the
 /// list `warchest derive text --columns` takes).
@@ -56,33 +56,52 @@ pub(crate) fn derive_text_stream(
             }
         }
     }
-    Ok(ScanStream::new(Box::new(TextBatches {
-        files,
-        current: None,
-        columns,
-    })))
+    let notes = SharedNotes::default();
+    Ok(ScanStream::new(
+        Box::new(TextBatches {
+            files,
+            current: None,
+            columns,
+            notes: notes.clone(),
+        }),
+        notes,
+    ))
 }
 
 struct TextBatches {
     files: VecDeque<PathBuf>,
     current: Option<(Reader<Decoder<File>>, String)>,
     columns: Columns,
+    /// The readers' recoveries and the payloads not decoded as their head
+    /// says, as `scan` notes them.
+    notes: SharedNotes,
 }
 
 impl TextBatches {
-    fn next_batch(&mut self) -> warchest::Result<Option<RecordBatch>> {
+    fn next_batch(&mut self) -> Result<Option<RecordBatch>, ArrowError> {
         loop {
             let Some((reader, name)) = self.current.as_mut() else {
                 let Some(path) = self.files.pop_front() else {
                     return Ok(None);
                 };
                 let name = path.to_string_lossy().into_owned();
-                self.current = Some((Reader::open(&path)?, name));
+                self.current = Some((Reader::open(&path).map_err(external)?, name));
                 continue;
             };
             let (records, err) = read_batch_for(reader, Purpose::Text);
+            {
+                let mut n = lock(&self.notes);
+                for w in reader.take_warnings() {
+                    n.current.recoveries.add(name, w);
+                }
+                for p in records.iter().filter_map(|r| r.payload_fallback()) {
+                    n.current.payload_fallbacks.add(name, p);
+                }
+            }
             if records.is_empty() && err.is_none() {
                 self.current = None;
+                let told = lock(&self.notes).finish_part();
+                warn_recovered(told)?;
                 continue;
             }
             let columns = self.columns;
@@ -91,12 +110,10 @@ impl TextBatches {
                 .filter_map(|r| Row::of_columns(r, name, columns))
                 .collect();
             if let Some(e) = err {
-                return Err(e);
+                return Err(external(e));
             }
             if !rows.is_empty() {
-                return to_batch_of(&rows, columns)
-                    .map(Some)
-                    .map_err(|e| warchest::Error::from(std::io::Error::other(e.to_string())));
+                return to_batch_of(&rows, columns).map(Some);
             }
         }
     }
@@ -106,9 +123,7 @@ impl Iterator for TextBatches {
     type Item = Result<RecordBatch, ArrowError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        self.next_batch()
-            .map_err(|e| ArrowError::ExternalError(Box::new(e)))
-            .transpose()
+        self.next_batch().transpose()
     }
 }
 

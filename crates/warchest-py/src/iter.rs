@@ -147,6 +147,18 @@ impl Recovered {
     }
 }
 
+/// A recovery as Python sees it: `kind`, `offset`, `record`, `record_id`,
+/// `message`.
+pub(crate) fn warning_dict<'py>(py: Python<'py>, w: &Warning) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item(intern!(py, "kind"), w.kind.name())?;
+    d.set_item(intern!(py, "offset"), w.offset)?;
+    d.set_item(intern!(py, "record"), w.record)?;
+    d.set_item(intern!(py, "record_id"), w.record_id.as_deref())?;
+    d.set_item(intern!(py, "message"), w.message.as_str())?;
+    Ok(d)
+}
+
 /// The reader and the state of its current record.
 struct Core {
     src: Box<dyn RecordSource>,
@@ -166,6 +178,8 @@ struct Core {
     /// reader on each record and when asked, so that its own list stays
     /// short and recoveries met by a stream are seen before the next one.
     recoveries: Recovered,
+    /// The end was reached and its RecoveryWarning given, if any.
+    told: bool,
 }
 
 fn stale() -> std::io::Error {
@@ -325,6 +339,7 @@ impl ArchiveIterator {
                 closed: false,
                 prefers_reads: false,
                 recoveries: Recovered::default(),
+                told: false,
             })),
             parse_http,
             record_types: record_types
@@ -473,7 +488,22 @@ impl ArchiveIterator {
             }
         });
         match got.map_err(to_py)? {
-            None => Err(PyStopIteration::new_err(())),
+            None => {
+                // At the end, once: a RecoveryWarning of what was
+                // recovered from (an error under an "error" filter).
+                let told = py.detach(|| {
+                    let mut c = lock(&self.core);
+                    let first = !std::mem::replace(&mut c.told, true);
+                    let t = &c.recoveries.tally;
+                    first
+                        .then(|| crate::scan::describe(t, &Recoveries::keeping(0)))
+                        .flatten()
+                });
+                if let Some(told) = told {
+                    crate::scan::warn_now(py, &told)?;
+                }
+                Err(PyStopIteration::new_err(()))
+            }
             Some((n, left, generation)) => Ok(Record {
                 header: Arc::new(n.header),
                 http: n.http.map(Arc::new),
@@ -531,14 +561,8 @@ impl ArchiveIterator {
     fn warnings<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let kept: Vec<Warning> = self.recovered(py, |r| r.kept().map(|(_, w)| w.clone()).collect());
         let list = PyList::empty(py);
-        for w in kept {
-            let d = PyDict::new(py);
-            d.set_item(intern!(py, "kind"), w.kind.name())?;
-            d.set_item(intern!(py, "offset"), w.offset)?;
-            d.set_item(intern!(py, "record"), w.record)?;
-            d.set_item(intern!(py, "record_id"), w.record_id)?;
-            d.set_item(intern!(py, "message"), w.message)?;
-            list.append(d)?;
+        for w in &kept {
+            list.append(warning_dict(py, w)?)?;
         }
         Ok(list)
     }

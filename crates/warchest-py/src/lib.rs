@@ -56,6 +56,10 @@ pub(crate) fn io_to_py(e: std::io::Error) -> PyErr {
 fn _warchest(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("ArchiveError", m.py().get_type::<ArchiveError>())?;
+    m.add(
+        "RecoveryWarning",
+        m.py().get_type::<scan::RecoveryWarning>(),
+    )?;
     m.add_class::<iter::ArchiveIterator>()?;
     m.add_class::<iter::Record>()?;
     m.add_class::<iter::StatusAndHeaders>()?;

@@ -417,10 +417,23 @@ pub(crate) struct FetchBatches {
     fetcher: Fetcher,
     opts: ScanOptions,
     schema: SchemaRef,
+    /// What reading the records noted; told in one warning at the end.
+    notes: crate::scan::SharedNotes,
 }
 
 impl FetchBatches {
-    fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+    /// The next batch; at the end, a `RecoveryWarning` when reading the
+    /// records noted anything.
+    fn next_batch(&mut self) -> std::result::Result<Option<RecordBatch>, ArrowError> {
+        let got = self.next_rows().map_err(crate::scan::external)?;
+        if got.is_none() {
+            let told = crate::scan::lock(&self.notes).finish_part();
+            crate::scan::warn_recovered(told)?;
+        }
+        Ok(got)
+    }
+
+    fn next_rows(&mut self) -> Result<Option<RecordBatch>> {
         let mut batches = Vec::new();
         let mut rows = 0;
         let mut bytes = 0;
@@ -436,12 +449,15 @@ impl FetchBatches {
                 Ok(r) => Scanner::new(r, row.name.as_str(), opts),
                 Err(e) => Scanner::failed(row.name.as_str(), e, opts),
             };
-            for b in scanner {
-                let b = b?;
+            let mut scanner = scanner;
+            while let Some(b) = scanner.next_batch()? {
                 rows += b.num_rows();
                 bytes += b.get_array_memory_size();
                 batches.push(b);
             }
+            crate::scan::lock(&self.notes)
+                .current
+                .append(scanner.take_notes());
         }
         if batches.is_empty() {
             return Ok(None);
@@ -456,9 +472,7 @@ impl Iterator for FetchBatches {
     type Item = std::result::Result<RecordBatch, ArrowError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        self.next_batch()
-            .map_err(|e| ArrowError::ExternalError(Box::new(e)))
-            .transpose()
+        self.next_batch().transpose()
     }
 }
 
@@ -499,9 +513,14 @@ pub(crate) fn fetch_scan_stream(
     )
     .map_err(|e| PyValueError::new_err(e.to_string()))?;
     let schema = warchest_index::table::schema(&opts.columns);
-    Ok(ScanStream::new(Box::new(FetchBatches {
-        fetcher: Fetcher::new(rows, concurrency, max_length, max_gap),
-        opts,
-        schema,
-    })))
+    let notes = crate::scan::SharedNotes::default();
+    Ok(ScanStream::new(
+        Box::new(FetchBatches {
+            fetcher: Fetcher::new(rows, concurrency, max_length, max_gap),
+            opts,
+            schema,
+            notes: notes.clone(),
+        }),
+        notes,
+    ))
 }

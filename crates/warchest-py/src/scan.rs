@@ -7,17 +7,20 @@ use std::collections::VecDeque;
 use std::ffi::CStr;
 use std::fs::File;
 use std::ops::Range;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, SchemaRef};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::PyCapsule;
+use pyo3::types::{PyCapsule, PyDict, PyList};
+use warchest::Warning;
 use warchest::codec::Decoder;
+use warchest::recoveries::{PayloadFallbackAt, Recoveries};
 use warchest::warc::ReaderOptions;
-use warchest_index::table::{ChunkedScanner, Column, ScanOptions, Scanner};
+use warchest_index::table::{ChunkedScanner, Column, ScanNotes, ScanOptions, Scanner};
 
 use crate::io::{Target, targets_from_py};
 
@@ -155,16 +158,21 @@ pub(crate) fn scan_stream(
         batch_bytes: batch_bytes.max(1),
         ..opts
     };
-    Ok(ScanStream::new(Box::new(PartsScanner {
-        schema: warchest_index::table::schema(&opts.columns),
-        parts: parts.into(),
-        current: None,
-        opts,
-        threads: match threads {
-            Some(n) if n > 0 => n,
-            _ => std::thread::available_parallelism().map_or(1, |n| n.get()),
-        },
-    })))
+    let notes = SharedNotes::default();
+    Ok(ScanStream::new(
+        Box::new(PartsScanner {
+            schema: warchest_index::table::schema(&opts.columns),
+            parts: parts.into(),
+            current: None,
+            opts,
+            threads: match threads {
+                Some(n) if n > 0 => n,
+                _ => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            },
+            notes: Arc::clone(&notes),
+        }),
+        notes,
+    ))
 }
 
 /// Refuses URLs in a build without the `remote` feature.
@@ -202,6 +210,15 @@ impl PartScanner {
             PartScanner::Remote(s) => s.next_batch(),
         }
     }
+
+    fn take_notes(&mut self) -> ScanNotes {
+        match self {
+            PartScanner::Local(s) => s.take_notes(),
+            PartScanner::Chunked(s) => s.take_notes(),
+            #[cfg(feature = "remote")]
+            PartScanner::Remote(s) => s.take_notes(),
+        }
+    }
 }
 
 /// Reads files and objects one after another into record batches of one
@@ -213,16 +230,24 @@ struct PartsScanner {
     schema: SchemaRef,
     /// Threads for an uncompressed local file.
     threads: usize,
+    /// What the scan noted, shared with its [`ScanStream`].
+    notes: SharedNotes,
 }
 
 impl PartsScanner {
-    fn next_batch(&mut self) -> warchest::Result<Option<RecordBatch>> {
+    /// The next batch; at the end of each part, a [`RecoveryWarning`] when
+    /// it noted anything (`Err` when the warning is made an error).
+    fn next_batch(&mut self) -> Result<Option<RecordBatch>, ArrowError> {
         loop {
             if let Some(s) = self.current.as_mut() {
-                if let Some(b) = s.next_batch()? {
+                let got = s.next_batch();
+                lock(&self.notes).current.append(s.take_notes());
+                if let Some(b) = got.map_err(external)? {
                     return Ok(Some(b));
                 }
                 self.current = None;
+                let told = lock(&self.notes).finish_part();
+                warn_recovered(told)?;
             }
             let Some((target, range)) = self.parts.pop_front() else {
                 return Ok(None);
@@ -257,10 +282,117 @@ impl Iterator for PartsScanner {
     type Item = Result<RecordBatch, ArrowError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        self.next_batch()
-            .map_err(|e| ArrowError::ExternalError(Box::new(e)))
-            .transpose()
+        self.next_batch().transpose()
     }
+}
+
+/// A library error as Arrow's.
+pub(crate) fn external(e: warchest::Error) -> ArrowError {
+    ArrowError::ExternalError(Box::new(e))
+}
+
+/// What a scan stream noted: the parts finished, and the part being read
+/// (its notes taken after each batch).
+#[derive(Default)]
+pub(crate) struct StreamNotes {
+    finished: ScanNotes,
+    pub(crate) current: ScanNotes,
+}
+
+/// [`StreamNotes`] shared by a stream and the object it was taken from.
+pub(crate) type SharedNotes = Arc<Mutex<StreamNotes>>;
+
+pub(crate) fn lock(n: &SharedNotes) -> std::sync::MutexGuard<'_, StreamNotes> {
+    n.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl StreamNotes {
+    /// Ends the current part: its notes join the finished ones, and the
+    /// sentence a warning says of them, if any.
+    pub(crate) fn finish_part(&mut self) -> Option<String> {
+        let part = self.current.take();
+        let told = describe(&part.recoveries, &part.payload_fallbacks);
+        self.finished.append(part);
+        told
+    }
+
+    /// Everything noted so far.
+    fn all(&self) -> ScanNotes {
+        let mut all = self.finished.clone();
+        all.append(self.current.clone());
+        all
+    }
+}
+
+/// One sentence of what was noted: where (the file, unless unnamed, or
+/// how many), the recoveries by kind and the first offset, the payloads
+/// not decoded by kind; `None` when nothing was.
+pub(crate) fn describe(
+    r: &Recoveries<Warning>,
+    payloads: &Recoveries<PayloadFallbackAt>,
+) -> Option<String> {
+    if r.is_empty() && payloads.is_empty() {
+        return None;
+    }
+    let mut files: Vec<&str> = Vec::new();
+    let named = r.by_file().iter().chain(payloads.by_file());
+    for f in named.map(|f| f.file.as_str()) {
+        if !files.contains(&f) {
+            files.push(f);
+        }
+    }
+    let mut parts = Vec::new();
+    if !r.is_empty() {
+        let kinds: Vec<String> = r
+            .by_kind()
+            .iter()
+            .map(|(k, c)| format!("{} ({c})", k.name()))
+            .collect();
+        let first = r.by_file().iter().map(|f| f.first_offset).min();
+        let what = if r.total() == 1 {
+            "recovery"
+        } else {
+            "recoveries"
+        };
+        parts.push(format!(
+            "{} lenient {what}: {}, the first at offset {}",
+            r.total(),
+            kinds.join(", "),
+            first.unwrap_or(0)
+        ));
+    }
+    parts.extend(payloads.summary());
+    let told = parts.join("; ");
+    Some(match files.as_slice() {
+        [""] => told,
+        [one] => format!("{one}: {told}"),
+        many => format!("{} files: {told}", many.len()),
+    })
+}
+
+pyo3::create_exception!(
+    _warchest,
+    RecoveryWarning,
+    pyo3::exceptions::PyUserWarning,
+    "A lenient read recovered from damage or deviations, or gave payloads \
+     as stored where their HTTP head names codings it could not undo."
+);
+
+/// Warns `told` as a [`RecoveryWarning`], from whatever thread reads the
+/// stream; a warnings filter that makes it an error ends the stream with it.
+pub(crate) fn warn_recovered(told: Option<String>) -> Result<(), ArrowError> {
+    let Some(told) = told else {
+        return Ok(());
+    };
+    Python::attach(|py| warn_now(py, &told)).map_err(|e| ArrowError::ExternalError(Box::new(e)))
+}
+
+/// Warns `told` as a [`RecoveryWarning`] (attributed to the caller's line).
+pub(crate) fn warn_now(py: Python<'_>, told: &str) -> PyResult<()> {
+    // A file name could hold a NUL, which a C string cannot.
+    let msg = std::ffi::CString::new(told.replace('\0', " "))
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    PyErr::warn(py, &py.get_type::<RecoveryWarning>(), &msg, 1)
 }
 
 impl RecordBatchReader for PartsScanner {
@@ -271,17 +403,27 @@ impl RecordBatchReader for PartsScanner {
 
 type BatchStream = Box<dyn RecordBatchReader + Send>;
 
-/// Record batches waiting to be taken through `__arrow_c_stream__`.
+/// Record batches waiting to be taken through `__arrow_c_stream__`, and
+/// what reading them noted.
 #[pyclass(module = "warchest._warchest", frozen)]
 pub(crate) struct ScanStream {
     scanner: Mutex<Option<BatchStream>>,
+    notes: SharedNotes,
 }
 
 impl ScanStream {
-    pub(crate) fn new(stream: BatchStream) -> Self {
+    /// A stream of `stream`'s batches, which notes into `notes`.
+    pub(crate) fn new(stream: BatchStream, notes: SharedNotes) -> Self {
         ScanStream {
             scanner: Mutex::new(Some(stream)),
+            notes,
         }
+    }
+
+    /// Everything noted so far, without the GIL (a reading thread may hold
+    /// the lock).
+    fn noted(&self, py: Python<'_>) -> ScanNotes {
+        py.detach(|| lock(&self.notes).all())
     }
 }
 
@@ -305,5 +447,62 @@ impl ScanStream {
             .ok_or_else(|| PyRuntimeError::new_err("the scan's stream was already taken"))?;
         let stream = FFI_ArrowArrayStream::new(reader);
         PyCapsule::new_with_value(py, stream, STREAM_NAME)
+    }
+
+    /// The lenient reader's recoveries met so far, in the order met: dicts
+    /// as `ArchiveIterator.warnings` gives them, with the `file` too. The
+    /// first 1000 are kept; `warning_counts` counts them all.
+    #[getter]
+    fn warnings<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let n = self.noted(py);
+        let list = PyList::empty(py);
+        for (file, w) in n.recoveries.kept() {
+            let d = crate::iter::warning_dict(py, w)?;
+            d.set_item(intern!(py, "file"), file)?;
+            list.append(d)?;
+        }
+        Ok(list)
+    }
+
+    /// Every recovery met so far, counted by kind name.
+    #[getter]
+    fn warning_counts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let n = self.noted(py);
+        let d = PyDict::new(py);
+        for (kind, c) in n.recoveries.by_kind() {
+            d.set_item(kind.name(), c)?;
+        }
+        Ok(d)
+    }
+
+    /// The payloads read so far that were not decoded as their HTTP head
+    /// says (given as stored, or cut short): dicts of `file`, `offset` (the
+    /// record's) and `fallbacks` (names, as `RecordStream.fallbacks`). The
+    /// first 1000 are kept; `payload_fallback_counts` counts them all.
+    #[getter]
+    fn payload_fallbacks<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let n = self.noted(py);
+        let list = PyList::empty(py);
+        for (file, p) in n.payload_fallbacks.kept() {
+            let d = PyDict::new(py);
+            d.set_item(intern!(py, "file"), file)?;
+            d.set_item(intern!(py, "offset"), p.offset)?;
+            let names: Vec<&str> = p.fallbacks.iter().map(|f| f.name()).collect();
+            d.set_item(intern!(py, "fallbacks"), names)?;
+            list.append(d)?;
+        }
+        Ok(list)
+    }
+
+    /// Those payloads counted by fallback name (a payload may count under
+    /// two).
+    #[getter]
+    fn payload_fallback_counts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let n = self.noted(py);
+        let d = PyDict::new(py);
+        for (f, c) in n.payload_fallbacks.by_kind() {
+            d.set_item(f.name(), c)?;
+        }
+        Ok(d)
     }
 }

@@ -1,0 +1,150 @@
+"""Nothing a read recovers from goes unsaid (docs/python.md, "Leniency"):
+`scan`, `derive_text`, `fetch` and the iterator give a RecoveryWarning
+at the end of each file that needed the lenient reader or whose payloads
+were not decoded as their HTTP head says, and `scan_stream`'s object
+lists them (`warnings`, `payload_fallbacks` and their counts)."""
+
+import warnings
+
+import pyarrow as pa
+import pytest
+
+import warchest
+from conftest import FIXTURES
+
+IANA = FIXTURES / "pywb" / "iana.warc.gz"
+CLEAN = FIXTURES / "pywb" / "example.warc.gz"
+
+
+def bare_lf_warc(path):
+    """A WARC of two records whose headers end their lines in LF alone."""
+    recs = []
+    for i in range(2):
+        body = b"hello %d" % i
+        recs.append(
+            b"WARC/1.1\nWARC-Type: resource\nWARC-Target-URI: http://b.example/%d\n"
+            b"Content-Length: %d\n\n" % (i, len(body)) + body + b"\r\n\r\n"
+        )
+    path.write_bytes(b"".join(recs))
+    return path
+
+
+def recovery_warnings(fn):
+    """What `fn()` returns, and the RecoveryWarnings it gave."""
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        out = fn()
+    return out, [str(w.message) for w in seen if issubclass(w.category, warchest.RecoveryWarning)]
+
+
+def test_recovery_warning_is_a_user_warning():
+    assert issubclass(warchest.RecoveryWarning, UserWarning)
+
+
+def test_scan_warns_of_a_files_recoveries_and_its_stream_lists_them(tmp_path):
+    bad = bare_lf_warc(tmp_path / "bare.warc")
+    stream = warchest.scan_stream([str(CLEAN), str(bad), str(CLEAN)])
+    table, told = recovery_warnings(lambda: pa.RecordBatchReader.from_stream(stream).read_all())
+    assert table.num_rows > 2
+    # One warning, for the one file that needed the lenient reader.
+    assert len(told) == 1, told
+    assert told[0].startswith(str(bad) + ": ")
+    # The reader notes a record's bare line ends once, where it saw the first.
+    assert told[0].endswith(": 2 lenient recoveries: bare-lf (2), the first at offset 28"), told
+    counts = stream.warning_counts
+    assert counts == {"bare-lf": 2}
+    ws = stream.warnings
+    assert sum(counts.values()) == len(ws)
+    assert {w["file"] for w in ws} == {str(bad)}
+    assert {"kind", "offset", "record", "record_id", "message"} <= set(ws[0])
+    assert stream.payload_fallbacks == [] and stream.payload_fallback_counts == {}
+
+
+def test_scan_warns_of_payloads_given_as_stored():
+    stream = warchest.scan_stream(str(IANA), include_payload=True)
+    _, told = recovery_warnings(lambda: pa.RecordBatchReader.from_stream(stream).read_all())
+    assert told == [
+        f"{IANA}: 25 payloads not decoded as their HTTP head says: "
+        "announced as chunked but not chunked (25)"
+    ]
+    assert stream.payload_fallback_counts == {"not-chunked": 25}
+    listed = stream.payload_fallbacks
+    assert len(listed) == 25
+    assert all(p["file"] == str(IANA) and p["fallbacks"] == ["not-chunked"] for p in listed)
+    # Offsets of records, in file order.
+    offsets = [p["offset"] for p in listed]
+    assert offsets == sorted(offsets) and len(set(offsets)) == 25
+    # Without a payload column nothing is decoded, so nothing falls back.
+    _, told = recovery_warnings(lambda: warchest.scan(str(IANA), columns=["http_status"]).read_all())
+    assert told == []
+
+
+def test_a_clean_file_gives_no_warning():
+    _, told = recovery_warnings(lambda: warchest.scan(str(CLEAN), include_payload=True).read_all())
+    assert told == []
+    _, told = recovery_warnings(lambda: list(warchest.ArchiveIterator(str(CLEAN))))
+    assert told == []
+
+
+def test_an_error_filter_ends_the_scan_with_the_warning(tmp_path):
+    bad = bare_lf_warc(tmp_path / "bare.warc")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", warchest.RecoveryWarning)
+        with pytest.raises(Exception, match="bare-lf"):
+            warchest.scan(str(bad)).read_all()
+
+
+def test_the_iterator_warns_once_at_its_end(tmp_path):
+    bad = bare_lf_warc(tmp_path / "bare.warc")
+    it = warchest.ArchiveIterator(str(bad))
+    records, told = recovery_warnings(lambda: [r.rec_type for r in it])
+    assert records == ["resource", "resource"]
+    assert len(told) == 1 and told[0] == "2 lenient recoveries: bare-lf (2), the first at offset 28", told
+    # Asked again at the end: no second warning.
+    _, again = recovery_warnings(lambda: list(it))
+    assert again == []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", warchest.RecoveryWarning)
+        with pytest.raises(warchest.RecoveryWarning, match="bare-lf"):
+            list(warchest.ArchiveIterator(str(bad)))
+    # Strict: an error, not a recovery.
+    with pytest.raises(warchest.ArchiveError):
+        list(warchest.ArchiveIterator(str(bad), strict=True))
+
+
+def test_derive_text_warns_of_payloads_given_as_stored():
+    stream = warchest.derive_text_stream(str(IANA))
+    table, told = recovery_warnings(lambda: pa.RecordBatchReader.from_stream(stream).read_all())
+    assert table.num_rows > 0
+    assert told == [
+        f"{IANA}: 16 payloads not decoded as their HTTP head says: "
+        "announced as chunked but not chunked (16)"
+    ]
+    assert stream.payload_fallback_counts == {"not-chunked": 16}
+
+
+def test_fetch_as_arrow_warns_once_at_its_end():
+    t = warchest.scan(str(IANA), columns=["warc_record_offset", "warc_record_length"]).read_all()
+    rows = [(str(IANA), o, n) for o, n in zip(*(c.to_pylist() for c in t.columns))]
+    reader, told = recovery_warnings(
+        lambda: warchest.fetch(rows, arrow=True, include_payload=True).read_all()
+    )
+    assert reader.num_rows == len(rows)
+    assert told == [
+        f"{IANA}: 25 payloads not decoded as their HTTP head says: "
+        "announced as chunked but not chunked (25)"
+    ]
+
+
+def test_the_spark_sources_reader_warns_in_its_task(tmp_path):
+    pytest.importorskip("pyspark")
+    import pyspark_warchest
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    bad = bare_lf_warc(tmp_path / "bare.warc")
+    schema = StructType([StructField("warc_target_uri", StringType())])
+    reader = pyspark_warchest.WarcReader({"columns": "warc_target_uri"}, schema)
+    part = pyspark_warchest.WarcFiles([str(CLEAN), str(bad)])
+    n, told = recovery_warnings(lambda: sum(b.num_rows for b in reader.read(part)))
+    assert n > 2
+    assert len(told) == 1 and told[0].startswith(f"{bad}: 2 lenient recoveries: bare-lf (2)")
