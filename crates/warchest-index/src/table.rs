@@ -307,8 +307,9 @@ impl ScanOptions {
 pub struct ScanNotes {
     /// The reader's recoveries ([`warchest::Warning`]).
     pub recoveries: Recoveries<Warning>,
-    /// Payloads given otherwise than decoded as their head says (read
-    /// errors excepted: those are the row's `error`).
+    /// Payloads given otherwise than decoded as their head says (but for
+    /// rows with an error, which says why: a read error, a record cut
+    /// short).
     pub payload_fallbacks: Recoveries<PayloadFallbackAt>,
 }
 
@@ -489,7 +490,11 @@ impl<S: Source + Send> Scanner<S> {
     fn collect_warnings(&mut self) {
         if let Some(r) = self.reader.as_mut() {
             for w in r.take_warnings() {
-                self.notes.recoveries.add(&self.filename, w);
+                // Met reading the header of the record the next range
+                // starts with: that range's (as errors there are).
+                if w.offset < self.stop {
+                    self.notes.recoveries.add(&self.filename, w);
+                }
             }
         }
     }
@@ -780,9 +785,9 @@ impl ChunkedScanner {
         })
     }
 
-    /// What the scan recovered from since the last call, as far as the
-    /// batches handed out so far (and a little beyond: the reading thread
-    /// runs ahead); once every batch was taken, all of it.
+    /// What the scan recovered from since the last call: at least what the
+    /// batches handed out so far met (the reading thread runs ahead, so
+    /// perhaps more); once every batch was taken, all of it.
     pub fn take_notes(&mut self) -> ScanNotes {
         lock(&self.notes).take()
     }
@@ -1046,6 +1051,7 @@ impl warchest::chunks::Tally for ScanChunks<'_> {
         }
         let mut rows = self.main_rows();
         let r = rows.push(self, rec);
+        self.note(&mut rows);
         self.send(&mut rows);
         Ok(r?)
     }
@@ -1055,6 +1061,10 @@ impl warchest::chunks::Tally for ScanChunks<'_> {
         let closed = rows
             .close(self.schema)
             .and_then(|()| part.close(self.schema));
+        // Noted before the batches go: a consumer that took them finds
+        // their notes taken too.
+        self.note(&mut rows);
+        self.note(&mut part);
         if let Err(e) = closed {
             let _ = self.tx.send(Err(e));
             self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -1062,8 +1072,6 @@ impl warchest::chunks::Tally for ScanChunks<'_> {
         }
         self.send(&mut rows);
         self.send(&mut part);
-        self.note(&mut rows);
-        self.note(&mut part);
     }
 
     fn full(&self, sum: &Batches) -> bool {
@@ -1147,8 +1155,8 @@ fn scan_chunks(
         }
         Some(e) => Err(e),
     };
-    t.send(&mut rows);
     t.note(&mut rows);
+    t.send(&mut rows);
     if let Err(e) = last {
         let _ = t.tx.send(Err(e));
     }
@@ -1230,16 +1238,8 @@ impl RowCtx<'_> {
                     .read_http(&mut block, candidate, &limits, opts.max_payload, &mut cut);
             http = got;
             failure = err;
-            if !http.fallbacks.is_empty() {
-                self.fallbacks.add(
-                    self.filename,
-                    PayloadFallbackAt {
-                        offset: loc.offset,
-                        fallbacks: http.fallbacks,
-                    },
-                );
-            }
         }
+        let fallbacks = http.fallbacks;
         let row_bytes = header_bytes + self.b.pending_bytes(&http);
         if self.b.rows > 0 && self.b.bytes + row_bytes > opts.batch_bytes {
             // Read past the estimate (a payload decoded larger than its
@@ -1267,6 +1267,16 @@ impl RowCtx<'_> {
             end.and_then(|e| e.stored_len),
             failure.as_ref().map(|e| e.to_string()).as_deref(),
         );
+        // A row with an error says why itself (a body cut short is one).
+        if failure.is_none() && !fallbacks.is_empty() {
+            self.fallbacks.add(
+                self.filename,
+                PayloadFallbackAt {
+                    offset: loc.offset,
+                    fallbacks,
+                },
+            );
+        }
         match (failure, end) {
             (Some(e), _) => Err(e),
             (None, Some(end)) => Ok(end),

@@ -151,3 +151,60 @@ fn the_readers_recoveries_are_noted_per_file_and_taken_once() {
     assert!(s.next_batch().is_err());
     assert!(s.take_notes().recoveries.is_empty());
 }
+
+#[test]
+fn a_split_file_notes_each_recovery_in_one_range() {
+    // Records with bare-LF headers, with a space before a colon, and
+    // garbage between two of them:
+    // ranges of every size give each recovery once, as the whole file.
+    let dir = tempfile::tempdir().unwrap();
+    let mut warc = Vec::new();
+    for i in 0..40 {
+        let body = format!("body {i} ").repeat(i % 7 + 1);
+        let lf = if i % 3 == 0 { "\n" } else { "\r\n" };
+        // A space before a colon: a record the ranges may start with.
+        let odd = if i % 3 == 1 { "X-Odd : yes\r\n" } else { "" };
+        warc.extend(
+            format!(
+                "WARC/1.1{lf}WARC-Type: resource{lf}\
+                 WARC-Record-ID: <urn:uuid:00000000-0000-0000-0000-{i:012}>{lf}\
+                 WARC-Date: 2024-01-01T00:00:00Z{lf}WARC-Target-URI: http://c.example/{i}{lf}\
+                 {odd}Content-Length: {}{lf}{lf}{body}\r\n\r\n",
+                body.len()
+            )
+            .into_bytes(),
+        );
+        if i == 20 {
+            warc.extend_from_slice(b"junk between records\r\n");
+        }
+    }
+    let path = dir.path().join("split.warc");
+    std::fs::write(&path, &warc).unwrap();
+    let whole = scan_notes(Scanner::open(&path, ScanOptions::default()));
+    assert!(
+        whole.recoveries.total() >= 14,
+        "{:?}",
+        whole.recoveries.by_kind()
+    );
+    let offsets = |n: &ScanNotes| -> Vec<(u64, &'static str)> {
+        let mut v: Vec<_> = n
+            .recoveries
+            .kept()
+            .map(|(_, w)| (w.offset, w.kind.name()))
+            .collect();
+        v.sort();
+        v
+    };
+    for size in [100, 333, 1000, 4096] {
+        let mut parts = ScanNotes::default();
+        for r in warchest::split::plan_file(&path, size).unwrap() {
+            parts.append(scan_notes(Scanner::open_range(
+                &path,
+                r,
+                ScanOptions::default(),
+            )));
+        }
+        assert_eq!(offsets(&parts), offsets(&whole), "ranges of {size}");
+        assert_eq!(parts.recoveries.by_kind(), whole.recoveries.by_kind());
+    }
+}
