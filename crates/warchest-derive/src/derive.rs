@@ -15,7 +15,7 @@ use crate::source::{Purpose, SourceRecord, read_batch_for};
 use crate::table::{Columns, Row};
 
 /// What a derivation did.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Summary {
     /// Records read.
     pub records_in: u64,

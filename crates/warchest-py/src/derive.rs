@@ -19,7 +19,7 @@ use warchest_derive::source::{Purpose, read_batch_for};
 use warchest_derive::table::{Columns, Row, schema_of, to_batch_of};
 
 use crate::io::{Target, targets_from_py};
-use crate::scan::{ScanStream, SharedNotes, external, lock, warn_recovered};
+use crate::scan::{ScanStream, SharedNotes, external, lock};
 
 /// The names of every column `derive_text` can give, in table order (the
 /// list `warchest derive text --columns` takes).
@@ -98,10 +98,12 @@ impl TextBatches {
                     n.current.payload_fallbacks.add(name, p);
                 }
             }
+            if err.is_some() || records.is_empty() {
+                // The file ends here, by its end or by the error.
+                lock(&self.notes).finish_part();
+            }
             if records.is_empty() && err.is_none() {
                 self.current = None;
-                let told = lock(&self.notes).finish_part();
-                warn_recovered(told)?;
                 continue;
             }
             let columns = self.columns;

@@ -422,15 +422,14 @@ pub(crate) struct FetchBatches {
 }
 
 impl FetchBatches {
-    /// The next batch; at the end, a `RecoveryWarning` when reading the
-    /// records noted anything.
+    /// The next batch. What reading the records noted is told of once,
+    /// at the end (or at an error), for all of them.
     fn next_batch(&mut self) -> std::result::Result<Option<RecordBatch>, ArrowError> {
-        let got = self.next_rows().map_err(crate::scan::external)?;
-        if got.is_none() {
-            let told = crate::scan::lock(&self.notes).finish_part();
-            crate::scan::warn_recovered(told)?;
+        let got = self.next_rows();
+        if !matches!(got, Ok(Some(_))) {
+            crate::scan::lock(&self.notes).finish_part();
         }
-        Ok(got)
+        got.map_err(crate::scan::external)
     }
 
     fn next_rows(&mut self) -> Result<Option<RecordBatch>> {
@@ -450,14 +449,19 @@ impl FetchBatches {
                 Err(e) => Scanner::failed(row.name.as_str(), e, opts),
             };
             let mut scanner = scanner;
-            while let Some(b) = scanner.next_batch()? {
-                rows += b.num_rows();
-                bytes += b.get_array_memory_size();
-                batches.push(b);
-            }
+            let read = (|| {
+                while let Some(b) = scanner.next_batch()? {
+                    rows += b.num_rows();
+                    bytes += b.get_array_memory_size();
+                    batches.push(b);
+                }
+                Ok::<_, Error>(())
+            })();
+            // Before an error goes: what the record met counts too.
             crate::scan::lock(&self.notes)
                 .current
                 .append(scanner.take_notes());
+            read?;
         }
         if batches.is_empty() {
             return Ok(None);

@@ -235,19 +235,22 @@ struct PartsScanner {
 }
 
 impl PartsScanner {
-    /// The next batch; at the end of each part, a [`RecoveryWarning`] when
-    /// it noted anything (`Err` when the warning is made an error).
-    fn next_batch(&mut self) -> Result<Option<RecordBatch>, ArrowError> {
+    /// The next batch. A part's notes are taken after each of its batches,
+    /// and it is told of ([`StreamNotes::finish_part`]) when it ends, by
+    /// its end or by an error.
+    fn next_batch(&mut self) -> warchest::Result<Option<RecordBatch>> {
         loop {
             if let Some(s) = self.current.as_mut() {
                 let got = s.next_batch();
-                lock(&self.notes).current.append(s.take_notes());
-                if let Some(b) = got.map_err(external)? {
+                let mut notes = lock(&self.notes);
+                notes.current.append(s.take_notes());
+                if let Ok(Some(b)) = got {
                     return Ok(Some(b));
                 }
+                notes.finish_part();
+                drop(notes);
                 self.current = None;
-                let told = lock(&self.notes).finish_part();
-                warn_recovered(told)?;
+                got?;
             }
             let Some((target, range)) = self.parts.pop_front() else {
                 return Ok(None);
@@ -282,7 +285,7 @@ impl Iterator for PartsScanner {
     type Item = Result<RecordBatch, ArrowError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        self.next_batch().transpose()
+        self.next_batch().map_err(external).transpose()
     }
 }
 
@@ -291,12 +294,20 @@ pub(crate) fn external(e: warchest::Error) -> ArrowError {
     ArrowError::ExternalError(Box::new(e))
 }
 
-/// What a scan stream noted: the parts finished, and the part being read
-/// (its notes taken after each batch).
+/// What a scan stream noted: the parts finished, the part being read (its
+/// notes taken after each batch), and the sentences to tell of the parts
+/// finished, until Python takes them (`ScanStream::take_told`).
+///
+/// The stream itself never calls into Python: a consumer may read it on a
+/// thread of its own while another holds the interpreter (DuckDB's worker
+/// threads), where taking the interpreter lock would deadlock. The
+/// `warchest` package's wrappers give the warnings as they pass the
+/// batches on.
 #[derive(Default)]
 pub(crate) struct StreamNotes {
     finished: ScanNotes,
     pub(crate) current: ScanNotes,
+    told: Vec<String>,
 }
 
 /// [`StreamNotes`] shared by a stream and the object it was taken from.
@@ -308,12 +319,12 @@ pub(crate) fn lock(n: &SharedNotes) -> std::sync::MutexGuard<'_, StreamNotes> {
 
 impl StreamNotes {
     /// Ends the current part: its notes join the finished ones, and the
-    /// sentence a warning says of them, if any.
-    pub(crate) fn finish_part(&mut self) -> Option<String> {
+    /// sentence a warning says of them, if any, waits to be told.
+    pub(crate) fn finish_part(&mut self) {
         let part = self.current.take();
-        let told = describe(&part.recoveries, &part.payload_fallbacks);
+        self.told
+            .extend(describe(&part.recoveries, &part.payload_fallbacks));
         self.finished.append(part);
-        told
     }
 
     /// Everything noted so far.
@@ -348,18 +359,17 @@ pub(crate) fn describe(
             .iter()
             .map(|(k, c)| format!("{} ({c})", k.name()))
             .collect();
-        let first = r.by_file().iter().map(|f| f.first_offset).min();
         let what = if r.total() == 1 {
             "recovery"
         } else {
             "recoveries"
         };
-        parts.push(format!(
-            "{} lenient {what}: {}, the first at offset {}",
-            r.total(),
-            kinds.join(", "),
-            first.unwrap_or(0)
-        ));
+        let mut told = format!("{} lenient {what}: {}", r.total(), kinds.join(", "));
+        // An offset means something in one file.
+        if let [f] = r.by_file() {
+            told.push_str(&format!(", the first at offset {}", f.first_offset));
+        }
+        parts.push(told);
     }
     parts.extend(payloads.summary());
     let told = parts.join("; ");
@@ -378,20 +388,10 @@ pyo3::create_exception!(
      as stored where their HTTP head names codings it could not undo."
 );
 
-/// Warns `told` as a [`RecoveryWarning`], from whatever thread reads the
-/// stream; a warnings filter that makes it an error ends the stream with it.
-pub(crate) fn warn_recovered(told: Option<String>) -> Result<(), ArrowError> {
-    let Some(told) = told else {
-        return Ok(());
-    };
-    Python::attach(|py| warn_now(py, &told)).map_err(|e| ArrowError::ExternalError(Box::new(e)))
-}
-
 /// Warns `told` as a [`RecoveryWarning`] (attributed to the caller's line).
 pub(crate) fn warn_now(py: Python<'_>, told: &str) -> PyResult<()> {
     // A file name could hold a NUL, which a C string cannot.
-    let msg = std::ffi::CString::new(told.replace('\0', " "))
-        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let msg = std::ffi::CString::new(told.replace('\0', " ")).unwrap_or_default();
     PyErr::warn(py, &py.get_type::<RecoveryWarning>(), &msg, 1)
 }
 
@@ -447,6 +447,13 @@ impl ScanStream {
             .ok_or_else(|| PyRuntimeError::new_err("the scan's stream was already taken"))?;
         let stream = FFI_ArrowArrayStream::new(reader);
         PyCapsule::new_with_value(py, stream, STREAM_NAME)
+    }
+
+    /// The sentences to warn of the files read to their end since the last
+    /// call (one per file that noted anything), for the `warchest`
+    /// package's wrappers to give as `RecoveryWarning`s.
+    fn take_told(&self, py: Python<'_>) -> Vec<String> {
+        py.detach(|| std::mem::take(&mut lock(&self.notes).told))
     }
 
     /// The lenient reader's recoveries met so far, in the order met: dicts

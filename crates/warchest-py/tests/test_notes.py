@@ -1,8 +1,9 @@
 """Nothing a read recovers from goes unsaid (docs/python.md, "Leniency"):
-`scan`, `derive_text`, `fetch` and the iterator give a RecoveryWarning
-at the end of each file that needed the lenient reader or whose payloads
-were not decoded as their HTTP head says, and `scan_stream`'s object
-lists them (`warnings`, `payload_fallbacks` and their counts)."""
+`scan`, `derive_text`, Arrow `fetch` and the iterator give a
+RecoveryWarning for each file that needed the lenient reader or whose
+payloads were not decoded as their HTTP head says, and `scan_stream`'s
+object lists them (`warnings`, `payload_fallbacks` and their counts)
+without ever calling into Python from its C stream."""
 
 import warnings
 
@@ -43,30 +44,44 @@ def test_recovery_warning_is_a_user_warning():
 
 def test_scan_warns_of_a_files_recoveries_and_its_stream_lists_them(tmp_path):
     bad = bare_lf_warc(tmp_path / "bare.warc")
-    stream = warchest.scan_stream([str(CLEAN), str(bad), str(CLEAN)])
-    table, told = recovery_warnings(lambda: pa.RecordBatchReader.from_stream(stream).read_all())
+    paths = [str(CLEAN), str(bad), str(CLEAN)]
+    table, told = recovery_warnings(lambda: warchest.scan(paths).read_all())
     assert table.num_rows > 2
-    # One warning, for the one file that needed the lenient reader.
-    assert len(told) == 1, told
-    assert told[0].startswith(str(bad) + ": ")
-    # The reader notes a record's bare line ends once, where it saw the first.
-    assert told[0].endswith(": 2 lenient recoveries: bare-lf (2), the first at offset 28"), told
-    counts = stream.warning_counts
-    assert counts == {"bare-lf": 2}
+    # One warning, for the one file that needed the lenient reader. The
+    # reader notes a record's bare line ends once, where it saw the first.
+    assert told == [f"{bad}: 2 lenient recoveries: bare-lf (2), the first at offset 28"]
+    # The bare stream says nothing itself (its C stream never calls into
+    # Python) and keeps it all.
+    stream = warchest.scan_stream(paths)
+    same, told = recovery_warnings(lambda: pa.RecordBatchReader.from_stream(stream).read_all())
+    assert told == [] and same.num_rows == table.num_rows
+    assert stream.take_told() == [f"{bad}: 2 lenient recoveries: bare-lf (2), the first at offset 28"]
+    assert stream.take_told() == []
+    assert stream.warning_counts == {"bare-lf": 2}
     ws = stream.warnings
-    assert sum(counts.values()) == len(ws)
-    assert {w["file"] for w in ws} == {str(bad)}
+    assert len(ws) == 2 and {w["file"] for w in ws} == {str(bad)}
     assert {"kind", "offset", "record", "record_id", "message"} <= set(ws[0])
     assert stream.payload_fallbacks == [] and stream.payload_fallback_counts == {}
 
 
+def test_a_warning_comes_with_the_batch_after_its_file(tmp_path):
+    bad = bare_lf_warc(tmp_path / "bare.warc")
+    reader = warchest.scan([str(bad), str(CLEAN)])
+    first, told = recovery_warnings(reader.read_next_batch)
+    assert first.num_rows == 2 and told == []
+    # The clean file's batch comes after the damaged file ended.
+    _, told = recovery_warnings(reader.read_next_batch)
+    assert len(told) == 1 and told[0].startswith(str(bad))
+
+
 def test_scan_warns_of_payloads_given_as_stored():
-    stream = warchest.scan_stream(str(IANA), include_payload=True)
-    _, told = recovery_warnings(lambda: pa.RecordBatchReader.from_stream(stream).read_all())
+    _, told = recovery_warnings(lambda: warchest.scan(str(IANA), include_payload=True).read_all())
     assert told == [
         f"{IANA}: 25 payloads not decoded as their HTTP head says: "
         "announced as chunked but not chunked (25)"
     ]
+    stream = warchest.scan_stream(str(IANA), include_payload=True)
+    pa.RecordBatchReader.from_stream(stream).read_all()
     assert stream.payload_fallback_counts == {"not-chunked": 25}
     listed = stream.payload_fallbacks
     assert len(listed) == 25
@@ -90,7 +105,7 @@ def test_an_error_filter_ends_the_scan_with_the_warning(tmp_path):
     bad = bare_lf_warc(tmp_path / "bare.warc")
     with warnings.catch_warnings():
         warnings.simplefilter("error", warchest.RecoveryWarning)
-        with pytest.raises(Exception, match="bare-lf"):
+        with pytest.raises(warchest.RecoveryWarning, match="bare-lf"):
             warchest.scan(str(bad)).read_all()
 
 
@@ -113,17 +128,18 @@ def test_the_iterator_warns_once_at_its_end(tmp_path):
 
 
 def test_derive_text_warns_of_payloads_given_as_stored():
-    stream = warchest.derive_text_stream(str(IANA))
-    table, told = recovery_warnings(lambda: pa.RecordBatchReader.from_stream(stream).read_all())
+    table, told = recovery_warnings(lambda: warchest.derive_text(str(IANA)).read_all())
     assert table.num_rows > 0
     assert told == [
         f"{IANA}: 16 payloads not decoded as their HTTP head says: "
         "announced as chunked but not chunked (16)"
     ]
+    stream = warchest.derive_text_stream(str(IANA))
+    pa.RecordBatchReader.from_stream(stream).read_all()
     assert stream.payload_fallback_counts == {"not-chunked": 16}
 
 
-def test_fetch_as_arrow_warns_once_at_its_end():
+def test_fetch_as_arrow_warns_once_at_its_end(tmp_path):
     t = warchest.scan(str(IANA), columns=["warc_record_offset", "warc_record_length"]).read_all()
     rows = [(str(IANA), o, n) for o, n in zip(*(c.to_pylist() for c in t.columns))]
     reader, told = recovery_warnings(
@@ -133,6 +149,15 @@ def test_fetch_as_arrow_warns_once_at_its_end():
     assert told == [
         f"{IANA}: 25 payloads not decoded as their HTTP head says: "
         "announced as chunked but not chunked (25)"
+    ]
+    # Records of two files: one warning for the whole fetch.
+    copy = tmp_path / "iana-copy.warc.gz"
+    copy.write_bytes(IANA.read_bytes())
+    both = rows + [(str(copy), o, n) for _, o, n in rows]
+    _, told = recovery_warnings(lambda: warchest.fetch(both, arrow=True, include_payload=True).read_all())
+    assert told == [
+        "2 files: 50 payloads not decoded as their HTTP head says: "
+        "announced as chunked but not chunked (50)"
     ]
 
 

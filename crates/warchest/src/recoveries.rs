@@ -98,7 +98,7 @@ pub struct FileRecoveries {
 /// Recoveries counted by kind (in the order kinds were first met) and by
 /// file (in the order files were), the first [`DEFAULT_KEPT`] (or the
 /// limit given) kept whole with their file.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Recoveries<T: Recovery = Warning> {
     limit: usize,
     total: u64,
@@ -144,10 +144,18 @@ impl<T: Recovery> Recoveries<T> {
     where
         T: 'a,
     {
+        // One file for all of them: looked up once.
+        let mut at = None;
         for r in rs {
-            let at = self.count(file, r);
+            let i = match at {
+                Some(i) => {
+                    self.count_in(i, r);
+                    i
+                }
+                None => *at.insert(self.count(file, r)),
+            };
             if self.kept.len() < self.limit {
-                self.kept.push((at, r.clone()));
+                self.kept.push((i, r.clone()));
             }
         }
     }
@@ -247,11 +255,20 @@ impl<T: Recovery> Recoveries<T> {
 
     /// Counts `r` (in `file`, by kind, in all); its file's index.
     fn count(&mut self, file: &str, r: &T) -> usize {
+        let i = self.file_index(file, r.offset(), 0);
+        self.count_in(i, r);
+        i
+    }
+
+    /// Counts `r`, met in the file at index `i` of `files`.
+    fn count_in(&mut self, i: usize, r: &T) {
         for k in r.kinds() {
             self.count_kind(k, 1);
         }
         self.total += 1;
-        self.file_index(file, r.offset(), 1)
+        let f = &mut self.files[i];
+        f.count += 1;
+        f.first_offset = f.first_offset.min(r.offset());
     }
 
     fn count_kind(&mut self, k: T::Kind, n: u64) {

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ._warchest import REMOTE
@@ -132,10 +133,13 @@ def scan(
     The batches are built in Rust and handed over through the Arrow C
     stream interface; this needs pyarrow. ``scan_stream`` takes the same
     arguments and returns the bare stream object (``__arrow_c_stream__``)
-    for other Arrow consumers.
-    """
-    import pyarrow as pa
+    for other Arrow consumers (its C stream never calls into Python), with
+    what reading noted in its ``warnings`` and ``payload_fallbacks``.
 
+    A ``RecoveryWarning`` tells of each file that needed the lenient reader
+    or whose payloads were not decoded as their HTTP head says, as the
+    batches after it pass (docs/python.md, "Leniency").
+    """
     stream = scan_stream(
         paths,
         columns=list(columns) if columns is not None else None,
@@ -149,7 +153,40 @@ def scan(
         batch_bytes=batch_bytes,
         threads=threads,
     )
-    return pa.RecordBatchReader.from_stream(stream)
+    return _telling(stream)
+
+
+def _telling(stream: Any) -> "pyarrow.RecordBatchReader":
+    """A pyarrow reader of ``stream``'s batches that gives a
+    ``RecoveryWarning`` for each file as soon as a batch after its end
+    passes (or at the end, an error or when the reader is dropped).
+
+    The stream itself never calls into Python: a consumer may read it on a
+    thread of its own while another thread holds the interpreter (DuckDB's
+    workers do), where taking the interpreter's lock would deadlock. So the
+    warnings are given here, in Python, as pyarrow passes the batches on.
+    ``scan_stream`` gives the stream bare, its notes read from its
+    ``warnings`` and ``payload_fallbacks`` (docs/python.md, "Leniency")."""
+    import pyarrow as pa
+
+    inner = pa.RecordBatchReader.from_stream(stream)
+
+    def batches() -> Iterator["pyarrow.RecordBatch"]:
+        try:
+            for batch in inner:
+                _tell(stream)
+                yield batch
+        finally:
+            _tell(stream)
+
+    return pa.RecordBatchReader.from_batches(inner.schema, batches())
+
+
+def _tell(stream: Any) -> None:
+    for told in stream.take_told():
+        # Attributed to the line that reads the batches (this function, the
+        # generator, then pyarrow's C code before it).
+        warnings.warn(told, RecoveryWarning, stacklevel=3)
 
 
 def check(path: PathLike) -> list:
@@ -414,8 +451,6 @@ def fetch(
         raise ValueError("fetch: select is for a Parquet index given as rows")
     items = fetch_rows(rows, prefix)
     if arrow:
-        import pyarrow as pa
-
         stream = _fetch_scan_stream(
             items,
             concurrency=concurrency,
@@ -429,7 +464,7 @@ def fetch(
             strict=strict,
             max_gap=max_gap,
         )
-        return pa.RecordBatchReader.from_stream(stream)
+        return _telling(stream)
     stream = _fetch_records(
         items,
         concurrency=concurrency,
@@ -461,7 +496,5 @@ def derive_text(
     ``["url", "text"]`` skips the main content and language detection, the
     costliest parts. ``warchest.text_columns()`` lists the names; an
     unknown one is a ``ValueError`` listing them."""
-    import pyarrow
-
     cols = None if columns is None else [columns] if isinstance(columns, str) else list(columns)
-    return pyarrow.RecordBatchReader.from_stream(derive_text_stream(paths, cols))
+    return _telling(derive_text_stream(paths, cols))
