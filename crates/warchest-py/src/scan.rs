@@ -342,7 +342,8 @@ pub(crate) fn describe(
     r: &Recoveries<Warning>,
     payloads: &Recoveries<PayloadFallbackAt>,
 ) -> Option<String> {
-    if r.is_empty() && payloads.is_empty() {
+    let parts: Vec<String> = r.summary().into_iter().chain(payloads.summary()).collect();
+    if parts.is_empty() {
         return None;
     }
     let mut files: Vec<&str> = Vec::new();
@@ -352,26 +353,6 @@ pub(crate) fn describe(
             files.push(f);
         }
     }
-    let mut parts = Vec::new();
-    if !r.is_empty() {
-        let kinds: Vec<String> = r
-            .by_kind()
-            .iter()
-            .map(|(k, c)| format!("{} ({c})", k.name()))
-            .collect();
-        let what = if r.total() == 1 {
-            "recovery"
-        } else {
-            "recoveries"
-        };
-        let mut told = format!("{} lenient {what}: {}", r.total(), kinds.join(", "));
-        // An offset means something in one file.
-        if let [f] = r.by_file() {
-            told.push_str(&format!(", the first at offset {}", f.first_offset));
-        }
-        parts.push(told);
-    }
-    parts.extend(payloads.summary());
     let told = parts.join("; ");
     Some(match files.as_slice() {
         [""] => told,

@@ -60,6 +60,31 @@ impl Recovery for PayloadFallbackAt {
     }
 }
 
+impl Recoveries<Warning> {
+    /// One sentence of the counts, kinds in the order first met, and
+    /// where the first was when all are in one file: "2 lenient
+    /// recoveries: bare-lf (2), the first at offset 28"; `None` when there
+    /// are none.
+    pub fn summary(&self) -> Option<String> {
+        let n = self.total();
+        if n == 0 {
+            return None;
+        }
+        let kinds: Vec<String> = self
+            .by_kind()
+            .iter()
+            .map(|(k, c)| format!("{} ({c})", k.name()))
+            .collect();
+        let what = if n == 1 { "recovery" } else { "recoveries" };
+        let mut told = format!("{n} lenient {what}: {}", kinds.join(", "));
+        // An offset means something in one file.
+        if let [f] = self.by_file() {
+            told.push_str(&format!(", the first at offset {}", f.first_offset));
+        }
+        Some(told)
+    }
+}
+
 impl Recoveries<PayloadFallbackAt> {
     /// One sentence of the counts, kinds in [`PayloadFallback::ALL`]'s
     /// order: "16 payloads not decoded as their HTTP head says: announced
@@ -311,6 +336,17 @@ mod tests {
         assert_eq!(files, [("a", 3, 10), ("b", 1, 5)]);
         let kept: Vec<_> = r.kept().map(|(f, w)| (f, w.offset)).collect();
         assert_eq!(kept, [("a", 30), ("a", 10)]);
+        assert_eq!(
+            r.summary().as_deref(),
+            Some("4 lenient recoveries: bare-lf (2), damaged-member (1), bad-trailer (1)")
+        );
+        let mut one = Recoveries::new();
+        one.add("a", w(WarningKind::BareLf, 30));
+        assert_eq!(
+            one.summary().as_deref(),
+            Some("1 lenient recovery: bare-lf (1), the first at offset 30")
+        );
+        assert_eq!(Recoveries::<Warning>::new().summary(), None);
     }
 
     #[test]
