@@ -91,6 +91,16 @@ pub fn css_urls(text: &[u8]) -> impl Iterator<Item = CssUrl> + '_ {
     })
 }
 
+/// The most CSS or script text a reader in pieces holds back while it
+/// waits for a statement's (or a script line's) end, in bytes: past it,
+/// an `url(` or `@import` never finished no longer holds the rest back
+/// (`hold_open` false in [`css_cut`]), and a line without an end is read
+/// as it stands. One value for the crawler's link extractor
+/// (`warchest-crawl`) and replay's rewriter (`warchest-replay`): with two,
+/// a statement longer than the smaller with a URL across its mark would
+/// be rewritten by one and never found (so never archived) by the other.
+pub const MAX_CARRY: usize = 256 << 10;
+
 /// Where CSS that comes in pieces may be cut, the part before the cut read
 /// now and the rest held back for the next piece (0: hold it all), so that
 /// [`css_urls`] of the parts finds what it finds in the whole: after a

@@ -3,7 +3,8 @@
 //! is scanned up to where warchest-html's `css_cut` allows (its last `;`,
 //! `}` or newline not inside an `url( ... )` or `@import`, nor after one
 //! not finished), as replay's rewriter cuts it, the rest carried to the
-//! next piece (at most [`MAX_CARRY`]).
+//! next piece (at most [`MAX_CARRY`], warchest-html's bound, which
+//! replay's rewriter holds too).
 
 use encoding_rs::{Encoding, UTF_8};
 use url::Url;
@@ -12,8 +13,9 @@ use warchest_html::{CssUrlForm, css_unescape, css_urls};
 use super::LinkSet;
 use crate::uri::Hop;
 
-/// The longest CSS statement held back while waiting for its end.
-pub const MAX_CARRY: usize = 64 << 10;
+/// The longest CSS statement held back while waiting for its end:
+/// warchest-html's one bound, which replay's rewriter holds too.
+pub use warchest_html::MAX_CARRY;
 
 /// A streaming CSS link extractor.
 #[derive(Debug)]
@@ -51,7 +53,7 @@ impl CssExtractor {
                 self.carry.extend_from_slice(&text[cut..]);
             }
             None if self.carry.len() > MAX_CARRY => {
-                // No statement end in 64 KiB: scan what is held and go on.
+                // No statement end within the bound: scan what is held and go on.
                 let text = std::mem::take(&mut self.carry);
                 self.scan(&text, links);
             }
@@ -106,9 +108,14 @@ mod tests {
 
     /// What the extractor gives `css` fed a byte at a time.
     fn byte_at_a_time(base: &Url, css: &[u8]) -> super::super::Extracted {
+        in_pieces(base, css, 1)
+    }
+
+    /// What the extractor gives `css` fed in pieces of `size` bytes.
+    fn in_pieces(base: &Url, css: &[u8], size: usize) -> super::super::Extracted {
         let mut x = super::super::Extractor::new(base, Some("text/css"), &ExtractConfig::default());
-        for b in css {
-            x.write(std::slice::from_ref(b));
+        for piece in css.chunks(size) {
+            x.write(piece);
         }
         x.finish()
     }
@@ -201,6 +208,40 @@ b{background:url(y;z.png)} /* url( never closed */\nc{background:url(w.png)}";
         assert_eq!(found, ["http://h.test/z.png"]);
     }
 
+    /// One statement longer than the crawler's old bound (64 KiB) but
+    /// within the one bound replay holds too, with a URL across the old
+    /// mark: held whole in pieces, so found as replay rewrites it. Before,
+    /// the crawler read the statement's first 64 KiB and a piece alone
+    /// and lost the URL (it spans every such cut for these piece sizes).
+    #[test]
+    fn a_url_across_the_old_bound_in_one_statement() {
+        let old = 64 << 10;
+        let long = format!("/span-{}.png", "x".repeat(4200));
+        let mut css = b"a{background:url(first.png),".to_vec();
+        css.resize(old - 10, b' ');
+        let span = css.len()..css.len() + long.len() + 5;
+        css.extend_from_slice(format!("url({long})").as_bytes());
+        css.resize(old + 5000, b' ');
+        css.extend_from_slice(b"}\nb{c:url(last.png)}");
+        assert!(span.start < old && old + 4096 < span.end);
+        assert!(css.len() < MAX_CARRY);
+        let base = Url::parse("http://h.test/s/main.css").unwrap();
+        let whole = extract(&base, Some("text/css"), &ExtractConfig::default(), &css);
+        assert_eq!(
+            found(&css),
+            [
+                ("http://h.test/s/first.png".to_string(), "css/url()"),
+                (format!("http://h.test{long}"), "css/url()"),
+                ("http://h.test/s/last.png".to_string(), "css/url()"),
+            ]
+        );
+        for size in [100, 1000, 4096] {
+            assert_eq!(in_pieces(&base, &css, size), whole, "pieces of {size}");
+        }
+    }
+
+    /// Text with no statement end: what is held stays within the bound
+    /// (and a piece), and a URL after it is found.
     #[test]
     fn carry_is_bounded() {
         let mut css = vec![b'a'; MAX_CARRY * 3];
