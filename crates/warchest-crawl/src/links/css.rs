@@ -2,13 +2,14 @@
 //! elements and `style` attributes. Streamed a statement at a time: text
 //! is scanned up to where warchest-html's `css_cut` allows (its last `;`,
 //! `}` or newline not inside an `url( ... )` or `@import`, nor after one
-//! not finished), as replay's rewriter cuts it, the rest carried to the
-//! next piece (at most [`MAX_CARRY`], warchest-html's bound, which
-//! replay's rewriter holds too).
+//! not finished), as replay's rewriter cuts it, its URLs found in the same
+//! pass (`css_cut_urls`), the rest carried to the next piece (at most
+//! [`MAX_CARRY`], warchest-html's bound, which replay's rewriter holds
+//! too).
 
 use encoding_rs::{Encoding, UTF_8};
 use url::Url;
-use warchest_html::{CssUrlForm, css_unescape, css_urls};
+use warchest_html::{CssUrl, CssUrlForm, css_unescape, css_urls};
 
 use super::LinkSet;
 use crate::uri::Hop;
@@ -43,31 +44,28 @@ impl CssExtractor {
     pub(crate) fn write(&mut self, chunk: &[u8], links: &mut LinkSet) {
         self.carry.extend_from_slice(chunk);
         // Cut where replay's rewriter cuts too (warchest-html's rule), so
-        // that a URL spanning lines is found in pieces as when whole.
+        // that a URL spanning lines is found in pieces as when whole; the
+        // URLs before the cut come from the same pass of the matcher.
         let held = self.carry.len() <= MAX_CARRY;
-        let cut = Some(warchest_html::css_cut(&self.carry, held)).filter(|&c| c > 0);
-        match cut {
-            Some(cut) => {
-                let text = std::mem::take(&mut self.carry);
-                self.scan(&text[..cut], links);
-                self.carry.extend_from_slice(&text[cut..]);
-            }
-            None if self.carry.len() > MAX_CARRY => {
-                // No statement end within the bound: scan what is held and go on.
-                let text = std::mem::take(&mut self.carry);
-                self.scan(&text, links);
-            }
-            None => {}
+        let (cut, urls) = warchest_html::css_cut_urls(&self.carry, held);
+        if cut > 0 {
+            self.scan(&self.carry[..cut], urls, links);
+            self.carry.drain(..cut);
+        } else if self.carry.len() > MAX_CARRY {
+            // No cut within the bound: scan what is held and go on (the
+            // matcher run again over it, a rare case past the bound).
+            self.scan(&self.carry, css_urls(&self.carry), links);
+            self.carry.clear();
         }
     }
 
     /// The end of the CSS.
-    pub(crate) fn finish(mut self, links: &mut LinkSet) {
-        let text = std::mem::take(&mut self.carry);
-        self.scan(&text, links);
+    pub(crate) fn finish(self, links: &mut LinkSet) {
+        self.scan(&self.carry, css_urls(&self.carry), links);
     }
 
-    fn scan(&mut self, text: &[u8], links: &mut LinkSet) {
+    /// Adds `urls`, the URLs [`css_urls`] finds in `text`, to `links`.
+    fn scan(&self, text: &[u8], urls: impl IntoIterator<Item = CssUrl>, links: &mut LinkSet) {
         let (ctx_url, ctx_import) = if self.origin == "style" {
             ("style/url()", "style/@import")
         } else {
@@ -75,7 +73,7 @@ impl CssExtractor {
         };
         let enc = self.enc.unwrap_or(UTF_8);
         // warchest-html's matcher: the URLs replay rewrites.
-        for u in css_urls(text) {
+        for u in urls {
             let raw = &text[u.range];
             if raw.is_empty() || raw.starts_with(b"data:") {
                 continue;
