@@ -22,7 +22,11 @@ pub use warchest_html::MAX_CARRY;
 #[derive(Debug)]
 pub struct CssExtractor {
     base: Url,
+    /// The page's charset, the one queries are encoded in.
     enc: Option<&'static Encoding>,
+    /// The charset the text is read in: `enc`, but UTF-8 for text already
+    /// decoded (see [`CssExtractor::decoded`]).
+    text_enc: Option<&'static Encoding>,
     /// `css` for files, `style` for what a page holds: the contexts are
     /// then `css/url()`, `css/@import`, `style/url()`, `style/@import`.
     origin: &'static str,
@@ -35,9 +39,20 @@ impl CssExtractor {
         CssExtractor {
             base: base.clone(),
             enc,
+            text_enc: enc,
             origin: if origin == "style" { "style" } else { "css" },
             carry: Vec::new(),
         }
+    }
+
+    /// The extractor for text already read from the page's charset (a
+    /// `style` attribute's value, references decoded): read as UTF-8, not
+    /// decoded a second time as `enc` (which garbled every character past
+    /// ASCII), while queries are still encoded in `enc`, as replay reads
+    /// them.
+    pub(crate) fn decoded(mut self) -> CssExtractor {
+        self.text_enc = Some(UTF_8);
+        self
     }
 
     /// The next piece of CSS.
@@ -82,7 +97,7 @@ impl CssExtractor {
                 CssUrlForm::Url => ctx_url,
                 CssUrlForm::ImportUrl | CssUrlForm::Import => ctx_import,
             };
-            let s = warchest_html::page_text(raw, self.enc);
+            let s = warchest_html::page_text(raw, self.text_enc);
             links.add(&self.base, &css_unescape(&s), enc, Hop::Embed, ctx);
         }
     }
