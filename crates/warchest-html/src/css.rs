@@ -91,6 +91,16 @@ pub fn css_urls(text: &[u8]) -> impl Iterator<Item = CssUrl> + '_ {
     })
 }
 
+/// The most CSS or script text a reader in pieces holds back while it
+/// waits for a statement's (or a script line's) end, in bytes: past it,
+/// an `url(` or `@import` never finished no longer holds the rest back
+/// (`hold_open` false in [`css_cut`]), and a line without an end is read
+/// as it stands. One value for the crawler's link extractor
+/// (`warchest-crawl`) and replay's rewriter (`warchest-replay`): with two,
+/// a statement longer than the smaller with a URL across its mark would
+/// be rewritten by one and never found (so never archived) by the other.
+pub const MAX_CARRY: usize = 256 << 10;
+
 /// Where CSS that comes in pieces may be cut, the part before the cut read
 /// now and the rest held back for the next piece (0: hold it all), so that
 /// [`css_urls`] of the parts finds what it finds in the whole: after a
@@ -107,6 +117,21 @@ pub fn css_urls(text: &[u8]) -> impl Iterator<Item = CssUrl> + '_ {
 /// comment) no longer holds the rest back; the cut still falls outside
 /// every URL found.
 pub fn css_cut(b: &[u8], hold_open: bool) -> usize {
+    css_cut_urls(b, hold_open).0
+}
+
+/// [`css_cut`] and the URLs of `b[..cut]`, as [`css_urls`] finds them, from
+/// one pass of the matcher over `b`: for a reader that wants both (the
+/// crawler's link extractor), not a second pass over the part.
+///
+/// They are the matches in all of `b` that end at or before the cut.
+/// Exact: the pattern (`CSS_URL`) has no assertion, nothing that looks at
+/// the end of the text, so a match of `b[..cut]` is one of `b` and a
+/// match of `b` within `b[..cut]` one of `b[..cut]`; and the cut is never
+/// inside a match of `b`, so each match leftmost-first picks in `b`
+/// before the cut is its first pick in `b[..cut]` too (whose candidates
+/// are a subset of `b`'s), and after the last of them `b[..cut]` has none.
+pub fn css_cut_urls(b: &[u8], hold_open: bool) -> (usize, Vec<CssUrl>) {
     let boundary_before = |at: usize| {
         b[..at]
             .iter()
@@ -115,37 +140,44 @@ pub fn css_cut(b: &[u8], hold_open: bool) -> usize {
     };
     let mut cut = boundary_before(b.len());
     if cut == 0 {
-        return 0;
+        return (0, Vec::new());
     }
-    let tokens: Vec<Range<usize>> = css_urls(b).map(|u| u.token).collect();
+    let mut urls: Vec<CssUrl> = css_urls(b).collect();
     // The first opening no URL was found for, in all of `b`: before any
     // cut, it is the first before that cut too (one scan, not one a step).
     let open = if hold_open {
-        first_unfinished(b, &tokens)
+        first_unfinished(b, &urls)
     } else {
         None
     };
-    for _ in 0..16 {
-        if cut == 0 {
-            return 0;
+    let cut = 'found: {
+        for _ in 0..16 {
+            if cut == 0 {
+                break;
+            }
+            if let Some(u) = urls
+                .iter()
+                .find(|u| u.token.start < cut && cut < u.token.end)
+            {
+                cut = boundary_before(u.token.start);
+                continue;
+            }
+            match open.filter(|&p| p < cut) {
+                Some(p) => cut = boundary_before(p),
+                None => break 'found cut,
+            }
         }
-        if let Some(t) = tokens.iter().find(|t| t.start < cut && cut < t.end) {
-            cut = boundary_before(t.start);
-            continue;
-        }
-        match open.filter(|&p| p < cut) {
-            Some(p) => cut = boundary_before(p),
-            None => return cut,
-        }
-    }
-    0
+        0
+    };
+    urls.retain(|u| u.token.end <= cut);
+    (cut, urls)
 }
 
 /// Where the first `url(` or `@import` (in any case) of CSS `b` starts
-/// that none of `tokens` (in order, apart) holds: one whose URL is not
-/// found yet, or not as itself (an `url(` in an `@import` string not yet
-/// closed).
-fn first_unfinished(b: &[u8], tokens: &[Range<usize>]) -> Option<usize> {
+/// that the token of none of `urls` (in order, apart) holds: one whose URL
+/// is not found yet, or not as itself (an `url(` in an `@import` string
+/// not yet closed).
+fn first_unfinished(b: &[u8], urls: &[CssUrl]) -> Option<usize> {
     let mut k = 0;
     (0..b.len()).find(|&i| {
         let rest = &b[i..];
@@ -154,10 +186,10 @@ fn first_unfinished(b: &[u8], tokens: &[Range<usize>]) -> Option<usize> {
         if !opens {
             return false;
         }
-        while tokens.get(k).is_some_and(|t| t.end <= i) {
+        while urls.get(k).is_some_and(|u| u.token.end <= i) {
             k += 1;
         }
-        tokens.get(k).is_none_or(|t| t.start > i)
+        urls.get(k).is_none_or(|u| u.token.start > i)
     })
 }
 
@@ -273,6 +305,30 @@ mod tests {
     }
 
     use super::*;
+
+    /// Pieces of CSS-ish text: what opens, closes and escapes a URL, and
+    /// what a cut may follow.
+    const FRAGMENTS: [&str; 14] = [
+        "url(", "URL( ", ")", "\"", "'", "\\", ";", "}", "\n", " ", "@import", "a.png", "x{b:",
+        "/*",
+    ];
+
+    proptest::proptest! {
+        // Cheap cases: more of them reach URLs on both sides of a cut.
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(1024))]
+
+        /// The URLs [`css_cut_urls`] gives with its cut are those
+        /// [`css_urls`] finds in the text before the cut.
+        #[test]
+        fn cut_urls_are_the_urls_before_the_cut(
+            parts in proptest::collection::vec(0..FRAGMENTS.len(), 0..40),
+            hold_open: bool,
+        ) {
+            let b: Vec<u8> = parts.iter().flat_map(|&i| FRAGMENTS[i].bytes()).collect();
+            let (cut, urls) = css_cut_urls(&b, hold_open);
+            proptest::prop_assert_eq!(urls, css_urls(&b[..cut]).collect::<Vec<_>>());
+        }
+    }
 
     fn found(text: &str) -> Vec<(&str, Option<u8>, CssUrlForm)> {
         css_urls(text.as_bytes())

@@ -41,7 +41,9 @@ mod refs;
 mod srcset;
 
 #[cfg(feature = "rewrite")]
-pub use css::{CssUrl, CssUrlForm, css_cut, css_escape, css_unescape, css_urls};
+pub use css::{
+    CssUrl, CssUrlForm, MAX_CARRY, css_cut, css_cut_urls, css_escape, css_unescape, css_urls,
+};
 #[cfg(feature = "rewrite")]
 pub use page_url::{attr_value, encoding_for_label, meta_charset, page_text, resolve_url};
 pub use refresh::refresh_url;

@@ -52,8 +52,9 @@ use encoding_rs::{Encoding, UTF_8};
 
 use super::archive_url::{modifier, resolve_in, scheme};
 
-/// Longest line of CSS or JavaScript held back while waiting for its end.
-pub const MAX_CARRY: usize = 256 << 10;
+/// The longest line of CSS or JavaScript held back while waiting for its
+/// end: warchest-html's one bound, which the crawler's extractor holds too.
+pub use warchest_html::MAX_CARRY;
 
 /// What a resource is rewritten as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

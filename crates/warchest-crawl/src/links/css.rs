@@ -2,24 +2,31 @@
 //! elements and `style` attributes. Streamed a statement at a time: text
 //! is scanned up to where warchest-html's `css_cut` allows (its last `;`,
 //! `}` or newline not inside an `url( ... )` or `@import`, nor after one
-//! not finished), as replay's rewriter cuts it, the rest carried to the
-//! next piece (at most [`MAX_CARRY`]).
+//! not finished), as replay's rewriter cuts it, its URLs found in the same
+//! pass (`css_cut_urls`), the rest carried to the next piece (at most
+//! [`MAX_CARRY`], warchest-html's bound, which replay's rewriter holds
+//! too).
 
 use encoding_rs::{Encoding, UTF_8};
 use url::Url;
-use warchest_html::{CssUrlForm, css_unescape, css_urls};
+use warchest_html::{CssUrl, CssUrlForm, css_unescape, css_urls};
 
 use super::LinkSet;
 use crate::uri::Hop;
 
-/// The longest CSS statement held back while waiting for its end.
-pub const MAX_CARRY: usize = 64 << 10;
+/// The longest CSS statement held back while waiting for its end:
+/// warchest-html's one bound, which replay's rewriter holds too.
+pub use warchest_html::MAX_CARRY;
 
 /// A streaming CSS link extractor.
 #[derive(Debug)]
 pub struct CssExtractor {
     base: Url,
+    /// The page's charset, the one queries are encoded in.
     enc: Option<&'static Encoding>,
+    /// The charset the text is read in: `enc`, but UTF-8 for text already
+    /// decoded (see [`CssExtractor::decoded`]).
+    text_enc: Option<&'static Encoding>,
     /// `css` for files, `style` for what a page holds: the contexts are
     /// then `css/url()`, `css/@import`, `style/url()`, `style/@import`.
     origin: &'static str,
@@ -32,40 +39,48 @@ impl CssExtractor {
         CssExtractor {
             base: base.clone(),
             enc,
+            text_enc: enc,
             origin: if origin == "style" { "style" } else { "css" },
             carry: Vec::new(),
         }
+    }
+
+    /// The extractor for text already read from the page's charset (a
+    /// `style` attribute's value, references decoded): read as UTF-8, not
+    /// decoded a second time as `enc` (which garbled every character past
+    /// ASCII), while queries are still encoded in `enc`, as replay reads
+    /// them.
+    pub(crate) fn decoded(mut self) -> CssExtractor {
+        self.text_enc = Some(UTF_8);
+        self
     }
 
     /// The next piece of CSS.
     pub(crate) fn write(&mut self, chunk: &[u8], links: &mut LinkSet) {
         self.carry.extend_from_slice(chunk);
         // Cut where replay's rewriter cuts too (warchest-html's rule), so
-        // that a URL spanning lines is found in pieces as when whole.
+        // that a URL spanning lines is found in pieces as when whole; the
+        // URLs before the cut come from the same pass of the matcher.
         let held = self.carry.len() <= MAX_CARRY;
-        let cut = Some(warchest_html::css_cut(&self.carry, held)).filter(|&c| c > 0);
-        match cut {
-            Some(cut) => {
-                let text = std::mem::take(&mut self.carry);
-                self.scan(&text[..cut], links);
-                self.carry.extend_from_slice(&text[cut..]);
-            }
-            None if self.carry.len() > MAX_CARRY => {
-                // No statement end in 64 KiB: scan what is held and go on.
-                let text = std::mem::take(&mut self.carry);
-                self.scan(&text, links);
-            }
-            None => {}
+        let (cut, urls) = warchest_html::css_cut_urls(&self.carry, held);
+        if cut > 0 {
+            self.scan(&self.carry[..cut], urls, links);
+            self.carry.drain(..cut);
+        } else if self.carry.len() > MAX_CARRY {
+            // No cut within the bound: scan what is held and go on (the
+            // matcher run again over it, a rare case past the bound).
+            self.scan(&self.carry, css_urls(&self.carry), links);
+            self.carry.clear();
         }
     }
 
     /// The end of the CSS.
-    pub(crate) fn finish(mut self, links: &mut LinkSet) {
-        let text = std::mem::take(&mut self.carry);
-        self.scan(&text, links);
+    pub(crate) fn finish(self, links: &mut LinkSet) {
+        self.scan(&self.carry, css_urls(&self.carry), links);
     }
 
-    fn scan(&mut self, text: &[u8], links: &mut LinkSet) {
+    /// Adds `urls`, the URLs [`css_urls`] finds in `text`, to `links`.
+    fn scan(&self, text: &[u8], urls: impl IntoIterator<Item = CssUrl>, links: &mut LinkSet) {
         let (ctx_url, ctx_import) = if self.origin == "style" {
             ("style/url()", "style/@import")
         } else {
@@ -73,7 +88,7 @@ impl CssExtractor {
         };
         let enc = self.enc.unwrap_or(UTF_8);
         // warchest-html's matcher: the URLs replay rewrites.
-        for u in css_urls(text) {
+        for u in urls {
             let raw = &text[u.range];
             if raw.is_empty() || raw.starts_with(b"data:") {
                 continue;
@@ -82,7 +97,7 @@ impl CssExtractor {
                 CssUrlForm::Url => ctx_url,
                 CssUrlForm::ImportUrl | CssUrlForm::Import => ctx_import,
             };
-            let s = warchest_html::page_text(raw, self.enc);
+            let s = warchest_html::page_text(raw, self.text_enc);
             links.add(&self.base, &css_unescape(&s), enc, Hop::Embed, ctx);
         }
     }
@@ -106,9 +121,14 @@ mod tests {
 
     /// What the extractor gives `css` fed a byte at a time.
     fn byte_at_a_time(base: &Url, css: &[u8]) -> super::super::Extracted {
+        in_pieces(base, css, 1)
+    }
+
+    /// What the extractor gives `css` fed in pieces of `size` bytes.
+    fn in_pieces(base: &Url, css: &[u8], size: usize) -> super::super::Extracted {
         let mut x = super::super::Extractor::new(base, Some("text/css"), &ExtractConfig::default());
-        for b in css {
-            x.write(std::slice::from_ref(b));
+        for piece in css.chunks(size) {
+            x.write(piece);
         }
         x.finish()
     }
@@ -201,6 +221,40 @@ b{background:url(y;z.png)} /* url( never closed */\nc{background:url(w.png)}";
         assert_eq!(found, ["http://h.test/z.png"]);
     }
 
+    /// One statement longer than the crawler's old bound (64 KiB) but
+    /// within the one bound replay holds too, with a URL across the old
+    /// mark: held whole in pieces, so found as replay rewrites it. Before,
+    /// the crawler read the statement's first 64 KiB and a piece alone
+    /// and lost the URL (it spans every such cut for these piece sizes).
+    #[test]
+    fn a_url_across_the_old_bound_in_one_statement() {
+        let old = 64 << 10;
+        let long = format!("/span-{}.png", "x".repeat(4200));
+        let mut css = b"a{background:url(first.png),".to_vec();
+        css.resize(old - 10, b' ');
+        let span = css.len()..css.len() + long.len() + 5;
+        css.extend_from_slice(format!("url({long})").as_bytes());
+        css.resize(old + 5000, b' ');
+        css.extend_from_slice(b"}\nb{c:url(last.png)}");
+        assert!(span.start < old && old + 4096 < span.end);
+        assert!(css.len() < MAX_CARRY);
+        let base = Url::parse("http://h.test/s/main.css").unwrap();
+        let whole = extract(&base, Some("text/css"), &ExtractConfig::default(), &css);
+        assert_eq!(
+            found(&css),
+            [
+                ("http://h.test/s/first.png".to_string(), "css/url()"),
+                (format!("http://h.test{long}"), "css/url()"),
+                ("http://h.test/s/last.png".to_string(), "css/url()"),
+            ]
+        );
+        for size in [100, 1000, 4096] {
+            assert_eq!(in_pieces(&base, &css, size), whole, "pieces of {size}");
+        }
+    }
+
+    /// Text with no statement end: what is held stays within the bound
+    /// (and a piece), and a URL after it is found.
     #[test]
     fn carry_is_bounded() {
         let mut css = vec![b'a'; MAX_CARRY * 3];

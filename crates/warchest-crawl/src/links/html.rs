@@ -340,7 +340,8 @@ fn on_start_tag(page: &mut Page, el: &mut Element<'_, '_>) {
     }
     if let Some(style) = page.attr(el, "style") {
         let base = page.base.clone();
-        let mut c = css::CssExtractor::new(&base, page.enc, "style");
+        // Its value is text already (decoded from the page's charset).
+        let mut c = css::CssExtractor::new(&base, page.enc, "style").decoded();
         c.write(style.as_bytes(), &mut page.links);
         c.finish(&mut page.links);
     }
@@ -655,6 +656,65 @@ mod tests {
         );
         assert_eq!(e.links[0].url.as_str(), "http://h.test/caf%C3%A9?q=%C3%A9");
         assert_eq!(e.links[1].url.as_str(), "http://h.test/a%20b?c=%2F");
+    }
+
+    /// A `style` attribute's URLs in a page not in UTF-8: its value is
+    /// read once from the page's charset (before, its text was decoded a
+    /// second time as the charset: `é` became `Ã©`), the path in UTF-8 and
+    /// the query in the charset, the URLs replay's rewriter asks for.
+    #[test]
+    fn style_attributes_read_once_in_non_utf8_pages() {
+        let style = |e_acute: &[u8]| -> Vec<u8> {
+            let mut page = Vec::new();
+            for url in [
+                &b"caf@.png?q=@"[..],
+                b"&quot;x@.png&quot;",
+                b"y&eacute;.png?q=&eacute;",
+            ] {
+                page.extend_from_slice(b"<p style=\"background:url(");
+                for &b in url {
+                    match b {
+                        b'@' => page.extend_from_slice(e_acute),
+                        _ => page.push(b),
+                    }
+                }
+                page.extend_from_slice(b")\"></p>");
+            }
+            page
+        };
+        let base = Url::parse("http://h.test/").unwrap();
+        let found = |ct: &str, page: &[u8]| -> Vec<String> {
+            let whole = extract(&base, Some(ct), &ExtractConfig::default(), page);
+            let mut e = super::super::Extractor::new(&base, Some(ct), &ExtractConfig::default());
+            for b in page {
+                e.write(std::slice::from_ref(b));
+            }
+            assert_eq!(e.finish(), whole);
+            whole.links.iter().map(|l| l.url.to_string()).collect()
+        };
+        assert_eq!(
+            found("text/html; charset=windows-1252", &style(b"\xe9")),
+            [
+                "http://h.test/caf%C3%A9.png?q=%E9",
+                "http://h.test/x%C3%A9.png",
+                "http://h.test/y%C3%A9.png?q=%E9"
+            ]
+        );
+        // Declared by meta, no header charset.
+        let meta = [b"<meta charset=iso-8859-1>".as_slice(), &style(b"\xe9")].concat();
+        assert_eq!(
+            found("text/html", &meta)[0],
+            "http://h.test/caf%C3%A9.png?q=%E9"
+        );
+        // UTF-8 pages.
+        assert_eq!(
+            found("text/html", &style("\u{e9}".as_bytes())),
+            [
+                "http://h.test/caf%C3%A9.png?q=%C3%A9",
+                "http://h.test/x%C3%A9.png",
+                "http://h.test/y%C3%A9.png?q=%C3%A9"
+            ]
+        );
     }
 
     #[test]

@@ -13,8 +13,9 @@ use url::Url;
 use super::LinkSet;
 use crate::uri::Hop;
 
-/// The longest line of script held back while waiting for its end.
-pub const MAX_CARRY: usize = 64 << 10;
+/// The longest line of script held back while waiting for its end:
+/// warchest-html's one bound, which replay's rewriter holds too.
+pub use warchest_html::MAX_CARRY;
 
 static JS_URL_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(

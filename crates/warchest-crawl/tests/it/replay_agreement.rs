@@ -114,3 +114,81 @@ fn replay_links_to_what_the_crawler_found() {
     let found = crawled("text/html", &utf8);
     assert_eq!(found[0], "http://h.test/s?q=caf%C3%A9&x=%C3%A9");
 }
+
+/// The targets of the `url(...)`s replay rewrites `body`'s `style`
+/// attributes to, as [`replayed`] reads `href`s.
+fn replayed_styles(ct: &str, body: &[u8]) -> Vec<String> {
+    let ctx = UrlContext {
+        prefix: "/c/".into(),
+        abs_prefix: "http://replay.test/c/".into(),
+        timestamp: "2014".into(),
+        base: BASE.into(),
+        encoding: content_type_encoding(ct.as_bytes()),
+    };
+    let mut rw = Rewriter::new(Kind::Html, ctx, None, None);
+    let mut out = Vec::new();
+    rw.feed(body, &mut out);
+    rw.finish(&mut out);
+    let out = String::from_utf8_lossy(&out);
+    out.split("url(")
+        .skip(1)
+        .map(|v| {
+            let v = v[..v.find(')').unwrap()]
+                .replace("&quot;", "")
+                .replace("&amp;", "&");
+            Url::parse(v.strip_prefix("/c/2014im_/").unwrap_or(&v))
+                .unwrap()
+                .to_string()
+        })
+        .collect()
+}
+
+/// `style` attributes (read once from the page's charset; the crawler
+/// read their text a second time as the charset) with raw bytes past
+/// ASCII and references, in windows-1252, Shift_JIS and UTF-8 pages.
+#[test]
+fn replay_links_to_what_the_crawler_found_in_style_attributes() {
+    let styles = |c: &[u8]| -> Vec<u8> {
+        let mut page = Vec::new();
+        for url in [
+            &b"caf@.png?q=@"[..],
+            b"&quot;x@.png&quot;",
+            b"y&eacute;.png?q=&eacute;&amp;r=@",
+        ] {
+            page.extend_from_slice(b"<p style=\"background:url(");
+            for &b in url {
+                match b {
+                    b'@' => page.extend_from_slice(c),
+                    _ => page.push(b),
+                }
+            }
+            page.extend_from_slice(b")\"></p>\n");
+        }
+        page
+    };
+    let latin = styles(b"\xe9");
+    // "テ" in Shift_JIS.
+    let sjis = styles(b"\x83\x65");
+    let utf8 = styles("\u{e9}".as_bytes());
+    for (ct, body) in [
+        ("text/html; charset=windows-1252", &latin),
+        ("text/html; charset=shift_jis", &sjis),
+        ("text/html; charset=utf-8", &utf8),
+        ("text/html", &utf8),
+        ("text/html", &latin),
+    ] {
+        let found = crawled(ct, body);
+        assert_eq!(found.len(), 3, "{ct}: {found:?}");
+        assert_eq!(
+            replayed_styles(ct, body),
+            found,
+            "{ct}: {}",
+            String::from_utf8_lossy(body)
+        );
+    }
+    let found = crawled("text/html; charset=windows-1252", &latin);
+    assert_eq!(found[0], "http://h.test/dir/caf%C3%A9.png?q=%E9");
+    assert_eq!(found[1], "http://h.test/dir/x%C3%A9.png");
+    let found = crawled("text/html; charset=shift_jis", &sjis);
+    assert_eq!(found[0], "http://h.test/dir/caf%E3%83%86.png?q=%83e");
+}
