@@ -366,11 +366,20 @@ pub struct Record<'r, S> {
     inner: FormatRecord<'r, S>,
     /// `None` until the head is looked for; then what was found.
     http: Option<Option<HttpHead>>,
+    /// The bytes looked at for a head that was not there, given back
+    /// before the rest of the block, and how many were read again.
+    unread: Vec<u8>,
+    unread_at: usize,
 }
 
 impl<'r, S: Source> Record<'r, S> {
     fn new(inner: FormatRecord<'r, S>) -> Self {
-        Record { inner, http: None }
+        Record {
+            inner,
+            http: None,
+            unread: Vec::new(),
+            unread_at: 0,
+        }
     }
 
     /// The record as its format's reader gives it.
@@ -403,7 +412,16 @@ impl<'r, S: Source> Record<'r, S> {
     pub fn http_with(&mut self, limits: &Limits) -> Result<Option<&HttpHead>> {
         if self.http.is_none() {
             let head = if may_have_http_head(self.header()) {
-                crate::http::read_head(&mut self.block(), limits)?
+                // A block that does not start with a head stays whole: the
+                // bytes looked at are read again ([`Record::block`]).
+                match crate::http::read_head_keeping(&mut self.block(), limits)? {
+                    Ok(head) => Some(head),
+                    Err(bytes) => {
+                        self.unread = bytes;
+                        self.unread_at = 0;
+                        None
+                    }
+                }
             } else {
                 None
             };
@@ -425,8 +443,13 @@ impl<'r, S: Source> Record<'r, S> {
         S: 'r,
     {
         self.http()?;
-        let Record { inner, http } = self;
-        let block = block_of(inner);
+        let Record {
+            inner,
+            http,
+            unread,
+            unread_at,
+        } = self;
+        let block = block_with(inner, unread, unread_at);
         match http.as_ref().and_then(Option::as_ref) {
             Some(head) => Ok(crate::http::payload_reader(block, head, decode)?),
             None => Ok(Box::new(block)),
@@ -457,6 +480,23 @@ pub fn may_have_http_head(header: &WarcHeader) -> bool {
             let starts = |p: &[u8]| u.len() >= p.len() && u[..p.len()].eq_ignore_ascii_case(p);
             starts(b"http:") || starts(b"https:")
         })
+}
+
+/// The block of `inner`, after the bytes of `unread` from `at` on (a head
+/// looked for and not found).
+fn block_with<'a, S: Source>(
+    inner: &'a mut FormatRecord<'_, S>,
+    unread: &'a [u8],
+    at: &'a mut usize,
+) -> Block<'a, S> {
+    if *at < unread.len() {
+        return Block::Unread(Unread {
+            bytes: unread,
+            at,
+            rest: Box::new(block_of(inner)),
+        });
+    }
+    block_of(inner)
 }
 
 fn block_of<'a, S: Source>(inner: &'a mut FormatRecord<'_, S>) -> Block<'a, S> {
@@ -530,7 +570,7 @@ impl<S: Source> Record<'_, S> {
 
     /// The block, streamed.
     pub fn block(&mut self) -> Block<'_, S> {
-        block_of(&mut self.inner)
+        block_with(&mut self.inner, &self.unread, &mut self.unread_at)
     }
 
     /// Reads the rest of the block into memory.
@@ -565,6 +605,18 @@ pub enum Block<'a, S> {
     Arc(arc::BlockReader<'a, S>),
     /// A Web InfoMall record's content, decompressed.
     InfoMall(infomall::BlockReader<'a, S>),
+    /// The bytes [`Record::http`] looked at for a head that was not
+    /// there, then the rest of the block.
+    Unread(Unread<'a, S>),
+}
+
+/// The start of a block read again ([`Block::Unread`]).
+pub struct Unread<'a, S> {
+    bytes: &'a [u8],
+    /// How many of `bytes` were read: kept by the record, so that the next
+    /// [`Record::block`] goes on from there.
+    at: &'a mut usize,
+    rest: Box<Block<'a, S>>,
 }
 
 impl<S: Source> Read for Block<'_, S> {
@@ -573,6 +625,16 @@ impl<S: Source> Read for Block<'_, S> {
             Block::Warc(b) => b.read(out),
             Block::Arc(b) => b.read(out),
             Block::InfoMall(b) => b.read(out),
+            Block::Unread(u) => {
+                let n = {
+                    let buf = u.fill_buf_inner()?;
+                    let n = buf.len().min(out.len());
+                    out[..n].copy_from_slice(&buf[..n]);
+                    n
+                };
+                u.consume_inner(n);
+                Ok(n)
+            }
         }
     }
 }
@@ -583,6 +645,7 @@ impl<S: Source> BufRead for Block<'_, S> {
             Block::Warc(b) => b.fill_buf(),
             Block::Arc(b) => b.fill_buf(),
             Block::InfoMall(b) => b.fill_buf(),
+            Block::Unread(u) => u.fill_buf_inner(),
         }
     }
 
@@ -591,6 +654,25 @@ impl<S: Source> BufRead for Block<'_, S> {
             Block::Warc(b) => b.consume(n),
             Block::Arc(b) => b.consume(n),
             Block::InfoMall(b) => b.consume(n),
+            Block::Unread(u) => u.consume_inner(n),
+        }
+    }
+}
+
+impl<S: Source> Unread<'_, S> {
+    fn fill_buf_inner(&mut self) -> io::Result<&[u8]> {
+        match self.bytes.get(*self.at..) {
+            Some(left) if !left.is_empty() => Ok(left),
+            _ => self.rest.fill_buf(),
+        }
+    }
+
+    fn consume_inner(&mut self, n: usize) {
+        let left = self.bytes.len().saturating_sub(*self.at);
+        if left > 0 {
+            *self.at += n.min(left);
+        } else {
+            self.rest.consume(n);
         }
     }
 }
@@ -664,6 +746,60 @@ mod tests {
         );
         assert_eq!(Format::sniff(b"<html>"), None);
         assert_eq!(Format::sniff(b""), None);
+    }
+
+    /// A response record whose block does not start with an HTTP head.
+    fn response(block: &[u8]) -> Vec<u8> {
+        let mut v = format!(
+            "WARC/1.1\r\nWARC-Type: response\r\nWARC-Target-URI: http://a.example/\r\n\
+             Content-Type: application/http; msgtype=response\r\nContent-Length: {}\r\n\r\n",
+            block.len()
+        )
+        .into_bytes();
+        v.extend_from_slice(block);
+        v.extend_from_slice(b"\r\n\r\n");
+        v
+    }
+
+    /// Looking for a head that is not there leaves the block whole: before,
+    /// the bytes looked at (up to a blank line, or the head's limit) were
+    /// gone from `block()` and `payload()`.
+    #[test]
+    fn a_block_without_a_head_stays_whole() {
+        let not_http = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\r\n\r\nthe body";
+        let long = [&b"GET"[..], &[b'a'; 300]].concat();
+        let small = Limits {
+            max_http_head: 64,
+            ..Limits::default()
+        };
+        for (block, limits) in [
+            (&not_http[..], Limits::default()),
+            (&long[..], small),
+            (&b"HTTP/1.1 200 OK\r\nno end of head"[..], Limits::default()),
+        ] {
+            let data = response(block);
+            let mut r = Reader::new(&data[..]).unwrap();
+            let mut rec = r.next_record().unwrap().unwrap();
+            let head = rec.http_with(&limits).unwrap().map(|h| h.raw().to_vec());
+            assert_eq!(head, None, "{}", String::from_utf8_lossy(block));
+            assert_eq!(rec.read_block().unwrap(), block);
+            // And through `payload`, read in two steps.
+            let mut r = Reader::new(&data[..]).unwrap();
+            let mut rec = r.next_record().unwrap().unwrap();
+            assert!(rec.http_with(&limits).unwrap().is_none());
+            let mut first = [0u8; 5];
+            rec.block().read_exact(&mut first).unwrap();
+            let mut rest = Vec::new();
+            rec.payload(true).unwrap().read_to_end(&mut rest).unwrap();
+            assert_eq!([&first[..], &rest].concat(), block);
+            assert!(rec.finish().is_ok());
+        }
+        // A head: the block after it, as before.
+        let data = response(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi");
+        let mut r = Reader::new(&data[..]).unwrap();
+        let mut rec = r.next_record().unwrap().unwrap();
+        assert_eq!(rec.http().unwrap().and_then(|h| h.status()), Some(200));
+        assert_eq!(rec.read_block().unwrap(), b"hi");
     }
 
     #[test]

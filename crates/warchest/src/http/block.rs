@@ -317,9 +317,25 @@ pub fn read_head(
     limits: &Limits,
 ) -> std::io::Result<Option<HttpHead>> {
     let mut r = HeadReader::new();
-    Ok(match r.step(block, limits, false)? {
+    Ok(match r.step(block, limits, Keep::Nothing)? {
         true => Some(r.head),
         false => None,
+    })
+}
+
+/// [`read_head`] that hands back the bytes it consumed when no head is
+/// found, to be read before the rest of `block` (as [`read_head_or_bytes`]
+/// does, without taking a head cut short by the block's end): for
+/// [`Record::http`](crate::archive::Record::http), whose block must stay
+/// whole when it does not start with a head.
+pub(crate) fn read_head_keeping(
+    block: &mut impl std::io::BufRead,
+    limits: &Limits,
+) -> std::io::Result<Result<HttpHead, Vec<u8>>> {
+    let mut r = HeadReader::new();
+    Ok(match r.step(block, limits, Keep::Bytes)? {
+        true => Ok(r.head),
+        false => Err(r.bytes),
     })
 }
 
@@ -336,7 +352,7 @@ pub fn read_head_or_bytes(
     limits: &Limits,
 ) -> std::io::Result<Result<HttpHead, Vec<u8>>> {
     let mut r = HeadReader::new();
-    Ok(match r.step(block, limits, true)? {
+    Ok(match r.step(block, limits, Keep::BytesAndCutHead)? {
         true => Ok(r.head),
         false => Err(r.bytes),
     })
@@ -391,22 +407,22 @@ impl HeadReader {
         block: &mut impl std::io::BufRead,
         limits: &Limits,
     ) -> std::io::Result<Option<&HttpHead>> {
-        Ok(match self.step(block, limits, false)? {
+        Ok(match self.step(block, limits, Keep::Nothing)? {
             true => Some(&self.head),
             false => None,
         })
     }
 
-    /// The one implementation of [`read_head`] and [`read_head_or_bytes`]
-    /// (`or_bytes`: keep the bytes of a block that is not HTTP in
-    /// `self.bytes`, and parse a head cut short by the block's end).
+    /// The one implementation of [`read_head`], [`read_head_keeping`] and
+    /// [`read_head_or_bytes`] (`keep`: what to do when no head is found).
     /// True when `self.head` holds the head.
     fn step(
         &mut self,
         block: &mut impl std::io::BufRead,
         limits: &Limits,
-        or_bytes: bool,
+        keep: Keep,
     ) -> std::io::Result<bool> {
+        let or_bytes = keep != Keep::Nothing;
         self.bytes.clear();
         // The head usually lies whole in the first chunk: found and parsed
         // there in one walk, only the head copied (into the head). The
@@ -424,7 +440,7 @@ impl HeadReader {
         loop {
             let chunk = block.fill_buf()?;
             if chunk.is_empty() {
-                return Ok(or_bytes
+                return Ok(keep == Keep::BytesAndCutHead
                     && !self.bytes.is_empty()
                     && self.head.parse_unterminated_in(&self.bytes, limits).is_ok());
             }
@@ -444,6 +460,18 @@ impl HeadReader {
             }
         }
     }
+}
+
+/// What [`HeadReader::step`] keeps when no head is found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Keep {
+    /// Nothing: what was looked at is consumed ([`read_head`]).
+    Nothing,
+    /// The bytes consumed, in `bytes` ([`read_head_keeping`]).
+    Bytes,
+    /// Those bytes, and a head cut short by the block's end is parsed as
+    /// it is ([`read_head_or_bytes`], as warcio does).
+    BytesAndCutHead,
 }
 
 enum Step {

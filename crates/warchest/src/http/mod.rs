@@ -37,6 +37,7 @@ mod fixture_tests;
 mod head;
 mod payload;
 
+pub(crate) use block::read_head_keeping;
 pub use block::{
     BlockDigester, HeadReader, PayloadFallback, PayloadFallbacks, PayloadNotes, payload_reader,
     payload_reader_lenient, payload_reader_lenient_noted, payload_reader_send, read_head,
