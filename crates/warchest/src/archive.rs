@@ -397,7 +397,9 @@ impl<'r, S: Source> Record<'r, S> {
     /// revisits of HTTP(S) targets, ARC and Web InfoMall HTTP documents)
     /// and its block starts with one; read once, at the first call, with
     /// [`Limits::default`]. Call it before reading the block: the head is
-    /// read off the block's start.
+    /// read off the block's start. When there is none (not HTTP, cut short,
+    /// or longer than the limit), the block stays whole: [`Record::block`]
+    /// and [`Record::payload`] give the bytes it looked at first.
     ///
     /// # Errors
     /// As reading the block; a head over the limits.
