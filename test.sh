@@ -49,9 +49,11 @@ else
 fi
 phase "fmt and clippy"
 # The light builds users choose: the format crate and the index without
-# their optional features (docs/architecture.md).
+# their optional features (docs/architecture.md); and the Python binding
+# without `remote`, as bench/run.sh builds its wheel.
 cargo clippy -p warchest --no-default-features -- -D warnings
 cargo clippy -p warchest-index --no-default-features --all-targets -- -D warnings
+cargo clippy -p warchest-py --no-default-features --all-targets -- -D warnings
 phase "clippy without default features"
 # The API documentation builds and every intra-doc link in it resolves.
 env -u RUSTC_WORKSPACE_WRAPPER RUSTDOCFLAGS="-D warnings" cargo doc -q --no-deps --workspace

@@ -194,11 +194,12 @@ fn local_only(_: &[(Target, Option<Range<u64>>)]) -> PyResult<()> {
 
 /// The scanner of one part.
 enum PartScanner {
-    Local(Scanner<Decoder<File>>),
+    /// Boxed, as `Remote`: a scanner is several hundred bytes.
+    Local(Box<Scanner<Decoder<File>>>),
     /// An uncompressed local file read in chunks on several threads.
     Chunked(ChunkedScanner),
     #[cfg(feature = "remote")]
-    Remote(Scanner<Decoder<warchest_remote::RemoteFile>>),
+    Remote(Box<Scanner<Decoder<warchest_remote::RemoteFile>>>),
 }
 
 impl PartScanner {
@@ -258,7 +259,7 @@ impl PartsScanner {
             let opts = self.opts.clone();
             self.current = match target {
                 Target::Path(p) => Some(match range {
-                    Some(r) => PartScanner::Local(Scanner::open_range(&p, r, opts)),
+                    Some(r) => PartScanner::Local(Box::new(Scanner::open_range(&p, r, opts))),
                     None => {
                         match ChunkedScanner::open(
                             &p,
@@ -267,12 +268,13 @@ impl PartsScanner {
                             warchest::chunks::knob(),
                         ) {
                             Some(s) => PartScanner::Chunked(s),
-                            None => PartScanner::Local(Scanner::open(&p, opts)),
+                            None => PartScanner::Local(Box::new(Scanner::open(&p, opts))),
                         }
                     }
                 }),
                 #[cfg(feature = "remote")]
-                Target::Url(u) => crate::remote::scanner(&u, range, opts).map(PartScanner::Remote),
+                Target::Url(u) => crate::remote::scanner(&u, range, opts)
+                    .map(|s| PartScanner::Remote(Box::new(s))),
                 // Refused when the scan was made.
                 #[cfg(not(feature = "remote"))]
                 Target::Url(_) => None,
