@@ -451,10 +451,16 @@ impl Capturer {
                             return Ok(robots::RobotsStep::Redirect(next));
                         }
                         last = format!("{r} answered {status}");
-                        Ok(robots::RobotsStep::Answer {
-                            status,
-                            body: text.unwrap_or_default().into_bytes(),
-                        })
+                        match text {
+                            Some(Err(why)) => {
+                                last = format!("{r} answered {status}: {why}");
+                                Ok(robots::RobotsStep::Undecodable(why))
+                            }
+                            body => Ok(robots::RobotsStep::Answer {
+                                status,
+                                body: body.and_then(Result::ok).unwrap_or_default(),
+                            }),
+                        }
                     }
                     Err(e @ CaptureError::Warc(_)) => Err(e),
                     Err(e) => {
@@ -464,7 +470,17 @@ impl Capturer {
                     }
                 },
             )?;
-            let why = if rules.is_disallow_all() {
+            let why = if rules.undecoded().is_some() {
+                // Rules read from bytes that did not decode would be
+                // garbage or cut short: treated as unreachable (RFC 9309
+                // 2.3.1.4), with a reason saying so.
+                let why = format!(
+                    "robots.txt could not be decoded ({last}): everything \
+                     disallowed, asked again after {ttl:?}"
+                );
+                tracing::warn!("{}: {why}", url.origin());
+                why
+            } else if rules.is_disallow_all() {
                 // RFC 9309 2.3.1.4: an unreachable robots.txt disallows
                 // everything; said here once per failed fetch and on each URL's
                 // event.
@@ -534,13 +550,16 @@ impl Capturer {
     }
 
     /// Fetches and records one URL. Returns the event, the decoded body
-    /// when `want_body` (robots.txt), the status and a redirect's Location.
+    /// of a 2xx when `want_body` (robots.txt; an error when it did not
+    /// decode, [`robots::decode_body`]), the status and a redirect's
+    /// Location.
+    #[allow(clippy::type_complexity)]
     fn fetch_and_record(
         &self,
         url: &Url,
         want_body: bool,
         meta: &[(String, String)],
-    ) -> Result<(Event, Option<String>, u16, Option<String>), CaptureError> {
+    ) -> Result<(Event, Option<Result<Vec<u8>, String>>, u16, Option<String>), CaptureError> {
         let addrs = self.resolve(&url.host)?;
         self.polite(&url.host);
         let target = url.to_string();
@@ -561,7 +580,7 @@ impl Capturer {
             None
         };
         let robots_text = if want_body && (200..300).contains(&status) {
-            robots_body(&mut x.response)
+            Some(robots_body(&mut x.response))
         } else {
             None
         };
@@ -688,17 +707,16 @@ fn error_event(url: &str, e: &CaptureError) -> Event {
     }
 }
 
-/// The decoded body of a captured robots.txt, at most [`robots::MAX_ROBOTS`].
-fn robots_body(c: &mut client::Captured) -> Option<String> {
-    use std::io::{BufReader, Read, Seek, SeekFrom};
+/// The decoded body of a captured robots.txt, at most
+/// [`robots::MAX_ROBOTS`], or why it could not be decoded
+/// ([`robots::decode_body`]).
+fn robots_body(c: &mut client::Captured) -> Result<Vec<u8>, String> {
+    use std::io::{BufReader, Seek, SeekFrom};
     c.block
         .seek(SeekFrom::Start(c.head.raw().len() as u64))
-        .ok()?;
-    let body = BufReader::new(&mut c.block);
-    let r = warchest::http::payload_reader(body, &c.head, true).ok()?;
-    let mut out = Vec::new();
-    let _ = r.take(robots::MAX_ROBOTS as u64).read_to_end(&mut out);
-    Some(String::from_utf8_lossy(&out).into_owned())
+        .map_err(|e| format!("reading the recorded body: {e}"))?;
+    let truncated = c.truncated.as_ref().map(|t| t.as_str());
+    robots::decode_body(BufReader::new(&mut c.block), &c.head, truncated)
 }
 
 /// Adds each of `fields` that `warcinfo` does not name yet: the caller's

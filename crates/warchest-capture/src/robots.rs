@@ -2,7 +2,8 @@
 //! docs/crawl.md, "robots.txt"): the rules for our product token, its
 //! `Crawl-delay` and `Sitemap:` lines; what a fetch outcome for robots.txt
 //! means (2xx: its rules; 4xx: everything allowed; 5xx, 429 or no answer:
-//! everything disallowed for a while, RFC 9309 2.3.1); how long an
+//! everything disallowed for a while, RFC 9309 2.3.1; a 2xx whose body
+//! does not decode likewise, [`decode_body`]); how long an
 //! answer is kept ([`Kept`]); and a per-host cache with that expiry,
 //! bounded in entries.
 
@@ -30,6 +31,8 @@ pub struct Robots {
 enum Rules {
     AllowAll,
     DisallowAll,
+    /// Disallowed as unreachable: a 2xx whose body did not decode (why).
+    Undecodable(Arc<str>),
     Parsed(Arc<robotxt::Robots>),
 }
 
@@ -47,6 +50,15 @@ impl Robots {
     pub fn disallow_all() -> Robots {
         Robots {
             rules: Rules::DisallowAll,
+            ..Robots::allow_all()
+        }
+    }
+
+    /// Everything disallowed: a 2xx robots.txt whose body could not be
+    /// decoded (`why`, from [`decode_body`]), treated as unreachable.
+    pub fn undecodable(why: &str) -> Robots {
+        Robots {
+            rules: Rules::Undecodable(why.into()),
             ..Robots::allow_all()
         }
     }
@@ -70,7 +82,7 @@ impl Robots {
     pub fn allowed(&self, url: &Url) -> bool {
         match &self.rules {
             Rules::AllowAll => true,
-            Rules::DisallowAll => url.path() == "/robots.txt",
+            Rules::DisallowAll | Rules::Undecodable(_) => url.path() == "/robots.txt",
             Rules::Parsed(r) => r.is_url_allowed(url),
         }
     }
@@ -86,9 +98,64 @@ impl Robots {
     }
 
     /// Whether these rules disallow everything because robots.txt was
-    /// unreachable.
+    /// unreachable (or did not decode, [`Robots::undecoded`]).
     pub fn is_disallow_all(&self) -> bool {
-        matches!(self.rules, Rules::DisallowAll)
+        matches!(self.rules, Rules::DisallowAll | Rules::Undecodable(_))
+    }
+
+    /// Why the robots.txt body could not be decoded, when that is why
+    /// everything is disallowed.
+    pub fn undecoded(&self) -> Option<&str> {
+        match &self.rules {
+            Rules::Undecodable(why) => Some(why),
+            _ => None,
+        }
+    }
+}
+
+/// The body of a 2xx robots.txt answer whose head `head` has been read
+/// from `body`: transfer and content codings removed, at most
+/// [`MAX_ROBOTS`]. `truncated` is the capture's truncation reason, if the
+/// response was cut short while fetched.
+///
+/// # Errors
+/// Why the body could not be decoded: a content or transfer coding that
+/// fell back (unknown, not decoding, cut short), a read error, or a
+/// truncated response that ended before [`MAX_ROBOTS`]. Rules read from
+/// such bytes would be garbage or cut short, so the caller treats the
+/// answer as unreachable ([`RobotsStep::Undecodable`]; RFC 9309 2.3.1.4
+/// lets a crawler treat an unparseable file so, and disallowing is the
+/// safe side). Shared by `capture` and the crawler so they decide alike.
+pub fn decode_body<R: std::io::BufRead + Send>(
+    body: R,
+    head: &warchest::http::HttpHead,
+    truncated: Option<&str>,
+) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let (r, notes) = warchest::http::payload_reader_lenient_noted(body, head);
+    let mut out = Vec::new();
+    // One byte past the limit: a body that reaches it is cut by RFC 9309
+    // 2.5's leave, not by the fetch, so a truncation past it is no loss.
+    let read = r.take(MAX_ROBOTS as u64 + 1).read_to_end(&mut out);
+    let mut why: Vec<String> = notes
+        .get()
+        .iter()
+        .filter(|f| *f != warchest::http::PayloadFallback::ReadError)
+        .map(|f| f.describe().into())
+        .collect();
+    if let Err(e) = read {
+        why.push(format!("read error: {e}"));
+    }
+    if let Some(t) = truncated
+        && out.len() <= MAX_ROBOTS
+    {
+        why.push(format!("response truncated ({t})"));
+    }
+    if why.is_empty() {
+        out.truncate(MAX_ROBOTS);
+        Ok(out)
+    } else {
+        Err(why.join("; "))
     }
 }
 
@@ -106,6 +173,12 @@ pub enum RobotsFetch<'a> {
     /// No answer: DNS, connection or timeout failure, or too many
     /// redirects.
     Unreachable,
+    /// A 2xx answer whose body could not be decoded ([`decode_body`]'s
+    /// error): treated as unreachable.
+    Undecodable {
+        /// Why, as [`decode_body`] says.
+        why: &'a str,
+    },
 }
 
 /// How long robots.txt answers are trusted, for `capture`
@@ -143,6 +216,7 @@ impl RobotsPolicy {
                 _ => (Robots::disallow_all(), self.unreachable_ttl),
             },
             RobotsFetch::Unreachable => (Robots::disallow_all(), self.unreachable_ttl),
+            RobotsFetch::Undecodable { why } => (Robots::undecodable(why), self.unreachable_ttl),
         }
     }
 }
@@ -171,13 +245,17 @@ pub enum RobotsStep<U> {
     /// No answer (DNS, connection or timeout failure); the fetcher has
     /// reported why.
     Unreachable,
+    /// A 2xx answer whose body could not be decoded: why
+    /// ([`decode_body`]'s error). Everything is disallowed for the
+    /// back-off, as for no answer.
+    Undecodable(String),
 }
 
 /// Fetches robots.txt from `url` with `fetch`, following up to
 /// [`MAX_ROBOTS_REDIRECTS`] redirects, and decides with `policy` what the
 /// outcome means for product token `agent` (RFC 9309 2.3.1: 2xx its
-/// rules, 4xx everything allowed, 5xx, 429 or no answer everything
-/// disallowed for a while). More redirects than that count as no answer.
+/// rules, 4xx everything allowed, 5xx, 429, no answer or a body that did
+/// not decode everything disallowed for a while). More redirects than that count as no answer.
 /// The one loop `capture` and the crawler share, so they decide alike.
 ///
 /// # Errors
@@ -201,6 +279,9 @@ pub fn fetch_robots<U, E>(
                     },
                     agent,
                 ));
+            }
+            RobotsStep::Undecodable(why) => {
+                return Ok(policy.decide(RobotsFetch::Undecodable { why: &why }, agent));
             }
             RobotsStep::Unreachable => break,
         }
@@ -473,6 +554,54 @@ Sitemap: http://a.test/sitemap.xml\n";
         let r = Robots::parse(&many, "warchest");
         let long = format!("http://a.test/{}", "a".repeat(20_000));
         assert!(r.allowed(&u(&long)));
+    }
+
+    fn gzip(b: &[u8]) -> Vec<u8> {
+        use std::io::Write;
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        e.write_all(b).unwrap();
+        e.finish().unwrap()
+    }
+
+    /// decode_body of `body` under a head with these extra fields.
+    fn decoded(fields: &str, body: &[u8], truncated: Option<&str>) -> Result<Vec<u8>, String> {
+        let head = format!("HTTP/1.1 200 OK\r\n{fields}\r\n");
+        let (head, _) = warchest::http::HttpHead::parse(head.as_bytes())
+            .unwrap()
+            .unwrap();
+        decode_body(body, &head, truncated)
+    }
+
+    /// A clean gzip body decodes; one that is not gzip, gzip cut short, an
+    /// unknown coding or a truncated fetch is an error saying why, never
+    /// empty or shortened rules.
+    #[test]
+    fn bodies_that_do_not_decode_are_errors() {
+        let z = gzip(TXT);
+        assert_eq!(
+            decoded("Content-Encoding: gzip\r\n", &z, None).as_deref(),
+            Ok(TXT)
+        );
+        assert_eq!(decoded("", TXT, None).as_deref(), Ok(TXT));
+        let e = decoded("Content-Encoding: gzip\r\n", TXT, None).unwrap_err();
+        assert!(e.contains("did not decode"), "{e}");
+        let e = decoded("Content-Encoding: gzip\r\n", &z[..z.len() / 2], None).unwrap_err();
+        assert!(e.contains("cut short"), "{e}");
+        let e = decoded("Content-Encoding: x-weird\r\n", TXT, None).unwrap_err();
+        assert!(e.contains("content coding unknown"), "{e}");
+        let e = decoded("Transfer-Encoding: chunked\r\n", b"5\r\nUser-", None).unwrap_err();
+        assert!(e.contains("cut short"), "{e}");
+        let e = decoded("", TXT, Some("disconnect")).unwrap_err();
+        assert!(e.contains("truncated (disconnect)"), "{e}");
+        // Truncated past the limit: the part parsed is whole.
+        let big = vec![b'#'; MAX_ROBOTS + 10];
+        assert_eq!(decoded("", &big, Some("length")).unwrap().len(), MAX_ROBOTS);
+        // Undecodable disallows as unreachable does, for the back-off.
+        let p = RobotsPolicy::default();
+        let (r, ttl) = p.decide(RobotsFetch::Undecodable { why: "x" }, "warchest");
+        assert!(r.is_disallow_all() && !r.allowed(&u("http://a.test/")));
+        assert_eq!((r.undecoded(), ttl), (Some("x"), p.unreachable_ttl));
+        assert_eq!(Robots::disallow_all().undecoded(), None);
     }
 
     /// Fetches robots.txt from a table of answers, one per URL.

@@ -1417,7 +1417,13 @@ impl Crawl {
             };
             crawl_delay = robots.crawl_delay();
             if !robots.allowed(&uri.url) {
-                self.log_outcome(thread, uri, -9998, None, Vec::new());
+                // Refused because robots.txt did not decode, not by its
+                // rules: said on the URL's line.
+                let ann = match robots.undecoded() {
+                    Some(_) => vec!["robots:undecodable".to_string()],
+                    None => Vec::new(),
+                };
+                self.log_outcome(thread, uri, -9998, None, ann);
                 self.frontier
                     .complete(lease, frontier::Outcome::default(), &[])?;
                 self.live.done.fetch_add(1, Ordering::Relaxed);
@@ -1920,10 +1926,21 @@ impl Crawl {
                             ru = ru.child(next.clone(), Hop::Redirect);
                             return Ok(RobotsStep::Redirect(next));
                         }
-                        Ok(RobotsStep::Answer {
-                            status: f.status,
-                            body: f.robots_body.unwrap_or_default(),
-                        })
+                        match f.robots_body {
+                            Some(Err(why)) => {
+                                tracing::warn!(
+                                    "{u}: robots.txt answered {} but could not be decoded \
+                                     ({why}): everything disallowed, asked again after {:?}",
+                                    f.status,
+                                    self.robots_policy.unreachable_ttl
+                                );
+                                Ok(RobotsStep::Undecodable(why))
+                            }
+                            body => Ok(RobotsStep::Answer {
+                                status: f.status,
+                                body: body.and_then(Result::ok).unwrap_or_default(),
+                            }),
+                        }
                     }
                     Err(CaptureError::Warc(w)) => Err(w.into()),
                     Err(err) => {
@@ -2025,17 +2042,30 @@ impl Crawl {
             .iter()
             .map(|f| (f.name_str().into_owned(), f.value().into_owned()))
             .collect();
-        // The payload, content coding removed, through the extractor (and
-        // kept whole for robots.txt).
+        // The payload, content coding removed, through the extractor; a
+        // 2xx robots.txt's decoded by the rule capture uses, so a body
+        // that does not decode is said to, not read as empty rules.
         let mut robots_body = None;
         let mut extractor = Extractor::new(&uri.url, content_type.as_deref(), &self.cfg.extract);
-        if (200..300).contains(&status) || want_robots {
+        if want_robots {
+            if (200..300).contains(&status) {
+                let head_len = x.response.head.raw().len() as u64;
+                let truncated = x.response.truncated.as_ref().map(|t| t.as_str());
+                robots_body = Some(match x.response.block.seek(SeekFrom::Start(head_len)) {
+                    Ok(_) => robots::decode_body(
+                        BufReader::new(&mut x.response.block),
+                        &x.response.head,
+                        truncated,
+                    ),
+                    Err(e) => Err(format!("reading the recorded body: {e}")),
+                });
+            }
+        } else if (200..300).contains(&status) {
             let head_len = x.response.head.raw().len() as u64;
             if x.response.block.seek(SeekFrom::Start(head_len)).is_ok() {
                 let body = BufReader::new(&mut x.response.block);
                 if let Ok(mut r) = warchest::http::payload_reader(body, &x.response.head, true) {
                     let mut buf = vec![0u8; 64 << 10];
-                    let mut keep = Vec::new();
                     // Bounded: at most 64 MiB decoded is looked at.
                     let mut left: u64 = 64 << 20;
                     while left > 0 {
@@ -2044,18 +2074,9 @@ impl Crawl {
                             Ok(n) => {
                                 let n = n.min(left as usize);
                                 left -= n as u64;
-                                if want_robots {
-                                    if keep.len() < 512 * 1024 {
-                                        keep.extend_from_slice(&buf[..n]);
-                                    }
-                                } else {
-                                    extractor.write(&buf[..n]);
-                                }
+                                extractor.write(&buf[..n]);
                             }
                         }
-                    }
-                    if want_robots {
-                        robots_body = Some(keep);
                     }
                 }
             }
@@ -2212,7 +2233,8 @@ struct FetchedPage {
     truncated: Option<String>,
     extracted: Extracted,
     headers: Vec<(String, Vec<u8>)>,
-    robots_body: Option<Vec<u8>>,
+    /// A 2xx robots.txt's decoded body, or why it did not decode.
+    robots_body: Option<Result<Vec<u8>, String>>,
     /// The record's length as received, HTTP head included.
     content_size: u64,
     /// The WARC file (final name) and offset of the response or revisit.

@@ -176,15 +176,50 @@ impl Indexer {
     pub fn index<S: Source>(
         &self,
         reader: &mut Reader<S>,
-        mut emit: impl FnMut(Entry) -> Result<()>,
+        emit: impl FnMut(Entry) -> Result<()>,
     ) -> Result<()> {
+        self.index_inner(reader, emit, None)
+    }
+
+    /// [`Indexer::index`], handing the reader's warnings to `warned`
+    /// after each record (and at the end, or before an error is
+    /// returned): a long scan's recoveries are taken as it goes, not held
+    /// by the reader to the end.
+    ///
+    /// # Errors
+    /// As [`Indexer::index`].
+    pub fn index_noting<S: Source>(
+        &self,
+        reader: &mut Reader<S>,
+        emit: impl FnMut(Entry) -> Result<()>,
+        mut warned: impl FnMut(Vec<warchest::Warning>),
+    ) -> Result<()> {
+        self.index_inner(reader, emit, Some(&mut warned))
+    }
+
+    fn index_inner<S: Source>(
+        &self,
+        reader: &mut Reader<S>,
+        mut emit: impl FnMut(Entry) -> Result<()>,
+        mut warned: Option<&mut dyn FnMut(Vec<warchest::Warning>)>,
+    ) -> Result<()> {
+        let mut take = |reader: &mut Reader<S>| {
+            if let Some(w) = warned.as_mut() {
+                let ws = reader.take_warnings();
+                if !ws.is_empty() {
+                    w(ws);
+                }
+            }
+        };
         let mut prev: Option<Pending> = None;
         let mut scratch = Scratch::default();
         loop {
+            take(reader);
             let rec = match reader.next_record() {
                 Ok(Some(r)) => r,
                 Ok(None) => break,
                 Err(e) => {
+                    take(reader);
                     if let Some(p) = prev.take() {
                         emit_if(p, &mut emit)?;
                     }
@@ -194,6 +229,7 @@ impl Indexer {
             let cur = match self.record(rec, &mut scratch) {
                 Ok(c) => c,
                 Err(e) => {
+                    take(reader);
                     if let Some(p) = prev.take() {
                         emit_if(p, &mut emit)?;
                     }
@@ -214,6 +250,7 @@ impl Indexer {
                 None => prev = Some(cur),
             }
         }
+        take(reader);
         if let Some(p) = prev {
             emit_if(p, &mut emit)?;
         }

@@ -341,3 +341,41 @@ fn arc_filedesc_only_with_all() {
     };
     assert_eq!(urls(all), ["filedesc://x.arc", "http://example.com/"]);
 }
+
+/// index_noting hands the reader's warnings over as the scan goes (each
+/// damaged record's before the next is read), so a long scan does not
+/// hold them all; every warning is handed over once, and index alone
+/// leaves them with the reader.
+#[test]
+fn index_noting_takes_warnings_as_it_goes() {
+    // Each a record whose header lines end in bare LFs.
+    let bare = |uri: &str| {
+        let r = String::from_utf8(record("resource", uri, "<urn:uuid:9>", "", b"x")).unwrap();
+        let (head, rest) = r.split_once("\r\n\r\n").unwrap();
+        format!("{}\n\n{rest}", head.replace("\r\n", "\n")).into_bytes()
+    };
+    let mut data = bare("http://a.test/1");
+    data.extend(bare("http://a.test/2"));
+    data.extend(bare("http://a.test/3"));
+    let mut reader = Reader::new(&data[..]).unwrap();
+    let (mut batches, mut entries) = (Vec::new(), 0);
+    Indexer::new("f.warc", IndexOptions::default())
+        .index_noting(
+            &mut reader,
+            |_| {
+                entries += 1;
+                Ok(())
+            },
+            |ws| batches.push(ws.len()),
+        )
+        .unwrap();
+    assert_eq!(entries, 3);
+    assert!(batches.len() >= 3, "{batches:?}");
+    assert_eq!(batches.iter().sum::<usize>(), 3, "{batches:?}");
+    assert!(reader.take_warnings().is_empty());
+    let mut reader = Reader::new(&data[..]).unwrap();
+    Indexer::new("f.warc", IndexOptions::default())
+        .entries(&mut reader)
+        .unwrap();
+    assert_eq!(reader.take_warnings().len(), 3);
+}

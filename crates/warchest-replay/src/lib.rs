@@ -61,6 +61,42 @@ pub struct Payload<'a> {
     pub body: &'a mut dyn BufRead,
 }
 
+/// Logs what reading the record at `offset` of `source` recovered from,
+/// after its payload was handed over (a streamed response has been sent
+/// by then: the log is all that can say it was damaged). `end` is the
+/// record's [`Record::finish`](warchest::archive::Record::finish). Used by
+/// [`Collection::with_payload`] and by servers that stream a record
+/// themselves.
+pub fn report_damage<S: warchest::codec::Source>(
+    source: &str,
+    offset: u64,
+    end: Result<warchest::warc::RecordEnd>,
+    reader: &mut warchest::archive::Reader<S>,
+) {
+    let warnings = reader.take_warnings();
+    let mut kinds: Vec<&str> = Vec::new();
+    for w in &warnings {
+        if !kinds.contains(&w.kind.name()) {
+            kinds.push(w.kind.name());
+        }
+    }
+    let (truncated, failed) = match &end {
+        Ok(e) => (e.truncated, None),
+        Err(e) => (false, Some(e.to_string())),
+    };
+    if truncated || failed.is_some() || !warnings.is_empty() {
+        tracing::warn!(
+            source,
+            offset,
+            truncated,
+            recoveries = warnings.len(),
+            kinds = kinds.join(","),
+            error = failed.as_deref().unwrap_or(""),
+            "record served damaged: truncated, read with lenient recoveries, or unreadable to its end"
+        );
+    }
+}
+
 fn not_found(msg: String) -> Error {
     Error::new(ErrorKind::Usage(msg))
 }
@@ -170,7 +206,10 @@ impl Collection {
             .cloned())
     }
 
-    /// Reads the payload of `cap` and hands it to `f`. A revisit's payload
+    /// Reads the payload of `cap` and hands it to `f`; once `f` is done
+    /// with it, a record found truncated or read with lenient recoveries
+    /// (a damaged gzip member...) is logged as a warning with its source,
+    /// offset and kinds, since what `f` served was not the record whole. A revisit's payload
     /// is its original's, found by WARC-Refers-To, else by the same URL and
     /// payload digest, else by the digest alone; the HTTP head is the
     /// original's too (a server-not-modified revisit's 304 is not what a
@@ -218,21 +257,25 @@ impl Collection {
             let source_header = rec.header().clone();
             let head = rec.http()?.cloned();
             let mut block = rec.block();
-            return f(Payload {
+            let out = f(Payload {
                 header,
                 source_header,
                 head,
                 body: &mut block,
-            });
+            })?;
+            report_damage(&osource.name, ooff, rec.finish(), &mut oreader);
+            return Ok(out);
         }
         let head = rec.http()?.cloned();
         let mut block = rec.block();
-        f(Payload {
+        let out = f(Payload {
             source_header: header.clone(),
             header,
             head,
             body: &mut block,
-        })
+        })?;
+        report_damage(&src.name, cap.entry.offset, rec.finish(), &mut reader);
+        Ok(out)
     }
 
     fn original_of(

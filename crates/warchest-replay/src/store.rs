@@ -29,6 +29,7 @@ use warchest::codec::{Decoder, DecoderOptions};
 use warchest::digest::lookup_key;
 use warchest::error::{Error, ErrorKind, Result};
 use warchest::http::date::{pad_timestamp, pad_timestamp_up, timestamp_seconds};
+use warchest::recoveries::Recoveries;
 use warchest::warc::ReaderOptions;
 use warchest_index::{Entry, IndexOptions, Indexer};
 use warchest_wacz::{self as wacz, Section};
@@ -534,7 +535,9 @@ pub struct SyncReport {
     pub from_wacz_index: usize,
     /// What was read another way than asked, with why: a WACZ whose own
     /// index is absent, unreadable, has no line for a member or points
-    /// outside it (those archive files are then scanned).
+    /// outside it (those archive files are then scanned); and, one line a
+    /// source, the lenient recoveries met indexing it (their count, kinds
+    /// and first offset).
     pub warnings: Vec<String>,
 }
 
@@ -754,8 +757,14 @@ impl Store {
         // capture a lookup finds always has its file; saved to the database
         // only once indexed, so a crash re-reads it.
         self.remember(&src);
-        let r = self.index_source(&mut src);
+        let mut recovered = Recoveries::keeping(0);
+        let r = self.index_source(&mut src, &mut recovered);
         self.save_source(&src)?;
+        // Lenient recoveries while indexing: one line for the source, as
+        // the command line's summary gives one per file.
+        if let Some(told) = recovered.summary() {
+            report.warnings.push(format!("{}: {told}", src.name));
+        }
         match r {
             Ok(n) => report.entries += n,
             Err(e) => report.failures.push(format!("{}: {e}", src.name)),
@@ -1095,7 +1104,9 @@ impl Store {
     }
 
     /// Indexes `src` from its `indexed_to` on; returns the entries added.
-    fn index_source(&self, src: &mut Source) -> Result<u64> {
+    /// The reader's recoveries are counted in `recovered` as it goes (a
+    /// long scan of a damaged file does not hold them all).
+    fn index_source(&self, src: &mut Source, recovered: &mut Recoveries) -> Result<u64> {
         let mut reader = src.scan_reader(src.indexed_to)?;
         if src.indexed_to > 0 && reader.format() != Format::Warc {
             // Only WARC files are read on from the middle; others again.
@@ -1106,17 +1117,22 @@ impl Store {
         let mut pending: Vec<Entry> = Vec::with_capacity(BATCH);
         let mut added = 0u64;
         let mut end = src.indexed_to;
-        let r = indexer.index(&mut reader, |e| {
-            if let Some(l) = e.length {
-                end = end.max(e.offset + l);
-            }
-            pending.push(e);
-            if pending.len() >= BATCH {
-                added += self.insert(src.id, &pending)?;
-                pending.clear();
-            }
-            Ok(())
-        });
+        let name = src.name.clone();
+        let r = indexer.index_noting(
+            &mut reader,
+            |e| {
+                if let Some(l) = e.length {
+                    end = end.max(e.offset + l);
+                }
+                pending.push(e);
+                if pending.len() >= BATCH {
+                    added += self.insert(src.id, &pending)?;
+                    pending.clear();
+                }
+                Ok(())
+            },
+            |ws| recovered.add_all(&name, &ws),
+        );
         added += self.insert(src.id, &pending)?;
         src.indexed_to = end;
         src.entries += added;

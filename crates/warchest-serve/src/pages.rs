@@ -11,6 +11,7 @@ use super::{HResult, text_html, text_plain};
 use warchest::archive::Record;
 use warchest::codec::Source;
 use warchest::http::HttpHead;
+use warchest::recoveries::Recoveries;
 use warchest::warc::WarcHeader;
 use warchest_replay::Collection;
 use warchest_replay::store::{Capture, KeyRange, MatchType, Query};
@@ -397,6 +398,9 @@ pub(super) fn record(
             let mut body = resp.stream(200, "OK", &h)?;
             io::copy(&mut payload, &mut body)?;
             body.finish()?;
+            drop(payload);
+            // Sent by now: a damaged record is said in the log.
+            warchest_replay::report_damage(&src.name, off, rec.finish(), &mut reader);
             Ok(())
         }
         "" => {
@@ -407,16 +411,38 @@ pub(super) fn record(
                 || mime.contains("json")
                 || mime.contains("javascript")
                 || mime.contains("xml");
+            // What the page must say of the record's damage: the preview
+            // is otherwise shown as if whole.
+            let mut damage = Vec::new();
             if textual {
-                let mut payload = rec
-                    .payload(true)
-                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
-                let mut buf = Vec::new();
-                // A payload that fails to decode is shown as far as it went.
-                let _ = (&mut payload).take(PREVIEW).read_to_end(&mut buf);
-                preview = String::from_utf8_lossy(&buf).into_owned();
+                match rec.payload(true) {
+                    Ok(mut payload) => {
+                        let mut buf = Vec::new();
+                        // A payload that fails to decode is shown as far
+                        // as it went, and the error said.
+                        if let Err(e) = (&mut payload).take(PREVIEW).read_to_end(&mut buf) {
+                            damage.push(format!(
+                                "the payload did not decode to its end ({e}): shown as far as it went"
+                            ));
+                        }
+                        preview = String::from_utf8_lossy(&buf).into_owned();
+                    }
+                    Err(e) => damage.push(format!("the payload could not be decoded: {e}")),
+                }
             }
-            let length = rec.finish()?.stored_len;
+            let end = rec.finish()?;
+            if end.truncated {
+                damage.push(format!(
+                    "truncated: the record ends before its Content-Length ({} block bytes present)",
+                    end.block_len
+                ));
+            }
+            let mut recovered: Recoveries = Recoveries::keeping(0);
+            recovered.add_all(&src.name, &reader.take_warnings());
+            if let Some(told) = recovered.summary() {
+                damage.push(told);
+            }
+            let length = end.stored_len;
             let body = record_page(
                 coll,
                 &src,
@@ -427,6 +453,7 @@ pub(super) fn record(
                 &mime,
                 textual,
                 &preview,
+                &damage,
                 length,
             )?;
             resp.source = "page";
@@ -478,6 +505,7 @@ fn record_page(
     mime: &str,
     textual: bool,
     preview: &str,
+    damage: &[String],
     length: Option<u64>,
 ) -> warchest::Result<String> {
     let c = escape(&coll.name);
@@ -508,6 +536,13 @@ fn record_page(
         b.push_str("</pre>");
     }
     b.push_str("<h2>Payload</h2>");
+    if !damage.is_empty() {
+        b.push_str("<ul id=\"payload-damage\">");
+        for d in damage {
+            let _ = write!(b, "<li>{}</li>", escape(d));
+        }
+        b.push_str("</ul>");
+    }
     if mime.starts_with("image/") {
         let _ = write!(
             b,

@@ -19,6 +19,8 @@ enum Robots {
     Drop,
     /// Answers 200 with this file.
     File(&'static str),
+    /// Answers 200 with this body, `Content-Encoding: gzip`.
+    Gzip(&'static [u8]),
 }
 
 /// A loopback site, one request a connection (`Connection: close`): its
@@ -54,16 +56,17 @@ impl Site {
                 let head = String::from_utf8_lossy(&req);
                 let target = head.split(' ').nth(1).unwrap_or("").to_string();
                 log.lock().unwrap().push(target.clone());
-                let (status, body) = if target == "/robots.txt" {
+                let (status, body, coding) = if target == "/robots.txt" {
                     let step = robots[robots_asked.min(robots.len() - 1)];
                     robots_asked += 1;
                     match step {
-                        Robots::Status(s) => (s, "no"),
+                        Robots::Status(s) => (s, &b"no"[..], ""),
                         Robots::Drop => continue,
-                        Robots::File(f) => (200, f),
+                        Robots::File(f) => (200, f.as_bytes(), ""),
+                        Robots::Gzip(b) => (200, b, "Content-Encoding: gzip\r\n"),
                     }
                 } else {
-                    (200, "page")
+                    (200, &b"page"[..], "")
                 };
                 // A 3xx redirects to robots.txt itself (a loop).
                 let loc = if (300..400).contains(&status) {
@@ -73,10 +76,11 @@ impl Site {
                 };
                 let _ = write!(
                     c,
-                    "HTTP/1.1 {status} X\r\n{loc}Content-Type: text/plain\r\n\
-                     Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    "HTTP/1.1 {status} X\r\n{loc}{coding}Content-Type: text/plain\r\n\
+                     Content-Length: {}\r\nConnection: close\r\n\r\n",
                     body.len()
                 );
+                let _ = c.write_all(body);
             }
         });
         Site { port, asked }
@@ -333,4 +337,64 @@ fn unreachable_robots_disallow_and_say_so_unavailable_allow() {
     );
     assert!(events[0].reason.is_none());
     assert_eq!((summary.fetched, summary.disallowed), (1, 0));
+}
+
+fn gzip(b: &[u8]) -> &'static [u8] {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(b).unwrap();
+    e.finish().unwrap().leak()
+}
+
+/// A 200 robots.txt whose gzip coding does not decode (a body that is not
+/// gzip, or gzip cut short) is not read as empty or shortened rules (allow
+/// everything): the origin is disallowed for the back-off as for an
+/// unreachable robots.txt, each URL's event saying the robots.txt could not
+/// be decoded, no page fetched. A clean gzip robots.txt is obeyed.
+#[test]
+fn a_robots_txt_that_does_not_decode_disallows_the_origin() {
+    // Allow first, so rules cut short would allow /private.
+    let rules = "User-agent: *\nAllow: /\n# padding padding padding\nDisallow: /private\n";
+    let z = gzip(rules.as_bytes());
+    for (name, body) in [
+        ("not gzip", rules.as_bytes()),
+        ("gzip cut short", &z[..z.len() / 2]),
+    ] {
+        let site = Site::start(vec![Robots::Gzip(body)]);
+        let urls = vec![site.url("/a"), site.url("/private")];
+        let (events, summary) = capture(
+            urls.clone(),
+            RobotsPolicy::default().unreachable_ttl,
+            &[],
+            Duration::ZERO,
+        );
+        assert_eq!(events.len(), 2, "{name}: {events:?}");
+        for u in &urls {
+            let e = event(&events, u);
+            assert_eq!(e.outcome, "robots-disallowed", "{name}: {e:?}");
+            let reason = e.reason.as_deref().unwrap_or_default();
+            assert!(
+                reason.contains("robots.txt could not be decoded"),
+                "{reason}"
+            );
+            assert!(reason.contains("/robots.txt answered 200"), "{reason}");
+            assert!(reason.contains("asked again after 600s"), "{reason}");
+        }
+        assert_eq!(site.count("/robots.txt"), 1, "{name}: {:?}", site.asked);
+        assert_eq!(site.asked.lock().unwrap().len(), 1, "{name}: no page asked");
+        assert_eq!((summary.disallowed, summary.failed), (2, 0), "{name}");
+    }
+    let site = Site::start(vec![Robots::Gzip(z)]);
+    let (a, private) = (site.url("/a"), site.url("/private"));
+    let (events, summary) = capture(
+        vec![a.clone(), private.clone()],
+        RobotsPolicy::default().unreachable_ttl,
+        &[],
+        Duration::ZERO,
+    );
+    let e = event(&events, &a);
+    assert_eq!((e.outcome.as_str(), e.status), ("response", Some(200)));
+    let e = event(&events, &private);
+    assert_eq!(e.outcome, "robots-disallowed", "{e:?}");
+    assert_eq!(e.reason.as_deref(), Some("disallowed by robots.txt"));
+    assert_eq!((summary.fetched, summary.disallowed), (1, 1));
 }

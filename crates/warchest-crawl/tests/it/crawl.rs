@@ -1420,3 +1420,67 @@ fn robots_txt_redirect_hops_are_followed_and_logged() {
     // Nothing else: each host's two pages and its robots.txt hops.
     assert_eq!(reqs.len(), 2 * 2 + 3 + 2, "{reqs:?}");
 }
+
+/// A 200 robots.txt whose gzip coding does not decode (not gzip at all,
+/// or cut short) is not read as empty or shortened rules: the host is
+/// disallowed as for an unreachable robots.txt, its seed logged -9998
+/// annotated `robots:undecodable`, and nothing of it but robots.txt is
+/// fetched (within the back-off robots.txt is not asked again). A clean
+/// gzip robots.txt is obeyed as any other.
+#[test]
+fn a_robots_txt_that_does_not_decode_disallows_its_host() {
+    let w = web::start();
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("c");
+    let hosts = ["gz-ok.test", "gz-bad.test", "gz-cut.test"];
+    let seeds: Vec<String> = hosts
+        .iter()
+        .map(|h| format!("\"{}\"", w.url(h, "/")))
+        .collect();
+    let resolve: String = hosts
+        .iter()
+        .map(|h| format!("\"{h}\" = \"127.0.0.1\"\n"))
+        .collect();
+    let toml = format!(
+        "seeds = [{}]\nmin-delay = 0.0\nmax-delay = 0.0\ndelay-factor = 0.0\n\
+         workers = 2\ntimeout = 5.0\nresolve-only = true\n[resolve]\n{resolve}",
+        seeds.join(", ")
+    );
+    let s = crawl(&dir, &toml);
+    assert_eq!(s.ending, Ending::Finished);
+    let reqs = w.requests();
+    let log = std::fs::read_to_string(dir.join("logs/crawl.log")).unwrap();
+    let line = |uri: &str| -> Vec<String> {
+        let v: Vec<Vec<String>> = log
+            .lines()
+            .filter(|l| l.split_whitespace().nth(3) == Some(uri))
+            .map(|l| l.split_whitespace().map(str::to_string).collect())
+            .collect();
+        assert_eq!(v.len(), 1, "one line for {uri} in\n{log}");
+        v[0].clone()
+    };
+    for host in ["gz-bad.test", "gz-cut.test"] {
+        let asked: Vec<&String> = reqs.iter().filter(|r| r.contains(host)).collect();
+        assert_eq!(asked, [&w.url(host, "/robots.txt")], "{reqs:?}");
+        let seed = line(&w.url(host, "/"));
+        assert_eq!(seed[1], "-9998", "{log}");
+        assert!(
+            seed.last().unwrap().contains("robots:undecodable"),
+            "{seed:?}"
+        );
+        // The robots.txt fetch itself is logged with its status.
+        assert_eq!(line(&w.url(host, "/robots.txt"))[1], "200", "{log}");
+    }
+    let host = "gz-ok.test";
+    assert!(reqs.contains(&w.url(host, "/open.html")), "{reqs:?}");
+    assert!(
+        !reqs.contains(&w.url(host, "/secret/page.html")),
+        "{reqs:?}"
+    );
+    let secret = line(&w.url(host, "/secret/page.html"));
+    assert_eq!(secret[1], "-9998", "{log}");
+    assert!(
+        !secret.last().unwrap().contains("undecodable"),
+        "{secret:?}"
+    );
+}

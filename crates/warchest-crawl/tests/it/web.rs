@@ -170,12 +170,30 @@ fn page(host: &str, path: &str, port: u16) -> (u16, Vec<(String, String)>, Vec<u
         ("r.test" | "s.test", "/rules/robots.txt") => {
             other("text/plain", format!("# {host}\nUser-agent: *\nDisallow: /secret/\n").into_bytes())
         }
-        ("r.test" | "s.test", "/") => html(
+        // robots.txt gzip-encoded: gz-ok.test's whole (its rules keep
+        // /secret/ out), gz-bad.test's not gzip at all, gz-cut.test's cut
+        // short (the rules of its first half would allow /secret/).
+        ("gz-ok.test" | "gz-bad.test" | "gz-cut.test", "/robots.txt") => {
+            let rules = format!("# {host}\nUser-agent: *\nAllow: /\n\n# padding\nDisallow: /secret/\n");
+            let z = gzip(rules.as_bytes());
+            let body = match host {
+                "gz-ok.test" => z,
+                "gz-bad.test" => rules.into_bytes(),
+                _ => z[..z.len() / 2].to_vec(),
+            };
+            let (s, mut h, b) = other("text/plain", body);
+            h.push(("Content-Encoding".to_string(), "gzip".to_string()));
+            (s, h, b)
+        }
+        ("r.test" | "s.test" | "gz-ok.test" | "gz-bad.test" | "gz-cut.test", "/") => html(
             "<html><title>Moved rules</title><a href=/open.html>open</a>\
              <a href=/secret/page.html>secret</a></html>"
                 .into(),
         ),
-        ("r.test" | "s.test", "/open.html" | "/secret/page.html") => {
+        (
+            "r.test" | "s.test" | "gz-ok.test" | "gz-bad.test" | "gz-cut.test",
+            "/open.html" | "/secret/page.html",
+        ) => {
             html(format!("<html><title>{path}</title>{path}</html>"))
         }
         // A tree of GEN pages on d.test: page i links to 2i+1 and 2i+2.
@@ -193,6 +211,12 @@ fn page(host: &str, path: &str, port: u16) -> (u16, Vec<(String, String)>, Vec<u
         }
         _ => nf(),
     }
+}
+
+fn gzip(b: &[u8]) -> Vec<u8> {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(b).unwrap();
+    e.finish().unwrap()
 }
 
 /// a.test's validators, for recrawls: an ETag on its pages, a

@@ -256,3 +256,91 @@ fn fuzzy_matching_finds_the_nearest_capture_of_the_same_resource() {
     coll.fuzzy = warchest_replay::fuzzy::FuzzyRules::none();
     assert!(body(&coll, "http://f.example/api?id=1&_=1700000000000", "2021").is_none());
 }
+
+/// A log written by `tracing` while `f` runs on this thread.
+fn logged<R>(f: impl FnOnce() -> R) -> (R, String) {
+    #[derive(Clone, Default)]
+    struct Buf(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+    impl std::io::Write for Buf {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let buf = Buf::default();
+    let w = buf.clone();
+    let sub = tracing_subscriber::fmt()
+        .with_ansi(false)
+        .with_writer(move || w.clone())
+        .finish();
+    let r = tracing::subscriber::with_default(sub, f);
+    let text = String::from_utf8_lossy(&buf.0.lock().unwrap()).into_owned();
+    (r, text)
+}
+
+/// A file with damage the lenient reader recovers from: a record whose
+/// WARC header lines end in bare LFs, and a last record cut short. Its
+/// index says so (one line in the sync report, counted as the scan went),
+/// and serving either record logs a warning with the source, offset and
+/// kinds once the payload was handed over; the clean record logs nothing.
+#[test]
+fn damage_is_reported_when_indexed_and_when_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let warc = dir.path().join("damaged.warc");
+    let http = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello";
+    let mut bytes = response("http://a.test/", "2024-01-01T00:00:00Z", http);
+    let bare_at = bytes.len();
+    let bare =
+        String::from_utf8(response("http://a.test/b", "2024-01-01T00:00:01Z", http)).unwrap();
+    let (head, body) = bare.split_once("\r\n\r\n").unwrap();
+    bytes.extend_from_slice(format!("{}\n\n{body}", head.replace("\r\n", "\n")).as_bytes());
+    let cut_at = bytes.len();
+    let cut = response("http://a.test/c", "2024-01-01T00:00:02Z", http);
+    bytes.extend_from_slice(&cut[..cut.len() - 8]);
+    std::fs::write(&warc, &bytes).unwrap();
+
+    let store = Store::open(dir.path().join("db")).unwrap();
+    let report = store.sync(std::slice::from_ref(&warc)).unwrap();
+    assert!(report.failures.is_empty(), "{:?}", report.failures);
+    assert_eq!(report.warnings.len(), 1, "{:?}", report.warnings);
+    let w = &report.warnings[0];
+    assert!(w.contains("damaged.warc: "), "{w}");
+    assert!(w.contains("lenient recoveries"), "{w}");
+    assert!(w.contains("bare-lf"), "{w}");
+    assert!(w.contains("truncated-record"), "{w}");
+    assert!(w.contains("the first at offset "), "{w}");
+    // Indexed already: a second pass reads nothing, says nothing.
+    assert!(
+        store
+            .sync(std::slice::from_ref(&warc))
+            .unwrap()
+            .warnings
+            .is_empty()
+    );
+    let coll = Collection {
+        name: "c".into(),
+        paths: vec![warc.clone()],
+        store,
+        fuzzy: warchest_replay::fuzzy::FuzzyRules::default(),
+    };
+
+    let ((_, body), log) = logged(|| payload(&coll, "http://a.test/", "20240101000000"));
+    assert_eq!(body, b"hello");
+    assert!(log.is_empty(), "{log}");
+
+    let ((_, body), log) = logged(|| payload(&coll, "http://a.test/b", "20240101000001"));
+    assert_eq!(body, b"hello");
+    assert!(log.contains("record served damaged"), "{log}");
+    assert!(log.contains(&format!("offset={bare_at}")), "{log}");
+    assert!(log.contains("bare-lf"), "{log}");
+    assert!(log.contains("damaged.warc"), "{log}");
+
+    let ((_, body), log) = logged(|| payload(&coll, "http://a.test/c", "20240101000002"));
+    assert_eq!(body, b"hello"[..body.len()]);
+    assert!(log.contains("record served damaged"), "{log}");
+    assert!(log.contains(&format!("offset={cut_at}")), "{log}");
+    assert!(log.contains("truncated=true"), "{log}");
+}

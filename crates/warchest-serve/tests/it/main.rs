@@ -7,6 +7,7 @@
 mod answer;
 #[path = "../../../warchest/tests/it/common.rs"]
 mod common;
+mod damage;
 mod limits;
 
 use std::io::{Read, Write};
