@@ -252,6 +252,108 @@ fn pack_round_trips_a_directory() {
     assert!(err.contains("not replaced"), "{err}");
 }
 
+/// An archive cut inside a file's record: the file is left as far as
+/// it was read, named as truncated, exit 1, for plain and gzip records.
+#[test]
+fn unpack_names_a_file_the_archive_ends_inside() {
+    let work = tempfile::tempdir().unwrap();
+    let src = work.path().join("tree");
+    fs::create_dir_all(&src).unwrap();
+    fs::write(src.join("a.txt"), b"whole\n").unwrap();
+    fs::write(src.join("big.bin"), noise(200_000, 5)).unwrap();
+    for compress in ["none", "gzip"] {
+        let out = work.path().join(format!("warcs-{compress}"));
+        let (code, _, err) = run(bin()
+            .arg("pack")
+            .arg(&src)
+            .arg("-o")
+            .arg(&out)
+            .args(["--compress", compress])
+            .args(["--base-uri", "https://example.org/files/"]));
+        assert_eq!(code, 0, "{err}");
+        let warcs = files_in(&out);
+        assert_eq!(warcs.len(), 1, "{warcs:?}");
+        // Cut well inside big.bin's record, which is most of the file.
+        let data = fs::read(&warcs[0]).unwrap();
+        fs::write(&warcs[0], &data[..data.len() - 50_000]).unwrap();
+        let back = work.path().join(format!("back-{compress}"));
+        let (code, _, err) = run(bin().arg("unpack").arg(&warcs[0]).arg("-o").arg(&back));
+        assert_eq!(code, 1, "{compress}: {err}");
+        assert_eq!(fs::read(back.join("tree/a.txt")).unwrap(), b"whole\n");
+        // Its metadata record is lost with the end: the URI's path.
+        let cut = back.join("files/tree/big.bin");
+        let n = fs::metadata(&cut).unwrap().len();
+        assert!(n < 200_000, "{compress}: {n}");
+        let named = format!("{}: truncated: {n} of 200000 bytes restored", cut.display());
+        assert!(err.contains(&named), "{compress}: {err}");
+        assert!(err.contains("1 files, 1 truncated"), "{compress}: {err}");
+        assert!(err.contains("the first at offset"), "{compress}: {err}");
+        let (code, _, err) = run(bin()
+            .arg("unpack")
+            .arg("-w")
+            .arg(&warcs[0])
+            .arg("-o")
+            .arg(work.path().join(format!("again-{compress}"))));
+        assert_eq!(code, 1, "{compress}: {err}");
+        assert!(err.contains("warning:"), "{compress}: {err}");
+    }
+}
+
+/// Recoveries in a packed archive are counted on stderr; metadata that
+/// does not read is named and makes the exit status 1.
+#[test]
+fn unpack_counts_recoveries_and_names_bad_metadata() {
+    use warchest::write::{Body, NewRecord, Writer, WriterOptions};
+    let work = tempfile::tempdir().unwrap();
+    let src = work.path().join("tree");
+    fs::create_dir_all(&src).unwrap();
+    fs::write(src.join("a.txt"), b"hello\n").unwrap();
+    let out = work.path().join("warcs");
+    let (code, _, err) = run(bin()
+        .arg("pack")
+        .arg(&src)
+        .arg("-o")
+        .arg(&out)
+        .args(["--compress", "none"]));
+    assert_eq!(code, 0, "{err}");
+    let warc = files_in(&out).remove(0);
+    let mut data = fs::read(&warc).unwrap();
+    let at = data.len();
+    data.extend_from_slice(b"garbage after the last record\n");
+    fs::write(&warc, &data).unwrap();
+    let back = work.path().join("back");
+    let (code, _, err) = run(bin().arg("unpack").arg(&warc).arg("-o").arg(&back));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(fs::read(back.join("tree/a.txt")).unwrap(), b"hello\n");
+    let line = format!(
+        "{}: 1 recovery, the first at offset {at}; -w lists it",
+        warc.display()
+    );
+    assert!(err.contains(&line), "{err}");
+    // A permissions value that is not octal: named, the file written.
+    let bad = work.path().join("bad.warc");
+    let mut w = Writer::new(fs::File::create(&bad).unwrap(), WriterOptions::default()).unwrap();
+    let mut r = NewRecord::new(RecordType::Resource);
+    r.set("WARC-Target-URI", "https://example.org/x.txt")
+        .unwrap();
+    w.write(&mut r, Body::Bytes(b"x")).unwrap();
+    let id = r.record_id().to_string();
+    let mut m = NewRecord::new(RecordType::Metadata);
+    m.set("WARC-Concurrent-To", &id).unwrap();
+    m.set("Content-Type", "application/warc-fields").unwrap();
+    let block = b"size: 1\r\nrelative-path: d/x.txt\r\npermissions: rwxr-xr-x\r\n";
+    w.write(&mut m, Body::Bytes(block)).unwrap();
+    w.finish().unwrap();
+    let back = work.path().join("back-bad");
+    let (code, _, err) = run(bin().arg("unpack").arg(&bad).arg("-o").arg(&back));
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(fs::read(back.join("d/x.txt")).unwrap(), b"x");
+    assert!(
+        err.contains("x.txt: permissions \"rwxr-xr-x\" are not octal"),
+        "{err}"
+    );
+}
+
 #[test]
 fn unpack_never_writes_outside_its_directory() {
     use warchest::write::{Body, NewRecord, Writer, WriterOptions};
