@@ -75,9 +75,13 @@ pub struct Report {
     pub truncated: u64,
     /// Records not converted, by WARC-Type.
     pub skipped: BTreeMap<String, u64>,
-    /// The reader's warnings.
-    #[serde(skip)]
+    /// The reader's warnings; serialized as their number, `recoveries`.
+    #[serde(rename = "recoveries", serialize_with = "count")]
     pub warnings: Vec<Warning>,
+}
+
+fn count<S: serde::Serializer>(w: &[Warning], s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_u64(w.len() as u64)
 }
 
 fn spool(threshold: usize, r: &mut dyn Read) -> Result<tempfile::SpooledTempFile> {
