@@ -161,7 +161,9 @@ fn warcinfo<W: Write>(
 /// warcinfo record).
 ///
 /// # Errors
-/// Reading errors (strict reading, I/O), writing errors.
+/// Reading errors (strict reading, I/O), writing errors. The recoveries
+/// met before the error are left in `reader`
+/// ([`AnyReader::take_warnings`]).
 pub fn to_warc<S: Source, W: Write>(
     reader: &mut AnyReader<S>,
     source: &str,
@@ -317,7 +319,9 @@ fn props_from_view(h: &WarcHeader) -> Properties {
 /// its non-HTTP records). Other records are skipped and counted.
 ///
 /// # Errors
-/// Reading errors (strict reading, I/O), writing errors.
+/// Reading errors (strict reading, I/O), writing errors. The recoveries
+/// met before the error are left in `reader`
+/// ([`AnyReader::take_warnings`]).
 pub fn to_infomall<S: Source, W: Write>(
     reader: &mut AnyReader<S>,
     out: &mut infomall::Writer<W>,

@@ -112,6 +112,38 @@ fn dedupe_writes_revisits_that_extract_resolves() {
     assert_resolves(&rvs2[0], &["--revisit-index".as_ref(), index.as_os_str()]);
 }
 
+/// The files searched for a revisit's original are read leniently: their
+/// recoveries are counted on stderr as any input's.
+#[test]
+fn extract_counts_the_recoveries_of_the_files_it_resolves_in() {
+    let work = tempfile::tempdir().unwrap();
+    let dupes = fixture("pywb/dupes.warc.gz");
+    let iana = work.path().join("iana.warc.gz");
+    let mut data = fs::read(fixture("pywb/iana.warc.gz")).unwrap();
+    let at = data.len();
+    data.extend_from_slice(b"trailing garbage\n");
+    fs::write(&iana, data).unwrap();
+    let mut r = Reader::open(&dupes).unwrap();
+    let mut offsets = Vec::new();
+    while let Some(rec) = r.next_record().unwrap() {
+        if rec.header().record_type() == RecordType::Revisit {
+            offsets.push(rec.location().offset);
+        }
+    }
+    let line = format!("{}: 1 recovery, the first at offset {at}", iana.display());
+    let mut resolved = 0;
+    for offset in offsets {
+        let (code, _, err) = extract_payload(
+            &dupes,
+            offset,
+            ["--resolve-revisit".as_ref(), iana.as_os_str()],
+        );
+        assert!(err.contains(&line), "{err}");
+        resolved += usize::from(code == 0);
+    }
+    assert!(resolved > 0);
+}
+
 #[test]
 fn extract_resolves_the_fixtures_own_revisits() {
     // dupes.warc.gz holds WARC/1.0 revisits (0.18 profile URIs) of
