@@ -75,9 +75,13 @@ pub struct Report {
     pub truncated: u64,
     /// Records not converted, by WARC-Type.
     pub skipped: BTreeMap<String, u64>,
-    /// The reader's warnings.
-    #[serde(skip)]
+    /// The reader's warnings; serialized as their number, `recoveries`.
+    #[serde(rename = "recoveries", serialize_with = "count")]
     pub warnings: Vec<Warning>,
+}
+
+fn count<S: serde::Serializer>(w: &[Warning], s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_u64(w.len() as u64)
 }
 
 fn spool(threshold: usize, r: &mut dyn Read) -> Result<tempfile::SpooledTempFile> {
@@ -157,7 +161,9 @@ fn warcinfo<W: Write>(
 /// warcinfo record).
 ///
 /// # Errors
-/// Reading errors (strict reading, I/O), writing errors.
+/// Reading errors (strict reading, I/O), writing errors. The recoveries
+/// met before the error are left in `reader`
+/// ([`AnyReader::take_warnings`]).
 pub fn to_warc<S: Source, W: Write>(
     reader: &mut AnyReader<S>,
     source: &str,
@@ -313,7 +319,9 @@ fn props_from_view(h: &WarcHeader) -> Properties {
 /// its non-HTTP records). Other records are skipped and counted.
 ///
 /// # Errors
-/// Reading errors (strict reading, I/O), writing errors.
+/// Reading errors (strict reading, I/O), writing errors. The recoveries
+/// met before the error are left in `reader`
+/// ([`AnyReader::take_warnings`]).
 pub fn to_infomall<S: Source, W: Write>(
     reader: &mut AnyReader<S>,
     out: &mut infomall::Writer<W>,

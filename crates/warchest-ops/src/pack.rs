@@ -21,7 +21,7 @@ use std::path::{Component, Path, PathBuf};
 use warchest::io::read_up_to;
 
 use crate::reassemble::Segments;
-use warchest::error::{Error, Result};
+use warchest::error::{Error, Result, Warning};
 use warchest::fields::Fields;
 use warchest::warc::{self, DatePrecision, RecordType, Version, WarcDate, field};
 use warchest::write::{Body, RotatingWriter, identify, records};
@@ -346,32 +346,137 @@ fn create_under(root: &Path, path: &Path) -> io::Result<File> {
     OpenOptions::new().write(true).create_new(true).open(&cur)
 }
 
-/// A packed file's relative path, permission bits and modification time,
-/// from its metadata record.
-type FileInfo = (Vec<u8>, Option<u32>, Option<String>);
+/// What a packed file's metadata record says of it.
+#[derive(Debug, Clone, Default)]
+struct FileInfo {
+    /// Its relative path.
+    rel: Option<Vec<u8>>,
+    /// Its permission bits.
+    mode: Option<u32>,
+    /// Its modification time, as a WARC date.
+    modified: Option<String>,
+    /// Its size.
+    size: Option<u64>,
+    /// What of the metadata could not be read.
+    problem: Option<String>,
+}
+
+impl FileInfo {
+    /// Reads the fields of a metadata block `pack` wrote; `None` for a
+    /// block that is not one (another tool's metadata, with no
+    /// `relative-path`).
+    fn parse(block: &[u8], truncated: bool) -> Option<FileInfo> {
+        let f = match Fields::parse_warc_fields(block) {
+            Ok((f, _)) => f,
+            Err(e) => {
+                return Some(FileInfo {
+                    problem: Some(format!(
+                        "its metadata record does not parse ({e}): path, permissions and \
+                         modification time not restored"
+                    )),
+                    ..FileInfo::default()
+                });
+            }
+        };
+        let rel = f.value("relative-path")?;
+        let mut info = FileInfo {
+            rel: Some(decode_path(&rel)),
+            ..FileInfo::default()
+        };
+        let mut bad = Vec::new();
+        if truncated {
+            bad.push("its metadata record is truncated".to_string());
+        }
+        if let Some(p) = f.value("permissions") {
+            info.mode = u32::from_str_radix(p.trim(), 8).ok();
+            if info.mode.is_none() {
+                bad.push(format!(
+                    "permissions {:?} are not octal: not restored",
+                    p.trim()
+                ));
+            }
+        }
+        if let Some(m) = f.value("modified") {
+            if WarcDate::parse(m.trim()).is_ok() {
+                info.modified = Some(m.trim().to_string());
+            } else {
+                bad.push(format!(
+                    "modified {:?} is not a WARC date: not restored",
+                    m.trim()
+                ));
+            }
+        }
+        if let Some(s) = f.value("size") {
+            info.size = s.trim().parse().ok();
+            if info.size.is_none() {
+                bad.push(format!("size {:?} is not a number", s.trim()));
+            }
+        }
+        if !bad.is_empty() {
+            info.problem = Some(bad.join("; "));
+        }
+        Some(info)
+    }
+}
 
 /// What unpacking did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct UnpackStats {
-    /// Files written.
+    /// Files written whole.
     pub files: u64,
-    /// Their bytes.
+    /// The bytes written, of whole files and truncated ones.
     pub bytes: u64,
     /// Records not written, and why (unsafe paths, existing files).
     pub refused: Vec<(String, String)>,
+    /// Files written short, and why: the archive ends inside their record
+    /// (or its block ends before the size recorded). Each is left where it
+    /// was written, as `tar` leaves what it could read of a cut archive,
+    /// without its recorded modification time so that it does not pass
+    /// for the original.
+    pub truncated: Vec<(String, String)>,
+    /// Files written whose metadata record could not be read whole (it
+    /// does not parse, or a value in it does not): the file, and what was
+    /// not restored.
+    pub metadata_problems: Vec<(String, String)>,
+    /// Recoveries of the lenient reader (given to the caller of
+    /// [`unpack_with`] as they are made).
+    pub recoveries: u64,
+}
+
+impl UnpackStats {
+    /// Whether every resource record was written whole, where it belongs.
+    pub fn is_clean(&self) -> bool {
+        self.refused.is_empty() && self.truncated.is_empty() && self.metadata_problems.is_empty()
+    }
 }
 
 /// Writes the resource records of `inputs` as files under `out_dir`, at the
 /// relative path their metadata record gives (else their target URI's
 /// path), with their permissions and modification time. Segmented records
-/// are reassembled across the inputs.
+/// are reassembled across the inputs. The lenient reader's recoveries are
+/// counted in [`UnpackStats::recoveries`]; [`unpack_with`] hands them over.
 ///
 /// # Errors
 /// An input cannot be read, or the output directory cannot be written.
 pub fn unpack<P: AsRef<Path>>(inputs: &[P], out_dir: &Path) -> Result<UnpackStats> {
+    unpack_with(inputs, out_dir, &mut |_, _| {})
+}
+
+/// [`unpack`], handing the lenient reader's recoveries in each input to
+/// `on_warnings` (the input, its warnings) as they are made.
+///
+/// # Errors
+/// As [`unpack`].
+pub fn unpack_with<P: AsRef<Path>>(
+    inputs: &[P],
+    out_dir: &Path,
+    on_warnings: &mut dyn FnMut(&Path, &[Warning]),
+) -> Result<UnpackStats> {
     fs::create_dir_all(out_dir).map_err(|e| Error::from(e).in_file(out_dir))?;
     // First the metadata, which follows its resource: relative paths and
-    // permissions by resource id.
+    // permissions by resource id. This pass's recoveries are not handed
+    // over: the second pass reads the same bytes the same way and meets
+    // each again.
     let mut info: HashMap<String, FileInfo> = HashMap::new();
     for input in inputs {
         let mut r = warc::Reader::open(input.as_ref())?;
@@ -385,24 +490,34 @@ pub fn unpack<P: AsRef<Path>>(inputs: &[P], out_dir: &Path) -> Result<UnpackStat
                 continue;
             };
             let block = rec.read_block()?;
-            let Ok((f, _)) = Fields::parse_warc_fields(&block) else {
-                continue;
-            };
-            let Some(rel) = f.value("relative-path") else {
-                continue;
-            };
-            let mode = f
-                .value("permissions")
-                .and_then(|p| u32::from_str_radix(p.trim(), 8).ok());
-            let modified = f.value("modified").map(|s| s.into_owned());
-            info.insert(to, (decode_path(&rel), mode, modified));
+            let truncated = rec.finish()?.truncated;
+            if let Some(i) = FileInfo::parse(&block, truncated) {
+                info.insert(to, i);
+            }
         }
     }
     let segments = Segments::scan(inputs)?;
     let mut stats = UnpackStats::default();
     for input in inputs {
-        let mut r = warc::Reader::open(input.as_ref())?;
-        while let Some(mut rec) = r.next_record()? {
+        let input = input.as_ref();
+        let mut r = warc::Reader::open(input)?;
+        loop {
+            // Taken as the reading goes (a damaged file's warnings are not
+            // all held at once), and at the end, where trailing garbage is
+            // met.
+            let w = r.take_warnings();
+            if !w.is_empty() {
+                stats.recoveries += w.len() as u64;
+                on_warnings(input, &w);
+            }
+            let Some(mut rec) = r.next_record()? else {
+                let w = r.take_warnings();
+                if !w.is_empty() {
+                    stats.recoveries += w.len() as u64;
+                    on_warnings(input, &w);
+                }
+                break;
+            };
             let h = rec.header().clone();
             if h.record_type() != RecordType::Resource {
                 continue;
@@ -411,16 +526,14 @@ pub fn unpack<P: AsRef<Path>>(inputs: &[P], out_dir: &Path) -> Result<UnpackStat
                 .record_id()
                 .map(|s| s.trim().to_string())
                 .unwrap_or_default();
-            let (rel, mode, modified) = match info.get(&id) {
-                Some((rel, mode, m)) => (rel.clone(), *mode, m.clone()),
-                None => {
-                    let uri = h.target_uri().unwrap_or_default();
-                    let path = uri
-                        .split_once("://")
-                        .map_or("", |(_, rest)| rest.find('/').map_or("", |i| &rest[i..]));
-                    (decode_path(path.trim_start_matches('/')), None, None)
-                }
-            };
+            let meta = info.get(&id).cloned().unwrap_or_default();
+            let rel = meta.rel.clone().unwrap_or_else(|| {
+                let uri = h.target_uri().unwrap_or_default();
+                let path = uri
+                    .split_once("://")
+                    .map_or("", |(_, rest)| rest.find('/').map_or("", |i| &rest[i..]));
+                decode_path(path.trim_start_matches('/'))
+            });
             let Some(dest) = safe_join(out_dir, &rel) else {
                 stats.refused.push((
                     String::from_utf8_lossy(&rel).into_owned(),
@@ -438,29 +551,55 @@ pub fn unpack<P: AsRef<Path>>(inputs: &[P], out_dir: &Path) -> Result<UnpackStat
                 }
             };
             let locate = |e: io::Error| Error::from(e).in_file(&dest);
-            let n = if h.segment_number().is_some() {
+            let (n, cut, want) = if h.segment_number().is_some() {
                 let mut l = segments.open(&id)?;
-                io::copy(&mut l, &mut file).map_err(locate)?
+                let want = l.header().content_length();
+                let n = io::copy(&mut l, &mut file).map_err(locate)?;
+                (n, false, want)
             } else {
-                io::copy(&mut rec.block(), &mut file).map_err(locate)?
+                let want = h.content_length();
+                let n = io::copy(&mut rec.block(), &mut file).map_err(locate)?;
+                // How the record ended: the lenient reader gives what there
+                // is of a block the input ends inside.
+                (n, rec.finish()?.truncated, want)
             };
             file.flush().map_err(locate)?;
+            let want = meta.size.or(want);
+            let short = cut || want.is_some_and(|w| n < w);
             #[cfg(unix)]
-            if let Some(m) = mode {
+            if let Some(m) = meta.mode {
                 use std::os::unix::fs::PermissionsExt;
                 // Permission bits only: never set-id bits from an archive.
                 fs::set_permissions(&dest, fs::Permissions::from_mode(m & 0o777))
                     .map_err(locate)?;
             }
             #[cfg(not(unix))]
-            let _ = mode;
-            if let Some(t) = modified
-                .and_then(|m| WarcDate::parse(&m).ok())
-                .and_then(|d| d.to_datetime())
+            let _ = meta.mode;
+            if !short
+                && let Some(t) = meta
+                    .modified
+                    .and_then(|m| WarcDate::parse(&m).ok())
+                    .and_then(|d| d.to_datetime())
             {
                 let _ = file.set_modified(t.into());
             }
-            stats.files += 1;
+            let name = dest.display().to_string();
+            if let Some(p) = meta.problem {
+                stats.metadata_problems.push((name.clone(), p));
+            }
+            if short {
+                let of = want.map_or(String::new(), |w| format!(" of {w}"));
+                let why = if cut {
+                    "the archive ends inside its record"
+                } else {
+                    "its record's block is shorter than the size recorded"
+                };
+                stats
+                    .truncated
+                    .push((name, format!("{n}{of} bytes restored: {why}")));
+            } else {
+                stats.files += 1;
+            }
             stats.bytes += n;
         }
     }

@@ -144,7 +144,10 @@ impl Segments {
         Ok(s)
     }
 
-    /// Adds the segments of one more file.
+    /// Adds the segments of one more file. Its recoveries are not handed
+    /// over: `reassemble` and `unpack` read each file again, record by
+    /// record, and report them there (handing them here too would count
+    /// each twice).
     ///
     /// # Errors
     /// The file cannot be read.

@@ -17,7 +17,7 @@ use crate::reassemble::open_at;
 use warchest::Limits;
 use warchest::codec::Decoder;
 use warchest::digest::{Digest, Hasher};
-use warchest::error::{Error, ErrorKind, Result};
+use warchest::error::{Error, ErrorKind, Result, Warning};
 use warchest::http::{self, payload_reader, read_head};
 use warchest::warc::{self, RecordType, TruncatedReason, Version, WarcHeader, field, profile};
 use warchest::write::NewRecord;
@@ -235,9 +235,21 @@ impl Resolver {
     /// # Errors
     /// A file cannot be read.
     pub fn scan<P: AsRef<Path>>(files: &[P]) -> Result<Resolver> {
+        Resolver::scan_with(files, &mut |_, _| {})
+    }
+
+    /// [`Resolver::scan`], handing the lenient reader's recoveries in each
+    /// file to `on_warnings` (the file, its warnings) as they are made.
+    ///
+    /// # Errors
+    /// As [`Resolver::scan`].
+    pub fn scan_with<P: AsRef<Path>>(
+        files: &[P],
+        on_warnings: &mut dyn FnMut(&Path, &[Warning]),
+    ) -> Result<Resolver> {
         let mut r = Resolver::new();
         for f in files {
-            r.add_file(f.as_ref())?;
+            r.add_file_with(f.as_ref(), on_warnings)?;
         }
         Ok(r)
     }
@@ -247,8 +259,45 @@ impl Resolver {
     /// # Errors
     /// The file cannot be read.
     pub fn add_file(&mut self, path: &Path) -> Result<()> {
+        self.add_file_with(path, &mut |_, _| {})
+    }
+
+    /// [`Resolver::add_file`], handing the lenient reader's recoveries to
+    /// `on_warnings` (the file, its warnings) as they are made, those met
+    /// before an error too.
+    ///
+    /// # Errors
+    /// As [`Resolver::add_file`].
+    pub fn add_file_with(
+        &mut self,
+        path: &Path,
+        on_warnings: &mut dyn FnMut(&Path, &[Warning]),
+    ) -> Result<()> {
         let mut r = warc::Reader::open(path)?;
-        while let Some(rec) = r.next_record()? {
+        let read = self.add_records(path, &mut r, on_warnings);
+        let w = r.take_warnings();
+        if !w.is_empty() {
+            on_warnings(path, &w);
+        }
+        read
+    }
+
+    fn add_records(
+        &mut self,
+        path: &Path,
+        r: &mut warc::Reader<Decoder<File>>,
+        on_warnings: &mut dyn FnMut(&Path, &[Warning]),
+    ) -> Result<()> {
+        loop {
+            // Taken as the reading goes: a damaged file's warnings are not
+            // all held at once.
+            let w = r.take_warnings();
+            if !w.is_empty() {
+                on_warnings(path, &w);
+            }
+            let Some(rec) = r.next_record()? else {
+                break;
+            };
             let h = rec.header();
             if !matches!(h.record_type(), RecordType::Response | RecordType::Resource)
                 || h.segment_number().is_some()

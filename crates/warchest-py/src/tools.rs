@@ -10,8 +10,10 @@ use std::path::{Path, PathBuf};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use serde_json::json;
+use warchest::Warning;
 use warchest::archive::Reader;
 use warchest::check::check_record;
+use warchest::recoveries::Recoveries;
 use warchest::warc::{ReaderOptions, Version};
 use warchest::write::{Compression, Writer, WriterOptions};
 use warchest_index::{Format, IndexOptions, IndexOutput, Indexer, ParquetOptions};
@@ -26,6 +28,24 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(convert_json, m)?)?;
     m.add_function(wrap_pyfunction!(select_parquet, m)?)?;
     Ok(())
+}
+
+/// The RecoveryWarning sentence of `warnings`, met in `file`; `None` when
+/// there are none.
+fn told(file: &Path, warnings: &[Warning]) -> Option<String> {
+    let mut r = Recoveries::keeping(0);
+    r.add_all(&file.to_string_lossy(), warnings);
+    crate::scan::describe(&r, &Recoveries::new())
+}
+
+/// Gives each of `told` as a RecoveryWarning, then `result`: the
+/// recoveries met before an error are said too. Called holding the
+/// interpreter lock, at the end of a call.
+fn warn_then<T>(py: Python<'_>, told: Vec<String>, result: PyResult<T>) -> PyResult<T> {
+    for t in &told {
+        crate::scan::warn_now(py, t)?;
+    }
+    result
 }
 
 fn base_name(p: &Path) -> String {
@@ -142,7 +162,8 @@ pub(crate) fn index(
             )));
         }
     };
-    py.detach(move || -> PyResult<u64> {
+    let mut said = Vec::new();
+    let result = py.detach(|| -> PyResult<u64> {
         let out = BufWriter::with_capacity(1 << 16, File::create(&output)?);
         let mut out = IndexOutput::new(out, &format, sort).map_err(to_py)?;
         let opts = IndexOptions {
@@ -153,49 +174,67 @@ pub(crate) fn index(
         for p in &paths {
             let mut reader = Reader::open(p).map_err(to_py)?;
             let indexer = Indexer::new(base_name(p), opts.clone());
-            indexer
-                .index(&mut reader, |e| {
-                    n += 1;
-                    out.push(&e)
-                })
-                .map_err(to_py)?;
+            let r = indexer.index(&mut reader, |e| {
+                n += 1;
+                out.push(&e)
+            });
+            // Taken per file, before an error is given.
+            said.extend(told(p, &reader.take_warnings()));
+            r.map_err(to_py)?;
         }
         let mut w = out.finish().map_err(to_py)?;
         w.flush()?;
         Ok(n)
-    })
+    });
+    warn_then(py, said, result)
 }
 
 /// Checks every digest of the file at `path`: JSON, one object per record.
 #[pyfunction]
 pub(crate) fn check_json(py: Python<'_>, path: PathBuf) -> PyResult<String> {
-    py.detach(move || -> PyResult<String> {
+    let mut said = None;
+    let result = py.detach(|| -> PyResult<String> {
         let opts = ReaderOptions::default();
         let limits = opts.limits;
         let mut reader = Reader::open_with(&path, opts).map_err(to_py)?;
         let mut out = Vec::new();
-        while let Some(mut rec) = reader.next_record().map_err(to_py)? {
-            let (offset, kind, id) = (
-                rec.location().offset,
-                rec.header().record_type_str().map(|s| s.into_owned()),
-                rec.header().record_id().map(|s| s.into_owned()),
-            );
-            let c = check_record(&mut rec, &limits).map_err(to_py)?;
-            // A record cut short is a failure, as in `warchest check`.
-            let truncated = rec.finish().map_err(to_py)?.truncated;
-            out.push(json!({
-                "offset": offset,
-                "type": kind,
-                "record_id": id,
-                "ok": c.is_ok() && !truncated,
-                "block": c.block,
-                "payload": c.payload,
-                "block_len": c.block_len,
-                "truncated": truncated,
-            }));
-        }
+        let checked = check_records(&mut reader, &limits, &mut out);
+        // Records read through recoveries are said to be, error or not.
+        said = told(&path, &reader.take_warnings());
+        checked?;
         serde_json::to_string(&out).map_err(|e| PyValueError::new_err(e.to_string()))
-    })
+    });
+    warn_then(py, said.into_iter().collect(), result)
+}
+
+/// The JSON objects of [`check_json`], one per record of `reader`, into
+/// `out`.
+fn check_records(
+    reader: &mut Reader<warchest::codec::Decoder<File>>,
+    limits: &warchest::Limits,
+    out: &mut Vec<serde_json::Value>,
+) -> PyResult<()> {
+    while let Some(mut rec) = reader.next_record().map_err(to_py)? {
+        let (offset, kind, id) = (
+            rec.location().offset,
+            rec.header().record_type_str().map(|s| s.into_owned()),
+            rec.header().record_id().map(|s| s.into_owned()),
+        );
+        let c = check_record(&mut rec, limits).map_err(to_py)?;
+        // A record cut short is a failure, as in `warchest check`.
+        let truncated = rec.finish().map_err(to_py)?.truncated;
+        out.push(json!({
+            "offset": offset,
+            "type": kind,
+            "record_id": id,
+            "ok": c.is_ok() && !truncated,
+            "block": c.block,
+            "payload": c.payload,
+            "block_len": c.block_len,
+            "truncated": truncated,
+        }));
+    }
+    Ok(())
 }
 
 /// Validates `paths` together: JSON with `findings` and `summary`.
@@ -232,7 +271,8 @@ pub(crate) fn convert_json(
             )));
         }
     };
-    py.detach(move || -> PyResult<String> {
+    let mut said = None;
+    let result = py.detach(|| -> PyResult<String> {
         let mut reader = Reader::open(&source).map_err(to_py)?;
         let out = BufWriter::with_capacity(1 << 16, File::create(&output)?);
         let mut w = Writer::new(
@@ -248,11 +288,19 @@ pub(crate) fn convert_json(
             output_name: Some(base_name(&output)),
             ..Default::default()
         };
-        let report =
-            warchest_ops::convert::to_warc(&mut reader, &source.to_string_lossy(), &mut w, &opts)
-                .map_err(to_py)?;
+        let converted =
+            warchest_ops::convert::to_warc(&mut reader, &source.to_string_lossy(), &mut w, &opts);
+        // On success the report holds the recoveries; on an error the
+        // reader still does.
+        let warnings = match &converted {
+            Ok(r) => told(&source, &r.warnings),
+            Err(_) => told(&source, &reader.take_warnings()),
+        };
+        said = warnings;
+        let report = converted.map_err(to_py)?;
         let mut out = w.finish().map_err(to_py)?;
         out.flush()?;
         serde_json::to_string(&report).map_err(|e| PyValueError::new_err(e.to_string()))
-    })
+    });
+    warn_then(py, said.into_iter().collect(), result)
 }

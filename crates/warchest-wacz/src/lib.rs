@@ -26,7 +26,8 @@ use sha2::{Digest as _, Sha256};
 
 use warchest::archive::Reader;
 use warchest::codec::{Decoder, DecoderOptions};
-use warchest::error::{Error, ErrorKind, Result};
+use warchest::error::{Error, ErrorKind, Result, Warning};
+use warchest::recoveries::Recoveries;
 use warchest::warc::ReaderOptions;
 use warchest_index::{Entry, Format, IndexOptions, IndexOutput, Indexer};
 
@@ -330,6 +331,11 @@ pub struct CreateReport {
     pub found_by_screenshots: Found,
     /// ...and by the HTML responses (status 200) of the others.
     pub found_by_html: Found,
+    /// The lenient reader's recoveries in the input files, counted by
+    /// kind and file, the first
+    /// [`DEFAULT_KEPT`](warchest::recoveries::DEFAULT_KEPT) kept whole (all are
+    /// handed to the caller of [`create_with`] as each file is read).
+    pub recoveries: Recoveries,
 }
 
 /// Pages found in the input files by one rule (before those with no
@@ -417,6 +423,21 @@ pub fn create<P: AsRef<Path>>(
     out: &Path,
     opts: &CreateOptions,
 ) -> Result<CreateReport> {
+    create_with(inputs, out, opts, &mut |_, _| {})
+}
+
+/// [`create`], handing the lenient reader's recoveries in each input to
+/// `on_warnings` (the input, its warnings) once the input is read, even
+/// when reading it failed; [`CreateReport::recoveries`] counts them.
+///
+/// # Errors
+/// As [`create`].
+pub fn create_with<P: AsRef<Path>>(
+    inputs: &[P],
+    out: &Path,
+    opts: &CreateOptions,
+    on_warnings: &mut dyn FnMut(&Path, &[Warning]),
+) -> Result<CreateReport> {
     let mut report = CreateReport::default();
     let mut names = BTreeSet::new();
     let mut index = IndexOutput::new(tempfile::SpooledTempFile::new(8 << 20), &Format::Cdxj, true)?;
@@ -447,7 +468,7 @@ pub fn create<P: AsRef<Path>>(
         let indexer = Indexer::new(base.clone(), IndexOptions::default());
         let detect = opts.pages.is_none();
         let (mut html, mut viewed) = (PageSpool::default(), PageSpool::default());
-        indexer.index(&mut reader, |e| {
+        let read = indexer.index(&mut reader, |e| {
             index.push(&e)?;
             captured.add(&e);
             if detect && is_page(&e) {
@@ -457,7 +478,17 @@ pub fn create<P: AsRef<Path>>(
             }
             report.index_entries += 1;
             Ok(())
-        })?;
+        });
+        // Taken before an error is given: the recoveries met before it
+        // say what the reader made of the file.
+        let warnings = reader.take_warnings();
+        if !warnings.is_empty() {
+            report
+                .recoveries
+                .add_all(&input.to_string_lossy(), &warnings);
+            on_warnings(input, &warnings);
+        }
+        read?;
         report.archives += 1;
         // A browser's pages are the ones it screenshotted: not the HTML
         // fragments and frames they loaded, nor a URL a tab loaded that

@@ -248,7 +248,13 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
                 let r = (|| -> Result<Report, Box<dyn std::error::Error + Send + Sync>> {
                     let mut reader =
                         Reader::with_options(input::open_stream(name)?, g.reader_options(name))?;
-                    Ok(to_warc(&mut reader, name, &mut w, &opts)?)
+                    let r = to_warc(&mut reader, name, &mut w, &opts);
+                    // A report holds the recoveries; after an error the
+                    // reader still does.
+                    if r.is_err() {
+                        g.warnings(name, &reader.take_warnings());
+                    }
+                    Ok(r?)
                 })();
                 outcome = outcome.and(match r {
                     Ok(rep) => summary(g, name, &rep, args.json)?,
@@ -267,7 +273,13 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
                 let r = (|| -> Result<Report, Box<dyn std::error::Error + Send + Sync>> {
                     let mut reader =
                         Reader::with_options(input::open_stream(name)?, g.reader_options(name))?;
-                    Ok(to_infomall(&mut reader, &mut w, &opts)?)
+                    let r = to_infomall(&mut reader, &mut w, &opts);
+                    // A report holds the recoveries; after an error the
+                    // reader still does.
+                    if r.is_err() {
+                        g.warnings(name, &reader.take_warnings());
+                    }
+                    Ok(r?)
                 })();
                 outcome = outcome.and(match r {
                     Ok(rep) => summary(g, name, &rep, args.json)?,

@@ -391,7 +391,7 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
             .collect();
         warcs.sort();
         let out = dir.join(format!("{wacz_prefix}.wacz"));
-        let r = warchest_wacz::create(
+        let r = warchest_wacz::create_with(
             &warcs,
             &out,
             &warchest_wacz::CreateOptions {
@@ -401,6 +401,7 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
                 // or a fragment a script fetched are no pages).
                 pages: Some(dir.join("pages/pages.jsonl")),
             },
+            &mut |f, w| g.warnings(&f.to_string_lossy(), w),
         )?;
         if !g.quiet {
             eprintln!(

@@ -164,7 +164,14 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
         && (!args.resolve_revisit.is_empty() || args.revisit_index.is_some())
     {
         let index = args.revisit_index.as_deref();
-        super::resolve::payload(&header, &args.resolve_revisit, index, args.decode, &mut out)?;
+        super::resolve::payload(
+            g,
+            &header,
+            &args.resolve_revisit,
+            index,
+            args.decode,
+            &mut out,
+        )?;
     } else if args.payload {
         rec.http_with(&limits)?;
         let mut p = rec

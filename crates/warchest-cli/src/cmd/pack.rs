@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use warchest::warc::Version;
 use warchest::write::RotatingWriter;
-use warchest_ops::pack::{PackOptions, pack, unpack};
+use warchest_ops::pack::{PackOptions, pack, unpack_with};
 
 use super::write_flags::{OutputArgs, prefix_from};
 use crate::report::{Global, Outcome};
@@ -69,7 +69,10 @@ pub fn run_pack(_g: &Global, args: PackArgs) -> Result<Outcome> {
 /// path of their URI), with their permissions and modification times.
 /// Nothing is written outside the directory (paths with `..`, absolute
 /// paths and symbolic links are refused) and no file is replaced; each
-/// refusal is reported and makes the exit status 1.
+/// refusal is reported and makes the exit status 1. A file whose record
+/// the archive ends inside is left as far as it was written, named as
+/// truncated (exit status 1), as `tar` leaves what it read of a cut
+/// archive; a metadata record that does not parse is named too.
 ///
 /// Example: `warchest unpack archive/*.warc.gz -o restored/`
 #[derive(clap::Args, Debug)]
@@ -82,19 +85,32 @@ pub struct UnpackArgs {
     output: PathBuf,
 }
 
-pub fn run_unpack(_g: &Global, args: UnpackArgs) -> Result<Outcome> {
+pub fn run_unpack(g: &Global, args: UnpackArgs) -> Result<Outcome> {
     for p in &args.inputs {
         crate::input::require_records(&p.to_string_lossy())?;
     }
-    let stats = unpack(&args.inputs, &args.output)?;
+    let stats = unpack_with(&args.inputs, &args.output, &mut |f, w| {
+        g.warnings(&f.to_string_lossy(), w)
+    })?;
     for (p, why) in &stats.refused {
         eprintln!("warchest: {p}: not written: {why}");
     }
+    for (p, why) in &stats.truncated {
+        eprintln!("warchest: {p}: truncated: {why}");
+    }
+    for (p, why) in &stats.metadata_problems {
+        eprintln!("warchest: {p}: {why}");
+    }
+    let short = if stats.truncated.is_empty() {
+        String::new()
+    } else {
+        format!(", {} truncated", stats.truncated.len())
+    };
     eprintln!(
-        "warchest: {} files, {} bytes written",
+        "warchest: {} files{short}, {} bytes written",
         stats.files, stats.bytes
     );
-    Ok(if stats.refused.is_empty() {
+    Ok(if stats.is_clean() {
         Outcome::Ok
     } else {
         Outcome::Problem

@@ -8,10 +8,13 @@ use warchest::warc::WarcHeader;
 use warchest_ops::dedupe::DigestIndex;
 use warchest_ops::revisit::{Resolver, payload_at};
 
+use crate::report::Global;
+
 /// Writes the payload of `revisit`'s original, found in `files` or through
 /// the digest index at `index`, to `out`; its payload digest is checked
-/// against the revisit's.
+/// against the revisit's. The recoveries in `files` go to `g`.
 pub fn payload(
+    g: &Global,
     revisit: &WarcHeader,
     files: &[String],
     index: Option<&Path>,
@@ -19,7 +22,7 @@ pub fn payload(
     out: &mut dyn Write,
 ) -> Result<()> {
     if !files.is_empty() {
-        let resolver = Resolver::scan(files)?;
+        let resolver = Resolver::scan_with(files, &mut |f, w| g.warnings(&f.to_string_lossy(), w))?;
         if resolver.locate(revisit).is_some() || index.is_none() {
             resolver.open_payload(revisit, decode)?.copy_to(out)?;
             return Ok(());

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use anyhow::{Result, bail};
-use warchest_wacz::{CreateOptions, CreateReport, create, validate};
+use warchest_wacz::{CreateOptions, CreateReport, create_with, validate};
 
 use crate::report::{Global, Outcome};
 
@@ -71,7 +71,9 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
                 description,
                 pages,
             };
-            let r = create(&inputs, &output, &o)?;
+            let r = create_with(&inputs, &output, &o, &mut |f, w| {
+                g.warnings(&f.to_string_lossy(), w)
+            })?;
             if !g.quiet {
                 eprintln!(
                     "warchest: {}: {} archive files, {} index entries, {} pages",

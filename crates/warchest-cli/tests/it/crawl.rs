@@ -143,6 +143,60 @@ fn record_id(url: &str, typ: &str) -> u128 {
     u128::from(h.finish())
 }
 
+/// `wacz create` of a WARC the lenient reader recovers from (a header
+/// with bare LFs, garbage after the last record) succeeds and counts the
+/// recoveries on stderr, one line per file; of a clean WARC it says none.
+#[test]
+fn wacz_create_counts_the_recoveries_of_its_inputs() {
+    let d = tempfile::tempdir().unwrap();
+    let http = "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 4\r\n\r\n<p>x";
+    let resp = |u: &str| warc_record("response", u, "application/http; msgtype=response", http);
+    let clean = d.path().join("clean.warc");
+    std::fs::write(&clean, resp("http://c.test/")).unwrap();
+    let bare = resp("http://b.test/");
+    let (head, rest) = bare.split_once("\r\n\r\n").unwrap();
+    let bare_lf = d.path().join("bare-lf.warc");
+    std::fs::write(
+        &bare_lf,
+        format!("{}\n\n{rest}", head.replace("\r\n", "\n")),
+    )
+    .unwrap();
+    let garbage = d.path().join("garbage.warc");
+    let mut text = resp("http://g.test/");
+    let at = text.len();
+    text.push_str("trailing garbage\n");
+    std::fs::write(&garbage, text).unwrap();
+    for (input, line) in [
+        (&bare_lf, format!("{}: ", bare_lf.display())),
+        (
+            &garbage,
+            format!(
+                "{}: 1 recovery, the first at offset {at}",
+                garbage.display()
+            ),
+        ),
+    ] {
+        let out = d.path().join("x.wacz");
+        let _ = std::fs::remove_file(&out);
+        let (code, _, err) = run(bin().args(["wacz", "create", "-o"]).arg(&out).arg(input));
+        assert_eq!(code, 0, "{err}");
+        assert!(err.contains(&line), "{err}");
+        assert!(err.contains(", the first at offset "), "{err}");
+        let (code, _, err) = run(bin()
+            .args(["-w", "wacz", "create", "-o"])
+            .arg(&out)
+            .arg(input));
+        assert_eq!(code, 0, "{err}");
+        assert!(err.contains(": warning: "), "{err}");
+        assert!(!err.contains("-w lists"), "{err}");
+    }
+    let out = d.path().join("clean.wacz");
+    let (code, _, err) = run(bin().args(["wacz", "create", "-o"]).arg(&out).arg(&clean));
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("recover"), "{err}");
+    assert!(!err.contains("warning"), "{err}");
+}
+
 /// `wacz create` says which rule found how many pages in how many input
 /// files (a browser capture by its screenshots, a plain one by its HTML
 /// responses), and how many rows of a `--pages` file it left out for want

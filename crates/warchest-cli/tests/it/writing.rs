@@ -112,6 +112,38 @@ fn dedupe_writes_revisits_that_extract_resolves() {
     assert_resolves(&rvs2[0], &["--revisit-index".as_ref(), index.as_os_str()]);
 }
 
+/// The files searched for a revisit's original are read leniently: their
+/// recoveries are counted on stderr as any input's.
+#[test]
+fn extract_counts_the_recoveries_of_the_files_it_resolves_in() {
+    let work = tempfile::tempdir().unwrap();
+    let dupes = fixture("pywb/dupes.warc.gz");
+    let iana = work.path().join("iana.warc.gz");
+    let mut data = fs::read(fixture("pywb/iana.warc.gz")).unwrap();
+    let at = data.len();
+    data.extend_from_slice(b"trailing garbage\n");
+    fs::write(&iana, data).unwrap();
+    let mut r = Reader::open(&dupes).unwrap();
+    let mut offsets = Vec::new();
+    while let Some(rec) = r.next_record().unwrap() {
+        if rec.header().record_type() == RecordType::Revisit {
+            offsets.push(rec.location().offset);
+        }
+    }
+    let line = format!("{}: 1 recovery, the first at offset {at}", iana.display());
+    let mut resolved = 0;
+    for offset in offsets {
+        let (code, _, err) = extract_payload(
+            &dupes,
+            offset,
+            ["--resolve-revisit".as_ref(), iana.as_os_str()],
+        );
+        assert!(err.contains(&line), "{err}");
+        resolved += usize::from(code == 0);
+    }
+    assert!(resolved > 0);
+}
+
 #[test]
 fn extract_resolves_the_fixtures_own_revisits() {
     // dupes.warc.gz holds WARC/1.0 revisits (0.18 profile URIs) of
@@ -250,6 +282,108 @@ fn pack_round_trips_a_directory() {
     let (code, _, err) = run(bin().arg("unpack").args(&warcs).arg("-o").arg(&back));
     assert_eq!(code, 1);
     assert!(err.contains("not replaced"), "{err}");
+}
+
+/// An archive cut inside a file's record: the file is left as far as
+/// it was read, named as truncated, exit 1, for plain and gzip records.
+#[test]
+fn unpack_names_a_file_the_archive_ends_inside() {
+    let work = tempfile::tempdir().unwrap();
+    let src = work.path().join("tree");
+    fs::create_dir_all(&src).unwrap();
+    fs::write(src.join("a.txt"), b"whole\n").unwrap();
+    fs::write(src.join("big.bin"), noise(200_000, 5)).unwrap();
+    for compress in ["none", "gzip"] {
+        let out = work.path().join(format!("warcs-{compress}"));
+        let (code, _, err) = run(bin()
+            .arg("pack")
+            .arg(&src)
+            .arg("-o")
+            .arg(&out)
+            .args(["--compress", compress])
+            .args(["--base-uri", "https://example.org/files/"]));
+        assert_eq!(code, 0, "{err}");
+        let warcs = files_in(&out);
+        assert_eq!(warcs.len(), 1, "{warcs:?}");
+        // Cut well inside big.bin's record, which is most of the file.
+        let data = fs::read(&warcs[0]).unwrap();
+        fs::write(&warcs[0], &data[..data.len() - 50_000]).unwrap();
+        let back = work.path().join(format!("back-{compress}"));
+        let (code, _, err) = run(bin().arg("unpack").arg(&warcs[0]).arg("-o").arg(&back));
+        assert_eq!(code, 1, "{compress}: {err}");
+        assert_eq!(fs::read(back.join("tree/a.txt")).unwrap(), b"whole\n");
+        // Its metadata record is lost with the end: the URI's path.
+        let cut = back.join("files/tree/big.bin");
+        let n = fs::metadata(&cut).unwrap().len();
+        assert!(n < 200_000, "{compress}: {n}");
+        let named = format!("{}: truncated: {n} of 200000 bytes restored", cut.display());
+        assert!(err.contains(&named), "{compress}: {err}");
+        assert!(err.contains("1 files, 1 truncated"), "{compress}: {err}");
+        assert!(err.contains("the first at offset"), "{compress}: {err}");
+        let (code, _, err) = run(bin()
+            .arg("unpack")
+            .arg("-w")
+            .arg(&warcs[0])
+            .arg("-o")
+            .arg(work.path().join(format!("again-{compress}"))));
+        assert_eq!(code, 1, "{compress}: {err}");
+        assert!(err.contains("warning:"), "{compress}: {err}");
+    }
+}
+
+/// Recoveries in a packed archive are counted on stderr; metadata that
+/// does not read is named and makes the exit status 1.
+#[test]
+fn unpack_counts_recoveries_and_names_bad_metadata() {
+    use warchest::write::{Body, NewRecord, Writer, WriterOptions};
+    let work = tempfile::tempdir().unwrap();
+    let src = work.path().join("tree");
+    fs::create_dir_all(&src).unwrap();
+    fs::write(src.join("a.txt"), b"hello\n").unwrap();
+    let out = work.path().join("warcs");
+    let (code, _, err) = run(bin()
+        .arg("pack")
+        .arg(&src)
+        .arg("-o")
+        .arg(&out)
+        .args(["--compress", "none"]));
+    assert_eq!(code, 0, "{err}");
+    let warc = files_in(&out).remove(0);
+    let mut data = fs::read(&warc).unwrap();
+    let at = data.len();
+    data.extend_from_slice(b"garbage after the last record\n");
+    fs::write(&warc, &data).unwrap();
+    let back = work.path().join("back");
+    let (code, _, err) = run(bin().arg("unpack").arg(&warc).arg("-o").arg(&back));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(fs::read(back.join("tree/a.txt")).unwrap(), b"hello\n");
+    let line = format!(
+        "{}: 1 recovery, the first at offset {at}; -w lists it",
+        warc.display()
+    );
+    assert!(err.contains(&line), "{err}");
+    // A permissions value that is not octal: named, the file written.
+    let bad = work.path().join("bad.warc");
+    let mut w = Writer::new(fs::File::create(&bad).unwrap(), WriterOptions::default()).unwrap();
+    let mut r = NewRecord::new(RecordType::Resource);
+    r.set("WARC-Target-URI", "https://example.org/x.txt")
+        .unwrap();
+    w.write(&mut r, Body::Bytes(b"x")).unwrap();
+    let id = r.record_id().to_string();
+    let mut m = NewRecord::new(RecordType::Metadata);
+    m.set("WARC-Concurrent-To", &id).unwrap();
+    m.set("Content-Type", "application/warc-fields").unwrap();
+    let block = b"size: 1\r\nrelative-path: d/x.txt\r\npermissions: rwxr-xr-x\r\n";
+    w.write(&mut m, Body::Bytes(block)).unwrap();
+    w.finish().unwrap();
+    let back = work.path().join("back-bad");
+    let (code, _, err) = run(bin().arg("unpack").arg(&bad).arg("-o").arg(&back));
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(fs::read(back.join("d/x.txt")).unwrap(), b"x");
+    assert!(
+        err.contains("x.txt: permissions \"rwxr-xr-x\" are not octal"),
+        "{err}"
+    );
 }
 
 #[test]

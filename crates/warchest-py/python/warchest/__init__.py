@@ -196,7 +196,8 @@ def check(path: PathLike) -> list:
     wrong and the record whole), ``block`` and ``payload`` (``{"status":
     "valid"}``, ``"absent"``, ``"invalid"`` with ``recorded`` and
     ``computed``, ...), ``block_len`` and ``truncated`` (the file ended
-    inside the record).
+    inside the record). A file read through lenient recoveries gives a
+    RecoveryWarning at the end.
     """
     return json.loads(_check_json(path))
 
@@ -215,7 +216,8 @@ def convert(source: PathLike, output: PathLike, warc_version: str = "1.1") -> di
     """Converts an ARC or Web InfoMall file (or a WARC) to a gzipped WARC.
 
     Returns what was done: ``records_read``, ``records_written``,
-    ``metadata_written``, ``truncated`` and ``skipped``.
+    ``metadata_written``, ``truncated``, ``skipped`` and ``recoveries`` (how
+    many times the lenient reader recovered; a RecoveryWarning says so too).
     """
     return json.loads(_convert_json(source, output, warc_version))
 
