@@ -4,6 +4,7 @@ session (local[2], UI off, loopback only) for the whole run."""
 import os
 import shutil
 import tempfile
+import warnings
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,30 @@ import pytest
 REPO = Path(__file__).resolve().parents[3]
 FIXTURES = REPO.parent / "shared" / "fixtures"
 SAMPLES = REPO / "samples"
+
+
+def bare_lf_warc(path):
+    """A WARC of two records whose headers end their lines in LF alone: two
+    `bare-lf` recoveries, the first at offset 28."""
+    recs = []
+    for i in range(2):
+        body = b"hello %d" % i
+        recs.append(
+            b"WARC/1.1\nWARC-Type: resource\nWARC-Target-URI: http://b.example/%d\n"
+            b"Content-Length: %d\n\n" % (i, len(body)) + body + b"\r\n\r\n"
+        )
+    path.write_bytes(b"".join(recs))
+    return path
+
+
+def recovery_warnings(fn):
+    """What `fn()` returns, and the messages of the RecoveryWarnings it gave."""
+    import warchest
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        out = fn()
+    return out, [str(w.message) for w in seen if issubclass(w.category, warchest.RecoveryWarning)]
 
 
 def warc_fixtures():

@@ -11,31 +11,10 @@ import pyarrow as pa
 import pytest
 
 import warchest
-from conftest import FIXTURES
+from conftest import FIXTURES, bare_lf_warc, recovery_warnings
 
 IANA = FIXTURES / "pywb" / "iana.warc.gz"
 CLEAN = FIXTURES / "pywb" / "example.warc.gz"
-
-
-def bare_lf_warc(path):
-    """A WARC of two records whose headers end their lines in LF alone."""
-    recs = []
-    for i in range(2):
-        body = b"hello %d" % i
-        recs.append(
-            b"WARC/1.1\nWARC-Type: resource\nWARC-Target-URI: http://b.example/%d\n"
-            b"Content-Length: %d\n\n" % (i, len(body)) + body + b"\r\n\r\n"
-        )
-    path.write_bytes(b"".join(recs))
-    return path
-
-
-def recovery_warnings(fn):
-    """What `fn()` returns, and the RecoveryWarnings it gave."""
-    with warnings.catch_warnings(record=True) as seen:
-        warnings.simplefilter("always")
-        out = fn()
-    return out, [str(w.message) for w in seen if issubclass(w.category, warchest.RecoveryWarning)]
 
 
 def test_recovery_warning_is_a_user_warning():

@@ -1,12 +1,11 @@
 """index, check, validate and convert from Python: the library's tools."""
 
 import json
-import warnings
 
 import pytest
 
 import warchest
-from conftest import FIXTURES, SAMPLES
+from conftest import FIXTURES, SAMPLES, bare_lf_warc, recovery_warnings
 
 
 def test_check_finds_every_digest_valid_in_the_sample():
@@ -35,7 +34,7 @@ def test_check_fails_a_record_cut_short(tmp_path):
     cut = tmp_path / "cut.warc"
     cut.write_bytes(data[:-500])
     (rec,) = warchest.check(whole)
-    (cut_rec,), told = _recovery_warnings(lambda: warchest.check(cut))
+    (cut_rec,), told = recovery_warnings(lambda: warchest.check(cut))
     assert rec["ok"] and not rec["truncated"]
     assert cut_rec["truncated"] and not cut_rec["ok"]
     assert told == [f"{cut}: 1 lenient recovery: truncated-record (1), the first at offset 0"]
@@ -79,54 +78,33 @@ def test_convert_arc_to_warc(tmp_path):
     assert len(recs) == report["records_written"]
 
 
-def _recovery_warnings(fn):
-    """What `fn()` returns, and the RecoveryWarnings it gave."""
-    with warnings.catch_warnings(record=True) as seen:
-        warnings.simplefilter("always")
-        out = fn()
-    return out, [str(w.message) for w in seen if issubclass(w.category, warchest.RecoveryWarning)]
-
-
-def _bare_lf_warc(path):
-    """A WARC of two records whose headers end their lines in LF alone."""
-    recs = []
-    for i in range(2):
-        body = b"hello %d" % i
-        recs.append(
-            b"WARC/1.1\nWARC-Type: resource\nWARC-Target-URI: http://b.example/%d\n"
-            b"Content-Length: %d\n\n" % (i, len(body)) + body + b"\r\n\r\n"
-        )
-    path.write_bytes(b"".join(recs))
-    return path
-
-
 BARE_TOLD = "{}: 2 lenient recoveries: bare-lf (2), the first at offset 28"
 
 
 def test_index_warns_once_for_each_file_read_through_recoveries(tmp_path):
-    bad = _bare_lf_warc(tmp_path / "bare.warc")
+    bad = bare_lf_warc(tmp_path / "bare.warc")
     clean = FIXTURES / "pywb" / "example.warc.gz"
-    n, told = _recovery_warnings(lambda: warchest.index([clean, bad, bad], tmp_path / "a.cdxj"))
+    n, told = recovery_warnings(lambda: warchest.index([clean, bad, bad], tmp_path / "a.cdxj"))
     assert n > 2
     assert told == [BARE_TOLD.format(bad)] * 2
-    _, told = _recovery_warnings(lambda: warchest.index(clean, tmp_path / "b.cdxj"))
+    _, told = recovery_warnings(lambda: warchest.index(clean, tmp_path / "b.cdxj"))
     assert told == []
 
 
 def test_check_warns_of_records_read_through_recoveries(tmp_path):
-    bad = _bare_lf_warc(tmp_path / "bare.warc")
-    recs, told = _recovery_warnings(lambda: warchest.check(bad))
+    bad = bare_lf_warc(tmp_path / "bare.warc")
+    recs, told = recovery_warnings(lambda: warchest.check(bad))
     assert len(recs) == 2
     assert told == [BARE_TOLD.format(bad)]
-    _, told = _recovery_warnings(lambda: warchest.check(SAMPLES / "sample.warc.gz"))
+    _, told = recovery_warnings(lambda: warchest.check(SAMPLES / "sample.warc.gz"))
     assert told == []
 
 
 def test_convert_counts_and_warns_of_recoveries(tmp_path):
-    bad = _bare_lf_warc(tmp_path / "bare.warc")
-    report, told = _recovery_warnings(lambda: warchest.convert(bad, tmp_path / "out.warc.gz"))
+    bad = bare_lf_warc(tmp_path / "bare.warc")
+    report, told = recovery_warnings(lambda: warchest.convert(bad, tmp_path / "out.warc.gz"))
     assert report["recoveries"] == 2 and report["records_read"] == 2
     assert told == [BARE_TOLD.format(bad)]
     arc = FIXTURES / "pywb" / "example.arc.gz"
-    report, told = _recovery_warnings(lambda: warchest.convert(arc, tmp_path / "arc.warc.gz"))
+    report, told = recovery_warnings(lambda: warchest.convert(arc, tmp_path / "arc.warc.gz"))
     assert report["recoveries"] == 0 and told == []

@@ -20,10 +20,8 @@ fn crawled(ct: &str, body: &[u8]) -> Vec<String> {
         .collect()
 }
 
-/// The targets of the `href`s replay rewrites `body` to, each read as a
-/// browser sends it (parsed, which changes nothing in an encoded URL)
-/// without its fragment, as the crawler keeps URLs.
-fn replayed(ct: &str, body: &[u8]) -> Vec<String> {
+/// `body` as replay rewrites it, served as `ct`.
+fn rewritten(ct: &str, body: &[u8]) -> String {
     let ctx = UrlContext {
         prefix: "/c/".into(),
         abs_prefix: "http://replay.test/c/".into(),
@@ -35,8 +33,15 @@ fn replayed(ct: &str, body: &[u8]) -> Vec<String> {
     let mut out = Vec::new();
     rw.feed(body, &mut out);
     rw.finish(&mut out);
-    let out = String::from_utf8_lossy(&out);
-    out.split("href=\"")
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The targets of the `href`s replay rewrites `body` to, each read as a
+/// browser sends it (parsed, which changes nothing in an encoded URL)
+/// without its fragment, as the crawler keeps URLs.
+fn replayed(ct: &str, body: &[u8]) -> Vec<String> {
+    rewritten(ct, body)
+        .split("href=\"")
         .skip(1)
         .map(|v| {
             let v = &v[..v.find('"').unwrap()];
@@ -51,28 +56,50 @@ fn replayed(ct: &str, body: &[u8]) -> Vec<String> {
         .collect()
 }
 
+/// A page of one element a URL: `open`, the URL with each `@` replaced by
+/// `c` (a character past ASCII in the page's charset), then `close`.
+fn page_of(open: &[u8], urls: &[&[u8]], close: &[u8], c: &[u8]) -> Vec<u8> {
+    let mut page = Vec::new();
+    for url in urls {
+        page.extend_from_slice(open);
+        for &b in *url {
+            match b {
+                b'@' => page.extend_from_slice(c),
+                _ => page.push(b),
+            }
+        }
+        page.extend_from_slice(close);
+    }
+    page
+}
+
 /// Links whose URLs depend on the page's charset: references to
 /// characters past ASCII, raw bytes, relative and absolute, percent
 /// escapes kept.
 fn links(e_acute: &[u8]) -> Vec<u8> {
-    let mut page = Vec::new();
-    for href in [
-        &b"/s?q=caf&eacute;&amp;x=&#233;"[..],
+    let urls: [&[u8]; 5] = [
+        b"/s?q=caf&eacute;&amp;x=&#233;",
         b"caf@.html?q=@",
         b"http://o.test/p?q=&eacute;#f@",
         b"../up?a=%E9&b=&rarr;",
         b"/t?a=1&copy=2&not",
-    ] {
-        page.extend_from_slice(b"<a href=\"");
-        for &b in href {
-            match b {
-                b'@' => page.extend_from_slice(e_acute),
-                _ => page.push(b),
-            }
-        }
-        page.extend_from_slice(b"\">x</a>\n");
+    ];
+    page_of(b"<a href=\"", &urls, b"\">x</a>\n", e_acute)
+}
+
+/// For each page, served as its Content-Type says: the crawler finds `n`
+/// URLs, and they are the ones replay's rewriter asks for (`replayed`).
+fn agree(pages: &[(&str, &Vec<u8>)], n: usize, replayed: fn(&str, &[u8]) -> Vec<String>) {
+    for &(ct, body) in pages {
+        let found = crawled(ct, body);
+        assert_eq!(found.len(), n, "{ct}: {found:?}");
+        assert_eq!(
+            replayed(ct, body),
+            found,
+            "{ct}: {}",
+            String::from_utf8_lossy(body)
+        );
     }
-    page
 }
 
 #[test]
@@ -85,7 +112,7 @@ fn replay_links_to_what_the_crawler_found() {
         &latin,
     ]
     .concat();
-    for (ct, body) in [
+    let pages = [
         ("text/html; charset=windows-1252", &latin),
         ("text/html; charset=utf-8", &utf8),
         ("text/html", &utf8),
@@ -96,16 +123,8 @@ fn replay_links_to_what_the_crawler_found() {
         // No charset at all, bytes not UTF-8: windows-1252 for the text,
         // UTF-8 for the query (the crawler's rule).
         ("text/html", &latin),
-    ] {
-        let found = crawled(ct, body);
-        assert_eq!(found.len(), 5, "{ct}: {found:?}");
-        assert_eq!(
-            replayed(ct, body),
-            found,
-            "{ct}: {}",
-            String::from_utf8_lossy(body)
-        );
-    }
+    ];
+    agree(&pages, 5, replayed);
     // And the URLs are the ones a browser sends, the query in the page's
     // charset.
     let found = crawled("text/html; charset=windows-1252", &latin);
@@ -118,19 +137,8 @@ fn replay_links_to_what_the_crawler_found() {
 /// The targets of the `url(...)`s replay rewrites `body`'s `style`
 /// attributes to, as [`replayed`] reads `href`s.
 fn replayed_styles(ct: &str, body: &[u8]) -> Vec<String> {
-    let ctx = UrlContext {
-        prefix: "/c/".into(),
-        abs_prefix: "http://replay.test/c/".into(),
-        timestamp: "2014".into(),
-        base: BASE.into(),
-        encoding: content_type_encoding(ct.as_bytes()),
-    };
-    let mut rw = Rewriter::new(Kind::Html, ctx, None, None);
-    let mut out = Vec::new();
-    rw.feed(body, &mut out);
-    rw.finish(&mut out);
-    let out = String::from_utf8_lossy(&out);
-    out.split("url(")
+    rewritten(ct, body)
+        .split("url(")
         .skip(1)
         .map(|v| {
             let v = v[..v.find(')').unwrap()]
@@ -148,44 +156,24 @@ fn replayed_styles(ct: &str, body: &[u8]) -> Vec<String> {
 /// ASCII and references, in windows-1252, Shift_JIS and UTF-8 pages.
 #[test]
 fn replay_links_to_what_the_crawler_found_in_style_attributes() {
-    let styles = |c: &[u8]| -> Vec<u8> {
-        let mut page = Vec::new();
-        for url in [
-            &b"caf@.png?q=@"[..],
-            b"&quot;x@.png&quot;",
-            b"y&eacute;.png?q=&eacute;&amp;r=@",
-        ] {
-            page.extend_from_slice(b"<p style=\"background:url(");
-            for &b in url {
-                match b {
-                    b'@' => page.extend_from_slice(c),
-                    _ => page.push(b),
-                }
-            }
-            page.extend_from_slice(b")\"></p>\n");
-        }
-        page
-    };
+    let urls: [&[u8]; 3] = [
+        b"caf@.png?q=@",
+        b"&quot;x@.png&quot;",
+        b"y&eacute;.png?q=&eacute;&amp;r=@",
+    ];
+    let styles = |c: &[u8]| page_of(b"<p style=\"background:url(", &urls, b")\"></p>\n", c);
     let latin = styles(b"\xe9");
     // "テ" in Shift_JIS.
     let sjis = styles(b"\x83\x65");
     let utf8 = styles("\u{e9}".as_bytes());
-    for (ct, body) in [
+    let pages = [
         ("text/html; charset=windows-1252", &latin),
         ("text/html; charset=shift_jis", &sjis),
         ("text/html; charset=utf-8", &utf8),
         ("text/html", &utf8),
         ("text/html", &latin),
-    ] {
-        let found = crawled(ct, body);
-        assert_eq!(found.len(), 3, "{ct}: {found:?}");
-        assert_eq!(
-            replayed_styles(ct, body),
-            found,
-            "{ct}: {}",
-            String::from_utf8_lossy(body)
-        );
-    }
+    ];
+    agree(&pages, 3, replayed_styles);
     let found = crawled("text/html; charset=windows-1252", &latin);
     assert_eq!(found[0], "http://h.test/dir/caf%C3%A9.png?q=%E9");
     assert_eq!(found[1], "http://h.test/dir/x%C3%A9.png");
