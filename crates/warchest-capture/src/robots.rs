@@ -140,7 +140,15 @@ pub fn decode_body<R: std::io::BufRead + Send>(
     let mut why: Vec<String> = notes
         .get()
         .iter()
-        .filter(|f| *f != warchest::http::PayloadFallback::ReadError)
+        // A body announced as chunked but not is whole and readable (the
+        // read error is said below).
+        .filter(|f| {
+            !matches!(
+                f,
+                warchest::http::PayloadFallback::ReadError
+                    | warchest::http::PayloadFallback::NotChunked
+            )
+        })
         .map(|f| f.describe().into())
         .collect();
     if let Err(e) = read {
@@ -591,6 +599,11 @@ Sitemap: http://a.test/sitemap.xml\n";
         assert!(e.contains("content coding unknown"), "{e}");
         let e = decoded("Transfer-Encoding: chunked\r\n", b"5\r\nUser-", None).unwrap_err();
         assert!(e.contains("cut short"), "{e}");
+        // Announced as chunked but not: whole, and read as it is.
+        assert_eq!(
+            decoded("Transfer-Encoding: chunked\r\n", TXT, None).as_deref(),
+            Ok(TXT)
+        );
         let e = decoded("", TXT, Some("disconnect")).unwrap_err();
         assert!(e.contains("truncated (disconnect)"), "{e}");
         // Truncated past the limit: the part parsed is whole.

@@ -1678,7 +1678,7 @@ impl BatchBuilder {
         let mut fallbacks = PayloadFallbacks::default();
         let payload = match &head {
             // Neither payload column: no decoder is built.
-            _ if !self.wants_payload() => None,
+            _ if !self.reads_payload_at_all() => None,
             // Codings to undo.
             Some(h) if !h.transfer_encoding().is_empty() || !h.content_encoding().is_empty() => {
                 let (mut r, notes) = http::payload_reader_lenient_noted(&mut *block, h);
@@ -1708,9 +1708,9 @@ impl BatchBuilder {
         )
     }
 
-    /// Whether a payload column (`payload` or `payload_truncated`) is
-    /// chosen.
-    fn wants_payload(&self) -> bool {
+    /// Whether the payload is read at all: for a `payload` column, or for a
+    /// `payload_truncated` column alone (counted, not kept).
+    fn reads_payload_at_all(&self) -> bool {
         self.cols
             .iter()
             .any(|(c, _)| matches!(c, Column::Payload | Column::PayloadTruncated))

@@ -363,11 +363,13 @@ struct FileInfo {
 
 impl FileInfo {
     /// Reads the fields of a metadata block `pack` wrote; `None` for a
-    /// block that is not one (another tool's metadata, with no
-    /// `relative-path`).
-    fn parse(block: &[u8], truncated: bool) -> Option<FileInfo> {
+    /// block that is not one (another tool's metadata: not
+    /// `application/warc-fields`, or with no `relative-path`).
+    fn parse(block: &[u8], warc_fields: bool, truncated: bool) -> Option<FileInfo> {
         let f = match Fields::parse_warc_fields(block) {
             Ok((f, _)) => f,
+            // Another tool's metadata in its own format.
+            Err(_) if !warc_fields => return None,
             Err(e) => {
                 return Some(FileInfo {
                     problem: Some(format!(
@@ -489,10 +491,19 @@ pub fn unpack_with<P: AsRef<Path>>(
             let Some(to) = h.concurrent_to().next().map(|s| s.trim().to_string()) else {
                 continue;
             };
+            let warc_fields = h.content_type().is_some_and(|t| {
+                t.trim()
+                    .to_ascii_lowercase()
+                    .starts_with("application/warc-fields")
+            });
             let block = rec.read_block()?;
             let truncated = rec.finish()?.truncated;
-            if let Some(i) = FileInfo::parse(&block, truncated) {
-                info.insert(to, i);
+            if let Some(i) = FileInfo::parse(&block, warc_fields, truncated) {
+                // pack's own record for the file, once found, is not
+                // replaced by another metadata record about it.
+                if info.get(&to).is_none_or(|old| old.rel.is_none()) {
+                    info.insert(to, i);
+                }
             }
         }
     }

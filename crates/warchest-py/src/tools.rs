@@ -174,12 +174,19 @@ pub(crate) fn index(
         for p in &paths {
             let mut reader = Reader::open(p).map_err(to_py)?;
             let indexer = Indexer::new(base_name(p), opts.clone());
-            let r = indexer.index(&mut reader, |e| {
-                n += 1;
-                out.push(&e)
-            });
-            // Taken per file, before an error is given.
-            said.extend(told(p, &reader.take_warnings()));
+            // Taken as the file is read (a file of millions of recoveries
+            // costs counts, not memory), and said before an error is given.
+            let name = p.to_string_lossy();
+            let mut recovered = Recoveries::keeping(0);
+            let r = indexer.index_noting(
+                &mut reader,
+                |e| {
+                    n += 1;
+                    out.push(&e)
+                },
+                |ws| recovered.add_all(&name, &ws),
+            );
+            said.extend(crate::scan::describe(&recovered, &Recoveries::new()));
             r.map_err(to_py)?;
         }
         let mut w = out.finish().map_err(to_py)?;
@@ -198,9 +205,14 @@ pub(crate) fn check_json(py: Python<'_>, path: PathBuf) -> PyResult<String> {
         let limits = opts.limits;
         let mut reader = Reader::open_with(&path, opts).map_err(to_py)?;
         let mut out = Vec::new();
-        let checked = check_records(&mut reader, &limits, &mut out);
+        let name = path.to_string_lossy();
+        let mut recovered = Recoveries::keeping(0);
+        let checked = check_records(&mut reader, &limits, &mut out, |ws| {
+            recovered.add_all(&name, &ws)
+        });
+        recovered.add_all(&name, &reader.take_warnings());
         // Records read through recoveries are said to be, error or not.
-        said = told(&path, &reader.take_warnings());
+        said = crate::scan::describe(&recovered, &Recoveries::new());
         checked?;
         serde_json::to_string(&out).map_err(|e| PyValueError::new_err(e.to_string()))
     });
@@ -208,11 +220,14 @@ pub(crate) fn check_json(py: Python<'_>, path: PathBuf) -> PyResult<String> {
 }
 
 /// The JSON objects of [`check_json`], one per record of `reader`, into
-/// `out`.
+/// `out`; the reader's warnings handed to `warned` after each record, so
+/// that they are not all held to the end (the caller takes what is left
+/// after an error).
 fn check_records(
     reader: &mut Reader<warchest::codec::Decoder<File>>,
     limits: &warchest::Limits,
     out: &mut Vec<serde_json::Value>,
+    mut warned: impl FnMut(Vec<Warning>),
 ) -> PyResult<()> {
     while let Some(mut rec) = reader.next_record().map_err(to_py)? {
         let (offset, kind, id) = (
@@ -233,6 +248,7 @@ fn check_records(
             "block_len": c.block_len,
             "truncated": truncated,
         }));
+        warned(reader.take_warnings());
     }
     Ok(())
 }

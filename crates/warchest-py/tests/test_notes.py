@@ -152,3 +152,35 @@ def test_the_spark_sources_reader_warns_in_its_task(tmp_path):
     n, told = recovery_warnings(lambda: sum(b.num_rows for b in reader.read(part)))
     assert n > 2
     assert len(told) == 1 and told[0].startswith(f"{bad}: 2 lenient recoveries: bare-lf (2)")
+
+
+def test_duckdb_reads_a_scan_on_its_threads(tmp_path):
+    # scan()'s reader gives its warnings from a Python generator: DuckDB
+    # reads it on worker threads, two queries at once from two Python
+    # threads, without a deadlock, and the warning still comes.
+    import threading
+
+    import duckdb
+
+    bad = bare_lf_warc(tmp_path / "bare.warc")
+    counts, errors = [], []
+
+    def query():
+        try:
+            r = warchest.scan([str(CLEAN), str(bad), str(IANA)], columns=["warc_type"])
+            counts.append(duckdb.connect().sql("select count(*) from r").fetchall()[0][0])
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    def both():
+        threads = [threading.Thread(target=query) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        assert not any(t.is_alive() for t in threads), "a query hung"
+
+    _, told = recovery_warnings(both)
+    assert errors == []
+    assert len(counts) == 2 and counts[0] == counts[1] and counts[0] > 2
+    assert told.count(f"{bad}: 2 lenient recoveries: bare-lf (2), the first at offset 28") == 2

@@ -63,38 +63,43 @@ pub struct Payload<'a> {
 
 /// Logs what reading the record at `offset` of `source` recovered from,
 /// after its payload was handed over (a streamed response has been sent
-/// by then: the log is all that can say it was damaged). `end` is the
-/// record's [`Record::finish`](warchest::archive::Record::finish). Used by
+/// by then: the log is all that can say it was damaged): the reader's
+/// recoveries, and `end`, the record's
+/// [`Record::finish`](warchest::archive::Record::finish) when the record
+/// was read to its end (`None` when its reader stopped early: a preview
+/// does not make the rest of a large record be read for the log). Used by
 /// [`Collection::with_payload`] and by servers that stream a record
 /// themselves.
 pub fn report_damage<S: warchest::codec::Source>(
     source: &str,
     offset: u64,
-    end: Result<warchest::warc::RecordEnd>,
+    end: Option<Result<warchest::warc::RecordEnd>>,
     reader: &mut warchest::archive::Reader<S>,
 ) {
-    let warnings = reader.take_warnings();
-    let mut kinds: Vec<&str> = Vec::new();
-    for w in &warnings {
-        if !kinds.contains(&w.kind.name()) {
-            kinds.push(w.kind.name());
+    let mut recovered = warchest::recoveries::Recoveries::keeping(0);
+    recovered.add_all(source, &reader.take_warnings());
+    let mut damage: Vec<String> = recovered.summary().into_iter().collect();
+    match end {
+        Some(Ok(e)) if e.truncated => {
+            damage.push("truncated: the record ends before its Content-Length".into())
         }
+        Some(Err(e)) => damage.push(format!("unreadable to its end: {e}")),
+        _ => {}
     }
-    let (truncated, failed) = match &end {
-        Ok(e) => (e.truncated, None),
-        Err(e) => (false, Some(e.to_string())),
-    };
-    if truncated || failed.is_some() || !warnings.is_empty() {
+    if !damage.is_empty() {
         tracing::warn!(
             source,
             offset,
-            truncated,
-            recoveries = warnings.len(),
-            kinds = kinds.join(","),
-            error = failed.as_deref().unwrap_or(""),
-            "record served damaged: truncated, read with lenient recoveries, or unreadable to its end"
+            damage = damage.join("; "),
+            "record served damaged"
         );
     }
+}
+
+/// Whether `body` was read to its end (a read error counts: finishing the
+/// record then says what it was).
+fn read_to_end(body: &mut dyn BufRead) -> bool {
+    body.fill_buf().map_or(true, |b| b.is_empty())
 }
 
 fn not_found(msg: String) -> Error {
@@ -262,9 +267,11 @@ impl Collection {
                 source_header,
                 head,
                 body: &mut block,
-            })?;
-            report_damage(&osource.name, ooff, rec.finish(), &mut oreader);
-            return Ok(out);
+            });
+            let whole = out.is_err() || read_to_end(&mut block);
+            let end = whole.then(|| rec.finish());
+            report_damage(&osource.name, ooff, end, &mut oreader);
+            return out;
         }
         let head = rec.http()?.cloned();
         let mut block = rec.block();
@@ -273,9 +280,11 @@ impl Collection {
             header,
             head,
             body: &mut block,
-        })?;
-        report_damage(&src.name, cap.entry.offset, rec.finish(), &mut reader);
-        Ok(out)
+        });
+        let whole = out.is_err() || read_to_end(&mut block);
+        let end = whole.then(|| rec.finish());
+        report_damage(&src.name, cap.entry.offset, end, &mut reader);
+        out
     }
 
     fn original_of(

@@ -400,7 +400,7 @@ pub(super) fn record(
             body.finish()?;
             drop(payload);
             // Sent by now: a damaged record is said in the log.
-            warchest_replay::report_damage(&src.name, off, rec.finish(), &mut reader);
+            warchest_replay::report_damage(&src.name, off, Some(rec.finish()), &mut reader);
             Ok(())
         }
         "" => {

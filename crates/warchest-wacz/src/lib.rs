@@ -468,26 +468,29 @@ pub fn create_with<P: AsRef<Path>>(
         let indexer = Indexer::new(base.clone(), IndexOptions::default());
         let detect = opts.pages.is_none();
         let (mut html, mut viewed) = (PageSpool::default(), PageSpool::default());
-        let read = indexer.index(&mut reader, |e| {
-            index.push(&e)?;
-            captured.add(&e);
-            if detect && is_page(&e) {
-                html.push(e.url.as_deref().unwrap_or_default(), &e.timestamp)?;
-            } else if let Some(url) = viewed_page(&e).filter(|_| detect) {
-                viewed.push(url, &e.timestamp)?;
-            }
-            report.index_entries += 1;
-            Ok(())
-        });
-        // Taken before an error is given: the recoveries met before it
-        // say what the reader made of the file.
-        let warnings = reader.take_warnings();
-        if !warnings.is_empty() {
-            report
-                .recoveries
-                .add_all(&input.to_string_lossy(), &warnings);
-            on_warnings(input, &warnings);
-        }
+        // The reader's recoveries are taken as it goes (a file of
+        // millions costs counts, not memory), those before an error too.
+        let name = input.to_string_lossy();
+        let recoveries = &mut report.recoveries;
+        let entries = &mut report.index_entries;
+        let read = indexer.index_noting(
+            &mut reader,
+            |e| {
+                index.push(&e)?;
+                captured.add(&e);
+                if detect && is_page(&e) {
+                    html.push(e.url.as_deref().unwrap_or_default(), &e.timestamp)?;
+                } else if let Some(url) = viewed_page(&e).filter(|_| detect) {
+                    viewed.push(url, &e.timestamp)?;
+                }
+                *entries += 1;
+                Ok(())
+            },
+            |ws| {
+                recoveries.add_all(&name, &ws);
+                on_warnings(input, &ws);
+            },
+        );
         read?;
         report.archives += 1;
         // A browser's pages are the ones it screenshotted: not the HTML

@@ -399,7 +399,9 @@ impl<'r, S: Source> Record<'r, S> {
     /// [`Limits::default`]. Call it before reading the block: the head is
     /// read off the block's start. When there is none (not HTTP, cut short,
     /// or longer than the limit), the block stays whole: [`Record::block`]
-    /// and [`Record::payload`] give the bytes it looked at first.
+    /// gives the bytes it looked at first. [`Record::payload`] starts after
+    /// them, as payload digests do: after a blank line that ended a head
+    /// that did not parse.
     ///
     /// # Errors
     /// As reading the block; a head over the limits.
@@ -451,6 +453,11 @@ impl<'r, S: Source> Record<'r, S> {
             unread,
             unread_at,
         } = self;
+        // The bytes looked at for a head that did not parse are not the
+        // payload: it starts after them, where payload digests start it
+        // (a head ended by a blank line that did not parse, as warcio's
+        // lenient reading takes one), and where it always did here.
+        *unread_at = unread.len();
         let block = block_with(inner, unread, unread_at);
         match http.as_ref().and_then(Option::as_ref) {
             Some(head) => Ok(crate::http::payload_reader(block, head, decode)?),
@@ -765,7 +772,9 @@ mod tests {
 
     /// Looking for a head that is not there leaves the block whole: before,
     /// the bytes looked at (up to a blank line, or the head's limit) were
-    /// gone from `block()` and `payload()`.
+    /// gone from `block()`, so from derive's block digests and replay's
+    /// bodies. The payload still starts after them, where payload digests
+    /// start it.
     #[test]
     fn a_block_without_a_head_stays_whole() {
         let not_http = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\r\n\r\nthe body";
@@ -774,10 +783,11 @@ mod tests {
             max_http_head: 64,
             ..Limits::default()
         };
-        for (block, limits) in [
-            (&not_http[..], Limits::default()),
-            (&long[..], small),
-            (&b"HTTP/1.1 200 OK\r\nno end of head"[..], Limits::default()),
+        let cut = b"HTTP/1.1 200 OK\r\nno end of head";
+        for (block, limits, payload) in [
+            (&not_http[..], Limits::default(), &b"the body"[..]),
+            (&long[..], small, &long[68..]),
+            (&cut[..], Limits::default(), &b""[..]),
         ] {
             let data = response(block);
             let mut r = Reader::new(&data[..]).unwrap();
@@ -785,16 +795,23 @@ mod tests {
             let head = rec.http_with(&limits).unwrap().map(|h| h.raw().to_vec());
             assert_eq!(head, None, "{}", String::from_utf8_lossy(block));
             assert_eq!(rec.read_block().unwrap(), block);
-            // And through `payload`, read in two steps.
+            // Read in two steps.
             let mut r = Reader::new(&data[..]).unwrap();
             let mut rec = r.next_record().unwrap().unwrap();
             assert!(rec.http_with(&limits).unwrap().is_none());
             let mut first = [0u8; 5];
             rec.block().read_exact(&mut first).unwrap();
             let mut rest = Vec::new();
-            rec.payload(true).unwrap().read_to_end(&mut rest).unwrap();
+            rec.block().read_to_end(&mut rest).unwrap();
             assert_eq!([&first[..], &rest].concat(), block);
             assert!(rec.finish().is_ok());
+            // The payload.
+            let mut r = Reader::new(&data[..]).unwrap();
+            let mut rec = r.next_record().unwrap().unwrap();
+            assert!(rec.http_with(&limits).unwrap().is_none());
+            let mut got = Vec::new();
+            rec.payload(true).unwrap().read_to_end(&mut got).unwrap();
+            assert_eq!(got, payload, "{}", String::from_utf8_lossy(block));
         }
         // A head: the block after it, as before.
         let data = response(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi");

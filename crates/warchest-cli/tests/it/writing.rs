@@ -384,6 +384,34 @@ fn unpack_counts_recoveries_and_names_bad_metadata() {
         err.contains("x.txt: permissions \"rwxr-xr-x\" are not octal"),
         "{err}"
     );
+    // Another tool's metadata about the same file, after pack's: neither
+    // replaces pack's record nor counts as a problem, in its own format or
+    // in warc-fields without a relative path.
+    let other = work.path().join("other.warc");
+    let mut w = Writer::new(fs::File::create(&other).unwrap(), WriterOptions::default()).unwrap();
+    let mut r = NewRecord::new(RecordType::Resource);
+    r.set("WARC-Target-URI", "https://example.org/y.txt")
+        .unwrap();
+    w.write(&mut r, Body::Bytes(b"y")).unwrap();
+    let id = r.record_id().to_string();
+    for (ct, block) in [
+        (
+            "application/warc-fields",
+            &b"size: 1\r\nrelative-path: d/y.txt\r\n"[..],
+        ),
+        ("text/plain", b"just a note\r\nwith no fields in it\r\n"),
+        ("application/warc-fields", b"via: another tool\r\n"),
+    ] {
+        let mut m = NewRecord::new(RecordType::Metadata);
+        m.set("WARC-Concurrent-To", &id).unwrap();
+        m.set("Content-Type", ct).unwrap();
+        w.write(&mut m, Body::Bytes(block)).unwrap();
+    }
+    w.finish().unwrap();
+    let back = work.path().join("back-other");
+    let (code, _, err) = run(bin().arg("unpack").arg(&other).arg("-o").arg(&back));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(fs::read(back.join("d/y.txt")).unwrap(), b"y");
 }
 
 #[test]
