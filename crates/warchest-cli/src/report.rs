@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::sync::Mutex;
 
 use warchest::Warning;
-use warchest::recoveries::Recoveries;
+use warchest::recoveries::{PayloadFallbackAt, Recoveries};
 
 /// Options every command gets.
 #[derive(Debug, Clone, Copy)]
@@ -88,6 +88,44 @@ fn summary_lines() -> Vec<String> {
             )
         })
         .collect()
+}
+
+/// The payloads a command used otherwise than decoded as their HTTP head
+/// says (`warchest::http::PayloadFallback`: bytes as stored, a body cut
+/// short, what decoded before an error; `derive` and `search` take their
+/// text from them): with `-w` each one kept, and unless `-q` one line of
+/// counts per kind.
+pub fn payload_fallbacks(g: &Global, tally: &Recoveries<PayloadFallbackAt>) {
+    if g.show_warnings {
+        for (file, e) in tally.kept() {
+            for f in e.fallbacks.iter() {
+                eprintln!(
+                    "warchest: {file}: warning: offset {}: {}: payload {}",
+                    e.offset,
+                    f.name(),
+                    f.describe()
+                );
+            }
+        }
+        let more = tally.total() - tally.kept().len() as u64;
+        if more > 0 {
+            eprintln!(
+                "warchest: {more} more payloads not decoded as their HTTP head says, not listed"
+            );
+        }
+    }
+    let Some(line) = tally.summary().filter(|_| !g.quiet) else {
+        return;
+    };
+    let them = if tally.total() == 1 { "it" } else { "them" };
+    eprintln!(
+        "warchest: {line}{}",
+        if g.show_warnings {
+            String::new()
+        } else {
+            format!("; -w lists {them}")
+        }
+    );
 }
 
 /// Prints the recoveries of every file read, one line per file, unless

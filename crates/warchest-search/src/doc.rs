@@ -5,6 +5,7 @@ use std::io::Read;
 
 use warchest::archive::Record;
 use warchest::codec::Source;
+use warchest::http::{PayloadFallback, PayloadFallbacks};
 use warchest::warc::RecordType;
 
 use warchest_derive::text as derive;
@@ -66,6 +67,10 @@ pub struct Capture {
     pub payload: Option<Vec<u8>>,
     /// The Content-Type the payload was served with (its charset too).
     pub content_type: Option<String>,
+    /// What decoding the payload fell back on (bytes as stored, a body cut
+    /// short...): its text comes from what the lenient decoder gave, as
+    /// `warchest derive` gives it, and the caller counts it.
+    pub fallbacks: PayloadFallbacks,
 }
 
 /// Why a record gives no document.
@@ -85,7 +90,7 @@ pub enum Skip {
 /// # Errors
 /// Reading the record failed, or its transfer or content coding cannot be
 /// removed.
-pub fn capture<S: Source>(
+pub fn capture<S: Source + Send>(
     record: &mut Record<'_, S>,
     file: &str,
 ) -> warchest::Result<Result<Capture, Skip>> {
@@ -135,12 +140,36 @@ pub fn capture<S: Source>(
         }
     };
     let textual = doc.mime.is_empty() || doc.mime.contains("html") || doc.mime == "text/plain";
+    let mut fallbacks = PayloadFallbacks::default();
     let payload = if textual {
         let mut buf = Vec::new();
-        let mut r = record.payload(true)?;
-        r.by_ref()
-            .take(MAX_PAYLOAD as u64 + 1)
-            .read_to_end(&mut buf)?;
+        let limit = MAX_PAYLOAD as u64 + 1;
+        match record.http()?.cloned() {
+            // Decoded leniently: a payload whose coding does not decode
+            // gives its text from the bytes as stored (counted), where an
+            // error took the whole file's documents out of the index.
+            Some(head) => {
+                let (r, notes) =
+                    warchest::http::payload_reader_lenient_noted(record.block(), &head);
+                match r.take(limit).read_to_end(&mut buf) {
+                    Ok(_) => {}
+                    // The archive's own failure (a damaged member, the
+                    // file): the file's read failed.
+                    Err(e) if warchest::Error::carried_by(&e).is_some() => return Err(e.into()),
+                    // The payload's coding failed midway: its text is what
+                    // decoded before (noted as a read error).
+                    Err(_) => {}
+                }
+                fallbacks = notes.get();
+                if buf.len() as u64 == limit {
+                    // Stopped at the limit, not at the body's end.
+                    fallbacks.remove(PayloadFallback::CutShort);
+                }
+            }
+            None => {
+                record.payload(false)?.take(limit).read_to_end(&mut buf)?;
+            }
+        }
         if buf.len() > MAX_PAYLOAD {
             buf.truncate(MAX_PAYLOAD);
             doc.cut = true;
@@ -153,6 +182,7 @@ pub fn capture<S: Source>(
         doc,
         payload,
         content_type,
+        fallbacks,
     }))
 }
 
@@ -249,5 +279,61 @@ mod tests {
             capture(&mut rec, "a.warc").unwrap().unwrap_err(),
             Skip::Type
         );
+    }
+
+    /// A response record of `body` under a head naming `coding`.
+    fn coded(coding: &str, body: &[u8]) -> Vec<u8> {
+        let mut block = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Encoding: {coding}\r\n\r\n"
+        )
+        .into_bytes();
+        block.extend_from_slice(body);
+        let mut v = format!(
+            "WARC/1.1\r\nWARC-Type: response\r\nWARC-Target-URI: http://a.example/\r\n\
+             Content-Type: application/http; msgtype=response\r\nContent-Length: {}\r\n\r\n",
+            block.len()
+        )
+        .into_bytes();
+        v.extend_from_slice(&block);
+        v.extend_from_slice(b"\r\n\r\n");
+        v
+    }
+
+    /// A payload whose coding does not decode gives its text from what the
+    /// lenient decoder gives, noted; before, its error took the whole
+    /// file's documents out of the index.
+    #[test]
+    fn a_payload_that_does_not_decode_is_noted_not_an_error() {
+        let of = |data: &[u8]| {
+            let mut r = Reader::new(data).unwrap();
+            let mut rec = r.next_record().unwrap().unwrap();
+            let c = capture(&mut rec, "a.warc").unwrap().unwrap();
+            (c.payload.unwrap(), c.fallbacks.iter().collect::<Vec<_>>())
+        };
+        // Not gzip at all: the bytes as stored.
+        let (p, f) = of(&coded("gzip", b"plain words"));
+        assert_eq!(p, b"plain words");
+        assert_eq!(f, [PayloadFallback::ContentUndecoded]);
+        // Gzip damaged midway: what decoded before.
+        let text = "words of the page ".repeat(4000);
+        let mut gz = Vec::new();
+        {
+            use std::io::Write;
+            let mut e = flate2::write::GzEncoder::new(&mut gz, flate2::Compression::fast());
+            e.write_all(text.as_bytes()).unwrap();
+            e.finish().unwrap();
+        }
+        let mut bad = gz.clone();
+        let mid = bad.len() / 2;
+        for b in &mut bad[mid..mid + 64] {
+            *b ^= 0x5a;
+        }
+        let (p, f) = of(&coded("gzip", &bad));
+        assert!(p.len() < text.len() && text.as_bytes().starts_with(&p[..p.len().min(64)]));
+        assert!(!f.is_empty(), "{f:?}");
+        // Clean gzip: decoded, nothing noted.
+        let (p, f) = of(&coded("gzip", &gz));
+        assert_eq!(p, text.as_bytes());
+        assert!(f.is_empty());
     }
 }

@@ -15,6 +15,7 @@ use tantivy::schema::{
 use tantivy::{DateTime, Index, IndexWriter, TantivyDocument, Term};
 use warchest::archive::Reader;
 use warchest::codec::Source;
+use warchest::recoveries::{PayloadFallbackAt, Recoveries};
 
 use crate::Error;
 use crate::doc::{self, Capture, Document, Skip};
@@ -334,6 +335,21 @@ pub struct AddStats {
     pub other: u64,
     /// Documents read from a file that then failed, and taken out again.
     pub dropped: u64,
+    /// Documents whose payload was not decoded as its HTTP head says: its
+    /// text was taken from what the lenient decoder gave (bytes as stored,
+    /// what decoded before an error), as `warchest derive` takes it. By
+    /// kind and file, the first 1000 kept with their offsets; in JSON,
+    /// their number.
+    #[serde(rename = "payload_fallbacks", serialize_with = "serialize_total")]
+    pub fallbacks: Recoveries<PayloadFallbackAt>,
+}
+
+/// A tally as its total.
+fn serialize_total<S: serde::Serializer>(
+    r: &Recoveries<PayloadFallbackAt>,
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_u64(r.total())
 }
 
 impl AddStats {
@@ -347,6 +363,7 @@ impl AddStats {
         self.no_url += o.no_url;
         self.other += o.other;
         self.dropped += o.dropped;
+        self.fallbacks.append(o.fallbacks.clone());
     }
 }
 
@@ -376,7 +393,7 @@ impl Writer<'_> {
     ///
     /// # Errors
     /// Reading the archive failed, or the index could not take a document.
-    pub fn add_archive<S: Source>(
+    pub fn add_archive<S: Source + Send>(
         &self,
         reader: &mut Reader<S>,
         file: IndexedFile,
@@ -396,6 +413,15 @@ impl Writer<'_> {
                 match doc::capture(&mut rec, &file.name).map_err(Error::Archive)? {
                     Ok(c) => {
                         bytes += c.payload.as_ref().map_or(0, Vec::len);
+                        if !c.fallbacks.is_empty() {
+                            stats.fallbacks.add(
+                                &file.name,
+                                PayloadFallbackAt {
+                                    offset: c.doc.offset,
+                                    fallbacks: c.fallbacks,
+                                },
+                            );
+                        }
                         batch.push(c);
                     }
                     Err(Skip::Revisit) => stats.revisits += 1,
@@ -530,7 +556,7 @@ pub(crate) fn year_month(ms: i64) -> Option<(u64, u64)> {
 /// warnings (lenient recoveries), and whether it was indexed.
 pub fn add_archives<S, O>(writer: &Writer<'_>, names: &[String], open: O) -> Vec<ArchiveOutcome>
 where
-    S: Source,
+    S: Source + Send,
     O: Fn(&str) -> Result<(Reader<S>, IndexedFile), Error> + Sync,
 {
     let known = Mutex::new(Vec::<IndexedFile>::new());

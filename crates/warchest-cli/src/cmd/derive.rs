@@ -199,45 +199,8 @@ fn each_file(
         }
     }
     bar.finish_and_clear();
-    fallback_report(g, &total);
+    crate::report::payload_fallbacks(g, &total.payload_fallbacks);
     (outcome, total)
-}
-
-/// The payloads derived from other bytes than their HTTP head says
-/// (warchest::http::PayloadFallback): with `-w` each one kept, and
-/// unless `-q` one line of counts per kind.
-fn fallback_report(g: &Global, total: &Summary) {
-    let tally = &total.payload_fallbacks;
-    if g.show_warnings {
-        for (file, e) in tally.kept() {
-            for f in e.fallbacks.iter() {
-                eprintln!(
-                    "warchest: {file}: warning: offset {}: {}: payload {}",
-                    e.offset,
-                    f.name(),
-                    f.describe()
-                );
-            }
-        }
-        let more = tally.total() - tally.kept().len() as u64;
-        if more > 0 {
-            eprintln!(
-                "warchest: {more} more payloads not decoded as their HTTP head says, not listed"
-            );
-        }
-    }
-    let Some(line) = tally.summary().filter(|_| !g.quiet) else {
-        return;
-    };
-    let them = if tally.total() == 1 { "it" } else { "them" };
-    eprintln!(
-        "warchest: {line}{}",
-        if g.show_warnings {
-            String::new()
-        } else {
-            format!("; -w lists {them}")
-        }
-    );
 }
 
 fn run_warc(g: &Global, kind: WarcKind, args: WarcArgs) -> Result<Outcome> {

@@ -178,6 +178,7 @@ pub fn run_index(g: &Global, mut args: IndexArgs) -> Result<Outcome> {
         }
     }
     let files = writer.commit()?;
+    crate::report::payload_fallbacks(g, &total.fallbacks);
     if args.json {
         let v = serde_json::json!({
             "index": args.output,

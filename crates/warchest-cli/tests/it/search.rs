@@ -177,3 +177,61 @@ fn serve_search_page_api_and_replay_links() {
     assert_eq!(r.status, 400);
     assert!(r.text().contains("deeper"), "{}", r.text());
 }
+
+/// A payload whose content coding does not decode: its text is indexed
+/// from the bytes as stored, said on stderr, and the file's other
+/// documents stay (before, its error took the whole file out).
+#[test]
+fn a_payload_that_does_not_decode_is_indexed_as_stored_and_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let warc = dir.path().join("coded.warc");
+    let record = |uri: &str, coding: &str, body: &[u8]| -> Vec<u8> {
+        let mut block =
+            format!("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n{coding}\r\n").into_bytes();
+        block.extend_from_slice(body);
+        let mut v = format!(
+            "WARC/1.1\r\nWARC-Type: response\r\nWARC-Target-URI: {uri}\r\n\
+             WARC-Date: 2024-01-02T03:04:05Z\r\n\
+             Content-Type: application/http; msgtype=response\r\nContent-Length: {}\r\n\r\n",
+            block.len()
+        )
+        .into_bytes();
+        v.extend_from_slice(&block);
+        v.extend_from_slice(b"\r\n\r\n");
+        v
+    };
+    let mut data = record("http://a.example/one", "", b"zebrafish swim");
+    let bad_at = data.len();
+    data.extend(record(
+        "http://a.example/two",
+        "Content-Encoding: gzip\r\n",
+        b"narwhals dive deep",
+    ));
+    std::fs::write(&warc, &data).unwrap();
+    let idx = dir.path().join("idx");
+    let (code, _, err) = run(bin().arg("search-index").arg(&warc).arg("-o").arg(&idx));
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains(
+            "1 payload not decoded as its HTTP head says: content coding did not decode, \
+             bytes as stored (1); -w lists it"
+        ),
+        "{err}"
+    );
+    for word in ["zebrafish", "narwhals"] {
+        let v = search_json(&idx, word, &[]);
+        assert_eq!(v["total"], 1, "{word}: {v}");
+    }
+    let (code, _, err) = run(bin()
+        .args(["-w", "search-index"])
+        .arg(&warc)
+        .arg("-o")
+        .arg(dir.path().join("idx2")));
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains(&format!(
+            "coded.warc: warning: offset {bad_at}: content-coding-undecoded"
+        )),
+        "{err}"
+    );
+}
