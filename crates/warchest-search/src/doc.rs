@@ -144,31 +144,23 @@ pub fn capture<S: Source + Send>(
     let payload = if textual {
         let mut buf = Vec::new();
         let limit = MAX_PAYLOAD as u64 + 1;
-        match record.http()?.cloned() {
-            // Decoded leniently: a payload whose coding does not decode
-            // gives its text from the bytes as stored (counted), where an
-            // error took the whole file's documents out of the index.
-            Some(head) => {
-                let (r, notes) =
-                    warchest::http::payload_reader_lenient_noted(record.block(), &head);
-                match r.take(limit).read_to_end(&mut buf) {
-                    Ok(_) => {}
-                    // The archive's own failure (a damaged member, the
-                    // file): the file's read failed.
-                    Err(e) if warchest::Error::carried_by(&e).is_some() => return Err(e.into()),
-                    // The payload's coding failed midway: its text is what
-                    // decoded before (noted as a read error).
-                    Err(_) => {}
-                }
-                fallbacks = notes.get();
-                if buf.len() as u64 == limit {
-                    // Stopped at the limit, not at the body's end.
-                    fallbacks.remove(PayloadFallback::CutShort);
-                }
-            }
-            None => {
-                record.payload(false)?.take(limit).read_to_end(&mut buf)?;
-            }
+        // Decoded leniently: a payload whose coding does not decode gives
+        // its text from the bytes as stored (counted), where an error took
+        // the whole file's documents out of the index.
+        let (r, notes) = record.payload_lenient()?;
+        match r.take(limit).read_to_end(&mut buf) {
+            Ok(_) => {}
+            // The archive's own failure (a damaged member, the file): the
+            // file's read failed.
+            Err(e) if warchest::Error::carried_by(&e).is_some() => return Err(e.into()),
+            // The payload's coding failed midway: its text is what decoded
+            // before (noted as a read error).
+            Err(_) => {}
+        }
+        fallbacks = notes.get();
+        if buf.len() as u64 == limit {
+            // Stopped at the limit, not at the body's end.
+            fallbacks.remove(PayloadFallback::CutShort);
         }
         if buf.len() > MAX_PAYLOAD {
             buf.truncate(MAX_PAYLOAD);

@@ -446,6 +446,38 @@ impl<'r, S: Source> Record<'r, S> {
     where
         S: 'r,
     {
+        let (block, head) = self.payload_parts()?;
+        match head {
+            Some(head) => Ok(crate::http::payload_reader(block, head, decode)?),
+            None => Ok(Box::new(block)),
+        }
+    }
+
+    /// The payload as a lenient reader gives it (warcio's
+    /// `content_stream()`): codings it cannot undo give the bytes as
+    /// stored, a content coding that breaks midway what decoded before,
+    /// and the notes say which ([`payload_reader_lenient_noted`]). For a
+    /// record without an HTTP head, the block as [`Record::payload`] gives
+    /// it, with nothing noted.
+    ///
+    /// [`payload_reader_lenient_noted`]: crate::http::payload_reader_lenient_noted
+    ///
+    /// # Errors
+    /// As reading the head ([`Record::http`]).
+    pub fn payload_lenient(&mut self) -> Result<(LenientPayload<'_>, crate::http::PayloadNotes)>
+    where
+        S: Send + 'r,
+    {
+        let (block, head) = self.payload_parts()?;
+        Ok(match head {
+            Some(head) => crate::http::payload_reader_lenient_noted(block, head),
+            None => (Box::new(block), crate::http::PayloadNotes::default()),
+        })
+    }
+
+    /// The block from where the payload starts, and the HTTP head, read
+    /// first if [`Record::http`] has not.
+    fn payload_parts(&mut self) -> Result<(Block<'_, S>, Option<&HttpHead>)> {
         self.http()?;
         let Record {
             inner,
@@ -458,16 +490,19 @@ impl<'r, S: Source> Record<'r, S> {
         // (a head ended by a blank line that did not parse, as warcio's
         // lenient reading takes one), and where it always did here.
         *unread_at = unread.len();
-        let block = block_with(inner, unread, unread_at);
-        match http.as_ref().and_then(Option::as_ref) {
-            Some(head) => Ok(crate::http::payload_reader(block, head, decode)?),
-            None => Ok(Box::new(block)),
-        }
+        Ok((
+            block_with(inner, unread, unread_at),
+            http.as_ref().and_then(Option::as_ref),
+        ))
     }
 }
 
 /// A record's payload stream ([`Record::payload`]).
 pub type Payload<'a> = Box<dyn Read + 'a>;
+
+/// A record's payload stream as a lenient reader gives it
+/// ([`Record::payload_lenient`]).
+pub type LenientPayload<'a> = Box<dyn Read + Send + 'a>;
 
 /// True when a record's block may start with an HTTP head: requests,
 /// responses and revisits with a block, whose content type is
@@ -819,6 +854,29 @@ mod tests {
         let mut rec = r.next_record().unwrap().unwrap();
         assert_eq!(rec.http().unwrap().and_then(|h| h.status()), Some(200));
         assert_eq!(rec.read_block().unwrap(), b"hi");
+    }
+
+    /// The lenient payload: codings it cannot undo give the bytes as
+    /// stored, noted; no head gives the payload `payload()` gives.
+    #[test]
+    fn a_lenient_payload_notes_what_it_fell_back_on() {
+        let data = response(b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\n\r\nnot gzip");
+        let mut r = Reader::new(&data[..]).unwrap();
+        let mut rec = r.next_record().unwrap().unwrap();
+        let (mut p, notes) = rec.payload_lenient().unwrap();
+        let mut got = Vec::new();
+        p.read_to_end(&mut got).unwrap();
+        drop(p);
+        assert_eq!(got, b"not gzip");
+        assert!(notes.get().contains(crate::http::PayloadFallback::ContentUndecoded));
+        let data = response(b"\x89PNG\r\n\r\nimage");
+        let mut r = Reader::new(&data[..]).unwrap();
+        let mut rec = r.next_record().unwrap().unwrap();
+        let (mut p, notes) = rec.payload_lenient().unwrap();
+        let mut got = Vec::new();
+        p.read_to_end(&mut got).unwrap();
+        assert_eq!(got, b"image");
+        assert!(notes.get().is_empty());
     }
 
     #[test]
