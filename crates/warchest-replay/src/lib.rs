@@ -98,7 +98,7 @@ pub fn report_damage<S: warchest::codec::Source>(
 
 /// Whether `body` was read to its end (a read error counts: finishing the
 /// record then says what it was).
-fn read_to_end(body: &mut dyn BufRead) -> bool {
+fn at_end(body: &mut dyn BufRead) -> bool {
     body.fill_buf().map_or(true, |b| b.is_empty())
 }
 
@@ -268,7 +268,7 @@ impl Collection {
                 head,
                 body: &mut block,
             });
-            let whole = out.is_err() || read_to_end(&mut block);
+            let whole = out.is_err() || at_end(&mut block);
             let end = whole.then(|| rec.finish());
             report_damage(&osource.name, ooff, end, &mut oreader);
             return out;
@@ -281,7 +281,7 @@ impl Collection {
             head,
             body: &mut block,
         });
-        let whole = out.is_err() || read_to_end(&mut block);
+        let whole = out.is_err() || at_end(&mut block);
         let end = whole.then(|| rec.finish());
         report_damage(&src.name, cap.entry.offset, end, &mut reader);
         out

@@ -868,7 +868,11 @@ mod tests {
         p.read_to_end(&mut got).unwrap();
         drop(p);
         assert_eq!(got, b"not gzip");
-        assert!(notes.get().contains(crate::http::PayloadFallback::ContentUndecoded));
+        assert!(
+            notes
+                .get()
+                .contains(crate::http::PayloadFallback::ContentUndecoded)
+        );
         let data = response(b"\x89PNG\r\n\r\nimage");
         let mut r = Reader::new(&data[..]).unwrap();
         let mut rec = r.next_record().unwrap().unwrap();

@@ -332,11 +332,7 @@ pub(crate) fn read_head_keeping(
     block: &mut impl std::io::BufRead,
     limits: &Limits,
 ) -> std::io::Result<Result<HttpHead, Vec<u8>>> {
-    let mut r = HeadReader::new();
-    Ok(match r.step(block, limits, Keep::Bytes)? {
-        true => Ok(r.head),
-        false => Err(r.bytes),
-    })
+    head_or_bytes(block, limits, Keep::Bytes)
 }
 
 /// As [`read_head`], for readers that must not lose the bytes of a block
@@ -351,8 +347,17 @@ pub fn read_head_or_bytes(
     block: &mut impl std::io::BufRead,
     limits: &Limits,
 ) -> std::io::Result<Result<HttpHead, Vec<u8>>> {
+    head_or_bytes(block, limits, Keep::BytesAndCutHead)
+}
+
+/// The head of `block`, or the bytes looked at for it, `keep` saying how.
+fn head_or_bytes(
+    block: &mut impl std::io::BufRead,
+    limits: &Limits,
+    keep: Keep,
+) -> std::io::Result<Result<HttpHead, Vec<u8>>> {
     let mut r = HeadReader::new();
-    Ok(match r.step(block, limits, Keep::BytesAndCutHead)? {
+    Ok(match r.step(block, limits, keep)? {
         true => Ok(r.head),
         false => Err(r.bytes),
     })
