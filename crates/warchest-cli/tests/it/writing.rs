@@ -286,6 +286,13 @@ fn pack_round_trips_a_directory() {
 
 /// An archive cut inside a file's record: the file is left as far as
 /// it was read, named as truncated, exit 1, for plain and gzip records.
+/// `src` packed into `out` with `flags`: the WARC files written.
+fn packed(src: &Path, out: &Path, flags: &[&str]) -> Vec<PathBuf> {
+    let (code, _, err) = run(bin().arg("pack").arg(src).arg("-o").arg(out).args(flags));
+    assert_eq!(code, 0, "{err}");
+    files_in(out)
+}
+
 #[test]
 fn unpack_names_a_file_the_archive_ends_inside() {
     let work = tempfile::tempdir().unwrap();
@@ -295,15 +302,16 @@ fn unpack_names_a_file_the_archive_ends_inside() {
     fs::write(src.join("big.bin"), noise(200_000, 5)).unwrap();
     for compress in ["none", "gzip"] {
         let out = work.path().join(format!("warcs-{compress}"));
-        let (code, _, err) = run(bin()
-            .arg("pack")
-            .arg(&src)
-            .arg("-o")
-            .arg(&out)
-            .args(["--compress", compress])
-            .args(["--base-uri", "https://example.org/files/"]));
-        assert_eq!(code, 0, "{err}");
-        let warcs = files_in(&out);
+        let warcs = packed(
+            &src,
+            &out,
+            &[
+                "--compress",
+                compress,
+                "--base-uri",
+                "https://example.org/files/",
+            ],
+        );
         assert_eq!(warcs.len(), 1, "{warcs:?}");
         // Cut well inside big.bin's record, which is most of the file.
         let data = fs::read(&warcs[0]).unwrap();
@@ -340,15 +348,7 @@ fn unpack_counts_recoveries_and_names_bad_metadata() {
     let src = work.path().join("tree");
     fs::create_dir_all(&src).unwrap();
     fs::write(src.join("a.txt"), b"hello\n").unwrap();
-    let out = work.path().join("warcs");
-    let (code, _, err) = run(bin()
-        .arg("pack")
-        .arg(&src)
-        .arg("-o")
-        .arg(&out)
-        .args(["--compress", "none"]));
-    assert_eq!(code, 0, "{err}");
-    let warc = files_in(&out).remove(0);
+    let warc = packed(&src, &work.path().join("warcs"), &["--compress", "none"]).remove(0);
     let mut data = fs::read(&warc).unwrap();
     let at = data.len();
     data.extend_from_slice(b"garbage after the last record\n");
