@@ -251,10 +251,7 @@ fn pages_of(
             texts.insert(page.to_string(), c);
         } else if kind.eq_ignore_ascii_case("response")
             && c.status() == Some(200)
-            && c.entry
-                .mime
-                .as_deref()
-                .is_some_and(|m| m.starts_with("text/html"))
+            && warchest::http::is_html_type(c.entry.mime.as_deref(), false)
             && html.len() < max
         {
             html.push(c);

@@ -17,7 +17,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -297,10 +297,11 @@ pub struct CreateOptions {
     /// The pages as the crawler decided them: a json-pages-1.0 file (a
     /// crawl's `pages/pages.jsonl`) whose rows are listed as they are (its
     /// header line replaced), as Browsertrix Crawler hands its pages to
-    /// its WACZ. None: found in each input file on its own: the pages a
-    /// browser captured, by their screenshots (`resource` records at
-    /// `urn:view:URL`) when the file holds any; else its HTML responses
-    /// with status 200 (a frame's, or a fragment a script fetched, too:
+    /// its WACZ. None: found in each crawl's input files (those whose
+    /// warcinfo names one `isPartOf`; a file with none is a crawl of its
+    /// own): the pages a browser captured, by their screenshots
+    /// (`resource` records at `urn:view:URL`) when its files hold any;
+    /// else their HTML responses with status 200 (a frame's, or a fragment a script fetched, too:
     /// the responses alone do not tell a page from what a page loaded).
     /// Either way, rows with no capture in the inputs are left out.
     pub pages: Option<PathBuf>,
@@ -327,7 +328,7 @@ pub struct CreateReport {
     /// listed unchecked.
     pub pages_unchecked: bool,
     /// With no pages given: the rows found by the screenshots of the
-    /// input files that have any (`urn:view:` records)...
+    /// crawls whose input files have any (`urn:view:` records)...
     pub found_by_screenshots: Found,
     /// ...and by the HTML responses (status 200) of the others.
     pub found_by_html: Found,
@@ -443,9 +444,12 @@ pub fn create_with<P: AsRef<Path>>(
     let mut index = IndexOutput::new(tempfile::SpooledTempFile::new(8 << 20), &Format::Cdxj, true)?;
     // Found in the records when no pages are given: HTML responses, and
     // pages a browser captured (their `urn:view:` screenshots).
-    // Chosen per input file: its screenshots when it has any, else its
-    // HTML responses.
-    let mut detected = tempfile::SpooledTempFile::new(8 << 20);
+    // Chosen per crawl: the files one crawl wrote (their warcinfo's
+    // `isPartOf`; a file with none is a crawl of its own) give their
+    // screenshots when any of them has one, else their HTML responses.
+    // Per crawl, not per file: a crawl's pool of writers may put a
+    // page's frame in a file that holds no screenshot.
+    let mut found = FoundPages::default();
     let mut captured = Captured::default();
     // Opened before the long indexing: a wrong name fails at once.
     let given = match &opts.pages {
@@ -467,7 +471,13 @@ pub fn create_with<P: AsRef<Path>>(
         let mut reader = Reader::open_with(input, ReaderOptions::default().file(input))?;
         let indexer = Indexer::new(base.clone(), IndexOptions::default());
         let detect = opts.pages.is_none();
-        let (mut html, mut viewed) = (PageSpool::default(), PageSpool::default());
+        let crawl = if detect {
+            found.crawl(crawl_of(input))
+        } else {
+            0
+        };
+        let (html, viewed) = (&mut found.html, &mut found.viewed);
+        let (html_before, viewed_before) = (html.n, viewed.n);
         // The reader's recoveries are taken as it goes (a file of
         // millions costs counts, not memory), those before an error too.
         let name = input.to_string_lossy();
@@ -479,9 +489,9 @@ pub fn create_with<P: AsRef<Path>>(
                 index.push(&e)?;
                 captured.add(&e);
                 if detect && is_page(&e) {
-                    html.push(e.url.as_deref().unwrap_or_default(), &e.timestamp)?;
+                    html.push(crawl, e.url.as_deref().unwrap_or_default(), &e.timestamp)?;
                 } else if let Some(url) = viewed_page(&e).filter(|_| detect) {
-                    viewed.push(url, &e.timestamp)?;
+                    viewed.push(crawl, url, &e.timestamp)?;
                 }
                 *entries += 1;
                 Ok(())
@@ -493,28 +503,16 @@ pub fn create_with<P: AsRef<Path>>(
         );
         read?;
         report.archives += 1;
-        // A browser's pages are the ones it screenshotted: not the HTML
-        // fragments and frames they loaded, nor a URL a tab loaded that
-        // was not HTML.
-        let (mut chosen, rule) = if viewed.n > 0 {
-            (viewed, &mut report.found_by_screenshots)
-        } else {
-            (html, &mut report.found_by_html)
-        };
-        if chosen.n > 0 {
-            rule.files += 1;
-            rule.pages += chosen.n;
-            chosen.rows.rewind()?;
-            io::copy(&mut chosen.rows, &mut detected)?;
+        if detect {
+            let (h, v) = (html.n - html_before, viewed.n - viewed_before);
+            found.file_read(crawl, h, v);
         }
     }
+    let detected = found.choose(&mut report)?;
 
     let (rows, from): (Box<dyn Read>, PathBuf) = match given {
         Some((p, f)) => (Box::new(f), p.clone()),
-        None => {
-            detected.rewind()?;
-            (Box::new(detected), PathBuf::from("(pages found)"))
-        }
+        None => (Box::new(detected), PathBuf::from("(pages found)")),
     };
     let mut pages = tempfile::SpooledTempFile::new(8 << 20);
     let copied = copy_pages(&from, rows, &captured, &mut pages)?;
@@ -741,7 +739,8 @@ fn copy_pages(
     Ok(c)
 }
 
-/// Page rows spooled as they are found, counted.
+/// Page rows spooled as they are found, counted; each row after the
+/// number of the crawl it was found in and a tab.
 struct PageSpool {
     rows: tempfile::SpooledTempFile,
     n: u64,
@@ -757,19 +756,133 @@ impl Default for PageSpool {
 }
 
 impl PageSpool {
-    /// A row of `url` captured at `timestamp` (14 digits).
-    fn push(&mut self, url: &str, timestamp: &str) -> io::Result<()> {
+    /// A row of `url` captured at `timestamp` (14 digits), found in the
+    /// crawl numbered `crawl`.
+    fn push(&mut self, crawl: usize, url: &str, timestamp: &str) -> io::Result<()> {
         let ts = iso_date(timestamp);
         let line = serde_json::json!({
             "id": uuid::Uuid::new_v4().simple().to_string(),
             "url": url,
             "ts": ts,
         });
+        write!(self.rows, "{crawl}\t")?;
         serde_json::to_writer(&mut self.rows, &line).map_err(io::Error::from)?;
         self.rows.write_all(b"\n")?;
         self.n += 1;
         Ok(())
     }
+
+    /// Copies to `out` the rows found in the crawls `keep` says yes to,
+    /// without their crawl numbers; how many.
+    fn copy_kept(mut self, keep: impl Fn(usize) -> bool, out: &mut impl Write) -> io::Result<u64> {
+        self.rows.rewind()?;
+        let (mut line, mut copied) = (Vec::new(), 0);
+        let mut rows = BufReader::new(self.rows);
+        while rows.read_until(b'\n', &mut line)? > 0 {
+            let tab = line.iter().position(|&b| b == b'\t').unwrap_or(0);
+            let crawl = std::str::from_utf8(&line[..tab])
+                .ok()
+                .and_then(|n| n.parse().ok());
+            if crawl.is_some_and(&keep) {
+                out.write_all(&line[tab + 1..])?;
+                copied += 1;
+            }
+            line.clear();
+        }
+        Ok(copied)
+    }
+}
+
+/// The pages found in the input files by both rules, and for each crawl
+/// (the files one crawl wrote) how many each rule found.
+#[derive(Default)]
+struct FoundPages {
+    html: PageSpool,
+    viewed: PageSpool,
+    /// The crawls named by their files' `isPartOf`, by number.
+    named: HashMap<String, usize>,
+    /// Per crawl number: files that gave a page by each rule, and pages
+    /// found by screenshots.
+    crawls: Vec<CrawlCounts>,
+}
+
+/// What was found in one crawl's files.
+#[derive(Default, Clone, Copy)]
+struct CrawlCounts {
+    html_files: usize,
+    viewed_files: usize,
+    viewed: u64,
+}
+
+impl FoundPages {
+    /// The number of the crawl named `name`; a new one for `None` (a
+    /// file that names no crawl is one of its own).
+    fn crawl(&mut self, name: Option<String>) -> usize {
+        let next = self.crawls.len();
+        let n = match name {
+            Some(name) => *self.named.entry(name).or_insert(next),
+            None => next,
+        };
+        if n == next {
+            self.crawls.push(CrawlCounts::default());
+        }
+        n
+    }
+
+    /// A file of crawl `crawl` was read: `html` pages were found by its
+    /// HTML responses, `viewed` by its screenshots.
+    fn file_read(&mut self, crawl: usize, html: u64, viewed: u64) {
+        let c = &mut self.crawls[crawl];
+        c.html_files += usize::from(html > 0);
+        c.viewed_files += usize::from(viewed > 0);
+        c.viewed += viewed;
+    }
+
+    /// The pages, each crawl's by one rule: a browser's pages are the
+    /// ones it screenshotted, not the HTML fragments and frames they
+    /// loaded, nor a URL a tab loaded that was not HTML; a crawl with no
+    /// screenshots gives its HTML responses.
+    fn choose(self, report: &mut CreateReport) -> io::Result<tempfile::SpooledTempFile> {
+        let crawls = &self.crawls;
+        let by_screenshots = |n: usize| crawls.get(n).is_some_and(|c| c.viewed > 0);
+        for (n, c) in crawls.iter().enumerate() {
+            if by_screenshots(n) {
+                report.found_by_screenshots.files += c.viewed_files;
+            } else {
+                report.found_by_html.files += c.html_files;
+            }
+        }
+        let mut out = tempfile::SpooledTempFile::new(8 << 20);
+        report.found_by_screenshots.pages += self.viewed.copy_kept(by_screenshots, &mut out)?;
+        report.found_by_html.pages += self.html.copy_kept(|n| !by_screenshots(n), &mut out)?;
+        out.rewind()?;
+        Ok(out)
+    }
+}
+
+/// The crawl an archive file is part of: its first record's `isPartOf`,
+/// when that record is a warcinfo record (warchest's crawler names its
+/// prefix there, as ISO 28500 suggests). None for a file with no such
+/// record, or whose first record does not read: its indexing, which
+/// reads it again, says why.
+fn crawl_of(input: &Path) -> Option<String> {
+    /// A warcinfo block longer than this is no crawler's.
+    const MAX_WARCINFO: u64 = 1 << 20;
+    let mut reader = Reader::open_with(input, ReaderOptions::default().file(input)).ok()?;
+    let mut rec = reader.next_record().ok()??;
+    if rec.header().record_type() != warchest::warc::RecordType::Warcinfo {
+        return None;
+    }
+    let mut block = Vec::new();
+    (&mut rec.block())
+        .take(MAX_WARCINFO)
+        .read_to_end(&mut block)
+        .ok()?;
+    let (fields, _) = warchest::fields::Fields::parse_warc_fields(&block).ok()?;
+    let name = String::from_utf8_lossy(&fields.get("isPartOf")?.value())
+        .trim()
+        .to_string();
+    (!name.is_empty()).then_some(name)
 }
 
 /// The page a browser's screenshot (`resource` record at `urn:view:URL`,
@@ -1544,6 +1657,59 @@ Content-Type: {content_type}\r\nContent-Length: {}\r\n\r\n{block}\r\n\r\n",
         // Dated a second after the page's response.
         let r = String::from_utf8(r).unwrap();
         r.replacen("06:00:00Z", "06:00:01Z", 1).into_bytes()
+    }
+
+    /// A crawl's files are one capture (their warcinfo's `isPartOf`): a
+    /// browser crawl's frame in a file of its own (its pool of writers
+    /// put it there) is no page, since another file of that crawl holds
+    /// screenshots; a file of another crawl with no screenshots gives
+    /// its HTML responses.
+    #[test]
+    fn pages_are_found_per_crawl() {
+        let d = tempfile::tempdir().unwrap();
+        let warcinfo = |crawl: &str| {
+            let fields = format!("software: warchest-crawl\r\nisPartOf: {crawl}\r\n");
+            record("warcinfo", "", "", "application/warc-fields", &fields)
+        };
+        let write = |name: &str, parts: &[Vec<u8>]| {
+            let p = d.path().join(name);
+            std::fs::write(&p, parts.concat()).unwrap();
+            p
+        };
+        let shots = write(
+            "b-0.warc",
+            &[
+                warcinfo("b"),
+                html_response("http://b.test/"),
+                screenshot("http://b.test/"),
+            ],
+        );
+        let frame = write(
+            "b-1.warc",
+            &[warcinfo("b"), html_response("http://b.test/frame.html")],
+        );
+        let other = write(
+            "c-0.warc",
+            &[warcinfo("c"), html_response("http://c.test/")],
+        );
+        let out = d.path().join("crawls.wacz");
+        // In either order: a crawl's rule is known once all its files are read.
+        for inputs in [[&frame, &shots, &other], [&shots, &other, &frame]] {
+            let r = create(&inputs, &out, &CreateOptions::default()).unwrap();
+            let found = |files, pages| Found { files, pages };
+            assert_eq!(r.found_by_screenshots, found(1, 1), "{r:?}");
+            assert_eq!(r.found_by_html, found(1, 1), "{r:?}");
+            let urls: BTreeSet<String> = wacz_pages(&out)
+                .iter()
+                .map(|p| p["url"].as_str().unwrap().to_string())
+                .collect();
+            let want: BTreeSet<String> = ["http://b.test/", "http://c.test/"]
+                .map(String::from)
+                .into();
+            assert_eq!(urls, want);
+        }
+        assert_eq!(crawl_of(&shots).as_deref(), Some("b"));
+        assert_eq!(crawl_of(&d.path().join("missing.warc")), None);
     }
 
     /// With no pages given, each input file's pages are found on their

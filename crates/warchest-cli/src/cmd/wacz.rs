@@ -36,9 +36,10 @@ enum Sub {
         description: Option<String>,
         /// The pages to list: a json-pages-1.0 file (a crawl's
         /// pages/pages.jsonl), its rows copied. Default: found in each
-        /// input on its own, its browser screenshots' pages (urn:view:
-        /// records) if it has any, else its HTML responses with status
-        /// 200. Rows whose URL has no capture in the inputs are left out.
+        /// crawl's inputs on their own (the files whose warcinfo names one
+        /// isPartOf; a file with none is a crawl of its own), its browser
+        /// screenshots' pages (urn:view: records) if they have any, else
+        /// their HTML responses with status 200. Rows whose URL has no capture in the inputs are left out.
         #[arg(long, value_name = "FILE")]
         pages: Option<PathBuf>,
     },
@@ -123,7 +124,7 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
     }
 }
 
-/// Says on stderr which rule found how many pages, per input file.
+/// Says on stderr which rule found how many pages, in how many files.
 fn found(wacz: &str, r: &CreateReport) {
     let (s, h) = (r.found_by_screenshots, r.found_by_html);
     let files = |n: usize| if n == 1 { "file" } else { "files" };
