@@ -298,8 +298,8 @@ pub struct CreateOptions {
     /// crawl's `pages/pages.jsonl`) whose rows are listed as they are (its
     /// header line replaced), as Browsertrix Crawler hands its pages to
     /// its WACZ. None: found in each crawl's input files (those whose
-    /// warcinfo names one `isPartOf`; a file with none is a crawl of its
-    /// own): the pages a browser captured, by their screenshots
+    /// first record is one warcinfo block naming an `isPartOf`; a file
+    /// with none is a crawl of its own): the pages a browser captured, by their screenshots
     /// (`resource` records at `urn:view:URL`) when its files hold any;
     /// else their HTML responses with status 200 (a frame's, or a fragment a script fetched, too:
     /// the responses alone do not tell a page from what a page loaded).
@@ -444,8 +444,8 @@ pub fn create_with<P: AsRef<Path>>(
     let mut index = IndexOutput::new(tempfile::SpooledTempFile::new(8 << 20), &Format::Cdxj, true)?;
     // Found in the records when no pages are given: HTML responses, and
     // pages a browser captured (their `urn:view:` screenshots).
-    // Chosen per crawl: the files one crawl wrote (their warcinfo's
-    // `isPartOf`; a file with none is a crawl of its own) give their
+    // Chosen per crawl: the files one crawl run wrote (`crawl_of`; a
+    // file with no warcinfo is a crawl of its own) give their
     // screenshots when any of them has one, else their HTML responses.
     // Per crawl, not per file: a crawl's pool of writers may put a
     // page's frame in a file that holds no screenshot.
@@ -860,11 +860,14 @@ impl FoundPages {
     }
 }
 
-/// The crawl an archive file is part of: its first record's `isPartOf`,
-/// when that record is a warcinfo record (warchest's crawler names its
-/// prefix there, as ISO 28500 suggests). None for a file with no such
-/// record, or whose first record does not read: its indexing, which
-/// reads it again, says why.
+/// The crawl run an archive file is part of: its first record is a
+/// warcinfo record that names an `isPartOf` (warchest's crawler names its
+/// prefix there, as ISO 28500 suggests), and the files of one run have
+/// the same warcinfo block (a crawl's fields and configuration: two
+/// crawls with one prefix, one with a browser and one without, differ).
+/// Given as the block's SHA-256. None for a file with no such record, or
+/// whose first record does not read: its indexing, which reads it again,
+/// says why.
 fn crawl_of(input: &Path) -> Option<String> {
     /// A warcinfo block longer than this is no crawler's.
     const MAX_WARCINFO: u64 = 1 << 20;
@@ -879,10 +882,11 @@ fn crawl_of(input: &Path) -> Option<String> {
         .read_to_end(&mut block)
         .ok()?;
     let (fields, _) = warchest::fields::Fields::parse_warc_fields(&block).ok()?;
-    let name = String::from_utf8_lossy(&fields.get("isPartOf")?.value())
-        .trim()
-        .to_string();
-    (!name.is_empty()).then_some(name)
+    let part_of = fields.get("isPartOf")?.value();
+    if part_of.trim_ascii().is_empty() {
+        return None;
+    }
+    Some(hex(&Sha256::digest(&block)))
 }
 
 /// The page a browser's screenshot (`resource` record at `urn:view:URL`,
@@ -1659,7 +1663,8 @@ Content-Type: {content_type}\r\nContent-Length: {}\r\n\r\n{block}\r\n\r\n",
         r.replacen("06:00:00Z", "06:00:01Z", 1).into_bytes()
     }
 
-    /// A crawl's files are one capture (their warcinfo's `isPartOf`): a
+    /// A crawl's files are one capture (their warcinfo, naming an
+    /// `isPartOf`, the same): a
     /// browser crawl's frame in a file of its own (its pool of writers
     /// put it there) is no page, since another file of that crawl holds
     /// screenshots; a file of another crawl with no screenshots gives
@@ -1708,8 +1713,28 @@ Content-Type: {content_type}\r\nContent-Length: {}\r\n\r\n{block}\r\n\r\n",
                 .into();
             assert_eq!(urls, want);
         }
-        assert_eq!(crawl_of(&shots).as_deref(), Some("b"));
-        assert_eq!(crawl_of(&d.path().join("missing.warc")), None);
+        // Two crawls with one prefix, one with a browser and one without,
+        // are two crawls: their warcinfo blocks differ.
+        assert_eq!(crawl_of(&shots), crawl_of(&frame));
+        assert_ne!(crawl_of(&shots), crawl_of(&other));
+        let plain = |crawl: &str| {
+            let fields = format!("software: warchest-crawl\r\nisPartOf: {crawl}\r\nseed: x\r\n");
+            record("warcinfo", "", "", "application/warc-fields", &fields)
+        };
+        let b_plain = write(
+            "b-plain.warc",
+            &[plain("b"), html_response("http://b.test/2.html")],
+        );
+        assert!(crawl_of(&b_plain).is_some());
+        assert_ne!(crawl_of(&b_plain), crawl_of(&shots));
+        let r = create(&[&shots, &b_plain], &out, &CreateOptions::default()).unwrap();
+        assert_eq!(r.pages, 2, "{r:?}");
+        // No warcinfo, an empty isPartOf, no file: no crawl.
+        let bare = write("bare.warc", &[html_response("http://d.test/")]);
+        let empty = write("empty.warc", &[warcinfo(" ")]);
+        for f in [bare, empty, d.path().join("missing.warc")] {
+            assert_eq!(crawl_of(&f), None, "{}", f.display());
+        }
     }
 
     /// With no pages given, each input file's pages are found on their

@@ -36,8 +36,8 @@ enum Sub {
         description: Option<String>,
         /// The pages to list: a json-pages-1.0 file (a crawl's
         /// pages/pages.jsonl), its rows copied. Default: found in each
-        /// crawl's inputs on their own (the files whose warcinfo names one
-        /// isPartOf; a file with none is a crawl of its own), its browser
+        /// crawl's inputs on their own (the files with one warcinfo block
+        /// naming an isPartOf; a file with none is a crawl of its own), its browser
         /// screenshots' pages (urn:view: records) if they have any, else
         /// their HTML responses with status 200. Rows whose URL has no capture in the inputs are left out.
         #[arg(long, value_name = "FILE")]
