@@ -16,7 +16,7 @@ use warchest::check::check_record;
 use warchest::recoveries::Recoveries;
 use warchest::warc::{ReaderOptions, Version};
 use warchest::write::{Compression, Writer, WriterOptions};
-use warchest_index::{Format, IndexOptions, IndexOutput, Indexer, ParquetOptions};
+use warchest_index::{Format, IndexOptions, IndexOutput, Indexer, ParquetOptions, UnparsedHead};
 
 use crate::io::paths_from_py;
 use crate::to_py;
@@ -178,15 +178,19 @@ pub(crate) fn index(
             // costs counts, not memory), and said before an error is given.
             let name = p.to_string_lossy();
             let mut recovered = Recoveries::keeping(0);
-            let r = indexer.index_noting(
+            // Records indexed without status and MIME are said too.
+            let mut unparsed = Recoveries::keeping(0);
+            let r = indexer.index_noted(
                 &mut reader,
                 |e| {
                     n += 1;
                     out.push(&e)
                 },
                 |ws| recovered.add_all(&name, &ws),
+                &mut unparsed,
             );
             said.extend(crate::scan::describe(&recovered, &Recoveries::new()));
+            said.extend(UnparsedHead::summary(&unparsed).map(|l| format!("{name}: {l}")));
             r.map_err(to_py)?;
         }
         let mut w = out.finish().map_err(to_py)?;
