@@ -43,6 +43,35 @@ impl Global {
     }
 }
 
+impl Global {
+    /// [`Global::warnings`] for a tally already made (a library call that
+    /// counts its reader's recoveries as it goes, in bounded memory): all
+    /// of them counted for the summary line, the ones it kept listed with
+    /// `-w`, and how many more it did not keep.
+    pub fn recoveries(&self, file: &str, r: &Recoveries) {
+        if r.is_empty() {
+            return;
+        }
+        {
+            let mut t = RECOVERIES.lock().unwrap_or_else(|e| e.into_inner());
+            // None of them kept: only counted.
+            let mut counts = Recoveries::keeping(0);
+            counts.append(r.clone());
+            t.get_or_insert_with(|| Recoveries::keeping(0))
+                .append(counts.in_file(file));
+        }
+        if self.show_warnings {
+            for (_, w) in r.kept() {
+                eprintln!("warchest: {file}: warning: {w}");
+            }
+            let more = r.total() - r.kept().len() as u64;
+            if more > 0 {
+                eprintln!("warchest: {file}: {more} more recoveries, not listed");
+            }
+        }
+    }
+}
+
 /// A chunked read's warnings go where every read's go.
 impl warchest::chunks::Report for Global {
     fn warnings(&self, file: &str, warnings: &[Warning]) {

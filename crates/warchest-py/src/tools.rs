@@ -30,14 +30,6 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
-/// The RecoveryWarning sentence of `warnings`, met in `file`; `None` when
-/// there are none.
-fn told(file: &Path, warnings: &[Warning]) -> Option<String> {
-    let mut r = Recoveries::keeping(0);
-    r.add_all(&file.to_string_lossy(), warnings);
-    crate::scan::describe(&r, &Recoveries::new())
-}
-
 /// Gives each of `told` as a RecoveryWarning, then `result`: the
 /// recoveries met before an error are said too. Called holding the
 /// interpreter lock, at the end of a call.
@@ -308,16 +300,17 @@ pub(crate) fn convert_json(
             output_name: Some(base_name(&output)),
             ..Default::default()
         };
-        let converted =
-            warchest_ops::convert::to_warc(&mut reader, &source.to_string_lossy(), &mut w, &opts);
-        // On success the report holds the recoveries; on an error the
-        // reader still does.
-        let warnings = match &converted {
-            Ok(r) => told(&source, &r.warnings),
-            Err(_) => told(&source, &reader.take_warnings()),
-        };
-        said = warnings;
-        let report = converted.map_err(to_py)?;
+        // The report holds the recoveries, those before an error too.
+        let mut report = warchest_ops::convert::Report::default();
+        let converted = warchest_ops::convert::to_warc(
+            &mut reader,
+            &source.to_string_lossy(),
+            &mut w,
+            &opts,
+            &mut report,
+        );
+        said = crate::scan::describe(&report.recoveries, &Recoveries::new());
+        converted.map_err(to_py)?;
         let mut out = w.finish().map_err(to_py)?;
         out.flush()?;
         serde_json::to_string(&report).map_err(|e| PyValueError::new_err(e.to_string()))
