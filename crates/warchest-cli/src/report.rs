@@ -5,7 +5,8 @@ use std::process::ExitCode;
 use std::sync::Mutex;
 
 use warchest::Warning;
-use warchest::recoveries::{PayloadFallbackAt, Recoveries};
+use warchest::recoveries::{PayloadFallbackAt, Recoveries, Recovery};
+use warchest_index::UnparsedHead;
 
 /// Options every command gets.
 #[derive(Debug, Clone, Copy)]
@@ -37,6 +38,35 @@ impl Global {
         if self.show_warnings {
             for w in warnings {
                 eprintln!("warchest: {file}: warning: {w}");
+            }
+        }
+    }
+}
+
+impl Global {
+    /// [`Global::warnings`] for a tally already made (a library call that
+    /// counts its reader's recoveries as it goes, in bounded memory): all
+    /// of them counted for the summary line, the ones it kept listed with
+    /// `-w`, and how many more it did not keep.
+    pub fn recoveries(&self, file: &str, r: &Recoveries) {
+        if r.is_empty() {
+            return;
+        }
+        {
+            let mut t = RECOVERIES.lock().unwrap_or_else(|e| e.into_inner());
+            // None of them kept: only counted.
+            let mut counts = Recoveries::keeping(0);
+            counts.append(r.clone());
+            t.get_or_insert_with(|| Recoveries::keeping(0))
+                .append(counts.in_file(file));
+        }
+        if self.show_warnings {
+            for (_, w) in r.kept() {
+                eprintln!("warchest: {file}: warning: {w}");
+            }
+            let more = r.total() - r.kept().len() as u64;
+            if more > 0 {
+                eprintln!("warchest: {file}: {more} more recoveries, not listed");
             }
         }
     }
@@ -96,8 +126,10 @@ fn summary_lines() -> Vec<String> {
 /// text from them): with `-w` each one kept, and unless `-q` one line of
 /// counts per kind.
 pub fn payload_fallbacks(g: &Global, tally: &Recoveries<PayloadFallbackAt>) {
-    if g.show_warnings {
-        for (file, e) in tally.kept() {
+    tell(
+        g,
+        tally,
+        |file, e| {
             for f in e.fallbacks.iter() {
                 eprintln!(
                     "warchest: {file}: warning: offset {}: {}: payload {}",
@@ -106,15 +138,55 @@ pub fn payload_fallbacks(g: &Global, tally: &Recoveries<PayloadFallbackAt>) {
                     f.describe()
                 );
             }
-        }
-        let more = tally.total() - tally.kept().len() as u64;
-        if more > 0 {
+        },
+        "payloads not decoded as their HTTP head says",
+        tally.summary(),
+    );
+}
+
+/// The records `index` indexed without status and MIME because their HTTP
+/// head did not parse ([`UnparsedHead`]): with `-w` each one kept, and
+/// unless `-q` one line with the count and the first offset (the file
+/// named when there is one).
+pub fn unparsed_heads(g: &Global, tally: &Recoveries<UnparsedHead>) {
+    let line = UnparsedHead::summary(tally).map(|l| match tally.by_file() {
+        [f] => format!("{}: {l}", f.file),
+        _ => l,
+    });
+    tell(
+        g,
+        tally,
+        |file, u| {
             eprintln!(
-                "warchest: {more} more payloads not decoded as their HTTP head says, not listed"
+                "warchest: {file}: warning: offset {}: http-head-unparsed: HTTP head did not \
+                 parse; indexed without status and MIME",
+                u.offset
             );
+        },
+        "records whose HTTP head did not parse",
+        line,
+    );
+}
+
+/// Tells a tally: with `-w` each one kept (`list`) and how many more were
+/// not kept (`more`, what they are), and unless `-q` its summary `line`.
+fn tell<T: Recovery>(
+    g: &Global,
+    tally: &Recoveries<T>,
+    list: impl Fn(&str, &T),
+    more: &str,
+    line: Option<String>,
+) {
+    if g.show_warnings {
+        for (file, e) in tally.kept() {
+            list(file, e);
+        }
+        let not_kept = tally.total() - tally.kept().len() as u64;
+        if not_kept > 0 {
+            eprintln!("warchest: {not_kept} more {more}, not listed");
         }
     }
-    let Some(line) = tally.summary().filter(|_| !g.quiet) else {
+    let Some(line) = line.filter(|_| !g.quiet) else {
         return;
     };
     let them = if tally.total() == 1 { "it" } else { "them" };

@@ -19,6 +19,10 @@
 //! assert!(text.starts_with("com,example)/a 20240102030405 {\"url\": \"http://www.Example.com/a/\""));
 //! # Ok::<(), warchest::Error>(())
 //! ```
+//!
+//! Nothing is left out silently: a record whose HTTP head does not parse
+//! is indexed as cdxj-indexer indexes it (without status and MIME), and
+//! [`Indexer::index_noted`] counts it ([`UnparsedHead`]).
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
@@ -51,6 +55,7 @@ use warchest::digest::{Algorithm, Encoding, Hasher};
 use warchest::error::{Error, Result};
 use warchest::fields::Field;
 use warchest::http::{HeadFinder, HttpHead, PayloadDigester};
+use warchest::recoveries::{Recoveries, Recovery};
 use warchest::warc::{RecordType, WarcDate, WarcHeader, field};
 
 /// Largest request body read to build the POST query; longer bodies are
@@ -131,6 +136,61 @@ pub struct Entry {
     pub record_id: Option<String>,
 }
 
+/// An indexed record whose HTTP head did not parse: a response, request or
+/// revisit whose block should start with one (an HTTP URL, or an
+/// `application/http` Content-Type) and is not empty, but does not (not an
+/// HTTP message, or a head past [`Limits::max_http_head`]). Its entry is
+/// made as cdxj-indexer makes it, without HTTP status, MIME type, charset
+/// and redirect (a revisit keeps `warc/revisit`), and its digest, when
+/// computed, is the whole block's; [`Indexer::index_noted`] counts it so
+/// that the gap is told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UnparsedHead {
+    /// The record's offset in the file, as stored.
+    pub offset: u64,
+}
+
+impl Recovery for UnparsedHead {
+    /// One kind only: the head did not parse.
+    type Kind = ();
+
+    fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    fn kinds(&self) -> impl Iterator<Item = ()> {
+        std::iter::once(())
+    }
+}
+
+impl UnparsedHead {
+    /// One sentence of the count: "2 records whose HTTP head did not
+    /// parse: indexed without status and MIME, the first at offset 310"
+    /// (with the file named when there are several); `None` when there
+    /// are none.
+    pub fn summary(tally: &Recoveries<UnparsedHead>) -> Option<String> {
+        let n = tally.total();
+        if n == 0 {
+            return None;
+        }
+        let what = if n == 1 {
+            "record whose HTTP head did not parse"
+        } else {
+            "records whose HTTP head did not parse"
+        };
+        let mut told = format!("{n} {what}: indexed without status and MIME");
+        match tally.by_file() {
+            [] => {}
+            [f] => told.push_str(&format!(", the first at offset {}", f.first_offset)),
+            [f, ..] => told.push_str(&format!(
+                ", the first in {} at offset {}",
+                f.file, f.first_offset
+            )),
+        }
+        Some(told)
+    }
+}
+
 /// What pairing a request with its response needs (cdxj-indexer pairs a
 /// record with the one before it).
 #[derive(Debug)]
@@ -149,6 +209,8 @@ struct Pending {
     entry: Entry,
     include: bool,
     pairing: Pairing,
+    /// Its HTTP head did not parse (see [`UnparsedHead`]).
+    unparsed: bool,
 }
 
 /// Builds index entries from the records of one file.
@@ -178,7 +240,7 @@ impl Indexer {
         reader: &mut Reader<S>,
         emit: impl FnMut(Entry) -> Result<()>,
     ) -> Result<()> {
-        self.index_inner(reader, emit, None)
+        self.index_inner(reader, emit, None, None)
     }
 
     /// [`Indexer::index`], handing the reader's warnings to `warned`
@@ -194,7 +256,25 @@ impl Indexer {
         emit: impl FnMut(Entry) -> Result<()>,
         mut warned: impl FnMut(Vec<warchest::Warning>),
     ) -> Result<()> {
-        self.index_inner(reader, emit, Some(&mut warned))
+        self.index_inner(reader, emit, Some(&mut warned), None)
+    }
+
+    /// [`Indexer::index_noting`], also counting in `unparsed`, under this
+    /// indexer's file name, each indexed record whose HTTP head did not
+    /// parse ([`UnparsedHead`]): its entry lacks status and MIME, and the
+    /// caller tells so. Counted as each record is read, those before an
+    /// error too.
+    ///
+    /// # Errors
+    /// As [`Indexer::index`].
+    pub fn index_noted<S: Source>(
+        &self,
+        reader: &mut Reader<S>,
+        emit: impl FnMut(Entry) -> Result<()>,
+        mut warned: impl FnMut(Vec<warchest::Warning>),
+        unparsed: &mut Recoveries<UnparsedHead>,
+    ) -> Result<()> {
+        self.index_inner(reader, emit, Some(&mut warned), Some(unparsed))
     }
 
     fn index_inner<S: Source>(
@@ -202,6 +282,7 @@ impl Indexer {
         reader: &mut Reader<S>,
         mut emit: impl FnMut(Entry) -> Result<()>,
         mut warned: Option<&mut dyn FnMut(Vec<warchest::Warning>)>,
+        mut unparsed: Option<&mut Recoveries<UnparsedHead>>,
     ) -> Result<()> {
         let mut take = |reader: &mut Reader<S>| {
             if let Some(w) = warned.as_mut() {
@@ -236,6 +317,17 @@ impl Indexer {
                     return Err(e);
                 }
             };
+            if cur.include
+                && cur.unparsed
+                && let Some(u) = unparsed.as_mut()
+            {
+                u.add(
+                    &self.filename,
+                    UnparsedHead {
+                        offset: cur.entry.offset,
+                    },
+                );
+            }
             match prev.take() {
                 Some(p) if paired(&p.pairing, &cur.pairing) => {
                     let (mut a, mut b) = (p, cur);
@@ -383,6 +475,7 @@ impl Indexer {
                 entry: Entry::default(),
                 include,
                 pairing,
+                unparsed: false,
             });
         }
 
@@ -442,6 +535,7 @@ impl Indexer {
             },
             include,
             pairing,
+            unparsed: facts.unparsed,
         })
     }
 
@@ -707,6 +801,9 @@ struct BlockFacts {
     /// request's Content-Length (8192 bytes without one, as cdxj-indexer)
     /// and to [`MAX_POST_BODY`].
     body: Option<Vec<u8>>,
+    /// An HTTP head was looked for in a block that is not empty, and did
+    /// not parse.
+    unparsed: bool,
 }
 
 /// What to read of a block.
@@ -759,6 +856,8 @@ fn read_block<B: BufRead>(
     // pieces); the payload starts at `body_start` there.
     let mut gathered = false;
     let mut body_start = 0;
+    // Whether the block has a byte (an empty one has no head to parse).
+    let mut has_bytes = false;
     if what.parse_http
         && what.only_post
         && let Some(false) = may_be_post(block.fill_buf()?)
@@ -768,12 +867,14 @@ fn read_block<B: BufRead>(
             method: Some(String::new()),
             digest: None,
             body: None,
+            unparsed: false,
         });
     }
     if what.parse_http {
         // Most heads are whole in the first piece the block hands out:
         // parse them there, copying nothing.
         let data = block.fill_buf()?;
+        has_bytes = !data.is_empty();
         let first = &data[..data.len().min(limits.max_http_head.saturating_add(4))];
         // One search for the end, the head parsed where it lies.
         if let Some((parsed, e)) = HttpHead::parse_found(first, limits) {
@@ -826,6 +927,7 @@ fn read_block<B: BufRead>(
             }
         }
     }
+    let unparsed = what.parse_http && has_bytes && head.is_none();
     let is_post = what.wants_body
         && head.as_ref().is_some_and(|h| {
             h.method()
@@ -837,6 +939,7 @@ fn read_block<B: BufRead>(
             method: None,
             digest: None,
             body: None,
+            unparsed,
         });
     }
     let mut raw_body: Vec<u8> = Vec::new();
@@ -900,6 +1003,7 @@ fn read_block<B: BufRead>(
         method: None,
         digest,
         body,
+        unparsed,
     })
 }
 

@@ -379,3 +379,82 @@ fn index_noting_takes_warnings_as_it_goes() {
         .unwrap();
     assert_eq!(reader.take_warnings().len(), 3);
 }
+
+/// A record whose HTTP head does not parse is indexed as before (no
+/// status, no MIME: cdxj-indexer's entry) and counted by index_noted, at
+/// its offset and under the indexer's file name; an empty revisit block
+/// (no head to parse) and a request that is not indexed are not counted,
+/// and plain index counts nothing anywhere.
+#[test]
+fn index_noted_counts_records_whose_http_head_did_not_parse() {
+    let http = "Content-Type: application/http; msgtype=response\r\n";
+    let mut data = record("response", "http://a.test/", "<urn:uuid:1>", http, RESPONSE);
+    let bad_at = data.len() as u64;
+    data.extend(record(
+        "response",
+        "http://a.test/bad",
+        "<urn:uuid:2>",
+        http,
+        b"hello world\r\n\r\nbody",
+    ));
+    data.extend(record("revisit", "http://a.test/", "<urn:uuid:3>", "", b""));
+    data.extend(record(
+        "request",
+        "http://a.test/req",
+        "<urn:uuid:4>",
+        "",
+        b"hello world\r\n\r\n",
+    ));
+    let mut reader = Reader::new(&data[..]).unwrap();
+    let (mut entries, mut warned) = (Vec::new(), 0);
+    let mut unparsed = Recoveries::new();
+    Indexer::new("f.warc", IndexOptions::default())
+        .index_noted(
+            &mut reader,
+            |e| {
+                entries.push(e);
+                Ok(())
+            },
+            |ws| warned += ws.len(),
+            &mut unparsed,
+        )
+        .unwrap();
+    assert_eq!(warned, 0);
+    assert_eq!(entries.len(), 3);
+    // The entry itself is as it was.
+    assert_eq!(entries, index(&data, IndexOptions::default()));
+    let bad = &entries[1];
+    assert_eq!(bad.offset, bad_at);
+    assert_eq!((bad.status.as_deref(), bad.mime.as_deref()), (None, None));
+    assert_eq!(unparsed.total(), 1);
+    let kept: Vec<_> = unparsed.kept().map(|(f, u)| (f, u.offset)).collect();
+    assert_eq!(kept, [("f.warc", bad_at)]);
+    assert_eq!(
+        UnparsedHead::summary(&unparsed),
+        Some(format!(
+            "1 record whose HTTP head did not parse: indexed without status and MIME, \
+             the first at offset {bad_at}"
+        ))
+    );
+    // With --all the request is indexed, and its head counted too.
+    let mut reader = Reader::new(&data[..]).unwrap();
+    let mut all = Recoveries::new();
+    let opts = IndexOptions {
+        all: true,
+        ..IndexOptions::default()
+    };
+    Indexer::new("f.warc", opts)
+        .index_noted(&mut reader, |_| Ok(()), |_| {}, &mut all)
+        .unwrap();
+    assert_eq!(all.total(), 2);
+    let mut two = all.clone();
+    two.add("g.warc", UnparsedHead { offset: 1 });
+    assert_eq!(
+        UnparsedHead::summary(&two),
+        Some(format!(
+            "3 records whose HTTP head did not parse: indexed without status and MIME, \
+             the first in f.warc at offset {bad_at}"
+        ))
+    );
+    assert_eq!(UnparsedHead::summary(&Recoveries::new()), None);
+}

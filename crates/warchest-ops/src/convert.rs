@@ -10,12 +10,13 @@
 //!
 //! ```
 //! use warchest::archive::Reader;
-//! use warchest_ops::convert::{to_warc, WarcOptions};
+//! use warchest_ops::convert::{to_warc, Report, WarcOptions};
 //! use warchest::write::{Writer, WriterOptions};
 //! let arc = b"filedesc://x.arc 0.0.0.0 20140216050221 text/plain 55\n1 0 Example\nURL IP-address Archive-date Content-type Archive-length\n\nhttp://example.com/ 93.184.216.119 20140216050221 text/html 19\nHTTP/1.0 200 OK\r\n\r\n\n";
 //! let mut reader = Reader::new(&arc[..])?;
 //! let mut out = Writer::new(Vec::new(), WriterOptions::default())?;
-//! let report = to_warc(&mut reader, "x.arc", &mut out, &WarcOptions::default())?;
+//! let mut report = Report::default();
+//! to_warc(&mut reader, "x.arc", &mut out, &WarcOptions::default(), &mut report)?;
 //! assert_eq!(report.records_read, 2);
 //! // warcinfo, the filedesc as metadata, the response.
 //! assert_eq!(report.records_written, 3);
@@ -30,6 +31,7 @@ use warchest::codec::Source;
 use warchest::error::{Error, ErrorKind, Result, Warning};
 use warchest::fields::Fields;
 use warchest::infomall::{self, Properties};
+use warchest::recoveries::Recoveries;
 use warchest::view::record_id;
 use warchest::warc::{RecordType, Version, WarcDate, WarcHeader, field};
 use warchest::write::{Body, NewRecord, Writer};
@@ -61,7 +63,8 @@ impl Default for WarcOptions {
     }
 }
 
-/// What a conversion did.
+/// What a conversion did, added to as it goes (so that after an error it
+/// says what was done before it).
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Report {
     /// Records read from the input.
@@ -75,13 +78,27 @@ pub struct Report {
     pub truncated: u64,
     /// Records not converted, by WARC-Type.
     pub skipped: BTreeMap<String, u64>,
-    /// The reader's warnings; serialized as their number, `recoveries`.
-    #[serde(rename = "recoveries", serialize_with = "count")]
-    pub warnings: Vec<Warning>,
+    /// The reader's recoveries, under the name the input was given: each
+    /// counted, the first [`DEFAULT_KEPT`](warchest::recoveries::DEFAULT_KEPT)
+    /// kept whole (a file of millions of bare LFs costs counts, not
+    /// memory); serialized as their number.
+    #[serde(serialize_with = "count")]
+    pub recoveries: Recoveries<Warning>,
 }
 
-fn count<S: serde::Serializer>(w: &[Warning], s: S) -> std::result::Result<S::Ok, S::Error> {
-    s.serialize_u64(w.len() as u64)
+fn count<S: serde::Serializer>(
+    r: &Recoveries<Warning>,
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_u64(r.total())
+}
+
+/// Takes the recoveries `reader` has met into `report`, under `source`.
+fn take_recoveries<S: Source>(reader: &mut AnyReader<S>, source: &str, report: &mut Report) {
+    let ws = reader.take_warnings();
+    if !ws.is_empty() {
+        report.recoveries.add_all(source, &ws);
+    }
 }
 
 fn spool(threshold: usize, r: &mut dyn Read) -> Result<tempfile::SpooledTempFile> {
@@ -158,23 +175,42 @@ fn warcinfo<W: Write>(
 /// WARC has no field for, a metadata record concurrent to it.
 ///
 /// `source` names the input (its base name goes into record ids and the
-/// warcinfo record).
+/// warcinfo record; its recoveries are counted under it).
+///
+/// What was done is added to `report`; the reader's recoveries are taken
+/// into it record by record, so that the reader holds none of them for
+/// long, and at the end, after an error too.
 ///
 /// # Errors
-/// Reading errors (strict reading, I/O), writing errors. The recoveries
-/// met before the error are left in `reader`
-/// ([`AnyReader::take_warnings`]).
+/// Reading errors (strict reading, I/O), writing errors; `report` then
+/// says what was done, and recovered from, before.
 pub fn to_warc<S: Source, W: Write>(
     reader: &mut AnyReader<S>,
     source: &str,
     out: &mut Writer<W>,
     opts: &WarcOptions,
-) -> Result<Report> {
-    let mut report = Report::default();
+    report: &mut Report,
+) -> Result<()> {
+    let converted = warc_records(reader, source, out, opts, report);
+    take_recoveries(reader, source, report);
+    converted
+}
+
+fn warc_records<S: Source, W: Write>(
+    reader: &mut AnyReader<S>,
+    source: &str,
+    out: &mut Writer<W>,
+    opts: &WarcOptions,
+    report: &mut Report,
+) -> Result<()> {
     let format = reader.format();
     let label = base_name(source);
     let mut info_id: Option<String> = None;
-    while let Some(mut rec) = reader.next_record()? {
+    loop {
+        take_recoveries(reader, source, report);
+        let Some(mut rec) = reader.next_record()? else {
+            break;
+        };
         report.records_read += 1;
         if format == Format::Warc {
             let header = rec.header().clone();
@@ -239,8 +275,7 @@ pub fn to_warc<S: Source, W: Write>(
             report.metadata_written += 1;
         }
     }
-    report.warnings = reader.take_warnings();
-    Ok(report)
+    Ok(())
 }
 
 /// A new record with the fields of `view` (Content-Length and digests left
@@ -318,16 +353,31 @@ fn props_from_view(h: &WarcHeader) -> Properties {
 /// warcinfo record says the WARC was converted from Web InfoMall (they were
 /// its non-HTTP records). Other records are skipped and counted.
 ///
+/// What was done is added to `report`, and the reader's recoveries, under
+/// `source`, as [`to_warc`] adds them.
+///
 /// # Errors
-/// Reading errors (strict reading, I/O), writing errors. The recoveries
-/// met before the error are left in `reader`
-/// ([`AnyReader::take_warnings`]).
+/// Reading errors (strict reading, I/O), writing errors; `report` then
+/// says what was done, and recovered from, before.
 pub fn to_infomall<S: Source, W: Write>(
     reader: &mut AnyReader<S>,
+    source: &str,
     out: &mut infomall::Writer<W>,
     opts: &InfoMallOptions,
-) -> Result<Report> {
-    let mut report = Report::default();
+    report: &mut Report,
+) -> Result<()> {
+    let converted = infomall_records(reader, source, out, opts, report);
+    take_recoveries(reader, source, report);
+    converted
+}
+
+fn infomall_records<S: Source, W: Write>(
+    reader: &mut AnyReader<S>,
+    source: &str,
+    out: &mut infomall::Writer<W>,
+    opts: &InfoMallOptions,
+    report: &mut Report,
+) -> Result<()> {
     let mut pending: Option<Pending> = None;
     // Properties of a metadata record met before its response.
     let mut early: Option<(String, Fields)> = None;
@@ -342,7 +392,11 @@ pub fn to_infomall<S: Source, W: Write>(
     // Warcinfo records of WARCs converted from Web InfoMall: their resource
     // records were Web InfoMall records too, and go back.
     let mut from_infomall: Vec<String> = Vec::new();
-    while let Some(mut rec) = reader.next_record()? {
+    loop {
+        take_recoveries(reader, source, report);
+        let Some(mut rec) = reader.next_record()? else {
+            break;
+        };
         report.records_read += 1;
         let h = rec.header().clone();
         let back = h.record_type() == RecordType::Resource
@@ -366,7 +420,7 @@ pub fn to_infomall<S: Source, W: Write>(
                 *report.skipped.entry("warcinfo".into()).or_default() += 1;
             }
             _ if back || h.record_type() == RecordType::Response => {
-                flush(pending.take(), out, &mut report)?;
+                flush(pending.take(), out, report)?;
                 let id = h.record_id().map(|s| s.into_owned()).unwrap_or_default();
                 let mut props = props_from_view(&h);
                 for f in rec.leftovers().iter() {
@@ -410,9 +464,8 @@ pub fn to_infomall<S: Source, W: Write>(
             }
         }
     }
-    flush(pending.take(), out, &mut report)?;
-    report.warnings = reader.take_warnings();
-    Ok(report)
+    flush(pending.take(), out, report)?;
+    Ok(())
 }
 
 fn is_infomall_metadata(h: &WarcHeader) -> bool {
@@ -460,7 +513,8 @@ mod tests {
     fn infomall_to_warc_and_back() {
         let mut r = AnyReader::new(TSE).unwrap();
         let mut w = plain_writer();
-        let rep = to_warc(&mut r, "t.dat", &mut w, &WarcOptions::default()).unwrap();
+        let mut rep = Report::default();
+        to_warc(&mut r, "t.dat", &mut w, &WarcOptions::default(), &mut rep).unwrap();
         assert_eq!(
             (rep.records_read, rep.records_written, rep.metadata_written),
             (1, 3, 1)
@@ -476,18 +530,28 @@ mod tests {
         // Twice the same bytes.
         let mut r = AnyReader::new(TSE).unwrap();
         let mut w2 = plain_writer();
-        to_warc(&mut r, "t.dat", &mut w2, &WarcOptions::default()).unwrap();
+        to_warc(
+            &mut r,
+            "t.dat",
+            &mut w2,
+            &WarcOptions::default(),
+            &mut Report::default(),
+        )
+        .unwrap();
         assert_eq!(w2.finish().unwrap(), warc);
         // And back.
         let mut r = AnyReader::new(&warc[..]).unwrap();
         let mut out = infomall::Writer::new(Vec::new());
-        let rep = to_infomall(
+        let mut rep = Report::default();
+        to_infomall(
             &mut r,
+            "t.warc",
             &mut out,
             &InfoMallOptions {
                 compress: false,
                 ..Default::default()
             },
+            &mut rep,
         )
         .unwrap();
         assert_eq!(rep.records_written, 1);
@@ -501,7 +565,8 @@ mod tests {
         let arc = b"filedesc://x.arc 0.0.0.0 20140216050221 text/plain 200 - - 0 x.arc 76\n2 0 Test\nURL IP-address Archive-date Content-type Result-code Checksum Location Offset Filename Archive-length\n\nhttp://a/ 1.2.3.4 20140216050221 text/html 200 ABC - 120 x.arc 19\nHTTP/1.0 200 OK\r\n\r\n\n";
         let mut r = AnyReader::new(&arc[..]).unwrap();
         let mut w = plain_writer();
-        let rep = to_warc(
+        let mut rep = Report::default();
+        to_warc(
             &mut r,
             "x.arc",
             &mut w,
@@ -509,6 +574,7 @@ mod tests {
                 version: Version::V1_0,
                 ..Default::default()
             },
+            &mut rep,
         )
         .unwrap();
         assert_eq!(rep.records_written, 4);
@@ -525,6 +591,95 @@ mod tests {
             assert!(rec.header().block_digest().is_some());
         }
         assert_eq!(n, 4);
+        assert!(r.take_warnings().is_empty());
+    }
+
+    /// `n` WARC records whose header lines end in bare LFs.
+    fn bare_lf_warc(n: usize) -> Vec<u8> {
+        let mut data = Vec::new();
+        for i in 0..n {
+            data.extend_from_slice(
+                format!(
+                    "WARC/1.1\nWARC-Type: resource\nWARC-Record-ID: <urn:uuid:{i}>\n\
+                     WARC-Date: 2024-01-02T03:04:05Z\nWARC-Target-URI: http://a/{i}\n\
+                     Content-Type: text/plain\nContent-Length: 1\n\nx\r\n\r\n"
+                )
+                .as_bytes(),
+            );
+        }
+        data
+    }
+
+    /// A writer that fails once `room` bytes are written.
+    struct Full {
+        room: usize,
+    }
+
+    impl Write for Full {
+        fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+            if b.len() > self.room {
+                return Err(io::Error::other("disk full"));
+            }
+            self.room -= b.len();
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Every recovery is counted and only the first DEFAULT_KEPT kept
+    /// (the report of a file of many bare LFs does not grow with them),
+    /// the reader left holding none; after an error the report still
+    /// says those met before it, and how many records were read.
+    #[test]
+    fn recoveries_are_counted_in_bounded_memory_and_kept_after_an_error() {
+        use warchest::recoveries::DEFAULT_KEPT;
+        let data = bare_lf_warc(1500);
+        let mut once = AnyReader::new(&data[..]).unwrap();
+        while once.next_record().unwrap().is_some() {}
+        let all = once.take_warnings().len() as u64;
+        assert!(all > DEFAULT_KEPT as u64, "{all}");
+
+        let mut r = AnyReader::new(&data[..]).unwrap();
+        let mut w = plain_writer();
+        let mut rep = Report::default();
+        to_warc(&mut r, "t.warc", &mut w, &WarcOptions::default(), &mut rep).unwrap();
+        assert_eq!(rep.records_read, 1500);
+        assert_eq!(rep.recoveries.total(), all);
+        assert_eq!(rep.recoveries.kept().len(), DEFAULT_KEPT);
+        assert_eq!(rep.recoveries.by_file().len(), 1);
+        assert_eq!(rep.recoveries.by_file()[0].file, "t.warc");
+        assert!(r.take_warnings().is_empty());
+        let json = serde_json::to_value(&rep).unwrap();
+        assert_eq!(json["recoveries"], all);
+
+        let mut r = AnyReader::new(&data[..]).unwrap();
+        let mut out = infomall::Writer::new(Vec::new());
+        let mut rep = Report::default();
+        to_infomall(
+            &mut r,
+            "t.warc",
+            &mut out,
+            &InfoMallOptions::default(),
+            &mut rep,
+        )
+        .unwrap();
+        assert_eq!(rep.recoveries.total(), all);
+        assert_eq!(rep.recoveries.kept().len(), DEFAULT_KEPT);
+
+        // The output fills after a few records.
+        let mut r = AnyReader::new(&data[..]).unwrap();
+        let opts = WriterOptions {
+            compression: Compression::None,
+            ..WriterOptions::default()
+        };
+        let mut w = Writer::new(Full { room: 2000 }, opts).unwrap();
+        let mut rep = Report::default();
+        let failed = to_warc(&mut r, "t.warc", &mut w, &WarcOptions::default(), &mut rep);
+        assert!(failed.is_err());
+        assert!(rep.records_read > 0 && rep.records_read < 1500, "{rep:?}");
+        assert!(rep.recoveries.total() >= rep.records_read, "{rep:?}");
         assert!(r.take_warnings().is_empty());
     }
 }

@@ -16,7 +16,7 @@ use warchest::check::check_record;
 use warchest::recoveries::Recoveries;
 use warchest::warc::{ReaderOptions, Version};
 use warchest::write::{Compression, Writer, WriterOptions};
-use warchest_index::{Format, IndexOptions, IndexOutput, Indexer, ParquetOptions};
+use warchest_index::{Format, IndexOptions, IndexOutput, Indexer, ParquetOptions, UnparsedHead};
 
 use crate::io::paths_from_py;
 use crate::to_py;
@@ -28,14 +28,6 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(convert_json, m)?)?;
     m.add_function(wrap_pyfunction!(select_parquet, m)?)?;
     Ok(())
-}
-
-/// The RecoveryWarning sentence of `warnings`, met in `file`; `None` when
-/// there are none.
-fn told(file: &Path, warnings: &[Warning]) -> Option<String> {
-    let mut r = Recoveries::keeping(0);
-    r.add_all(&file.to_string_lossy(), warnings);
-    crate::scan::describe(&r, &Recoveries::new())
 }
 
 /// Gives each of `told` as a RecoveryWarning, then `result`: the
@@ -178,15 +170,19 @@ pub(crate) fn index(
             // costs counts, not memory), and said before an error is given.
             let name = p.to_string_lossy();
             let mut recovered = Recoveries::keeping(0);
-            let r = indexer.index_noting(
+            // Records indexed without status and MIME are said too.
+            let mut unparsed = Recoveries::keeping(0);
+            let r = indexer.index_noted(
                 &mut reader,
                 |e| {
                     n += 1;
                     out.push(&e)
                 },
                 |ws| recovered.add_all(&name, &ws),
+                &mut unparsed,
             );
             said.extend(crate::scan::describe(&recovered, &Recoveries::new()));
+            said.extend(UnparsedHead::summary(&unparsed).map(|l| format!("{name}: {l}")));
             r.map_err(to_py)?;
         }
         let mut w = out.finish().map_err(to_py)?;
@@ -304,16 +300,17 @@ pub(crate) fn convert_json(
             output_name: Some(base_name(&output)),
             ..Default::default()
         };
-        let converted =
-            warchest_ops::convert::to_warc(&mut reader, &source.to_string_lossy(), &mut w, &opts);
-        // On success the report holds the recoveries; on an error the
-        // reader still does.
-        let warnings = match &converted {
-            Ok(r) => told(&source, &r.warnings),
-            Err(_) => told(&source, &reader.take_warnings()),
-        };
-        said = warnings;
-        let report = converted.map_err(to_py)?;
+        // The report holds the recoveries, those before an error too.
+        let mut report = warchest_ops::convert::Report::default();
+        let converted = warchest_ops::convert::to_warc(
+            &mut reader,
+            &source.to_string_lossy(),
+            &mut w,
+            &opts,
+            &mut report,
+        );
+        said = crate::scan::describe(&report.recoveries, &Recoveries::new());
+        converted.map_err(to_py)?;
         let mut out = w.finish().map_err(to_py)?;
         out.flush()?;
         serde_json::to_string(&report).map_err(|e| PyValueError::new_err(e.to_string()))

@@ -6,6 +6,12 @@
 //! counts, not memory, past its limit. The command line's summary line per
 //! file, `derive`'s count of payloads given as stored, and the Python
 //! binding's `warnings` all keep their tally in one.
+//!
+//! A scan of many damaged files finds each file's tally through a map of
+//! names (files stay in the order first met): adding a recovery costs the
+//! same whether it is the first file's or the ten thousandth's.
+
+use std::collections::HashMap;
 
 use crate::error::{Warning, WarningKind};
 use crate::http::{PayloadFallback, PayloadFallbacks};
@@ -129,6 +135,8 @@ pub struct Recoveries<T: Recovery = Warning> {
     total: u64,
     kinds: Vec<(T::Kind, u64)>,
     files: Vec<FileRecoveries>,
+    /// The index in `files` of each file, by name.
+    index: HashMap<String, usize>,
     /// Each with the index of its file in `files`.
     kept: Vec<(usize, T)>,
 }
@@ -152,6 +160,7 @@ impl<T: Recovery> Recoveries<T> {
             total: 0,
             kinds: Vec::new(),
             files: Vec::new(),
+            index: HashMap::new(),
             kept: Vec::new(),
         }
     }
@@ -217,8 +226,10 @@ impl<T: Recovery> Recoveries<T> {
             }],
             None => Vec::new(),
         };
+        let index = files.iter().map(|f| (f.file.clone(), 0)).collect();
         Recoveries {
             files,
+            index,
             kept: self.kept.into_iter().map(|(_, r)| (0, r)).collect(),
             ..self
         }
@@ -258,19 +269,22 @@ impl<T: Recovery> Recoveries<T> {
 
     /// The index of `file` in `files`, its count raised by `n` and its
     /// first offset lowered to `offset`. The file last met is looked at
-    /// first: reads meet one file after another.
+    /// first (reads meet one file after another), then the map of names:
+    /// never a walk over the files.
     fn file_index(&mut self, file: &str, offset: u64, n: u64) -> usize {
         let found = match self.files.last() {
             Some(f) if f.file == file => Some(self.files.len() - 1),
-            _ => self.files.iter().position(|f| f.file == file),
+            _ => self.index.get(file).copied(),
         };
         let i = found.unwrap_or_else(|| {
+            let i = self.files.len();
             self.files.push(FileRecoveries {
                 file: file.to_string(),
                 count: 0,
                 first_offset: offset,
             });
-            self.files.len() - 1
+            self.index.insert(file.to_string(), i);
+            i
         });
         let f = &mut self.files[i];
         f.count += n;
@@ -375,6 +389,81 @@ mod tests {
         let taken = a.take();
         assert!(a.is_empty() && a.kept().len() == 0 && a.by_file().is_empty());
         assert_eq!(taken.total(), 5);
+    }
+
+    /// The map of names agrees with the files: each file once, at its
+    /// place in the order met.
+    fn assert_indexed<T: Recovery>(r: &Recoveries<T>) {
+        assert_eq!(r.index.len(), r.files.len());
+        for (i, f) in r.files.iter().enumerate() {
+            assert_eq!(r.index.get(&f.file), Some(&i), "{}", f.file);
+        }
+    }
+
+    fn files<T: Recovery>(r: &Recoveries<T>) -> Vec<(String, u64, u64)> {
+        r.by_file()
+            .iter()
+            .map(|f| (f.file.clone(), f.count, f.first_offset))
+            .collect()
+    }
+
+    /// Files met in turn (never the file last met, the case the lookup
+    /// takes first) are each found by name: one entry a file, in the order
+    /// first met, through add, add_all, append, in_file and take.
+    #[test]
+    fn files_are_found_by_name_and_kept_in_the_order_met() {
+        let n = 2000u64;
+        let mut r = Recoveries::keeping(3);
+        for round in 0..2 {
+            for i in 0..n {
+                r.add(&format!("f{i}"), w(WarningKind::BareLf, 10 * round + i));
+            }
+        }
+        assert_indexed(&r);
+        assert_eq!(r.total(), 2 * n);
+        let want: Vec<_> = (0..n).map(|i| (format!("f{i}"), 2, i)).collect();
+        assert_eq!(files(&r), want);
+        let kept: Vec<_> = r.kept().map(|(f, w)| (f, w.offset)).collect();
+        assert_eq!(kept, [("f0", 0), ("f1", 1), ("f2", 2)]);
+
+        // add_all into a file met long ago, then one not met yet.
+        let ws = [w(WarningKind::BareLf, 1), w(WarningKind::BareLf, 2)];
+        r.add_all("f7", &ws);
+        r.add_all("g", &ws);
+        assert_indexed(&r);
+        assert_eq!(r.by_file().len(), n as usize + 1);
+        assert_eq!(r.by_file()[7].count, 4);
+        assert_eq!(r.by_file()[7].first_offset, 1);
+        assert_eq!(r.by_file().last().unwrap().file, "g");
+
+        // append: its files found in these, new ones after them.
+        let mut other = Recoveries::new();
+        other.add("h", w(WarningKind::SkippedBytes, 5));
+        other.add("f3", w(WarningKind::SkippedBytes, 0));
+        r.append(other);
+        assert_indexed(&r);
+        assert_eq!(r.by_file().len(), n as usize + 2);
+        assert_eq!(r.by_file()[3].count, 3);
+        assert_eq!(r.by_file().last().unwrap().file, "h");
+
+        // in_file: one file, found again by its new name.
+        let mut one = r.clone().in_file("all");
+        assert_indexed(&one);
+        one.add("all", w(WarningKind::BareLf, 99));
+        one.add("f0", w(WarningKind::BareLf, 99));
+        assert_indexed(&one);
+        assert_eq!(
+            files(&one),
+            [("all".to_string(), 2 * n + 7, 0), ("f0".to_string(), 1, 99)]
+        );
+
+        // take: nothing of the old names left.
+        let taken = r.take();
+        assert_indexed(&r);
+        r.add("f5", w(WarningKind::BareLf, 1));
+        assert_indexed(&r);
+        assert_eq!(files(&r), [("f5".to_string(), 1, 1)]);
+        assert_eq!(taken.by_file().len(), n as usize + 2);
     }
 
     #[test]

@@ -173,8 +173,7 @@ fn close_output(close: Close, outcome: Outcome) -> Result<()> {
     }
 }
 
-fn summary(g: &Global, name: &str, r: &Report, json: bool) -> Result<Outcome> {
-    g.warnings(name, &r.warnings);
+fn summary(name: &str, r: &Report, json: bool) -> Result<Outcome> {
     if r.records_read == 0 {
         // Standard input, which is not looked at before.
         return Ok(file_error(name, &crate::input::NoRecords::new(name)));
@@ -185,12 +184,12 @@ fn summary(g: &Global, name: &str, r: &Report, json: bool) -> Result<Outcome> {
             file: &'a str,
             #[serde(flatten)]
             report: &'a Report,
-            warnings: usize,
+            warnings: u64,
         }
         let line = Line {
             file: name,
             report: r,
-            warnings: r.warnings.len(),
+            warnings: r.recoveries.total(),
         };
         println!("{}", serde_json::to_string(&line)?);
     } else {
@@ -206,10 +205,10 @@ fn summary(g: &Global, name: &str, r: &Report, json: bool) -> Result<Outcome> {
             } else {
                 format!(", skipped {}", skipped.join(", "))
             },
-            if r.warnings.is_empty() {
+            if r.recoveries.is_empty() {
                 String::new()
             } else {
-                format!(", {} warnings (-w shows them)", r.warnings.len())
+                format!(", {} warnings (-w shows them)", r.recoveries.total())
             }
         );
     }
@@ -245,19 +244,16 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
                 ..WarcOptions::default()
             };
             for name in &args.inputs {
-                let r = (|| -> Result<Report, Box<dyn std::error::Error + Send + Sync>> {
+                // The report holds the recoveries, those before an error too.
+                let mut rep = Report::default();
+                let r = (|| -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
                     let mut reader =
                         Reader::with_options(input::open_stream(name)?, g.reader_options(name))?;
-                    let r = to_warc(&mut reader, name, &mut w, &opts);
-                    // A report holds the recoveries; after an error the
-                    // reader still does.
-                    if r.is_err() {
-                        g.warnings(name, &reader.take_warnings());
-                    }
-                    Ok(r?)
+                    Ok(to_warc(&mut reader, name, &mut w, &opts, &mut rep)?)
                 })();
+                g.recoveries(name, &rep.recoveries);
                 outcome = outcome.and(match r {
-                    Ok(rep) => summary(g, name, &rep, args.json)?,
+                    Ok(()) => summary(name, &rep, args.json)?,
                     Err(e) => file_error(name, e.as_ref()),
                 });
             }
@@ -270,19 +266,16 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
                 ..InfoMallOptions::default()
             };
             for name in &args.inputs {
-                let r = (|| -> Result<Report, Box<dyn std::error::Error + Send + Sync>> {
+                // The report holds the recoveries, those before an error too.
+                let mut rep = Report::default();
+                let r = (|| -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
                     let mut reader =
                         Reader::with_options(input::open_stream(name)?, g.reader_options(name))?;
-                    let r = to_infomall(&mut reader, &mut w, &opts);
-                    // A report holds the recoveries; after an error the
-                    // reader still does.
-                    if r.is_err() {
-                        g.warnings(name, &reader.take_warnings());
-                    }
-                    Ok(r?)
+                    Ok(to_infomall(&mut reader, name, &mut w, &opts, &mut rep)?)
                 })();
+                g.recoveries(name, &rep.recoveries);
                 outcome = outcome.and(match r {
-                    Ok(rep) => summary(g, name, &rep, args.json)?,
+                    Ok(()) => summary(name, &rep, args.json)?,
                     Err(e) => file_error(name, e.as_ref()),
                 });
             }

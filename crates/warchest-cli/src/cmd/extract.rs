@@ -145,6 +145,10 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let header = rec.header().clone();
+    // The file is also read whole to resolve a revisit in (`extract F
+    // --resolve-revisit F`): that reading tells its recoveries, this
+    // record's among them, so this reader's are not told again.
+    let mut read_whole = false;
     if args.headers && args.decode_words {
         writeln!(out, "{}\r", header.version())?;
         for f in header.fields().iter() {
@@ -164,14 +168,26 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
         && (!args.resolve_revisit.is_empty() || args.revisit_index.is_some())
     {
         let index = args.revisit_index.as_deref();
-        super::resolve::payload(
+        read_whole = args
+            .resolve_revisit
+            .iter()
+            .any(|f| super::resolve::same_file(f, &args.file));
+        let resolved = super::resolve::payload(
             g,
             &header,
             &args.resolve_revisit,
             index,
             args.decode,
             &mut out,
-        )?;
+        );
+        if let Err(e) = resolved {
+            // This record's recoveries are told before the error.
+            drop(rec);
+            if !read_whole {
+                g.warnings(&args.file, &reader.take_warnings());
+            }
+            return Err(e);
+        }
     } else if args.payload {
         rec.http_with(&limits)?;
         let mut p = rec
@@ -185,7 +201,10 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
     }
     out.flush()?;
     let end = rec.finish()?;
-    g.warnings(&args.file, &reader.take_warnings());
+    let warnings = reader.take_warnings();
+    if !read_whole {
+        g.warnings(&args.file, &warnings);
+    }
     Ok(if end.truncated {
         Outcome::Problem
     } else {

@@ -7,7 +7,10 @@ use anyhow::{Context, Result, bail};
 use rayon::prelude::*;
 use tempfile::SpooledTempFile;
 use warchest::Warning;
-use warchest_index::{Encoder, Format, IndexOptions, IndexOutput, Indexer, ParquetOptions};
+use warchest::recoveries::Recoveries;
+use warchest_index::{
+    Encoder, Format, IndexOptions, IndexOutput, Indexer, ParquetOptions, UnparsedHead,
+};
 
 use crate::input;
 use crate::report::{Global, Outcome, file_error};
@@ -75,6 +78,8 @@ enum FormatArg {
 struct FileResult {
     spool: Option<SpooledTempFile>,
     warnings: Vec<Warning>,
+    /// Its records indexed without status and MIME.
+    unparsed: Recoveries<UnparsedHead>,
     error: Option<Box<dyn std::error::Error + Send + Sync>>,
 }
 
@@ -154,13 +159,14 @@ pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
         let name = &args.files[0];
         let legend = encoder.legend().map_or(0, |l| l.len() as u64);
         let mut out_err = None;
-        let (warnings, error, entries) = index_into(g, name, &encoder, &opts, jobs, &mut |b| {
-            output.push_encoded(b).map_err(|e| {
-                let msg = e.to_string();
-                out_err = Some(e);
-                io::Error::other(msg)
-            })
-        });
+        let (warnings, error, entries, unparsed) =
+            index_into(g, name, &encoder, &opts, jobs, &mut |b| {
+                output.push_encoded(b).map_err(|e| {
+                    let msg = e.to_string();
+                    out_err = Some(e);
+                    io::Error::other(msg)
+                })
+            });
         if let Some(e) = out_err {
             return Ok(file_error("output", &e));
         }
@@ -196,9 +202,13 @@ pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
                 }
             }
             g.warnings(name, &warnings);
+            if !refused(Some(e.as_ref())) {
+                crate::report::unparsed_heads(g, &unparsed.in_file(name));
+            }
             outcome = file_error(name, e.as_ref());
         } else {
             g.warnings(name, &warnings);
+            crate::report::unparsed_heads(g, &unparsed.in_file(name));
         }
         rename_done(rename)?;
         return Ok(outcome);
@@ -218,6 +228,8 @@ pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
     };
 
     let mut outcome = Outcome::Ok;
+    // Records indexed without status and MIME, told after the files.
+    let mut unparsed = Recoveries::new();
     // Files in windows: workers index a window in parallel, each into its
     // own spool; the spools are then written in file order, so the output
     // does not depend on -j and memory stays bounded.
@@ -236,6 +248,10 @@ pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
                 return Ok(file_error("output", e.as_ref()));
             }
             g.warnings(name, &r.warnings);
+            // A file refused as a whole has no entry to tell of.
+            if !refused(r.error.as_deref()) {
+                unparsed.append(r.unparsed.in_file(name));
+            }
             if let Some(e) = r.error {
                 progress.suspend(|| outcome = outcome.and(file_error(name, e.as_ref())));
             }
@@ -243,6 +259,7 @@ pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
         }
     }
     progress.finish_and_clear();
+    crate::report::unparsed_heads(g, &unparsed);
     if let Err(failed) = finish_output(output) {
         return Ok(outcome.and(failed));
     }
@@ -286,12 +303,13 @@ fn index_file(
     threads: usize,
 ) -> FileResult {
     let mut spool = SpooledTempFile::new(SPOOL_MEMORY);
-    let (warnings, error, _) =
+    let (warnings, error, _, unparsed) =
         index_into(g, name, encoder, opts, threads, &mut |b| spool.write_all(b));
     // A file refused as a whole writes no entry.
     FileResult {
         spool: (!refused(error.as_deref())).then_some(spool),
         warnings,
+        unparsed,
         error,
     }
 }
@@ -300,7 +318,8 @@ type FileError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Indexes the file `name`, handing its encoded lines to `sink` in large
 /// pieces (once a spool is on disk, each write is a system call): its
-/// warnings, its error, and the number of entries handed over.
+/// warnings, its error, the number of entries handed over, and its records
+/// whose HTTP head did not parse (under the name the index gives the file).
 fn index_into(
     g: &Global,
     name: &str,
@@ -308,9 +327,15 @@ fn index_into(
     opts: &IndexOptions,
     threads: usize,
     sink: &mut dyn FnMut(&[u8]) -> io::Result<()>,
-) -> (Vec<Warning>, Option<FileError>, u64) {
+) -> (
+    Vec<Warning>,
+    Option<FileError>,
+    u64,
+    Recoveries<UnparsedHead>,
+) {
     let mut warnings = Vec::new();
     let mut entries = 0u64;
+    let mut unparsed = Recoveries::new();
     let error = (|| -> Result<(), FileError> {
         input::require_records(name)?;
         let mut ropts = g.reader_options(name);
@@ -321,16 +346,20 @@ fn index_into(
         let mut lines = Vec::with_capacity(LINES_BUFFER + 4096);
         input::with_reader!(opened, reader => {
             let mut reader = reader;
-            let r = indexer.index(&mut reader, |e| {
-                encoder.encode(&e, &mut lines);
-                entries += 1;
-                if lines.len() >= LINES_BUFFER {
-                    sink(&lines)?;
-                    lines.clear();
-                }
-                Ok(())
-            });
-            warnings = reader.take_warnings();
+            let r = indexer.index_noted(
+                &mut reader,
+                |e| {
+                    encoder.encode(&e, &mut lines);
+                    entries += 1;
+                    if lines.len() >= LINES_BUFFER {
+                        sink(&lines)?;
+                        lines.clear();
+                    }
+                    Ok(())
+                },
+                |ws| warnings.extend(ws),
+                &mut unparsed,
+            );
             // The entries before an error are kept, as with one thread.
             sink(&lines)?;
             r?;
@@ -344,7 +373,7 @@ fn index_into(
         Ok(())
     })()
     .err();
-    (warnings, error, entries)
+    (warnings, error, entries, unparsed)
 }
 
 /// Standard output when it is a regular file written at its end (`>` or

@@ -1056,3 +1056,133 @@ sys.exit(p.returncode)\n";
     assert!(out.status.success());
     assert!(out.stdout.starts_with(b"PAR1"));
 }
+
+/// A WARC record, uncompressed: `typ`, `uri`, `ct` (Content-Type), `block`.
+fn warc_record(typ: &str, uri: &str, n: u32, ct: &str, block: &[u8]) -> Vec<u8> {
+    let mut r = format!(
+        "WARC/1.1\r\nWARC-Type: {typ}\r\nWARC-Record-ID: <urn:uuid:00000000-0000-0000-0000-{n:012}>\r\n\
+         WARC-Date: 2024-01-02T03:04:05Z\r\nWARC-Target-URI: {uri}\r\nContent-Type: {ct}\r\n\
+         Content-Length: {}\r\n\r\n",
+        block.len()
+    )
+    .into_bytes();
+    r.extend_from_slice(block);
+    r.extend_from_slice(b"\r\n\r\n");
+    r
+}
+
+/// Records whose HTTP head did not parse are indexed as cdxj-indexer
+/// indexes them (no status, no mime) and told on stderr by default: their
+/// number and the first offset in one line, each offset with -w, nothing
+/// with -q; a good file tells nothing; with several files the line names
+/// the file of the first.
+#[test]
+fn index_tells_records_whose_http_head_did_not_parse() {
+    let dir = tempfile::tempdir().unwrap();
+    let http = "application/http; msgtype=response";
+    let good = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nhi";
+    let mut data = warc_record("response", "http://a.test/1", 1, http, good);
+    let first = data.len();
+    data.extend(warc_record(
+        "response",
+        "http://a.test/2",
+        2,
+        http,
+        b"hello world\r\n\r\nhi",
+    ));
+    let second = data.len();
+    data.extend(warc_record(
+        "response",
+        "http://a.test/3",
+        3,
+        http,
+        b"\x00\x01 not http",
+    ));
+    data.extend(warc_record("response", "http://a.test/4", 4, http, good));
+    let bad = dir.path().join("bad.warc");
+    std::fs::write(&bad, &data).unwrap();
+    let ok = dir.path().join("ok.warc");
+    std::fs::write(
+        &ok,
+        warc_record("response", "http://a.test/5", 5, http, good),
+    )
+    .unwrap();
+    let (bad_s, ok_s) = (bad.to_str().unwrap(), ok.to_str().unwrap());
+
+    let out = warchest(&["index", bad_s]);
+    assert!(out.status.success());
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 4, "{stdout}");
+    for (i, l) in lines.iter().enumerate() {
+        let has_status = l.contains("\"status\"");
+        assert_eq!(has_status, i == 0 || i == 3, "{l}");
+        assert_eq!(l.contains("\"mime\""), has_status, "{l}");
+    }
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        err.trim_end(),
+        format!(
+            "warchest: {bad_s}: 2 records whose HTTP head did not parse: indexed without \
+             status and MIME, the first at offset {first}; -w lists them"
+        ),
+    );
+
+    let out = warchest(&["-w", "index", bad_s]);
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    for at in [first, second] {
+        assert!(
+            err.contains(&format!(
+                "warchest: {bad_s}: warning: offset {at}: http-head-unparsed: HTTP head did not \
+                 parse; indexed without status and MIME"
+            )),
+            "{err}"
+        );
+    }
+    assert!(
+        err.contains("2 records whose HTTP head did not parse"),
+        "{err}"
+    );
+    assert!(!err.contains("-w lists"), "{err}");
+
+    let out = warchest(&["-q", "index", bad_s]);
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+
+    let out = warchest(&["index", ok_s]);
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+
+    let bad2 = dir.path().join("bad2.warc");
+    std::fs::write(&bad2, &data).unwrap();
+    let bad2_s = bad2.to_str().unwrap();
+    let one = format!("{bad_s}: 2 records");
+    let several: [(&[&str], &str, String); 4] = [
+        (&["index", ok_s, bad_s], &one, String::new()),
+        (&["index", "--sort", ok_s, bad_s], &one, String::new()),
+        (
+            &["index", ok_s, bad_s, bad2_s],
+            "4 records",
+            format!(" in {bad_s}"),
+        ),
+        (
+            &["index", "--sort", ok_s, bad2_s, bad_s],
+            "4 records",
+            format!(" in {bad2_s}"),
+        ),
+    ];
+    for (args, told, first_in) in several {
+        let out = warchest(args);
+        assert!(out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            err.trim_end(),
+            format!(
+                "warchest: {told} whose HTTP head did not parse: indexed without status \
+                 and MIME, the first{first_in} at offset {first}; -w lists them"
+            ),
+            "{args:?}"
+        );
+    }
+}

@@ -144,6 +144,91 @@ fn extract_counts_the_recoveries_of_the_files_it_resolves_in() {
     assert!(resolved > 0);
 }
 
+/// A file of a response and a revisit of it whose header lines end in
+/// bare LFs; the revisit's offset.
+fn revisit_beside_its_original(path: &Path) -> u64 {
+    let digest = "sha1:VL2MMHO4YXUKFWV63YHTWSBM3GXKSQ2N"; // "hello"
+    let block = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello";
+    let mut data = format!(
+        "WARC/1.1\r\nWARC-Type: response\r\n\
+         WARC-Record-ID: <urn:uuid:00000000-0000-0000-0000-000000000001>\r\n\
+         WARC-Date: 2024-01-02T03:04:05Z\r\nWARC-Target-URI: http://a.test/\r\n\
+         WARC-Payload-Digest: {digest}\r\nContent-Type: application/http; msgtype=response\r\n\
+         Content-Length: {}\r\n\r\n{block}\r\n\r\n",
+        block.len()
+    );
+    let at = data.len() as u64;
+    let head = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\n";
+    data.push_str(&format!(
+        "WARC/1.1\nWARC-Type: revisit\n\
+         WARC-Record-ID: <urn:uuid:00000000-0000-0000-0000-000000000002>\n\
+         WARC-Date: 2024-02-02T03:04:05Z\nWARC-Target-URI: http://a.test/\n\
+         WARC-Refers-To: <urn:uuid:00000000-0000-0000-0000-000000000001>\n\
+         WARC-Refers-To-Target-URI: http://a.test/\n\
+         WARC-Refers-To-Date: 2024-01-02T03:04:05Z\n\
+         WARC-Profile: http://netpreserve.org/warc/1.1/revisit/identical-payload-digest\n\
+         WARC-Payload-Digest: {digest}\nContent-Type: application/http; msgtype=response\n\
+         Content-Length: {}\n\n{head}\r\n\r\n",
+        head.len()
+    ));
+    fs::write(path, data).unwrap();
+    at
+}
+
+/// `extract F --resolve-revisit F` reads F twice (the record, and the
+/// whole file to find the original in): its recoveries are counted once,
+/// as reading it once counts them, whether F is named the same way twice
+/// or two ways (then under the name the resolving read used).
+#[test]
+fn extract_counts_a_file_read_twice_once() {
+    let work = tempfile::tempdir().unwrap();
+    let f = work.path().join("f.warc");
+    let at = revisit_beside_its_original(&f);
+    // What reading it once meets.
+    let mut r = Reader::open(&f).unwrap();
+    while r.next_record().unwrap().is_some() {}
+    let ws = r.take_warnings();
+    assert!(!ws.is_empty());
+    let n = ws.len();
+    let first = ws.iter().map(|w| w.offset).min().unwrap();
+    assert!(first >= at, "{first} {at}");
+    let once = |name: &str| {
+        let what = if n == 1 { "recovery" } else { "recoveries" };
+        format!("warchest: {name}: {n} {what}, the first at offset {first};")
+    };
+    let name = f.to_str().unwrap();
+    let other = format!("{}/./f.warc", work.path().display());
+    for (how, told) in [
+        (vec![name], name),
+        (vec![name, name], name),
+        (vec![other.as_str(), name], other.as_str()),
+    ] {
+        let mut extra = vec!["--resolve-revisit"];
+        extra.extend(&how);
+        let (code, payload, err) = extract_payload(&f, at, &extra);
+        assert_eq!(code, 0, "{how:?}: {err}");
+        assert_eq!(payload, b"hello", "{how:?}");
+        let lines: Vec<&str> = err.lines().collect();
+        assert_eq!(lines.len(), 1, "{how:?}: {err}");
+        assert!(lines[0].starts_with(&once(told)), "{how:?}: {err}");
+        // -w lists each once.
+        let (code, _, err) = run(bin()
+            .arg("-w")
+            .arg("extract")
+            .arg(&f)
+            .args(["--offset", &at.to_string(), "--payload"])
+            .args(&extra));
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(err.matches(": warning: ").count(), n, "{how:?}: {err}");
+    }
+    // Resolved in another file, the record's own recoveries are still told.
+    let g = work.path().join("g.warc");
+    revisit_beside_its_original(&g);
+    let (code, _, err) = extract_payload(&f, at, ["--resolve-revisit".as_ref(), g.as_os_str()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains(&once(name)), "{err}");
+}
+
 #[test]
 fn extract_resolves_the_fixtures_own_revisits() {
     // dupes.warc.gz holds WARC/1.0 revisits (0.18 profile URIs) of

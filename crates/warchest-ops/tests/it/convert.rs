@@ -15,7 +15,7 @@ use warchest::archive::Reader;
 use warchest::infomall::{self, Properties};
 use warchest::warc::Version;
 use warchest::write::{Compression, Writer, WriterOptions};
-use warchest_ops::convert::{InfoMallOptions, WarcOptions, to_infomall, to_warc};
+use warchest_ops::convert::{InfoMallOptions, Report, WarcOptions, to_infomall, to_warc};
 
 fn to_warc_bytes(input: &[u8], name: &str, compression: Compression, version: Version) -> Vec<u8> {
     let mut r =
@@ -33,7 +33,7 @@ fn to_warc_bytes(input: &[u8], name: &str, compression: Compression, version: Ve
         output_name: Some("out.warc.gz".into()),
         ..WarcOptions::default()
     };
-    to_warc(&mut r, name, &mut w, &opts).unwrap();
+    to_warc(&mut r, name, &mut w, &opts, &mut Report::default()).unwrap();
     w.finish().unwrap()
 }
 
@@ -159,13 +159,16 @@ fn round_trip(data: &[u8], compress: bool) -> Vec<u8> {
     let warc = to_warc_bytes(data, "in.dat", Compression::Gzip(6), Version::V1_1);
     let mut r = Reader::new(&warc[..]).unwrap();
     let mut w = infomall::Writer::new(Vec::new());
-    let rep = to_infomall(
+    let mut rep = Report::default();
+    to_infomall(
         &mut r,
+        "in.warc.gz",
         &mut w,
         &InfoMallOptions {
             compress,
             ..InfoMallOptions::default()
         },
+        &mut rep,
     )
     .unwrap();
     assert_eq!(rep.skipped.get("warcinfo"), Some(&1));
@@ -231,7 +234,15 @@ fn arc_responses_to_infomall() {
     let data = std::fs::read(common::fixture("jwat/small_BNF.arc")).unwrap();
     let mut r = Reader::new(&data[..]).unwrap();
     let mut w = infomall::Writer::new(Vec::new());
-    let rep = to_infomall(&mut r, &mut w, &InfoMallOptions::default()).unwrap();
+    let mut rep = Report::default();
+    to_infomall(
+        &mut r,
+        "small_BNF.arc",
+        &mut w,
+        &InfoMallOptions::default(),
+        &mut rep,
+    )
+    .unwrap();
     assert_eq!(rep.records_written, 5);
     assert_eq!(rep.skipped.get("metadata"), Some(&1));
     let out = w.finish().unwrap();

@@ -23,6 +23,8 @@ pub fn zstd_warc_of(rel: &str) -> Vec<u8> {
     };
     let mut w = warchest::write::Writer::new(Vec::new(), opts).expect("writer");
     let name = rel.rsplit('/').next().unwrap_or(rel);
-    warchest_ops::convert::to_warc(&mut r, name, &mut w, &Default::default()).expect("convert");
+    let mut report = warchest_ops::convert::Report::default();
+    warchest_ops::convert::to_warc(&mut r, name, &mut w, &Default::default(), &mut report)
+        .expect("convert");
     w.finish().expect("finish")
 }

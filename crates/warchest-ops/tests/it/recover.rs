@@ -342,7 +342,15 @@ fn plain_warc_overwritten_block_and_header() {
         },
     )
     .unwrap();
-    warchest_ops::convert::to_warc(&mut r, "small_BNF.arc", &mut w, &Default::default()).unwrap();
+    let mut report = warchest_ops::convert::Report::default();
+    warchest_ops::convert::to_warc(
+        &mut r,
+        "small_BNF.arc",
+        &mut w,
+        &Default::default(),
+        &mut report,
+    )
+    .unwrap();
     let data = w.finish().unwrap();
     let orig = records(&data);
     assert_eq!(orig.len(), 7);
