@@ -29,7 +29,7 @@ use warchest::codec::{Decoder, DecoderOptions};
 use warchest::error::{Error, ErrorKind, Result, Warning};
 use warchest::recoveries::Recoveries;
 use warchest::warc::ReaderOptions;
-use warchest_index::{Entry, Format, IndexOptions, IndexOutput, Indexer};
+use warchest_index::{Entry, Format, IndexOptions, IndexOutput, Indexer, UnparsedHead};
 
 /// The WACZ version written.
 pub const WACZ_VERSION: &str = "1.1.1";
@@ -337,6 +337,10 @@ pub struct CreateReport {
     /// [`DEFAULT_KEPT`](warchest::recoveries::DEFAULT_KEPT) kept whole (all are
     /// handed to the caller of [`create_with`] as each file is read).
     pub recoveries: Recoveries,
+    /// Records indexed without status and MIME because their HTTP head
+    /// did not parse, by archive file (its base name), the first
+    /// [`DEFAULT_KEPT`](warchest::recoveries::DEFAULT_KEPT) kept.
+    pub unparsed_heads: Recoveries<UnparsedHead>,
 }
 
 /// Pages found in the input files by one rule (before those with no
@@ -483,7 +487,8 @@ pub fn create_with<P: AsRef<Path>>(
         let name = input.to_string_lossy();
         let recoveries = &mut report.recoveries;
         let entries = &mut report.index_entries;
-        let read = indexer.index_noting(
+        let unparsed = &mut report.unparsed_heads;
+        let read = indexer.index_noted(
             &mut reader,
             |e| {
                 index.push(&e)?;
@@ -500,6 +505,7 @@ pub fn create_with<P: AsRef<Path>>(
                 recoveries.add_all(&name, &ws);
                 on_warnings(input, &ws);
             },
+            unparsed,
         );
         read?;
         report.archives += 1;
@@ -1661,6 +1667,31 @@ Content-Type: {content_type}\r\nContent-Length: {}\r\n\r\n{block}\r\n\r\n",
         // Dated a second after the page's response.
         let r = String::from_utf8(r).unwrap();
         r.replacen("06:00:00Z", "06:00:01Z", 1).into_bytes()
+    }
+
+    /// A response whose HTTP head does not parse is packaged and indexed
+    /// (without status and MIME) and counted, not silent.
+    #[test]
+    fn a_record_whose_http_head_does_not_parse_is_counted() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("odd.warc");
+        let odd = record(
+            "response",
+            "http://o.test/odd",
+            "",
+            "application/http; msgtype=response",
+            "not an HTTP head at all",
+        );
+        let good = html_response("http://o.test/");
+        std::fs::write(&f, [good.clone(), odd].concat()).unwrap();
+        let out = d.path().join("odd.wacz");
+        let r = create(&[&f], &out, &CreateOptions::default()).unwrap();
+        assert_eq!(r.index_entries, 2, "{r:?}");
+        assert_eq!(r.unparsed_heads.total(), 1, "{r:?}");
+        let by_file = r.unparsed_heads.by_file();
+        assert_eq!(by_file[0].file, "odd.warc");
+        assert_eq!(by_file[0].first_offset, good.len() as u64);
+        assert!(validate(&out).unwrap().is_valid());
     }
 
     /// A crawl's files are one capture (their warcinfo, naming an

@@ -413,6 +413,7 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
             );
         }
         crate::cmd::wacz::left_out(g, &out.to_string_lossy(), &r);
+        crate::report::unparsed_heads(g, &r.unparsed_heads);
     }
     // 1: URIs failed (logged with negative codes), or stopped by a signal
     // before the end (resumable); a budget reached is an end as asked.

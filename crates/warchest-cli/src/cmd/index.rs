@@ -77,7 +77,9 @@ enum FormatArg {
 /// What a worker hands back for one file.
 struct FileResult {
     spool: Option<SpooledTempFile>,
-    warnings: Vec<Warning>,
+    /// The reader's recoveries, the first of them kept (a file of
+    /// millions costs counts, not memory).
+    warnings: Recoveries,
     /// Its records indexed without status and MIME.
     unparsed: Recoveries<UnparsedHead>,
     error: Option<Box<dyn std::error::Error + Send + Sync>>,
@@ -201,13 +203,13 @@ pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
                     return Ok(file_error(&what, &e));
                 }
             }
-            g.warnings(name, &warnings);
+            g.recoveries(name, &warnings);
             if !refused(Some(e.as_ref())) {
                 crate::report::unparsed_heads(g, &unparsed.in_file(name));
             }
             outcome = file_error(name, e.as_ref());
         } else {
-            g.warnings(name, &warnings);
+            g.recoveries(name, &warnings);
             crate::report::unparsed_heads(g, &unparsed.in_file(name));
         }
         rename_done(rename)?;
@@ -247,7 +249,7 @@ pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
                 progress.finish_and_clear();
                 return Ok(file_error("output", e.as_ref()));
             }
-            g.warnings(name, &r.warnings);
+            g.recoveries(name, &r.warnings);
             // A file refused as a whole has no entry to tell of.
             if !refused(r.error.as_deref()) {
                 unparsed.append(r.unparsed.in_file(name));
@@ -327,13 +329,10 @@ fn index_into(
     opts: &IndexOptions,
     threads: usize,
     sink: &mut dyn FnMut(&[u8]) -> io::Result<()>,
-) -> (
-    Vec<Warning>,
-    Option<FileError>,
-    u64,
-    Recoveries<UnparsedHead>,
-) {
-    let mut warnings = Vec::new();
+) -> (Recoveries, Option<FileError>, u64, Recoveries<UnparsedHead>) {
+    let mut warnings = Recoveries::new();
+    // The first warning that the file is not compressed record at a time.
+    let mut not_addressable_at: Option<Warning> = None;
     let mut entries = 0u64;
     let mut unparsed = Recoveries::new();
     let error = (|| -> Result<(), FileError> {
@@ -357,17 +356,22 @@ fn index_into(
                     }
                     Ok(())
                 },
-                |ws| warnings.extend(ws),
+                |ws| {
+                    if not_addressable_at.is_none() {
+                        not_addressable_at = ws
+                            .iter()
+                            .find(|w| w.kind == warchest::WarningKind::NotRecordAtATime)
+                            .cloned();
+                    }
+                    warnings.add_all(name, &ws);
+                },
                 &mut unparsed,
             );
             // The entries before an error are kept, as with one thread.
             sink(&lines)?;
             r?;
         });
-        if let Some(w) = warnings
-            .iter()
-            .find(|w| w.kind == warchest::WarningKind::NotRecordAtATime)
-        {
+        if let Some(w) = &not_addressable_at {
             return Err(not_addressable(name, w).into());
         }
         Ok(())

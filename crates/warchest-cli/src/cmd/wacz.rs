@@ -88,6 +88,7 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
                 found(&output.to_string_lossy(), &r);
             }
             left_out(g, &output.to_string_lossy(), &r);
+            crate::report::unparsed_heads(g, &r.unparsed_heads);
             Ok(Outcome::Ok)
         }
         Sub::Validate { files } => {

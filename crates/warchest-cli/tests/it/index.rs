@@ -1185,4 +1185,16 @@ fn index_tells_records_whose_http_head_did_not_parse() {
             "{args:?}"
         );
     }
+    // A WACZ of it indexes them so too, and says so.
+    let wacz = dir.path().join("bad.wacz");
+    let out = warchest(&["wacz", "create", "-o", wacz.to_str().unwrap(), bad_s]);
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "warchest: bad.warc: 2 records whose HTTP head did not parse: indexed without \
+             status and MIME, the first at offset {first}; -w lists them"
+        )),
+        "{err}"
+    );
 }
