@@ -169,6 +169,12 @@ impl UnparsedHead {
     /// (with the file named when there are several); `None` when there
     /// are none.
     pub fn summary(tally: &Recoveries<UnparsedHead>) -> Option<String> {
+        Self::summary_as(tally, "indexed without status and MIME")
+    }
+
+    /// [`UnparsedHead::summary`] saying what became of the records
+    /// (`consequence`: "their HTTP columns are null" for a scan).
+    pub fn summary_as(tally: &Recoveries<UnparsedHead>, consequence: &str) -> Option<String> {
         let n = tally.total();
         if n == 0 {
             return None;
@@ -178,7 +184,7 @@ impl UnparsedHead {
         } else {
             "records whose HTTP head did not parse"
         };
-        let mut told = format!("{n} {what}: indexed without status and MIME");
+        let mut told = format!("{n} {what}: {consequence}");
         match tally.by_file() {
             [] => {}
             [f] => told.push_str(&format!(", the first at offset {}", f.first_offset)),

@@ -44,6 +44,7 @@ use arrow_schema::{
     ArrowError, DataType, Field, Fields as ArrowFields, Schema, SchemaRef, TimeUnit,
 };
 
+use crate::UnparsedHead;
 use warchest::Warning;
 use warchest::archive::Reader;
 use warchest::codec::{Decoder, DecoderOptions, Source};
@@ -311,18 +312,26 @@ pub struct ScanNotes {
     /// rows with an error, which says why: a read error, a record cut
     /// short).
     pub payload_fallbacks: Recoveries<PayloadFallbackAt>,
+    /// Rows whose HTTP head did not parse (a block that should start with
+    /// one and does not): their HTTP columns are null, as the index's
+    /// status and MIME are ([`UnparsedHead`]); rows with an error, which
+    /// says why, are not counted.
+    pub unparsed_heads: Recoveries<UnparsedHead>,
 }
 
 impl ScanNotes {
     /// Whether there is nothing to tell.
     pub fn is_empty(&self) -> bool {
-        self.recoveries.is_empty() && self.payload_fallbacks.is_empty()
+        self.recoveries.is_empty()
+            && self.payload_fallbacks.is_empty()
+            && self.unparsed_heads.is_empty()
     }
 
     /// Adds `other`'s to these.
     pub fn append(&mut self, other: ScanNotes) {
         self.recoveries.append(other.recoveries);
         self.payload_fallbacks.append(other.payload_fallbacks);
+        self.unparsed_heads.append(other.unparsed_heads);
     }
 
     /// Takes everything out.
@@ -544,7 +553,7 @@ impl<S: Source + Send> Scanner<S> {
                 needs_http: self.needs_http,
                 filename: &self.filename,
                 stop: self.stop,
-                fallbacks: &mut self.notes.payload_fallbacks,
+                notes: &mut self.notes,
             };
             match row.read(reader) {
                 Ok(true) => {}
@@ -872,8 +881,10 @@ struct Batches {
     /// stored bytes: a running count, since `held` is asked on each
     /// record.
     done_bytes: usize,
-    /// Payloads of these rows not decoded as their head says.
-    fallbacks: Recoveries<PayloadFallbackAt>,
+    /// Payloads of these rows not decoded as their head says, and rows
+    /// whose head did not parse (no reader recoveries: the chunk's reader
+    /// hands those over itself).
+    notes: ScanNotes,
 }
 
 impl Batches {
@@ -894,10 +905,7 @@ impl Batches {
         }
         let opts = t.opts;
         let Batches {
-            b,
-            ready,
-            fallbacks,
-            ..
+            b, ready, notes, ..
         } = self;
         let b = b.get_or_insert_with(|| new_chunk_builder(opts));
         // A batch cut before this row holds the rows before it.
@@ -910,7 +918,7 @@ impl Batches {
             needs_http: t.needs_http,
             filename: t.filename,
             stop: u64::MAX,
-            fallbacks,
+            notes,
         }
         .row(rec);
         if let Some(x) = self.ready.take() {
@@ -1015,12 +1023,11 @@ impl ScanChunks<'_> {
         self.main_rows.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Moves the payload fallbacks of `rows` into the scanner's notes.
+    /// Moves the notes of `rows` (payload fallbacks, heads that did not
+    /// parse) into the scanner's notes.
     fn note(&self, rows: &mut Batches) {
-        if !rows.fallbacks.is_empty() {
-            lock(self.notes)
-                .payload_fallbacks
-                .append(rows.fallbacks.take());
+        if !rows.notes.is_empty() {
+            lock(self.notes).append(rows.notes.take());
         }
     }
 
@@ -1173,8 +1180,9 @@ struct RowCtx<'a> {
     needs_http: bool,
     filename: &'a str,
     stop: u64,
-    /// Where a payload not decoded as its head says is counted.
-    fallbacks: &'a mut Recoveries<PayloadFallbackAt>,
+    /// Where a payload not decoded as its head says, and a head that did
+    /// not parse, are counted.
+    notes: &'a mut ScanNotes,
 }
 
 impl RowCtx<'_> {
@@ -1268,8 +1276,13 @@ impl RowCtx<'_> {
             failure.as_ref().map(|e| e.to_string()).as_deref(),
         );
         // A row with an error says why itself (a body cut short is one).
+        if failure.is_none() && http.unparsed {
+            self.notes
+                .unparsed_heads
+                .add(self.filename, UnparsedHead { offset: loc.offset });
+        }
         if failure.is_none() && !fallbacks.is_empty() {
-            self.fallbacks.add(
+            self.notes.payload_fallbacks.add(
                 self.filename,
                 PayloadFallbackAt {
                     offset: loc.offset,
@@ -1310,6 +1323,9 @@ struct HttpRead {
     payload: Option<io::Result<bool>>,
     /// What the payload's decoding fell back on.
     fallbacks: PayloadFallbacks,
+    /// The block should have started with an HTTP head, is not empty, and
+    /// its head did not parse ([`UnparsedHead`]).
+    unparsed: bool,
 }
 
 /// Where a row's payload is read from.
@@ -1654,6 +1670,7 @@ impl BatchBuilder {
         } else {
             (None, Vec::new())
         };
+        let unparsed = candidate && head.is_none() && !prefix.is_empty();
         let expect = usize::try_from(cut.hint.min(max)).unwrap_or(usize::MAX);
         let fields = HttpRead {
             head,
@@ -1668,6 +1685,7 @@ impl BatchBuilder {
                     return (
                         HttpRead {
                             head,
+                            unparsed,
                             ..HttpRead::default()
                         },
                         Some(e),
@@ -1703,6 +1721,7 @@ impl BatchBuilder {
                 head,
                 payload,
                 fallbacks,
+                unparsed,
             },
             err,
         )

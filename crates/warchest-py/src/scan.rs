@@ -20,6 +20,7 @@ use warchest::Warning;
 use warchest::codec::Decoder;
 use warchest::recoveries::{PayloadFallbackAt, Recoveries};
 use warchest::warc::ReaderOptions;
+use warchest_index::UnparsedHead;
 use warchest_index::table::{ChunkedScanner, Column, ScanNotes, ScanOptions, Scanner};
 
 use crate::io::{Target, targets_from_py};
@@ -326,6 +327,16 @@ impl StreamNotes {
         let part = self.current.take();
         self.told
             .extend(describe(&part.recoveries, &part.payload_fallbacks));
+        // Rows whose HTTP columns are null for a head that did not parse.
+        let heads = &part.unparsed_heads;
+        self.told.extend(
+            UnparsedHead::summary_as(heads, "their HTTP columns are null").map(|l| {
+                match heads.by_file() {
+                    [f] if !f.file.is_empty() => format!("{}: {l}", f.file),
+                    _ => l,
+                }
+            }),
+        );
         self.finished.append(part);
     }
 
@@ -482,6 +493,28 @@ impl ScanStream {
             list.append(d)?;
         }
         Ok(list)
+    }
+
+    /// The rows read so far whose HTTP head did not parse (their HTTP
+    /// columns are null): dicts of `file` and `offset` (the record's). The
+    /// first 1000 are kept; `unparsed_head_count` counts them all.
+    #[getter]
+    fn unparsed_heads<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let n = self.noted(py);
+        let list = PyList::empty(py);
+        for (file, u) in n.unparsed_heads.kept() {
+            let d = PyDict::new(py);
+            d.set_item(intern!(py, "file"), file)?;
+            d.set_item(intern!(py, "offset"), u.offset)?;
+            list.append(d)?;
+        }
+        Ok(list)
+    }
+
+    /// How many rows read so far had an HTTP head that did not parse.
+    #[getter]
+    fn unparsed_head_count(&self, py: Python<'_>) -> u64 {
+        self.noted(py).unparsed_heads.total()
     }
 
     /// Those payloads counted by fallback name (a payload may count under

@@ -73,6 +73,32 @@ def test_scan_warns_of_payloads_given_as_stored():
     assert told == []
 
 
+def test_scan_warns_of_rows_whose_http_head_did_not_parse(tmp_path):
+    """A response whose block holds no HTTP head: its HTTP columns are
+    null, and the scan says so (as the index does of its entry)."""
+    block = b"no HTTP head here"
+    rec = (
+        b"WARC/1.1\r\nWARC-Type: response\r\nWARC-Target-URI: http://o.example/\r\n"
+        b"Content-Type: application/http; msgtype=response\r\n"
+        b"Content-Length: %d\r\n\r\n" % len(block) + block + b"\r\n\r\n"
+    )
+    odd = tmp_path / "odd.warc"
+    odd.write_bytes(rec)
+    table, told = recovery_warnings(lambda: warchest.scan(str(odd), columns=["http_status"]).read_all())
+    assert table.column("http_status").to_pylist() == [None]
+    assert told == [
+        f"{odd}: 1 record whose HTTP head did not parse: their HTTP columns are null, "
+        "the first at offset 0"
+    ]
+    stream = warchest.scan_stream(str(odd), columns=["http_status"])
+    pa.RecordBatchReader.from_stream(stream).read_all()
+    assert stream.unparsed_heads == [{"file": str(odd), "offset": 0}]
+    assert stream.unparsed_head_count == 1
+    # No HTTP column: no head is read, none is missed.
+    _, told = recovery_warnings(lambda: warchest.scan(str(odd), columns=["warc_target_uri"]).read_all())
+    assert told == []
+
+
 def test_a_clean_file_gives_no_warning():
     _, told = recovery_warnings(lambda: warchest.scan(str(CLEAN), include_payload=True).read_all())
     assert told == []

@@ -86,6 +86,7 @@ type Noted = (
     Vec<(String, u64, &'static str)>,
     Vec<(&'static str, u64)>,
     Vec<(u64, Vec<&'static str>)>,
+    Vec<u64>,
 );
 
 fn noted(n: ScanNotes) -> Noted {
@@ -105,11 +106,13 @@ fn noted(n: ScanNotes) -> Noted {
         .kept()
         .map(|(_, p)| (p.offset, p.fallbacks.iter().map(|f| f.name()).collect()))
         .collect();
-    (kept, kinds, payloads)
+    let unparsed = n.unparsed_heads.kept().map(|(_, u)| u.offset).collect();
+    (kept, kinds, payloads, unparsed)
 }
 
 /// Compares both scans of `path` in every config and chunk size, their
-/// rows and their notes (recoveries, payload fallbacks); the chunked
+/// rows and their notes (recoveries, payload fallbacks, heads that did
+/// not parse); the chunked
 /// reads' traces, summed (`None`: not read in chunks), and whether any
 /// scan noted anything.
 fn compare(path: &Path) -> (Option<Trace>, bool) {

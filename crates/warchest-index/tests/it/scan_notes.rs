@@ -99,6 +99,48 @@ fn a_bad_content_coding_and_a_cut_body_are_noted_and_a_clean_one_is_not() {
     assert!(n.recoveries.is_empty());
 }
 
+/// A block that should start with an HTTP head and does not: its row's
+/// HTTP columns are null, and the scan counts it, at its offset; a scan
+/// that reads no HTTP column reads no head and counts none. The chunked
+/// scan counts the same.
+#[test]
+fn rows_whose_http_head_did_not_parse_are_noted() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut warc = response("http://a.example/ok", "HTTP/1.1 200 OK\r\n\r\n", b"ok");
+    let odd_at = warc.len() as u64;
+    warc.extend(response("http://a.example/odd", "", b"no HTTP head here"));
+    // An empty block has no head to miss.
+    warc.extend(response("http://a.example/empty", "", b""));
+    let path = dir.path().join("odd.warc");
+    std::fs::write(&path, &warc).unwrap();
+    let n = scan_notes(Scanner::open(&path, with(&[Column::HttpStatus])));
+    let got: Vec<(String, u64)> = n
+        .unparsed_heads
+        .kept()
+        .map(|(f, u)| (f.to_string(), u.offset))
+        .collect();
+    assert_eq!(got, [(path.to_string_lossy().into_owned(), odd_at)]);
+    assert!(n.recoveries.is_empty() && n.payload_fallbacks.is_empty());
+    let no_http = ScanOptions {
+        columns: vec![Column::WarcTargetUri, Column::WarcRecordOffset],
+        ..ScanOptions::default()
+    };
+    let none = scan_notes(Scanner::open(&path, no_http));
+    assert!(none.unparsed_heads.is_empty(), "{none:?}");
+    let opts = with(&[Column::HttpStatus, Column::Payload]);
+    for chunk in [97, 2048] {
+        let mut s =
+            warchest_index::table::ChunkedScanner::open(&path, opts.clone(), 3, Some(chunk))
+                .expect("a plain file is read in chunks");
+        for b in &mut s {
+            b.unwrap();
+        }
+        let n = s.take_notes();
+        let got: Vec<u64> = n.unparsed_heads.kept().map(|(_, u)| u.offset).collect();
+        assert_eq!(got, [odd_at], "chunks of {chunk}");
+    }
+}
+
 #[test]
 fn the_readers_recoveries_are_noted_per_file_and_taken_once() {
     let dir = tempfile::tempdir().unwrap();
