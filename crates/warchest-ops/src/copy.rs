@@ -97,6 +97,12 @@ pub struct CopyReport {
     pub dropped_count: u64,
     /// The first [`MAX_DROPPED_KEPT`] of them.
     pub dropped: Vec<Dropped>,
+    /// Records whose HTTP head a filter looked for and could not read (not
+    /// an HTTP message, or a head past the limit): its `:status` and
+    /// `http:*` tests saw no head.
+    pub heads_unread: u64,
+    /// The offsets of the first [`MAX_DROPPED_KEPT`] of them.
+    pub heads_unread_at: Vec<u64>,
 }
 
 impl CopyReport {
@@ -110,6 +116,10 @@ impl CopyReport {
         let room = MAX_DROPPED_KEPT.saturating_sub(self.dropped.len());
         self.dropped
             .extend(other.dropped.iter().take(room).cloned());
+        self.heads_unread += other.heads_unread;
+        let room = MAX_DROPPED_KEPT.saturating_sub(self.heads_unread_at.len());
+        self.heads_unread_at
+            .extend(other.heads_unread_at.iter().take(room));
     }
 
     fn drop_record(&mut self, d: Dropped) {
@@ -800,6 +810,8 @@ impl Copier {
             let is_http = header.is_http();
             let mut block = rec.block();
             let kept = &mut head_bytes;
+            // A head looked for and not read: the HTTP tests saw none.
+            let mut unread = false;
             let mut load = || {
                 if !is_http {
                     return None;
@@ -808,11 +820,20 @@ impl Copier {
                     inner: &mut block,
                     kept: &mut *kept,
                 };
-                warchest::http::read_head(&mut keep, &limits).ok().flatten()
+                let head = warchest::http::read_head(&mut keep, &limits).ok().flatten();
+                unread = head.is_none() && !keep.kept.is_empty();
+                head
             };
             let mut subject = Subject::new(&header).location(loc).http_loader(&mut load);
-            if !f.matches(&mut subject) {
-                drop(subject);
+            let matched = f.matches(&mut subject);
+            drop(subject);
+            if unread {
+                report.heads_unread += 1;
+                if report.heads_unread_at.len() < MAX_DROPPED_KEPT {
+                    report.heads_unread_at.push(loc.offset);
+                }
+            }
+            if !matched {
                 rec.finish()?;
                 return Ok(());
             }

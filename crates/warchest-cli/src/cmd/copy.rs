@@ -61,7 +61,7 @@ pub fn copy_inputs(
                 g.warnings(name, &reader.take_warnings());
                 Ok(res?)
             });
-            outcome = outcome.and(finish_input(name, res, &r));
+            outcome = outcome.and(finish_input(g, name, res, &r));
             report.merge(&r);
         }
         return Ok(outcome);
@@ -89,14 +89,15 @@ pub fn copy_inputs(
         if let Some(part) = part {
             part.replay(sink)?;
         }
-        outcome = outcome.and(finish_input(name, res, &r));
+        outcome = outcome.and(finish_input(g, name, res, &r));
         report.merge(&r);
     }
     Ok(outcome)
 }
 
-fn finish_input(name: &str, res: Result<()>, r: &CopyReport) -> Outcome {
+fn finish_input(g: &Global, name: &str, res: Result<()>, r: &CopyReport) -> Outcome {
     let mut o = Outcome::Ok;
+    heads_unread(g, name, r);
     for d in &r.dropped {
         let id = d
             .record_id
@@ -125,6 +126,46 @@ fn finish_input(name: &str, res: Result<()>, r: &CopyReport) -> Outcome {
         Ok(()) => {}
     }
     o
+}
+
+/// Tells the records whose HTTP head the filter could not read (its HTTP
+/// tests saw none): unless `-q` one line, with `-w` each offset.
+fn heads_unread(g: &Global, name: &str, r: &CopyReport) {
+    let n = r.heads_unread;
+    if n == 0 {
+        return;
+    }
+    if g.show_warnings {
+        for at in &r.heads_unread_at {
+            eprintln!(
+                "warchest: {name}: warning: offset {at}: http-head-unparsed: HTTP head did not \
+                 parse; the filter's HTTP tests saw none"
+            );
+        }
+        let more = n - r.heads_unread_at.len() as u64;
+        if more > 0 {
+            eprintln!(
+                "warchest: {name}: {more} more records whose HTTP head did not parse, not listed"
+            );
+        }
+    }
+    if !g.quiet {
+        let (what, them) = if n == 1 {
+            ("record whose HTTP head did not parse", "it")
+        } else {
+            ("records whose HTTP head did not parse", "them")
+        };
+        let first = r.heads_unread_at.first().copied().unwrap_or_default();
+        let list = if g.show_warnings {
+            String::new()
+        } else {
+            format!("; -w lists {them}")
+        };
+        eprintln!(
+            "warchest: {name}: {n} {what}: the filter's HTTP tests saw none, the first at offset \
+             {first}{list}"
+        );
+    }
 }
 
 /// Copies `inputs` into the single output `out` (`-`: standard output),

@@ -1198,3 +1198,47 @@ fn index_tells_records_whose_http_head_did_not_parse() {
         "{err}"
     );
 }
+
+/// `filter` with an HTTP test over a record whose HTTP head does not
+/// parse: the test sees no head (the record is not selected by
+/// `http:status == 200`), and stderr says so, once per record; a filter
+/// with no HTTP test reads no head and says nothing.
+#[test]
+fn filter_tells_records_whose_http_head_did_not_parse() {
+    let dir = tempfile::tempdir().unwrap();
+    let http = "application/http; msgtype=response";
+    let good = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nhi";
+    let mut data = warc_record("response", "http://a.test/1", 1, http, good);
+    let odd_at = data.len();
+    data.extend(warc_record(
+        "response",
+        "http://a.test/2",
+        2,
+        http,
+        b"no head here",
+    ));
+    let src = dir.path().join("odd.warc");
+    std::fs::write(&src, &data).unwrap();
+    let (src_s, out) = (src.to_str().unwrap(), dir.path().join("out.warc"));
+    let out_s = out.to_str().unwrap();
+    let o = warchest(&["filter", src_s, "-o", out_s, "http:status == 200"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(
+        err.trim_end(),
+        format!(
+            "warchest: {src_s}: 1 record whose HTTP head did not parse: the filter's HTTP \
+             tests saw none, the first at offset {odd_at}; -w lists it"
+        )
+    );
+    assert_eq!(std::fs::read(&out).unwrap(), &data[..odd_at]);
+    let o = warchest(&["-w", "filter", src_s, "-o", out_s, "http:status == 200"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!("offset {odd_at}: http-head-unparsed")),
+        "{err}"
+    );
+    let o = warchest(&["filter", src_s, "-o", out_s, "warc-type == \"response\""]);
+    assert!(o.status.success());
+    assert_eq!(String::from_utf8_lossy(&o.stderr), "");
+}
