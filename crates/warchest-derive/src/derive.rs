@@ -27,9 +27,43 @@ pub struct Summary {
     /// [`PayloadFallback`](warchest::http::PayloadFallback)): each
     /// counted, per kind and file, the first 1000 kept with their offsets.
     pub payload_fallbacks: Recoveries<PayloadFallbackAt>,
+    /// Texts extracted from a body longer than
+    /// [`MAX_BODY`](crate::text::MAX_BODY), from its first `MAX_BODY`
+    /// bytes (Common Crawl's WET cuts so too).
+    pub texts_cut: u64,
+    /// Texts whose body had bytes its charset does not decode, each
+    /// replaced with U+FFFD.
+    pub texts_replaced: u64,
 }
 
 impl Summary {
+    /// Counts what extracting a text gave up: its body cut, bytes
+    /// replaced.
+    pub(crate) fn note_text(&mut self, cut: bool, replaced: bool) {
+        self.texts_cut += u64::from(cut);
+        self.texts_replaced += u64::from(replaced);
+    }
+
+    /// One sentence of the texts cut and with bytes replaced; `None` when
+    /// there were none.
+    pub fn texts_summary(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        if self.texts_cut > 0 {
+            parts.push(format!(
+                "{} from the first {} MiB of a longer body",
+                self.texts_cut,
+                crate::text::MAX_BODY >> 20
+            ));
+        }
+        if self.texts_replaced > 0 {
+            parts.push(format!(
+                "{} with bytes their charset does not decode (replaced with U+FFFD)",
+                self.texts_replaced
+            ));
+        }
+        (!parts.is_empty()).then(|| format!("texts: {}", parts.join(", ")))
+    }
+
     /// Counts `rec`'s payload fallbacks, if any (it is in `file`).
     fn note_payload(&mut self, rec: &SourceRecord, file: &str) {
         if let Some(p) = rec.payload_fallback() {
@@ -43,6 +77,8 @@ impl Summary {
         self.records_in += other.records_in;
         self.records_out += other.records_out;
         self.payload_fallbacks.append(other.payload_fallbacks);
+        self.texts_cut += other.texts_cut;
+        self.texts_replaced += other.texts_replaced;
     }
 }
 
@@ -137,7 +173,9 @@ fn wat_record(rec: &SourceRecord, filename: &str) -> warchest::Result<(NewRecord
 }
 
 /// A derived record: its header and block.
-type Derived = (NewRecord, Vec<u8>);
+/// A derived record, its body, and for a WET conversion whether its text
+/// was cut and had bytes replaced.
+type Derived = (NewRecord, Vec<u8>, (bool, bool));
 
 /// Which WARC derivative.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -195,17 +233,23 @@ pub fn write_warc<R: Read, W: Write>(
                     | RecordType::Resource
                     | RecordType::Metadata
                     | RecordType::Warcinfo
-                    | RecordType::Revisit => wat_record(rec, filename).map(Some),
+                    | RecordType::Revisit => {
+                        wat_record(rec, filename).map(|(r, b)| Some((r, b, (false, false))))
+                    }
                     _ => Ok(None),
                 },
-                WarcKind::Wet => crate::wet::conversion(rec)
-                    .map(|o| o.map(|(r, body, _)| (r, body.into_bytes()))),
+                WarcKind::Wet => crate::wet::conversion(rec).map(|o| {
+                    o.map(|(r, body, doc)| {
+                        (r, body.into_bytes(), (doc.truncated, doc.charset_errors))
+                    })
+                }),
             })
             .collect();
         for d in derived {
-            if let Some((mut rec, body)) = d? {
+            if let Some((mut rec, body, (cut, replaced))) = d? {
                 writer.write(&mut rec, Body::Bytes(&body))?;
                 summary.records_out += 1;
+                summary.note_text(cut, replaced);
             }
         }
         if let Some(e) = err {
@@ -250,9 +294,16 @@ pub fn text_rows_with<R: Read, E: From<warchest::Error>>(
         for rec in &batch {
             summary.note_payload(rec, filename);
         }
-        let rows: Vec<Row> = batch
+        let noted: Vec<(Row, bool, bool)> = batch
             .par_iter()
-            .filter_map(|rec| Row::of_columns(rec, filename, columns))
+            .filter_map(|rec| Row::of_columns_noted(rec, filename, columns))
+            .collect();
+        let rows: Vec<Row> = noted
+            .into_iter()
+            .map(|(row, cut, replaced)| {
+                summary.note_text(cut, replaced);
+                row
+            })
             .collect();
         summary.records_out += rows.len() as u64;
         if !rows.is_empty() {

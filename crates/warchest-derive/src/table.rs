@@ -138,6 +138,17 @@ impl Row {
     /// [`Row::of`], computing only what `columns` needs (the rest of the
     /// row is empty).
     pub fn of_columns(rec: &SourceRecord, filename: &str, columns: Columns) -> Option<Row> {
+        Row::of_columns_noted(rec, filename, columns).map(|(row, _, _)| row)
+    }
+
+    /// [`Row::of_columns`], with whether its text came from a body cut at
+    /// [`MAX_BODY`](crate::text::MAX_BODY) and whether bytes its charset
+    /// does not decode were replaced.
+    pub fn of_columns_noted(
+        rec: &SourceRecord,
+        filename: &str,
+        columns: Columns,
+    ) -> Option<(Row, bool, bool)> {
         if !matches!(
             rec.record_type,
             RecordType::Response | RecordType::Resource | RecordType::Conversion
@@ -150,7 +161,7 @@ impl Row {
         let doc =
             crate::text::extract_parts(&rec.payload, content_type.as_deref(), columns.parts());
         let field = |n: &str| rec.field(n).unwrap_or_default().to_string();
-        Some(Row {
+        let row = Row {
             url: field("WARC-Target-URI"),
             date: field("WARC-Date"),
             record_id: field("WARC-Record-ID"),
@@ -163,7 +174,8 @@ impl Row {
             title: doc.title,
             text: doc.text,
             main_text: doc.main_text,
-        })
+        };
+        Some((row, doc.truncated, doc.charset_errors))
     }
 }
 

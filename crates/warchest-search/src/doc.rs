@@ -54,6 +54,10 @@ pub struct Document {
     pub record_type: String,
     /// The payload or the text was cut ([`MAX_PAYLOAD`], [`MAX_TEXT`]).
     pub cut: bool,
+    /// The URL was longer than [`MAX_URL`] and is indexed cut there: a
+    /// search finds the capture by its first [`MAX_URL`] bytes, and its
+    /// replay link, made of them, does not lead to it.
+    pub url_cut: bool,
 }
 
 /// A capture read from a record, before its text is extracted (the
@@ -105,7 +109,7 @@ pub fn capture<S: Source + Send>(
         return Ok(Err(Skip::NoUrl));
     };
     let mut url = url;
-    cut_at_char(&mut url, MAX_URL);
+    let url_cut = cut_at_char(&mut url, MAX_URL);
     let date = h.date().and_then(Result::ok);
     let date_millis = date
         .as_ref()
@@ -125,6 +129,7 @@ pub fn capture<S: Source + Send>(
         file: file.to_string(),
         offset,
         record_type: rt.as_str().to_string(),
+        url_cut,
         ..Document::default()
     };
     let content_type = match record.http()? {

@@ -327,6 +327,9 @@ pub struct AddStats {
     /// Documents whose payload or text was cut (8 MiB payload, 512 KiB
     /// text).
     pub cut: u64,
+    /// Documents whose URL was longer than [`MAX_URL`](crate::doc::MAX_URL)
+    /// and is indexed cut there (its replay link does not lead to it).
+    pub urls_cut: u64,
     /// Revisits (no payload of their own: not indexed).
     pub revisits: u64,
     /// Responses and resources without WARC-Target-URI (not indexed).
@@ -359,6 +362,7 @@ impl AddStats {
         self.documents += o.documents;
         self.with_text += o.with_text;
         self.cut += o.cut;
+        self.urls_cut += o.urls_cut;
         self.revisits += o.revisits;
         self.no_url += o.no_url;
         self.other += o.other;
@@ -464,6 +468,7 @@ impl Writer<'_> {
             stats.documents += 1;
             stats.with_text += u64::from(!d.text.is_empty());
             stats.cut += u64::from(d.cut);
+            stats.urls_cut += u64::from(d.url_cut);
             self.add_document(d)?;
         }
         Ok(())

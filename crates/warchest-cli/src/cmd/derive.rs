@@ -200,6 +200,9 @@ fn each_file(
     }
     bar.finish_and_clear();
     crate::report::payload_fallbacks(g, &total.payload_fallbacks);
+    if let Some(line) = total.texts_summary().filter(|_| !g.quiet) {
+        eprintln!("warchest: {line}");
+    }
     (outcome, total)
 }
 

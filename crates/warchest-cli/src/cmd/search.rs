@@ -205,6 +205,18 @@ pub fn run_index(g: &Global, mut args: IndexArgs) -> Result<Outcome> {
             files.len(),
         );
     }
+    if total.urls_cut > 0 && !g.quiet {
+        let (what, link) = if total.urls_cut == 1 {
+            ("document", "its replay link does not lead to it")
+        } else {
+            ("documents", "their replay links do not lead to them")
+        };
+        eprintln!(
+            "warchest: {} {what} with a URL longer than {} KiB, indexed cut there ({link})",
+            total.urls_cut,
+            warchest_search::doc::MAX_URL >> 10
+        );
+    }
     Ok(outcome)
 }
 

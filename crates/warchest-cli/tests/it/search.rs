@@ -234,4 +234,25 @@ fn a_payload_that_does_not_decode_is_indexed_as_stored_and_said() {
         )),
         "{err}"
     );
+    // A URL past 8 KiB is indexed cut there, and said; the JSON counts it.
+    let long = format!("http://a.example/{}", "x".repeat(9 * 1024));
+    let warc2 = dir.path().join("long.warc");
+    std::fs::write(&warc2, record(&long, "", b"okapis graze")).unwrap();
+    let (code, out, err) = run(bin()
+        .args(["search-index", "--json"])
+        .arg(&warc2)
+        .arg("-o")
+        .arg(dir.path().join("idx3")));
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains(
+            "warchest: 1 document with a URL longer than 8 KiB, indexed cut there (its \
+             replay link does not lead to it)"
+        ),
+        "{err}"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(v["counts"]["urls_cut"], 1, "{v}");
+    let v = search_json(&dir.path().join("idx3"), "okapis", &[]);
+    assert_eq!(v["total"], 1, "{v}");
 }

@@ -136,3 +136,53 @@ fn text_rows_count_payload_fallbacks() {
     );
     assert_eq!(total.records_in, 3 * (DEFAULT_KEPT as u64 + 5));
 }
+
+/// A text cut at MAX_BODY and a text whose bytes its charset does not
+/// decode are counted, in text rows and in a WET, and a clean one is not.
+#[test]
+fn texts_cut_and_with_bytes_replaced_are_counted() {
+    use warchest_derive::derive::{WarcKind, text_rows, write_warc};
+    use warchest_derive::text::MAX_BODY;
+    let response = |ct: &str, body: &[u8]| {
+        let head = format!("HTTP/1.1 200 OK\r\nContent-Type: {ct}\r\n\r\n");
+        record(
+            RecordType::Response,
+            "http://a.example/",
+            "application/http; msgtype=response",
+            &[head.as_bytes(), body].concat(),
+        )
+    };
+    let mut warc = response("text/plain; charset=utf-8", b"clean text");
+    warc.extend(response("text/plain; charset=utf-8", b"bad \xff\xfe bytes"));
+    warc.extend(response("text/plain", &b"long ".repeat(MAX_BODY / 5 + 10)));
+    let mut reader = Reader::new(&warc[..]).unwrap();
+    let s = text_rows(&mut reader, "a.warc", |_| -> Result<(), warchest::Error> {
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!((s.records_out, s.texts_cut, s.texts_replaced), (3, 1, 1));
+    assert_eq!(
+        s.texts_summary().unwrap(),
+        "texts: 1 from the first 8 MiB of a longer body, 1 with bytes their charset does not \
+         decode (replaced with U+FFFD)"
+    );
+    let mut reader = Reader::new(&warc[..]).unwrap();
+    let mut out = warchest::write::Writer::new(Vec::new(), WriterOptions::default()).unwrap();
+    let w = write_warc(
+        WarcKind::Wet,
+        &mut reader,
+        "a.warc",
+        "a.wet",
+        true,
+        &mut out,
+    )
+    .unwrap();
+    assert_eq!((w.records_out, w.texts_cut, w.texts_replaced), (3, 1, 1));
+    let clean = response("text/plain; charset=utf-8", b"clean text");
+    let mut reader = Reader::new(&clean[..]).unwrap();
+    let s = text_rows(&mut reader, "c.warc", |_| -> Result<(), warchest::Error> {
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(s.texts_summary(), None);
+}
