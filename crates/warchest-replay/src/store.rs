@@ -541,6 +541,93 @@ pub struct SyncReport {
     pub warnings: Vec<String>,
 }
 
+/// What [`Store::load_cdxj`] did with the lines of a CDXJ index. Lines
+/// that are not CDXJ are damage (the records they stood for cannot be
+/// replayed), told apart from lines of files not served (an index of more
+/// files than the paths given); blank lines and `!` header lines are
+/// neither.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CdxjLoad {
+    /// The index, as named (a path or a URL).
+    pub index: String,
+    /// Index entries loaded.
+    pub loaded: u64,
+    /// Lines whose `filename` is none of the files served: skipped.
+    pub unknown_file: u64,
+    /// The first distinct file names of those lines (at most
+    /// [`CdxjLoad::EXAMPLES`]).
+    pub unknown_files: Vec<String>,
+    /// Lines that are not CDXJ (`urlkey timestamp {json}` with a
+    /// `filename` and an `offset`): skipped, and their records lost.
+    pub unparsable: u64,
+    /// The line numbers (from 1) of the first of those (at most
+    /// [`CdxjLoad::EXAMPLES`]).
+    pub unparsable_lines: Vec<u64>,
+}
+
+impl CdxjLoad {
+    /// How many examples of each kind of skipped line are kept.
+    pub const EXAMPLES: usize = 8;
+
+    /// What was lost, one sentence naming the index and the first line
+    /// numbers; `None` when every line was CDXJ.
+    pub fn damage(&self) -> Option<String> {
+        (self.unparsable > 0).then(|| {
+            format!(
+                "{}: {} not CDXJ, skipped ({})",
+                self.index,
+                if self.unparsable == 1 {
+                    "1 line is".to_string()
+                } else {
+                    format!("{} lines are", self.unparsable)
+                },
+                self.numbers()
+            )
+        })
+    }
+
+    /// "line 3", "lines 3, 6", "lines 1, ..., 8, ..." when there are more.
+    fn numbers(&self) -> String {
+        let lines: Vec<String> = self.unparsable_lines.iter().map(u64::to_string).collect();
+        let more = if self.unparsable > self.unparsable_lines.len() as u64 {
+            ", ..."
+        } else {
+            ""
+        };
+        let word = if lines.len() == 1 && more.is_empty() {
+            "line"
+        } else {
+            "lines"
+        };
+        format!("{word} {}{more}", lines.join(", "))
+    }
+}
+
+/// `n` lines, in words.
+fn lines(n: u64) -> String {
+    format!("{n} line{}", if n == 1 { "" } else { "s" })
+}
+
+impl std::fmt::Display for CdxjLoad {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "loaded {} from {}; {} of files not served, skipped",
+            lines(self.loaded),
+            self.index,
+            lines(self.unknown_file)
+        )?;
+        if !self.unknown_files.is_empty() {
+            write!(f, " ({})", self.unknown_files.join(", "))?;
+        }
+        write!(f, "; {} not CDXJ", lines(self.unparsable))?;
+        if self.unparsable > 0 {
+            write!(f, ", skipped ({})", self.numbers())?;
+        }
+        Ok(())
+    }
+}
+
 /// The index store.
 pub struct Store {
     db: Database,
@@ -1184,13 +1271,15 @@ impl Store {
     }
 
     /// Loads a CDXJ index (as `warchest index` or pywb writes it; a path
-    /// or a URL) instead of reading the files: each line's `filename` is looked for among
-    /// the sources known by base name (or `WACZ#member` name); lines of
-    /// unknown files are counted and skipped.
+    /// or a URL) instead of reading the files: each line's `filename` is
+    /// looked for among the sources known by base name (or `WACZ#member`
+    /// name). Lines of files not served are counted and skipped; lines that
+    /// are not CDXJ are damage: counted apart, their first line numbers
+    /// kept, and said as a warning naming the index ([`CdxjLoad`]).
     ///
     /// # Errors
     /// The index cannot be read or the store written.
-    pub fn load_cdxj(&self, cdxj: &Path, paths: &[PathBuf]) -> Result<(u64, u64)> {
+    pub fn load_cdxj(&self, cdxj: &Path, paths: &[PathBuf]) -> Result<CdxjLoad> {
         use std::io::Read;
         // Register the files without reading them.
         let mut files = Vec::new();
@@ -1258,13 +1347,22 @@ impl Store {
             warchest_index::reader::open(file, &name).map_err(|e| Error::from(e).in_file(cdxj))?;
         let mut line = Vec::new();
         let mut number = 0u64;
-        let (mut loaded, mut skipped) = (0u64, 0u64);
+        let mut load = CdxjLoad {
+            index: name,
+            ..CdxjLoad::default()
+        };
         let mut batch: BTreeMap<u32, Vec<Entry>> = BTreeMap::new();
         while warchest_index::reader::next_line(&mut r, &mut line, &mut number)
             .map_err(|e| Error::from(e).in_file(cdxj))?
         {
             let Some(l) = wacz::CdxjLine::parse(&line) else {
-                skipped += 1;
+                // Blank lines and `!` header lines are not records.
+                if !line.trim_ascii().is_empty() && !line.starts_with(b"!") {
+                    load.unparsable += 1;
+                    if load.unparsable_lines.len() < CdxjLoad::EXAMPLES {
+                        load.unparsable_lines.push(number);
+                    }
+                }
                 continue;
             };
             // A file name given as a path or URL is found by its last
@@ -1276,21 +1374,29 @@ impl Store {
                     .and_then(|base| by_name.get(base))
             });
             let Some(&src) = found else {
-                skipped += 1;
+                load.unknown_file += 1;
+                if load.unknown_files.len() < CdxjLoad::EXAMPLES
+                    && !load.unknown_files.contains(&l.filename)
+                {
+                    load.unknown_files.push(l.filename.clone());
+                }
                 continue;
             };
             let e = entry_of_line(&l, l.filename.clone());
             let b = batch.entry(src).or_default();
             b.push(e);
             if b.len() >= BATCH {
-                loaded += self.insert(src, b)?;
+                load.loaded += self.insert(src, b)?;
                 b.clear();
             }
         }
         for (src, b) in batch {
-            loaded += self.insert(src, &b)?;
+            load.loaded += self.insert(src, &b)?;
         }
-        Ok((loaded, skipped))
+        if let Some(d) = load.damage() {
+            tracing::warn!("{d}");
+        }
+        Ok(load)
     }
 
     /// The captures `q` selects, in key order (or reversed).
@@ -1741,6 +1847,36 @@ mod tests {
             );
         }
         assert_eq!(store.record_of_digest("sha1:abc").unwrap(), None);
+    }
+
+    #[test]
+    fn a_cdxj_load_says_its_damage_with_line_numbers() {
+        let mut l = CdxjLoad {
+            index: "x/index.cdxj".into(),
+            ..CdxjLoad::default()
+        };
+        assert_eq!(l.damage(), None);
+        l.unparsable = 1;
+        l.unparsable_lines = vec![7];
+        assert_eq!(
+            l.damage().as_deref(),
+            Some("x/index.cdxj: 1 line is not CDXJ, skipped (line 7)")
+        );
+        l.unparsable = 10;
+        l.unparsable_lines = (1..=8).collect();
+        assert_eq!(
+            l.damage().as_deref(),
+            Some(
+                "x/index.cdxj: 10 lines are not CDXJ, skipped (lines 1, 2, 3, 4, 5, 6, 7, 8, ...)"
+            )
+        );
+        l.unknown_file = 1;
+        l.unknown_files = vec!["gone.warc.gz".into()];
+        assert_eq!(
+            l.to_string(),
+            "loaded 0 lines from x/index.cdxj; 1 line of files not served, skipped \
+             (gone.warc.gz); 10 lines not CDXJ, skipped (lines 1, 2, 3, 4, 5, 6, 7, 8, ...)"
+        );
     }
 
     #[test]

@@ -449,11 +449,14 @@ impl Server {
         };
         let store = Store::open(&store_path)?;
         if let Some(cdxj) = &opts.cdxj {
-            let (loaded, skipped) = store.load_cdxj(cdxj, &opts.paths)?;
-            tracing::info!(
-                "loaded {loaded} index lines from {} ({skipped} skipped)",
-                cdxj.display()
-            );
+            let load = store.load_cdxj(cdxj, &opts.paths)?;
+            // Lines that are not CDXJ were said as a warning by the store
+            // (the index and their line numbers); the summary counts them.
+            if load.unparsable > 0 {
+                tracing::warn!("{load}");
+            } else {
+                tracing::info!("{load}");
+            }
         } else {
             let r = store.sync(&opts.paths)?;
             for f in r.failures.iter().chain(&r.warnings) {

@@ -344,3 +344,62 @@ fn damage_is_reported_when_indexed_and_when_served() {
     assert!(log.contains(&format!("offset={cut_at}")), "{log}");
     assert!(log.contains("truncated: the record ends"), "{log}");
 }
+
+/// A CDXJ index with damage: a line that is not CDXJ, one without an
+/// offset, a line of a file not served, and a blank and a `!` header line
+/// (neither). The damage is counted apart from the lines of other files,
+/// its line numbers named, and said as a warning naming the index.
+#[test]
+fn cdxj_lines_that_do_not_parse_are_damage_told_from_unknown_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let warc = dir.path().join("a.warc");
+    let http = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok";
+    std::fs::write(
+        &warc,
+        response("http://a.test/", "2024-01-01T00:00:00Z", http),
+    )
+    .unwrap();
+    let line = |file: &str, offset: &str| {
+        format!(
+            "test,a)/ 20240101000000 {{\"url\": \"http://a.test/\", \"mime\": \"text/plain\", \
+             \"status\": \"200\", \"filename\": \"{file}\"{offset}}}\n"
+        )
+    };
+    let cdxj = dir.path().join("index.cdxj");
+    let text = [
+        "!OpenWayback-CDXJ 1.0\n".to_string(),
+        line("a.warc", ", \"offset\": \"0\""),
+        "this is not an index line\n".into(),
+        line("elsewhere.warc.gz", ", \"offset\": \"0\""),
+        "\n".into(),
+        line("a.warc", ""),
+        line("elsewhere.warc.gz", ", \"offset\": \"9\""),
+    ]
+    .concat();
+    std::fs::write(&cdxj, text).unwrap();
+    let store = Store::open(dir.path().join("db")).unwrap();
+    let (load, log) = logged(|| store.load_cdxj(&cdxj, std::slice::from_ref(&warc)).unwrap());
+    assert_eq!(load.loaded, 1, "{load:?}");
+    assert_eq!(load.unknown_file, 2, "{load:?}");
+    assert_eq!(load.unknown_files, ["elsewhere.warc.gz"], "{load:?}");
+    assert_eq!(load.unparsable, 2, "{load:?}");
+    assert_eq!(load.unparsable_lines, [3, 6], "{load:?}");
+    let said = load.damage().expect("damage said");
+    assert!(said.contains("index.cdxj"), "{said}");
+    assert!(said.contains("2 lines are not CDXJ"), "{said}");
+    assert!(said.contains("lines 3, 6"), "{said}");
+    assert!(log.contains("WARN"), "{log}");
+    assert!(log.contains(&said), "{log}");
+    assert_eq!(store.len().unwrap(), 1);
+    // A whole index says nothing.
+    let clean = dir.path().join("clean.cdxj");
+    std::fs::write(&clean, line("a.warc", ", \"offset\": \"0\"")).unwrap();
+    let (load, log) = logged(|| {
+        store
+            .load_cdxj(&clean, std::slice::from_ref(&warc))
+            .unwrap()
+    });
+    assert_eq!((load.loaded, load.unparsable, load.unknown_file), (1, 0, 0));
+    assert!(load.damage().is_none());
+    assert!(!log.contains("WARN"), "{log}");
+}
