@@ -24,6 +24,7 @@ fn collection(paths: &[PathBuf], db: &Path) -> Collection {
         paths: paths.to_vec(),
         store,
         fuzzy: warchest_replay::fuzzy::FuzzyRules::default(),
+        served: Default::default(),
     }
 }
 
@@ -285,7 +286,8 @@ fn logged<R>(f: impl FnOnce() -> R) -> (R, String) {
 /// WARC header lines end in bare LFs, and a last record cut short. Its
 /// index says so (one line in the sync report, counted as the scan went),
 /// and serving either record logs a warning with the source, offset and
-/// kinds once the payload was handed over; the clean record logs nothing.
+/// kinds once the payload was handed over, and counts it in the
+/// collection's `served`; the clean record logs and counts nothing.
 #[test]
 fn damage_is_reported_when_indexed_and_when_served() {
     let dir = tempfile::tempdir().unwrap();
@@ -325,11 +327,13 @@ fn damage_is_reported_when_indexed_and_when_served() {
         paths: vec![warc.clone()],
         store,
         fuzzy: warchest_replay::fuzzy::FuzzyRules::default(),
+        served: Default::default(),
     };
 
     let ((_, body), log) = logged(|| payload(&coll, "http://a.test/", "20240101000000"));
     assert_eq!(body, b"hello");
     assert!(log.is_empty(), "{log}");
+    assert_eq!(coll.served.damaged(), 0);
 
     let ((_, body), log) = logged(|| payload(&coll, "http://a.test/b", "20240101000001"));
     assert_eq!(body, b"hello");
@@ -337,12 +341,18 @@ fn damage_is_reported_when_indexed_and_when_served() {
     assert!(log.contains(&format!("offset={bare_at}")), "{log}");
     assert!(log.contains("bare-lf"), "{log}");
     assert!(log.contains("damaged.warc"), "{log}");
+    assert_eq!(coll.served.damaged(), 1);
 
     let ((_, body), log) = logged(|| payload(&coll, "http://a.test/c", "20240101000002"));
     assert_eq!(body, b"hello"[..body.len()]);
     assert!(log.contains("record served damaged"), "{log}");
     assert!(log.contains(&format!("offset={cut_at}")), "{log}");
     assert!(log.contains("truncated: the record ends"), "{log}");
+    // Counted as served, not per record: served again, counted again.
+    assert_eq!(coll.served.damaged(), 2);
+    payload(&coll, "http://a.test/c", "20240101000002");
+    assert_eq!(coll.served.damaged(), 3);
+    assert_eq!(coll.served.undecodable(), 0);
 }
 
 /// A CDXJ index with damage: a line that is not CDXJ, one without an
