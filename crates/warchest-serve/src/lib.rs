@@ -447,6 +447,8 @@ impl Server {
                 p
             }
         };
+        // Unreadable entries of the store are said (warnings) by the store
+        // as it meets them; counted on the collection page.
         let store = Store::open(&store_path)?;
         if let Some(cdxj) = &opts.cdxj {
             let load = store.load_cdxj(cdxj, &opts.paths)?;

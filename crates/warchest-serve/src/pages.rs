@@ -114,13 +114,24 @@ pub(super) fn home(coll: &Collection, fulltext: bool) -> warchest::Result<String
         );
     }
     b.push_str("</table>");
-    // What was served damaged (also logged as warnings when met).
+    // What was served damaged, and what the index cache found unreadable
+    // of itself (both also logged as warnings when met).
     let _ = write!(
         b,
         "<p id=\"served-damage\">Since the server started: {} served damaged \
 (truncated, or read with lenient recoveries), {} that could not be decoded.</p>",
         count(coll.served.damaged(), "record", "records"),
         count(coll.served.undecodable(), "payload", "payloads"),
+    );
+    let d = coll.store.cache_damage();
+    let _ = write!(
+        b,
+        "<p id=\"index-damage\">Unreadable entries in the index cache: {} \
+({} sources, {} captures, {} record locations).</p>",
+        d.total(),
+        d.sources,
+        d.captures,
+        d.locations
     );
     Ok(page(&coll.name, "Collection", &b))
 }

@@ -413,3 +413,183 @@ fn cdxj_lines_that_do_not_parse_are_damage_told_from_unknown_files() {
     assert!(load.damage().is_none());
     assert!(!log.contains("WARN"), "{log}");
 }
+
+use redb::ReadableTable as _;
+
+const SOURCES: redb::TableDefinition<u32, &[u8]> = redb::TableDefinition::new("sources");
+const CAPTURES: redb::TableDefinition<&str, &[u8]> = redb::TableDefinition::new("captures");
+
+/// Overwrites entries of the store at `db` (closed) with bytes that are
+/// not what they stand for.
+fn corrupt(db: &Path, f: impl FnOnce(&redb::WriteTransaction)) {
+    let d = redb::Database::create(db).unwrap();
+    let txn = d.begin_write().unwrap();
+    f(&txn);
+    txn.commit().unwrap();
+}
+
+/// A source entry of the index cache that does not decode is counted and
+/// said when the store is opened; its captures are dropped with it (so
+/// that a new source given its id is not mistaken for it), and the next
+/// sync indexes its file again: nothing it stood for is lost.
+#[test]
+fn an_unreadable_source_entry_is_said_and_its_file_indexed_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let http = |b: &str| {
+        format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{b}",
+            b.len()
+        )
+    };
+    let a = dir.path().join("a.warc");
+    let b = dir.path().join("b.warc");
+    std::fs::write(
+        &a,
+        response("http://a.test/", "2024-01-01T00:00:00Z", &http("aa")),
+    )
+    .unwrap();
+    let mut bytes = response("http://b.test/", "2024-01-01T00:00:00Z", &http("bb"));
+    bytes.extend(response(
+        "http://b.test/2",
+        "2024-01-01T00:00:00Z",
+        &http("b2"),
+    ));
+    std::fs::write(&b, bytes).unwrap();
+    let db = dir.path().join("db.redb");
+    let paths = [a.clone(), b.clone()];
+    drop(collection(&paths, &db));
+    corrupt(&db, |txn| {
+        let mut t = txn.open_table(SOURCES).unwrap();
+        t.insert(1, b"{not a source".as_slice()).unwrap();
+    });
+
+    let (store, log) = logged(|| Store::open(&db).unwrap());
+    let d = store.cache_damage();
+    assert_eq!(
+        (d.sources, d.dropped_captures, d.total()),
+        (1, 2, 1),
+        "{d:?}"
+    );
+    assert!(d.examples[0].contains("source 1"), "{d:?}");
+    assert!(log.contains("WARN"), "{log}");
+    assert!(log.contains("the entry of source 1 is unreadable"), "{log}");
+    assert_eq!(store.sources().len(), 1);
+    assert_eq!(store.len().unwrap(), 1, "b.warc's captures dropped");
+
+    let r = store.sync(&paths).unwrap();
+    assert_eq!((r.new_sources, r.entries), (1, 2), "{r:?}");
+    let coll = Collection {
+        name: "c".into(),
+        paths: paths.to_vec(),
+        store,
+        fuzzy: warchest_replay::fuzzy::FuzzyRules::default(),
+        served: Default::default(),
+    };
+    assert_eq!(payload(&coll, "http://b.test/2", "2024").1, b"b2");
+    assert_eq!(payload(&coll, "http://a.test/", "2024").1, b"aa");
+}
+
+/// A capture entry that does not decode no longer ends a lookup: it is
+/// passed over (the capture next in time is found), counted once however
+/// often it is met, said, and its source is marked to be indexed again,
+/// which the next sync does (across a restart too): the capture is back.
+#[test]
+fn an_unreadable_capture_entry_is_passed_over_counted_and_rebuilt() {
+    let dir = tempfile::tempdir().unwrap();
+    let warc = dir.path().join("a.warc");
+    let http = |b: &str| {
+        format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{b}",
+            b.len()
+        )
+    };
+    let mut bytes = response("http://a.test/", "2024-01-01T00:00:00Z", &http("old"));
+    bytes.extend(response(
+        "http://a.test/",
+        "2024-06-01T00:00:00Z",
+        &http("new"),
+    ));
+    bytes.extend(response(
+        "http://a.test/",
+        "2024-07-01T00:00:00Z",
+        &http("jul"),
+    ));
+    std::fs::write(&warc, bytes).unwrap();
+    let db = dir.path().join("db.redb");
+    let paths = [warc.clone()];
+    drop(collection(&paths, &db));
+    // The June capture's entry: its key kept, its value not JSON.
+    corrupt(&db, |txn| {
+        let mut t = txn.open_table(CAPTURES).unwrap();
+        let key = {
+            let mut keys = t.iter().unwrap().map(|i| i.unwrap().0.value().to_string());
+            keys.find(|k| k.contains(" 20240601"))
+                .expect("the June capture")
+        };
+        t.insert(key.as_str(), b"\xff\x00".as_slice()).unwrap();
+    });
+
+    let store = Store::open(&db).unwrap();
+    assert_eq!(store.cache_damage().total(), 0, "found by lookups");
+    let coll = Collection {
+        name: "c".into(),
+        paths: paths.to_vec(),
+        store,
+        fuzzy: warchest_replay::fuzzy::FuzzyRules::none(),
+        served: Default::default(),
+    };
+    let (found, log) = logged(|| coll.find("http://a.test/", "20240601").unwrap());
+    // Not taken for the end of the later captures: July is nearer than
+    // January.
+    assert_eq!(
+        found.expect("the July capture").entry.timestamp,
+        "20240701000000"
+    );
+    assert!(log.contains("WARN"), "{log}");
+    assert!(log.contains("is unreadable"), "{log}");
+    assert!(
+        log.contains("a.warc indexed again at the next sync"),
+        "{log}"
+    );
+    // Met again: not counted again.
+    coll.find("http://a.test/", "2025").unwrap();
+    let mut n = 0;
+    coll.store
+        .query(
+            &warchest_replay::store::Query {
+                range: warchest_replay::store::KeyRange::raw(String::new()),
+                from: None,
+                to: None,
+                limit: 100,
+                reverse: false,
+            },
+            |_| {
+                n += 1;
+                true
+            },
+        )
+        .unwrap();
+    assert_eq!(n, 2, "the unreadable entry is not a capture");
+    let d = coll.store.cache_damage();
+    assert_eq!((d.captures, d.total()), (1, 1), "{d:?}");
+    assert!(coll.store.sources()[0].stale);
+
+    // The mark outlives the process; the sync rebuilds the source.
+    let Collection { store, .. } = coll;
+    drop(store);
+    let store = Store::open(&db).unwrap();
+    assert!(store.sources()[0].stale);
+    let r = store.sync(&paths).unwrap();
+    assert_eq!((r.updated_sources, r.entries), (1, 3), "{r:?}");
+    assert!(!store.sources()[0].stale);
+    assert_eq!(store.sources()[0].entries, 3);
+    let coll = Collection {
+        name: "c".into(),
+        paths: paths.to_vec(),
+        store,
+        fuzzy: warchest_replay::fuzzy::FuzzyRules::none(),
+        served: Default::default(),
+    };
+    assert_eq!(payload(&coll, "http://a.test/", "20240601").1, b"new");
+    assert_eq!(coll.store.cache_damage().total(), 0);
+}

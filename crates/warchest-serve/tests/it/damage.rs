@@ -147,5 +147,9 @@ fn the_collection_page_counts_damaged_records_served() {
         served(&p).contains("1 payload that could not be decoded"),
         "{p}"
     );
+    assert!(
+        p.contains("<p id=\"index-damage\">Unreadable entries in the index cache: 0 "),
+        "{p}"
+    );
     s.stop().unwrap();
 }
