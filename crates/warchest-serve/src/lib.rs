@@ -324,7 +324,9 @@ pub struct StopHandle(tokio::sync::watch::Sender<bool>);
 impl StopHandle {
     /// Asks the server to stop.
     pub fn stop(&self) {
-        let _ = self.0.send(true);
+        // Kept even when `run` has not subscribed yet (a stop right after
+        // `bind`): `send` drops the value when no one listens.
+        self.0.send_replace(true);
     }
 }
 
