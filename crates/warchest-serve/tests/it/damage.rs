@@ -153,3 +153,39 @@ fn the_collection_page_counts_damaged_records_served() {
     );
     s.stop().unwrap();
 }
+
+/// An index store whose entry of a file does not decode: serve says it
+/// and counts it on the collection page, and the file is indexed again
+/// as it starts, so its captures replay.
+#[test]
+fn an_unreadable_store_entry_is_counted_and_its_file_indexed_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let warc = dir.path().join("a.warc");
+    let plain = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello";
+    std::fs::write(&warc, response("http://a.test/", plain)).unwrap();
+    let db = dir.path().join("index.redb");
+    Running::start(&[&warc], &db).stop().unwrap();
+    {
+        let sources: redb::TableDefinition<u32, &[u8]> = redb::TableDefinition::new("sources");
+        let d = redb::Database::create(&db).unwrap();
+        let txn = d.begin_write().unwrap();
+        txn.open_table(sources)
+            .unwrap()
+            .insert(0, b"not json".as_slice())
+            .unwrap();
+        txn.commit().unwrap();
+    }
+    let s = Running::start(&[&warc], &db);
+    let p = get(&s.addr, "/archive/");
+    assert!(
+        p.contains(
+            "<p id=\"index-damage\">Unreadable entries in the index cache: 1 \
+             (1 sources, 0 captures, 0 record locations).</p>"
+        ),
+        "{p}"
+    );
+    assert!(p.contains("1 capture in 1 file"), "{p}");
+    let r = get(&s.replay, "/archive/20240101000000id_/http://a.test/");
+    assert!(r.starts_with("HTTP/1.1 200") && r.contains("hello"), "{r}");
+    s.stop().unwrap();
+}
