@@ -231,6 +231,7 @@ fn pages_of(
         paths: input.to_vec(),
         store,
         fuzzy: warchest_replay::fuzzy::FuzzyRules::none(),
+        served: Default::default(),
     };
     let mut views = Vec::new();
     let mut texts = HashMap::new();

@@ -44,6 +44,49 @@ pub struct Collection {
     /// Fuzzy-matching rules for URLs with no capture of their own
     /// ([`fuzzy::FuzzyRules::none`]: off).
     pub fuzzy: fuzzy::FuzzyRules,
+    /// Damaged records and undecodable payloads served from it, counted
+    /// since it was made (`ServedDamage::default()` to start from none).
+    pub served: ServedDamage,
+}
+
+/// What a collection served that was not whole, counted as it is served
+/// (not per distinct record: a damaged record served twice counts twice).
+/// [`Collection::with_payload`] counts damaged records itself; a server
+/// that reads records on its own counts through
+/// [`ServedDamage::count_damaged`] what [`report_damage`] found, and what
+/// it could not decode through [`ServedDamage::count_undecodable`].
+#[derive(Debug, Default)]
+pub struct ServedDamage {
+    damaged: std::sync::atomic::AtomicU64,
+    undecodable: std::sync::atomic::AtomicU64,
+}
+
+impl ServedDamage {
+    /// Records served truncated or read with lenient recoveries (what
+    /// [`report_damage`] warns of).
+    pub fn damaged(&self) -> u64 {
+        self.damaged.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Payloads whose transfer or content codings could not be undone
+    /// (the coding unknown, the bytes not in it), as they were to be
+    /// served; a record may be counted here and in
+    /// [`ServedDamage::damaged`] both.
+    pub fn undecodable(&self) -> u64 {
+        self.undecodable.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Counts one damaged record served.
+    pub fn count_damaged(&self) {
+        self.damaged
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Counts one payload that could not be decoded.
+    pub fn count_undecodable(&self) {
+        self.undecodable
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 /// The payload of a capture, ready to be served.
@@ -69,13 +112,15 @@ pub struct Payload<'a> {
 /// was read to its end (`None` when its reader stopped early: a preview
 /// does not make the rest of a large record be read for the log). Used by
 /// [`Collection::with_payload`] and by servers that stream a record
-/// themselves.
+/// themselves. Returns whether the record was damaged (and logged), for
+/// the caller to count ([`ServedDamage::count_damaged`]).
+#[must_use = "a damaged record served is counted (ServedDamage::count_damaged)"]
 pub fn report_damage<S: warchest::codec::Source>(
     source: &str,
     offset: u64,
     end: Option<Result<warchest::warc::RecordEnd>>,
     reader: &mut warchest::archive::Reader<S>,
-) {
+) -> bool {
     let mut recovered = warchest::recoveries::Recoveries::keeping(0);
     recovered.add_all(source, &reader.take_warnings());
     let mut damage: Vec<String> = recovered.summary().into_iter().collect();
@@ -86,14 +131,16 @@ pub fn report_damage<S: warchest::codec::Source>(
         Some(Err(e)) => damage.push(format!("unreadable to its end: {e}")),
         _ => {}
     }
-    if !damage.is_empty() {
-        tracing::warn!(
-            source,
-            offset,
-            damage = damage.join("; "),
-            "record served damaged"
-        );
+    if damage.is_empty() {
+        return false;
     }
+    tracing::warn!(
+        source,
+        offset,
+        damage = damage.join("; "),
+        "record served damaged"
+    );
+    true
 }
 
 /// Whether `body` was read to its end (a read error counts: finishing the
@@ -214,7 +261,8 @@ impl Collection {
     /// Reads the payload of `cap` and hands it to `f`; once `f` is done
     /// with it, a record found truncated or read with lenient recoveries
     /// (a damaged gzip member...) is logged as a warning with its source,
-    /// offset and kinds, since what `f` served was not the record whole. A revisit's payload
+    /// offset and kinds, since what `f` served was not the record whole,
+    /// and counted in [`Collection::served`]. A revisit's payload
     /// is its original's, found by WARC-Refers-To, else by the same URL and
     /// payload digest, else by the digest alone; the HTTP head is the
     /// original's too (a server-not-modified revisit's 304 is not what a
@@ -270,7 +318,9 @@ impl Collection {
             });
             let whole = out.is_err() || at_end(&mut block);
             let end = whole.then(|| rec.finish());
-            report_damage(&osource.name, ooff, end, &mut oreader);
+            if report_damage(&osource.name, ooff, end, &mut oreader) {
+                self.served.count_damaged();
+            }
             return out;
         }
         let head = rec.http()?.cloned();
@@ -283,7 +333,9 @@ impl Collection {
         });
         let whole = out.is_err() || at_end(&mut block);
         let end = whole.then(|| rec.finish());
-        report_damage(&src.name, cap.entry.offset, end, &mut reader);
+        if report_damage(&src.name, cap.entry.offset, end, &mut reader) {
+            self.served.count_damaged();
+        }
         out
     }
 

@@ -83,6 +83,11 @@ pub struct Source {
     pub indexed_to: u64,
     /// Index entries it has given.
     pub entries: u64,
+    /// An entry of it in the store was found unreadable by a lookup: its
+    /// entries are dropped and its file indexed again from its start at
+    /// the next [`Store::sync`] (kept in the store across restarts).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stale: bool,
 }
 
 impl Source {
@@ -541,11 +546,177 @@ pub struct SyncReport {
     pub warnings: Vec<String>,
 }
 
+/// What [`Store::load_cdxj`] did with the lines of a CDXJ index. Lines
+/// that are not CDXJ are damage (the records they stood for cannot be
+/// replayed), told apart from lines of files not served (an index of more
+/// files than the paths given); blank lines and `!` header lines are
+/// neither.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CdxjLoad {
+    /// The index, as named (a path or a URL).
+    pub index: String,
+    /// Index entries loaded.
+    pub loaded: u64,
+    /// Lines whose `filename` is none of the files served: skipped.
+    pub unknown_file: u64,
+    /// The first distinct file names of those lines (at most
+    /// [`CdxjLoad::EXAMPLES`]).
+    pub unknown_files: Vec<String>,
+    /// Lines that are not CDXJ (`urlkey timestamp {json}` with a
+    /// `filename` and an `offset`): skipped, and their records lost.
+    pub unparsable: u64,
+    /// The line numbers (from 1) of the first of those (at most
+    /// [`CdxjLoad::EXAMPLES`]).
+    pub unparsable_lines: Vec<u64>,
+}
+
+impl CdxjLoad {
+    /// How many examples of each kind of skipped line are kept.
+    pub const EXAMPLES: usize = 8;
+
+    /// What was lost, one sentence naming the index and the first line
+    /// numbers; `None` when every line was CDXJ.
+    pub fn damage(&self) -> Option<String> {
+        (self.unparsable > 0).then(|| {
+            format!(
+                "{}: {} not CDXJ, skipped ({})",
+                self.index,
+                if self.unparsable == 1 {
+                    "1 line is".to_string()
+                } else {
+                    format!("{} lines are", self.unparsable)
+                },
+                self.numbers()
+            )
+        })
+    }
+
+    /// "line 3", "lines 3, 6", "lines 1, ..., 8, ..." when there are more.
+    fn numbers(&self) -> String {
+        let lines: Vec<String> = self.unparsable_lines.iter().map(u64::to_string).collect();
+        let more = if self.unparsable > self.unparsable_lines.len() as u64 {
+            ", ..."
+        } else {
+            ""
+        };
+        let word = if lines.len() == 1 && more.is_empty() {
+            "line"
+        } else {
+            "lines"
+        };
+        format!("{word} {}{more}", lines.join(", "))
+    }
+}
+
+/// `n` lines, in words.
+fn lines(n: u64) -> String {
+    format!("{n} line{}", if n == 1 { "" } else { "s" })
+}
+
+impl std::fmt::Display for CdxjLoad {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "loaded {} from {}; {} of files not served, skipped",
+            lines(self.loaded),
+            self.index,
+            lines(self.unknown_file)
+        )?;
+        if !self.unknown_files.is_empty() {
+            write!(f, " ({})", self.unknown_files.join(", "))?;
+        }
+        write!(f, "; {} not CDXJ", lines(self.unparsable))?;
+        if self.unparsable > 0 {
+            write!(f, ", skipped ({})", self.numbers())?;
+        }
+        Ok(())
+    }
+}
+
+/// Entries of the store (the index cache) found unreadable, and what was
+/// done about them, since the store was opened. A store is a cache of
+/// what the archive files say: what an unreadable entry stood for is read
+/// again from the files where the store can tell which file it was of.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CacheDamage {
+    /// Source entries that did not decode, found when the store was
+    /// opened: each is dropped with the captures, record ids and digests
+    /// of its id, so that [`Store::sync`] indexes its file again as a new
+    /// source (a file no longer among the paths is not).
+    pub sources: u64,
+    /// Captures dropped with those sources.
+    pub dropped_captures: u64,
+    /// Distinct capture entries that did not decode, met by lookups
+    /// (past 4096 distinct ones, each meeting counts): passed over, and
+    /// their source marked [`Source::stale`] to be indexed again from its
+    /// file at the next [`Store::sync`]. A key that does not name its
+    /// source cannot be rebuilt: it is counted and said only.
+    pub captures: u64,
+    /// Distinct record-id and digest entries whose location did not
+    /// decode, met by lookups: not rebuilt (they do not say which file they are of), the
+    /// lookup finds nothing there.
+    pub locations: u64,
+    /// The first of them said (at most [`CacheDamage::EXAMPLES`]).
+    pub examples: Vec<String>,
+}
+
+impl CacheDamage {
+    /// How many are said in [`CacheDamage::examples`].
+    pub const EXAMPLES: usize = 8;
+
+    /// Unreadable entries met, of every kind.
+    pub fn total(&self) -> u64 {
+        self.sources + self.captures + self.locations
+    }
+
+    fn example(&mut self, what: String) {
+        if self.examples.len() < Self::EXAMPLES {
+            self.examples.push(what);
+        }
+    }
+}
+
+/// Capture entries that did not decode, met by one lookup.
+#[derive(Default)]
+struct Unreadable {
+    /// Their keys (at most [`SEEN_UNREADABLE`] kept).
+    keys: Vec<String>,
+    /// Those met past that.
+    more: u64,
+}
+
+impl Unreadable {
+    fn note(&mut self, key: &str) {
+        if self.keys.len() < SEEN_UNREADABLE {
+            self.keys.push(key.to_string());
+        } else {
+            self.more += 1;
+        }
+    }
+}
+
+/// The source id a captures key names (`capture_key`: its last field is
+/// the source in 8 hex digits and the offset in 16).
+fn src_of_key(key: &str) -> Option<u32> {
+    let last = key.rsplit(' ').next()?;
+    if last.len() != 24 {
+        return None;
+    }
+    u32::from_str_radix(last.get(..8)?, 16).ok()
+}
+
+/// Distinct unreadable capture keys remembered, so that a lookup meeting
+/// one again does not count it again.
+const SEEN_UNREADABLE: usize = 4096;
+
 /// The index store.
 pub struct Store {
     db: Database,
     path: PathBuf,
     sources: RwLock<Vec<Source>>,
+    damage: std::sync::Mutex<CacheDamage>,
+    /// Unreadable capture keys met (at most [`SEEN_UNREADABLE`]).
+    seen_unreadable: std::sync::Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -591,22 +762,208 @@ impl Store {
             .map_err(|e| db_error(e, &path))?;
         txn.commit().map_err(|e| db_error(e, &path))?;
         let mut sources = Vec::new();
+        // Source entries that do not decode: (id, why).
+        let mut bad: Vec<(u32, String)> = Vec::new();
         {
             let r = db.begin_read().map_err(|e| db_error(e, &path))?;
             let t = r.open_table(SOURCES).map_err(|e| db_error(e, &path))?;
             for item in t.iter().map_err(|e| db_error(e, &path))? {
-                let (_, v) = item.map_err(|e| db_error(e, &path))?;
-                if let Ok(s) = serde_json::from_slice::<Source>(v.value()) {
-                    sources.push(s);
+                let (k, v) = item.map_err(|e| db_error(e, &path))?;
+                match serde_json::from_slice::<Source>(v.value()) {
+                    Ok(s) => sources.push(s),
+                    Err(e) => bad.push((k.value(), e.to_string())),
                 }
             }
         }
         sources.sort_by_key(|s| s.id);
-        Ok(Store {
+        let store = Store {
             db,
             path,
             sources: RwLock::new(sources),
-        })
+            damage: Default::default(),
+            seen_unreadable: Default::default(),
+        };
+        store.drop_unreadable_sources(&bad)?;
+        Ok(store)
+    }
+
+    /// Drops the sources `bad` (id, why) whose entries did not decode,
+    /// with every capture, record id and digest of theirs (which could not
+    /// be told from a new source's given the same id), counting and saying
+    /// it: the next [`Store::sync`] indexes their files again as new.
+    fn drop_unreadable_sources(&self, bad: &[(u32, String)]) -> Result<()> {
+        if bad.is_empty() {
+            return Ok(());
+        }
+        let ids: std::collections::BTreeSet<u32> = bad.iter().map(|(id, _)| *id).collect();
+        let dropped = self.purge(&ids, true)?;
+        let mut d = self.damage.lock().unwrap_or_else(|e| e.into_inner());
+        d.sources += bad.len() as u64;
+        d.dropped_captures += dropped;
+        for (id, why) in bad {
+            let said = format!(
+                "{}: the entry of source {id} is unreadable ({why}); it is dropped with its \
+                 captures, and its file indexed again as new at the next sync",
+                self.path.display()
+            );
+            tracing::warn!("index cache {said}");
+            d.example(said);
+        }
+        tracing::warn!(
+            "index cache {}: {} unreadable source entries dropped with {dropped} captures",
+            self.path.display(),
+            bad.len()
+        );
+        Ok(())
+    }
+
+    /// Deletes every capture, record id and digest of the sources `ids`
+    /// (and their source entries, when `entries`); returns the captures
+    /// deleted. Reads the whole captures table: for damage only.
+    fn purge(&self, ids: &std::collections::BTreeSet<u32>, entries: bool) -> Result<u64> {
+        let p = &self.path;
+        let txn = self.db.begin_write().map_err(|e| db_error(e, p))?;
+        let mut dropped = 0u64;
+        {
+            let mut caps = txn.open_table(CAPTURES).map_err(|e| db_error(e, p))?;
+            caps.retain(|k, _| {
+                let of = src_of_key(k).is_some_and(|s| ids.contains(&s));
+                dropped += u64::from(of);
+                !of
+            })
+            .map_err(|e| db_error(e, p))?;
+            for table in [RECORD_IDS, DIGESTS] {
+                let mut t = txn.open_table(table).map_err(|e| db_error(e, p))?;
+                t.retain(|_, v| !loc_from(v).is_some_and(|(s, _, _)| ids.contains(&s)))
+                    .map_err(|e| db_error(e, p))?;
+            }
+            if entries {
+                let mut t = txn.open_table(SOURCES).map_err(|e| db_error(e, p))?;
+                for id in ids {
+                    t.remove(*id).map_err(|e| db_error(e, p))?;
+                }
+            }
+        }
+        txn.commit().map_err(|e| db_error(e, p))?;
+        Ok(dropped)
+    }
+
+    /// What the store found unreadable of itself since it was opened
+    /// ([`CacheDamage`]).
+    pub fn cache_damage(&self) -> CacheDamage {
+        self.damage
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Counts and says the capture entries `u` a lookup found unreadable,
+    /// and marks their sources [`Source::stale`] (their files are indexed
+    /// again at the next [`Store::sync`]). An entry met before is not
+    /// counted again.
+    fn note_unreadable(&self, u: Unreadable) {
+        if u.keys.is_empty() && u.more == 0 {
+            return;
+        }
+        let mut new = Vec::new();
+        {
+            let mut seen = self
+                .seen_unreadable
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            for k in u.keys {
+                if seen.contains(&k) {
+                    continue;
+                }
+                if seen.len() < SEEN_UNREADABLE {
+                    seen.insert(k.clone());
+                }
+                new.push(k);
+            }
+        }
+        let fresh = new.len() as u64 + u.more;
+        if fresh == 0 {
+            return;
+        }
+        let mut stale: std::collections::BTreeSet<u32> = std::collections::BTreeSet::new();
+        {
+            let mut d = self.damage.lock().unwrap_or_else(|e| e.into_inner());
+            d.captures += fresh;
+            for k in &new {
+                let src = src_of_key(k);
+                let said = match src.and_then(|id| self.source(id)) {
+                    Some(s) => format!(
+                        "{}: the capture entry {k:?} is unreadable; passed over, and {} \
+                         indexed again at the next sync",
+                        self.path.display(),
+                        s.name
+                    ),
+                    None => format!(
+                        "{}: the capture entry {k:?} is unreadable and names no known \
+                         source; passed over, not rebuilt",
+                        self.path.display()
+                    ),
+                };
+                tracing::warn!("index cache {said}");
+                d.example(said);
+                stale.extend(src);
+            }
+            if u.more > 0 {
+                tracing::warn!(
+                    "index cache {}: {} more unreadable capture entries passed over",
+                    self.path.display(),
+                    u.more
+                );
+            }
+        }
+        for id in stale {
+            if let Some(mut s) = self.source(id).filter(|s| !s.stale) {
+                s.stale = true;
+                if let Err(e) = self.save_source(&s) {
+                    tracing::warn!(
+                        "index cache: cannot mark {} to be indexed again: {e}",
+                        s.name
+                    );
+                }
+            }
+        }
+    }
+
+    /// Counts and says a record-id or digest entry `key` of `table` whose
+    /// location did not decode (once: an entry met again is not counted
+    /// again).
+    fn note_bad_location(&self, table: &str, key: &str) {
+        {
+            let mut seen = self
+                .seen_unreadable
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            let k = format!("{table}\0{key}");
+            if seen.contains(&k) {
+                return;
+            }
+            if seen.len() < SEEN_UNREADABLE {
+                seen.insert(k);
+            }
+        }
+        let said = format!(
+            "{}: the {table} entry {key:?} is unreadable; the lookup finds nothing there",
+            self.path.display()
+        );
+        tracing::warn!("index cache {said}");
+        let mut d = self.damage.lock().unwrap_or_else(|e| e.into_inner());
+        d.locations += 1;
+        d.example(said);
+    }
+
+    /// The location an entry of `table` at `key` gives, counting one that
+    /// does not decode.
+    fn location(&self, table: &str, key: &str, v: &[u8]) -> Option<(u32, u64, Option<u64>)> {
+        let loc = loc_from(v);
+        if loc.is_none() {
+            self.note_bad_location(table, key);
+        }
+        loc
     }
 
     /// The database file.
@@ -691,10 +1048,8 @@ impl Store {
         let candidates: Vec<(String, Option<String>, u64, u64)> = if wacz::is_wacz(path) {
             let known = self.sources();
             let name0 = format!("{}#", path.display());
-            if known
-                .iter()
-                .any(|s| s.name.starts_with(&name0) && s.mtime == mtime)
-            {
+            let members = || known.iter().filter(|s| s.name.starts_with(&name0));
+            if members().any(|s| s.mtime == mtime) && !members().any(|s| s.stale) {
                 return Ok(());
             }
             wacz::archive_entries(path)?
@@ -713,6 +1068,16 @@ impl Store {
         };
         for (name, entry, start, slen) in candidates {
             let src = match self.known(&name) {
+                Some(s) if s.stale => {
+                    // An entry of it was found unreadable: rebuilt from
+                    // the file.
+                    report.updated_sources += 1;
+                    let mut s = self.rebuilt(s)?;
+                    s.len = slen;
+                    s.start = start;
+                    s.mtime = mtime;
+                    s
+                }
                 Some(s) if s.len == slen && s.mtime == mtime && s.start == start => continue,
                 // Indexed by a CDXJ given: that index stands for the file.
                 Some(s) if s.mtime == u64::MAX => continue,
@@ -742,6 +1107,7 @@ impl Store {
                         mtime,
                         indexed_to: 0,
                         entries: 0,
+                        stale: false,
                     }
                 }
             };
@@ -798,8 +1164,19 @@ impl Store {
         report: &mut SyncReport,
     ) -> Result<()> {
         let src = match self.known(&name) {
-            Some(s) if !force && ((s.start == start && s.len == len) || s.mtime == u64::MAX) => {
+            Some(s)
+                if !force
+                    && !s.stale
+                    && ((s.start == start && s.len == len) || s.mtime == u64::MAX) =>
+            {
                 return Ok(());
+            }
+            Some(s) if s.stale => {
+                report.updated_sources += 1;
+                let mut s = self.rebuilt(s)?;
+                s.start = start;
+                s.len = len;
+                s
             }
             Some(mut s) => {
                 // Registered, never indexed: new.
@@ -827,6 +1204,7 @@ impl Store {
                     mtime: 0,
                     indexed_to: 0,
                     entries: 0,
+                    stale: false,
                 }
             }
         };
@@ -897,7 +1275,7 @@ impl Store {
     #[cfg(feature = "remote")]
     fn needs_index(&self, name: &str, start: u64, len: u64) -> bool {
         match self.known(name) {
-            Some(s) => !((s.start == start && s.len == len) || s.mtime == u64::MAX),
+            Some(s) => s.stale || !((s.start == start && s.len == len) || s.mtime == u64::MAX),
             None => true,
         }
     }
@@ -944,7 +1322,8 @@ impl Store {
         for (k, m) in stale.iter().enumerate() {
             let name = format!("{url}#{}", m.name);
             let (src, known) = match self.known(&name) {
-                Some(mut s) => {
+                Some(s) => {
+                    let mut s = if s.stale { self.rebuilt(s)? } else { s };
                     s.start = m.data_start;
                     s.len = m.compressed_size;
                     s.indexed_to = 0;
@@ -963,6 +1342,7 @@ impl Store {
                         mtime: 0,
                         indexed_to: 0,
                         entries: 0,
+                        stale: false,
                     },
                     false,
                 ),
@@ -1059,6 +1439,31 @@ impl Store {
     #[cfg(not(feature = "remote"))]
     fn sync_wacz_object(&self, url: &str, size: u64, report: &mut SyncReport) -> Result<()> {
         self.sync_object(url, size, report)
+    }
+
+    /// `src`, marked [`Source::stale`], with its captures, record ids and
+    /// digests deleted, to be indexed from its start: an entry of it was
+    /// unreadable, and what the entries stood for is read again from the
+    /// file.
+    fn rebuilt(&self, mut src: Source) -> Result<Source> {
+        let dropped = self.purge(&std::collections::BTreeSet::from([src.id]), false)?;
+        // Its entries are new: one found unreadable again is counted again.
+        self.seen_unreadable
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|k| src_of_key(k) != Some(src.id));
+        tracing::warn!(
+            "index cache {}: {} is indexed again from its start ({dropped} entries dropped)",
+            self.path.display(),
+            src.name
+        );
+        src.stale = false;
+        src.indexed_to = 0;
+        src.entries = 0;
+        if src.mtime == u64::MAX {
+            src.mtime = 0;
+        }
+        Ok(src)
     }
 
     /// The source named `name`, if it is known.
@@ -1184,13 +1589,15 @@ impl Store {
     }
 
     /// Loads a CDXJ index (as `warchest index` or pywb writes it; a path
-    /// or a URL) instead of reading the files: each line's `filename` is looked for among
-    /// the sources known by base name (or `WACZ#member` name); lines of
-    /// unknown files are counted and skipped.
+    /// or a URL) instead of reading the files: each line's `filename` is
+    /// looked for among the sources known by base name (or `WACZ#member`
+    /// name). Lines of files not served are counted and skipped; lines that
+    /// are not CDXJ are damage: counted apart, their first line numbers
+    /// kept, and said as a warning naming the index ([`CdxjLoad`]).
     ///
     /// # Errors
     /// The index cannot be read or the store written.
-    pub fn load_cdxj(&self, cdxj: &Path, paths: &[PathBuf]) -> Result<(u64, u64)> {
+    pub fn load_cdxj(&self, cdxj: &Path, paths: &[PathBuf]) -> Result<CdxjLoad> {
         use std::io::Read;
         // Register the files without reading them.
         let mut files = Vec::new();
@@ -1243,6 +1650,7 @@ impl Store {
                 mtime: u64::MAX,
                 indexed_to: len,
                 entries: 0,
+                stale: false,
             };
             self.save_source(&src)?;
             by_name.insert(base, id);
@@ -1258,13 +1666,22 @@ impl Store {
             warchest_index::reader::open(file, &name).map_err(|e| Error::from(e).in_file(cdxj))?;
         let mut line = Vec::new();
         let mut number = 0u64;
-        let (mut loaded, mut skipped) = (0u64, 0u64);
+        let mut load = CdxjLoad {
+            index: name,
+            ..CdxjLoad::default()
+        };
         let mut batch: BTreeMap<u32, Vec<Entry>> = BTreeMap::new();
         while warchest_index::reader::next_line(&mut r, &mut line, &mut number)
             .map_err(|e| Error::from(e).in_file(cdxj))?
         {
             let Some(l) = wacz::CdxjLine::parse(&line) else {
-                skipped += 1;
+                // Blank lines and `!` header lines are not records.
+                if !line.trim_ascii().is_empty() && !line.starts_with(b"!") {
+                    load.unparsable += 1;
+                    if load.unparsable_lines.len() < CdxjLoad::EXAMPLES {
+                        load.unparsable_lines.push(number);
+                    }
+                }
                 continue;
             };
             // A file name given as a path or URL is found by its last
@@ -1276,21 +1693,29 @@ impl Store {
                     .and_then(|base| by_name.get(base))
             });
             let Some(&src) = found else {
-                skipped += 1;
+                load.unknown_file += 1;
+                if load.unknown_files.len() < CdxjLoad::EXAMPLES
+                    && !load.unknown_files.contains(&l.filename)
+                {
+                    load.unknown_files.push(l.filename.clone());
+                }
                 continue;
             };
             let e = entry_of_line(&l, l.filename.clone());
             let b = batch.entry(src).or_default();
             b.push(e);
             if b.len() >= BATCH {
-                loaded += self.insert(src, b)?;
+                load.loaded += self.insert(src, b)?;
                 b.clear();
             }
         }
         for (src, b) in batch {
-            loaded += self.insert(src, &b)?;
+            load.loaded += self.insert(src, &b)?;
         }
-        Ok((loaded, skipped))
+        if let Some(d) = load.damage() {
+            tracing::warn!("{d}");
+        }
+        Ok(load)
     }
 
     /// The captures `q` selects, in key order (or reversed).
@@ -1311,6 +1736,7 @@ impl Store {
         let from = q.from.as_deref().map(pad_timestamp);
         let to = q.to.as_deref().map(pad_timestamp_up);
         let mut n = 0usize;
+        let mut unreadable = Unreadable::default();
         let mut visit = |k: &str, v: &[u8]| -> bool {
             if !q.range.contains(k) {
                 return true;
@@ -1324,6 +1750,7 @@ impl Store {
                 return true;
             }
             let Ok(c) = serde_json::from_slice::<Capture>(v) else {
+                unreadable.note(k);
                 return true;
             };
             if from
@@ -1338,22 +1765,30 @@ impl Store {
             n += 1;
             each(c) && n < q.limit
         };
+        let mut failed = None;
+        let mut step = |item: RangeItem<'_>| match item {
+            Ok((k, v)) => visit(k.value(), v.value()),
+            Err(e) => {
+                failed = Some(db_error(e, p));
+                false
+            }
+        };
         if q.reverse {
             for item in range.rev() {
-                let (k, v) = item.map_err(|e| db_error(e, p))?;
-                if !visit(k.value(), v.value()) {
+                if !step(item) {
                     break;
                 }
             }
         } else {
             for item in range {
-                let (k, v) = item.map_err(|e| db_error(e, p))?;
-                if !visit(k.value(), v.value()) {
+                if !step(item) {
                     break;
                 }
             }
         }
-        Ok(())
+        drop(txn);
+        self.note_unreadable(unreadable);
+        failed.map_or(Ok(()), Err)
     }
 
     /// The timestamps of the captures `range` holds, in key order, read
@@ -1418,15 +1853,11 @@ impl Store {
             .range::<&str>(lo.as_str()..mid.as_str())
             .map_err(|e| db_error(e, p))?
             .rev();
-        let decode = |item: Option<RangeItem<'_>>| -> Result<Option<Capture>> {
-            match item {
-                None => Ok(None),
-                Some(Err(e)) => Err(db_error(e, p)),
-                Some(Ok((_, v))) => Ok(serde_json::from_slice(v.value()).ok()),
-            }
-        };
-        let mut next_f = decode(fwd.next())?;
-        let mut next_b = decode(back.next())?;
+        // The next capture that decodes (an unreadable one is passed over
+        // and noted, not taken for the end).
+        let mut unreadable = Unreadable::default();
+        let mut next_f = next_capture(&mut fwd, &mut unreadable, p)?;
+        let mut next_b = next_capture(&mut back, &mut unreadable, p)?;
         let mut out = Vec::new();
         let mut seen = 0usize;
         while seen < limit.max(1) * 64 && out.len() < limit {
@@ -1442,11 +1873,11 @@ impl Store {
             };
             let c = if take_f {
                 let c = next_f.take();
-                next_f = decode(fwd.next())?;
+                next_f = next_capture(&mut fwd, &mut unreadable, p)?;
                 c
             } else {
                 let c = next_b.take();
-                next_b = decode(back.next())?;
+                next_b = next_capture(&mut back, &mut unreadable, p)?;
                 c
             };
             seen += 1;
@@ -1456,6 +1887,10 @@ impl Store {
                 out.push(c);
             }
         }
+        drop((fwd, back));
+        drop(t);
+        drop(txn);
+        self.note_unreadable(unreadable);
         Ok(out)
     }
 
@@ -1479,7 +1914,7 @@ impl Store {
         let t = txn.open_table(RECORD_IDS).map_err(|e| db_error(e, p))?;
         Ok(t.get(id.trim())
             .map_err(|e| db_error(e, p))?
-            .and_then(|v| loc_from(v.value())))
+            .and_then(|v| self.location("record-ids", id.trim(), v.value())))
     }
 
     /// Where the first response or resource with payload digest `digest` is.
@@ -1499,9 +1934,10 @@ impl Store {
         let p = &self.path;
         let txn = self.db.begin_read().map_err(|e| db_error(e, p))?;
         let t = txn.open_table(DIGESTS).map_err(|e| db_error(e, p))?;
-        Ok(t.get(lookup_key(digest).as_str())
+        let key = lookup_key(digest);
+        Ok(t.get(key.as_str())
             .map_err(|e| db_error(e, p))?
-            .and_then(|v| loc_from(v.value())))
+            .and_then(|v| self.location("digest-keys", &key, v.value())))
     }
 
     /// Number of captures.
@@ -1523,6 +1959,23 @@ impl Store {
     pub fn is_empty(&self) -> Result<bool> {
         Ok(self.len()? == 0)
     }
+}
+
+/// The next capture of `it` that decodes; those that do not are noted in
+/// `unreadable` and passed over (not taken for the end of the range).
+fn next_capture<'a>(
+    it: &mut impl Iterator<Item = RangeItem<'a>>,
+    unreadable: &mut Unreadable,
+    p: &Path,
+) -> Result<Option<Capture>> {
+    for item in it {
+        let (k, v) = item.map_err(|e| db_error(e, p))?;
+        match serde_json::from_slice(v.value()) {
+            Ok(c) => return Ok(Some(c)),
+            Err(_) => unreadable.note(k.value()),
+        }
+    }
+    Ok(None)
 }
 
 /// The smallest string greater than every string starting with `prefix`.
@@ -1741,6 +2194,81 @@ mod tests {
             );
         }
         assert_eq!(store.record_of_digest("sha1:abc").unwrap(), None);
+    }
+
+    #[test]
+    fn a_capture_key_names_its_source() {
+        let e = Entry {
+            urlkey: "com,example)/a b".into(),
+            timestamp: "20240101000000".into(),
+            offset: 0x1234,
+            ..Entry::default()
+        };
+        assert_eq!(src_of_key(&capture_key(&e, 0xab)), Some(0xab));
+        assert_eq!(src_of_key(&capture_key(&e, u32::MAX)), Some(u32::MAX));
+        assert_eq!(src_of_key("com,example)/ 20240101000000 zz"), None);
+        assert_eq!(src_of_key(""), None);
+    }
+
+    #[test]
+    fn a_location_that_does_not_decode_is_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.redb");
+        {
+            let db = Database::create(&path).unwrap();
+            let txn = db.begin_write().unwrap();
+            {
+                let mut t = txn.open_table(RECORD_IDS).unwrap();
+                t.insert("<urn:uuid:bad>", [1u8, 2, 3].as_slice()).unwrap();
+                t.insert("<urn:uuid:good>", loc_bytes(0, 5, Some(9)).as_slice())
+                    .unwrap();
+            }
+            txn.commit().unwrap();
+        }
+        let store = Store::open(&path).unwrap();
+        assert_eq!(
+            store.record_of_id("<urn:uuid:good>").unwrap(),
+            Some((0, 5, Some(9)))
+        );
+        assert_eq!(store.cache_damage().total(), 0);
+        assert_eq!(store.record_of_id("<urn:uuid:bad>").unwrap(), None);
+        let d = store.cache_damage();
+        assert_eq!((d.locations, d.total()), (1, 1));
+        // Met again: not counted again.
+        assert_eq!(store.record_of_id("<urn:uuid:bad>").unwrap(), None);
+        assert_eq!(store.cache_damage().locations, 1);
+        assert!(d.examples[0].contains("record-ids"), "{d:?}");
+        assert!(d.examples[0].contains("<urn:uuid:bad>"), "{d:?}");
+    }
+
+    #[test]
+    fn a_cdxj_load_says_its_damage_with_line_numbers() {
+        let mut l = CdxjLoad {
+            index: "x/index.cdxj".into(),
+            ..CdxjLoad::default()
+        };
+        assert_eq!(l.damage(), None);
+        l.unparsable = 1;
+        l.unparsable_lines = vec![7];
+        assert_eq!(
+            l.damage().as_deref(),
+            Some("x/index.cdxj: 1 line is not CDXJ, skipped (line 7)")
+        );
+        l.unparsable = 10;
+        l.unparsable_lines = (1..=8).collect();
+        assert_eq!(
+            l.damage().as_deref(),
+            Some(
+                "x/index.cdxj: 10 lines are not CDXJ, skipped (lines 1, 2, 3, 4, 5, 6, 7, 8, ...)"
+            )
+        );
+        l.unknown_file = 1;
+        l.unknown_files = vec!["gone.warc.gz".into()];
+        assert_eq!(
+            l.to_string(),
+            "loaded 0 lines from x/index.cdxj; 1 line of files not served, skipped \
+             (gone.warc.gz); 10 lines not CDXJ, skipped (lines 1, 2, 3, 4, 5, 6, 7, 8, ...)"
+        );
     }
 
     #[test]

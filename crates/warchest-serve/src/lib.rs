@@ -324,7 +324,9 @@ pub struct StopHandle(tokio::sync::watch::Sender<bool>);
 impl StopHandle {
     /// Asks the server to stop.
     pub fn stop(&self) {
-        let _ = self.0.send(true);
+        // Kept even when `run` has not subscribed yet (a stop right after
+        // `bind`): `send` drops the value when no one listens.
+        self.0.send_replace(true);
     }
 }
 
@@ -447,13 +449,18 @@ impl Server {
                 p
             }
         };
+        // Unreadable entries of the store are said (warnings) by the store
+        // as it meets them; counted on the collection page.
         let store = Store::open(&store_path)?;
         if let Some(cdxj) = &opts.cdxj {
-            let (loaded, skipped) = store.load_cdxj(cdxj, &opts.paths)?;
-            tracing::info!(
-                "loaded {loaded} index lines from {} ({skipped} skipped)",
-                cdxj.display()
-            );
+            let load = store.load_cdxj(cdxj, &opts.paths)?;
+            // Lines that are not CDXJ were said as a warning by the store
+            // (the index and their line numbers); the summary counts them.
+            if load.unparsable > 0 {
+                tracing::warn!("{load}");
+            } else {
+                tracing::info!("{load}");
+            }
         } else {
             let r = store.sync(&opts.paths)?;
             for f in r.failures.iter().chain(&r.warnings) {
@@ -479,6 +486,7 @@ impl Server {
             paths: opts.paths.clone(),
             store,
             fuzzy: opts.fuzzy.clone(),
+            served: Default::default(),
         };
         let mut local = vec![listener.local_addr()?];
         if let Some(r) = &replay_listener {
@@ -1427,16 +1435,47 @@ fn send_capture(r: &Replay<'_>, mut p: Payload<'_>, resp: &mut Responder<'_>) ->
     let t = treatment(r.ts, &p);
     let headers = response_headers(r, &p, &t);
     resp.source = "archive";
-    let mut payload = payload_to_send(r, &mut p, &t)?;
+    let payload = payload_to_send(r, &mut p, &t).inspect_err(|_| {
+        r.coll.served.count_undecodable();
+    })?;
+    let mut payload = ReadWatch::new(payload);
     let mut body = resp.stream(status, &reason, &headers).map_err(map_io)?;
-    match t.kind {
-        None => {
-            io::copy(&mut payload, &mut body).map_err(map_io)?;
-        }
-        Some(k) => write_rewritten(r, k, &t, &mut payload, &mut body).map_err(map_io)?,
+    let sent = match t.kind {
+        None => io::copy(&mut payload, &mut body).map(|_| ()),
+        Some(k) => write_rewritten(r, k, &t, &mut payload, &mut body),
+    };
+    // The payload failed to read as it was sent (a coding that is not
+    // what it says, or that cannot be undone to its end): counted, not
+    // only logged. A client gone away is a write error, not counted.
+    if sent.is_err() && payload.failed {
+        r.coll.served.count_undecodable();
     }
+    sent.map_err(map_io)?;
     body.finish().map_err(map_io)?;
     Ok(())
+}
+
+/// A reader that remembers whether a read failed, so that a copy's error
+/// can be told to be the payload's rather than the client's.
+pub(crate) struct ReadWatch<R> {
+    inner: R,
+    /// A read returned an error.
+    pub(crate) failed: bool,
+}
+
+impl<R> ReadWatch<R> {
+    pub(crate) fn new(inner: R) -> ReadWatch<R> {
+        ReadWatch {
+            inner,
+            failed: false,
+        }
+    }
+}
+
+impl<R: Read> Read for ReadWatch<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.inner.read(buf).inspect_err(|_| self.failed = true)
+    }
 }
 
 /// The archived status and reason (200 OK for a record with no HTTP

@@ -114,6 +114,25 @@ pub(super) fn home(coll: &Collection, fulltext: bool) -> warchest::Result<String
         );
     }
     b.push_str("</table>");
+    // What was served damaged, and what the index cache found unreadable
+    // of itself (both also logged as warnings when met).
+    let _ = write!(
+        b,
+        "<p id=\"served-damage\">Since the server started: {} served damaged \
+(truncated, or read with lenient recoveries), {} that could not be decoded.</p>",
+        count(coll.served.damaged(), "record", "records"),
+        count(coll.served.undecodable(), "payload", "payloads"),
+    );
+    let d = coll.store.cache_damage();
+    let _ = write!(
+        b,
+        "<p id=\"index-damage\">Unreadable entries in the index cache: {} \
+({} sources, {} captures, {} record locations).</p>",
+        d.total(),
+        d.sources,
+        d.captures,
+        d.locations
+    );
     Ok(page(&coll.name, "Collection", &b))
 }
 
@@ -388,19 +407,41 @@ pub(super) fn record(
             for c in head.iter().flat_map(|hd| hd.content_encoding()) {
                 h.push(("Content-Encoding".into(), c.name().to_string()));
             }
-            let mut payload = rec
-                .payload(false)
-                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+            let payload = rec.payload(false).map_err(|e| {
+                coll.served.count_undecodable();
+                io::Error::new(io::ErrorKind::InvalidData, e.to_string())
+            })?;
+            let mut payload = super::ReadWatch::new(payload);
             h.push(("X-Content-Type-Options".into(), "nosniff".into()));
             // An archived document opened here runs in an origin of its
             // own, without scripts: never as this server.
             h.push(("Content-Security-Policy".into(), "sandbox".into()));
             let mut body = resp.stream(200, "OK", &h)?;
-            io::copy(&mut payload, &mut body)?;
-            body.finish()?;
+            let sent = io::copy(&mut payload, &mut body);
+            let failed = payload.failed;
             drop(payload);
-            // Sent by now: a damaged record is said in the log.
-            warchest_replay::report_damage(&src.name, off, Some(rec.finish()), &mut reader);
+            if let Err(e) = sent {
+                // The payload stopped the copy (its transfer coding, or
+                // the record): counted, and what the record's reading met
+                // said. A client gone away is neither.
+                if failed {
+                    coll.served.count_undecodable();
+                    if warchest_replay::report_damage(
+                        &src.name,
+                        off,
+                        Some(rec.finish()),
+                        &mut reader,
+                    ) {
+                        coll.served.count_damaged();
+                    }
+                }
+                return Err(Box::new(e));
+            }
+            body.finish()?;
+            // Sent by now: a damaged record is said in the log, and counted.
+            if warchest_replay::report_damage(&src.name, off, Some(rec.finish()), &mut reader) {
+                coll.served.count_damaged();
+            }
             Ok(())
         }
         "" => {

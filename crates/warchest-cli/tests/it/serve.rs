@@ -635,10 +635,31 @@ fn serves_from_a_cdxj_index() {
         .output()
         .unwrap();
     assert!(out.status.success());
+    // Damage in the index: a line that is not CDXJ (line N), and a line
+    // of a file not served (not damage, counted apart).
+    let mut text = std::fs::read_to_string(&cdxj).unwrap();
+    let bad_line = text.lines().count() + 1;
+    text.push_str("org,iana)/ 2014 this is not json\n");
+    text.push_str(
+        "org,iana)/ 20140126200624 {\"url\": \"http://www.iana.org/\", \"filename\": \"gone.warc.gz\", \"offset\": \"0\"}\n",
+    );
+    std::fs::write(&cdxj, text).unwrap();
     let s = Server::start(
         &[&fixture("pywb/iana.warc.gz")],
         &dir.path().join("c.redb"),
         &["--poll", "0", "--cdxj", cdxj.to_str().unwrap()],
+    );
+    // Said on stderr by default, at warn, naming the index and the line.
+    let log = s.log_with("of files not served");
+    let said = format!("iana.cdxj: 1 line is not CDXJ, skipped (line {bad_line})");
+    assert!(
+        log.lines().any(|l| l.contains("WARN") && l.contains(&said)),
+        "{log}"
+    );
+    assert!(
+        log.lines().any(|l| l.contains("WARN")
+            && l.contains("1 line of files not served, skipped (gone.warc.gz); 1 line not CDXJ")),
+        "{log}"
     );
     let lines = json_lines(
         &s.get("/archive/cdx?url=http://www.iana.org/_css/2013.1/screen.css&output=json")

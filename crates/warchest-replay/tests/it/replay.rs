@@ -24,6 +24,7 @@ fn collection(paths: &[PathBuf], db: &Path) -> Collection {
         paths: paths.to_vec(),
         store,
         fuzzy: warchest_replay::fuzzy::FuzzyRules::default(),
+        served: Default::default(),
     }
 }
 
@@ -285,7 +286,8 @@ fn logged<R>(f: impl FnOnce() -> R) -> (R, String) {
 /// WARC header lines end in bare LFs, and a last record cut short. Its
 /// index says so (one line in the sync report, counted as the scan went),
 /// and serving either record logs a warning with the source, offset and
-/// kinds once the payload was handed over; the clean record logs nothing.
+/// kinds once the payload was handed over, and counts it in the
+/// collection's `served`; the clean record logs and counts nothing.
 #[test]
 fn damage_is_reported_when_indexed_and_when_served() {
     let dir = tempfile::tempdir().unwrap();
@@ -325,11 +327,13 @@ fn damage_is_reported_when_indexed_and_when_served() {
         paths: vec![warc.clone()],
         store,
         fuzzy: warchest_replay::fuzzy::FuzzyRules::default(),
+        served: Default::default(),
     };
 
     let ((_, body), log) = logged(|| payload(&coll, "http://a.test/", "20240101000000"));
     assert_eq!(body, b"hello");
     assert!(log.is_empty(), "{log}");
+    assert_eq!(coll.served.damaged(), 0);
 
     let ((_, body), log) = logged(|| payload(&coll, "http://a.test/b", "20240101000001"));
     assert_eq!(body, b"hello");
@@ -337,10 +341,255 @@ fn damage_is_reported_when_indexed_and_when_served() {
     assert!(log.contains(&format!("offset={bare_at}")), "{log}");
     assert!(log.contains("bare-lf"), "{log}");
     assert!(log.contains("damaged.warc"), "{log}");
+    assert_eq!(coll.served.damaged(), 1);
 
     let ((_, body), log) = logged(|| payload(&coll, "http://a.test/c", "20240101000002"));
     assert_eq!(body, b"hello"[..body.len()]);
     assert!(log.contains("record served damaged"), "{log}");
     assert!(log.contains(&format!("offset={cut_at}")), "{log}");
     assert!(log.contains("truncated: the record ends"), "{log}");
+    // Counted as served, not per record: served again, counted again.
+    assert_eq!(coll.served.damaged(), 2);
+    payload(&coll, "http://a.test/c", "20240101000002");
+    assert_eq!(coll.served.damaged(), 3);
+    assert_eq!(coll.served.undecodable(), 0);
+}
+
+/// A CDXJ index with damage: a line that is not CDXJ, one without an
+/// offset, a line of a file not served, and a blank and a `!` header line
+/// (neither). The damage is counted apart from the lines of other files,
+/// its line numbers named, and said as a warning naming the index.
+#[test]
+fn cdxj_lines_that_do_not_parse_are_damage_told_from_unknown_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let warc = dir.path().join("a.warc");
+    let http = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok";
+    std::fs::write(
+        &warc,
+        response("http://a.test/", "2024-01-01T00:00:00Z", http),
+    )
+    .unwrap();
+    let line = |file: &str, offset: &str| {
+        format!(
+            "test,a)/ 20240101000000 {{\"url\": \"http://a.test/\", \"mime\": \"text/plain\", \
+             \"status\": \"200\", \"filename\": \"{file}\"{offset}}}\n"
+        )
+    };
+    let cdxj = dir.path().join("index.cdxj");
+    let text = [
+        "!OpenWayback-CDXJ 1.0\n".to_string(),
+        line("a.warc", ", \"offset\": \"0\""),
+        "this is not an index line\n".into(),
+        line("elsewhere.warc.gz", ", \"offset\": \"0\""),
+        "\n".into(),
+        line("a.warc", ""),
+        line("elsewhere.warc.gz", ", \"offset\": \"9\""),
+    ]
+    .concat();
+    std::fs::write(&cdxj, text).unwrap();
+    let store = Store::open(dir.path().join("db")).unwrap();
+    let (load, log) = logged(|| store.load_cdxj(&cdxj, std::slice::from_ref(&warc)).unwrap());
+    assert_eq!(load.loaded, 1, "{load:?}");
+    assert_eq!(load.unknown_file, 2, "{load:?}");
+    assert_eq!(load.unknown_files, ["elsewhere.warc.gz"], "{load:?}");
+    assert_eq!(load.unparsable, 2, "{load:?}");
+    assert_eq!(load.unparsable_lines, [3, 6], "{load:?}");
+    let said = load.damage().expect("damage said");
+    assert!(said.contains("index.cdxj"), "{said}");
+    assert!(said.contains("2 lines are not CDXJ"), "{said}");
+    assert!(said.contains("lines 3, 6"), "{said}");
+    assert!(log.contains("WARN"), "{log}");
+    assert!(log.contains(&said), "{log}");
+    assert_eq!(store.len().unwrap(), 1);
+    // A whole index says nothing.
+    let clean = dir.path().join("clean.cdxj");
+    std::fs::write(&clean, line("a.warc", ", \"offset\": \"0\"")).unwrap();
+    let (load, log) = logged(|| {
+        store
+            .load_cdxj(&clean, std::slice::from_ref(&warc))
+            .unwrap()
+    });
+    assert_eq!((load.loaded, load.unparsable, load.unknown_file), (1, 0, 0));
+    assert!(load.damage().is_none());
+    assert!(!log.contains("WARN"), "{log}");
+}
+
+use redb::ReadableTable as _;
+
+const SOURCES: redb::TableDefinition<u32, &[u8]> = redb::TableDefinition::new("sources");
+const CAPTURES: redb::TableDefinition<&str, &[u8]> = redb::TableDefinition::new("captures");
+
+/// Overwrites entries of the store at `db` (closed) with bytes that are
+/// not what they stand for.
+fn corrupt(db: &Path, f: impl FnOnce(&redb::WriteTransaction)) {
+    let d = redb::Database::create(db).unwrap();
+    let txn = d.begin_write().unwrap();
+    f(&txn);
+    txn.commit().unwrap();
+}
+
+/// A source entry of the index cache that does not decode is counted and
+/// said when the store is opened; its captures are dropped with it (so
+/// that a new source given its id is not mistaken for it), and the next
+/// sync indexes its file again: nothing it stood for is lost.
+#[test]
+fn an_unreadable_source_entry_is_said_and_its_file_indexed_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let http = |b: &str| {
+        format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{b}",
+            b.len()
+        )
+    };
+    let a = dir.path().join("a.warc");
+    let b = dir.path().join("b.warc");
+    std::fs::write(
+        &a,
+        response("http://a.test/", "2024-01-01T00:00:00Z", &http("aa")),
+    )
+    .unwrap();
+    let mut bytes = response("http://b.test/", "2024-01-01T00:00:00Z", &http("bb"));
+    bytes.extend(response(
+        "http://b.test/2",
+        "2024-01-01T00:00:00Z",
+        &http("b2"),
+    ));
+    std::fs::write(&b, bytes).unwrap();
+    let db = dir.path().join("db.redb");
+    let paths = [a.clone(), b.clone()];
+    drop(collection(&paths, &db));
+    corrupt(&db, |txn| {
+        let mut t = txn.open_table(SOURCES).unwrap();
+        t.insert(1, b"{not a source".as_slice()).unwrap();
+    });
+
+    let (store, log) = logged(|| Store::open(&db).unwrap());
+    let d = store.cache_damage();
+    assert_eq!(
+        (d.sources, d.dropped_captures, d.total()),
+        (1, 2, 1),
+        "{d:?}"
+    );
+    assert!(d.examples[0].contains("source 1"), "{d:?}");
+    assert!(log.contains("WARN"), "{log}");
+    assert!(log.contains("the entry of source 1 is unreadable"), "{log}");
+    assert_eq!(store.sources().len(), 1);
+    assert_eq!(store.len().unwrap(), 1, "b.warc's captures dropped");
+
+    let r = store.sync(&paths).unwrap();
+    assert_eq!((r.new_sources, r.entries), (1, 2), "{r:?}");
+    let coll = Collection {
+        name: "c".into(),
+        paths: paths.to_vec(),
+        store,
+        fuzzy: warchest_replay::fuzzy::FuzzyRules::default(),
+        served: Default::default(),
+    };
+    assert_eq!(payload(&coll, "http://b.test/2", "2024").1, b"b2");
+    assert_eq!(payload(&coll, "http://a.test/", "2024").1, b"aa");
+}
+
+/// A capture entry that does not decode no longer ends a lookup: it is
+/// passed over (the capture next in time is found), counted once however
+/// often it is met, said, and its source is marked to be indexed again,
+/// which the next sync does (across a restart too): the capture is back.
+#[test]
+fn an_unreadable_capture_entry_is_passed_over_counted_and_rebuilt() {
+    let dir = tempfile::tempdir().unwrap();
+    let warc = dir.path().join("a.warc");
+    let http = |b: &str| {
+        format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{b}",
+            b.len()
+        )
+    };
+    let mut bytes = response("http://a.test/", "2024-01-01T00:00:00Z", &http("old"));
+    bytes.extend(response(
+        "http://a.test/",
+        "2024-06-01T00:00:00Z",
+        &http("new"),
+    ));
+    bytes.extend(response(
+        "http://a.test/",
+        "2024-07-01T00:00:00Z",
+        &http("jul"),
+    ));
+    std::fs::write(&warc, bytes).unwrap();
+    let db = dir.path().join("db.redb");
+    let paths = [warc.clone()];
+    drop(collection(&paths, &db));
+    // The June capture's entry: its key kept, its value not JSON.
+    corrupt(&db, |txn| {
+        let mut t = txn.open_table(CAPTURES).unwrap();
+        let key = {
+            let mut keys = t.iter().unwrap().map(|i| i.unwrap().0.value().to_string());
+            keys.find(|k| k.contains(" 20240601"))
+                .expect("the June capture")
+        };
+        t.insert(key.as_str(), b"\xff\x00".as_slice()).unwrap();
+    });
+
+    let store = Store::open(&db).unwrap();
+    assert_eq!(store.cache_damage().total(), 0, "found by lookups");
+    let coll = Collection {
+        name: "c".into(),
+        paths: paths.to_vec(),
+        store,
+        fuzzy: warchest_replay::fuzzy::FuzzyRules::none(),
+        served: Default::default(),
+    };
+    let (found, log) = logged(|| coll.find("http://a.test/", "20240601").unwrap());
+    // Not taken for the end of the later captures: July is nearer than
+    // January.
+    assert_eq!(
+        found.expect("the July capture").entry.timestamp,
+        "20240701000000"
+    );
+    assert!(log.contains("WARN"), "{log}");
+    assert!(log.contains("is unreadable"), "{log}");
+    assert!(
+        log.contains("a.warc indexed again at the next sync"),
+        "{log}"
+    );
+    // Met again: not counted again.
+    coll.find("http://a.test/", "2025").unwrap();
+    let mut n = 0;
+    coll.store
+        .query(
+            &warchest_replay::store::Query {
+                range: warchest_replay::store::KeyRange::raw(String::new()),
+                from: None,
+                to: None,
+                limit: 100,
+                reverse: false,
+            },
+            |_| {
+                n += 1;
+                true
+            },
+        )
+        .unwrap();
+    assert_eq!(n, 2, "the unreadable entry is not a capture");
+    let d = coll.store.cache_damage();
+    assert_eq!((d.captures, d.total()), (1, 1), "{d:?}");
+    assert!(coll.store.sources()[0].stale);
+
+    // The mark outlives the process; the sync rebuilds the source.
+    let Collection { store, .. } = coll;
+    drop(store);
+    let store = Store::open(&db).unwrap();
+    assert!(store.sources()[0].stale);
+    let r = store.sync(&paths).unwrap();
+    assert_eq!((r.updated_sources, r.entries), (1, 3), "{r:?}");
+    assert!(!store.sources()[0].stale);
+    assert_eq!(store.sources()[0].entries, 3);
+    let coll = Collection {
+        name: "c".into(),
+        paths: paths.to_vec(),
+        store,
+        fuzzy: warchest_replay::fuzzy::FuzzyRules::none(),
+        served: Default::default(),
+    };
+    assert_eq!(payload(&coll, "http://a.test/", "20240601").1, b"new");
+    assert_eq!(coll.store.cache_damage().total(), 0);
 }

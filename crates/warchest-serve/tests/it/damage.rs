@@ -1,6 +1,7 @@
 //! The record page says what is wrong with a damaged record's payload:
 //! a record cut short ("truncated"), a payload that does not decode (the
 //! error), the lenient recoveries reading it; a whole record says nothing.
+//! The collection page counts the damaged records served.
 
 use crate::{Running, get};
 
@@ -72,5 +73,119 @@ fn the_record_page_says_what_is_damaged() {
     );
     assert!(d.contains("truncated-record"), "{p}");
     assert!(p.contains("<pre id=\"payload-text\">he</pre>"), "{p}");
+    s.stop().unwrap();
+}
+
+/// The collection page once it says `needle` (or as it is after 30 s):
+/// a record is counted once its response has been sent, so the count may
+/// come a moment after the answer.
+fn home_saying(addr: &str, needle: &str) -> String {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let p = get(addr, "/archive/");
+        if p.contains(needle) || std::time::Instant::now() >= until {
+            return p;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// The `served-damage` paragraph of the collection page.
+fn served(page: &str) -> &str {
+    page.split_once("<p id=\"served-damage\">")
+        .and_then(|(_, r)| r.split_once("</p>"))
+        .map_or("", |(d, _)| d)
+}
+
+/// Damaged records served (replayed, or their payload sent) and payloads
+/// that could not be decoded are counted apart, per collection, on the
+/// collection page; a whole record counts nothing.
+#[test]
+fn the_collection_page_counts_damaged_records_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let warc = dir.path().join("damaged.warc");
+    let plain = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello";
+    let mut bytes = response("http://a.test/", plain);
+    // Header lines ending in bare LFs.
+    let bare_at = bytes.len();
+    let r = String::from_utf8(response("http://a.test/b", plain)).unwrap();
+    let (head, rest) = r.split_once("\r\n\r\n").unwrap();
+    bytes.extend(format!("{}\n\n{rest}", head.replace("\r\n", "\n")).into_bytes());
+    // A page said to be gzip-encoded that is not gzip: rewriting must
+    // decode it.
+    bytes.extend(response(
+        "http://a.test/z",
+        "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Encoding: gzip\r\n\r\n<p>not gzip at all</p>",
+    ));
+    std::fs::write(&warc, &bytes).unwrap();
+    let s = Running::start(&[&warc], &dir.path().join("index.redb"));
+    let none = "0 records served damaged (truncated, or read with lenient recoveries), \
+                0 payloads that could not be decoded.";
+    assert!(served(&get(&s.addr, "/archive/")).contains(none));
+
+    let r = get(&s.replay, "/archive/20240101000000id_/http://a.test/");
+    assert!(r.starts_with("HTTP/1.1 200") && r.contains("hello"), "{r}");
+    let r = get(&s.replay, "/archive/20240101000000id_/http://a.test/b");
+    assert!(r.starts_with("HTTP/1.1 200") && r.contains("hello"), "{r}");
+    let p = home_saying(&s.addr, "1 record served damaged");
+    assert!(served(&p).contains("1 record served damaged"), "{p}");
+    assert!(served(&p).contains("0 payloads that"), "{p}");
+
+    // Its payload alone, from the record page's link.
+    let r = get(&s.replay, &format!("/archive/record/0/{bare_at}/payload"));
+    assert!(r.starts_with("HTTP/1.1 200") && r.contains("hello"), "{r}");
+    let p = home_saying(&s.addr, "2 records served damaged");
+    assert!(served(&p).contains("2 records served damaged"), "{p}");
+
+    // The page that does not decode: not damaged as a record, counted as
+    // a payload that could not be decoded.
+    let r = get(&s.replay, "/archive/20240101000000mp_/http://a.test/z");
+    assert!(!r.contains("not gzip at all"), "{r}");
+    let p = home_saying(&s.addr, "1 payload that could not be decoded");
+    assert!(served(&p).contains("2 records served damaged"), "{p}");
+    assert!(
+        served(&p).contains("1 payload that could not be decoded"),
+        "{p}"
+    );
+    assert!(
+        p.contains("<p id=\"index-damage\">Unreadable entries in the index cache: 0 "),
+        "{p}"
+    );
+    s.stop().unwrap();
+}
+
+/// An index store whose entry of a file does not decode: serve says it
+/// and counts it on the collection page, and the file is indexed again
+/// as it starts, so its captures replay.
+#[test]
+fn an_unreadable_store_entry_is_counted_and_its_file_indexed_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let warc = dir.path().join("a.warc");
+    let plain = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello";
+    std::fs::write(&warc, response("http://a.test/", plain)).unwrap();
+    let db = dir.path().join("index.redb");
+    Running::start(&[&warc], &db).stop().unwrap();
+    {
+        let sources: redb::TableDefinition<u32, &[u8]> = redb::TableDefinition::new("sources");
+        let d = redb::Database::create(&db).unwrap();
+        let txn = d.begin_write().unwrap();
+        txn.open_table(sources)
+            .unwrap()
+            .insert(0, b"not json".as_slice())
+            .unwrap();
+        txn.commit().unwrap();
+    }
+    let s = Running::start(&[&warc], &db);
+    let p = get(&s.addr, "/archive/");
+    assert!(
+        p.contains(
+            "<p id=\"index-damage\">Unreadable entries in the index cache: 1 \
+             (1 sources, 0 captures, 0 record locations).</p>"
+        ),
+        "{p}"
+    );
+    assert!(p.contains("1 capture in 1 file"), "{p}");
+    let r = get(&s.replay, "/archive/20240101000000id_/http://a.test/");
+    assert!(r.starts_with("HTTP/1.1 200") && r.contains("hello"), "{r}");
     s.stop().unwrap();
 }

@@ -110,3 +110,15 @@ fn the_stop_handle_ends_run_and_the_listeners() {
         assert!(TcpStream::connect(a).is_err(), "{a} still accepts");
     }
 }
+
+/// A stop asked for as soon as the server runs (before it listens for
+/// stops) is not lost: `run` returns, within the grace period.
+#[test]
+fn a_stop_right_after_start_is_not_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Running::iana(&dir);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(s.stop().is_ok()));
+    let stopped = rx.recv_timeout(warchest_serve::GRACE + std::time::Duration::from_secs(30));
+    assert_eq!(stopped, Ok(true), "run did not return once stopped");
+}
