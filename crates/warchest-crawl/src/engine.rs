@@ -182,6 +182,11 @@ pub struct Summary {
     /// WARC files whose CDXJ this run made from their records as they
     /// were written; the others it indexed were read again.
     pub indexed_as_written: u64,
+    /// URIs this run whose link extraction stopped before the payload's
+    /// end (crawl.log's `linksStopped:` annotation).
+    pub links_stopped: u64,
+    /// Links this run left out over the bounds (crawl.log's `dol:N`).
+    pub links_dropped: u64,
 }
 
 /// Live counters for progress displays and the status server.
@@ -197,6 +202,10 @@ pub struct Live {
     pub bytes: AtomicU64,
     /// Workers fetching now (hosts active).
     pub active: AtomicU64,
+    /// URIs whose link extraction stopped early.
+    pub links_stopped: AtomicU64,
+    /// Links left out over the bounds.
+    pub links_dropped: AtomicU64,
 }
 
 /// A crawl, opened on its directory.
@@ -1386,6 +1395,8 @@ impl Crawl {
             recovered: self.recovered.clone(),
             notes: self.notes.clone(),
             indexed_as_written: self.indexed_as_written.load(Ordering::Relaxed),
+            links_stopped: self.live.links_stopped.load(Ordering::Relaxed),
+            links_dropped: self.live.links_dropped.load(Ordering::Relaxed),
         })
     }
 
@@ -1489,10 +1500,12 @@ impl Crawl {
             && (200..300).contains(&f.status)
             && uri.reached_as_page();
         // Links: from the headers (Location, Link, Refresh) and the body.
-        let mut links = crate::links::headers::links_from_headers(
+        let from_headers = crate::links::headers::extract_headers(
             &uri.url,
             f.headers.iter().map(|(n, v)| (n.as_str(), v.as_slice())),
         );
+        let dropped = from_headers.dropped + f.extracted.dropped;
+        let mut links = from_headers.links;
         let nofollow = f.extracted.nofollow && e.robots == RobotsMode::Obey;
         links.extend(
             f.extracted
@@ -1522,9 +1535,7 @@ impl Crawl {
                 o => format!("{o}Trunc"),
             });
         }
-        if f.extracted.dropped > 0 {
-            ann.push(format!("dol:{}", f.extracted.dropped));
-        }
+        ann.extend(self.links_cut(uri, dropped, f.extracted.stopped.as_ref()));
         ann.extend(Self::finish_tries(tries));
         let seed = self.seeds.get(uri.seed as usize).map(|s| s.to_string());
         let mut line = fetch_line(uri, &f, thread, seed.as_deref());
@@ -1554,6 +1565,31 @@ impl Crawl {
         )?;
         self.live.done.fetch_add(1, Ordering::Relaxed);
         Ok(next)
+    }
+
+    /// The annotations of links left out (`dol:N`) and of an extraction
+    /// that stopped early (`linksStopped:WHY`), counted for the summary.
+    fn links_cut(
+        &self,
+        uri: &CrawlUri,
+        dropped: usize,
+        stopped: Option<&crate::links::Stopped>,
+    ) -> Vec<String> {
+        let mut ann = Vec::new();
+        if dropped > 0 {
+            self.live
+                .links_dropped
+                .fetch_add(dropped as u64, Ordering::Relaxed);
+            ann.push(format!("dol:{dropped}"));
+        }
+        if let Some(s) = stopped {
+            // Each is on its crawl.log line and counted in the summary; a
+            // warning a page would drown the others on a large crawl.
+            tracing::info!("{}: link extraction stopped: {}", uri.url, s.detail);
+            self.live.links_stopped.fetch_add(1, Ordering::Relaxed);
+            ann.push(format!("linksStopped:{}", s.why.as_str()));
+        }
+        ann
     }
 
     /// Heritrix's `Nt` annotation when a URI took more than one try.
@@ -2046,6 +2082,7 @@ impl Crawl {
         // 2xx robots.txt's decoded by the rule capture uses, so a body
         // that does not decode is said to, not read as empty rules.
         let mut robots_body = None;
+        let mut read_stopped = None;
         let mut extractor = Extractor::new(&uri.url, content_type.as_deref(), &self.cfg.extract);
         if want_robots {
             if (200..300).contains(&status) {
@@ -2062,30 +2099,18 @@ impl Crawl {
             }
         } else if (200..300).contains(&status) {
             let head_len = x.response.head.raw().len() as u64;
-            if x.response.block.seek(SeekFrom::Start(head_len)).is_ok() {
-                let body = BufReader::new(&mut x.response.block);
-                if let Ok(mut r) = warchest::http::payload_reader(body, &x.response.head, true) {
-                    let mut buf = vec![0u8; 64 << 10];
-                    // Bounded: at most 64 MiB decoded is looked at.
-                    let mut left: u64 = 64 << 20;
-                    while left > 0 {
-                        match r.read(&mut buf) {
-                            Ok(0) | Err(_) => break,
-                            Ok(n) => {
-                                let n = n.min(left as usize);
-                                left -= n as u64;
-                                extractor.write(&buf[..n]);
-                            }
-                        }
-                    }
-                }
-            }
+            read_stopped = feed_payload(&mut x.response, head_len, &mut extractor);
         }
         let mut extracted = if want_robots {
             Extracted::default()
         } else {
             extractor.finish()
         };
+        // The reader's stop comes first: the extractor saw only what came
+        // before it.
+        if let Some(s) = read_stopped {
+            extracted.stopped = Some(s);
+        }
         // A 304 to a recrawl's conditional request has no body: the links
         // are the earlier crawl's copy's, so the recrawl goes as deep.
         if status == 304
@@ -2097,7 +2122,13 @@ impl Crawl {
                 .extract_original(uri, &prev.entry)
                 .unwrap_or_else(|err| {
                     tracing::warn!("{}: the earlier copy's links: {err}", uri.url);
-                    Extracted::default()
+                    Extracted {
+                        stopped: Some(crate::links::Stopped::new(
+                            crate::links::StopReason::Read,
+                            format!("the earlier copy's payload: {err}"),
+                        )),
+                        ..Extracted::default()
+                    }
                 });
         }
         let ms = x.elapsed.as_millis() as u64;
@@ -2215,6 +2246,50 @@ impl Crawl {
         let mut feed = Feed(Extractor::new(&uri.url, ct.as_deref(), &self.cfg.extract));
         p.copy_to(&mut feed)?;
         Ok(feed.0.finish())
+    }
+}
+
+/// The most decoded payload link extraction looks at.
+const MAX_EXTRACT_BYTES: u64 = 64 << 20;
+
+/// Feeds the recorded payload of `resp` (its HTTP head `head_len` bytes),
+/// content coding undone, to `extractor`, at most [`MAX_EXTRACT_BYTES`];
+/// why it stopped before the payload's end, if it did.
+fn feed_payload(
+    resp: &mut chttp::Captured,
+    head_len: u64,
+    extractor: &mut Extractor,
+) -> Option<crate::links::Stopped> {
+    use crate::links::{StopReason, Stopped};
+    if let Err(e) = resp.block.seek(SeekFrom::Start(head_len)) {
+        return Some(Stopped::new(
+            StopReason::Read,
+            format!("reading the recorded body: {e}"),
+        ));
+    }
+    let body = BufReader::new(&mut resp.block);
+    let mut r = match warchest::http::payload_reader(body, &resp.head, true) {
+        Ok(r) => r,
+        Err(e) => return Some(Stopped::new(StopReason::Decode, e.to_string())),
+    };
+    let mut buf = vec![0u8; 64 << 10];
+    let mut left = MAX_EXTRACT_BYTES;
+    loop {
+        match r.read(&mut buf) {
+            Ok(0) => return None,
+            Err(e) => return Some(Stopped::new(StopReason::Decode, e.to_string())),
+            Ok(n) if n as u64 > left => {
+                extractor.write(&buf[..left as usize]);
+                return Some(Stopped::new(
+                    StopReason::Size,
+                    format!("links read from the first {MAX_EXTRACT_BYTES} bytes of the payload"),
+                ));
+            }
+            Ok(n) => {
+                left -= n as u64;
+                extractor.write(&buf[..n]);
+            }
+        }
     }
 }
 

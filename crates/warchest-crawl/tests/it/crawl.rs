@@ -1484,3 +1484,43 @@ fn a_robots_txt_that_does_not_decode_disallows_its_host() {
         "{secret:?}"
     );
 }
+
+/// Links lost are said: a page whose gzip is cut in its middle is logged
+/// `linksStopped:decode` (its link before the cut followed, the one
+/// after never seen), a page of more links than `max-links-per-page`
+/// `dol:N`, and the summary counts both.
+#[test]
+fn links_cut_short_are_annotated_and_counted() {
+    let w = web::start();
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("c");
+    let toml = format!(
+        "seeds = [\"{}\"]\nmin-delay = 0.0\nmax-delay = 0.0\ndelay-factor = 0.0\n\
+         workers = 2\ntimeout = 5.0\nmax-links-per-page = 4\nresolve-only = true\n\
+         [resolve]\n\"cut.test\" = \"127.0.0.1\"\n",
+        w.url("cut.test", "/")
+    );
+    let s = crawl(&dir, &toml);
+    assert_eq!(s.ending, Ending::Finished);
+    let reqs = w.requests();
+    assert!(reqs.contains(&w.url("cut.test", "/c1")), "{reqs:?}");
+    assert!(!reqs.contains(&w.url("cut.test", "/c2")), "{reqs:?}");
+    let log = std::fs::read_to_string(dir.join("logs/crawl.log")).unwrap();
+    let ann = |uri: &str| -> String {
+        let l = log
+            .lines()
+            .find(|l| l.split_whitespace().nth(3) == Some(uri))
+            .unwrap_or_else(|| panic!("no line for {uri} in\n{log}"));
+        l.split_whitespace().nth(11).unwrap_or_default().to_string()
+    };
+    assert!(
+        ann(&w.url("cut.test", "/cut.html")).contains("linksStopped:decode"),
+        "{log}"
+    );
+    assert!(
+        ann(&w.url("cut.test", "/many.html")).contains("dol:6"),
+        "{log}"
+    );
+    assert!(!ann(&w.url("cut.test", "/")).contains("links"), "{log}");
+    assert_eq!((s.links_stopped, s.links_dropped), (1, 6));
+}
