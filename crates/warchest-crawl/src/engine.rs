@@ -1802,6 +1802,8 @@ impl Crawl {
         if let Some(e) = &got.error {
             ann.push(format!("err={e}").replace(' ', "_"));
         }
+        // Dropped before nofollow or scope: what the page had.
+        ann.extend(self.links_cut(uri, got.links_dropped, None));
         let line = LogLine {
             status,
             size: None,

@@ -1524,3 +1524,38 @@ fn links_cut_short_are_annotated_and_counted() {
     assert!(!ann(&w.url("cut.test", "/")).contains("links"), "{log}");
     assert_eq!((s.links_stopped, s.links_dropped), (1, 6));
 }
+
+/// A renderer whose page had more links than it gives: 3 past its bound.
+struct Capped;
+
+impl warchest_crawl::render::PageRenderer for Capped {
+    fn render(&self, _: &url::Url) -> warchest_crawl::render::Rendered {
+        warchest_crawl::render::Rendered {
+            status: Some(200),
+            load_state: 2,
+            links_dropped: 3,
+            ..Default::default()
+        }
+    }
+}
+
+/// The browser path says the links a renderer left out: `dol:N` on the
+/// page's crawl.log line, counted in the summary.
+#[test]
+fn a_rendered_pages_dropped_links_are_annotated() {
+    let w = web::start();
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("crawl");
+    let toml = config(&w, "robots = \"ignore\"");
+    let cfg = CrawlConfig::from_toml(&toml).unwrap();
+    let mut c = Crawl::open(&dir, cfg, &toml, Arc::new(AtomicBool::new(false))).unwrap();
+    c.set_renderer(Box::new(Capped));
+    let s = c.run(&|_| {}).unwrap();
+    let log = std::fs::read_to_string(dir.join("logs/crawl.log")).unwrap();
+    let seed = log
+        .lines()
+        .find(|l| l.split_whitespace().nth(3) == Some(w.url("a.test", "/").as_str()))
+        .unwrap_or_else(|| panic!("{log}"));
+    assert!(seed.contains("browser,resources:0,dol:3"), "{seed}");
+    assert_eq!(s.links_dropped, 3);
+}
