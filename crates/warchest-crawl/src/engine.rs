@@ -150,6 +150,42 @@ fn io_at(p: &Path) -> impl FnOnce(std::io::Error) -> CrawlError + '_ {
     move |e| CrawlError::Io(p.to_path_buf(), e)
 }
 
+/// Lines the side logs (scope.log, progress.log) could not take. They
+/// are no record of what was archived, so a full disk there does not stop
+/// the crawl: each log's failures are counted, the first warned of, and
+/// the count is in the summary's notes.
+#[derive(Debug, Default)]
+struct SideLogLoss(Mutex<Vec<(PathBuf, u64, String)>>);
+
+impl SideLogLoss {
+    fn note(&self, path: &Path, e: &std::io::Error) {
+        let mut v = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        match v.iter_mut().find(|(p, ..)| p == path) {
+            Some((_, n, _)) => *n += 1,
+            None => {
+                tracing::warn!(
+                    "{}: {e} (its lines are lost until it can be written; counted in the summary)",
+                    path.display()
+                );
+                v.push((path.to_path_buf(), 1, e.to_string()));
+            }
+        }
+    }
+
+    /// One note a log that lost lines.
+    fn notes(&self) -> Vec<String> {
+        let v = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        v.iter()
+            .map(|(p, n, e)| {
+                format!(
+                    "{}: {n} lines could not be written (the first: {e})",
+                    p.display()
+                )
+            })
+            .collect()
+    }
+}
+
 /// Why a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -234,6 +270,8 @@ pub struct Crawl {
     robots_policy: RobotsPolicy,
     crawl_log: LineLog,
     scope_log: LineLog,
+    /// Lines scope.log and progress.log could not take.
+    side_lost: SideLogLoss,
     pages: LineLog,
     cdxj: LineLog,
     indexed: Mutex<Vec<PathBuf>>,
@@ -782,6 +820,7 @@ impl Crawl {
         let crawl = Crawl {
             crawl_log: open_log("logs/crawl.log")?,
             scope_log: open_log("logs/scope.log")?,
+            side_lost: SideLogLoss::default(),
             cdxj: open_log("indexes/index.cdxj")?,
             pages,
             indexed: Mutex::new(Vec::new()),
@@ -1126,13 +1165,30 @@ impl Crawl {
     }
 
     fn log_scope(&self, uri: &CrawlUri, rule: &str) {
-        let _ = self.scope_log.line(&format!(
+        let r = self.scope_log.line(&format!(
             "{} {} {} {} {rule}",
             iso_time(time::OffsetDateTime::now_utc()),
             uri.url,
             if uri.hops.is_empty() { "-" } else { &uri.hops },
             uri.via.as_ref().map(|v| v.as_str()).unwrap_or("-"),
         ));
+        if let Err(e) = r {
+            self.side_lost.note(self.scope_log.path(), &e);
+        }
+    }
+
+    /// A line of logs/progress.log, opened for each line (a line a
+    /// minute), so an unwritable log is tried again next time.
+    fn log_progress(&self, text: &str) {
+        let p = self.dir.join("logs/progress.log");
+        if let Err(e) = LineLog::open(&p).and_then(|l| {
+            l.line(&format!(
+                "{} {text}",
+                iso_time(time::OffsetDateTime::now_utc())
+            ))
+        }) {
+            self.side_lost.note(&p, &e);
+        }
     }
 
     fn budget_reached(&self) -> bool {
@@ -1289,7 +1345,6 @@ impl Crawl {
             s.spawn(move || {
                 let mut last_reload = Instant::now();
                 let mut last_stats = Instant::now();
-                let stats = LineLog::open(&me.dir.join("logs/progress.log")).ok();
                 let every = Duration::from_secs_f64(me.cfg.engine.stats_interval);
                 loop {
                     tick(me);
@@ -1304,13 +1359,7 @@ impl Crawl {
                         me.stop.store(true, Ordering::Relaxed);
                     }
                     if last_stats.elapsed() >= every {
-                        if let Some(l) = &stats {
-                            let _ = l.line(&format!(
-                                "{} {}",
-                                iso_time(time::OffsetDateTime::now_utc()),
-                                progress_line(me, me.started, me.cfg.engine.max_pages)
-                            ));
-                        }
+                        me.log_progress(&progress_line(me, me.started, me.cfg.engine.max_pages));
                         last_stats = Instant::now();
                     }
                     if last_reload.elapsed() > Duration::from_secs(1) {
@@ -1342,13 +1391,10 @@ impl Crawl {
         // checkpoint SIGINT and SIGTERM promise).
         let checkpoint = self.frontier.checkpoint();
         // The run's last stats line, whatever its length.
-        if let Ok(l) = LineLog::open(&self.dir.join("logs/progress.log")) {
-            let _ = l.line(&format!(
-                "{} {} (end of run)",
-                iso_time(time::OffsetDateTime::now_utc()),
-                progress_line(&self, self.started, self.cfg.engine.max_pages)
-            ));
-        }
+        self.log_progress(&format!(
+            "{} (end of run)",
+            progress_line(&self, self.started, self.cfg.engine.max_pages)
+        ));
         if let Some(r) = &self.renderer
             && let Err(e) = r.finish()
         {
@@ -1393,7 +1439,12 @@ impl Crawl {
             files,
             requeued: self.requeued,
             recovered: self.recovered.clone(),
-            notes: self.notes.clone(),
+            notes: self
+                .notes
+                .iter()
+                .cloned()
+                .chain(self.side_lost.notes())
+                .collect(),
             indexed_as_written: self.indexed_as_written.load(Ordering::Relaxed),
             links_stopped: self.live.links_stopped.load(Ordering::Relaxed),
             links_dropped: self.live.links_dropped.load(Ordering::Relaxed),
@@ -1410,7 +1461,7 @@ impl Crawl {
             if (e.max_pages_per_host > 0 && p >= e.max_pages_per_host)
                 || (e.max_bytes_per_host > 0 && b >= e.max_bytes_per_host)
             {
-                self.log_outcome(thread, uri, -5003, None, vec!["Q:host-budget".into()]);
+                self.log_outcome(thread, uri, -5003, None, vec!["Q:host-budget".into()])?;
                 self.frontier
                     .complete(lease, frontier::Outcome::default(), &[])?;
                 return Ok(None);
@@ -1434,7 +1485,7 @@ impl Crawl {
                     Some(_) => vec!["robots:undecodable".to_string()],
                     None => Vec::new(),
                 };
-                self.log_outcome(thread, uri, -9998, None, ann);
+                self.log_outcome(thread, uri, -9998, None, ann)?;
                 self.frontier
                     .complete(lease, frontier::Outcome::default(), &[])?;
                 self.live.done.fetch_add(1, Ordering::Relaxed);
@@ -1460,7 +1511,7 @@ impl Crawl {
                 let code = error_code(&err);
                 let mut ann = vec![format!("err={err}").replace(' ', "_")];
                 ann.extend(Self::finish_tries(tries));
-                self.log_outcome(thread, uri, code, None, ann);
+                self.log_outcome(thread, uri, code, None, ann)?;
                 let (_, next) = self.frontier.complete_and_next(
                     lease,
                     frontier::Outcome {
@@ -1710,7 +1761,7 @@ impl Crawl {
         let uri = &lease.uri;
         let seen = |u: &str| self.browser_fetched.lock().is_ok_and(|s| s.contains(u));
         if seen(uri.url.as_str()) {
-            self.log_outcome(thread, uri, -5003, None, vec!["browser-fetched".into()]);
+            self.log_outcome(thread, uri, -5003, None, vec!["browser-fetched".into()])?;
             self.frontier
                 .complete(lease, frontier::Outcome::default(), &[])?;
             self.live.done.fetch_add(1, Ordering::Relaxed);
@@ -1856,7 +1907,7 @@ impl Crawl {
         code: i32,
         mime: Option<&str>,
         ann: Vec<String>,
-    ) {
+    ) -> Result<(), CrawlError> {
         let seed = self.seeds.get(uri.seed as usize).map(|s| s.to_string());
         let line = LogLine {
             status: code,
@@ -1872,9 +1923,8 @@ impl Crawl {
             annotations: ann,
             extra: None,
         };
-        let _ = self
-            .crawl_log
-            .line(&line.format(time::OffsetDateTime::now_utc()));
+        // Fatal as on the success path: crawl.log names every URI's end.
+        self.log_line(&line)
     }
 
     /// The robots.txt rules of `uri`'s host, fetching and recording
@@ -1949,10 +1999,7 @@ impl Crawl {
             |u: &Url| -> Result<_, CrawlError> {
                 match self.fetch_page(&ru) {
                     Ok(f) => {
-                        let line = fetch_line(&ru, &f, thread, None);
-                        let _ = self
-                            .crawl_log
-                            .line(&line.format(time::OffsetDateTime::now_utc()));
+                        self.log_line(&fetch_line(&ru, &f, thread, None))?;
                         if (300..400).contains(&f.status)
                             && let Some((_, loc)) = f
                                 .headers
@@ -1988,7 +2035,7 @@ impl Crawl {
                             error_code(&err),
                             None,
                             vec!["robots".into()],
-                        );
+                        )?;
                         Ok(RobotsStep::Unreachable)
                     }
                 }

@@ -1559,3 +1559,51 @@ fn a_rendered_pages_dropped_links_are_annotated() {
     assert!(seed.contains("browser,resources:0,dol:3"), "{seed}");
     assert_eq!(s.links_dropped, 3);
 }
+
+/// `dir/logs/NAME` made a link to /dev/full: every write to it fails
+/// (ENOSPC), as on a full disk.
+fn full_log(dir: &Path, name: &str) {
+    std::fs::create_dir_all(dir.join("logs")).unwrap();
+    std::os::unix::fs::symlink("/dev/full", dir.join("logs").join(name)).unwrap();
+}
+
+/// A crawl.log line that cannot be written stops the crawl with an error
+/// naming the log, on every path: here only robots.txt's fetch line and a
+/// -9998 line (the seed is disallowed), which used to be dropped while
+/// the crawl finished.
+#[test]
+fn a_crawl_log_that_cannot_be_written_fails_the_crawl() {
+    let w = web::start();
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("crawl");
+    full_log(&dir, "crawl.log");
+    let toml = format!(
+        "seeds = [\"{}\"]\nmin-delay = 0.0\nmax-delay = 0.0\ndelay-factor = 0.0\nworkers = 1\ntimeout = 5.0\n{}",
+        w.url("a.test", "/private/x"),
+        w.resolve_toml()
+    );
+    let cfg = CrawlConfig::from_toml(&toml).unwrap();
+    let c = Crawl::open(&dir, cfg, &toml, Arc::new(AtomicBool::new(false))).unwrap();
+    let err = c.run(&|_| {}).expect_err("crawl.log is unwritable");
+    assert!(err.to_string().contains("crawl.log"), "{err}");
+}
+
+/// scope.log is a side log: a full one does not stop the crawl, and its
+/// lost lines are counted in the summary's notes.
+#[test]
+fn a_scope_log_that_cannot_be_written_is_counted() {
+    let w = web::start();
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("crawl");
+    full_log(&dir, "scope.log");
+    let s = crawl(&dir, &config(&w, ""));
+    assert_eq!(s.ending, Ending::Finished);
+    let note = s
+        .notes
+        .iter()
+        .find(|n| n.contains("scope.log"))
+        .unwrap_or_else(|| panic!("{:?}", s.notes));
+    assert!(note.contains("lines could not be written"), "{note}");
+    // The crawl itself went on.
+    assert!(s.counts.done > 3, "{:?}", s.counts);
+}
