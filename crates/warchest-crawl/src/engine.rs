@@ -272,6 +272,9 @@ pub struct Crawl {
     scope_log: LineLog,
     /// Lines scope.log and progress.log could not take.
     side_lost: SideLogLoss,
+    /// The exclusion file's last reread error (none: its last reread
+    /// worked), and the errors warned of (each once).
+    exclusions_error: Mutex<(Option<String>, HashSet<String>)>,
     pages: LineLog,
     cdxj: LineLog,
     indexed: Mutex<Vec<PathBuf>>,
@@ -821,6 +824,7 @@ impl Crawl {
             crawl_log: open_log("logs/crawl.log")?,
             scope_log: open_log("logs/scope.log")?,
             side_lost: SideLogLoss::default(),
+            exclusions_error: Mutex::new((None, HashSet::new())),
             cdxj: open_log("indexes/index.cdxj")?,
             pages,
             indexed: Mutex::new(Vec::new()),
@@ -1008,6 +1012,12 @@ impl Crawl {
             "pages_this_run": self.live.pages.load(Ordering::Relaxed),
             "bytes_this_run": self.live.bytes.load(Ordering::Relaxed),
             "stopping": self.stopped(),
+            "exclusion_file_error": self
+                .exclusions_error
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .0
+                .clone(),
         })
         .to_string();
         let mut m = String::new();
@@ -1191,6 +1201,42 @@ impl Crawl {
         }
     }
 
+    /// Rereads the exclusion file if it changed. On an error the
+    /// exclusions read before stay in force; each distinct error is
+    /// warned of once (the file is tried again every second) and the last
+    /// one is in the status JSON until a reread works. True when it
+    /// warned.
+    fn reload_exclusions(&self) -> bool {
+        let r = self.scope.reload_exclusions();
+        let mut g = self
+            .exclusions_error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let (last, warned) = &mut *g;
+        match r {
+            Ok(_) => {
+                *last = None;
+                false
+            }
+            Err(e) => {
+                let msg = e.to_string();
+                // Bounded: a file rewritten with a new error each second
+                // for hours is warned of again past this.
+                if warned.len() >= 64 {
+                    warned.clear();
+                }
+                let new = warned.insert(msg.clone());
+                if new {
+                    tracing::warn!(
+                        "the exclusion file: {msg}; the exclusions read before stay in force"
+                    );
+                }
+                *last = Some(msg);
+                new
+            }
+        }
+    }
+
     fn budget_reached(&self) -> bool {
         let e = &self.cfg.engine;
         if e.max_time > 0.0 && self.started.elapsed().as_secs_f64() >= e.max_time {
@@ -1363,7 +1409,7 @@ impl Crawl {
                         last_stats = Instant::now();
                     }
                     if last_reload.elapsed() > Duration::from_secs(1) {
-                        let _ = me.scope.reload_exclusions();
+                        me.reload_exclusions();
                         if let Err(e) = me.read_handoffs() {
                             tracing::warn!("hand-off: {e}");
                         }
@@ -2480,6 +2526,40 @@ mod tests {
     }
 
     /// A crawl in `dir` configured by `toml`, opened (not run).
+    /// A bad reread of the exclusion file keeps the exclusions in force,
+    /// is warned of once however often it is tried, and is shown in the
+    /// status JSON until a reread works.
+    #[test]
+    fn a_bad_exclusion_file_is_warned_of_once_and_shown() {
+        let out = tempfile::tempdir().unwrap();
+        let dir = out.path().join("crawl");
+        let ex = out.path().join("exclude.txt");
+        std::fs::write(&ex, "/spam/\n").unwrap();
+        let toml = format!(
+            "seeds = [\"http://a.test/\"]\nexclusion-file = \"{}\"\n",
+            ex.display()
+        );
+        let c = open_crawl(&dir, &toml);
+        let status =
+            |c: &Crawl| -> serde_json::Value { serde_json::from_str(&c.snapshot().0).unwrap() };
+        assert_eq!(status(&c)["exclusion_file_error"], serde_json::Value::Null);
+        std::fs::write(&ex, "(\n").unwrap();
+        assert!(c.reload_exclusions(), "the first failure is warned of");
+        assert!(!c.reload_exclusions(), "the same failure again is not");
+        let shown = status(&c)["exclusion_file_error"].clone();
+        assert!(
+            shown.as_str().is_some_and(|e| e.contains("exclude.txt")),
+            "{shown}"
+        );
+        let spam = CrawlUri::seed(Url::parse("http://a.test/").unwrap(), 0)
+            .child(Url::parse("http://a.test/spam/1").unwrap(), Hop::Link);
+        assert!(!c.scope.decide(&spam).accepted, "the old exclusions hold");
+        std::fs::write(&ex, "/other/\n").unwrap();
+        assert!(!c.reload_exclusions());
+        assert_eq!(status(&c)["exclusion_file_error"], serde_json::Value::Null);
+        assert!(c.scope.decide(&spam).accepted);
+    }
+
     fn open_crawl(dir: &Path, toml: &str) -> Crawl {
         let cfg = CrawlConfig::from_toml(toml).unwrap();
         Crawl::open(dir, cfg, toml, Arc::new(AtomicBool::new(false))).unwrap()
