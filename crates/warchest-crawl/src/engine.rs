@@ -752,6 +752,7 @@ impl Crawl {
             Ok(())
         })?;
         let (mut frontier, requeued) = Frontier::open(&frontier_path)?;
+        notes.extend(frontier.opening_notes().iter().cloned());
         // The dedupe index is synced before each checkpoint of the
         // frontier (frontier.rs).
         // The open WARC file first: the entries made durable point into it
