@@ -275,6 +275,9 @@ pub struct Crawl {
     /// The exclusion file's last reread error (none: its last reread
     /// worked), and the errors warned of (each once).
     exclusions_error: Mutex<(Option<String>, HashSet<String>)>,
+    /// Test seam: the budgets' reading of the counters fails.
+    #[cfg(test)]
+    fail_counts: AtomicBool,
     pages: LineLog,
     cdxj: LineLog,
     indexed: Mutex<Vec<PathBuf>>,
@@ -303,10 +306,23 @@ pub struct Crawl {
 }
 
 /// One line of progress: queued, done, failed, pages/s, bytes/s, hosts
-/// active, and an ETA when a page budget is known.
+/// active, and an ETA when a page budget is known. When the frontier's
+/// counters cannot be read the line says so, with this run's own counts,
+/// rather than show zeros.
 pub fn progress_line(c: &Crawl, since: Instant, max_pages: u64) -> String {
-    let n = c.frontier.counts().unwrap_or_default();
     let secs = since.elapsed().as_secs_f64().max(0.001);
+    let n = match c.counts() {
+        Ok(n) => n,
+        Err(e) => {
+            return format!(
+                "frontier counters unreadable ({e}); this run: done {} failed {} pages {} hosts active {}",
+                c.live.done.load(Ordering::Relaxed),
+                c.live.failed.load(Ordering::Relaxed),
+                c.live.pages.load(Ordering::Relaxed),
+                c.live.active.load(Ordering::Relaxed)
+            );
+        }
+    };
     let pages = c.live.pages.load(Ordering::Relaxed);
     let rate = pages as f64 / secs;
     let bps = c.live.bytes.load(Ordering::Relaxed) as f64 / secs;
@@ -826,6 +842,8 @@ impl Crawl {
             scope_log: open_log("logs/scope.log")?,
             side_lost: SideLogLoss::default(),
             exclusions_error: Mutex::new((None, HashSet::new())),
+            #[cfg(test)]
+            fail_counts: AtomicBool::new(false),
             cdxj: open_log("indexes/index.cdxj")?,
             pages,
             indexed: Mutex::new(Vec::new()),
@@ -1002,12 +1020,18 @@ impl Crawl {
     }
 
     /// The state as JSON and as Prometheus metrics (`status-listen`).
+    ///
+    /// When the frontier's counters cannot be read, `counts` is null and
+    /// `counts_error` says why, and the metrics leave the frontier's
+    /// gauges out (`warchest_crawl_counts_error` is 1): no zeros passed
+    /// off as counts.
     pub fn snapshot(&self) -> (String, String) {
-        let c = self.frontier.counts().unwrap_or_default();
+        let counted = self.counts().map_err(|e| e.to_string());
         let active = self.live.active.load(Ordering::Relaxed);
         let secs = self.started.elapsed().as_secs_f64();
         let json = serde_json::json!({
-            "counts": c,
+            "counts": counted.as_ref().ok(),
+            "counts_error": counted.as_ref().err(),
             "hosts_active": active,
             "seconds": secs,
             "pages_this_run": self.live.pages.load(Ordering::Relaxed),
@@ -1022,16 +1046,24 @@ impl Crawl {
         })
         .to_string();
         let mut m = String::new();
-        for (name, help, v) in [
-            ("queued", "URIs waiting in queues", c.queued),
-            ("in_flight", "URIs being fetched", c.in_flight),
-            ("done", "URIs finished", c.done),
-            ("failed", "URIs failed (network errors)", c.failed),
-            ("pages", "HTML pages fetched", c.pages),
-            ("bytes", "Response bytes received", c.bytes),
-            ("seen", "URLs ever queued", c.seen),
-            ("hosts_active", "Hosts being fetched now", active),
-        ] {
+        let mut gauges = vec![("hosts_active", "Hosts being fetched now", active)];
+        match &counted {
+            Ok(c) => gauges.extend([
+                ("queued", "URIs waiting in queues", c.queued),
+                ("in_flight", "URIs being fetched", c.in_flight),
+                ("done", "URIs finished", c.done),
+                ("failed", "URIs failed (network errors)", c.failed),
+                ("pages", "HTML pages fetched", c.pages),
+                ("bytes", "Response bytes received", c.bytes),
+                ("seen", "URLs ever queued", c.seen),
+            ]),
+            Err(_) => gauges.push((
+                "counts_error",
+                "1: the frontier's counters could not be read",
+                1,
+            )),
+        }
+        for (name, help, v) in gauges {
             m.push_str(&format!(
                 "# HELP warchest_crawl_{name} {help}\n# TYPE warchest_crawl_{name} gauge\nwarchest_crawl_{name} {v}\n"
             ));
@@ -1238,21 +1270,36 @@ impl Crawl {
         }
     }
 
-    fn budget_reached(&self) -> bool {
+    /// The frontier's counters.
+    fn counts(&self) -> Result<frontier::Counts, CrawlError> {
+        #[cfg(test)]
+        if self.fail_counts.load(Ordering::Relaxed) {
+            return Err(CrawlError::Io(
+                self.dir.join("frontier.redb"),
+                std::io::Error::other("counters unreadable (test)"),
+            ));
+        }
+        Ok(self.frontier.counts()?)
+    }
+
+    /// Whether a budget (time, pages, bytes) is reached.
+    ///
+    /// # Errors
+    /// The frontier's counters cannot be read: the crawl stops on it
+    /// rather than go on with its budgets unenforced.
+    fn budget_reached(&self) -> Result<bool, CrawlError> {
         let e = &self.cfg.engine;
         if e.max_time > 0.0 && self.started.elapsed().as_secs_f64() >= e.max_time {
-            return true;
+            return Ok(true);
         }
         // The counters are read (under the frontier's lock) only when a
         // budget needs them: every worker asks before each URI.
         if e.max_pages == 0 && e.max_bytes == 0 {
-            return false;
+            return Ok(false);
         }
-        let c = match self.frontier.counts() {
-            Ok(c) => c,
-            Err(_) => return false,
-        };
-        (e.max_pages > 0 && c.pages >= e.max_pages) || (e.max_bytes > 0 && c.bytes >= e.max_bytes)
+        let c = self.counts()?;
+        Ok((e.max_pages > 0 && c.pages >= e.max_pages)
+            || (e.max_bytes > 0 && c.bytes >= e.max_bytes))
     }
 
     fn stopped(&self) -> bool {
@@ -1284,7 +1331,24 @@ impl Crawl {
                     let mut held: Option<Lease> = None;
                     loop {
                         let stop = me.stopped() || finished.load(Ordering::Relaxed);
-                        let budget = !stop && me.budget_reached();
+                        let budget = match stop {
+                            true => false,
+                            false => match me.budget_reached() {
+                                Ok(b) => b,
+                                Err(e) => {
+                                    if let Some(l) = held.take()
+                                        && let Err(pe) = me.frontier.put_back(&l)
+                                    {
+                                        tracing::warn!("putting back a URI: {pe}");
+                                    }
+                                    if let Ok(mut f) = fatal.lock() {
+                                        f.get_or_insert(e);
+                                    }
+                                    me.stop.store(true, Ordering::Relaxed);
+                                    break;
+                                }
+                            },
+                        };
                         if stop || budget {
                             if budget {
                                 me.budget_hit.store(true, Ordering::Relaxed);
@@ -2559,6 +2623,34 @@ mod tests {
         assert!(!c.reload_exclusions());
         assert_eq!(status(&c)["exclusion_file_error"], serde_json::Value::Null);
         assert!(c.scope.decide(&spam).accepted);
+    }
+
+    /// Budgets whose counters cannot be read stop the crawl with an
+    /// error; they used to read as "not reached", and the crawl went on
+    /// past them.
+    #[test]
+    fn unreadable_counters_fail_the_budget_check() {
+        let out = tempfile::tempdir().unwrap();
+        let dir = out.path().join("crawl");
+        let c = open_crawl(&dir, "seeds = [\"http://a.test/\"]\nmax-pages = 5\n");
+        assert!(!c.budget_reached().unwrap());
+        c.fail_counts.store(true, Ordering::Relaxed);
+        assert!(c.budget_reached().is_err());
+        // The progress line and the status say so, with no zeros.
+        let line = progress_line(&c, Instant::now(), 5);
+        assert!(line.starts_with("frontier counters unreadable"), "{line}");
+        let (json, metrics) = c.snapshot();
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(v["counts"], serde_json::Value::Null, "{v}");
+        assert!(v["counts_error"].as_str().is_some(), "{v}");
+        assert!(
+            metrics.contains("warchest_crawl_counts_error 1"),
+            "{metrics}"
+        );
+        assert!(!metrics.contains("warchest_crawl_done"), "{metrics}");
+        // The run stops on it at once, before any fetch.
+        let err = c.run(&|_| {}).expect_err("the budget cannot be checked");
+        assert!(err.to_string().contains("counters unreadable"), "{err}");
     }
 
     fn open_crawl(dir: &Path, toml: &str) -> Crawl {

@@ -1031,13 +1031,16 @@ impl Frontier {
             // Every busy host is free again, and every host with a queue
             // is ready (the ready list is rebuilt whole).
             ready.retain(|_, _| false).map_err(|e| self.err(e))?;
-            let all: Vec<(Vec<u8>, HostState)> = hosts
-                .iter()
-                .map_err(|e| self.err(e))?
-                .filter_map(|r| r.ok())
-                .map(|(k, v)| (k.value().to_vec(), HostState::decode(v.value())))
-                .filter(|(_, s)| s.queued > 0 || s.busy > 0)
-                .collect();
+            // A host row that cannot be read fails the recovery: skipped,
+            // its queue would never be ready again.
+            let mut all: Vec<(Vec<u8>, HostState)> = Vec::new();
+            for r in hosts.iter().map_err(|e| self.err(e))? {
+                let (k, v) = r.map_err(|e| self.err(e))?;
+                let st = HostState::decode(v.value());
+                if st.queued > 0 || st.busy > 0 {
+                    all.push((k.value().to_vec(), st));
+                }
+            }
             for (h, mut st) in all {
                 st.busy = 0;
                 hosts
