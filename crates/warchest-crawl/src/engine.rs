@@ -1965,7 +1965,7 @@ impl Crawl {
             ann.push(format!("err={e}").replace(' ', "_"));
         }
         // Dropped before nofollow or scope: what the page had.
-        ann.extend(self.links_cut(uri, got.links_dropped, None));
+        ann.extend(self.links_cut(uri, got.links_dropped, got.links_stopped.as_ref()));
         let line = LogLine {
             status,
             size: None,

@@ -34,6 +34,9 @@ pub struct Rendered {
     /// Links the page had past the renderer's bound, left out of `links`
     /// (crawl.log's `dol:N`).
     pub links_dropped: usize,
+    /// Why reading the page's recorded HTML for links stopped before its
+    /// end, if it did (crawl.log's `linksStopped:WHY`).
+    pub links_stopped: Option<crate::links::Stopped>,
     /// The http(s) URLs the browser fetched (and the recorder recorded).
     pub fetched: Vec<Url>,
     /// Why the page failed (after the renderer's own retry).

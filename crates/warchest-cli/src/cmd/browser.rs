@@ -323,6 +323,9 @@ impl warchest_crawl::render::PageRenderer for CrawlRenderer {
         // The HTML's links not given early (what it embeds, what is named
         // as a resource): queued at the page's end unless it fetched them.
         let mut deferred: Vec<url::Url> = Vec::new();
+        // What the HTML's extraction left out or stopped on.
+        let mut html_dropped = 0;
+        let mut html_stopped = None;
         let p = b.capture_early(url.as_str(), &mut |e| match e {
             // The HTML's a/area links, the ones the DOM's links.js takes
             // (not its embeds: the browser fetches those itself; nor
@@ -348,6 +351,8 @@ impl warchest_crawl::render::PageRenderer for CrawlRenderer {
                     .partition(|l| l.hop == warchest_crawl::uri::Hop::Link);
                 embeds.extend(embedded.into_iter().map(|l| l.url));
                 embeds.extend(x.also_embedded);
+                html_dropped = x.dropped;
+                html_stopped = x.stopped;
                 document = true;
                 nofollow = x.nofollow && self.obey_robots;
                 if !nofollow {
@@ -393,8 +398,15 @@ impl warchest_crawl::render::PageRenderer for CrawlRenderer {
             title: p.title.clone(),
             load_state: p.load_state as u8,
             links,
-            // Under nofollow none are followed, and none are lost.
-            links_dropped: if nofollow { 0 } else { p.links_dropped },
+            // Under nofollow none are followed, and none are lost. The
+            // DOM's and the HTML's lists mostly name the same links: the
+            // larger count is a floor of those left out.
+            links_dropped: if nofollow {
+                0
+            } else {
+                p.links_dropped.max(html_dropped)
+            },
+            links_stopped: if nofollow { None } else { html_stopped },
             fetched,
             error: p.error.clone(),
             ms: p.ms,

@@ -1525,7 +1525,8 @@ fn links_cut_short_are_annotated_and_counted() {
     assert_eq!((s.links_stopped, s.links_dropped), (1, 6));
 }
 
-/// A renderer whose page had more links than it gives: 3 past its bound.
+/// A renderer whose page had more links than it gives: 3 past its bound,
+/// and its HTML's extraction stopped at lol_html's memory bound.
 struct Capped;
 
 impl warchest_crawl::render::PageRenderer for Capped {
@@ -1534,13 +1535,18 @@ impl warchest_crawl::render::PageRenderer for Capped {
             status: Some(200),
             load_state: 2,
             links_dropped: 3,
+            links_stopped: Some(warchest_crawl::links::Stopped::new(
+                warchest_crawl::links::StopReason::Memory,
+                "a tag of megabytes",
+            )),
             ..Default::default()
         }
     }
 }
 
-/// The browser path says the links a renderer left out: `dol:N` on the
-/// page's crawl.log line, counted in the summary.
+/// The browser path says the links a renderer left out: `dol:N` and
+/// `linksStopped:WHY` on the page's crawl.log line, counted in the
+/// summary.
 #[test]
 fn a_rendered_pages_dropped_links_are_annotated() {
     let w = web::start();
@@ -1556,8 +1562,11 @@ fn a_rendered_pages_dropped_links_are_annotated() {
         .lines()
         .find(|l| l.split_whitespace().nth(3) == Some(w.url("a.test", "/").as_str()))
         .unwrap_or_else(|| panic!("{log}"));
-    assert!(seed.contains("browser,resources:0,dol:3"), "{seed}");
-    assert_eq!(s.links_dropped, 3);
+    assert!(
+        seed.contains("browser,resources:0,dol:3,linksStopped:memory"),
+        "{seed}"
+    );
+    assert_eq!((s.links_dropped, s.links_stopped), (3, 1));
 }
 
 /// `dir/logs/NAME` made a link to /dev/full: every write to it fails
