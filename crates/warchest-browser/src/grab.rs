@@ -64,8 +64,11 @@ pub struct PageResult {
     /// Its load event fired within the load bound (false: a page that
     /// never stops loading, taken as it was).
     pub load_event: bool,
-    /// The rendered DOM's links (http and https), each once.
+    /// The rendered DOM's links (http and https), each once, at most
+    /// [`MAX_LINKS`].
     pub links: Vec<String>,
+    /// The DOM's links past [`MAX_LINKS`], left out of `links`.
+    pub links_dropped: usize,
     /// The http(s) URLs the browser fetched from the network (through the
     /// recording proxy), each once: the HTTP client need not fetch them.
     pub fetched: Vec<String>,
@@ -97,6 +100,7 @@ impl PageResult {
             load_state: LoadState::Failed,
             load_event: false,
             links: Vec::new(),
+            links_dropped: 0,
             fetched: Vec::new(),
             behaviors: Vec::new(),
             attempts,
@@ -333,6 +337,7 @@ async fn drive(
             },
             load_event: loaded,
             links: Vec::new(),
+            links_dropped: 0,
             fetched,
             behaviors: vec![Behavior {
                 name: "idle",
@@ -362,7 +367,7 @@ async fn drive(
             // queue it. Left to the end, which decides on what the page
             // fetched in all.
             let requested = tab.requested();
-            let mut links = links_of(v);
+            let (mut links, _) = links_of(v);
             links.retain(|u| !requested.contains(u.as_str()));
             // Not waited for when the queue is full (the callback behind):
             // that wait would count against the page's time bound. The
@@ -454,7 +459,7 @@ async fn drive(
     if tab.crashed() {
         return Err(BrowserError::Crashed);
     }
-    let links = links_of(tab.eval(&links_js, crate::page::COMMAND).await?);
+    let (links, links_dropped) = links_of(tab.eval(&links_js, crate::page::COMMAND).await?);
     ph.lap("links", lap);
     let (status, fetched, incomplete) = outcome(tab, url);
     let load_state = if behaviors.len() > 1 {
@@ -518,6 +523,7 @@ async fn drive(
         load_state,
         load_event: loaded,
         links,
+        links_dropped,
         fetched,
         behaviors,
         attempts: 1,
@@ -543,16 +549,22 @@ fn outcome(tab: &Tab<'_>, url: &str) -> (Option<u16>, Vec<String>, bool) {
     (status, fetched, dropped > 0 || lagged)
 }
 
-/// The links `js/links.js` returned.
-fn links_of(v: Value) -> Vec<String> {
-    match v {
-        Value::Array(a) => a
-            .into_iter()
+/// The links `js/links.js` returned, and how many it found past them
+/// (or past [`MAX_LINKS`] here).
+fn links_of(v: Value) -> (Vec<String>, usize) {
+    let found = v.get("found").and_then(Value::as_u64).unwrap_or(0);
+    let all: Vec<String> = match v.get("links") {
+        Some(Value::Array(a)) => a
+            .iter()
             .filter_map(|v| v.as_str().map(str::to_string))
-            .take(MAX_LINKS)
             .collect(),
         _ => Vec::new(),
-    }
+    };
+    let found = (found as usize).max(all.len());
+    let mut links = all;
+    links.truncate(MAX_LINKS);
+    let dropped = found - links.len();
+    (links, dropped)
 }
 
 /// The status of the page's own document: the response to its URL (after
@@ -563,4 +575,29 @@ pub(crate) fn document_status(responses: &[Response], url: &str) -> Option<u16> 
         .find(|r| r.url == url)
         .or(responses.first())
         .map(|r| r.status)
+}
+
+#[cfg(test)]
+mod links_tests {
+    use super::*;
+
+    /// The links past the bound are the count `links.js` gives less the
+    /// links it returned; more than the bound returned are cut and
+    /// counted too.
+    #[test]
+    fn links_past_the_bound_are_counted() {
+        let v = serde_json::json!({"links": ["http://a/1", "http://a/2"], "found": 7});
+        assert_eq!(
+            links_of(v),
+            (vec!["http://a/1".to_string(), "http://a/2".to_string()], 5)
+        );
+        let many: Vec<String> = (0..MAX_LINKS + 3)
+            .map(|i| format!("http://a/{i}"))
+            .collect();
+        let (l, d) = links_of(serde_json::json!({ "links": many, "found": MAX_LINKS + 3 }));
+        assert_eq!((l.len(), d), (MAX_LINKS, 3));
+        let (l, d) = links_of(serde_json::json!({ "links": many }));
+        assert_eq!((l.len(), d), (MAX_LINKS, 3));
+        assert_eq!(links_of(serde_json::json!(null)), (Vec::new(), 0));
+    }
 }

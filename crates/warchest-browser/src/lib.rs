@@ -38,7 +38,7 @@ use tokio::sync::Semaphore;
 use warchest_capture::Recorder;
 use warchest_capture::proxy::{Proxy, ProxyOptions, ResponseHook};
 
-pub use grab::{Behavior, LoadState, PageResult};
+pub use grab::{Behavior, LoadState, MAX_LINKS, PageResult};
 
 /// What a page gives before it ends ([`Browsers::capture_early`]), so that
 /// a crawl's other tabs need not wait for its end to have work.

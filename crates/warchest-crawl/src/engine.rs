@@ -150,6 +150,42 @@ fn io_at(p: &Path) -> impl FnOnce(std::io::Error) -> CrawlError + '_ {
     move |e| CrawlError::Io(p.to_path_buf(), e)
 }
 
+/// Lines the side logs (scope.log, progress.log) could not take. They
+/// are no record of what was archived, so a full disk there does not stop
+/// the crawl: each log's failures are counted, the first warned of, and
+/// the count is in the summary's notes.
+#[derive(Debug, Default)]
+struct SideLogLoss(Mutex<Vec<(PathBuf, u64, String)>>);
+
+impl SideLogLoss {
+    fn note(&self, path: &Path, e: &std::io::Error) {
+        let mut v = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        match v.iter_mut().find(|(p, ..)| p == path) {
+            Some((_, n, _)) => *n += 1,
+            None => {
+                tracing::warn!(
+                    "{}: {e} (its lines are lost until it can be written; counted in the summary)",
+                    path.display()
+                );
+                v.push((path.to_path_buf(), 1, e.to_string()));
+            }
+        }
+    }
+
+    /// One note a log that lost lines.
+    fn notes(&self) -> Vec<String> {
+        let v = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        v.iter()
+            .map(|(p, n, e)| {
+                format!(
+                    "{}: {n} lines could not be written (the first: {e})",
+                    p.display()
+                )
+            })
+            .collect()
+    }
+}
+
 /// Why a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -182,6 +218,11 @@ pub struct Summary {
     /// WARC files whose CDXJ this run made from their records as they
     /// were written; the others it indexed were read again.
     pub indexed_as_written: u64,
+    /// URIs this run whose link extraction stopped before the payload's
+    /// end (crawl.log's `linksStopped:` annotation).
+    pub links_stopped: u64,
+    /// Links this run left out over the bounds (crawl.log's `dol:N`).
+    pub links_dropped: u64,
 }
 
 /// Live counters for progress displays and the status server.
@@ -197,6 +238,10 @@ pub struct Live {
     pub bytes: AtomicU64,
     /// Workers fetching now (hosts active).
     pub active: AtomicU64,
+    /// URIs whose link extraction stopped early.
+    pub links_stopped: AtomicU64,
+    /// Links left out over the bounds.
+    pub links_dropped: AtomicU64,
 }
 
 /// A crawl, opened on its directory.
@@ -225,6 +270,14 @@ pub struct Crawl {
     robots_policy: RobotsPolicy,
     crawl_log: LineLog,
     scope_log: LineLog,
+    /// Lines scope.log and progress.log could not take.
+    side_lost: SideLogLoss,
+    /// The exclusion file's last reread error (none: its last reread
+    /// worked), and the errors warned of (each once).
+    exclusions_error: Mutex<(Option<String>, HashSet<String>)>,
+    /// Test seam: the budgets' reading of the counters fails.
+    #[cfg(test)]
+    fail_counts: AtomicBool,
     pages: LineLog,
     cdxj: LineLog,
     indexed: Mutex<Vec<PathBuf>>,
@@ -253,10 +306,23 @@ pub struct Crawl {
 }
 
 /// One line of progress: queued, done, failed, pages/s, bytes/s, hosts
-/// active, and an ETA when a page budget is known.
+/// active, and an ETA when a page budget is known. When the frontier's
+/// counters cannot be read the line says so, with this run's own counts,
+/// rather than show zeros.
 pub fn progress_line(c: &Crawl, since: Instant, max_pages: u64) -> String {
-    let n = c.frontier.counts().unwrap_or_default();
     let secs = since.elapsed().as_secs_f64().max(0.001);
+    let n = match c.counts() {
+        Ok(n) => n,
+        Err(e) => {
+            return format!(
+                "frontier counters unreadable ({e}); this run: done {} failed {} pages {} hosts active {}",
+                c.live.done.load(Ordering::Relaxed),
+                c.live.failed.load(Ordering::Relaxed),
+                c.live.pages.load(Ordering::Relaxed),
+                c.live.active.load(Ordering::Relaxed)
+            );
+        }
+    };
     let pages = c.live.pages.load(Ordering::Relaxed);
     let rate = pages as f64 / secs;
     let bps = c.live.bytes.load(Ordering::Relaxed) as f64 / secs;
@@ -702,6 +768,7 @@ impl Crawl {
             Ok(())
         })?;
         let (mut frontier, requeued) = Frontier::open(&frontier_path)?;
+        notes.extend(frontier.opening_notes().iter().cloned());
         // The dedupe index is synced before each checkpoint of the
         // frontier (frontier.rs).
         // The open WARC file first: the entries made durable point into it
@@ -773,6 +840,10 @@ impl Crawl {
         let crawl = Crawl {
             crawl_log: open_log("logs/crawl.log")?,
             scope_log: open_log("logs/scope.log")?,
+            side_lost: SideLogLoss::default(),
+            exclusions_error: Mutex::new((None, HashSet::new())),
+            #[cfg(test)]
+            fail_counts: AtomicBool::new(false),
             cdxj: open_log("indexes/index.cdxj")?,
             pages,
             indexed: Mutex::new(Vec::new()),
@@ -949,30 +1020,50 @@ impl Crawl {
     }
 
     /// The state as JSON and as Prometheus metrics (`status-listen`).
+    ///
+    /// When the frontier's counters cannot be read, `counts` is null and
+    /// `counts_error` says why, and the metrics leave the frontier's
+    /// gauges out (`warchest_crawl_counts_error` is 1): no zeros passed
+    /// off as counts.
     pub fn snapshot(&self) -> (String, String) {
-        let c = self.frontier.counts().unwrap_or_default();
+        let counted = self.counts().map_err(|e| e.to_string());
         let active = self.live.active.load(Ordering::Relaxed);
         let secs = self.started.elapsed().as_secs_f64();
         let json = serde_json::json!({
-            "counts": c,
+            "counts": counted.as_ref().ok(),
+            "counts_error": counted.as_ref().err(),
             "hosts_active": active,
             "seconds": secs,
             "pages_this_run": self.live.pages.load(Ordering::Relaxed),
             "bytes_this_run": self.live.bytes.load(Ordering::Relaxed),
             "stopping": self.stopped(),
+            "exclusion_file_error": self
+                .exclusions_error
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .0
+                .clone(),
         })
         .to_string();
         let mut m = String::new();
-        for (name, help, v) in [
-            ("queued", "URIs waiting in queues", c.queued),
-            ("in_flight", "URIs being fetched", c.in_flight),
-            ("done", "URIs finished", c.done),
-            ("failed", "URIs failed (network errors)", c.failed),
-            ("pages", "HTML pages fetched", c.pages),
-            ("bytes", "Response bytes received", c.bytes),
-            ("seen", "URLs ever queued", c.seen),
-            ("hosts_active", "Hosts being fetched now", active),
-        ] {
+        let mut gauges = vec![("hosts_active", "Hosts being fetched now", active)];
+        match &counted {
+            Ok(c) => gauges.extend([
+                ("queued", "URIs waiting in queues", c.queued),
+                ("in_flight", "URIs being fetched", c.in_flight),
+                ("done", "URIs finished", c.done),
+                ("failed", "URIs failed (network errors)", c.failed),
+                ("pages", "HTML pages fetched", c.pages),
+                ("bytes", "Response bytes received", c.bytes),
+                ("seen", "URLs ever queued", c.seen),
+            ]),
+            Err(_) => gauges.push((
+                "counts_error",
+                "1: the frontier's counters could not be read",
+                1,
+            )),
+        }
+        for (name, help, v) in gauges {
             m.push_str(&format!(
                 "# HELP warchest_crawl_{name} {help}\n# TYPE warchest_crawl_{name} gauge\nwarchest_crawl_{name} {v}\n"
             ));
@@ -1117,30 +1208,98 @@ impl Crawl {
     }
 
     fn log_scope(&self, uri: &CrawlUri, rule: &str) {
-        let _ = self.scope_log.line(&format!(
+        let r = self.scope_log.line(&format!(
             "{} {} {} {} {rule}",
             iso_time(time::OffsetDateTime::now_utc()),
             uri.url,
             if uri.hops.is_empty() { "-" } else { &uri.hops },
             uri.via.as_ref().map(|v| v.as_str()).unwrap_or("-"),
         ));
+        if let Err(e) = r {
+            self.side_lost.note(self.scope_log.path(), &e);
+        }
     }
 
-    fn budget_reached(&self) -> bool {
+    /// A line of logs/progress.log, opened for each line (a line a
+    /// minute), so an unwritable log is tried again next time.
+    fn log_progress(&self, text: &str) {
+        let p = self.dir.join("logs/progress.log");
+        if let Err(e) = LineLog::open(&p).and_then(|l| {
+            l.line(&format!(
+                "{} {text}",
+                iso_time(time::OffsetDateTime::now_utc())
+            ))
+        }) {
+            self.side_lost.note(&p, &e);
+        }
+    }
+
+    /// Rereads the exclusion file if it changed. On an error the
+    /// exclusions read before stay in force; each distinct error is
+    /// warned of once (the file is tried again every second) and the last
+    /// one is in the status JSON until a reread works. True when it
+    /// warned.
+    fn reload_exclusions(&self) -> bool {
+        let r = self.scope.reload_exclusions();
+        let mut g = self
+            .exclusions_error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let (last, warned) = &mut *g;
+        match r {
+            Ok(_) => {
+                *last = None;
+                false
+            }
+            Err(e) => {
+                let msg = e.to_string();
+                // Bounded: a file rewritten with a new error each second
+                // for hours is warned of again past this.
+                if warned.len() >= 64 {
+                    warned.clear();
+                }
+                let new = warned.insert(msg.clone());
+                if new {
+                    tracing::warn!(
+                        "the exclusion file: {msg}; the exclusions read before stay in force"
+                    );
+                }
+                *last = Some(msg);
+                new
+            }
+        }
+    }
+
+    /// The frontier's counters.
+    fn counts(&self) -> Result<frontier::Counts, CrawlError> {
+        #[cfg(test)]
+        if self.fail_counts.load(Ordering::Relaxed) {
+            return Err(CrawlError::Io(
+                self.dir.join("frontier.redb"),
+                std::io::Error::other("counters unreadable (test)"),
+            ));
+        }
+        Ok(self.frontier.counts()?)
+    }
+
+    /// Whether a budget (time, pages, bytes) is reached.
+    ///
+    /// # Errors
+    /// The frontier's counters cannot be read: the crawl stops on it
+    /// rather than go on with its budgets unenforced.
+    fn budget_reached(&self) -> Result<bool, CrawlError> {
         let e = &self.cfg.engine;
         if e.max_time > 0.0 && self.started.elapsed().as_secs_f64() >= e.max_time {
-            return true;
+            return Ok(true);
         }
         // The counters are read (under the frontier's lock) only when a
         // budget needs them: every worker asks before each URI.
         if e.max_pages == 0 && e.max_bytes == 0 {
-            return false;
+            return Ok(false);
         }
-        let c = match self.frontier.counts() {
-            Ok(c) => c,
-            Err(_) => return false,
-        };
-        (e.max_pages > 0 && c.pages >= e.max_pages) || (e.max_bytes > 0 && c.bytes >= e.max_bytes)
+        let c = self.counts()?;
+        Ok((e.max_pages > 0 && c.pages >= e.max_pages)
+            || (e.max_bytes > 0 && c.bytes >= e.max_bytes))
     }
 
     fn stopped(&self) -> bool {
@@ -1172,7 +1331,24 @@ impl Crawl {
                     let mut held: Option<Lease> = None;
                     loop {
                         let stop = me.stopped() || finished.load(Ordering::Relaxed);
-                        let budget = !stop && me.budget_reached();
+                        let budget = match stop {
+                            true => false,
+                            false => match me.budget_reached() {
+                                Ok(b) => b,
+                                Err(e) => {
+                                    if let Some(l) = held.take()
+                                        && let Err(pe) = me.frontier.put_back(&l)
+                                    {
+                                        tracing::warn!("putting back a URI: {pe}");
+                                    }
+                                    if let Ok(mut f) = fatal.lock() {
+                                        f.get_or_insert(e);
+                                    }
+                                    me.stop.store(true, Ordering::Relaxed);
+                                    break;
+                                }
+                            },
+                        };
                         if stop || budget {
                             if budget {
                                 me.budget_hit.store(true, Ordering::Relaxed);
@@ -1280,7 +1456,6 @@ impl Crawl {
             s.spawn(move || {
                 let mut last_reload = Instant::now();
                 let mut last_stats = Instant::now();
-                let stats = LineLog::open(&me.dir.join("logs/progress.log")).ok();
                 let every = Duration::from_secs_f64(me.cfg.engine.stats_interval);
                 loop {
                     tick(me);
@@ -1295,17 +1470,11 @@ impl Crawl {
                         me.stop.store(true, Ordering::Relaxed);
                     }
                     if last_stats.elapsed() >= every {
-                        if let Some(l) = &stats {
-                            let _ = l.line(&format!(
-                                "{} {}",
-                                iso_time(time::OffsetDateTime::now_utc()),
-                                progress_line(me, me.started, me.cfg.engine.max_pages)
-                            ));
-                        }
+                        me.log_progress(&progress_line(me, me.started, me.cfg.engine.max_pages));
                         last_stats = Instant::now();
                     }
                     if last_reload.elapsed() > Duration::from_secs(1) {
-                        let _ = me.scope.reload_exclusions();
+                        me.reload_exclusions();
                         if let Err(e) = me.read_handoffs() {
                             tracing::warn!("hand-off: {e}");
                         }
@@ -1333,13 +1502,10 @@ impl Crawl {
         // checkpoint SIGINT and SIGTERM promise).
         let checkpoint = self.frontier.checkpoint();
         // The run's last stats line, whatever its length.
-        if let Ok(l) = LineLog::open(&self.dir.join("logs/progress.log")) {
-            let _ = l.line(&format!(
-                "{} {} (end of run)",
-                iso_time(time::OffsetDateTime::now_utc()),
-                progress_line(&self, self.started, self.cfg.engine.max_pages)
-            ));
-        }
+        self.log_progress(&format!(
+            "{} (end of run)",
+            progress_line(&self, self.started, self.cfg.engine.max_pages)
+        ));
         if let Some(r) = &self.renderer
             && let Err(e) = r.finish()
         {
@@ -1384,8 +1550,15 @@ impl Crawl {
             files,
             requeued: self.requeued,
             recovered: self.recovered.clone(),
-            notes: self.notes.clone(),
+            notes: self
+                .notes
+                .iter()
+                .cloned()
+                .chain(self.side_lost.notes())
+                .collect(),
             indexed_as_written: self.indexed_as_written.load(Ordering::Relaxed),
+            links_stopped: self.live.links_stopped.load(Ordering::Relaxed),
+            links_dropped: self.live.links_dropped.load(Ordering::Relaxed),
         })
     }
 
@@ -1399,7 +1572,7 @@ impl Crawl {
             if (e.max_pages_per_host > 0 && p >= e.max_pages_per_host)
                 || (e.max_bytes_per_host > 0 && b >= e.max_bytes_per_host)
             {
-                self.log_outcome(thread, uri, -5003, None, vec!["Q:host-budget".into()]);
+                self.log_outcome(thread, uri, -5003, None, vec!["Q:host-budget".into()])?;
                 self.frontier
                     .complete(lease, frontier::Outcome::default(), &[])?;
                 return Ok(None);
@@ -1423,7 +1596,7 @@ impl Crawl {
                     Some(_) => vec!["robots:undecodable".to_string()],
                     None => Vec::new(),
                 };
-                self.log_outcome(thread, uri, -9998, None, ann);
+                self.log_outcome(thread, uri, -9998, None, ann)?;
                 self.frontier
                     .complete(lease, frontier::Outcome::default(), &[])?;
                 self.live.done.fetch_add(1, Ordering::Relaxed);
@@ -1449,7 +1622,7 @@ impl Crawl {
                 let code = error_code(&err);
                 let mut ann = vec![format!("err={err}").replace(' ', "_")];
                 ann.extend(Self::finish_tries(tries));
-                self.log_outcome(thread, uri, code, None, ann);
+                self.log_outcome(thread, uri, code, None, ann)?;
                 let (_, next) = self.frontier.complete_and_next(
                     lease,
                     frontier::Outcome {
@@ -1489,10 +1662,12 @@ impl Crawl {
             && (200..300).contains(&f.status)
             && uri.reached_as_page();
         // Links: from the headers (Location, Link, Refresh) and the body.
-        let mut links = crate::links::headers::links_from_headers(
+        let from_headers = crate::links::headers::extract_headers(
             &uri.url,
             f.headers.iter().map(|(n, v)| (n.as_str(), v.as_slice())),
         );
+        let dropped = from_headers.dropped + f.extracted.dropped;
+        let mut links = from_headers.links;
         let nofollow = f.extracted.nofollow && e.robots == RobotsMode::Obey;
         links.extend(
             f.extracted
@@ -1522,9 +1697,7 @@ impl Crawl {
                 o => format!("{o}Trunc"),
             });
         }
-        if f.extracted.dropped > 0 {
-            ann.push(format!("dol:{}", f.extracted.dropped));
-        }
+        ann.extend(self.links_cut(uri, dropped, f.extracted.stopped.as_ref()));
         ann.extend(Self::finish_tries(tries));
         let seed = self.seeds.get(uri.seed as usize).map(|s| s.to_string());
         let mut line = fetch_line(uri, &f, thread, seed.as_deref());
@@ -1554,6 +1727,31 @@ impl Crawl {
         )?;
         self.live.done.fetch_add(1, Ordering::Relaxed);
         Ok(next)
+    }
+
+    /// The annotations of links left out (`dol:N`) and of an extraction
+    /// that stopped early (`linksStopped:WHY`), counted for the summary.
+    fn links_cut(
+        &self,
+        uri: &CrawlUri,
+        dropped: usize,
+        stopped: Option<&crate::links::Stopped>,
+    ) -> Vec<String> {
+        let mut ann = Vec::new();
+        if dropped > 0 {
+            self.live
+                .links_dropped
+                .fetch_add(dropped as u64, Ordering::Relaxed);
+            ann.push(format!("dol:{dropped}"));
+        }
+        if let Some(s) = stopped {
+            // Each is on its crawl.log line and counted in the summary; a
+            // warning a page would drown the others on a large crawl.
+            tracing::info!("{}: link extraction stopped: {}", uri.url, s.detail);
+            self.live.links_stopped.fetch_add(1, Ordering::Relaxed);
+            ann.push(format!("linksStopped:{}", s.why.as_str()));
+        }
+        ann
     }
 
     /// Heritrix's `Nt` annotation when a URI took more than one try.
@@ -1674,7 +1872,7 @@ impl Crawl {
         let uri = &lease.uri;
         let seen = |u: &str| self.browser_fetched.lock().is_ok_and(|s| s.contains(u));
         if seen(uri.url.as_str()) {
-            self.log_outcome(thread, uri, -5003, None, vec!["browser-fetched".into()]);
+            self.log_outcome(thread, uri, -5003, None, vec!["browser-fetched".into()])?;
             self.frontier
                 .complete(lease, frontier::Outcome::default(), &[])?;
             self.live.done.fetch_add(1, Ordering::Relaxed);
@@ -1766,6 +1964,8 @@ impl Crawl {
         if let Some(e) = &got.error {
             ann.push(format!("err={e}").replace(' ', "_"));
         }
+        // Dropped before nofollow or scope: what the page had.
+        ann.extend(self.links_cut(uri, got.links_dropped, got.links_stopped.as_ref()));
         let line = LogLine {
             status,
             size: None,
@@ -1818,7 +2018,7 @@ impl Crawl {
         code: i32,
         mime: Option<&str>,
         ann: Vec<String>,
-    ) {
+    ) -> Result<(), CrawlError> {
         let seed = self.seeds.get(uri.seed as usize).map(|s| s.to_string());
         let line = LogLine {
             status: code,
@@ -1834,9 +2034,8 @@ impl Crawl {
             annotations: ann,
             extra: None,
         };
-        let _ = self
-            .crawl_log
-            .line(&line.format(time::OffsetDateTime::now_utc()));
+        // Fatal as on the success path: crawl.log names every URI's end.
+        self.log_line(&line)
     }
 
     /// The robots.txt rules of `uri`'s host, fetching and recording
@@ -1911,10 +2110,7 @@ impl Crawl {
             |u: &Url| -> Result<_, CrawlError> {
                 match self.fetch_page(&ru) {
                     Ok(f) => {
-                        let line = fetch_line(&ru, &f, thread, None);
-                        let _ = self
-                            .crawl_log
-                            .line(&line.format(time::OffsetDateTime::now_utc()));
+                        self.log_line(&fetch_line(&ru, &f, thread, None))?;
                         if (300..400).contains(&f.status)
                             && let Some((_, loc)) = f
                                 .headers
@@ -1950,7 +2146,7 @@ impl Crawl {
                             error_code(&err),
                             None,
                             vec!["robots".into()],
-                        );
+                        )?;
                         Ok(RobotsStep::Unreachable)
                     }
                 }
@@ -2046,6 +2242,7 @@ impl Crawl {
         // 2xx robots.txt's decoded by the rule capture uses, so a body
         // that does not decode is said to, not read as empty rules.
         let mut robots_body = None;
+        let mut read_stopped = None;
         let mut extractor = Extractor::new(&uri.url, content_type.as_deref(), &self.cfg.extract);
         if want_robots {
             if (200..300).contains(&status) {
@@ -2062,30 +2259,18 @@ impl Crawl {
             }
         } else if (200..300).contains(&status) {
             let head_len = x.response.head.raw().len() as u64;
-            if x.response.block.seek(SeekFrom::Start(head_len)).is_ok() {
-                let body = BufReader::new(&mut x.response.block);
-                if let Ok(mut r) = warchest::http::payload_reader(body, &x.response.head, true) {
-                    let mut buf = vec![0u8; 64 << 10];
-                    // Bounded: at most 64 MiB decoded is looked at.
-                    let mut left: u64 = 64 << 20;
-                    while left > 0 {
-                        match r.read(&mut buf) {
-                            Ok(0) | Err(_) => break,
-                            Ok(n) => {
-                                let n = n.min(left as usize);
-                                left -= n as u64;
-                                extractor.write(&buf[..n]);
-                            }
-                        }
-                    }
-                }
-            }
+            read_stopped = feed_payload(&mut x.response, head_len, &mut extractor);
         }
         let mut extracted = if want_robots {
             Extracted::default()
         } else {
             extractor.finish()
         };
+        // The reader's stop comes first: the extractor saw only what came
+        // before it.
+        if let Some(s) = read_stopped {
+            extracted.stopped = Some(s);
+        }
         // A 304 to a recrawl's conditional request has no body: the links
         // are the earlier crawl's copy's, so the recrawl goes as deep.
         if status == 304
@@ -2097,7 +2282,13 @@ impl Crawl {
                 .extract_original(uri, &prev.entry)
                 .unwrap_or_else(|err| {
                     tracing::warn!("{}: the earlier copy's links: {err}", uri.url);
-                    Extracted::default()
+                    Extracted {
+                        stopped: Some(crate::links::Stopped::new(
+                            crate::links::StopReason::Read,
+                            format!("the earlier copy's payload: {err}"),
+                        )),
+                        ..Extracted::default()
+                    }
                 });
         }
         let ms = x.elapsed.as_millis() as u64;
@@ -2215,6 +2406,50 @@ impl Crawl {
         let mut feed = Feed(Extractor::new(&uri.url, ct.as_deref(), &self.cfg.extract));
         p.copy_to(&mut feed)?;
         Ok(feed.0.finish())
+    }
+}
+
+/// The most decoded payload link extraction looks at.
+const MAX_EXTRACT_BYTES: u64 = 64 << 20;
+
+/// Feeds the recorded payload of `resp` (its HTTP head `head_len` bytes),
+/// content coding undone, to `extractor`, at most [`MAX_EXTRACT_BYTES`];
+/// why it stopped before the payload's end, if it did.
+fn feed_payload(
+    resp: &mut chttp::Captured,
+    head_len: u64,
+    extractor: &mut Extractor,
+) -> Option<crate::links::Stopped> {
+    use crate::links::{StopReason, Stopped};
+    if let Err(e) = resp.block.seek(SeekFrom::Start(head_len)) {
+        return Some(Stopped::new(
+            StopReason::Read,
+            format!("reading the recorded body: {e}"),
+        ));
+    }
+    let body = BufReader::new(&mut resp.block);
+    let mut r = match warchest::http::payload_reader(body, &resp.head, true) {
+        Ok(r) => r,
+        Err(e) => return Some(Stopped::new(StopReason::Decode, e.to_string())),
+    };
+    let mut buf = vec![0u8; 64 << 10];
+    let mut left = MAX_EXTRACT_BYTES;
+    loop {
+        match r.read(&mut buf) {
+            Ok(0) => return None,
+            Err(e) => return Some(Stopped::new(StopReason::Decode, e.to_string())),
+            Ok(n) if n as u64 > left => {
+                extractor.write(&buf[..left as usize]);
+                return Some(Stopped::new(
+                    StopReason::Size,
+                    format!("links read from the first {MAX_EXTRACT_BYTES} bytes of the payload"),
+                ));
+            }
+            Ok(n) => {
+                left -= n as u64;
+                extractor.write(&buf[..n]);
+            }
+        }
     }
 }
 
@@ -2356,6 +2591,68 @@ mod tests {
     }
 
     /// A crawl in `dir` configured by `toml`, opened (not run).
+    /// A bad reread of the exclusion file keeps the exclusions in force,
+    /// is warned of once however often it is tried, and is shown in the
+    /// status JSON until a reread works.
+    #[test]
+    fn a_bad_exclusion_file_is_warned_of_once_and_shown() {
+        let out = tempfile::tempdir().unwrap();
+        let dir = out.path().join("crawl");
+        let ex = out.path().join("exclude.txt");
+        std::fs::write(&ex, "/spam/\n").unwrap();
+        let toml = format!(
+            "seeds = [\"http://a.test/\"]\nexclusion-file = \"{}\"\n",
+            ex.display()
+        );
+        let c = open_crawl(&dir, &toml);
+        let status =
+            |c: &Crawl| -> serde_json::Value { serde_json::from_str(&c.snapshot().0).unwrap() };
+        assert_eq!(status(&c)["exclusion_file_error"], serde_json::Value::Null);
+        std::fs::write(&ex, "(\n").unwrap();
+        assert!(c.reload_exclusions(), "the first failure is warned of");
+        assert!(!c.reload_exclusions(), "the same failure again is not");
+        let shown = status(&c)["exclusion_file_error"].clone();
+        assert!(
+            shown.as_str().is_some_and(|e| e.contains("exclude.txt")),
+            "{shown}"
+        );
+        let spam = CrawlUri::seed(Url::parse("http://a.test/").unwrap(), 0)
+            .child(Url::parse("http://a.test/spam/1").unwrap(), Hop::Link);
+        assert!(!c.scope.decide(&spam).accepted, "the old exclusions hold");
+        std::fs::write(&ex, "/other/\n").unwrap();
+        assert!(!c.reload_exclusions());
+        assert_eq!(status(&c)["exclusion_file_error"], serde_json::Value::Null);
+        assert!(c.scope.decide(&spam).accepted);
+    }
+
+    /// Budgets whose counters cannot be read stop the crawl with an
+    /// error; they used to read as "not reached", and the crawl went on
+    /// past them.
+    #[test]
+    fn unreadable_counters_fail_the_budget_check() {
+        let out = tempfile::tempdir().unwrap();
+        let dir = out.path().join("crawl");
+        let c = open_crawl(&dir, "seeds = [\"http://a.test/\"]\nmax-pages = 5\n");
+        assert!(!c.budget_reached().unwrap());
+        c.fail_counts.store(true, Ordering::Relaxed);
+        assert!(c.budget_reached().is_err());
+        // The progress line and the status say so, with no zeros.
+        let line = progress_line(&c, Instant::now(), 5);
+        assert!(line.starts_with("frontier counters unreadable"), "{line}");
+        let (json, metrics) = c.snapshot();
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(v["counts"], serde_json::Value::Null, "{v}");
+        assert!(v["counts_error"].as_str().is_some(), "{v}");
+        assert!(
+            metrics.contains("warchest_crawl_counts_error 1"),
+            "{metrics}"
+        );
+        assert!(!metrics.contains("warchest_crawl_done"), "{metrics}");
+        // The run stops on it at once, before any fetch.
+        let err = c.run(&|_| {}).expect_err("the budget cannot be checked");
+        assert!(err.to_string().contains("counters unreadable"), "{err}");
+    }
+
     fn open_crawl(dir: &Path, toml: &str) -> Crawl {
         let cfg = CrawlConfig::from_toml(toml).unwrap();
         Crawl::open(dir, cfg, toml, Arc::new(AtomicBool::new(false))).unwrap()

@@ -426,6 +426,8 @@ pub struct Frontier {
     /// dropping the frontier must not checkpoint nor remove the journal
     /// (a failed replay leaves it for the next open to fail on too).
     ready: bool,
+    /// What opening found amiss (a journal cut or damaged).
+    notes: Vec<String>,
 }
 
 /// Refuses a frontier whose format ([`FORMAT`]) is newer than
@@ -468,6 +470,12 @@ impl Log {
 }
 
 impl Frontier {
+    /// What opening found amiss, a line each: the journal's bytes that
+    /// were ignored, and whether whole changes were among them.
+    pub fn opening_notes(&self) -> &[String] {
+        &self.notes
+    }
+
     /// Opens (or creates) the frontier at `path`. The journal's changes
     /// since the last checkpoint are replayed, then URIs left in flight by
     /// an earlier run go back to their queues; the number is returned.
@@ -518,6 +526,7 @@ impl Frontier {
             checkpoint_bytes: CHECKPOINT_BYTES,
             batch_ms: BATCH_MS,
             failed_after: Mutex::new(None),
+            notes: Vec::new(),
             companion: None,
             presync: None,
             per_host: 1,
@@ -532,12 +541,10 @@ impl Frontier {
         f.journal = Mutex::new(Log::new(j));
         f.ready = true;
         let _ = std::fs::remove_file(&scratch);
-        if old.torn > 0 {
-            tracing::info!(
-                "{}: {} bytes of a cut last change ignored",
-                jpath.display(),
-                old.torn
-            );
+        if let Some(d) = old.damage() {
+            let note = format!("{}: {d}", jpath.display());
+            tracing::warn!("{note}");
+            f.notes.push(note);
         }
         Ok((f, requeued))
     }
@@ -1024,13 +1031,16 @@ impl Frontier {
             // Every busy host is free again, and every host with a queue
             // is ready (the ready list is rebuilt whole).
             ready.retain(|_, _| false).map_err(|e| self.err(e))?;
-            let all: Vec<(Vec<u8>, HostState)> = hosts
-                .iter()
-                .map_err(|e| self.err(e))?
-                .filter_map(|r| r.ok())
-                .map(|(k, v)| (k.value().to_vec(), HostState::decode(v.value())))
-                .filter(|(_, s)| s.queued > 0 || s.busy > 0)
-                .collect();
+            // A host row that cannot be read fails the recovery: skipped,
+            // its queue would never be ready again.
+            let mut all: Vec<(Vec<u8>, HostState)> = Vec::new();
+            for r in hosts.iter().map_err(|e| self.err(e))? {
+                let (k, v) = r.map_err(|e| self.err(e))?;
+                let st = HostState::decode(v.value());
+                if st.queued > 0 || st.busy > 0 {
+                    all.push((k.value().to_vec(), st));
+                }
+            }
             for (h, mut st) in all {
                 st.busy = 0;
                 hosts
@@ -2169,6 +2179,64 @@ mod tests {
                 "the journal is left as it was"
             );
         }
+    }
+
+    /// A journal damaged in its middle is said apart from a torn tail:
+    /// the first change is replayed, the two whole ones after the damage
+    /// are counted in the opening's notes, not passed off as a cut last
+    /// change.
+    #[test]
+    fn journal_damage_is_told_from_a_torn_tail() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f.redb");
+        let (f, _) = Frontier::open(&p).unwrap();
+        let epoch = journal::read(&journal_path(&p)).unwrap().epoch.unwrap();
+        drop(f);
+        let mut j = Journal::create(&journal_path(&p), epoch + 1).unwrap();
+        for u in [
+            "http://a.test/1",
+            "http://a.test/2",
+            "http://a.test/3",
+            "http://a.test/4",
+        ] {
+            let mut b = Vec::new();
+            journal::encode_add(&mut b, &[uri(u)]);
+            j.append(&b).unwrap();
+        }
+        drop(j);
+        let mut data = std::fs::read(journal_path(&p)).unwrap();
+        let whole = data.clone();
+        // The second record's first payload byte (header 12, record 8 + n).
+        let first = u32::from_le_bytes(data[12..16].try_into().unwrap()) as usize;
+        data[12 + 8 + first + 8] ^= 0xff;
+        std::fs::write(journal_path(&p), &data).unwrap();
+        let (f, _) = Frontier::open(&p).unwrap();
+        assert_eq!(f.counts().unwrap().seen, 1, "the change before the damage");
+        let notes = f.opening_notes().to_vec();
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(
+            notes[0].contains("in its middle: 2 whole changes"),
+            "{notes:?}"
+        );
+        drop(f);
+        // A torn tail is said as one.
+        let (f, _) = Frontier::open(&p).unwrap();
+        let epoch = journal::read(&journal_path(&p)).unwrap().epoch.unwrap();
+        drop(f);
+        let mut j = Journal::create(&journal_path(&p), epoch + 1).unwrap();
+        let mut b = Vec::new();
+        journal::encode_add(&mut b, &[uri("http://a.test/5")]);
+        j.append(&b).unwrap();
+        drop(j);
+        let mut data = std::fs::read(journal_path(&p)).unwrap();
+        data.extend_from_slice(&whole[12..20]);
+        std::fs::write(journal_path(&p), &data).unwrap();
+        let (f, _) = Frontier::open(&p).unwrap();
+        let notes = f.opening_notes().to_vec();
+        assert!(
+            notes.len() == 1 && notes[0].contains("a change cut by a kill"),
+            "{notes:?}"
+        );
     }
 
     /// A checkpoint runs its presync before it takes the frontier's lock

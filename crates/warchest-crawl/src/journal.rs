@@ -19,8 +19,10 @@
 //! whose epoch is not the database's was already checkpointed (a kill
 //! between the checkpoint's commit and the journal's reset), or belongs to
 //! another database, and is not replayed. A record cut short or failing
-//! its CRC ends the journal (a torn tail: the change it held had not
-//! returned to its worker).
+//! its CRC ends the journal: at its end, a torn tail (the change it held
+//! had not returned to its worker); in its middle, damage, and the whole
+//! records after it are counted (they are not replayed: each change is
+//! numbered, and one missing breaks their order).
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
@@ -36,6 +38,9 @@ const MAGIC: &[u8; 4] = b"WCFJ";
 const HEADER: usize = 12;
 /// A record larger than this is not read back (a damaged length).
 const MAX_RECORD: usize = 256 << 20;
+/// The most payload bytes hashed looking for whole records after damage
+/// (each byte after it may start one): past it, only bytes are reported.
+const MAX_SEARCH_HASHED: u64 = 256 << 20;
 
 /// One change to the frontier, as journaled.
 #[derive(Debug, Clone, PartialEq)]
@@ -210,8 +215,70 @@ pub(crate) struct Read0 {
     pub epoch: Option<u64>,
     /// The records' payloads, in order.
     pub records: Vec<Vec<u8>>,
-    /// Bytes after the last whole record (a torn tail), ignored.
+    /// Bytes after the last whole record read (a torn tail, or damage and
+    /// what follows it), ignored.
     pub torn: u64,
+    /// Whole records found in the ignored bytes: the journal was damaged
+    /// in its middle, not cut at its end.
+    pub later: u64,
+    /// The ignored bytes were searched to their end for whole records
+    /// (false: the search's bound stopped it, and `later` is a floor).
+    pub searched: bool,
+}
+
+impl Read0 {
+    /// What was ignored, for a person, or `None` when nothing was.
+    pub fn damage(&self) -> Option<String> {
+        if self.torn == 0 {
+            return None;
+        }
+        Some(match (self.later, self.searched) {
+            (0, true) => format!(
+                "{} bytes after the last whole change ignored (a change cut by a kill, \
+                 which had not returned to its worker)",
+                self.torn
+            ),
+            (0, false) => format!(
+                "damaged: {} bytes after the last whole change discarded (too many to \
+                 search whole for later changes)",
+                self.torn
+            ),
+            (n, complete) => format!(
+                "damaged in its middle: {}{n} whole changes after the damage discarded \
+                 ({} bytes); what they did to the frontier (URIs queued, finished, seen) \
+                 is lost",
+                if complete { "" } else { "at least " },
+                self.torn
+            ),
+        })
+    }
+}
+
+/// How many whole records (CRC good, not empty) follow damage at
+/// `data[from..]`, each found by trying every offset until one fits, then
+/// following the records from it; and whether the search reached the end
+/// (bounded by [`MAX_SEARCH_HASHED`]).
+fn records_after(data: &[u8], from: usize) -> (u64, bool) {
+    let mut hashed: u64 = 0;
+    let mut found = 0;
+    let mut p = from;
+    while p <= data.len() && data.len() - p >= 8 {
+        let len = u32::from_le_bytes(data[p..p + 4].try_into().unwrap_or([0; 4])) as usize;
+        let crc = u32::from_le_bytes(data[p + 4..p + 8].try_into().unwrap_or([0; 4]));
+        if (1..=MAX_RECORD).contains(&len) && data.len() - p - 8 >= len {
+            hashed += len as u64;
+            if hashed > MAX_SEARCH_HASHED {
+                return (found, false);
+            }
+            if crc32fast::hash(&data[p + 8..p + 8 + len]) == crc {
+                found += 1;
+                p += 8 + len;
+                continue;
+            }
+        }
+        p += 1;
+    }
+    (found, true)
 }
 
 /// Reads the journal at `path` (a missing file is an empty one).
@@ -224,9 +291,16 @@ pub(crate) fn read(path: &Path) -> std::io::Result<Read0> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Read0::default()),
         Err(e) => return Err(e),
     }
-    let mut out = Read0::default();
+    let mut out = Read0 {
+        searched: true,
+        ..Read0::default()
+    };
     if data.len() < HEADER || &data[..4] != MAGIC {
         out.torn = data.len() as u64;
+        // A header damaged, not missing: records may follow it.
+        if data.len() >= HEADER {
+            (out.later, out.searched) = records_after(&data, HEADER);
+        }
         return Ok(out);
     }
     out.epoch = Some(u64::from_le_bytes(data[4..12].try_into().unwrap_or([0; 8])));
@@ -245,6 +319,9 @@ pub(crate) fn read(path: &Path) -> std::io::Result<Read0> {
         at += 8 + len;
     }
     out.torn = (data.len() - at) as u64;
+    if out.torn > 0 {
+        (out.later, out.searched) = records_after(&data, at + 1);
+    }
     Ok(out)
 }
 
@@ -462,11 +539,19 @@ mod tests {
         let r = read(&p).unwrap();
         assert_eq!(r.records.len(), 3);
         assert!(r.torn > 0);
+        assert_eq!((r.later, r.searched), (0, true));
+        assert!(r.damage().unwrap().contains("a change cut by a kill"));
         // A flipped byte in a record: its CRC ends the journal there.
         let mut data = std::fs::read(&p).unwrap();
         data[HEADER + 9] ^= 0xff;
         std::fs::write(&p, &data).unwrap();
-        assert_eq!(read(&p).unwrap().records.len(), 0);
+        let r = read(&p).unwrap();
+        assert_eq!(r.records.len(), 0);
+        // The two whole records after it are found and counted, the cut
+        // fourth is not.
+        assert_eq!((r.later, r.searched), (2, true));
+        let d = r.damage().unwrap();
+        assert!(d.contains("in its middle: 2 whole changes"), "{d}");
         // Reset: the header alone, the new epoch.
         j.reset(78).unwrap();
         let r = read(&p).unwrap();

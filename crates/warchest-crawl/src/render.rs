@@ -31,6 +31,12 @@ pub struct Rendered {
     pub load_state: u8,
     /// The rendered DOM's links (http and https).
     pub links: Vec<Url>,
+    /// Links the page had past the renderer's bound, left out of `links`
+    /// (crawl.log's `dol:N`).
+    pub links_dropped: usize,
+    /// Why reading the page's recorded HTML for links stopped before its
+    /// end, if it did (crawl.log's `linksStopped:WHY`).
+    pub links_stopped: Option<crate::links::Stopped>,
     /// The http(s) URLs the browser fetched (and the recorder recorded).
     pub fetched: Vec<Url>,
     /// Why the page failed (after the renderer's own retry).

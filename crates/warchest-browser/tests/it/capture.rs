@@ -645,3 +645,28 @@ fn a_url_whose_document_is_not_html_gets_no_page_records() {
         }
     }
 }
+
+/// The DOM's links past the bound are counted, not dropped without a
+/// word: a page of MAX_LINKS + 3 distinct links (one named twice, and a
+/// `mailto:` that is no link) gives MAX_LINKS and 3 dropped. Static: no
+/// wait in it depends on timing.
+#[test]
+fn links_past_the_bound_are_counted() {
+    let Some(exe) = chromium() else { return };
+    let n = warchest_browser::MAX_LINKS + 3;
+    let mut page =
+        String::from("<!doctype html><title>many</title><a href=/l0>x</a><a href=mailto:a@b>m</a>");
+    for i in 0..n {
+        page.push_str(&format!("<a href=/l{i}>{i}</a>"));
+    }
+    let s = Site::start(vec![("/many", (200, HTML, Some(page.into_bytes())))]);
+    let dir = tempfile::tempdir().unwrap();
+    let b = Rig::start(exe, dir.path(), |_| {});
+    let p = b.capture(&format!("{}/many", s.base));
+    b.finish();
+    assert!(p.ok(), "{p:?}");
+    assert_eq!(
+        (p.links.len(), p.links_dropped),
+        (warchest_browser::MAX_LINKS, 3)
+    );
+}

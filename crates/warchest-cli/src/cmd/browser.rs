@@ -113,11 +113,12 @@ pub fn run_capture(
         match &p.error {
             Some(e) => eprintln!("failed {} after {} attempts: {e}", p.url, p.attempts),
             None => eprintln!(
-                "{} {} {} resources, {} links, {} ms{}{}",
+                "{} {} {} resources, {} links{}, {} ms{}{}",
                 p.status.map_or("-".to_string(), |s| s.to_string()),
                 p.url,
                 p.fetched.len(),
                 p.links.len(),
+                links_dropped_note(p.links_dropped),
                 p.ms,
                 if p.attempts > 1 { " (retried)" } else { "" },
                 match (&p.mime, p.is_page()) {
@@ -322,6 +323,9 @@ impl warchest_crawl::render::PageRenderer for CrawlRenderer {
         // The HTML's links not given early (what it embeds, what is named
         // as a resource): queued at the page's end unless it fetched them.
         let mut deferred: Vec<url::Url> = Vec::new();
+        // What the HTML's extraction left out or stopped on.
+        let mut html_dropped = 0;
+        let mut html_stopped = None;
         let p = b.capture_early(url.as_str(), &mut |e| match e {
             // The HTML's a/area links, the ones the DOM's links.js takes
             // (not its embeds: the browser fetches those itself; nor
@@ -347,6 +351,8 @@ impl warchest_crawl::render::PageRenderer for CrawlRenderer {
                     .partition(|l| l.hop == warchest_crawl::uri::Hop::Link);
                 embeds.extend(embedded.into_iter().map(|l| l.url));
                 embeds.extend(x.also_embedded);
+                html_dropped = x.dropped;
+                html_stopped = x.stopped;
                 document = true;
                 nofollow = x.nofollow && self.obey_robots;
                 if !nofollow {
@@ -392,6 +398,15 @@ impl warchest_crawl::render::PageRenderer for CrawlRenderer {
             title: p.title.clone(),
             load_state: p.load_state as u8,
             links,
+            // Under nofollow none are followed, and none are lost. The
+            // DOM's and the HTML's lists mostly name the same links: the
+            // larger count is a floor of those left out.
+            links_dropped: if nofollow {
+                0
+            } else {
+                p.links_dropped.max(html_dropped)
+            },
+            links_stopped: if nofollow { None } else { html_stopped },
             fetched,
             error: p.error.clone(),
             ms: p.ms,
@@ -411,6 +426,16 @@ impl warchest_crawl::render::PageRenderer for CrawlRenderer {
             Some(b) => b.finish().map_err(|e| e.to_string()),
             None => Ok(()),
         }
+    }
+}
+
+/// What `capture --browser`'s page line says of the DOM's links past
+/// the bound (none when none were).
+fn links_dropped_note(n: usize) -> String {
+    if n == 0 {
+        String::new()
+    } else {
+        format!(" ({n} more dropped past {})", warchest_browser::MAX_LINKS)
     }
 }
 
@@ -482,7 +507,14 @@ pub fn crawl_renderer(
 
 #[cfg(test)]
 mod tests {
-    use super::named_as_a_resource;
+    use super::{links_dropped_note, named_as_a_resource};
+
+    /// The page line names links past the bound, and only then.
+    #[test]
+    fn the_page_line_names_dropped_links() {
+        assert_eq!(links_dropped_note(0), "");
+        assert_eq!(links_dropped_note(4), " (4 more dropped past 10000)");
+    }
 
     #[test]
     fn resources_are_named_by_their_extension() {

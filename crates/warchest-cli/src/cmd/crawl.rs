@@ -370,6 +370,19 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
             "{} URIs done ({} failed), {} pages, {} bytes; {} queued",
             c.done, c.failed, c.pages, c.bytes, c.queued
         );
+        // Links lost this run, each page named in crawl.log.
+        if summary.links_stopped > 0 {
+            eprintln!(
+                "{} URIs' link extraction stopped before their end (`linksStopped:` in logs/crawl.log)",
+                summary.links_stopped
+            );
+        }
+        if summary.links_dropped > 0 {
+            eprintln!(
+                "{} links left out over the extraction bounds (`dol:N` in logs/crawl.log)",
+                summary.links_dropped
+            );
+        }
         match summary.ending {
             Ending::Finished => {}
             Ending::Interrupted | Ending::Budget => eprintln!(

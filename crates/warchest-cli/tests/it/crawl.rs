@@ -248,3 +248,35 @@ fn wacz_create_says_how_it_found_its_pages_and_what_it_left_out() {
     );
     assert!(!err.contains("pages found"), "{err}");
 }
+
+/// Links left out over the bounds are counted on stderr at the end, each
+/// page's `dol:N` in crawl.log: here `max-links-per-page = 1` (in
+/// --config) on pages of several links.
+#[test]
+fn crawl_counts_the_links_it_left_out_on_stderr() {
+    let w = web();
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("c");
+    let cfg = out.path().join("c.toml");
+    std::fs::write(&cfg, "max-links-per-page = 1\n").unwrap();
+    let mut args = crawl_args(&w, &dir);
+    args.push("--config".into());
+    args.push(cfg.display().to_string());
+    let (code, _, err) = run(bin().args(&args));
+    assert_eq!(code, 0, "{err}");
+    let log = std::fs::read_to_string(dir.join("logs/crawl.log")).unwrap();
+    let dropped: u64 = log
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(11))
+        .flat_map(|a| a.split(','))
+        .filter_map(|a| a.strip_prefix("dol:"))
+        .map(|n| n.parse::<u64>().unwrap())
+        .sum();
+    assert!(dropped > 0, "{log}");
+    assert!(
+        err.contains(&format!(
+            "{dropped} links left out over the extraction bounds"
+        )),
+        "{err}"
+    );
+}

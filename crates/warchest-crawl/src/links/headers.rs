@@ -5,7 +5,7 @@
 use encoding_rs::UTF_8;
 use url::Url;
 
-use super::{Link, LinkSet};
+use super::{Extracted, Link, LinkSet};
 use crate::uri::Hop;
 
 /// The most links taken from one response's headers.
@@ -13,8 +13,20 @@ pub const MAX_HEADER_LINKS: usize = 1000;
 
 /// The links of a response's `headers` (name, raw value), resolved against
 /// `base` (the URL fetched). Values are read as UTF-8 (windows-1252 when
-/// not valid), as browsers read `Location`.
+/// not valid), as browsers read `Location`. Those past
+/// [`MAX_HEADER_LINKS`] are left out: [`extract_headers`] counts them.
 pub fn links_from_headers<I, N, V>(base: &Url, headers: I) -> Vec<Link>
+where
+    I: IntoIterator<Item = (N, V)>,
+    N: AsRef<str>,
+    V: AsRef<[u8]>,
+{
+    extract_headers(base, headers).links
+}
+
+/// [`links_from_headers`], with the links left out counted in
+/// [`Extracted::dropped`] (past [`MAX_HEADER_LINKS`], or too long).
+pub fn extract_headers<I, N, V>(base: &Url, headers: I) -> Extracted
 where
     I: IntoIterator<Item = (N, V)>,
     N: AsRef<str>,
@@ -31,7 +43,10 @@ where
                 links.add(base, &value[r], UTF_8, Hop::Redirect, "header/Refresh");
             }
         } else if name.eq_ignore_ascii_case("link") {
-            for (target, rel) in parse_link_header(&value) {
+            let (values, more) = link_header_values(&value);
+            // Link values past the bound are not parsed, only counted.
+            links.out.dropped += more;
+            for (target, rel) in values {
                 let embed = rel.split_ascii_whitespace().any(|r| {
                     matches!(
                         r.to_ascii_lowercase().as_str(),
@@ -43,12 +58,18 @@ where
             }
         }
     }
-    links.out.links
+    links.out
 }
 
 /// The (target, rel) pairs of a `Link` header value
-/// (`<a.css>; rel=stylesheet, <b>; rel="next"`).
+/// (`<a.css>; rel=stylesheet, <b>; rel="next"`), at most
+/// [`MAX_HEADER_LINKS`].
 pub fn parse_link_header(v: &str) -> Vec<(&str, String)> {
+    link_header_values(v).0
+}
+
+/// [`parse_link_header`], and how many link values came past the bound.
+fn link_header_values(v: &str) -> (Vec<(&str, String)>, usize) {
     let mut out = Vec::new();
     let mut rest = v;
     while let Some(open) = rest.find('<') {
@@ -75,10 +96,20 @@ pub fn parse_link_header(v: &str) -> Vec<(&str, String)> {
         out.push((target, rel));
         rest = &params_all[end..];
         if out.len() >= MAX_HEADER_LINKS {
-            break;
+            // The rest counted as the loop above would take them: a `<`,
+            // then its `>`.
+            let mut more = 0;
+            while let Some(open) = rest.find('<') {
+                let Some(close) = rest[open + 1..].find('>') else {
+                    break;
+                };
+                more += 1;
+                rest = &rest[open + 1 + close + 1..];
+            }
+            return (out, more);
         }
     }
-    out
+    (out, 0)
 }
 
 #[cfg(test)]
@@ -112,6 +143,30 @@ mod tests {
                 ("http://h.test/next".to_string(), 'I', "header/Link"),
             ]
         );
+    }
+
+    /// Link values past the bound are counted, in the one header or
+    /// across several.
+    #[test]
+    fn link_values_past_the_bound_are_counted() {
+        let base = Url::parse("http://h.test/").unwrap();
+        let v: Vec<String> = (0..MAX_HEADER_LINKS + 7)
+            .map(|i| format!("</p{i}>; rel=next"))
+            .collect();
+        let v = v.join(", ");
+        let e = extract_headers(&base, [("Link", v.as_bytes())]);
+        assert_eq!(e.links.len(), MAX_HEADER_LINKS);
+        assert_eq!(e.dropped, 7);
+        // Two headers of 600: the set's bound takes over.
+        let half: Vec<String> = (0..600).map(|i| format!("</q{i}>")).collect();
+        let half = half.join(",");
+        let half2 = half.replace("/q", "/r");
+        let e = extract_headers(
+            &base,
+            [("Link", half.as_bytes()), ("Link", half2.as_bytes())],
+        );
+        assert_eq!(e.links.len(), MAX_HEADER_LINKS);
+        assert_eq!(e.dropped, 200);
     }
 
     #[test]

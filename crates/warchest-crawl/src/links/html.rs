@@ -26,11 +26,11 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use encoding_rs::{Encoding, UTF_8};
 use lol_html::html_content::TextChunk;
 use lol_html::send::{Element, HtmlRewriter};
-use lol_html::{OutputSink, element, text};
+use lol_html::{OutputSink, bail_out, element, text};
 use url::Url;
 use warchest_html::{decode_text_references, lol_bytes};
 
-use super::{ExtractConfig, LinkSet, css, js};
+use super::{ExtractConfig, LinkSet, StopReason, Stopped, css, js};
 use crate::uri::Hop;
 
 /// lol_html's memory bound for one page (a tag of megabytes stops
@@ -93,7 +93,17 @@ impl HtmlExtractor {
         }));
         let on_element = Arc::clone(&page);
         let on_text = Arc::clone(&page);
+        let on_bail_out = Arc::clone(&page);
         let settings = warchest_html::settings(MAX_HTML_MEMORY)
+            // The shared settings bail out gracefully (replay passes the
+            // rest through): no error comes back, only this call.
+            .append_bail_out_handler(bail_out!(move |e, _| {
+                lock(&on_bail_out)
+                    .links
+                    .out
+                    .stopped
+                    .get_or_insert_with(|| stop_of(e));
+            }))
             .append_element_content_handler(element!("*", move |el| {
                 on_start_tag(&mut lock(&on_element), el);
                 Ok(())
@@ -115,7 +125,7 @@ impl HtmlExtractor {
             && let Err(e) = rw.write(chunk)
         {
             self.rewriter = None;
-            lock(&self.page).links.out.stopped = Some(e.to_string());
+            lock(&self.page).links.out.stopped = Some(stop_of(&e));
         }
         self.swap_out(links);
     }
@@ -126,7 +136,7 @@ impl HtmlExtractor {
         if let Some(rw) = self.rewriter.take()
             && let Err(e) = rw.end()
         {
-            lock(&self.page).links.out.stopped = Some(e.to_string());
+            lock(&self.page).links.out.stopped = Some(stop_of(&e));
         }
         let mut page = lock(&self.page);
         if let Some(code) = page.code.take() {
@@ -161,6 +171,15 @@ impl HtmlExtractor {
     fn swap_out(&mut self, links: &mut LinkSet) {
         std::mem::swap(&mut lock(&self.page).links, links);
     }
+}
+
+/// The stop a lol_html error means.
+fn stop_of(e: &lol_html::errors::RewritingError) -> Stopped {
+    let why = match e {
+        lol_html::errors::RewritingError::MemoryLimitExceeded(_) => StopReason::Memory,
+        _ => StopReason::Parse,
+    };
+    Stopped::new(why, e.to_string())
 }
 
 fn collapse(s: &str) -> String {
@@ -246,9 +265,7 @@ fn on_start_tag(page: &mut Page, el: &mut Element<'_, '_>) {
                 page.add(&h, if embed { Hop::Embed } else { Hop::Link }, "link/@href");
             }
             if let Some(s) = page.attr(el, "imagesrcset") {
-                for u in srcset(&s) {
-                    page.add(u, Hop::Embed, "link/@imagesrcset");
-                }
+                page.add_srcset(&s, "link/@imagesrcset");
             }
         }
         "meta" => on_meta(page, el),
@@ -332,9 +349,7 @@ fn on_start_tag(page: &mut Page, el: &mut Element<'_, '_>) {
                 && let Some(s) = page.attr(el, "srcset")
             {
                 let c = ctx("srcset");
-                for u in srcset(&s) {
-                    page.add(u, Hop::Embed, c);
-                }
+                page.add_srcset(&s, c);
             }
         }
     }
@@ -387,12 +402,19 @@ fn on_meta(page: &mut Page, el: &mut Element<'_, '_>) {
 /// The most URLs taken from one `srcset` value.
 const MAX_SRCSET_URLS: usize = 1000;
 
-/// The URLs of a `srcset` value (warchest-html's reading, the one replay
-/// rewrites by).
-fn srcset(value: &str) -> impl Iterator<Item = &str> {
-    warchest_html::srcset_urls(value)
-        .take(MAX_SRCSET_URLS)
-        .map(move |r| &value[r])
+impl Page {
+    /// The URLs of a `srcset` value (warchest-html's reading, the one
+    /// replay rewrites by), at most [`MAX_SRCSET_URLS`]; the others are
+    /// counted in [`super::Extracted::dropped`].
+    fn add_srcset(&mut self, value: &str, context: &'static str) {
+        for (i, r) in warchest_html::srcset_urls(value).enumerate() {
+            if i >= MAX_SRCSET_URLS {
+                self.links.out.dropped += 1;
+            } else {
+                self.add(&value[r], Hop::Embed, context);
+            }
+        }
+    }
 }
 
 fn on_text_chunk(page: &mut Page, t: &mut TextChunk<'_>) {
@@ -744,6 +766,40 @@ mod tests {
         let e = x_with(&page, None, &opts);
         assert_eq!(e.links.len(), 10);
         assert_eq!(e.dropped, 40);
+    }
+
+    /// A srcset's URLs past [`MAX_SRCSET_URLS`] are counted as dropped,
+    /// not left out without a word.
+    #[test]
+    fn srcset_urls_past_the_bound_are_counted() {
+        let set: Vec<String> = (0..MAX_SRCSET_URLS + 5)
+            .map(|i| format!("/s{i}.png {}w", i + 1))
+            .collect();
+        let e = x(&format!("<img srcset=\"{}\">", set.join(", ")));
+        assert_eq!(e.links.len(), MAX_SRCSET_URLS);
+        assert_eq!(e.dropped, 5);
+        assert_eq!(e.stopped, None);
+    }
+
+    /// A tag larger than lol_html's memory bound stops extraction: the
+    /// links before it are kept and the stop says why.
+    #[test]
+    fn the_memory_bound_stops_with_a_reason() {
+        let big = "x".repeat(MAX_HTML_MEMORY + (1 << 20));
+        let page = format!("<a href=/before>b</a><div title=\"{big}\"><a href=/after>a</a>");
+        // In the engine's pieces, not a byte at a time as `x` also does:
+        // megabytes (and a tag within one write needs no buffer).
+        let base = Url::parse("http://h.test/dir/page.html").unwrap();
+        let mut x =
+            super::super::Extractor::new(&base, Some("text/html"), &ExtractConfig::default());
+        for c in page.as_bytes().chunks(64 << 10) {
+            x.write(c);
+        }
+        let e = x.finish();
+        let got: Vec<&str> = e.links.iter().map(|l| l.url.path()).collect();
+        assert_eq!(got, ["/before"]);
+        let stop = e.stopped.expect("a stop");
+        assert_eq!(stop.why, crate::links::StopReason::Memory, "{stop}");
     }
 
     /// References replay decoded and the crawler did not: the URL found

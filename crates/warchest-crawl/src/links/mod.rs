@@ -88,9 +88,65 @@ pub struct Extracted {
     /// [`Extracted::links`] as it was): a lightbox's
     /// `<a href=x.jpg><img src=x.jpg></a>` is an embed of its page too.
     pub also_embedded: Vec<Url>,
-    /// Why extraction stopped early (lol_html's memory bound, a sitemap
-    /// over its size), if it did: the links before are kept.
-    pub stopped: Option<String>,
+    /// Why extraction stopped before the payload's end, if it did: the
+    /// links before are kept, the rest of the payload was not looked at.
+    pub stopped: Option<Stopped>,
+}
+
+/// Why link extraction stopped before the end of a payload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stopped {
+    /// The kind of stop, one word (crawl.log's `linksStopped:` annotation).
+    pub why: StopReason,
+    /// What happened, for a person.
+    pub detail: String,
+}
+
+impl Stopped {
+    /// A stop for `why`, described by `detail`.
+    pub fn new(why: StopReason, detail: impl Into<String>) -> Stopped {
+        Stopped {
+            why,
+            detail: detail.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for Stopped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.why.as_str(), self.detail)
+    }
+}
+
+/// The kinds of [`Stopped`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    /// The HTML tokenizer's memory bound (a tag or text run of megabytes).
+    Memory,
+    /// The payload is larger than what extraction reads of it.
+    Size,
+    /// A sitemap with more URLs than the protocol allows.
+    Urls,
+    /// The payload did not decode (content coding, gzip).
+    Decode,
+    /// The recorded payload could not be read back.
+    Read,
+    /// Anything else the HTML tokenizer refused.
+    Parse,
+}
+
+impl StopReason {
+    /// The word crawl.log writes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::Memory => "memory",
+            StopReason::Size => "size",
+            StopReason::Urls => "urls",
+            StopReason::Decode => "decode",
+            StopReason::Read => "read",
+            StopReason::Parse => "parse",
+        }
+    }
 }
 
 /// The longest URL kept, in bytes (longer ones are counted as dropped).

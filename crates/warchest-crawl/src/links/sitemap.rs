@@ -10,7 +10,7 @@ use encoding_rs::UTF_8;
 use flate2::write::GzDecoder;
 use url::Url;
 
-use super::{Extracted, LinkSet};
+use super::{Extracted, LinkSet, StopReason, Stopped};
 use crate::uri::Hop;
 
 /// The most bytes of one sitemap read, inflated (the protocol allows 50
@@ -29,7 +29,10 @@ pub struct SitemapLinks {
     /// Further sitemaps (from a `<sitemapindex>`).
     pub sitemaps: Vec<Url>,
     /// Why reading stopped early, if it did.
-    pub stopped: Option<String>,
+    pub stopped: Option<Stopped>,
+    /// `<loc>` values not taken: longer than the bound held, or URLs too
+    /// long to keep.
+    pub dropped: usize,
 }
 
 /// The links of a whole sitemap at `base`, `gzipped` or not.
@@ -46,6 +49,7 @@ pub fn parse(base: &Url, bytes: &[u8], gzipped: bool) -> SitemapLinks {
 pub fn split(e: Extracted) -> SitemapLinks {
     let mut out = SitemapLinks {
         stopped: e.stopped,
+        dropped: e.dropped,
         ..SitemapLinks::default()
     };
     for l in e.links {
@@ -66,7 +70,7 @@ pub struct SitemapExtractor {
     head: Vec<u8>,
     inflater: Option<GzDecoder<Scanner>>,
     scanner: Option<Scanner>,
-    stopped: Option<String>,
+    stopped: Option<Stopped>,
 }
 
 /// The `<loc>` scanner over inflated XML.
@@ -76,12 +80,18 @@ struct Scanner {
     carry: Vec<u8>,
     read: u64,
     found: Vec<(String, bool)>,
-    full: bool,
+    /// `<loc>` values past [`MAX_SITEMAP_URLS`].
+    over: usize,
+    /// `<loc>` values longer than [`MAX_LOC`], skipped.
+    too_long: usize,
+    /// More than [`MAX_SITEMAP_BYTES`] came.
+    too_big: bool,
 }
 
 impl Write for Scanner {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         if self.read + buf.len() as u64 > MAX_SITEMAP_BYTES {
+            self.too_big = true;
             return Err(std::io::Error::other(format!(
                 "sitemap larger than {MAX_SITEMAP_BYTES} bytes"
             )));
@@ -132,7 +142,7 @@ impl Scanner {
                     .map_or_else(|| xml_references(text), str::to_string);
                 self.found.push((text, self.index == Some(true)));
             } else {
-                self.full = true;
+                self.over += 1;
             }
             at = close + 6;
         }
@@ -145,8 +155,9 @@ impl Scanner {
         };
         self.carry.drain(..keep_from);
         if self.carry.len() > MAX_LOC {
-            // A <loc> of more than 16 KiB: skip it.
+            // A <loc> of more than 16 KiB: skipped, and counted.
             self.carry.clear();
+            self.too_long += 1;
         }
     }
 }
@@ -164,7 +175,9 @@ impl SitemapExtractor {
                 carry: Vec::new(),
                 read: 0,
                 found: Vec::new(),
-                full: false,
+                over: 0,
+                too_long: 0,
+                too_big: false,
             }),
             stopped: None,
         }
@@ -201,7 +214,17 @@ impl SitemapExtractor {
             (None, None) => Ok(()),
         };
         if let Err(e) = r {
-            self.stopped = Some(e.to_string());
+            let too_big = match (&self.inflater, &self.scanner) {
+                (Some(g), _) => g.get_ref().too_big,
+                (None, Some(s)) => s.too_big,
+                (None, None) => false,
+            };
+            let why = if too_big {
+                StopReason::Size
+            } else {
+                StopReason::Decode
+            };
+            self.stopped = Some(Stopped::new(why, e.to_string()));
         }
     }
 
@@ -213,31 +236,43 @@ impl SitemapExtractor {
             let head = std::mem::take(&mut self.head);
             self.write(&head, links);
         }
-        let scanner = match self.inflater.take() {
-            Some(g) => match g.finish() {
-                Ok(s) => Some(s),
-                Err(e) => {
-                    self.stopped.get_or_insert(e.to_string());
-                    None
-                }
-            },
-            None => self.scanner.take(),
+        // A gzip stream that fails to finish (cut, or corrupt) keeps the
+        // URLs inflated before the failure.
+        let mut inflater = self.inflater.take();
+        if let Some(g) = inflater.as_mut()
+            && let Err(e) = g.try_finish()
+        {
+            self.stopped
+                .get_or_insert_with(|| Stopped::new(StopReason::Decode, e.to_string()));
+        }
+        let scanner = match inflater.as_mut() {
+            Some(g) => Some(g.get_mut()),
+            None => self.scanner.as_mut(),
         };
         let Some(s) = scanner else {
             links.out.stopped = self.stopped;
             return;
         };
-        if s.full {
-            self.stopped
-                .get_or_insert(format!("more than {MAX_SITEMAP_URLS} URLs"));
+        if s.over > 0 {
+            self.stopped.get_or_insert_with(|| {
+                Stopped::new(
+                    StopReason::Urls,
+                    format!(
+                        "more than {MAX_SITEMAP_URLS} URLs ({} more not taken)",
+                        s.over
+                    ),
+                )
+            });
         }
-        for (raw, nested) in s.found {
+        links.out.dropped += s.too_long;
+        let base = s.base.clone();
+        for (raw, nested) in std::mem::take(&mut s.found) {
             let ctx = if nested {
                 "sitemapindex/loc"
             } else {
                 "sitemap/loc"
             };
-            links.add(&s.base, &raw, UTF_8, Hop::Inferred, ctx);
+            links.add(&base, &raw, UTF_8, Hop::Inferred, ctx);
         }
         links.out.stopped = self.stopped;
     }
@@ -399,8 +434,67 @@ mod tests {
     fn bad_gzip_is_reported() {
         let base = u("http://h.test/s.xml.gz");
         let r = parse(&base, &[0x1f, 0x8b, 8, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9], true);
-        assert!(r.stopped.is_some());
+        assert_eq!(r.stopped.map(|s| s.why), Some(StopReason::Decode));
         assert!(r.urls.is_empty());
+    }
+
+    /// A gzipped sitemap cut short (a response truncated by `max-size`)
+    /// keeps the URLs inflated before the cut, and says it stopped.
+    #[test]
+    fn a_cut_gzip_keeps_what_came_before() {
+        let mut s = String::from("<urlset>");
+        for i in 0..2000 {
+            s.push_str(&format!("<url><loc>http://h.test/{i}</loc></url>"));
+        }
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(s.as_bytes()).unwrap();
+        let gz = gz.finish().unwrap();
+        let r = parse(&u("http://h.test/s.xml.gz"), &gz[..gz.len() - 20], true);
+        assert_eq!(r.stopped.map(|s| s.why), Some(StopReason::Decode));
+        assert!(r.urls.len() > 1000, "{}", r.urls.len());
+    }
+
+    /// A `<loc>` longer than the bound held is skipped and counted; the
+    /// next one is read.
+    #[test]
+    fn an_overlong_loc_is_counted() {
+        let long = format!("http://h.test/{}", "a".repeat(MAX_LOC + 10));
+        let s = format!(
+            "<urlset><url><loc>{long}</loc></url><url><loc>http://h.test/next</loc></url></urlset>"
+        );
+        // Whole, the long URL is seen and dropped for its length; in
+        // pieces, the scanner lets go of it past MAX_LOC.
+        let r = parse(&u("http://h.test/s.xml"), s.as_bytes(), false);
+        assert_eq!(r.urls, [u("http://h.test/next")]);
+        assert_eq!(r.dropped, 1);
+        assert_eq!(r.stopped, None);
+        let mut x = super::super::Extractor::new(
+            &u("http://h.test/s.xml"),
+            Some("text/xml"),
+            &Default::default(),
+        );
+        for c in s.as_bytes().chunks(1024) {
+            x.write(c);
+        }
+        let r = split(x.finish());
+        assert_eq!(r.urls, [u("http://h.test/next")]);
+        assert_eq!(r.dropped, 1);
+    }
+
+    /// A sitemap over [`MAX_SITEMAP_BYTES`] stops for its size, not as
+    /// a decoding failure.
+    #[test]
+    fn over_its_size_stops_for_size() {
+        let base = u("http://h.test/s.xml");
+        let mut x = super::super::Extractor::new(&base, Some("text/xml"), &Default::default());
+        x.write(b"<urlset><url><loc>http://h.test/1</loc></url>");
+        let pad = vec![b' '; 1 << 20];
+        for _ in 0..(MAX_SITEMAP_BYTES >> 20) {
+            x.write(&pad);
+        }
+        let e = x.finish();
+        assert_eq!(e.stopped.map(|s| s.why), Some(StopReason::Size));
+        assert_eq!(e.links.len(), 1);
     }
 
     #[test]
@@ -412,6 +506,9 @@ mod tests {
         s.push_str("</urlset>");
         let r = parse(&u("http://h.test/s.xml"), s.as_bytes(), false);
         assert_eq!(r.urls.len(), MAX_SITEMAP_URLS);
-        assert!(r.stopped.unwrap().contains("50000"));
+        let stop = r.stopped.unwrap();
+        assert_eq!(stop.why, StopReason::Urls);
+        assert!(stop.detail.contains("50000"), "{stop}");
+        assert!(stop.detail.contains("5 more"), "{stop}");
     }
 }

@@ -1484,3 +1484,135 @@ fn a_robots_txt_that_does_not_decode_disallows_its_host() {
         "{secret:?}"
     );
 }
+
+/// Links lost are said: a page whose gzip is cut in its middle is logged
+/// `linksStopped:decode` (its link before the cut followed, the one
+/// after never seen), a page of more links than `max-links-per-page`
+/// `dol:N`, and the summary counts both.
+#[test]
+fn links_cut_short_are_annotated_and_counted() {
+    let w = web::start();
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("c");
+    let toml = format!(
+        "seeds = [\"{}\"]\nmin-delay = 0.0\nmax-delay = 0.0\ndelay-factor = 0.0\n\
+         workers = 2\ntimeout = 5.0\nmax-links-per-page = 4\nresolve-only = true\n\
+         [resolve]\n\"cut.test\" = \"127.0.0.1\"\n",
+        w.url("cut.test", "/")
+    );
+    let s = crawl(&dir, &toml);
+    assert_eq!(s.ending, Ending::Finished);
+    let reqs = w.requests();
+    assert!(reqs.contains(&w.url("cut.test", "/c1")), "{reqs:?}");
+    assert!(!reqs.contains(&w.url("cut.test", "/c2")), "{reqs:?}");
+    let log = std::fs::read_to_string(dir.join("logs/crawl.log")).unwrap();
+    let ann = |uri: &str| -> String {
+        let l = log
+            .lines()
+            .find(|l| l.split_whitespace().nth(3) == Some(uri))
+            .unwrap_or_else(|| panic!("no line for {uri} in\n{log}"));
+        l.split_whitespace().nth(11).unwrap_or_default().to_string()
+    };
+    assert!(
+        ann(&w.url("cut.test", "/cut.html")).contains("linksStopped:decode"),
+        "{log}"
+    );
+    assert!(
+        ann(&w.url("cut.test", "/many.html")).contains("dol:6"),
+        "{log}"
+    );
+    assert!(!ann(&w.url("cut.test", "/")).contains("links"), "{log}");
+    assert_eq!((s.links_stopped, s.links_dropped), (1, 6));
+}
+
+/// A renderer whose page had more links than it gives: 3 past its bound,
+/// and its HTML's extraction stopped at lol_html's memory bound.
+struct Capped;
+
+impl warchest_crawl::render::PageRenderer for Capped {
+    fn render(&self, _: &url::Url) -> warchest_crawl::render::Rendered {
+        warchest_crawl::render::Rendered {
+            status: Some(200),
+            load_state: 2,
+            links_dropped: 3,
+            links_stopped: Some(warchest_crawl::links::Stopped::new(
+                warchest_crawl::links::StopReason::Memory,
+                "a tag of megabytes",
+            )),
+            ..Default::default()
+        }
+    }
+}
+
+/// The browser path says the links a renderer left out: `dol:N` and
+/// `linksStopped:WHY` on the page's crawl.log line, counted in the
+/// summary.
+#[test]
+fn a_rendered_pages_dropped_links_are_annotated() {
+    let w = web::start();
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("crawl");
+    let toml = config(&w, "robots = \"ignore\"");
+    let cfg = CrawlConfig::from_toml(&toml).unwrap();
+    let mut c = Crawl::open(&dir, cfg, &toml, Arc::new(AtomicBool::new(false))).unwrap();
+    c.set_renderer(Box::new(Capped));
+    let s = c.run(&|_| {}).unwrap();
+    let log = std::fs::read_to_string(dir.join("logs/crawl.log")).unwrap();
+    let seed = log
+        .lines()
+        .find(|l| l.split_whitespace().nth(3) == Some(w.url("a.test", "/").as_str()))
+        .unwrap_or_else(|| panic!("{log}"));
+    assert!(
+        seed.contains("browser,resources:0,dol:3,linksStopped:memory"),
+        "{seed}"
+    );
+    assert_eq!((s.links_dropped, s.links_stopped), (3, 1));
+}
+
+/// `dir/logs/NAME` made a link to /dev/full: every write to it fails
+/// (ENOSPC), as on a full disk.
+fn full_log(dir: &Path, name: &str) {
+    std::fs::create_dir_all(dir.join("logs")).unwrap();
+    std::os::unix::fs::symlink("/dev/full", dir.join("logs").join(name)).unwrap();
+}
+
+/// A crawl.log line that cannot be written stops the crawl with an error
+/// naming the log, on every path: here only robots.txt's fetch line and a
+/// -9998 line (the seed is disallowed), which used to be dropped while
+/// the crawl finished.
+#[test]
+fn a_crawl_log_that_cannot_be_written_fails_the_crawl() {
+    let w = web::start();
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("crawl");
+    full_log(&dir, "crawl.log");
+    let toml = format!(
+        "seeds = [\"{}\"]\nmin-delay = 0.0\nmax-delay = 0.0\ndelay-factor = 0.0\nworkers = 1\ntimeout = 5.0\n{}",
+        w.url("a.test", "/private/x"),
+        w.resolve_toml()
+    );
+    let cfg = CrawlConfig::from_toml(&toml).unwrap();
+    let c = Crawl::open(&dir, cfg, &toml, Arc::new(AtomicBool::new(false))).unwrap();
+    let err = c.run(&|_| {}).expect_err("crawl.log is unwritable");
+    assert!(err.to_string().contains("crawl.log"), "{err}");
+}
+
+/// scope.log is a side log: a full one does not stop the crawl, and its
+/// lost lines are counted in the summary's notes.
+#[test]
+fn a_scope_log_that_cannot_be_written_is_counted() {
+    let w = web::start();
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("crawl");
+    full_log(&dir, "scope.log");
+    let s = crawl(&dir, &config(&w, ""));
+    assert_eq!(s.ending, Ending::Finished);
+    let note = s
+        .notes
+        .iter()
+        .find(|n| n.contains("scope.log"))
+        .unwrap_or_else(|| panic!("{:?}", s.notes));
+    assert!(note.contains("lines could not be written"), "{note}");
+    // The crawl itself went on.
+    assert!(s.counts.done > 3, "{:?}", s.counts);
+}

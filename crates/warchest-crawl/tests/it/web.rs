@@ -196,6 +196,29 @@ fn page(host: &str, path: &str, port: u16) -> (u16, Vec<(String, String)>, Vec<u
         ) => {
             html(format!("<html><title>{path}</title>{path}</html>"))
         }
+        // Links cut short: a gzipped page cut in its middle (the link
+        // before the cut is found, the one after is not), and a page of
+        // more links than the test's `max-links-per-page = 4`.
+        ("cut.test", "/") => html("<html><a href=/cut.html>c</a><a href=/many.html>m</a></html>".into()),
+        ("cut.test", "/cut.html") => {
+            // Letters that do not compress away, so the cut falls
+            // between the two links.
+            let mut x: u32 = 7;
+            let pad: String = (0..20_000)
+                .map(|_| {
+                    x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                    char::from(b'a' + ((x >> 16) % 26) as u8)
+                })
+                .collect();
+            let page = format!("<html><a href=/c1>1</a><p>{pad}</p><a href=/c2>2</a></html>");
+            let z = gzip(page.as_bytes());
+            let (s, mut h, _) = html(String::new());
+            h.push(("Content-Encoding".to_string(), "gzip".to_string()));
+            (s, h, z[..z.len() / 2].to_vec())
+        }
+        ("cut.test", "/many.html") => {
+            html((0..10).map(|i| format!("<a href=/m{i}>{i}</a>")).collect())
+        }
         // A tree of GEN pages on d.test: page i links to 2i+1 and 2i+2.
         ("d.test", p) if p.starts_with("/gen/") => {
             match p[5..].parse::<usize>() {
