@@ -149,7 +149,13 @@ pub fn payload_fallbacks(g: &Global, tally: &Recoveries<PayloadFallbackAt>) {
 /// unless `-q` one line with the count and the first offset (the file
 /// named when there is one).
 pub fn unparsed_heads(g: &Global, tally: &Recoveries<UnparsedHead>) {
-    let line = UnparsedHead::summary(tally).map(|l| match tally.by_file() {
+    unparsed_heads_as(g, tally, "indexed without status and MIME");
+}
+
+/// [`unparsed_heads`] for a command that says otherwise what became of the
+/// records (`consequence`: "the filter's HTTP tests saw none").
+pub fn unparsed_heads_as(g: &Global, tally: &Recoveries<UnparsedHead>, consequence: &str) {
+    let line = UnparsedHead::summary_as(tally, consequence).map(|l| match tally.by_file() {
         [f] => format!("{}: {l}", f.file),
         _ => l,
     });
@@ -159,7 +165,7 @@ pub fn unparsed_heads(g: &Global, tally: &Recoveries<UnparsedHead>) {
         |file, u| {
             eprintln!(
                 "warchest: {file}: warning: offset {}: http-head-unparsed: HTTP head did not \
-                 parse; indexed without status and MIME",
+                 parse; {consequence}",
                 u.offset
             );
         },

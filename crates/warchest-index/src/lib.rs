@@ -55,7 +55,7 @@ use warchest::digest::{Algorithm, Encoding, Hasher};
 use warchest::error::{Error, Result};
 use warchest::fields::Field;
 use warchest::http::{HeadFinder, HttpHead, PayloadDigester};
-use warchest::recoveries::{Recoveries, Recovery};
+use warchest::recoveries::Recoveries;
 use warchest::warc::{RecordType, WarcDate, WarcHeader, field};
 
 /// Largest request body read to build the POST query; longer bodies are
@@ -136,66 +136,10 @@ pub struct Entry {
     pub record_id: Option<String>,
 }
 
-/// An indexed record whose HTTP head did not parse: a response, request or
-/// revisit whose block should start with one (an HTTP URL, or an
-/// `application/http` Content-Type) and is not empty, but does not (not an
-/// HTTP message, or a head past [`Limits::max_http_head`]). Its entry is
-/// made as cdxj-indexer makes it, without HTTP status, MIME type, charset
-/// and redirect (a revisit keeps `warc/revisit`), and its digest, when
-/// computed, is the whole block's; [`Indexer::index_noted`] counts it so
-/// that the gap is told.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct UnparsedHead {
-    /// The record's offset in the file, as stored.
-    pub offset: u64,
-}
-
-impl Recovery for UnparsedHead {
-    /// One kind only: the head did not parse.
-    type Kind = ();
-
-    fn offset(&self) -> u64 {
-        self.offset
-    }
-
-    fn kinds(&self) -> impl Iterator<Item = ()> {
-        std::iter::once(())
-    }
-}
-
-impl UnparsedHead {
-    /// One sentence of the count: "2 records whose HTTP head did not
-    /// parse: indexed without status and MIME, the first at offset 310"
-    /// (with the file named when there are several); `None` when there
-    /// are none.
-    pub fn summary(tally: &Recoveries<UnparsedHead>) -> Option<String> {
-        Self::summary_as(tally, "indexed without status and MIME")
-    }
-
-    /// [`UnparsedHead::summary`] saying what became of the records
-    /// (`consequence`: "their HTTP columns are null" for a scan).
-    pub fn summary_as(tally: &Recoveries<UnparsedHead>, consequence: &str) -> Option<String> {
-        let n = tally.total();
-        if n == 0 {
-            return None;
-        }
-        let what = if n == 1 {
-            "record whose HTTP head did not parse"
-        } else {
-            "records whose HTTP head did not parse"
-        };
-        let mut told = format!("{n} {what}: {consequence}");
-        match tally.by_file() {
-            [] => {}
-            [f] => told.push_str(&format!(", the first at offset {}", f.first_offset)),
-            [f, ..] => told.push_str(&format!(
-                ", the first in {} at offset {}",
-                f.file, f.first_offset
-            )),
-        }
-        Some(told)
-    }
-}
+/// An indexed record whose HTTP head did not parse (the tally lives in
+/// the format crate, beside the reader's, so that every command that
+/// reads heads counts them alike).
+pub use warchest::recoveries::UnparsedHead;
 
 /// What pairing a request with its response needs (cdxj-indexer pairs a
 /// record with the one before it).

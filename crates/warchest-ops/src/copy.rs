@@ -40,6 +40,7 @@ use warchest::Limits;
 use warchest::archive::{self, Format};
 use warchest::codec::Source;
 use warchest::error::{Error, ErrorKind, Result};
+use warchest::recoveries::{Recoveries, UnparsedHead};
 use warchest::warc::WarcHeader;
 use warchest::write::{Compression, Writer, WriterOptions};
 
@@ -99,10 +100,18 @@ pub struct CopyReport {
     pub dropped: Vec<Dropped>,
     /// Records whose HTTP head a filter looked for and could not read (not
     /// an HTTP message, or a head past the limit): its `:status` and
-    /// `http:*` tests saw no head.
-    pub heads_unread: u64,
-    /// The offsets of the first [`MAX_DROPPED_KEPT`] of them.
-    pub heads_unread_at: Vec<u64>,
+    /// `http:*` tests saw no head. Counted under the file name "" (the
+    /// caller names its file); in JSON, their number.
+    #[serde(serialize_with = "serialize_total")]
+    pub unparsed_heads: Recoveries<UnparsedHead>,
+}
+
+/// A tally as its total.
+fn serialize_total<S: serde::Serializer>(
+    r: &Recoveries<UnparsedHead>,
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_u64(r.total())
 }
 
 impl CopyReport {
@@ -116,10 +125,7 @@ impl CopyReport {
         let room = MAX_DROPPED_KEPT.saturating_sub(self.dropped.len());
         self.dropped
             .extend(other.dropped.iter().take(room).cloned());
-        self.heads_unread += other.heads_unread;
-        let room = MAX_DROPPED_KEPT.saturating_sub(self.heads_unread_at.len());
-        self.heads_unread_at
-            .extend(other.heads_unread_at.iter().take(room));
+        self.unparsed_heads.append(other.unparsed_heads.clone());
     }
 
     fn drop_record(&mut self, d: Dropped) {
@@ -828,10 +834,9 @@ impl Copier {
             let matched = f.matches(&mut subject);
             drop(subject);
             if unread {
-                report.heads_unread += 1;
-                if report.heads_unread_at.len() < MAX_DROPPED_KEPT {
-                    report.heads_unread_at.push(loc.offset);
-                }
+                report
+                    .unparsed_heads
+                    .add("", UnparsedHead { offset: loc.offset });
             }
             if !matched {
                 rec.finish()?;

@@ -318,6 +318,68 @@ impl<T: Recovery> Recoveries<T> {
     }
 }
 
+/// A record whose HTTP head did not parse: a block that should start with
+/// one (a response, request or revisit with an HTTP URL, or an
+/// `application/http` Content-Type) and is not empty, but does not (not an
+/// HTTP message, or a head past
+/// [`Limits::max_http_head`](crate::Limits::max_http_head)). What the
+/// head would have given is missing: warchest-index's entry lacks status
+/// and MIME (as cdxj-indexer's does), a scan's HTTP columns are null, a
+/// filter's HTTP tests see no head. Each command counts them so that the
+/// gap is told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UnparsedHead {
+    /// The record's offset in the file, as stored.
+    pub offset: u64,
+}
+
+impl Recovery for UnparsedHead {
+    /// One kind only: the head did not parse.
+    type Kind = ();
+
+    fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    fn kinds(&self) -> impl Iterator<Item = ()> {
+        std::iter::once(())
+    }
+}
+
+impl UnparsedHead {
+    /// One sentence of the count, as the index says it: "2 records whose
+    /// HTTP head did not parse: indexed without status and MIME, the first
+    /// at offset 310" (with the file named when there are several); `None`
+    /// when there are none.
+    pub fn summary(tally: &Recoveries<UnparsedHead>) -> Option<String> {
+        Self::summary_as(tally, "indexed without status and MIME")
+    }
+
+    /// [`UnparsedHead::summary`] saying what became of the records
+    /// (`consequence`: "their HTTP columns are null" for a scan).
+    pub fn summary_as(tally: &Recoveries<UnparsedHead>, consequence: &str) -> Option<String> {
+        let n = tally.total();
+        if n == 0 {
+            return None;
+        }
+        let what = if n == 1 {
+            "record whose HTTP head did not parse"
+        } else {
+            "records whose HTTP head did not parse"
+        };
+        let mut told = format!("{n} {what}: {consequence}");
+        match tally.by_file() {
+            [] => {}
+            [f] => told.push_str(&format!(", the first at offset {}", f.first_offset)),
+            [f, ..] => told.push_str(&format!(
+                ", the first in {} at offset {}",
+                f.file, f.first_offset
+            )),
+        }
+        Some(told)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -97,7 +97,12 @@ pub fn copy_inputs(
 
 fn finish_input(g: &Global, name: &str, res: Result<()>, r: &CopyReport) -> Outcome {
     let mut o = Outcome::Ok;
-    heads_unread(g, name, r);
+    // The filter's HTTP tests saw no head in these.
+    crate::report::unparsed_heads_as(
+        g,
+        &r.unparsed_heads.clone().in_file(name),
+        "the filter's HTTP tests saw none",
+    );
     for d in &r.dropped {
         let id = d
             .record_id
@@ -126,46 +131,6 @@ fn finish_input(g: &Global, name: &str, res: Result<()>, r: &CopyReport) -> Outc
         Ok(()) => {}
     }
     o
-}
-
-/// Tells the records whose HTTP head the filter could not read (its HTTP
-/// tests saw none): unless `-q` one line, with `-w` each offset.
-fn heads_unread(g: &Global, name: &str, r: &CopyReport) {
-    let n = r.heads_unread;
-    if n == 0 {
-        return;
-    }
-    if g.show_warnings {
-        for at in &r.heads_unread_at {
-            eprintln!(
-                "warchest: {name}: warning: offset {at}: http-head-unparsed: HTTP head did not \
-                 parse; the filter's HTTP tests saw none"
-            );
-        }
-        let more = n - r.heads_unread_at.len() as u64;
-        if more > 0 {
-            eprintln!(
-                "warchest: {name}: {more} more records whose HTTP head did not parse, not listed"
-            );
-        }
-    }
-    if !g.quiet {
-        let (what, them) = if n == 1 {
-            ("record whose HTTP head did not parse", "it")
-        } else {
-            ("records whose HTTP head did not parse", "them")
-        };
-        let first = r.heads_unread_at.first().copied().unwrap_or_default();
-        let list = if g.show_warnings {
-            String::new()
-        } else {
-            format!("; -w lists {them}")
-        };
-        eprintln!(
-            "warchest: {name}: {n} {what}: the filter's HTTP tests saw none, the first at offset \
-             {first}{list}"
-        );
-    }
 }
 
 /// Copies `inputs` into the single output `out` (`-`: standard output),
