@@ -80,6 +80,9 @@ pub struct PageResult {
     /// Events lost by a tracker that fell behind, or responses past its
     /// bound: `fetched` may then lack some URLs.
     pub incomplete: bool,
+    /// The page's URLs (of `fetched`) whose exchange the recording proxy
+    /// did not record (it answered the browser itself: 502, 403, ...).
+    pub not_recorded: Vec<String>,
     /// The media type of the document the tab showed, as Chromium took it
     /// (none: not known). When it is not HTML ([`crate::is_html_type`]:
     /// an image, a PDF, JSON, plain text), the URL was loaded as a
@@ -103,6 +106,7 @@ impl PageResult {
             ms: took.as_millis() as u64,
             error: Some(error),
             incomplete: false,
+            not_recorded: Vec::new(),
             mime: None,
         }
     }
@@ -344,6 +348,7 @@ async fn drive(
             ms: start.elapsed().as_millis() as u64,
             error: None,
             incomplete,
+            not_recorded: Vec::new(),
             mime,
         });
     }
@@ -524,6 +529,7 @@ async fn drive(
         ms: start.elapsed().as_millis() as u64,
         error: None,
         incomplete,
+        not_recorded: Vec::new(),
         mime,
     })
 }

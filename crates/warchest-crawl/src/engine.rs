@@ -182,6 +182,9 @@ pub struct Summary {
     /// WARC files whose CDXJ this run made from their records as they
     /// were written; the others it indexed were read again.
     pub indexed_as_written: u64,
+    /// With a browser: the exchanges its recording proxy did not record
+    /// (refused by the crawl's scope, or lost).
+    pub unrecorded: Option<warchest_capture::proxy::UnrecordedSummary>,
 }
 
 /// Live counters for progress displays and the status server.
@@ -1345,6 +1348,7 @@ impl Crawl {
         {
             tracing::warn!("closing the browsers: {e}");
         }
+        let unrecorded = self.renderer.as_ref().and_then(|r| r.unrecorded());
         let fatal = fatal
             .into_inner()
             .ok()
@@ -1386,6 +1390,7 @@ impl Crawl {
             recovered: self.recovered.clone(),
             notes: self.notes.clone(),
             indexed_as_written: self.indexed_as_written.load(Ordering::Relaxed),
+            unrecorded,
         })
     }
 

@@ -113,7 +113,7 @@ pub fn run_capture(
         match &p.error {
             Some(e) => eprintln!("failed {} after {} attempts: {e}", p.url, p.attempts),
             None => eprintln!(
-                "{} {} {} resources, {} links, {} ms{}{}",
+                "{} {} {} resources, {} links, {} ms{}{}{}",
                 p.status.map_or("-".to_string(), |s| s.to_string()),
                 p.url,
                 p.fetched.len(),
@@ -123,12 +123,17 @@ pub fn run_capture(
                 match (&p.mime, p.is_page()) {
                     (Some(m), false) => format!(" (not HTML: {m}; no screenshot or text)"),
                     _ => String::new(),
+                },
+                match p.not_recorded.len() {
+                    0 => String::new(),
+                    n => format!(" ({n} not recorded)"),
                 }
             ),
         }
     };
     let pages = browsers.capture_all(&urls, &each);
     let restarts = browsers.restarts();
+    let unrecorded = browsers.unrecorded();
     browsers.finish()?;
     let stats = recorder.stats();
     let files = recorder.finish()?;
@@ -149,7 +154,11 @@ pub fn run_capture(
             stats.revisits,
         );
     }
-    let outcome = if failed > 0 {
+    // A resource a page asked for and the proxy did not record is missing
+    // from the archive: the run lost it. The browser's own requests
+    // (its updater, its clock) are counted but lose nothing of a page.
+    let lost = super::capture::report_unrecorded(g, &unrecorded.summary(), true);
+    let outcome = if failed > 0 || lost > 0 {
         Outcome::Problem
     } else {
         Outcome::Ok
@@ -278,6 +287,8 @@ struct CrawlRenderer {
     obey_robots: bool,
     /// The CA's directory, removed when the crawl ends.
     _ca: tempfile::TempDir,
+    /// What the recording proxy did not record.
+    unrecorded: Arc<warchest_capture::proxy::Unrecorded>,
 }
 
 impl warchest_crawl::render::PageRenderer for CrawlRenderer {
@@ -412,6 +423,10 @@ impl warchest_crawl::render::PageRenderer for CrawlRenderer {
             None => Ok(()),
         }
     }
+
+    fn unrecorded(&self) -> Option<warchest_capture::proxy::UnrecordedSummary> {
+        Some(self.unrecorded.summary())
+    }
 }
 
 /// Whether `u`'s path ends as a file a page loads rather than shows does
@@ -472,7 +487,9 @@ pub fn crawl_renderer(
         },
     };
     let browsers = Browsers::start(o, crawl.recorder(), opts)?;
+    let unrecorded = browsers.unrecorded();
     Ok(Box::new(CrawlRenderer {
+        unrecorded,
         browsers: std::sync::RwLock::new(Some(browsers)),
         extract: crawl.config().extract.clone(),
         obey_robots: crawl.config().engine.robots == warchest_crawl::config::RobotsMode::Obey,

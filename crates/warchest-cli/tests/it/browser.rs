@@ -282,6 +282,7 @@ fn https_pages_are_recorded_through_the_proxy() {
     let out = work.path().join("out");
     let url = format!("https://127.0.0.1:{}/", site.addr.port());
     let (code, _, err) = run(bin()
+        .arg("-w")
         .arg("capture")
         .args([
             "--browser",
@@ -313,4 +314,57 @@ fn https_pages_are_recorded_through_the_proxy() {
     let (code, v, err) = qa(&wacz, &work.path().join("qa"));
     assert_eq!(code, 0, "{v:#}{err}");
     assert_eq!(v["good"], 1, "{v:#}");
+}
+
+/// A page's resource the recording proxy could not fetch (a closed port)
+/// is named on the page's line, counted in the end line as the page's, and
+/// makes the exit status 1; the browser's own requests, if any, are counted
+/// apart and do not.
+#[test]
+fn a_resource_the_proxy_did_not_record_is_the_pages_loss() {
+    let Some(exe) = chromium() else {
+        eprintln!("skipped: WARCHEST_SKIP_BROWSER");
+        return;
+    };
+    let closed = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let img = format!("http://{closed}/gone.png");
+    let html = format!("<!doctype html><title>t</title><p>text</p><img src=\"{img}\">");
+    let live = Live::start_with(move |_| {
+        vec![(
+            "/lossy.html".to_string(),
+            "text/html",
+            html.clone().into_bytes(),
+        )]
+    });
+    let work = tempfile::tempdir().unwrap();
+    let out = work.path().join("out");
+    let url = format!("http://{}/lossy.html", live.addr);
+    let (code, _, err) = run(bin()
+        .arg("-w")
+        .arg("capture")
+        .args(["--browser", &url, "--page-timeout", "20", "--no-media"])
+        .arg("--chromium")
+        .arg(&exe)
+        .arg("-o")
+        .arg(&out));
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with(&format!("200 {url} ")) && l.ends_with(" (1 not recorded)")),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("not recorded (connect): GET {img}: ")),
+        "{err}"
+    );
+    let end = err
+        .lines()
+        .find(|l| l.contains("not recorded (") && l.contains("exchange"))
+        .unwrap_or_else(|| panic!("no end line: {err}"));
+    assert!(end.contains("connect 1"), "{end}");
+    assert!(end.contains("; 1 of the pages"), "{end}");
+    assert!(!responses(&files_in(&out)).contains(&img));
 }
