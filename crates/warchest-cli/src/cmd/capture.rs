@@ -309,7 +309,30 @@ pub fn run_capture(g: &Global, args: CaptureArgs) -> Result<Outcome> {
             summary.records.truncated,
         );
     }
-    Ok(if summary.failed > 0 {
+    // A stop leaves the queue behind: those URLs are lost to this run, so
+    // they are named and the run is not a success (as crawl's interruption).
+    if summary.not_fetched > 0 {
+        if g.show_warnings {
+            for u in &summary.not_fetched_urls {
+                eprintln!("not fetched: {u}");
+            }
+            let more = summary.not_fetched - summary.not_fetched_urls.len() as u64;
+            if more > 0 {
+                eprintln!("... and {more} more URLs not fetched");
+            }
+        }
+        eprintln!(
+            "{} URL{} not fetched ({})",
+            summary.not_fetched,
+            if summary.not_fetched == 1 { "" } else { "s" },
+            if summary.interrupted {
+                "interrupted"
+            } else {
+                "stopped"
+            }
+        );
+    }
+    Ok(if summary.failed > 0 || summary.not_fetched > 0 {
         Outcome::Problem
     } else {
         Outcome::Ok
