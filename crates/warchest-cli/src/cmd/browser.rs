@@ -267,6 +267,12 @@ pub fn run_qa(g: &Global, a: QaArgs) -> Result<Outcome> {
             s.pages,
             a.output.join("index.html").display()
         );
+        if s.unchecked > 0 {
+            eprintln!(
+                "{} of {} pages not checked (--max-pages {})",
+                s.unchecked, s.found, a.max_pages
+            );
+        }
     }
     Ok(if s.good < s.pages {
         Outcome::Problem

@@ -368,3 +368,47 @@ fn a_resource_the_proxy_did_not_record_is_the_pages_loss() {
     assert!(end.contains("; 1 of the pages"), "{end}");
     assert!(!responses(&files_in(&out)).contains(&img));
 }
+
+/// `qa --max-pages` checks that many pages and says how many it left out
+/// of how many the archive has.
+#[test]
+fn qa_says_how_many_pages_max_pages_left_unchecked() {
+    let Some(_) = chromium() else {
+        eprintln!("skipped: WARCHEST_SKIP_BROWSER");
+        return;
+    };
+    let live = Live::start();
+    let work = tempfile::tempdir().unwrap();
+    let out = work.path().join("out");
+    // Three HTML pages captured over HTTP: the archive's pages are its
+    // HTML responses.
+    let urls: Vec<String> = ["/", "/m/fetch.html", "/m/xhr.html"]
+        .iter()
+        .map(|p| format!("http://{}{p}", live.addr))
+        .collect();
+    let (code, _, err) = run(bin()
+        .arg("capture")
+        .args(&urls)
+        .arg("--ignore-robots")
+        .arg("-o")
+        .arg(&out));
+    assert_eq!(code, 0, "{err}");
+    let (_, out_json, err) = run(bin()
+        .arg("qa")
+        .arg(&out)
+        .arg("-o")
+        .arg(work.path().join("qa"))
+        .args(["--json", "--page-timeout", "40", "--max-pages", "1"]));
+    let v: serde_json::Value = serde_json::from_slice(&out_json).unwrap_or_default();
+    assert_eq!(v["pages"], 1, "{v:#}{err}");
+    let found = v["found"].as_u64().unwrap();
+    assert!(found >= 2, "{v:#}");
+    assert_eq!(v["unchecked"].as_u64(), Some(found - 1), "{v:#}");
+    assert!(
+        err.contains(&format!(
+            "{} of {found} pages not checked (--max-pages 1)",
+            found - 1
+        )),
+        "{err}"
+    );
+}
