@@ -89,6 +89,36 @@ impl BrowserArgs {
     }
 }
 
+/// A page's line on stderr: its status, URL and counts, then what the
+/// page lacks: a retry, not HTML, resources not recorded, a tracker that
+/// lost events (its resource list may then be short).
+fn page_line(p: &PageResult) -> String {
+    if let Some(e) = &p.error {
+        return format!("failed {} after {} attempts: {e}", p.url, p.attempts);
+    }
+    let mut line = format!(
+        "{} {} {} resources, {} links, {} ms",
+        p.status.map_or("-".to_string(), |s| s.to_string()),
+        p.url,
+        p.fetched.len(),
+        p.links.len(),
+        p.ms,
+    );
+    if p.attempts > 1 {
+        line.push_str(" (retried)");
+    }
+    if let (Some(m), false) = (&p.mime, p.is_page()) {
+        line.push_str(&format!(" (not HTML: {m}; no screenshot or text)"));
+    }
+    if !p.not_recorded.is_empty() {
+        line.push_str(&format!(" ({} not recorded)", p.not_recorded.len()));
+    }
+    if p.incomplete {
+        line.push_str(" (tracker incomplete)");
+    }
+    line
+}
+
 /// `capture --browser`: every URL a page in the browser.
 pub fn run_capture(
     g: &Global,
@@ -110,26 +140,7 @@ pub fn run_capture(
         if quiet {
             return;
         }
-        match &p.error {
-            Some(e) => eprintln!("failed {} after {} attempts: {e}", p.url, p.attempts),
-            None => eprintln!(
-                "{} {} {} resources, {} links, {} ms{}{}{}",
-                p.status.map_or("-".to_string(), |s| s.to_string()),
-                p.url,
-                p.fetched.len(),
-                p.links.len(),
-                p.ms,
-                if p.attempts > 1 { " (retried)" } else { "" },
-                match (&p.mime, p.is_page()) {
-                    (Some(m), false) => format!(" (not HTML: {m}; no screenshot or text)"),
-                    _ => String::new(),
-                },
-                match p.not_recorded.len() {
-                    0 => String::new(),
-                    n => format!(" ({n} not recorded)"),
-                }
-            ),
-        }
+        eprintln!("{}", page_line(p));
     };
     let pages = browsers.capture_all(&urls, &each);
     let restarts = browsers.restarts();
@@ -153,6 +164,12 @@ pub fn run_capture(
             stats.responses,
             stats.revisits,
         );
+        // Their resource lists may be short (the HTTP client then fetches
+        // nothing in their place): said once more at the end.
+        let incomplete = pages.iter().filter(|p| p.incomplete).count();
+        if incomplete > 0 {
+            eprintln!("{incomplete} pages' trackers incomplete (events lost)");
+        }
     }
     // A resource a page asked for and the proxy did not record is missing
     // from the archive: the run lost it. The browser's own requests
@@ -505,7 +522,48 @@ pub fn crawl_renderer(
 
 #[cfg(test)]
 mod tests {
-    use super::named_as_a_resource;
+    use super::{named_as_a_resource, page_line};
+    use warchest_browser::{LoadState, PageResult};
+
+    fn page() -> PageResult {
+        PageResult {
+            url: "http://a.test/".into(),
+            status: Some(200),
+            title: None,
+            load_state: LoadState::BehaviorsDone,
+            load_event: true,
+            links: vec!["http://a.test/b".into()],
+            fetched: vec!["http://a.test/".into(), "http://a.test/i.png".into()],
+            behaviors: Vec::new(),
+            attempts: 1,
+            ms: 12,
+            error: None,
+            incomplete: false,
+            not_recorded: Vec::new(),
+            mime: Some("text/html".into()),
+        }
+    }
+
+    #[test]
+    fn a_pages_line_says_what_it_lacks() {
+        let mut p = page();
+        assert_eq!(
+            page_line(&p),
+            "200 http://a.test/ 2 resources, 1 links, 12 ms"
+        );
+        p.incomplete = true;
+        p.not_recorded = vec!["http://a.test/i.png".into()];
+        assert_eq!(
+            page_line(&p),
+            "200 http://a.test/ 2 resources, 1 links, 12 ms (1 not recorded) (tracker incomplete)"
+        );
+        p.error = Some("timed out".into());
+        p.attempts = 2;
+        assert_eq!(
+            page_line(&p),
+            "failed http://a.test/ after 2 attempts: timed out"
+        );
+    }
 
     #[test]
     fn resources_are_named_by_their_extension() {
