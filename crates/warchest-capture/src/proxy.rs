@@ -256,6 +256,10 @@ impl NotRecorded {
 /// they are counted only.
 pub const NAMED_UNRECORDED: usize = 1000;
 
+/// The longest [`Missed::what`] kept, in bytes (longer ones are cut and
+/// end in `...`), so that the names kept stay small.
+const MAX_NAME: usize = 2048;
+
 /// The most distinct URLs of lost exchanges [`Unrecorded`] keeps for
 /// [`Unrecorded::claim`]; past it a loss cannot be told to be a page's and
 /// is counted as one.
@@ -285,8 +289,10 @@ pub struct Unrecorded {
     counts: [AtomicU64; NotRecorded::ALL.len()],
     named: std::sync::Mutex<Vec<Missed>>,
     /// URLs of lost exchanges not claimed by a page yet (at most
-    /// [`KEPT_LOST_URLS`]), with how many times each was lost.
-    lost_urls: std::sync::Mutex<std::collections::HashMap<String, u64>>,
+    /// [`KEPT_LOST_URLS`]), with how many times each was lost: kept as
+    /// 64-bit hashes, so that long URLs (a head may be 64 KiB) cannot
+    /// make the table large.
+    lost_urls: std::sync::Mutex<std::collections::HashMap<u64, u64>>,
     /// Losses whose URL is not kept: none known, or past the bound.
     unattributed: AtomicU64,
     /// Losses claimed by a page.
@@ -302,8 +308,8 @@ impl Unrecorded {
         if reason.is_loss() {
             let mut kept = self.lost_urls.lock().unwrap_or_else(|e| e.into_inner());
             match url {
-                Some(u) if kept.contains_key(u) || kept.len() < KEPT_LOST_URLS => {
-                    *kept.entry(u.to_string()).or_default() += 1;
+                Some(u) if kept.contains_key(&url_key(u)) || kept.len() < KEPT_LOST_URLS => {
+                    *kept.entry(url_key(u)).or_default() += 1;
                 }
                 _ => {
                     self.unattributed.fetch_add(1, Ordering::Relaxed);
@@ -312,6 +318,16 @@ impl Unrecorded {
         }
         let why = why.trim_end().to_string();
         tracing::debug!("not recorded ({}): {what}: {why}", reason.label());
+        // A name is for reading: the first 2 KiB of a long URL say which.
+        let mut what = what;
+        if what.len() > MAX_NAME {
+            let mut cut = MAX_NAME;
+            while !what.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            what.truncate(cut);
+            what.push_str("...");
+        }
         let mut named = self.named.lock().unwrap_or_else(|e| e.into_inner());
         if named.len() < NAMED_UNRECORDED {
             named.push(Missed { reason, what, why });
@@ -326,7 +342,7 @@ impl Unrecorded {
         let mut kept = self.lost_urls.lock().unwrap_or_else(|e| e.into_inner());
         let mut out = Vec::new();
         for u in urls {
-            if let Some(n) = kept.remove(u) {
+            if let Some(n) = kept.remove(&url_key(u)) {
                 self.claimed.fetch_add(n, Ordering::Relaxed);
                 out.push(u.to_string());
             }
@@ -349,6 +365,15 @@ impl Unrecorded {
             unattributed: self.unattributed.load(Ordering::Relaxed),
         }
     }
+}
+
+/// A URL's key in [`Unrecorded`]'s table of lost URLs: the same for the
+/// same text within a process (std's hasher with its fixed keys).
+fn url_key(url: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::hash::DefaultHasher::new();
+    url.hash(&mut h);
+    h.finish()
 }
 
 /// A snapshot of [`Unrecorded`].
@@ -1783,6 +1808,17 @@ mod unrecorded_tests {
         assert_eq!(l.len(), NAMED_UNRECORDED + 1);
         assert_eq!(l[0], "not recorded (no response): GET http://a.test/0: x");
         assert_eq!(l[NAMED_UNRECORDED], "... and 5 more exchanges not recorded");
+    }
+
+    #[test]
+    fn a_long_name_is_cut_but_its_url_is_claimed_whole() {
+        let u = Unrecorded::default();
+        let url = format!("http://a.test/?q={}", "é".repeat(5000));
+        u.note(NotRecorded::Dns, format!("GET {url}"), Some(&url), "x");
+        let s = u.summary();
+        assert!(s.named[0].what.len() <= MAX_NAME + 3);
+        assert!(s.named[0].what.ends_with("..."));
+        assert_eq!(u.claim([url.as_str()]), vec![url]);
     }
 
     #[test]
