@@ -271,12 +271,33 @@ fn proxy_counts_and_names_the_exchanges_it_did_not_record() {
         .unwrap()
         .local_addr()
         .unwrap();
+    // A DNS server on loopback that knows no address of any name (an
+    // empty NOERROR answer), so a lookup fails without the network; it
+    // answers at most 8 queries, each within 30 s.
+    let dns = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let dns_addr = dns.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        dns.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let mut b = [0u8; 512];
+        for _ in 0..8 {
+            let Ok((n, from)) = dns.recv_from(&mut b) else {
+                return;
+            };
+            if n < 12 {
+                continue;
+            }
+            let mut answer = b[..n].to_vec();
+            answer[2] |= 0x80; // a response
+            answer[3] = 0x80; // recursion available, NOERROR, no answers
+            let _ = dns.send_to(&answer, from);
+        }
+    });
     let mut cmd = bin();
     cmd.arg("-w");
     let p = ProxyProc::start_cmd(
         &work.path().join("o"),
         &work.path().join("ca.pem"),
-        &["--deny-dest", "127.0.0.2/32"],
+        &["--deny-dest", "127.0.0.2/32", "--dns-server", &dns_addr],
         cmd,
         Stdio::from(std::fs::File::create(&log).unwrap()),
     );
@@ -288,6 +309,7 @@ fn proxy_counts_and_names_the_exchanges_it_did_not_record() {
     assert!(status(&denied, "127.0.0.2").starts_with("HTTP/1.1 403"));
     let looped = format!("http://{}/self", p.addr);
     assert!(status(&looped, &p.addr.to_string()).starts_with("HTTP/1.1 508"));
+    assert!(status("http://nohost.test/x", "nohost.test").starts_with("HTTP/1.1 502"));
     let mute_url = format!("http://{mute_addr}/mute");
     assert!(status(&mute_url, &mute_addr.to_string()).starts_with("HTTP/1.1 502"));
     muted.join().unwrap();
@@ -318,12 +340,13 @@ fn proxy_counts_and_names_the_exchanges_it_did_not_record() {
     let log = std::fs::read_to_string(&log).unwrap();
     assert!(
         log.contains(
-            "6 exchanges not recorded (connect 1, denied 1, loop 1, no response 1, \
+            "7 exchanges not recorded (DNS 1, connect 1, denied 1, loop 1, no response 1, \
              client gone 1, request body 1)"
         ),
         "{log}"
     );
     for named in [
+        "not recorded (DNS): GET http://nohost.test/x: DNS: nohost.test: no address".to_string(),
         format!("not recorded (connect): GET {refused}: "),
         format!("not recorded (denied): GET {denied}: "),
         format!("not recorded (loop): GET {looped}: "),
