@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::common::{bin, files_in, run};
+use crate::common::{bin, files_in, no_address_dns, run};
 use crate::fidelity::{extra_headers, site};
 use crate::serve::chromium;
 
@@ -201,6 +201,8 @@ fn the_fidelity_site_captured_with_a_browser_replays_and_passes_qa() {
     let (code, _, err) = run(bin()
         .arg("capture")
         .args(["--browser", &url, "--page-timeout", "40", "--no-media"])
+        // Chromium's own requests are looked up on loopback only.
+        .args(["--dns-server", &no_address_dns()])
         .arg("--chromium")
         .arg(&exe)
         .arg("-o")
@@ -291,6 +293,9 @@ fn https_pages_are_recorded_through_the_proxy() {
             "20",
             "--no-media",
             "--no-scroll",
+            // Chromium's own requests are looked up on loopback only.
+            "--dns-server",
+            &no_address_dns(),
         ])
         .arg("--chromium")
         .arg(&exe)
@@ -346,6 +351,9 @@ fn a_resource_the_proxy_did_not_record_is_the_pages_loss() {
         .arg("-w")
         .arg("capture")
         .args(["--browser", &url, "--page-timeout", "20", "--no-media"])
+        // Chromium's own requests (its updater, its clock) are looked up
+        // on loopback, never on the network.
+        .args(["--dns-server", &no_address_dns()])
         .arg("--chromium")
         .arg(&exe)
         .arg("-o")

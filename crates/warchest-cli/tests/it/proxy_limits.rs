@@ -12,7 +12,7 @@ use crate::capture::{
     HELLO, ProxyProc, files_in, pages, read_response, records, response, sigterm, start_site,
     validate,
 };
-use crate::common::{bin, exchange, trickle_beside};
+use crate::common::{bin, exchange, no_address_dns, trickle_beside};
 
 /// A GET of `url` through the proxy at `addr`: the head and the body
 /// (`None` when cut short).
@@ -271,27 +271,9 @@ fn proxy_counts_and_names_the_exchanges_it_did_not_record() {
         .unwrap()
         .local_addr()
         .unwrap();
-    // A DNS server on loopback that knows no address of any name (an
-    // empty NOERROR answer), so a lookup fails without the network; it
-    // answers at most 8 queries, each within 30 s.
-    let dns = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-    let dns_addr = dns.local_addr().unwrap().to_string();
-    std::thread::spawn(move || {
-        dns.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-        let mut b = [0u8; 512];
-        for _ in 0..8 {
-            let Ok((n, from)) = dns.recv_from(&mut b) else {
-                return;
-            };
-            if n < 12 {
-                continue;
-            }
-            let mut answer = b[..n].to_vec();
-            answer[2] |= 0x80; // a response
-            answer[3] = 0x80; // recursion available, NOERROR, no answers
-            let _ = dns.send_to(&answer, from);
-        }
-    });
+    // Lookups fail without the network: a loopback DNS server that knows
+    // no address.
+    let dns_addr = no_address_dns();
     let mut cmd = bin();
     cmd.arg("-w");
     let p = ProxyProc::start_cmd(
