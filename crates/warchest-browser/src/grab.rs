@@ -83,6 +83,9 @@ pub struct PageResult {
     /// Events lost by a tracker that fell behind, or responses past its
     /// bound: `fetched` may then lack some URLs.
     pub incomplete: bool,
+    /// The page's URLs (of `fetched`) whose exchange the recording proxy
+    /// did not record (it answered the browser itself: 502, 403, ...).
+    pub not_recorded: Vec<String>,
     /// The media type of the document the tab showed, as Chromium took it
     /// (none: not known). When it is not HTML ([`crate::is_html_type`]:
     /// an image, a PDF, JSON, plain text), the URL was loaded as a
@@ -107,6 +110,7 @@ impl PageResult {
             ms: took.as_millis() as u64,
             error: Some(error),
             incomplete: false,
+            not_recorded: Vec::new(),
             mime: None,
         }
     }
@@ -349,6 +353,7 @@ async fn drive(
             ms: start.elapsed().as_millis() as u64,
             error: None,
             incomplete,
+            not_recorded: Vec::new(),
             mime,
         });
     }
@@ -530,6 +535,7 @@ async fn drive(
         ms: start.elapsed().as_millis() as u64,
         error: None,
         incomplete,
+        not_recorded: Vec::new(),
         mime,
     })
 }

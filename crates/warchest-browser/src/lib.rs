@@ -375,6 +375,7 @@ pub struct Browsers {
     proxy_stop: Arc<AtomicBool>,
     proxy: Option<std::thread::JoinHandle<Result<(), warchest_capture::CaptureError>>>,
     proxy_addr: SocketAddr,
+    unrecorded: Arc<warchest_capture::proxy::Unrecorded>,
     restarts: std::sync::atomic::AtomicU64,
     ended: std::sync::atomic::AtomicU64,
     waiting: Waiting,
@@ -405,6 +406,7 @@ impl Browsers {
         )?
         .on_response(document_hook(waiting.clone()));
         let proxy_addr = p.local_addr()?;
+        let unrecorded = p.unrecorded();
         let proxy_stop = Arc::new(AtomicBool::new(false));
         let stop = proxy_stop.clone();
         let handle = std::thread::Builder::new()
@@ -483,6 +485,7 @@ impl Browsers {
             proxy_stop,
             proxy: Some(handle),
             proxy_addr,
+            unrecorded,
             restarts: std::sync::atomic::AtomicU64::new(0),
             ended: std::sync::atomic::AtomicU64::new(0),
             waiting,
@@ -494,6 +497,13 @@ impl Browsers {
     /// The recording proxy's address.
     pub fn proxy_addr(&self) -> SocketAddr {
         self.proxy_addr
+    }
+
+    /// The exchanges the recording proxy did not record: taken before
+    /// [`Browsers::finish`] and read after it, which waits for the
+    /// exchanges under way.
+    pub fn unrecorded(&self) -> Arc<warchest_capture::proxy::Unrecorded> {
+        self.unrecorded.clone()
     }
 
     /// Browsers restarted so far (crashes, hangs, and the restart every
@@ -666,6 +676,9 @@ impl Browsers {
             match tokio::time::timeout(self.opts.page_timeout, run).await {
                 Ok((Ok(mut r), kept)) => {
                     slot.tab = kept;
+                    // The proxy counted each loss before the tab saw its
+                    // answer, so the page's are there by now.
+                    r.not_recorded = self.unrecorded.claim(r.fetched.iter().map(String::as_str));
                     r.attempts = attempt;
                     r.ms = start.elapsed().as_millis() as u64;
                     result = Some(r);

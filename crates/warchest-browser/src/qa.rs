@@ -142,6 +142,11 @@ pub struct PageReport {
 pub struct QaSummary {
     /// Pages checked.
     pub pages: usize,
+    /// Pages the archive has: its `urn:view:` screenshots (one a page, the
+    /// latest), or without any, its 200 HTML responses.
+    pub found: usize,
+    /// Pages found but not checked: past [`QaOptions::max_pages`].
+    pub unchecked: usize,
     /// Pages that meet the thresholds.
     pub good: usize,
     /// The thresholds.
@@ -170,7 +175,7 @@ pub fn run(input: &[PathBuf], o: &QaOptions) -> Result<QaSummary, BrowserError> 
     };
     std::fs::create_dir_all(&o.report_dir).map_err(io(&o.report_dir))?;
     let work = tempfile::tempdir().map_err(io(Path::new("temporary directory")))?;
-    let pages = pages_of(input, &work.path().join("qa.store"), o.max_pages)?;
+    let (pages, found) = pages_of(input, &work.path().join("qa.store"), o.max_pages)?;
     let mut opts = ServeOptions::new(input.to_vec());
     opts.listen = "127.0.0.1:0".into();
     opts.replay_listen = Some("127.0.0.1:0".into());
@@ -201,6 +206,8 @@ pub fn run(input: &[PathBuf], o: &QaOptions) -> Result<QaSummary, BrowserError> 
     });
     let summary = QaSummary {
         pages: reports.len(),
+        found,
+        unchecked: found.saturating_sub(pages.len()),
         good: reports.iter().filter(|r| r.good).count(),
         thresholds: o.thresholds,
         reports,
@@ -218,12 +225,13 @@ fn score(r: &PageReport) -> f64 {
     if r.good { 1.0 + s } else { s }
 }
 
-/// The pages of the archive, with what was captured of them.
+/// The first `max` pages of the archive, with what was captured of them,
+/// and how many it has in all (the rest are counted, not read).
 fn pages_of(
     input: &[PathBuf],
     store_path: &Path,
     max: usize,
-) -> Result<Vec<PageToCheck>, BrowserError> {
+) -> Result<(Vec<PageToCheck>, usize), BrowserError> {
     let store = Store::open(store_path)?;
     store.sync(input)?;
     let coll = Collection {
@@ -236,6 +244,7 @@ fn pages_of(
     let mut views = Vec::new();
     let mut texts = HashMap::new();
     let mut html = Vec::new();
+    let mut html_found = 0usize;
     let q = Query {
         range: KeyRange::raw(String::new()),
         from: None,
@@ -253,9 +262,11 @@ fn pages_of(
         } else if kind.eq_ignore_ascii_case("response")
             && c.status() == Some(200)
             && warchest::http::is_html_type(c.entry.mime.as_deref(), false)
-            && html.len() < max
         {
-            html.push(c);
+            html_found += 1;
+            if html.len() < max {
+                html.push(c);
+            }
         }
         true
     })?;
@@ -279,7 +290,7 @@ fn pages_of(
                 text: None,
             });
         }
-        return Ok(out);
+        return Ok((out, html_found));
     }
     // The latest capture of each page.
     views.sort_by(|a, b| {
@@ -294,6 +305,7 @@ fn pages_of(
             false
         }
     });
+    let found = views.len();
     for (url, c) in views.into_iter().take(max) {
         let png = read(&c, MAX_PNG)?;
         let text = match texts.get(&url) {
@@ -307,7 +319,7 @@ fn pages_of(
             text,
         });
     }
-    Ok(out)
+    Ok((out, found))
 }
 
 async fn check_all(

@@ -76,6 +76,10 @@ pub enum CaptureError {
     /// must not end as a success.
     #[error("{0}")]
     RobotsUnreachable(String),
+    /// A redirect not followed (past `max_redirects`, or to a scheme
+    /// redirects are not followed to): its target was not captured.
+    #[error("{0}")]
+    NotFollowed(String),
 }
 
 /// How a capture runs.
@@ -179,17 +183,30 @@ pub struct Event {
     pub reason: Option<String>,
 }
 
+/// The most URLs not fetched a [`Summary`] names; past it they are
+/// counted only.
+pub const NAMED_NOT_FETCHED: usize = 1000;
+
 /// What a run did.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Summary {
     /// URLs given.
     pub urls: u64,
-    /// URLs (and redirect hops) fetched.
+    /// Exchanges fetched: the URLs given and their redirect hops, so not
+    /// to be taken from `urls` to tell what was left.
     pub fetched: u64,
-    /// URLs that failed.
+    /// URLs (and redirect targets) that failed.
     pub failed: u64,
     /// URLs robots.txt kept us from.
     pub disallowed: u64,
+    /// URLs given that were never attempted: the run was stopped (SIGINT,
+    /// SIGTERM) or failed to write first. Each was left whole (none of its
+    /// exchanges made).
+    pub not_fetched: u64,
+    /// The first [`NAMED_NOT_FETCHED`] of them.
+    pub not_fetched_urls: Vec<String>,
+    /// The run was stopped before its end ([`CaptureOptions::stop`]).
+    pub interrupted: bool,
     /// The records written.
     pub records: RecorderStats,
     /// The files written.
@@ -283,6 +300,9 @@ impl Capturer {
             ..Summary::default()
         });
         let fatal: Mutex<Option<CaptureError>> = Mutex::new(None);
+        // URLs taken from the queue and then not attempted (a stop seen
+        // after taking one): counted with what the queue still holds.
+        let dropped: Mutex<Vec<String>> = Mutex::new(Vec::new());
         let jobs = self.opts.jobs.clamp(1, 256);
         std::thread::scope(|s| {
             for _ in 0..jobs {
@@ -291,6 +311,9 @@ impl Capturer {
                         let next = queue.lock().ok().and_then(|mut q| q.pop_front());
                         let Some(u) = next else { break };
                         if fatal.lock().map(|f| f.is_some()).unwrap_or(true) || self.stopped() {
+                            if let Ok(mut d) = dropped.lock() {
+                                d.push(u);
+                            }
                             break;
                         }
                         let events = match self.capture_one(&u) {
@@ -325,6 +348,16 @@ impl Capturer {
             return Err(e);
         }
         let mut summary = summary.into_inner().unwrap_or_default();
+        // Each worker drops at most one: this list holds at most `jobs`.
+        let dropped = dropped.into_inner().unwrap_or_default();
+        let left = queue.into_inner().unwrap_or_default();
+        summary.not_fetched = (dropped.len() + left.len()) as u64;
+        summary.not_fetched_urls = dropped
+            .into_iter()
+            .chain(left)
+            .take(NAMED_NOT_FETCHED)
+            .collect();
+        summary.interrupted = self.stopped();
         summary.records = self.recorder.stats();
         summary.files = self.recorder.finish()?;
         Ok(summary)
@@ -345,7 +378,8 @@ impl Capturer {
         }
         let mut events = Vec::new();
         let mut via: Option<String> = None;
-        for hop in 0..=self.opts.max_redirects {
+        let mut hop = 0;
+        loop {
             let (ev, location) = match self.capture_http(&url, via.as_deref(), hop) {
                 Ok(x) => x,
                 Err(e @ CaptureError::Warc(_)) => return Err(e),
@@ -356,17 +390,32 @@ impl Capturer {
             };
             events.push(ev);
             let Some(loc) = location else { break };
-            match url.join(&loc) {
-                Ok(next) if next.scheme != wire_url::Scheme::Ftp => {
-                    via = Some(url.to_string());
-                    url = next;
-                }
-                Ok(_) => break,
+            let next = match url.join(&loc) {
+                Ok(next) => next,
                 Err(e) => {
                     events.push(error_event(&loc, &e));
                     break;
                 }
+            };
+            // A redirect not followed is a target not captured: an error
+            // naming it, counted failed, never a silent end of the chain.
+            if next.scheme == wire_url::Scheme::Ftp {
+                let e = CaptureError::NotFollowed(format!(
+                    "redirect to {} not followed: {next}",
+                    next.scheme.as_str()
+                ));
+                events.push(error_event(&next.to_string(), &e));
+                break;
             }
+            if hop >= self.opts.max_redirects {
+                let e =
+                    CaptureError::NotFollowed(format!("too many redirects: {next} not fetched"));
+                events.push(error_event(&next.to_string(), &e));
+                break;
+            }
+            via = Some(url.to_string());
+            url = next;
+            hop += 1;
         }
         Ok(events)
     }

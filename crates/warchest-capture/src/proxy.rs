@@ -185,6 +185,274 @@ pub fn is_internal(ip: IpAddr) -> bool {
     }
 }
 
+/// Why the proxy did not record an exchange a client asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NotRecorded {
+    /// Refused by [`Access::filter`]: what the user asked for (a crawl's
+    /// scope), so not a loss.
+    Refused,
+    /// The destination's name did not resolve.
+    Dns,
+    /// No connection to the destination (refused, timed out, TLS).
+    Connect,
+    /// The destination is in a range the proxy does not connect to, or
+    /// has no address.
+    Denied,
+    /// The destination is the proxy itself.
+    Loop,
+    /// The server closed the connection without a response.
+    NoResponse,
+    /// The client's connection ended in the middle of a request head.
+    ClientGone,
+    /// The request body did not arrive whole (cut, too slow, too large).
+    RequestBody,
+    /// A request the proxy cannot forward (its target).
+    BadRequest,
+    /// Sending, reading or recording failed after the connection (logged
+    /// at warn), or the handler panicked.
+    Failed,
+}
+
+impl NotRecorded {
+    /// Every reason, in the order a summary names them.
+    pub const ALL: [NotRecorded; 10] = [
+        NotRecorded::Refused,
+        NotRecorded::Dns,
+        NotRecorded::Connect,
+        NotRecorded::Denied,
+        NotRecorded::Loop,
+        NotRecorded::NoResponse,
+        NotRecorded::ClientGone,
+        NotRecorded::RequestBody,
+        NotRecorded::BadRequest,
+        NotRecorded::Failed,
+    ];
+
+    /// The reason as a summary names it.
+    pub fn label(self) -> &'static str {
+        match self {
+            NotRecorded::Refused => "refused",
+            NotRecorded::Dns => "DNS",
+            NotRecorded::Connect => "connect",
+            NotRecorded::Denied => "denied",
+            NotRecorded::Loop => "loop",
+            NotRecorded::NoResponse => "no response",
+            NotRecorded::ClientGone => "client gone",
+            NotRecorded::RequestBody => "request body",
+            NotRecorded::BadRequest => "bad request",
+            NotRecorded::Failed => "failed",
+        }
+    }
+
+    /// Whether an exchange not recorded for this reason is lost: all but
+    /// the refusals a filter the user set made.
+    pub fn is_loss(self) -> bool {
+        self != NotRecorded::Refused
+    }
+}
+
+/// The most exchanges not recorded that [`Unrecorded`] names; past it
+/// they are counted only.
+pub const NAMED_UNRECORDED: usize = 1000;
+
+/// The longest [`Missed::what`] kept, in bytes (longer ones are cut and
+/// end in `...`), so that the names kept stay small.
+const MAX_NAME: usize = 2048;
+
+/// The most distinct URLs of lost exchanges [`Unrecorded`] keeps for
+/// [`Unrecorded::claim`]; past it a loss cannot be told to be a page's and
+/// is counted as one.
+pub const KEPT_LOST_URLS: usize = 100_000;
+
+/// One exchange not recorded.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Missed {
+    /// Why.
+    pub reason: NotRecorded,
+    /// Its method and URL (`GET http://host/`), or, when the request never
+    /// arrived whole, the connection it came on.
+    pub what: String,
+    /// What went wrong, as the client was told or the log says.
+    pub why: String,
+}
+
+/// The exchanges a proxy did not record, counted by reason as they
+/// happen, the first [`NAMED_UNRECORDED`] named. Shared with the
+/// proxy's owner ([`Proxy::unrecorded`]), which reads it at the end.
+///
+/// A browser's own requests (its updater, its clock, its account checks)
+/// pass through the proxy too: [`Unrecorded::claim`] tells the lost
+/// exchanges a page asked for from those.
+#[derive(Debug, Default)]
+pub struct Unrecorded {
+    counts: [AtomicU64; NotRecorded::ALL.len()],
+    named: std::sync::Mutex<Vec<Missed>>,
+    /// URLs of lost exchanges not claimed by a page yet (at most
+    /// [`KEPT_LOST_URLS`]), with how many times each was lost: kept as
+    /// 64-bit hashes, so that long URLs (a head may be 64 KiB) cannot
+    /// make the table large.
+    lost_urls: std::sync::Mutex<std::collections::HashMap<u64, u64>>,
+    /// Losses whose URL is not kept: none known, or past the bound.
+    unattributed: AtomicU64,
+    /// Losses claimed by a page.
+    claimed: AtomicU64,
+}
+
+impl Unrecorded {
+    /// Counts one exchange not recorded (and names it, while there is
+    /// room); logged at debug, as the summary will name it. `url`: the
+    /// exchange's, when the request got that far.
+    pub fn note(&self, reason: NotRecorded, what: String, url: Option<&str>, why: &str) {
+        self.counts[reason as usize].fetch_add(1, Ordering::Relaxed);
+        if reason.is_loss() {
+            let mut kept = self.lost_urls.lock().unwrap_or_else(|e| e.into_inner());
+            match url {
+                Some(u) if kept.contains_key(&url_key(u)) || kept.len() < KEPT_LOST_URLS => {
+                    *kept.entry(url_key(u)).or_default() += 1;
+                }
+                _ => {
+                    self.unattributed.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+        let why = why.trim_end().to_string();
+        tracing::debug!("not recorded ({}): {what}: {why}", reason.label());
+        // A name is for reading: the first 2 KiB of a long URL say which.
+        let mut what = what;
+        if what.len() > MAX_NAME {
+            let mut cut = MAX_NAME;
+            while !what.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            what.truncate(cut);
+            what.push_str("...");
+        }
+        let mut named = self.named.lock().unwrap_or_else(|e| e.into_inner());
+        if named.len() < NAMED_UNRECORDED {
+            named.push(Missed { reason, what, why });
+        }
+    }
+
+    /// The URLs among `urls` (a page's, as its browser tab saw them
+    /// answered) whose exchange was lost, each once, now counted as that
+    /// page's. The proxy notes a loss before its client sees the answer,
+    /// so a page that saw its answers finds its losses here.
+    pub fn claim<'a>(&self, urls: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+        let mut kept = self.lost_urls.lock().unwrap_or_else(|e| e.into_inner());
+        let mut out = Vec::new();
+        for u in urls {
+            if let Some(n) = kept.remove(&url_key(u)) {
+                self.claimed.fetch_add(n, Ordering::Relaxed);
+                out.push(u.to_string());
+            }
+        }
+        out
+    }
+
+    /// What was counted so far.
+    pub fn summary(&self) -> UnrecordedSummary {
+        let counts = NotRecorded::ALL
+            .iter()
+            .map(|r| (*r, self.counts[*r as usize].load(Ordering::Relaxed)))
+            .filter(|(_, n)| *n > 0)
+            .collect();
+        let named = self.named.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        UnrecordedSummary {
+            counts,
+            named,
+            claimed: self.claimed.load(Ordering::Relaxed),
+            unattributed: self.unattributed.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// A URL's key in [`Unrecorded`]'s table of lost URLs: the same for the
+/// same text within a process (std's hasher with its fixed keys).
+fn url_key(url: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::hash::DefaultHasher::new();
+    url.hash(&mut h);
+    h.finish()
+}
+
+/// A snapshot of [`Unrecorded`].
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct UnrecordedSummary {
+    /// The reasons that occurred, with how many exchanges each.
+    pub counts: Vec<(NotRecorded, u64)>,
+    /// The first [`NAMED_UNRECORDED`] exchanges, in the order they ended.
+    pub named: Vec<Missed>,
+    /// Lost exchanges a page claimed ([`Unrecorded::claim`]).
+    pub claimed: u64,
+    /// Lost exchanges whose URL was not kept (a request cut before its
+    /// head ended, or past [`KEPT_LOST_URLS`]): nobody can tell whose.
+    pub unattributed: u64,
+}
+
+impl UnrecordedSummary {
+    /// Exchanges not recorded, for any reason.
+    pub fn total(&self) -> u64 {
+        self.counts.iter().map(|(_, n)| n).sum()
+    }
+
+    /// Exchanges lost: not recorded for a reason other than a refusal.
+    pub fn lost(&self) -> u64 {
+        self.counts
+            .iter()
+            .filter(|(r, _)| r.is_loss())
+            .map(|(_, n)| n)
+            .sum()
+    }
+
+    /// Lost exchanges that were, or may have been, a page's: claimed by a
+    /// page, or of no known URL. The rest of [`UnrecordedSummary::lost`]
+    /// were a browser's own requests (or a page's the browser no longer
+    /// tracked when they ended).
+    pub fn lost_by_pages(&self) -> u64 {
+        self.claimed + self.unattributed
+    }
+
+    /// Exchanges counted but not named (past [`NAMED_UNRECORDED`]).
+    pub fn unnamed(&self) -> u64 {
+        self.total().saturating_sub(self.named.len() as u64)
+    }
+
+    /// `N exchanges not recorded (refused a, DNS b)`, the nonzero reasons
+    /// only; `None` when every exchange was recorded.
+    pub fn line(&self) -> Option<String> {
+        let total = self.total();
+        if total == 0 {
+            return None;
+        }
+        let reasons: Vec<String> = self
+            .counts
+            .iter()
+            .map(|(r, n)| format!("{} {n}", r.label()))
+            .collect();
+        Some(format!(
+            "{total} exchange{} not recorded ({})",
+            if total == 1 { "" } else { "s" },
+            reasons.join(", ")
+        ))
+    }
+
+    /// One line an exchange, `not recorded (reason): what: why`, then how
+    /// many more were not named.
+    pub fn listing(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .named
+            .iter()
+            .map(|m| format!("not recorded ({}): {}: {}", m.reason.label(), m.what, m.why))
+            .collect();
+        let more = self.unnamed();
+        if more > 0 {
+            out.push(format!("... and {more} more exchanges not recorded"));
+        }
+        out
+    }
+}
+
 /// The most client connections open at once (CONNECT tunnels included);
 /// past it, accepting waits and the kernel's backlog holds the rest.
 pub const MAX_CONNECTIONS: usize = 1024;
@@ -233,6 +501,7 @@ pub struct Proxy {
     opts: ProxyOptions,
     resolver: Arc<dns::Resolver>,
     on_response: Option<ResponseHook>,
+    unrecorded: Arc<Unrecorded>,
 }
 
 /// What every connection and exchange shares.
@@ -241,6 +510,8 @@ struct Shared {
     opts: ProxyOptions,
     resolver: Arc<dns::Resolver>,
     on_response: Option<ResponseHook>,
+    /// The exchanges not recorded, by reason.
+    unrecorded: Arc<Unrecorded>,
     /// The proxy's own address, so a request for it is refused.
     me: SocketAddr,
     /// Upstream exchanges under way (shutdown waits for them).
@@ -271,7 +542,14 @@ impl Proxy {
             resolver: Arc::new(dns::Resolver::new(opts.resolver.clone())),
             opts,
             on_response: None,
+            unrecorded: Arc::default(),
         })
+    }
+
+    /// The exchanges this proxy does not record, counted as they end:
+    /// taken before [`Proxy::serve`], read once it returned.
+    pub fn unrecorded(&self) -> Arc<Unrecorded> {
+        self.unrecorded.clone()
     }
 
     /// Calls `hook` with each response recorded (a browser's capture
@@ -324,6 +602,7 @@ impl Proxy {
             opts: self.opts,
             resolver: self.resolver,
             on_response: self.on_response,
+            unrecorded: self.unrecorded,
             me,
             busy: AtomicUsize::new(0),
             http1,
@@ -358,6 +637,7 @@ impl Proxy {
                         epoch,
                         _permit: Arc::new(permit),
                         stop: stops.clone(),
+                        body_lost: Arc::default(),
                     };
                     let io = Watched::new(stream, conn.last.clone(), epoch);
                     tokio::spawn(serve_http(conn, io, true));
@@ -406,6 +686,9 @@ struct Conn {
     /// tunnel too.
     _permit: Arc<OwnedSemaphorePermit>,
     stop: watch::Receiver<bool>,
+    /// A request's body was cut and counted: the connection's own error
+    /// that follows is the same loss.
+    body_lost: Arc<AtomicBool>,
 }
 
 /// Serves HTTP/1.1 on `io` for `conn` until it ends: a client's socket
@@ -451,6 +734,17 @@ where
             r = http.as_mut() => {
                 if let Err(e) = r {
                     tracing::debug!("proxy client {}: {e}", conn.peer);
+                    // A request whose head began but never ended; an idle
+                    // connection closed is no loss (hyper ends it Ok), nor
+                    // is a header timeout, which also ends idle ones.
+                    if e.is_incomplete_message() && !conn.body_lost.load(Ordering::Relaxed) {
+                        conn.shared.unrecorded.note(
+                            NotRecorded::ClientGone,
+                            format!("a request from {}", conn.peer),
+                            None,
+                            &e.to_string(),
+                        );
+                    }
                 }
                 break;
             }
@@ -525,7 +819,15 @@ async fn respond(c: Conn, mut req: Request<Incoming>) -> Response<ProxyBody> {
     }
     let url = match target_url(&c, &req) {
         Ok(u) => u,
-        Err(why) => return simple(StatusCode::BAD_REQUEST, why),
+        Err(why) => {
+            shared.unrecorded.note(
+                NotRecorded::BadRequest,
+                format!("{} {}", req.method(), req.uri()),
+                Some(&req.uri().to_string()),
+                why,
+            );
+            return simple(StatusCode::BAD_REQUEST, why);
+        }
     };
     // Refused before a byte of the body is read: a client is not kept
     // sending (nor the proxy spooling) a body that goes nowhere.
@@ -533,6 +835,12 @@ async fn respond(c: Conn, mut req: Request<Incoming>) -> Response<ProxyBody> {
         && let Err(why) = (f.0)(&url.to_string())
     {
         tracing::info!("proxy client {}: {url}: refused: {why}", c.peer);
+        shared.unrecorded.note(
+            NotRecorded::Refused,
+            format!("{} {url}", req.method()),
+            None,
+            &why,
+        );
         return simple(StatusCode::FORBIDDEN, &format!("{url}: {why}\n"));
     }
     exchange(c, req, url).await
@@ -665,6 +973,12 @@ async fn exchange(c: Conn, req: Request<Incoming>, url: Url) -> Response<ProxyBo
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok());
     if declared.is_some_and(|n| n > MAX_REQUEST_BODY) {
+        c.shared.unrecorded.note(
+            NotRecorded::RequestBody,
+            format!("{} {url}", parts.method),
+            Some(&url.to_string()),
+            &format!("over {MAX_REQUEST_BODY} bytes"),
+        );
         return simple(
             StatusCode::PAYLOAD_TOO_LARGE,
             &format!("request bodies are at most {MAX_REQUEST_BODY} bytes here\n"),
@@ -682,6 +996,8 @@ async fn exchange(c: Conn, req: Request<Incoming>, url: Url) -> Response<ProxyBo
         body: brx,
         peer: c.peer,
     };
+    let what = format!("{} {}", job.method, job.url);
+    let target = job.url.to_string();
     let shared = c.shared.clone();
     let task = tokio::task::spawn_blocking(move || {
         let mut fwd = Fwd {
@@ -714,7 +1030,11 @@ async fn exchange(c: Conn, req: Request<Incoming>, url: Url) -> Response<ProxyBo
                 // Trailers: not forwarded (the body goes as HTTP/1.0).
                 Err(_) => continue,
             },
-            Ok(Some(Err(e))) => (StatusCode::BAD_REQUEST, e.to_string()),
+            Ok(Some(Err(e))) => {
+                // The connection's error that follows is this loss.
+                c.body_lost.store(true, Ordering::Relaxed);
+                (StatusCode::BAD_REQUEST, e.to_string())
+            }
             Err(_) => (
                 StatusCode::REQUEST_TIMEOUT,
                 format!("no byte of it for {} s", timeout.as_secs_f64()),
@@ -730,6 +1050,12 @@ async fn exchange(c: Conn, req: Request<Incoming>, url: Url) -> Response<ProxyBo
             // No answer at all: the blocking task could not run.
             let e = task.await.err().map(|e| e.to_string()).unwrap_or_default();
             tracing::error!("proxy: an exchange did not answer: {e}");
+            c.shared.unrecorded.note(
+                NotRecorded::Failed,
+                what,
+                Some(&target),
+                &format!("no answer: {e}"),
+            );
             simple(StatusCode::INTERNAL_SERVER_ERROR, "internal error\n")
         }
     }
@@ -1011,6 +1337,7 @@ impl Drop for Busy<'_> {
 fn run_exchange(shared: &Shared, job: Job, fwd: &mut Fwd) {
     let _busy = Busy::new(&shared.busy);
     let what = format!("{} {}", job.method, job.url);
+    let target = job.url.to_string();
     let peer = job.peer;
     let result =
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| forward(shared, job, fwd)));
@@ -1018,12 +1345,21 @@ fn run_exchange(shared: &Shared, job: Job, fwd: &mut Fwd) {
         Ok(Ok(())) => {}
         Ok(Err(e)) => {
             tracing::warn!("proxy client {peer}: {what}: {e}");
+            shared
+                .unrecorded
+                .note(NotRecorded::Failed, what, Some(&target), &e.to_string());
             fwd.fail(StatusCode::BAD_GATEWAY, &format!("{e}\n"));
             fwd.cut();
         }
         Err(panic) => {
             let msg = warchest_net::panic_message(panic.as_ref());
             tracing::error!("proxy request handler panicked: {what}: {msg}");
+            shared.unrecorded.note(
+                NotRecorded::Failed,
+                what,
+                Some(&target),
+                &format!("panicked: {msg}"),
+            );
             fwd.fail(StatusCode::INTERNAL_SERVER_ERROR, "internal error\n");
             fwd.cut();
         }
@@ -1036,6 +1372,16 @@ fn run_exchange(shared: &Shared, job: Job, fwd: &mut Fwd) {
 fn forward(shared: &Shared, mut job: Job, fwd: &mut Fwd) -> Result<(), CaptureError> {
     let opts = &shared.opts;
     let url = &job.url;
+    let what = format!("{} {url}", job.method);
+    let target = url.to_string();
+    // Counted before the client is answered: a browser's page that saw
+    // the answer finds the loss when it claims its URLs.
+    let lose = |fwd: &mut Fwd, reason, status, text: &str| {
+        shared
+            .unrecorded
+            .note(reason, what.clone(), Some(&target), text);
+        fwd.fail(status, text);
+    };
     if cfg!(debug_assertions)
         && url.path() == TEST_PANIC_PATH
         && std::env::var_os("WARCHEST_PROXY_TEST_PANIC").is_some()
@@ -1055,7 +1401,12 @@ fn forward(shared: &Shared, mut job: Job, fwd: &mut Fwd) -> Result<(), CaptureEr
             }
             Err((status, e)) => {
                 tracing::info!("proxy client {}: {url}: the request body: {e}", job.peer);
-                fwd.fail(status, &format!("the request body: {e}\n"));
+                lose(
+                    fwd,
+                    NotRecorded::RequestBody,
+                    status,
+                    &format!("the request body: {e}\n"),
+                );
                 return Ok(());
             }
         }
@@ -1082,7 +1433,12 @@ fn forward(shared: &Shared, mut job: Job, fwd: &mut Fwd) -> Result<(), CaptureEr
             r.addrs
         }
         Err(e) => {
-            fwd.fail(StatusCode::BAD_GATEWAY, &format!("{e}\n"));
+            lose(
+                fwd,
+                NotRecorded::Dns,
+                StatusCode::BAD_GATEWAY,
+                &format!("{e}\n"),
+            );
             return Ok(());
         }
     };
@@ -1102,14 +1458,21 @@ fn forward(shared: &Shared, mut job: Job, fwd: &mut Fwd) -> Result<(), CaptureEr
             ),
             None => format!("{} has no address\n", url.host),
         };
-        fwd.fail(StatusCode::FORBIDDEN, &why);
+        let reason = if denied.is_some() {
+            NotRecorded::Denied
+        } else {
+            NotRecorded::Dns
+        };
+        lose(fwd, reason, StatusCode::FORBIDDEN, &why);
         return Ok(());
     }
     if addrs
         .iter()
         .any(|ip| is_self(shared.me, *ip, url.port_or_default()))
     {
-        fwd.fail(
+        lose(
+            fwd,
+            NotRecorded::Loop,
             StatusCode::LOOP_DETECTED,
             "a request for the proxy itself\n",
         );
@@ -1119,7 +1482,12 @@ fn forward(shared: &Shared, mut job: Job, fwd: &mut Fwd) -> Result<(), CaptureEr
     let (mut up, ip) = match client::connect(url, &addrs, &opts.fetch.tls, timeout) {
         Ok(x) => x,
         Err(e) => {
-            fwd.fail(StatusCode::BAD_GATEWAY, &format!("{e}\n"));
+            lose(
+                fwd,
+                NotRecorded::Connect,
+                StatusCode::BAD_GATEWAY,
+                &format!("{e}\n"),
+            );
             return Ok(());
         }
     };
@@ -1133,9 +1501,11 @@ fn forward(shared: &Shared, mut job: Job, fwd: &mut Fwd) -> Result<(), CaptureEr
     let Some((rlen, interim)) =
         client::read_response_head(&mut up, &mut rbuf, opts.fetch.read.max_head)?
     else {
-        fwd.fail(
+        lose(
+            fwd,
+            NotRecorded::NoResponse,
             StatusCode::BAD_GATEWAY,
-            &format!("{url}: the server closed the connection without a response\n"),
+            "the server closed the connection without a response\n",
         );
         return Ok(());
     };
@@ -1157,7 +1527,6 @@ fn forward(shared: &Shared, mut job: Job, fwd: &mut Fwd) -> Result<(), CaptureEr
     upstream_req
         .seek(SeekFrom::Start(0))
         .map_err(|e| CaptureError::Io("spool".into(), e))?;
-    let target = url.to_string();
     let recorded = shared.recorder.record_http(HttpRecord {
         target_uri: target.clone(),
         ip: Some(ip),
@@ -1185,14 +1554,27 @@ fn forward(shared: &Shared, mut job: Job, fwd: &mut Fwd) -> Result<(), CaptureEr
         .collect(),
         conditional_of: None,
     });
-    // Recorded (or failed, which is logged): the client's copy ends as the
-    // recorded one, whole or cut.
+    // A record that failed is counted (and logged) before the client's
+    // copy ends, as `lose` does; the copy ends as the response was read,
+    // whole or cut.
+    let failed = recorded.err();
+    if let Some(e) = &failed {
+        tracing::warn!("proxy client {}: {what}: {e}", job.peer);
+        shared.unrecorded.note(
+            NotRecorded::Failed,
+            what.clone(),
+            Some(&target),
+            &e.to_string(),
+        );
+    }
     if whole {
         fwd.end();
     } else {
         fwd.cut();
     }
-    recorded?;
+    if failed.is_some() {
+        return Ok(());
+    }
     if let Some(h) = &shared.on_response {
         (h.0)(&target, &mut resp);
     }
@@ -1355,5 +1737,108 @@ mod forwarding_tests {
         ] {
             assert!(client_response(&head(bad), &Method::GET, ProxyBody::Full(None)).is_err());
         }
+    }
+}
+
+#[cfg(test)]
+mod unrecorded_tests {
+    use super::*;
+
+    #[test]
+    fn the_line_names_the_nonzero_reasons_and_refusals_are_no_loss() {
+        let u = Unrecorded::default();
+        assert_eq!(u.summary().line(), None);
+        assert_eq!(u.summary().lost(), 0);
+        u.note(
+            NotRecorded::Refused,
+            "GET http://a.test/x".into(),
+            None,
+            "out of scope\n",
+        );
+        let s = u.summary();
+        assert_eq!(
+            s.line().as_deref(),
+            Some("1 exchange not recorded (refused 1)")
+        );
+        assert_eq!(s.lost(), 0);
+        let note = |r, m: &str, url: &str, why: &str| {
+            u.note(r, format!("{m} {url}"), Some(url), why);
+        };
+        note(
+            NotRecorded::Dns,
+            "GET",
+            "http://b.test/",
+            "b.test: no address",
+        );
+        note(NotRecorded::Connect, "GET", "http://c.test/", "refused");
+        note(NotRecorded::Connect, "POST", "http://c.test/f", "refused");
+        let s = u.summary();
+        assert_eq!(
+            s.line().as_deref(),
+            Some("4 exchanges not recorded (refused 1, DNS 1, connect 2)")
+        );
+        assert_eq!(s.lost(), 3);
+        assert_eq!(
+            s.listing(),
+            [
+                "not recorded (refused): GET http://a.test/x: out of scope",
+                "not recorded (DNS): GET http://b.test/: b.test: no address",
+                "not recorded (connect): GET http://c.test/: refused",
+                "not recorded (connect): POST http://c.test/f: refused",
+            ]
+        );
+    }
+
+    #[test]
+    fn past_the_named_ones_they_are_counted() {
+        let u = Unrecorded::default();
+        for i in 0..NAMED_UNRECORDED + 5 {
+            let url = format!("http://a.test/{i}");
+            u.note(
+                NotRecorded::NoResponse,
+                format!("GET {url}"),
+                Some(&url),
+                "x",
+            );
+        }
+        let s = u.summary();
+        assert_eq!(s.total(), NAMED_UNRECORDED as u64 + 5);
+        assert_eq!(s.named.len(), NAMED_UNRECORDED);
+        let l = s.listing();
+        assert_eq!(l.len(), NAMED_UNRECORDED + 1);
+        assert_eq!(l[0], "not recorded (no response): GET http://a.test/0: x");
+        assert_eq!(l[NAMED_UNRECORDED], "... and 5 more exchanges not recorded");
+    }
+
+    #[test]
+    fn a_long_name_is_cut_but_its_url_is_claimed_whole() {
+        let u = Unrecorded::default();
+        let url = format!("http://a.test/?q={}", "é".repeat(5000));
+        u.note(NotRecorded::Dns, format!("GET {url}"), Some(&url), "x");
+        let s = u.summary();
+        assert!(s.named[0].what.len() <= MAX_NAME + 3);
+        assert!(s.named[0].what.ends_with("..."));
+        assert_eq!(u.claim([url.as_str()]), vec![url]);
+    }
+
+    #[test]
+    fn a_page_claims_its_losses_once_and_the_rest_are_the_browsers() {
+        let u = Unrecorded::default();
+        let note = |r, url: &str| u.note(r, format!("GET {url}"), Some(url), "x");
+        note(NotRecorded::Connect, "http://a.test/img.png");
+        note(NotRecorded::Connect, "http://a.test/img.png");
+        note(NotRecorded::Dns, "https://update.example/ping");
+        note(NotRecorded::Refused, "http://out.test/");
+        // Refusals are no loss, so nothing to claim.
+        assert!(u.claim(["http://out.test/"]).is_empty());
+        let page = ["http://a.test/", "http://a.test/img.png"];
+        assert_eq!(u.claim(page), ["http://a.test/img.png"]);
+        assert!(u.claim(page).is_empty(), "claimed twice");
+        let s = u.summary();
+        assert_eq!((s.lost(), s.claimed, s.unattributed), (3, 2, 0));
+        assert_eq!(s.lost_by_pages(), 2);
+        // A request cut before its head ended has no URL: anyone's.
+        u.note(NotRecorded::ClientGone, "a request".into(), None, "cut");
+        assert_eq!(u.summary().lost_by_pages(), 3);
     }
 }

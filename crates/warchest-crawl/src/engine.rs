@@ -223,6 +223,9 @@ pub struct Summary {
     pub links_stopped: u64,
     /// Links this run left out over the bounds (crawl.log's `dol:N`).
     pub links_dropped: u64,
+    /// With a browser: the exchanges its recording proxy did not record
+    /// (refused by the crawl's scope, or lost).
+    pub unrecorded: Option<warchest_capture::proxy::UnrecordedSummary>,
 }
 
 /// Live counters for progress displays and the status server.
@@ -1511,6 +1514,7 @@ impl Crawl {
         {
             tracing::warn!("closing the browsers: {e}");
         }
+        let unrecorded = self.renderer.as_ref().and_then(|r| r.unrecorded());
         let fatal = fatal
             .into_inner()
             .ok()
@@ -1559,6 +1563,7 @@ impl Crawl {
             indexed_as_written: self.indexed_as_written.load(Ordering::Relaxed),
             links_stopped: self.live.links_stopped.load(Ordering::Relaxed),
             links_dropped: self.live.links_dropped.load(Ordering::Relaxed),
+            unrecorded,
         })
     }
 

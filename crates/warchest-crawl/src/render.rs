@@ -82,6 +82,13 @@ pub trait PageRenderer: Send + Sync {
     fn finish(&self) -> Result<(), String> {
         Ok(())
     }
+
+    /// The exchanges of the pages that the renderer's recording proxy did
+    /// not record, once [`PageRenderer::finish`] returned (none: it has no
+    /// proxy, or cannot tell).
+    fn unrecorded(&self) -> Option<warchest_capture::proxy::UnrecordedSummary> {
+        None
+    }
 }
 
 /// The browser keys of the configuration.

@@ -2,3 +2,4 @@
 //! (docs/testing.md).
 
 mod robots;
+mod run;

@@ -89,6 +89,37 @@ impl BrowserArgs {
     }
 }
 
+/// A page's line on stderr: its status, URL and counts, then what the
+/// page lacks: a retry, not HTML, resources not recorded, a tracker that
+/// lost events (its resource list may then be short).
+fn page_line(p: &PageResult) -> String {
+    if let Some(e) = &p.error {
+        return format!("failed {} after {} attempts: {e}", p.url, p.attempts);
+    }
+    let mut line = format!(
+        "{} {} {} resources, {} links{}, {} ms",
+        p.status.map_or("-".to_string(), |s| s.to_string()),
+        p.url,
+        p.fetched.len(),
+        p.links.len(),
+        links_dropped_note(p.links_dropped),
+        p.ms,
+    );
+    if p.attempts > 1 {
+        line.push_str(" (retried)");
+    }
+    if let (Some(m), false) = (&p.mime, p.is_page()) {
+        line.push_str(&format!(" (not HTML: {m}; no screenshot or text)"));
+    }
+    if !p.not_recorded.is_empty() {
+        line.push_str(&format!(" ({} not recorded)", p.not_recorded.len()));
+    }
+    if p.incomplete {
+        line.push_str(" (tracker incomplete)");
+    }
+    line
+}
+
 /// `capture --browser`: every URL a page in the browser.
 pub fn run_capture(
     g: &Global,
@@ -110,26 +141,11 @@ pub fn run_capture(
         if quiet {
             return;
         }
-        match &p.error {
-            Some(e) => eprintln!("failed {} after {} attempts: {e}", p.url, p.attempts),
-            None => eprintln!(
-                "{} {} {} resources, {} links{}, {} ms{}{}",
-                p.status.map_or("-".to_string(), |s| s.to_string()),
-                p.url,
-                p.fetched.len(),
-                p.links.len(),
-                links_dropped_note(p.links_dropped),
-                p.ms,
-                if p.attempts > 1 { " (retried)" } else { "" },
-                match (&p.mime, p.is_page()) {
-                    (Some(m), false) => format!(" (not HTML: {m}; no screenshot or text)"),
-                    _ => String::new(),
-                }
-            ),
-        }
+        eprintln!("{}", page_line(p));
     };
     let pages = browsers.capture_all(&urls, &each);
     let restarts = browsers.restarts();
+    let unrecorded = browsers.unrecorded();
     browsers.finish()?;
     let stats = recorder.stats();
     let files = recorder.finish()?;
@@ -149,8 +165,18 @@ pub fn run_capture(
             stats.responses,
             stats.revisits,
         );
+        // Their resource lists may be short (the HTTP client then fetches
+        // nothing in their place): said once more at the end.
+        let incomplete = pages.iter().filter(|p| p.incomplete).count();
+        if incomplete > 0 {
+            eprintln!("{incomplete} pages' trackers incomplete (events lost)");
+        }
     }
-    let outcome = if failed > 0 {
+    // A resource a page asked for and the proxy did not record is missing
+    // from the archive: the run lost it. The browser's own requests
+    // (its updater, its clock) are counted but lose nothing of a page.
+    let lost = super::capture::report_unrecorded(g, &unrecorded.summary(), true);
+    let outcome = if failed > 0 || lost > 0 {
         Outcome::Problem
     } else {
         Outcome::Ok
@@ -259,6 +285,12 @@ pub fn run_qa(g: &Global, a: QaArgs) -> Result<Outcome> {
             s.pages,
             a.output.join("index.html").display()
         );
+        if s.unchecked > 0 {
+            eprintln!(
+                "{} of {} pages not checked (--max-pages {})",
+                s.unchecked, s.found, a.max_pages
+            );
+        }
     }
     Ok(if s.good < s.pages {
         Outcome::Problem
@@ -279,6 +311,8 @@ struct CrawlRenderer {
     obey_robots: bool,
     /// The CA's directory, removed when the crawl ends.
     _ca: tempfile::TempDir,
+    /// What the recording proxy did not record.
+    unrecorded: Arc<warchest_capture::proxy::Unrecorded>,
 }
 
 impl warchest_crawl::render::PageRenderer for CrawlRenderer {
@@ -427,6 +461,10 @@ impl warchest_crawl::render::PageRenderer for CrawlRenderer {
             None => Ok(()),
         }
     }
+
+    fn unrecorded(&self) -> Option<warchest_capture::proxy::UnrecordedSummary> {
+        Some(self.unrecorded.summary())
+    }
 }
 
 /// What `capture --browser`'s page line says of the DOM's links past
@@ -497,7 +535,9 @@ pub fn crawl_renderer(
         },
     };
     let browsers = Browsers::start(o, crawl.recorder(), opts)?;
+    let unrecorded = browsers.unrecorded();
     Ok(Box::new(CrawlRenderer {
+        unrecorded,
         browsers: std::sync::RwLock::new(Some(browsers)),
         extract: crawl.config().extract.clone(),
         obey_robots: crawl.config().engine.robots == warchest_crawl::config::RobotsMode::Obey,
@@ -507,7 +547,49 @@ pub fn crawl_renderer(
 
 #[cfg(test)]
 mod tests {
-    use super::{links_dropped_note, named_as_a_resource};
+    use super::{links_dropped_note, named_as_a_resource, page_line};
+    use warchest_browser::{LoadState, PageResult};
+
+    fn page() -> PageResult {
+        PageResult {
+            url: "http://a.test/".into(),
+            status: Some(200),
+            title: None,
+            load_state: LoadState::BehaviorsDone,
+            load_event: true,
+            links: vec!["http://a.test/b".into()],
+            fetched: vec!["http://a.test/".into(), "http://a.test/i.png".into()],
+            behaviors: Vec::new(),
+            attempts: 1,
+            ms: 12,
+            error: None,
+            incomplete: false,
+            links_dropped: 0,
+            not_recorded: Vec::new(),
+            mime: Some("text/html".into()),
+        }
+    }
+
+    #[test]
+    fn a_pages_line_says_what_it_lacks() {
+        let mut p = page();
+        assert_eq!(
+            page_line(&p),
+            "200 http://a.test/ 2 resources, 1 links, 12 ms"
+        );
+        p.incomplete = true;
+        p.not_recorded = vec!["http://a.test/i.png".into()];
+        assert_eq!(
+            page_line(&p),
+            "200 http://a.test/ 2 resources, 1 links, 12 ms (1 not recorded) (tracker incomplete)"
+        );
+        p.error = Some("timed out".into());
+        p.attempts = 2;
+        assert_eq!(
+            page_line(&p),
+            "failed http://a.test/ after 2 attempts: timed out"
+        );
+    }
 
     /// The page line names links past the bound, and only then.
     #[test]

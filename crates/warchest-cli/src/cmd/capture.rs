@@ -309,7 +309,30 @@ pub fn run_capture(g: &Global, args: CaptureArgs) -> Result<Outcome> {
             summary.records.truncated,
         );
     }
-    Ok(if summary.failed > 0 {
+    // A stop leaves the queue behind: those URLs are lost to this run, so
+    // they are named and the run is not a success (as crawl's interruption).
+    if summary.not_fetched > 0 {
+        if g.show_warnings {
+            for u in &summary.not_fetched_urls {
+                eprintln!("not fetched: {u}");
+            }
+            let more = summary.not_fetched - summary.not_fetched_urls.len() as u64;
+            if more > 0 {
+                eprintln!("... and {more} more URLs not fetched");
+            }
+        }
+        eprintln!(
+            "{} URL{} not fetched ({})",
+            summary.not_fetched,
+            if summary.not_fetched == 1 { "" } else { "s" },
+            if summary.interrupted {
+                "interrupted"
+            } else {
+                "stopped"
+            }
+        );
+    }
+    Ok(if summary.failed > 0 || summary.not_fetched > 0 {
         Outcome::Problem
     } else {
         Outcome::Ok
@@ -472,6 +495,7 @@ pub fn run_proxy(g: &Global, args: ProxyArgs) -> Result<Outcome> {
         },
     };
     let p = proxy::Proxy::bind(args.listen, recorder.clone(), opts)?;
+    let unrecorded = p.unrecorded();
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.clone()).context("signal handler")?;
@@ -503,5 +527,38 @@ pub fn run_proxy(g: &Global, args: ProxyArgs) -> Result<Outcome> {
             stats.dns
         );
     }
+    // The proxy's clients were each answered why (a 502, a 403); the
+    // requests were theirs, not the command's, so the run is not failed
+    // for them (docs/capture.md, "Exchanges not recorded").
+    report_unrecorded(g, &unrecorded.summary(), false);
     Ok(Outcome::Ok)
+}
+
+/// Prints what a recording proxy did not record: the count line by reason
+/// (also under `-q` when an exchange was lost), and with `-w` each
+/// exchange, the first [`proxy::NAMED_UNRECORDED`] by name. With
+/// `pages` (a browser's proxy) the line says how many of the lost were
+/// the pages'. Returns the exchanges lost: with `pages`, those of the
+/// pages (or of no known URL); without, all but a filter's refusals.
+pub fn report_unrecorded(g: &Global, s: &proxy::UnrecordedSummary, pages: bool) -> u64 {
+    let lost = if pages { s.lost_by_pages() } else { s.lost() };
+    if let Some(line) = s.line()
+        && (!g.quiet || lost > 0)
+    {
+        if g.show_warnings {
+            for l in s.listing() {
+                eprintln!("{l}");
+            }
+        }
+        if pages && s.lost() > 0 {
+            eprintln!(
+                "{line}; {} of the pages, {} of the browser's own requests",
+                s.lost_by_pages(),
+                s.lost().saturating_sub(s.lost_by_pages())
+            );
+        } else {
+            eprintln!("{line}");
+        }
+    }
+    lost
 }

@@ -396,6 +396,12 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
             ),
         }
     }
+    // A browser's exchanges not recorded: the scope's refusals are what
+    // was asked; any other is a resource the archive lacks.
+    let lost = summary
+        .unrecorded
+        .as_ref()
+        .map_or(0, |u| super::capture::report_unrecorded(g, u, true));
     if crawl_wacz && summary.ending == Ending::Finished {
         let mut warcs: Vec<PathBuf> = std::fs::read_dir(dir.join("archive"))
             .with_context(|| dir.display().to_string())?
@@ -428,10 +434,11 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
         crate::cmd::wacz::left_out(g, &out.to_string_lossy(), &r);
         crate::report::unparsed_heads(g, &r.unparsed_heads);
     }
-    // 1: URIs failed (logged with negative codes), or stopped by a signal
-    // before the end (resumable); a budget reached is an end as asked.
+    // 1: URIs failed (logged with negative codes), a browser's exchange
+    // lost, or stopped by a signal before the end (resumable); a budget
+    // reached is an end as asked.
     Ok(
-        if summary.counts.failed > 0 || summary.ending == Ending::Interrupted {
+        if summary.counts.failed > 0 || summary.ending == Ending::Interrupted || lost > 0 {
             Outcome::Problem
         } else {
             Outcome::Ok

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::common::{bin, files_in, run};
+use crate::common::{bin, files_in, no_address_dns, run};
 use crate::fidelity::{extra_headers, site};
 use crate::serve::chromium;
 
@@ -201,6 +201,8 @@ fn the_fidelity_site_captured_with_a_browser_replays_and_passes_qa() {
     let (code, _, err) = run(bin()
         .arg("capture")
         .args(["--browser", &url, "--page-timeout", "40", "--no-media"])
+        // Chromium's own requests are looked up on loopback only.
+        .args(["--dns-server", &no_address_dns()])
         .arg("--chromium")
         .arg(&exe)
         .arg("-o")
@@ -282,6 +284,7 @@ fn https_pages_are_recorded_through_the_proxy() {
     let out = work.path().join("out");
     let url = format!("https://127.0.0.1:{}/", site.addr.port());
     let (code, _, err) = run(bin()
+        .arg("-w")
         .arg("capture")
         .args([
             "--browser",
@@ -290,6 +293,9 @@ fn https_pages_are_recorded_through_the_proxy() {
             "20",
             "--no-media",
             "--no-scroll",
+            // Chromium's own requests are looked up on loopback only.
+            "--dns-server",
+            &no_address_dns(),
         ])
         .arg("--chromium")
         .arg(&exe)
@@ -313,4 +319,104 @@ fn https_pages_are_recorded_through_the_proxy() {
     let (code, v, err) = qa(&wacz, &work.path().join("qa"));
     assert_eq!(code, 0, "{v:#}{err}");
     assert_eq!(v["good"], 1, "{v:#}");
+}
+
+/// A page's resource the recording proxy could not fetch (a closed port)
+/// is named on the page's line, counted in the end line as the page's, and
+/// makes the exit status 1; the browser's own requests, if any, are counted
+/// apart and do not.
+#[test]
+fn a_resource_the_proxy_did_not_record_is_the_pages_loss() {
+    let Some(exe) = chromium() else {
+        eprintln!("skipped: WARCHEST_SKIP_BROWSER");
+        return;
+    };
+    let closed = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let img = format!("http://{closed}/gone.png");
+    let html = format!("<!doctype html><title>t</title><p>text</p><img src=\"{img}\">");
+    let live = Live::start_with(move |_| {
+        vec![(
+            "/lossy.html".to_string(),
+            "text/html",
+            html.clone().into_bytes(),
+        )]
+    });
+    let work = tempfile::tempdir().unwrap();
+    let out = work.path().join("out");
+    let url = format!("http://{}/lossy.html", live.addr);
+    let (code, _, err) = run(bin()
+        .arg("-w")
+        .arg("capture")
+        .args(["--browser", &url, "--page-timeout", "20", "--no-media"])
+        // Chromium's own requests (its updater, its clock) are looked up
+        // on loopback, never on the network.
+        .args(["--dns-server", &no_address_dns()])
+        .arg("--chromium")
+        .arg(&exe)
+        .arg("-o")
+        .arg(&out));
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with(&format!("200 {url} ")) && l.ends_with(" (1 not recorded)")),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("not recorded (connect): GET {img}: ")),
+        "{err}"
+    );
+    let end = err
+        .lines()
+        .find(|l| l.contains("not recorded (") && l.contains("exchange"))
+        .unwrap_or_else(|| panic!("no end line: {err}"));
+    assert!(end.contains("connect 1"), "{end}");
+    assert!(end.contains("; 1 of the pages"), "{end}");
+    assert!(!responses(&files_in(&out)).contains(&img));
+}
+
+/// `qa --max-pages` checks that many pages and says how many it left out
+/// of how many the archive has.
+#[test]
+fn qa_says_how_many_pages_max_pages_left_unchecked() {
+    let Some(_) = chromium() else {
+        eprintln!("skipped: WARCHEST_SKIP_BROWSER");
+        return;
+    };
+    let live = Live::start();
+    let work = tempfile::tempdir().unwrap();
+    let out = work.path().join("out");
+    // Three HTML pages captured over HTTP: the archive's pages are its
+    // HTML responses.
+    let urls: Vec<String> = ["/", "/m/fetch.html", "/m/xhr.html"]
+        .iter()
+        .map(|p| format!("http://{}{p}", live.addr))
+        .collect();
+    let (code, _, err) = run(bin()
+        .arg("capture")
+        .args(&urls)
+        .arg("--ignore-robots")
+        .arg("-o")
+        .arg(&out));
+    assert_eq!(code, 0, "{err}");
+    let (_, out_json, err) = run(bin()
+        .arg("qa")
+        .arg(&out)
+        .arg("-o")
+        .arg(work.path().join("qa"))
+        .args(["--json", "--page-timeout", "40", "--max-pages", "1"]));
+    let v: serde_json::Value = serde_json::from_slice(&out_json).unwrap_or_default();
+    assert_eq!(v["pages"], 1, "{v:#}{err}");
+    let found = v["found"].as_u64().unwrap();
+    assert!(found >= 2, "{v:#}");
+    assert_eq!(v["unchecked"].as_u64(), Some(found - 1), "{v:#}");
+    assert!(
+        err.contains(&format!(
+            "{} of {found} pages not checked (--max-pages 1)",
+            found - 1
+        )),
+        "{err}"
+    );
 }

@@ -245,6 +245,16 @@ fetch('http://outside.invalid/y').catch(function(){{}});</script>"
         0,
         "the outside host was reached"
     );
+    // The refusals are counted at the end, as what the scope asked (no
+    // loss: exit 0 above): the image and the script's two fetches at
+    // least, and nothing for another reason.
+    let end = err
+        .lines()
+        .find(|l| l.contains(" not recorded ("))
+        .unwrap_or_else(|| panic!("no count of the refusals: {err}"));
+    let (n, reasons) = end.split_once(" exchanges not recorded (").unwrap();
+    assert!(n.parse::<u64>().unwrap() >= 3, "{end}");
+    assert_eq!(reasons, format!("refused {n})"), "{end}");
     let mut targets = Vec::new();
     for f in archive(&dir) {
         let mut r = warchest::warc::Reader::open(&f).unwrap();

@@ -1109,13 +1109,14 @@ fn sigterm_stops_a_capture_with_its_files_closed() {
     let base = format!("http://127.0.0.1:{}", site.addr.port());
     let work = tempfile::tempdir().unwrap();
     let out = work.path().join("out");
-    let mut child = bin()
+    let child = bin()
+        .arg("-w")
         .arg("capture")
         .args((0..5).map(|i| format!("{base}/slow?{i}")))
         .arg("-o")
         .arg(&out)
         .args(["--ignore-robots", "--max-time", "2"])
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     // Once the first fetch is under way (the handler is set by then).
@@ -1128,12 +1129,29 @@ fn sigterm_stops_a_capture_with_its_files_closed() {
     assert!(!site.hits.lock().unwrap().is_empty(), "no fetch began");
     sigterm(&child);
     let t0 = std::time::Instant::now();
-    let st = child.wait().unwrap();
+    let done = child.wait_with_output().unwrap();
     // The fetch under way ends; no new one starts: one response record
     // (below). The time bound only catches a hang: a loaded machine can take
     // seconds to close the files (--max-time itself is tested above).
     assert!(t0.elapsed() < Duration::from_secs(60), "{:?}", t0.elapsed());
-    assert_eq!(st.code(), Some(0));
+    // The four URLs never fetched are counted, named (-w), and the run is
+    // not a success.
+    let err = String::from_utf8_lossy(&done.stderr);
+    assert_eq!(done.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("\n4 URLs not fetched (interrupted)\n"),
+        "{err}"
+    );
+    for i in 1..5 {
+        assert!(
+            err.contains(&format!("not fetched: {base}/slow?{i}\n")),
+            "{err}"
+        );
+    }
+    assert!(
+        !err.contains(&format!("not fetched: {base}/slow?0\n")),
+        "{err}"
+    );
     let files = files_in(&out);
     validate(&files);
     let recs = records(&files);

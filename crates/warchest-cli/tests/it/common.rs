@@ -122,3 +122,31 @@ pub fn trickle_beside(
         "a request took {worst:?} beside the slow connections"
     );
 }
+
+/// A DNS server on 127.0.0.1 that knows no address of any name (an empty
+/// NOERROR answer to every query), for `--dns-server`: a lookup then
+/// fails without reaching the network (the resolver falls back to the
+/// system's only when no server answers). Answers at most 64 queries,
+/// waiting at most 60 s for each, then stops.
+pub fn no_address_dns() -> String {
+    let dns = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let addr = dns.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        dns.set_read_timeout(Some(std::time::Duration::from_secs(60)))
+            .unwrap();
+        let mut b = [0u8; 512];
+        for _ in 0..64 {
+            let Ok((n, from)) = dns.recv_from(&mut b) else {
+                return;
+            };
+            if n < 12 {
+                continue;
+            }
+            let mut answer = b[..n].to_vec();
+            answer[2] |= 0x80; // a response
+            answer[3] = 0x80; // recursion available, NOERROR, no answers
+            let _ = dns.send_to(&answer, from);
+        }
+    });
+    addr
+}

@@ -12,7 +12,7 @@ use crate::capture::{
     HELLO, ProxyProc, files_in, pages, read_response, records, response, sigterm, start_site,
     validate,
 };
-use crate::common::{bin, exchange, trickle_beside};
+use crate::common::{bin, exchange, no_address_dns, trickle_beside};
 
 /// A GET of `url` through the proxy at `addr`: the head and the body
 /// (`None` when cut short).
@@ -250,4 +250,94 @@ fn proxy_answers_failures_and_panics_and_goes_on() {
     // or of the closed port.
     assert!(!recs.iter().any(|r| r.uri.contains("/_warchest/")));
     assert!(!recs.iter().any(|r| r.uri.contains(&closed.to_string())));
+}
+
+#[test]
+fn proxy_counts_and_names_the_exchanges_it_did_not_record() {
+    let site = start_site(None);
+    let host = site.addr.to_string();
+    let work = tempfile::tempdir().unwrap();
+    let log = work.path().join("log");
+    // A server that takes the connection and closes it unanswered, once.
+    let mute = TcpListener::bind("127.0.0.1:0").unwrap();
+    let mute_addr = mute.local_addr().unwrap();
+    let muted = std::thread::spawn(move || {
+        let (mut c, _) = mute.accept().unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut b = [0u8; 4096];
+        let _ = c.read(&mut b);
+    });
+    let closed = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    // Lookups fail without the network: a loopback DNS server that knows
+    // no address.
+    let dns_addr = no_address_dns();
+    let mut cmd = bin();
+    cmd.arg("-w");
+    let p = ProxyProc::start_cmd(
+        &work.path().join("o"),
+        &work.path().join("ca.pem"),
+        &["--deny-dest", "127.0.0.2/32", "--dns-server", &dns_addr],
+        cmd,
+        Stdio::from(std::fs::File::create(&log).unwrap()),
+    );
+    let status = |url: &str, host: &str| get(p.addr, url, host).0;
+    assert!(status(&format!("http://{host}/"), &host).starts_with("HTTP/1.1 200"));
+    let refused = format!("http://{closed}/gone");
+    assert!(status(&refused, &closed.to_string()).starts_with("HTTP/1.1 502"));
+    let denied = format!("http://127.0.0.2:{}/", site.addr.port());
+    assert!(status(&denied, "127.0.0.2").starts_with("HTTP/1.1 403"));
+    let looped = format!("http://{}/self", p.addr);
+    assert!(status(&looped, &p.addr.to_string()).starts_with("HTTP/1.1 508"));
+    assert!(status("http://nohost.test/x", "nohost.test").starts_with("HTTP/1.1 502"));
+    let mute_url = format!("http://{mute_addr}/mute");
+    assert!(status(&mute_url, &mute_addr.to_string()).starts_with("HTTP/1.1 502"));
+    muted.join().unwrap();
+    // A body over the limit, refused before it is read.
+    let r = exchange(
+        p.addr,
+        format!(
+            "POST http://{host}/big HTTP/1.1\r\nHost: {host}\r\nContent-Length: 300000000\r\n\r\n"
+        )
+        .as_bytes(),
+    );
+    assert!(r.starts_with("HTTP/1.1 413"), "{r}");
+    // A client that leaves in the middle of its request head.
+    let mut c = TcpStream::connect(p.addr).unwrap();
+    write!(
+        c,
+        "GET http://{host}/half HTTP/1.1\r\nHost: {host}\r\nX-A: "
+    )
+    .unwrap();
+    c.flush().unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    drop(c);
+    // A round trip after it, so that the proxy has seen it leave before
+    // it is stopped.
+    assert!(status(&format!("http://{host}/"), &host).starts_with("HTTP/1.1 200"));
+    // The proxy's own clients were told: a service's run is not failed.
+    p.stop();
+    let log = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        log.contains(
+            "7 exchanges not recorded (DNS 1, connect 1, denied 1, loop 1, no response 1, \
+             client gone 1, request body 1)"
+        ),
+        "{log}"
+    );
+    for named in [
+        "not recorded (DNS): GET http://nohost.test/x: DNS: nohost.test: no address".to_string(),
+        format!("not recorded (connect): GET {refused}: "),
+        format!("not recorded (denied): GET {denied}: "),
+        format!("not recorded (loop): GET {looped}: "),
+        format!("not recorded (no response): GET {mute_url}: "),
+        format!("not recorded (request body): POST http://{host}/big: "),
+        "not recorded (client gone): a request from 127.0.0.1:".to_string(),
+    ] {
+        assert!(log.contains(&named), "{named} not in {log}");
+    }
+    // The exchanges that were recorded are not counted.
+    assert!(!log.contains(&format!("GET http://{host}/:")), "{log}");
 }
