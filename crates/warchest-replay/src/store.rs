@@ -29,7 +29,7 @@ use warchest::codec::{Decoder, DecoderOptions};
 use warchest::digest::lookup_key;
 use warchest::error::{Error, ErrorKind, Result};
 use warchest::http::date::{pad_timestamp, pad_timestamp_up, timestamp_seconds};
-use warchest::recoveries::Recoveries;
+use warchest::recoveries::{Recoveries, UnparsedHead};
 use warchest::warc::ReaderOptions;
 use warchest_index::{Entry, IndexOptions, Indexer};
 use warchest_wacz::{self as wacz, Section};
@@ -1124,11 +1124,16 @@ impl Store {
         // only once indexed, so a crash re-reads it.
         self.remember(&src);
         let mut recovered = Recoveries::keeping(0);
-        let r = self.index_source(&mut src, &mut recovered);
+        let mut unparsed = Recoveries::keeping(0);
+        let r = self.index_source(&mut src, &mut recovered, &mut unparsed);
         self.save_source(&src)?;
         // Lenient recoveries while indexing: one line for the source, as
-        // the command line's summary gives one per file.
-        if let Some(told) = recovered.summary() {
+        // the command line's summary gives one per file; and one for the
+        // captures indexed without status and MIME, as `index` says.
+        for told in [recovered.summary(), UnparsedHead::summary(&unparsed)]
+            .into_iter()
+            .flatten()
+        {
             report.warnings.push(format!("{}: {told}", src.name));
         }
         match r {
@@ -1510,8 +1515,14 @@ impl Store {
 
     /// Indexes `src` from its `indexed_to` on; returns the entries added.
     /// The reader's recoveries are counted in `recovered` as it goes (a
-    /// long scan of a damaged file does not hold them all).
-    fn index_source(&self, src: &mut Source, recovered: &mut Recoveries) -> Result<u64> {
+    /// long scan of a damaged file does not hold them all), the records
+    /// whose HTTP head did not parse in `unparsed`.
+    fn index_source(
+        &self,
+        src: &mut Source,
+        recovered: &mut Recoveries,
+        unparsed: &mut Recoveries<UnparsedHead>,
+    ) -> Result<u64> {
         let mut reader = src.scan_reader(src.indexed_to)?;
         if src.indexed_to > 0 && reader.format() != Format::Warc {
             // Only WARC files are read on from the middle; others again.
@@ -1523,7 +1534,7 @@ impl Store {
         let mut added = 0u64;
         let mut end = src.indexed_to;
         let name = src.name.clone();
-        let r = indexer.index_noting(
+        let r = indexer.index_noted(
             &mut reader,
             |e| {
                 if let Some(l) = e.length {
@@ -1537,6 +1548,7 @@ impl Store {
                 Ok(())
             },
             |ws| recovered.add_all(&name, &ws),
+            unparsed,
         );
         added += self.insert(src.id, &pending)?;
         src.indexed_to = end;

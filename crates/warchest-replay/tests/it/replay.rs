@@ -282,6 +282,35 @@ fn logged<R>(f: impl FnOnce() -> R) -> (R, String) {
     (r, text)
 }
 
+/// A response whose block holds no HTTP head is indexed (without status
+/// and MIME) and said, one line for its file, as `warchest index` says it.
+#[test]
+fn a_record_whose_http_head_does_not_parse_is_said_when_indexed() {
+    let dir = tempfile::tempdir().unwrap();
+    let warc = dir.path().join("odd.warc");
+    let http = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello";
+    let mut bytes = response("http://a.test/", "2024-01-01T00:00:00Z", http);
+    let odd_at = bytes.len();
+    bytes.extend(response(
+        "http://a.test/odd",
+        "2024-01-01T00:00:01Z",
+        "no head here",
+    ));
+    std::fs::write(&warc, &bytes).unwrap();
+    let store = Store::open(dir.path().join("db")).unwrap();
+    let report = store.sync(std::slice::from_ref(&warc)).unwrap();
+    assert!(report.failures.is_empty(), "{:?}", report.failures);
+    assert_eq!(report.entries, 2);
+    assert_eq!(
+        report.warnings,
+        [format!(
+            "{}: 1 record whose HTTP head did not parse: indexed without status and MIME, the \
+             first at offset {odd_at}",
+            warc.display()
+        )]
+    );
+}
+
 /// A file with damage the lenient reader recovers from: a record whose
 /// WARC header lines end in bare LFs, and a last record cut short. Its
 /// index says so (one line in the sync report, counted as the scan went),
