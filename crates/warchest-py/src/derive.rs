@@ -63,6 +63,7 @@ pub(crate) fn derive_text_stream(
             current: None,
             columns,
             notes: notes.clone(),
+            texts: Default::default(),
         }),
         notes,
     ))
@@ -75,6 +76,9 @@ struct TextBatches {
     /// The readers' recoveries and the payloads not decoded as their head
     /// says, as `scan` notes them.
     notes: SharedNotes,
+    /// The current file's texts cut at 8 MiB and with bytes replaced
+    /// (told with its notes when it ends).
+    texts: warchest_derive::derive::Summary,
 }
 
 impl TextBatches {
@@ -89,6 +93,20 @@ impl TextBatches {
                 continue;
             };
             let (records, err) = read_batch_for(reader, Purpose::Text);
+            let columns = self.columns;
+            let noted: Vec<(Row, bool, bool)> = records
+                .par_iter()
+                .filter_map(|r| Row::of_columns_noted(r, name, columns))
+                .collect();
+            let texts = &mut self.texts;
+            let rows: Vec<Row> = noted
+                .into_iter()
+                .map(|(row, cut, replaced)| {
+                    texts.texts_cut += u64::from(cut);
+                    texts.texts_replaced += u64::from(replaced);
+                    row
+                })
+                .collect();
             {
                 let mut n = lock(&self.notes);
                 for w in reader.take_warnings() {
@@ -97,20 +115,18 @@ impl TextBatches {
                 for p in records.iter().filter_map(|r| r.payload_fallback()) {
                     n.current.payload_fallbacks.add(name, p);
                 }
-            }
-            if err.is_some() || records.is_empty() {
-                // The file ends here, by its end or by the error.
-                lock(&self.notes).finish_part();
+                if err.is_some() || records.is_empty() {
+                    // The file ends here, by its end or by the error.
+                    n.finish_part();
+                    if let Some(t) = std::mem::take(&mut self.texts).texts_summary() {
+                        n.tell(format!("{name}: {t}"));
+                    }
+                }
             }
             if records.is_empty() && err.is_none() {
                 self.current = None;
                 continue;
             }
-            let columns = self.columns;
-            let rows: Vec<Row> = records
-                .par_iter()
-                .filter_map(|r| Row::of_columns(r, name, columns))
-                .collect();
             if let Some(e) = err {
                 return Err(external(e));
             }

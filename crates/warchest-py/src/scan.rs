@@ -340,6 +340,12 @@ impl StreamNotes {
         self.finished.append(part);
     }
 
+    /// A sentence to tell with the current part's (`derive_text`'s texts
+    /// cut and with bytes replaced, which a scan has not).
+    pub(crate) fn tell(&mut self, told: String) {
+        self.told.push(told);
+    }
+
     /// Everything noted so far.
     fn all(&self) -> ScanNotes {
         let mut all = self.finished.clone();

@@ -144,6 +144,24 @@ def test_derive_text_warns_of_payloads_given_as_stored():
     assert stream.payload_fallback_counts == {"not-chunked": 16}
 
 
+def test_derive_text_warns_of_texts_with_bytes_replaced(tmp_path):
+    """A text whose bytes its charset does not decode is said, as `warchest
+    derive text` says it."""
+    block = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nbad \xff\xfe bytes"
+    rec = (
+        b"WARC/1.1\r\nWARC-Type: response\r\nWARC-Target-URI: http://o.example/\r\n"
+        b"Content-Type: application/http; msgtype=response\r\n"
+        b"Content-Length: %d\r\n\r\n" % len(block) + block + b"\r\n\r\n"
+    )
+    bad = tmp_path / "bad.warc"
+    bad.write_bytes(rec)
+    table, told = recovery_warnings(lambda: warchest.derive_text(str(bad)).read_all())
+    assert table.num_rows == 1
+    assert told == [
+        f"{bad}: texts: 1 with bytes their charset does not decode (replaced with U+FFFD)"
+    ]
+
+
 def test_fetch_as_arrow_warns_once_at_its_end(tmp_path):
     t = warchest.scan(str(IANA), columns=["warc_record_offset", "warc_record_length"]).read_all()
     rows = [(str(IANA), o, n) for o, n in zip(*(c.to_pylist() for c in t.columns))]
