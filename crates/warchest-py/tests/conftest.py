@@ -28,6 +28,16 @@ def bare_lf_warc(path):
     return path
 
 
+def response_warc(path, block):
+    """A WARC of one response record whose block is `block`, at `path`."""
+    path.write_bytes(
+        b"WARC/1.1\r\nWARC-Type: response\r\nWARC-Target-URI: http://o.example/\r\n"
+        b"Content-Type: application/http; msgtype=response\r\n"
+        b"Content-Length: %d\r\n\r\n" % len(block) + block + b"\r\n\r\n"
+    )
+    return path
+
+
 def recovery_warnings(fn):
     """What `fn()` returns, and the messages of the RecoveryWarnings it gave."""
     import warchest

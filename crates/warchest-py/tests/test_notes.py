@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 import warchest
-from conftest import FIXTURES, bare_lf_warc, recovery_warnings
+from conftest import FIXTURES, bare_lf_warc, recovery_warnings, response_warc
 
 IANA = FIXTURES / "pywb" / "iana.warc.gz"
 CLEAN = FIXTURES / "pywb" / "example.warc.gz"
@@ -76,14 +76,7 @@ def test_scan_warns_of_payloads_given_as_stored():
 def test_scan_warns_of_rows_whose_http_head_did_not_parse(tmp_path):
     """A response whose block holds no HTTP head: its HTTP columns are
     null, and the scan says so (as the index does of its entry)."""
-    block = b"no HTTP head here"
-    rec = (
-        b"WARC/1.1\r\nWARC-Type: response\r\nWARC-Target-URI: http://o.example/\r\n"
-        b"Content-Type: application/http; msgtype=response\r\n"
-        b"Content-Length: %d\r\n\r\n" % len(block) + block + b"\r\n\r\n"
-    )
-    odd = tmp_path / "odd.warc"
-    odd.write_bytes(rec)
+    odd = response_warc(tmp_path / "odd.warc", b"no HTTP head here")
     table, told = recovery_warnings(lambda: warchest.scan(str(odd), columns=["http_status"]).read_all())
     assert table.column("http_status").to_pylist() == [None]
     assert told == [
@@ -147,14 +140,10 @@ def test_derive_text_warns_of_payloads_given_as_stored():
 def test_derive_text_warns_of_texts_with_bytes_replaced(tmp_path):
     """A text whose bytes its charset does not decode is said, as `warchest
     derive text` says it."""
-    block = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nbad \xff\xfe bytes"
-    rec = (
-        b"WARC/1.1\r\nWARC-Type: response\r\nWARC-Target-URI: http://o.example/\r\n"
-        b"Content-Type: application/http; msgtype=response\r\n"
-        b"Content-Length: %d\r\n\r\n" % len(block) + block + b"\r\n\r\n"
+    bad = response_warc(
+        tmp_path / "bad.warc",
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nbad \xff\xfe bytes",
     )
-    bad = tmp_path / "bad.warc"
-    bad.write_bytes(rec)
     table, told = recovery_warnings(lambda: warchest.derive_text(str(bad)).read_all())
     assert table.num_rows == 1
     assert told == [
