@@ -22,7 +22,8 @@ struct Cli {
     /// (default: lenient, every recovery reported as a warning).
     #[arg(long, global = true)]
     strict: bool,
-    /// Print lenient-reading warnings on stderr.
+    /// Print lenient-reading warnings on stderr, each with its offset
+    /// (without it, one summary line per file says how many).
     #[arg(short = 'w', long, global = true)]
     warnings: bool,
     /// Only errors on stderr.
