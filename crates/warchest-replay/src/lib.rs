@@ -144,7 +144,8 @@ pub fn report_damage<S: warchest::codec::Source>(
 }
 
 /// Whether `body` was read to its end (a read error counts: finishing the
-/// record then says what it was).
+/// record then says what it was). A handler that stopped early (a client
+/// gone, a HEAD) leaves the rest unread.
 fn at_end(body: &mut dyn BufRead) -> bool {
     body.fill_buf().map_or(true, |b| b.is_empty())
 }
@@ -316,7 +317,9 @@ impl Collection {
                 head,
                 body: &mut block,
             });
-            let whole = out.is_err() || at_end(&mut block);
+            // Not on `out`'s error: a client that went away must not make
+            // the handler read (and fetch) the rest of a large record.
+            let whole = at_end(&mut block);
             let end = whole.then(|| rec.finish());
             if report_damage(&osource.name, ooff, end, &mut oreader) {
                 self.served.count_damaged();
@@ -331,7 +334,7 @@ impl Collection {
             head,
             body: &mut block,
         });
-        let whole = out.is_err() || at_end(&mut block);
+        let whole = at_end(&mut block);
         let end = whole.then(|| rec.finish());
         if report_damage(&src.name, cap.entry.offset, end, &mut reader) {
             self.served.count_damaged();

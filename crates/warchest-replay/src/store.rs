@@ -683,6 +683,8 @@ struct Unreadable {
     keys: Vec<String>,
     /// Those met past that.
     more: u64,
+    /// The sources of those past that (they are indexed again too).
+    more_sources: std::collections::BTreeSet<u32>,
 }
 
 impl Unreadable {
@@ -691,6 +693,7 @@ impl Unreadable {
             self.keys.push(key.to_string());
         } else {
             self.more += 1;
+            self.more_sources.extend(src_of_key(key));
         }
     }
 }
@@ -885,7 +888,7 @@ impl Store {
         if fresh == 0 {
             return;
         }
-        let mut stale: std::collections::BTreeSet<u32> = std::collections::BTreeSet::new();
+        let mut stale: std::collections::BTreeSet<u32> = u.more_sources;
         {
             let mut d = self.damage.lock().unwrap_or_else(|e| e.into_inner());
             d.captures += fresh;
