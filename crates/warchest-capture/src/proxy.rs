@@ -260,6 +260,19 @@ pub const NAMED_UNRECORDED: usize = 1000;
 /// end in `...`), so that the names kept stay small.
 const MAX_NAME: usize = 2048;
 
+/// `s` cut to its first [`MAX_NAME`] bytes (at a character), `...` after.
+fn cut_name(mut s: String) -> String {
+    if s.len() > MAX_NAME {
+        let mut cut = MAX_NAME;
+        while !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        s.truncate(cut);
+        s.push_str("...");
+    }
+    s
+}
+
 /// The most distinct URLs of lost exchanges [`Unrecorded`] keeps for
 /// [`Unrecorded::claim`]; past it a loss cannot be told to be a page's and
 /// is counted as one.
@@ -307,30 +320,27 @@ impl Unrecorded {
         self.counts[reason as usize].fetch_add(1, Ordering::Relaxed);
         if reason.is_loss() {
             let mut kept = self.lost_urls.lock().unwrap_or_else(|e| e.into_inner());
-            match url {
-                Some(u) if kept.contains_key(&url_key(u)) || kept.len() < KEPT_LOST_URLS => {
-                    *kept.entry(url_key(u)).or_default() += 1;
+            let key = url.map(url_key);
+            match key {
+                Some(k) if kept.contains_key(&k) || kept.len() < KEPT_LOST_URLS => {
+                    *kept.entry(k).or_default() += 1;
                 }
                 _ => {
                     self.unattributed.fetch_add(1, Ordering::Relaxed);
                 }
             }
         }
-        let why = why.trim_end().to_string();
+        let why = why.trim_end();
         tracing::debug!("not recorded ({}): {what}: {why}", reason.label());
-        // A name is for reading: the first 2 KiB of a long URL say which.
-        let mut what = what;
-        if what.len() > MAX_NAME {
-            let mut cut = MAX_NAME;
-            while !what.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            what.truncate(cut);
-            what.push_str("...");
-        }
         let mut named = self.named.lock().unwrap_or_else(|e| e.into_inner());
         if named.len() < NAMED_UNRECORDED {
-            named.push(Missed { reason, what, why });
+            // Names are for reading: the first 2 KiB of a long URL (or of
+            // an error quoting one) say which.
+            named.push(Missed {
+                reason,
+                what: cut_name(what),
+                why: cut_name(why.to_string()),
+            });
         }
     }
 

@@ -54,11 +54,9 @@ impl Global {
         }
         {
             let mut t = RECOVERIES.lock().unwrap_or_else(|e| e.into_inner());
-            // None of them kept: only counted.
-            let mut counts = Recoveries::keeping(0);
-            counts.append(r.clone());
+            // None of them kept (the tally keeps 0): only counted.
             t.get_or_insert_with(|| Recoveries::keeping(0))
-                .append(counts.in_file(file));
+                .append(r.clone().in_file(file));
         }
         if self.show_warnings {
             for (_, w) in r.kept() {

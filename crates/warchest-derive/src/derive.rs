@@ -39,7 +39,7 @@ pub struct Summary {
 impl Summary {
     /// Counts what extracting a text gave up: its body cut, bytes
     /// replaced.
-    pub(crate) fn note_text(&mut self, cut: bool, replaced: bool) {
+    pub fn note_text(&mut self, cut: bool, replaced: bool) {
         self.texts_cut += u64::from(cut);
         self.texts_replaced += u64::from(replaced);
     }

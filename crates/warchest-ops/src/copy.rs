@@ -826,9 +826,16 @@ impl Copier {
                     inner: &mut block,
                     kept: &mut *kept,
                 };
-                let head = warchest::http::read_head(&mut keep, &limits).ok().flatten();
-                unread = head.is_none() && !keep.kept.is_empty();
-                head
+                match warchest::http::read_head(&mut keep, &limits) {
+                    Ok(Some(head)) => Some(head),
+                    // Bytes that are no head (a read error is the copy's
+                    // to meet and say).
+                    Ok(None) => {
+                        unread = !keep.kept.is_empty();
+                        None
+                    }
+                    Err(_) => None,
+                }
             };
             let mut subject = Subject::new(&header).location(loc).http_loader(&mut load);
             let matched = f.matches(&mut subject);

@@ -482,7 +482,13 @@ pub fn unpack_with<P: AsRef<Path>>(
     let mut info: HashMap<String, FileInfo> = HashMap::new();
     for input in inputs {
         let mut r = warc::Reader::open(input.as_ref())?;
-        while let Some(mut rec) = r.next_record()? {
+        loop {
+            // Dropped as met (the second pass reports them): a damaged
+            // file's would otherwise pile up in the reader.
+            r.take_warnings();
+            let Some(mut rec) = r.next_record()? else {
+                break;
+            };
             let h = rec.header().clone();
             if h.record_type() != RecordType::Metadata || h.content_length().unwrap_or(0) > 1 << 20
             {

@@ -102,8 +102,7 @@ impl TextBatches {
             let rows: Vec<Row> = noted
                 .into_iter()
                 .map(|(row, cut, replaced)| {
-                    texts.texts_cut += u64::from(cut);
-                    texts.texts_replaced += u64::from(replaced);
+                    texts.note_text(cut, replaced);
                     row
                 })
                 .collect();

@@ -432,8 +432,8 @@ pub fn create<P: AsRef<Path>>(
 }
 
 /// [`create`], handing the lenient reader's recoveries in each input to
-/// `on_warnings` (the input, its warnings) once the input is read, even
-/// when reading it failed; [`CreateReport::recoveries`] counts them.
+/// `on_warnings` (the input, its warnings) as they are met, those before
+/// an error too; [`CreateReport::recoveries`] counts them.
 ///
 /// # Errors
 /// As [`create`].
