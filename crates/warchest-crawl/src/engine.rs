@@ -215,6 +215,10 @@ pub struct Summary {
     pub recovered: Vec<String>,
     /// What opening the crawl read besides (CDXJ dedupe indexes loaded).
     pub notes: Vec<String>,
+    /// The frontier's journal was damaged in its middle and whole changes
+    /// after the damage were discarded (its note says how many): URIs
+    /// queued or finished may be lost.
+    pub journal_lost: bool,
     /// WARC files whose CDXJ this run made from their records as they
     /// were written; the others it indexed were read again.
     pub indexed_as_written: u64,
@@ -1554,6 +1558,7 @@ impl Crawl {
             files,
             requeued: self.requeued,
             recovered: self.recovered.clone(),
+            journal_lost: self.frontier.lost_changes(),
             notes: self
                 .notes
                 .iter()

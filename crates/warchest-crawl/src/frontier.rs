@@ -428,6 +428,8 @@ pub struct Frontier {
     ready: bool,
     /// What opening found amiss (a journal cut or damaged).
     notes: Vec<String>,
+    /// See [`Frontier::lost_changes`].
+    lost_changes: bool,
 }
 
 /// Refuses a frontier whose format ([`FORMAT`]) is newer than
@@ -474,6 +476,12 @@ impl Frontier {
     /// were ignored, and whether whole changes were among them.
     pub fn opening_notes(&self) -> &[String] {
         &self.notes
+    }
+
+    /// Whether opening discarded whole changes of a journal damaged in
+    /// its middle (not only the change a kill cut at its end).
+    pub fn lost_changes(&self) -> bool {
+        self.lost_changes
     }
 
     /// Opens (or creates) the frontier at `path`. The journal's changes
@@ -527,6 +535,7 @@ impl Frontier {
             batch_ms: BATCH_MS,
             failed_after: Mutex::new(None),
             notes: Vec::new(),
+            lost_changes: false,
             companion: None,
             presync: None,
             per_host: 1,
@@ -546,6 +555,7 @@ impl Frontier {
             tracing::warn!("{note}");
             f.notes.push(note);
         }
+        f.lost_changes = old.lost_changes();
         Ok((f, requeued))
     }
 
@@ -2218,6 +2228,8 @@ mod tests {
             notes[0].contains("in its middle: 2 whole changes"),
             "{notes:?}"
         );
+        // Changes were lost: the crawl's summary says so (exit 1).
+        assert!(f.lost_changes());
         drop(f);
         // A torn tail is said as one.
         let (f, _) = Frontier::open(&p).unwrap();
@@ -2237,6 +2249,8 @@ mod tests {
             notes.len() == 1 && notes[0].contains("a change cut by a kill"),
             "{notes:?}"
         );
+        // A kill's cut change had not returned to its worker: nothing lost.
+        assert!(!f.lost_changes());
     }
 
     /// A checkpoint runs its presync before it takes the frontier's lock

@@ -227,6 +227,12 @@ pub(crate) struct Read0 {
 }
 
 impl Read0 {
+    /// Whether whole changes (or bytes that may hold some) were discarded:
+    /// damage, not the change a kill cut at the end.
+    pub fn lost_changes(&self) -> bool {
+        self.torn > 0 && (self.later > 0 || !self.searched)
+    }
+
     /// What was ignored, for a person, or `None` when nothing was.
     pub fn damage(&self) -> Option<String> {
         if self.torn == 0 {

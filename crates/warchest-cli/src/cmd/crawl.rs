@@ -435,10 +435,14 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
         crate::report::unparsed_heads(g, &r.unparsed_heads);
     }
     // 1: URIs failed (logged with negative codes), a browser's exchange
-    // lost, or stopped by a signal before the end (resumable); a budget
-    // reached is an end as asked.
+    // lost, changes of a damaged journal discarded, or stopped by a signal
+    // before the end (resumable); a budget reached is an end as asked.
     Ok(
-        if summary.counts.failed > 0 || summary.ending == Ending::Interrupted || lost > 0 {
+        if summary.counts.failed > 0
+            || summary.ending == Ending::Interrupted
+            || lost > 0
+            || summary.journal_lost
+        {
             Outcome::Problem
         } else {
             Outcome::Ok
