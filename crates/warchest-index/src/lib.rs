@@ -355,10 +355,13 @@ impl Indexer {
             let url = facts
                 .get(HeaderFacts::TARGET_URI)
                 .map(|f| target_uri_text(&f.value()).into_owned());
+            // `warchest::archive::may_have_http_head`'s rule, over the
+            // fields this pass found (an empty block is told by reading).
             let parse_http = matches!(
                 typ,
                 RecordType::Response | RecordType::Request | RecordType::Revisit
-            ) && (facts.is_http() || url.as_deref().is_some_and(is_http_url));
+            ) && (facts.is_http()
+                || url.as_deref().is_some_and(warchest::archive::is_http_uri));
             let wants_body = self.opts.post_append && typ == RecordType::Request;
             let hv = HeaderValues::of(&facts, url, include, typ, computes_digest);
             (include, typ, parse_http, computes_digest, wants_body, hv)
@@ -541,10 +544,6 @@ fn paired(a: &Pairing, b: &Pairing) -> bool {
             (RecordType::Response, RecordType::Request)
                 | (RecordType::Request, RecordType::Response)
         )
-}
-
-fn is_http_url(u: &str) -> bool {
-    u.starts_with("http:") || u.starts_with("https:")
 }
 
 /// WARC-Target-URI as indexers show it: `<...>` removed, spaces as `%20`,

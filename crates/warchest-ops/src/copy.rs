@@ -813,7 +813,8 @@ impl Copier {
         let mut head_bytes = Vec::new();
         if let Some(f) = &self.filter {
             let limits = self.limits;
-            let is_http = header.is_http();
+            // The rule every reader of HTTP heads follows (index, scan).
+            let is_http = archive::may_have_http_head(&header);
             let mut block = rec.block();
             let kept = &mut head_bytes;
             // A head looked for and not read: the HTTP tests saw none.
@@ -1136,6 +1137,39 @@ mod tests {
         want.extend(record(3, "x"));
         assert_eq!(out, want);
         assert_eq!((report.records_read, report.records_selected), (3, 2));
+    }
+
+    /// The filter reads a head where the index does
+    /// (`archive::may_have_http_head`): a response of an `http:` URI whose
+    /// Content-Type is not `application/http` (as some tools write) too.
+    #[test]
+    fn filter_reads_heads_where_the_index_does() {
+        let mk = |uri: &str, block: &str| {
+            format!(
+                "WARC/1.1\r\nWARC-Type: response\r\nWARC-Target-URI: {uri}\r\nContent-Length: {}\r\n\r\n{block}\r\n\r\n",
+                block.len()
+            )
+            .into_bytes()
+        };
+        let ok = "HTTP/1.1 200 OK\r\n\r\nhi";
+        let mut data = mk("HTTP://a.test/", ok);
+        data.extend(mk("http://a.test/odd", "not http at all"));
+        data.extend(mk("urn:x:1", ok));
+        let f = Filter::parse(":status == 200").unwrap();
+        let mut copier = Copier::new(CopyOptions::new(Compression::None))
+            .unwrap()
+            .with_filter(f);
+        let (out, report) = copy_all(&mut copier, &data);
+        assert_eq!(out, mk("HTTP://a.test/", ok));
+        assert_eq!((report.records_read, report.records_selected), (3, 1));
+        // The second one was read for a head and had none; the third,
+        // of no HTTP URI, was not read for one.
+        let offsets: Vec<u64> = report
+            .unparsed_heads
+            .kept()
+            .map(|(_, u)| u.offset)
+            .collect();
+        assert_eq!(offsets, [mk("HTTP://a.test/", ok).len() as u64]);
     }
 
     #[test]

@@ -16,7 +16,7 @@
 
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::path::{Component, Path, PathBuf};
 use warchest::io::read_up_to;
 
@@ -431,11 +431,17 @@ pub struct UnpackStats {
     /// Records not written, and why (unsafe paths, existing files).
     pub refused: Vec<(String, String)>,
     /// Files written short, and why: the archive ends inside their record
-    /// (or its block ends before the size recorded). Each is left where it
+    /// (or its block ends before the size recorded, or one of its segments
+    /// is missing or cut short). Each is left where it
     /// was written, as `tar` leaves what it could read of a cut archive,
     /// without its recorded modification time so that it does not pass
     /// for the original.
     pub truncated: Vec<(String, String)>,
+    /// Files written whole from segments whose payload digest, taken over
+    /// the reassembled block, does not match the one recorded: the file,
+    /// and the mismatch. Each is left as written, without its recorded
+    /// modification time.
+    pub damaged: Vec<(String, String)>,
     /// Files written whose metadata record could not be read whole (it
     /// does not parse, or a value in it does not): the file, and what was
     /// not restored.
@@ -448,7 +454,10 @@ pub struct UnpackStats {
 impl UnpackStats {
     /// Whether every resource record was written whole, where it belongs.
     pub fn is_clean(&self) -> bool {
-        self.refused.is_empty() && self.truncated.is_empty() && self.metadata_problems.is_empty()
+        self.refused.is_empty()
+            && self.truncated.is_empty()
+            && self.damaged.is_empty()
+            && self.metadata_problems.is_empty()
     }
 }
 
@@ -568,11 +577,29 @@ pub fn unpack_with<P: AsRef<Path>>(
                 }
             };
             let locate = |e: io::Error| Error::from(e).in_file(&dest);
+            // Why a segmented file's reassembly stopped short, or was
+            // found wrong at its end (its payload digest).
+            let mut broken: Option<String> = None;
+            let mut wrong = false;
             let (n, cut, want) = if h.segment_number().is_some() {
-                let mut l = segments.open(&id)?;
-                let want = l.header().content_length();
-                let n = io::copy(&mut l, &mut file).map_err(locate)?;
-                (n, false, want)
+                // A series with a part missing or cut short is this
+                // file's loss alone: the other files are still restored.
+                match segments.open(&id) {
+                    Ok(mut l) => {
+                        let want = l.header().content_length();
+                        let (n, failed) = copy_reading(&mut l, &mut file).map_err(locate)?;
+                        if let Some(e) = failed {
+                            // The digest is checked once every byte was read.
+                            wrong = l.check().is_some();
+                            broken = Some(e.to_string());
+                        }
+                        (n, false, want)
+                    }
+                    Err(e) => {
+                        broken = Some(e.to_string());
+                        (0, false, h.segment_total_length().flatten())
+                    }
+                }
             } else {
                 let want = h.content_length();
                 let n = io::copy(&mut rec.block(), &mut file).map_err(locate)?;
@@ -582,7 +609,7 @@ pub fn unpack_with<P: AsRef<Path>>(
             };
             file.flush().map_err(locate)?;
             let want = meta.size.or(want);
-            let short = cut || want.is_some_and(|w| n < w);
+            let short = cut || (broken.is_some() && !wrong) || want.is_some_and(|w| n < w);
             #[cfg(unix)]
             if let Some(m) = meta.mode {
                 use std::os::unix::fs::PermissionsExt;
@@ -593,6 +620,7 @@ pub fn unpack_with<P: AsRef<Path>>(
             #[cfg(not(unix))]
             let _ = meta.mode;
             if !short
+                && !wrong
                 && let Some(t) = meta
                     .modified
                     .and_then(|m| WarcDate::parse(&m).ok())
@@ -604,12 +632,15 @@ pub fn unpack_with<P: AsRef<Path>>(
             if let Some(p) = meta.problem {
                 stats.metadata_problems.push((name.clone(), p));
             }
-            if short {
+            if wrong {
+                let why = broken.unwrap_or_default();
+                stats.damaged.push((name, why));
+            } else if short {
                 let of = want.map_or(String::new(), |w| format!(" of {w}"));
-                let why = if cut {
-                    "the archive ends inside its record"
-                } else {
-                    "its record's block is shorter than the size recorded"
+                let why = match &broken {
+                    Some(e) => e.as_str(),
+                    None if cut => "the archive ends inside its record",
+                    None => "its record's block is shorter than the size recorded",
                 };
                 stats
                     .truncated
@@ -621,6 +652,24 @@ pub fn unpack_with<P: AsRef<Path>>(
         }
     }
     Ok(stats)
+}
+
+/// Copies `from` into `to`: the bytes copied, and the error that ended the
+/// reading early, if one did. A write error is the error returned: the
+/// output, not the archive, failed.
+fn copy_reading(from: &mut impl Read, to: &mut impl Write) -> io::Result<(u64, Option<io::Error>)> {
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut n = 0u64;
+    loop {
+        let k = match from.read(&mut buf) {
+            Ok(0) => return Ok((n, None)),
+            Ok(k) => k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Ok((n, Some(e))),
+        };
+        to.write_all(&buf[..k])?;
+        n += k as u64;
+    }
 }
 
 #[cfg(test)]

@@ -518,12 +518,16 @@ pub fn may_have_http_head(header: &WarcHeader) -> bool {
     if !typed || header.content_length() == Some(0) {
         return false;
     }
-    header.is_http()
-        || header.target_uri().is_some_and(|u| {
-            let u = u.as_bytes();
-            let starts = |p: &[u8]| u.len() >= p.len() && u[..p.len()].eq_ignore_ascii_case(p);
-            starts(b"http:") || starts(b"https:")
-        })
+    header.is_http() || header.target_uri().is_some_and(|u| is_http_uri(&u))
+}
+
+/// True when `uri` (a WARC-Target-URI without its brackets) is an `http:`
+/// or `https:` URI, in any case: with a request, response or revisit type,
+/// such a record is read for an HTTP head ([`may_have_http_head`]).
+pub fn is_http_uri(uri: &str) -> bool {
+    let u = uri.as_bytes();
+    let starts = |p: &[u8]| u.len() >= p.len() && u[..p.len()].eq_ignore_ascii_case(p);
+    starts(b"http:") || starts(b"https:")
 }
 
 /// The block of `inner`, after the bytes of `unread` from `at` on (a head

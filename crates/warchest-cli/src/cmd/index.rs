@@ -204,7 +204,12 @@ pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
                 }
             }
             g.recoveries(name, &warnings);
-            if !refused(Some(e.as_ref())) {
+            // A refusal's entries stand only on a pipe (counted in its
+            // error): then their heads that did not parse are told too.
+            let stand = e
+                .downcast_ref::<NotAddressable>()
+                .is_none_or(|r| r.written > 0);
+            if stand {
                 crate::report::unparsed_heads(g, &unparsed.in_file(name));
             }
             outcome = file_error(name, e.as_ref());

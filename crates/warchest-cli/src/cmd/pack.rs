@@ -72,7 +72,9 @@ pub fn run_pack(_g: &Global, args: PackArgs) -> Result<Outcome> {
 /// refusal is reported and makes the exit status 1. A file whose record
 /// the archive ends inside is left as far as it was written, named as
 /// truncated (exit status 1), as `tar` leaves what it read of a cut
-/// archive; a metadata record that does not parse is named too.
+/// archive; so is a file of segments when one is missing or cut short, and
+/// one whose reassembled payload digest does not match is named as
+/// damaged; a metadata record that does not parse is named too.
 ///
 /// Example: `warchest unpack archive/*.warc.gz -o restored/`
 #[derive(clap::Args, Debug)]
@@ -98,14 +100,21 @@ pub fn run_unpack(g: &Global, args: UnpackArgs) -> Result<Outcome> {
     for (p, why) in &stats.truncated {
         eprintln!("warchest: {p}: truncated: {why}");
     }
+    for (p, why) in &stats.damaged {
+        eprintln!("warchest: {p}: damaged: {why}");
+    }
     for (p, why) in &stats.metadata_problems {
         eprintln!("warchest: {p}: {why}");
     }
-    let short = if stats.truncated.is_empty() {
-        String::new()
-    } else {
-        format!(", {} truncated", stats.truncated.len())
-    };
+    let mut short = String::new();
+    for (n, what) in [
+        (stats.truncated.len(), "truncated"),
+        (stats.damaged.len(), "damaged"),
+    ] {
+        if n > 0 {
+            short.push_str(&format!(", {n} {what}"));
+        }
+    }
     eprintln!(
         "warchest: {} files{short}, {} bytes written",
         stats.files, stats.bytes

@@ -1071,6 +1071,47 @@ fn warc_record(typ: &str, uri: &str, n: u32, ct: &str, block: &[u8]) -> Vec<u8> 
     r
 }
 
+/// A lone file refused as a whole on a pipe: its entries stand (the error
+/// counts them), so its records whose HTTP head did not parse are told;
+/// cut back from a file `-o` writes, none stands and none is told.
+#[test]
+fn a_refusal_on_a_pipe_tells_the_unparsed_heads_of_its_entries() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let http = "application/http; msgtype=response";
+    let mut data = warc_record("response", "http://a.test/1", 1, http, b"\x00\x01 not http");
+    for n in 2..6 {
+        let uri = format!("http://a.test/{n}");
+        data.extend(warc_record(
+            "response",
+            &uri,
+            n,
+            http,
+            b"HTTP/1.1 200 OK\r\n\r\nhi",
+        ));
+    }
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&data).unwrap();
+    let whole = dir.path().join("whole.warc.gz");
+    std::fs::write(&whole, gz.finish().unwrap()).unwrap();
+    let whole = whole.to_str().unwrap();
+    let told = "1 record whose HTTP head did not parse";
+
+    let out = warchest(&["index", whole]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let entries = String::from_utf8(out.stdout).unwrap().lines().count();
+    assert_eq!((entries, refused_on_stdout(&err)), (5, 5), "{err}");
+    assert!(err.contains(told), "{err}");
+
+    let out_path = dir.path().join("whole.cdxj");
+    let out = warchest(&["index", "-o", out_path.to_str().unwrap(), whole]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(std::fs::read_to_string(&out_path).unwrap(), "", "cut back");
+    assert!(!err.contains(told), "{err}");
+}
+
 /// Records whose HTTP head did not parse are indexed as cdxj-indexer
 /// indexes them (no status, no mime) and told on stderr by default: their
 /// number and the first offset in one line, each offset with -w, nothing

@@ -424,6 +424,73 @@ fn unpack_names_a_file_the_archive_ends_inside() {
     }
 }
 
+/// A file packed in segments, one of them cut short, missing, or with a
+/// byte changed: that file is named (truncated, or damaged by its payload
+/// digest), exit 1, and the other files are still restored.
+#[test]
+fn unpack_names_a_file_whose_segments_are_cut_or_wrong() {
+    let work = tempfile::tempdir().unwrap();
+    let src = work.path().join("tree");
+    fs::create_dir_all(&src).unwrap();
+    let big = noise(300_000, 9);
+    fs::write(src.join("big.bin"), &big).unwrap();
+    fs::write(src.join("small.txt"), b"small\n").unwrap();
+    let flags = ["--compress", "none", "--max-size", "64KiB"];
+    let holds_segment = |f: &PathBuf, n: u32| {
+        let data = fs::read(f).unwrap();
+        let needle = format!("WARC-Segment-Number: {n}\r\n");
+        data.windows(needle.len())
+            .position(|w| w == needle.as_bytes())
+    };
+    for damage in ["cut", "missing", "changed"] {
+        let out = work.path().join(format!("warcs-{damage}"));
+        let warcs = packed(&src, &out, &flags);
+        let third = warcs
+            .iter()
+            .find(|f| holds_segment(f, 3).is_some())
+            .expect("a third segment")
+            .clone();
+        let data = fs::read(&third).unwrap();
+        let at = holds_segment(&third, 3).unwrap();
+        match damage {
+            "cut" => fs::write(&third, &data[..at + 20_000]).unwrap(),
+            "missing" => fs::remove_file(&third).unwrap(),
+            _ => {
+                let mut d = data.clone();
+                d[at + 20_000] ^= 0x55;
+                fs::write(&third, d).unwrap();
+            }
+        }
+        let warcs = files_in(&out);
+        let back = work.path().join(format!("back-{damage}"));
+        let (code, _, err) = run(bin().arg("unpack").args(&warcs).arg("-o").arg(&back));
+        assert_eq!(code, 1, "{damage}: {err}");
+        assert_eq!(fs::read(back.join("tree/small.txt")).unwrap(), b"small\n");
+        let named = back.join("tree/big.bin").display().to_string();
+        let got = fs::read(back.join("tree/big.bin")).unwrap();
+        match damage {
+            "changed" => {
+                assert_eq!(got.len(), big.len(), "{damage}");
+                assert!(
+                    err.contains(&format!("{named}: damaged: payload digest")),
+                    "{err}"
+                );
+                assert!(err.contains("1 files, 1 damaged"), "{err}");
+            }
+            _ => {
+                assert!(got.len() < big.len() && big.starts_with(&got), "{damage}");
+                let told = format!(
+                    "{named}: truncated: {} of 300000 bytes restored:",
+                    got.len()
+                );
+                assert!(err.contains(&told), "{damage}: {err}");
+                assert!(err.contains("segment 3"), "{damage}: {err}");
+                assert!(err.contains("1 files, 1 truncated"), "{damage}: {err}");
+            }
+        }
+    }
+}
+
 /// Recoveries in a packed archive are counted on stderr; metadata that
 /// does not read is named and makes the exit status 1.
 #[test]
