@@ -288,7 +288,18 @@ pub fn run_capture(g: &Global, args: CaptureArgs) -> Result<Outcome> {
             (None, None) => eprintln!("{} {}", e.outcome, e.url),
         }
     };
-    let summary = capturer.run(urls, &progress)?;
+    let summary = match capturer.run(urls, &progress) {
+        Ok(s) => s,
+        Err(f) => {
+            // The write error ends the run (exit 2); what it lost is named
+            // first, as a stop's is.
+            for u in &f.unwritten {
+                eprintln!("not written: {u}");
+            }
+            report_not_fetched(g, &f.summary, "the output failed");
+            return Err(anyhow::Error::new(f.error));
+        }
+    };
     if !quiet {
         for f in &summary.files {
             eprintln!("wrote {}", f.display());
@@ -311,32 +322,35 @@ pub fn run_capture(g: &Global, args: CaptureArgs) -> Result<Outcome> {
     }
     // A stop leaves the queue behind: those URLs are lost to this run, so
     // they are named and the run is not a success (as crawl's interruption).
-    if summary.not_fetched > 0 {
-        if g.show_warnings {
-            for u in &summary.not_fetched_urls {
-                eprintln!("not fetched: {u}");
-            }
-            let more = summary.not_fetched - summary.not_fetched_urls.len() as u64;
-            if more > 0 {
-                eprintln!("... and {more} more URLs not fetched");
-            }
-        }
-        eprintln!(
-            "{} URL{} not fetched ({})",
-            summary.not_fetched,
-            if summary.not_fetched == 1 { "" } else { "s" },
-            if summary.interrupted {
-                "interrupted"
-            } else {
-                "stopped"
-            }
-        );
-    }
+    report_not_fetched(g, &summary, "interrupted");
     Ok(if summary.failed > 0 || summary.not_fetched > 0 {
         Outcome::Problem
     } else {
         Outcome::Ok
     })
+}
+
+/// Says the URLs a run never attempted, `why` (a stop, a write error):
+/// with `-w` each of the first named, then `K URLs not fetched (why)`,
+/// also under `-q`.
+fn report_not_fetched(g: &Global, summary: &capture::Summary, why: &str) {
+    if summary.not_fetched == 0 {
+        return;
+    }
+    if g.show_warnings {
+        for u in &summary.not_fetched_urls {
+            eprintln!("not fetched: {u}");
+        }
+        let more = summary.not_fetched - summary.not_fetched_urls.len() as u64;
+        if more > 0 {
+            eprintln!("... and {more} more URLs not fetched");
+        }
+    }
+    eprintln!(
+        "{} URL{} not fetched ({why})",
+        summary.not_fetched,
+        if summary.not_fetched == 1 { "" } else { "s" },
+    );
 }
 
 /// The recorder and upstream fetch settings of a recording proxy (`proxy`
