@@ -679,6 +679,11 @@ impl Browsers {
                     // The proxy counted each loss before the tab saw its
                     // answer, so the page's are there by now.
                     r.not_recorded = self.unrecorded.claim(r.fetched.iter().map(String::as_str));
+                    if r.incomplete {
+                        // Its list may be short: its losses may be left
+                        // unclaimed, so none can pass for the browser's.
+                        self.unrecorded.tracker_incomplete();
+                    }
                     r.attempts = attempt;
                     r.ms = start.elapsed().as_millis() as u64;
                     result = Some(r);

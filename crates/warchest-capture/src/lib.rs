@@ -200,17 +200,38 @@ pub struct Summary {
     /// URLs robots.txt kept us from.
     pub disallowed: u64,
     /// URLs given that were never attempted: the run was stopped (SIGINT,
-    /// SIGTERM) or failed to write first. Each was left whole (none of its
+    /// SIGTERM), or a write failed first (then this summary is
+    /// [`RunFailed::summary`]). Each was left whole (none of its
     /// exchanges made).
     pub not_fetched: u64,
     /// The first [`NAMED_NOT_FETCHED`] of them.
     pub not_fetched_urls: Vec<String>,
-    /// The run was stopped before its end ([`CaptureOptions::stop`]).
+    /// The run was stopped before its end ([`CaptureOptions::stop`]); a
+    /// run that ended on a write error is told by [`RunFailed`] instead.
     pub interrupted: bool,
     /// The records written.
     pub records: RecorderStats,
     /// The files written.
     pub files: Vec<PathBuf>,
+}
+
+/// A run ended by an error writing its output: the error, and what was
+/// lost to it, named, as a stop's summary names it.
+#[derive(Debug, thiserror::Error)]
+#[error("{error}")]
+pub struct RunFailed {
+    /// The first write error.
+    #[source]
+    pub error: CaptureError,
+    /// The URLs given whose records could not be written: the one that
+    /// met `error`, and any other a worker had under way that failed to
+    /// write too (at most one a worker); none when the error was closing
+    /// the files once every URL was attempted.
+    pub unwritten: Vec<String>,
+    /// What the run did up to the error, with the URLs never attempted
+    /// ([`Summary::not_fetched`]); `files` holds the files closed, if
+    /// closing worked.
+    pub summary: Summary,
 }
 
 /// An origin's robots.txt rules and the reason given for a URL they
@@ -286,13 +307,14 @@ impl Capturer {
     /// fetch to `progress`; returns what was done and the files written.
     ///
     /// # Errors
-    /// Writing failed (a URL that cannot be fetched is an [`Event`], not
-    /// an error).
+    /// Writing failed: the workers take no more URLs, and [`RunFailed`]
+    /// names the URLs whose records were lost and those never attempted
+    /// (a URL that cannot be fetched is an [`Event`], not an error).
     pub fn run(
         self,
         urls: Vec<String>,
         progress: &(dyn Fn(&Event) + Sync),
-    ) -> Result<Summary, CaptureError> {
+    ) -> Result<Summary, Box<RunFailed>> {
         let total = urls.len() as u64;
         let queue = Mutex::new(urls.into_iter().collect::<VecDeque<_>>());
         let summary = Mutex::new(Summary {
@@ -300,6 +322,8 @@ impl Capturer {
             ..Summary::default()
         });
         let fatal: Mutex<Option<CaptureError>> = Mutex::new(None);
+        // URLs whose records a write error lost.
+        let unwritten: Mutex<Vec<String>> = Mutex::new(Vec::new());
         // URLs taken from the queue and then not attempted (a stop seen
         // after taking one): counted with what the queue still holds.
         let dropped: Mutex<Vec<String>> = Mutex::new(Vec::new());
@@ -319,8 +343,13 @@ impl Capturer {
                         let events = match self.capture_one(&u) {
                             Ok(ev) => ev,
                             Err(e @ CaptureError::Warc(_)) => {
+                                // The first error is the run's; a later one
+                                // (another worker's) still loses its URL.
                                 if let Ok(mut f) = fatal.lock() {
-                                    *f = Some(e);
+                                    f.get_or_insert(e);
+                                }
+                                if let Ok(mut w) = unwritten.lock() {
+                                    w.push(u);
                                 }
                                 break;
                             }
@@ -342,11 +371,6 @@ impl Capturer {
                 });
             }
         });
-        if let Some(e) = fatal.into_inner().ok().flatten() {
-            // Close what can be closed; the error is the news.
-            let _ = self.recorder.finish();
-            return Err(e);
-        }
         let mut summary = summary.into_inner().unwrap_or_default();
         // Each worker drops at most one: this list holds at most `jobs`.
         let dropped = dropped.into_inner().unwrap_or_default();
@@ -359,7 +383,31 @@ impl Capturer {
             .collect();
         summary.interrupted = self.stopped();
         summary.records = self.recorder.stats();
-        summary.files = self.recorder.finish()?;
+        if let Some(error) = fatal.into_inner().ok().flatten() {
+            // Close what can be closed; the error is the news.
+            summary.files = self
+                .recorder
+                .finish()
+                .unwrap_or_else(|_| self.recorder.closed_files());
+            return Err(Box::new(RunFailed {
+                error,
+                unwritten: unwritten.into_inner().unwrap_or_default(),
+                summary,
+            }));
+        }
+        match self.recorder.finish() {
+            Ok(files) => summary.files = files,
+            Err(error) => {
+                // Every URL was attempted: closing lost what was written
+                // last, which no URL can be named for.
+                summary.files = self.recorder.closed_files();
+                return Err(Box::new(RunFailed {
+                    error,
+                    unwritten: Vec::new(),
+                    summary,
+                }));
+            }
+        }
         Ok(summary)
     }
 

@@ -297,6 +297,13 @@ pub struct Missed {
 /// A browser's own requests (its updater, its clock, its account checks)
 /// pass through the proxy too: [`Unrecorded::claim`] tells the lost
 /// exchanges a page asked for from those.
+///
+/// A loss is kept by its URL until a page claims it, or until an exchange
+/// of the same URL is recorded ([`Unrecorded::recorded`]): the archive
+/// then holds that URL, so the earlier loss is superseded (counted as
+/// such, not dropped) and a page that claims the URL later (a retry of
+/// the page that lost it) finds nothing to claim. A loss already claimed
+/// stays its page's: that page's line said so when it ended.
 #[derive(Debug, Default)]
 pub struct Unrecorded {
     counts: [AtomicU64; NotRecorded::ALL.len()],
@@ -310,6 +317,11 @@ pub struct Unrecorded {
     unattributed: AtomicU64,
     /// Losses claimed by a page.
     claimed: AtomicU64,
+    /// Losses whose URL an exchange recorded later.
+    superseded: AtomicU64,
+    /// Pages whose browser tracker lost events (see
+    /// [`Unrecorded::tracker_incomplete`]).
+    incomplete_pages: AtomicU64,
 }
 
 impl Unrecorded {
@@ -360,6 +372,26 @@ impl Unrecorded {
         out
     }
 
+    /// Called when an exchange of `url` was recorded: the losses of
+    /// `url` not claimed yet are superseded, since the archive now holds
+    /// the URL. Only earlier losses: one after this recording is kept for
+    /// claiming as any other.
+    pub fn recorded(&self, url: &str) {
+        let key = url_key(url);
+        let mut kept = self.lost_urls.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = kept.remove(&key) {
+            self.superseded.fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
+    /// Counts a page whose browser tracker lost events: its list of URLs
+    /// may be short, so it may not have claimed all of its losses. Once
+    /// one page was, no unclaimed loss can be told to be the browser's
+    /// own ([`UnrecordedSummary::lost_by_pages`]).
+    pub fn tracker_incomplete(&self) {
+        self.incomplete_pages.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// What was counted so far.
     pub fn summary(&self) -> UnrecordedSummary {
         let counts = NotRecorded::ALL
@@ -373,6 +405,8 @@ impl Unrecorded {
             named,
             claimed: self.claimed.load(Ordering::Relaxed),
             unattributed: self.unattributed.load(Ordering::Relaxed),
+            superseded: self.superseded.load(Ordering::Relaxed),
+            incomplete_pages: self.incomplete_pages.load(Ordering::Relaxed),
         }
     }
 }
@@ -398,6 +432,14 @@ pub struct UnrecordedSummary {
     /// Lost exchanges whose URL was not kept (a request cut before its
     /// head ended, or past [`KEPT_LOST_URLS`]): nobody can tell whose.
     pub unattributed: u64,
+    /// Lost exchanges whose URL a later exchange recorded
+    /// ([`Unrecorded::recorded`]): the archive holds the URL. Part of
+    /// [`UnrecordedSummary::lost`], none of
+    /// [`UnrecordedSummary::lost_by_pages`].
+    pub superseded: u64,
+    /// Pages whose browser tracker lost events
+    /// ([`Unrecorded::tracker_incomplete`]).
+    pub incomplete_pages: u64,
 }
 
 impl UnrecordedSummary {
@@ -406,7 +448,8 @@ impl UnrecordedSummary {
         self.counts.iter().map(|(_, n)| n).sum()
     }
 
-    /// Exchanges lost: not recorded for a reason other than a refusal.
+    /// Exchanges lost: not recorded for a reason other than a refusal
+    /// (those [`UnrecordedSummary::superseded`] included).
     pub fn lost(&self) -> u64 {
         self.counts
             .iter()
@@ -416,11 +459,27 @@ impl UnrecordedSummary {
     }
 
     /// Lost exchanges that were, or may have been, a page's: claimed by a
-    /// page, or of no known URL. The rest of [`UnrecordedSummary::lost`]
-    /// were a browser's own requests (or a page's the browser no longer
-    /// tracked when they ended).
+    /// page, or of no known URL; and when a page's tracker lost events
+    /// ([`UnrecordedSummary::incomplete_pages`]), every loss not
+    /// superseded, since that page's list of URLs may be short and its
+    /// losses left unclaimed. The rest of [`UnrecordedSummary::lost`],
+    /// less the superseded, were a browser's own requests
+    /// ([`UnrecordedSummary::browsers_own`]).
     pub fn lost_by_pages(&self) -> u64 {
-        self.claimed + self.unattributed
+        if self.incomplete_pages > 0 {
+            self.lost().saturating_sub(self.superseded)
+        } else {
+            self.claimed + self.unattributed
+        }
+    }
+
+    /// Lost exchanges told to be a browser's own requests (or a page's
+    /// the browser no longer tracked when they ended): neither a page's
+    /// ([`UnrecordedSummary::lost_by_pages`]) nor superseded.
+    pub fn browsers_own(&self) -> u64 {
+        self.lost()
+            .saturating_sub(self.superseded)
+            .saturating_sub(self.lost_by_pages())
     }
 
     /// Exchanges counted but not named (past [`NAMED_UNRECORDED`]).
@@ -1576,6 +1635,10 @@ fn forward(shared: &Shared, mut job: Job, fwd: &mut Fwd) -> Result<(), CaptureEr
             Some(&target),
             &e.to_string(),
         );
+    } else {
+        // Also before the copy ends: a page that then claims this URL (the
+        // retry of a page whose first attempt lost it) finds no loss.
+        shared.unrecorded.recorded(&target);
     }
     if whole {
         fwd.end();
@@ -1850,5 +1913,62 @@ mod unrecorded_tests {
         // A request cut before its head ended has no URL: anyone's.
         u.note(NotRecorded::ClientGone, "a request".into(), None, "cut");
         assert_eq!(u.summary().lost_by_pages(), 3);
+    }
+
+    /// A page's failed first attempt lost a URL its retry then recorded:
+    /// the retry claims nothing (the run lost nothing of it), and the
+    /// loss is counted superseded, not dropped.
+    #[test]
+    fn a_recording_supersedes_an_earlier_loss_of_its_url() {
+        let u = Unrecorded::default();
+        let note = |url: &str| {
+            u.note(
+                NotRecorded::NoResponse,
+                format!("GET {url}"),
+                Some(url),
+                "x",
+            )
+        };
+        note("http://a.test/img.png");
+        note("http://a.test/img.png");
+        note("http://a.test/gone.css");
+        u.recorded("http://a.test/img.png");
+        // Recording a URL never lost changes nothing.
+        u.recorded("http://a.test/other");
+        let page = [
+            "http://a.test/",
+            "http://a.test/img.png",
+            "http://a.test/gone.css",
+        ];
+        assert_eq!(u.claim(page), ["http://a.test/gone.css"]);
+        let s = u.summary();
+        assert_eq!((s.lost(), s.claimed, s.superseded), (3, 1, 2));
+        assert_eq!((s.lost_by_pages(), s.browsers_own()), (1, 0));
+        // A loss after the recording is kept for claiming again.
+        note("http://a.test/img.png");
+        assert_eq!(u.claim(page), ["http://a.test/img.png"]);
+        assert_eq!(u.summary().lost_by_pages(), 2);
+    }
+
+    /// A page whose tracker lost events may have left its losses
+    /// unclaimed: then none is taken for the browser's own, and the
+    /// unclaimed count as the pages' (so a browser run fails on them).
+    #[test]
+    fn after_an_incomplete_tracker_unclaimed_losses_are_the_pages() {
+        let u = Unrecorded::default();
+        let note = |url: &str| u.note(NotRecorded::Connect, format!("GET {url}"), Some(url), "x");
+        note("http://a.test/img.png");
+        note("https://update.example/ping");
+        note("http://a.test/later.png");
+        u.recorded("http://a.test/later.png");
+        assert_eq!(u.claim(["http://a.test/img.png"]).len(), 1);
+        let s = u.summary();
+        assert_eq!((s.lost_by_pages(), s.browsers_own()), (1, 1));
+        u.tracker_incomplete();
+        let s = u.summary();
+        assert_eq!(s.incomplete_pages, 1);
+        // The superseded one stays no page's loss.
+        assert_eq!((s.lost(), s.superseded), (3, 1));
+        assert_eq!((s.lost_by_pages(), s.browsers_own()), (2, 0));
     }
 }

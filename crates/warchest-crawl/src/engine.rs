@@ -1043,6 +1043,9 @@ impl Crawl {
             "seconds": secs,
             "pages_this_run": self.live.pages.load(Ordering::Relaxed),
             "bytes_this_run": self.live.bytes.load(Ordering::Relaxed),
+            // Summary::links_stopped and links_dropped, as they grow.
+            "links_stopped_this_run": self.live.links_stopped.load(Ordering::Relaxed),
+            "links_dropped_this_run": self.live.links_dropped.load(Ordering::Relaxed),
             "stopping": self.stopped(),
             "exclusion_file_error": self
                 .exclusions_error
@@ -1053,7 +1056,19 @@ impl Crawl {
         })
         .to_string();
         let mut m = String::new();
-        let mut gauges = vec![("hosts_active", "Hosts being fetched now", active)];
+        let mut gauges = vec![
+            ("hosts_active", "Hosts being fetched now", active),
+            (
+                "links_stopped",
+                "URIs this run whose link extraction stopped early",
+                self.live.links_stopped.load(Ordering::Relaxed),
+            ),
+            (
+                "links_dropped",
+                "Links this run left out over the bounds",
+                self.live.links_dropped.load(Ordering::Relaxed),
+            ),
+        ];
         match &counted {
             Ok(c) => gauges.extend([
                 ("queued", "URIs waiting in queues", c.queued),
@@ -1976,6 +1991,11 @@ impl Crawl {
         }
         // Dropped before nofollow or scope: what the page had.
         ann.extend(self.links_cut(uri, got.links_dropped, got.links_stopped.as_ref()));
+        if got.tracker_incomplete {
+            // Its resources and links may be short: said on its line, as
+            // capture --browser's page line says `(tracker incomplete)`.
+            ann.push("trackerIncomplete".to_string());
+        }
         let line = LogLine {
             status,
             size: None,

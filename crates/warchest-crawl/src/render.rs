@@ -43,6 +43,9 @@ pub struct Rendered {
     pub error: Option<String>,
     /// Milliseconds the page took.
     pub ms: u64,
+    /// The browser's tracker of the page lost events: its `fetched` and
+    /// `links` may be short (crawl.log's `trackerIncomplete`).
+    pub tracker_incomplete: bool,
     /// Set when the page's own document (a 2xx answer to its URL, as
     /// recorded, or as the browser took it) was not HTML: its
     /// Content-Type. The URL is then a resource a tab loaded (a link to

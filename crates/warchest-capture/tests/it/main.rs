@@ -1,5 +1,6 @@
 //! The integration tests of `warchest-capture`, one binary
 //! (docs/testing.md).
 
+mod proxy;
 mod robots;
 mod run;

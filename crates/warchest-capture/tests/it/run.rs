@@ -105,6 +105,47 @@ fn a_stop_counts_and_names_the_urls_never_fetched() {
     assert!(!s.interrupted);
 }
 
+/// A write error ends the run, and what it lost is named as a stop's
+/// is: the URL whose records could not be written, and the URLs never
+/// attempted (they used to go uncounted, the summary dropped).
+#[test]
+fn a_write_error_names_the_url_it_lost_and_those_never_fetched() {
+    let port = site();
+    let urls: Vec<String> = (0..4)
+        .map(|i| format!("http://127.0.0.1:{port}/w{i}"))
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let opts = CaptureOptions {
+        timeout: Duration::from_secs(5),
+        jobs: 1,
+        robots: false,
+        ..CaptureOptions::default()
+    };
+    let capturer = Capturer::new(&out, opts).unwrap();
+    // The first file is made at the first record: gone, its directory
+    // makes that write fail.
+    std::fs::remove_dir_all(&out).unwrap();
+    let events = Mutex::new(Vec::new());
+    let failed = capturer
+        .run(urls.clone(), &|e: &Event| {
+            events.lock().unwrap().push(e.clone())
+        })
+        .expect_err("the records cannot be written");
+    assert!(events.into_inner().unwrap().is_empty());
+    assert!(
+        matches!(failed.error, warchest_capture::CaptureError::Warc(_)),
+        "{:?}",
+        failed.error
+    );
+    assert_eq!(failed.unwritten, urls[..1]);
+    let s = &failed.summary;
+    assert_eq!(s.not_fetched, 3);
+    assert_eq!(s.not_fetched_urls, urls[1..]);
+    assert!(!s.interrupted);
+    assert_eq!((s.fetched, s.failed, s.records.records), (0, 0, 0));
+}
+
 #[test]
 fn the_redirect_past_the_limit_and_one_to_ftp_are_errors_naming_their_target() {
     let port = site();

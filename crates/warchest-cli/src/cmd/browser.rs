@@ -444,6 +444,7 @@ impl warchest_crawl::render::PageRenderer for CrawlRenderer {
             fetched,
             error: p.error.clone(),
             ms: p.ms,
+            tracker_incomplete: p.incomplete,
             // The tab's document type when it has one (what the page
             // shows, the one that decided its records), else the recorded
             // answer's.

@@ -288,7 +288,18 @@ pub fn run_capture(g: &Global, args: CaptureArgs) -> Result<Outcome> {
             (None, None) => eprintln!("{} {}", e.outcome, e.url),
         }
     };
-    let summary = capturer.run(urls, &progress)?;
+    let summary = match capturer.run(urls, &progress) {
+        Ok(s) => s,
+        Err(f) => {
+            // The write error ends the run (exit 2); what it lost is named
+            // first, as a stop's is.
+            for u in &f.unwritten {
+                eprintln!("not written: {u}");
+            }
+            report_not_fetched(g, &f.summary, "the output failed");
+            return Err(anyhow::Error::new(f.error));
+        }
+    };
     if !quiet {
         for f in &summary.files {
             eprintln!("wrote {}", f.display());
@@ -311,32 +322,35 @@ pub fn run_capture(g: &Global, args: CaptureArgs) -> Result<Outcome> {
     }
     // A stop leaves the queue behind: those URLs are lost to this run, so
     // they are named and the run is not a success (as crawl's interruption).
-    if summary.not_fetched > 0 {
-        if g.show_warnings {
-            for u in &summary.not_fetched_urls {
-                eprintln!("not fetched: {u}");
-            }
-            let more = summary.not_fetched - summary.not_fetched_urls.len() as u64;
-            if more > 0 {
-                eprintln!("... and {more} more URLs not fetched");
-            }
-        }
-        eprintln!(
-            "{} URL{} not fetched ({})",
-            summary.not_fetched,
-            if summary.not_fetched == 1 { "" } else { "s" },
-            if summary.interrupted {
-                "interrupted"
-            } else {
-                "stopped"
-            }
-        );
-    }
+    report_not_fetched(g, &summary, "interrupted");
     Ok(if summary.failed > 0 || summary.not_fetched > 0 {
         Outcome::Problem
     } else {
         Outcome::Ok
     })
+}
+
+/// Says the URLs a run never attempted, `why` (a stop, a write error):
+/// with `-w` each of the first named, then `K URLs not fetched (why)`,
+/// also under `-q`.
+fn report_not_fetched(g: &Global, summary: &capture::Summary, why: &str) {
+    if summary.not_fetched == 0 {
+        return;
+    }
+    if g.show_warnings {
+        for u in &summary.not_fetched_urls {
+            eprintln!("not fetched: {u}");
+        }
+        let more = summary.not_fetched - summary.not_fetched_urls.len() as u64;
+        if more > 0 {
+            eprintln!("... and {more} more URLs not fetched");
+        }
+    }
+    eprintln!(
+        "{} URL{} not fetched ({why})",
+        summary.not_fetched,
+        if summary.not_fetched == 1 { "" } else { "s" },
+    );
 }
 
 /// The recorder and upstream fetch settings of a recording proxy (`proxy`
@@ -539,9 +553,16 @@ pub fn run_proxy(g: &Global, args: ProxyArgs) -> Result<Outcome> {
 /// exchange, the first [`proxy::NAMED_UNRECORDED`] by name. With
 /// `pages` (a browser's proxy) the line says how many of the lost were
 /// the pages'. Returns the exchanges lost: with `pages`, those of the
-/// pages (or of no known URL); without, all but a filter's refusals.
+/// pages (or of no known URL, or all unclaimed ones once a page's
+/// tracker lost events); without, all but a filter's refusals. Either
+/// way, losses a later exchange of their URL superseded are counted on
+/// the line but not returned.
 pub fn report_unrecorded(g: &Global, s: &proxy::UnrecordedSummary, pages: bool) -> u64 {
-    let lost = if pages { s.lost_by_pages() } else { s.lost() };
+    let lost = if pages {
+        s.lost_by_pages()
+    } else {
+        s.lost().saturating_sub(s.superseded)
+    };
     if let Some(line) = s.line()
         && (!g.quiet || lost > 0)
     {
@@ -550,15 +571,77 @@ pub fn report_unrecorded(g: &Global, s: &proxy::UnrecordedSummary, pages: bool) 
                 eprintln!("{l}");
             }
         }
-        if pages && s.lost() > 0 {
-            eprintln!(
-                "{line}; {} of the pages, {} of the browser's own requests",
-                s.lost_by_pages(),
-                s.lost().saturating_sub(s.lost_by_pages())
-            );
-        } else {
-            eprintln!("{line}");
-        }
+        eprintln!("{}", unrecorded_line(&line, s, pages));
     }
     lost
+}
+
+/// [`report_unrecorded`]'s line: the count by reason, then, when some
+/// were lost, whose (with `pages`) and how many a later recording of
+/// their URL superseded.
+fn unrecorded_line(line: &str, s: &proxy::UnrecordedSummary, pages: bool) -> String {
+    let mut parts = Vec::new();
+    if pages && s.lost() > 0 {
+        let mut theirs = format!("{} of the pages", s.lost_by_pages());
+        if s.incomplete_pages > 0 {
+            theirs.push_str(&format!(
+                " (all not claimed: {} pages' trackers incomplete)",
+                s.incomplete_pages
+            ));
+        }
+        parts.push(theirs);
+        parts.push(format!(
+            "{} of the browser's own requests",
+            s.browsers_own()
+        ));
+    }
+    if s.superseded > 0 {
+        parts.push(format!("{} recorded later", s.superseded));
+    }
+    if parts.is_empty() {
+        line.to_string()
+    } else {
+        format!("{line}; {}", parts.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(lost: u64) -> proxy::UnrecordedSummary {
+        proxy::UnrecordedSummary {
+            counts: vec![(proxy::NotRecorded::Connect, lost)],
+            ..Default::default()
+        }
+    }
+
+    /// The end line says whose the losses were, that an incomplete
+    /// tracker makes the unclaimed ones the pages', and how many a later
+    /// recording superseded (which fail nothing).
+    #[test]
+    fn the_unrecorded_line_says_whose_and_what_was_recorded_later() {
+        let mut s = summary(4);
+        s.claimed = 1;
+        s.superseded = 1;
+        assert_eq!(
+            unrecorded_line("L", &s, true),
+            "L; 1 of the pages, 2 of the browser's own requests, 1 recorded later"
+        );
+        assert_eq!(unrecorded_line("L", &s, false), "L; 1 recorded later");
+        s.incomplete_pages = 2;
+        assert_eq!(
+            unrecorded_line("L", &s, true),
+            "L; 3 of the pages (all not claimed: 2 pages' trackers incomplete), \
+             0 of the browser's own requests, 1 recorded later"
+        );
+        let g = Global {
+            strict: false,
+            show_warnings: false,
+            quiet: true,
+        };
+        assert_eq!(report_unrecorded(&g, &s, true), 3);
+        assert_eq!(report_unrecorded(&g, &s, false), 3);
+        assert_eq!(unrecorded_line("L", &summary(0), true), "L");
+    }
 }

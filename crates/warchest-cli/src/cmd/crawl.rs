@@ -383,6 +383,17 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
                 summary.links_dropped
             );
         }
+        // Their resource and link lists may be short, as capture
+        // --browser says at its end.
+        let incomplete = summary
+            .unrecorded
+            .as_ref()
+            .map_or(0, |u| u.incomplete_pages);
+        if incomplete > 0 {
+            eprintln!(
+                "{incomplete} pages' trackers incomplete (events lost; `trackerIncomplete` in logs/crawl.log)"
+            );
+        }
         match summary.ending {
             Ending::Finished => {}
             Ending::Interrupted | Ending::Budget => eprintln!(

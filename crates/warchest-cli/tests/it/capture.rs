@@ -1174,6 +1174,39 @@ fn sigterm_stops_a_capture_with_its_files_closed() {
     );
 }
 
+/// A write error ends the run with exit 2, and what it lost is named
+/// first: the URL whose records could not be written, and the URLs never
+/// attempted. The output is a directory of /proc, where no file can be
+/// made (root included), so the first record's file fails.
+#[test]
+fn a_write_error_names_what_the_capture_lost() {
+    let site = start_site(None);
+    let base = format!("http://127.0.0.1:{}", site.addr.port());
+    let done = bin()
+        .arg("-w")
+        .arg("capture")
+        .args([
+            format!("{base}/"),
+            format!("{base}/copy"),
+            format!("{base}/hop"),
+        ])
+        .args(["-o", "/proc/self", "--ignore-robots"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&done.stderr);
+    assert_eq!(done.status.code(), Some(2), "{err}");
+    assert!(err.contains(&format!("not written: {base}/\n")), "{err}");
+    assert!(
+        err.contains("\n2 URLs not fetched (the output failed)\n"),
+        "{err}"
+    );
+    for u in ["/copy", "/hop"] {
+        assert!(err.contains(&format!("not fetched: {base}{u}\n")), "{err}");
+    }
+    assert!(err.contains("warchest: "), "{err}");
+    assert_eq!(site.hits.lock().unwrap().as_slice(), ["/"]);
+}
+
 #[test]
 fn proxy_is_no_open_relay() {
     let site = start_site(None);

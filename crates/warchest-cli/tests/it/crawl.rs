@@ -124,6 +124,65 @@ fn sigint_stops_a_crawl_that_resume_finishes() {
     assert!(twice.is_empty(), "{twice:?}");
 }
 
+/// A frontier journal damaged in its middle (the changes after the
+/// damage discarded) makes the resumed crawl exit 1, though it finishes
+/// with no URI failed. The crawl is killed (SIGKILL) half way, so its
+/// journal is left, then the second of its records is damaged.
+#[test]
+fn a_journal_damaged_in_its_middle_makes_the_resumed_crawl_exit_1() {
+    let w = web();
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("c");
+    let mut args = crawl_args(&w, &dir);
+    for (i, a) in args.clone().iter().enumerate() {
+        if a == "--min-delay" || a == "--max-delay" {
+            args[i + 1] = "0.3".into();
+        }
+    }
+    // No checkpoint starts the journal afresh before the kill.
+    args.extend(["--checkpoint-interval".into(), "3600".into()]);
+    let mut child = bin()
+        .args(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // robots.txt, the seed and two pages: a change journaled for each.
+    let t0 = std::time::Instant::now();
+    while w.served_urls().len() < 4 && t0.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        w.served_urls().len() < w.site_urls().len(),
+        "killed before the end"
+    );
+    let journal = dir.join("frontier.journal");
+    let mut data = std::fs::read(&journal).unwrap();
+    // docs/crawl.md's layout: a 12-byte header, then records of a length
+    // (u32 LE), a CRC-32 and the payload.
+    let mut starts = Vec::new();
+    let mut at = 12;
+    while at + 8 <= data.len() {
+        starts.push(at);
+        at += 8 + u32::from_le_bytes(data[at..at + 4].try_into().unwrap()) as usize;
+    }
+    assert!(starts.len() >= 3, "{} records", starts.len());
+    data[starts[1] + 8] ^= 0xff;
+    std::fs::write(&journal, &data).unwrap();
+    let (code, _, err) = run(bin().arg("crawl").arg("--resume").arg(&dir).args([
+        "--min-delay",
+        "0",
+        "--max-delay",
+        "0",
+    ]));
+    assert!(err.contains("in its middle"), "{err}");
+    assert!(err.contains(" (0 failed)"), "{err}");
+    assert!(!err.contains("interrupted"), "{err}");
+    assert_eq!(code, 1, "{err}");
+}
+
 /// A WARC record, as text: its type, target, content type and block.
 fn warc_record(typ: &str, url: &str, content_type: &str, block: &str) -> String {
     format!(

@@ -1526,7 +1526,8 @@ fn links_cut_short_are_annotated_and_counted() {
 }
 
 /// A renderer whose page had more links than it gives: 3 past its bound,
-/// and its HTML's extraction stopped at lol_html's memory bound.
+/// and its HTML's extraction stopped at lol_html's memory bound; and
+/// whose tracker lost events.
 struct Capped;
 
 impl warchest_crawl::render::PageRenderer for Capped {
@@ -1539,6 +1540,7 @@ impl warchest_crawl::render::PageRenderer for Capped {
                 warchest_crawl::links::StopReason::Memory,
                 "a tag of megabytes",
             )),
+            tracker_incomplete: true,
             ..Default::default()
         }
     }
@@ -1546,7 +1548,8 @@ impl warchest_crawl::render::PageRenderer for Capped {
 
 /// The browser path says the links a renderer left out: `dol:N` and
 /// `linksStopped:WHY` on the page's crawl.log line, counted in the
-/// summary.
+/// summary and in the status JSON; and a tracker that lost events
+/// (`trackerIncomplete`).
 #[test]
 fn a_rendered_pages_dropped_links_are_annotated() {
     let w = web::start();
@@ -1556,17 +1559,31 @@ fn a_rendered_pages_dropped_links_are_annotated() {
     let cfg = CrawlConfig::from_toml(&toml).unwrap();
     let mut c = Crawl::open(&dir, cfg, &toml, Arc::new(AtomicBool::new(false))).unwrap();
     c.set_renderer(Box::new(Capped));
-    let s = c.run(&|_| {}).unwrap();
+    let last = std::sync::Mutex::new((String::new(), String::new()));
+    let s = c.run(&|c| *last.lock().unwrap() = c.snapshot()).unwrap();
     let log = std::fs::read_to_string(dir.join("logs/crawl.log")).unwrap();
     let seed = log
         .lines()
         .find(|l| l.split_whitespace().nth(3) == Some(w.url("a.test", "/").as_str()))
         .unwrap_or_else(|| panic!("{log}"));
-    assert!(
-        seed.contains("browser,resources:0,dol:3,linksStopped:memory"),
+    assert_eq!(
+        seed.split_whitespace().nth(11),
+        Some("browser,resources:0,dol:3,linksStopped:memory,trackerIncomplete"),
         "{seed}"
     );
     assert_eq!((s.links_dropped, s.links_stopped), (3, 1));
+    let (json, metrics) = last.into_inner().unwrap();
+    let status: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(status["links_dropped_this_run"], 3, "{status}");
+    assert_eq!(status["links_stopped_this_run"], 1, "{status}");
+    assert!(
+        metrics.contains("\nwarchest_crawl_links_dropped 3\n"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("\nwarchest_crawl_links_stopped 1\n"),
+        "{metrics}"
+    );
 }
 
 /// `dir/logs/NAME` made a link to /dev/full: every write to it fails
