@@ -622,3 +622,109 @@ fn an_unreadable_capture_entry_is_passed_over_counted_and_rebuilt() {
     assert_eq!(payload(&coll, "http://a.test/", "20240601").1, b"new");
     assert_eq!(coll.store.cache_damage().total(), 0);
 }
+
+/// A source marked stale whose file then fails to index keeps the
+/// captures it had (lookups still answer from them) and its mark, and
+/// the failure is in the sync's report; once its file indexes again, the
+/// captures its new index no longer gives are deleted, and only those.
+#[cfg(unix)]
+#[test]
+fn a_failed_re_index_keeps_the_old_captures_and_the_mark() {
+    let dir = tempfile::tempdir().unwrap();
+    let warc = dir.path().join("a.warc");
+    let http = |b: &str| {
+        format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{b}",
+            b.len()
+        )
+    };
+    let jan = response("http://a.test/", "2024-01-01T00:00:00Z", &http("jan"));
+    let jun = response("http://a.test/", "2024-06-01T00:00:00Z", &http("jun"));
+    let jul = response("http://a.test/", "2024-07-01T00:00:00Z", &http("jul"));
+    std::fs::write(&warc, [jan.clone(), jun, jul.clone()].concat()).unwrap();
+    let db = dir.path().join("db.redb");
+    let paths = [warc.clone()];
+    drop(collection(&paths, &db));
+    corrupt(&db, |txn| {
+        let mut t = txn.open_table(CAPTURES).unwrap();
+        let key = {
+            let mut keys = t.iter().unwrap().map(|i| i.unwrap().0.value().to_string());
+            keys.find(|k| k.contains(" 20240601"))
+                .expect("the June capture")
+        };
+        t.insert(key.as_str(), b"\xff\x00".as_slice()).unwrap();
+    });
+    let store = Store::open(&db).unwrap();
+    let coll = Collection {
+        name: "c".into(),
+        paths: paths.to_vec(),
+        store,
+        fuzzy: warchest_replay::fuzzy::FuzzyRules::none(),
+        served: Default::default(),
+    };
+    coll.find("http://a.test/", "20240601").unwrap();
+    assert!(coll.store.sources()[0].stale);
+
+    // The file cannot be read now (the reader recovers from any bytes; a
+    // pipe cannot be read at an offset): indexing it again fails. Held
+    // open for writing too, so that opening it to read does not wait.
+    std::fs::remove_file(&warc).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(&warc)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let pipe = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&warc)
+        .unwrap();
+    let r = coll.store.sync(&paths).unwrap();
+    assert_eq!((r.updated_sources, r.entries), (1, 0), "{r:?}");
+    assert_eq!(r.failures.len(), 1, "{r:?}");
+    assert!(r.failures[0].contains("a.warc"), "{r:?}");
+    assert!(r.failures[0].contains("captures it had are kept"), "{r:?}");
+    assert_eq!(coll.store.len().unwrap(), 3, "nothing deleted");
+    let s = &coll.store.sources()[0];
+    assert!(s.stale, "still marked: {s:?}");
+    assert_eq!(s.entries, 3, "as it was: {s:?}");
+    let found = coll.find("http://a.test/", "20240101").unwrap();
+    assert_eq!(found.expect("January").entry.timestamp, "20240101000000");
+    let found = coll.find("http://a.test/", "20240801").unwrap();
+    assert_eq!(found.expect("July").entry.timestamp, "20240701000000");
+    // Tried again, and said again, at the next sync.
+    let r = coll.store.sync(&paths).unwrap();
+    assert_eq!((r.updated_sources, r.failures.len()), (1, 1), "{r:?}");
+
+    // Across a restart too; then the file indexes: June is gone from it.
+    let Collection { store, .. } = coll;
+    drop(store);
+    let store = Store::open(&db).unwrap();
+    assert!(store.sources()[0].stale);
+    drop(pipe);
+    std::fs::remove_file(&warc).unwrap();
+    std::fs::write(&warc, [jan, jul].concat()).unwrap();
+    let r = store.sync(&paths).unwrap();
+    assert!(r.failures.is_empty(), "{r:?}");
+    assert_eq!((r.updated_sources, r.entries), (1, 2), "{r:?}");
+    assert!(!store.sources()[0].stale);
+    assert_eq!(
+        store.len().unwrap(),
+        2,
+        "June's and July's old entries deleted"
+    );
+    let coll = Collection {
+        name: "c".into(),
+        paths: paths.to_vec(),
+        store,
+        fuzzy: warchest_replay::fuzzy::FuzzyRules::none(),
+        served: Default::default(),
+    };
+    assert_eq!(payload(&coll, "http://a.test/", "20240601").1, b"jul");
+    assert_eq!(payload(&coll, "http://a.test/", "20240101").1, b"jan");
+    assert_eq!(
+        coll.store.cache_damage().total(),
+        0,
+        "the entry written again"
+    );
+}
