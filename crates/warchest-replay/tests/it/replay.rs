@@ -377,6 +377,20 @@ fn damage_is_reported_when_indexed_and_when_served() {
     assert!(log.contains("record served damaged"), "{log}");
     assert!(log.contains(&format!("offset={cut_at}")), "{log}");
     assert!(log.contains("truncated: the record ends"), "{log}");
+    // The sentence record_damage gives, as the record page says it too.
+    assert!(log.contains("block bytes present)"), "{log}");
+    let src = coll.store.sources()[0].clone();
+    let mut reader = src.reader_at(cut_at as u64).unwrap();
+    let end = {
+        let mut rec = reader.next_record().unwrap().expect("the cut record");
+        std::io::copy(&mut rec.payload(false).unwrap(), &mut std::io::sink()).unwrap();
+        rec.finish()
+    };
+    let said = warchest_replay::record_damage(&src.name, Some(&end), &mut reader);
+    assert_eq!(said.len(), 2, "{said:?}");
+    for d in &said {
+        assert!(log.contains(d.as_str()), "{d} not in {log}");
+    }
     // Counted as served, not per record: served again, counted again.
     assert_eq!(coll.served.damaged(), 2);
     payload(&coll, "http://a.test/c", "20240101000002");
