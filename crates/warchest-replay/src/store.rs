@@ -630,6 +630,9 @@ fn lines(n: u64) -> String {
     format!("{n} line{}", if n == 1 { "" } else { "s" })
 }
 
+/// The summary of the load: lines loaded, and how many of each kind were
+/// skipped (the lines not CDXJ by count only: [`Store::load_cdxj`] has
+/// said them by number, once).
 impl std::fmt::Display for CdxjLoad {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
@@ -644,7 +647,7 @@ impl std::fmt::Display for CdxjLoad {
         }
         write!(f, "; {} not CDXJ", lines(self.unparsable))?;
         if self.unparsable > 0 {
-            write!(f, ", skipped ({})", self.numbers())?;
+            write!(f, ", skipped")?;
         }
         Ok(())
     }
@@ -1929,7 +1932,9 @@ impl Store {
     /// looked for among the sources known by base name (or `WACZ#member`
     /// name). Lines of files not served are counted and skipped; lines that
     /// are not CDXJ are damage: counted apart, their first line numbers
-    /// kept, and said as a warning naming the index ([`CdxjLoad`]).
+    /// kept, and said here, once, as a warning naming the index
+    /// ([`CdxjLoad::damage`]); a caller logging the load's summary (its
+    /// `Display`, counts only) does not say them again.
     ///
     /// # Errors
     /// The index cannot be read or the store written.
@@ -2600,10 +2605,11 @@ mod tests {
         );
         l.unknown_file = 1;
         l.unknown_files = vec!["gone.warc.gz".into()];
+        // The summary counts them; their numbers are the damage's alone.
         assert_eq!(
             l.to_string(),
             "loaded 0 lines from x/index.cdxj; 1 line of files not served, skipped \
-             (gone.warc.gz); 10 lines not CDXJ, skipped (lines 1, 2, 3, 4, 5, 6, 7, 8, ...)"
+             (gone.warc.gz); 10 lines not CDXJ, skipped"
         );
     }
 
