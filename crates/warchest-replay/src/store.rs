@@ -16,9 +16,9 @@
 //! - `stale-sources`: source id -> the mark that a lookup found an entry
 //!   of it unreadable ([`Source::stale`]); kept apart from `sources` so
 //!   that a sync saving a source cannot unmark it.
-//! - `reindex-pending`: the entries of sources being indexed again from
-//!   their start that the new index has not written again yet; what is
-//!   left once it succeeds is deleted, and nothing before.
+//! - `reindex-pending`: the entries of stale sources being indexed again
+//!   from their start that the new index has not written again yet; what
+//!   is left once it succeeds is deleted, and nothing before.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -52,8 +52,8 @@ const OLD_DIGESTS: TableDefinition<&str, &[u8]> = TableDefinition::new("digests"
 /// the source is indexed again is told from the one that index answers).
 const STALE: TableDefinition<u32, u64> = TableDefinition::new("stale-sources");
 /// `SRC KIND KEY` (the source in 8 hex digits; `c` a captures key, `r` a
-/// record id, `d` a digest key) -> nothing: an entry of a source being
-/// indexed again from its start, not yet written again.
+/// record id, `d` a digest key) -> nothing: an entry of a stale source
+/// being indexed again from its start, not yet written again.
 const PENDING: TableDefinition<&str, &[u8]> = TableDefinition::new("reindex-pending");
 
 /// Entries written per transaction while indexing: bounds what redb holds
@@ -743,7 +743,7 @@ fn pending_range(src: u32) -> (String, String) {
     (format!("{src:08x} "), format!("{src:08x}!"))
 }
 
-/// A re-index of a known source from its start under way
+/// A re-index of a stale source from its start under way
 /// ([`Store::reindex_begin`]).
 #[derive(Debug)]
 struct Reindex {
@@ -1250,10 +1250,9 @@ impl Store {
     /// Indexes `src` from where it stands and saves it, counting it as
     /// new or changed by `prior` (what the store knew of it before this
     /// sync, [`count_change`]) and its entries or its failure in `report`.
-    /// A known source indexed from its start keeps its entries until the
-    /// new index is whole ([`Store::reindex_begin`]); when that fails, a
-    /// stale one stays as it was, marked, to be tried again at the next
-    /// sync.
+    /// A stale source keeps its entries until the new index is whole
+    /// ([`Store::reindex_begin`]); when that fails, it stays as it was,
+    /// marked, to be tried again at the next sync.
     fn index_and_save(
         &self,
         mut src: Source,
@@ -1261,14 +1260,18 @@ impl Store {
         report: &mut SyncReport,
     ) -> Result<()> {
         count_change(prior.as_ref(), report);
-        // Known before its captures are written? Then it may have some.
         let had = self.source(src.id);
         // Known (in memory) before its first captures are committed, so a
         // capture a lookup finds always has its file; saved to the database
         // only once indexed, so a crash re-reads it.
         self.remember(&src);
+        // Of a stale source only: listing a source's entries reads the
+        // whole store, too dear for every file that changed (whose entries
+        // are written over, as they always were).
         let reindex = match &had {
-            Some(_) if src.indexed_to == 0 => Some(self.reindex_begin(src.id, &src.name)?),
+            Some(h) if h.stale && src.indexed_to == 0 => {
+                Some(self.reindex_begin(src.id, &src.name)?)
+            }
             _ => None,
         };
         let mut recovered = Recoveries::keeping(0);
@@ -1292,7 +1295,7 @@ impl Store {
                 self.save_source(&src)?;
                 report.entries += n;
             }
-            (Err(e), Some(rx)) if rx.mark.is_some() => {
+            (Err(e), Some(_)) => {
                 // Kept as it was, and marked: its entries still answer
                 // lookups, and the next sync tries again.
                 if let Some(h) = prior.or(had) {
@@ -1495,13 +1498,17 @@ impl Store {
             let name = format!("{url}#{}", m.name);
             let (src, reindex) = match self.known(&name) {
                 Some(s) => {
-                    let rx = self.reindex_begin(s.id, &s.name)?;
+                    let rx = if s.stale {
+                        Some(self.reindex_begin(s.id, &s.name)?)
+                    } else {
+                        None
+                    };
                     let s = Source {
                         start: m.data_start,
                         len: m.compressed_size,
                         ..from_start(s)
                     };
-                    (s, Some(rx))
+                    (s, rx)
                 }
                 None => (
                     Source {
@@ -1615,7 +1622,7 @@ impl Store {
         self.sync_object(url, size, report)
     }
 
-    /// Begins indexing the known source `id` (named `name`) again from
+    /// Begins indexing the stale source `id` (named `name`) again from
     /// its start: its captures, record ids and digests are listed in
     /// [`PENDING`] (a list left by an attempt that failed is made again),
     /// each struck off as the new index writes it again
