@@ -742,3 +742,134 @@ fn a_failed_re_index_keeps_the_old_captures_and_the_mark() {
         "the entry written again"
     );
 }
+
+/// A member of a WACZ read by URL that a lookup marked stale is indexed
+/// again and counted as a changed source, never a new one, whichever way
+/// it is read: from the WACZ's own index, or scanned when that index
+/// cannot be used (where it used to be counted as new). The counts agree
+/// with a local file's.
+#[cfg(feature = "remote")]
+#[test]
+fn a_stale_member_of_a_wacz_by_url_is_counted_as_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let warc = dir.path().join("a.warc");
+    let http = |b: &str| {
+        format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{b}",
+            b.len()
+        )
+    };
+    let mut bytes = response("http://a.test/", "2024-01-01T00:00:00Z", &http("jan"));
+    bytes.extend(response(
+        "http://a.test/",
+        "2024-06-01T00:00:00Z",
+        &http("jun"),
+    ));
+    bytes.extend(response(
+        "http://a.test/",
+        "2024-07-01T00:00:00Z",
+        &http("jul"),
+    ));
+    std::fs::write(&warc, bytes).unwrap();
+    let good = dir.path().join("good.wacz");
+    warchest_wacz::create(&[&warc], &good, &Default::default()).unwrap();
+    let good = std::fs::read(&good).unwrap();
+    // The same WACZ, its index's deflated bytes damaged: not used, its
+    // archive file scanned.
+    let ix = warchest_wacz::entries_of(std::io::Cursor::new(&good), Path::new("good.wacz"))
+        .unwrap()
+        .into_iter()
+        .find(|e| e.name == "indexes/index.cdxj")
+        .expect("an index");
+    assert!(!ix.stored, "deflated");
+    let mut bad = good.clone();
+    let mid = (ix.data_start + ix.compressed_size / 2) as usize;
+    for b in &mut bad[mid..mid + 4] {
+        *b ^= 0xff;
+    }
+    let srv = crate::servers::RangeServer::serving(
+        &[("good.wacz", good.as_slice()), ("bad.wacz", bad.as_slice())],
+        0.0,
+    );
+    let urls = [
+        PathBuf::from(srv.url("good.wacz")),
+        PathBuf::from(srv.url("bad.wacz")),
+    ];
+    let db = dir.path().join("db.redb");
+    let store = Store::open(&db).unwrap();
+    let r = store.sync(&urls).unwrap();
+    assert!(r.failures.is_empty(), "{r:?}");
+    assert_eq!(
+        (
+            r.new_sources,
+            r.updated_sources,
+            r.from_wacz_index,
+            r.entries
+        ),
+        (2, 0, 1, 6),
+        "{r:?}"
+    );
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.contains("bad.wacz") && w.contains("scanned")),
+        "{r:?}"
+    );
+    drop(store);
+    corrupt(&db, |txn| {
+        let mut t = txn.open_table(CAPTURES).unwrap();
+        let keys: Vec<String> = t
+            .iter()
+            .unwrap()
+            .map(|i| i.unwrap().0.value().to_string())
+            .filter(|k| k.contains(" 20240601"))
+            .collect();
+        assert_eq!(keys.len(), 2, "June, of each WACZ");
+        for k in keys {
+            t.insert(k.as_str(), b"\xff\x00".as_slice()).unwrap();
+        }
+    });
+    let store = Store::open(&db).unwrap();
+    let mut n = 0;
+    store
+        .query(
+            &warchest_replay::store::Query {
+                range: warchest_replay::store::KeyRange::raw(String::new()),
+                from: None,
+                to: None,
+                limit: 100,
+                reverse: false,
+            },
+            |_| {
+                n += 1;
+                true
+            },
+        )
+        .unwrap();
+    assert_eq!(n, 4);
+    assert!(
+        store.sources().iter().all(|s| s.stale),
+        "{:?}",
+        store.sources()
+    );
+
+    let r = store.sync(&urls).unwrap();
+    assert!(r.failures.is_empty(), "{r:?}");
+    assert_eq!(
+        (
+            r.new_sources,
+            r.updated_sources,
+            r.from_wacz_index,
+            r.entries
+        ),
+        (0, 2, 1, 6),
+        "{r:?}"
+    );
+    assert!(
+        store.sources().iter().all(|s| !s.stale),
+        "{:?}",
+        store.sources()
+    );
+    assert_eq!(store.sources().len(), 2);
+    assert_eq!(store.len().unwrap(), 6);
+}
