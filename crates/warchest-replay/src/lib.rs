@@ -104,16 +104,41 @@ pub struct Payload<'a> {
     pub body: &'a mut dyn BufRead,
 }
 
+/// What reading a record of `source` found wrong with it, one sentence
+/// each: the lenient recoveries `reader` met (one summary), and of `end`,
+/// the record's [`Record::finish`](warchest::archive::Record::finish) when
+/// it was read to its end, a block cut short or an error before its end.
+/// Empty when the record was whole. What [`report_damage`] logs and a
+/// page showing a record says: one reasoning for both.
+pub fn record_damage<S: warchest::codec::Source>(
+    source: &str,
+    end: Option<&Result<warchest::warc::RecordEnd>>,
+    reader: &mut warchest::archive::Reader<S>,
+) -> Vec<String> {
+    let mut recovered = warchest::recoveries::Recoveries::keeping(0);
+    recovered.add_all(source, &reader.take_warnings());
+    let mut damage: Vec<String> = recovered.summary().into_iter().collect();
+    match end {
+        Some(Ok(e)) if e.truncated => damage.push(format!(
+            "truncated: the record ends before its Content-Length ({} block bytes present)",
+            e.block_len
+        )),
+        Some(Err(e)) => damage.push(format!("unreadable to its end: {e}")),
+        _ => {}
+    }
+    damage
+}
+
 /// Logs what reading the record at `offset` of `source` recovered from,
 /// after its payload was handed over (a streamed response has been sent
-/// by then: the log is all that can say it was damaged): the reader's
-/// recoveries, and `end`, the record's
-/// [`Record::finish`](warchest::archive::Record::finish) when the record
-/// was read to its end (`None` when its reader stopped early: a preview
-/// does not make the rest of a large record be read for the log). Used by
-/// [`Collection::with_payload`] and by servers that stream a record
-/// themselves. Returns whether the record was damaged (and logged), for
-/// the caller to count ([`ServedDamage::count_damaged`]).
+/// by then: the log is all that can say it was damaged): what
+/// [`record_damage`] finds of the reader's recoveries and of `end`, the
+/// record's [`Record::finish`](warchest::archive::Record::finish) when the
+/// record was read to its end (`None` when its reader stopped early: a
+/// preview does not make the rest of a large record be read for the log).
+/// Used by [`Collection::with_payload`] and by servers that stream a
+/// record themselves. Returns whether the record was damaged (and logged),
+/// for the caller to count ([`ServedDamage::count_damaged`]).
 #[must_use = "a damaged record served is counted (ServedDamage::count_damaged)"]
 pub fn report_damage<S: warchest::codec::Source>(
     source: &str,
@@ -121,16 +146,7 @@ pub fn report_damage<S: warchest::codec::Source>(
     end: Option<Result<warchest::warc::RecordEnd>>,
     reader: &mut warchest::archive::Reader<S>,
 ) -> bool {
-    let mut recovered = warchest::recoveries::Recoveries::keeping(0);
-    recovered.add_all(source, &reader.take_warnings());
-    let mut damage: Vec<String> = recovered.summary().into_iter().collect();
-    match end {
-        Some(Ok(e)) if e.truncated => {
-            damage.push("truncated: the record ends before its Content-Length".into())
-        }
-        Some(Err(e)) => damage.push(format!("unreadable to its end: {e}")),
-        _ => {}
-    }
+    let damage = record_damage(source, end.as_ref(), reader);
     if damage.is_empty() {
         return false;
     }

@@ -13,6 +13,12 @@
 //!   their original by WARC-Refers-To).
 //! - `digests`: payload digest -> the first response or resource with it
 //!   (revisits without WARC-Refers-To).
+//! - `stale-sources`: source id -> the mark that a lookup found an entry
+//!   of it unreadable ([`Source::stale`]); kept apart from `sources` so
+//!   that a sync saving a source cannot unmark it.
+//! - `reindex-pending`: the entries of stale sources being indexed again
+//!   from their start that the new index has not written again yet; what
+//!   is left once it succeeds is deleted, and nothing before.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -42,6 +48,13 @@ const DIGESTS: TableDefinition<&str, &[u8]> = TableDefinition::new("digest-keys"
 /// The digest table of stores written before [`lookup_key`]: keyed by the
 /// bare upper-cased value; re-keyed into [`DIGESTS`] when opened.
 const OLD_DIGESTS: TableDefinition<&str, &[u8]> = TableDefinition::new("digests");
+/// Source id to the generation of its stale mark (a mark set again while
+/// the source is indexed again is told from the one that index answers).
+const STALE: TableDefinition<u32, u64> = TableDefinition::new("stale-sources");
+/// `SRC KIND KEY` (the source in 8 hex digits; `c` a captures key, `r` a
+/// record id, `d` a digest key) -> nothing: an entry of a stale source
+/// being indexed again from its start, not yet written again.
+const PENDING: TableDefinition<&str, &[u8]> = TableDefinition::new("reindex-pending");
 
 /// Entries written per transaction while indexing: bounds what redb holds
 /// uncommitted.
@@ -84,8 +97,12 @@ pub struct Source {
     /// Index entries it has given.
     pub entries: u64,
     /// An entry of it in the store was found unreadable by a lookup: its
-    /// entries are dropped and its file indexed again from its start at
-    /// the next [`Store::sync`] (kept in the store across restarts).
+    /// file is indexed again from its start at the next [`Store::sync`],
+    /// its entries kept until that succeeds. The mark is kept in the store
+    /// apart from the source (across restarts, and whatever a sync saves
+    /// of the source meanwhile); it is cleared only by a re-index that
+    /// succeeded. (Stores from before kept it here, in the source's
+    /// entry: read, and moved to the mark's table when opened.)
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub stale: bool,
 }
@@ -613,6 +630,9 @@ fn lines(n: u64) -> String {
     format!("{n} line{}", if n == 1 { "" } else { "s" })
 }
 
+/// The summary of the load: lines loaded, and how many of each kind were
+/// skipped (the lines not CDXJ by count only: [`Store::load_cdxj`] has
+/// said them by number, once).
 impl std::fmt::Display for CdxjLoad {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
@@ -627,7 +647,7 @@ impl std::fmt::Display for CdxjLoad {
         }
         write!(f, "; {} not CDXJ", lines(self.unparsable))?;
         if self.unparsable > 0 {
-            write!(f, ", skipped ({})", self.numbers())?;
+            write!(f, ", skipped")?;
         }
         Ok(())
     }
@@ -712,6 +732,49 @@ fn src_of_key(key: &str) -> Option<u32> {
 /// one again does not count it again.
 const SEEN_UNREADABLE: usize = 4096;
 
+/// The [`PENDING`] key of the entry `key` of kind `kind` (`c`, `r`, `d`)
+/// of source `src`.
+fn pending_key(src: u32, kind: char, key: &str) -> String {
+    format!("{src:08x} {kind} {key}")
+}
+
+/// The [`PENDING`] keys of source `src`: `lo..hi`.
+fn pending_range(src: u32) -> (String, String) {
+    (format!("{src:08x} "), format!("{src:08x}!"))
+}
+
+/// A re-index of a stale source from its start under way
+/// ([`Store::reindex_begin`]).
+#[derive(Debug)]
+struct Reindex {
+    id: u32,
+    /// The generation of its stale mark when it began, if marked.
+    mark: Option<u64>,
+}
+
+/// Counts `prior`, what the store knew of a source before this sync began
+/// on it (taken before anything of the sync registered it), in `report`:
+/// new when unknown, changed (indexed again) otherwise, a stale one
+/// included. One rule for local files, objects and WACZ members, however
+/// they are indexed.
+fn count_change(prior: Option<&Source>, report: &mut SyncReport) {
+    match prior {
+        Some(_) => report.updated_sources += 1,
+        None => report.new_sources += 1,
+    }
+}
+
+/// `src` to be indexed from its start (a source indexed by a CDXJ given
+/// is read from its file from then on).
+fn from_start(mut src: Source) -> Source {
+    src.indexed_to = 0;
+    src.entries = 0;
+    if src.mtime == u64::MAX {
+        src.mtime = 0;
+    }
+    src
+}
+
 /// The index store.
 pub struct Store {
     db: Database,
@@ -720,6 +783,10 @@ pub struct Store {
     damage: std::sync::Mutex<CacheDamage>,
     /// Unreadable capture keys met (at most [`SEEN_UNREADABLE`]).
     seen_unreadable: std::sync::Mutex<std::collections::BTreeSet<String>>,
+    /// The stale marks ([`STALE`]): source id -> generation.
+    marks: std::sync::Mutex<BTreeMap<u32, u64>>,
+    /// The generation the next mark gets.
+    next_mark: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for Store {
@@ -742,6 +809,8 @@ impl Store {
             txn.open_table(RECORD_IDS).map_err(|e| db_error(e, &path))?;
             let mut digests = txn.open_table(DIGESTS).map_err(|e| db_error(e, &path))?;
             txn.open_table(SOURCES).map_err(|e| db_error(e, &path))?;
+            txn.open_table(STALE).map_err(|e| db_error(e, &path))?;
+            txn.open_table(PENDING).map_err(|e| db_error(e, &path))?;
             // An older store's revisits must still find their originals
             // without indexing its sources again.
             let old = txn
@@ -767,6 +836,7 @@ impl Store {
         let mut sources = Vec::new();
         // Source entries that do not decode: (id, why).
         let mut bad: Vec<(u32, String)> = Vec::new();
+        let mut marks = BTreeMap::new();
         {
             let r = db.begin_read().map_err(|e| db_error(e, &path))?;
             let t = r.open_table(SOURCES).map_err(|e| db_error(e, &path))?;
@@ -777,15 +847,32 @@ impl Store {
                     Err(e) => bad.push((k.value(), e.to_string())),
                 }
             }
+            let t = r.open_table(STALE).map_err(|e| db_error(e, &path))?;
+            for item in t.iter().map_err(|e| db_error(e, &path))? {
+                let (k, v) = item.map_err(|e| db_error(e, &path))?;
+                marks.insert(k.value(), v.value());
+            }
         }
         sources.sort_by_key(|s| s.id);
+        let next_mark = marks.values().max().map_or(0, |g| g + 1);
+        // Marks kept in the sources' entries by stores from before.
+        let legacy: Vec<u32> = sources
+            .iter()
+            .filter(|s| s.stale && !marks.contains_key(&s.id))
+            .map(|s| s.id)
+            .collect();
         let store = Store {
             db,
             path,
             sources: RwLock::new(sources),
             damage: Default::default(),
             seen_unreadable: Default::default(),
+            marks: std::sync::Mutex::new(marks),
+            next_mark: std::sync::atomic::AtomicU64::new(next_mark),
         };
+        for id in legacy {
+            store.mark_stale(id)?;
+        }
         store.drop_unreadable_sources(&bad)?;
         Ok(store)
     }
@@ -799,7 +886,7 @@ impl Store {
             return Ok(());
         }
         let ids: std::collections::BTreeSet<u32> = bad.iter().map(|(id, _)| *id).collect();
-        let dropped = self.purge(&ids, true)?;
+        let dropped = self.purge(&ids)?;
         let mut d = self.damage.lock().unwrap_or_else(|e| e.into_inner());
         d.sources += bad.len() as u64;
         d.dropped_captures += dropped;
@@ -820,10 +907,11 @@ impl Store {
         Ok(())
     }
 
-    /// Deletes every capture, record id and digest of the sources `ids`
-    /// (and their source entries, when `entries`); returns the captures
-    /// deleted. Reads the whole captures table: for damage only.
-    fn purge(&self, ids: &std::collections::BTreeSet<u32>, entries: bool) -> Result<u64> {
+    /// Deletes every capture, record id and digest of the sources `ids`,
+    /// their source entries, marks and pending re-index entries; returns
+    /// the captures deleted. Reads the whole captures table: for damage
+    /// only.
+    fn purge(&self, ids: &std::collections::BTreeSet<u32>) -> Result<u64> {
         let p = &self.path;
         let txn = self.db.begin_write().map_err(|e| db_error(e, p))?;
         let mut dropped = 0u64;
@@ -840,14 +928,23 @@ impl Store {
                 t.retain(|_, v| !loc_from(v).is_some_and(|(s, _, _)| ids.contains(&s)))
                     .map_err(|e| db_error(e, p))?;
             }
-            if entries {
-                let mut t = txn.open_table(SOURCES).map_err(|e| db_error(e, p))?;
-                for id in ids {
-                    t.remove(*id).map_err(|e| db_error(e, p))?;
-                }
+            let mut t = txn.open_table(SOURCES).map_err(|e| db_error(e, p))?;
+            let mut marks = txn.open_table(STALE).map_err(|e| db_error(e, p))?;
+            let mut pending = txn.open_table(PENDING).map_err(|e| db_error(e, p))?;
+            for id in ids {
+                t.remove(*id).map_err(|e| db_error(e, p))?;
+                marks.remove(*id).map_err(|e| db_error(e, p))?;
+                let (lo, hi) = pending_range(*id);
+                pending
+                    .retain_in(lo.as_str()..hi.as_str(), |_, _| false)
+                    .map_err(|e| db_error(e, p))?;
             }
         }
         txn.commit().map_err(|e| db_error(e, p))?;
+        self.marks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|id, _| !ids.contains(id));
         Ok(dropped)
     }
 
@@ -920,16 +1017,46 @@ impl Store {
             }
         }
         for id in stale {
-            if let Some(mut s) = self.source(id).filter(|s| !s.stale) {
-                s.stale = true;
-                if let Err(e) = self.save_source(&s) {
-                    tracing::warn!(
-                        "index cache: cannot mark {} to be indexed again: {e}",
-                        s.name
-                    );
-                }
+            if let Some(s) = self.source(id).filter(|s| !s.stale)
+                && let Err(e) = self.mark_stale(id)
+            {
+                tracing::warn!(
+                    "index cache: cannot keep the mark that {} is to be indexed again \
+                     (marked until the process ends): {e}",
+                    s.name
+                );
             }
         }
+    }
+
+    /// Marks source `id` [`Source::stale`]: in memory first (so the mark
+    /// holds in this process whatever happens to the write), then in its
+    /// own entry of [`STALE`], which no saving of the source touches.
+    fn mark_stale(&self, id: u32) -> Result<()> {
+        let g = self
+            .next_mark
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.marks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, g);
+        let p = &self.path;
+        let txn = self.db.begin_write().map_err(|e| db_error(e, p))?;
+        {
+            let mut t = txn.open_table(STALE).map_err(|e| db_error(e, p))?;
+            t.insert(id, g).map_err(|e| db_error(e, p))?;
+        }
+        txn.commit().map_err(|e| db_error(e, p))
+    }
+
+    /// `s` with its stale mark as the store holds it.
+    fn marked(&self, mut s: Source) -> Source {
+        s.stale = self
+            .marks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains_key(&s.id);
+        s
     }
 
     /// Counts and says a record-id or digest entry `key` of `table` whose
@@ -976,17 +1103,20 @@ impl Store {
 
     /// The sources known.
     pub fn sources(&self) -> Vec<Source> {
-        self.sources.read().map(|s| s.clone()).unwrap_or_default()
+        let all = self.sources.read().map(|s| s.clone()).unwrap_or_default();
+        all.into_iter().map(|s| self.marked(s)).collect()
     }
 
     /// The source with id `id`.
     pub fn source(&self, id: u32) -> Option<Source> {
-        self.sources
+        let s = self
+            .sources
             .read()
             .ok()?
             .iter()
             .find(|s| s.id == id)
-            .cloned()
+            .cloned()?;
+        Some(self.marked(s))
     }
 
     /// Finds the archive files under `paths` (directories are walked;
@@ -1070,66 +1200,83 @@ impl Store {
             vec![(path.display().to_string(), None, 0, len)]
         };
         for (name, entry, start, slen) in candidates {
-            let src = match self.known(&name) {
-                Some(s) if s.stale => {
-                    // An entry of it was found unreadable: rebuilt from
-                    // the file.
-                    report.updated_sources += 1;
-                    let mut s = self.rebuilt(s)?;
-                    s.len = slen;
-                    s.start = start;
-                    s.mtime = mtime;
-                    s
-                }
+            let prior = self.known(&name);
+            let src = match prior.clone() {
+                // An entry of it was found unreadable: indexed again from
+                // the file.
+                Some(s) if s.stale => Source {
+                    len: slen,
+                    start,
+                    mtime,
+                    ..from_start(s)
+                },
                 Some(s) if s.len == slen && s.mtime == mtime && s.start == start => continue,
                 // Indexed by a CDXJ given: that index stands for the file.
                 Some(s) if s.mtime == u64::MAX => continue,
-                Some(mut s) => {
+                Some(s) => {
                     // Grown in place (a file still being written): read on
                     // from where indexing stopped; otherwise from the start.
-                    if !(slen > s.len && s.start == start && entry.is_none()) {
-                        s.indexed_to = 0;
-                        s.entries = 0;
-                    }
-                    s.len = slen;
-                    s.start = start;
-                    s.mtime = mtime;
-                    report.updated_sources += 1;
-                    s
-                }
-                None => {
-                    report.new_sources += 1;
+                    let s = if slen > s.len && s.start == start && entry.is_none() {
+                        s
+                    } else {
+                        from_start(s)
+                    };
                     Source {
-                        id: self.next_id(),
-                        name,
-                        path: path.to_path_buf(),
-                        url: None,
-                        entry,
-                        start,
                         len: slen,
+                        start,
                         mtime,
-                        indexed_to: 0,
-                        entries: 0,
-                        stale: false,
+                        ..s
                     }
                 }
+                None => Source {
+                    id: self.next_id(),
+                    name,
+                    path: path.to_path_buf(),
+                    url: None,
+                    entry,
+                    start,
+                    len: slen,
+                    mtime,
+                    indexed_to: 0,
+                    entries: 0,
+                    stale: false,
+                },
             };
-            self.index_and_save(src, report)?;
+            self.index_and_save(src, prior, report)?;
         }
         Ok(())
     }
 
-    /// Indexes `src` from where it stands and saves it, counting its
-    /// entries or its failure in `report`.
-    fn index_and_save(&self, mut src: Source, report: &mut SyncReport) -> Result<()> {
+    /// Indexes `src` from where it stands and saves it, counting it as
+    /// new or changed by `prior` (what the store knew of it before this
+    /// sync, [`count_change`]) and its entries or its failure in `report`.
+    /// A stale source keeps its entries until the new index is whole
+    /// ([`Store::reindex_begin`]); when that fails, it stays as it was,
+    /// marked, to be tried again at the next sync.
+    fn index_and_save(
+        &self,
+        mut src: Source,
+        prior: Option<Source>,
+        report: &mut SyncReport,
+    ) -> Result<()> {
+        count_change(prior.as_ref(), report);
+        let had = self.source(src.id);
         // Known (in memory) before its first captures are committed, so a
         // capture a lookup finds always has its file; saved to the database
         // only once indexed, so a crash re-reads it.
         self.remember(&src);
+        // Of a stale source only: listing a source's entries reads the
+        // whole store, too dear for every file that changed (whose entries
+        // are written over, as they always were).
+        let reindex = match &had {
+            Some(h) if h.stale && src.indexed_to == 0 => {
+                Some(self.reindex_begin(src.id, &src.name)?)
+            }
+            _ => None,
+        };
         let mut recovered = Recoveries::keeping(0);
         let mut unparsed = Recoveries::keeping(0);
         let r = self.index_source(&mut src, &mut recovered, &mut unparsed);
-        self.save_source(&src)?;
         // Lenient recoveries while indexing: one line for the source, as
         // the command line's summary gives one per file; and one for the
         // captures indexed without status and MIME, as `index` says.
@@ -1139,9 +1286,31 @@ impl Store {
         {
             report.warnings.push(format!("{}: {told}", src.name));
         }
-        match r {
-            Ok(n) => report.entries += n,
-            Err(e) => report.failures.push(format!("{}: {e}", src.name)),
+        match (r, reindex) {
+            (Ok(n), Some(rx)) => {
+                self.reindex_end(rx, &src)?;
+                report.entries += n;
+            }
+            (Ok(n), None) => {
+                self.save_source(&src)?;
+                report.entries += n;
+            }
+            (Err(e), Some(_)) => {
+                // Kept as it was, and marked: its entries still answer
+                // lookups, and the next sync tries again.
+                if let Some(h) = prior.or(had) {
+                    self.remember(&h);
+                }
+                report.failures.push(format!(
+                    "{}: {e}; indexing it again failed: the captures it had are kept, \
+                     and it is indexed again at the next sync",
+                    src.name
+                ));
+            }
+            (Err(e), _) => {
+                self.save_source(&src)?;
+                report.failures.push(format!("{}: {e}", src.name));
+            }
         }
         Ok(())
     }
@@ -1151,7 +1320,8 @@ impl Store {
     /// one is indexed again from its start). An object indexed by a CDXJ
     /// given stays as that index says.
     fn sync_object(&self, url: &str, size: u64, report: &mut SyncReport) -> Result<()> {
-        self.sync_remote(url.to_string(), url, None, 0, size, false, report)
+        let prior = self.known(url);
+        self.sync_remote(url.to_string(), url, None, 0, size, false, prior, report)
     }
 
     /// Indexes the source `name`: the object at `url` from byte `start`
@@ -1159,7 +1329,8 @@ impl Store {
     /// or its place or size changed (indexed again from its start then).
     /// A source indexed by a CDXJ given stays as that index says. `force`:
     /// indexed whatever is known of it (a WACZ member its index did not
-    /// cover, registered while that index was read).
+    /// cover, registered while that index was read). `prior`: what the
+    /// store knew of it before this sync (counted by it, as a local file).
     #[allow(clippy::too_many_arguments)]
     fn sync_remote(
         &self,
@@ -1169,6 +1340,7 @@ impl Store {
         start: u64,
         len: u64,
         force: bool,
+        prior: Option<Source>,
         report: &mut SyncReport,
     ) -> Result<()> {
         let src = match self.known(&name) {
@@ -1179,44 +1351,26 @@ impl Store {
             {
                 return Ok(());
             }
-            Some(s) if s.stale => {
-                report.updated_sources += 1;
-                let mut s = self.rebuilt(s)?;
-                s.start = start;
-                s.len = len;
-                s
-            }
-            Some(mut s) => {
-                // Registered, never indexed: new.
-                if s.entries == 0 && s.indexed_to == 0 {
-                    report.new_sources += 1;
-                } else {
-                    report.updated_sources += 1;
-                }
-                s.start = start;
-                s.len = len;
-                s.indexed_to = 0;
-                s.entries = 0;
-                s
-            }
-            None => {
-                report.new_sources += 1;
-                Source {
-                    id: self.next_id(),
-                    name,
-                    path: PathBuf::from(url),
-                    url: Some(url.to_string()),
-                    entry,
-                    start,
-                    len,
-                    mtime: 0,
-                    indexed_to: 0,
-                    entries: 0,
-                    stale: false,
-                }
-            }
+            Some(s) => Source {
+                start,
+                len,
+                ..from_start(s)
+            },
+            None => Source {
+                id: self.next_id(),
+                name,
+                path: PathBuf::from(url),
+                url: Some(url.to_string()),
+                entry,
+                start,
+                len,
+                mtime: 0,
+                indexed_to: 0,
+                entries: 0,
+                stale: false,
+            },
         };
-        self.index_and_save(src, report)
+        self.index_and_save(src, prior, report)
     }
 
     /// Indexes the archive files of the WACZ object at `url` of `size`
@@ -1250,10 +1404,19 @@ impl Store {
                 )
             })
             .collect();
+        // What the store knew of each member before this sync: what they
+        // are counted as, whichever way they are indexed.
+        let priors: BTreeMap<String, Source> = members
+            .iter()
+            .filter_map(|m| {
+                let name = format!("{url}#{}", m.name);
+                self.known(&name).map(|s| (m.name.clone(), s))
+            })
+            .collect();
         let mut done = std::collections::BTreeSet::new();
         match (&index, stale.is_empty()) {
             (_, true) => {}
-            (Some(ix), false) => match self.load_wacz_index(url, ix, &stale, report) {
+            (Some(ix), false) => match self.load_wacz_index(url, ix, &stale, &priors, report) {
                 Ok(d) => done = d,
                 Err(e) => report.warnings.push(format!(
                     "{url}: its index {} is not used ({e}); its archive files are scanned",
@@ -1273,7 +1436,8 @@ impl Store {
             let name = format!("{url}#{}", m.name);
             let (start, len) = (m.data_start, m.compressed_size);
             let force = stale.contains(&m.name);
-            self.sync_remote(name, url, Some(m.name), start, len, force, report)?;
+            let prior = priors.get(&m.name).cloned();
+            self.sync_remote(name, url, Some(m.name), start, len, force, prior, report)?;
         }
         Ok(())
     }
@@ -1294,13 +1458,16 @@ impl Store {
     /// Offsets stay the WARC files' own, as a scan gives them. Returns the
     /// members indexed; a member with no line in the index is left to be
     /// scanned (with a warning), as are all when the index cannot be read
-    /// (the error).
+    /// (the error). `priors`: what the store knew of the members, by
+    /// name, before this sync; a known member keeps its entries until its
+    /// new ones are written (as a scan does, [`Store::reindex_begin`]).
     #[cfg(feature = "remote")]
     fn load_wacz_index(
         &self,
         url: &str,
         ix: &wacz::ZipEntry,
         stale: &[&wacz::ZipEntry],
+        priors: &BTreeMap<String, Source>,
         report: &mut SyncReport,
     ) -> Result<std::collections::BTreeSet<String>> {
         use std::io::Read;
@@ -1326,17 +1493,22 @@ impl Store {
         // The sources of the members to index, by the name index lines give
         // (`NAME`, as py-wacz and `wacz create` write it, or `archive/NAME`).
         let mut by_name: BTreeMap<String, usize> = BTreeMap::new();
-        let mut srcs: Vec<(Source, bool)> = Vec::with_capacity(stale.len());
+        let mut srcs: Vec<(Source, Option<Reindex>)> = Vec::with_capacity(stale.len());
         for (k, m) in stale.iter().enumerate() {
             let name = format!("{url}#{}", m.name);
-            let (src, known) = match self.known(&name) {
+            let (src, reindex) = match self.known(&name) {
                 Some(s) => {
-                    let mut s = if s.stale { self.rebuilt(s)? } else { s };
-                    s.start = m.data_start;
-                    s.len = m.compressed_size;
-                    s.indexed_to = 0;
-                    s.entries = 0;
-                    (s, true)
+                    let rx = if s.stale {
+                        Some(self.reindex_begin(s.id, &s.name)?)
+                    } else {
+                        None
+                    };
+                    let s = Source {
+                        start: m.data_start,
+                        len: m.compressed_size,
+                        ..from_start(s)
+                    };
+                    (s, rx)
                 }
                 None => (
                     Source {
@@ -1352,7 +1524,7 @@ impl Store {
                         entries: 0,
                         stale: false,
                     },
-                    false,
+                    None,
                 ),
             };
             // Known before its captures are committed (and to next_id).
@@ -1361,7 +1533,7 @@ impl Store {
             if let Some(base) = m.name.strip_prefix("archive/") {
                 by_name.insert(base.to_string(), k);
             }
-            srcs.push((src, known));
+            srcs.push((src, reindex));
         }
         let filenames: Vec<String> = srcs.iter().map(|(s, _)| s.cdx_filename()).collect();
         let mut batch: Vec<Vec<Entry>> = vec![Vec::new(); srcs.len()];
@@ -1420,7 +1592,7 @@ impl Store {
             ));
         }
         let mut done = std::collections::BTreeSet::new();
-        for (k, (mut src, known)) in srcs.into_iter().enumerate() {
+        for (k, (mut src, reindex)) in srcs.into_iter().enumerate() {
             counts[k] += self.insert(src.id, &batch[k])?;
             if counts[k] == 0 {
                 report.warnings.push(format!(
@@ -1431,13 +1603,14 @@ impl Store {
             }
             src.indexed_to = src.len;
             src.entries = counts[k];
-            self.save_source(&src)?;
-            report.entries += counts[k];
-            if known {
-                report.updated_sources += 1;
-            } else {
-                report.new_sources += 1;
+            match reindex {
+                Some(rx) => {
+                    self.reindex_end(rx, &src)?;
+                }
+                None => self.save_source(&src)?,
             }
+            report.entries += counts[k];
+            count_change(priors.get(&stale[k].name), report);
             report.from_wacz_index += 1;
             done.insert(stale[k].name.clone());
         }
@@ -1449,37 +1622,165 @@ impl Store {
         self.sync_object(url, size, report)
     }
 
-    /// `src`, marked [`Source::stale`], with its captures, record ids and
-    /// digests deleted, to be indexed from its start: an entry of it was
-    /// unreadable, and what the entries stood for is read again from the
-    /// file.
-    fn rebuilt(&self, mut src: Source) -> Result<Source> {
-        let dropped = self.purge(&std::collections::BTreeSet::from([src.id]), false)?;
-        // Its entries are new: one found unreadable again is counted again.
-        self.seen_unreadable
+    /// Begins indexing the stale source `id` (named `name`) again from
+    /// its start: its captures, record ids and digests are listed in
+    /// [`PENDING`] (a list left by an attempt that failed is made again),
+    /// each struck off as the new index writes it again
+    /// ([`Store::insert`]). Nothing is deleted before the new index is
+    /// whole ([`Store::reindex_end`]): lookups keep answering from the
+    /// entries there are. Reads the three tables whole.
+    fn reindex_begin(&self, id: u32, name: &str) -> Result<Reindex> {
+        let mark = self
+            .marks
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .retain(|k| src_of_key(k) != Some(src.id));
-        tracing::warn!(
-            "index cache {}: {} is indexed again from its start ({dropped} entries dropped)",
-            self.path.display(),
-            src.name
-        );
-        src.stale = false;
-        src.indexed_to = 0;
-        src.entries = 0;
-        if src.mtime == u64::MAX {
-            src.mtime = 0;
+            .get(&id)
+            .copied();
+        let p = &self.path;
+        let txn = self.db.begin_write().map_err(|e| db_error(e, p))?;
+        let mut listed = 0u64;
+        {
+            let mut pending = txn.open_table(PENDING).map_err(|e| db_error(e, p))?;
+            let (lo, hi) = pending_range(id);
+            pending
+                .retain_in(lo.as_str()..hi.as_str(), |_, _| false)
+                .map_err(|e| db_error(e, p))?;
+            let caps = txn.open_table(CAPTURES).map_err(|e| db_error(e, p))?;
+            for item in caps.iter().map_err(|e| db_error(e, p))? {
+                let (k, _) = item.map_err(|e| db_error(e, p))?;
+                if src_of_key(k.value()) == Some(id) {
+                    pending
+                        .insert(pending_key(id, 'c', k.value()).as_str(), [].as_slice())
+                        .map_err(|e| db_error(e, p))?;
+                    listed += 1;
+                }
+            }
+            for (table, kind) in [(RECORD_IDS, 'r'), (DIGESTS, 'd')] {
+                let t = txn.open_table(table).map_err(|e| db_error(e, p))?;
+                for item in t.iter().map_err(|e| db_error(e, p))? {
+                    let (k, v) = item.map_err(|e| db_error(e, p))?;
+                    if loc_from(v.value()).is_some_and(|(s, _, _)| s == id) {
+                        pending
+                            .insert(pending_key(id, kind, k.value()).as_str(), [].as_slice())
+                            .map_err(|e| db_error(e, p))?;
+                    }
+                }
+            }
         }
-        Ok(src)
+        txn.commit().map_err(|e| db_error(e, p))?;
+        if mark.is_some() {
+            tracing::warn!(
+                "index cache {}: {name} is indexed again from its start (its {listed} \
+                 captures are kept until that succeeds)",
+                self.path.display()
+            );
+        }
+        Ok(Reindex { id, mark })
+    }
+
+    /// Ends the re-index `r` that succeeded, in one transaction with saving
+    /// `src`: what it did not write again is deleted (a record id or
+    /// digest only when it still points into the source), and the source's
+    /// stale mark cleared unless it was set again meanwhile (a lookup that
+    /// met an unreadable entry after the re-index began: indexed again at
+    /// the next sync). Returns the captures deleted.
+    fn reindex_end(&self, r: Reindex, src: &Source) -> Result<u64> {
+        let p = &self.path;
+        let id = r.id;
+        let txn = self.db.begin_write().map_err(|e| db_error(e, p))?;
+        let mut removed = 0u64;
+        let cleared;
+        {
+            let mut pending = txn.open_table(PENDING).map_err(|e| db_error(e, p))?;
+            let (lo, hi) = pending_range(id);
+            let mut left = Vec::new();
+            for item in pending
+                .range(lo.as_str()..hi.as_str())
+                .map_err(|e| db_error(e, p))?
+            {
+                let (k, _) = item.map_err(|e| db_error(e, p))?;
+                left.push(k.value().to_string());
+            }
+            pending
+                .retain_in(lo.as_str()..hi.as_str(), |_, _| false)
+                .map_err(|e| db_error(e, p))?;
+            let mut caps = txn.open_table(CAPTURES).map_err(|e| db_error(e, p))?;
+            let mut ids = txn.open_table(RECORD_IDS).map_err(|e| db_error(e, p))?;
+            let mut digests = txn.open_table(DIGESTS).map_err(|e| db_error(e, p))?;
+            for k in &left {
+                let Some((kind, key)) = k.get(lo.len()..).and_then(|r| r.split_once(' ')) else {
+                    continue;
+                };
+                match kind {
+                    "c" => {
+                        removed +=
+                            u64::from(caps.remove(key).map_err(|e| db_error(e, p))?.is_some());
+                    }
+                    "r" | "d" => {
+                        let t = if kind == "r" { &mut ids } else { &mut digests };
+                        let ours = t
+                            .get(key)
+                            .map_err(|e| db_error(e, p))?
+                            .is_some_and(|v| loc_from(v.value()).is_some_and(|(s, _, _)| s == id));
+                        if ours {
+                            t.remove(key).map_err(|e| db_error(e, p))?;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            let mut marks = txn.open_table(STALE).map_err(|e| db_error(e, p))?;
+            let now = marks
+                .get(id)
+                .map_err(|e| db_error(e, p))?
+                .map(|g| g.value());
+            cleared = now.is_some() && now == r.mark;
+            if cleared {
+                marks.remove(id).map_err(|e| db_error(e, p))?;
+            }
+            let mut t = txn.open_table(SOURCES).map_err(|e| db_error(e, p))?;
+            let v = serde_json::to_vec(&Source {
+                stale: false,
+                ..src.clone()
+            })
+            .map_err(std::io::Error::from)?;
+            t.insert(src.id, v.as_slice()).map_err(|e| db_error(e, p))?;
+        }
+        txn.commit().map_err(|e| db_error(e, p))?;
+        self.remember(src);
+        if cleared {
+            let mut marks = self.marks.lock().unwrap_or_else(|e| e.into_inner());
+            if marks.get(&id).copied() == r.mark {
+                marks.remove(&id);
+            }
+        }
+        if r.mark.is_some() {
+            // Its entries are new: one found unreadable again is counted
+            // again.
+            self.seen_unreadable
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .retain(|k| src_of_key(k) != Some(id));
+        }
+        if removed > 0 {
+            tracing::info!(
+                "index cache {}: {} captures of {} that its new index no longer gives deleted",
+                self.path.display(),
+                removed,
+                src.name
+            );
+        }
+        Ok(removed)
     }
 
     /// The source named `name`, if it is known.
     fn known(&self, name: &str) -> Option<Source> {
-        self.sources
+        let s = self
+            .sources
             .read()
             .ok()
-            .and_then(|s| s.iter().find(|s| s.name == name).cloned())
+            .and_then(|s| s.iter().find(|s| s.name == name).cloned())?;
+        Some(self.marked(s))
     }
 
     /// The id a new source gets.
@@ -1491,13 +1792,18 @@ impl Store {
             .map_or(0, |m| m + 1)
     }
 
+    /// Saves `src`'s entry (its stale mark is not in it: [`STALE`]).
     fn save_source(&self, src: &Source) -> Result<()> {
         let txn = self.db.begin_write().map_err(|e| db_error(e, &self.path))?;
         {
             let mut t = txn
                 .open_table(SOURCES)
                 .map_err(|e| db_error(e, &self.path))?;
-            let v = serde_json::to_vec(src).map_err(std::io::Error::from)?;
+            let v = serde_json::to_vec(&Source {
+                stale: false,
+                ..src.clone()
+            })
+            .map_err(std::io::Error::from)?;
             t.insert(src.id, v.as_slice())
                 .map_err(|e| db_error(e, &self.path))?;
         }
@@ -1559,6 +1865,10 @@ impl Store {
         r.map(|()| added)
     }
 
+    /// Writes `entries` of source `src`. Of a source being indexed again
+    /// ([`Store::reindex_begin`]), each entry written is struck off its
+    /// pending list, and a digest still pointing at the source's old
+    /// entries is pointed at the first new record with it.
     fn insert(&self, src: u32, entries: &[Entry]) -> Result<u64> {
         if entries.is_empty() {
             return Ok(0);
@@ -1569,28 +1879,49 @@ impl Store {
             let mut caps = txn.open_table(CAPTURES).map_err(|e| db_error(e, p))?;
             let mut ids = txn.open_table(RECORD_IDS).map_err(|e| db_error(e, p))?;
             let mut digests = txn.open_table(DIGESTS).map_err(|e| db_error(e, p))?;
+            let mut pending = txn.open_table(PENDING).map_err(|e| db_error(e, p))?;
+            let (lo, hi) = pending_range(src);
+            let reindex = pending
+                .range(lo.as_str()..hi.as_str())
+                .map_err(|e| db_error(e, p))?
+                .next()
+                .is_some();
+            // Whether `key` of `kind` was pending (struck off now).
+            let mut strike = |kind: char, key: &str| -> Result<bool> {
+                if !reindex {
+                    return Ok(false);
+                }
+                Ok(pending
+                    .remove(pending_key(src, kind, key).as_str())
+                    .map_err(|e| db_error(e, p))?
+                    .is_some())
+            };
             for e in entries {
                 let cap = Capture {
                     src,
                     entry: e.clone(),
                 };
                 let v = serde_json::to_vec(&cap).map_err(std::io::Error::from)?;
-                caps.insert(capture_key(e, src).as_str(), v.as_slice())
+                let key = capture_key(e, src);
+                caps.insert(key.as_str(), v.as_slice())
                     .map_err(|e| db_error(e, p))?;
+                strike('c', &key)?;
                 let loc = loc_bytes(src, e.offset, e.length);
                 if let Some(id) = &e.record_id {
                     ids.insert(id.trim(), loc.as_slice())
                         .map_err(|e| db_error(e, p))?;
+                    strike('r', id.trim())?;
                 }
                 let original = e.record_type.as_deref().is_some_and(|t| {
                     t.eq_ignore_ascii_case("response") || t.eq_ignore_ascii_case("resource")
                 });
                 if original && let Some(d) = &e.digest {
                     let k = lookup_key(d);
-                    if digests
-                        .get(k.as_str())
-                        .map_err(|e| db_error(e, p))?
-                        .is_none()
+                    if strike('d', &k)?
+                        || digests
+                            .get(k.as_str())
+                            .map_err(|e| db_error(e, p))?
+                            .is_none()
                     {
                         digests
                             .insert(k.as_str(), loc.as_slice())
@@ -1608,7 +1939,9 @@ impl Store {
     /// looked for among the sources known by base name (or `WACZ#member`
     /// name). Lines of files not served are counted and skipped; lines that
     /// are not CDXJ are damage: counted apart, their first line numbers
-    /// kept, and said as a warning naming the index ([`CdxjLoad`]).
+    /// kept, and said here, once, as a warning naming the index
+    /// ([`CdxjLoad::damage`]); a caller logging the load's summary (its
+    /// `Display`, counts only) does not say them again.
     ///
     /// # Errors
     /// The index cannot be read or the store written.
@@ -2279,10 +2612,181 @@ mod tests {
         );
         l.unknown_file = 1;
         l.unknown_files = vec!["gone.warc.gz".into()];
+        // The summary counts them; their numbers are the damage's alone.
         assert_eq!(
             l.to_string(),
             "loaded 0 lines from x/index.cdxj; 1 line of files not served, skipped \
-             (gone.warc.gz); 10 lines not CDXJ, skipped (lines 1, 2, 3, 4, 5, 6, 7, 8, ...)"
+             (gone.warc.gz); 10 lines not CDXJ, skipped"
+        );
+    }
+
+    /// A source as a sync knows it, with `entries` captures written.
+    fn indexed(store: &Store, entries: u64) -> Source {
+        let src = Source {
+            id: store.next_id(),
+            name: "/x/a.warc".into(),
+            path: "/x/a.warc".into(),
+            url: None,
+            entry: None,
+            start: 0,
+            len: 100,
+            mtime: 1,
+            indexed_to: 100,
+            entries,
+            stale: false,
+        };
+        store.save_source(&src).unwrap();
+        src
+    }
+
+    /// The race of a lookup's mark with a sync's save, in its losing
+    /// order: the sync read the source unmarked, a lookup marked it, the
+    /// sync saved its copy. The mark holds, and across a restart.
+    #[test]
+    fn a_sync_saving_its_copy_of_a_source_keeps_a_mark_set_meanwhile() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.redb");
+        let store = Store::open(&path).unwrap();
+        let src = indexed(&store, 3);
+        let copy = store.known(&src.name).unwrap();
+        assert!(!copy.stale);
+        store.mark_stale(src.id).unwrap();
+        store
+            .save_source(&Source {
+                indexed_to: 120,
+                len: 120,
+                ..copy
+            })
+            .unwrap();
+        let now = store.source(src.id).unwrap();
+        assert!(now.stale, "{now:?}");
+        assert_eq!(now.len, 120, "the sync's save is kept too");
+        drop(store);
+        let store = Store::open(&path).unwrap();
+        assert!(store.source(src.id).unwrap().stale);
+    }
+
+    /// A re-index clears the mark it answers, not one set while it ran; a
+    /// store from before, whose mark is in the source's entry, keeps it.
+    #[test]
+    fn a_re_index_clears_only_the_mark_it_began_with() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.redb");
+        let store = Store::open(&path).unwrap();
+        let src = indexed(&store, 0);
+        store.mark_stale(src.id).unwrap();
+        let r = store.reindex_begin(src.id, &src.name).unwrap();
+        store.mark_stale(src.id).unwrap();
+        store.reindex_end(r, &src).unwrap();
+        assert!(store.source(src.id).unwrap().stale, "marked meanwhile");
+        let r = store.reindex_begin(src.id, &src.name).unwrap();
+        store.reindex_end(r, &src).unwrap();
+        assert!(!store.source(src.id).unwrap().stale);
+        drop(store);
+        let store = Store::open(&path).unwrap();
+        assert!(!store.source(src.id).unwrap().stale);
+        drop(store);
+
+        // The mark as stores from before kept it.
+        {
+            let db = Database::create(&path).unwrap();
+            let txn = db.begin_write().unwrap();
+            {
+                let mut t = txn.open_table(SOURCES).unwrap();
+                let v = serde_json::to_vec(&Source {
+                    stale: true,
+                    ..src.clone()
+                })
+                .unwrap();
+                t.insert(src.id, v.as_slice()).unwrap();
+            }
+            txn.commit().unwrap();
+        }
+        let store = Store::open(&path).unwrap();
+        store.save_source(&src).unwrap();
+        assert!(store.source(src.id).unwrap().stale);
+    }
+
+    /// A source indexed again is counted as changed however it came to be
+    /// (marked stale, its file or object changed, indexed to nothing
+    /// before), whether a local file, an object or a WACZ member; new when
+    /// it was unknown before the sync.
+    #[test]
+    fn a_source_indexed_again_is_counted_as_changed() {
+        let count = |prior: Option<Source>| {
+            let mut r = SyncReport::default();
+            count_change(prior.as_ref(), &mut r);
+            (r.new_sources, r.updated_sources)
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("index.redb")).unwrap();
+        let src = indexed(&store, 2);
+        assert_eq!(count(None), (1, 0));
+        assert_eq!(count(Some(src.clone())), (0, 1));
+        let empty = Source {
+            indexed_to: 0,
+            entries: 0,
+            ..src.clone()
+        };
+        assert_eq!(count(Some(empty.clone())), (0, 1));
+        assert_eq!(
+            count(Some(Source {
+                stale: true,
+                ..empty
+            })),
+            (0, 1)
+        );
+    }
+
+    /// The entries a re-index does not write again are deleted when it
+    /// ends, and only those; a record id another source took is kept.
+    #[test]
+    fn a_re_index_deletes_only_what_it_did_not_write_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("index.redb")).unwrap();
+        let src = indexed(&store, 3);
+        let entry = |ts: &str, offset: u64, id: &str| Entry {
+            urlkey: "com,example)/".into(),
+            timestamp: ts.into(),
+            offset,
+            length: Some(10),
+            record_id: Some(id.into()),
+            record_type: Some("response".into()),
+            digest: Some(format!("sha1:{}", "A".repeat(31) + &ts[5..6])),
+            ..Entry::default()
+        };
+        let a = entry("20240101000000", 0, "<urn:a>");
+        let b = entry("20240201000000", 10, "<urn:b>");
+        let c = entry("20240301000000", 20, "<urn:c>");
+        store.insert(src.id, &[a.clone(), b.clone(), c]).unwrap();
+        let r = store.reindex_begin(src.id, &src.name).unwrap();
+        // Another source writes <urn:c> meanwhile.
+        store
+            .insert(src.id + 1, &[entry("20240401000000", 0, "<urn:c>")])
+            .unwrap();
+        let moved = Entry { offset: 40, ..b };
+        store.insert(src.id, &[a, moved]).unwrap();
+        assert_eq!(store.len().unwrap(), 5, "nothing deleted before the end");
+        assert_eq!(store.reindex_end(r, &src).unwrap(), 2);
+        assert_eq!(store.len().unwrap(), 3);
+        assert_eq!(
+            store.record_of_id("<urn:b>").unwrap(),
+            Some((src.id, 40, Some(10)))
+        );
+        assert_eq!(
+            store.record_of_id("<urn:c>").unwrap(),
+            Some((src.id + 1, 0, Some(10)))
+        );
+        // A digest follows its record; one no longer given is deleted.
+        let digest = |d: char| format!("sha1:{}{d}", "A".repeat(31));
+        assert_eq!(
+            store.record_of_digest(&digest('2')).unwrap(),
+            Some((src.id, 40, Some(10)))
+        );
+        assert_eq!(store.record_of_digest(&digest('3')).unwrap(), None);
+        assert_eq!(
+            store.record_of_digest(&digest('4')).unwrap(),
+            Some((src.id + 1, 0, Some(10)))
         );
     }
 

@@ -454,8 +454,9 @@ impl Server {
         let store = Store::open(&store_path)?;
         if let Some(cdxj) = &opts.cdxj {
             let load = store.load_cdxj(cdxj, &opts.paths)?;
-            // Lines that are not CDXJ were said as a warning by the store
-            // (the index and their line numbers); the summary counts them.
+            // Lines that are not CDXJ were said once, as a warning, by the
+            // store (the index and their line numbers); the summary only
+            // counts them (a warning too then, so it is not missed).
             if load.unparsable > 0 {
                 tracing::warn!("{load}");
             } else {

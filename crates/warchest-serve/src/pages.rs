@@ -11,7 +11,6 @@ use super::{HResult, text_html, text_plain};
 use warchest::archive::Record;
 use warchest::codec::Source;
 use warchest::http::HttpHead;
-use warchest::recoveries::Recoveries;
 use warchest::warc::WarcHeader;
 use warchest_replay::Collection;
 use warchest_replay::store::{Capture, KeyRange, MatchType, Query};
@@ -471,19 +470,14 @@ pub(super) fn record(
                     Err(e) => damage.push(format!("the payload could not be decoded: {e}")),
                 }
             }
-            let end = rec.finish()?;
-            if end.truncated {
-                damage.push(format!(
-                    "truncated: the record ends before its Content-Length ({} block bytes present)",
-                    end.block_len
-                ));
-            }
-            let mut recovered: Recoveries = Recoveries::keeping(0);
-            recovered.add_all(&src.name, &reader.take_warnings());
-            if let Some(told) = recovered.summary() {
-                damage.push(told);
-            }
-            let length = end.stored_len;
+            // Said as the log says a damaged record served: one reasoning.
+            let end = rec.finish();
+            damage.extend(warchest_replay::record_damage(
+                &src.name,
+                Some(&end),
+                &mut reader,
+            ));
+            let length = end.ok().and_then(|e| e.stored_len);
             let body = record_page(
                 coll,
                 &src,

@@ -377,6 +377,20 @@ fn damage_is_reported_when_indexed_and_when_served() {
     assert!(log.contains("record served damaged"), "{log}");
     assert!(log.contains(&format!("offset={cut_at}")), "{log}");
     assert!(log.contains("truncated: the record ends"), "{log}");
+    // The sentence record_damage gives, as the record page says it too.
+    assert!(log.contains("block bytes present)"), "{log}");
+    let src = coll.store.sources()[0].clone();
+    let mut reader = src.reader_at(cut_at as u64).unwrap();
+    let end = {
+        let mut rec = reader.next_record().unwrap().expect("the cut record");
+        std::io::copy(&mut rec.payload(false).unwrap(), &mut std::io::sink()).unwrap();
+        rec.finish()
+    };
+    let said = warchest_replay::record_damage(&src.name, Some(&end), &mut reader);
+    assert_eq!(said.len(), 2, "{said:?}");
+    for d in &said {
+        assert!(log.contains(d.as_str()), "{d} not in {log}");
+    }
     // Counted as served, not per record: served again, counted again.
     assert_eq!(coll.served.damaged(), 2);
     payload(&coll, "http://a.test/c", "20240101000002");
@@ -621,4 +635,241 @@ fn an_unreadable_capture_entry_is_passed_over_counted_and_rebuilt() {
     };
     assert_eq!(payload(&coll, "http://a.test/", "20240601").1, b"new");
     assert_eq!(coll.store.cache_damage().total(), 0);
+}
+
+/// A source marked stale whose file then fails to index keeps the
+/// captures it had (lookups still answer from them) and its mark, and
+/// the failure is in the sync's report; once its file indexes again, the
+/// captures its new index no longer gives are deleted, and only those.
+#[cfg(unix)]
+#[test]
+fn a_failed_re_index_keeps_the_old_captures_and_the_mark() {
+    let dir = tempfile::tempdir().unwrap();
+    let warc = dir.path().join("a.warc");
+    let http = |b: &str| {
+        format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{b}",
+            b.len()
+        )
+    };
+    let jan = response("http://a.test/", "2024-01-01T00:00:00Z", &http("jan"));
+    let jun = response("http://a.test/", "2024-06-01T00:00:00Z", &http("jun"));
+    let jul = response("http://a.test/", "2024-07-01T00:00:00Z", &http("jul"));
+    std::fs::write(&warc, [jan.clone(), jun, jul.clone()].concat()).unwrap();
+    let db = dir.path().join("db.redb");
+    let paths = [warc.clone()];
+    drop(collection(&paths, &db));
+    corrupt(&db, |txn| {
+        let mut t = txn.open_table(CAPTURES).unwrap();
+        let key = {
+            let mut keys = t.iter().unwrap().map(|i| i.unwrap().0.value().to_string());
+            keys.find(|k| k.contains(" 20240601"))
+                .expect("the June capture")
+        };
+        t.insert(key.as_str(), b"\xff\x00".as_slice()).unwrap();
+    });
+    let store = Store::open(&db).unwrap();
+    let coll = Collection {
+        name: "c".into(),
+        paths: paths.to_vec(),
+        store,
+        fuzzy: warchest_replay::fuzzy::FuzzyRules::none(),
+        served: Default::default(),
+    };
+    coll.find("http://a.test/", "20240601").unwrap();
+    assert!(coll.store.sources()[0].stale);
+
+    // The file cannot be read now (the reader recovers from any bytes; a
+    // pipe cannot be read at an offset): indexing it again fails. Held
+    // open for writing too, so that opening it to read does not wait.
+    std::fs::remove_file(&warc).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(&warc)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let pipe = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&warc)
+        .unwrap();
+    let r = coll.store.sync(&paths).unwrap();
+    assert_eq!((r.updated_sources, r.entries), (1, 0), "{r:?}");
+    assert_eq!(r.failures.len(), 1, "{r:?}");
+    assert!(r.failures[0].contains("a.warc"), "{r:?}");
+    assert!(r.failures[0].contains("captures it had are kept"), "{r:?}");
+    assert_eq!(coll.store.len().unwrap(), 3, "nothing deleted");
+    let s = &coll.store.sources()[0];
+    assert!(s.stale, "still marked: {s:?}");
+    assert_eq!(s.entries, 3, "as it was: {s:?}");
+    let found = coll.find("http://a.test/", "20240101").unwrap();
+    assert_eq!(found.expect("January").entry.timestamp, "20240101000000");
+    let found = coll.find("http://a.test/", "20240801").unwrap();
+    assert_eq!(found.expect("July").entry.timestamp, "20240701000000");
+    // Tried again, and said again, at the next sync.
+    let r = coll.store.sync(&paths).unwrap();
+    assert_eq!((r.updated_sources, r.failures.len()), (1, 1), "{r:?}");
+
+    // Across a restart too; then the file indexes: June is gone from it.
+    let Collection { store, .. } = coll;
+    drop(store);
+    let store = Store::open(&db).unwrap();
+    assert!(store.sources()[0].stale);
+    drop(pipe);
+    std::fs::remove_file(&warc).unwrap();
+    std::fs::write(&warc, [jan, jul].concat()).unwrap();
+    let r = store.sync(&paths).unwrap();
+    assert!(r.failures.is_empty(), "{r:?}");
+    assert_eq!((r.updated_sources, r.entries), (1, 2), "{r:?}");
+    assert!(!store.sources()[0].stale);
+    assert_eq!(
+        store.len().unwrap(),
+        2,
+        "June's and July's old entries deleted"
+    );
+    let coll = Collection {
+        name: "c".into(),
+        paths: paths.to_vec(),
+        store,
+        fuzzy: warchest_replay::fuzzy::FuzzyRules::none(),
+        served: Default::default(),
+    };
+    assert_eq!(payload(&coll, "http://a.test/", "20240601").1, b"jul");
+    assert_eq!(payload(&coll, "http://a.test/", "20240101").1, b"jan");
+    assert_eq!(
+        coll.store.cache_damage().total(),
+        0,
+        "the entry written again"
+    );
+}
+
+/// A member of a WACZ read by URL that a lookup marked stale is indexed
+/// again and counted as a changed source, never a new one, whichever way
+/// it is read: from the WACZ's own index, or scanned when that index
+/// cannot be used (where it used to be counted as new). The counts agree
+/// with a local file's.
+#[cfg(feature = "remote")]
+#[test]
+fn a_stale_member_of_a_wacz_by_url_is_counted_as_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let warc = dir.path().join("a.warc");
+    let http = |b: &str| {
+        format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{b}",
+            b.len()
+        )
+    };
+    let mut bytes = response("http://a.test/", "2024-01-01T00:00:00Z", &http("jan"));
+    bytes.extend(response(
+        "http://a.test/",
+        "2024-06-01T00:00:00Z",
+        &http("jun"),
+    ));
+    bytes.extend(response(
+        "http://a.test/",
+        "2024-07-01T00:00:00Z",
+        &http("jul"),
+    ));
+    std::fs::write(&warc, bytes).unwrap();
+    let good = dir.path().join("good.wacz");
+    warchest_wacz::create(&[&warc], &good, &Default::default()).unwrap();
+    let good = std::fs::read(&good).unwrap();
+    // The same WACZ, its index's deflated bytes damaged: not used, its
+    // archive file scanned.
+    let ix = warchest_wacz::entries_of(std::io::Cursor::new(&good), Path::new("good.wacz"))
+        .unwrap()
+        .into_iter()
+        .find(|e| e.name == "indexes/index.cdxj")
+        .expect("an index");
+    assert!(!ix.stored, "deflated");
+    let mut bad = good.clone();
+    let mid = (ix.data_start + ix.compressed_size / 2) as usize;
+    for b in &mut bad[mid..mid + 4] {
+        *b ^= 0xff;
+    }
+    let srv = crate::servers::RangeServer::serving(
+        &[("good.wacz", good.as_slice()), ("bad.wacz", bad.as_slice())],
+        0.0,
+    );
+    let urls = [
+        PathBuf::from(srv.url("good.wacz")),
+        PathBuf::from(srv.url("bad.wacz")),
+    ];
+    let db = dir.path().join("db.redb");
+    let store = Store::open(&db).unwrap();
+    let r = store.sync(&urls).unwrap();
+    assert!(r.failures.is_empty(), "{r:?}");
+    assert_eq!(
+        (
+            r.new_sources,
+            r.updated_sources,
+            r.from_wacz_index,
+            r.entries
+        ),
+        (2, 0, 1, 6),
+        "{r:?}"
+    );
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.contains("bad.wacz") && w.contains("scanned")),
+        "{r:?}"
+    );
+    drop(store);
+    corrupt(&db, |txn| {
+        let mut t = txn.open_table(CAPTURES).unwrap();
+        let keys: Vec<String> = t
+            .iter()
+            .unwrap()
+            .map(|i| i.unwrap().0.value().to_string())
+            .filter(|k| k.contains(" 20240601"))
+            .collect();
+        assert_eq!(keys.len(), 2, "June, of each WACZ");
+        for k in keys {
+            t.insert(k.as_str(), b"\xff\x00".as_slice()).unwrap();
+        }
+    });
+    let store = Store::open(&db).unwrap();
+    let mut n = 0;
+    store
+        .query(
+            &warchest_replay::store::Query {
+                range: warchest_replay::store::KeyRange::raw(String::new()),
+                from: None,
+                to: None,
+                limit: 100,
+                reverse: false,
+            },
+            |_| {
+                n += 1;
+                true
+            },
+        )
+        .unwrap();
+    assert_eq!(n, 4);
+    assert!(
+        store.sources().iter().all(|s| s.stale),
+        "{:?}",
+        store.sources()
+    );
+
+    let r = store.sync(&urls).unwrap();
+    assert!(r.failures.is_empty(), "{r:?}");
+    assert_eq!(
+        (
+            r.new_sources,
+            r.updated_sources,
+            r.from_wacz_index,
+            r.entries
+        ),
+        (0, 2, 1, 6),
+        "{r:?}"
+    );
+    assert!(
+        store.sources().iter().all(|s| !s.stale),
+        "{:?}",
+        store.sources()
+    );
+    assert_eq!(store.sources().len(), 2);
+    assert_eq!(store.len().unwrap(), 6);
 }

@@ -189,3 +189,65 @@ fn an_unreadable_store_entry_is_counted_and_its_file_indexed_again() {
     assert!(r.starts_with("HTTP/1.1 200") && r.contains("hello"), "{r}");
     s.stop().unwrap();
 }
+
+/// What `f` logs (its thread's events, as text), and what it returns.
+fn logged<R>(f: impl FnOnce() -> R) -> (R, String) {
+    #[derive(Clone, Default)]
+    struct Buf(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+    impl std::io::Write for Buf {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let buf = Buf::default();
+    let w = buf.clone();
+    let sub = tracing_subscriber::fmt()
+        .with_ansi(false)
+        .with_writer(move || w.clone())
+        .finish();
+    let r = tracing::subscriber::with_default(sub, f);
+    let text = String::from_utf8_lossy(&buf.0.lock().unwrap()).into_owned();
+    (r, text)
+}
+
+/// The lines of a `--cdxj` index that are not CDXJ are said once, as a
+/// warning naming the index and their line numbers; the load's summary
+/// counts them without saying them again.
+#[test]
+fn a_cdxj_line_that_is_not_cdxj_is_told_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let warc = dir.path().join("a.warc");
+    let plain = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello";
+    std::fs::write(&warc, response("http://a.test/", plain)).unwrap();
+    let cdxj = dir.path().join("index.cdxj");
+    std::fs::write(
+        &cdxj,
+        "test,a)/ 20240101000000 {\"url\": \"http://a.test/\", \"mime\": \"text/plain\", \
+         \"status\": \"200\", \"filename\": \"a.warc\", \"offset\": \"0\"}\n\
+         not an index line\n\
+         \n\
+         neither is this\n",
+    )
+    .unwrap();
+    let mut opts = warchest_serve::ServeOptions::new(vec![warc]);
+    opts.listen = "127.0.0.1:0".into();
+    opts.store = Some(dir.path().join("index.redb"));
+    opts.poll = None;
+    opts.cdxj = Some(cdxj);
+    let (server, log) = logged(|| warchest_serve::Server::bind(opts).expect("bind the server"));
+    drop(server);
+    assert_eq!(log.matches("lines 2, 4").count(), 1, "{log}");
+    let told = log
+        .lines()
+        .find(|l| l.contains("lines 2, 4"))
+        .expect("told");
+    assert!(told.contains("WARN"), "{log}");
+    assert!(told.contains("index.cdxj: 2 lines are not CDXJ"), "{log}");
+    // The summary: counts only.
+    assert!(log.contains("2 lines not CDXJ, skipped"), "{log}");
+    assert!(log.contains("loaded 1 line from"), "{log}");
+}
