@@ -2289,7 +2289,12 @@ impl Crawl {
             }
         } else if (200..300).contains(&status) {
             let head_len = x.response.head.raw().len() as u64;
-            read_stopped = feed_payload(&mut x.response, head_len, &mut extractor);
+            read_stopped = feed_payload(
+                &mut x.response,
+                head_len,
+                &mut extractor,
+                self.cfg.extract.max_extract_bytes,
+            );
         }
         let mut extracted = if want_robots {
             Extracted::default()
@@ -2439,16 +2444,15 @@ impl Crawl {
     }
 }
 
-/// The most decoded payload link extraction looks at.
-const MAX_EXTRACT_BYTES: u64 = 64 << 20;
-
 /// Feeds the recorded payload of `resp` (its HTTP head `head_len` bytes),
-/// content coding undone, to `extractor`, at most [`MAX_EXTRACT_BYTES`];
-/// why it stopped before the payload's end, if it did.
+/// content coding undone, to `extractor`, at most `max` bytes of it
+/// (`max-extract-bytes`; 0: all); why it stopped before the payload's
+/// end, if it did.
 fn feed_payload(
     resp: &mut chttp::Captured,
     head_len: u64,
     extractor: &mut Extractor,
+    max: u64,
 ) -> Option<crate::links::Stopped> {
     use crate::links::{StopReason, Stopped};
     if let Err(e) = resp.block.seek(SeekFrom::Start(head_len)) {
@@ -2463,7 +2467,8 @@ fn feed_payload(
         Err(e) => return Some(Stopped::new(StopReason::Decode, e.to_string())),
     };
     let mut buf = vec![0u8; 64 << 10];
-    let mut left = MAX_EXTRACT_BYTES;
+    let max = if max == 0 { u64::MAX } else { max };
+    let mut left = max;
     loop {
         match r.read(&mut buf) {
             Ok(0) => return None,
@@ -2472,7 +2477,7 @@ fn feed_payload(
                 extractor.write(&buf[..left as usize]);
                 return Some(Stopped::new(
                     StopReason::Size,
-                    format!("links read from the first {MAX_EXTRACT_BYTES} bytes of the payload"),
+                    format!("links read from the first {max} bytes of the payload"),
                 ));
             }
             Ok(n) => {

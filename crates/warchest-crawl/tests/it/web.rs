@@ -219,6 +219,14 @@ fn page(host: &str, path: &str, port: u16) -> (u16, Vec<(String, String)>, Vec<u
         ("cut.test", "/many.html") => {
             html((0..10).map(|i| format!("<a href=/m{i}>{i}</a>")).collect())
         }
+        // Extraction stopped (links_stopped.rs): a page longer than the
+        // test's `max-extract-bytes = 1024`, a link before the bound and
+        // one after.
+        ("stop.test", "/size.html") => html(format!(
+            "<html><a href=/s1>1</a><p>{}</p><a href=/s2>2</a></html>",
+            "x".repeat(4096)
+        )),
+        ("stop.test", "/s1") => html("<html>here</html>".into()),
         // A tree of GEN pages on d.test: page i links to 2i+1 and 2i+2.
         ("d.test", p) if p.starts_with("/gen/") => {
             match p[5..].parse::<usize>() {
