@@ -137,7 +137,9 @@ pub enum StopReason {
     Decode,
     /// The recorded payload could not be read back.
     Read,
-    /// Anything else the HTML tokenizer refused.
+    /// Anything else the HTML tokenizer refused: not expected, as lol_html
+    /// runs lenient (not strict: no parsing-ambiguity errors) and the
+    /// extractor's handlers never fail.
     Parse,
 }
 

@@ -12,7 +12,7 @@ use std::sync::atomic::AtomicBool;
 use warchest_crawl::config::CrawlConfig;
 use warchest_crawl::engine::{Crawl, Ending, Summary};
 
-use crate::crawl::{crawl, records};
+use crate::crawl::{config, crawl, records};
 use crate::web::{self, Web};
 
 /// A crawl of `seed` on stop.test, loopback only, with `extra` keys.
@@ -85,4 +85,60 @@ fn a_payload_past_max_extract_bytes_stops_at_size() {
     assert!(w.requests().contains(&w.url("stop.test", "/s2")));
     assert_eq!(annotations(&dir, &page), "-");
     assert_eq!(s.links_stopped, 0);
+}
+
+/// A body the server cuts (it declares 100,000 bytes, sends a few and
+/// closes the connection) is no stop of extraction: everything received
+/// is read for links, so its link before the cut is followed. The cut is
+/// said by the record (`WARC-Truncated: disconnect`) and the line's
+/// `disconnectTrunc`, not by `linksStopped:`, and is no failure.
+#[test]
+fn a_body_cut_by_the_server_is_read_to_the_cut_and_marked_truncated() {
+    let w = web::start();
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("c");
+    let s = crawl(&dir, &stop_config(&w, "/cut.html", ""));
+    assert_eq!(s.ending, Ending::Finished);
+    assert_eq!(s.counts.failed, 0, "{:?}", s.counts);
+    let reqs = w.requests();
+    assert!(reqs.contains(&w.url("stop.test", "/t1")), "{reqs:?}");
+    let page = w.url("stop.test", "/cut.html");
+    assert_eq!(annotations(&dir, &page), "disconnectTrunc");
+    assert_eq!((s.links_stopped, s.links_dropped), (0, 0));
+    let recs = records(&dir);
+    let rec = crate::crawl::record_of(&recs, "response", &page);
+    assert!(rec.contains("WARC-Truncated: disconnect\r\n"), "{rec}");
+}
+
+/// A recrawl's 304 takes the page's links from the earlier crawl's
+/// copy; when that copy cannot be read back (here the earlier crawl's
+/// WARC files are gone), the page is logged `linksStopped:read` next to
+/// `duplicate:server-not-modified`, counted as a stop, and none of its
+/// links is known, so nothing past it is fetched; the recrawl still
+/// finishes with no failure.
+#[test]
+fn a_recrawl_whose_earlier_copy_is_gone_stops_at_read() {
+    let w = web::start();
+    let out = tempfile::tempdir().unwrap();
+    let old = out.path().join("old");
+    assert_eq!(crawl(&old, &config(&w, "")).ending, Ending::Finished);
+    for f in crate::crawl::warc_files(&old) {
+        std::fs::remove_file(f).unwrap();
+    }
+    w.log.lock().unwrap().clear();
+    let new = out.path().join("new");
+    let toml = config(&w, &format!("recrawl = {:?}", old.display().to_string()));
+    let (s, status) = crawl_with_status(&new, &toml);
+    assert_eq!(s.ending, Ending::Finished);
+    assert_eq!(s.counts.failed, 0, "{:?}", s.counts);
+    let home = w.url("a.test", "/");
+    assert!(w.not_modified.lock().unwrap().contains(&home));
+    assert_eq!(
+        annotations(&new, &home),
+        "duplicate:server-not-modified,linksStopped:read"
+    );
+    assert_eq!(s.links_stopped, 1);
+    assert_eq!(status["links_stopped_this_run"], 1, "{status}");
+    let reqs = w.requests();
+    assert!(!reqs.contains(&w.url("a.test", "/p1")), "{reqs:?}");
 }
