@@ -2428,19 +2428,45 @@ impl Crawl {
             .http_head()
             .and_then(|h| h.content_type())
             .map(|c| String::from_utf8_lossy(&c).trim().to_string());
-        struct Feed(Extractor);
+        // At most `max-extract-bytes` go to the extractor, as of a fresh
+        // fetch; the rest is still read, for the digest check.
+        struct Feed {
+            x: Extractor,
+            left: u64,
+            past: bool,
+        }
         impl std::io::Write for Feed {
             fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-                self.0.write(b);
+                let n = b
+                    .len()
+                    .min(usize::try_from(self.left).unwrap_or(usize::MAX));
+                self.x.write(&b[..n]);
+                self.left -= n as u64;
+                self.past |= n < b.len();
                 Ok(b.len())
             }
             fn flush(&mut self) -> std::io::Result<()> {
                 Ok(())
             }
         }
-        let mut feed = Feed(Extractor::new(&uri.url, ct.as_deref(), &self.cfg.extract));
+        let max = match self.cfg.extract.max_extract_bytes {
+            0 => u64::MAX,
+            m => m,
+        };
+        let mut feed = Feed {
+            x: Extractor::new(&uri.url, ct.as_deref(), &self.cfg.extract),
+            left: max,
+            past: false,
+        };
         p.copy_to(&mut feed)?;
-        Ok(feed.0.finish())
+        let mut got = feed.x.finish();
+        if feed.past {
+            got.stopped = Some(crate::links::Stopped::new(
+                crate::links::StopReason::Size,
+                format!("links read from the first {max} bytes of the earlier copy's payload"),
+            ));
+        }
+        Ok(got)
     }
 }
 

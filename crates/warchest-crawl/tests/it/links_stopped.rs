@@ -142,3 +142,38 @@ fn a_recrawl_whose_earlier_copy_is_gone_stops_at_read() {
     let reqs = w.requests();
     assert!(!reqs.contains(&w.url("a.test", "/p1")), "{reqs:?}");
 }
+
+/// A recrawl's 304 reads the earlier copy for links within the same
+/// `max-extract-bytes` as a fresh response: here 80 bytes of a.test's
+/// home page, which hold its style sheet's `<link>` but not its first
+/// `<a>`. The page is logged `linksStopped:size` and counted; the style
+/// sheet is asked for again, `/p1` never.
+#[test]
+fn a_recrawls_earlier_copy_is_read_within_max_extract_bytes() {
+    let w = web::start();
+    let out = tempfile::tempdir().unwrap();
+    let old = out.path().join("old");
+    assert_eq!(crawl(&old, &config(&w, "")).ending, Ending::Finished);
+    w.log.lock().unwrap().clear();
+    let new = out.path().join("new");
+    let toml = config(
+        &w,
+        &format!(
+            "recrawl = {:?}\nmax-extract-bytes = 80",
+            old.display().to_string()
+        ),
+    );
+    let s = crawl(&new, &toml);
+    assert_eq!(s.ending, Ending::Finished);
+    assert_eq!(s.counts.failed, 0, "{:?}", s.counts);
+    let home = w.url("a.test", "/");
+    assert!(w.not_modified.lock().unwrap().contains(&home));
+    assert_eq!(
+        annotations(&new, &home),
+        "duplicate:server-not-modified,linksStopped:size"
+    );
+    assert_eq!(s.links_stopped, 1);
+    let reqs = w.requests();
+    assert!(reqs.contains(&w.url("a.test", "/style.css")), "{reqs:?}");
+    assert!(!reqs.contains(&w.url("a.test", "/p1")), "{reqs:?}");
+}
