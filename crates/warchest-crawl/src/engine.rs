@@ -282,9 +282,6 @@ pub struct Crawl {
     /// The exclusion file's last reread error (none: its last reread
     /// worked), and the errors warned of (each once).
     exclusions_error: Mutex<(Option<String>, HashSet<String>)>,
-    /// Test seam: the budgets' reading of the counters fails.
-    #[cfg(test)]
-    fail_counts: AtomicBool,
     pages: LineLog,
     cdxj: LineLog,
     indexed: Mutex<Vec<PathBuf>>,
@@ -849,8 +846,6 @@ impl Crawl {
             scope_log: open_log("logs/scope.log")?,
             side_lost: SideLogLoss::default(),
             exclusions_error: Mutex::new((None, HashSet::new())),
-            #[cfg(test)]
-            fail_counts: AtomicBool::new(false),
             cdxj: open_log("indexes/index.cdxj")?,
             pages,
             indexed: Mutex::new(Vec::new()),
@@ -1294,13 +1289,6 @@ impl Crawl {
 
     /// The frontier's counters.
     fn counts(&self) -> Result<frontier::Counts, CrawlError> {
-        #[cfg(test)]
-        if self.fail_counts.load(Ordering::Relaxed) {
-            return Err(CrawlError::Io(
-                self.dir.join("frontier.redb"),
-                std::io::Error::other("counters unreadable (test)"),
-            ));
-        }
         Ok(self.frontier.counts()?)
     }
 
@@ -2289,7 +2277,12 @@ impl Crawl {
             }
         } else if (200..300).contains(&status) {
             let head_len = x.response.head.raw().len() as u64;
-            read_stopped = feed_payload(&mut x.response, head_len, &mut extractor);
+            read_stopped = feed_payload(
+                &mut x.response,
+                head_len,
+                &mut extractor,
+                self.cfg.extract.max_extract_bytes,
+            );
         }
         let mut extracted = if want_robots {
             Extracted::default()
@@ -2423,32 +2416,57 @@ impl Crawl {
             .http_head()
             .and_then(|h| h.content_type())
             .map(|c| String::from_utf8_lossy(&c).trim().to_string());
-        struct Feed(Extractor);
+        // At most `max-extract-bytes` go to the extractor, as of a fresh
+        // fetch; the rest is still read, for the digest check.
+        struct Feed {
+            x: Extractor,
+            left: u64,
+            past: bool,
+        }
         impl std::io::Write for Feed {
             fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-                self.0.write(b);
+                let n = b
+                    .len()
+                    .min(usize::try_from(self.left).unwrap_or(usize::MAX));
+                self.x.write(&b[..n]);
+                self.left -= n as u64;
+                self.past |= n < b.len();
                 Ok(b.len())
             }
             fn flush(&mut self) -> std::io::Result<()> {
                 Ok(())
             }
         }
-        let mut feed = Feed(Extractor::new(&uri.url, ct.as_deref(), &self.cfg.extract));
+        let max = match self.cfg.extract.max_extract_bytes {
+            0 => u64::MAX,
+            m => m,
+        };
+        let mut feed = Feed {
+            x: Extractor::new(&uri.url, ct.as_deref(), &self.cfg.extract),
+            left: max,
+            past: false,
+        };
         p.copy_to(&mut feed)?;
-        Ok(feed.0.finish())
+        let mut got = feed.x.finish();
+        if feed.past {
+            got.stopped = Some(crate::links::Stopped::new(
+                crate::links::StopReason::Size,
+                format!("links read from the first {max} bytes of the earlier copy's payload"),
+            ));
+        }
+        Ok(got)
     }
 }
 
-/// The most decoded payload link extraction looks at.
-const MAX_EXTRACT_BYTES: u64 = 64 << 20;
-
 /// Feeds the recorded payload of `resp` (its HTTP head `head_len` bytes),
-/// content coding undone, to `extractor`, at most [`MAX_EXTRACT_BYTES`];
-/// why it stopped before the payload's end, if it did.
+/// content coding undone, to `extractor`, at most `max` bytes of it
+/// (`max-extract-bytes`; 0: all); why it stopped before the payload's
+/// end, if it did.
 fn feed_payload(
     resp: &mut chttp::Captured,
     head_len: u64,
     extractor: &mut Extractor,
+    max: u64,
 ) -> Option<crate::links::Stopped> {
     use crate::links::{StopReason, Stopped};
     if let Err(e) = resp.block.seek(SeekFrom::Start(head_len)) {
@@ -2463,7 +2481,8 @@ fn feed_payload(
         Err(e) => return Some(Stopped::new(StopReason::Decode, e.to_string())),
     };
     let mut buf = vec![0u8; 64 << 10];
-    let mut left = MAX_EXTRACT_BYTES;
+    let max = if max == 0 { u64::MAX } else { max };
+    let mut left = max;
     loop {
         match r.read(&mut buf) {
             Ok(0) => return None,
@@ -2472,7 +2491,7 @@ fn feed_payload(
                 extractor.write(&buf[..left as usize]);
                 return Some(Stopped::new(
                     StopReason::Size,
-                    format!("links read from the first {MAX_EXTRACT_BYTES} bytes of the payload"),
+                    format!("links read from the first {max} bytes of the payload"),
                 ));
             }
             Ok(n) => {
@@ -2657,15 +2676,17 @@ mod tests {
 
     /// Budgets whose counters cannot be read stop the crawl with an
     /// error; they used to read as "not reached", and the crawl went on
-    /// past them.
+    /// past them. The counters are unreadable as after a change that
+    /// failed part way (a disk error): the frontier refuses every read.
     #[test]
     fn unreadable_counters_fail_the_budget_check() {
         let out = tempfile::tempdir().unwrap();
         let dir = out.path().join("crawl");
         let c = open_crawl(&dir, "seeds = [\"http://a.test/\"]\nmax-pages = 5\n");
         assert!(!c.budget_reached().unwrap());
-        c.fail_counts.store(true, Ordering::Relaxed);
-        assert!(c.budget_reached().is_err());
+        c.frontier().fail_a_change();
+        let err = c.budget_reached().expect_err("the counters are unreadable");
+        assert!(err.to_string().contains("failed part way"), "{err}");
         // The progress line and the status say so, with no zeros.
         let line = progress_line(&c, Instant::now(), 5);
         assert!(line.starts_with("frontier counters unreadable"), "{line}");
@@ -2680,7 +2701,7 @@ mod tests {
         assert!(!metrics.contains("warchest_crawl_done"), "{metrics}");
         // The run stops on it at once, before any fetch.
         let err = c.run(&|_| {}).expect_err("the budget cannot be checked");
-        assert!(err.to_string().contains("counters unreadable"), "{err}");
+        assert!(err.to_string().contains("failed part way"), "{err}");
     }
 
     fn open_crawl(dir: &Path, toml: &str) -> Crawl {

@@ -1567,6 +1567,17 @@ impl Frontier {
         })
     }
 
+    /// Breaks the frontier as a change that fails part way (a disk error
+    /// in its table edits) does: every later change, take and read,
+    /// counters included, fails until the frontier is reopened. For the
+    /// engine's tests of a frontier that cannot be read.
+    #[cfg(test)]
+    pub(crate) fn fail_a_change(&self) {
+        let mut g = self.lock_journal();
+        let failed = self.change(&mut g, |_| Err::<(), _>(self.err("a disk error (test)")));
+        assert!(failed.is_err());
+    }
+
     /// Whether `url`, queued first as no link (an embed, a URL in script
     /// text), was named by a link or sitemap entry later (tests: the
     /// crawl asks the table once, when it takes the URI).

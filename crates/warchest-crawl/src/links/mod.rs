@@ -41,6 +41,11 @@ pub struct ExtractConfig {
     /// The most links kept from one page or file; more are counted in
     /// [`Extracted::dropped`].
     pub max_links_per_page: usize,
+    /// The most bytes of a response's payload (content coding undone)
+    /// read for links, 64 MiB; past it extraction stops
+    /// ([`StopReason::Size`], crawl.log's `linksStopped:size`), the links
+    /// before kept. 0: no bound.
+    pub max_extract_bytes: u64,
 }
 
 impl Default for ExtractConfig {
@@ -49,6 +54,7 @@ impl Default for ExtractConfig {
             forms: false,
             js: false,
             max_links_per_page: 10_000,
+            max_extract_bytes: 64 << 20,
         }
     }
 }
@@ -131,7 +137,9 @@ pub enum StopReason {
     Decode,
     /// The recorded payload could not be read back.
     Read,
-    /// Anything else the HTML tokenizer refused.
+    /// Anything else the HTML tokenizer refused: not expected, as lol_html
+    /// runs lenient (not strict: no parsing-ambiguity errors) and the
+    /// extractor's handlers never fail.
     Parse,
 }
 

@@ -5,6 +5,7 @@
 mod crawl;
 mod dedupe;
 mod infomall;
+mod links_stopped;
 mod recrawl;
 mod render;
 mod replay_agreement;

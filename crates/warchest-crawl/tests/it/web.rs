@@ -219,6 +219,21 @@ fn page(host: &str, path: &str, port: u16) -> (u16, Vec<(String, String)>, Vec<u
         ("cut.test", "/many.html") => {
             html((0..10).map(|i| format!("<a href=/m{i}>{i}</a>")).collect())
         }
+        // Extraction stopped, or a body cut (links_stopped.rs): a page
+        // longer than the test's `max-extract-bytes = 1024` (a link
+        // before the bound, one after), and a page whose server declares
+        // more bytes than it sends and closes the connection (a link
+        // before the cut).
+        ("stop.test", "/size.html") => html(format!(
+            "<html><a href=/s1>1</a><p>{}</p><a href=/s2>2</a></html>",
+            "x".repeat(4096)
+        )),
+        ("stop.test", "/cut.html") => {
+            let (s, mut h, _) = html(String::new());
+            h.push(("Content-Length".to_string(), "100000".to_string()));
+            (s, h, b"<html><a href=/t1>1</a><p>the rest never comes".to_vec())
+        }
+        ("stop.test", "/s1" | "/t1") => html("<html>here</html>".into()),
         // A tree of GEN pages on d.test: page i links to 2i+1 and 2i+2.
         ("d.test", p) if p.starts_with("/gen/") => {
             match p[5..].parse::<usize>() {
@@ -319,7 +334,12 @@ fn serve(
         }
         headers.push((k.to_string(), v));
     }
-    let mut out = format!("HTTP/1.0 {status} X\r\nContent-Length: {}\r\n", body.len());
+    // A page may declare its own length (more than it sends: a body cut
+    // by the server's closing the connection).
+    let mut out = format!("HTTP/1.0 {status} X\r\n");
+    if !headers.iter().any(|(k, _)| k == "Content-Length") {
+        out.push_str(&format!("Content-Length: {}\r\n", body.len()));
+    }
     for (k, v) in headers {
         out.push_str(&format!("{k}: {v}\r\n"));
     }
