@@ -298,11 +298,13 @@ pub struct Missed {
 /// pass through the proxy too: [`Unrecorded::claim`] tells the lost
 /// exchanges a page asked for from those.
 ///
-/// A loss is kept by its URL until a page claims it, or until an exchange
-/// of the same URL is recorded ([`Unrecorded::recorded`]): the archive
-/// then holds that URL, so the earlier loss is superseded (counted as
-/// such, not dropped) and a page that claims the URL later (a retry of
-/// the page that lost it) finds nothing to claim. A loss already claimed
+/// A loss is kept by its URL until a page claims it, or, for a lost GET,
+/// until a GET of the same URL is recorded ([`Unrecorded::recorded`]): the
+/// archive then holds what that request answers, so the earlier loss is
+/// superseded (counted as such, not dropped) and a page that claims the
+/// URL later (a retry of the page that lost it) finds nothing to claim.
+/// A lost exchange of another method (a POST, whose body may differ) is
+/// never superseded. A loss already claimed
 /// stays its page's: that page's line said so when it ended.
 #[derive(Debug, Default)]
 pub struct Unrecorded {
@@ -312,7 +314,7 @@ pub struct Unrecorded {
     /// [`KEPT_LOST_URLS`]), with how many times each was lost: kept as
     /// 64-bit hashes, so that long URLs (a head may be 64 KiB) cannot
     /// make the table large.
-    lost_urls: std::sync::Mutex<std::collections::HashMap<u64, u64>>,
+    lost_urls: std::sync::Mutex<std::collections::HashMap<u64, LostUrl>>,
     /// Losses whose URL is not kept: none known, or past the bound.
     unattributed: AtomicU64,
     /// Losses claimed by a page.
@@ -326,16 +328,28 @@ pub struct Unrecorded {
 
 impl Unrecorded {
     /// Counts one exchange not recorded (and names it, while there is
-    /// room); logged at debug, as the summary will name it. `url`: the
-    /// exchange's, when the request got that far.
-    pub fn note(&self, reason: NotRecorded, what: String, url: Option<&str>, why: &str) {
+    /// room); logged at debug, as the summary will name it. `exchange`:
+    /// its method and URL, when the request got that far.
+    pub fn note(
+        &self,
+        reason: NotRecorded,
+        what: String,
+        exchange: Option<(&str, &str)>,
+        why: &str,
+    ) {
         self.counts[reason as usize].fetch_add(1, Ordering::Relaxed);
         if reason.is_loss() {
             let mut kept = self.lost_urls.lock().unwrap_or_else(|e| e.into_inner());
-            let key = url.map(url_key);
-            match key {
-                Some(k) if kept.contains_key(&k) || kept.len() < KEPT_LOST_URLS => {
-                    *kept.entry(k).or_default() += 1;
+            match exchange {
+                Some((method, url))
+                    if kept.contains_key(&url_key(url)) || kept.len() < KEPT_LOST_URLS =>
+                {
+                    let e = kept.entry(url_key(url)).or_default();
+                    if method.eq_ignore_ascii_case("GET") {
+                        e.gets += 1;
+                    } else {
+                        e.others += 1;
+                    }
                 }
                 _ => {
                     self.unattributed.fetch_add(1, Ordering::Relaxed);
@@ -365,22 +379,31 @@ impl Unrecorded {
         let mut out = Vec::new();
         for u in urls {
             if let Some(n) = kept.remove(&url_key(u)) {
-                self.claimed.fetch_add(n, Ordering::Relaxed);
+                self.claimed.fetch_add(n.gets + n.others, Ordering::Relaxed);
                 out.push(u.to_string());
             }
         }
         out
     }
 
-    /// Called when an exchange of `url` was recorded: the losses of
-    /// `url` not claimed yet are superseded, since the archive now holds
-    /// the URL. Only earlier losses: one after this recording is kept for
-    /// claiming as any other.
-    pub fn recorded(&self, url: &str) {
+    /// Called when an exchange (`method`, `url`) was recorded: for a GET,
+    /// the lost GETs of `url` not claimed yet are superseded, since the
+    /// archive now holds what that request answers. Only earlier losses:
+    /// one after this recording is kept for claiming as any other. A
+    /// recording of another method supersedes nothing (a POST's body may
+    /// differ), nor is a lost exchange of another method superseded.
+    pub fn recorded(&self, method: &str, url: &str) {
+        if !method.eq_ignore_ascii_case("GET") {
+            return;
+        }
         let key = url_key(url);
         let mut kept = self.lost_urls.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(n) = kept.remove(&key) {
-            self.superseded.fetch_add(n, Ordering::Relaxed);
+        if let Some(n) = kept.get_mut(&key) {
+            self.superseded.fetch_add(n.gets, Ordering::Relaxed);
+            n.gets = 0;
+            if n.others == 0 {
+                kept.remove(&key);
+            }
         }
     }
 
@@ -409,6 +432,15 @@ impl Unrecorded {
             incomplete_pages: self.incomplete_pages.load(Ordering::Relaxed),
         }
     }
+}
+
+/// How often one URL's exchange was lost, not yet claimed: GETs, which a
+/// later recorded GET supersedes, and any other method, which nothing
+/// does.
+#[derive(Debug, Default, Clone, Copy)]
+struct LostUrl {
+    gets: u64,
+    others: u64,
 }
 
 /// A URL's key in [`Unrecorded`]'s table of lost URLs: the same for the
@@ -892,7 +924,7 @@ async fn respond(c: Conn, mut req: Request<Incoming>) -> Response<ProxyBody> {
             shared.unrecorded.note(
                 NotRecorded::BadRequest,
                 format!("{} {}", req.method(), req.uri()),
-                Some(&req.uri().to_string()),
+                Some((req.method().as_str(), &req.uri().to_string())),
                 why,
             );
             return simple(StatusCode::BAD_REQUEST, why);
@@ -1045,7 +1077,7 @@ async fn exchange(c: Conn, req: Request<Incoming>, url: Url) -> Response<ProxyBo
         c.shared.unrecorded.note(
             NotRecorded::RequestBody,
             format!("{} {url}", parts.method),
-            Some(&url.to_string()),
+            Some((parts.method.as_str(), &url.to_string())),
             &format!("over {MAX_REQUEST_BODY} bytes"),
         );
         return simple(
@@ -1067,6 +1099,7 @@ async fn exchange(c: Conn, req: Request<Incoming>, url: Url) -> Response<ProxyBo
     };
     let what = format!("{} {}", job.method, job.url);
     let target = job.url.to_string();
+    let method = job.method.as_str().to_owned();
     let shared = c.shared.clone();
     let task = tokio::task::spawn_blocking(move || {
         let mut fwd = Fwd {
@@ -1122,7 +1155,7 @@ async fn exchange(c: Conn, req: Request<Incoming>, url: Url) -> Response<ProxyBo
             c.shared.unrecorded.note(
                 NotRecorded::Failed,
                 what,
-                Some(&target),
+                Some((&method, &target)),
                 &format!("no answer: {e}"),
             );
             simple(StatusCode::INTERNAL_SERVER_ERROR, "internal error\n")
@@ -1407,6 +1440,7 @@ fn run_exchange(shared: &Shared, job: Job, fwd: &mut Fwd) {
     let _busy = Busy::new(&shared.busy);
     let what = format!("{} {}", job.method, job.url);
     let target = job.url.to_string();
+    let method = job.method.as_str().to_owned();
     let peer = job.peer;
     let result =
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| forward(shared, job, fwd)));
@@ -1414,9 +1448,12 @@ fn run_exchange(shared: &Shared, job: Job, fwd: &mut Fwd) {
         Ok(Ok(())) => {}
         Ok(Err(e)) => {
             tracing::warn!("proxy client {peer}: {what}: {e}");
-            shared
-                .unrecorded
-                .note(NotRecorded::Failed, what, Some(&target), &e.to_string());
+            shared.unrecorded.note(
+                NotRecorded::Failed,
+                what,
+                Some((&method, &target)),
+                &e.to_string(),
+            );
             fwd.fail(StatusCode::BAD_GATEWAY, &format!("{e}\n"));
             fwd.cut();
         }
@@ -1426,7 +1463,7 @@ fn run_exchange(shared: &Shared, job: Job, fwd: &mut Fwd) {
             shared.unrecorded.note(
                 NotRecorded::Failed,
                 what,
-                Some(&target),
+                Some((&method, &target)),
                 &format!("panicked: {msg}"),
             );
             fwd.fail(StatusCode::INTERNAL_SERVER_ERROR, "internal error\n");
@@ -1443,12 +1480,13 @@ fn forward(shared: &Shared, mut job: Job, fwd: &mut Fwd) -> Result<(), CaptureEr
     let url = &job.url;
     let what = format!("{} {url}", job.method);
     let target = url.to_string();
+    let verb = job.method.as_str().to_owned();
     // Counted before the client is answered: a browser's page that saw
     // the answer finds the loss when it claims its URLs.
     let lose = |fwd: &mut Fwd, reason, status, text: &str| {
         shared
             .unrecorded
-            .note(reason, what.clone(), Some(&target), text);
+            .note(reason, what.clone(), Some((&verb, &target)), text);
         fwd.fail(status, text);
     };
     if cfg!(debug_assertions)
@@ -1632,13 +1670,13 @@ fn forward(shared: &Shared, mut job: Job, fwd: &mut Fwd) -> Result<(), CaptureEr
         shared.unrecorded.note(
             NotRecorded::Failed,
             what.clone(),
-            Some(&target),
+            Some((&verb, &target)),
             &e.to_string(),
         );
     } else {
         // Also before the copy ends: a page that then claims this URL (the
         // retry of a page whose first attempt lost it) finds no loss.
-        shared.unrecorded.recorded(&target);
+        shared.unrecorded.recorded(&verb, &target);
     }
     if whole {
         fwd.end();
@@ -1835,7 +1873,7 @@ mod unrecorded_tests {
         );
         assert_eq!(s.lost(), 0);
         let note = |r, m: &str, url: &str, why: &str| {
-            u.note(r, format!("{m} {url}"), Some(url), why);
+            u.note(r, format!("{m} {url}"), Some((m, url)), why);
         };
         note(
             NotRecorded::Dns,
@@ -1870,7 +1908,7 @@ mod unrecorded_tests {
             u.note(
                 NotRecorded::NoResponse,
                 format!("GET {url}"),
-                Some(&url),
+                Some(("GET", &url)),
                 "x",
             );
         }
@@ -1887,7 +1925,12 @@ mod unrecorded_tests {
     fn a_long_name_is_cut_but_its_url_is_claimed_whole() {
         let u = Unrecorded::default();
         let url = format!("http://a.test/?q={}", "é".repeat(5000));
-        u.note(NotRecorded::Dns, format!("GET {url}"), Some(&url), "x");
+        u.note(
+            NotRecorded::Dns,
+            format!("GET {url}"),
+            Some(("GET", &url)),
+            "x",
+        );
         let s = u.summary();
         assert!(s.named[0].what.len() <= MAX_NAME + 3);
         assert!(s.named[0].what.ends_with("..."));
@@ -1897,7 +1940,7 @@ mod unrecorded_tests {
     #[test]
     fn a_page_claims_its_losses_once_and_the_rest_are_the_browsers() {
         let u = Unrecorded::default();
-        let note = |r, url: &str| u.note(r, format!("GET {url}"), Some(url), "x");
+        let note = |r, url: &str| u.note(r, format!("GET {url}"), Some(("GET", url)), "x");
         note(NotRecorded::Connect, "http://a.test/img.png");
         note(NotRecorded::Connect, "http://a.test/img.png");
         note(NotRecorded::Dns, "https://update.example/ping");
@@ -1925,16 +1968,16 @@ mod unrecorded_tests {
             u.note(
                 NotRecorded::NoResponse,
                 format!("GET {url}"),
-                Some(url),
+                Some(("GET", url)),
                 "x",
             )
         };
         note("http://a.test/img.png");
         note("http://a.test/img.png");
         note("http://a.test/gone.css");
-        u.recorded("http://a.test/img.png");
+        u.recorded("GET", "http://a.test/img.png");
         // Recording a URL never lost changes nothing.
-        u.recorded("http://a.test/other");
+        u.recorded("GET", "http://a.test/other");
         let page = [
             "http://a.test/",
             "http://a.test/img.png",
@@ -1950,17 +1993,52 @@ mod unrecorded_tests {
         assert_eq!(u.summary().lost_by_pages(), 2);
     }
 
+    /// Only a recorded GET supersedes, and only lost GETs: a lost POST
+    /// (its body may differ) stays to be claimed whatever is recorded of
+    /// its URL, and a recorded POST supersedes no lost GET.
+    #[test]
+    fn only_a_recorded_get_supersedes_and_only_lost_gets() {
+        let u = Unrecorded::default();
+        let url = "http://a.test/api/save";
+        let note = |m: &str| {
+            u.note(
+                NotRecorded::NoResponse,
+                format!("{m} {url}"),
+                Some((m, url)),
+                "x",
+            )
+        };
+        note("POST");
+        note("GET");
+        u.recorded("POST", url);
+        assert_eq!(u.summary().superseded, 0);
+        u.recorded("get", url);
+        assert_eq!(u.summary().superseded, 1);
+        // The POST's loss is still there to be claimed.
+        assert_eq!(u.claim([url]), [url]);
+        let s = u.summary();
+        assert_eq!((s.lost(), s.claimed, s.superseded), (2, 1, 1));
+        assert_eq!((s.lost_by_pages(), s.browsers_own()), (1, 0));
+    }
+
     /// A page whose tracker lost events may have left its losses
     /// unclaimed: then none is taken for the browser's own, and the
     /// unclaimed count as the pages' (so a browser run fails on them).
     #[test]
     fn after_an_incomplete_tracker_unclaimed_losses_are_the_pages() {
         let u = Unrecorded::default();
-        let note = |url: &str| u.note(NotRecorded::Connect, format!("GET {url}"), Some(url), "x");
+        let note = |url: &str| {
+            u.note(
+                NotRecorded::Connect,
+                format!("GET {url}"),
+                Some(("GET", url)),
+                "x",
+            )
+        };
         note("http://a.test/img.png");
         note("https://update.example/ping");
         note("http://a.test/later.png");
-        u.recorded("http://a.test/later.png");
+        u.recorded("GET", "http://a.test/later.png");
         assert_eq!(u.claim(["http://a.test/img.png"]).len(), 1);
         let s = u.summary();
         assert_eq!((s.lost_by_pages(), s.browsers_own()), (1, 1));
