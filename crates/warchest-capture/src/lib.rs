@@ -229,9 +229,11 @@ pub struct RunFailed {
     /// the files once every URL was attempted.
     pub unwritten: Vec<String>,
     /// What the run did up to the error, with the URLs never attempted
-    /// ([`Summary::not_fetched`]); `files` holds the files closed, if
-    /// closing worked.
+    /// ([`Summary::not_fetched`]); `files` holds the files closed.
     pub summary: Summary,
+    /// Closing the files after `error` failed too: what was written last
+    /// may be lost, and a file may be left unclosed.
+    pub close_error: Option<CaptureError>,
 }
 
 /// An origin's robots.txt rules and the reason given for a URL they
@@ -384,15 +386,23 @@ impl Capturer {
         summary.interrupted = self.stopped();
         summary.records = self.recorder.stats();
         if let Some(error) = fatal.into_inner().ok().flatten() {
-            // Close what can be closed; the error is the news.
-            summary.files = self
-                .recorder
-                .finish()
-                .unwrap_or_else(|_| self.recorder.closed_files());
+            // Close what can be closed; the error is the news, and a
+            // second one from closing is kept to be said too.
+            let close_error = match self.recorder.finish() {
+                Ok(files) => {
+                    summary.files = files;
+                    None
+                }
+                Err(e) => {
+                    summary.files = self.recorder.closed_files();
+                    Some(e)
+                }
+            };
             return Err(Box::new(RunFailed {
                 error,
                 unwritten: unwritten.into_inner().unwrap_or_default(),
                 summary,
+                close_error,
             }));
         }
         match self.recorder.finish() {
@@ -405,6 +415,7 @@ impl Capturer {
                     error,
                     unwritten: Vec::new(),
                     summary,
+                    close_error: None,
                 }));
             }
         }

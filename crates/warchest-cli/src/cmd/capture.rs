@@ -291,34 +291,24 @@ pub fn run_capture(g: &Global, args: CaptureArgs) -> Result<Outcome> {
     let summary = match capturer.run(urls, &progress) {
         Ok(s) => s,
         Err(f) => {
-            // The write error ends the run (exit 2); what it lost is named
-            // first, as a stop's is.
+            // The write error ends the run (exit 2); the files written and
+            // what the run did are said as at its end, then what it lost,
+            // as a stop's is.
+            if !quiet {
+                print_summary(&f.summary);
+            }
             for u in &f.unwritten {
                 eprintln!("not written: {u}");
             }
             report_not_fetched(g, &f.summary, "the output failed");
+            if let Some(e) = &f.close_error {
+                eprintln!("warchest: closing the output failed too: {e}");
+            }
             return Err(anyhow::Error::new(f.error));
         }
     };
     if !quiet {
-        for f in &summary.files {
-            eprintln!("wrote {}", f.display());
-        }
-        eprintln!(
-            "{} URLs: {} fetched, {} failed, {} disallowed by robots.txt; {} records ({} warcinfo, {} responses, {} revisits, {} dns, {} ftp, {} truncated)",
-            summary.urls,
-            summary.fetched,
-            summary.failed,
-            summary.disallowed,
-            // Every record written: each file's warcinfo too.
-            summary.records.records + summary.files.len() as u64,
-            summary.files.len(),
-            summary.records.responses,
-            summary.records.revisits,
-            summary.records.dns,
-            summary.records.ftp,
-            summary.records.truncated,
-        );
+        print_summary(&summary);
     }
     // A stop leaves the queue behind: those URLs are lost to this run, so
     // they are named and the run is not a success (as crawl's interruption).
@@ -328,6 +318,28 @@ pub fn run_capture(g: &Global, args: CaptureArgs) -> Result<Outcome> {
     } else {
         Outcome::Ok
     })
+}
+
+/// The files a run wrote and its counts, on stderr.
+fn print_summary(summary: &capture::Summary) {
+    for f in &summary.files {
+        eprintln!("wrote {}", f.display());
+    }
+    eprintln!(
+        "{} URLs: {} fetched, {} failed, {} disallowed by robots.txt; {} records ({} warcinfo, {} responses, {} revisits, {} dns, {} ftp, {} truncated)",
+        summary.urls,
+        summary.fetched,
+        summary.failed,
+        summary.disallowed,
+        // Every record written: each file's warcinfo too.
+        summary.records.records + summary.files.len() as u64,
+        summary.files.len(),
+        summary.records.responses,
+        summary.records.revisits,
+        summary.records.dns,
+        summary.records.ftp,
+        summary.records.truncated,
+    );
 }
 
 /// Says the URLs a run never attempted, `why` (a stop, a write error):

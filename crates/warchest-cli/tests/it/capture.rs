@@ -1204,6 +1204,9 @@ fn a_write_error_names_what_the_capture_lost() {
         assert!(err.contains(&format!("not fetched: {base}{u}\n")), "{err}");
     }
     assert!(err.contains("warchest: "), "{err}");
+    // What the run did is said as at a run's end, before what it lost.
+    let counts = err.find("3 URLs: ").expect(&err);
+    assert!(counts < err.find("not written: ").unwrap(), "{err}");
     assert_eq!(site.hits.lock().unwrap().as_slice(), ["/"]);
 }
 
