@@ -56,6 +56,8 @@ pub enum Early {
         content_type: Option<String>,
         /// Its payload.
         body: Vec<u8>,
+        /// Why `body` is not the whole payload, when it is not.
+        cut: Option<DocumentCut>,
     },
     /// The rendered DOM's links (http and https) once the page's load
     /// event fired (or its load bound passed).
@@ -77,6 +79,17 @@ pub enum Early {
 /// Browsers started at once when a run begins (more at once only slow
 /// each other on a small machine).
 const LAUNCHES_AT_ONCE: usize = 2;
+
+/// Why an [`Early::Document`]'s body is not its whole payload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DocumentCut {
+    /// The payload is longer than [`MAX_EARLY_DOCUMENT`]: its first bytes.
+    Size,
+    /// The payload stopped decoding (its content coding): the bytes before.
+    Decode(String),
+    /// The recorded payload could not be read back: no bytes.
+    Read(String),
+}
 
 /// The most bytes of a page's document handed on as [`Early::Document`].
 pub const MAX_EARLY_DOCUMENT: u64 = 4 << 20;
@@ -236,18 +249,29 @@ fn document_hook(waiting: Waiting) -> ResponseHook {
             }
             return;
         }
-        let head_len = resp.head.raw().len() as u64;
-        if resp.block.seek(std::io::SeekFrom::Start(head_len)).is_err() {
-            return;
-        }
-        let body = std::io::BufReader::new(&mut resp.block);
-        let Ok(r) = warchest::http::payload_reader(body, &resp.head, true) else {
-            return;
-        };
+        // What could be read of the payload, and why not all: the page's
+        // DOM links still come at its end either way.
         let mut payload = Vec::new();
-        // A payload that does not decode is cut where it stopped: the
-        // page's DOM links still come at its end.
-        let _ = r.take(MAX_EARLY_DOCUMENT).read_to_end(&mut payload);
+        let head_len = resp.head.raw().len() as u64;
+        let cut = match resp.block.seek(std::io::SeekFrom::Start(head_len)) {
+            Err(e) => Some(DocumentCut::Read(e.to_string())),
+            Ok(_) => {
+                let body = std::io::BufReader::new(&mut resp.block);
+                match warchest::http::payload_reader(body, &resp.head, true) {
+                    Err(e) => Some(DocumentCut::Decode(e.to_string())),
+                    // One byte past the bound tells a cut from a payload
+                    // of exactly the bound.
+                    Ok(r) => match r.take(MAX_EARLY_DOCUMENT + 1).read_to_end(&mut payload) {
+                        Err(e) => Some(DocumentCut::Decode(e.to_string())),
+                        Ok(_) if payload.len() as u64 > MAX_EARLY_DOCUMENT => {
+                            payload.truncate(MAX_EARLY_DOCUMENT as usize);
+                            Some(DocumentCut::Size)
+                        }
+                        Ok(_) => None,
+                    },
+                }
+            }
+        };
         for tx in txs {
             // Waits while the capture's callback is behind (back-pressure
             // on this exchange's thread, whose client has its copy); an
@@ -256,6 +280,7 @@ fn document_hook(waiting: Waiting) -> ResponseHook {
                 url: uri.to_string(),
                 content_type: content_type.clone(),
                 body: payload.clone(),
+                cut: cut.clone(),
             });
         }
     }))

@@ -2277,12 +2277,7 @@ impl Crawl {
             }
         } else if (200..300).contains(&status) {
             let head_len = x.response.head.raw().len() as u64;
-            read_stopped = feed_payload(
-                &mut x.response,
-                head_len,
-                &mut extractor,
-                self.cfg.extract.max_extract_bytes,
-            );
+            read_stopped = feed_payload(&mut x.response, head_len, &mut extractor);
         }
         let mut extracted = if want_robots {
             Extracted::default()
@@ -2416,57 +2411,34 @@ impl Crawl {
             .http_head()
             .and_then(|h| h.content_type())
             .map(|c| String::from_utf8_lossy(&c).trim().to_string());
-        // At most `max-extract-bytes` go to the extractor, as of a fresh
-        // fetch; the rest is still read, for the digest check.
-        struct Feed {
-            x: Extractor,
-            left: u64,
-            past: bool,
-        }
+        // At most `max-extract-bytes` go to the extractor (it stops
+        // there, as for a fresh fetch); the rest is still read, for the
+        // digest check.
+        struct Feed(Extractor);
         impl std::io::Write for Feed {
             fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-                let n = b
-                    .len()
-                    .min(usize::try_from(self.left).unwrap_or(usize::MAX));
-                self.x.write(&b[..n]);
-                self.left -= n as u64;
-                self.past |= n < b.len();
+                self.0.write(b);
                 Ok(b.len())
             }
             fn flush(&mut self) -> std::io::Result<()> {
                 Ok(())
             }
         }
-        let max = match self.cfg.extract.max_extract_bytes {
-            0 => u64::MAX,
-            m => m,
-        };
-        let mut feed = Feed {
-            x: Extractor::new(&uri.url, ct.as_deref(), &self.cfg.extract),
-            left: max,
-            past: false,
-        };
+        let mut feed = Feed(Extractor::new(&uri.url, ct.as_deref(), &self.cfg.extract));
         p.copy_to(&mut feed)?;
-        let mut got = feed.x.finish();
-        if feed.past {
-            got.stopped = Some(crate::links::Stopped::new(
-                crate::links::StopReason::Size,
-                format!("links read from the first {max} bytes of the earlier copy's payload"),
-            ));
-        }
+        let got = feed.0.finish();
         Ok(got)
     }
 }
 
 /// Feeds the recorded payload of `resp` (its HTTP head `head_len` bytes),
-/// content coding undone, to `extractor`, at most `max` bytes of it
-/// (`max-extract-bytes`; 0: all); why it stopped before the payload's
-/// end, if it did.
+/// content coding undone, to `extractor`, until its end or the
+/// extractor's bound (`max-extract-bytes`, whose stop the extractor
+/// gives); why reading stopped before the payload's end otherwise.
 fn feed_payload(
     resp: &mut chttp::Captured,
     head_len: u64,
     extractor: &mut Extractor,
-    max: u64,
 ) -> Option<crate::links::Stopped> {
     use crate::links::{StopReason, Stopped};
     if let Err(e) = resp.block.seek(SeekFrom::Start(head_len)) {
@@ -2481,22 +2453,16 @@ fn feed_payload(
         Err(e) => return Some(Stopped::new(StopReason::Decode, e.to_string())),
     };
     let mut buf = vec![0u8; 64 << 10];
-    let max = if max == 0 { u64::MAX } else { max };
-    let mut left = max;
     loop {
         match r.read(&mut buf) {
+            // Past `max-extract-bytes` the extractor's own stop says so.
             Ok(0) => return None,
             Err(e) => return Some(Stopped::new(StopReason::Decode, e.to_string())),
-            Ok(n) if n as u64 > left => {
-                extractor.write(&buf[..left as usize]);
-                return Some(Stopped::new(
-                    StopReason::Size,
-                    format!("links read from the first {max} bytes of the payload"),
-                ));
-            }
             Ok(n) => {
-                left -= n as u64;
                 extractor.write(&buf[..n]);
+                if extractor.is_past_bound() {
+                    return None;
+                }
             }
         }
     }

@@ -200,3 +200,35 @@ fn two_captures_of_one_url_at_once_both_end_and_are_recorded() {
         .count();
     assert_eq!(pages, 2);
 }
+
+/// A document longer than `MAX_EARLY_DOCUMENT` is handed on cut, and says
+/// so (`DocumentCut::Size`), so that its page's crawl.log line tells the
+/// links past the cut were not looked for; a whole one says nothing.
+#[test]
+fn a_document_past_the_early_bound_says_it_was_cut() {
+    use warchest_browser::{DocumentCut, MAX_EARLY_DOCUMENT};
+    let Some(exe) = chromium() else { return };
+    let filler = "x".repeat(MAX_EARLY_DOCUMENT as usize);
+    let s = Site::start(vec![
+        ("/big", (200, HTML, page(&format!("<p>{filler}</p>")))),
+        ("/small", (200, HTML, page("<a href=\"/a.html\">a</a>"))),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let b = start(exe, dir.path(), 1);
+    for (path, want) in [("/big", Some(DocumentCut::Size)), ("/small", None)] {
+        let url = format!("{}{path}", s.base);
+        let mut got = Vec::new();
+        let p = b.capture_early(&url, &mut |e| got.push(e));
+        assert!(p.ok(), "{p:?}");
+        let doc = got.iter().find_map(|e| match e {
+            Early::Document { body, cut, .. } => Some((body.len(), cut.clone())),
+            _ => None,
+        });
+        let (len, cut) = doc.unwrap_or_else(|| panic!("no document {url}: {:?}", kinds(&got)));
+        assert_eq!(cut, want, "{path}");
+        if want.is_some() {
+            assert_eq!(len as u64, MAX_EARLY_DOCUMENT, "{path}");
+        }
+    }
+    b.finish();
+}

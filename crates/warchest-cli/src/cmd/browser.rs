@@ -369,6 +369,7 @@ impl warchest_crawl::render::PageRenderer for CrawlRenderer {
                 url: doc,
                 content_type,
                 body,
+                cut,
             } => {
                 let Ok(base) = url::Url::parse(&doc) else {
                     return;
@@ -386,7 +387,9 @@ impl warchest_crawl::render::PageRenderer for CrawlRenderer {
                 embeds.extend(embedded.into_iter().map(|l| l.url));
                 embeds.extend(x.also_embedded);
                 html_dropped = x.dropped;
-                html_stopped = x.stopped;
+                // What the document's bytes lacked stopped extraction
+                // first: the extractor saw only what came before it.
+                html_stopped = document_cut_stop(cut).or(x.stopped);
                 document = true;
                 nofollow = x.nofollow && self.obey_robots;
                 if !nofollow {
@@ -476,6 +479,28 @@ fn links_dropped_note(n: usize) -> String {
     } else {
         format!(" ({n} more dropped past {})", warchest_browser::MAX_LINKS)
     }
+}
+
+/// The link extraction stop a page's early document was cut by
+/// (crawl.log's `linksStopped:WHY`), if it was.
+fn document_cut_stop(
+    cut: Option<warchest_browser::DocumentCut>,
+) -> Option<warchest_crawl::links::Stopped> {
+    use warchest_browser::DocumentCut;
+    use warchest_crawl::links::{StopReason, Stopped};
+    Some(match cut? {
+        DocumentCut::Size => Stopped::new(
+            StopReason::Size,
+            format!(
+                "links read from the first {} bytes of the document",
+                warchest_browser::MAX_EARLY_DOCUMENT
+            ),
+        ),
+        DocumentCut::Decode(e) => Stopped::new(StopReason::Decode, e),
+        DocumentCut::Read(e) => {
+            Stopped::new(StopReason::Read, format!("reading the recorded body: {e}"))
+        }
+    })
 }
 
 /// Whether `u`'s path ends as a file a page loads rather than shows does

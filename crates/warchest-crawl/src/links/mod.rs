@@ -310,6 +310,12 @@ pub fn charset_of_content_type(ct: &str) -> Option<&'static Encoding> {
 pub struct Extractor {
     inner: Inner,
     links: Option<LinkSet>,
+    /// Payload bytes still to be read for links (`max-extract-bytes`).
+    left: u64,
+    /// The bound `left` started from, for the stop's detail.
+    bound: u64,
+    /// Bytes came past the bound: extraction stopped there.
+    past: bool,
 }
 
 enum Inner {
@@ -354,14 +360,37 @@ impl Extractor {
             Some(_) => Inner::None,
             None => Inner::Sniff(base.clone(), enc, opts.clone(), Vec::new()),
         };
+        let bound = match opts.max_extract_bytes {
+            0 => u64::MAX,
+            m => m,
+        };
         Extractor {
             inner,
             links: Some(links),
+            left: bound,
+            bound,
+            past: false,
         }
     }
 
-    /// The next piece of the payload.
+    /// True once bytes came past `max-extract-bytes`: whatever more is
+    /// written is not looked at, so a caller may stop reading the payload.
+    pub fn is_past_bound(&self) -> bool {
+        self.past
+    }
+
+    /// The next piece of the payload. Past `max-extract-bytes` in all,
+    /// nothing more is read ([`StopReason::Size`]).
     pub fn write(&mut self, chunk: &[u8]) {
+        let n = usize::try_from(self.left).map_or(chunk.len(), |l| l.min(chunk.len()));
+        if n < chunk.len() {
+            self.past = true;
+        }
+        self.left -= n as u64;
+        let chunk = &chunk[..n];
+        if chunk.is_empty() {
+            return;
+        }
         let Some(links) = self.links.as_mut() else {
             return;
         };
@@ -402,7 +431,17 @@ impl Extractor {
             Inner::Sitemap(s) => s.finish(&mut links),
             Inner::Sniff(..) | Inner::None => {}
         }
-        links.out
+        let mut out = links.out;
+        if self.past && out.stopped.is_none() {
+            out.stopped = Some(Stopped::new(
+                StopReason::Size,
+                format!(
+                    "links read from the first {} bytes of the payload",
+                    self.bound
+                ),
+            ));
+        }
+        out
     }
 }
 
@@ -468,6 +507,48 @@ mod tests {
             }
             prop_assert_eq!(x.finish(), whole);
         }
+    }
+
+    /// `max-extract-bytes` is the extractor's own bound, whoever feeds
+    /// it (a fetch, an earlier copy, a browser's document): links before
+    /// it are kept, none after, the stop is `size`; a payload of exactly
+    /// the bound is read whole; pieces give what one write gives; 0 is no
+    /// bound.
+    #[test]
+    fn max_extract_bytes_bounds_every_extraction() {
+        let base = Url::parse("http://h.test/").unwrap();
+        let page = b"<a href=/one>1</a><a href=/two>2</a>";
+        let cut = page.iter().position(|&b| b == b'2').unwrap() as u64;
+        let got = |max: u64, piece: usize| {
+            let opts = ExtractConfig {
+                max_extract_bytes: max,
+                ..ExtractConfig::default()
+            };
+            let mut x = Extractor::new(&base, Some("text/html"), &opts);
+            for p in page.chunks(piece) {
+                x.write(p);
+            }
+            let past = x.is_past_bound();
+            let e = x.finish();
+            let urls: Vec<String> = e.links.iter().map(|l| l.url.path().to_string()).collect();
+            (urls, e.stopped.map(|s| s.why), past)
+        };
+        for piece in [1, 7, page.len()] {
+            assert_eq!(
+                got(20, piece),
+                (vec!["/one".into()], Some(StopReason::Size), true)
+            );
+            let whole = (vec!["/one".into(), "/two".into()], None, false);
+            assert_eq!(got(page.len() as u64, piece), whole);
+            assert_eq!(got(0, piece), whole);
+        }
+        assert!(cut > 20);
+        let opts = ExtractConfig {
+            max_extract_bytes: 20,
+            ..ExtractConfig::default()
+        };
+        let e = extract(&base, Some("text/html"), &opts, page);
+        assert_eq!(e.stopped.map(|s| s.why), Some(StopReason::Size));
     }
 
     #[test]
