@@ -2397,6 +2397,22 @@ impl Store {
         self.first_location(RECORD_IDS, "record-id-sources", id.trim())
     }
 
+    /// Where the record with WARC-Record-ID `id` is in source `src` (a
+    /// record id may be in more than one file: a copy), with its stored
+    /// length when the index gave one.
+    ///
+    /// # Errors
+    /// The store cannot be read.
+    pub fn record_of_id_in(&self, id: &str, src: u32) -> Result<Option<(u32, u64, Option<u64>)>> {
+        let p = &self.path;
+        let txn = self.db.begin_read().map_err(|e| db_error(e, p))?;
+        let t = txn.open_table(RECORD_IDS).map_err(|e| db_error(e, p))?;
+        let key = sourced_key(id.trim(), src);
+        Ok(t.get(key.as_str())
+            .map_err(|e| db_error(e, p))?
+            .and_then(|v| self.location("record-id-sources", id.trim(), v.value())))
+    }
+
     /// Where the entry `key` of `table` (named `name`) of the first source
     /// holding one is, a source whose file is there taken before one whose
     /// file is gone (a record id or a payload in two files: a revisit
@@ -3019,6 +3035,11 @@ mod tests {
             store.record_of_id("<urn:y>").unwrap(),
             Some((0, 9, Some(10)))
         );
+        assert_eq!(
+            store.record_of_id_in("<urn:x>", 2).unwrap(),
+            Some((2, 7, Some(10)))
+        );
+        assert_eq!(store.record_of_id_in("<urn:x>", 0).unwrap(), None);
         // Source 1 dropped (its entry was unreadable).
         store.purge(&[1].into()).unwrap();
         assert_eq!(
