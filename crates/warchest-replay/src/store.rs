@@ -9,10 +9,19 @@
 //!   entry as JSON.
 //! - `sources`: source id -> the file (or WACZ member) and how far it has
 //!   been indexed.
-//! - `record-ids`: WARC-Record-ID -> where the record is (revisits name
-//!   their original by WARC-Refers-To).
-//! - `digests`: payload digest -> the first response or resource with it
-//!   (revisits without WARC-Refers-To).
+//! - `record-id-sources`: WARC-Record-ID and source -> where the record
+//!   is in that source (revisits name their original by WARC-Refers-To).
+//! - `digest-key-sources`: payload digest and source -> the first response
+//!   or resource with it in that source (revisits without
+//!   WARC-Refers-To).
+//!
+//!   Both are keyed `KEY\0SRC` (the source in 8 hex digits), so that two
+//!   files sharing a record id (a copied file) or a payload have an entry
+//!   each, and deleting one source's entries never takes another's. A
+//!   lookup takes the first source whose file is there. (Stores from
+//!   before kept one entry a key, in `record-ids`, `digest-keys` and, older
+//!   still, `digests`: rebuilt into these from the captures when opened,
+//!   [`upgrade_layout`].)
 //! - `stale-sources`: source id -> the mark that a lookup found an entry
 //!   of it unreadable ([`Source::stale`]); kept apart from `sources` so
 //!   that a sync saving a source cannot unmark it.
@@ -42,11 +51,19 @@ use warchest_wacz::{self as wacz, Section};
 
 const CAPTURES: TableDefinition<&str, &[u8]> = TableDefinition::new("captures");
 const SOURCES: TableDefinition<u32, &[u8]> = TableDefinition::new("sources");
-const RECORD_IDS: TableDefinition<&str, &[u8]> = TableDefinition::new("record-ids");
-/// Payload digest ([`lookup_key`]) to the first original record with it.
-const DIGESTS: TableDefinition<&str, &[u8]> = TableDefinition::new("digest-keys");
+/// WARC-Record-ID and source ([`sourced_key`]) to where the record is.
+const RECORD_IDS: TableDefinition<&str, &[u8]> = TableDefinition::new("record-id-sources");
+/// Payload digest ([`lookup_key`]) and source ([`sourced_key`]) to the
+/// first original record with it in that source.
+const DIGESTS: TableDefinition<&str, &[u8]> = TableDefinition::new("digest-key-sources");
+/// The record-id table of stores from before [`RECORD_IDS`]: one entry a
+/// record id (the last source indexed with it).
+const OLD_RECORD_IDS: TableDefinition<&str, &[u8]> = TableDefinition::new("record-ids");
+/// The digest table of stores from before [`DIGESTS`]: one entry a
+/// digest key (the first source indexed with it).
+const OLD_DIGEST_KEYS: TableDefinition<&str, &[u8]> = TableDefinition::new("digest-keys");
 /// The digest table of stores written before [`lookup_key`]: keyed by the
-/// bare upper-cased value; re-keyed into [`DIGESTS`] when opened.
+/// bare upper-cased value.
 const OLD_DIGESTS: TableDefinition<&str, &[u8]> = TableDefinition::new("digests");
 /// Source id to the generation of its stale mark (a mark set again while
 /// the source is indexed again is told from the one that index answers).
@@ -673,8 +690,9 @@ pub struct CacheDamage {
     /// source cannot be rebuilt: it is counted and said only.
     pub captures: u64,
     /// Distinct record-id and digest entries whose location did not
-    /// decode, met by lookups: not rebuilt (they do not say which file they are of), the
-    /// lookup finds nothing there.
+    /// decode, met by lookups (and, in a store from before entries were
+    /// kept by source, found when it was upgraded, and dropped): not
+    /// rebuilt, the lookup finds nothing there (or another source's copy).
     pub locations: u64,
     /// The first of them said (at most [`CacheDamage::EXAMPLES`]).
     pub examples: Vec<String>,
@@ -743,6 +761,138 @@ fn pending_range(src: u32) -> (String, String) {
     (format!("{src:08x} "), format!("{src:08x}!"))
 }
 
+/// The key of `key` (a record id or a digest key) of source `src` in
+/// [`RECORD_IDS`] and [`DIGESTS`]: `KEY\0SRC`, the source in 8 hex digits.
+fn sourced_key(key: &str, src: u32) -> String {
+    format!("{key}\0{src:08x}")
+}
+
+/// The [`sourced_key`]s of `key`, of every source: `lo..hi`.
+fn sourced_range(key: &str) -> (String, String) {
+    (format!("{key}\0"), format!("{key}\u{1}"))
+}
+
+/// The key and the source a [`sourced_key`] names.
+fn split_sourced(k: &str) -> Option<(&str, u32)> {
+    let (key, src) = k.rsplit_once('\0')?;
+    if src.len() != 8 || !src.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    Some((key, u32::from_str_radix(src, 16).ok()?))
+}
+
+/// Rebuilds the record-id and digest tables of a store from before
+/// [`RECORD_IDS`] and [`DIGESTS`] (one entry a key, [`OLD_RECORD_IDS`],
+/// [`OLD_DIGEST_KEYS`], [`OLD_DIGESTS`]) into those, keyed by source: the
+/// entries there were are kept (each under the source its location
+/// names), and those the captures give that were not there (another
+/// source with the same record id or payload) added, as indexing writes
+/// them ([`Store::insert`]). Written in batches, the old tables deleted
+/// last: an upgrade cut short is made again, whole, at the next open.
+/// Returns the old entries whose location did not decode (table, key):
+/// dropped, for the caller to count.
+fn upgrade_layout(db: &Database, path: &Path) -> Result<Vec<(&'static str, String)>> {
+    use redb::TableHandle;
+    let r = db.begin_read().map_err(|x| db_error(x, path))?;
+    let present: Vec<String> = r
+        .list_tables()
+        .map_err(|x| db_error(x, path))?
+        .map(|h| h.name().to_string())
+        .collect();
+    let old: Vec<(TableDefinition<&str, &[u8]>, &'static str)> = [
+        (OLD_RECORD_IDS, "record-ids"),
+        (OLD_DIGEST_KEYS, "digest-keys"),
+        (OLD_DIGESTS, "digests"),
+    ]
+    .into_iter()
+    .filter(|(_, name)| present.iter().any(|p| p == name))
+    .collect();
+    if old.is_empty() {
+        return Ok(Vec::new());
+    }
+    tracing::info!(
+        "index cache {}: record ids and payload digests are now kept by source; \
+         rebuilding them from its captures (once)",
+        path.display()
+    );
+    let mut bad = Vec::new();
+    // (table, key, location) to write when absent, in batches.
+    let mut batch: Vec<(bool, String, Vec<u8>)> = Vec::with_capacity(BATCH);
+    let flush = |batch: &mut Vec<(bool, String, Vec<u8>)>| -> Result<()> {
+        let txn = db.begin_write().map_err(|x| db_error(x, path))?;
+        {
+            let mut ids = txn.open_table(RECORD_IDS).map_err(|x| db_error(x, path))?;
+            let mut digests = txn.open_table(DIGESTS).map_err(|x| db_error(x, path))?;
+            for (digest, k, loc) in batch.drain(..) {
+                let t = if digest { &mut digests } else { &mut ids };
+                if t.get(k.as_str()).map_err(|x| db_error(x, path))?.is_none() {
+                    t.insert(k.as_str(), loc.as_slice())
+                        .map_err(|x| db_error(x, path))?;
+                }
+            }
+        }
+        txn.commit().map_err(|x| db_error(x, path))
+    };
+    // The entries there were first: they keep answering as they did.
+    for (def, name) in &old {
+        let t = r.open_table(*def).map_err(|x| db_error(x, path))?;
+        for item in t.iter().map_err(|x| db_error(x, path))? {
+            let (k, v) = item.map_err(|x| db_error(x, path))?;
+            let Some((src, _, _)) = loc_from(v.value()) else {
+                bad.push((*name, k.value().to_string()));
+                continue;
+            };
+            let (digest, key) = match *name {
+                "record-ids" => (false, k.value().to_string()),
+                // Keyed by the upper-cased value: re-keyed.
+                "digests" => (true, lookup_key(k.value())),
+                _ => (true, k.value().to_string()),
+            };
+            batch.push((digest, sourced_key(&key, src), v.value().to_vec()));
+            if batch.len() >= BATCH {
+                flush(&mut batch)?;
+            }
+        }
+    }
+    let caps = r.open_table(CAPTURES).map_err(|x| db_error(x, path))?;
+    for item in caps.iter().map_err(|x| db_error(x, path))? {
+        let (_, v) = item.map_err(|x| db_error(x, path))?;
+        // One that does not decode is met by a lookup, and rebuilt then.
+        let Ok(c) = serde_json::from_slice::<Capture>(v.value()) else {
+            continue;
+        };
+        let loc = loc_bytes(c.src, c.entry.offset, c.entry.length);
+        if let Some(id) = &c.entry.record_id {
+            batch.push((false, sourced_key(id.trim(), c.src), loc.clone()));
+        }
+        if is_original(&c.entry)
+            && let Some(d) = &c.entry.digest
+        {
+            batch.push((true, sourced_key(&lookup_key(d), c.src), loc));
+        }
+        if batch.len() >= BATCH {
+            flush(&mut batch)?;
+        }
+    }
+    flush(&mut batch)?;
+    drop(caps);
+    drop(r);
+    let txn = db.begin_write().map_err(|x| db_error(x, path))?;
+    for (def, _) in old {
+        txn.delete_table(def).map_err(|x| db_error(x, path))?;
+    }
+    txn.commit().map_err(|x| db_error(x, path))?;
+    Ok(bad)
+}
+
+/// Whether `e` is of a record a revisit's payload can be read from: a
+/// response or a resource.
+fn is_original(e: &Entry) -> bool {
+    e.record_type
+        .as_deref()
+        .is_some_and(|t| t.eq_ignore_ascii_case("response") || t.eq_ignore_ascii_case("resource"))
+}
+
 /// A re-index of a stale source from its start under way
 /// ([`Store::reindex_begin`]).
 #[derive(Debug)]
@@ -807,32 +957,15 @@ impl Store {
         {
             txn.open_table(CAPTURES).map_err(|e| db_error(e, &path))?;
             txn.open_table(RECORD_IDS).map_err(|e| db_error(e, &path))?;
-            let mut digests = txn.open_table(DIGESTS).map_err(|e| db_error(e, &path))?;
+            txn.open_table(DIGESTS).map_err(|e| db_error(e, &path))?;
             txn.open_table(SOURCES).map_err(|e| db_error(e, &path))?;
             txn.open_table(STALE).map_err(|e| db_error(e, &path))?;
             txn.open_table(PENDING).map_err(|e| db_error(e, &path))?;
-            // An older store's revisits must still find their originals
-            // without indexing its sources again.
-            let old = txn
-                .open_table(OLD_DIGESTS)
-                .map_err(|e| db_error(e, &path))?;
-            for item in old.iter().map_err(|e| db_error(e, &path))? {
-                let (k, v) = item.map_err(|e| db_error(e, &path))?;
-                let key = lookup_key(k.value());
-                if digests
-                    .get(key.as_str())
-                    .map_err(|e| db_error(e, &path))?
-                    .is_none()
-                {
-                    digests
-                        .insert(key.as_str(), v.value())
-                        .map_err(|e| db_error(e, &path))?;
-                }
-            }
         }
-        txn.delete_table(OLD_DIGESTS)
-            .map_err(|e| db_error(e, &path))?;
         txn.commit().map_err(|e| db_error(e, &path))?;
+        // An older store's revisits must still find their originals
+        // without indexing its sources again.
+        let bad_locations = upgrade_layout(&db, &path)?;
         let mut sources = Vec::new();
         // Source entries that do not decode: (id, why).
         let mut bad: Vec<(u32, String)> = Vec::new();
@@ -872,6 +1005,9 @@ impl Store {
         };
         for id in legacy {
             store.mark_stale(id)?;
+        }
+        for (table, key) in bad_locations {
+            store.note_bad_location(table, &key);
         }
         store.drop_unreadable_sources(&bad)?;
         Ok(store)
@@ -925,7 +1061,9 @@ impl Store {
             .map_err(|e| db_error(e, p))?;
             for table in [RECORD_IDS, DIGESTS] {
                 let mut t = txn.open_table(table).map_err(|e| db_error(e, p))?;
-                t.retain(|_, v| !loc_from(v).is_some_and(|(s, _, _)| ids.contains(&s)))
+                // By the source its key names: another source's entry of
+                // the same record id or digest is its own, and kept.
+                t.retain(|k, _| !split_sourced(k).is_some_and(|(_, s)| ids.contains(&s)))
                     .map_err(|e| db_error(e, p))?;
             }
             let mut t = txn.open_table(SOURCES).map_err(|e| db_error(e, p))?;
@@ -1658,10 +1796,12 @@ impl Store {
             for (table, kind) in [(RECORD_IDS, 'r'), (DIGESTS, 'd')] {
                 let t = txn.open_table(table).map_err(|e| db_error(e, p))?;
                 for item in t.iter().map_err(|e| db_error(e, p))? {
-                    let (k, v) = item.map_err(|e| db_error(e, p))?;
-                    if loc_from(v.value()).is_some_and(|(s, _, _)| s == id) {
+                    let (k, _) = item.map_err(|e| db_error(e, p))?;
+                    if let Some((key, s)) = split_sourced(k.value())
+                        && s == id
+                    {
                         pending
-                            .insert(pending_key(id, kind, k.value()).as_str(), [].as_slice())
+                            .insert(pending_key(id, kind, key).as_str(), [].as_slice())
                             .map_err(|e| db_error(e, p))?;
                     }
                 }
@@ -1717,14 +1857,11 @@ impl Store {
                             u64::from(caps.remove(key).map_err(|e| db_error(e, p))?.is_some());
                     }
                     "r" | "d" => {
+                        // The source's own entry: another source's of the
+                        // same key is another entry.
                         let t = if kind == "r" { &mut ids } else { &mut digests };
-                        let ours = t
-                            .get(key)
-                            .map_err(|e| db_error(e, p))?
-                            .is_some_and(|v| loc_from(v.value()).is_some_and(|(s, _, _)| s == id));
-                        if ours {
-                            t.remove(key).map_err(|e| db_error(e, p))?;
-                        }
+                        t.remove(sourced_key(key, id).as_str())
+                            .map_err(|e| db_error(e, p))?;
                     }
                     _ => {}
                 }
@@ -1908,23 +2045,23 @@ impl Store {
                 strike('c', &key)?;
                 let loc = loc_bytes(src, e.offset, e.length);
                 if let Some(id) = &e.record_id {
-                    ids.insert(id.trim(), loc.as_slice())
+                    ids.insert(sourced_key(id.trim(), src).as_str(), loc.as_slice())
                         .map_err(|e| db_error(e, p))?;
                     strike('r', id.trim())?;
                 }
-                let original = e.record_type.as_deref().is_some_and(|t| {
-                    t.eq_ignore_ascii_case("response") || t.eq_ignore_ascii_case("resource")
-                });
-                if original && let Some(d) = &e.digest {
+                if is_original(e)
+                    && let Some(d) = &e.digest
+                {
                     let k = lookup_key(d);
+                    let sk = sourced_key(&k, src);
                     if strike('d', &k)?
                         || digests
-                            .get(k.as_str())
+                            .get(sk.as_str())
                             .map_err(|e| db_error(e, p))?
                             .is_none()
                     {
                         digests
-                            .insert(k.as_str(), loc.as_slice())
+                            .insert(sk.as_str(), loc.as_slice())
                             .map_err(|e| db_error(e, p))?;
                     }
                 }
@@ -2257,12 +2394,65 @@ impl Store {
     /// # Errors
     /// The store cannot be read.
     pub fn record_of_id(&self, id: &str) -> Result<Option<(u32, u64, Option<u64>)>> {
+        self.first_location(RECORD_IDS, "record-id-sources", id.trim())
+    }
+
+    /// Where the record with WARC-Record-ID `id` is in source `src` (a
+    /// record id may be in more than one file: a copy), with its stored
+    /// length when the index gave one.
+    ///
+    /// # Errors
+    /// The store cannot be read.
+    pub fn record_of_id_in(&self, id: &str, src: u32) -> Result<Option<(u32, u64, Option<u64>)>> {
         let p = &self.path;
         let txn = self.db.begin_read().map_err(|e| db_error(e, p))?;
         let t = txn.open_table(RECORD_IDS).map_err(|e| db_error(e, p))?;
-        Ok(t.get(id.trim())
+        let key = sourced_key(id.trim(), src);
+        Ok(t.get(key.as_str())
             .map_err(|e| db_error(e, p))?
-            .and_then(|v| self.location("record-ids", id.trim(), v.value())))
+            .and_then(|v| self.location("record-id-sources", id.trim(), v.value())))
+    }
+
+    /// Where the entry `key` of `table` (named `name`) of the first source
+    /// holding one is, a source whose file is there taken before one whose
+    /// file is gone (a record id or a payload in two files: a revisit
+    /// still finds the copy left when one is removed).
+    fn first_location(
+        &self,
+        table: TableDefinition<&str, &[u8]>,
+        name: &str,
+        key: &str,
+    ) -> Result<Option<(u32, u64, Option<u64>)>> {
+        let p = &self.path;
+        let txn = self.db.begin_read().map_err(|e| db_error(e, p))?;
+        let t = txn.open_table(table).map_err(|e| db_error(e, p))?;
+        let (lo, hi) = sourced_range(key);
+        let mut gone = None;
+        for item in t
+            .range::<&str>(lo.as_str()..hi.as_str())
+            .map_err(|e| db_error(e, p))?
+        {
+            let (k, v) = item.map_err(|e| db_error(e, p))?;
+            // A key with `\0` in it is another key.
+            if split_sourced(k.value()).is_none_or(|(k, _)| k != key) {
+                continue;
+            }
+            let Some(loc) = self.location(name, key, v.value()) else {
+                continue;
+            };
+            if self.is_there(loc.0) {
+                return Ok(Some(loc));
+            }
+            gone.get_or_insert(loc);
+        }
+        Ok(gone)
+    }
+
+    /// Whether the file of source `id` is there to be read (an object is
+    /// taken to be: it is not asked for here).
+    fn is_there(&self, id: u32) -> bool {
+        self.source(id)
+            .is_some_and(|s| s.url.is_some() || s.path.exists())
     }
 
     /// Where the first response or resource with payload digest `digest` is.
@@ -2279,13 +2469,7 @@ impl Store {
     /// # Errors
     /// The store cannot be read.
     pub fn record_of_digest(&self, digest: &str) -> Result<Option<(u32, u64, Option<u64>)>> {
-        let p = &self.path;
-        let txn = self.db.begin_read().map_err(|e| db_error(e, p))?;
-        let t = txn.open_table(DIGESTS).map_err(|e| db_error(e, p))?;
-        let key = lookup_key(digest);
-        Ok(t.get(key.as_str())
-            .map_err(|e| db_error(e, p))?
-            .and_then(|v| self.location("digest-keys", &key, v.value())))
+        self.first_location(DIGESTS, "digest-key-sources", &lookup_key(digest))
     }
 
     /// Number of captures.
@@ -2567,8 +2751,10 @@ mod tests {
             let txn = db.begin_write().unwrap();
             {
                 let mut t = txn.open_table(RECORD_IDS).unwrap();
-                t.insert("<urn:uuid:bad>", [1u8, 2, 3].as_slice()).unwrap();
-                t.insert("<urn:uuid:good>", loc_bytes(0, 5, Some(9)).as_slice())
+                let bad = sourced_key("<urn:uuid:bad>", 0);
+                t.insert(bad.as_str(), [1u8, 2, 3].as_slice()).unwrap();
+                let good = sourced_key("<urn:uuid:good>", 0);
+                t.insert(good.as_str(), loc_bytes(0, 5, Some(9)).as_slice())
                     .unwrap();
             }
             txn.commit().unwrap();
@@ -2585,7 +2771,7 @@ mod tests {
         // Met again: not counted again.
         assert_eq!(store.record_of_id("<urn:uuid:bad>").unwrap(), None);
         assert_eq!(store.cache_damage().locations, 1);
-        assert!(d.examples[0].contains("record-ids"), "{d:?}");
+        assert!(d.examples[0].contains("record-id-sources"), "{d:?}");
         assert!(d.examples[0].contains("<urn:uuid:bad>"), "{d:?}");
     }
 
@@ -2787,6 +2973,216 @@ mod tests {
         assert_eq!(
             store.record_of_digest(&digest('4')).unwrap(),
             Some((src.id + 1, 0, Some(10)))
+        );
+    }
+
+    /// A response at `offset` with record id `id` and payload digest
+    /// `digest`.
+    fn original(offset: u64, id: &str, digest: &str) -> Entry {
+        Entry {
+            urlkey: "com,example)/".into(),
+            timestamp: "20240101000000".into(),
+            offset,
+            length: Some(10),
+            record_id: Some(id.into()),
+            record_type: Some("response".into()),
+            digest: Some(digest.into()),
+            ..Entry::default()
+        }
+    }
+
+    /// Three files holding one record (copies: one record id, one
+    /// payload digest). Deleting the entries of one of them, by a
+    /// re-index that no longer finds the record or by dropping the source,
+    /// leaves the others' entries: the record id and the digest still
+    /// resolve, to a copy left, until the last copy is gone.
+    #[test]
+    fn deleting_one_source_s_entries_keeps_another_s() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("index.redb")).unwrap();
+        let digest = "sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ";
+        let e = original(7, "<urn:x>", digest);
+        for src in 0..3 {
+            store.insert(src, std::slice::from_ref(&e)).unwrap();
+        }
+        assert_eq!(
+            store.record_of_digest(digest).unwrap(),
+            Some((0, 7, Some(10)))
+        );
+        assert_eq!(
+            store.record_of_id("<urn:x>").unwrap(),
+            Some((0, 7, Some(10)))
+        );
+        // Source 0's file changed: its new index has no such record.
+        let r = store.reindex_begin(0, "a").unwrap();
+        store
+            .insert(0, &[original(9, "<urn:y>", "sha1:OTHER")])
+            .unwrap();
+        let a = Source {
+            id: 0,
+            ..indexed(&store, 1)
+        };
+        store.reindex_end(r, &a).unwrap();
+        assert_eq!(
+            store.record_of_digest(digest).unwrap(),
+            Some((1, 7, Some(10)))
+        );
+        assert_eq!(
+            store.record_of_id("<urn:x>").unwrap(),
+            Some((1, 7, Some(10)))
+        );
+        assert_eq!(
+            store.record_of_id("<urn:y>").unwrap(),
+            Some((0, 9, Some(10)))
+        );
+        assert_eq!(
+            store.record_of_id_in("<urn:x>", 2).unwrap(),
+            Some((2, 7, Some(10)))
+        );
+        assert_eq!(store.record_of_id_in("<urn:x>", 0).unwrap(), None);
+        // Source 1 dropped (its entry was unreadable).
+        store.purge(&[1].into()).unwrap();
+        assert_eq!(
+            store.record_of_digest(digest).unwrap(),
+            Some((2, 7, Some(10)))
+        );
+        assert_eq!(
+            store.record_of_id("<urn:x>").unwrap(),
+            Some((2, 7, Some(10)))
+        );
+        store.purge(&[2].into()).unwrap();
+        assert_eq!(store.record_of_digest(digest).unwrap(), None);
+        assert_eq!(store.record_of_id("<urn:x>").unwrap(), None);
+        assert_eq!(
+            store.record_of_id("<urn:y>").unwrap(),
+            Some((0, 9, Some(10)))
+        );
+    }
+
+    /// A lookup takes a source whose file is there before one whose file
+    /// is gone; with none there, the first (reading it says what is
+    /// wrong).
+    #[test]
+    fn a_lookup_takes_a_copy_whose_file_is_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("index.redb")).unwrap();
+        let there = dir.path().join("b.warc");
+        std::fs::write(&there, b"").unwrap();
+        let gone = Source {
+            path: dir.path().join("a.warc"),
+            ..indexed(&store, 1)
+        };
+        store.save_source(&gone).unwrap();
+        let kept = Source {
+            id: 1,
+            path: there.clone(),
+            ..gone.clone()
+        };
+        store.save_source(&kept).unwrap();
+        let digest = "sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ";
+        for src in [0, 1] {
+            store
+                .insert(src, &[original(src.into(), "<urn:x>", digest)])
+                .unwrap();
+        }
+        assert_eq!(
+            store.record_of_digest(digest).unwrap(),
+            Some((1, 1, Some(10)))
+        );
+        assert_eq!(
+            store.record_of_id("<urn:x>").unwrap(),
+            Some((1, 1, Some(10)))
+        );
+        std::fs::remove_file(&there).unwrap();
+        assert_eq!(
+            store.record_of_digest(digest).unwrap(),
+            Some((0, 0, Some(10)))
+        );
+    }
+
+    /// A store written with one record-id and digest entry a key is
+    /// upgraded when opened: its entries kept, those its captures give for
+    /// other sources added (so dropping the source an old entry named
+    /// keeps the other copy's), an old entry that does not decode counted,
+    /// the old tables deleted (once).
+    #[test]
+    fn a_store_with_one_entry_a_key_is_upgraded() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.redb");
+        let digest = "sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ";
+        {
+            let db = Database::create(&path).unwrap();
+            let txn = db.begin_write().unwrap();
+            {
+                let mut caps = txn.open_table(CAPTURES).unwrap();
+                for src in [0, 1] {
+                    let e = Entry {
+                        timestamp: format!("2024010100000{src}"),
+                        ..original(7, "<urn:x>", digest)
+                    };
+                    let v = serde_json::to_vec(&Capture {
+                        src,
+                        entry: e.clone(),
+                    })
+                    .unwrap();
+                    caps.insert(capture_key(&e, src).as_str(), v.as_slice())
+                        .unwrap();
+                }
+                // As the layout before wrote them: the last source of a
+                // record id, the first of a digest.
+                let mut ids = txn.open_table(OLD_RECORD_IDS).unwrap();
+                ids.insert("<urn:x>", loc_bytes(1, 7, Some(10)).as_slice())
+                    .unwrap();
+                ids.insert("<urn:bad>", [1u8].as_slice()).unwrap();
+                let mut keys = txn.open_table(OLD_DIGEST_KEYS).unwrap();
+                let k = lookup_key(digest);
+                keys.insert(k.as_str(), loc_bytes(0, 7, Some(10)).as_slice())
+                    .unwrap();
+            }
+            txn.commit().unwrap();
+        }
+        let store = Store::open(&path).unwrap();
+        let d = store.cache_damage();
+        assert_eq!((d.locations, d.total()), (1, 1), "{d:?}");
+        assert!(d.examples[0].contains("<urn:bad>"), "{d:?}");
+        assert_eq!(
+            store.record_of_digest(digest).unwrap(),
+            Some((0, 7, Some(10)))
+        );
+        assert_eq!(
+            store.record_of_id("<urn:x>").unwrap(),
+            Some((0, 7, Some(10)))
+        );
+        store.purge(&[0].into()).unwrap();
+        assert_eq!(
+            store.record_of_digest(digest).unwrap(),
+            Some((1, 7, Some(10)))
+        );
+        assert_eq!(
+            store.record_of_id("<urn:x>").unwrap(),
+            Some((1, 7, Some(10)))
+        );
+        drop(store);
+        {
+            use redb::TableHandle;
+            let db = Database::create(&path).unwrap();
+            let r = db.begin_read().unwrap();
+            let names: Vec<String> = r
+                .list_tables()
+                .unwrap()
+                .map(|h| h.name().to_string())
+                .collect();
+            assert!(
+                !names
+                    .iter()
+                    .any(|n| n == "record-ids" || n == "digest-keys")
+            );
+        }
+        let store = Store::open(&path).unwrap();
+        assert_eq!(store.cache_damage().total(), 0, "upgraded once");
+        assert_eq!(
+            store.record_of_id("<urn:x>").unwrap(),
+            Some((1, 7, Some(10)))
         );
     }
 

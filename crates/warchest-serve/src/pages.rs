@@ -359,8 +359,8 @@ pub(super) fn record(
                 .url
                 .as_ref()
                 .and_then(|_| header.record_id())
-                .and_then(|id| coll.store.record_of_id(&id).ok().flatten())
-                .filter(|(s, o, _)| *s == src.id && *o == off)
+                .and_then(|id| coll.store.record_of_id_in(&id, src.id).ok().flatten())
+                .filter(|(_, o, _)| *o == off)
                 .and_then(|(_, _, l)| l);
             if length.is_none() {
                 length = rec.finish()?.stored_len;

@@ -873,3 +873,107 @@ fn a_stale_member_of_a_wacz_by_url_is_counted_as_changed() {
     assert_eq!(store.sources().len(), 2);
     assert_eq!(store.len().unwrap(), 6);
 }
+
+/// A record of type `ty` at `uri` whose WARC-Payload-Digest is `digest`,
+/// its block `http` (a revisit's: the HTTP head only).
+fn with_digest(ty: &str, uri: &str, date: &str, digest: &str, http: &str) -> Vec<u8> {
+    let profile = if ty == "revisit" {
+        "WARC-Profile: http://netpreserve.org/warc/1.1/revisit/identical-payload-digest\r\n"
+    } else {
+        ""
+    };
+    format!(
+        "WARC/1.1\r\nWARC-Type: {ty}\r\nWARC-Record-ID: <urn:uuid:{}>\r\nWARC-Date: {date}\r\n\
+WARC-Target-URI: {uri}\r\n{profile}WARC-Payload-Digest: {digest}\r\n\
+Content-Type: application/http; msgtype=response\r\nContent-Length: {}\r\n\r\n{http}\r\n\r\n",
+        uuid_for(uri, date),
+        http.len()
+    )
+    .into_bytes()
+}
+
+/// Two files holding the same payload (one digest) under two URLs, the
+/// second with a revisit of a third URL naming that digest only (no
+/// WARC-Refers-To): it is resolved by the digest alone. Returns the two
+/// files.
+fn two_copies_of_one_payload(dir: &Path) -> [PathBuf; 2] {
+    let digest = "sha1:2JMP4CVSAE4FWVP3VO7UHL6ELBWXHEGK";
+    let body = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 4\r\n\r\nsame";
+    let a = dir.join("a.warc");
+    let b = dir.join("b.warc");
+    std::fs::write(
+        &a,
+        with_digest(
+            "response",
+            "http://a.test/",
+            "2024-01-01T00:00:00Z",
+            digest,
+            body,
+        ),
+    )
+    .unwrap();
+    let mut bytes = with_digest(
+        "response",
+        "http://b.test/",
+        "2024-02-01T00:00:00Z",
+        digest,
+        body,
+    );
+    bytes.extend(with_digest(
+        "revisit",
+        "http://c.test/",
+        "2024-03-01T00:00:00Z",
+        digest,
+        "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 4\r\n\r\n",
+    ));
+    std::fs::write(&b, bytes).unwrap();
+    [a, b]
+}
+
+/// The file first indexed with a payload digest is removed; a sync (which
+/// keeps its source: nothing is dropped for a file gone) and a revisit
+/// whose original is found by that digest alone: it is resolved to the
+/// copy in the file still there.
+#[test]
+fn a_revisit_resolves_to_the_copy_still_there_when_a_file_is_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = two_copies_of_one_payload(dir.path());
+    let db = dir.path().join("db.redb");
+    let coll = collection(&paths, &db);
+    assert_eq!(payload(&coll, "http://c.test/", "2024").1, b"same");
+    std::fs::remove_file(&paths[0]).unwrap();
+    let r = coll.store.sync(&paths[1..]).unwrap();
+    assert!(r.failures.is_empty(), "{r:?}");
+    assert_eq!(payload(&coll, "http://c.test/", "2024").1, b"same");
+}
+
+/// A source dropped (its entry unreadable when the store was opened) whose
+/// file is gone takes its own digest entries with it, not those of another
+/// file holding the same payload: a revisit found by that digest alone
+/// still resolves to the copy in the file still there.
+#[test]
+fn dropping_a_source_keeps_the_digests_of_another_file_with_the_same_payload() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = two_copies_of_one_payload(dir.path());
+    let db = dir.path().join("db.redb");
+    drop(collection(&paths, &db));
+    // a.warc, indexed first, is source 0.
+    corrupt(&db, |txn| {
+        let mut t = txn.open_table(SOURCES).unwrap();
+        t.insert(0, b"{not a source".as_slice()).unwrap();
+    });
+    std::fs::remove_file(&paths[0]).unwrap();
+    let store = Store::open(&db).unwrap();
+    assert_eq!(store.cache_damage().sources, 1);
+    let r = store.sync(&paths[1..]).unwrap();
+    assert!(r.failures.is_empty(), "{r:?}");
+    assert_eq!(r.new_sources, 0, "{r:?}");
+    let coll = Collection {
+        name: "c".into(),
+        paths: paths[1..].to_vec(),
+        store,
+        fuzzy: warchest_replay::fuzzy::FuzzyRules::none(),
+        served: Default::default(),
+    };
+    assert_eq!(payload(&coll, "http://c.test/", "2024").1, b"same");
+}
