@@ -1866,13 +1866,21 @@ impl Store {
                     _ => {}
                 }
             }
-            let mut marks = txn.open_table(STALE).map_err(|e| db_error(e, p))?;
-            let now = marks
-                .get(id)
-                .map_err(|e| db_error(e, p))?
-                .map(|g| g.value());
-            cleared = now.is_some() && now == r.mark;
+            // Answered when the mark is still the one the re-index began
+            // with, whatever the table holds (its write may have failed,
+            // the mark then held in memory only). Checked within the
+            // write: a lookup marking the source again sets its mark in
+            // memory before it writes it, so its write comes after this.
+            cleared = r.mark.is_some()
+                && self
+                    .marks
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .get(&id)
+                    .copied()
+                    == r.mark;
             if cleared {
+                let mut marks = txn.open_table(STALE).map_err(|e| db_error(e, p))?;
                 marks.remove(id).map_err(|e| db_error(e, p))?;
             }
             let mut t = txn.open_table(SOURCES).map_err(|e| db_error(e, p))?;
@@ -2645,6 +2653,7 @@ fn walk(dir: &Path, store: &Path, out: &mut Vec<PathBuf>, depth: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::Ordering;
 
     #[test]
     fn a_cdxj_line_s_record_type_is_told_from_its_mime_and_status() {
@@ -2974,6 +2983,45 @@ mod tests {
             store.record_of_digest(&digest('4')).unwrap(),
             Some((src.id + 1, 0, Some(10)))
         );
+    }
+
+    /// A stale mark whose write to its table failed ("marked until the
+    /// process ends") is held in memory only; one re-index that succeeds
+    /// answers it (it used to be kept, and the source indexed again at
+    /// every sync, as the table had no generation to match).
+    #[test]
+    fn a_mark_held_in_memory_only_is_cleared_by_a_re_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.redb");
+        let store = Store::open(&path).unwrap();
+        let src = indexed(&store, 0);
+        // As mark_stale leaves it when its write fails.
+        store
+            .marks
+            .lock()
+            .unwrap()
+            .insert(src.id, store.next_mark.fetch_add(1, Ordering::Relaxed));
+        assert!(store.source(src.id).unwrap().stale);
+        let r = store.reindex_begin(src.id, &src.name).unwrap();
+        assert!(r.mark.is_some());
+        store.reindex_end(r, &src).unwrap();
+        assert!(!store.source(src.id).unwrap().stale);
+        assert_eq!(rows(&store, STALE), 0);
+        // A mark the table holds is cleared with its row, as before.
+        store.mark_stale(src.id).unwrap();
+        let r = store.reindex_begin(src.id, &src.name).unwrap();
+        store.reindex_end(r, &src).unwrap();
+        assert!(!store.source(src.id).unwrap().stale);
+        assert_eq!(rows(&store, STALE), 0);
+    }
+
+    /// Rows of `table`.
+    fn rows<K: redb::Key + 'static, V: redb::Value + 'static>(
+        store: &Store,
+        table: TableDefinition<K, V>,
+    ) -> u64 {
+        let r = store.db.begin_read().unwrap();
+        redb::ReadableTableMetadata::len(&r.open_table(table).unwrap()).unwrap()
     }
 
     /// A response at `offset` with record id `id` and payload digest
