@@ -26,8 +26,12 @@
 //!   of it unreadable ([`Source::stale`]); kept apart from `sources` so
 //!   that a sync saving a source cannot unmark it.
 //! - `reindex-pending`: the entries of stale sources being indexed again
-//!   from their start that the new index has not written again yet; what
-//!   is left once it succeeds is deleted, and nothing before.
+//!   from their start, each tagged with the attempt that wrote it again
+//!   (untagged: not written again yet); what no attempt that succeeded
+//!   wrote is deleted once it has, and nothing before.
+//! - `reindex-attempts`: source id -> the re-index attempt under way,
+//!   there once its `reindex-pending` list is whole (an attempt that
+//!   failed leaves both: the next one goes on from them).
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -69,13 +73,21 @@ const OLD_DIGESTS: TableDefinition<&str, &[u8]> = TableDefinition::new("digests"
 /// the source is indexed again is told from the one that index answers).
 const STALE: TableDefinition<u32, u64> = TableDefinition::new("stale-sources");
 /// `SRC KIND KEY` (the source in 8 hex digits; `c` a captures key, `r` a
-/// record id, `d` a digest key) -> nothing: an entry of a stale source
-/// being indexed again from its start, not yet written again.
+/// record id, `d` a digest key) -> the attempt ([`REINDEX`]) that wrote
+/// it again, 8 bytes big-endian, or nothing when none did yet: an entry
+/// of a stale source being indexed again from its start.
 const PENDING: TableDefinition<&str, &[u8]> = TableDefinition::new("reindex-pending");
+/// Source id to the number of the re-index attempt under way: there once
+/// the source's [`PENDING`] list is whole, until a re-index succeeded.
+const REINDEX: TableDefinition<u32, u64> = TableDefinition::new("reindex-attempts");
 
-/// Entries written per transaction while indexing: bounds what redb holds
-/// uncommitted.
+/// Entries written per transaction while indexing (and rows of the
+/// re-index lists listed or deleted): bounds what redb holds uncommitted.
+#[cfg(not(test))]
 const BATCH: usize = 5000;
+/// Small in unit tests, so that a few entries make several batches.
+#[cfg(test)]
+const BATCH: usize = 3;
 
 /// The buffer of a decoder opened to read one record (the default 1 MiB
 /// is for reading whole files).
@@ -900,6 +912,8 @@ struct Reindex {
     id: u32,
     /// The generation of its stale mark when it began, if marked.
     mark: Option<u64>,
+    /// Its number ([`REINDEX`]): what it writes again is tagged with it.
+    attempt: u64,
 }
 
 /// Counts `prior`, what the store knew of a source before this sync began
@@ -961,6 +975,7 @@ impl Store {
             txn.open_table(SOURCES).map_err(|e| db_error(e, &path))?;
             txn.open_table(STALE).map_err(|e| db_error(e, &path))?;
             txn.open_table(PENDING).map_err(|e| db_error(e, &path))?;
+            txn.open_table(REINDEX).map_err(|e| db_error(e, &path))?;
         }
         txn.commit().map_err(|e| db_error(e, &path))?;
         // An older store's revisits must still find their originals
@@ -1069,9 +1084,11 @@ impl Store {
             let mut t = txn.open_table(SOURCES).map_err(|e| db_error(e, p))?;
             let mut marks = txn.open_table(STALE).map_err(|e| db_error(e, p))?;
             let mut pending = txn.open_table(PENDING).map_err(|e| db_error(e, p))?;
+            let mut attempts = txn.open_table(REINDEX).map_err(|e| db_error(e, p))?;
             for id in ids {
                 t.remove(*id).map_err(|e| db_error(e, p))?;
                 marks.remove(*id).map_err(|e| db_error(e, p))?;
+                attempts.remove(*id).map_err(|e| db_error(e, p))?;
                 let (lo, hi) = pending_range(*id);
                 pending
                     .retain_in(lo.as_str()..hi.as_str(), |_, _| false)
@@ -1762,11 +1779,14 @@ impl Store {
 
     /// Begins indexing the stale source `id` (named `name`) again from
     /// its start: its captures, record ids and digests are listed in
-    /// [`PENDING`] (a list left by an attempt that failed is made again),
-    /// each struck off as the new index writes it again
-    /// ([`Store::insert`]). Nothing is deleted before the new index is
-    /// whole ([`Store::reindex_end`]): lookups keep answering from the
-    /// entries there are. Reads the three tables whole.
+    /// [`PENDING`], in batches of [`BATCH`], and the attempt numbered 1
+    /// in [`REINDEX`] once the list is whole; each entry written again is
+    /// tagged with the attempt ([`Store::insert`]). Nothing is deleted
+    /// before the new index is whole ([`Store::reindex_end`]): lookups
+    /// keep answering from the entries there are. Listing reads the three
+    /// tables whole: when an attempt that failed left its list, the list is
+    /// kept (what that attempt wrote is on it too, tagged with its number)
+    /// and only the attempt's number goes up.
     fn reindex_begin(&self, id: u32, name: &str) -> Result<Reindex> {
         let mark = self
             .marks
@@ -1776,38 +1796,79 @@ impl Store {
             .copied();
         let p = &self.path;
         let txn = self.db.begin_write().map_err(|e| db_error(e, p))?;
+        let before = {
+            let mut attempts = txn.open_table(REINDEX).map_err(|e| db_error(e, p))?;
+            let before = attempts
+                .get(id)
+                .map_err(|e| db_error(e, p))?
+                .map(|a| a.value());
+            if let Some(a) = before {
+                attempts.insert(id, a + 1).map_err(|e| db_error(e, p))?;
+            }
+            before
+        };
+        txn.commit().map_err(|e| db_error(e, p))?;
+        if let Some(a) = before {
+            tracing::warn!(
+                "index cache {}: {name} is indexed again from its start (attempt {}; its \
+                 captures are kept until that succeeds)",
+                self.path.display(),
+                a + 1
+            );
+            return Ok(Reindex {
+                id,
+                mark,
+                attempt: a + 1,
+            });
+        }
+        // Rows left by a listing cut short, or by the end of a re-index
+        // that succeeded and was cut short after it: not this list's.
+        self.clear_pending(id)?;
+        let r = self.db.begin_read().map_err(|e| db_error(e, p))?;
+        let mut batch: Vec<String> = Vec::with_capacity(BATCH);
         let mut listed = 0u64;
-        {
-            let mut pending = txn.open_table(PENDING).map_err(|e| db_error(e, p))?;
-            let (lo, hi) = pending_range(id);
-            pending
-                .retain_in(lo.as_str()..hi.as_str(), |_, _| false)
-                .map_err(|e| db_error(e, p))?;
-            let caps = txn.open_table(CAPTURES).map_err(|e| db_error(e, p))?;
-            for item in caps.iter().map_err(|e| db_error(e, p))? {
-                let (k, _) = item.map_err(|e| db_error(e, p))?;
-                if src_of_key(k.value()) == Some(id) {
+        let flush = |batch: &mut Vec<String>, whole: bool| -> Result<()> {
+            let txn = self.db.begin_write().map_err(|e| db_error(e, p))?;
+            {
+                let mut pending = txn.open_table(PENDING).map_err(|e| db_error(e, p))?;
+                for k in batch.drain(..) {
                     pending
-                        .insert(pending_key(id, 'c', k.value()).as_str(), [].as_slice())
+                        .insert(k.as_str(), [].as_slice())
                         .map_err(|e| db_error(e, p))?;
-                    listed += 1;
+                }
+                if whole {
+                    let mut attempts = txn.open_table(REINDEX).map_err(|e| db_error(e, p))?;
+                    attempts.insert(id, 1).map_err(|e| db_error(e, p))?;
                 }
             }
-            for (table, kind) in [(RECORD_IDS, 'r'), (DIGESTS, 'd')] {
-                let t = txn.open_table(table).map_err(|e| db_error(e, p))?;
-                for item in t.iter().map_err(|e| db_error(e, p))? {
-                    let (k, _) = item.map_err(|e| db_error(e, p))?;
-                    if let Some((key, s)) = split_sourced(k.value())
-                        && s == id
-                    {
-                        pending
-                            .insert(pending_key(id, kind, key).as_str(), [].as_slice())
-                            .map_err(|e| db_error(e, p))?;
+            txn.commit().map_err(|e| db_error(e, p))
+        };
+        let caps = r.open_table(CAPTURES).map_err(|e| db_error(e, p))?;
+        for item in caps.iter().map_err(|e| db_error(e, p))? {
+            let (k, _) = item.map_err(|e| db_error(e, p))?;
+            if src_of_key(k.value()) == Some(id) {
+                batch.push(pending_key(id, 'c', k.value()));
+                listed += 1;
+                if batch.len() >= BATCH {
+                    flush(&mut batch, false)?;
+                }
+            }
+        }
+        for (table, kind) in [(RECORD_IDS, 'r'), (DIGESTS, 'd')] {
+            let t = r.open_table(table).map_err(|e| db_error(e, p))?;
+            for item in t.iter().map_err(|e| db_error(e, p))? {
+                let (k, _) = item.map_err(|e| db_error(e, p))?;
+                if let Some((key, s)) = split_sourced(k.value())
+                    && s == id
+                {
+                    batch.push(pending_key(id, kind, key));
+                    if batch.len() >= BATCH {
+                        flush(&mut batch, false)?;
                     }
                 }
             }
         }
-        txn.commit().map_err(|e| db_error(e, p))?;
+        flush(&mut batch, true)?;
         if mark.is_some() {
             tracing::warn!(
                 "index cache {}: {name} is indexed again from its start (its {listed} \
@@ -1815,90 +1876,126 @@ impl Store {
                 self.path.display()
             );
         }
-        Ok(Reindex { id, mark })
+        Ok(Reindex {
+            id,
+            mark,
+            attempt: 1,
+        })
     }
 
-    /// Ends the re-index `r` that succeeded, in one transaction with saving
-    /// `src`: what it did not write again is deleted (a record id or
-    /// digest only when it still points into the source), and the source's
-    /// stale mark cleared unless it was set again meanwhile (a lookup that
-    /// met an unreadable entry after the re-index began: indexed again at
-    /// the next sync). Returns the captures deleted.
+    /// Deletes the [`PENDING`] rows of source `id`, [`BATCH`] a
+    /// transaction.
+    fn clear_pending(&self, id: u32) -> Result<()> {
+        let p = &self.path;
+        let (lo, hi) = pending_range(id);
+        loop {
+            let txn = self.db.begin_write().map_err(|e| db_error(e, p))?;
+            let n = {
+                let mut pending = txn.open_table(PENDING).map_err(|e| db_error(e, p))?;
+                let mut keys = Vec::with_capacity(BATCH);
+                for item in pending
+                    .range(lo.as_str()..hi.as_str())
+                    .map_err(|e| db_error(e, p))?
+                    .take(BATCH)
+                {
+                    let (k, _) = item.map_err(|e| db_error(e, p))?;
+                    keys.push(k.value().to_string());
+                }
+                for k in &keys {
+                    pending.remove(k.as_str()).map_err(|e| db_error(e, p))?;
+                }
+                keys.len()
+            };
+            txn.commit().map_err(|e| db_error(e, p))?;
+            if n == 0 {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Ends the re-index `r` that succeeded: walking its [`PENDING`] list
+    /// [`BATCH`] rows a transaction, what it did not write again is
+    /// deleted (a record id or digest only the source's own entry); then,
+    /// in one transaction, `src` is saved, the attempt ended and the
+    /// source's stale mark cleared when it is still the one the re-index
+    /// began with (one set again meanwhile, by a lookup that met an
+    /// unreadable entry after it began, is kept: indexed again at the next
+    /// sync); the list's rows go last. Cut short before that transaction,
+    /// the source stays marked and the next sync finishes the job. Returns
+    /// the captures deleted.
     fn reindex_end(&self, r: Reindex, src: &Source) -> Result<u64> {
         let p = &self.path;
         let id = r.id;
-        let txn = self.db.begin_write().map_err(|e| db_error(e, p))?;
+        let tag = r.attempt.to_be_bytes();
+        let (lo, hi) = pending_range(id);
         let mut removed = 0u64;
-        let cleared;
-        {
-            let mut pending = txn.open_table(PENDING).map_err(|e| db_error(e, p))?;
-            let (lo, hi) = pending_range(id);
-            let mut left = Vec::new();
-            for item in pending
-                .range(lo.as_str()..hi.as_str())
-                .map_err(|e| db_error(e, p))?
+        // The last row looked at.
+        let mut after: Option<String> = None;
+        loop {
+            let txn = self.db.begin_write().map_err(|e| db_error(e, p))?;
+            // (row, whether this attempt wrote it again)
+            let mut rows: Vec<(String, bool)> = Vec::with_capacity(BATCH);
             {
-                let (k, _) = item.map_err(|e| db_error(e, p))?;
-                left.push(k.value().to_string());
-            }
-            pending
-                .retain_in(lo.as_str()..hi.as_str(), |_, _| false)
-                .map_err(|e| db_error(e, p))?;
-            let mut caps = txn.open_table(CAPTURES).map_err(|e| db_error(e, p))?;
-            let mut ids = txn.open_table(RECORD_IDS).map_err(|e| db_error(e, p))?;
-            let mut digests = txn.open_table(DIGESTS).map_err(|e| db_error(e, p))?;
-            for k in &left {
-                let Some((kind, key)) = k.get(lo.len()..).and_then(|r| r.split_once(' ')) else {
-                    continue;
+                let pending = txn.open_table(PENDING).map_err(|e| db_error(e, p))?;
+                let from = match &after {
+                    Some(k) => std::ops::Bound::Excluded(k.as_str()),
+                    None => std::ops::Bound::Included(lo.as_str()),
                 };
-                match kind {
-                    "c" => {
-                        removed +=
-                            u64::from(caps.remove(key).map_err(|e| db_error(e, p))?.is_some());
-                    }
-                    "r" | "d" => {
-                        // The source's own entry: another source's of the
-                        // same key is another entry.
-                        let t = if kind == "r" { &mut ids } else { &mut digests };
-                        t.remove(sourced_key(key, id).as_str())
-                            .map_err(|e| db_error(e, p))?;
-                    }
-                    _ => {}
+                let range = pending
+                    .range::<&str>((from, std::ops::Bound::Excluded(hi.as_str())))
+                    .map_err(|e| db_error(e, p))?;
+                for item in range.take(BATCH) {
+                    let (k, v) = item.map_err(|e| db_error(e, p))?;
+                    rows.push((k.value().to_string(), v.value() == tag.as_slice()));
                 }
             }
-            // Answered when the mark is still the one the re-index began
-            // with, whatever the table holds (its write may have failed,
-            // the mark then held in memory only). Checked within the
-            // write: a lookup marking the source again sets its mark in
-            // memory before it writes it, so its write comes after this.
-            cleared = r.mark.is_some()
-                && self
-                    .marks
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .get(&id)
-                    .copied()
-                    == r.mark;
-            if cleared {
-                let mut marks = txn.open_table(STALE).map_err(|e| db_error(e, p))?;
-                marks.remove(id).map_err(|e| db_error(e, p))?;
+            if rows.is_empty() {
+                let cleared = self.end_attempt(&txn, &r, src)?;
+                txn.commit().map_err(|e| db_error(e, p))?;
+                self.remember(src);
+                if cleared {
+                    let mut marks = self.marks.lock().unwrap_or_else(|e| e.into_inner());
+                    if marks.get(&id).copied() == r.mark {
+                        marks.remove(&id);
+                    }
+                }
+                break;
             }
-            let mut t = txn.open_table(SOURCES).map_err(|e| db_error(e, p))?;
-            let v = serde_json::to_vec(&Source {
-                stale: false,
-                ..src.clone()
-            })
-            .map_err(std::io::Error::from)?;
-            t.insert(src.id, v.as_slice()).map_err(|e| db_error(e, p))?;
-        }
-        txn.commit().map_err(|e| db_error(e, p))?;
-        self.remember(src);
-        if cleared {
-            let mut marks = self.marks.lock().unwrap_or_else(|e| e.into_inner());
-            if marks.get(&id).copied() == r.mark {
-                marks.remove(&id);
+            {
+                let mut pending = txn.open_table(PENDING).map_err(|e| db_error(e, p))?;
+                let mut caps = txn.open_table(CAPTURES).map_err(|e| db_error(e, p))?;
+                let mut ids = txn.open_table(RECORD_IDS).map_err(|e| db_error(e, p))?;
+                let mut digests = txn.open_table(DIGESTS).map_err(|e| db_error(e, p))?;
+                for (k, written) in &rows {
+                    if *written {
+                        continue;
+                    }
+                    pending.remove(k.as_str()).map_err(|e| db_error(e, p))?;
+                    let Some((kind, key)) = k.get(lo.len()..).and_then(|r| r.split_once(' '))
+                    else {
+                        continue;
+                    };
+                    match kind {
+                        "c" => {
+                            removed +=
+                                u64::from(caps.remove(key).map_err(|e| db_error(e, p))?.is_some());
+                        }
+                        "r" | "d" => {
+                            // The source's own entry: another source's of the
+                            // same key is another entry.
+                            let t = if kind == "r" { &mut ids } else { &mut digests };
+                            t.remove(sourced_key(key, id).as_str())
+                                .map_err(|e| db_error(e, p))?;
+                        }
+                        _ => {}
+                    }
+                }
             }
+            txn.commit().map_err(|e| db_error(e, p))?;
+            after = rows.pop().map(|(k, _)| k);
         }
+        // What is left are rows only (of entries written again).
+        self.clear_pending(id)?;
         if r.mark.is_some() {
             // Its entries are new: one found unreadable again is counted
             // again.
@@ -1916,6 +2013,39 @@ impl Store {
             );
         }
         Ok(removed)
+    }
+
+    /// The last step of [`Store::reindex_end`], in `txn`: `src` saved, the
+    /// attempt ended, and the stale mark's entry removed when the mark is
+    /// still the one `r` began with (whatever the table holds: its write
+    /// may have failed, the mark then held in memory only). Returns
+    /// whether the mark is answered. (Checked within the write: a lookup
+    /// marking the source again sets its mark in memory before it writes
+    /// it, so its write comes after this one.)
+    fn end_attempt(&self, txn: &redb::WriteTransaction, r: &Reindex, src: &Source) -> Result<bool> {
+        let p = &self.path;
+        let cleared = r.mark.is_some()
+            && self
+                .marks
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(&r.id)
+                .copied()
+                == r.mark;
+        if cleared {
+            let mut marks = txn.open_table(STALE).map_err(|e| db_error(e, p))?;
+            marks.remove(r.id).map_err(|e| db_error(e, p))?;
+        }
+        let mut attempts = txn.open_table(REINDEX).map_err(|e| db_error(e, p))?;
+        attempts.remove(r.id).map_err(|e| db_error(e, p))?;
+        let mut t = txn.open_table(SOURCES).map_err(|e| db_error(e, p))?;
+        let v = serde_json::to_vec(&Source {
+            stale: false,
+            ..src.clone()
+        })
+        .map_err(std::io::Error::from)?;
+        t.insert(src.id, v.as_slice()).map_err(|e| db_error(e, p))?;
+        Ok(cleared)
     }
 
     /// The source named `name`, if it is known.
@@ -2011,9 +2141,10 @@ impl Store {
     }
 
     /// Writes `entries` of source `src`. Of a source being indexed again
-    /// ([`Store::reindex_begin`]), each entry written is struck off its
-    /// pending list, and a digest still pointing at the source's old
-    /// entries is pointed at the first new record with it.
+    /// ([`Store::reindex_begin`]), each entry written is tagged with the
+    /// attempt on its pending list (added there when new), and a digest
+    /// still pointing at the source's old entries is pointed at the first
+    /// new record with it.
     fn insert(&self, src: u32, entries: &[Entry]) -> Result<u64> {
         if entries.is_empty() {
             return Ok(0);
@@ -2025,21 +2156,24 @@ impl Store {
             let mut ids = txn.open_table(RECORD_IDS).map_err(|e| db_error(e, p))?;
             let mut digests = txn.open_table(DIGESTS).map_err(|e| db_error(e, p))?;
             let mut pending = txn.open_table(PENDING).map_err(|e| db_error(e, p))?;
-            let (lo, hi) = pending_range(src);
-            let reindex = pending
-                .range(lo.as_str()..hi.as_str())
+            // The re-index attempt under way, if any.
+            let tag = txn
+                .open_table(REINDEX)
                 .map_err(|e| db_error(e, p))?
-                .next()
-                .is_some();
-            // Whether `key` of `kind` was pending (struck off now).
+                .get(src)
+                .map_err(|e| db_error(e, p))?
+                .map(|a| a.value().to_be_bytes());
+            // Tags `key` of `kind` as written by the attempt; whether it
+            // is an entry from before the attempt (listed, or written by
+            // an attempt that failed), not one it wrote already.
             let mut strike = |kind: char, key: &str| -> Result<bool> {
-                if !reindex {
+                let Some(tag) = tag else {
                     return Ok(false);
-                }
+                };
                 Ok(pending
-                    .remove(pending_key(src, kind, key).as_str())
+                    .insert(pending_key(src, kind, key).as_str(), tag.as_slice())
                     .map_err(|e| db_error(e, p))?
-                    .is_some())
+                    .is_some_and(|was| was.value() != tag.as_slice()))
             };
             for e in entries {
                 let cap = Capture {
@@ -3007,7 +3141,7 @@ mod tests {
         store.reindex_end(r, &src).unwrap();
         assert!(!store.source(src.id).unwrap().stale);
         assert_eq!(rows(&store, STALE), 0);
-        // A mark the table holds is cleared with its row, as before.
+        // Nothing left to answer: the next one does nothing to the mark.
         store.mark_stale(src.id).unwrap();
         let r = store.reindex_begin(src.id, &src.name).unwrap();
         store.reindex_end(r, &src).unwrap();
@@ -3022,6 +3156,142 @@ mod tests {
     ) -> u64 {
         let r = store.db.begin_read().unwrap();
         redb::ReadableTableMetadata::len(&r.open_table(table).unwrap()).unwrap()
+    }
+
+    /// The capture keys of the store, in order.
+    fn capture_keys(store: &Store) -> Vec<String> {
+        let r = store.db.begin_read().unwrap();
+        let t = r.open_table(CAPTURES).unwrap();
+        t.iter()
+            .unwrap()
+            .map(|i| i.unwrap().0.value().to_string())
+            .collect()
+    }
+
+    /// A response at `offset` with record id `<urn:N>` and a digest of its
+    /// own, `n` its number.
+    fn numbered(n: u64, offset: u64) -> Entry {
+        original(offset, &format!("<urn:{n}>"), &format!("sha1:{n:032}"))
+    }
+
+    /// A re-index of more entries than [`BATCH`]: its list is written and
+    /// its leftovers deleted a batch at a time, and it ends with exactly
+    /// the entries the new index gave (captures, record ids, digests),
+    /// its list and its attempt gone.
+    #[test]
+    fn a_re_index_of_many_entries_goes_by_batches_and_ends_exact() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("index.redb")).unwrap();
+        let src = indexed(&store, 8);
+        let old: Vec<Entry> = (0..8).map(|n| numbered(n, n * 10)).collect();
+        store.insert(src.id, &old).unwrap();
+        // Another source, with one record of the same id: kept.
+        store.insert(src.id + 1, &[numbered(3, 5)]).unwrap();
+        store.mark_stale(src.id).unwrap();
+        let r = store.reindex_begin(src.id, &src.name).unwrap();
+        // Each entry listed: its capture, record id and digest.
+        assert_eq!(rows(&store, PENDING), 24);
+        assert!(24 > 3 * BATCH as u64, "several batches");
+        // The new index: 0..5 again (2 moved), 5..8 gone, 20..23 new.
+        let new: Vec<Entry> = (0..5)
+            .map(|n| numbered(n, if n == 2 { 205 } else { n * 10 }))
+            .chain((20..23).map(|n| numbered(n, n * 10)))
+            .collect();
+        for chunk in new.chunks(BATCH) {
+            store.insert(src.id, chunk).unwrap();
+        }
+        store.reindex_end(r, &src).unwrap();
+        let mut want: Vec<String> = new.iter().map(|e| capture_key(e, src.id)).collect();
+        want.push(capture_key(&numbered(3, 5), src.id + 1));
+        want.sort();
+        assert_eq!(capture_keys(&store), want);
+        for n in 0..23 {
+            let id = format!("<urn:{n}>");
+            let digest = format!("sha1:{n:032}");
+            let at = new.iter().find(|e| e.record_id.as_deref() == Some(&id));
+            let loc = at.map(|e| (src.id, e.offset, Some(10)));
+            assert_eq!(store.record_of_id_in(&id, src.id).unwrap(), loc, "{id}");
+            if n != 3 {
+                assert_eq!(store.record_of_digest(&digest).unwrap(), loc, "{digest}");
+            }
+        }
+        assert_eq!(
+            store.record_of_id_in("<urn:3>", src.id + 1).unwrap(),
+            Some((src.id + 1, 5, Some(10)))
+        );
+        assert_eq!(rows(&store, PENDING), 0);
+        assert_eq!(rows(&store, REINDEX), 0);
+        assert!(!store.source(src.id).unwrap().stale);
+    }
+
+    /// A re-index that fails leaves its list and its attempt; the next
+    /// one keeps that list (not listing the store again) and ends with the
+    /// entries it wrote only: those of the old index it did not write
+    /// again, and those the failed attempt wrote that it did not, deleted.
+    #[test]
+    fn a_re_index_after_one_that_failed_goes_on_from_its_list() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("index.redb")).unwrap();
+        let src = indexed(&store, 3);
+        let (a, b, c) = (numbered(1, 0), numbered(2, 10), numbered(3, 20));
+        store.insert(src.id, &[a.clone(), b.clone(), c]).unwrap();
+        store.mark_stale(src.id).unwrap();
+        let failed = store.reindex_begin(src.id, &src.name).unwrap();
+        assert_eq!(failed.attempt, 1);
+        // It writes `a` and `x` (the file as it was then), and fails: it
+        // is not ended.
+        let x = numbered(9, 90);
+        store.insert(src.id, &[a.clone(), x.clone()]).unwrap();
+        assert_eq!(rows(&store, PENDING), 9 + 3, "the list, and x's rows");
+        assert_eq!(rows(&store, REINDEX), 1);
+        // A capture the list does not hold: were the store listed again,
+        // it would be listed.
+        store
+            .db
+            .begin_write()
+            .map(|txn| {
+                txn.open_table(CAPTURES)
+                    .unwrap()
+                    .insert(
+                        capture_key(&numbered(8, 80), src.id).as_str(),
+                        [].as_slice(),
+                    )
+                    .unwrap();
+                txn.commit().unwrap();
+            })
+            .unwrap();
+        let r = store.reindex_begin(src.id, &src.name).unwrap();
+        assert_eq!(r.attempt, 2);
+        assert_eq!(rows(&store, PENDING), 12, "the list kept");
+        // The file now: `a` and `b`.
+        store.insert(src.id, &[a.clone(), b.clone()]).unwrap();
+        store.reindex_end(r, &src).unwrap();
+        let mut want = vec![
+            capture_key(&a, src.id),
+            capture_key(&b, src.id),
+            // Not on the list: left.
+            capture_key(&numbered(8, 80), src.id),
+        ];
+        want.sort();
+        assert_eq!(capture_keys(&store), want);
+        assert_eq!(store.record_of_id("<urn:9>").unwrap(), None, "x's");
+        assert_eq!(store.record_of_id("<urn:3>").unwrap(), None);
+        assert_eq!(
+            store.record_of_digest(&format!("sha1:{:032}", 9)).unwrap(),
+            None
+        );
+        assert_eq!(
+            store.record_of_id("<urn:2>").unwrap(),
+            Some((src.id, 10, Some(10)))
+        );
+        assert_eq!(rows(&store, PENDING), 0);
+        assert_eq!(rows(&store, REINDEX), 0);
+        assert!(!store.source(src.id).unwrap().stale);
+        // A later mark lists the store again.
+        store.mark_stale(src.id).unwrap();
+        let r = store.reindex_begin(src.id, &src.name).unwrap();
+        assert_eq!(r.attempt, 1);
+        assert_eq!(rows(&store, PENDING), 3 + 2 + 2);
     }
 
     /// A response at `offset` with record id `id` and payload digest
