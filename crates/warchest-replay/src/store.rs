@@ -1571,7 +1571,9 @@ impl Store {
         let mut done = std::collections::BTreeSet::new();
         match (&index, stale.is_empty()) {
             (_, true) => {}
-            (Some(ix), false) => match self.load_wacz_index(url, ix, &stale, &priors, report) {
+            // A store error is the object's failure: what was indexed of
+            // it stays counted, and nothing is scanned again.
+            (Some(ix), false) => match self.load_wacz_index(url, ix, &stale, &priors, report)? {
                 Ok(d) => done = d,
                 Err(e) => report.warnings.push(format!(
                     "{url}: its index {} is not used ({e}); its archive files are scanned",
@@ -1613,9 +1615,13 @@ impl Store {
     /// Offsets stay the WARC files' own, as a scan gives them. Returns the
     /// members indexed; a member with no line in the index is left to be
     /// scanned (with a warning), as are all when the index cannot be read
-    /// (the error). `priors`: what the store knew of the members, by
-    /// name, before this sync; a known member keeps its entries until its
-    /// new ones are written (as a scan does, [`Store::reindex_begin`]).
+    /// (the inner error). The outer error is the store's (it cannot be
+    /// written): the caller fails the object, as a scan's would, and scans
+    /// nothing; a member is counted in `report` once saved, so one saved
+    /// before such an error is counted once. `priors`: what the store
+    /// knew of the members, by name, before this sync; a known member
+    /// keeps its entries until its new ones are written (as a scan does,
+    /// [`Store::reindex_begin`]).
     #[cfg(feature = "remote")]
     fn load_wacz_index(
         &self,
@@ -1624,12 +1630,14 @@ impl Store {
         stale: &[&wacz::ZipEntry],
         priors: &BTreeMap<String, Source>,
         report: &mut SyncReport,
-    ) -> Result<std::collections::BTreeSet<String>> {
+    ) -> Result<Result<std::collections::BTreeSet<String>>> {
         use std::io::Read;
         let what = format!("{url}#{}", ix.name);
         let named = |e: std::io::Error| Error::from(e).in_file(Path::new(&what));
-        let raw =
-            remote::Streamed::open(url, 0, ix.data_start, ix.compressed_size).map_err(named)?;
+        let raw = match remote::Streamed::open(url, 0, ix.data_start, ix.compressed_size) {
+            Ok(r) => r,
+            Err(e) => return Ok(Err(named(e))),
+        };
         // WACZ writers deflate the index in the ZIP (inflated with flate2,
         // the zip crate's own inflater); the archive files are stored.
         // The bytes inflated are counted: a cut deflate stream can end
@@ -1644,7 +1652,10 @@ impl Store {
                 n: inflated.clone(),
             })
         };
-        let mut r = warchest_index::reader::open(raw, &what).map_err(named)?;
+        let mut r = match warchest_index::reader::open(raw, &what) {
+            Ok(r) => r,
+            Err(e) => return Ok(Err(named(e))),
+        };
         // The sources of the members to index, by the name index lines give
         // (`NAME`, as py-wacz and `wacz create` write it, or `archive/NAME`).
         let mut by_name: BTreeMap<String, usize> = BTreeMap::new();
@@ -1698,9 +1709,12 @@ impl Store {
         let mut line = Vec::new();
         let mut number = 0u64;
         // Lines are bounded: a corrupt index cannot exhaust memory.
-        while warchest_index::reader::next_line(&mut r, &mut line, &mut number)
-            .map_err(|e| Error::from(e).in_file(Path::new(&what)))?
-        {
+        loop {
+            match warchest_index::reader::next_line(&mut r, &mut line, &mut number) {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(e) => return Ok(Err(named(e))),
+            }
             // A line that is not CDXJ (blank lines and `!` comment lines
             // aside) makes the index unreliable: its members are scanned.
             let Some(l) = wacz::CdxjLine::parse(&line) else {
@@ -1725,21 +1739,19 @@ impl Store {
         }
         let inflated = inflated.load(std::sync::atomic::Ordering::Relaxed);
         if !ix.stored && inflated != ix.size {
-            return Err(Error::from(std::io::Error::new(
+            return Ok(Err(named(std::io::Error::new(
                 std::io::ErrorKind::InvalidData,
                 format!(
                     "inflated to {inflated} bytes where the ZIP says {}",
                     ix.size
                 ),
-            ))
-            .in_file(Path::new(&what)));
+            ))));
         }
         if bad > 0 {
-            return Err(Error::from(std::io::Error::new(
+            return Ok(Err(named(std::io::Error::new(
                 std::io::ErrorKind::InvalidData,
                 format!("{bad} lines are not CDXJ"),
-            ))
-            .in_file(Path::new(&what)));
+            ))));
         }
         if outside > 0 {
             report.warnings.push(format!(
@@ -1769,7 +1781,7 @@ impl Store {
             report.from_wacz_index += 1;
             done.insert(stale[k].name.clone());
         }
-        Ok(done)
+        Ok(Ok(done))
     }
 
     #[cfg(not(feature = "remote"))]
