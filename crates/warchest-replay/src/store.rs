@@ -573,9 +573,12 @@ pub struct Query {
 /// What one pass over the files found.
 #[derive(Debug, Clone, Default)]
 pub struct SyncReport {
-    /// Sources seen for the first time.
+    /// Sources seen for the first time, and indexed (one whose indexing
+    /// failed is in [`SyncReport::failures`] only).
     pub new_sources: usize,
-    /// Sources read again because they grew or changed.
+    /// Sources read again because they grew or changed (or were marked
+    /// stale), and indexed (one whose indexing failed is in
+    /// [`SyncReport::failures`] only).
     pub updated_sources: usize,
     /// Index entries added.
     pub entries: u64,
@@ -920,7 +923,8 @@ struct Reindex {
 /// on it (taken before anything of the sync registered it), in `report`:
 /// new when unknown, changed (indexed again) otherwise, a stale one
 /// included. One rule for local files, objects and WACZ members, however
-/// they are indexed.
+/// they are indexed; called once the source's indexing succeeded (one
+/// that failed is a failure of the report, not a source read).
 fn count_change(prior: Option<&Source>, report: &mut SyncReport) {
     match prior {
         Some(_) => report.updated_sources += 1,
@@ -1404,7 +1408,8 @@ impl Store {
 
     /// Indexes `src` from where it stands and saves it, counting it as
     /// new or changed by `prior` (what the store knew of it before this
-    /// sync, [`count_change`]) and its entries or its failure in `report`.
+    /// sync, [`count_change`]) and its entries when that succeeded, its
+    /// failure (only) in `report` otherwise.
     /// A stale source keeps its entries until the new index is whole
     /// ([`Store::reindex_begin`]); when that fails, it stays as it was,
     /// marked, to be tried again at the next sync.
@@ -1414,7 +1419,6 @@ impl Store {
         prior: Option<Source>,
         report: &mut SyncReport,
     ) -> Result<()> {
-        count_change(prior.as_ref(), report);
         let had = self.source(src.id);
         // Known (in memory) before its first captures are committed, so a
         // capture a lookup finds always has its file; saved to the database
@@ -1445,10 +1449,12 @@ impl Store {
             (Ok(n), Some(rx)) => {
                 self.reindex_end(rx, &src)?;
                 report.entries += n;
+                count_change(prior.as_ref(), report);
             }
             (Ok(n), None) => {
                 self.save_source(&src)?;
                 report.entries += n;
+                count_change(prior.as_ref(), report);
             }
             (Err(e), Some(_)) => {
                 // Kept as it was, and marked: its entries still answer
