@@ -2012,8 +2012,16 @@ impl Store {
             txn.commit().map_err(|e| db_error(e, p))?;
             after = rows.pop().map(|(k, _)| k);
         }
-        // What is left are rows only (of entries written again).
-        self.clear_pending(id)?;
+        // What is left are rows only (of entries written again): the
+        // re-index is done whatever happens to them (rows left are not
+        // read, and cleared when the source is next listed).
+        if let Err(e) = self.clear_pending(id) {
+            tracing::warn!(
+                "index cache {}: the re-index list of {} is left in the store: {e}",
+                self.path.display(),
+                src.name
+            );
+        }
         if r.mark.is_some() {
             // Its entries are new: one found unreadable again is counted
             // again.
