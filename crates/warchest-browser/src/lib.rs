@@ -262,7 +262,10 @@ fn document_hook(waiting: Waiting) -> ResponseHook {
                     // One byte past the bound tells a cut from a payload
                     // of exactly the bound.
                     Ok(r) => match r.take(MAX_EARLY_DOCUMENT + 1).read_to_end(&mut payload) {
-                        Err(e) => Some(DocumentCut::Decode(e.to_string())),
+                        Err(e) => {
+                            payload.truncate(MAX_EARLY_DOCUMENT as usize);
+                            Some(DocumentCut::Decode(e.to_string()))
+                        }
                         Ok(_) if payload.len() as u64 > MAX_EARLY_DOCUMENT => {
                             payload.truncate(MAX_EARLY_DOCUMENT as usize);
                             Some(DocumentCut::Size)

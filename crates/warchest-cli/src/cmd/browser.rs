@@ -387,9 +387,9 @@ impl warchest_crawl::render::PageRenderer for CrawlRenderer {
                 embeds.extend(embedded.into_iter().map(|l| l.url));
                 embeds.extend(x.also_embedded);
                 html_dropped = x.dropped;
-                // What the document's bytes lacked stopped extraction
-                // first: the extractor saw only what came before it.
-                html_stopped = document_cut_stop(cut).or(x.stopped);
+                // An extractor's own stop came first, inside the bytes
+                // it had; else the document's cut, at their end.
+                html_stopped = x.stopped.or(document_cut_stop(cut));
                 document = true;
                 nofollow = x.nofollow && self.obey_robots;
                 if !nofollow {
