@@ -955,6 +955,10 @@ pub struct Store {
     marks: std::sync::Mutex<BTreeMap<u32, u64>>,
     /// The generation the next mark gets.
     next_mark: std::sync::atomic::AtomicU64,
+    /// Tests only: the calls of [`Store::insert`] to let through before
+    /// one fails as the store's error would (`None`: none fails).
+    #[cfg(test)]
+    fail_insert_after: std::sync::Mutex<Option<u32>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -1021,6 +1025,8 @@ impl Store {
             seen_unreadable: Default::default(),
             marks: std::sync::Mutex::new(marks),
             next_mark: std::sync::atomic::AtomicU64::new(next_mark),
+            #[cfg(test)]
+            fail_insert_after: Default::default(),
         };
         for id in legacy {
             store.mark_stale(id)?;
@@ -1628,6 +1634,12 @@ impl Store {
     /// knew of the members, by name, before this sync; a known member
     /// keeps its entries until its new ones are written (as a scan does,
     /// [`Store::reindex_begin`]).
+    ///
+    /// On the store's error, the members registered and not saved are put
+    /// back as the store knew them before ([`Store::undo_registered`]): a
+    /// known one gets its prior place and size back (so the next sync sees
+    /// it changed and indexes it again), a new one is forgotten and the
+    /// captures written under its id deleted (its id is given again).
     #[cfg(feature = "remote")]
     fn load_wacz_index(
         &self,
@@ -1636,6 +1648,72 @@ impl Store {
         stale: &[&wacz::ZipEntry],
         priors: &BTreeMap<String, Source>,
         report: &mut SyncReport,
+    ) -> Result<Result<std::collections::BTreeSet<String>>> {
+        let mut registered = Vec::new();
+        let r = self.load_wacz_index_registering(url, ix, stale, priors, report, &mut registered);
+        if r.is_err() {
+            self.undo_registered(registered);
+        }
+        r
+    }
+
+    /// Puts back the sources `registered` (id, what the store knew of it
+    /// before, if anything) whose registration in memory was not followed
+    /// by their saving: a known one as it was; a new one forgotten, once
+    /// the captures, record ids and digests written under its id are
+    /// deleted ([`Store::purge`]). When that deletion fails too, the new
+    /// one is kept in memory, marked stale (in memory only), so that this
+    /// process gives its id to no other file and the next sync indexes it
+    /// again from its start, deleting what it does not write again.
+    #[cfg(feature = "remote")]
+    fn undo_registered(&self, registered: Vec<(u32, Option<Source>)>) {
+        let mut new = std::collections::BTreeSet::new();
+        for (id, prior) in registered {
+            match prior {
+                Some(p) => self.remember(&p),
+                None => {
+                    new.insert(id);
+                }
+            }
+        }
+        if new.is_empty() {
+            return;
+        }
+        match self.purge(&new) {
+            Ok(_) => {
+                if let Ok(mut all) = self.sources.write() {
+                    all.retain(|s| !new.contains(&s.id));
+                }
+            }
+            Err(e) => {
+                tracing::warn!(
+                    "index cache {}: the captures of {} new sources whose indexing failed \
+                     could not be deleted ({e}); they are indexed again at the next sync",
+                    self.path.display(),
+                    new.len()
+                );
+                let mut marks = self.marks.lock().unwrap_or_else(|e| e.into_inner());
+                for id in new {
+                    let g = self
+                        .next_mark
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    marks.insert(id, g);
+                }
+            }
+        }
+    }
+
+    /// [`Store::load_wacz_index`], each member registered in memory noted
+    /// in `registered` (id, what the store knew of it before) until saved.
+    #[cfg(feature = "remote")]
+    fn load_wacz_index_registering(
+        &self,
+        url: &str,
+        ix: &wacz::ZipEntry,
+        stale: &[&wacz::ZipEntry],
+        priors: &BTreeMap<String, Source>,
+        report: &mut SyncReport,
+        registered: &mut Vec<(u32, Option<Source>)>,
     ) -> Result<Result<std::collections::BTreeSet<String>>> {
         use std::io::Read;
         let what = format!("{url}#{}", ix.name);
@@ -1668,7 +1746,8 @@ impl Store {
         let mut srcs: Vec<(Source, Option<Reindex>)> = Vec::with_capacity(stale.len());
         for (k, m) in stale.iter().enumerate() {
             let name = format!("{url}#{}", m.name);
-            let (src, reindex) = match self.known(&name) {
+            let before = self.known(&name);
+            let (src, reindex) = match before.clone() {
                 Some(s) => {
                     let rx = if s.stale {
                         Some(self.reindex_begin(s.id, &s.name)?)
@@ -1701,6 +1780,7 @@ impl Store {
             };
             // Known before its captures are committed (and to next_id).
             self.remember(&src);
+            registered.push((src.id, before));
             by_name.insert(m.name.clone(), k);
             if let Some(base) = m.name.strip_prefix("archive/") {
                 by_name.insert(base.to_string(), k);
@@ -1782,6 +1862,7 @@ impl Store {
                 }
                 None => self.save_source(&src)?,
             }
+            registered.retain(|(id, _)| *id != src.id);
             report.entries += counts[k];
             count_change(priors.get(&stale[k].name), report);
             report.from_wacz_index += 1;
@@ -2176,6 +2257,21 @@ impl Store {
             return Ok(0);
         }
         let p = &self.path;
+        #[cfg(test)]
+        {
+            let mut f = self
+                .fail_insert_after
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            match *f {
+                Some(0) => {
+                    *f = None;
+                    return Err(db_error("a write failing (test)", p));
+                }
+                Some(n) => *f = Some(n - 1),
+                None => {}
+            }
+        }
         let txn = self.db.begin_write().map_err(|e| db_error(e, p))?;
         {
             let mut caps = txn.open_table(CAPTURES).map_err(|e| db_error(e, p))?;
@@ -2810,10 +2906,110 @@ fn walk(dir: &Path, store: &Path, out: &mut Vec<PathBuf>, depth: usize) {
     }
 }
 
+/// The HTTP server with ranges of warchest-remote's tests.
+#[cfg(all(test, feature = "remote"))]
+#[path = "../../warchest-remote/tests/it/servers.rs"]
+mod test_servers;
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::sync::atomic::Ordering;
+
+    /// A WARC response record of `uri` at `date` (`2024-01-01T00:00:00Z`)
+    /// with record id `n` and `body` as its HTTP payload.
+    #[cfg(feature = "remote")]
+    fn response_record(uri: &str, date: &str, n: u32, body: &str) -> Vec<u8> {
+        let http = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        format!(
+            "WARC/1.1\r\nWARC-Type: response\r\nWARC-Record-ID: <urn:uuid:00000000-0000-4000-8000-{n:012}>\r\n\
+             WARC-Date: {date}\r\nWARC-Target-URI: {uri}\r\n\
+             Content-Type: application/http; msgtype=response\r\nContent-Length: {}\r\n\r\n{http}\r\n\r\n",
+            http.len()
+        )
+        .into_bytes()
+    }
+
+    #[cfg(feature = "remote")]
+    fn all_captures(store: &Store) -> Vec<Capture> {
+        let mut out = Vec::new();
+        store
+            .query(
+                &Query {
+                    range: KeyRange::raw(String::new()),
+                    from: None,
+                    to: None,
+                    limit: usize::MAX,
+                    reverse: false,
+                },
+                |c| {
+                    out.push(c);
+                    true
+                },
+            )
+            .unwrap();
+        out
+    }
+
+    /// A store error while a WACZ's own index is read fails the WACZ and
+    /// leaves nothing of its new member behind (not in memory, no
+    /// captures under its id): the next sync indexes it, and counts it.
+    #[cfg(feature = "remote")]
+    #[test]
+    fn a_wacz_member_whose_indexing_failed_on_a_store_error_is_indexed_at_the_next_sync() {
+        let dir = tempfile::tempdir().unwrap();
+        let warc = dir.path().join("a.warc");
+        let mut bytes = Vec::new();
+        for (k, date) in [
+            "2024-01-01T00:00:00Z",
+            "2024-02-01T00:00:00Z",
+            "2024-03-01T00:00:00Z",
+            "2024-04-01T00:00:00Z",
+        ]
+        .iter()
+        .enumerate()
+        {
+            bytes.extend(response_record("http://a.test/", date, k as u32, "x"));
+        }
+        std::fs::write(&warc, bytes).unwrap();
+        let wacz = dir.path().join("a.wacz");
+        warchest_wacz::create(&[&warc], &wacz, &Default::default()).unwrap();
+        let wacz = std::fs::read(&wacz).unwrap();
+        let srv = test_servers::RangeServer::serving(&[("a.wacz", wacz.as_slice())], 0.0);
+        let urls = [PathBuf::from(srv.url("a.wacz"))];
+        let store = Store::open(dir.path().join("db.redb")).unwrap();
+        // The first batch (BATCH is 3 in tests) is written, the last fails.
+        *store.fail_insert_after.lock().unwrap() = Some(1);
+        let r = store.sync(&urls).unwrap();
+        assert_eq!(r.failures.len(), 1, "{r:?}");
+        assert_eq!((r.new_sources, r.from_wacz_index), (0, 0), "{r:?}");
+        assert!(store.sources().is_empty(), "{:?}", store.sources());
+        assert!(
+            all_captures(&store).is_empty(),
+            "the batch written is deleted"
+        );
+
+        let r = store.sync(&urls).unwrap();
+        assert!(r.failures.is_empty(), "{r:?}");
+        assert_eq!(
+            (
+                r.new_sources,
+                r.updated_sources,
+                r.from_wacz_index,
+                r.entries
+            ),
+            (1, 0, 1, 4),
+            "{r:?}"
+        );
+        assert_eq!(store.sources().len(), 1);
+        let id = store.sources()[0].id;
+        let caps = all_captures(&store);
+        assert_eq!(caps.len(), 4);
+        assert!(caps.iter().all(|c| c.src == id));
+    }
 
     #[test]
     fn a_cdxj_line_s_record_type_is_told_from_its_mime_and_status() {
