@@ -919,6 +919,24 @@ struct Reindex {
     attempt: u64,
 }
 
+/// The payload digests a run indexing a source from its start wrote
+/// ([`Store::insert`]), kept as 64-bit hashes of their keys (a file of a
+/// million records holds some megabytes; two digests of one file sharing
+/// a hash, the second keeps the entry an older version of the file gave,
+/// as all did before).
+#[derive(Default)]
+struct FromStart(std::collections::HashSet<u64>);
+
+impl FromStart {
+    /// Whether the digest key `k` is met the first time in this run.
+    fn first(&mut self, k: &str) -> bool {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        k.hash(&mut h);
+        self.0.insert(h.finish())
+    }
+}
+
 /// Counts `prior`, what the store knew of a source before this sync began
 /// on it (taken before anything of the sync registered it), in `report`:
 /// new when unknown, changed (indexed again) otherwise, a stale one
@@ -1790,6 +1808,8 @@ impl Store {
         let filenames: Vec<String> = srcs.iter().map(|(s, _)| s.cdx_filename()).collect();
         let mut batch: Vec<Vec<Entry>> = vec![Vec::new(); srcs.len()];
         let mut counts = vec![0u64; srcs.len()];
+        // Every member is indexed from its start.
+        let mut runs: Vec<FromStart> = srcs.iter().map(|_| FromStart::default()).collect();
         let mut outside = 0u64;
         let mut bad = 0u64;
         let mut line = Vec::new();
@@ -1819,7 +1839,7 @@ impl Store {
             }
             batch[k].push(entry_of_line(&l, filenames[k].clone()));
             if batch[k].len() >= BATCH {
-                counts[k] += self.insert(srcs[k].0.id, &batch[k])?;
+                counts[k] += self.insert(srcs[k].0.id, &batch[k], Some(&mut runs[k]))?;
                 batch[k].clear();
             }
         }
@@ -1846,7 +1866,7 @@ impl Store {
         }
         let mut done = std::collections::BTreeSet::new();
         for (k, (mut src, reindex)) in srcs.into_iter().enumerate() {
-            counts[k] += self.insert(src.id, &batch[k])?;
+            counts[k] += self.insert(src.id, &batch[k], Some(&mut runs[k]))?;
             if counts[k] == 0 {
                 report.warnings.push(format!(
                     "{what}: no line for {}; it is scanned",
@@ -2221,6 +2241,7 @@ impl Store {
             reader = src.scan_reader(0)?;
         }
         let indexer = Indexer::new(src.cdx_filename(), IndexOptions::default());
+        let mut run = (src.indexed_to == 0).then(FromStart::default);
         let mut pending: Vec<Entry> = Vec::with_capacity(BATCH);
         let mut added = 0u64;
         let mut end = src.indexed_to;
@@ -2233,7 +2254,7 @@ impl Store {
                 }
                 pending.push(e);
                 if pending.len() >= BATCH {
-                    added += self.insert(src.id, &pending)?;
+                    added += self.insert(src.id, &pending, run.as_mut())?;
                     pending.clear();
                 }
                 Ok(())
@@ -2241,7 +2262,7 @@ impl Store {
             |ws| recovered.add_all(&name, &ws),
             unparsed,
         );
-        added += self.insert(src.id, &pending)?;
+        added += self.insert(src.id, &pending, run.as_mut())?;
         src.indexed_to = end;
         src.entries += added;
         r.map(|()| added)
@@ -2251,8 +2272,13 @@ impl Store {
     /// ([`Store::reindex_begin`]), each entry written is tagged with the
     /// attempt on its pending list (added there when new), and a digest
     /// still pointing at the source's old entries is pointed at the first
-    /// new record with it.
-    fn insert(&self, src: u32, entries: &[Entry]) -> Result<u64> {
+    /// new record with it. So is one of a source indexed from its start
+    /// (`run`, the digests that run wrote): the first record of the run
+    /// with a digest replaces the source's entry of it (from an older
+    /// version of the file, when it was rewritten in place), later ones
+    /// keep it. Otherwise (a file read on from where it stopped, a CDXJ
+    /// loaded) the source's entry of a digest is written when it has none.
+    fn insert(&self, src: u32, entries: &[Entry], mut run: Option<&mut FromStart>) -> Result<u64> {
         if entries.is_empty() {
             return Ok(0);
         }
@@ -2318,7 +2344,9 @@ impl Store {
                 {
                     let k = lookup_key(d);
                     let sk = sourced_key(&k, src);
+                    let first_of_run = run.as_mut().is_some_and(|r| r.first(&k));
                     if strike('d', &k)?
+                        || first_of_run
                         || digests
                             .get(sk.as_str())
                             .map_err(|e| db_error(e, p))?
@@ -2454,12 +2482,12 @@ impl Store {
             let b = batch.entry(src).or_default();
             b.push(e);
             if b.len() >= BATCH {
-                load.loaded += self.insert(src, b)?;
+                load.loaded += self.insert(src, b, None)?;
                 b.clear();
             }
         }
         for (src, b) in batch {
-            load.loaded += self.insert(src, &b)?;
+            load.loaded += self.insert(src, &b, None)?;
         }
         if let Some(d) = load.damage() {
             tracing::warn!("{d}");
@@ -2918,7 +2946,6 @@ mod tests {
 
     /// A WARC response record of `uri` at `date` (`2024-01-01T00:00:00Z`)
     /// with record id `n` and `body` as its HTTP payload.
-    #[cfg(feature = "remote")]
     fn response_record(uri: &str, date: &str, n: u32, body: &str) -> Vec<u8> {
         let http = format!(
             "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{body}",
@@ -2933,7 +2960,6 @@ mod tests {
         .into_bytes()
     }
 
-    #[cfg(feature = "remote")]
     fn all_captures(store: &Store) -> Vec<Capture> {
         let mut out = Vec::new();
         store
@@ -2952,6 +2978,59 @@ mod tests {
             )
             .unwrap();
         out
+    }
+
+    /// A file rewritten in place, its payload now at another offset, and
+    /// indexed again from its start: revisits of that payload resolve to
+    /// its new place (the source's digest entry is written again), and to
+    /// the first record of the new version holding it.
+    #[test]
+    fn a_file_indexed_again_from_its_start_points_its_digests_at_the_new_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let warc = dir.path().join("a.warc");
+        let mut v1 = response_record("http://a.test/", "2024-01-01T00:00:00Z", 1, "x");
+        v1.extend(response_record(
+            "http://b.test/",
+            "2024-01-01T00:00:00Z",
+            2,
+            &"b".repeat(1000),
+        ));
+        std::fs::write(&warc, &v1).unwrap();
+        let store = Store::open(dir.path().join("db.redb")).unwrap();
+        let r = store.sync(std::slice::from_ref(&warc)).unwrap();
+        assert_eq!((r.new_sources, r.entries), (1, 2), "{r:?}");
+        let digest = all_captures(&store)
+            .into_iter()
+            .find(|c| c.entry.url.as_deref() == Some("http://a.test/"))
+            .and_then(|c| c.entry.digest)
+            .expect("a digest");
+        let id = store.sources()[0].id;
+        assert_eq!(store.location_of_digest(&digest).unwrap(), Some((id, 0)));
+
+        // Shorter: indexed again from its start, not read on.
+        let mut v2 = response_record("http://c.test/", "2024-02-01T00:00:00Z", 3, "y");
+        let moved = v2.len() as u64;
+        v2.extend(response_record(
+            "http://a.test/",
+            "2024-02-01T00:00:00Z",
+            4,
+            "x",
+        ));
+        v2.extend(response_record(
+            "http://d.test/",
+            "2024-02-01T00:00:00Z",
+            5,
+            "x",
+        ));
+        assert!(v2.len() < v1.len());
+        std::fs::write(&warc, &v2).unwrap();
+        let r = store.sync(std::slice::from_ref(&warc)).unwrap();
+        assert_eq!((r.updated_sources, r.entries), (1, 3), "{r:?}");
+        assert_eq!(
+            store.location_of_digest(&digest).unwrap(),
+            Some((id, moved)),
+            "the first record of the new version with the payload"
+        );
     }
 
     /// A store error while a WACZ's own index is read fails the WACZ and
@@ -3077,7 +3156,7 @@ mod tests {
             record_type: Some("response".into()),
             ..Entry::default()
         };
-        store.insert(0, &[original]).unwrap();
+        store.insert(0, &[original], None).unwrap();
         // A revisit's WARC-Payload-Digest in hex, or another label case.
         for asked in [
             "sha1:da39a3ee5e6b4b0d3255bfef95601890afd80709",
@@ -3309,14 +3388,16 @@ mod tests {
         let a = entry("20240101000000", 0, "<urn:a>");
         let b = entry("20240201000000", 10, "<urn:b>");
         let c = entry("20240301000000", 20, "<urn:c>");
-        store.insert(src.id, &[a.clone(), b.clone(), c]).unwrap();
+        store
+            .insert(src.id, &[a.clone(), b.clone(), c], None)
+            .unwrap();
         let r = store.reindex_begin(src.id, &src.name).unwrap();
         // Another source writes <urn:c> meanwhile.
         store
-            .insert(src.id + 1, &[entry("20240401000000", 0, "<urn:c>")])
+            .insert(src.id + 1, &[entry("20240401000000", 0, "<urn:c>")], None)
             .unwrap();
         let moved = Entry { offset: 40, ..b };
-        store.insert(src.id, &[a, moved]).unwrap();
+        store.insert(src.id, &[a, moved], None).unwrap();
         assert_eq!(store.len().unwrap(), 5, "nothing deleted before the end");
         assert_eq!(store.reindex_end(r, &src).unwrap(), 2);
         assert_eq!(store.len().unwrap(), 3);
@@ -3406,9 +3487,9 @@ mod tests {
         let store = Store::open(dir.path().join("index.redb")).unwrap();
         let src = indexed(&store, 8);
         let old: Vec<Entry> = (0..8).map(|n| numbered(n, n * 10)).collect();
-        store.insert(src.id, &old).unwrap();
+        store.insert(src.id, &old, None).unwrap();
         // Another source, with one record of the same id: kept.
-        store.insert(src.id + 1, &[numbered(3, 5)]).unwrap();
+        store.insert(src.id + 1, &[numbered(3, 5)], None).unwrap();
         store.mark_stale(src.id).unwrap();
         let r = store.reindex_begin(src.id, &src.name).unwrap();
         // Each entry listed: its capture, record id and digest.
@@ -3420,7 +3501,7 @@ mod tests {
             .chain((20..23).map(|n| numbered(n, n * 10)))
             .collect();
         for chunk in new.chunks(BATCH) {
-            store.insert(src.id, chunk).unwrap();
+            store.insert(src.id, chunk, None).unwrap();
         }
         store.reindex_end(r, &src).unwrap();
         let mut want: Vec<String> = new.iter().map(|e| capture_key(e, src.id)).collect();
@@ -3456,14 +3537,16 @@ mod tests {
         let store = Store::open(dir.path().join("index.redb")).unwrap();
         let src = indexed(&store, 3);
         let (a, b, c) = (numbered(1, 0), numbered(2, 10), numbered(3, 20));
-        store.insert(src.id, &[a.clone(), b.clone(), c]).unwrap();
+        store
+            .insert(src.id, &[a.clone(), b.clone(), c], None)
+            .unwrap();
         store.mark_stale(src.id).unwrap();
         let failed = store.reindex_begin(src.id, &src.name).unwrap();
         assert_eq!(failed.attempt, 1);
         // It writes `a` and `x` (the file as it was then), and fails: it
         // is not ended.
         let x = numbered(9, 90);
-        store.insert(src.id, &[a.clone(), x.clone()]).unwrap();
+        store.insert(src.id, &[a.clone(), x.clone()], None).unwrap();
         assert_eq!(rows(&store, PENDING), 9 + 3, "the list, and x's rows");
         assert_eq!(rows(&store, REINDEX), 1);
         // A capture the list does not hold: were the store listed again,
@@ -3486,7 +3569,7 @@ mod tests {
         assert_eq!(r.attempt, 2);
         assert_eq!(rows(&store, PENDING), 12, "the list kept");
         // The file now: `a` and `b`.
-        store.insert(src.id, &[a.clone(), b.clone()]).unwrap();
+        store.insert(src.id, &[a.clone(), b.clone()], None).unwrap();
         store.reindex_end(r, &src).unwrap();
         let mut want = vec![
             capture_key(&a, src.id),
@@ -3543,7 +3626,7 @@ mod tests {
         let digest = "sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ";
         let e = original(7, "<urn:x>", digest);
         for src in 0..3 {
-            store.insert(src, std::slice::from_ref(&e)).unwrap();
+            store.insert(src, std::slice::from_ref(&e), None).unwrap();
         }
         assert_eq!(
             store.record_of_digest(digest).unwrap(),
@@ -3556,7 +3639,7 @@ mod tests {
         // Source 0's file changed: its new index has no such record.
         let r = store.reindex_begin(0, "a").unwrap();
         store
-            .insert(0, &[original(9, "<urn:y>", "sha1:OTHER")])
+            .insert(0, &[original(9, "<urn:y>", "sha1:OTHER")], None)
             .unwrap();
         let a = Source {
             id: 0,
@@ -3622,7 +3705,7 @@ mod tests {
         let digest = "sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ";
         for src in [0, 1] {
             store
-                .insert(src, &[original(src.into(), "<urn:x>", digest)])
+                .insert(src, &[original(src.into(), "<urn:x>", digest)], None)
                 .unwrap();
         }
         assert_eq!(
