@@ -804,9 +804,9 @@ fn split_sourced(k: &str) -> Option<(&str, u32)> {
 /// source with the same record id or payload) added, as indexing writes
 /// them ([`Store::insert`]). Written in batches, the old tables deleted
 /// last: an upgrade cut short is made again, whole, at the next open.
-/// Returns the old entries whose location did not decode (table, key):
-/// dropped, for the caller to count.
-fn upgrade_layout(db: &Database, path: &Path) -> Result<Vec<(&'static str, String)>> {
+/// Returns the old entries whose location did not decode, dropped:
+/// counted, the first few named, for the caller to count and say.
+fn upgrade_layout(db: &Database, path: &Path) -> Result<Dropped> {
     use redb::TableHandle;
     let r = db.begin_read().map_err(|x| db_error(x, path))?;
     let present: Vec<String> = r
@@ -823,14 +823,14 @@ fn upgrade_layout(db: &Database, path: &Path) -> Result<Vec<(&'static str, Strin
     .filter(|(_, name)| present.iter().any(|p| p == name))
     .collect();
     if old.is_empty() {
-        return Ok(Vec::new());
+        return Ok(Dropped::default());
     }
     tracing::info!(
         "index cache {}: record ids and payload digests are now kept by source; \
          rebuilding them from its captures (once)",
         path.display()
     );
-    let mut bad = Vec::new();
+    let mut bad = Dropped::default();
     // (table, key, location) to write when absent, in batches.
     let mut batch: Vec<(bool, String, Vec<u8>)> = Vec::with_capacity(BATCH);
     let flush = |batch: &mut Vec<(bool, String, Vec<u8>)>| -> Result<()> {
@@ -854,7 +854,10 @@ fn upgrade_layout(db: &Database, path: &Path) -> Result<Vec<(&'static str, Strin
         for item in t.iter().map_err(|x| db_error(x, path))? {
             let (k, v) = item.map_err(|x| db_error(x, path))?;
             let Some((src, _, _)) = loc_from(v.value()) else {
-                bad.push((*name, k.value().to_string()));
+                bad.count += 1;
+                if bad.examples.len() < CacheDamage::EXAMPLES {
+                    bad.examples.push((*name, k.value().to_string()));
+                }
                 continue;
             };
             let (digest, key) = match *name {
@@ -898,6 +901,15 @@ fn upgrade_layout(db: &Database, path: &Path) -> Result<Vec<(&'static str, Strin
     }
     txn.commit().map_err(|x| db_error(x, path))?;
     Ok(bad)
+}
+
+/// The entries of an older store whose location did not decode, dropped
+/// by its upgrade ([`upgrade_layout`]).
+#[derive(Debug, Default)]
+struct Dropped {
+    count: u64,
+    /// The first (table, key) of them, at most [`CacheDamage::EXAMPLES`].
+    examples: Vec<(&'static str, String)>,
 }
 
 /// Whether `e` is of a record a revisit's payload can be read from: a
@@ -1049,9 +1061,7 @@ impl Store {
         for id in legacy {
             store.mark_stale(id)?;
         }
-        for (table, key) in bad_locations {
-            store.note_bad_location(table, &key);
-        }
+        store.note_dropped_by_upgrade(bad_locations);
         store.drop_unreadable_sources(&bad)?;
         Ok(store)
     }
@@ -1267,6 +1277,39 @@ impl Store {
         let mut d = self.damage.lock().unwrap_or_else(|e| e.into_inner());
         d.locations += 1;
         d.example(said);
+    }
+
+    /// Counts the entries an upgrade dropped ([`upgrade_layout`]) and
+    /// says them in one line, naming the first few (kept as examples).
+    fn note_dropped_by_upgrade(&self, dropped: Dropped) {
+        if dropped.count == 0 {
+            return;
+        }
+        let named: Vec<String> = dropped
+            .examples
+            .iter()
+            .map(|(table, key)| format!("{table} {key:?}"))
+            .collect();
+        let more = if dropped.count > named.len() as u64 {
+            ", ..."
+        } else {
+            ""
+        };
+        tracing::warn!(
+            "index cache {}: {} record-id or digest entries whose location is unreadable \
+             were dropped by the upgrade ({}{more})",
+            self.path.display(),
+            dropped.count,
+            named.join(", ")
+        );
+        let mut d = self.damage.lock().unwrap_or_else(|e| e.into_inner());
+        d.locations += dropped.count;
+        for (table, key) in dropped.examples {
+            d.example(format!(
+                "{}: the {table} entry {key:?} is unreadable; dropped by the upgrade",
+                self.path.display()
+            ));
+        }
     }
 
     /// The location an entry of `table` at `key` gives, counting one that
@@ -3756,7 +3799,11 @@ mod tests {
                 let mut ids = txn.open_table(OLD_RECORD_IDS).unwrap();
                 ids.insert("<urn:x>", loc_bytes(1, 7, Some(10)).as_slice())
                     .unwrap();
-                ids.insert("<urn:bad>", [1u8].as_slice()).unwrap();
+                // More than are named: counted, the first named.
+                for n in 0..CacheDamage::EXAMPLES + 3 {
+                    ids.insert(format!("<urn:bad{n:02}>").as_str(), [1u8].as_slice())
+                        .unwrap();
+                }
                 let mut keys = txn.open_table(OLD_DIGEST_KEYS).unwrap();
                 let k = lookup_key(digest);
                 keys.insert(k.as_str(), loc_bytes(0, 7, Some(10)).as_slice())
@@ -3766,8 +3813,16 @@ mod tests {
         }
         let store = Store::open(&path).unwrap();
         let d = store.cache_damage();
-        assert_eq!((d.locations, d.total()), (1, 1), "{d:?}");
-        assert!(d.examples[0].contains("<urn:bad>"), "{d:?}");
+        let bad = CacheDamage::EXAMPLES as u64 + 3;
+        assert_eq!((d.locations, d.total()), (bad, bad), "{d:?}");
+        assert_eq!(d.examples.len(), CacheDamage::EXAMPLES, "{d:?}");
+        assert!(d.examples[0].contains("<urn:bad00>"), "{d:?}");
+        assert!(
+            d.examples
+                .iter()
+                .all(|e| e.contains("dropped by the upgrade")),
+            "{d:?}"
+        );
         assert_eq!(
             store.record_of_digest(digest).unwrap(),
             Some((0, 7, Some(10)))
