@@ -1040,7 +1040,9 @@ impl Store {
             }
         }
         sources.sort_by_key(|s| s.id);
-        let next_mark = marks.values().max().map_or(0, |g| g + 1);
+        // Saturating: a damaged generation of u64::MAX does not overflow
+        // (marks then share it).
+        let next_mark = marks.values().max().map_or(0, |g| g.saturating_add(1));
         // Marks kept in the sources' entries by stores from before.
         let legacy: Vec<u32> = sources
             .iter()
@@ -1960,27 +1962,28 @@ impl Store {
         let txn = self.db.begin_write().map_err(|e| db_error(e, p))?;
         let before = {
             let mut attempts = txn.open_table(REINDEX).map_err(|e| db_error(e, p))?;
+            // A number that cannot go up (a damaged row) is taken as
+            // none: the source is listed again, from attempt 1.
             let before = attempts
                 .get(id)
                 .map_err(|e| db_error(e, p))?
-                .map(|a| a.value());
+                .and_then(|a| a.value().checked_add(1));
             if let Some(a) = before {
-                attempts.insert(id, a + 1).map_err(|e| db_error(e, p))?;
+                attempts.insert(id, a).map_err(|e| db_error(e, p))?;
             }
             before
         };
         txn.commit().map_err(|e| db_error(e, p))?;
         if let Some(a) = before {
             tracing::warn!(
-                "index cache {}: {name} is indexed again from its start (attempt {}; its \
+                "index cache {}: {name} is indexed again from its start (attempt {a}; its \
                  captures are kept until that succeeds)",
                 self.path.display(),
-                a + 1
             );
             return Ok(Reindex {
                 id,
                 mark,
-                attempt: a + 1,
+                attempt: a,
             });
         }
         // Rows left by a listing cut short, or by the end of a re-index
@@ -3574,6 +3577,40 @@ mod tests {
     /// one keeps that list (not listing the store again) and ends with the
     /// entries it wrote only: those of the old index it did not write
     /// again, and those the failed attempt wrote that it did not, deleted.
+    /// A damaged attempt number or mark generation (u64::MAX) does not
+    /// overflow: the attempt is taken as none (the source listed again,
+    /// attempt 1), the mark still holds across a restart.
+    #[test]
+    fn a_damaged_attempt_or_mark_of_u64_max_does_not_overflow() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.redb");
+        let store = Store::open(&path).unwrap();
+        let src = indexed(&store, 1);
+        store.insert(src.id, &[numbered(1, 0)], None).unwrap();
+        store.mark_stale(src.id).unwrap();
+        let txn = store.db.begin_write().unwrap();
+        {
+            let mut t = txn.open_table(REINDEX).unwrap();
+            t.insert(src.id, u64::MAX).unwrap();
+            let mut t = txn.open_table(STALE).unwrap();
+            t.insert(src.id, u64::MAX).unwrap();
+        }
+        txn.commit().unwrap();
+        drop(store);
+        let store = Store::open(&path).unwrap();
+        assert!(store.source(src.id).unwrap().stale);
+        let r = store.reindex_begin(src.id, &src.name).unwrap();
+        assert_eq!(r.attempt, 1);
+        assert_eq!(
+            rows(&store, PENDING),
+            3,
+            "listed again: the capture, id, digest"
+        );
+        let txn = store.db.begin_read().unwrap();
+        let t = txn.open_table(REINDEX).unwrap();
+        assert_eq!(t.get(src.id).unwrap().map(|a| a.value()), Some(1));
+    }
+
     #[test]
     fn a_re_index_after_one_that_failed_goes_on_from_its_list() {
         let dir = tempfile::tempdir().unwrap();
