@@ -1023,6 +1023,8 @@ impl Store {
         // Source entries that do not decode: (id, why).
         let mut bad: Vec<(u32, String)> = Vec::new();
         let mut marks = BTreeMap::new();
+        // Sources with a re-index attempt numbered.
+        let mut attempted = Vec::new();
         {
             let r = db.begin_read().map_err(|e| db_error(e, &path))?;
             let t = r.open_table(SOURCES).map_err(|e| db_error(e, &path))?;
@@ -1037,6 +1039,11 @@ impl Store {
             for item in t.iter().map_err(|e| db_error(e, &path))? {
                 let (k, v) = item.map_err(|e| db_error(e, &path))?;
                 marks.insert(k.value(), v.value());
+            }
+            let t = r.open_table(REINDEX).map_err(|e| db_error(e, &path))?;
+            for item in t.iter().map_err(|e| db_error(e, &path))? {
+                let (k, _) = item.map_err(|e| db_error(e, &path))?;
+                attempted.push(k.value());
             }
         }
         sources.sort_by_key(|s| s.id);
@@ -1063,9 +1070,52 @@ impl Store {
         for id in legacy {
             store.mark_stale(id)?;
         }
+        store.drop_unmarked_attempts(&attempted)?;
         store.note_dropped_by_upgrade(bad_locations);
         store.drop_unreadable_sources(&bad)?;
         Ok(store)
+    }
+
+    /// Deletes the re-index attempts (and their lists) of the sources
+    /// among `attempted` that are not marked stale: left by a re-index of
+    /// a mark held in memory only (its write failed) that failed, before
+    /// a restart lost the mark. Kept, every insert of the source would
+    /// write a tagged row of a list no re-index ends. The attempts go
+    /// first, [`BATCH`] a transaction, then the lists ([`Store::clear_pending`];
+    /// rows left by a cut are cleared when the source is next listed).
+    fn drop_unmarked_attempts(&self, attempted: &[u32]) -> Result<()> {
+        let unmarked: Vec<u32> = {
+            let marks = self.marks.lock().unwrap_or_else(|e| e.into_inner());
+            attempted
+                .iter()
+                .copied()
+                .filter(|id| !marks.contains_key(id))
+                .collect()
+        };
+        if unmarked.is_empty() {
+            return Ok(());
+        }
+        let p = &self.path;
+        for ids in unmarked.chunks(BATCH) {
+            let txn = self.db.begin_write().map_err(|e| db_error(e, p))?;
+            {
+                let mut attempts = txn.open_table(REINDEX).map_err(|e| db_error(e, p))?;
+                for id in ids {
+                    attempts.remove(*id).map_err(|e| db_error(e, p))?;
+                }
+            }
+            txn.commit().map_err(|e| db_error(e, p))?;
+        }
+        for id in &unmarked {
+            self.clear_pending(*id)?;
+        }
+        tracing::info!(
+            "index cache {}: the re-index attempts of {} sources no longer marked stale \
+             dropped with their lists",
+            self.path.display(),
+            unmarked.len()
+        );
+        Ok(())
     }
 
     /// Drops the sources `bad` (id, why) whose entries did not decode,
@@ -3577,6 +3627,50 @@ mod tests {
     /// one keeps that list (not listing the store again) and ends with the
     /// entries it wrote only: those of the old index it did not write
     /// again, and those the failed attempt wrote that it did not, deleted.
+    /// A re-index attempt whose mark was lost (held in memory only) is
+    /// dropped with its list at the next open: later inserts of the
+    /// source write no pending rows.
+    #[test]
+    fn an_attempt_without_its_mark_is_dropped_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.redb");
+        let store = Store::open(&path).unwrap();
+        let src = indexed(&store, 3);
+        let other = Source {
+            id: src.id + 1,
+            name: "/x/b.warc".into(),
+            ..src.clone()
+        };
+        store.save_source(&other).unwrap();
+        let (a, b, c) = (numbered(1, 0), numbered(2, 10), numbered(3, 20));
+        store
+            .insert(src.id, &[a.clone(), b.clone(), c.clone()], None)
+            .unwrap();
+        store
+            .insert(other.id, std::slice::from_ref(&a), None)
+            .unwrap();
+        store.mark_stale(src.id).unwrap();
+        store.mark_stale(other.id).unwrap();
+        // Both re-indexes begun and failed (not ended).
+        store.reindex_begin(src.id, &src.name).unwrap();
+        store.reindex_begin(other.id, &other.name).unwrap();
+        assert_eq!((rows(&store, REINDEX), rows(&store, PENDING)), (2, 9 + 3));
+        // `src`'s mark was held in memory only.
+        let txn = store.db.begin_write().unwrap();
+        txn.open_table(STALE).unwrap().remove(src.id).unwrap();
+        txn.commit().unwrap();
+        drop(store);
+        let store = Store::open(&path).unwrap();
+        assert!(!store.source(src.id).unwrap().stale);
+        assert_eq!(
+            (rows(&store, REINDEX), rows(&store, PENDING)),
+            (1, 3),
+            "the marked one's attempt and list kept"
+        );
+        store.insert(src.id, &[a, b, c], None).unwrap();
+        assert_eq!(rows(&store, PENDING), 3, "no row written for src");
+    }
+
     /// A damaged attempt number or mark generation (u64::MAX) does not
     /// overflow: the attempt is taken as none (the source listed again,
     /// attempt 1), the mark still holds across a restart.
