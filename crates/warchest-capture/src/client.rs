@@ -223,9 +223,17 @@ fn fill_head(
     buf: &mut Vec<u8>,
     max: usize,
 ) -> Result<Option<usize>, CaptureError> {
+    // A head longer than `max` is refused wherever it ends: found in one
+    // read past `max` as well as not found within it (which one depends on
+    // how the bytes come).
+    let too_long = || CaptureError::Http(format!("HTTP head longer than {max} bytes"));
     let mut finder = HeadFinder::new();
     if let Some(end) = finder.find(buf) {
-        return Ok(Some(end));
+        return if end > max {
+            Err(too_long())
+        } else {
+            Ok(Some(end))
+        };
     }
     let mut chunk = [0u8; 8192];
     loop {
@@ -245,12 +253,14 @@ fn fill_head(
         }
         buf.extend_from_slice(&chunk[..n]);
         if let Some(end) = finder.find(buf) {
-            return Ok(Some(end));
+            return if end > max {
+                Err(too_long())
+            } else {
+                Ok(Some(end))
+            };
         }
         if buf.len() > max {
-            return Err(CaptureError::Http(format!(
-                "HTTP head longer than {max} bytes"
-            )));
+            return Err(too_long());
         }
     }
 }
@@ -948,6 +958,25 @@ mod tests {
         assert!(!keeps_alive(&head(
             "HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nConnection: close\r\n\r\n"
         )));
+    }
+
+    /// What the capture_wire fuzz target found: a head longer than the
+    /// limit was taken when it came in one read, and refused when it came
+    /// in pieces. It is refused both ways.
+    #[test]
+    fn a_head_past_the_limit_is_refused_however_it_comes() {
+        let wire = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-Long: aaaaaaaaaaaaaaaa\r\n\r\nok";
+        let mut buf = Vec::new();
+        let whole = read_response_head(&mut &wire[..], &mut buf, 40);
+        assert!(whole.is_err(), "read whole");
+        let mut conn = io::Read::chain(&wire[..20], &wire[20..]);
+        assert!(read_head(&mut conn, &mut buf, 40).is_err(), "read in two");
+        // At the limit exactly, taken.
+        let head_len = wire.len() - 2;
+        let (n, _) = read_response_head(&mut &wire[..], &mut buf, head_len)
+            .unwrap()
+            .unwrap();
+        assert_eq!(n, head_len);
     }
 
     #[test]
