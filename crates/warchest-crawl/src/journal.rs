@@ -376,8 +376,8 @@ pub(crate) mod fuzz {
         h
     }
 
-    /// `payload` framed as a whole record (payloads past 4 GiB are not
-    /// framed: a `u32` length).
+    /// `payload` framed as a whole record (its length cut to 32 bits:
+    /// the target's payloads are at most 64 KiB).
     pub fn record(payload: &[u8]) -> Vec<u8> {
         let mut out = Vec::with_capacity(payload.len() + 8);
         frame(&mut out, payload.len() as u32, payload);
