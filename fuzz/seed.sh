@@ -109,4 +109,61 @@ for r in '\x00/' '\x00/archive/cdx?url=a.example/&matchType=domain&output=json&f
     '\x02/archive/2014id_/http://b.example/doc.txt' '\x05/archive/2014id_/http://a.example/api'; do
     printf '%b' "$r" > "$corpus/serve_request/$i"; i=$((i + 1))
 done
+# capture_wire: the first byte picks the piece size (bits 0-2), a request
+# (bit 3), HEAD (bit 4) and the head limit (bits 5-7); then a server's
+# answer (the HTTP responses of the fixtures, cut above), or a DNS answer,
+# or FTP replies, or URLs and a redirect.
+mkdir -p "$corpus/capture_wire"
+for f in "$corpus"/http_head/*; do
+    { printf '\xe2'; head -c 8192 "$f"; } > "$corpus/capture_wire/$(basename "$f")"
+done
+i=0
+for r in '\xe0HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\nHTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n' \
+    '\xe8POST /p HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nabcdef' \
+    '\x00\x00\x07\x81\x80\x00\x01\x00\x01\x00\x00\x00\x00\x03www\x04test\x00\x00\x01\x00\x01\xc0\x0c\x00\x01\x00\x01\x00\x00\x01\x2c\x00\x04\x0a\x01\x02\x03' \
+    '\x00\x00\x07\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x01a\x01b\x00\x00\x1c\x00\x01' \
+    '\x03220-Welcome\r\n220 ready\r\n331 pw\r\n229 Entering Extended Passive Mode (|||6446|)\r\n227 Entering Passive Mode (127,0,0,1,4,1).\r\n226 done\r\n' \
+    '\x00HTTPS://User:pw@Example.COM:8443/a/b?x=1#frag\n../c?d\n//other:81/p' '\x00http://[::1]:80?q\nhttps://s/'; do
+    printf '%b' "$r" > "$corpus/capture_wire/$i"; i=$((i + 1))
+done
+# wacz: a small WACZ (an archive file stored, its index, pages, the data
+# package and its digest) and the same with the index compressed.
+python3 - "$fixtures" "$corpus" <<'PY'
+import hashlib, io, json, os, sys, zipfile, gzip
+fixtures, corpus = sys.argv[1], sys.argv[2]
+os.makedirs(os.path.join(corpus, "wacz"), exist_ok=True)
+warc = open(os.path.join(fixtures, "warcio", "example.warc"), "rb").read()[:24000]
+cdxj = b'com,example)/ 20140216050221 {"url": "http://example.com/", "offset": 0, "length": 100, "filename": "data.warc"}\n'
+pages = b'{"format": "json-pages-1.0", "id": "pages"}\n{"url": "http://example.com/", "ts": "2014-02-16T05:02:21Z"}\n'
+def make(name, index):
+    files = [("archive/data.warc", warc, zipfile.ZIP_STORED), index, ("pages/pages.jsonl", pages, zipfile.ZIP_DEFLATED)]
+    res = [{"name": os.path.basename(n), "path": n, "hash": "sha256:" + hashlib.sha256(d).hexdigest(), "bytes": len(d)} for n, d, _ in files]
+    pkg = json.dumps({"profile": "data-package", "wacz_version": "1.1.1", "resources": res}).encode()
+    dig = json.dumps({"path": "datapackage.json", "hash": "sha256:" + hashlib.sha256(pkg).hexdigest()}).encode()
+    b = io.BytesIO()
+    with zipfile.ZipFile(b, "w") as z:
+        for n, d, c in files + [("datapackage.json", pkg, zipfile.ZIP_DEFLATED), ("datapackage-digest.json", dig, zipfile.ZIP_DEFLATED)]:
+            z.writestr(zipfile.ZipInfo(n), d, compress_type=c)
+    open(os.path.join(corpus, "wacz", name), "wb").write(b.getvalue())
+make("plain", ("indexes/index.cdxj", cdxj, zipfile.ZIP_DEFLATED))
+make("compressed", ("indexes/index.cdx.gz", gzip.compress(cdxj), zipfile.ZIP_STORED))
+PY
+# crawl_journal: the first byte picks the file (0: the bytes alone, 1:
+# after a header of the frontier's epoch, 2: cut into records, a 16-bit
+# length each); changes of each kind (queued, finished, retried, seen).
+python3 - "$corpus" <<'PY'
+import os, struct, sys
+d = os.path.join(sys.argv[1], "crawl_journal")
+os.makedirs(d, exist_ok=True)
+def b(s): return struct.pack("<I", len(s)) + s
+def uri(u, seed=0, hops="L", via=""): return f"{seed}\n{hops}\n{via}\n{u}\n0".encode()
+add = b"\x01" + struct.pack("<I", 2) + b(uri("http://a.test/y")) + b(uri("http://c.test/", 1, "LE", "http://a.test/"))
+done = b"\x02" + b(b"a.test\x00\x00\x00\x01") + b(b"a.test") + b"\x03" + struct.pack("<QQ", 512, 1000) + struct.pack("<I", 1) + b(uri("http://a.test/z"))
+retry = b"\x03" + b(b"a.test\x00\x00\x00\x01") + b(b"a.test") + b(uri("http://a.test/")) + struct.pack("<Q", 30000)
+seen = b"\x04" + struct.pack("<I", 1) + b(b"http://d.test/")
+recs = b"".join(struct.pack("<H", len(p)) + p for p in (add, done, retry, seen))
+open(os.path.join(d, "records"), "wb").write(b"\x02" + recs)
+open(os.path.join(d, "torn"), "wb").write(b"\x02" + recs + b"\x05\x00")
+open(os.path.join(d, "raw"), "wb").write(b"\x01" + struct.pack("<II", 1 << 31, 0) + b"x" * 16)
+PY
 for t in "$corpus"/*; do echo "$(basename "$t"): $(ls "$t" | wc -l) inputs"; done

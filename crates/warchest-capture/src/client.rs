@@ -223,9 +223,17 @@ fn fill_head(
     buf: &mut Vec<u8>,
     max: usize,
 ) -> Result<Option<usize>, CaptureError> {
+    // A head longer than `max` is refused wherever it ends: found in one
+    // read past `max` as well as not found within it (which one depends on
+    // how the bytes come).
+    let too_long = || CaptureError::Http(format!("HTTP head longer than {max} bytes"));
     let mut finder = HeadFinder::new();
     if let Some(end) = finder.find(buf) {
-        return Ok(Some(end));
+        return if end > max {
+            Err(too_long())
+        } else {
+            Ok(Some(end))
+        };
     }
     let mut chunk = [0u8; 8192];
     loop {
@@ -245,12 +253,14 @@ fn fill_head(
         }
         buf.extend_from_slice(&chunk[..n]);
         if let Some(end) = finder.find(buf) {
-            return Ok(Some(end));
+            return if end > max {
+                Err(too_long())
+            } else {
+                Ok(Some(end))
+            };
         }
         if buf.len() > max {
-            return Err(CaptureError::Http(format!(
-                "HTTP head longer than {max} bytes"
-            )));
+            return Err(too_long());
         }
     }
 }
@@ -403,28 +413,48 @@ impl Read for FramedBody<'_> {
                 }
                 Ok(n)
             }
-            Framing::Chunked => match self.chunked.feed(&buf[..n], |_| {}) {
-                Ok(used) => {
-                    if self.chunked.is_done() {
-                        self.done = true;
-                        self.extra = used < n;
-                        // Bytes past the terminator belong to no one (one
-                        // request per connection).
-                        return Ok(used);
+            Framing::Chunked => {
+                let before = self.chunked.clone();
+                match self.chunked.feed(&buf[..n], |_| {}) {
+                    Ok(used) => {
+                        if self.chunked.is_done() {
+                            // The body ends with its terminator. The line
+                            // ends the decoder takes past it (stray ones,
+                            // tolerated) are not the body's: whether they
+                            // came with the terminator's read is chance.
+                            let end = terminator_end(before, &buf[..used]);
+                            self.done = true;
+                            self.extra = end < n;
+                            // Bytes past the terminator belong to no one
+                            // (one request per connection).
+                            return Ok(end);
+                        }
+                        Ok(n)
                     }
-                    Ok(n)
+                    Err(_) => {
+                        // Announced chunked but not: take the rest of the
+                        // connection, as lenient readers do.
+                        self.framing = Framing::Close;
+                        Ok(n)
+                    }
                 }
-                Err(_) => {
-                    // Announced chunked but not: take the rest of the
-                    // connection, as lenient readers do.
-                    self.framing = Framing::Close;
-                    Ok(n)
-                }
-            },
+            }
             Framing::Close => Ok(n),
             Framing::Empty => Ok(0),
         }
     }
+}
+
+/// Where the terminator of a chunked body ends in `bytes`, which take the
+/// decoder `d` to its end: a byte at a time from there, so that the line
+/// ends it takes past the terminator are left out.
+fn terminator_end(mut d: ChunkedDecoder, bytes: &[u8]) -> usize {
+    for (i, b) in bytes.chunks(1).enumerate() {
+        if d.feed(b, |_| {}).is_err() || d.is_done() {
+            return i + 1;
+        }
+    }
+    bytes.len()
 }
 
 /// A message (response, or a proxied request) as received: the bytes,
@@ -884,6 +914,48 @@ mod tests {
         assert_eq!((o.as_slice(), c), (&b"<html>"[..], true));
     }
 
+    /// What the capture_wire fuzz target found: line ends after a chunked
+    /// body's terminator were part of the body when they came in the
+    /// terminator's read, and not when they came after it. The body ends
+    /// with its terminator, however the bytes come; the line ends past it
+    /// received with it make its connection not reusable.
+    #[test]
+    fn a_chunked_body_ends_at_its_terminator_in_any_pieces() {
+        let wire = b"3\r\nabc\r\n0\r\n\r\n\r\n\r\n";
+        for piece in [1, 2, 3, 5, 7, 64] {
+            struct Pieces<'a>(&'a [u8], usize);
+            impl Read for Pieces<'_> {
+                fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                    let n = self.0.len().min(self.1).min(buf.len());
+                    buf[..n].copy_from_slice(&self.0[..n]);
+                    self.0 = &self.0[n..];
+                    Ok(n)
+                }
+            }
+            let mut conn = Pieces(wire, piece);
+            let mut b = FramedBody::new(Vec::new(), &mut conn, Framing::Chunked);
+            let mut out = Vec::new();
+            let mut buf = [0u8; 64];
+            loop {
+                let n = b.read(&mut buf).unwrap();
+                if n == 0 {
+                    break;
+                }
+                out.extend_from_slice(&buf[..n]);
+            }
+            assert_eq!(out, b"3\r\nabc\r\n0\r\n\r\n", "pieces of {piece}");
+            assert!(b.complete());
+            // Only pieces of 1 end a read at the terminator (13 bytes).
+            assert_eq!(b.reusable(), piece == 1, "pieces of {piece}");
+        }
+        // From the bytes read with the head too.
+        let (o, c, r) = body(b"0\r\n\r\n\r\n", b"", Framing::Chunked);
+        assert_eq!(
+            (o.as_slice(), c, r.is_ok()),
+            (&b"0\r\n\r\n"[..], true, true)
+        );
+    }
+
     #[test]
     fn captures_a_truncated_chunked_response() {
         let wire = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n5\r\nwo";
@@ -948,6 +1020,25 @@ mod tests {
         assert!(!keeps_alive(&head(
             "HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nConnection: close\r\n\r\n"
         )));
+    }
+
+    /// What the capture_wire fuzz target found: a head longer than the
+    /// limit was taken when it came in one read, and refused when it came
+    /// in pieces. It is refused both ways.
+    #[test]
+    fn a_head_past_the_limit_is_refused_however_it_comes() {
+        let wire = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-Long: aaaaaaaaaaaaaaaa\r\n\r\nok";
+        let mut buf = Vec::new();
+        let whole = read_response_head(&mut &wire[..], &mut buf, 40);
+        assert!(whole.is_err(), "read whole");
+        let mut conn = io::Read::chain(&wire[..20], &wire[20..]);
+        assert!(read_head(&mut conn, &mut buf, 40).is_err(), "read in two");
+        // At the limit exactly, taken.
+        let head_len = wire.len() - 2;
+        let (n, _) = read_response_head(&mut &wire[..], &mut buf, head_len)
+            .unwrap()
+            .unwrap();
+        assert_eq!(n, head_len);
     }
 
     #[test]

@@ -67,40 +67,7 @@ impl Control {
 
     /// A whole reply (multi-line ones included): (code, its text).
     fn reply(&mut self) -> Result<(u16, String), CaptureError> {
-        let mut text = String::new();
-        let mut code = None;
-        for _ in 0..MAX_REPLY_LINES {
-            let mut line = Vec::new();
-            let n = (&mut self.r)
-                .take(MAX_LINE as u64)
-                .read_until(b'\n', &mut line)
-                .map_err(|e| Control::err("reading a reply", e))?;
-            if n == 0 {
-                return Err(CaptureError::Ftp(
-                    "the server closed the control connection".into(),
-                ));
-            }
-            self.log.extend_from_slice(&line);
-            let s = String::from_utf8_lossy(&line).trim_end().to_string();
-            let c = s.get(..3).and_then(|c| c.parse::<u16>().ok());
-            match (code, c) {
-                (None, Some(c)) => {
-                    code = Some(c);
-                    text = s.get(4..).unwrap_or("").to_string();
-                    if s.as_bytes().get(3) != Some(&b'-') {
-                        return Ok((c, text));
-                    }
-                }
-                (Some(first), Some(c)) if c == first && s.as_bytes().get(3) == Some(&b' ') => {
-                    return Ok((c, text));
-                }
-                (None, None) => {
-                    return Err(CaptureError::Ftp(format!("not an FTP reply: {s:?}")));
-                }
-                _ => {}
-            }
-        }
-        Err(CaptureError::Ftp("reply too long".into()))
+        read_reply(&mut self.r, &mut self.log)
     }
 
     fn expect(
@@ -116,6 +83,54 @@ impl Control {
         }
         Ok((c, t))
     }
+}
+
+/// Reads a whole reply (multi-line ones included) from `r`: (code, its
+/// text); each line read is appended to `log`. Lines are cut at
+/// [`MAX_LINE`] bytes, and a reply holds at most [`MAX_REPLY_LINES`].
+pub(crate) fn read_reply(
+    r: &mut dyn BufRead,
+    log: &mut Vec<u8>,
+) -> Result<(u16, String), CaptureError> {
+    let mut text = String::new();
+    let mut code = None;
+    for _ in 0..MAX_REPLY_LINES {
+        let mut line = Vec::new();
+        let n = (&mut *r)
+            .take(MAX_LINE as u64)
+            .read_until(b'\n', &mut line)
+            .map_err(|e| Control::err("reading a reply", e))?;
+        if n == 0 {
+            return Err(CaptureError::Ftp(
+                "the server closed the control connection".into(),
+            ));
+        }
+        log.extend_from_slice(&line);
+        let s = String::from_utf8_lossy(&line).trim_end().to_string();
+        // Three digits (RFC 959 section 4.2): not `+12`, which `parse`
+        // takes.
+        let c = s
+            .get(..3)
+            .filter(|c| c.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|c| c.parse::<u16>().ok());
+        match (code, c) {
+            (None, Some(c)) => {
+                code = Some(c);
+                text = s.get(4..).unwrap_or("").to_string();
+                if s.as_bytes().get(3) != Some(&b'-') {
+                    return Ok((c, text));
+                }
+            }
+            (Some(first), Some(c)) if c == first && s.as_bytes().get(3) == Some(&b' ') => {
+                return Ok((c, text));
+            }
+            (None, None) => {
+                return Err(CaptureError::Ftp(format!("not an FTP reply: {s:?}")));
+            }
+            _ => {}
+        }
+    }
+    Err(CaptureError::Ftp("reply too long".into()))
 }
 
 /// Retrieves `url`'s file: anonymous login unless the URL has user and
@@ -238,7 +253,7 @@ pub fn retrieve(url: &Url, addrs: &[IpAddr], opts: &FtpOptions) -> Result<Retrie
 }
 
 /// The port of `229 Entering Extended Passive Mode (|||6446|)`.
-fn parse_epsv(text: &str) -> Option<u16> {
+pub(crate) fn parse_epsv(text: &str) -> Option<u16> {
     let (open, close) = (text.find('(')?, text.rfind(')')?);
     let inner = text.get(open + 1..close)?;
     let d = inner.chars().next()?;
@@ -247,7 +262,7 @@ fn parse_epsv(text: &str) -> Option<u16> {
 }
 
 /// The port of `227 Entering Passive Mode (h1,h2,h3,h4,p1,p2)`.
-fn parse_pasv(text: &str) -> Option<u16> {
+pub(crate) fn parse_pasv(text: &str) -> Option<u16> {
     let start = text.find(|c: char| c.is_ascii_digit())?;
     let nums: Vec<u16> = text[start..]
         .split(|c: char| !c.is_ascii_digit())
@@ -264,6 +279,37 @@ fn parse_pasv(text: &str) -> Option<u16> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn replies(wire: &[u8]) -> Vec<Result<(u16, String), String>> {
+        let mut r = wire;
+        let mut log = Vec::new();
+        let mut out = Vec::new();
+        while !r.is_empty() {
+            out.push(read_reply(&mut r, &mut log).map_err(|e| e.to_string()));
+        }
+        assert_eq!(log, wire);
+        out
+    }
+
+    #[test]
+    fn control_replies() {
+        assert_eq!(
+            replies(b"220-Welcome\r\n more\r\n220 ready\r\n331 pw\r\n"),
+            [Ok((220, "Welcome".into())), Ok((331, "pw".into()))]
+        );
+        // What the capture_wire fuzz target found: `+31` was read as the
+        // code 31. A reply's code is three digits.
+        let r = replies(b"+31 pw\r\n");
+        assert!(
+            r[0].as_ref().is_err_and(|e| e.contains("not an FTP reply")),
+            "{r:?}"
+        );
+        // In a multi-line reply, a line that is not its end.
+        assert_eq!(
+            replies(b"220-a\r\n+22 b\r\n220 c\r\n"),
+            [Ok((220, "a".into()))]
+        );
+    }
 
     #[test]
     fn passive_replies() {

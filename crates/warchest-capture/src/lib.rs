@@ -34,6 +34,40 @@ pub mod robots;
 pub mod tls;
 mod wire_url;
 
+/// The parsers of the private `ftp` module, for the fuzz targets
+/// (fuzz/fuzz_targets/capture_wire.rs) to feed any bytes to: a server's
+/// control replies and its passive-mode answers. Not an API: hidden, and
+/// free to change with the module.
+#[doc(hidden)]
+pub mod fuzzing {
+    use std::io::BufRead;
+
+    use super::CaptureError;
+
+    /// One FTP reply read from `r` as the client reads it: (code, text);
+    /// the lines read are appended to `log`.
+    ///
+    /// # Errors
+    /// As the client's: the connection's end, a line that is no reply, a
+    /// reply too long.
+    pub fn ftp_reply(
+        r: &mut dyn BufRead,
+        log: &mut Vec<u8>,
+    ) -> Result<(u16, String), CaptureError> {
+        super::ftp::read_reply(r, log)
+    }
+
+    /// The port of an `EPSV` reply's text.
+    pub fn ftp_epsv(text: &str) -> Option<u16> {
+        super::ftp::parse_epsv(text)
+    }
+
+    /// The port of a `PASV` reply's text.
+    pub fn ftp_pasv(text: &str) -> Option<u16> {
+        super::ftp::parse_pasv(text)
+    }
+}
+
 pub use record::{
     Hold, HttpRecord, Kind, OnWritten, Recorded, Recorder, RecorderStats, WrittenRecord,
 };

@@ -1426,7 +1426,9 @@ impl Frontier {
         }
         self.release(t, host, outcome.delay, |st| {
             st.pages += outcome.page as u64;
-            st.bytes += outcome.bytes;
+            // Saturating as the counters are: a replayed outcome may
+            // hold any count.
+            st.bytes = st.bytes.saturating_add(outcome.bytes);
         })?;
         self.add_in(t, found)
     }
@@ -1491,7 +1493,11 @@ impl Frontier {
         }
         f(&mut st);
         st.busy = st.busy.saturating_sub(1);
-        st.next_ms = now_ms() + delay.as_millis() as u64;
+        // A replayed delay may be any: a record that passes its CRC yet
+        // holds one past what the clock counts saturates (the host waits)
+        // rather than overflowing.
+        let delay = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+        st.next_ms = now_ms().saturating_add(delay);
         if self.is_ready(&st) {
             ready
                 .insert(ready_key(st.next_ms, host).as_slice(), ())
@@ -2262,6 +2268,53 @@ mod tests {
         );
         // A kill's cut change had not returned to its worker: nothing lost.
         assert!(!f.lost_changes());
+    }
+
+    /// What the crawl_journal fuzz target found: a journaled delay past
+    /// what the clock counts (u64::MAX ms) overflowed `now + delay` on
+    /// replay. It saturates: the host waits, and nothing panics; so do a
+    /// host's bytes (which two outcomes of u64::MAX bytes overflowed).
+    #[test]
+    fn a_replayed_delay_past_the_clock_saturates() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f.redb");
+        let (f, _) = Frontier::open(&p).unwrap();
+        f.add(&[uri("http://a.test/1")]).unwrap();
+        let Next::Uri(lease) = f.next().unwrap() else {
+            panic!("no lease")
+        };
+        let epoch = journal::read(&journal_path(&p)).unwrap().epoch.unwrap();
+        drop(f);
+        let mut j = Journal::create(&journal_path(&p), epoch + 1).unwrap();
+        let mut b = Vec::new();
+        let forever = Duration::from_millis(u64::MAX);
+        journal::encode_retry(&mut b, &lease.key, &lease.host, &lease.uri, forever);
+        j.append(&b).unwrap();
+        drop(j);
+        let (f, requeued) = Frontier::open(&p).unwrap();
+        assert_eq!(requeued, 0, "the replayed retry gave the lease back");
+        assert!(f.opening_notes().is_empty());
+        assert!(matches!(f.next().unwrap(), Next::Wait(_)));
+        assert_eq!(f.counts().unwrap().queued, 1);
+        drop(f);
+        let (f, _) = Frontier::open(&p).unwrap();
+        let epoch = journal::read(&journal_path(&p)).unwrap().epoch.unwrap();
+        drop(f);
+        let mut j = Journal::create(&journal_path(&p), epoch + 1).unwrap();
+        let all = Outcome {
+            bytes: u64::MAX,
+            delay: forever,
+            ..Outcome::default()
+        };
+        for _ in 0..2 {
+            let mut b = Vec::new();
+            journal::encode_complete(&mut b, &lease.key, &lease.host, &all, &[]);
+            j.append(&b).unwrap();
+        }
+        drop(j);
+        let (f, _) = Frontier::open(&p).unwrap();
+        assert_eq!(f.counts().unwrap().bytes, u64::MAX);
+        assert_eq!(f.host_usage("a.test").unwrap().1, u64::MAX);
     }
 
     /// A checkpoint runs its presync before it takes the frontier's lock

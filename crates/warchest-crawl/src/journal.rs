@@ -297,6 +297,11 @@ pub(crate) fn read(path: &Path) -> std::io::Result<Read0> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Read0::default()),
         Err(e) => return Err(e),
     }
+    Ok(parse(&data))
+}
+
+/// Reads a journal's bytes (a file's whole content, the header included).
+pub(crate) fn parse(data: &[u8]) -> Read0 {
     let mut out = Read0 {
         searched: true,
         ..Read0::default()
@@ -305,9 +310,9 @@ pub(crate) fn read(path: &Path) -> std::io::Result<Read0> {
         out.torn = data.len() as u64;
         // A header damaged, not missing: records may follow it.
         if data.len() >= HEADER {
-            (out.later, out.searched) = records_after(&data, HEADER);
+            (out.later, out.searched) = records_after(data, HEADER);
         }
-        return Ok(out);
+        return out;
     }
     out.epoch = Some(u64::from_le_bytes(data[4..12].try_into().unwrap_or([0; 8])));
     let mut at = HEADER;
@@ -326,9 +331,58 @@ pub(crate) fn read(path: &Path) -> std::io::Result<Read0> {
     }
     out.torn = (data.len() - at) as u64;
     if out.torn > 0 {
-        (out.later, out.searched) = records_after(&data, at + 1);
+        (out.later, out.searched) = records_after(data, at + 1);
     }
-    Ok(out)
+    out
+}
+
+/// A record's frame: its length, its CRC-32, the payload (as
+/// [`Journal::append`] writes it).
+fn frame(out: &mut Vec<u8>, len: u32, payload: &[u8]) {
+    out.extend_from_slice(&len.to_le_bytes());
+    out.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
+    out.extend_from_slice(payload);
+}
+
+/// Encodes `op` as its record's payload.
+pub(crate) fn encode(b: &mut Vec<u8>, op: &Op) {
+    match op {
+        Op::Add(uris) => encode_add(b, uris),
+        Op::Complete {
+            key,
+            host,
+            outcome,
+            found,
+        } => encode_complete(b, key, host, outcome, found),
+        Op::Retry {
+            key,
+            host,
+            uri,
+            delay,
+        } => encode_retry(b, key, host, uri, *delay),
+        Op::MarkSeen(urls) => encode_mark_seen(b, urls),
+    }
+}
+
+/// What the fuzz target (fuzz/fuzz_targets/crawl_journal.rs) reads a
+/// journal with, through `crate::fuzzing`.
+pub(crate) mod fuzz {
+    use super::*;
+
+    /// A journal file's header for `epoch`.
+    pub fn header(epoch: u64) -> Vec<u8> {
+        let mut h = MAGIC.to_vec();
+        h.extend_from_slice(&epoch.to_le_bytes());
+        h
+    }
+
+    /// `payload` framed as a whole record (its length cut to 32 bits:
+    /// the target's payloads are at most 64 KiB).
+    pub fn record(payload: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(payload.len() + 8);
+        frame(&mut out, payload.len() as u32, payload);
+        out
+    }
 }
 
 /// The open journal: appended to by the frontier's changes, reset by its
@@ -436,10 +490,7 @@ impl Journal {
                 )
             })?;
         self.frame.clear();
-        self.frame.extend_from_slice(&len.to_le_bytes());
-        self.frame
-            .extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
-        self.frame.extend_from_slice(payload);
+        frame(&mut self.frame, len, payload);
         if let Err(e) = self.write_frame() {
             if self.file.set_len(HEADER as u64 + self.bytes).is_err() {
                 self.broken = true;

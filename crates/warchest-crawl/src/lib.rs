@@ -80,3 +80,65 @@ pub mod sidecar;
 #[cfg(feature = "status")]
 pub mod status;
 mod written;
+
+/// The frontier journal's reader, for the fuzz target
+/// (fuzz/fuzz_targets/crawl_journal.rs) to feed any bytes to: the
+/// journal's module is private. Not an API: hidden, and free to change
+/// with the module.
+#[doc(hidden)]
+pub mod fuzzing {
+    /// What reading a journal's bytes found, as opening a frontier reads
+    /// its journal file.
+    #[derive(Debug)]
+    pub struct JournalRead {
+        /// The header's epoch (`None`: no header).
+        pub epoch: Option<u64>,
+        /// The whole records' payloads, in order.
+        pub records: Vec<Vec<u8>>,
+        /// Bytes ignored after the last whole record.
+        pub torn: u64,
+        /// Whole records found in the ignored bytes.
+        pub later: u64,
+        /// The ignored bytes were searched to their end.
+        pub searched: bool,
+        /// What the frontier notes on opening, if anything.
+        pub damage: Option<String>,
+        /// Whether whole changes were discarded.
+        pub lost_changes: bool,
+    }
+
+    /// Reads a journal file's bytes.
+    pub fn read_journal(data: &[u8]) -> JournalRead {
+        let r = crate::journal::parse(data);
+        JournalRead {
+            damage: r.damage(),
+            lost_changes: r.lost_changes(),
+            epoch: r.epoch,
+            records: r.records,
+            torn: r.torn,
+            later: r.later,
+            searched: r.searched,
+        }
+    }
+
+    /// A record's payload decoded as a change (its `Debug` form, `None`
+    /// when it does not decode), and that change encoded again and
+    /// decoded (`None` when that does not decode).
+    pub fn journal_change(payload: &[u8]) -> Option<(String, Option<String>)> {
+        let op = crate::journal::decode(payload)?;
+        let mut again = Vec::new();
+        crate::journal::encode(&mut again, &op);
+        let back = crate::journal::decode(&again).map(|o| format!("{o:?}"));
+        Some((format!("{op:?}"), back))
+    }
+
+    /// A journal file's header for `epoch`.
+    pub fn journal_header(epoch: u64) -> Vec<u8> {
+        crate::journal::fuzz::header(epoch)
+    }
+
+    /// `payload` framed as a whole record.
+    pub fn journal_record(payload: &[u8]) -> Vec<u8> {
+        crate::journal::fuzz::record(payload)
+    }
+}
