@@ -21,7 +21,7 @@
 //!   lookup takes the first source whose file is there. (Stores from
 //!   before kept one entry a key, in `record-ids`, `digest-keys` and, older
 //!   still, `digests`: rebuilt into these from the captures when opened,
-//!   [`upgrade_layout`].)
+//!   `upgrade_layout`.)
 //! - `stale-sources`: source id -> the mark that a lookup found an entry
 //!   of it unreadable ([`Source::stale`]); kept apart from `sources` so
 //!   that a sync saving a source cannot unmark it.
