@@ -418,7 +418,9 @@ struct Resource {
 /// [`CreateOptions::pages`]), and the data package with SHA-256 hashes.
 ///
 /// Memory stays bounded: files are copied and hashed as streams, index
-/// lines are sorted with spilling, pages are spooled.
+/// lines are sorted with spilling, pages are spooled. The ZIP is written
+/// as [`open_name`] and renamed to `out` once whole (replacing a file
+/// there); a failed run leaves the `.open` file, never a part under `out`.
 ///
 /// # Errors
 /// An input cannot be read, two inputs have the same base name, or the
@@ -429,6 +431,13 @@ pub fn create<P: AsRef<Path>>(
     opts: &CreateOptions,
 ) -> Result<CreateReport> {
     create_with(inputs, out, opts, &mut |_, _| {})
+}
+
+/// The name a WACZ is written under until it is whole: `OUT.open`.
+pub fn open_name(out: &Path) -> PathBuf {
+    let mut name = out.as_os_str().to_owned();
+    name.push(".open");
+    PathBuf::from(name)
 }
 
 /// [`create`], handing the lenient reader's recoveries in each input to
@@ -542,7 +551,10 @@ pub fn create_with<P: AsRef<Path>>(
     // ZIP is written.
     drop(captured);
 
-    let file = File::create(out).map_err(|e| Error::from(e).in_file(out))?;
+    // Written as OUT.open and given its name once whole: a run that fails
+    // part way leaves no ZIP that looks whole under the name.
+    let open = open_name(out);
+    let file = File::create(&open).map_err(|e| Error::from(e).in_file(&open))?;
     let mut zip = zip::ZipWriter::new(io::BufWriter::with_capacity(1 << 16, file));
     let zerr = |e: zip::result::ZipError| zip_error(out, e);
     // Entries dated now (ZIP's default is 1980).
@@ -646,8 +658,11 @@ pub fn create_with<P: AsRef<Path>>(
     zip.start_file("datapackage-digest.json", deflated)
         .map_err(zerr)?;
     zip.write_all(&serde_json::to_vec_pretty(&digest).map_err(io::Error::from)?)?;
-    let mut w = zip.finish().map_err(zerr)?;
-    w.flush().map_err(|e| Error::from(e).in_file(out))?;
+    let w = zip.finish().map_err(zerr)?;
+    let file = w
+        .into_inner()
+        .map_err(|e| Error::from(e.into_error()).in_file(&open))?;
+    warchest::write::atomic::commit(&file, &open, out)?;
     Ok(report)
 }
 

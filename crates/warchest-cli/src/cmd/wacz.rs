@@ -67,6 +67,15 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
             for p in &inputs {
                 crate::input::require_records(&p.to_string_lossy())?;
             }
+            // The inputs are read twice (indexed, then copied): an output
+            // that is one of them would be emptied between the two.
+            let out_name = output.to_string_lossy();
+            if inputs
+                .iter()
+                .any(|p| super::resolve::same_file(&p.to_string_lossy(), &out_name))
+            {
+                bail!("the output {out_name} is also an input");
+            }
             let o = CreateOptions {
                 title,
                 description,

@@ -1283,3 +1283,34 @@ fn filter_tells_records_whose_http_head_did_not_parse() {
     assert!(o.status.success());
     assert_eq!(String::from_utf8_lossy(&o.stderr), "");
 }
+
+/// `wacz create` writes `OUT.open` and gives it its name once whole: an
+/// output that is one of its inputs is refused before anything is
+/// written (the input stays whole); a good run leaves no `.open` file;
+/// an existing output is replaced (as py-wacz does) only by a whole one,
+/// and a run that fails leaves it as it was.
+#[test]
+fn wacz_create_writes_its_output_whole_and_replaces_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.warc.gz");
+    std::fs::copy(sample_path(), &input).unwrap();
+    let before = std::fs::read(&input).unwrap();
+    let i = input.to_str().unwrap();
+    let out = warchest(&["wacz", "create", "-o", i, i]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("is also an input"), "{err}");
+    assert_eq!(std::fs::read(&input).unwrap(), before, "the input is whole");
+    let wacz = dir.path().join("a.wacz");
+    let w = wacz.to_str().unwrap();
+    let out = warchest(&["wacz", "create", "-o", w, i]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(wacz.exists() && !dir.path().join("a.wacz.open").exists());
+    let made = std::fs::read(&wacz).unwrap();
+    // A run that fails (an input that is no archive) leaves it as it was.
+    let junk = dir.path().join("junk.warc");
+    std::fs::write(&junk, b"not an archive\n").unwrap();
+    let out = warchest(&["wacz", "create", "-o", w, i, junk.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert_eq!(std::fs::read(&wacz).unwrap(), made);
+}
