@@ -141,6 +141,27 @@ pub struct Entry {
 /// reads heads counts them alike).
 pub use warchest::recoveries::UnparsedHead;
 
+/// The first of `warnings` saying its file is not compressed record at a
+/// time (whole-file gzip, several records in a member): an index of such a
+/// file would point every record at its member's offset with no length,
+/// so no index of it may be written (`warchest index` refuses it).
+pub fn not_addressable(warnings: &[warchest::Warning]) -> Option<&warchest::Warning> {
+    warnings
+        .iter()
+        .find(|w| w.kind == warchest::WarningKind::NotRecordAtATime)
+}
+
+/// Why the file `name` cannot be indexed, given the warning
+/// [`not_addressable`] found, and what to do.
+pub fn not_addressable_message(name: &str, w: &warchest::Warning) -> String {
+    format!(
+        "{name}: not compressed record at a time (offset {}: {}): an index of it would not \
+         address its records; `warchest recompress {name} -o NEW.warc.gz` writes one gzip \
+         member per record",
+        w.offset, w.message
+    )
+}
+
 /// What pairing a request with its response needs (cdxj-indexer pairs a
 /// record with the one before it).
 #[derive(Debug)]

@@ -172,18 +172,31 @@ pub(crate) fn index(
             let mut recovered = Recoveries::keeping(0);
             // Records indexed without status and MIME are said too.
             let mut unparsed = Recoveries::keeping(0);
+            // A file not compressed record at a time is refused, as
+            // `warchest index` refuses it: its entries would not address
+            // its records.
+            let mut refused: Option<String> = None;
             let r = indexer.index_noted(
                 &mut reader,
                 |e| {
                     n += 1;
                     out.push(&e)
                 },
-                |ws| recovered.add_all(&name, &ws),
+                |ws| {
+                    if refused.is_none() {
+                        refused = warchest_index::not_addressable(&ws)
+                            .map(|w| warchest_index::not_addressable_message(&name, w));
+                    }
+                    recovered.add_all(&name, &ws)
+                },
                 &mut unparsed,
             );
             said.extend(crate::scan::describe(&recovered, &Recoveries::new()));
             said.extend(UnparsedHead::summary(&unparsed).map(|l| format!("{name}: {l}")));
             r.map_err(to_py)?;
+            if let Some(why) = refused {
+                return Err(pyo3::exceptions::PyValueError::new_err(why));
+            }
         }
         let mut w = out.finish().map_err(to_py)?;
         w.flush()?;

@@ -68,6 +68,18 @@ def test_index_formats(tmp_path):
         warchest.index(src, tmp_path / "x", format="nope")
 
 
+def test_index_refuses_a_file_not_compressed_record_at_a_time(tmp_path):
+    # Whole-file gzip: its entries could not address its records, so no
+    # index of it is written (as `warchest index` refuses it).
+    import gzip
+
+    plain = gzip.decompress((SAMPLES / "sample.warc.gz").read_bytes())
+    whole = tmp_path / "whole.warc.gz"
+    whole.write_bytes(gzip.compress(plain))
+    with pytest.raises(ValueError, match="not compressed record at a time"):
+        warchest.index(whole, tmp_path / "w.cdxj")
+
+
 def test_convert_arc_to_warc(tmp_path):
     arc = FIXTURES / "pywb" / "example.arc.gz"
     out = tmp_path / "example.warc.gz"

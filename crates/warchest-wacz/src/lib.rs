@@ -497,6 +497,10 @@ pub fn create_with<P: AsRef<Path>>(
         let recoveries = &mut report.recoveries;
         let entries = &mut report.index_entries;
         let unparsed = &mut report.unparsed_heads;
+        // A file not compressed record at a time cannot be indexed (its
+        // entries would all point at a member's start): refused, as
+        // `warchest index` refuses it.
+        let mut refused: Option<String> = None;
         let read = indexer.index_noted(
             &mut reader,
             |e| {
@@ -511,12 +515,19 @@ pub fn create_with<P: AsRef<Path>>(
                 Ok(())
             },
             |ws| {
+                if refused.is_none() {
+                    refused = warchest_index::not_addressable(&ws)
+                        .map(|w| warchest_index::not_addressable_message(&name, w));
+                }
                 recoveries.add_all(&name, &ws);
                 on_warnings(input, &ws);
             },
             unparsed,
         );
         read?;
+        if let Some(why) = refused {
+            return Err(Error::new(warchest::ErrorKind::Usage(why)));
+        }
         report.archives += 1;
         if detect {
             let (h, v) = (html.n - html_before, viewed.n - viewed_before);

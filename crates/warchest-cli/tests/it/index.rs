@@ -1304,7 +1304,11 @@ fn wacz_create_writes_its_output_whole_and_replaces_nothing() {
     let wacz = dir.path().join("a.wacz");
     let w = wacz.to_str().unwrap();
     let out = warchest(&["wacz", "create", "-o", w, i]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(wacz.exists() && !dir.path().join("a.wacz.open").exists());
     let made = std::fs::read(&wacz).unwrap();
     // A run that fails (an input that is no archive) leaves it as it was.
@@ -1313,4 +1317,35 @@ fn wacz_create_writes_its_output_whole_and_replaces_nothing() {
     let out = warchest(&["wacz", "create", "-o", w, i, junk.to_str().unwrap()]);
     assert!(!out.status.success());
     assert_eq!(std::fs::read(&wacz).unwrap(), made);
+}
+
+/// A whole-file gzip (records not each in their own member) cannot be
+/// indexed so that its entries address its records: `wacz create`
+/// refuses it as `warchest index` does, naming `recompress`, and writes
+/// no WACZ.
+#[test]
+fn wacz_create_refuses_a_file_not_compressed_record_at_a_time() {
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let mut plain = Vec::new();
+    flate2::read::MultiGzDecoder::new(std::fs::File::open(sample_path()).unwrap())
+        .read_to_end(&mut plain)
+        .unwrap();
+    let whole = dir.path().join("whole.warc.gz");
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&plain).unwrap();
+    std::fs::write(&whole, gz.finish().unwrap()).unwrap();
+    let wacz = dir.path().join("w.wacz");
+    let out = warchest(&[
+        "wacz",
+        "create",
+        "-o",
+        wacz.to_str().unwrap(),
+        whole.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("not compressed record at a time"), "{err}");
+    assert!(err.contains("warchest recompress"), "{err}");
+    assert!(!wacz.exists());
 }
