@@ -675,6 +675,62 @@ fn infomall_rules() {
 }
 
 #[test]
+fn infomall_head_without_blank_line() {
+    let good = |url: &str| {
+        infomall(
+            &format!(
+                "version: 1.0\nurl: {url}\ndate: Tue, 28 Feb 2006 05:42:09 GMT\nip: 1.2.3.4\nlength: 2\n"
+            ),
+            b"hi",
+        )
+    };
+    // The first head runs into the next record's `version:` line; the
+    // records after it are read and checked (the last has no ip).
+    let data = [
+        b"version: 1.0\nurl: http://a/\n".to_vec(),
+        good("http://b/"),
+        infomall(
+            "version: 1.0\nurl: http://c/\ndate: Tue, 28 Feb 2006 05:42:09 GMT\nlength: 2\n",
+            b"hi",
+        ),
+    ]
+    .concat();
+    let mut findings = Vec::new();
+    let mut v = Validator::new(Options::default());
+    v.validate_reader("t.infomall", &data[..], &mut |f| findings.push(f))
+        .expect("in-memory input reads");
+    let summary = v.finish(&mut |f| findings.push(f));
+    assert_eq!(
+        ids(&findings),
+        ["infomall.ip", "infomall.record.syntax"].into(),
+        "{findings:#?}"
+    );
+    let syntax: Vec<_> = findings
+        .iter()
+        .filter(|f| f.rule == "infomall.record.syntax")
+        .collect();
+    assert_eq!(syntax.len(), 1, "{findings:#?}");
+    assert_eq!(syntax[0].offset, Some(0), "{findings:#?}");
+    assert_eq!(summary.records(), 3);
+    // A head that never ends (more lines than a head may have): skipped
+    // up to the next record, which is read.
+    let endless = [
+        b"version: 1.0\n".to_vec(),
+        b"x-a: b\n".repeat(1500),
+        good("http://b/"),
+    ]
+    .concat();
+    let mut findings = Vec::new();
+    let mut v = Validator::new(Options::default());
+    v.validate_reader("t.infomall", &endless[..], &mut |f| findings.push(f))
+        .expect("in-memory input reads");
+    let summary = v.finish(&mut |f| findings.push(f));
+    assert_eq!(findings.len(), 1, "{findings:#?}");
+    assert_eq!(findings[0].rule, "infomall.record.syntax");
+    assert_eq!(summary.records(), 2);
+}
+
+#[test]
 fn arc_v2_offsets() {
     let vb = "2 0 test\nURL IP-address Archive-date Content-type Result-code Checksum Location Offset Filename Archive-length\n";
     let first = format!(
