@@ -363,10 +363,21 @@ pub(crate) fn validate_source<S: Source>(
             );
             continue;
         }
-        // The head: property lines up to the blank line.
+        // The head: property lines up to the blank line, or up to the
+        // next record's `version:` line when the blank line is missing (a
+        // second `version:` line: the first need not lead the head).
+        let mut has_version = starts_record(&line);
         let mut lines = vec![std::mem::take(&mut line)];
         let mut blank: Option<Vec<u8>> = None;
+        let mut next_record = false;
         while lines.len() < MAX_PROPERTIES {
+            if cur.next_line_is(MAX_LINE, starts_record)? {
+                if has_version {
+                    next_record = true;
+                    break;
+                }
+                has_version = true;
+            }
             if cur.read_line(&mut line, MAX_LINE)? == 0 {
                 break;
             }
@@ -383,12 +394,21 @@ pub(crate) fn validate_source<S: Source>(
         let at = At::record(start, url.as_deref());
         records += 1;
         let Some(blank) = blank else {
-            out.push(
-                &rules::INFOMALL_RECORD_SYNTAX,
-                &at,
-                "the head has no blank line after it (the input ends or the head never ends)",
-            );
-            break;
+            // Without the blank line the data cannot be found: report
+            // the record and go on at the next record.
+            let why = if next_record {
+                "the head has no blank line after it: the next record's `version:` line follows"
+                    .to_string()
+            } else if cur.peek()?.is_none() {
+                "the head has no blank line after it: the input ends".to_string()
+            } else {
+                let skipped = cur.skip_to_line(MAX_LINE, starts_record)?;
+                format!(
+                    "the head has no blank line after its first {MAX_PROPERTIES} lines; {skipped} bytes up to the next record skipped"
+                )
+            };
+            out.push(&rules::INFOMALL_RECORD_SYNTAX, &at, why);
+            continue;
         };
         if blank != b"\n" {
             out.push(

@@ -99,6 +99,19 @@ impl<'a, S: Source> Cursor<'a, S> {
         Ok(done)
     }
 
+    /// True when `starts` is true of the next line's first `probe` bytes
+    /// (as far as the buffer holds them), which are not consumed. Call at
+    /// a line start.
+    pub(crate) fn next_line_is(
+        &mut self,
+        probe: usize,
+        starts: impl FnOnce(&[u8]) -> bool,
+    ) -> Result<bool> {
+        let buf = self.fill()?;
+        let end = memchr::memchr(b'\n', buf).map_or(buf.len(), |i| i + 1);
+        Ok(!buf.is_empty() && starts(&buf[..end.min(probe)]))
+    }
+
     /// Skips bytes up to the start of the next line for which `starts`
     /// is true (or the end of the input); returns how many were skipped.
     /// Only the first `probe` bytes of each line are looked at.

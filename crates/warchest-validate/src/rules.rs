@@ -384,7 +384,7 @@ rules! {
         "With a dictionary, every frame names its Dictionary_ID; without one, no frame names one.");
     /// A zstd frame holding data of more than one record.
     ZSTD_FRAME_MULTIPLE_RECORDS = ("zstd.frame.multiple-records", Error, Zstd, "WARC-zstd §File format",
-        "A zstd frame holds data of one record only.");
+        "A zstd frame holds data of one record only, and a record is in one frame.");
     /// LZ4 compression.
     LZ4_NONSTANDARD = ("lz4.nonstandard", Info, Lz4, "-",
         "No WARC specification defines LZ4 compression; other readers may not open the file.");

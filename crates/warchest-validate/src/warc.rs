@@ -737,7 +737,7 @@ impl Checking<'_> {
         for msg in &group.msgs {
             match msg {
                 Msg::Record(r) => self.record(r, &mut out),
-                Msg::Warnings(w) => map_warnings(w, None, &mut out),
+                Msg::Warnings(w) => map_warnings(w, None, &mut self.stats, &mut out),
                 Msg::Stopped(at, message) => {
                     (&mut out as &mut dyn Emit).push(&rules::FILE_UNREADABLE, at, message.clone())
                 }
@@ -771,7 +771,7 @@ impl Checking<'_> {
         rec.probe.finish(h, whole_body, rec.head.as_ref(), &at, out);
         info.block_len = rec.block_len;
         self.index.add(&info, out);
-        map_warnings(&rec.warnings, Some((h, r.codec)), out);
+        map_warnings(&rec.warnings, Some(r), &mut self.stats, out);
     }
 
     /// The findings about the whole file; returns the number of records.
@@ -822,6 +822,10 @@ struct FileStats {
     /// Per codec: records, records not at a member start, the first such.
     gzip: (u64, u64, Option<u64>),
     zstd: (u64, u64, Option<u64>),
+    /// Per codec: records that start a member but continue past its end
+    /// (header or block), the first such.
+    gzip_spans: (u64, Option<u64>),
+    zstd_spans: (u64, Option<u64>),
     lz4: bool,
 }
 
@@ -847,6 +851,33 @@ impl FileStats {
         }
     }
 
+    /// A record that starts a member (`in_member` 0) but whose header or
+    /// block continues into the next one. Records not at a member start
+    /// are counted by [`FileStats::record`] already. LZ4 has no
+    /// record-at-a-time rule (the file is reported as `lz4.nonstandard`).
+    fn spans(&mut self, codec: Codec, in_member: u64, offset: u64) {
+        if in_member != 0 {
+            return;
+        }
+        let slot = match codec {
+            Codec::Gzip => &mut self.gzip_spans,
+            Codec::Zstd => &mut self.zstd_spans,
+            _ => return,
+        };
+        slot.0 += 1;
+        slot.1.get_or_insert(offset);
+    }
+
+    /// The codec a member-boundary warning without a record belongs to:
+    /// the file's (zstd if it has zstd records, gzip otherwise).
+    fn member_codec(&self) -> Codec {
+        if self.zstd.0 > 0 {
+            Codec::Zstd
+        } else {
+            Codec::Gzip
+        }
+    }
+
     fn finish(self, out: &mut dyn Emit) {
         let (n, bad, first) = self.gzip;
         if bad > 0 {
@@ -858,12 +889,30 @@ impl FileStats {
                 ),
             );
         }
+        let (spans, first) = self.gzip_spans;
+        if spans > 0 {
+            out.push(
+                &rules::GZIP_RECORD_AT_A_TIME,
+                &At::offset(first.unwrap_or(0)),
+                format!(
+                    "{spans} of {n} records start a gzip member but continue into the next one: the file is not compressed record at a time"
+                ),
+            );
+        }
         let (n, bad, first) = self.zstd;
         if bad > 0 {
             out.push(
                 &rules::ZSTD_FRAME_MULTIPLE_RECORDS,
                 &At::offset(first.unwrap_or(0)),
                 format!("{bad} of {n} records start inside a zstd frame that holds data of the record before"),
+            );
+        }
+        let (spans, first) = self.zstd_spans;
+        if spans > 0 {
+            out.push(
+                &rules::ZSTD_FRAME_MULTIPLE_RECORDS,
+                &At::offset(first.unwrap_or(0)),
+                format!("{spans} of {n} records start a zstd frame but continue into the next one"),
             );
         }
         if self.lz4 {
@@ -878,7 +927,15 @@ impl FileStats {
 
 /// Maps the lenient reader's recoveries to findings. `current` is the
 /// record just read (its header decides what some recoveries mean).
-fn map_warnings(warnings: &[Warning], current: Option<(&WarcHeader, Codec)>, out: &mut dyn Emit) {
+/// Member-boundary recoveries are counted in `stats`, reported with the
+/// file's findings.
+fn map_warnings(
+    warnings: &[Warning],
+    current: Option<&Started>,
+    stats: &mut FileStats,
+    out: &mut dyn Emit,
+) {
+    let mut spans = false;
     for w in warnings {
         let at = At {
             offset: Some(w.offset),
@@ -897,19 +954,36 @@ fn map_warnings(warnings: &[Warning], current: Option<(&WarcHeader, Codec)>, out
                 // A missing or unreadable Content-Length is reported by the
                 // header rules; what is left is a length the bytes belie.
                 match current {
-                    Some((h, _)) if w.record.is_some() && h.content_length().is_none() => continue,
+                    Some(r) if w.record.is_some() && r.header.content_length().is_none() => {
+                        continue;
+                    }
                     _ => &rules::CONTENT_LENGTH_MISMATCH,
                 }
             }
             WarningKind::DamagedMember | WarningKind::Other => &rules::MEMBER_DAMAGED,
             WarningKind::BadChecksum => &rules::MEMBER_CHECKSUM,
             WarningKind::TruncatedMember => &rules::MEMBER_TRUNCATED,
-            // Judged from the record itself: version, brackets, member
-            // boundaries and UTF-8 have rules of their own.
-            WarningKind::UnknownVersion
-            | WarningKind::BracketedUri
-            | WarningKind::NotRecordAtATime
-            | WarningKind::NonUtf8 => continue,
+            WarningKind::NotRecordAtATime => match current {
+                // A record's header or block spanning members: counted
+                // once per record (a record not at a member start is
+                // counted by `FileStats::record`).
+                Some(_) if w.record.is_some() => {
+                    spans = true;
+                    continue;
+                }
+                // Compressed members after plain records (or a spanning
+                // record whose reading stopped): the record's codec, or
+                // the file's.
+                _ => match current.map_or_else(|| stats.member_codec(), |r| r.codec) {
+                    Codec::Zstd => &rules::ZSTD_FRAME_MULTIPLE_RECORDS,
+                    _ => &rules::GZIP_RECORD_AT_A_TIME,
+                },
+            },
+            // Judged from the record itself: version, brackets and UTF-8
+            // have rules of their own.
+            WarningKind::UnknownVersion | WarningKind::BracketedUri | WarningKind::NonUtf8 => {
+                continue;
+            }
             // ARC and Web InfoMall recoveries: never made on WARC input.
             WarningKind::BadDate
             | WarningKind::Grammar
@@ -917,6 +991,9 @@ fn map_warnings(warnings: &[Warning], current: Option<(&WarcHeader, Codec)>, out
             | WarningKind::DamagedContent => continue,
         };
         out.push(rule, &at, w.message.clone());
+    }
+    if spans && let Some(r) = current {
+        stats.spans(r.codec, r.offset_in_member, r.offset);
     }
 }
 

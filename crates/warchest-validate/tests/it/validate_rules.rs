@@ -541,6 +541,49 @@ fn gzip_container() {
         ]
         .into()
     );
+    // Record a's block split over two members, b in a member of its own:
+    // every record starts a member, a's continues into the next one.
+    let split = a.len() - 10;
+    let spans = [
+        gzip_member(&a[..split], |_| {}),
+        gzip_member(&a[split..], |_| {}),
+        gzip_member(&b, |_| {}),
+    ]
+    .concat();
+    let got = run(&spans);
+    assert_eq!(ids(&got), ["gzip.record-at-a-time"].into(), "{got:#?}");
+    assert_eq!(got.len(), 1, "{got:#?}");
+    assert_eq!(got[0].offset, Some(0), "{got:#?}");
+    // The header split over two members.
+    let head = [
+        gzip_member(&a[..10], |_| {}),
+        gzip_member(&a[10..], |_| {}),
+        gzip_member(&b, |_| {}),
+    ]
+    .concat();
+    let got = run(&head);
+    assert_eq!(ids(&got), ["gzip.record-at-a-time"].into(), "{got:#?}");
+    assert_eq!(got.len(), 1, "{got:#?}");
+    // A plain record with a gzip member appended.
+    let mixed = [a.clone(), gzip_member(&b, |_| {})].concat();
+    let got = run(&mixed);
+    assert_eq!(ids(&got), ["gzip.record-at-a-time"].into(), "{got:#?}");
+    assert_eq!(got.len(), 1, "{got:#?}");
+    // Records sharing a member are counted once, not again as spanning.
+    let shared = [
+        gzip_member(&a, |_| {}),
+        gzip_member(&[b.clone(), b[..20].to_vec()].concat(), |_| {}),
+        gzip_member(&b[20..], |_| {}),
+    ]
+    .concat();
+    let got = run(&shared);
+    assert!(
+        got.iter()
+            .filter(|f| f.rule == "gzip.record-at-a-time")
+            .count()
+            == 1,
+        "{got:#?}"
+    );
     // The input cut inside the second member.
     let mut cut = good.clone();
     cut.truncate(good.len() - 20);
@@ -556,6 +599,20 @@ fn zstd_container() {
     c.include_checksum(true).unwrap();
     let good = [c.compress(&a).unwrap(), c.compress(&b).unwrap()].concat();
     assert!(run(&good).is_empty(), "{:#?}", run(&good));
+    // Record a's block split over two frames.
+    let split = a.len() - 10;
+    let spans = [
+        c.compress(&a[..split]).unwrap(),
+        c.compress(&a[split..]).unwrap(),
+        c.compress(&b).unwrap(),
+    ]
+    .concat();
+    let got = run(&spans);
+    assert_eq!(
+        ids(&got),
+        ["zstd.frame.multiple-records"].into(),
+        "{got:#?}"
+    );
     // No checksums, and both records in one frame.
     let mut c = zstd::bulk::Compressor::new(3).unwrap();
     c.include_checksum(false).unwrap();
@@ -615,6 +672,62 @@ fn infomall_rules() {
         ]
         .into()
     );
+}
+
+#[test]
+fn infomall_head_without_blank_line() {
+    let good = |url: &str| {
+        infomall(
+            &format!(
+                "version: 1.0\nurl: {url}\ndate: Tue, 28 Feb 2006 05:42:09 GMT\nip: 1.2.3.4\nlength: 2\n"
+            ),
+            b"hi",
+        )
+    };
+    // The first head runs into the next record's `version:` line; the
+    // records after it are read and checked (the last has no ip).
+    let data = [
+        b"version: 1.0\nurl: http://a/\n".to_vec(),
+        good("http://b/"),
+        infomall(
+            "version: 1.0\nurl: http://c/\ndate: Tue, 28 Feb 2006 05:42:09 GMT\nlength: 2\n",
+            b"hi",
+        ),
+    ]
+    .concat();
+    let mut findings = Vec::new();
+    let mut v = Validator::new(Options::default());
+    v.validate_reader("t.infomall", &data[..], &mut |f| findings.push(f))
+        .expect("in-memory input reads");
+    let summary = v.finish(&mut |f| findings.push(f));
+    assert_eq!(
+        ids(&findings),
+        ["infomall.ip", "infomall.record.syntax"].into(),
+        "{findings:#?}"
+    );
+    let syntax: Vec<_> = findings
+        .iter()
+        .filter(|f| f.rule == "infomall.record.syntax")
+        .collect();
+    assert_eq!(syntax.len(), 1, "{findings:#?}");
+    assert_eq!(syntax[0].offset, Some(0), "{findings:#?}");
+    assert_eq!(summary.records(), 3);
+    // A head that never ends (more lines than a head may have): skipped
+    // up to the next record, which is read.
+    let endless = [
+        b"version: 1.0\n".to_vec(),
+        b"x-a: b\n".repeat(1500),
+        good("http://b/"),
+    ]
+    .concat();
+    let mut findings = Vec::new();
+    let mut v = Validator::new(Options::default());
+    v.validate_reader("t.infomall", &endless[..], &mut |f| findings.push(f))
+        .expect("in-memory input reads");
+    let summary = v.finish(&mut |f| findings.push(f));
+    assert_eq!(findings.len(), 1, "{findings:#?}");
+    assert_eq!(findings[0].rule, "infomall.record.syntax");
+    assert_eq!(summary.records(), 2);
 }
 
 #[test]
