@@ -48,9 +48,11 @@ pub fn expand(files: &[String]) -> Vec<String> {
             continue;
         }
         let p = std::path::Path::new(f);
+        // One with no archive file stays too: opening it says so.
         if f != "-"
             && warchest_wacz::is_wacz(p)
             && let Ok(entries) = warchest_wacz::archive_entries(p)
+            && !entries.is_empty()
         {
             out.extend(entries.into_iter().map(|e| format!("{f}#{}", e.name)));
         } else {
@@ -58,6 +60,28 @@ pub fn expand(files: &[String]) -> Vec<String> {
         }
     }
     out
+}
+
+/// Why the local `.wacz` file `name` gives no archive file to read, when
+/// it gives none: it has nothing under `archive/`, or it cannot be listed
+/// (not a ZIP, an archive file compressed in it). [`expand`] leaves such
+/// a name as it is; opening it says why, instead of reading the ZIP's
+/// bytes as an archive or reading nothing.
+pub fn unlisted_wacz(name: &str) -> Option<warchest::Error> {
+    let p = std::path::Path::new(name);
+    if name == "-" || crate::remote::is_remote(name) || !warchest_wacz::is_wacz(p) || !p.is_file() {
+        return None;
+    }
+    match warchest_wacz::archive_entries(p) {
+        Err(e) => Some(e),
+        Ok(entries) if entries.is_empty() => Some(
+            warchest::Error::new(warchest::ErrorKind::Usage(
+                "a WACZ with no archive file (nothing under archive/)".into(),
+            ))
+            .in_file(p),
+        ),
+        Ok(_) => None,
+    }
 }
 
 /// Opens `FILE.wacz#ENTRY`, when `name` is such a name.
@@ -141,6 +165,9 @@ impl Chunks {
 /// library's [`warchest::chunks::plan`] and [`warchest::chunks::plan_at`]), else opened as
 /// [`input::open`] does, the source read at offsets shared.
 pub fn chunked(name: &str, threads: usize, opts: &ReaderOptions) -> warchest::Result<Chunked> {
+    if let Some(e) = unlisted_wacz(name) {
+        return Err(e);
+    }
     let knob = warchest::chunks::knob;
     if threads > 1
         && let Some(src) = positioned(name)?
@@ -191,6 +218,9 @@ pub fn write_trace(trace: &warchest::chunks::Trace) {
 /// than one thread a URL or a WACZ member is read at offsets
 /// ([`positioned`]).
 pub fn open(name: &str, opts: ReaderOptions) -> warchest::Result<Opened> {
+    if let Some(e) = unlisted_wacz(name) {
+        return Err(e);
+    }
     if opts.decoder.threads > 1
         && let Some(src) = positioned(name)?
     {

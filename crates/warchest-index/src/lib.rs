@@ -211,7 +211,7 @@ impl Indexer {
         reader: &mut Reader<S>,
         emit: impl FnMut(Entry) -> Result<()>,
     ) -> Result<()> {
-        self.index_inner(reader, emit, None, None)
+        self.index_inner(reader, emit, None, None).map(|_| ())
     }
 
     /// [`Indexer::index`], handing the reader's warnings to `warned`
@@ -228,13 +228,16 @@ impl Indexer {
         mut warned: impl FnMut(Vec<warchest::Warning>),
     ) -> Result<()> {
         self.index_inner(reader, emit, Some(&mut warned), None)
+            .map(|_| ())
     }
 
     /// [`Indexer::index_noting`], also counting in `unparsed`, under this
     /// indexer's file name, each indexed record whose HTTP head did not
     /// parse ([`UnparsedHead`]): its entry lacks status and MIME, and the
     /// caller tells so. Counted as each record is read, those before an
-    /// error too.
+    /// error too. Returns the number of records read (indexed or not), so
+    /// that a caller can tell an input with no record from one whose
+    /// records all were left out.
     ///
     /// # Errors
     /// As [`Indexer::index`].
@@ -244,7 +247,7 @@ impl Indexer {
         emit: impl FnMut(Entry) -> Result<()>,
         mut warned: impl FnMut(Vec<warchest::Warning>),
         unparsed: &mut Recoveries<UnparsedHead>,
-    ) -> Result<()> {
+    ) -> Result<u64> {
         self.index_inner(reader, emit, Some(&mut warned), Some(unparsed))
     }
 
@@ -254,7 +257,7 @@ impl Indexer {
         mut emit: impl FnMut(Entry) -> Result<()>,
         mut warned: Option<&mut dyn FnMut(Vec<warchest::Warning>)>,
         mut unparsed: Option<&mut Recoveries<UnparsedHead>>,
-    ) -> Result<()> {
+    ) -> Result<u64> {
         let mut take = |reader: &mut Reader<S>| {
             if let Some(w) = warned.as_mut() {
                 let ws = reader.take_warnings();
@@ -265,10 +268,14 @@ impl Indexer {
         };
         let mut prev: Option<Pending> = None;
         let mut scratch = Scratch::default();
+        let mut records = 0u64;
         loop {
             take(reader);
             let rec = match reader.next_record() {
-                Ok(Some(r)) => r,
+                Ok(Some(r)) => {
+                    records += 1;
+                    r
+                }
                 Ok(None) => break,
                 Err(e) => {
                     take(reader);
@@ -317,7 +324,7 @@ impl Indexer {
         if let Some(p) = prev {
             emit_if(p, &mut emit)?;
         }
-        Ok(())
+        Ok(records)
     }
 
     /// Indexes the records of `reader` into a vector.

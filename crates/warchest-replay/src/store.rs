@@ -2361,7 +2361,7 @@ impl Store {
         added += self.insert(src.id, &pending, run.as_mut())?;
         src.indexed_to = end;
         src.entries += added;
-        r.map(|()| added)
+        r.map(|_| added)
     }
 
     /// Writes `entries` of source `src`. Of a source being indexed again

@@ -348,6 +348,7 @@ fn index_into(
         let opened = input::open(name, ropts)?;
         let indexer = Indexer::new(index_name(name), opts.clone());
         let mut lines = Vec::with_capacity(LINES_BUFFER + 4096);
+        let records;
         input::with_reader!(opened, reader => {
             let mut reader = reader;
             let r = indexer.index_noted(
@@ -363,10 +364,7 @@ fn index_into(
                 },
                 |ws| {
                     if not_addressable_at.is_none() {
-                        not_addressable_at = ws
-                            .iter()
-                            .find(|w| w.kind == warchest::WarningKind::NotRecordAtATime)
-                            .cloned();
+                        not_addressable_at = warchest_index::not_addressable(&ws).cloned();
                     }
                     warnings.add_all(name, &ws);
                 },
@@ -374,10 +372,15 @@ fn index_into(
             );
             // The entries before an error are kept, as with one thread.
             sink(&lines)?;
-            r?;
+            records = r?;
         });
         if let Some(w) = &not_addressable_at {
             return Err(not_addressable(name, w).into());
+        }
+        // Standard input is not looked at before (`require_records`):
+        // one that held no record is told here, as for a file.
+        if records == 0 {
+            return Err(input::NoRecords::new(name).into());
         }
         Ok(())
     })()

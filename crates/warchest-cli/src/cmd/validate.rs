@@ -155,6 +155,12 @@ pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
     };
     let mut outcome = Outcome::Ok;
     for name in &args.files {
+        // Read by the validator's own paths, not `input::open`: a WACZ
+        // with no archive file is told here.
+        if let Some(e) = input::unlisted_wacz(name) {
+            outcome = outcome.and(file_error(name, &e));
+            continue;
+        }
         if let Err(e) = input::require_records(name) {
             outcome = outcome.and(file_error(name, &e));
             continue;

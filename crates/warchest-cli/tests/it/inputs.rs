@@ -99,6 +99,7 @@ fn no_record_found_is_an_error_for_every_command() {
         vec!["ls", "-"],
         vec!["check", "-"],
         vec!["convert", "-o", "-", "-"],
+        vec!["index", "-"],
     ] {
         let mut child = bin()
             .args(&args)
@@ -124,6 +125,25 @@ fn no_record_found_is_an_error_for_every_command() {
     // A real archive still reads.
     let (code, _, err) = run(bin().arg("ls").arg(sample()));
     assert_eq!(code, 0, "{err}");
+    // A WACZ with no archive file is not an input with nothing in it:
+    // every reading command says so (exit 2).
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.wacz");
+    {
+        let mut z = zip::ZipWriter::new(std::fs::File::create(&empty).unwrap());
+        z.start_file("datapackage.json", zip::write::SimpleFileOptions::default())
+            .unwrap();
+        z.write_all(b"{}").unwrap();
+        z.finish().unwrap();
+    }
+    for cmd in ["ls", "check", "index", "validate", "stats"] {
+        let (code, _, err) = run(bin().arg(cmd).arg(&empty));
+        assert_eq!(code, 2, "{cmd}: {err}");
+        assert!(
+            err.contains("no archive file") || err.contains("no WARC, ARC or Web InfoMall record"),
+            "{cmd}: {err}"
+        );
+    }
 }
 
 /// The damaged copies of issue 19: trailing garbage, a Content-Length far
