@@ -222,6 +222,16 @@ impl<S: Source> Reader<S> {
             let mut line = std::mem::take(&mut self.line);
             line.clear();
             let ended = !self.input.read_line(&mut line, max)?;
+            if let Some(start) = skip_at
+                && skipped > self.opts.limits.max_resync_scan
+                && !line.is_empty()
+            {
+                // The scan passed its limit with input left: the rest of
+                // the input goes unread, an error that says so.
+                self.line = line;
+                let limit = self.opts.limits.max_resync_scan;
+                return Err(self.error(crate::limits::scan_limit(limit), start, None));
+            }
             if line.is_empty() && ended {
                 self.line = line;
                 if self.input.next_member()? {
@@ -960,5 +970,41 @@ mod tests {
             rec.leftovers().value("arc-header").as_deref(),
             Some("http://b/ a.b.c.d 2014021605 text/html - - - - - 3")
         );
+    }
+
+    /// A scan that passes `max_resync_scan` with records left after it
+    /// stops the reader with an error naming where the unread rest begins;
+    /// damage that ends the input is still trailing garbage.
+    #[test]
+    fn resync_scan_limit_names_the_unread_rest() {
+        let mut data = FILEDESC.to_vec();
+        data.extend(rec("http://a/", b"a"));
+        let damage_at = data.len() as u64;
+        data.extend(b"junk line\n".repeat(10));
+        data.extend(rec("http://b/", b"b"));
+        data.extend(rec("http://c/", b"c"));
+        let opts = |limit| {
+            let mut o = ReaderOptions::lenient();
+            o.limits.max_resync_scan = limit;
+            o
+        };
+        for chunk in [1, 7, 4096] {
+            let r = Reader::from_source(MemSource::plain(&data, chunk), opts(30));
+            let e = read_all(r).err().expect("an error, not success");
+            assert!(
+                matches!(e.kind(), ErrorKind::TooLarge { limit: 30, .. }),
+                "{e}"
+            );
+            assert_eq!(e.position().unwrap().offset, damage_at);
+            let r = Reader::from_source(MemSource::plain(&data, chunk), opts(200));
+            assert_eq!(read_all(r).unwrap().uris.len(), 4);
+        }
+        let mut data = FILEDESC.to_vec();
+        data.extend(rec("http://a/", b"a"));
+        data.extend(b"junk".repeat(30));
+        let r = Reader::from_source(MemSource::plain(&data, 4096), opts(30));
+        let s = read_all(r).unwrap();
+        let kinds: Vec<_> = s.warnings.iter().map(|w| w.kind).collect();
+        assert_eq!(kinds, [WarningKind::TrailingGarbage]);
     }
 }

@@ -212,6 +212,12 @@ impl<S: Source> Reader<S> {
             let (skipped, found) = self
                 .input
                 .skip_to(START, self.opts.limits.max_resync_scan)?;
+            let limit = self.opts.limits.max_resync_scan;
+            if found && skipped > limit {
+                // Found past the limit (in a buffer that began within it):
+                // the same error as any buffer size would give.
+                return Err(self.error(crate::limits::scan_limit(limit), start, None));
+            }
             if found && !knobs.skipped_bytes {
                 return Err(self.error(not_a_record(), start, None));
             }
@@ -224,7 +230,12 @@ impl<S: Source> Reader<S> {
                 );
                 return Ok(true);
             }
-            let more = self.input.fill_buf()?.is_empty() && self.input.next_member()?;
+            if !self.input.fill_buf()?.is_empty() {
+                // The scan passed its limit with the member not done: the
+                // rest of the input goes unread, an error that says so.
+                return Err(self.error(crate::limits::scan_limit(limit), start, None));
+            }
+            let more = self.input.next_member()?;
             let kind = if more {
                 WarningKind::SkippedBytes
             } else {
@@ -1239,5 +1250,39 @@ mod tests {
         data.extend(record("http://b/", PAGE, true));
         let s = read_all(Reader::from_source(MemSource::plain(&data, 7), opts)).unwrap();
         assert_eq!(s.uris, ["http://b/"]);
+    }
+
+    /// A scan that passes `max_resync_scan` with records left after it
+    /// stops the reader with an error naming where the unread rest begins;
+    /// damage that ends the input is still trailing garbage.
+    #[test]
+    fn resync_scan_limit_names_the_unread_rest() {
+        let mut data = record("http://a/", PAGE, false);
+        let damage_at = data.len() as u64;
+        data.extend(b"x".repeat(100));
+        data.extend(record("http://b/", PAGE, false));
+        data.extend(record("http://c/", PAGE, true));
+        let opts = |limit| {
+            let mut o = ReaderOptions::lenient();
+            o.limits.max_resync_scan = limit;
+            o
+        };
+        for chunk in [1, 7, 4096] {
+            let r = Reader::from_source(MemSource::plain(&data, chunk), opts(10));
+            let e = read_all(r).err().expect("an error, not success");
+            assert!(
+                matches!(e.kind(), ErrorKind::TooLarge { limit: 10, .. }),
+                "{e}"
+            );
+            assert_eq!(e.position().unwrap().offset, damage_at);
+            let r = Reader::from_source(MemSource::plain(&data, chunk), opts(200));
+            assert_eq!(read_all(r).unwrap().uris.len(), 3);
+        }
+        let mut data = record("http://a/", PAGE, false);
+        data.extend(b"x".repeat(100));
+        let r = Reader::from_source(MemSource::plain(&data, 4096), opts(10));
+        let s = read_all(r).unwrap();
+        let kinds: Vec<_> = s.warnings.iter().map(|w| w.kind).collect();
+        assert_eq!(kinds, [WarningKind::TrailingGarbage]);
     }
 }
