@@ -415,7 +415,17 @@ impl<S: Source> Reader<S> {
                         let more = self.input.read_line(&mut block, max)?;
                         let line = &block[before..];
                         let blank = line.iter().all(|&b| is_line_end(b));
-                        if !more || blank || block.len() >= max {
+                        if !more || blank {
+                            break;
+                        }
+                        if block.len() >= max {
+                            // Stopped by the bound, not by the block's end:
+                            // what follows is read as whatever it is.
+                            let msg = format!(
+                                "the version block has no numeric length and no blank line within Limits::max_header_block ({max} bytes); it is cut there"
+                            );
+                            self.deviation(WarningKind::TruncatedRecord, offset, rec, msg)?;
+                            cur.truncated = true;
                             break;
                         }
                     }
@@ -1006,5 +1016,47 @@ mod tests {
         let s = read_all(r).unwrap();
         let kinds: Vec<_> = s.warnings.iter().map(|w| w.kind).collect();
         assert_eq!(kinds, [WarningKind::TrailingGarbage]);
+    }
+
+    /// A filedesc with a non-numeric length whose version block has no
+    /// blank line within `max_header_block`: cut there, with a warning
+    /// naming the limit, and the record truncated.
+    #[test]
+    fn filedesc_version_block_cut_at_the_limit_is_said() {
+        let mut data =
+            b"filedesc://x.arc 127.0.0.1 20140216050221 text/plain abc\n1 0 LiveWeb Capture\n"
+                .to_vec();
+        data.extend(b"URL IP-address Archive-date Content-type Archive-length\n".repeat(20));
+        data.extend(b"\n");
+        data.extend(rec("http://a/", b"a"));
+        let opts = |max| {
+            let mut o = ReaderOptions::lenient();
+            o.limits.max_header_block = max;
+            o
+        };
+        let mut r = Reader::from_source(MemSource::plain(&data, 7), opts(200));
+        let mut rec0 = r.next_record().unwrap().unwrap();
+        rec0.read_block().unwrap();
+        assert!(rec0.finish().unwrap().truncated);
+        while let Some(x) = r.next_record().unwrap() {
+            x.finish().unwrap();
+        }
+        let w = r.take_warnings();
+        let cut: Vec<_> = w
+            .iter()
+            .filter(|w| w.kind == WarningKind::TruncatedRecord)
+            .collect();
+        assert_eq!(cut.len(), 1, "{w:?}");
+        assert!(cut[0].message.contains("max_header_block (200 bytes)"));
+        // Within the limit: no such warning, not truncated.
+        let s = read_all(lenient(MemSource::plain(&data, 7))).unwrap();
+        assert_eq!(s.uris, ["filedesc://x.arc", "http://a/"]);
+        assert!(
+            !s.warnings
+                .iter()
+                .any(|w| w.kind == WarningKind::TruncatedRecord),
+            "{:?}",
+            s.warnings
+        );
     }
 }
