@@ -30,9 +30,13 @@ pub struct Limits {
     pub max_http_head: usize,
     /// Largest number of fields in one header block. Default 10,000.
     pub max_fields: usize,
-    /// How far the lenient reader searches for the next record after damage
-    /// before giving up on the rest of the member, in bytes. Default unlimited
-    /// (`u64::MAX`): scanning is streamed and needs no memory.
+    /// How far the lenient reader searches for the next record after damage,
+    /// in bytes. Default unlimited (`u64::MAX`): scanning is streamed and
+    /// needs no memory. Passing it with input left is an
+    /// [`ErrorKind::TooLarge`](crate::ErrorKind::TooLarge) error at the
+    /// offset where the damage began: the rest of the input, from there, is
+    /// not read (it is never reported as trailing garbage). Damage that runs
+    /// to the end of the input is trailing garbage whatever its length.
     pub max_resync_scan: u64,
 }
 
@@ -44,5 +48,14 @@ impl Default for Limits {
             max_fields: 10_000,
             max_resync_scan: u64::MAX,
         }
+    }
+}
+
+/// The error for a resync scan that passed [`Limits::max_resync_scan`] with
+/// input left: the reader stops there, the rest of the input unread.
+pub(crate) fn scan_limit(limit: u64) -> crate::ErrorKind {
+    crate::ErrorKind::TooLarge {
+        what: "scan for the next record after damage (the rest of the input from here was not read)",
+        limit,
     }
 }

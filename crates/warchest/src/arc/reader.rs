@@ -222,6 +222,16 @@ impl<S: Source> Reader<S> {
             let mut line = std::mem::take(&mut self.line);
             line.clear();
             let ended = !self.input.read_line(&mut line, max)?;
+            if let Some(start) = skip_at
+                && skipped > self.opts.limits.max_resync_scan
+                && !line.is_empty()
+            {
+                // The scan passed its limit with input left: the rest of
+                // the input goes unread, an error that says so.
+                self.line = line;
+                let limit = self.opts.limits.max_resync_scan;
+                return Err(self.error(crate::limits::scan_limit(limit), start, None));
+            }
             if line.is_empty() && ended {
                 self.line = line;
                 if self.input.next_member()? {
@@ -405,7 +415,17 @@ impl<S: Source> Reader<S> {
                         let more = self.input.read_line(&mut block, max)?;
                         let line = &block[before..];
                         let blank = line.iter().all(|&b| is_line_end(b));
-                        if !more || blank || block.len() >= max {
+                        if !more || blank {
+                            break;
+                        }
+                        if block.len() >= max {
+                            // Stopped by the bound, not by the block's end:
+                            // what follows is read as whatever it is.
+                            let msg = format!(
+                                "the version block has no numeric length and no blank line within Limits::max_header_block ({max} bytes); it is cut there"
+                            );
+                            self.deviation(WarningKind::TruncatedRecord, offset, rec, msg)?;
+                            cur.truncated = true;
                             break;
                         }
                     }
@@ -959,6 +979,84 @@ mod tests {
         assert_eq!(
             rec.leftovers().value("arc-header").as_deref(),
             Some("http://b/ a.b.c.d 2014021605 text/html - - - - - 3")
+        );
+    }
+
+    /// A scan that passes `max_resync_scan` with records left after it
+    /// stops the reader with an error naming where the unread rest begins;
+    /// damage that ends the input is still trailing garbage.
+    #[test]
+    fn resync_scan_limit_names_the_unread_rest() {
+        let mut data = FILEDESC.to_vec();
+        data.extend(rec("http://a/", b"a"));
+        let damage_at = data.len() as u64;
+        data.extend(b"junk line\n".repeat(10));
+        data.extend(rec("http://b/", b"b"));
+        data.extend(rec("http://c/", b"c"));
+        let opts = |limit| {
+            let mut o = ReaderOptions::lenient();
+            o.limits.max_resync_scan = limit;
+            o
+        };
+        for chunk in [1, 7, 4096] {
+            let r = Reader::from_source(MemSource::plain(&data, chunk), opts(30));
+            let e = read_all(r).err().expect("an error, not success");
+            assert!(
+                matches!(e.kind(), ErrorKind::TooLarge { limit: 30, .. }),
+                "{e}"
+            );
+            assert_eq!(e.position().unwrap().offset, damage_at);
+            let r = Reader::from_source(MemSource::plain(&data, chunk), opts(200));
+            assert_eq!(read_all(r).unwrap().uris.len(), 4);
+        }
+        let mut data = FILEDESC.to_vec();
+        data.extend(rec("http://a/", b"a"));
+        data.extend(b"junk".repeat(30));
+        let r = Reader::from_source(MemSource::plain(&data, 4096), opts(30));
+        let s = read_all(r).unwrap();
+        let kinds: Vec<_> = s.warnings.iter().map(|w| w.kind).collect();
+        assert_eq!(kinds, [WarningKind::TrailingGarbage]);
+    }
+
+    /// A filedesc with a non-numeric length whose version block has no
+    /// blank line within `max_header_block`: cut there, with a warning
+    /// naming the limit, and the record truncated.
+    #[test]
+    fn filedesc_version_block_cut_at_the_limit_is_said() {
+        let mut data =
+            b"filedesc://x.arc 127.0.0.1 20140216050221 text/plain abc\n1 0 LiveWeb Capture\n"
+                .to_vec();
+        data.extend(b"URL IP-address Archive-date Content-type Archive-length\n".repeat(20));
+        data.extend(b"\n");
+        data.extend(rec("http://a/", b"a"));
+        let opts = |max| {
+            let mut o = ReaderOptions::lenient();
+            o.limits.max_header_block = max;
+            o
+        };
+        let mut r = Reader::from_source(MemSource::plain(&data, 7), opts(200));
+        let mut rec0 = r.next_record().unwrap().unwrap();
+        rec0.read_block().unwrap();
+        assert!(rec0.finish().unwrap().truncated);
+        while let Some(x) = r.next_record().unwrap() {
+            x.finish().unwrap();
+        }
+        let w = r.take_warnings();
+        let cut: Vec<_> = w
+            .iter()
+            .filter(|w| w.kind == WarningKind::TruncatedRecord)
+            .collect();
+        assert_eq!(cut.len(), 1, "{w:?}");
+        assert!(cut[0].message.contains("max_header_block (200 bytes)"));
+        // Within the limit: no such warning, not truncated.
+        let s = read_all(lenient(MemSource::plain(&data, 7))).unwrap();
+        assert_eq!(s.uris, ["filedesc://x.arc", "http://a/"]);
+        assert!(
+            !s.warnings
+                .iter()
+                .any(|w| w.kind == WarningKind::TruncatedRecord),
+            "{:?}",
+            s.warnings
         );
     }
 }

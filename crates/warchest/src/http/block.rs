@@ -558,7 +558,8 @@ pub fn payload_reader_send<'a, R: std::io::BufRead + Send + 'a>(
 /// what warcio's `content_stream()` gives.
 ///
 /// [`payload_reader_lenient_noted`] gives the same bytes and tells what
-/// the reader fell back on.
+/// the reader fell back on, at every chunked stage of a transfer coding
+/// chain (`identity, chunked`, `chunked, chunked`, `gzip, chunked`).
 pub fn payload_reader_lenient<'a, R: std::io::BufRead + Send + 'a>(
     body: R,
     head: &HttpHead,
@@ -600,6 +601,9 @@ pub fn payload_reader_lenient_noted<'a, R: std::io::BufRead + Send + 'a>(
         (r, notes.clone())
     };
     let mut transfer = head.transfer_encoding();
+    // `identity` changes nothing: gone, so `identity, chunked` is plain
+    // chunking below.
+    transfer.retain(|c| *c != super::Coding::Identity);
     // Codings it cannot undo, or more than it will stack: the body as
     // stored (lenient, as for any other undecodable body).
     if !transfer.iter().all(|c| c.is_supported())
@@ -615,21 +619,37 @@ pub fn payload_reader_lenient_noted<'a, R: std::io::BufRead + Send + 'a>(
         transfer.retain(|c| *c != super::Coding::Chunked);
         notes.set(PayloadFallback::NotChunked);
     }
-    // Plain chunking (nearly every chunked body) is undone here, not in
-    // decode_content_send, so the reader can say how it ended; the same
-    // lenient reader, so the same bytes.
-    let raw: Box<dyn std::io::Read + Send + 'a> = if transfer == [super::Coding::Chunked] {
-        Box::new(ChunkNoting {
-            inner: super::ChunkedReader::lenient(body),
-            notes: notes.clone(),
-        })
-    } else {
-        match super::coding::decode_content_send(body, &transfer) {
-            Ok(r) => r,
-            // Unreachable: the codings were checked above.
-            Err(_) => return noted(Box::new(std::io::empty()), None),
-        }
-    };
+    // Chunking is undone here, not in decode_content_send, so the reader
+    // can say how it ended, at every chunked stage of a chain; the same
+    // lenient reader, so the same bytes. The last coding applied is undone
+    // first: straight on `body` when it is chunked (nearly every chunked
+    // body: no buffer added).
+    let (first, rest): (Box<dyn std::io::Read + Send + 'a>, &[super::Coding]) =
+        match transfer.split_last() {
+            Some((super::Coding::Chunked, rest)) => (
+                Box::new(ChunkNoting {
+                    inner: super::ChunkedReader::lenient(body),
+                    notes: notes.clone(),
+                }),
+                rest,
+            ),
+            _ => (Box::new(body), &transfer[..]),
+        };
+    let mut raw = first;
+    for c in rest.iter().rev() {
+        raw = if *c == super::Coding::Chunked {
+            Box::new(ChunkNoting {
+                inner: super::ChunkedReader::lenient(std::io::BufReader::new(raw)),
+                notes: notes.clone(),
+            })
+        } else {
+            match super::coding::decode_content_send(raw, std::slice::from_ref(c)) {
+                Ok(r) => r,
+                // Unreachable: the codings were checked above.
+                Err(_) => return noted(Box::new(std::io::empty()), None),
+            }
+        };
+    }
     let content = head.content_encoding();
     let content: Vec<_> = content
         .into_iter()
@@ -1167,6 +1187,31 @@ mod read_tests {
                 assert_eq!(plain, want, "{body:?} cap {cap}");
             }
         }
+        // A chain with chunked in it notes the same: `identity, chunked`
+        // (identity kept by transfer_encoding) and `chunked, chunked`.
+        let id_chunked = parse(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: identity, chunked\r\n\r\n");
+        assert_eq!(
+            id_chunked.transfer_encoding(),
+            [crate::http::Coding::Identity, crate::http::Coding::Chunked]
+        );
+        for (body, cap, want, notes_want) in [
+            (&b"5\r\nhel"[..], 4096, &b"hel"[..], &[CutShort][..]),
+            (odd, 1, b"abczz\r\nrest", &[ChunkingAbandoned]),
+            (b"3\r\nabc\r\n0\r\n\r\n", 1, b"abc", &[]),
+        ] {
+            let (got, notes) = noted(BufReader::with_capacity(cap, body), &id_chunked);
+            assert_eq!(got.unwrap(), want, "{body:?} cap {cap}");
+            assert_eq!(notes, notes_want, "{body:?} cap {cap}");
+        }
+        let twice = parse(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, chunked\r\n\r\n");
+        // Clean outer chunking around inner chunking cut short.
+        let inner = b"5\r\nhel";
+        let mut outer = format!("{:x}\r\n", inner.len()).into_bytes();
+        outer.extend(inner);
+        outer.extend(b"\r\n0\r\n\r\n");
+        let (got, notes) = noted(&outer[..], &twice);
+        assert_eq!(got.unwrap(), b"hel");
+        assert_eq!(notes, [CutShort]);
         // Chunked, then not gzip inside: the de-chunked bytes, noted.
         let (got, notes) = noted(&b"3\r\nabc\r\n0\r\n\r\n"[..], &both);
         assert_eq!(got.unwrap(), b"abc");

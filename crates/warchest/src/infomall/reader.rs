@@ -49,6 +49,10 @@ struct Current {
     decoded: u64,
     /// The compressed stream reached its end marker.
     stream_end: bool,
+    /// CRC-32 of the inflated bytes, for gzip content's trailer.
+    crc: crc32fast::Hasher,
+    /// Gzip content whose trailer the input cut: the truncation says it.
+    trailer_cut: bool,
     /// No more content will come (end, damage, or truncation).
     stopped: bool,
     /// The end-of-content checks ran.
@@ -81,8 +85,9 @@ enum Ready {
 /// ([`WarningKind::BadDate`]); a missing or extra blank line after the
 /// content ([`WarningKind::BadTrailer`]); bytes that are not a record,
 /// skipped up to the next `version:` ([`WarningKind::SkippedBytes`]);
-/// content that does not inflate, or inflates to another length than
-/// `unzip-length` ([`WarningKind::DamagedContent`]); the input ending inside
+/// content that does not inflate, inflates to another length than
+/// `unzip-length`, or is gzip with a trailer (CRC-32, ISIZE) that does not
+/// match or is cut short by `length` ([`WarningKind::DamagedContent`]); the input ending inside
 /// a record ([`WarningKind::TruncatedRecord`]). A header interrupted by
 /// another `version:` line is dropped and reading starts again there. The
 /// last record may lack its final blank line. Strict reading fails on each.
@@ -212,6 +217,12 @@ impl<S: Source> Reader<S> {
             let (skipped, found) = self
                 .input
                 .skip_to(START, self.opts.limits.max_resync_scan)?;
+            let limit = self.opts.limits.max_resync_scan;
+            if found && skipped > limit {
+                // Found past the limit (in a buffer that began within it):
+                // the same error as any buffer size would give.
+                return Err(self.error(crate::limits::scan_limit(limit), start, None));
+            }
             if found && !knobs.skipped_bytes {
                 return Err(self.error(not_a_record(), start, None));
             }
@@ -224,7 +235,12 @@ impl<S: Source> Reader<S> {
                 );
                 return Ok(true);
             }
-            let more = self.input.fill_buf()?.is_empty() && self.input.next_member()?;
+            if !self.input.fill_buf()?.is_empty() {
+                // The scan passed its limit with the member not done: the
+                // rest of the input goes unread, an error that says so.
+                return Err(self.error(crate::limits::scan_limit(limit), start, None));
+            }
+            let more = self.input.next_member()?;
             let kind = if more {
                 WarningKind::SkippedBytes
             } else {
@@ -350,6 +366,8 @@ impl<S: Source> Reader<S> {
             truncated: false,
             prefix: Vec::new(),
             prefix_pos: 0,
+            crc: crc32fast::Hasher::new(),
+            trailer_cut: false,
         };
         if unzip.is_some() {
             cur.coding = self.sniff_coding(&mut cur, offset, index)?;
@@ -653,11 +671,17 @@ impl<S: Source> Reader<S> {
         self.input.consume(used);
         cur.left -= used as u64;
         cur.decoded += made as u64;
+        if cur.coding == Coding::Gzip {
+            cur.crc.update(&self.out[self.out_end..self.out_end + made]);
+        }
         self.out_end += made;
         match status {
             Ok(Status::StreamEnd) => {
                 cur.stream_end = true;
                 cur.stopped = true;
+                if cur.coding == Coding::Gzip {
+                    return self.check_gzip_trailer();
+                }
             }
             Ok(_) if used == 0 && made == 0 => {
                 cur.stopped = true;
@@ -675,6 +699,43 @@ impl<S: Source> Reader<S> {
             }
         }
         Ok(())
+    }
+
+    /// At the end of gzip content's deflate stream: its 8-byte trailer,
+    /// CRC-32 and ISIZE (RFC 1952), against what was inflated. A trailer
+    /// cut by `length` or not matching is damaged content; one cut by the
+    /// end of the input is left to the truncation check.
+    fn check_gzip_trailer(&mut self) -> Result<()> {
+        let Some(cur) = self.cur.as_mut() else {
+            return Ok(());
+        };
+        let (index, offset) = (cur.loc.index, cur.loc.offset);
+        let want = cur.left.min(8) as usize;
+        let mut t = Vec::with_capacity(8);
+        self.input.read_some(&mut t, want)?;
+        cur.left -= t.len() as u64;
+        if t.len() < want {
+            cur.trailer_cut = true;
+            return Ok(());
+        }
+        let msg = if t.len() < 8 {
+            format!(
+                "the gzip trailer is cut: length leaves {} of its 8 bytes",
+                t.len()
+            )
+        } else {
+            let crc = u32::from_le_bytes([t[0], t[1], t[2], t[3]]);
+            let isize = u32::from_le_bytes([t[4], t[5], t[6], t[7]]);
+            let got_crc = cur.crc.clone().finalize();
+            let got_size = cur.decoded as u32;
+            if crc == got_crc && isize == got_size {
+                return Ok(());
+            }
+            format!(
+                "the gzip trailer does not match the content: CRC-32 {crc:08x}, ISIZE {isize}; inflated {got_crc:08x}, {got_size} bytes (mod 2^32)"
+            )
+        };
+        self.deviation(WarningKind::DamagedContent, offset, Some(index), msg)
     }
 
     /// The checks made once all the content has been handed out.
@@ -829,7 +890,7 @@ impl<S: Source> Framing for Reader<S> {
         let Some(cur) = self.cur.as_ref() else {
             return Err(Error::new(ErrorKind::Usage("no record".into())));
         };
-        if cur.stream_end && cur.left > 0 && !(cur.coding == Coding::Gzip && cur.left == 8) {
+        if cur.stream_end && cur.left > 0 && !cur.trailer_cut {
             let msg = format!(
                 "{} stored bytes follow the end of the compressed stream",
                 cur.left
@@ -1239,5 +1300,109 @@ mod tests {
         data.extend(record("http://b/", PAGE, true));
         let s = read_all(Reader::from_source(MemSource::plain(&data, 7), opts)).unwrap();
         assert_eq!(s.uris, ["http://b/"]);
+    }
+
+    /// A scan that passes `max_resync_scan` with records left after it
+    /// stops the reader with an error naming where the unread rest begins;
+    /// damage that ends the input is still trailing garbage.
+    #[test]
+    fn resync_scan_limit_names_the_unread_rest() {
+        let mut data = record("http://a/", PAGE, false);
+        let damage_at = data.len() as u64;
+        data.extend(b"x".repeat(100));
+        data.extend(record("http://b/", PAGE, false));
+        data.extend(record("http://c/", PAGE, true));
+        let opts = |limit| {
+            let mut o = ReaderOptions::lenient();
+            o.limits.max_resync_scan = limit;
+            o
+        };
+        for chunk in [1, 7, 4096] {
+            let r = Reader::from_source(MemSource::plain(&data, chunk), opts(10));
+            let e = read_all(r).err().expect("an error, not success");
+            assert!(
+                matches!(e.kind(), ErrorKind::TooLarge { limit: 10, .. }),
+                "{e}"
+            );
+            assert_eq!(e.position().unwrap().offset, damage_at);
+            let r = Reader::from_source(MemSource::plain(&data, chunk), opts(200));
+            assert_eq!(read_all(r).unwrap().uris.len(), 3);
+        }
+        let mut data = record("http://a/", PAGE, false);
+        data.extend(b"x".repeat(100));
+        let r = Reader::from_source(MemSource::plain(&data, 4096), opts(10));
+        let s = read_all(r).unwrap();
+        let kinds: Vec<_> = s.warnings.iter().map(|w| w.kind).collect();
+        assert_eq!(kinds, [WarningKind::TrailingGarbage]);
+    }
+
+    /// A record whose content is a gzip member (not zlib).
+    fn gzip_record(url: &str, content: &[u8], edit: impl Fn(&mut Vec<u8>)) -> Vec<u8> {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        e.write_all(content).unwrap();
+        let mut z = e.finish().unwrap();
+        edit(&mut z);
+        let mut v = format!(
+            "version: 1.0\nurl: {url}\ndate: Tue, 28 Feb 2006 05:42:09 GMT\nunzip-length: {}\nlength: {}\n\n",
+            content.len(),
+            z.len()
+        )
+        .into_bytes();
+        v.extend(&z);
+        v.push(b'\n');
+        v
+    }
+
+    /// Gzip content's trailer is checked: CRC-32 and ISIZE against what
+    /// was inflated, and a trailer cut by `length` said to be cut.
+    #[test]
+    fn gzip_content_trailer_is_checked() {
+        let damaged = |s: &Seen| -> Vec<String> {
+            s.warnings
+                .iter()
+                .filter(|w| w.kind == WarningKind::DamagedContent)
+                .map(|w| w.message.clone())
+                .collect()
+        };
+        for chunk in [1, 5, 4096] {
+            // Good: no warning, and a record after it read.
+            let mut data = gzip_record("http://a/", PAGE, |_| {});
+            data.extend(record("http://b/", PAGE, true));
+            let s = read_all(lenient(&data, chunk)).unwrap();
+            assert_eq!(s.bodies, [PAGE, PAGE], "chunk {chunk}");
+            assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+            // A flipped CRC byte, then a flipped ISIZE byte.
+            for back in [8, 3] {
+                let mut data = gzip_record("http://a/", PAGE, |z| {
+                    let k = z.len() - back;
+                    z[k] ^= 1;
+                });
+                data.extend(record("http://b/", PAGE, true));
+                let s = read_all(lenient(&data, chunk)).unwrap();
+                assert_eq!(s.bodies, [PAGE, PAGE], "chunk {chunk}");
+                let d = damaged(&s);
+                assert_eq!(d.len(), 1, "{d:?}");
+                assert!(d[0].contains("trailer does not match"), "{d:?}");
+                assert_eq!(s.warnings.len(), 1, "{:?}", s.warnings);
+                assert!(read_all(strict(&data, chunk)).is_err());
+            }
+            // A trailer cut to 3 bytes by length.
+            let mut data = gzip_record("http://a/", PAGE, |z| z.truncate(z.len() - 5));
+            data.extend(record("http://b/", PAGE, true));
+            let s = read_all(lenient(&data, chunk)).unwrap();
+            assert_eq!(s.uris, ["http://a/", "http://b/"]);
+            let d = damaged(&s);
+            assert_eq!(d.len(), 1, "{d:?}");
+            assert!(
+                d[0].contains("trailer is cut") && d[0].contains("3 of"),
+                "{d:?}"
+            );
+            // Cut by the end of the input: a truncated record, no more.
+            let data = gzip_record("http://a/", PAGE, |_| {});
+            let cut = &data[..data.len() - 5];
+            let s = read_all(lenient(cut, chunk)).unwrap();
+            let kinds: Vec<_> = s.warnings.iter().map(|w| w.kind).collect();
+            assert_eq!(kinds, [WarningKind::TruncatedRecord], "{:?}", s.warnings);
+        }
     }
 }

@@ -10,7 +10,7 @@ use crate::error::{Error, ErrorKind, Result, Warning, WarningKind};
 use crate::fields::{FieldIssue, Fields};
 use crate::framing::{self, Framing, is_line_end};
 use crate::leniency::Leniency;
-use crate::limits::Limits;
+use crate::limits::{Limits, scan_limit};
 
 /// How a [`Reader`] reads.
 #[derive(Debug, Clone, Default)]
@@ -440,10 +440,23 @@ impl<S: Source> Reader<S> {
                 }
             }
             if consumed > self.opts.limits.max_resync_scan {
+                // Given up with input left: not trailing garbage, and the
+                // rest of the input goes unread, so an error names it.
+                let limit = self.opts.limits.max_resync_scan;
+                if !self.src.fill_buf()?.is_empty() || self.src.next_member()? {
+                    return Err(self.error(scan_limit(limit), start, None));
+                }
                 break false;
             }
         };
         let skipped = consumed - self.carry.len() as u64;
+        if found && skipped > self.opts.limits.max_resync_scan {
+            // Found in a buffer that began within the limit but past it:
+            // the same error as any buffer size would give.
+            self.carry.clear();
+            let limit = self.opts.limits.max_resync_scan;
+            return Err(self.error(scan_limit(limit), start, None));
+        }
         if (found && !knobs.skipped_bytes) || (!found && skipped > 0 && !knobs.trailing_garbage) {
             self.carry.clear();
             return Err(self.error(not_a_record(), start, None));
@@ -1688,5 +1701,49 @@ pub(crate) mod tests {
         );
         let e = read_all(strict(MemSource::plain(&data, 4))).err().unwrap();
         assert!(matches!(e.kind(), ErrorKind::Truncated(_)));
+    }
+
+    /// A scan that passes `max_resync_scan` with records left after it
+    /// stops the reader with an error naming where the unread rest begins;
+    /// never a trailing-garbage warning. Damage that ends the input is
+    /// still trailing garbage.
+    #[test]
+    fn resync_scan_limit_names_the_unread_rest() {
+        let mut data = rec("resource", "a");
+        let damage_at = data.len() as u64;
+        data.extend(b"x".repeat(100));
+        data.extend(rec("metadata", "b"));
+        data.extend(rec("resource", "c"));
+        let opts = |limit| {
+            let mut o = ReaderOptions::lenient();
+            o.limits.max_resync_scan = limit;
+            o
+        };
+        for chunk in [1, 7, 4096] {
+            let r = Reader::from_source(MemSource::plain(&data, chunk), opts(10));
+            let e = read_all(r).err().expect("an error, not success");
+            assert!(
+                matches!(e.kind(), ErrorKind::TooLarge { limit: 10, .. }),
+                "{e}"
+            );
+            assert_eq!(e.position().unwrap().offset, damage_at);
+            assert!(e.to_string().contains("not read"), "{e}");
+            // A limit the damage fits in: everything read.
+            let r = Reader::from_source(MemSource::plain(&data, chunk), opts(200));
+            assert_eq!(read_all(r).unwrap().bodies.len(), 3);
+        }
+        // Across gzip members too.
+        let (a, b) = (rec("resource", "a"), rec("metadata", "b"));
+        let junk = b"x".repeat(100);
+        let src = MemSource::members(&[&a, &junk, &b], 3);
+        let e = read_all(Reader::from_source(src, opts(10))).err().unwrap();
+        assert!(matches!(e.kind(), ErrorKind::TooLarge { .. }), "{e}");
+        // Damage to the end of the input: trailing garbage, however long.
+        let mut data = rec("resource", "a");
+        data.extend(b"x".repeat(100));
+        let r = Reader::from_source(MemSource::plain(&data, 4096), opts(10));
+        let s = read_all(r).unwrap();
+        assert_eq!(s.warnings.len(), 1);
+        assert_eq!(s.warnings[0].kind, WarningKind::TrailingGarbage);
     }
 }
