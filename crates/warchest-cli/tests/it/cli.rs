@@ -500,3 +500,21 @@ pq.write_table(pa.Table.from_pylist(rows, schema=schema), {parquet:?})
     assert!(err.contains(": 0 records selected"), "{err}");
     assert!(!out0.exists());
 }
+
+/// `convert` refuses an output that is an input under another name (or
+/// a hard link to it), and the input is left whole.
+#[test]
+fn convert_refuses_an_output_that_is_an_input_by_another_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = tmp.path().join("a.warc.gz");
+    std::fs::copy(fixture("pywb/iana.warc.gz"), &a).unwrap();
+    let before = std::fs::read(&a).unwrap();
+    let link = tmp.path().join("link.warc.gz");
+    std::fs::hard_link(&a, &link).unwrap();
+    for out in [tmp.path().join(".").join("a.warc.gz"), link] {
+        let (rc, _, err) = run(bin().arg("convert").arg(&a).arg("-o").arg(&out));
+        assert_eq!(rc, 2, "{}: {err}", out.display());
+        assert!(err.contains("is also an input"), "{err}");
+        assert_eq!(std::fs::read(&a).unwrap(), before);
+    }
+}
