@@ -184,7 +184,7 @@ pub fn url_host(url: &str) -> String {
 }
 
 #[cfg(feature = "parquet")]
-pub use cc_index::{RangeChunks, select_parquet};
+pub use cc_index::{RangeChunks, select_parquet, select_parquet_counted};
 
 /// The cc-index Parquet table (Common Crawl's columnar index).
 #[cfg(feature = "parquet")]
@@ -259,9 +259,10 @@ mod cc_index {
     /// The rows of a cc-index Parquet table (columns url, url_surtkey,
     /// warc_filename, warc_record_offset, warc_record_length,
     /// content_mime_type, fetch_status, fetch_time; only those are read)
-    /// that `sel` selects, in the table's order, at most `sel.limit`. A row
-    /// without an offset or length is passed over. `src` is a
-    /// [`std::fs::File`] or a [`RangeChunks`].
+    /// that `sel` selects, in the table's order, at most `sel.limit` (a
+    /// limit of 0 selects nothing). A row without an offset or length (null
+    /// or negative) is passed over: [`select_parquet_counted`] counts them.
+    /// `src` is a [`std::fs::File`] or a [`RangeChunks`].
     ///
     /// # Errors
     /// The file is not Parquet or a column chunk cannot be read.
@@ -269,6 +270,24 @@ mod cc_index {
         src: T,
         sel: &Selection,
     ) -> Result<Vec<IndexEntry>, ParquetError> {
+        select_parquet_counted(src, sel).map(|(rows, _)| rows)
+    }
+
+    /// [`select_parquet`], with the number of rows read that were passed
+    /// over for want of a usable offset or length (null or negative): rows
+    /// not understood, which a caller must not treat as read.
+    ///
+    /// # Errors
+    /// The file is not Parquet or a column chunk cannot be read.
+    pub fn select_parquet_counted<T: ChunkReader + 'static>(
+        src: T,
+        sel: &Selection,
+    ) -> Result<(Vec<IndexEntry>, u64), ParquetError> {
+        let limit = sel.limit.unwrap_or(u64::MAX);
+        let mut skipped = 0u64;
+        if limit == 0 {
+            return Ok((Vec::new(), skipped));
+        }
         let b = ParquetRecordBatchReaderBuilder::try_new(src)?;
         let schema = b.parquet_schema();
         let idx: Vec<usize> = (0..schema.num_columns())
@@ -276,7 +295,6 @@ mod cc_index {
             .collect();
         let mask = ProjectionMask::leaves(schema, idx);
         let reader = b.with_projection(mask).with_batch_size(8192).build()?;
-        let limit = sel.limit.unwrap_or(u64::MAX);
         let mut out = Vec::new();
         for batch in reader {
             let batch = batch?;
@@ -354,6 +372,7 @@ mod cc_index {
                     number("warc_record_offset", i).and_then(|n| u64::try_from(n).ok()),
                     number("warc_record_length", i).and_then(|n| u64::try_from(n).ok()),
                 ) else {
+                    skipped += 1;
                     continue;
                 };
                 let e = IndexEntry {
@@ -369,12 +388,12 @@ mod cc_index {
                 if sel.matches(&e) {
                     out.push(e);
                     if out.len() as u64 >= limit {
-                        return Ok(out);
+                        return Ok((out, skipped));
                     }
                 }
             }
         }
-        Ok(out)
+        Ok((out, skipped))
     }
 
     /// Seconds since the epoch as a 14-digit UTC timestamp (the format

@@ -286,6 +286,40 @@ impl RecordSink for PartSink {
     }
 }
 
+/// Whether `a` and `b` are the same file: on Unix the same device and
+/// inode (a hard link or another spelling of the path is the same file),
+/// elsewhere the same canonical path. A path that does not exist is the
+/// same as nothing (writing it truncates no existing file).
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        matches!(
+            (std::fs::metadata(a), std::fs::metadata(b)),
+            (Ok(x), Ok(y)) if x.dev() == y.dev() && x.ino() == y.ino()
+        )
+    }
+    #[cfg(not(unix))]
+    {
+        matches!(
+            (std::fs::canonicalize(a), std::fs::canonicalize(b)),
+            (Ok(x), Ok(y)) if x == y
+        )
+    }
+}
+
+/// The first of `inputs` that writing `output` through an [`OpenFile`]
+/// would overwrite: the same file as `output` or as `output.open`.
+pub fn output_overwrites<'a, P: AsRef<Path>>(output: &Path, inputs: &'a [P]) -> Option<&'a P> {
+    let mut open = output.as_os_str().to_owned();
+    open.push(".open");
+    let open = PathBuf::from(open);
+    inputs.iter().find(|i| {
+        let i = i.as_ref();
+        i == output || same_file(i, output) || same_file(i, &open)
+    })
+}
+
 /// A file written as `NAME.open` and renamed to `NAME` when complete, so
 /// that a crawler or a reader never takes a half-written file for a whole
 /// one.
@@ -1001,6 +1035,45 @@ pub fn train_dictionary<S: Source>(
             samples.len()
         )))
     })
+}
+
+#[cfg(test)]
+mod same_file_tests {
+    use super::*;
+
+    #[test]
+    fn the_same_file_by_any_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a.warc");
+        let b = dir.path().join("b.warc");
+        std::fs::write(&a, "x").unwrap();
+        std::fs::write(&b, "x").unwrap();
+        let dotted = dir.path().join(".").join("a.warc");
+        assert!(same_file(&a, &dotted));
+        assert!(!same_file(&a, &b));
+        // Not there: not the same as anything, itself included.
+        let none = dir.path().join("none.warc");
+        assert!(!same_file(&none, &none));
+        #[cfg(unix)]
+        {
+            let link = dir.path().join("link.warc");
+            std::fs::hard_link(&a, &link).unwrap();
+            assert!(same_file(&a, &link));
+        }
+        // The output itself, another name of it, or its .open file.
+        assert_eq!(output_overwrites(&a, &[&b, &dotted]), Some(&&dotted));
+        assert_eq!(output_overwrites(&none, &[&a, &none]), Some(&&none));
+        let open = dir.path().join("c.warc.open");
+        std::fs::write(&open, "x").unwrap();
+        assert_eq!(
+            output_overwrites(&dir.path().join("c.warc"), &[&a, &open]),
+            Some(&&open)
+        );
+        assert_eq!(
+            output_overwrites(&dir.path().join("c.warc"), &[&a, &b]),
+            None
+        );
+    }
 }
 
 #[cfg(test)]

@@ -4,7 +4,6 @@
 //! are the library's serde ones, the same as the command's `--json`.
 
 use std::fs::File;
-use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use pyo3::exceptions::PyValueError;
@@ -17,6 +16,7 @@ use warchest::recoveries::Recoveries;
 use warchest::warc::{ReaderOptions, Version};
 use warchest::write::{Compression, Writer, WriterOptions};
 use warchest_index::{Format, IndexOptions, IndexOutput, Indexer, ParquetOptions, UnparsedHead};
+use warchest_ops::copy::OpenFile;
 
 use crate::io::paths_from_py;
 use crate::to_py;
@@ -126,7 +126,9 @@ pub(crate) fn select_parquet(
 /// (CDX 11), `json` or `parquet` (Common Crawl's cc-index columns, sorted by
 /// SURT key). `sort` sorts text formats bytewise (Parquet always is);
 /// `all_records` indexes every record, not only captures. Returns the
-/// number of entries written.
+/// number of entries written. The output is written as `OUTPUT.open` and
+/// renamed when whole (removed on an error); an output that is one of the
+/// inputs (by any name) is refused with ValueError.
 #[pyfunction]
 #[pyo3(signature = (paths, output, format = "cdxj", sort = false, all_records = false,
     int32_offsets = false))]
@@ -154,55 +156,87 @@ pub(crate) fn index(
             )));
         }
     };
+    refuse_overwriting(&output, &paths)?;
     let mut said = Vec::new();
     let result = py.detach(|| -> PyResult<u64> {
-        let out = BufWriter::with_capacity(1 << 16, File::create(&output)?);
-        let mut out = IndexOutput::new(out, &format, sort).map_err(to_py)?;
-        let opts = IndexOptions {
-            all: all_records,
-            ..IndexOptions::default()
-        };
-        let mut n = 0u64;
-        for p in &paths {
-            let mut reader = Reader::open(p).map_err(to_py)?;
-            let indexer = Indexer::new(base_name(p), opts.clone());
-            // Taken as the file is read (a file of millions of recoveries
-            // costs counts, not memory), and said before an error is given.
-            let name = p.to_string_lossy();
-            let mut recovered = Recoveries::keeping(0);
-            // Records indexed without status and MIME are said too.
-            let mut unparsed = Recoveries::keeping(0);
-            // A file not compressed record at a time is refused, as
-            // `warchest index` refuses it: its entries would not address
-            // its records.
-            let mut refused: Option<String> = None;
-            let r = indexer.index_noted(
-                &mut reader,
-                |e| {
-                    n += 1;
-                    out.push(&e)
-                },
-                |ws| {
-                    if refused.is_none() {
-                        refused = warchest_index::not_addressable(&ws)
-                            .map(|w| warchest_index::not_addressable_message(&name, w));
-                    }
-                    recovered.add_all(&name, &ws)
-                },
-                &mut unparsed,
-            );
-            said.extend(crate::scan::describe(&recovered, &Recoveries::new()));
-            said.extend(UnparsedHead::summary(&unparsed).map(|l| format!("{name}: {l}")));
-            r.map_err(to_py)?;
-            if let Some(why) = refused {
-                return Err(pyo3::exceptions::PyValueError::new_err(why));
-            }
+        // Written as OUTPUT.open and renamed when whole (removed on error).
+        let file = OpenFile::create(&output).map_err(to_py)?;
+        let open = file.open_path().to_path_buf();
+        let written = index_into(file, &paths, &format, sort, all_records, &mut said);
+        if written.is_err() {
+            let _ = std::fs::remove_file(&open);
         }
-        let mut w = out.finish().map_err(to_py)?;
-        w.flush()?;
-        Ok(n)
+        written
     });
     warn_then(py, said, result)
+}
+
+/// Refuses an `output` that is one of `inputs` (or its `.open` file):
+/// writing it would destroy the input being read.
+fn refuse_overwriting(output: &Path, inputs: &[PathBuf]) -> PyResult<()> {
+    match warchest_ops::copy::output_overwrites(output, inputs) {
+        Some(i) => Err(PyValueError::new_err(format!(
+            "the output {} is the input {}",
+            output.display(),
+            i.display()
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The body of [`index`]: `paths` indexed into `file`, committed when
+/// whole; the number of entries.
+fn index_into(
+    file: OpenFile,
+    paths: &[PathBuf],
+    format: &Format,
+    sort: bool,
+    all_records: bool,
+    said: &mut Vec<String>,
+) -> PyResult<u64> {
+    let mut out = IndexOutput::new(file, format, sort).map_err(to_py)?;
+    let opts = IndexOptions {
+        all: all_records,
+        ..IndexOptions::default()
+    };
+    let mut n = 0u64;
+    for p in paths {
+        let mut reader = Reader::open(p).map_err(to_py)?;
+        let indexer = Indexer::new(base_name(p), opts.clone());
+        // Taken as the file is read (a file of millions of recoveries
+        // costs counts, not memory), and said before an error is given.
+        let name = p.to_string_lossy();
+        let mut recovered = Recoveries::keeping(0);
+        // Records indexed without status and MIME are said too.
+        let mut unparsed = Recoveries::keeping(0);
+        // A file not compressed record at a time is refused, as `warchest
+        // index` refuses it: its entries would not address its records.
+        let mut refused: Option<String> = None;
+        let r = indexer.index_noted(
+            &mut reader,
+            |e| {
+                n += 1;
+                out.push(&e)
+            },
+            |ws| {
+                if refused.is_none() {
+                    refused = warchest_index::not_addressable(&ws)
+                        .map(|w| warchest_index::not_addressable_message(&name, w));
+                }
+                recovered.add_all(&name, &ws)
+            },
+            &mut unparsed,
+        );
+        said.extend(crate::scan::describe(&recovered, &Recoveries::new()));
+        said.extend(UnparsedHead::summary(&unparsed).map(|l| format!("{name}: {l}")));
+        r.map_err(to_py)?;
+        if let Some(why) = refused {
+            return Err(PyValueError::new_err(why));
+        }
+    }
+    let w = out.finish().map_err(to_py)?;
+    w.finish().map_err(to_py)?;
+    Ok(n)
 }
 
 /// Checks every digest of the file at `path`: JSON, one object per record.
@@ -296,10 +330,14 @@ pub(crate) fn convert_json(
             )));
         }
     };
+    refuse_overwriting(&output, std::slice::from_ref(&source))?;
     let mut said = None;
+    let mut open = None;
     let result = py.detach(|| -> PyResult<String> {
         let mut reader = Reader::open(&source).map_err(to_py)?;
-        let out = BufWriter::with_capacity(1 << 16, File::create(&output)?);
+        // Written as OUTPUT.open and renamed when whole (removed on error).
+        let out = OpenFile::create(&output).map_err(to_py)?;
+        open = Some(out.open_path().to_path_buf());
         let mut w = Writer::new(
             out,
             WriterOptions {
@@ -324,9 +362,12 @@ pub(crate) fn convert_json(
         );
         said = crate::scan::describe(&report.recoveries, &Recoveries::new());
         converted.map_err(to_py)?;
-        let mut out = w.finish().map_err(to_py)?;
-        out.flush()?;
+        let out = w.finish().map_err(to_py)?;
+        out.finish().map_err(to_py)?;
         serde_json::to_string(&report).map_err(|e| PyValueError::new_err(e.to_string()))
     });
+    if let (Err(_), Some(open)) = (&result, open) {
+        let _ = std::fs::remove_file(open);
+    }
     warn_then(py, said.into_iter().collect(), result)
 }

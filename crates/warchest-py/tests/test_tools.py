@@ -120,3 +120,33 @@ def test_convert_counts_and_warns_of_recoveries(tmp_path):
     arc = FIXTURES / "pywb" / "example.arc.gz"
     report, told = recovery_warnings(lambda: warchest.convert(arc, tmp_path / "arc.warc.gz"))
     assert report["recoveries"] == 0 and told == []
+
+
+def test_convert_and_index_refuse_an_output_that_is_an_input(tmp_path):
+    src = tmp_path / "a.warc.gz"
+    src.write_bytes((FIXTURES / "pywb" / "example.warc.gz").read_bytes())
+    before = src.read_bytes()
+    link = tmp_path / "link.warc.gz"
+    link.hardlink_to(src)
+    for out in [src, tmp_path / "." / "a.warc.gz", link]:
+        with pytest.raises(ValueError, match="is the input"):
+            warchest.convert(src, out)
+        with pytest.raises(ValueError, match="is the input"):
+            warchest.index([FIXTURES / "pywb" / "example.warc.gz", src], out)
+        assert src.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.warc.gz", "link.warc.gz"]
+
+
+def test_convert_and_index_write_no_output_when_they_fail(tmp_path):
+    good = FIXTURES / "pywb" / "example.warc.gz"
+    missing = tmp_path / "missing.warc.gz"
+    with pytest.raises(OSError):
+        warchest.index([good, missing], tmp_path / "a.cdxj")
+    with pytest.raises(OSError):
+        warchest.convert(missing, tmp_path / "b.warc.gz")
+    # Neither a partial output nor its .open file is left.
+    assert list(tmp_path.iterdir()) == []
+    # Whole: written under the name, no .open left.
+    warchest.index(good, tmp_path / "a.cdxj")
+    warchest.convert(good, tmp_path / "b.warc.gz")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.cdxj", "b.warc.gz"]

@@ -123,6 +123,29 @@ impl Sink {
         Ok(())
     }
 
+    /// Leaves an output that is not whole because an input failed, and says
+    /// so: a local file stays `OUT.open` (not renamed, so not taken for
+    /// complete), an object's upload is aborted.
+    fn leave_incomplete(self, name: &str) -> Result<()> {
+        match self {
+            Sink::File { file, open, .. } => {
+                file.into_inner().map_err(|e| e.into_error())?;
+                eprintln!(
+                    "warchest: {name}: left incomplete as {} (an input could not be read)",
+                    open.display()
+                );
+            }
+            Sink::Remote(w) => {
+                drop(w);
+                eprintln!(
+                    "warchest: {name}: not written (an input could not be read; the upload is aborted)"
+                );
+            }
+            Sink::Stdout(mut w) => w.flush()?,
+        }
+        Ok(())
+    }
+
     /// Drops an unfinished output: a local `.open` file is removed.
     fn abandon(self) {
         if let Sink::File { file, open, .. } = self {
@@ -235,6 +258,10 @@ fn run_warc(g: &Global, kind: WarcKind, args: WarcArgs) -> Result<Outcome> {
         sink.abandon();
         return Ok(outcome);
     }
+    if outcome == Outcome::Failed {
+        sink.leave_incomplete(&args.output)?;
+        return Ok(outcome);
+    }
     sink.finish()?;
     if !g.quiet {
         eprintln!(
@@ -299,6 +326,10 @@ fn run_text(g: &Global, args: TextArgs) -> Result<Outcome> {
     };
     if total.records_in == 0 {
         sink.abandon();
+        return Ok(outcome);
+    }
+    if outcome == Outcome::Failed {
+        sink.leave_incomplete(&args.output)?;
         return Ok(outcome);
     }
     if let Err(e) = sink.finish() {

@@ -19,7 +19,9 @@ use crate::report::{Global, Outcome};
 /// that follow each other in the index and lie close together in one object
 /// are read with one request (--max-gap). Many requests are in flight at
 /// once (--concurrency); a record that cannot be fetched is reported and the
-/// rest go on (exit 1 at the end).
+/// rest go on (exit 1 at the end), as are index lines (or Parquet rows
+/// without a usable offset or length) not understood. When nothing is
+/// fetched no output is written.
 ///
 /// Examples:
 ///   warchest fetch cc.cdxj --prefix https://data.commoncrawl.org/ \
@@ -65,7 +67,7 @@ pub struct Args {
     /// whole period it names).
     #[arg(long)]
     to: Option<String>,
-    /// At most this many records.
+    /// At most this many records (0 selects none: nothing is written).
     #[arg(long)]
     limit: Option<u64>,
     /// Requests in flight at once.
@@ -110,8 +112,9 @@ fn resolve(base: &str, name: &str) -> String {
     }
 }
 
-/// The selected entries of the index, in its order.
-fn select(args: &Args) -> Result<Vec<Entry>> {
+/// The selected entries of the index, in its order, and the number of its
+/// lines (or Parquet rows) not understood.
+fn select(args: &Args) -> Result<(Vec<Entry>, u64)> {
     if args.index.ends_with(".parquet") {
         return select_parquet(args, &selection(args));
     }
@@ -166,10 +169,11 @@ fn select(args: &Args) -> Result<Vec<Entry>> {
             continue;
         };
         if sel.matches(&e) {
-            out.push(e);
+            // Checked before the push: --limit 0 selects nothing.
             if out.len() as u64 >= limit {
                 break;
             }
+            out.push(e);
         }
     }
     if bad > 10 {
@@ -179,7 +183,7 @@ fn select(args: &Args) -> Result<Vec<Entry>> {
             bad - 10
         );
     }
-    Ok(out)
+    Ok((out, bad))
 }
 
 /// The bytes of one record from a local file.
@@ -271,7 +275,14 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
     {
         bail!("{}: exists, not replaced", args.output);
     }
-    let entries = select(&args)?;
+    let (entries, bad) = select(&args)?;
+    if bad > 0 {
+        eprintln!(
+            "warchest: {}: {bad} index {} not understood (exit 1)",
+            args.index,
+            if bad == 1 { "entry" } else { "entries" }
+        );
+    }
     let sel = selection(&args);
     let base = match &args.prefix {
         Some(p) => p.clone(),
@@ -389,17 +400,35 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
             }
         );
     }
-    if done == 0 && failed > 0 {
-        // Nothing fetched: no output rather than one of a warcinfo only.
-        if let Out::File(f) = out {
-            let open = f.open_path().to_path_buf();
-            drop(f);
-            std::fs::remove_file(&open).with_context(|| open.display().to_string())?;
+    // Index entries not understood are input not read: never exit 0.
+    let outcome = if failed > 0 || bad > 0 {
+        Outcome::Problem
+    } else {
+        Outcome::Ok
+    };
+    if done == 0 {
+        // Nothing fetched (nothing selected, or nothing selected could be
+        // read): no output rather than an empty one or a warcinfo only.
+        match out {
+            Out::File(f) => {
+                let open = f.open_path().to_path_buf();
+                drop(f);
+                std::fs::remove_file(&open).with_context(|| open.display().to_string())?;
+            }
+            // An object is only completed by finish: dropped, none is made.
+            Out::Remote(r) => drop(r),
+            Out::Stdout(_) => {}
         }
-        if !g.quiet {
-            eprintln!("warchest: {}: not written (nothing fetched)", args.output);
-        }
-        return Ok(Outcome::Problem);
+        eprintln!(
+            "warchest: {}: not written (nothing fetched{})",
+            args.output,
+            if total == 0 {
+                ": no records selected"
+            } else {
+                ""
+            }
+        );
+        return Ok(outcome);
     }
     match out {
         Out::Stdout(_) => {}
@@ -408,11 +437,7 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
         }
         Out::Remote(r) => r.finish()?,
     }
-    Ok(if failed > 0 {
-        Outcome::Problem
-    } else {
-        Outcome::Ok
-    })
+    Ok(outcome)
 }
 
 /// The objects that could not be read at all (missing, refused, a server
@@ -533,8 +558,8 @@ fn fetch_remote(
 /// [`select_parquet`](warchest_index::select::select_parquet)), read
 /// through range requests when it is a URL: the footer, then only the
 /// column chunks asked for.
-fn select_parquet(args: &Args, sel: &Selection) -> Result<Vec<Entry>> {
-    use warchest_index::select::{RangeChunks, select_parquet};
+fn select_parquet(args: &Args, sel: &Selection) -> Result<(Vec<Entry>, u64)> {
+    use warchest_index::select::{RangeChunks, select_parquet_counted as select_parquet};
     let rows = if crate::remote::is_remote(&args.index) {
         let size = crate::remote::size(&args.index)?;
         let url = args.index.clone();
@@ -550,7 +575,15 @@ fn select_parquet(args: &Args, sel: &Selection) -> Result<Vec<Entry>> {
             sel,
         )
     };
-    rows.with_context(|| format!("{}: reading the Parquet index", args.index))
+    let (rows, skipped) =
+        rows.with_context(|| format!("{}: reading the Parquet index", args.index))?;
+    if skipped > 0 {
+        eprintln!(
+            "warchest: {}: {skipped} rows without a usable offset or length (null or negative) not understood",
+            args.index
+        );
+    }
+    Ok((rows, skipped))
 }
 
 #[cfg(test)]

@@ -356,3 +356,165 @@ fn fetch_of_an_archive_for_its_index_says_so() {
         assert!(!out.exists(), "{archive}: an output was written");
     }
 }
+
+/// An index of `pywb/iana.warc.gz` copied into `dir`, its lines named
+/// relative to `dir`: (index path, its lines).
+fn fetch_index(dir: &std::path::Path) -> (PathBuf, Vec<String>) {
+    let src = fixture("pywb/iana.warc.gz");
+    let warc = dir.join("iana.warc.gz");
+    std::fs::copy(&src, &warc).unwrap();
+    let (rc, idx, err) = run(bin().current_dir(dir).args(["index", "iana.warc.gz"]));
+    assert_eq!(rc, 0, "{err}");
+    let lines: Vec<String> = idx.lines().map(str::to_string).collect();
+    assert!(lines.len() > 3, "{idx}");
+    let path = dir.join("i.cdxj");
+    std::fs::write(&path, idx).unwrap();
+    (path, lines)
+}
+
+/// The names of the files in `dir` ending in `.open`.
+fn open_files(dir: &std::path::Path) -> Vec<PathBuf> {
+    common::files_in(dir)
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "open"))
+        .collect()
+}
+
+/// Index lines `fetch` cannot read are input not read: the records it can
+/// read are fetched and written, and the exit code is 1, not 0.
+#[test]
+fn fetch_with_index_lines_not_understood_exits_1() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (idx, mut lines) = fetch_index(tmp.path());
+    lines.insert(1, "com,example)/ 2024 not an index line".to_string());
+    std::fs::write(&idx, lines.join("\n") + "\n").unwrap();
+    let out = tmp.path().join("out.warc.gz");
+    let (rc, _, err) = run(bin().arg("fetch").arg(&idx).arg("-o").arg(&out));
+    assert_eq!(rc, 1, "{err}");
+    assert!(err.contains("line 2: not an index line"), "{err}");
+    assert!(err.contains("1 index entry not understood"), "{err}");
+    // What could be read is fetched and complete: the warcinfo and the
+    // records of every good line.
+    let (rc, ls, err) = run(bin().arg("ls").arg(&out));
+    assert_eq!(rc, 0, "{err}");
+    assert_eq!(ls.lines().count(), lines.len(), "{ls}");
+    assert!(open_files(tmp.path()).is_empty());
+}
+
+/// Nothing selected: no output at all (no empty file, no `.open`), said so,
+/// and exit 0 (every line was read); `--limit 0` selects nothing.
+#[test]
+fn fetch_selecting_nothing_writes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (idx, _) = fetch_index(tmp.path());
+    let out = tmp.path().join("out.warc.gz");
+    for sel in [&["--host", "nowhere.invalid"][..], &["--limit", "0"][..]] {
+        let (rc, _, err) = run(bin().arg("fetch").arg(&idx).arg("-o").arg(&out).args(sel));
+        assert_eq!(rc, 0, "{sel:?}: {err}");
+        assert!(err.contains(": 0 records selected"), "{sel:?}: {err}");
+        assert!(
+            err.contains("not written (nothing fetched: no records selected)"),
+            "{sel:?}: {err}"
+        );
+        assert!(!out.exists(), "{sel:?}: an output was written");
+        assert!(open_files(tmp.path()).is_empty(), "{sel:?}");
+    }
+    // --limit 1 still fetches one.
+    let (rc, _, err) = run(bin()
+        .arg("fetch")
+        .arg(&idx)
+        .arg("-o")
+        .arg(&out)
+        .args(["--limit", "1"]));
+    assert_eq!(rc, 0, "{err}");
+    assert!(err.contains(": 1 records selected"), "{err}");
+    let (_, ls, _) = run(bin().arg("ls").arg(&out));
+    assert_eq!(ls.lines().count(), 2, "{ls}");
+}
+
+/// Nothing selected and a line not understood: no output, exit 1.
+#[test]
+fn fetch_of_nothing_with_bad_lines_exits_1_and_writes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let idx = tmp.path().join("i.cdxj");
+    std::fs::write(&idx, "garbage line\n").unwrap();
+    let out = tmp.path().join("out.warc.gz");
+    let (rc, _, err) = run(bin().arg("fetch").arg(&idx).arg("-o").arg(&out));
+    assert_eq!(rc, 1, "{err}");
+    assert!(err.contains("not written (nothing fetched"), "{err}");
+    assert!(!out.exists());
+    assert!(open_files(tmp.path()).is_empty());
+}
+
+/// Parquet rows with a null or negative offset or length are counted as
+/// not understood (exit 1), the others fetched.
+#[test]
+fn fetch_counts_parquet_rows_without_offset_or_length() {
+    if !common::python_has("pyarrow") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let (idx, lines) = fetch_index(tmp.path());
+    let parquet = tmp.path().join("cc.parquet");
+    let script = format!(
+        r#"
+import json, pyarrow as pa, pyarrow.parquet as pq
+rows = []
+for line in open({idx:?}):
+    surt, ts, js = line.split(' ', 2)
+    j = json.loads(js)
+    rows.append(dict(url=j['url'], url_surtkey=surt, warc_filename=j['filename'],
+        warc_record_offset=int(j['offset']), warc_record_length=int(j['length'])))
+rows[0]['warc_record_offset'] = None
+rows[1]['warc_record_length'] = -5
+schema = pa.schema([('url', pa.string()), ('url_surtkey', pa.string()), ('warc_filename', pa.string()),
+    ('warc_record_offset', pa.int64()), ('warc_record_length', pa.int64())])
+pq.write_table(pa.Table.from_pylist(rows, schema=schema), {parquet:?})
+"#,
+        idx = idx.display().to_string(),
+        parquet = parquet.display().to_string()
+    );
+    let st = Command::new("python3")
+        .args(["-c", &script])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let out = tmp.path().join("out.warc.gz");
+    let (rc, _, err) = run(bin().arg("fetch").arg(&parquet).arg("-o").arg(&out));
+    assert_eq!(rc, 1, "{err}");
+    assert!(
+        err.contains("2 rows without a usable offset or length"),
+        "{err}"
+    );
+    let (_, ls, _) = run(bin().arg("ls").arg(&out));
+    // The warcinfo and every row but the two.
+    assert_eq!(ls.lines().count(), 1 + lines.len() - 2, "{ls}");
+    // --limit 0 selects no row of a Parquet index either.
+    let out0 = tmp.path().join("out0.warc.gz");
+    let (rc, _, err) = run(bin()
+        .arg("fetch")
+        .arg(&parquet)
+        .args(["--limit", "0", "-o"])
+        .arg(&out0));
+    assert_eq!(rc, 0, "{err}");
+    assert!(err.contains(": 0 records selected"), "{err}");
+    assert!(!out0.exists());
+}
+
+/// `convert` refuses an output that is an input under another name (or
+/// a hard link to it), and the input is left whole.
+#[test]
+fn convert_refuses_an_output_that_is_an_input_by_another_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = tmp.path().join("a.warc.gz");
+    std::fs::copy(fixture("pywb/iana.warc.gz"), &a).unwrap();
+    let before = std::fs::read(&a).unwrap();
+    let link = tmp.path().join("link.warc.gz");
+    std::fs::hard_link(&a, &link).unwrap();
+    for out in [tmp.path().join(".").join("a.warc.gz"), link] {
+        let (rc, _, err) = run(bin().arg("convert").arg(&a).arg("-o").arg(&out));
+        assert_eq!(rc, 2, "{}: {err}", out.display());
+        assert!(err.contains("is also an input"), "{err}");
+        assert_eq!(std::fs::read(&a).unwrap(), before);
+    }
+}

@@ -529,6 +529,52 @@ fn input_without_records_is_an_error_and_leaves_no_output() {
     assert!(!dir.path().join("out.wet.gz.open").exists());
 }
 
+/// An input that cannot be read among inputs that can: the others are
+/// derived, but the output is not committed (exit 2, `OUT.open` left and
+/// named), so it is not taken for the derivative of every input.
+#[test]
+fn a_failed_input_leaves_the_output_open_not_committed() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.warc");
+    fixture_warc(&a);
+    let missing = dir.path().join("missing.warc.gz");
+    for (kind, name) in [
+        ("wet", "out.wet.gz"),
+        ("wat", "out.wat.gz"),
+        ("text", "out.jsonl"),
+        ("text", "out.parquet"),
+    ] {
+        let out = dir.path().join(name);
+        let open = dir.path().join(format!("{name}.open"));
+        let (code, _, err) = run(crate::common::bin()
+            .args(["derive", kind])
+            .arg(&a)
+            .arg(&missing)
+            .arg("-o")
+            .arg(&out));
+        assert_eq!(code, 2, "{kind} {name}: {err}");
+        assert!(err.contains("missing.warc.gz"), "{kind} {name}: {err}");
+        assert!(!out.exists(), "{kind} {name}: committed");
+        assert!(open.exists(), "{kind} {name}: no .open left");
+        assert!(
+            err.contains(&format!("left incomplete as {}", open.display())),
+            "{kind} {name}: {err}"
+        );
+        // The inputs that could be read were derived into it.
+        assert!(std::fs::metadata(&open).unwrap().len() > 0, "{kind} {name}");
+    }
+    // Both inputs readable: committed, exit 0.
+    let out = dir.path().join("ok.wet.gz");
+    let (code, _, err) = run(crate::common::bin()
+        .args(["derive", "wet"])
+        .arg(&a)
+        .arg(&a)
+        .arg("-o")
+        .arg(&out));
+    assert_eq!(code, 0, "{err}");
+    assert!(out.exists() && !dir.path().join("ok.wet.gz.open").exists());
+}
+
 /// A response announcing gzip whose body is plain HTML: its text is
 /// derived from the bytes as stored (as warcio gives them), and the run
 /// says so on stderr; `-w` names the record; a clean archive (gzip that

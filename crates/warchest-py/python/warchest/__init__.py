@@ -218,6 +218,9 @@ def convert(source: PathLike, output: PathLike, warc_version: str = "1.1") -> di
     Returns what was done: ``records_read``, ``records_written``,
     ``metadata_written``, ``truncated``, ``skipped`` and ``recoveries`` (how
     many times the lenient reader recovered; a RecoveryWarning says so too).
+    The output is written as ``OUTPUT.open`` and renamed when whole (removed
+    on an error); an output that is the source (by any name) is refused
+    with ValueError.
     """
     return json.loads(_convert_json(source, output, warc_version))
 
