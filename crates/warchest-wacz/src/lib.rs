@@ -305,6 +305,9 @@ pub struct CreateOptions {
     /// the responses alone do not tell a page from what a page loaded).
     /// Either way, rows with no capture in the inputs are left out.
     pub pages: Option<PathBuf>,
+    /// Read the inputs strictly (`warchest --strict`): a problem the
+    /// lenient reader would recover from is an error instead.
+    pub strict: bool,
 }
 
 /// What [`create`] wrote.
@@ -481,7 +484,12 @@ pub fn create_with<P: AsRef<Path>>(
                 format!("two inputs are named {base}; WACZ names archive files by base name"),
             ));
         }
-        let mut reader = Reader::open_with(input, ReaderOptions::default().file(input))?;
+        let ropts = if opts.strict {
+            ReaderOptions::strict()
+        } else {
+            ReaderOptions::lenient()
+        };
+        let mut reader = Reader::open_with(input, ropts.file(input))?;
         let indexer = Indexer::new(base.clone(), IndexOptions::default());
         let detect = opts.pages.is_none();
         let crawl = if detect {

@@ -430,6 +430,8 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
                 // The crawl's own pages (not every HTML response: a frame's
                 // or a fragment a script fetched are no pages).
                 pages: Some(dir.join("pages/pages.jsonl")),
+                // The crawl's own files: read as any command reads them.
+                strict: g.strict,
             },
             &mut |f, w| g.warnings(&f.to_string_lossy(), w),
         )?;

@@ -117,7 +117,11 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
         let mut s = warchest_wacz::open_member(std::path::Path::new(wacz), entry)?;
         load_file_dictionary(&mut s, &mut opts.decoder)?;
         s.seek(SeekFrom::Start(args.offset))?;
-        Box::new(s)
+        // Only the record's stored bytes, as of a file.
+        match args.length {
+            Some(len) => Box::new(s.take(len)),
+            None => Box::new(s),
+        }
     } else {
         let mut f = File::open(&args.file).with_context(|| args.file.clone())?;
         load_file_dictionary(&mut f, &mut opts.decoder)

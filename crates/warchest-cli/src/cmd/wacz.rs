@@ -80,6 +80,7 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
                 title,
                 description,
                 pages,
+                strict: g.strict,
             };
             let r = create_with(&inputs, &output, &o, &mut |f, w| {
                 g.warnings(&f.to_string_lossy(), w)

@@ -1349,3 +1349,69 @@ fn wacz_create_refuses_a_file_not_compressed_record_at_a_time() {
     assert!(err.contains("warchest recompress"), "{err}");
     assert!(!wacz.exists());
 }
+
+/// `wacz create` reads as every command does: leniently (a header with
+/// bare LF line ends is recovered from and counted), and strictly with
+/// `--strict`, where the same file is an error and no WACZ is written.
+#[test]
+fn wacz_create_reads_strictly_with_strict() {
+    let dir = tempfile::tempdir().unwrap();
+    let bare = dir.path().join("bare.warc");
+    std::fs::write(
+        &bare,
+        "WARC/1.1\nWARC-Type: resource\nWARC-Record-ID: <urn:uuid:00000000-0000-0000-0000-000000000001>\n\
+         WARC-Date: 2024-01-02T03:04:05Z\nWARC-Target-URI: http://a.test/\nContent-Type: text/plain\n\
+         Content-Length: 2\n\nhi\n\n",
+    )
+    .unwrap();
+    let (b, w) = (bare.to_str().unwrap(), dir.path().join("b.wacz"));
+    let out = warchest(&["wacz", "create", "-o", w.to_str().unwrap(), b]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("recover"), "{err}");
+    std::fs::remove_file(&w).unwrap();
+    let out = warchest(&["--strict", "wacz", "create", "-o", w.to_str().unwrap(), b]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(!w.exists());
+}
+
+/// `extract --length` reads only the record's stored bytes, whether the
+/// file is on its own or inside a WACZ (`FILE.wacz#archive/NAME`): a
+/// length shorter than the record gives the same outcome both ways.
+#[test]
+fn extract_length_is_the_same_in_a_wacz() {
+    let dir = tempfile::tempdir().unwrap();
+    let warc = dir.path().join("s.warc.gz");
+    std::fs::copy(sample_path(), &warc).unwrap();
+    let wacz = dir.path().join("s.wacz");
+    let out = warchest(&[
+        "wacz",
+        "create",
+        "-o",
+        wacz.to_str().unwrap(),
+        warc.to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    let member = format!("{}#archive/s.warc.gz", wacz.display());
+    for len in ["40", "100000"] {
+        let a = warchest(&[
+            "extract",
+            warc.to_str().unwrap(),
+            "--offset",
+            "0",
+            "--length",
+            len,
+        ]);
+        let b = warchest(&["extract", &member, "--offset", "0", "--length", len]);
+        assert_eq!(a.status.code(), b.status.code(), "length {len}");
+        assert_eq!(a.stdout, b.stdout, "length {len}");
+    }
+    let short = warchest(&["extract", &member, "--offset", "0", "--length", "40"]);
+    let whole = warchest(&["extract", &member, "--offset", "0"]);
+    assert_ne!(
+        (short.status.code(), short.stdout),
+        (whole.status.code(), whole.stdout),
+        "the length is read"
+    );
+}
