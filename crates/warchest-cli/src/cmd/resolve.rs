@@ -49,14 +49,11 @@ pub fn payload(
 }
 
 /// Whether `a` and `b` name the same file: the same name, or the same
-/// canonical path (`./a.warc` and `a.warc`). A name that is no file here
-/// (a URL, a missing file) is only the same as itself.
+/// file by another name (`./a.warc` and `a.warc`, a hard link:
+/// [`warchest_ops::copy::same_file`]). A name that is no file here (a
+/// URL, a missing file) is only the same as itself.
 pub fn same_file(a: &str, b: &str) -> bool {
-    a == b
-        || matches!(
-            (std::fs::canonicalize(a), std::fs::canonicalize(b)),
-            (Ok(x), Ok(y)) if x == y
-        )
+    a == b || warchest_ops::copy::same_file(std::path::Path::new(a), std::path::Path::new(b))
 }
 
 /// `files` without the ones that name a file named before (in the order

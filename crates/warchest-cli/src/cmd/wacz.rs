@@ -69,12 +69,12 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
             }
             // The inputs are read twice (indexed, then copied): an output
             // that is one of them would be emptied between the two.
-            let out_name = output.to_string_lossy();
-            if inputs
-                .iter()
-                .any(|p| super::resolve::same_file(&p.to_string_lossy(), &out_name))
-            {
-                bail!("the output {out_name} is also an input");
+            if let Some(i) = warchest_ops::copy::output_overwrites(&output, &inputs) {
+                bail!(
+                    "the output {} is also an input ({})",
+                    output.display(),
+                    i.display()
+                );
             }
             let o = CreateOptions {
                 title,
