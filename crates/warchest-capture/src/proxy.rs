@@ -92,7 +92,10 @@ pub type UrlCheck = dyn Fn(&str) -> Result<(), String> + Send + Sync;
 /// Told of each exchange the proxy recorded: its target URI and the
 /// captured response (head parsed, block as received). Called on the
 /// exchange's thread once the record is written and the client's copy
-/// ended, so it delays neither; it should return quickly.
+/// ended, so it delays neither; it should return quickly. A redirect
+/// (3xx) is told before the client's copy ends instead: a browser follows
+/// it at once, and a hook that files the redirect's target (to await its
+/// document) must do so before the target's answer can be recorded.
 pub type ResponseCheck = dyn Fn(&str, &mut client::Captured) + Send + Sync;
 
 /// A shared [`ResponseCheck`], for [`Proxy::on_response`].
@@ -1678,12 +1681,20 @@ fn forward(shared: &Shared, mut job: Job, fwd: &mut Fwd) -> Result<(), CaptureEr
         // retry of a page whose first attempt lost it) finds no loss.
         shared.unrecorded.recorded(&verb, &target);
     }
+    let redirect = resp.head.status().is_some_and(|s| (300..400).contains(&s));
+    if let Some(h) = shared
+        .on_response
+        .as_ref()
+        .filter(|_| redirect && failed.is_none())
+    {
+        (h.0)(&target, &mut resp);
+    }
     if whole {
         fwd.end();
     } else {
         fwd.cut();
     }
-    if failed.is_some() {
+    if failed.is_some() || redirect {
         return Ok(());
     }
     if let Some(h) = &shared.on_response {
