@@ -13,50 +13,20 @@
 //! capture's URL parser (what it parses prints back as the same URL) and
 //! its redirect resolution.
 #![no_main]
-use std::io::{self, BufReader, Read};
+use std::io::{BufReader, Read};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use libfuzzer_sys::fuzz_target;
 use warchest::digest::Algorithm;
-use warchest::http::{HttpHead, PayloadDigests};
+use warchest::http::PayloadDigests;
 use warchest::write::CaptureLimits;
 use warchest_capture::Url;
 use warchest_capture::client::{
-    Forward, ReadOptions, Tee, capture_message, read_head, read_response_head, request_framing,
+    ReadOptions, Tee, capture_message, read_head, read_response_head, request_framing,
     response_framing,
 };
 use warchest_capture::dns::{self, AnswerData, Lookup};
-use warchest_capture::fuzzing::{ftp_epsv, ftp_pasv, ftp_reply};
-
-/// A connection that hands out at most `.1` bytes a read.
-struct Pieces<'a>(&'a [u8], usize);
-
-impl Read for Pieces<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.0.len().min(self.1).min(buf.len());
-        buf[..n].copy_from_slice(&self.0[..n]);
-        self.0 = &self.0[n..];
-        Ok(n)
-    }
-}
-
-/// What a forward was given.
-#[derive(Default, Debug, PartialEq)]
-struct Collect {
-    status: Option<u16>,
-    body: Vec<u8>,
-}
-
-impl Forward for Collect {
-    fn head(&mut self, head: &HttpHead) -> io::Result<()> {
-        self.status = head.status();
-        Ok(())
-    }
-    fn body(&mut self, data: &[u8]) -> io::Result<()> {
-        self.body.extend_from_slice(data);
-        Ok(())
-    }
-}
+use warchest_capture::fuzzing::{Collect, Pieces, ftp_epsv, ftp_pasv, ftp_reply};
 
 /// What reading one message gave, to compare.
 #[derive(Debug, PartialEq)]

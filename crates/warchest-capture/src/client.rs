@@ -888,6 +888,7 @@ pub fn fetch_keep(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fuzzing::{Collect, Pieces};
 
     fn body(pending: &[u8], rest: &[u8], framing: Framing) -> (Vec<u8>, bool, io::Result<()>) {
         let mut conn = rest;
@@ -923,15 +924,6 @@ mod tests {
     fn a_chunked_body_ends_at_its_terminator_in_any_pieces() {
         let wire = b"3\r\nabc\r\n0\r\n\r\n\r\n\r\n";
         for piece in [1, 2, 3, 5, 7, 64] {
-            struct Pieces<'a>(&'a [u8], usize);
-            impl Read for Pieces<'_> {
-                fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-                    let n = self.0.len().min(self.1).min(buf.len());
-                    buf[..n].copy_from_slice(&self.0[..n]);
-                    self.0 = &self.0[n..];
-                    Ok(n)
-                }
-            }
             let mut conn = Pieces(wire, piece);
             let mut b = FramedBody::new(Vec::new(), &mut conn, Framing::Chunked);
             let mut out = Vec::new();
@@ -1095,36 +1087,9 @@ mod tests {
         }
     }
 
-    /// What a [`Forward`] was given: the status, then the body.
-    #[derive(Default)]
-    struct Collect {
-        status: Option<u16>,
-        body: Vec<u8>,
-    }
-
-    impl Forward for Collect {
-        fn head(&mut self, head: &HttpHead) -> io::Result<()> {
-            self.status = head.status();
-            Ok(())
-        }
-        fn body(&mut self, data: &[u8]) -> io::Result<()> {
-            self.body.extend_from_slice(data);
-            Ok(())
-        }
-    }
-
     /// The forwarded body of `wire` read in pieces of `piece` bytes, and
     /// the recorded block.
     fn forwarded(wire: &[u8], piece: usize) -> (Collect, Vec<u8>) {
-        struct Pieces<'a>(&'a [u8], usize);
-        impl Read for Pieces<'_> {
-            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-                let n = self.0.len().min(self.1).min(buf.len());
-                buf[..n].copy_from_slice(&self.0[..n]);
-                self.0 = &self.0[n..];
-                Ok(n)
-            }
-        }
         let mut conn = Pieces(wire, piece);
         let mut buf = Vec::new();
         let n = read_head(&mut conn, &mut buf, 1 << 16).unwrap().unwrap();

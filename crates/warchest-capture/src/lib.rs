@@ -36,8 +36,10 @@ mod wire_url;
 
 /// The parsers of the private `ftp` module, for the fuzz targets
 /// (fuzz/fuzz_targets/capture_wire.rs) to feed any bytes to: a server's
-/// control replies and its passive-mode answers. Not an API: hidden, and
-/// free to change with the module.
+/// control replies and its passive-mode answers; and the two helpers the
+/// target and the unit tests share to read an answer in any pieces
+/// ([`fuzzing::Pieces`]) and see what was forwarded
+/// ([`fuzzing::Collect`]). Not an API: hidden, and free to change.
 #[doc(hidden)]
 pub mod fuzzing {
     use std::io::BufRead;
@@ -65,6 +67,41 @@ pub mod fuzzing {
     /// The port of a `PASV` reply's text.
     pub fn ftp_pasv(text: &str) -> Option<u16> {
         super::ftp::parse_pasv(text)
+    }
+
+    /// A connection that hands out at most `.1` bytes a read, as a
+    /// network may hand out what a server sent: the fuzz target's and the
+    /// unit tests' way of reading one answer in any pieces.
+    pub struct Pieces<'a>(pub &'a [u8], pub usize);
+
+    impl std::io::Read for Pieces<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.0.len().min(self.1).min(buf.len());
+            buf[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
+    /// What a [`Forward`](crate::client::Forward) was given: the status,
+    /// then the body.
+    #[derive(Default, Debug, PartialEq)]
+    pub struct Collect {
+        /// The forwarded head's status.
+        pub status: Option<u16>,
+        /// The forwarded body's bytes.
+        pub body: Vec<u8>,
+    }
+
+    impl crate::client::Forward for Collect {
+        fn head(&mut self, head: &warchest::http::HttpHead) -> std::io::Result<()> {
+            self.status = head.status();
+            Ok(())
+        }
+        fn body(&mut self, data: &[u8]) -> std::io::Result<()> {
+            self.body.extend_from_slice(data);
+            Ok(())
+        }
     }
 }
 

@@ -324,6 +324,9 @@ pub struct Unrecorded {
     claimed: AtomicU64,
     /// Losses whose URL an exchange recorded later.
     superseded: AtomicU64,
+    /// Lost GETs held in `lost_urls`: while none is, a recording has
+    /// nothing to supersede and takes no lock (most exchanges).
+    held_gets: AtomicU64,
     /// Pages whose browser tracker lost events (see
     /// [`Unrecorded::tracker_incomplete`]).
     incomplete_pages: AtomicU64,
@@ -350,6 +353,7 @@ impl Unrecorded {
                     let e = kept.entry(url_key(url)).or_default();
                     if method.eq_ignore_ascii_case("GET") {
                         e.gets += 1;
+                        self.held_gets.fetch_add(1, Ordering::SeqCst);
                     } else {
                         e.others += 1;
                     }
@@ -383,6 +387,7 @@ impl Unrecorded {
         for u in urls {
             if let Some(n) = kept.remove(&url_key(u)) {
                 self.claimed.fetch_add(n.gets + n.others, Ordering::Relaxed);
+                self.held_gets.fetch_sub(n.gets, Ordering::SeqCst);
                 out.push(u.to_string());
             }
         }
@@ -396,13 +401,16 @@ impl Unrecorded {
     /// recording of another method supersedes nothing (a POST's body may
     /// differ), nor is a lost exchange of another method superseded.
     pub fn recorded(&self, method: &str, url: &str) {
-        if !method.eq_ignore_ascii_case("GET") {
+        // A loss is noted (and counted here) before its client sees the
+        // answer, so one earlier than this recording is seen.
+        if !method.eq_ignore_ascii_case("GET") || self.held_gets.load(Ordering::SeqCst) == 0 {
             return;
         }
         let key = url_key(url);
         let mut kept = self.lost_urls.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(n) = kept.get_mut(&key) {
             self.superseded.fetch_add(n.gets, Ordering::Relaxed);
+            self.held_gets.fetch_sub(n.gets, Ordering::SeqCst);
             n.gets = 0;
             if n.others == 0 {
                 kept.remove(&key);

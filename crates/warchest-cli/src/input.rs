@@ -62,6 +62,31 @@ pub fn expand(files: &[String]) -> Vec<String> {
     out
 }
 
+/// Refuses an `output` that is one of `inputs`: the same name (a URL
+/// too), or, for local files, another name of one (`./a.warc`, a hard
+/// link) or its `.open` file (`warchest_ops::copy::output_overwrites`).
+/// Writing it would destroy the input being read.
+pub fn refuse_overwriting(output: &str, inputs: &[String]) -> anyhow::Result<()> {
+    if output == "-" {
+        return Ok(());
+    }
+    if inputs.iter().any(|i| i == output) {
+        anyhow::bail!("the output {output} is also an input");
+    }
+    if crate::remote::is_remote(output) {
+        return Ok(());
+    }
+    let local: Vec<&str> = inputs
+        .iter()
+        .map(String::as_str)
+        .filter(|i| *i != "-" && !crate::remote::is_remote(i))
+        .collect();
+    if let Some(i) = warchest_ops::copy::output_overwrites(std::path::Path::new(output), &local) {
+        anyhow::bail!("the output {output} is also an input ({i})");
+    }
+    Ok(())
+}
+
 /// Why the local `.wacz` file `name` gives no archive file to read, when
 /// it gives none: it has nothing under `archive/`, or it cannot be listed
 /// (not a ZIP, an archive file compressed in it). [`expand`] leaves such

@@ -2426,8 +2426,7 @@ impl Crawl {
         }
         let mut feed = Feed(Extractor::new(&uri.url, ct.as_deref(), &self.cfg.extract));
         p.copy_to(&mut feed)?;
-        let got = feed.0.finish();
-        Ok(got)
+        Ok(feed.0.finish())
     }
 }
 

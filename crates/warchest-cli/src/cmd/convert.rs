@@ -2,7 +2,7 @@
 
 use std::io::{self, BufWriter, Write};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use warchest::archive::Reader;
 use warchest::warc::Version;
 use warchest::write::{Compression, Writer, WriterOptions};
@@ -220,24 +220,7 @@ fn summary(name: &str, r: &Report, json: bool) -> Result<Outcome> {
 }
 
 pub fn run(g: &Global, args: Args) -> Result<Outcome> {
-    if args.inputs.iter().any(|i| i == &args.output && i != "-") {
-        bail!("the output {} is also an input", args.output);
-    }
-    // Another name of an input (`./a.warc`, a hard link) or its `.open`
-    // file: the same check as Python's `warchest.convert`.
-    if args.output != "-" && !crate::remote::is_remote(&args.output) {
-        let local: Vec<&str> = args
-            .inputs
-            .iter()
-            .map(String::as_str)
-            .filter(|i| *i != "-" && !crate::remote::is_remote(i))
-            .collect();
-        if let Some(i) =
-            warchest_ops::copy::output_overwrites(std::path::Path::new(&args.output), &local)
-        {
-            bail!("the output {} is also an input ({i})", args.output);
-        }
-    }
+    crate::input::refuse_overwriting(&args.output, &args.inputs)?;
     crate::input::require_records_all(&args.inputs)?;
     let (out, names) = open_output(&args.output)?;
     let mut outcome = Outcome::Ok;

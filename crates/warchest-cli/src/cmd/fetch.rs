@@ -130,8 +130,12 @@ fn select(args: &Args) -> Result<(Vec<Entry>, u64)> {
     let mut bad = 0u64;
     let mut buf = Vec::new();
     let mut n = 0u64;
-    // Lines are bounded: a corrupt index cannot exhaust memory.
-    while warchest_index::reader::next_line(&mut input, &mut buf, &mut n).context("index")? {
+    // Lines are bounded: a corrupt index cannot exhaust memory. Reading
+    // stops once `limit` entries are selected (none for --limit 0): the
+    // rest of the index is neither read nor judged.
+    while (out.len() as u64) < limit
+        && warchest_index::reader::next_line(&mut input, &mut buf, &mut n).context("index")?
+    {
         let line = String::from_utf8_lossy(&buf);
         let line = line.trim_end();
         if line.is_empty() {
@@ -169,10 +173,6 @@ fn select(args: &Args) -> Result<(Vec<Entry>, u64)> {
             continue;
         };
         if sel.matches(&e) {
-            // Checked before the push: --limit 0 selects nothing.
-            if out.len() as u64 >= limit {
-                break;
-            }
             out.push(e);
         }
     }
@@ -419,15 +419,18 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
             Out::Remote(r) => drop(r),
             Out::Stdout(_) => {}
         }
-        eprintln!(
-            "warchest: {}: not written (nothing fetched{})",
-            args.output,
-            if total == 0 {
-                ": no records selected"
-            } else {
-                ""
-            }
-        );
+        // Said under -q too when something failed (then it is why).
+        if !g.quiet || outcome != Outcome::Ok {
+            eprintln!(
+                "warchest: {}: not written (nothing fetched{})",
+                args.output,
+                if total == 0 {
+                    ": no records selected"
+                } else {
+                    ""
+                }
+            );
+        }
         return Ok(outcome);
     }
     match out {

@@ -125,6 +125,9 @@ pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
     } else {
         None
     };
+    if let Some(p) = &args.output {
+        crate::input::refuse_overwriting(&p.display().to_string(), &args.files)?;
+    }
     let out: Box<dyn Write + Send> = match &args.output {
         Some(p) => {
             let f = warchest_ops::copy::OpenFile::create(p)

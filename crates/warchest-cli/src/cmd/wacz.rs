@@ -69,13 +69,8 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
             }
             // The inputs are read twice (indexed, then copied): an output
             // that is one of them would be emptied between the two.
-            if let Some(i) = warchest_ops::copy::output_overwrites(&output, &inputs) {
-                bail!(
-                    "the output {} is also an input ({})",
-                    output.display(),
-                    i.display()
-                );
-            }
+            let names: Vec<String> = inputs.iter().map(|p| p.display().to_string()).collect();
+            crate::input::refuse_overwriting(&output.display().to_string(), &names)?;
             let o = CreateOptions {
                 title,
                 description,

@@ -399,6 +399,17 @@ fn fetch_with_index_lines_not_understood_exits_1() {
     assert_eq!(rc, 0, "{err}");
     assert_eq!(ls.lines().count(), lines.len(), "{ls}");
     assert!(open_files(tmp.path()).is_empty());
+    // With --limit 1 the index is read only up to its first entry: the
+    // bad line after it is not read, and the run asked for is whole.
+    let one = tmp.path().join("one.warc.gz");
+    let (rc, _, err) = run(bin()
+        .arg("fetch")
+        .arg(&idx)
+        .arg("-o")
+        .arg(&one)
+        .args(["--limit", "1"]));
+    assert_eq!(rc, 0, "{err}");
+    assert!(!err.contains("not understood"), "{err}");
 }
 
 /// Nothing selected: no output at all (no empty file, no `.open`), said so,
@@ -501,8 +512,8 @@ pq.write_table(pa.Table.from_pylist(rows, schema=schema), {parquet:?})
     assert!(!out0.exists());
 }
 
-/// `convert` refuses an output that is an input under another name (or
-/// a hard link to it), and the input is left whole.
+/// `convert` and `index` refuse an output that is an input, by its name,
+/// another name or a hard link to it, and the input is left whole.
 #[test]
 fn convert_refuses_an_output_that_is_an_input_by_another_name() {
     let tmp = tempfile::tempdir().unwrap();
@@ -511,10 +522,13 @@ fn convert_refuses_an_output_that_is_an_input_by_another_name() {
     let before = std::fs::read(&a).unwrap();
     let link = tmp.path().join("link.warc.gz");
     std::fs::hard_link(&a, &link).unwrap();
-    for out in [tmp.path().join(".").join("a.warc.gz"), link] {
-        let (rc, _, err) = run(bin().arg("convert").arg(&a).arg("-o").arg(&out));
-        assert_eq!(rc, 2, "{}: {err}", out.display());
-        assert!(err.contains("is also an input"), "{err}");
-        assert_eq!(std::fs::read(&a).unwrap(), before);
+    for out in [a.clone(), tmp.path().join(".").join("a.warc.gz"), link] {
+        // `index -o` the same: it would rename its index over the input.
+        for cmd in ["convert", "index"] {
+            let (rc, _, err) = run(bin().arg(cmd).arg(&a).arg("-o").arg(&out));
+            assert_eq!(rc, 2, "{cmd} {}: {err}", out.display());
+            assert!(err.contains("is also an input"), "{err}");
+            assert_eq!(std::fs::read(&a).unwrap(), before);
+        }
     }
 }

@@ -1,8 +1,10 @@
 //! Every input the fuzzers found a fault with (fuzz/regressions/TARGET/),
 //! replayed as its target does, each within a time limit and with bounded
-//! warnings: the faults stay fixed. Each target with a regressions folder
-//! has a test here (the ARC and Web InfoMall reader targets have found no
-//! fault yet, so they have none).
+//! warnings: the faults stay fixed. Each target of the crates this test
+//! depends on has a test here when it has a regressions folder (the ARC
+//! and Web InfoMall reader targets have found no fault yet, so they have
+//! none); `capture_wire`'s and `crawl_journal`'s faults are kept by unit
+//! tests in their crates (docs/testing.md, "Fuzzing").
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
