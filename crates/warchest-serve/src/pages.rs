@@ -471,7 +471,15 @@ pub(super) fn record(
                 }
             }
             // Said as the log says a damaged record served: one reasoning.
+            // A remote source that cannot be read on is the store's or the
+            // network's failure (502), not damage in the archive.
             let end = rec.finish();
+            if let Err(e) = &end
+                && src.url.is_some()
+                && is_io(e)
+            {
+                return remote_failure(resp, e);
+            }
             damage.extend(warchest_replay::record_damage(
                 &src.name,
                 Some(&end),

@@ -621,6 +621,10 @@ fn serve_over_http_reads_a_record_with_one_request_retries_and_names_a_cut_objec
     let r = remote.rget(&format!("/archive/record/0/{off}/warc"));
     assert_eq!(r.status, 502, "{}", r.text());
     assert!(r.text().contains(&url), "{}", r.text());
+    // The record's page too: the object's failure, not damage in it.
+    let r = remote.get(&format!("/archive/record/0/{off}"));
+    assert_eq!(r.status, 502, "{}", r.text());
+    assert!(r.text().contains(&url), "{}", r.text());
     // Records before the cut are still served.
     let r = remote.rget(IANA_HOME);
     assert_eq!(r.status, 200, "{}", r.text());
