@@ -21,7 +21,7 @@ use std::path::{Component, Path, PathBuf};
 use warchest::io::read_up_to;
 
 use crate::reassemble::Segments;
-use warchest::error::{Error, Result, Warning};
+use warchest::error::{Error, Result, Warning, WarningKind};
 use warchest::fields::Fields;
 use warchest::warc::{self, DatePrecision, RecordType, Version, WarcDate, field};
 use warchest::write::{Body, RotatingWriter, identify, records};
@@ -437,10 +437,12 @@ pub struct UnpackStats {
     /// without its recorded modification time so that it does not pass
     /// for the original.
     pub truncated: Vec<(String, String)>,
-    /// Files written whole from segments whose payload digest, taken over
-    /// the reassembled block, does not match the one recorded: the file,
-    /// and the mismatch. Each is left as written, without its recorded
-    /// modification time.
+    /// Files written whole whose bytes are known wrong: from segments
+    /// whose payload digest, taken over the reassembled block, does not
+    /// match the one recorded, or from a block the reader recovered from
+    /// damage (a gzip member that does not inflate to its end or whose
+    /// checksum does not match): the file, and why. Each is left as
+    /// written, without its recorded modification time.
     pub damaged: Vec<(String, String)>,
     /// Files written whose metadata record could not be read whole (it
     /// does not parse, or a value in it does not): the file, and what was
@@ -602,10 +604,36 @@ pub fn unpack_with<P: AsRef<Path>>(
                 }
             } else {
                 let want = h.content_length();
-                let n = io::copy(&mut rec.block(), &mut file).map_err(locate)?;
+                let (n, failed) = copy_reading(&mut rec.block(), &mut file).map_err(locate)?;
+                // A read error is the input's (named, with where it
+                // stopped), not the file written; the reader cannot go on.
+                if let Some(e) = failed {
+                    return Err(Error::from(e).in_file(input));
+                }
                 // How the record ended: the lenient reader gives what there
                 // is of a block the input ends inside.
-                (n, rec.finish()?.truncated, want)
+                let truncated = rec.finish()?.truncated;
+                // Its bytes were recovered from damage (a member that does
+                // not inflate to its end, a checksum that does not match):
+                // the file is written, and named as damaged.
+                // (A block the input ends inside is truncated, said so below.)
+                let w = r.take_warnings();
+                if let Some(bad) = w.iter().filter(|_| !truncated).find(|w| {
+                    matches!(
+                        w.kind,
+                        WarningKind::DamagedMember
+                            | WarningKind::BadChecksum
+                            | WarningKind::DamagedContent
+                    )
+                }) {
+                    wrong = true;
+                    broken = Some(format!("offset {}: {}", bad.offset, bad.message));
+                }
+                if !w.is_empty() {
+                    stats.recoveries += w.len() as u64;
+                    on_warnings(input, &w);
+                }
+                (n, truncated, want)
             };
             file.flush().map_err(locate)?;
             let want = meta.size.or(want);

@@ -491,6 +491,31 @@ fn unpack_names_a_file_whose_segments_are_cut_or_wrong() {
     }
 }
 
+/// A record whose gzip member is damaged inside (its bytes stored, so the
+/// damage shows as a checksum that does not match): the file is written
+/// and named as damaged, exit 1, never restored as if whole.
+#[test]
+fn unpack_names_a_file_whose_member_is_damaged() {
+    let work = tempfile::tempdir().unwrap();
+    let src = work.path().join("tree");
+    fs::create_dir_all(&src).unwrap();
+    fs::write(src.join("big.bin"), noise(200_000, 3)).unwrap();
+    let out = work.path().join("warcs");
+    let warcs = packed(&src, &out, &["--compress", "gzip"]);
+    let mut data = fs::read(&warcs[0]).unwrap();
+    let mid = data.len() / 2;
+    for b in &mut data[mid..mid + 64] {
+        *b ^= 0xa5;
+    }
+    fs::write(&warcs[0], &data).unwrap();
+    let back = work.path().join("back");
+    let (code, _, err) = run(bin().arg("unpack").arg(&warcs[0]).arg("-o").arg(&back));
+    assert_eq!(code, 1, "{err}");
+    let named = format!("{}: damaged: offset ", back.join("tree/big.bin").display());
+    assert!(err.contains(&named), "{err}");
+    assert!(err.contains("0 files, 1 damaged"), "{err}");
+}
+
 /// Recoveries in a packed archive are counted on stderr; metadata that
 /// does not read is named and makes the exit status 1.
 #[test]
