@@ -229,9 +229,16 @@ fn index_into(
         );
         said.extend(crate::scan::describe(&recovered, &Recoveries::new()));
         said.extend(UnparsedHead::summary(&unparsed).map(|l| format!("{name}: {l}")));
-        r.map_err(to_py)?;
+        let records = r.map_err(to_py)?;
         if let Some(why) = refused {
             return Err(PyValueError::new_err(why));
+        }
+        // As every CLI command: an input with no record is not an empty
+        // archive but one not read.
+        if records == 0 {
+            return Err(PyValueError::new_err(format!(
+                "no WARC, ARC or Web InfoMall record found in {name}"
+            )));
         }
     }
     let w = out.finish().map_err(to_py)?;

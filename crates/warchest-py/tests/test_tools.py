@@ -80,6 +80,14 @@ def test_index_refuses_a_file_not_compressed_record_at_a_time(tmp_path):
         warchest.index(whole, tmp_path / "w.cdxj")
 
 
+def test_index_refuses_an_input_with_no_record(tmp_path):
+    empty = tmp_path / "empty.warc"
+    empty.write_bytes(b"")
+    with pytest.raises(ValueError, match="no WARC, ARC or Web InfoMall record found"):
+        warchest.index(empty, tmp_path / "e.cdxj")
+    assert not (tmp_path / "e.cdxj").exists()
+
+
 def test_convert_arc_to_warc(tmp_path):
     arc = FIXTURES / "pywb" / "example.arc.gz"
     out = tmp_path / "example.warc.gz"
