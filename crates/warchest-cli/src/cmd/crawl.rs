@@ -349,12 +349,16 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
     if let Some(pb) = &bar {
         pb.finish_and_clear();
     }
+    // The notes say why a damaged journal makes the run exit 1: said
+    // under -q too then.
+    if !g.quiet || summary.journal_lost {
+        for n in &summary.notes {
+            eprintln!("{n}");
+        }
+    }
     if !g.quiet {
         for r in &summary.recovered {
             eprintln!("recovered {r}");
-        }
-        for n in &summary.notes {
-            eprintln!("{n}");
         }
         if summary.requeued > 0 {
             eprintln!(

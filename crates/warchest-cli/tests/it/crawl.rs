@@ -171,16 +171,28 @@ fn a_journal_damaged_in_its_middle_makes_the_resumed_crawl_exit_1() {
     assert!(starts.len() >= 3, "{} records", starts.len());
     data[starts[1] + 8] ^= 0xff;
     std::fs::write(&journal, &data).unwrap();
-    let (code, _, err) = run(bin().arg("crawl").arg("--resume").arg(&dir).args([
-        "--min-delay",
-        "0",
-        "--max-delay",
-        "0",
-    ]));
+    // A copy resumed with -q: the note that says why it exits 1 is said
+    // all the same.
+    let quiet = dir.with_extension("quiet");
+    let copied = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(&dir)
+        .arg(&quiet)
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    let delays = ["--min-delay", "0", "--max-delay", "0"];
+    let (code, _, err) = run(bin().arg("crawl").arg("--resume").arg(&dir).args(delays));
     assert!(err.contains("in its middle"), "{err}");
     assert!(err.contains(" (0 failed)"), "{err}");
     assert!(!err.contains("interrupted"), "{err}");
     assert_eq!(code, 1, "{err}");
+    let (code, _, err) = run(bin()
+        .args(["-q", "crawl", "--resume"])
+        .arg(&quiet)
+        .args(delays));
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("in its middle"), "-q: {err}");
 }
 
 /// A WARC record, as text: its type, target, content type and block.
