@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 use sha2::Digest as _;
 use tokio::sync::Semaphore;
 use warchest_capture::Recorder;
-use warchest_capture::proxy::{Proxy, ProxyOptions, ResponseHook};
+use warchest_capture::proxy::{Proxy, ProxyOptions, RedirectHook, ResponseHook};
 
 pub use grab::{Behavior, LoadState, MAX_LINKS, PageResult};
 
@@ -167,11 +167,10 @@ fn waiting_key(u: &str) -> String {
 
 /// An awaited page (keyed `key`) answered with a redirect to `location`:
 /// its captures under way await where it leads too (the browser follows
-/// it, and its document is there). Called once the redirect is recorded
-/// and sent to the browser; the target needs another exchange through
-/// the proxy, upstream and back, so it comes later (a thread held up
-/// longer than that leaves the page's links to its end). Only http(s)
-/// targets; captures that ended (their receiver gone) are not filed.
+/// it, and its document is there). Called as the redirect's head comes,
+/// before the browser has it ([`redirect_hook`]), so the target's answer
+/// is always later. Only http(s) targets; captures that ended (their
+/// receiver gone) are not filed.
 fn follow_redirect(w: &mut HashMap<String, Vec<Sender>>, key: &str, location: &str) {
     let Some(txs) = w.get(key) else {
         return;
@@ -207,6 +206,22 @@ pub fn is_html_type(content_type: Option<&str>) -> bool {
     warchest::http::is_html_type(content_type, true)
 }
 
+/// The proxy's redirect hook: an awaited page answered with a redirect
+/// files its captures under the target ([`follow_redirect`]) before the
+/// browser has the redirect's head, so the target's document, recorded
+/// after, is found awaited.
+fn redirect_hook(waiting: Waiting) -> RedirectHook {
+    RedirectHook(Arc::new(move |uri, location| {
+        // Looked up and filed under one guard: a capture's `Unwait` runs
+        // wholly before (its sender is not found) or wholly after (it takes
+        // the target's entry out too), so no sender of an ended capture is
+        // left filed, keeping its callback's loop waiting for ever.
+        if let Ok(mut w) = waiting.lock() {
+            follow_redirect(&mut w, &waiting_key(uri), location);
+        }
+    }))
+}
+
 /// The proxy's hook: a recorded 2xx HTML response ([`is_html_type`]) to
 /// a page that is awaited goes to its capture; any other 2xx answer is
 /// told as [`Early::NotHtml`].
@@ -214,24 +229,13 @@ fn document_hook(waiting: Waiting) -> ResponseHook {
     ResponseHook(Arc::new(move |uri, resp| {
         let key = waiting_key(uri);
         let status = resp.head.status().unwrap_or(0);
-        let Ok(mut w) = waiting.lock() else {
-            return;
-        };
+        // Redirects were filed as their heads came (`redirect_hook`).
         if (300..400).contains(&status) {
-            // Looked up and filed under one guard: a capture's `Unwait`
-            // runs wholly before (its sender is not found) or wholly after
-            // (it takes the target's entry out too), so no sender of an
-            // ended capture is left filed, keeping its callback's loop
-            // waiting for ever.
-            if let Some(l) = resp.head.header("location") {
-                follow_redirect(&mut w, &key, &String::from_utf8_lossy(&l));
-            }
             return;
         }
-        let Some(txs) = w.get(&key).cloned() else {
+        let Some(txs) = waiting.lock().ok().and_then(|w| w.get(&key).cloned()) else {
             return;
         };
-        drop(w);
         let content_type = resp
             .head
             .content_type()
@@ -432,7 +436,8 @@ impl Browsers {
             recorder.clone(),
             proxy,
         )?
-        .on_response(document_hook(waiting.clone()));
+        .on_response(document_hook(waiting.clone()))
+        .on_redirect(redirect_hook(waiting.clone()));
         let proxy_addr = p.local_addr()?;
         let unrecorded = p.unrecorded();
         let proxy_stop = Arc::new(AtomicBool::new(false));

@@ -92,11 +92,26 @@ pub type UrlCheck = dyn Fn(&str) -> Result<(), String> + Send + Sync;
 /// Told of each exchange the proxy recorded: its target URI and the
 /// captured response (head parsed, block as received). Called on the
 /// exchange's thread once the record is written and the client's copy
-/// ended, so it delays neither; it should return quickly. A redirect
-/// (3xx) is told before the client's copy ends instead: a browser follows
-/// it at once, and a hook that files the redirect's target (to await its
-/// document) must do so before the target's answer can be recorded.
+/// ended, so it delays neither; it should return quickly.
 pub type ResponseCheck = dyn Fn(&str, &mut client::Captured) + Send + Sync;
+
+/// Told of each redirect (3xx with a `Location`) as its head comes from
+/// upstream, before the client has a byte of it: the target URI and the
+/// `Location` value. A browser follows a redirect as soon as it has the
+/// head, so a hook that awaits the target (a browser's capture awaiting
+/// its page's document) must know of it before then. It should return
+/// quickly: the client waits for it.
+pub type RedirectCheck = dyn Fn(&str, &str) + Send + Sync;
+
+/// A shared [`RedirectCheck`], for [`Proxy::on_redirect`].
+#[derive(Clone)]
+pub struct RedirectHook(pub Arc<RedirectCheck>);
+
+impl std::fmt::Debug for RedirectHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RedirectHook")
+    }
+}
 
 /// A shared [`ResponseCheck`], for [`Proxy::on_response`].
 #[derive(Clone)]
@@ -613,6 +628,7 @@ pub struct Proxy {
     opts: ProxyOptions,
     resolver: Arc<dns::Resolver>,
     on_response: Option<ResponseHook>,
+    on_redirect: Option<RedirectHook>,
     unrecorded: Arc<Unrecorded>,
 }
 
@@ -622,6 +638,7 @@ struct Shared {
     opts: ProxyOptions,
     resolver: Arc<dns::Resolver>,
     on_response: Option<ResponseHook>,
+    on_redirect: Option<RedirectHook>,
     /// The exchanges not recorded, by reason.
     unrecorded: Arc<Unrecorded>,
     /// The proxy's own address, so a request for it is refused.
@@ -654,6 +671,7 @@ impl Proxy {
             resolver: Arc::new(dns::Resolver::new(opts.resolver.clone())),
             opts,
             on_response: None,
+            on_redirect: None,
             unrecorded: Arc::default(),
         })
     }
@@ -668,6 +686,13 @@ impl Proxy {
     /// reads its page's document as soon as it is recorded).
     pub fn on_response(mut self, hook: ResponseHook) -> Proxy {
         self.on_response = Some(hook);
+        self
+    }
+
+    /// Calls `hook` with each redirect as its head comes, before the
+    /// client has it ([`RedirectCheck`]).
+    pub fn on_redirect(mut self, hook: RedirectHook) -> Proxy {
+        self.on_redirect = Some(hook);
         self
     }
 
@@ -714,6 +739,7 @@ impl Proxy {
             opts: self.opts,
             resolver: self.resolver,
             on_response: self.on_response,
+            on_redirect: self.on_redirect,
             unrecorded: self.unrecorded,
             me,
             busy: AtomicUsize::new(0),
@@ -1632,7 +1658,17 @@ fn forward(shared: &Shared, mut job: Job, fwd: &mut Fwd) -> Result<(), CaptureEr
         &mut up,
         rbuf,
         rlen,
-        |h| client::response_framing(h, &method),
+        |h| {
+            // Before the head goes to the client, who follows a redirect
+            // at once.
+            if let Some(hook) = &shared.on_redirect
+                && h.status().is_some_and(|s| (300..400).contains(&s))
+                && let Some(l) = h.header("location")
+            {
+                (hook.0)(&target, &String::from_utf8_lossy(&l));
+            }
+            client::response_framing(h, &method)
+        },
         &opts.fetch.read,
         &mut Tee::to(fwd),
     )?;
@@ -1689,20 +1725,12 @@ fn forward(shared: &Shared, mut job: Job, fwd: &mut Fwd) -> Result<(), CaptureEr
         // retry of a page whose first attempt lost it) finds no loss.
         shared.unrecorded.recorded(&verb, &target);
     }
-    let redirect = resp.head.status().is_some_and(|s| (300..400).contains(&s));
-    if let Some(h) = shared
-        .on_response
-        .as_ref()
-        .filter(|_| redirect && failed.is_none())
-    {
-        (h.0)(&target, &mut resp);
-    }
     if whole {
         fwd.end();
     } else {
         fwd.cut();
     }
-    if failed.is_some() || redirect {
+    if failed.is_some() {
         return Ok(());
     }
     if let Some(h) = &shared.on_response {
