@@ -423,7 +423,7 @@ struct Resource {
 /// Memory stays bounded: files are copied and hashed as streams, index
 /// lines are sorted with spilling, pages are spooled. The ZIP is written
 /// as [`open_name`] and renamed to `out` once whole (replacing a file
-/// there); a failed run leaves the `.open` file, never a part under `out`.
+/// there); a failed run removes it, and leaves `out` as it was.
 ///
 /// # Errors
 /// An input cannot be read, two inputs have the same base name, or the
@@ -574,115 +574,127 @@ pub fn create_with<P: AsRef<Path>>(
     // part way leaves no ZIP that looks whole under the name.
     let open = open_name(out);
     let file = File::create(&open).map_err(|e| Error::from(e).in_file(&open))?;
-    let mut zip = zip::ZipWriter::new(io::BufWriter::with_capacity(1 << 16, file));
-    let zerr = |e: zip::result::ZipError| zip_error(out, e);
-    // Entries dated now (ZIP's default is 1980).
-    let now = time::OffsetDateTime::now_utc();
-    let when = zip::DateTime::from_date_and_time(
-        u16::try_from(now.year()).unwrap_or(1980),
-        u8::from(now.month()),
-        now.day(),
-        now.hour(),
-        now.minute(),
-        now.second(),
-    )
-    .unwrap_or_default();
-    let stored = zip::write::SimpleFileOptions::default()
-        .compression_method(zip::CompressionMethod::Stored)
-        .last_modified_time(when)
-        .large_file(true);
-    let deflated = zip::write::SimpleFileOptions::default()
-        .compression_method(zip::CompressionMethod::Deflated)
-        .last_modified_time(when)
-        .large_file(true);
-    let mut resources = Vec::new();
-    for input in inputs {
-        let input = input.as_ref();
-        let base = input
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let path = format!("archive/{base}");
-        zip.start_file(path.as_str(), stored).map_err(zerr)?;
-        let f = File::open(input).map_err(|e| Error::from(e).in_file(input))?;
-        let (bytes, hash) = copy_hashed(f, &mut zip)?;
+    // A failed run removes its part: a ZIP cut short is of no use, and the
+    // error (naming the file it met, else the one written) is the news.
+    let written = (|| -> Result<File> {
+        let mut zip = zip::ZipWriter::new(io::BufWriter::with_capacity(1 << 16, file));
+        let zerr = |e: zip::result::ZipError| match e {
+            zip::result::ZipError::Io(e) => Error::from(e).in_file(&open),
+            e => wacz_error(&open, format!("writing the ZIP: {e}")),
+        };
+        // Entries dated now (ZIP's default is 1980).
+        let now = time::OffsetDateTime::now_utc();
+        let when = zip::DateTime::from_date_and_time(
+            u16::try_from(now.year()).unwrap_or(1980),
+            u8::from(now.month()),
+            now.day(),
+            now.hour(),
+            now.minute(),
+            now.second(),
+        )
+        .unwrap_or_default();
+        let stored = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Stored)
+            .last_modified_time(when)
+            .large_file(true);
+        let deflated = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated)
+            .last_modified_time(when)
+            .large_file(true);
+        let mut resources = Vec::new();
+        for input in inputs {
+            let input = input.as_ref();
+            let base = input
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let path = format!("archive/{base}");
+            zip.start_file(path.as_str(), stored).map_err(zerr)?;
+            let f = File::open(input).map_err(|e| Error::from(e).in_file(input))?;
+            let (bytes, hash) = copy_hashed(f, &mut zip)?;
+            resources.push(Resource {
+                name: base.to_lowercase(),
+                path,
+                hash,
+                bytes,
+            });
+        }
+
+        let mut index_spool = index.finish()?;
+        index_spool.rewind()?;
+        zip.start_file("indexes/index.cdxj", deflated)
+            .map_err(zerr)?;
+        let (bytes, hash) = copy_hashed(index_spool, &mut zip)?;
         resources.push(Resource {
-            name: base.to_lowercase(),
-            path,
+            name: "index.cdxj".into(),
+            path: "indexes/index.cdxj".into(),
             hash,
             bytes,
         });
-    }
 
-    let mut index_spool = index.finish()?;
-    index_spool.rewind()?;
-    zip.start_file("indexes/index.cdxj", deflated)
-        .map_err(zerr)?;
-    let (bytes, hash) = copy_hashed(index_spool, &mut zip)?;
-    resources.push(Resource {
-        name: "index.cdxj".into(),
-        path: "indexes/index.cdxj".into(),
-        hash,
-        bytes,
-    });
+        pages.rewind()?;
+        let header =
+            b"{\"format\": \"json-pages-1.0\", \"id\": \"pages\", \"title\": \"All Pages\"}\n";
+        zip.start_file("pages/pages.jsonl", deflated)
+            .map_err(zerr)?;
+        let (bytes, hash) = copy_hashed(io::Cursor::new(&header[..]).chain(pages), &mut zip)?;
+        resources.push(Resource {
+            name: "pages.jsonl".into(),
+            path: "pages/pages.jsonl".into(),
+            hash,
+            bytes,
+        });
 
-    pages.rewind()?;
-    let header = b"{\"format\": \"json-pages-1.0\", \"id\": \"pages\", \"title\": \"All Pages\"}\n";
-    zip.start_file("pages/pages.jsonl", deflated)
-        .map_err(zerr)?;
-    let (bytes, hash) = copy_hashed(io::Cursor::new(&header[..]).chain(pages), &mut zip)?;
-    resources.push(Resource {
-        name: "pages.jsonl".into(),
-        path: "pages/pages.jsonl".into(),
-        hash,
-        bytes,
-    });
-
-    let mut package = serde_json::Map::new();
-    package.insert("profile".into(), "data-package".into());
-    package.insert(
-        "resources".into(),
-        resources
-            .iter()
-            .map(|r| {
-                serde_json::json!({
-                    "name": r.name, "path": r.path, "hash": r.hash, "bytes": r.bytes,
+        let mut package = serde_json::Map::new();
+        package.insert("profile".into(), "data-package".into());
+        package.insert(
+            "resources".into(),
+            resources
+                .iter()
+                .map(|r| {
+                    serde_json::json!({
+                        "name": r.name, "path": r.path, "hash": r.hash, "bytes": r.bytes,
+                    })
                 })
-            })
-            .collect(),
-    );
-    if let Some(t) = &opts.title {
-        package.insert("title".into(), t.clone().into());
+                .collect(),
+        );
+        if let Some(t) = &opts.title {
+            package.insert("title".into(), t.clone().into());
+        }
+        if let Some(d) = &opts.description {
+            package.insert("description".into(), d.clone().into());
+        }
+        if let Some((url, ts)) = main_page {
+            package.insert("mainPageURL".into(), url.into());
+            package.insert("mainPageDate".into(), ts.into());
+        }
+        package.insert("created".into(), now_iso().into());
+        package.insert("wacz_version".into(), WACZ_VERSION.into());
+        package.insert(
+            "software".into(),
+            format!("warchest {}", env!("CARGO_PKG_VERSION")).into(),
+        );
+        let package_bytes = serde_json::to_vec_pretty(&package).map_err(io::Error::from)?;
+        zip.start_file("datapackage.json", deflated).map_err(zerr)?;
+        zip.write_all(&package_bytes)?;
+        let digest = serde_json::json!({
+            "path": "datapackage.json",
+            "hash": format!("sha256:{}", hex(&Sha256::digest(&package_bytes))),
+        });
+        zip.start_file("datapackage-digest.json", deflated)
+            .map_err(zerr)?;
+        zip.write_all(&serde_json::to_vec_pretty(&digest).map_err(io::Error::from)?)?;
+        let w = zip.finish().map_err(zerr)?;
+        w.into_inner()
+            .map_err(|e| Error::from(e.into_error()).in_file(&open))
+    })();
+    match written.and_then(|file| warchest::write::atomic::commit(&file, &open, out)) {
+        Ok(()) => Ok(report),
+        Err(e) => {
+            let _ = std::fs::remove_file(&open);
+            Err(e.in_file(&open))
+        }
     }
-    if let Some(d) = &opts.description {
-        package.insert("description".into(), d.clone().into());
-    }
-    if let Some((url, ts)) = main_page {
-        package.insert("mainPageURL".into(), url.into());
-        package.insert("mainPageDate".into(), ts.into());
-    }
-    package.insert("created".into(), now_iso().into());
-    package.insert("wacz_version".into(), WACZ_VERSION.into());
-    package.insert(
-        "software".into(),
-        format!("warchest {}", env!("CARGO_PKG_VERSION")).into(),
-    );
-    let package_bytes = serde_json::to_vec_pretty(&package).map_err(io::Error::from)?;
-    zip.start_file("datapackage.json", deflated).map_err(zerr)?;
-    zip.write_all(&package_bytes)?;
-    let digest = serde_json::json!({
-        "path": "datapackage.json",
-        "hash": format!("sha256:{}", hex(&Sha256::digest(&package_bytes))),
-    });
-    zip.start_file("datapackage-digest.json", deflated)
-        .map_err(zerr)?;
-    zip.write_all(&serde_json::to_vec_pretty(&digest).map_err(io::Error::from)?)?;
-    let w = zip.finish().map_err(zerr)?;
-    let file = w
-        .into_inner()
-        .map_err(|e| Error::from(e.into_error()).in_file(&open))?;
-    warchest::write::atomic::commit(&file, &open, out)?;
-    Ok(report)
 }
 
 /// The longest line read from a pages file (a row with the page's text

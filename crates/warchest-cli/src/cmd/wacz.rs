@@ -25,7 +25,11 @@ enum Sub {
         /// Archive files (WARC, ARC, Web InfoMall; any compression).
         #[arg(required = true)]
         inputs: Vec<PathBuf>,
-        /// The WACZ to write.
+        /// The WACZ to write: written as OUTPUT.open and renamed once
+        /// whole (an existing OUTPUT is replaced only then; a failed run
+        /// removes the .open file). An output that is also an input is
+        /// refused, and so is an input not compressed record at a time
+        /// (whole-file gzip: its index could not address its records).
         #[arg(short, long)]
         output: PathBuf,
         /// Title of the collection.

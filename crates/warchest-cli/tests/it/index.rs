@@ -1348,6 +1348,7 @@ fn wacz_create_refuses_a_file_not_compressed_record_at_a_time() {
     assert!(err.contains("not compressed record at a time"), "{err}");
     assert!(err.contains("warchest recompress"), "{err}");
     assert!(!wacz.exists());
+    assert!(!dir.path().join("w.wacz.open").exists());
 }
 
 /// `wacz create` reads as every command does: leniently (a header with
