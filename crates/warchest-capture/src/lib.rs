@@ -289,7 +289,7 @@ pub struct Summary {
 /// A run ended by an error writing its output: the error, and what was
 /// lost to it, named, as a stop's summary names it.
 #[derive(Debug, thiserror::Error)]
-#[error("{error}")]
+#[error("writing the capture's output failed")]
 pub struct RunFailed {
     /// The first write error.
     #[source]

@@ -2100,12 +2100,7 @@ impl<'h, 'a> HeaderCheck<'h, 'a> {
             );
         }
         let target = seen.get(F::TargetUri).map(|u| grammar::strip_brackets(u).0);
-        let http_target = target.is_some_and(|u| {
-            let l = u.as_bytes();
-            l.len() >= 5
-                && (l[..5].eq_ignore_ascii_case(b"http:")
-                    || (l.len() >= 6 && l[..6].eq_ignore_ascii_case(b"https:")))
-        });
+        let http_target = target.is_some_and(warchest::archive::is_http_uri);
         if matches!(t, RecordType::Response | RecordType::Request) && http_target {
             let want = if t == RecordType::Response {
                 "response"
