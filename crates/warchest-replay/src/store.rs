@@ -1582,14 +1582,14 @@ impl Store {
                     self.remember(&h);
                 }
                 report.failures.push(format!(
-                    "{}: {e}; indexing it again failed: the captures it had are kept, \
+                    "{}; indexing it again failed: the captures it had are kept, \
                      and it is indexed again at the next sync",
-                    src.name
+                    named(&src.name, &e)
                 ));
             }
             (Err(e), _) => {
                 self.save_source(&src)?;
-                report.failures.push(format!("{}: {e}", src.name));
+                report.failures.push(named(&src.name, &e));
             }
         }
         Ok(())
@@ -3034,6 +3034,17 @@ fn walk(dir: &Path, store: &Path, out: &mut Vec<PathBuf>, depth: usize) {
 #[cfg(all(test, feature = "remote"))]
 #[path = "../../warchest-remote/tests/it/servers.rs"]
 mod test_servers;
+
+/// `e` as one line naming `name`: as it is when it names it already (an
+/// error met reading the file does), else with the name before it.
+fn named(name: &str, e: &impl std::fmt::Display) -> String {
+    let said = e.to_string();
+    if said.contains(name) {
+        said
+    } else {
+        format!("{name}: {said}")
+    }
+}
 
 #[cfg(test)]
 mod tests {
