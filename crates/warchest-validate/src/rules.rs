@@ -388,6 +388,9 @@ rules! {
     /// LZ4 compression.
     LZ4_NONSTANDARD = ("lz4.nonstandard", Info, Lz4, "-",
         "No WARC specification defines LZ4 compression; other readers may not open the file.");
+    /// An LZ4 frame holding data of more than one record.
+    LZ4_FRAME_MULTIPLE_RECORDS = ("lz4.frame.multiple-records", Warning, Lz4, "-",
+        "An LZ4 frame holds data of one record only, and a record is in one frame, as zstd's rule asks of its frames: otherwise no index can point at the record.");
 
     // ---- ARC ----
     /// An ARC file that does not begin with its version block.

@@ -822,11 +822,12 @@ struct FileStats {
     /// Per codec: records, records not at a member start, the first such.
     gzip: (u64, u64, Option<u64>),
     zstd: (u64, u64, Option<u64>),
+    lz4: (u64, u64, Option<u64>),
     /// Per codec: records that start a member but continue past its end
     /// (header or block), the first such.
     gzip_spans: (u64, Option<u64>),
     zstd_spans: (u64, Option<u64>),
-    lz4: bool,
+    lz4_spans: (u64, Option<u64>),
 }
 
 impl FileStats {
@@ -838,10 +839,7 @@ impl FileStats {
         let slot = match codec {
             Codec::Gzip => &mut self.gzip,
             Codec::Zstd => &mut self.zstd,
-            Codec::Lz4 => {
-                self.lz4 = true;
-                return;
-            }
+            Codec::Lz4 => &mut self.lz4,
             _ => return,
         };
         slot.0 += 1;
@@ -853,8 +851,7 @@ impl FileStats {
 
     /// A record that starts a member (`in_member` 0) but whose header or
     /// block continues into the next one. Records not at a member start
-    /// are counted by [`FileStats::record`] already. LZ4 has no
-    /// record-at-a-time rule (the file is reported as `lz4.nonstandard`).
+    /// are counted by [`FileStats::record`] already.
     fn spans(&mut self, codec: Codec, in_member: u64, offset: u64) {
         if in_member != 0 {
             return;
@@ -862,6 +859,7 @@ impl FileStats {
         let slot = match codec {
             Codec::Gzip => &mut self.gzip_spans,
             Codec::Zstd => &mut self.zstd_spans,
+            Codec::Lz4 => &mut self.lz4_spans,
             _ => return,
         };
         slot.0 += 1;
@@ -869,10 +867,12 @@ impl FileStats {
     }
 
     /// The codec a member-boundary warning without a record belongs to:
-    /// the file's (zstd if it has zstd records, gzip otherwise).
+    /// the file's (zstd or LZ4 if it has such records, gzip otherwise).
     fn member_codec(&self) -> Codec {
         if self.zstd.0 > 0 {
             Codec::Zstd
+        } else if self.lz4.0 > 0 {
+            Codec::Lz4
         } else {
             Codec::Gzip
         }
@@ -915,7 +915,23 @@ impl FileStats {
                 format!("{spans} of {n} records start a zstd frame but continue into the next one"),
             );
         }
-        if self.lz4 {
+        let (n, bad, first) = self.lz4;
+        if bad > 0 {
+            out.push(
+                &rules::LZ4_FRAME_MULTIPLE_RECORDS,
+                &At::offset(first.unwrap_or(0)),
+                format!("{bad} of {n} records start inside an LZ4 frame that holds data of the record before"),
+            );
+        }
+        let (spans, first) = self.lz4_spans;
+        if spans > 0 {
+            out.push(
+                &rules::LZ4_FRAME_MULTIPLE_RECORDS,
+                &At::offset(first.unwrap_or(0)),
+                format!("{spans} of {n} records start an LZ4 frame but continue into the next one"),
+            );
+        }
+        if n > 0 {
             out.push(
                 &rules::LZ4_NONSTANDARD,
                 &At::offset(0),
@@ -976,6 +992,7 @@ fn map_warnings(
                 // the file's.
                 _ => match current.map_or_else(|| stats.member_codec(), |r| r.codec) {
                     Codec::Zstd => &rules::ZSTD_FRAME_MULTIPLE_RECORDS,
+                    Codec::Lz4 => &rules::LZ4_FRAME_MULTIPLE_RECORDS,
                     _ => &rules::GZIP_RECORD_AT_A_TIME,
                 },
             },

@@ -624,6 +624,54 @@ fn zstd_container() {
     );
 }
 
+fn lz4_frame(data: &[u8]) -> Vec<u8> {
+    let mut e = lz4_flex::frame::FrameEncoder::new(Vec::new());
+    e.write_all(data).unwrap();
+    e.finish().unwrap()
+}
+
+#[test]
+fn lz4_container() {
+    let a = warcinfo("1.1", "<urn:uuid:1>");
+    let b = resource("<urn:uuid:2>", &[]);
+    let good = [lz4_frame(&a), lz4_frame(&b)].concat();
+    let got = run(&good);
+    assert_eq!(ids(&got), ["lz4.nonstandard"].into(), "{got:#?}");
+    // Both records in one frame: the second starts inside it.
+    let one = lz4_frame(&[a.clone(), b.clone()].concat());
+    let got = run(&one);
+    assert_eq!(
+        ids(&got),
+        ["lz4.frame.multiple-records", "lz4.nonstandard"].into(),
+        "{got:#?}"
+    );
+    let f = got
+        .iter()
+        .find(|f| f.rule == "lz4.frame.multiple-records")
+        .unwrap();
+    assert_eq!(f.offset, Some(0), "{got:#?}");
+    assert!(f.message.contains("1 of 2 records"), "{got:#?}");
+    // Record a's block split over two frames: every record starts one.
+    let split = a.len() - 10;
+    let spans = [
+        lz4_frame(&a[..split]),
+        lz4_frame(&a[split..]),
+        lz4_frame(&b),
+    ]
+    .concat();
+    let got = run(&spans);
+    assert_eq!(
+        ids(&got),
+        ["lz4.frame.multiple-records", "lz4.nonstandard"].into(),
+        "{got:#?}"
+    );
+    assert!(
+        got.iter()
+            .any(|f| f.message.contains("start an LZ4 frame but continue")),
+        "{got:#?}"
+    );
+}
+
 fn infomall(head: &str, data: &[u8]) -> Vec<u8> {
     let mut r = head.as_bytes().to_vec();
     r.push(b'\n');
