@@ -151,16 +151,66 @@ pub fn not_addressable(warnings: &[warchest::Warning]) -> Option<&warchest::Warn
         .find(|w| w.kind == warchest::WarningKind::NotRecordAtATime)
 }
 
-/// Why the file `name` cannot be indexed, given the warning
-/// [`not_addressable`] found, and what to do.
-pub fn not_addressable_message(name: &str, w: &warchest::Warning) -> String {
-    format!(
-        "{name}: not compressed record at a time (offset {}: {}): an index of it would not \
-         address its records; `warchest recompress {name} -o NEW.warc.gz` writes one gzip \
-         member per record",
-        w.offset, w.message
-    )
+/// A compressed file whose records do not each start their own member
+/// (whole-file gzip, several records in a member), refused as a whole: a
+/// CDX offset points at a member, so such records cannot be addressed.
+/// Its message says why and what to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotAddressable {
+    /// The file's name, as the user gave it.
+    pub name: String,
+    /// Where the reader found it (the warning's offset).
+    pub offset: u64,
+    /// The reader's warning.
+    pub why: String,
+    /// Entries of it already written where they cannot be taken back (a
+    /// lone file's, on standard output), which the message tells to discard.
+    pub written: u64,
 }
+
+impl NotAddressable {
+    /// The refusal of the file `name`, given the warning [`not_addressable`]
+    /// found; no entry of it written yet.
+    pub fn new(name: &str, w: &warchest::Warning) -> Self {
+        NotAddressable {
+            name: name.to_string(),
+            offset: w.offset,
+            why: w.message.clone(),
+            written: 0,
+        }
+    }
+}
+
+impl std::fmt::Display for NotAddressable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let NotAddressable {
+            name,
+            offset,
+            why,
+            written,
+        } = self;
+        write!(
+            f,
+            "{name}: not compressed record at a time (offset {offset}: {why}): an index of it \
+             would not address its records, so "
+        )?;
+        if *written == 0 {
+            f.write_str("none is written")?;
+        } else {
+            write!(
+                f,
+                "the {written} entries of it written to standard output before this was found \
+                 are to be discarded"
+            )?;
+        }
+        write!(
+            f,
+            "; `warchest recompress {name} -o NEW.warc.gz` writes one gzip member per record"
+        )
+    }
+}
+
+impl std::error::Error for NotAddressable {}
 
 /// What pairing a request with its response needs (cdxj-indexer pairs a
 /// record with the one before it).

@@ -221,7 +221,7 @@ fn index_into(
             |ws| {
                 if refused.is_none() {
                     refused = warchest_index::not_addressable(&ws)
-                        .map(|w| warchest_index::not_addressable_message(&name, w));
+                        .map(|w| warchest_index::NotAddressable::new(&name, w).to_string());
                 }
                 recovered.add_all(&name, &ws)
             },

@@ -525,7 +525,7 @@ pub fn create_with<P: AsRef<Path>>(
             |ws| {
                 if refused.is_none() {
                     refused = warchest_index::not_addressable(&ws)
-                        .map(|w| warchest_index::not_addressable_message(&name, w));
+                        .map(|w| warchest_index::NotAddressable::new(&name, w).to_string());
                 }
                 recoveries.add_all(&name, &ws);
                 on_warnings(input, &ws);

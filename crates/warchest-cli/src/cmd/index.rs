@@ -9,7 +9,8 @@ use tempfile::SpooledTempFile;
 use warchest::Warning;
 use warchest::recoveries::Recoveries;
 use warchest_index::{
-    Encoder, Format, IndexOptions, IndexOutput, Indexer, ParquetOptions, UnparsedHead,
+    Encoder, Format, IndexOptions, IndexOutput, Indexer, NotAddressable, ParquetOptions,
+    UnparsedHead,
 };
 
 use crate::input;
@@ -378,7 +379,7 @@ fn index_into(
             records = r?;
         });
         if let Some(w) = &not_addressable_at {
-            return Err(not_addressable(name, w).into());
+            return Err(NotAddressable::new(name, w).into());
         }
         // Standard input is not looked at before (`require_records`):
         // one that held no record is told here, as for a file.
@@ -417,59 +418,6 @@ fn cut_back(mut f: &std::fs::File, len: u64) -> io::Result<()> {
 /// The file was refused as a whole (no entry of it may stand).
 fn refused(error: Option<&(dyn std::error::Error + Send + Sync + 'static)>) -> bool {
     error.is_some_and(|e| e.downcast_ref::<NotAddressable>().is_some())
-}
-
-/// A compressed file whose records do not each start their own member
-/// (whole-file gzip, several records in a member): a CDX offset points at
-/// a member, so such records cannot be addressed, and the file is refused.
-#[derive(Debug)]
-struct NotAddressable {
-    name: String,
-    offset: u64,
-    why: String,
-    /// Entries of it already on standard output (a lone file's, which go
-    /// there straight).
-    written: u64,
-}
-
-impl std::fmt::Display for NotAddressable {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let NotAddressable {
-            name,
-            offset,
-            why,
-            written,
-        } = self;
-        write!(
-            f,
-            "{name}: not compressed record at a time (offset {offset}: {why}): an index of it \
-             would not address its records, so "
-        )?;
-        if *written == 0 {
-            f.write_str("none is written")?;
-        } else {
-            write!(
-                f,
-                "the {written} entries of it written to standard output before this was found \
-                 are to be discarded"
-            )?;
-        }
-        write!(
-            f,
-            "; `warchest recompress {name} -o NEW.warc.gz` writes one gzip member per record"
-        )
-    }
-}
-
-impl std::error::Error for NotAddressable {}
-
-fn not_addressable(name: &str, w: &Warning) -> NotAddressable {
-    NotAddressable {
-        name: name.to_string(),
-        offset: w.offset,
-        why: w.message.clone(),
-        written: 0,
-    }
 }
 
 fn copy_spool(
