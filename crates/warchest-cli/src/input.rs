@@ -216,7 +216,7 @@ pub fn chunked(name: &str, threads: usize, opts: &ReaderOptions) -> warchest::Re
     Ok(Chunked::No(if threads > 1 {
         open_in_order(name, opts.clone())?
     } else {
-        open(name, opts.clone())?
+        open_listed(name, opts.clone())?
     }))
 }
 
@@ -246,6 +246,12 @@ pub fn open(name: &str, opts: ReaderOptions) -> warchest::Result<Opened> {
     if let Some(e) = unlisted_wacz(name) {
         return Err(e);
     }
+    open_listed(name, opts)
+}
+
+/// Opens `name` as [`open`] does, its WACZ already listed (a WACZ is
+/// listed once a command: the listing reads its central directory).
+fn open_listed(name: &str, opts: ReaderOptions) -> warchest::Result<Opened> {
     if opts.decoder.threads > 1
         && let Some(src) = positioned(name)?
     {
