@@ -593,6 +593,12 @@ pub struct SyncReport {
     /// source, the lenient recoveries met indexing it (their count, kinds
     /// and first offset).
     pub warnings: Vec<String>,
+    /// Sources whose file is no longer there (removed from a directory
+    /// synced, which is still there), by name: dropped with their
+    /// captures, so that no lookup lists what cannot be replayed.
+    pub removed: Vec<String>,
+    /// The captures of [`SyncReport::removed`], deleted.
+    pub removed_entries: u64,
 }
 
 /// What [`Store::load_cdxj`] did with the lines of a CDXJ index. Lines
@@ -1150,8 +1156,8 @@ impl Store {
 
     /// Deletes every capture, record id and digest of the sources `ids`,
     /// their source entries, marks and pending re-index entries; returns
-    /// the captures deleted. Reads the whole captures table: for damage
-    /// only.
+    /// the captures deleted, and forgets them. Reads the whole captures
+    /// table: for damage and removed files only.
     fn purge(&self, ids: &std::collections::BTreeSet<u32>) -> Result<u64> {
         let p = &self.path;
         let txn = self.db.begin_write().map_err(|e| db_error(e, p))?;
@@ -1190,6 +1196,9 @@ impl Store {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .retain(|id, _| !ids.contains(id));
+        if let Ok(mut all) = self.sources.write() {
+            all.retain(|s| !ids.contains(&s.id));
+        }
         Ok(dropped)
     }
 
@@ -1401,7 +1410,10 @@ impl Store {
     /// hidden files, `.open` files being written and the store itself are
     /// skipped) and indexes what is new: new files, and the records added
     /// to files that grew. A file that changed otherwise is indexed again
-    /// from its start.
+    /// from its start. A source whose file is gone from a directory
+    /// walked is dropped with its captures ([`SyncReport::removed`]); a
+    /// file named in `paths` that is gone is a failure, its captures kept
+    /// (a file named is not taken back by its absence).
     ///
     /// # Errors
     /// The store cannot be written (a file that cannot be read is a
@@ -1409,6 +1421,7 @@ impl Store {
     pub fn sync(&self, paths: &[PathBuf]) -> Result<SyncReport> {
         let mut report = SyncReport::default();
         let mut files = Vec::new();
+        let mut dirs = Vec::new();
         for p in paths {
             if let Some(url) = p.to_str().filter(|u| remote::is_remote(u)) {
                 match list_objects(url) {
@@ -1427,7 +1440,10 @@ impl Store {
                     Err(e) => report.failures.push(format!("{url}: {e}")),
                 }
             } else if p.is_dir() {
+                let before = files.len();
                 walk(p, &self.path, &mut files, 0);
+                let dir = std::fs::canonicalize(p).unwrap_or_else(|_| p.clone());
+                dirs.push((dir, files.len() > before));
             } else {
                 files.push(p.clone());
             }
@@ -1445,7 +1461,51 @@ impl Store {
                 report.failures.push(format!("{}: {e}", f.display()));
             }
         }
+        self.drop_removed(&dirs, &mut report)?;
         Ok(report)
+    }
+
+    /// Drops the local sources under `dirs` (each with whether its walk
+    /// found an archive file) whose file is gone (not found: a file that
+    /// cannot be looked at for another reason is kept), with their
+    /// captures, record ids and digests, counting them in `report`. A
+    /// directory where no archive file was found keeps its sources, a
+    /// failure saying so: an empty mount point looks the same as a
+    /// collection emptied. Reads the whole captures table, once a sync
+    /// that found any.
+    fn drop_removed(&self, dirs: &[(PathBuf, bool)], report: &mut SyncReport) -> Result<()> {
+        let mut gone: Vec<Source> = Vec::new();
+        let mut kept: BTreeMap<&Path, u64> = BTreeMap::new();
+        for s in self.sources() {
+            let Some((dir, found)) = dirs.iter().find(|(d, _)| s.path.starts_with(d)) else {
+                continue;
+            };
+            if s.url.is_some()
+                || !std::fs::symlink_metadata(&s.path)
+                    .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+            {
+                continue;
+            }
+            if *found {
+                gone.push(s);
+            } else {
+                *kept.entry(dir.as_path()).or_default() += 1;
+            }
+        }
+        for (dir, n) in kept {
+            report.failures.push(format!(
+                "{}: no archive file found in it, where {n} files indexed before were; \
+                 their captures are kept (is the directory mounted?)",
+                dir.display()
+            ));
+        }
+        if gone.is_empty() {
+            return Ok(());
+        }
+        let ids = gone.iter().map(|s| s.id).collect();
+        report.removed_entries += self.purge(&ids)?;
+        report.removed.extend(gone.into_iter().map(|s| s.name));
+        Ok(())
     }
 
     fn sync_file(&self, path: &Path, report: &mut SyncReport) -> Result<()> {

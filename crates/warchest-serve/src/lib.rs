@@ -467,6 +467,7 @@ impl Server {
             for f in r.failures.iter().chain(&r.warnings) {
                 tracing::warn!("{f}");
             }
+            say_removed(&r);
             tracing::info!(
                 "indexed {} new and {} changed files: {} entries ({} WACZ archive files from the WACZ's own index)",
                 r.new_sources,
@@ -564,6 +565,7 @@ impl Server {
                             for f in r.failures.iter().chain(&r.warnings) {
                                 tracing::warn!("{f}");
                             }
+                            say_removed(&r);
                             if r.new_sources + r.updated_sources > 0 {
                                 tracing::info!(
                                     "picked up {} new and {} changed files: {} entries",
@@ -595,6 +597,21 @@ impl Server {
         net::run(self.app, listeners, limits, self.stop)?;
         Ok(())
     }
+}
+
+/// Says which files a sync found gone, and the captures dropped with them.
+fn say_removed(r: &warchest_replay::store::SyncReport) {
+    if r.removed.is_empty() {
+        return;
+    }
+    for name in &r.removed {
+        tracing::warn!("{name}: no longer there; its captures are dropped");
+    }
+    tracing::warn!(
+        "{} files no longer there: {} captures dropped",
+        r.removed.len(),
+        r.removed_entries
+    );
 }
 
 fn text_plain() -> Vec<(String, String)> {

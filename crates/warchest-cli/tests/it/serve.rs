@@ -622,6 +622,33 @@ fn new_files_are_picked_up() {
             .status,
         200
     );
+    // Removed from the directory: dropped at a poll, named and counted,
+    // its captures no longer listed; the other file's kept.
+    let example = |s: &Server| {
+        json_lines(
+            &s.get("/archive/cdx?url=http://example.com/&matchType=domain&output=json")
+                .text(),
+        )
+        .len()
+    };
+    let examples = example(&s);
+    assert!(examples > 0);
+    std::fs::remove_file(data.join("iana.warc.gz")).unwrap();
+    let log = s.log_with("files no longer there");
+    assert!(
+        log.lines()
+            .any(|l| l.contains("WARN") && l.contains("iana.warc.gz: no longer there")),
+        "{log}"
+    );
+    assert!(log.contains("1 files no longer there: "), "{log}");
+    assert!(
+        json_lines(
+            &s.get("/archive/cdx?url=http://www.iana.org/&output=json")
+                .text()
+        )
+        .is_empty()
+    );
+    assert_eq!(example(&s), examples);
 }
 
 #[test]

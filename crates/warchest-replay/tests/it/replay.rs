@@ -937,8 +937,9 @@ fn two_copies_of_one_payload(dir: &Path) -> [PathBuf; 2] {
     [a, b]
 }
 
-/// The file first indexed with a payload digest is removed; a sync (which
-/// keeps its source: nothing is dropped for a file gone) and a revisit
+/// The file first indexed with a payload digest is removed; a sync of the
+/// other file alone (which keeps the removed one's source: it is in no
+/// directory synced) and a revisit
 /// whose original is found by that digest alone: it is resolved to the
 /// copy in the file still there.
 #[test]
@@ -952,6 +953,58 @@ fn a_revisit_resolves_to_the_copy_still_there_when_a_file_is_removed() {
     let r = coll.store.sync(&paths[1..]).unwrap();
     assert!(r.failures.is_empty(), "{r:?}");
     assert_eq!(payload(&coll, "http://c.test/", "2024").1, b"same");
+}
+
+/// A file removed from a directory served is dropped at the next sync,
+/// with its captures (named and counted), so that no lookup lists a
+/// capture that cannot be replayed; a revisit its file held an original
+/// of resolves to the copy left. A file named on its own that is gone is
+/// a failure, its captures kept.
+#[test]
+fn a_file_removed_from_a_directory_is_dropped_with_its_captures() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let [a, b] = two_copies_of_one_payload(&data);
+    let db = dir.path().join("db.redb");
+    let coll = collection(std::slice::from_ref(&data), &db);
+    assert_eq!(coll.store.len().unwrap(), 3);
+    std::fs::remove_file(&a).unwrap();
+    let r = coll.store.sync(std::slice::from_ref(&data)).unwrap();
+    assert!(r.failures.is_empty(), "{r:?}");
+    assert_eq!(r.removed.len(), 1, "{r:?}");
+    assert!(r.removed[0].ends_with("a.warc"), "{r:?}");
+    assert_eq!(r.removed_entries, 1, "{r:?}");
+    assert_eq!(coll.store.len().unwrap(), 2);
+    let sources = coll.store.sources();
+    assert_eq!(sources.len(), 1, "{sources:?}");
+    assert!(sources[0].name.ends_with("b.warc"), "{sources:?}");
+    assert!(coll.find("http://a.test/", "2024").unwrap().is_none());
+    assert_eq!(payload(&coll, "http://c.test/", "2024").1, b"same");
+    // Nothing more to drop at the next sync.
+    let r = coll.store.sync(std::slice::from_ref(&data)).unwrap();
+    assert!(r.removed.is_empty() && r.removed_entries == 0, "{r:?}");
+    // b.warc named on its own, then gone: a failure, its captures kept.
+    let r = coll.store.sync(std::slice::from_ref(&b)).unwrap();
+    assert!(r.failures.is_empty(), "{r:?}");
+    std::fs::remove_file(&b).unwrap();
+    let r = coll.store.sync(std::slice::from_ref(&b)).unwrap();
+    assert_eq!(r.failures.len(), 1, "{r:?}");
+    assert!(r.removed.is_empty(), "{r:?}");
+    assert_eq!(coll.store.len().unwrap(), 2);
+    // A directory with no archive file left (an empty mount point looks
+    // the same): a failure naming it, the captures kept.
+    let r = coll.store.sync(std::slice::from_ref(&data)).unwrap();
+    assert_eq!(r.failures.len(), 1, "{r:?}");
+    assert!(r.failures[0].contains("is the directory mounted"), "{r:?}");
+    assert!(r.removed.is_empty(), "{r:?}");
+    assert_eq!(coll.store.len().unwrap(), 2);
+    // Across a restart, the store has forgotten a.warc.
+    let Collection { store, .. } = coll;
+    drop(store);
+    let store = Store::open(&db).unwrap();
+    assert_eq!(store.sources().len(), 1);
+    assert_eq!(store.len().unwrap(), 2);
 }
 
 /// A source dropped (its entry unreadable when the store was opened) whose
