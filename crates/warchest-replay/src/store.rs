@@ -594,8 +594,9 @@ pub struct SyncReport {
     /// and first offset).
     pub warnings: Vec<String>,
     /// Sources whose file is no longer there (removed from a directory
-    /// synced, which is still there), by name: dropped with their
-    /// captures, so that no lookup lists what cannot be replayed.
+    /// synced, which is still there; or a member a WACZ no longer holds),
+    /// by name: dropped with their captures, so that no lookup lists what
+    /// cannot be replayed.
     pub removed: Vec<String>,
     /// The captures of [`SyncReport::removed`], deleted.
     pub removed_entries: u64,
@@ -1523,7 +1524,7 @@ impl Store {
             if members().any(|s| s.mtime == mtime) && !members().any(|s| s.stale) {
                 return Ok(());
             }
-            wacz::archive_entries(path)?
+            let listed: Vec<_> = wacz::archive_entries(path)?
                 .into_iter()
                 .map(|e| {
                     (
@@ -1533,7 +1534,20 @@ impl Store {
                         e.compressed_size,
                     )
                 })
-                .collect()
+                .collect();
+            // Members the WACZ no longer holds (it was replaced): dropped
+            // as a file removed is.
+            let gone: Vec<&Source> = members()
+                .filter(|s| !listed.iter().any(|(name, ..)| *name == s.name))
+                .collect();
+            if !gone.is_empty() {
+                let ids = gone.iter().map(|s| s.id).collect();
+                report.removed_entries += self.purge(&ids)?;
+                report
+                    .removed
+                    .extend(gone.into_iter().map(|s| s.name.clone()));
+            }
+            listed
         } else {
             vec![(path.display().to_string(), None, 0, len)]
         };
@@ -1603,11 +1617,15 @@ impl Store {
         // capture a lookup finds always has its file; saved to the database
         // only once indexed, so a crash re-reads it.
         self.remember(&src);
-        // Of a stale source only: listing a source's entries reads the
-        // whole store, too dear for every file that changed (whose entries
-        // are written over, as they always were).
+        // A source with entries indexed again from its start (stale, or
+        // changed other than by growing: rewritten, recompressed, a WACZ
+        // replaced): what its new index does not give again is deleted
+        // once it is whole. Listing its entries reads the whole store,
+        // paid only when a file changed in place, which archives seldom do;
+        // without it, captures at offsets the file no longer has would be
+        // listed beside the new ones.
         let reindex = match &had {
-            Some(h) if h.stale && src.indexed_to == 0 => {
+            Some(h) if (h.stale || h.entries > 0) && src.indexed_to == 0 => {
                 Some(self.reindex_begin(src.id, &src.name)?)
             }
             _ => None,

@@ -179,6 +179,42 @@ fn grown_files_are_indexed_on_from_where_they_stopped() {
     assert_eq!((r.new_sources, r.updated_sources, r.entries), (0, 0, 0));
 }
 
+/// A file rewritten other than by growing (here: a record taken out, the
+/// others moved) is indexed again from its start, and the captures its
+/// new index does not give (at offsets the file no longer has) deleted.
+#[test]
+fn a_file_rewritten_keeps_no_capture_of_its_old_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let warc = dir.path().join("a.warc");
+    let ok = |body: &str| {
+        format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+    };
+    let jan = response("http://r.test/", "2024-01-01T00:00:00Z", &ok("jan"));
+    let jun = response("http://r.test/", "2024-06-01T00:00:00Z", &ok("jun"));
+    let jul = response("http://r.test/", "2024-07-01T00:00:00Z", &ok("jul"));
+    std::fs::write(&warc, [jan.clone(), jun, jul.clone()].concat()).unwrap();
+    let paths = [warc.clone()];
+    let coll = collection(&paths, &dir.path().join("db.redb"));
+    assert_eq!(coll.store.len().unwrap(), 3);
+    std::fs::write(&warc, [jul, jan].concat()).unwrap();
+    let r = coll.store.sync(&paths).unwrap();
+    assert!(r.failures.is_empty(), "{r:?}");
+    assert_eq!((r.updated_sources, r.entries), (1, 2), "{r:?}");
+    assert_eq!(
+        coll.store.len().unwrap(),
+        2,
+        "the old version's captures deleted"
+    );
+    assert_eq!(payload(&coll, "http://r.test/", "20240101").1, b"jan");
+    assert_eq!(payload(&coll, "http://r.test/", "20240701").1, b"jul");
+    // June is gone: the nearest capture is another.
+    let (ts, _) = payload(&coll, "http://r.test/", "20240601");
+    assert_ne!(ts, "20240601000000");
+}
+
 #[test]
 fn fuzzy_matching_finds_the_nearest_capture_of_the_same_resource() {
     let dir = tempfile::tempdir().unwrap();
@@ -1005,6 +1041,59 @@ fn a_file_removed_from_a_directory_is_dropped_with_its_captures() {
     let store = Store::open(&db).unwrap();
     assert_eq!(store.sources().len(), 1);
     assert_eq!(store.len().unwrap(), 2);
+}
+
+/// A WACZ replaced by one that no longer holds one of its archive files:
+/// that member is dropped with its captures at the next sync (named and
+/// counted), the member still there indexed again.
+#[test]
+fn a_member_a_replaced_wacz_no_longer_holds_is_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let http = |b: &str| {
+        format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{b}",
+            b.len()
+        )
+    };
+    let a = dir.path().join("a.warc");
+    let b = dir.path().join("b.warc");
+    std::fs::write(
+        &a,
+        response("http://a.test/", "2024-01-01T00:00:00Z", &http("a")),
+    )
+    .unwrap();
+    std::fs::write(
+        &b,
+        response("http://b.test/", "2024-01-01T00:00:00Z", &http("b")),
+    )
+    .unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let wacz = data.join("c.wacz");
+    warchest_wacz::create(&[&a, &b], &wacz, &Default::default()).unwrap();
+    let coll = collection(std::slice::from_ref(&data), &dir.path().join("db.redb"));
+    assert_eq!(coll.store.sources().len(), 2);
+    assert!(coll.find("http://b.test/", "2024").unwrap().is_some());
+    std::fs::remove_file(&wacz).unwrap();
+    warchest_wacz::create(&[&a], &wacz, &Default::default()).unwrap();
+    // A modification time of its own (the one before may be the same
+    // second).
+    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(5);
+    std::fs::File::options()
+        .write(true)
+        .open(&wacz)
+        .unwrap()
+        .set_modified(later)
+        .unwrap();
+    let r = coll.store.sync(std::slice::from_ref(&data)).unwrap();
+    assert!(r.failures.is_empty(), "{r:?}");
+    assert_eq!(r.removed.len(), 1, "{r:?}");
+    assert!(r.removed[0].ends_with("#archive/b.warc"), "{r:?}");
+    assert_eq!(r.removed_entries, 1, "{r:?}");
+    assert_eq!(coll.store.sources().len(), 1);
+    assert_eq!(coll.store.len().unwrap(), 1);
+    assert!(coll.find("http://b.test/", "2024").unwrap().is_none());
+    assert_eq!(payload(&coll, "http://a.test/", "2024").1, b"a");
 }
 
 /// A source dropped (its entry unreadable when the store was opened) whose
