@@ -573,8 +573,9 @@ pub fn crawl_renderer(
 
 #[cfg(test)]
 mod tests {
-    use super::{links_dropped_note, named_as_a_resource, page_line};
-    use warchest_browser::{LoadState, PageResult};
+    use super::{document_cut_stop, links_dropped_note, named_as_a_resource, page_line};
+    use warchest_browser::{DocumentCut, LoadState, PageResult};
+    use warchest_crawl::links::StopReason;
 
     fn page() -> PageResult {
         PageResult {
@@ -622,6 +623,24 @@ mod tests {
     fn the_page_line_names_dropped_links() {
         assert_eq!(links_dropped_note(0), "");
         assert_eq!(links_dropped_note(4), " (4 more dropped past 10000)");
+    }
+
+    /// A page's early document cut says why as the extractor's own stops
+    /// do (crawl.log's `linksStopped:WHY`): past the early bound `size`,
+    /// naming the bound; a whole document no stop.
+    #[test]
+    fn a_cut_document_is_a_links_stop() {
+        assert_eq!(document_cut_stop(None), None);
+        let size = document_cut_stop(Some(DocumentCut::Size)).unwrap();
+        assert_eq!(size.why, StopReason::Size);
+        assert_eq!(
+            size.to_string(),
+            "size: links read from the first 4194304 bytes of the document"
+        );
+        let decode = document_cut_stop(Some(DocumentCut::Decode("bad gzip".into()))).unwrap();
+        assert_eq!(decode.to_string(), "decode: bad gzip");
+        let read = document_cut_stop(Some(DocumentCut::Read("gone".into()))).unwrap();
+        assert_eq!(read.to_string(), "read: reading the recorded body: gone");
     }
 
     #[test]

@@ -374,29 +374,8 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
             "{} URIs done ({} failed), {} pages, {} bytes; {} queued",
             c.done, c.failed, c.pages, c.bytes, c.queued
         );
-        // Links lost this run, each page named in crawl.log.
-        if summary.links_stopped > 0 {
-            eprintln!(
-                "{} URIs' link extraction stopped before their end (`linksStopped:` in logs/crawl.log)",
-                summary.links_stopped
-            );
-        }
-        if summary.links_dropped > 0 {
-            eprintln!(
-                "{} links left out over the extraction bounds (`dol:N` in logs/crawl.log)",
-                summary.links_dropped
-            );
-        }
-        // Their resource and link lists may be short, as capture
-        // --browser says at its end.
-        let incomplete = summary
-            .unrecorded
-            .as_ref()
-            .map_or(0, |u| u.incomplete_pages);
-        if incomplete > 0 {
-            eprintln!(
-                "{incomplete} pages' trackers incomplete (events lost; `trackerIncomplete` in logs/crawl.log)"
-            );
+        for l in lost_lines(&summary) {
+            eprintln!("{l}");
         }
         match summary.ending {
             Ending::Finished => {}
@@ -467,6 +446,37 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
     )
 }
 
+/// The end lines of what a run may have missed, each when it happened:
+/// links lost (each page named in crawl.log) and pages whose browser
+/// tracker lost events.
+fn lost_lines(summary: &warchest_crawl::engine::Summary) -> Vec<String> {
+    let mut lines = Vec::new();
+    if summary.links_stopped > 0 {
+        lines.push(format!(
+            "{} URIs' link extraction stopped before their end (`linksStopped:` in logs/crawl.log)",
+            summary.links_stopped
+        ));
+    }
+    if summary.links_dropped > 0 {
+        lines.push(format!(
+            "{} links left out over the extraction bounds (`dol:N` in logs/crawl.log)",
+            summary.links_dropped
+        ));
+    }
+    // Their resource and link lists may be short, as capture --browser
+    // says at its end.
+    let incomplete = summary
+        .unrecorded
+        .as_ref()
+        .map_or(0, |u| u.incomplete_pages);
+    if incomplete > 0 {
+        lines.push(format!(
+            "{incomplete} pages' trackers incomplete (events lost; `trackerIncomplete` in logs/crawl.log)"
+        ));
+    }
+    lines
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -499,5 +509,38 @@ mod tests {
         let none = Cli::try_parse_from(["crawl", "http://127.0.0.1/"]).unwrap();
         let t = flags(&none.args).unwrap();
         assert!(!t.contains_key("keep-alive") && !t.contains_key("checkpoint-interval"));
+    }
+
+    /// The end lines count pages whose browser tracker lost events
+    /// (`trackerIncomplete` on their crawl.log lines), beside the links
+    /// lost; a run without any has none of these lines.
+    #[test]
+    fn the_end_lines_count_incomplete_trackers() {
+        let mut s = warchest_crawl::engine::Summary {
+            ending: Ending::Finished,
+            counts: Default::default(),
+            files: Vec::new(),
+            requeued: 0,
+            recovered: Vec::new(),
+            notes: Vec::new(),
+            journal_lost: false,
+            indexed_as_written: 0,
+            links_stopped: 0,
+            links_dropped: 0,
+            unrecorded: None,
+        };
+        assert!(lost_lines(&s).is_empty());
+        // A browser's crawl whose trackers lost nothing.
+        s.unrecorded = Some(Default::default());
+        assert!(lost_lines(&s).is_empty());
+        s.unrecorded.as_mut().unwrap().incomplete_pages = 2;
+        s.links_stopped = 1;
+        assert_eq!(
+            lost_lines(&s),
+            [
+                "1 URIs' link extraction stopped before their end (`linksStopped:` in logs/crawl.log)",
+                "2 pages' trackers incomplete (events lost; `trackerIncomplete` in logs/crawl.log)",
+            ]
+        );
     }
 }

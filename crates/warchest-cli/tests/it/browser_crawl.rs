@@ -1007,6 +1007,57 @@ fn links_only_the_html_has_are_queued_at_the_pages_end() {
     }
 }
 
+/// A page whose document is longer than the browser's early bound
+/// (`MAX_EARLY_DOCUMENT`, 4 MiB): its HTML's links are read from the
+/// first 4 MiB only (a link past them only the HTML has, in a
+/// `<template>`, is not queued; one before them is), and the crawl says
+/// so: `linksStopped:size` on the page's crawl.log line, counted on the
+/// end line.
+#[test]
+fn a_document_past_the_early_bound_stops_its_links_at_size() {
+    let Some(exe) = chromium() else {
+        eprintln!("skipped: WARCHEST_SKIP_BROWSER");
+        return;
+    };
+    // Hidden: the page stays short to lay out and to screenshot.
+    let filler = format!("<div hidden>{}</div>", "filler words\n".repeat(350_000));
+    assert!(filler.len() > 4 << 20);
+    let seed = format!(
+        "<!doctype html><title>big</title><template><a href=\"/before-the-cut.html\">before</a></template>\
+{filler}<template><a href=\"/past-the-cut.html\">past</a></template>"
+    );
+    let (addr, seen) = counted(move |p| match p {
+        "/" => (HTML, seed.clone()),
+        "/before-the-cut.html" | "/past-the-cut.html" => {
+            (HTML, "<!doctype html><title>x</title>".to_string())
+        }
+        _ => ("text/plain", String::new()),
+    });
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("crawl");
+    let mut flags = browser_flags(&exe);
+    flags.push("--ignore-robots".into());
+    let f: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let (code, err) = crawl(&dir, &[format!("http://{addr}/")], &f);
+    assert_eq!(code, 0, "{err}");
+    let log = std::fs::read_to_string(dir.join("logs/crawl.log")).unwrap();
+    let seed_url = format!("http://{addr}/");
+    let line = log
+        .lines()
+        .find(|l| l.split_whitespace().nth(3) == Some(seed_url.as_str()))
+        .unwrap_or_else(|| panic!("no line for the seed in\n{log}"));
+    let ann = line.split_whitespace().nth(11).unwrap_or_default();
+    assert!(ann.split(',').any(|a| a == "linksStopped:size"), "{line}");
+    assert_eq!(asked(&seen, "/before-the-cut.html"), 1, "{log}");
+    assert_eq!(asked(&seen, "/past-the-cut.html"), 0, "{log}");
+    assert!(
+        err.contains(
+            "\n1 URIs' link extraction stopped before their end (`linksStopped:` in logs/crawl.log)\n"
+        ),
+        "{err}"
+    );
+}
+
 /// The rows of a pages.jsonl (its header line left out): URL and MIME.
 fn page_rows(pages: &str) -> std::collections::BTreeSet<(String, String)> {
     pages

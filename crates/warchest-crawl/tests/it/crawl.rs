@@ -1527,11 +1527,14 @@ fn links_cut_short_are_annotated_and_counted() {
 
 /// A renderer whose page had more links than it gives: 3 past its bound,
 /// and its HTML's extraction stopped at lol_html's memory bound; and
-/// whose tracker lost events.
-struct Capped;
+/// whose tracker lost events, counted as the browser counts them (on its
+/// proxy's `Unrecorded`, which the crawl's summary takes at its end).
+#[derive(Default)]
+struct Capped(warchest_capture::proxy::Unrecorded);
 
 impl warchest_crawl::render::PageRenderer for Capped {
     fn render(&self, _: &url::Url) -> warchest_crawl::render::Rendered {
+        self.0.tracker_incomplete();
         warchest_crawl::render::Rendered {
             status: Some(200),
             load_state: 2,
@@ -1544,12 +1547,17 @@ impl warchest_crawl::render::PageRenderer for Capped {
             ..Default::default()
         }
     }
+
+    fn unrecorded(&self) -> Option<warchest_capture::proxy::UnrecordedSummary> {
+        Some(self.0.summary())
+    }
 }
 
 /// The browser path says the links a renderer left out: `dol:N` and
 /// `linksStopped:WHY` on the page's crawl.log line, counted in the
 /// summary and in the status JSON; and a tracker that lost events
-/// (`trackerIncomplete`).
+/// (`trackerIncomplete`), counted in the summary (the end line's count)
+/// once a line.
 #[test]
 fn a_rendered_pages_dropped_links_are_annotated() {
     let w = web::start();
@@ -1558,7 +1566,7 @@ fn a_rendered_pages_dropped_links_are_annotated() {
     let toml = config(&w, "robots = \"ignore\"");
     let cfg = CrawlConfig::from_toml(&toml).unwrap();
     let mut c = Crawl::open(&dir, cfg, &toml, Arc::new(AtomicBool::new(false))).unwrap();
-    c.set_renderer(Box::new(Capped));
+    c.set_renderer(Box::new(Capped::default()));
     let last = std::sync::Mutex::new((String::new(), String::new()));
     let s = c.run(&|c| *last.lock().unwrap() = c.snapshot()).unwrap();
     let log = std::fs::read_to_string(dir.join("logs/crawl.log")).unwrap();
@@ -1572,6 +1580,13 @@ fn a_rendered_pages_dropped_links_are_annotated() {
         "{seed}"
     );
     assert_eq!((s.links_dropped, s.links_stopped), (3, 1));
+    let incomplete = log
+        .lines()
+        .filter(|l| l.contains("trackerIncomplete"))
+        .count() as u64;
+    assert_eq!(incomplete, 1, "{log}");
+    let unrecorded = s.unrecorded.expect("the renderer's unrecorded summary");
+    assert_eq!(unrecorded.incomplete_pages, incomplete);
     let (json, metrics) = last.into_inner().unwrap();
     let status: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(status["links_dropped_this_run"], 3, "{status}");

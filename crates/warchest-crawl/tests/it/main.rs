@@ -3,7 +3,11 @@
 //! crawler's links with replay's rewriting.
 
 mod crawl;
+/// The `crawl_journal` fuzz target's checks, shared with fuzz/.
+#[path = "../../../../fuzz/fuzz_targets/crawl_journal_check.rs"]
+mod crawl_journal_check;
 mod dedupe;
+mod fuzz_regressions;
 mod infomall;
 mod links_stopped;
 mod recrawl;

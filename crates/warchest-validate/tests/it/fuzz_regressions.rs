@@ -3,8 +3,9 @@
 //! warnings: the faults stay fixed. Each target of the crates this test
 //! depends on has a test here when it has a regressions folder (the ARC
 //! and Web InfoMall reader targets have found no fault yet, so they have
-//! none); `capture_wire`'s and `crawl_journal`'s faults are kept by unit
-//! tests in their crates (docs/testing.md, "Fuzzing").
+//! none); `capture_wire`'s and `crawl_journal`'s inputs are replayed
+//! through their targets' checks by the `fuzz_regressions` tests of
+//! warchest-capture and warchest-crawl (docs/testing.md, "Fuzzing").
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
