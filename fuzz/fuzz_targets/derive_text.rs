@@ -7,7 +7,12 @@ use libfuzzer_sys::fuzz_target;
 use warchest_derive::{charset, html2text, text, wat};
 
 fuzz_target!(|data: &[u8]| {
-    for ct in [None, Some("text/html"), Some("text/html; charset=shift_jis"), Some("text/plain")] {
+    for ct in [
+        None,
+        Some("text/html"),
+        Some("text/html; charset=shift_jis"),
+        Some("text/plain"),
+    ] {
         let doc = text::extract(data, ct);
         for t in [&doc.text, &doc.main_text] {
             assert!(!t.contains("\n\n"), "blank line");

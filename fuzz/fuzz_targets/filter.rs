@@ -2,8 +2,8 @@
 //! a stack overflow; a filter evaluates on a record with an HTTP head.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use warchest_ops::filter::{Filter, Subject};
 use warchest::warc::Reader;
+use warchest_ops::filter::{Filter, Subject};
 
 const RECORD: &[u8] = b"WARC/1.1\r\nWARC-Type: response\r\nWARC-Target-URI: http://a.example/x\r\nContent-Type: application/http; msgtype=response\r\nContent-Length: 44\r\n\r\nHTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n\r\n\r\n";
 

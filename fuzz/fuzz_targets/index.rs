@@ -5,9 +5,9 @@
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use warchest::archive::Reader;
-use warchest_index::{Encoder, Format};
-use warchest_index::surt::{surt_bytes, url_key};
 use warchest_index::select::{CDX11, parse_cdx, parse_cdxj};
+use warchest_index::surt::{surt_bytes, url_key};
+use warchest_index::{Encoder, Format};
 use warchest_index::{IndexOptions, Indexer};
 
 fuzz_target!(|data: &[u8]| {
@@ -55,7 +55,10 @@ fuzz_target!(|data: &[u8]| {
                 _ => parse_cdx(line.trim_end(), &cdx11),
             };
             let back = back.unwrap_or_else(|| panic!("{format:?} line not read back: {line}"));
-            assert_eq!((back.filename.as_str(), back.offset, back.length), (e.filename.as_str(), e.offset, length));
+            assert_eq!(
+                (back.filename.as_str(), back.offset, back.length),
+                (e.filename.as_str(), e.offset, length)
+            );
         }
     }
 });

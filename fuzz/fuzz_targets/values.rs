@@ -34,7 +34,10 @@ fuzz_target!(|data: &[u8]| {
         // A padded timestamp is 14 digits, and padding it again keeps it.
         for pad in [pad_timestamp, pad_timestamp_up] {
             let p = pad(s);
-            assert!(p.len() == 14 && p.bytes().all(|b| b.is_ascii_digit()), "{p}");
+            assert!(
+                p.len() == 14 && p.bytes().all(|b| b.is_ascii_digit()),
+                "{p}"
+            );
             assert_eq!(pad(&p), p);
         }
         if let Some(ts) = parse_http_date(s) {
