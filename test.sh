@@ -32,6 +32,8 @@ python3 tests/requirements_met.py tests/requirements.txt 2>/dev/null ||
   python3 -m pip install -q --disable-pip-version-check -r tests/requirements.txt
 phase "system and Python packages"
 cargo fmt --all -- --check
+# The fuzz targets are a workspace of their own: formatted too.
+cargo fmt --all --manifest-path fuzz/Cargo.toml -- --check
 # Clippy over every target of the workspace. With WARCHEST_LINT_IN_BUILD=1
 # (.ci/run, a cold clone) the lints run inside the test build instead:
 # clippy-driver compiles the workspace's own crates for `cargo test` and
