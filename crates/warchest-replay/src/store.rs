@@ -594,7 +594,8 @@ pub struct SyncReport {
     /// and first offset).
     pub warnings: Vec<String>,
     /// Sources whose file is no longer there (removed from a directory
-    /// synced, which is still there; or a member a WACZ no longer holds),
+    /// synced, which is still there; an object a prefix synced no longer
+    /// lists; or a member a WACZ no longer holds),
     /// by name: dropped with their captures, so that no lookup lists what
     /// cannot be replayed.
     pub removed: Vec<String>,
@@ -1423,10 +1424,17 @@ impl Store {
         let mut report = SyncReport::default();
         let mut files = Vec::new();
         let mut dirs = Vec::new();
+        let mut prefixes = Vec::new();
         for p in paths {
             if let Some(url) = p.to_str().filter(|u| remote::is_remote(u)) {
                 match list_objects(url) {
                     Ok(objects) => {
+                        // A listing of a prefix tells which objects under
+                        // it are gone (a glob or a single object does not).
+                        if url.ends_with('/') {
+                            let listed = objects.iter().map(|(u, _)| u.clone()).collect();
+                            prefixes.push((url.to_string(), listed));
+                        }
                         for (url, size) in objects {
                             let r = if wacz::is_wacz(Path::new(&url)) {
                                 self.sync_wacz_object(&url, size, &mut report)
@@ -1462,42 +1470,64 @@ impl Store {
                 report.failures.push(format!("{}: {e}", f.display()));
             }
         }
-        self.drop_removed(&dirs, &mut report)?;
+        self.drop_removed(&dirs, &prefixes, &mut report)?;
         Ok(report)
     }
 
-    /// Drops the local sources under `dirs` (each with whether its walk
-    /// found an archive file) whose file is gone (not found: a file that
-    /// cannot be looked at for another reason is kept), with their
-    /// captures, record ids and digests, counting them in `report`. A
-    /// directory where no archive file was found keeps its sources, a
-    /// failure saying so: an empty mount point looks the same as a
-    /// collection emptied. Reads the whole captures table, once a sync
-    /// that found any.
-    fn drop_removed(&self, dirs: &[(PathBuf, bool)], report: &mut SyncReport) -> Result<()> {
+    /// Drops the sources whose file is gone: a local one under `dirs`
+    /// (each with whether its walk found an archive file) that is not
+    /// found (a file that cannot be looked at for another reason is kept),
+    /// an object under one of `prefixes` (each with the objects listed)
+    /// that its listing no longer gives; with their captures, record ids
+    /// and digests, counting them in `report`. A directory where no
+    /// archive file was found, or a prefix where none was listed, keeps
+    /// its sources, a failure saying so: an empty mount point looks the
+    /// same as a collection emptied. Reads the whole captures table, once
+    /// a sync that found any.
+    fn drop_removed(
+        &self,
+        dirs: &[(PathBuf, bool)],
+        prefixes: &[(String, std::collections::BTreeSet<String>)],
+        report: &mut SyncReport,
+    ) -> Result<()> {
         let mut gone: Vec<Source> = Vec::new();
-        let mut kept: BTreeMap<&Path, u64> = BTreeMap::new();
+        let mut kept: BTreeMap<String, u64> = BTreeMap::new();
         for s in self.sources() {
-            let Some((dir, found)) = dirs.iter().find(|(d, _)| s.path.starts_with(d)) else {
-                continue;
+            let (place, found) = match &s.url {
+                None => {
+                    let Some((dir, found)) = dirs.iter().find(|(d, _)| s.path.starts_with(d))
+                    else {
+                        continue;
+                    };
+                    if !std::fs::symlink_metadata(&s.path)
+                        .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+                    {
+                        continue;
+                    }
+                    (dir.display().to_string(), *found)
+                }
+                Some(url) => {
+                    let Some((prefix, listed)) =
+                        prefixes.iter().find(|(p, _)| url.starts_with(p.as_str()))
+                    else {
+                        continue;
+                    };
+                    if listed.contains(url) {
+                        continue;
+                    }
+                    (prefix.clone(), !listed.is_empty())
+                }
             };
-            if s.url.is_some()
-                || !std::fs::symlink_metadata(&s.path)
-                    .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
-            {
-                continue;
-            }
-            if *found {
+            if found {
                 gone.push(s);
             } else {
-                *kept.entry(dir.as_path()).or_default() += 1;
+                *kept.entry(place).or_default() += 1;
             }
         }
-        for (dir, n) in kept {
+        for (place, n) in kept {
             report.failures.push(format!(
-                "{}: no archive file found in it, where {n} files indexed before were; \
-                 their captures are kept (is the directory mounted?)",
-                dir.display()
+                "{place}: no archive file found in it, where {n} files indexed before were; \
+                 their captures are kept (is the directory mounted, the prefix right?)"
             ));
         }
         if gone.is_empty() {

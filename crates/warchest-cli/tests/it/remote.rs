@@ -575,6 +575,24 @@ fn serve_over_s3_answers_as_over_the_local_files() {
     let r = remote.rget("/archive/file/1");
     assert_eq!(r.status, 200);
     assert!(r.body == stored, "file download differs");
+
+    // An object deleted from the prefix: dropped with its captures when
+    // the prefix is synced again (here, at the next start), named and
+    // counted; the other object's captures kept.
+    let example_url = "/archive/cdx?url=http://example.com/&matchType=domain&output=json";
+    let examples = remote.get(example_url).text();
+    assert!(!examples.trim().is_empty());
+    drop(remote);
+    moto.delete("bucket", "crawl/iana.warc.gz");
+    let remote = serve_env(&env, &["s3://bucket/crawl/"], &tmp.path().join("r.redb"));
+    let log = remote.log_with("files no longer there");
+    assert!(
+        log.contains("s3://bucket/crawl/iana.warc.gz: no longer there"),
+        "{log}"
+    );
+    assert!(log.contains("1 files no longer there"), "{log}");
+    assert!(remote.get(cdx).text().trim().is_empty());
+    assert_eq!(remote.get(example_url).text(), examples);
 }
 
 #[test]

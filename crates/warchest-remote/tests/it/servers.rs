@@ -322,6 +322,19 @@ impl Moto {
         assert!(st.success(), "boto3 upload failed");
     }
 
+    /// Deletes `key` from `bucket` (through boto3).
+    pub fn delete(&self, bucket: &str, key: &str) {
+        let script = format!(
+            "import boto3\ns3 = boto3.client('s3', endpoint_url='{}', aws_access_key_id='testing', aws_secret_access_key='testing', region_name='us-east-1')\ns3.delete_object(Bucket='{bucket}', Key={key:?})\n",
+            self.endpoint()
+        );
+        let st = Command::new("python3")
+            .args(["-c", &script])
+            .status()
+            .expect("python3");
+        assert!(st.success(), "boto3 delete failed");
+    }
+
     /// The keys in `bucket` (through boto3).
     pub fn keys(&self, bucket: &str) -> Vec<String> {
         let script = format!(
