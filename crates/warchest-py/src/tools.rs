@@ -233,12 +233,8 @@ fn index_into(
         if let Some(why) = refused {
             return Err(PyValueError::new_err(why));
         }
-        // As every CLI command: an input with no record is not an empty
-        // archive but one not read.
         if records == 0 {
-            return Err(PyValueError::new_err(format!(
-                "no WARC, ARC or Web InfoMall record found in {name}"
-            )));
+            return Err(no_records(&name));
         }
     }
     let w = out.finish().map_err(to_py)?;
@@ -246,7 +242,19 @@ fn index_into(
     Ok(n)
 }
 
+/// The error for an input in which no record is found (an empty file
+/// included): as every CLI command refuses it (exit 2), an input with no
+/// record is not an empty archive but one not read. An `ArchiveError`
+/// (a `ValueError`), with the command line's words.
+fn no_records(name: &str) -> PyErr {
+    crate::ArchiveError::new_err(format!(
+        "no WARC, ARC or Web InfoMall record found in {name}"
+    ))
+}
+
 /// Checks every digest of the file at `path`: JSON, one object per record.
+/// An input with no record is an `ArchiveError`, as `warchest check`
+/// refuses it.
 #[pyfunction]
 pub(crate) fn check_json(py: Python<'_>, path: PathBuf) -> PyResult<String> {
     let mut said = None;
@@ -264,6 +272,9 @@ pub(crate) fn check_json(py: Python<'_>, path: PathBuf) -> PyResult<String> {
         // Records read through recoveries are said to be, error or not.
         said = crate::scan::describe(&recovered, &Recoveries::new());
         checked?;
+        if out.is_empty() {
+            return Err(no_records(&name));
+        }
         serde_json::to_string(&out).map_err(|e| PyValueError::new_err(e.to_string()))
     });
     warn_then(py, said.into_iter().collect(), result)

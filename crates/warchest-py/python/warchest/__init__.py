@@ -197,7 +197,9 @@ def check(path: PathLike) -> list:
     "valid"}``, ``"absent"``, ``"invalid"`` with ``recorded`` and
     ``computed``, ...), ``block_len`` and ``truncated`` (the file ended
     inside the record). A file read through lenient recoveries gives a
-    RecoveryWarning at the end.
+    RecoveryWarning at the end. A file in which no record is found (an
+    empty one included) raises ``ArchiveError``, as ``warchest check``
+    refuses it.
     """
     return json.loads(_check_json(path))
 
