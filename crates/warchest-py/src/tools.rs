@@ -62,7 +62,10 @@ type SelectedRow = (
 
 /// The rows of a cc-index Parquet table (a path, or a URL read by range
 /// requests) that the filters select, as `warchest fetch` selects them
-/// (warchest-index's `select::select_parquet`), in the table's order.
+/// (warchest-index's `select::select_parquet_counted`), in the table's
+/// order. Rows passed over for want of a usable offset or length (null or
+/// negative) are counted and told in a `RecoveryWarning`, in the words
+/// `warchest fetch` prints them (`select::skipped_rows_message`).
 #[pyfunction]
 #[pyo3(signature = (index, url_prefix = None, surt_prefix = None, host = None, mime = None,
     status = None, from_ = None, to = None, limit = None))]
@@ -99,12 +102,14 @@ pub(crate) fn select_parquet(
             let chunks = select::RangeChunks::new(size, move |start, len| {
                 warchest_remote::open_range(&url, start, len)
             });
-            return select::select_parquet(chunks, &sel).map_err(|e| fail(&e));
+            return select::select_parquet_counted(chunks, &sel).map_err(|e| fail(&e));
         }
         let f = File::open(&index).map_err(|e| format!("{index}: {e}"))?;
-        select::select_parquet(f, &sel).map_err(|e| fail(&e))
+        select::select_parquet_counted(f, &sel).map_err(|e| fail(&e))
     });
-    let rows = rows.map_err(pyo3::exceptions::PyOSError::new_err)?;
+    let (rows, skipped) = rows.map_err(pyo3::exceptions::PyOSError::new_err)?;
+    let said = select::skipped_rows_message(&index, skipped);
+    warn_then(py, said.into_iter().collect(), Ok(()))?;
     Ok(rows
         .into_iter()
         .map(|e| {

@@ -303,7 +303,13 @@ def select_index(
     ``url_prefix``, ``surt_prefix``: the URL or SURT key starts with it;
     ``host``: that host or a subdomain; ``mime``, ``status``: equal;
     ``from_``, ``to``: capture time bounds (14 digits or a prefix, which
-    covers its whole period); ``limit``: at most that many rows."""
+    covers its whole period); ``limit``: at most that many rows.
+
+    Rows without a usable offset or length (null or negative) cannot be
+    fetched: they are passed over and counted, and a ``RecoveryWarning``
+    says how many ("cc.parquet: 2 rows without a usable offset or length
+    (null or negative) not understood"), as ``warchest fetch`` says it
+    (and exits 1)."""
     index = os.fspath(index)
     if not str(index).endswith(".parquet"):
         raise ValueError(f"{index}: select_index reads a cc-index Parquet file (name ending in .parquet)")
