@@ -22,8 +22,10 @@ use warchest::recoveries::{PayloadFallbackAt, Recoveries};
 use warchest::warc::ReaderOptions;
 use warchest_index::UnparsedHead;
 use warchest_index::table::{ChunkedScanner, Column, ScanNotes, ScanOptions, Scanner};
+use warchest_wacz::Section;
 
 use crate::io::{Target, targets_from_py};
+use crate::wacz::ArchiveFile;
 
 const STREAM_NAME: &CStr = c"arrow_array_stream";
 
@@ -45,8 +47,8 @@ pub(crate) fn columns() -> Vec<&'static str> {
 /// The byte ranges to read the file (or object) at `path` in, as
 /// `(start, end)` pairs: ranges of `split_size` bytes for an uncompressed
 /// file larger than that, the whole file otherwise (compressed files,
-/// sniffed from their first bytes, are never split; `split_size` 0 never
-/// splits).
+/// sniffed from their first bytes, are never split, nor is a WACZ, read
+/// as its archive files; `split_size` 0 never splits).
 #[pyfunction]
 pub(crate) fn split_ranges(
     py: Python<'_>,
@@ -54,6 +56,13 @@ pub(crate) fn split_ranges(
     split_size: u64,
 ) -> PyResult<Vec<(u64, u64)>> {
     let plan = match Target::from_py(path)? {
+        // A WACZ is read whole, as its archive files, as a compressed file is.
+        Target::Path(path) if crate::wacz::is_wacz(&path) => {
+            let size = std::fs::metadata(&path)
+                .map_err(|e| crate::to_py(warchest::Error::from(e).in_file(&path)))?
+                .len();
+            std::iter::once(0..size).collect()
+        }
         Target::Path(path) => py
             .detach(|| warchest::split::plan_file(&path, split_size))
             .map_err(crate::to_py)?,
@@ -163,7 +172,7 @@ pub(crate) fn scan_stream(
     Ok(ScanStream::new(
         Box::new(PartsScanner {
             schema: warchest_index::table::schema(&opts.columns),
-            parts: parts.into(),
+            parts: parts.into_iter().map(|(t, r)| Part::Target(t, r)).collect(),
             current: None,
             opts,
             threads: match threads {
@@ -193,10 +202,19 @@ fn local_only(_: &[(Target, Option<Range<u64>>)]) -> PyResult<()> {
     Ok(())
 }
 
+/// A part of a scan: a file or object given (all of it or a byte range),
+/// or an archive file of a WACZ given.
+enum Part {
+    Target(Target, Option<Range<u64>>),
+    Archive(ArchiveFile),
+}
+
 /// The scanner of one part.
 enum PartScanner {
     /// Boxed, as `Remote`: a scanner is several hundred bytes.
     Local(Box<Scanner<Decoder<File>>>),
+    /// An archive file of a WACZ, read where it lies in the ZIP.
+    Wacz(Box<Scanner<Decoder<Section>>>),
     /// An uncompressed local file read in chunks on several threads.
     Chunked(ChunkedScanner),
     #[cfg(feature = "remote")]
@@ -207,6 +225,7 @@ impl PartScanner {
     fn next_batch(&mut self) -> warchest::Result<Option<RecordBatch>> {
         match self {
             PartScanner::Local(s) => s.next_batch(),
+            PartScanner::Wacz(s) => s.next_batch(),
             PartScanner::Chunked(s) => s.next_batch(),
             #[cfg(feature = "remote")]
             PartScanner::Remote(s) => s.next_batch(),
@@ -216,6 +235,7 @@ impl PartScanner {
     fn take_notes(&mut self) -> ScanNotes {
         match self {
             PartScanner::Local(s) => s.take_notes(),
+            PartScanner::Wacz(s) => s.take_notes(),
             PartScanner::Chunked(s) => s.take_notes(),
             #[cfg(feature = "remote")]
             PartScanner::Remote(s) => s.take_notes(),
@@ -226,7 +246,7 @@ impl PartScanner {
 /// Reads files and objects one after another into record batches of one
 /// schema (`FilesScanner`, for URLs too).
 struct PartsScanner {
-    parts: VecDeque<(Target, Option<Range<u64>>)>,
+    parts: VecDeque<Part>,
     current: Option<PartScanner>,
     opts: ScanOptions,
     schema: SchemaRef,
@@ -254,11 +274,42 @@ impl PartsScanner {
                 self.current = None;
                 got?;
             }
-            let Some((target, range)) = self.parts.pop_front() else {
+            let Some(part) = self.parts.pop_front() else {
                 return Ok(None);
             };
             let opts = self.opts.clone();
+            let (target, range) = match part {
+                Part::Target(t, r) => (t, r),
+                Part::Archive(f) => {
+                    self.current = Some(match f.open(opts.reader.clone()) {
+                        Ok(r) => PartScanner::Wacz(Box::new(Scanner::new(r, f.name, opts))),
+                        Err(e) => PartScanner::Local(Box::new(Scanner::failed(f.name, e, opts))),
+                    });
+                    continue;
+                }
+            };
             self.current = match target {
+                // A WACZ: its archive files, each a part (as `warchest ls
+                // x.wacz` reads it). Not split: only a range starting at 0
+                // reads it, as a compressed file.
+                Target::Path(p) if crate::wacz::is_wacz(&p) => {
+                    if range.is_some_and(|r| r.start != 0 || r.end == 0) {
+                        continue;
+                    }
+                    match crate::wacz::archive_files(&p) {
+                        Ok(files) => {
+                            for f in files.into_iter().rev() {
+                                self.parts.push_front(Part::Archive(f));
+                            }
+                            continue;
+                        }
+                        Err(e) => Some(PartScanner::Local(Box::new(Scanner::failed(
+                            p.to_string_lossy(),
+                            e,
+                            opts,
+                        )))),
+                    }
+                }
                 Target::Path(p) => Some(match range {
                     Some(r) => PartScanner::Local(Box::new(Scanner::open_range(&p, r, opts))),
                     None => {

@@ -112,7 +112,9 @@ def scan(
     ``batch_bytes`` bytes of payloads and headers (4 MiB by default), unless
     it is a single record larger than that; a payload is cut at
     ``max_payload`` bytes. Memory stays bounded by these whatever the files
-    hold (docs/python.md, "Speed"). With ``skip_errors`` a file that cannot
+    hold (docs/python.md, "Speed"). A ``.wacz`` is read as its archive
+    files, as ``ArchiveIterator`` reads it, each named
+    ``FILE.wacz#archive/NAME`` in ``warc_filename``. With ``skip_errors`` a file that cannot
     be read on gives a row whose ``error`` column says why, and the scan
     goes on; otherwise the error is raised.
 
@@ -192,7 +194,8 @@ def _tell(stream: Any) -> None:
 def check(path: PathLike) -> list:
     """Checks every WARC-Block-Digest and WARC-Payload-Digest of a file.
 
-    One dict per record: ``offset``, ``type``, ``record_id``, ``ok`` (no digest
+    One dict per record: ``file`` (``path``, or for a WACZ the archive file
+    inside, ``FILE.wacz#archive/NAME``), ``offset``, ``type``, ``record_id``, ``ok`` (no digest
     wrong and the record whole), ``block`` and ``payload`` (``{"status":
     "valid"}``, ``"absent"``, ``"invalid"`` with ``recorded`` and
     ``computed``, ...), ``block_len`` and ``truncated`` (the file ended
