@@ -21,7 +21,9 @@ use warchest::codec::Decoder;
 use warchest::recoveries::{PayloadFallbackAt, Recoveries};
 use warchest::warc::ReaderOptions;
 use warchest_index::UnparsedHead;
-use warchest_index::table::{ChunkedScanner, Column, ScanNotes, ScanOptions, Scanner};
+use warchest_index::table::{
+    ChunkedScanner, Column, ScanNotes, ScanOptions, Scanner, SkippedError,
+};
 use warchest_wacz::Section;
 
 use crate::io::{Target, targets_from_py};
@@ -168,7 +170,7 @@ pub(crate) fn scan_stream(
         batch_bytes: batch_bytes.max(1),
         ..opts
     };
-    let notes = SharedNotes::default();
+    let notes = notes_for(&opts);
     Ok(ScanStream::new(
         Box::new(PartsScanner {
             schema: warchest_index::table::schema(&opts.columns),
@@ -362,10 +364,26 @@ pub(crate) struct StreamNotes {
     finished: ScanNotes,
     pub(crate) current: ScanNotes,
     told: Vec<String>,
+    /// The rows have an `error` column: an error skipped
+    /// (`skip_errors`) is said by its row. Without one, it is told.
+    error_column: bool,
 }
 
 /// [`StreamNotes`] shared by a stream and the object it was taken from.
 pub(crate) type SharedNotes = Arc<Mutex<StreamNotes>>;
+
+/// The notes of a scan with `opts`.
+pub(crate) fn notes_for(opts: &ScanOptions) -> SharedNotes {
+    Arc::new(Mutex::new(StreamNotes {
+        error_column: opts.columns.contains(&Column::Error),
+        ..StreamNotes::default()
+    }))
+}
+
+/// What is said of the errors a scan skipped (`skip_errors`) when its
+/// columns leave out `error`: without the column, an error row is a row of
+/// nulls, and the error would go unsaid.
+const SKIPPED_UNSEEN: &str = "the columns leave out `error`, so no row says it";
 
 pub(crate) fn lock(n: &SharedNotes) -> std::sync::MutexGuard<'_, StreamNotes> {
     n.lock().unwrap_or_else(|p| p.into_inner())
@@ -388,6 +406,18 @@ impl StreamNotes {
                 }
             }),
         );
+        // Errors skipped, when no row can say them.
+        let failures = &part.failures;
+        if !self.error_column {
+            self.told
+                .extend(SkippedError::summary_as(failures, SKIPPED_UNSEEN).map(|l| {
+                    match failures.by_file() {
+                        [f] if !f.file.is_empty() => format!("{}: {l}", f.file),
+                        many if many.len() > 1 => format!("{} files: {l}", many.len()),
+                        _ => l,
+                    }
+                }));
+        }
         self.finished.append(part);
     }
 
@@ -436,7 +466,8 @@ pyo3::create_exception!(
     RecoveryWarning,
     pyo3::exceptions::PyUserWarning,
     "A lenient read recovered from damage or deviations, or gave payloads \
-     as stored where their HTTP head names codings it could not undo."
+     as stored where their HTTP head names codings it could not undo, or \
+     a scan skipped an error (skip_errors) that no row of its columns says."
 );
 
 /// Warns `told` as a [`RecoveryWarning`] (attributed to the caller's line).
@@ -566,6 +597,32 @@ impl ScanStream {
             list.append(d)?;
         }
         Ok(list)
+    }
+
+    /// The errors skipped so far under `skip_errors` (each gave its file's
+    /// row with `error` set, and the scan went on): dicts of `file`,
+    /// `offset` (where reading stopped: the error row's) and `message`
+    /// (the error column's text). The first 1000 are kept;
+    /// `skipped_error_count` counts them all. A scan whose columns leave
+    /// out `error` tells them in a `RecoveryWarning` too.
+    #[getter]
+    fn skipped_errors<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let n = self.noted(py);
+        let list = PyList::empty(py);
+        for (file, e) in n.failures.kept() {
+            let d = PyDict::new(py);
+            d.set_item(intern!(py, "file"), file)?;
+            d.set_item(intern!(py, "offset"), e.offset)?;
+            d.set_item(intern!(py, "message"), &e.message)?;
+            list.append(d)?;
+        }
+        Ok(list)
+    }
+
+    /// How many errors were skipped so far under `skip_errors`.
+    #[getter]
+    fn skipped_error_count(&self, py: Python<'_>) -> u64 {
+        self.noted(py).failures.total()
     }
 
     /// How many rows read so far had an HTTP head that did not parse.

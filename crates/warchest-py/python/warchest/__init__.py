@@ -116,7 +116,9 @@ def scan(
     files, as ``ArchiveIterator`` reads it, each named
     ``FILE.wacz#archive/NAME`` in ``warc_filename``. With ``skip_errors`` a file that cannot
     be read on gives a row whose ``error`` column says why, and the scan
-    goes on; otherwise the error is raised.
+    goes on; otherwise the error is raised. When ``columns`` leave out
+    ``error``, no row can say it, so a ``RecoveryWarning`` names the file,
+    the offset where reading stopped and the error instead.
 
     ``byte_range=(start, end)`` reads part of one file (``paths`` is then a
     single path): the records from the first record boundary at or after
