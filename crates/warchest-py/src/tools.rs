@@ -429,7 +429,8 @@ pub(crate) fn validate_json(py: Python<'_>, paths: &Bound<'_, PyAny>) -> PyResul
 }
 
 /// Converts the ARC, Web InfoMall (or WARC) file at `source` to a WARC at
-/// `output` (gzip per record): JSON of what was done.
+/// `output` (gzip per record): JSON of what was done. A source with no
+/// record is an `ArchiveError` and no output is left.
 #[pyfunction]
 #[pyo3(signature = (source, output, warc_version = "1.1"))]
 pub(crate) fn convert_json(
@@ -479,6 +480,11 @@ pub(crate) fn convert_json(
         );
         said = crate::scan::describe(&report.recoveries, &Recoveries::new());
         converted.map_err(to_py)?;
+        // As `warchest convert` refuses it: nothing converted is not an
+        // empty archive but an input not read (the output is removed).
+        if report.records_read == 0 {
+            return Err(no_records(&source.to_string_lossy()));
+        }
         let out = w.finish().map_err(to_py)?;
         out.finish().map_err(to_py)?;
         serde_json::to_string(&report).map_err(|e| PyValueError::new_err(e.to_string()))

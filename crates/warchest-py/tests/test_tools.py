@@ -101,6 +101,17 @@ def test_check_refuses_an_input_with_no_record(tmp_path, content):
     assert not (tmp_path / "n.cdxj").exists()
 
 
+def test_convert_refuses_an_input_with_no_record(tmp_path):
+    empty = tmp_path / "empty.arc"
+    empty.write_bytes(b"")
+    out = tmp_path / "out.warc.gz"
+    # Not a report of 0 records read and an output of none: an input not
+    # read, as `warchest convert` refuses it; nothing is left behind.
+    with pytest.raises(warchest.ArchiveError, match=f"no WARC, ARC or Web InfoMall record found in {empty}"):
+        warchest.convert(empty, out)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.arc"]
+
+
 def test_convert_arc_to_warc(tmp_path):
     arc = FIXTURES / "pywb" / "example.arc.gz"
     out = tmp_path / "example.warc.gz"

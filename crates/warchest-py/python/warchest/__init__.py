@@ -227,7 +227,9 @@ def convert(source: PathLike, output: PathLike, warc_version: str = "1.1") -> di
     many times the lenient reader recovered; a RecoveryWarning says so too).
     The output is written as ``OUTPUT.open`` and renamed when whole (removed
     on an error); an output that is the source (by any name) is refused
-    with ValueError.
+    with ValueError. A source in which no record is found (an empty file
+    included) raises ``ArchiveError`` and leaves no output, as ``warchest
+    convert`` refuses it.
     """
     return json.loads(_convert_json(source, output, warc_version))
 
