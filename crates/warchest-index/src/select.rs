@@ -186,6 +186,23 @@ pub fn url_host(url: &str) -> String {
 #[cfg(feature = "parquet")]
 pub use cc_index::{RangeChunks, select_parquet, select_parquet_counted};
 
+/// What a caller says of the `skipped` rows of the Parquet index
+/// `index` that `select_parquet_counted` passed over: "cc.parquet: 2
+/// rows without a usable offset or length (null or negative) not
+/// understood"; `None` when there are none. `warchest fetch` prints it
+/// (and exits 1), the Python `select_index` warns it: one sentence.
+pub fn skipped_rows_message(index: &str, skipped: u64) -> Option<String> {
+    let rows = match skipped {
+        0 => return None,
+        1 => "row",
+        _ => "rows",
+    };
+    Some(format!(
+        "{index}: {skipped} {rows} without a usable offset or length (null or negative) \
+         not understood"
+    ))
+}
+
 /// The cc-index Parquet table (Common Crawl's columnar index).
 #[cfg(feature = "parquet")]
 mod cc_index {
@@ -423,6 +440,22 @@ mod cc_index {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn skipped_rows_are_told_in_one_sentence() {
+        assert_eq!(skipped_rows_message("cc.parquet", 0), None);
+        assert_eq!(
+            skipped_rows_message("cc.parquet", 1).as_deref(),
+            Some(
+                "cc.parquet: 1 row without a usable offset or length (null or negative) not understood"
+            )
+        );
+        assert!(
+            skipped_rows_message("i.parquet", 2)
+                .unwrap()
+                .starts_with("i.parquet: 2 rows without")
+        );
+    }
 
     #[test]
     fn parses_cdxj_and_cdx() {

@@ -317,6 +317,74 @@ pub struct ScanNotes {
     /// status and MIME are ([`UnparsedHead`]); rows with an error, which
     /// says why, are not counted.
     pub unparsed_heads: Recoveries<UnparsedHead>,
+    /// Errors skipped under [`ScanOptions::skip_errors`]: each gave its
+    /// file's error row (the row that says it when the columns have
+    /// `error`), and reading went on with the next file. Counted whatever
+    /// the columns, so that a caller whose columns leave `error` out can
+    /// tell them otherwise.
+    pub failures: Recoveries<SkippedError>,
+}
+
+/// An error a scan skipped under [`ScanOptions::skip_errors`]: where
+/// reading stopped (the error row's offset) and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkippedError {
+    /// The error row's `warc_record_offset`: where reading stopped, as
+    /// stored (0 when the file could not be opened).
+    pub offset: u64,
+    /// The error, as the row's `error` column gives it (it names the file
+    /// and, when known, the offset).
+    pub message: String,
+}
+
+impl SkippedError {
+    fn of(e: &Error) -> Self {
+        SkippedError {
+            offset: e.position().map_or(0, |p| p.offset),
+            message: e.to_string(),
+        }
+    }
+
+    /// One sentence of the count, the first's offset and message, saying
+    /// what became of them (`consequence`): "1 error skipped (skip_errors):
+    /// CONSEQUENCE; the first at offset 87: MESSAGE"; `None` when there are
+    /// none.
+    pub fn summary_as(tally: &Recoveries<SkippedError>, consequence: &str) -> Option<String> {
+        let n = tally.total();
+        if n == 0 {
+            return None;
+        }
+        let what = if n == 1 { "error" } else { "errors" };
+        let mut told = format!("{n} {what} skipped (skip_errors): {consequence}");
+        match tally.kept().next() {
+            Some((_, e)) => told.push_str(&format!(
+                "; the first at offset {}: {}",
+                e.offset, e.message
+            )),
+            None => {
+                if let Some(f) = tally.by_file().first() {
+                    told.push_str(&format!(
+                        "; the first in {} at offset {}",
+                        f.file, f.first_offset
+                    ));
+                }
+            }
+        }
+        Some(told)
+    }
+}
+
+impl warchest::recoveries::Recovery for SkippedError {
+    /// One kind only: an error skipped.
+    type Kind = ();
+
+    fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    fn kinds(&self) -> impl Iterator<Item = ()> {
+        std::iter::once(())
+    }
 }
 
 impl ScanNotes {
@@ -325,6 +393,7 @@ impl ScanNotes {
         self.recoveries.is_empty()
             && self.payload_fallbacks.is_empty()
             && self.unparsed_heads.is_empty()
+            && self.failures.is_empty()
     }
 
     /// Adds `other`'s to these.
@@ -332,6 +401,7 @@ impl ScanNotes {
         self.recoveries.append(other.recoveries);
         self.payload_fallbacks.append(other.payload_fallbacks);
         self.unparsed_heads.append(other.unparsed_heads);
+        self.failures.append(other.failures);
     }
 
     /// Takes everything out.
@@ -537,6 +607,9 @@ impl<S: Source + Send> Scanner<S> {
                 return Err(e);
             }
             b.error_row(&self.filename, &e);
+            self.notes
+                .failures
+                .add(&self.filename, SkippedError::of(&e));
             return b.finish(&self.schema).map(Some);
         }
         while !self.done && b.rows < self.opts.batch_rows.max(1) && b.bytes < self.opts.batch_bytes
@@ -564,6 +637,9 @@ impl<S: Source + Send> Scanner<S> {
                         return Err(e);
                     }
                     b.error_row(&self.filename, &e);
+                    self.notes
+                        .failures
+                        .add(&self.filename, SkippedError::of(&e));
                 }
             }
             if self.ready.is_some() {
@@ -1158,6 +1234,7 @@ fn scan_chunks(
         None => rows.close(&schema),
         Some(e) if opts.skip_errors => {
             rows.builder(&opts).error_row(&filename, &e);
+            lock(notes).failures.add(&filename, SkippedError::of(&e));
             rows.close(&schema)
         }
         Some(e) => Err(e),

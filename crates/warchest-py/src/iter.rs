@@ -401,7 +401,7 @@ impl ArchiveIterator {
         };
         let src: Box<dyn RecordSource> = match Input::from_py(source)? {
             // A WACZ: the archive files inside, one after the other.
-            Input::Path(p) if warchest_wacz::is_wacz(&p) => {
+            Input::Path(p) if crate::wacz::is_wacz(&p) => {
                 let w = py
                     .detach(|| crate::wacz::WaczSource::open(&p, opts))
                     .map_err(to_py)?;

@@ -517,7 +517,7 @@ pub(crate) fn fetch_scan_stream(
     )
     .map_err(|e| PyValueError::new_err(e.to_string()))?;
     let schema = warchest_index::table::schema(&opts.columns);
-    let notes = crate::scan::SharedNotes::default();
+    let notes = crate::scan::notes_for(&opts);
     Ok(ScanStream::new(
         Box::new(FetchBatches {
             fetcher: Fetcher::new(rows, concurrency, max_length, max_gap),

@@ -21,9 +21,13 @@ use warchest::codec::Decoder;
 use warchest::recoveries::{PayloadFallbackAt, Recoveries};
 use warchest::warc::ReaderOptions;
 use warchest_index::UnparsedHead;
-use warchest_index::table::{ChunkedScanner, Column, ScanNotes, ScanOptions, Scanner};
+use warchest_index::table::{
+    ChunkedScanner, Column, ScanNotes, ScanOptions, Scanner, SkippedError,
+};
+use warchest_wacz::Section;
 
 use crate::io::{Target, targets_from_py};
+use crate::wacz::ArchiveFile;
 
 const STREAM_NAME: &CStr = c"arrow_array_stream";
 
@@ -45,8 +49,8 @@ pub(crate) fn columns() -> Vec<&'static str> {
 /// The byte ranges to read the file (or object) at `path` in, as
 /// `(start, end)` pairs: ranges of `split_size` bytes for an uncompressed
 /// file larger than that, the whole file otherwise (compressed files,
-/// sniffed from their first bytes, are never split; `split_size` 0 never
-/// splits).
+/// sniffed from their first bytes, are never split, nor is a WACZ, read
+/// as its archive files; `split_size` 0 never splits).
 #[pyfunction]
 pub(crate) fn split_ranges(
     py: Python<'_>,
@@ -54,6 +58,13 @@ pub(crate) fn split_ranges(
     split_size: u64,
 ) -> PyResult<Vec<(u64, u64)>> {
     let plan = match Target::from_py(path)? {
+        // A WACZ is read whole, as its archive files, as a compressed file is.
+        Target::Path(path) if crate::wacz::is_wacz(&path) => {
+            let size = std::fs::metadata(&path)
+                .map_err(|e| crate::to_py(warchest::Error::from(e).in_file(&path)))?
+                .len();
+            std::iter::once(0..size).collect()
+        }
         Target::Path(path) => py
             .detach(|| warchest::split::plan_file(&path, split_size))
             .map_err(crate::to_py)?,
@@ -159,11 +170,11 @@ pub(crate) fn scan_stream(
         batch_bytes: batch_bytes.max(1),
         ..opts
     };
-    let notes = SharedNotes::default();
+    let notes = notes_for(&opts);
     Ok(ScanStream::new(
         Box::new(PartsScanner {
             schema: warchest_index::table::schema(&opts.columns),
-            parts: parts.into(),
+            parts: parts.into_iter().map(|(t, r)| Part::Target(t, r)).collect(),
             current: None,
             opts,
             threads: match threads {
@@ -193,10 +204,19 @@ fn local_only(_: &[(Target, Option<Range<u64>>)]) -> PyResult<()> {
     Ok(())
 }
 
+/// A part of a scan: a file or object given (all of it or a byte range),
+/// or an archive file of a WACZ given.
+enum Part {
+    Target(Target, Option<Range<u64>>),
+    Archive(ArchiveFile),
+}
+
 /// The scanner of one part.
 enum PartScanner {
     /// Boxed, as `Remote`: a scanner is several hundred bytes.
     Local(Box<Scanner<Decoder<File>>>),
+    /// An archive file of a WACZ, read where it lies in the ZIP.
+    Wacz(Box<Scanner<Decoder<Section>>>),
     /// An uncompressed local file read in chunks on several threads.
     Chunked(ChunkedScanner),
     #[cfg(feature = "remote")]
@@ -207,6 +227,7 @@ impl PartScanner {
     fn next_batch(&mut self) -> warchest::Result<Option<RecordBatch>> {
         match self {
             PartScanner::Local(s) => s.next_batch(),
+            PartScanner::Wacz(s) => s.next_batch(),
             PartScanner::Chunked(s) => s.next_batch(),
             #[cfg(feature = "remote")]
             PartScanner::Remote(s) => s.next_batch(),
@@ -216,6 +237,7 @@ impl PartScanner {
     fn take_notes(&mut self) -> ScanNotes {
         match self {
             PartScanner::Local(s) => s.take_notes(),
+            PartScanner::Wacz(s) => s.take_notes(),
             PartScanner::Chunked(s) => s.take_notes(),
             #[cfg(feature = "remote")]
             PartScanner::Remote(s) => s.take_notes(),
@@ -226,7 +248,7 @@ impl PartScanner {
 /// Reads files and objects one after another into record batches of one
 /// schema (`FilesScanner`, for URLs too).
 struct PartsScanner {
-    parts: VecDeque<(Target, Option<Range<u64>>)>,
+    parts: VecDeque<Part>,
     current: Option<PartScanner>,
     opts: ScanOptions,
     schema: SchemaRef,
@@ -254,11 +276,42 @@ impl PartsScanner {
                 self.current = None;
                 got?;
             }
-            let Some((target, range)) = self.parts.pop_front() else {
+            let Some(part) = self.parts.pop_front() else {
                 return Ok(None);
             };
             let opts = self.opts.clone();
+            let (target, range) = match part {
+                Part::Target(t, r) => (t, r),
+                Part::Archive(f) => {
+                    self.current = Some(match f.open(opts.reader.clone()) {
+                        Ok(r) => PartScanner::Wacz(Box::new(Scanner::new(r, f.name, opts))),
+                        Err(e) => PartScanner::Local(Box::new(Scanner::failed(f.name, e, opts))),
+                    });
+                    continue;
+                }
+            };
             self.current = match target {
+                // A WACZ: its archive files, each a part (as `warchest ls
+                // x.wacz` reads it). Not split: only a range starting at 0
+                // reads it, as a compressed file.
+                Target::Path(p) if crate::wacz::is_wacz(&p) => {
+                    if range.is_some_and(|r| r.start != 0 || r.end == 0) {
+                        continue;
+                    }
+                    match crate::wacz::archive_files(&p) {
+                        Ok(files) => {
+                            for f in files.into_iter().rev() {
+                                self.parts.push_front(Part::Archive(f));
+                            }
+                            continue;
+                        }
+                        Err(e) => Some(PartScanner::Local(Box::new(Scanner::failed(
+                            p.to_string_lossy(),
+                            e,
+                            opts,
+                        )))),
+                    }
+                }
                 Target::Path(p) => Some(match range {
                     Some(r) => PartScanner::Local(Box::new(Scanner::open_range(&p, r, opts))),
                     None => {
@@ -311,10 +364,26 @@ pub(crate) struct StreamNotes {
     finished: ScanNotes,
     pub(crate) current: ScanNotes,
     told: Vec<String>,
+    /// The rows have an `error` column: an error skipped
+    /// (`skip_errors`) is said by its row. Without one, it is told.
+    error_column: bool,
 }
 
 /// [`StreamNotes`] shared by a stream and the object it was taken from.
 pub(crate) type SharedNotes = Arc<Mutex<StreamNotes>>;
+
+/// The notes of a scan with `opts`.
+pub(crate) fn notes_for(opts: &ScanOptions) -> SharedNotes {
+    Arc::new(Mutex::new(StreamNotes {
+        error_column: opts.columns.contains(&Column::Error),
+        ..StreamNotes::default()
+    }))
+}
+
+/// What is said of the errors a scan skipped (`skip_errors`) when its
+/// columns leave out `error`: without the column, an error row is a row of
+/// nulls, and the error would go unsaid.
+const SKIPPED_UNSEEN: &str = "the columns leave out `error`, so no row says it";
 
 pub(crate) fn lock(n: &SharedNotes) -> std::sync::MutexGuard<'_, StreamNotes> {
     n.lock().unwrap_or_else(|p| p.into_inner())
@@ -337,6 +406,18 @@ impl StreamNotes {
                 }
             }),
         );
+        // Errors skipped, when no row can say them.
+        let failures = &part.failures;
+        if !self.error_column {
+            self.told
+                .extend(SkippedError::summary_as(failures, SKIPPED_UNSEEN).map(|l| {
+                    match failures.by_file() {
+                        [f] if !f.file.is_empty() => format!("{}: {l}", f.file),
+                        many if many.len() > 1 => format!("{} files: {l}", many.len()),
+                        _ => l,
+                    }
+                }));
+        }
         self.finished.append(part);
     }
 
@@ -385,7 +466,8 @@ pyo3::create_exception!(
     RecoveryWarning,
     pyo3::exceptions::PyUserWarning,
     "A lenient read recovered from damage or deviations, or gave payloads \
-     as stored where their HTTP head names codings it could not undo."
+     as stored where their HTTP head names codings it could not undo, or \
+     a scan skipped an error (skip_errors) that no row of its columns says."
 );
 
 /// Warns `told` as a [`RecoveryWarning`] (attributed to the caller's line).
@@ -515,6 +597,32 @@ impl ScanStream {
             list.append(d)?;
         }
         Ok(list)
+    }
+
+    /// The errors skipped so far under `skip_errors` (each gave its file's
+    /// row with `error` set, and the scan went on): dicts of `file`,
+    /// `offset` (where reading stopped: the error row's) and `message`
+    /// (the error column's text). The first 1000 are kept;
+    /// `skipped_error_count` counts them all. A scan whose columns leave
+    /// out `error` tells them in a `RecoveryWarning` too.
+    #[getter]
+    fn skipped_errors<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let n = self.noted(py);
+        let list = PyList::empty(py);
+        for (file, e) in n.failures.kept() {
+            let d = PyDict::new(py);
+            d.set_item(intern!(py, "file"), file)?;
+            d.set_item(intern!(py, "offset"), e.offset)?;
+            d.set_item(intern!(py, "message"), &e.message)?;
+            list.append(d)?;
+        }
+        Ok(list)
+    }
+
+    /// How many errors were skipped so far under `skip_errors`.
+    #[getter]
+    fn skipped_error_count(&self, py: Python<'_>) -> u64 {
+        self.noted(py).failures.total()
     }
 
     /// How many rows read so far had an HTTP head that did not parse.

@@ -12,11 +12,14 @@ use serde_json::json;
 use warchest::Warning;
 use warchest::archive::Reader;
 use warchest::check::check_record;
+use warchest::codec::Source;
 use warchest::recoveries::Recoveries;
 use warchest::warc::{ReaderOptions, Version};
 use warchest::write::{Compression, Writer, WriterOptions};
 use warchest_index::{Format, IndexOptions, IndexOutput, Indexer, ParquetOptions, UnparsedHead};
 use warchest_ops::copy::OpenFile;
+
+use crate::wacz::ArchiveFile;
 
 use crate::io::paths_from_py;
 use crate::to_py;
@@ -62,7 +65,10 @@ type SelectedRow = (
 
 /// The rows of a cc-index Parquet table (a path, or a URL read by range
 /// requests) that the filters select, as `warchest fetch` selects them
-/// (warchest-index's `select::select_parquet`), in the table's order.
+/// (warchest-index's `select::select_parquet_counted`), in the table's
+/// order. Rows passed over for want of a usable offset or length (null or
+/// negative) are counted and told in a `RecoveryWarning`, in the words
+/// `warchest fetch` prints them (`select::skipped_rows_message`).
 #[pyfunction]
 #[pyo3(signature = (index, url_prefix = None, surt_prefix = None, host = None, mime = None,
     status = None, from_ = None, to = None, limit = None))]
@@ -99,12 +105,14 @@ pub(crate) fn select_parquet(
             let chunks = select::RangeChunks::new(size, move |start, len| {
                 warchest_remote::open_range(&url, start, len)
             });
-            return select::select_parquet(chunks, &sel).map_err(|e| fail(&e));
+            return select::select_parquet_counted(chunks, &sel).map_err(|e| fail(&e));
         }
         let f = File::open(&index).map_err(|e| format!("{index}: {e}"))?;
-        select::select_parquet(f, &sel).map_err(|e| fail(&e))
+        select::select_parquet_counted(f, &sel).map_err(|e| fail(&e))
     });
-    let rows = rows.map_err(pyo3::exceptions::PyOSError::new_err)?;
+    let (rows, skipped) = rows.map_err(pyo3::exceptions::PyOSError::new_err)?;
+    let said = select::skipped_rows_message(&index, skipped);
+    warn_then(py, said.into_iter().collect(), Ok(()))?;
     Ok(rows
         .into_iter()
         .map(|e| {
@@ -126,7 +134,9 @@ pub(crate) fn select_parquet(
 /// (CDX 11), `json` or `parquet` (Common Crawl's cc-index columns, sorted by
 /// SURT key). `sort` sorts text formats bytewise (Parquet always is);
 /// `all_records` indexes every record, not only captures. Returns the
-/// number of entries written. The output is written as `OUTPUT.open` and
+/// number of entries written. A `.wacz` is indexed as its archive files,
+/// each named by its own base name (as `warchest index x.wacz` does). An
+/// input with no record is an `ArchiveError`. The output is written as `OUTPUT.open` and
 /// renamed when whole (removed on an error); an output that is one of the
 /// inputs (by any name) is refused with ValueError.
 #[pyfunction]
@@ -184,6 +194,56 @@ fn refuse_overwriting(output: &Path, inputs: &[PathBuf]) -> PyResult<()> {
     }
 }
 
+/// What a tool reads of a path it is given: the file, or each archive
+/// file of a WACZ (`FILE.wacz#archive/NAME`), as the command line expands
+/// one and `ArchiveIterator` reads one (crate::wacz, one home for both).
+enum Input {
+    File(PathBuf),
+    Archive(ArchiveFile),
+}
+
+impl Input {
+    /// The inputs of `path`.
+    ///
+    /// # Errors
+    /// A WACZ that cannot be listed or has no archive file
+    /// ([`crate::wacz::archive_files`]).
+    fn of(path: &Path) -> PyResult<Vec<Input>> {
+        if crate::wacz::is_wacz(path) {
+            let files = crate::wacz::archive_files(path).map_err(to_py)?;
+            Ok(files.into_iter().map(Input::Archive).collect())
+        } else {
+            Ok(vec![Input::File(path.to_path_buf())])
+        }
+    }
+
+    /// What messages and rows name it: the path as given, or the archive
+    /// file's `FILE.wacz#archive/NAME`.
+    fn name(&self) -> String {
+        match self {
+            Input::File(p) => p.to_string_lossy().into_owned(),
+            Input::Archive(f) => f.name.clone(),
+        }
+    }
+}
+
+/// Runs `$body` with `$r` bound to a reader of the [`Input`] `$input`
+/// (opened with `$opts`), whichever kind it is.
+macro_rules! with_input {
+    ($input:expr, $opts:expr, $r:ident => $body:expr) => {
+        match $input {
+            Input::File(p) => {
+                let mut $r = Reader::open_with(p, $opts).map_err(to_py)?;
+                $body
+            }
+            Input::Archive(f) => {
+                let mut $r = f.open($opts).map_err(to_py)?;
+                $body
+            }
+        }
+    };
+}
+
 /// The body of [`index`]: `paths` indexed into `file`, committed when
 /// whole; the number of entries.
 fn index_into(
@@ -201,44 +261,14 @@ fn index_into(
     };
     let mut n = 0u64;
     for p in paths {
-        let mut reader = Reader::open(p).map_err(to_py)?;
-        let indexer = Indexer::new(base_name(p), opts.clone());
-        // Taken as the file is read (a file of millions of recoveries
-        // costs counts, not memory), and said before an error is given.
-        let name = p.to_string_lossy();
-        let mut recovered = Recoveries::keeping(0);
-        // Records indexed without status and MIME are said too.
-        let mut unparsed = Recoveries::keeping(0);
-        // A file not compressed record at a time is refused, as `warchest
-        // index` refuses it: its entries would not address its records.
-        let mut refused: Option<String> = None;
-        let r = indexer.index_noted(
-            &mut reader,
-            |e| {
-                n += 1;
-                out.push(&e)
-            },
-            |ws| {
-                if refused.is_none() {
-                    refused = warchest_index::not_addressable(&ws)
-                        .map(|w| warchest_index::NotAddressable::new(&name, w).to_string());
-                }
-                recovered.add_all(&name, &ws)
-            },
-            &mut unparsed,
-        );
-        said.extend(crate::scan::describe(&recovered, &Recoveries::new()));
-        said.extend(UnparsedHead::summary(&unparsed).map(|l| format!("{name}: {l}")));
-        let records = r.map_err(to_py)?;
-        if let Some(why) = refused {
-            return Err(PyValueError::new_err(why));
-        }
-        // As every CLI command: an input with no record is not an empty
-        // archive but one not read.
-        if records == 0 {
-            return Err(PyValueError::new_err(format!(
-                "no WARC, ARC or Web InfoMall record found in {name}"
-            )));
+        for input in Input::of(p)? {
+            let name = input.name();
+            // The index names a file by its base name, an archive file of
+            // a WACZ by its own (as `warchest index x.wacz` does).
+            let indexer = Indexer::new(base_name(Path::new(&name)), opts.clone());
+            with_input!(&input, ReaderOptions::default(), reader => {
+                index_file(&mut reader, &indexer, &name, &mut out, &mut n, said)?
+            });
         }
     }
     let w = out.finish().map_err(to_py)?;
@@ -246,35 +276,114 @@ fn index_into(
     Ok(n)
 }
 
-/// Checks every digest of the file at `path`: JSON, one object per record.
+/// Indexes the records of `reader` (the input `name`) into `out`, `n`
+/// counting the entries; what it recovered from goes to `said`.
+fn index_file<S: Source>(
+    reader: &mut Reader<S>,
+    indexer: &Indexer,
+    name: &str,
+    out: &mut IndexOutput<OpenFile>,
+    n: &mut u64,
+    said: &mut Vec<String>,
+) -> PyResult<()> {
+    // Taken as the file is read (a file of millions of recoveries costs
+    // counts, not memory), and said before an error is given.
+    let mut recovered = Recoveries::keeping(0);
+    // Records indexed without status and MIME are said too.
+    let mut unparsed = Recoveries::keeping(0);
+    // A file not compressed record at a time is refused, as `warchest
+    // index` refuses it: its entries would not address its records.
+    let mut refused: Option<String> = None;
+    let r = indexer.index_noted(
+        reader,
+        |e| {
+            *n += 1;
+            out.push(&e)
+        },
+        |ws| {
+            if refused.is_none() {
+                refused = warchest_index::not_addressable(&ws)
+                    .map(|w| warchest_index::NotAddressable::new(name, w).to_string());
+            }
+            recovered.add_all(name, &ws)
+        },
+        &mut unparsed,
+    );
+    said.extend(crate::scan::describe(&recovered, &Recoveries::new()));
+    said.extend(UnparsedHead::summary(&unparsed).map(|l| format!("{name}: {l}")));
+    let records = r.map_err(to_py)?;
+    if let Some(why) = refused {
+        return Err(PyValueError::new_err(why));
+    }
+    if records == 0 {
+        return Err(no_records(name));
+    }
+    Ok(())
+}
+
+/// The error for an input in which no record is found (an empty file
+/// included): as every CLI command refuses it (exit 2), an input with no
+/// record is not an empty archive but one not read. An `ArchiveError`
+/// (a `ValueError`), with the command line's words.
+fn no_records(name: &str) -> PyErr {
+    crate::ArchiveError::new_err(format!(
+        "no WARC, ARC or Web InfoMall record found in {name}"
+    ))
+}
+
+/// Checks every digest of the file at `path`: JSON, one object per record,
+/// `file` naming where it is (the path, or a WACZ's archive file
+/// `FILE.wacz#archive/NAME`: a WACZ is read as its archive files). An
+/// input with no record is an `ArchiveError`, as `warchest check` refuses
+/// it.
 #[pyfunction]
 pub(crate) fn check_json(py: Python<'_>, path: PathBuf) -> PyResult<String> {
-    let mut said = None;
+    let mut said = Vec::new();
     let result = py.detach(|| -> PyResult<String> {
-        let opts = ReaderOptions::default();
-        let limits = opts.limits;
-        let mut reader = Reader::open_with(&path, opts).map_err(to_py)?;
         let mut out = Vec::new();
-        let name = path.to_string_lossy();
-        let mut recovered = Recoveries::keeping(0);
-        let checked = check_records(&mut reader, &limits, &mut out, |ws| {
-            recovered.add_all(&name, &ws)
-        });
-        recovered.add_all(&name, &reader.take_warnings());
-        // Records read through recoveries are said to be, error or not.
-        said = crate::scan::describe(&recovered, &Recoveries::new());
-        checked?;
+        for input in Input::of(&path)? {
+            let name = input.name();
+            let opts = ReaderOptions::default();
+            let limits = opts.limits;
+            with_input!(&input, opts, reader => {
+                check_file(&mut reader, &name, &limits, &mut out, &mut said)?
+            });
+        }
         serde_json::to_string(&out).map_err(|e| PyValueError::new_err(e.to_string()))
     });
-    warn_then(py, said.into_iter().collect(), result)
+    warn_then(py, said, result)
+}
+
+/// The JSON objects of [`check_json`] for the records of `reader` (the
+/// input `name`), into `out`; what it recovered from goes to `said`, error
+/// or not. No record is an error.
+fn check_file<S: Source>(
+    reader: &mut Reader<S>,
+    name: &str,
+    limits: &warchest::Limits,
+    out: &mut Vec<serde_json::Value>,
+    said: &mut Vec<String>,
+) -> PyResult<()> {
+    let before = out.len();
+    let mut recovered = Recoveries::keeping(0);
+    let checked = check_records(reader, name, limits, out, |ws| recovered.add_all(name, &ws));
+    recovered.add_all(name, &reader.take_warnings());
+    // Records read through recoveries are said to be, error or not.
+    said.extend(crate::scan::describe(&recovered, &Recoveries::new()));
+    checked?;
+    if out.len() == before {
+        return Err(no_records(name));
+    }
+    Ok(())
 }
 
 /// The JSON objects of [`check_json`], one per record of `reader`, into
 /// `out`; the reader's warnings handed to `warned` after each record, so
 /// that they are not all held to the end (the caller takes what is left
 /// after an error).
-fn check_records(
-    reader: &mut Reader<warchest::codec::Decoder<File>>,
+fn check_records<S: Source>(
+    reader: &mut Reader<S>,
+    name: &str,
     limits: &warchest::Limits,
     out: &mut Vec<serde_json::Value>,
     mut warned: impl FnMut(Vec<Warning>),
@@ -289,6 +398,7 @@ fn check_records(
         // A record cut short is a failure, as in `warchest check`.
         let truncated = rec.finish().map_err(to_py)?.truncated;
         out.push(json!({
+            "file": name,
             "offset": offset,
             "type": kind,
             "record_id": id,
@@ -319,7 +429,8 @@ pub(crate) fn validate_json(py: Python<'_>, paths: &Bound<'_, PyAny>) -> PyResul
 }
 
 /// Converts the ARC, Web InfoMall (or WARC) file at `source` to a WARC at
-/// `output` (gzip per record): JSON of what was done.
+/// `output` (gzip per record): JSON of what was done. A source with no
+/// record is an `ArchiveError` and no output is left.
 #[pyfunction]
 #[pyo3(signature = (source, output, warc_version = "1.1"))]
 pub(crate) fn convert_json(
@@ -369,6 +480,11 @@ pub(crate) fn convert_json(
         );
         said = crate::scan::describe(&report.recoveries, &Recoveries::new());
         converted.map_err(to_py)?;
+        // As `warchest convert` refuses it: nothing converted is not an
+        // empty archive but an input not read (the output is removed).
+        if report.records_read == 0 {
+            return Err(no_records(&source.to_string_lossy()));
+        }
         let out = w.finish().map_err(to_py)?;
         out.finish().map_err(to_py)?;
         serde_json::to_string(&report).map_err(|e| PyValueError::new_err(e.to_string()))

@@ -187,6 +187,80 @@ def test_the_spark_sources_reader_warns_in_its_task(tmp_path):
     assert len(told) == 1 and told[0].startswith(f"{bad}: 2 lenient recoveries: bare-lf (2)")
 
 
+def cut_warc(path):
+    """A WARC of a whole record and one cut short, which a strict read
+    fails on: the path and the cut record's offset."""
+    whole = response_warc(path, b"HTTP/1.1 200 OK\r\n\r\nok").read_bytes()
+    cut = response_warc(path, b"HTTP/1.1 200 OK\r\n\r\n0123456789").read_bytes()
+    path.write_bytes(whole + cut[:-10])
+    return path, len(whole)
+
+
+UNSEEN = "1 error skipped (skip_errors): the columns leave out `error`, so no row says it; the first at offset"
+
+
+def test_an_error_skipped_is_told_when_the_columns_leave_out_error(tmp_path):
+    """skip_errors gives a failed file its error row; without an `error`
+    column that row is nulls, so a RecoveryWarning names the file, the
+    offset where reading stopped and the error. With the column the row
+    says it, and no warning repeats it."""
+    cut, at = cut_warc(tmp_path / "cut.warc")
+    missing = tmp_path / "missing.warc"
+    paths = [str(cut), str(CLEAN), str(missing)]
+    kw = dict(skip_errors=True, strict=True)
+    t, told = recovery_warnings(lambda: warchest.scan(paths, columns=["warc_target_uri"], **kw).read_all())
+    rows = t["warc_target_uri"].to_pylist()
+    assert None in rows and len(rows) > 3
+    assert len(told) == 2
+    assert told[0].startswith(f"{cut}: {UNSEEN} {at}: {cut}: offset {at} ")
+    assert "input ends inside a record" in told[0]
+    assert told[1].startswith(f"{missing}: {UNSEEN} 0: {missing}: ")
+    # With the column, the rows say it; the stream lists them either way.
+    with_error, told = recovery_warnings(
+        lambda: warchest.scan(paths, columns=["warc_target_uri", "error"], **kw).read_all()
+    )
+    assert told == []
+    errors = [e for e in with_error["error"].to_pylist() if e is not None]
+    assert any(str(missing) in e for e in errors) and any(f"offset {at}" in e for e in errors)
+    stream = warchest.scan_stream(paths, columns=["warc_target_uri"], **kw)
+    pa.RecordBatchReader.from_stream(stream).read_all()
+    assert stream.skipped_error_count == 2
+    assert [(e["file"], e["offset"]) for e in stream.skipped_errors] == [(str(cut), at), (str(missing), 0)]
+    assert all(e["message"].startswith(e["file"]) for e in stream.skipped_errors)
+    assert len(stream.take_told()) == 2
+    # A filter that makes it an error ends the scan with it.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", warchest.RecoveryWarning)
+        with pytest.raises(warchest.RecoveryWarning, match="error skipped"):
+            warchest.scan(paths, columns=["warc_target_uri"], **kw).read_all()
+
+
+def test_fetch_as_arrow_tells_errors_skipped_once_at_its_end(tmp_path):
+    size = CLEAN.stat().st_size
+    rows = [(str(CLEAN), size - 5, 100), (str(tmp_path / "gone.warc.gz"), 0, 10)]
+    t, told = recovery_warnings(lambda: warchest.fetch(rows, arrow=True, columns=["warc_target_uri"]).read_all())
+    assert t.num_rows == 2
+    assert len(told) == 1
+    assert told[0].startswith("2 files: 2 errors skipped (skip_errors): the columns leave out `error`")
+    assert f"offset {size - 5}" in told[0]
+    _, told = recovery_warnings(lambda: warchest.fetch(rows, arrow=True).read_all())
+    assert told == []
+
+
+def test_the_spark_source_tells_an_error_skipped_without_its_error_column(tmp_path):
+    pytest.importorskip("pyspark")
+    import pyspark_warchest
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    missing = tmp_path / "missing.warc"
+    schema = StructType([StructField("warc_target_uri", StringType())])
+    reader = pyspark_warchest.WarcReader({"columns": "warc_target_uri"}, schema)
+    part = pyspark_warchest.WarcFiles([str(CLEAN), str(missing)])
+    n, told = recovery_warnings(lambda: sum(b.num_rows for b in reader.read(part)))
+    assert n > 2
+    assert len(told) == 1 and told[0].startswith(f"{missing}: {UNSEEN} 0: ")
+
+
 def test_duckdb_reads_a_scan_on_its_threads(tmp_path):
     # scan()'s reader gives its warnings from a Python generator: DuckDB
     # reads it on worker threads, two queries at once from two Python

@@ -488,3 +488,39 @@ def test_fetch_of_a_parquet_index(tmp_path):
     assert len(records) == 1
     with pytest.raises(ValueError):
         warchest.select_index(tmp_path / "iana.cdxj")
+
+
+def test_parquet_rows_without_offset_or_length_are_told(tmp_path):
+    """Rows of a Parquet index with a null or negative offset or length
+    are passed over, counted and told in the command's words (`warchest
+    fetch` prints the same sentence and exits 1), by select_index and by
+    fetch of the index; the others are selected."""
+    from conftest import recovery_warnings
+
+    import shutil
+
+    pq = pytest.importorskip("pyarrow.parquet")
+    src = tmp_path / "iana.warc.gz"
+    shutil.copy(FILES["iana.warc.gz"], src)
+    index = tmp_path / "iana.parquet"
+    warchest.index(src, index, format="parquet")
+    table = pq.read_table(index)
+    offsets = table["warc_record_offset"].to_pylist()
+    lengths = table["warc_record_length"].to_pylist()
+    offsets[0] = None
+    lengths[1] = -5
+    for name, values in (("warc_record_offset", offsets), ("warc_record_length", lengths)):
+        i = table.schema.get_field_index(name)
+        table = table.set_column(i, pa.field(name, pa.int64()), pa.array(values, pa.int64()))
+    holed = tmp_path / "holed.parquet"
+    pq.write_table(table, holed)
+    told_once = f"{holed}: 2 rows without a usable offset or length (null or negative) not understood"
+    rows, told = recovery_warnings(lambda: warchest.select_index(holed))
+    assert told == [told_once]
+    assert len(rows) == len(offsets) - 2
+    assert [r["offset"] for r in rows] == offsets[2:]
+    _, told = recovery_warnings(lambda: list(warchest.fetch(str(holed), select={"limit": 1}, raw=True)))
+    assert told == [told_once]
+    # A whole index says nothing.
+    _, told = recovery_warnings(lambda: warchest.select_index(index))
+    assert told == []

@@ -88,6 +88,30 @@ def test_index_refuses_an_input_with_no_record(tmp_path):
     assert not (tmp_path / "e.cdxj").exists()
 
 
+@pytest.mark.parametrize("content", [b"", b"no archive here\n"], ids=["empty", "junk"])
+def test_check_refuses_an_input_with_no_record(tmp_path, content):
+    none = tmp_path / "none.warc"
+    none.write_bytes(content)
+    # Not an empty list: a file with no record is one not read (as `warchest
+    # check` exits 2). What the reader recovered from is still said first.
+    with pytest.raises(warchest.ArchiveError, match=f"no WARC, ARC or Web InfoMall record found in {none}"):
+        recovery_warnings(lambda: warchest.check(none))
+    with pytest.raises(warchest.ArchiveError, match="no WARC, ARC or Web InfoMall record found"):
+        recovery_warnings(lambda: warchest.index([SAMPLES / "sample.warc.gz", none], tmp_path / "n.cdxj"))
+    assert not (tmp_path / "n.cdxj").exists()
+
+
+def test_convert_refuses_an_input_with_no_record(tmp_path):
+    empty = tmp_path / "empty.arc"
+    empty.write_bytes(b"")
+    out = tmp_path / "out.warc.gz"
+    # Not a report of 0 records read and an output of none: an input not
+    # read, as `warchest convert` refuses it; nothing is left behind.
+    with pytest.raises(warchest.ArchiveError, match=f"no WARC, ARC or Web InfoMall record found in {empty}"):
+        warchest.convert(empty, out)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.arc"]
+
+
 def test_convert_arc_to_warc(tmp_path):
     arc = FIXTURES / "pywb" / "example.arc.gz"
     out = tmp_path / "example.warc.gz"

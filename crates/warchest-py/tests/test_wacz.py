@@ -8,7 +8,7 @@ import zipfile
 import pytest
 
 import warchest
-from conftest import FIXTURES
+from conftest import FIXTURES, recovery_warnings
 
 WARCS = [FIXTURES / "pywb" / "example.warc.gz", FIXTURES / "pywb" / "iana.warc.gz"]
 
@@ -66,3 +66,105 @@ def test_a_file_that_is_not_a_zip_is_an_error(tmp_path):
     wacz.write_bytes(b"not a zip file at all")
     with pytest.raises(Exception, match="x.wacz"):
         warchest.ArchiveIterator(str(wacz))
+
+
+# scan, check and index read a WACZ as ArchiveIterator does: each archive
+# file in place, named FILE.wacz#archive/NAME (as `warchest ls x.wacz`
+# names it), its offsets its own; not the ZIP's bytes.
+
+
+def member(wacz, w):
+    return f"{wacz}#archive/{w.name}"
+
+
+def test_scan_reads_a_wacz_as_its_archive_files(tmp_path):
+    pytest.importorskip("pyarrow")
+    wacz = tmp_path / "x.wacz"
+    make_wacz(wacz)
+    want = []
+    for w in WARCS:
+        t, _ = recovery_warnings(lambda: warchest.scan(w, include_payload=True).read_all().to_pylist())
+        for r in t:
+            r["warc_filename"] = member(wacz, w)
+        want.extend(t)
+    got, told = recovery_warnings(lambda: warchest.scan(wacz, include_payload=True).read_all().to_pylist())
+    assert len(want) > 10
+    assert got == want
+    assert all(r["error"] is None for r in got)
+    # What reading noted names the archive file too.
+    assert told and all(t.startswith(member(wacz, WARCS[1]) + ": ") for t in told)
+    # Not split: a range from 0 reads it all, any other nothing, as for a
+    # compressed file.
+    size = wacz.stat().st_size
+    assert warchest.split_ranges(wacz, 100) == [(0, size)]
+    whole, _ = recovery_warnings(
+        lambda: warchest.scan(wacz, include_payload=True, byte_range=(0, size)).read_all().to_pylist()
+    )
+    assert whole == want
+    assert warchest.scan(wacz, byte_range=(100, size)).read_all().num_rows == 0
+
+
+def test_check_reads_a_wacz_as_its_archive_files(tmp_path):
+    wacz = tmp_path / "x.wacz"
+    make_wacz(wacz)
+    want = []
+    for w in WARCS:
+        recs = warchest.check(w)
+        assert {r["file"] for r in recs} == {str(w)}
+        for r in recs:
+            r["file"] = member(wacz, w)
+        want.extend(recs)
+    got = warchest.check(wacz)
+    assert len(want) > 10
+    assert got == want
+
+
+def test_index_reads_a_wacz_as_its_archive_files(tmp_path):
+    wacz = tmp_path / "x.wacz"
+    make_wacz(wacz)
+    # The entries name each archive file by its own name, at its offsets:
+    # what indexing the WARC files themselves gives.
+    n = warchest.index(wacz, tmp_path / "wacz.cdxj")
+    m = warchest.index(WARCS, tmp_path / "warcs.cdxj")
+    assert n == m > 10
+    assert (tmp_path / "wacz.cdxj").read_text() == (tmp_path / "warcs.cdxj").read_text()
+
+
+def empty_wacz(path):
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("datapackage.json", "{}")
+    return path
+
+
+@pytest.mark.parametrize(
+    "call,error",
+    [
+        # A scan's error crosses the Arrow C stream: pyarrow raises its own.
+        (lambda p, tmp: warchest.scan(p).read_all(), Exception),
+        (lambda p, tmp: warchest.check(p), warchest.ArchiveError),
+        (lambda p, tmp: warchest.index(p, tmp / "o.cdxj"), warchest.ArchiveError),
+        (lambda p, tmp: warchest.ArchiveIterator(p), warchest.ArchiveError),
+    ],
+    ids=["scan", "check", "index", "iterator"],
+)
+def test_a_wacz_with_no_archive_file_or_a_deflated_one_is_refused(tmp_path, call, error):
+    """Not an empty result: a WACZ with nothing under archive/ is refused,
+    as the command line refuses it, and an archive file deflated in the
+    ZIP (it could not be read in place) names itself."""
+    empty = empty_wacz(tmp_path / "e.wacz")
+    with pytest.raises(error, match=f"{empty}: .*no archive file"):
+        call(empty, tmp_path)
+    deflated = tmp_path / "d.wacz"
+    make_wacz(deflated, compress=zipfile.ZIP_DEFLATED)
+    with pytest.raises(error, match="compressed in the ZIP"):
+        call(deflated, tmp_path)
+    assert not (tmp_path / "o.cdxj").exists()
+
+
+def test_scan_with_skip_errors_gives_a_bad_wacz_its_error_row(tmp_path):
+    pytest.importorskip("pyarrow")
+    bad = empty_wacz(tmp_path / "e.wacz")
+    t = warchest.scan([bad, WARCS[0]], skip_errors=True).read_all().to_pylist()
+    assert t[0]["warc_filename"] == str(bad)
+    assert "no archive file" in t[0]["error"]
+    assert len(t) == 1 + warchest.scan(WARCS[0]).read_all().num_rows

@@ -580,11 +580,8 @@ fn select_parquet(args: &Args, sel: &Selection) -> Result<(Vec<Entry>, u64)> {
     };
     let (rows, skipped) =
         rows.with_context(|| format!("{}: reading the Parquet index", args.index))?;
-    if skipped > 0 {
-        eprintln!(
-            "warchest: {}: {skipped} rows without a usable offset or length (null or negative) not understood",
-            args.index
-        );
+    if let Some(m) = warchest_index::select::skipped_rows_message(&args.index, skipped) {
+        eprintln!("warchest: {m}");
     }
     Ok((rows, skipped))
 }

@@ -250,3 +250,76 @@ fn a_split_file_notes_each_recovery_in_one_range() {
         assert_eq!(parts.recoveries.by_kind(), whole.recoveries.by_kind());
     }
 }
+
+#[test]
+fn errors_skipped_are_noted_once_with_their_offset_and_message() {
+    // A record cut short, read strictly with skip_errors: its row, the
+    // file's error row, and one error noted, whatever the columns (a
+    // caller whose columns leave `error` out tells it from the notes).
+    let dir = tempfile::tempdir().unwrap();
+    let mut warc = response("http://a.example/ok", "HTTP/1.1 200 OK\r\n\r\n", b"ok");
+    let cut_at = warc.len() as u64;
+    let cut = response(
+        "http://a.example/cut",
+        "HTTP/1.1 200 OK\r\n\r\n",
+        b"0123456789",
+    );
+    warc.extend_from_slice(&cut[..cut.len() - 10]);
+    let path = dir.path().join("cut.warc");
+    std::fs::write(&path, &warc).unwrap();
+    let name = path.to_string_lossy().into_owned();
+    let skipping = |columns: Vec<Column>| ScanOptions {
+        columns,
+        skip_errors: true,
+        reader: warchest::warc::ReaderOptions::strict(),
+        ..ScanOptions::default()
+    };
+    for columns in [
+        vec![Column::WarcTargetUri],
+        vec![Column::WarcTargetUri, Column::Error],
+    ] {
+        let n = scan_notes(Scanner::open(&path, skipping(columns.clone())));
+        let got: Vec<(&str, u64)> = n.failures.kept().map(|(f, e)| (f, e.offset)).collect();
+        assert_eq!(got, [(name.as_str(), cut_at)], "{columns:?}");
+        let (_, e) = n.failures.kept().next().unwrap();
+        assert!(e.message.contains(&name), "{}", e.message);
+        let told = warchest_index::table::SkippedError::summary_as(&n.failures, "X").unwrap();
+        assert!(
+            told.starts_with(&format!(
+                "1 error skipped (skip_errors): X; the first at offset {cut_at}: "
+            )),
+            "{told}"
+        );
+        // The chunked scanner notes it the same.
+        let mut s =
+            warchest_index::table::ChunkedScanner::open(&path, skipping(columns), 2, Some(64))
+                .expect("a plain file is read in chunks");
+        for b in &mut s {
+            b.unwrap();
+        }
+        let got: Vec<u64> = s
+            .take_notes()
+            .failures
+            .kept()
+            .map(|(_, e)| e.offset)
+            .collect();
+        assert_eq!(got, [cut_at]);
+    }
+    // A file that cannot be opened: its error row at 0, noted.
+    let missing = dir.path().join("missing.warc");
+    let n = scan_notes(Scanner::open(
+        &missing,
+        skipping(vec![Column::WarcTargetUri]),
+    ));
+    assert_eq!(n.failures.total(), 1);
+    // Without skip_errors nothing is skipped: the error is the scan's.
+    let mut s = Scanner::open(
+        &path,
+        ScanOptions {
+            skip_errors: false,
+            ..skipping(vec![Column::WarcTargetUri])
+        },
+    );
+    assert!(s.find(|b| b.is_err()).is_some());
+    assert!(s.take_notes().failures.is_empty());
+}

@@ -112,9 +112,13 @@ def scan(
     ``batch_bytes`` bytes of payloads and headers (4 MiB by default), unless
     it is a single record larger than that; a payload is cut at
     ``max_payload`` bytes. Memory stays bounded by these whatever the files
-    hold (docs/python.md, "Speed"). With ``skip_errors`` a file that cannot
+    hold (docs/python.md, "Speed"). A ``.wacz`` is read as its archive
+    files, as ``ArchiveIterator`` reads it, each named
+    ``FILE.wacz#archive/NAME`` in ``warc_filename``. With ``skip_errors`` a file that cannot
     be read on gives a row whose ``error`` column says why, and the scan
-    goes on; otherwise the error is raised.
+    goes on; otherwise the error is raised. When ``columns`` leave out
+    ``error``, no row can say it, so a ``RecoveryWarning`` names the file,
+    the offset where reading stopped and the error instead.
 
     ``byte_range=(start, end)`` reads part of one file (``paths`` is then a
     single path): the records from the first record boundary at or after
@@ -192,12 +196,15 @@ def _tell(stream: Any) -> None:
 def check(path: PathLike) -> list:
     """Checks every WARC-Block-Digest and WARC-Payload-Digest of a file.
 
-    One dict per record: ``offset``, ``type``, ``record_id``, ``ok`` (no digest
+    One dict per record: ``file`` (``path``, or for a WACZ the archive file
+    inside, ``FILE.wacz#archive/NAME``), ``offset``, ``type``, ``record_id``, ``ok`` (no digest
     wrong and the record whole), ``block`` and ``payload`` (``{"status":
     "valid"}``, ``"absent"``, ``"invalid"`` with ``recorded`` and
     ``computed``, ...), ``block_len`` and ``truncated`` (the file ended
     inside the record). A file read through lenient recoveries gives a
-    RecoveryWarning at the end.
+    RecoveryWarning at the end. A file in which no record is found (an
+    empty one included) raises ``ArchiveError``, as ``warchest check``
+    refuses it.
     """
     return json.loads(_check_json(path))
 
@@ -220,7 +227,9 @@ def convert(source: PathLike, output: PathLike, warc_version: str = "1.1") -> di
     many times the lenient reader recovered; a RecoveryWarning says so too).
     The output is written as ``OUTPUT.open`` and renamed when whole (removed
     on an error); an output that is the source (by any name) is refused
-    with ValueError.
+    with ValueError. A source in which no record is found (an empty file
+    included) raises ``ArchiveError`` and leaves no output, as ``warchest
+    convert`` refuses it.
     """
     return json.loads(_convert_json(source, output, warc_version))
 
@@ -301,7 +310,13 @@ def select_index(
     ``url_prefix``, ``surt_prefix``: the URL or SURT key starts with it;
     ``host``: that host or a subdomain; ``mime``, ``status``: equal;
     ``from_``, ``to``: capture time bounds (14 digits or a prefix, which
-    covers its whole period); ``limit``: at most that many rows."""
+    covers its whole period); ``limit``: at most that many rows.
+
+    Rows without a usable offset or length (null or negative) cannot be
+    fetched: they are passed over and counted, and a ``RecoveryWarning``
+    says how many ("cc.parquet: 2 rows without a usable offset or length
+    (null or negative) not understood"), as ``warchest fetch`` says it
+    (and exits 1)."""
     index = os.fspath(index)
     if not str(index).endswith(".parquet"):
         raise ValueError(f"{index}: select_index reads a cc-index Parquet file (name ending in .parquet)")
