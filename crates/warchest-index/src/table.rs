@@ -26,8 +26,10 @@
 //!
 //! Errors: with [`ScanOptions::skip_errors`] a file that cannot be opened
 //! or read on gives one row whose `error` column says why (its offset is
-//! where reading stopped), and the scan goes on with the next file; a
-//! reader error ends the file because readers are fused after an error.
+//! where reading stopped: a record that failed after its header is that
+//! row itself, its other columns as far as they were read), and the scan
+//! goes on with the next file; a reader error ends the file because
+//! readers are fused after an error.
 
 use std::fs::File;
 use std::io::{self, BufRead, Read, Seek, SeekFrom};
@@ -627,8 +629,11 @@ impl<S: Source + Send> Scanner<S> {
                 filename: &self.filename,
                 stop: self.stop,
                 notes: &mut self.notes,
+                in_row: false,
             };
-            match row.read(reader) {
+            let r = row.read(reader);
+            let in_row = row.in_row;
+            match r {
                 Ok(true) => {}
                 Ok(false) => self.done = true,
                 Err(e) => {
@@ -636,7 +641,10 @@ impl<S: Source + Send> Scanner<S> {
                     if !self.opts.skip_errors {
                         return Err(e);
                     }
-                    b.error_row(&self.filename, &e);
+                    // The record's own row says it already.
+                    if !in_row {
+                        b.error_row(&self.filename, &e);
+                    }
                     self.notes
                         .failures
                         .add(&self.filename, SkippedError::of(&e));
@@ -975,9 +983,9 @@ impl Batches {
         &mut self,
         t: &ScanChunks<'_>,
         rec: warchest::archive::Record<'_, S>,
-    ) -> Result<warc::RecordEnd> {
+    ) -> std::result::Result<warc::RecordEnd, warchest::chunks::BoxError> {
         if !t.opts.wants(rec.header()) {
-            return rec.finish();
+            return Ok(rec.finish()?);
         }
         let opts = t.opts;
         let Batches {
@@ -986,7 +994,7 @@ impl Batches {
         let b = b.get_or_insert_with(|| new_chunk_builder(opts));
         // A batch cut before this row holds the rows before it.
         let before = b.bytes;
-        let r = RowCtx {
+        let mut ctx = RowCtx {
             b,
             ready,
             opts,
@@ -995,8 +1003,15 @@ impl Batches {
             filename: t.filename,
             stop: u64::MAX,
             notes,
-        }
-        .row(rec);
+            in_row: false,
+        };
+        let r = ctx.row(rec).map_err(|e| -> warchest::chunks::BoxError {
+            if ctx.in_row {
+                Box::new(InRow(e))
+            } else {
+                Box::new(e)
+            }
+        });
         if let Some(x) = self.ready.take() {
             self.finished(x, before);
         }
@@ -1094,6 +1109,23 @@ impl std::fmt::Display for Stopped {
 
 impl std::error::Error for Stopped {}
 
+/// A record's failure that its row (`error` set) says already: the scan
+/// skipping it adds no row of its own.
+#[derive(Debug)]
+struct InRow(Error);
+
+impl std::fmt::Display for InRow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for InRow {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.0)
+    }
+}
+
 impl ScanChunks<'_> {
     fn main_rows(&self) -> std::sync::MutexGuard<'_, Batches> {
         self.main_rows.lock().unwrap_or_else(|e| e.into_inner())
@@ -1130,13 +1162,13 @@ impl warchest::chunks::Tally for ScanChunks<'_> {
             return Err(Box::new(Stopped));
         }
         if !MERGING.get() {
-            return Ok(sum.push(self, rec)?);
+            return sum.push(self, rec);
         }
         let mut rows = self.main_rows();
         let r = rows.push(self, rec);
         self.note(&mut rows);
         self.send(&mut rows);
-        Ok(r?)
+        r
     }
 
     fn add(&self, _: &mut Batches, mut part: Batches) {
@@ -1222,22 +1254,31 @@ fn scan_chunks(
     );
     MERGING.set(false);
     let mut rows = std::mem::take(&mut *t.main_rows());
+    // (the error, whether the record's row says it)
     let e = match r {
         Ok(_) => None,
         Err(e) if e.is::<Stopped>() => return trace,
-        Err(e) => Some(match e.downcast::<Error>() {
-            Ok(e) => *e,
-            Err(e) => Error::from(io::Error::other(e.to_string())).in_file(path),
+        Err(e) => Some(match e.downcast::<InRow>() {
+            Ok(e) => (e.0, true),
+            Err(e) => match e.downcast::<Error>() {
+                Ok(e) => (*e, false),
+                Err(e) => (
+                    Error::from(io::Error::other(e.to_string())).in_file(path),
+                    false,
+                ),
+            },
         }),
     };
     let last = match e {
         None => rows.close(&schema),
-        Some(e) if opts.skip_errors => {
-            rows.builder(&opts).error_row(&filename, &e);
+        Some((e, in_row)) if opts.skip_errors => {
+            if !in_row {
+                rows.builder(&opts).error_row(&filename, &e);
+            }
             lock(notes).failures.add(&filename, SkippedError::of(&e));
             rows.close(&schema)
         }
-        Some(e) => Err(e),
+        Some((e, _)) => Err(e),
     };
     t.note(&mut rows);
     t.send(&mut rows);
@@ -1260,6 +1301,9 @@ struct RowCtx<'a> {
     /// Where a payload not decoded as its head says, and a head that did
     /// not parse, are counted.
     notes: &'a mut ScanNotes,
+    /// The error [`RowCtx::row`] gave is in the record's row (`error`
+    /// set): the scan skipping it adds no row of its own for it.
+    in_row: bool,
 }
 
 impl RowCtx<'_> {
@@ -1368,7 +1412,10 @@ impl RowCtx<'_> {
             );
         }
         match (failure, end) {
-            (Some(e), _) => Err(e),
+            (Some(e), _) => {
+                self.in_row = true;
+                Err(e)
+            }
             (None, Some(end)) => Ok(end),
             // Unreachable: `end` is `None` only with a failure.
             (None, None) => Err(Error::new(ErrorKind::Usage(
