@@ -368,6 +368,43 @@ impl std::fmt::Display for NoRecords {
 
 impl std::error::Error for NoRecords {}
 
+/// The WARC version of `name`'s first record (1.1 when it has none, or
+/// is not WARC), read as every command opens it (a WACZ's archive file,
+/// an object by URL): what a file written from it declares.
+pub fn version_of(name: &str) -> anyhow::Result<warchest::warc::Version> {
+    use anyhow::Context;
+    let opened =
+        open(name, ReaderOptions::lenient().file(name)).with_context(|| name.to_string())?;
+    let v = with_reader!(opened, r => {
+        let mut r = r;
+        match r.next_record().with_context(|| name.to_string())? {
+            Some(rec) if rec.header().version() < warchest::warc::Version::V1_1 => {
+                warchest::warc::Version::V1_0
+            }
+            _ => warchest::warc::Version::V1_1,
+        }
+    });
+    Ok(v)
+}
+
+/// Refuses a WACZ, or an archive file in one (`FILE.wacz#archive/NAME`),
+/// among `names`, for `command`, which reads its inputs as files on disk
+/// (it writes beside them, or reads their bytes as stored): without
+/// this, the ZIP's bytes were read as an archive and found to hold none.
+pub fn refuse_wacz(command: &str, names: &[String]) -> anyhow::Result<()> {
+    for n in names {
+        let p = std::path::Path::new(n);
+        let whole = n != "-" && !crate::remote::is_remote(n) && warchest_wacz::is_wacz(p);
+        if whole || warchest_wacz::split_member_name(n).is_some() {
+            anyhow::bail!(
+                "{n}: `warchest {command}` reads archive files on disk, not a WACZ or an archive \
+                 file inside one; `unzip -j FILE.wacz 'archive/*'` gives them"
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Fails with [`NoRecords`] when a lenient reader finds no record in
 /// `name`. Only the first record's header is read (and what precedes it).
 /// A file that cannot be opened or whose first record cannot be read

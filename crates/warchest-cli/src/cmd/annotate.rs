@@ -201,11 +201,13 @@ fn version_for(h: &WarcHeader) -> Version {
 /// input's) and is finished at the end.
 fn each_payload(
     g: &Global,
+    command: &str,
     input: &str,
     output: &std::path::Path,
     description: &str,
     mut each: impl FnMut(&mut OutFile, &WarcHeader, Payload) -> Result<()>,
 ) -> Result<()> {
+    crate::input::refuse_wacz(command, &[input.to_string()])?;
     crate::input::require_records(input)?;
     let mut out = OutFile::create(output)?;
     let mut r = archive::Reader::open_with(input, g.reader_options(input))?;
@@ -242,28 +244,35 @@ pub fn run_annotate(g: &Global, args: AnnotateArgs) -> Result<Outcome> {
         "metadata records from {:?} run on {}",
         exec_line, args.input
     );
-    each_payload(g, &args.input, &args.output, &description, |out, h, p| {
-        let (mut output, n, ok) = run_on(&args.exec, &p)?;
-        if !ok {
-            failed += 1;
-            eprintln!(
-                "warchest: {}: {}: {:?} exited with failure",
-                args.input,
-                h.record_id().unwrap_or_default(),
-                exec_line
-            );
-        }
-        let mut m = records::metadata_about(h, &args.content_type)?;
-        out.writer.write(
-            &mut m,
-            Body::Stream {
-                reader: &mut output,
-                len: Some(n),
-            },
-        )?;
-        done += 1;
-        Ok(())
-    })?;
+    each_payload(
+        g,
+        "annotate",
+        &args.input,
+        &args.output,
+        &description,
+        |out, h, p| {
+            let (mut output, n, ok) = run_on(&args.exec, &p)?;
+            if !ok {
+                failed += 1;
+                eprintln!(
+                    "warchest: {}: {}: {:?} exited with failure",
+                    args.input,
+                    h.record_id().unwrap_or_default(),
+                    exec_line
+                );
+            }
+            let mut m = records::metadata_about(h, &args.content_type)?;
+            out.writer.write(
+                &mut m,
+                Body::Stream {
+                    reader: &mut output,
+                    len: Some(n),
+                },
+            )?;
+            done += 1;
+            Ok(())
+        },
+    )?;
     eprintln!("warchest: {done} metadata records written ({failed} runs failed)");
     Ok(Outcome::Ok)
 }
@@ -276,56 +285,63 @@ pub fn run_migrate(g: &Global, args: MigrateArgs) -> Result<Outcome> {
         "{} payloads of {} migrated by {:?}",
         from, args.input, exec_line
     );
-    each_payload(g, &args.input, &args.output, &description, |out, h, p| {
-        if p.media_type.as_deref() != Some(from.as_str()) {
-            return Ok(());
-        }
-        let (mut output, n, ok) = run_on(&args.exec, &p)?;
-        if !ok {
-            failed += 1;
-            eprintln!(
-                "warchest: {}: {}: {:?} failed: no conversion written",
-                args.input,
-                h.record_id().unwrap_or_default(),
-                exec_line
-            );
-            return Ok(());
-        }
-        let to = match &args.to {
-            Some(t) => t.clone(),
-            None => {
-                let mut start = vec![0u8; identify::SNIFF_LEN];
-                let k = output.read(&mut start)?;
-                output.seek(SeekFrom::Start(0))?;
-                identify::identify(&start[..k])
-                    .unwrap_or("application/octet-stream")
-                    .to_string()
+    each_payload(
+        g,
+        "migrate",
+        &args.input,
+        &args.output,
+        &description,
+        |out, h, p| {
+            if p.media_type.as_deref() != Some(from.as_str()) {
+                return Ok(());
             }
-        };
-        let mut conv = records::conversion_of(h, &to)?;
-        out.writer.write(
-            &mut conv,
-            Body::Stream {
-                reader: &mut output,
-                len: Some(n),
-            },
-        )?;
-        let source_id = h.record_id().unwrap_or_default().trim().to_string();
-        let block = records::warc_fields([
-            ("migration-tool", exec_line.as_str()),
-            ("source-type", from.as_str()),
-            ("target-type", to.as_str()),
-            ("source-record", source_id.as_str()),
-            (
-                "description",
-                "format migration of the record named by WARC-Refers-To",
-            ),
-        ])?;
-        let mut m = records::metadata_about(conv.header(), records::WARC_FIELDS)?;
-        out.writer.write(&mut m, Body::Bytes(&block))?;
-        done += 1;
-        Ok(())
-    })?;
+            let (mut output, n, ok) = run_on(&args.exec, &p)?;
+            if !ok {
+                failed += 1;
+                eprintln!(
+                    "warchest: {}: {}: {:?} failed: no conversion written",
+                    args.input,
+                    h.record_id().unwrap_or_default(),
+                    exec_line
+                );
+                return Ok(());
+            }
+            let to = match &args.to {
+                Some(t) => t.clone(),
+                None => {
+                    let mut start = vec![0u8; identify::SNIFF_LEN];
+                    let k = output.read(&mut start)?;
+                    output.seek(SeekFrom::Start(0))?;
+                    identify::identify(&start[..k])
+                        .unwrap_or("application/octet-stream")
+                        .to_string()
+                }
+            };
+            let mut conv = records::conversion_of(h, &to)?;
+            out.writer.write(
+                &mut conv,
+                Body::Stream {
+                    reader: &mut output,
+                    len: Some(n),
+                },
+            )?;
+            let source_id = h.record_id().unwrap_or_default().trim().to_string();
+            let block = records::warc_fields([
+                ("migration-tool", exec_line.as_str()),
+                ("source-type", from.as_str()),
+                ("target-type", to.as_str()),
+                ("source-record", source_id.as_str()),
+                (
+                    "description",
+                    "format migration of the record named by WARC-Refers-To",
+                ),
+            ])?;
+            let mut m = records::metadata_about(conv.header(), records::WARC_FIELDS)?;
+            out.writer.write(&mut m, Body::Bytes(&block))?;
+            done += 1;
+            Ok(())
+        },
+    )?;
     eprintln!("warchest: {done} payloads migrated ({failed} failed)");
     Ok(if failed > 0 {
         Outcome::Problem

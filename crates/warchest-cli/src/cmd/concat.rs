@@ -29,7 +29,9 @@ pub struct Args {
     jobs: Jobs,
 }
 
-pub fn run(g: &Global, args: Args) -> Result<Outcome> {
+pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
+    // A WACZ is read as its archive files, as `ls` reads it.
+    args.files = crate::input::expand(&args.files);
     crate::input::require_records_all(&args.files)?;
     let comp = args.compression.resolve(sniff_to(&args.files[0]))?;
     let bar = progress(g, &args.files, 1);

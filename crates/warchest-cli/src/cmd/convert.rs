@@ -221,7 +221,9 @@ fn summary(name: &str, r: &Report, json: bool) -> Result<Outcome> {
 
 pub fn run(g: &Global, args: Args) -> Result<Outcome> {
     crate::input::refuse_overwriting(&args.output, &args.inputs)?;
-    crate::input::require_records_all(&args.inputs)?;
+    // A WACZ is read as its archive files, as `ls` reads it.
+    let inputs = crate::input::expand(&args.inputs);
+    crate::input::require_records_all(&inputs)?;
     let (out, names) = open_output(&args.output)?;
     let mut outcome = Outcome::Ok;
     match args.to {
@@ -241,7 +243,7 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
                 output_name: (args.output != "-").then(|| args.output.clone()),
                 ..WarcOptions::default()
             };
-            for name in &args.inputs {
+            for name in &inputs {
                 // The report holds the recoveries, those before an error too.
                 let mut rep = Report::default();
                 let r = (|| -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
@@ -263,7 +265,7 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
                 compress: !args.store,
                 ..InfoMallOptions::default()
             };
-            for name in &args.inputs {
+            for name in &inputs {
                 // The report holds the recoveries, those before an error too.
                 let mut rep = Report::default();
                 let r = (|| -> Result<(), Box<dyn std::error::Error + Send + Sync>> {

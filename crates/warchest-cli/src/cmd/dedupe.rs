@@ -40,6 +40,7 @@ pub struct Args {
 }
 
 pub fn run(g: &Global, args: Args) -> Result<Outcome> {
+    crate::input::refuse_wacz("dedupe", &args.inputs)?;
     crate::input::require_records_all(&args.inputs)?;
     let index = match &args.index {
         Some(p) => DigestIndex::open(p)?,

@@ -83,6 +83,16 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
     let remote = crate::remote::is_remote(&args.file);
     // A remote record named by offset and length costs one request: the
     // whole-file check would cost more.
+    if !remote && warchest_wacz::is_wacz(std::path::Path::new(&args.file)) {
+        // An offset is within one archive file, not the ZIP.
+        anyhow::bail!(
+            "{}: a WACZ holds archive files, and an offset is within one: name it as \
+             {}#archive/NAME (`warchest index {}` gives each record's file and offset)",
+            args.file,
+            args.file,
+            args.file
+        );
+    }
     if !(remote && args.length.is_some()) {
         crate::input::require_records(&args.file)?;
     }

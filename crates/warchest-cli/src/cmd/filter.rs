@@ -43,6 +43,8 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
         _ => bail!("give the input files, then the expression"),
     };
     let filter = Filter::parse(expr).map_err(|e| anyhow!("{e}"))?;
+    // A WACZ is read as its archive files, as `ls` reads it.
+    let files = &crate::input::expand(files);
     crate::input::require_records_all(files)?;
     let default = sniff_to(&files[0]);
     let comp = args.compression.resolve(default)?;

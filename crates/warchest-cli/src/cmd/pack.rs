@@ -89,7 +89,9 @@ pub struct UnpackArgs {
 
 pub fn run_unpack(g: &Global, args: UnpackArgs) -> Result<Outcome> {
     for p in &args.inputs {
-        crate::input::require_records(&p.to_string_lossy())?;
+        let name = p.to_string_lossy();
+        crate::input::refuse_wacz("unpack", &[name.to_string()])?;
+        crate::input::require_records(&name)?;
     }
     let stats = unpack_with(&args.inputs, &args.output, &mut |f, w| {
         g.warnings(&f.to_string_lossy(), w)

@@ -50,7 +50,9 @@ pub struct Args {
     jobs: Jobs,
 }
 
-pub fn run(g: &Global, args: Args) -> Result<Outcome> {
+pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
+    // A WACZ is read as its archive files, as `ls` reads it.
+    args.files = crate::input::expand(&args.files);
     crate::input::require_records_all(&args.files)?;
     let default = if args.train_dict { To::Zstd } else { To::Gzip };
     if args.train_dict && args.compression.to.is_some_and(|t| t != To::Zstd) {

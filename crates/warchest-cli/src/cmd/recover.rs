@@ -49,6 +49,7 @@ pub fn run(_g: &Global, args: Args) -> Result<Outcome> {
     if args.input == args.output {
         bail!("the output {} is the input", args.output);
     }
+    crate::input::refuse_wacz("recover", std::slice::from_ref(&args.input))?;
     crate::input::require_records(&args.input)?;
     let compression = if args.output.ends_with(".gz") {
         OutputCompression::Gzip

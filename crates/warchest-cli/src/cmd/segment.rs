@@ -30,6 +30,7 @@ pub struct SegmentArgs {
 }
 
 pub fn run_segment(g: &Global, args: SegmentArgs) -> Result<Outcome> {
+    crate::input::refuse_wacz("segment", std::slice::from_ref(&args.input))?;
     crate::input::require_records(&args.input)?;
     let version = version_of(args.input.as_ref()).with_context(|| args.input.clone())?;
     let mut opts = args.out.rotating(
@@ -84,6 +85,7 @@ pub struct ReassembleArgs {
 }
 
 pub fn run_reassemble(g: &Global, args: ReassembleArgs) -> Result<Outcome> {
+    crate::input::refuse_wacz("reassemble", &args.inputs)?;
     crate::input::require_records_all(&args.inputs)?;
     let segments = Segments::scan(&args.inputs)?;
     let mut out = OutFile::create(&args.output)?;

@@ -59,7 +59,9 @@ pub struct Args {
     jobs: Jobs,
 }
 
-pub fn run(g: &Global, args: Args) -> Result<Outcome> {
+pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
+    // A WACZ is read as its archive files, as `ls` reads it.
+    args.files = crate::input::expand(&args.files);
     crate::input::require_records_all(&args.files)?;
     let comp = args.compression.resolve(sniff_to(&args.files[0]))?;
     let target: Box<dyn SplitTarget> = if crate::remote::is_remote(&args.output) {
@@ -84,8 +86,7 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
     let version = if args.files[0] == "-" {
         warchest::warc::Version::V1_1
     } else {
-        warchest_ops::dedupe::version_of(args.files[0].as_ref())
-            .with_context(|| args.files[0].clone())?
+        crate::input::version_of(&args.files[0])?
     };
     let fields = vec![
         ("hostname".to_string(), naming.crawl_host.clone()),

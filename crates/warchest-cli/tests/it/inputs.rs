@@ -146,6 +146,60 @@ fn no_record_found_is_an_error_for_every_command() {
     }
 }
 
+/// A WACZ given where an archive is read: every command either reads its
+/// archive files (as `ls` does) or refuses it naming what to give; none
+/// reads the ZIP's bytes as an archive and reports finding no record in it.
+#[test]
+fn a_wacz_is_read_as_its_archive_files_or_refused_by_every_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let wacz = dir.path().join("s.wacz");
+    let (code, _, err) = run(bin()
+        .args(["wacz", "create", "-o"])
+        .arg(&wacz)
+        .arg(sample()));
+    assert_eq!(code, 0, "{err}");
+    let out = tempfile::tempdir().unwrap();
+    let mut read = 0;
+    for args in commands(&wacz, out.path()) {
+        let (code, stdout, err) = run(bin().args(&args));
+        let stdout = String::from_utf8_lossy(&stdout);
+        assert!(
+            !err.contains("no WARC, ARC or Web InfoMall record"),
+            "{args:?}: {err}"
+        );
+        let refused = match args[0].as_str() {
+            "dedupe" | "recover" | "segment" | "reassemble" | "annotate" | "migrate" | "unpack" => {
+                Some("reads archive files on disk, not a WACZ")
+            }
+            "extract" => Some("an offset is within one"),
+            "wacz" => Some("a WACZ cannot go inside a WACZ"),
+            _ => None,
+        };
+        match refused {
+            Some(why) => {
+                assert_eq!(code, 2, "{args:?}: {err}");
+                assert!(err.contains(why), "{args:?}: {err}");
+            }
+            None => {
+                assert_eq!(code, 0, "{args:?}: {err}");
+                read += 1;
+                // What was read is the sample's records.
+                if args[0] == "ls" {
+                    assert!(stdout.lines().count() >= 5, "{stdout}");
+                }
+            }
+        }
+    }
+    assert!(read >= 14, "{read}");
+    // The copies hold the sample's records.
+    for n in ["x.warc.gz", "f.warc.gz", "r.warc.gz", "c.warc.gz"] {
+        let (code, stdout, err) = run(bin().arg("ls").arg(out.path().join(n)));
+        let stdout = String::from_utf8_lossy(&stdout);
+        assert_eq!(code, 0, "{n}: {err}");
+        assert!(stdout.contains("http://example.com/"), "{n}: {stdout}");
+    }
+}
+
 /// The damaged copies of issue 19: trailing garbage, a Content-Length far
 /// past the end of the file, a damaged zstd frame skipped.
 fn damaged(dir: &Path) -> Vec<PathBuf> {
