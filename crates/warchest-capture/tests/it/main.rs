@@ -5,6 +5,9 @@
 #[path = "../../../../fuzz/fuzz_targets/capture_wire_check.rs"]
 mod capture_wire_check;
 mod fuzz_regressions;
+/// Replaying fuzz inputs, shared with the other crates' tests.
+#[path = "../../../../fuzz/replay.rs"]
+mod fuzz_replay;
 mod proxy;
 mod robots;
 mod run;

@@ -8,6 +8,9 @@ mod crawl;
 mod crawl_journal_check;
 mod dedupe;
 mod fuzz_regressions;
+/// Replaying fuzz inputs, shared with the other crates' tests.
+#[path = "../../../../fuzz/replay.rs"]
+mod fuzz_replay;
 mod infomall;
 mod links_stopped;
 mod recrawl;

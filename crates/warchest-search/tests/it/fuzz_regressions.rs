@@ -4,10 +4,9 @@
 //! (fuzz/regressions/search_request/, when there is one), each within a
 //! time limit.
 
-use std::path::Path;
-use std::sync::mpsc;
 use std::time::Duration;
 
+use crate::fuzz_replay::{inputs, run};
 use crate::search_check;
 
 /// Query strings (serve) and queries (the command line) at the edges:
@@ -63,27 +62,8 @@ fn edge_cases() -> Vec<Vec<u8>> {
     v
 }
 
-/// Runs the checks on `data` on a thread with the stack a server's
-/// worker has, failing after `limit`.
-fn replay(name: &str, data: Vec<u8>, limit: Duration) {
-    let (tx, rx) = mpsc::channel();
-    let t = std::thread::Builder::new()
-        .stack_size(2 * 1024 * 1024)
-        .spawn(move || {
-            search_check::check(&data);
-            let _ = tx.send(());
-        })
-        .unwrap();
-    match rx.recv_timeout(limit) {
-        Ok(()) => t.join().unwrap(),
-        Err(mpsc::RecvTimeoutError::Disconnected) => {
-            if let Err(e) = t.join() {
-                panic!("{name}: {e:?}");
-            }
-        }
-        Err(mpsc::RecvTimeoutError::Timeout) => panic!("{name}: no end after {limit:?}"),
-    }
-}
+/// A server worker's stack: the search runs on one.
+const STACK: Option<usize> = Some(2 * 1024 * 1024);
 
 #[test]
 fn search_request() {
@@ -94,19 +74,23 @@ fn search_request() {
             "edge case {i}: {}",
             String::from_utf8_lossy(&data[..data.len().min(60)])
         );
-        replay(&name, data, Duration::from_secs(30));
-    }
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/regressions/search_request");
-    let mut found: Vec<_> = match std::fs::read_dir(&dir) {
-        Ok(d) => d.map(|e| e.unwrap().path()).collect(),
-        Err(_) => Vec::new(),
-    };
-    found.sort();
-    for p in found {
-        replay(
-            &p.display().to_string(),
-            std::fs::read(&p).unwrap(),
+        run(
+            &name,
+            data,
             Duration::from_secs(30),
+            STACK,
+            search_check::check,
+        );
+    }
+    for p in inputs("search_request") {
+        let data = std::fs::read(&p).unwrap();
+        let name = p.display().to_string();
+        run(
+            &name,
+            data,
+            Duration::from_secs(30),
+            STACK,
+            search_check::check,
         );
     }
 }

@@ -7,54 +7,17 @@
 //! through their targets' checks by the `fuzz_regressions` tests of
 //! warchest-capture and warchest-crawl (docs/testing.md, "Fuzzing").
 
-use std::path::{Path, PathBuf};
-use std::sync::mpsc;
 use std::time::Duration;
 
 use warchest::archive::Reader;
 use warchest::check::check_record;
 use warchest::warc::ReaderOptions;
 
+use crate::fuzz_replay::replay;
+
 /// Warnings a reader may give for one fuzz input (64 KiB at most): more
 /// means a loop that warns without reading on.
 const MAX_WARNINGS: usize = 100_000;
-
-fn inputs(target: &str) -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fuzz/regressions")
-        .join(target);
-    let mut v: Vec<PathBuf> = match std::fs::read_dir(&dir) {
-        Ok(d) => d.map(|e| e.unwrap().path()).collect(),
-        Err(_) => Vec::new(),
-    };
-    v.sort();
-    v
-}
-
-/// Runs `f` on each input of `target` on a thread, failing after `limit`.
-fn replay(target: &str, limit: Duration, f: fn(&[u8])) {
-    let inputs = inputs(target);
-    assert!(!inputs.is_empty(), "no inputs in fuzz/regressions/{target}");
-    for p in inputs {
-        let data = std::fs::read(&p).unwrap();
-        let (tx, rx) = mpsc::channel();
-        let t = std::thread::spawn(move || {
-            f(&data);
-            let _ = tx.send(());
-        });
-        match rx.recv_timeout(limit) {
-            Ok(()) => t.join().unwrap(),
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                if let Err(e) = t.join() {
-                    panic!("{}: {e:?}", p.display());
-                }
-            }
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                panic!("{}: no end after {limit:?}", p.display())
-            }
-        }
-    }
-}
 
 fn read_records(data: &[u8]) {
     for opts in [ReaderOptions::lenient(), ReaderOptions::strict()] {
