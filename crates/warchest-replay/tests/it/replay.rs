@@ -38,6 +38,14 @@ WARC-Target-URI: {uri}\r\nContent-Type: application/http; msgtype=response\r\nCo
     .into_bytes()
 }
 
+/// An HTTP 200 response of `body` as text/plain.
+fn text_ok(body: &str) -> String {
+    format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+}
+
 fn uuid_for(uri: &str, date: &str) -> String {
     let n = uri.len() * 7919 + date.len() * 104_729 + date.bytes().map(usize::from).sum::<usize>();
     format!("00000000-0000-4000-8000-{n:012}")
@@ -140,15 +148,13 @@ fn grown_files_are_indexed_on_from_where_they_stopped() {
     let data = dir.path().join("data");
     std::fs::create_dir(&data).unwrap();
     let warc = data.join("grow.warc");
-    let ok = |body: &str| {
-        format!(
-            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{body}",
-            body.len()
-        )
-    };
     std::fs::write(
         &warc,
-        response("http://g.example/1", "2020-01-01T00:00:00Z", &ok("first")),
+        response(
+            "http://g.example/1",
+            "2020-01-01T00:00:00Z",
+            &text_ok("first"),
+        ),
     )
     .unwrap();
     // Files being written and hidden files are not taken.
@@ -164,7 +170,11 @@ fn grown_files_are_indexed_on_from_where_they_stopped() {
         .unwrap();
     std::io::Write::write_all(
         &mut f,
-        &response("http://g.example/2", "2020-01-02T00:00:00Z", &ok("second")),
+        &response(
+            "http://g.example/2",
+            "2020-01-02T00:00:00Z",
+            &text_ok("second"),
+        ),
     )
     .unwrap();
     drop(f);
@@ -186,15 +196,9 @@ fn grown_files_are_indexed_on_from_where_they_stopped() {
 fn a_file_rewritten_keeps_no_capture_of_its_old_version() {
     let dir = tempfile::tempdir().unwrap();
     let warc = dir.path().join("a.warc");
-    let ok = |body: &str| {
-        format!(
-            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{body}",
-            body.len()
-        )
-    };
-    let jan = response("http://r.test/", "2024-01-01T00:00:00Z", &ok("jan"));
-    let jun = response("http://r.test/", "2024-06-01T00:00:00Z", &ok("jun"));
-    let jul = response("http://r.test/", "2024-07-01T00:00:00Z", &ok("jul"));
+    let jan = response("http://r.test/", "2024-01-01T00:00:00Z", &text_ok("jan"));
+    let jun = response("http://r.test/", "2024-06-01T00:00:00Z", &text_ok("jun"));
+    let jul = response("http://r.test/", "2024-07-01T00:00:00Z", &text_ok("jul"));
     std::fs::write(&warc, [jan.clone(), jun, jul.clone()].concat()).unwrap();
     let paths = [warc.clone()];
     let coll = collection(&paths, &dir.path().join("db.redb"));
@@ -514,24 +518,18 @@ fn corrupt(db: &Path, f: impl FnOnce(&redb::WriteTransaction)) {
 #[test]
 fn an_unreadable_source_entry_is_said_and_its_file_indexed_again() {
     let dir = tempfile::tempdir().unwrap();
-    let http = |b: &str| {
-        format!(
-            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{b}",
-            b.len()
-        )
-    };
     let a = dir.path().join("a.warc");
     let b = dir.path().join("b.warc");
     std::fs::write(
         &a,
-        response("http://a.test/", "2024-01-01T00:00:00Z", &http("aa")),
+        response("http://a.test/", "2024-01-01T00:00:00Z", &text_ok("aa")),
     )
     .unwrap();
-    let mut bytes = response("http://b.test/", "2024-01-01T00:00:00Z", &http("bb"));
+    let mut bytes = response("http://b.test/", "2024-01-01T00:00:00Z", &text_ok("bb"));
     bytes.extend(response(
         "http://b.test/2",
         "2024-01-01T00:00:00Z",
-        &http("b2"),
+        &text_ok("b2"),
     ));
     std::fs::write(&b, bytes).unwrap();
     let db = dir.path().join("db.redb");
@@ -576,22 +574,16 @@ fn an_unreadable_source_entry_is_said_and_its_file_indexed_again() {
 fn an_unreadable_capture_entry_is_passed_over_counted_and_rebuilt() {
     let dir = tempfile::tempdir().unwrap();
     let warc = dir.path().join("a.warc");
-    let http = |b: &str| {
-        format!(
-            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{b}",
-            b.len()
-        )
-    };
-    let mut bytes = response("http://a.test/", "2024-01-01T00:00:00Z", &http("old"));
+    let mut bytes = response("http://a.test/", "2024-01-01T00:00:00Z", &text_ok("old"));
     bytes.extend(response(
         "http://a.test/",
         "2024-06-01T00:00:00Z",
-        &http("new"),
+        &text_ok("new"),
     ));
     bytes.extend(response(
         "http://a.test/",
         "2024-07-01T00:00:00Z",
-        &http("jul"),
+        &text_ok("jul"),
     ));
     std::fs::write(&warc, bytes).unwrap();
     let db = dir.path().join("db.redb");
@@ -683,15 +675,9 @@ fn an_unreadable_capture_entry_is_passed_over_counted_and_rebuilt() {
 fn a_failed_re_index_keeps_the_old_captures_and_the_mark() {
     let dir = tempfile::tempdir().unwrap();
     let warc = dir.path().join("a.warc");
-    let http = |b: &str| {
-        format!(
-            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{b}",
-            b.len()
-        )
-    };
-    let jan = response("http://a.test/", "2024-01-01T00:00:00Z", &http("jan"));
-    let jun = response("http://a.test/", "2024-06-01T00:00:00Z", &http("jun"));
-    let jul = response("http://a.test/", "2024-07-01T00:00:00Z", &http("jul"));
+    let jan = response("http://a.test/", "2024-01-01T00:00:00Z", &text_ok("jan"));
+    let jun = response("http://a.test/", "2024-06-01T00:00:00Z", &text_ok("jun"));
+    let jul = response("http://a.test/", "2024-07-01T00:00:00Z", &text_ok("jul"));
     std::fs::write(&warc, [jan.clone(), jun, jul.clone()].concat()).unwrap();
     let db = dir.path().join("db.redb");
     let paths = [warc.clone()];
@@ -796,22 +782,16 @@ fn a_failed_re_index_keeps_the_old_captures_and_the_mark() {
 fn a_stale_member_of_a_wacz_by_url_is_counted_as_changed() {
     let dir = tempfile::tempdir().unwrap();
     let warc = dir.path().join("a.warc");
-    let http = |b: &str| {
-        format!(
-            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{b}",
-            b.len()
-        )
-    };
-    let mut bytes = response("http://a.test/", "2024-01-01T00:00:00Z", &http("jan"));
+    let mut bytes = response("http://a.test/", "2024-01-01T00:00:00Z", &text_ok("jan"));
     bytes.extend(response(
         "http://a.test/",
         "2024-06-01T00:00:00Z",
-        &http("jun"),
+        &text_ok("jun"),
     ));
     bytes.extend(response(
         "http://a.test/",
         "2024-07-01T00:00:00Z",
-        &http("jul"),
+        &text_ok("jul"),
     ));
     std::fs::write(&warc, bytes).unwrap();
     let good = dir.path().join("good.wacz");
@@ -1049,22 +1029,16 @@ fn a_file_removed_from_a_directory_is_dropped_with_its_captures() {
 #[test]
 fn a_member_a_replaced_wacz_no_longer_holds_is_dropped() {
     let dir = tempfile::tempdir().unwrap();
-    let http = |b: &str| {
-        format!(
-            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{b}",
-            b.len()
-        )
-    };
     let a = dir.path().join("a.warc");
     let b = dir.path().join("b.warc");
     std::fs::write(
         &a,
-        response("http://a.test/", "2024-01-01T00:00:00Z", &http("a")),
+        response("http://a.test/", "2024-01-01T00:00:00Z", &text_ok("a")),
     )
     .unwrap();
     std::fs::write(
         &b,
-        response("http://b.test/", "2024-01-01T00:00:00Z", &http("b")),
+        response("http://b.test/", "2024-01-01T00:00:00Z", &text_ok("b")),
     )
     .unwrap();
     let data = dir.path().join("data");
