@@ -325,10 +325,7 @@ macro_rules! with_reader {
 }
 pub(crate) use with_reader;
 
-/// The message for an input in which no record of any format is found.
-pub fn no_records_message(name: &str) -> String {
-    format!("no WARC, ARC or Web InfoMall record found in {name}")
-}
+use warchest::archive::no_records_message;
 
 /// An input in which no record of any format is found (an empty file
 /// included): every command refuses it with exit 2. The message gives the

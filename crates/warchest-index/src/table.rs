@@ -29,7 +29,8 @@
 //! where reading stopped: a record that failed after its header is that
 //! row itself, its other columns as far as they were read), and the scan
 //! goes on with the next file; a reader error ends the file because
-//! readers are fused after an error.
+//! readers are fused after an error. A whole file in which no record is
+//! found is such an error ([`warchest::archive::no_records_message`]).
 
 use std::fs::File;
 use std::io::{self, BufRead, Read, Seek, SeekFrom};
@@ -435,6 +436,8 @@ pub struct Scanner<S> {
     full: bool,
     /// What was recovered from, as far as taken from the reader.
     notes: ScanNotes,
+    /// Records read (of any type, kept or not).
+    seen: u64,
 }
 
 impl Scanner<Decoder<File>> {
@@ -557,6 +560,7 @@ impl<S: Source + Send> Scanner<S> {
             ready: None,
             full: false,
             notes: ScanNotes::default(),
+            seen: 0,
         }
     }
 
@@ -630,11 +634,29 @@ impl<S: Source + Send> Scanner<S> {
                 stop: self.stop,
                 notes: &mut self.notes,
                 in_row: false,
+                seen: 0,
             };
             let r = row.read(reader);
-            let in_row = row.in_row;
+            let (in_row, seen) = (row.in_row, row.seen);
+            self.seen += seen;
             match r {
                 Ok(true) => {}
+                // A whole file in which no record was found is not an
+                // empty archive but one not read: its error (as every
+                // command and call of the toolkit says it).
+                Ok(false) if self.seen == 0 && self.stop == u64::MAX => {
+                    self.done = true;
+                    let e = Error::new(ErrorKind::Syntax(warchest::archive::no_records_message(
+                        &self.filename,
+                    )));
+                    if !self.opts.skip_errors {
+                        return Err(e);
+                    }
+                    b.error_row(&self.filename, &e);
+                    self.notes
+                        .failures
+                        .add(&self.filename, SkippedError::of(&e));
+                }
                 Ok(false) => self.done = true,
                 Err(e) => {
                     self.done = true;
@@ -1004,6 +1026,7 @@ impl Batches {
             stop: u64::MAX,
             notes,
             in_row: false,
+            seen: 0,
         };
         let r = ctx.row(rec).map_err(|e| -> warchest::chunks::BoxError {
             if ctx.in_row {
@@ -1256,6 +1279,14 @@ fn scan_chunks(
     let mut rows = std::mem::take(&mut *t.main_rows());
     // (the error, whether the record's row says it)
     let e = match r {
+        // No record in the whole file: its error, as the scanner of one
+        // thread gives it.
+        Ok((0, _)) => Some((
+            Error::new(ErrorKind::Syntax(warchest::archive::no_records_message(
+                &filename,
+            ))),
+            false,
+        )),
         Ok(_) => None,
         Err(e) if e.is::<Stopped>() => return trace,
         Err(e) => Some(match e.downcast::<InRow>() {
@@ -1304,6 +1335,8 @@ struct RowCtx<'a> {
     /// The error [`RowCtx::row`] gave is in the record's row (`error`
     /// set): the scan skipping it adds no row of its own for it.
     in_row: bool,
+    /// Records [`RowCtx::read`] read, of any type.
+    seen: u64,
 }
 
 impl RowCtx<'_> {
@@ -1329,6 +1362,7 @@ impl RowCtx<'_> {
             if rec.location().offset >= self.stop {
                 return Ok(false);
             }
+            self.seen += 1;
             if !opts.wants(rec.header()) {
                 continue;
             }

@@ -326,9 +326,7 @@ fn index_file<S: Source>(
 /// record is not an empty archive but one not read. An `ArchiveError`
 /// (a `ValueError`), with the command line's words.
 fn no_records(name: &str) -> PyErr {
-    crate::ArchiveError::new_err(format!(
-        "no WARC, ARC or Web InfoMall record found in {name}"
-    ))
+    crate::ArchiveError::new_err(warchest::archive::no_records_message(name))
 }
 
 /// Checks every digest of the file at `path`: JSON, one object per record,

@@ -253,3 +253,18 @@ def test_threads_give_the_rows_of_one_thread(tmp_path, monkeypatch):
         # Read in chunks: batches end where chunks do.
         assert len(two) > len(one), kw
         assert max(b.num_rows for b in two) <= kw.get("batch_rows", 8192)
+
+
+def test_a_file_with_no_record_is_an_error_not_an_empty_table(tmp_path):
+    # As every command and the other calls refuse it: an empty file, or
+    # one that is not an archive, is an input not read, not zero records.
+    empty = tmp_path / "empty.warc"
+    empty.write_bytes(b"")
+    junk = tmp_path / "junk.warc"
+    junk.write_bytes(b"not an archive\n" * 100)
+    for path in (empty, junk):
+        said = f"no WARC, ARC or Web InfoMall record found in {path}"
+        with pytest.raises(ValueError, match=said):
+            list(warchest.scan(path))
+        rows = warchest.scan(path, skip_errors=True, columns=["error"]).read_all().to_pylist()
+        assert rows == [{"error": said}]

@@ -504,6 +504,14 @@ pub type Payload<'a> = Box<dyn Read + 'a>;
 /// ([`Record::payload_lenient`]).
 pub type LenientPayload<'a> = Box<dyn Read + Send + 'a>;
 
+/// What every reader of the toolkit says of an input in which no record
+/// of any format is found (an empty file included): such an input is not
+/// an empty archive but one not read (the command line exits 2 for it,
+/// the Python calls raise, a scan gives it as the file's error).
+pub fn no_records_message(name: &str) -> String {
+    format!("no WARC, ARC or Web InfoMall record found in {name}")
+}
+
 /// True when a record's block may start with an HTTP head: requests,
 /// responses and revisits with a block, whose content type is
 /// `application/http` or whose target is an `http:`/`https:` URI (the rule

@@ -330,3 +330,47 @@ fn errors_skipped_are_noted_once_with_their_offset_and_message() {
     assert!(s.find(|b| b.is_err()).is_some());
     assert!(s.take_notes().failures.is_empty());
 }
+
+/// A whole file in which no record is found (empty, or not an archive)
+/// is the scan's error, on one thread and in chunks, as every command
+/// refuses it: with skip_errors, its error row and one error noted.
+#[test]
+fn a_file_with_no_record_is_an_error_not_an_empty_scan() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.warc");
+    std::fs::write(&empty, b"").unwrap();
+    let junk = dir.path().join("junk.warc");
+    std::fs::write(&junk, "not an archive\n".repeat(100)).unwrap();
+    for path in [&empty, &junk] {
+        let name = path.to_string_lossy().into_owned();
+        let said = format!("no WARC, ARC or Web InfoMall record found in {name}");
+        let mut s = Scanner::open(path, with(&[Column::WarcTargetUri]));
+        let e = s.find_map(|b| b.err()).expect("an error");
+        assert!(e.to_string().contains(&said), "{e}");
+        let skipping = ScanOptions {
+            skip_errors: true,
+            ..with(&[Column::WarcTargetUri, Column::Error])
+        };
+        let mut s = Scanner::open(path, skipping.clone());
+        let rows: usize = (&mut s).map(|b| b.unwrap().num_rows()).sum();
+        assert_eq!(rows, 1, "{name}");
+        assert_eq!(s.take_notes().failures.total(), 1, "{name}");
+        let chunked =
+            warchest_index::table::ChunkedScanner::open(path, skipping.clone(), 2, Some(64));
+        assert_eq!(chunked.is_some(), path == &junk, "{name}");
+        if let Some(mut c) = chunked {
+            let rows: usize = (&mut c).map(|b| b.unwrap().num_rows()).sum();
+            assert_eq!(rows, 1, "chunked {name}");
+            assert_eq!(c.take_notes().failures.total(), 1, "chunked {name}");
+        }
+    }
+    // A range of a split file with no record start in it is no error.
+    let ok = dir.path().join("ok.warc");
+    std::fs::write(
+        &ok,
+        response("http://a.example/", "HTTP/1.1 200 OK\r\n\r\n", b"ok"),
+    )
+    .unwrap();
+    let mut s = Scanner::open_range(&ok, 10..20, with(&[Column::WarcTargetUri]));
+    assert_eq!((&mut s).map(|b| b.unwrap().num_rows()).sum::<usize>(), 0);
+}
