@@ -456,41 +456,31 @@ impl Capturer {
             .collect();
         summary.interrupted = self.stopped();
         summary.records = self.recorder.stats();
-        if let Some(error) = fatal.into_inner().ok().flatten() {
-            // Close what can be closed; the error is the news, and a
-            // second one from closing is kept to be said too.
-            let close_error = match self.recorder.finish() {
-                Ok(files) => {
-                    summary.files = files;
-                    None
-                }
-                Err(e) => {
-                    summary.files = self.recorder.closed_files();
-                    Some(e)
-                }
-            };
-            return Err(Box::new(RunFailed {
+        // Close what can be closed, whatever happened: a write error
+        // during the run is the news, and one from closing is said too.
+        let (files, close_error) = match self.recorder.finish() {
+            Ok(files) => (files, None),
+            Err(e) => (self.recorder.closed_files(), Some(e)),
+        };
+        summary.files = files;
+        let (error, unwritten, close_error) = match (fatal.into_inner().ok().flatten(), close_error)
+        {
+            (Some(error), close_error) => (
                 error,
-                unwritten: unwritten.into_inner().unwrap_or_default(),
-                summary,
+                unwritten.into_inner().unwrap_or_default(),
                 close_error,
-            }));
-        }
-        match self.recorder.finish() {
-            Ok(files) => summary.files = files,
-            Err(error) => {
-                // Every URL was attempted: closing lost what was written
-                // last, which no URL can be named for.
-                summary.files = self.recorder.closed_files();
-                return Err(Box::new(RunFailed {
-                    error,
-                    unwritten: Vec::new(),
-                    summary,
-                    close_error: None,
-                }));
-            }
-        }
-        Ok(summary)
+            ),
+            // Every URL was attempted: closing lost what was written
+            // last, which no URL can be named for.
+            (None, Some(error)) => (error, Vec::new(), None),
+            (None, None) => return Ok(summary),
+        };
+        Err(Box::new(RunFailed {
+            error,
+            unwritten,
+            summary,
+            close_error,
+        }))
     }
 
     fn stopped(&self) -> bool {
