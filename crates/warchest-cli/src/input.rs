@@ -97,16 +97,7 @@ pub fn unlisted_wacz(name: &str) -> Option<warchest::Error> {
     if name == "-" || crate::remote::is_remote(name) || !warchest_wacz::is_wacz(p) || !p.is_file() {
         return None;
     }
-    match warchest_wacz::archive_entries(p) {
-        Err(e) => Some(e),
-        Ok(entries) if entries.is_empty() => Some(
-            warchest::Error::new(warchest::ErrorKind::Usage(
-                "a WACZ with no archive file (nothing under archive/)".into(),
-            ))
-            .in_file(p),
-        ),
-        Ok(_) => None,
-    }
+    warchest_wacz::some_archive_entries(p).err()
 }
 
 /// Opens `FILE.wacz#ENTRY`, when `name` is such a name.

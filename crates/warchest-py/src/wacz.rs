@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use warchest::archive::Reader;
 use warchest::codec::Decoder;
 use warchest::warc::{ReaderOptions, RecordEnd};
-use warchest::{Error, ErrorKind, Limits, Result, Warning};
+use warchest::{Error, Limits, Result, Warning};
 use warchest_wacz::{Section, ZipEntry};
 
 use crate::iter::{Next, RecordSource};
@@ -56,13 +56,7 @@ impl ArchiveFile {
 /// nothing under `archive/` is refused, as the command line refuses it
 /// (no archive read is not an empty archive).
 pub(crate) fn archive_files(path: &Path) -> Result<Vec<ArchiveFile>> {
-    let entries = warchest_wacz::archive_entries(path)?;
-    if entries.is_empty() {
-        return Err(Error::new(ErrorKind::Usage(
-            "a WACZ with no archive file (nothing under archive/)".into(),
-        ))
-        .in_file(path));
-    }
+    let entries = warchest_wacz::some_archive_entries(path)?;
     let shown = path.to_string_lossy();
     Ok(entries
         .into_iter()

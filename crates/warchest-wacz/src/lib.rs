@@ -209,6 +209,23 @@ pub fn archive_entries(path: &Path) -> Result<Vec<ZipEntry>> {
     archive_entries_of(entries(path)?, path)
 }
 
+/// The archive files of the WACZ at `path`, at least one: a WACZ with
+/// nothing under `archive/` is an error, as every reader of the toolkit
+/// refuses it (no archive read is not an empty archive).
+///
+/// # Errors
+/// As [`archive_entries`], and a WACZ with no archive file.
+pub fn some_archive_entries(path: &Path) -> Result<Vec<ZipEntry>> {
+    let v = archive_entries(path)?;
+    if v.is_empty() {
+        return Err(Error::new(ErrorKind::Usage(
+            "a WACZ with no archive file (nothing under archive/)".into(),
+        ))
+        .in_file(path));
+    }
+    Ok(v)
+}
+
 /// The archive files (under `archive/`) among a WACZ's `entries` (as
 /// [`entries_of`] gives them); `path` is what errors name.
 ///
