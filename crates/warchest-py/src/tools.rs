@@ -18,6 +18,7 @@ use warchest::warc::{ReaderOptions, Version};
 use warchest::write::{Compression, Writer, WriterOptions};
 use warchest_index::{Format, IndexOptions, IndexOutput, Indexer, ParquetOptions, UnparsedHead};
 use warchest_ops::copy::OpenFile;
+use warchest_validate::{Options as ValidateOptions, Validator};
 
 use crate::wacz::ArchiveFile;
 
@@ -413,16 +414,40 @@ fn check_records<S: Source>(
     Ok(())
 }
 
-/// Validates `paths` together: JSON with `findings` and `summary`.
+/// Validates `paths` together: JSON with `findings` and `summary`, as
+/// `warchest validate --json` gives them. A `.wacz` is validated as its
+/// archive files, each named `FILE.wacz#archive/NAME` in its findings and
+/// summary (as the command names it); a WACZ that cannot be listed or has
+/// no archive file raises `ArchiveError`, as `check` and `index` refuse
+/// it. A file that cannot be read is counted unreadable in the summary.
 #[pyfunction]
 pub(crate) fn validate_json(py: Python<'_>, paths: &Bound<'_, PyAny>) -> PyResult<String> {
     let paths = paths_from_py(paths)?;
     py.detach(move || {
-        let report =
-            warchest_validate::validate_files(&paths, &warchest_validate::Options::default());
+        // Every WACZ listed before any file is read: one that is refused
+        // is refused before the work.
+        let mut inputs = Vec::new();
+        for p in &paths {
+            inputs.extend(Input::of(p)?);
+        }
+        let mut findings = Vec::new();
+        let mut v = Validator::new(ValidateOptions::default());
+        for input in &inputs {
+            let mut sink = |f| findings.push(f);
+            // An error is in the file's summary (`unreadable`), as
+            // `validate_files` counts it, and the others are validated.
+            let _ = match input {
+                Input::File(p) => v.validate_path(p, &mut sink),
+                Input::Archive(f) => match f.section() {
+                    Ok(s) => v.validate_reader(&f.name, s, &mut sink),
+                    Err(e) => return Err(to_py(e)),
+                },
+            };
+        }
+        let summary = v.finish(&mut |f| findings.push(f));
         serde_json::to_string(&json!({
-            "findings": report.findings,
-            "summary": report.summary,
+            "findings": findings,
+            "summary": summary,
         }))
         .map_err(|e| PyValueError::new_err(e.to_string()))
     })

@@ -40,10 +40,19 @@ impl ArchiveFile {
         let mut opts = opts.file(&self.name);
         // The decoding threads read a file of their own: paths only.
         opts.decoder.threads = 1;
-        let section = warchest_wacz::open_entry(&self.wacz, &self.entry)?;
+        let section = self.section()?;
         let src = Decoder::new_seekable(section, opts.decoder.clone())
             .map_err(|e| Error::from(e).in_file(Path::new(&self.name)))?;
         Reader::from_source(src, opts)
+    }
+
+    /// Its bytes, a window on the ZIP file, read as the file they are
+    /// (what `validate` reads).
+    ///
+    /// # Errors
+    /// The WACZ cannot be opened.
+    pub(crate) fn section(&self) -> Result<Section> {
+        warchest_wacz::open_entry(&self.wacz, &self.entry)
     }
 }
 

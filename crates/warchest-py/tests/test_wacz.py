@@ -130,6 +130,24 @@ def test_index_reads_a_wacz_as_its_archive_files(tmp_path):
     assert (tmp_path / "wacz.cdxj").read_text() == (tmp_path / "warcs.cdxj").read_text()
 
 
+def test_validate_reads_a_wacz_as_its_archive_files(tmp_path):
+    """validate() of a WACZ gives the findings and summary of its archive
+    files validated together, each named FILE.wacz#archive/NAME (it read
+    the ZIP's bytes as one file)."""
+    wacz = tmp_path / "x.wacz"
+    make_wacz(wacz)
+    want = warchest.validate(WARCS)
+    names = {str(w): member(wacz, w) for w in WARCS}
+    for f in want["findings"]:
+        f["file"] = names[f["file"]]
+    for f in want["summary"]["files"]:
+        f["file"] = names[f["file"]]
+    got = warchest.validate(wacz)
+    assert len(want["findings"]) > 0
+    assert [f["records"] for f in got["summary"]["files"]] == [len(records(str(w))) for w in WARCS]
+    assert got == want
+
+
 def empty_wacz(path):
     with zipfile.ZipFile(path, "w") as z:
         z.writestr("datapackage.json", "{}")
@@ -144,8 +162,9 @@ def empty_wacz(path):
         (lambda p, tmp: warchest.check(p), warchest.ArchiveError),
         (lambda p, tmp: warchest.index(p, tmp / "o.cdxj"), warchest.ArchiveError),
         (lambda p, tmp: warchest.ArchiveIterator(p), warchest.ArchiveError),
+        (lambda p, tmp: warchest.validate(p), warchest.ArchiveError),
     ],
-    ids=["scan", "check", "index", "iterator"],
+    ids=["scan", "check", "index", "iterator", "validate"],
 )
 def test_a_wacz_with_no_archive_file_or_a_deflated_one_is_refused(tmp_path, call, error):
     """Not an empty result: a WACZ with nothing under archive/ is refused,

@@ -214,7 +214,10 @@ def validate(paths: Union[PathLike, Sequence[PathLike]]) -> dict:
 
     Returns ``{"findings": [...], "summary": {...}}``; each finding has
     ``severity``, ``rule``, ``clause``, ``file``, ``offset``, ``record_id`` and
-    ``message``, as ``warchest validate --json`` prints them.
+    ``message``, as ``warchest validate --json`` prints them. A ``.wacz`` is
+    validated as its archive files, each named ``FILE.wacz#archive/NAME``
+    in its findings and summary; a WACZ with no archive file (or one that
+    cannot be listed) raises ``ArchiveError``, as ``check`` refuses it.
     """
     return json.loads(_validate_json(paths))
 
