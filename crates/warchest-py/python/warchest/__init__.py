@@ -232,7 +232,11 @@ def convert(source: PathLike, output: PathLike, warc_version: str = "1.1") -> di
     on an error); an output that is the source (by any name) is refused
     with ValueError. A source in which no record is found (an empty file
     included) raises ``ArchiveError`` and leaves no output, as ``warchest
-    convert`` refuses it.
+    convert`` refuses it. A ``.wacz`` is read as its archive files, all
+    converted into the one output (as ``warchest convert x.wacz -o OUT``),
+    one report for them all and a RecoveryWarning for each that was read
+    through recoveries, naming it ``FILE.wacz#archive/NAME``; one with no
+    record, or a WACZ with none, raises ``ArchiveError``.
     """
     return json.loads(_convert_json(source, output, warc_version))
 
