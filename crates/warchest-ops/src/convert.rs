@@ -86,6 +86,22 @@ pub struct Report {
     pub recoveries: Recoveries<Warning>,
 }
 
+impl Report {
+    /// Adds what `other` did to this report: one report for several
+    /// inputs converted into one output (Python's `convert` of a WACZ,
+    /// its archive files one after the other).
+    pub fn append(&mut self, other: Report) {
+        self.records_read += other.records_read;
+        self.records_written += other.records_written;
+        self.metadata_written += other.metadata_written;
+        self.truncated += other.truncated;
+        for (kind, n) in other.skipped {
+            *self.skipped.entry(kind).or_default() += n;
+        }
+        self.recoveries.append(other.recoveries);
+    }
+}
+
 fn count<S: serde::Serializer>(
     r: &Recoveries<Warning>,
     s: S,

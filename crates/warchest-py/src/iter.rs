@@ -300,8 +300,8 @@ impl Read for BlockHandle {
 }
 
 /// Iterates over the records of a WARC, ARC or Web InfoMall file, or of
-/// the archive files inside a WACZ (one after the other, each record's
-/// offset in its own file), like warcio's `ArchiveIterator`.
+/// the archive files inside a WACZ, local or by URL (one after the other,
+/// each record's offset in its own file), like warcio's `ArchiveIterator`.
 ///
 /// `source` is a path, a URL (`s3://`, `gs://`, `az://`, `http(s)://`, read
 /// by range requests) or a binary file object (seekable or not; gzip, zstd,
@@ -402,16 +402,24 @@ impl ArchiveIterator {
         let src: Box<dyn RecordSource> = match Input::from_py(source)? {
             // A WACZ: the archive files inside, one after the other.
             Input::Path(p) if crate::wacz::is_wacz(&p) => {
-                let w = py
-                    .detach(|| crate::wacz::WaczSource::open(&p, opts))
+                let files = py
+                    .detach(|| crate::wacz::archive_files(&p))
                     .map_err(to_py)?;
-                Box::new(w)
+                Box::new(crate::wacz::WaczSource::new(files, opts))
             }
             Input::Path(p) => {
                 let r = py
                     .detach(|| Reader::<Decoder<File>>::open_with(&p, opts))
                     .map_err(to_py)?;
                 Box::new(r)
+            }
+            // A WACZ by URL: its archive files, read by range where they lie.
+            #[cfg(feature = "remote")]
+            Input::Url(url) if crate::wacz::is_wacz(std::path::Path::new(&url)) => {
+                let files = py
+                    .detach(|| crate::wacz::archive_files_at(&url))
+                    .map_err(to_py)?;
+                Box::new(crate::wacz::WaczSource::new(files, opts))
             }
             #[cfg(feature = "remote")]
             Input::Url(url) => {

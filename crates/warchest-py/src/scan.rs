@@ -24,7 +24,6 @@ use warchest_index::UnparsedHead;
 use warchest_index::table::{
     ChunkedScanner, Column, ScanNotes, ScanOptions, Scanner, SkippedError,
 };
-use warchest_wacz::Section;
 
 use crate::io::{Target, targets_from_py};
 use crate::wacz::ArchiveFile;
@@ -63,6 +62,13 @@ pub(crate) fn split_ranges(
             let size = std::fs::metadata(&path)
                 .map_err(|e| crate::to_py(warchest::Error::from(e).in_file(&path)))?
                 .len();
+            std::iter::once(0..size).collect()
+        }
+        #[cfg(feature = "remote")]
+        Target::Url(url) if crate::wacz::is_wacz(std::path::Path::new(&url)) => {
+            let size = py
+                .detach(|| warchest_remote::size(&url))
+                .map_err(crate::io_to_py)?;
             std::iter::once(0..size).collect()
         }
         Target::Path(path) => py
@@ -216,7 +222,7 @@ enum PartScanner {
     /// Boxed, as `Remote`: a scanner is several hundred bytes.
     Local(Box<Scanner<Decoder<File>>>),
     /// An archive file of a WACZ, read where it lies in the ZIP.
-    Wacz(Box<Scanner<Decoder<Section>>>),
+    Wacz(Box<Scanner<crate::wacz::ArchiveSource>>),
     /// An uncompressed local file read in chunks on several threads.
     Chunked(ChunkedScanner),
     #[cfg(feature = "remote")]
@@ -290,28 +296,31 @@ impl PartsScanner {
                     continue;
                 }
             };
-            self.current = match target {
-                // A WACZ: its archive files, each a part (as `warchest ls
-                // x.wacz` reads it). Not split: only a range starting at 0
-                // reads it, as a compressed file.
-                Target::Path(p) if crate::wacz::is_wacz(&p) => {
-                    if range.is_some_and(|r| r.start != 0 || r.end == 0) {
-                        continue;
-                    }
-                    match crate::wacz::archive_files(&p) {
-                        Ok(files) => {
-                            for f in files.into_iter().rev() {
-                                self.parts.push_front(Part::Archive(f));
-                            }
-                            continue;
+            // A WACZ, local or by URL: its archive files, each a part (as
+            // `warchest ls x.wacz` reads it). Not split: only a range
+            // starting at 0 reads it, as a compressed file.
+            if crate::wacz::is_wacz_target(&target) {
+                if range.is_some_and(|r| r.start != 0 || r.end == 0) {
+                    continue;
+                }
+                match crate::wacz::archive_files_of(&target) {
+                    Ok(files) => {
+                        for f in files.into_iter().rev() {
+                            self.parts.push_front(Part::Archive(f));
                         }
-                        Err(e) => Some(PartScanner::Local(Box::new(Scanner::failed(
-                            p.to_string_lossy(),
-                            e,
-                            opts,
-                        )))),
+                    }
+                    Err(e) => {
+                        let name = match target {
+                            Target::Path(p) => p.to_string_lossy().into_owned(),
+                            Target::Url(u) => u,
+                        };
+                        let failed = Scanner::failed(name, e, opts);
+                        self.current = Some(PartScanner::Local(Box::new(failed)));
                     }
                 }
+                continue;
+            }
+            self.current = match target {
                 Target::Path(p) => Some(match range {
                     Some(r) => PartScanner::Local(Box::new(Scanner::open_range(&p, r, opts))),
                     None => {

@@ -17,7 +17,9 @@ use warchest::recoveries::Recoveries;
 use warchest::warc::{ReaderOptions, Version};
 use warchest::write::{Compression, Writer, WriterOptions};
 use warchest_index::{Format, IndexOptions, IndexOutput, Indexer, ParquetOptions, UnparsedHead};
+use warchest_ops::convert::Report;
 use warchest_ops::copy::OpenFile;
+use warchest_validate::{Options as ValidateOptions, Validator};
 
 use crate::wacz::ArchiveFile;
 
@@ -411,24 +413,52 @@ fn check_records<S: Source>(
     Ok(())
 }
 
-/// Validates `paths` together: JSON with `findings` and `summary`.
+/// Validates `paths` together: JSON with `findings` and `summary`, as
+/// `warchest validate --json` gives them. A `.wacz` is validated as its
+/// archive files, each named `FILE.wacz#archive/NAME` in its findings and
+/// summary (as the command names it); a WACZ that cannot be listed or has
+/// no archive file raises `ArchiveError`, as `check` and `index` refuse
+/// it. A file that cannot be read is counted unreadable in the summary.
 #[pyfunction]
 pub(crate) fn validate_json(py: Python<'_>, paths: &Bound<'_, PyAny>) -> PyResult<String> {
     let paths = paths_from_py(paths)?;
     py.detach(move || {
-        let report =
-            warchest_validate::validate_files(&paths, &warchest_validate::Options::default());
+        // Every WACZ listed before any file is read: one that is refused
+        // is refused before the work.
+        let mut inputs = Vec::new();
+        for p in &paths {
+            inputs.extend(Input::of(p)?);
+        }
+        let mut findings = Vec::new();
+        let mut v = Validator::new(ValidateOptions::default());
+        for input in &inputs {
+            let mut sink = |f| findings.push(f);
+            // An error is in the file's summary (`unreadable`), as
+            // `validate_files` counts it, and the others are validated.
+            let _ = match input {
+                Input::File(p) => v.validate_path(p, &mut sink),
+                Input::Archive(f) => match f.section() {
+                    Ok(s) => v.validate_reader(&f.name, s, &mut sink),
+                    Err(e) => return Err(to_py(e)),
+                },
+            };
+        }
+        let summary = v.finish(&mut |f| findings.push(f));
         serde_json::to_string(&json!({
-            "findings": report.findings,
-            "summary": report.summary,
+            "findings": findings,
+            "summary": summary,
         }))
         .map_err(|e| PyValueError::new_err(e.to_string()))
     })
 }
 
 /// Converts the ARC, Web InfoMall (or WARC) file at `source` to a WARC at
-/// `output` (gzip per record): JSON of what was done. A source with no
-/// record is an `ArchiveError` and no output is left.
+/// `output` (gzip per record): JSON of what was done. A `.wacz` is read as
+/// its archive files, all converted into the one output, as `warchest
+/// convert x.wacz -o OUT` does (one report for them all; what each
+/// recovered from told under its `FILE.wacz#archive/NAME`). A source (or
+/// an archive file of a WACZ) with no record is an `ArchiveError` and no
+/// output is left.
 #[pyfunction]
 #[pyo3(signature = (source, output, warc_version = "1.1"))]
 pub(crate) fn convert_json(
@@ -447,10 +477,11 @@ pub(crate) fn convert_json(
         }
     };
     refuse_overwriting(&output, std::slice::from_ref(&source))?;
-    let mut said = None;
+    let mut said = Vec::new();
     let mut open = None;
     let result = py.detach(|| -> PyResult<String> {
-        let mut reader = Reader::open(&source).map_err(to_py)?;
+        // A WACZ refused before the output is made.
+        let inputs = Input::of(&source)?;
         // Written as OUTPUT.open and renamed when whole (removed on error).
         let out = OpenFile::create(&output).map_err(to_py)?;
         open = Some(out.open_path().to_path_buf());
@@ -467,21 +498,25 @@ pub(crate) fn convert_json(
             output_name: Some(base_name(&output)),
             ..Default::default()
         };
-        // The report holds the recoveries, those before an error too.
-        let mut report = warchest_ops::convert::Report::default();
-        let converted = warchest_ops::convert::to_warc(
-            &mut reader,
-            &source.to_string_lossy(),
-            &mut w,
-            &opts,
-            &mut report,
-        );
-        said = crate::scan::describe(&report.recoveries, &Recoveries::new());
-        converted.map_err(to_py)?;
-        // As `warchest convert` refuses it: nothing converted is not an
-        // empty archive but an input not read (the output is removed).
-        if report.records_read == 0 {
-            return Err(no_records(&source.to_string_lossy()));
+        let mut report = Report::default();
+        for input in &inputs {
+            let name = input.name();
+            // The input's report holds its recoveries, those before an
+            // error too: told for each input, as for each file of `index`.
+            let mut rep = Report::default();
+            let converted = with_input!(input, ReaderOptions::default(), reader => {
+                warchest_ops::convert::to_warc(&mut reader, &name, &mut w, &opts, &mut rep)
+            });
+            said.extend(crate::scan::describe(&rep.recoveries, &Recoveries::new()));
+            let read = rep.records_read;
+            report.append(rep);
+            converted.map_err(to_py)?;
+            // As `warchest convert` refuses it: nothing converted is not
+            // an empty archive but an input not read (the output is
+            // removed).
+            if read == 0 {
+                return Err(no_records(&name));
+            }
         }
         let out = w.finish().map_err(to_py)?;
         out.finish().map_err(to_py)?;
@@ -490,5 +525,5 @@ pub(crate) fn convert_json(
     if let (Err(_), Some(open)) = (&result, open) {
         let _ = std::fs::remove_file(open);
     }
-    warn_then(py, said.into_iter().collect(), result)
+    warn_then(py, said, result)
 }

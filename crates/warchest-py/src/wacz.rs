@@ -1,10 +1,15 @@
 //! The archive files inside a WACZ, read in place: the binding's one home
-//! for opening a `FILE.wacz`. `ArchiveIterator` reads them one after the
-//! other as one record source ([`WaczSource`]); `scan`, `check` and
-//! `index` read each as the file it is ([`archive_files`],
-//! [`ArchiveFile::open`]), named `FILE.wacz#archive/NAME` as the `warchest`
-//! command names them.
+//! for opening a `FILE.wacz`, local or named by URL. `ArchiveIterator`
+//! reads them one after the other as one record source ([`WaczSource`]);
+//! `scan`, `check`, `index`, `validate` and `convert` read each as the
+//! file it is ([`archive_files`], [`ArchiveFile::open`]), named
+//! `FILE.wacz#archive/NAME` as the `warchest` command names them. A WACZ
+//! named by URL (`ArchiveIterator` and `scan`: [`archive_files_at`]) is
+//! read by range requests, its central directory and each archive file
+//! where it lies in the object, as `warchest serve` reads one.
 
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use warchest::archive::Reader;
@@ -13,20 +18,93 @@ use warchest::warc::{ReaderOptions, RecordEnd};
 use warchest::{Error, Limits, Result, Warning};
 use warchest_wacz::{Section, ZipEntry};
 
+use crate::io::Target;
 use crate::iter::{Next, RecordSource};
 
-/// Whether `path` is read as a WACZ (by its extension, as the command
-/// line and `ArchiveIterator` decide).
+/// Whether `path` (a path or a URL) is read as a WACZ (by its extension,
+/// as the command line, `warchest serve` and `ArchiveIterator` decide).
 pub(crate) fn is_wacz(path: &Path) -> bool {
     warchest_wacz::is_wacz(path)
 }
 
+/// The bytes of a WACZ, read and sought as a file: a local file, or an
+/// object named by URL read by range requests.
+pub(crate) enum Zip {
+    File(File),
+    /// Boxed: a remote file is several hundred bytes.
+    #[cfg(feature = "remote")]
+    Remote(Box<warchest_remote::RemoteFile>),
+}
+
+impl Read for Zip {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Zip::File(f) => f.read(buf),
+            #[cfg(feature = "remote")]
+            Zip::Remote(f) => f.read(buf),
+        }
+    }
+}
+
+impl Seek for Zip {
+    fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
+        match self {
+            Zip::File(f) => f.seek(to),
+            #[cfg(feature = "remote")]
+            Zip::Remote(f) => f.seek(to),
+        }
+    }
+}
+
+/// The bytes an archive file's records are read from: its window on the
+/// WACZ, decoded.
+pub(crate) type ArchiveSource = Decoder<Section<Zip>>;
+
+/// Where a WACZ is.
+#[derive(Clone)]
+enum Wacz {
+    Path(PathBuf),
+    /// An object, and its size when listed (no HEAD for each archive
+    /// file).
+    #[cfg(feature = "remote")]
+    Url(String, u64),
+}
+
+impl Wacz {
+    /// Its bytes, from the start.
+    fn open(&self) -> Result<Zip> {
+        match self {
+            Wacz::Path(p) => File::open(p)
+                .map(Zip::File)
+                .map_err(|e| Error::from(e).in_file(p)),
+            #[cfg(feature = "remote")]
+            Wacz::Url(url, size) => {
+                let loc = warchest_remote::Location::parse(url)?;
+                let opts = warchest_remote::Options::from_env();
+                Ok(Zip::Remote(Box::new(
+                    warchest_remote::RemoteFile::open_sized(loc, opts, *size),
+                )))
+            }
+        }
+    }
+
+    /// What errors name it.
+    fn name(&self) -> &Path {
+        match self {
+            Wacz::Path(p) => p,
+            #[cfg(feature = "remote")]
+            Wacz::Url(url, _) => Path::new(url),
+        }
+    }
+}
+
 /// An archive file stored in a WACZ.
 pub(crate) struct ArchiveFile {
-    /// `FILE.wacz#archive/NAME`, the name the command line gives it: what
-    /// rows, warnings and errors name.
+    /// `FILE.wacz#archive/NAME` (`URL#archive/NAME` for a WACZ named by
+    /// URL), the name the command line gives it: what rows, warnings and
+    /// errors name.
     pub(crate) name: String,
-    wacz: PathBuf,
+    wacz: Wacz,
     entry: ZipEntry,
 }
 
@@ -36,14 +114,25 @@ impl ArchiveFile {
     ///
     /// # Errors
     /// The WACZ cannot be opened, or the file's first bytes cannot be read.
-    pub(crate) fn open(&self, opts: ReaderOptions) -> Result<Reader<Decoder<Section>>> {
+    pub(crate) fn open(&self, opts: ReaderOptions) -> Result<Reader<ArchiveSource>> {
         let mut opts = opts.file(&self.name);
         // The decoding threads read a file of their own: paths only.
         opts.decoder.threads = 1;
-        let section = warchest_wacz::open_entry(&self.wacz, &self.entry)?;
+        let section = self.section()?;
         let src = Decoder::new_seekable(section, opts.decoder.clone())
             .map_err(|e| Error::from(e).in_file(Path::new(&self.name)))?;
         Reader::from_source(src, opts)
+    }
+
+    /// Its bytes, a window on the ZIP, read as the file they are (what
+    /// `validate` reads).
+    ///
+    /// # Errors
+    /// The WACZ cannot be opened.
+    pub(crate) fn section(&self) -> Result<Section<Zip>> {
+        let zip = self.wacz.open()?;
+        Section::new(zip, self.entry.data_start, self.entry.compressed_size)
+            .map_err(|e| Error::from(e).in_file(self.wacz.name()))
     }
 }
 
@@ -56,13 +145,76 @@ impl ArchiveFile {
 /// nothing under `archive/` is refused, as the command line refuses it
 /// (no archive read is not an empty archive).
 pub(crate) fn archive_files(path: &Path) -> Result<Vec<ArchiveFile>> {
-    let entries = warchest_wacz::some_archive_entries(path)?;
-    let shown = path.to_string_lossy();
+    let entries = warchest_wacz::archive_entries(path)?;
+    named(entries, Wacz::Path(path.to_path_buf()))
+}
+
+/// The first range read of a WACZ named by URL and after each seek while
+/// it is listed: its directory and each archive file's local header are
+/// small, read where they are (`warchest serve` reads them with the same
+/// first range), not the 1 MiB a scan's first range asks for.
+#[cfg(feature = "remote")]
+const DIRECTORY_RANGE: usize = 64 << 10;
+
+/// [`archive_files`] of the WACZ object at `url`: its size (one HEAD),
+/// then its central directory and each file's local header by range
+/// requests (`warchest_wacz::entries_of` over the object read as a file,
+/// the ZIP reading of a local WACZ). Each archive file is then read by
+/// range where it lies, named `URL#archive/NAME`.
+///
+/// # Errors
+/// The object cannot be read (missing, or on a server that answers no
+/// byte ranges: a ZIP is read from its end), or as [`archive_files`].
+#[cfg(feature = "remote")]
+pub(crate) fn archive_files_at(url: &str) -> Result<Vec<ArchiveFile>> {
+    let name = Path::new(url);
+    let size = warchest_remote::size(url)?;
+    let loc = warchest_remote::Location::parse(url)?;
+    let mut opts = warchest_remote::Options::from_env();
+    opts.min_chunk = opts.min_chunk.min(DIRECTORY_RANGE);
+    let f = warchest_remote::RemoteFile::open_sized(loc, opts, size);
+    let entries = warchest_wacz::entries_of(f, name)?;
+    let entries = warchest_wacz::archive_entries_of(entries, name)?;
+    named(entries, Wacz::Url(url.to_string(), size))
+}
+
+/// Whether `target` is read as a WACZ (by its extension), local or by
+/// URL.
+pub(crate) fn is_wacz_target(target: &Target) -> bool {
+    match target {
+        Target::Path(p) => is_wacz(p),
+        Target::Url(u) => is_wacz(Path::new(u)),
+    }
+}
+
+/// The archive files of the WACZ `target` names, local or by URL (as
+/// [`archive_files`] and [`archive_files_at`] list them).
+///
+/// # Errors
+/// As those; a URL in a build without the `remote` feature (which refuses
+/// URLs before asking this).
+pub(crate) fn archive_files_of(target: &Target) -> Result<Vec<ArchiveFile>> {
+    match target {
+        Target::Path(p) => archive_files(p),
+        #[cfg(feature = "remote")]
+        Target::Url(u) => archive_files_at(u),
+        #[cfg(not(feature = "remote"))]
+        Target::Url(u) => Err(Error::new(warchest::ErrorKind::Usage(format!(
+            "{u}: this build of warchest reads local files only"
+        )))),
+    }
+}
+
+/// The archive files of `wacz`, `entries` its archive entries, named
+/// `WACZ#archive/NAME`; none is an error.
+fn named(entries: Vec<ZipEntry>, wacz: Wacz) -> Result<Vec<ArchiveFile>> {
+    let entries = warchest_wacz::some_of(entries, wacz.name())?;
+    let shown = wacz.name().to_string_lossy().into_owned();
     Ok(entries
         .into_iter()
         .map(|entry| ArchiveFile {
             name: format!("{shown}#{}", entry.name),
-            wacz: path.to_path_buf(),
+            wacz: wacz.clone(),
             entry,
         })
         .collect())
@@ -72,7 +224,7 @@ pub(crate) fn archive_files(path: &Path) -> Result<Vec<ArchiveFile>> {
 /// as the file it is, offsets its own.
 pub(crate) struct WaczSource {
     files: std::vec::IntoIter<ArchiveFile>,
-    current: Option<Reader<Decoder<Section>>>,
+    current: Option<Reader<ArchiveSource>>,
     opts: ReaderOptions,
     /// Warnings of archive files read to their end, not yet drained: they
     /// would go with their reader otherwise.
@@ -80,17 +232,15 @@ pub(crate) struct WaczSource {
 }
 
 impl WaczSource {
-    /// Lists the archive files of the WACZ at `path`.
-    ///
-    /// # Errors
-    /// As [`archive_files`].
-    pub(crate) fn open(path: &Path, opts: ReaderOptions) -> Result<WaczSource> {
-        Ok(WaczSource {
-            files: archive_files(path)?.into_iter(),
+    /// The archive files `files` (of [`archive_files`] or
+    /// [`archive_files_at`]), read one after the other.
+    pub(crate) fn new(files: Vec<ArchiveFile>, opts: ReaderOptions) -> WaczSource {
+        WaczSource {
+            files: files.into_iter(),
             current: None,
             opts,
             finished: Vec::new(),
-        })
+        }
     }
 }
 

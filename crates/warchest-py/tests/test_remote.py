@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 
 import pytest
 
@@ -131,13 +132,29 @@ def s3():
         proc.wait(timeout=30)
 
 
+# A WACZ of two of them (one gzip, one plain), stored as WACZ stores its
+# WARC files: made at run time, served as x.wacz.
+WACZ_MEMBERS = ["iana.warc.gz", "chunked.warc"]
+
+
 @pytest.fixture(scope="module")
-def http_root(tmp_path_factory):
+def wacz(tmp_path_factory):
+    path = tmp_path_factory.mktemp("wacz") / "x.wacz"
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("datapackage.json", "{}", compress_type=zipfile.ZIP_DEFLATED)
+        for n in WACZ_MEMBERS:
+            z.write(FILES[n], f"archive/{n}")
+    return path
+
+
+@pytest.fixture(scope="module")
+def http_root(tmp_path_factory, wacz):
     """tests/remote/range_server.py serving the files (206 answers to
-    ranges, as Python's http.server does not give)."""
+    ranges, as Python's http.server does not give) and the WACZ."""
     root = tmp_path_factory.mktemp("served")
     for name, path in FILES.items():
         (root / name).symlink_to(path)
+    (root / "x.wacz").symlink_to(wacz)
     proc = subprocess.Popen(
         [sys.executable, str(REPO / "tests" / "remote" / "range_server.py"), str(root)],
         stdout=subprocess.PIPE,
@@ -203,12 +220,13 @@ def test_scan_over_s3_and_http_equals_local(s3, http_root):
 
 
 @pytest.fixture(scope="module")
-def plain_http_root(tmp_path_factory):
+def plain_http_root(tmp_path_factory, wacz):
     """Python's own http.server, which answers a Range request with the
     whole file (200), as some plain file servers do (issue 34)."""
     root = tmp_path_factory.mktemp("plain-served")
     for name, path in FILES.items():
         (root / name).symlink_to(path)
+    (root / "x.wacz").symlink_to(wacz)
     # Port 0: the server binds a port of its own and says which on its
     # first line ("Serving HTTP on 127.0.0.1 port N (...) ..."), unbuffered.
     proc = subprocess.Popen(
@@ -237,6 +255,62 @@ def test_iterator_and_scan_stream_a_server_without_ranges(plain_http_root, name)
     local, _ = table_without_filename(warchest.scan(str(FILES[name]), include_payload=True))
     got, _ = table_without_filename(warchest.scan(url, include_payload=True))
     assert got.equals(local)
+
+
+def test_a_wacz_by_url_reads_as_its_archive_files(s3, http_root, wacz):
+    """ArchiveIterator and scan read a WACZ named by URL as the local one:
+    its archive files, read by range where they lie in the object (its
+    directory first), named URL#archive/NAME; not the ZIP's bytes."""
+    s3["client"].upload_file(str(wacz), BUCKET, "wacz/x.wacz")
+    want = records(str(wacz))
+    assert want == [r for n in WACZ_MEMBERS for r in records(str(FILES[n]))]
+    assert len(want) > 10
+    local, local_names = table_without_filename(warchest.scan(str(wacz), include_payload=True))
+    size = wacz.stat().st_size
+    for url in (f"s3://{BUCKET}/wacz/x.wacz", http_root + "x.wacz"):
+        assert records(url) == want, url
+        got, names = table_without_filename(warchest.scan(url, include_payload=True))
+        assert got.equals(local), url
+        assert names == [n.replace(str(wacz), url) for n in local_names]
+        assert f"{url}#archive/chunked.warc" in names
+        # Not split, as the local one: a range from 0 reads it all.
+        assert warchest.split_ranges(url, 100) == [(0, size)]
+        assert warchest.scan(url, byte_range=(100, size)).read_all().num_rows == 0
+
+
+def test_a_wacz_by_url_with_no_archive_file_or_missing_is_refused(s3):
+    """As a local one: a WACZ with nothing under archive/ is refused (not
+    an empty result), and a missing one names itself."""
+    client = s3["client"]
+    client.put_object(Bucket=BUCKET, Key="wacz/empty.wacz", Body=_zip_of({"datapackage.json": "{}"}))
+    empty = f"s3://{BUCKET}/wacz/empty.wacz"
+    with pytest.raises(warchest.ArchiveError, match=f"{empty}: .*no archive file"):
+        warchest.ArchiveIterator(empty)
+    with pytest.raises(Exception, match="no archive file"):
+        warchest.scan(empty).read_all()
+    gone = f"s3://{BUCKET}/wacz/gone.wacz"
+    with pytest.raises(OSError, match="gone.wacz"):
+        warchest.ArchiveIterator(gone)
+
+
+def test_a_wacz_on_a_server_without_ranges_is_an_error(plain_http_root):
+    """A ZIP is read from its end: a server that answers no byte ranges
+    cannot serve one in place, and says so (not read as the ZIP's bytes)."""
+    url = plain_http_root + "x.wacz"
+    with pytest.raises(OSError, match=f"{url}: .*does not support byte ranges"):
+        warchest.ArchiveIterator(url)
+    with pytest.raises(Exception, match="does not support byte ranges"):
+        warchest.scan(url).read_all()
+
+
+def _zip_of(members):
+    import io
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for name, text in members.items():
+            z.writestr(name, text)
+    return buf.getvalue()
 
 
 def test_missing_object_is_an_error_naming_it(s3):

@@ -8,7 +8,7 @@ import zipfile
 import pytest
 
 import warchest
-from conftest import FIXTURES, recovery_warnings
+from conftest import FIXTURES, bare_lf_warc, recovery_warnings
 
 WARCS = [FIXTURES / "pywb" / "example.warc.gz", FIXTURES / "pywb" / "iana.warc.gz"]
 
@@ -130,6 +130,60 @@ def test_index_reads_a_wacz_as_its_archive_files(tmp_path):
     assert (tmp_path / "wacz.cdxj").read_text() == (tmp_path / "warcs.cdxj").read_text()
 
 
+def test_validate_reads_a_wacz_as_its_archive_files(tmp_path):
+    """validate() of a WACZ gives the findings and summary of its archive
+    files validated together, each named FILE.wacz#archive/NAME (it read
+    the ZIP's bytes as one file)."""
+    wacz = tmp_path / "x.wacz"
+    make_wacz(wacz)
+    want = warchest.validate(WARCS)
+    names = {str(w): member(wacz, w) for w in WARCS}
+    for f in want["findings"]:
+        f["file"] = names[f["file"]]
+    for f in want["summary"]["files"]:
+        f["file"] = names[f["file"]]
+    got = warchest.validate(wacz)
+    assert len(want["findings"]) > 0
+    assert [f["records"] for f in got["summary"]["files"]] == [len(records(str(w))) for w in WARCS]
+    assert got == want
+
+
+def whole_records(path):
+    """Each record's WARC headers and block, as read back."""
+    return [(r.rec_headers.headers, r.content_stream().read()) for r in warchest.ArchiveIterator(str(path))]
+
+
+def test_convert_reads_a_wacz_as_its_archive_files(tmp_path):
+    """convert() of a WACZ converts its archive files, one after the other,
+    into the one output (as `warchest convert x.wacz -o OUT`): a WARC is
+    copied record by record, so the output holds the records of its WARC
+    files, in order (it read the ZIP's bytes and found no record)."""
+    wacz = tmp_path / "x.wacz"
+    make_wacz(wacz)
+    out = tmp_path / "out.warc.gz"
+    report, told = recovery_warnings(lambda: warchest.convert(wacz, out))
+    want = [r for w in WARCS for r in whole_records(w)]
+    assert len(want) > 10
+    assert whole_records(out) == want
+    assert report["records_read"] == report["records_written"] == len(want)
+    assert report["recoveries"] == 0 and told == []
+
+
+def test_convert_of_a_wacz_tells_each_archive_files_recoveries(tmp_path):
+    """Two archive files read through recoveries: one report counting
+    both, and one RecoveryWarning for each, naming it."""
+    bare = bare_lf_warc(tmp_path / "bare.warc")
+    wacz = tmp_path / "x.wacz"
+    with zipfile.ZipFile(wacz, "w") as z:
+        z.write(bare, "archive/a.warc")
+        z.write(bare, "archive/b.warc")
+    report, told = recovery_warnings(lambda: warchest.convert(wacz, tmp_path / "out.warc.gz"))
+    assert report["records_read"] == 4 and report["recoveries"] == 4
+    assert told == [
+        f"{wacz}#archive/{n}: 2 lenient recoveries: bare-lf (2), the first at offset 28" for n in ("a.warc", "b.warc")
+    ]
+
+
 def empty_wacz(path):
     with zipfile.ZipFile(path, "w") as z:
         z.writestr("datapackage.json", "{}")
@@ -144,8 +198,10 @@ def empty_wacz(path):
         (lambda p, tmp: warchest.check(p), warchest.ArchiveError),
         (lambda p, tmp: warchest.index(p, tmp / "o.cdxj"), warchest.ArchiveError),
         (lambda p, tmp: warchest.ArchiveIterator(p), warchest.ArchiveError),
+        (lambda p, tmp: warchest.validate(p), warchest.ArchiveError),
+        (lambda p, tmp: warchest.convert(p, tmp / "o.warc.gz"), warchest.ArchiveError),
     ],
-    ids=["scan", "check", "index", "iterator"],
+    ids=["scan", "check", "index", "iterator", "validate", "convert"],
 )
 def test_a_wacz_with_no_archive_file_or_a_deflated_one_is_refused(tmp_path, call, error):
     """Not an empty result: a WACZ with nothing under archive/ is refused,
@@ -159,6 +215,7 @@ def test_a_wacz_with_no_archive_file_or_a_deflated_one_is_refused(tmp_path, call
     with pytest.raises(error, match="compressed in the ZIP"):
         call(deflated, tmp_path)
     assert not (tmp_path / "o.cdxj").exists()
+    assert not list(tmp_path.glob("o.warc.gz*"))
 
 
 def test_scan_with_skip_errors_gives_a_bad_wacz_its_error_row(tmp_path):

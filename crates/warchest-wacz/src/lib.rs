@@ -216,14 +216,22 @@ pub fn archive_entries(path: &Path) -> Result<Vec<ZipEntry>> {
 /// # Errors
 /// As [`archive_entries`], and a WACZ with no archive file.
 pub fn some_archive_entries(path: &Path) -> Result<Vec<ZipEntry>> {
-    let v = archive_entries(path)?;
-    if v.is_empty() {
+    some_of(archive_entries(path)?, path)
+}
+
+/// `entries`, the archive entries of the WACZ `path` names (a path or a
+/// URL as a path), when there is one: a WACZ with none is an error.
+///
+/// # Errors
+/// `entries` is empty.
+pub fn some_of(entries: Vec<ZipEntry>, path: &Path) -> Result<Vec<ZipEntry>> {
+    if entries.is_empty() {
         return Err(Error::new(ErrorKind::Usage(
             "a WACZ with no archive file (nothing under archive/)".into(),
         ))
         .in_file(path));
     }
-    Ok(v)
+    Ok(entries)
 }
 
 /// The archive files (under `archive/`) among a WACZ's `entries` (as

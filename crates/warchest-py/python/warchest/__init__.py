@@ -17,7 +17,8 @@ or read whole files as Arrow record batches built in Rust::
 Paths may be URLs: ``s3://``, ``gs://``, ``az://`` and ``http(s)://``
 objects are read by range requests (``ArchiveIterator("s3://bucket/x.warc.gz")``),
 and ``fetch`` gets the records an index selects, by range, concurrently.
-``ArchiveIterator("x.wacz")`` reads the archive files inside a WACZ.
+``ArchiveIterator("x.wacz")`` reads the archive files inside a WACZ, and
+so does ``ArchiveIterator("s3://bucket/x.wacz")`` (by range, where they lie).
 
 ``spark.read.format("warc").load(...)`` works once the wheel is installed
 (the data source is the ``pyspark_warchest`` module).
@@ -112,9 +113,9 @@ def scan(
     ``batch_bytes`` bytes of payloads and headers (4 MiB by default), unless
     it is a single record larger than that; a payload is cut at
     ``max_payload`` bytes. Memory stays bounded by these whatever the files
-    hold (docs/python.md, "Speed"). A ``.wacz`` is read as its archive
-    files, as ``ArchiveIterator`` reads it, each named
-    ``FILE.wacz#archive/NAME`` in ``warc_filename``. With ``skip_errors`` a file that cannot
+    hold (docs/python.md, "Speed"). A ``.wacz`` (a path or a URL) is read
+    as its archive files, as ``ArchiveIterator`` reads it, each named
+    ``FILE.wacz#archive/NAME`` (``URL#archive/NAME``) in ``warc_filename``. With ``skip_errors`` a file that cannot
     be read on gives a row whose ``error`` column says why, and the scan
     goes on; otherwise the error is raised. When ``columns`` leave out
     ``error``, no row can say it, so a ``RecoveryWarning`` names the file,
@@ -214,7 +215,10 @@ def validate(paths: Union[PathLike, Sequence[PathLike]]) -> dict:
 
     Returns ``{"findings": [...], "summary": {...}}``; each finding has
     ``severity``, ``rule``, ``clause``, ``file``, ``offset``, ``record_id`` and
-    ``message``, as ``warchest validate --json`` prints them.
+    ``message``, as ``warchest validate --json`` prints them. A ``.wacz`` is
+    validated as its archive files, each named ``FILE.wacz#archive/NAME``
+    in its findings and summary; a WACZ with no archive file (or one that
+    cannot be listed) raises ``ArchiveError``, as ``check`` refuses it.
     """
     return json.loads(_validate_json(paths))
 
@@ -229,7 +233,11 @@ def convert(source: PathLike, output: PathLike, warc_version: str = "1.1") -> di
     on an error); an output that is the source (by any name) is refused
     with ValueError. A source in which no record is found (an empty file
     included) raises ``ArchiveError`` and leaves no output, as ``warchest
-    convert`` refuses it.
+    convert`` refuses it. A ``.wacz`` is read as its archive files, all
+    converted into the one output (as ``warchest convert x.wacz -o OUT``),
+    one report for them all and a RecoveryWarning for each that was read
+    through recoveries, naming it ``FILE.wacz#archive/NAME``; one with no
+    record, or a WACZ with none, raises ``ArchiveError``.
     """
     return json.loads(_convert_json(source, output, warc_version))
 
