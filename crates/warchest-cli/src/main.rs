@@ -8,6 +8,25 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
+// std's print macros panic when the stream is a closed pipe (`warchest ls
+// a b 2>&1 | head` exited 101 on the summary written after `head` left).
+// Within this crate they are these, which drop the error: a closed standard
+// output ends a command where its own writer meets it
+// (`report::is_broken_pipe`), and what goes to a closed standard error is
+// lost either way.
+macro_rules! println {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+macro_rules! eprintln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod cmd;
 mod input;
 mod remote;

@@ -373,7 +373,10 @@ impl DigestIndex {
             txn.commit().map_err(|e| db_error(e, p))?;
         }
         if torn > 0 {
-            eprintln!(
+            // Not `eprintln!`, which panics on a closed standard error.
+            use std::io::Write as _;
+            let _ = writeln!(
+                std::io::stderr(),
                 "warning: {}: {torn} bytes of a cut last record ignored \
                  (a write cut by a kill: its entries are not in the index)",
                 jp.display()

@@ -215,6 +215,39 @@ fn broken_pipe_is_not_an_error() {
     );
 }
 
+/// Both streams closed by the reader (`warchest ls a b 2>&1 | head`): the
+/// summary and errors written after that are lost, not a panic (exit 101
+/// before): the command ends with its own exit status.
+#[test]
+fn a_closed_standard_error_is_not_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let junk = dir.path().join("junk.warc");
+    std::fs::write(&junk, "not an archive\n".repeat(50)).unwrap();
+    let f = fixture("pywb/iana.warc.gz");
+    for args in [
+        vec!["ls".to_string()],
+        vec!["stats".to_string()],
+        vec!["check".to_string()],
+        vec!["validate".to_string()],
+    ] {
+        let mut child = bin()
+            .args(&args)
+            .arg(&junk)
+            .args(std::iter::repeat_n(&f, 20))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Closed before the command has written a line of either.
+        drop(child.stdout.take());
+        drop(child.stderr.take());
+        let status = child.wait().unwrap();
+        // 2 for the junk file not read, or 0 where the closed standard
+        // output ended the command first (as a reader going away does).
+        assert!(matches!(status.code(), Some(0 | 2)), "{args:?}: {status:?}");
+    }
+}
+
 /// Issue 19: RFC 2047 encoded words (WARC 1.1 section 4). `ls --json`
 /// gives the decoded values beside the raw ones, `extract --headers
 /// --decode-words` prints them decoded (plain `--headers` stays as
