@@ -31,19 +31,30 @@ pub enum Opened {
 }
 
 /// The names to read for `files`: each WACZ becomes the names of the
-/// archive files inside it (`FILE.wacz#archive/NAME`); other names stay.
-/// A WACZ that cannot be listed stays as it is, for opening to report.
-/// A URL ending in `/` or with `*` in its last component becomes the URLs
-/// of the objects it lists (a URL of one object stays).
+/// archive files inside it (`FILE.wacz#archive/NAME`, `URL#archive/NAME`
+/// for one named by URL); other names stay. A WACZ that cannot be listed
+/// stays as it is, for opening to report. A URL ending in `/` or with `*`
+/// in its last component becomes the URLs of the objects it lists (a URL
+/// of one object stays).
 pub fn expand(files: &[String]) -> Vec<String> {
     let mut out = Vec::with_capacity(files.len());
     for f in files {
         if crate::remote::is_remote(f) {
             let last = f.rsplit('/').next().unwrap_or("");
-            if f.ends_with('/') || last.contains('*') {
-                out.extend(crate::remote::expand(f));
+            let urls = if f.ends_with('/') || last.contains('*') {
+                crate::remote::expand(f)
             } else {
-                out.push(f.clone());
+                vec![f.clone()]
+            };
+            for u in urls {
+                if warchest_wacz::is_wacz(std::path::Path::new(&u))
+                    && let Ok(entries) = crate::remote::wacz_archive_entries(&u)
+                    && !entries.is_empty()
+                {
+                    out.extend(entries.into_iter().map(|e| format!("{u}#{}", e.name)));
+                } else {
+                    out.push(u);
+                }
             }
             continue;
         }
@@ -94,10 +105,55 @@ pub fn refuse_overwriting(output: &str, inputs: &[String]) -> anyhow::Result<()>
 /// bytes as an archive or reading nothing.
 pub fn unlisted_wacz(name: &str) -> Option<warchest::Error> {
     let p = std::path::Path::new(name);
-    if name == "-" || crate::remote::is_remote(name) || !warchest_wacz::is_wacz(p) || !p.is_file() {
+    if name == "-" || !warchest_wacz::is_wacz(p) {
+        return None;
+    }
+    if crate::remote::is_remote(name) {
+        return match crate::remote::wacz_archive_entries(name) {
+            Ok(entries) => warchest_wacz::some_of(entries, p).err(),
+            Err(e) => Some(e),
+        };
+    }
+    if !p.is_file() {
         return None;
     }
     warchest_wacz::some_archive_entries(p).err()
+}
+
+/// The WACZ URL and the entry of `name` when it names an archive file in
+/// a WACZ by URL (`URL#archive/NAME`, as [`expand`] names them).
+pub fn remote_member(name: &str) -> Option<(&str, &str)> {
+    if !crate::remote::is_remote(name) {
+        return None;
+    }
+    let (wacz, entry) = name.split_once(".wacz#")?;
+    Some((&name[..wacz.len() + ".wacz".len()], entry))
+}
+
+/// The archive file `entry` of the WACZ object at `url`, read at offsets
+/// where it lies in the object (one range request per block).
+///
+/// # Errors
+/// The WACZ cannot be listed, has no such archive file, or its server
+/// answers no byte ranges (a ZIP is read from its end, by ranges).
+pub fn open_remote_member(url: &str, entry: &str) -> warchest::Result<Arc<dyn ReadAt>> {
+    let named = |what: String| {
+        warchest::Error::new(warchest::ErrorKind::Usage(what)).in_file(std::path::Path::new(url))
+    };
+    let e = crate::remote::wacz_archive_entries(url)?
+        .into_iter()
+        .find(|e| e.name == entry)
+        .ok_or_else(|| named(format!("no archive file {entry} in the WACZ")))?;
+    let src = crate::remote::open_read_at(url)
+        .map_err(|e| warchest::Error::from(e).in_file(std::path::Path::new(url)))?
+        .ok_or_else(|| {
+            named("its server answers no byte ranges, which a WACZ is read by".into())
+        })?;
+    Ok(Arc::new(warchest::io::Slice::new(
+        src,
+        e.data_start,
+        e.compressed_size,
+    )))
 }
 
 /// Opens `FILE.wacz#ENTRY`, when `name` is such a name.
@@ -122,6 +178,8 @@ pub fn positioned(name: &str) -> warchest::Result<Option<Arc<dyn ReadAt>>> {
     let locate = |e: std::io::Error| warchest::Error::from(e).in_file(std::path::Path::new(name));
     if name == "-" {
         Ok(None)
+    } else if let Some((url, entry)) = remote_member(name) {
+        open_remote_member(url, entry).map(Some)
     } else if crate::remote::is_remote(name) {
         crate::remote::open_read_at(name).map_err(locate)
     } else if let Some((wacz, entry)) = warchest_wacz::split_member_name(name) {
@@ -255,6 +313,8 @@ fn open_listed(name: &str, opts: ReaderOptions) -> warchest::Result<Opened> {
 fn open_in_order(name: &str, opts: ReaderOptions) -> warchest::Result<Opened> {
     Ok(if name == "-" {
         Opened::Stdin(Reader::with_options(std::io::stdin(), opts)?)
+    } else if let Some((url, entry)) = remote_member(name) {
+        open_positioned(name, open_remote_member(url, entry)?, opts)?
     } else if crate::remote::is_remote(name) {
         open_remote(name, opts)?
     } else if let Some(section) = open_member(name) {
@@ -290,6 +350,9 @@ fn open_remote(name: &str, _opts: ReaderOptions) -> warchest::Result<Opened> {
 pub fn open_stream(name: &str) -> std::io::Result<Box<dyn std::io::Read + Send>> {
     Ok(if name == "-" {
         Box::new(std::io::stdin())
+    } else if let Some((url, entry)) = remote_member(name) {
+        let src = open_remote_member(url, entry).map_err(std::io::Error::other)?;
+        Box::new(warchest::io::AtCursor::new(src, name, 0))
     } else if crate::remote::is_remote(name) {
         crate::remote::open_stream(name)?
     } else if let Some(section) = open_member(name) {
@@ -382,7 +445,7 @@ pub fn version_of(name: &str) -> anyhow::Result<warchest::warc::Version> {
 pub fn refuse_wacz(command: &str, names: &[String]) -> anyhow::Result<()> {
     for n in names {
         let p = std::path::Path::new(n);
-        let whole = n != "-" && !crate::remote::is_remote(n) && warchest_wacz::is_wacz(p);
+        let whole = n != "-" && warchest_wacz::is_wacz(p);
         if whole || warchest_wacz::split_member_name(n).is_some() {
             anyhow::bail!(
                 "{n}: `warchest {command}` reads archive files on disk, not a WACZ or an archive \

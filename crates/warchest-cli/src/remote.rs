@@ -100,6 +100,27 @@ pub fn expand(url: &str) -> Vec<String> {
     }
 }
 
+/// The archive files of the WACZ object at `url`: its central directory
+/// and local headers read in small ranges (`warchest_remote::open_small`,
+/// as `serve` and the Python binding read them).
+///
+/// # Errors
+/// The object cannot be read, is not a ZIP, or an archive file is
+/// compressed in it.
+pub fn wacz_archive_entries(url: &str) -> warchest::Result<Vec<warchest_wacz::ZipEntry>> {
+    let name = std::path::Path::new(url);
+    #[cfg(feature = "remote")]
+    {
+        let f = warchest_remote::open_small(url, None)
+            .map_err(|e| warchest::Error::from(e).in_file(name))?;
+        warchest_wacz::archive_entries_of(warchest_wacz::entries_of(f, name)?, name)
+    }
+    #[cfg(not(feature = "remote"))]
+    {
+        Err(warchest::Error::from(unsupported(url)).in_file(name))
+    }
+}
+
 /// A plain stream over the object at `url`.
 pub fn open_stream(url: &str) -> io::Result<Box<dyn io::Read + Send>> {
     #[cfg(feature = "remote")]

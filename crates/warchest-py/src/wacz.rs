@@ -149,13 +149,6 @@ pub(crate) fn archive_files(path: &Path) -> Result<Vec<ArchiveFile>> {
     named(entries, Wacz::Path(path.to_path_buf()))
 }
 
-/// The first range read of a WACZ named by URL and after each seek while
-/// it is listed: its directory and each archive file's local header are
-/// small, read where they are (`warchest serve` reads them with the same
-/// first range), not the 1 MiB a scan's first range asks for.
-#[cfg(feature = "remote")]
-const DIRECTORY_RANGE: usize = 64 << 10;
-
 /// [`archive_files`] of the WACZ object at `url`: its size (one HEAD),
 /// then its central directory and each file's local header by range
 /// requests (`warchest_wacz::entries_of` over the object read as a file,
@@ -169,10 +162,8 @@ const DIRECTORY_RANGE: usize = 64 << 10;
 pub(crate) fn archive_files_at(url: &str) -> Result<Vec<ArchiveFile>> {
     let name = Path::new(url);
     let size = warchest_remote::size(url)?;
-    let loc = warchest_remote::Location::parse(url)?;
-    let mut opts = warchest_remote::Options::from_env();
-    opts.min_chunk = opts.min_chunk.min(DIRECTORY_RANGE);
-    let f = warchest_remote::RemoteFile::open_sized(loc, opts, size);
+    // Small ranges: only the directory and the local headers are read.
+    let f = warchest_remote::open_small(url, Some(size))?;
     let entries = warchest_wacz::entries_of(f, name)?;
     let entries = warchest_wacz::archive_entries_of(entries, name)?;
     named(entries, Wacz::Url(url.to_string(), size))

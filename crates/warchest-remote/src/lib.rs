@@ -320,9 +320,35 @@ fn first_warning(name: &str) -> bool {
 
 /// The size of the object at `url` (one HEAD request).
 pub fn size(url: &str) -> io::Result<u64> {
+    size_of(&Location::parse(url)?)
+}
+
+/// [`size`] of a parsed location.
+fn size_of(loc: &Location) -> io::Result<u64> {
+    runtime().block_on(request::head(loc, &Options::from_env()))
+}
+
+/// The first range of a read whose extent is small and not known
+/// beforehand (a ZIP's central directory and local headers, one record
+/// opened by offset): 64 KiB, growing while the reading runs on.
+pub const SMALL_FIRST_RANGE: usize = 64 << 10;
+
+/// The object at `url` read as a file for small reads at scattered
+/// offsets: its ranges start at [`SMALL_FIRST_RANGE`], not at the MiB a
+/// scan starts with. `size`: known already (a listing), or `None` for one
+/// HEAD request.
+///
+/// # Errors
+/// The URL does not parse, or its size cannot be had.
+pub fn open_small(url: &str, size: Option<u64>) -> io::Result<RemoteFile> {
     let loc = Location::parse(url)?;
-    let opts = Options::from_env();
-    runtime().block_on(request::head(&loc, &opts))
+    let size = match size {
+        Some(s) => s,
+        None => size_of(&loc)?,
+    };
+    let mut opts = Options::from_env();
+    opts.min_chunk = opts.min_chunk.min(SMALL_FIRST_RANGE);
+    Ok(RemoteFile::open_sized(loc, opts, size))
 }
 
 /// The `len` bytes at `offset` of the object at `url`, with exactly one

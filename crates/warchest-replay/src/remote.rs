@@ -105,12 +105,6 @@ impl Drop for Held {
     }
 }
 
-/// The first range when a record's length is not known (a record page
-/// opened by offset, a revisit's original indexed without its length):
-/// small, so a record costs a small read, growing while reading runs on.
-#[cfg(feature = "remote")]
-const FIRST_RANGE: usize = 64 << 10;
-
 /// Whether `name` is a URL rather than a path.
 pub fn is_remote(name: &str) -> bool {
     #[cfg(feature = "remote")]
@@ -336,12 +330,12 @@ pub(crate) fn object(
     offset: u64,
     scan: bool,
 ) -> io::Result<warchest_remote::RemoteFile> {
-    let loc = warchest_remote::Location::parse(url)?;
-    let mut opts = warchest_remote::Options::from_env();
-    if !scan {
-        opts.min_chunk = opts.min_chunk.min(FIRST_RANGE);
-    }
-    let mut f = warchest_remote::RemoteFile::open_sized(loc, opts, size);
+    let mut f = if scan {
+        let loc = warchest_remote::Location::parse(url)?;
+        warchest_remote::RemoteFile::open_sized(loc, warchest_remote::Options::from_env(), size)
+    } else {
+        warchest_remote::open_small(url, Some(size))?
+    };
     f.seek(SeekFrom::Start(offset))?;
     Ok(f)
 }

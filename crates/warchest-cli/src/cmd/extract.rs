@@ -80,10 +80,13 @@ fn load_file_dictionary<R: Read + Seek>(
 }
 
 pub fn run(g: &Global, args: Args) -> Result<Outcome> {
-    let remote = crate::remote::is_remote(&args.file);
+    // An archive file in a WACZ by URL is read where it lies, as a local
+    // WACZ's is (below).
+    let member = crate::input::remote_member(&args.file);
+    let remote = member.is_none() && crate::remote::is_remote(&args.file);
     // A remote record named by offset and length costs one request: the
     // whole-file check would cost more.
-    if !remote && warchest_wacz::is_wacz(std::path::Path::new(&args.file)) {
+    if warchest_wacz::is_wacz(std::path::Path::new(&args.file)) {
         // An offset is within one archive file, not the ZIP.
         anyhow::bail!(
             "{}: a WACZ holds archive files, and an offset is within one: name it as \
@@ -98,7 +101,17 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
     }
     let mut opts = g.reader_options(&args.file);
     opts.decoder.start_offset = args.offset;
-    let input: Box<dyn Read + Send> = if remote {
+    let input: Box<dyn Read + Send> = if let Some((url, entry)) = member {
+        let src = crate::input::open_remote_member(url, entry)?;
+        let mut s = warchest::io::AtCursor::new(src, &args.file, 0);
+        load_file_dictionary(&mut s, &mut opts.decoder)?;
+        s.seek(SeekFrom::Start(args.offset))?;
+        // Only the record's stored bytes, as of a file.
+        match args.length {
+            Some(len) => Box::new(s.take(len)),
+            None => Box::new(s),
+        }
+    } else if remote {
         match args.length {
             // A .warc.zst's dictionary is at the file's start: one more
             // request for it.

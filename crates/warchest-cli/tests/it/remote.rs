@@ -873,6 +873,72 @@ fn serve_loads_cdxj_from_a_url_and_serves_within_a_fetch_budget() {
     }
 }
 
+/// The reading commands read a WACZ named by URL (HTTP, S3, a prefix
+/// holding it) as its archive files, as they read the local WACZ: its
+/// directory by small ranges, each archive file where it lies. They used
+/// to read the ZIP's bytes and find no record.
+#[test]
+fn reading_commands_read_a_wacz_by_url_as_the_local_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let wacz = tmp.path().join("iana.wacz");
+    crate::serve::create_iana_wacz(&wacz);
+    let local = wacz.to_string_lossy().into_owned();
+    let srv = RangeServer::start(tmp.path(), 5.0);
+    let moto = Moto::start();
+    let env = moto.env();
+    moto.upload("bucket", &[("w/iana.wacz".into(), wacz.clone())]);
+    let member = "#archive/iana.warc.gz";
+    for (url, env) in [
+        (srv.url("iana.wacz"), &[][..]),
+        ("s3://bucket/w/iana.wacz".to_string(), &env[..]),
+        ("s3://bucket/w/".to_string(), &env[..]),
+    ] {
+        let named = |s: &str| s.replace(&local, "L");
+        let object = url.trim_end_matches('/').to_string()
+            + if url.ends_with('/') { "/iana.wacz" } else { "" };
+        for args in [
+            vec!["ls"],
+            vec!["ls", "-j", "2"],
+            vec!["index"],
+            vec!["check"],
+            vec!["validate", "-j", "2"],
+        ] {
+            let (lc, lo, le) = run_env(&[], &[&args[..], &[local.as_str()]].concat());
+            let (rc, ro, re) = run_env(env, &[&args[..], &[url.as_str()]].concat());
+            assert_eq!(rc, lc, "{args:?} {url}: {re}");
+            assert_ne!(rc, 2, "{args:?} {url}: {re}");
+            assert!(!lo.is_empty(), "{args:?}");
+            assert_eq!(
+                named(&ro.replace(&object, "L")),
+                named(&lo),
+                "{args:?} {url}: {re} / {le}"
+            );
+        }
+        // One record by its offset in the archive file, as from the local
+        // WACZ's archive file.
+        let (lc, lo, _) = run_env(
+            &[],
+            &["extract", &format!("{local}{member}"), "--offset", "0"],
+        );
+        let (rc, ro, re) = run_env(
+            env,
+            &["extract", &format!("{object}{member}"), "--offset", "0"],
+        );
+        assert_eq!((lc, rc), (0, 0), "{re}");
+        assert!(ro == lo && ro.starts_with("WARC/"), "{url}");
+    }
+    // A command that reads files on disk refuses it, naming itself.
+    let (c, _, e) = run_env(
+        &[],
+        &["dedupe", &srv.url("iana.wacz"), "-o", "/nonexistent"],
+    );
+    assert_eq!(c, 2);
+    assert!(
+        e.contains("`warchest dedupe` reads archive files on disk"),
+        "{e}"
+    );
+}
+
 #[test]
 fn serve_of_a_wacz_by_url_answers_as_of_the_local_wacz() {
     let tmp = tempfile::tempdir().unwrap();
