@@ -1539,6 +1539,30 @@ impl Store {
         Ok(())
     }
 
+    /// Drops the known archive files of the WACZ `wacz` (sources named
+    /// `WACZ#archive/NAME`) that are not among `listed`, as a file removed
+    /// is: the WACZ was replaced by one that no longer holds them.
+    fn drop_gone_members(
+        &self,
+        wacz: &str,
+        listed: &[&str],
+        report: &mut SyncReport,
+    ) -> Result<()> {
+        let prefix = format!("{wacz}#");
+        let gone: Vec<Source> = self
+            .sources()
+            .into_iter()
+            .filter(|s| s.name.starts_with(&prefix) && !listed.contains(&s.name.as_str()))
+            .collect();
+        if gone.is_empty() {
+            return Ok(());
+        }
+        let ids = gone.iter().map(|s| s.id).collect();
+        report.removed_entries += self.purge(&ids)?;
+        report.removed.extend(gone.into_iter().map(|s| s.name));
+        Ok(())
+    }
+
     fn sync_file(&self, path: &Path, report: &mut SyncReport) -> Result<()> {
         let meta = std::fs::metadata(path).map_err(|e| Error::from(e).in_file(path))?;
         let mtime = meta
@@ -1565,18 +1589,8 @@ impl Store {
                     )
                 })
                 .collect();
-            // Members the WACZ no longer holds (it was replaced): dropped
-            // as a file removed is.
-            let gone: Vec<&Source> = members()
-                .filter(|s| !listed.iter().any(|(name, ..)| *name == s.name))
-                .collect();
-            if !gone.is_empty() {
-                let ids = gone.iter().map(|s| s.id).collect();
-                report.removed_entries += self.purge(&ids)?;
-                report
-                    .removed
-                    .extend(gone.into_iter().map(|s| s.name.clone()));
-            }
+            let names: Vec<&str> = listed.iter().map(|(n, ..)| n.as_str()).collect();
+            self.drop_gone_members(&path.display().to_string(), &names, report)?;
             listed
         } else {
             vec![(path.display().to_string(), None, 0, len)]
@@ -1782,6 +1796,15 @@ impl Store {
             .iter()
             .find_map(|n| all.iter().find(|e| e.name == *n).cloned());
         let members = wacz::archive_entries_of(all, Path::new(url))?;
+        let names: Vec<String> = members
+            .iter()
+            .map(|m| format!("{url}#{}", m.name))
+            .collect();
+        self.drop_gone_members(
+            url,
+            &names.iter().map(String::as_str).collect::<Vec<_>>(),
+            report,
+        )?;
         let stale: Vec<&wacz::ZipEntry> = members
             .iter()
             .filter(|m| {

@@ -1070,6 +1070,44 @@ fn a_member_a_replaced_wacz_no_longer_holds_is_dropped() {
     assert_eq!(payload(&coll, "http://a.test/", "2024").1, b"a");
 }
 
+/// A WACZ by URL replaced by one that no longer holds one of its archive
+/// files: that member is dropped at the next sync, as for a local WACZ.
+#[cfg(feature = "remote")]
+#[test]
+fn a_member_a_replaced_wacz_by_url_no_longer_holds_is_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.warc");
+    let b = dir.path().join("b.warc");
+    std::fs::write(
+        &a,
+        response("http://a.test/", "2024-01-01T00:00:00Z", &text_ok("a")),
+    )
+    .unwrap();
+    std::fs::write(
+        &b,
+        response("http://b.test/", "2024-01-01T00:00:00Z", &text_ok("b")),
+    )
+    .unwrap();
+    let served = dir.path().join("served");
+    std::fs::create_dir(&served).unwrap();
+    let wacz = served.join("c.wacz");
+    warchest_wacz::create(&[&a, &b], &wacz, &Default::default()).unwrap();
+    let srv = crate::servers::RangeServer::start(&served, 5.0);
+    let url = PathBuf::from(srv.url("c.wacz"));
+    let coll = collection(std::slice::from_ref(&url), &dir.path().join("db.redb"));
+    assert_eq!(coll.store.sources().len(), 2);
+    std::fs::remove_file(&wacz).unwrap();
+    warchest_wacz::create(&[&a], &wacz, &Default::default()).unwrap();
+    let r = coll.store.sync(std::slice::from_ref(&url)).unwrap();
+    assert!(r.failures.is_empty(), "{r:?}");
+    assert_eq!(r.removed.len(), 1, "{r:?}");
+    assert!(r.removed[0].ends_with("c.wacz#archive/b.warc"), "{r:?}");
+    assert_eq!(r.removed_entries, 1, "{r:?}");
+    assert_eq!(coll.store.sources().len(), 1);
+    assert!(coll.find("http://b.test/", "2024").unwrap().is_none());
+    assert_eq!(payload(&coll, "http://a.test/", "2024").1, b"a");
+}
+
 /// A source dropped (its entry unreadable when the store was opened) whose
 /// file is gone takes its own digest entries with it, not those of another
 /// file holding the same payload: a revisit found by that digest alone
