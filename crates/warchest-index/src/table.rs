@@ -612,10 +612,7 @@ impl<S: Source + Send> Scanner<S> {
             if !self.opts.skip_errors {
                 return Err(e);
             }
-            b.error_row(&self.filename, &e);
-            self.notes
-                .failures
-                .add(&self.filename, SkippedError::of(&e));
+            skipped(&mut b, &mut self.notes, &self.filename, &e, false);
             return b.finish(&self.schema).map(Some);
         }
         while !self.done && b.rows < self.opts.batch_rows.max(1) && b.bytes < self.opts.batch_bytes
@@ -652,10 +649,7 @@ impl<S: Source + Send> Scanner<S> {
                     if !self.opts.skip_errors {
                         return Err(e);
                     }
-                    b.error_row(&self.filename, &e);
-                    self.notes
-                        .failures
-                        .add(&self.filename, SkippedError::of(&e));
+                    skipped(&mut b, &mut self.notes, &self.filename, &e, false);
                 }
                 Ok(false) => self.done = true,
                 Err(e) => {
@@ -663,13 +657,7 @@ impl<S: Source + Send> Scanner<S> {
                     if !self.opts.skip_errors {
                         return Err(e);
                     }
-                    // The record's own row says it already.
-                    if !in_row {
-                        b.error_row(&self.filename, &e);
-                    }
-                    self.notes
-                        .failures
-                        .add(&self.filename, SkippedError::of(&e));
+                    skipped(&mut b, &mut self.notes, &self.filename, &e, in_row);
                 }
             }
             if self.ready.is_some() {
@@ -1303,10 +1291,7 @@ fn scan_chunks(
     let last = match e {
         None => rows.close(&schema),
         Some((e, in_row)) if opts.skip_errors => {
-            if !in_row {
-                rows.builder(&opts).error_row(&filename, &e);
-            }
-            lock(notes).failures.add(&filename, SkippedError::of(&e));
+            skipped(rows.builder(&opts), &mut lock(notes), &filename, &e, in_row);
             rows.close(&schema)
         }
         Some((e, _)) => Err(e),
@@ -1317,6 +1302,15 @@ fn scan_chunks(
         let _ = t.tx.send(Err(e));
     }
     trace
+}
+
+/// An error skipped under [`ScanOptions::skip_errors`]: its row (unless
+/// the failed record's own row, `in_row`, says it already) and its note.
+fn skipped(b: &mut BatchBuilder, notes: &mut ScanNotes, filename: &str, e: &Error, in_row: bool) {
+    if !in_row {
+        b.error_row(filename, e);
+    }
+    notes.failures.add(filename, SkippedError::of(e));
 }
 
 /// What one row is read with.

@@ -1530,13 +1530,7 @@ impl Store {
                  their captures are kept (is the directory mounted, the prefix right?)"
             ));
         }
-        if gone.is_empty() {
-            return Ok(());
-        }
-        let ids = gone.iter().map(|s| s.id).collect();
-        report.removed_entries += self.purge(&ids)?;
-        report.removed.extend(gone.into_iter().map(|s| s.name));
-        Ok(())
+        self.drop_sources(gone, report)
     }
 
     /// Drops the known archive files of the WACZ `wacz` (sources named
@@ -1554,6 +1548,13 @@ impl Store {
             .into_iter()
             .filter(|s| s.name.starts_with(&prefix) && !listed.contains(&s.name.as_str()))
             .collect();
+        self.drop_sources(gone, report)
+    }
+
+    /// Drops the sources `gone` (their files no longer there) with their
+    /// captures, record ids and digests, naming and counting them in
+    /// `report`.
+    fn drop_sources(&self, gone: Vec<Source>, report: &mut SyncReport) -> Result<()> {
         if gone.is_empty() {
             return Ok(());
         }
