@@ -1023,24 +1023,24 @@ fn a_file_removed_from_a_directory_is_dropped_with_its_captures() {
     assert_eq!(store.len().unwrap(), 2);
 }
 
+/// a.warc and b.warc in `dir`, each one response (of http://a.test/ and
+/// http://b.test/, bodies "a" and "b").
+fn two_one_record_files(dir: &Path) -> [PathBuf; 2] {
+    ["a", "b"].map(|n| {
+        let p = dir.join(format!("{n}.warc"));
+        let uri = format!("http://{n}.test/");
+        std::fs::write(&p, response(&uri, "2024-01-01T00:00:00Z", &text_ok(n))).unwrap();
+        p
+    })
+}
+
 /// A WACZ replaced by one that no longer holds one of its archive files:
 /// that member is dropped with its captures at the next sync (named and
 /// counted), the member still there indexed again.
 #[test]
 fn a_member_a_replaced_wacz_no_longer_holds_is_dropped() {
     let dir = tempfile::tempdir().unwrap();
-    let a = dir.path().join("a.warc");
-    let b = dir.path().join("b.warc");
-    std::fs::write(
-        &a,
-        response("http://a.test/", "2024-01-01T00:00:00Z", &text_ok("a")),
-    )
-    .unwrap();
-    std::fs::write(
-        &b,
-        response("http://b.test/", "2024-01-01T00:00:00Z", &text_ok("b")),
-    )
-    .unwrap();
+    let [a, b] = two_one_record_files(dir.path());
     let data = dir.path().join("data");
     std::fs::create_dir(&data).unwrap();
     let wacz = data.join("c.wacz");
@@ -1076,18 +1076,7 @@ fn a_member_a_replaced_wacz_no_longer_holds_is_dropped() {
 #[test]
 fn a_member_a_replaced_wacz_by_url_no_longer_holds_is_dropped() {
     let dir = tempfile::tempdir().unwrap();
-    let a = dir.path().join("a.warc");
-    let b = dir.path().join("b.warc");
-    std::fs::write(
-        &a,
-        response("http://a.test/", "2024-01-01T00:00:00Z", &text_ok("a")),
-    )
-    .unwrap();
-    std::fs::write(
-        &b,
-        response("http://b.test/", "2024-01-01T00:00:00Z", &text_ok("b")),
-    )
-    .unwrap();
+    let [a, b] = two_one_record_files(dir.path());
     let served = dir.path().join("served");
     std::fs::create_dir(&served).unwrap();
     let wacz = served.join("c.wacz");
