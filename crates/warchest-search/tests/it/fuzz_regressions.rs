@@ -69,22 +69,17 @@ const STACK: Option<usize> = Some(2 * 1024 * 1024);
 fn search_request() {
     // The index is built once, before the clock of any input starts.
     search_check::index();
-    for (i, data) in edge_cases().into_iter().enumerate() {
+    let edges = edge_cases().into_iter().enumerate().map(|(i, data)| {
         let name = format!(
             "edge case {i}: {}",
             String::from_utf8_lossy(&data[..data.len().min(60)])
         );
-        run(
-            &name,
-            data,
-            Duration::from_secs(30),
-            STACK,
-            search_check::check,
-        );
-    }
-    for p in inputs("search_request") {
-        let data = std::fs::read(&p).unwrap();
-        let name = p.display().to_string();
+        (name, data)
+    });
+    let found = inputs("search_request")
+        .into_iter()
+        .map(|p| (p.display().to_string(), std::fs::read(&p).unwrap()));
+    for (name, data) in edges.chain(found) {
         run(
             &name,
             data,
