@@ -607,9 +607,10 @@ fn say_removed(r: &warchest_replay::store::SyncReport) {
     for name in &r.removed {
         tracing::warn!("{name}: no longer there; its captures are dropped");
     }
+    let n = r.removed.len();
+    let files = if n == 1 { "file" } else { "files" };
     tracing::warn!(
-        "{} files no longer there: {} captures dropped",
-        r.removed.len(),
+        "{n} {files} no longer there: {} captures dropped",
         r.removed_entries
     );
 }

@@ -585,12 +585,12 @@ fn serve_over_s3_answers_as_over_the_local_files() {
     drop(remote);
     moto.delete("bucket", "crawl/iana.warc.gz");
     let remote = serve_env(&env, &["s3://bucket/crawl/"], &tmp.path().join("r.redb"));
-    let log = remote.log_with("files no longer there");
+    let log = remote.log_with("no longer there: ");
     assert!(
         log.contains("s3://bucket/crawl/iana.warc.gz: no longer there"),
         "{log}"
     );
-    assert!(log.contains("1 files no longer there"), "{log}");
+    assert!(log.contains("1 file no longer there"), "{log}");
     assert!(remote.get(cdx).text().trim().is_empty());
     assert_eq!(remote.get(example_url).text(), examples);
 }

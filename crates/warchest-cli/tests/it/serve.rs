@@ -634,13 +634,13 @@ fn new_files_are_picked_up() {
     let examples = example(&s);
     assert!(examples > 0);
     std::fs::remove_file(data.join("iana.warc.gz")).unwrap();
-    let log = s.log_with("files no longer there");
+    let log = s.log_with("no longer there: ");
     assert!(
         log.lines()
             .any(|l| l.contains("WARN") && l.contains("iana.warc.gz: no longer there")),
         "{log}"
     );
-    assert!(log.contains("1 files no longer there: "), "{log}");
+    assert!(log.contains("1 file no longer there: "), "{log}");
     assert!(
         json_lines(
             &s.get("/archive/cdx?url=http://www.iana.org/&output=json")
