@@ -196,15 +196,3 @@ pub(crate) fn targets_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Target>> {
     }
     Ok(out)
 }
-
-/// A list of paths from one path or a sequence of them.
-pub(crate) fn paths_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Vec<PathBuf>> {
-    if let Ok(p) = obj.extract::<PathBuf>() {
-        return Ok(vec![p]);
-    }
-    let mut out = Vec::new();
-    for item in obj.try_iter()? {
-        out.push(item?.extract::<PathBuf>()?);
-    }
-    Ok(out)
-}

@@ -21,10 +21,9 @@ use warchest_ops::convert::Report;
 use warchest_ops::copy::OpenFile;
 use warchest_validate::{Options as ValidateOptions, Validator};
 
-use crate::wacz::ArchiveFile;
-
-use crate::io::paths_from_py;
+use crate::io::{Target, targets_from_py};
 use crate::to_py;
+use crate::wacz::ArchiveFile;
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(index, m)?)?;
@@ -136,9 +135,13 @@ pub(crate) fn select_parquet(
 /// (CDX 11), `json` or `parquet` (Common Crawl's cc-index columns, sorted by
 /// SURT key). `sort` sorts text formats bytewise (Parquet always is);
 /// `all_records` indexes every record, not only captures. Returns the
-/// number of entries written. A `.wacz` is indexed as its archive files,
-/// each named by its own base name (as `warchest index x.wacz` does). An
-/// input with no record is an `ArchiveError`. The output is written as `OUTPUT.open` and
+/// number of entries written. Each file is named by its base name. A path
+/// may be a URL (`s3://`, `gs://`, `az://`, `http(s)://`), the object read
+/// by range requests, as `ArchiveIterator` reads it; `output` is a local
+/// path. A `.wacz` (local or by URL) is indexed as its archive files, each
+/// named by its own base name (as `warchest index x.wacz` does). An
+/// input with no record is an `ArchiveError`; an object that cannot be
+/// read an `OSError` naming it. The output is written as `OUTPUT.open` and
 /// renamed when whole (removed on an error); an output that is one of the
 /// inputs (by any name) is refused with ValueError.
 #[pyfunction]
@@ -153,7 +156,7 @@ pub(crate) fn index(
     all_records: bool,
     int32_offsets: bool,
 ) -> PyResult<u64> {
-    let paths = paths_from_py(paths)?;
+    let targets = targets_from_py(paths)?;
     let format = match format {
         "cdxj" => Format::Cdxj,
         "cdx" => Format::cdx11(),
@@ -168,13 +171,16 @@ pub(crate) fn index(
             )));
         }
     };
-    refuse_overwriting(&output, &paths)?;
+    refuse_overwriting(&output, &local_paths(&targets))?;
     let mut said = Vec::new();
     let result = py.detach(|| -> PyResult<u64> {
+        // Every WACZ listed (and a URL refused by a build without the
+        // `remote` feature) before the output is made.
+        let inputs = Input::all(&targets)?;
         // Written as OUTPUT.open and renamed when whole (removed on error).
         let file = OpenFile::create(&output).map_err(to_py)?;
         let open = file.open_path().to_path_buf();
-        let written = index_into(file, &paths, &format, sort, all_records, &mut said);
+        let written = index_into(file, &inputs, &format, sort, all_records, &mut said);
         if written.is_err() {
             let _ = std::fs::remove_file(&open);
         }
@@ -196,37 +202,74 @@ fn refuse_overwriting(output: &Path, inputs: &[PathBuf]) -> PyResult<()> {
     }
 }
 
-/// What a tool reads of a path it is given: the file, or each archive
-/// file of a WACZ (`FILE.wacz#archive/NAME`), as the command line expands
-/// one and `ArchiveIterator` reads one (crate::wacz, one home for both).
+/// What a tool reads of a path or URL it is given: the file, the object,
+/// or each archive file of a WACZ (`FILE.wacz#archive/NAME`,
+/// `URL#archive/NAME`), as the command line expands one and
+/// `ArchiveIterator` reads one (crate::wacz, one home for both).
 enum Input {
     File(PathBuf),
+    /// An object named by URL, read by range requests
+    /// (crate::remote::open_reader, as `ArchiveIterator` reads one).
+    #[cfg(feature = "remote")]
+    Url(String),
     Archive(ArchiveFile),
 }
 
 impl Input {
-    /// The inputs of `path`.
+    /// The inputs of `target`.
     ///
     /// # Errors
     /// A WACZ that cannot be listed or has no archive file
-    /// ([`crate::wacz::archive_files`]).
-    fn of(path: &Path) -> PyResult<Vec<Input>> {
-        if crate::wacz::is_wacz(path) {
-            let files = crate::wacz::archive_files(path).map_err(to_py)?;
-            Ok(files.into_iter().map(Input::Archive).collect())
-        } else {
-            Ok(vec![Input::File(path.to_path_buf())])
+    /// ([`crate::wacz::archive_files_of`]); a URL in a build without the
+    /// `remote` feature ([`crate::io::no_remote`]).
+    fn of(target: &Target) -> PyResult<Vec<Input>> {
+        match target {
+            // Refused before it is taken for a WACZ, in the words the
+            // iterator and `scan` refuse it with.
+            #[cfg(not(feature = "remote"))]
+            Target::Url(u) => Err(crate::io::no_remote(u)),
+            t if crate::wacz::is_wacz_target(t) => {
+                let files = crate::wacz::archive_files_of(t).map_err(to_py)?;
+                Ok(files.into_iter().map(Input::Archive).collect())
+            }
+            Target::Path(p) => Ok(vec![Input::File(p.clone())]),
+            #[cfg(feature = "remote")]
+            Target::Url(u) => Ok(vec![Input::Url(u.clone())]),
         }
     }
 
-    /// What messages and rows name it: the path as given, or the archive
-    /// file's `FILE.wacz#archive/NAME`.
+    /// The inputs of all `targets`, in order: every WACZ listed (and every
+    /// URL refused by a build without the `remote` feature) before any
+    /// file is read or an output made.
+    fn all(targets: &[Target]) -> PyResult<Vec<Input>> {
+        let mut out = Vec::new();
+        for t in targets {
+            out.extend(Input::of(t)?);
+        }
+        Ok(out)
+    }
+
+    /// What messages and rows name it: the path or URL as given, or the
+    /// archive file's `FILE.wacz#archive/NAME` (`URL#archive/NAME`).
     fn name(&self) -> String {
         match self {
             Input::File(p) => p.to_string_lossy().into_owned(),
+            #[cfg(feature = "remote")]
+            Input::Url(u) => u.clone(),
             Input::Archive(f) => f.name.clone(),
         }
     }
+}
+
+/// The local paths among `targets` (what an output could overwrite).
+fn local_paths(targets: &[Target]) -> Vec<PathBuf> {
+    targets
+        .iter()
+        .filter_map(|t| match t {
+            Target::Path(p) => Some(p.clone()),
+            Target::Url(_) => None,
+        })
+        .collect()
 }
 
 /// Runs `$body` with `$r` bound to a reader of the [`Input`] `$input`
@@ -238,6 +281,11 @@ macro_rules! with_input {
                 let mut $r = Reader::open_with(p, $opts).map_err(to_py)?;
                 $body
             }
+            #[cfg(feature = "remote")]
+            Input::Url(u) => {
+                let mut $r = crate::remote::open_reader(u, $opts).map_err(to_py)?;
+                $body
+            }
             Input::Archive(f) => {
                 let mut $r = f.open($opts).map_err(to_py)?;
                 $body
@@ -246,11 +294,11 @@ macro_rules! with_input {
     };
 }
 
-/// The body of [`index`]: `paths` indexed into `file`, committed when
+/// The body of [`index`]: `inputs` indexed into `file`, committed when
 /// whole; the number of entries.
 fn index_into(
     file: OpenFile,
-    paths: &[PathBuf],
+    inputs: &[Input],
     format: &Format,
     sort: bool,
     all_records: bool,
@@ -262,16 +310,14 @@ fn index_into(
         ..IndexOptions::default()
     };
     let mut n = 0u64;
-    for p in paths {
-        for input in Input::of(p)? {
-            let name = input.name();
-            // The index names a file by its base name, an archive file of
-            // a WACZ by its own (as `warchest index x.wacz` does).
-            let indexer = Indexer::new(base_name(Path::new(&name)), opts.clone());
-            with_input!(&input, ReaderOptions::default(), reader => {
-                index_file(&mut reader, &indexer, &name, &mut out, &mut n, said)?
-            });
-        }
+    for input in inputs {
+        let name = input.name();
+        // The index names a file (or an object) by its base name, an
+        // archive file of a WACZ by its own (as `warchest index` does).
+        let indexer = Indexer::new(base_name(Path::new(&name)), opts.clone());
+        with_input!(input, ReaderOptions::default(), reader => {
+            index_file(&mut reader, &indexer, &name, &mut out, &mut n, said)?
+        });
     }
     let w = out.finish().map_err(to_py)?;
     w.finish().map_err(to_py)?;
@@ -331,17 +377,19 @@ fn no_records(name: &str) -> PyErr {
     crate::ArchiveError::new_err(warchest::archive::no_records_message(name))
 }
 
-/// Checks every digest of the file at `path`: JSON, one object per record,
-/// `file` naming where it is (the path, or a WACZ's archive file
-/// `FILE.wacz#archive/NAME`: a WACZ is read as its archive files). An
-/// input with no record is an `ArchiveError`, as `warchest check` refuses
-/// it.
+/// Checks every digest of the file at `path` (a path or a URL, the object
+/// read by range requests): JSON, one object per record, `file` naming
+/// where it is (the path or URL as given, or a WACZ's archive file
+/// `FILE.wacz#archive/NAME`, `URL#archive/NAME`: a WACZ is read as its
+/// archive files). An input with no record is an `ArchiveError`, as
+/// `warchest check` refuses it.
 #[pyfunction]
-pub(crate) fn check_json(py: Python<'_>, path: PathBuf) -> PyResult<String> {
+pub(crate) fn check_json(py: Python<'_>, path: &Bound<'_, PyAny>) -> PyResult<String> {
+    let target = Target::from_py(path)?;
     let mut said = Vec::new();
     let result = py.detach(|| -> PyResult<String> {
         let mut out = Vec::new();
-        for input in Input::of(&path)? {
+        for input in Input::of(&target)? {
             let name = input.name();
             let opts = ReaderOptions::default();
             let limits = opts.limits;
@@ -414,21 +462,21 @@ fn check_records<S: Source>(
 }
 
 /// Validates `paths` together: JSON with `findings` and `summary`, as
-/// `warchest validate --json` gives them. A `.wacz` is validated as its
-/// archive files, each named `FILE.wacz#archive/NAME` in its findings and
+/// `warchest validate --json` gives them. A path may be a URL, the object
+/// read from its start by range requests and named by the URL as given.
+/// A `.wacz` (local or by URL) is validated as its archive files, each
+/// named `FILE.wacz#archive/NAME` (`URL#archive/NAME`) in its findings and
 /// summary (as the command names it); a WACZ that cannot be listed or has
 /// no archive file raises `ArchiveError`, as `check` and `index` refuse
-/// it. A file that cannot be read is counted unreadable in the summary.
+/// it. An object that cannot be opened raises `OSError` naming it; a
+/// local file that cannot be read is counted unreadable in the summary.
 #[pyfunction]
 pub(crate) fn validate_json(py: Python<'_>, paths: &Bound<'_, PyAny>) -> PyResult<String> {
-    let paths = paths_from_py(paths)?;
+    let targets = targets_from_py(paths)?;
     py.detach(move || {
         // Every WACZ listed before any file is read: one that is refused
         // is refused before the work.
-        let mut inputs = Vec::new();
-        for p in &paths {
-            inputs.extend(Input::of(p)?);
-        }
+        let inputs = Input::all(&targets)?;
         let mut findings = Vec::new();
         let mut v = Validator::new(ValidateOptions::default());
         for input in &inputs {
@@ -437,6 +485,13 @@ pub(crate) fn validate_json(py: Python<'_>, paths: &Bound<'_, PyAny>) -> PyResul
             // `validate_files` counts it, and the others are validated.
             let _ = match input {
                 Input::File(p) => v.validate_path(p, &mut sink),
+                // Read as a stream from its start, by range requests, as
+                // `warchest validate URL` reads it on one thread.
+                #[cfg(feature = "remote")]
+                Input::Url(u) => match warchest_remote::open(u) {
+                    Ok(f) => v.validate_reader(u, f, &mut sink),
+                    Err(e) => return Err(crate::io_to_py(e)),
+                },
                 Input::Archive(f) => match f.section() {
                     Ok(s) => v.validate_reader(&f.name, s, &mut sink),
                     Err(e) => return Err(to_py(e)),
@@ -452,21 +507,24 @@ pub(crate) fn validate_json(py: Python<'_>, paths: &Bound<'_, PyAny>) -> PyResul
     })
 }
 
-/// Converts the ARC, Web InfoMall (or WARC) file at `source` to a WARC at
-/// `output` (gzip per record): JSON of what was done. A `.wacz` is read as
-/// its archive files, all converted into the one output, as `warchest
-/// convert x.wacz -o OUT` does (one report for them all; what each
-/// recovered from told under its `FILE.wacz#archive/NAME`). A source (or
+/// Converts the ARC, Web InfoMall (or WARC) file at `source` (a path or a
+/// URL, the object read by range requests) to a WARC at `output` (a local
+/// path; gzip per record): JSON of what was done. A `.wacz` (local or by
+/// URL) is read as its archive files, all converted into the one output,
+/// as `warchest convert x.wacz -o OUT` does (one report for them all; what
+/// each recovered from told under its `FILE.wacz#archive/NAME`,
+/// `URL#archive/NAME`). A source (or
 /// an archive file of a WACZ) with no record is an `ArchiveError` and no
 /// output is left.
 #[pyfunction]
 #[pyo3(signature = (source, output, warc_version = "1.1"))]
 pub(crate) fn convert_json(
     py: Python<'_>,
-    source: PathBuf,
+    source: &Bound<'_, PyAny>,
     output: PathBuf,
     warc_version: &str,
 ) -> PyResult<String> {
+    let source = Target::from_py(source)?;
     let version = match warc_version {
         "1.1" => Version::V1_1,
         "1.0" => Version::V1_0,
@@ -476,7 +534,7 @@ pub(crate) fn convert_json(
             )));
         }
     };
-    refuse_overwriting(&output, std::slice::from_ref(&source))?;
+    refuse_overwriting(&output, &local_paths(std::slice::from_ref(&source)))?;
     let mut said = Vec::new();
     let mut open = None;
     let result = py.detach(|| -> PyResult<String> {

@@ -4,7 +4,7 @@
 //! `scan`, `check`, `index`, `validate` and `convert` read each as the
 //! file it is ([`archive_files`], [`ArchiveFile::open`]), named
 //! `FILE.wacz#archive/NAME` as the `warchest` command names them. A WACZ
-//! named by URL (`ArchiveIterator` and `scan`: [`archive_files_at`]) is
+//! named by URL (all six: [`archive_files_of`], [`archive_files_at`]) is
 //! read by range requests, its central directory and each archive file
 //! where it lies in the object, as `warchest serve` reads one.
 

@@ -1,22 +1,25 @@
 """Archives where they live, from Python and Spark: ArchiveIterator, scan,
-the writer and fetch over moto's S3 server and an HTTP server with ranges
+check, index, validate, convert, the writer and fetch over moto's S3 server and an HTTP server with ranges
 (tests/remote/range_server.py), both on 127.0.0.1, compared with the same
 calls on the local files."""
 
 import hashlib
+import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
 import tempfile
 import time
+import warnings
 import zipfile
 
 import pytest
 
 import warchest
-from conftest import FIXTURES, REPO, SAMPLES
+from conftest import FIXTURES, REPO, SAMPLES, bare_lf_warc
 
 pa = pytest.importorskip("pyarrow")
 
@@ -32,6 +35,9 @@ FILES = {
     "sample.warc.gz": SAMPLES / "sample.warc.gz",
     "chunked.warc": FIXTURES / "warcio" / "example-iana.org-chunked.warc",
 }
+# An ARC, for convert: uploaded and served beside FILES but not among
+# them (the Spark test reads the bucket's *.warc.gz as FILES' .gz files).
+ARCS = {"example.arc.gz": PYWB / "example.arc.gz"}
 
 
 _GIVEN_PORTS = set()
@@ -119,7 +125,7 @@ def s3():
             region_name="us-east-1",
         )
         client.create_bucket(Bucket=BUCKET)
-        for name, path in FILES.items():
+        for name, path in {**FILES, **ARCS}.items():
             client.upload_file(str(path), BUCKET, f"crawl/{name}")
         yield {"env": env, "client": client, "prefix": f"s3://{BUCKET}/crawl/"}
         for k, v in saved.items():
@@ -152,7 +158,7 @@ def http_root(tmp_path_factory, wacz):
     """tests/remote/range_server.py serving the files (206 answers to
     ranges, as Python's http.server does not give) and the WACZ."""
     root = tmp_path_factory.mktemp("served")
-    for name, path in FILES.items():
+    for name, path in {**FILES, **ARCS}.items():
         (root / name).symlink_to(path)
     (root / "x.wacz").symlink_to(wacz)
     proc = subprocess.Popen(
@@ -321,6 +327,222 @@ def test_missing_object_is_an_error_naming_it(s3):
     errors = [e for e in t["error"].to_pylist() if e]
     assert len(errors) == 1 and "gone.warc.gz" in errors[0]
     assert t.num_rows > 1
+
+
+def told(call):
+    """What `call()` returns and the RecoveryWarnings it gives (their text)."""
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        got = call()
+    return got, [str(w.message) for w in seen if issubclass(w.category, warchest.RecoveryWarning)]
+
+
+def renamed(value, names):
+    """`value` (dicts and lists, as the tools return them) with each local
+    name of `names` replaced by its URL wherever it is written: in `file`
+    fields, in `FILE.wacz#archive/NAME`, in messages."""
+    text = json.dumps(value)
+    for local, url in names.items():
+        text = text.replace(json.dumps(local)[1:-1], json.dumps(url)[1:-1])
+    return json.loads(text)
+
+
+def bases(s3, http_root):
+    return (s3["prefix"], http_root)
+
+
+@pytest.mark.parametrize("name", sorted(FILES))
+def test_check_over_s3_and_http_equals_local(s3, http_root, name):
+    """check(URL) gives what check(path) gives, every record's `file` the
+    URL as given."""
+    local = str(FILES[name])
+    want = warchest.check(local)
+    assert len(want) >= 3 and {r["file"] for r in want} == {local}
+    for base in bases(s3, http_root):
+        url = base + name
+        got = warchest.check(url)
+        assert got == renamed(want, {local: url}), url
+        assert {r["file"] for r in got} == {url}
+
+
+def index_entries(path, fmt):
+    """The entries of an index `index` wrote: the lines of a CDXJ file,
+    the rows of a Parquet one."""
+    if fmt == "cdxj":
+        out = []
+        for line in path.read_text().splitlines():
+            key, stamp, fields = line.split(" ", 2)
+            out.append({**json.loads(fields), "key": key, "timestamp": stamp})
+        return out
+    import pyarrow.parquet as pq
+
+    return pq.read_table(path).to_pylist()
+
+
+@pytest.mark.parametrize("fmt", ["cdxj", "parquet"])
+def test_index_over_s3_and_http_equals_local(s3, http_root, tmp_path, fmt):
+    """index of URLs writes the entries index of the local files writes,
+    each file named by its base name (as `warchest index URL` names it):
+    the served name, where the fixture's own differs."""
+    names = sorted(FILES)
+    n = warchest.index([str(FILES[x]) for x in names], tmp_path / "local", format=fmt)
+    assert n > 10
+    base_names = {FILES[x].name: x for x in names}
+    assert base_names != {x: x for x in names}, "no name to map"
+    want = index_entries(tmp_path / "local", fmt)
+    key = "filename" if fmt == "cdxj" else "warc_filename"
+    for e in want:
+        e[key] = base_names[e[key]]
+    assert len(want) == n
+    for i, base in enumerate(bases(s3, http_root)):
+        out = tmp_path / f"remote{i}"
+        assert warchest.index([base + x for x in names], out, format=fmt) == n, base
+        assert index_entries(out, fmt) == want, base
+
+
+def test_validate_over_s3_and_http_equals_local(s3, http_root):
+    """validate of URLs gives the findings and summary of the local files,
+    each named by its URL."""
+    names = sorted(FILES)
+    local = [str(FILES[x]) for x in names]
+    want = warchest.validate(local)
+    assert [f["file"] for f in want["summary"]["files"]] == local
+    assert want["findings"], "nothing to compare"
+    for base in bases(s3, http_root):
+        urls = [base + x for x in names]
+        got = warchest.validate(urls)
+        assert got == renamed(want, dict(zip(local, urls))), base
+        assert [f["file"] for f in got["summary"]["files"]] == urls
+
+
+def converted(path):
+    """The records of a converted file, without what each conversion makes
+    anew (record ids, the warcinfo's date)."""
+    out = []
+    for r in warchest.ArchiveIterator(str(path)):
+        out.append(
+            (
+                r.offset,
+                r.rec_type,
+                r.rec_headers.get_header("WARC-Target-URI"),
+                hashlib.sha1(r.content_stream().read()).hexdigest(),
+            )
+        )
+    return out
+
+
+@pytest.mark.parametrize("name", ["example.arc.gz", "iana.warc.gz"])
+def test_convert_over_s3_and_http_equals_local(s3, http_root, tmp_path, name):
+    """convert(URL, OUT) reports what convert(path, OUT) reports and writes
+    the same records."""
+    local = str({**FILES, **ARCS}[name])
+    # Each output of the same name: the warcinfo names it.
+    (tmp_path / "local").mkdir()
+    want = warchest.convert(local, tmp_path / "local" / "out.warc.gz")
+    assert want["records_read"] >= 1
+    want_recs = converted(tmp_path / "local" / "out.warc.gz")
+    assert len(want_recs) == want["records_written"]
+    for i, base in enumerate(bases(s3, http_root)):
+        out = tmp_path / f"remote{i}" / "out.warc.gz"
+        out.parent.mkdir()
+        assert warchest.convert(base + name, out) == want, base
+        assert converted(out) == want_recs, base
+
+
+def test_tools_read_a_wacz_by_url_as_its_archive_files(s3, http_root, wacz, tmp_path):
+    """check, index, validate and convert read a WACZ named by URL as the
+    local one: its archive files, named URL#archive/NAME (index: NAME's
+    base name), not the ZIP's bytes."""
+    s3["client"].upload_file(str(wacz), BUCKET, "wacz/x.wacz")
+    local = str(wacz)
+    want_check = warchest.check(local)
+    assert {r["file"] for r in want_check} == {f"{local}#archive/{n}" for n in WACZ_MEMBERS}
+    want_valid = warchest.validate(local)
+    assert len(want_valid["summary"]["files"]) == len(WACZ_MEMBERS)
+    n = warchest.index(local, tmp_path / "local.cdxj")
+    assert n > 10
+    want_index = (tmp_path / "local.cdxj").read_bytes()
+    (tmp_path / "local").mkdir()
+    want_conv = warchest.convert(local, tmp_path / "local" / "out.warc.gz")
+    want_recs = converted(tmp_path / "local" / "out.warc.gz")
+    assert len(want_recs) == want_conv["records_written"] and want_conv["records_read"] > 10
+    for i, url in enumerate((f"s3://{BUCKET}/wacz/x.wacz", http_root + "x.wacz")):
+        names = {local: url}
+        got = warchest.check(url)
+        assert got == renamed(want_check, names), url
+        assert f"{url}#archive/chunked.warc" in {r["file"] for r in got}
+        assert warchest.validate(url) == renamed(want_valid, names), url
+        assert warchest.index(url, tmp_path / f"{i}.cdxj") == n
+        assert (tmp_path / f"{i}.cdxj").read_bytes() == want_index
+        out = tmp_path / f"remote{i}" / "out.warc.gz"
+        out.parent.mkdir()
+        assert warchest.convert(url, out) == want_conv
+        assert converted(out) == want_recs
+
+
+def test_tools_tell_the_recoveries_of_an_object_under_its_url(s3, tmp_path):
+    """What reading an object recovered from is told as for a local file,
+    named by the URL: check, index and convert give the same
+    RecoveryWarning, validate the same findings."""
+    local = bare_lf_warc(tmp_path / "bare.warc")
+    url = f"s3://{BUCKET}/told/bare.warc"
+    s3["client"].upload_file(str(local), BUCKET, "told/bare.warc")
+    names = {str(local): url}
+    saying = [f"{url}: 2 lenient recoveries: bare-lf (2), the first at offset 28"]
+    for call in (
+        lambda src, out: warchest.check(src),
+        lambda src, out: warchest.index(src, out / "i.cdxj"),
+        lambda src, out: warchest.convert(src, out / "c.warc.gz"),
+    ):
+        (tmp_path / "l").mkdir()
+        (tmp_path / "r").mkdir()
+        want, want_told = told(lambda: call(str(local), tmp_path / "l"))
+        got, got_told = told(lambda: call(url, tmp_path / "r"))
+        assert got_told == renamed(want_told, names) == saying
+        assert got == renamed(want, names)
+        shutil.rmtree(tmp_path / "l")
+        shutil.rmtree(tmp_path / "r")
+    want = warchest.validate(str(local))
+    assert ("warc.header.line-end", 28) in {(f["rule"], f["offset"]) for f in want["findings"]}
+    assert warchest.validate(url) == renamed(want, names)
+
+
+@pytest.mark.parametrize("name", ["iana.warc.gz", "chunked.warc"])
+def test_tools_stream_a_server_without_ranges(plain_http_root, tmp_path, name):
+    """check, index, validate and convert read a URL whose server ignores
+    ranges from its start, as the iterator does: what they give on the
+    local file, names mapped."""
+    local, url = str(FILES[name]), plain_http_root + name
+    names = {local: url}
+    assert warchest.check(url) == renamed(warchest.check(local), names)
+    assert warchest.validate(url) == renamed(warchest.validate(local), names)
+    n = warchest.index(local, tmp_path / "l.cdxj")
+    assert n >= 1 and warchest.index(url, tmp_path / "r.cdxj") == n
+    want = (tmp_path / "l.cdxj").read_text().replace(FILES[name].name, name)
+    assert (tmp_path / "r.cdxj").read_text() == want
+    for d in ("l", "r"):
+        (tmp_path / d).mkdir()
+    want = warchest.convert(local, tmp_path / "l" / "out.warc.gz")
+    assert warchest.convert(url, tmp_path / "r" / "out.warc.gz") == want
+    assert converted(tmp_path / "r" / "out.warc.gz") == converted(tmp_path / "l" / "out.warc.gz")
+
+
+def test_tools_raise_for_a_missing_object_naming_it(s3, http_root, tmp_path):
+    """A missing object is an OSError naming it and the server's answer
+    (not a local file not found), for each tool, and no output is left
+    (not an empty result)."""
+    for base in bases(s3, http_root):
+        gone = base + "gone.warc.gz"
+        said = re.escape(gone) + ": at byte 0: 404 Not Found"
+        with pytest.raises(OSError, match=said):
+            warchest.check(gone)
+        with pytest.raises(OSError, match=said):
+            warchest.index([base + "example.warc.gz", gone], tmp_path / "out.cdxj")
+        with pytest.raises(OSError, match=said):
+            warchest.validate([base + "example.warc.gz", gone])
+        with pytest.raises(OSError, match=said):
+            warchest.convert(gone, tmp_path / "out.warc.gz")
+        assert list(tmp_path.iterdir()) == []
 
 
 def test_list_files(s3):

@@ -18,7 +18,9 @@ Paths may be URLs: ``s3://``, ``gs://``, ``az://`` and ``http(s)://``
 objects are read by range requests (``ArchiveIterator("s3://bucket/x.warc.gz")``),
 and ``fetch`` gets the records an index selects, by range, concurrently.
 ``ArchiveIterator("x.wacz")`` reads the archive files inside a WACZ, and
-so does ``ArchiveIterator("s3://bucket/x.wacz")`` (by range, where they lie).
+so does ``ArchiveIterator("s3://bucket/x.wacz")`` (by range, where they lie);
+``scan``, ``check``, ``index``, ``validate`` and ``convert`` take URLs and
+WACZ files the same way (their outputs are local paths).
 
 ``spark.read.format("warc").load(...)`` works once the wheel is installed
 (the data source is the ``pyspark_warchest`` module).
@@ -197,8 +199,11 @@ def _tell(stream: Any) -> None:
 def check(path: PathLike) -> list:
     """Checks every WARC-Block-Digest and WARC-Payload-Digest of a file.
 
-    One dict per record: ``file`` (``path``, or for a WACZ the archive file
-    inside, ``FILE.wacz#archive/NAME``), ``offset``, ``type``, ``record_id``, ``ok`` (no digest
+    ``path`` may be a URL (``s3://``, ``gs://``, ``az://``, ``http(s)://``;
+    the object read by range requests, as ``ArchiveIterator`` reads it; one
+    that cannot be read raises ``OSError`` naming it). One dict per
+    record: ``file`` (``path`` as given, or for a WACZ, local or by URL,
+    the archive file inside, ``FILE.wacz#archive/NAME``), ``offset``, ``type``, ``record_id``, ``ok`` (no digest
     wrong and the record whole), ``block`` and ``payload`` (``{"status":
     "valid"}``, ``"absent"``, ``"invalid"`` with ``recorded`` and
     ``computed``, ...), ``block_len`` and ``truncated`` (the file ended
@@ -215,10 +220,14 @@ def validate(paths: Union[PathLike, Sequence[PathLike]]) -> dict:
 
     Returns ``{"findings": [...], "summary": {...}}``; each finding has
     ``severity``, ``rule``, ``clause``, ``file``, ``offset``, ``record_id`` and
-    ``message``, as ``warchest validate --json`` prints them. A ``.wacz`` is
-    validated as its archive files, each named ``FILE.wacz#archive/NAME``
-    in its findings and summary; a WACZ with no archive file (or one that
-    cannot be listed) raises ``ArchiveError``, as ``check`` refuses it.
+    ``message``, as ``warchest validate --json`` prints them. A path may
+    be a URL, the object read by range requests and named by the URL as
+    given; one that cannot be opened raises ``OSError`` naming it (a local
+    file that cannot be read is counted ``unreadable`` in the summary). A
+    ``.wacz`` (local or by URL) is validated as its archive files, each
+    named ``FILE.wacz#archive/NAME`` in its findings and summary; a WACZ
+    with no archive file (or one that cannot be listed) raises
+    ``ArchiveError``, as ``check`` refuses it.
     """
     return json.loads(_validate_json(paths))
 
@@ -226,7 +235,8 @@ def validate(paths: Union[PathLike, Sequence[PathLike]]) -> dict:
 def convert(source: PathLike, output: PathLike, warc_version: str = "1.1") -> dict:
     """Converts an ARC or Web InfoMall file (or a WARC) to a gzipped WARC.
 
-    Returns what was done: ``records_read``, ``records_written``,
+    ``source`` may be a URL (read by range requests, as ``check`` reads
+    one); ``output`` is a local path. Returns what was done: ``records_read``, ``records_written``,
     ``metadata_written``, ``truncated``, ``skipped`` and ``recoveries`` (how
     many times the lenient reader recovered; a RecoveryWarning says so too).
     The output is written as ``OUTPUT.open`` and renamed when whole (removed
@@ -236,8 +246,9 @@ def convert(source: PathLike, output: PathLike, warc_version: str = "1.1") -> di
     convert`` refuses it. A ``.wacz`` is read as its archive files, all
     converted into the one output (as ``warchest convert x.wacz -o OUT``),
     one report for them all and a RecoveryWarning for each that was read
-    through recoveries, naming it ``FILE.wacz#archive/NAME``; one with no
-    record, or a WACZ with none, raises ``ArchiveError``.
+    through recoveries, naming it ``FILE.wacz#archive/NAME`` (a WACZ by
+    URL: ``URL#archive/NAME``); one with no record, or a WACZ with none,
+    raises ``ArchiveError``.
     """
     return json.loads(_convert_json(source, output, warc_version))
 

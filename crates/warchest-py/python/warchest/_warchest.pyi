@@ -161,6 +161,10 @@ class WARCWriter:
     def __enter__(self) -> "WARCWriter": ...
     def __exit__(self, *args: Any) -> bool: ...
 
+# The tools' inputs (`paths`, `path`, `source`) may be URLs (s3://, gs://,
+# az://, http(s)://; a build without the `remote` feature refuses them
+# with OSError), a WACZ local or by URL read as its archive files; their
+# outputs are local paths.
 def index(
     paths: _Paths,
     output: _Path,
