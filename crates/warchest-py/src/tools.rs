@@ -468,8 +468,8 @@ fn check_records<S: Source>(
 /// named `FILE.wacz#archive/NAME` (`URL#archive/NAME`) in its findings and
 /// summary (as the command names it); a WACZ that cannot be listed or has
 /// no archive file raises `ArchiveError`, as `check` and `index` refuse
-/// it. An object that cannot be opened raises `OSError` naming it; a
-/// local file that cannot be read is counted unreadable in the summary.
+/// it. A file or object that cannot be opened or read raises `OSError`
+/// naming it, as `warchest validate` fails for it (exit 2).
 #[pyfunction]
 pub(crate) fn validate_json(py: Python<'_>, paths: &Bound<'_, PyAny>) -> PyResult<String> {
     let targets = targets_from_py(paths)?;
@@ -481,19 +481,21 @@ pub(crate) fn validate_json(py: Python<'_>, paths: &Bound<'_, PyAny>) -> PyResul
         let mut v = Validator::new(ValidateOptions::default());
         for input in &inputs {
             let mut sink = |f| findings.push(f);
-            // An error is in the file's summary (`unreadable`), as
-            // `validate_files` counts it, and the others are validated.
-            let _ = match input {
-                Input::File(p) => v.validate_path(p, &mut sink),
+            // A file that cannot be opened or read raises, naming it, as
+            // an object that cannot be does (and as `check` and `index`
+            // do): its error was dropped, the file only counted
+            // `unreadable` in the summary.
+            match input {
+                Input::File(p) => v.validate_path(p, &mut sink).map_err(to_py)?,
                 // Read as a stream from its start, by range requests, as
                 // `warchest validate URL` reads it on one thread.
                 #[cfg(feature = "remote")]
                 Input::Url(u) => match warchest_remote::open(u) {
-                    Ok(f) => v.validate_reader(u, f, &mut sink),
+                    Ok(f) => v.validate_reader(u, f, &mut sink).map_err(to_py)?,
                     Err(e) => return Err(crate::io_to_py(e)),
                 },
                 Input::Archive(f) => match f.section() {
-                    Ok(s) => v.validate_reader(&f.name, s, &mut sink),
+                    Ok(s) => v.validate_reader(&f.name, s, &mut sink).map_err(to_py)?,
                     Err(e) => return Err(to_py(e)),
                 },
             };

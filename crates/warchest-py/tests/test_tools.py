@@ -53,6 +53,14 @@ def test_validate_reports_findings_with_rules(tmp_path):
     assert errors and all(f["rule"] and f["clause"] for f in errors)
 
 
+def test_validate_raises_for_a_file_it_cannot_read(tmp_path):
+    # As check and index do, and as warchest validate fails for it: the
+    # file counted unreadable with its reason dropped was silence.
+    missing = tmp_path / "missing.warc.gz"
+    with pytest.raises(OSError, match="missing.warc.gz"):
+        warchest.validate([FIXTURES / "pywb" / "example.warc.gz", missing])
+
+
 def test_index_formats(tmp_path):
     src = FIXTURES / "pywb" / "example.warc.gz"
     n = warchest.index(src, tmp_path / "a.cdxj")
