@@ -102,7 +102,8 @@ pub fn expand(url: &str) -> Vec<String> {
 
 /// The archive files of the WACZ object at `url`: its central directory
 /// and local headers read in small ranges (`warchest_remote::open_small`,
-/// as `serve` and the Python binding read them).
+/// as `serve` and the Python binding read them), once a run (a command
+/// reads an object as it was when it began).
 ///
 /// # Errors
 /// The object cannot be read, is not a ZIP, or an archive file is
@@ -111,9 +112,24 @@ pub fn wacz_archive_entries(url: &str) -> warchest::Result<Vec<warchest_wacz::Zi
     let name = std::path::Path::new(url);
     #[cfg(feature = "remote")]
     {
+        // Listed once a run: each archive file opened, on each thread,
+        // would list the WACZ again (a HEAD and a few ranges each).
+        static LISTED: std::sync::Mutex<Vec<(String, Vec<warchest_wacz::ZipEntry>)>> =
+            std::sync::Mutex::new(Vec::new());
+        let listed = |l: &[(String, Vec<warchest_wacz::ZipEntry>)]| {
+            l.iter().find(|(u, _)| u == url).map(|(_, e)| e.clone())
+        };
+        if let Some(e) = listed(&LISTED.lock().unwrap_or_else(|e| e.into_inner())) {
+            return Ok(e);
+        }
         let f = warchest_remote::open_small(url, None)
             .map_err(|e| warchest::Error::from(e).in_file(name))?;
-        warchest_wacz::archive_entries_of(warchest_wacz::entries_of(f, name)?, name)
+        let entries = warchest_wacz::archive_entries_of(warchest_wacz::entries_of(f, name)?, name)?;
+        LISTED
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((url.to_string(), entries.clone()));
+        Ok(entries)
     }
     #[cfg(not(feature = "remote"))]
     {

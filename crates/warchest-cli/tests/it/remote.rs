@@ -927,6 +927,12 @@ fn reading_commands_read_a_wacz_by_url_as_the_local_one() {
         assert_eq!((lc, rc), (0, 0), "{re}");
         assert!(ro == lo && ro.starts_with("WARC/"), "{url}");
     }
+    // The WACZ is listed once a run (one HEAD), however many times its
+    // archive file is opened (the expansion, each thread).
+    srv.reset_count();
+    let (c, _, e) = run_env(&[], &["ls", "-j", "2", &srv.url("iana.wacz")]);
+    assert_eq!(c, 0, "{e}");
+    assert_eq!(srv.count().1, 1, "{:?}", srv.log());
     // A command that reads files on disk refuses it, naming itself.
     let (c, _, e) = run_env(
         &[],
