@@ -555,7 +555,8 @@ impl Validator {
             out.file_summary().unreadable = true;
         }
         let snapshot = self.summary.files[file].clone();
-        r.map(|()| snapshot)
+        // The error names the file (a read failing past the open did not).
+        r.map(|()| snapshot).map_err(|e| e.in_file(name))
     }
 
     /// Checks the references between all the records read (missing

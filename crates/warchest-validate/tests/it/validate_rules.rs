@@ -502,6 +502,20 @@ fn empty_and_unknown_files() {
     );
 }
 
+/// A file that opens but cannot be read (a directory, on Linux) is an
+/// error naming it, and counted unreadable: the read's error named none.
+#[test]
+fn a_file_that_cannot_be_read_is_an_error_naming_it() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut v = Validator::new(Options::default());
+    let e = v
+        .validate_path(dir, &mut |_| {})
+        .expect_err("a directory is not read");
+    assert!(e.to_string().contains(&dir.display().to_string()), "{e}");
+    let summary = v.finish(&mut |_| {});
+    assert!(summary.files[0].unreadable);
+}
+
 fn gzip_member(data: &[u8], tweak: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
     let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     e.write_all(data).unwrap();
