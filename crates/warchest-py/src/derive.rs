@@ -64,6 +64,7 @@ pub(crate) fn derive_text_stream(
             columns,
             notes: notes.clone(),
             texts: Default::default(),
+            seen: 0,
         }),
         notes,
     ))
@@ -79,6 +80,8 @@ struct TextBatches {
     /// The current file's texts cut at 8 MiB and with bytes replaced
     /// (told with its notes when it ends).
     texts: warchest_derive::derive::Summary,
+    /// Records read of the current file.
+    seen: u64,
 }
 
 impl TextBatches {
@@ -90,9 +93,11 @@ impl TextBatches {
                 };
                 let name = path.to_string_lossy().into_owned();
                 self.current = Some((Reader::open(&path).map_err(external)?, name));
+                self.seen = 0;
                 continue;
             };
             let (records, err) = read_batch_for(reader, Purpose::Text);
+            self.seen += records.len() as u64;
             let columns = self.columns;
             let noted: Vec<(Row, bool, bool)> = records
                 .par_iter()
@@ -123,6 +128,15 @@ impl TextBatches {
                 }
             }
             if records.is_empty() && err.is_none() {
+                // A file in which no record is found is not read, as
+                // `warchest derive text` and `scan` refuse it.
+                if self.seen == 0 {
+                    let e = warchest::Error::new(warchest::ErrorKind::Syntax(
+                        warchest::archive::no_records_message(name),
+                    ));
+                    self.current = None;
+                    return Err(external(e));
+                }
                 self.current = None;
                 continue;
             }

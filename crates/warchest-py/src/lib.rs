@@ -52,6 +52,24 @@ pub(crate) fn io_to_py(e: std::io::Error) -> PyErr {
     }
 }
 
+/// `e`, met opening the local file `path`, as Python's own `open()` raises
+/// it: the `OSError` subclass its errno selects (`IsADirectoryError`,
+/// `FileNotFoundError`...), with the file's name, which `e` lacks.
+pub(crate) fn path_io_to_py(e: std::io::Error, path: &std::path::Path) -> PyErr {
+    let name = path.to_string_lossy().into_owned();
+    match e.raw_os_error() {
+        Some(n) => {
+            let text = e.to_string();
+            let strerror = text
+                .strip_suffix(&format!(" (os error {n})"))
+                .unwrap_or(&text)
+                .to_string();
+            pyo3::exceptions::PyOSError::new_err((n, strerror, name))
+        }
+        None => pyo3::exceptions::PyOSError::new_err(format!("{name}: {e}")),
+    }
+}
+
 #[pymodule]
 fn _warchest(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

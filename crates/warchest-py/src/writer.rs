@@ -138,7 +138,9 @@ impl WARCWriter {
         let input = Input::from_py(target);
         let remote = matches!(input, Ok(Input::Url(_)));
         let out = match input {
-            Ok(Input::Path(p)) => Out::Local(BufWriter::new(File::create(&p)?)),
+            Ok(Input::Path(p)) => Out::Local(BufWriter::new(
+                File::create(&p).map_err(|e| crate::path_io_to_py(e, &p))?,
+            )),
             #[cfg(feature = "remote")]
             Ok(Input::Url(u)) => Out::Remote(Box::new(
                 target

@@ -46,3 +46,12 @@ def test_columns_project_the_table_as_the_command_does():
         warchest.derive_text(iana, columns=["url", "body"])
     with pytest.raises(ValueError, match="no column named"):
         warchest.derive_text(iana, columns=[])
+
+
+def test_a_file_with_no_record_is_an_error(tmp_path):
+    # As `warchest derive text` refuses it (exit 2) and scan raises for it:
+    # an empty table was silence.
+    empty = tmp_path / "empty.warc"
+    empty.write_bytes(b"")
+    with pytest.raises(ValueError, match=f"no WARC, ARC or Web InfoMall record found in {empty}"):
+        warchest.derive_text(empty).read_all()

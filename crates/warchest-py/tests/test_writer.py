@@ -54,3 +54,12 @@ def test_bad_arguments():
     w.close()
     with pytest.raises(ValueError, match="closed"):
         w.write_record("resource", "urn:y", payload=b"")
+
+
+def test_a_path_that_cannot_be_created_is_named(tmp_path):
+    # As open() raises it: the OSError subclass of its errno, with the name.
+    with pytest.raises(IsADirectoryError) as e:
+        warchest.WARCWriter(tmp_path)
+    assert e.value.filename == str(tmp_path)
+    with pytest.raises(FileNotFoundError, match="no-such-dir"):
+        warchest.WARCWriter(tmp_path / "no-such-dir" / "x.warc.gz")
