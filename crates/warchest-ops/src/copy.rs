@@ -333,9 +333,17 @@ impl OpenFile {
     /// Creates (or truncates) `PATH.open`.
     ///
     /// # Errors
-    /// The file cannot be created.
+    /// The file cannot be created, or `PATH` is a directory.
     pub fn create(path: impl Into<PathBuf>) -> Result<Self> {
         let path = path.into();
+        // Refused before anything is written: the whole output would be
+        // left as `.open`, its rename over a directory failing at the end.
+        if path.is_dir() {
+            return Err(Error::new(ErrorKind::Usage(
+                "is a directory; the output is a file".into(),
+            ))
+            .in_file(&path));
+        }
         let mut open = path.clone().into_os_string();
         open.push(".open");
         let open = PathBuf::from(open);
@@ -1102,6 +1110,18 @@ mod tests {
             )
             .unwrap();
         (sink.into_inner(), report)
+    }
+
+    /// A directory given as the output is refused before anything is
+    /// written (the whole output was left as `.open`, its rename failing).
+    #[test]
+    fn a_directory_is_no_output_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = OpenFile::create(dir.path()).err().expect("refused");
+        assert!(e.to_string().contains("is a directory"), "{e}");
+        let mut open = dir.path().as_os_str().to_owned();
+        open.push(".open");
+        assert!(!std::path::Path::new(&open).exists());
     }
 
     #[test]
