@@ -26,6 +26,11 @@ pub struct Args {
     /// JSON lines instead of tab-separated columns.
     #[arg(long)]
     json: bool,
+    /// Each line starts with its file's name and a tab (as grep's `-H`):
+    /// the lines of several files tell which file each record is in.
+    /// (`--json` lines name it always, in `file`.)
+    #[arg(short = 'H', long)]
+    with_filename: bool,
     /// Read each file on N threads (default: one per core): a compressed
     /// file's members are decoded on them, a local uncompressed WARC file
     /// of 32 MiB or more is cut into chunks read on them. The output is
@@ -128,7 +133,12 @@ pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
     let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
     let mut outcome = Outcome::Ok;
     for name in &args.files {
-        let o = match list(g, name, args.json, args.jobs, &mut out) {
+        let lines = Ls {
+            name,
+            json: args.json,
+            with_name: args.with_filename,
+        };
+        let o = match list(g, &lines, args.jobs, &mut out) {
             Ok(o) => o,
             Err(e) => file_error(name, e.as_ref()),
         };
@@ -142,23 +152,22 @@ pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
 
 fn list(
     g: &Global,
-    name: &str,
-    json: bool,
+    lines: &Ls<'_>,
     jobs: Option<usize>,
     out: &mut impl Write,
 ) -> Result<Outcome, Box<dyn std::error::Error + Send + Sync>> {
+    let name = lines.name;
     let threads = crate::tools::file_threads(jobs);
-    let lines = Ls { name, json };
     let mut opts = g.reader_options(name);
     opts.decoder.threads = threads;
     let records = match input::chunked(name, threads, &opts)? {
         Chunked::No(opened) => {
-            return input::with_reader!(opened, reader => list_records(g, name, &lines, out, reader));
+            return input::with_reader!(opened, reader => list_records(g, name, lines, out, reader));
         }
         // An uncompressed WARC file is cut into chunks read on the threads
         // (the output is verified to be the sequential read's).
         Chunked::Chunks(c) => {
-            let (records, trace) = chunks::read(g, name, c.input(name), &lines, &opts, c.plan, out);
+            let (records, trace) = chunks::read(g, name, c.input(name), lines, &opts, c.plan, out);
             input::write_trace(&trace);
             records?
         }
@@ -188,6 +197,8 @@ fn list_records<S: Source>(
 struct Ls<'a> {
     name: &'a str,
     json: bool,
+    /// Each text line starts with `name` and a tab (`-H`).
+    with_name: bool,
 }
 
 impl Lines for Ls<'_> {
@@ -247,8 +258,17 @@ impl Lines for Ls<'_> {
         push_u64(out, offset);
         out.push(b'\t');
         push_opt_u64(out, end.stored_len);
+        if self.with_name {
+            out.extend_from_slice(self.name.as_bytes());
+            out.push(b'\t');
+        }
         let head = out.len() - mid;
         out[at..].rotate_right(head);
+        if self.with_name {
+            // The name went in front of the offset: move it first.
+            let name = self.name.len() + 1;
+            out[at..at + head].rotate_right(name);
+        }
         Ok(end)
     }
 }

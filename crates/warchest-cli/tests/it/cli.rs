@@ -41,6 +41,43 @@ fn ls_lists_every_record() {
     assert_eq!(next, std::fs::metadata(sample()).unwrap().len());
 }
 
+/// `-H` starts each line with its file's name and a tab, on one thread and
+/// in chunks alike; the columns after it are the lines without `-H`.
+#[test]
+fn ls_with_filename_names_each_line_s_file() {
+    let dir = tempfile::tempdir().unwrap();
+    // An uncompressed file read in chunks at -j 2 (the chunk size forced
+    // small), beside the gzip sample.
+    let plain = dir.path().join("plain.warc");
+    let (code, _, err) = run(bin()
+        .args(["convert", "--compression", "none", "-o"])
+        .arg(&plain)
+        .arg(sample()));
+    assert_eq!(code, 0, "{err}");
+    let (s, p) = (sample().display().to_string(), plain.display().to_string());
+    let (_, bare, _) = run(bin().args(["ls", &s, &p]));
+    for jobs in ["1", "2"] {
+        let (code, out, err) = run(bin()
+            .args(["ls", "-H", "-j", jobs, &s, &p])
+            .env("WARCHEST_PLAIN_CHUNK", "300"));
+        assert_eq!(code, 0, "{err}");
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), bare.lines().count(), "{out}");
+        for (l, b) in lines.iter().zip(bare.lines()) {
+            let (name, rest) = l.split_once('\t').unwrap();
+            assert!(name == s || name == p, "{l}");
+            assert_eq!(rest, b);
+        }
+        assert_eq!(
+            lines
+                .iter()
+                .filter(|l| l.starts_with(&format!("{p}\t")))
+                .count(),
+            6
+        );
+    }
+}
+
 #[test]
 fn ls_json_and_stdin() {
     let mut child = bin()
