@@ -865,19 +865,25 @@ fn sample_path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../samples/sample.warc.gz")
 }
 
-#[test]
-fn whole_file_gzip_is_refused_naming_recompress() {
+/// The sample's records in one gzip member, as `DIR/whole.warc.gz`.
+fn whole_file_gzip(dir: &std::path::Path) -> PathBuf {
     use std::io::{Read, Write};
-    // The sample's records in one gzip member.
     let mut plain = Vec::new();
     flate2::read::MultiGzDecoder::new(std::fs::File::open(sample_path()).unwrap())
         .read_to_end(&mut plain)
         .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let whole = dir.path().join("whole.warc.gz");
+    let whole = dir.join("whole.warc.gz");
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     gz.write_all(&plain).unwrap();
     std::fs::write(&whole, gz.finish().unwrap()).unwrap();
+    whole
+}
+
+#[test]
+fn whole_file_gzip_is_refused_naming_recompress() {
+    // The sample's records in one gzip member.
+    let dir = tempfile::tempdir().unwrap();
+    let whole = whole_file_gzip(dir.path());
     for format in ["cdxj", "cdx", "json"] {
         let out = warchest(&[
             "index",
@@ -932,16 +938,9 @@ fn refused_on_stdout(err: &str) -> usize {
 /// spooled run gives.
 #[test]
 fn a_lone_file_goes_straight_to_the_output() {
-    use std::io::{Read, Write};
+    use std::io::Write;
     let dir = tempfile::tempdir().unwrap();
-    let mut plain = Vec::new();
-    flate2::read::MultiGzDecoder::new(std::fs::File::open(sample_path()).unwrap())
-        .read_to_end(&mut plain)
-        .unwrap();
-    let whole = dir.path().join("whole.warc.gz");
-    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    gz.write_all(&plain).unwrap();
-    std::fs::write(&whole, gz.finish().unwrap()).unwrap();
+    let whole = whole_file_gzip(dir.path());
     let whole = whole.to_str().unwrap();
     for (format, legend) in [("cdxj", ""), ("cdx", " CDX N b a m s k r M S V g\n")] {
         let out_path = dir.path().join(format!("whole.{format}"));
@@ -1325,16 +1324,8 @@ fn wacz_create_writes_its_output_whole_and_replaces_nothing() {
 /// no WACZ.
 #[test]
 fn wacz_create_refuses_a_file_not_compressed_record_at_a_time() {
-    use std::io::{Read, Write};
     let dir = tempfile::tempdir().unwrap();
-    let mut plain = Vec::new();
-    flate2::read::MultiGzDecoder::new(std::fs::File::open(sample_path()).unwrap())
-        .read_to_end(&mut plain)
-        .unwrap();
-    let whole = dir.path().join("whole.warc.gz");
-    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    gz.write_all(&plain).unwrap();
-    std::fs::write(&whole, gz.finish().unwrap()).unwrap();
+    let whole = whole_file_gzip(dir.path());
     let wacz = dir.path().join("w.wacz");
     let out = warchest(&[
         "wacz",
