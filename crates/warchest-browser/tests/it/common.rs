@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use warchest::write::RotatingOptions;
 use warchest_browser::{BrowserOptions, Browsers};
-use warchest_capture::proxy::{Access, ProxyOptions};
-use warchest_capture::{Recorder, client, tls};
+use warchest_capture::Recorder;
+use warchest_capture::proxy::ProxyOptions;
 
 /// A recorder and proxy options for a capture into `dir`, the proxy
 /// allowed to loopback (the test web).
@@ -21,26 +21,7 @@ pub fn recorder(dir: &Path, ca_dir: &Path) -> (Arc<Recorder>, ProxyOptions) {
         ..RotatingOptions::default()
     };
     let recorder = Arc::new(Recorder::new(dir, rotating, None).unwrap());
-    let opts = ProxyOptions {
-        fetch: client::FetchOptions {
-            tls: tls::client_config(false, &[]).unwrap(),
-            timeout: Duration::from_secs(5),
-            read: client::ReadOptions {
-                limits: warchest::write::CaptureLimits::default(),
-                digest: warchest::digest::Algorithm::Sha1,
-                spool_threshold: warchest_capture::SPOOL_IN_MEMORY,
-                max_head: warchest::Limits::default().max_http_head,
-            },
-        },
-        ca: Arc::new(tls::CertAuthority::load_or_create(&ca_dir.join("ca.pem")).unwrap()),
-        resolver: Default::default(),
-        access: Access {
-            credentials: None,
-            allow: vec!["127.0.0.0/8".parse().unwrap()],
-            deny: Vec::new(),
-            filter: None,
-        },
-    };
+    let opts = crate::loopback::loopback_options(ca_dir);
     (recorder, opts)
 }
 

@@ -5,6 +5,9 @@
 mod capture;
 mod common;
 mod early;
+/// The recording proxy's loopback options, shared with the capture tests.
+#[path = "../../../warchest-capture/tests/it/loopback.rs"]
+mod loopback;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};

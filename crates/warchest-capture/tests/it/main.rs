@@ -8,6 +8,7 @@ mod fuzz_regressions;
 /// Replaying fuzz inputs, shared with the other crates' tests.
 #[path = "../../../../fuzz/replay.rs"]
 mod fuzz_replay;
+mod loopback;
 mod proxy;
 mod robots;
 mod run;

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use warchest_capture::proxy::{Access, Proxy, ProxyOptions};
-use warchest_capture::{Recorder, client, tls};
+use warchest_capture::Recorder;
+use warchest_capture::proxy::{Proxy, ProxyOptions};
 
 /// A server whose first connection is closed without a response and
 /// whose later ones get a 200.
@@ -48,24 +48,7 @@ fn recording(dir: &std::path::Path) -> (Arc<Recorder>, ProxyOptions) {
         )
         .unwrap(),
     );
-    let opts = ProxyOptions {
-        fetch: client::FetchOptions {
-            tls: tls::client_config(false, &[]).unwrap(),
-            timeout: Duration::from_secs(5),
-            read: client::ReadOptions {
-                limits: warchest::write::CaptureLimits::default(),
-                digest: warchest::digest::Algorithm::Sha1,
-                spool_threshold: warchest_capture::SPOOL_IN_MEMORY,
-                max_head: warchest::Limits::default().max_http_head,
-            },
-        },
-        ca: Arc::new(tls::CertAuthority::load_or_create(&dir.join("ca.pem")).unwrap()),
-        resolver: Default::default(),
-        access: Access {
-            allow: vec!["127.0.0.0/8".parse().unwrap()],
-            ..Access::default()
-        },
-    };
+    let opts = crate::loopback::loopback_options(dir);
     (recorder, opts)
 }
 
