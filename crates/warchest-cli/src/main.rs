@@ -10,14 +10,17 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 // std's print macros panic when the stream is a closed pipe (`warchest ls
 // a b 2>&1 | head` exited 101 on the summary written after `head` left).
-// Within this crate they are these, which drop the error: a closed standard
-// output ends a command where its own writer meets it
-// (`report::is_broken_pipe`), and what goes to a closed standard error is
-// lost either way.
+// Within this crate they are these. Standard output: a closed pipe is
+// dropped (the reader went away, as `report::is_broken_pipe` takes it),
+// any other failure (a full disk) is kept and fails the run
+// (`report::stdout_failure`). Standard error: what cannot be written
+// there is lost either way.
 macro_rules! println {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!(std::io::stdout(), $($arg)*);
+        if let Err(e) = writeln!(std::io::stdout(), $($arg)*) {
+            $crate::report::note_stdout_error(e);
+        }
     }};
 }
 macro_rules! eprintln {

@@ -263,8 +263,37 @@ pub fn is_broken_pipe(e: &(dyn std::error::Error + 'static)) -> bool {
     false
 }
 
-/// The process exit code for an outcome.
+/// The first failure to write standard output through `println!` that is
+/// not a closed pipe: the run fails with it (`exit`).
+static STDOUT_FAILURE: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+/// Keeps `e`, met writing standard output, unless it is a closed pipe.
+pub fn note_stdout_error(e: io::Error) {
+    if e.kind() != io::ErrorKind::BrokenPipe {
+        STDOUT_FAILURE
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_or_insert_with(|| e.to_string());
+    }
+}
+
+/// The process exit code for an outcome. A run whose standard output
+/// could not be written (other than to a closed pipe) fails, whatever it
+/// did: what it printed is lost.
 pub fn exit(o: Result<Outcome, anyhow::Error>) -> ExitCode {
+    let lost = STDOUT_FAILURE
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take();
+    if let Some(e) = lost {
+        if let Err(err) = &o
+            && !is_broken_pipe(err.as_ref())
+        {
+            eprintln!("warchest: {err}");
+        }
+        eprintln!("warchest: stdout: {e}");
+        return ExitCode::from(2);
+    }
     match o {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
         Ok(Outcome::Problem) => ExitCode::from(1),

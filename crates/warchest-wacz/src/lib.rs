@@ -480,6 +480,14 @@ pub fn create_with<P: AsRef<Path>>(
     opts: &CreateOptions,
     on_warnings: &mut dyn FnMut(&Path, &[Warning]),
 ) -> Result<CreateReport> {
+    // Refused before the long indexing, as `OpenFile::create` refuses it:
+    // the whole ZIP would be written, then fail at its rename.
+    if out.is_dir() {
+        return Err(Error::new(ErrorKind::Usage(
+            "is a directory; the output is a file".into(),
+        ))
+        .in_file(out));
+    }
     let mut report = CreateReport::default();
     let mut names = BTreeSet::new();
     let mut index = IndexOutput::new(tempfile::SpooledTempFile::new(8 << 20), &Format::Cdxj, true)?;

@@ -285,6 +285,27 @@ fn a_closed_standard_error_is_not_a_crash() {
     }
 }
 
+/// A standard output that cannot be written (a full disk) fails the run,
+/// naming it: only a closed pipe is taken as the reader gone.
+#[test]
+fn a_standard_output_that_cannot_be_written_fails_the_run() {
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+        eprintln!("skipped: no /dev/full");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = bin()
+        .args(["convert", "--json", "-o"])
+        .arg(dir.path().join("c.warc.gz"))
+        .arg(fixture("pywb/example.warc.gz"))
+        .stdout(full)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("warchest: stdout: "), "{err}");
+}
+
 /// Issue 19: RFC 2047 encoded words (WARC 1.1 section 4). `ls --json`
 /// gives the decoded values beside the raw ones, `extract --headers
 /// --decode-words` prints them decoded (plain `--headers` stays as

@@ -222,8 +222,8 @@ def validate(paths: Union[PathLike, Sequence[PathLike]]) -> dict:
     ``severity``, ``rule``, ``clause``, ``file``, ``offset``, ``record_id`` and
     ``message``, as ``warchest validate --json`` prints them. A path may
     be a URL, the object read by range requests and named by the URL as
-    given; one that cannot be opened raises ``OSError`` naming it (a local
-    file that cannot be read is counted ``unreadable`` in the summary). A
+    given. A file or object that cannot be opened or read raises
+    ``OSError`` naming it. A
     ``.wacz`` (local or by URL) is validated as its archive files, each
     named ``FILE.wacz#archive/NAME`` in its findings and summary; a WACZ
     with no archive file (or one that cannot be listed) raises
