@@ -382,12 +382,16 @@ pub(crate) use with_reader;
 use warchest::archive::no_records_message;
 
 /// An input in which no record of any format is found (an empty file
-/// included): every command refuses it with exit 2. The message gives the
+/// included), or a WACZ none of whose archive files can be read (said as
+/// its own error): every command refuses it with exit 2. The message gives the
 /// file's size when it is a file.
 #[derive(Debug)]
 pub struct NoRecords {
     name: String,
     bytes: Option<u64>,
+    /// Why a WACZ gives no archive file to read ([`unlisted_wacz`]): said
+    /// instead.
+    wacz: Option<warchest::Error>,
 }
 
 impl NoRecords {
@@ -403,12 +407,16 @@ impl NoRecords {
         NoRecords {
             name: name.to_string(),
             bytes,
+            wacz: None,
         }
     }
 }
 
 impl std::fmt::Display for NoRecords {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(e) = &self.wacz {
+            return write!(f, "{e}");
+        }
         f.write_str(&no_records_message(&self.name))?;
         match self.bytes {
             Some(n) => write!(f, " ({n} bytes read)"),
@@ -423,12 +431,11 @@ impl std::error::Error for NoRecords {}
 /// is not WARC), read as every command opens it (a WACZ's archive file,
 /// an object by URL): what a file written from it declares.
 pub fn version_of(name: &str) -> anyhow::Result<warchest::warc::Version> {
-    use anyhow::Context;
-    let opened =
-        open(name, ReaderOptions::lenient().file(name)).with_context(|| name.to_string())?;
+    // The errors name the file already (the reader is told it).
+    let opened = open(name, ReaderOptions::lenient().file(name))?;
     let v = with_reader!(opened, r => {
         let mut r = r;
-        match r.next_record().with_context(|| name.to_string())? {
+        match r.next_record()? {
             Some(rec) if rec.header().version() < warchest::warc::Version::V1_1 => {
                 warchest::warc::Version::V1_0
             }
@@ -464,6 +471,15 @@ pub fn refuse_wacz(command: &str, names: &[String]) -> anyhow::Result<()> {
 pub fn require_records(name: &str) -> Result<(), NoRecords> {
     if name == "-" {
         return Ok(());
+    }
+    // A WACZ none of whose archive files can be read: why, not "no record"
+    // after its ZIP bytes were read by a command that opens streams.
+    if let Some(e) = unlisted_wacz(name) {
+        return Err(NoRecords {
+            name: name.to_string(),
+            bytes: None,
+            wacz: Some(e),
+        });
     }
     let opts = ReaderOptions::lenient().file(name);
     let Ok(opened) = open(name, opts) else {

@@ -96,7 +96,7 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
             args.file
         );
     }
-    if !(remote && args.length.is_some()) {
+    if !(crate::remote::is_remote(&args.file) && args.length.is_some()) {
         crate::input::require_records(&args.file)?;
     }
     let mut opts = g.reader_options(&args.file);

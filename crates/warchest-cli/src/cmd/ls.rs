@@ -237,6 +237,10 @@ impl Lines for Ls<'_> {
         // header is borrowed, the offset and length once the record is
         // finished, then moved in front of them: no copy of the header,
         // no String per field.
+        if self.with_name {
+            out.extend_from_slice(self.name.as_bytes());
+            out.push(b'\t');
+        }
         let at = out.len();
         let h = rec.header();
         let [typ, date, uri, ct] = h.fields().get_many([
@@ -258,17 +262,8 @@ impl Lines for Ls<'_> {
         push_u64(out, offset);
         out.push(b'\t');
         push_opt_u64(out, end.stored_len);
-        if self.with_name {
-            out.extend_from_slice(self.name.as_bytes());
-            out.push(b'\t');
-        }
         let head = out.len() - mid;
         out[at..].rotate_right(head);
-        if self.with_name {
-            // The name went in front of the offset: move it first.
-            let name = self.name.len() + 1;
-            out[at..at + head].rotate_right(name);
-        }
         Ok(end)
     }
 }

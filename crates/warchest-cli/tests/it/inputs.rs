@@ -144,6 +144,18 @@ fn no_record_found_is_an_error_for_every_command() {
             "{cmd}: {err}"
         );
     }
+    // The copying commands, which read streams, say why too, and leave no
+    // output (they read the ZIP's bytes, said "no record" and left an
+    // empty OUT.open).
+    for cmd in ["convert", "concat", "recompress"] {
+        let o = dir.path().join(format!("{cmd}.warc.gz"));
+        let (code, _, err) = run(bin().arg(cmd).arg(&empty).arg("-o").arg(&o));
+        assert_eq!(code, 2, "{cmd}: {err}");
+        assert!(err.contains("no archive file"), "{cmd}: {err}");
+        let mut open = o.clone().into_os_string();
+        open.push(".open");
+        assert!(!o.exists() && !Path::new(&open).exists(), "{cmd}");
+    }
 }
 
 /// A WACZ given where an archive is read: every command either reads its
