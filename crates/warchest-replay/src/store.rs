@@ -80,6 +80,12 @@ const PENDING: TableDefinition<&str, &[u8]> = TableDefinition::new("reindex-pend
 /// Source id to the number of the re-index attempt under way: there once
 /// the source's [`PENDING`] list is whole, until a re-index succeeded.
 const REINDEX: TableDefinition<u32, u64> = TableDefinition::new("reindex-attempts");
+/// `next-source-id` -> the least id a new source may get: past every
+/// source dropped ([`Store::purge`]), so that no id is given again (links
+/// name sources by id: an old one must not show another file's bytes).
+const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+/// [`META`]'s key of the least id a new source may get.
+const NEXT_SOURCE: &str = "next-source-id";
 
 /// Entries written per transaction while indexing (and rows of the
 /// re-index lists listed or deleted): bounds what redb holds uncommitted.
@@ -993,6 +999,8 @@ pub struct Store {
     marks: std::sync::Mutex<BTreeMap<u32, u64>>,
     /// The generation the next mark gets.
     next_mark: std::sync::atomic::AtomicU64,
+    /// The least id a new source may get ([`META`]).
+    next_source: std::sync::atomic::AtomicU64,
     /// Tests only: the calls of [`Store::insert`] to let through before
     /// one fails as the store's error would (`None`: none fails).
     #[cfg(test)]
@@ -1022,6 +1030,7 @@ impl Store {
             txn.open_table(STALE).map_err(|e| db_error(e, &path))?;
             txn.open_table(PENDING).map_err(|e| db_error(e, &path))?;
             txn.open_table(REINDEX).map_err(|e| db_error(e, &path))?;
+            txn.open_table(META).map_err(|e| db_error(e, &path))?;
         }
         txn.commit().map_err(|e| db_error(e, &path))?;
         // An older store's revisits must still find their originals
@@ -1033,8 +1042,15 @@ impl Store {
         let mut marks = BTreeMap::new();
         // Sources with a re-index attempt numbered.
         let mut attempted = Vec::new();
+        let next_source;
         {
             let r = db.begin_read().map_err(|e| db_error(e, &path))?;
+            next_source = r
+                .open_table(META)
+                .map_err(|e| db_error(e, &path))?
+                .get(NEXT_SOURCE)
+                .map_err(|e| db_error(e, &path))?
+                .map_or(0, |v| v.value());
             let t = r.open_table(SOURCES).map_err(|e| db_error(e, &path))?;
             for item in t.iter().map_err(|e| db_error(e, &path))? {
                 let (k, v) = item.map_err(|e| db_error(e, &path))?;
@@ -1072,6 +1088,7 @@ impl Store {
             seen_unreadable: Default::default(),
             marks: std::sync::Mutex::new(marks),
             next_mark: std::sync::atomic::AtomicU64::new(next_mark),
+            next_source: std::sync::atomic::AtomicU64::new(next_source),
             #[cfg(test)]
             fail_insert_after: Default::default(),
         };
@@ -1183,6 +1200,19 @@ impl Store {
             let mut marks = txn.open_table(STALE).map_err(|e| db_error(e, p))?;
             let mut pending = txn.open_table(PENDING).map_err(|e| db_error(e, p))?;
             let mut attempts = txn.open_table(REINDEX).map_err(|e| db_error(e, p))?;
+            // No id dropped is given again.
+            if let Some(last) = ids.last() {
+                let mut meta = txn.open_table(META).map_err(|e| db_error(e, p))?;
+                let floor = meta
+                    .get(NEXT_SOURCE)
+                    .map_err(|e| db_error(e, p))?
+                    .map_or(0, |v| v.value())
+                    .max(u64::from(*last) + 1);
+                meta.insert(NEXT_SOURCE, floor)
+                    .map_err(|e| db_error(e, p))?;
+                self.next_source
+                    .fetch_max(floor, std::sync::atomic::Ordering::Relaxed);
+            }
             for id in ids {
                 t.remove(*id).map_err(|e| db_error(e, p))?;
                 marks.remove(*id).map_err(|e| db_error(e, p))?;
@@ -1449,10 +1479,8 @@ impl Store {
                     Err(e) => report.failures.push(format!("{url}: {e}")),
                 }
             } else if p.is_dir() {
-                let before = files.len();
                 walk(p, &self.path, &mut files, 0);
-                let dir = std::fs::canonicalize(p).unwrap_or_else(|_| p.clone());
-                dirs.push((dir, files.len() > before));
+                dirs.push(std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()));
             } else {
                 files.push(p.clone());
             }
@@ -1465,46 +1493,62 @@ impl Store {
             .collect();
         files.sort();
         files.dedup();
-        for f in files {
-            if let Err(e) = self.sync_file(&f, &mut report) {
+        for f in &files {
+            if let Err(e) = self.sync_file(f, &mut report) {
                 report.failures.push(format!("{}: {e}", f.display()));
             }
         }
-        self.drop_removed(&dirs, &prefixes, &mut report)?;
+        // A store error dropping them is the sync's failure, not its end:
+        // what it did is still reported (and the captures are kept).
+        let walked: std::collections::BTreeSet<PathBuf> = files.into_iter().collect();
+        if let Err(e) = self.drop_removed(&dirs, &walked, &prefixes, &mut report) {
+            report.failures.push(format!(
+                "{}: the files no longer there could not be dropped ({e}); their captures \
+                 are kept, and dropping them is tried again at the next sync",
+                self.path.display()
+            ));
+        }
         Ok(report)
     }
 
-    /// Drops the sources whose file is gone: a local one under `dirs`
-    /// (each with whether its walk found an archive file) that is not
-    /// found (a file that cannot be looked at for another reason is kept),
-    /// an object under one of `prefixes` (each with the objects listed)
-    /// that its listing no longer gives; with their captures, record ids
-    /// and digests, counting them in `report`. A directory where no
-    /// archive file was found, or a prefix where none was listed, keeps
-    /// its sources, a failure saying so: an empty mount point looks the
-    /// same as a collection emptied. Reads the whole captures table, once
-    /// a sync that found any.
+    /// Drops the sources whose file is gone: a local one under `dirs` not
+    /// among the files `walked` just now and not found (a file that cannot
+    /// be looked at for another reason is kept), an object under one of
+    /// `prefixes` (each with the objects listed) that its listing no
+    /// longer gives; with their captures, record ids and digests, counting
+    /// them in `report`. A file whose directory holds no archive file the
+    /// walk found, or an object under a prefix that listed none, keeps its
+    /// captures, a failure saying so: an empty mount point looks the same
+    /// as a directory emptied. Reads the whole captures table, once a sync
+    /// that found any.
     fn drop_removed(
         &self,
-        dirs: &[(PathBuf, bool)],
+        dirs: &[PathBuf],
+        walked: &std::collections::BTreeSet<PathBuf>,
         prefixes: &[(String, std::collections::BTreeSet<String>)],
         report: &mut SyncReport,
     ) -> Result<()> {
+        // The directories the walk found an archive file in: a source gone
+        // from another (one emptied, or a volume under the root unmounted)
+        // keeps its captures.
+        let full: std::collections::BTreeSet<&Path> =
+            walked.iter().filter_map(|f| f.parent()).collect();
         let mut gone: Vec<Source> = Vec::new();
         let mut kept: BTreeMap<String, u64> = BTreeMap::new();
         for s in self.sources() {
             let (place, found) = match &s.url {
                 None => {
-                    let Some((dir, found)) = dirs.iter().find(|(d, _)| s.path.starts_with(d))
-                    else {
+                    // Walked just now: there (no second look at it).
+                    if walked.contains(&s.path) || !dirs.iter().any(|d| s.path.starts_with(d)) {
                         continue;
-                    };
+                    }
                     if !std::fs::symlink_metadata(&s.path)
                         .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
                     {
                         continue;
                     }
-                    (dir.display().to_string(), *found)
+                    let parent = s.path.parent().unwrap_or(Path::new("/"));
+                    (parent.display().to_string(), full.contains(parent))
                 }
                 Some(url) => {
                     let Some((prefix, listed)) =
@@ -1526,7 +1570,7 @@ impl Store {
         }
         for (place, n) in kept {
             report.failures.push(format!(
-                "{place}: no archive file found in it, where {n} files indexed before were; \
+                "{place}: no archive file found in it, where {n} archive files indexed before were; \
                  their captures are kept (is the directory mounted, the prefix right?)"
             ));
         }
@@ -1925,11 +1969,8 @@ impl Store {
             return;
         }
         match self.purge(&new) {
-            Ok(_) => {
-                if let Ok(mut all) = self.sources.write() {
-                    all.retain(|s| !new.contains(&s.id));
-                }
-            }
+            // Forgotten by the purge.
+            Ok(_) => {}
             Err(e) => {
                 tracing::warn!(
                     "index cache {}: the captures of {} new sources whose indexing failed \
@@ -2415,11 +2456,14 @@ impl Store {
 
     /// The id a new source gets.
     fn next_id(&self) -> u32 {
-        self.sources
+        let known = self
+            .sources
             .read()
             .ok()
             .and_then(|s| s.iter().map(|s| s.id).max())
-            .map_or(0, |m| m + 1)
+            .map_or(0, |m| m + 1);
+        let floor = self.next_source.load(std::sync::atomic::Ordering::Relaxed);
+        known.max(u32::try_from(floor).unwrap_or(u32::MAX))
     }
 
     /// Saves `src`'s entry (its stale mark is not in it: [`STALE`]).

@@ -1023,6 +1023,78 @@ fn a_file_removed_from_a_directory_is_dropped_with_its_captures() {
     assert_eq!(store.len().unwrap(), 2);
 }
 
+/// A dropped source's id is never given to another file, across a
+/// restart too (links name sources by id); a file gone from a directory
+/// with no archive file left (a volume under the directory served,
+/// unmounted) keeps its captures, a failure saying so.
+#[test]
+fn a_dropped_source_s_id_is_not_given_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let sub = data.join("sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    let [_, b] = two_one_record_files(&data);
+    let db = dir.path().join("db.redb");
+    let coll = collection(std::slice::from_ref(&data), &db);
+    let id_of = |store: &Store, name: &str| {
+        store
+            .sources()
+            .iter()
+            .find(|s| s.name.ends_with(name))
+            .map(|s| s.id)
+    };
+    let b_id = id_of(&coll.store, "b.warc").unwrap();
+    assert!(
+        b_id > id_of(&coll.store, "a.warc").unwrap(),
+        "b has the largest id"
+    );
+    std::fs::remove_file(&b).unwrap();
+    let r = coll.store.sync(std::slice::from_ref(&data)).unwrap();
+    assert_eq!(r.removed.len(), 1, "{r:?}");
+    let c = data.join("c.warc");
+    std::fs::write(
+        &c,
+        response("http://c.test/", "2024-01-01T00:00:00Z", &text_ok("c")),
+    )
+    .unwrap();
+    coll.store.sync(std::slice::from_ref(&data)).unwrap();
+    let c_id = id_of(&coll.store, "c.warc").unwrap();
+    assert!(c_id > b_id, "{c_id} {b_id}");
+    // Across a restart: the store keeps the least id a new one may get.
+    let Collection { store, .. } = coll;
+    drop(store);
+    std::fs::remove_file(&c).unwrap();
+    let store = Store::open(&db).unwrap();
+    let r = store.sync(std::slice::from_ref(&data)).unwrap();
+    assert_eq!(r.removed.len(), 1, "{r:?}");
+    let d = data.join("d.warc");
+    std::fs::write(
+        &d,
+        response("http://d.test/", "2024-01-01T00:00:00Z", &text_ok("d")),
+    )
+    .unwrap();
+    store.sync(std::slice::from_ref(&data)).unwrap();
+    assert!(id_of(&store, "d.warc").unwrap() > c_id);
+    // A subdirectory's only file gone: kept, the failure naming it.
+    let e = sub.join("e.warc");
+    std::fs::write(
+        &e,
+        response("http://e.test/", "2024-01-01T00:00:00Z", &text_ok("e")),
+    )
+    .unwrap();
+    store.sync(std::slice::from_ref(&data)).unwrap();
+    let before = store.len().unwrap();
+    std::fs::remove_file(&e).unwrap();
+    let r = store.sync(std::slice::from_ref(&data)).unwrap();
+    assert!(r.removed.is_empty(), "{r:?}");
+    assert_eq!(r.failures.len(), 1, "{r:?}");
+    assert!(
+        r.failures[0].contains("sub: no archive file found"),
+        "{r:?}"
+    );
+    assert_eq!(store.len().unwrap(), before);
+}
+
 /// a.warc and b.warc in `dir`, each one response (of http://a.test/ and
 /// http://b.test/, bodies "a" and "b").
 fn two_one_record_files(dir: &Path) -> [PathBuf; 2] {
