@@ -915,12 +915,12 @@ impl FileStats {
                 format!("{spans} of {n} records start a zstd frame but continue into the next one"),
             );
         }
-        let (n, bad, first) = self.lz4;
+        let (lz4_records, bad, first) = self.lz4;
         if bad > 0 {
             out.push(
                 &rules::LZ4_FRAME_MULTIPLE_RECORDS,
                 &At::offset(first.unwrap_or(0)),
-                format!("{bad} of {n} records start inside an LZ4 frame that holds data of the record before"),
+                format!("{bad} of {lz4_records} records start inside an LZ4 frame that holds data of the record before"),
             );
         }
         let (spans, first) = self.lz4_spans;
@@ -928,10 +928,10 @@ impl FileStats {
             out.push(
                 &rules::LZ4_FRAME_MULTIPLE_RECORDS,
                 &At::offset(first.unwrap_or(0)),
-                format!("{spans} of {n} records start an LZ4 frame but continue into the next one"),
+                format!("{spans} of {lz4_records} records start an LZ4 frame but continue into the next one"),
             );
         }
-        if n > 0 {
+        if lz4_records > 0 {
             out.push(
                 &rules::LZ4_NONSTANDARD,
                 &At::offset(0),
