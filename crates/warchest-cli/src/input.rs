@@ -126,8 +126,7 @@ pub fn remote_member(name: &str) -> Option<(&str, &str)> {
     if !crate::remote::is_remote(name) {
         return None;
     }
-    let (wacz, entry) = name.split_once(".wacz#")?;
-    Some((&name[..wacz.len() + ".wacz".len()], entry))
+    warchest_wacz::split_at_wacz(name)
 }
 
 /// The archive file `entry` of the WACZ object at `url`, read at offsets

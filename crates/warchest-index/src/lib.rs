@@ -301,6 +301,51 @@ impl Indexer {
         self.index_inner(reader, emit, Some(&mut warned), Some(unparsed))
     }
 
+    /// [`Indexer::index_noted`] for an index that must address every
+    /// record (a CDX file, a WACZ's): stops at the first warning that the
+    /// input `name` is not compressed record at a time and gives it as
+    /// [`NotAddressable`] (`Ok(Err(..))`), a record or two in, where a
+    /// whole-file gzip was read to its end before it was refused. The
+    /// entries emitted before are the caller's to discard.
+    ///
+    /// # Errors
+    /// As [`Indexer::index`] (a refusal found first is given instead).
+    pub fn index_addressable<S: Source>(
+        &self,
+        reader: &mut Reader<S>,
+        name: &str,
+        mut emit: impl FnMut(Entry) -> Result<()>,
+        mut warned: impl FnMut(Vec<warchest::Warning>),
+        unparsed: &mut Recoveries<UnparsedHead>,
+    ) -> Result<std::result::Result<u64, NotAddressable>> {
+        let refused = std::cell::RefCell::new(None);
+        let r = self.index_noted(
+            reader,
+            |e| {
+                if refused.borrow().is_some() {
+                    // Only ends the read: the refusal is given below.
+                    return Err(Error::new(warchest::ErrorKind::Usage(
+                        "not record at a time".into(),
+                    )));
+                }
+                emit(e)
+            },
+            |ws| {
+                let mut r = refused.borrow_mut();
+                if r.is_none() {
+                    *r = not_addressable(&ws).map(|w| NotAddressable::new(name, w));
+                }
+                drop(r);
+                warned(ws)
+            },
+            unparsed,
+        );
+        match refused.into_inner() {
+            Some(refusal) => Ok(Err(refusal)),
+            None => r.map(Ok),
+        }
+    }
+
     fn index_inner<S: Source>(
         &self,
         reader: &mut Reader<S>,

@@ -458,3 +458,47 @@ fn index_noted_counts_records_whose_http_head_did_not_parse() {
     );
     assert_eq!(UnparsedHead::summary(&Recoveries::new()), None);
 }
+
+/// A whole-file gzip is refused a record or two in, not read to its end
+/// first; a file gzipped record at a time is indexed whole.
+#[test]
+fn index_addressable_stops_where_a_file_is_found_not_record_at_a_time() {
+    use std::io::Write;
+    let gz = |b: &[u8]| {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        e.write_all(b).unwrap();
+        e.finish().unwrap()
+    };
+    let records: Vec<Vec<u8>> = (0..40)
+        .map(|i| {
+            let uri = format!("http://a.test/{i}");
+            record("resource", &uri, &format!("<urn:uuid:{i}>"), "", b"x")
+        })
+        .collect();
+    let run = |data: &[u8]| {
+        let mut reader = Reader::new(data).unwrap();
+        let (mut entries, mut warned) = (0u64, 0usize);
+        let r = Indexer::new("f.warc.gz", IndexOptions::default())
+            .index_addressable(
+                &mut reader,
+                "f.warc.gz",
+                |_| {
+                    entries += 1;
+                    Ok(())
+                },
+                |ws| warned += ws.len(),
+                &mut Recoveries::new(),
+            )
+            .unwrap();
+        (r, entries, warned)
+    };
+    let (r, entries, warned) = run(&gz(&records.concat()));
+    let refusal = r.unwrap_err();
+    assert_eq!(refusal.name, "f.warc.gz");
+    assert!(entries <= 2, "{entries} entries before the refusal");
+    assert!(warned >= 1, "the warning is handed on too");
+    let per_record: Vec<u8> = records.iter().flat_map(|r| gz(r)).collect();
+    let (r, entries, _) = run(&per_record);
+    assert_eq!(r.unwrap(), 40);
+    assert_eq!(entries, 40);
+}

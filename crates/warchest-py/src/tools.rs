@@ -340,29 +340,23 @@ fn index_file<S: Source>(
     // Records indexed without status and MIME are said too.
     let mut unparsed = Recoveries::keeping(0);
     // A file not compressed record at a time is refused, as `warchest
-    // index` refuses it: its entries would not address its records.
-    let mut refused: Option<String> = None;
-    let r = indexer.index_noted(
+    // index` refuses it: its entries would not address its records (the
+    // read stops where that is found).
+    let r = indexer.index_addressable(
         reader,
+        name,
         |e| {
             *n += 1;
             out.push(&e)
         },
-        |ws| {
-            if refused.is_none() {
-                refused = warchest_index::not_addressable(&ws)
-                    .map(|w| warchest_index::NotAddressable::new(name, w).to_string());
-            }
-            recovered.add_all(name, &ws)
-        },
+        |ws| recovered.add_all(name, &ws),
         &mut unparsed,
     );
     said.extend(crate::scan::describe(&recovered, &Recoveries::new()));
     said.extend(UnparsedHead::summary(&unparsed).map(|l| format!("{name}: {l}")));
-    let records = r.map_err(to_py)?;
-    if let Some(why) = refused {
-        return Err(PyValueError::new_err(why));
-    }
+    let records = r
+        .map_err(to_py)?
+        .map_err(|refusal| PyValueError::new_err(refusal.to_string()))?;
     if records == 0 {
         return Err(no_records(name));
     }
@@ -468,8 +462,9 @@ fn check_records<S: Source>(
 /// named `FILE.wacz#archive/NAME` (`URL#archive/NAME`) in its findings and
 /// summary (as the command names it); a WACZ that cannot be listed or has
 /// no archive file raises `ArchiveError`, as `check` and `index` refuse
-/// it. A file or object that cannot be opened or read raises `OSError`
-/// naming it, as `warchest validate` fails for it (exit 2).
+/// it; so does an input in which no record is found (empty, or not an
+/// archive). A file or object that cannot be opened or read raises
+/// `OSError` naming it, as `warchest validate` fails for it (exit 2).
 #[pyfunction]
 pub(crate) fn validate_json(py: Python<'_>, paths: &Bound<'_, PyAny>) -> PyResult<String> {
     let targets = targets_from_py(paths)?;
@@ -485,7 +480,7 @@ pub(crate) fn validate_json(py: Python<'_>, paths: &Bound<'_, PyAny>) -> PyResul
             // an object that cannot be does (and as `check` and `index`
             // do): its error was dropped, the file only counted
             // `unreadable` in the summary.
-            match input {
+            let file = match input {
                 Input::File(p) => v.validate_path(p, &mut sink).map_err(to_py)?,
                 // Read as a stream from its start, by range requests, as
                 // `warchest validate URL` reads it on one thread.
@@ -499,6 +494,12 @@ pub(crate) fn validate_json(py: Python<'_>, paths: &Bound<'_, PyAny>) -> PyResul
                     Err(e) => return Err(to_py(e)),
                 },
             };
+            // An input with no record (empty, or not an archive) is not
+            // judged but refused, as `warchest validate` refuses it
+            // (exit 2) and `check` and `index` raise for it.
+            if file.records == 0 {
+                return Err(no_records(&input.name()));
+            }
         }
         let summary = v.finish(&mut |f| findings.push(f));
         serde_json::to_string(&json!({

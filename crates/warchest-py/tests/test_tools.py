@@ -107,6 +107,10 @@ def test_check_refuses_an_input_with_no_record(tmp_path, content):
     with pytest.raises(warchest.ArchiveError, match="no WARC, ARC or Web InfoMall record found"):
         recovery_warnings(lambda: warchest.index([SAMPLES / "sample.warc.gz", none], tmp_path / "n.cdxj"))
     assert not (tmp_path / "n.cdxj").exists()
+    # validate refuses it rather than judging it, as `warchest validate`
+    # exits 2 for it: with another file given too.
+    with pytest.raises(warchest.ArchiveError, match=f"no WARC, ARC or Web InfoMall record found in {none}"):
+        recovery_warnings(lambda: warchest.validate([SAMPLES / "sample.warc.gz", none]))
 
 
 def test_convert_refuses_an_input_with_no_record(tmp_path):

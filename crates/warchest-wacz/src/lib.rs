@@ -273,11 +273,25 @@ pub fn open_entry(path: &Path, entry: &ZipEntry) -> Result<Section> {
 /// name a WARC file inside a WACZ) into the WACZ path and the entry name.
 /// `None` for any other name, and when a file of that very name exists.
 pub fn split_member_name(name: &str) -> Option<(&str, &str)> {
-    let (wacz, entry) = name.split_once(".wacz#")?;
+    let split = split_at_wacz(name)?;
     if Path::new(name).exists() {
         return None;
     }
-    Some((&name[..wacz.len() + ".wacz".len()], entry))
+    Some(split)
+}
+
+/// `NAME.wacz#ENTRY` split at its first `.wacz#` into the WACZ's name and
+/// the entry's, whatever the extension's case (a `.WACZ` is a WACZ, as
+/// [`is_wacz`] says, and its archive files are named after it): no look
+/// at the disk, so a URL (`URL.wacz#archive/NAME`) splits too.
+pub fn split_at_wacz(name: &str) -> Option<(&str, &str)> {
+    const MARK: &str = ".wacz#";
+    let at = name
+        .as_bytes()
+        .windows(MARK.len())
+        .position(|w| w.eq_ignore_ascii_case(MARK.as_bytes()))?;
+    let end = at + ".wacz".len();
+    Some((&name[..end], &name[end + 1..]))
 }
 
 /// Opens `FILE.wacz#ENTRY` (see [`split_member_name`]) as a [`Section`].
@@ -540,10 +554,10 @@ pub fn create_with<P: AsRef<Path>>(
         let unparsed = &mut report.unparsed_heads;
         // A file not compressed record at a time cannot be indexed (its
         // entries would all point at a member's start): refused, as
-        // `warchest index` refuses it.
-        let mut refused: Option<String> = None;
-        let read = indexer.index_noted(
+        // `warchest index` refuses it, the read stopped there.
+        let read = indexer.index_addressable(
             &mut reader,
+            &name,
             |e| {
                 index.push(&e)?;
                 captured.add(&e);
@@ -556,18 +570,13 @@ pub fn create_with<P: AsRef<Path>>(
                 Ok(())
             },
             |ws| {
-                if refused.is_none() {
-                    refused = warchest_index::not_addressable(&ws)
-                        .map(|w| warchest_index::NotAddressable::new(&name, w).to_string());
-                }
                 recoveries.add_all(&name, &ws);
                 on_warnings(input, &ws);
             },
             unparsed,
         );
-        read?;
-        if let Some(why) = refused {
-            return Err(Error::new(warchest::ErrorKind::Usage(why)));
+        if let Err(refusal) = read? {
+            return Err(Error::new(warchest::ErrorKind::Usage(refusal.to_string())));
         }
         report.archives += 1;
         if detect {
@@ -1582,6 +1591,22 @@ pub fn member_path(wacz: &Path, entry: &str) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_member_name_splits_at_its_first_wacz_mark_in_any_case() {
+        assert_eq!(
+            split_at_wacz("d/S.WACZ#archive/a.warc.gz"),
+            Some(("d/S.WACZ", "archive/a.warc.gz"))
+        );
+        assert_eq!(
+            split_at_wacz("s3://b/x.Wacz#archive/y.wacz#z"),
+            Some(("s3://b/x.Wacz", "archive/y.wacz#z"))
+        );
+        assert_eq!(split_at_wacz("a.wacz"), None);
+        assert_eq!(split_at_wacz("a.warc.gz#x"), None);
+        // Not split on a byte inside a character.
+        assert_eq!(split_at_wacz("é.wacz#"), Some(("é.wacz", "")));
+    }
 
     #[test]
     fn section_reads_and_seeks_inside_its_window() {

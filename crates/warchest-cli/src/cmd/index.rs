@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use rayon::prelude::*;
 use tempfile::SpooledTempFile;
-use warchest::Warning;
 use warchest::recoveries::Recoveries;
 use warchest_index::{
     Encoder, Format, IndexOptions, IndexOutput, Indexer, NotAddressable, ParquetOptions,
@@ -27,7 +26,9 @@ use crate::report::{Global, Outcome, file_error};
 /// Example: `warchest index --sort -o index.cdxj crawl-*.warc.gz`
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Files to index (`-` for standard input).
+    /// Files to index (`-` for standard input; a URL (`http(s)://`, `s3://`, `gs://`, `az://`) is read by range
+    /// requests; a `.wacz` is read as its archive files, each named
+    /// `FILE.wacz#archive/NAME`).
     #[arg(required = true)]
     files: Vec<String>,
     /// Output format (default cdxj; cdx when --fields is given).
@@ -340,8 +341,6 @@ fn index_into(
     sink: &mut dyn FnMut(&[u8]) -> io::Result<()>,
 ) -> (Recoveries, Option<FileError>, u64, Recoveries<UnparsedHead>) {
     let mut warnings = Recoveries::new();
-    // The first warning that the file is not compressed record at a time.
-    let mut not_addressable_at: Option<Warning> = None;
     let mut entries = 0u64;
     let mut unparsed = Recoveries::new();
     let error = (|| -> Result<(), FileError> {
@@ -352,11 +351,13 @@ fn index_into(
         let opened = input::open(name, ropts)?;
         let indexer = Indexer::new(index_name(name), opts.clone());
         let mut lines = Vec::with_capacity(LINES_BUFFER + 4096);
-        let records;
-        input::with_reader!(opened, reader => {
+        let records = input::with_reader!(opened, reader => {
             let mut reader = reader;
-            let r = indexer.index_noted(
+            // A file not compressed record at a time is refused, the read
+            // stopped where that is found.
+            let r = indexer.index_addressable(
                 &mut reader,
+                name,
                 |e| {
                     encoder.encode(&e, &mut lines);
                     entries += 1;
@@ -366,21 +367,13 @@ fn index_into(
                     }
                     Ok(())
                 },
-                |ws| {
-                    if not_addressable_at.is_none() {
-                        not_addressable_at = warchest_index::not_addressable(&ws).cloned();
-                    }
-                    warnings.add_all(name, &ws);
-                },
+                |ws| warnings.add_all(name, &ws),
                 &mut unparsed,
             );
             // The entries before an error are kept, as with one thread.
             sink(&lines)?;
-            records = r?;
+            r??
         });
-        if let Some(w) = &not_addressable_at {
-            return Err(NotAddressable::new(name, w).into());
-        }
         // Standard input is not looked at before (`require_records`):
         // one that held no record is told here, as for a file.
         if records == 0 {

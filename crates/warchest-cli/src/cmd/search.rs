@@ -102,14 +102,12 @@ fn doc_name(name: &str) -> String {
 
 /// The identity of an input: its size and the digest of its head.
 fn identify(name: &str) -> Result<IndexedFile> {
-    let path = name
-        .rsplit_once(".wacz#")
-        .map_or(name.to_string(), |(w, _)| format!("{w}.wacz"));
+    let path = warchest_wacz::split_at_wacz(name).map_or(name, |(w, _)| w);
     let size = if crate::remote::is_remote(name) {
         crate::remote::size(name)?
     } else {
-        std::fs::metadata(&path)
-            .with_context(|| path.clone())?
+        std::fs::metadata(path)
+            .with_context(|| path.to_string())?
             .len()
     };
     let stream = crate::input::open_stream(name)?;

@@ -965,8 +965,10 @@ fn a_lone_file_goes_straight_to_the_output() {
         assert_eq!(out.status.code(), Some(2), "{err}");
         let lines = String::from_utf8(out.stdout).unwrap();
         let entries = lines.strip_prefix(legend).unwrap().lines().count();
-        assert!(entries > 0, "the refusal came after some entries: {err}");
         assert_eq!(refused_on_stdout(&err), entries, "{err}");
+        // Refused where it is found, a record or two in: the sample's
+        // first record (a warcinfo) is not indexed, so no entry stands.
+        assert_eq!(entries, 0, "{err}");
         // Standard output redirected to a file, standard error too (as
         // `> FILE 2>&1`): cut back, the messages after the legend.
         let redirected = dir.path().join(format!("redirected.{format}"));
@@ -1078,21 +1080,33 @@ fn a_refusal_on_a_pipe_tells_the_unparsed_heads_of_its_entries() {
     use std::io::Write;
     let dir = tempfile::tempdir().unwrap();
     let http = "application/http; msgtype=response";
-    let mut data = warc_record("response", "http://a.test/1", 1, http, b"\x00\x01 not http");
-    for n in 2..6 {
+    let gz = |data: &[u8]| {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(data).unwrap();
+        gz.finish().unwrap()
+    };
+    // Two records a member each, then four in one member: the refusal
+    // comes after some entries have gone to the pipe.
+    let mut file = gz(&warc_record(
+        "response",
+        "http://a.test/1",
+        1,
+        http,
+        b"\x00\x01 not http",
+    ));
+    let mut rest = Vec::new();
+    for n in 2..7 {
         let uri = format!("http://a.test/{n}");
-        data.extend(warc_record(
-            "response",
-            &uri,
-            n,
-            http,
-            b"HTTP/1.1 200 OK\r\n\r\nhi",
-        ));
+        let r = warc_record("response", &uri, n, http, b"HTTP/1.1 200 OK\r\n\r\nhi");
+        if n == 2 {
+            file.extend(gz(&r));
+        } else {
+            rest.extend(r);
+        }
     }
-    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    gz.write_all(&data).unwrap();
+    file.extend(gz(&rest));
     let whole = dir.path().join("whole.warc.gz");
-    std::fs::write(&whole, gz.finish().unwrap()).unwrap();
+    std::fs::write(&whole, file).unwrap();
     let whole = whole.to_str().unwrap();
     let told = "1 record whose HTTP head did not parse";
 
@@ -1100,7 +1114,9 @@ fn a_refusal_on_a_pipe_tells_the_unparsed_heads_of_its_entries() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     let entries = String::from_utf8(out.stdout).unwrap().lines().count();
-    assert_eq!((entries, refused_on_stdout(&err)), (5, 5), "{err}");
+    assert_eq!(refused_on_stdout(&err), entries, "{err}");
+    // Some stand, and the read stopped before the last records.
+    assert!((2..6).contains(&entries), "{entries}: {err}");
     assert!(err.contains(told), "{err}");
 
     let out_path = dir.path().join("whole.cdxj");

@@ -212,6 +212,38 @@ fn a_wacz_is_read_as_its_archive_files_or_refused_by_every_command() {
     }
 }
 
+/// A WACZ named in capitals (`S.WACZ`) is a WACZ: its archive files are
+/// read, each named `S.WACZ#archive/NAME`, and such a name is opened as
+/// the member it names (it was taken for a file of that name, not found).
+#[test]
+fn a_wacz_named_in_capitals_is_read_as_its_archive_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let wacz = dir.path().join("S.WACZ");
+    let (code, _, err) = run(bin()
+        .args(["wacz", "create", "-o"])
+        .arg(dir.path().join("s.wacz"))
+        .arg(sample()));
+    assert_eq!(code, 0, "{err}");
+    std::fs::rename(dir.path().join("s.wacz"), &wacz).unwrap();
+    let (code, listed, err) = run(bin().args(["ls", "-H"]).arg(&wacz));
+    assert_eq!(code, 0, "{err}");
+    let listed = String::from_utf8_lossy(&listed);
+    let member = listed.lines().next().unwrap().split('\t').next().unwrap();
+    assert!(
+        member.ends_with("S.WACZ#archive/sample.warc.gz"),
+        "{listed}"
+    );
+    let (code, whole, _) = run(bin().arg("ls").arg(sample()));
+    assert_eq!(code, 0);
+    for args in [vec!["ls"], vec!["ls", "-j", "2"]] {
+        let (code, out, err) = run(bin().args(&args).arg(member));
+        assert_eq!(code, 0, "{args:?} {member}: {err}");
+        assert_eq!(out, whole, "{args:?} {member}");
+    }
+    let (code, _, err) = run(bin().args(["check", member]));
+    assert_eq!(code, 0, "{err}");
+}
+
 /// The damaged copies of issue 19: trailing garbage, a Content-Length far
 /// past the end of the file, a damaged zstd frame skipped.
 fn damaged(dir: &Path) -> Vec<PathBuf> {

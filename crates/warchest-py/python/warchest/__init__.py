@@ -227,7 +227,9 @@ def validate(paths: Union[PathLike, Sequence[PathLike]]) -> dict:
     ``.wacz`` (local or by URL) is validated as its archive files, each
     named ``FILE.wacz#archive/NAME`` in its findings and summary; a WACZ
     with no archive file (or one that cannot be listed) raises
-    ``ArchiveError``, as ``check`` refuses it.
+    ``ArchiveError``, as ``check`` refuses it; so does an input in which
+    no record is found (empty, or not an archive), as ``warchest validate``
+    refuses it (exit 2) rather than judging it.
     """
     return json.loads(_validate_json(paths))
 
