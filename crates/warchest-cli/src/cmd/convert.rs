@@ -24,7 +24,10 @@ use crate::report::{Global, Outcome, file_error};
 /// `warchest convert page.warc.gz -o page2.dat --to infomall`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Files to convert (`-` for standard input), all into one output.
+    /// Files to convert (`-` for standard input; a URL (`http(s)://`, `s3://`, `gs://`, `az://`) is read by range
+    /// requests; a `.wacz` is read as its archive files, each named
+    /// `FILE.wacz#archive/NAME`), all into one
+    /// output.
     #[arg(required = true)]
     inputs: Vec<String>,
     /// The output file (`-` for standard output).

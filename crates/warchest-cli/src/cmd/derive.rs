@@ -42,7 +42,8 @@ enum What {
 
 #[derive(clap::Args, Debug)]
 struct WarcArgs {
-    /// Archives to read (paths, `-`, URLs, prefixes, globs).
+    /// Archives to read (paths, `-`, URLs, prefixes, globs; a `.wacz` as
+    /// its archive files, each named `FILE.wacz#archive/NAME`).
     #[arg(required = true, value_name = "FILE")]
     files: Vec<String>,
     /// The output WARC file (a path or a URL); `.gz` gives a gzip member
@@ -53,7 +54,8 @@ struct WarcArgs {
 
 #[derive(clap::Args, Debug)]
 struct TextArgs {
-    /// Archives to read (paths, `-`, URLs, prefixes, globs).
+    /// Archives to read (paths, `-`, URLs, prefixes, globs; a `.wacz` as
+    /// its archive files, each named `FILE.wacz#archive/NAME`).
     #[arg(required = true, value_name = "FILE")]
     files: Vec<String>,
     /// The output (a path, a URL, or `-` for standard output).

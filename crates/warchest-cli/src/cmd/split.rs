@@ -32,7 +32,9 @@ use crate::tools::{CompressionArgs, Jobs, parse_size, progress, sniff_to};
 #[derive(clap::Args, Debug)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
-    /// Files to read (`-` for standard input).
+    /// Files to read (`-` for standard input; a URL (`http(s)://`, `s3://`, `gs://`, `az://`) is read by range
+    /// requests; a `.wacz` is read as its archive files, each named
+    /// `FILE.wacz#archive/NAME`).
     #[arg(required = true, value_name = "IN")]
     files: Vec<String>,
     /// Largest output file: 1GB, 500MB, 1GiB, or bytes.

@@ -401,6 +401,41 @@ fn help_lists_a_line_a_command_and_the_paragraph_stays_with_the_command() {
     );
 }
 
+/// Every command that reads archives as its inputs says in `--help` that
+/// a URL and a WACZ are read (the README alone said so).
+#[test]
+fn reading_commands_say_they_read_urls_and_wacz() {
+    for cmd in [
+        "ls",
+        "check",
+        "stats",
+        "index",
+        "validate",
+        "convert",
+        "filter",
+        "recompress",
+        "split",
+        "concat",
+    ] {
+        let (code, out, err) = run(bin().args([cmd, "--help"]));
+        assert_eq!(code, 0, "{err}");
+        let flat = out.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(flat.contains("`s3://`"), "{cmd}: {out}");
+        assert!(
+            flat.contains("a `.wacz` is read as its archive files"),
+            "{cmd}: {out}"
+        );
+    }
+    for sub in ["text", "wat", "wet"] {
+        let (_, out, _) = run(bin().args(["derive", sub, "--help"]));
+        let flat = out.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            flat.contains("a `.wacz` as its archive files"),
+            "derive {sub}: {out}"
+        );
+    }
+}
+
 /// The examples in `--help` keep a line each (clap would otherwise reflow
 /// them into one paragraph with the prose).
 #[test]
