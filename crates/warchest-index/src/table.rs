@@ -338,20 +338,32 @@ pub struct SkippedError {
     /// The error, as the row's `error` column gives it (it names the file
     /// and, when known, the offset).
     pub message: String,
+    /// The error without the file's name (the offset, when known, and
+    /// why): what a sentence already naming the file says of it.
+    pub detail: String,
 }
 
 impl SkippedError {
     fn of(e: &Error) -> Self {
+        let message = e.to_string();
+        let detail = e
+            .file()
+            .and_then(|f| message.strip_prefix(&format!("{}: ", f.display())))
+            .unwrap_or(&message)
+            .to_string();
         SkippedError {
             offset: e.position().map_or(0, |p| p.offset),
-            message: e.to_string(),
+            message,
+            detail,
         }
     }
 
-    /// One sentence of the count, the first's offset and message, saying
-    /// what became of them (`consequence`): "1 error skipped (skip_errors):
-    /// CONSEQUENCE; the first at offset 87: MESSAGE"; `None` when there are
-    /// none.
+    /// One sentence of the count and the first error, saying what became
+    /// of them (`consequence`): "1 error skipped (skip_errors):
+    /// CONSEQUENCE; the first: offset 87 (record 2): WHY" (the error's
+    /// file not named again: the caller's sentence names it), "...; the
+    /// first in FILE: offset 87..." when the errors are of several files;
+    /// `None` when there are none.
     pub fn summary_as(tally: &Recoveries<SkippedError>, consequence: &str) -> Option<String> {
         let n = tally.total();
         if n == 0 {
@@ -360,10 +372,10 @@ impl SkippedError {
         let what = if n == 1 { "error" } else { "errors" };
         let mut told = format!("{n} {what} skipped (skip_errors): {consequence}");
         match tally.kept().next() {
-            Some((_, e)) => told.push_str(&format!(
-                "; the first at offset {}: {}",
-                e.offset, e.message
-            )),
+            Some((f, e)) if tally.by_file().len() > 1 => {
+                told.push_str(&format!("; the first in {f}: {}", e.detail))
+            }
+            Some((_, e)) => told.push_str(&format!("; the first: {}", e.detail)),
             None => {
                 if let Some(f) = tally.by_file().first() {
                     told.push_str(&format!(

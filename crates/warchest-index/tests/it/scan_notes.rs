@@ -290,10 +290,12 @@ fn errors_skipped_are_noted_once_with_their_offset_and_message() {
         let told = warchest_index::table::SkippedError::summary_as(&n.failures, "X").unwrap();
         assert!(
             told.starts_with(&format!(
-                "1 error skipped (skip_errors): X; the first at offset {cut_at}: "
+                "1 error skipped (skip_errors): X; the first: offset {cut_at} "
             )),
             "{told}"
         );
+        // The file is the caller's to name, once.
+        assert!(!told.contains(&name), "{told}");
         // The chunked scanner notes it the same.
         let mut s = warchest_index::table::ChunkedScanner::open(
             &path,
