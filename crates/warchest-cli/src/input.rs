@@ -133,13 +133,16 @@ pub fn remote_member(name: &str) -> Option<(&str, &str)> {
 /// where it lies in the object (one range request per block).
 ///
 /// # Errors
-/// The WACZ cannot be listed, has no such archive file, or its server
-/// answers no byte ranges (a ZIP is read from its end, by ranges).
+/// The WACZ cannot be listed, has no such archive file, its server
+/// answers no byte ranges (a ZIP is read from its end, by ranges), or it
+/// is not the size it was listed at (replaced during the run: the
+/// archive file is no longer where its directory said).
 pub fn open_remote_member(url: &str, entry: &str) -> warchest::Result<Arc<dyn ReadAt>> {
     let named = |what: String| {
         warchest::Error::new(warchest::ErrorKind::Usage(what)).in_file(std::path::Path::new(url))
     };
-    let e = crate::remote::wacz_archive_entries(url)?
+    let (listed, entries) = crate::remote::wacz_listing(url)?;
+    let e = entries
         .into_iter()
         .find(|e| e.name == entry)
         .ok_or_else(|| named(format!("no archive file {entry} in the WACZ")))?;
@@ -148,6 +151,15 @@ pub fn open_remote_member(url: &str, entry: &str) -> warchest::Result<Arc<dyn Re
         .ok_or_else(|| {
             named("its server answers no byte ranges, which a WACZ is read by".into())
         })?;
+    let now = src
+        .size()
+        .map_err(|e| warchest::Error::from(e).in_file(std::path::Path::new(url)))?;
+    if now != listed {
+        return Err(named(format!(
+            "the WACZ is {now} bytes, not the {listed} it was listed at: it was replaced \
+             during the run, and {entry} is no longer where its directory said"
+        )));
+    }
     Ok(Arc::new(warchest::io::Slice::new(
         src,
         e.data_start,
@@ -501,4 +513,45 @@ pub fn require_records_all(names: &[String]) -> anyhow::Result<()> {
         require_records(n)?;
     }
     Ok(())
+}
+
+/// The HTTP server with ranges of warchest-remote's tests.
+#[cfg(all(test, feature = "remote"))]
+#[path = "../../warchest-remote/tests/it/servers.rs"]
+#[allow(dead_code)]
+mod test_servers;
+
+#[cfg(all(test, feature = "remote"))]
+mod tests {
+    use super::*;
+
+    /// A WACZ by URL replaced after it was listed (another size) is
+    /// refused when an archive file of it is opened, naming both sizes,
+    /// rather than read at offsets the new bytes do not keep.
+    #[test]
+    fn a_remote_wacz_replaced_after_its_listing_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let sample =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../samples/sample.warc.gz");
+        let wacz = dir.path().join("w.wacz");
+        warchest_wacz::create(&[&sample], &wacz, &Default::default()).unwrap();
+        let srv = test_servers::RangeServer::start(dir.path(), 5.0);
+        let url = srv.url("w.wacz");
+        let entry = "archive/sample.warc.gz";
+        // As listed: read where the directory says.
+        let src = open_remote_member(&url, entry).unwrap();
+        let mut head = [0u8; 8];
+        src.read_at(&mut head, 0).unwrap();
+        assert_eq!(&head[..2], b"\x1f\x8b");
+        // Replaced by a WACZ of two archive files: another size.
+        let two = dir.path().join("two.wacz");
+        let other = dir.path().join("other.warc.gz");
+        std::fs::copy(&sample, &other).unwrap();
+        warchest_wacz::create(&[&other, &sample], &two, &Default::default()).unwrap();
+        std::fs::rename(&two, &wacz).unwrap();
+        let err = open_remote_member(&url, entry).err().expect("refused");
+        let msg = err.to_string();
+        assert!(msg.starts_with(&url), "{msg}");
+        assert!(msg.contains("it was replaced during the run"), "{msg}");
+    }
 }

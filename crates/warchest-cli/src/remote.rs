@@ -109,27 +109,42 @@ pub fn expand(url: &str) -> Vec<String> {
 /// The object cannot be read, is not a ZIP, or an archive file is
 /// compressed in it.
 pub fn wacz_archive_entries(url: &str) -> warchest::Result<Vec<warchest_wacz::ZipEntry>> {
+    wacz_listing(url).map(|(_, entries)| entries)
+}
+
+/// [`wacz_archive_entries`] and the object's size when it was listed: an
+/// archive file is read where the directory of that version put it, so a
+/// WACZ replaced since (another size) is refused, not read at offsets its
+/// new bytes do not keep.
+///
+/// # Errors
+/// As [`wacz_archive_entries`].
+pub fn wacz_listing(url: &str) -> warchest::Result<(u64, Vec<warchest_wacz::ZipEntry>)> {
     let name = std::path::Path::new(url);
     #[cfg(feature = "remote")]
     {
+        type Listed = (String, u64, Vec<warchest_wacz::ZipEntry>);
         // Listed once a run: each archive file opened, on each thread,
         // would list the WACZ again (a HEAD and a few ranges each).
-        static LISTED: std::sync::Mutex<Vec<(String, Vec<warchest_wacz::ZipEntry>)>> =
-            std::sync::Mutex::new(Vec::new());
-        let listed = |l: &[(String, Vec<warchest_wacz::ZipEntry>)]| {
-            l.iter().find(|(u, _)| u == url).map(|(_, e)| e.clone())
+        static LISTED: std::sync::Mutex<Vec<Listed>> = std::sync::Mutex::new(Vec::new());
+        let listed = |l: &[Listed]| {
+            l.iter()
+                .find(|(u, _, _)| u == url)
+                .map(|(_, size, e)| (*size, e.clone()))
         };
         if let Some(e) = listed(&LISTED.lock().unwrap_or_else(|e| e.into_inner())) {
             return Ok(e);
         }
         let f = warchest_remote::open_small(url, None)
             .map_err(|e| warchest::Error::from(e).in_file(name))?;
+        let size = f.size();
         let entries = warchest_wacz::archive_entries_of(warchest_wacz::entries_of(f, name)?, name)?;
-        LISTED
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push((url.to_string(), entries.clone()));
-        Ok(entries)
+        LISTED.lock().unwrap_or_else(|e| e.into_inner()).push((
+            url.to_string(),
+            size,
+            entries.clone(),
+        ));
+        Ok((size, entries))
     }
     #[cfg(not(feature = "remote"))]
     {
