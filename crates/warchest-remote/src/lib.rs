@@ -422,6 +422,18 @@ pub fn list(url: &str) -> io::Result<Vec<(String, u64)>> {
     runtime().block_on(request::list(&loc, &opts))
 }
 
+/// Whether the object `url` is one the glob URL `glob` names (its last
+/// component has a `*`, as [`list`] takes it): the same directory, and a
+/// last component the pattern matches. What a listing of `glob` that no
+/// longer gives `url` says is gone.
+pub fn glob_names(glob: &str, url: &str) -> bool {
+    let (Some((gdir, pattern)), Some((dir, name))) = (glob.rsplit_once('/'), url.rsplit_once('/'))
+    else {
+        return false;
+    };
+    pattern.contains('*') && gdir == dir && location::glob_match(pattern, name)
+}
+
 /// Creates the object at `url` for writing. It appears only when
 /// [`RemoteWriter::finish`] succeeds.
 pub fn create(url: &str) -> io::Result<RemoteWriter> {
@@ -431,6 +443,21 @@ pub fn create(url: &str) -> io::Result<RemoteWriter> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_glob_names_the_objects_of_its_directory_it_matches() {
+        let g = "s3://b/crawl/*.warc.gz";
+        assert!(glob_names(g, "s3://b/crawl/a.warc.gz"));
+        assert!(!glob_names(g, "s3://b/crawl/a.warc"));
+        assert!(!glob_names(g, "s3://b/crawl/sub/a.warc.gz"));
+        assert!(!glob_names(g, "s3://b/other/a.warc.gz"));
+        // A prefix or an object is not a glob.
+        assert!(!glob_names("s3://b/crawl/", "s3://b/crawl/a.warc.gz"));
+        assert!(!glob_names(
+            "s3://b/crawl/a.warc.gz",
+            "s3://b/crawl/a.warc.gz"
+        ));
+    }
 
     /// An unreadable size is warned about once a variable
     /// (`first_warning`); the sizes themselves are the format crate's

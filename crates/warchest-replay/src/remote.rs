@@ -145,6 +145,21 @@ pub(crate) fn list(url: &str) -> io::Result<Vec<(String, u64)>> {
     }
 }
 
+/// Whether the object `url` is one the glob URL `glob` names
+/// (`warchest_remote::glob_names`); without the `remote` feature no
+/// object is synced, so none is.
+pub(crate) fn glob_names(glob: &str, url: &str) -> bool {
+    #[cfg(feature = "remote")]
+    {
+        warchest_remote::glob_names(glob, url)
+    }
+    #[cfg(not(feature = "remote"))]
+    {
+        let _ = (glob, url);
+        false
+    }
+}
+
 /// Bytes fetched with one request, read and sought as the range
 /// `start..start + bytes.len()` of the object (offsets are the object's, or
 /// a WACZ member's: from the member's start).

@@ -1454,17 +1454,23 @@ impl Store {
         let mut report = SyncReport::default();
         let mut files = Vec::new();
         let mut dirs = Vec::new();
-        let mut prefixes = Vec::new();
+        let mut listings = Vec::new();
+        // Every object synced, however it was named: one named on its own
+        // is not gone because a prefix served beside it does not list it
+        // (its name not an archive's).
+        let mut synced = std::collections::BTreeSet::new();
         for p in paths {
             if let Some(url) = p.to_str().filter(|u| remote::is_remote(u)) {
                 match list_objects(url) {
                     Ok(objects) => {
-                        // A listing of a prefix tells which objects under
-                        // it are gone (a glob or a single object does not).
-                        if url.ends_with('/') {
+                        // A listing of a prefix or a glob tells which
+                        // objects it names are gone (one of a single
+                        // object does not: gone, it is an error).
+                        if is_listing(url) {
                             let listed = objects.iter().map(|(u, _)| u.clone()).collect();
-                            prefixes.push((url.to_string(), listed));
+                            listings.push((url.to_string(), listed));
                         }
+                        synced.extend(objects.iter().map(|(u, _)| u.clone()));
                         for (url, size) in objects {
                             let r = if wacz::is_wacz(Path::new(&url)) {
                                 self.sync_wacz_object(&url, size, &mut report)
@@ -1501,7 +1507,7 @@ impl Store {
         // A store error dropping them is the sync's failure, not its end:
         // what it did is still reported (and the captures are kept).
         let walked: std::collections::BTreeSet<PathBuf> = files.into_iter().collect();
-        if let Err(e) = self.drop_removed(&dirs, &walked, &prefixes, &mut report) {
+        if let Err(e) = self.drop_removed(&dirs, &walked, &listings, &synced, &mut report) {
             report.failures.push(format!(
                 "{}: the files no longer there could not be dropped ({e}); their captures \
                  are kept, and dropping them is tried again at the next sync",
@@ -1513,19 +1519,20 @@ impl Store {
 
     /// Drops the sources whose file is gone: a local one under `dirs` not
     /// among the files `walked` just now and not found (a file that cannot
-    /// be looked at for another reason is kept), an object under one of
-    /// `prefixes` (each with the objects listed) that its listing no
-    /// longer gives; with their captures, record ids and digests, counting
-    /// them in `report`. A file whose directory holds no archive file the
-    /// walk found, or an object under a prefix that listed none, keeps its
-    /// captures, a failure saying so: an empty mount point looks the same
-    /// as a directory emptied. Reads the whole captures table, once a sync
-    /// that found any.
+    /// be looked at for another reason is kept), an object one of
+    /// `listings` (a prefix or a glob, each with the objects listed) names
+    /// that it no longer gives and that no other URL `synced`; with their
+    /// captures, record ids and digests, counting them in `report`. A file
+    /// whose directory holds no archive file the walk found, or an object
+    /// of a listing that gave none, keeps its captures, a failure saying
+    /// so: an empty mount point looks the same as a directory emptied.
+    /// Reads the whole captures table, once a sync that found any.
     fn drop_removed(
         &self,
         dirs: &[PathBuf],
         walked: &std::collections::BTreeSet<PathBuf>,
-        prefixes: &[(String, std::collections::BTreeSet<String>)],
+        listings: &[(String, std::collections::BTreeSet<String>)],
+        synced: &std::collections::BTreeSet<String>,
         report: &mut SyncReport,
     ) -> Result<()> {
         // The directories the walk found an archive file in: a source gone
@@ -1551,15 +1558,13 @@ impl Store {
                     (parent.display().to_string(), full.contains(parent))
                 }
                 Some(url) => {
-                    let Some((prefix, listed)) =
-                        prefixes.iter().find(|(p, _)| url.starts_with(p.as_str()))
-                    else {
+                    let Some((given, listed)) = listings.iter().find(|(l, _)| names(l, url)) else {
                         continue;
                     };
-                    if listed.contains(url) {
+                    if synced.contains(url) {
                         continue;
                     }
-                    (prefix.clone(), !listed.is_empty())
+                    (given.clone(), !listed.is_empty())
                 }
             };
             if found {
@@ -3149,12 +3154,30 @@ fn record_type_of_line(mime: Option<&str>, status: bool) -> &'static str {
     }
 }
 
+/// Whether the URL `url` names objects by a listing (a prefix, `/` at
+/// the end, or a glob, a `*` in its last component), not one object.
+fn is_listing(url: &str) -> bool {
+    url.ends_with('/') || url.rsplit('/').next().unwrap_or("").contains('*')
+}
+
+/// Whether the object `url` is one the listing `listing` ([`is_listing`])
+/// names: under the prefix, or matched by the glob; with an archive's name
+/// ([`list_objects`] lists no other).
+fn names(listing: &str, url: &str) -> bool {
+    let under = if listing.ends_with('/') {
+        url.starts_with(listing)
+    } else {
+        remote::glob_names(listing, url)
+    };
+    under && is_archive_name(url.rsplit('/').next().unwrap_or(""))
+}
+
 /// The objects a URL names, with their sizes: under a prefix (`/` at the
 /// end) or matched by a glob only those with an archive's name, as a
 /// directory is walked; a URL of one object is that object.
 fn list_objects(url: &str) -> std::io::Result<Vec<(String, u64)>> {
     let last = url.rsplit('/').next().unwrap_or("");
-    let many = url.ends_with('/') || last.contains('*') || last.contains('?');
+    let many = is_listing(url) || last.contains('?');
     let mut all = remote::list(url)?;
     if many || all.len() > 1 {
         all.retain(|(u, _)| is_archive_name(u.rsplit('/').next().unwrap_or("")));

@@ -595,6 +595,61 @@ fn serve_over_s3_answers_as_over_the_local_files() {
     assert_eq!(remote.get(example_url).text(), examples);
 }
 
+/// What a glob no longer lists is dropped as what a prefix no longer
+/// lists is; an object named on its own under a prefix served, whose name
+/// is not an archive's (the prefix's listing leaves it out), is kept with
+/// its captures, start after start.
+#[test]
+fn serve_drops_what_a_glob_no_longer_lists_and_keeps_an_object_named_on_its_own() {
+    let moto = Moto::start();
+    let env = moto.env();
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../samples/sample.warc.gz");
+    moto.upload(
+        "bucket",
+        &[
+            ("crawl/iana.warc.gz".into(), fixture("pywb/iana.warc.gz")),
+            ("crawl/sample.data".into(), sample),
+            ("g/a.warc.gz".into(), fixture("pywb/example.warc.gz")),
+            ("g/b.warc.gz".into(), fixture("pywb/iana.warc.gz")),
+        ],
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("r.redb");
+    let args = [
+        "s3://bucket/crawl/",
+        "s3://bucket/crawl/sample.data",
+        "s3://bucket/g/*.warc.gz",
+    ];
+    // The sample's captures (2026): from the object named on its own.
+    let sample_cdx = "/archive/cdx?url=http://example.com/&output=json&from=2026";
+    let iana_cdx = "/archive/cdx?url=http://www.iana.org/&output=json";
+    let remote = serve_env(&env, &args, &db);
+    let captures = remote.get(sample_cdx).text();
+    assert!(
+        captures.contains("sample.data"),
+        "{captures} {}",
+        remote.log()
+    );
+    let iana = remote.get(iana_cdx).text();
+    assert!(iana.contains("b.warc.gz"), "{iana}");
+    drop(remote);
+    moto.delete("bucket", "g/b.warc.gz");
+    let remote = serve_env(&env, &args, &db);
+    let log = remote.log_with("no longer there: ");
+    assert!(
+        log.contains("s3://bucket/g/b.warc.gz: no longer there"),
+        "{log}"
+    );
+    assert!(log.contains("1 file no longer there"), "{log}");
+    assert!(!log.contains("sample.data: no longer there"), "{log}");
+    assert_eq!(remote.get(sample_cdx).text(), captures);
+    let iana = remote.get(iana_cdx).text();
+    assert!(
+        !iana.contains("b.warc.gz") && iana.contains("iana.warc.gz"),
+        "{iana}"
+    );
+}
+
 #[test]
 fn serve_over_http_reads_a_record_with_one_request_retries_and_names_a_cut_object() {
     let tmp = tempfile::tempdir().unwrap();
