@@ -173,16 +173,23 @@ def test_fetch_as_arrow_warns_once_at_its_end(tmp_path):
     ]
 
 
-def test_the_spark_sources_reader_warns_in_its_task(tmp_path):
+def spark_task_rows(paths):
+    """The rows the Spark source's reader gives in one task over `paths`
+    (columns `warc_target_uri` alone, as a `.schema(...)` asks), and the
+    RecoveryWarnings it gave."""
     pytest.importorskip("pyspark")
     import pyspark_warchest
     from pyspark.sql.types import StringType, StructField, StructType
 
-    bad = bare_lf_warc(tmp_path / "bare.warc")
     schema = StructType([StructField("warc_target_uri", StringType())])
     reader = pyspark_warchest.WarcReader({"columns": "warc_target_uri"}, schema)
-    part = pyspark_warchest.WarcFiles([str(CLEAN), str(bad)])
-    n, told = recovery_warnings(lambda: sum(b.num_rows for b in reader.read(part)))
+    part = pyspark_warchest.WarcFiles([str(p) for p in paths])
+    return recovery_warnings(lambda: sum(b.num_rows for b in reader.read(part)))
+
+
+def test_the_spark_sources_reader_warns_in_its_task(tmp_path):
+    bad = bare_lf_warc(tmp_path / "bare.warc")
+    n, told = spark_task_rows([CLEAN, bad])
     assert n > 2
     assert len(told) == 1 and told[0].startswith(f"{bad}: 2 lenient recoveries: bare-lf (2)")
 
@@ -250,15 +257,8 @@ def test_fetch_as_arrow_tells_errors_skipped_once_at_its_end(tmp_path):
 
 
 def test_the_spark_source_tells_an_error_skipped_without_its_error_column(tmp_path):
-    pytest.importorskip("pyspark")
-    import pyspark_warchest
-    from pyspark.sql.types import StringType, StructField, StructType
-
     missing = tmp_path / "missing.warc"
-    schema = StructType([StructField("warc_target_uri", StringType())])
-    reader = pyspark_warchest.WarcReader({"columns": "warc_target_uri"}, schema)
-    part = pyspark_warchest.WarcFiles([str(CLEAN), str(missing)])
-    n, told = recovery_warnings(lambda: sum(b.num_rows for b in reader.read(part)))
+    n, told = spark_task_rows([CLEAN, missing])
     assert n > 2
     assert len(told) == 1 and told[0].startswith(f"{missing}: {UNSEEN} ")
     assert told[0].count(str(missing)) == 1

@@ -879,59 +879,47 @@ impl FileStats {
     }
 
     fn finish(self, out: &mut dyn Emit) {
-        let (n, bad, first) = self.gzip;
-        if bad > 0 {
-            out.push(
+        // A codec's records that start inside a member or frame holding
+        // the record before, and those that continue into the next one:
+        // one rule each codec, said in its words.
+        let codecs: [(_, _, &'static Rule, &str, &str); 3] = [
+            (
+                self.gzip,
+                self.gzip_spans,
                 &rules::GZIP_RECORD_AT_A_TIME,
-                &At::offset(first.unwrap_or(0)),
-                format!(
-                    "{bad} of {n} records do not start a gzip member: the file is not compressed record at a time, so no index can point at those records"
-                ),
-            );
-        }
-        let (spans, first) = self.gzip_spans;
-        if spans > 0 {
-            out.push(
-                &rules::GZIP_RECORD_AT_A_TIME,
-                &At::offset(first.unwrap_or(0)),
-                format!(
-                    "{spans} of {n} records start a gzip member but continue into the next one: the file is not compressed record at a time"
-                ),
-            );
-        }
-        let (n, bad, first) = self.zstd;
-        if bad > 0 {
-            out.push(
+                "do not start a gzip member: the file is not compressed record at a time, so no \
+                 index can point at those records",
+                "start a gzip member but continue into the next one: the file is not compressed \
+                 record at a time",
+            ),
+            (
+                self.zstd,
+                self.zstd_spans,
                 &rules::ZSTD_FRAME_MULTIPLE_RECORDS,
-                &At::offset(first.unwrap_or(0)),
-                format!("{bad} of {n} records start inside a zstd frame that holds data of the record before"),
-            );
-        }
-        let (spans, first) = self.zstd_spans;
-        if spans > 0 {
-            out.push(
-                &rules::ZSTD_FRAME_MULTIPLE_RECORDS,
-                &At::offset(first.unwrap_or(0)),
-                format!("{spans} of {n} records start a zstd frame but continue into the next one"),
-            );
-        }
-        let (lz4_records, bad, first) = self.lz4;
-        if bad > 0 {
-            out.push(
+                "start inside a zstd frame that holds data of the record before",
+                "start a zstd frame but continue into the next one",
+            ),
+            (
+                self.lz4,
+                self.lz4_spans,
                 &rules::LZ4_FRAME_MULTIPLE_RECORDS,
-                &At::offset(first.unwrap_or(0)),
-                format!("{bad} of {lz4_records} records start inside an LZ4 frame that holds data of the record before"),
-            );
+                "start inside an LZ4 frame that holds data of the record before",
+                "start an LZ4 frame but continue into the next one",
+            ),
+        ];
+        for ((n, inside, first_inside), (across, first_across), rule, inside_is, across_is) in
+            codecs
+        {
+            if inside > 0 {
+                let at = At::offset(first_inside.unwrap_or(0));
+                out.push(rule, &at, format!("{inside} of {n} records {inside_is}"));
+            }
+            if across > 0 {
+                let at = At::offset(first_across.unwrap_or(0));
+                out.push(rule, &at, format!("{across} of {n} records {across_is}"));
+            }
         }
-        let (spans, first) = self.lz4_spans;
-        if spans > 0 {
-            out.push(
-                &rules::LZ4_FRAME_MULTIPLE_RECORDS,
-                &At::offset(first.unwrap_or(0)),
-                format!("{spans} of {lz4_records} records start an LZ4 frame but continue into the next one"),
-            );
-        }
-        if lz4_records > 0 {
+        if self.lz4.0 > 0 {
             out.push(
                 &rules::LZ4_NONSTANDARD,
                 &At::offset(0),
