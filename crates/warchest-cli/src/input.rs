@@ -155,10 +155,11 @@ pub fn open_remote_member(url: &str, entry: &str) -> warchest::Result<Arc<dyn Re
         .size()
         .map_err(|e| warchest::Error::from(e).in_file(std::path::Path::new(url)))?;
     if now != listed {
-        return Err(named(format!(
-            "the WACZ is {now} bytes, not the {listed} it was listed at: it was replaced \
-             during the run, and {entry} is no longer where its directory said"
-        )));
+        return Err(warchest_wacz::replaced_since_listed(
+            std::path::Path::new(url),
+            listed,
+            now,
+        ));
     }
     Ok(Arc::new(warchest::io::Slice::new(
         src,
@@ -552,6 +553,6 @@ mod tests {
         let err = open_remote_member(&url, entry).err().expect("refused");
         let msg = err.to_string();
         assert!(msg.starts_with(&url), "{msg}");
-        assert!(msg.contains("it was replaced during the run"), "{msg}");
+        assert!(msg.contains("it was replaced since"), "{msg}");
     }
 }

@@ -64,8 +64,8 @@ pub(crate) type ArchiveSource = Decoder<Section<Zip>>;
 #[derive(Clone)]
 enum Wacz {
     Path(PathBuf),
-    /// An object, and its size when listed (no HEAD for each archive
-    /// file).
+    /// An object, and its size when listed (each archive file opened
+    /// checks it: one HEAD).
     #[cfg(feature = "remote")]
     Url(String, u64),
 }
@@ -81,8 +81,18 @@ impl Wacz {
             Wacz::Url(url, size) => {
                 let loc = warchest_remote::Location::parse(url)?;
                 let opts = warchest_remote::Options::from_env();
+                // One HEAD: a WACZ replaced since it was listed is refused,
+                // not read at the offsets its old directory gave.
+                let now = warchest_remote::size(url).map_err(|e| Error::from(e).in_file(url))?;
+                if now != *size {
+                    return Err(warchest_wacz::replaced_since_listed(
+                        Path::new(url),
+                        *size,
+                        now,
+                    ));
+                }
                 Ok(Zip::Remote(Box::new(
-                    warchest_remote::RemoteFile::open_sized(loc, opts, *size),
+                    warchest_remote::RemoteFile::open_sized(loc, opts, now),
                 )))
             }
         }

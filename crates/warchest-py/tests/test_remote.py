@@ -284,6 +284,28 @@ def test_a_wacz_by_url_reads_as_its_archive_files(s3, http_root, wacz):
         assert warchest.scan(url, byte_range=(100, size)).read_all().num_rows == 0
 
 
+def test_a_wacz_by_url_replaced_while_it_is_read_is_refused(s3, wacz, tmp_path):
+    """Its archive files are read where the directory listed first put
+    them: a WACZ replaced by one of another size is refused when the next
+    archive file is opened, naming both sizes, not read at offsets the new
+    bytes do not keep (as `warchest ls URL.wacz` refuses it)."""
+    client = s3["client"]
+    client.upload_file(str(wacz), BUCKET, "wacz/replaced.wacz")
+    url = f"s3://{BUCKET}/wacz/replaced.wacz"
+    it = iter(warchest.ArchiveIterator(url))
+    first = next(it)
+    assert first.rec_headers.get_header("WARC-Type") == "warcinfo"
+    bigger = tmp_path / "bigger.wacz"
+    with zipfile.ZipFile(bigger, "w") as z:
+        for n in ["chunked.warc", *WACZ_MEMBERS]:
+            z.write(FILES[n], f"archive/{'extra-' if n == 'chunked.warc' else ''}{n}")
+    client.upload_file(str(bigger), BUCKET, "wacz/replaced.wacz")
+    size, now = wacz.stat().st_size, bigger.stat().st_size
+    with pytest.raises(Exception, match=f"{url}: the WACZ is {now} bytes, not the {size} it was listed at"):
+        for _ in it:
+            pass
+
+
 def test_a_wacz_by_url_with_no_archive_file_or_missing_is_refused(s3):
     """As a local one: a WACZ with nothing under archive/ is refused (not
     an empty result), and a missing one names itself."""

@@ -294,6 +294,18 @@ pub fn split_at_wacz(name: &str) -> Option<(&str, &str)> {
     Some((&name[..end], &name[end + 1..]))
 }
 
+/// The error for a WACZ read by URL that is no longer the size it was
+/// listed at (`listed` bytes; `now` now): replaced since its directory was
+/// read, so its archive files are not read at the offsets the directory
+/// gave (the new bytes do not keep them). Names the WACZ.
+pub fn replaced_since_listed(wacz: &Path, listed: u64, now: u64) -> Error {
+    Error::new(warchest::ErrorKind::Usage(format!(
+        "the WACZ is {now} bytes, not the {listed} it was listed at: it was replaced since, and \
+         its archive files are no longer where its directory said"
+    )))
+    .in_file(wacz)
+}
+
 /// Opens `FILE.wacz#ENTRY` (see [`split_member_name`]) as a [`Section`].
 ///
 /// # Errors
