@@ -519,7 +519,6 @@ pub fn require_records_all(names: &[String]) -> anyhow::Result<()> {
 /// The HTTP server with ranges of warchest-remote's tests.
 #[cfg(all(test, feature = "remote"))]
 #[path = "../../warchest-remote/tests/it/servers.rs"]
-#[allow(dead_code)]
 mod test_servers;
 
 #[cfg(all(test, feature = "remote"))]
