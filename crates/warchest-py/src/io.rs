@@ -186,6 +186,12 @@ impl Target {
 }
 
 /// A list of files from one path or URL or a sequence of them.
+///
+/// # Errors
+/// An item is neither a path nor a URL, or the sequence is empty: no
+/// input is not an empty archive (a glob that matched nothing, a list
+/// filtered to none), and every command line tool asks for one at least,
+/// so a `ValueError` says so rather than an empty result.
 pub(crate) fn targets_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Target>> {
     if obj.extract::<PathBuf>().is_ok() {
         return Ok(vec![Target::from_py(obj)?]);
@@ -193,6 +199,11 @@ pub(crate) fn targets_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Target>> {
     let mut out = Vec::new();
     for item in obj.try_iter()? {
         out.push(Target::from_py(&item?)?);
+    }
+    if out.is_empty() {
+        return Err(pyo3::exceptions::PyValueError::new_err(
+            "no file given: the sequence of paths is empty",
+        ));
     }
     Ok(out)
 }

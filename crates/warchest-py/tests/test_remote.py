@@ -573,6 +573,18 @@ def test_list_files(s3):
     assert all(size == FILES[u.rsplit("/", 1)[1]].stat().st_size for u, size in listed)
 
 
+def test_the_spark_source_refuses_a_url_with_no_object(s3):
+    # As Spark's own sources fail for a path that does not exist: not an
+    # empty table.
+    pytest.importorskip("pyspark")
+    import pyspark_warchest
+
+    nothing = f"s3://{BUCKET}/nothing/"
+    with pytest.raises(FileNotFoundError, match=f"{nothing}: no object found there"):
+        pyspark_warchest.plan_partitions({"path": nothing})
+    assert len(pyspark_warchest.plan_partitions({"path": s3["prefix"] + "*.warc.gz"})) > 1
+
+
 def test_writer_to_s3_appears_when_closed(s3):
     url = f"s3://{BUCKET}/out/new.warc.gz"
     keys = lambda: [o["Key"] for o in s3["client"].list_objects_v2(Bucket=BUCKET).get("Contents", [])]

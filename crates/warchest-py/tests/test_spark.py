@@ -1,6 +1,8 @@
 """The `warc` Spark data source on local[2]: found with no registration,
 one partition per file, scan's schema, options, bad files counted."""
 
+import json
+
 import pytest
 
 import warchest
@@ -117,6 +119,19 @@ def test_default_split_size_is_512_mib(tmp_path):
     ]
     assert len(plan({"path": str(big), "splitsize": str(128 << 20)})) == 10
     assert [p.byte_range for p in plan({"path": str(big), "splitsize": "0"})] == [None]
+
+
+def test_a_glob_matching_nothing_is_refused_and_an_empty_directory_is_empty(tmp_path):
+    # A glob that matched nothing gave an empty table, which looks like a
+    # result; Spark's own sources fail for such a path.
+    plan = pyspark_warchest.plan_partitions
+    glob = str(tmp_path / "*.warc.gz")
+    with pytest.raises(FileNotFoundError, match="no file matches it"):
+        plan({"path": glob})
+    with pytest.raises(FileNotFoundError, match="no file matches it"):
+        plan({"paths": json.dumps([str(SAMPLES / "sample.warc.gz"), glob])})
+    (tmp_path / "empty").mkdir()
+    assert plan({"path": str(tmp_path / "empty")}) == []
 
 
 def test_text_mode_gives_the_rows_of_derive_text(spark):

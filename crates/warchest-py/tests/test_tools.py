@@ -113,6 +113,21 @@ def test_check_refuses_an_input_with_no_record(tmp_path, content):
         recovery_warnings(lambda: warchest.validate([SAMPLES / "sample.warc.gz", none]))
 
 
+def test_an_empty_sequence_of_paths_is_refused(tmp_path):
+    # No input is not an empty archive (a glob that matched nothing): as
+    # every command asks for one file at least, not an empty result.
+    out = tmp_path / "e.cdxj"
+    for call in (
+        lambda: warchest.scan([]),
+        lambda: warchest.derive_text([]),
+        lambda: warchest.index([], out),
+        lambda: warchest.validate([]),
+    ):
+        with pytest.raises(ValueError, match="no file given"):
+            call()
+    assert not out.exists()
+
+
 def test_convert_refuses_an_input_with_no_record(tmp_path):
     empty = tmp_path / "empty.arc"
     empty.write_bytes(b"")

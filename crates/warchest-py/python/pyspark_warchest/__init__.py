@@ -233,15 +233,22 @@ def _expand(options: Dict[str, str]) -> List[Tuple[str, Optional[int]]]:
             # Listed through the same remote source the executors read
             # with (no POSIX mount needed); a prefix's hidden and _* objects
             # are left out, as for directories.
+            before = len(files)
             for url, size in warchest.list_files(spec):
                 if url != spec and _is_hidden(url.rstrip("/").rsplit("/", 1)[-1]):
                     continue
                 files.append((url, size))
+            if len(files) == before:
+                # As Spark's own sources fail for a path that does not
+                # exist: not an empty table that looks like a result.
+                raise FileNotFoundError(f"{spec}: no object found there (the warc data source)")
             continue
         if spec.startswith("file://"):
             spec = spec[len("file://") :]
         if any(c in spec for c in "*?["):
             matches = sorted(glob.glob(spec, recursive=True))
+            if not matches:
+                raise FileNotFoundError(f"{spec}: no file matches it (the warc data source)")
         else:
             matches = [spec]
         for m in matches:
