@@ -28,7 +28,8 @@ pub(crate) fn text_columns() -> Vec<&'static str> {
     warchest_derive::table::COLUMNS.to_vec()
 }
 
-/// The text rows of the archives at `paths` (local files), as an object
+/// The text rows of the archives at `paths` (local files; a WACZ as its
+/// archive files, or the one `FILE.wacz#archive/NAME` names), as an object
 /// with `__arrow_c_stream__`; `warchest.derive_text` wraps it in a
 /// `pyarrow.RecordBatchReader`. `columns` names the columns to compute
 /// and give, kept in the table's order (`None`: every column); an unknown
@@ -48,12 +49,18 @@ pub(crate) fn derive_text_stream(
     let mut files = VecDeque::new();
     for t in targets_from_py(paths)? {
         match t {
-            Target::Path(p) => files.push_back(p),
             Target::Url(u) => {
                 return Err(pyo3::exceptions::PyValueError::new_err(format!(
                     "{u}: derive_text reads local files (warchest derive text reads URLs)"
                 )));
             }
+            // A WACZ, as its archive files (or the one named
+            // `FILE.wacz#archive/NAME`), as `warchest derive text` reads it.
+            t if crate::wacz::is_wacz_target(&t) => {
+                let archives = crate::wacz::archive_files_of(&t).map_err(crate::to_py)?;
+                files.extend(archives.into_iter().map(TextInput::Archive));
+            }
+            Target::Path(p) => files.push_back(TextInput::Path(p)),
         }
     }
     let notes = SharedNotes::default();
@@ -70,9 +77,59 @@ pub(crate) fn derive_text_stream(
     ))
 }
 
+/// What `derive_text` reads: a file, or an archive file of a WACZ.
+enum TextInput {
+    Path(PathBuf),
+    Archive(crate::wacz::ArchiveFile),
+}
+
+/// A reader of a [`TextInput`].
+enum TextReader {
+    File(Reader<Decoder<File>>),
+    Archive(Reader<crate::wacz::ArchiveSource>),
+}
+
+impl TextInput {
+    /// Its reader and what rows and warnings name it (the path, or
+    /// `FILE.wacz#archive/NAME`).
+    fn open(self) -> warchest::Result<(TextReader, String)> {
+        match self {
+            TextInput::Path(p) => {
+                let name = p.to_string_lossy().into_owned();
+                Ok((TextReader::File(Reader::open(&p)?), name))
+            }
+            TextInput::Archive(f) => {
+                let r = f.open(warchest::warc::ReaderOptions::default())?;
+                Ok((TextReader::Archive(r), f.name))
+            }
+        }
+    }
+}
+
+impl TextReader {
+    fn read_batch(
+        &mut self,
+    ) -> (
+        Vec<warchest_derive::source::SourceRecord>,
+        Option<warchest::Error>,
+    ) {
+        match self {
+            TextReader::File(r) => read_batch_for(r, Purpose::Text),
+            TextReader::Archive(r) => read_batch_for(r, Purpose::Text),
+        }
+    }
+
+    fn take_warnings(&mut self) -> Vec<warchest::Warning> {
+        match self {
+            TextReader::File(r) => r.take_warnings(),
+            TextReader::Archive(r) => r.take_warnings(),
+        }
+    }
+}
+
 struct TextBatches {
-    files: VecDeque<PathBuf>,
-    current: Option<(Reader<Decoder<File>>, String)>,
+    files: VecDeque<TextInput>,
+    current: Option<(TextReader, String)>,
     columns: Columns,
     /// The readers' recoveries and the payloads not decoded as their head
     /// says, as `scan` notes them.
@@ -88,15 +145,14 @@ impl TextBatches {
     fn next_batch(&mut self) -> Result<Option<RecordBatch>, ArrowError> {
         loop {
             let Some((reader, name)) = self.current.as_mut() else {
-                let Some(path) = self.files.pop_front() else {
+                let Some(input) = self.files.pop_front() else {
                     return Ok(None);
                 };
-                let name = path.to_string_lossy().into_owned();
-                self.current = Some((Reader::open(&path).map_err(external)?, name));
+                self.current = Some(input.open().map_err(external)?);
                 self.seen = 0;
                 continue;
             };
-            let (records, err) = read_batch_for(reader, Purpose::Text);
+            let (records, err) = reader.read_batch();
             self.seen += records.len() as u64;
             let columns = self.columns;
             let noted: Vec<(Row, bool, bool)> = records

@@ -24,7 +24,7 @@ use warchest::warc::{ReaderOptions, RecordEnd, RecordType, WarcHeader};
 use warchest::{Error, Limits, Warning};
 use warchest_index::table::may_have_http_head;
 
-use crate::io::{Input, PyReader};
+use crate::io::{Input, PyReader, Target};
 use crate::pybytes::{self, Filling};
 use crate::{io_to_py, to_py};
 
@@ -401,9 +401,10 @@ impl ArchiveIterator {
         };
         let src: Box<dyn RecordSource> = match Input::from_py(source)? {
             // A WACZ: the archive files inside, one after the other.
-            Input::Path(p) if crate::wacz::is_wacz(&p) => {
+            // (Or one archive file of one, `FILE.wacz#archive/NAME`.)
+            Input::Path(p) if crate::wacz::is_wacz_target(&Target::Path(p.clone())) => {
                 let files = py
-                    .detach(|| crate::wacz::archive_files(&p))
+                    .detach(|| crate::wacz::archive_files_of(&Target::Path(p)))
                     .map_err(to_py)?;
                 Box::new(crate::wacz::WaczSource::new(files, opts))
             }
@@ -415,9 +416,9 @@ impl ArchiveIterator {
             }
             // A WACZ by URL: its archive files, read by range where they lie.
             #[cfg(feature = "remote")]
-            Input::Url(url) if crate::wacz::is_wacz(std::path::Path::new(&url)) => {
+            Input::Url(url) if crate::wacz::is_wacz_target(&Target::Url(url.clone())) => {
                 let files = py
-                    .detach(|| crate::wacz::archive_files_at(&url))
+                    .detach(|| crate::wacz::archive_files_of(&Target::Url(url)))
                     .map_err(to_py)?;
                 Box::new(crate::wacz::WaczSource::new(files, opts))
             }

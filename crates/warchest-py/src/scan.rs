@@ -56,7 +56,16 @@ pub(crate) fn split_ranges(
     path: &Bound<'_, PyAny>,
     split_size: u64,
 ) -> PyResult<Vec<(u64, u64)>> {
-    let plan = match Target::from_py(path)? {
+    let target = Target::from_py(path)?;
+    let plan = match target {
+        // One archive file of a WACZ (`FILE.wacz#archive/NAME`): read
+        // whole, as a WACZ is.
+        t if crate::wacz::is_member(&t) => {
+            let files = py
+                .detach(|| crate::wacz::archive_files_of(&t))
+                .map_err(crate::to_py)?;
+            files.iter().map(|f| 0..f.stored_size()).collect()
+        }
         // A WACZ is read whole, as its archive files, as a compressed file is.
         Target::Path(path) if crate::wacz::is_wacz(&path) => {
             let size = std::fs::metadata(&path)

@@ -134,6 +134,11 @@ impl ArchiveFile {
         Reader::from_source(src, opts)
     }
 
+    /// Its size as stored in the ZIP (read in place: its own size).
+    pub(crate) fn stored_size(&self) -> u64 {
+        self.entry.compressed_size
+    }
+
     /// Its bytes, a window on the ZIP, read as the file they are (what
     /// `validate` reads).
     ///
@@ -180,11 +185,36 @@ pub(crate) fn archive_files_at(url: &str) -> Result<Vec<ArchiveFile>> {
 }
 
 /// Whether `target` is read as a WACZ (by its extension), local or by
-/// URL.
+/// URL, or as one archive file of one (`FILE.wacz#archive/NAME`, the name
+/// rows and warnings give it, as the command line reads such a name).
 pub(crate) fn is_wacz_target(target: &Target) -> bool {
+    is_member(target)
+        || match target {
+            Target::Path(p) => is_wacz(p),
+            Target::Url(u) => is_wacz(Path::new(u)),
+        }
+}
+
+/// Whether `target` names one archive file of a WACZ
+/// (`FILE.wacz#archive/NAME`).
+pub(crate) fn is_member(target: &Target) -> bool {
+    member_of(target).is_some()
+}
+
+/// The WACZ and the archive file that `target` names when it is of the
+/// form `FILE.wacz#ENTRY` (`URL.wacz#ENTRY`), split as the command line
+/// splits it (`warchest_wacz::split_member_name`: not when a local file
+/// of that very name exists).
+fn member_of(target: &Target) -> Option<(Target, &str)> {
     match target {
-        Target::Path(p) => is_wacz(p),
-        Target::Url(u) => is_wacz(Path::new(u)),
+        Target::Path(p) => {
+            let (wacz, entry) = warchest_wacz::split_member_name(p.to_str()?)?;
+            Some((Target::Path(PathBuf::from(wacz)), entry))
+        }
+        Target::Url(u) => {
+            let (wacz, entry) = warchest_wacz::split_at_wacz(u)?;
+            Some((Target::Url(wacz.to_string()), entry))
+        }
     }
 }
 
@@ -195,6 +225,23 @@ pub(crate) fn is_wacz_target(target: &Target) -> bool {
 /// As those; a URL in a build without the `remote` feature (which refuses
 /// URLs before asking this).
 pub(crate) fn archive_files_of(target: &Target) -> Result<Vec<ArchiveFile>> {
+    // One archive file, named as rows name it: that one alone.
+    if let Some((wacz, entry)) = member_of(target) {
+        let name = match &wacz {
+            Target::Path(p) => p.clone(),
+            Target::Url(u) => PathBuf::from(u),
+        };
+        return archive_files_of(&wacz)?
+            .into_iter()
+            .find(|f| f.entry.name == entry)
+            .map(|f| vec![f])
+            .ok_or_else(|| {
+                Error::new(warchest::ErrorKind::Usage(format!(
+                    "no archive file {entry} in the WACZ"
+                )))
+                .in_file(name)
+            });
+    }
     match target {
         Target::Path(p) => archive_files(p),
         #[cfg(feature = "remote")]

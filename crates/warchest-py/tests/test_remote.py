@@ -279,6 +279,8 @@ def test_a_wacz_by_url_reads_as_its_archive_files(s3, http_root, wacz):
         assert got.equals(local), url
         assert names == [n.replace(str(wacz), url) for n in local_names]
         assert f"{url}#archive/chunked.warc" in names
+        # That name given back reads the archive file alone.
+        assert records(f"{url}#archive/chunked.warc") == records(str(FILES["chunked.warc"]))
         # Not split, as the local one: a range from 0 reads it all.
         assert warchest.split_ranges(url, 100) == [(0, size)]
         assert warchest.scan(url, byte_range=(100, size)).read_all().num_rows == 0

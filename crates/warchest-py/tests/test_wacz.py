@@ -104,6 +104,42 @@ def test_scan_reads_a_wacz_as_its_archive_files(tmp_path):
     assert warchest.scan(wacz, byte_range=(100, size)).read_all().num_rows == 0
 
 
+def test_an_archive_file_named_as_rows_name_it_is_read_alone(tmp_path):
+    """The name a row or a warning gives an archive file of a WACZ,
+    FILE.wacz#archive/NAME, is read as that archive file alone by every
+    call, as `warchest ls FILE.wacz#archive/NAME` reads it (it was taken
+    for a file of that name, not found); one the WACZ does not hold is an
+    error naming it."""
+    pytest.importorskip("pyarrow")
+    wacz = tmp_path / "x.wacz"
+    make_wacz(wacz)
+    w = WARCS[0]
+    name = warchest.scan(wacz).read_all()["warc_filename"][0].as_py()
+    assert name == member(wacz, w)
+    assert records(name) == records(str(w))
+    got = warchest.scan(name, include_payload=True).read_all().to_pylist()
+    want = warchest.scan(w, include_payload=True).read_all().to_pylist()
+    assert [r.pop("warc_filename") for r in got] == [name] * len(want)
+    assert [r.pop("warc_filename") for r in want] == [str(w)] * len(got)
+    assert got == want and len(got) > 3
+    assert [r["offset"] for r in warchest.check(name)] == [r["offset"] for r in warchest.check(w)]
+    assert warchest.index(name, tmp_path / "m.cdxj") == warchest.index(w, tmp_path / "w.cdxj")
+    assert (tmp_path / "m.cdxj").read_text() == (tmp_path / "w.cdxj").read_text()
+    assert [f["file"] for f in warchest.validate(name)["summary"]["files"]] == [name]
+    assert warchest.split_ranges(name, 100) == [(0, w.stat().st_size)]
+    # derive_text: the WACZ as its archive files, and one alone by name.
+    text = lambda src: warchest.derive_text(src, columns=["url", "warc_filename"]).read_all().to_pylist()
+    by_wacz, by_file = text(wacz), text(w)
+    assert [r["url"] for r in text(name)] == [r["url"] for r in by_file] and by_file
+    assert {r["warc_filename"] for r in text(name)} == {name}
+    assert len(by_wacz) == len(by_file) + len(text(WARCS[1]))
+    gone = f"{wacz}#archive/none.warc.gz"
+    with pytest.raises(warchest.ArchiveError, match=f"{wacz}: no archive file archive/none.warc.gz in the WACZ"):
+        warchest.ArchiveIterator(gone)
+    with pytest.raises(warchest.ArchiveError, match="no archive file archive/none.warc.gz"):
+        warchest.check(gone)
+
+
 def test_check_reads_a_wacz_as_its_archive_files(tmp_path):
     wacz = tmp_path / "x.wacz"
     make_wacz(wacz)

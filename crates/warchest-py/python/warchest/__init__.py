@@ -523,8 +523,9 @@ def derive_text(
     paths: Union[PathLike, Sequence[PathLike]],
     columns: Optional[Iterable[str]] = None,
 ) -> "pyarrow.RecordBatchReader":
-    """The text of every page of the archives at ``paths`` (local files), as
-    Arrow record batches: ``url``, ``date``, ``record_id``, ``warc_filename``,
+    """The text of every page of the archives at ``paths`` (local files; a
+    ``.wacz`` as its archive files, each named ``FILE.wacz#archive/NAME``,
+    as ``warchest derive text`` reads it), as Arrow record batches: ``url``, ``date``, ``record_id``, ``warc_filename``,
     ``warc_offset``, ``content_type``, ``language`` (ISO 639-3),
     ``language_score``, ``languages``, ``title``, ``text`` (Common Crawl's WET
     layout) and ``main_text`` (without boilerplate), one row per HTML or
