@@ -1,7 +1,8 @@
 //! The indexer over any archive bytes and every index encoding of its
 //! entries, each CDXJ and CDX line read back as `fetch` and `serve --cdxj`
 //! read index files (the same file, offset and length); the SURT
-//! canonicaliser over the input as a URL; any line as such an index line.
+//! canonicaliser over the input as a URL; any line as such an index line;
+//! the read that stops at a file not record at a time.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use warchest::archive::Reader;
@@ -39,6 +40,24 @@ fuzz_target!(|data: &[u8]| {
         entries.push(e);
         Ok(())
     });
+    // The read that stops where the input is found not record at a time:
+    // when it reads to the end, the same entries as the plain read.
+    if let Ok(mut r) = Reader::new(data) {
+        let mut n = 0usize;
+        let read = indexer.index_addressable(
+            &mut r,
+            "fuzz.warc",
+            |_| {
+                n += 1;
+                Ok(())
+            },
+            |_| {},
+            &mut Default::default(),
+        );
+        if let Ok(Ok(_)) = read {
+            assert_eq!(n, entries.len());
+        }
+    }
     let mut out = Vec::new();
     for format in [Format::Cdxj, Format::cdx11(), Format::Json] {
         let enc = Encoder::new(&format);

@@ -39,6 +39,10 @@ fuzz_target!(|data: &[u8]| {
         if let Ok(archives) = archive_entries_of(all.clone(), path) {
             for e in &archives {
                 assert!(e.stored && e.name.starts_with("archive/") && all.contains(e));
+                // Its name as the commands give it splits back, in any case.
+                let named = format!("x.WaCz#{}", e.name);
+                let split = warchest_wacz::split_at_wacz(&named);
+                assert_eq!(split, Some(("x.WaCz", e.name.as_str())));
                 // The window reads the ZIP's bytes at the entry's offset,
                 // to its stored size or the file's end.
                 let Ok(s) = open_entry(path, e) else { continue };
