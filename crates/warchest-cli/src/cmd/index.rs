@@ -85,6 +85,8 @@ struct FileResult {
     /// Its records indexed without status and MIME.
     unparsed: Recoveries<UnparsedHead>,
     error: Option<Box<dyn std::error::Error + Send + Sync>>,
+    /// Entries written to its spool (none stands of a refused file).
+    entries: u64,
 }
 
 /// Output of one file kept in memory up to this size, then on disk.
@@ -181,6 +183,9 @@ pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
         if let Err(failed) = finish_output(output) {
             return Ok(failed);
         }
+        // No entry stands of a failed file that wrote none, or was refused
+        // (its lines cut back, where they can be).
+        let none_indexed = error.is_some() && (refused(error.as_deref()) || entries == 0);
         if let Some(mut e) = error {
             if let Some(refusal) = e.downcast_mut::<NotAddressable>() {
                 // A file (ours, or standard output redirected to one) is
@@ -222,7 +227,7 @@ pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
             g.recoveries(name, &warnings);
             crate::report::unparsed_heads(g, &unparsed.in_file(name));
         }
-        rename_done(rename)?;
+        rename_unless_none_indexed(rename, none_indexed)?;
         return Ok(outcome);
     }
     let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs).build()?;
@@ -240,6 +245,9 @@ pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
     };
 
     let mut outcome = Outcome::Ok;
+    // Entries written, and whether a file failed: none written and one
+    // failed leaves `-o`'s file as it was.
+    let (mut written, mut failed) = (0u64, false);
     // Records indexed without status and MIME, told after the files.
     let mut unparsed = Recoveries::new();
     // Files in windows: workers index a window in parallel, each into its
@@ -264,7 +272,9 @@ pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
             if !refused(r.error.as_deref()) {
                 unparsed.append(r.unparsed.in_file(name));
             }
+            written += r.entries;
             if let Some(e) = r.error {
+                failed = true;
                 progress.suspend(|| outcome = outcome.and(file_error(name, e.as_ref())));
             }
             progress.inc(1);
@@ -275,8 +285,36 @@ pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
     if let Err(failed) = finish_output(output) {
         return Ok(outcome.and(failed));
     }
-    rename_done(rename)?;
+    rename_unless_none_indexed(rename, failed && written == 0)?;
     Ok(outcome)
+}
+
+/// [`rename_done`], unless `none_indexed` (an input failed and no entry of
+/// any was written): then `-o`'s `FILE.open` is removed and an existing
+/// FILE left as it was, said on standard error. A mistyped input name
+/// does not replace a good index with an empty one; an index of the
+/// inputs that could be read (some entries) is written, exit 2 naming the
+/// others (docs/indexing.md).
+fn rename_unless_none_indexed(
+    rename: Option<(PathBuf, PathBuf)>,
+    none_indexed: bool,
+) -> Result<()> {
+    match rename {
+        Some((open, path)) if none_indexed => {
+            let _ = std::fs::remove_file(&open);
+            let was = if path.exists() {
+                "the existing one is left as it was"
+            } else {
+                "none is made"
+            };
+            eprintln!(
+                "warchest: {}: not written, as no entry of any input could be indexed; {was}",
+                path.display()
+            );
+            Ok(())
+        }
+        r => rename_done(r),
+    }
 }
 
 /// Writes the output's last lines and flushes it (and closes it: `-o`'s
@@ -315,14 +353,16 @@ fn index_file(
     threads: usize,
 ) -> FileResult {
     let mut spool = SpooledTempFile::new(SPOOL_MEMORY);
-    let (warnings, error, _, unparsed) =
+    let (warnings, error, entries, unparsed) =
         index_into(g, name, encoder, opts, threads, &mut |b| spool.write_all(b));
     // A file refused as a whole writes no entry.
+    let stands = !refused(error.as_deref());
     FileResult {
-        spool: (!refused(error.as_deref())).then_some(spool),
+        spool: stands.then_some(spool),
         warnings,
         unparsed,
         error,
+        entries: if stands { entries } else { 0 },
     }
 }
 

@@ -943,7 +943,10 @@ fn a_lone_file_goes_straight_to_the_output() {
     let whole = whole_file_gzip(dir.path());
     let whole = whole.to_str().unwrap();
     for (format, legend) in [("cdxj", ""), ("cdx", " CDX N b a m s k r M S V g\n")] {
+        // `-o`: no entry stands, so the file is not written (an index
+        // there before is left as it was), no `.open` left.
         let out_path = dir.path().join(format!("whole.{format}"));
+        std::fs::write(&out_path, "an index before\n").unwrap();
         let out = warchest(&[
             "index",
             "--format",
@@ -955,11 +958,15 @@ fn a_lone_file_goes_straight_to_the_output() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{err}");
         assert!(err.contains("so none is written"), "{err}");
+        assert!(
+            err.contains("not written, as no entry of any input"),
+            "{err}"
+        );
         assert_eq!(
             std::fs::read_to_string(&out_path).unwrap(),
-            legend,
-            "cut back"
+            "an index before\n"
         );
+        assert!(!dir.path().join(format!("whole.{format}.open")).exists());
         let out = warchest(&["index", "--format", format, whole]);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{err}");
@@ -1123,8 +1130,52 @@ fn a_refusal_on_a_pipe_tells_the_unparsed_heads_of_its_entries() {
     let out = warchest(&["index", "-o", out_path.to_str().unwrap(), whole]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert_eq!(std::fs::read_to_string(&out_path).unwrap(), "", "cut back");
+    assert!(!out_path.exists(), "none stands: not written");
     assert!(!err.contains(told), "{err}");
+}
+
+/// `index -o OUT` whose inputs all fail (a mistyped name) writes no OUT
+/// and leaves one there before as it was, where it replaced it with an
+/// empty index; with one input that can be read, that one's index is
+/// written, exit 2 naming the other (the documented rule).
+#[test]
+fn an_index_of_no_input_read_does_not_replace_the_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_path = dir.path().join("coll.cdxj");
+    std::fs::write(&out_path, "an index before\n").unwrap();
+    let missing = dir.path().join("crawl.warc.gz");
+    let other = dir.path().join("other.warc.gz");
+    for inputs in [vec![&missing], vec![&missing, &other]] {
+        let mut args = vec!["index", "-o", out_path.to_str().unwrap()];
+        args.extend(inputs.iter().map(|p| p.to_str().unwrap()));
+        let out = warchest(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("crawl.warc.gz"), "{err}");
+        assert!(
+            err.contains("not written, as no entry of any input"),
+            "{err}"
+        );
+        assert!(err.contains("the existing one is left as it was"), "{err}");
+        assert_eq!(
+            std::fs::read_to_string(&out_path).unwrap(),
+            "an index before\n"
+        );
+        assert!(!dir.path().join("coll.cdxj.open").exists());
+    }
+    let sample = sample_path();
+    let out = warchest(&[
+        "index",
+        "-o",
+        out_path.to_str().unwrap(),
+        missing.to_str().unwrap(),
+        sample.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(!err.contains("not written"), "{err}");
+    let written = std::fs::read_to_string(&out_path).unwrap();
+    assert!(written.contains("sample.warc.gz"), "{written}");
 }
 
 /// Records whose HTTP head did not parse are indexed as cdxj-indexer
