@@ -27,7 +27,7 @@ use warchest::Limits;
 use warchest::digest::{Algorithm, Digest};
 use warchest::error::{Error, ErrorKind, Result, Warning};
 use warchest::http::{BlockDigester, PayloadMatch};
-use warchest::warc::{self, PayloadKind, RecordType, Version, WarcHeader};
+use warchest::warc::{self, PayloadKind, RecordType, WarcHeader};
 use warchest::write::{Body, RotatingOptions, RotatingWriter};
 
 const TABLE: TableDefinition<&str, &[u8]> = TableDefinition::new("payload-digests");
@@ -1047,19 +1047,6 @@ impl DedupeStats {
     pub fn bytes_saved(&self) -> u64 {
         self.bytes_in.saturating_sub(self.bytes_out)
     }
-}
-
-/// The version to write the warcinfo records of files derived from
-/// `input` in: that of its first record (1.0 for anything before 1.1).
-///
-/// # Errors
-/// The file cannot be read.
-pub fn version_of(input: &Path) -> Result<Version> {
-    let mut r = warc::Reader::open(input)?;
-    Ok(match r.next_record()? {
-        Some(rec) if rec.header().version() < Version::V1_1 => Version::V1_0,
-        _ => Version::V1_1,
-    })
 }
 
 /// Copies `inputs` to new files in `out_dir`, rewriting each HTTP response

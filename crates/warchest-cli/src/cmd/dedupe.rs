@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
-use warchest_ops::dedupe::{DedupeOptions, DigestIndex, dedupe_with, version_of};
+use anyhow::Result;
+use warchest_ops::dedupe::{DedupeOptions, DigestIndex, dedupe_with};
 
 use super::write_flags::{OutputArgs, prefix_from};
 use crate::report::{Global, Outcome};
@@ -47,7 +47,8 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
         None => DigestIndex::temporary()?,
     };
     let first = &args.inputs[0];
-    let version = version_of(first.as_ref()).with_context(|| first.clone())?;
+    // The error names the file (once).
+    let version = crate::input::version_of(first)?;
     let mut output = args.out.rotating(
         &format!("{}-dedup", prefix_from(first)),
         "deduplicated copy: repeated payloads stored as revisits",

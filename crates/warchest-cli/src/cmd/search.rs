@@ -106,9 +106,13 @@ fn identify(name: &str) -> Result<IndexedFile> {
     let size = if crate::remote::is_remote(name) {
         crate::remote::size(name)?
     } else {
-        std::fs::metadata(path)
-            .with_context(|| path.to_string())?
-            .len()
+        let meta = std::fs::metadata(path);
+        // The caller names `name`: the WACZ is named only when it is not.
+        if path == name {
+            meta?.len()
+        } else {
+            meta.with_context(|| path.to_string())?.len()
+        }
     };
     let stream = crate::input::open_stream(name)?;
     Ok(IndexedFile::identify(&doc_name(name), size, stream)?)

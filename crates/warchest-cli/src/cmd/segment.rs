@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use warchest::warc::{self, RecordType, field};
 use warchest::write::{Body, NewRecord, Oversize, RotatingWriter};
-use warchest_ops::dedupe::version_of;
 use warchest_ops::reassemble::Segments;
 
 use super::write_flags::{OutFile, OutputArgs, prefix_from};
@@ -32,7 +31,8 @@ pub struct SegmentArgs {
 pub fn run_segment(g: &Global, args: SegmentArgs) -> Result<Outcome> {
     crate::input::refuse_wacz("segment", std::slice::from_ref(&args.input))?;
     crate::input::require_records(&args.input)?;
-    let version = version_of(args.input.as_ref()).with_context(|| args.input.clone())?;
+    // The error names the file (once).
+    let version = crate::input::version_of(&args.input)?;
     let mut opts = args.out.rotating(
         &prefix_from(&args.input),
         "segmented copy: records larger than a file split into continuation records",

@@ -59,6 +59,33 @@ fn commands(file: &Path, out: &Path) -> Vec<Vec<String>> {
     ]
 }
 
+/// A missing input fails every command (exit 2), named once in its
+/// message: `dedupe`, `segment` and `search-index` named it twice.
+#[test]
+fn a_missing_input_fails_every_command_named_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.warc.gz");
+    let name = missing.to_string_lossy().to_string();
+    let out = tempfile::tempdir().unwrap();
+    let mut all = commands(&missing, out.path());
+    let index = out.path().join("si").to_string_lossy().to_string();
+    all.push(vec![
+        "search-index".into(),
+        name.clone(),
+        "-o".into(),
+        index,
+    ]);
+    for args in all {
+        let (code, _, err) = run(bin().args(&args));
+        assert_eq!(code, 2, "{args:?}: {err}");
+        let said: Vec<&str> = err.lines().filter(|l| l.contains(&name)).collect();
+        assert!(!said.is_empty(), "{args:?}: {err}");
+        for l in said {
+            assert_eq!(l.matches(&name).count(), 1, "{args:?}: {l}");
+        }
+    }
+}
+
 #[test]
 fn no_record_found_is_an_error_for_every_command() {
     let dir = tempfile::tempdir().unwrap();
