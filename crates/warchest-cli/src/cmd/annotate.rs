@@ -205,12 +205,36 @@ fn each_payload(
     input: &str,
     output: &std::path::Path,
     description: &str,
-    mut each: impl FnMut(&mut OutFile, &WarcHeader, Payload) -> Result<()>,
+    each: impl FnMut(&mut OutFile, &WarcHeader, Payload) -> Result<()>,
 ) -> Result<()> {
     crate::input::refuse_wacz(command, &[input.to_string()])?;
     crate::input::require_records(input)?;
-    let mut out = OutFile::create(output)?;
+    // The input opened first: one that cannot be leaves no `OUT.open`
+    // (which the next run, creating it anew, would be refused by).
     let mut r = archive::Reader::open_with(input, g.reader_options(input))?;
+    let out = OutFile::create(output)?;
+    let open = out.open_path().to_path_buf();
+    let written = copy_payloads(g, input, &mut r, out, description, each);
+    if written.is_err() && open.exists() {
+        eprintln!(
+            "warchest: {}: left incomplete as {}",
+            output.display(),
+            open.display()
+        );
+    }
+    written
+}
+
+/// The loop of [`each_payload`] over the reader `r` of `input`, into `out`,
+/// finished at the end.
+fn copy_payloads<S: warchest::codec::Source>(
+    g: &Global,
+    input: &str,
+    r: &mut archive::Reader<S>,
+    mut out: OutFile,
+    description: &str,
+    mut each: impl FnMut(&mut OutFile, &WarcHeader, Payload) -> Result<()>,
+) -> Result<()> {
     let mut started = false;
     loop {
         // Recoveries reported as the reading goes (listed with -w, summed

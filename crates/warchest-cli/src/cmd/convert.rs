@@ -164,6 +164,15 @@ fn close_output(close: Close, outcome: Outcome) -> Result<()> {
         }
         Close::File(open, path) => {
             if outcome == Outcome::Failed {
+                // Nothing written (a missing input): no file is left.
+                if std::fs::metadata(&open).is_ok_and(|m| m.len() == 0) {
+                    let _ = std::fs::remove_file(&open);
+                    eprintln!(
+                        "warchest: {}: not written (no record of any input could be converted)",
+                        path.display()
+                    );
+                    return Ok(());
+                }
                 eprintln!(
                     "warchest: {}: incomplete, left under that name",
                     open.display()

@@ -172,8 +172,15 @@ pub fn copy_to_one(
     let file = OpenFile::create(Path::new(out))?;
     let mut sink = WriteSink::new(file, &preamble)?;
     let o = copy_inputs(g, inputs, plan, &mut sink, &mut report)?;
+    // Nothing of any input copied (a missing input): no file is left.
+    let copied_nothing = sink.len() == preamble.len() as u64;
     let mut file = sink.into_inner();
-    if o == Outcome::Failed {
+    if o == Outcome::Failed && copied_nothing {
+        let open = file.open_path().to_path_buf();
+        drop(file);
+        let _ = std::fs::remove_file(&open);
+        eprintln!("warchest: {out}: not written (no record of any input could be copied)");
+    } else if o == Outcome::Failed {
         file.flush()?;
         eprintln!(
             "warchest: {}: left incomplete as {}",

@@ -71,7 +71,25 @@ pub fn run(_g: &Global, args: Args) -> Result<Outcome> {
     // leaves no short file under the final name.
     let mut out = warchest_ops::copy::OpenFile::create(&args.output)
         .with_context(|| format!("{}: cannot create", args.output))?;
-    let report = recover(Path::new(&args.input), &mut out, &opts)?;
+    let report = match recover(Path::new(&args.input), &mut out, &opts) {
+        Ok(r) => r,
+        Err(e) => {
+            // What was written stays as OUT.open, said; nothing (a missing
+            // input) leaves no file.
+            let open = out.open_path().to_path_buf();
+            drop(out);
+            if std::fs::metadata(&open).is_ok_and(|m| m.len() == 0) {
+                let _ = std::fs::remove_file(&open);
+            } else {
+                eprintln!(
+                    "warchest: {}: left incomplete as {}",
+                    args.output,
+                    open.display()
+                );
+            }
+            return Err(e.into());
+        }
+    };
     out.finish()?;
     let name = &args.input;
     // Each damaged range is a recovery: summed up in the line every

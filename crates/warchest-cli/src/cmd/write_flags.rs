@@ -173,6 +173,11 @@ impl OutFile {
         })
     }
 
+    /// Where it is written until it is whole (`NAME.open`).
+    pub fn open_path(&self) -> &std::path::Path {
+        &self.open_path
+    }
+
     /// Writes a warcinfo record describing the file.
     pub fn warcinfo(&mut self, version: Version, description: &str) -> Result<String> {
         let name = self

@@ -60,7 +60,9 @@ fn commands(file: &Path, out: &Path) -> Vec<Vec<String>> {
 }
 
 /// A missing input fails every command (exit 2), named once in its
-/// message: `dedupe`, `segment` and `search-index` named it twice.
+/// message (`dedupe`, `segment` and `search-index` named it twice), and
+/// leaves no `OUT.open` of nothing (`convert`, `filter`, `recompress`,
+/// `concat` and `recover` left an empty one).
 #[test]
 fn a_missing_input_fails_every_command_named_once() {
     let dir = tempfile::tempdir().unwrap();
@@ -83,6 +85,13 @@ fn a_missing_input_fails_every_command_named_once() {
         for l in said {
             assert_eq!(l.matches(&name).count(), 1, "{args:?}: {l}");
         }
+        // Nothing read, nothing left: no `.open` output of nothing.
+        let left: Vec<_> = std::fs::read_dir(out.path())
+            .unwrap()
+            .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().to_string()))
+            .filter(|n| n.ends_with(".open"))
+            .collect();
+        assert!(left.is_empty(), "{args:?}: {left:?}");
     }
 }
 
