@@ -30,6 +30,23 @@ macro_rules! eprintln {
     }};
 }
 
+/// The `--help` of a command's inputs: `$what`, then what an input may be
+/// (one text for every command that reads archives), then `$after`.
+macro_rules! inputs_help {
+    ($what:literal) => {
+        inputs_help!($what, "")
+    };
+    ($what:literal, $after:literal) => {
+        concat!(
+            $what,
+            " (`-` for standard input; a URL (`http(s)://`, `s3://`, `gs://`, `az://`) is read \
+             by range requests; a `.wacz` is read as its archive files, each named \
+             `FILE.wacz#archive/NAME`)",
+            $after
+        )
+    };
+}
+
 mod cmd;
 mod input;
 mod remote;

@@ -27,10 +27,7 @@ use crate::report::{Global, Outcome, file_error};
 /// Example: `warchest check crawl.warc.gz` or `warchest check --json *.warc.gz`
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Files to read (`-` for standard input; a URL (`http(s)://`, `s3://`, `gs://`, `az://`) is read by range
-    /// requests; a `.wacz` is read as its archive files, each named
-    /// `FILE.wacz#archive/NAME`).
-    #[arg(required = true)]
+    #[arg(required = true, help = inputs_help!("Files to read"))]
     files: Vec<String>,
     /// One JSON object per problem record and one per file summary.
     #[arg(long)]

@@ -17,10 +17,7 @@ use crate::tools::{CompressionArgs, Jobs, progress, sniff_to};
 #[derive(clap::Args, Debug)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
-    /// Files to read (`-` for standard input; a URL (`http(s)://`, `s3://`, `gs://`, `az://`) is read by range
-    /// requests; a `.wacz` is read as its archive files, each named
-    /// `FILE.wacz#archive/NAME`).
-    #[arg(required = true, value_name = "IN")]
+    #[arg(required = true, value_name = "IN", help = inputs_help!("Files to read"))]
     files: Vec<String>,
     /// The output file (`-` for standard output).
     #[arg(short, long, value_name = "OUT")]

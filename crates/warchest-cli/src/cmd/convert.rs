@@ -24,11 +24,7 @@ use crate::report::{Global, Outcome, file_error};
 /// `warchest convert page.warc.gz -o page2.dat --to infomall`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Files to convert (`-` for standard input; a URL (`http(s)://`, `s3://`, `gs://`, `az://`) is read by range
-    /// requests; a `.wacz` is read as its archive files, each named
-    /// `FILE.wacz#archive/NAME`), all into one
-    /// output.
-    #[arg(required = true)]
+    #[arg(required = true, help = inputs_help!("Files to convert", ", all into one output"))]
     inputs: Vec<String>,
     /// The output file (`-` for standard output).
     #[arg(short, long)]
@@ -164,9 +160,7 @@ fn close_output(close: Close, outcome: Outcome) -> Result<()> {
         }
         Close::File(open, path) => {
             if outcome == Outcome::Failed {
-                // Nothing written (a missing input): no file is left.
-                if std::fs::metadata(&open).is_ok_and(|m| m.len() == 0) {
-                    let _ = std::fs::remove_file(&open);
+                if super::copy::remove_if_empty(&open) {
                     eprintln!(
                         "warchest: {}: not written (no record of any input could be converted)",
                         path.display()

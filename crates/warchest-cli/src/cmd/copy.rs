@@ -192,3 +192,10 @@ pub fn copy_to_one(
     }
     Ok((o, report))
 }
+
+/// Removes the output `open` (an `OUT.open` a failed run leaves) when
+/// nothing was written to it, as when an input is missing: no file of
+/// nothing is left beside the error. Whether it was removed.
+pub fn remove_if_empty(open: &Path) -> bool {
+    std::fs::metadata(open).is_ok_and(|m| m.len() == 0) && std::fs::remove_file(open).is_ok()
+}

@@ -24,11 +24,12 @@ use crate::tools::{CompressionArgs, Jobs, progress, sniff_to};
 #[derive(clap::Args, Debug)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
-    /// Files to read (`-` for standard input; a URL (`http(s)://`, `s3://`, `gs://`, `az://`) is read by range
-    /// requests; a `.wacz` is read as its archive files, each named
-    /// `FILE.wacz#archive/NAME`), then the filter
-    /// expression (the last argument).
-    #[arg(required = true, num_args = 1.., value_name = "IN... EXPR")]
+    #[arg(
+        required = true,
+        num_args = 1..,
+        value_name = "IN... EXPR",
+        help = inputs_help!("Files to read", ", then the filter expression (the last argument)")
+    )]
     args: Vec<String>,
     /// The output file (`-` for standard output).
     #[arg(short, long, value_name = "OUT")]

@@ -26,10 +26,7 @@ use crate::report::{Global, Outcome, file_error};
 /// Example: `warchest index --sort -o index.cdxj crawl-*.warc.gz`
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Files to index (`-` for standard input; a URL (`http(s)://`, `s3://`, `gs://`, `az://`) is read by range
-    /// requests; a `.wacz` is read as its archive files, each named
-    /// `FILE.wacz#archive/NAME`).
-    #[arg(required = true)]
+    #[arg(required = true, help = inputs_help!("Files to index"))]
     files: Vec<String>,
     /// Output format (default cdxj; cdx when --fields is given).
     #[arg(long, value_enum)]
@@ -245,9 +242,9 @@ pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
     };
 
     let mut outcome = Outcome::Ok;
-    // Entries written, and whether a file failed: none written and one
-    // failed leaves `-o`'s file as it was.
-    let (mut written, mut failed) = (0u64, false);
+    // Entries written: none, and a file failed, leaves `-o`'s file as it
+    // was.
+    let mut written = 0u64;
     // Records indexed without status and MIME, told after the files.
     let mut unparsed = Recoveries::new();
     // Files in windows: workers index a window in parallel, each into its
@@ -274,7 +271,6 @@ pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
             }
             written += r.entries;
             if let Some(e) = r.error {
-                failed = true;
                 progress.suspend(|| outcome = outcome.and(file_error(name, e.as_ref())));
             }
             progress.inc(1);
@@ -285,7 +281,7 @@ pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
     if let Err(failed) = finish_output(output) {
         return Ok(outcome.and(failed));
     }
-    rename_unless_none_indexed(rename, failed && written == 0)?;
+    rename_unless_none_indexed(rename, outcome == Outcome::Failed && written == 0)?;
     Ok(outcome)
 }
 

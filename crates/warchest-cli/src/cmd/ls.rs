@@ -20,10 +20,7 @@ use crate::report::{Global, Outcome, file_error};
 /// Example: `warchest ls crawl.warc.gz` or `warchest ls --json *.warc.gz | jq .`
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Files to read (`-` for standard input; a URL (`http(s)://`, `s3://`, `gs://`, `az://`) is read by range
-    /// requests; a `.wacz` is read as its archive files, each named
-    /// `FILE.wacz#archive/NAME`).
-    #[arg(required = true)]
+    #[arg(required = true, help = inputs_help!("Files to read"))]
     files: Vec<String>,
     /// JSON lines instead of tab-separated columns.
     #[arg(long)]

@@ -30,10 +30,7 @@ use crate::tools::{CompressionArgs, Jobs, To, open_archive, output_name_in, pars
 #[derive(clap::Args, Debug)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
-    /// Files to read (`-` for standard input; a URL (`http(s)://`, `s3://`, `gs://`, `az://`) is read by range
-    /// requests; a `.wacz` is read as its archive files, each named
-    /// `FILE.wacz#archive/NAME`).
-    #[arg(required = true, value_name = "IN")]
+    #[arg(required = true, value_name = "IN", help = inputs_help!("Files to read"))]
     files: Vec<String>,
     /// The output file, or directory for several inputs.
     #[arg(short, long, value_name = "OUT")]

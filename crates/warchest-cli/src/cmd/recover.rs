@@ -78,9 +78,7 @@ pub fn run(_g: &Global, args: Args) -> Result<Outcome> {
             // input) leaves no file.
             let open = out.open_path().to_path_buf();
             drop(out);
-            if std::fs::metadata(&open).is_ok_and(|m| m.len() == 0) {
-                let _ = std::fs::remove_file(&open);
-            } else {
+            if !super::copy::remove_if_empty(&open) {
                 eprintln!(
                     "warchest: {}: left incomplete as {}",
                     args.output,

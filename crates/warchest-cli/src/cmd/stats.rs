@@ -20,10 +20,7 @@ use crate::tools::{Jobs, open_archive, progress};
 #[derive(clap::Args, Debug)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
-    /// Files to read (`-` for standard input; a URL (`http(s)://`, `s3://`, `gs://`, `az://`) is read by range
-    /// requests; a `.wacz` is read as its archive files, each named
-    /// `FILE.wacz#archive/NAME`).
-    #[arg(required = true, value_name = "FILE")]
+    #[arg(required = true, value_name = "FILE", help = inputs_help!("Files to read"))]
     files: Vec<String>,
     /// One JSON object with every count.
     #[arg(long)]

@@ -28,10 +28,7 @@ use crate::report::{Global, Outcome, file_error, is_broken_pipe};
 /// `warchest validate --json --spec 1.1 *.warc.gz`
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Files to validate (`-` for standard input; a URL (`http(s)://`, `s3://`, `gs://`, `az://`) is read by range
-    /// requests; a `.wacz` is read as its archive files, each named
-    /// `FILE.wacz#archive/NAME`).
-    #[arg(required_unless_present = "list_rules")]
+    #[arg(required_unless_present = "list_rules", help = inputs_help!("Files to validate"))]
     files: Vec<String>,
     /// One JSON object per line: each finding, each file's summary, the total.
     #[arg(long)]
