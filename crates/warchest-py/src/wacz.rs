@@ -83,7 +83,8 @@ impl Wacz {
                 let opts = warchest_remote::Options::from_env();
                 // One HEAD: a WACZ replaced since it was listed is refused,
                 // not read at the offsets its old directory gave.
-                let now = warchest_remote::size(url).map_err(|e| Error::from(e).in_file(url))?;
+                // (Its error names the URL.)
+                let now = warchest_remote::size(url)?;
                 if now != *size {
                     return Err(warchest_wacz::replaced_since_listed(
                         Path::new(url),
