@@ -775,7 +775,7 @@ impl Proxy {
                         epoch,
                         _permit: Arc::new(permit),
                         stop: stops.clone(),
-                        body_lost: Arc::default(),
+                        under_way: Arc::default(),
                     };
                     let io = Watched::new(stream, conn.last.clone(), epoch);
                     tokio::spawn(serve_http(conn, io, true));
@@ -824,9 +824,55 @@ struct Conn {
     /// tunnel too.
     _permit: Arc<OwnedSemaphorePermit>,
     stop: watch::Receiver<bool>,
-    /// A request's body was cut and counted: the connection's own error
-    /// that follows is the same loss.
-    body_lost: Arc<AtomicBool>,
+    /// Requests of this connection whose exchange is under way: from the
+    /// head handed over until the answer's body is sent or dropped
+    /// ([`UnderWay`]). A connection that ends while one is owes no loss of
+    /// its own: the exchange goes on to its record, or counts its loss
+    /// where it happens (a request body cut, a failed fetch).
+    under_way: Arc<AtomicUsize>,
+}
+
+/// One request's place in [`Conn::under_way`], held by its answer's body.
+struct UnderWay(Arc<AtomicUsize>);
+
+impl UnderWay {
+    fn new(n: &Arc<AtomicUsize>) -> Self {
+        n.fetch_add(1, Ordering::SeqCst);
+        UnderWay(n.clone())
+    }
+}
+
+impl Drop for UnderWay {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// An answer's body, holding its request's [`UnderWay`] until hyper has
+/// sent it whole or dropped it (the connection's end is seen first).
+struct Answer {
+    body: ProxyBody,
+    _under_way: UnderWay,
+}
+
+impl hyper::body::Body for Answer {
+    type Data = Bytes;
+    type Error = io::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, io::Error>>> {
+        Pin::new(&mut self.get_mut().body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
+    }
 }
 
 /// Serves HTTP/1.1 on `io` for `conn` until it ends: a client's socket
@@ -875,7 +921,10 @@ where
                     // A request whose head began but never ended; an idle
                     // connection closed is no loss (hyper ends it Ok), nor
                     // is a header timeout, which also ends idle ones.
-                    if e.is_incomplete_message() && !conn.body_lost.load(Ordering::Relaxed) {
+                    // hyper says the same of a client that left while its
+                    // exchange was under way (a tab closed on a slow
+                    // image): that exchange is recorded all the same.
+                    if e.is_incomplete_message() && conn.under_way.load(Ordering::SeqCst) == 0 {
                         conn.shared.unrecorded.note(
                             NotRecorded::ClientGone,
                             format!("a request from {}", conn.peer),
@@ -926,8 +975,16 @@ fn simple(status: StatusCode, text: &str) -> Response<ProxyBody> {
 fn respond_boxed(
     c: Conn,
     req: Request<Incoming>,
-) -> Pin<Box<dyn Future<Output = Response<ProxyBody>> + Send>> {
-    Box::pin(respond(c, req))
+) -> Pin<Box<dyn Future<Output = Response<Answer>> + Send>> {
+    // Under way from the head's arrival: the connection may end before
+    // the answer does.
+    let under_way = UnderWay::new(&c.under_way);
+    Box::pin(async move {
+        respond(c, req).await.map(|body| Answer {
+            body,
+            _under_way: under_way,
+        })
+    })
 }
 
 /// Answers one request of a client: refused, a CONNECT tunnel opened, or
@@ -1076,6 +1133,7 @@ async fn open_tunnel(c: Conn, req: &mut Request<Incoming>) -> Response<ProxyBody
             };
         let inner = Conn {
             tunnel: Some(Arc::new(url)),
+            under_way: Arc::default(),
             ..c
         };
         serve_http(inner, tls, false).await;
@@ -1085,6 +1143,17 @@ async fn open_tunnel(c: Conn, req: &mut Request<Incoming>) -> Response<ProxyBody
         r.extensions_mut().insert(reason);
     }
     r
+}
+
+/// A piece of a request body, from the client's connection to the
+/// exchange's blocking half. The body is whole only at [`Piece::End`]: a
+/// channel closed without it was dropped with its connection (the client
+/// left in the middle of the body).
+enum Piece {
+    Data(Bytes),
+    End,
+    /// Refused or cut: the status and why.
+    Cut(StatusCode, String),
 }
 
 /// What an exchange's blocking half is given.
@@ -1097,7 +1166,7 @@ struct Job {
     /// The client's request declared a body.
     declares_body: bool,
     /// The request body as the client's connection hands it over.
-    body: mpsc::Receiver<Result<Bytes, (StatusCode, String)>>,
+    body: mpsc::Receiver<Piece>,
     peer: SocketAddr,
 }
 
@@ -1151,7 +1220,10 @@ async fn exchange(c: Conn, req: Request<Incoming>, url: Url) -> Response<ProxyBo
     let mut received = 0u64;
     loop {
         let failed = match tokio::time::timeout(timeout, body.frame()).await {
-            Ok(None) => break,
+            Ok(None) => {
+                let _ = btx.send(Piece::End).await;
+                break;
+            }
             Ok(Some(Ok(frame))) => match frame.into_data() {
                 Ok(data) => {
                     received += data.len() as u64;
@@ -1160,7 +1232,7 @@ async fn exchange(c: Conn, req: Request<Incoming>, url: Url) -> Response<ProxyBo
                             StatusCode::PAYLOAD_TOO_LARGE,
                             format!("over {MAX_REQUEST_BODY} bytes"),
                         )
-                    } else if btx.send(Ok(data)).await.is_err() {
+                    } else if btx.send(Piece::Data(data)).await.is_err() {
                         break;
                     } else {
                         continue;
@@ -1169,17 +1241,13 @@ async fn exchange(c: Conn, req: Request<Incoming>, url: Url) -> Response<ProxyBo
                 // Trailers: not forwarded (the body goes as HTTP/1.0).
                 Err(_) => continue,
             },
-            Ok(Some(Err(e))) => {
-                // The connection's error that follows is this loss.
-                c.body_lost.store(true, Ordering::Relaxed);
-                (StatusCode::BAD_REQUEST, e.to_string())
-            }
+            Ok(Some(Err(e))) => (StatusCode::BAD_REQUEST, e.to_string()),
             Err(_) => (
                 StatusCode::REQUEST_TIMEOUT,
                 format!("no byte of it for {} s", timeout.as_secs_f64()),
             ),
         };
-        let _ = btx.send(Err(failed)).await;
+        let _ = btx.send(Piece::Cut(failed.0, failed.1)).await;
         break;
     }
     drop(btx);
@@ -1537,23 +1605,30 @@ fn forward(shared: &Shared, mut job: Job, fwd: &mut Fwd) -> Result<(), CaptureEr
     // with its length.
     let mut body = tempfile::SpooledTempFile::new(opts.fetch.read.spool_threshold);
     let mut body_len = 0u64;
-    while let Some(piece) = job.body.blocking_recv() {
-        match piece {
-            Ok(d) => {
+    loop {
+        let (status, e) = match job.body.blocking_recv() {
+            Some(Piece::Data(d)) => {
                 body.write_all(&d).map_err(spool_err)?;
                 body_len += d.len() as u64;
+                continue;
             }
-            Err((status, e)) => {
-                tracing::info!("proxy client {}: {url}: the request body: {e}", job.peer);
-                lose(
-                    fwd,
-                    NotRecorded::RequestBody,
-                    status,
-                    &format!("the request body: {e}\n"),
-                );
-                return Ok(());
-            }
-        }
+            Some(Piece::End) => break,
+            Some(Piece::Cut(status, e)) => (status, e),
+            // Dropped with the client's connection: the client is gone,
+            // and so is the rest of the body.
+            None => (
+                StatusCode::BAD_REQUEST,
+                "the client left before it ended".to_string(),
+            ),
+        };
+        tracing::info!("proxy client {}: {url}: the request body: {e}", job.peer);
+        lose(
+            fwd,
+            NotRecorded::RequestBody,
+            status,
+            &format!("the request body: {e}\n"),
+        );
+        return Ok(());
     }
     // What is sent upstream, and recorded as the request.
     let mut upstream_req = tempfile::SpooledTempFile::new(opts.fetch.read.spool_threshold);

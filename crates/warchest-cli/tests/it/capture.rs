@@ -46,7 +46,8 @@ pub(crate) struct Site {
     pub(crate) addr: SocketAddr,
     pub(crate) hits: Arc<Mutex<Vec<String>>>,
     /// Closed (false) until a test opens it: `/gated` sends its head, then
-    /// holds `/slow`'s body until then (60 s at most).
+    /// holds `/slow`'s body until then (60 s at most); `/gated-head` holds
+    /// its head too.
     pub(crate) gate: Arc<std::sync::atomic::AtomicBool>,
 }
 
@@ -142,15 +143,23 @@ fn serve_one(
                 }
             }
         }
-        "/gated" => {
+        // The head sent, the body held until the gate opens; or (`/gated-head`)
+        // nothing sent until then.
+        p @ ("/gated" | "/gated-head") => {
             let body = &site["/slow"];
-            w(&mut s, format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len()).as_bytes());
+            let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len());
+            if p == "/gated" {
+                w(&mut s, head.as_bytes());
+            }
             let t0 = std::time::Instant::now();
             while !gate.load(std::sync::atomic::Ordering::SeqCst) {
                 if t0.elapsed() > Duration::from_secs(60) {
                     return;
                 }
                 std::thread::sleep(Duration::from_millis(10));
+            }
+            if p == "/gated-head" {
+                w(&mut s, head.as_bytes());
             }
             w(&mut s, body);
         }

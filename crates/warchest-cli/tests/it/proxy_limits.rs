@@ -314,19 +314,63 @@ fn proxy_counts_and_names_the_exchanges_it_did_not_record() {
     c.flush().unwrap();
     std::thread::sleep(Duration::from_millis(200));
     drop(c);
-    // A round trip after it, so that the proxy has seen it leave before
-    // it is stopped.
+    // A client that leaves once its request is with the server, before
+    // the answer comes (a tab closed on a slow image): the exchange goes
+    // on and is recorded, no loss. (hyper ends such a connection with the
+    // error of a request head cut, which was counted as one.)
+    let left = format!("http://{host}/gated-head?left");
+    let mut c = TcpStream::connect(p.addr).unwrap();
+    write!(c, "GET {left} HTTP/1.1\r\nHost: {host}\r\n\r\n").unwrap();
+    c.flush().unwrap();
+    let t0 = std::time::Instant::now();
+    while !site
+        .hits
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|h| h == "/gated-head?left")
+    {
+        assert!(t0.elapsed() < Duration::from_secs(20), "never asked for");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    drop(c);
+    // One that leaves in the middle of its request body: lost, and named
+    // by its URL; nothing of it goes to the server.
+    let mut c = TcpStream::connect(p.addr).unwrap();
+    write!(
+        c,
+        "POST http://{host}/cut HTTP/1.1\r\nHost: {host}\r\nContent-Length: 100\r\n\r\n0123456789"
+    )
+    .unwrap();
+    c.flush().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    drop(c);
+    std::thread::sleep(Duration::from_millis(300));
+    site.gate.store(true, std::sync::atomic::Ordering::SeqCst);
+    // A round trip after them, so that the proxy has seen them leave
+    // before it is stopped.
     assert!(status(&format!("http://{host}/"), &host).starts_with("HTTP/1.1 200"));
     // The proxy's own clients were told: a service's run is not failed.
     p.stop();
     let log = std::fs::read_to_string(&log).unwrap();
     assert!(
         log.contains(
-            "7 exchanges not recorded (DNS 1, connect 1, denied 1, loop 1, no response 1, \
-             client gone 1, request body 1)"
+            "8 exchanges not recorded (DNS 1, connect 1, denied 1, loop 1, no response 1, \
+             client gone 1, request body 2)"
         ),
         "{log}"
     );
+    assert!(
+        log.contains(&format!(
+            "not recorded (request body): POST http://{host}/cut: "
+        )),
+        "{log}"
+    );
+    assert!(!site.hits.lock().unwrap().iter().any(|h| h == "/cut"));
+    let recs = records(&files_in(&work.path().join("o")));
+    let kept = response(&recs, &left);
+    assert!(kept.block.ends_with(&pages()["/slow"]), "{left} cut");
+    assert_eq!(kept.get("WARC-Truncated"), None);
     for named in [
         "not recorded (DNS): GET http://nohost.test/x: DNS: nohost.test: no address".to_string(),
         format!("not recorded (connect): GET {refused}: "),
