@@ -98,6 +98,45 @@ pub fn refuse_overwriting(output: &str, inputs: &[String]) -> anyhow::Result<()>
     Ok(())
 }
 
+/// Inputs named more than once (the same name, or for local files another
+/// name of the same file, `./a.warc`), each with how many times, in the
+/// order first named. Standard input is not counted (read once).
+pub fn repeated(inputs: &[String]) -> Vec<(&str, usize)> {
+    let mut order: Vec<(&str, usize)> = Vec::new();
+    let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for i in inputs.iter().filter(|i| *i != "-") {
+        let key = if crate::remote::is_remote(i) {
+            i.clone()
+        } else {
+            std::fs::canonicalize(i)
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or_else(|_| i.clone())
+        };
+        match at.get(&key) {
+            Some(&k) => order[k].1 += 1,
+            None => {
+                at.insert(key, order.len());
+                order.push((i, 1));
+            }
+        }
+    }
+    order.retain(|(_, n)| *n > 1);
+    order
+}
+
+/// Says on stderr (unless `-q`) of each input named more than once
+/// ([`repeated`]) that a command writing every input's records into one
+/// sequence writes its records that many times (a copy repeats their
+/// WARC-Record-IDs): as `cat` would, but not silently.
+pub fn warn_repeated(g: &crate::report::Global, inputs: &[String]) {
+    if g.quiet {
+        return;
+    }
+    for (name, n) in repeated(inputs) {
+        eprintln!("warchest: {name} is named {n} times: its records are written {n} times");
+    }
+}
+
 /// Why the local `.wacz` file `name` gives no archive file to read, when
 /// it gives none: it has nothing under `archive/`, or it cannot be listed
 /// (not a ZIP, an archive file compressed in it). [`expand`] leaves such

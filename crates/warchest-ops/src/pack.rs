@@ -485,7 +485,6 @@ pub fn unpack_with<P: AsRef<Path>>(
     out_dir: &Path,
     on_warnings: &mut dyn FnMut(&Path, &[Warning]),
 ) -> Result<UnpackStats> {
-    fs::create_dir_all(out_dir).map_err(|e| Error::from(e).in_file(out_dir))?;
     // First the metadata, which follows its resource: relative paths and
     // permissions by resource id. This pass's recoveries are not handed
     // over: the second pass reads the same bytes the same way and meets
@@ -525,6 +524,9 @@ pub fn unpack_with<P: AsRef<Path>>(
         }
     }
     let segments = Segments::scan(inputs)?;
+    // Made once every input has been read through: a name mistyped leaves
+    // no empty directory behind.
+    fs::create_dir_all(out_dir).map_err(|e| Error::from(e).in_file(out_dir))?;
     let mut stats = UnpackStats::default();
     for input in inputs {
         let input = input.as_ref();

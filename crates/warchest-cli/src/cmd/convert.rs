@@ -230,6 +230,7 @@ pub fn run(g: &Global, args: Args) -> Result<Outcome> {
     // A WACZ is read as its archive files, as `ls` reads it.
     let inputs = crate::input::expand(&args.inputs);
     crate::input::require_records_all(&inputs)?;
+    crate::input::warn_repeated(g, &inputs);
     let (out, names) = open_output(&args.output)?;
     let mut outcome = Outcome::Ok;
     match args.to {

@@ -44,6 +44,7 @@ pub fn copy_inputs(
         jobs,
         bar,
     } = *plan;
+    crate::input::warn_repeated(g, inputs);
     let copier = || -> Result<Copier> {
         let c = Copier::new(opts.clone())?;
         Ok(match filter {

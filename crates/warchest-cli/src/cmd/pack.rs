@@ -36,6 +36,11 @@ pub struct PackArgs {
 }
 
 pub fn run_pack(_g: &Global, args: PackArgs) -> Result<Outcome> {
+    // Every input there before the output directory is made: a name
+    // mistyped leaves no empty directory behind.
+    for p in &args.inputs {
+        std::fs::symlink_metadata(p).map_err(|e| warchest::Error::from(e).in_file(p))?;
+    }
     let first = args.inputs[0].to_string_lossy().to_string();
     let opts = args.out.rotating(
         &prefix_from(&first),

@@ -125,6 +125,9 @@ pub fn run_index(g: &Global, mut args: IndexArgs) -> Result<Outcome> {
             "search-index reads files, not standard input: a file in the index is known by its name and contents"
         );
     }
+    // An index this run makes, and removes again when no input could be
+    // indexed, as `index -o` leaves no index of nothing.
+    let made = !args.output.exists();
     let index = SearchIndex::create_or_open(&args.output)?;
     let opts = WriterOptions {
         threads: args.jobs.threads(),
@@ -180,6 +183,16 @@ pub fn run_index(g: &Global, mut args: IndexArgs) -> Result<Outcome> {
         }
     }
     let files = writer.commit()?;
+    if made && indexed == 0 && outcome != Outcome::Ok {
+        drop(index);
+        std::fs::remove_dir_all(&args.output)
+            .with_context(|| format!("remove {}", args.output.display()))?;
+        eprintln!(
+            "warchest: {}: not made, as no input could be indexed",
+            args.output.display()
+        );
+        return Ok(outcome);
+    }
     crate::report::payload_fallbacks(g, &total.fallbacks);
     if args.json {
         let v = serde_json::json!({

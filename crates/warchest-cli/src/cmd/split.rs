@@ -63,6 +63,13 @@ pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
     args.files = crate::input::expand(&args.files);
     crate::input::require_records_all(&args.files)?;
     let comp = args.compression.resolve(sniff_to(&args.files[0]))?;
+    // The first input opened before the directory is made: a name mistyped
+    // leaves no empty directory behind.
+    let version = if args.files[0] == "-" {
+        warchest::warc::Version::V1_1
+    } else {
+        crate::input::version_of(&args.files[0])?
+    };
     let target: Box<dyn SplitTarget> = if crate::remote::is_remote(&args.output) {
         Box::new(BucketTarget::new(&args.output))
     } else {
@@ -81,11 +88,6 @@ pub fn run(g: &Global, mut args: Args) -> Result<Outcome> {
             .clone()
             .unwrap_or_else(warchest::write::rotate::hostname),
         extension: comp.extension().to_string(),
-    };
-    let version = if args.files[0] == "-" {
-        warchest::warc::Version::V1_1
-    } else {
-        crate::input::version_of(&args.files[0])?
     };
     let fields = vec![
         ("hostname".to_string(), naming.crawl_host.clone()),

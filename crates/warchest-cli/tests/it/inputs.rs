@@ -62,7 +62,8 @@ fn commands(file: &Path, out: &Path) -> Vec<Vec<String>> {
 /// A missing input fails every command (exit 2), named once in its
 /// message (`dedupe`, `segment` and `search-index` named it twice), and
 /// leaves no `OUT.open` of nothing (`convert`, `filter`, `recompress`,
-/// `concat` and `recover` left an empty one).
+/// `concat` and `recover` left an empty one) and no empty output
+/// directory (`split`, `unpack` and `pack` made one).
 #[test]
 fn a_missing_input_fails_every_command_named_once() {
     let dir = tempfile::tempdir().unwrap();
@@ -85,14 +86,21 @@ fn a_missing_input_fails_every_command_named_once() {
         for l in said {
             assert_eq!(l.matches(&name).count(), 1, "{args:?}: {l}");
         }
-        // Nothing read, nothing left: no `.open` output of nothing.
+        // Nothing read, nothing left: no `.open` output of nothing, no
+        // empty output directory.
         let left: Vec<_> = std::fs::read_dir(out.path())
             .unwrap()
             .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().to_string()))
-            .filter(|n| n.ends_with(".open"))
             .collect();
         assert!(left.is_empty(), "{args:?}: {left:?}");
     }
+    // `pack` reads files of any kind: a missing one is named too, and no
+    // output directory is made for it.
+    let packed = out.path().join("p");
+    let (code, _, err) = run(bin().arg("pack").arg(&missing).arg("-o").arg(&packed));
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(err.matches(&name).count(), 1, "{err}");
+    assert!(!packed.exists());
 }
 
 #[test]
@@ -459,4 +467,55 @@ fn recoveries_are_summed_up_by_the_other_reading_commands() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// An input named twice (once by another spelling) to a command that
+/// writes every input's records into one sequence: written twice, as asked,
+/// and said once on stderr; quiet under `-q`.
+#[test]
+fn an_input_named_twice_is_said_by_commands_that_write_one_sequence() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.warc.gz");
+    std::fs::copy(sample(), &a).unwrap();
+    let again = dir.path().join(".").join("a.warc.gz");
+    let count = |f: &Path| {
+        let (code, out, err) = run(bin().arg("ls").arg(f));
+        assert_eq!(code, 0, "{err}");
+        String::from_utf8(out).unwrap().lines().count()
+    };
+    let once = count(&a);
+    for cmd in ["concat", "convert", "filter"] {
+        let out = dir.path().join(format!("{cmd}.warc.gz"));
+        let mut c = bin();
+        c.arg(cmd).arg(&a).arg(&again).arg("-o").arg(&out);
+        if cmd == "filter" {
+            c.arg("warc-type != \"nothing\"");
+        }
+        let (code, _, err) = run(&mut c);
+        assert_eq!(code, 0, "{cmd}: {err}");
+        let said = format!(
+            "{} is named 2 times: its records are written 2 times",
+            a.display()
+        );
+        assert_eq!(err.matches(&said).count(), 1, "{cmd}: {err}");
+        assert_eq!(count(&out), 2 * once, "{cmd}");
+    }
+    // Two different files: nothing said.
+    let b = dir.path().join("b.warc.gz");
+    std::fs::copy(sample(), &b).unwrap();
+    let out = dir.path().join("ab.warc.gz");
+    let (code, _, err) = run(bin().arg("concat").arg(&a).arg(&b).arg("-o").arg(&out));
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("is named"), "{err}");
+    // Under -q, nothing.
+    let out = dir.path().join("q.warc.gz");
+    let (code, _, err) = run(bin()
+        .arg("-q")
+        .arg("concat")
+        .arg(&a)
+        .arg(&a)
+        .arg("-o")
+        .arg(&out));
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("is named"), "{err}");
 }
