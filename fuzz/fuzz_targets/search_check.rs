@@ -4,7 +4,8 @@
 //! what a user sends the search, a query string as serve's `/fulltext`
 //! (and its JSON API) reads it and a query as `warchest search INDEX
 //! QUERY` takes it, searched on a small index built once. No panic,
-//! whatever tantivy's query language makes of it; a request answered is
+//! whatever tantivy's query language makes of it; a request refused is
+//! refused as the request's error, not the index's; a request answered is
 //! within its bounds (page size, depth), comes back the same from its own
 //! query string (the links of the results page), and its page and JSON
 //! carry the query back, escaped in the page.
@@ -64,8 +65,12 @@ pub fn search(req: &SearchRequest) {
     assert!(checked.page * checked.per_page <= MAX_DEPTH);
     // The links of the results page give the same request back.
     assert_eq!(request_from_query(&query_of(&checked)), checked);
-    let Ok(found) = index().search(req) else {
-        return;
+    let found = match index().search(req) {
+        Ok(found) => found,
+        // The index is sound: whatever a user sends, an error is the
+        // request's (serve's 400), never the index's (a 500).
+        Err(warchest_search::Error::Query(_)) => return,
+        Err(e) => panic!("{:?}: not a request error: {e}", req.query),
     };
     assert_eq!(found.request, checked);
     assert!(found.hits.len() <= checked.per_page);

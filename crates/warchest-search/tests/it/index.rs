@@ -301,6 +301,16 @@ fn bounds_and_bad_input() {
         index.search(&SearchRequest::new("title:(")),
         Err(Error::Query(_))
     ));
+    // `FIELD:*` of a field that is not a fast one: the query's error (a
+    // server's 400), not the index's (a 500); of a fast one, answered.
+    for q in ["url:*", "title:*", "keeper text:*", "surt:*"] {
+        match index.search(&SearchRequest::new(q)) {
+            Err(Error::Query(m)) => assert!(m.contains("FIELD:* works for host"), "{m}"),
+            other => panic!("{q}: {other:?}"),
+        }
+    }
+    let with_host = index.search(&SearchRequest::new("host:*")).unwrap().total;
+    assert!((1..=6).contains(&with_host), "{with_host}");
     // A directory of something else is no index.
     let other = tempfile::tempdir().unwrap();
     std::fs::write(other.path().join("x"), "x").unwrap();
