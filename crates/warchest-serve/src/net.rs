@@ -498,10 +498,15 @@ pub(crate) fn answer(
     headers: &[(&str, &str)],
     max_body: usize,
 ) -> super::Answer {
+    // A HEAD answer has no body, whoever answers (hyper, for the server).
     let whole = |status: u16, body: &str| super::Answer {
         status,
         headers: text_plain(),
-        body: body.as_bytes().to_vec(),
+        body: if method == "HEAD" {
+            Vec::new()
+        } else {
+            body.as_bytes().to_vec()
+        },
         cut: false,
     };
     // What hyper refuses before a handler sees it is refused here too, so

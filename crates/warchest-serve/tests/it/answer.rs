@@ -129,6 +129,29 @@ fn answers_in_process_as_over_a_socket() {
     run.join().unwrap().unwrap();
 }
 
+/// What a client cannot send (a target with a fragment or a space, a
+/// body too large) is refused in process as hyper refuses it over a
+/// socket; a HEAD so refused has no body, as no HEAD answer has (the
+/// fuzz target found one that had).
+#[test]
+fn a_head_refused_in_process_has_no_body() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = bound(&dir);
+    let big = [("Content-Length", "999999999999")];
+    for (target, headers, want) in [
+        ("/archive/2014id_/http://b.example/#t", &[][..], 400),
+        ("/a b", &[][..], 400),
+        ("/", &big[..], 413),
+    ] {
+        let get = server.answer(false, "GET", target, headers, 1 << 20);
+        assert_eq!(get.status, want, "{target}");
+        assert!(!get.body.is_empty(), "{target}");
+        let head = server.answer(false, "HEAD", target, headers, 1 << 20);
+        assert_eq!(head.status, want, "{target}");
+        assert!(head.body.is_empty(), "{target}: {:?}", head.body);
+    }
+}
+
 #[test]
 fn a_body_past_the_limit_is_cut() {
     let dir = tempfile::tempdir().unwrap();
