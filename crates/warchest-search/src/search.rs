@@ -292,19 +292,19 @@ impl SearchIndex {
             .and_offset(offset)
             .order_by_score();
         let aggc = AggregationCollector::from_aggs(aggs, Default::default());
-        let (top, total, aggs) = searcher
-            .search(&query, &(top, Count, aggc))
-            .map_err(|e| match e {
-                // `FIELD:*` parses for any name, and is answered only for
-                // a fast field: the query's fault, not the index's.
-                tantivy::TantivyError::SchemaError(_) | tantivy::TantivyError::FieldNotFound(_) => {
-                    Error::Query(format!(
+        let (top, total, aggs) =
+            searcher
+                .search(&query, &(top, Count, aggc))
+                .map_err(|e| match e {
+                    // `FIELD:*` parses for any name, and is answered only for
+                    // a fast field: the query's fault, not the index's.
+                    tantivy::TantivyError::SchemaError(_)
+                    | tantivy::TantivyError::FieldNotFound(_) => Error::Query(format!(
                         "{q:?}: {e} (FIELD:* works for host, mime, language, file, year, \
                          status and date)"
-                    ))
-                }
-                e => Error::index(dir, e),
-            })?;
+                    )),
+                    e => Error::index(dir, e),
+                })?;
         let snippets = match &text_query {
             Some(tq) => {
                 let mut g = SnippetGenerator::create(&searcher, &**tq, f.text)
