@@ -778,8 +778,13 @@ impl Fields {
 
     /// The terminator style to keep: the block's own line end.
     fn eol(&self) -> &'static [u8] {
-        match self.spans.first() {
-            Some(s) if s.line_end >= 2 && self.buf[s.line_end as usize - 2] != b'\r' => b"\n",
+        // The first line end among the fields says (a first field may be
+        // folded, or the last, without one); none: CRLF.
+        match self.buf[self.start..self.end]
+            .iter()
+            .position(|&b| b == b'\n')
+        {
+            Some(i) if i == 0 || self.buf[self.start + i - 1] != b'\r' => b"\n",
             _ => b"\r\n",
         }
     }
@@ -813,6 +818,9 @@ impl Fields {
     }
 
     /// Appends a field after the last one (before the blank line, if any).
+    /// A last field without its line end is given one first, so that the
+    /// new field is a line of its own; a last line that is no field and
+    /// has no line end stays last, the new field before it.
     ///
     /// # Errors
     /// A name that is not a token, or a value holding CR or LF.
@@ -820,23 +828,47 @@ impl Fields {
         let value = value.as_ref();
         Fields::check_new(name, value)?;
         let eol = self.eol();
-        let mut line = Vec::with_capacity(name.len() + value.len() + 4);
+        let end = self.end;
+        // A last line without its line end (a warc-fields block written
+        // without one, a head cut short): the new field would run on from
+        // it. A field, or a line continuing one, is ended first; another
+        // line that is no field stays last as it is, the new field put
+        // before it (ended, a lone CR would become the blank line that
+        // ends the block).
+        let (at, lead): (usize, &[u8]) = if end == self.start || self.buf[end - 1] == b'\n' {
+            (end, b"")
+        } else {
+            let line = self.buf[self.start..end]
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map_or(self.start, |i| self.start + i + 1);
+            let a_field = self
+                .spans
+                .last()
+                .is_some_and(|s| s.line_end as usize == end);
+            if a_field || matches!(self.buf[line], b' ' | b'\t') {
+                (end, eol)
+            } else {
+                (line, b"")
+            }
+        };
+        let mut line = Vec::with_capacity(lead.len() + name.len() + value.len() + 4);
+        line.extend_from_slice(lead);
         line.extend_from_slice(name.as_bytes());
         line.extend_from_slice(b": ");
         line.extend_from_slice(value);
         line.extend_from_slice(eol);
-        let at = self.end;
         self.splice(at..at, &line)?;
-        let base = at as u32;
+        let base = (at + lead.len()) as u32;
         self.spans.push(Span {
             line: base,
             name_end: base + name.len() as u32,
             value: base + name.len() as u32 + 2,
             value_end: base + (name.len() + 2 + value.len()) as u32,
-            line_end: base + line.len() as u32,
+            line_end: (at + line.len()) as u32,
             folded: false,
         });
-        self.end = at + line.len();
+        self.end = end + line.len();
         Ok(())
     }
 
@@ -1096,6 +1128,42 @@ fn decode_charset(label: &str, bytes: &[u8]) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    /// A block whose last line has no line end (a field, or a line
+    /// without a colon): a field appended or set is a line of its own,
+    /// which a parse of the edited bytes finds, the last line's value
+    /// unchanged.
+    #[test]
+    fn a_field_appended_after_an_unended_last_line_is_a_line_of_its_own() {
+        use super::Fields;
+        // The block, its fields, and its bytes once the field is removed
+        // again: a last field (or its continuation) keeps the line end it
+        // was given, and the rest is as it was.
+        for (block, fields, after) in [
+            (&b"a: 1\r\nb: 2"[..], 2, &b"a: 1\r\nb: 2\r\n"[..]),
+            (b"a: 1\nb: 2", 2, b"a: 1\nb: 2\n"),
+            (b"a: 1\r\n more", 1, b"a: 1\r\n more\r\n"),
+            (b"a: 1\r\nno colon", 1, b"a: 1\r\nno colon"),
+            (b"a: 1\n\r", 1, b"a: 1\n\r"),
+            (b"a: 1\r\n", 1, b"a: 1\r\n"),
+        ] {
+            let mut issues = Vec::new();
+            let mut f = Fields::parse(block.to_vec(), 0, false, 100, &mut issues).unwrap();
+            assert_eq!(f.len(), fields);
+            f.set("C", "3").unwrap();
+            assert_eq!(f.value("c").as_deref(), Some("3"));
+            let g = Fields::parse(f.as_bytes().to_vec(), 0, false, 100, &mut issues).unwrap();
+            let edited = String::from_utf8_lossy(f.as_bytes()).into_owned();
+            assert_eq!(g.len(), fields + 1, "{edited:?}");
+            assert_eq!(g.value("C").as_deref(), Some("3"), "{edited:?}");
+            assert_eq!(g.value("a"), f.value("a"), "{edited:?}");
+            if fields == 2 {
+                assert_eq!(g.value("b").as_deref(), Some("2"));
+            }
+            f.remove("c");
+            assert_eq!(f.as_bytes(), after, "{edited:?}");
+        }
+    }
+
     use super::*;
 
     fn parse(s: &[u8], start: usize) -> (Fields, Vec<FieldIssue>) {
