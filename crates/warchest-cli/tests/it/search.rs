@@ -79,6 +79,15 @@ fn refuses_what_it_cannot_index() {
     let (code, _, err) = run(bin().arg("search-index").arg(&junk).arg("-o").arg(&idx));
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("junk.warc"), "{err}");
+    // No index of nothing is left behind.
+    assert!(err.contains("not made, as no input could be indexed"), "{err}");
+    assert!(!idx.exists());
+    let (code, _, err) = run(bin()
+        .arg("search-index")
+        .arg(fixture("pywb/example.warc.gz"))
+        .arg("-o")
+        .arg(&idx));
+    assert_eq!(code, 0, "{err}");
     // Not an index; a query out of bounds.
     let (code, _, err) = run(bin().args(["search"]).arg(dir.path()).arg("x"));
     assert_eq!(code, 2, "{err}");
