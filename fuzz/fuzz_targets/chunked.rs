@@ -16,7 +16,9 @@ fuzz_target!(|data: &[u8]| {
             break;
         }
     }
-    if r1.is_ok() && ok {
+    // Refused whole, refused in pieces, and the same bytes out.
+    assert_eq!(r1.is_ok(), ok, "whole: {r1:?}");
+    if ok {
         assert_eq!(whole, pieces);
     }
 });

@@ -80,7 +80,10 @@ fn refuses_what_it_cannot_index() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("junk.warc"), "{err}");
     // No index of nothing is left behind.
-    assert!(err.contains("not made, as no input could be indexed"), "{err}");
+    assert!(
+        err.contains("not made, as no input could be indexed"),
+        "{err}"
+    );
     assert!(!idx.exists());
     let (code, _, err) = run(bin()
         .arg("search-index")
