@@ -99,19 +99,22 @@ pub fn refuse_overwriting(output: &str, inputs: &[String]) -> anyhow::Result<()>
 }
 
 /// Inputs named more than once (the same name, or for local files another
-/// name of the same file, `./a.warc`), each with how many times, in the
-/// order first named. Standard input is not counted (read once).
+/// name of the same file, `./a.warc` or a hard link:
+/// `warchest_ops::copy::file_id`), each with how many times, in the order
+/// first named. Standard input is not counted (read once).
 pub fn repeated(inputs: &[String]) -> Vec<(&str, usize)> {
+    #[derive(PartialEq, Eq, Hash)]
+    enum Key {
+        File(warchest_ops::copy::FileId),
+        Name(String),
+    }
     let mut order: Vec<(&str, usize)> = Vec::new();
-    let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut at: std::collections::HashMap<Key, usize> = std::collections::HashMap::new();
     for i in inputs.iter().filter(|i| *i != "-") {
-        let key = if crate::remote::is_remote(i) {
-            i.clone()
-        } else {
-            std::fs::canonicalize(i)
-                .map(|p| p.to_string_lossy().into_owned())
-                .unwrap_or_else(|_| i.clone())
-        };
+        let key = (!crate::remote::is_remote(i))
+            .then(|| warchest_ops::copy::file_id(std::path::Path::new(i)))
+            .flatten()
+            .map_or_else(|| Key::Name(i.clone()), Key::File);
         match at.get(&key) {
             Some(&k) => order[k].1 += 1,
             None => {

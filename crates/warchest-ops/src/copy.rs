@@ -286,26 +286,32 @@ impl RecordSink for PartSink {
     }
 }
 
-/// Whether `a` and `b` are the same file: on Unix the same device and
-/// inode (a hard link or another spelling of the path is the same file),
-/// elsewhere the same canonical path. A path that does not exist is the
-/// same as nothing (writing it truncates no existing file).
-pub fn same_file(a: &Path, b: &Path) -> bool {
+/// What tells one file from another: on Unix its device and inode (a hard
+/// link or another spelling of the path is the same file), elsewhere its
+/// canonical path.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct FileId(#[cfg(unix)] (u64, u64), #[cfg(not(unix))] PathBuf);
+
+/// The [`FileId`] of the file at `p`; `None` when there is none.
+pub fn file_id(p: &Path) -> Option<FileId> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
-        matches!(
-            (std::fs::metadata(a), std::fs::metadata(b)),
-            (Ok(x), Ok(y)) if x.dev() == y.dev() && x.ino() == y.ino()
-        )
+        std::fs::metadata(p)
+            .ok()
+            .map(|m| FileId((m.dev(), m.ino())))
     }
     #[cfg(not(unix))]
     {
-        matches!(
-            (std::fs::canonicalize(a), std::fs::canonicalize(b)),
-            (Ok(x), Ok(y)) if x == y
-        )
+        std::fs::canonicalize(p).ok().map(FileId)
     }
+}
+
+/// Whether `a` and `b` are the same file ([`FileId`]). A path that does
+/// not exist is the same as nothing (writing it truncates no existing
+/// file).
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    matches!((file_id(a), file_id(b)), (Some(x), Some(y)) if x == y)
 }
 
 /// The first of `inputs` that writing `output` through an [`OpenFile`]

@@ -500,6 +500,13 @@ fn an_input_named_twice_is_said_by_commands_that_write_one_sequence() {
         assert_eq!(err.matches(&said).count(), 1, "{cmd}: {err}");
         assert_eq!(count(&out), 2 * once, "{cmd}");
     }
+    // A hard link is the same file.
+    let link = dir.path().join("link.warc.gz");
+    std::fs::hard_link(&a, &link).unwrap();
+    let out = dir.path().join("linked.warc.gz");
+    let (code, _, err) = run(bin().arg("concat").arg(&a).arg(&link).arg("-o").arg(&out));
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("is named 2 times"), "{err}");
     // Two different files: nothing said.
     let b = dir.path().join("b.warc.gz");
     std::fs::copy(sample(), &b).unwrap();
