@@ -1,4 +1,5 @@
-//! HTTP heads: find the end, parse, read every accessor, and the payload reader.
+//! HTTP heads: find the end, parse, read every accessor, and the payload
+//! reader; the streaming reader and the parse of the bytes in hand agree.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use std::io::Read;
@@ -6,7 +7,20 @@ use warchest::http::{HttpHead, find_head_end, payload_reader, read_head};
 
 fuzz_target!(|data: &[u8]| {
     let _ = find_head_end(data);
-    if let Ok(Some((h, _))) = HttpHead::parse(data) {
+    let parsed = HttpHead::parse(data);
+    // The streaming reader finds the same head as the parse of the bytes
+    // in hand: two entry points, one grammar.
+    if let Ok(Some((h, n))) = &parsed {
+        let mut r = data;
+        if let Ok(Some(read)) = read_head(&mut r, &Default::default()) {
+            assert_eq!(read.raw(), h.raw(), "two heads of the same bytes");
+            assert_eq!(data.len() - r.len(), *n, "the head's length");
+            assert_eq!(read.status(), h.status());
+            assert_eq!(read.method(), h.method());
+            assert_eq!(read.fields().len(), h.fields().len());
+        }
+    }
+    if let Ok(Some((h, _))) = parsed {
         let _ = (
             h.status(),
             h.reason(),
