@@ -644,7 +644,7 @@ struct Shared {
     /// The proxy's own address, so a request for it is refused.
     me: SocketAddr,
     /// Upstream exchanges under way (shutdown waits for them).
-    busy: AtomicUsize,
+    busy: Arc<AtomicUsize>,
     /// hyper's settings for client connections (and tunnels).
     http1: hyper::server::conn::http1::Builder,
     /// How long a request head may take.
@@ -742,7 +742,7 @@ impl Proxy {
             on_redirect: self.on_redirect,
             unrecorded: self.unrecorded,
             me,
-            busy: AtomicUsize::new(0),
+            busy: Arc::default(),
             http1,
             head_deadline,
             stall: STALL.max(timeout.saturating_mul(2)),
@@ -825,34 +825,37 @@ struct Conn {
     _permit: Arc<OwnedSemaphorePermit>,
     stop: watch::Receiver<bool>,
     /// Requests of this connection whose exchange is under way: from the
-    /// head handed over until the answer's body is sent or dropped
-    /// ([`UnderWay`]). A connection that ends while one is owes no loss of
+    /// head handed over until the answer's body is sent or dropped (a
+    /// [`Counted`] the body holds). A connection that ends while one is owes no loss of
     /// its own: the exchange goes on to its record, or counts its loss
     /// where it happens (a request body cut, a failed fetch).
     under_way: Arc<AtomicUsize>,
 }
 
-/// One request's place in [`Conn::under_way`], held by its answer's body.
-struct UnderWay(Arc<AtomicUsize>);
+/// One thing counted under way in a counter while alive: an upstream
+/// exchange in [`Shared::busy`], a client's request in
+/// [`Conn::under_way`].
+struct Counted(Arc<AtomicUsize>);
 
-impl UnderWay {
+impl Counted {
     fn new(n: &Arc<AtomicUsize>) -> Self {
         n.fetch_add(1, Ordering::SeqCst);
-        UnderWay(n.clone())
+        Counted(n.clone())
     }
 }
 
-impl Drop for UnderWay {
+impl Drop for Counted {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
-/// An answer's body, holding its request's [`UnderWay`] until hyper has
-/// sent it whole or dropped it (the connection's end is seen first).
+/// An answer's body, holding its request's place in [`Conn::under_way`]
+/// until hyper has sent it whole or dropped it (the connection's end is
+/// seen first).
 struct Answer {
     body: ProxyBody,
-    _under_way: UnderWay,
+    _under_way: Counted,
 }
 
 impl hyper::body::Body for Answer {
@@ -978,7 +981,7 @@ fn respond_boxed(
 ) -> Pin<Box<dyn Future<Output = Response<Answer>> + Send>> {
     // Under way from the head's arrival: the connection may end before
     // the answer does.
-    let under_way = UnderWay::new(&c.under_way);
+    let under_way = Counted::new(&c.under_way);
     Box::pin(async move {
         respond(c, req).await.map(|body| Answer {
             body,
@@ -1219,7 +1222,7 @@ async fn exchange(c: Conn, req: Request<Incoming>, url: Url) -> Response<ProxyBo
     let timeout = c.shared.opts.fetch.timeout;
     let mut received = 0u64;
     loop {
-        let failed = match tokio::time::timeout(timeout, body.frame()).await {
+        let (status, why) = match tokio::time::timeout(timeout, body.frame()).await {
             Ok(None) => {
                 let _ = btx.send(Piece::End).await;
                 break;
@@ -1247,7 +1250,7 @@ async fn exchange(c: Conn, req: Request<Incoming>, url: Url) -> Response<ProxyBo
                 format!("no byte of it for {} s", timeout.as_secs_f64()),
             ),
         };
-        let _ = btx.send(Piece::Cut(failed.0, failed.1)).await;
+        let _ = btx.send(Piece::Cut(status, why)).await;
         break;
     }
     drop(btx);
@@ -1522,27 +1525,11 @@ fn is_self(me: SocketAddr, ip: IpAddr, port: u16) -> bool {
             || (ip.is_loopback() && me.ip().is_loopback()))
 }
 
-/// Counts an exchange under way while alive.
-struct Busy<'a>(&'a AtomicUsize);
-
-impl<'a> Busy<'a> {
-    fn new(n: &'a AtomicUsize) -> Self {
-        n.fetch_add(1, Ordering::SeqCst);
-        Busy(n)
-    }
-}
-
-impl Drop for Busy<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
 /// Runs an exchange on a blocking thread: a failure before the response
 /// head answers 502 (500 for a panic, which is logged), one after it cuts
 /// the response; the proxy goes on either way.
 fn run_exchange(shared: &Shared, job: Job, fwd: &mut Fwd) {
-    let _busy = Busy::new(&shared.busy);
+    let _busy = Counted::new(&shared.busy);
     let what = format!("{} {}", job.method, job.url);
     let target = job.url.to_string();
     let method = job.method.as_str().to_owned();

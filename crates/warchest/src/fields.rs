@@ -778,8 +778,8 @@ impl Fields {
 
     /// The terminator style to keep: the block's own line end.
     fn eol(&self) -> &'static [u8] {
-        // The first line end among the fields says (a first field may be
-        // folded, or the last, without one); none: CRLF.
+        // The fields' line end is their first line break's (the first
+        // field's own end may be a fold's, or missing); none: CRLF.
         match self.buf[self.start..self.end]
             .iter()
             .position(|&b| b == b'\n')

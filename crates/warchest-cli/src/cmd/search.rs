@@ -51,7 +51,8 @@ pub struct IndexArgs {
 ///
 /// The query: words (all must match), "a phrase", -word, a OR b,
 /// field:value (title:, url:, host:, surt:, mime:, language:, status:,
-/// year:), date:[2020-01-01T00:00:00Z TO *]; * matches everything.
+/// year:), date:[2020-01-01T00:00:00Z TO *]; * matches everything, and
+/// host:* any value (also mime, language, file, year, status, date).
 ///
 /// Examples:
 ///   warchest search crawl.idx 'climate "sea level"'
@@ -183,7 +184,7 @@ pub fn run_index(g: &Global, mut args: IndexArgs) -> Result<Outcome> {
         }
     }
     let files = writer.commit()?;
-    if made && indexed == 0 && outcome != Outcome::Ok {
+    if made && indexed == 0 && outcome == Outcome::Failed {
         drop(index);
         std::fs::remove_dir_all(&args.output)
             .with_context(|| format!("remove {}", args.output.display()))?;
