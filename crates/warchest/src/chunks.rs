@@ -22,15 +22,15 @@
 //! twice that many chunks (16 at most) read ahead of the writing thread,
 //! each chunk's output bounded: memory stays bounded whatever the file.
 //!
-//! Sources: a local file by path ([`plan`], [`Input::Path`]: each chunk
-//! read with `read` calls into a small buffer, its large payloads sought
-//! past), or any source read at offsets with a known length
-//! ([`plan_at`], [`Input::At`]: an object in a store, whose reads the
-//! source fetches ahead in blocks, or a WARC file stored in a WACZ, a
-//! byte range of the ZIP). The rule and the output are the same.
+//! Sources: a local file by path ([`plan`], [`Input::Path`]), or any
+//! source read at offsets with a known length ([`plan_at`],
+//! [`Input::At`]: an object in a store, whose reads the source fetches
+//! ahead in blocks, or a WARC file stored in a WACZ, a byte range of the
+//! ZIP). Both are read the same way, at offsets (a file by `pread`), each
+//! chunk into a small buffer, its large payloads sought past.
 
 use std::fs::File;
-use std::io::{Seek, SeekFrom, Write};
+use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -56,9 +56,9 @@ const MAX_CHUNKS: u64 = 1 << 20;
 /// (chunks in flight times this) whatever the records look like; the main
 /// thread reads on from where it stopped.
 const MAX_OUTPUT: usize = 4 << 20;
-/// Decoder buffer of a chunk's reader: reads of this size, and a payload
-/// that runs past what is buffered is sought past (16 KiB and 256 KiB
-/// cost the same CPU on the benchmark corpus).
+/// Decoder buffer of a chunk's reader: a payload that runs past what is
+/// buffered is sought past, the read after such a seek a small one (16 KiB
+/// and 256 KiB cost the same CPU on the benchmark corpus).
 const CHUNK_BUFFER: usize = 64 << 10;
 /// Output reserved per chunk buffer, as a share of the chunk's bytes
 /// (`ls` writes about 2 %, 5 % as JSON, on the benchmark corpus): most
@@ -333,17 +333,47 @@ pub fn plan_at(src: &dyn ReadAt, threads: usize, chunk: Option<u64>) -> Option<P
     })
 }
 
-/// Where a chunked read's bytes come from: how its readers are opened.
-trait Origin: Sync {
-    /// The readers' source.
-    type Src: Source + Send;
+/// Where a chunked read's bytes come from, read at offsets (a local file
+/// by `pread`, an object in a store, a WARC file in a WACZ) and called
+/// `name` in messages: how its readers are opened.
+struct Origin<'a> {
+    src: &'a Arc<dyn ReadAt>,
+    name: &'a str,
+}
+
+/// A chunk's reader.
+type Src = Decoder<AtCursor>;
+
+impl Origin<'_> {
     /// A reader at `offset` (a record start), one thread, offsets in the
     /// whole source, records read as WARC.
-    fn open_at(&self, offset: u64, opts: &ReaderOptions) -> Result<Reader<Self::Src>, BoxError>;
+    ///
+    /// Read at offsets, not mapped: with two or more threads on one map,
+    /// the faults, the pages mapped around them and the pages dropped
+    /// behind each reader (`MADV_DONTNEED`, seen by every thread) cost
+    /// 12 % more CPU than `read` calls, and twice the memory; and `pread`
+    /// at the reader's own position, not `lseek` and `read`, saves a
+    /// system call a payload sought past (docs/performance-history.md,
+    /// round fourteen, plain files; round seventeen).
+    fn open_at(&self, offset: u64, opts: &ReaderOptions) -> Result<Reader<Src>, BoxError> {
+        let opts = chunk_options(offset, opts);
+        let src = Decoder::new_read_at(Arc::clone(self.src), self.name, opts.decoder.clone())?;
+        Ok(Reader::from_source_as(src, opts, Format::Warc))
+    }
+
     /// A reader from the start, as a sequential read opens it.
-    fn open_start(&self, opts: ReaderOptions) -> Result<Reader<Self::Src>, BoxError>;
+    fn open_start(&self, opts: ReaderOptions) -> Result<Reader<Src>, BoxError> {
+        let locate = |e: std::io::Error| crate::Error::from(e).in_file(Path::new(self.name));
+        let src = Decoder::new_read_at(Arc::clone(self.src), self.name, opts.decoder.clone())
+            .map_err(locate)?;
+        Ok(Reader::from_source(src, opts)?)
+    }
+
     /// The first confirmed record start in `cut..end`.
-    fn find_start(&self, cut: u64, end: u64, opts: &ReaderOptions) -> crate::Result<Option<u64>>;
+    fn find_start(&self, cut: u64, end: u64, opts: &ReaderOptions) -> crate::Result<Option<u64>> {
+        let mut c = AtCursor::new(Arc::clone(self.src), self.name, 0);
+        crate::split::find_record_start(&mut c, Format::Warc, cut, end, opts)
+    }
 }
 
 /// The options of a chunk's reader at `offset`: one thread, a small
@@ -352,66 +382,10 @@ fn chunk_options(offset: u64, opts: &ReaderOptions) -> ReaderOptions {
     let mut opts = opts.clone();
     opts.decoder.start_offset = offset;
     opts.decoder.threads = 1;
-    // Not the default 1 MiB: the buffer is made (zeroed) per chunk.
+    // Not the default 1 MiB: the buffer is made (zeroed) per chunk, and
+    // a payload past it is sought over rather than copied.
     opts.decoder.buffer_size = CHUNK_BUFFER;
     opts
-}
-
-/// A local file, by path.
-struct Local<'a>(&'a Path);
-
-impl Origin for Local<'_> {
-    type Src = Decoder<File>;
-
-    fn open_at(&self, offset: u64, opts: &ReaderOptions) -> Result<Reader<Self::Src>, BoxError> {
-        let mut f = File::open(self.0)?;
-        f.seek(SeekFrom::Start(offset))?;
-        let opts = chunk_options(offset, opts);
-        // Read, not mapped: with two or more threads on one map, the
-        // faults, the pages mapped around them and the pages dropped
-        // behind each reader (`MADV_DONTNEED`, seen by every thread) cost
-        // 12 % more CPU than these `read` calls, and twice the memory
-        // (docs/performance-history.md, round fourteen, plain files).
-        let src = Decoder::new_seekable(f, opts.decoder.clone())?;
-        Ok(Reader::from_source_as(src, opts, Format::Warc))
-    }
-
-    fn open_start(&self, opts: ReaderOptions) -> Result<Reader<Self::Src>, BoxError> {
-        Ok(Reader::open_with(self.0, opts)?)
-    }
-
-    fn find_start(&self, cut: u64, end: u64, opts: &ReaderOptions) -> crate::Result<Option<u64>> {
-        let mut f = File::open(self.0)?;
-        crate::split::find_record_start(&mut f, Format::Warc, cut, end, opts)
-    }
-}
-
-/// A source read at offsets, called `name` in messages.
-struct Positioned<'a> {
-    src: &'a Arc<dyn ReadAt>,
-    name: &'a str,
-}
-
-impl Origin for Positioned<'_> {
-    type Src = Decoder<AtCursor>;
-
-    fn open_at(&self, offset: u64, opts: &ReaderOptions) -> Result<Reader<Self::Src>, BoxError> {
-        let opts = chunk_options(offset, opts);
-        let src = Decoder::new_read_at(Arc::clone(self.src), self.name, opts.decoder.clone())?;
-        Ok(Reader::from_source_as(src, opts, Format::Warc))
-    }
-
-    fn open_start(&self, opts: ReaderOptions) -> Result<Reader<Self::Src>, BoxError> {
-        let locate = |e: std::io::Error| crate::Error::from(e).in_file(Path::new(self.name));
-        let src = Decoder::new_read_at(Arc::clone(self.src), self.name, opts.decoder.clone())
-            .map_err(locate)?;
-        Ok(Reader::from_source(src, opts)?)
-    }
-
-    fn find_start(&self, cut: u64, end: u64, opts: &ReaderOptions) -> crate::Result<Option<u64>> {
-        let mut c = AtCursor::new(Arc::clone(self.src), self.name, 0);
-        crate::split::find_record_start(&mut c, Format::Warc, cut, end, opts)
-    }
 }
 
 /// What a worker found in one chunk, and its records' counts.
@@ -444,9 +418,9 @@ fn numbered<S: Source>(reader: &mut Reader<S>) -> Option<u64> {
 
 /// Reads chunk `range` (cut at `range.0`, ending at `range.1`) into `out`
 /// (an empty buffer); the chunk cut at 0 starts there, as `-j 1` does.
-fn read_chunk<L: Tally, O: Origin>(
+fn read_chunk<L: Tally>(
     lines: &L,
-    origin: &O,
+    origin: &Origin<'_>,
     opts: &ReaderOptions,
     range: (u64, u64),
     abort: &AtomicBool,
@@ -624,15 +598,24 @@ pub fn read_tally<T: Tally>(
     out: &mut dyn Write,
 ) -> (Result<(u64, T::Sum), BoxError>, Trace) {
     match input {
-        Input::Path(p) => run(g, name, &Local(p), tally, opts, plan, out),
-        Input::At(src) => run(g, name, &Positioned { src, name }, tally, opts, plan, out),
+        Input::Path(p) => {
+            let src: Arc<dyn ReadAt> = match File::open(p) {
+                Ok(f) => Arc::new(f),
+                Err(e) => {
+                    let e = crate::Error::from(e).in_file(p);
+                    return (Err(e.into()), Trace::default());
+                }
+            };
+            run(g, name, &Origin { src: &src, name }, tally, opts, plan, out)
+        }
+        Input::At(src) => run(g, name, &Origin { src, name }, tally, opts, plan, out),
     }
 }
 
-fn run<L: Tally, O: Origin>(
+fn run<L: Tally>(
     g: &dyn Report,
     name: &str,
-    origin: &O,
+    origin: &Origin<'_>,
     lines: &L,
     opts: &ReaderOptions,
     plan: Plan,
@@ -687,10 +670,10 @@ fn run<L: Tally, O: Origin>(
 
 /// A worker: takes the next chunk when it is within the window, reads it,
 /// hands its result over; until every chunk is taken or the read aborted.
-fn worker<L: Tally, O: Origin>(
+fn worker<L: Tally>(
     shared: &Shared<L::Sum>,
     lines: &L,
-    origin: &O,
+    origin: &Origin<'_>,
     opts: &ReaderOptions,
     count: usize,
     window: usize,
@@ -772,10 +755,10 @@ impl<M: Default> Fetch<'_, M> {
 /// Writes the chunks' lines where they are verified and reads sequentially
 /// where they are not; the records written.
 #[allow(clippy::too_many_arguments)]
-fn merge<L: Tally, O: Origin>(
+fn merge<L: Tally>(
     g: &dyn Report,
     name: &str,
-    origin: &O,
+    origin: &Origin<'_>,
     lines: &L,
     opts: &ReaderOptions,
     shared: &Shared<L::Sum>,
@@ -873,13 +856,13 @@ fn merge<L: Tally, O: Origin>(
 /// the start when no record was written. The record before is read again
 /// (warnings dropped: they were reported) so that the reader knows it, and
 /// records are numbered as from the start.
-fn resume<O: Origin>(
-    origin: &O,
+fn resume(
+    origin: &Origin<'_>,
     opts: &ReaderOptions,
     pos: u64,
     progress: Progress,
-) -> Result<Reader<O::Src>, BoxError> {
-    let from_start = || -> Result<Reader<O::Src>, BoxError> {
+) -> Result<Reader<Src>, BoxError> {
+    let from_start = || -> Result<Reader<Src>, BoxError> {
         let mut o = opts.clone();
         o.decoder.threads = 1;
         origin.open_start(o)
