@@ -328,6 +328,12 @@ impl<S: Source> Reader<S> {
                     format!("{blank} extra line-end bytes between records"),
                 );
             }
+            if starts && len < 5 {
+                // Fewer than five bytes held, the start of `WARC/`: a record
+                // start split across reads, or damage that begins so
+                // (`WARC-Record-ID: ...`). Five bytes decide.
+                return self.split_start();
+            }
             if starts {
                 return Ok(true);
             }
@@ -360,12 +366,49 @@ impl<S: Source> Reader<S> {
         }
     }
 
+    /// A record seems to start where fewer than five bytes are held (see
+    /// [`Reader::find_start`]): up to five are read, across reads. A
+    /// record start (or a prefix of one the input ends in, cut as a
+    /// header) goes to `carry`, which the header takes as its first bytes;
+    /// anything else is damage, resynchronised from there.
+    #[cold]
+    fn split_start(&mut self) -> Result<bool> {
+        let mut head = [0u8; 5];
+        let mut k = 0;
+        while k < head.len() {
+            let buf = self.src.fill_buf()?;
+            if buf.is_empty() {
+                if !self.src.next_member()? {
+                    break;
+                }
+                continue;
+            }
+            let take = (head.len() - k).min(buf.len());
+            head[k..k + take].copy_from_slice(&buf[..take]);
+            self.src.consume(take);
+            k += take;
+        }
+        if head[..k].eq_ignore_ascii_case(&b"WARC/"[..k]) {
+            self.carry.clear();
+            self.carry.extend_from_slice(&head[..k]);
+            return Ok(true);
+        }
+        self.resync_from(&head[..k])
+    }
+
     /// Lenient: scans forward for the next `WARC/<digit>`, reporting what it
     /// skipped. An error when neither [`Leniency::skipped_bytes`] nor
     /// [`Leniency::trailing_garbage`] is on, or when the one for what the
     /// scan found is off.
     fn resync(&mut self) -> Result<bool> {
-        let start = self.stored_pos();
+        self.resync_from(&[])
+    }
+
+    /// [`Reader::resync`] from bytes `pre` already consumed (at most five,
+    /// not a record start): they count as skipped, and a match may begin
+    /// in their tail.
+    fn resync_from(&mut self, pre: &[u8]) -> Result<bool> {
+        let start = self.stored_pos().saturating_sub(pre.len() as u64);
         let knobs = *self.diag.leniency();
         let not_a_record = || ErrorKind::Syntax("expected a WARC version line".into());
         if !knobs.skipped_bytes && !knobs.trailing_garbage {
@@ -375,10 +418,23 @@ impl<S: Source> Reader<S> {
         // the bytes matched so far. No byte of the pattern repeats its first,
         // so a mismatch restarts the match at the current byte.
         const PAT: &[u8; 5] = b"WARC/";
-        let mut consumed = 0u64;
+        let mut consumed = pre.len() as u64;
         let mut m = 0usize;
         // The bytes matched so far, as written (any case).
         let mut matched = [0u8; 6];
+        // The longest tail of `pre` after its first byte that the match
+        // below would have reached (`pre` itself is no record start).
+        for j in 1..pre.len() {
+            let tail = &pre[j..];
+            let fits = tail.len() < matched.len()
+                && matches!(tail[0], b'W' | b'w')
+                && tail[1..].iter().zip(&PAT[1..]).all(|(a, b)| a == b);
+            if fits {
+                matched[..tail.len()].copy_from_slice(tail);
+                m = tail.len();
+                break;
+            }
+        }
         let found = loop {
             let buf = self.src.fill_buf()?;
             if buf.is_empty() {
@@ -1597,6 +1653,50 @@ pub(crate) mod tests {
             assert_eq!(s.types, [RecordType::Resource], "chunk {chunk}");
             assert_eq!(s.offsets, [start as u64], "chunk {chunk}");
         }
+    }
+
+    #[test]
+    fn a_false_start_split_across_reads_is_skipped_not_an_error() {
+        // A record whose Content-Length is short by the trailer, so that
+        // what follows it begins `WARC` but not `WARC/` (as another
+        // record's header line would), then a record.
+        let first = rec("resource", "a");
+        let mut data = first.clone();
+        let cut = data.len() - 4;
+        data.truncate(cut);
+        data.extend(b"WARC-Record-ID: <urn:x>\r\n\r\n");
+        let start = data.len();
+        data.extend(rec("resource", "b"));
+        for chunk in [1, 2, 3, 4, 5, 6, 7, 100, 4096] {
+            let s = read_all(lenient(MemSource::plain(&data, chunk)))
+                .unwrap_or_else(|e| panic!("chunk {chunk}: {e}"));
+            assert_eq!(s.offsets, [0, start as u64], "chunk {chunk}");
+            assert!(
+                s.warnings
+                    .iter()
+                    .any(|w| w.kind == WarningKind::SkippedBytes),
+                "chunk {chunk}: {:?}",
+                s.warnings
+            );
+        }
+        // A real start split so still reads, at its offset, and a prefix
+        // the input ends in is still a cut header.
+        let two = [first.clone(), rec("resource", "b")].concat();
+        for chunk in [1, 2, 3, 4, 5, 6, 100] {
+            let s = read_all(lenient(MemSource::plain(&two, chunk))).unwrap();
+            assert_eq!(s.offsets, [0, first.len() as u64], "chunk {chunk}");
+            assert!(s.warnings.is_empty(), "chunk {chunk}: {:?}", s.warnings);
+        }
+        let cut_end = [first.clone(), b"WAR".to_vec()].concat();
+        let s = read_all(lenient(MemSource::plain(&cut_end, 1))).unwrap();
+        assert_eq!(s.offsets, [0]);
+        assert!(
+            s.warnings
+                .iter()
+                .any(|w| w.kind == WarningKind::TruncatedRecord),
+            "{:?}",
+            s.warnings
+        );
     }
 
     #[test]
