@@ -50,11 +50,12 @@ fuzz_target!(|data: &[u8]| {
         }
         let _ = r.take_warnings();
 
-        // Strict reads only: some lenient rules (a block with no length
-        // skipped to the next record, a damaged member resynchronised)
-        // look back or ahead as far as the buffer reaches, and with a
-        // 64-byte buffer a stream read and a seeking one can end them
-        // apart (docs/testing.md, "Fuzzing"). Both with the same buffer.
+        // Strict reads only: some lenient rules (the end of a gzip member
+        // before its Content-Length, a damaged member resynchronised, Web
+        // InfoMall content skipped unread) look back or ahead as far as
+        // the buffer reaches, and with a 64-byte buffer a stream read and
+        // a seeking one can end them apart (docs/testing.md, "Skipped by
+        // seeking or by reading"). Both with the same buffer.
         if !opts.strict {
             continue;
         }
