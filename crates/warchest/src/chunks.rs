@@ -606,6 +606,14 @@ pub fn read_tally<T: Tally>(
                     return (Err(e.into()), Trace::default());
                 }
             };
+            // Read errors name the file, as a read opened by path does.
+            let named;
+            let opts = if opts.file.is_none() {
+                named = opts.clone().file(p);
+                &named
+            } else {
+                opts
+            };
             run(g, name, &Origin { src: &src, name }, tally, opts, plan, out)
         }
         Input::At(src) => run(g, name, &Origin { src, name }, tally, opts, plan, out),

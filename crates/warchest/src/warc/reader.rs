@@ -367,10 +367,12 @@ impl<S: Source> Reader<S> {
     }
 
     /// A record seems to start where fewer than five bytes are held (see
-    /// [`Reader::find_start`]): up to five are read, across reads. A
-    /// record start (or a prefix of one the input ends in, cut as a
-    /// header) goes to `carry`, which the header takes as its first bytes;
-    /// anything else is damage, resynchronised from there.
+    /// [`Reader::find_start`]): up to five are read, across reads of this
+    /// member. A record start (or a prefix of one the member ends in, which
+    /// the header gathers on across members, as before) goes to `carry`,
+    /// which the header takes as its first bytes; anything else is damage,
+    /// resynchronised from there. The member is not left here, so the
+    /// record's offset is still its own member's.
     #[cold]
     fn split_start(&mut self) -> Result<bool> {
         let mut head = [0u8; 5];
@@ -378,10 +380,7 @@ impl<S: Source> Reader<S> {
         while k < head.len() {
             let buf = self.src.fill_buf()?;
             if buf.is_empty() {
-                if !self.src.next_member()? {
-                    break;
-                }
-                continue;
+                break;
             }
             let take = (head.len() - k).min(buf.len());
             head[k..k + take].copy_from_slice(&buf[..take]);
@@ -1304,6 +1303,13 @@ pub(crate) mod tests {
         warnings: Vec<Warning>,
     }
 
+    impl Seen {
+        /// Whether a warning of `kind` was given.
+        fn warned(&self, kind: WarningKind) -> bool {
+            self.warnings.iter().any(|w| w.kind == kind)
+        }
+    }
+
     fn read_all<S: Source>(mut r: Reader<S>) -> Result<Seen> {
         let mut s = Seen {
             types: vec![],
@@ -1507,11 +1513,7 @@ pub(crate) mod tests {
         assert_eq!(s.offsets, [0, 0]);
         assert_eq!(s.lens[0], None);
         assert!(s.lens[1].is_some());
-        assert!(
-            s.warnings
-                .iter()
-                .any(|w| w.kind == WarningKind::NotRecordAtATime)
-        );
+        assert!(s.warned(WarningKind::NotRecordAtATime));
     }
 
     #[test]
@@ -1562,11 +1564,7 @@ pub(crate) mod tests {
         assert_eq!(r.types, [RecordType::Response, RecordType::Request]);
         // The 4 trailer bytes are read as block before the member ends.
         assert_eq!(r.bodies[0], b"0123456789\r\n\r\n");
-        assert!(
-            r.warnings
-                .iter()
-                .any(|w| w.kind == WarningKind::BadContentLength)
-        );
+        assert!(r.warned(WarningKind::BadContentLength));
         assert!(read_all(strict(MemSource::members(&[&a, &b], 4096))).is_err());
     }
 
@@ -1586,11 +1584,7 @@ pub(crate) mod tests {
         data.extend(rec("metadata", "m"));
         let s = read_all(lenient(MemSource::plain(&data, 5))).unwrap();
         assert_eq!(s.types, [RecordType::Resource, RecordType::Metadata]);
-        assert!(
-            s.warnings
-                .iter()
-                .any(|w| w.kind == WarningKind::BadContentLength)
-        );
+        assert!(s.warned(WarningKind::BadContentLength));
     }
 
     /// Issue 19: one header line over the limit loses its record, not the
@@ -1672,9 +1666,7 @@ pub(crate) mod tests {
                 .unwrap_or_else(|e| panic!("chunk {chunk}: {e}"));
             assert_eq!(s.offsets, [0, start as u64], "chunk {chunk}");
             assert!(
-                s.warnings
-                    .iter()
-                    .any(|w| w.kind == WarningKind::SkippedBytes),
+                s.warned(WarningKind::SkippedBytes),
                 "chunk {chunk}: {:?}",
                 s.warnings
             );
@@ -1690,13 +1682,7 @@ pub(crate) mod tests {
         let cut_end = [first.clone(), b"WAR".to_vec()].concat();
         let s = read_all(lenient(MemSource::plain(&cut_end, 1))).unwrap();
         assert_eq!(s.offsets, [0]);
-        assert!(
-            s.warnings
-                .iter()
-                .any(|w| w.kind == WarningKind::TruncatedRecord),
-            "{:?}",
-            s.warnings
-        );
+        assert!(s.warned(WarningKind::TruncatedRecord), "{:?}", s.warnings);
     }
 
     #[test]
@@ -1715,11 +1701,7 @@ pub(crate) mod tests {
             s.lens,
             [Some(plain_len), Some(data.len() as u64 - plain_len)]
         );
-        assert!(
-            s.warnings
-                .iter()
-                .any(|w| w.kind == WarningKind::NotRecordAtATime)
-        );
+        assert!(s.warned(WarningKind::NotRecordAtATime));
         let r = Reader::with_options(&data[..], ReaderOptions::strict());
         assert!(read_all(r).is_err());
     }
@@ -1794,11 +1776,7 @@ pub(crate) mod tests {
         data.extend(b"WARC/1.1\r\nWARC-Type: res");
         let s = read_all(lenient(MemSource::plain(&data, 4))).unwrap();
         assert_eq!(s.types.len(), 1);
-        assert!(
-            s.warnings
-                .iter()
-                .any(|w| w.kind == WarningKind::TruncatedRecord)
-        );
+        assert!(s.warned(WarningKind::TruncatedRecord));
         let e = read_all(strict(MemSource::plain(&data, 4))).err().unwrap();
         assert!(matches!(e.kind(), ErrorKind::Truncated(_)));
     }
