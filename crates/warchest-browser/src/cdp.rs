@@ -49,8 +49,38 @@ pub struct Cdp {
     out: mpsc::Sender<Message>,
     pending: Pending,
     events: broadcast::Sender<Event>,
-    next: AtomicU64,
+    next: Arc<AtomicU64>,
     closed: Arc<AtomicBool>,
+}
+
+/// Sends commands to a [`Cdp`]'s browser without waiting for their
+/// answers (which are dropped): for a task that answers events while
+/// nobody awaits, such as resuming a target paused at its start.
+#[derive(Clone)]
+pub struct Sender {
+    out: mpsc::Sender<Message>,
+    next: Arc<AtomicU64>,
+}
+
+impl Sender {
+    /// Sends `method` with `params` to the target of `session`; commands
+    /// to one session are carried out in the order sent.
+    ///
+    /// # Errors
+    /// The connection is gone.
+    pub async fn send(
+        &self,
+        method: &str,
+        params: Value,
+        session: &str,
+    ) -> Result<(), BrowserError> {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let msg = json!({"id": id, "method": method, "params": params, "sessionId": session});
+        self.out
+            .send(Message::text(msg.to_string()))
+            .await
+            .map_err(|_| BrowserError::Gone)
+    }
 }
 
 impl Cdp {
@@ -129,7 +159,7 @@ impl Cdp {
             out,
             pending,
             events,
-            next: AtomicU64::new(1),
+            next: Arc::new(AtomicU64::new(1)),
             closed,
         })
     }
@@ -137,6 +167,14 @@ impl Cdp {
     /// True once the browser closed the connection (it exited or crashed).
     pub fn is_closed(&self) -> bool {
         self.closed.load(Ordering::SeqCst)
+    }
+
+    /// A [`Sender`] of commands whose answers nobody waits for.
+    pub fn sender(&self) -> Sender {
+        Sender {
+            out: self.out.clone(),
+            next: self.next.clone(),
+        }
     }
 
     /// A receiver of every event from now on.

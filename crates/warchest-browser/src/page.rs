@@ -11,7 +11,7 @@ use tokio::sync::Notify;
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::BrowserError;
-use crate::cdp::Cdp;
+use crate::cdp::{Cdp, Sender};
 
 /// The viewport every page is shown in, capture and QA alike, so that
 /// their screenshots compare pixel for pixel.
@@ -27,6 +27,61 @@ pub const COMMAND: Duration = Duration::from_secs(10);
 /// The longest a wait goes without looking again: a browser that is gone
 /// sends no event to wake it.
 const LOOK_AGAIN: Duration = Duration::from_millis(200);
+
+/// The most targets (workers, frames of other sites) a tab follows the
+/// network of; those past it are let run all the same.
+const MAX_SESSIONS: usize = 256;
+
+/// The targets a page starts (a dedicated worker, a frame of another
+/// site) are attached to, paused at their start until [`attached`] has
+/// turned their network events on. Their requests are the page's: a
+/// worker's script is asked for in the page's session but answered in the
+/// worker's, so without this the page never looked idle (every page with
+/// a worker waited out the idle bound twice: 20 s).
+fn auto_attach() -> Value {
+    json!({"autoAttach": true, "waitForDebuggerOnStart": true, "flatten": true})
+}
+
+/// Sets up a target attached under a tab (its network events on, the
+/// tab's `init` scripts for a frame's documents, and the same for the
+/// targets it starts, when `tracked`), then lets it run. The answers are
+/// not waited for: the commands to a session are carried out in order, so
+/// all this is in place before it runs.
+async fn attached(
+    sender: &Sender,
+    session: &str,
+    tracked: bool,
+    bypass_workers: bool,
+    init: &[String],
+) {
+    let mut commands = Vec::new();
+    if tracked {
+        commands.push(("Network.enable", json!({})));
+        if bypass_workers {
+            commands.push(("Network.setBypassServiceWorker", json!({"bypass": true})));
+        }
+        if !init.is_empty() {
+            // The scripts are taken for a frame's documents once its Page
+            // domain is on.
+            commands.push(("Page.enable", json!({})));
+        }
+        for s in init {
+            commands.push((
+                "Page.addScriptToEvaluateOnNewDocument",
+                json!({"source": s}),
+            ));
+        }
+        commands.push(("Target.setAutoAttach", auto_attach()));
+    }
+    commands.push(("Runtime.runIfWaitingForDebugger", json!({})));
+    for (method, params) in commands {
+        // A target that has no such domain (or is gone) answers with an
+        // error, dropped: it still gets the command that lets it run.
+        if sender.send(method, params, session).await.is_err() {
+            return;
+        }
+    }
+}
 
 /// What a wait found: done, or look again at the next event (or at the
 /// time given, when one is).
@@ -129,7 +184,11 @@ impl<'a> Tab<'a> {
         let wake = Arc::new(Notify::new());
         let mut events = cdp.events();
         let (t, s, w) = (track.clone(), session.clone(), wake.clone());
+        let sender = cdp.sender();
+        let scripts: Vec<String> = init.iter().map(|s| s.to_string()).collect();
         let watcher = tokio::spawn(async move {
+            // The sessions of the targets attached under the tab's own.
+            let mut sessions: HashSet<String> = HashSet::new();
             loop {
                 let e = match events.recv().await {
                     Ok(e) => e,
@@ -141,8 +200,37 @@ impl<'a> Tab<'a> {
                     }
                     Err(RecvError::Closed) => break,
                 };
-                if e.session.as_deref() != Some(s.as_str()) {
+                let Some(from) = e.session.as_deref() else {
                     continue;
+                };
+                let own = from == s;
+                if !own && !sessions.contains(from) {
+                    continue;
+                }
+                match e.method.as_str() {
+                    "Target.attachedToTarget" => {
+                        if let Some(child) = e.params["sessionId"].as_str() {
+                            let tracked = sessions.len() < MAX_SESSIONS;
+                            if tracked {
+                                sessions.insert(child.to_string());
+                            }
+                            let frame = e.params.pointer("/targetInfo/type")
+                                == Some(&Value::from("iframe"));
+                            let init: &[String] = if frame { &scripts } else { &[] };
+                            attached(&sender, child, tracked, bypass_workers, init).await;
+                        }
+                        continue;
+                    }
+                    "Target.detachedFromTarget" => {
+                        if let Some(child) = e.params["sessionId"].as_str() {
+                            sessions.remove(child);
+                        }
+                        continue;
+                    }
+                    // Only the network of the targets under the tab: a
+                    // frame's load event or navigation is not the page's.
+                    m if !own && !m.starts_with("Network.") => continue,
+                    _ => {}
                 }
                 {
                     let Ok(mut t) = t.lock() else { break };
@@ -172,6 +260,7 @@ impl<'a> Tab<'a> {
         if bypass_workers {
             setup.push(("Network.setBypassServiceWorker", json!({"bypass": true})));
         }
+        setup.push(("Target.setAutoAttach", auto_attach()));
         setup.push((
             "Emulation.setDeviceMetricsOverride",
             json!({"width": VIEWPORT.0, "height": VIEWPORT.1, "deviceScaleFactor": 1, "mobile": false}),
@@ -260,7 +349,18 @@ impl<'a> Tab<'a> {
             }
         })
         .await
-        .unwrap_or(false)
+        .unwrap_or_else(|| {
+            if let Ok(t) = self.track.lock() {
+                let busy: Vec<&str> = t
+                    .inflight
+                    .iter()
+                    .take(8)
+                    .map(|id| t.urls.get(id).map_or("?", String::as_str))
+                    .collect();
+                tracing::debug!(target: "warchest_browser::timing", "not idle after {bound:?}: {} in flight, {busy:?}", t.inflight.len());
+            }
+            false
+        })
     }
 
     /// Counts the network's quiet from now: after a behaviour that may

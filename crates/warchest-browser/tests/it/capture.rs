@@ -670,3 +670,105 @@ fn links_past_the_bound_are_counted() {
         (warchest_browser::MAX_LINKS, 3)
     );
 }
+
+/// A dedicated worker's script is asked for in the page's session and
+/// answered in the worker's; a frame of another site (another loopback
+/// address) is a target of its own, whose document is answered there too.
+/// Both are followed: the page goes idle (it never did, and waited out its
+/// idle bound twice), and what the worker and the frame asked for is the
+/// page's. The frame gets the tab's init scripts: it cannot register a
+/// service worker either.
+#[test]
+fn requests_of_a_worker_and_of_a_frame_of_another_site_are_the_pages() {
+    let Some(exe) = chromium() else { return };
+    let other = Site::start_on(
+        "127.0.0.2",
+        vec![
+            (
+                "/frame.html",
+                (
+                    200,
+                    HTML,
+                    Some(
+                        b"<!doctype html><p>frame</p><script>new Worker('/fw.js');\
+navigator.serviceWorker.register('/sw.js').then(()=>fetch('/sw?registered'),\
+e=>fetch(String(e.message).includes('blocked during capture')?'/sw?blocked':'/sw?other'));</script>"
+                            .to_vec(),
+                    ),
+                ),
+            ),
+            (
+                "/fw.js",
+                (
+                    200,
+                    "text/javascript",
+                    Some(b"fetch('/frame-worker.json')".to_vec()),
+                ),
+            ),
+            (
+                "/frame-worker.json",
+                (200, "application/json", Some(b"{}".to_vec())),
+            ),
+        ],
+    );
+    let page = format!(
+        "<!doctype html><title>worker</title><p id=r>pending</p>\
+<iframe src=\"{}/frame.html\"></iframe><script>\
+const w=new Worker('/w.js');w.onmessage=e=>{{document.getElementById('r').textContent=e.data;}};\
+</script>",
+        other.base
+    );
+    let s = Site::start(vec![
+        ("/", (200, HTML, Some(page.into_bytes()))),
+        (
+            "/w.js",
+            (
+                200,
+                "text/javascript",
+                Some(
+                    b"fetch('/from-worker.json').then(r=>r.text()).then(t=>postMessage(t))"
+                        .to_vec(),
+                ),
+            ),
+        ),
+        (
+            "/from-worker.json",
+            (200, "application/json", Some(b"\"worker ok\"".to_vec())),
+        ),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    // An idle bound no quiet page comes near: a page that never goes idle
+    // fails the assertion below, not a timing.
+    let b = Rig::start(exe, dir.path(), |o| o.idle_timeout = Duration::from_secs(8));
+    let url = format!("{}/", s.base);
+    let p = b.capture(&url);
+    let files = b.finish();
+    assert!(p.ok(), "{p:?}");
+    let idle = p.behaviors.iter().find(|b| b.name == "idle").unwrap();
+    assert!(idle.completed, "the page never went idle: {idle:?}");
+    for u in [
+        format!("{}/w.js", s.base),
+        format!("{}/from-worker.json", s.base),
+        format!("{}/frame.html", other.base),
+        format!("{}/fw.js", other.base),
+        format!("{}/frame-worker.json", other.base),
+    ] {
+        assert!(p.fetched.contains(&u), "{u} not in {:?}", p.fetched);
+    }
+    assert!(
+        other.requests().iter().any(|r| r == "/sw?blocked"),
+        "{:?}",
+        other.requests()
+    );
+    let recs = records(&files);
+    assert!(
+        recs.iter()
+            .any(|r| r.0 == "response" && r.1 == format!("{}/from-worker.json", s.base)),
+        "the worker's fetch is not recorded"
+    );
+    let text = recs
+        .iter()
+        .find(|r| r.1 == format!("urn:text:{url}"))
+        .expect("a text record");
+    assert!(String::from_utf8_lossy(&text.3).contains("worker ok"));
+}

@@ -47,7 +47,13 @@ pub struct Site {
 
 impl Site {
     pub fn start(routes: Vec<(&'static str, Route)>) -> Site {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        Site::start_on("127.0.0.1", routes)
+    }
+
+    /// [`Site::start`] on another loopback address (`127.0.0.2`: another
+    /// site to the browser, whose frames it runs as targets of their own).
+    pub fn start_on(ip: &str, routes: Vec<(&'static str, Route)>) -> Site {
+        let l = TcpListener::bind((ip, 0)).unwrap();
         l.set_nonblocking(true).unwrap();
         let base = format!("http://{}", l.local_addr().unwrap());
         let seen = Arc::new(Mutex::new(Vec::new()));
