@@ -21,6 +21,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -84,11 +85,14 @@ pub struct QaOptions {
     pub idle: (Duration, Duration),
     /// Pages checked at most.
     pub max_pages: usize,
+    /// Browsers at once, one tab each, each replaying the next page not
+    /// yet taken (at least one).
+    pub browsers: usize,
 }
 
 impl QaOptions {
     /// Defaults: 60 s a page, 30 s to load, 500 ms idle within 10 s,
-    /// 10,000 pages.
+    /// 10,000 pages, one browser.
     pub fn new(chromium: PathBuf, report_dir: PathBuf) -> QaOptions {
         QaOptions {
             chromium,
@@ -98,6 +102,7 @@ impl QaOptions {
             load_timeout: Duration::from_secs(30),
             idle: (Duration::from_millis(500), Duration::from_secs(10)),
             max_pages: 10_000,
+            browsers: 1,
         }
     }
 }
@@ -343,91 +348,127 @@ async fn check_all(
         extra: vec![format!("--proxy-server=http://{NOWHERE}")],
         timeout: Duration::from_secs(30),
     };
-    let mut browser: Option<Chromium> = None;
-    let mut out = Vec::new();
-    for (i, p) in pages.iter().enumerate() {
-        let replay_url = format!("{origin}/qa/{}mp_/{}", p.timestamp, p.url);
-        let start = Instant::now();
-        let mut outcome = Err(BrowserError::Gone);
-        for _attempt in 0..2 {
-            let alive = match &mut browser {
-                Some(b) => b.alive(),
-                None => false,
-            };
-            if !alive {
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    // Each browser takes the next page not taken; the waits are the
+    // browser's, so the workers share one task.
+    let worker = || async {
+        let mut browser: Option<Chromium> = None;
+        let mut done = Vec::new();
+        let mut result = Ok(());
+        while !failed.load(Ordering::Relaxed) {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(p) = pages.get(i) else { break };
+            match check_one(&mut browser, &launch, i, p, origin, o).await {
+                Ok(r) => done.push((i, r)),
+                Err(e) => {
+                    failed.store(true, Ordering::Relaxed);
+                    result = Err(e);
+                }
+            }
+        }
+        if let Some(b) = browser {
+            b.kill().await;
+        }
+        result.map(|()| done)
+    };
+    let n = o.browsers.clamp(1, pages.len().max(1));
+    let mut out = Vec::with_capacity(pages.len());
+    for done in futures_util::future::join_all((0..n).map(|_| worker())).await {
+        out.extend(done?);
+    }
+    // In the pages' order, whichever browser replayed them.
+    out.sort_by_key(|(i, _)| *i);
+    Ok(out.into_iter().map(|(_, r)| r).collect())
+}
+
+/// Replays page `i` in `browser` (started, or started again when it is
+/// gone or passed its bound; one retry), compares it with its capture and
+/// writes its report files.
+async fn check_one(
+    browser: &mut Option<Chromium>,
+    launch: &Launch,
+    i: usize,
+    p: &PageToCheck,
+    origin: &str,
+    o: &QaOptions,
+) -> Result<PageReport, BrowserError> {
+    let replay_url = format!("{origin}/qa/{}mp_/{}", p.timestamp, p.url);
+    let start = Instant::now();
+    let mut outcome = Err(BrowserError::Gone);
+    for _attempt in 0..2 {
+        let alive = match browser {
+            Some(b) => b.alive(),
+            None => false,
+        };
+        if !alive {
+            if let Some(b) = browser.take() {
+                b.kill().await;
+            }
+            *browser = Some(Chromium::launch(launch).await?);
+        }
+        let Some(b) = browser.as_ref() else { continue };
+        match tokio::time::timeout(o.page_timeout, replay_page(&b.cdp, &replay_url, origin, o))
+            .await
+        {
+            Ok(Ok(r)) => {
+                outcome = Ok(r);
+                break;
+            }
+            Ok(Err(e)) => outcome = Err(e),
+            Err(_) => {
+                outcome = Err(BrowserError::Timeout(format!(
+                    "{replay_url}: {:?}",
+                    o.page_timeout
+                )));
                 if let Some(b) = browser.take() {
                     b.kill().await;
                 }
-                browser = Some(Chromium::launch(&launch).await?);
-            }
-            let Some(b) = browser.as_ref() else { continue };
-            match tokio::time::timeout(o.page_timeout, replay_page(&b.cdp, &replay_url, origin, o))
-                .await
-            {
-                Ok(Ok(r)) => {
-                    outcome = Ok(r);
-                    break;
-                }
-                Ok(Err(e)) => outcome = Err(e),
-                Err(_) => {
-                    outcome = Err(BrowserError::Timeout(format!(
-                        "{replay_url}: {:?}",
-                        o.page_timeout
-                    )));
-                    if let Some(b) = browser.take() {
-                        b.kill().await;
-                    }
-                }
             }
         }
-        let mut report = PageReport {
-            url: p.url.clone(),
-            timestamp: p.timestamp.clone(),
-            replay_url: replay_url.clone(),
-            replay_status: None,
-            screenshot_match: None,
-            text_match: None,
-            missing: Vec::new(),
-            left_archive: Vec::new(),
-            replayed: 0,
-            good: false,
-            problems: Vec::new(),
-            capture_png: None,
-            replay_png: None,
-            ms: 0,
-        };
-        match outcome {
-            Ok(r) => {
-                if let Some(cap) = &p.png {
-                    let name = format!("{i:05}-capture.png");
-                    write(&o.report_dir.join(&name), cap)?;
-                    report.capture_png = Some(name);
-                    report.screenshot_match = Some(1.0 - pixel_difference(cap, &r.png));
-                }
-                let name = format!("{i:05}-replay.png");
-                write(&o.report_dir.join(&name), &r.png)?;
-                report.replay_png = Some(name);
-                if let Some(t) = &p.text {
-                    report.text_match = Some(text_similarity(t, &r.text));
-                }
-                report.replay_status = r.status;
-                report.missing = r.missing;
-                report.left_archive = r.left;
-                report.replayed = r.replayed;
+    }
+    let mut report = PageReport {
+        url: p.url.clone(),
+        timestamp: p.timestamp.clone(),
+        replay_url: replay_url.clone(),
+        replay_status: None,
+        screenshot_match: None,
+        text_match: None,
+        missing: Vec::new(),
+        left_archive: Vec::new(),
+        replayed: 0,
+        good: false,
+        problems: Vec::new(),
+        capture_png: None,
+        replay_png: None,
+        ms: 0,
+    };
+    match outcome {
+        Ok(r) => {
+            if let Some(cap) = &p.png {
+                let name = format!("{i:05}-capture.png");
+                write(&o.report_dir.join(&name), cap)?;
+                report.capture_png = Some(name);
+                report.screenshot_match = Some(1.0 - pixel_difference(cap, &r.png));
             }
-            Err(e) => report.problems.push(format!("replay failed: {e}")),
+            let name = format!("{i:05}-replay.png");
+            write(&o.report_dir.join(&name), &r.png)?;
+            report.replay_png = Some(name);
+            if let Some(t) = &p.text {
+                report.text_match = Some(text_similarity(t, &r.text));
+            }
+            report.replay_status = r.status;
+            report.missing = r.missing;
+            report.left_archive = r.left;
+            report.replayed = r.replayed;
         }
-        judge(&mut report, &o.thresholds);
-        report.ms = start.elapsed().as_millis() as u64;
-        let json =
-            serde_json::to_vec_pretty(&report).map_err(|e| BrowserError::Page(e.to_string()))?;
-        write(&o.report_dir.join(format!("{i:05}.json")), &json)?;
-        out.push(report);
+        Err(e) => report.problems.push(format!("replay failed: {e}")),
     }
-    if let Some(b) = browser {
-        b.kill().await;
-    }
-    Ok(out)
+    judge(&mut report, &o.thresholds);
+    report.ms = start.elapsed().as_millis() as u64;
+    let json = serde_json::to_vec_pretty(&report).map_err(|e| BrowserError::Page(e.to_string()))?;
+    write(&o.report_dir.join(format!("{i:05}.json")), &json)?;
+    Ok(report)
 }
 
 fn write(path: &Path, bytes: &[u8]) -> Result<(), BrowserError> {

@@ -222,6 +222,9 @@ pub struct QaArgs {
     /// Pages checked at most.
     #[arg(long, default_value_t = 10_000)]
     max_pages: usize,
+    /// Browsers at once (one tab each), each replaying the next page.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    browsers: usize,
     /// The summary as JSON on stdout.
     #[arg(long)]
     json: bool,
@@ -245,6 +248,7 @@ pub fn run_qa(g: &Global, a: QaArgs) -> Result<Outcome> {
     o.page_timeout = seconds(a.page_timeout, "--page-timeout")?;
     o.load_timeout = o.load_timeout.min(o.page_timeout / 2);
     o.max_pages = a.max_pages;
+    o.browsers = a.browsers.max(1);
     let s = warchest_browser::qa::run(&a.inputs, &o)?;
     if s.pages == 0 {
         bail!(

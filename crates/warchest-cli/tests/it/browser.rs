@@ -179,11 +179,22 @@ pub(crate) fn responses(files: &[std::path::PathBuf]) -> Vec<String> {
 }
 
 pub(crate) fn qa(dir: &Path, report: &Path) -> (i32, serde_json::Value, String) {
-    let (code, out, err) = run(bin().arg("qa").arg(dir).arg("-o").arg(report).args([
-        "--json",
-        "--page-timeout",
-        "40",
-    ]));
+    qa_with(dir, report, &[])
+}
+
+/// [`qa`] with `more` flags.
+pub(crate) fn qa_with(
+    dir: &Path,
+    report: &Path,
+    more: &[&str],
+) -> (i32, serde_json::Value, String) {
+    let (code, out, err) = run(bin()
+        .arg("qa")
+        .arg(dir)
+        .arg("-o")
+        .arg(report)
+        .args(["--json", "--page-timeout", "40"])
+        .args(more));
     let v = serde_json::from_slice(&out).unwrap_or(serde_json::Value::Null);
     (code, v, err)
 }

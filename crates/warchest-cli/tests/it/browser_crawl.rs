@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::browser::{Live, qa, verifies};
+use crate::browser::{Live, qa, qa_with, verifies};
 use crate::common::{bin, files_in, run};
 use crate::serve::chromium;
 
@@ -161,8 +161,27 @@ fn crawl_without_a_browser_qa_reports_what_is_missing() {
         "{:?}",
         live.paths()
     );
-    let (code, v, err) = qa(&dir.join("archive"), &work.path().join("qa"));
+    // Two browsers at once: each report is numbered by its page, as with one.
+    let report_dir = work.path().join("qa");
+    let (code, v, err) = qa_with(&dir.join("archive"), &report_dir, &["--browsers", "2"]);
     assert_eq!(code, 1, "{v:#}{err}");
+    let reports = v["reports"].as_array().unwrap();
+    assert!(reports.len() > 10, "{v:#}");
+    assert_eq!(v["pages"], reports.len(), "{v:#}");
+    let mut numbers = Vec::new();
+    for r in reports {
+        let png = r["replay_png"].as_str().unwrap_or_else(|| panic!("{r:#}"));
+        let n = png.strip_suffix("-replay.png").unwrap().to_string();
+        let own: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(report_dir.join(format!("{n}.json"))).unwrap())
+                .unwrap();
+        assert_eq!(own["url"], r["url"], "{n}");
+        assert!(report_dir.join(png).is_file(), "{png}");
+        numbers.push(n);
+    }
+    numbers.sort();
+    numbers.dedup();
+    assert_eq!(numbers.len(), reports.len(), "{numbers:?}");
     let top = v["reports"]
         .as_array()
         .unwrap()
