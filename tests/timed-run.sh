@@ -5,14 +5,14 @@
 # binary in its package's directory), to see where the suite's time goes
 # (docs/testing.md, "Running time").
 #
-# The CLI's integration tests run four at a time, not one a core: they
-# wait on servers, browsers and the `warchest` processes they start about
-# half their time (189 CPU s, user and system, children included, for a
-# binary that took 197 s of wall time on the 2 cores in CI;
-# docs/testing.md, "Running time"). The other binaries keep libtest's
-# default: theirs is mostly CPU time, and the browser crate's time bounds
-# want the cores.
-if [ "$(basename "$PWD")" = warchest-cli ] && [ -z "${RUST_TEST_THREADS:-}" ]; then
+# Tests run four at a time, not one a core: the CLI's wait on servers,
+# browsers and the `warchest` processes they start about half their time
+# (189 CPU s, user and system, children included, for a binary that took
+# 197 s of wall time on the 2 cores in CI), and so do the crawler's and
+# the remote crate's (docs/testing.md, "Running time"). The browser
+# crate's binary keeps libtest's default, one a core: its hung-browser
+# and endless-page cases bound their time, and want the cores.
+if [ "$(basename "$PWD")" != warchest-browser ] && [ -z "${RUST_TEST_THREADS:-}" ]; then
     export RUST_TEST_THREADS=4
 fi
 start=$SECONDS
