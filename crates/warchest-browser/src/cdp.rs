@@ -63,8 +63,9 @@ pub struct Sender {
 }
 
 impl Sender {
-    /// Sends `method` with `params` to the target of `session`; commands
-    /// to one session are carried out in the order sent.
+    /// Sends `method` with `params` to the target of `session` (the
+    /// browser's own with `None`); commands to one session are carried
+    /// out in the order sent.
     ///
     /// # Errors
     /// The connection is gone.
@@ -72,10 +73,13 @@ impl Sender {
         &self,
         method: &str,
         params: Value,
-        session: &str,
+        session: Option<&str>,
     ) -> Result<(), BrowserError> {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let msg = json!({"id": id, "method": method, "params": params, "sessionId": session});
+        let mut msg = json!({"id": id, "method": method, "params": params});
+        if let Some(s) = session {
+            msg["sessionId"] = json!(s);
+        }
         self.out
             .send(Message::text(msg.to_string()))
             .await

@@ -193,6 +193,11 @@ impl Chromium {
             }
         });
         let cdp = Cdp::connect(&ws, l.timeout).await?;
+        // Not fatal: without it a page that starts a shared worker only
+        // waits out its idle bound.
+        if let Err(e) = crate::page::follow_shared_workers(&cdp).await {
+            tracing::warn!("chromium: shared workers are not followed: {e}");
+        }
         Ok(Chromium {
             child,
             cdp,

@@ -77,10 +77,64 @@ async fn attached(
     for (method, params) in commands {
         // A target that has no such domain (or is gone) answers with an
         // error, dropped: it still gets the command that lets it run.
-        if sender.send(method, params, session).await.is_err() {
+        if sender.send(method, params, Some(session)).await.is_err() {
             return;
         }
     }
+}
+
+/// Follows the shared workers of `cdp`'s browser: they belong to the
+/// browser, not to a page, so no tab's auto-attach reaches them, but a
+/// page's request for a shared worker's script is answered in the
+/// worker's session. Each is attached at its start, its network events
+/// turned on, then let run; a tab takes the answers to its own requests
+/// from any session (see [`Tab::open`]). Any other target paused here (a
+/// browser that did not take the filter) is let run and detached.
+///
+/// # Errors
+/// The browser did not answer.
+pub async fn follow_shared_workers(cdp: &Cdp) -> Result<(), BrowserError> {
+    let mut events = cdp.events();
+    let sender = cdp.sender();
+    tokio::spawn(async move {
+        loop {
+            let e = match events.recv().await {
+                Ok(e) => e,
+                Err(RecvError::Lagged(_)) => continue,
+                Err(RecvError::Closed) => break,
+            };
+            // Only the targets paused for us: attaching a tab's target
+            // (Tab::open) is announced here too, not paused.
+            if e.session.is_some()
+                || e.method != "Target.attachedToTarget"
+                || e.params["waitingForDebugger"] != Value::Bool(true)
+            {
+                continue;
+            }
+            let Some(child) = e.params["sessionId"].as_str() else {
+                continue;
+            };
+            if e.params.pointer("/targetInfo/type") == Some(&Value::from("shared_worker")) {
+                attached(&sender, child, true, false, &[]).await;
+            } else {
+                let _ = sender
+                    .send("Runtime.runIfWaitingForDebugger", json!({}), Some(child))
+                    .await;
+                let _ = sender
+                    .send("Target.detachFromTarget", json!({"sessionId": child}), None)
+                    .await;
+            }
+        }
+    });
+    cdp.call(
+        "Target.setAutoAttach",
+        json!({"autoAttach": true, "waitForDebuggerOnStart": true, "flatten": true,
+               "filter": [{"type": "shared_worker"}]}),
+        None,
+        COMMAND,
+    )
+    .await?;
+    Ok(())
 }
 
 /// What a wait found: done, or look again at the next event (or at the
@@ -205,7 +259,22 @@ impl<'a> Tab<'a> {
                 };
                 let own = from == s;
                 if !own && !sessions.contains(from) {
-                    continue;
+                    // A request of the page answered in a target not under
+                    // the tab: a shared worker's script, answered in the
+                    // worker's session ([`follow_shared_workers`]).
+                    let answer = matches!(
+                        e.method.as_str(),
+                        "Network.responseReceived"
+                            | "Network.loadingFinished"
+                            | "Network.loadingFailed"
+                    );
+                    let ours = answer
+                        && e.params["requestId"]
+                            .as_str()
+                            .is_some_and(|id| t.lock().is_ok_and(|t| t.inflight.contains(id)));
+                    if !ours {
+                        continue;
+                    }
                 }
                 match e.method.as_str() {
                     "Target.attachedToTarget" => {

@@ -672,7 +672,8 @@ fn links_past_the_bound_are_counted() {
 }
 
 /// A dedicated worker's script is asked for in the page's session and
-/// answered in the worker's; a frame of another site (another loopback
+/// answered in the worker's, and so is a shared worker's (a target of the
+/// browser's, not the page's); a frame of another site (another loopback
 /// address) is a target of its own, whose document is answered there too.
 /// Both are followed: the page goes idle (it never did, and waited out its
 /// idle bound twice), and what the worker and the frame asked for is the
@@ -715,6 +716,7 @@ e=>fetch(String(e.message).includes('blocked during capture')?'/sw?blocked':'/sw
         "<!doctype html><title>worker</title><p id=r>pending</p>\
 <iframe src=\"{}/frame.html\"></iframe><script>\
 const w=new Worker('/w.js');w.onmessage=e=>{{document.getElementById('r').textContent=e.data;}};\
+const sw=new SharedWorker('/shared.js');sw.port.start();\
 </script>",
         other.base
     );
@@ -735,6 +737,18 @@ const w=new Worker('/w.js');w.onmessage=e=>{{document.getElementById('r').textCo
             "/from-worker.json",
             (200, "application/json", Some(b"\"worker ok\"".to_vec())),
         ),
+        (
+            "/shared.js",
+            (
+                200,
+                "text/javascript",
+                Some(b"onconnect=()=>fetch('/from-shared.json')".to_vec()),
+            ),
+        ),
+        (
+            "/from-shared.json",
+            (200, "application/json", Some(b"{}".to_vec())),
+        ),
     ]);
     let dir = tempfile::tempdir().unwrap();
     // An idle bound no quiet page comes near: a page that never goes idle
@@ -749,12 +763,19 @@ const w=new Worker('/w.js');w.onmessage=e=>{{document.getElementById('r').textCo
     for u in [
         format!("{}/w.js", s.base),
         format!("{}/from-worker.json", s.base),
+        format!("{}/shared.js", s.base),
         format!("{}/frame.html", other.base),
         format!("{}/fw.js", other.base),
         format!("{}/frame-worker.json", other.base),
     ] {
         assert!(p.fetched.contains(&u), "{u} not in {:?}", p.fetched);
     }
+    // The shared worker ran (it was let run once attached).
+    assert!(
+        s.requests().iter().any(|r| r == "/from-shared.json"),
+        "{:?}",
+        s.requests()
+    );
     assert!(
         other.requests().iter().any(|r| r == "/sw?blocked"),
         "{:?}",
