@@ -173,6 +173,23 @@ const TOP_JS: &str = "new Promise((r) => {\
  setTimeout(() => r(window.scrollY), 500);\
 })";
 
+/// A network-idle behaviour's note: `note`, and when the wait reached its
+/// bound what was still in flight (how many, the first three URLs, each
+/// cut at 200 characters), which the page's metadata record then says.
+fn idle_note(tab: &Tab<'_>, note: &str, idle: bool) -> String {
+    if idle {
+        return note.to_string();
+    }
+    let (n, urls) = tab.in_flight(3);
+    let urls: Vec<String> = urls.iter().map(|u| u.chars().take(200).collect()).collect();
+    let busy = format!("{n} in flight: {}", urls.join(" "));
+    if note.is_empty() {
+        busy
+    } else {
+        format!("{note}; {busy}")
+    }
+}
+
 /// The scroll behaviour: passes of `js/scroll.js` down to the end of the
 /// page, each followed by network idle (what the scroll made the page
 /// load), while the page grew, within the behaviour's bound; then back to
@@ -347,7 +364,7 @@ async fn drive(
                 name: "idle",
                 completed: idle,
                 ms: lap.elapsed().as_millis() as u64,
-                note: "not a page: no other step".into(),
+                note: idle_note(tab, "not a page: no other step", idle),
             }],
             attempts: 1,
             ms: start.elapsed().as_millis() as u64,
@@ -407,11 +424,15 @@ async fn drive(
         name: "idle",
         completed: idle,
         ms: idle_ms,
-        note: if o.scroll {
-            "after load, across the scroll".into()
-        } else {
-            String::new()
-        },
+        note: idle_note(
+            tab,
+            if o.scroll {
+                "after load, across the scroll"
+            } else {
+                ""
+            },
+            idle,
+        ),
     });
     if let Some(s) = scrolled {
         behaviors.push(s?);
@@ -457,7 +478,7 @@ async fn drive(
             name: "idle",
             completed: idle,
             ms: t.elapsed().as_millis() as u64,
-            note: "after the behaviours".into(),
+            note: idle_note(tab, "after the behaviours", idle),
         });
         lap = ph.lap("idle", lap);
     }
@@ -493,15 +514,17 @@ async fn drive(
         fields.push(("title".into(), t.replace(['\r', '\n'], " ")));
     }
     for b in &behaviors {
-        fields.push((
-            "behavior".into(),
-            format!(
-                "{} {} {}ms",
-                b.name,
-                if b.completed { "completed" } else { "stopped" },
-                b.ms
-            ),
-        ));
+        let mut line = format!(
+            "{} {} {}ms",
+            b.name,
+            if b.completed { "completed" } else { "stopped" },
+            b.ms
+        );
+        // Why the network never went idle: what was still in flight.
+        if b.name == "idle" && !b.completed {
+            line.push_str(&format!(" ({})", b.note.replace(['\r', '\n'], " ")));
+        }
+        fields.push(("behavior".into(), line));
     }
     // Heritrix's outlink lines: URL, hop (L: a link), context.
     for l in &links {

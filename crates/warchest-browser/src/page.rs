@@ -419,17 +419,26 @@ impl<'a> Tab<'a> {
         })
         .await
         .unwrap_or_else(|| {
-            if let Ok(t) = self.track.lock() {
-                let busy: Vec<&str> = t
-                    .inflight
-                    .iter()
-                    .take(8)
-                    .map(|id| t.urls.get(id).map_or("?", String::as_str))
-                    .collect();
-                tracing::debug!(target: "warchest_browser::timing", "not idle after {bound:?}: {} in flight, {busy:?}", t.inflight.len());
-            }
+            let (n, busy) = self.in_flight(8);
+            tracing::debug!(target: "warchest_browser::timing", "not idle after {bound:?}: {n} in flight, {busy:?}");
             false
         })
+    }
+
+    /// How many requests are in flight, and the URLs of the first `max`
+    /// of them (in URL order; `?` for one whose URL was not kept).
+    pub fn in_flight(&self, max: usize) -> (usize, Vec<String>) {
+        let Ok(t) = self.track.lock() else {
+            return (0, Vec::new());
+        };
+        let mut urls: Vec<&str> = t
+            .inflight
+            .iter()
+            .map(|id| t.urls.get(id).map_or("?", String::as_str))
+            .collect();
+        urls.sort_unstable();
+        let first = urls.iter().take(max).map(|u| u.to_string()).collect();
+        (t.inflight.len(), first)
     }
 
     /// Counts the network's quiet from now: after a behaviour that may

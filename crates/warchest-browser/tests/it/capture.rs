@@ -143,12 +143,27 @@ fn hanging_crashing_and_endless_pages_end_within_their_bounds() {
     let start = Instant::now();
     let pages = b.capture_all(&urls, &|_| {});
     let took = start.elapsed();
-    b.finish();
+    let files = b.finish();
     // The slow page: taken as it was when its load bound passed.
     let slow = &pages[0];
     assert!(slow.ok(), "{slow:?}");
     assert!(!slow.load_event, "{slow:?}");
     assert_eq!(slow.attempts, 1, "{slow:?}");
+    // Its network never went idle, and what held it is named: in the
+    // result, and in the page's metadata record.
+    let pending = format!("1 in flight: {}/slow", s.base);
+    let idle = slow.behaviors.iter().find(|b| b.name == "idle").unwrap();
+    assert!(!idle.completed && idle.note.contains(&pending), "{idle:?}");
+    let meta = records(&files)
+        .into_iter()
+        .find(|r| r.0 == "metadata" && r.1 == urls[0])
+        .expect("the slow page's metadata record");
+    let meta = String::from_utf8_lossy(&meta.3).into_owned();
+    assert!(
+        meta.lines()
+            .any(|l| l.starts_with("behavior: idle stopped") && l.contains(&pending)),
+        "{meta}"
+    );
     // The crashing tab: retried once, then failed; the run went on.
     let crash = &pages[1];
     assert!(!crash.ok(), "{crash:?}");
