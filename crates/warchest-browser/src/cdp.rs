@@ -76,15 +76,21 @@ impl Sender {
         session: Option<&str>,
     ) -> Result<(), BrowserError> {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let mut msg = json!({"id": id, "method": method, "params": params});
-        if let Some(s) = session {
-            msg["sessionId"] = json!(s);
-        }
         self.out
-            .send(Message::text(msg.to_string()))
+            .send(command(id, method, params, session))
             .await
             .map_err(|_| BrowserError::Gone)
     }
+}
+
+/// A command's message: its id, method and parameters, to `session`'s
+/// target (the browser's own with `None`).
+fn command(id: u64, method: &str, params: Value, session: Option<&str>) -> Message {
+    let mut msg = json!({"id": id, "method": method, "params": params});
+    if let Some(s) = session {
+        msg["sessionId"] = json!(s);
+    }
+    Message::text(msg.to_string())
 }
 
 impl Cdp {
@@ -203,15 +209,11 @@ impl Cdp {
             return Err(BrowserError::Gone);
         }
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let mut msg = json!({"id": id, "method": method, "params": params});
-        if let Some(s) = session {
-            msg["sessionId"] = json!(s);
-        }
         let (tx, rx) = oneshot::channel();
         if let Ok(mut m) = self.pending.lock() {
             m.insert(id, tx);
         }
-        let sent = self.out.send(Message::text(msg.to_string())).await;
+        let sent = self.out.send(command(id, method, params, session)).await;
         if sent.is_err() {
             self.forget(id);
             return Err(BrowserError::Gone);

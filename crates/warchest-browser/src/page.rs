@@ -126,14 +126,10 @@ pub async fn follow_shared_workers(cdp: &Cdp) -> Result<(), BrowserError> {
             }
         }
     });
-    cdp.call(
-        "Target.setAutoAttach",
-        json!({"autoAttach": true, "waitForDebuggerOnStart": true, "flatten": true,
-               "filter": [{"type": "shared_worker"}]}),
-        None,
-        COMMAND,
-    )
-    .await?;
+    let mut params = auto_attach();
+    params["filter"] = json!([{"type": "shared_worker"}]);
+    cdp.call("Target.setAutoAttach", params, None, COMMAND)
+        .await?;
     Ok(())
 }
 
