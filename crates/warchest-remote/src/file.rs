@@ -22,7 +22,9 @@ struct Prefetch {
 ///
 /// Sequential reading asks for ranges that double from
 /// [`Options::min_chunk`] up to [`Options::chunk`], with the next range
-/// fetched while the current one is read. A skip forward into the range
+/// fetched while the current one is read; a range grows only when the
+/// reader waits for it (a reader slower than its store keeps small ranges
+/// and holds less). A skip forward into the range
 /// fetched ahead, or just past it, goes on as a scan (a reader skipping
 /// payloads); any other seek outside what is held starts again at the
 /// small size. At most two ranges are held, so memory
@@ -306,6 +308,12 @@ impl RemoteFile {
         if !scanning {
             self.next_len = self.opts.min_chunk;
         }
+        // Whether the read waits for its range: none was on its way, or
+        // the one fetched ahead has not all come yet. (The first range is
+        // always waited for, so a scan's second range is twice the first:
+        // grown only from 1 MiB, ranges came in 1 MiB pieces that a
+        // moment's delay of the fetching thread grew at random.)
+        let waits = pending.as_ref().is_none_or(|p| !p.task.is_finished());
         let p = match pending {
             Some(p) => p,
             None => {
@@ -332,7 +340,12 @@ impl RemoteFile {
         // (an index lookup) is not charged for ranges it will not read.
         let end = start + self.buf.len() as u64;
         if scanning || start == 0 {
-            self.next_len = (self.next_len.saturating_mul(2)).min(self.opts.chunk);
+            // The ranges grow only while the reader catches up with them:
+            // a reader slower than the store (a gzip scan from a server on
+            // the same machine) keeps small ranges, and so holds less.
+            if waits {
+                self.next_len = (self.next_len.saturating_mul(2)).min(self.opts.chunk);
+            }
             if end < self.size {
                 let next_end = end
                     .saturating_add(self.next_len.max(1) as u64)

@@ -79,7 +79,8 @@ pub struct Options {
     pub connect_timeout: Duration,
     /// The largest range one sequential read asks for (read-ahead starts
     /// at [`Options::min_chunk`] and doubles while reads go on as a scan,
-    /// a skip forward into the read-ahead included).
+    /// a skip forward into the read-ahead included, and the reader waits
+    /// for its ranges).
     pub chunk: usize,
     /// The first range after a seek elsewhere.
     pub min_chunk: usize,

@@ -285,6 +285,59 @@ fn skipping_forward_is_still_a_scan() {
     assert_eq!(f.requests(), before + 1);
 }
 
+/// A scan's ranges grow only while the reader waits for them: a reader
+/// slower than the server (as a gzip scan is than a server on the same
+/// machine) keeps small ranges, so holds little; one that catches up with
+/// each range grows them to the largest. Every byte read is the object's.
+#[test]
+fn ranges_grow_only_while_the_reader_waits_for_them() {
+    let data: Vec<u8> = (0..1u32 << 20).map(|i| (i % 241) as u8).collect();
+    let srv = RangeServer::serving(&[("d.bin", &data)], 5.0);
+    let opts = warchest_remote::Options {
+        min_chunk: 32 << 10,
+        chunk: 512 << 10,
+        ..quick()
+    };
+    // The largest range asked for, and the requests, of a read of the
+    // object's first `len` bytes in 32 KiB pieces, each followed by
+    // `pause`.
+    let scan = |pause: std::time::Duration, len: usize| -> (u64, u64) {
+        srv.reset_count();
+        let loc = Location::parse_with(&srv.url("d.bin"), &opts).unwrap();
+        let mut f = RemoteFile::open(loc, opts.clone()).unwrap();
+        let (mut out, mut piece) = (Vec::new(), vec![0u8; 32 << 10]);
+        while out.len() < len {
+            let n = f.read(&mut piece).unwrap();
+            assert!(n > 0, "at {}", out.len());
+            out.extend_from_slice(&piece[..n]);
+            std::thread::sleep(pause);
+        }
+        assert!(out == data[..out.len()], "the bytes read differ");
+        let log = srv.log();
+        assert_eq!(srv.count(), (f.requests(), 0), "{log:?}");
+        let largest = log
+            .iter()
+            .filter_map(|l| {
+                let (a, b) = l.rsplit_once("bytes=")?.1.split_once('-')?;
+                Some(b.parse::<u64>().ok()? + 1 - a.parse::<u64>().ok()?)
+            })
+            .max()
+            .unwrap();
+        (largest, f.requests())
+    };
+    // Waiting for every range: 32 KiB, then 64, 128, 256 and 512 KiB.
+    let (largest, requests) = scan(std::time::Duration::ZERO, data.len());
+    assert_eq!(largest, 512 << 10, "{requests} requests");
+    // 100 ms a piece: a 64 KiB range lasts 200 ms, and the next has come
+    // by then (the Python server's answer under load took over 30 ms, not
+    // 200: docs/testing.md, "Flakiness"). The first range is always
+    // waited for (64 KiB from the second on); a range grown by a late
+    // answer is allowed once, not the growth to the largest.
+    let (largest, requests) = scan(std::time::Duration::from_millis(100), 512 << 10);
+    assert!(largest <= 128 << 10, "largest range {largest}");
+    assert!(requests >= 5, "{requests} requests");
+}
+
 /// `RemoteFile::open` asks for the first range, not for a HEAD: the
 /// answer gives the size and its body is the first range read (asked for
 /// once). An answer that is no range with a size (a `*` total, no
