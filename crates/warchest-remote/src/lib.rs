@@ -53,7 +53,7 @@ pub use coalesce::{
 };
 pub use file::{RangeReader, RemoteFile};
 pub use location::{Location, Scheme, is_remote};
-pub use request::{Problem, RemoteError, remote_error};
+pub use request::{Listed, Problem, RemoteError, remote_error};
 pub use writer::RemoteWriter;
 
 use bytes::Bytes;
@@ -368,7 +368,11 @@ pub fn get_range_with(loc: &Location, opts: &Options, offset: u64, len: u64) -> 
 
 /// [`list`] for a parsed location, with `opts`.
 pub fn list_with(loc: &Location, opts: &Options) -> io::Result<Vec<(String, u64)>> {
-    runtime().block_on(request::list(loc, opts))
+    Ok(unversioned(runtime().block_on(request::list(loc, opts))?))
+}
+
+fn unversioned(all: Vec<Listed>) -> Vec<(String, u64)> {
+    all.into_iter().map(|l| (l.url, l.size)).collect()
 }
 
 /// A reader over the `len` bytes at `offset` of the object at `url`,
@@ -418,6 +422,14 @@ where
 /// or, when there is none, every object under `url/`. HTTP(S) servers
 /// cannot be listed: an `http(s)://` URL is one object.
 pub fn list(url: &str) -> io::Result<Vec<(String, u64)>> {
+    Ok(unversioned(list_versions(url)?))
+}
+
+/// [`list`], each object with its version ([`Listed::version`]: its ETag
+/// or Last-Modified), for telling an object replaced by another of the
+/// same size (a listing's entries carry them; an `http(s)://` URL's come
+/// from its HEAD).
+pub fn list_versions(url: &str) -> io::Result<Vec<Listed>> {
     let loc = Location::parse(url)?;
     let opts = Options::from_env();
     runtime().block_on(request::list(&loc, &opts))

@@ -359,6 +359,11 @@ where
 
 /// The object's size, from a HEAD request.
 pub(crate) async fn head(loc: &Location, opts: &Options) -> io::Result<u64> {
+    Ok(head_listed(loc, opts).await?.size)
+}
+
+/// [`head`], with the object's version ([`Listed`]).
+async fn head_listed(loc: &Location, opts: &Options) -> io::Result<Listed> {
     with_retries(loc, opts, 0, || async {
         match tokio::time::timeout(opts.timeout, loc.store().head(loc.key())).await {
             Err(_) => Err(Failure::retryable(
@@ -366,7 +371,7 @@ pub(crate) async fn head(loc: &Location, opts: &Options) -> io::Result<u64> {
                 format!("no answer to HEAD in {:?}", opts.timeout),
             )),
             Ok(Err(e)) => Err(classify(e)),
-            Ok(Ok(meta)) => Ok(meta.size),
+            Ok(Ok(meta)) => Ok(Listed::of(loc.url().to_string(), &meta)),
         }
     })
     .await
@@ -794,11 +799,10 @@ pub(crate) async fn get_range(
     fetch(loc, opts, offset, len, None).await
 }
 
-/// See [`crate::list`].
-pub(crate) async fn list(loc: &Location, opts: &Options) -> io::Result<Vec<(String, u64)>> {
+/// See [`crate::list_versions`].
+pub(crate) async fn list(loc: &Location, opts: &Options) -> io::Result<Vec<Listed>> {
     if loc.scheme() == Scheme::Http {
-        let size = head(loc, opts).await?;
-        return Ok(vec![(loc.url().to_string(), size)]);
+        return Ok(vec![head_listed(loc, opts).await?]);
     }
     let key = loc.key().as_ref().to_string();
     let raw = loc.url();
@@ -820,27 +824,27 @@ pub(crate) async fn list(loc: &Location, opts: &Options) -> io::Result<Vec<(Stri
                 }
             };
             if !rest.contains('/') && glob_match(pattern, rest) {
-                out.push((
+                out.push(Listed::of(
                     loc.with_key(meta.location.clone()).url().to_string(),
-                    meta.size,
+                    &meta,
                 ));
             }
         }
     } else if raw.ends_with('/') || key.is_empty() {
         for meta in list_all(loc, opts, loc.key()).await? {
-            out.push((
+            out.push(Listed::of(
                 loc.with_key(meta.location.clone()).url().to_string(),
-                meta.size,
+                &meta,
             ));
         }
     } else {
-        match head(loc, opts).await {
-            Ok(size) => out.push((loc.url().to_string(), size)),
+        match head_listed(loc, opts).await {
+            Ok(one) => out.push(one),
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 for meta in list_all(loc, opts, loc.key()).await? {
-                    out.push((
+                    out.push(Listed::of(
                         loc.with_key(meta.location.clone()).url().to_string(),
-                        meta.size,
+                        &meta,
                     ));
                 }
                 if out.is_empty() {
@@ -853,8 +857,37 @@ pub(crate) async fn list(loc: &Location, opts: &Options) -> io::Result<Vec<(Stri
             Err(e) => return Err(e),
         }
     }
-    out.sort();
+    out.sort_by(|a, b| a.url.cmp(&b.url));
     Ok(out)
+}
+
+/// An object a listing (or a HEAD) found: its URL, size and version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed {
+    /// The object's URL.
+    pub url: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// What tells this version of the object from another of the same
+    /// name and size: its ETag, else its Last-Modified time (`modified
+    /// RFC3339`); `None` when the store gives neither. An object replaced
+    /// by another of the same size gets another version (a store's ETag
+    /// is new at each upload; a Last-Modified, at each second).
+    pub version: Option<String>,
+}
+
+impl Listed {
+    fn of(url: String, meta: &object_store::ObjectMeta) -> Listed {
+        // object_store gives the epoch when a server sent no
+        // Last-Modified: that is no version.
+        let modified = (meta.last_modified.timestamp() != 0)
+            .then(|| format!("modified {}", meta.last_modified.to_rfc3339()));
+        Listed {
+            url,
+            size: meta.size,
+            version: meta.e_tag.clone().or(modified),
+        }
+    }
 }
 
 /// Every object under `prefix` (a whole listing is retried on failure).

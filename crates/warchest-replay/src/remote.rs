@@ -131,13 +131,17 @@ fn unsupported(url: &str) -> io::Error {
     )
 }
 
-/// The objects `url` names with their sizes, sorted: every object under a
+/// The objects `url` names with their sizes and versions (ETag or
+/// Last-Modified, when the store gives one), sorted: every object under a
 /// prefix ending in `/`, those a `*` glob in the last component matches,
 /// or the object itself.
-pub(crate) fn list(url: &str) -> io::Result<Vec<(String, u64)>> {
+pub(crate) fn list(url: &str) -> io::Result<Vec<(String, u64, Option<String>)>> {
     #[cfg(feature = "remote")]
     {
-        warchest_remote::list(url)
+        Ok(warchest_remote::list_versions(url)?
+            .into_iter()
+            .map(|l| (l.url, l.size, l.version))
+            .collect())
     }
     #[cfg(not(feature = "remote"))]
     {

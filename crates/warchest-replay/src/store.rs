@@ -140,6 +140,15 @@ pub struct Source {
     /// entry: read, and moved to the mark's table when opened.)
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub stale: bool,
+    /// For a source read by URL, the version of its bytes when last
+    /// indexed: the object's ETag or Last-Modified (as its listing or HEAD
+    /// gave it), or for a WACZ member its CRC-32 in the ZIP's directory.
+    /// A source found with another version is indexed again from its
+    /// start, though its place and size are the same (an object replaced
+    /// by another of the same size). `None` when unknown (a store from
+    /// before, a server giving neither): then the size alone tells.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
 }
 
 impl Source {
@@ -978,6 +987,32 @@ fn count_change(prior: Option<&Source>, report: &mut SyncReport) {
 
 /// `src` to be indexed from its start (a source indexed by a CDXJ given
 /// is read from its file from then on).
+/// Where a source read by URL is, and the version of its bytes
+/// ([`Source::version`]).
+struct Place {
+    start: u64,
+    len: u64,
+    version: Option<String>,
+}
+
+/// Whether `s` is at `start` for `len` bytes in `version`: a version
+/// unknown on either side is taken as the same (the size alone tells).
+fn at_place(s: &Source, start: u64, len: u64, version: &Option<String>) -> bool {
+    let same = match (&s.version, version) {
+        (Some(a), Some(b)) => a == b,
+        _ => true,
+    };
+    s.start == start && s.len == len && same
+}
+
+/// A WACZ member's version: its CRC-32 in the ZIP's central directory
+/// (the WACZ replaced by one holding another file of the same size at the
+/// same place has another).
+#[cfg(feature = "remote")]
+fn member_version(m: &wacz::ZipEntry) -> Option<String> {
+    Some(format!("crc32 {:08x}", m.crc32))
+}
+
 fn from_start(mut src: Source) -> Source {
     src.indexed_to = 0;
     src.entries = 0;
@@ -1467,15 +1502,15 @@ impl Store {
                         // objects it names are gone (one of a single
                         // object does not: gone, it is an error).
                         if is_listing(url) {
-                            let listed = objects.iter().map(|(u, _)| u.clone()).collect();
+                            let listed = objects.iter().map(|(u, ..)| u.clone()).collect();
                             listings.push((url.to_string(), listed));
                         }
-                        synced.extend(objects.iter().map(|(u, _)| u.clone()));
-                        for (url, size) in objects {
+                        synced.extend(objects.iter().map(|(u, ..)| u.clone()));
+                        for (url, size, version) in objects {
                             let r = if wacz::is_wacz(Path::new(&url)) {
                                 self.sync_wacz_object(&url, size, &mut report)
                             } else {
-                                self.sync_object(&url, size, &mut report)
+                                self.sync_object(&url, size, version, &mut report)
                             };
                             if let Err(e) = r {
                                 report.failures.push(format!("{url}: {e}"));
@@ -1686,6 +1721,7 @@ impl Store {
                     indexed_to: 0,
                     entries: 0,
                     stale: false,
+                    version: None,
                 },
             };
             self.index_and_save(src, prior, report)?;
@@ -1768,44 +1804,68 @@ impl Store {
     }
 
     /// Indexes the object at `url` of `size` bytes when it is new or its
-    /// size changed (objects are replaced whole, not appended to: a changed
-    /// one is indexed again from its start). An object indexed by a CDXJ
-    /// given stays as that index says.
-    fn sync_object(&self, url: &str, size: u64, report: &mut SyncReport) -> Result<()> {
+    /// size or version (ETag, Last-Modified) changed (objects are replaced
+    /// whole, not appended to: a changed one is indexed again from its
+    /// start). An object indexed by a CDXJ given stays as that index says.
+    fn sync_object(
+        &self,
+        url: &str,
+        size: u64,
+        version: Option<String>,
+        report: &mut SyncReport,
+    ) -> Result<()> {
         let prior = self.known(url);
-        self.sync_remote(url.to_string(), url, None, 0, size, false, prior, report)
+        let at = Place {
+            start: 0,
+            len: size,
+            version,
+        };
+        self.sync_remote(url.to_string(), url, None, at, false, prior, report)
     }
 
-    /// Indexes the source `name`: the object at `url` from byte `start`
-    /// for `len` bytes (a whole object, or a WACZ member), when it is new
-    /// or its place or size changed (indexed again from its start then).
-    /// A source indexed by a CDXJ given stays as that index says. `force`:
-    /// indexed whatever is known of it (a WACZ member its index did not
-    /// cover, registered while that index was read). `prior`: what the
-    /// store knew of it before this sync (counted by it, as a local file).
+    /// Indexes the source `name`: the object at `url` at `at` (a whole
+    /// object, or a WACZ member), when it is new or its place, size or
+    /// version changed (indexed again from its start then). A source
+    /// indexed by a CDXJ given stays as that index says. `force`: indexed
+    /// whatever is known of it (a WACZ member its index did not cover,
+    /// registered while that index was read). `prior`: what the store knew
+    /// of it before this sync (counted by it, as a local file).
     #[allow(clippy::too_many_arguments)]
     fn sync_remote(
         &self,
         name: String,
         url: &str,
         entry: Option<String>,
-        start: u64,
-        len: u64,
+        at: Place,
         force: bool,
         prior: Option<Source>,
         report: &mut SyncReport,
     ) -> Result<()> {
+        let Place {
+            start,
+            len,
+            version,
+        } = at;
         let src = match self.known(&name) {
             Some(s)
                 if !force
                     && !s.stale
-                    && ((s.start == start && s.len == len) || s.mtime == u64::MAX) =>
+                    && (s.mtime == u64::MAX || at_place(&s, start, len, &version)) =>
             {
+                // A version learnt for a source known without one (a
+                // store from before versions were kept): kept, so that
+                // the next replacement is seen; nothing is read again.
+                if s.version.is_none() && version.is_some() && s.mtime != u64::MAX {
+                    let s = Source { version, ..s };
+                    self.save_source(&s)?;
+                    self.remember(&s);
+                }
                 return Ok(());
             }
             Some(s) => Source {
                 start,
                 len,
+                version,
                 ..from_start(s)
             },
             None => Source {
@@ -1820,6 +1880,7 @@ impl Store {
                 indexed_to: 0,
                 entries: 0,
                 stale: false,
+                version,
             },
         };
         self.index_and_save(src, prior, report)
@@ -1862,6 +1923,7 @@ impl Store {
                     &format!("{url}#{}", m.name),
                     m.data_start,
                     m.compressed_size,
+                    &member_version(m),
                 )
             })
             .collect();
@@ -1897,20 +1959,25 @@ impl Store {
                 continue;
             }
             let name = format!("{url}#{}", m.name);
-            let (start, len) = (m.data_start, m.compressed_size);
+            let at = Place {
+                start: m.data_start,
+                len: m.compressed_size,
+                version: member_version(&m),
+            };
             let force = stale.contains(&m.name);
             let prior = priors.get(&m.name).cloned();
-            self.sync_remote(name, url, Some(m.name), start, len, force, prior, report)?;
+            self.sync_remote(name, url, Some(m.name), at, force, prior, report)?;
         }
         Ok(())
     }
 
-    /// Whether the source `name` (at `start`, `len` bytes) is to be
-    /// indexed: new, or moved or resized (and not indexed by a CDXJ given).
+    /// Whether the source `name` (at `start`, `len` bytes, in `version`)
+    /// is to be indexed: new, or moved, resized or of another version (and
+    /// not indexed by a CDXJ given).
     #[cfg(feature = "remote")]
-    fn needs_index(&self, name: &str, start: u64, len: u64) -> bool {
+    fn needs_index(&self, name: &str, start: u64, len: u64, version: &Option<String>) -> bool {
         match self.known(name) {
-            Some(s) => s.stale || !((s.start == start && s.len == len) || s.mtime == u64::MAX),
+            Some(s) => s.stale || !(s.mtime == u64::MAX || at_place(&s, start, len, version)),
             None => true,
         }
     }
@@ -2048,6 +2115,7 @@ impl Store {
                     let s = Source {
                         start: m.data_start,
                         len: m.compressed_size,
+                        version: member_version(m),
                         ..from_start(s)
                     };
                     (s, rx)
@@ -2065,6 +2133,7 @@ impl Store {
                         indexed_to: 0,
                         entries: 0,
                         stale: false,
+                        version: member_version(m),
                     },
                     None,
                 ),
@@ -2166,7 +2235,7 @@ impl Store {
 
     #[cfg(not(feature = "remote"))]
     fn sync_wacz_object(&self, url: &str, size: u64, report: &mut SyncReport) -> Result<()> {
-        self.sync_object(url, size, report)
+        self.sync_object(url, size, None, report)
     }
 
     /// Begins indexing the stale source `id` (named `name`) again from
@@ -2676,7 +2745,7 @@ impl Store {
             .chain(
                 objects
                     .into_iter()
-                    .map(|(u, size)| (PathBuf::from(&u), Some(u), size)),
+                    .map(|(u, size, _)| (PathBuf::from(&u), Some(u), size)),
             )
             .collect();
         let mut by_name: BTreeMap<String, u32> = BTreeMap::new();
@@ -2705,6 +2774,7 @@ impl Store {
                 indexed_to: len,
                 entries: 0,
                 stale: false,
+                version: None,
             };
             self.save_source(&src)?;
             by_name.insert(base, id);
@@ -3172,15 +3242,15 @@ fn names(listing: &str, url: &str) -> bool {
     under && is_archive_name(url.rsplit('/').next().unwrap_or(""))
 }
 
-/// The objects a URL names, with their sizes: under a prefix (`/` at the
+/// The objects a URL names, with their sizes and versions: under a prefix (`/` at the
 /// end) or matched by a glob only those with an archive's name, as a
 /// directory is walked; a URL of one object is that object.
-fn list_objects(url: &str) -> std::io::Result<Vec<(String, u64)>> {
+fn list_objects(url: &str) -> std::io::Result<Vec<(String, u64, Option<String>)>> {
     let last = url.rsplit('/').next().unwrap_or("");
     let many = is_listing(url) || last.contains('?');
     let mut all = remote::list(url)?;
     if many || all.len() > 1 {
-        all.retain(|(u, _)| is_archive_name(u.rsplit('/').next().unwrap_or("")));
+        all.retain(|(u, ..)| is_archive_name(u.rsplit('/').next().unwrap_or("")));
     }
     Ok(all)
 }
@@ -3570,6 +3640,7 @@ mod tests {
             indexed_to: 100,
             entries,
             stale: false,
+            version: None,
         };
         store.save_source(&src).unwrap();
         src

@@ -125,6 +125,8 @@ pub struct ZipEntry {
     pub size: u64,
     /// Stored without compression (readable in place).
     pub stored: bool,
+    /// Its CRC-32, as the central directory gives it.
+    pub crc32: u32,
 }
 
 /// Whether `path` names a WACZ file (by its extension).
@@ -164,12 +166,13 @@ pub fn entries_of<R: Read + Seek>(r: R, name: &Path) -> Result<Vec<ZipEntry>> {
             z.compressed_size(),
             z.size(),
             z.compression() == zip::CompressionMethod::Stored,
+            z.crc32(),
         ));
     }
     // The same reader then reads the local headers.
     let mut raw = zip.into_inner();
     let mut out = Vec::with_capacity(found.len());
-    for (name, header_start, compressed_size, size, stored) in found {
+    for (name, header_start, compressed_size, size, stored, crc32) in found {
         let data_start =
             local_data_start(&mut raw, header_start).map_err(|e| Error::from(e).in_file(path))?;
         out.push(ZipEntry {
@@ -178,6 +181,7 @@ pub fn entries_of<R: Read + Seek>(r: R, name: &Path) -> Result<Vec<ZipEntry>> {
             compressed_size,
             size,
             stored,
+            crc32,
         });
     }
     Ok(out)

@@ -401,3 +401,33 @@ fn opening_asks_for_the_first_range_not_a_head() {
     assert_eq!(e.kind(), std::io::ErrorKind::NotFound, "{e}");
     assert_eq!(srv.count(), (1, 0));
 }
+
+/// Sets a file's modification time (the test server's ETag and
+/// Last-Modified come from it).
+fn set_mtime(path: &std::path::Path, secs: u64) {
+    let f = std::fs::File::options().write(true).open(path).unwrap();
+    f.set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs))
+        .unwrap();
+}
+
+/// An object's version over HTTP is its HEAD's ETag; the object replaced
+/// by one of the same size (at another time) has another.
+#[test]
+fn an_objects_version_is_its_etag_and_changes_when_it_is_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v.warc");
+    std::fs::write(&path, b"0123456789").unwrap();
+    set_mtime(&path, 1_700_000_000);
+    let srv = RangeServer::start(dir.path(), 5.0);
+    let url = srv.url("v.warc");
+    let before = warchest_remote::list_versions(&url).unwrap();
+    assert_eq!((before.len(), before[0].size), (1, 10), "{before:?}");
+    let v = before[0].version.clone().unwrap_or_default();
+    assert!(v.contains("1700000000"), "{before:?}");
+    std::fs::write(&path, b"abcdefghij").unwrap();
+    set_mtime(&path, 1_700_000_060);
+    let after = warchest_remote::list_versions(&url).unwrap();
+    assert_eq!((after[0].url.as_str(), after[0].size), (url.as_str(), 10));
+    assert_ne!(after[0].version, before[0].version, "{after:?}");
+    assert_eq!(srv.count(), (0, 2), "{:?}", srv.log());
+}

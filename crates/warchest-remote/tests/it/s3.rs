@@ -70,6 +70,23 @@ fn s3_reads_lists_and_writes() {
     assert_eq!(warchest_remote::list("s3://bucket/crawl").unwrap(), want);
     let e = warchest_remote::list("s3://bucket/nothing/here").unwrap_err();
     assert!(e.to_string().contains("s3://bucket/nothing/here"), "{e}");
+    // Each object listed has a version (its ETag), the same from a
+    // listing and from a HEAD of the object alone.
+    let versions = warchest_remote::list_versions("s3://bucket/crawl/").unwrap();
+    assert_eq!(
+        versions
+            .iter()
+            .map(|l| (l.url.clone(), l.size))
+            .collect::<Vec<_>>(),
+        want
+    );
+    for l in &versions {
+        assert!(l.version.is_some(), "{l:?}");
+        assert_eq!(
+            warchest_remote::list_versions(&l.url).unwrap(),
+            std::slice::from_ref(l)
+        );
+    }
 
     // Writing: a small object (one PUT) and a multipart one, each present
     // only after finish; one dropped unfinished leaves nothing.
@@ -88,6 +105,22 @@ fn s3_reads_lists_and_writes() {
         &warchest_remote::get_range("s3://bucket/out/small.warc", 0, small.len() as u64).unwrap()[..],
         &small[..]
     );
+    // Replaced by an object of the same size: another version.
+    let before = warchest_remote::list_versions("s3://bucket/out/small.warc").unwrap();
+    let mut w = RemoteWriter::new(
+        Location::parse_with("s3://bucket/out/small.warc", &opts).unwrap(),
+        opts.clone(),
+    )
+    .unwrap();
+    w.write_all(&b"WARC/1.0\r\n".repeat(10)).unwrap();
+    w.finish().unwrap();
+    let after = warchest_remote::list_versions("s3://bucket/out/small.warc").unwrap();
+    assert_eq!(
+        (after[0].size, &after[0].url),
+        (before[0].size, &before[0].url)
+    );
+    assert_ne!(after[0].version, before[0].version, "{before:?} {after:?}");
+    assert!(after[0].version.is_some(), "{after:?}");
 
     let big: Vec<u8> = (0..(12u32 << 20)).map(|i| (i % 251) as u8).collect();
     let mut w = RemoteWriter::new(

@@ -1169,6 +1169,140 @@ fn a_member_a_replaced_wacz_by_url_no_longer_holds_is_dropped() {
     assert_eq!(payload(&coll, "http://a.test/", "2024").1, b"a");
 }
 
+/// Sets a file's modification time: the test server's ETag and
+/// Last-Modified come from it.
+#[cfg(feature = "remote")]
+fn set_mtime(path: &Path, secs: u64) {
+    let f = std::fs::File::options().write(true).open(path).unwrap();
+    f.set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs))
+        .unwrap();
+}
+
+/// ZIP's CRC-32 (IEEE), bit by bit.
+#[cfg(feature = "remote")]
+fn crc32(bytes: &[u8]) -> u32 {
+    let mut c = !0u32;
+    for &b in bytes {
+        c ^= u32::from(b);
+        for _ in 0..8 {
+            c = if c & 1 != 0 {
+                (c >> 1) ^ 0xEDB8_8320
+            } else {
+                c >> 1
+            };
+        }
+    }
+    !c
+}
+
+/// An object by URL replaced by another of the same size (its ETag
+/// another) is indexed again at the next sync, its old captures gone; a
+/// WACZ by URL replaced by one holding an archive file of the same size at
+/// the same place, told by the member's CRC-32, too. Unchanged, neither is
+/// read again.
+#[cfg(feature = "remote")]
+#[test]
+fn objects_by_url_replaced_by_others_of_the_same_size_are_indexed_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let served = dir.path().join("served");
+    std::fs::create_dir(&served).unwrap();
+    let warc = served.join("a.warc");
+    let record = |body: &str| response("http://r.test/", "2024-01-01T00:00:00Z", &text_ok(body));
+    std::fs::write(&warc, record("jan")).unwrap();
+    set_mtime(&warc, 1_700_000_000);
+    // The WACZ's archive file, written apart.
+    let member = dir.path().join("m.warc");
+    let page = |body: &str| response("http://w.test/", "2024-01-01T00:00:00Z", &text_ok(body));
+    std::fs::write(&member, page("one")).unwrap();
+    let wacz = served.join("c.wacz");
+    warchest_wacz::create(&[&member], &wacz, &Default::default()).unwrap();
+    let srv = crate::servers::RangeServer::start(&served, 5.0);
+    let urls = [
+        PathBuf::from(srv.url("a.warc")),
+        PathBuf::from(srv.url("c.wacz")),
+    ];
+    let coll = collection(&urls, &dir.path().join("db.redb"));
+    assert_eq!(payload(&coll, "http://r.test/", "2024").1, b"jan");
+    assert_eq!(payload(&coll, "http://w.test/", "2024").1, b"one");
+
+    let r = coll.store.sync(&urls).unwrap();
+    assert!(r.failures.is_empty(), "{r:?}");
+    assert_eq!((r.updated_sources, r.entries), (0, 0), "{r:?}");
+    let versions = |store: &Store| -> Vec<Option<String>> {
+        store.sources().into_iter().map(|s| s.version).collect()
+    };
+    assert!(
+        versions(&coll.store).iter().all(Option::is_some),
+        "{:?}",
+        coll.store.sources()
+    );
+
+    // A store from before versions were kept: its sources learn theirs at
+    // the next sync, nothing read again.
+    let db = dir.path().join("db.redb");
+    drop(coll);
+    corrupt(&db, |txn| {
+        let mut t = txn.open_table(SOURCES).unwrap();
+        let all: Vec<(u32, Vec<u8>)> = t
+            .iter()
+            .unwrap()
+            .map(|e| {
+                let (k, v) = e.unwrap();
+                (k.value(), v.value().to_vec())
+            })
+            .collect();
+        for (k, v) in all {
+            let mut src: serde_json::Value = serde_json::from_slice(&v).unwrap();
+            assert!(src.as_object_mut().unwrap().remove("version").is_some());
+            t.insert(k, serde_json::to_vec(&src).unwrap().as_slice())
+                .unwrap();
+        }
+    });
+    let store = Store::open(&db).unwrap();
+    assert!(versions(&store).iter().all(Option::is_none));
+    let r = store.sync(&urls).unwrap();
+    assert!(r.failures.is_empty(), "{r:?}");
+    assert_eq!((r.updated_sources, r.entries), (0, 0), "{r:?}");
+    assert!(
+        versions(&store).iter().all(Option::is_some),
+        "{:?}",
+        store.sources()
+    );
+    drop(store);
+    let coll = collection(&urls, &db);
+    assert!(
+        versions(&coll.store).iter().all(Option::is_some),
+        "kept in the store"
+    );
+
+    std::fs::write(&warc, record("feb")).unwrap();
+    set_mtime(&warc, 1_700_000_060);
+    // The WACZ's archive file changed in place, its CRC-32 with it (in
+    // its local header and the central directory): every size and place
+    // the same (a WACZ written again compresses its other files to other
+    // sizes). Its index's lines still fit.
+    let (old, new) = (page("one"), page("two"));
+    let mut zip = std::fs::read(&wacz).unwrap();
+    let at = zip.windows(old.len()).position(|w| w == old).unwrap();
+    zip[at..at + new.len()].copy_from_slice(&new);
+    let (old_crc, new_crc) = (crc32(&old).to_le_bytes(), crc32(&new).to_le_bytes());
+    let mut patched = 0;
+    for i in 0..zip.len() - 3 {
+        if zip[i..i + 4] == old_crc {
+            zip[i..i + 4].copy_from_slice(&new_crc);
+            patched += 1;
+        }
+    }
+    assert_eq!(patched, 2, "the CRC in the local header and the directory");
+    std::fs::write(&wacz, &zip).unwrap();
+    let r = coll.store.sync(&urls).unwrap();
+    assert!(r.failures.is_empty(), "{r:?}");
+    assert_eq!((r.updated_sources, r.entries), (2, 2), "{r:?}");
+    assert_eq!(coll.store.len().unwrap(), 2, "the old captures deleted");
+    assert_eq!(payload(&coll, "http://r.test/", "2024").1, b"feb");
+    assert_eq!(payload(&coll, "http://w.test/", "2024").1, b"two");
+}
+
 /// A source dropped (its entry unreadable when the store was opened) whose
 /// file is gone takes its own digest entries with it, not those of another
 /// file holding the same payload: a revisit found by that digest alone
