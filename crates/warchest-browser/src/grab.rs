@@ -80,8 +80,10 @@ pub struct PageResult {
     pub ms: u64,
     /// Why it failed, for a failed page.
     pub error: Option<String>,
-    /// Events lost by a tracker that fell behind, or responses past its
-    /// bound: `fetched` may then lack some URLs.
+    /// Events lost by a tracker that fell behind, responses past its
+    /// bound, or targets (workers, frames of other sites) past the
+    /// [`crate::BrowserOptions::max_targets`] a tab follows: `fetched` may
+    /// then lack some URLs.
     pub incomplete: bool,
     /// The page's URLs (of `fetched`) whose exchange the recording proxy
     /// did not record (it answered the browser itself: 502, 403, ...).
@@ -263,8 +265,11 @@ async fn scroll(tab: &Tab<'_>, o: &BrowserOptions) -> Result<Behavior, BrowserEr
 ///
 /// # Errors
 /// The browser did not answer.
-pub(crate) async fn open_tab(cdp: &crate::cdp::Cdp) -> Result<Tab<'_>, BrowserError> {
-    Tab::open(cdp, &[NO_WORKERS_JS], true).await
+pub(crate) async fn open_tab(
+    cdp: &crate::cdp::Cdp,
+    max_targets: usize,
+) -> Result<Tab<'_>, BrowserError> {
+    Tab::open(cdp, &[NO_WORKERS_JS], true, max_targets).await
 }
 
 /// Pages a tab is used for before a new one is opened (Browsertrix
@@ -290,7 +295,7 @@ pub(crate) async fn capture_page(
     let t = Instant::now();
     let (tab, uses, how) = match kept {
         Some((k, n)) => (Tab::resume(cdp, k), n, "reuse"),
-        None => match open_tab(cdp).await {
+        None => match open_tab(cdp, o.max_targets).await {
             Ok(t) => (t, 0, "open"),
             Err(e) => return (Err(e), None),
         },

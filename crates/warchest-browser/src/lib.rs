@@ -359,6 +359,11 @@ pub struct BrowserOptions {
     pub pages_per_browser: usize,
     /// More Chromium flags.
     pub extra_flags: Vec<String>,
+    /// The most targets a page starts (dedicated workers, frames of other
+    /// sites) whose requests its tab follows at once; past it, they run
+    /// unfollowed and the page is marked incomplete
+    /// ([`PageResult::incomplete`]).
+    pub max_targets: usize,
 }
 
 impl BrowserOptions {
@@ -379,6 +384,7 @@ impl BrowserOptions {
             behaviors: None,
             pages_per_browser: 100,
             extra_flags: Vec::new(),
+            max_targets: page::MAX_TARGETS,
         }
     }
 }
@@ -480,6 +486,7 @@ impl Browsers {
         // starts its own; one that fails to start is tried again at its
         // first page.
         let (all, l) = (slots.clone(), launch.clone());
+        let max_targets = opts.max_targets;
         let closing = Arc::new(AtomicBool::new(false));
         let stop = closing.clone();
         let launcher = rt.spawn(async move {
@@ -497,7 +504,7 @@ impl Browsers {
                     }
                     match chrome::Chromium::launch(l).await {
                         Ok(b) => {
-                            if let Ok(t) = grab::open_tab(&b.cdp).await {
+                            if let Ok(t) = grab::open_tab(&b.cdp, max_targets).await {
                                 slot.tab = Some((t.keep(), 0));
                             }
                             slot.browser = Some(b);

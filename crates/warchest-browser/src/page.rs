@@ -29,8 +29,10 @@ pub const COMMAND: Duration = Duration::from_secs(10);
 const LOOK_AGAIN: Duration = Duration::from_millis(200);
 
 /// The most targets (workers, frames of other sites) a tab follows the
-/// network of; those past it are let run all the same.
-const MAX_SESSIONS: usize = 256;
+/// network of at once, by default ([`crate::BrowserOptions::max_targets`]);
+/// those past it are let run all the same, unfollowed (without the tab's
+/// init scripts), and the page is marked incomplete.
+pub const MAX_TARGETS: usize = 256;
 
 /// The targets a page starts (a dedicated worker, a frame of another
 /// site) are attached to, paused at their start until [`attached`] has
@@ -42,9 +44,9 @@ fn auto_attach() -> Value {
     json!({"autoAttach": true, "waitForDebuggerOnStart": true, "flatten": true})
 }
 
-/// Sets up a target attached under a tab (its network events on, the
-/// tab's `init` scripts for a frame's documents, and the same for the
-/// targets it starts, when `tracked`), then lets it run. The answers are
+/// Sets up a target attached under a tab (its network events on; when
+/// `tracked`, the tab's `init` scripts for a frame's documents and the
+/// same for the targets it starts), then lets it run. The answers are
 /// not waited for: the commands to a session are carried out in order, so
 /// all this is in place before it runs.
 async fn attached(
@@ -54,9 +56,12 @@ async fn attached(
     bypass_workers: bool,
     init: &[String],
 ) {
-    let mut commands = Vec::new();
+    // Network events even from a target not followed: the answer to the
+    // page's own request for its document or script comes in its session
+    // (without it, that request stayed in flight, and the page waited out
+    // its idle bound).
+    let mut commands = vec![("Network.enable", json!({}))];
     if tracked {
-        commands.push(("Network.enable", json!({})));
         if bypass_workers {
             commands.push(("Network.setBypassServiceWorker", json!({"bypass": true})));
         }
@@ -179,6 +184,10 @@ struct Track {
     loaded: bool,
     crashed: bool,
     lagged: bool,
+    /// Targets (workers, frames of other sites) past the most a tab
+    /// follows ([`MAX_TARGETS`]), let run unfollowed: what they asked for
+    /// is not seen.
+    unfollowed: u64,
     /// The media type of the document the main frame last committed to
     /// (`Page.frameNavigated`): Chromium's, from its `Content-Type` or
     /// sniffed when it has none.
@@ -207,6 +216,7 @@ impl<'a> Tab<'a> {
         cdp: &'a Cdp,
         init: &[&str],
         bypass_workers: bool,
+        max_targets: usize,
     ) -> Result<Tab<'a>, BrowserError> {
         let target = cdp
             .call(
@@ -275,9 +285,16 @@ impl<'a> Tab<'a> {
                 match e.method.as_str() {
                     "Target.attachedToTarget" => {
                         if let Some(child) = e.params["sessionId"].as_str() {
-                            let tracked = sessions.len() < MAX_SESSIONS;
+                            let tracked = sessions.len() < max_targets;
                             if tracked {
                                 sessions.insert(child.to_string());
+                            } else if let Ok(mut t) = t.lock() {
+                                t.unfollowed += 1;
+                                if t.unfollowed == 1 {
+                                    tracing::warn!(
+                                        "a page started more than {max_targets} workers and frames of other sites: the rest are not followed (their requests are not counted as the page's; it is marked incomplete)"
+                                    );
+                                }
                             }
                             let frame = e.params.pointer("/targetInfo/type")
                                 == Some(&Value::from("iframe"));
@@ -526,10 +543,16 @@ impl<'a> Tab<'a> {
     }
 
     /// The responses and failures seen so far, responses past
-    /// [`MAX_RESPONSES`] counted, and whether events were lost.
+    /// [`MAX_RESPONSES`] counted, and whether events were lost (a tracker
+    /// that fell behind, or targets past the most a tab follows).
     pub fn seen(&self) -> (Vec<Response>, Vec<Failure>, u64, bool) {
         match self.track.lock() {
-            Ok(t) => (t.responses.clone(), t.failures.clone(), t.dropped, t.lagged),
+            Ok(t) => (
+                t.responses.clone(),
+                t.failures.clone(),
+                t.dropped,
+                t.lagged || t.unfollowed > 0,
+            ),
             Err(_) => (Vec::new(), Vec::new(), 0, true),
         }
     }

@@ -529,7 +529,7 @@ async fn replay_page(
     origin: &str,
     o: &QaOptions,
 ) -> Result<Replayed, BrowserError> {
-    let tab = Tab::open(cdp, &[CSP_WATCH_JS], false).await?;
+    let tab = Tab::open(cdp, &[CSP_WATCH_JS], false, crate::page::MAX_TARGETS).await?;
     let r = async {
         tab.navigate(url, o.load_timeout).await?;
         tab.network_idle(o.idle.0, o.idle.1).await;
