@@ -5,7 +5,7 @@ use std::io::{Read, Seek, SeekFrom};
 
 use warchest_remote::{Location, RemoteFile};
 
-use crate::servers::RangeServer;
+use crate::servers::{RangeServer, set_mtime};
 use crate::{fixture, quick, record_spans};
 
 /// The fixture the tests read, served from a copy (the server serves a
@@ -400,14 +400,6 @@ fn opening_asks_for_the_first_range_not_a_head() {
     let e = read("nothing.bin").unwrap_err();
     assert_eq!(e.kind(), std::io::ErrorKind::NotFound, "{e}");
     assert_eq!(srv.count(), (1, 0));
-}
-
-/// Sets a file's modification time (the test server's ETag and
-/// Last-Modified come from it).
-fn set_mtime(path: &std::path::Path, secs: u64) {
-    let f = std::fs::File::options().write(true).open(path).unwrap();
-    f.set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs))
-        .unwrap();
 }
 
 /// An object's version over HTTP is its HEAD's ETag; the object replaced

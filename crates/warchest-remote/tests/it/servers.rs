@@ -356,3 +356,11 @@ impl Moto {
             .collect()
     }
 }
+
+/// Sets a file's modification time: [`RangeServer`]'s ETag and
+/// Last-Modified come from it.
+pub fn set_mtime(path: &Path, secs: u64) {
+    let f = std::fs::File::options().write(true).open(path).unwrap();
+    f.set_modified(std::time::UNIX_EPOCH + Duration::from_secs(secs))
+        .unwrap();
+}

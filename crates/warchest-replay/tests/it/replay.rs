@@ -1169,15 +1169,6 @@ fn a_member_a_replaced_wacz_by_url_no_longer_holds_is_dropped() {
     assert_eq!(payload(&coll, "http://a.test/", "2024").1, b"a");
 }
 
-/// Sets a file's modification time: the test server's ETag and
-/// Last-Modified come from it.
-#[cfg(feature = "remote")]
-fn set_mtime(path: &Path, secs: u64) {
-    let f = std::fs::File::options().write(true).open(path).unwrap();
-    f.set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs))
-        .unwrap();
-}
-
 /// ZIP's CRC-32 (IEEE), bit by bit.
 #[cfg(feature = "remote")]
 fn crc32(bytes: &[u8]) -> u32 {
@@ -1209,7 +1200,7 @@ fn objects_by_url_replaced_by_others_of_the_same_size_are_indexed_again() {
     let warc = served.join("a.warc");
     let record = |body: &str| response("http://r.test/", "2024-01-01T00:00:00Z", &text_ok(body));
     std::fs::write(&warc, record("jan")).unwrap();
-    set_mtime(&warc, 1_700_000_000);
+    crate::servers::set_mtime(&warc, 1_700_000_000);
     // The WACZ's archive file, written apart.
     let member = dir.path().join("m.warc");
     let page = |body: &str| response("http://w.test/", "2024-01-01T00:00:00Z", &text_ok(body));
@@ -1276,7 +1267,7 @@ fn objects_by_url_replaced_by_others_of_the_same_size_are_indexed_again() {
     );
 
     std::fs::write(&warc, record("feb")).unwrap();
-    set_mtime(&warc, 1_700_000_060);
+    crate::servers::set_mtime(&warc, 1_700_000_060);
     // The WACZ's archive file changed in place, its CRC-32 with it (in
     // its local header and the central directory): every size and place
     // the same (a WACZ written again compresses its other files to other
