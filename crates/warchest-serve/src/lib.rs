@@ -1026,7 +1026,8 @@ fn timemap(coll: &Collection, req: &Request, resp: &mut Responder<'_>, raw_url: 
 }
 
 /// The CDX server: pywb's parameters (`url`, `matchType`, `limit`,
-/// `from`, `to`, `sort=reverse|closest`, `closest`, `output=json`, `fl`).
+/// `from`, `to`, `sort=reverse|closest`, `closest`, `output=json`, `fl`,
+/// `filter`).
 fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResult {
     let Some(u) = req.param("url").filter(|u| !u.is_empty()) else {
         resp.send(400, &text_plain(), b"the url parameter is required\n")?;
@@ -1065,11 +1066,20 @@ fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResul
             .collect()
     });
     let sort = req.param("sort").unwrap_or_default();
-    let filters: Vec<CdxFilter> = req
-        .params("filter")
-        .iter()
-        .filter_map(|f| CdxFilter::parse(f))
-        .collect();
+    let mut filters = Vec::new();
+    for f in req.params("filter") {
+        match CdxFilter::parse(&f) {
+            Ok(f) => filters.push(f),
+            Err(why) => {
+                resp.send(
+                    400,
+                    &text_plain(),
+                    format!("filter={f}: {why}\n").as_bytes(),
+                )?;
+                return Ok(());
+            }
+        }
+    }
     let ctype = if json {
         "application/x-ndjson"
     } else {
@@ -1211,7 +1221,14 @@ fn application_json() -> Vec<(String, String)> {
 fn accepted(filters: &[CdxFilter], c: &Capture) -> bool {
     filters.is_empty() || {
         let fields = cdx_object(c);
-        filters.iter().all(|f| f.accepts(&fields))
+        // The CDXJ line, only for a filter of the whole line.
+        let line = if filters.iter().any(|f| f.field.is_none()) {
+            let l = cdx_line(c, false, None);
+            String::from_utf8_lossy(l.trim_ascii_end()).into_owned()
+        } else {
+            String::new()
+        };
+        filters.iter().all(|f| f.accepts(&fields, &line))
     }
 }
 
@@ -1253,46 +1270,81 @@ fn cdx_line(c: &Capture, json: bool, fields: Option<&[String]>) -> Vec<u8> {
     line
 }
 
-/// A `filter=` of pywb's CDX server: `[!][~]FIELD:VALUE`, the field equal
-/// to the value (`~`: containing it; `!`: not).
+/// A `filter=` of pywb's CDX server: `[!][=|~]FIELD:EXPRESSION`, the
+/// field containing the expression, equal to it (`=`), or matched by it
+/// as a regular expression from its start (`~`, as Python's `re.match`);
+/// `!` negates. Without `FIELD:`, the whole CDXJ line is tested (as pywb
+/// tests its CDX object's text).
 struct CdxFilter {
-    field: String,
-    value: String,
-    contains: bool,
+    /// `None`: the whole line.
+    field: Option<String>,
+    test: FilterTest,
     negate: bool,
 }
 
+enum FilterTest {
+    Contains(String),
+    Equals(String),
+    /// Anchored at the start.
+    Matches(regex::Regex),
+}
+
+/// The most a `~` filter's compiled expression may take (the regex
+/// crate's size limit): a request cannot make the server build a huge
+/// automaton.
+const FILTER_REGEX_LIMIT: usize = 1 << 20;
+
 impl CdxFilter {
-    fn parse(s: &str) -> Option<CdxFilter> {
+    /// # Errors
+    /// A `~` expression that is not a regular expression the regex crate
+    /// takes (or past its size limit): said, never dropped.
+    fn parse(s: &str) -> Result<CdxFilter, String> {
         let (negate, s) = match s.strip_prefix('!') {
             Some(r) => (true, r),
             None => (false, s),
         };
-        let (contains, s) = match s.strip_prefix('~') {
-            Some(r) => (true, r),
-            None => (false, s),
+        let (op, s) = match s.as_bytes().first() {
+            Some(b'=') => ('=', &s[1..]),
+            Some(b'~') => ('~', &s[1..]),
+            _ => (' ', s),
         };
-        let (field, value) = s.split_once(':')?;
-        Some(CdxFilter {
-            field: field.to_string(),
-            value: value.to_string(),
-            contains,
+        let (field, expr) = match s.split_once(':') {
+            Some((f, e)) => (Some(f.to_string()), e),
+            None => (None, s),
+        };
+        let test = match op {
+            '=' => FilterTest::Equals(expr.to_string()),
+            '~' => FilterTest::Matches(
+                regex::RegexBuilder::new(&format!("^(?:{expr})"))
+                    .size_limit(FILTER_REGEX_LIMIT)
+                    .build()
+                    .map_err(|e| format!("not a regular expression: {e}"))?,
+            ),
+            _ => FilterTest::Contains(expr.to_string()),
+        };
+        Ok(CdxFilter {
+            field,
+            test,
             negate,
         })
     }
 
-    /// A field missing or `null` is matched as empty.
-    fn accepts(&self, fields: &[(&str, warchest_index::FieldValue<'_>)]) -> bool {
-        let v = fields
-            .iter()
-            .find(|(k, _)| *k == self.field)
-            .and_then(|(_, v)| v.text())
-            .unwrap_or_default();
+    /// A field missing or `null` is matched as empty; `line` is the whole
+    /// CDXJ line, for a filter without a field.
+    fn accepts(&self, fields: &[(&str, warchest_index::FieldValue<'_>)], line: &str) -> bool {
+        let v = match &self.field {
+            Some(name) => fields
+                .iter()
+                .find(|(k, _)| k == name)
+                .and_then(|(_, v)| v.text())
+                .unwrap_or_default(),
+            None => line.into(),
+        };
         let v = v.as_ref();
-        let hit = if self.contains {
-            v.contains(&self.value)
-        } else {
-            v == self.value
+        let hit = match &self.test {
+            FilterTest::Contains(e) => v.contains(e.as_str()),
+            FilterTest::Equals(e) => v == e,
+            FilterTest::Matches(r) => r.is_match(v),
         };
         hit != self.negate
     }
@@ -1981,16 +2033,58 @@ mod cdx_tests {
         c.entry.length = Some(1234);
         let f = |s: &str| vec![CdxFilter::parse(s).unwrap()];
         // A number is matched as its digits, a string as itself.
-        assert!(accepted(&f("length:1234"), &c));
-        assert!(accepted(&f("~length:23"), &c));
-        assert!(accepted(&f("offset:0"), &c));
-        assert!(accepted(&f("urlkey:com,example)/caf%c3%a9"), &c));
-        assert!(accepted(&f("!status:404"), &c));
-        assert!(!accepted(&f("mime:text/plain"), &c));
+        assert!(accepted(&f("=length:1234"), &c));
+        assert!(!accepted(&f("=length:123"), &c));
+        assert!(accepted(&f("length:23"), &c));
+        assert!(accepted(&f("=offset:0"), &c));
+        assert!(accepted(&f("=urlkey:com,example)/caf%c3%a9"), &c));
+        assert!(accepted(&f("!=status:404"), &c));
+        assert!(!accepted(&f("=mime:text/plain"), &c));
         // `null` and a field the capture lacks are matched as empty.
-        assert!(accepted(&f("requestBody:"), &c));
-        assert!(accepted(&f("method:"), &c));
-        assert!(!accepted(&f("!method:"), &c));
+        assert!(accepted(&f("=requestBody:"), &c));
+        assert!(accepted(&f("=method:"), &c));
+        assert!(!accepted(&f("!=method:"), &c));
         assert!(accepted(&[], &c));
+    }
+
+    /// pywb's three kinds of filter (its CDXJ server API): none, the
+    /// field contains the expression; `=`, it is the expression; `~`, a
+    /// regular expression matches from its start (as `re.match`, so not
+    /// only at its end); `!` before any of them negates. A filter that
+    /// cannot be read is an error, not a filter dropped.
+    #[test]
+    fn cdx_filters_are_pywbs_contains_exact_and_regex() {
+        let mut c = capture("http://example.com/a", Some(None));
+        c.entry.length = Some(1234);
+        let f = |s: &str| vec![CdxFilter::parse(s).unwrap()];
+        assert!(accepted(&f("length:23"), &c));
+        assert!(!accepted(&f("!length:23"), &c));
+        assert!(!accepted(&f("=length:23"), &c));
+        assert!(accepted(&f("=length:1234"), &c));
+        assert!(
+            accepted(&f("~length:12"), &c),
+            "re.match needs no full match"
+        );
+        assert!(!accepted(&f("~length:23"), &c), "anchored at the start");
+        assert!(accepted(&f("~length:.*34$"), &c));
+        assert!(
+            accepted(&f("~length:1[0-9]+|x"), &c),
+            "alternatives anchored"
+        );
+        assert!(!accepted(&f("~length:x|34"), &c));
+        assert!(accepted(&f("!~length:2"), &c));
+        for bad in ["~length:(", "!~length:[z-a]", "~("] {
+            assert!(CdxFilter::parse(bad).is_err(), "{bad}");
+        }
+        // Without a field, the whole CDXJ line.
+        // (A `:` in the expression would make what is before it a field,
+        // as in pywb.)
+        assert!(accepted(&f("\"1234\", \"offset\""), &c));
+        assert!(!accepted(&f("\"1235\""), &c));
+        assert!(accepted(&f("~com,example\\)/"), &c));
+        assert!(!accepted(&f("=com,example)/"), &c));
+        assert!(accepted(&f(""), &c));
+        // A huge automaton is refused, not built.
+        assert!(CdxFilter::parse("~length:(a{1000}){1000}").is_err());
     }
 }

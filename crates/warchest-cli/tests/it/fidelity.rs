@@ -919,9 +919,9 @@ fn service_worker_in_chromium(exe: &Path, r: &Replayed) {
 }
 
 /// A running pywb `wayback` on a loopback port, killed when dropped.
-struct Pywb {
+pub(crate) struct Pywb {
     child: Child,
-    port: u16,
+    pub(crate) port: u16,
     log: Arc<Mutex<String>>,
 }
 
@@ -932,7 +932,8 @@ impl Drop for Pywb {
     }
 }
 
-fn start_pywb(dir: &Path, warc: &Path) -> Pywb {
+/// pywb over `warc`, its collection `fid` (its CDX API at `/fid/cdx`).
+pub(crate) fn start_pywb(dir: &Path, warc: &Path) -> Pywb {
     let root = dir.join("pywb");
     std::fs::create_dir_all(&root).unwrap();
     for args in [

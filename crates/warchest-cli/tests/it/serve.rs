@@ -215,6 +215,79 @@ pub(crate) fn json_lines(text: &str) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// The CDX API's filters answer as pywb's own CDX API does over the same
+/// file: pywb started on iana.warc.gz, each query asked of both, the
+/// captures (timestamp, URL, MIME type) the same, in the same
+/// order. pywb's syntax: none (contains), `=`, `~` (a regular expression
+/// from the start), `!`, and an empty filter. Each query finds
+/// something: where nothing passes, pywb's CDX API answers with the
+/// fuzzy matches its replay falls back to (`=mime:css` gives every
+/// capture), which warchest's does not.
+#[test]
+fn cdx_filters_answer_as_pywbs_own() {
+    if std::env::var_os("WARCHEST_SKIP_PYTHON").is_some() {
+        eprintln!("skipped: WARCHEST_SKIP_PYTHON");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let s = iana_server(&dir);
+    let pywb = crate::fidelity::start_pywb(dir.path(), &fixture("pywb/iana.warc.gz"));
+    let pywb_addr = format!("127.0.0.1:{}", pywb.port);
+    // Not the status: pywb's own index (`wb-manager add`) gives a revisit
+    // none, where warchest's, as cdxj-indexer's, gives its HTTP head's.
+    let captures = |text: &str| -> Vec<(String, String, String)> {
+        json_lines(text)
+            .iter()
+            .map(|l| {
+                let f = |k: &str| l[k].as_str().unwrap_or_default().to_string();
+                (f("timestamp"), f("url"), f("mime"))
+            })
+            .collect()
+    };
+    let mut compared = 0;
+    for (url, filter) in [
+        ("www.iana.org/_css/2013.1/screen.css", "mime:css"),
+        ("www.iana.org/_css/2013.1/screen.css", "=mime:text/css"),
+        ("www.iana.org/_css/2013.1/screen.css", "!mime:revisit"),
+        ("www.iana.org/_css/2013.1/screen.css", "~url:https:"),
+        ("www.iana.org/_css/2013.1/screen.css", "~mime:.*/revisit$"),
+        (
+            "www.iana.org/_css/2013.1/screen.css",
+            "!~timestamp:2014012620065",
+        ),
+        ("www.iana.org/*", "~url:.*\\.(png|svg)$"),
+        ("www.iana.org/*", "!=mime:warc/revisit"),
+        ("www.iana.org/*", "~status:30"),
+        ("www.iana.org/*", "mime:javascript"),
+        ("www.iana.org/*", ""),
+    ] {
+        let q = format!(
+            "cdx?url={url}&output=json&filter={}",
+            filter
+                .bytes()
+                .map(|b| if b.is_ascii_alphanumeric() {
+                    (b as char).to_string()
+                } else {
+                    format!("%{b:02X}")
+                })
+                .collect::<String>()
+        );
+        let ours = s.get(&format!("/archive/{q}"));
+        let theirs = get(&pywb_addr, &format!("/fid/{q}"), &[]);
+        assert_eq!(
+            (ours.status, theirs.status),
+            (200, 200),
+            "{q}: {}",
+            theirs.text()
+        );
+        let (a, b) = (captures(&ours.text()), captures(&theirs.text()));
+        assert_eq!(a, b, "{filter} over {url}");
+        compared += a.len();
+    }
+    // The filters found something to compare.
+    assert!(compared > 40, "{compared} captures compared");
+}
+
 #[test]
 fn cdx_api_answers_as_pywb() {
     let dir = tempfile::tempdir().unwrap();
@@ -308,10 +381,40 @@ fn cdx_api_answers_as_pywb() {
     assert!(host.len() > prefix.len());
     let domain = json_lines(&s.get("/archive/cdx?url=*.iana.org&output=json").text());
     assert_eq!(domain.len(), host.len());
-    // Filters: field equal, containing, negated; the limit counts what passes.
+    // Filters as pywb's: containing, equal (`=`), a regular expression
+    // from the start (`~`), negated (`!`); the limit counts what passes.
     let fl = json_lines(&s.get("/archive/cdx?url=http://www.iana.org/_css/2013.1/screen.css&output=json&filter=!mime:warc/revisit").text());
     assert_eq!(fl.len(), 1);
     assert_eq!(fl[0]["mime"], "text/css");
+    let css = "/archive/cdx?url=http://www.iana.org/_css/2013.1/screen.css&output=json";
+    assert_eq!(
+        json_lines(&s.get(&format!("{css}&filter=mime:css")).text()).len(),
+        1
+    );
+    assert_eq!(
+        json_lines(&s.get(&format!("{css}&filter==mime:css")).text()).len(),
+        0
+    );
+    assert_eq!(
+        json_lines(&s.get(&format!("{css}&filter==mime:text/css")).text()).len(),
+        1
+    );
+    assert_eq!(
+        json_lines(&s.get(&format!("{css}&filter=~mime:.*/revisit$")).text()).len(),
+        15
+    );
+    assert_eq!(
+        json_lines(&s.get(&format!("{css}&filter=!~mime:text/")).text()).len(),
+        15
+    );
+    let bad = s.get(&format!("{css}&filter=~mime:("));
+    assert_eq!(bad.status, 400);
+    assert!(bad.text().contains("filter=~mime:("), "{}", bad.text());
+    // Without a field, the whole line (as pywb's).
+    assert_eq!(
+        json_lines(&s.get(&format!("{css}&filter=text/css")).text()).len(),
+        1
+    );
     let fl = json_lines(&s.get("/archive/cdx?url=http://www.iana.org/_css/2013.1/screen.css&output=json&filter=mime:warc/revisit&filter=~url:https:&limit=5").text());
     assert_eq!(fl.len(), 1, "one revisit of the https URL");
     let fl = json_lines(&s.get("/archive/cdx?url=http://www.iana.org/_css/2013.1/screen.css&output=json&filter=mime:warc/revisit&limit=3").text());
