@@ -985,8 +985,6 @@ fn count_change(prior: Option<&Source>, report: &mut SyncReport) {
     }
 }
 
-/// `src` to be indexed from its start (a source indexed by a CDXJ given
-/// is read from its file from then on).
 /// Where a source read by URL is, and the version of its bytes
 /// ([`Source::version`]).
 struct Place {
@@ -1013,6 +1011,8 @@ fn member_version(m: &wacz::ZipEntry) -> Option<String> {
     Some(format!("crc32 {:08x}", m.crc32))
 }
 
+/// `src` to be indexed from its start (a source indexed by a CDXJ given
+/// is read from its file from then on).
 fn from_start(mut src: Source) -> Source {
     src.indexed_to = 0;
     src.entries = 0;
