@@ -1026,8 +1026,8 @@ fn timemap(coll: &Collection, req: &Request, resp: &mut Responder<'_>, raw_url: 
 }
 
 /// The CDX server: pywb's parameters (`url`, `matchType`, `limit`,
-/// `from`, `to`, `sort=reverse|closest`, `closest`, `output=json`, `fl`,
-/// `filter`).
+/// `from`, `to`, `sort=reverse|closest`, `closest`,
+/// `output=cdxj|json|text|link`, `fl` or `fields`, `filter`).
 fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResult {
     let Some(u) = req.param("url").filter(|u| !u.is_empty()) else {
         resp.send(400, &text_plain(), b"the url parameter is required\n")?;
@@ -1058,8 +1058,19 @@ fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResul
         },
         None => MAX_CDX,
     };
-    let json = req.param("output").is_some_and(|o| o == "json");
-    let fields: Option<Vec<String>> = req.param("fl").map(|f| {
+    let output = match req.param("output") {
+        None => CdxOutput::Cdxj,
+        Some(o) => match CdxOutput::parse(&o) {
+            Some(o) => o,
+            None => {
+                let msg = format!("output={o} not supported (cdxj, json, text or link)\n");
+                resp.send(400, &text_plain(), msg.as_bytes())?;
+                return Ok(());
+            }
+        },
+    };
+    // pywb takes `fields` first, then `fl`.
+    let fields: Option<Vec<String>> = req.param("fields").or_else(|| req.param("fl")).map(|f| {
         f.split(',')
             .map(|s| s.trim().to_string())
             .filter(|s| !s.is_empty())
@@ -1080,17 +1091,14 @@ fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResul
             }
         }
     }
-    let ctype = if json {
-        "application/x-ndjson"
-    } else {
-        "text/x-cdxj"
-    };
-    let h = vec![("Content-Type".into(), ctype.to_string())];
+    let h = vec![("Content-Type".into(), output.content_type().to_string())];
     // Lines are written as the store gives them, not gathered first.
     let mut body = resp.stream(200, "OK", &h)?;
     let mut werr: Option<io::Error> = None;
+    let mut first = true;
     let mut write_line = |c: &Capture| -> bool {
-        let line = cdx_line(c, json, fields.as_deref());
+        let line = cdx_line(c, output, fields.as_deref(), first, &coll.name);
+        first = false;
         match body.write_all(&line) {
             Ok(()) => true,
             Err(e) => {
@@ -1137,11 +1145,52 @@ fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResul
             n < limit
         })?;
     }
+    // The link format's last line ends without its comma.
+    if output == CdxOutput::Link && !first && werr.is_none() {
+        werr = body.write_all(b"\n").err();
+    }
     if let Some(e) = werr {
         return Err(e.into());
     }
     body.finish()?;
     Ok(())
+}
+
+/// The CDX API's `output=`, pywb's four.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CdxOutput {
+    /// `urlkey timestamp {JSON}` (the default).
+    Cdxj,
+    /// One JSON object a line.
+    Json,
+    /// Space-separated values: the CDXJ line itself without `fl=`.
+    Text,
+    /// Memento link format (RFC 7089): the original URL of each capture
+    /// with its datetime, as pywb's API gives them.
+    Link,
+}
+
+impl CdxOutput {
+    fn parse(s: &str) -> Option<CdxOutput> {
+        Some(match s {
+            "cdxj" => CdxOutput::Cdxj,
+            "json" => CdxOutput::Json,
+            "text" => CdxOutput::Text,
+            "link" => CdxOutput::Link,
+            _ => return None,
+        })
+    }
+
+    /// pywb's types, but for JSON, whose registered name is
+    /// `application/x-ndjson` (pywb says `text/x-ndjson`).
+    fn content_type(self) -> &'static str {
+        match self {
+            CdxOutput::Cdxj => "text/x-cdxj",
+            CdxOutput::Json => "application/x-ndjson",
+            CdxOutput::Text => "text/plain",
+            CdxOutput::Link => "application/link-format",
+        }
+    }
 }
 
 /// The full-text search page and its JSON API (`output=json`): the
@@ -1223,7 +1272,7 @@ fn accepted(filters: &[CdxFilter], c: &Capture) -> bool {
         let fields = cdx_object(c);
         // The CDXJ line, only for a filter of the whole line.
         let line = if filters.iter().any(|f| f.field.is_none()) {
-            let l = cdx_line(c, false, None);
+            let l = cdx_line(c, CdxOutput::Cdxj, None, true, "");
             String::from_utf8_lossy(l.trim_ascii_end()).into_owned()
         } else {
             String::new()
@@ -1232,41 +1281,90 @@ fn accepted(filters: &[CdxFilter], c: &Capture) -> bool {
     }
 }
 
-/// One line of the CDX API. Without `fl=` it is the index line itself,
-/// from the index crate's one encoder: CDXJ (pywb passes the index line
-/// through), or with `output=json` the object with `urlkey` and
-/// `timestamp` first (pywb re-encodes it with `json.dumps`), so a capture
-/// is answered as `warchest index` writes it. With `fl=` only the fields
-/// named, in that order, as a JSON object whatever the output (pywb's text
-/// output would be space-separated; serve's `fl=` has always been JSON);
-/// its values go through the same string encoder.
-fn cdx_line(c: &Capture, json: bool, fields: Option<&[String]>) -> Vec<u8> {
+/// One line of the CDX API, as pywb writes it from an index line. Without
+/// `fl=` it is the index line itself, from the index crate's one encoder:
+/// CDXJ (pywb passes the index line through), or with `output=json` the
+/// object with `urlkey` and `timestamp` first (pywb re-encodes it with
+/// `json.dumps`), so a capture is answered as `warchest index` writes it.
+/// With `fl=` only the fields named, in that order: after the line's key
+/// as CDXJ (whose JSON has no `urlkey` or `timestamp`), or as a JSON
+/// object. Text is the values of the fields named, or of all, separated
+/// by spaces; a field named that this capture lacks, or a `null`, is `-`
+/// (as pywb 2.10 writes them; it gives no error for a field it does not
+/// know either). A link line is the capture's memento in collection
+/// `coll`; `first` says whether a comma and newline end the one before.
+fn cdx_line(
+    c: &Capture,
+    output: CdxOutput,
+    fields: Option<&[String]>,
+    first: bool,
+    coll: &str,
+) -> Vec<u8> {
     let mut line = Vec::new();
-    let Some(fields) = fields else {
-        let format = if json {
-            warchest_index::Format::Json
-        } else {
-            warchest_index::Format::Cdxj
-        };
-        warchest_index::Encoder::new(&format).encode(&c.entry, &mut line);
-        return line;
-    };
-    let obj = cdx_object(c);
-    line.push(b'{');
-    let mut first = true;
-    for k in fields {
-        let Some((k, v)) = obj.iter().find(|(n, _)| n == k) else {
-            continue;
-        };
-        if !first {
-            line.extend_from_slice(b", ");
+    match (output, fields) {
+        (CdxOutput::Link, _) => {
+            if !first {
+                line.extend_from_slice(b",\n");
+            }
+            let url = c.entry.url.as_deref().unwrap_or_default();
+            line.extend_from_slice(
+                format!(
+                    "<{url}>; rel=\"memento\"; datetime=\"{}\"; collection=\"{coll}\"",
+                    http_date(&c.entry.timestamp)
+                )
+                .as_bytes(),
+            );
         }
-        first = false;
-        warchest_index::py_json_str(k, &mut line);
-        line.extend_from_slice(b": ");
-        v.write_json(&mut line);
+        (CdxOutput::Text, fields) => {
+            let obj = cdx_object(c);
+            let text =
+                |v: &warchest_index::FieldValue<'_>| v.text().unwrap_or("-".into()).into_owned();
+            let values: Vec<String> = match fields {
+                Some(fields) => fields
+                    .iter()
+                    .map(|k| {
+                        obj.iter()
+                            .find(|(n, _)| n == k)
+                            .map_or("-".into(), |(_, v)| text(v))
+                    })
+                    .collect(),
+                None => obj.iter().map(|(_, v)| text(v)).collect(),
+            };
+            line.extend_from_slice(values.join(" ").as_bytes());
+            line.push(b'\n');
+        }
+        (CdxOutput::Cdxj, None) => {
+            warchest_index::Encoder::new(&warchest_index::Format::Cdxj).encode(&c.entry, &mut line)
+        }
+        (CdxOutput::Json, None) => {
+            warchest_index::Encoder::new(&warchest_index::Format::Json).encode(&c.entry, &mut line)
+        }
+        (CdxOutput::Cdxj | CdxOutput::Json, Some(fields)) => {
+            let cdxj = output == CdxOutput::Cdxj;
+            if cdxj {
+                line.extend_from_slice(c.entry.urlkey.as_bytes());
+                line.push(b' ');
+                line.extend_from_slice(c.entry.timestamp.as_bytes());
+                line.push(b' ');
+            }
+            let obj = warchest_index::entry_fields(&c.entry, !cdxj).collect::<Vec<_>>();
+            line.push(b'{');
+            let mut first = true;
+            for k in fields {
+                let Some((k, v)) = obj.iter().find(|(n, _)| n == k) else {
+                    continue;
+                };
+                if !first {
+                    line.extend_from_slice(b", ");
+                }
+                first = false;
+                warchest_index::py_json_str(k, &mut line);
+                line.extend_from_slice(b": ");
+                v.write_json(&mut line);
+            }
+            line.extend_from_slice(b"}\n");
+        }
     }
-    line.extend_from_slice(b"}\n");
     line
 }
 
@@ -1946,7 +2044,7 @@ mod sw_tests {
 
 #[cfg(test)]
 mod cdx_tests {
-    use super::{Capture, CdxFilter, accepted, cdx_line};
+    use super::{Capture, CdxFilter, CdxOutput, accepted, cdx_line};
     use warchest_index::{Encoder, Entry, Format, entry_fields};
 
     fn capture(url: &str, request_body: Option<Option<String>>) -> Capture {
@@ -1979,7 +2077,7 @@ mod cdx_tests {
     fn cdx_lines_are_the_index_lines() {
         // A non-ASCII URL is written `\uXXXX`, as json.dumps and the index.
         let c = capture("http://example.com/caf\u{e9}", None);
-        let line = String::from_utf8(cdx_line(&c, false, None)).unwrap();
+        let line = String::from_utf8(cdx_line(&c, CdxOutput::Cdxj, None, true, "c")).unwrap();
         assert_eq!(
             line,
             "com,example)/caf%c3%a9 20240101000000 {\"url\": \"http://example.com/caf\\u00e9\", \
@@ -1988,7 +2086,7 @@ mod cdx_tests {
              \"offset\": \"0\", \"filename\": \"a.warc.gz\"}\n"
         );
         assert_eq!(line, indexed(&c, &Format::Cdxj));
-        let json = String::from_utf8(cdx_line(&c, true, None)).unwrap();
+        let json = String::from_utf8(cdx_line(&c, CdxOutput::Json, None, true, "c")).unwrap();
         assert!(json.starts_with(
             "{\"urlkey\": \"com,example)/caf%c3%a9\", \"timestamp\": \"20240101000000\", \
              \"url\": \"http://example.com/caf\\u00e9\""
@@ -1998,17 +2096,64 @@ mod cdx_tests {
         // A POST whose body gave no query keeps its `"requestBody": null`.
         let mut post = capture("http://example.com/caf\u{e9}", Some(None));
         post.entry.method = Some("POST".into());
-        let line = String::from_utf8(cdx_line(&post, false, None)).unwrap();
+        let line = String::from_utf8(cdx_line(&post, CdxOutput::Cdxj, None, true, "c")).unwrap();
         assert!(line.ends_with("\"requestBody\": null, \"method\": \"POST\"}\n"));
         assert_eq!(line, indexed(&post, &Format::Cdxj));
 
-        // `fl=`: the fields named, in that order, with the same escaping.
-        let fl = ["url".to_string(), "requestBody".into(), "nope".into()];
-        let line = String::from_utf8(cdx_line(&post, false, Some(&fl))).unwrap();
+        // Text without `fl=`: every value the capture has, in the index's
+        // order, `-` for a null.
+        let text = cdx_line(&post, CdxOutput::Text, None, true, "c");
         assert_eq!(
-            line,
+            String::from_utf8(text).unwrap(),
+            "com,example)/caf%c3%a9 20240101000000 http://example.com/caf\u{e9} text/html 200 \
+             sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ 10 0 a.warc.gz - POST\n"
+        );
+
+        // `fl=`: the fields named, in that order, with the same escaping;
+        // JSON leaves out a field it does not have, as pywb.
+        let fl = ["url".to_string(), "requestBody".into(), "nope".into()];
+        let line = |o| String::from_utf8(cdx_line(&post, o, Some(&fl), true, "c")).unwrap();
+        assert_eq!(
+            line(CdxOutput::Json),
             "{\"url\": \"http://example.com/caf\\u00e9\", \"requestBody\": null}\n"
         );
+        // CDXJ: after the key, whose fields its JSON never repeats.
+        let fl = ["timestamp".to_string(), "url".into(), "method".into()];
+        let line = |o| String::from_utf8(cdx_line(&post, o, Some(&fl), true, "c")).unwrap();
+        assert_eq!(
+            line(CdxOutput::Cdxj),
+            "com,example)/caf%c3%a9 20240101000000 \
+             {\"url\": \"http://example.com/caf\\u00e9\", \"method\": \"POST\"}\n"
+        );
+        assert_eq!(
+            line(CdxOutput::Json),
+            "{\"timestamp\": \"20240101000000\", \"url\": \"http://example.com/caf\\u00e9\", \
+             \"method\": \"POST\"}\n"
+        );
+        // Text: the values, raw; `-` for what this capture lacks or null.
+        let fl = [
+            "timestamp".to_string(),
+            "status".into(),
+            "requestBody".into(),
+            "method".into(),
+        ];
+        let mut get = capture("http://example.com/caf\u{e9}", None);
+        get.entry.status = None;
+        let text =
+            |c: &Capture| String::from_utf8(cdx_line(c, CdxOutput::Text, Some(&fl), true, "c"));
+        assert_eq!(text(&post).unwrap(), "20240101000000 200 - POST\n");
+        assert_eq!(text(&get).unwrap(), "20240101000000 - - -\n");
+
+        // Link: a memento a line, its original URL and date; a comma and
+        // newline before every line but the first.
+        let link =
+            |first| String::from_utf8(cdx_line(&get, CdxOutput::Link, None, first, "c")).unwrap();
+        assert_eq!(
+            link(true),
+            "<http://example.com/caf\u{e9}>; rel=\"memento\"; \
+             datetime=\"Mon, 01 Jan 2024 00:00:00 GMT\"; collection=\"c\""
+        );
+        assert_eq!(link(false), format!(",\n{}", link(true)));
     }
 
     #[test]
@@ -2022,7 +2167,7 @@ mod cdx_tests {
                 .map(|(n, _)| n.to_string())
                 .collect();
             assert!(all.len() >= 9, "{all:?}");
-            let line = cdx_line(&c, false, Some(&all));
+            let line = cdx_line(&c, CdxOutput::Json, Some(&all), true, "c");
             assert_eq!(String::from_utf8(line).unwrap(), indexed(&c, &Format::Json));
         }
     }

@@ -222,9 +222,10 @@ pub(crate) fn json_lines(text: &str) -> Vec<serde_json::Value> {
 /// from the start), `!`, and an empty filter. Each query finds
 /// something: where nothing passes, pywb's CDX API answers with the
 /// fuzzy matches its replay falls back to (`=mime:css` gives every
-/// capture), which warchest's does not.
+/// capture), which warchest's does not. Then the outputs (text, link,
+/// CDXJ with `fl`), byte for byte, and an unknown output refused.
 #[test]
-fn cdx_filters_answer_as_pywbs_own() {
+fn cdx_filters_and_outputs_answer_as_pywbs_own() {
     if std::env::var_os("WARCHEST_SKIP_PYTHON").is_some() {
         eprintln!("skipped: WARCHEST_SKIP_PYTHON");
         return;
@@ -286,6 +287,47 @@ fn cdx_filters_answer_as_pywbs_own() {
     }
     // The filters found something to compare.
     assert!(compared > 40, "{compared} captures compared");
+
+    // The outputs, byte for byte, with the fields where the two indexes
+    // agree: text (`fl` or `fields`), CDXJ with `fl`, the link format;
+    // `-` for a field a capture lacks or nobody knows.
+    let css = "www.iana.org/_css/2013.1/screen.css";
+    for (q, lines) in [
+        (format!("url={css}&output=link"), 16),
+        ("url=www.iana.org/&output=link&limit=1".to_string(), 1),
+        ("url=nothing.example/&output=link".to_string(), 0),
+        (
+            "url=www.iana.org/*&output=text&fl=timestamp,url,mime".into(),
+            40,
+        ),
+        (
+            format!("url={css}&output=text&fields=url,nope,timestamp"),
+            16,
+        ),
+        ("url=www.iana.org/*&fl=url,mime".into(), 40),
+        (
+            format!("url={css}&fl=timestamp,mime,urlkey&sort=reverse"),
+            16,
+        ),
+    ] {
+        let ours = s.get(&format!("/archive/cdx?{q}"));
+        let theirs = get(&pywb_addr, &format!("/fid/cdx?{q}"), &[]);
+        assert_eq!((ours.status, theirs.status), (200, 200), "{q}");
+        assert_eq!(
+            ours.header("content-type"),
+            theirs.header("content-type"),
+            "{q}"
+        );
+        let want = theirs
+            .text()
+            .replace("collection=\"fid\"", "collection=\"archive\"");
+        assert_eq!(ours.text(), want, "{q}");
+        assert!(ours.text().lines().count() >= lines, "{q}: {}", ours.text());
+    }
+    // An output neither knows is refused by both.
+    let q = "cdx?url=www.iana.org/&output=xml";
+    assert_eq!(s.get(&format!("/archive/{q}")).status, 400);
+    assert_eq!(get(&pywb_addr, &format!("/fid/{q}"), &[]).status, 400);
 }
 
 #[test]
