@@ -256,6 +256,7 @@ fn pages_of(
         to: None,
         limit: usize::MAX,
         reverse: false,
+        skip: 0,
     };
     coll.store.query(&q, |c| {
         let url = c.entry.url.clone().unwrap_or_default();

@@ -219,6 +219,7 @@ impl Collection {
                 to: None,
                 limit: budget,
                 reverse: false,
+                skip: 0,
             };
             self.store.query(&q, |c| {
                 budget = budget.saturating_sub(1);

@@ -583,6 +583,19 @@ pub struct Query {
     pub limit: usize,
     /// Newest key first.
     pub reverse: bool,
+    /// Captures in the range and period passed over before the first one
+    /// given, read from their keys alone (a CDX server's page; see
+    /// [`Store::count`]).
+    pub skip: usize,
+}
+
+/// Whether an index key's timestamp is within `from..=to` (both padded);
+/// a key without one is let through, to be judged by its capture.
+fn key_in_period(k: &str, from: Option<&str>, to: Option<&str>) -> bool {
+    // "URLKEY TIMESTAMP SOURCE+OFFSET" (capture_key).
+    k.rsplit(' ')
+        .nth(1)
+        .is_none_or(|ts| !(from.is_some_and(|f| ts < f) || to.is_some_and(|t| ts > t)))
 }
 
 /// What one pass over the files found.
@@ -2860,17 +2873,19 @@ impl Store {
         let from = q.from.as_deref().map(pad_timestamp);
         let to = q.to.as_deref().map(pad_timestamp_up);
         let mut n = 0usize;
+        let mut skipped = 0usize;
         let mut unreadable = Unreadable::default();
         let mut visit = |k: &str, v: &[u8]| -> bool {
             if !q.range.contains(k) {
                 return true;
             }
             // The key's timestamp (capture_key) first: a capture outside
-            // the period costs no decoding.
-            if let Some(ts) = k.rsplit(' ').nth(1)
-                && (from.as_deref().is_some_and(|f| ts < f)
-                    || to.as_deref().is_some_and(|t| ts > t))
-            {
+            // the period costs no decoding, nor one skipped.
+            if !key_in_period(k, from.as_deref(), to.as_deref()) {
+                return true;
+            }
+            if skipped < q.skip {
+                skipped += 1;
                 return true;
             }
             let Ok(c) = serde_json::from_slice::<Capture>(v) else {
@@ -2913,6 +2928,36 @@ impl Store {
         drop(txn);
         self.note_unreadable(unreadable);
         failed.map_or(Ok(()), Err)
+    }
+
+    /// How many captures `q` would give were it not for its limit and
+    /// skip, counted from their keys alone (no capture decoded; one that
+    /// cannot be read is counted): how a CDX server counts its pages.
+    ///
+    /// # Errors
+    /// The store cannot be read.
+    pub fn count(&self, q: &Query) -> Result<usize> {
+        let p = &self.path;
+        let txn = self.db.begin_read().map_err(|e| db_error(e, p))?;
+        let t = txn.open_table(CAPTURES).map_err(|e| db_error(e, p))?;
+        let start = q.range.prefix.as_str();
+        let end = upper_bound(start);
+        let keys = match &end {
+            Some(e) => t.range::<&str>(start..e.as_str()),
+            None => t.range::<&str>(start..),
+        }
+        .map_err(|e| db_error(e, p))?;
+        let from = q.from.as_deref().map(pad_timestamp);
+        let to = q.to.as_deref().map(pad_timestamp_up);
+        let mut n = 0usize;
+        for item in keys {
+            let (k, _) = item.map_err(|e| db_error(e, p))?;
+            let k = k.value();
+            if q.range.contains(k) && key_in_period(k, from.as_deref(), to.as_deref()) {
+                n += 1;
+            }
+        }
+        Ok(n)
     }
 
     /// The timestamps of the captures `range` holds, in key order, read
@@ -3346,6 +3391,7 @@ mod tests {
                     to: None,
                     limit: usize::MAX,
                     reverse: false,
+                    skip: 0,
                 },
                 |c| {
                     out.push(c);
@@ -3354,6 +3400,66 @@ mod tests {
             )
             .unwrap();
         out
+    }
+
+    /// `count` is what a query without limit or skip gives, from the keys
+    /// alone; `skip` passes over that many of them, in the query's order
+    /// and period, before the first capture given.
+    #[test]
+    fn count_and_skip_are_the_querys_own_captures() {
+        let dir = tempfile::tempdir().unwrap();
+        let warc = dir.path().join("a.warc");
+        let mut bytes = Vec::new();
+        for i in 0..10u32 {
+            let date = format!("2024-01-{:02}T00:00:00Z", i + 1);
+            bytes.extend(response_record(
+                &format!("http://a.test/{i}"),
+                &date,
+                i,
+                "x",
+            ));
+        }
+        bytes.extend(response_record(
+            "http://b.test/",
+            "2024-01-01T00:00:00Z",
+            99,
+            "x",
+        ));
+        std::fs::write(&warc, &bytes).unwrap();
+        let store = Store::open(dir.path().join("db.redb")).unwrap();
+        store.sync(std::slice::from_ref(&warc)).unwrap();
+        let q = |from: Option<&str>, skip, reverse| Query {
+            range: KeyRange::new("http://a.test/*", MatchType::Prefix),
+            from: from.map(str::to_string),
+            to: Some("20240108".into()),
+            limit: 3,
+            reverse,
+            skip,
+        };
+        let urls = |q: &Query| {
+            let mut out = Vec::new();
+            store
+                .query(q, |c| {
+                    out.push(c.entry.url.unwrap_or_default());
+                    true
+                })
+                .unwrap();
+            out
+        };
+        // Days 1 to 8 of the ten, the other host not counted.
+        assert_eq!(store.count(&q(None, 0, false)).unwrap(), 8);
+        assert_eq!(store.count(&q(Some("20240103"), 5, true)).unwrap(), 6);
+        assert_eq!(
+            urls(&q(None, 3, false)),
+            ["http://a.test/3", "http://a.test/4", "http://a.test/5"]
+        );
+        assert_eq!(urls(&q(None, 7, false)), ["http://a.test/7"]);
+        assert!(urls(&q(None, 8, false)).is_empty());
+        // In reverse, skipped from the newest; the period before the skip.
+        assert_eq!(
+            urls(&q(Some("20240103"), 4, true)),
+            ["http://a.test/3", "http://a.test/2"]
+        );
     }
 
     /// A file rewritten in place, its payload now at another offset, and

@@ -112,6 +112,7 @@ pub(super) fn captures(coll: &Collection, target: &str, period: &str) -> warches
             to: bound,
             limit: PAGE,
             reverse: false,
+            skip: 0,
         },
         |c| {
             k.listed.push(c);

@@ -69,6 +69,13 @@ const REPLAY_CSP: &str =
 /// Most CDX lines one API call returns.
 const MAX_CDX: usize = 100_000;
 
+/// Captures in one block of the CDX API's pages: a ZipNum block's lines,
+/// as Common Crawl's index has them (cdx_toolkit estimates sizes from it).
+const CDX_BLOCK: usize = 3000;
+
+/// Blocks a page holds unless `pageSize` says (pywb's `max_blocks`).
+const CDX_PAGE_BLOCKS: usize = 5;
+
 /// How `serve` runs.
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
@@ -986,6 +993,7 @@ fn timemap(coll: &Collection, req: &Request, resp: &mut Responder<'_>, raw_url: 
             to: None,
             limit: MAX_CDX,
             reverse: false,
+            skip: 0,
         },
         |c| {
             caps.push((c.entry.timestamp.clone(), c.entry.url.clone()));
@@ -1027,7 +1035,8 @@ fn timemap(coll: &Collection, req: &Request, resp: &mut Responder<'_>, raw_url: 
 
 /// The CDX server: pywb's parameters (`url`, `matchType`, `limit`,
 /// `from`, `to`, `sort=reverse|closest`, `closest`,
-/// `output=cdxj|json|text|link`, `fl` or `fields`, `filter`).
+/// `output=cdxj|json|text|link`, `fl` or `fields`, `filter`, and the
+/// pagination API's `page`, `pageSize`, `showNumPages`).
 fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResult {
     let Some(u) = req.param("url").filter(|u| !u.is_empty()) else {
         resp.send(400, &text_plain(), b"the url parameter is required\n")?;
@@ -1091,6 +1100,69 @@ fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResul
             }
         }
     }
+    let mut q = Query {
+        range: KeyRange::new(&u, m),
+        from: req.param("from"),
+        to: req.param("to"),
+        // Filtered lines do not count: the limit is applied here.
+        limit: if filters.is_empty() {
+            limit
+        } else {
+            MAX_CDX * 10
+        },
+        reverse: sort == "reverse",
+        skip: 0,
+    };
+    // Pages (pywb's pagination API, which pywb gives a ZipNum index only):
+    // asked for by `page` or `showNumPages`, never otherwise.
+    let page = match req.param("page").map(|p| p.trim().parse::<usize>()) {
+        None => None,
+        Some(Ok(p)) => Some(p),
+        Some(Err(_)) => {
+            resp.send(400, &text_plain(), b"page must be a number from 0\n")?;
+            return Ok(());
+        }
+    };
+    let page_size = match req.param("pageSize").map(|p| p.trim().parse::<usize>()) {
+        None => CDX_PAGE_BLOCKS,
+        Some(Ok(n)) if (1..=MAX_CDX / CDX_BLOCK).contains(&n) => n,
+        Some(_) => {
+            let msg = format!(
+                "pageSize must be a number of blocks from 1 to {}\n",
+                MAX_CDX / CDX_BLOCK
+            );
+            resp.send(400, &text_plain(), msg.as_bytes())?;
+            return Ok(());
+        }
+    };
+    let show_pages = req.param("showNumPages").is_some_and(|v| v == "true");
+    if page.is_some() || show_pages {
+        let blocks = coll.store.count(&q)?.div_ceil(CDX_BLOCK);
+        let pages = blocks.div_ceil(page_size);
+        if show_pages {
+            let body =
+                format!("{{\"pages\": {pages}, \"pageSize\": {page_size}, \"blocks\": {blocks}}}");
+            resp.send(200, &application_json(), body.as_bytes())?;
+            return Ok(());
+        }
+        let page = page.unwrap_or(0);
+        // Page 0 of nothing is empty; a page past the last is refused,
+        // which is how pywb's clients (cdx_toolkit) know they are done.
+        // `sort=closest` is one page.
+        if page > 0 && (page >= pages || sort == "closest") {
+            let last = if sort == "closest" {
+                0
+            } else {
+                pages.saturating_sub(1)
+            };
+            let msg = format!("page={page}: the first page is 0, the last {last}\n");
+            resp.send(400, &text_plain(), msg.as_bytes())?;
+            return Ok(());
+        }
+        let window = page_size * CDX_BLOCK;
+        q.skip = page.saturating_mul(window);
+        q.limit = window;
+    }
     let h = vec![("Content-Type".into(), output.content_type().to_string())];
     // Lines are written as the store gives them, not gathered first.
     let mut body = resp.stream(200, "OK", &h)?;
@@ -1122,18 +1194,6 @@ fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResul
             }
         }
     } else if limit > 0 {
-        let q = Query {
-            range: KeyRange::new(&u, m),
-            from: req.param("from"),
-            to: req.param("to"),
-            // Filtered lines do not count: the limit is applied here.
-            limit: if filters.is_empty() {
-                limit
-            } else {
-                MAX_CDX * 10
-            },
-            reverse: sort == "reverse",
-        };
         let mut n = 0usize;
         coll.store.query(&q, |c| {
             if accepted(&filters, &c) {

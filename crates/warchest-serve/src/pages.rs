@@ -151,6 +151,7 @@ pub(super) fn search_results(coll: &Collection, q: &str, m: MatchType) -> warche
             to: None,
             limit: MAX_LISTED * 10,
             reverse: false,
+            skip: 0,
         },
         |c| {
             let url = c.entry.url.clone().unwrap_or_default();

@@ -330,6 +330,118 @@ fn cdx_filters_and_outputs_answer_as_pywbs_own() {
     assert_eq!(get(&pywb_addr, &format!("/fid/{q}"), &[]).status, 400);
 }
 
+/// The CDX API's pages (pywb's pagination API, which pywb gives a ZipNum
+/// index only): blocks of 3,000 captures, five to a page unless
+/// `pageSize` says; a page past the last is a 400, which is how
+/// cdx_toolkit, iterating over a pywb server's pages, knows it is done.
+/// 7,000 captures: three blocks.
+#[test]
+fn cdx_pages_are_pywbs_pagination_api_and_cdx_toolkit_reads_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut warc = Vec::new();
+    for i in 0..7000u32 {
+        let http = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 1\r\n\r\nx";
+        // A second a capture, from 2024-01-01T00:00:00Z.
+        let (h, m, sec) = (i / 3600, i / 60 % 60, i % 60);
+        warc.extend_from_slice(
+            format!(
+                "WARC/1.1\r\nWARC-Type: response\r\nWARC-Target-URI: http://pages.example/p{i:05}\r\n\
+                 WARC-Date: 2024-01-01T{h:02}:{m:02}:{sec:02}Z\r\n\
+                 WARC-Record-ID: <urn:uuid:00000000-0000-4000-8000-{i:012}>\r\n\
+                 Content-Type: application/http; msgtype=response\r\nContent-Length: {}\r\n\r\n{http}\r\n\r\n",
+                http.len()
+            )
+            .as_bytes(),
+        );
+    }
+    let file = dir.path().join("pages.warc");
+    std::fs::write(&file, &warc).unwrap();
+    let s = Server::start(&[&file], &dir.path().join("index.redb"), &["--poll", "0"]);
+    let cdx = |q: &str| s.get(&format!("/archive/cdx?url=pages.example/*&{q}"));
+    let pages = |q: &str| -> serde_json::Value {
+        let r = cdx(&format!("showNumPages=true&{q}"));
+        assert_eq!(r.status, 200, "{q}: {}", r.text());
+        serde_json::from_slice(&r.body).unwrap()
+    };
+    assert_eq!(
+        pages(""),
+        serde_json::json!({"pages": 1, "pageSize": 5, "blocks": 3})
+    );
+    assert_eq!(
+        pages("pageSize=1"),
+        serde_json::json!({"pages": 3, "pageSize": 1, "blocks": 3})
+    );
+    // The period counts: captures of the first 3,000 seconds, one block.
+    assert_eq!(pages("pageSize=1&to=20240101004959")["blocks"], 1);
+    assert_eq!(
+        s.get("/archive/cdx?url=nothing.example/&showNumPages=true")
+            .text(),
+        r#"{"pages": 0, "pageSize": 5, "blocks": 0}"#
+    );
+
+    // The pages, in order, are the whole answer.
+    let lines = |q: &str| -> Vec<String> {
+        let r = cdx(q);
+        assert_eq!(r.status, 200, "{q}: {}", r.text());
+        r.text().lines().map(str::to_string).collect()
+    };
+    let all = lines("output=text&fl=url");
+    assert_eq!(all.len(), 7000);
+    let mut paged = Vec::new();
+    for page in 0..3 {
+        let p = lines(&format!("output=text&fl=url&pageSize=1&page={page}"));
+        assert_eq!(p.len(), [3000, 3000, 1000][page], "page {page}");
+        paged.extend(p);
+    }
+    assert_eq!(paged, all);
+    assert_eq!(lines("output=text&fl=url&page=0").len(), 7000);
+    // Past the last page, or not a page: 400; page 0 of nothing: empty.
+    for q in ["pageSize=1&page=3", "page=1", "page=x", "pageSize=0&page=0"] {
+        assert_eq!(cdx(q).status, 400, "{q}");
+    }
+    let r = s.get("/archive/cdx?url=nothing.example/&page=0");
+    assert_eq!((r.status, r.body.len()), (200, 0));
+    // Newest first, filters and limit inside the page.
+    assert_eq!(
+        lines("output=text&fl=url&sort=reverse&pageSize=1&page=0&limit=2"),
+        ["http://pages.example/p06999", "http://pages.example/p06998"]
+    );
+    let tens = lines("output=text&fl=url&pageSize=1&page=1&filter=~url:.*0$");
+    assert_eq!(tens.len(), 300);
+    assert_eq!(tens[0], "http://pages.example/p03000");
+
+    // cdx_toolkit, pointed at the endpoint, reads every page and stops.
+    if !python_has("cdx_toolkit") {
+        return;
+    }
+    let script = r#"
+import itertools, sys, cdx_toolkit, cdx_toolkit.myrequests as m
+endpoint = sys.argv[1]
+# Its politeness (3 s a request to an unknown host) is for public servers.
+m.retry_info["127.0.0.1"] = {"next_fetch": 0, "minimum_interval": 0.0}
+cdx = cdx_toolkit.CDXFetcher(source=endpoint)
+# Bounded: were pages not refused past the last, it would read for ever.
+pages = cdx.iter("pages.example/*", pageSize=1)
+urls = [c["url"] for c in itertools.islice(pages, 20000)]
+print(len(urls), len(set(urls)), urls[0], urls[-1])
+print(cdx.get_size_estimate("pages.example/*"))
+"#;
+    let out = Command::new("python3")
+        .args(["-c", script, &format!("http://{}/archive/cdx", s.addr)])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        // Its estimate: (blocks - 1) x 3,000.
+        "7000 7000 http://pages.example/p00000 http://pages.example/p06999\n6000\n"
+    );
+}
+
 #[test]
 fn cdx_api_answers_as_pywb() {
     let dir = tempfile::tempdir().unwrap();

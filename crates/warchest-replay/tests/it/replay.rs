@@ -633,6 +633,7 @@ fn an_unreadable_capture_entry_is_passed_over_counted_and_rebuilt() {
                 to: None,
                 limit: 100,
                 reverse: false,
+                skip: 0,
             },
             |_| {
                 n += 1;
@@ -862,6 +863,7 @@ fn a_stale_member_of_a_wacz_by_url_is_counted_as_changed() {
                 to: None,
                 limit: 100,
                 reverse: false,
+                skip: 0,
             },
             |_| {
                 n += 1;
