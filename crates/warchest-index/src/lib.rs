@@ -44,8 +44,8 @@ use std::io::{BufRead, Read};
 #[cfg(feature = "parquet")]
 pub use parquet::{ParquetOptions, parquet_schema};
 pub use writer::{
-    CdxField, Encoder, FieldValue, Format, IndexOutput, LegendError, entry_fields, push_u64,
-    py_json_str,
+    CdxField, Encoder, FieldValue, Format, IndexOutput, LegendError, entry_field_names,
+    entry_fields, push_u64, py_json_str,
 };
 
 use warchest::Limits;

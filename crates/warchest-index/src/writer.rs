@@ -296,6 +296,21 @@ pub fn entry_fields(
     e: &Entry,
     with_key: bool,
 ) -> impl Iterator<Item = (&'static str, FieldValue<'_>)> {
+    field_slots(e, with_key).filter_map(|(name, v)| Some((name, v?)))
+}
+
+/// The names of every field [`entry_fields`] can give, in its order,
+/// `urlkey` and `timestamp` first: what a CDX server may be asked about.
+pub fn entry_field_names() -> impl Iterator<Item = &'static str> {
+    static EMPTY: std::sync::LazyLock<Entry> = std::sync::LazyLock::new(Entry::default);
+    field_slots(&EMPTY, true).map(|(name, _)| name)
+}
+
+/// Every field of the list, present or not.
+fn field_slots(
+    e: &Entry,
+    with_key: bool,
+) -> impl Iterator<Item = (&'static str, Option<FieldValue<'_>>)> {
     use FieldValue::{Null, Number, Text};
     let key = [
         ("urlkey", Some(Text(&e.urlkey))),
@@ -317,10 +332,7 @@ pub fn entry_fields(
         ),
         ("method", e.method.as_deref().map(Text)),
     ];
-    key.into_iter()
-        .filter(move |_| with_key)
-        .chain(rest)
-        .filter_map(|(name, v)| Some((name, v?)))
+    key.into_iter().filter(move |_| with_key).chain(rest)
 }
 
 /// The JSON object of a CDXJ line, as python's `json.dumps` writes it:
@@ -658,6 +670,8 @@ mod tests {
             ]
         );
         assert_eq!(names(&e, false), names(&e, true)[2..]);
+        // An entry with every field gives every name there is.
+        assert_eq!(entry_field_names().collect::<Vec<_>>(), names(&e, true));
         // The fields, in order, written one by one.
         let object = |e: &Entry, with_key| {
             let mut out = vec![b'{'];

@@ -1035,8 +1035,9 @@ fn timemap(coll: &Collection, req: &Request, resp: &mut Responder<'_>, raw_url: 
 
 /// The CDX server: pywb's parameters (`url`, `matchType`, `limit`,
 /// `from`, `to`, `sort=reverse|closest`, `closest`,
-/// `output=cdxj|json|text|link`, `fl` or `fields`, `filter`, and the
-/// pagination API's `page`, `pageSize`, `showNumPages`).
+/// `output=cdxj|json|text|link`, `fl` or `fields`, `filter`, the
+/// pagination API's `page`, `pageSize`, `showNumPages`), and the Internet
+/// Archive's `collapse`.
 fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResult {
     let Some(u) = req.param("url").filter(|u| !u.is_empty()) else {
         resp.send(400, &text_plain(), b"the url parameter is required\n")?;
@@ -1100,12 +1101,24 @@ fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResul
             }
         }
     }
+    let mut collapses = Vec::new();
+    for f in req.params("collapse") {
+        match Collapse::parse(&f) {
+            Ok(c) => collapses.push(c),
+            Err(why) => {
+                let msg = format!("collapse={f}: {why}\n");
+                resp.send(400, &text_plain(), msg.as_bytes())?;
+                return Ok(());
+            }
+        }
+    }
     let mut q = Query {
         range: KeyRange::new(&u, m),
         from: req.param("from"),
         to: req.param("to"),
-        // Filtered lines do not count: the limit is applied here.
-        limit: if filters.is_empty() {
+        // Filtered and collapsed lines do not count: the limit is
+        // applied here.
+        limit: if filters.is_empty() && collapses.is_empty() {
             limit
         } else {
             MAX_CDX * 10
@@ -1188,15 +1201,16 @@ fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResul
             .closest(&archive_url::normalize_target(&u), &ts, limit, |c| {
                 accepted(&filters, c)
             })?;
+        // Collapsed in the order answered, nearest first.
         for c in &found {
-            if !write_line(c) {
+            if kept(&[], &mut collapses, c) && !write_line(c) {
                 break;
             }
         }
     } else if limit > 0 {
         let mut n = 0usize;
         coll.store.query(&q, |c| {
-            if accepted(&filters, &c) {
+            if kept(&filters, &mut collapses, &c) {
                 n += 1;
                 if !write_line(&c) {
                     return false;
@@ -1506,6 +1520,83 @@ impl CdxFilter {
         };
         hit != self.negate
     }
+}
+
+/// A `collapse=FIELD[:N]` of the Internet Archive's CDX server: of
+/// adjacent lines (in the answer's order, after the filters) whose field,
+/// or its first N characters, is the same, only the first is kept
+/// (`collapse=urlkey`: one capture a URL; `collapse=timestamp:10`: one an
+/// hour). Several apply in turn, each to the lines the ones before kept.
+struct Collapse {
+    field: &'static str,
+    chars: Option<usize>,
+    last: Option<String>,
+}
+
+impl Collapse {
+    /// # Errors
+    /// A field the index does not have (the Internet Archive's names
+    /// `original`, `mimetype` and `statuscode` are taken for `url`, `mime`
+    /// and `status`), or an N that is not a number.
+    fn parse(s: &str) -> Result<Collapse, String> {
+        let (name, chars) = match s.split_once(':') {
+            Some((f, n)) => match n.trim().parse::<usize>() {
+                Ok(n) => (f, Some(n)),
+                Err(_) => return Err(format!("{n:?} is not a number of characters")),
+            },
+            None => (s, None),
+        };
+        let name = match name.trim() {
+            "original" => "url",
+            "mimetype" => "mime",
+            "statuscode" => "status",
+            n => n,
+        };
+        let Some(field) = warchest_index::entry_field_names().find(|f| *f == name) else {
+            let known = warchest_index::entry_field_names().collect::<Vec<_>>();
+            return Err(format!(
+                "no field {name:?} (the fields are {})",
+                known.join(", ")
+            ));
+        };
+        Ok(Collapse {
+            field,
+            chars,
+            last: None,
+        })
+    }
+
+    /// Whether the capture is kept: its value (empty where it has none)
+    /// differs from the last kept one's.
+    fn keep(&mut self, fields: &[(&str, warchest_index::FieldValue<'_>)]) -> bool {
+        let v = fields
+            .iter()
+            .find(|(k, _)| *k == self.field)
+            .and_then(|(_, v)| v.text())
+            .unwrap_or_default();
+        let v = match self.chars {
+            Some(n) => v.chars().take(n).collect::<String>(),
+            None => v.into_owned(),
+        };
+        if self.last.as_ref() == Some(&v) {
+            return false;
+        }
+        self.last = Some(v);
+        true
+    }
+}
+
+/// Whether a capture is answered: the filters take it, then each
+/// collapse.
+fn kept(filters: &[CdxFilter], collapses: &mut [Collapse], c: &Capture) -> bool {
+    if !accepted(filters, c) {
+        return false;
+    }
+    if collapses.is_empty() {
+        return true;
+    }
+    let fields = cdx_object(c);
+    collapses.iter_mut().all(|k| k.keep(&fields))
 }
 
 /// A capture as pywb's CDX server gives it: the index's fields

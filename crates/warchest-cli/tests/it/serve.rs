@@ -442,6 +442,69 @@ print(cdx.get_size_estimate("pages.example/*"))
     );
 }
 
+/// `collapse` (the Internet Archive's CDX server's; pywb ignores it): the
+/// first of each run of adjacent lines with the same field, or the same
+/// first N characters of it, after the filters and before the limit.
+#[test]
+fn cdx_collapse_keeps_the_first_line_of_each_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = iana_server(&dir);
+    let lines = |q: &str| -> Vec<Vec<String>> {
+        let r = s.get(&format!(
+            "/archive/cdx?url=www.iana.org/*&output=text&fl=urlkey,timestamp,digest,mime&{q}"
+        ));
+        assert_eq!(r.status, 200, "{q}: {}", r.text());
+        r.text()
+            .lines()
+            .map(|l| l.split(' ').map(str::to_string).collect())
+            .collect()
+    };
+    let all = lines("");
+    // What each collapse keeps, worked out from the whole answer.
+    let runs = |rows: &[Vec<String>], key: &dyn Fn(&[String]) -> String| {
+        let mut out: Vec<Vec<String>> = Vec::new();
+        let mut last = None;
+        for r in rows {
+            let k = key(r);
+            if last.as_ref() != Some(&k) {
+                out.push(r.clone());
+            }
+            last = Some(k);
+        }
+        out
+    };
+    let by_url = runs(&all, &|r| r[0].clone());
+    assert!(all.len() > 100 && by_url.len() > 20 && by_url.len() < all.len() / 2);
+    assert_eq!(lines("collapse=urlkey"), by_url);
+    // The Internet Archive's names for the fields, and a prefix of one.
+    let by_minute = runs(&all, &|r| r[1][..12].to_string());
+    assert!(by_minute.len() < all.len());
+    assert_eq!(lines("collapse=timestamp:12"), by_minute);
+    let by_digest = runs(&all, &|r| r[2].clone());
+    assert_eq!(lines("collapse=digest"), by_digest);
+    let by_type = runs(&all, &|r| r[3].clone());
+    assert_eq!(lines("collapse=mimetype"), by_type);
+    // In turn: one line a URL, then of those one a minute.
+    let both = runs(&by_url, &|r| r[1][..12].to_string());
+    assert_eq!(lines("collapse=urlkey&collapse=timestamp:12"), both);
+    // After the filters, before the limit.
+    let html: Vec<_> = all
+        .iter()
+        .filter(|r| r[3] == "text/html")
+        .cloned()
+        .collect();
+    let first = runs(&html, &|r| r[0].clone());
+    assert_eq!(
+        lines("filter==mime:text/html&collapse=urlkey&limit=3"),
+        first[..3]
+    );
+    for bad in ["nope", "timestamp:x"] {
+        let r = s.get(&format!("/archive/cdx?url=www.iana.org/*&collapse={bad}"));
+        assert_eq!(r.status, 400, "{bad}");
+        assert!(r.text().contains("collapse="), "{}", r.text());
+    }
+}
+
 #[test]
 fn cdx_api_answers_as_pywb() {
     let dir = tempfile::tempdir().unwrap();
