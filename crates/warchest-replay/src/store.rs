@@ -2863,13 +2863,7 @@ impl Store {
         let p = &self.path;
         let txn = self.db.begin_read().map_err(|e| db_error(e, p))?;
         let t = txn.open_table(CAPTURES).map_err(|e| db_error(e, p))?;
-        let start = q.range.prefix.as_str();
-        let end = upper_bound(start);
-        let range = match &end {
-            Some(e) => t.range::<&str>(start..e.as_str()),
-            None => t.range::<&str>(start..),
-        }
-        .map_err(|e| db_error(e, p))?;
+        let range = keys_of(&t, &q.range, p)?;
         let from = q.from.as_deref().map(pad_timestamp);
         let to = q.to.as_deref().map(pad_timestamp_up);
         let mut n = 0usize;
@@ -2940,13 +2934,7 @@ impl Store {
         let p = &self.path;
         let txn = self.db.begin_read().map_err(|e| db_error(e, p))?;
         let t = txn.open_table(CAPTURES).map_err(|e| db_error(e, p))?;
-        let start = q.range.prefix.as_str();
-        let end = upper_bound(start);
-        let keys = match &end {
-            Some(e) => t.range::<&str>(start..e.as_str()),
-            None => t.range::<&str>(start..),
-        }
-        .map_err(|e| db_error(e, p))?;
+        let keys = keys_of(&t, &q.range, p)?;
         let from = q.from.as_deref().map(pad_timestamp);
         let to = q.to.as_deref().map(pad_timestamp_up);
         let mut n = 0usize;
@@ -2970,13 +2958,7 @@ impl Store {
         let p = &self.path;
         let txn = self.db.begin_read().map_err(|e| db_error(e, p))?;
         let t = txn.open_table(CAPTURES).map_err(|e| db_error(e, p))?;
-        let start = range.prefix.as_str();
-        let end = upper_bound(start);
-        let keys = match &end {
-            Some(e) => t.range::<&str>(start..e.as_str()),
-            None => t.range::<&str>(start..),
-        }
-        .map_err(|e| db_error(e, p))?;
+        let keys = keys_of(&t, range, p)?;
         for item in keys {
             let (k, _) = item.map_err(|e| db_error(e, p))?;
             let k = k.value();
@@ -3195,6 +3177,21 @@ fn next_capture<'a>(
 }
 
 /// The smallest string greater than every string starting with `prefix`.
+/// The captures table's entries whose keys start with `range`'s prefix
+/// (a domain range's keys still to be tested with [`KeyRange::contains`]).
+fn keys_of<'t>(
+    t: &'t redb::ReadOnlyTable<&'static str, &'static [u8]>,
+    range: &KeyRange,
+    p: &Path,
+) -> Result<redb::Range<'t, &'static str, &'static [u8]>> {
+    let start = range.prefix.as_str();
+    match upper_bound(start) {
+        Some(e) => t.range::<&str>(start..e.as_str()),
+        None => t.range::<&str>(start..),
+    }
+    .map_err(|e| db_error(e, p))
+}
+
 fn upper_bound(prefix: &str) -> Option<String> {
     let mut b = prefix.as_bytes().to_vec();
     while let Some(last) = b.pop() {
