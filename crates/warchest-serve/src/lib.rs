@@ -1057,16 +1057,17 @@ fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResul
         },
         None => MatchType::Exact,
     };
-    let limit = match req.param("limit") {
+    // `limit=-N`: the last N lines of the answer (the Internet Archive's;
+    // `limit=-1` is the latest capture).
+    let (limit, last) = match req.param("limit") {
         Some(l) => match l.trim().parse::<i64>() {
-            Ok(n) if n >= 0 => (n as usize).min(MAX_CDX),
-            Ok(n) => (n.unsigned_abs() as usize).min(MAX_CDX),
+            Ok(n) => ((n.unsigned_abs() as usize).min(MAX_CDX), n < 0),
             Err(_) => {
                 resp.send(400, &text_plain(), b"limit must be a number\n")?;
                 return Ok(());
             }
         },
-        None => MAX_CDX,
+        None => (MAX_CDX, false),
     };
     let output = match req.param("output") {
         None => CdxOutput::Cdxj,
@@ -1204,6 +1205,35 @@ fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResul
         // Collapsed in the order answered, nearest first.
         for c in &found {
             if kept(&[], &mut collapses, c) && !write_line(c) {
+                break;
+            }
+        }
+    } else if limit > 0 && last {
+        let mut tail = std::collections::VecDeque::new();
+        if collapses.is_empty() && page.is_none() {
+            // From the other end: the first N found there, turned round.
+            q.reverse = !q.reverse;
+            coll.store.query(&q, |c| {
+                if accepted(&filters, &c) {
+                    tail.push_front(c);
+                }
+                tail.len() < limit
+            })?;
+        } else {
+            // A run collapses to its first line, and a page is counted
+            // from its start: read forwards, keeping the last N.
+            coll.store.query(&q, |c| {
+                if kept(&filters, &mut collapses, &c) {
+                    if tail.len() == limit {
+                        tail.pop_front();
+                    }
+                    tail.push_back(c);
+                }
+                true
+            })?;
+        }
+        for c in &tail {
+            if !write_line(c) {
                 break;
             }
         }

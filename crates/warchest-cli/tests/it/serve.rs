@@ -406,6 +406,11 @@ fn cdx_pages_are_pywbs_pagination_api_and_cdx_toolkit_reads_them() {
         lines("output=text&fl=url&sort=reverse&pageSize=1&page=0&limit=2"),
         ["http://pages.example/p06999", "http://pages.example/p06998"]
     );
+    // The last lines of a page.
+    assert_eq!(
+        lines("output=text&fl=url&pageSize=1&page=1&limit=-2"),
+        ["http://pages.example/p05998", "http://pages.example/p05999"]
+    );
     let tens = lines("output=text&fl=url&pageSize=1&page=1&filter=~url:.*0$");
     assert_eq!(tens.len(), 300);
     assert_eq!(tens[0], "http://pages.example/p03000");
@@ -444,9 +449,10 @@ print(cdx.get_size_estimate("pages.example/*"))
 
 /// `collapse` (the Internet Archive's CDX server's; pywb ignores it): the
 /// first of each run of adjacent lines with the same field, or the same
-/// first N characters of it, after the filters and before the limit.
+/// first N characters of it, after the filters and before the limit. And
+/// its `limit=-N`, the last N lines.
 #[test]
-fn cdx_collapse_keeps_the_first_line_of_each_run() {
+fn cdx_collapse_keeps_the_first_line_of_each_run_and_a_negative_limit_the_last() {
     let dir = tempfile::tempdir().unwrap();
     let s = iana_server(&dir);
     let lines = |q: &str| -> Vec<Vec<String>> {
@@ -498,6 +504,16 @@ fn cdx_collapse_keeps_the_first_line_of_each_run() {
         lines("filter==mime:text/html&collapse=urlkey&limit=3"),
         first[..3]
     );
+    // `limit=-N`: the last N lines of the same answer, in its order.
+    let tail = |v: &[Vec<String>], n: usize| v[v.len() - n..].to_vec();
+    assert_eq!(lines("limit=-3"), tail(&all, 3));
+    assert_eq!(lines("limit=-1"), tail(&all, 1));
+    let mut newest = all.clone();
+    newest.reverse();
+    assert_eq!(lines("sort=reverse&limit=-2"), tail(&newest, 2));
+    assert_eq!(lines("filter==mime:text/html&limit=-4"), tail(&html, 4));
+    assert_eq!(lines("collapse=urlkey&limit=-5"), tail(&by_url, 5));
+    assert_eq!(lines(&format!("limit=-{}", all.len() + 5)), all);
     for bad in ["nope", "timestamp:x"] {
         let r = s.get(&format!("/archive/cdx?url=www.iana.org/*&collapse={bad}"));
         assert_eq!(r.status, 400, "{bad}");
