@@ -100,6 +100,9 @@ mkdir -p "$corpus/serve_request"
 i=0
 for r in '\x00/' '\x00/archive/cdx?url=a.example/&matchType=domain&output=json&fl=url,status&filter=!mime:text/css&limit=5' \
     '\x00/archive/cdx?url=*.example&from=2014&to=2015&sort=reverse&page=0&pageSize=3' \
+    '\x00/archive/cdx?url=a.example/*&showNumPages=true&pageSize=1' \
+    '\x00/archive/cdx?url=a.example/*&output=text&fields=url,nope&collapse=timestamp:6&collapse=urlkey&limit=-2' \
+    '\x00/archive/cdx?url=a.example/&output=link&sort=closest&closest=2014&limit=-1&page=1' \
     '\x00/archive/timemap/link/http://a.example/' '\x01/archive/2015id_/http://a.example/' \
     '\x01/archive/2014mp_/http://a.example/\nCookie: __wb_cookie=s%3D1\nReferer: http://localhost/archive/2014mp_/http://a.example/' \
     '\x01/archive/20140126200625cs_/http://a.example/d/s.css' '\x01/archive/2014js_/http://a.example/app.js' \
