@@ -110,8 +110,14 @@ impl TimeSpec {
 
 /// The URL part of a replay path, made absolute the way browsers and
 /// proxies may have mangled it: `http:/x` (slashes merged) becomes
-/// `http://x`, and a URL without a scheme gets `http://`.
+/// `http://x`, and a URL without a scheme gets `http://`. A scheme and
+/// host percent-encoded, as clients quote a URL into a path
+/// (`http%3A//host/` from cdx_toolkit, `http%3A%2F%2Fhost%2F`), are
+/// decoded first, as pywb and the Wayback Machine take them; the rest of
+/// the URL is left as it is.
 pub fn normalize_target(url: &str) -> String {
+    let decoded = decode_scheme_and_host(url);
+    let url = decoded.as_ref();
     for sch in ["http:", "https:"] {
         if let Some(rest) = url.strip_prefix(sch)
             && !rest.starts_with("//")
@@ -125,6 +131,28 @@ pub fn normalize_target(url: &str) -> String {
         format!("http://{rest}")
     } else {
         format!("http://{url}")
+    }
+}
+
+/// `url` with its part before the path (the scheme and host: up to the
+/// first `/` or `?` that neither follows `:` or `/` nor comes before
+/// `/`) percent-decoded, where that part has a `%` and decodes to UTF-8.
+fn decode_scheme_and_host(url: &str) -> std::borrow::Cow<'_, str> {
+    let b = url.as_bytes();
+    let end = (0..b.len())
+        .find(|&i| {
+            matches!(b[i], b'/' | b'?')
+                && !(i > 0 && matches!(b[i - 1], b':' | b'/'))
+                && b.get(i + 1) != Some(&b'/')
+        })
+        .unwrap_or(b.len());
+    let head = &url[..end];
+    if !head.contains('%') {
+        return url.into();
+    }
+    match percent_encoding::percent_decode_str(head).decode_utf8() {
+        Ok(h) => format!("{h}{}", &url[end..]).into(),
+        Err(_) => url.into(),
     }
 }
 
@@ -180,5 +208,18 @@ mod tests {
         assert_eq!(normalize_target("http:/x.com/a"), "http://x.com/a");
         assert_eq!(normalize_target("x.com/a"), "http://x.com/a");
         assert_eq!(normalize_target("https://x.com/"), "https://x.com/");
+        // Quoted by a client: the scheme and host decoded, as pywb does;
+        // the path and query kept as they came.
+        for (quoted, want) in [
+            ("http%3A//x.com/a%20b?q=%2F", "http://x.com/a%20b?q=%2F"),
+            ("https%3a%2F%2Fx.com%2Fa", "https://x.com/a"),
+            ("http%3A%2F%2Fx.com", "http://x.com"),
+            ("x.com%3A8080/a", "http://x.com:8080/a"),
+            ("http%3A//x.com?q=1", "http://x.com?q=1"),
+            // Not UTF-8 once decoded: as it was.
+            ("http%3A//x%FF.com/", "http://http%3A//x%FF.com/"),
+        ] {
+            assert_eq!(normalize_target(quoted), want, "{quoted}");
+        }
     }
 }

@@ -415,7 +415,8 @@ fn cdx_pages_are_pywbs_pagination_api_and_cdx_toolkit_reads_them() {
     assert_eq!(tens.len(), 300);
     assert_eq!(tens[0], "http://pages.example/p03000");
 
-    // cdx_toolkit, pointed at the endpoint, reads every page and stops.
+    // cdx_toolkit, pointed at the endpoint, reads every page and stops,
+    // and fetches a capture's content.
     if !python_has("cdx_toolkit") {
         return;
     }
@@ -430,9 +431,22 @@ pages = cdx.iter("pages.example/*", pageSize=1)
 urls = [c["url"] for c in itertools.islice(pages, 20000)]
 print(len(urls), len(set(urls)), urls[0], urls[-1])
 print(cdx.get_size_estimate("pages.example/*"))
+# A capture's content, both ways it fetches one: replayed (`id_`), and
+# the record's bytes as a range of its file (Common Crawl's way).
+for kw in ({"wb": sys.argv[2]}, {"warc_download_prefix": sys.argv[3]}):
+    caps = cdx_toolkit.CDXFetcher(source=endpoint, **kw).get("pages.example/p00042")
+    print(len(caps), caps[0]["url"], caps[0].content)
 "#;
     let out = Command::new("python3")
-        .args(["-c", script, &format!("http://{}/archive/cdx", s.addr)])
+        .args([
+            "-c",
+            script,
+            &format!("http://{}/archive/cdx", s.addr),
+            // The replay origin: cdx_toolkit follows no redirect, and the
+            // UI origin sends replays there.
+            &format!("http://{}/archive", s.replay),
+            &format!("http://{}/archive/file", s.replay),
+        ])
         .output()
         .unwrap();
     assert!(
@@ -443,7 +457,8 @@ print(cdx.get_size_estimate("pages.example/*"))
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
         // Its estimate: (blocks - 1) x 3,000.
-        "7000 7000 http://pages.example/p00000 http://pages.example/p06999\n6000\n"
+        "7000 7000 http://pages.example/p00000 http://pages.example/p06999\n6000\n\
+         1 http://pages.example/p00042 b'x'\n1 http://pages.example/p00042 b'x'\n"
     );
 }
 
