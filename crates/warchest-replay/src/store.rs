@@ -3176,7 +3176,6 @@ fn next_capture<'a>(
     Ok(None)
 }
 
-/// The smallest string greater than every string starting with `prefix`.
 /// The captures table's entries whose keys start with `range`'s prefix
 /// (a domain range's keys still to be tested with [`KeyRange::contains`]).
 fn keys_of<'t>(
@@ -3192,6 +3191,7 @@ fn keys_of<'t>(
     .map_err(|e| db_error(e, p))
 }
 
+/// The smallest string greater than every string starting with `prefix`.
 fn upper_bound(prefix: &str) -> Option<String> {
     let mut b = prefix.as_bytes().to_vec();
     while let Some(last) = b.pop() {

@@ -11,7 +11,9 @@ use crate::report::{Global, Outcome};
 /// Serve archive files (WARC, ARC, Web InfoMall, WACZ; files or
 /// directories) to a web browser: search, captures, records, replay with
 /// rewritten links (`/{collection}/{timestamp}/{url}`), a CDX API
-/// (`/{collection}/cdx?url=...`) and Memento (RFC 7089). The index is kept
+/// (`/{collection}/cdx?url=...`: pywb's parameters, filters, outputs and
+/// pages, the Internet Archive's `collapse` and `limit=-N`) and Memento
+/// (RFC 7089). The index is kept
 /// in the user's cache directory ($XDG_CACHE_HOME/warchest/serve/, keyed
 /// by the paths served), never in the directories served, or where
 /// --index-db says; new files are picked up while running. See
