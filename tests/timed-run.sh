@@ -15,6 +15,11 @@
 if [ "$(basename "$PWD")" != warchest-browser ] && [ -z "${RUST_TEST_THREADS:-}" ]; then
     export RUST_TEST_THREADS=4
 fi
+# test.sh's checks beside the tests wait for this mark: cargo is past its
+# build, and has let go of the target directory's lock.
+if [ -n "${WARCHEST_TESTS_STARTED:-}" ]; then
+    : > "$WARCHEST_TESTS_STARTED" || true
+fi
 start=$SECONDS
 status=0
 "$@" || status=$?
