@@ -257,6 +257,7 @@ fn pages_of(
         limit: usize::MAX,
         reverse: false,
         skip: 0,
+        resume: None,
     };
     coll.store.query(&q, |c| {
         let url = c.entry.url.clone().unwrap_or_default();

@@ -220,6 +220,7 @@ impl Collection {
                 limit: budget,
                 reverse: false,
                 skip: 0,
+                resume: None,
             };
             self.store.query(&q, |c| {
                 budget = budget.saturating_sub(1);

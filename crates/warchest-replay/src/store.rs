@@ -435,6 +435,12 @@ impl Capture {
     pub fn status(&self) -> Option<u16> {
         self.entry.status.as_deref()?.parse().ok()
     }
+
+    /// Its key in the store, unique and in the order queries give
+    /// captures: where [`Query::resume`] starts a query again.
+    pub fn key(&self) -> String {
+        capture_key(&self.entry, self.src)
+    }
 }
 
 fn capture_key(e: &Entry, src: u32) -> String {
@@ -587,6 +593,11 @@ pub struct Query {
     /// given, read from their keys alone (a CDX server's page; see
     /// [`Store::count`]).
     pub skip: usize,
+    /// Start at this store key ([`Capture::key`]), itself included, in
+    /// the query's direction: the captures from it on, or with
+    /// [`Query::reverse`] from it back (a CDX server's resumption key).
+    /// Any string will do; one outside the range leaves all or nothing.
+    pub resume: Option<String>,
 }
 
 /// Whether an index key's timestamp is within `from..=to` (both padded);
@@ -2863,7 +2874,9 @@ impl Store {
         let p = &self.path;
         let txn = self.db.begin_read().map_err(|e| db_error(e, p))?;
         let t = txn.open_table(CAPTURES).map_err(|e| db_error(e, p))?;
-        let range = keys_of(&t, &q.range, p)?;
+        let Some(range) = keys_resumed(&t, &q.range, q.resume.as_deref(), q.reverse, p)? else {
+            return Ok(());
+        };
         let from = q.from.as_deref().map(pad_timestamp);
         let to = q.to.as_deref().map(pad_timestamp_up);
         let mut n = 0usize;
@@ -3191,6 +3204,41 @@ fn keys_of<'t>(
     .map_err(|e| db_error(e, p))
 }
 
+/// The keys of `range` from `resume` on (forwards) or back (`reverse`),
+/// `resume` included; `None` where none can be (the key is past the
+/// range's end in the query's direction).
+fn keys_resumed<'t>(
+    t: &'t redb::ReadOnlyTable<&'static str, &'static [u8]>,
+    range: &KeyRange,
+    resume: Option<&str>,
+    reverse: bool,
+    p: &Path,
+) -> Result<Option<redb::Range<'t, &'static str, &'static [u8]>>> {
+    let Some(k) = resume else {
+        return keys_of(t, range, p).map(Some);
+    };
+    let start = range.prefix.as_str();
+    let end = upper_bound(start);
+    let r = if reverse {
+        // Keys from the range's start up to `k`, read backwards.
+        if k < start {
+            return Ok(None);
+        }
+        match &end {
+            Some(e) if k >= e.as_str() => t.range::<&str>(start..e.as_str()),
+            _ => t.range::<&str>(start..=k),
+        }
+    } else {
+        let from = k.max(start);
+        match &end {
+            Some(e) if from >= e.as_str() => return Ok(None),
+            Some(e) => t.range::<&str>(from..e.as_str()),
+            None => t.range::<&str>(from..),
+        }
+    };
+    r.map(Some).map_err(|e| db_error(e, p))
+}
+
 /// The smallest string greater than every string starting with `prefix`.
 fn upper_bound(prefix: &str) -> Option<String> {
     let mut b = prefix.as_bytes().to_vec();
@@ -3389,6 +3437,7 @@ mod tests {
                     limit: usize::MAX,
                     reverse: false,
                     skip: 0,
+                    resume: None,
                 },
                 |c| {
                     out.push(c);
@@ -3432,6 +3481,7 @@ mod tests {
             limit: 3,
             reverse,
             skip,
+            resume: None,
         };
         let urls = |q: &Query| {
             let mut out = Vec::new();
@@ -3456,6 +3506,89 @@ mod tests {
         assert_eq!(
             urls(&q(Some("20240103"), 4, true)),
             ["http://a.test/3", "http://a.test/2"]
+        );
+    }
+
+    /// A query resumed at a capture's key starts there, that capture
+    /// included, in its own direction; a key outside the range gives all
+    /// or nothing, never a panic of the table's range.
+    #[test]
+    fn a_query_resumes_at_a_captures_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let warc = dir.path().join("a.warc");
+        let mut bytes = Vec::new();
+        for i in 0..6u32 {
+            let date = format!("2024-01-{:02}T00:00:00Z", i + 1);
+            bytes.extend(response_record(
+                &format!("http://a.test/{i}"),
+                &date,
+                i,
+                "x",
+            ));
+        }
+        bytes.extend(response_record(
+            "http://b.test/",
+            "2024-01-01T00:00:00Z",
+            9,
+            "x",
+        ));
+        std::fs::write(&warc, &bytes).unwrap();
+        let store = Store::open(dir.path().join("db.redb")).unwrap();
+        store.sync(std::slice::from_ref(&warc)).unwrap();
+        let q = |resume: Option<String>, reverse| Query {
+            range: KeyRange::new("http://a.test/*", MatchType::Prefix),
+            from: None,
+            to: None,
+            limit: 2,
+            reverse,
+            skip: 0,
+            resume,
+        };
+        let got = |q: &Query| {
+            let mut out = Vec::new();
+            store
+                .query(q, |c| {
+                    out.push(c);
+                    true
+                })
+                .unwrap();
+            out
+        };
+        let urls = |caps: &[Capture]| {
+            caps.iter()
+                .map(|c| c.entry.url.clone().unwrap_or_default())
+                .collect::<Vec<_>>()
+        };
+        let all = got(&Query {
+            limit: 100,
+            ..q(None, false)
+        });
+        assert_eq!(all.len(), 6);
+        let keys: Vec<String> = all.iter().map(Capture::key).collect();
+        assert!(keys.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(
+            urls(&got(&q(Some(keys[2].clone()), false))),
+            ["http://a.test/2", "http://a.test/3"]
+        );
+        assert_eq!(
+            urls(&got(&q(Some(keys[2].clone()), true))),
+            ["http://a.test/2", "http://a.test/1"]
+        );
+        // The Internet Archive's shape, a URL key and a timestamp past
+        // the last one answered: the captures after it.
+        let ia = format!("{} 20240104000001", all[3].entry.urlkey);
+        assert_eq!(
+            urls(&got(&q(Some(ia), false))),
+            ["http://a.test/4", "http://a.test/5"]
+        );
+        // Before the range: all of it forwards, nothing backwards; past
+        // it: nothing forwards, all of it backwards.
+        assert_eq!(got(&q(Some("a".into()), false)).len(), 2);
+        assert!(got(&q(Some("a".into()), true)).is_empty());
+        assert!(got(&q(Some("zz".into()), false)).is_empty());
+        assert_eq!(
+            urls(&got(&q(Some("zz".into()), true))),
+            ["http://a.test/5", "http://a.test/4"]
         );
     }
 

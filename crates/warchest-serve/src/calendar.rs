@@ -113,6 +113,7 @@ pub(super) fn captures(coll: &Collection, target: &str, period: &str) -> warches
             limit: PAGE,
             reverse: false,
             skip: 0,
+            resume: None,
         },
         |c| {
             k.listed.push(c);

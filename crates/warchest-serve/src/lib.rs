@@ -994,6 +994,7 @@ fn timemap(coll: &Collection, req: &Request, resp: &mut Responder<'_>, raw_url: 
             limit: MAX_CDX,
             reverse: false,
             skip: 0,
+            resume: None,
         },
         |c| {
             caps.push((c.entry.timestamp.clone(), c.entry.url.clone()));
@@ -1037,7 +1038,9 @@ fn timemap(coll: &Collection, req: &Request, resp: &mut Responder<'_>, raw_url: 
 /// `from`, `to`, `sort=reverse|closest`, `closest`,
 /// `output=cdxj|json|text|link`, `fl` or `fields`, `filter`, the
 /// pagination API's `page`, `pageSize`, `showNumPages`), and the Internet
-/// Archive's `collapse`.
+/// Archive's `collapse`, `offset`, `showResumeKey`/`resumeKey` and
+/// counters (`showDupeCount`, `showSkipCount`, `showGroupCount`,
+/// `lastSkipTimestamp`).
 fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResult {
     let Some(u) = req.param("url").filter(|u| !u.is_empty()) else {
         resp.send(400, &text_plain(), b"the url parameter is required\n")?;
@@ -1113,19 +1116,51 @@ fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResul
             }
         }
     }
+    // The Internet Archive's `offset`, resumption key and counters.
+    let offset = match req.param("offset").map(|o| o.trim().parse::<usize>()) {
+        None => 0,
+        Some(Ok(o)) => o,
+        Some(Err(_)) => {
+            resp.send(400, &text_plain(), b"offset must be a number from 0\n")?;
+            return Ok(());
+        }
+    };
+    let show_resume = flag(req, "showResumeKey");
+    let resume = req
+        .param("resumeKey")
+        .filter(|k| !k.is_empty())
+        .map(|k| resume_key_of(&k));
+    let mut counters = CdxCounters::new(req);
+    let refused = if sort == "closest"
+        && (offset > 0 || show_resume || resume.is_some() || counters.counts())
+    {
+        Some("offset, resumption keys and counters are not taken with sort=closest")
+    } else if (show_resume || resume.is_some()) && (last || req.param("page").is_some()) {
+        Some(
+            "a resumption key reads an answer in parts from its start: not with pages or a negative limit",
+        )
+    } else if output == CdxOutput::Link && (show_resume || counters.counts()) {
+        Some("the link format has no place for a resumption key or counters")
+    } else {
+        None
+    };
+    if let Some(why) = refused {
+        resp.send(400, &text_plain(), format!("{why}\n").as_bytes())?;
+        return Ok(());
+    }
     let mut q = Query {
         range: KeyRange::new(&u, m),
         from: req.param("from"),
         to: req.param("to"),
         // Filtered and collapsed lines do not count: the limit is
-        // applied here.
-        limit: if filters.is_empty() && collapses.is_empty() {
-            limit
-        } else {
-            MAX_CDX * 10
-        },
+        // applied as lines are answered, and the captures read are
+        // bounded there.
+        limit: usize::MAX,
         reverse: sort == "reverse",
-        skip: 0,
+        // The Internet Archive's `offset` passes over captures before the
+        // filters, as its server does.
+        skip: offset,
+        resume,
     };
     // Pages (pywb's pagination API, which pywb gives a ZipNum index only):
     // asked for by `page` or `showNumPages`, never otherwise.
@@ -1173,23 +1208,24 @@ fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResul
             resp.send(400, &text_plain(), msg.as_bytes())?;
             return Ok(());
         }
+        // The page's captures; an offset passes over the first of them.
         let window = page_size * CDX_BLOCK;
-        q.skip = page.saturating_mul(window);
-        q.limit = window;
+        q.skip = page.saturating_mul(window).saturating_add(offset);
+        q.limit = window.saturating_sub(offset);
     }
     let h = vec![("Content-Type".into(), output.content_type().to_string())];
     // Lines are written as the store gives them, not gathered first.
     let mut body = resp.stream(200, "OK", &h)?;
     let mut werr: Option<io::Error> = None;
     let mut first = true;
-    let mut write_line = |c: &Capture| -> bool {
+    let mut write_line = |c: &Capture, extra: &[(&'static str, String)]| -> bool {
         let mut line = Vec::new();
         // Link lines are joined by a comma; the last has none.
         if output == CdxOutput::Link && !first {
             line.extend_from_slice(b",\n");
         }
         first = false;
-        cdx_line(c, output, fields.as_deref(), &coll.name, &mut line);
+        cdx_line(c, output, fields.as_deref(), &coll.name, extra, &mut line);
         match body.write_all(&line) {
             Ok(()) => true,
             Err(e) => {
@@ -1198,6 +1234,8 @@ fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResul
             }
         }
     };
+    // Where the answer would go on past its limit (a resumption key).
+    let mut next: Option<String> = None;
     if sort == "closest" {
         let ts = req
             .param("closest")
@@ -1209,50 +1247,104 @@ fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResul
             })?;
         // Collapsed in the order answered, nearest first.
         for c in &found {
-            if kept(&[], &mut collapses, c) && !write_line(c) {
+            if kept(&[], &mut collapses, c) && !write_line(c, &[]) {
                 break;
             }
         }
     } else if limit > 0 && last {
         let mut tail = std::collections::VecDeque::new();
-        if collapses.is_empty() && page.is_none() {
+        if collapses.is_empty() && page.is_none() && offset == 0 && !counters.counts() {
             // From the other end: the first N found there, turned round.
             q.reverse = !q.reverse;
+            let mut reads = 0usize;
             coll.store.query(&q, |c| {
+                reads += 1;
                 if accepted(&filters, &c) {
-                    tail.push_front(c);
+                    tail.push_front((c, Vec::new()));
                 }
-                tail.len() < limit
+                tail.len() < limit && reads < CDX_READ_LIMIT
             })?;
         } else {
-            // A run collapses to its first line, and a page is counted
-            // from its start: read forwards, keeping the last N.
-            coll.store.query(&q, |c| {
-                if kept(&filters, &mut collapses, &c) {
-                    if tail.len() == limit {
-                        tail.pop_front();
-                    }
-                    tail.push_back(c);
+            // A run collapses to its first line, a page and an offset are
+            // counted from the start, and so are the counters: read
+            // forwards, keeping the last N.
+            let mut keep_last = |line: (Capture, Extras)| {
+                if tail.len() == limit {
+                    tail.pop_front();
                 }
-                true
+                tail.push_back(line);
+            };
+            let mut reads = 0usize;
+            coll.store.query(&q, |c| {
+                reads += 1;
+                if kept(&filters, &mut collapses, &c) {
+                    if let Some(line) = counters.kept(c) {
+                        keep_last(line);
+                    }
+                } else {
+                    counters.passed(&c);
+                }
+                reads < CDX_READ_LIMIT
             })?;
+            if let Some(line) = counters.finish() {
+                keep_last(line);
+            }
         }
-        for c in &tail {
-            if !write_line(c) {
+        for (c, extra) in &tail {
+            if !write_line(c, extra) {
                 break;
             }
         }
     } else if limit > 0 {
+        // Past the limit the read goes on to the next line that would
+        // have been answered, for a resumption key or the last group's
+        // counts.
+        let look_ahead = show_resume || counters.grouped();
         let mut n = 0usize;
+        let mut reads = 0usize;
+        let mut stopped = false;
         coll.store.query(&q, |c| {
-            if kept(&filters, &mut collapses, &c) {
-                n += 1;
-                if !write_line(&c) {
+            reads += 1;
+            if reads > CDX_READ_LIMIT {
+                next = Some(c.key());
+                return false;
+            }
+            let keep = kept(&filters, &mut collapses, &c);
+            if n == limit {
+                if keep {
+                    next = Some(c.key());
                     return false;
                 }
+                counters.passed(&c);
+                return true;
             }
-            n < limit
+            if keep {
+                n += 1;
+                if let Some((c, extra)) = counters.kept(c)
+                    && !write_line(&c, &extra)
+                {
+                    stopped = true;
+                    return false;
+                }
+            } else {
+                counters.passed(&c);
+            }
+            n < limit || look_ahead
         })?;
+        if !stopped && let Some((c, extra)) = counters.finish() {
+            write_line(&c, &extra);
+        }
+    }
+    if show_resume
+        && werr.is_none()
+        && let Some(k) = next
+    {
+        let k: String = form_urlencoded::byte_serialize(k.as_bytes()).collect();
+        let line = match output {
+            CdxOutput::Json => format!("{{\"resumeKey\": \"{k}\"}}\n"),
+            _ => format!("\n{k}\n"),
+        };
+        werr = body.write_all(line.as_bytes()).err();
     }
     // The link format's last line ends with a newline only.
     if output == CdxOutput::Link && !first && werr.is_none() {
@@ -1391,13 +1483,16 @@ fn accepted(filters: &[CdxFilter], c: &Capture) -> bool {
 /// by spaces; a field named that this capture lacks, or a `null`, is `-`
 /// (as pywb 2.10 writes them; it gives no error for a field it does not
 /// know either). A link line is the capture's memento in collection
-/// `coll`, without the comma that joins it to the next. Appended to
-/// `line`.
+/// `coll`, without the comma that joins it to the next. `extra` are the
+/// Internet Archive's counters (`dupecount`...), after the capture's own
+/// fields, or where `fl=` names them (the link format has none). Appended
+/// to `line`.
 fn cdx_line(
     c: &Capture,
     output: CdxOutput,
     fields: Option<&[String]>,
     coll: &str,
+    extra: &[(&'static str, String)],
     line: &mut Vec<u8>,
 ) {
     match (output, fields) {
@@ -1418,22 +1513,42 @@ fn cdx_line(
             let values: Vec<String> = match fields {
                 Some(fields) => fields
                     .iter()
-                    .map(|k| {
-                        obj.iter()
+                    .map(|k| match obj.iter().find(|(n, _)| n == k) {
+                        Some((_, v)) => text(v),
+                        None => extra
+                            .iter()
                             .find(|(n, _)| n == k)
-                            .map_or("-".into(), |(_, v)| text(v))
+                            .map_or("-".into(), |(_, v)| v.clone()),
                     })
                     .collect(),
-                None => obj.iter().map(|(_, v)| text(v)).collect(),
+                None => obj
+                    .iter()
+                    .map(|(_, v)| text(v))
+                    .chain(extra.iter().map(|(_, v)| v.clone()))
+                    .collect(),
             };
             line.extend_from_slice(values.join(" ").as_bytes());
             line.push(b'\n');
         }
-        (CdxOutput::Cdxj, None) => {
-            warchest_index::Encoder::new(&warchest_index::Format::Cdxj).encode(&c.entry, line)
-        }
-        (CdxOutput::Json, None) => {
-            warchest_index::Encoder::new(&warchest_index::Format::Json).encode(&c.entry, line)
+        (CdxOutput::Cdxj | CdxOutput::Json, None) => {
+            let format = if output == CdxOutput::Cdxj {
+                warchest_index::Format::Cdxj
+            } else {
+                warchest_index::Format::Json
+            };
+            let start = line.len();
+            warchest_index::Encoder::new(&format).encode(&c.entry, line);
+            // The counters go inside the line's object, at its end.
+            if !extra.is_empty() && line[start..].ends_with(b"}\n") {
+                line.truncate(line.len() - 2);
+                for (k, v) in extra {
+                    line.extend_from_slice(b", ");
+                    warchest_index::py_json_str(k, line);
+                    line.extend_from_slice(b": ");
+                    warchest_index::py_json_str(v, line);
+                }
+                line.extend_from_slice(b"}\n");
+            }
         }
         (CdxOutput::Cdxj | CdxOutput::Json, Some(fields)) => {
             let cdxj = output == CdxOutput::Cdxj;
@@ -1447,16 +1562,22 @@ fn cdx_line(
             line.push(b'{');
             let mut first = true;
             for k in fields {
-                let Some((k, v)) = obj.iter().find(|(n, _)| n == k) else {
+                let found = obj.iter().find(|(n, _)| n == k);
+                let counter = extra.iter().find(|(n, _)| n == k);
+                if found.is_none() && counter.is_none() {
                     continue;
-                };
+                }
                 if !first {
                     line.extend_from_slice(b", ");
                 }
                 first = false;
                 warchest_index::py_json_str(k, line);
                 line.extend_from_slice(b": ");
-                v.write_json(line);
+                match (found, counter) {
+                    (Some((_, v)), _) => v.write_json(line),
+                    (None, Some((_, v))) => warchest_index::py_json_str(v, line),
+                    (None, None) => {}
+                }
             }
             line.extend_from_slice(b"}\n");
         }
@@ -1618,13 +1739,133 @@ fn kept(filters: &[CdxFilter], collapses: &mut [Collapse], c: &Capture) -> bool 
     // The CDXJ line, only for a filter of the whole line.
     let line = if filters.iter().any(|f| f.field.is_none()) {
         let mut l = Vec::new();
-        cdx_line(c, CdxOutput::Cdxj, None, "", &mut l);
+        cdx_line(c, CdxOutput::Cdxj, None, "", &[], &mut l);
         String::from_utf8_lossy(l.trim_ascii_end()).into_owned()
     } else {
         String::new()
     };
     filters.iter().all(|f| f.accepts(&fields, &line))
         && collapses.iter_mut().all(|k| k.keep(&fields))
+}
+
+/// The most captures one CDX answer reads (past the filters and
+/// collapses); a resumption key goes on from there.
+const CDX_READ_LIMIT: usize = MAX_CDX * 10;
+
+/// A boolean query parameter as the Internet Archive's server reads one
+/// (Spring's: `true`, `on`, `yes` or `1`).
+fn flag(req: &Request, name: &str) -> bool {
+    req.param(name).is_some_and(|v| {
+        ["true", "on", "yes", "1"]
+            .iter()
+            .any(|t| v.trim().eq_ignore_ascii_case(t))
+    })
+}
+
+/// The store key a `resumeKey=` names. The key is answered
+/// percent-encoded (as the Internet Archive's are, spaces as `+`), and a
+/// client sends it back encoded once more (then it arrives as printed,
+/// with no space) or as it was printed (then the query's decoding has
+/// already made it the key, which has spaces).
+fn resume_key_of(param: &str) -> String {
+    if param.contains(' ') {
+        return param.to_string();
+    }
+    // The printed key has no `&` or `=` left unencoded: one pair.
+    form_urlencoded::parse(param.as_bytes())
+        .next()
+        .map(|(k, _)| k.into_owned())
+        .unwrap_or_default()
+}
+
+/// The counters a CDX line may carry, by name, with their values.
+type Extras = Vec<(&'static str, String)>;
+
+/// The Internet Archive's counters over the lines of an answer:
+/// `dupecount` (`showDupeCount`: the lines before this one with its
+/// digest), and for the group of captures read from this line to the
+/// next one answered, those the filters and collapses passed over:
+/// `skipcount` (`showSkipCount`: how many), `groupcount`
+/// (`showGroupCount`: the line and those) and `endtimestamp`
+/// (`lastSkipTimestamp`: the last one's timestamp, the line's own when
+/// none). A line with group counts is written once its group ends.
+struct CdxCounters {
+    dupes: Option<std::collections::HashMap<String, usize>>,
+    skip: bool,
+    group: bool,
+    end: bool,
+    /// The line answered last, its group still open.
+    pending: Option<(Capture, Extras)>,
+    skipped: usize,
+    last_timestamp: String,
+}
+
+impl CdxCounters {
+    fn new(req: &Request) -> CdxCounters {
+        CdxCounters {
+            dupes: flag(req, "showDupeCount").then(Default::default),
+            skip: flag(req, "showSkipCount"),
+            group: flag(req, "showGroupCount"),
+            end: flag(req, "lastSkipTimestamp"),
+            pending: None,
+            skipped: 0,
+            last_timestamp: String::new(),
+        }
+    }
+
+    /// Whether any counter was asked for.
+    fn counts(&self) -> bool {
+        self.dupes.is_some() || self.grouped()
+    }
+
+    /// Whether a line waits for its group's end.
+    fn grouped(&self) -> bool {
+        self.skip || self.group || self.end
+    }
+
+    /// A capture answered: the line ready to write, if any (with group
+    /// counts, the one before it, whose group this ends).
+    fn kept(&mut self, c: Capture) -> Option<(Capture, Extras)> {
+        let mut extra = Extras::new();
+        if let Some(d) = &mut self.dupes {
+            let n = d
+                .entry(c.entry.digest.clone().unwrap_or_default())
+                .or_insert(0);
+            extra.push(("dupecount", n.to_string()));
+            *n += 1;
+        }
+        if !self.grouped() {
+            return Some((c, extra));
+        }
+        let done = self.finish();
+        self.last_timestamp.clone_from(&c.entry.timestamp);
+        self.pending = Some((c, extra));
+        done
+    }
+
+    /// A capture read and not answered: counted in the open group.
+    fn passed(&mut self, c: &Capture) {
+        if self.pending.is_some() {
+            self.skipped += 1;
+            self.last_timestamp.clone_from(&c.entry.timestamp);
+        }
+    }
+
+    /// The open group ended: its line, with the group's counts.
+    fn finish(&mut self) -> Option<(Capture, Extras)> {
+        let (c, mut extra) = self.pending.take()?;
+        if self.skip {
+            extra.push(("skipcount", self.skipped.to_string()));
+        }
+        if self.group {
+            extra.push(("groupcount", (self.skipped + 1).to_string()));
+        }
+        if self.end {
+            extra.push(("endtimestamp", self.last_timestamp.clone()));
+        }
+        self.skipped = 0;
+        Some((c, extra))
+    }
 }
 
 /// A capture as pywb's CDX server gives it: the index's fields
@@ -2255,8 +2496,24 @@ mod cdx_tests {
     /// One CDX API line of `c`, as text.
     fn cdx_line(c: &Capture, o: CdxOutput, fields: Option<&[String]>) -> String {
         let mut out = Vec::new();
-        super::cdx_line(c, o, fields, "c", &mut out);
+        super::cdx_line(c, o, fields, "c", &[], &mut out);
         String::from_utf8(out).unwrap()
+    }
+
+    /// A resumption key comes back as printed (the query's decoding has
+    /// made it the key) or encoded once more; the Internet Archive's
+    /// example key reads as its URL key and timestamp.
+    #[test]
+    fn resumption_keys_are_read_either_way_they_come_back() {
+        let key = "org,example)/a+b%20c 20240101000000 00000001000000000000abcd";
+        let printed: String = form_urlencoded::byte_serialize(key.as_bytes()).collect();
+        assert!(!printed.contains([' ', ',', '&', '=']), "{printed}");
+        assert_eq!(super::resume_key_of(&printed), key);
+        assert_eq!(super::resume_key_of(key), key);
+        assert_eq!(
+            super::resume_key_of("org%2Carchive%29%2F+19980109140106%21"),
+            "org,archive)/ 19980109140106!"
+        );
     }
 
     #[test]

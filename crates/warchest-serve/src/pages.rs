@@ -152,6 +152,7 @@ pub(super) fn search_results(coll: &Collection, q: &str, m: MatchType) -> warche
             limit: MAX_LISTED * 10,
             reverse: false,
             skip: 0,
+            resume: None,
         },
         |c| {
             let url = c.entry.url.clone().unwrap_or_default();

@@ -536,6 +536,193 @@ fn cdx_collapse_keeps_the_first_line_of_each_run_and_a_negative_limit_the_last()
     }
 }
 
+/// The Internet Archive's resumption key, `offset` and counters: an
+/// answer read in parts with `showResumeKey` and `resumeKey` is the whole
+/// answer, whatever the filters, collapses and order; `offset` passes
+/// over captures before the filters, as the Internet Archive's does; the
+/// counters are worked out here from the whole answer.
+#[test]
+fn cdx_resumption_keys_read_an_answer_in_parts_and_counters_count_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = iana_server(&dir);
+    let get = |q: &str| {
+        // The fields compared, unless the query names its own.
+        let fl = if q.contains("fl=") {
+            ""
+        } else {
+            "&fl=urlkey,timestamp,digest,mime"
+        };
+        let r = s.get(&format!(
+            "/archive/cdx?url=www.iana.org/*&output=text{fl}&{q}"
+        ));
+        assert_eq!(r.status, 200, "{q}: {}", r.text());
+        r.text()
+    };
+    let rows = |text: &str| -> Vec<Vec<String>> {
+        text.lines()
+            .map(|l| l.split(' ').map(str::to_string).collect())
+            .collect()
+    };
+    let all = rows(&get(""));
+    assert!(all.len() > 100);
+
+    // Parts of 7 lines, each key sent back as printed (the query's own
+    // decoding makes it the key) or encoded once more (as a client's
+    // URL library does): the parts are the answer, and the last part has
+    // no key.
+    let in_parts = |q: &str, encode_again: bool| -> Vec<Vec<String>> {
+        let mut out = Vec::new();
+        let mut key: Option<String> = None;
+        for _ in 0..200 {
+            let mut url = format!("{q}&limit=7&showResumeKey=true");
+            if let Some(k) = &key {
+                let k = if encode_again {
+                    k.replace('%', "%25").replace('+', "%2B")
+                } else {
+                    k.clone()
+                };
+                url.push_str(&format!("&resumeKey={k}"));
+            }
+            let text = get(&url);
+            match text.split_once("\n\n") {
+                Some((lines, k)) => {
+                    let part = rows(lines);
+                    assert_eq!(part.len(), 7, "{url}");
+                    out.extend(part);
+                    let k = k.trim_end_matches('\n');
+                    assert!(!k.is_empty() && !k.contains([' ', '\n']), "{k:?}");
+                    key = Some(k.to_string());
+                }
+                None => {
+                    let part = rows(&text);
+                    assert!(part.len() <= 7, "{url}");
+                    out.extend(part);
+                    return out;
+                }
+            }
+        }
+        panic!("{q}: no last part in 200");
+    };
+    assert_eq!(in_parts("", false), all);
+    assert_eq!(in_parts("", true), all);
+    let mut newest = all.clone();
+    newest.reverse();
+    assert_eq!(in_parts("sort=reverse", true), newest);
+    // A collapse goes on across the parts as in one answer.
+    let html_urls = rows(&get("filter==mime:text/html&collapse=urlkey"));
+    assert!(html_urls.len() > 14);
+    assert_eq!(
+        in_parts("filter==mime:text/html&collapse=urlkey", false),
+        html_urls
+    );
+    // An answer that ends at its limit has no key.
+    let n = all.len();
+    assert!(!get(&format!("limit={n}&showResumeKey=true")).contains("\n\n"));
+    // JSON: the key is the last line's object.
+    let r = s.get("/archive/cdx?url=www.iana.org/*&output=json&limit=2&showResumeKey=true");
+    let json = json_lines(&r.text());
+    assert_eq!(json.len(), 3, "{}", r.text());
+    let key = json[2]["resumeKey"].as_str().unwrap().to_string();
+    let r = s.get(&format!(
+        "/archive/cdx?url=www.iana.org/*&output=json&limit=1&resumeKey={key}"
+    ));
+    let next = json_lines(&r.text());
+    assert_eq!(next.len(), 1);
+    assert_eq!(next[0]["timestamp"], all[2][1]);
+    // The Internet Archive's shape of key, a URL key and a timestamp one
+    // past a capture's: the captures after it.
+    let ia = format!("{} {}", all[9][0], all[9][1].parse::<u64>().unwrap() + 1);
+    let after: Vec<_> = all[10..]
+        .iter()
+        .filter(|r| r[0] != all[9][0] || r[1] > all[9][1])
+        .take(3)
+        .cloned()
+        .collect();
+    let ia = ia.replace(' ', "+").replace(',', "%2C").replace(')', "%29");
+    assert_eq!(rows(&get(&format!("limit=3&resumeKey={ia}"))), after);
+
+    // `offset`: captures passed over before the filters.
+    assert_eq!(rows(&get("offset=5&limit=3")), all[5..8]);
+    let html_after: Vec<_> = all[40..]
+        .iter()
+        .filter(|r| r[3] == "text/html")
+        .cloned()
+        .collect();
+    assert_eq!(rows(&get("offset=40&filter==mime:text/html")), html_after);
+
+    // `dupecount`: the lines before with the same digest.
+    let dupes = rows(&get("showDupeCount=true&fl=digest,dupecount"));
+    assert_eq!(dupes.len(), all.len());
+    let mut seen = std::collections::HashMap::<&str, usize>::new();
+    let mut repeated = 0;
+    for (d, a) in dupes.iter().zip(&all) {
+        let n = seen.entry(a[2].as_str()).or_default();
+        assert_eq!(
+            (d[0].as_str(), d[1].parse::<usize>().unwrap()),
+            (a[2].as_str(), *n)
+        );
+        repeated += usize::from(*n > 0);
+        *n += 1;
+    }
+    assert!(repeated > 10);
+    // Without `fl`, the counter follows the fields; in JSON, as a string.
+    let r = s.get("/archive/cdx?url=www.iana.org/*&output=json&limit=3&showDupeCount=true");
+    let json = json_lines(&r.text());
+    assert_eq!(json.len(), 3);
+    for (l, d) in json.iter().zip(&dupes) {
+        assert_eq!(l["dupecount"], d[1].as_str(), "{l}");
+    }
+    let r = s.get("/archive/cdx?url=www.iana.org/*&limit=1&showDupeCount=true");
+    assert!(
+        r.text().ends_with(", \"dupecount\": \"0\"}\n"),
+        "{}",
+        r.text()
+    );
+
+    // The groups of `collapse=urlkey`: each URL's first capture, with
+    // how many of its captures were passed over and the last's timestamp.
+    let mut groups: Vec<(Vec<String>, usize, String)> = Vec::new();
+    for r in &all {
+        match groups.last_mut() {
+            Some((first, skipped, end)) if first[0] == r[0] => {
+                *skipped += 1;
+                *end = r[1].clone();
+            }
+            _ => groups.push((r.clone(), 0, r[1].clone())),
+        }
+    }
+    let want: Vec<Vec<String>> = groups
+        .iter()
+        .map(|(f, n, end)| {
+            vec![
+                f[0].clone(),
+                n.to_string(),
+                (n + 1).to_string(),
+                end.clone(),
+            ]
+        })
+        .collect();
+    assert!(want.iter().any(|w| w[1] != "0"));
+    let q = "collapse=urlkey&showSkipCount=true&showGroupCount=true&lastSkipTimestamp=true\
+             &fl=urlkey,skipcount,groupcount,endtimestamp";
+    assert_eq!(rows(&get(q)), want);
+    // At a limit, the last line's group is still counted to its end.
+    assert_eq!(rows(&get(&format!("{q}&limit=4"))), want[..4]);
+    assert_eq!(rows(&get(&format!("{q}&limit=-2"))), want[want.len() - 2..]);
+
+    // What cannot go together, or is not a number: 400, saying why.
+    for q in [
+        "sort=closest&closest=2014&offset=1",
+        "page=0&showResumeKey=true",
+        "limit=-2&resumeKey=x",
+        "output=link&showDupeCount=true",
+        "offset=x",
+    ] {
+        let r = s.get(&format!("/archive/cdx?url=www.iana.org/&{q}"));
+        assert_eq!(r.status, 400, "{q}: {}", r.text());
+    }
+}
+
 #[test]
 fn cdx_api_answers_as_pywb() {
     let dir = tempfile::tempdir().unwrap();

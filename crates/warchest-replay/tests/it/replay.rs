@@ -634,6 +634,7 @@ fn an_unreadable_capture_entry_is_passed_over_counted_and_rebuilt() {
                 limit: 100,
                 reverse: false,
                 skip: 0,
+                resume: None,
             },
             |_| {
                 n += 1;
@@ -864,6 +865,7 @@ fn a_stale_member_of_a_wacz_by_url_is_counted_as_changed() {
                 limit: 100,
                 reverse: false,
                 skip: 0,
+                resume: None,
             },
             |_| {
                 n += 1;
