@@ -3448,15 +3448,12 @@ mod tests {
         out
     }
 
-    /// `count` is what a query without limit or skip gives, from the keys
-    /// alone; `skip` passes over that many of them, in the query's order
-    /// and period, before the first capture given.
-    #[test]
-    fn count_and_skip_are_the_querys_own_captures() {
-        let dir = tempfile::tempdir().unwrap();
-        let warc = dir.path().join("a.warc");
+    /// A store of `http://a.test/0` to `/{days - 1}`, one a day from 1
+    /// January 2024, and `http://b.test/` on the first day, in `dir`.
+    fn daily_store(dir: &Path, days: u32) -> Store {
+        let warc = dir.join("a.warc");
         let mut bytes = Vec::new();
-        for i in 0..10u32 {
+        for i in 0..days {
             let date = format!("2024-01-{:02}T00:00:00Z", i + 1);
             bytes.extend(response_record(
                 &format!("http://a.test/{i}"),
@@ -3472,8 +3469,18 @@ mod tests {
             "x",
         ));
         std::fs::write(&warc, &bytes).unwrap();
-        let store = Store::open(dir.path().join("db.redb")).unwrap();
+        let store = Store::open(dir.join("db.redb")).unwrap();
         store.sync(std::slice::from_ref(&warc)).unwrap();
+        store
+    }
+
+    /// `count` is what a query without limit or skip gives, from the keys
+    /// alone; `skip` passes over that many of them, in the query's order
+    /// and period, before the first capture given.
+    #[test]
+    fn count_and_skip_are_the_querys_own_captures() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = daily_store(dir.path(), 10);
         let q = |from: Option<&str>, skip, reverse| Query {
             range: KeyRange::new("http://a.test/*", MatchType::Prefix),
             from: from.map(str::to_string),
@@ -3515,26 +3522,7 @@ mod tests {
     #[test]
     fn a_query_resumes_at_a_captures_key() {
         let dir = tempfile::tempdir().unwrap();
-        let warc = dir.path().join("a.warc");
-        let mut bytes = Vec::new();
-        for i in 0..6u32 {
-            let date = format!("2024-01-{:02}T00:00:00Z", i + 1);
-            bytes.extend(response_record(
-                &format!("http://a.test/{i}"),
-                &date,
-                i,
-                "x",
-            ));
-        }
-        bytes.extend(response_record(
-            "http://b.test/",
-            "2024-01-01T00:00:00Z",
-            9,
-            "x",
-        ));
-        std::fs::write(&warc, &bytes).unwrap();
-        let store = Store::open(dir.path().join("db.redb")).unwrap();
-        store.sync(std::slice::from_ref(&warc)).unwrap();
+        let store = daily_store(dir.path(), 6);
         let q = |resume: Option<String>, reverse| Query {
             range: KeyRange::new("http://a.test/*", MatchType::Prefix),
             from: None,
