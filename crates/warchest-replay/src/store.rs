@@ -2961,6 +2961,51 @@ impl Store {
         Ok(n)
     }
 
+    /// The key of the capture `n` places into what `q` would give (the
+    /// first is place 0), in its order and from its [`Query::resume`]
+    /// on, its limit and skip aside; `None` when it gives no more than
+    /// `n`. Read from the keys alone, as [`Store::count`] counts: a CDX
+    /// server's page starts there, found without counting the rest.
+    ///
+    /// # Errors
+    /// The store cannot be read.
+    pub fn nth_key(&self, q: &Query, n: usize) -> Result<Option<String>> {
+        let p = &self.path;
+        let txn = self.db.begin_read().map_err(|e| db_error(e, p))?;
+        let t = txn.open_table(CAPTURES).map_err(|e| db_error(e, p))?;
+        let Some(keys) = keys_resumed(&t, &q.range, q.resume.as_deref(), q.reverse, p)? else {
+            return Ok(None);
+        };
+        let from = q.from.as_deref().map(pad_timestamp);
+        let to = q.to.as_deref().map(pad_timestamp_up);
+        let mut seen = 0usize;
+        let mut step = |item: RangeItem<'_>| -> Result<Option<String>> {
+            let (k, _) = item.map_err(|e| db_error(e, p))?;
+            let k = k.value();
+            if q.range.contains(k) && key_in_period(k, from.as_deref(), to.as_deref()) {
+                if seen == n {
+                    return Ok(Some(k.to_string()));
+                }
+                seen += 1;
+            }
+            Ok(None)
+        };
+        if q.reverse {
+            for item in keys.rev() {
+                if let Some(k) = step(item)? {
+                    return Ok(Some(k));
+                }
+            }
+        } else {
+            for item in keys {
+                if let Some(k) = step(item)? {
+                    return Ok(Some(k));
+                }
+            }
+        }
+        Ok(None)
+    }
+
     /// The timestamps of the captures `range` holds, in key order, read
     /// from the keys alone (no capture decoded): what a calendar counts.
     /// `each` returns false to stop.
@@ -3562,6 +3607,16 @@ mod tests {
             urls(&got(&q(Some(keys[2].clone()), true))),
             ["http://a.test/2", "http://a.test/1"]
         );
+        // The n-th key, in the query's order and from its resume on.
+        let nth = |q: &Query, n| store.nth_key(q, n).unwrap();
+        assert_eq!(nth(&q(None, false), 4).as_ref(), Some(&keys[4]));
+        assert_eq!(nth(&q(None, true), 1).as_ref(), Some(&keys[4]));
+        assert_eq!(
+            nth(&q(Some(keys[2].clone()), false), 1).as_ref(),
+            Some(&keys[3])
+        );
+        assert_eq!(nth(&q(None, false), 6), None);
+        assert_eq!(nth(&q(Some("zz".into()), false), 0), None);
         // The Internet Archive's shape, a URL key and a timestamp past
         // the last one answered: the captures after it.
         let ia = format!("{} 20240104000001", all[3].entry.urlkey);

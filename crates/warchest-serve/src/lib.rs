@@ -1185,32 +1185,44 @@ fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResul
         }
     };
     let show_pages = req.param("showNumPages").is_some_and(|v| v == "true");
-    if page.is_some() || show_pages {
-        let blocks = coll.store.count(&q)?.div_ceil(CDX_BLOCK);
-        let pages = blocks.div_ceil(page_size);
-        if show_pages {
-            let body =
-                format!("{{\"pages\": {pages}, \"pageSize\": {page_size}, \"blocks\": {blocks}}}");
-            resp.send(200, &application_json(), body.as_bytes())?;
-            return Ok(());
-        }
-        let page = page.unwrap_or(0);
-        // Page 0 of nothing is empty; a page past the last is refused,
-        // which is how pywb's clients (cdx_toolkit) know they are done.
-        // `sort=closest` is one page.
-        if page > 0 && (page >= pages || sort == "closest") {
-            let last = if sort == "closest" {
-                0
-            } else {
-                pages.saturating_sub(1)
-            };
-            let msg = format!("page={page}: the first page is 0, the last {last}\n");
-            resp.send(400, &text_plain(), msg.as_bytes())?;
-            return Ok(());
-        }
-        // The page's captures; an offset passes over the first of them.
+    let count_pages = |q: &Query| -> Result<(usize, usize)> {
+        let blocks = coll.store.count(q)?.div_ceil(CDX_BLOCK);
+        Ok((blocks, blocks.div_ceil(page_size)))
+    };
+    if show_pages {
+        let (blocks, pages) = count_pages(&q)?;
+        let body =
+            format!("{{\"pages\": {pages}, \"pageSize\": {page_size}, \"blocks\": {blocks}}}");
+        resp.send(200, &application_json(), body.as_bytes())?;
+        return Ok(());
+    }
+    if let Some(page) = page {
         let window = page_size * CDX_BLOCK;
-        q.skip = page.saturating_mul(window).saturating_add(offset);
+        // A page after the first starts at its first capture, found from
+        // the keys alone without counting the rest. A page past the last
+        // has none and is refused (counted then, to say which is last),
+        // which is how pywb's clients (cdx_toolkit) know they are done;
+        // page 0 of nothing is empty. `sort=closest` is one page.
+        if page > 0 {
+            let start = if sort == "closest" {
+                None
+            } else {
+                coll.store.nth_key(&q, page.saturating_mul(window))?
+            };
+            let Some(start) = start else {
+                let last = if sort == "closest" {
+                    0
+                } else {
+                    count_pages(&q)?.1.saturating_sub(1)
+                };
+                let msg = format!("page={page}: the first page is 0, the last {last}\n");
+                resp.send(400, &text_plain(), msg.as_bytes())?;
+                return Ok(());
+            };
+            q.resume = Some(start);
+        }
+        // The page's captures; an offset (`q.skip`) passes over the first
+        // of them.
         q.limit = window.saturating_sub(offset);
     }
     let h = vec![("Content-Type".into(), output.content_type().to_string())];

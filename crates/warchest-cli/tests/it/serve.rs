@@ -406,6 +406,16 @@ fn cdx_pages_are_pywbs_pagination_api_and_cdx_toolkit_reads_them() {
         lines("output=text&fl=url&sort=reverse&pageSize=1&page=0&limit=2"),
         ["http://pages.example/p06999", "http://pages.example/p06998"]
     );
+    // A later page in reverse starts where the one before it ended; an
+    // offset counts from the page's start.
+    assert_eq!(
+        lines("output=text&fl=url&sort=reverse&pageSize=1&page=1&limit=1"),
+        ["http://pages.example/p03999"]
+    );
+    assert_eq!(
+        lines("output=text&fl=url&pageSize=1&page=1&offset=2&limit=1"),
+        ["http://pages.example/p03002"]
+    );
     // The last lines of a page.
     assert_eq!(
         lines("output=text&fl=url&pageSize=1&page=1&limit=-2"),
