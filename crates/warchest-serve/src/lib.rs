@@ -1036,8 +1036,9 @@ fn timemap(coll: &Collection, req: &Request, resp: &mut Responder<'_>, raw_url: 
 
 /// The CDX server: pywb's parameters (`url`, `matchType`, `limit`,
 /// `from`, `to`, `sort=reverse|closest`, `closest`,
-/// `output=cdxj|json|text|link`, `fl` or `fields`, `filter`, the
-/// pagination API's `page`, `pageSize`, `showNumPages`), and the Internet
+/// `output=cdxj|json|text|link`, `fl` or `fields`, `filter`,
+/// `collapseTime`, the pagination API's `page`, `pageSize`,
+/// `showNumPages`), and the Internet
 /// Archive's `collapse`, `offset`, `showResumeKey`/`resumeKey` and
 /// counters (`showDupeCount`, `showSkipCount`, `showGroupCount`,
 /// `lastSkipTimestamp`).
@@ -1105,12 +1106,23 @@ fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResul
             }
         }
     }
+    // pywb's `collapseTime` first (pywb has no other), then the Internet
+    // Archive's `collapse`s in turn.
+    let asked = req
+        .param("collapseTime")
+        .map(|n| ("collapseTime", n, Collapse::time as fn(&str) -> _))
+        .into_iter()
+        .chain(
+            req.params("collapse")
+                .into_iter()
+                .map(|f| ("collapse", f, Collapse::parse as fn(&str) -> _)),
+        );
     let mut collapses = Vec::new();
-    for f in req.params("collapse") {
-        match Collapse::parse(&f) {
+    for (name, value, parse) in asked {
+        match parse(&value) {
             Ok(c) => collapses.push(c),
             Err(why) => {
-                let msg = format!("collapse={f}: {why}\n");
+                let msg = format!("{name}={value}: {why}\n");
                 resp.send(400, &text_plain(), msg.as_bytes())?;
                 return Ok(());
             }
@@ -1596,6 +1608,27 @@ fn cdx_line(
     }
 }
 
+/// The index's name of a field a CDX query names: pywb's other names
+/// (`CDXObject.CDX_ALT_FIELDS`), which its filters take, among them the
+/// Internet Archive's `original`, `mimetype` and `statuscode`, and the
+/// one letters `u`, `m`, `l`, `o`, `d`, `t`, `k`, `f`. `s` is the length,
+/// as in pywb, whose table names it twice and keeps the last. Another
+/// name is itself.
+fn cdx_field_name(name: &str) -> &str {
+    match name {
+        "u" | "original" => "url",
+        "statuscode" => "status",
+        "m" | "mimetype" => "mime",
+        "l" | "s" => "length",
+        "o" => "offset",
+        "d" => "digest",
+        "t" => "timestamp",
+        "k" => "urlkey",
+        "f" => "filename",
+        n => n,
+    }
+}
+
 /// A `filter=` of pywb's CDX server: `[!][=|~]FIELD:EXPRESSION`, the
 /// field containing the expression, equal to it (`=`), or matched by it
 /// as a regular expression from its start (`~`, as Python's `re.match`);
@@ -1635,7 +1668,7 @@ impl CdxFilter {
             _ => (' ', s),
         };
         let (field, expr) = match s.split_once(':') {
-            Some((f, e)) => (Some(f.to_string()), e),
+            Some((f, e)) => (Some(cdx_field_name(f).to_string()), e),
             None => (None, s),
         };
         let test = match op {
@@ -1684,14 +1717,17 @@ impl CdxFilter {
 struct Collapse {
     field: &'static str,
     chars: Option<usize>,
+    /// pywb's `collapseTime`: the status is compared too.
+    with_status: bool,
     last: Option<String>,
 }
 
 impl Collapse {
     /// # Errors
-    /// A field the index does not have (the Internet Archive's names
-    /// `original`, `mimetype` and `statuscode` are taken for `url`, `mime`
-    /// and `status`), or an N that is not a number.
+    /// A field the index does not have (the other names pywb's filters
+    /// take, the Internet Archive's `original`, `mimetype` and
+    /// `statuscode` among them, are taken: [`cdx_field_name`]), or an N
+    /// that is not a number.
     fn parse(s: &str) -> Result<Collapse, String> {
         let (name, chars) = match s.split_once(':') {
             Some((f, n)) => match n.trim().parse::<usize>() {
@@ -1700,12 +1736,7 @@ impl Collapse {
             },
             None => (s, None),
         };
-        let name = match name.trim() {
-            "original" => "url",
-            "mimetype" => "mime",
-            "statuscode" => "status",
-            n => n,
-        };
+        let name = cdx_field_name(name.trim());
         let Some(field) = warchest_index::entry_field_names().find(|f| *f == name) else {
             let known = warchest_index::entry_field_names().collect::<Vec<_>>();
             return Err(format!(
@@ -1716,6 +1747,25 @@ impl Collapse {
         Ok(Collapse {
             field,
             chars,
+            with_status: false,
+            last: None,
+        })
+    }
+
+    /// pywb's `collapseTime=N`: of adjacent lines whose timestamp's first
+    /// N digits and status are the same, the first.
+    ///
+    /// # Errors
+    /// N is not a number.
+    fn time(n: &str) -> Result<Collapse, String> {
+        let chars = n
+            .trim()
+            .parse::<usize>()
+            .map_err(|_| format!("{n:?} is not a number of digits"))?;
+        Ok(Collapse {
+            field: "timestamp",
+            chars: Some(chars),
+            with_status: true,
             last: None,
         })
     }
@@ -1728,15 +1778,25 @@ impl Collapse {
             .find(|(k, _)| *k == self.field)
             .and_then(|(_, v)| v.text())
             .unwrap_or_default();
-        let v = match self.chars.and_then(|n| text.char_indices().nth(n)) {
-            Some((end, _)) => &text[..end],
-            None => &text,
-        };
-        // A repeat, the common case of a collapse, costs no allocation.
-        if self.last.as_deref() == Some(v) {
+        let mut v: std::borrow::Cow<'_, str> =
+            match self.chars.and_then(|n| text.char_indices().nth(n)) {
+                Some((end, _)) => std::borrow::Cow::Borrowed(&text[..end]),
+                None => std::borrow::Cow::Borrowed(&text),
+            };
+        if self.with_status {
+            let status = fields
+                .iter()
+                .find(|(k, _)| *k == "status")
+                .and_then(|(_, v)| v.text())
+                .unwrap_or_default();
+            v = format!("{v} {status}").into();
+        }
+        // A repeat, the common case of a collapse, costs no allocation
+        // (but for `collapseTime`'s pair).
+        if self.last.as_deref() == Some(&*v) {
             return false;
         }
-        self.last = Some(v.to_string());
+        self.last = Some(v.into_owned());
         true
     }
 }

@@ -261,6 +261,12 @@ fn cdx_filters_and_outputs_answer_as_pywbs_own() {
         ("www.iana.org/*", "~status:30"),
         ("www.iana.org/*", "mime:javascript"),
         ("www.iana.org/*", ""),
+        // pywb's other names of fields, the Internet Archive's among them.
+        ("www.iana.org/*", "mimetype:image"),
+        ("www.iana.org/*", "!=m:warc/revisit"),
+        ("www.iana.org/*", "~u:.*\\.js$"),
+        ("www.iana.org/*", "=statuscode:302"),
+        ("www.iana.org/*", "~t:2014012620065"),
     ] {
         let q = format!(
             "cdx?url={url}&output=json&filter={}",
@@ -308,6 +314,13 @@ fn cdx_filters_and_outputs_answer_as_pywbs_own() {
         (
             format!("url={css}&fl=timestamp,mime,urlkey&sort=reverse"),
             16,
+        ),
+        // pywb's `collapseTime`: one capture a minute and status (not of
+        // revisits, whose status the two indexes give differently).
+        (
+            "url=www.iana.org/*&output=text&fl=timestamp,url,mime&filter=!mime:revisit&collapseTime=12"
+                .into(),
+            10,
         ),
     ] {
         let ours = s.get(&format!("/archive/cdx?{q}"));
@@ -480,9 +493,9 @@ for kw in ({"wb": sys.argv[2]}, {"warc_download_prefix": sys.argv[3]}):
 fn cdx_collapse_keeps_the_first_line_of_each_run_and_a_negative_limit_the_last() {
     let dir = tempfile::tempdir().unwrap();
     let s = iana_server(&dir);
-    let lines = |q: &str| -> Vec<Vec<String>> {
+    let fields = |fl: &str, q: &str| -> Vec<Vec<String>> {
         let r = s.get(&format!(
-            "/archive/cdx?url=www.iana.org/*&output=text&fl=urlkey,timestamp,digest,mime&{q}"
+            "/archive/cdx?url=www.iana.org/*&output=text&fl={fl}&{q}"
         ));
         assert_eq!(r.status, 200, "{q}: {}", r.text());
         r.text()
@@ -490,6 +503,7 @@ fn cdx_collapse_keeps_the_first_line_of_each_run_and_a_negative_limit_the_last()
             .map(|l| l.split(' ').map(str::to_string).collect())
             .collect()
     };
+    let lines = |q: &str| fields("urlkey,timestamp,digest,mime", q);
     let all = lines("");
     // What each collapse keeps, worked out from the whole answer.
     let runs = |rows: &[Vec<String>], key: &dyn Fn(&[String]) -> String| {
@@ -539,6 +553,19 @@ fn cdx_collapse_keeps_the_first_line_of_each_run_and_a_negative_limit_the_last()
     assert_eq!(lines("filter==mime:text/html&limit=-4"), tail(&html, 4));
     assert_eq!(lines("collapse=urlkey&limit=-5"), tail(&by_url, 5));
     assert_eq!(lines(&format!("limit=-{}", all.len() + 5)), all);
+    // pywb's `collapseTime=N`: the first N digits of the timestamp and
+    // the status, together.
+    let with_status = |q: &str| fields("timestamp,status,url", q);
+    let every = with_status("");
+    let minute_status = runs(&every, &|r| format!("{} {}", &r[0][..12], r[1]));
+    assert!(minute_status.len() < every.len());
+    assert!(minute_status.len() > runs(&every, &|r| r[0][..12].to_string()).len());
+    assert_eq!(with_status("collapseTime=12"), minute_status);
+    assert_eq!(
+        s.get("/archive/cdx?url=www.iana.org/&collapseTime=x")
+            .status,
+        400
+    );
     for bad in ["nope", "timestamp:x"] {
         let r = s.get(&format!("/archive/cdx?url=www.iana.org/*&collapse={bad}"));
         assert_eq!(r.status, 400, "{bad}");
