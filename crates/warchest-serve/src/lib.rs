@@ -1037,7 +1037,7 @@ fn timemap(coll: &Collection, req: &Request, resp: &mut Responder<'_>, raw_url: 
 /// The CDX server: pywb's parameters (`url`, `matchType`, `limit`,
 /// `from`, `to`, `sort=reverse|closest`, `closest`,
 /// `output=cdxj|json|text|link`, `fl` or `fields`, `filter`,
-/// `collapseTime`, the pagination API's `page`, `pageSize`,
+/// `collapseTime`, `resolveRevisits`, the pagination API's `page`, `pageSize`,
 /// `showNumPages`), and the Internet
 /// Archive's `collapse`, `offset`, `showResumeKey`/`resumeKey` and
 /// counters (`showDupeCount`, `showSkipCount`, `showGroupCount`,
@@ -1143,16 +1143,44 @@ fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResul
         .filter(|k| !k.is_empty())
         .map(|k| resume_key_of(&k));
     let mut counters = CdxCounters::new(req);
+    // pywb's `resolveRevisits`: resolved in the index's order, before the
+    // filters, as pywb does; with `sort=reverse` the answer is read in
+    // that order and turned round (pywb's way too).
+    let mut resolver = flag(req, "resolveRevisits").then(|| RevisitResolver {
+        from: req.param("from").map(|f| pad_timestamp(&f)),
+        to: req
+            .param("to")
+            .map(|t| warchest::http::date::pad_timestamp_up(&t)),
+        offset,
+        ..RevisitResolver::default()
+    });
+    let turn_round = resolver.is_some() && sort == "reverse";
+    let paged = req.param("page").is_some() || req.param("showNumPages").is_some();
     let refused = if sort == "closest"
-        && (offset > 0 || show_resume || resume.is_some() || counters.counts())
+        && (offset > 0
+            || show_resume
+            || resume.is_some()
+            || counters.counts()
+            || resolver.is_some())
     {
-        Some("offset, resumption keys and counters are not taken with sort=closest")
-    } else if (show_resume || resume.is_some()) && (last || req.param("page").is_some()) {
+        Some(
+            "offset, resumption keys, counters and resolveRevisits are not taken with sort=closest",
+        )
+    } else if (show_resume || resume.is_some()) && (last || paged) {
         Some(
             "a resumption key reads an answer in parts from its start: not with pages or a negative limit",
         )
-    } else if output == CdxOutput::Link && (show_resume || counters.counts()) {
-        Some("the link format has no place for a resumption key or counters")
+    } else if resolver.is_some() && paged {
+        Some("resolveRevisits reads the index from the query's start: not with pages")
+    } else if output == CdxOutput::Link && (show_resume || counters.counts() || resolver.is_some())
+    {
+        Some("the link format has no place for a resumption key, counters or resolved revisits")
+    } else if turn_round
+        && (last || show_resume || resume.is_some() || counters.counts() || !collapses.is_empty())
+    {
+        Some(
+            "resolveRevisits with sort=reverse reads the index in its order and turns the answer round: not with a negative limit, resumption keys, counters or collapses",
+        )
     } else {
         None
     };
@@ -1160,18 +1188,21 @@ fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResul
         resp.send(400, &text_plain(), format!("{why}\n").as_bytes())?;
         return Ok(());
     }
+    // With `resolveRevisits` the originals before `from` are read too, and
+    // the period and offset applied after (pywb clamps after resolving).
+    let resolving = resolver.is_some();
     let mut q = Query {
         range: KeyRange::new(&u, m),
-        from: req.param("from"),
-        to: req.param("to"),
+        from: req.param("from").filter(|_| !resolving),
+        to: req.param("to").filter(|_| !resolving),
         // Filtered and collapsed lines do not count: the limit is
         // applied as lines are answered, and the captures read are
         // bounded there.
         limit: usize::MAX,
-        reverse: sort == "reverse",
+        reverse: sort == "reverse" && !turn_round,
         // The Internet Archive's `offset` passes over captures before the
         // filters, as its server does.
-        skip: offset,
+        skip: if resolving { 0 } else { offset },
         resume,
     };
     // Pages (pywb's pagination API, which pywb gives a ZipNum index only):
@@ -1275,9 +1306,14 @@ fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResul
                 break;
             }
         }
-    } else if limit > 0 && last {
+    } else if limit > 0 && (last || turn_round) {
         let mut tail = std::collections::VecDeque::new();
-        if collapses.is_empty() && page.is_none() && offset == 0 && !counters.counts() {
+        if collapses.is_empty()
+            && page.is_none()
+            && offset == 0
+            && !counters.counts()
+            && resolver.is_none()
+        {
             // From the other end: the first N found there, turned round.
             q.reverse = !q.reverse;
             let mut reads = 0usize;
@@ -1299,10 +1335,13 @@ fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResul
                 tail.push_back(line);
             };
             let mut reads = 0usize;
-            coll.store.query(&q, |c| {
+            coll.store.query(&q, |mut c| {
                 reads += 1;
+                let Some(extra) = resolve(&mut resolver, &mut c) else {
+                    return reads < CDX_READ_LIMIT;
+                };
                 if kept(&filters, &mut collapses, &c) {
-                    if let Some(line) = counters.kept(c) {
+                    if let Some(line) = counters.kept(c, extra) {
                         keep_last(line);
                     }
                 } else {
@@ -1313,6 +1352,9 @@ fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResul
             if let Some(line) = counters.finish() {
                 keep_last(line);
             }
+        }
+        if turn_round {
+            tail.make_contiguous().reverse();
         }
         for (c, extra) in &tail {
             if !write_line(c, extra) {
@@ -1327,12 +1369,15 @@ fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResul
         let mut n = 0usize;
         let mut reads = 0usize;
         let mut stopped = false;
-        coll.store.query(&q, |c| {
+        coll.store.query(&q, |mut c| {
             reads += 1;
             if reads > CDX_READ_LIMIT {
                 next = Some(c.key());
                 return false;
             }
+            let Some(extra) = resolve(&mut resolver, &mut c) else {
+                return true;
+            };
             let keep = kept(&filters, &mut collapses, &c);
             if n == limit {
                 if keep {
@@ -1344,7 +1389,7 @@ fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResul
             }
             if keep {
                 n += 1;
-                if let Some((c, extra)) = counters.kept(c)
+                if let Some((c, extra)) = counters.kept(c, extra)
                     && !write_line(&c, &extra)
                 {
                     stopped = true;
@@ -1895,10 +1940,10 @@ impl CdxCounters {
         self.skip || self.group || self.end
     }
 
-    /// A capture answered: the line ready to write, if any (with group
-    /// counts, the one before it, whose group this ends).
-    fn kept(&mut self, c: Capture) -> Option<(Capture, Extras)> {
-        let mut extra = Extras::new();
+    /// A capture answered, with the fields it has so far: the line ready
+    /// to write, if any (with group counts, the one before it, whose
+    /// group this ends).
+    fn kept(&mut self, c: Capture, mut extra: Extras) -> Option<(Capture, Extras)> {
         if let Some(d) = &mut self.dupes {
             let n = d
                 .entry(c.entry.digest.clone().unwrap_or_default())
@@ -1938,6 +1983,91 @@ impl CdxCounters {
         self.skipped = 0;
         Some((c, extra))
     }
+}
+
+/// pywb's `resolveRevisits=true`: a revisit whose digest an earlier
+/// capture of the answer's that is not a revisit has takes that one's
+/// `mime` and `status`, and gets `orig.length`, `orig.offset` and
+/// `orig.filename`, its record's; any other capture gets `-` for each
+/// (pywb's `cdx_resolve_revisits`).
+/// It reads the query's range whole, and applies the period (`from`,
+/// `to`) and `offset` itself, after resolving, as pywb clamps after it
+/// resolves: an original from before `from` resolves its revisits.
+#[derive(Default)]
+struct RevisitResolver {
+    /// By digest: the first capture not a revisit, its mime, status,
+    /// length, offset and file.
+    originals: std::collections::HashMap<String, [String; 5]>,
+    /// The period, padded.
+    from: Option<String>,
+    to: Option<String>,
+    /// Captures of the period still to pass over.
+    offset: usize,
+}
+
+/// The most digests [`RevisitResolver`] keeps: an answer reads at most
+/// [`CDX_READ_LIMIT`] captures, and a digest costs a few hundred bytes.
+const RESOLVE_DIGESTS: usize = CDX_READ_LIMIT;
+
+/// Resolves `c` if asked (see [`RevisitResolver`]): its extra fields, or
+/// `None` when it is outside the period or passed over by the offset.
+fn resolve(resolver: &mut Option<RevisitResolver>, c: &mut Capture) -> Option<Extras> {
+    let Some(r) = resolver else {
+        return Some(Extras::new());
+    };
+    let e = &mut c.entry;
+    let revisit = e.mime.as_deref() == Some("warc/revisit")
+        || e.record_type
+            .as_deref()
+            .is_some_and(|t| t.eq_ignore_ascii_case("revisit"));
+    let found = match e.digest.as_deref().filter(|d| !d.is_empty()) {
+        Some(d) => {
+            if !revisit && !r.originals.contains_key(d) && r.originals.len() < RESOLVE_DIGESTS {
+                let text = |v: &Option<String>| v.clone().unwrap_or_default();
+                let orig = [
+                    text(&e.mime),
+                    text(&e.status),
+                    e.length.map_or("-".into(), |l| l.to_string()),
+                    e.offset.to_string(),
+                    e.filename.clone(),
+                ];
+                r.originals.insert(d.to_string(), orig);
+                None
+            } else if revisit {
+                r.originals.get(d)
+            } else {
+                None
+            }
+        }
+        None => None,
+    };
+    let orig: [String; 3] = match found {
+        Some([mime, status, length, offset, filename]) => {
+            // As pywb: the revisit's own fields are the original's.
+            if e.mime.is_some() {
+                e.mime = Some(mime.clone());
+            }
+            if e.status.is_some() {
+                e.status = Some(status.clone());
+            }
+            [length.clone(), offset.clone(), filename.clone()]
+        }
+        None => ["-".into(), "-".into(), "-".into()],
+    };
+    let ts = e.timestamp.as_str();
+    if r.from.as_deref().is_some_and(|f| ts < f) || r.to.as_deref().is_some_and(|t| ts > t) {
+        return None;
+    }
+    if r.offset > 0 {
+        r.offset -= 1;
+        return None;
+    }
+    let [length, offset, filename] = orig;
+    Some(vec![
+        ("orig.length", length),
+        ("orig.offset", offset),
+        ("orig.filename", filename),
+    ])
 }
 
 /// A capture as pywb's CDX server gives it: the index's fields

@@ -337,6 +337,77 @@ fn cdx_filters_and_outputs_answer_as_pywbs_own() {
         assert_eq!(ours.text(), want, "{q}");
         assert!(ours.text().lines().count() >= lines, "{q}: {}", ours.text());
     }
+    // pywb's `resolveRevisits`: a revisit takes its original's MIME type
+    // (and status, where it has one: pywb's index gives a revisit none),
+    // and every capture gets the original's length, offset and file or
+    // `-`; in the index's order, turned round for `sort=reverse`.
+    let resolved = |text: &str| -> Vec<Vec<String>> {
+        json_lines(text)
+            .iter()
+            .map(|l| {
+                [
+                    "timestamp",
+                    "url",
+                    "mime",
+                    "orig.length",
+                    "orig.offset",
+                    "orig.filename",
+                ]
+                .iter()
+                .map(|k| l[*k].as_str().unwrap_or("(none)").to_string())
+                .collect()
+            })
+            .collect()
+    };
+    let mut revisits = 0;
+    for q in [
+        format!("url={css}&output=json&resolveRevisits=true"),
+        "url=www.iana.org/*&output=json&resolveRevisits=true".into(),
+        "url=www.iana.org/*&output=json&resolveRevisits=true&sort=reverse&limit=30".into(),
+        "url=www.iana.org/*&output=json&resolveRevisits=true&filter=mime:css".into(),
+        // The original before `from` still resolves the revisits after.
+        format!("url={css}&output=json&resolveRevisits=true&from=201401262007"),
+    ] {
+        let ours = s.get(&format!("/archive/cdx?{q}"));
+        let theirs = get(&pywb_addr, &format!("/fid/cdx?{q}"), &[]);
+        assert_eq!((ours.status, theirs.status), (200, 200), "{q}");
+        let (a, b) = (resolved(&ours.text()), resolved(&theirs.text()));
+        assert_eq!(a, b, "{q}");
+        assert!(!a.is_empty(), "{q}");
+        revisits += a.iter().filter(|r| r[4] != "-").count();
+    }
+    assert!(revisits > 30, "{revisits} revisits resolved");
+    // A revisit's status is its original's (the response's 200 here).
+    let r = s.get(&format!(
+        "/archive/cdx?url={css}&output=json&resolveRevisits=true&filter==mime:text/css"
+    ));
+    let lines = json_lines(&r.text());
+    assert_eq!(lines.len(), 16);
+    assert!(lines.iter().all(|l| l["status"] == "200"), "{}", r.text());
+    // `offset` counts the period's captures, after resolving.
+    let from = |q: &str| {
+        resolved(
+            &s.get(&format!(
+                "/archive/cdx?url={css}&output=json&resolveRevisits=true&from=201401262007{q}"
+            ))
+            .text(),
+        )
+    };
+    let whole = from("");
+    assert!(whole.len() > 10 && whole[0][3] != "-");
+    assert_eq!(from("&offset=3"), whole[3..]);
+    // What it cannot go with is refused, saying why.
+    for q in [
+        "sort=closest&closest=2014",
+        "sort=reverse&limit=-1",
+        "output=link",
+        "page=0",
+    ] {
+        let r = s.get(&format!(
+            "/archive/cdx?url=www.iana.org/&resolveRevisits=true&{q}"
+        ));
+        assert_eq!(r.status, 400, "{q}: {}", r.text());
+    }
     // An output neither knows is refused by both.
     let q = "cdx?url=www.iana.org/&output=xml";
     assert_eq!(s.get(&format!("/archive/{q}")).status, 400);
