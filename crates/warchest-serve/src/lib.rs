@@ -1552,7 +1552,10 @@ fn accepted(filters: &[CdxFilter], c: &Capture) -> bool {
 /// by spaces; a field named that this capture lacks, or a `null`, is `-`
 /// (as pywb 2.10 writes them; it gives no error for a field it does not
 /// know either). A link line is the capture's memento in collection
-/// `coll`, without the comma that joins it to the next. `extra` are the
+/// `coll`, without the comma that joins it to the next. A field `fl=`
+/// names by another name the filters take ([`cdx_field_name`]: the
+/// Internet Archive's `original`, `mimetype`, `statuscode`...) is that
+/// field, given under the name asked (pywb answers `-` for it). `extra` are the
 /// Internet Archive's counters (`dupecount`...), after the capture's own
 /// fields, or where `fl=` names them (the link format has none). Appended
 /// to `line`.
@@ -1582,13 +1585,15 @@ fn cdx_line(
             let values: Vec<String> = match fields {
                 Some(fields) => fields
                     .iter()
-                    .map(|k| match obj.iter().find(|(n, _)| n == k) {
-                        Some((_, v)) => text(v),
-                        None => extra
-                            .iter()
-                            .find(|(n, _)| n == k)
-                            .map_or("-".into(), |(_, v)| v.clone()),
-                    })
+                    .map(
+                        |k| match obj.iter().find(|(n, _)| *n == cdx_field_name(k)) {
+                            Some((_, v)) => text(v),
+                            None => extra
+                                .iter()
+                                .find(|(n, _)| n == k)
+                                .map_or("-".into(), |(_, v)| v.clone()),
+                        },
+                    )
                     .collect(),
                 None => obj
                     .iter()
@@ -1631,7 +1636,7 @@ fn cdx_line(
             line.push(b'{');
             let mut first = true;
             for k in fields {
-                let found = obj.iter().find(|(n, _)| n == k);
+                let found = obj.iter().find(|(n, _)| *n == cdx_field_name(k));
                 let counter = extra.iter().find(|(n, _)| n == k);
                 if found.is_none() && counter.is_none() {
                     continue;

@@ -749,6 +749,18 @@ fn cdx_resumption_keys_read_an_answer_in_parts_and_counters_count_it() {
     let ia = ia.replace(' ', "+").replace(',', "%2C").replace(')', "%29");
     assert_eq!(rows(&get(&format!("limit=3&resumeKey={ia}"))), after);
 
+    // `fl` takes the Internet Archive's names, and answers under them.
+    assert_eq!(
+        get("fl=original,statuscode,mimetype&limit=20"),
+        get("fl=url,status,mime&limit=20")
+    );
+    let r = s.get("/archive/cdx?url=www.iana.org/*&output=json&limit=1&fl=original,t");
+    let l = &json_lines(&r.text())[0];
+    assert_eq!(
+        (l["original"].as_str(), l["t"].as_str()),
+        (Some("http://www.iana.org/"), Some(all[0][1].as_str()))
+    );
+
     // `offset`: captures passed over before the filters.
     assert_eq!(rows(&get("offset=5&limit=3")), all[5..8]);
     let html_after: Vec<_> = all[40..]
