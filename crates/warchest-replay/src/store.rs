@@ -2937,27 +2937,18 @@ impl Store {
         failed.map_or(Ok(()), Err)
     }
 
-    /// How many captures `q` would give were it not for its limit and
-    /// skip, counted from their keys alone (no capture decoded; one that
+    /// How many captures `q` would give (from its resume on) were it not
+    /// for its limit and skip, counted from their keys alone (no capture decoded; one that
     /// cannot be read is counted): how a CDX server counts its pages.
     ///
     /// # Errors
     /// The store cannot be read.
     pub fn count(&self, q: &Query) -> Result<usize> {
-        let p = &self.path;
-        let txn = self.db.begin_read().map_err(|e| db_error(e, p))?;
-        let t = txn.open_table(CAPTURES).map_err(|e| db_error(e, p))?;
-        let keys = keys_of(&t, &q.range, p)?;
-        let from = q.from.as_deref().map(pad_timestamp);
-        let to = q.to.as_deref().map(pad_timestamp_up);
         let mut n = 0usize;
-        for item in keys {
-            let (k, _) = item.map_err(|e| db_error(e, p))?;
-            let k = k.value();
-            if q.range.contains(k) && key_in_period(k, from.as_deref(), to.as_deref()) {
-                n += 1;
-            }
-        }
+        self.query_keys(q, |_| {
+            n += 1;
+            true
+        })?;
         Ok(n)
     }
 
@@ -2970,40 +2961,53 @@ impl Store {
     /// # Errors
     /// The store cannot be read.
     pub fn nth_key(&self, q: &Query, n: usize) -> Result<Option<String>> {
+        let mut seen = 0usize;
+        let mut found = None;
+        self.query_keys(q, |k| {
+            if seen == n {
+                found = Some(k.to_string());
+                return false;
+            }
+            seen += 1;
+            true
+        })?;
+        Ok(found)
+    }
+
+    /// The keys of the captures `q` selects (its range and period, from
+    /// its resume on, in its order; its limit and skip aside), read alone:
+    /// no capture decoded. `each` returns false to stop.
+    fn query_keys(&self, q: &Query, mut each: impl FnMut(&str) -> bool) -> Result<()> {
         let p = &self.path;
         let txn = self.db.begin_read().map_err(|e| db_error(e, p))?;
         let t = txn.open_table(CAPTURES).map_err(|e| db_error(e, p))?;
         let Some(keys) = keys_resumed(&t, &q.range, q.resume.as_deref(), q.reverse, p)? else {
-            return Ok(None);
+            return Ok(());
         };
         let from = q.from.as_deref().map(pad_timestamp);
         let to = q.to.as_deref().map(pad_timestamp_up);
-        let mut seen = 0usize;
-        let mut step = |item: RangeItem<'_>| -> Result<Option<String>> {
+        let mut step = |item: RangeItem<'_>| -> Result<bool> {
             let (k, _) = item.map_err(|e| db_error(e, p))?;
             let k = k.value();
-            if q.range.contains(k) && key_in_period(k, from.as_deref(), to.as_deref()) {
-                if seen == n {
-                    return Ok(Some(k.to_string()));
-                }
-                seen += 1;
-            }
-            Ok(None)
+            Ok(
+                !(q.range.contains(k) && key_in_period(k, from.as_deref(), to.as_deref()))
+                    || each(k),
+            )
         };
         if q.reverse {
             for item in keys.rev() {
-                if let Some(k) = step(item)? {
-                    return Ok(Some(k));
+                if !step(item)? {
+                    break;
                 }
             }
         } else {
             for item in keys {
-                if let Some(k) = step(item)? {
-                    return Ok(Some(k));
+                if !step(item)? {
+                    break;
                 }
             }
         }
-        Ok(None)
+        Ok(())
     }
 
     /// The timestamps of the captures `range` holds, in key order, read

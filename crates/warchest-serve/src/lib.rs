@@ -1155,7 +1155,30 @@ fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResul
         ..RevisitResolver::default()
     });
     let turn_round = resolver.is_some() && sort == "reverse";
-    let paged = req.param("page").is_some() || req.param("showNumPages").is_some();
+    // Pages (pywb's pagination API, which pywb gives a ZipNum index only):
+    // asked for by `page` or `showNumPages`, never otherwise.
+    let page = match req.param("page").map(|p| p.trim().parse::<usize>()) {
+        None => None,
+        Some(Ok(p)) => Some(p),
+        Some(Err(_)) => {
+            resp.send(400, &text_plain(), b"page must be a number from 0\n")?;
+            return Ok(());
+        }
+    };
+    let page_size = match req.param("pageSize").map(|p| p.trim().parse::<usize>()) {
+        None => CDX_PAGE_BLOCKS,
+        Some(Ok(n)) if (1..=MAX_CDX / CDX_BLOCK).contains(&n) => n,
+        Some(_) => {
+            let msg = format!(
+                "pageSize must be a number of blocks from 1 to {}\n",
+                MAX_CDX / CDX_BLOCK
+            );
+            resp.send(400, &text_plain(), msg.as_bytes())?;
+            return Ok(());
+        }
+    };
+    let show_pages = req.param("showNumPages").is_some_and(|v| v == "true");
+    let paged = page.is_some() || show_pages;
     let refused = if sort == "closest"
         && (offset > 0
             || show_resume
@@ -1205,29 +1228,6 @@ fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResul
         skip: if resolving { 0 } else { offset },
         resume,
     };
-    // Pages (pywb's pagination API, which pywb gives a ZipNum index only):
-    // asked for by `page` or `showNumPages`, never otherwise.
-    let page = match req.param("page").map(|p| p.trim().parse::<usize>()) {
-        None => None,
-        Some(Ok(p)) => Some(p),
-        Some(Err(_)) => {
-            resp.send(400, &text_plain(), b"page must be a number from 0\n")?;
-            return Ok(());
-        }
-    };
-    let page_size = match req.param("pageSize").map(|p| p.trim().parse::<usize>()) {
-        None => CDX_PAGE_BLOCKS,
-        Some(Ok(n)) if (1..=MAX_CDX / CDX_BLOCK).contains(&n) => n,
-        Some(_) => {
-            let msg = format!(
-                "pageSize must be a number of blocks from 1 to {}\n",
-                MAX_CDX / CDX_BLOCK
-            );
-            resp.send(400, &text_plain(), msg.as_bytes())?;
-            return Ok(());
-        }
-    };
-    let show_pages = req.param("showNumPages").is_some_and(|v| v == "true");
     let count_pages = |q: &Query| -> Result<(usize, usize)> {
         let blocks = coll.store.count(q)?.div_ceil(CDX_BLOCK);
         Ok((blocks, blocks.div_ceil(page_size)))
@@ -1769,7 +1769,10 @@ struct Collapse {
     chars: Option<usize>,
     /// pywb's `collapseTime`: the status is compared too.
     with_status: bool,
+    /// The last kept capture's value; `None` before the first.
     last: Option<String>,
+    /// This capture's value, made in place (no allocation a capture).
+    this: String,
 }
 
 impl Collapse {
@@ -1799,6 +1802,7 @@ impl Collapse {
             chars,
             with_status: false,
             last: None,
+            this: String::new(),
         })
     }
 
@@ -1817,36 +1821,37 @@ impl Collapse {
             chars: Some(chars),
             with_status: true,
             last: None,
+            this: String::new(),
         })
     }
 
     /// Whether the capture is kept: its value (empty where it has none)
     /// differs from the last kept one's.
     fn keep(&mut self, fields: &[(&str, warchest_index::FieldValue<'_>)]) -> bool {
-        let text = fields
-            .iter()
-            .find(|(k, _)| *k == self.field)
-            .and_then(|(_, v)| v.text())
-            .unwrap_or_default();
-        let mut v: std::borrow::Cow<'_, str> =
-            match self.chars.and_then(|n| text.char_indices().nth(n)) {
-                Some((end, _)) => std::borrow::Cow::Borrowed(&text[..end]),
-                None => std::borrow::Cow::Borrowed(&text),
-            };
-        if self.with_status {
-            let status = fields
+        let field = |name: &str| {
+            fields
                 .iter()
-                .find(|(k, _)| *k == "status")
+                .find(|(k, _)| *k == name)
                 .and_then(|(_, v)| v.text())
-                .unwrap_or_default();
-            v = format!("{v} {status}").into();
+                .unwrap_or_default()
+        };
+        let text = field(self.field);
+        self.this.clear();
+        self.this
+            .push_str(match self.chars.and_then(|n| text.char_indices().nth(n)) {
+                Some((end, _)) => &text[..end],
+                None => &text,
+            });
+        if self.with_status {
+            self.this.push(' ');
+            self.this.push_str(&field("status"));
         }
-        // A repeat, the common case of a collapse, costs no allocation
-        // (but for `collapseTime`'s pair).
-        if self.last.as_deref() == Some(&*v) {
+        // A repeat, the common case of a collapse, costs no allocation.
+        if self.last.as_deref() == Some(self.this.as_str()) {
             return false;
         }
-        self.last = Some(v.into_owned());
+        let last = self.last.get_or_insert_with(String::new);
+        std::mem::swap(last, &mut self.this);
         true
     }
 }
@@ -2010,9 +2015,11 @@ struct RevisitResolver {
     offset: usize,
 }
 
-/// The most digests [`RevisitResolver`] keeps: an answer reads at most
-/// [`CDX_READ_LIMIT`] captures, and a digest costs a few hundred bytes.
-const RESOLVE_DIGESTS: usize = CDX_READ_LIMIT;
+/// The most originals [`RevisitResolver`] keeps, as many as an answer
+/// has lines: about 300 bytes each, some 30 MB at most for a request
+/// (an answer reads up to [`CDX_READ_LIMIT`] captures, which would be ten
+/// times that). A revisit of an original past them stays unresolved.
+const RESOLVE_DIGESTS: usize = MAX_CDX;
 
 /// Resolves `c` if asked (see [`RevisitResolver`]): its extra fields, or
 /// `None` when it is outside the period or passed over by the offset.
@@ -2705,6 +2712,42 @@ mod cdx_tests {
         let mut out = Vec::new();
         super::cdx_line(c, o, fields, "c", &[], &mut out);
         String::from_utf8(out).unwrap()
+    }
+
+    /// `resolveRevisits` keeps at most [`super::RESOLVE_DIGESTS`]
+    /// originals: a revisit of one kept takes its fields, one past the
+    /// bound stays `-`.
+    #[test]
+    fn resolved_revisits_keep_a_bounded_number_of_originals() {
+        let orig = |digest: &str| {
+            let mut c = capture("http://example.com/", None);
+            c.entry.digest = Some(digest.into());
+            c
+        };
+        let revisit = |digest: &str| {
+            let mut c = orig(digest);
+            c.entry.mime = Some("warc/revisit".into());
+            c
+        };
+        let mut r = Some(super::RevisitResolver::default());
+        let resolve = |r: &mut Option<super::RevisitResolver>, mut c: Capture| {
+            let extra = super::resolve(r, &mut c).unwrap();
+            (c.entry.mime.unwrap_or_default(), extra[1].1.clone())
+        };
+        resolve(&mut r, orig("A"));
+        assert_eq!(
+            resolve(&mut r, revisit("A")),
+            ("text/html".into(), "0".into())
+        );
+        for i in 1..super::RESOLVE_DIGESTS {
+            resolve(&mut r, orig(&format!("D{i}")));
+        }
+        resolve(&mut r, orig("B"));
+        assert_eq!(
+            resolve(&mut r, revisit("B")),
+            ("warc/revisit".into(), "-".into())
+        );
+        assert_eq!(resolve(&mut r, revisit("A")).1, "0");
     }
 
     /// A resumption key comes back as printed (the query's decoding has
