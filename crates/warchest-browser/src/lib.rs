@@ -446,6 +446,9 @@ impl Browsers {
         .on_redirect(redirect_hook(waiting.clone()));
         let proxy_addr = p.local_addr()?;
         let unrecorded = p.unrecorded();
+        // Before the browsers start: what they lose with no page open is
+        // their own.
+        unrecorded.track_pages();
         let proxy_stop = Arc::new(AtomicBool::new(false));
         let stop = proxy_stop.clone();
         let handle = std::thread::Builder::new()
@@ -674,6 +677,9 @@ impl Browsers {
         };
         let start = Instant::now();
         let mut slot = self.slots[i].lock().await;
+        // The page is open until its losses are claimed: a request cut in
+        // its head (no URL) meanwhile may be its.
+        let _open = self.unrecorded.page_open();
         if let Some(e) = slot.last_end {
             tracing::debug!(
                 target: "warchest_browser::timing",

@@ -345,6 +345,25 @@ pub struct Unrecorded {
     /// Pages whose browser tracker lost events (see
     /// [`Unrecorded::tracker_incomplete`]).
     incomplete_pages: AtomicU64,
+    /// Set by [`Unrecorded::track_pages`]: a browser runner says when its
+    /// pages are open.
+    tracks_pages: AtomicBool,
+    /// Pages open now ([`Unrecorded::page_open`]).
+    open_pages: AtomicU64,
+    /// Losses of no known URL noted while pages were tracked and none was
+    /// open: no page's.
+    outside_pages: AtomicU64,
+}
+
+/// A page open in a browser, from before its first request until its
+/// losses are claimed ([`Unrecorded::page_open`]); closed when dropped.
+#[derive(Debug)]
+pub struct OpenPage(Arc<Unrecorded>);
+
+impl Drop for OpenPage {
+    fn drop(&mut self) {
+        self.0.open_pages.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl Unrecorded {
@@ -372,6 +391,11 @@ impl Unrecorded {
                     } else {
                         e.others += 1;
                     }
+                }
+                _ if self.tracks_pages.load(Ordering::SeqCst)
+                    && self.open_pages.load(Ordering::SeqCst) == 0 =>
+                {
+                    self.outside_pages.fetch_add(1, Ordering::Relaxed);
                 }
                 _ => {
                     self.unattributed.fetch_add(1, Ordering::Relaxed);
@@ -441,6 +465,24 @@ impl Unrecorded {
         self.incomplete_pages.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Says that a browser runner tells when its pages are open
+    /// ([`Unrecorded::page_open`]): from now on a loss of no known URL (a
+    /// request cut in its head) noted while no page is open is no page's,
+    /// as a loss of a known URL no page claims is not
+    /// ([`UnrecordedSummary::outside_pages`]). Until then every such loss
+    /// may have been a page's.
+    pub fn track_pages(&self) {
+        self.tracks_pages.store(true, Ordering::SeqCst);
+    }
+
+    /// A page is open until the guard is dropped: taken before the page's
+    /// first request, dropped after it claimed its losses.
+    pub fn page_open(self: &Arc<Self>) -> OpenPage {
+        self.track_pages();
+        self.open_pages.fetch_add(1, Ordering::SeqCst);
+        OpenPage(self.clone())
+    }
+
     /// What was counted so far.
     pub fn summary(&self) -> UnrecordedSummary {
         let counts = NotRecorded::ALL
@@ -456,6 +498,7 @@ impl Unrecorded {
             unattributed: self.unattributed.load(Ordering::Relaxed),
             superseded: self.superseded.load(Ordering::Relaxed),
             incomplete_pages: self.incomplete_pages.load(Ordering::Relaxed),
+            outside_pages: self.outside_pages.load(Ordering::Relaxed),
         }
     }
 }
@@ -498,6 +541,12 @@ pub struct UnrecordedSummary {
     /// Pages whose browser tracker lost events
     /// ([`Unrecorded::tracker_incomplete`]).
     pub incomplete_pages: u64,
+    /// Lost exchanges of no known URL (as [`UnrecordedSummary::unattributed`])
+    /// that ended while a browser runner had no page open
+    /// ([`Unrecorded::track_pages`]): a browser's own, or a page's that
+    /// had ended, as an unclaimed loss of a known URL is. Part of
+    /// [`UnrecordedSummary::browsers_own`].
+    pub outside_pages: u64,
 }
 
 impl UnrecordedSummary {
@@ -517,15 +566,18 @@ impl UnrecordedSummary {
     }
 
     /// Lost exchanges that were, or may have been, a page's: claimed by a
-    /// page, or of no known URL; and when a page's tracker lost events
+    /// page, or of no known URL while a page was open (or pages were not
+    /// tracked); and when a page's tracker lost events
     /// ([`UnrecordedSummary::incomplete_pages`]), every loss not
-    /// superseded, since that page's list of URLs may be short and its
-    /// losses left unclaimed. The rest of [`UnrecordedSummary::lost`],
+    /// superseded nor outside the pages, since that page's list of URLs
+    /// may be short and its losses left unclaimed. The rest of [`UnrecordedSummary::lost`],
     /// less the superseded, were a browser's own requests
     /// ([`UnrecordedSummary::browsers_own`]).
     pub fn lost_by_pages(&self) -> u64 {
         if self.incomplete_pages > 0 {
-            self.lost().saturating_sub(self.superseded)
+            self.lost()
+                .saturating_sub(self.superseded)
+                .saturating_sub(self.outside_pages)
         } else {
             self.claimed + self.unattributed
         }
@@ -776,6 +828,7 @@ impl Proxy {
                         _permit: Arc::new(permit),
                         stop: stops.clone(),
                         under_way: Arc::default(),
+                        reads: Arc::default(),
                     };
                     let io = Watched::new(stream, conn.last.clone(), epoch);
                     tokio::spawn(serve_http(conn, io, true));
@@ -830,6 +883,93 @@ struct Conn {
     /// its own: the exchange goes on to its record, or counts its loss
     /// where it happens (a request body cut, a failed fetch).
     under_way: Arc<AtomicUsize>,
+    /// Bytes read from this connection's stream, and how many had been
+    /// when its last answer ended.
+    reads: Arc<Reads>,
+}
+
+/// Bytes read from a client's stream ([`Counting`]), and how many had
+/// been when its last answer ended (was sent whole or dropped). A
+/// connection hyper ends in the middle of a message with no exchange
+/// under way left either in a request head, whose bytes came after that
+/// answer, or while the last bytes of that answer were still being sent,
+/// with nothing read since: that exchange is recorded, so it owes no
+/// loss ([`unanswered`]).
+#[derive(Debug, Default)]
+struct Reads {
+    total: AtomicU64,
+    at_answer: AtomicU64,
+}
+
+/// The bytes of a request a connection ended with, not answered, when
+/// hyper ends it in the middle of a message with no exchange under way:
+/// `None` when nothing came after its last answer (its client left as
+/// that answer's last bytes were sent).
+fn unanswered(reads: &Reads) -> Option<u64> {
+    let n = reads
+        .total
+        .load(Ordering::SeqCst)
+        .saturating_sub(reads.at_answer.load(Ordering::SeqCst));
+    (n > 0).then_some(n)
+}
+
+/// A client's stream, counting the bytes read from it in [`Reads`].
+struct Counting<I> {
+    io: I,
+    reads: Arc<Reads>,
+}
+
+impl<I: AsyncRead + Unpin> AsyncRead for Counting<I> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        let r = Pin::new(&mut this.io).poll_read(cx, buf);
+        let n = buf.filled().len().saturating_sub(before);
+        if n > 0 {
+            this.reads.total.fetch_add(n as u64, Ordering::SeqCst);
+        }
+        r
+    }
+}
+
+impl<I: AsyncWrite + Unpin> AsyncWrite for Counting<I> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        data: &[u8],
+    ) -> std::task::Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().io).poll_write(cx, data)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> std::task::Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(
+        self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_shutdown(cx)
+    }
 }
 
 /// One thing counted under way in a counter while alive: an upstream
@@ -856,6 +996,14 @@ impl Drop for Counted {
 struct Answer {
     body: ProxyBody,
     _under_way: Counted,
+    reads: Arc<Reads>,
+}
+
+impl Drop for Answer {
+    fn drop(&mut self) {
+        let read = self.reads.total.load(Ordering::SeqCst);
+        self.reads.at_answer.store(read, Ordering::SeqCst);
+    }
 }
 
 impl hyper::body::Body for Answer {
@@ -884,6 +1032,10 @@ async fn serve_http<I>(conn: Conn, io: I, upgrades: bool)
 where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
+    let io = Counting {
+        io,
+        reads: conn.reads.clone(),
+    };
     let c = conn.clone();
     let service = hyper::service::service_fn(move |req| {
         let c = c.clone();
@@ -926,14 +1078,22 @@ where
                     // is a header timeout, which also ends idle ones.
                     // hyper says the same of a client that left while its
                     // exchange was under way (a tab closed on a slow
-                    // image): that exchange is recorded all the same.
+                    // image), or while its answer's last bytes were being
+                    // sent: that exchange is recorded all the same.
                     if e.is_incomplete_message() && conn.under_way.load(Ordering::SeqCst) == 0 {
-                        conn.shared.unrecorded.note(
-                            NotRecorded::ClientGone,
-                            format!("a request from {}", conn.peer),
-                            None,
-                            &e.to_string(),
-                        );
+                        if let Some(n) = unanswered(&conn.reads) {
+                            conn.shared.unrecorded.note(
+                                NotRecorded::ClientGone,
+                                format!("a request from {}", conn.peer),
+                                None,
+                                &format!("{e}, {n} bytes of it read"),
+                            );
+                        } else {
+                            tracing::debug!(
+                                "proxy client {}: left as its last answer was sent",
+                                conn.peer
+                            );
+                        }
                     }
                 }
                 break;
@@ -983,9 +1143,11 @@ fn respond_boxed(
     // the answer does.
     let under_way = Counted::new(&c.under_way);
     Box::pin(async move {
+        let reads = c.reads.clone();
         respond(c, req).await.map(|body| Answer {
             body,
             _under_way: under_way,
+            reads,
         })
     })
 }
@@ -1137,6 +1299,7 @@ async fn open_tunnel(c: Conn, req: &mut Request<Incoming>) -> Response<ProxyBody
         let inner = Conn {
             tunnel: Some(Arc::new(url)),
             under_way: Arc::default(),
+            reads: Arc::default(),
             ..c
         };
         serve_http(inner, tls, false).await;
@@ -2128,6 +2291,51 @@ mod unrecorded_tests {
         let s = u.summary();
         assert_eq!((s.lost(), s.claimed, s.superseded), (2, 1, 1));
         assert_eq!((s.lost_by_pages(), s.browsers_own()), (1, 0));
+    }
+
+    /// Once a browser runner tracks its pages, a request cut in its head
+    /// (no URL) while no page is open is no page's; while one is, it may
+    /// be; and a page whose tracker lost events does not make it one.
+    #[test]
+    fn a_cut_head_outside_the_pages_is_the_browsers() {
+        let u = Arc::new(Unrecorded::default());
+        let cut = || u.note(NotRecorded::ClientGone, "a request".into(), None, "cut");
+        // Untracked (a proxy without pages): anyone's.
+        cut();
+        assert_eq!(u.summary().lost_by_pages(), 1);
+        u.track_pages();
+        cut();
+        let s = u.summary();
+        assert_eq!((s.unattributed, s.outside_pages), (1, 1));
+        assert_eq!((s.lost_by_pages(), s.browsers_own()), (1, 1));
+        let page = u.page_open();
+        let other = u.page_open();
+        cut();
+        drop(page);
+        // Another page is still open.
+        cut();
+        drop(other);
+        cut();
+        let s = u.summary();
+        assert_eq!((s.lost(), s.unattributed, s.outside_pages), (5, 3, 2));
+        assert_eq!((s.lost_by_pages(), s.browsers_own()), (3, 2));
+        u.tracker_incomplete();
+        let s = u.summary();
+        assert_eq!((s.lost_by_pages(), s.browsers_own()), (3, 2));
+    }
+
+    /// The bytes a connection read since its last answer ended are those
+    /// of a request it did not answer.
+    #[test]
+    fn a_request_not_answered_is_what_came_after_the_last_answer() {
+        let r = Reads::default();
+        assert_eq!(unanswered(&r), None);
+        r.total.store(40, Ordering::SeqCst);
+        assert_eq!(unanswered(&r), Some(40));
+        r.at_answer.store(40, Ordering::SeqCst);
+        assert_eq!(unanswered(&r), None);
+        r.total.store(57, Ordering::SeqCst);
+        assert_eq!(unanswered(&r), Some(17));
     }
 
     /// A page whose tracker lost events may have left its losses

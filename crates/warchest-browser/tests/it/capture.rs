@@ -859,3 +859,57 @@ const sw=new SharedWorker('/shared.js');sw.port.start();\
         .expect("a text record");
     assert!(String::from_utf8_lossy(&text.3).contains("worker ok"));
 }
+
+/// A request cut in its head has no URL: while a page is open it may be
+/// that page's, and counts as the pages' loss; once no page is open it is
+/// no page's (the browser's own, or a page's that had ended), as an
+/// unclaimed loss of a known URL is. Two clients cut their heads on the
+/// recording proxy, one while a page waits for a slow image, one after.
+#[test]
+fn a_request_cut_with_no_page_open_is_no_pages_loss() {
+    use std::io::Write as _;
+    use std::net::TcpStream;
+
+    let Some(exe) = chromium() else { return };
+    let page = b"<!doctype html><title>waits</title><img src=\"/pic.svg?wait=1500\">".to_vec();
+    let s = Site::start(vec![
+        ("/waits", (200, HTML, Some(page))),
+        ("/pic.svg", (200, "image/svg+xml", Some(svg()))),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let b = Rig::start(exe, dir.path(), |_| {});
+    let cut = || {
+        let mut c = TcpStream::connect(b.proxy_addr()).unwrap();
+        c.write_all(b"GET http://127.0.0.1:9/x HTTP/1.1\r\nHo")
+            .unwrap();
+    };
+    let url = format!("{}/waits", s.base);
+    let p = std::thread::scope(|t| {
+        let capturing = t.spawn(|| b.capture(&url));
+        let t0 = Instant::now();
+        while !s.requests().iter().any(|r| r.starts_with("/pic.svg")) {
+            assert!(t0.elapsed() < Duration::from_secs(30), "no image asked for");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        cut();
+        capturing.join().unwrap()
+    });
+    assert!(p.ok(), "{p:?}");
+    assert!(p.ms >= 1500, "{p:?}");
+    cut();
+    let unrecorded = b.unrecorded();
+    b.finish();
+    let sum = unrecorded.summary();
+    let gone = sum
+        .named
+        .iter()
+        .filter(|m| m.reason == warchest_capture::proxy::NotRecorded::ClientGone)
+        .count();
+    assert!(gone >= 2, "{sum:?}");
+    // The one while the page was open is the pages'; the one after is not.
+    assert!(sum.unattributed >= 1 && sum.outside_pages >= 1, "{sum:?}");
+    assert!(
+        sum.lost_by_pages() >= 1 && sum.browsers_own() >= 1,
+        "{sum:?}"
+    );
+}

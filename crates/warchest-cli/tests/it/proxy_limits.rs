@@ -304,13 +304,11 @@ fn proxy_counts_and_names_the_exchanges_it_did_not_record() {
         .as_bytes(),
     );
     assert!(r.starts_with("HTTP/1.1 413"), "{r}");
-    // A client that leaves in the middle of its request head.
+    // A client that leaves in the middle of its request head: named with
+    // how much of it came.
+    let half = format!("GET http://{host}/half HTTP/1.1\r\nHost: {host}\r\nX-A: ");
     let mut c = TcpStream::connect(p.addr).unwrap();
-    write!(
-        c,
-        "GET http://{host}/half HTTP/1.1\r\nHost: {host}\r\nX-A: "
-    )
-    .unwrap();
+    c.write_all(half.as_bytes()).unwrap();
     c.flush().unwrap();
     std::thread::sleep(Duration::from_millis(200));
     drop(c);
@@ -371,6 +369,17 @@ fn proxy_counts_and_names_the_exchanges_it_did_not_record() {
     let kept = response(&recs, &left);
     assert!(kept.block.ends_with(&pages()["/slow"]), "{left} cut");
     assert_eq!(kept.get("WARC-Truncated"), None);
+    let gone = log
+        .lines()
+        .find(|l| l.contains("not recorded (client gone): a request from 127.0.0.1:"))
+        .unwrap_or_else(|| panic!("no client gone in {log}"));
+    assert!(
+        gone.ends_with(&format!(
+            ": connection closed before message completed, {} bytes of it read",
+            half.len()
+        )),
+        "{gone}"
+    );
     for named in [
         "not recorded (DNS): GET http://nohost.test/x: DNS: nohost.test: no address".to_string(),
         format!("not recorded (connect): GET {refused}: "),
