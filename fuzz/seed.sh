@@ -105,6 +105,7 @@ for r in '\x00/' '\x00/archive/cdx?url=a.example/&matchType=domain&output=json&f
     '\x00/archive/cdx?url=a.example/&output=link&sort=closest&closest=2014&limit=-1&page=1' \
     '\x00/archive/cdx?url=a.example/*&limit=2&showResumeKey=true&resumeKey=com%2Cexample%29%2F+2015&offset=1&showDupeCount=on' \
     '\x00/archive/cdx?url=a.example/*&output=json&collapseTime=8&filter=statuscode:200&showSkipCount=1&showGroupCount=yes&lastSkipTimestamp=true&limit=-1' \
+    '\x00/archive/cdx?url=a.example/app.js%3F_%3D1390767400%26cb%3Dx&sort=closest&closest=2014&from=2013&limit=-2&output=text&allowFuzzy=true' \
     '\x00/archive/timemap/link/http://a.example/' '\x01/archive/2015id_/http://a.example/' \
     '\x01/archive/2014mp_/http://a.example/\nCookie: __wb_cookie=s%3D1\nReferer: http://localhost/archive/2014mp_/http://a.example/' \
     '\x01/archive/20140126200625cs_/http://a.example/d/s.css' '\x01/archive/2014js_/http://a.example/app.js' \

@@ -186,7 +186,7 @@ impl Collection {
     }
 
     /// Most captures looked at for a fuzzy match.
-    const FUZZY_SCAN: usize = 10_000;
+    pub const FUZZY_SCAN: usize = 10_000;
 
     /// The capture nearest in time among those whose URL is `target`'s
     /// once the fuzzy rules took out what does not pick the resource
@@ -197,26 +197,61 @@ impl Collection {
     /// # Errors
     /// The store cannot be read.
     pub fn find_fuzzy(&self, target: &str, timestamp: &str) -> Result<Option<Capture>> {
+        let at = timestamp_seconds(&pad_timestamp(timestamp));
+        let mut best: Option<(i64, Capture)> = None;
+        self.fuzzy_matches(target, None, None, |c| {
+            let replayable = c.entry.record_type.as_deref().is_some_and(|t| {
+                ["response", "revisit", "resource"]
+                    .iter()
+                    .any(|k| t.eq_ignore_ascii_case(k))
+            });
+            if replayable {
+                let d = (timestamp_seconds(&c.entry.timestamp) - at).abs();
+                if best.as_ref().is_none_or(|(bd, _)| d < *bd) {
+                    best = Some((d, c));
+                }
+            }
+        })?;
+        Ok(best.map(|(_, c)| c))
+    }
+
+    /// Calls `f` with each capture, in the index's order, whose URL is
+    /// `target`'s once the fuzzy rules took out what does not pick the
+    /// resource, among those of the same host and path with or without
+    /// query and path parameters (not the paths below it: `/` would be the
+    /// whole site), within `from..=to` (CDX timestamps, padded as a
+    /// [`store::Query`]'s), at most [`Collection::FUZZY_SCAN`] looked at.
+    /// None when there are no rules or `target` is no http(s) URL. The
+    /// replay's fuzzy match ([`Collection::find_fuzzy`]) and the CDX API's
+    /// fuzzy answer are made of these.
+    ///
+    /// # Errors
+    /// The store cannot be read.
+    pub fn fuzzy_matches(
+        &self,
+        target: &str,
+        from: Option<String>,
+        to: Option<String>,
+        mut f: impl FnMut(Capture),
+    ) -> Result<()> {
         if self.fuzzy.is_empty() {
-            return Ok(None);
+            return Ok(());
         }
         let (Some(want), Some(prefix)) = (
             self.fuzzy.key(target),
             fuzzy::FuzzyRules::search_prefix(target),
         ) else {
-            return Ok(None);
+            return Ok(());
         };
-        let at = timestamp_seconds(&pad_timestamp(timestamp));
-        let mut best: Option<(i64, Capture)> = None;
-        // The path itself, with a query, with path parameters: not the
-        // paths below it (`/` would be the whole site).
         let key = warchest_index::surt::url_key(&archive_url::normalize_target(&prefix));
         let mut budget = Self::FUZZY_SCAN;
-        for end in [" ", "?", ";"] {
+        // The path itself, with path parameters, with a query: the index's
+        // order.
+        for end in [" ", ";", "?"] {
             let q = store::Query {
                 range: store::KeyRange::raw(format!("{key}{end}")),
-                from: None,
-                to: None,
+                from: from.clone(),
+                to: to.clone(),
                 limit: budget,
                 reverse: false,
                 skip: 0,
@@ -224,21 +259,13 @@ impl Collection {
             };
             self.store.query(&q, |c| {
                 budget = budget.saturating_sub(1);
-                let fits = c.entry.record_type.as_deref().is_some_and(|t| {
-                    ["response", "revisit", "resource"]
-                        .iter()
-                        .any(|k| t.eq_ignore_ascii_case(k))
-                }) && c
-                    .entry
+                if c.entry
                     .url
                     .as_deref()
                     .and_then(|u| self.fuzzy.key(u))
-                    .is_some_and(|k| k == want);
-                if fits {
-                    let d = (timestamp_seconds(&c.entry.timestamp) - at).abs();
-                    if best.as_ref().is_none_or(|(bd, _)| d < *bd) {
-                        best = Some((d, c));
-                    }
+                    .is_some_and(|k| k == want)
+                {
+                    f(c);
                 }
                 budget > 0
             })?;
@@ -246,7 +273,7 @@ impl Collection {
                 break;
             }
         }
-        Ok(best.map(|(_, c)| c))
+        Ok(())
     }
 
     /// The capture of exactly `target` to replay (see [`Collection::find`]).

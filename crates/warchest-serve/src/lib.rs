@@ -1268,13 +1268,26 @@ fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResul
         // of them.
         q.limit = window.saturating_sub(offset);
     }
+    // pywb's fuzzy answer, for an exact query that answered nothing.
+    let fuzzy = m == MatchType::Exact
+        && !paged
+        && q.resume.is_none()
+        && offset == 0
+        && !resolving
+        && !counters.counts()
+        && req
+            .param("allowFuzzy")
+            .is_none_or(|_| flag(req, "allowFuzzy"));
     let h = vec![("Content-Type".into(), output.content_type().to_string())];
     // Lines are written as the store gives them, not gathered first.
     let mut body = resp.stream(200, "OK", &h)?;
+    // Lines answered (a write that failed among them).
+    let answered = std::cell::Cell::new(0usize);
     let mut werr: Option<io::Error> = None;
     let mut first = true;
     let mut write_line = |c: &Capture, extra: &[(&'static str, String)]| -> bool {
         let mut line = Vec::new();
+        answered.set(answered.get() + 1);
         // Link lines are joined by a comma; the last has none.
         if output == CdxOutput::Link && !first {
             line.extend_from_slice(b",\n");
@@ -1404,6 +1417,22 @@ fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResul
             write_line(&c, &extra);
         }
     }
+    if fuzzy && answered.get() == 0 && limit > 0 {
+        let found = fuzzy_answer(coll, &u, req, &sort)?;
+        let marked = [("is_fuzzy", "1".to_string())];
+        let mut lines = found
+            .into_iter()
+            .filter(|c| kept(&filters, &mut collapses, c))
+            .collect::<Vec<_>>();
+        if last {
+            lines.drain(..lines.len().saturating_sub(limit));
+        }
+        for c in lines.iter().take(limit) {
+            if !write_line(c, &marked) {
+                break;
+            }
+        }
+    }
     if show_resume
         && werr.is_none()
         && let Some(k) = next
@@ -1424,6 +1453,35 @@ fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResul
     }
     body.finish()?;
     Ok(())
+}
+
+/// pywb's fuzzy answer to the CDX API's exact query `url` that answered
+/// nothing: the captures the collection's fuzzy rules take for the same
+/// resource ([`Collection::fuzzy_matches`]: the replay's, at most 10,000
+/// looked at), within `from` and `to`, in the index's order, turned
+/// round for `sort=reverse`, nearest first for `sort=closest`.
+fn fuzzy_answer(coll: &Collection, url: &str, req: &Request, sort: &str) -> Result<Vec<Capture>> {
+    let mut found = Vec::new();
+    coll.fuzzy_matches(
+        &archive_url::normalize_target(url),
+        req.param("from"),
+        req.param("to"),
+        |c| found.push(c),
+    )?;
+    match sort {
+        "reverse" => found.reverse(),
+        "closest" => {
+            let ts = req
+                .param("closest")
+                .unwrap_or_else(|| warchest::http::date::pad_timestamp_up(""));
+            let at = warchest::http::date::timestamp_seconds(&pad_timestamp(&ts));
+            found.sort_by_key(|c| {
+                (warchest::http::date::timestamp_seconds(&c.entry.timestamp) - at).abs()
+            });
+        }
+        _ => {}
+    }
+    Ok(found)
 }
 
 /// The CDX API's `output=`, pywb's four.

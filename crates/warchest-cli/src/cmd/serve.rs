@@ -11,8 +11,8 @@ use crate::report::{Global, Outcome};
 /// Serve archive files (WARC, ARC, Web InfoMall, WACZ; files or
 /// directories) to a web browser: search, captures, records, replay with
 /// rewritten links (`/{collection}/{timestamp}/{url}`), a CDX API
-/// (`/{collection}/cdx?url=...`: pywb's parameters, filters, outputs and
-/// pages, the Internet Archive's `collapse`, `limit=-N`, `offset`,
+/// (`/{collection}/cdx?url=...`: pywb's parameters, filters, outputs,
+/// pages and fuzzy answer, the Internet Archive's `collapse`, `limit=-N`, `offset`,
 /// `showResumeKey`/`resumeKey` and counters) and Memento
 /// (RFC 7089). The index is kept
 /// in the user's cache directory ($XDG_CACHE_HOME/warchest/serve/, keyed

@@ -294,6 +294,41 @@ fn cdx_filters_and_outputs_answer_as_pywbs_own() {
     // The filters found something to compare.
     assert!(compared > 40, "{compared} captures compared");
 
+    // pywb's fuzzy answer: an exact query whose URL has no capture of its
+    // own (a cache buster added) answers the captures of the same
+    // resource, each marked `is_fuzzy`, in pywb's order; unless
+    // `allowFuzzy=false`. The user's filters still apply here (pywb drops
+    // them from its fuzzy query; docs/serve.md).
+    let busted = "www.iana.org/_css/2013.1/screen.css%3F_%3D1390767400";
+    for (q, fuzzy) in [
+        (format!("cdx?url={busted}&output=json"), true),
+        (format!("cdx?url={busted}&output=json&sort=reverse"), true),
+        (format!("cdx?url={busted}&output=json&limit=3"), true),
+        (
+            format!("cdx?url={busted}&output=json&allowFuzzy=false"),
+            false,
+        ),
+    ] {
+        let ours = s.get(&format!("/archive/{q}"));
+        let theirs = get(&pywb_addr, &format!("/fid/{q}"), &[]);
+        assert_eq!((ours.status, theirs.status), (200, 200), "{q}");
+        let (a, b) = (captures(&ours.text()), captures(&theirs.text()));
+        assert_eq!(a, b, "{q}");
+        assert_eq!(a.is_empty(), !fuzzy, "{q}: {a:?}");
+        for l in json_lines(&ours.text()) {
+            assert_eq!(l["is_fuzzy"], "1", "{q}: {l}");
+        }
+    }
+    let q = format!("/archive/cdx?url={busted}&output=json&filter=mime:image");
+    assert_eq!(s.get(&q).text(), "", "{q}");
+    // An offset past the URL's own captures answers nothing, not them
+    // again as fuzzy ones; the URL's own captures are not marked.
+    let css = "www.iana.org/_css/2013.1/screen.css";
+    let q = format!("/archive/cdx?url={css}&output=json&offset=1000");
+    assert_eq!(s.get(&q).text(), "", "{q}");
+    let own = json_lines(&s.get(&format!("/archive/cdx?url={css}&output=json")).text());
+    assert!(!own.is_empty() && own.iter().all(|l| l.get("is_fuzzy").is_none()));
+
     // The outputs, byte for byte, with the fields where the two indexes
     // agree: text (`fl` or `fields`), CDXJ with `fl`, the link format;
     // `-` for a field a capture lacks or nobody knows.
