@@ -869,6 +869,7 @@ const sw=new SharedWorker('/shared.js');sw.port.start();\
 fn a_request_cut_with_no_page_open_is_no_pages_loss() {
     use std::io::Write as _;
     use std::net::TcpStream;
+    use warchest_capture::proxy::NotRecorded;
 
     let Some(exe) = chromium() else { return };
     let page = b"<!doctype html><title>waits</title><img src=\"/pic.svg?wait=1500\">".to_vec();
@@ -884,6 +885,20 @@ fn a_request_cut_with_no_page_open_is_no_pages_loss() {
             .unwrap();
     };
     let url = format!("{}/waits", s.base);
+    let gone = || {
+        let s = b.unrecorded().summary();
+        s.counts
+            .iter()
+            .find(|(r, _)| *r == NotRecorded::ClientGone)
+            .map_or(0, |(_, n)| *n)
+    };
+    let noted = |n: u64| {
+        let t0 = Instant::now();
+        while gone() < n {
+            assert!(t0.elapsed() < Duration::from_secs(20), "cut {n} not noted");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
     let p = std::thread::scope(|t| {
         let capturing = t.spawn(|| b.capture(&url));
         let t0 = Instant::now();
@@ -892,20 +907,25 @@ fn a_request_cut_with_no_page_open_is_no_pages_loss() {
             std::thread::sleep(Duration::from_millis(10));
         }
         cut();
+        // Noted while the page still waits for its image.
+        noted(1);
         capturing.join().unwrap()
     });
     assert!(p.ok(), "{p:?}");
     assert!(p.ms >= 1500, "{p:?}");
     cut();
+    // Noted before the proxy stops (it may not have taken the connection
+    // yet).
+    noted(2);
     let unrecorded = b.unrecorded();
     b.finish();
     let sum = unrecorded.summary();
-    let gone = sum
+    let named = sum
         .named
         .iter()
-        .filter(|m| m.reason == warchest_capture::proxy::NotRecorded::ClientGone)
+        .filter(|m| m.reason == NotRecorded::ClientGone)
         .count();
-    assert!(gone >= 2, "{sum:?}");
+    assert!(named >= 2, "{sum:?}");
     // The one while the page was open is the pages'; the one after is not.
     assert!(sum.unattributed >= 1 && sum.outside_pages >= 1, "{sum:?}");
     assert!(
