@@ -476,7 +476,9 @@ impl Unrecorded {
     }
 
     /// A page is open until the guard is dropped: taken before the page's
-    /// first request, dropped after it claimed its losses.
+    /// first request, dropped after it claimed its losses. Pages are
+    /// tracked from then on, if [`Unrecorded::track_pages`] was not called
+    /// before.
     pub fn page_open(self: &Arc<Self>) -> OpenPage {
         self.track_pages();
         self.open_pages.fetch_add(1, Ordering::SeqCst);
@@ -830,7 +832,8 @@ impl Proxy {
                         under_way: Arc::default(),
                         reads: Arc::default(),
                     };
-                    let io = Watched::new(stream, conn.last.clone(), epoch);
+                    let io = Watched::new(stream, conn.last.clone(), epoch)
+                        .counting_reads(conn.reads.total.clone());
                     tokio::spawn(serve_http(conn, io, true));
                 },
             ));
@@ -888,8 +891,8 @@ struct Conn {
     reads: Arc<Reads>,
 }
 
-/// Bytes read from a client's stream ([`Counting`]), and how many had
-/// been when its last answer ended (was sent whole or dropped). A
+/// Bytes read from a client's stream (counted by its [`Watched`]), and
+/// how many had been when its last answer ended (was sent whole or dropped). A
 /// connection hyper ends in the middle of a message with no exchange
 /// under way left either in a request head, whose bytes came after that
 /// answer, or while the last bytes of that answer were still being sent,
@@ -897,7 +900,7 @@ struct Conn {
 /// loss ([`unanswered`]).
 #[derive(Debug, Default)]
 struct Reads {
-    total: AtomicU64,
+    total: Arc<AtomicU64>,
     at_answer: AtomicU64,
 }
 
@@ -911,65 +914,6 @@ fn unanswered(reads: &Reads) -> Option<u64> {
         .load(Ordering::SeqCst)
         .saturating_sub(reads.at_answer.load(Ordering::SeqCst));
     (n > 0).then_some(n)
-}
-
-/// A client's stream, counting the bytes read from it in [`Reads`].
-struct Counting<I> {
-    io: I,
-    reads: Arc<Reads>,
-}
-
-impl<I: AsyncRead + Unpin> AsyncRead for Counting<I> {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &mut tokio::io::ReadBuf<'_>,
-    ) -> std::task::Poll<io::Result<()>> {
-        let this = self.get_mut();
-        let before = buf.filled().len();
-        let r = Pin::new(&mut this.io).poll_read(cx, buf);
-        let n = buf.filled().len().saturating_sub(before);
-        if n > 0 {
-            this.reads.total.fetch_add(n as u64, Ordering::SeqCst);
-        }
-        r
-    }
-}
-
-impl<I: AsyncWrite + Unpin> AsyncWrite for Counting<I> {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        data: &[u8],
-    ) -> std::task::Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().io).poll_write(cx, data)
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> std::task::Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().io).poll_write_vectored(cx, bufs)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.io.is_write_vectored()
-    }
-
-    fn poll_flush(
-        self: Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().io).poll_flush(cx)
-    }
-
-    fn poll_shutdown(
-        self: Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().io).poll_shutdown(cx)
-    }
 }
 
 /// One thing counted under way in a counter while alive: an upstream
@@ -1032,10 +976,6 @@ async fn serve_http<I>(conn: Conn, io: I, upgrades: bool)
 where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let io = Counting {
-        io,
-        reads: conn.reads.clone(),
-    };
     let c = conn.clone();
     let service = hyper::service::service_fn(move |req| {
         let c = c.clone();
@@ -1302,6 +1242,9 @@ async fn open_tunnel(c: Conn, req: &mut Request<Incoming>) -> Response<ProxyBody
             reads: Arc::default(),
             ..c
         };
+        // The plaintext's bytes are the requests'.
+        let tls = Watched::new(tls, inner.last.clone(), inner.epoch)
+            .counting_reads(inner.reads.total.clone());
         serve_http(inner, tls, false).await;
     });
     let mut r = Response::new(ProxyBody::Full(None));

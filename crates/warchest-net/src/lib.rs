@@ -82,20 +82,34 @@ pub fn now_ms(epoch: Instant) -> u64 {
     u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
-/// A socket that notes when bytes last moved, in milliseconds since an
+/// A stream that notes when bytes last moved, in milliseconds since an
 /// epoch ([`now_ms`]), so that a watcher can drop a connection on which
-/// nothing moves (a client that stopped reading or writing).
-pub struct Watched {
-    inner: TcpStream,
+/// nothing moves (a client that stopped reading or writing); and, when
+/// asked ([`Watched::counting_reads`]), how many bytes were read from it.
+/// A client's socket, or the TLS inside a tunnel through it.
+pub struct Watched<I = TcpStream> {
+    inner: I,
     last: Arc<AtomicU64>,
     epoch: Instant,
+    read: Option<Arc<AtomicU64>>,
 }
 
-impl Watched {
+impl<I> Watched<I> {
     /// Wraps `inner`; every read or write of at least one byte stores
     /// `now_ms(epoch)` in `last`.
-    pub fn new(inner: TcpStream, last: Arc<AtomicU64>, epoch: Instant) -> Self {
-        Self { inner, last, epoch }
+    pub fn new(inner: I, last: Arc<AtomicU64>, epoch: Instant) -> Self {
+        Self {
+            inner,
+            last,
+            epoch,
+            read: None,
+        }
+    }
+
+    /// Adds the bytes read to `read` as well.
+    pub fn counting_reads(mut self, read: Arc<AtomicU64>) -> Self {
+        self.read = Some(read);
+        self
     }
 
     fn touch(&self) {
@@ -103,7 +117,7 @@ impl Watched {
     }
 }
 
-impl AsyncRead for Watched {
+impl<I: AsyncRead + Unpin> AsyncRead for Watched<I> {
     fn poll_read(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -112,14 +126,18 @@ impl AsyncRead for Watched {
         let this = self.get_mut();
         let before = buf.filled().len();
         let r = Pin::new(&mut this.inner).poll_read(cx, buf);
-        if buf.filled().len() > before {
+        let n = buf.filled().len().saturating_sub(before);
+        if n > 0 {
             this.touch();
+            if let Some(read) = &this.read {
+                read.fetch_add(n as u64, Ordering::SeqCst);
+            }
         }
         r
     }
 }
 
-impl AsyncWrite for Watched {
+impl<I: AsyncWrite + Unpin> AsyncWrite for Watched<I> {
     fn poll_write(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,

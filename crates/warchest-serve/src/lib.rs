@@ -1037,8 +1037,9 @@ fn timemap(coll: &Collection, req: &Request, resp: &mut Responder<'_>, raw_url: 
 /// The CDX server: pywb's parameters (`url`, `matchType`, `limit`,
 /// `from`, `to`, `sort=reverse|closest`, `closest`,
 /// `output=cdxj|json|text|link`, `fl` or `fields`, `filter`,
-/// `collapseTime`, `resolveRevisits`, the pagination API's `page`, `pageSize`,
-/// `showNumPages`), and the Internet
+/// `collapseTime`, `resolveRevisits`, `allowFuzzy` (the fuzzy answer of
+/// an exact query that answered nothing), the pagination API's `page`,
+/// `pageSize`, `showNumPages`), and the Internet
 /// Archive's `collapse`, `offset`, `showResumeKey`/`resumeKey` and
 /// counters (`showDupeCount`, `showSkipCount`, `showGroupCount`,
 /// `lastSkipTimestamp`).
@@ -1305,9 +1306,7 @@ fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResul
     // Where the answer would go on past its limit (a resumption key).
     let mut next: Option<String> = None;
     if sort == "closest" {
-        let ts = req
-            .param("closest")
-            .unwrap_or_else(|| warchest::http::date::pad_timestamp_up(""));
+        let ts = cdx_closest(req);
         let found = coll
             .store
             .closest(&archive_url::normalize_target(&u), &ts, limit, |c| {
@@ -1418,7 +1417,7 @@ fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResul
         }
     }
     if fuzzy && answered.get() == 0 && limit > 0 {
-        let found = fuzzy_answer(coll, &u, req, &sort)?;
+        let found = fuzzy_answer(coll, &u, req)?;
         let marked = [("is_fuzzy", "1".to_string())];
         let mut lines = found
             .into_iter()
@@ -1460,7 +1459,7 @@ fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResul
 /// resource ([`Collection::fuzzy_matches`]: the replay's, at most 10,000
 /// looked at), within `from` and `to`, in the index's order, turned
 /// round for `sort=reverse`, nearest first for `sort=closest`.
-fn fuzzy_answer(coll: &Collection, url: &str, req: &Request, sort: &str) -> Result<Vec<Capture>> {
+fn fuzzy_answer(coll: &Collection, url: &str, req: &Request) -> Result<Vec<Capture>> {
     let mut found = Vec::new();
     coll.fuzzy_matches(
         &archive_url::normalize_target(url),
@@ -1468,13 +1467,10 @@ fn fuzzy_answer(coll: &Collection, url: &str, req: &Request, sort: &str) -> Resu
         req.param("to"),
         |c| found.push(c),
     )?;
-    match sort {
-        "reverse" => found.reverse(),
-        "closest" => {
-            let ts = req
-                .param("closest")
-                .unwrap_or_else(|| warchest::http::date::pad_timestamp_up(""));
-            let at = warchest::http::date::timestamp_seconds(&pad_timestamp(&ts));
+    match req.param("sort").as_deref() {
+        Some("reverse") => found.reverse(),
+        Some("closest") => {
+            let at = warchest::http::date::timestamp_seconds(&pad_timestamp(&cdx_closest(req)));
             found.sort_by_key(|c| {
                 (warchest::http::date::timestamp_seconds(&c.entry.timestamp) - at).abs()
             });
@@ -1482,6 +1478,13 @@ fn fuzzy_answer(coll: &Collection, url: &str, req: &Request, sort: &str) -> Resu
         _ => {}
     }
     Ok(found)
+}
+
+/// The CDX API's `closest=` timestamp for `sort=closest`: now when not
+/// given.
+fn cdx_closest(req: &Request) -> String {
+    req.param("closest")
+        .unwrap_or_else(|| warchest::http::date::pad_timestamp_up(""))
 }
 
 /// The CDX API's `output=`, pywb's four.

@@ -319,6 +319,13 @@ fn cdx_filters_and_outputs_answer_as_pywbs_own() {
             assert_eq!(l["is_fuzzy"], "1", "{q}: {l}");
         }
     }
+    // In text, the mark is the last column.
+    let q = format!("/archive/cdx?url={busted}&output=text");
+    let text = s.get(&q).text();
+    assert!(
+        !text.is_empty() && text.lines().all(|l| l.ends_with(" 1")),
+        "{q}: {text}"
+    );
     let q = format!("/archive/cdx?url={busted}&output=json&filter=mime:image");
     assert_eq!(s.get(&q).text(), "", "{q}");
     // An offset past the URL's own captures answers nothing, not them
