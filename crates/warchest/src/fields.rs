@@ -1265,6 +1265,24 @@ mod tests {
     /// `get_many` finds what `get` finds for each name: the first field,
     /// names of one length told apart, case ignored (also for names the
     /// eight-byte reject folds together, `^` and `~`).
+    /// The walk's LF searcher finds what memchr finds: every LF place in
+    /// haystacks on both sides of the AVX2 search's 32- and 64-byte steps,
+    /// with other line-end bytes around it, and none.
+    #[test]
+    fn line_ends_are_memchrs() {
+        let ends = LineEnds::new();
+        for len in 0..140 {
+            let mut hay: Vec<u8> = (0..len).map(|i| b"ab\r:\t "[i % 6]).collect();
+            assert_eq!(ends.find(&hay), None, "{len}");
+            for at in 0..len {
+                hay[at] = b'\n';
+                assert_eq!(ends.find(&hay), memchr::memchr(b'\n', &hay), "{len} {at}");
+                assert_eq!(ends.find(&hay[at..]), Some(0));
+                hay[at] = b'x';
+            }
+        }
+    }
+
     #[test]
     fn get_many_agrees_with_get() {
         let block = b"X\r\nWARC-Date: d\r\nwarc-type: t\r\nWARC-Type: u\r\nContent-Length: 1\r\nWARC-Record-ID: i\r\nLong-Name-^-Here: a\r\nLONG-NAME-~-HERE: b\r\n\r\n";
