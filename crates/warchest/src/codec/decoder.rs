@@ -174,6 +174,35 @@ pub(super) fn probe(s: &[u8]) -> Probe {
     }
 }
 
+/// Whether `s` is whole members, one after another to its last byte, each
+/// decoding cleanly, checksums included (read strictly, on a small
+/// buffer). Used only after damage, for a candidate found in bytes already
+/// read. A zstd frame made with a dictionary kept apart from the file is
+/// not.
+fn whole_members(s: &[u8]) -> bool {
+    let opts = DecoderOptions {
+        lenient: false,
+        buffer_size: 64 << 10,
+        ..DecoderOptions::default()
+    };
+    let mut d = Decoder::new(s, opts);
+    loop {
+        match d.fill_buf() {
+            // A member's end: the decoder checked its trailer.
+            Ok([]) => match d.next_member() {
+                Ok(true) => {}
+                Ok(false) => return true,
+                Err(_) => return false,
+            },
+            Ok(b) => {
+                let n = b.len();
+                d.consume(n);
+            }
+            Err(_) => return false,
+        }
+    }
+}
+
 /// `s` (shorter than 4 bytes) is the beginning of some magic number.
 fn could_be_magic(s: &[u8]) -> bool {
     let skippable = match s.split_first() {
@@ -284,9 +313,15 @@ enum State {
 ///
 /// - gzip CRC32 or ISIZE mismatch, FHCRC mismatch, LZ4 checksum or content
 ///   size mismatch: [`WarningKind::BadChecksum`]; the member's bytes are
-///   kept.
+///   kept. A gzip trailer that does not match and holds the start of a
+///   member (magic number, method and flags) was cut short by that member:
+///   [`WarningKind::DamagedMember`], the member ends where the next starts.
 /// - the input ends inside a member: [`WarningKind::TruncatedMember`]; the
-///   member ends with what was decoded.
+///   member ends with what was decoded. When whole members (checksums
+///   too) that run to the end of the input start in the bytes still
+///   buffered after the member's first byte, the member was cut short and
+///   they were written after it, its data running over them:
+///   [`WarningKind::DamagedMember`], and decoding resumes at the first.
 /// - corrupt compressed data: [`WarningKind::DamagedMember`]; the member ends
 ///   with what was decoded, and decoding resumes at the next member start
 ///   after the damaged member's first byte. The search goes back to that byte
@@ -739,6 +774,11 @@ impl<R: Read> Decoder<R> {
 
     /// The input ended inside the current member.
     fn truncated(&mut self, what: &str) -> crate::Result<()> {
+        if self.report.lenient
+            && let Some(next) = self.whole_members_inside()
+        {
+            return self.cut_before(what, next);
+        }
         // Whatever is left is part of the truncated member.
         self.input.drop_buffered();
         self.finish_member();
@@ -749,6 +789,64 @@ impl<R: Read> Decoder<R> {
             self.member_offset
         );
         self.problem(WarningKind::TruncatedMember, self.member_offset, msg)
+    }
+
+    /// Where, among the bytes still buffered after the current member's
+    /// first byte, whole members start that run to the end of the input,
+    /// each decoding cleanly (checksums too): the stored offset of the
+    /// first.
+    ///
+    /// The input ended inside the current member, and that member's data
+    /// may have run over members written after it: a member cut short and
+    /// then other members appended (a writer restarted on the same file, a
+    /// cut file concatenated with others). Compressed data read as
+    /// compressed data of another member does not always fail before the
+    /// input ends. Only the bytes buffered are searched (all of a member
+    /// under half the buffer, else what was read last). From a candidate,
+    /// whole members must run to the end: a magic number met by chance in
+    /// the member's own data (about one position in 10^8 passes the header
+    /// checks) decodes to nothing whole, and a gzip file archived in the
+    /// record (a payload kept in stored blocks, verbatim) is followed by
+    /// the rest of the record, not by members; either would otherwise turn
+    /// a plain truncation into damage.
+    fn whole_members_inside(&self) -> Option<u64> {
+        let from = (self.member_offset + 1).max(self.input.base);
+        let first = usize::try_from(from - self.input.base).ok()?;
+        let held = self.input.held();
+        let mut at = first;
+        while let Some(rest) = held.get(at..) {
+            let i = at + find_magic(rest)?;
+            let tail = held.get(i..)?;
+            if matches!(
+                probe(tail),
+                Probe::Valid(Kind::Gzip | Kind::Zstd | Kind::Lz4)
+            ) && whole_members(tail)
+            {
+                return Some(self.input.base + i as u64);
+            }
+            at = i + 1;
+        }
+        None
+    }
+
+    /// Ends the current member, whose input ran to the end, at `next`, where
+    /// [`Decoder::whole_members_inside`] found whole members from there to
+    /// the end: the member was cut there, and decoding resumes there.
+    fn cut_before(&mut self, what: &str, next: u64) -> crate::Result<()> {
+        let start = self.member_offset;
+        self.state = State::Done;
+        self.input.start = usize::try_from(next - self.input.base)
+            .unwrap_or(usize::MAX)
+            .min(self.input.end);
+        self.end = self.input.pos();
+        let msg = format!(
+            "the input ends {what} of the {} member starting at stored offset {start}, and whole \
+             members from stored offset {next} inside it run to the end: the member was cut \
+             short there; it ends with the bytes decoded so far (those read past \
+             the cut are not its own) and decoding resumes at stored offset {next}",
+            self.codec.name(),
+        );
+        self.problem(WarningKind::DamagedMember, start, msg)
     }
 
     /// The current member is corrupt: fail (strict), or end it and find the
@@ -1586,6 +1684,117 @@ mod tests {
             let (ms, r, _) = decode(input, strict());
             assert_eq!(codec_offset(&r.unwrap_err()), offsets[3]);
             assert_eq!(ms.len(), 3);
+        }
+    }
+
+    /// A member cut short with others written after it, whose deflate data
+    /// runs over them to the end of the input without failing (here a
+    /// stored block, whose length reaches past them): the members written
+    /// after the cut are still read, from where the first of them starts.
+    #[test]
+    fn a_cut_member_run_over_members_after_it_ends_where_they_start() {
+        let parts = records();
+        let first = gz(&parts[0]);
+        let mut e = GzEncoder::new(Vec::new(), Compression::none());
+        let big: Vec<u8> = (0..20_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        e.write_all(&big).unwrap();
+        let stored = e.finish().unwrap();
+        let cut = &stored[..stored.len() / 2];
+        let (after, after_offsets) = concat(&parts[1..4], gz);
+        let mut file = first.clone();
+        file.extend(cut);
+        let at = file.len() as u64;
+        file.extend(&after);
+        let (ms, r, w) = decode(&file, DecoderOptions::default());
+        r.unwrap();
+        assert_eq!(ms.len(), 5);
+        assert_eq!(ms[1].offset, first.len() as u64);
+        assert_eq!(
+            ms[1].end,
+            Some(at),
+            "the cut member ends where the next starts"
+        );
+        assert!(ms[1].data.starts_with(&big[..1000]));
+        for (i, m) in ms[2..].iter().enumerate() {
+            assert_eq!(m.offset, at + after_offsets[i]);
+            assert_eq!(m.data, parts[i + 1]);
+        }
+        assert_eq!(kinds(&w), [WarningKind::DamagedMember]);
+        assert_eq!(w[0].offset, first.len() as u64);
+        assert!(
+            w[0].message
+                .contains(&format!("resumes at stored offset {at}"))
+        );
+        // The members after the cut, themselves cut: no whole members to
+        // the end, so a truncated member as before.
+        let (ms, r, w) = decode(&file[..file.len() - 5], DecoderOptions::default());
+        r.unwrap();
+        assert_eq!(ms.len(), 2);
+        assert_eq!(kinds(&w), [WarningKind::TruncatedMember]);
+        // Strict: the cut member is still an error, at its start.
+        let (ms, r, _) = decode(&file, strict());
+        assert_eq!(codec_offset(&r.unwrap_err()), first.len() as u64);
+        assert_eq!(ms.len(), 1);
+        // Nothing after the cut: a truncated member, as before; and a magic
+        // number in its data that does not start a whole member (a header
+        // and nothing more) does not change that.
+        let mut file = first.clone();
+        file.extend(cut);
+        let (ms, r, w) = decode(&file, DecoderOptions::default());
+        r.unwrap();
+        assert_eq!(ms.len(), 2);
+        assert_eq!(kinds(&w), [WarningKind::TruncatedMember]);
+        let mut fake = stored.clone();
+        fake.splice(1000..1000, gz(b"x")[..10].iter().copied());
+        let mut file = first.clone();
+        file.extend(&fake[..fake.len() / 2]);
+        let (_, r, w) = decode(&file, DecoderOptions::default());
+        r.unwrap();
+        assert_eq!(kinds(&w), [WarningKind::TruncatedMember]);
+        // A gzip file archived in the record, kept verbatim in a stored
+        // block, and the record cut after it: a whole member inside, but
+        // the rest of the record, not members, after it.
+        let mut payload = big[..3000].to_vec();
+        payload.extend(gz(b"an archived gzip file"));
+        payload.extend(&big[..3000]);
+        let mut e = GzEncoder::new(Vec::new(), Compression::none());
+        e.write_all(&payload).unwrap();
+        let stored = e.finish().unwrap();
+        let mut file = first.clone();
+        file.extend(&stored[..stored.len() - 1000]);
+        let (ms, r, w) = decode(&file, DecoderOptions::default());
+        r.unwrap();
+        assert_eq!(ms.len(), 2);
+        assert!(payload.starts_with(&ms[1].data));
+        assert_eq!(kinds(&w), [WarningKind::TruncatedMember]);
+    }
+
+    /// A member cut inside its trailer (or just before it) with another
+    /// written after it: its deflate data ended, so the next member's first
+    /// bytes were read as its trailer, which then does not match. It ends
+    /// where the next member starts, and that member is read whole.
+    #[test]
+    fn a_member_cut_in_its_trailer_ends_where_the_next_starts() {
+        let parts = records();
+        let (a, b, c) = (gz(&parts[0]), gz(&parts[1]), gz(&parts[2]));
+        for k in 0..8 {
+            let mut file = a.clone();
+            file.extend(&b[..b.len() - 8 + k]);
+            let at = file.len() as u64;
+            file.extend(&c);
+            for o in [DecoderOptions::default(), small(64)] {
+                let (ms, r, w) = decode(&file, o);
+                r.unwrap();
+                assert_eq!(ms.len(), 3, "cut {k} bytes into the trailer");
+                assert_eq!(ms[1].data, parts[1]);
+                assert_eq!(ms[1].end, Some(at));
+                assert_eq!((ms[2].offset, &ms[2].data), (at, &parts[2]));
+                assert_eq!(kinds(&w), [WarningKind::DamagedMember], "cut at {k}");
+                assert_eq!(w[0].offset, a.len() as u64);
+                assert!(w[0].message.contains(&format!("{k} bytes into it")));
+            }
+            let (_, r, _) = decode(&file, strict());
+            assert_eq!(codec_offset(&r.unwrap_err()), a.len() as u64);
         }
     }
 

@@ -312,6 +312,26 @@ impl GzipMember {
         }
         let crc = cx.verify.then_some(self.crc);
         let t = GzipTrailer::new(self.trailer_bytes, crc, self.size as u32);
+        if !t.is_ok()
+            && cx.report.lenient
+            && let Some(k) = member_in_trailer(cx)?
+        {
+            // The member was cut inside its trailer (or just before it) and
+            // another written after it: it ends where that one starts.
+            cx.input.advance(k);
+            cx.finish();
+            let msg = format!(
+                "the trailer of the gzip member at stored offset {} does not match its data, \
+                 and a member starts {k} bytes into it, at stored offset {}: the member was \
+                 cut short there; it ends with the bytes decoded so far, unchecked, and \
+                 decoding resumes at stored offset {}",
+                cx.member_offset,
+                cx.input.pos(),
+                cx.input.pos(),
+            );
+            cx.problem(WarningKind::DamagedMember, msg)?;
+            return Ok(Step::Going);
+        }
         if self
             .hinted
             .is_some_and(|d| d as u64 != self.size & u64::from(u32::MAX))
@@ -335,6 +355,44 @@ impl GzipMember {
         }
         Ok(Step::Going)
     }
+}
+
+/// After a trailer that does not match: where, among its 8 bytes, a member
+/// starts whose header parses (its offset in the trailer). The input is left
+/// at the trailer's first byte when one does, after the trailer otherwise.
+/// Not searched when the trailer's first bytes are no longer buffered.
+///
+/// A member written over the end of one cut short leaves the cut member's
+/// deflate data ended (its last block was whole) and part of the new
+/// member's header read as its trailer; read on after the 8 bytes, the new
+/// member's first record would be lost as skipped bytes. A CRC that fails
+/// with a header in its trailer's bytes is that, not chance.
+fn member_in_trailer<R: Read>(cx: &mut Cx<'_, R>) -> crate::Result<Option<usize>> {
+    /// Bytes of a member's start the probe is given (the trailer and these
+    /// fit the smallest input buffer, which is not grown for this). A
+    /// header longer than that counts by its first bytes: magic number,
+    /// method and flags.
+    const LOOK: usize = 32;
+    if cx.input.start < 8 {
+        return Ok(None);
+    }
+    cx.input.start -= 8;
+    cx.ensure(8 + LOOK)?;
+    let bytes = cx.input.bytes();
+    let found = (0..8).find(|&k| {
+        use super::decoder::{Kind, Probe, probe};
+        bytes.get(k..).is_some_and(|b| {
+            matches!(
+                probe(b),
+                Probe::Valid(Kind::Gzip | Kind::Zstd | Kind::Lz4)
+                    | Probe::Short(Some(Kind::Gzip | Kind::Zstd | Kind::Lz4))
+            )
+        })
+    });
+    if found.is_none() {
+        cx.input.advance(8);
+    }
+    Ok(found)
 }
 
 impl MemberDecoder for GzipMember {

@@ -144,6 +144,16 @@ impl<R> Input<R> {
         all.get(self.start..self.end).unwrap_or_default()
     }
 
+    /// Every byte still held, read or not: index 0 is stored offset `base`
+    /// (a map's, 0), the last is the one before `end`.
+    pub(super) fn held(&self) -> &[u8] {
+        let all = match &self.map {
+            Some(m) => m.bytes(),
+            None => &self.buf,
+        };
+        all.get(..self.end).unwrap_or_default()
+    }
+
     /// Size of the buffer (for a map, the window a refill opens).
     #[inline]
     pub(super) fn capacity(&self) -> usize {
