@@ -529,74 +529,86 @@ fn an_input_named_twice_is_said_by_commands_that_write_one_sequence() {
 
 /// A gzip file cut inside a record's member, then another file's members
 /// written after it (a cut download concatenated with the next file). The
-/// cut member's data (a stored block longer than everything after it) runs
-/// over them to the end without failing, yet `ls` (on one thread and on
-/// two), `index` and `validate` read the records after the cut, and name
-/// the cut member as damaged where the next file starts.
+/// cut member's data is one stored block: longer than everything after
+/// the cut, it runs over the next file to the end without failing; shorter,
+/// it ends inside the next file and 8 of its bytes are read as the trailer.
+/// Either way `ls` (on one thread and on two), `index` and `validate` read
+/// the next file's records, and name the cut member as damaged where the
+/// next file starts.
 #[test]
 fn records_written_after_a_member_cut_short_are_read() {
     let sample_bytes = std::fs::read(sample()).unwrap();
-    let record = format!(
-        "WARC/1.1\r\nWARC-Type: resource\r\nWARC-Record-ID: <urn:uuid:00000000-0000-4000-8000-0000000000cc>\r\n\
-WARC-Date: 2024-01-02T03:04:05Z\r\nWARC-Target-URI: http://cut.example/\r\nContent-Type: text/plain\r\n\
-Content-Length: 60000\r\n\r\n{}\r\n\r\n",
-        "z".repeat(60_000)
-    );
-    let len = u16::try_from(record.len()).unwrap();
-    // A gzip header, then one final stored block holding the record.
-    let mut member = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff, 1];
-    member.extend(len.to_le_bytes());
-    member.extend((!len).to_le_bytes());
-    member.extend(record.as_bytes());
-    let mut data = sample_bytes.clone();
-    data.extend(&member[..1500]);
-    let next = data.len();
-    data.extend(&sample_bytes);
-    let dir = tempfile::tempdir().unwrap();
-    let f = dir.path().join("cut-then-more.warc.gz");
-    std::fs::write(&f, &data).unwrap();
-
+    let (_, whole, _) = run(bin().arg("ls").arg(sample()));
+    let (_, index_whole, _) = run(bin().arg("index").arg(sample()));
     let lines = |out: &[u8]| -> Vec<String> {
         String::from_utf8_lossy(out)
             .lines()
             .map(String::from)
             .collect()
     };
-    let (code, one, err) = run(bin().args(["ls", "-w"]).arg(&f));
-    assert_eq!(code, 0, "{err}");
-    let (_, whole, _) = run(bin().arg("ls").arg(sample()));
-    let (one, whole) = (lines(&one), lines(&whole));
-    assert_eq!(one.len(), 2 * whole.len() + 1, "{one:?}");
-    assert!(one[whole.len()].contains("http://cut.example/"));
-    // The next file's records, at their offsets in it plus where it starts.
-    for (got, want) in one[whole.len() + 1..].iter().zip(&whole) {
-        let (got_at, got_rest) = got.split_once('\t').unwrap();
-        let (want_at, want_rest) = want.split_once('\t').unwrap();
-        let want_at: usize = want_at.parse().unwrap();
-        assert_eq!(got_at, (want_at + next).to_string());
-        assert_eq!(got_rest, want_rest);
-    }
-    assert!(
-        err.contains("damaged-member") && err.contains(&format!("resumes at stored offset {next}")),
-        "{err}"
-    );
-    let (code, two, err2) = run(bin().args(["ls", "-w", "-j", "2"]).arg(&f));
-    assert_eq!(code, 0, "{err2}");
-    assert_eq!(lines(&two), one, "-j 2 reads as -j 1");
-    assert_eq!(err2, err);
+    let (whole, index_whole) = (lines(&whole), lines(&index_whole));
+    let dir = tempfile::tempdir().unwrap();
+    for size in [60_000, 3_000] {
+        let record = format!(
+            "WARC/1.1\r\nWARC-Type: resource\r\nWARC-Record-ID: <urn:uuid:00000000-0000-4000-8000-0000000000cc>\r\n\
+WARC-Date: 2024-01-02T03:04:05Z\r\nWARC-Target-URI: http://cut.example/\r\nContent-Type: text/plain\r\n\
+Content-Length: {size}\r\n\r\n{}\r\n\r\n",
+            "z".repeat(size)
+        );
+        let len = u16::try_from(record.len()).unwrap();
+        // A gzip header, then one final stored block holding the record.
+        let mut member = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff, 1];
+        member.extend(len.to_le_bytes());
+        member.extend((!len).to_le_bytes());
+        member.extend(record.as_bytes());
+        let mut data = sample_bytes.clone();
+        data.extend(&member[..1500]);
+        let next = data.len();
+        data.extend(&sample_bytes);
+        assert_eq!(
+            record.len() - 1500 > sample_bytes.len(),
+            size == 60_000,
+            "the block runs past the end, or ends inside the next file"
+        );
+        let f = dir.path().join(format!("cut-{size}.warc.gz"));
+        std::fs::write(&f, &data).unwrap();
 
-    let (code, index, err) = run(bin().arg("index").arg(&f));
-    assert_eq!(code, 0, "{err}");
-    let (_, index_whole, _) = run(bin().arg("index").arg(sample()));
-    assert!(
-        lines(&index).len() > 2 * lines(&index_whole).len() - 1,
-        "{}",
-        String::from_utf8_lossy(&index)
-    );
-    let (_, report, _) = run(bin().arg("validate").arg(&f));
-    let report = String::from_utf8_lossy(&report);
-    assert!(
-        report.contains(&format!("{} records", 2 * whole.len() + 1)),
-        "{report}"
-    );
+        let (code, one, err) = run(bin().args(["ls", "-w"]).arg(&f));
+        assert_eq!(code, 0, "{err}");
+        let one = lines(&one);
+        assert_eq!(one.len(), 2 * whole.len() + 1, "{size}: {one:?}");
+        assert!(one[whole.len()].contains("http://cut.example/"));
+        // The next file's records, at their offsets in it plus where it
+        // starts.
+        for (got, want) in one[whole.len() + 1..].iter().zip(&whole) {
+            let (got_at, got_rest) = got.split_once('\t').unwrap();
+            let (want_at, want_rest) = want.split_once('\t').unwrap();
+            let want_at: usize = want_at.parse().unwrap();
+            assert_eq!(got_at, (want_at + next).to_string());
+            assert_eq!(got_rest, want_rest);
+        }
+        assert!(
+            err.contains("damaged-member")
+                && err.contains(&format!("resumes at stored offset {next}")),
+            "{size}: {err}"
+        );
+        let (code, two, err2) = run(bin().args(["ls", "-w", "-j", "2"]).arg(&f));
+        assert_eq!(code, 0, "{err2}");
+        assert_eq!(lines(&two), one, "{size}: -j 2 reads as -j 1");
+        assert_eq!(err2, err);
+
+        let (code, index, err) = run(bin().arg("index").arg(&f));
+        assert_eq!(code, 0, "{err}");
+        assert!(
+            lines(&index).len() >= 2 * index_whole.len(),
+            "{size}: {}",
+            String::from_utf8_lossy(&index)
+        );
+        let (_, report, _) = run(bin().arg("validate").arg(&f));
+        let report = String::from_utf8_lossy(&report);
+        assert!(
+            report.contains(&format!("{} records", 2 * whole.len() + 1)),
+            "{size}: {report}"
+        );
+    }
 }

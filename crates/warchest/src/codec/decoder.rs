@@ -174,33 +174,55 @@ pub(super) fn probe(s: &[u8]) -> Probe {
     }
 }
 
-/// Whether `s` is whole members, one after another to its last byte, each
+/// How far whole members run from `s[0]`, one after another, each
 /// decoding cleanly, checksums included (read strictly, on a small
-/// buffer). Used only after damage, for a candidate found in bytes already
-/// read. A zstd frame made with a dictionary kept apart from the file is
-/// not.
-fn whole_members(s: &[u8]) -> bool {
+/// buffer): the end of the last of them, 0 when the first is not whole.
+/// Used only after damage, for a candidate found in bytes already read. A
+/// zstd frame made with a dictionary kept apart from the file is not whole.
+fn whole_members_run(s: &[u8]) -> u64 {
     let opts = DecoderOptions {
         lenient: false,
         buffer_size: 64 << 10,
         ..DecoderOptions::default()
     };
     let mut d = Decoder::new(s, opts);
+    let mut run = 0;
     loop {
         match d.fill_buf() {
             // A member's end: the decoder checked its trailer.
-            Ok([]) => match d.next_member() {
-                Ok(true) => {}
-                Ok(false) => return true,
-                Err(_) => return false,
-            },
+            Ok([]) => {
+                run = d.member_end().unwrap_or(run);
+                match d.next_member() {
+                    Ok(true) => {}
+                    Ok(false) | Err(_) => return run,
+                }
+            }
             Ok(b) => {
                 let n = b.len();
                 d.consume(n);
             }
-            Err(_) => return false,
+            Err(_) => return run,
         }
     }
+}
+
+/// The first index `i` in `from..to` of `held` where a member starts from
+/// which whole members ([`whole_members_run`]) reach index `reach` or past.
+pub(super) fn members_reaching(held: &[u8], from: usize, to: usize, reach: usize) -> Option<usize> {
+    let mut at = from;
+    while let Some(rest) = held.get(at..to.min(held.len())) {
+        let i = at + find_magic(rest)?;
+        let tail = held.get(i..)?;
+        if matches!(
+            probe(tail),
+            Probe::Valid(Kind::Gzip | Kind::Zstd | Kind::Lz4)
+        ) && i as u64 + whole_members_run(tail) >= reach as u64
+        {
+            return Some(i);
+        }
+        at = i + 1;
+    }
+    None
 }
 
 /// `s` (shorter than 4 bytes) is the beginning of some magic number.
@@ -314,8 +336,10 @@ enum State {
 /// - gzip CRC32 or ISIZE mismatch, FHCRC mismatch, LZ4 checksum or content
 ///   size mismatch: [`WarningKind::BadChecksum`]; the member's bytes are
 ///   kept. A gzip trailer that does not match and holds the start of a
-///   member (magic number, method and flags) was cut short by that member:
-///   [`WarningKind::DamagedMember`], the member ends where the next starts.
+///   member (magic number, method and flags), or whose member's data holds
+///   the start of whole members that run on past the trailer, was cut short
+///   by those members: [`WarningKind::DamagedMember`], the member ends
+///   where the first of them starts.
 /// - the input ends inside a member: [`WarningKind::TruncatedMember`]; the
 ///   member ends with what was decoded. When whole members (checksums
 ///   too) that run to the end of the input start in the bytes still
@@ -813,20 +837,7 @@ impl<R: Read> Decoder<R> {
         let from = (self.member_offset + 1).max(self.input.base);
         let first = usize::try_from(from - self.input.base).ok()?;
         let held = self.input.held();
-        let mut at = first;
-        while let Some(rest) = held.get(at..) {
-            let i = at + find_magic(rest)?;
-            let tail = held.get(i..)?;
-            if matches!(
-                probe(tail),
-                Probe::Valid(Kind::Gzip | Kind::Zstd | Kind::Lz4)
-            ) && whole_members(tail)
-            {
-                return Some(self.input.base + i as u64);
-            }
-            at = i + 1;
-        }
-        None
+        members_reaching(held, first, held.len(), held.len()).map(|i| self.input.base + i as u64)
     }
 
     /// Ends the current member, whose input ran to the end, at `next`, where
@@ -1798,6 +1809,69 @@ mod tests {
         }
     }
 
+    /// A gzip member of one final stored block holding `data`, whole.
+    fn stored_member(data: &[u8]) -> Vec<u8> {
+        let n = u16::try_from(data.len()).unwrap();
+        let mut m = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff, 1];
+        m.extend(n.to_le_bytes());
+        m.extend((!n).to_le_bytes());
+        m.extend(data);
+        m.extend(crc32fast::hash(data).to_le_bytes());
+        m.extend((data.len() as u32).to_le_bytes());
+        m
+    }
+
+    /// A member cut inside its final stored block, with more members
+    /// written after it than the rest of the block's length: the block
+    /// ends inside them, the next 8 bytes read as its trailer fail, and
+    /// reading on after them would lose the members the block ran over.
+    /// Whole members run from inside the member past its trailer: it ends
+    /// where they start. A member damaged in place (a bit flipped) that
+    /// holds a whole gzip file verbatim keeps the old rule.
+    #[test]
+    fn a_cut_stored_block_run_over_members_after_it_ends_where_they_start() {
+        let parts = records();
+        let first = gz(&parts[0]);
+        let body: Vec<u8> = (0..400u32).map(|i| (i * 7 % 251) as u8).collect();
+        let stored = stored_member(&body);
+        let (after, after_offsets) = concat(&parts[1..6], gz);
+        assert!(after.len() > 400, "the block ends inside what follows");
+        let mut file = first.clone();
+        file.extend(&stored[..115]);
+        let at = file.len() as u64;
+        file.extend(&after);
+        for o in [DecoderOptions::default(), small(4096)] {
+            let (ms, r, w) = decode(&file, o);
+            r.unwrap();
+            assert_eq!(ms.len(), 7);
+            assert_eq!(ms[1].end, Some(at));
+            for (i, m) in ms[2..].iter().enumerate() {
+                assert_eq!((m.offset, &m.data), (at + after_offsets[i], &parts[i + 1]));
+            }
+            assert_eq!(kinds(&w), [WarningKind::DamagedMember]);
+            assert_eq!(w[0].offset, first.len() as u64);
+            assert!(
+                w[0].message.contains("run on past its end"),
+                "{}",
+                w[0].message
+            );
+        }
+        // Damaged in place: a whole gzip file inside, then the rest of the
+        // record, and a bit flipped; the member is kept whole.
+        let mut body = body.clone();
+        body.splice(100..100, gz(b"an archived gzip file"));
+        let mut stored = stored_member(&body);
+        stored[300] ^= 4;
+        let mut file = first.clone();
+        file.extend(&stored);
+        file.extend(&after);
+        let (ms, r, w) = decode(&file, DecoderOptions::default());
+        r.unwrap();
+        assert_eq!(ms.len(), 7);
+        assert_eq!(ms[1].data.len(), body.len());
+        assert_eq!(kinds(&w), [WarningKind::BadChecksum]);
+    }
+
     #[test]
     fn garbage_between_members_is_skipped_exactly() {
         let a = gz(b"first record");
@@ -2456,6 +2530,68 @@ mod tests {
         panic!("no progress")
     }
 
+    /// Every member of `input`, read through [`Flaky`] with a buffer of
+    /// `buffer` bytes, each failed call repeated; and the warnings.
+    #[cfg(all(feature = "zstd", feature = "lz4"))]
+    fn read_flaky(input: &[u8], buffer: usize) -> (Vec<M>, Vec<Warning>) {
+        let mut d = Decoder::new(
+            Flaky {
+                data: input,
+                calls: 0,
+            },
+            small(buffer),
+        );
+        let mut ms = Vec::new();
+        while retry(|| d.next_member()) {
+            let mut data = Vec::new();
+            loop {
+                let chunk = retry(|| d.fill_buf().map(<[u8]>::to_vec));
+                if chunk.is_empty() {
+                    break;
+                }
+                data.extend_from_slice(&chunk);
+                d.consume(chunk.len());
+            }
+            ms.push(M {
+                offset: d.member_offset(),
+                end: d.member_end(),
+                codec: d.codec(),
+                data,
+            });
+        }
+        let mut w = Vec::new();
+        d.drain_warnings(&mut w);
+        (ms, w)
+    }
+
+    /// The recoveries of a member cut in its trailer or in a stored block,
+    /// which read back or ahead, give the same members and warnings when
+    /// reads fail now and then and are repeated.
+    #[cfg(all(feature = "zstd", feature = "lz4"))]
+    #[test]
+    fn io_errors_in_a_cut_members_recovery_can_be_retried() {
+        let parts = records();
+        let (a, b, c) = (gz(&parts[0]), gz(&parts[1]), gz(&parts[2]));
+        let (after, _) = concat(&parts[1..6], gz);
+        let body: Vec<u8> = (0..400u32).map(|i| (i * 7 % 251) as u8).collect();
+        let stored = stored_member(&body);
+        // The stored block's case needs the cut member's start still
+        // buffered when its trailer fails: not in 64 bytes.
+        let mut files = Vec::new();
+        for k in 0..8 {
+            files.push(([&a[..], &b[..b.len() - 8 + k], &c].concat(), 64));
+        }
+        files.push(([&a[..], &stored[..115], &after].concat(), 4096));
+        for (file, buffer) in files {
+            let (want, r, want_w) = decode(&file, small(buffer));
+            r.unwrap();
+            assert_eq!(kinds(&want_w), [WarningKind::DamagedMember]);
+            let (ms, w) = read_flaky(&file, buffer);
+            assert_eq!(ms, want);
+            assert_eq!(w, want_w);
+        }
+    }
+
     #[cfg(all(feature = "zstd", feature = "lz4"))]
     #[test]
     fn io_errors_can_be_retried() {
@@ -2463,33 +2599,7 @@ mod tests {
         let file = mixed_members(&parts, |_| true);
         let clean = decode_clean(&file);
         for input in [&file[..], &parts.concat()[..]] {
-            let mut d = Decoder::new(
-                Flaky {
-                    data: input,
-                    calls: 0,
-                },
-                small(64),
-            );
-            let mut ms = Vec::new();
-            while retry(|| d.next_member()) {
-                let mut data = Vec::new();
-                loop {
-                    let chunk = retry(|| d.fill_buf().map(<[u8]>::to_vec));
-                    if chunk.is_empty() {
-                        break;
-                    }
-                    data.extend_from_slice(&chunk);
-                    d.consume(chunk.len());
-                }
-                ms.push(M {
-                    offset: d.member_offset(),
-                    end: d.member_end(),
-                    codec: d.codec(),
-                    data,
-                });
-            }
-            let mut w = Vec::new();
-            d.drain_warnings(&mut w);
+            let (ms, w) = read_flaky(input, 64);
             assert!(w.is_empty(), "{w:?}");
             if input.len() == file.len() {
                 assert_eq!(ms, clean);

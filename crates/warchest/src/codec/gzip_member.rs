@@ -332,6 +332,23 @@ impl GzipMember {
             cx.problem(WarningKind::DamagedMember, msg)?;
             return Ok(Step::Going);
         }
+        if !t.is_ok()
+            && cx.report.lenient
+            && let Some(next) = members_run_over(cx)?
+        {
+            let trailer_end = cx.input.pos();
+            cx.input.start = usize::try_from(next - cx.input.base).unwrap_or(usize::MAX);
+            cx.finish();
+            let msg = format!(
+                "the trailer of the gzip member at stored offset {} does not match its data, \
+                 and whole members from stored offset {next} inside it run on past its end \
+                 ({trailer_end}): the member was cut short there; it ends with the bytes \
+                 decoded so far, and decoding resumes at stored offset {next}",
+                cx.member_offset,
+            );
+            cx.problem(WarningKind::DamagedMember, msg)?;
+            return Ok(Step::Going);
+        }
         if self
             .hinted
             .is_some_and(|d| d as u64 != self.size & u64::from(u32::MAX))
@@ -377,7 +394,11 @@ fn member_in_trailer<R: Read>(cx: &mut Cx<'_, R>) -> crate::Result<Option<usize>
         return Ok(None);
     }
     cx.input.start -= 8;
-    cx.ensure(8 + LOOK)?;
+    if let Err(e) = cx.ensure(8 + LOOK) {
+        // As it was: the call may be repeated after an I/O error.
+        cx.input.advance(8);
+        return Err(e);
+    }
     let bytes = cx.input.bytes();
     let found = (0..8).find(|&k| {
         use super::decoder::{Kind, Probe, probe};
@@ -393,6 +414,35 @@ fn member_in_trailer<R: Read>(cx: &mut Cx<'_, R>) -> crate::Result<Option<usize>
         cx.input.advance(8);
     }
     Ok(found)
+}
+
+/// After a trailer that does not match and holds no member start: where,
+/// inside the member's data still buffered, a member starts from which
+/// whole members run on past the trailer's end (the input is there). The
+/// member was cut there, and its data ran over members written after it
+/// until a stored block's length (or a block that happened to decode)
+/// ended it; read on after the trailer, those members would be lost as
+/// skipped bytes. Whole members must run past the trailer: a gzip file
+/// archived in the record (kept verbatim in a stored block) is followed by
+/// the rest of the record, and a member damaged in place (a bit flipped)
+/// holds nothing that runs on. At most a quarter of the buffer is read
+/// ahead for the run to cross the trailer's end.
+fn members_run_over<R: Read>(cx: &mut Cx<'_, R>) -> crate::Result<Option<u64>> {
+    let ahead = cx.input.capacity() / 4;
+    cx.ensure(ahead)?;
+    let base = cx.input.base;
+    let Some(trailer) = cx.input.pos().checked_sub(8) else {
+        return Ok(None);
+    };
+    let from = (cx.member_offset + 1).max(base);
+    if trailer <= from {
+        return Ok(None);
+    }
+    let index = |at: u64| usize::try_from(at - base).unwrap_or(usize::MAX);
+    let reach = index(cx.input.pos());
+    let found =
+        super::decoder::members_reaching(cx.input.held(), index(from), index(trailer), reach);
+    Ok(found.map(|i| base + i as u64))
 }
 
 impl MemberDecoder for GzipMember {

@@ -933,10 +933,16 @@ impl<S: Source> Framing for Reader<S> {
         if !cur.truncated {
             self.read_trailer(&cur)?;
         }
-        let block_len = if cur.coding == Coding::Stored {
-            cur.length - cur.left
-        } else {
-            cur.decoded
+        let block_len = match cur.coding {
+            Coding::Stored => cur.length - cur.left,
+            // Compressed content skipped before its end: how much of it was
+            // decoded depends on how much input was buffered when its head
+            // was peeked at, so that count would differ between a stream
+            // and a seekable file. The declared length is the same either
+            // way (a compressed record always has one; strict reading
+            // requires it to be a number).
+            _ if !cur.stopped => cur.expected.unwrap_or(cur.decoded),
+            _ => cur.decoded,
         };
         let rec_end =
             framing::record_end(&mut self.input, &cur.loc, None, block_len, cur.truncated)?;

@@ -180,6 +180,49 @@ fn gzip_and_plain_arc_give_the_same_records() {
     assert_eq!(plain, read("warcio/example.arc.gz"));
 }
 
+/// Web InfoMall records whose zlib content is skipped unread end with the
+/// same block length however the file is read: a stream or a seekable
+/// source, a 64-byte buffer or the default. It is the declared
+/// `unzip-length`, as a full read of the content gives on this crawl; it
+/// was the count of bytes decoded while the content's head was peeked at,
+/// which depends on how much input was buffered then.
+#[test]
+fn infomall_content_skipped_unread_has_its_declared_length() {
+    use std::io::Cursor;
+    use warchest::codec::Decoder;
+    use warchest::warc::ReaderOptions;
+    let data = std::fs::read(page_dat()).unwrap();
+    let data = &data[..];
+    fn list<S: warchest::codec::Source>(mut r: Reader<S>) -> Vec<(u64, Option<u64>)> {
+        let mut v = Vec::new();
+        while let Some(rec) = r.next_record().unwrap() {
+            let declared = rec.header().content_length();
+            let end = rec.finish().unwrap();
+            v.push((end.block_len, declared));
+        }
+        v
+    }
+    let ends = |opts: ReaderOptions, seekable: bool| {
+        if seekable {
+            let src = Decoder::new_seekable(Cursor::new(data), opts.decoder.clone()).unwrap();
+            list(Reader::from_source_as(src, opts, Format::InfoMall))
+        } else {
+            let src = Decoder::new(data, opts.decoder.clone());
+            list(Reader::from_source_as(src, opts, Format::InfoMall))
+        }
+    };
+    let mut small = ReaderOptions::strict();
+    small.decoder.buffer_size = 64;
+    let want = ends(ReaderOptions::strict(), false);
+    assert_eq!(want.len(), 654);
+    for (len, declared) in &want {
+        assert_eq!(Some(*len), *declared);
+    }
+    assert_eq!(ends(ReaderOptions::strict(), true), want);
+    assert_eq!(ends(small.clone(), true), want);
+    assert_eq!(ends(small, false), want);
+}
+
 /// Mutated ARC and Web InfoMall files, read leniently and strictly, block
 /// by block: errors are fine, panics are not, and lenient reading always
 /// gets to the end.
