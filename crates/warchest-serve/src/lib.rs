@@ -25,6 +25,7 @@
 //! | `/{coll}/{url}` | Memento TimeGate (Accept-Datetime; latest without) |
 //! | `/{coll}/timemap/link/{url}` | Memento TimeMap (RFC 7089 link format) |
 //! | `/{coll}/cdx?url=U&output=json` | CDX server, as pywb's |
+//! | `/cdx/search/cdx?url=U` | the same, at the Internet Archive's path, in its outputs |
 //! | `/{coll}/fulltext?q=Q` (`&output=json`) | full-text search (`--search INDEX`): page, or its JSON API |
 //! | `/{coll}/record/{src}/{offset}` | a record: headers, payload, validation |
 //! | `/{coll}/record/{src}/{offset}/warc` | the record as stored (`application/warc`) |
@@ -676,6 +677,16 @@ fn handle(app: &App, req: &Request, resp: &mut Responder<'_>) -> HResult {
         resp.send(200, &text_html(), body.as_bytes())?;
         return Ok(());
     }
+    // The Internet Archive's CDX server at its own path, for clients
+    // written against it (their base URL changed): this server's
+    // collection, in that server's outputs.
+    if path == IA_CDX_PATH {
+        resp.source = "api";
+        if limited(app, req, resp)? {
+            return Ok(());
+        }
+        return cdx_api(coll, req, resp, CdxFlavor::InternetArchive);
+    }
     // The target after the collection is taken raw (its query included):
     // it is an archived URL, not this server's.
     let raw = &req.target[1..];
@@ -717,7 +728,7 @@ fn handle(app: &App, req: &Request, resp: &mut Responder<'_>) -> HResult {
         if limited(app, req, resp)? {
             return Ok(());
         }
-        return cdx_api(coll, req, resp);
+        return cdx_api(coll, req, resp, CdxFlavor::Pywb);
     }
     if let Some(u) = rest.strip_prefix("timemap/link/") {
         resp.source = "api";
@@ -1043,7 +1054,13 @@ fn timemap(coll: &Collection, req: &Request, resp: &mut Responder<'_>, raw_url: 
 /// Archive's `collapse`, `offset`, `showResumeKey`/`resumeKey` and
 /// counters (`showDupeCount`, `showSkipCount`, `showGroupCount`,
 /// `lastSkipTimestamp`).
-fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResult {
+fn cdx_api(
+    coll: &Collection,
+    req: &Request,
+    resp: &mut Responder<'_>,
+    flavor: CdxFlavor,
+) -> HResult {
+    let ia = flavor == CdxFlavor::InternetArchive;
     let Some(u) = req.param("url").filter(|u| !u.is_empty()) else {
         resp.send(400, &text_plain(), b"the url parameter is required\n")?;
         return Ok(());
@@ -1074,9 +1091,20 @@ fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResul
         },
         None => (MAX_CDX, false),
     };
-    let output = match req.param("output") {
-        None => CdxOutput::Cdxj,
-        Some(o) => match CdxOutput::parse(&o) {
+    let output = match (req.param("output"), ia) {
+        (None, false) => CdxOutput::Cdxj,
+        // The Internet Archive's: text unless JSON (its arrays) is asked for.
+        (None, true) => CdxOutput::Text,
+        (Some(o), true) => match o.as_str() {
+            "json" => CdxOutput::Rows,
+            "text" => CdxOutput::Text,
+            _ => {
+                let msg = format!("output={o} not supported (json, or none for text)\n");
+                resp.send(400, &text_plain(), msg.as_bytes())?;
+                return Ok(());
+            }
+        },
+        (Some(o), false) => match CdxOutput::parse(&o) {
             Some(o) => o,
             None => {
                 let msg = format!("output={o} not supported (cdxj, json, text or link)\n");
@@ -1086,12 +1114,30 @@ fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResul
         },
     };
     // pywb takes `fields` first, then `fl`.
-    let fields: Option<Vec<String>> = req.param("fields").or_else(|| req.param("fl")).map(|f| {
-        f.split(',')
-            .map(|s| s.trim().to_string())
-            .filter(|s| !s.is_empty())
-            .collect()
-    });
+    let mut fields: Option<Vec<String>> =
+        req.param("fields").or_else(|| req.param("fl")).map(|f| {
+            f.split(',')
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+                .collect()
+        });
+    if ia && fields.is_none() {
+        // Its seven fields, then the counters asked for, in their order.
+        let counters = [
+            ("showDupeCount", "dupecount"),
+            ("showSkipCount", "skipcount"),
+            ("showGroupCount", "groupcount"),
+            ("lastSkipTimestamp", "endtimestamp"),
+        ];
+        let asked = counters.iter().filter(|(p, _)| flag(req, p));
+        fields = Some(
+            IA_CDX_FIELDS
+                .iter()
+                .chain(asked.map(|(_, name)| name))
+                .map(|f| f.to_string())
+                .collect(),
+        );
+    }
     let sort = req.param("sort").unwrap_or_default();
     let mut filters = Vec::new();
     for f in req.params("filter") {
@@ -1235,6 +1281,11 @@ fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResul
     };
     if show_pages {
         let (blocks, pages) = count_pages(&q)?;
+        if ia {
+            // The Internet Archive's answer: the number alone.
+            resp.send(200, &text_plain(), format!("{pages}\n").as_bytes())?;
+            return Ok(());
+        }
         let body =
             format!("{{\"pages\": {pages}, \"pageSize\": {page_size}, \"blocks\": {blocks}}}");
         resp.send(200, &application_json(), body.as_bytes())?;
@@ -1271,6 +1322,7 @@ fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResul
     }
     // pywb's fuzzy answer, for an exact query that answered nothing.
     let fuzzy = m == MatchType::Exact
+        && !ia
         && !paged
         && q.resume.is_none()
         && offset == 0
@@ -1289,8 +1341,17 @@ fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResul
     let mut write_line = |c: &Capture, extra: &[(&'static str, String)]| -> bool {
         let mut line = Vec::new();
         answered.set(answered.get() + 1);
-        // Link lines are joined by a comma; the last has none.
+        // Link lines are joined by a comma; the last has none. The
+        // Internet Archive's arrays are one JSON array, its first row
+        // the fields' names.
         if output == CdxOutput::Link && !first {
+            line.extend_from_slice(b",\n");
+        }
+        if output == CdxOutput::Rows {
+            if first {
+                line.push(b'[');
+                json_row(fields.as_deref().unwrap_or_default(), &mut line);
+            }
             line.extend_from_slice(b",\n");
         }
         first = false;
@@ -1439,13 +1500,29 @@ fn cdx_api(coll: &Collection, req: &Request, resp: &mut Responder<'_>) -> HResul
         let k: String = form_urlencoded::byte_serialize(k.as_bytes()).collect();
         let line = match output {
             CdxOutput::Json => format!("{{\"resumeKey\": \"{k}\"}}\n"),
+            // After the last row: an empty one, then the key's.
+            CdxOutput::Rows => {
+                let mut l = Vec::new();
+                if first {
+                    l.push(b'[');
+                    json_row(fields.as_deref().unwrap_or_default(), &mut l);
+                }
+                first = false;
+                l.extend_from_slice(b",\n[],\n");
+                json_row(&[k], &mut l);
+                String::from_utf8_lossy(&l).into_owned()
+            }
             _ => format!("\n{k}\n"),
         };
         werr = body.write_all(line.as_bytes()).err();
     }
-    // The link format's last line ends with a newline only.
+    // The link format's last line ends with a newline only; the Internet
+    // Archive's arrays close theirs (no row at all: `[]`).
     if output == CdxOutput::Link && !first && werr.is_none() {
         werr = body.write_all(b"\n").err();
+    }
+    if output == CdxOutput::Rows && werr.is_none() {
+        werr = body.write_all(if first { b"[]\n" } else { b"]\n" }).err();
     }
     if let Some(e) = werr {
         return Err(e.into());
@@ -1499,6 +1576,44 @@ enum CdxOutput {
     /// Memento link format (RFC 7089): the original URL of each capture
     /// with its datetime, as pywb's API gives them.
     Link,
+    /// The Internet Archive's JSON: one array of rows, each an array of
+    /// strings, the first the fields' names.
+    Rows,
+}
+
+/// Whose CDX server an answer follows: pywb's (`/{coll}/cdx`) or the
+/// Internet Archive's ([`IA_CDX_PATH`]): the same queries, its outputs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CdxFlavor {
+    Pywb,
+    InternetArchive,
+}
+
+/// The Internet Archive's CDX server's path (`web.archive.org/cdx/search/cdx`).
+const IA_CDX_PATH: &str = "/cdx/search/cdx";
+
+/// The fields the Internet Archive's CDX server answers unless `fl=`
+/// names others.
+const IA_CDX_FIELDS: [&str; 7] = [
+    "urlkey",
+    "timestamp",
+    "original",
+    "mimetype",
+    "statuscode",
+    "digest",
+    "length",
+];
+
+/// Writes `values` as a JSON array of strings.
+fn json_row<S: AsRef<str>>(values: &[S], line: &mut Vec<u8>) {
+    line.push(b'[');
+    for (i, v) in values.iter().enumerate() {
+        if i > 0 {
+            line.extend_from_slice(b", ");
+        }
+        warchest_index::py_json_str(v.as_ref(), line);
+    }
+    line.push(b']');
 }
 
 impl CdxOutput {
@@ -1520,6 +1635,7 @@ impl CdxOutput {
             CdxOutput::Json => "application/x-ndjson",
             CdxOutput::Text => "text/plain",
             CdxOutput::Link => "application/link-format",
+            CdxOutput::Rows => "application/json",
         }
     }
 }
@@ -1639,7 +1755,7 @@ fn cdx_line(
                 .as_bytes(),
             );
         }
-        (CdxOutput::Text, fields) => {
+        (CdxOutput::Text | CdxOutput::Rows, fields) => {
             let obj = cdx_object(c);
             let text =
                 |v: &warchest_index::FieldValue<'_>| v.text().unwrap_or("-".into()).into_owned();
@@ -1662,8 +1778,12 @@ fn cdx_line(
                     .chain(extra.iter().map(|(_, v)| v.clone()))
                     .collect(),
             };
-            line.extend_from_slice(values.join(" ").as_bytes());
-            line.push(b'\n');
+            if output == CdxOutput::Rows {
+                json_row(&values, line);
+            } else {
+                line.extend_from_slice(values.join(" ").as_bytes());
+                line.push(b'\n');
+            }
         }
         (CdxOutput::Cdxj | CdxOutput::Json, None) => {
             let format = if output == CdxOutput::Cdxj {

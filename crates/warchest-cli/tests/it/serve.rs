@@ -885,6 +885,101 @@ fn cdx_resumption_keys_read_an_answer_in_parts_and_counters_count_it() {
     }
 }
 
+/// The Internet Archive's CDX server at its own path, for clients written
+/// against it: the same captures as pywb's API, in the
+/// Internet Archive's outputs. Text: its seven fields, space-separated.
+/// `output=json`: one array, its first row the fields' names, the others a
+/// capture's values; a resumption key after an empty row; `[]` for no
+/// capture. `showNumPages`: the number alone. No fuzzy answer (that
+/// server has none), and pywb's other outputs refused.
+#[test]
+fn cdx_at_the_internet_archives_path_answers_in_its_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = iana_server(&dir);
+    let q = "url=www.iana.org/*&limit=20";
+    let text = s.get(&format!("/cdx/search/cdx?{q}"));
+    assert_eq!(text.status, 200, "{}", text.text());
+    assert_eq!(text.header("content-type"), Some("text/plain"));
+    let pywb = s.get(&format!(
+        "/archive/cdx?{q}&output=text&fl=urlkey,timestamp,original,mimetype,statuscode,digest,length"
+    ));
+    assert_eq!(text.text(), pywb.text());
+    let lines: Vec<String> = text.text().lines().map(String::from).collect();
+    assert_eq!(lines.len(), 20);
+    assert!(lines.iter().all(|l| l.split(' ').count() == 7), "{lines:?}");
+
+    let rows = |r: &Resp| -> Vec<Vec<String>> {
+        assert_eq!(r.status, 200, "{}", r.text());
+        assert_eq!(r.header("content-type"), Some("application/json"));
+        let v: serde_json::Value = serde_json::from_str(&r.text()).unwrap();
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|row| {
+                row.as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|x| x.as_str().unwrap().to_string())
+                    .collect()
+            })
+            .collect()
+    };
+    let json = rows(&s.get(&format!("/cdx/search/cdx?{q}&output=json")));
+    assert_eq!(
+        json[0],
+        [
+            "urlkey",
+            "timestamp",
+            "original",
+            "mimetype",
+            "statuscode",
+            "digest",
+            "length"
+        ]
+    );
+    assert_eq!(json.len(), 21);
+    for (row, line) in json[1..].iter().zip(&lines) {
+        assert_eq!(&row.join(" "), line);
+    }
+    // Fields named, and counters after the seven.
+    let two = rows(&s.get(&format!(
+        "/cdx/search/cdx?{q}&output=json&fl=timestamp,mimetype"
+    )));
+    assert_eq!(two[0], ["timestamp", "mimetype"]);
+    assert!(two[1..].iter().all(|r| r.len() == 2));
+    assert_eq!(two[1], [json[1][1].clone(), json[1][3].clone()]);
+    let counted = rows(&s.get(
+        "/cdx/search/cdx?url=www.iana.org/*&output=json&collapse=urlkey&showSkipCount=true&lastSkipTimestamp=true&limit=5",
+    ));
+    assert_eq!(&counted[0][7..], ["skipcount", "endtimestamp"]);
+    assert!(counted[1..].iter().all(|r| r.len() == 9), "{counted:?}");
+    // A resumption key: an empty row, then the key's; the next part
+    // follows on.
+    let part =
+        rows(&s.get("/cdx/search/cdx?url=www.iana.org/*&output=json&limit=5&showResumeKey=true"));
+    assert_eq!(part.len(), 8, "{part:?}");
+    assert_eq!(&part[1..6], &json[1..6]);
+    assert!(part[6].is_empty());
+    // Sent back as printed (encoded once), as the Internet Archive says.
+    let key = &part[7][0];
+    let next = rows(&s.get(&format!(
+        "/cdx/search/cdx?url=www.iana.org/*&output=json&limit=5&resumeKey={key}"
+    )));
+    assert_eq!(&next[1..], &json[6..11]);
+    // Nothing: `[]`, and no fuzzy answer: pywb's API answers this cache
+    // buster with the captures of the URL without it.
+    let buster = "url=http://www.iana.org/_css/2013.1/screen.css%3F_%3D1390767400";
+    let r = s.get(&format!("/cdx/search/cdx?{buster}&output=json"));
+    assert_eq!(r.text(), "[]\n");
+    let fuzzy = s.get(&format!("/archive/cdx?{buster}&output=json"));
+    assert!(fuzzy.text().contains("is_fuzzy"), "{}", fuzzy.text());
+    // Pages: the number alone.
+    let r = s.get("/cdx/search/cdx?url=www.iana.org/*&showNumPages=true");
+    assert_eq!(r.text(), "1\n");
+    let r = s.get("/cdx/search/cdx?url=www.iana.org/&output=cdxj");
+    assert_eq!(r.status, 400);
+}
+
 #[test]
 fn cdx_api_answers_as_pywb() {
     let dir = tempfile::tempdir().unwrap();
