@@ -1051,9 +1051,10 @@ fn timemap(coll: &Collection, req: &Request, resp: &mut Responder<'_>, raw_url: 
 /// `collapseTime`, `resolveRevisits`, `allowFuzzy` (the fuzzy answer of
 /// an exact query that answered nothing), the pagination API's `page`,
 /// `pageSize`, `showNumPages`), and the Internet
-/// Archive's `collapse`, `offset`, `showResumeKey`/`resumeKey` and
-/// counters (`showDupeCount`, `showSkipCount`, `showGroupCount`,
-/// `lastSkipTimestamp`).
+/// Archive's `collapse`, `offset`, `fastLatest`, `showResumeKey`/`resumeKey`
+/// and counters (`showDupeCount`, `showSkipCount`, `showGroupCount`,
+/// `lastSkipTimestamp`); at [`IA_CDX_PATH`], in the Internet Archive's
+/// outputs ([`CdxFlavor`]).
 fn cdx_api(
     coll: &Collection,
     req: &Request,
@@ -1090,6 +1091,19 @@ fn cdx_api(
             }
         },
         None => (MAX_CDX, false),
+    };
+    // The Internet Archive's `fastLatest=true`: the latest captures, no
+    // more than `limit` (either sign) of them, the latest alone without
+    // one; read from the end as `limit=-N` is.
+    let (limit, last) = if flag(req, "fastLatest") {
+        let n = if req.param("limit").is_some() {
+            limit
+        } else {
+            1
+        };
+        (n, true)
+    } else {
+        (limit, last)
     };
     let output = match (req.param("output"), ia) {
         (None, false) => CdxOutput::Cdxj,

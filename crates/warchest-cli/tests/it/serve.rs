@@ -965,6 +965,19 @@ fn cdx_at_the_internet_archives_path_answers_in_its_outputs() {
     assert_eq!(r.text(), "[]\n");
     let fuzzy = s.get(&format!("/archive/cdx?{buster}&output=json"));
     assert!(fuzzy.text().contains("is_fuzzy"), "{}", fuzzy.text());
+    // fastLatest: the latest captures, as a negative limit gives them;
+    // without a limit, the latest alone.
+    let url = "url=www.iana.org/_css/2013.1/fonts/opensans-bold.ttf";
+    let latest = |q: &str| s.get(&format!("/cdx/search/cdx?{url}&{q}")).text();
+    let all = latest("");
+    assert!(all.lines().count() > 3);
+    assert_eq!(latest("fastLatest=true&limit=3"), latest("limit=-3"));
+    assert_eq!(latest("fastLatest=true&limit=-3"), latest("limit=-3"));
+    assert_eq!(latest("fastLatest=true"), latest("limit=-1"));
+    assert_eq!(
+        latest("limit=-1"),
+        format!("{}\n", all.lines().last().unwrap())
+    );
     // Pages: the number alone.
     let r = s.get("/cdx/search/cdx?url=www.iana.org/*&showNumPages=true");
     assert_eq!(r.text(), "1\n");
