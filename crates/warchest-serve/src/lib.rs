@@ -1135,23 +1135,6 @@ fn cdx_api(
                 .filter(|s| !s.is_empty())
                 .collect()
         });
-    if ia && fields.is_none() {
-        // Its seven fields, then the counters asked for, in their order.
-        let counters = [
-            ("showDupeCount", "dupecount"),
-            ("showSkipCount", "skipcount"),
-            ("showGroupCount", "groupcount"),
-            ("lastSkipTimestamp", "endtimestamp"),
-        ];
-        let asked = counters.iter().filter(|(p, _)| flag(req, p));
-        fields = Some(
-            IA_CDX_FIELDS
-                .iter()
-                .chain(asked.map(|(_, name)| name))
-                .map(|f| f.to_string())
-                .collect(),
-        );
-    }
     let sort = req.param("sort").unwrap_or_default();
     let mut filters = Vec::new();
     for f in req.params("filter") {
@@ -1204,6 +1187,16 @@ fn cdx_api(
         .filter(|k| !k.is_empty())
         .map(|k| resume_key_of(&k));
     let mut counters = CdxCounters::new(req);
+    if ia && fields.is_none() {
+        // Its seven fields, then the counters asked for.
+        fields = Some(
+            IA_CDX_FIELDS
+                .into_iter()
+                .chain(counters.names())
+                .map(str::to_string)
+                .collect(),
+        );
+    }
     // pywb's `resolveRevisits`: resolved in the index's order, before the
     // filters, as pywb does; with `sort=reverse` the answer is read in
     // that order and turned round (pywb's way too).
@@ -1362,11 +1355,7 @@ fn cdx_api(
             line.extend_from_slice(b",\n");
         }
         if output == CdxOutput::Rows {
-            if first {
-                line.push(b'[');
-                json_row(fields.as_deref().unwrap_or_default(), &mut line);
-            }
-            line.extend_from_slice(b",\n");
+            rows_before(first, fields.as_deref(), &mut line);
         }
         first = false;
         cdx_line(c, output, fields.as_deref(), &coll.name, extra, &mut line);
@@ -1517,12 +1506,9 @@ fn cdx_api(
             // After the last row: an empty one, then the key's.
             CdxOutput::Rows => {
                 let mut l = Vec::new();
-                if first {
-                    l.push(b'[');
-                    json_row(fields.as_deref().unwrap_or_default(), &mut l);
-                }
+                rows_before(first, fields.as_deref(), &mut l);
                 first = false;
-                l.extend_from_slice(b",\n[],\n");
+                l.extend_from_slice(b"[],\n");
                 json_row(&[k], &mut l);
                 String::from_utf8_lossy(&l).into_owned()
             }
@@ -1617,6 +1603,17 @@ const IA_CDX_FIELDS: [&str; 7] = [
     "digest",
     "length",
 ];
+
+/// What comes before a row of the Internet Archive's arrays: the array's
+/// opening and its first row, the fields' names, before the first; a
+/// separator before every row.
+fn rows_before(first: bool, fields: Option<&[String]>, line: &mut Vec<u8>) {
+    if first {
+        line.push(b'[');
+        json_row(fields.unwrap_or_default(), line);
+    }
+    line.extend_from_slice(b",\n");
+}
 
 /// Writes `values` as a JSON array of strings.
 fn json_row<S: AsRef<str>>(values: &[S], line: &mut Vec<u8>) {
@@ -2133,6 +2130,19 @@ impl CdxCounters {
             skipped: 0,
             last_timestamp: String::new(),
         }
+    }
+
+    /// The fields the counters asked for add to a line, in their order
+    /// there ([`CdxCounters::kept`], [`CdxCounters::finish`]).
+    fn names(&self) -> impl Iterator<Item = &'static str> {
+        [
+            (self.dupes.is_some(), "dupecount"),
+            (self.skip, "skipcount"),
+            (self.group, "groupcount"),
+            (self.end, "endtimestamp"),
+        ]
+        .into_iter()
+        .filter_map(|(asked, name)| asked.then_some(name))
     }
 
     /// Whether any counter was asked for.

@@ -12,9 +12,10 @@ use crate::report::{Global, Outcome};
 /// directories) to a web browser: search, captures, records, replay with
 /// rewritten links (`/{collection}/{timestamp}/{url}`), a CDX API
 /// (`/{collection}/cdx?url=...`: pywb's parameters, filters, outputs,
-/// pages and fuzzy answer, the Internet Archive's `collapse`, `limit=-N`, `offset`,
-/// `showResumeKey`/`resumeKey` and counters) and Memento
-/// (RFC 7089). The index is kept
+/// pages and fuzzy answer, the Internet Archive's `collapse`, `limit=-N`,
+/// `fastLatest`, `offset`, `showResumeKey`/`resumeKey` and counters; the
+/// same at `/cdx/search/cdx` in the Internet Archive's outputs) and
+/// Memento (RFC 7089). The index is kept
 /// in the user's cache directory ($XDG_CACHE_HOME/warchest/serve/, keyed
 /// by the paths served), never in the directories served, or where
 /// --index-db says; new files are picked up while running. See

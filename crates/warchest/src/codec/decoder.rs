@@ -214,7 +214,7 @@ fn whole_members_run(s: &[u8]) -> u64 {
 /// one of its whole members. So `held` is decoded about once, however many
 /// members it holds (a `.warc.gz` archived as a payload, verbatim in
 /// stored blocks, holds one at each of its records).
-pub(super) fn members_reaching(held: &[u8], from: usize, to: usize, reach: usize) -> Option<usize> {
+fn members_reaching(held: &[u8], from: usize, to: usize, reach: usize) -> Option<usize> {
     let mut at = from;
     while let Some(rest) = held.get(at..to.min(held.len())) {
         let i = at + find_magic(rest)?;
@@ -229,6 +229,15 @@ pub(super) fn members_reaching(held: &[u8], from: usize, to: usize, reach: usize
         at = i + usize::try_from(run).unwrap_or(usize::MAX).max(1);
     }
     None
+}
+
+/// [`members_reaching`] over the bytes `input` still holds, in stored
+/// offsets: the first member start from `from` (or the oldest byte held)
+/// to before `to` from which whole members reach `reach` or past.
+pub(super) fn members_held<R>(input: &Input<R>, from: u64, to: u64, reach: u64) -> Option<u64> {
+    let base = input.base;
+    let index = |at: u64| usize::try_from(at.saturating_sub(base)).unwrap_or(usize::MAX);
+    members_reaching(input.held(), index(from), index(to), index(reach)).map(|i| base + i as u64)
 }
 
 /// `s` (shorter than 4 bytes) is the beginning of some magic number.
@@ -840,10 +849,8 @@ impl<R: Read> Decoder<R> {
     /// the rest of the record, not by members; either would otherwise turn
     /// a plain truncation into damage.
     fn whole_members_inside(&self) -> Option<u64> {
-        let from = (self.member_offset + 1).max(self.input.base);
-        let first = usize::try_from(from - self.input.base).ok()?;
-        let held = self.input.held();
-        members_reaching(held, first, held.len(), held.len()).map(|i| self.input.base + i as u64)
+        let end = self.input.base + self.input.held().len() as u64;
+        members_held(&self.input, self.member_offset + 1, end, end)
     }
 
     /// Ends the current member, whose input ran to the end, at `next`, where

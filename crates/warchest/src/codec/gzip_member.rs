@@ -430,19 +430,16 @@ fn member_in_trailer<R: Read>(cx: &mut Cx<'_, R>) -> crate::Result<Option<usize>
 fn members_run_over<R: Read>(cx: &mut Cx<'_, R>) -> crate::Result<Option<u64>> {
     let ahead = cx.input.capacity() / 4;
     cx.ensure(ahead)?;
-    let base = cx.input.base;
-    let Some(trailer) = cx.input.pos().checked_sub(8) else {
+    let pos = cx.input.pos();
+    let Some(trailer) = pos.checked_sub(8) else {
         return Ok(None);
     };
-    let from = (cx.member_offset + 1).max(base);
-    if trailer <= from {
-        return Ok(None);
-    }
-    let index = |at: u64| usize::try_from(at - base).unwrap_or(usize::MAX);
-    let reach = index(cx.input.pos());
-    let found =
-        super::decoder::members_reaching(cx.input.held(), index(from), index(trailer), reach);
-    Ok(found.map(|i| base + i as u64))
+    Ok(super::decoder::members_held(
+        cx.input,
+        cx.member_offset + 1,
+        trailer,
+        pos,
+    ))
 }
 
 impl MemberDecoder for GzipMember {

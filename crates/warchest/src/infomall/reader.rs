@@ -935,13 +935,14 @@ impl<S: Source> Framing for Reader<S> {
         }
         let block_len = match cur.coding {
             Coding::Stored => cur.length - cur.left,
-            // Compressed content skipped before its end: how much of it was
-            // decoded depends on how much input was buffered when its head
-            // was peeked at, so that count would differ between a stream
-            // and a seekable file. The declared length is the same either
-            // way (a compressed record always has one; strict reading
-            // requires it to be a number).
-            _ if !cur.stopped => cur.expected.unwrap_or(cur.decoded),
+            // Compressed content skipped before its end, all of it there:
+            // how much of it was decoded depends on how much input was
+            // buffered when its head was peeked at, so that count would
+            // differ between a stream and a seekable file. The declared
+            // length is the same either way (a compressed record always
+            // has one; strict reading requires it to be a number). Cut
+            // short, what was decoded is what is there.
+            _ if !cur.stopped && !cur.truncated => cur.expected.unwrap_or(cur.decoded),
             _ => cur.decoded,
         };
         let rec_end =

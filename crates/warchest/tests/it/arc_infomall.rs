@@ -221,6 +221,17 @@ fn infomall_content_skipped_unread_has_its_declared_length() {
     assert_eq!(ends(ReaderOptions::strict(), true), want);
     assert_eq!(ends(small.clone(), true), want);
     assert_eq!(ends(small, false), want);
+    // Cut short inside the second record's content: read leniently and
+    // skipped, it is truncated, and its block length is what was
+    // decoded, less than it declares.
+    let mut r = Reader::with_options(&data[..13_431 + 2_000], ReaderOptions::lenient()).unwrap();
+    let first = r.next_record().unwrap().unwrap().finish().unwrap();
+    assert!(!first.truncated);
+    let rec = r.next_record().unwrap().unwrap();
+    let declared = rec.header().content_length().unwrap();
+    let end = rec.finish().unwrap();
+    assert!(end.truncated);
+    assert!(end.block_len < declared, "{} of {declared}", end.block_len);
 }
 
 /// Mutated ARC and Web InfoMall files, read leniently and strictly, block
