@@ -384,6 +384,12 @@ def main():
             url = "s3://%s/%s" % (s3.bucket, s3.name)
             # 1. Scans (and over plain HTTP from nginx, when it is here).
             web = Nginx(args.nginx, args.file, tmp) if args.nginx and os.path.exists(args.nginx) else None
+            if web is None:
+                # Said, not passed over in silence: the table then lacks
+                # the HTTP rows of issue 33.
+                print("remote_bench: no nginx at %s: the rows over plain HTTP are skipped "
+                      "(apt-get install nginx-light, or --nginx PATH)" % (args.nginx or "(none)"),
+                      file=sys.stderr)
             for j in [int(x) for x in args.scan_jobs.split(",") if x]:
                 ls = ["ls", "-j", str(j)]
                 lt = scan_row(args, wbin, "scan local file (ls -j %d)" % j, ls + [args.file],

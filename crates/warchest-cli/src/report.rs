@@ -277,6 +277,18 @@ pub fn note_stdout_error(e: io::Error) {
     }
 }
 
+/// Writes `v` to `out` as one line of JSON (a command's `--json` stream,
+/// written from a callback that cannot return an error); a failure is
+/// kept as `println!`'s are, and fails the run at its end.
+pub fn json_line(out: &mut impl io::Write, v: &impl serde::Serialize) {
+    let line = serde_json::to_writer(&mut *out, v)
+        .map_err(io::Error::from)
+        .and_then(|()| writeln!(out));
+    if let Err(e) = line {
+        note_stdout_error(e);
+    }
+}
+
 /// The process exit code for an outcome. A run whose standard output
 /// could not be written (other than to a closed pipe) fails, whatever it
 /// did: what it printed is lost.

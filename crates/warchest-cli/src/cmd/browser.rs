@@ -135,8 +135,7 @@ pub fn run_capture(
     let stdout = std::sync::Mutex::new(std::io::stdout());
     let each = move |p: &PageResult| {
         if json && let Ok(mut o) = stdout.lock() {
-            let _ = serde_json::to_writer(&mut *o, p);
-            let _ = writeln!(o);
+            crate::report::json_line(&mut *o, p);
         }
         if quiet {
             return;

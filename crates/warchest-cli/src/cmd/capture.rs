@@ -262,8 +262,7 @@ pub fn run_capture(g: &Global, args: CaptureArgs) -> Result<Outcome> {
     let stdout = std::sync::Mutex::new(std::io::stdout());
     let progress = move |e: &Event| {
         if json && let Ok(mut o) = stdout.lock() {
-            let _ = serde_json::to_writer(&mut *o, e);
-            let _ = writeln!(o);
+            crate::report::json_line(&mut *o, e);
         }
         if quiet {
             return;

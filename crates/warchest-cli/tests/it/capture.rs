@@ -1219,6 +1219,42 @@ fn a_write_error_names_what_the_capture_lost() {
     assert_eq!(site.hits.lock().unwrap().as_slice(), ["/"]);
 }
 
+/// `--json`'s lines are written from the capture's progress callback: a
+/// standard output that cannot take them (a full disk) fails the run,
+/// naming it, as every other command's output does, though the records
+/// are written.
+#[test]
+fn json_lines_that_cannot_be_written_fail_the_capture() {
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+        eprintln!("skipped: no /dev/full");
+        return;
+    };
+    let site = start_site(None);
+    let url = format!("http://127.0.0.1:{}/", site.addr.port());
+    let work = tempfile::tempdir().unwrap();
+    let out = work.path().join("out");
+    let done = bin()
+        .arg("capture")
+        .arg(&url)
+        .arg("-o")
+        .arg(&out)
+        .args(["--json", "--ignore-robots"])
+        .stdout(full)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&done.stderr);
+    assert_eq!(done.status.code(), Some(2), "{err}");
+    assert!(err.contains("warchest: stdout: "), "{err}");
+    let files = files_in(&out);
+    validate(&files);
+    assert!(
+        records(&files)
+            .iter()
+            .any(|r| r.kind == RecordType::Response && r.uri == url),
+        "{err}"
+    );
+}
+
 #[test]
 fn proxy_is_no_open_relay() {
     let site = start_site(None);
