@@ -859,9 +859,7 @@ impl<R: Read> Decoder<R> {
     fn cut_before(&mut self, what: &str, next: u64) -> crate::Result<()> {
         let start = self.member_offset;
         self.state = State::Done;
-        self.input.start = usize::try_from(next - self.input.base)
-            .unwrap_or(usize::MAX)
-            .min(self.input.end);
+        self.input.set_pos(next);
         self.end = self.input.pos();
         let msg = format!(
             "the input ends {what} of the {} member starting at stored offset {start}, and whole \
@@ -884,10 +882,7 @@ impl<R: Read> Decoder<R> {
         }
         // Leave the member first so that compaction no longer keeps it.
         self.state = State::Done;
-        let from = (start + 1).max(self.input.base);
-        self.input.start = usize::try_from(from - self.input.base)
-            .unwrap_or(usize::MAX)
-            .min(self.input.end);
+        self.input.set_pos(start + 1);
         self.seek_valid()?;
         self.end = self.input.pos();
         let next = if self.input.avail() == 0 && self.input.eof {

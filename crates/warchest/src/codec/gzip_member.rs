@@ -337,7 +337,7 @@ impl GzipMember {
             && let Some(next) = members_run_over(cx)?
         {
             let trailer_end = cx.input.pos();
-            cx.input.start = usize::try_from(next - cx.input.base).unwrap_or(usize::MAX);
+            cx.input.set_pos(next);
             cx.finish();
             let msg = format!(
                 "the trailer of the gzip member at stored offset {} does not match its data, \

@@ -170,6 +170,15 @@ impl<R> Input<R> {
         self.start = (self.start + n).min(self.end);
     }
 
+    /// Moves the next byte to read to stored offset `at`, back or forward
+    /// among the bytes still held (clamped to them): where a damaged
+    /// member is found to end, or a search for the next starts.
+    pub(super) fn set_pos(&mut self, at: u64) {
+        self.start = usize::try_from(at.saturating_sub(self.base))
+            .unwrap_or(usize::MAX)
+            .min(self.end);
+    }
+
     /// Consumes everything buffered.
     pub(super) fn drop_buffered(&mut self) {
         self.start = self.end;
