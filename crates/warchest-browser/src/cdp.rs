@@ -8,9 +8,12 @@
 //! Bounded: every command waits at most its timeout; events go through a
 //! broadcast channel of [`EVENT_BUFFER`] (a subscriber that falls behind
 //! loses the oldest, and is told); a message larger than
-//! [`MAX_MESSAGE`] closes the connection.
+//! [`MAX_MESSAGE`] closes the connection. A target attached paused at its
+//! start is also kept aside until a subscriber takes it ([`Sender::take`]),
+//! so that one whose event a subscriber lost can still be found and let
+//! run ([`Sender::take_lost`]); at most [`MAX_PAUSED`] are kept.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -25,6 +28,11 @@ use crate::BrowserError;
 
 /// Events queued for each subscriber before the oldest are dropped.
 pub const EVENT_BUFFER: usize = 8192;
+
+/// The most targets attached paused and not yet taken kept aside
+/// ([`Sender::take_lost`]); past it, one whose event is lost cannot be
+/// found again.
+pub const MAX_PAUSED: usize = 65_536;
 
 /// The largest message taken from the browser (a full-page screenshot in
 /// base64 is the largest there is).
@@ -44,6 +52,82 @@ pub struct Event {
 
 type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Result<Value, BrowserError>>>>>;
 
+/// A target attached paused at its start (`Target.attachedToTarget` with
+/// `waitingForDebugger`), as kept aside for [`Sender::take_lost`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attached {
+    /// Its flat-mode session.
+    pub session: String,
+    /// The session it was attached under (`""`: the browser's own).
+    pub parent: String,
+    /// Its type (`iframe`, `worker`, `shared_worker`, ...).
+    pub kind: String,
+}
+
+/// The targets attached paused that no subscriber has taken yet, and
+/// those taken by [`Sender::take_lost`] whose event may still come.
+#[derive(Default)]
+struct Paused {
+    waiting: HashMap<String, Attached>,
+    found: HashSet<String>,
+}
+
+impl Paused {
+    /// What the reading task does with each event, before subscribers see
+    /// it: a target attached paused is kept aside, one detached forgotten.
+    fn saw(&mut self, method: &str, params: &Value, session: Option<&str>) {
+        let Some(child) = params["sessionId"].as_str() else {
+            return;
+        };
+        match method {
+            "Target.attachedToTarget"
+                if params["waitingForDebugger"] == Value::Bool(true)
+                    && self.waiting.len() < MAX_PAUSED =>
+            {
+                self.waiting.insert(
+                    child.to_string(),
+                    Attached {
+                        session: child.to_string(),
+                        parent: session.unwrap_or_default().to_string(),
+                        kind: params
+                            .pointer("/targetInfo/type")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_string(),
+                    },
+                );
+            }
+            "Target.detachedFromTarget" => {
+                self.waiting.remove(child);
+                self.found.remove(child);
+            }
+            _ => {}
+        }
+    }
+
+    fn take(&mut self, session: &str) -> bool {
+        self.waiting.remove(session);
+        !self.found.remove(session)
+    }
+
+    fn take_lost(&mut self, parents: &HashSet<String>) -> Vec<Attached> {
+        let lost: Vec<String> = self
+            .waiting
+            .values()
+            .filter(|a| parents.contains(&a.parent))
+            .map(|a| a.session.clone())
+            .collect();
+        let mut out = Vec::with_capacity(lost.len());
+        for s in lost {
+            if let Some(a) = self.waiting.remove(&s) {
+                self.found.insert(s);
+                out.push(a);
+            }
+        }
+        out
+    }
+}
+
 /// A connection to a browser's DevTools endpoint.
 pub struct Cdp {
     out: mpsc::Sender<Message>,
@@ -51,6 +135,7 @@ pub struct Cdp {
     events: broadcast::Sender<Event>,
     next: Arc<AtomicU64>,
     closed: Arc<AtomicBool>,
+    paused: Arc<Mutex<Paused>>,
 }
 
 /// Sends commands to a [`Cdp`]'s browser without waiting for their
@@ -60,6 +145,7 @@ pub struct Cdp {
 pub struct Sender {
     out: mpsc::Sender<Message>,
     next: Arc<AtomicU64>,
+    paused: Arc<Mutex<Paused>>,
 }
 
 impl Sender {
@@ -81,6 +167,27 @@ impl Sender {
             .await
             .map_err(|_| BrowserError::Gone)
     }
+
+    /// Takes the target of `session`, attached paused, as its
+    /// `Target.attachedToTarget` event comes to a subscriber: true when it
+    /// is this subscriber's to set up and let run; false when
+    /// [`Sender::take_lost`] already gave it out (the event came after a
+    /// lag that did not lose it).
+    pub fn take(&self, session: &str) -> bool {
+        self.paused.lock().map_or(true, |mut p| p.take(session))
+    }
+
+    /// After a subscriber lagged: the targets attached paused under any of
+    /// `parents` that no subscriber has taken, since their events may be
+    /// among those lost. Each is given out once (its event, if it still
+    /// comes, is then refused by [`Sender::take`]). A target still paused
+    /// runs no code, so setting it up now is as good as at its event.
+    pub fn take_lost(&self, parents: &HashSet<String>) -> Vec<Attached> {
+        self.paused
+            .lock()
+            .map(|mut p| p.take_lost(parents))
+            .unwrap_or_default()
+    }
 }
 
 /// A command's message: its id, method and parameters, to `session`'s
@@ -94,11 +201,17 @@ fn command(id: u64, method: &str, params: Value, session: Option<&str>) -> Messa
 }
 
 impl Cdp {
-    /// Connects to `ws_url` (`ws://127.0.0.1:PORT/devtools/browser/ID`).
+    /// Connects to `ws_url` (`ws://127.0.0.1:PORT/devtools/browser/ID`),
+    /// queueing at most `event_buffer` events for each subscriber
+    /// ([`EVENT_BUFFER`] unless a test wants subscribers to fall behind).
     ///
     /// # Errors
     /// The WebSocket cannot be opened within `timeout`.
-    pub async fn connect(ws_url: &str, timeout: Duration) -> Result<Cdp, BrowserError> {
+    pub async fn connect(
+        ws_url: &str,
+        timeout: Duration,
+        event_buffer: usize,
+    ) -> Result<Cdp, BrowserError> {
         let mut config = WebSocketConfig::default();
         config.max_message_size = Some(MAX_MESSAGE);
         config.max_frame_size = Some(MAX_MESSAGE);
@@ -112,8 +225,9 @@ impl Cdp {
         let (mut sink, mut stream) = ws.split();
         let (out, mut rx) = mpsc::channel::<Message>(256);
         let pending: Pending = Arc::default();
-        let (events, _) = broadcast::channel(EVENT_BUFFER);
+        let (events, _) = broadcast::channel(event_buffer.max(1));
         let closed = Arc::new(AtomicBool::new(false));
+        let paused: Arc<Mutex<Paused>> = Arc::default();
         tokio::spawn(async move {
             while let Some(m) = rx.recv().await {
                 if sink.send(m).await.is_err() {
@@ -122,7 +236,12 @@ impl Cdp {
             }
             let _ = sink.close().await;
         });
-        let (p, ev, c) = (pending.clone(), events.clone(), closed.clone());
+        let (p, ev, c, held) = (
+            pending.clone(),
+            events.clone(),
+            closed.clone(),
+            paused.clone(),
+        );
         tokio::spawn(async move {
             while let Some(Ok(m)) = stream.next().await {
                 let text = match m {
@@ -149,14 +268,20 @@ impl Cdp {
                         let _ = w.send(r);
                     }
                 } else if let Some(method) = v.get("method").and_then(Value::as_str) {
-                    let _ = ev.send(Event {
+                    let e = Event {
                         method: method.to_string(),
                         session: v
                             .get("sessionId")
                             .and_then(Value::as_str)
                             .map(str::to_string),
                         params: v.get_mut("params").map(Value::take).unwrap_or(Value::Null),
-                    });
+                    };
+                    if e.method.starts_with("Target.")
+                        && let Ok(mut h) = held.lock()
+                    {
+                        h.saw(&e.method, &e.params, e.session.as_deref());
+                    }
+                    let _ = ev.send(e);
                 }
             }
             c.store(true, Ordering::SeqCst);
@@ -171,6 +296,7 @@ impl Cdp {
             events,
             next: Arc::new(AtomicU64::new(1)),
             closed,
+            paused,
         })
     }
 
@@ -184,6 +310,7 @@ impl Cdp {
         Sender {
             out: self.out.clone(),
             next: self.next.clone(),
+            paused: self.paused.clone(),
         }
     }
 
@@ -235,5 +362,111 @@ impl Cdp {
         if let Ok(mut m) = self.pending.lock() {
             m.remove(&id);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attach(child: &str, kind: &str, waiting: bool) -> Value {
+        json!({"sessionId": child, "waitingForDebugger": waiting,
+               "targetInfo": {"type": kind}})
+    }
+
+    #[test]
+    fn a_paused_target_is_given_out_once() {
+        let mut p = Paused::default();
+        p.saw(
+            "Target.attachedToTarget",
+            &attach("w1", "worker", true),
+            Some("tab"),
+        );
+        p.saw(
+            "Target.attachedToTarget",
+            &attach("f1", "iframe", true),
+            Some("tab"),
+        );
+        p.saw(
+            "Target.attachedToTarget",
+            &attach("o1", "worker", true),
+            Some("other"),
+        );
+        // Not paused, or the browser's own: not kept under a tab.
+        p.saw(
+            "Target.attachedToTarget",
+            &attach("n1", "worker", false),
+            Some("tab"),
+        );
+        p.saw(
+            "Target.attachedToTarget",
+            &attach("s1", "shared_worker", true),
+            None,
+        );
+        // Its event came: this subscriber's.
+        assert!(p.take("w1"));
+        // A lag: what is left under the tab's sessions, once.
+        let tab: HashSet<String> = ["tab".to_string()].into();
+        let lost = p.take_lost(&tab);
+        assert_eq!(
+            lost,
+            [Attached {
+                session: "f1".into(),
+                parent: "tab".into(),
+                kind: "iframe".into()
+            }]
+        );
+        assert!(p.take_lost(&tab).is_empty());
+        // Its event still came, after the lag: already given out.
+        assert!(!p.take("f1"));
+        // And only once refused: the set does not grow.
+        assert!(p.found.is_empty());
+        // Another tab's, and the browser's shared worker, are theirs.
+        let browser: HashSet<String> = [String::new()].into();
+        assert_eq!(p.take_lost(&browser)[0].session, "s1");
+        assert!(p.take("o1"));
+        assert!(p.waiting.is_empty());
+    }
+
+    #[test]
+    fn a_detached_target_is_forgotten_and_the_kept_are_bounded() {
+        let mut p = Paused::default();
+        p.saw(
+            "Target.attachedToTarget",
+            &attach("w1", "worker", true),
+            Some("tab"),
+        );
+        p.saw(
+            "Target.attachedToTarget",
+            &attach("w2", "worker", true),
+            Some("tab"),
+        );
+        let tab: HashSet<String> = ["tab".to_string()].into();
+        assert_eq!(p.take_lost(&tab).len(), 2);
+        p.saw(
+            "Target.detachedFromTarget",
+            &json!({"sessionId": "w1"}),
+            Some("tab"),
+        );
+        p.saw(
+            "Target.attachedToTarget",
+            &attach("w3", "worker", true),
+            Some("tab"),
+        );
+        p.saw(
+            "Target.detachedFromTarget",
+            &json!({"sessionId": "w3"}),
+            Some("tab"),
+        );
+        assert!(p.waiting.is_empty());
+        assert_eq!(p.found.len(), 1);
+        for i in 0..MAX_PAUSED + 10 {
+            p.saw(
+                "Target.attachedToTarget",
+                &attach(&format!("x{i}"), "worker", true),
+                Some("tab"),
+            );
+        }
+        assert_eq!(p.waiting.len(), MAX_PAUSED);
     }
 }

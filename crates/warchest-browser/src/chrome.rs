@@ -79,6 +79,9 @@ pub struct Launch {
     pub extra: Vec<String>,
     /// How long the browser may take to start.
     pub timeout: Duration,
+    /// Events queued for each of the connection's subscribers
+    /// ([`crate::cdp::EVENT_BUFFER`]; [`crate::BrowserOptions::event_buffer`]).
+    pub event_buffer: usize,
 }
 
 /// A running Chromium.
@@ -192,7 +195,7 @@ impl Chromium {
                 tracing::trace!("chromium: {line}");
             }
         });
-        let cdp = Cdp::connect(&ws, l.timeout).await?;
+        let cdp = Cdp::connect(&ws, l.timeout, l.event_buffer).await?;
         // Not fatal: without it a page that starts a shared worker only
         // waits out its idle bound.
         if let Err(e) = crate::page::follow_shared_workers(&cdp).await {
@@ -288,6 +291,7 @@ mod tests {
             spki: vec!["AAAA".into()],
             extra: vec!["--window-size=800,600".into()],
             timeout: Duration::from_secs(1),
+            event_buffer: crate::cdp::EVENT_BUFFER,
         };
         let a = l.args(Path::new("/tmp/p"));
         for want in [

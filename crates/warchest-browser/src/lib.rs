@@ -364,6 +364,11 @@ pub struct BrowserOptions {
     /// unfollowed and the page is marked incomplete
     /// ([`PageResult::incomplete`]).
     pub max_targets: usize,
+    /// The DevTools events queued for each tab ([`cdp::EVENT_BUFFER`]).
+    /// A tab that falls further behind loses the oldest and the page is
+    /// marked incomplete; a worker or frame whose start was among them is
+    /// still set up and let run. Small only in tests.
+    pub event_buffer: usize,
 }
 
 impl BrowserOptions {
@@ -385,6 +390,7 @@ impl BrowserOptions {
             pages_per_browser: 100,
             extra_flags: Vec::new(),
             max_targets: page::MAX_TARGETS,
+            event_buffer: cdp::EVENT_BUFFER,
         }
     }
 }
@@ -468,6 +474,7 @@ impl Browsers {
             spki: vec![spki],
             extra: opts.extra_flags.clone(),
             timeout: Duration::from_secs(30),
+            event_buffer: opts.event_buffer,
         };
         let slots: Arc<Vec<_>> = Arc::new(
             (0..n)

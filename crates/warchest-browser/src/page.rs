@@ -102,10 +102,19 @@ pub async fn follow_shared_workers(cdp: &Cdp) -> Result<(), BrowserError> {
     let mut events = cdp.events();
     let sender = cdp.sender();
     tokio::spawn(async move {
+        // The browser's own session, under which its shared workers are
+        // attached ([`cdp::Attached::parent`]).
+        let browser: HashSet<String> = [String::new()].into();
         loop {
             let e = match events.recv().await {
                 Ok(e) => e,
-                Err(RecvError::Lagged(_)) => continue,
+                Err(RecvError::Lagged(_)) => {
+                    // Those whose start was among the events lost.
+                    for a in sender.take_lost(&browser) {
+                        shared_worker_attached(&sender, &a.session, &a.kind).await;
+                    }
+                    continue;
+                }
                 Err(RecvError::Closed) => break,
             };
             // Only the targets paused for us: attaching a tab's target
@@ -119,15 +128,9 @@ pub async fn follow_shared_workers(cdp: &Cdp) -> Result<(), BrowserError> {
             let Some(child) = e.params["sessionId"].as_str() else {
                 continue;
             };
-            if e.params.pointer("/targetInfo/type") == Some(&Value::from("shared_worker")) {
-                attached(&sender, child, true, false, &[]).await;
-            } else {
-                let _ = sender
-                    .send("Runtime.runIfWaitingForDebugger", json!({}), Some(child))
-                    .await;
-                let _ = sender
-                    .send("Target.detachFromTarget", json!({"sessionId": child}), None)
-                    .await;
+            if sender.take(child) {
+                let kind = e.params.pointer("/targetInfo/type").and_then(Value::as_str);
+                shared_worker_attached(&sender, child, kind.unwrap_or_default()).await;
             }
         }
     });
@@ -136,6 +139,22 @@ pub async fn follow_shared_workers(cdp: &Cdp) -> Result<(), BrowserError> {
     cdp.call("Target.setAutoAttach", params, None, COMMAND)
         .await?;
     Ok(())
+}
+
+/// A target paused under the browser's own session: a shared worker is
+/// followed and let run; anything else (a browser that did not take the
+/// filter) is let run and detached.
+async fn shared_worker_attached(sender: &Sender, child: &str, kind: &str) {
+    if kind == "shared_worker" {
+        attached(sender, child, true, false, &[]).await;
+    } else {
+        let _ = sender
+            .send("Runtime.runIfWaitingForDebugger", json!({}), Some(child))
+            .await;
+        let _ = sender
+            .send("Target.detachFromTarget", json!({"sessionId": child}), None)
+            .await;
+    }
 }
 
 /// What a wait found: done, or look again at the next event (or at the
@@ -249,12 +268,49 @@ impl<'a> Tab<'a> {
         let watcher = tokio::spawn(async move {
             // The sessions of the targets attached under the tab's own.
             let mut sessions: HashSet<String> = HashSet::new();
+            // A target attached paused under the tab: followed while fewer
+            // than `max_targets` are, then let run.
+            let follow = async |sessions: &mut HashSet<String>, child: &str, kind: &str| {
+                let tracked = sessions.len() < max_targets;
+                if tracked {
+                    sessions.insert(child.to_string());
+                } else if let Ok(mut t) = t.lock() {
+                    t.unfollowed += 1;
+                    if t.unfollowed == 1 {
+                        tracing::warn!(
+                            "a page started more than {max_targets} workers and frames of other sites: the rest are not followed (their requests are not counted as the page's; it is marked incomplete)"
+                        );
+                    }
+                }
+                let init: &[String] = if kind == "iframe" { &scripts } else { &[] };
+                attached(&sender, child, tracked, bypass_workers, init).await;
+            };
             loop {
                 let e = match events.recv().await {
                     Ok(e) => e,
                     Err(RecvError::Lagged(_)) => {
                         if let Ok(mut t) = t.lock() {
                             t.lagged = true;
+                        }
+                        // A worker or frame whose start was among the
+                        // events lost stays paused until someone lets it
+                        // run: set up as at its event (and any paused
+                        // under those, a worker in a frame). Bounded: each
+                        // is given out once.
+                        loop {
+                            let mut under = sessions.clone();
+                            under.insert(s.clone());
+                            let lost = sender.take_lost(&under);
+                            if lost.is_empty() {
+                                break;
+                            }
+                            tracing::warn!(
+                                "a tab fell behind the browser's events (the page is marked incomplete): {} worker(s) or frame(s) whose start may have been among those lost were set up and let run",
+                                lost.len()
+                            );
+                            for a in lost {
+                                follow(&mut sessions, &a.session, &a.kind).await;
+                            }
                         }
                         continue;
                     }
@@ -284,22 +340,11 @@ impl<'a> Tab<'a> {
                 }
                 match e.method.as_str() {
                     "Target.attachedToTarget" => {
-                        if let Some(child) = e.params["sessionId"].as_str() {
-                            let tracked = sessions.len() < max_targets;
-                            if tracked {
-                                sessions.insert(child.to_string());
-                            } else if let Ok(mut t) = t.lock() {
-                                t.unfollowed += 1;
-                                if t.unfollowed == 1 {
-                                    tracing::warn!(
-                                        "a page started more than {max_targets} workers and frames of other sites: the rest are not followed (their requests are not counted as the page's; it is marked incomplete)"
-                                    );
-                                }
-                            }
-                            let frame = e.params.pointer("/targetInfo/type")
-                                == Some(&Value::from("iframe"));
-                            let init: &[String] = if frame { &scripts } else { &[] };
-                            attached(&sender, child, tracked, bypass_workers, init).await;
+                        if let Some(child) = e.params["sessionId"].as_str()
+                            && sender.take(child)
+                        {
+                            let kind = e.params.pointer("/targetInfo/type").and_then(Value::as_str);
+                            follow(&mut sessions, child, kind.unwrap_or_default()).await;
                         }
                         continue;
                     }

@@ -349,6 +349,7 @@ async fn check_all(
         // machine.
         extra: vec![format!("--proxy-server=http://{NOWHERE}")],
         timeout: Duration::from_secs(30),
+        event_buffer: crate::cdp::EVENT_BUFFER,
     };
     let next = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);

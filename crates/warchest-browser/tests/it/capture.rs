@@ -463,6 +463,7 @@ fn a_killed_browser_leaves_no_process_or_profile() {
             spki: Vec::new(),
             extra: Vec::new(),
             timeout: Duration::from_secs(30),
+            event_buffer: warchest_browser::cdp::EVENT_BUFFER,
         };
         // Killed, and dropped as a run that stops early drops it.
         for kill in [true, false] {
@@ -858,6 +859,92 @@ const sw=new SharedWorker('/shared.js');sw.port.start();\
         .find(|r| r.1 == format!("urn:text:{url}"))
         .expect("a text record");
     assert!(String::from_utf8_lossy(&text.3).contains("worker ok"));
+}
+
+/// A tab that falls behind the browser's events loses the oldest: when the
+/// start of a worker or of a frame of another site is among them, that
+/// target, attached paused, is still set up and let run (it stayed paused
+/// for good, its requests never made). Each tab may queue only two events
+/// here, and the page starts its workers and frame amid bursts of
+/// hundreds of requests, so the tab falls behind; the page is then
+/// marked incomplete, as any lost event marks it.
+#[test]
+fn a_worker_started_while_the_tab_fell_behind_still_runs() {
+    let Some(exe) = chromium() else { return };
+    let other = Site::start_on(
+        "127.0.0.2",
+        vec![
+            (
+                "/frame.html",
+                (
+                    200,
+                    HTML,
+                    Some(
+                        b"<!doctype html><p>frame</p><script>new Worker('/fw.js');</script>"
+                            .to_vec(),
+                    ),
+                ),
+            ),
+            (
+                "/fw.js",
+                (
+                    200,
+                    "text/javascript",
+                    Some(b"fetch('/frame-worker.json')".to_vec()),
+                ),
+            ),
+            (
+                "/frame-worker.json",
+                (200, "application/json", Some(b"{}".to_vec())),
+            ),
+        ],
+    );
+    let page = format!(
+        "<!doctype html><title>behind</title><script>\
+for(let i=0;i<150;i++)fetch('/b?i='+i);new Worker('/w1.js');\
+for(let i=150;i<300;i++)fetch('/b?i='+i);\
+document.documentElement.insertAdjacentHTML('beforeend','<iframe src=\"{}/frame.html\"></iframe>');\
+for(let i=300;i<450;i++)fetch('/b?i='+i);new Worker('/w2.js');\
+for(let i=450;i<600;i++)fetch('/b?i='+i);</script>",
+        other.base
+    );
+    let worker = |n: u8| -> Vec<u8> { format!("fetch('/from-worker-{n}.json')").into_bytes() };
+    let s = Site::start(vec![
+        ("/", (200, HTML, Some(page.into_bytes()))),
+        ("/b", (200, "text/plain", Some(b"b".to_vec()))),
+        ("/w1.js", (200, "text/javascript", Some(worker(1)))),
+        ("/w2.js", (200, "text/javascript", Some(worker(2)))),
+        (
+            "/from-worker-1.json",
+            (200, "application/json", Some(b"{}".to_vec())),
+        ),
+        (
+            "/from-worker-2.json",
+            (200, "application/json", Some(b"{}".to_vec())),
+        ),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let b = Rig::start(exe, dir.path(), |o| {
+        o.event_buffer = 2;
+        // Lost events leave requests in flight: the idle waits run out.
+        o.idle_timeout = Duration::from_secs(2);
+    });
+    let p = b.capture(&format!("{}/", s.base));
+    b.finish();
+    assert!(p.ok(), "{p:?}");
+    assert!(p.incomplete, "the tab never fell behind: {p:?}");
+    let asked = s.requests();
+    for w in ["/from-worker-1.json", "/from-worker-2.json"] {
+        assert!(
+            asked.iter().any(|r| r == w),
+            "{w} never asked for: {asked:?}"
+        );
+    }
+    assert!(
+        other.requests().iter().any(|r| r == "/frame-worker.json"),
+        "{:?}",
+        other.requests()
+    );
 }
 
 /// A request cut in its head has no URL: while a page is open it may be
